@@ -1,0 +1,79 @@
+/* Elementwise ops. Twins of the loops in src/nn_cpu.c; every kernel guards i < n because
+   the host may round the global size up to a multiple of the work-group size. */
+
+inline float nn_sigmoid(float v) { return 1.0f / (1.0f + exp(-v)); }
+
+/* One (forward, derivative) pair per activation; v is the input, alpha a parameter. */
+#define UNARY(NAME, FWD, DER)                                                               \
+__kernel void NAME##_forward(__global const float *x, __global float *y, const int n,       \
+                             const float alpha) {                                          \
+    int i = get_global_id(0);                                                              \
+    if (i < n) { float v = x[i]; y[i] = (FWD); }                                           \
+}                                                                                          \
+__kernel void NAME##_backward(__global const float *x, __global const float *dy,           \
+                              __global float *dx, const int n, const float alpha) {        \
+    int i = get_global_id(0);                                                              \
+    if (i < n) { float v = x[i]; dx[i] = dy[i] * (DER); }                                  \
+}
+
+UNARY(relu, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)
+UNARY(leaky_relu, v > 0.0f ? v : alpha * v, v > 0.0f ? 1.0f : alpha)
+UNARY(sigmoid, nn_sigmoid(v), nn_sigmoid(v) * (1.0f - nn_sigmoid(v)))
+UNARY(tanh, tanh(v), 1.0f - tanh(v) * tanh(v))
+UNARY(gelu, 0.5f * v * (1.0f + erf(v * 0.70710678118654752f)),
+      0.5f * (1.0f + erf(v * 0.70710678118654752f)) + v * 0.39894228040143268f * exp(-0.5f * v * v))
+UNARY(silu, v * nn_sigmoid(v), nn_sigmoid(v) * (1.0f + v * (1.0f - nn_sigmoid(v))))
+
+/* y = a (op) b with b [nb] repeated over a's leading dims */
+#define BINARY(NAME, EXPR)                                                                  \
+__kernel void NAME(__global const float *a, __global const float *b, __global float *y,    \
+                   const int n, const int nb) {                                            \
+    int i = get_global_id(0);                                                              \
+    if (i < n) { float u = a[i], w = b[nb == n ? i : i % nb]; y[i] = (EXPR); }             \
+}
+BINARY(add, u + w)
+BINARY(sub, u - w)
+BINARY(mul, u * w)
+
+__kernel void scale(__global const float *x, __global float *y, const int n, const float s) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = x[i] * s;
+}
+
+__kernel void fill(__global float *y, const int n, const float v) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = v;
+}
+
+/* y [n] = x[0] * s: the gradient of a sum */
+__kernel void expand_scalar(__global const float *x, __global float *y, const int n, const float s) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = x[0] * s;
+}
+
+/* y [nb] = sum over the leading dims of x [n / nb, nb], in a fixed order */
+__kernel void sum_leading(__global const float *x, __global float *y, const int n, const int nb) {
+    int j = get_global_id(0);
+    if (j < nb) {
+        float s = 0.0f;
+        for (int i = j; i < n; i += nb) s += x[i];
+        y[j] = s;
+    }
+}
+
+__kernel void accumulate(__global const float *x, __global float *acc, const int n) {
+    int i = get_global_id(0);
+    if (i < n) acc[i] += x[i];
+}
+
+/* BCE with logits, elementwise: max(x,0) - x*t + log(1 + exp(-|x|)) */
+__kernel void bce_logits_forward(__global const float *x, __global const float *t, __global float *y, const int n) {
+    int i = get_global_id(0);
+    if (i < n) { float v = x[i]; y[i] = fmax(v, 0.0f) - v * t[i] + log1p(exp(-fabs(v))); }
+}
+
+__kernel void bce_logits_backward(__global const float *x, __global const float *t, __global const float *dy,
+                                  __global float *dx, const int n) {
+    int i = get_global_id(0);
+    if (i < n) dx[i] = dy[i] * (nn_sigmoid(x[i]) - t[i]);
+}

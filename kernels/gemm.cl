@@ -1,0 +1,321 @@
+/* SGEMM: row-major C[M,N] = alpha * op(A) * op(B) + beta * C.
+ *
+ *   op(A) = A   stored [M,K] (lda >= K)   or  A^T, A stored [K,M] (lda >= M)
+ *   op(B) = B   stored [K,N] (ldb >= N)   or  B^T, B stored [N,K] (ldb >= K)
+ *
+ * Kernels gemm_nn, gemm_nt, gemm_tn, gemm_tt are stamped out from one body;
+ * the transpose flags are compile-time constants after inlining, so each
+ * variant gets its own specialised loads at no runtime cost.
+ *
+ * Each work-item owns a WPT_M x WPT_N register tile of C, held as WPT_N/VW
+ * float<VW> vectors per row (rows are broadcast scalars of op(A)).  A work-group
+ * is WG_N x WG_M items (dim 0 runs along N, dim 1 along M) and covers a
+ * TS_M x TS_N tile of C.  The host must launch with exactly that local size.
+ *
+ * Two strategies, chosen by USE_LOCAL:
+ *   0  direct:  every item streams its rows of op(A) / columns of op(B)
+ *               straight from global memory.  Best for CPU runtimes (PoCL):
+ *               caches do the reuse, barriers only cost there, and large
+ *               per-item tiles map onto SIMD registers.
+ *   1  tiled:   the group stages TS_M x TS_K and TS_K x TS_N panels in local
+ *               memory (transposes are absorbed by the staging loads, which
+ *               are coalesced along whichever dimension is contiguous).
+ *               Best for GPUs.
+ *
+ * STRIDED (tiled only) spreads an item's rows/columns across the group tile
+ * (row = ly + r*WG_M) instead of keeping them adjacent; on GPUs that makes
+ * neighbouring items touch neighbouring local/global words (no bank
+ * conflicts, coalesced stores).
+ *
+ * Edges: any M, N, K >= 1 is handled.  The direct path clamps out-of-range
+ * row/column indices to the last valid one (loads stay in bounds, the inner
+ * loop stays branch-free) and masks the stores; the tiled path zero-fills
+ * the panels.  With beta == 0 C is never read, so it may hold NaN/garbage.
+ *
+ * All tunables are -D build options; defaults below suit a CPU runtime.
+ */
+
+#ifndef WPT_M          /* rows of C per work-item */
+#define WPT_M 6
+#endif
+#ifndef WPT_N          /* columns of C per work-item, multiple of VW */
+#define WPT_N 16
+#endif
+#ifndef VW             /* vector width along N: 1, 2, 4, 8 or 16 */
+#define VW 8
+#endif
+#ifndef WG_M           /* work-group size along M (dim 1) */
+#define WG_M 4
+#endif
+#ifndef WG_N           /* work-group size along N (dim 0) */
+#define WG_N 4
+#endif
+#ifndef USE_LOCAL
+#define USE_LOCAL 0
+#endif
+#ifndef TS_K           /* K depth of the local panels (tiled only) */
+#define TS_K 16
+#endif
+#ifndef STRIDED
+#define STRIDED 0
+#endif
+#ifndef PAD_A          /* extra words per local row of the A panel, against bank conflicts */
+#define PAD_A 0
+#endif
+#ifndef PAD_B
+#define PAD_B 0
+#endif
+
+#define NCH  (WPT_N / VW)          /* vectors per row of the register tile */
+#define TS_M (WG_M * WPT_M)
+#define TS_N (WG_N * WPT_N)
+
+#if (WPT_N % VW) != 0
+#error "WPT_N must be a multiple of VW"
+#endif
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#if VW == 1
+typedef float floatv;
+#define VLOAD(p)      (*(p))
+#define VSTORE(v, p)  (*(p) = (v))
+#else
+typedef CAT(float, VW) floatv;
+#define VLOAD(p)      CAT(vload, VW)(0, p)
+#define VSTORE(v, p)  CAT(vstore, VW)(v, 0, p)
+#endif
+
+/* alpha*acc (+ beta*C) for one row chunk of VW columns starting at (i, j). */
+inline void store_chunk(__global float *C, const int ldc, const int i, const int j,
+                        const int N, const floatv acc, const float alpha, const float beta)
+{
+    __global float *c = C + (size_t)i * ldc + j;
+    if (j + VW <= N) {
+        floatv v = alpha * acc;
+        if (beta != 0.0f)
+            v += beta * VLOAD(c);
+        VSTORE(v, c);
+    } else {
+        float t[VW];
+        int v;
+        VSTORE(acc, t);
+        for (v = 0; v < VW && j + v < N; v++)
+            c[v] = beta != 0.0f ? alpha * t[v] + beta * c[v] : alpha * t[v];
+    }
+}
+
+#if !USE_LOCAL
+
+/* Direct path: rows i0..i0+WPT_M-1, columns j0..j0+WPT_N-1 (contiguous). */
+inline void gemm_direct(const int M, const int N, const int K,
+                        __global const float *A, const int lda,
+                        __global const float *B, const int ldb,
+                        __global float *C, const int ldc,
+                        const float alpha, const float beta,
+                        const int ta, const int tb)
+{
+    const int i0 = (int)get_global_id(1) * WPT_M;
+    const int j0 = (int)get_global_id(0) * WPT_N;
+    floatv acc[WPT_M][NCH];
+    int r, c, k;
+
+    if (i0 >= M || j0 >= N)
+        return;
+
+#pragma unroll
+    for (r = 0; r < WPT_M; r++)
+#pragma unroll
+        for (c = 0; c < NCH; c++)
+            acc[r][c] = (floatv)(0.0f);
+
+    if (i0 + WPT_M <= M && j0 + WPT_N <= N) {
+        /* Interior tile: fixed strides, no clamping. */
+        __global const float *a = ta ? A + i0 : A + (size_t)i0 * lda;
+        __global const float *b = tb ? B + (size_t)j0 * ldb : B + j0;
+        const int a_k = ta ? lda : 1;      /* step along k */
+        const int a_r = ta ? 1 : lda;      /* step along rows */
+        const int b_k = tb ? 1 : ldb;
+        for (k = 0; k < K; k++) {
+            floatv bv[NCH];
+            if (!tb) {
+#pragma unroll
+                for (c = 0; c < NCH; c++)
+                    bv[c] = VLOAD(b + c * VW);
+            } else {
+                float t[WPT_N];
+#pragma unroll
+                for (c = 0; c < WPT_N; c++)
+                    t[c] = b[(size_t)c * ldb];
+#pragma unroll
+                for (c = 0; c < NCH; c++)
+                    bv[c] = VLOAD(t + c * VW);
+            }
+#pragma unroll
+            for (r = 0; r < WPT_M; r++) {
+                const floatv av = (floatv)(a[(size_t)r * a_r]);
+#pragma unroll
+                for (c = 0; c < NCH; c++)
+                    acc[r][c] = mad(av, bv[c], acc[r][c]);
+            }
+            a += a_k;
+            b += b_k;
+        }
+    } else {
+        /* Edge tile: clamp indices so every load is in bounds. */
+        int ii[WPT_M], jj[WPT_N];
+#pragma unroll
+        for (r = 0; r < WPT_M; r++)
+            ii[r] = min(i0 + r, M - 1);
+#pragma unroll
+        for (c = 0; c < WPT_N; c++)
+            jj[c] = min(j0 + c, N - 1);
+        for (k = 0; k < K; k++) {
+            float t[WPT_N];
+            floatv bv[NCH];
+#pragma unroll
+            for (c = 0; c < WPT_N; c++)
+                t[c] = tb ? B[(size_t)jj[c] * ldb + k] : B[(size_t)k * ldb + jj[c]];
+#pragma unroll
+            for (c = 0; c < NCH; c++)
+                bv[c] = VLOAD(t + c * VW);
+#pragma unroll
+            for (r = 0; r < WPT_M; r++) {
+                const floatv av = (floatv)(ta ? A[(size_t)k * lda + ii[r]]
+                                              : A[(size_t)ii[r] * lda + k]);
+#pragma unroll
+                for (c = 0; c < NCH; c++)
+                    acc[r][c] = mad(av, bv[c], acc[r][c]);
+            }
+        }
+    }
+
+#pragma unroll
+    for (r = 0; r < WPT_M; r++) {
+        if (i0 + r < M) {
+#pragma unroll
+            for (c = 0; c < NCH; c++)
+                if (j0 + c * VW < N)
+                    store_chunk(C, ldc, i0 + r, j0 + c * VW, N, acc[r][c], alpha, beta);
+        }
+    }
+}
+
+#define GEMM_KERNEL(name, ta, tb)                                                   \
+    __kernel __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))                   \
+    void name(const int M, const int N, const int K,                                \
+              __global const float *A, const int lda,                               \
+              __global const float *B, const int ldb,                               \
+              __global float *C, const int ldc, const float alpha, const float beta) \
+    {                                                                               \
+        gemm_direct(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ta, tb);          \
+    }
+
+#else /* USE_LOCAL */
+
+#define NTHR (WG_M * WG_N)
+#define LDA_S (TS_M + PAD_A)       /* local A panel: [TS_K][LDA_S], k-major */
+#define LDB_S (TS_N + PAD_B)       /* local B panel: [TS_K][LDB_S] */
+
+#if STRIDED
+#define ROW(ly, r)  ((ly) + (r) * WG_M)
+#define COL(lx, c)  (((lx) + (c) * WG_N) * VW)
+#else
+#define ROW(ly, r)  ((ly) * WPT_M + (r))
+#define COL(lx, c)  (((lx) * NCH + (c)) * VW)
+#endif
+
+inline void gemm_tiled(const int M, const int N, const int K,
+                       __global const float *A, const int lda,
+                       __global const float *B, const int ldb,
+                       __global float *C, const int ldc,
+                       const float alpha, const float beta,
+                       __local float *As, __local float *Bs,
+                       const int ta, const int tb)
+{
+    const int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
+    const int tid = ly * WG_N + lx;
+    const int m0 = (int)get_group_id(1) * TS_M;
+    const int n0 = (int)get_group_id(0) * TS_N;
+    floatv acc[WPT_M][NCH];
+    int r, c, t, k0, kk;
+
+#pragma unroll
+    for (r = 0; r < WPT_M; r++)
+#pragma unroll
+        for (c = 0; c < NCH; c++)
+            acc[r][c] = (floatv)(0.0f);
+
+    for (k0 = 0; k0 < K; k0 += TS_K) {
+        /* Stage the panels; consecutive items read consecutive global words. */
+        for (t = 0; t < (TS_M * TS_K + NTHR - 1) / NTHR; t++) {
+            const int e = tid + t * NTHR;
+            if (e < TS_M * TS_K) {
+                const int mm = ta ? e % TS_M : e / TS_K;
+                const int kq = ta ? e / TS_M : e % TS_K;
+                const int gi = m0 + mm, gk = k0 + kq;
+                As[kq * LDA_S + mm] = (gi < M && gk < K)
+                    ? (ta ? A[(size_t)gk * lda + gi] : A[(size_t)gi * lda + gk]) : 0.0f;
+            }
+        }
+        for (t = 0; t < (TS_N * TS_K + NTHR - 1) / NTHR; t++) {
+            const int e = tid + t * NTHR;
+            if (e < TS_N * TS_K) {
+                const int nn = tb ? e / TS_K : e % TS_N;
+                const int kq = tb ? e % TS_K : e / TS_N;
+                const int gj = n0 + nn, gk = k0 + kq;
+                Bs[kq * LDB_S + nn] = (gj < N && gk < K)
+                    ? (tb ? B[(size_t)gj * ldb + gk] : B[(size_t)gk * ldb + gj]) : 0.0f;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+#pragma unroll
+        for (kk = 0; kk < TS_K; kk++) {
+            floatv bv[NCH];
+#pragma unroll
+            for (c = 0; c < NCH; c++)
+                bv[c] = VLOAD(Bs + kk * LDB_S + COL(lx, c));
+#pragma unroll
+            for (r = 0; r < WPT_M; r++) {
+                const floatv av = (floatv)(As[kk * LDA_S + ROW(ly, r)]);
+#pragma unroll
+                for (c = 0; c < NCH; c++)
+                    acc[r][c] = mad(av, bv[c], acc[r][c]);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+#pragma unroll
+    for (r = 0; r < WPT_M; r++) {
+        const int i = m0 + ROW(ly, r);
+        if (i < M) {
+#pragma unroll
+            for (c = 0; c < NCH; c++) {
+                const int j = n0 + COL(lx, c);
+                if (j < N)
+                    store_chunk(C, ldc, i, j, N, acc[r][c], alpha, beta);
+            }
+        }
+    }
+}
+
+#define GEMM_KERNEL(name, ta, tb)                                                   \
+    __kernel __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))                   \
+    void name(const int M, const int N, const int K,                                \
+              __global const float *A, const int lda,                               \
+              __global const float *B, const int ldb,                               \
+              __global float *C, const int ldc, const float alpha, const float beta) \
+    {                                                                               \
+        __local float As[TS_K * LDA_S];                                             \
+        __local float Bs[TS_K * LDB_S];                                             \
+        gemm_tiled(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, As, Bs, ta, tb);   \
+    }
+
+#endif /* USE_LOCAL */
+
+GEMM_KERNEL(gemm_nn, 0, 0)
+GEMM_KERNEL(gemm_nt, 0, 1)
+GEMM_KERNEL(gemm_tn, 1, 0)
+GEMM_KERNEL(gemm_tt, 1, 1)

@@ -1,0 +1,108 @@
+/* nn_cl_gemm.c - launch planning for kernels/gemm.cl.
+ *
+ * Included after <CL/cl.h> and the standard headers.  The build options and
+ * the launch geometry are both derived from one per-device configuration
+ * (nn__cl_gemm_config), so they always agree: the kernels carry
+ * reqd_work_group_size(WG_N, WG_M, 1) and must be launched with exactly that
+ * local size.
+ */
+
+typedef struct nn__cl_gemm_plan {
+    const char *kernel;   /* kernel name in kernels/gemm.cl */
+    cl_uint dims;         /* 2 */
+    size_t gws[2];        /* global size (already rounded up to a multiple of lws) */
+    size_t lws[2];        /* local size; lws[0]==0 means pass NULL (let the runtime choose) */
+} nn__cl_gemm_plan;
+
+/* Tunables of kernels/gemm.cl (see the comment at its top). */
+typedef struct nn__cl_gemm_cfg {
+    int wpt_m, wpt_n, vw;      /* per-item register tile, vector width along N */
+    int wg_m, wg_n;            /* work-group shape (dim 1 = M, dim 0 = N) */
+    int use_local, ts_k;       /* local-memory panels and their K depth */
+    int strided, pad_a, pad_b;
+} nn__cl_gemm_cfg;
+
+static void nn__cl_gemm_cfg_set(nn__cl_gemm_cfg *c, int wpt_m, int wpt_n, int vw,
+                                int wg_m, int wg_n, int use_local, int ts_k,
+                                int strided, int pad_a, int pad_b)
+{
+    c->wpt_m = wpt_m; c->wpt_n = wpt_n; c->vw = vw;
+    c->wg_m = wg_m; c->wg_n = wg_n;
+    c->use_local = use_local; c->ts_k = ts_k;
+    c->strided = strided; c->pad_a = pad_a; c->pad_b = pad_b;
+}
+
+static void nn__cl_gemm_config(int is_cpu_device, size_t max_wg_size, cl_ulong local_mem_bytes,
+                               nn__cl_gemm_cfg *c)
+{
+    if (is_cpu_device) {
+        /* CPU runtimes (PoCL): no local memory, a 6x16 register tile
+         * (12 accumulator vectors of 8 floats: fills AVX2's 16 registers
+         * with room for the B vectors and the A broadcast), small groups. */
+        nn__cl_gemm_cfg_set(c, 6, 16, 8, 4, 4, 0, 16, 0, 0, 0);
+    } else if (max_wg_size >= 256 && local_mem_bytes >= 16 * 1024) {
+        /* GPUs: 16x16 items, 4x4 each (float4 along N), 64x64 tiles, K panels
+         * of 16 in local memory (8.3 KiB).  Strided ownership keeps local
+         * reads conflict-free and global stores coalesced; the A panel is
+         * padded because its staging writes stride by the tile height. */
+        nn__cl_gemm_cfg_set(c, 4, 4, 4, 16, 16, 1, 16, 1, 1, 0);
+    } else if (max_wg_size >= 64 && local_mem_bytes >= 8 * 1024) {
+        /* Smaller GPUs / limited work-group size: 8x8 items, 8x8 each. */
+        nn__cl_gemm_cfg_set(c, 8, 8, 4, 8, 8, 1, 8, 1, 1, 0);
+    } else {
+        /* Anything else: the direct path with whatever group fits. */
+        int wg = max_wg_size >= 16 ? 4 : (max_wg_size >= 4 ? 2 : 1);
+        nn__cl_gemm_cfg_set(c, 4, 4, 4, wg, wg, 0, 16, 0, 0, 0);
+    }
+}
+
+static void nn__cl_gemm_cfg_options(const nn__cl_gemm_cfg *c, char *buf, size_t bufsize)
+{
+    char tmp[256];
+    size_t n;
+    sprintf(tmp, "-cl-mad-enable -DWPT_M=%d -DWPT_N=%d -DVW=%d -DWG_M=%d -DWG_N=%d "
+            "-DUSE_LOCAL=%d -DTS_K=%d -DSTRIDED=%d -DPAD_A=%d -DPAD_B=%d",
+            c->wpt_m, c->wpt_n, c->vw, c->wg_m, c->wg_n,
+            c->use_local, c->ts_k, c->strided, c->pad_a, c->pad_b);
+    if (bufsize == 0)
+        return;
+    n = strlen(tmp);
+    if (n >= bufsize)
+        n = bufsize - 1;
+    memcpy(buf, tmp, n);
+    buf[n] = '\0';
+}
+
+static void nn__cl_gemm_cfg_plan(const nn__cl_gemm_cfg *c, int transA, int transB,
+                                 int M, int N, nn__cl_gemm_plan *p)
+{
+    static const char *const names[4] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt" };
+    size_t items_n = ((size_t)N + (size_t)c->wpt_n - 1) / (size_t)c->wpt_n;
+    size_t items_m = ((size_t)M + (size_t)c->wpt_m - 1) / (size_t)c->wpt_m;
+    p->kernel = names[(transA ? 2 : 0) + (transB ? 1 : 0)];
+    p->dims = 2;
+    p->lws[0] = (size_t)c->wg_n;
+    p->lws[1] = (size_t)c->wg_m;
+    p->gws[0] = (items_n + p->lws[0] - 1) / p->lws[0] * p->lws[0];
+    p->gws[1] = (items_m + p->lws[1] - 1) / p->lws[1] * p->lws[1];
+}
+
+/* Build options (-D ...) for kernels/gemm.cl on a device; written into buf (NUL-terminated). */
+static void nn__cl_gemm_options(int is_cpu_device, size_t max_wg_size, cl_ulong local_mem_bytes,
+                                char *buf, size_t bufsize)
+{
+    nn__cl_gemm_cfg c;
+    nn__cl_gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
+    nn__cl_gemm_cfg_options(&c, buf, bufsize);
+}
+
+/* Launch geometry for one GEMM with the options above. */
+static void nn__cl_gemm_plan_make(int is_cpu_device, size_t max_wg_size, cl_ulong local_mem_bytes,
+                                  int transA, int transB, int M, int N, int K,
+                                  nn__cl_gemm_plan *p)
+{
+    nn__cl_gemm_cfg c;
+    (void)K;
+    nn__cl_gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
+    nn__cl_gemm_cfg_plan(&c, transA, transB, M, N, p);
+}

@@ -1,0 +1,259 @@
+/* The CPU backend's op bodies (GEMM is in nn_cpu_gemm.c). Plain loops over flat arrays,
+   llm.c style: one _forward / _backward pair per op, shapes in the comments. Each has a
+   twin kernel in kernels/ that must compute the same thing. */
+
+/* ---- activations: one table of (forward, derivative) for both backends ---- */
+
+static float nn__unary_fwd(int fn, float x, float alpha) {
+    switch (fn) {
+    case NN__U_RELU: return x > 0.0f ? x : 0.0f;
+    case NN__U_LEAKY_RELU: return x > 0.0f ? x : alpha * x;
+    case NN__U_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case NN__U_TANH: return tanhf(x);
+    case NN__U_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case NN__U_SILU: return x / (1.0f + expf(-x));
+    default: return 0.0f;
+    }
+}
+
+/* d fn(x) / dx */
+static float nn__unary_der(int fn, float x, float alpha) {
+    float s;
+    switch (fn) {
+    case NN__U_RELU: return x > 0.0f ? 1.0f : 0.0f;
+    case NN__U_LEAKY_RELU: return x > 0.0f ? 1.0f : alpha;
+    case NN__U_SIGMOID: s = 1.0f / (1.0f + expf(-x)); return s * (1.0f - s);
+    case NN__U_TANH: s = tanhf(x); return 1.0f - s * s;
+    case NN__U_GELU:
+        return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) +
+               x * 0.39894228040143268f * expf(-0.5f * x * x);
+    case NN__U_SILU: s = 1.0f / (1.0f + expf(-x)); return s * (1.0f + x * (1.0f - s));
+    default: return 0.0f;
+    }
+}
+
+/* The switch sits outside the loops so each loop is one function the compiler can vectorise. */
+#define NN__UNARY_LOOP(expr) for (i = 0; i < n; i++) { float v = x[i]; y[i] = (expr); }
+static void nn__unary_forward(int fn, float alpha, float *y, const float *x, int64_t n) {
+    int64_t i;
+    switch (fn) {
+    case NN__U_RELU: NN__UNARY_LOOP(v > 0.0f ? v : 0.0f) break;
+    case NN__U_LEAKY_RELU: NN__UNARY_LOOP(v > 0.0f ? v : alpha * v) break;
+    default: NN__UNARY_LOOP(nn__unary_fwd(fn, v, alpha)) break;
+    }
+}
+#undef NN__UNARY_LOOP
+
+static void nn__unary_backward(int fn, float alpha, float *dx, const float *x, const float *dy, int64_t n) {
+    int64_t i;
+    if (fn == NN__U_RELU) {
+        for (i = 0; i < n; i++) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+        return;
+    }
+    for (i = 0; i < n; i++) dx[i] = dy[i] * nn__unary_der(fn, x[i], alpha);
+}
+
+/* ---- binary ops: a [n], b [nb] with n % nb == 0, b repeated over a's leading dims ---- */
+
+static void nn__binary_forward(int op, float *y, const float *a, const float *b, int64_t n, int64_t nb) {
+    int64_t i, j;
+    for (i = 0; i < n; i += nb) {
+        float *yy = y + i;
+        const float *aa = a + i;
+        switch (op) {
+        case NN__OP_ADD: for (j = 0; j < nb; j++) yy[j] = aa[j] + b[j]; break;
+        case NN__OP_SUB: for (j = 0; j < nb; j++) yy[j] = aa[j] - b[j]; break;
+        default: for (j = 0; j < nb; j++) yy[j] = aa[j] * b[j]; break;
+        }
+    }
+}
+
+static void nn__scale_forward(float *y, const float *x, float s, int64_t n) {
+    int64_t i;
+    for (i = 0; i < n; i++) y[i] = x[i] * s;
+}
+
+/* y [nb] = sum over the leading dims of x [n / nb, nb] (the gradient of a broadcast). */
+static void nn__sum_lead_forward(float *y, const float *x, int64_t n, int64_t nb) {
+    int64_t i, j;
+    for (j = 0; j < nb; j++) y[j] = 0.0f;
+    for (i = 0; i < n; i += nb)
+        for (j = 0; j < nb; j++) y[j] += x[i + j];
+}
+
+/* y [1] = scale * sum(x); double accumulation keeps large sums exact enough. */
+static void nn__sum_all_forward(float *y, const float *x, int64_t n, float scale) {
+    double s = 0.0;
+    int64_t i;
+    for (i = 0; i < n; i++) s += x[i];
+    y[0] = (float)(s * scale);
+}
+
+static void nn__expand_scalar_forward(float *y, const float *x, int64_t n, float scale) {
+    float v = x[0] * scale;
+    int64_t i;
+    for (i = 0; i < n; i++) y[i] = v;
+}
+
+/* ---- softmax family, rows of length C ---- */
+
+static void nn__softmax_forward(float *y, const float *x, int64_t rows, int64_t C, int log_space) {
+    int64_t r, c;
+    for (r = 0; r < rows; r++) {
+        const float *xr = x + r * C;
+        float *yr = y + r * C;
+        float m = xr[0], s = 0.0f;
+        for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+        for (c = 0; c < C; c++) s += expf(xr[c] - m);
+        if (log_space) {
+            float ls = logf(s) + m;
+            for (c = 0; c < C; c++) yr[c] = xr[c] - ls;
+        } else {
+            float inv = 1.0f / s;
+            for (c = 0; c < C; c++) yr[c] = expf(xr[c] - m) * inv;
+        }
+    }
+}
+
+/* softmax: dx = y * (dy - sum(dy * y)); log_softmax: dx = dy - exp(y) * sum(dy). */
+static void nn__softmax_backward(float *dx, const float *y, const float *dy, int64_t rows, int64_t C, int log_space) {
+    int64_t r, c;
+    for (r = 0; r < rows; r++) {
+        const float *yr = y + r * C, *dyr = dy + r * C;
+        float *dxr = dx + r * C;
+        float s = 0.0f;
+        if (log_space) {
+            for (c = 0; c < C; c++) s += dyr[c];
+            for (c = 0; c < C; c++) dxr[c] = dyr[c] - expf(yr[c]) * s;
+        } else {
+            for (c = 0; c < C; c++) s += dyr[c] * yr[c];
+            for (c = 0; c < C; c++) dxr[c] = yr[c] * (dyr[c] - s);
+        }
+    }
+}
+
+/* loss [B] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 (ignored). */
+static void nn__xent_forward(float *loss, const float *x, const int32_t *label, int64_t B, int64_t C) {
+    int64_t b, c;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        float m = xr[0], s = 0.0f;
+        int32_t t = label[b];
+        if (t < 0 || t >= C) { loss[b] = 0.0f; continue; }
+        for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+        for (c = 0; c < C; c++) s += expf(xr[c] - m);
+        loss[b] = logf(s) + m - xr[t];
+    }
+}
+
+/* dx [B, C] = dloss[b] * (softmax(x[b]) - onehot(label[b])) */
+static void nn__xent_backward(float *dx, const float *x, const int32_t *label, const float *dloss, int64_t B, int64_t C) {
+    int64_t b, c;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        float *dxr = dx + b * C;
+        float m = xr[0], s = 0.0f, g = dloss[b];
+        int32_t t = label[b];
+        if (t < 0 || t >= C) { for (c = 0; c < C; c++) dxr[c] = 0.0f; continue; }
+        for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+        for (c = 0; c < C; c++) s += expf(xr[c] - m);
+        for (c = 0; c < C; c++) dxr[c] = g * (expf(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
+    }
+}
+
+/* elementwise BCE with logits: max(x,0) - x*t + log(1 + exp(-|x|)) */
+static void nn__bce_forward(float *y, const float *x, const float *t, int64_t n) {
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        float v = x[i];
+        y[i] = (v > 0.0f ? v : 0.0f) - v * t[i] + log1pf(expf(-fabsf(v)));
+    }
+}
+
+static void nn__bce_backward(float *dx, const float *x, const float *t, const float *dy, int64_t n) {
+    int64_t i;
+    for (i = 0; i < n; i++) dx[i] = dy[i] * (1.0f / (1.0f + expf(-x[i])) - t[i]);
+}
+
+/* y = x * mask / (1 - p), mask from Philox (see nn__dropout_uniform). Backward is the same
+   op applied to dy with the same (seed, node, step). */
+static void nn__dropout_forward(float *y, const float *x, int64_t n, float p, uint64_t seed, int node, uint64_t step) {
+    float scale = 1.0f / (1.0f - p);
+    int64_t i;
+    for (i = 0; i < n; i++)
+        y[i] = nn__dropout_uniform(seed, node, step, (uint32_t)i) >= p ? x[i] * scale : 0.0f;
+}
+
+/* y [B, D] = data[idx[b]] of data [N, D] */
+static void nn__gather_rows_forward(float *y, const float *data, const int32_t *idx, int64_t B, int64_t N, int64_t D) {
+    int64_t b;
+    for (b = 0; b < B; b++) {
+        int32_t r = idx[b];
+        if (r >= 0 && r < N) memcpy(y + b * D, data + (int64_t)r * D, (size_t)D * sizeof(float));
+        else memset(y + b * D, 0, (size_t)D * sizeof(float));
+    }
+}
+
+/* ddata [N, D] = sum over b with idx[b] == r of dy[b]: a fixed order, no atomics. */
+static void nn__gather_rows_backward(float *ddata, const int32_t *idx, const float *dy, int64_t B, int64_t N, int64_t D) {
+    int64_t b, j;
+    memset(ddata, 0, (size_t)(N * D) * sizeof(float));
+    for (b = 0; b < B; b++) {
+        int32_t r = idx[b];
+        if (r < 0 || r >= N) continue;
+        for (j = 0; j < D; j++) ddata[(int64_t)r * D + j] += dy[b * D + j];
+    }
+}
+
+/* first index of the row maximum */
+static void nn__argmax_forward(int32_t *y, const float *x, int64_t B, int64_t C) {
+    int64_t b, c;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        int64_t best = 0;
+        for (c = 1; c < C; c++) if (xr[c] > xr[best]) best = c;
+        y[b] = (int32_t)best;
+    }
+}
+
+static void nn__correct_forward(float *y, const float *x, const int32_t *label, int64_t B, int64_t C) {
+    int64_t b, c;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        int64_t best = 0;
+        for (c = 1; c < C; c++) if (xr[c] > xr[best]) best = c;
+        y[b] = best == label[b] ? 1.0f : 0.0f;
+    }
+}
+
+/* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
+
+static void nn__sgd_update(float *p, const float *grad, float *buf, int64_t n, float lr, float momentum,
+                           float dampening, float wd, int nesterov, int first_step, float clip) {
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        float g = grad[i] * clip + wd * p[i];
+        if (momentum != 0.0f) {
+            float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;
+            buf[i] = b;
+            g = nesterov ? g + momentum * b : b;
+        }
+        p[i] -= lr * g;
+    }
+}
+
+/* Adam and AdamW: decoupled != 0 applies weight decay to p directly (AdamW). bc1 and bc2 are
+   1 - beta^t, computed on the host in double. */
+static void nn__adam_update(float *p, const float *grad, float *m, float *v, int64_t n, float lr, float b1,
+                            float b2, float eps, float wd, int decoupled, float bc1, float bc2, float clip) {
+    float step = lr / bc1, sbc2 = sqrtf(bc2);
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        float g = grad[i] * clip;
+        if (decoupled) p[i] *= 1.0f - lr * wd;
+        else g += wd * p[i];
+        m[i] = b1 * m[i] + (1.0f - b1) * g;
+        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+        p[i] -= step * m[i] / (sqrtf(v[i]) / sbc2 + eps);
+    }
+}

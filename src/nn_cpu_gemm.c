@@ -1,0 +1,608 @@
+/* ---------------------------------------------------------------------------
+ * nn_cpu_gemm.c -- single-precision GEMM for the CPU backend.
+ *
+ *   C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C      (row-major)
+ *
+ * GotoBLAS/BLIS structure.  For a block of C owned by one thread:
+ *
+ *   for jc (NC columns of C)            B block  [KC x NC] packed -> L3
+ *     for pc (KC of the K dimension)
+ *       pack op(B)[pc:pc+kc, jc:jc+nc] into NR-wide column panels
+ *       for ic (MC rows of C)           A block  [MC x KC] packed -> L2
+ *         pack op(A)[ic:ic+mc, pc:pc+kc] into MR-tall row panels
+ *         for jr (NR), ir (MR)          B panel  [KC x NR] stays in L1
+ *           microkernel: C[MR x NR] (+)= Apanel[MR x kc] * Bpanel[kc x NR]
+ *
+ * Packing absorbs the transposes (the microkernel only ever sees one layout)
+ * and zero-pads the edges, so kernels only handle full MR x NR tiles; partial
+ * tiles go through a small stack buffer.
+ *
+ * Threads: C is cut into a tm x tn grid of blocks (multiples of MR / NR),
+ * one task per block, each running the loop nest above on its own packing
+ * buffers.  This duplicates a little packing (each thread packs the A rows
+ * and B columns it needs) but needs exactly one pool dispatch per call and no
+ * barriers, which is what matters for the small matrices of MLP training.
+ *
+ * Microkernels, chosen once at run time (__builtin_cpu_supports):
+ *   AVX-512F  12 x 32  (24 zmm accumulators)
+ *   AVX2+FMA   6 x 16  (12 ymm accumulators)
+ *   NEON       8 x 8   (aarch64 only, 16 q-register accumulators)
+ *   generic    4 x 8   (plain C, any compiler)
+ * The x86 kernels are compiled with __attribute__((target)) so a plain
+ * "cc -O2" build still gets them; MSVC and others get the generic kernel.
+ * ------------------------------------------------------------------------- */
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define NN__GEMM_X86 1
+#include <immintrin.h>
+#else
+#define NN__GEMM_X86 0
+#endif
+
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define NN__GEMM_NEON 1
+#include <arm_neon.h>
+#else
+#define NN__GEMM_NEON 0
+#endif
+
+#ifndef NN__MAYBE_UNUSED
+#if defined(__GNUC__)
+#define NN__MAYBE_UNUSED __attribute__((unused))
+#else
+#define NN__MAYBE_UNUSED
+#endif
+#endif
+
+#define NN__GEMM_MAX_MR 12
+#define NN__GEMM_MAX_NR 32
+#define NN__GEMM_ALIGN 64
+
+/* Full-tile microkernel: c[0:MR, 0:NR] (row stride ldc) =
+   alpha * sum_k a[k*MR + i] * b[k*NR + j]  +  beta * c   (beta == 0: c is
+   not read).  a and b are packed panels, b is 64-byte aligned. */
+typedef void (*nn__gemm_ukr)(int kc, const float *a, const float *b, float *c, int ldc,
+                             float alpha, float beta);
+
+typedef struct {
+    nn__gemm_ukr ukr;
+    int mr, nr; /* register tile */
+    int mc, kc, nc; /* cache blocks: mc % mr == 0, nc % nr == 0 */
+    const char *name;
+} nn__gemm_arch;
+
+/* ---- generic kernel (4 x 8) ------------------------------------------- */
+
+static void nn__gemm_ukr_generic(int kc, const float *a, const float *b, float *c, int ldc,
+                                 float alpha, float beta) {
+    float acc[4][8];
+    int i, j, k;
+    for (i = 0; i < 4; i++)
+        for (j = 0; j < 8; j++) acc[i][j] = 0.0f;
+    for (k = 0; k < kc; k++) {
+        for (i = 0; i < 4; i++) {
+            float av = a[i];
+            for (j = 0; j < 8; j++) acc[i][j] += av * b[j];
+        }
+        a += 4;
+        b += 8;
+    }
+    for (i = 0; i < 4; i++) {
+        float *cr = c + (size_t)i * ldc;
+        if (beta == 0.0f)
+            for (j = 0; j < 8; j++) cr[j] = alpha * acc[i][j];
+        else
+            for (j = 0; j < 8; j++) cr[j] = alpha * acc[i][j] + beta * cr[j];
+    }
+}
+
+/* ---- AVX2 + FMA kernel (6 x 16) ---------------------------------------- */
+#if NN__GEMM_X86
+
+/* Per k: 2 aligned loads of B (16 floats), 6 broadcasts of A, 12 FMAs into
+   12 ymm accumulators -- 15 of the 16 ymm registers. */
+__attribute__((target("avx2,fma"))) static void
+nn__gemm_ukr_avx2(int kc, const float *a, const float *b, float *c, int ldc, float alpha,
+                  float beta) {
+    __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+    __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+    __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+    __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+    __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+    __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+    __m256 b0, b1, av, va, vb;
+    int k;
+    /* Warm the C tile while we compute (each row is 64 bytes). */
+    for (k = 0; k < 6; k++) {
+        _mm_prefetch((const char *)(c + (size_t)k * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + (size_t)k * ldc + 15), _MM_HINT_T0);
+    }
+#define NN__AVX2_STEP(A, B)                                                  \
+    b0 = _mm256_load_ps(B);                                                  \
+    b1 = _mm256_load_ps((B) + 8);                                            \
+    av = _mm256_broadcast_ss((A) + 0);                                       \
+    c00 = _mm256_fmadd_ps(av, b0, c00);                                      \
+    c01 = _mm256_fmadd_ps(av, b1, c01);                                      \
+    av = _mm256_broadcast_ss((A) + 1);                                       \
+    c10 = _mm256_fmadd_ps(av, b0, c10);                                      \
+    c11 = _mm256_fmadd_ps(av, b1, c11);                                      \
+    av = _mm256_broadcast_ss((A) + 2);                                       \
+    c20 = _mm256_fmadd_ps(av, b0, c20);                                      \
+    c21 = _mm256_fmadd_ps(av, b1, c21);                                      \
+    av = _mm256_broadcast_ss((A) + 3);                                       \
+    c30 = _mm256_fmadd_ps(av, b0, c30);                                      \
+    c31 = _mm256_fmadd_ps(av, b1, c31);                                      \
+    av = _mm256_broadcast_ss((A) + 4);                                       \
+    c40 = _mm256_fmadd_ps(av, b0, c40);                                      \
+    c41 = _mm256_fmadd_ps(av, b1, c41);                                      \
+    av = _mm256_broadcast_ss((A) + 5);                                       \
+    c50 = _mm256_fmadd_ps(av, b0, c50);                                      \
+    c51 = _mm256_fmadd_ps(av, b1, c51);
+    for (k = 0; k + 4 <= kc; k += 4) {
+        NN__AVX2_STEP(a, b)
+        NN__AVX2_STEP(a + 6, b + 16)
+        NN__AVX2_STEP(a + 12, b + 32)
+        NN__AVX2_STEP(a + 18, b + 48)
+        a += 24;
+        b += 64;
+    }
+    for (; k < kc; k++) {
+        NN__AVX2_STEP(a, b)
+        a += 6;
+        b += 16;
+    }
+#undef NN__AVX2_STEP
+    va = _mm256_set1_ps(alpha);
+#define NN__AVX2_STORE(R, X0, X1)                                                        \
+    {                                                                                    \
+        float *cr = c + (size_t)(R) * ldc;                                               \
+        if (beta == 0.0f) {                                                              \
+            _mm256_storeu_ps(cr, _mm256_mul_ps(va, X0));                                 \
+            _mm256_storeu_ps(cr + 8, _mm256_mul_ps(va, X1));                             \
+        } else {                                                                         \
+            _mm256_storeu_ps(cr, _mm256_fmadd_ps(va, X0, _mm256_mul_ps(vb, _mm256_loadu_ps(cr))));          \
+            _mm256_storeu_ps(cr + 8, _mm256_fmadd_ps(va, X1, _mm256_mul_ps(vb, _mm256_loadu_ps(cr + 8)))); \
+        }                                                                                \
+    }
+    vb = _mm256_set1_ps(beta);
+    NN__AVX2_STORE(0, c00, c01)
+    NN__AVX2_STORE(1, c10, c11)
+    NN__AVX2_STORE(2, c20, c21)
+    NN__AVX2_STORE(3, c30, c31)
+    NN__AVX2_STORE(4, c40, c41)
+    NN__AVX2_STORE(5, c50, c51)
+#undef NN__AVX2_STORE
+}
+
+/* ---- AVX-512F kernel (12 x 32) ----------------------------------------- */
+
+/* Per k: 2 aligned loads of B (32 floats), 12 broadcasts of A, 24 FMAs into
+   24 zmm accumulators (27 of 32 registers live). */
+__attribute__((target("avx512f"))) static void
+nn__gemm_ukr_avx512(int kc, const float *a, const float *b, float *c, int ldc, float alpha,
+                    float beta) {
+    __m512 acc[12][2];
+    __m512 b0, b1, av, va, vb;
+    int i, k;
+    for (i = 0; i < 12; i++) {
+        acc[i][0] = _mm512_setzero_ps();
+        acc[i][1] = _mm512_setzero_ps();
+    }
+    for (i = 0; i < 12; i++) {
+        _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + (size_t)i * ldc + 31), _MM_HINT_T0);
+    }
+    /* Fixed trip count 12: compilers fully unroll this and keep acc[][] in
+       registers. */
+    for (k = 0; k < kc; k++) {
+        b0 = _mm512_load_ps(b);
+        b1 = _mm512_load_ps(b + 16);
+        for (i = 0; i < 12; i++) {
+            av = _mm512_set1_ps(a[i]);
+            acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+        }
+        a += 12;
+        b += 32;
+    }
+    va = _mm512_set1_ps(alpha);
+    vb = _mm512_set1_ps(beta);
+    for (i = 0; i < 12; i++) {
+        float *cr = c + (size_t)i * ldc;
+        if (beta == 0.0f) {
+            _mm512_storeu_ps(cr, _mm512_mul_ps(va, acc[i][0]));
+            _mm512_storeu_ps(cr + 16, _mm512_mul_ps(va, acc[i][1]));
+        } else {
+            _mm512_storeu_ps(cr, _mm512_fmadd_ps(va, acc[i][0], _mm512_mul_ps(vb, _mm512_loadu_ps(cr))));
+            _mm512_storeu_ps(cr + 16, _mm512_fmadd_ps(va, acc[i][1], _mm512_mul_ps(vb, _mm512_loadu_ps(cr + 16))));
+        }
+    }
+}
+#endif /* NN__GEMM_X86 */
+
+/* ---- NEON kernel (8 x 8, aarch64) -------------------------------------- */
+#if NN__GEMM_NEON
+static void nn__gemm_ukr_neon(int kc, const float *a, const float *b, float *c, int ldc,
+                              float alpha, float beta) {
+    float32x4_t acc[8][2];
+    int i, k;
+    for (i = 0; i < 8; i++) {
+        acc[i][0] = vdupq_n_f32(0.0f);
+        acc[i][1] = vdupq_n_f32(0.0f);
+    }
+    for (k = 0; k < kc; k++) {
+        float32x4_t a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);
+        float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4);
+        acc[0][0] = vfmaq_laneq_f32(acc[0][0], b0, a0, 0);
+        acc[0][1] = vfmaq_laneq_f32(acc[0][1], b1, a0, 0);
+        acc[1][0] = vfmaq_laneq_f32(acc[1][0], b0, a0, 1);
+        acc[1][1] = vfmaq_laneq_f32(acc[1][1], b1, a0, 1);
+        acc[2][0] = vfmaq_laneq_f32(acc[2][0], b0, a0, 2);
+        acc[2][1] = vfmaq_laneq_f32(acc[2][1], b1, a0, 2);
+        acc[3][0] = vfmaq_laneq_f32(acc[3][0], b0, a0, 3);
+        acc[3][1] = vfmaq_laneq_f32(acc[3][1], b1, a0, 3);
+        acc[4][0] = vfmaq_laneq_f32(acc[4][0], b0, a1, 0);
+        acc[4][1] = vfmaq_laneq_f32(acc[4][1], b1, a1, 0);
+        acc[5][0] = vfmaq_laneq_f32(acc[5][0], b0, a1, 1);
+        acc[5][1] = vfmaq_laneq_f32(acc[5][1], b1, a1, 1);
+        acc[6][0] = vfmaq_laneq_f32(acc[6][0], b0, a1, 2);
+        acc[6][1] = vfmaq_laneq_f32(acc[6][1], b1, a1, 2);
+        acc[7][0] = vfmaq_laneq_f32(acc[7][0], b0, a1, 3);
+        acc[7][1] = vfmaq_laneq_f32(acc[7][1], b1, a1, 3);
+        a += 8;
+        b += 8;
+    }
+    for (i = 0; i < 8; i++) {
+        float *cr = c + (size_t)i * ldc;
+        float32x4_t r0 = vmulq_n_f32(acc[i][0], alpha), r1 = vmulq_n_f32(acc[i][1], alpha);
+        if (beta != 0.0f) {
+            r0 = vfmaq_n_f32(r0, vld1q_f32(cr), beta);
+            r1 = vfmaq_n_f32(r1, vld1q_f32(cr + 4), beta);
+        }
+        vst1q_f32(cr, r0);
+        vst1q_f32(cr + 4, r1);
+    }
+}
+#endif /* NN__GEMM_NEON */
+
+/* ---- kernel selection -------------------------------------------------- */
+
+/* Which kernel to use; 0 = not chosen yet.  Tests may force one with
+   nn__sgemm_force_kernel().  A benign race: every thread computes the same
+   answer, and the pointer-sized store is idempotent. */
+static const nn__gemm_arch *nn__gemm_arch_cur = NULL;
+
+static const nn__gemm_arch nn__gemm_arch_generic = {nn__gemm_ukr_generic, 4, 8, 128, 256, 2048, "generic"};
+#if NN__GEMM_X86
+/* Zen3/Skylake-ish blocking: B panel kc*nr*4 = 16 KB in L1, A block mc*kc*4
+   = 144 KB in L2, B block kc*nc*4 <= 4 MB in L3 (BLIS haswell/zen values). */
+static const nn__gemm_arch nn__gemm_arch_avx2 = {nn__gemm_ukr_avx2, 6, 16, 144, 256, 4080, "avx2"};
+static const nn__gemm_arch nn__gemm_arch_avx512 = {nn__gemm_ukr_avx512, 12, 32, 192, 256, 4096, "avx512f"};
+#endif
+#if NN__GEMM_NEON
+static const nn__gemm_arch nn__gemm_arch_neon = {nn__gemm_ukr_neon, 8, 8, 128, 256, 4096, "neon"};
+#endif
+
+static const nn__gemm_arch *nn__gemm_pick_arch(void) {
+    const nn__gemm_arch *arch = nn__gemm_arch_cur;
+    if (arch) return arch;
+    arch = &nn__gemm_arch_generic;
+#if NN__GEMM_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        arch = &nn__gemm_arch_avx512;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        arch = &nn__gemm_arch_avx2;
+#endif
+#if NN__GEMM_NEON
+    arch = &nn__gemm_arch_neon;
+#endif
+    nn__gemm_arch_cur = arch;
+    return arch;
+}
+
+/* Test hook: name in {"generic","avx2","avx512f","neon"} or NULL for the
+   automatic choice.  Returns the name of the kernel now in use (a kernel the
+   CPU or build does not support is refused and the current one kept). */
+static NN__MAYBE_UNUSED const char *nn__sgemm_force_kernel(const char *name) {
+    if (!name) {
+        nn__gemm_arch_cur = NULL;
+        return nn__gemm_pick_arch()->name;
+    }
+    if (!strcmp(name, "generic")) nn__gemm_arch_cur = &nn__gemm_arch_generic;
+#if NN__GEMM_X86
+    __builtin_cpu_init();
+    if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        nn__gemm_arch_cur = &nn__gemm_arch_avx2;
+    if (!strcmp(name, "avx512f") && __builtin_cpu_supports("avx512f"))
+        nn__gemm_arch_cur = &nn__gemm_arch_avx512;
+#endif
+#if NN__GEMM_NEON
+    if (!strcmp(name, "neon")) nn__gemm_arch_cur = &nn__gemm_arch_neon;
+#endif
+    return nn__gemm_pick_arch()->name;
+}
+
+/* ---- packing ----------------------------------------------------------- */
+
+/* Pack op(A)[i0:i0+mc, p0:p0+kc] into ceil(mc/mr) panels of [kc][mr]
+   (panel-major, then k, then row); rows past mc are zero. */
+static void nn__gemm_pack_a(int transA, const float *A, int lda, int i0, int mc, int p0, int kc,
+                            int mr, float *dst) {
+    int ir, r, k;
+    for (ir = 0; ir < mc; ir += mr) {
+        int m = mc - ir < mr ? mc - ir : mr;
+        if (!transA) {
+            /* A is [M,K]: gather one element from each of m rows per k. */
+            const float *rows[NN__GEMM_MAX_MR];
+            for (r = 0; r < m; r++) rows[r] = A + (size_t)(i0 + ir + r) * lda + p0;
+            if (m == mr) {
+                for (k = 0; k < kc; k++)
+                    for (r = 0; r < mr; r++) dst[(size_t)k * mr + r] = rows[r][k];
+            } else {
+                for (k = 0; k < kc; k++) {
+                    for (r = 0; r < m; r++) dst[(size_t)k * mr + r] = rows[r][k];
+                    for (; r < mr; r++) dst[(size_t)k * mr + r] = 0.0f;
+                }
+            }
+        } else {
+            /* A is [K,M]: the m values for one k are contiguous. */
+            const float *src = A + (size_t)p0 * lda + i0 + ir;
+            for (k = 0; k < kc; k++) {
+                const float *s = src + (size_t)k * lda;
+                float *d = dst + (size_t)k * mr;
+                for (r = 0; r < m; r++) d[r] = s[r];
+                for (; r < mr; r++) d[r] = 0.0f;
+            }
+        }
+        dst += (size_t)mr * kc;
+    }
+}
+
+/* Pack op(B)[p0:p0+kc, j0:j0+nc] into ceil(nc/nr) panels of [kc][nr];
+   columns past nc are zero. */
+static void nn__gemm_pack_b(int transB, const float *B, int ldb, int p0, int kc, int j0, int nc,
+                            int nr, float *dst) {
+    int jr, c, k;
+    for (jr = 0; jr < nc; jr += nr) {
+        int n = nc - jr < nr ? nc - jr : nr;
+        if (!transB) {
+            /* B is [K,N]: the n values for one k are contiguous. */
+            const float *src = B + (size_t)p0 * ldb + j0 + jr;
+            for (k = 0; k < kc; k++) {
+                const float *s = src + (size_t)k * ldb;
+                float *d = dst + (size_t)k * nr;
+                if (n == nr)
+                    memcpy(d, s, sizeof(float) * (size_t)nr);
+                else {
+                    for (c = 0; c < n; c++) d[c] = s[c];
+                    for (; c < nr; c++) d[c] = 0.0f;
+                }
+            }
+        } else {
+            /* B is [N,K]: walk each of the n rows contiguously, scatter with
+               stride nr (a transpose). */
+            for (c = 0; c < n; c++) {
+                const float *s = B + (size_t)(j0 + jr + c) * ldb + p0;
+                for (k = 0; k < kc; k++) dst[(size_t)k * nr + c] = s[k];
+            }
+            for (; c < nr; c++)
+                for (k = 0; k < kc; k++) dst[(size_t)k * nr + c] = 0.0f;
+        }
+        dst += (size_t)nr * kc;
+    }
+}
+
+/* ---- one thread's block of C ------------------------------------------ */
+
+typedef struct {
+    const nn__gemm_arch *arch;
+    int transA, transB, M, N, K;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+    int lda, ldb, ldc;
+    int kc;              /* K block actually used (<= arch->kc) */
+    int mblk, nblk;      /* rows / cols of C per task (multiples of mr / nr) */
+    int tn;              /* tasks along N; task t -> (t / tn, t % tn) */
+    float *buf;          /* n_tasks slices of buf_floats each */
+    size_t buf_floats;
+    size_t a_floats;     /* A part of each slice (then B) */
+} nn__gemm_job;
+
+static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1, float *abuf,
+                           float *bbuf) {
+    const nn__gemm_arch *arch = J->arch;
+    const int mr = arch->mr, nr = arch->nr, K = J->K;
+    int jc, pc, ic, jr, ir, i, j;
+    float tmp[NN__GEMM_MAX_MR * NN__GEMM_MAX_NR];
+    /* Balanced MC blocks, so that e.g. 150 rows become 78+72, not 144+6. */
+    int nmb = (m1 - m0 + arch->mc - 1) / arch->mc;
+    int mc_blk = ((m1 - m0 + nmb - 1) / nmb + mr - 1) / mr * mr;
+
+    for (jc = n0; jc < n1; jc += arch->nc) {
+        int nc = n1 - jc < arch->nc ? n1 - jc : arch->nc;
+        for (pc = 0; pc < K; pc += J->kc) {
+            int kc = K - pc < J->kc ? K - pc : J->kc;
+            /* Later K blocks accumulate onto the first one's result. */
+            float beta = pc == 0 ? J->beta : 1.0f;
+            nn__gemm_pack_b(J->transB, J->B, J->ldb, pc, kc, jc, nc, nr, bbuf);
+            for (ic = m0; ic < m1; ic += mc_blk) {
+                int mc = m1 - ic < mc_blk ? m1 - ic : mc_blk;
+                nn__gemm_pack_a(J->transA, J->A, J->lda, ic, mc, pc, kc, mr, abuf);
+                for (jr = 0; jr < nc; jr += nr) {
+                    int n = nc - jr < nr ? nc - jr : nr;
+                    const float *bp = bbuf + (size_t)jr * kc;
+                    for (ir = 0; ir < mc; ir += mr) {
+                        int m = mc - ir < mr ? mc - ir : mr;
+                        const float *ap = abuf + (size_t)ir * kc;
+                        float *cp = J->C + (size_t)(ic + ir) * J->ldc + jc + jr;
+                        if (m == mr && n == nr) {
+                            arch->ukr(kc, ap, bp, cp, J->ldc, J->alpha, beta);
+                        } else {
+                            /* Edge tile: full tile into tmp, copy the valid part. */
+                            arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
+                            for (i = 0; i < m; i++) {
+                                float *cr = cp + (size_t)i * J->ldc;
+                                const float *tr = tmp + (size_t)i * nr;
+                                if (beta == 0.0f)
+                                    for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j];
+                                else
+                                    for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j] + beta * cr[j];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void nn__gemm_task(void *arg, int t, int n_tasks) {
+    const nn__gemm_job *J = (const nn__gemm_job *)arg;
+    int m0 = (t / J->tn) * J->mblk, n0 = (t % J->tn) * J->nblk;
+    int m1 = m0 + J->mblk < J->M ? m0 + J->mblk : J->M;
+    int n1 = n0 + J->nblk < J->N ? n0 + J->nblk : J->N;
+    float *abuf = J->buf + (size_t)t * J->buf_floats;
+    (void)n_tasks;
+    if (m0 >= m1 || n0 >= n1) return;
+    nn__gemm_block(J, m0, m1, n0, n1, abuf, abuf + J->a_floats);
+}
+
+/* ---- fallbacks --------------------------------------------------------- */
+
+/* C = beta * C (K == 0 or alpha == 0); beta == 0 writes exact zeros. */
+static void nn__gemm_scale_c(int M, int N, float beta, float *C, int ldc) {
+    int i, j;
+    for (i = 0; i < M; i++) {
+        float *cr = C + (size_t)i * ldc;
+        if (beta == 0.0f)
+            for (j = 0; j < N; j++) cr[j] = 0.0f;
+        else if (beta != 1.0f)
+            for (j = 0; j < N; j++) cr[j] *= beta;
+    }
+}
+
+/* Unpacked path used only when the packing buffers cannot be allocated:
+   slow but needs no memory.  Row i of C accumulates alpha*op(A)[i,k] times
+   row k of op(B) (contiguous when B is not transposed). */
+static void nn__gemm_nopack(int transA, int transB, int M, int N, int K, float alpha,
+                            const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                            int ldc) {
+    int i, j, k;
+    nn__gemm_scale_c(M, N, beta, C, ldc);
+    for (i = 0; i < M; i++) {
+        float *cr = C + (size_t)i * ldc;
+        for (k = 0; k < K; k++) {
+            float aik = alpha * (transA ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]);
+            if (!transB) {
+                const float *br = B + (size_t)k * ldb;
+                for (j = 0; j < N; j++) cr[j] += aik * br[j];
+            } else {
+                for (j = 0; j < N; j++) cr[j] += aik * B[(size_t)j * ldb + k];
+            }
+        }
+    }
+}
+
+/* ---- entry point ------------------------------------------------------- */
+
+/* Below this many multiply-adds a pool dispatch costs more than it saves.
+   (A variable so tests can force the threaded path on tiny shapes.) */
+#ifndef NN_GEMM_MT_MIN_MACS
+#define NN_GEMM_MT_MIN_MACS (256 * 1024)
+#endif
+static double nn__gemm_mt_min_macs = (double)NN_GEMM_MT_MIN_MACS;
+
+/* C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major.
+   transA: A is stored [K,M] (lda >= M) instead of [M,K] (lda >= K); likewise
+   transB: B stored [N,K] (ldb >= K) instead of [K,N] (ldb >= N).
+   beta == 0 ignores C's old contents (NaN-safe).  K == 0 or alpha == 0 gives
+   C = beta * C.  pool may be NULL (single-threaded). */
+static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, int M, int N, int K,
+                                       float alpha, const float *A, int lda, const float *B,
+                                       int ldb, float beta, float *C, int ldc) {
+    const nn__gemm_arch *arch;
+    nn__gemm_job J;
+    int mr, nr, mtiles, ntiles, n_thr, tm, tn, best_tm, best_tn, nkb, n_tasks, i;
+    double best_cost;
+    size_t mc_alloc, nc_alloc;
+    void *raw;
+
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.0f) {
+        nn__gemm_scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    arch = nn__gemm_pick_arch();
+    mr = arch->mr;
+    nr = arch->nr;
+
+    memset(&J, 0, sizeof(J));
+    J.arch = arch;
+    J.transA = transA;
+    J.transB = transB;
+    J.M = M;
+    J.N = N;
+    J.K = K;
+    J.alpha = alpha;
+    J.beta = beta;
+    J.A = A;
+    J.B = B;
+    J.C = C;
+    J.lda = lda;
+    J.ldb = ldb;
+    J.ldc = ldc;
+    /* Balanced K blocks (784 -> 4 x 196, not 3 x 256 + 16), rounded to 8. */
+    nkb = (K + arch->kc - 1) / arch->kc;
+    J.kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;
+    if (J.kc > K) J.kc = K;
+
+    /* Thread grid: pick tm x tn <= threads minimising the per-thread cost
+       = compute on its (tile-rounded) block + weighted packing of its A rows
+       (repacked per NC block) and B columns.  Small problems stay serial. */
+    mtiles = (M + mr - 1) / mr;
+    ntiles = (N + nr - 1) / nr;
+    n_thr = nn__pool_size(pool);
+    if ((double)M * N * K < nn__gemm_mt_min_macs) n_thr = 1;
+    best_tm = 1;
+    best_tn = 1;
+    best_cost = -1.0;
+    for (tm = 1; tm <= n_thr && tm <= mtiles; tm++) {
+        double ms, ns, cost;
+        tn = n_thr / tm < ntiles ? n_thr / tm : ntiles;
+        ms = (double)((mtiles + tm - 1) / tm) * mr;
+        ns = (double)((ntiles + tn - 1) / tn) * nr;
+        cost = ms * ns * K + 8.0 * (ms * K * (double)(((int)ns + arch->nc - 1) / arch->nc) + ns * K);
+        if (best_cost < 0 || cost < best_cost) {
+            best_cost = cost;
+            best_tm = tm;
+            best_tn = tn;
+        }
+    }
+    tm = best_tm;
+    tn = best_tn;
+    J.mblk = (mtiles + tm - 1) / tm * mr;
+    J.nblk = (ntiles + tn - 1) / tn * nr;
+    J.tn = tn;
+    n_tasks = tm * tn;
+
+    /* Per-task buffers: A block [mc x kc] and B block [kc x nc], sized to
+       what the task can actually use; each slice 64-byte aligned. */
+    mc_alloc = (size_t)(J.mblk < arch->mc ? J.mblk : arch->mc);
+    nc_alloc = (size_t)(J.nblk < arch->nc ? J.nblk : arch->nc);
+    J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
+    J.buf_floats = J.a_floats + (nc_alloc * (size_t)J.kc + 15) / 16 * 16;
+    raw = NN_MALLOC(sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN);
+    if (!raw) {
+        nn__gemm_nopack(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    J.buf = (float *)(void *)(((uintptr_t)raw + NN__GEMM_ALIGN - 1) & ~(uintptr_t)(NN__GEMM_ALIGN - 1));
+
+    if (n_tasks > 1)
+        nn__pool_run(pool, nn__gemm_task, &J, n_tasks);
+    else
+        for (i = 0; i < n_tasks; i++) nn__gemm_task(&J, i, n_tasks);
+    NN_FREE(raw);
+}

@@ -1,0 +1,1290 @@
+/* The graph engine: contexts, building graphs of symbolic tensors, reverse-mode autograd,
+   memory planning by liveness, and running compiled graphs on either backend. The op
+   bodies are in nn_cpu.c (CPU) and kernels/ (OpenCL); nn_ops.c binds them to nodes. */
+
+static const char *const nn__op_names[] = {
+#define NN__X(e, s) s,
+    NN__OPS(NN__X)
+#undef NN__X
+};
+
+static nn_result nn__cpu_run(nn_graph *g, int id);
+#if !defined(NN_NO_OPENCL)
+static nn_result nn__cl_prepare(nn_graph *g, int id);
+#endif
+
+NN_API nn_shape nn_shape1(int64_t d0) {
+    nn_shape s;
+    memset(&s, 0, sizeof s);
+    s.ndim = 1;
+    s.dim[0] = d0;
+    return s;
+}
+NN_API nn_shape nn_shape2(int64_t d0, int64_t d1) {
+    nn_shape s = nn_shape1(d0);
+    s.ndim = 2;
+    s.dim[1] = d1;
+    return s;
+}
+NN_API nn_shape nn_shape3(int64_t d0, int64_t d1, int64_t d2) {
+    nn_shape s = nn_shape2(d0, d1);
+    s.ndim = 3;
+    s.dim[2] = d2;
+    return s;
+}
+NN_API nn_shape nn_shape4(int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
+    nn_shape s = nn_shape3(d0, d1, d2);
+    s.ndim = 4;
+    s.dim[3] = d3;
+    return s;
+}
+
+NN_API const char *nn_result_string(nn_result r) {
+    switch (r) {
+    case NN_OK: return "ok";
+    case NN_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case NN_ERR_SHAPE: return "shape mismatch";
+    case NN_ERR_OUT_OF_MEMORY: return "out of memory";
+    case NN_ERR_DEVICE: return "device error";
+    case NN_ERR_BUILD: return "kernel build failed";
+    case NN_ERR_IO: return "i/o error";
+    case NN_ERR_STATE: return "invalid state";
+    }
+    return "unknown result";
+}
+
+/* ---- contexts ---- */
+
+static char *nn__default_cache_dir(void) {
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char buf[1024];
+    if (xdg && xdg[0]) snprintf(buf, sizeof buf, "%s/nn", xdg);
+    else if (home && home[0]) snprintf(buf, sizeof buf, "%s/.cache/nn", home);
+    else return NULL;
+    return nn__strdup(buf);
+}
+
+NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc_in) {
+    nn_context_desc desc;
+    nn_context *ctx;
+    const char *device, *cache, *kdir;
+    nn_result r = NN_OK;
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    memset(&desc, 0, sizeof desc);
+    if (desc_in) desc = *desc_in;
+    ctx = (nn_context *)nn__calloc(1, sizeof *ctx);
+    if (!ctx) return NN_ERR_OUT_OF_MEMORY;
+    ctx->log = desc.log;
+    ctx->log_user = desc.log_user;
+    ctx->log_level = desc.log_level ? desc.log_level - 1 : NN_LOG_WARN;
+    device = desc.device ? desc.device : getenv("NN_DEVICE");
+    if (device && !device[0]) device = NULL;
+    cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");
+    if (cache && strcmp(cache, "off") == 0) ctx->cache_dir = NULL;
+    else ctx->cache_dir = (cache && cache[0]) ? nn__strdup(cache) : nn__default_cache_dir();
+    kdir = desc.kernel_dir ? desc.kernel_dir : getenv("NN_KERNEL_DIR");
+    if (kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir))) r = NN_ERR_OUT_OF_MEMORY;
+    strcpy(ctx->backend_name, "cpu");
+    if (r == NN_OK && !(device && strcmp(device, "cpu") == 0)) {
+#if !defined(NN_NO_OPENCL)
+        cl_platform_id plats[NN__CL_MAX_DEVICES];
+        cl_device_id devs[NN__CL_MAX_DEVICES];
+        int n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
+        int pick = nn__cl_pick(device, plats, devs, n);
+        if (pick >= 0) {
+            r = nn__cl_open(ctx, plats[pick], devs[pick]);
+            if (r == NN_OK) {
+                ctx->opencl = 1;
+                snprintf(ctx->backend_name, sizeof ctx->backend_name, "%s", ctx->cl.name);
+            } else {
+                nn__log(ctx, NN_LOG_ERROR, "%s", ctx->err);
+            }
+        } else if (device) {
+            nn__log(ctx, NN_LOG_ERROR, "NN_DEVICE=%s: no such OpenCL device (%d found)", device, n);
+            r = NN_ERR_INVALID_ARGUMENT;
+        }
+#else
+        if (device) {
+            nn__log(ctx, NN_LOG_ERROR, "NN_DEVICE=%s: built with NN_NO_OPENCL, only \"cpu\" exists", device);
+            r = NN_ERR_INVALID_ARGUMENT;
+        }
+#endif
+    }
+    if (r == NN_OK && !ctx->opencl) {
+        ctx->pool = nn__pool_create(desc.threads);
+    }
+    if (r != NN_OK) {
+        nn_context_destroy(ctx);
+        return r;
+    }
+    nn__log(ctx, NN_LOG_INFO, "backend: %s%s", ctx->opencl ? "OpenCL device " : "", ctx->backend_name);
+    *out = ctx;
+    return NN_OK;
+}
+
+NN_API void nn_context_destroy(nn_context *ctx) {
+    if (!ctx) return;
+#if !defined(NN_NO_OPENCL)
+    if (ctx->opencl) nn__cl_close(ctx);
+#endif
+    nn__pool_destroy(ctx->pool);
+    NN_FREE(ctx->cache_dir);
+    NN_FREE(ctx->kernel_dir);
+    NN_FREE(ctx);
+}
+
+NN_API const char *nn_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
+NN_API const char *nn_backend_name(const nn_context *ctx) { return ctx ? ctx->backend_name : ""; }
+NN_API int nn_backend_is_opencl(const nn_context *ctx) { return ctx ? ctx->opencl : 0; }
+NN_API nn_stats nn_get_stats(const nn_context *ctx) {
+    nn_stats s;
+    memset(&s, 0, sizeof s);
+    return ctx ? ctx->stats : s;
+}
+NN_API void nn_reset_stats(nn_context *ctx) {
+    if (ctx) memset(&ctx->stats, 0, sizeof ctx->stats);
+}
+#if defined(NN_NO_OPENCL)
+NN_API int nn_list_devices(nn_device_info *out, int max) {
+    (void)out;
+    (void)max;
+    return 0;
+}
+#endif
+
+/* ---- buffers, either backend ---- */
+
+static void nn__buf_free(nn_context *ctx, nn__buf *b) {
+    (void)ctx;
+#if !defined(NN_NO_OPENCL)
+    if (b->mem) clReleaseMemObject(b->mem);
+#endif
+    if (b->host_owned) NN_FREE(b->host);
+    memset(b, 0, sizeof *b);
+}
+
+/* A zero-filled buffer of its own. */
+static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, const char *what) {
+    memset(b, 0, sizeof *b);
+#if !defined(NN_NO_OPENCL)
+    if (ctx->opencl) {
+        nn_result r = nn__cl_alloc(ctx, b, bytes, what);
+        if (r != NN_OK) return r;
+        return nn__cl_fill(ctx, b->mem, 0.0f, bytes ? bytes : 4);
+    }
+#endif
+    b->bytes = bytes;
+    b->host = (float *)nn__calloc(1, bytes ? bytes : 4);
+    if (!b->host)
+        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes", what, (unsigned long long)bytes);
+    b->host_owned = 1;
+    return NN_OK;
+}
+
+static nn_result nn__buf_write(nn_context *ctx, nn__buf *b, const void *data, size_t bytes) {
+    ctx->stats.h2d_bytes += bytes;
+    ctx->stats.h2d_transfers++;
+#if !defined(NN_NO_OPENCL)
+    if (ctx->opencl) {
+        cl_int err = clEnqueueWriteBuffer(ctx->cl.queue, b->mem, CL_TRUE, 0, bytes, data, 0, NULL, NULL);
+        if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueWriteBuffer: %s (%d)", nn__cl_errstr(err), err);
+        return NN_OK;
+    }
+#endif
+    memcpy(b->host, data, bytes);
+    return NN_OK;
+}
+
+static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t bytes) {
+    ctx->stats.d2h_bytes += bytes;
+    ctx->stats.d2h_transfers++;
+#if !defined(NN_NO_OPENCL)
+    if (ctx->opencl) {
+        cl_int err = clEnqueueReadBuffer(ctx->cl.queue, b->mem, CL_TRUE, 0, bytes, data, 0, NULL, NULL);
+        if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueReadBuffer: %s (%d)", nn__cl_errstr(err), err);
+        return NN_OK;
+    }
+#endif
+    memcpy(data, b->host, bytes);
+    return NN_OK;
+}
+
+/* ---- graphs and nodes ---- */
+
+static void nn__params_release(nn__params *ps) {
+    int i;
+    if (!ps || --ps->refs > 0) return;
+    for (i = 0; i < ps->n; i++) {
+        NN_FREE(ps->p[i].name);
+        NN_FREE(ps->p[i].init);
+        nn__buf_free(ps->ctx, &ps->p[i].buf);
+    }
+    NN_FREE(ps->p);
+    NN_FREE(ps);
+}
+
+NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
+    nn_graph *g;
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ctx) return NN_ERR_INVALID_ARGUMENT;
+    g = (nn_graph *)nn__calloc(1, sizeof *g);
+    if (!g) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
+    g->ctx = ctx;
+    g->loss = -1;
+    g->clip_node = -1;
+    g->seed = 1;
+    if (desc) {
+        g->eval = desc->eval;
+        if (desc->seed) g->seed = desc->seed;
+        if (desc->share_params) {
+            if (desc->share_params->ctx != ctx) {
+                NN_FREE(g);
+                return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_create: share_params is a graph of another context");
+            }
+            g->params = desc->share_params->params;
+            g->params->refs++;
+        }
+    }
+    if (!g->params) {
+        g->params = (nn__params *)nn__calloc(1, sizeof *g->params);
+        if (!g->params) {
+            NN_FREE(g);
+            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
+        }
+        g->params->refs = 1;
+        g->params->ctx = ctx;
+    }
+    *out = g;
+    return NN_OK;
+}
+
+static void nn__graph_release_compiled(nn_graph *g) {
+    int i, k;
+    for (i = 0; i < g->n_nodes; i++) {
+        nn__node *n = &g->nodes[i];
+        if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
+        for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
+    }
+#if !defined(NN_NO_OPENCL)
+    for (i = 0; i < g->n_launches; i++)
+        if (g->launches[i].kernel) clReleaseKernel(g->launches[i].kernel);
+    NN_FREE(g->launches);
+    g->launches = NULL;
+    g->n_launches = g->cap_launches = 0;
+    if (g->one) clReleaseMemObject(g->one);
+    g->one = NULL;
+#endif
+    nn__buf_free(g->ctx, &g->arena);
+    NN_FREE(g->sched);
+    g->sched = NULL;
+}
+
+NN_API void nn_graph_destroy(nn_graph *g) {
+    int i;
+    if (!g) return;
+    nn__graph_release_compiled(g);
+    for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
+    NN_FREE(g->nodes);
+    nn__params_release(g->params);
+    NN_FREE(g);
+}
+
+NN_API nn_result nn_graph_status(const nn_graph *g) { return g ? g->status : NN_ERR_INVALID_ARGUMENT; }
+
+static nn_tensor nn__tensor(int id) {
+    nn_tensor t;
+    t.id = id;
+    return t;
+}
+
+/* Records the graph's first error (later ones are consequences) and returns a failed tensor. */
+static nn_tensor nn__op_fail(nn_graph *g, nn_result code, const char *fmt, ...) {
+    if (g->status == NN_OK) {
+        va_list ap;
+        g->status = code;
+        va_start(ap, fmt);
+        vsnprintf(g->ctx->err, sizeof g->ctx->err, fmt, ap);
+        va_end(ap);
+    }
+    return nn__tensor(-1);
+}
+
+/* 1 when every tensor is a usable node of g; else the op fails (quietly if an input had
+   already failed, since that error is on record). */
+static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) {
+    int i;
+    if (!g) return 0;
+    if (g->compiled) {
+        nn__op_fail(g, NN_ERR_STATE, "%s: the graph is already compiled", op);
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (t[i].id < 0) {
+            if (g->status == NN_OK) nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is not a tensor", op, i);
+            return 0;
+        }
+        if (t[i].id >= g->n_nodes) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is not a tensor of this graph", op, i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
+    nn__node *n;
+    int i;
+    if (g->n_nodes == g->cap_nodes) {
+        int cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
+        nn__node *p = (nn__node *)NN_REALLOC(g->nodes, (size_t)cap * sizeof *p);
+        if (!p) {
+            nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", nn__op_names[op]);
+            return -1;
+        }
+        g->nodes = p;
+        g->cap_nodes = cap;
+    }
+    n = &g->nodes[g->n_nodes];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->dtype = dt;
+    n->shape = shape;
+    n->numel = nn__numel(&shape);
+    n->n_in = n_in;
+    for (i = 0; i < n_in; i++) n->in[i] = in[i];
+    n->grad = -1;
+    n->param = -1;
+    return g->n_nodes++;
+}
+
+static nn__node *nn__n(nn_graph *g, nn_tensor t) { return &g->nodes[t.id]; }
+
+static const char *nn__dtype_name(nn_dtype d) { return d == NN_I32 ? "int32" : "float32"; }
+
+static int nn__shape_eq(const nn_shape *a, const nn_shape *b) {
+    int i;
+    if (a->ndim != b->ndim) return 0;
+    for (i = 0; i < a->ndim; i++) if (a->dim[i] != b->dim[i]) return 0;
+    return 1;
+}
+
+static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
+    int i;
+    if (s.ndim < 1 || s.ndim > NN_MAX_DIMS) {
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: a shape needs 1 to %d dims, not %d", op, NN_MAX_DIMS, s.ndim);
+        return 0;
+    }
+    for (i = 0; i < s.ndim; i++) {
+        if (s.dim[i] < 1 || s.dim[i] > ((int64_t)1 << 40)) {
+            char b[128];
+            nn__shape_str(&s, b, sizeof b);
+            nn__op_fail(g, NN_ERR_SHAPE, "%s: shape %s has a dim out of range", op, b);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int nn__expect_f32(nn_graph *g, const char *op, nn_tensor t, const char *what) {
+    if (nn__n(g, t)->dtype != NN_F32) {
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: %s must be float32, not %s", op, what, nn__dtype_name(nn__n(g, t)->dtype));
+        return 0;
+    }
+    return 1;
+}
+
+NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape) {
+    int id;
+    if (!nn__check(g, "nn_input", 0, NULL)) return nn__tensor(-1);
+    if (!nn__check_shape(g, "nn_input", shape)) return nn__tensor(-1);
+    if (dtype != NN_F32 && dtype != NN_I32) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_input: unknown dtype %d", (int)dtype);
+    id = nn__new_node(g, NN__OP_INPUT, dtype, shape, NULL, 0);
+    if (id < 0) return nn__tensor(-1);
+    g->nodes[id].name = nn__strdup(name ? name : "input");
+    if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_input: out of memory");
+    return nn__tensor(id);
+}
+
+NN_API void nn_requires_grad(nn_graph *g, nn_tensor t) {
+    if (nn__check(g, "nn_requires_grad", 1, &t)) nn__n(g, t)->requires_grad = 1;
+}
+
+NN_API void nn_output(nn_graph *g, nn_tensor t) {
+    if (nn__check(g, "nn_output", 1, &t)) nn__n(g, t)->is_output = 1;
+}
+
+/* Uniform [0,1) and standard normal draws for initialisation, from Philox keyed by the
+   graph's seed: the same on every backend and machine. */
+static float nn__init_uniform(uint64_t seed, int param, uint64_t i) {
+    uint32_t ctr[4], key[2];
+    ctr[0] = (uint32_t)i;
+    ctr[1] = (uint32_t)(i >> 32);
+    ctr[2] = (uint32_t)param;
+    ctr[3] = 0x1A17u;
+    key[0] = (uint32_t)seed;
+    key[1] = (uint32_t)(seed >> 32);
+    nn__philox(ctr, key);
+    return (float)(ctr[0] >> 8) * (1.0f / 16777216.0f);
+}
+
+static float nn__init_normal(uint64_t seed, int param, uint64_t i) {
+    double u1 = nn__init_uniform(seed, param, 2 * i) + 1.0 / 33554432.0;
+    double u2 = nn__init_uniform(seed, param, 2 * i + 1);
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+static void nn__init_fill(float *p, const nn_shape *s, nn_init init, uint64_t seed, int param) {
+    int64_t n = nn__numel(s), i, rf = 1;
+    double fan_in, fan_out, bound = 0, std = 0, gain;
+    int k;
+    for (k = 2; k < s->ndim; k++) rf *= s->dim[k];
+    fan_in = s->ndim >= 2 ? (double)(s->dim[1] * rf) : (double)s->dim[0];
+    fan_out = (double)(s->dim[0] * rf);
+    switch (init.kind) {
+    case NN_INIT_KAIMING_UNIFORM: gain = init.a ? init.a : sqrt(2.0); bound = gain * sqrt(3.0 / fan_in); break;
+    case NN_INIT_KAIMING_NORMAL: gain = init.a ? init.a : sqrt(2.0); std = gain / sqrt(fan_in); break;
+    case NN_INIT_XAVIER_UNIFORM: gain = init.a ? init.a : 1.0; bound = gain * sqrt(6.0 / (fan_in + fan_out)); break;
+    case NN_INIT_XAVIER_NORMAL: gain = init.a ? init.a : 1.0; std = gain * sqrt(2.0 / (fan_in + fan_out)); break;
+    default: break;
+    }
+    for (i = 0; i < n; i++) {
+        switch (init.kind) {
+        case NN_INIT_ZEROS: p[i] = 0.0f; break;
+        case NN_INIT_CONSTANT: p[i] = init.a; break;
+        case NN_INIT_UNIFORM: p[i] = init.a + (init.b - init.a) * nn__init_uniform(seed, param, (uint64_t)i); break;
+        case NN_INIT_NORMAL: p[i] = init.a + init.b * nn__init_normal(seed, param, (uint64_t)i); break;
+        case NN_INIT_KAIMING_UNIFORM:
+        case NN_INIT_XAVIER_UNIFORM:
+            p[i] = (float)(bound * (2.0 * nn__init_uniform(seed, param, (uint64_t)i) - 1.0));
+            break;
+        default: p[i] = (float)(std * nn__init_normal(seed, param, (uint64_t)i)); break;
+        }
+    }
+}
+
+NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
+    nn__params *ps;
+    int i, id, pi = -1;
+    if (!nn__check(g, "nn_param", 0, NULL)) return nn__tensor(-1);
+    if (!name || !name[0]) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_param: a parameter needs a name");
+    if (!nn__check_shape(g, "nn_param", shape)) return nn__tensor(-1);
+    for (i = 0; i < g->n_nodes; i++) /* the same name twice in one graph: the same tensor */
+        if (g->nodes[i].op == NN__OP_PARAM && strcmp(g->nodes[i].name, name) == 0) {
+            if (!nn__shape_eq(&g->nodes[i].shape, &shape)) break;
+            return nn__tensor(i);
+        }
+    ps = g->params;
+    for (i = 0; i < ps->n; i++) {
+        if (strcmp(ps->p[i].name, name) == 0) {
+            char a[128], b[128];
+            if (nn__shape_eq(&ps->p[i].shape, &shape)) {
+                pi = i;
+                break;
+            }
+            nn__shape_str(&ps->p[i].shape, a, sizeof a);
+            nn__shape_str(&shape, b, sizeof b);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_param: %s exists with shape %s, asked for %s", name, a, b);
+        }
+    }
+    if (pi < 0) {
+        nn__param *p;
+        if (ps->n == ps->cap) {
+            int cap = ps->cap ? ps->cap * 2 : 16;
+            nn__param *np = (nn__param *)NN_REALLOC(ps->p, (size_t)cap * sizeof *np);
+            if (!np) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_param: out of memory");
+            ps->p = np;
+            ps->cap = cap;
+        }
+        p = &ps->p[ps->n];
+        memset(p, 0, sizeof *p);
+        p->shape = shape;
+        p->numel = nn__numel(&shape);
+        p->name = nn__strdup(name);
+        p->init = (float *)nn__calloc((size_t)p->numel, sizeof(float));
+        if (!p->name || !p->init) {
+            NN_FREE(p->name);
+            NN_FREE(p->init);
+            return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_param: %s: out of memory", name);
+        }
+        nn__init_fill(p->init, &shape, init, g->seed, ps->n);
+        pi = ps->n++;
+    }
+    id = nn__new_node(g, NN__OP_PARAM, NN_F32, shape, NULL, 0);
+    if (id < 0) return nn__tensor(-1);
+    g->nodes[id].param = pi;
+    g->nodes[id].storage = NN__ST_PARAM;
+    g->nodes[id].name = nn__strdup(name);
+    if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_param: out of memory");
+    return nn__tensor(id);
+}
+
+/* ---- ops: shape rules ---- */
+
+static nn_tensor nn__op1(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a) {
+    int in[1];
+    in[0] = a;
+    return nn__tensor(nn__new_node(g, op, dt, s, in, 1));
+}
+
+static nn_tensor nn__op2(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a, int b) {
+    int in[2];
+    in[0] = a;
+    in[1] = b;
+    return nn__tensor(nn__new_node(g, op, dt, s, in, 2));
+}
+
+static nn_tensor nn__op3(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a, int b, int c) {
+    int in[3];
+    in[0] = a;
+    in[1] = b;
+    in[2] = c;
+    return nn__tensor(nn__new_node(g, op, dt, s, in, 3));
+}
+
+NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
+    nn_tensor in[2], t;
+    nn__node *na, *nb;
+    int64_t M, Ka, Kb, N;
+    in[0] = a;
+    in[1] = b;
+    if (!nn__check(g, "nn_matmul", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_matmul", a, "a") || !nn__expect_f32(g, "nn_matmul", b, "b")) return nn__tensor(-1);
+    na = nn__n(g, a);
+    nb = nn__n(g, b);
+    if (na->shape.ndim != 2 || nb->shape.ndim != 2) {
+        char sa[128], sb[128];
+        nn__shape_str(&na->shape, sa, sizeof sa);
+        nn__shape_str(&nb->shape, sb, sizeof sb);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: a %s and b %s must both be 2-D", sa, sb);
+    }
+    M = trans_a ? na->shape.dim[1] : na->shape.dim[0];
+    Ka = trans_a ? na->shape.dim[0] : na->shape.dim[1];
+    Kb = trans_b ? nb->shape.dim[1] : nb->shape.dim[0];
+    N = trans_b ? nb->shape.dim[0] : nb->shape.dim[1];
+    if (Ka != Kb) {
+        char sa[128], sb[128];
+        nn__shape_str(&na->shape, sa, sizeof sa);
+        nn__shape_str(&nb->shape, sb, sizeof sb);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: inner dims differ: a %s%s and b %s%s", sa,
+                           trans_a ? " (transposed)" : "", sb, trans_b ? " (transposed)" : "");
+    }
+    if (M > INT32_MAX || N > INT32_MAX || Ka > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: dims beyond 2^31 are not supported");
+    t = nn__op2(g, NN__OP_MATMUL, NN_F32, nn_shape2(M, N), a.id, b.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].i[0] = trans_a != 0;
+        g->nodes[t.id].i[1] = trans_b != 0;
+    }
+    return t;
+}
+
+static nn_tensor nn__binary(nn_graph *g, int op, const char *opname, nn_tensor a, nn_tensor b) {
+    nn_tensor in[2];
+    nn__node *na, *nb;
+    int k, fits;
+    in[0] = a;
+    in[1] = b;
+    if (!nn__check(g, opname, 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b")) return nn__tensor(-1);
+    na = nn__n(g, a);
+    nb = nn__n(g, b);
+    fits = nb->shape.ndim <= na->shape.ndim || nb->numel == 1;
+    for (k = 1; fits && k <= nb->shape.ndim && nb->numel != 1; k++)
+        fits = nb->shape.dim[nb->shape.ndim - k] == na->shape.dim[na->shape.ndim - k];
+    if (!fits) {
+        char sa[128], sb[128];
+        nn__shape_str(&na->shape, sa, sizeof sa);
+        nn__shape_str(&nb->shape, sb, sizeof sb);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: shapes a %s and b %s do not fit (b must match a's trailing dims)",
+                           opname, sa, sb);
+    }
+    return nn__op2(g, op, NN_F32, na->shape, a.id, b.id);
+}
+
+NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_ADD, "nn_add", a, b); }
+NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_SUB, "nn_sub", a, b); }
+NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_MUL, "nn_mul", a, b); }
+
+NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_scale", 1, &a) || !nn__expect_f32(g, "nn_scale", a, "x")) return nn__tensor(-1);
+    t = nn__op1(g, NN__OP_SCALE, NN_F32, nn__n(g, a)->shape, a.id);
+    if (t.id >= 0) g->nodes[t.id].f[0] = s;
+    return t;
+}
+
+static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, float alpha, nn_tensor x) {
+    nn_tensor t;
+    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    t = nn__op1(g, NN__OP_UNARY, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].i[0] = fn;
+        g->nodes[t.id].f[0] = alpha;
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_relu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_relu", NN__U_RELU, 0.0f, x); }
+NN_API nn_tensor nn_leaky_relu(nn_graph *g, nn_tensor x, float slope) { return nn__activation(g, "nn_leaky_relu", NN__U_LEAKY_RELU, slope, x); }
+NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_sigmoid", NN__U_SIGMOID, 0.0f, x); }
+NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_tanh", NN__U_TANH, 0.0f, x); }
+NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_gelu", NN__U_GELU, 0.0f, x); }
+NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_silu", NN__U_SILU, 0.0f, x); }
+
+static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x) {
+    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    return nn__op1(g, op, NN_F32, nn__n(g, x)->shape, x.id);
+}
+NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x); }
+NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x); }
+
+static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int mean) {
+    nn_tensor t;
+    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), x.id);
+    if (t.id >= 0) g->nodes[t.id].f[0] = mean ? (float)(1.0 / (double)g->nodes[x.id].numel) : 1.0f;
+    return t;
+}
+NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_sum", x, 0); }
+NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_mean", x, 1); }
+
+/* logits [B, C] float32 with labels [B] int32 */
+static int nn__check_logits_labels(nn_graph *g, const char *opname, nn_tensor logits, nn_tensor labels) {
+    nn_tensor in[2];
+    nn__node *a, *b;
+    in[0] = logits;
+    in[1] = labels;
+    if (!nn__check(g, opname, 2, in)) return 0;
+    a = nn__n(g, logits);
+    b = nn__n(g, labels);
+    if (a->dtype != NN_F32 || a->shape.ndim != 2 || b->dtype != NN_I32 || b->shape.ndim != 1 ||
+        b->shape.dim[0] != a->shape.dim[0]) {
+        char sa[128], sb[128];
+        nn__shape_str(&a->shape, sa, sizeof sa);
+        nn__shape_str(&b->shape, sb, sizeof sb);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: needs logits [B, C] float32 and labels [B] int32, got %s %s and %s %s",
+                    opname, sa, nn__dtype_name(a->dtype), sb, nn__dtype_name(b->dtype));
+        return 0;
+    }
+    return 1;
+}
+
+NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
+    nn_tensor rows;
+    if (!nn__check_logits_labels(g, "nn_softmax_cross_entropy", logits, labels)) return nn__tensor(-1);
+    rows = nn__op2(g, NN__OP_XENT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id);
+    return nn_mean(g, rows);
+}
+
+static int nn__check_same(nn_graph *g, const char *opname, nn_tensor a, nn_tensor b) {
+    nn_tensor in[2];
+    in[0] = a;
+    in[1] = b;
+    if (!nn__check(g, opname, 2, in)) return 0;
+    if (!nn__expect_f32(g, opname, a, "the prediction") || !nn__expect_f32(g, opname, b, "the target")) return 0;
+    if (!nn__shape_eq(&nn__n(g, a)->shape, &nn__n(g, b)->shape)) {
+        char sa[128], sb[128];
+        nn__shape_str(&nn__n(g, a)->shape, sa, sizeof sa);
+        nn__shape_str(&nn__n(g, b)->shape, sb, sizeof sb);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: prediction %s and target %s differ in shape", opname, sa, sb);
+        return 0;
+    }
+    return 1;
+}
+
+NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target) {
+    nn_tensor d;
+    if (!nn__check_same(g, "nn_mse", pred, target)) return nn__tensor(-1);
+    d = nn_sub(g, pred, target);
+    return nn_mean(g, nn_mul(g, d, d));
+}
+
+NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target) {
+    if (!nn__check_same(g, "nn_bce_with_logits", logits, target)) return nn__tensor(-1);
+    return nn_mean(g, nn__op2(g, NN__OP_BCE_LOGITS, NN_F32, nn__n(g, logits)->shape, logits.id, target.id));
+}
+
+NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
+    if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
+    if (g->eval || p == 0.0f) return x;
+    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].f[0] = p;
+        g->nodes[t.id].i[0] = t.id; /* the mask's key, shared with the backward op */
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
+    nn_tensor in[2];
+    nn__node *d, *ix;
+    nn_shape s;
+    in[0] = data;
+    in[1] = idx;
+    if (!nn__check(g, "nn_gather_rows", 2, in)) return nn__tensor(-1);
+    d = nn__n(g, data);
+    ix = nn__n(g, idx);
+    if (d->dtype != NN_F32 || ix->dtype != NN_I32 || ix->shape.ndim != 1) {
+        char sa[128], sb[128];
+        nn__shape_str(&d->shape, sa, sizeof sa);
+        nn__shape_str(&ix->shape, sb, sizeof sb);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gather_rows: needs data [N, ...] float32 and idx [B] int32, got %s %s and %s %s",
+                           sa, nn__dtype_name(d->dtype), sb, nn__dtype_name(ix->dtype));
+    }
+    s = d->shape;
+    s.dim[0] = ix->shape.dim[0];
+    return nn__op2(g, NN__OP_GATHER_ROWS, NN_F32, s, data.id, idx.id);
+}
+
+NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
+    nn__node *n;
+    if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
+    n = nn__n(g, x);
+    if (n->shape.ndim != 2) return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x must be 2-D [B, C]");
+    return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
+}
+
+NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
+    if (!nn__check_logits_labels(g, "nn_accuracy", logits, labels)) return nn__tensor(-1);
+    return nn_mean(g, nn__op2(g, NN__OP_CORRECT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id));
+}
+
+NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_accumulate", 1, &x) || !nn__expect_f32(g, "nn_accumulate", x, "x")) return nn__tensor(-1);
+    t = nn__op1(g, NN__OP_ACCUMULATE, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) g->nodes[t.id].is_output = 1;
+    return t;
+}
+
+NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const char *name) {
+    char wn[256], bn[256];
+    nn_tensor w, b;
+    nn_init init;
+    int64_t in_features;
+    if (!nn__check(g, "nn_dense", 1, &x) || !nn__expect_f32(g, "nn_dense", x, "x")) return nn__tensor(-1);
+    if (nn__n(g, x)->shape.ndim != 2) {
+        char s[128];
+        nn__shape_str(&nn__n(g, x)->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_dense %s: x %s must be 2-D [B, in]", name ? name : "", s);
+    }
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense: needs a name (at most 200 chars)");
+    in_features = nn__n(g, x)->shape.dim[1];
+    /* nn.Linear: kaiming_uniform(a=sqrt(5)) for the weight is U(+-1/sqrt(in)), the bias too */
+    init.kind = NN_INIT_UNIFORM;
+    init.a = (float)(-1.0 / sqrt((double)in_features));
+    init.b = -init.a;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    w = nn_param(g, wn, nn_shape2(out_features, in_features), init);
+    b = nn_param(g, bn, nn_shape1(out_features), init);
+    return nn_add(g, nn_matmul(g, x, w, 0, 1), b);
+}
+
+/* ---- autograd ---- */
+
+/* Adds gx to the gradient of node x (a sum when x feeds several ops). */
+static void nn__acc_grad(nn_graph *g, int x, nn_tensor gx) {
+    if (gx.id < 0) return;
+    if (g->nodes[x].grad < 0) g->nodes[x].grad = gx.id;
+    else g->nodes[x].grad = nn__op2(g, NN__OP_ADD, NN_F32, g->nodes[x].shape, g->nodes[x].grad, gx.id).id;
+}
+
+/* The gradient of a broadcast operand b from a gradient of a's shape. */
+static nn_tensor nn__reduce_to(nn_graph *g, nn_tensor gy, int b) {
+    if (g->nodes[gy.id].numel == g->nodes[b].numel) return gy;
+    return nn__op1(g, NN__OP_SUM_LEAD, NN_F32, g->nodes[b].shape, gy.id);
+}
+
+/* Emits the backward ops of node id, given gy = d(loss)/d(node). Nodes may move (realloc):
+   copy what is needed out of the node first. */
+static void nn__backward(nn_graph *g, int id) {
+    nn__node n = g->nodes[id];
+    nn_tensor gy = nn__tensor(n.grad), t;
+    int a = n.in[0], b = n.n_in > 1 ? n.in[1] : -1;
+    int ga = a >= 0 && g->nodes[a].needs_grad, gb = b >= 0 && g->nodes[b].needs_grad;
+    switch (n.op) {
+    case NN__OP_MATMUL: {
+        int ta = n.i[0], tb = n.i[1];
+        nn_tensor A = nn__tensor(a), B = nn__tensor(b);
+        if (ga) {
+            if (!ta) t = nn_matmul(g, gy, B, 0, !tb);
+            else t = tb ? nn_matmul(g, B, gy, 1, 1) : nn_matmul(g, B, gy, 0, 1);
+            nn__acc_grad(g, a, t);
+        }
+        if (gb) {
+            if (!tb) t = ta ? nn_matmul(g, A, gy, 0, 0) : nn_matmul(g, A, gy, 1, 0);
+            else t = ta ? nn_matmul(g, gy, A, 1, 1) : nn_matmul(g, gy, A, 1, 0);
+            nn__acc_grad(g, b, t);
+        }
+        break;
+    }
+    case NN__OP_ADD:
+    case NN__OP_SUB:
+        if (ga) nn__acc_grad(g, a, gy);
+        if (gb) {
+            t = nn__reduce_to(g, gy, b);
+            if (n.op == NN__OP_SUB) {
+                t = nn__op1(g, NN__OP_SCALE, NN_F32, g->nodes[b].shape, t.id);
+                if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
+            }
+            nn__acc_grad(g, b, t);
+        }
+        break;
+    case NN__OP_MUL:
+        if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, b));
+        if (gb) nn__acc_grad(g, b, nn__reduce_to(g, nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a), b));
+        break;
+    case NN__OP_SCALE:
+        t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, gy.id);
+        if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
+        nn__acc_grad(g, a, t);
+        break;
+    case NN__OP_UNARY:
+        t = nn__op2(g, NN__OP_UNARY_GRAD, NN_F32, n.shape, a, gy.id);
+        if (t.id >= 0) {
+            g->nodes[t.id].i[0] = n.i[0];
+            g->nodes[t.id].f[0] = n.f[0];
+        }
+        nn__acc_grad(g, a, t);
+        break;
+    case NN__OP_SOFTMAX:
+        nn__acc_grad(g, a, nn__op2(g, NN__OP_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
+        break;
+    case NN__OP_LOG_SOFTMAX:
+        nn__acc_grad(g, a, nn__op2(g, NN__OP_LOG_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
+        break;
+    case NN__OP_SUM_ALL:
+        t = nn__op1(g, NN__OP_EXPAND_SCALAR, NN_F32, g->nodes[a].shape, gy.id);
+        if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
+        nn__acc_grad(g, a, t);
+        break;
+    case NN__OP_EXPAND_SCALAR:
+        t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), gy.id);
+        if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
+        nn__acc_grad(g, a, t);
+        break;
+    case NN__OP_XENT_ROWS:
+        if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_XENT_GRAD, NN_F32, g->nodes[a].shape, a, b, gy.id));
+        break;
+    case NN__OP_BCE_LOGITS:
+        if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_BCE_LOGITS_GRAD, NN_F32, n.shape, a, b, gy.id));
+        if (gb) { /* d/dt = -x */
+            t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
+            t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, t.id);
+            if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
+            nn__acc_grad(g, b, t);
+        }
+        break;
+    case NN__OP_DROPOUT:
+        t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
+        if (t.id >= 0) {
+            g->nodes[t.id].f[0] = n.f[0];
+            g->nodes[t.id].i[0] = n.i[0];
+        }
+        nn__acc_grad(g, a, t);
+        break;
+    case NN__OP_GATHER_ROWS:
+        if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
+        break;
+    default:
+        break; /* not differentiable: no gradient flows */
+    }
+}
+
+static int nn__differentiable(int op) {
+    switch (op) {
+    case NN__OP_ARGMAX: case NN__OP_CORRECT_ROWS: case NN__OP_ACCUMULATE: case NN__OP_FILL:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+/* ---- compiling ---- */
+
+static nn_optimizer nn__opt_defaults(nn_optimizer o) {
+    if (o.lr == 0.0f) o.lr = o.kind == NN_OPT_SGD ? 1e-2f : 1e-3f;
+    if (o.beta1 == 0.0f) o.beta1 = 0.9f;
+    if (o.beta2 == 0.0f) o.beta2 = 0.999f;
+    if (o.eps == 0.0f) o.eps = 1e-8f;
+    if (o.kind == NN_OPT_ADAMW && o.weight_decay == 0.0f) o.weight_decay = 1e-2f;
+    return o;
+}
+
+/* Adds clipping and one update op per trainable parameter. */
+static nn_result nn__add_optimizer(nn_graph *g) {
+    int i, n0 = g->n_nodes, scale = -1, acc = -1;
+    if (g->opt.kind == NN_OPT_NONE) return NN_OK;
+    if (g->opt.clip_norm > 0.0f) {
+        for (i = 0; i < n0; i++) {
+            if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
+            acc = acc < 0 ? nn__op1(g, NN__OP_GRAD_SUMSQ, NN_F32, nn_shape1(1), g->nodes[i].grad).id
+                          : nn__op2(g, NN__OP_GRAD_SUMSQ, NN_F32, nn_shape1(1), g->nodes[i].grad, acc).id;
+        }
+        if (acc >= 0) {
+            scale = nn__op1(g, NN__OP_CLIP_SCALE, NN_F32, nn_shape1(1), acc).id;
+            if (scale >= 0) g->nodes[scale].f[0] = g->opt.clip_norm;
+        }
+    }
+    for (i = 0; i < n0; i++) {
+        int op = g->opt.kind == NN_OPT_SGD ? NN__OP_OPT_SGD : NN__OP_OPT_ADAM, u;
+        nn_shape none;
+        if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
+        memset(&none, 0, sizeof none);
+        u = scale >= 0 ? nn__op3(g, op, NN_F32, none, i, g->nodes[i].grad, scale).id
+                       : nn__op2(g, op, NN_F32, none, i, g->nodes[i].grad).id;
+        if (u < 0) break;
+        g->nodes[u].numel = 0;
+        g->nodes[u].is_output = 1; /* a root: it has an effect */
+        g->nodes[u].n_aux = op == NN__OP_OPT_ADAM ? 2 : (g->opt.momentum != 0.0f);
+    }
+    return g->status;
+}
+
+/* Places arena tensors: each at the lowest aligned offset free for its whole lifetime. */
+static nn_result nn__plan_memory(nn_graph *g, size_t align) {
+    int *order = (int *)nn__calloc((size_t)g->n_sched + 1, sizeof(int));
+    int n = 0, i, j;
+    size_t top = 0;
+    if (!order) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    for (i = 0; i < g->n_sched; i++) {
+        nn__node *nd = &g->nodes[g->sched[i]];
+        if (nd->storage == NN__ST_ARENA && nd->numel > 0) order[n++] = g->sched[i];
+    }
+    /* schedule order is definition order, so `order` is sorted by first use already */
+    for (i = 0; i < n; i++) {
+        nn__node *a = &g->nodes[order[i]];
+        size_t bytes = ((size_t)a->numel * 4 + align - 1) / align * align, off = 0;
+        int moved = 1;
+        while (moved) { /* first fit against every placed tensor alive at the same time */
+            moved = 0;
+            for (j = 0; j < i; j++) {
+                nn__node *b = &g->nodes[order[j]];
+                size_t bb = ((size_t)b->numel * 4 + align - 1) / align * align;
+                if (b->last < a->first || a->last < b->first) continue;
+                if (off < b->offset + bb && b->offset < off + bytes) {
+                    off = b->offset + bb;
+                    moved = 1;
+                }
+            }
+        }
+        a->offset = off;
+        if (off + bytes > top) top = off + bytes;
+    }
+    g->arena_bytes = top;
+    NN_FREE(order);
+    return NN_OK;
+}
+
+static nn_result nn__allocate(nn_graph *g) {
+    nn_context *ctx = g->ctx;
+    nn_result r = NN_OK;
+    int i, k;
+    char what[300];
+    if (g->arena_bytes) {
+        r = nn__buf_alloc(ctx, &g->arena, g->arena_bytes, "the activation arena");
+        if (r != NN_OK) return r;
+    }
+    for (i = 0; i < g->n_nodes && r == NN_OK; i++) {
+        nn__node *n = &g->nodes[i];
+        if (!n->live) continue;
+        snprintf(what, sizeof what, "%s %s", nn__op_names[n->op], n->name ? n->name : "");
+        if (n->storage == NN__ST_PARAM) {
+            nn__param *p = &g->params->p[n->param];
+            if (!p->allocated) {
+                r = nn__buf_alloc(ctx, &p->buf, (size_t)p->numel * 4, what);
+                if (r == NN_OK) r = nn__buf_write(ctx, &p->buf, p->init, (size_t)p->numel * 4);
+                if (r != NN_OK) break;
+                p->allocated = 1;
+#if !defined(NN_NO_OPENCL)
+                if (ctx->opencl) { /* the device holds it now */
+                    NN_FREE(p->init);
+                    p->init = NULL;
+                }
+#endif
+            }
+            n->buf = p->buf;
+        } else if (n->storage == NN__ST_OWN) {
+            r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, what);
+        } else if (n->numel > 0) {
+            n->buf.bytes = (size_t)n->numel * 4;
+#if !defined(NN_NO_OPENCL)
+            if (ctx->opencl) {
+                cl_buffer_region reg;
+                cl_int err;
+                reg.origin = n->offset;
+                reg.size = n->buf.bytes;
+                n->buf.mem = clCreateSubBuffer(g->arena.mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
+                if (!n->buf.mem) r = nn__fail(ctx, NN_ERR_DEVICE, "%s: clCreateSubBuffer: %s (%d)", what, nn__cl_errstr(err), err);
+            } else
+#endif
+                n->buf.host = (float *)((char *)g->arena.host + n->offset);
+        }
+        for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], (size_t)g->nodes[n->in[0]].numel * 4, what);
+    }
+    return r;
+}
+
+NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
+    nn_compile_desc d;
+    nn_result r;
+    int i, k, n_user;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_compile: the graph is already compiled");
+    if (g->status != NN_OK) return g->status;
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    g->opt = nn__opt_defaults(d.optimizer);
+    g->lr = g->opt.lr;
+    n_user = g->n_forward = g->n_nodes;
+    if (d.has_loss) {
+        nn__node *L;
+        if (d.loss.id < 0 || d.loss.id >= g->n_nodes)
+            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph");
+        L = &g->nodes[d.loss.id];
+        if (L->numel != 1 || L->dtype != NN_F32) {
+            char s[128];
+            nn__shape_str(&L->shape, s, sizeof s);
+            return nn__fail(g->ctx, NN_ERR_SHAPE, "nn_graph_compile: the loss must be a float32 scalar, not %s %s", s,
+                            nn__dtype_name(L->dtype));
+        }
+        g->loss = d.loss.id;
+        L->is_output = 1;
+        for (i = 0; i < n_user; i++) { /* which nodes does the loss need gradients through? */
+            nn__node *n = &g->nodes[i];
+            if (n->op == NN__OP_PARAM) n->needs_grad = 1;
+            else if (n->op == NN__OP_INPUT) n->needs_grad = n->requires_grad && n->dtype == NN_F32;
+            else if (nn__differentiable(n->op))
+                for (k = 0; k < n->n_in; k++) n->needs_grad |= g->nodes[n->in[k]].needs_grad;
+        }
+        if (g->nodes[g->loss].needs_grad) {
+            int seed = nn__new_node(g, NN__OP_FILL, NN_F32, nn_shape1(1), NULL, 0);
+            if (seed >= 0) {
+                g->nodes[seed].f[0] = 1.0f;
+                g->nodes[g->loss].grad = seed;
+            }
+            for (i = g->loss; i >= 0 && g->status == NN_OK; i--)
+                if (g->nodes[i].needs_grad && g->nodes[i].grad >= 0 && g->nodes[i].op != NN__OP_PARAM &&
+                    g->nodes[i].op != NN__OP_INPUT)
+                    nn__backward(g, i);
+        }
+        for (i = 0; i < n_user; i++) {
+            nn__node *n = &g->nodes[i];
+            int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
+                       (n->op == NN__OP_PARAM && (d.keep_grads || g->opt.kind == NN_OPT_NONE));
+            if (keep && n->grad >= 0) g->nodes[n->grad].is_output = 1;
+        }
+        if (g->status == NN_OK) nn__add_optimizer(g);
+    }
+    g->compiled = 1;
+    if (g->status != NN_OK) return g->status;
+
+    /* liveness: everything a root depends on; roots are outputs (loss, accumulators,
+       kept gradients, updates) */
+    for (i = g->n_nodes - 1; i >= 0; i--) {
+        nn__node *n = &g->nodes[i];
+        if (n->is_output) n->live = 1;
+        if (n->live)
+            for (k = 0; k < n->n_in; k++) g->nodes[n->in[k]].live = 1;
+    }
+    g->sched = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
+    if (!g->sched) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    g->n_sched = g->n_sched_forward = 0;
+    for (i = 0; i < g->n_nodes; i++) {
+        nn__node *n = &g->nodes[i];
+        n->first = n->last = -1;
+        if (n->op == NN__OP_INPUT) n->storage = NN__ST_OWN;
+        else if (n->op != NN__OP_PARAM) n->storage = (n->is_output && n->numel > 0) ? NN__ST_OWN : NN__ST_ARENA;
+        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM) continue;
+        n->first = n->last = g->n_sched;
+        for (k = 0; k < n->n_in; k++) {
+            nn__node *in = &g->nodes[n->in[k]];
+            if (in->last < g->n_sched) in->last = g->n_sched;
+        }
+        g->sched[g->n_sched++] = i;
+        if (i < n_user) g->n_sched_forward = g->n_sched;
+    }
+#if !defined(NN_NO_OPENCL)
+    r = nn__plan_memory(g, g->ctx->opencl ? g->ctx->cl.align : 64);
+#else
+    r = nn__plan_memory(g, 64);
+#endif
+    if (r == NN_OK) r = nn__allocate(g);
+#if !defined(NN_NO_OPENCL)
+    if (r == NN_OK && g->ctx->opencl) {
+        nn__buf one;
+        float v = 1.0f;
+        memset(&one, 0, sizeof one);
+        r = nn__cl_alloc(g->ctx, &one, 4, "a constant");
+        g->one = one.mem;
+        if (r == NN_OK) r = nn__cl_fill(g->ctx, g->one, v, 4);
+        for (i = 0; i < g->n_sched && r == NN_OK; i++) {
+            r = nn__cl_prepare(g, g->sched[i]);
+            if (i + 1 == g->n_sched_forward) g->n_launches_forward = g->n_launches;
+        }
+        if (r == NN_OK) {
+            cl_int err = clFinish(g->ctx->cl.queue);
+            if (err != CL_SUCCESS) r = nn__fail(g->ctx, NN_ERR_DEVICE, "nn_graph_compile: clFinish: %s (%d)", nn__cl_errstr(err), err);
+        }
+    }
+#endif
+    if (r != NN_OK) {
+        g->status = r;
+        return r;
+    }
+    nn__log(g->ctx, NN_LOG_DEBUG, "compiled: %d nodes, %d scheduled, arena %llu bytes", g->n_nodes, g->n_sched,
+            (unsigned long long)g->arena_bytes);
+    return NN_OK;
+}
+
+/* ---- running ---- */
+
+static nn_result nn__run(nn_graph *g, int n_steps) {
+    int i;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!g->compiled || g->status != NN_OK)
+        return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
+#if !defined(NN_NO_OPENCL)
+    if (g->ctx->opencl) {
+        int n = n_steps == g->n_sched ? g->n_launches : g->n_launches_forward;
+        for (i = 0; i < n; i++) {
+            nn__launch *l = &g->launches[i];
+            cl_int err;
+            if (l->update) l->update(g, l);
+            err = clEnqueueNDRangeKernel(g->ctx->cl.queue, l->kernel, l->dims, NULL, l->gws, l->use_lws ? l->lws : NULL,
+                                         0, NULL, NULL);
+            if (err != CL_SUCCESS)
+                return nn__fail(g->ctx, NN_ERR_DEVICE, "%s: clEnqueueNDRangeKernel: %s (%d)",
+                                nn__op_names[g->nodes[l->node].op], nn__cl_errstr(err), err);
+        }
+        g->ctx->stats.kernel_launches += (uint64_t)n;
+        return NN_OK;
+    }
+#endif
+    for (i = 0; i < n_steps; i++) {
+        nn_result r = nn__cpu_run(g, g->sched[i]);
+        if (r != NN_OK) return r;
+    }
+    g->ctx->stats.kernel_launches += (uint64_t)n_steps;
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_step(nn_graph *g) {
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    g->step++;
+    r = nn__run(g, g->n_sched);
+    if (r != NN_OK) g->step--;
+    return r;
+}
+
+NN_API nn_result nn_graph_forward(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return nn__run(g, g->n_sched_forward);
+}
+
+NN_API nn_result nn_graph_finish(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+#if !defined(NN_NO_OPENCL)
+    if (g->ctx->opencl) {
+        cl_int err = clFinish(g->ctx->cl.queue);
+        if (err != CL_SUCCESS) return nn__fail(g->ctx, NN_ERR_DEVICE, "clFinish: %s (%d)", nn__cl_errstr(err), err);
+    }
+#endif
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!(lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_lr: lr %g is not >= 0", lr);
+    g->lr = lr;
+    return NN_OK;
+}
+
+NN_API nn_tensor nn_find(nn_graph *g, const char *name) {
+    int i;
+    if (!g || !name) return nn__tensor(-1);
+    for (i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0) return nn__tensor(i);
+    return nn__tensor(-1);
+}
+
+NN_API nn_tensor nn_grad(nn_graph *g, nn_tensor t) {
+    if (!g || t.id < 0 || t.id >= g->n_nodes) return nn__tensor(-1);
+    return nn__tensor(g->nodes[t.id].grad);
+}
+
+NN_API nn_shape nn_tensor_shape(nn_graph *g, nn_tensor t) {
+    nn_shape s;
+    memset(&s, 0, sizeof s);
+    if (!g || t.id < 0 || t.id >= g->n_nodes) return s;
+    return g->nodes[t.id].shape;
+}
+
+NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t) {
+    if (!g || t.id < 0 || t.id >= g->n_nodes) return 0;
+    return g->nodes[t.id].numel;
+}
+
+/* The node's buffer if the user may touch it (write: inputs and params only). */
+static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write, const char *fn, nn__node **out) {
+    nn__node *n;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (t.id < 0 || t.id >= g->n_nodes) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: not a tensor of this graph", fn);
+    if (!g->compiled || g->status != NN_OK) return nn__fail(g->ctx, NN_ERR_STATE, "%s: compile the graph first", fn);
+    n = &g->nodes[t.id];
+    if (!n->live && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: %s is not used by the compiled graph", fn, nn__op_names[n->op]);
+    if (write && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM && n->op != NN__OP_ACCUMULATE)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: only inputs, parameters and accumulators can be written", fn);
+    if (!write && n->storage == NN__ST_ARENA)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_output()", fn,
+                        nn__op_names[n->op]);
+    if (bytes != (size_t)n->numel * 4) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__fail(g->ctx, NN_ERR_SHAPE, "%s: %llu bytes given for a tensor %s of %llu bytes", fn,
+                        (unsigned long long)bytes, s, (unsigned long long)n->numel * 4);
+    }
+    if (n->storage == NN__ST_PARAM && !g->params->p[n->param].allocated)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: parameter %s is not used by the compiled graph", fn, n->name);
+    if (n->storage == NN__ST_PARAM) n->buf = g->params->p[n->param].buf;
+    *out = n;
+    return NN_OK;
+}
+
+NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
+    nn__node *n;
+    nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
+    if (r != NN_OK) return r;
+    if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_write: data is NULL");
+    return nn__buf_write(g->ctx, &n->buf, data, bytes);
+}
+
+NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
+    nn__node *n;
+    nn_result r = nn__user_buf(g, t, bytes, 0, "nn_tensor_read", &n);
+    if (r != NN_OK) return r;
+    if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_read: data is NULL");
+    return nn__buf_read(g->ctx, &n->buf, data, bytes);
+}
+
+NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
+    nn__node *n;
+    nn_result r;
+    int64_t i;
+    if (!g || t.id < 0 || t.id >= g->n_nodes) return NN_ERR_INVALID_ARGUMENT;
+    r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
+    if (r != NN_OK) return r;
+    if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
+#if !defined(NN_NO_OPENCL)
+    if (g->ctx->opencl) return nn__cl_fill(g->ctx, n->buf.mem, value, n->buf.bytes);
+#endif
+    for (i = 0; i < n->numel; i++) n->buf.host[i] = value;
+    return NN_OK;
+}

@@ -1,0 +1,74 @@
+/*
+nn.h - train and run neural networks from C, on any OpenCL device or on the CPU.
+
+    #define NN_IMPLEMENTATION   (in exactly one .c file, before the include)
+    #include "nn.h"
+
+    cc -O2 app.c -o app -lOpenCL -lm          (OpenCL devices and the CPU)
+    cc -O2 -DNN_NO_OPENCL app.c -o app -lm    (CPU only; no OpenCL headers or library)
+    (-lpthread too on systems whose libc does not include it)
+
+HOW IT WORKS
+    Build a graph by calling op functions on symbolic tensors, compile it once (shapes are
+    checked, the backward and optimizer ops are added, memory is planned, kernels are built
+    and their arguments bound), then run steps. A step enqueues forward, backward and the
+    optimizer update on the device; parameters, gradients, optimizer state and activations
+    stay there. The host reads back only what it asks for. nn_get_stats() counts bytes moved
+    and kernels launched, so what a step costs can be checked.
+
+    nn_context *ctx; nn_graph *g;
+    nn_context_create(&ctx, NULL);                 // NN_DEVICE picks the backend
+    nn_graph_create(ctx, NULL, &g);
+    nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(128, 784));
+    nn_tensor y = nn_input(g, "y", NN_I32, nn_shape1(128));
+    nn_tensor h = nn_relu(g, nn_dense(g, x, 256, "fc1"));
+    nn_tensor loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 10, "fc2"), y);
+    nn_compile_desc cd = {0}; cd.loss = loss; cd.has_loss = 1;
+    cd.optimizer.kind = NN_OPT_ADAM;
+    if (nn_graph_compile(g, &cd) != NN_OK) puts(nn_last_error(ctx));
+    nn_tensor_write(g, x, xs, sizeof xs); nn_tensor_write(g, y, ys, sizeof ys);
+    nn_graph_step(g);
+
+DEVICES
+    NN_DEVICE=cpu | opencl | <OpenCL device index> | <device name substring>. By default the
+    first GPU, else the built-in CPU backend (a CPU OpenCL device such as PoCL only when
+    asked for: the native CPU path is faster there). No OpenCL platform at all means the
+    CPU backend. The log says which backend was chosen (log level info).
+
+ENVIRONMENT
+    NN_DEVICE       backend choice, as above
+    NN_THREADS      CPU-backend threads (default: all cores)
+    NN_CACHE_DIR    compiled OpenCL programs (default $XDG_CACHE_HOME/nn or ~/.cache/nn;
+                    "off" disables). Keyed by source, options, device and driver.
+    NN_KERNEL_DIR   load kernels/NAME.cl from this directory instead of the copies
+                    embedded here (for kernel development)
+
+CONFIGURATION (define before including)
+    NN_STATIC                      make every function static
+    NN_API                         decorate the API (default extern)
+    NN_MALLOC, NN_REALLOC, NN_FREE allocator (all three or none)
+    NN_ASSERT                      assertion macro (default assert)
+    NN_NO_OPENCL                   CPU backend only
+    NN_NO_THREADS                  CPU backend on the calling thread only
+
+ERRORS
+    Functions return nn_result; nn_last_error(ctx) explains the last failure (the op and its
+    shapes, or the kernels/FILE.cl:LINE of a build error). Ops given bad input return a
+    failed tensor (id < 0) and the graph remembers the first error, which
+    nn_graph_compile() returns. Nothing aborts and nothing leaks on an error path.
+
+LICENCE
+    MIT License. Copyright (c) 2026 the nn.h authors.
+    Permission is hereby granted, free of charge, to any person obtaining a copy of this
+    software and associated documentation files (the "Software"), to deal in the Software
+    without restriction, including without limitation the rights to use, copy, modify,
+    merge, publish, distribute, sublicense, and/or sell copies of the Software, and to
+    permit persons to whom the Software is furnished to do so, subject to the following
+    conditions: The above copyright notice and this permission notice shall be included in
+    all copies or substantial portions of the Software. THE SOFTWARE IS PROVIDED "AS IS",
+    WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT NOT LIMITED TO THE
+    WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN
+    NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR
+    OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
+    OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+*/

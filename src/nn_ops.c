@@ -1,0 +1,360 @@
+/* Binds each op to its two bodies: nn__cpu_run() calls the CPU function of nn_cpu.c, and
+   nn__cl_prepare() creates the op's kernels from kernels/ and binds their arguments once,
+   at compile time, so a step only enqueues. Keep the two switches in the same order. */
+
+static const char *const nn__unary_names[NN__U_COUNT] = {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "silu"};
+
+#define NN__F(id) (g->nodes[(id)].buf.host)
+#define NN__I(id) ((int32_t *)g->nodes[(id)].buf.host)
+
+static int64_t nn__last_dim(const nn__node *n) { return n->shape.dim[n->shape.ndim - 1]; }
+
+/* Adam's bias corrections for the step about to run, in double as PyTorch computes them. */
+static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
+    *bc1 = (float)(1.0 - pow((double)g->opt.beta1, (double)g->step));
+    *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->step));
+}
+
+static nn_result nn__cpu_run(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    switch (n->op) {
+    case NN__OP_MATMUL: {
+        nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
+        int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
+        int K = (int)(n->i[0] ? a->shape.dim[0] : a->shape.dim[1]);
+        nn__sgemm(g->ctx->pool, n->i[0], n->i[1], M, Nn, K, 1.0f, a->buf.host, (int)a->shape.dim[1], b->buf.host,
+                  (int)b->shape.dim[1], 0.0f, y, Nn);
+        break;
+    }
+    case NN__OP_ADD: case NN__OP_SUB: case NN__OP_MUL:
+        nn__binary_forward(n->op, y, NN__F(in[0]), NN__F(in[1]), N, g->nodes[in[1]].numel);
+        break;
+    case NN__OP_SCALE: nn__scale_forward(y, NN__F(in[0]), n->f[0], N); break;
+    case NN__OP_UNARY: nn__unary_forward(n->i[0], n->f[0], y, NN__F(in[0]), N); break;
+    case NN__OP_UNARY_GRAD: nn__unary_backward(n->i[0], n->f[0], y, NN__F(in[0]), NN__F(in[1]), N); break;
+    case NN__OP_SOFTMAX: case NN__OP_LOG_SOFTMAX:
+        nn__softmax_forward(y, NN__F(in[0]), N / nn__last_dim(n), nn__last_dim(n), n->op == NN__OP_LOG_SOFTMAX);
+        break;
+    case NN__OP_SOFTMAX_GRAD: case NN__OP_LOG_SOFTMAX_GRAD:
+        nn__softmax_backward(y, NN__F(in[0]), NN__F(in[1]), N / nn__last_dim(n), nn__last_dim(n),
+                             n->op == NN__OP_LOG_SOFTMAX_GRAD);
+        break;
+    case NN__OP_SUM_ALL: nn__sum_all_forward(y, NN__F(in[0]), g->nodes[in[0]].numel, n->f[0]); break;
+    case NN__OP_EXPAND_SCALAR: nn__expand_scalar_forward(y, NN__F(in[0]), N, n->f[0]); break;
+    case NN__OP_SUM_LEAD: nn__sum_lead_forward(y, NN__F(in[0]), g->nodes[in[0]].numel, N); break;
+    case NN__OP_XENT_ROWS: {
+        nn__node *x = &g->nodes[in[0]];
+        nn__xent_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
+        break;
+    }
+    case NN__OP_XENT_GRAD:
+        nn__xent_backward(y, NN__F(in[0]), NN__I(in[1]), NN__F(in[2]), n->shape.dim[0], n->shape.dim[1]);
+        break;
+    case NN__OP_BCE_LOGITS: nn__bce_forward(y, NN__F(in[0]), NN__F(in[1]), N); break;
+    case NN__OP_BCE_LOGITS_GRAD: nn__bce_backward(y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), N); break;
+    case NN__OP_DROPOUT: nn__dropout_forward(y, NN__F(in[0]), N, n->f[0], g->seed, n->i[0], g->step); break;
+    case NN__OP_GATHER_ROWS: {
+        nn__node *d = &g->nodes[in[0]];
+        int64_t D = d->numel / d->shape.dim[0];
+        nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
+        break;
+    }
+    case NN__OP_GATHER_ROWS_GRAD: {
+        nn__node *gy = &g->nodes[in[1]];
+        nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
+        break;
+    }
+    case NN__OP_ARGMAX: {
+        nn__node *x = &g->nodes[in[0]];
+        nn__argmax_forward((int32_t *)y, x->buf.host, x->shape.dim[0], x->shape.dim[1]);
+        break;
+    }
+    case NN__OP_CORRECT_ROWS: {
+        nn__node *x = &g->nodes[in[0]];
+        nn__correct_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
+        break;
+    }
+    case NN__OP_ACCUMULATE: {
+        const float *x = NN__F(in[0]);
+        int64_t i;
+        for (i = 0; i < N; i++) y[i] += x[i];
+        break;
+    }
+    case NN__OP_FILL: {
+        int64_t i;
+        for (i = 0; i < N; i++) y[i] = n->f[0];
+        break;
+    }
+    case NN__OP_GRAD_SUMSQ: {
+        const float *x = NN__F(in[0]);
+        int64_t i, m = g->nodes[in[0]].numel;
+        double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
+        for (i = 0; i < m; i++) s += (double)x[i] * x[i];
+        y[0] = (float)s;
+        break;
+    }
+    case NN__OP_CLIP_SCALE: {
+        float c = n->f[0] / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
+        y[0] = c < 1.0f ? c : 1.0f;
+        break;
+    }
+    case NN__OP_OPT_SGD: {
+        nn__node *p = &g->nodes[in[0]];
+        float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f;
+        nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr, g->opt.momentum,
+                       g->opt.dampening, g->opt.weight_decay, g->opt.nesterov, g->step == 1, clip);
+        break;
+    }
+    case NN__OP_OPT_ADAM: {
+        nn__node *p = &g->nodes[in[0]];
+        float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f, bc1, bc2;
+        nn__adam_bc(g, &bc1, &bc2);
+        nn__adam_update(p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel, g->lr, g->opt.beta1,
+                        g->opt.beta2, g->opt.eps, g->opt.weight_decay, g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip);
+        break;
+    }
+    default:
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: no CPU path", nn__op_names[n->op]);
+    }
+    return NN_OK;
+}
+
+#undef NN__F
+#undef NN__I
+
+#if !defined(NN_NO_OPENCL)
+
+/* Appends a launch of kernel `kname` from kernels/FILE.cl for node id; returns it via *out
+   with its kernel created and global size set for n work-items (rounded up to a multiple
+   of 64 on GPUs, where a NULL local size can be a poor choice). */
+static nn_result nn__cl_add(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
+    nn__launch *l;
+    nn_result r;
+    if (g->n_launches == g->cap_launches) {
+        int cap = g->cap_launches ? g->cap_launches * 2 : 64;
+        nn__launch *p = (nn__launch *)NN_REALLOC(g->launches, (size_t)cap * sizeof *p);
+        if (!p) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        g->launches = p;
+        g->cap_launches = cap;
+    }
+    l = &g->launches[g->n_launches];
+    memset(l, 0, sizeof *l);
+    r = nn__cl_kernel(g->ctx, file, kname, &l->kernel);
+    if (r != NN_OK) return r;
+    g->n_launches++;
+    l->node = id;
+    l->dims = 1;
+    if (n == 0) n = 1;
+    if (g->ctx->cl.is_gpu) {
+        size_t wg = g->ctx->cl.max_wg < 64 ? g->ctx->cl.max_wg : 64;
+        l->gws[0] = (n + wg - 1) / wg * wg;
+        l->lws[0] = wg;
+        l->use_lws = 1;
+    } else {
+        l->gws[0] = n;
+    }
+    *out = l;
+    return NN_OK;
+}
+
+/* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
+static size_t nn__cl_reduce_wg(nn_graph *g) {
+    size_t wg = 1;
+    while (wg * 2 <= g->ctx->cl.max_wg && wg * 2 <= 256) wg *= 2;
+    return wg;
+}
+
+static void nn__cl_update_dropout(nn_graph *g, nn__launch *l) {
+    cl_uint lo = (cl_uint)g->step, hi = (cl_uint)(g->step >> 32);
+    clSetKernelArg(l->kernel, 7, sizeof lo, &lo);
+    clSetKernelArg(l->kernel, 8, sizeof hi, &hi);
+}
+
+static void nn__cl_update_sgd(nn_graph *g, nn__launch *l) {
+    cl_float lr = g->lr;
+    cl_int first = g->step == 1;
+    clSetKernelArg(l->kernel, 5, sizeof lr, &lr);
+    clSetKernelArg(l->kernel, 10, sizeof first, &first);
+}
+
+static void nn__cl_update_adam(nn_graph *g, nn__launch *l) {
+    cl_float lr = g->lr, bc1, bc2;
+    nn__adam_bc(g, &bc1, &bc2);
+    clSetKernelArg(l->kernel, 6, sizeof lr, &lr);
+    clSetKernelArg(l->kernel, 12, sizeof bc1, &bc1);
+    clSetKernelArg(l->kernel, 13, sizeof bc2, &bc2);
+}
+
+#define NN__M(id) (g->nodes[(id)].buf.mem)
+
+static nn_result nn__cl_prepare(nn_graph *g, int id) {
+    nn_context *ctx = g->ctx;
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    cl_mem y = n->buf.mem;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    char kname[64];
+    switch (n->op) {
+    case NN__OP_MATMUL: {
+        nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
+        int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
+        int K = (int)(n->i[0] ? a->shape.dim[0] : a->shape.dim[1]);
+        nn__cl_gemm_plan plan;
+        nn__cl_gemm_plan_make(ctx->cl.is_cpu, ctx->cl.max_wg, ctx->cl.local_mem, n->i[0], n->i[1], M, Nn, K, &plan);
+        r = nn__cl_add(g, id, "gemm", plan.kernel, 1, &l);
+        if (r != NN_OK) return r;
+        l->dims = plan.dims;
+        l->gws[0] = plan.gws[0];
+        l->gws[1] = plan.gws[1];
+        l->lws[0] = plan.lws[0];
+        l->lws[1] = plan.lws[1];
+        l->use_lws = plan.lws[0] != 0;
+        return nn__cl_args(ctx, l->kernel, "iiimimimiff", M, Nn, K, a->buf.mem, (int)a->shape.dim[1], b->buf.mem,
+                           (int)b->shape.dim[1], y, Nn, 1.0, 0.0);
+    }
+    case NN__OP_ADD: case NN__OP_SUB: case NN__OP_MUL:
+        r = nn__cl_add(g, id, "elementwise", n->op == NN__OP_ADD ? "add" : n->op == NN__OP_SUB ? "sub" : "mul", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmii", NN__M(in[0]), NN__M(in[1]), y, N, (int)g->nodes[in[1]].numel);
+        return r;
+    case NN__OP_SCALE:
+        r = nn__cl_add(g, id, "elementwise", "scale", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmif", NN__M(in[0]), y, N, (double)n->f[0]);
+        return r;
+    case NN__OP_UNARY:
+        snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->i[0]]);
+        r = nn__cl_add(g, id, "elementwise", kname, (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmif", NN__M(in[0]), y, N, (double)n->f[0]);
+        return r;
+    case NN__OP_UNARY_GRAD:
+        snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->i[0]]);
+        r = nn__cl_add(g, id, "elementwise", kname, (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmif", NN__M(in[0]), NN__M(in[1]), y, N, (double)n->f[0]);
+        return r;
+    case NN__OP_SOFTMAX: case NN__OP_LOG_SOFTMAX: {
+        int C = (int)nn__last_dim(n);
+        r = nn__cl_add(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiii", NN__M(in[0]), y, N / C, C, n->op == NN__OP_LOG_SOFTMAX);
+        return r;
+    }
+    case NN__OP_SOFTMAX_GRAD: case NN__OP_LOG_SOFTMAX_GRAD: {
+        int C = (int)nn__last_dim(n);
+        r = nn__cl_add(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmiii", NN__M(in[0]), NN__M(in[1]), y, N / C, C, n->op == NN__OP_LOG_SOFTMAX_GRAD);
+        return r;
+    }
+    case NN__OP_SUM_ALL: case NN__OP_GRAD_SUMSQ: {
+        size_t wg = nn__cl_reduce_wg(g);
+        int m = (int)g->nodes[in[0]].numel;
+        r = nn__cl_add(g, id, "reduce", n->op == NN__OP_SUM_ALL ? "sum_all" : "grad_sumsq", wg, &l);
+        if (r != NN_OK) return r;
+        l->gws[0] = l->lws[0] = wg;
+        l->use_lws = 1;
+        if (n->op == NN__OP_SUM_ALL) return nn__cl_args(ctx, l->kernel, "mmifL", NN__M(in[0]), y, m, (double)n->f[0], wg * 4);
+        return nn__cl_args(ctx, l->kernel, "mmmiiL", NN__M(in[0]), n->n_in > 1 ? NN__M(in[1]) : g->one, y, m, n->n_in > 1, wg * 4);
+    }
+    case NN__OP_CLIP_SCALE:
+        r = nn__cl_add(g, id, "reduce", "clip_scale", 1, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmf", NN__M(in[0]), y, (double)n->f[0]);
+        return r;
+    case NN__OP_EXPAND_SCALAR:
+        r = nn__cl_add(g, id, "elementwise", "expand_scalar", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmif", NN__M(in[0]), y, N, (double)n->f[0]);
+        return r;
+    case NN__OP_SUM_LEAD:
+        r = nn__cl_add(g, id, "elementwise", "sum_leading", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmii", NN__M(in[0]), y, (int)g->nodes[in[0]].numel, N);
+        return r;
+    case NN__OP_XENT_ROWS: {
+        nn__node *x = &g->nodes[in[0]];
+        r = nn__cl_add(g, id, "softmax", "xent_forward", (size_t)x->shape.dim[0], &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmii", x->buf.mem, NN__M(in[1]), y, (int)x->shape.dim[0], (int)x->shape.dim[1]);
+        return r;
+    }
+    case NN__OP_XENT_GRAD:
+        r = nn__cl_add(g, id, "softmax", "xent_backward", (size_t)n->shape.dim[0], &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmmii", NN__M(in[0]), NN__M(in[1]), NN__M(in[2]), y, (int)n->shape.dim[0],
+                            (int)n->shape.dim[1]);
+        return r;
+    case NN__OP_BCE_LOGITS:
+        r = nn__cl_add(g, id, "elementwise", "bce_logits_forward", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmi", NN__M(in[0]), NN__M(in[1]), y, N);
+        return r;
+    case NN__OP_BCE_LOGITS_GRAD:
+        r = nn__cl_add(g, id, "elementwise", "bce_logits_backward", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmmi", NN__M(in[0]), NN__M(in[1]), NN__M(in[2]), y, N);
+        return r;
+    case NN__OP_DROPOUT:
+        r = nn__cl_add(g, id, "random", "dropout", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        l->update = nn__cl_update_dropout;
+        return nn__cl_args(ctx, l->kernel, "mmifuuuuu", NN__M(in[0]), y, N, (double)n->f[0], (unsigned)g->seed,
+                           (unsigned)(g->seed >> 32), (unsigned)n->i[0], 0u, 0u);
+    case NN__OP_GATHER_ROWS: {
+        nn__node *d = &g->nodes[in[0]];
+        int B = (int)n->shape.dim[0], D = (int)(d->numel / d->shape.dim[0]);
+        r = nn__cl_add(g, id, "gather", "gather_rows", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmiii", d->buf.mem, NN__M(in[1]), y, B, (int)d->shape.dim[0], D);
+        return r;
+    }
+    case NN__OP_GATHER_ROWS_GRAD: {
+        int B = (int)g->nodes[in[1]].shape.dim[0], R = (int)n->shape.dim[0];
+        r = nn__cl_add(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmiii", NN__M(in[0]), NN__M(in[1]), y, B, R, N / R);
+        return r;
+    }
+    case NN__OP_ARGMAX: case NN__OP_CORRECT_ROWS: {
+        nn__node *x = &g->nodes[in[0]];
+        int B = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
+        if (n->op == NN__OP_ARGMAX) {
+            r = nn__cl_add(g, id, "softmax", "argmax_rows", (size_t)B, &l);
+            if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmii", x->buf.mem, y, B, C);
+        } else {
+            r = nn__cl_add(g, id, "softmax", "correct_rows", (size_t)B, &l);
+            if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmii", x->buf.mem, NN__M(in[1]), y, B, C);
+        }
+        return r;
+    }
+    case NN__OP_ACCUMULATE:
+        r = nn__cl_add(g, id, "elementwise", "accumulate", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi", NN__M(in[0]), y, N);
+        return r;
+    case NN__OP_FILL:
+        r = nn__cl_add(g, id, "elementwise", "fill", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mif", y, N, (double)n->f[0]);
+        return r;
+    case NN__OP_OPT_SGD: {
+        nn__node *p = &g->nodes[in[0]];
+        int np = (int)p->numel;
+        r = nn__cl_add(g, id, "optim", "sgd", (size_t)np, &l);
+        if (r != NN_OK) return r;
+        l->update = nn__cl_update_sgd;
+        return nn__cl_args(ctx, l->kernel, "mmmmiffffii", p->buf.mem, NN__M(in[1]), n->n_aux ? n->aux[0].mem : g->one,
+                           n->n_in > 2 ? NN__M(in[2]) : g->one, np, (double)g->lr, (double)g->opt.momentum,
+                           (double)g->opt.dampening, (double)g->opt.weight_decay, g->opt.nesterov, 1);
+    }
+    case NN__OP_OPT_ADAM: {
+        nn__node *p = &g->nodes[in[0]];
+        int np = (int)p->numel;
+        r = nn__cl_add(g, id, "optim", "adam", (size_t)np, &l);
+        if (r != NN_OK) return r;
+        l->update = nn__cl_update_adam;
+        return nn__cl_args(ctx, l->kernel, "mmmmmiffffifff", p->buf.mem, NN__M(in[1]), n->aux[0].mem, n->aux[1].mem,
+                           n->n_in > 2 ? NN__M(in[2]) : g->one, np, (double)g->lr, (double)g->opt.beta1,
+                           (double)g->opt.beta2, (double)g->opt.eps, (double)g->opt.weight_decay,
+                           g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0);
+    }
+    default:
+        return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);
+    }
+}
+#undef NN__M
+
+#endif /* NN_NO_OPENCL */
