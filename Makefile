@@ -52,11 +52,11 @@ test-asan: tests/nn_test_asan
 
 # nn.h as C99 and C++, with gcc and clang, with and without OpenCL.
 check-warnings: nn.h
-	@for cc in gcc clang; do for lang in c c++; do for cl in "" -DNN_NO_OPENCL; do \
+	@for cc in gcc clang; do for lang in c c++; do for cl in "" -DNN_NO_OPENCL; do for opt in -O0 -O2 -O3; do \
 	  std=-std=c99; [ $$lang = c++ ] && std=-std=c++11; \
 	  printf '#define NN_IMPLEMENTATION\n#include "nn.h"\nint main(void){return 0;}\n' | \
-	  $$cc -x $$lang $$std -Wall -Wextra -pedantic -Werror $$cl -I. -c - -o /dev/null || exit 1; \
-	  echo "ok: $$cc -x $$lang $$cl"; done; done; done
+	  $$cc -x $$lang $$std $$opt -Wall -Wextra -pedantic -Werror $$cl -I. -c - -o /dev/null || exit 1; \
+	  echo "ok: $$cc -x $$lang $$cl $$opt"; done; done; done; done
 
 EXAMPLES = examples/xor examples/fashion_mnist_mlp
 examples: $(EXAMPLES)

@@ -565,6 +565,7 @@ static int64_t nn__numel(const nn_shape *s) {
     return n;
 }
 
+#if !defined(NN_NO_OPENCL)
 /* 64-bit FNV-1a, for cache keys. */
 static uint64_t nn__fnv(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = (const unsigned char *)data;
@@ -575,6 +576,7 @@ static uint64_t nn__fnv(uint64_t h, const void *data, size_t n) {
     }
     return h;
 }
+#endif
 
 /* Philox4x32-10 (Salmon et al., SC'11), the counter-based generator that kernels/random.cl
    implements too: the same (counter, key) gives the same bits on every backend. */
@@ -978,8 +980,13 @@ static NN__MAYBE_UNUSED void nn__pool_run(nn__pool *p, nn__task_fn fn, void *arg
 typedef void (*nn__gemm_ukr)(int kc, const float *a, const float *b, float *c, int ldc,
                              float alpha, float beta);
 
+/* Packing routines (see nn__gemm_pack_a / nn__gemm_pack_b below). */
+typedef void (*nn__gemm_pack_fn)(int trans, const float *X, int ldx, int r0, int nr_, int c0, int nc_,
+                                 int w, float *dst);
+
 typedef struct {
     nn__gemm_ukr ukr;
+    nn__gemm_pack_fn pack_a, pack_b;
     int mr, nr; /* register tile */
     int mc, kc, nc; /* cache blocks: mc % mr == 0, nc % nr == 0 */
     const char *name;
@@ -1179,64 +1186,6 @@ static void nn__gemm_ukr_neon(int kc, const float *a, const float *b, float *c, 
 }
 #endif /* NN__GEMM_NEON */
 
-/* ---- kernel selection -------------------------------------------------- */
-
-/* Which kernel to use; 0 = not chosen yet.  Tests may force one with
-   nn__sgemm_force_kernel().  A benign race: every thread computes the same
-   answer, and the pointer-sized store is idempotent. */
-static const nn__gemm_arch *nn__gemm_arch_cur = NULL;
-
-static const nn__gemm_arch nn__gemm_arch_generic = {nn__gemm_ukr_generic, 4, 8, 128, 256, 2048, "generic"};
-#if NN__GEMM_X86
-/* Zen3/Skylake-ish blocking: B panel kc*nr*4 = 16 KB in L1, A block mc*kc*4
-   = 144 KB in L2, B block kc*nc*4 <= 4 MB in L3 (BLIS haswell/zen values). */
-static const nn__gemm_arch nn__gemm_arch_avx2 = {nn__gemm_ukr_avx2, 6, 16, 144, 256, 4080, "avx2"};
-static const nn__gemm_arch nn__gemm_arch_avx512 = {nn__gemm_ukr_avx512, 12, 32, 192, 256, 4096, "avx512f"};
-#endif
-#if NN__GEMM_NEON
-static const nn__gemm_arch nn__gemm_arch_neon = {nn__gemm_ukr_neon, 8, 8, 128, 256, 4096, "neon"};
-#endif
-
-static const nn__gemm_arch *nn__gemm_pick_arch(void) {
-    const nn__gemm_arch *arch = nn__gemm_arch_cur;
-    if (arch) return arch;
-    arch = &nn__gemm_arch_generic;
-#if NN__GEMM_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        arch = &nn__gemm_arch_avx512;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        arch = &nn__gemm_arch_avx2;
-#endif
-#if NN__GEMM_NEON
-    arch = &nn__gemm_arch_neon;
-#endif
-    nn__gemm_arch_cur = arch;
-    return arch;
-}
-
-/* Test hook: name in {"generic","avx2","avx512f","neon"} or NULL for the
-   automatic choice.  Returns the name of the kernel now in use (a kernel the
-   CPU or build does not support is refused and the current one kept). */
-static NN__MAYBE_UNUSED const char *nn__sgemm_force_kernel(const char *name) {
-    if (!name) {
-        nn__gemm_arch_cur = NULL;
-        return nn__gemm_pick_arch()->name;
-    }
-    if (!strcmp(name, "generic")) nn__gemm_arch_cur = &nn__gemm_arch_generic;
-#if NN__GEMM_X86
-    __builtin_cpu_init();
-    if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        nn__gemm_arch_cur = &nn__gemm_arch_avx2;
-    if (!strcmp(name, "avx512f") && __builtin_cpu_supports("avx512f"))
-        nn__gemm_arch_cur = &nn__gemm_arch_avx512;
-#endif
-#if NN__GEMM_NEON
-    if (!strcmp(name, "neon")) nn__gemm_arch_cur = &nn__gemm_arch_neon;
-#endif
-    return nn__gemm_pick_arch()->name;
-}
-
 /* ---- packing ----------------------------------------------------------- */
 
 /* Pack op(A)[i0:i0+mc, p0:p0+kc] into ceil(mc/mr) panels of [kc][mr]
@@ -1307,6 +1256,199 @@ static void nn__gemm_pack_b(int transB, const float *B, int ldb, int p0, int kc,
     }
 }
 
+#if NN__GEMM_X86
+/* AVX2 packing for the 6 x 16 kernel.  The two layouts that need a
+   transpose -- op(A) from A [M,K] and op(B) from B [N,K] -- are done in 8x8
+   register blocks (8 k values of 8 rows at a time); edges and the k tail
+   use the generic code.  Plain copies use 8-wide moves instead of memcpy
+   (a libc call per 64 bytes costs more than the copy). */
+
+#define NN__TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)                              \
+    {                                                                               \
+        __m256 t0_ = _mm256_unpacklo_ps(r0, r1), t1_ = _mm256_unpackhi_ps(r0, r1); \
+        __m256 t2_ = _mm256_unpacklo_ps(r2, r3), t3_ = _mm256_unpackhi_ps(r2, r3); \
+        __m256 t4_ = _mm256_unpacklo_ps(r4, r5), t5_ = _mm256_unpackhi_ps(r4, r5); \
+        __m256 t6_ = _mm256_unpacklo_ps(r6, r7), t7_ = _mm256_unpackhi_ps(r6, r7); \
+        __m256 s0_ = _mm256_shuffle_ps(t0_, t2_, 0x44), s1_ = _mm256_shuffle_ps(t0_, t2_, 0xEE); \
+        __m256 s2_ = _mm256_shuffle_ps(t1_, t3_, 0x44), s3_ = _mm256_shuffle_ps(t1_, t3_, 0xEE); \
+        __m256 s4_ = _mm256_shuffle_ps(t4_, t6_, 0x44), s5_ = _mm256_shuffle_ps(t4_, t6_, 0xEE); \
+        __m256 s6_ = _mm256_shuffle_ps(t5_, t7_, 0x44), s7_ = _mm256_shuffle_ps(t5_, t7_, 0xEE); \
+        r0 = _mm256_permute2f128_ps(s0_, s4_, 0x20);                                \
+        r1 = _mm256_permute2f128_ps(s1_, s5_, 0x20);                                \
+        r2 = _mm256_permute2f128_ps(s2_, s6_, 0x20);                                \
+        r3 = _mm256_permute2f128_ps(s3_, s7_, 0x20);                                \
+        r4 = _mm256_permute2f128_ps(s0_, s4_, 0x31);                                \
+        r5 = _mm256_permute2f128_ps(s1_, s5_, 0x31);                                \
+        r6 = _mm256_permute2f128_ps(s2_, s6_, 0x31);                                \
+        r7 = _mm256_permute2f128_ps(s3_, s7_, 0x31);                                \
+    }
+
+/* Store the first 6 lanes of v (an A panel row is 6 floats, 24 bytes). */
+#define NN__STORE6(d, v)                                                            \
+    {                                                                               \
+        _mm_storeu_ps((d), _mm256_castps256_ps128(v));                              \
+        _mm_storel_pi((__m64 *)(void *)((d) + 4), _mm256_extractf128_ps((v), 1));   \
+    }
+
+__attribute__((target("avx2,fma"))) static void
+nn__gemm_pack_a_avx2(int transA, const float *A, int lda, int i0, int mc, int p0, int kc, int mr,
+                     float *dst) {
+    int ir, k;
+    if (transA || mr != 6) {
+        nn__gemm_pack_a(transA, A, lda, i0, mc, p0, kc, mr, dst);
+        return;
+    }
+    for (ir = 0; ir + 6 <= mc; ir += 6) {
+        /* A [M,K]: rows i0+ir .. +5, columns p0 .. p0+kc. */
+        const float *a0 = A + (size_t)(i0 + ir) * lda + p0;
+        const float *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda, *a4 = a3 + lda, *a5 = a4 + lda;
+        float *d = dst;
+        for (k = 0; k + 8 <= kc; k += 8) {
+            __m256 x0 = _mm256_loadu_ps(a0 + k), x1 = _mm256_loadu_ps(a1 + k);
+            __m256 x2 = _mm256_loadu_ps(a2 + k), x3 = _mm256_loadu_ps(a3 + k);
+            __m256 x4 = _mm256_loadu_ps(a4 + k), x5 = _mm256_loadu_ps(a5 + k);
+            __m256 x6 = _mm256_setzero_ps(), x7 = _mm256_setzero_ps();
+            NN__TRANSPOSE8(x0, x1, x2, x3, x4, x5, x6, x7)
+            NN__STORE6(d, x0)
+            NN__STORE6(d + 6, x1)
+            NN__STORE6(d + 12, x2)
+            NN__STORE6(d + 18, x3)
+            NN__STORE6(d + 24, x4)
+            NN__STORE6(d + 30, x5)
+            NN__STORE6(d + 36, x6)
+            NN__STORE6(d + 42, x7)
+            d += 48;
+        }
+        for (; k < kc; k++) {
+            d[0] = a0[k];
+            d[1] = a1[k];
+            d[2] = a2[k];
+            d[3] = a3[k];
+            d[4] = a4[k];
+            d[5] = a5[k];
+            d += 6;
+        }
+        dst += (size_t)6 * kc;
+    }
+    if (ir < mc) nn__gemm_pack_a(transA, A, lda, i0 + ir, mc - ir, p0, kc, mr, dst);
+}
+
+__attribute__((target("avx2,fma"))) static void
+nn__gemm_pack_b_avx2(int transB, const float *B, int ldb, int p0, int kc, int j0, int nc, int nr,
+                     float *dst) {
+    int jr, k;
+    if (nr != 16) {
+        nn__gemm_pack_b(transB, B, ldb, p0, kc, j0, nc, nr, dst);
+        return;
+    }
+    for (jr = 0; jr + 16 <= nc; jr += 16) {
+        float *d = dst;
+        if (!transB) {
+            /* B [K,N]: each k row of the panel is 16 contiguous floats. */
+            const float *s = B + (size_t)p0 * ldb + j0 + jr;
+            for (k = 0; k < kc; k++) {
+                _mm256_store_ps(d, _mm256_loadu_ps(s));
+                _mm256_store_ps(d + 8, _mm256_loadu_ps(s + 8));
+                s += ldb;
+                d += 16;
+            }
+        } else {
+            /* B [N,K]: 16 rows (= panel columns) read 8 k at a time and
+               transposed in two 8x8 blocks. */
+            const float *s = B + (size_t)(j0 + jr) * ldb + p0;
+            const size_t l = (size_t)ldb;
+            for (k = 0; k + 8 <= kc; k += 8) {
+                int h;
+                for (h = 0; h < 2; h++) {
+                    const float *q = s + (size_t)(8 * h) * l + k;
+                    __m256 x0 = _mm256_loadu_ps(q), x1 = _mm256_loadu_ps(q + l);
+                    __m256 x2 = _mm256_loadu_ps(q + 2 * l), x3 = _mm256_loadu_ps(q + 3 * l);
+                    __m256 x4 = _mm256_loadu_ps(q + 4 * l), x5 = _mm256_loadu_ps(q + 5 * l);
+                    __m256 x6 = _mm256_loadu_ps(q + 6 * l), x7 = _mm256_loadu_ps(q + 7 * l);
+                    NN__TRANSPOSE8(x0, x1, x2, x3, x4, x5, x6, x7)
+                    _mm256_store_ps(d + 8 * h, x0);
+                    _mm256_store_ps(d + 8 * h + 16, x1);
+                    _mm256_store_ps(d + 8 * h + 32, x2);
+                    _mm256_store_ps(d + 8 * h + 48, x3);
+                    _mm256_store_ps(d + 8 * h + 64, x4);
+                    _mm256_store_ps(d + 8 * h + 80, x5);
+                    _mm256_store_ps(d + 8 * h + 96, x6);
+                    _mm256_store_ps(d + 8 * h + 112, x7);
+                }
+                d += 128;
+            }
+            for (; k < kc; k++) {
+                int c;
+                for (c = 0; c < 16; c++) d[c] = s[(size_t)c * l + k];
+                d += 16;
+            }
+        }
+        dst += (size_t)16 * kc;
+    }
+    if (jr < nc) nn__gemm_pack_b(transB, B, ldb, p0, kc, j0 + jr, nc - jr, nr, dst);
+}
+#undef NN__TRANSPOSE8
+#undef NN__STORE6
+#endif /* NN__GEMM_X86 */
+
+/* ---- kernel selection -------------------------------------------------- */
+
+/* Which kernel to use; 0 = not chosen yet.  Tests may force one with
+   nn__sgemm_force_kernel().  A benign race: every thread computes the same
+   answer, and the pointer-sized store is idempotent. */
+static const nn__gemm_arch *nn__gemm_arch_cur = NULL;
+
+static const nn__gemm_arch nn__gemm_arch_generic = {nn__gemm_ukr_generic, nn__gemm_pack_a, nn__gemm_pack_b, 4, 8, 128, 256, 2048, "generic"};
+#if NN__GEMM_X86
+/* Zen3/Skylake-ish blocking: B panel kc*nr*4 = 16 KB in L1, A block mc*kc*4
+   = 144 KB in L2, B block kc*nc*4 <= 4 MB in L3 (BLIS haswell/zen values). */
+static const nn__gemm_arch nn__gemm_arch_avx2 = {nn__gemm_ukr_avx2, nn__gemm_pack_a_avx2, nn__gemm_pack_b_avx2, 6, 16, 144, 256, 4080, "avx2"};
+static const nn__gemm_arch nn__gemm_arch_avx512 = {nn__gemm_ukr_avx512, nn__gemm_pack_a, nn__gemm_pack_b, 12, 32, 192, 256, 4096, "avx512f"};
+#endif
+#if NN__GEMM_NEON
+static const nn__gemm_arch nn__gemm_arch_neon = {nn__gemm_ukr_neon, nn__gemm_pack_a, nn__gemm_pack_b, 8, 8, 128, 256, 4096, "neon"};
+#endif
+
+static const nn__gemm_arch *nn__gemm_pick_arch(void) {
+    const nn__gemm_arch *arch = nn__gemm_arch_cur;
+    if (arch) return arch;
+    arch = &nn__gemm_arch_generic;
+#if NN__GEMM_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        arch = &nn__gemm_arch_avx512;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        arch = &nn__gemm_arch_avx2;
+#endif
+#if NN__GEMM_NEON
+    arch = &nn__gemm_arch_neon;
+#endif
+    nn__gemm_arch_cur = arch;
+    return arch;
+}
+
+/* Test hook: name in {"generic","avx2","avx512f","neon"} or NULL for the
+   automatic choice.  Returns the name of the kernel now in use (a kernel the
+   CPU or build does not support is refused and the current one kept). */
+static NN__MAYBE_UNUSED const char *nn__sgemm_force_kernel(const char *name) {
+    if (!name) {
+        nn__gemm_arch_cur = NULL;
+        return nn__gemm_pick_arch()->name;
+    }
+    if (!strcmp(name, "generic")) nn__gemm_arch_cur = &nn__gemm_arch_generic;
+#if NN__GEMM_X86
+    __builtin_cpu_init();
+    if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        nn__gemm_arch_cur = &nn__gemm_arch_avx2;
+    if (!strcmp(name, "avx512f") && __builtin_cpu_supports("avx512f"))
+        nn__gemm_arch_cur = &nn__gemm_arch_avx512;
+#endif
+#if NN__GEMM_NEON
+    if (!strcmp(name, "neon")) nn__gemm_arch_cur = &nn__gemm_arch_neon;
+#endif
+    return nn__gemm_pick_arch()->name;
+}
+
 /* ---- one thread's block of C ------------------------------------------ */
 
 typedef struct {
@@ -1319,6 +1461,7 @@ typedef struct {
     int kc;              /* K block actually used (<= arch->kc) */
     int mblk, nblk;      /* rows / cols of C per task (multiples of mr / nr) */
     int tn;              /* tasks along N; task t -> (t / tn, t % tn) */
+    int ct;              /* computing C^T: element (i,j) lives at C[j*ldc+i] */
     float *buf;          /* n_tasks slices of buf_floats each */
     size_t buf_floats;
     size_t a_floats;     /* A part of each slice (then B) */
@@ -1340,29 +1483,43 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
             int kc = K - pc < J->kc ? K - pc : J->kc;
             /* Later K blocks accumulate onto the first one's result. */
             float beta = pc == 0 ? J->beta : 1.0f;
-            nn__gemm_pack_b(J->transB, J->B, J->ldb, pc, kc, jc, nc, nr, bbuf);
+            arch->pack_b(J->transB, J->B, J->ldb, pc, kc, jc, nc, nr, bbuf);
             for (ic = m0; ic < m1; ic += mc_blk) {
                 int mc = m1 - ic < mc_blk ? m1 - ic : mc_blk;
-                nn__gemm_pack_a(J->transA, J->A, J->lda, ic, mc, pc, kc, mr, abuf);
+                arch->pack_a(J->transA, J->A, J->lda, ic, mc, pc, kc, mr, abuf);
                 for (jr = 0; jr < nc; jr += nr) {
                     int n = nc - jr < nr ? nc - jr : nr;
                     const float *bp = bbuf + (size_t)jr * kc;
                     for (ir = 0; ir < mc; ir += mr) {
                         int m = mc - ir < mr ? mc - ir : mr;
                         const float *ap = abuf + (size_t)ir * kc;
-                        float *cp = J->C + (size_t)(ic + ir) * J->ldc + jc + jr;
-                        if (m == mr && n == nr) {
+                        float *cp = J->C + (J->ct ? 0 : (size_t)(ic + ir) * J->ldc + jc + jr);
+                        if (m == mr && n == nr && !J->ct) {
                             arch->ukr(kc, ap, bp, cp, J->ldc, J->alpha, beta);
                         } else {
-                            /* Edge tile: full tile into tmp, copy the valid part. */
+                            /* Edge tile (or transposed C): full tile into
+                               tmp, then copy the valid part. */
                             arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
-                            for (i = 0; i < m; i++) {
-                                float *cr = cp + (size_t)i * J->ldc;
-                                const float *tr = tmp + (size_t)i * nr;
-                                if (beta == 0.0f)
-                                    for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j];
-                                else
-                                    for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j] + beta * cr[j];
+                            if (!J->ct) {
+                                for (i = 0; i < m; i++) {
+                                    float *cr = cp + (size_t)i * J->ldc;
+                                    const float *tr = tmp + (size_t)i * nr;
+                                    if (beta == 0.0f)
+                                        for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j];
+                                    else
+                                        for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j] + beta * cr[j];
+                                }
+                            } else {
+                                /* tmp holds C^T[ic+ir.., jc+jr..]: column j of
+                                   tmp is a contiguous piece of row jc+jr+j of C. */
+                                for (j = 0; j < n; j++) {
+                                    float *cr = J->C + (size_t)(jc + jr + j) * J->ldc + ic + ir;
+                                    if (beta == 0.0f)
+                                        for (i = 0; i < m; i++) cr[i] = J->alpha * tmp[(size_t)i * nr + j];
+                                    else
+                                        for (i = 0; i < m; i++)
+                                            cr[i] = J->alpha * tmp[(size_t)i * nr + j] + beta * cr[i];
+                                }
                             }
                         }
                     }
@@ -1454,19 +1611,39 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
 
     memset(&J, 0, sizeof(J));
     J.arch = arch;
-    J.transA = transA;
-    J.transB = transB;
     J.M = M;
     J.N = N;
     J.K = K;
     J.alpha = alpha;
     J.beta = beta;
+    J.C = C;
+    J.ldc = ldc;
+    J.transA = transA;
+    J.transB = transB;
     J.A = A;
     J.B = B;
-    J.C = C;
     J.lda = lda;
     J.ldb = ldb;
-    J.ldc = ldc;
+    /* Narrow C (e.g. N = 10 logits with nr = 16) wastes most of every
+       register tile; computing C^T = op(B)^T op(A)^T instead puts the small
+       dimension on the mr side.  Swap when that fills the tiles better. */
+    {
+        double eff = (double)M / ((M + mr - 1) / mr * mr) * N / ((N + nr - 1) / nr * nr);
+        double eff_t = (double)N / ((N + mr - 1) / mr * mr) * M / ((M + nr - 1) / nr * nr);
+        if (eff_t > eff * 1.15) {
+            J.ct = 1;
+            J.M = N;
+            J.N = M;
+            J.transA = !transB;
+            J.transB = !transA;
+            J.A = B;
+            J.B = A;
+            J.lda = ldb;
+            J.ldb = lda;
+        }
+    }
+    M = J.M;
+    N = J.N;
     /* Balanced K blocks (784 -> 4 x 196, not 3 x 256 + 16), rounded to 8. */
     nkb = (K + arch->kc - 1) / arch->kc;
     J.kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;
@@ -1509,7 +1686,7 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
     J.buf_floats = J.a_floats + (nc_alloc * (size_t)J.kc + 15) / 16 * 16;
     raw = NN_MALLOC(sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN);
     if (!raw) {
-        nn__gemm_nopack(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        nn__gemm_nopack(transA, transB, J.ct ? N : M, J.ct ? M : N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     J.buf = (float *)(void *)(((uintptr_t)raw + NN__GEMM_ALIGN - 1) & ~(uintptr_t)(NN__GEMM_ALIGN - 1));
@@ -2118,7 +2295,129 @@ static const char *const nn__cl_src_gemm[] = {
 "        gemm_direct(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ta, tb);          \\\n",
 "    }\n",
 "\n",
-"#else /* USE_LOCAL */\n",
+"#elif USE_LOCAL == 2\n",
+"\n",
+"/* Packed path: one work-item per group owns a TS_M x TS_N tile, walked as\n",
+" * WG_M x WG_N micro-tiles of WPT_M x WPT_N.  For each K block of TS_K it\n",
+" * copies its slice of op(A) and op(B) into local memory in micro-panel order\n",
+" * (BLIS-style packing), so the inner loop streams both operands contiguously.\n",
+" * On CPUs this is what keeps the B panel in L1: streaming B straight from a\n",
+" * row-major matrix walks one cache line per k at a stride of ldb floats,\n",
+" * which for power-of-two ldb maps every line to the same cache set.\n",
+" * A group of one item needs no barriers, which CPU runtimes handle poorly.\n",
+" * Partial K blocks are simply shorter; rows/columns past M/N are zero-filled\n",
+" * up to the micro-tile edge and never stored. */\n",
+"inline void gemm_packed(const int M, const int N, const int K,\n",
+"                        __global const float *A, const int lda,\n",
+"                        __global const float *B, const int ldb,\n",
+"                        __global float *C, const int ldc,\n",
+"                        const float alpha, const float beta,\n",
+"                        __local float *Ap, __local float *Bp,\n",
+"                        const int ta, const int tb)\n",
+"{\n",
+"    const int m0 = (int)get_global_id(1) * TS_M;\n",
+"    const int n0 = (int)get_global_id(0) * TS_N;\n",
+"    const int mv = min(TS_M, M - m0), nv = min(TS_N, N - n0);\n",
+"    const int mt = (mv + WPT_M - 1) / WPT_M, nt = (nv + WPT_N - 1) / WPT_N;\n",
+"    int k0, mi, ni, r, c, i, kk;\n",
+"\n",
+"    if (mv <= 0 || nv <= 0)\n",
+"        return;\n",
+"\n",
+"    for (k0 = 0; k0 < K; k0 += TS_K) {\n",
+"        const int kv = min(TS_K, K - k0);\n",
+"        /* Ap[(mi*kv + kk)*WPT_M + r] = op(A)[m0 + mi*WPT_M + r][k0 + kk] */\n",
+"        if (!ta) {\n",
+"            for (i = 0; i < mv; i++) {\n",
+"                __global const float *src = A + (size_t)(m0 + i) * lda + k0;\n",
+"                __local float *dst = Ap + (i / WPT_M) * kv * WPT_M + i % WPT_M;\n",
+"                for (kk = 0; kk < kv; kk++)\n",
+"                    dst[kk * WPT_M] = src[kk];\n",
+"            }\n",
+"        } else {\n",
+"            for (kk = 0; kk < kv; kk++) {\n",
+"                __global const float *src = A + (size_t)(k0 + kk) * lda + m0;\n",
+"                for (i = 0; i < mv; i++)\n",
+"                    Ap[((i / WPT_M) * kv + kk) * WPT_M + i % WPT_M] = src[i];\n",
+"            }\n",
+"        }\n",
+"        for (i = mv; i < mt * WPT_M; i++)\n",
+"            for (kk = 0; kk < kv; kk++)\n",
+"                Ap[((i / WPT_M) * kv + kk) * WPT_M + i % WPT_M] = 0.0f;\n",
+"        /* Bp[(ni*kv + kk)*WPT_N + c] = op(B)[k0 + kk][n0 + ni*WPT_N + c] */\n",
+"        if (!tb) {\n",
+"            for (kk = 0; kk < kv; kk++) {\n",
+"                __global const float *src = B + (size_t)(k0 + kk) * ldb + n0;\n",
+"                for (i = 0; i < nv; i++)\n",
+"                    Bp[((i / WPT_N) * kv + kk) * WPT_N + i % WPT_N] = src[i];\n",
+"            }\n",
+"        } else {\n",
+"            for (i = 0; i < nv; i++) {\n",
+"                __global const float *src = B + (size_t)(n0 + i) * ldb + k0;\n",
+"                __local float *dst = Bp + (i / WPT_N) * kv * WPT_N + i % WPT_N;\n",
+"                for (kk = 0; kk < kv; kk++)\n",
+"                    dst[kk * WPT_N] = src[kk];\n",
+"            }\n",
+"        }\n",
+"        for (i = nv; i < nt * WPT_N; i++)\n",
+"            for (kk = 0; kk < kv; kk++)\n",
+"                Bp[((i / WPT_N) * kv + kk) * WPT_N + i % WPT_N] = 0.0f;\n",
+"\n",
+"        for (ni = 0; ni < nt; ni++) {\n",
+"            for (mi = 0; mi < mt; mi++) {\n",
+"                __local const float *a = Ap + mi * kv * WPT_M;\n",
+"                __local const float *b = Bp + ni * kv * WPT_N;\n",
+"                const int i0 = m0 + mi * WPT_M, j0 = n0 + ni * WPT_N;\n",
+"                floatv acc[WPT_M][NCH];\n",
+"#pragma unroll\n",
+"                for (r = 0; r < WPT_M; r++)\n",
+"#pragma unroll\n",
+"                    for (c = 0; c < NCH; c++)\n",
+"                        acc[r][c] = (floatv)(0.0f);\n",
+"                for (kk = 0; kk < kv; kk++) {\n",
+"                    floatv bv[NCH];\n",
+"#pragma unroll\n",
+"                    for (c = 0; c < NCH; c++)\n",
+"                        bv[c] = VLOAD(b + c * VW);\n",
+"#pragma unroll\n",
+"                    for (r = 0; r < WPT_M; r++) {\n",
+"                        const floatv av = (floatv)(a[r]);\n",
+"#pragma unroll\n",
+"                        for (c = 0; c < NCH; c++)\n",
+"                            acc[r][c] = mad(av, bv[c], acc[r][c]);\n",
+"                    }\n",
+"                    a += WPT_M;\n",
+"                    b += WPT_N;\n",
+"                }\n",
+"                /* Later K blocks accumulate onto what the first one stored. */\n",
+"#pragma unroll\n",
+"                for (r = 0; r < WPT_M; r++) {\n",
+"                    if (i0 + r < M) {\n",
+"#pragma unroll\n",
+"                        for (c = 0; c < NCH; c++)\n",
+"                            if (j0 + c * VW < N)\n",
+"                                store_chunk(C, ldc, i0 + r, j0 + c * VW, N, acc[r][c],\n",
+"                                            alpha, k0 == 0 ? beta : 1.0f);\n",
+"                    }\n",
+"                }\n",
+"            }\n",
+"        }\n",
+"    }\n",
+"}\n",
+"\n",
+"#define GEMM_KERNEL(name, ta, tb)                                                   \\\n",
+"    __kernel __attribute__((reqd_work_group_size(1, 1, 1)))                         \\\n",
+"    void name(const int M, const int N, const int K,                                \\\n",
+"              __global const float *A, const int lda,                               \\\n",
+"              __global const float *B, const int ldb,                               \\\n",
+"              __global float *C, const int ldc, const float alpha, const float beta) \\\n",
+"    {                                                                               \\\n",
+"        __local float Ap[TS_K * TS_M];                                              \\\n",
+"        __local float Bp[TS_K * TS_N];                                              \\\n",
+"        gemm_packed(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, Ap, Bp, ta, tb);  \\\n",
+"    }\n",
+"\n",
+"#else /* USE_LOCAL == 1 */\n",
 "\n",
 "#define NTHR (WG_M * WG_N)\n",
 "#define LDA_S (TS_M + PAD_A)       /* local A panel: [TS_K][LDA_S], k-major */\n",
@@ -2530,12 +2829,17 @@ static void nn__cl_gemm_cfg_plan(const nn__cl_gemm_cfg *c, int transA, int trans
                                  int M, int N, nn__cl_gemm_plan *p)
 {
     static const char *const names[4] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt" };
-    size_t items_n = ((size_t)N + (size_t)c->wpt_n - 1) / (size_t)c->wpt_n;
-    size_t items_m = ((size_t)M + (size_t)c->wpt_m - 1) / (size_t)c->wpt_m;
+    /* Packed path (use_local == 2): one item per group covers the whole
+     * wg_m*wpt_m x wg_n*wpt_n tile.  Otherwise one item per wpt_m x wpt_n. */
+    int packed = c->use_local == 2;
+    size_t tile_n = (size_t)c->wpt_n * (size_t)(packed ? c->wg_n : 1);
+    size_t tile_m = (size_t)c->wpt_m * (size_t)(packed ? c->wg_m : 1);
+    size_t items_n = ((size_t)N + tile_n - 1) / tile_n;
+    size_t items_m = ((size_t)M + tile_m - 1) / tile_m;
     p->kernel = names[(transA ? 2 : 0) + (transB ? 1 : 0)];
     p->dims = 2;
-    p->lws[0] = (size_t)c->wg_n;
-    p->lws[1] = (size_t)c->wg_m;
+    p->lws[0] = packed ? 1 : (size_t)c->wg_n;
+    p->lws[1] = packed ? 1 : (size_t)c->wg_m;
     p->gws[0] = (items_n + p->lws[0] - 1) / p->lws[0] * p->lws[0];
     p->gws[1] = (items_m + p->lws[1] - 1) / p->lws[1] * p->lws[1];
 }
@@ -2828,7 +3132,7 @@ static cl_program nn__cache_load(nn_context *ctx, const char *path, const char *
 static void nn__cache_store(nn_context *ctx, const char *path, cl_program prog) {
     size_t size = 0;
     unsigned char *bin;
-    char tmp[1100];
+    char tmp[1200];
     FILE *f;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || size == 0) return;
     bin = (unsigned char *)NN_MALLOC(size);
@@ -3295,7 +3599,7 @@ static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) {
 }
 
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
-    nn__node *n;
+    nn__node *n = NULL;
     int i;
     if (g->n_nodes == g->cap_nodes) {
         int cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
@@ -3702,7 +4006,7 @@ NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
 }
 
 NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
-    nn__node *n;
+    nn__node *n = NULL;
     if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
     n = nn__n(g, x);
     if (n->shape.ndim != 2) return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x must be 2-D [B, C]");
@@ -4194,7 +4498,7 @@ NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t) {
 
 /* The node's buffer if the user may touch it (write: inputs and params only). */
 static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write, const char *fn, nn__node **out) {
-    nn__node *n;
+    nn__node *n = NULL;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (t.id < 0 || t.id >= g->n_nodes) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: not a tensor of this graph", fn);
     if (!g->compiled || g->status != NN_OK) return nn__fail(g->ctx, NN_ERR_STATE, "%s: compile the graph first", fn);
@@ -4220,7 +4524,7 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
 }
 
 NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
-    nn__node *n;
+    nn__node *n = NULL;
     nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
     if (r != NN_OK) return r;
     if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_write: data is NULL");
@@ -4228,7 +4532,7 @@ NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, siz
 }
 
 NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
-    nn__node *n;
+    nn__node *n = NULL;
     nn_result r = nn__user_buf(g, t, bytes, 0, "nn_tensor_read", &n);
     if (r != NN_OK) return r;
     if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_read: data is NULL");
@@ -4236,7 +4540,7 @@ NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t byt
 }
 
 NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
-    nn__node *n;
+    nn__node *n = NULL;
     nn_result r;
     int64_t i;
     if (!g || t.id < 0 || t.id >= g->n_nodes) return NN_ERR_INVALID_ARGUMENT;
@@ -4601,7 +4905,7 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         r = nn__cl_add(g, id, "optim", "adam", (size_t)np, &l);
         if (r != NN_OK) return r;
         l->update = nn__cl_update_adam;
-        return nn__cl_args(ctx, l->kernel, "mmmmmiffffifff", p->buf.mem, NN__M(in[1]), n->aux[0].mem, n->aux[1].mem,
+        return nn__cl_args(ctx, l->kernel, "mmmmmifffffiff", p->buf.mem, NN__M(in[1]), n->aux[0].mem, n->aux[1].mem,
                            n->n_in > 2 ? NN__M(in[2]) : g->one, np, (double)g->lr, (double)g->opt.beta1,
                            (double)g->opt.beta2, (double)g->opt.eps, (double)g->opt.weight_decay,
                            g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0);

@@ -204,7 +204,7 @@ static double bench(int which, int ta, int tb, int M, int N, int K, int reps)
         else if (r == 1 || t < best) best = t;
     }
     for (r = 0; r < reps; r++) {
-        int inner = (int)(0.1 / best) + 1, it;
+        int inner = (int)(0.02 / best) + 1, it;
         t0 = now();
         for (it = 0; it < inner; it++) {
             if (which == 0) launch(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, 1.0f, 0.0f);
@@ -227,7 +227,7 @@ static double bench(int which, int ta, int tb, int M, int N, int K, int reps)
 int main(int argc, char **argv)
 {
     const char *kpath = "kernels/gemm.cl";
-    int force_gpu = 0, do_check = 1, do_bench = 1, reps = 5, have_cfg = 0, i, is_cpu, ok = 1;
+    int force_gpu = 0, do_check = 1, do_bench = 1, reps = 20, have_cfg = 0, i, is_cpu, ok = 1;
     cl_platform_id plat;
     cl_device_id dev;
     cl_device_type type;

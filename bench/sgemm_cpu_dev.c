@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <time.h>
 
-#define NN_MALLOC(sz) malloc(sz)
+/* test_fail_alloc makes the library's allocations fail (fallback paths) */
+static int test_fail_alloc = 0;
+#define NN_MALLOC(sz) (test_fail_alloc ? NULL : malloc(sz))
 #define NN_FREE(p) free(p)
 
 #include "../src/nn_threads.c"
@@ -159,6 +161,18 @@ static void run_tests(void) {
     }
     nn__gemm_mt_min_macs = (double)NN_GEMM_MT_MIN_MACS;
     nn__sgemm_force_kernel(NULL);
+    {   /* packing buffers unavailable -> unpacked fallback path */
+        int before = n_fail;
+        test_fail_alloc = 1;
+        for (tA = 0; tA < 2; tA++)
+            for (tB = 0; tB < 2; tB++) {
+                check_one(pools[1], tA, tB, 33, 7, 129, 2, 0.5f, -1.5f, 0);
+                check_one(pools[1], tA, tB, 129, 3, 33, 0, 1.0f, 0.0f, 1);
+                check_one(NULL, tA, tB, 1, 257, 3, 1, 1.0f, 0.0f, 1);
+            }
+        test_fail_alloc = 0;
+        printf("alloc-failure fallback: %s\n", n_fail == before ? "ok" : "FAILED");
+    }
     nn__pool_destroy(pools[1]);
     nn__pool_destroy(pools[2]);
     printf("sgemm tests: %d checks, %d failures (auto kernel: %s)\n", n_checks, n_fail, nn__sgemm_force_kernel(NULL));

@@ -211,7 +211,129 @@ inline void gemm_direct(const int M, const int N, const int K,
         gemm_direct(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ta, tb);          \
     }
 
-#else /* USE_LOCAL */
+#elif USE_LOCAL == 2
+
+/* Packed path: one work-item per group owns a TS_M x TS_N tile, walked as
+ * WG_M x WG_N micro-tiles of WPT_M x WPT_N.  For each K block of TS_K it
+ * copies its slice of op(A) and op(B) into local memory in micro-panel order
+ * (BLIS-style packing), so the inner loop streams both operands contiguously.
+ * On CPUs this is what keeps the B panel in L1: streaming B straight from a
+ * row-major matrix walks one cache line per k at a stride of ldb floats,
+ * which for power-of-two ldb maps every line to the same cache set.
+ * A group of one item needs no barriers, which CPU runtimes handle poorly.
+ * Partial K blocks are simply shorter; rows/columns past M/N are zero-filled
+ * up to the micro-tile edge and never stored. */
+inline void gemm_packed(const int M, const int N, const int K,
+                        __global const float *A, const int lda,
+                        __global const float *B, const int ldb,
+                        __global float *C, const int ldc,
+                        const float alpha, const float beta,
+                        __local float *Ap, __local float *Bp,
+                        const int ta, const int tb)
+{
+    const int m0 = (int)get_global_id(1) * TS_M;
+    const int n0 = (int)get_global_id(0) * TS_N;
+    const int mv = min(TS_M, M - m0), nv = min(TS_N, N - n0);
+    const int mt = (mv + WPT_M - 1) / WPT_M, nt = (nv + WPT_N - 1) / WPT_N;
+    int k0, mi, ni, r, c, i, kk;
+
+    if (mv <= 0 || nv <= 0)
+        return;
+
+    for (k0 = 0; k0 < K; k0 += TS_K) {
+        const int kv = min(TS_K, K - k0);
+        /* Ap[(mi*kv + kk)*WPT_M + r] = op(A)[m0 + mi*WPT_M + r][k0 + kk] */
+        if (!ta) {
+            for (i = 0; i < mv; i++) {
+                __global const float *src = A + (size_t)(m0 + i) * lda + k0;
+                __local float *dst = Ap + (i / WPT_M) * kv * WPT_M + i % WPT_M;
+                for (kk = 0; kk < kv; kk++)
+                    dst[kk * WPT_M] = src[kk];
+            }
+        } else {
+            for (kk = 0; kk < kv; kk++) {
+                __global const float *src = A + (size_t)(k0 + kk) * lda + m0;
+                for (i = 0; i < mv; i++)
+                    Ap[((i / WPT_M) * kv + kk) * WPT_M + i % WPT_M] = src[i];
+            }
+        }
+        for (i = mv; i < mt * WPT_M; i++)
+            for (kk = 0; kk < kv; kk++)
+                Ap[((i / WPT_M) * kv + kk) * WPT_M + i % WPT_M] = 0.0f;
+        /* Bp[(ni*kv + kk)*WPT_N + c] = op(B)[k0 + kk][n0 + ni*WPT_N + c] */
+        if (!tb) {
+            for (kk = 0; kk < kv; kk++) {
+                __global const float *src = B + (size_t)(k0 + kk) * ldb + n0;
+                for (i = 0; i < nv; i++)
+                    Bp[((i / WPT_N) * kv + kk) * WPT_N + i % WPT_N] = src[i];
+            }
+        } else {
+            for (i = 0; i < nv; i++) {
+                __global const float *src = B + (size_t)(n0 + i) * ldb + k0;
+                __local float *dst = Bp + (i / WPT_N) * kv * WPT_N + i % WPT_N;
+                for (kk = 0; kk < kv; kk++)
+                    dst[kk * WPT_N] = src[kk];
+            }
+        }
+        for (i = nv; i < nt * WPT_N; i++)
+            for (kk = 0; kk < kv; kk++)
+                Bp[((i / WPT_N) * kv + kk) * WPT_N + i % WPT_N] = 0.0f;
+
+        for (ni = 0; ni < nt; ni++) {
+            for (mi = 0; mi < mt; mi++) {
+                __local const float *a = Ap + mi * kv * WPT_M;
+                __local const float *b = Bp + ni * kv * WPT_N;
+                const int i0 = m0 + mi * WPT_M, j0 = n0 + ni * WPT_N;
+                floatv acc[WPT_M][NCH];
+#pragma unroll
+                for (r = 0; r < WPT_M; r++)
+#pragma unroll
+                    for (c = 0; c < NCH; c++)
+                        acc[r][c] = (floatv)(0.0f);
+                for (kk = 0; kk < kv; kk++) {
+                    floatv bv[NCH];
+#pragma unroll
+                    for (c = 0; c < NCH; c++)
+                        bv[c] = VLOAD(b + c * VW);
+#pragma unroll
+                    for (r = 0; r < WPT_M; r++) {
+                        const floatv av = (floatv)(a[r]);
+#pragma unroll
+                        for (c = 0; c < NCH; c++)
+                            acc[r][c] = mad(av, bv[c], acc[r][c]);
+                    }
+                    a += WPT_M;
+                    b += WPT_N;
+                }
+                /* Later K blocks accumulate onto what the first one stored. */
+#pragma unroll
+                for (r = 0; r < WPT_M; r++) {
+                    if (i0 + r < M) {
+#pragma unroll
+                        for (c = 0; c < NCH; c++)
+                            if (j0 + c * VW < N)
+                                store_chunk(C, ldc, i0 + r, j0 + c * VW, N, acc[r][c],
+                                            alpha, k0 == 0 ? beta : 1.0f);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#define GEMM_KERNEL(name, ta, tb)                                                   \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1)))                         \
+    void name(const int M, const int N, const int K,                                \
+              __global const float *A, const int lda,                               \
+              __global const float *B, const int ldb,                               \
+              __global float *C, const int ldc, const float alpha, const float beta) \
+    {                                                                               \
+        __local float Ap[TS_K * TS_M];                                              \
+        __local float Bp[TS_K * TS_N];                                              \
+        gemm_packed(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, Ap, Bp, ta, tb);  \
+    }
+
+#else /* USE_LOCAL == 1 */
 
 #define NTHR (WG_M * WG_N)
 #define LDA_S (TS_M + PAD_A)       /* local A panel: [TS_K][LDA_S], k-major */

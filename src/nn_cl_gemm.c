@@ -77,12 +77,17 @@ static void nn__cl_gemm_cfg_plan(const nn__cl_gemm_cfg *c, int transA, int trans
                                  int M, int N, nn__cl_gemm_plan *p)
 {
     static const char *const names[4] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt" };
-    size_t items_n = ((size_t)N + (size_t)c->wpt_n - 1) / (size_t)c->wpt_n;
-    size_t items_m = ((size_t)M + (size_t)c->wpt_m - 1) / (size_t)c->wpt_m;
+    /* Packed path (use_local == 2): one item per group covers the whole
+     * wg_m*wpt_m x wg_n*wpt_n tile.  Otherwise one item per wpt_m x wpt_n. */
+    int packed = c->use_local == 2;
+    size_t tile_n = (size_t)c->wpt_n * (size_t)(packed ? c->wg_n : 1);
+    size_t tile_m = (size_t)c->wpt_m * (size_t)(packed ? c->wg_m : 1);
+    size_t items_n = ((size_t)N + tile_n - 1) / tile_n;
+    size_t items_m = ((size_t)M + tile_m - 1) / tile_m;
     p->kernel = names[(transA ? 2 : 0) + (transB ? 1 : 0)];
     p->dims = 2;
-    p->lws[0] = (size_t)c->wg_n;
-    p->lws[1] = (size_t)c->wg_m;
+    p->lws[0] = packed ? 1 : (size_t)c->wg_n;
+    p->lws[1] = packed ? 1 : (size_t)c->wg_m;
     p->gws[0] = (items_n + p->lws[0] - 1) / p->lws[0] * p->lws[0];
     p->gws[1] = (items_m + p->lws[1] - 1) / p->lws[1] * p->lws[1];
 }

@@ -334,7 +334,7 @@ static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) {
 }
 
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
-    nn__node *n;
+    nn__node *n = NULL;
     int i;
     if (g->n_nodes == g->cap_nodes) {
         int cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
@@ -741,7 +741,7 @@ NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
 }
 
 NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
-    nn__node *n;
+    nn__node *n = NULL;
     if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
     n = nn__n(g, x);
     if (n->shape.ndim != 2) return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x must be 2-D [B, C]");
@@ -1233,7 +1233,7 @@ NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t) {
 
 /* The node's buffer if the user may touch it (write: inputs and params only). */
 static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write, const char *fn, nn__node **out) {
-    nn__node *n;
+    nn__node *n = NULL;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (t.id < 0 || t.id >= g->n_nodes) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: not a tensor of this graph", fn);
     if (!g->compiled || g->status != NN_OK) return nn__fail(g->ctx, NN_ERR_STATE, "%s: compile the graph first", fn);
@@ -1259,7 +1259,7 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
 }
 
 NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
-    nn__node *n;
+    nn__node *n = NULL;
     nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
     if (r != NN_OK) return r;
     if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_write: data is NULL");
@@ -1267,7 +1267,7 @@ NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, siz
 }
 
 NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
-    nn__node *n;
+    nn__node *n = NULL;
     nn_result r = nn__user_buf(g, t, bytes, 0, "nn_tensor_read", &n);
     if (r != NN_OK) return r;
     if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_read: data is NULL");
@@ -1275,7 +1275,7 @@ NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t byt
 }
 
 NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
-    nn__node *n;
+    nn__node *n = NULL;
     nn_result r;
     int64_t i;
     if (!g || t.id < 0 || t.id >= g->n_nodes) return NN_ERR_INVALID_ARGUMENT;

@@ -246,6 +246,7 @@ static int64_t nn__numel(const nn_shape *s) {
     return n;
 }
 
+#if !defined(NN_NO_OPENCL)
 /* 64-bit FNV-1a, for cache keys. */
 static uint64_t nn__fnv(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = (const unsigned char *)data;
@@ -256,6 +257,7 @@ static uint64_t nn__fnv(uint64_t h, const void *data, size_t n) {
     }
     return h;
 }
+#endif
 
 /* Philox4x32-10 (Salmon et al., SC'11), the counter-based generator that kernels/random.cl
    implements too: the same (counter, key) gives the same bits on every backend. */

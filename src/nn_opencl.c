@@ -263,7 +263,7 @@ static cl_program nn__cache_load(nn_context *ctx, const char *path, const char *
 static void nn__cache_store(nn_context *ctx, const char *path, cl_program prog) {
     size_t size = 0;
     unsigned char *bin;
-    char tmp[1100];
+    char tmp[1200];
     FILE *f;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || size == 0) return;
     bin = (unsigned char *)NN_MALLOC(size);

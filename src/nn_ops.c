@@ -346,7 +346,7 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         r = nn__cl_add(g, id, "optim", "adam", (size_t)np, &l);
         if (r != NN_OK) return r;
         l->update = nn__cl_update_adam;
-        return nn__cl_args(ctx, l->kernel, "mmmmmiffffifff", p->buf.mem, NN__M(in[1]), n->aux[0].mem, n->aux[1].mem,
+        return nn__cl_args(ctx, l->kernel, "mmmmmifffffiff", p->buf.mem, NN__M(in[1]), n->aux[0].mem, n->aux[1].mem,
                            n->n_in > 2 ? NN__M(in[2]) : g->one, np, (double)g->lr, (double)g->opt.beta1,
                            (double)g->opt.beta2, (double)g->opt.eps, (double)g->opt.weight_decay,
                            g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0);

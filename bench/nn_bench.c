@@ -1,0 +1,289 @@
+/* nn_bench.c - nn.h's figures, one machine-readable line each (bench/run.sh runs it).
+
+   Build: cc -O2 -I. bench/nn_bench.c -o bench/nn_bench -lz -lOpenCL -lm -lpthread
+   Usage: nn_bench devices        one line per backend: "SELECTOR NAME" (cpu, then OpenCL
+                                  devices by index); NAME has spaces replaced by _
+          nn_bench sgemm SEL      BENCH name=sgemm backend=NAME n=N gflops=X, N = 256..2048:
+                                  C = A*B (square, float32) as an nn_matmul graph run with
+                                  nn_graph_forward, several reps after a warm-up
+          nn_bench mlp SEL        BENCH name=mlp_train backend=NAME batch=128 samples_per_sec=X:
+                                  the 784-256-128-10 ReLU MLP, Adam, batch 128, gathered on
+                                  the device from 60000 random resident examples, steady state
+          nn_bench start SEL      "NAME MS": milliseconds to create a context and compile the
+                                  MLP training graph in this process (run.sh runs it with an
+                                  empty and then a filled NN_CACHE_DIR) */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define NN_IMPLEMENTATION
+#include "nn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BATCH 128
+#define TRAIN_N 60000
+#define IMG 784
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The backend's name with spaces replaced, for key=value lines. */
+static void bench_name(const char *name, char *out, size_t n) {
+    size_t i;
+    snprintf(out, n, "%s", name);
+    for (i = 0; out[i]; i++)
+        if (out[i] == ' ' || out[i] == '\t' || out[i] == '=') out[i] = '_';
+}
+
+/* Uniform in [-1, 1) from a 32-bit LCG: deterministic, fast enough for 47M values. */
+static void fill_random(float *p, size_t n, uint32_t seed) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        p[i] = (float)(seed >> 8) * (2.0f / 16777216.0f) - 1.0f;
+    }
+}
+
+static nn_context *open_ctx(const char *sel, char *name, size_t n) {
+    nn_context_desc cd;
+    nn_context *ctx = NULL;
+    nn_result r;
+    memset(&cd, 0, sizeof cd);
+    cd.device = sel;
+    r = nn_context_create(&ctx, &cd);
+    if (r != NN_OK) {
+        fprintf(stderr, "nn_bench: cannot open device %s: %s\n", sel, nn_result_string(r));
+        return NULL;
+    }
+    bench_name(nn_backend_name(ctx), name, n);
+    return ctx;
+}
+
+static int fail(nn_context *ctx, const char *what, nn_result r) {
+    fprintf(stderr, "nn_bench: %s: %s: %s\n", what, nn_result_string(r), nn_last_error(ctx));
+    return 1;
+}
+
+/* ---- sgemm ----------------------------------------------------------------------------- */
+
+static int bench_sgemm(const char *sel) {
+    static const int sizes[] = {256, 512, 1024, 2048};
+    char name[256];
+    nn_context *ctx = open_ctx(sel, name, sizeof name);
+    size_t s;
+    int status = 0;
+    if (!ctx) return 1;
+    for (s = 0; s < sizeof sizes / sizeof sizes[0] && status == 0; s++) {
+        int64_t n = sizes[s];
+        nn_graph *g = NULL;
+        nn_compile_desc cd;
+        nn_tensor a, b, c;
+        float *host = (float *)malloc((size_t)(n * n) * sizeof(float));
+        nn_result r;
+        int reps = 0, i;
+        double t0, dt = 0.0;
+
+        memset(&cd, 0, sizeof cd);
+        if (!host) {
+            fprintf(stderr, "nn_bench: out of memory\n");
+            status = 1;
+            break;
+        }
+        r = nn_graph_create(ctx, NULL, &g);
+        if (r == NN_OK) {
+            a = nn_input(g, "a", NN_F32, nn_shape2(n, n));
+            b = nn_input(g, "b", NN_F32, nn_shape2(n, n));
+            c = nn_matmul(g, a, b, 0, 0);
+            nn_output(g, c);
+            r = nn_graph_compile(g, &cd);
+        }
+        if (r == NN_OK) {
+            fill_random(host, (size_t)(n * n), 1u);
+            r = nn_tensor_write(g, a, host, (size_t)(n * n) * sizeof(float));
+        }
+        if (r == NN_OK) {
+            fill_random(host, (size_t)(n * n), 2u);
+            r = nn_tensor_write(g, b, host, (size_t)(n * n) * sizeof(float));
+        }
+        /* Warm-up, then batches of reps until 0.5 s have passed (at least 3 reps). */
+        for (i = 0; i < 2 && r == NN_OK; i++) r = nn_graph_forward(g);
+        if (r == NN_OK) r = nn_graph_finish(g);
+        t0 = now();
+        while (r == NN_OK && (reps < 3 || dt < 0.5) && reps < 200) {
+            r = nn_graph_forward(g);
+            reps++;
+            if (r == NN_OK && (reps < 3 || reps % 2 == 0)) {
+                r = nn_graph_finish(g);
+                dt = now() - t0;
+            }
+        }
+        if (r == NN_OK) r = nn_graph_finish(g);
+        dt = now() - t0;
+        if (r != NN_OK) status = fail(ctx, "sgemm", r);
+        else printf("BENCH name=sgemm backend=%s n=%d gflops=%.2f\n", name, (int)n, 2.0 * n * n * n * reps / dt / 1e9);
+        fflush(stdout);
+        nn_graph_destroy(g);
+        free(host);
+    }
+    nn_context_destroy(ctx);
+    return status;
+}
+
+/* ---- the MLP training step ----------------------------------------------------------------- */
+
+/* nn_gather_rows gathers float32 rows only in this nn.h (see examples/fashion_mnist_mlp.c);
+   then the labels of each batch are written by the host, as the example does. */
+static int can_gather_labels(nn_context *ctx) {
+    nn_graph *p;
+    int ok;
+    if (nn_graph_create(ctx, NULL, &p) != NN_OK) return 0;
+    nn_softmax_cross_entropy(p, nn_input(p, "logits", NN_F32, nn_shape2(2, 10)),
+                             nn_gather_rows(p, nn_input(p, "y", NN_I32, nn_shape1(4)), nn_input(p, "i", NN_I32, nn_shape1(2))));
+    ok = nn_graph_status(p) == NN_OK;
+    nn_graph_destroy(p);
+    return ok;
+}
+
+typedef struct mlp {
+    nn_graph *g;
+    nn_tensor x_all, y_all, idx, yb;
+    int gather_labels;
+} mlp;
+
+/* The training graph of examples/fashion_mnist_mlp.c, compiled. */
+static nn_result mlp_build(nn_context *ctx, mlp *m) {
+    nn_compile_desc cd;
+    nn_tensor h, logits, loss, yb;
+    nn_result r;
+    memset(&cd, 0, sizeof cd);
+    m->gather_labels = can_gather_labels(ctx);
+    r = nn_graph_create(ctx, NULL, &m->g);
+    if (r != NN_OK) return r;
+    m->x_all = nn_input(m->g, "x_all", NN_F32, nn_shape2(TRAIN_N, IMG));
+    m->y_all = nn_input(m->g, "y_all", NN_I32, nn_shape1(TRAIN_N));
+    m->idx = nn_input(m->g, "idx", NN_I32, nn_shape1(BATCH));
+    yb = m->gather_labels ? nn_gather_rows(m->g, m->y_all, m->idx) : nn_input(m->g, "yb", NN_I32, nn_shape1(BATCH));
+    m->yb = yb;
+    h = nn_relu(m->g, nn_dense(m->g, nn_gather_rows(m->g, m->x_all, m->idx), 256, "fc1"));
+    h = nn_relu(m->g, nn_dense(m->g, h, 128, "fc2"));
+    logits = nn_dense(m->g, h, 10, "fc3");
+    loss = nn_softmax_cross_entropy(m->g, logits, yb);
+    nn_accumulate(m->g, loss);
+    nn_accumulate(m->g, nn_accuracy(m->g, logits, yb));
+    cd.loss = loss;
+    cd.has_loss = 1;
+    cd.optimizer.kind = NN_OPT_ADAM;
+    cd.optimizer.lr = 1e-3f;
+    r = nn_graph_compile(m->g, &cd);
+    if (r == NN_OK) r = nn_graph_finish(m->g);
+    return r;
+}
+
+static int bench_mlp(const char *sel) {
+    char name[256];
+    nn_context *ctx = open_ctx(sel, name, sizeof name);
+    mlp m;
+    float *x = NULL;
+    int32_t *y = NULL, idx[BATCH], yb[BATCH];
+    uint32_t seed = 7;
+    nn_result r;
+    int steps = 0, warm = 20, i, status = 0;
+    double t0 = 0.0, dt = 0.0;
+
+    if (!ctx) return 1;
+    memset(&m, 0, sizeof m);
+    x = (float *)malloc((size_t)TRAIN_N * IMG * sizeof(float));
+    y = (int32_t *)malloc((size_t)TRAIN_N * sizeof(int32_t));
+    if (!x || !y) {
+        fprintf(stderr, "nn_bench: out of memory\n");
+        status = 1;
+        goto done;
+    }
+    fill_random(x, (size_t)TRAIN_N * IMG, 3u);
+    for (i = 0; i < TRAIN_N; i++) y[i] = (int32_t)((uint32_t)i * 2654435761u % 10u);
+    r = mlp_build(ctx, &m);
+    if (r == NN_OK) r = nn_tensor_write(m.g, m.x_all, x, (size_t)TRAIN_N * IMG * sizeof(float));
+    if (r == NN_OK && m.gather_labels) r = nn_tensor_write(m.g, m.y_all, y, (size_t)TRAIN_N * sizeof(int32_t));
+    /* 20 warm-up steps, then steps until 2 s have passed (at least 50). */
+    while (r == NN_OK && (steps < 50 || dt < 2.0) && steps < 100000) {
+        for (i = 0; i < BATCH; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            idx[i] = (int32_t)((seed >> 8) % TRAIN_N);
+            yb[i] = y[idx[i]];
+        }
+        r = nn_tensor_write(m.g, m.idx, idx, sizeof idx);
+        if (r == NN_OK && !m.gather_labels) r = nn_tensor_write(m.g, m.yb, yb, sizeof yb);
+        if (r == NN_OK) r = nn_graph_step(m.g);
+        if (r != NN_OK) break;
+        if (warm > 0) {
+            if (--warm == 0) {
+                r = nn_graph_finish(m.g);
+                t0 = now();
+            }
+            continue;
+        }
+        steps++;
+        if (steps % 10 == 0) dt = now() - t0;
+    }
+    if (r == NN_OK) r = nn_graph_finish(m.g);
+    dt = now() - t0;
+    if (r != NN_OK) status = fail(ctx, "mlp", r);
+    else printf("BENCH name=mlp_train backend=%s batch=%d samples_per_sec=%.0f\n", name, BATCH, steps * (double)BATCH / dt);
+done:
+    nn_graph_destroy(m.g);
+    nn_context_destroy(ctx);
+    free(x);
+    free(y);
+    return status;
+}
+
+/* ---- start-up time ------------------------------------------------------------------------ */
+
+static int bench_start(const char *sel) {
+    char name[256];
+    double t0 = now(), ms;
+    nn_context *ctx = open_ctx(sel, name, sizeof name);
+    mlp m;
+    nn_result r;
+    if (!ctx) return 1;
+    memset(&m, 0, sizeof m);
+    r = mlp_build(ctx, &m);
+    ms = (now() - t0) * 1e3;
+    if (r != NN_OK) {
+        fail(ctx, "start", r);
+        nn_graph_destroy(m.g);
+        nn_context_destroy(ctx);
+        return 1;
+    }
+    printf("%s %.1f\n", name, ms);
+    nn_graph_destroy(m.g);
+    nn_context_destroy(ctx);
+    return 0;
+}
+
+static int list_devices(void) {
+    nn_device_info info[16];
+    char name[256];
+    int n = nn_list_devices(info, 16), i;
+    printf("cpu cpu\n");
+    for (i = 0; i < n && i < 16; i++) {
+        bench_name(info[i].name, name, sizeof name);
+        printf("%d %s\n", info[i].index, name);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *cmd = argc > 1 ? argv[1] : "";
+    if (strcmp(cmd, "devices") == 0) return list_devices();
+    if (argc == 3 && strcmp(cmd, "sgemm") == 0) return bench_sgemm(argv[2]);
+    if (argc == 3 && strcmp(cmd, "mlp") == 0) return bench_mlp(argv[2]);
+    if (argc == 3 && strcmp(cmd, "start") == 0) return bench_start(argv[2]);
+    fprintf(stderr, "usage: %s devices | sgemm DEVICE | mlp DEVICE | start DEVICE\n"
+                    "  DEVICE: cpu, or an OpenCL device index as `devices` lists them\n", argv[0]);
+    return 2;
+}

@@ -1,0 +1,171 @@
+#define _POSIX_C_SOURCE 200809L
+/* Error paths: each returns an error and a message that names what went wrong, and leaks
+   nothing (make test-asan runs these on the CPU backend under AddressSanitizer). */
+#include "test.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void test_shape_errors(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_tensor a, b, c;
+    t_begin(e, "errors: shape mismatch names the op and shapes");
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    a = nn_input(g, "a", NN_F32, nn_shape2(3, 4));
+    b = nn_input(g, "b", NN_F32, nn_shape2(5, 6));
+    c = nn_matmul(g, a, b, 0, 0);
+    T_CHECK(c.id < 0, "matmul of [3, 4] and [5, 6] gave a tensor");
+    c = nn_relu(g, c); /* a failed input propagates without a new message */
+    T_CHECK(c.id < 0, "an op on a failed tensor gave a tensor");
+    T_CHECK(nn_graph_status(g) == NN_ERR_SHAPE, "status %d", nn_graph_status(g));
+    T_CHECK(nn_graph_compile(g, NULL) == NN_ERR_SHAPE, "compile did not return NN_ERR_SHAPE");
+    T_CHECK(strstr(nn_last_error(ctx), "nn_matmul") && strstr(nn_last_error(ctx), "[3, 4]") &&
+                strstr(nn_last_error(ctx), "[5, 6]"),
+            "message: %s", nn_last_error(ctx));
+    nn_graph_destroy(g);
+    g = NULL;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    a = nn_input(g, "a", NN_F32, nn_shape2(7, 33));
+    b = nn_input(g, "b", NN_F32, nn_shape1(7));
+    T_CHECK(nn_add(g, a, b).id < 0, "add of [7, 33] and [7] gave a tensor");
+    T_CHECK(strstr(nn_last_error(ctx), "nn_add") && strstr(nn_last_error(ctx), "[7, 33]") &&
+                strstr(nn_last_error(ctx), "[7]"),
+            "message: %s", nn_last_error(ctx));
+    nn_graph_destroy(g);
+    g = NULL;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    a = nn_input(g, "a", NN_F32, nn_shape2(4, 3));
+    b = nn_input(g, "labels", NN_F32, nn_shape1(4));
+    T_CHECK(nn_softmax_cross_entropy(g, a, b).id < 0, "float labels accepted");
+    T_CHECK(strstr(nn_last_error(ctx), "int32") != NULL, "message: %s", nn_last_error(ctx));
+    /* a loss that is not a scalar */
+    nn_graph_destroy(g);
+    g = NULL;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    a = nn_input(g, "a", NN_F32, nn_shape2(4, 3));
+    {
+        nn_compile_desc cd;
+        memset(&cd, 0, sizeof cd);
+        cd.loss = nn_relu(g, a);
+        cd.has_loss = 1;
+        T_CHECK(nn_graph_compile(g, &cd) == NN_ERR_SHAPE, "a [4, 3] loss compiled");
+        T_CHECK(strstr(nn_last_error(ctx), "scalar") != NULL, "message: %s", nn_last_error(ctx));
+    }
+    /* wrong sizes on write and read */
+    nn_graph_destroy(g);
+    g = NULL;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    a = nn_input(g, "a", NN_F32, nn_shape2(4, 3));
+    b = nn_relu(g, a);
+    if (T_OK(nn_graph_compile(g, NULL), ctx)) {
+        float buf[12] = {0};
+        T_CHECK(nn_tensor_write(g, a, buf, 11 * 4) == NN_ERR_SHAPE, "a short write was accepted");
+        T_CHECK(nn_tensor_read(g, b, buf, sizeof buf) == NN_ERR_STATE, "reading an unkept tensor was accepted");
+        T_CHECK(nn_relu(g, a).id < 0, "an op was added to a compiled graph");
+    }
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* A tensor too big for the device or the host: compile fails cleanly. */
+static void test_alloc_failure(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_tensor a;
+    nn_result r;
+    t_begin(e, "errors: allocation failure");
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    a = nn_input(g, "huge", NN_F32, nn_shape2((int64_t)1 << 20, (int64_t)1 << 20)); /* 4 TiB */
+    nn_output(g, nn_relu(g, a));
+    r = nn_graph_compile(g, NULL);
+    T_CHECK(r == NN_ERR_OUT_OF_MEMORY, "compile returned %d (%s)", r, nn_last_error(ctx));
+    T_CHECK(strstr(nn_last_error(ctx), "huge") != NULL, "message does not name the tensor: %s", nn_last_error(ctx));
+    T_CHECK(nn_graph_step(g) == NN_ERR_STATE, "a failed graph ran");
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* A kernel that does not compile: the error names kernels/FILE.cl and the line. */
+static void test_build_error(const t_env *e) {
+    char dir[] = "/tmp/nn-test-kernels-XXXXXX", path[256];
+    nn_context *ctx = NULL;
+    nn_context_desc d;
+    nn_graph *g = NULL;
+    nn_device_info info[32];
+    FILE *f;
+    nn_result r;
+    t_begin(e, "errors: kernel build error names file:line");
+    if (!e->opencl) {
+        t_skip("no kernels on the CPU backend");
+        t_end();
+        return;
+    }
+    if (!mkdtemp(dir)) {
+        T_CHECK(0, "mkdtemp failed");
+        t_end();
+        return;
+    }
+    snprintf(path, sizeof path, "%s/elementwise.cl", dir);
+    f = fopen(path, "w");
+    if (f) {
+        fputs("/* broken on purpose */\n__kernel void relu_forward(__global float *x) {\n    x[0] = undefined_name;\n}\n", f);
+        fclose(f);
+    }
+    memset(&d, 0, sizeof d);
+    {
+        /* the same device as e->ctx, found by its name */
+        int n = nn_list_devices(info, 32), i;
+        for (i = 0; i < n; i++)
+            if (strcmp(info[i].name, nn_backend_name(e->ctx)) == 0) break;
+        snprintf(path, sizeof path, "%d", i < n ? i : 0);
+    }
+    d.device = path;
+    d.kernel_dir = dir;
+    d.cache_dir = "off";
+    if (T_OK(nn_context_create(&ctx, &d), ctx) && T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
+        nn_output(g, nn_relu(g, nn_input(g, "x", NN_F32, nn_shape1(3))));
+        r = nn_graph_compile(g, NULL);
+        T_CHECK(r == NN_ERR_BUILD, "compile returned %d", r);
+        T_CHECK(strstr(nn_last_error(ctx), "kernels/elementwise.cl:3") != NULL, "message lacks kernels/elementwise.cl:3: %.300s",
+                nn_last_error(ctx));
+    }
+    nn_graph_destroy(g);
+    nn_context_destroy(ctx);
+    snprintf(path, sizeof path, "%s/elementwise.cl", dir);
+    remove(path);
+    remove(dir);
+    t_end();
+}
+
+/* Bad arguments: NULLs and tensors of another graph. */
+static void test_bad_arguments(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL, *h = NULL;
+    nn_tensor a, b;
+    t_begin(e, "errors: bad arguments");
+    T_CHECK(nn_graph_create(ctx, NULL, NULL) == NN_ERR_INVALID_ARGUMENT, "NULL out accepted");
+    T_CHECK(nn_graph_step(NULL) == NN_ERR_INVALID_ARGUMENT, "NULL graph accepted");
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx) || !T_OK(nn_graph_create(ctx, NULL, &h), ctx)) goto done;
+    a = nn_input(g, "a", NN_F32, nn_shape1(3));
+    b = nn_input(h, "b", NN_F32, nn_shape1(3));
+    (void)b;
+    b.id = 99;
+    T_CHECK(nn_add(g, a, b).id < 0, "a tensor of another graph accepted");
+    T_CHECK(nn_dropout(h, nn_input(h, "c", NN_F32, nn_shape1(2)), 1.5f).id < 0, "dropout p = 1.5 accepted");
+    T_CHECK(nn_input(h, "bad", NN_F32, nn_shape2(0, 3)).id < 0, "a zero dim accepted");
+    T_CHECK(nn_graph_step(g) == NN_ERR_STATE, "an uncompiled graph ran");
+done:
+    nn_graph_destroy(g);
+    nn_graph_destroy(h);
+    t_end();
+}
+
+void suite_errors(const t_env *e) {
+    test_shape_errors(e);
+    test_alloc_failure(e);
+    test_build_error(e);
+    test_bad_arguments(e);
+}

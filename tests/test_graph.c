@@ -1,0 +1,196 @@
+/* Whole graphs: training converges, a step moves nothing between host and device, an
+   evaluation graph shares the parameters, accumulators, argmax and accuracy. */
+#include "test.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* XOR with a 2-16-1 tanh network, BCE with logits and Adam: it must be solved. */
+static void test_xor(const t_env *e) {
+    static const float X[8] = {0, 0, 0, 1, 1, 0, 1, 1}, Y[4] = {0, 1, 1, 0};
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_tensor x, y, logits, loss;
+    nn_compile_desc cd;
+    nn_graph_desc gd;
+    float out[4], l = 1;
+    int i;
+    t_begin(e, "convergence: xor 2-16-1 adam");
+    memset(&gd, 0, sizeof gd);
+    gd.seed = 7;
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape2(4, 2));
+    y = nn_input(g, "y", NN_F32, nn_shape2(4, 1));
+    logits = nn_dense(g, nn_tanh(g, nn_dense(g, x, 16, "fc1")), 1, "fc2");
+    loss = nn_bce_with_logits(g, logits, y);
+    nn_output(g, logits);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = loss;
+    cd.has_loss = 1;
+    cd.optimizer.kind = NN_OPT_ADAM;
+    cd.optimizer.lr = 0.05f;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    T_OK(nn_tensor_write(g, x, X, sizeof X), ctx);
+    T_OK(nn_tensor_write(g, y, Y, sizeof Y), ctx);
+    for (i = 0; i < 300; i++)
+        if (!T_OK(nn_graph_step(g), ctx)) goto done;
+    T_OK(nn_tensor_read(g, loss, &l, 4), ctx);
+    T_OK(nn_tensor_read(g, logits, out, sizeof out), ctx);
+    T_CHECK(l < 0.05f, "loss after 300 steps is %g, not < 0.05", l);
+    for (i = 0; i < 4; i++) T_CHECK((out[i] > 0) == (Y[i] > 0.5f), "xor(%g, %g): logit %g", X[2 * i], X[2 * i + 1], out[i]);
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* An MLP trained on a device-resident dataset: a step with the batch indices written
+   moves exactly those bytes up and nothing down; the loss accumulator is read once. An
+   evaluation graph of another batch size sees the trained parameters. */
+static void test_resident_training(const t_env *e) {
+    enum { N = 300, D = 13, C = 5, B = 32, EB = 7 };
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL, *ev = NULL;
+    nn_tensor data, idx, xb, yb, logits, loss, acc, lsum, edata, eidx, eout;
+    nn_compile_desc cd;
+    nn_graph_desc gd;
+    nn_stats s0, s1;
+    float *X = (float *)malloc(N * D * 4), first = 0, last = 0, w_train[C * 64], w_eval[C * 64];
+    int32_t Y[N], I[B];
+    int i, step;
+    t_begin(e, "device-resident training, stats, eval graph");
+    t_seed(3);
+    for (i = 0; i < N; i++) { /* separable classes: the label is the argmax of the first C features */
+        int j, best = 0;
+        for (j = 0; j < D; j++) X[i * D + j] = (float)t_uniform(-1, 1);
+        for (j = 1; j < C; j++) if (X[i * D + j] > X[i * D + best]) best = j;
+        Y[i] = best;
+    }
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    data = nn_input(g, "data", NN_F32, nn_shape2(N, D));
+    idx = nn_input(g, "idx", NN_I32, nn_shape1(B));
+    xb = nn_gather_rows(g, data, idx);
+    yb = nn_input(g, "yb", NN_I32, nn_shape1(B));
+    logits = nn_dense(g, nn_relu(g, nn_dense(g, xb, 64, "fc1")), C, "fc2");
+    loss = nn_softmax_cross_entropy(g, logits, yb);
+    lsum = nn_accumulate(g, loss);
+    acc = nn_accumulate(g, nn_accuracy(g, logits, yb));
+    memset(&cd, 0, sizeof cd);
+    cd.loss = loss;
+    cd.has_loss = 1;
+    cd.optimizer.kind = NN_OPT_ADAM;
+    cd.optimizer.lr = 0.01f;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    T_OK(nn_tensor_write(g, data, X, N * D * 4), ctx);
+    for (step = 0; step < 200; step++) {
+        int32_t yv[B];
+        for (i = 0; i < B; i++) {
+            I[i] = (step * B + i) % N;
+            yv[i] = Y[I[i]];
+        }
+        if (step == 100) {
+            nn_graph_finish(g);
+            s0 = nn_get_stats(ctx);
+        }
+        T_OK(nn_tensor_write(g, idx, I, sizeof I), ctx);
+        T_OK(nn_tensor_write(g, yb, yv, sizeof yv), ctx);
+        if (!T_OK(nn_graph_step(g), ctx)) goto done;
+        if (step == 100) {
+            nn_graph_finish(g);
+            s1 = nn_get_stats(ctx);
+            T_CHECK(s1.h2d_bytes - s0.h2d_bytes == 2 * B * 4, "a step moved %llu bytes up, not the %d written",
+                    (unsigned long long)(s1.h2d_bytes - s0.h2d_bytes), 2 * B * 4);
+            T_CHECK(s1.d2h_bytes == s0.d2h_bytes, "a step moved %llu bytes down",
+                    (unsigned long long)(s1.d2h_bytes - s0.d2h_bytes));
+            T_CHECK(s1.kernel_launches > s0.kernel_launches, "no kernels counted");
+        }
+        if (step == 9 || step == 199) {
+            float v;
+            T_OK(nn_tensor_read(g, lsum, &v, 4), ctx);
+            if (step == 9) first = v / 10;
+            else last = v / 190;
+            T_OK(nn_tensor_fill(g, lsum, 0.0f), ctx);
+        }
+    }
+    T_CHECK(last < 0.5f * first, "mean loss went from %g to %g: not learning", first, last);
+    {
+        float a;
+        T_OK(nn_tensor_read(g, acc, &a, 4), ctx);
+        T_CHECK(a / 200 > 0.6f, "mean training accuracy %g", a / 200);
+    }
+    /* the evaluation graph: batch EB, same parameters */
+    memset(&gd, 0, sizeof gd);
+    gd.share_params = g;
+    gd.eval = 1;
+    if (!T_OK(nn_graph_create(ctx, &gd, &ev), ctx)) goto done;
+    edata = nn_input(ev, "data", NN_F32, nn_shape2(N, D));
+    eidx = nn_input(ev, "idx", NN_I32, nn_shape1(EB));
+    eout = nn_dense(ev, nn_relu(ev, nn_dense(ev, nn_gather_rows(ev, edata, eidx), 64, "fc1")), C, "fc2");
+    nn_output(ev, eout);
+    if (!T_OK(nn_graph_compile(ev, NULL), ctx)) goto done;
+    T_OK(nn_tensor_write(ev, edata, X, N * D * 4), ctx);
+    T_OK(nn_tensor_write(ev, eidx, I, EB * 4), ctx);
+    T_OK(nn_graph_forward(ev), ctx);
+    T_OK(nn_tensor_read(ev, nn_find(ev, "fc2.weight"), w_eval, C * 64 * 4), ctx);
+    T_OK(nn_tensor_read(g, nn_find(g, "fc2.weight"), w_train, C * 64 * 4), ctx);
+    T_CHECK(memcmp(w_eval, w_train, sizeof w_eval) == 0, "the eval graph does not see the trained weights");
+    {
+        float o[EB * C];
+        int correct = 0;
+        T_OK(nn_tensor_read(ev, eout, o, sizeof o), ctx);
+        for (i = 0; i < EB; i++) {
+            int j, best = 0;
+            for (j = 1; j < C; j++) if (o[i * C + j] > o[i * C + best]) best = j;
+            correct += best == Y[I[i]];
+        }
+        T_CHECK(correct >= EB - 3, "eval graph: %d of %d right", correct, EB);
+    }
+done:
+    free(X);
+    nn_graph_destroy(ev);
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* argmax and accuracy against a reference, with ties (first index wins). */
+static void test_argmax(const t_env *e) {
+    enum { B = 129, C = 7 };
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_tensor x, y, am, acc;
+    float X[B * C], a = -1;
+    int32_t Y[B], got[B];
+    int i, j, want_correct = 0;
+    t_begin(e, "argmax and accuracy [129, 7]");
+    t_seed(11);
+    for (i = 0; i < B * C; i++) X[i] = (float)t_randint(5); /* many ties */
+    for (i = 0; i < B; i++) Y[i] = t_randint(C);
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape2(B, C));
+    y = nn_input(g, "y", NN_I32, nn_shape1(B));
+    am = nn_argmax(g, x);
+    acc = nn_accuracy(g, x, y);
+    nn_output(g, am);
+    nn_output(g, acc);
+    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    T_OK(nn_tensor_write(g, x, X, sizeof X), ctx);
+    T_OK(nn_tensor_write(g, y, Y, sizeof Y), ctx);
+    T_OK(nn_graph_forward(g), ctx);
+    T_OK(nn_tensor_read(g, am, got, sizeof got), ctx);
+    T_OK(nn_tensor_read(g, acc, &a, 4), ctx);
+    for (i = 0; i < B; i++) {
+        int best = 0;
+        for (j = 1; j < C; j++) if (X[i * C + j] > X[i * C + best]) best = j;
+        T_CHECK(got[i] == best, "row %d: argmax %d, want %d", i, got[i], best);
+        want_correct += best == Y[i];
+    }
+    T_CHECK(fabsf(a - (float)want_correct / B) < 1e-6f, "accuracy %g, want %g", a, (double)want_correct / B);
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+void suite_graph(const t_env *e) {
+    test_xor(e);
+    test_resident_training(e);
+    test_argmax(e);
+}

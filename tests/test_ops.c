@@ -1,0 +1,522 @@
+/* Every op, on the backend under test: forward against a double-precision reference,
+   gradients against finite differences of that reference, and (on OpenCL devices) the
+   same graph on the CPU backend for parity. Shapes are odd on purpose (1, 3, 7, 33, 129).
+
+   The loss of every case is L = sum(op(inputs) * w) with a random w, so dL/d(out) = w is
+   dense and every output element's gradient path is exercised.
+
+   Tolerances (float32 against double): forward and gradients 1e-4 relative (t_relerr);
+   CPU vs OpenCL 1e-4 relative on outputs and gradients. */
+#include "test.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXIN 3
+#define FWD_TOL 1e-4
+#define GRAD_TOL 1e-4
+#define PARITY_TOL 1e-4
+
+typedef struct spec spec;
+typedef nn_tensor (*build_fn)(nn_graph *g, const nn_tensor *in, const spec *s);
+typedef void (*ref_fn)(const spec *s, double *const *in, double *out);
+
+struct spec {
+    const char *name;
+    int n_in;
+    nn_shape shape[MAXIN];
+    int int_range[MAXIN]; /* > 0: an int32 input with values in [lo_int, int_range) */
+    int lo_int;
+    int grad[MAXIN];      /* check d(loss)/d(input) */
+    double lo, hi;        /* float inputs uniform in [lo, hi) */
+    nn_shape out;
+    build_fn build;
+    ref_fn ref;
+    float p;              /* op parameter (slope, probability) */
+    int ta, tb;
+};
+
+static long numel(nn_shape s) {
+    long n = 1;
+    int i;
+    for (i = 0; i < s.ndim; i++) n *= (long)s.dim[i];
+    return n;
+}
+
+typedef struct result {
+    double *out;
+    double *grad[MAXIN];
+    int ok;
+} result;
+
+static void result_free(result *r) {
+    int i;
+    free(r->out);
+    for (i = 0; i < MAXIN; i++) free(r->grad[i]);
+    memset(r, 0, sizeof *r);
+}
+
+/* Builds the case's graph on ctx, runs one step, returns the op's output and gradients. */
+static result run_case(nn_context *ctx, const spec *s, double *const *in, const double *w) {
+    result res;
+    nn_graph *g = NULL;
+    nn_tensor t[MAXIN], out, wt, loss;
+    nn_compile_desc cd;
+    nn_graph_desc gd;
+    long no = numel(s->out), i;
+    int k;
+    memset(&res, 0, sizeof res);
+    memset(&gd, 0, sizeof gd);
+    gd.seed = 1234;
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) return res;
+    for (k = 0; k < s->n_in; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "in%d", k);
+        t[k] = nn_input(g, name, s->int_range[k] ? NN_I32 : NN_F32, s->shape[k]);
+        if (s->grad[k]) nn_requires_grad(g, t[k]);
+    }
+    out = s->build(g, t, s);
+    wt = nn_input(g, "w", NN_F32, s->out);
+    nn_output(g, out);
+    loss = nn_sum(g, nn_mul(g, out, wt));
+    memset(&cd, 0, sizeof cd);
+    cd.loss = loss;
+    cd.has_loss = 1;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    for (k = 0; k < s->n_in; k++) {
+        long n = numel(s->shape[k]);
+        if (s->int_range[k]) {
+            int32_t *v = (int32_t *)malloc((size_t)n * 4);
+            for (i = 0; i < n; i++) v[i] = (int32_t)in[k][i];
+            T_OK(nn_tensor_write(g, t[k], v, (size_t)n * 4), ctx);
+            free(v);
+        } else {
+            float *v = (float *)malloc((size_t)n * 4);
+            for (i = 0; i < n; i++) v[i] = (float)in[k][i];
+            T_OK(nn_tensor_write(g, t[k], v, (size_t)n * 4), ctx);
+            free(v);
+        }
+    }
+    {
+        float *v = (float *)malloc((size_t)no * 4);
+        for (i = 0; i < no; i++) v[i] = (float)w[i];
+        T_OK(nn_tensor_write(g, wt, v, (size_t)no * 4), ctx);
+        free(v);
+    }
+    if (!T_OK(nn_graph_step(g), ctx)) goto done;
+    res.out = (double *)calloc((size_t)no, sizeof(double));
+    {
+        float *v = (float *)malloc((size_t)no * 4);
+        if (T_OK(nn_tensor_read(g, out, v, (size_t)no * 4), ctx))
+            for (i = 0; i < no; i++) res.out[i] = v[i];
+        free(v);
+    }
+    for (k = 0; k < s->n_in; k++) {
+        long n = numel(s->shape[k]);
+        float *v;
+        if (!s->grad[k]) continue;
+        v = (float *)malloc((size_t)n * 4);
+        res.grad[k] = (double *)calloc((size_t)n, sizeof(double));
+        if (T_CHECK(nn_grad(g, t[k]).id >= 0, "%s: no gradient for input %d", s->name, k) &&
+            T_OK(nn_tensor_read(g, nn_grad(g, t[k]), v, (size_t)n * 4), ctx))
+            for (i = 0; i < n; i++) res.grad[k][i] = v[i];
+        free(v);
+    }
+    res.ok = 1;
+done:
+    nn_graph_destroy(g);
+    return res;
+}
+
+static double loss_ref(const spec *s, double *const *in, const double *w, double *tmp) {
+    long i, n = numel(s->out);
+    double L = 0;
+    s->ref(s, in, tmp);
+    for (i = 0; i < n; i++) L += tmp[i] * w[i];
+    return L;
+}
+
+static void check_case(const t_env *e, const spec *s) {
+    double *in[MAXIN], *w, *ref_out, *tmp;
+    long no = numel(s->out), i;
+    int k;
+    result r, rc;
+    char label[160];
+    snprintf(label, sizeof label, "op %s", s->name);
+    t_begin(e, label);
+    t_seed(0x5eed + (unsigned long long)strlen(s->name) * 977 + (unsigned long long)no);
+    for (k = 0; k < s->n_in; k++) {
+        long n = numel(s->shape[k]);
+        in[k] = (double *)malloc((size_t)n * sizeof(double));
+        for (i = 0; i < n; i++)
+            in[k][i] = s->int_range[k] ? (double)(s->lo_int + t_randint(s->int_range[k] - s->lo_int))
+                                       : (double)(float)t_uniform(s->lo, s->hi);
+    }
+    w = (double *)malloc((size_t)no * sizeof(double));
+    for (i = 0; i < no; i++) w[i] = (double)(float)t_uniform(-1, 1);
+    ref_out = (double *)malloc((size_t)no * sizeof(double));
+    tmp = (double *)malloc((size_t)no * sizeof(double));
+    r = run_case(e->ctx, s, in, w);
+    s->ref(s, in, ref_out); /* after the build: dropout's reference needs the op's id */
+    if (r.ok) {
+        double err = t_relerr(r.out, ref_out, no);
+        T_CHECK(err <= FWD_TOL, "%s forward: relative error %.3g > %.1g", s->name, err, FWD_TOL);
+        for (k = 0; k < s->n_in; k++) {
+            long n = numel(s->shape[k]);
+            double *fd;
+            if (!s->grad[k] || !r.grad[k]) continue;
+            fd = (double *)malloc((size_t)n * sizeof(double));
+            for (i = 0; i < n; i++) { /* central differences of the double reference */
+                double x0 = in[k][i], h = 1e-6 * (fabs(x0) > 1 ? fabs(x0) : 1), lp, lm;
+                in[k][i] = x0 + h;
+                lp = loss_ref(s, in, w, tmp);
+                in[k][i] = x0 - h;
+                lm = loss_ref(s, in, w, tmp);
+                in[k][i] = x0;
+                fd[i] = (lp - lm) / (2 * h);
+            }
+            err = t_relerr(r.grad[k], fd, n);
+            T_CHECK(err <= GRAD_TOL, "%s d/d(input %d): relative error %.3g > %.1g against finite differences", s->name,
+                    k, err, GRAD_TOL);
+            free(fd);
+        }
+        if (e->cpu) { /* the same graph on the CPU backend */
+            rc = run_case(e->cpu, s, in, w);
+            if (rc.ok) {
+                err = t_relerr(r.out, rc.out, no);
+                T_CHECK(err <= PARITY_TOL, "%s: OpenCL vs CPU forward differ by %.3g", s->name, err);
+                for (k = 0; k < s->n_in; k++) {
+                    if (!s->grad[k] || !r.grad[k] || !rc.grad[k]) continue;
+                    err = t_relerr(r.grad[k], rc.grad[k], numel(s->shape[k]));
+                    T_CHECK(err <= PARITY_TOL, "%s: OpenCL vs CPU gradient %d differ by %.3g", s->name, k, err);
+                }
+            }
+            result_free(&rc);
+        }
+    }
+    result_free(&r);
+    for (k = 0; k < s->n_in; k++) free(in[k]);
+    free(w);
+    free(ref_out);
+    free(tmp);
+    t_end();
+}
+
+/* ---- builders and double references ---- */
+
+static nn_tensor b_matmul(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_matmul(g, in[0], in[1], s->ta, s->tb); }
+static void r_matmul(const spec *s, double *const *in, double *out) {
+    long M = s->out.dim[0], N = s->out.dim[1], K = s->ta ? s->shape[0].dim[0] : s->shape[0].dim[1], i, j, k;
+    long lda = s->shape[0].dim[1], ldb = s->shape[1].dim[1];
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            double acc = 0;
+            for (k = 0; k < K; k++) {
+                double a = s->ta ? in[0][k * lda + i] : in[0][i * lda + k];
+                double b = s->tb ? in[1][j * ldb + k] : in[1][k * ldb + j];
+                acc += a * b;
+            }
+            out[i * N + j] = acc;
+        }
+}
+
+static nn_tensor b_add(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_add(g, in[0], in[1]); }
+static nn_tensor b_sub(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_sub(g, in[0], in[1]); }
+static nn_tensor b_mul(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_mul(g, in[0], in[1]); }
+static void r_binary(const spec *s, double *const *in, double *out, int op) {
+    long n = numel(s->shape[0]), nb = numel(s->shape[1]), i;
+    for (i = 0; i < n; i++) {
+        double a = in[0][i], b = in[1][i % nb];
+        out[i] = op == 0 ? a + b : op == 1 ? a - b : a * b;
+    }
+}
+static void r_add(const spec *s, double *const *in, double *out) { r_binary(s, in, out, 0); }
+static void r_sub(const spec *s, double *const *in, double *out) { r_binary(s, in, out, 1); }
+static void r_mul(const spec *s, double *const *in, double *out) { r_binary(s, in, out, 2); }
+
+static nn_tensor b_scale(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_scale(g, in[0], s->p); }
+static void r_scale(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->out);
+    for (i = 0; i < n; i++) out[i] = in[0][i] * (double)s->p;
+}
+
+static nn_tensor b_relu(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_relu(g, in[0]); }
+static nn_tensor b_leaky(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_leaky_relu(g, in[0], s->p); }
+static nn_tensor b_sigmoid(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_sigmoid(g, in[0]); }
+static nn_tensor b_tanh(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_tanh(g, in[0]); }
+static nn_tensor b_gelu(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_gelu(g, in[0]); }
+static nn_tensor b_silu(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_silu(g, in[0]); }
+#define UNARY_REF(NAME, EXPR)                                                  \
+    static void NAME(const spec *s, double *const *in, double *out) {          \
+        long i, n = numel(s->out);                                             \
+        double p = s->p;                                                       \
+        (void)p;                                                               \
+        for (i = 0; i < n; i++) { double v = in[0][i]; out[i] = (EXPR); }     \
+    }
+UNARY_REF(r_relu, v > 0 ? v : 0)
+UNARY_REF(r_leaky, v > 0 ? v : p * v)
+UNARY_REF(r_sigmoid, 1 / (1 + exp(-v)))
+UNARY_REF(r_tanh, tanh(v))
+UNARY_REF(r_gelu, 0.5 * v * (1 + erf(v / sqrt(2.0))))
+UNARY_REF(r_silu, v / (1 + exp(-v)))
+
+static nn_tensor b_softmax(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_softmax(g, in[0]); }
+static nn_tensor b_log_softmax(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_log_softmax(g, in[0]); }
+static void r_softmax_any(const spec *s, double *const *in, double *out, int log_space) {
+    long C = s->out.dim[s->out.ndim - 1], rows = numel(s->out) / C, r, c;
+    for (r = 0; r < rows; r++) {
+        const double *x = in[0] + r * C;
+        double m = x[0], sum = 0;
+        for (c = 1; c < C; c++) m = x[c] > m ? x[c] : m;
+        for (c = 0; c < C; c++) sum += exp(x[c] - m);
+        for (c = 0; c < C; c++) out[r * C + c] = log_space ? x[c] - m - log(sum) : exp(x[c] - m) / sum;
+    }
+}
+static void r_softmax(const spec *s, double *const *in, double *out) { r_softmax_any(s, in, out, 0); }
+static void r_log_softmax(const spec *s, double *const *in, double *out) { r_softmax_any(s, in, out, 1); }
+
+static nn_tensor b_sum(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_sum(g, in[0]); }
+static nn_tensor b_mean(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_mean(g, in[0]); }
+static void r_sum(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->shape[0]);
+    out[0] = 0;
+    for (i = 0; i < n; i++) out[0] += in[0][i];
+}
+static void r_mean(const spec *s, double *const *in, double *out) {
+    r_sum(s, in, out);
+    out[0] /= (double)numel(s->shape[0]);
+}
+
+static nn_tensor b_xent(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_softmax_cross_entropy(g, in[0], in[1]); }
+static void r_xent(const spec *s, double *const *in, double *out) {
+    long B = s->shape[0].dim[0], C = s->shape[0].dim[1], b, c;
+    double total = 0;
+    for (b = 0; b < B; b++) {
+        const double *x = in[0] + b * C;
+        long t = (long)in[1][b];
+        double m = x[0], sum = 0;
+        if (t < 0 || t >= C) continue; /* ignored label */
+        for (c = 1; c < C; c++) m = x[c] > m ? x[c] : m;
+        for (c = 0; c < C; c++) sum += exp(x[c] - m);
+        total += log(sum) + m - x[t];
+    }
+    out[0] = total / (double)B;
+}
+
+static nn_tensor b_mse(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_mse(g, in[0], in[1]); }
+static void r_mse(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->shape[0]);
+    out[0] = 0;
+    for (i = 0; i < n; i++) out[0] += (in[0][i] - in[1][i]) * (in[0][i] - in[1][i]);
+    out[0] /= (double)n;
+}
+
+static nn_tensor b_bce(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_bce_with_logits(g, in[0], in[1]); }
+static void r_bce(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->shape[0]);
+    out[0] = 0;
+    for (i = 0; i < n; i++) { /* -[t log sigmoid(x) + (1-t) log(1 - sigmoid(x))] */
+        double x = in[0][i], t = in[1][i], sg = 1 / (1 + exp(-x));
+        out[0] += -(t * log(sg) + (1 - t) * log(1 - sg));
+    }
+    out[0] /= (double)n;
+}
+
+static nn_tensor b_gather(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_gather_rows(g, in[0], in[1]); }
+static void r_gather(const spec *s, double *const *in, double *out) {
+    long N = s->shape[0].dim[0], D = numel(s->shape[0]) / N, B = s->shape[1].dim[0], b, j;
+    for (b = 0; b < B; b++) {
+        long r = (long)in[1][b];
+        for (j = 0; j < D; j++) out[b * D + j] = (r >= 0 && r < N) ? in[0][r * D + j] : 0.0;
+    }
+}
+
+static nn_tensor b_dense(nn_graph *g, const nn_tensor *in, const spec *s) {
+    (void)s;
+    return nn_add(g, nn_matmul(g, in[0], in[1], 0, 1), in[2]);
+}
+static void r_dense(const spec *s, double *const *in, double *out) {
+    long B = s->shape[0].dim[0], I = s->shape[0].dim[1], O = s->shape[1].dim[0], b, o, i;
+    for (b = 0; b < B; b++)
+        for (o = 0; o < O; o++) {
+            double acc = in[2][o];
+            for (i = 0; i < I; i++) acc += in[0][b * I + i] * in[1][o * I + i];
+            out[b * O + o] = acc;
+        }
+}
+
+/* An independent Philox4x32-10 for the dropout reference: the mask of element i is keyed
+   by (graph seed, the dropout tensor's id, step). */
+static void philox(unsigned c[4], unsigned k0, unsigned k1) {
+    int r;
+    for (r = 0; r < 10; r++) {
+        unsigned long long p0 = 0xD2511F53ULL * c[0], p1 = 0xCD9E8D57ULL * c[2];
+        unsigned n0 = (unsigned)(p1 >> 32) ^ c[1] ^ k0, n2 = (unsigned)(p0 >> 32) ^ c[3] ^ k1;
+        c[1] = (unsigned)p1;
+        c[3] = (unsigned)p0;
+        c[0] = n0;
+        c[2] = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+}
+static int dropout_id;
+static nn_tensor b_dropout(nn_graph *g, const nn_tensor *in, const spec *s) {
+    nn_tensor t = nn_dropout(g, in[0], s->p);
+    dropout_id = t.id;
+    return t;
+}
+static void r_dropout(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->out);
+    for (i = 0; i < n; i++) {
+        unsigned c[4];
+        double u;
+        c[0] = (unsigned)i;
+        c[1] = (unsigned)dropout_id;
+        c[2] = 1; /* the first step */
+        c[3] = 0;
+        philox(c, 1234u, 0u);
+        u = (double)(c[0] >> 8) / 16777216.0;
+        out[i] = u >= s->p ? in[0][i] / (1.0 - (double)(float)s->p) : 0.0;
+    }
+}
+
+/* ---- the cases ---- */
+
+static spec mk(const char *name, build_fn b, ref_fn r, nn_shape out) {
+    spec s;
+    memset(&s, 0, sizeof s);
+    s.name = name;
+    s.build = b;
+    s.ref = r;
+    s.out = out;
+    s.lo = -2;
+    s.hi = 2;
+    return s;
+}
+static void in_f(spec *s, nn_shape sh) {
+    s->shape[s->n_in] = sh;
+    s->grad[s->n_in] = 1;
+    s->n_in++;
+}
+static void in_i(spec *s, nn_shape sh, int lo, int hi) {
+    s->shape[s->n_in] = sh;
+    s->int_range[s->n_in] = hi;
+    s->lo_int = lo;
+    s->n_in++;
+}
+
+static void matmul_cases(const t_env *e) {
+    static const int shapes[][3] = {{7, 33, 3}, {1, 129, 7}, {33, 1, 129}, {3, 7, 1}, {129, 33, 33}};
+    char name[96];
+    int k, ta, tb;
+    for (k = 0; k < 5; k++)
+        for (ta = 0; ta < 2; ta++)
+            for (tb = 0; tb < 2; tb++) {
+                int M = shapes[k][0], N = shapes[k][1], K = shapes[k][2];
+                spec s;
+                snprintf(name, sizeof name, "matmul%s%s M=%d N=%d K=%d", ta ? " A^T" : "", tb ? " B^T" : "", M, N, K);
+                s = mk(name, b_matmul, r_matmul, nn_shape2(M, N));
+                s.ta = ta;
+                s.tb = tb;
+                in_f(&s, ta ? nn_shape2(K, M) : nn_shape2(M, K));
+                in_f(&s, tb ? nn_shape2(N, K) : nn_shape2(K, N));
+                check_case(e, &s);
+            }
+}
+
+void suite_ops(const t_env *e) {
+    static const struct { const char *name; build_fn b; ref_fn r; float p; double lo, hi; } unary[] = {
+        {"relu", b_relu, r_relu, 0, -2, 2},       {"leaky_relu", b_leaky, r_leaky, 0.1f, -2, 2},
+        {"sigmoid", b_sigmoid, r_sigmoid, 0, -6, 6}, {"tanh", b_tanh, r_tanh, 0, -3, 3},
+        {"gelu", b_gelu, r_gelu, 0, -4, 4},       {"silu", b_silu, r_silu, 0, -6, 6},
+        {"scale", b_scale, r_scale, -0.37f, -2, 2},
+    };
+    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
+    char name[96];
+    int k, j;
+    spec s;
+    matmul_cases(e);
+    for (k = 0; k < (int)(sizeof unary / sizeof unary[0]); k++)
+        for (j = 0; j < 3; j++) {
+            snprintf(name, sizeof name, "%s [%d, %d]", unary[k].name, odd[j][0], odd[j][1]);
+            s = mk(name, unary[k].b, unary[k].r, nn_shape2(odd[j][0], odd[j][1]));
+            s.p = unary[k].p;
+            s.lo = unary[k].lo;
+            s.hi = unary[k].hi;
+            in_f(&s, s.out);
+            check_case(e, &s);
+        }
+    for (j = 0; j < 3; j++) {
+        static const char *nm[3] = {"add", "sub", "mul"};
+        static const build_fn bb[3] = {b_add, b_sub, b_mul};
+        static const ref_fn rr[3] = {r_add, r_sub, r_mul};
+        int v;
+        for (v = 0; v < 3; v++) { /* same shape, a bias [33], a scalar [1] */
+            nn_shape bs = v == 0 ? nn_shape3(3, 7, 33) : v == 1 ? nn_shape1(33) : nn_shape1(1);
+            snprintf(name, sizeof name, "%s [3, 7, 33] with %s", nm[j], v == 0 ? "[3, 7, 33]" : v == 1 ? "[33]" : "[1]");
+            s = mk(name, bb[j], rr[j], nn_shape3(3, 7, 33));
+            in_f(&s, nn_shape3(3, 7, 33));
+            in_f(&s, bs);
+            check_case(e, &s);
+        }
+    }
+    for (j = 0; j < 3; j++) {
+        nn_shape sh = nn_shape2(odd[j][0], odd[j][1]);
+        snprintf(name, sizeof name, "softmax [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_softmax, r_softmax, sh);
+        in_f(&s, sh);
+        check_case(e, &s);
+        snprintf(name, sizeof name, "log_softmax [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_log_softmax, r_log_softmax, sh);
+        in_f(&s, sh);
+        check_case(e, &s);
+        snprintf(name, sizeof name, "sum [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_sum, r_sum, nn_shape1(1));
+        in_f(&s, sh);
+        check_case(e, &s);
+        snprintf(name, sizeof name, "mean [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_mean, r_mean, nn_shape1(1));
+        in_f(&s, sh);
+        check_case(e, &s);
+        snprintf(name, sizeof name, "softmax_cross_entropy [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_xent, r_xent, nn_shape1(1));
+        s.lo = -4;
+        s.hi = 4;
+        in_f(&s, sh);
+        in_i(&s, nn_shape1(odd[j][0]), odd[j][0] > 1 ? -1 : 0, odd[j][1]); /* -1: ignored */
+        check_case(e, &s);
+        snprintf(name, sizeof name, "mse [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_mse, r_mse, nn_shape1(1));
+        in_f(&s, sh);
+        in_f(&s, sh);
+        check_case(e, &s);
+        snprintf(name, sizeof name, "bce_with_logits [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_bce, r_bce, nn_shape1(1));
+        s.lo = -5;
+        s.hi = 5;
+        in_f(&s, sh);
+        in_f(&s, sh); /* targets in [0, 1) after the range below */
+        s.lo = -3;
+        s.hi = 3;
+        check_case(e, &s);
+        snprintf(name, sizeof name, "dropout p=0.3 [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_dropout, r_dropout, sh);
+        s.p = 0.3f;
+        in_f(&s, sh);
+        check_case(e, &s);
+    }
+    s = mk("gather_rows [33, 7] by [129]", b_gather, r_gather, nn_shape2(129, 7));
+    in_f(&s, nn_shape2(33, 7));
+    in_i(&s, nn_shape1(129), -2, 35); /* some out of range: zero rows */
+    check_case(e, &s);
+    s = mk("gather_rows [3, 2, 5] by [1]", b_gather, r_gather, nn_shape3(1, 2, 5));
+    in_f(&s, nn_shape3(3, 2, 5));
+    in_i(&s, nn_shape1(1), 0, 3);
+    check_case(e, &s);
+    s = mk("dense [7, 33] -> 129", b_dense, r_dense, nn_shape2(7, 129));
+    in_f(&s, nn_shape2(7, 33));
+    in_f(&s, nn_shape2(129, 33));
+    in_f(&s, nn_shape1(129));
+    check_case(e, &s);
+}
