@@ -306,6 +306,19 @@ NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, siz
 NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes);
 NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value); /* no transfer */
 
+/* ---- files ------------------------------------------------------------------------------- */
+
+/* An IDX file (the MNIST family's format), uncompressed, read whole and converted to
+   float32 or int32 (values as stored, no scaling). Every header field is checked against
+   the file's size; a malformed or unreadable file is NN_ERR_IO with the path and reason. */
+typedef struct nn_array {
+    nn_dtype dtype;
+    nn_shape shape;
+    void *data;          /* float or int32_t, numel elements; free with nn_array_free */
+} nn_array;
+NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
+NN_API void nn_array_free(nn_array *a);
+
 #ifdef __cplusplus
 }
 #endif
@@ -328,6 +341,7 @@ NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value); /* no tr
 #include <stdio.h>
 #include <stdarg.h>
 #include <math.h>
+#include <errno.h>
 
 #if defined(NN_MALLOC) || defined(NN_REALLOC) || defined(NN_FREE)
 #  if !defined(NN_MALLOC) || !defined(NN_REALLOC) || !defined(NN_FREE)
@@ -1098,46 +1112,79 @@ nn__gemm_ukr_avx2(int kc, const float *a, const float *b, float *c, int ldc, flo
 /* ---- AVX-512F kernel (12 x 32) ----------------------------------------- */
 
 /* Per k: 2 aligned loads of B (32 floats), 12 broadcasts of A, 24 FMAs into
-   24 zmm accumulators (27 of 32 registers live). */
+   24 zmm accumulators (27 of 32 registers live).  Written out by hand:
+   compilers do not keep an accumulator array in registers at -O2. */
 __attribute__((target("avx512f"))) static void
 nn__gemm_ukr_avx512(int kc, const float *a, const float *b, float *c, int ldc, float alpha,
                     float beta) {
-    __m512 acc[12][2];
+    __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps();
+    __m512 c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
+    __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps();
+    __m512 c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps();
+    __m512 c40 = _mm512_setzero_ps(), c41 = _mm512_setzero_ps();
+    __m512 c50 = _mm512_setzero_ps(), c51 = _mm512_setzero_ps();
+    __m512 c60 = _mm512_setzero_ps(), c61 = _mm512_setzero_ps();
+    __m512 c70 = _mm512_setzero_ps(), c71 = _mm512_setzero_ps();
+    __m512 c80 = _mm512_setzero_ps(), c81 = _mm512_setzero_ps();
+    __m512 c90 = _mm512_setzero_ps(), c91 = _mm512_setzero_ps();
+    __m512 cA0 = _mm512_setzero_ps(), cA1 = _mm512_setzero_ps();
+    __m512 cB0 = _mm512_setzero_ps(), cB1 = _mm512_setzero_ps();
     __m512 b0, b1, av, va, vb;
-    int i, k;
-    for (i = 0; i < 12; i++) {
-        acc[i][0] = _mm512_setzero_ps();
-        acc[i][1] = _mm512_setzero_ps();
+    int k;
+    for (k = 0; k < 12; k++) {
+        _mm_prefetch((const char *)(c + (size_t)k * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + (size_t)k * ldc + 31), _MM_HINT_T0);
     }
-    for (i = 0; i < 12; i++) {
-        _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + (size_t)i * ldc + 31), _MM_HINT_T0);
-    }
-    /* Fixed trip count 12: compilers fully unroll this and keep acc[][] in
-       registers. */
+#define NN__AVX512_ROW(I, X0, X1)               \
+    av = _mm512_set1_ps(a[I]);                  \
+    X0 = _mm512_fmadd_ps(av, b0, X0);           \
+    X1 = _mm512_fmadd_ps(av, b1, X1);
     for (k = 0; k < kc; k++) {
         b0 = _mm512_load_ps(b);
         b1 = _mm512_load_ps(b + 16);
-        for (i = 0; i < 12; i++) {
-            av = _mm512_set1_ps(a[i]);
-            acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
-        }
+        NN__AVX512_ROW(0, c00, c01)
+        NN__AVX512_ROW(1, c10, c11)
+        NN__AVX512_ROW(2, c20, c21)
+        NN__AVX512_ROW(3, c30, c31)
+        NN__AVX512_ROW(4, c40, c41)
+        NN__AVX512_ROW(5, c50, c51)
+        NN__AVX512_ROW(6, c60, c61)
+        NN__AVX512_ROW(7, c70, c71)
+        NN__AVX512_ROW(8, c80, c81)
+        NN__AVX512_ROW(9, c90, c91)
+        NN__AVX512_ROW(10, cA0, cA1)
+        NN__AVX512_ROW(11, cB0, cB1)
         a += 12;
         b += 32;
     }
+#undef NN__AVX512_ROW
     va = _mm512_set1_ps(alpha);
     vb = _mm512_set1_ps(beta);
-    for (i = 0; i < 12; i++) {
-        float *cr = c + (size_t)i * ldc;
-        if (beta == 0.0f) {
-            _mm512_storeu_ps(cr, _mm512_mul_ps(va, acc[i][0]));
-            _mm512_storeu_ps(cr + 16, _mm512_mul_ps(va, acc[i][1]));
-        } else {
-            _mm512_storeu_ps(cr, _mm512_fmadd_ps(va, acc[i][0], _mm512_mul_ps(vb, _mm512_loadu_ps(cr))));
-            _mm512_storeu_ps(cr + 16, _mm512_fmadd_ps(va, acc[i][1], _mm512_mul_ps(vb, _mm512_loadu_ps(cr + 16))));
-        }
+#define NN__AVX512_STORE(R, X0, X1)                                                                  \
+    {                                                                                                \
+        float *cr = c + (size_t)(R) * ldc;                                                           \
+        if (beta == 0.0f) {                                                                          \
+            _mm512_storeu_ps(cr, _mm512_mul_ps(va, X0));                                             \
+            _mm512_storeu_ps(cr + 16, _mm512_mul_ps(va, X1));                                        \
+        } else {                                                                                     \
+            _mm512_storeu_ps(cr, _mm512_fmadd_ps(va, X0, _mm512_mul_ps(vb, _mm512_loadu_ps(cr))));   \
+            _mm512_storeu_ps(cr + 16,                                                                \
+                             _mm512_fmadd_ps(va, X1, _mm512_mul_ps(vb, _mm512_loadu_ps(cr + 16)))); \
+        }                                                                                            \
     }
+    NN__AVX512_STORE(0, c00, c01)
+    NN__AVX512_STORE(1, c10, c11)
+    NN__AVX512_STORE(2, c20, c21)
+    NN__AVX512_STORE(3, c30, c31)
+    NN__AVX512_STORE(4, c40, c41)
+    NN__AVX512_STORE(5, c50, c51)
+    NN__AVX512_STORE(6, c60, c61)
+    NN__AVX512_STORE(7, c70, c71)
+    NN__AVX512_STORE(8, c80, c81)
+    NN__AVX512_STORE(9, c90, c91)
+    NN__AVX512_STORE(10, cA0, cA1)
+    NN__AVX512_STORE(11, cB0, cB1)
+#undef NN__AVX512_STORE
 }
 #endif /* NN__GEMM_X86 */
 
@@ -1689,7 +1736,9 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
         nn__gemm_nopack(transA, transB, J.ct ? N : M, J.ct ? M : N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    J.buf = (float *)(void *)(((uintptr_t)raw + NN__GEMM_ALIGN - 1) & ~(uintptr_t)(NN__GEMM_ALIGN - 1));
+    /* Round up to the alignment by pointer arithmetic (no int->pointer cast). */
+    J.buf = (float *)(void *)((unsigned char *)raw +
+                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
 
     if (n_tasks > 1)
         nn__pool_run(pool, nn__gemm_task, &J, n_tasks);
@@ -2240,7 +2289,7 @@ static const char *const nn__cl_src_gemm[] = {
 "                const floatv av = (floatv)(a[(size_t)r * a_r]);\n",
 "#pragma unroll\n",
 "                for (c = 0; c < NCH; c++)\n",
-"                    acc[r][c] = mad(av, bv[c], acc[r][c]);\n",
+"                    acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */\n",
 "            }\n",
 "            a += a_k;\n",
 "            b += b_k;\n",
@@ -2269,7 +2318,7 @@ static const char *const nn__cl_src_gemm[] = {
 "                                              : A[(size_t)ii[r] * lda + k]);\n",
 "#pragma unroll\n",
 "                for (c = 0; c < NCH; c++)\n",
-"                    acc[r][c] = mad(av, bv[c], acc[r][c]);\n",
+"                    acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */\n",
 "            }\n",
 "        }\n",
 "    }\n",
@@ -2384,7 +2433,7 @@ static const char *const nn__cl_src_gemm[] = {
 "                        const floatv av = (floatv)(a[r]);\n",
 "#pragma unroll\n",
 "                        for (c = 0; c < NCH; c++)\n",
-"                            acc[r][c] = mad(av, bv[c], acc[r][c]);\n",
+"                            acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */\n",
 "                    }\n",
 "                    a += WPT_M;\n",
 "                    b += WPT_N;\n",
@@ -2487,7 +2536,7 @@ static const char *const nn__cl_src_gemm[] = {
 "                const floatv av = (floatv)(As[kk * LDA_S + ROW(ly, r)]);\n",
 "#pragma unroll\n",
 "                for (c = 0; c < NCH; c++)\n",
-"                    acc[r][c] = mad(av, bv[c], acc[r][c]);\n",
+"                    acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */\n",
 "            }\n",
 "        }\n",
 "        barrier(CLK_LOCAL_MEM_FENCE);\n",
@@ -2812,7 +2861,7 @@ static void nn__cl_gemm_cfg_options(const nn__cl_gemm_cfg *c, char *buf, size_t 
 {
     char tmp[256];
     size_t n;
-    sprintf(tmp, "-cl-mad-enable -DWPT_M=%d -DWPT_N=%d -DVW=%d -DWG_M=%d -DWG_N=%d "
+    sprintf(tmp, "-DWPT_M=%d -DWPT_N=%d -DVW=%d -DWG_M=%d -DWG_N=%d "
             "-DUSE_LOCAL=%d -DTS_K=%d -DSTRIDED=%d -DPAD_A=%d -DPAD_B=%d",
             c->wpt_m, c->wpt_n, c->vw, c->wg_m, c->wg_n,
             c->use_local, c->ts_k, c->strided, c->pad_a, c->pad_b);
@@ -2870,7 +2919,7 @@ static void nn__cl_gemm_plan_make(int is_cpu_device, size_t max_wg_size, cl_ulon
 /* The OpenCL backend: device discovery, program building with an on-disk cache, buffers,
    kernel arguments. Ops use it through nn__cl_kernel(), nn__cl_args() and nn__cl_add(). */
 #include <sys/stat.h>
-#include <errno.h>
+
 #if defined(_WIN32)
 #  include <direct.h>
 #  include <process.h>
@@ -4917,5 +4966,130 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
 #undef NN__M
 
 #endif /* NN_NO_OPENCL */
+
+/* ======================================================================
+   src/nn_io.c
+   ====================================================================== */
+/* File formats. Every reader treats its input as untrusted: sizes are checked before they
+   are used, and any failure returns NN_ERR_IO naming the file, with nothing allocated. */
+
+static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char **data, size_t *len) {
+    FILE *f;
+    long n = -1;
+    *data = NULL;
+    *len = 0;
+    if (!path) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "no path given");
+    f = fopen(path, "rb");
+    if (!f) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return nn__fail(ctx, NN_ERR_IO, "%s: cannot determine its size", path);
+    }
+    *data = (unsigned char *)NN_MALLOC((size_t)n + 1);
+    if (!*data) {
+        fclose(f);
+        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %ld bytes", path, n);
+    }
+    if (fread(*data, 1, (size_t)n, f) != (size_t)n) {
+        NN_FREE(*data);
+        *data = NULL;
+        fclose(f);
+        return nn__fail(ctx, NN_ERR_IO, "%s: read error", path);
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return NN_OK;
+}
+
+static uint32_t nn__be32(const unsigned char *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+NN_API void nn_array_free(nn_array *a) {
+    if (!a) return;
+    NN_FREE(a->data);
+    memset(a, 0, sizeof *a);
+}
+
+/* IDX: 0x00 0x00 TYPE NDIM, NDIM big-endian uint32 dims, then big-endian values. */
+NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out) {
+    unsigned char *buf;
+    size_t len, esize, off, i;
+    uint64_t numel = 1;
+    int ndim, type, k;
+    nn_result r;
+    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_idx: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (as != NN_F32 && as != NN_I32) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_idx: unknown dtype");
+    r = nn__read_file(ctx, path, &buf, &len);
+    if (r != NN_OK) return r;
+    if (len < 4 || buf[0] != 0 || buf[1] != 0) {
+        int gzip = len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b;
+        NN_FREE(buf);
+        return nn__fail(ctx, NN_ERR_IO, "%s: not an IDX file (bad magic)%s", path,
+                        gzip ? "; it is gzip-compressed: gunzip it first" : "");
+    }
+    type = buf[2];
+    ndim = buf[3];
+    switch (type) {
+    case 0x08: case 0x09: esize = 1; break;
+    case 0x0B: esize = 2; break;
+    case 0x0C: case 0x0D: esize = 4; break;
+    case 0x0E: esize = 8; break;
+    default:
+        NN_FREE(buf);
+        return nn__fail(ctx, NN_ERR_IO, "%s: unknown IDX element type 0x%02x", path, type);
+    }
+    if (ndim < 1 || ndim > NN_MAX_DIMS || len < 4 + 4 * (size_t)ndim) {
+        NN_FREE(buf);
+        return nn__fail(ctx, NN_ERR_IO, "%s: %d dims (1 to %d supported) or a truncated header", path, ndim, NN_MAX_DIMS);
+    }
+    out->shape.ndim = ndim;
+    for (k = 0; k < ndim; k++) {
+        uint32_t d = nn__be32(buf + 4 + 4 * k);
+        if (d == 0 || numel > ((uint64_t)1 << 40) / d) {
+            NN_FREE(buf);
+            memset(out, 0, sizeof *out);
+            return nn__fail(ctx, NN_ERR_IO, "%s: dim %d is %u: empty or too large", path, k, d);
+        }
+        out->shape.dim[k] = d;
+        numel *= d;
+    }
+    off = 4 + 4 * (size_t)ndim;
+    if ((len - off) / esize < numel) {
+        NN_FREE(buf);
+        memset(out, 0, sizeof *out);
+        return nn__fail(ctx, NN_ERR_IO, "%s: truncated: %llu values declared, %llu bytes of data", path,
+                        (unsigned long long)numel, (unsigned long long)(len - off));
+    }
+    out->data = NN_MALLOC((size_t)numel * 4);
+    if (!out->data) {
+        NN_FREE(buf);
+        memset(out, 0, sizeof *out);
+        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu values", path, (unsigned long long)numel);
+    }
+    out->dtype = as;
+    for (i = 0; i < numel; i++) {
+        const unsigned char *p = buf + off + i * esize;
+        double v;
+        switch (type) {
+        case 0x08: v = p[0]; break;
+        case 0x09: v = (signed char)p[0]; break;
+        case 0x0B: v = (int16_t)(((unsigned)p[0] << 8) | p[1]); break;
+        case 0x0C: v = (int32_t)nn__be32(p); break;
+        case 0x0D: { uint32_t u = nn__be32(p); float f; memcpy(&f, &u, 4); v = f; break; }
+        default: {
+            uint64_t u = ((uint64_t)nn__be32(p) << 32) | nn__be32(p + 4);
+            memcpy(&v, &u, 8);
+            break;
+        }
+        }
+        if (as == NN_F32) ((float *)out->data)[i] = (float)v;
+        else ((int32_t *)out->data)[i] = v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : v == v ? (int32_t)v : 0;
+    }
+    NN_FREE(buf);
+    return NN_OK;
+}
 #endif
 #endif

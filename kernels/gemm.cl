@@ -156,7 +156,7 @@ inline void gemm_direct(const int M, const int N, const int K,
                 const floatv av = (floatv)(a[(size_t)r * a_r]);
 #pragma unroll
                 for (c = 0; c < NCH; c++)
-                    acc[r][c] = mad(av, bv[c], acc[r][c]);
+                    acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */
             }
             a += a_k;
             b += b_k;
@@ -185,7 +185,7 @@ inline void gemm_direct(const int M, const int N, const int K,
                                               : A[(size_t)ii[r] * lda + k]);
 #pragma unroll
                 for (c = 0; c < NCH; c++)
-                    acc[r][c] = mad(av, bv[c], acc[r][c]);
+                    acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */
             }
         }
     }
@@ -300,7 +300,7 @@ inline void gemm_packed(const int M, const int N, const int K,
                         const floatv av = (floatv)(a[r]);
 #pragma unroll
                         for (c = 0; c < NCH; c++)
-                            acc[r][c] = mad(av, bv[c], acc[r][c]);
+                            acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */
                     }
                     a += WPT_M;
                     b += WPT_N;
@@ -403,7 +403,7 @@ inline void gemm_tiled(const int M, const int N, const int K,
                 const floatv av = (floatv)(As[kk * LDA_S + ROW(ly, r)]);
 #pragma unroll
                 for (c = 0; c < NCH; c++)
-                    acc[r][c] = mad(av, bv[c], acc[r][c]);
+                    acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);

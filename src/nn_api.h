@@ -221,6 +221,19 @@ NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, siz
 NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes);
 NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value); /* no transfer */
 
+/* ---- files ------------------------------------------------------------------------------- */
+
+/* An IDX file (the MNIST family's format), uncompressed, read whole and converted to
+   float32 or int32 (values as stored, no scaling). Every header field is checked against
+   the file's size; a malformed or unreadable file is NN_ERR_IO with the path and reason. */
+typedef struct nn_array {
+    nn_dtype dtype;
+    nn_shape shape;
+    void *data;          /* float or int32_t, numel elements; free with nn_array_free */
+} nn_array;
+NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
+NN_API void nn_array_free(nn_array *a);
+
 #ifdef __cplusplus
 }
 #endif

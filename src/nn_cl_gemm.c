@@ -60,7 +60,7 @@ static void nn__cl_gemm_cfg_options(const nn__cl_gemm_cfg *c, char *buf, size_t 
 {
     char tmp[256];
     size_t n;
-    sprintf(tmp, "-cl-mad-enable -DWPT_M=%d -DWPT_N=%d -DVW=%d -DWG_M=%d -DWG_N=%d "
+    sprintf(tmp, "-DWPT_M=%d -DWPT_N=%d -DVW=%d -DWG_M=%d -DWG_N=%d "
             "-DUSE_LOCAL=%d -DTS_K=%d -DSTRIDED=%d -DPAD_A=%d -DPAD_B=%d",
             c->wpt_m, c->wpt_n, c->vw, c->wg_m, c->wg_n,
             c->use_local, c->ts_k, c->strided, c->pad_a, c->pad_b);

@@ -182,46 +182,79 @@ nn__gemm_ukr_avx2(int kc, const float *a, const float *b, float *c, int ldc, flo
 /* ---- AVX-512F kernel (12 x 32) ----------------------------------------- */
 
 /* Per k: 2 aligned loads of B (32 floats), 12 broadcasts of A, 24 FMAs into
-   24 zmm accumulators (27 of 32 registers live). */
+   24 zmm accumulators (27 of 32 registers live).  Written out by hand:
+   compilers do not keep an accumulator array in registers at -O2. */
 __attribute__((target("avx512f"))) static void
 nn__gemm_ukr_avx512(int kc, const float *a, const float *b, float *c, int ldc, float alpha,
                     float beta) {
-    __m512 acc[12][2];
+    __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps();
+    __m512 c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
+    __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps();
+    __m512 c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps();
+    __m512 c40 = _mm512_setzero_ps(), c41 = _mm512_setzero_ps();
+    __m512 c50 = _mm512_setzero_ps(), c51 = _mm512_setzero_ps();
+    __m512 c60 = _mm512_setzero_ps(), c61 = _mm512_setzero_ps();
+    __m512 c70 = _mm512_setzero_ps(), c71 = _mm512_setzero_ps();
+    __m512 c80 = _mm512_setzero_ps(), c81 = _mm512_setzero_ps();
+    __m512 c90 = _mm512_setzero_ps(), c91 = _mm512_setzero_ps();
+    __m512 cA0 = _mm512_setzero_ps(), cA1 = _mm512_setzero_ps();
+    __m512 cB0 = _mm512_setzero_ps(), cB1 = _mm512_setzero_ps();
     __m512 b0, b1, av, va, vb;
-    int i, k;
-    for (i = 0; i < 12; i++) {
-        acc[i][0] = _mm512_setzero_ps();
-        acc[i][1] = _mm512_setzero_ps();
+    int k;
+    for (k = 0; k < 12; k++) {
+        _mm_prefetch((const char *)(c + (size_t)k * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + (size_t)k * ldc + 31), _MM_HINT_T0);
     }
-    for (i = 0; i < 12; i++) {
-        _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + (size_t)i * ldc + 31), _MM_HINT_T0);
-    }
-    /* Fixed trip count 12: compilers fully unroll this and keep acc[][] in
-       registers. */
+#define NN__AVX512_ROW(I, X0, X1)               \
+    av = _mm512_set1_ps(a[I]);                  \
+    X0 = _mm512_fmadd_ps(av, b0, X0);           \
+    X1 = _mm512_fmadd_ps(av, b1, X1);
     for (k = 0; k < kc; k++) {
         b0 = _mm512_load_ps(b);
         b1 = _mm512_load_ps(b + 16);
-        for (i = 0; i < 12; i++) {
-            av = _mm512_set1_ps(a[i]);
-            acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
-        }
+        NN__AVX512_ROW(0, c00, c01)
+        NN__AVX512_ROW(1, c10, c11)
+        NN__AVX512_ROW(2, c20, c21)
+        NN__AVX512_ROW(3, c30, c31)
+        NN__AVX512_ROW(4, c40, c41)
+        NN__AVX512_ROW(5, c50, c51)
+        NN__AVX512_ROW(6, c60, c61)
+        NN__AVX512_ROW(7, c70, c71)
+        NN__AVX512_ROW(8, c80, c81)
+        NN__AVX512_ROW(9, c90, c91)
+        NN__AVX512_ROW(10, cA0, cA1)
+        NN__AVX512_ROW(11, cB0, cB1)
         a += 12;
         b += 32;
     }
+#undef NN__AVX512_ROW
     va = _mm512_set1_ps(alpha);
     vb = _mm512_set1_ps(beta);
-    for (i = 0; i < 12; i++) {
-        float *cr = c + (size_t)i * ldc;
-        if (beta == 0.0f) {
-            _mm512_storeu_ps(cr, _mm512_mul_ps(va, acc[i][0]));
-            _mm512_storeu_ps(cr + 16, _mm512_mul_ps(va, acc[i][1]));
-        } else {
-            _mm512_storeu_ps(cr, _mm512_fmadd_ps(va, acc[i][0], _mm512_mul_ps(vb, _mm512_loadu_ps(cr))));
-            _mm512_storeu_ps(cr + 16, _mm512_fmadd_ps(va, acc[i][1], _mm512_mul_ps(vb, _mm512_loadu_ps(cr + 16))));
-        }
+#define NN__AVX512_STORE(R, X0, X1)                                                                  \
+    {                                                                                                \
+        float *cr = c + (size_t)(R) * ldc;                                                           \
+        if (beta == 0.0f) {                                                                          \
+            _mm512_storeu_ps(cr, _mm512_mul_ps(va, X0));                                             \
+            _mm512_storeu_ps(cr + 16, _mm512_mul_ps(va, X1));                                        \
+        } else {                                                                                     \
+            _mm512_storeu_ps(cr, _mm512_fmadd_ps(va, X0, _mm512_mul_ps(vb, _mm512_loadu_ps(cr))));   \
+            _mm512_storeu_ps(cr + 16,                                                                \
+                             _mm512_fmadd_ps(va, X1, _mm512_mul_ps(vb, _mm512_loadu_ps(cr + 16)))); \
+        }                                                                                            \
     }
+    NN__AVX512_STORE(0, c00, c01)
+    NN__AVX512_STORE(1, c10, c11)
+    NN__AVX512_STORE(2, c20, c21)
+    NN__AVX512_STORE(3, c30, c31)
+    NN__AVX512_STORE(4, c40, c41)
+    NN__AVX512_STORE(5, c50, c51)
+    NN__AVX512_STORE(6, c60, c61)
+    NN__AVX512_STORE(7, c70, c71)
+    NN__AVX512_STORE(8, c80, c81)
+    NN__AVX512_STORE(9, c90, c91)
+    NN__AVX512_STORE(10, cA0, cA1)
+    NN__AVX512_STORE(11, cB0, cB1)
+#undef NN__AVX512_STORE
 }
 #endif /* NN__GEMM_X86 */
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdarg.h>
 #include <math.h>
+#include <errno.h>
 
 #if defined(NN_MALLOC) || defined(NN_REALLOC) || defined(NN_FREE)
 #  if !defined(NN_MALLOC) || !defined(NN_REALLOC) || !defined(NN_FREE)

@@ -1,7 +1,7 @@
 /* The OpenCL backend: device discovery, program building with an on-disk cache, buffers,
    kernel arguments. Ops use it through nn__cl_kernel(), nn__cl_args() and nn__cl_add(). */
 #include <sys/stat.h>
-#include <errno.h>
+
 #if defined(_WIN32)
 #  include <direct.h>
 #  include <process.h>

@@ -74,6 +74,7 @@ static void run_suites(const t_env *e) {
     suite_optim(e);
     suite_graph(e);
     suite_errors(e);
+    suite_io(e);
 }
 
 int main(void) {

@@ -32,4 +32,5 @@ void suite_ops(const t_env *e);
 void suite_optim(const t_env *e);
 void suite_graph(const t_env *e);
 void suite_errors(const t_env *e);
+void suite_io(const t_env *e);
 #endif
