@@ -30,5 +30,5 @@ __kernel void adam(__global float *p, __global const float *grad, __global float
     float vi = b2 * v[i] + (1.0f - b2) * g * g;
     m[i] = mi;
     v[i] = vi;
-    p[i] = w - (lr / bc1) * mi / (sqrt(vi) / sqrt(bc2) + eps);
+    p[i] = w - (lr / bc1) * mi / (sqrt(vi) * rsqrt(bc2) + eps);
 }

@@ -112,7 +112,7 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         nn__node *p = &g->nodes[in[0]];
         float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f, bc1, bc2;
         nn__adam_bc(g, &bc1, &bc2);
-        nn__adam_update(p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel, g->lr, g->opt.beta1,
+        nn__adam_update(g->ctx->pool, p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel, g->lr, g->opt.beta1,
                         g->opt.beta2, g->opt.eps, g->opt.weight_decay, g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip);
         break;
     }
