@@ -3549,16 +3549,18 @@ static void nn__buf_free(nn_context *ctx, nn__buf *b) {
     memset(b, 0, sizeof *b);
 }
 
-/* A zero-filled buffer of its own. */
-static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, const char *what) {
+/* A buffer of its own, zero-filled when `zero` (the arena and parameters are written
+   before they are read, and filling a large buffer costs start-up time). */
+static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
     memset(b, 0, sizeof *b);
 #if !defined(NN_NO_OPENCL)
     if (ctx->opencl) {
         nn_result r = nn__cl_alloc(ctx, b, bytes, what);
-        if (r != NN_OK) return r;
+        if (r != NN_OK || !zero) return r;
         return nn__cl_fill(ctx, b->mem, 0.0f, bytes ? bytes : 4);
     }
 #endif
+    (void)zero;
     b->bytes = bytes;
     b->host = (float *)nn__calloc(1, bytes ? bytes : 4);
     if (!b->host)
@@ -4372,7 +4374,7 @@ static nn_result nn__allocate(nn_graph *g) {
     int i, k;
     char what[300];
     if (g->arena_bytes) {
-        r = nn__buf_alloc(ctx, &g->arena, g->arena_bytes, "the activation arena");
+        r = nn__buf_alloc(ctx, &g->arena, g->arena_bytes, 0, "the activation arena");
         if (r != NN_OK) return r;
     }
     for (i = 0; i < g->n_nodes && r == NN_OK; i++) {
@@ -4382,7 +4384,7 @@ static nn_result nn__allocate(nn_graph *g) {
         if (n->storage == NN__ST_PARAM) {
             nn__param *p = &g->params->p[n->param];
             if (!p->allocated) {
-                r = nn__buf_alloc(ctx, &p->buf, (size_t)p->numel * 4, what);
+                r = nn__buf_alloc(ctx, &p->buf, (size_t)p->numel * 4, 0, what);
                 if (r == NN_OK) r = nn__buf_write(ctx, &p->buf, p->init, (size_t)p->numel * 4);
                 if (r != NN_OK) break;
                 p->allocated = 1;
@@ -4395,7 +4397,7 @@ static nn_result nn__allocate(nn_graph *g) {
             }
             n->buf = p->buf;
         } else if (n->storage == NN__ST_OWN) {
-            r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, what);
+            r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, 1, what);
         } else if (n->numel > 0) {
             n->buf.bytes = (size_t)n->numel * 4;
 #if !defined(NN_NO_OPENCL)
@@ -4410,7 +4412,7 @@ static nn_result nn__allocate(nn_graph *g) {
 #endif
                 n->buf.host = (float *)((char *)g->arena.host + n->offset);
         }
-        for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], (size_t)g->nodes[n->in[0]].numel * 4, what);
+        for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], (size_t)g->nodes[n->in[0]].numel * 4, 1, what);
     }
     return r;
 }
