@@ -73,8 +73,12 @@ demo: examples/fashion_mnist_mlp
 bench/nn_bench: bench/nn_bench.c nn.h
 	$(CC) $(CFLAGS) $(CL_FLAGS) -I. -o $@ $< -lz $(LIBS)
 
+# Optional: CLBlast's SGEMM on the same OpenCL devices, for comparison (libclblast-dev).
+bench/sgemm_clblast: bench/sgemm_clblast.c
+	$(CC) $(CFLAGS) -o $@ $< -lclblast -lOpenCL
+
 bench: bench/nn_bench
 	./bench/run.sh
 
 clean:
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan $(EXAMPLES) bench/nn_bench
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan $(EXAMPLES) bench/nn_bench bench/sgemm_clblast

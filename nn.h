@@ -49,6 +49,7 @@ ENVIRONMENT
                     "off" disables). Keyed by source, options, device and driver.
     NN_KERNEL_DIR   load kernels/NAME.cl from this directory instead of the copies
                     embedded here (for kernel development)
+    NN_LOG          error | warn | info (default: one line naming the backend) | debug
 
 CONFIGURATION (define before including)
     NN_STATIC                      make every function static
@@ -149,9 +150,10 @@ typedef struct nn_context_desc {
                                $XDG_CACHE_HOME/nn or ~/.cache/nn; "off" disables it */
     const char *kernel_dir; /* load kernels/NAME.cl from here; NULL: $NN_KERNEL_DIR, else
                                the sources embedded in nn.h */
-    nn_log_fn log;          /* NULL: messages at or above log_level go to stderr */
+    nn_log_fn log;          /* NULL: messages at or below log_level go to stderr */
     void *log_user;
-    int log_level;          /* 0: NN_LOG_WARN, else the nn_log_level plus one */
+    int log_level;          /* 0: $NN_LOG (error|warn|info|debug), else NN_LOG_INFO (one line:
+                               the backend chosen); else the nn_log_level plus one */
 } nn_context_desc;
 
 /* Creates a context on the chosen backend. On failure *out is NULL and the reason has
@@ -248,8 +250,8 @@ NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor tar
    backend draws the same mask. */
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
 
-/* out[i, ...] = data[idx[i], ...]: batches from a dataset that lives on the device. An
-   index out of range gives a row of zeros. */
+/* out[i, ...] = data[idx[i], ...]: batches from a dataset that lives on the device (data
+   of either dtype: images and their labels). An index out of range gives a row of zeros. */
 NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx);
 NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x); /* [B, C] -> int32 [B] */
 /* Fraction of rows whose argmax equals the label (a scalar; no gradient). */
@@ -945,7 +947,9 @@ static NN__MAYBE_UNUSED void nn__pool_run(nn__pool *p, nn__task_fn fn, void *arg
  *
  * Packing absorbs the transposes (the microkernel only ever sees one layout)
  * and zero-pads the edges, so kernels only handle full MR x NR tiles; partial
- * tiles go through a small stack buffer.
+ * tiles go through a small stack buffer.  When C is narrow (N < NR, e.g. the
+ * 10 logits of a classifier) we compute C^T = op(B)^T op(A)^T instead, which
+ * puts the small dimension on the MR side and wastes far less of each tile.
  *
  * Threads: C is cut into a tm x tn grid of blocks (multiples of MR / NR),
  * one task per block, each running the loop nest above on its own packing
@@ -958,8 +962,16 @@ static NN__MAYBE_UNUSED void nn__pool_run(nn__pool *p, nn__task_fn fn, void *arg
  *   AVX2+FMA   6 x 16  (12 ymm accumulators)
  *   NEON       8 x 8   (aarch64 only, 16 q-register accumulators)
  *   generic    4 x 8   (plain C, any compiler)
- * The x86 kernels are compiled with __attribute__((target)) so a plain
+ * The x86 kernels (and the AVX2 packing routines, which transpose in 8x8
+ * register blocks) are compiled with __attribute__((target)) so a plain
  * "cc -O2" build still gets them; MSVC and others get the generic kernel.
+ * The AVX-512 and NEON kernels could not be run on the development machine
+ * (Zen3): AVX-512 was verified with an emulated-intrinsics build of the same
+ * code, NEON only compiled for aarch64.
+ *
+ * Memory: one NN_MALLOC per call (packing buffers for all tasks, 64-byte
+ * aligned, at most ~4.3 MB per thread); if it fails we fall back to a slow
+ * unpacked loop instead of failing.
  * ------------------------------------------------------------------------- */
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
@@ -1440,10 +1452,18 @@ nn__gemm_pack_b_avx2(int transB, const float *B, int ldb, int p0, int kc, int j0
 
 /* ---- kernel selection -------------------------------------------------- */
 
-/* Which kernel to use; 0 = not chosen yet.  Tests may force one with
-   nn__sgemm_force_kernel().  A benign race: every thread computes the same
-   answer, and the pointer-sized store is idempotent. */
+/* Which kernel to use; NULL = not chosen yet.  Tests may force one with
+   nn__sgemm_force_kernel().  Concurrent first calls race benignly (all pick
+   the same kernel); the accesses are atomic where the compiler allows so
+   that this is not a data race in the C11 sense (TSan-clean). */
 static const nn__gemm_arch *nn__gemm_arch_cur = NULL;
+#if defined(__GNUC__)
+#define NN__GEMM_ARCH_GET() __atomic_load_n(&nn__gemm_arch_cur, __ATOMIC_ACQUIRE)
+#define NN__GEMM_ARCH_SET(x) __atomic_store_n(&nn__gemm_arch_cur, (x), __ATOMIC_RELEASE)
+#else
+#define NN__GEMM_ARCH_GET() nn__gemm_arch_cur
+#define NN__GEMM_ARCH_SET(x) (nn__gemm_arch_cur = (x))
+#endif
 
 static const nn__gemm_arch nn__gemm_arch_generic = {nn__gemm_ukr_generic, nn__gemm_pack_a, nn__gemm_pack_b, 4, 8, 128, 256, 2048, "generic"};
 #if NN__GEMM_X86
@@ -1457,7 +1477,7 @@ static const nn__gemm_arch nn__gemm_arch_neon = {nn__gemm_ukr_neon, nn__gemm_pac
 #endif
 
 static const nn__gemm_arch *nn__gemm_pick_arch(void) {
-    const nn__gemm_arch *arch = nn__gemm_arch_cur;
+    const nn__gemm_arch *arch = NN__GEMM_ARCH_GET();
     if (arch) return arch;
     arch = &nn__gemm_arch_generic;
 #if NN__GEMM_X86
@@ -1470,7 +1490,7 @@ static const nn__gemm_arch *nn__gemm_pick_arch(void) {
 #if NN__GEMM_NEON
     arch = &nn__gemm_arch_neon;
 #endif
-    nn__gemm_arch_cur = arch;
+    NN__GEMM_ARCH_SET(arch);
     return arch;
 }
 
@@ -1479,19 +1499,19 @@ static const nn__gemm_arch *nn__gemm_pick_arch(void) {
    CPU or build does not support is refused and the current one kept). */
 static NN__MAYBE_UNUSED const char *nn__sgemm_force_kernel(const char *name) {
     if (!name) {
-        nn__gemm_arch_cur = NULL;
+        NN__GEMM_ARCH_SET((const nn__gemm_arch *)NULL);
         return nn__gemm_pick_arch()->name;
     }
-    if (!strcmp(name, "generic")) nn__gemm_arch_cur = &nn__gemm_arch_generic;
+    if (!strcmp(name, "generic")) NN__GEMM_ARCH_SET(&nn__gemm_arch_generic);
 #if NN__GEMM_X86
     __builtin_cpu_init();
     if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        nn__gemm_arch_cur = &nn__gemm_arch_avx2;
+        NN__GEMM_ARCH_SET(&nn__gemm_arch_avx2);
     if (!strcmp(name, "avx512f") && __builtin_cpu_supports("avx512f"))
-        nn__gemm_arch_cur = &nn__gemm_arch_avx512;
+        NN__GEMM_ARCH_SET(&nn__gemm_arch_avx512);
 #endif
 #if NN__GEMM_NEON
-    if (!strcmp(name, "neon")) nn__gemm_arch_cur = &nn__gemm_arch_neon;
+    if (!strcmp(name, "neon")) NN__GEMM_ARCH_SET(&nn__gemm_arch_neon);
 #endif
     return nn__gemm_pick_arch()->name;
 }
@@ -2175,13 +2195,14 @@ static const char *const nn__cl_src_gather[] = {
 "#line 1 \"kernels/gather.cl\"\n",
 "/* Row gathers: batches from a dataset that lives on the device. */\n",
 "\n",
-"/* y [B, D] = data[idx[b]] of data [N, D]; an index out of range gives zeros */\n",
-"__kernel void gather_rows(__global const float *data, __global const int *idx, __global float *y,\n",
+"/* y [B, D] = data[idx[b]] of data [N, D]; an index out of range gives zeros. The rows are\n",
+"   copied as bits, so float32 and int32 data share the kernel. */\n",
+"__kernel void gather_rows(__global const uint *data, __global const int *idx, __global uint *y,\n",
 "                          const int B, const int N, const int D) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= B * D) return;\n",
 "    int b = i / D, j = i - b * D, r = idx[b];\n",
-"    y[i] = (r >= 0 && r < N) ? data[(size_t)r * D + j] : 0.0f;\n",
+"    y[i] = (r >= 0 && r < N) ? data[(size_t)r * D + j] : 0u;\n",
 "}\n",
 "\n",
 "/* ddata [N, D]: element (r, j) sums dy[b, j] over every b with idx[b] == r, in order of b\n",
@@ -3462,7 +3483,14 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
     if (!ctx) return NN_ERR_OUT_OF_MEMORY;
     ctx->log = desc.log;
     ctx->log_user = desc.log_user;
-    ctx->log_level = desc.log_level ? desc.log_level - 1 : NN_LOG_WARN;
+    ctx->log_level = NN_LOG_INFO;
+    if (desc.log_level) ctx->log_level = desc.log_level - 1;
+    else if (getenv("NN_LOG")) {
+        static const char *const levels[] = {"error", "warn", "info", "debug"};
+        int k;
+        for (k = 0; k < 4; k++)
+            if (strcmp(getenv("NN_LOG"), levels[k]) == 0) ctx->log_level = k;
+    }
     device = desc.device ? desc.device : getenv("NN_DEVICE");
     if (device && !device[0]) device = NULL;
     cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");
@@ -4115,16 +4143,16 @@ NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
     if (!nn__check(g, "nn_gather_rows", 2, in)) return nn__tensor(-1);
     d = nn__n(g, data);
     ix = nn__n(g, idx);
-    if (d->dtype != NN_F32 || ix->dtype != NN_I32 || ix->shape.ndim != 1) {
+    if (ix->dtype != NN_I32 || ix->shape.ndim != 1) {
         char sa[128], sb[128];
         nn__shape_str(&d->shape, sa, sizeof sa);
         nn__shape_str(&ix->shape, sb, sizeof sb);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gather_rows: needs data [N, ...] float32 and idx [B] int32, got %s %s and %s %s",
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gather_rows: needs data [N, ...] and idx [B] int32, got %s %s and %s %s",
                            sa, nn__dtype_name(d->dtype), sb, nn__dtype_name(ix->dtype));
     }
     s = d->shape;
     s.dim[0] = ix->shape.dim[0];
-    return nn__op2(g, NN__OP_GATHER_ROWS, NN_F32, s, data.id, idx.id);
+    return nn__op2(g, NN__OP_GATHER_ROWS, d->dtype, s, data.id, idx.id);
 }
 
 NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {

@@ -7,7 +7,7 @@
 #     BENCH name=start backend=B cold_ms=X warm_ms=X
 #     BENCH name=ratio what=W value=X
 # Other lines start with '#'. Builds only through make (bench/nn_bench is make's
-# prerequisite; bench/sgemm_clblast comes from make's built-in rule for a .c file).
+# prerequisite; bench/sgemm_clblast has its own rule and is optional).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
@@ -76,7 +76,7 @@ fi
 # ---- CLBlast (optional) ----------------------------------------------------------------------
 if [ -z "$CL_NAME" ]; then
     note "no OpenCL device: skipping CLBlast"
-elif make -s bench/sgemm_clblast LDLIBS="-lclblast -lOpenCL" >/dev/null 2>&1; then
+elif make -s bench/sgemm_clblast >/dev/null 2>&1; then
     ./bench/sgemm_clblast | keep
 else
     note "CLBlast is not installed (libclblast-dev): skipping its figures"

@@ -12,7 +12,8 @@
    What stays on the device: the whole training set ([60000, 784] float32 and [60000] int32
    labels, written once), the test set, the parameters, Adam's state and the running sums of
    loss and accuracy. What a training step moves: the 128 batch indices the host writes
-   (512 bytes). The sums are read once per epoch. The last line is machine-readable:
+   (512 bytes; plus the batch's 128 labels while nn_gather_rows gathers float32 rows only,
+   see can_gather_labels). The sums are read once per epoch. The last line is machine-readable:
        RESULT device=... epochs=... test_accuracy=... samples_per_sec=... ... */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define NN_IMPLEMENTATION

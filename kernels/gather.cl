@@ -1,12 +1,13 @@
 /* Row gathers: batches from a dataset that lives on the device. */
 
-/* y [B, D] = data[idx[b]] of data [N, D]; an index out of range gives zeros */
-__kernel void gather_rows(__global const float *data, __global const int *idx, __global float *y,
+/* y [B, D] = data[idx[b]] of data [N, D]; an index out of range gives zeros. The rows are
+   copied as bits, so float32 and int32 data share the kernel. */
+__kernel void gather_rows(__global const uint *data, __global const int *idx, __global uint *y,
                           const int B, const int N, const int D) {
     int i = get_global_id(0);
     if (i >= B * D) return;
     int b = i / D, j = i - b * D, r = idx[b];
-    y[i] = (r >= 0 && r < N) ? data[(size_t)r * D + j] : 0.0f;
+    y[i] = (r >= 0 && r < N) ? data[(size_t)r * D + j] : 0u;
 }
 
 /* ddata [N, D]: element (r, j) sums dy[b, j] over every b with idx[b] == r, in order of b

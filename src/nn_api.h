@@ -64,9 +64,10 @@ typedef struct nn_context_desc {
                                $XDG_CACHE_HOME/nn or ~/.cache/nn; "off" disables it */
     const char *kernel_dir; /* load kernels/NAME.cl from here; NULL: $NN_KERNEL_DIR, else
                                the sources embedded in nn.h */
-    nn_log_fn log;          /* NULL: messages at or above log_level go to stderr */
+    nn_log_fn log;          /* NULL: messages at or below log_level go to stderr */
     void *log_user;
-    int log_level;          /* 0: NN_LOG_WARN, else the nn_log_level plus one */
+    int log_level;          /* 0: $NN_LOG (error|warn|info|debug), else NN_LOG_INFO (one line:
+                               the backend chosen); else the nn_log_level plus one */
 } nn_context_desc;
 
 /* Creates a context on the chosen backend. On failure *out is NULL and the reason has
@@ -163,8 +164,8 @@ NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor tar
    backend draws the same mask. */
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
 
-/* out[i, ...] = data[idx[i], ...]: batches from a dataset that lives on the device. An
-   index out of range gives a row of zeros. */
+/* out[i, ...] = data[idx[i], ...]: batches from a dataset that lives on the device (data
+   of either dtype: images and their labels). An index out of range gives a row of zeros. */
 NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx);
 NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x); /* [B, C] -> int32 [B] */
 /* Fraction of rows whose argmax equals the label (a scalar; no gradient). */

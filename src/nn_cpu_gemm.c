@@ -15,7 +15,9 @@
  *
  * Packing absorbs the transposes (the microkernel only ever sees one layout)
  * and zero-pads the edges, so kernels only handle full MR x NR tiles; partial
- * tiles go through a small stack buffer.
+ * tiles go through a small stack buffer.  When C is narrow (N < NR, e.g. the
+ * 10 logits of a classifier) we compute C^T = op(B)^T op(A)^T instead, which
+ * puts the small dimension on the MR side and wastes far less of each tile.
  *
  * Threads: C is cut into a tm x tn grid of blocks (multiples of MR / NR),
  * one task per block, each running the loop nest above on its own packing
@@ -28,8 +30,16 @@
  *   AVX2+FMA   6 x 16  (12 ymm accumulators)
  *   NEON       8 x 8   (aarch64 only, 16 q-register accumulators)
  *   generic    4 x 8   (plain C, any compiler)
- * The x86 kernels are compiled with __attribute__((target)) so a plain
+ * The x86 kernels (and the AVX2 packing routines, which transpose in 8x8
+ * register blocks) are compiled with __attribute__((target)) so a plain
  * "cc -O2" build still gets them; MSVC and others get the generic kernel.
+ * The AVX-512 and NEON kernels could not be run on the development machine
+ * (Zen3): AVX-512 was verified with an emulated-intrinsics build of the same
+ * code, NEON only compiled for aarch64.
+ *
+ * Memory: one NN_MALLOC per call (packing buffers for all tasks, 64-byte
+ * aligned, at most ~4.3 MB per thread); if it fails we fall back to a slow
+ * unpacked loop instead of failing.
  * ------------------------------------------------------------------------- */
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
@@ -510,10 +520,18 @@ nn__gemm_pack_b_avx2(int transB, const float *B, int ldb, int p0, int kc, int j0
 
 /* ---- kernel selection -------------------------------------------------- */
 
-/* Which kernel to use; 0 = not chosen yet.  Tests may force one with
-   nn__sgemm_force_kernel().  A benign race: every thread computes the same
-   answer, and the pointer-sized store is idempotent. */
+/* Which kernel to use; NULL = not chosen yet.  Tests may force one with
+   nn__sgemm_force_kernel().  Concurrent first calls race benignly (all pick
+   the same kernel); the accesses are atomic where the compiler allows so
+   that this is not a data race in the C11 sense (TSan-clean). */
 static const nn__gemm_arch *nn__gemm_arch_cur = NULL;
+#if defined(__GNUC__)
+#define NN__GEMM_ARCH_GET() __atomic_load_n(&nn__gemm_arch_cur, __ATOMIC_ACQUIRE)
+#define NN__GEMM_ARCH_SET(x) __atomic_store_n(&nn__gemm_arch_cur, (x), __ATOMIC_RELEASE)
+#else
+#define NN__GEMM_ARCH_GET() nn__gemm_arch_cur
+#define NN__GEMM_ARCH_SET(x) (nn__gemm_arch_cur = (x))
+#endif
 
 static const nn__gemm_arch nn__gemm_arch_generic = {nn__gemm_ukr_generic, nn__gemm_pack_a, nn__gemm_pack_b, 4, 8, 128, 256, 2048, "generic"};
 #if NN__GEMM_X86
@@ -527,7 +545,7 @@ static const nn__gemm_arch nn__gemm_arch_neon = {nn__gemm_ukr_neon, nn__gemm_pac
 #endif
 
 static const nn__gemm_arch *nn__gemm_pick_arch(void) {
-    const nn__gemm_arch *arch = nn__gemm_arch_cur;
+    const nn__gemm_arch *arch = NN__GEMM_ARCH_GET();
     if (arch) return arch;
     arch = &nn__gemm_arch_generic;
 #if NN__GEMM_X86
@@ -540,7 +558,7 @@ static const nn__gemm_arch *nn__gemm_pick_arch(void) {
 #if NN__GEMM_NEON
     arch = &nn__gemm_arch_neon;
 #endif
-    nn__gemm_arch_cur = arch;
+    NN__GEMM_ARCH_SET(arch);
     return arch;
 }
 
@@ -549,19 +567,19 @@ static const nn__gemm_arch *nn__gemm_pick_arch(void) {
    CPU or build does not support is refused and the current one kept). */
 static NN__MAYBE_UNUSED const char *nn__sgemm_force_kernel(const char *name) {
     if (!name) {
-        nn__gemm_arch_cur = NULL;
+        NN__GEMM_ARCH_SET((const nn__gemm_arch *)NULL);
         return nn__gemm_pick_arch()->name;
     }
-    if (!strcmp(name, "generic")) nn__gemm_arch_cur = &nn__gemm_arch_generic;
+    if (!strcmp(name, "generic")) NN__GEMM_ARCH_SET(&nn__gemm_arch_generic);
 #if NN__GEMM_X86
     __builtin_cpu_init();
     if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        nn__gemm_arch_cur = &nn__gemm_arch_avx2;
+        NN__GEMM_ARCH_SET(&nn__gemm_arch_avx2);
     if (!strcmp(name, "avx512f") && __builtin_cpu_supports("avx512f"))
-        nn__gemm_arch_cur = &nn__gemm_arch_avx512;
+        NN__GEMM_ARCH_SET(&nn__gemm_arch_avx512);
 #endif
 #if NN__GEMM_NEON
-    if (!strcmp(name, "neon")) nn__gemm_arch_cur = &nn__gemm_arch_neon;
+    if (!strcmp(name, "neon")) NN__GEMM_ARCH_SET(&nn__gemm_arch_neon);
 #endif
     return nn__gemm_pick_arch()->name;
 }

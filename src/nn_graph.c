@@ -77,7 +77,14 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
     if (!ctx) return NN_ERR_OUT_OF_MEMORY;
     ctx->log = desc.log;
     ctx->log_user = desc.log_user;
-    ctx->log_level = desc.log_level ? desc.log_level - 1 : NN_LOG_WARN;
+    ctx->log_level = NN_LOG_INFO;
+    if (desc.log_level) ctx->log_level = desc.log_level - 1;
+    else if (getenv("NN_LOG")) {
+        static const char *const levels[] = {"error", "warn", "info", "debug"};
+        int k;
+        for (k = 0; k < 4; k++)
+            if (strcmp(getenv("NN_LOG"), levels[k]) == 0) ctx->log_level = k;
+    }
     device = desc.device ? desc.device : getenv("NN_DEVICE");
     if (device && !device[0]) device = NULL;
     cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");
@@ -730,16 +737,16 @@ NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
     if (!nn__check(g, "nn_gather_rows", 2, in)) return nn__tensor(-1);
     d = nn__n(g, data);
     ix = nn__n(g, idx);
-    if (d->dtype != NN_F32 || ix->dtype != NN_I32 || ix->shape.ndim != 1) {
+    if (ix->dtype != NN_I32 || ix->shape.ndim != 1) {
         char sa[128], sb[128];
         nn__shape_str(&d->shape, sa, sizeof sa);
         nn__shape_str(&ix->shape, sb, sizeof sb);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gather_rows: needs data [N, ...] float32 and idx [B] int32, got %s %s and %s %s",
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gather_rows: needs data [N, ...] and idx [B] int32, got %s %s and %s %s",
                            sa, nn__dtype_name(d->dtype), sb, nn__dtype_name(ix->dtype));
     }
     s = d->shape;
     s.dim[0] = ix->shape.dim[0];
-    return nn__op2(g, NN__OP_GATHER_ROWS, NN_F32, s, data.id, idx.id);
+    return nn__op2(g, NN__OP_GATHER_ROWS, d->dtype, s, data.id, idx.id);
 }
 
 NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {

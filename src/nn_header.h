@@ -42,6 +42,7 @@ ENVIRONMENT
                     "off" disables). Keyed by source, options, device and driver.
     NN_KERNEL_DIR   load kernels/NAME.cl from this directory instead of the copies
                     embedded here (for kernel development)
+    NN_LOG          error | warn | info (default: one line naming the backend) | debug
 
 CONFIGURATION (define before including)
     NN_STATIC                      make every function static

@@ -189,7 +189,37 @@ done:
     t_end();
 }
 
+/* Labels live on the device too: gather_rows copies int32 rows exactly. */
+static void test_gather_int(const t_env *e) {
+    enum { N = 33, B = 7 };
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_tensor lab, idx, out;
+    int32_t L[N], I[B] = {0, 32, 5, -1, 33, 5, 16}, got[B];
+    int i;
+    t_begin(e, "gather_rows of int32 data [33] by [7]");
+    for (i = 0; i < N; i++) L[i] = (i * 7919) ^ 0x7f7f7f7f; /* bit patterns that are NaNs as floats */
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    lab = nn_input(g, "labels", NN_I32, nn_shape1(N));
+    idx = nn_input(g, "idx", NN_I32, nn_shape1(B));
+    out = nn_gather_rows(g, lab, idx);
+    nn_output(g, out);
+    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    T_OK(nn_tensor_write(g, lab, L, sizeof L), ctx);
+    T_OK(nn_tensor_write(g, idx, I, sizeof I), ctx);
+    T_OK(nn_graph_forward(g), ctx);
+    if (T_OK(nn_tensor_read(g, out, got, sizeof got), ctx))
+        for (i = 0; i < B; i++) {
+            int32_t want = (I[i] >= 0 && I[i] < N) ? L[I[i]] : 0;
+            T_CHECK(got[i] == want, "row %d (index %d): %d, want %d", i, I[i], got[i], want);
+        }
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
 void suite_graph(const t_env *e) {
+    test_gather_int(e);
     test_xor(e);
     test_resident_training(e);
     test_argmax(e);
