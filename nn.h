@@ -212,7 +212,8 @@ typedef enum nn_init_kind {
 typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 
 /* Leaves. An input keeps its contents across steps until written again, so a whole
-   dataset can live on the device as an input written once. */
+   dataset can live on the device as an input written once. Until its first write an
+   input's contents are unspecified (zeros on the CPU backend). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
 NN_API void nn_requires_grad(nn_graph *g, nn_tensor t); /* ask for d(loss)/d(input) */
@@ -2438,83 +2439,86 @@ static const char *const nn__cl_src_gemm[] = {
 "\n",
 "#elif USE_LOCAL == 2\n",
 "\n",
-"/* Packed path: one work-item per group owns a TS_M x TS_N tile, walked as\n",
-" * WG_M x WG_N micro-tiles of WPT_M x WPT_N.  For each K block of TS_K it\n",
-" * copies its slice of op(A) and op(B) into local memory in micro-panel order\n",
-" * (BLIS-style packing), so the inner loop streams both operands contiguously.\n",
-" * On CPUs this is what keeps the B panel in L1: streaming B straight from a\n",
+"/* Packed path (CPUs): one work-item per group owns a TS_M x TS_N tile, walked\n",
+" * as WG_M x WG_N micro-tiles of WPT_M x WPT_N.  For each K block of TS_K it\n",
+" * copies its TS_K x TS_N slice of op(B) into local memory, micro-panel by\n",
+" * micro-panel (BLIS-style packing), so the inner loop reads B contiguously;\n",
+" * op(A) is read straight from global memory.  Why: streaming B from a\n",
 " * row-major matrix walks one cache line per k at a stride of ldb floats,\n",
-" * which for power-of-two ldb maps every line to the same cache set.\n",
-" * A group of one item needs no barriers, which CPU runtimes handle poorly.\n",
-" * Partial K blocks are simply shorter; rows/columns past M/N are zero-filled\n",
-" * up to the micro-tile edge and never stored. */\n",
+" * which for power-of-two ldb lands every line in the same cache set and\n",
+" * thrashes L1/L2.  The rows of A are few, sequential streams and cache fine.\n",
+" * A group of one item needs no barriers, which CPU runtimes handle poorly,\n",
+" * and the B panel (16 KiB per micro-panel at TS_K=256) stays in L1 while\n",
+" * the item sweeps down the rows of A.\n",
+" * Edges: partial K blocks are just shorter, B columns past N are zero-filled,\n",
+" * A rows past M are clamped to row M-1 (in bounds, results discarded). */\n",
 "inline void gemm_packed(const int M, const int N, const int K,\n",
 "                        __global const float *A, const int lda,\n",
 "                        __global const float *B, const int ldb,\n",
 "                        __global float *C, const int ldc,\n",
 "                        const float alpha, const float beta,\n",
-"                        __local float *Ap, __local float *Bp,\n",
-"                        const int ta, const int tb)\n",
+"                        __local float *Bp, const int ta, const int tb)\n",
 "{\n",
 "    const int m0 = (int)get_global_id(1) * TS_M;\n",
 "    const int n0 = (int)get_global_id(0) * TS_N;\n",
 "    const int mv = min(TS_M, M - m0), nv = min(TS_N, N - n0);\n",
 "    const int mt = (mv + WPT_M - 1) / WPT_M, nt = (nv + WPT_N - 1) / WPT_N;\n",
-"    int k0, mi, ni, r, c, i, kk;\n",
+"    const size_t a_k = ta ? (size_t)lda : 1;   /* step of op(A) along k */\n",
+"    int k0, mi, ni, r, c, kk;\n",
 "\n",
 "    if (mv <= 0 || nv <= 0)\n",
 "        return;\n",
 "\n",
 "    for (k0 = 0; k0 < K; k0 += TS_K) {\n",
 "        const int kv = min(TS_K, K - k0);\n",
-"        /* Ap[(mi*kv + kk)*WPT_M + r] = op(A)[m0 + mi*WPT_M + r][k0 + kk] */\n",
-"        if (!ta) {\n",
-"            for (i = 0; i < mv; i++) {\n",
-"                __global const float *src = A + (size_t)(m0 + i) * lda + k0;\n",
-"                __local float *dst = Ap + (i / WPT_M) * kv * WPT_M + i % WPT_M;\n",
-"                for (kk = 0; kk < kv; kk++)\n",
-"                    dst[kk * WPT_M] = src[kk];\n",
-"            }\n",
-"        } else {\n",
-"            for (kk = 0; kk < kv; kk++) {\n",
-"                __global const float *src = A + (size_t)(k0 + kk) * lda + m0;\n",
-"                for (i = 0; i < mv; i++)\n",
-"                    Ap[((i / WPT_M) * kv + kk) * WPT_M + i % WPT_M] = src[i];\n",
-"            }\n",
-"        }\n",
-"        for (i = mv; i < mt * WPT_M; i++)\n",
-"            for (kk = 0; kk < kv; kk++)\n",
-"                Ap[((i / WPT_M) * kv + kk) * WPT_M + i % WPT_M] = 0.0f;\n",
+"\n",
 "        /* Bp[(ni*kv + kk)*WPT_N + c] = op(B)[k0 + kk][n0 + ni*WPT_N + c] */\n",
-"        if (!tb) {\n",
-"            for (kk = 0; kk < kv; kk++) {\n",
-"                __global const float *src = B + (size_t)(k0 + kk) * ldb + n0;\n",
-"                for (i = 0; i < nv; i++)\n",
-"                    Bp[((i / WPT_N) * kv + kk) * WPT_N + i % WPT_N] = src[i];\n",
-"            }\n",
-"        } else {\n",
-"            for (i = 0; i < nv; i++) {\n",
-"                __global const float *src = B + (size_t)(n0 + i) * ldb + k0;\n",
-"                __local float *dst = Bp + (i / WPT_N) * kv * WPT_N + i % WPT_N;\n",
-"                for (kk = 0; kk < kv; kk++)\n",
-"                    dst[kk * WPT_N] = src[kk];\n",
+"        for (ni = 0; ni < nt; ni++) {\n",
+"            __local float *dst = Bp + ni * kv * WPT_N;\n",
+"            const int j0 = n0 + ni * WPT_N;\n",
+"            const int w = min(WPT_N, N - j0);        /* valid columns */\n",
+"            if (!tb) {\n",
+"                __global const float *src = B + (size_t)k0 * ldb + j0;\n",
+"                if (w == WPT_N) {\n",
+"                    for (kk = 0; kk < kv; kk++, src += ldb, dst += WPT_N)\n",
+"#pragma unroll\n",
+"                        for (c = 0; c < NCH; c++)\n",
+"                            VSTORE(VLOAD(src + c * VW), dst + c * VW);\n",
+"                } else {\n",
+"                    for (kk = 0; kk < kv; kk++, src += ldb, dst += WPT_N)\n",
+"                        for (c = 0; c < WPT_N; c++)\n",
+"                            dst[c] = c < w ? src[c] : 0.0f;\n",
+"                }\n",
+"            } else {\n",
+"                for (c = 0; c < WPT_N; c++) {\n",
+"                    __global const float *src = B + (size_t)(j0 + min(c, w - 1)) * ldb + k0;\n",
+"                    const float keep = c < w ? 1.0f : 0.0f;   /* zero, don't skip: no NaN leaks */\n",
+"                    if (c < w)\n",
+"                        for (kk = 0; kk < kv; kk++)\n",
+"                            dst[kk * WPT_N + c] = src[kk];\n",
+"                    else\n",
+"                        for (kk = 0; kk < kv; kk++)\n",
+"                            dst[kk * WPT_N + c] = 0.0f * keep;\n",
+"                }\n",
 "            }\n",
 "        }\n",
-"        for (i = nv; i < nt * WPT_N; i++)\n",
-"            for (kk = 0; kk < kv; kk++)\n",
-"                Bp[((i / WPT_N) * kv + kk) * WPT_N + i % WPT_N] = 0.0f;\n",
 "\n",
 "        for (ni = 0; ni < nt; ni++) {\n",
+"            const int j0 = n0 + ni * WPT_N;\n",
 "            for (mi = 0; mi < mt; mi++) {\n",
-"                __local const float *a = Ap + mi * kv * WPT_M;\n",
+"                const int i0 = m0 + mi * WPT_M;\n",
 "                __local const float *b = Bp + ni * kv * WPT_N;\n",
-"                const int i0 = m0 + mi * WPT_M, j0 = n0 + ni * WPT_N;\n",
+"                __global const float *a = A + (size_t)k0 * a_k;\n",
+"                size_t aoff[WPT_M];\n",
 "                floatv acc[WPT_M][NCH];\n",
 "#pragma unroll\n",
-"                for (r = 0; r < WPT_M; r++)\n",
+"                for (r = 0; r < WPT_M; r++) {\n",
+"                    const size_t i = (size_t)min(i0 + r, M - 1);\n",
+"                    aoff[r] = ta ? i : i * (size_t)lda;\n",
 "#pragma unroll\n",
 "                    for (c = 0; c < NCH; c++)\n",
 "                        acc[r][c] = (floatv)(0.0f);\n",
+"                }\n",
 "                for (kk = 0; kk < kv; kk++) {\n",
 "                    floatv bv[NCH];\n",
 "#pragma unroll\n",
@@ -2522,12 +2526,12 @@ static const char *const nn__cl_src_gemm[] = {
 "                        bv[c] = VLOAD(b + c * VW);\n",
 "#pragma unroll\n",
 "                    for (r = 0; r < WPT_M; r++) {\n",
-"                        const floatv av = (floatv)(a[r]);\n",
+"                        const floatv av = (floatv)(a[aoff[r]]);\n",
 "#pragma unroll\n",
 "                        for (c = 0; c < NCH; c++)\n",
 "                            acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */\n",
 "                    }\n",
-"                    a += WPT_M;\n",
+"                    a += a_k;\n",
 "                    b += WPT_N;\n",
 "                }\n",
 "                /* Later K blocks accumulate onto what the first one stored. */\n",
@@ -2553,9 +2557,8 @@ static const char *const nn__cl_src_gemm[] = {
 "              __global const float *B, const int ldb,                               \\\n",
 "              __global float *C, const int ldc, const float alpha, const float beta) \\\n",
 "    {                                                                               \\\n",
-"        __local float Ap[TS_K * TS_M];                                              \\\n",
 "        __local float Bp[TS_K * TS_N];                                              \\\n",
-"        gemm_packed(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, Ap, Bp, ta, tb);  \\\n",
+"        gemm_packed(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, Bp, ta, tb);      \\\n",
 "    }\n",
 "\n",
 "#else /* USE_LOCAL == 1 */\n",
@@ -3831,28 +3834,41 @@ NN_API void nn_output(nn_graph *g, nn_tensor t) {
 }
 
 /* Uniform [0,1) and standard normal draws for initialisation, from Philox keyed by the
-   graph's seed: the same on every backend and machine. */
-static float nn__init_uniform(uint64_t seed, int param, uint64_t i) {
+   graph's seed: the same on every backend and machine. One Philox call gives four
+   uniforms (elements 4k..4k+3) or two normals (Box-Muller's cos and sin). */
+static void nn__init_block(uint64_t seed, int param, uint64_t block, float u[4]) {
     uint32_t ctr[4], key[2];
-    ctr[0] = (uint32_t)i;
-    ctr[1] = (uint32_t)(i >> 32);
+    int k;
+    ctr[0] = (uint32_t)block;
+    ctr[1] = (uint32_t)(block >> 32);
     ctr[2] = (uint32_t)param;
     ctr[3] = 0x1A17u;
     key[0] = (uint32_t)seed;
     key[1] = (uint32_t)(seed >> 32);
     nn__philox(ctr, key);
-    return (float)(ctr[0] >> 8) * (1.0f / 16777216.0f);
+    for (k = 0; k < 4; k++) u[k] = (float)(ctr[k] >> 8) * (1.0f / 16777216.0f);
 }
 
-static float nn__init_normal(uint64_t seed, int param, uint64_t i) {
-    double u1 = nn__init_uniform(seed, param, 2 * i) + 1.0 / 33554432.0;
-    double u2 = nn__init_uniform(seed, param, 2 * i + 1);
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+/* Draw i of a parameter; *cached remembers the last block so a fill calls Philox once per
+   four uniforms or two normals. */
+static float nn__init_draw(uint64_t seed, int param, uint64_t i, int normal, float u[4], uint64_t *cached) {
+    uint64_t block = normal ? i >> 1 : i >> 2;
+    double r, a;
+    if (block != *cached) {
+        nn__init_block(seed, param, block, u);
+        *cached = block;
+    }
+    if (!normal) return u[i & 3];
+    r = sqrt(-2.0 * log(u[0] + 1.0 / 33554432.0));
+    a = 6.283185307179586 * u[1];
+    return (float)(r * ((i & 1) ? sin(a) : cos(a)));
 }
 
 static void nn__init_fill(float *p, const nn_shape *s, nn_init init, uint64_t seed, int param) {
     int64_t n = nn__numel(s), i, rf = 1;
     double fan_in, fan_out, bound = 0, std = 0, gain;
+    uint64_t cached = ~(uint64_t)0;
+    float u[4];
     int k;
     for (k = 2; k < s->ndim; k++) rf *= s->dim[k];
     fan_in = s->ndim >= 2 ? (double)(s->dim[1] * rf) : (double)s->dim[0];
@@ -3868,13 +3884,13 @@ static void nn__init_fill(float *p, const nn_shape *s, nn_init init, uint64_t se
         switch (init.kind) {
         case NN_INIT_ZEROS: p[i] = 0.0f; break;
         case NN_INIT_CONSTANT: p[i] = init.a; break;
-        case NN_INIT_UNIFORM: p[i] = init.a + (init.b - init.a) * nn__init_uniform(seed, param, (uint64_t)i); break;
-        case NN_INIT_NORMAL: p[i] = init.a + init.b * nn__init_normal(seed, param, (uint64_t)i); break;
+        case NN_INIT_UNIFORM: p[i] = init.a + (init.b - init.a) * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached); break;
+        case NN_INIT_NORMAL: p[i] = init.a + init.b * nn__init_draw(seed, param, (uint64_t)i, 1, u, &cached); break;
         case NN_INIT_KAIMING_UNIFORM:
         case NN_INIT_XAVIER_UNIFORM:
-            p[i] = (float)(bound * (2.0 * nn__init_uniform(seed, param, (uint64_t)i) - 1.0));
+            p[i] = (float)(bound * (2.0 * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached) - 1.0));
             break;
-        default: p[i] = (float)(std * nn__init_normal(seed, param, (uint64_t)i)); break;
+        default: p[i] = (float)(std * nn__init_draw(seed, param, (uint64_t)i, 1, u, &cached)); break;
         }
     }
 }
@@ -4424,8 +4440,8 @@ static nn_result nn__allocate(nn_graph *g) {
 #endif
             }
             n->buf = p->buf;
-        } else if (n->storage == NN__ST_OWN) {
-            r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, 1, what);
+        } else if (n->storage == NN__ST_OWN) { /* inputs are written before use: no fill */
+            r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, n->op != NN__OP_INPUT, what);
         } else if (n->numel > 0) {
             n->buf.bytes = (size_t)n->numel * 4;
 #if !defined(NN_NO_OPENCL)

@@ -126,7 +126,8 @@ typedef enum nn_init_kind {
 typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 
 /* Leaves. An input keeps its contents across steps until written again, so a whole
-   dataset can live on the device as an input written once. */
+   dataset can live on the device as an input written once. Until its first write an
+   input's contents are unspecified (zeros on the CPU backend). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
 NN_API void nn_requires_grad(nn_graph *g, nn_tensor t); /* ask for d(loss)/d(input) */

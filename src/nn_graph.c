@@ -425,28 +425,41 @@ NN_API void nn_output(nn_graph *g, nn_tensor t) {
 }
 
 /* Uniform [0,1) and standard normal draws for initialisation, from Philox keyed by the
-   graph's seed: the same on every backend and machine. */
-static float nn__init_uniform(uint64_t seed, int param, uint64_t i) {
+   graph's seed: the same on every backend and machine. One Philox call gives four
+   uniforms (elements 4k..4k+3) or two normals (Box-Muller's cos and sin). */
+static void nn__init_block(uint64_t seed, int param, uint64_t block, float u[4]) {
     uint32_t ctr[4], key[2];
-    ctr[0] = (uint32_t)i;
-    ctr[1] = (uint32_t)(i >> 32);
+    int k;
+    ctr[0] = (uint32_t)block;
+    ctr[1] = (uint32_t)(block >> 32);
     ctr[2] = (uint32_t)param;
     ctr[3] = 0x1A17u;
     key[0] = (uint32_t)seed;
     key[1] = (uint32_t)(seed >> 32);
     nn__philox(ctr, key);
-    return (float)(ctr[0] >> 8) * (1.0f / 16777216.0f);
+    for (k = 0; k < 4; k++) u[k] = (float)(ctr[k] >> 8) * (1.0f / 16777216.0f);
 }
 
-static float nn__init_normal(uint64_t seed, int param, uint64_t i) {
-    double u1 = nn__init_uniform(seed, param, 2 * i) + 1.0 / 33554432.0;
-    double u2 = nn__init_uniform(seed, param, 2 * i + 1);
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+/* Draw i of a parameter; *cached remembers the last block so a fill calls Philox once per
+   four uniforms or two normals. */
+static float nn__init_draw(uint64_t seed, int param, uint64_t i, int normal, float u[4], uint64_t *cached) {
+    uint64_t block = normal ? i >> 1 : i >> 2;
+    double r, a;
+    if (block != *cached) {
+        nn__init_block(seed, param, block, u);
+        *cached = block;
+    }
+    if (!normal) return u[i & 3];
+    r = sqrt(-2.0 * log(u[0] + 1.0 / 33554432.0));
+    a = 6.283185307179586 * u[1];
+    return (float)(r * ((i & 1) ? sin(a) : cos(a)));
 }
 
 static void nn__init_fill(float *p, const nn_shape *s, nn_init init, uint64_t seed, int param) {
     int64_t n = nn__numel(s), i, rf = 1;
     double fan_in, fan_out, bound = 0, std = 0, gain;
+    uint64_t cached = ~(uint64_t)0;
+    float u[4];
     int k;
     for (k = 2; k < s->ndim; k++) rf *= s->dim[k];
     fan_in = s->ndim >= 2 ? (double)(s->dim[1] * rf) : (double)s->dim[0];
@@ -462,13 +475,13 @@ static void nn__init_fill(float *p, const nn_shape *s, nn_init init, uint64_t se
         switch (init.kind) {
         case NN_INIT_ZEROS: p[i] = 0.0f; break;
         case NN_INIT_CONSTANT: p[i] = init.a; break;
-        case NN_INIT_UNIFORM: p[i] = init.a + (init.b - init.a) * nn__init_uniform(seed, param, (uint64_t)i); break;
-        case NN_INIT_NORMAL: p[i] = init.a + init.b * nn__init_normal(seed, param, (uint64_t)i); break;
+        case NN_INIT_UNIFORM: p[i] = init.a + (init.b - init.a) * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached); break;
+        case NN_INIT_NORMAL: p[i] = init.a + init.b * nn__init_draw(seed, param, (uint64_t)i, 1, u, &cached); break;
         case NN_INIT_KAIMING_UNIFORM:
         case NN_INIT_XAVIER_UNIFORM:
-            p[i] = (float)(bound * (2.0 * nn__init_uniform(seed, param, (uint64_t)i) - 1.0));
+            p[i] = (float)(bound * (2.0 * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached) - 1.0));
             break;
-        default: p[i] = (float)(std * nn__init_normal(seed, param, (uint64_t)i)); break;
+        default: p[i] = (float)(std * nn__init_draw(seed, param, (uint64_t)i, 1, u, &cached)); break;
         }
     }
 }
@@ -1018,8 +1031,8 @@ static nn_result nn__allocate(nn_graph *g) {
 #endif
             }
             n->buf = p->buf;
-        } else if (n->storage == NN__ST_OWN) {
-            r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, 1, what);
+        } else if (n->storage == NN__ST_OWN) { /* inputs are written before use: no fill */
+            r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, n->op != NN__OP_INPUT, what);
         } else if (n->numel > 0) {
             n->buf.bytes = (size_t)n->numel * 4;
 #if !defined(NN_NO_OPENCL)
