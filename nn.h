@@ -260,6 +260,19 @@ NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels);
 /* A running sum kept on the device: each run adds x to it. Reset with nn_tensor_fill(). */
 NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x);
 
+/* Convolution over x [N, C, H, W] (NCHW, PyTorch's layout) with w [K, C/groups, KH, KW]
+   and an optional bias [K] (pass a tensor with id < 0 for none). Zero fields mean stride 1,
+   padding 0, dilation 1, groups 1. Output [N, K, OH, OW] with
+   OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1. */
+typedef struct nn_conv2d_desc {
+    int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
+} nn_conv2d_desc;
+NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
+
+/* The same data in another shape of the same element count (a copy). */
+NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
+NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */
+
 /* A fully connected layer: x [B, in] -> [B, out] with parameters NAME.weight [out, in] and
    NAME.bias [out] (PyTorch's names and layout), initialised as PyTorch's nn.Linear. */
 NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const char *name);
@@ -321,6 +334,20 @@ typedef struct nn_array {
 } nn_array;
 NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
 NN_API void nn_array_free(nn_array *a);
+
+/* ---- checkpoints ------------------------------------------------------------------------- */
+
+/* Saves every parameter of g's parameter store as float32 safetensors (PyTorch's names and
+   layouts, e.g. fc1.weight [out, in]), keys sorted by name, with metadata {"format": "pt"}.
+   Works before and after compile; writes PATH.tmp and renames it over path. */
+NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path);
+/* Loads parameters by name into g (before or after compile). A tensor in the file whose
+   name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,
+   F16, BF16 or F64 (converted to float32); a parameter missing from the file is NN_ERR_IO
+   unless allow_missing; other tensors in the file are ignored. The file is untrusted: a
+   malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
+   every check passes. */
+NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing);
 
 #ifdef __cplusplus
 }
@@ -387,7 +414,8 @@ NN_API void nn_array_free(nn_array *a);
     X(GATHER_ROWS, "gather_rows") X(GATHER_ROWS_GRAD, "gather_rows_grad")                 \
     X(ARGMAX, "argmax") X(CORRECT_ROWS, "accuracy") X(ACCUMULATE, "accumulate")           \
     X(FILL, "fill") X(GRAD_SUMSQ, "grad_norm") X(CLIP_SCALE, "clip_scale")                 \
-    X(OPT_SGD, "sgd") X(OPT_ADAM, "adam")
+    X(OPT_SGD, "sgd") X(OPT_ADAM, "adam") X(CONV2D, "conv2d") X(CONV2D_DX, "conv2d_grad_input")   \
+    X(CONV2D_DW, "conv2d_grad_weight") X(CHANNEL_SUM, "channel_sum") X(RESHAPE, "reshape")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -426,7 +454,7 @@ typedef struct nn__node {
     int in[NN__MAX_IN];
     int n_in;
     float f[4];          /* op attributes */
-    int i[4];
+    int i[8];
     char *name;          /* inputs and params; NULL otherwise */
     int param;           /* PARAM: index in the parameter store */
     int needs_grad;      /* d(loss)/d(this) is wanted */
@@ -440,6 +468,9 @@ typedef struct nn__node {
     nn__buf buf;         /* the output */
     nn__buf aux[2];      /* persistent state (optimizer moments) */
     int n_aux;
+    int64_t scratch;     /* floats of working memory for the op's run alone (arena) */
+    size_t scratch_offset;
+    nn__buf scratch_buf;
 } nn__node;
 
 typedef struct nn__param {
@@ -2101,7 +2132,268 @@ static void nn__adam_update(nn__pool *pool, float *p, const float *grad, float *
     a.l2 = decoupled ? 0.0f : wd;
     nn__pool_run(pool, nn__adam_task, &a, n >= NN__PAR_MIN ? nn__pool_size(pool) : 1);
 }
+
+/* ======================================================================
+   src/nn_conv.c
+   ====================================================================== */
+/* Convolutions on the CPU backend: im2col + the blocked GEMM, one group at a time. The
+   column matrix of a group is [Cg*KH*KW, N*OH*OW], so each layer is one large GEMM per
+   group rather than one small GEMM per image. kernels/conv.cl has the OpenCL twins. */
+
+typedef struct nn__conv2d {
+    int N, C, H, W;      /* input [N, C, H, W] */
+    int K, KH, KW;       /* weight [K, C/G, KH, KW] */
+    int OH, OW;          /* output [N, K, OH, OW] */
+    int sh, sw, ph, pw, dh, dw, G;
+} nn__conv2d;
+
+/* Geometry from a node whose inputs are x and w (or whose output is dx / dw). */
+static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w, const int *attr) {
+    c->N = (int)x->dim[0];
+    c->C = (int)x->dim[1];
+    c->H = (int)x->dim[2];
+    c->W = (int)x->dim[3];
+    c->K = (int)w->dim[0];
+    c->KH = (int)w->dim[2];
+    c->KW = (int)w->dim[3];
+    c->sh = attr[0];
+    c->sw = attr[1];
+    c->ph = attr[2];
+    c->pw = attr[3];
+    c->dh = attr[4];
+    c->dw = attr[5];
+    c->G = attr[6];
+    c->OH = (c->H + 2 * c->ph - c->dh * (c->KH - 1) - 1) / c->sh + 1;
+    c->OW = (c->W + 2 * c->pw - c->dw * (c->KW - 1) - 1) / c->sw + 1;
+}
+
+/* Floats of scratch a conv node needs: one group's column matrix and one group's output
+   (or output gradient) in [Kg, N*OH*OW] order. */
+static int64_t nn__conv2d_scratch(const nn__conv2d *c) {
+    int64_t P = (int64_t)c->N * c->OH * c->OW, Kg = (int64_t)(c->C / c->G) * c->KH * c->KW;
+    return Kg * P + (int64_t)(c->K / c->G) * P;
+}
+
+/* col [Cg*KH*KW, N*OH*OW] of group g; zeros where the window is over the padding */
+static void nn__im2col(const nn__conv2d *c, const float *x, int g, float *col) {
+    int Cg = c->C / c->G, ci, kh, kw, n, oh, ow;
+    int64_t P = (int64_t)c->N * c->OH * c->OW;
+    for (ci = 0; ci < Cg; ci++)
+        for (kh = 0; kh < c->KH; kh++)
+            for (kw = 0; kw < c->KW; kw++) {
+                float *row = col + ((int64_t)(ci * c->KH + kh) * c->KW + kw) * P;
+                for (n = 0; n < c->N; n++) {
+                    const float *xc = x + ((int64_t)n * c->C + g * Cg + ci) * c->H * c->W;
+                    for (oh = 0; oh < c->OH; oh++) {
+                        int ih = oh * c->sh - c->ph + kh * c->dh;
+                        float *r = row + ((int64_t)n * c->OH + oh) * c->OW;
+                        if (ih < 0 || ih >= c->H) {
+                            memset(r, 0, (size_t)c->OW * sizeof(float));
+                            continue;
+                        }
+                        for (ow = 0; ow < c->OW; ow++) {
+                            int iw = ow * c->sw - c->pw + kw * c->dw;
+                            r[ow] = (iw >= 0 && iw < c->W) ? xc[ih * c->W + iw] : 0.0f;
+                        }
+                    }
+                }
+            }
+}
+
+/* dx += the columns scattered back to their pixels (the transpose of im2col) */
+static void nn__col2im_add(const nn__conv2d *c, const float *col, int g, float *dx) {
+    int Cg = c->C / c->G, ci, kh, kw, n, oh, ow;
+    int64_t P = (int64_t)c->N * c->OH * c->OW;
+    for (ci = 0; ci < Cg; ci++)
+        for (kh = 0; kh < c->KH; kh++)
+            for (kw = 0; kw < c->KW; kw++) {
+                const float *row = col + ((int64_t)(ci * c->KH + kh) * c->KW + kw) * P;
+                for (n = 0; n < c->N; n++) {
+                    float *xc = dx + ((int64_t)n * c->C + g * Cg + ci) * c->H * c->W;
+                    for (oh = 0; oh < c->OH; oh++) {
+                        int ih = oh * c->sh - c->ph + kh * c->dh;
+                        const float *r = row + ((int64_t)n * c->OH + oh) * c->OW;
+                        if (ih < 0 || ih >= c->H) continue;
+                        for (ow = 0; ow < c->OW; ow++) {
+                            int iw = ow * c->sw - c->pw + kw * c->dw;
+                            if (iw >= 0 && iw < c->W) xc[ih * c->W + iw] += r[ow];
+                        }
+                    }
+                }
+            }
+}
+
+/* y [N, K, OH, OW] = conv(x, w) + b; b may be NULL */
+static void nn__conv2d_forward(nn__pool *pool, const nn__conv2d *c, float *y, const float *x, const float *w,
+                               const float *b, float *scratch) {
+    int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KH * c->KW, g, k, n;
+    int64_t OHW = (int64_t)c->OH * c->OW, P = c->N * OHW;
+    float *col = scratch, *out = scratch + (int64_t)KK * P;
+    for (g = 0; g < c->G; g++) {
+        nn__im2col(c, x, g, col);
+        /* out [Kg, P] = w_g [Kg, KK] * col [KK, P] */
+        nn__sgemm(pool, 0, 0, Kg, (int)P, KK, 1.0f, w + (int64_t)g * Kg * KK, KK, col, (int)P, 0.0f, out, (int)P);
+        for (k = 0; k < Kg; k++) {
+            float bias = b ? b[g * Kg + k] : 0.0f;
+            for (n = 0; n < c->N; n++) {
+                float *yy = y + ((int64_t)n * c->K + g * Kg + k) * OHW;
+                const float *oo = out + (int64_t)k * P + n * OHW;
+                int64_t i;
+                for (i = 0; i < OHW; i++) yy[i] = oo[i] + bias;
+            }
+        }
+    }
+}
+
+/* dy [N, K, OH, OW] of group g gathered to [Kg, N*OH*OW] */
+static void nn__conv2d_gather_dy(const nn__conv2d *c, const float *dy, int g, float *out) {
+    int Kg = c->K / c->G, k, n;
+    int64_t OHW = (int64_t)c->OH * c->OW, P = c->N * OHW;
+    for (k = 0; k < Kg; k++)
+        for (n = 0; n < c->N; n++)
+            memcpy(out + (int64_t)k * P + n * OHW, dy + ((int64_t)n * c->K + g * Kg + k) * OHW, (size_t)OHW * sizeof(float));
+}
+
+/* dx [N, C, H, W] = conv2d's gradient with respect to its input */
+static void nn__conv2d_backward_data(nn__pool *pool, const nn__conv2d *c, float *dx, const float *w, const float *dy,
+                                     float *scratch) {
+    int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KH * c->KW, g;
+    int64_t P = (int64_t)c->N * c->OH * c->OW;
+    float *dcol = scratch, *dyg = scratch + (int64_t)KK * P;
+    memset(dx, 0, (size_t)c->N * c->C * c->H * c->W * sizeof(float));
+    for (g = 0; g < c->G; g++) {
+        nn__conv2d_gather_dy(c, dy, g, dyg);
+        /* dcol [KK, P] = w_g^T [KK, Kg] * dy_g [Kg, P] */
+        nn__sgemm(pool, 1, 0, KK, (int)P, Kg, 1.0f, w + (int64_t)g * Kg * KK, KK, dyg, (int)P, 0.0f, dcol, (int)P);
+        nn__col2im_add(c, dcol, g, dx);
+    }
+}
+
+/* dw [K, C/G, KH, KW] = conv2d's gradient with respect to its weight */
+static void nn__conv2d_backward_weight(nn__pool *pool, const nn__conv2d *c, float *dw, const float *x, const float *dy,
+                                       float *scratch) {
+    int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KH * c->KW, g;
+    int64_t P = (int64_t)c->N * c->OH * c->OW;
+    float *col = scratch, *dyg = scratch + (int64_t)KK * P;
+    for (g = 0; g < c->G; g++) {
+        nn__im2col(c, x, g, col);
+        nn__conv2d_gather_dy(c, dy, g, dyg);
+        /* dw_g [Kg, KK] = dy_g [Kg, P] * col^T [P, KK] */
+        nn__sgemm(pool, 0, 1, Kg, KK, (int)P, 1.0f, dyg, (int)P, col, (int)P, 0.0f, dw + (int64_t)g * Kg * KK, KK);
+    }
+}
+
+/* y [C] = sum over N and the spatial dims of x [N, C, S]: the gradient of a channel bias */
+static void nn__channel_sum(float *y, const float *x, int64_t N, int64_t C, int64_t S) {
+    int64_t n, ch, i;
+    for (ch = 0; ch < C; ch++) {
+        double s = 0.0;
+        for (n = 0; n < N; n++) {
+            const float *p = x + (n * C + ch) * S;
+            for (i = 0; i < S; i++) s += p[i];
+        }
+        y[ch] = (float)s;
+    }
+}
 #if !defined(NN_NO_OPENCL)
+
+/* ======================================================================
+   kernels/conv.cl
+   ====================================================================== */
+static const char *const nn__cl_src_conv[] = {
+"#line 1 \"kernels/conv.cl\"\n",
+"/* Convolutions, direct formulation: one work-item per output element of each pass, so\n",
+"   every sum runs in a fixed order without atomics. Layout NCHW, weights [K, C/G, KH, KW].\n",
+"   The geometry arrives as an int8: (sh, sw, ph, pw, dh, dw, G, unused). */\n",
+"\n",
+"/* y [N, K, OH, OW] = sum over the group's input channels and the window, + bias */\n",
+"__kernel void conv2d_forward(__global const float *x, __global const float *w, __global const float *b,\n",
+"                             __global float *y, const int N, const int C, const int H, const int W,\n",
+"                             const int K, const int KH, const int KW, const int OH, const int OW,\n",
+"                             const int8 geo, const int has_bias) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * K * OH * OW) return;\n",
+"    int ow = i % OW, oh = (i / OW) % OH, k = (i / (OW * OH)) % K, n = i / (OW * OH * K);\n",
+"    int G = geo.s6, Cg = C / G, Kg = K / G, g = k / Kg;\n",
+"    float acc = has_bias ? b[k] : 0.0f;\n",
+"    for (int ci = 0; ci < Cg; ci++) {\n",
+"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;\n",
+"        __global const float *wc = w + ((size_t)k * Cg + ci) * KH * KW;\n",
+"        for (int kh = 0; kh < KH; kh++) {\n",
+"            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;\n",
+"            if (ih < 0 || ih >= H) continue;\n",
+"            for (int kw = 0; kw < KW; kw++) {\n",
+"                int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
+"                if (iw >= 0 && iw < W) acc += xc[ih * W + iw] * wc[kh * KW + kw];\n",
+"            }\n",
+"        }\n",
+"    }\n",
+"    y[i] = acc;\n",
+"}\n",
+"\n",
+"/* dx [N, C, H, W]: each input pixel sums dy * w over the outputs whose window covers it */\n",
+"__kernel void conv2d_backward_data(__global const float *w, __global const float *dy, __global float *dx,\n",
+"                                   const int N, const int C, const int H, const int W, const int K,\n",
+"                                   const int KH, const int KW, const int OH, const int OW, const int8 geo) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * C * H * W) return;\n",
+"    int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);\n",
+"    int G = geo.s6, Cg = C / G, Kg = K / G, g = c / Cg, ci = c - g * Cg;\n",
+"    float acc = 0.0f;\n",
+"    for (int kh = 0; kh < KH; kh++) {\n",
+"        int th = ih + geo.s2 - kh * geo.s4; /* = oh * sh */\n",
+"        if (th < 0 || th % geo.s0) continue;\n",
+"        int oh = th / geo.s0;\n",
+"        if (oh >= OH) continue;\n",
+"        for (int kw = 0; kw < KW; kw++) {\n",
+"            int tw = iw + geo.s3 - kw * geo.s5;\n",
+"            if (tw < 0 || tw % geo.s1) continue;\n",
+"            int ow = tw / geo.s1;\n",
+"            if (ow >= OW) continue;\n",
+"            for (int kk = 0; kk < Kg; kk++) {\n",
+"                int k = g * Kg + kk;\n",
+"                acc += dy[(((size_t)n * K + k) * OH + oh) * OW + ow] * w[(((size_t)k * Cg + ci) * KH + kh) * KW + kw];\n",
+"            }\n",
+"        }\n",
+"    }\n",
+"    dx[i] = acc;\n",
+"}\n",
+"\n",
+"/* dw [K, C/G, KH, KW]: each weight sums dy * x over the batch and the output positions */\n",
+"__kernel void conv2d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,\n",
+"                                     const int N, const int C, const int H, const int W, const int K,\n",
+"                                     const int KH, const int KW, const int OH, const int OW, const int8 geo) {\n",
+"    int G = geo.s6, Cg = C / G, Kg = K / G;\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= K * Cg * KH * KW) return;\n",
+"    int kw = i % KW, kh = (i / KW) % KH, ci = (i / (KW * KH)) % Cg, k = i / (KW * KH * Cg);\n",
+"    int g = k / Kg;\n",
+"    float acc = 0.0f;\n",
+"    for (int n = 0; n < N; n++) {\n",
+"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;\n",
+"        __global const float *dyk = dy + ((size_t)n * K + k) * OH * OW;\n",
+"        for (int oh = 0; oh < OH; oh++) {\n",
+"            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;\n",
+"            if (ih < 0 || ih >= H) continue;\n",
+"            for (int ow = 0; ow < OW; ow++) {\n",
+"                int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
+"                if (iw >= 0 && iw < W) acc += dyk[oh * OW + ow] * xc[ih * W + iw];\n",
+"            }\n",
+"        }\n",
+"    }\n",
+"    dw[i] = acc;\n",
+"}\n",
+"\n",
+"/* y [C] = sum over N and S of x [N, C, S] */\n",
+"__kernel void channel_sum(__global const float *x, __global float *y, const int N, const int C, const int S) {\n",
+"    int c = get_global_id(0);\n",
+"    if (c >= C) return;\n",
+"    float acc = 0.0f;\n",
+"    for (int n = 0; n < N; n++)\n",
+"        for (int s = 0; s < S; s++) acc += x[((size_t)n * C + c) * S + s];\n",
+"    y[c] = acc;\n",
+"}\n",
+0 };
 
 /* ======================================================================
    kernels/elementwise.cl
@@ -2148,6 +2440,12 @@ static const char *const nn__cl_src_elementwise[] = {
 "__kernel void scale(__global const float *x, __global float *y, const int n, const float s) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[i] * s;\n",
+"}\n",
+"\n",
+"/* a bit copy (reshape), for either dtype */\n",
+"__kernel void copy(__global const uint *x, __global uint *y, const int n) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = x[i];\n",
 "}\n",
 "\n",
 "__kernel void fill(__global float *y, const int n, const float v) {\n",
@@ -2439,8 +2737,9 @@ static const char *const nn__cl_src_gemm[] = {
 "\n",
 "#elif USE_LOCAL == 2\n",
 "\n",
-"/* Packed path (CPUs): one work-item per group owns a TS_M x TS_N tile, walked\n",
-" * as WG_M x WG_N micro-tiles of WPT_M x WPT_N.  For each K block of TS_K it\n",
+"/* Packed path (CPUs): one work-item per group owns a (rows x TS_N) tile,\n",
+" * walked as micro-tiles of WPT_M x WPT_N (WG_N of them across; WG_M only\n",
+" * guides the host's choice of rows).  For each K block of TS_K it\n",
 " * copies its TS_K x TS_N slice of op(B) into local memory, micro-panel by\n",
 " * micro-panel (BLIS-style packing), so the inner loop reads B contiguously;\n",
 " * op(A) is read straight from global memory.  Why: streaming B from a\n",
@@ -2459,9 +2758,14 @@ static const char *const nn__cl_src_gemm[] = {
 "                        const float alpha, const float beta,\n",
 "                        __local float *Bp, const int ta, const int tb)\n",
 "{\n",
-"    const int m0 = (int)get_global_id(1) * TS_M;\n",
+"    /* Rows per item are a runtime split of M over the grid height (whole\n",
+"     * micro-tiles), so the host can trade tile height for parallelism on\n",
+"     * small problems; columns per item are fixed at TS_N (the local panel). */\n",
+"    const int gm = (int)get_global_size(1);\n",
+"    const int rows = ((M + gm - 1) / gm + WPT_M - 1) / WPT_M * WPT_M;\n",
+"    const int m0 = (int)get_global_id(1) * rows;\n",
 "    const int n0 = (int)get_global_id(0) * TS_N;\n",
-"    const int mv = min(TS_M, M - m0), nv = min(TS_N, N - n0);\n",
+"    const int mv = min(rows, M - m0), nv = min(TS_N, N - n0);\n",
 "    const int mt = (mv + WPT_M - 1) / WPT_M, nt = (nv + WPT_N - 1) / WPT_N;\n",
 "    const size_t a_k = ta ? (size_t)lda : 1;   /* step of op(A) along k */\n",
 "    int k0, mi, ni, r, c, kk;\n",
@@ -2881,6 +3185,7 @@ static const char *const nn__cl_src_softmax[] = {
    ====================================================================== */
 typedef struct nn__cl_source { const char *name; const char *const *lines; } nn__cl_source;
 static const nn__cl_source nn__cl_sources[] = {
+    { "conv", nn__cl_src_conv },
     { "elementwise", nn__cl_src_elementwise },
     { "gather", nn__cl_src_gather },
     { "gemm", nn__cl_src_gemm },
@@ -2889,7 +3194,7 @@ static const nn__cl_source nn__cl_sources[] = {
     { "reduce", nn__cl_src_reduce },
     { "softmax", nn__cl_src_softmax },
 };
-#define NN__CL_NSOURCES 7
+#define NN__CL_NSOURCES 8
 
 /* ======================================================================
    src/nn_cl_gemm.c
@@ -2909,6 +3214,10 @@ typedef struct nn__cl_gemm_plan {
     size_t gws[2];        /* global size (already rounded up to a multiple of lws) */
     size_t lws[2];        /* local size; lws[0]==0 means pass NULL (let the runtime choose) */
 } nn__cl_gemm_plan;
+
+#ifndef NN__CL_GEMM_CPU_ITEMS
+#define NN__CL_GEMM_CPU_ITEMS 16
+#endif
 
 /* Tunables of kernels/gemm.cl (see the comment at its top). */
 typedef struct nn__cl_gemm_cfg {
@@ -2973,13 +3282,25 @@ static void nn__cl_gemm_cfg_plan(const nn__cl_gemm_cfg *c, int transA, int trans
                                  int M, int N, nn__cl_gemm_plan *p)
 {
     static const char *const names[4] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt" };
-    /* Packed path (use_local == 2): one item per group covers the whole
-     * wg_m*wpt_m x wg_n*wpt_n tile.  Otherwise one item per wpt_m x wpt_n. */
     int packed = c->use_local == 2;
     size_t tile_n = (size_t)c->wpt_n * (size_t)(packed ? c->wg_n : 1);
     size_t tile_m = (size_t)c->wpt_m * (size_t)(packed ? c->wg_m : 1);
     size_t items_n = ((size_t)N + tile_n - 1) / tile_n;
     size_t items_m = ((size_t)M + tile_m - 1) / tile_m;
+    if (packed) {
+        /* One item per group covers wg_n*wpt_n columns and an equal share of
+         * the rows (the kernel derives it from the grid height).  Tiles of
+         * up to wg_m*wpt_m rows amortise the B packing best, but small
+         * problems are split further (down to 4 micro-tiles of rows) so that
+         * there are about NN__CL_GEMM_CPU_ITEMS items to spread over the
+         * cores: the core count is not known here, and the runtime schedules
+         * groups dynamically, so a few items per core balance well. */
+        size_t min_rows = (size_t)c->wpt_m * 4;
+        size_t most = ((size_t)M + min_rows - 1) / min_rows;
+        size_t want = (NN__CL_GEMM_CPU_ITEMS + items_n - 1) / items_n;
+        if (want > most) want = most;
+        if (want > items_m) items_m = want;
+    }
     p->kernel = names[(transA ? 2 : 0) + (transB ? 1 : 0)];
     p->dims = 2;
     p->lws[0] = packed ? 1 : (size_t)c->wg_n;
@@ -3362,7 +3683,7 @@ static nn_result nn__cl_kernel(nn_context *ctx, const char *file, const char *kn
 }
 
 /* Sets kernel arguments from a format: m cl_mem, i int, u unsigned, f float (as double in
-   the varargs), L local bytes (size_t). */
+   the varargs), L local bytes (size_t), 8 an int8 vector (const int * to 8 ints). */
 static nn_result nn__cl_args(nn_context *ctx, cl_kernel k, const char *fmt, ...) {
     va_list ap;
     cl_uint a;
@@ -3375,6 +3696,12 @@ static nn_result nn__cl_args(nn_context *ctx, cl_kernel k, const char *fmt, ...)
         case 'u': { cl_uint v = va_arg(ap, unsigned); err = clSetKernelArg(k, a, sizeof v, &v); break; }
         case 'f': { cl_float v = (cl_float)va_arg(ap, double); err = clSetKernelArg(k, a, sizeof v, &v); break; }
         case 'L': { size_t v = va_arg(ap, size_t); err = clSetKernelArg(k, a, v, NULL); break; }
+        case '8': {
+            cl_int8 v;
+            memcpy(&v, va_arg(ap, const int *), sizeof v);
+            err = clSetKernelArg(k, a, sizeof v, &v);
+            break;
+        }
         default: err = CL_INVALID_VALUE; break;
         }
     }
@@ -3683,6 +4010,7 @@ static void nn__graph_release_compiled(nn_graph *g) {
     for (i = 0; i < g->n_nodes; i++) {
         nn__node *n = &g->nodes[i];
         if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
+        nn__buf_free(g->ctx, &n->scratch_buf);
         for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
     }
 #if !defined(NN_NO_OPENCL)
@@ -3795,7 +4123,7 @@ static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
         return 0;
     }
     for (i = 0; i < s.ndim; i++) {
-        if (s.dim[i] < 1 || s.dim[i] > ((int64_t)1 << 40)) {
+        if (s.dim[i] < 1 || s.dim[i] > ((int64_t)1 << 40) || nn__numel(&s) > ((int64_t)1 << 42)) {
             char b[128];
             nn__shape_str(&s, b, sizeof b);
             nn__op_fail(g, NN_ERR_SHAPE, "%s: shape %s has a dim out of range", op, b);
@@ -4216,6 +4544,73 @@ NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const 
     return nn_add(g, nn_matmul(g, x, w, 0, 1), b);
 }
 
+NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
+    nn_tensor in[3], t;
+    nn__node *nx, *nw;
+    nn_conv2d_desc d;
+    int64_t OH, OW;
+    int attr[7], k, has_bias = bias.id >= 0;
+    char sx[128], sw[128];
+    in[0] = x;
+    in[1] = w;
+    in[2] = bias;
+    if (!nn__check(g, "nn_conv2d", has_bias ? 3 : 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv2d", x, "x") || !nn__expect_f32(g, "nn_conv2d", w, "w")) return nn__tensor(-1);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    attr[0] = d.stride_h ? d.stride_h : 1;
+    attr[1] = d.stride_w ? d.stride_w : 1;
+    attr[2] = d.pad_h;
+    attr[3] = d.pad_w;
+    attr[4] = d.dilation_h ? d.dilation_h : 1;
+    attr[5] = d.dilation_w ? d.dilation_w : 1;
+    attr[6] = d.groups ? d.groups : 1;
+    nx = nn__n(g, x);
+    nw = nn__n(g, w);
+    nn__shape_str(&nx->shape, sx, sizeof sx);
+    nn__shape_str(&nw->shape, sw, sizeof sw);
+    for (k = 0; k < 7; k++)
+        if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d: stride, dilation and groups must be >= 1 and padding >= 0");
+    if (nx->shape.ndim != 4 || nw->shape.ndim != 4)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s must be [N, C, H, W] and w %s [K, C/groups, KH, KW]", sx, sw);
+    if (nx->shape.dim[1] % attr[6] || nw->shape.dim[0] % attr[6] || nw->shape.dim[1] * attr[6] != nx->shape.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, attr[6]);
+    OH = (nx->shape.dim[2] + 2 * attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
+    OW = (nx->shape.dim[3] + 2 * attr[3] - attr[5] * (nw->shape.dim[3] - 1) - 1) / attr[1] + 1;
+    if (nx->shape.dim[2] + 2 * attr[2] < attr[4] * (nw->shape.dim[2] - 1) + 1 ||
+        nx->shape.dim[3] + 2 * attr[3] < attr[5] * (nw->shape.dim[3] - 1) + 1)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: the kernel w %s is larger than the padded input x %s", sw, sx);
+    if (has_bias) {
+        nn__node *nb = nn__n(g, bias);
+        if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nb->shape.dim[0] != nw->shape.dim[0]) {
+            char sb[128];
+            nn__shape_str(&nb->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: bias %s must be [%lld] float32", sb, (long long)nw->shape.dim[0]);
+        }
+    }
+    t = has_bias ? nn__op3(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id, bias.id)
+                 : nn__op2(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id);
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    return t;
+}
+
+NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
+    char a[128], b[128];
+    if (!nn__check(g, "nn_reshape", 1, &x) || !nn__check_shape(g, "nn_reshape", shape)) return nn__tensor(-1);
+    if (nn__numel(&shape) != nn__n(g, x)->numel) {
+        nn__shape_str(&nn__n(g, x)->shape, a, sizeof a);
+        nn__shape_str(&shape, b, sizeof b);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_reshape: x %s and shape %s differ in element count", a, b);
+    }
+    return nn__op1(g, NN__OP_RESHAPE, nn__n(g, x)->dtype, shape, x.id);
+}
+
+NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x) {
+    if (!nn__check(g, "nn_flatten", 1, &x)) return nn__tensor(-1);
+    return nn_reshape(g, x, nn_shape2(nn__n(g, x)->shape.dim[0], nn__n(g, x)->numel / nn__n(g, x)->shape.dim[0]));
+}
+
 /* ---- autograd ---- */
 
 /* Adds gx to the gradient of node x (a sum when x feeds several ops). */
@@ -4322,6 +4717,23 @@ static void nn__backward(nn_graph *g, int id) {
     case NN__OP_GATHER_ROWS:
         if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
         break;
+    case NN__OP_CONV2D:
+        if (ga) {
+            t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
+            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            nn__acc_grad(g, a, t);
+        }
+        if (gb) {
+            t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            nn__acc_grad(g, b, t);
+        }
+        if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
+            nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
+        break;
+    case NN__OP_RESHAPE:
+        nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
+        break;
     default:
         break; /* not differentiable: no gradient flows */
     }
@@ -4377,38 +4789,73 @@ static nn_result nn__add_optimizer(nn_graph *g) {
     return g->status;
 }
 
-/* Places arena tensors: each at the lowest aligned offset free for its whole lifetime. */
+/* An arena item: a node's output (live from its definition to its last use) or its
+   scratch (live during its own run only). */
+typedef struct nn__item { int id, scratch, first, last; size_t bytes, offset; } nn__item;
+
+/* Places arena items: each at the lowest aligned offset free for its whole lifetime. */
 static nn_result nn__plan_memory(nn_graph *g, size_t align) {
-    int *order = (int *)nn__calloc((size_t)g->n_sched + 1, sizeof(int));
+    nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
     int n = 0, i, j;
     size_t top = 0;
-    if (!order) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
-    for (i = 0; i < g->n_sched; i++) {
+    if (!it) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    for (i = 0; i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
         nn__node *nd = &g->nodes[g->sched[i]];
-        if (nd->storage == NN__ST_ARENA && nd->numel > 0) order[n++] = g->sched[i];
+        if (nd->storage == NN__ST_ARENA && nd->numel > 0) {
+            it[n].id = g->sched[i];
+            it[n].first = nd->first;
+            it[n].last = nd->last;
+            it[n++].bytes = ((size_t)nd->numel * 4 + align - 1) / align * align;
+        }
+        if (nd->scratch > 0) {
+            it[n].id = g->sched[i];
+            it[n].scratch = 1;
+            it[n].first = it[n].last = nd->first;
+            it[n++].bytes = ((size_t)nd->scratch * 4 + align - 1) / align * align;
+        }
     }
-    /* schedule order is definition order, so `order` is sorted by first use already */
     for (i = 0; i < n; i++) {
-        nn__node *a = &g->nodes[order[i]];
-        size_t bytes = ((size_t)a->numel * 4 + align - 1) / align * align, off = 0;
+        nn__item *a = &it[i];
+        size_t off = 0;
         int moved = 1;
-        while (moved) { /* first fit against every placed tensor alive at the same time */
+        while (moved) { /* first fit against every placed item alive at the same time */
             moved = 0;
             for (j = 0; j < i; j++) {
-                nn__node *b = &g->nodes[order[j]];
-                size_t bb = ((size_t)b->numel * 4 + align - 1) / align * align;
+                nn__item *b = &it[j];
                 if (b->last < a->first || a->last < b->first) continue;
-                if (off < b->offset + bb && b->offset < off + bytes) {
-                    off = b->offset + bb;
+                if (off < b->offset + b->bytes && b->offset < off + a->bytes) {
+                    off = b->offset + b->bytes;
                     moved = 1;
                 }
             }
         }
         a->offset = off;
-        if (off + bytes > top) top = off + bytes;
+        if (a->scratch) g->nodes[a->id].scratch_offset = off;
+        else g->nodes[a->id].offset = off;
+        if (off + a->bytes > top) top = off + a->bytes;
     }
     g->arena_bytes = top;
-    NN_FREE(order);
+    NN_FREE(it);
+    return NN_OK;
+}
+
+/* A view of the arena at offset: a pointer on the CPU, a sub-buffer on a device. */
+static nn_result nn__arena_view(nn_graph *g, nn__buf *b, size_t offset, size_t bytes, const char *what) {
+    b->bytes = bytes;
+#if !defined(NN_NO_OPENCL)
+    if (g->ctx->opencl) {
+        cl_buffer_region reg;
+        cl_int err;
+        reg.origin = offset;
+        reg.size = bytes;
+        b->mem = clCreateSubBuffer(g->arena.mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
+        if (!b->mem) return nn__fail(g->ctx, NN_ERR_DEVICE, "%s: clCreateSubBuffer: %s (%d)", what, nn__cl_errstr(err), err);
+        return NN_OK;
+    }
+#else
+    (void)what;
+#endif
+    b->host = (float *)((char *)g->arena.host + offset);
     return NN_OK;
 }
 
@@ -4443,19 +4890,9 @@ static nn_result nn__allocate(nn_graph *g) {
         } else if (n->storage == NN__ST_OWN) { /* inputs are written before use: no fill */
             r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, n->op != NN__OP_INPUT, what);
         } else if (n->numel > 0) {
-            n->buf.bytes = (size_t)n->numel * 4;
-#if !defined(NN_NO_OPENCL)
-            if (ctx->opencl) {
-                cl_buffer_region reg;
-                cl_int err;
-                reg.origin = n->offset;
-                reg.size = n->buf.bytes;
-                n->buf.mem = clCreateSubBuffer(g->arena.mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
-                if (!n->buf.mem) r = nn__fail(ctx, NN_ERR_DEVICE, "%s: clCreateSubBuffer: %s (%d)", what, nn__cl_errstr(err), err);
-            } else
-#endif
-                n->buf.host = (float *)((char *)g->arena.host + n->offset);
+            r = nn__arena_view(g, &n->buf, n->offset, (size_t)n->numel * 4, what);
         }
+        if (n->scratch > 0 && r == NN_OK) r = nn__arena_view(g, &n->scratch_buf, n->scratch_offset, (size_t)n->scratch * 4, what);
         for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], (size_t)g->nodes[n->in[0]].numel * 4, 1, what);
     }
     return r;
@@ -4539,6 +4976,15 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         }
         g->sched[g->n_sched++] = i;
         if (i < n_user) g->n_sched_forward = g->n_sched;
+    }
+    for (i = 0; i < g->n_sched && !g->ctx->opencl; i++) { /* the CPU convolutions' im2col space */
+        nn__node *n = &g->nodes[g->sched[i]];
+        nn__conv2d c;
+        if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
+        else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, n->i);
+        else if (n->op == NN__OP_CONV2D_DW) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+        else continue;
+        n->scratch = nn__conv2d_scratch(&c);
     }
 #if !defined(NN_NO_OPENCL)
     r = nn__plan_memory(g, g->ctx->opencl ? g->ctx->cl.align : 64);
@@ -4841,6 +5287,28 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
                         g->opt.beta2, g->opt.eps, g->opt.weight_decay, g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip);
         break;
     }
+    case NN__OP_CONV2D: case NN__OP_CONV2D_DX: case NN__OP_CONV2D_DW: {
+        nn__conv2d c;
+        nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+        if (n->op == NN__OP_CONV2D) {
+            nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+            nn__conv2d_forward(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                               n->scratch_buf.host);
+        } else if (n->op == NN__OP_CONV2D_DX) { /* inputs (w, dy), output dx */
+            nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
+            nn__conv2d_backward_data(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+        } else { /* inputs (x, dy), output dw */
+            nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+            nn__conv2d_backward_weight(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+        }
+        break;
+    }
+    case NN__OP_CHANNEL_SUM: {
+        nn__node *x = &g->nodes[in[0]];
+        nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
+        break;
+    }
+    case NN__OP_RESHAPE: memcpy(y, NN__F(in[0]), (size_t)N * 4); break;
     default:
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: no CPU path", nn__op_names[n->op]);
     }
@@ -5076,6 +5544,39 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
                            (double)g->opt.beta2, (double)g->opt.eps, (double)g->opt.weight_decay,
                            g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0);
     }
+    case NN__OP_CONV2D: case NN__OP_CONV2D_DX: case NN__OP_CONV2D_DW: {
+        nn__conv2d c;
+        nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+        int geo[8];
+        memcpy(geo, n->i, 7 * sizeof(int));
+        geo[7] = 0;
+        if (n->op == NN__OP_CONV2D) {
+            nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+            r = nn__cl_add(g, id, "conv", "conv2d_forward", (size_t)N, &l);
+            if (r == NN_OK)
+                r = nn__cl_args(ctx, l->kernel, "mmmmiiiiiiiii8i", x->buf.mem, w->buf.mem, n->n_in > 2 ? NN__M(in[2]) : g->one,
+                                y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW, c.OH, c.OW, geo, n->n_in > 2);
+            return r;
+        }
+        if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
+        else nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+        r = nn__cl_add(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmiiiiiiiii8", x->buf.mem, w->buf.mem, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
+                            c.OH, c.OW, geo);
+        return r;
+    }
+    case NN__OP_CHANNEL_SUM: {
+        nn__node *x = &g->nodes[in[0]];
+        int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
+        r = nn__cl_add(g, id, "conv", "channel_sum", (size_t)C, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiii", x->buf.mem, y, Nb, C, (int)(x->numel / ((int64_t)Nb * C)));
+        return r;
+    }
+    case NN__OP_RESHAPE:
+        r = nn__cl_add(g, id, "elementwise", "copy", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi", NN__M(in[0]), y, N);
+        return r;
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);
     }
@@ -5207,6 +5708,852 @@ NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_
     }
     NN_FREE(buf);
     return NN_OK;
+}
+
+/* ======================================================================
+   src/nn_safetensors.c
+   ====================================================================== */
+/* safetensors checkpoints (https://github.com/huggingface/safetensors): an 8-byte
+   little-endian header length N, N bytes of JSON naming each tensor's dtype, shape and byte
+   range, then the raw little-endian data. Parameters are saved as float32 under their own
+   names (PyTorch's, e.g. fc1.weight [out, in]), so a PyTorch state dict loads directly.
+
+   The loader treats the file as untrusted. nn__st_parse() is a small strict JSON parser of
+   its own that needs nothing but the bytes and an error buffer (tests/fuzz_safetensors.c
+   fuzzes it alone): every length, offset, shape and dtype is checked before it is used, and
+   a malformed file gives NN_ERR_IO naming the file and the problem, with nothing leaked. */
+
+#define NN__ST_MAX_HEADER ((uint64_t)100 * 1024 * 1024) /* a sane cap on the JSON header */
+#define NN__ST_MAX_DEPTH 64                             /* nesting inside "__metadata__" */
+
+/* Every dtype the format defines; the first four convert to float32 on load. */
+static const char *const nn__st_dtype_names[] = {"F32",  "F16", "BF16", "F64",     "BOOL",    "U8",  "I8", "I16",
+                                                 "U16",  "I32", "U32",  "I64",     "U64",     "F8_E5M2", "F8_E4M3"};
+static const unsigned char nn__st_dtype_sizes[] = {4, 2, 2, 8, 1, 1, 1, 2, 2, 4, 4, 8, 8, 1, 1};
+enum { NN__ST_F32 = 0, NN__ST_F16 = 1, NN__ST_BF16 = 2, NN__ST_F64 = 3, NN__ST_N_FLOAT = 4, NN__ST_N_DTYPES = 15 };
+
+typedef struct nn__st_tensor {
+    char *name;               /* decoded UTF-8, NUL-free */
+    int dtype;                /* index in nn__st_dtype_names */
+    int ndim;                 /* may exceed NN_MAX_DIMS; shape[] holds the first NN_MAX_DIMS */
+    int64_t shape[NN_MAX_DIMS];
+    uint64_t numel;
+    uint64_t begin, end;      /* byte range inside the data section */
+} nn__st_tensor;
+
+typedef struct nn__st_file {
+    nn__st_tensor *t;         /* sorted by name, names unique */
+    int n, cap;
+    size_t data_off;          /* the data section starts at buf + data_off */
+    size_t data_len;
+} nn__st_file;
+
+typedef struct nn__st_parser {
+    const unsigned char *p, *end, *base;
+    char *err;
+    size_t errlen;
+    int failed, oom;
+} nn__st_parser;
+
+static int nn__st_error(nn__st_parser *ps, const char *fmt, ...) {
+    va_list ap;
+    int n;
+    if (ps->failed || !ps->err || !ps->errlen) {
+        ps->failed = 1;
+        return 0;
+    }
+    ps->failed = 1;
+    n = snprintf(ps->err, ps->errlen, "header byte %lu: ", (unsigned long)(ps->p - ps->base));
+    if (n < 0 || (size_t)n >= ps->errlen) return 0;
+    va_start(ap, fmt);
+    vsnprintf(ps->err + n, ps->errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+static void nn__st_ws(nn__st_parser *ps) {
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r')) ps->p++;
+}
+
+/* Skips whitespace, then consumes c; 0 (and an error) when the next byte is not c. */
+static int nn__st_expect(nn__st_parser *ps, char c, const char *what) {
+    nn__st_ws(ps);
+    if (ps->p >= ps->end) return nn__st_error(ps, "unexpected end of the header, expected %s", what);
+    if (*ps->p != (unsigned char)c) return nn__st_error(ps, "expected %s", what);
+    ps->p++;
+    return 1;
+}
+
+static int nn__st_hex4(const unsigned char *s, uint32_t *out) {
+    uint32_t v = 0;
+    int i;
+    for (i = 0; i < 4; i++) {
+        unsigned c = s[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= c - '0';
+        else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+        else return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 if it is not one. */
+static size_t nn__st_utf8_len(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) return n >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (n < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
+        if (c == 0xE0 && s[1] < 0xA0) return 0; /* overlong */
+        if (c == 0xED && s[1] >= 0xA0) return 0; /* a surrogate */
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80) return 0;
+        if (c == 0xF0 && s[1] < 0x90) return 0; /* overlong */
+        if (c == 0xF4 && s[1] >= 0x90) return 0; /* above U+10FFFF */
+        return 4;
+    }
+    return 0;
+}
+
+/* A JSON string at ps->p, decoded to NUL-terminated UTF-8 in *out (NULL: validate only). */
+static int nn__st_string(nn__st_parser *ps, char **out) {
+    const unsigned char *s, *q;
+    char *d = NULL;
+    size_t k = 0;
+    if (out) *out = NULL;
+    if (!nn__st_expect(ps, '"', "a string")) return 0;
+    s = ps->p;
+    for (q = s; q < ps->end && *q != '"'; q++) /* the closing quote bounds the decoded size */
+        if (*q == '\\' && q + 1 < ps->end) q++;
+    if (q >= ps->end) return nn__st_error(ps, "unterminated string");
+    if (out) {
+        d = (char *)NN_MALLOC((size_t)(q - s) + 1);
+        if (!d) {
+            ps->oom = 1;
+            return nn__st_error(ps, "out of memory");
+        }
+    }
+    while (ps->p < q) {
+        unsigned c = *ps->p;
+        if (c < 0x20) {
+            NN_FREE(d);
+            return nn__st_error(ps, "control character 0x%02x in a string", c);
+        }
+        if (c == '\\') {
+            uint32_t u;
+            unsigned char enc[4];
+            size_t n = 1;
+            if (ps->p + 1 >= q) { /* cannot happen: the scan above skipped escaped bytes */
+                NN_FREE(d);
+                return nn__st_error(ps, "bad escape");
+            }
+            switch (ps->p[1]) {
+            case '"': case '\\': case '/': enc[0] = ps->p[1]; break;
+            case 'b': enc[0] = '\b'; break;
+            case 'f': enc[0] = '\f'; break;
+            case 'n': enc[0] = '\n'; break;
+            case 'r': enc[0] = '\r'; break;
+            case 't': enc[0] = '\t'; break;
+            case 'u':
+                if (q - ps->p < 6 || !nn__st_hex4(ps->p + 2, &u)) {
+                    NN_FREE(d);
+                    return nn__st_error(ps, "bad \\u escape");
+                }
+                if (u >= 0xDC00 && u <= 0xDFFF) {
+                    NN_FREE(d);
+                    return nn__st_error(ps, "lone low surrogate \\u%04x", (unsigned)u);
+                }
+                if (u >= 0xD800 && u <= 0xDBFF) {
+                    uint32_t lo;
+                    if (q - ps->p < 12 || ps->p[6] != '\\' || ps->p[7] != 'u' || !nn__st_hex4(ps->p + 8, &lo) ||
+                        lo < 0xDC00 || lo > 0xDFFF) {
+                        NN_FREE(d);
+                        return nn__st_error(ps, "high surrogate \\u%04x without its low half", (unsigned)u);
+                    }
+                    u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+                    ps->p += 6;
+                }
+                if (u == 0) {
+                    NN_FREE(d);
+                    return nn__st_error(ps, "\\u0000 in a string");
+                }
+                if (u < 0x80) enc[0] = (unsigned char)u;
+                else if (u < 0x800) {
+                    enc[0] = (unsigned char)(0xC0 | (u >> 6));
+                    enc[1] = (unsigned char)(0x80 | (u & 0x3F));
+                    n = 2;
+                } else if (u < 0x10000) {
+                    enc[0] = (unsigned char)(0xE0 | (u >> 12));
+                    enc[1] = (unsigned char)(0x80 | ((u >> 6) & 0x3F));
+                    enc[2] = (unsigned char)(0x80 | (u & 0x3F));
+                    n = 3;
+                } else {
+                    enc[0] = (unsigned char)(0xF0 | (u >> 18));
+                    enc[1] = (unsigned char)(0x80 | ((u >> 12) & 0x3F));
+                    enc[2] = (unsigned char)(0x80 | ((u >> 6) & 0x3F));
+                    enc[3] = (unsigned char)(0x80 | (u & 0x3F));
+                    n = 4;
+                }
+                ps->p += 4;
+                break;
+            default:
+                NN_FREE(d);
+                return nn__st_error(ps, "bad escape \\%c", ps->p[1] >= 0x20 && ps->p[1] < 0x7F ? ps->p[1] : '?');
+            }
+            ps->p += 2;
+            if (d) memcpy(d + k, enc, n);
+            k += n;
+        } else {
+            size_t n = nn__st_utf8_len(ps->p, (size_t)(q - ps->p));
+            if (!n) {
+                NN_FREE(d);
+                return nn__st_error(ps, "invalid UTF-8 in a string");
+            }
+            if (d) memcpy(d + k, ps->p, n);
+            k += n;
+            ps->p += n;
+        }
+    }
+    ps->p = q + 1;
+    if (d) {
+        d[k] = 0;
+        *out = d;
+    }
+    return 1;
+}
+
+/* A non-negative JSON integer that fits in 64 bits (no sign, fraction or exponent). */
+static int nn__st_uint(nn__st_parser *ps, uint64_t *out, const char *what) {
+    uint64_t v = 0;
+    const unsigned char *start;
+    nn__st_ws(ps);
+    if (ps->p < ps->end && *ps->p == '-') return nn__st_error(ps, "%s is negative", what);
+    start = ps->p;
+    while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') {
+        unsigned dgt = *ps->p - '0';
+        if (v > (UINT64_MAX - dgt) / 10) return nn__st_error(ps, "%s does not fit in 64 bits", what);
+        v = v * 10 + dgt;
+        ps->p++;
+    }
+    if (ps->p == start) return nn__st_error(ps, "%s is not an integer", what);
+    if (ps->p - start > 1 && *start == '0') return nn__st_error(ps, "%s has a leading zero", what);
+    if (ps->p < ps->end && (*ps->p == '.' || *ps->p == 'e' || *ps->p == 'E'))
+        return nn__st_error(ps, "%s is not an integer", what);
+    *out = v;
+    return 1;
+}
+
+/* Any JSON value (inside "__metadata__" or an unknown field), validated and dropped. */
+static int nn__st_skip(nn__st_parser *ps, int depth) {
+    nn__st_ws(ps);
+    if (ps->p >= ps->end) return nn__st_error(ps, "unexpected end of the header, expected a value");
+    if (depth > NN__ST_MAX_DEPTH) return nn__st_error(ps, "nested deeper than %d levels", NN__ST_MAX_DEPTH);
+    if (*ps->p == '"') return nn__st_string(ps, NULL);
+    if (*ps->p == '{' || *ps->p == '[') {
+        char close = *ps->p == '{' ? '}' : ']';
+        int first = 1;
+        ps->p++;
+        for (;;) {
+            nn__st_ws(ps);
+            if (ps->p < ps->end && *ps->p == (unsigned char)close) {
+                ps->p++;
+                return 1;
+            }
+            if (!first && !nn__st_expect(ps, ',', "',' or the end of the object or array")) return 0;
+            first = 0;
+            if (close == '}' && (!nn__st_string(ps, NULL) || !nn__st_expect(ps, ':', "':'"))) return 0;
+            if (!nn__st_skip(ps, depth + 1)) return 0;
+        }
+    }
+    if (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9')) { /* a JSON number */
+        const unsigned char *st;
+        if (*ps->p == '-') ps->p++;
+        st = ps->p;
+        while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') ps->p++;
+        if (ps->p == st || (ps->p - st > 1 && *st == '0')) return nn__st_error(ps, "bad number");
+        if (ps->p < ps->end && *ps->p == '.') {
+            st = ++ps->p;
+            while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') ps->p++;
+            if (ps->p == st) return nn__st_error(ps, "bad number");
+        }
+        if (ps->p < ps->end && (*ps->p == 'e' || *ps->p == 'E')) {
+            ps->p++;
+            if (ps->p < ps->end && (*ps->p == '+' || *ps->p == '-')) ps->p++;
+            st = ps->p;
+            while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') ps->p++;
+            if (ps->p == st) return nn__st_error(ps, "bad number");
+        }
+        return 1;
+    }
+    {
+        static const char *const words[] = {"true", "false", "null"};
+        int i;
+        for (i = 0; i < 3; i++) {
+            size_t n = strlen(words[i]);
+            if ((size_t)(ps->end - ps->p) >= n && memcmp(ps->p, words[i], n) == 0) {
+                ps->p += n;
+                return 1;
+            }
+        }
+    }
+    return nn__st_error(ps, "not a JSON value");
+}
+
+/* One tensor entry: {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}. */
+static int nn__st_entry(nn__st_parser *ps, nn__st_tensor *t, size_t data_len) {
+    int have_dtype = 0, have_shape = 0, have_offsets = 0, first = 1;
+    uint64_t numel = 1, bytes;
+    t->dtype = -1;
+    if (!nn__st_expect(ps, '{', "an object for the tensor")) return 0;
+    for (;;) {
+        char *key = NULL;
+        nn__st_ws(ps);
+        if (ps->p < ps->end && *ps->p == '}') {
+            ps->p++;
+            break;
+        }
+        if (!first && !nn__st_expect(ps, ',', "',' or '}'")) return 0;
+        first = 0;
+        if (!nn__st_string(ps, &key)) return 0;
+        if (!nn__st_expect(ps, ':', "':'")) {
+            NN_FREE(key);
+            return 0;
+        }
+        if (strcmp(key, "dtype") == 0) {
+            char *dt = NULL;
+            int i;
+            NN_FREE(key);
+            if (have_dtype++) return nn__st_error(ps, "tensor %s: duplicate key \"dtype\"", t->name);
+            nn__st_ws(ps);
+            if (ps->p >= ps->end || *ps->p != '"') return nn__st_error(ps, "tensor %s: dtype is not a string", t->name);
+            if (!nn__st_string(ps, &dt)) return 0;
+            for (i = 0; i < NN__ST_N_DTYPES; i++)
+                if (strcmp(dt, nn__st_dtype_names[i]) == 0) t->dtype = i;
+            if (t->dtype < 0) {
+                nn__st_error(ps, "tensor %s: unknown dtype \"%.32s\"", t->name, dt);
+                NN_FREE(dt);
+                return 0;
+            }
+            NN_FREE(dt);
+        } else if (strcmp(key, "shape") == 0) {
+            NN_FREE(key);
+            if (have_shape++) return nn__st_error(ps, "tensor %s: duplicate key \"shape\"", t->name);
+            if (!nn__st_expect(ps, '[', "'[' opening the shape")) return 0;
+            nn__st_ws(ps);
+            if (ps->p < ps->end && *ps->p == ']') ps->p++; /* a scalar */
+            else
+                for (;;) {
+                    uint64_t d;
+                    if (!nn__st_uint(ps, &d, "a shape dim")) return 0;
+                    if (d > (uint64_t)INT64_MAX) return nn__st_error(ps, "tensor %s: shape dim too large", t->name);
+                    if (d && numel > UINT64_MAX / d) return nn__st_error(ps, "tensor %s: shape overflows", t->name);
+                    numel *= d;
+                    if (t->ndim < NN_MAX_DIMS) t->shape[t->ndim] = (int64_t)d;
+                    t->ndim++;
+                    nn__st_ws(ps);
+                    if (ps->p < ps->end && *ps->p == ']') {
+                        ps->p++;
+                        break;
+                    }
+                    if (!nn__st_expect(ps, ',', "',' or ']' in the shape")) return 0;
+                }
+        } else if (strcmp(key, "data_offsets") == 0) {
+            NN_FREE(key);
+            if (have_offsets++) return nn__st_error(ps, "tensor %s: duplicate key \"data_offsets\"", t->name);
+            if (!nn__st_expect(ps, '[', "'[' opening data_offsets") || !nn__st_uint(ps, &t->begin, "an offset") ||
+                !nn__st_expect(ps, ',', "two data_offsets") || !nn__st_uint(ps, &t->end, "an offset") ||
+                !nn__st_expect(ps, ']', "']' after two data_offsets"))
+                return 0;
+        } else {
+            NN_FREE(key); /* unknown fields are ignored, as the reference reader does */
+            if (!nn__st_skip(ps, 1)) return 0;
+        }
+    }
+    if (!have_dtype || !have_shape || !have_offsets)
+        return nn__st_error(ps, "tensor %s: no %s", t->name, !have_dtype ? "dtype" : !have_shape ? "shape" : "data_offsets");
+    if (t->begin > t->end)
+        return nn__st_error(ps, "tensor %s: data_offsets [%llu, %llu] run backwards", t->name,
+                            (unsigned long long)t->begin, (unsigned long long)t->end);
+    if (t->end > (uint64_t)data_len)
+        return nn__st_error(ps, "tensor %s: data_offsets [%llu, %llu] run past the data section (%llu bytes)", t->name,
+                            (unsigned long long)t->begin, (unsigned long long)t->end, (unsigned long long)data_len);
+    if (numel > UINT64_MAX / nn__st_dtype_sizes[t->dtype])
+        return nn__st_error(ps, "tensor %s: shape overflows", t->name);
+    bytes = numel * nn__st_dtype_sizes[t->dtype];
+    if (bytes != t->end - t->begin)
+        return nn__st_error(ps, "tensor %s: shape and dtype make %llu bytes, data_offsets %llu", t->name,
+                            (unsigned long long)bytes, (unsigned long long)(t->end - t->begin));
+    t->numel = numel;
+    return 1;
+}
+
+static int nn__st_cmp_name(const void *a, const void *b) {
+    return strcmp(((const nn__st_tensor *)a)->name, ((const nn__st_tensor *)b)->name);
+}
+
+static int nn__st_cmp_range(const void *a, const void *b) {
+    const nn__st_tensor *x = *(const nn__st_tensor *const *)a, *y = *(const nn__st_tensor *const *)b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    return x->end < y->end ? -1 : x->end > y->end ? 1 : 0;
+}
+
+static void nn__st_free(nn__st_file *f) {
+    int i;
+    if (!f) return;
+    for (i = 0; i < f->n; i++) NN_FREE(f->t[i].name);
+    NN_FREE(f->t);
+    memset(f, 0, sizeof *f);
+}
+
+/* Parses and validates a whole safetensors file held in buf[0..len). NN_OK fills *out
+   (release it with nn__st_free); otherwise *out is empty and err says what is wrong:
+   NN_ERR_IO for a malformed file, NN_ERR_OUT_OF_MEMORY. */
+static nn_result nn__st_parse(const unsigned char *buf, size_t len, nn__st_file *out, char *err, size_t errlen) {
+    nn__st_parser ps;
+    uint64_t hlen = 0;
+    int i, first = 1, have_meta = 0;
+    memset(out, 0, sizeof *out);
+    if (err && errlen) err[0] = 0;
+    if (!buf || len < 8) {
+        if (err) snprintf(err, errlen, "%lu bytes: too short for the 8-byte header length", (unsigned long)len);
+        return NN_ERR_IO;
+    }
+    for (i = 7; i >= 0; i--) hlen = (hlen << 8) | buf[i];
+    if (hlen > (uint64_t)(len - 8)) {
+        if (err)
+            snprintf(err, errlen, "header length %llu runs past the end of the file (%lu bytes)", (unsigned long long)hlen,
+                     (unsigned long)len);
+        return NN_ERR_IO;
+    }
+    if (hlen > NN__ST_MAX_HEADER) {
+        if (err) snprintf(err, errlen, "header length %llu is over the 100 MB limit", (unsigned long long)hlen);
+        return NN_ERR_IO;
+    }
+    out->data_off = 8 + (size_t)hlen;
+    out->data_len = len - out->data_off;
+    memset(&ps, 0, sizeof ps);
+    ps.base = ps.p = buf + 8;
+    ps.end = ps.p + hlen;
+    ps.err = err;
+    ps.errlen = errlen;
+    if (!nn__st_expect(&ps, '{', "'{' opening the header")) goto fail;
+    for (;;) {
+        char *name = NULL;
+        nn__st_ws(&ps);
+        if (ps.p < ps.end && *ps.p == '}') {
+            ps.p++;
+            break;
+        }
+        if (!first && !nn__st_expect(&ps, ',', "',' or '}' after a tensor")) goto fail;
+        first = 0;
+        if (!nn__st_string(&ps, &name)) goto fail;
+        if (!nn__st_expect(&ps, ':', "':' after a name")) {
+            NN_FREE(name);
+            goto fail;
+        }
+        if (strcmp(name, "__metadata__") == 0) {
+            NN_FREE(name);
+            if (have_meta++) {
+                nn__st_error(&ps, "duplicate key \"__metadata__\"");
+                goto fail;
+            }
+            nn__st_ws(&ps);
+            if (ps.p >= ps.end || *ps.p != '{') {
+                nn__st_error(&ps, "__metadata__ is not an object");
+                goto fail;
+            }
+            if (!nn__st_skip(&ps, 1)) goto fail;
+            continue;
+        }
+        if (out->n == out->cap) {
+            int cap = out->cap ? out->cap * 2 : 16;
+            nn__st_tensor *nt = (nn__st_tensor *)NN_REALLOC(out->t, (size_t)cap * sizeof *nt);
+            if (!nt) {
+                NN_FREE(name);
+                ps.oom = 1;
+                nn__st_error(&ps, "out of memory");
+                goto fail;
+            }
+            out->t = nt;
+            out->cap = cap;
+        }
+        memset(&out->t[out->n], 0, sizeof out->t[0]);
+        out->t[out->n].name = name;
+        out->n++;
+        if (!nn__st_entry(&ps, &out->t[out->n - 1], out->data_len)) goto fail;
+    }
+    nn__st_ws(&ps);
+    if (ps.p != ps.end) {
+        nn__st_error(&ps, "bytes after the header's JSON object");
+        goto fail;
+    }
+    /* names unique (sorted, so the loader can search them) */
+    if (out->n > 1) qsort(out->t, (size_t)out->n, sizeof out->t[0], nn__st_cmp_name);
+    for (i = 1; i < out->n; i++)
+        if (strcmp(out->t[i - 1].name, out->t[i].name) == 0) {
+            if (err) snprintf(err, errlen, "duplicate tensor name \"%.200s\"", out->t[i].name);
+            nn__st_free(out);
+            return NN_ERR_IO;
+        }
+    /* no two tensors share a byte */
+    if (out->n > 1) {
+        nn__st_tensor **by = (nn__st_tensor **)NN_MALLOC((size_t)out->n * sizeof *by);
+        uint64_t reach = 0;
+        const char *last = NULL;
+        if (!by) {
+            if (err) snprintf(err, errlen, "out of memory");
+            nn__st_free(out);
+            return NN_ERR_OUT_OF_MEMORY;
+        }
+        for (i = 0; i < out->n; i++) by[i] = &out->t[i];
+        qsort(by, (size_t)out->n, sizeof *by, nn__st_cmp_range);
+        for (i = 0; i < out->n; i++) {
+            if (by[i]->begin == by[i]->end) continue;
+            if (last && by[i]->begin < reach) {
+                if (err)
+                    snprintf(err, errlen, "tensors \"%.100s\" and \"%.100s\" overlap in the data section", last, by[i]->name);
+                NN_FREE(by);
+                nn__st_free(out);
+                return NN_ERR_IO;
+            }
+            reach = by[i]->end;
+            last = by[i]->name;
+        }
+        NN_FREE(by);
+    }
+    return NN_OK;
+fail:
+    nn__st_free(out);
+    return ps.oom ? NN_ERR_OUT_OF_MEMORY : NN_ERR_IO;
+}
+
+static const nn__st_tensor *nn__st_find(const nn__st_file *f, const char *name) {
+    int lo = 0, hi = f->n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(f->t[mid].name, name);
+        if (c == 0) return &f->t[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return NULL;
+}
+
+static float nn__st_half(uint32_t h) {
+    uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, u;
+    float f;
+    if (e == 0x1F) u = sign | 0x7F800000u | (m << 13);
+    else if (e) u = sign | ((e + 112) << 23) | (m << 13);
+    else if (m) { /* subnormal: normalise */
+        e = 113;
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            e--;
+        }
+        u = sign | (e << 23) | ((m & 0x3FFu) << 13);
+    } else u = sign;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* n little-endian values of a float dtype to float32 (the source may be unaligned). */
+static void nn__st_convert(float *dst, const unsigned char *s, size_t n, int dtype) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        uint32_t u;
+        float f;
+        switch (dtype) {
+        case NN__ST_F32:
+            u = (uint32_t)s[4 * i] | ((uint32_t)s[4 * i + 1] << 8) | ((uint32_t)s[4 * i + 2] << 16) |
+                ((uint32_t)s[4 * i + 3] << 24);
+            memcpy(&f, &u, 4);
+            break;
+        case NN__ST_F16: f = nn__st_half((uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8)); break;
+        case NN__ST_BF16:
+            u = ((uint32_t)s[2 * i] << 16) | ((uint32_t)s[2 * i + 1] << 24);
+            memcpy(&f, &u, 4);
+            break;
+        default: {
+            uint64_t v = 0;
+            double d;
+            int k;
+            for (k = 7; k >= 0; k--) v = (v << 8) | s[8 * i + (size_t)k];
+            memcpy(&d, &v, 8);
+            f = (float)d;
+            break;
+        }
+        }
+        dst[i] = f;
+    }
+}
+
+/* The loader on a file already in memory (path names it in messages). Nothing is written
+   to a parameter until every one has been matched and checked. */
+static nn_result nn__st_load_mem(nn_graph *g, const char *path, const unsigned char *buf, size_t len, int allow_missing) {
+    nn_context *ctx = g->ctx;
+    nn__params *ps = g->params;
+    nn__st_file f;
+    char err[512];
+    const nn__st_tensor **match = NULL;
+    float *tmp = NULL;
+    size_t most = 1;
+    int i, missing = 0, first_missing = -1;
+    nn_result r = nn__st_parse(buf, len, &f, err, sizeof err);
+    if (r != NN_OK) return nn__fail(ctx, r, "%s: %s", path, err);
+    match = (const nn__st_tensor **)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *match);
+    if (!match) {
+        r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    for (i = 0; i < ps->n; i++) {
+        nn__param *p = &ps->p[i];
+        const nn__st_tensor *t = nn__st_find(&f, p->name);
+        int k, same;
+        if (!t) {
+            if (first_missing < 0) first_missing = i;
+            missing++;
+            continue;
+        }
+        if (t->dtype >= NN__ST_N_FLOAT) {
+            r = nn__fail(ctx, NN_ERR_SHAPE, "%s: tensor %s is %s; F32, F16, BF16 or F64 can be loaded", path, p->name,
+                         nn__st_dtype_names[t->dtype]);
+            goto done;
+        }
+        same = t->ndim == p->shape.ndim;
+        for (k = 0; same && k < t->ndim; k++) same = t->shape[k] == p->shape.dim[k];
+        if (!same) {
+            char a[160], b[160];
+            nn_shape s;
+            memset(&s, 0, sizeof s);
+            s.ndim = t->ndim < NN_MAX_DIMS ? t->ndim : NN_MAX_DIMS;
+            for (k = 0; k < s.ndim; k++) s.dim[k] = t->shape[k];
+            nn__shape_str(&s, a, sizeof a);
+            if (t->ndim > NN_MAX_DIMS) snprintf(a, sizeof a, "of %d dims", t->ndim);
+            nn__shape_str(&p->shape, b, sizeof b);
+            r = nn__fail(ctx, NN_ERR_SHAPE, "%s: tensor %s has shape %s, the parameter %s", path, p->name, a, b);
+            goto done;
+        }
+        if (!p->allocated && !p->init) {
+            r = nn__fail(ctx, NN_ERR_STATE, "%s: parameter %s has no storage", path, p->name);
+            goto done;
+        }
+        match[i] = t;
+        if ((size_t)p->numel > most) most = (size_t)p->numel;
+    }
+    if (missing && !allow_missing) {
+        r = nn__fail(ctx, NN_ERR_IO, "%s: no tensor for parameter %s (%d of %d parameters missing)", path,
+                     ps->p[first_missing].name, missing, ps->n);
+        goto done;
+    }
+    tmp = (float *)nn__calloc(most, sizeof(float));
+    if (!tmp) {
+        r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    for (i = 0; i < ps->n && r == NN_OK; i++) {
+        nn__param *p = &ps->p[i];
+        const nn__st_tensor *t = match[i];
+        if (!t) continue;
+        nn__st_convert(tmp, buf + f.data_off + (size_t)t->begin, (size_t)p->numel, t->dtype);
+        if (p->allocated) r = nn__buf_write(ctx, &p->buf, tmp, (size_t)p->numel * 4);
+        else memcpy(p->init, tmp, (size_t)p->numel * 4);
+    }
+done:
+    NN_FREE(tmp);
+    NN_FREE((void *)match);
+    nn__st_free(&f);
+    return r;
+}
+
+NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    r = nn__read_file(g->ctx, path, &buf, &len);
+    if (r != NN_OK) return r;
+    r = nn__st_load_mem(g, path, buf, len, allow_missing);
+    NN_FREE(buf);
+    return r;
+}
+
+/* ---- saving ---- */
+
+typedef struct nn__st_text {
+    char *s;
+    size_t n, cap;
+    int oom;
+} nn__st_text;
+
+static void nn__st_put(nn__st_text *t, const char *s, size_t n) {
+    if (t->oom) return;
+    if (t->n + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        char *ns;
+        while (cap < t->n + n + 1) cap *= 2;
+        ns = (char *)NN_REALLOC(t->s, cap);
+        if (!ns) {
+            t->oom = 1;
+            return;
+        }
+        t->s = ns;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->n, s, n);
+    t->n += n;
+    t->s[t->n] = 0;
+}
+
+static void nn__st_puts(nn__st_text *t, const char *s) { nn__st_put(t, s, strlen(s)); }
+
+static void nn__st_putu(nn__st_text *t, unsigned long long v) {
+    char b[32];
+    snprintf(b, sizeof b, "%llu", v);
+    nn__st_puts(t, b);
+}
+
+/* A JSON string; 0 if s is not valid UTF-8 (JSON cannot carry it). */
+static int nn__st_put_string(nn__st_text *t, const char *name) {
+    const unsigned char *s = (const unsigned char *)name;
+    size_t len = strlen(name), i = 0;
+    nn__st_put(t, "\"", 1);
+    while (i < len) {
+        size_t n = nn__st_utf8_len(s + i, len - i);
+        if (!n) return 0;
+        if (s[i] == '"' || s[i] == '\\') {
+            char e[2];
+            e[0] = '\\';
+            e[1] = (char)s[i];
+            nn__st_put(t, e, 2);
+        } else if (s[i] < 0x20) {
+            char e[8];
+            snprintf(e, sizeof e, "\\u%04x", s[i]);
+            nn__st_puts(t, e);
+        } else nn__st_put(t, name + i, n);
+        i += n;
+    }
+    nn__st_put(t, "\"", 1);
+    return 1;
+}
+
+static int nn__st_cmp_param(const void *a, const void *b) {
+    return strcmp((*(const nn__param *const *)a)->name, (*(const nn__param *const *)b)->name);
+}
+
+NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
+    nn_context *ctx;
+    nn__params *ps;
+    nn__param **order = NULL;
+    nn__st_text h;
+    unsigned char *bytes = NULL, len8[8];
+    char *tmp_path = NULL;
+    FILE *fp = NULL;
+    uint64_t off = 0;
+    size_t most = 1;
+    int i, k;
+    nn_result r = NN_OK;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    ctx = g->ctx;
+    ps = g->params;
+    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_save_safetensors: no path given");
+    memset(&h, 0, sizeof h);
+    order = (nn__param **)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *order);
+    tmp_path = (char *)NN_MALLOC(strlen(path) + 5);
+    if (!order || !tmp_path) {
+        r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    for (i = 0; i < ps->n; i++) {
+        order[i] = &ps->p[i];
+        if ((size_t)ps->p[i].numel > most) most = (size_t)ps->p[i].numel;
+        if (!ps->p[i].allocated && !ps->p[i].init) {
+            r = nn__fail(ctx, NN_ERR_STATE, "%s: parameter %s has no storage", path, ps->p[i].name);
+            goto done;
+        }
+    }
+    if (ps->n > 1) qsort(order, (size_t)ps->n, sizeof *order, nn__st_cmp_param);
+    /* the header: keys sorted by name, data in that order */
+    nn__st_puts(&h, "{\"__metadata__\":{\"format\":\"pt\"}");
+    for (i = 0; i < ps->n; i++) {
+        nn__param *p = order[i];
+        nn__st_puts(&h, ",");
+        if (!nn__st_put_string(&h, p->name)) {
+            r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: parameter name %s is not valid UTF-8", path, p->name);
+            goto done;
+        }
+        nn__st_puts(&h, ":{\"dtype\":\"F32\",\"shape\":[");
+        for (k = 0; k < p->shape.ndim; k++) {
+            if (k) nn__st_puts(&h, ",");
+            nn__st_putu(&h, (unsigned long long)p->shape.dim[k]);
+        }
+        nn__st_puts(&h, "],\"data_offsets\":[");
+        nn__st_putu(&h, (unsigned long long)off);
+        nn__st_puts(&h, ",");
+        off += (uint64_t)p->numel * 4;
+        nn__st_putu(&h, (unsigned long long)off);
+        nn__st_puts(&h, "]}");
+    }
+    nn__st_puts(&h, "}");
+    while (h.n % 8) nn__st_puts(&h, " ");
+    if (h.oom || (bytes = (unsigned char *)NN_MALLOC(most * 4)) == NULL) {
+        r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    for (k = 0; k < 8; k++) len8[k] = (unsigned char)((uint64_t)h.n >> (8 * k));
+    snprintf(tmp_path, strlen(path) + 5, "%s.tmp", path);
+    fp = fopen(tmp_path, "wb");
+    if (!fp) {
+        r = nn__fail(ctx, NN_ERR_IO, "%s: cannot create: %s", tmp_path, strerror(errno));
+        goto done;
+    }
+    if (fwrite(len8, 1, 8, fp) != 8 || fwrite(h.s, 1, h.n, fp) != h.n) goto write_error;
+    for (i = 0; i < ps->n; i++) {
+        nn__param *p = order[i];
+        size_t n = (size_t)p->numel, j;
+        if (p->allocated) {
+            r = nn__buf_read(ctx, &p->buf, bytes, n * 4);
+            if (r != NN_OK) goto done;
+        } else memcpy(bytes, p->init, n * 4);
+        for (j = 0; j < n; j++) { /* to little-endian, in place */
+            uint32_t u;
+            memcpy(&u, bytes + 4 * j, 4);
+            bytes[4 * j] = (unsigned char)u;
+            bytes[4 * j + 1] = (unsigned char)(u >> 8);
+            bytes[4 * j + 2] = (unsigned char)(u >> 16);
+            bytes[4 * j + 3] = (unsigned char)(u >> 24);
+        }
+        if (fwrite(bytes, 1, n * 4, fp) != n * 4) goto write_error;
+    }
+    k = fclose(fp);
+    fp = NULL;
+    if (k != 0) goto write_error;
+    if (rename(tmp_path, path) != 0) {
+#if defined(_WIN32)
+        remove(path); /* Windows' rename does not replace */
+        if (rename(tmp_path, path) == 0) goto done;
+#endif
+        r = nn__fail(ctx, NN_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp_path, strerror(errno));
+        remove(tmp_path);
+    }
+    goto done;
+write_error:
+    r = nn__fail(ctx, NN_ERR_IO, "%s: write error: %s", tmp_path, strerror(errno));
+    if (fp) fclose(fp);
+    fp = NULL;
+    remove(tmp_path);
+done:
+    if (fp) { /* a failed device read */
+        fclose(fp);
+        remove(tmp_path);
+    }
+    NN_FREE(h.s);
+    NN_FREE(bytes);
+    NN_FREE(tmp_path);
+    NN_FREE(order);
+    return r;
 }
 #endif
 #endif

@@ -40,6 +40,12 @@ __kernel void scale(__global const float *x, __global float *y, const int n, con
     if (i < n) y[i] = x[i] * s;
 }
 
+/* a bit copy (reshape), for either dtype */
+__kernel void copy(__global const uint *x, __global uint *y, const int n) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = x[i];
+}
+
 __kernel void fill(__global float *y, const int n, const float v) {
     int i = get_global_id(0);
     if (i < n) y[i] = v;

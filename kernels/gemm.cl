@@ -213,83 +213,92 @@ inline void gemm_direct(const int M, const int N, const int K,
 
 #elif USE_LOCAL == 2
 
-/* Packed path: one work-item per group owns a TS_M x TS_N tile, walked as
- * WG_M x WG_N micro-tiles of WPT_M x WPT_N.  For each K block of TS_K it
- * copies its slice of op(A) and op(B) into local memory in micro-panel order
- * (BLIS-style packing), so the inner loop streams both operands contiguously.
- * On CPUs this is what keeps the B panel in L1: streaming B straight from a
+/* Packed path (CPUs): one work-item per group owns a (rows x TS_N) tile,
+ * walked as micro-tiles of WPT_M x WPT_N (WG_N of them across; WG_M only
+ * guides the host's choice of rows).  For each K block of TS_K it
+ * copies its TS_K x TS_N slice of op(B) into local memory, micro-panel by
+ * micro-panel (BLIS-style packing), so the inner loop reads B contiguously;
+ * op(A) is read straight from global memory.  Why: streaming B from a
  * row-major matrix walks one cache line per k at a stride of ldb floats,
- * which for power-of-two ldb maps every line to the same cache set.
- * A group of one item needs no barriers, which CPU runtimes handle poorly.
- * Partial K blocks are simply shorter; rows/columns past M/N are zero-filled
- * up to the micro-tile edge and never stored. */
+ * which for power-of-two ldb lands every line in the same cache set and
+ * thrashes L1/L2.  The rows of A are few, sequential streams and cache fine.
+ * A group of one item needs no barriers, which CPU runtimes handle poorly,
+ * and the B panel (16 KiB per micro-panel at TS_K=256) stays in L1 while
+ * the item sweeps down the rows of A.
+ * Edges: partial K blocks are just shorter, B columns past N are zero-filled,
+ * A rows past M are clamped to row M-1 (in bounds, results discarded). */
 inline void gemm_packed(const int M, const int N, const int K,
                         __global const float *A, const int lda,
                         __global const float *B, const int ldb,
                         __global float *C, const int ldc,
                         const float alpha, const float beta,
-                        __local float *Ap, __local float *Bp,
-                        const int ta, const int tb)
+                        __local float *Bp, const int ta, const int tb)
 {
-    const int m0 = (int)get_global_id(1) * TS_M;
+    /* Rows per item are a runtime split of M over the grid height (whole
+     * micro-tiles), so the host can trade tile height for parallelism on
+     * small problems; columns per item are fixed at TS_N (the local panel). */
+    const int gm = (int)get_global_size(1);
+    const int rows = ((M + gm - 1) / gm + WPT_M - 1) / WPT_M * WPT_M;
+    const int m0 = (int)get_global_id(1) * rows;
     const int n0 = (int)get_global_id(0) * TS_N;
-    const int mv = min(TS_M, M - m0), nv = min(TS_N, N - n0);
+    const int mv = min(rows, M - m0), nv = min(TS_N, N - n0);
     const int mt = (mv + WPT_M - 1) / WPT_M, nt = (nv + WPT_N - 1) / WPT_N;
-    int k0, mi, ni, r, c, i, kk;
+    const size_t a_k = ta ? (size_t)lda : 1;   /* step of op(A) along k */
+    int k0, mi, ni, r, c, kk;
 
     if (mv <= 0 || nv <= 0)
         return;
 
     for (k0 = 0; k0 < K; k0 += TS_K) {
         const int kv = min(TS_K, K - k0);
-        /* Ap[(mi*kv + kk)*WPT_M + r] = op(A)[m0 + mi*WPT_M + r][k0 + kk] */
-        if (!ta) {
-            for (i = 0; i < mv; i++) {
-                __global const float *src = A + (size_t)(m0 + i) * lda + k0;
-                __local float *dst = Ap + (i / WPT_M) * kv * WPT_M + i % WPT_M;
-                for (kk = 0; kk < kv; kk++)
-                    dst[kk * WPT_M] = src[kk];
-            }
-        } else {
-            for (kk = 0; kk < kv; kk++) {
-                __global const float *src = A + (size_t)(k0 + kk) * lda + m0;
-                for (i = 0; i < mv; i++)
-                    Ap[((i / WPT_M) * kv + kk) * WPT_M + i % WPT_M] = src[i];
-            }
-        }
-        for (i = mv; i < mt * WPT_M; i++)
-            for (kk = 0; kk < kv; kk++)
-                Ap[((i / WPT_M) * kv + kk) * WPT_M + i % WPT_M] = 0.0f;
+
         /* Bp[(ni*kv + kk)*WPT_N + c] = op(B)[k0 + kk][n0 + ni*WPT_N + c] */
-        if (!tb) {
-            for (kk = 0; kk < kv; kk++) {
-                __global const float *src = B + (size_t)(k0 + kk) * ldb + n0;
-                for (i = 0; i < nv; i++)
-                    Bp[((i / WPT_N) * kv + kk) * WPT_N + i % WPT_N] = src[i];
-            }
-        } else {
-            for (i = 0; i < nv; i++) {
-                __global const float *src = B + (size_t)(n0 + i) * ldb + k0;
-                __local float *dst = Bp + (i / WPT_N) * kv * WPT_N + i % WPT_N;
-                for (kk = 0; kk < kv; kk++)
-                    dst[kk * WPT_N] = src[kk];
+        for (ni = 0; ni < nt; ni++) {
+            __local float *dst = Bp + ni * kv * WPT_N;
+            const int j0 = n0 + ni * WPT_N;
+            const int w = min(WPT_N, N - j0);        /* valid columns */
+            if (!tb) {
+                __global const float *src = B + (size_t)k0 * ldb + j0;
+                if (w == WPT_N) {
+                    for (kk = 0; kk < kv; kk++, src += ldb, dst += WPT_N)
+#pragma unroll
+                        for (c = 0; c < NCH; c++)
+                            VSTORE(VLOAD(src + c * VW), dst + c * VW);
+                } else {
+                    for (kk = 0; kk < kv; kk++, src += ldb, dst += WPT_N)
+                        for (c = 0; c < WPT_N; c++)
+                            dst[c] = c < w ? src[c] : 0.0f;
+                }
+            } else {
+                for (c = 0; c < WPT_N; c++) {
+                    __global const float *src = B + (size_t)(j0 + min(c, w - 1)) * ldb + k0;
+                    const float keep = c < w ? 1.0f : 0.0f;   /* zero, don't skip: no NaN leaks */
+                    if (c < w)
+                        for (kk = 0; kk < kv; kk++)
+                            dst[kk * WPT_N + c] = src[kk];
+                    else
+                        for (kk = 0; kk < kv; kk++)
+                            dst[kk * WPT_N + c] = 0.0f * keep;
+                }
             }
         }
-        for (i = nv; i < nt * WPT_N; i++)
-            for (kk = 0; kk < kv; kk++)
-                Bp[((i / WPT_N) * kv + kk) * WPT_N + i % WPT_N] = 0.0f;
 
         for (ni = 0; ni < nt; ni++) {
+            const int j0 = n0 + ni * WPT_N;
             for (mi = 0; mi < mt; mi++) {
-                __local const float *a = Ap + mi * kv * WPT_M;
+                const int i0 = m0 + mi * WPT_M;
                 __local const float *b = Bp + ni * kv * WPT_N;
-                const int i0 = m0 + mi * WPT_M, j0 = n0 + ni * WPT_N;
+                __global const float *a = A + (size_t)k0 * a_k;
+                size_t aoff[WPT_M];
                 floatv acc[WPT_M][NCH];
 #pragma unroll
-                for (r = 0; r < WPT_M; r++)
+                for (r = 0; r < WPT_M; r++) {
+                    const size_t i = (size_t)min(i0 + r, M - 1);
+                    aoff[r] = ta ? i : i * (size_t)lda;
 #pragma unroll
                     for (c = 0; c < NCH; c++)
                         acc[r][c] = (floatv)(0.0f);
+                }
                 for (kk = 0; kk < kv; kk++) {
                     floatv bv[NCH];
 #pragma unroll
@@ -297,12 +306,12 @@ inline void gemm_packed(const int M, const int N, const int K,
                         bv[c] = VLOAD(b + c * VW);
 #pragma unroll
                     for (r = 0; r < WPT_M; r++) {
-                        const floatv av = (floatv)(a[r]);
+                        const floatv av = (floatv)(a[aoff[r]]);
 #pragma unroll
                         for (c = 0; c < NCH; c++)
                             acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */
                     }
-                    a += WPT_M;
+                    a += a_k;
                     b += WPT_N;
                 }
                 /* Later K blocks accumulate onto what the first one stored. */
@@ -328,9 +337,8 @@ inline void gemm_packed(const int M, const int N, const int K,
               __global const float *B, const int ldb,                               \
               __global float *C, const int ldc, const float alpha, const float beta) \
     {                                                                               \
-        __local float Ap[TS_K * TS_M];                                              \
         __local float Bp[TS_K * TS_N];                                              \
-        gemm_packed(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, Ap, Bp, ta, tb);  \
+        gemm_packed(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, Bp, ta, tb);      \
     }
 
 #else /* USE_LOCAL == 1 */

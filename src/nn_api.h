@@ -174,6 +174,19 @@ NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels);
 /* A running sum kept on the device: each run adds x to it. Reset with nn_tensor_fill(). */
 NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x);
 
+/* Convolution over x [N, C, H, W] (NCHW, PyTorch's layout) with w [K, C/groups, KH, KW]
+   and an optional bias [K] (pass a tensor with id < 0 for none). Zero fields mean stride 1,
+   padding 0, dilation 1, groups 1. Output [N, K, OH, OW] with
+   OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1. */
+typedef struct nn_conv2d_desc {
+    int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
+} nn_conv2d_desc;
+NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
+
+/* The same data in another shape of the same element count (a copy). */
+NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
+NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */
+
 /* A fully connected layer: x [B, in] -> [B, out] with parameters NAME.weight [out, in] and
    NAME.bias [out] (PyTorch's names and layout), initialised as PyTorch's nn.Linear. */
 NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const char *name);
@@ -235,6 +248,20 @@ typedef struct nn_array {
 } nn_array;
 NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
 NN_API void nn_array_free(nn_array *a);
+
+/* ---- checkpoints ------------------------------------------------------------------------- */
+
+/* Saves every parameter of g's parameter store as float32 safetensors (PyTorch's names and
+   layouts, e.g. fc1.weight [out, in]), keys sorted by name, with metadata {"format": "pt"}.
+   Works before and after compile; writes PATH.tmp and renames it over path. */
+NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path);
+/* Loads parameters by name into g (before or after compile). A tensor in the file whose
+   name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,
+   F16, BF16 or F64 (converted to float32); a parameter missing from the file is NN_ERR_IO
+   unless allow_missing; other tensors in the file are ignored. The file is untrusted: a
+   malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
+   every check passes. */
+NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing);
 
 #ifdef __cplusplus
 }

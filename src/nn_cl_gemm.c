@@ -14,6 +14,10 @@ typedef struct nn__cl_gemm_plan {
     size_t lws[2];        /* local size; lws[0]==0 means pass NULL (let the runtime choose) */
 } nn__cl_gemm_plan;
 
+#ifndef NN__CL_GEMM_CPU_ITEMS
+#define NN__CL_GEMM_CPU_ITEMS 16
+#endif
+
 /* Tunables of kernels/gemm.cl (see the comment at its top). */
 typedef struct nn__cl_gemm_cfg {
     int wpt_m, wpt_n, vw;      /* per-item register tile, vector width along N */
@@ -77,13 +81,25 @@ static void nn__cl_gemm_cfg_plan(const nn__cl_gemm_cfg *c, int transA, int trans
                                  int M, int N, nn__cl_gemm_plan *p)
 {
     static const char *const names[4] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt" };
-    /* Packed path (use_local == 2): one item per group covers the whole
-     * wg_m*wpt_m x wg_n*wpt_n tile.  Otherwise one item per wpt_m x wpt_n. */
     int packed = c->use_local == 2;
     size_t tile_n = (size_t)c->wpt_n * (size_t)(packed ? c->wg_n : 1);
     size_t tile_m = (size_t)c->wpt_m * (size_t)(packed ? c->wg_m : 1);
     size_t items_n = ((size_t)N + tile_n - 1) / tile_n;
     size_t items_m = ((size_t)M + tile_m - 1) / tile_m;
+    if (packed) {
+        /* One item per group covers wg_n*wpt_n columns and an equal share of
+         * the rows (the kernel derives it from the grid height).  Tiles of
+         * up to wg_m*wpt_m rows amortise the B packing best, but small
+         * problems are split further (down to 4 micro-tiles of rows) so that
+         * there are about NN__CL_GEMM_CPU_ITEMS items to spread over the
+         * cores: the core count is not known here, and the runtime schedules
+         * groups dynamically, so a few items per core balance well. */
+        size_t min_rows = (size_t)c->wpt_m * 4;
+        size_t most = ((size_t)M + min_rows - 1) / min_rows;
+        size_t want = (NN__CL_GEMM_CPU_ITEMS + items_n - 1) / items_n;
+        if (want > most) want = most;
+        if (want > items_m) items_m = want;
+    }
     p->kernel = names[(transA ? 2 : 0) + (transB ? 1 : 0)];
     p->dims = 2;
     p->lws[0] = packed ? 1 : (size_t)c->wg_n;

@@ -274,6 +274,7 @@ static void nn__graph_release_compiled(nn_graph *g) {
     for (i = 0; i < g->n_nodes; i++) {
         nn__node *n = &g->nodes[i];
         if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
+        nn__buf_free(g->ctx, &n->scratch_buf);
         for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
     }
 #if !defined(NN_NO_OPENCL)
@@ -386,7 +387,7 @@ static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
         return 0;
     }
     for (i = 0; i < s.ndim; i++) {
-        if (s.dim[i] < 1 || s.dim[i] > ((int64_t)1 << 40)) {
+        if (s.dim[i] < 1 || s.dim[i] > ((int64_t)1 << 40) || nn__numel(&s) > ((int64_t)1 << 42)) {
             char b[128];
             nn__shape_str(&s, b, sizeof b);
             nn__op_fail(g, NN_ERR_SHAPE, "%s: shape %s has a dim out of range", op, b);
@@ -807,6 +808,73 @@ NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const 
     return nn_add(g, nn_matmul(g, x, w, 0, 1), b);
 }
 
+NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
+    nn_tensor in[3], t;
+    nn__node *nx, *nw;
+    nn_conv2d_desc d;
+    int64_t OH, OW;
+    int attr[7], k, has_bias = bias.id >= 0;
+    char sx[128], sw[128];
+    in[0] = x;
+    in[1] = w;
+    in[2] = bias;
+    if (!nn__check(g, "nn_conv2d", has_bias ? 3 : 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv2d", x, "x") || !nn__expect_f32(g, "nn_conv2d", w, "w")) return nn__tensor(-1);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    attr[0] = d.stride_h ? d.stride_h : 1;
+    attr[1] = d.stride_w ? d.stride_w : 1;
+    attr[2] = d.pad_h;
+    attr[3] = d.pad_w;
+    attr[4] = d.dilation_h ? d.dilation_h : 1;
+    attr[5] = d.dilation_w ? d.dilation_w : 1;
+    attr[6] = d.groups ? d.groups : 1;
+    nx = nn__n(g, x);
+    nw = nn__n(g, w);
+    nn__shape_str(&nx->shape, sx, sizeof sx);
+    nn__shape_str(&nw->shape, sw, sizeof sw);
+    for (k = 0; k < 7; k++)
+        if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d: stride, dilation and groups must be >= 1 and padding >= 0");
+    if (nx->shape.ndim != 4 || nw->shape.ndim != 4)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s must be [N, C, H, W] and w %s [K, C/groups, KH, KW]", sx, sw);
+    if (nx->shape.dim[1] % attr[6] || nw->shape.dim[0] % attr[6] || nw->shape.dim[1] * attr[6] != nx->shape.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, attr[6]);
+    OH = (nx->shape.dim[2] + 2 * attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
+    OW = (nx->shape.dim[3] + 2 * attr[3] - attr[5] * (nw->shape.dim[3] - 1) - 1) / attr[1] + 1;
+    if (nx->shape.dim[2] + 2 * attr[2] < attr[4] * (nw->shape.dim[2] - 1) + 1 ||
+        nx->shape.dim[3] + 2 * attr[3] < attr[5] * (nw->shape.dim[3] - 1) + 1)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: the kernel w %s is larger than the padded input x %s", sw, sx);
+    if (has_bias) {
+        nn__node *nb = nn__n(g, bias);
+        if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nb->shape.dim[0] != nw->shape.dim[0]) {
+            char sb[128];
+            nn__shape_str(&nb->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: bias %s must be [%lld] float32", sb, (long long)nw->shape.dim[0]);
+        }
+    }
+    t = has_bias ? nn__op3(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id, bias.id)
+                 : nn__op2(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id);
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    return t;
+}
+
+NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
+    char a[128], b[128];
+    if (!nn__check(g, "nn_reshape", 1, &x) || !nn__check_shape(g, "nn_reshape", shape)) return nn__tensor(-1);
+    if (nn__numel(&shape) != nn__n(g, x)->numel) {
+        nn__shape_str(&nn__n(g, x)->shape, a, sizeof a);
+        nn__shape_str(&shape, b, sizeof b);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_reshape: x %s and shape %s differ in element count", a, b);
+    }
+    return nn__op1(g, NN__OP_RESHAPE, nn__n(g, x)->dtype, shape, x.id);
+}
+
+NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x) {
+    if (!nn__check(g, "nn_flatten", 1, &x)) return nn__tensor(-1);
+    return nn_reshape(g, x, nn_shape2(nn__n(g, x)->shape.dim[0], nn__n(g, x)->numel / nn__n(g, x)->shape.dim[0]));
+}
+
 /* ---- autograd ---- */
 
 /* Adds gx to the gradient of node x (a sum when x feeds several ops). */
@@ -913,6 +981,23 @@ static void nn__backward(nn_graph *g, int id) {
     case NN__OP_GATHER_ROWS:
         if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
         break;
+    case NN__OP_CONV2D:
+        if (ga) {
+            t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
+            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            nn__acc_grad(g, a, t);
+        }
+        if (gb) {
+            t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            nn__acc_grad(g, b, t);
+        }
+        if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
+            nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
+        break;
+    case NN__OP_RESHAPE:
+        nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
+        break;
     default:
         break; /* not differentiable: no gradient flows */
     }
@@ -968,38 +1053,73 @@ static nn_result nn__add_optimizer(nn_graph *g) {
     return g->status;
 }
 
-/* Places arena tensors: each at the lowest aligned offset free for its whole lifetime. */
+/* An arena item: a node's output (live from its definition to its last use) or its
+   scratch (live during its own run only). */
+typedef struct nn__item { int id, scratch, first, last; size_t bytes, offset; } nn__item;
+
+/* Places arena items: each at the lowest aligned offset free for its whole lifetime. */
 static nn_result nn__plan_memory(nn_graph *g, size_t align) {
-    int *order = (int *)nn__calloc((size_t)g->n_sched + 1, sizeof(int));
+    nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
     int n = 0, i, j;
     size_t top = 0;
-    if (!order) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
-    for (i = 0; i < g->n_sched; i++) {
+    if (!it) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    for (i = 0; i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
         nn__node *nd = &g->nodes[g->sched[i]];
-        if (nd->storage == NN__ST_ARENA && nd->numel > 0) order[n++] = g->sched[i];
+        if (nd->storage == NN__ST_ARENA && nd->numel > 0) {
+            it[n].id = g->sched[i];
+            it[n].first = nd->first;
+            it[n].last = nd->last;
+            it[n++].bytes = ((size_t)nd->numel * 4 + align - 1) / align * align;
+        }
+        if (nd->scratch > 0) {
+            it[n].id = g->sched[i];
+            it[n].scratch = 1;
+            it[n].first = it[n].last = nd->first;
+            it[n++].bytes = ((size_t)nd->scratch * 4 + align - 1) / align * align;
+        }
     }
-    /* schedule order is definition order, so `order` is sorted by first use already */
     for (i = 0; i < n; i++) {
-        nn__node *a = &g->nodes[order[i]];
-        size_t bytes = ((size_t)a->numel * 4 + align - 1) / align * align, off = 0;
+        nn__item *a = &it[i];
+        size_t off = 0;
         int moved = 1;
-        while (moved) { /* first fit against every placed tensor alive at the same time */
+        while (moved) { /* first fit against every placed item alive at the same time */
             moved = 0;
             for (j = 0; j < i; j++) {
-                nn__node *b = &g->nodes[order[j]];
-                size_t bb = ((size_t)b->numel * 4 + align - 1) / align * align;
+                nn__item *b = &it[j];
                 if (b->last < a->first || a->last < b->first) continue;
-                if (off < b->offset + bb && b->offset < off + bytes) {
-                    off = b->offset + bb;
+                if (off < b->offset + b->bytes && b->offset < off + a->bytes) {
+                    off = b->offset + b->bytes;
                     moved = 1;
                 }
             }
         }
         a->offset = off;
-        if (off + bytes > top) top = off + bytes;
+        if (a->scratch) g->nodes[a->id].scratch_offset = off;
+        else g->nodes[a->id].offset = off;
+        if (off + a->bytes > top) top = off + a->bytes;
     }
     g->arena_bytes = top;
-    NN_FREE(order);
+    NN_FREE(it);
+    return NN_OK;
+}
+
+/* A view of the arena at offset: a pointer on the CPU, a sub-buffer on a device. */
+static nn_result nn__arena_view(nn_graph *g, nn__buf *b, size_t offset, size_t bytes, const char *what) {
+    b->bytes = bytes;
+#if !defined(NN_NO_OPENCL)
+    if (g->ctx->opencl) {
+        cl_buffer_region reg;
+        cl_int err;
+        reg.origin = offset;
+        reg.size = bytes;
+        b->mem = clCreateSubBuffer(g->arena.mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
+        if (!b->mem) return nn__fail(g->ctx, NN_ERR_DEVICE, "%s: clCreateSubBuffer: %s (%d)", what, nn__cl_errstr(err), err);
+        return NN_OK;
+    }
+#else
+    (void)what;
+#endif
+    b->host = (float *)((char *)g->arena.host + offset);
     return NN_OK;
 }
 
@@ -1034,19 +1154,9 @@ static nn_result nn__allocate(nn_graph *g) {
         } else if (n->storage == NN__ST_OWN) { /* inputs are written before use: no fill */
             r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, n->op != NN__OP_INPUT, what);
         } else if (n->numel > 0) {
-            n->buf.bytes = (size_t)n->numel * 4;
-#if !defined(NN_NO_OPENCL)
-            if (ctx->opencl) {
-                cl_buffer_region reg;
-                cl_int err;
-                reg.origin = n->offset;
-                reg.size = n->buf.bytes;
-                n->buf.mem = clCreateSubBuffer(g->arena.mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
-                if (!n->buf.mem) r = nn__fail(ctx, NN_ERR_DEVICE, "%s: clCreateSubBuffer: %s (%d)", what, nn__cl_errstr(err), err);
-            } else
-#endif
-                n->buf.host = (float *)((char *)g->arena.host + n->offset);
+            r = nn__arena_view(g, &n->buf, n->offset, (size_t)n->numel * 4, what);
         }
+        if (n->scratch > 0 && r == NN_OK) r = nn__arena_view(g, &n->scratch_buf, n->scratch_offset, (size_t)n->scratch * 4, what);
         for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], (size_t)g->nodes[n->in[0]].numel * 4, 1, what);
     }
     return r;
@@ -1130,6 +1240,15 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         }
         g->sched[g->n_sched++] = i;
         if (i < n_user) g->n_sched_forward = g->n_sched;
+    }
+    for (i = 0; i < g->n_sched && !g->ctx->opencl; i++) { /* the CPU convolutions' im2col space */
+        nn__node *n = &g->nodes[g->sched[i]];
+        nn__conv2d c;
+        if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
+        else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, n->i);
+        else if (n->op == NN__OP_CONV2D_DW) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+        else continue;
+        n->scratch = nn__conv2d_scratch(&c);
     }
 #if !defined(NN_NO_OPENCL)
     r = nn__plan_memory(g, g->ctx->opencl ? g->ctx->cl.align : 64);

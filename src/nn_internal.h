@@ -52,7 +52,8 @@
     X(GATHER_ROWS, "gather_rows") X(GATHER_ROWS_GRAD, "gather_rows_grad")                 \
     X(ARGMAX, "argmax") X(CORRECT_ROWS, "accuracy") X(ACCUMULATE, "accumulate")           \
     X(FILL, "fill") X(GRAD_SUMSQ, "grad_norm") X(CLIP_SCALE, "clip_scale")                 \
-    X(OPT_SGD, "sgd") X(OPT_ADAM, "adam")
+    X(OPT_SGD, "sgd") X(OPT_ADAM, "adam") X(CONV2D, "conv2d") X(CONV2D_DX, "conv2d_grad_input")   \
+    X(CONV2D_DW, "conv2d_grad_weight") X(CHANNEL_SUM, "channel_sum") X(RESHAPE, "reshape")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -91,7 +92,7 @@ typedef struct nn__node {
     int in[NN__MAX_IN];
     int n_in;
     float f[4];          /* op attributes */
-    int i[4];
+    int i[8];
     char *name;          /* inputs and params; NULL otherwise */
     int param;           /* PARAM: index in the parameter store */
     int needs_grad;      /* d(loss)/d(this) is wanted */
@@ -105,6 +106,9 @@ typedef struct nn__node {
     nn__buf buf;         /* the output */
     nn__buf aux[2];      /* persistent state (optimizer moments) */
     int n_aux;
+    int64_t scratch;     /* floats of working memory for the op's run alone (arena) */
+    size_t scratch_offset;
+    nn__buf scratch_buf;
 } nn__node;
 
 typedef struct nn__param {

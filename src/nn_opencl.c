@@ -349,7 +349,7 @@ static nn_result nn__cl_kernel(nn_context *ctx, const char *file, const char *kn
 }
 
 /* Sets kernel arguments from a format: m cl_mem, i int, u unsigned, f float (as double in
-   the varargs), L local bytes (size_t). */
+   the varargs), L local bytes (size_t), 8 an int8 vector (const int * to 8 ints). */
 static nn_result nn__cl_args(nn_context *ctx, cl_kernel k, const char *fmt, ...) {
     va_list ap;
     cl_uint a;
@@ -362,6 +362,12 @@ static nn_result nn__cl_args(nn_context *ctx, cl_kernel k, const char *fmt, ...)
         case 'u': { cl_uint v = va_arg(ap, unsigned); err = clSetKernelArg(k, a, sizeof v, &v); break; }
         case 'f': { cl_float v = (cl_float)va_arg(ap, double); err = clSetKernelArg(k, a, sizeof v, &v); break; }
         case 'L': { size_t v = va_arg(ap, size_t); err = clSetKernelArg(k, a, v, NULL); break; }
+        case '8': {
+            cl_int8 v;
+            memcpy(&v, va_arg(ap, const int *), sizeof v);
+            err = clSetKernelArg(k, a, sizeof v, &v);
+            break;
+        }
         default: err = CL_INVALID_VALUE; break;
         }
     }

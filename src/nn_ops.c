@@ -116,6 +116,28 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
                         g->opt.beta2, g->opt.eps, g->opt.weight_decay, g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip);
         break;
     }
+    case NN__OP_CONV2D: case NN__OP_CONV2D_DX: case NN__OP_CONV2D_DW: {
+        nn__conv2d c;
+        nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+        if (n->op == NN__OP_CONV2D) {
+            nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+            nn__conv2d_forward(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                               n->scratch_buf.host);
+        } else if (n->op == NN__OP_CONV2D_DX) { /* inputs (w, dy), output dx */
+            nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
+            nn__conv2d_backward_data(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+        } else { /* inputs (x, dy), output dw */
+            nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+            nn__conv2d_backward_weight(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+        }
+        break;
+    }
+    case NN__OP_CHANNEL_SUM: {
+        nn__node *x = &g->nodes[in[0]];
+        nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
+        break;
+    }
+    case NN__OP_RESHAPE: memcpy(y, NN__F(in[0]), (size_t)N * 4); break;
     default:
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: no CPU path", nn__op_names[n->op]);
     }
@@ -351,6 +373,39 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
                            (double)g->opt.beta2, (double)g->opt.eps, (double)g->opt.weight_decay,
                            g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0);
     }
+    case NN__OP_CONV2D: case NN__OP_CONV2D_DX: case NN__OP_CONV2D_DW: {
+        nn__conv2d c;
+        nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+        int geo[8];
+        memcpy(geo, n->i, 7 * sizeof(int));
+        geo[7] = 0;
+        if (n->op == NN__OP_CONV2D) {
+            nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+            r = nn__cl_add(g, id, "conv", "conv2d_forward", (size_t)N, &l);
+            if (r == NN_OK)
+                r = nn__cl_args(ctx, l->kernel, "mmmmiiiiiiiii8i", x->buf.mem, w->buf.mem, n->n_in > 2 ? NN__M(in[2]) : g->one,
+                                y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW, c.OH, c.OW, geo, n->n_in > 2);
+            return r;
+        }
+        if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
+        else nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+        r = nn__cl_add(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmiiiiiiiii8", x->buf.mem, w->buf.mem, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
+                            c.OH, c.OW, geo);
+        return r;
+    }
+    case NN__OP_CHANNEL_SUM: {
+        nn__node *x = &g->nodes[in[0]];
+        int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
+        r = nn__cl_add(g, id, "conv", "channel_sum", (size_t)C, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiii", x->buf.mem, y, Nb, C, (int)(x->numel / ((int64_t)Nb * C)));
+        return r;
+    }
+    case NN__OP_RESHAPE:
+        r = nn__cl_add(g, id, "elementwise", "copy", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi", NN__M(in[0]), y, N);
+        return r;
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);
     }

@@ -34,6 +34,7 @@ struct spec {
     ref_fn ref;
     float p;              /* op parameter (slope, probability) */
     int ta, tb;
+    int conv[7];          /* stride h/w, pad h/w, dilation h/w, groups */
 };
 
 static long numel(nn_shape s) {
@@ -381,6 +382,45 @@ static void r_dropout(const spec *s, double *const *in, double *out) {
     }
 }
 
+static nn_tensor b_conv2d(nn_graph *g, const nn_tensor *in, const spec *s) {
+    nn_conv2d_desc d;
+    nn_tensor none;
+    none.id = -1;
+    d.stride_h = s->conv[0];
+    d.stride_w = s->conv[1];
+    d.pad_h = s->conv[2];
+    d.pad_w = s->conv[3];
+    d.dilation_h = s->conv[4];
+    d.dilation_w = s->conv[5];
+    d.groups = s->conv[6];
+    return nn_conv2d(g, in[0], in[1], s->n_in > 2 ? in[2] : none, &d);
+}
+static void r_conv2d(const spec *s, double *const *in, double *out) {
+    long N = s->shape[0].dim[0], C = s->shape[0].dim[1], H = s->shape[0].dim[2], W = s->shape[0].dim[3];
+    long K = s->shape[1].dim[0], KH = s->shape[1].dim[2], KW = s->shape[1].dim[3];
+    long OH = s->out.dim[2], OW = s->out.dim[3], G = s->conv[6], Cg = C / G, Kg = K / G;
+    long n, k, oh, ow, ci, kh, kw;
+    for (n = 0; n < N; n++)
+        for (k = 0; k < K; k++)
+            for (oh = 0; oh < OH; oh++)
+                for (ow = 0; ow < OW; ow++) {
+                    double acc = s->n_in > 2 ? in[2][k] : 0.0;
+                    for (ci = 0; ci < Cg; ci++)
+                        for (kh = 0; kh < KH; kh++)
+                            for (kw = 0; kw < KW; kw++) {
+                                long ih = oh * s->conv[0] - s->conv[2] + kh * s->conv[4];
+                                long iw = ow * s->conv[1] - s->conv[3] + kw * s->conv[5];
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                acc += in[0][((n * C + (k / Kg) * Cg + ci) * H + ih) * W + iw] *
+                                       in[1][((k * Cg + ci) * KH + kh) * KW + kw];
+                            }
+                    out[((n * K + k) * OH + oh) * OW + ow] = acc;
+                }
+}
+
+static nn_tensor b_flatten(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_flatten(g, in[0]); }
+static void r_copy(const spec *s, double *const *in, double *out) { memcpy(out, in[0], (size_t)numel(s->out) * sizeof(double)); }
+
 /* ---- the cases ---- */
 
 static spec mk(const char *name, build_fn b, ref_fn r, nn_shape out) {
@@ -404,6 +444,39 @@ static void in_i(spec *s, nn_shape sh, int lo, int hi) {
     s->int_range[s->n_in] = hi;
     s->lo_int = lo;
     s->n_in++;
+}
+
+static void conv_cases(const t_env *e) {
+    /* N, C, H, W, K, KH, KW, stride h/w, pad h/w, dilation h/w, groups, bias */
+    static const int cs[][15] = {
+        {1, 1, 7, 7, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   /* batch 1, 'same' padding */
+        {3, 2, 9, 7, 5, 3, 2, 2, 1, 1, 0, 1, 1, 1, 1},   /* stride 2, uneven padding */
+        {2, 4, 8, 9, 6, 3, 3, 2, 3, 2, 1, 2, 1, 2, 0},   /* dilation, groups 2, no bias */
+        {2, 3, 5, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3, 1},   /* depthwise */
+        {1, 3, 11, 13, 7, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1}, /* 1x1 */
+        {2, 1, 4, 4, 2, 5, 5, 3, 3, 2, 2, 1, 1, 1, 1},   /* kernel larger than the input, padded */
+    };
+    int k;
+    for (k = 0; k < (int)(sizeof cs / sizeof cs[0]); k++) {
+        const int *c = cs[k];
+        char name[160];
+        int OH = (c[2] + 2 * c[9] - c[11] * (c[5] - 1) - 1) / c[7] + 1;
+        int OW = (c[3] + 2 * c[10] - c[12] * (c[6] - 1) - 1) / c[8] + 1;
+        spec s;
+        snprintf(name, sizeof name, "conv2d x[%d,%d,%d,%d] w[%d,%d,%d,%d] s%d,%d p%d,%d d%d,%d g%d%s", c[0], c[1], c[2],
+                 c[3], c[4], c[1] / c[13], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14] ? " bias" : "");
+        s = mk(name, b_conv2d, r_conv2d, nn_shape4(c[0], c[4], OH, OW));
+        memcpy(s.conv, c + 7, 7 * sizeof(int));
+        in_f(&s, nn_shape4(c[0], c[1], c[2], c[3]));
+        in_f(&s, nn_shape4(c[4], c[1] / c[13], c[5], c[6]));
+        if (c[14]) in_f(&s, nn_shape1(c[4]));
+        check_case(e, &s);
+    }
+    {
+        spec s = mk("flatten [3, 2, 5, 7] -> [3, 70]", b_flatten, r_copy, nn_shape2(3, 70));
+        in_f(&s, nn_shape4(3, 2, 5, 7));
+        check_case(e, &s);
+    }
 }
 
 static void matmul_cases(const t_env *e) {
@@ -437,6 +510,7 @@ void suite_ops(const t_env *e) {
     int k, j;
     spec s;
     matmul_cases(e);
+    conv_cases(e);
     for (k = 0; k < (int)(sizeof unary / sizeof unary[0]); k++)
         for (j = 0; j < 3; j++) {
             snprintf(name, sizeof name, "%s [%d, %d]", unary[k].name, odd[j][0], odd[j][1]);
