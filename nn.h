@@ -715,6 +715,8 @@ typedef struct nn__pool nn__pool;
 
 struct nn__pool {
     int n; /* workers including the caller */
+    void *ws;       /* scratch kept between calls (GEMM packing), so steps allocate nothing */
+    size_t ws_size;
 #if NN__POOL_THREADED
     int n_spawned; /* background threads actually running (n - 1) */
     int sync_ok;   /* mutex + condvars initialised */
@@ -909,7 +911,22 @@ static NN__MAYBE_UNUSED void nn__pool_destroy(nn__pool *p) {
         pthread_mutex_destroy(&p->mu);
     }
 #endif
+    NN_FREE(p->ws);
     NN_FREE(p);
+}
+
+/* At least `bytes` of scratch owned by the pool, kept for later calls; NULL when p is NULL
+   or the allocation fails (callers then use their own memory). One caller at a time. */
+static NN__MAYBE_UNUSED void *nn__pool_workspace(nn__pool *p, size_t bytes) {
+    if (!p) return NULL;
+    if (bytes > p->ws_size) {
+        void *w = NN_MALLOC(bytes);
+        if (!w) return NULL;
+        NN_FREE(p->ws);
+        p->ws = w;
+        p->ws_size = bytes;
+    }
+    return p->ws;
 }
 
 static NN__MAYBE_UNUSED int nn__pool_size(const nn__pool *p) { return p ? p->n : 1; }
@@ -1001,9 +1018,10 @@ static NN__MAYBE_UNUSED void nn__pool_run(nn__pool *p, nn__task_fn fn, void *arg
  * (Zen3): AVX-512 was verified with an emulated-intrinsics build of the same
  * code, NEON only compiled for aarch64.
  *
- * Memory: one NN_MALLOC per call (packing buffers for all tasks, 64-byte
- * aligned, at most ~4.3 MB per thread); if it fails we fall back to a slow
- * unpacked loop instead of failing.
+ * Memory: packing buffers for all tasks (64-byte aligned, at most ~4.3 MB
+ * per thread) come from the pool's workspace, which grows and is kept, so
+ * steady-state calls allocate nothing; without a pool, one NN_MALLOC per
+ * call. If that fails we fall back to a slow unpacked loop.
  * ------------------------------------------------------------------------- */
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
@@ -1288,7 +1306,7 @@ static void nn__gemm_pack_a(int transA, const float *A, int lda, int i0, int mc,
         int m = mc - ir < mr ? mc - ir : mr;
         if (!transA) {
             /* A is [M,K]: gather one element from each of m rows per k. */
-            const float *rows[NN__GEMM_MAX_MR];
+            const float *rows[NN__GEMM_MAX_MR] = {0}; /* all set below; the init quiets -O3 -Wmaybe-uninitialized */
             for (r = 0; r < m; r++) rows[r] = A + (size_t)(i0 + ir + r) * lda + p0;
             if (m == mr) {
                 for (k = 0; k < kc; k++)
@@ -1698,6 +1716,8 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
     double best_cost;
     size_t mc_alloc, nc_alloc;
     void *raw;
+    size_t ws_bytes;
+    int owned;
 
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) {
@@ -1783,7 +1803,11 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
     nc_alloc = (size_t)(J.nblk < arch->nc ? J.nblk : arch->nc);
     J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
     J.buf_floats = J.a_floats + (nc_alloc * (size_t)J.kc + 15) / 16 * 16;
-    raw = NN_MALLOC(sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN);
+    /* the pool's workspace when there is one: a training step then allocates nothing */
+    ws_bytes = sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
+    raw = nn__pool_workspace(pool, ws_bytes);
+    owned = raw == NULL;
+    if (owned) raw = NN_MALLOC(ws_bytes);
     if (!raw) {
         nn__gemm_nopack(transA, transB, J.ct ? N : M, J.ct ? M : N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
@@ -1796,7 +1820,7 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
         nn__pool_run(pool, nn__gemm_task, &J, n_tasks);
     else
         for (i = 0; i < n_tasks; i++) nn__gemm_task(&J, i, n_tasks);
-    NN_FREE(raw);
+    if (owned) NN_FREE(raw);
 }
 
 /* ======================================================================
@@ -3241,10 +3265,18 @@ static void nn__cl_gemm_config(int is_cpu_device, size_t max_wg_size, cl_ulong l
                                nn__cl_gemm_cfg *c)
 {
     if (is_cpu_device) {
-        /* CPU runtimes (PoCL): no local memory, a 6x16 register tile
-         * (12 accumulator vectors of 8 floats: fills AVX2's 16 registers
-         * with room for the B vectors and the A broadcast), small groups. */
-        nn__cl_gemm_cfg_set(c, 6, 16, 8, 4, 4, 0, 16, 0, 0, 0);
+        /* CPU runtimes (PoCL): the packed path, one item per group.  A 6x16
+         * micro-tile is 12 accumulators of 8 floats, which with the two B
+         * vectors and the A broadcast fills AVX2's 16 registers (the same
+         * shape as BLIS's Haswell kernel).  Items cover up to 96 x 64 of C;
+         * the B panel is TS_K x 64 floats of local memory (64 KiB at
+         * TS_K=256; less where the device offers less). */
+        cl_ulong kmax = local_mem_bytes / (64 * sizeof(float));
+        int ts_k = kmax >= 256 ? 256 : (int)(kmax / 16 * 16);
+        if (ts_k >= 16)
+            nn__cl_gemm_cfg_set(c, 6, 16, 8, 16, 4, 2, ts_k, 0, 0, 0);
+        else   /* no useful local memory: stream everything from global */
+            nn__cl_gemm_cfg_set(c, 6, 16, 8, 4, 4, 0, 16, 0, 0, 0);
     } else if (max_wg_size >= 256 && local_mem_bytes >= 16 * 1024) {
         /* GPUs: 16x16 items, 4x4 each (float4 along N), 64x64 tiles, K panels
          * of 16 in local memory (8.3 KiB).  Strided ownership keeps local

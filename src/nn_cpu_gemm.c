@@ -37,9 +37,10 @@
  * (Zen3): AVX-512 was verified with an emulated-intrinsics build of the same
  * code, NEON only compiled for aarch64.
  *
- * Memory: one NN_MALLOC per call (packing buffers for all tasks, 64-byte
- * aligned, at most ~4.3 MB per thread); if it fails we fall back to a slow
- * unpacked loop instead of failing.
+ * Memory: packing buffers for all tasks (64-byte aligned, at most ~4.3 MB
+ * per thread) come from the pool's workspace, which grows and is kept, so
+ * steady-state calls allocate nothing; without a pool, one NN_MALLOC per
+ * call. If that fails we fall back to a slow unpacked loop.
  * ------------------------------------------------------------------------- */
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
@@ -324,7 +325,7 @@ static void nn__gemm_pack_a(int transA, const float *A, int lda, int i0, int mc,
         int m = mc - ir < mr ? mc - ir : mr;
         if (!transA) {
             /* A is [M,K]: gather one element from each of m rows per k. */
-            const float *rows[NN__GEMM_MAX_MR];
+            const float *rows[NN__GEMM_MAX_MR] = {0}; /* all set below; the init quiets -O3 -Wmaybe-uninitialized */
             for (r = 0; r < m; r++) rows[r] = A + (size_t)(i0 + ir + r) * lda + p0;
             if (m == mr) {
                 for (k = 0; k < kc; k++)
@@ -734,6 +735,8 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
     double best_cost;
     size_t mc_alloc, nc_alloc;
     void *raw;
+    size_t ws_bytes;
+    int owned;
 
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) {
@@ -819,7 +822,11 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
     nc_alloc = (size_t)(J.nblk < arch->nc ? J.nblk : arch->nc);
     J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
     J.buf_floats = J.a_floats + (nc_alloc * (size_t)J.kc + 15) / 16 * 16;
-    raw = NN_MALLOC(sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN);
+    /* the pool's workspace when there is one: a training step then allocates nothing */
+    ws_bytes = sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
+    raw = nn__pool_workspace(pool, ws_bytes);
+    owned = raw == NULL;
+    if (owned) raw = NN_MALLOC(ws_bytes);
     if (!raw) {
         nn__gemm_nopack(transA, transB, J.ct ? N : M, J.ct ? M : N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
@@ -832,5 +839,5 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
         nn__pool_run(pool, nn__gemm_task, &J, n_tasks);
     else
         for (i = 0; i < n_tasks; i++) nn__gemm_task(&J, i, n_tasks);
-    NN_FREE(raw);
+    if (owned) NN_FREE(raw);
 }

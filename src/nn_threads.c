@@ -51,6 +51,8 @@ typedef struct nn__pool nn__pool;
 
 struct nn__pool {
     int n; /* workers including the caller */
+    void *ws;       /* scratch kept between calls (GEMM packing), so steps allocate nothing */
+    size_t ws_size;
 #if NN__POOL_THREADED
     int n_spawned; /* background threads actually running (n - 1) */
     int sync_ok;   /* mutex + condvars initialised */
@@ -245,7 +247,22 @@ static NN__MAYBE_UNUSED void nn__pool_destroy(nn__pool *p) {
         pthread_mutex_destroy(&p->mu);
     }
 #endif
+    NN_FREE(p->ws);
     NN_FREE(p);
+}
+
+/* At least `bytes` of scratch owned by the pool, kept for later calls; NULL when p is NULL
+   or the allocation fails (callers then use their own memory). One caller at a time. */
+static NN__MAYBE_UNUSED void *nn__pool_workspace(nn__pool *p, size_t bytes) {
+    if (!p) return NULL;
+    if (bytes > p->ws_size) {
+        void *w = NN_MALLOC(bytes);
+        if (!w) return NULL;
+        NN_FREE(p->ws);
+        p->ws = w;
+        p->ws_size = bytes;
+    }
+    return p->ws;
 }
 
 static NN__MAYBE_UNUSED int nn__pool_size(const nn__pool *p) { return p ? p->n : 1; }
