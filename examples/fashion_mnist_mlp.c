@@ -2,34 +2,49 @@
 
    Build (from the repository root, after `make nn.h`):
        cc -O2 -I. examples/fashion_mnist_mlp.c -o examples/fashion_mnist_mlp -lOpenCL -lz -lm -lpthread
+   or, without zlib (reads uncompressed IDX files only):
+       cc -O2 -I. -DFMNIST_NO_ZLIB examples/fashion_mnist_mlp.c -o examples/fashion_mnist_mlp -lOpenCL -lm -lpthread
+   (`make demo` picks one of the two; add -DNN_NO_OPENCL and drop -lOpenCL for the CPU alone).
    Run:
        ./examples/fashion_mnist_mlp [DATA_DIR] [EPOCHS]
    DATA_DIR holds train-images-idx3-ubyte(.gz), train-labels-idx1-ubyte(.gz),
-   t10k-images-idx3-ubyte(.gz) and t10k-labels-idx1-ubyte(.gz); without it the program looks
-   in ./data/fashion-mnist, then /usr/share/datasets/fashion-mnist (tools/get_fashion_mnist.sh
-   fetches them). EPOCHS (default 10) can also come from $EPOCHS. NN_DEVICE picks the backend.
+   t10k-images-idx3-ubyte(.gz) and t10k-labels-idx1-ubyte(.gz) (.gz only with zlib; without
+   it `tools/get_fashion_mnist.sh --gunzip DIR` writes the plain files); without DATA_DIR the
+   program looks in ./data/fashion-mnist, then /usr/share/datasets/fashion-mnist
+   (tools/get_fashion_mnist.sh fetches them). EPOCHS (default 10) can also come from $EPOCHS.
+   NN_DEVICE picks the backend.
 
-   What stays on the device: the whole training set ([60000, 784] float32 and [60000] int32
-   labels, written once), the test set, the parameters, Adam's state and the running sums of
-   loss and accuracy. What a training step moves: the 128 batch indices the host writes
-   (512 bytes; plus the batch's 128 labels while nn_gather_rows gathers float32 rows only,
-   see can_gather_labels). The sums are read once per epoch. The last line is machine-readable:
+   Training: Adam, batch 128, the learning rate on a cosine schedule from 2e-3 at the first
+   step to 1e-5 at the last, computed on the host and set with nn_graph_set_lr before each
+   step (a kernel argument, no transfer).
+
+   What stays on the device: the whole training set ([60000, 784] float32 images and [60000]
+   int32 labels, written once), the test set, the parameters, Adam's state and the running sums
+   of loss and accuracy. Each batch's images and labels are gathered on the device with
+   nn_gather_rows from the same 128 indices, so the only thing a training step moves is those
+   indices, written by the host: 512 bytes. The sums are read once per epoch. The last line
+   is machine-readable:
        RESULT device=... epochs=... test_accuracy=... samples_per_sec=... ... */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define NN_IMPLEMENTATION
 #include "nn.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifndef FMNIST_NO_ZLIB
 #include <zlib.h>
+#endif
 
 #define BATCH 128
 #define IMG 784
 #define CLASSES 10
 #define MEAN 0.2860f /* Fashion-MNIST's pixel mean and standard deviation in [0, 1] */
 #define STD 0.3530f
+#define LR_MAX 2e-3 /* the cosine schedule's first and last learning rates */
+#define LR_MIN 1e-5
 
 /* ---- the dataset: IDX files, gzip'd or plain ------------------------------------------ */
 
@@ -43,28 +58,83 @@ static uint32_t be32(const unsigned char *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
-/* Reads DIR/NAME, or DIR/NAME.gz (gzread reads plain files as they are), checks its IDX
-   header (unsigned bytes, ndim dimensions, inner dimensions as given) and returns the
-   payload and the first dimension, or NULL after printing why. */
+/* A file, gzip'd or plain with zlib (gzread reads plain files as they are), plain only
+   without it (-DFMNIST_NO_ZLIB). xread returns the bytes read, 0 at the end, -1 on error. */
+#ifndef FMNIST_NO_ZLIB
+typedef gzFile xfile;
+static xfile xopen(const char *path) { return gzopen(path, "rb"); }
+static long xread(xfile f, void *buf, size_t n) {
+    /* gzread takes an unsigned count: read in chunks of at most 1 GiB. */
+    size_t done = 0;
+    while (done < n) {
+        size_t want = n - done > (1u << 30) ? (1u << 30) : n - done;
+        int got = gzread(f, (unsigned char *)buf + done, (unsigned)want);
+        if (got < 0) return -1;
+        if (got == 0) break;
+        done += (size_t)got;
+    }
+    return (long)done;
+}
+static void xclose(xfile f) {
+    if (f) gzclose(f);
+}
+#define SUFFIXES 2 /* NAME, then NAME.gz */
+#else
+typedef FILE *xfile;
+static xfile xopen(const char *path) { return fopen(path, "rb"); }
+static long xread(xfile f, void *buf, size_t n) {
+    size_t got = fread(buf, 1, n, f);
+    return got < n && ferror(f) ? -1 : (long)got;
+}
+static void xclose(xfile f) {
+    if (f) fclose(f);
+}
+#define SUFFIXES 1 /* NAME only */
+#endif
+
+/* Opens DIR/NAME or (with zlib) DIR/NAME.gz, the path opened in path; NULL if neither. */
+static xfile open_in(const char *dir, const char *name, char *path, size_t size) {
+    static const char *const suffix[2] = {"", ".gz"};
+    xfile f = NULL;
+    int s;
+    for (s = 0; s < SUFFIXES && !f; s++) {
+        snprintf(path, size, "%s/%s%s", dir, name, suffix[s]);
+        f = xopen(path);
+    }
+    return f;
+}
+
+/* 1 when DIR/NAME.gz exists (to explain a failure in a build without zlib). */
+static int has_gz(const char *dir, const char *name) {
+    char path[1024];
+    FILE *f;
+    snprintf(path, sizeof path, "%s/%s.gz", dir, name);
+    f = fopen(path, "rb");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+/* Reads DIR/NAME, or (with zlib) DIR/NAME.gz, checks its IDX header (unsigned bytes, ndim
+   dimensions, inner dimensions as given) and returns the payload and the first dimension,
+   or NULL after printing why. */
 static unsigned char *read_idx(const char *dir, const char *name, int ndim, const uint32_t *inner, uint32_t *count) {
     char path[1024];
     unsigned char hdr[16], extra;
     unsigned char *data = NULL;
     size_t bytes = 1;
-    gzFile f = NULL;
+    xfile f = NULL;
     int i, hlen = 4 + 4 * ndim;
 
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    f = gzopen(path, "rb");
+    f = open_in(dir, name, path, sizeof path);
     if (!f) {
-        snprintf(path, sizeof path, "%s/%s.gz", dir, name);
-        f = gzopen(path, "rb");
-    }
-    if (!f) {
-        fprintf(stderr, "fashion_mnist: cannot open %s/%s(.gz)\n", dir, name);
+        if (SUFFIXES == 1 && has_gz(dir, name))
+            fprintf(stderr, "fashion_mnist: %s/%s is gzip'd only and this build has no zlib (-DFMNIST_NO_ZLIB);\n"
+                            "  run tools/get_fashion_mnist.sh --gunzip %s to write the plain files beside it\n",
+                    dir, name, dir);
+        else fprintf(stderr, "fashion_mnist: cannot open %s/%s%s\n", dir, name, SUFFIXES == 2 ? "(.gz)" : "");
         return NULL;
     }
-    if (gzread(f, hdr, (unsigned)hlen) != hlen) {
+    if (xread(f, hdr, (size_t)hlen) != hlen) {
         fprintf(stderr, "fashion_mnist: %s: too short for an IDX header\n", path);
         goto fail;
     }
@@ -94,19 +164,19 @@ static unsigned char *read_idx(const char *dir, const char *name, int ndim, cons
         fprintf(stderr, "fashion_mnist: out of memory reading %s\n", path);
         goto fail;
     }
-    if (gzread(f, data, (unsigned)bytes) != (int)bytes) {
+    if (xread(f, data, bytes) != (long)bytes) {
         fprintf(stderr, "fashion_mnist: %s: truncated: the header promises %lu bytes of data\n", path, (unsigned long)bytes);
         goto fail;
     }
-    if (gzread(f, &extra, 1) != 0) {
+    if (xread(f, &extra, 1) != 0) {
         fprintf(stderr, "fashion_mnist: %s: trailing bytes after the %lu promised by the header\n", path, (unsigned long)bytes);
         goto fail;
     }
-    gzclose(f);
+    xclose(f);
     return data;
 fail:
     free(data);
-    gzclose(f);
+    xclose(f);
     return NULL;
 }
 
@@ -169,20 +239,11 @@ static nn_tensor mlp(nn_graph *g, nn_tensor x) {
     return nn_dense(g, h, CLASSES, "fc3");
 }
 
-/* 1 when nn_gather_rows can gather int32 rows (the labels). This nn.h version gathers
-   float32 data only; then the host writes each batch's labels too (512 more bytes a step).
-   The probe is a throwaway graph; its failure is quiet (no log, only nn_last_error). */
-static int can_gather_labels(nn_context *ctx) {
-    nn_graph *p;
-    nn_tensor logits, labels;
-    int ok;
-    if (nn_graph_create(ctx, NULL, &p) != NN_OK) return 0;
-    logits = nn_input(p, "logits", NN_F32, nn_shape2(2, CLASSES));
-    labels = nn_gather_rows(p, nn_input(p, "y", NN_I32, nn_shape1(4)), nn_input(p, "i", NN_I32, nn_shape1(2)));
-    nn_softmax_cross_entropy(p, logits, labels);
-    ok = nn_graph_status(p) == NN_OK;
-    nn_graph_destroy(p);
-    return ok;
+/* The learning rate of step t of total: cosine decay from LR_MAX (t = 0) to LR_MIN (the last). */
+static float cosine_lr(int64_t t, int64_t total) {
+    const double pi = 3.14159265358979323846;
+    double frac = total > 1 ? (double)t / (double)(total - 1) : 1.0;
+    return (float)(LR_MIN + 0.5 * (LR_MAX - LR_MIN) * (1.0 + cos(pi * frac)));
 }
 
 /* A seeded Fisher-Yates shuffle (splitmix64), the same on every platform. */
@@ -219,8 +280,8 @@ int main(int argc, char **argv) {
     nn_compile_desc cd = {0}, ecd = {0};
     nn_tensor x_all, y_all, idx, xb, yb, logits, loss, loss_sum, acc_sum, x_test, y_test, test_acc;
     nn_result r = NN_OK;
-    int32_t *perm = NULL, ybatch[BATCH];
-    int epochs = 10, epoch, step, steps, status = 1, gather_labels;
+    int32_t *perm = NULL;
+    int epochs = 10, epoch, step, steps, status = 1;
     double train_secs = 0.0, first_loss = 0.0, last_test_acc = 0.0;
     uint64_t h2d = 0, d2h = 0, measured_steps = 0;
     char devname[256];
@@ -235,21 +296,16 @@ int main(int argc, char **argv) {
     if (argc > 1 && argv[1][0]) dir = argv[1]; /* "" means: search */
     for (i = 0; !dir && i < sizeof dirs / sizeof dirs[0]; i++) {
         char probe[1024];
-        gzFile f;
-        snprintf(probe, sizeof probe, "%s/train-images-idx3-ubyte", dirs[i]);
-        f = gzopen(probe, "rb");
-        if (!f) {
-            snprintf(probe, sizeof probe, "%s/train-images-idx3-ubyte.gz", dirs[i]);
-            f = gzopen(probe, "rb");
-        }
+        xfile f = open_in(dirs[i], "train-images-idx3-ubyte", probe, sizeof probe);
         if (f) {
-            gzclose(f);
+            xclose(f);
             dir = dirs[i];
         }
     }
     if (!dir) {
-        fprintf(stderr, "fashion_mnist: no dataset in ./data/fashion-mnist or /usr/share/datasets/fashion-mnist;\n"
-                        "  run tools/get_fashion_mnist.sh data/fashion-mnist, or pass the folder as the first argument\n");
+        fprintf(stderr, "fashion_mnist: no dataset%s in ./data/fashion-mnist or /usr/share/datasets/fashion-mnist;\n"
+                        "  run tools/get_fashion_mnist.sh%s data/fashion-mnist, or pass the folder as the first argument\n",
+                SUFFIXES == 1 ? " (uncompressed: this build has no zlib)" : "", SUFFIXES == 1 ? " --gunzip" : "");
         return 1;
     }
     if (!load_split(dir, "train", &train) || !load_split(dir, "t10k", &test)) goto done;
@@ -270,17 +326,16 @@ int main(int argc, char **argv) {
     for (i = 0; devname[i]; i++)
         if (devname[i] == ' ') devname[i] = '_';
     printf("backend: %s\n", nn_backend_name(ctx));
-    gather_labels = can_gather_labels(ctx);
-    if (!gather_labels) printf("note: nn_gather_rows cannot gather int32 labels; the host writes them each step\n");
 
-    /* The training graph: the batch is gathered on the device from the resident dataset. */
+    /* The training graph: the batch's images and labels are gathered on the device from the
+       resident dataset with the same indices. */
     gd.seed = 1;
     if ((r = nn_graph_create(ctx, &gd, &g)) != NN_OK) goto fail;
     x_all = nn_input(g, "x_all", NN_F32, nn_shape2(train.n, IMG));
     y_all = nn_input(g, "y_all", NN_I32, nn_shape1(train.n));
     idx = nn_input(g, "idx", NN_I32, nn_shape1(BATCH));
     xb = nn_gather_rows(g, x_all, idx);
-    yb = gather_labels ? nn_gather_rows(g, y_all, idx) : nn_input(g, "yb", NN_I32, nn_shape1(BATCH));
+    yb = nn_gather_rows(g, y_all, idx);
     logits = mlp(g, xb);
     loss = nn_softmax_cross_entropy(g, logits, yb);
     loss_sum = nn_accumulate(g, loss);                          /* sum of batch losses */
@@ -288,7 +343,7 @@ int main(int argc, char **argv) {
     cd.loss = loss;
     cd.has_loss = 1;
     cd.optimizer.kind = NN_OPT_ADAM;
-    cd.optimizer.lr = 1e-3f;
+    cd.optimizer.lr = cosine_lr(0, (int64_t)epochs * steps);
     if ((r = nn_graph_compile(g, &cd)) != NN_OK) goto fail;
 
     /* The evaluation graph: the same parameters, the whole test set as one forward pass. */
@@ -303,7 +358,7 @@ int main(int argc, char **argv) {
 
     /* Upload both datasets once. */
     if ((r = nn_tensor_write(g, x_all, train.x, (size_t)train.n * IMG * sizeof(float))) != NN_OK ||
-        (gather_labels && (r = nn_tensor_write(g, y_all, train.y, (size_t)train.n * sizeof(int32_t))) != NN_OK) ||
+        (r = nn_tensor_write(g, y_all, train.y, (size_t)train.n * sizeof(int32_t))) != NN_OK ||
         (r = nn_tensor_write(ev, x_test, test.x, (size_t)test.n * IMG * sizeof(float))) != NN_OK ||
         (r = nn_tensor_write(ev, y_test, test.y, (size_t)test.n * sizeof(int32_t))) != NN_OK)
         goto fail;
@@ -322,15 +377,13 @@ int main(int argc, char **argv) {
         t0 = now();
         s0 = nn_get_stats(ctx);
         for (step = 0; step < steps; step++) {
-            /* The step's only transfer: 128 indices into the resident dataset. */
+            /* The step's only transfer: 128 indices into the resident dataset (images and
+               labels). The learning rate is a kernel argument: setting it moves nothing. */
             const int32_t *bi = perm + (size_t)step * BATCH;
-            if ((r = nn_tensor_write(g, idx, bi, BATCH * sizeof(int32_t))) != NN_OK) goto fail;
-            if (!gather_labels) {
-                int k;
-                for (k = 0; k < BATCH; k++) ybatch[k] = train.y[bi[k]];
-                if ((r = nn_tensor_write(g, yb, ybatch, sizeof ybatch)) != NN_OK) goto fail;
-            }
-            if ((r = nn_graph_step(g)) != NN_OK) goto fail;
+            float lr = cosine_lr((int64_t)(epoch - 1) * steps + step, (int64_t)epochs * steps);
+            if ((r = nn_graph_set_lr(g, lr)) != NN_OK ||
+                (r = nn_tensor_write(g, idx, bi, BATCH * sizeof(int32_t))) != NN_OK || (r = nn_graph_step(g)) != NN_OK)
+                goto fail;
         }
         if ((r = nn_graph_finish(g)) != NN_OK) goto fail;
         s1 = nn_get_stats(ctx);
