@@ -28,9 +28,41 @@ int t_randint(int n);
    elements that are small next to the rest. */
 double t_relerr(const double *a, const double *b, long n);
 
+/* ---- the op checker (tests/op_check.c) ---- */
+#define MAXIN 4
+typedef struct spec spec;
+typedef nn_tensor (*build_fn)(nn_graph *g, const nn_tensor *in, const spec *s);
+typedef void (*ref_fn)(const spec *s, double *const *in, double *out);
+struct spec {
+    const char *name;
+    int n_in;
+    nn_shape shape[MAXIN];
+    int int_range[MAXIN]; /* > 0: an int32 input with values in [lo_int, int_range) */
+    int lo_int;
+    int grad[MAXIN];      /* check d(loss)/d(input) */
+    double lo, hi;        /* float inputs uniform in [lo, hi) */
+    nn_shape out;
+    build_fn build;
+    ref_fn ref;
+    float p;              /* op parameter (slope, probability) */
+    int ta, tb;
+    int conv[7];          /* stride h/w, pad h/w, dilation h/w, groups */
+    int ip[8];            /* free for an op's integer parameters */
+    float fp[4];          /* and its float parameters */
+};
+long numel(nn_shape s);
+/* A case named `name` whose output has shape `out`; float inputs uniform in [-2, 2). */
+spec mk(const char *name, build_fn b, ref_fn r, nn_shape out);
+void in_f(spec *s, nn_shape sh);                 /* a float input, gradient checked */
+void in_i(spec *s, nn_shape sh, int lo, int hi); /* an int32 input in [lo, hi) */
+/* Runs the case on e's backend: forward vs the reference, gradients vs finite
+   differences, and CPU parity on OpenCL devices; one ok/FAIL line. */
+void check_case(const t_env *e, const spec *s);
+
 void suite_ops(const t_env *e);
 void suite_optim(const t_env *e);
 void suite_graph(const t_env *e);
 void suite_errors(const t_env *e);
 void suite_io(const t_env *e);
+void suite_safetensors(const t_env *e);
 #endif
