@@ -4,7 +4,7 @@ CFLAGS  ?= -O2
 WARN     = -std=c99 -Wall -Wextra -pedantic -Werror
 KERNELS  = $(wildcard kernels/*.cl)
 SOURCES  = $(wildcard src/*.c src/*.h) gen/parts.txt
-TESTSRC  = $(wildcard tests/*.c)
+TESTSRC  = $(filter-out tests/fuzz_%.c,$(wildcard tests/*.c))
 DATA_DIR ?= data/fashion-mnist
 
 # OpenCL when its headers and library are here; otherwise the CPU backend alone.
@@ -62,16 +62,27 @@ EXAMPLES = examples/xor examples/fashion_mnist_mlp
 examples: $(EXAMPLES)
 examples/xor: examples/xor.c nn.h
 	$(CC) $(CFLAGS) $(CL_FLAGS) -I. -o $@ $< $(LIBS)
+# zlib (zlib1g-dev) when its header and library are here: then the example reads the .gz
+# files as they are; without it, -DFMNIST_NO_ZLIB: plain IDX files only, which `make demo`
+# has tools/get_fashion_mnist.sh --gunzip write into $(DATA_DIR) with gzip -dc. A compile
+# test like OpenCL's, run only by the two rules below (a recursive variable).
+FMNIST_HAVE_ZLIB = $(shell printf '\043include <zlib.h>\nint main(void){return zlibVersion()==0;}\n' | \
+                     $(CC) -x c - -o /dev/null -lz >/dev/null 2>&1 && echo 1)
 examples/fashion_mnist_mlp: examples/fashion_mnist_mlp.c nn.h
-	$(CC) $(CFLAGS) $(CL_FLAGS) -I. -o $@ $< -lz $(LIBS)
+	$(if $(FMNIST_HAVE_ZLIB),,@echo "nn.h: no zlib headers/library found: the example reads uncompressed IDX files only (-DFMNIST_NO_ZLIB)")
+	$(CC) $(CFLAGS) $(CL_FLAGS) $(if $(FMNIST_HAVE_ZLIB),,-DFMNIST_NO_ZLIB) -I. -o $@ $< $(if $(FMNIST_HAVE_ZLIB),-lz) $(LIBS)
 
-# Trains the MLP on Fashion-MNIST, fetching the dataset into ./data if it is not here.
+# Trains the MLP on Fashion-MNIST, fetching the dataset into ./data if it is not here
+# (decompressed there when the example is built without zlib). When the script finds the
+# system copy instead (/usr/share/datasets/fashion-mnist), DATA_DIR stays empty and the
+# example is given "" (search), which finds it.
 demo: examples/fashion_mnist_mlp
-	@./tools/get_fashion_mnist.sh $(DATA_DIR)
-	./examples/fashion_mnist_mlp $(DATA_DIR)
+	@./tools/get_fashion_mnist.sh $(if $(FMNIST_HAVE_ZLIB),,--gunzip) $(DATA_DIR)
+	@d='$(DATA_DIR)'; [ -s "$$d/train-images-idx3-ubyte" ] || [ -s "$$d/train-images-idx3-ubyte.gz" ] || d=; \
+	  echo "./examples/fashion_mnist_mlp '$$d'"; ./examples/fashion_mnist_mlp "$$d"
 
 bench/nn_bench: bench/nn_bench.c nn.h
-	$(CC) $(CFLAGS) $(CL_FLAGS) -I. -o $@ $< -lz $(LIBS)
+	$(CC) $(CFLAGS) $(CL_FLAGS) -I. -o $@ $< $(LIBS)
 
 # Optional: CLBlast's SGEMM on the same OpenCL devices, for comparison (libclblast-dev).
 bench/sgemm_clblast: bench/sgemm_clblast.c
@@ -82,3 +93,31 @@ bench: bench/nn_bench
 
 clean:
 	rm -f gen/amalg tests/nn_test tests/nn_test_asan $(EXAMPLES) bench/nn_bench bench/sgemm_clblast
+
+# ---- fuzzing: the safetensors loader under libFuzzer, ASan and UBSan (clang) ----------------
+# `make fuzz [FUZZ_SECONDS=n]` prints one line: FUZZ target=safetensors execs=N crashes=N.
+# New inputs go to tests/fuzz_work/ (the seed corpus stays as committed); crash, leak and
+# timeout inputs to tests/fuzz_artifacts/; the fuzzer's log to tests/fuzz_safetensors.log.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+.PHONY: fuzz clean-fuzz
+
+tests/fuzz_safetensors: tests/fuzz_safetensors.c nn.h
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DNN_NO_OPENCL -DNN_FUZZ \
+	  $(WARN) -o $@ tests/fuzz_safetensors.c -lm -lpthread
+
+fuzz: tests/fuzz_safetensors
+	@mkdir -p tests/fuzz_work/safetensors tests/fuzz_artifacts; \
+	count() { ls tests/fuzz_artifacts | grep -cE '^(crash|leak|timeout|oom)-'; }; \
+	before=$$(count); status=0; \
+	./tests/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
+	  -artifact_prefix=tests/fuzz_artifacts/ tests/fuzz_work/safetensors tests/fuzz_corpus/safetensors \
+	  >tests/fuzz_safetensors.log 2>&1 || status=$$?; \
+	crashes=$$(( $$(count) - before )); \
+	execs=$$(sed -n 's/^stat::number_of_executed_units: *\([0-9][0-9]*\).*/\1/p' tests/fuzz_safetensors.log | tail -n 1); \
+	[ -n "$$execs" ] || execs=$$(sed -n 's/^Done \([0-9][0-9]*\) runs.*/\1/p' tests/fuzz_safetensors.log | tail -n 1); \
+	echo "FUZZ target=safetensors execs=$${execs:-0} crashes=$$crashes"; \
+	if [ $$crashes -gt 0 ] || [ $$status -ne 0 ]; then tail -n 30 tests/fuzz_safetensors.log >&2; exit 1; fi
+
+clean-fuzz:
+	rm -rf tests/fuzz_safetensors tests/fuzz_work tests/fuzz_safetensors.log

@@ -273,6 +273,27 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
 NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */
 
+/* Structure ops (a negative axis counts from the end). nn_permute's perm has one entry
+   per dim of x: output dim d is x's dim perm[d]. nn_concat joins up to 64 tensors that
+   agree on every other dim; nn_split cuts x into n parts of the given sizes. */
+NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *perm);
+NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1);
+NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis);
+NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len);
+NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out);
+
+/* Padding of the last two dims (H, W): zeros, or reflection (PyTorch's "reflect": each
+   pad smaller than its dim). */
+typedef enum nn_pad_mode { NN_PAD_ZEROS = 0, NN_PAD_REFLECT = 1 } nn_pad_mode;
+NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int top, int bottom, int left, int right, nn_pad_mode mode);
+
+/* Upsampling of the last two dims by integer factors: nearest, or bilinear with
+   align_corners = False (PyTorch's default). */
+typedef enum nn_upsample_mode { NN_UPSAMPLE_NEAREST = 0, NN_UPSAMPLE_BILINEAR = 1 } nn_upsample_mode;
+NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode);
+/* [N, C*r*r, H, W] -> [N, C, H*r, W*r], as torch.nn.PixelShuffle (a reshape-permute-reshape). */
+NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r);
+
 /* A fully connected layer: x [B, in] -> [B, out] with parameters NAME.weight [out, in] and
    NAME.bias [out] (PyTorch's names and layout), initialised as PyTorch's nn.Linear. */
 NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const char *name);
@@ -415,7 +436,10 @@ NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_mi
     X(ARGMAX, "argmax") X(CORRECT_ROWS, "accuracy") X(ACCUMULATE, "accumulate")           \
     X(FILL, "fill") X(GRAD_SUMSQ, "grad_norm") X(CLIP_SCALE, "clip_scale")                 \
     X(OPT_SGD, "sgd") X(OPT_ADAM, "adam") X(CONV2D, "conv2d") X(CONV2D_DX, "conv2d_grad_input")   \
-    X(CONV2D_DW, "conv2d_grad_weight") X(CHANNEL_SUM, "channel_sum") X(RESHAPE, "reshape")
+    X(CONV2D_DW, "conv2d_grad_weight") X(CHANNEL_SUM, "channel_sum") X(RESHAPE, "reshape")          \
+    X(PERMUTE, "permute") X(CONCAT2, "concat") X(SLICE, "slice") X(SLICE_GRAD, "slice_grad")          \
+    X(PAD2D, "pad2d") X(PAD2D_GRAD, "pad2d_grad") X(UPSAMPLE2D, "upsample2d")                        \
+    X(UPSAMPLE2D_GRAD, "upsample2d_grad")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -2319,6 +2343,132 @@ static void nn__channel_sum(float *y, const float *x, int64_t N, int64_t C, int6
         y[ch] = (float)s;
     }
 }
+
+/* ======================================================================
+   src/nn_shape.c
+   ====================================================================== */
+/* Shape and structure ops on the CPU backend: permute, concat/slice along an axis, 2-D
+   padding and upsampling. A tensor seen along `axis` is [outer, len, inner]. Each has a
+   twin in kernels/shape.cl. */
+
+/* Out-of-place transpose: y[j0..jk] = x[j_perm...]: `dims` are y's dims, `xstride[d]` the
+   stride in x of y's dim d. */
+static void nn__permute_forward(float *y, const float *x, int ndim, const int64_t *dims, const int64_t *xstride) {
+    int64_t idx[NN_MAX_DIMS] = {0}, n = 1, i, off = 0;
+    int d;
+    for (d = 0; d < ndim; d++) n *= dims[d];
+    for (i = 0; i < n; i++) {
+        y[i] = x[off];
+        for (d = ndim - 1; d >= 0; d--) { /* odometer over y's index, tracking x's offset */
+            off += xstride[d];
+            if (++idx[d] < dims[d]) break;
+            off -= xstride[d] * dims[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* y [outer, la + lb, inner] = a [outer, la, inner] then b [outer, lb, inner] */
+static void nn__concat_forward(float *y, const float *a, const float *b, int64_t outer, int64_t la, int64_t lb, int64_t inner) {
+    int64_t o;
+    for (o = 0; o < outer; o++) {
+        memcpy(y + o * (la + lb) * inner, a + o * la * inner, (size_t)(la * inner) * sizeof(float));
+        memcpy(y + (o * (la + lb) + la) * inner, b + o * lb * inner, (size_t)(lb * inner) * sizeof(float));
+    }
+}
+
+/* y [outer, len, inner] = x [outer, L, inner] at [start, start + len) of the axis; the
+   gradient (grad != 0) writes dy back into a zeroed x-shaped y instead. */
+static void nn__slice(float *y, const float *x, int64_t outer, int64_t L, int64_t inner, int64_t start, int64_t len, int grad) {
+    int64_t o;
+    if (grad) memset(y, 0, (size_t)(outer * L * inner) * sizeof(float));
+    for (o = 0; o < outer; o++) {
+        if (grad) memcpy(y + (o * L + start) * inner, x + o * len * inner, (size_t)(len * inner) * sizeof(float));
+        else memcpy(y + o * len * inner, x + (o * L + start) * inner, (size_t)(len * inner) * sizeof(float));
+    }
+}
+
+/* The source row of output row o for padding `before` over n rows: -1 in zero padding. */
+static int64_t nn__pad_src(int64_t o, int64_t before, int64_t n, int reflect) {
+    int64_t i = o - before;
+    if (i >= 0 && i < n) return i;
+    if (!reflect) return -1;
+    if (i < 0) i = -i;
+    if (i >= n) i = 2 * (n - 1) - i;
+    return i;
+}
+
+/* y [P, OH, OW] = x [P, H, W] padded by (top, left) with zeros or reflection */
+static void nn__pad2d_forward(float *y, const float *x, int64_t P, int64_t H, int64_t W, int64_t OH, int64_t OW, int top,
+                              int left, int reflect) {
+    int64_t p, oh, ow;
+    for (p = 0; p < P; p++)
+        for (oh = 0; oh < OH; oh++) {
+            int64_t ih = nn__pad_src(oh, top, H, reflect);
+            for (ow = 0; ow < OW; ow++) {
+                int64_t iw = nn__pad_src(ow, left, W, reflect);
+                y[(p * OH + oh) * OW + ow] = (ih < 0 || iw < 0) ? 0.0f : x[(p * H + ih) * W + iw];
+            }
+        }
+}
+
+/* dx [P, H, W] = the sum of dy over the output positions that read each input pixel */
+static void nn__pad2d_backward(float *dx, const float *dy, int64_t P, int64_t H, int64_t W, int64_t OH, int64_t OW, int top,
+                               int left, int reflect) {
+    int64_t p, oh, ow;
+    memset(dx, 0, (size_t)(P * H * W) * sizeof(float));
+    for (p = 0; p < P; p++)
+        for (oh = 0; oh < OH; oh++) {
+            int64_t ih = nn__pad_src(oh, top, H, reflect);
+            if (ih < 0) continue;
+            for (ow = 0; ow < OW; ow++) {
+                int64_t iw = nn__pad_src(ow, left, W, reflect);
+                if (iw >= 0) dx[(p * H + ih) * W + iw] += dy[(p * OH + oh) * OW + ow];
+            }
+        }
+}
+
+/* Bilinear source coordinate of output o at scale s (align_corners = False, PyTorch):
+   src = (o + 0.5) / s - 0.5, clamped at 0; i0 = floor(src), i1 = min(i0 + 1, n - 1). */
+static void nn__bilinear_src(int64_t o, int s, int64_t n, int64_t *i0, int64_t *i1, float *frac) {
+    float src = ((float)o + 0.5f) / (float)s - 0.5f;
+    if (src < 0.0f) src = 0.0f;
+    *i0 = (int64_t)src;
+    if (*i0 > n - 1) *i0 = n - 1;
+    *i1 = *i0 + 1 < n ? *i0 + 1 : n - 1;
+    *frac = src - (float)*i0;
+}
+
+/* y [P, H*sh, W*sw] from x [P, H, W]: nearest (bilinear == 0) or bilinear. grad != 0
+   computes dx from dy instead (each output's weights scattered back, in output order). */
+static void nn__upsample2d(float *out, const float *in, int64_t P, int64_t H, int64_t W, int sh, int sw, int bilinear, int grad) {
+    int64_t OH = H * sh, OW = W * sw, p, oh, ow;
+    if (grad) memset(out, 0, (size_t)(P * H * W) * sizeof(float));
+    for (p = 0; p < P; p++)
+        for (oh = 0; oh < OH; oh++) {
+            int64_t h0 = oh / sh, h1 = h0, w0, w1;
+            float fh = 0.0f, fw;
+            if (bilinear) nn__bilinear_src(oh, sh, H, &h0, &h1, &fh);
+            for (ow = 0; ow < OW; ow++) {
+                const int64_t o = (p * OH + oh) * OW + ow;
+                const float *xi = grad ? NULL : in + p * H * W;
+                float *dxi = grad ? out + p * H * W : NULL;
+                w0 = w1 = ow / sw;
+                fw = 0.0f;
+                if (bilinear) nn__bilinear_src(ow, sw, W, &w0, &w1, &fw);
+                if (!grad) {
+                    out[o] = (1 - fh) * ((1 - fw) * xi[h0 * W + w0] + fw * xi[h0 * W + w1]) +
+                             fh * ((1 - fw) * xi[h1 * W + w0] + fw * xi[h1 * W + w1]);
+                } else {
+                    float g = in[o];
+                    dxi[h0 * W + w0] += (1 - fh) * (1 - fw) * g;
+                    dxi[h0 * W + w1] += (1 - fh) * fw * g;
+                    dxi[h1 * W + w0] += fh * (1 - fw) * g;
+                    dxi[h1 * W + w1] += fh * fw * g;
+                }
+            }
+        }
+}
 #if !defined(NN_NO_OPENCL)
 
 /* ======================================================================
@@ -2555,32 +2705,40 @@ static const char *const nn__cl_src_gemm[] = {
 " * the transpose flags are compile-time constants after inlining, so each\n",
 " * variant gets its own specialised loads at no runtime cost.\n",
 " *\n",
-" * Each work-item owns a WPT_M x WPT_N register tile of C, held as WPT_N/VW\n",
-" * float<VW> vectors per row (rows are broadcast scalars of op(A)).  A work-group\n",
-" * is WG_N x WG_M items (dim 0 runs along N, dim 1 along M) and covers a\n",
-" * TS_M x TS_N tile of C.  The host must launch with exactly that local size.\n",
+" * Each work-item owns WPT_M x WPT_N micro-tiles of C held in registers as\n",
+" * WPT_N/VW float<VW> vectors per row (rows are broadcast scalars of op(A)).\n",
+" * Work-group dim 0 runs along N, dim 1 along M.\n",
 " *\n",
-" * Two strategies, chosen by USE_LOCAL:\n",
-" *   0  direct:  every item streams its rows of op(A) / columns of op(B)\n",
-" *               straight from global memory.  Best for CPU runtimes (PoCL):\n",
-" *               caches do the reuse, barriers only cost there, and large\n",
-" *               per-item tiles map onto SIMD registers.\n",
-" *   1  tiled:   the group stages TS_M x TS_K and TS_K x TS_N panels in local\n",
-" *               memory (transposes are absorbed by the staging loads, which\n",
-" *               are coalesced along whichever dimension is contiguous).\n",
-" *               Best for GPUs.\n",
+" * Three strategies, chosen by USE_LOCAL (the host plan must match; see\n",
+" * src/nn_cl_gemm.c):\n",
+" *   0  direct:  WG_N x WG_M items, one micro-tile each, streamed straight\n",
+" *               from global memory.  Fallback for devices without usable\n",
+" *               local memory.  Slow for large power-of-two ldb on CPUs (the\n",
+" *               B column walk hits one cache set).\n",
+" *   1  tiled:   WG_N x WG_M items stage TS_M x TS_K and TS_K x TS_N panels\n",
+" *               in local memory (transposes are absorbed by the staging\n",
+" *               loads, coalesced along whichever dimension is contiguous).\n",
+" *               For GPUs.\n",
+" *   2  packed:  one item per group packs a TS_K x TS_N panel of op(B) into\n",
+" *               local memory and sweeps a runtime-sized band of rows with a\n",
+" *               6x16-style micro-kernel, BLIS-style.  For CPU runtimes\n",
+" *               (PoCL): no barriers, no per-item context to spill.\n",
 " *\n",
 " * STRIDED (tiled only) spreads an item's rows/columns across the group tile\n",
 " * (row = ly + r*WG_M) instead of keeping them adjacent; on GPUs that makes\n",
 " * neighbouring items touch neighbouring local/global words (no bank\n",
 " * conflicts, coalesced stores).\n",
 " *\n",
-" * Edges: any M, N, K >= 1 is handled.  The direct path clamps out-of-range\n",
-" * row/column indices to the last valid one (loads stay in bounds, the inner\n",
-" * loop stays branch-free) and masks the stores; the tiled path zero-fills\n",
-" * the panels.  With beta == 0 C is never read, so it may hold NaN/garbage.\n",
+" * Edges: any M, N, K >= 1 and any lda/ldb/ldc is handled.  Out-of-range rows\n",
+" * or columns are either clamped to the last valid one (loads stay in bounds,\n",
+" * inner loops stay branch-free; results discarded) or zero-filled in local\n",
+" * memory; stores are masked.  With beta == 0 C is never read before it is\n",
+" * written, so it may hold NaN/garbage.  Products are written as acc += a*b,\n",
+" * which OpenCL compilers contract to FMA where the hardware has it (PoCL\n",
+" * does not for mad(), hence not mad()).\n",
 " *\n",
-" * All tunables are -D build options; defaults below suit a CPU runtime.\n",
+" * All tunables are -D build options; the defaults below are the CPU (PoCL)\n",
+" * configuration.\n",
 " */\n",
 "\n",
 "#ifndef WPT_M          /* rows of C per work-item */\n",
@@ -2592,17 +2750,17 @@ static const char *const nn__cl_src_gemm[] = {
 "#ifndef VW             /* vector width along N: 1, 2, 4, 8 or 16 */\n",
 "#define VW 8\n",
 "#endif\n",
-"#ifndef WG_M           /* work-group size along M (dim 1) */\n",
-"#define WG_M 4\n",
+"#ifndef WG_M           /* work-group size along M (dim 1); packed: max micro-tiles down */\n",
+"#define WG_M 16\n",
 "#endif\n",
-"#ifndef WG_N           /* work-group size along N (dim 0) */\n",
+"#ifndef WG_N           /* work-group size along N (dim 0); packed: micro-tiles across */\n",
 "#define WG_N 4\n",
 "#endif\n",
-"#ifndef USE_LOCAL\n",
-"#define USE_LOCAL 0\n",
+"#ifndef USE_LOCAL      /* 0 direct, 1 tiled (GPU), 2 packed (CPU) */\n",
+"#define USE_LOCAL 2\n",
 "#endif\n",
-"#ifndef TS_K           /* K depth of the local panels (tiled only) */\n",
-"#define TS_K 16\n",
+"#ifndef TS_K           /* K depth of the local panels (tiled, packed) */\n",
+"#define TS_K 256\n",
 "#endif\n",
 "#ifndef STRIDED\n",
 "#define STRIDED 0\n",
@@ -2818,15 +2976,15 @@ static const char *const nn__cl_src_gemm[] = {
 "                            dst[c] = c < w ? src[c] : 0.0f;\n",
 "                }\n",
 "            } else {\n",
+"                /* Transposing copy: each column of the panel is a row of B. */\n",
 "                for (c = 0; c < WPT_N; c++) {\n",
-"                    __global const float *src = B + (size_t)(j0 + min(c, w - 1)) * ldb + k0;\n",
-"                    const float keep = c < w ? 1.0f : 0.0f;   /* zero, don't skip: no NaN leaks */\n",
+"                    __global const float *src = B + (size_t)(j0 + c) * ldb + k0;\n",
 "                    if (c < w)\n",
 "                        for (kk = 0; kk < kv; kk++)\n",
 "                            dst[kk * WPT_N + c] = src[kk];\n",
 "                    else\n",
 "                        for (kk = 0; kk < kv; kk++)\n",
-"                            dst[kk * WPT_N + c] = 0.0f * keep;\n",
+"                            dst[kk * WPT_N + c] = 0.0f;\n",
 "                }\n",
 "            }\n",
 "        }\n",
@@ -3117,6 +3275,159 @@ static const char *const nn__cl_src_reduce[] = {
 0 };
 
 /* ======================================================================
+   kernels/shape.cl
+   ====================================================================== */
+static const char *const nn__cl_src_shape[] = {
+"#line 1 \"kernels/shape.cl\"\n",
+"/* Shape and structure ops: permute, concat/slice along an axis, 2-D padding and\n",
+"   upsampling. Twins of src/nn_shape.c; one work-item per output element, and every\n",
+"   backward pass is a gather (each input element sums what reads it), so no atomics. */\n",
+"\n",
+"/* y = x permuted: `dims` are y's dims (unused ones 1), `xs` x's stride for each y dim */\n",
+"__kernel void permute(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int r = i, off = 0;\n",
+"    int d5 = r % dims.s5; r /= dims.s5; off += d5 * xs.s5;\n",
+"    int d4 = r % dims.s4; r /= dims.s4; off += d4 * xs.s4;\n",
+"    int d3 = r % dims.s3; r /= dims.s3; off += d3 * xs.s3;\n",
+"    int d2 = r % dims.s2; r /= dims.s2; off += d2 * xs.s2;\n",
+"    int d1 = r % dims.s1; r /= dims.s1; off += d1 * xs.s1;\n",
+"    off += r * xs.s0;\n",
+"    y[i] = x[off];\n",
+"}\n",
+"\n",
+"/* y [outer, la + lb, inner] = a then b along the axis */\n",
+"__kernel void concat(__global const uint *a, __global const uint *b, __global uint *y, const int n, const int la,\n",
+"                     const int lb, const int inner) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int in = i % inner, j = (i / inner) % (la + lb), o = i / (inner * (la + lb));\n",
+"    y[i] = j < la ? a[((size_t)o * la + j) * inner + in] : b[((size_t)o * lb + j - la) * inner + in];\n",
+"}\n",
+"\n",
+"/* forward: y [outer, len, inner] = x [outer, L, inner] at [start, start + len);\n",
+"   backward (grad): y [outer, L, inner] = dy placed there, zeros elsewhere */\n",
+"__kernel void slice(__global const uint *x, __global uint *y, const int n, const int L, const int len,\n",
+"                    const int inner, const int start, const int grad) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int in = i % inner;\n",
+"    if (!grad) {\n",
+"        int j = (i / inner) % len, o = i / (inner * len);\n",
+"        y[i] = x[((size_t)o * L + start + j) * inner + in];\n",
+"    } else {\n",
+"        int j = (i / inner) % L, o = i / (inner * L);\n",
+"        y[i] = (j >= start && j < start + len) ? x[((size_t)o * len + j - start) * inner + in] : 0u;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* source row of padded row o: -1 in zero padding */\n",
+"inline int nn_pad_src(int o, int before, int n, int reflect) {\n",
+"    int i = o - before;\n",
+"    if (i >= 0 && i < n) return i;\n",
+"    if (!reflect) return -1;\n",
+"    if (i < 0) i = -i;\n",
+"    if (i >= n) i = 2 * (n - 1) - i;\n",
+"    return i;\n",
+"}\n",
+"\n",
+"/* y [P, OH, OW] = x [P, H, W] padded; geo = (H, W, OH, OW, top, left, reflect, -) */\n",
+"__kernel void pad2d_forward(__global const float *x, __global float *y, const int n, const int8 geo) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int ow = i % geo.s3, oh = (i / geo.s3) % geo.s2, p = i / (geo.s3 * geo.s2);\n",
+"    int ih = nn_pad_src(oh, geo.s4, geo.s0, geo.s6), iw = nn_pad_src(ow, geo.s5, geo.s1, geo.s6);\n",
+"    y[i] = (ih < 0 || iw < 0) ? 0.0f : x[((size_t)p * geo.s0 + ih) * geo.s1 + iw];\n",
+"}\n",
+"\n",
+"/* dx [P, H, W]: each input pixel sums the outputs that read it (at most 3 rows x 3 cols\n",
+"   under reflection: itself, its mirror before, its mirror after) */\n",
+"__kernel void pad2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int H = geo.s0, W = geo.s1, OH = geo.s2, OW = geo.s3;\n",
+"    int iw = i % W, ih = (i / W) % H, p = i / (W * H);\n",
+"    int rows[3], cols[3], nr = 0, nc = 0;\n",
+"    /* candidate output positions: direct, and the two reflections */\n",
+"    int cand_h[3] = {ih + geo.s4, geo.s4 - ih, geo.s4 + 2 * (H - 1) - ih};\n",
+"    int cand_w[3] = {iw + geo.s5, geo.s5 - iw, geo.s5 + 2 * (W - 1) - iw};\n",
+"    for (int k = 0; k < 3; k++) {\n",
+"        int o = cand_h[k];\n",
+"        if (o < 0 || o >= OH || nn_pad_src(o, geo.s4, H, geo.s6) != ih) continue;\n",
+"        int dup = 0;\n",
+"        for (int q = 0; q < nr; q++) dup |= rows[q] == o;\n",
+"        if (!dup) rows[nr++] = o;\n",
+"    }\n",
+"    for (int k = 0; k < 3; k++) {\n",
+"        int o = cand_w[k];\n",
+"        if (o < 0 || o >= OW || nn_pad_src(o, geo.s5, W, geo.s6) != iw) continue;\n",
+"        int dup = 0;\n",
+"        for (int q = 0; q < nc; q++) dup |= cols[q] == o;\n",
+"        if (!dup) cols[nc++] = o;\n",
+"    }\n",
+"    float s = 0.0f;\n",
+"    for (int a = 0; a < nr; a++)\n",
+"        for (int b = 0; b < nc; b++) s += dy[((size_t)p * OH + rows[a]) * OW + cols[b]];\n",
+"    dx[i] = s;\n",
+"}\n",
+"\n",
+"/* bilinear source of output o at scale s (align_corners = False), as in nn_shape.c */\n",
+"inline void nn_bilinear_src(int o, int s, int n, int *i0, int *i1, float *frac) {\n",
+"    float src = fmax(((float)o + 0.5f) / (float)s - 0.5f, 0.0f);\n",
+"    *i0 = min((int)src, n - 1);\n",
+"    *i1 = min(*i0 + 1, n - 1);\n",
+"    *frac = src - (float)*i0;\n",
+"}\n",
+"\n",
+"/* y [P, H*sh, W*sw]; geo = (H, W, sh, sw, bilinear, -, -, -) */\n",
+"__kernel void upsample2d_forward(__global const float *x, __global float *y, const int n, const int8 geo) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int H = geo.s0, W = geo.s1, OH = H * geo.s2, OW = W * geo.s3;\n",
+"    int ow = i % OW, oh = (i / OW) % OH, p = i / (OW * OH);\n",
+"    __global const float *xp = x + (size_t)p * H * W;\n",
+"    int h0 = oh / geo.s2, h1 = h0, w0 = ow / geo.s3, w1 = w0;\n",
+"    float fh = 0.0f, fw = 0.0f;\n",
+"    if (geo.s4) {\n",
+"        nn_bilinear_src(oh, geo.s2, H, &h0, &h1, &fh);\n",
+"        nn_bilinear_src(ow, geo.s3, W, &w0, &w1, &fw);\n",
+"    }\n",
+"    y[i] = (1 - fh) * ((1 - fw) * xp[h0 * W + w0] + fw * xp[h0 * W + w1]) +\n",
+"           fh * ((1 - fw) * xp[h1 * W + w0] + fw * xp[h1 * W + w1]);\n",
+"}\n",
+"\n",
+"/* the weight output o (along one dim) gives input index h */\n",
+"inline float nn_up_weight(int o, int h, int s, int n, int bilinear) {\n",
+"    if (!bilinear) return o / s == h ? 1.0f : 0.0f;\n",
+"    int i0, i1;\n",
+"    float f;\n",
+"    nn_bilinear_src(o, s, n, &i0, &i1, &f);\n",
+"    return (i0 == h ? 1.0f - f : 0.0f) + (i1 == h ? f : 0.0f);\n",
+"}\n",
+"\n",
+"/* dx [P, H, W]: each input pixel sums dy over the outputs within two input cells of it */\n",
+"__kernel void upsample2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int H = geo.s0, W = geo.s1, sh = geo.s2, sw = geo.s3, OH = H * sh, OW = W * sw;\n",
+"    int iw = i % W, ih = (i / W) % H, p = i / (W * H);\n",
+"    int oh0 = max((ih - 1) * sh, 0), oh1 = min((ih + 2) * sh, OH);\n",
+"    int ow0 = max((iw - 1) * sw, 0), ow1 = min((iw + 2) * sw, OW);\n",
+"    float s = 0.0f;\n",
+"    for (int oh = oh0; oh < oh1; oh++) {\n",
+"        float wh = nn_up_weight(oh, ih, sh, H, geo.s4);\n",
+"        if (wh == 0.0f) continue;\n",
+"        for (int ow = ow0; ow < ow1; ow++) {\n",
+"            float ww = nn_up_weight(ow, iw, sw, W, geo.s4);\n",
+"            if (ww != 0.0f) s += wh * ww * dy[((size_t)p * OH + oh) * OW + ow];\n",
+"        }\n",
+"    }\n",
+"    dx[i] = s;\n",
+"}\n",
+0 };
+
+/* ======================================================================
    kernels/softmax.cl
    ====================================================================== */
 static const char *const nn__cl_src_softmax[] = {
@@ -3216,9 +3527,10 @@ static const nn__cl_source nn__cl_sources[] = {
     { "optim", nn__cl_src_optim },
     { "random", nn__cl_src_random },
     { "reduce", nn__cl_src_reduce },
+    { "shape", nn__cl_src_shape },
     { "softmax", nn__cl_src_softmax },
 };
-#define NN__CL_NSOURCES 8
+#define NN__CL_NSOURCES 9
 
 /* ======================================================================
    src/nn_cl_gemm.c
@@ -3664,7 +3976,7 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
         *out = cl->programs[idx];
         return NN_OK;
     }
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -cl-mad-enable%s%s", strcmp(name, "gemm") == 0 ? " " : "",
+    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s", strcmp(name, "gemm") == 0 ? " " : "",
              strcmp(name, "gemm") == 0 ? cl->gemm_options : "");
     lines = nn__cl_source_lines(ctx, idx, &count, &owned);
     if (!lines) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory reading kernels/%s.cl", name);
@@ -4643,6 +4955,206 @@ NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x) {
     return nn_reshape(g, x, nn_shape2(nn__n(g, x)->shape.dim[0], nn__n(g, x)->numel / nn__n(g, x)->shape.dim[0]));
 }
 
+/* An axis in [0, ndim), a negative one counted from the end; -1 (and a failed op) if out
+   of range. */
+static int nn__axis(nn_graph *g, const char *op, nn_tensor x, int axis) {
+    int nd = nn__n(g, x)->shape.ndim;
+    if (axis < 0) axis += nd;
+    if (axis < 0 || axis >= nd) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: axis out of range for x %s", op, sx);
+        return -1;
+    }
+    return axis;
+}
+
+NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *perm) {
+    nn_shape s;
+    int d, seen = 0, nd;
+    nn_tensor t;
+    if (!nn__check(g, "nn_permute", 1, &x)) return nn__tensor(-1);
+    if (!perm) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: perm is NULL");
+    s = nn__n(g, x)->shape;
+    nd = s.ndim;
+    for (d = 0; d < nd; d++) {
+        if (perm[d] < 0 || perm[d] >= nd || (seen >> perm[d]) & 1) {
+            char sx[128];
+            nn__shape_str(&s, sx, sizeof sx);
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: perm is not a permutation of x %s's dims", sx);
+        }
+        seen |= 1 << perm[d];
+        s.dim[d] = nn__n(g, x)->shape.dim[perm[d]];
+    }
+    t = nn__op1(g, NN__OP_PERMUTE, nn__n(g, x)->dtype, s, x.id);
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, perm, (size_t)nd * sizeof(int));
+    return t;
+}
+
+NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1) {
+    int perm[NN_MAX_DIMS], d, t;
+    if (!nn__check(g, "nn_transpose", 1, &x)) return nn__tensor(-1);
+    if ((dim0 = nn__axis(g, "nn_transpose", x, dim0)) < 0 || (dim1 = nn__axis(g, "nn_transpose", x, dim1)) < 0)
+        return nn__tensor(-1);
+    for (d = 0; d < NN_MAX_DIMS; d++) perm[d] = d;
+    t = perm[dim0];
+    perm[dim0] = perm[dim1];
+    perm[dim1] = t;
+    return nn_permute(g, x, perm);
+}
+
+static nn_tensor nn__concat2(nn_graph *g, nn_tensor a, nn_tensor b, int axis) {
+    nn_tensor in[2], t;
+    nn_shape sa, sb;
+    int d;
+    in[0] = a;
+    in[1] = b;
+    if (!nn__check(g, "nn_concat", 2, in)) return nn__tensor(-1);
+    sa = nn__n(g, a)->shape;
+    sb = nn__n(g, b)->shape;
+    for (d = 0; d < sa.ndim && sa.ndim == sb.ndim; d++)
+        if (d != axis && sa.dim[d] != sb.dim[d]) break;
+    if (sa.ndim != sb.ndim || d < sa.ndim || nn__n(g, a)->dtype != nn__n(g, b)->dtype) {
+        char x[128], y[128];
+        nn__shape_str(&sa, x, sizeof x);
+        nn__shape_str(&sb, y, sizeof y);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_concat: %s and %s differ outside axis %d (or in dtype)", x, y, axis);
+    }
+    sa.dim[axis] += sb.dim[axis];
+    t = nn__op2(g, NN__OP_CONCAT2, nn__n(g, a)->dtype, sa, a.id, b.id);
+    if (t.id >= 0) g->nodes[t.id].i[0] = axis;
+    return t;
+}
+
+NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis) {
+    nn_tensor acc;
+    int k;
+    if (!g) return nn__tensor(-1);
+    if (!xs || n < 1 || n > 64) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_concat: needs 1 to 64 tensors");
+    if (!nn__check(g, "nn_concat", n, xs)) return nn__tensor(-1);
+    if ((axis = nn__axis(g, "nn_concat", xs[0], axis)) < 0) return nn__tensor(-1);
+    /* a chain of pairwise joins: each is one pass, and the backward of each is two slices */
+    for (acc = xs[0], k = 1; k < n; k++) acc = nn__concat2(g, acc, xs[k], axis);
+    return acc;
+}
+
+static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start) {
+    nn_tensor t = nn__op1(g, op, g->nodes[src].dtype, s, src);
+    if (t.id >= 0) {
+        g->nodes[t.id].i[0] = axis;
+        g->nodes[t.id].i[1] = (int)start;
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len) {
+    nn_shape s;
+    if (!nn__check(g, "nn_slice", 1, &x)) return nn__tensor(-1);
+    if ((axis = nn__axis(g, "nn_slice", x, axis)) < 0) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    if (start < 0 || len < 1 || start + len > s.dim[axis]) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_slice: [%lld, %lld) is outside axis %d of x %s", (long long)start,
+                           (long long)(start + len), axis, sx);
+    }
+    s.dim[axis] = len;
+    return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start);
+}
+
+NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out) {
+    int64_t start = 0, total = 0;
+    int k;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!sizes || !out || n < 1) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
+        return g->status;
+    }
+    for (k = 0; k < n; k++) total += sizes[k];
+    if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0 &&
+        total != nn__n(g, x)->shape.dim[axis]) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, axis %d of x %s is %lld", (long long)total, axis, sx,
+                    (long long)nn__n(g, x)->shape.dim[axis]);
+    }
+    for (k = 0; k < n; k++) {
+        out[k] = g->status == NN_OK ? nn_slice(g, x, axis, start, sizes[k]) : nn__tensor(-1);
+        start += sizes[k];
+    }
+    return g->status;
+}
+
+NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int top, int bottom, int left, int right, nn_pad_mode mode) {
+    nn_shape s;
+    nn_tensor t;
+    int nd;
+    if (!nn__check(g, "nn_pad2d", 1, &x) || !nn__expect_f32(g, "nn_pad2d", x, "x")) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    nd = s.ndim;
+    if (nd < 2 || top < 0 || bottom < 0 || left < 0 || right < 0 ||
+        (mode == NN_PAD_REFLECT && (top >= s.dim[nd - 2] || bottom >= s.dim[nd - 2] || left >= s.dim[nd - 1] ||
+                                    right >= s.dim[nd - 1]))) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pad2d: pads (%d, %d, %d, %d) do not fit x %s%s", top, bottom, left, right, sx,
+                           mode == NN_PAD_REFLECT ? " (reflection needs each pad below its dim)" : "");
+    }
+    s.dim[nd - 2] += top + bottom;
+    s.dim[nd - 1] += left + right;
+    t = nn__op1(g, NN__OP_PAD2D, NN_F32, s, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].i[0] = top;
+        g->nodes[t.id].i[1] = left;
+        g->nodes[t.id].i[2] = mode == NN_PAD_REFLECT;
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode) {
+    nn_shape s;
+    nn_tensor t;
+    int nd;
+    if (!nn__check(g, "nn_upsample2d", 1, &x) || !nn__expect_f32(g, "nn_upsample2d", x, "x")) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    nd = s.ndim;
+    if (nd < 2 || scale_h < 1 || scale_w < 1 || scale_h > 64 || scale_w > 64)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: scales %d, %d (1 to 64) of a tensor with >= 2 dims",
+                           scale_h, scale_w);
+    s.dim[nd - 2] *= scale_h;
+    s.dim[nd - 1] *= scale_w;
+    t = nn__op1(g, NN__OP_UPSAMPLE2D, NN_F32, s, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].i[0] = scale_h;
+        g->nodes[t.id].i[1] = scale_w;
+        g->nodes[t.id].i[2] = mode == NN_UPSAMPLE_BILINEAR;
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
+    static const int perm[6] = {0, 1, 4, 2, 5, 3};
+    nn_shape s;
+    int64_t C;
+    if (!nn__check(g, "nn_pixel_shuffle", 1, &x)) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    if (s.ndim != 4 || r < 1 || s.dim[1] % ((int64_t)r * r)) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pixel_shuffle: x %s must be [N, C*r*r, H, W] for r = %d", sx, r);
+    }
+    C = s.dim[1] / ((int64_t)r * r);
+    /* [N, C, r, r, H, W] -> [N, C, H, r, W, r] -> [N, C, H*r, W*r] */
+    {
+        nn_shape s6 = nn_shape4(s.dim[0], C, r, r);
+        s6.ndim = 6;
+        s6.dim[4] = s.dim[2];
+        s6.dim[5] = s.dim[3];
+        x = nn_reshape(g, x, s6);
+    }
+    return nn_reshape(g, nn_permute(g, x, perm), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
+}
+
 /* ---- autograd ---- */
 
 /* Adds gx to the gradient of node x (a sum when x feeds several ops). */
@@ -4765,6 +5277,26 @@ static void nn__backward(nn_graph *g, int id) {
         break;
     case NN__OP_RESHAPE:
         nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
+        break;
+    case NN__OP_PERMUTE: {
+        int inv[NN_MAX_DIMS], d;
+        for (d = 0; d < n.shape.ndim; d++) inv[n.i[d]] = d;
+        nn__acc_grad(g, a, nn_permute(g, gy, inv));
+        break;
+    }
+    case NN__OP_CONCAT2: {
+        int ax = n.i[0];
+        if (ga) nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[a].shape, ax, 0));
+        if (gb) nn__acc_grad(g, b, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[b].shape, ax, g->nodes[a].shape.dim[ax]));
+        break;
+    }
+    case NN__OP_SLICE:
+        nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.i[0], n.i[1]));
+        break;
+    case NN__OP_PAD2D: case NN__OP_UPSAMPLE2D:
+        t = nn__op1(g, n.op == NN__OP_PAD2D ? NN__OP_PAD2D_GRAD : NN__OP_UPSAMPLE2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, a, t);
         break;
     default:
         break; /* not differentiable: no gradient flows */
@@ -5218,6 +5750,27 @@ static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
     *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->step));
 }
 
+/* A shape seen along axis: [outer, len, inner]. */
+static void nn__axis_split(const nn_shape *s, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
+    int d;
+    *outer = *inner = 1;
+    for (d = 0; d < axis; d++) *outer *= s->dim[d];
+    for (d = axis + 1; d < s->ndim; d++) *inner *= s->dim[d];
+    *len = s->dim[axis];
+}
+
+/* permute geometry: y's dims and, for each, x's stride (padded to 6 dims in front) */
+static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dims, int64_t *xstride) {
+    int64_t st[NN_MAX_DIMS];
+    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
+    st[nd - 1] = 1;
+    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * xs->dim[d + 1];
+    for (d = 0; d < NN_MAX_DIMS; d++) {
+        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
+        xstride[d] = d < pad ? 0 : st[n->i[d - pad]];
+    }
+}
+
 static nn_result nn__cpu_run(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
@@ -5341,6 +5894,46 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         break;
     }
     case NN__OP_RESHAPE: memcpy(y, NN__F(in[0]), (size_t)N * 4); break;
+    case NN__OP_PERMUTE: {
+        int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
+        nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
+        nn__permute_forward(y, NN__F(in[0]), NN_MAX_DIMS, dims, xs);
+        break;
+    }
+    case NN__OP_CONCAT2: {
+        int64_t o, la, lb, inner;
+        nn__axis_split(&g->nodes[in[0]].shape, n->i[0], &o, &la, &inner);
+        lb = g->nodes[in[1]].shape.dim[n->i[0]];
+        nn__concat_forward(y, NN__F(in[0]), NN__F(in[1]), o, la, lb, inner);
+        break;
+    }
+    case NN__OP_SLICE: case NN__OP_SLICE_GRAD: {
+        int grad = n->op == NN__OP_SLICE_GRAD;
+        int64_t o, L, inner, len;
+        nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->i[0], &o, &L, &inner);
+        len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->i[0]];
+        nn__slice(y, NN__F(in[0]), o, L, inner, n->i[1], len, grad);
+        break;
+    }
+    case NN__OP_PAD2D: case NN__OP_PAD2D_GRAD: {
+        const nn_shape *xs = n->op == NN__OP_PAD2D ? &g->nodes[in[0]].shape : &n->shape;
+        const nn_shape *ys = n->op == NN__OP_PAD2D ? &n->shape : &g->nodes[in[0]].shape;
+        int nd = xs->ndim;
+        int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
+        if (n->op == NN__OP_PAD2D)
+            nn__pad2d_forward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->i[0], n->i[1], n->i[2]);
+        else
+            nn__pad2d_backward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->i[0], n->i[1], n->i[2]);
+        break;
+    }
+    case NN__OP_UPSAMPLE2D: case NN__OP_UPSAMPLE2D_GRAD: {
+        const nn_shape *xs = n->op == NN__OP_UPSAMPLE2D ? &g->nodes[in[0]].shape : &n->shape;
+        int nd = xs->ndim;
+        int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1];
+        nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->i[0], n->i[1], n->i[2],
+                       n->op == NN__OP_UPSAMPLE2D_GRAD);
+        break;
+    }
     default:
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: no CPU path", nn__op_names[n->op]);
     }
@@ -5609,6 +6202,61 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         r = nn__cl_add(g, id, "elementwise", "copy", (size_t)N, &l);
         if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi", NN__M(in[0]), y, N);
         return r;
+    case NN__OP_PERMUTE: {
+        int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
+        int vd[8], vs[8], d;
+        nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
+        for (d = 0; d < 8; d++) {
+            vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
+            vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
+        }
+        r = nn__cl_add(g, id, "shape", "permute", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi88", NN__M(in[0]), y, N, vd, vs);
+        return r;
+    }
+    case NN__OP_CONCAT2: {
+        int64_t o, la, lb, inner;
+        nn__axis_split(&g->nodes[in[0]].shape, n->i[0], &o, &la, &inner);
+        lb = g->nodes[in[1]].shape.dim[n->i[0]];
+        r = nn__cl_add(g, id, "shape", "concat", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmiiii", NN__M(in[0]), NN__M(in[1]), y, N, (int)la, (int)lb, (int)inner);
+        return r;
+    }
+    case NN__OP_SLICE: case NN__OP_SLICE_GRAD: {
+        int grad = n->op == NN__OP_SLICE_GRAD;
+        int64_t o, L, inner, len;
+        nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->i[0], &o, &L, &inner);
+        len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->i[0]];
+        r = nn__cl_add(g, id, "shape", "slice", (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmiiiiii", NN__M(in[0]), y, N, (int)L, (int)len, (int)inner, n->i[1], grad);
+        return r;
+    }
+    case NN__OP_PAD2D: case NN__OP_PAD2D_GRAD: case NN__OP_UPSAMPLE2D: case NN__OP_UPSAMPLE2D_GRAD: {
+        int fwd = n->op == NN__OP_PAD2D || n->op == NN__OP_UPSAMPLE2D, pad = n->op == NN__OP_PAD2D || n->op == NN__OP_PAD2D_GRAD;
+        const nn_shape *xs = fwd ? &g->nodes[in[0]].shape : &n->shape;
+        const nn_shape *ys = fwd ? &n->shape : &g->nodes[in[0]].shape;
+        int nd = xs->ndim, geo[8];
+        memset(geo, 0, sizeof geo);
+        geo[0] = (int)xs->dim[nd - 2];
+        geo[1] = (int)xs->dim[nd - 1];
+        if (pad) {
+            geo[2] = (int)ys->dim[nd - 2];
+            geo[3] = (int)ys->dim[nd - 1];
+            geo[4] = n->i[0];
+            geo[5] = n->i[1];
+            geo[6] = n->i[2];
+        } else {
+            geo[2] = n->i[0];
+            geo[3] = n->i[1];
+            geo[4] = n->i[2];
+        }
+        r = nn__cl_add(g, id, "shape",
+                       pad ? (fwd ? "pad2d_forward" : "pad2d_backward") : (fwd ? "upsample2d_forward" : "upsample2d_backward"),
+                       (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi8", NN__M(in[0]), y, N, geo);
+        return r;
+    }
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);
     }

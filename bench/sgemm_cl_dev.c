@@ -6,9 +6,12 @@
  *   (add -DNO_CLBLAST and drop -lclblast to build without CLBlast)
  * Run:
  *   ./sgemm_cl_dev [-k kernels/gemm.cl] [-c WPT_M,WPT_N,VW,WG_M,WG_N,USE_LOCAL,TS_K,STRIDED,PAD_A,PAD_B]
- *                  [-gpu] [-nocheck] [-nobench] [-reps R]
+ *                  [-gpu] [-nocheck] [-nobench] [-reps R] [-cputime]
  *   -c overrides the per-device configuration (for tuning), -gpu plans as if
  *   the device were a GPU (exercises the local-memory path on a CPU).
+ *   -cputime times with process CPU time instead of wall time: with
+ *   POCL_MAX_PTHREAD_COUNT=1 that gives per-core GFLOP/s that are stable
+ *   even when other processes compete for the cores.
  */
 #define _POSIX_C_SOURCE 199309L
 #define CL_TARGET_OPENCL_VERSION 120
@@ -33,10 +36,12 @@ static cl_program prog;
 static nn__cl_gemm_cfg cfg;
 static cl_kernel kern[4];
 
+static int use_cpu_time;   /* -cputime: process CPU time (robust on a loaded machine) */
+
 static double now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(use_cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -242,6 +247,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "-k") && i + 1 < argc) kpath = argv[++i];
         else if (!strcmp(argv[i], "-gpu")) force_gpu = 1;
         else if (!strcmp(argv[i], "-nocheck")) do_check = 0;
+        else if (!strcmp(argv[i], "-cputime")) use_cpu_time = 1;
         else if (!strcmp(argv[i], "-nobench")) do_bench = 0;
         else if (!strcmp(argv[i], "-reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
@@ -265,7 +271,12 @@ int main(int argc, char **argv)
     if (!have_cfg) {   /* the public entry point must produce the same string */
         char o2[512];
         nn__cl_gemm_options(is_cpu, max_wg, lmem, o2, sizeof o2);
+        nn__cl_gemm_plan p1, p2;
         if (strcmp(o2, opts)) { fprintf(stderr, "options mismatch\n"); return 1; }
+        nn__cl_gemm_plan_make(is_cpu, max_wg, lmem, 1, 0, 129, 257, 33, &p1);
+        nn__cl_gemm_cfg_plan(&cfg, 1, 0, 129, 257, &p2);
+        if (strcmp(p1.kernel, p2.kernel) || p1.dims != p2.dims || p1.gws[0] != p2.gws[0] ||
+            p1.gws[1] != p2.gws[1] || p1.lws[0] != p2.lws[0] || p1.lws[1] != p2.lws[1]) { fprintf(stderr, "plan mismatch\n"); return 1; }
     }
     sprintf(full, "-cl-std=CL1.2 %s", opts);
     printf("device: %s (%s), max_wg=%zu local=%lu\noptions: %s\n", name, is_cpu ? "cpu" : "gpu",

@@ -7,32 +7,40 @@
  * the transpose flags are compile-time constants after inlining, so each
  * variant gets its own specialised loads at no runtime cost.
  *
- * Each work-item owns a WPT_M x WPT_N register tile of C, held as WPT_N/VW
- * float<VW> vectors per row (rows are broadcast scalars of op(A)).  A work-group
- * is WG_N x WG_M items (dim 0 runs along N, dim 1 along M) and covers a
- * TS_M x TS_N tile of C.  The host must launch with exactly that local size.
+ * Each work-item owns WPT_M x WPT_N micro-tiles of C held in registers as
+ * WPT_N/VW float<VW> vectors per row (rows are broadcast scalars of op(A)).
+ * Work-group dim 0 runs along N, dim 1 along M.
  *
- * Two strategies, chosen by USE_LOCAL:
- *   0  direct:  every item streams its rows of op(A) / columns of op(B)
- *               straight from global memory.  Best for CPU runtimes (PoCL):
- *               caches do the reuse, barriers only cost there, and large
- *               per-item tiles map onto SIMD registers.
- *   1  tiled:   the group stages TS_M x TS_K and TS_K x TS_N panels in local
- *               memory (transposes are absorbed by the staging loads, which
- *               are coalesced along whichever dimension is contiguous).
- *               Best for GPUs.
+ * Three strategies, chosen by USE_LOCAL (the host plan must match; see
+ * src/nn_cl_gemm.c):
+ *   0  direct:  WG_N x WG_M items, one micro-tile each, streamed straight
+ *               from global memory.  Fallback for devices without usable
+ *               local memory.  Slow for large power-of-two ldb on CPUs (the
+ *               B column walk hits one cache set).
+ *   1  tiled:   WG_N x WG_M items stage TS_M x TS_K and TS_K x TS_N panels
+ *               in local memory (transposes are absorbed by the staging
+ *               loads, coalesced along whichever dimension is contiguous).
+ *               For GPUs.
+ *   2  packed:  one item per group packs a TS_K x TS_N panel of op(B) into
+ *               local memory and sweeps a runtime-sized band of rows with a
+ *               6x16-style micro-kernel, BLIS-style.  For CPU runtimes
+ *               (PoCL): no barriers, no per-item context to spill.
  *
  * STRIDED (tiled only) spreads an item's rows/columns across the group tile
  * (row = ly + r*WG_M) instead of keeping them adjacent; on GPUs that makes
  * neighbouring items touch neighbouring local/global words (no bank
  * conflicts, coalesced stores).
  *
- * Edges: any M, N, K >= 1 is handled.  The direct path clamps out-of-range
- * row/column indices to the last valid one (loads stay in bounds, the inner
- * loop stays branch-free) and masks the stores; the tiled path zero-fills
- * the panels.  With beta == 0 C is never read, so it may hold NaN/garbage.
+ * Edges: any M, N, K >= 1 and any lda/ldb/ldc is handled.  Out-of-range rows
+ * or columns are either clamped to the last valid one (loads stay in bounds,
+ * inner loops stay branch-free; results discarded) or zero-filled in local
+ * memory; stores are masked.  With beta == 0 C is never read before it is
+ * written, so it may hold NaN/garbage.  Products are written as acc += a*b,
+ * which OpenCL compilers contract to FMA where the hardware has it (PoCL
+ * does not for mad(), hence not mad()).
  *
- * All tunables are -D build options; defaults below suit a CPU runtime.
+ * All tunables are -D build options; the defaults below are the CPU (PoCL)
+ * configuration.
  */
 
 #ifndef WPT_M          /* rows of C per work-item */
@@ -44,17 +52,17 @@
 #ifndef VW             /* vector width along N: 1, 2, 4, 8 or 16 */
 #define VW 8
 #endif
-#ifndef WG_M           /* work-group size along M (dim 1) */
-#define WG_M 4
+#ifndef WG_M           /* work-group size along M (dim 1); packed: max micro-tiles down */
+#define WG_M 16
 #endif
-#ifndef WG_N           /* work-group size along N (dim 0) */
+#ifndef WG_N           /* work-group size along N (dim 0); packed: micro-tiles across */
 #define WG_N 4
 #endif
-#ifndef USE_LOCAL
-#define USE_LOCAL 0
+#ifndef USE_LOCAL      /* 0 direct, 1 tiled (GPU), 2 packed (CPU) */
+#define USE_LOCAL 2
 #endif
-#ifndef TS_K           /* K depth of the local panels (tiled only) */
-#define TS_K 16
+#ifndef TS_K           /* K depth of the local panels (tiled, packed) */
+#define TS_K 256
 #endif
 #ifndef STRIDED
 #define STRIDED 0
@@ -270,15 +278,15 @@ inline void gemm_packed(const int M, const int N, const int K,
                             dst[c] = c < w ? src[c] : 0.0f;
                 }
             } else {
+                /* Transposing copy: each column of the panel is a row of B. */
                 for (c = 0; c < WPT_N; c++) {
-                    __global const float *src = B + (size_t)(j0 + min(c, w - 1)) * ldb + k0;
-                    const float keep = c < w ? 1.0f : 0.0f;   /* zero, don't skip: no NaN leaks */
+                    __global const float *src = B + (size_t)(j0 + c) * ldb + k0;
                     if (c < w)
                         for (kk = 0; kk < kv; kk++)
                             dst[kk * WPT_N + c] = src[kk];
                     else
                         for (kk = 0; kk < kv; kk++)
-                            dst[kk * WPT_N + c] = 0.0f * keep;
+                            dst[kk * WPT_N + c] = 0.0f;
                 }
             }
         }

@@ -187,6 +187,27 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
 NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */
 
+/* Structure ops (a negative axis counts from the end). nn_permute's perm has one entry
+   per dim of x: output dim d is x's dim perm[d]. nn_concat joins up to 64 tensors that
+   agree on every other dim; nn_split cuts x into n parts of the given sizes. */
+NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *perm);
+NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1);
+NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis);
+NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len);
+NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out);
+
+/* Padding of the last two dims (H, W): zeros, or reflection (PyTorch's "reflect": each
+   pad smaller than its dim). */
+typedef enum nn_pad_mode { NN_PAD_ZEROS = 0, NN_PAD_REFLECT = 1 } nn_pad_mode;
+NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int top, int bottom, int left, int right, nn_pad_mode mode);
+
+/* Upsampling of the last two dims by integer factors: nearest, or bilinear with
+   align_corners = False (PyTorch's default). */
+typedef enum nn_upsample_mode { NN_UPSAMPLE_NEAREST = 0, NN_UPSAMPLE_BILINEAR = 1 } nn_upsample_mode;
+NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode);
+/* [N, C*r*r, H, W] -> [N, C, H*r, W*r], as torch.nn.PixelShuffle (a reshape-permute-reshape). */
+NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r);
+
 /* A fully connected layer: x [B, in] -> [B, out] with parameters NAME.weight [out, in] and
    NAME.bias [out] (PyTorch's names and layout), initialised as PyTorch's nn.Linear. */
 NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const char *name);

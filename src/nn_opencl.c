@@ -298,7 +298,7 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
         *out = cl->programs[idx];
         return NN_OK;
     }
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -cl-mad-enable%s%s", strcmp(name, "gemm") == 0 ? " " : "",
+    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s", strcmp(name, "gemm") == 0 ? " " : "",
              strcmp(name, "gemm") == 0 ? cl->gemm_options : "");
     lines = nn__cl_source_lines(ctx, idx, &count, &owned);
     if (!lines) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory reading kernels/%s.cl", name);

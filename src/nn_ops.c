@@ -15,6 +15,27 @@ static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
     *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->step));
 }
 
+/* A shape seen along axis: [outer, len, inner]. */
+static void nn__axis_split(const nn_shape *s, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
+    int d;
+    *outer = *inner = 1;
+    for (d = 0; d < axis; d++) *outer *= s->dim[d];
+    for (d = axis + 1; d < s->ndim; d++) *inner *= s->dim[d];
+    *len = s->dim[axis];
+}
+
+/* permute geometry: y's dims and, for each, x's stride (padded to 6 dims in front) */
+static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dims, int64_t *xstride) {
+    int64_t st[NN_MAX_DIMS];
+    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
+    st[nd - 1] = 1;
+    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * xs->dim[d + 1];
+    for (d = 0; d < NN_MAX_DIMS; d++) {
+        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
+        xstride[d] = d < pad ? 0 : st[n->i[d - pad]];
+    }
+}
+
 static nn_result nn__cpu_run(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
@@ -138,6 +159,46 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         break;
     }
     case NN__OP_RESHAPE: memcpy(y, NN__F(in[0]), (size_t)N * 4); break;
+    case NN__OP_PERMUTE: {
+        int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
+        nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
+        nn__permute_forward(y, NN__F(in[0]), NN_MAX_DIMS, dims, xs);
+        break;
+    }
+    case NN__OP_CONCAT2: {
+        int64_t o, la, lb, inner;
+        nn__axis_split(&g->nodes[in[0]].shape, n->i[0], &o, &la, &inner);
+        lb = g->nodes[in[1]].shape.dim[n->i[0]];
+        nn__concat_forward(y, NN__F(in[0]), NN__F(in[1]), o, la, lb, inner);
+        break;
+    }
+    case NN__OP_SLICE: case NN__OP_SLICE_GRAD: {
+        int grad = n->op == NN__OP_SLICE_GRAD;
+        int64_t o, L, inner, len;
+        nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->i[0], &o, &L, &inner);
+        len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->i[0]];
+        nn__slice(y, NN__F(in[0]), o, L, inner, n->i[1], len, grad);
+        break;
+    }
+    case NN__OP_PAD2D: case NN__OP_PAD2D_GRAD: {
+        const nn_shape *xs = n->op == NN__OP_PAD2D ? &g->nodes[in[0]].shape : &n->shape;
+        const nn_shape *ys = n->op == NN__OP_PAD2D ? &n->shape : &g->nodes[in[0]].shape;
+        int nd = xs->ndim;
+        int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
+        if (n->op == NN__OP_PAD2D)
+            nn__pad2d_forward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->i[0], n->i[1], n->i[2]);
+        else
+            nn__pad2d_backward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->i[0], n->i[1], n->i[2]);
+        break;
+    }
+    case NN__OP_UPSAMPLE2D: case NN__OP_UPSAMPLE2D_GRAD: {
+        const nn_shape *xs = n->op == NN__OP_UPSAMPLE2D ? &g->nodes[in[0]].shape : &n->shape;
+        int nd = xs->ndim;
+        int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1];
+        nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->i[0], n->i[1], n->i[2],
+                       n->op == NN__OP_UPSAMPLE2D_GRAD);
+        break;
+    }
     default:
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: no CPU path", nn__op_names[n->op]);
     }
@@ -406,6 +467,61 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         r = nn__cl_add(g, id, "elementwise", "copy", (size_t)N, &l);
         if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi", NN__M(in[0]), y, N);
         return r;
+    case NN__OP_PERMUTE: {
+        int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
+        int vd[8], vs[8], d;
+        nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
+        for (d = 0; d < 8; d++) {
+            vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
+            vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
+        }
+        r = nn__cl_add(g, id, "shape", "permute", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi88", NN__M(in[0]), y, N, vd, vs);
+        return r;
+    }
+    case NN__OP_CONCAT2: {
+        int64_t o, la, lb, inner;
+        nn__axis_split(&g->nodes[in[0]].shape, n->i[0], &o, &la, &inner);
+        lb = g->nodes[in[1]].shape.dim[n->i[0]];
+        r = nn__cl_add(g, id, "shape", "concat", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmiiii", NN__M(in[0]), NN__M(in[1]), y, N, (int)la, (int)lb, (int)inner);
+        return r;
+    }
+    case NN__OP_SLICE: case NN__OP_SLICE_GRAD: {
+        int grad = n->op == NN__OP_SLICE_GRAD;
+        int64_t o, L, inner, len;
+        nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->i[0], &o, &L, &inner);
+        len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->i[0]];
+        r = nn__cl_add(g, id, "shape", "slice", (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmiiiiii", NN__M(in[0]), y, N, (int)L, (int)len, (int)inner, n->i[1], grad);
+        return r;
+    }
+    case NN__OP_PAD2D: case NN__OP_PAD2D_GRAD: case NN__OP_UPSAMPLE2D: case NN__OP_UPSAMPLE2D_GRAD: {
+        int fwd = n->op == NN__OP_PAD2D || n->op == NN__OP_UPSAMPLE2D, pad = n->op == NN__OP_PAD2D || n->op == NN__OP_PAD2D_GRAD;
+        const nn_shape *xs = fwd ? &g->nodes[in[0]].shape : &n->shape;
+        const nn_shape *ys = fwd ? &n->shape : &g->nodes[in[0]].shape;
+        int nd = xs->ndim, geo[8];
+        memset(geo, 0, sizeof geo);
+        geo[0] = (int)xs->dim[nd - 2];
+        geo[1] = (int)xs->dim[nd - 1];
+        if (pad) {
+            geo[2] = (int)ys->dim[nd - 2];
+            geo[3] = (int)ys->dim[nd - 1];
+            geo[4] = n->i[0];
+            geo[5] = n->i[1];
+            geo[6] = n->i[2];
+        } else {
+            geo[2] = n->i[0];
+            geo[3] = n->i[1];
+            geo[4] = n->i[2];
+        }
+        r = nn__cl_add(g, id, "shape",
+                       pad ? (fwd ? "pad2d_forward" : "pad2d_backward") : (fwd ? "upsample2d_forward" : "upsample2d_backward"),
+                       (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi8", NN__M(in[0]), y, N, geo);
+        return r;
+    }
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);
     }

@@ -71,10 +71,12 @@ double t_relerr(const double *a, const double *b, long n) {
 
 static void run_suites(const t_env *e) {
     suite_ops(e);
+    suite_shape(e);
     suite_optim(e);
     suite_graph(e);
     suite_errors(e);
     suite_io(e);
+    suite_safetensors(e);
 }
 
 int main(void) {

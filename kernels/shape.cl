@@ -1,0 +1,146 @@
+/* Shape and structure ops: permute, concat/slice along an axis, 2-D padding and
+   upsampling. Twins of src/nn_shape.c; one work-item per output element, and every
+   backward pass is a gather (each input element sums what reads it), so no atomics. */
+
+/* y = x permuted: `dims` are y's dims (unused ones 1), `xs` x's stride for each y dim */
+__kernel void permute(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int r = i, off = 0;
+    int d5 = r % dims.s5; r /= dims.s5; off += d5 * xs.s5;
+    int d4 = r % dims.s4; r /= dims.s4; off += d4 * xs.s4;
+    int d3 = r % dims.s3; r /= dims.s3; off += d3 * xs.s3;
+    int d2 = r % dims.s2; r /= dims.s2; off += d2 * xs.s2;
+    int d1 = r % dims.s1; r /= dims.s1; off += d1 * xs.s1;
+    off += r * xs.s0;
+    y[i] = x[off];
+}
+
+/* y [outer, la + lb, inner] = a then b along the axis */
+__kernel void concat(__global const uint *a, __global const uint *b, __global uint *y, const int n, const int la,
+                     const int lb, const int inner) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int in = i % inner, j = (i / inner) % (la + lb), o = i / (inner * (la + lb));
+    y[i] = j < la ? a[((size_t)o * la + j) * inner + in] : b[((size_t)o * lb + j - la) * inner + in];
+}
+
+/* forward: y [outer, len, inner] = x [outer, L, inner] at [start, start + len);
+   backward (grad): y [outer, L, inner] = dy placed there, zeros elsewhere */
+__kernel void slice(__global const uint *x, __global uint *y, const int n, const int L, const int len,
+                    const int inner, const int start, const int grad) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int in = i % inner;
+    if (!grad) {
+        int j = (i / inner) % len, o = i / (inner * len);
+        y[i] = x[((size_t)o * L + start + j) * inner + in];
+    } else {
+        int j = (i / inner) % L, o = i / (inner * L);
+        y[i] = (j >= start && j < start + len) ? x[((size_t)o * len + j - start) * inner + in] : 0u;
+    }
+}
+
+/* source row of padded row o: -1 in zero padding */
+inline int nn_pad_src(int o, int before, int n, int reflect) {
+    int i = o - before;
+    if (i >= 0 && i < n) return i;
+    if (!reflect) return -1;
+    if (i < 0) i = -i;
+    if (i >= n) i = 2 * (n - 1) - i;
+    return i;
+}
+
+/* y [P, OH, OW] = x [P, H, W] padded; geo = (H, W, OH, OW, top, left, reflect, -) */
+__kernel void pad2d_forward(__global const float *x, __global float *y, const int n, const int8 geo) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int ow = i % geo.s3, oh = (i / geo.s3) % geo.s2, p = i / (geo.s3 * geo.s2);
+    int ih = nn_pad_src(oh, geo.s4, geo.s0, geo.s6), iw = nn_pad_src(ow, geo.s5, geo.s1, geo.s6);
+    y[i] = (ih < 0 || iw < 0) ? 0.0f : x[((size_t)p * geo.s0 + ih) * geo.s1 + iw];
+}
+
+/* dx [P, H, W]: each input pixel sums the outputs that read it (at most 3 rows x 3 cols
+   under reflection: itself, its mirror before, its mirror after) */
+__kernel void pad2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int H = geo.s0, W = geo.s1, OH = geo.s2, OW = geo.s3;
+    int iw = i % W, ih = (i / W) % H, p = i / (W * H);
+    int rows[3], cols[3], nr = 0, nc = 0;
+    /* candidate output positions: direct, and the two reflections */
+    int cand_h[3] = {ih + geo.s4, geo.s4 - ih, geo.s4 + 2 * (H - 1) - ih};
+    int cand_w[3] = {iw + geo.s5, geo.s5 - iw, geo.s5 + 2 * (W - 1) - iw};
+    for (int k = 0; k < 3; k++) {
+        int o = cand_h[k];
+        if (o < 0 || o >= OH || nn_pad_src(o, geo.s4, H, geo.s6) != ih) continue;
+        int dup = 0;
+        for (int q = 0; q < nr; q++) dup |= rows[q] == o;
+        if (!dup) rows[nr++] = o;
+    }
+    for (int k = 0; k < 3; k++) {
+        int o = cand_w[k];
+        if (o < 0 || o >= OW || nn_pad_src(o, geo.s5, W, geo.s6) != iw) continue;
+        int dup = 0;
+        for (int q = 0; q < nc; q++) dup |= cols[q] == o;
+        if (!dup) cols[nc++] = o;
+    }
+    float s = 0.0f;
+    for (int a = 0; a < nr; a++)
+        for (int b = 0; b < nc; b++) s += dy[((size_t)p * OH + rows[a]) * OW + cols[b]];
+    dx[i] = s;
+}
+
+/* bilinear source of output o at scale s (align_corners = False), as in nn_shape.c */
+inline void nn_bilinear_src(int o, int s, int n, int *i0, int *i1, float *frac) {
+    float src = fmax(((float)o + 0.5f) / (float)s - 0.5f, 0.0f);
+    *i0 = min((int)src, n - 1);
+    *i1 = min(*i0 + 1, n - 1);
+    *frac = src - (float)*i0;
+}
+
+/* y [P, H*sh, W*sw]; geo = (H, W, sh, sw, bilinear, -, -, -) */
+__kernel void upsample2d_forward(__global const float *x, __global float *y, const int n, const int8 geo) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int H = geo.s0, W = geo.s1, OH = H * geo.s2, OW = W * geo.s3;
+    int ow = i % OW, oh = (i / OW) % OH, p = i / (OW * OH);
+    __global const float *xp = x + (size_t)p * H * W;
+    int h0 = oh / geo.s2, h1 = h0, w0 = ow / geo.s3, w1 = w0;
+    float fh = 0.0f, fw = 0.0f;
+    if (geo.s4) {
+        nn_bilinear_src(oh, geo.s2, H, &h0, &h1, &fh);
+        nn_bilinear_src(ow, geo.s3, W, &w0, &w1, &fw);
+    }
+    y[i] = (1 - fh) * ((1 - fw) * xp[h0 * W + w0] + fw * xp[h0 * W + w1]) +
+           fh * ((1 - fw) * xp[h1 * W + w0] + fw * xp[h1 * W + w1]);
+}
+
+/* the weight output o (along one dim) gives input index h */
+inline float nn_up_weight(int o, int h, int s, int n, int bilinear) {
+    if (!bilinear) return o / s == h ? 1.0f : 0.0f;
+    int i0, i1;
+    float f;
+    nn_bilinear_src(o, s, n, &i0, &i1, &f);
+    return (i0 == h ? 1.0f - f : 0.0f) + (i1 == h ? f : 0.0f);
+}
+
+/* dx [P, H, W]: each input pixel sums dy over the outputs within two input cells of it */
+__kernel void upsample2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int H = geo.s0, W = geo.s1, sh = geo.s2, sw = geo.s3, OH = H * sh, OW = W * sw;
+    int iw = i % W, ih = (i / W) % H, p = i / (W * H);
+    int oh0 = max((ih - 1) * sh, 0), oh1 = min((ih + 2) * sh, OH);
+    int ow0 = max((iw - 1) * sw, 0), ow1 = min((iw + 2) * sw, OW);
+    float s = 0.0f;
+    for (int oh = oh0; oh < oh1; oh++) {
+        float wh = nn_up_weight(oh, ih, sh, H, geo.s4);
+        if (wh == 0.0f) continue;
+        for (int ow = ow0; ow < ow1; ow++) {
+            float ww = nn_up_weight(ow, iw, sw, W, geo.s4);
+            if (ww != 0.0f) s += wh * ww * dy[((size_t)p * OH + oh) * OW + ow];
+        }
+    }
+    dx[i] = s;
+}
