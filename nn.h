@@ -269,6 +269,16 @@ typedef struct nn_conv2d_desc {
 } nn_conv2d_desc;
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
 
+/* 1-D convolution over x [N, C, L] with w [K, C/groups, KL] (the H fields of the desc are
+   ignored): conv2d on [N, C, 1, L]. */
+NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
+/* Transposed convolution (PyTorch's ConvTranspose2d, no bias): x [N, Cin, H, W] with
+   w [Cin, Cout/groups, KH, KW] -> [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h +
+   dilation_h*(KH-1) + output_pad_h + 1; output padding must be below the stride or the
+   dilation. It is the gradient of conv2d with respect to its input. */
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, const nn_conv2d_desc *desc,
+                                     int output_pad_h, int output_pad_w);
+
 /* The same data in another shape of the same element count (a copy). */
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
 NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */
@@ -4939,6 +4949,76 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     return t;
 }
 
+NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
+    nn_conv2d_desc d;
+    nn_shape xs, ws;
+    nn_tensor in[2], y;
+    in[0] = x;
+    in[1] = w;
+    if (!nn__check(g, "nn_conv1d", 2, in)) return nn__tensor(-1);
+    xs = nn__n(g, x)->shape;
+    ws = nn__n(g, w)->shape;
+    if (xs.ndim != 3 || ws.ndim != 3) {
+        char a[128], b[128];
+        nn__shape_str(&xs, a, sizeof a);
+        nn__shape_str(&ws, b, sizeof b);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: x %s must be [N, C, L] and w %s [K, C/groups, KL]", a, b);
+    }
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    d.stride_h = d.dilation_h = 1;
+    d.pad_h = 0;
+    y = nn_conv2d(g, nn_reshape(g, x, nn_shape4(xs.dim[0], xs.dim[1], 1, xs.dim[2])),
+                  nn_reshape(g, w, nn_shape4(ws.dim[0], ws.dim[1], 1, ws.dim[2])), bias, &d);
+    if (y.id < 0) return y;
+    return nn_reshape(g, y, nn_shape3(nn__n(g, y)->shape.dim[0], nn__n(g, y)->shape.dim[1], nn__n(g, y)->shape.dim[3]));
+}
+
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, const nn_conv2d_desc *desc,
+                                     int output_pad_h, int output_pad_w) {
+    nn_tensor in[2], t;
+    nn_conv2d_desc d;
+    nn_shape xs, ws;
+    int attr[7], k;
+    int64_t OH, OW;
+    char a[128], b[128];
+    in[0] = x;
+    in[1] = w;
+    if (!nn__check(g, "nn_conv_transpose2d", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv_transpose2d", x, "x") || !nn__expect_f32(g, "nn_conv_transpose2d", w, "w"))
+        return nn__tensor(-1);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    attr[0] = d.stride_h ? d.stride_h : 1;
+    attr[1] = d.stride_w ? d.stride_w : 1;
+    attr[2] = d.pad_h;
+    attr[3] = d.pad_w;
+    attr[4] = d.dilation_h ? d.dilation_h : 1;
+    attr[5] = d.dilation_w ? d.dilation_w : 1;
+    attr[6] = d.groups ? d.groups : 1;
+    xs = nn__n(g, x)->shape;
+    ws = nn__n(g, w)->shape;
+    nn__shape_str(&xs, a, sizeof a);
+    nn__shape_str(&ws, b, sizeof b);
+    for (k = 0; k < 7; k++)
+        if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: stride, dilation and groups must be >= 1, padding >= 0");
+    if (xs.ndim != 4 || ws.ndim != 4 || xs.dim[1] != ws.dim[0] || ws.dim[0] % attr[6])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s must be [N, Cin, H, W] and w %s [Cin, Cout/groups, KH, KW] (groups %d)",
+                           a, b, attr[6]);
+    if (output_pad_h < 0 || output_pad_w < 0 || (output_pad_h >= attr[0] && output_pad_h >= attr[4]) ||
+        (output_pad_w >= attr[1] && output_pad_w >= attr[5]))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: output padding (%d, %d) must be below the stride or the dilation",
+                           output_pad_h, output_pad_w);
+    OH = (xs.dim[2] - 1) * attr[0] - 2 * attr[2] + attr[4] * (ws.dim[2] - 1) + output_pad_h + 1;
+    OW = (xs.dim[3] - 1) * attr[1] - 2 * attr[3] + attr[5] * (ws.dim[3] - 1) + output_pad_w + 1;
+    if (OH < 1 || OW < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with w %s gives an empty output", a, b);
+    /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
+    t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    return t;
+}
+
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
     char a[128], b[128];
     if (!nn__check(g, "nn_reshape", 1, &x) || !nn__check_shape(g, "nn_reshape", shape)) return nn__tensor(-1);
@@ -5277,6 +5357,18 @@ static void nn__backward(nn_graph *g, int id) {
         break;
     case NN__OP_RESHAPE:
         nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
+        break;
+    case NN__OP_CONV2D_DX: /* as a transposed convolution: inputs (w, x) */
+        if (gb) { /* d/dx: the forward convolution of gy */
+            t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
+            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            nn__acc_grad(g, b, t);
+        }
+        if (ga) { /* d/dw: conv2d's weight gradient with gy as the input and x as dy */
+            t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[a].shape, gy.id, b);
+            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            nn__acc_grad(g, a, t);
+        }
         break;
     case NN__OP_PERMUTE: {
         int inv[NN_MAX_DIMS], d;

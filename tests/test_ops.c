@@ -220,6 +220,60 @@ static void r_conv2d(const spec *s, double *const *in, double *out) {
                 }
 }
 
+static nn_tensor b_conv1d(nn_graph *g, const nn_tensor *in, const spec *s) {
+    nn_conv2d_desc d;
+    nn_tensor none;
+    none.id = -1;
+    memset(&d, 0, sizeof d);
+    d.stride_w = s->conv[1];
+    d.pad_w = s->conv[3];
+    d.dilation_w = s->conv[5];
+    d.groups = s->conv[6];
+    return nn_conv1d(g, in[0], in[1], s->n_in > 2 ? in[2] : none, &d);
+}
+static void r_conv1d(const spec *s, double *const *in, double *out) {
+    spec t = *s; /* the 2-D reference on [N, C, 1, L] */
+    t.shape[0] = nn_shape4(s->shape[0].dim[0], s->shape[0].dim[1], 1, s->shape[0].dim[2]);
+    t.shape[1] = nn_shape4(s->shape[1].dim[0], s->shape[1].dim[1], 1, s->shape[1].dim[2]);
+    t.out = nn_shape4(s->out.dim[0], s->out.dim[1], 1, s->out.dim[2]);
+    t.conv[0] = t.conv[4] = 1;
+    t.conv[2] = 0;
+    r_conv2d(&t, in, out);
+}
+
+/* conv_transpose2d: x [N, Cin, H, W], w [Cin, Cout/G, KH, KW]; ip[0..1] output padding */
+static nn_tensor b_convt(nn_graph *g, const nn_tensor *in, const spec *s) {
+    nn_conv2d_desc d;
+    d.stride_h = s->conv[0];
+    d.stride_w = s->conv[1];
+    d.pad_h = s->conv[2];
+    d.pad_w = s->conv[3];
+    d.dilation_h = s->conv[4];
+    d.dilation_w = s->conv[5];
+    d.groups = s->conv[6];
+    return nn_conv_transpose2d(g, in[0], in[1], &d, s->ip[0], s->ip[1]);
+}
+static void r_convt(const spec *s, double *const *in, double *out) {
+    long N = s->shape[0].dim[0], Cin = s->shape[0].dim[1], H = s->shape[0].dim[2], W = s->shape[0].dim[3];
+    long Cg = s->shape[1].dim[1], KH = s->shape[1].dim[2], KW = s->shape[1].dim[3], G = s->conv[6], Cing = Cin / G;
+    long Cout = s->out.dim[1], OH = s->out.dim[2], OW = s->out.dim[3], n, ci, h, w, co, kh, kw;
+    memset(out, 0, (size_t)numel(s->out) * sizeof(double));
+    for (n = 0; n < N; n++) /* scatter: input pixel (ci, h, w) adds x * w into the outputs it reaches */
+        for (ci = 0; ci < Cin; ci++)
+            for (h = 0; h < H; h++)
+                for (w = 0; w < W; w++)
+                    for (co = 0; co < Cg; co++)
+                        for (kh = 0; kh < KH; kh++)
+                            for (kw = 0; kw < KW; kw++) {
+                                long oh = h * s->conv[0] - s->conv[2] + kh * s->conv[4];
+                                long ow = w * s->conv[1] - s->conv[3] + kw * s->conv[5];
+                                long oc = (ci / Cing) * Cg + co;
+                                if (oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
+                                out[((n * Cout + oc) * OH + oh) * OW + ow] +=
+                                    in[0][((n * Cin + ci) * H + h) * W + w] * in[1][((ci * Cg + co) * KH + kh) * KW + kw];
+                            }
+}
+
 static nn_tensor b_flatten(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_flatten(g, in[0]); }
 static void r_copy(const spec *s, double *const *in, double *out) { memcpy(out, in[0], (size_t)numel(s->out) * sizeof(double)); }
 
@@ -251,6 +305,48 @@ static void conv_cases(const t_env *e) {
         in_f(&s, nn_shape4(c[4], c[1] / c[13], c[5], c[6]));
         if (c[14]) in_f(&s, nn_shape1(c[4]));
         check_case(e, &s);
+    }
+    {
+        /* conv1d: N, C, L, K, KL, stride, pad, dilation, groups */
+        static const int c1[][9] = {{1, 3, 7, 5, 3, 1, 1, 1, 1}, {3, 4, 33, 6, 5, 2, 2, 2, 2}};
+        /* conv_transpose2d: N, Cin, H, W, Cout/G, KH, KW, stride h/w, pad h/w, dilation h/w, G, output pad h/w */
+        static const int ct[][15] = {{1, 2, 3, 4, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+                                     {2, 4, 5, 3, 1, 2, 3, 3, 1, 0, 1, 1, 2, 2, 2},
+                                     {1, 3, 4, 4, 2, 4, 4, 2, 2, 1, 1, 1, 1, 1, 0}};
+        for (k = 0; k < 2; k++) {
+            const int *c = c1[k];
+            char name[128];
+            int OL = (c[2] + 2 * c[6] - c[7] * (c[4] - 1) - 1) / c[5] + 1;
+            spec s;
+            snprintf(name, sizeof name, "conv1d x[%d,%d,%d] w[%d,%d,%d] s%d p%d d%d g%d bias", c[0], c[1], c[2], c[3], c[1] / c[8],
+                     c[4], c[5], c[6], c[7], c[8]);
+            s = mk(name, b_conv1d, r_conv1d, nn_shape3(c[0], c[3], OL));
+            s.conv[1] = c[5];
+            s.conv[3] = c[6];
+            s.conv[5] = c[7];
+            s.conv[6] = c[8];
+            in_f(&s, nn_shape3(c[0], c[1], c[2]));
+            in_f(&s, nn_shape3(c[3], c[1] / c[8], c[4]));
+            in_f(&s, nn_shape1(c[3]));
+            check_case(e, &s);
+        }
+        for (k = 0; k < 3; k++) {
+            const int *c = ct[k];
+            char name[160];
+            int G = c[13], OH = (c[2] - 1) * c[7] - 2 * c[9] + c[11] * (c[5] - 1) + c[14] + 1;
+            int OW = (c[3] - 1) * c[8] - 2 * c[10] + c[12] * (c[6] - 1) + (k == 2 ? 1 : 0) + 1;
+            spec s;
+            snprintf(name, sizeof name, "conv_transpose2d x[%d,%d,%d,%d] w[%d,%d,%d,%d] s%d,%d p%d,%d d%d,%d g%d op%d,%d", c[0], c[1],
+                     c[2], c[3], c[1], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12], G, c[14], k == 2);
+            s = mk(name, b_convt, r_convt, nn_shape4(c[0], c[4] * G, OH, OW));
+            memcpy(s.conv, c + 7, 6 * sizeof(int));
+            s.conv[6] = G;
+            s.ip[0] = c[14];
+            s.ip[1] = k == 2;
+            in_f(&s, nn_shape4(c[0], c[1], c[2], c[3]));
+            in_f(&s, nn_shape4(c[1], c[4], c[5], c[6]));
+            check_case(e, &s);
+        }
     }
     {
         spec s = mk("flatten [3, 2, 5, 7] -> [3, 70]", b_flatten, r_copy, nn_shape2(3, 70));
