@@ -183,6 +183,11 @@ typedef struct nn_conv2d_desc {
 } nn_conv2d_desc;
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
 
+/* PyTorch's Conv2d module: NAME.weight [out_channels, C/groups, kh, kw] and NAME.bias
+   [out_channels], both U(+-1/sqrt(fan_in)) as nn.Conv2d initialises them. */
+NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kh, int kw,
+                                 const nn_conv2d_desc *desc, const char *name);
+
 /* 1-D convolution over x [N, C, L] with w [K, C/groups, KL] (the H fields of the desc are
    ignored): conv2d on [N, C, 1, L]. */
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);

@@ -859,6 +859,31 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     return t;
 }
 
+NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kh, int kw,
+                                 const nn_conv2d_desc *desc, const char *name) {
+    char wn[256], bn[256];
+    nn_init init;
+    int64_t cin, groups = desc && desc->groups ? desc->groups : 1;
+    if (!nn__check(g, "nn_conv2d_layer", 1, &x)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d_layer: needs a name (at most 200 chars)");
+    if (nn__n(g, x)->shape.ndim != 4 || kh < 1 || kw < 1 || out_channels < 1 || groups < 1 ||
+        nn__n(g, x)->shape.dim[1] % groups) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d_layer %s: x %s must be [N, C, H, W] with C divisible by groups, "
+                           "kernel %dx%d", name, sx, kh, kw);
+    }
+    cin = nn__n(g, x)->shape.dim[1] / groups;
+    init.kind = NN_INIT_UNIFORM; /* kaiming_uniform(a=sqrt(5)) is U(+-1/sqrt(fan_in)); so is the bias */
+    init.a = (float)(-1.0 / sqrt((double)(cin * kh * kw)));
+    init.b = -init.a;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    return nn_conv2d(g, x, nn_param(g, wn, nn_shape4(out_channels, cin, kh, kw), init),
+                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+}
+
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
     nn_conv2d_desc d;
     nn_shape xs, ws;

@@ -218,7 +218,75 @@ done:
     t_end();
 }
 
+/* Initialisers: the bounds and moments of what they draw, and the layers' names/shapes. */
+static void test_init(const t_env *e) {
+    enum { O = 64, I = 129 };
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_init in;
+    nn_tensor t[6], x, y;
+    static float v[O * I];
+    double bound;
+    int k, i;
+    t_begin(e, "parameter initialisers and layer parameters");
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    memset(&in, 0, sizeof in);
+    in.kind = NN_INIT_UNIFORM, in.a = -0.5f, in.b = 1.5f;
+    t[0] = nn_param(g, "u", nn_shape2(O, I), in);
+    in.kind = NN_INIT_NORMAL, in.a = 0.25f, in.b = 2.0f;
+    t[1] = nn_param(g, "n", nn_shape2(O, I), in);
+    in.kind = NN_INIT_KAIMING_UNIFORM, in.a = 0;
+    t[2] = nn_param(g, "ku", nn_shape2(O, I), in);
+    in.kind = NN_INIT_KAIMING_NORMAL;
+    t[3] = nn_param(g, "kn", nn_shape2(O, I), in);
+    in.kind = NN_INIT_XAVIER_UNIFORM;
+    t[4] = nn_param(g, "xu", nn_shape2(O, I), in);
+    in.kind = NN_INIT_CONSTANT, in.a = 3.0f;
+    t[5] = nn_param(g, "c", nn_shape2(O, I), in);
+    x = nn_input(g, "x", NN_F32, nn_shape4(2, 3, 5, 5));
+    y = nn_conv2d_layer(g, x, 4, 3, 3, NULL, "conv");
+    for (k = 0; k < 6; k++) nn_output(g, nn_scale(g, t[k], 1.0f)); /* keep the params in the graph */
+    nn_output(g, y);
+    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    for (k = 0; k < 6; k++) {
+        double m = 0, sq = 0, lo = 1e30, hi = -1e30, want_m, want_sd;
+        if (!T_OK(nn_tensor_read(g, t[k], v, sizeof v), ctx)) continue;
+        for (i = 0; i < O * I; i++) {
+            m += v[i];
+            sq += (double)v[i] * v[i];
+            lo = v[i] < lo ? v[i] : lo;
+            hi = v[i] > hi ? v[i] : hi;
+        }
+        m /= O * I;
+        sq = sqrt(sq / (O * I) - m * m);
+        switch (k) {
+        case 0: want_m = 0.5, want_sd = 2.0 / sqrt(12.0); bound = 0; T_CHECK(lo >= -0.5 && hi < 1.5, "uniform range"); break;
+        case 1: want_m = 0.25, want_sd = 2.0; break;
+        case 2: want_m = 0, want_sd = sqrt(2.0 / I); bound = sqrt(6.0 / I); T_CHECK(-lo <= bound && hi <= bound, "kaiming bound"); break;
+        case 3: want_m = 0, want_sd = sqrt(2.0 / I); break;
+        case 4: want_m = 0, want_sd = sqrt(2.0 / (O + I)); break;
+        default: want_m = 3, want_sd = 0; break;
+        }
+        /* O*I = 8256 draws: the mean within 4 standard errors, the sd within 5% */
+        T_CHECK(fabs(m - want_m) <= 4 * want_sd / sqrt((double)O * I) + 1e-6, "init %d: mean %g, want %g", k, m, want_m);
+        T_CHECK(fabs(sq - want_sd) <= 0.05 * want_sd + 1e-6, "init %d: sd %g, want %g", k, sq, want_sd);
+    }
+    {
+        nn_tensor w = nn_find(g, "conv.weight"), b = nn_find(g, "conv.bias");
+        nn_shape ws = nn_tensor_shape(g, w);
+        float wv[4 * 3 * 3 * 3];
+        T_CHECK(w.id >= 0 && b.id >= 0 && ws.ndim == 4 && ws.dim[0] == 4 && ws.dim[1] == 3 && ws.dim[2] == 3 && ws.dim[3] == 3,
+                "conv layer parameters");
+        if (T_OK(nn_tensor_read(g, w, wv, sizeof wv), ctx))
+            for (i = 0; i < (int)(sizeof wv / 4); i++) T_CHECK(fabsf(wv[i]) <= 1.0f / sqrtf(27.0f), "conv weight %g", wv[i]);
+    }
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
 void suite_graph(const t_env *e) {
+    test_init(e);
     test_gather_int(e);
     test_xor(e);
     test_resident_training(e);
