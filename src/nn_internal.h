@@ -53,7 +53,10 @@
     X(ARGMAX, "argmax") X(CORRECT_ROWS, "accuracy") X(ACCUMULATE, "accumulate")           \
     X(FILL, "fill") X(GRAD_SUMSQ, "grad_norm") X(CLIP_SCALE, "clip_scale")                 \
     X(OPT_SGD, "sgd") X(OPT_ADAM, "adam") X(CONV2D, "conv2d") X(CONV2D_DX, "conv2d_grad_input")   \
-    X(CONV2D_DW, "conv2d_grad_weight") X(CHANNEL_SUM, "channel_sum") X(RESHAPE, "reshape")
+    X(CONV2D_DW, "conv2d_grad_weight") X(CHANNEL_SUM, "channel_sum") X(RESHAPE, "reshape") \
+    X(NORM_STATS, "norm_stats") X(NORM_FORWARD, "norm") X(NORM_DX, "norm_grad_input")             \
+    X(NORM_DGAMMA, "norm_grad_weight") X(NORM_DBETA, "norm_grad_bias")                            \
+    X(BN_RUNNING, "batch_norm_running_update") X(BN_PACK, "batch_norm_running_stats")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -116,6 +119,7 @@ typedef struct nn__param {
     nn_shape shape;
     int64_t numel;
     float *init;         /* host copy until the first compile uploads it */
+    int buffer;          /* state, not trained: no gradient, no optimizer (nn_buffer) */
     nn__buf buf;
     int allocated;
 } nn__param;
