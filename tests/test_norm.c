@@ -354,6 +354,79 @@ done:
     t_end();
 }
 
+/* An eval graph with a loss: the running statistics are constants, so dx = dy * gamma /
+   sqrt(running_var + eps), dgamma = sum dy * xhat, dbeta = sum dy (all exact, in double). */
+static void eval_grad_case(const t_env *e) {
+    enum { N = 3, C = 5, S = 7, n = N * C * S };
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_tensor x, y, w, gam, bet;
+    float xv[n], wv[n], rmv[C], rvv[C], gv[C], bv[C], got[n];
+    double xd[n], mean[C], var[C], dx[n], dg[C], db[C], gd64[n], err;
+    long i, c;
+    t_begin(e, "batch_norm eval graph gradients (constant statistics)");
+    t_seed(0xe7a1);
+    memset(&gd, 0, sizeof gd);
+    gd.eval = 1;
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape3(N, C, S));
+    nn_requires_grad(g, x);
+    y = nn_batch_norm1d_layer(g, x, "bn");
+    w = nn_input(g, "w", NN_F32, nn_shape3(N, C, S));
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_sum(g, nn_mul(g, y, w));
+    cd.has_loss = 1; /* no optimizer: the parameters' gradients are kept */
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    for (i = 0; i < n; i++) {
+        xv[i] = (float)t_uniform(-2, 3);
+        wv[i] = (float)t_uniform(-1, 1);
+        xd[i] = xv[i];
+    }
+    for (c = 0; c < C; c++) {
+        rmv[c] = (float)t_uniform(-1, 1);
+        rvv[c] = (float)t_uniform(0.5, 2);
+        gv[c] = (float)t_uniform(0.5, 1.5);
+        bv[c] = (float)t_uniform(-1, 1);
+        mean[c] = rmv[c];
+        var[c] = rvv[c];
+        dg[c] = db[c] = 0;
+    }
+    gam = nn_find(g, "bn.weight");
+    bet = nn_find(g, "bn.bias");
+    T_OK(nn_tensor_write(g, x, xv, sizeof xv), ctx);
+    T_OK(nn_tensor_write(g, w, wv, sizeof wv), ctx);
+    T_OK(nn_tensor_write(g, nn_find(g, "bn.running_mean"), rmv, sizeof rmv), ctx);
+    T_OK(nn_tensor_write(g, nn_find(g, "bn.running_var"), rvv, sizeof rvv), ctx);
+    T_OK(nn_tensor_write(g, gam, gv, sizeof gv), ctx);
+    T_OK(nn_tensor_write(g, bet, bv, sizeof bv), ctx);
+    if (!T_OK(nn_graph_step(g), ctx)) goto done;
+    for (i = 0; i < n; i++) {
+        long ch = (i / S) % C;
+        double rs = 1.0 / sqrt(var[ch] + 1e-5);
+        dx[i] = wv[i] * gv[ch] * rs;
+        dg[ch] += wv[i] * (xd[i] - mean[ch]) * rs;
+        db[ch] += wv[i];
+    }
+    T_OK(nn_tensor_read(g, nn_grad(g, x), got, sizeof got), ctx);
+    for (i = 0; i < n; i++) gd64[i] = got[i];
+    err = t_relerr(gd64, dx, n);
+    T_CHECK(err <= 1e-5, "dx: relative error %.3g", err);
+    T_OK(nn_tensor_read(g, nn_grad(g, gam), got, C * 4), ctx);
+    for (i = 0; i < C; i++) gd64[i] = got[i];
+    err = t_relerr(gd64, dg, C);
+    T_CHECK(err <= 1e-5, "dgamma: relative error %.3g", err);
+    T_OK(nn_tensor_read(g, nn_grad(g, bet), got, C * 4), ctx);
+    for (i = 0; i < C; i++) gd64[i] = got[i];
+    err = t_relerr(gd64, db, C);
+    T_CHECK(err <= 1e-5, "dbeta: relative error %.3g", err);
+    T_CHECK(nn_grad(g, nn_find(g, "bn.running_var")).id < 0, "a buffer got a gradient");
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
 /* ---- errors ---- */
 
 static int msg_has(nn_context *ctx, const char *a, const char *b, const char *c) {
@@ -418,5 +491,6 @@ void suite_norm(const t_env *e) {
     running_case(e, nn_shape4(4, 3, 3, 7), 3);
     running_case(e, nn_shape2(5, 7), 3);
     running_case(e, nn_shape3(2, 5, 3), 3);
+    eval_grad_case(e);
     error_cases(e);
 }
