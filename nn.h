@@ -308,6 +308,46 @@ typedef enum nn_upsample_mode { NN_UPSAMPLE_NEAREST = 0, NN_UPSAMPLE_BILINEAR = 
 NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode);
 /* [N, C*r*r, H, W] -> [N, C, H*r, W*r], as torch.nn.PixelShuffle (a reshape-permute-reshape). */
 NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r);
+/* A buffer: a parameter-store entry that is state, not trained (PyTorch's buffers, e.g.
+   batch norm's running statistics). No gradient flows to it and no optimizer updates it;
+   it is saved and loaded with the parameters and shared by graphs made with share_params.
+   A name is either a parameter or a buffer. */
+NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init);
+
+/* Normalisation layers, PyTorch's semantics. gamma (the weight) and beta (the bias) are
+   optional: pass a tensor with id < 0 for none. The variance that normalises is the biased
+   one (divided by n). */
+
+/* Batch norm over x [N, C], [N, C, L] or [N, C, H, W] (any [N, C, ...]) with gamma, beta
+   and the running statistics [C]. Training graphs normalise with the statistics of the
+   batch (N * spatial must be > 1) and, when has_running_stats, update the running ones on
+   the device at every run: running = (1 - momentum) * running + momentum * batch, with the
+   unbiased variance for running_var. Evaluation graphs (nn_graph_desc.eval) normalise with
+   the running statistics, or with the batch's when there are none (PyTorch's
+   track_running_stats=False). Zero fields: momentum 0.1, eps 1e-5. */
+typedef struct nn_batch_norm_desc {
+    float momentum;
+    float eps;
+    int has_running_stats;                /* id 0 is a valid tensor, so say so */
+    nn_tensor running_mean, running_var;  /* [C] buffers (nn_buffer) */
+} nn_batch_norm_desc;
+NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc);
+/* PyTorch's BatchNorm2d / BatchNorm1d modules: NAME.weight (ones), NAME.bias (zeros) and
+   the buffers NAME.running_mean (zeros), NAME.running_var (ones), all [C]; momentum 0.1,
+   eps 1e-5. 2d takes x [N, C, H, W]; 1d takes [N, C] or [N, C, L]. */
+NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const char *name);
+NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *name);
+
+/* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
+   and beta have the shape of those dims. PyTorch's default eps is 1e-5. */
+NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, int n_norm_dims, float eps);
+/* Group norm over x [N, C, ...]: the C channels in `groups` groups of C/groups, each
+   normalised over its channels and the spatial dims; gamma and beta [C], per channel. */
+NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups, float eps);
+/* Instance norm over x [N, C, L] or [N, C, H, W] (any [N, C, spatial...]): each channel of
+   each sample normalised over its spatial dims (group norm with groups = C); gamma and beta
+   [C]. Always the instance's statistics (PyTorch's track_running_stats=False). */
+NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, float eps);
 
 /* A fully connected layer: x [B, in] -> [B, out] with parameters NAME.weight [out, in] and
    NAME.bias [out] (PyTorch's names and layout), initialised as PyTorch's nn.Linear. */
@@ -454,7 +494,10 @@ NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_mi
     X(CONV2D_DW, "conv2d_grad_weight") X(CHANNEL_SUM, "channel_sum") X(RESHAPE, "reshape")          \
     X(PERMUTE, "permute") X(CONCAT2, "concat") X(SLICE, "slice") X(SLICE_GRAD, "slice_grad")          \
     X(PAD2D, "pad2d") X(PAD2D_GRAD, "pad2d_grad") X(UPSAMPLE2D, "upsample2d")                        \
-    X(UPSAMPLE2D_GRAD, "upsample2d_grad")
+    X(UPSAMPLE2D_GRAD, "upsample2d_grad")          \
+    X(NORM_STATS, "norm_stats") X(NORM_FORWARD, "norm") X(NORM_DX, "norm_grad_input")             \
+    X(NORM_DGAMMA, "norm_grad_weight") X(NORM_DBETA, "norm_grad_bias")                            \
+    X(BN_RUNNING, "batch_norm_running_update") X(BN_PACK, "batch_norm_running_stats")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -517,6 +560,7 @@ typedef struct nn__param {
     nn_shape shape;
     int64_t numel;
     float *init;         /* host copy until the first compile uploads it */
+    int buffer;          /* state, not trained: no gradient, no optimizer (nn_buffer) */
     nn__buf buf;
     int allocated;
 } nn__param;
@@ -2484,6 +2528,166 @@ static void nn__upsample2d(float *out, const float *in, int64_t P, int64_t H, in
             }
         }
 }
+
+/* ======================================================================
+   src/nn_norm.c
+   ====================================================================== */
+/* Normalisation layers on the CPU backend: batch, layer, group and instance norm are one
+   family. x is viewed as [A, C, S] (A leading elements, C channels, S trailing elements per
+   channel) and its statistics are taken either per channel over A and S (batch norm) or per
+   (a, group of C/G channels) over the group's channels and S (group norm; layer norm is
+   [rows, features, 1] with one group, instance norm has G = C). The affine weight and bias
+   are per channel. Every sum runs in one fixed order. kernels/norm.cl has the OpenCL twins.
+
+   Node attributes of every norm op: i[0..4] = A, C, S, G, per_channel; i[5] has gamma,
+   i[6] has beta, i[7] the statistics are constants (eval batch norm); f[0] eps,
+   f[1] momentum (the running-statistics update). Statistics tensors are [2, R]: the mean
+   of each of the R groups, then their biased variance. */
+
+typedef struct nn__norm {
+    int64_t A, C, S, G;
+    int per_channel;
+} nn__norm;
+
+static void nn__norm_geom(nn__norm *q, const int *attr) {
+    q->A = attr[0];
+    q->C = attr[1];
+    q->S = attr[2];
+    q->G = attr[3];
+    q->per_channel = attr[4];
+}
+
+/* R: the number of statistics groups; n: the elements in each */
+static int64_t nn__norm_groups(const nn__norm *q) { return q->per_channel ? q->C : q->A * q->G; }
+static int64_t nn__norm_count(const nn__norm *q) { return q->per_channel ? q->A * q->S : q->C / q->G * q->S; }
+
+/* The elements of statistics group r: nb blocks, bs floats apart from off, each block nc
+   whole channels (c0, c0+1, ...) of S contiguous floats. */
+typedef struct nn__norm_span { int64_t off, nb, bs, c0, nc; } nn__norm_span;
+
+static nn__norm_span nn__norm_span_of(const nn__norm *q, int64_t r) {
+    nn__norm_span sp;
+    if (q->per_channel) { /* channel r of each of the A leading elements */
+        sp.off = r * q->S;
+        sp.nb = q->A;
+        sp.bs = q->C * q->S;
+        sp.c0 = r;
+        sp.nc = 1;
+    } else { /* r = a * G + g: channels g*Cg .. g*Cg + Cg-1 of element a, contiguous */
+        sp.nc = q->C / q->G;
+        sp.off = r * sp.nc * q->S;
+        sp.nb = 1;
+        sp.bs = 0;
+        sp.c0 = (r % q->G) * sp.nc;
+    }
+    return sp;
+}
+
+/* The statistics group of channel c of leading element a. */
+static int64_t nn__norm_group_of(const nn__norm *q, int64_t a, int64_t c) {
+    return q->per_channel ? c : a * q->G + c / (q->C / q->G);
+}
+
+/* stats [2, R] = the mean and biased variance of each group of x (two passes, in double) */
+static void nn__norm_stats(const nn__norm *q, float *stats, const float *x) {
+    int64_t R = nn__norm_groups(q), n = nn__norm_count(q), r, b, ci, s;
+    for (r = 0; r < R; r++) {
+        nn__norm_span sp = nn__norm_span_of(q, r);
+        double sum = 0.0, mean, var = 0.0;
+        for (b = 0; b < sp.nb; b++)
+            for (ci = 0; ci < sp.nc; ci++) {
+                const float *p = x + sp.off + b * sp.bs + ci * q->S;
+                for (s = 0; s < q->S; s++) sum += p[s];
+            }
+        mean = sum / (double)n;
+        for (b = 0; b < sp.nb; b++)
+            for (ci = 0; ci < sp.nc; ci++) {
+                const float *p = x + sp.off + b * sp.bs + ci * q->S;
+                for (s = 0; s < q->S; s++) var += ((double)p[s] - mean) * ((double)p[s] - mean);
+            }
+        stats[r] = (float)mean;
+        stats[R + r] = (float)(var / (double)n);
+    }
+}
+
+static float nn__norm_rstd(const float *stats, int64_t R, int64_t r, float eps) {
+    return (float)(1.0 / sqrt((double)stats[R + r] + (double)eps));
+}
+
+/* y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c]; gamma, beta may be NULL */
+static void nn__norm_forward(const nn__norm *q, float *y, const float *x, const float *stats, const float *gamma,
+                             const float *beta, float eps) {
+    int64_t R = nn__norm_groups(q), a, c, s;
+    for (a = 0; a < q->A; a++)
+        for (c = 0; c < q->C; c++) {
+            int64_t r = nn__norm_group_of(q, a, c), o = (a * q->C + c) * q->S;
+            float mean = stats[r], scale = nn__norm_rstd(stats, R, r, eps) * (gamma ? gamma[c] : 1.0f);
+            float shift = beta ? beta[c] : 0.0f;
+            for (s = 0; s < q->S; s++) y[o + s] = (x[o + s] - mean) * scale + shift;
+        }
+}
+
+/* dx of the normalisation. With statistics of x itself, per group (n elements, d = dy*gamma,
+   xhat the normalised x): dx = rstd * (d - mean(d) - xhat * mean(d * xhat)). With constant
+   statistics (eval batch norm) the mean and variance do not depend on x: dx = rstd * d. */
+static void nn__norm_backward_data(const nn__norm *q, float *dx, const float *x, const float *stats, const float *dy,
+                                   const float *gamma, int const_stats, float eps) {
+    int64_t R = nn__norm_groups(q), n = nn__norm_count(q), r, b, ci, s;
+    for (r = 0; r < R; r++) {
+        nn__norm_span sp = nn__norm_span_of(q, r);
+        float mean = stats[r], rs = nn__norm_rstd(stats, R, r, eps);
+        double s1 = 0.0, s2 = 0.0;
+        float m1, m2;
+        for (b = 0; b < sp.nb && !const_stats; b++)
+            for (ci = 0; ci < sp.nc; ci++) {
+                int64_t o = sp.off + b * sp.bs + ci * q->S;
+                float ga = gamma ? gamma[sp.c0 + ci] : 1.0f;
+                for (s = 0; s < q->S; s++) {
+                    double d = (double)dy[o + s] * ga;
+                    s1 += d;
+                    s2 += d * ((double)x[o + s] - mean) * rs;
+                }
+            }
+        m1 = (float)(s1 / (double)n);
+        m2 = (float)(s2 / (double)n);
+        for (b = 0; b < sp.nb; b++)
+            for (ci = 0; ci < sp.nc; ci++) {
+                int64_t o = sp.off + b * sp.bs + ci * q->S;
+                float ga = gamma ? gamma[sp.c0 + ci] : 1.0f;
+                for (s = 0; s < q->S; s++) {
+                    float d = dy[o + s] * ga, xh = (x[o + s] - mean) * rs;
+                    dx[o + s] = rs * (d - m1 - xh * m2);
+                }
+            }
+    }
+}
+
+/* out [C] = sum over A and S of dy * xhat (the weight's gradient), or of dy when x is NULL
+   (the bias's gradient) */
+static void nn__norm_backward_affine(const nn__norm *q, float *out, const float *x, const float *stats, const float *dy,
+                                     float eps) {
+    int64_t R = nn__norm_groups(q), a, c, s;
+    for (c = 0; c < q->C; c++) {
+        double acc = 0.0;
+        for (a = 0; a < q->A; a++) {
+            int64_t r = nn__norm_group_of(q, a, c), o = (a * q->C + c) * q->S;
+            float mean = x ? stats[r] : 0.0f, rs = x ? nn__norm_rstd(stats, R, r, eps) : 1.0f;
+            for (s = 0; s < q->S; s++) acc += x ? (double)dy[o + s] * ((x[o + s] - mean) * rs) : (double)dy[o + s];
+        }
+        out[c] = (float)acc;
+    }
+}
+
+/* PyTorch's running statistics: running = (1 - m) * running + m * batch, the variance
+   unbiased (times n / (n - 1), n values per channel). stats [2, C] from nn__norm_stats. */
+static void nn__batch_norm_running(float *rmean, float *rvar, const float *stats, int64_t C, int64_t n, float m) {
+    int64_t c;
+    float unbias = (float)((double)n / (double)(n - 1));
+    for (c = 0; c < C; c++) {
+        rmean[c] = (1.0f - m) * rmean[c] + m * stats[c];
+        rvar[c] = (1.0f - m) * rvar[c] + m * stats[C + c] * unbias;
+    }
+}
 #if !defined(NN_NO_OPENCL)
 
 /* ======================================================================
@@ -3173,6 +3377,145 @@ static const char *const nn__cl_src_gemm[] = {
 0 };
 
 /* ======================================================================
+   kernels/norm.cl
+   ====================================================================== */
+static const char *const nn__cl_src_norm[] = {
+"#line 1 \"kernels/norm.cl\"\n",
+"/* Normalisation (batch, layer, group, instance norm), the twins of src/nn_norm.c: x is\n",
+"   viewed as [A, C, S]; statistics are per channel over A and S when pc (batch norm), else\n",
+"   per (a, group of C/G channels). stats [2, R] holds the means, then the biased variances.\n",
+"   Reductions: one work-group per statistics group (or channel), a strided pass then a tree\n",
+"   in local memory of the work-group's size (a power of two), so the order is fixed. */\n",
+"\n",
+"/* The sum over the work-group; every work-item gets it, and tmp is free again on return. */\n",
+"inline float norm_tree(__local float *tmp, float s) {\n",
+"    int l = get_local_id(0);\n",
+"    tmp[l] = s;\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    for (int o = get_local_size(0) / 2; o > 0; o >>= 1) {\n",
+"        if (l < o) tmp[l] += tmp[l + o];\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    }\n",
+"    s = tmp[0];\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    return s;\n",
+"}\n",
+"\n",
+"inline int norm_groups(int A, int C, int G, int pc) { return pc ? C : A * G; }\n",
+"inline int norm_count(int A, int C, int S, int G, int pc) { return pc ? A * S : C / G * S; }\n",
+"\n",
+"/* Element k of statistics group r: its index in x, and its channel in *ch. */\n",
+"inline int norm_index(int r, int k, int C, int S, int G, int pc, int *ch) {\n",
+"    if (pc) {\n",
+"        *ch = r;\n",
+"        return (k / S) * C * S + r * S + k % S;\n",
+"    }\n",
+"    int Cg = C / G;\n",
+"    *ch = (r % G) * Cg + k / S;\n",
+"    return r * Cg * S + k;\n",
+"}\n",
+"\n",
+"/* One work-group per group r: its mean and biased variance (two passes). */\n",
+"__kernel void norm_stats(__global const float *x, __global float *stats, const int A, const int C, const int S,\n",
+"                         const int G, const int pc, __local float *tmp) {\n",
+"    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;\n",
+"    int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);\n",
+"    float s = 0.0f;\n",
+"    for (int k = l; k < n; k += wg) s += x[norm_index(r, k, C, S, G, pc, &ch)];\n",
+"    float mean = norm_tree(tmp, s) / n;\n",
+"    s = 0.0f;\n",
+"    for (int k = l; k < n; k += wg) {\n",
+"        float d = x[norm_index(r, k, C, S, G, pc, &ch)] - mean;\n",
+"        s += d * d;\n",
+"    }\n",
+"    float var = norm_tree(tmp, s) / n;\n",
+"    if (l == 0) {\n",
+"        stats[r] = mean;\n",
+"        stats[R + r] = var;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c], one work-item per element */\n",
+"__kernel void norm_forward(__global const float *x, __global const float *stats, __global const float *gamma,\n",
+"                           __global const float *beta, __global float *y, const int A, const int C, const int S,\n",
+"                           const int G, const int pc, const int has_gamma, const int has_beta, const float eps) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= A * C * S) return;\n",
+"    int c = (i / S) % C, a = i / (C * S);\n",
+"    int R = norm_groups(A, C, G, pc), r = pc ? c : a * G + c / (C / G);\n",
+"    float scale = (has_gamma ? gamma[c] : 1.0f) / sqrt(stats[R + r] + eps);\n",
+"    y[i] = (x[i] - stats[r]) * scale + (has_beta ? beta[c] : 0.0f);\n",
+"}\n",
+"\n",
+"/* dx, one work-group per group r: rstd * (d - mean(d) - xhat * mean(d * xhat)) with\n",
+"   d = dy * gamma[c]; rstd * d alone when the statistics are constants (eval batch norm). */\n",
+"__kernel void norm_backward_data(__global const float *x, __global const float *stats, __global const float *dy,\n",
+"                                 __global const float *gamma, __global float *dx, const int A, const int C,\n",
+"                                 const int S, const int G, const int pc, const int has_gamma, const int const_stats,\n",
+"                                 const float eps, __local float *tmp) {\n",
+"    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;\n",
+"    int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);\n",
+"    float mean = stats[r], rs = 1.0f / sqrt(stats[R + r] + eps), m1 = 0.0f, m2 = 0.0f;\n",
+"    if (!const_stats) { /* uniform over the work-group, so the barriers inside are too */\n",
+"        float s1 = 0.0f, s2 = 0.0f;\n",
+"        for (int k = l; k < n; k += wg) {\n",
+"            int i = norm_index(r, k, C, S, G, pc, &ch);\n",
+"            float d = dy[i] * (has_gamma ? gamma[ch] : 1.0f);\n",
+"            s1 += d;\n",
+"            s2 += d * (x[i] - mean) * rs;\n",
+"        }\n",
+"        m1 = norm_tree(tmp, s1) / n;\n",
+"        m2 = norm_tree(tmp, s2) / n;\n",
+"    }\n",
+"    for (int k = l; k < n; k += wg) {\n",
+"        int i = norm_index(r, k, C, S, G, pc, &ch);\n",
+"        float d = dy[i] * (has_gamma ? gamma[ch] : 1.0f);\n",
+"        dx[i] = rs * (d - m1 - (x[i] - mean) * rs * m2);\n",
+"    }\n",
+"}\n",
+"\n",
+"/* out [C], one work-group per channel c: the sum over A and S of dy * xhat (with_xhat: the\n",
+"   weight's gradient) or of dy (the bias's) */\n",
+"__kernel void norm_backward_affine(__global const float *x, __global const float *stats, __global const float *dy,\n",
+"                                   __global float *out, const int A, const int C, const int S, const int G,\n",
+"                                   const int pc, const int with_xhat, const float eps, __local float *tmp) {\n",
+"    int c = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    int R = norm_groups(A, C, G, pc);\n",
+"    float s = 0.0f;\n",
+"    for (int k = l; k < A * S; k += wg) {\n",
+"        int a = k / S, i = (a * C + c) * S + k % S;\n",
+"        if (with_xhat) {\n",
+"            int r = pc ? c : a * G + c / (C / G);\n",
+"            s += dy[i] * ((x[i] - stats[r]) / sqrt(stats[R + r] + eps));\n",
+"        } else {\n",
+"            s += dy[i];\n",
+"        }\n",
+"    }\n",
+"    s = norm_tree(tmp, s);\n",
+"    if (l == 0) out[c] = s;\n",
+"}\n",
+"\n",
+"/* PyTorch's running statistics, one work-item per channel: running = (1 - m) * running +\n",
+"   m * batch, the variance unbiased by unbias = n / (n - 1). */\n",
+"__kernel void batch_norm_running(__global float *rmean, __global float *rvar, __global const float *stats,\n",
+"                                 const int C, const float m, const float unbias) {\n",
+"    int c = get_global_id(0);\n",
+"    if (c >= C) return;\n",
+"    rmean[c] = (1.0f - m) * rmean[c] + m * stats[c];\n",
+"    rvar[c] = (1.0f - m) * rvar[c] + m * stats[C + c] * unbias;\n",
+"}\n",
+"\n",
+"/* stats [2, C] from the running mean and variance, for evaluation graphs */\n",
+"__kernel void batch_norm_pack(__global const float *rmean, __global const float *rvar, __global float *stats,\n",
+"                              const int C) {\n",
+"    int c = get_global_id(0);\n",
+"    if (c >= C) return;\n",
+"    stats[c] = rmean[c];\n",
+"    stats[C + c] = rvar[c];\n",
+"}\n",
+0 };
+
+/* ======================================================================
    kernels/optim.cl
    ====================================================================== */
 static const char *const nn__cl_src_optim[] = {
@@ -3539,13 +3882,14 @@ static const nn__cl_source nn__cl_sources[] = {
     { "elementwise", nn__cl_src_elementwise },
     { "gather", nn__cl_src_gather },
     { "gemm", nn__cl_src_gemm },
+    { "norm", nn__cl_src_norm },
     { "optim", nn__cl_src_optim },
     { "random", nn__cl_src_random },
     { "reduce", nn__cl_src_reduce },
     { "shape", nn__cl_src_shape },
     { "softmax", nn__cl_src_softmax },
 };
-#define NN__CL_NSOURCES 9
+#define NN__CL_NSOURCES 10
 
 /* ======================================================================
    src/nn_cl_gemm.c
@@ -4582,36 +4926,37 @@ static void nn__init_fill(float *p, const nn_shape *s, nn_init init, uint64_t se
     }
 }
 
-NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
+/* A parameter-store entry and its node; buffer: state that is not trained (nn_buffer). */
+static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, nn_shape shape, nn_init init, int buffer) {
     nn__params *ps;
     int i, id, pi = -1;
-    if (!nn__check(g, "nn_param", 0, NULL)) return nn__tensor(-1);
-    if (!name || !name[0]) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_param: a parameter needs a name");
-    if (!nn__check_shape(g, "nn_param", shape)) return nn__tensor(-1);
-    for (i = 0; i < g->n_nodes; i++) /* the same name twice in one graph: the same tensor */
-        if (g->nodes[i].op == NN__OP_PARAM && strcmp(g->nodes[i].name, name) == 0) {
-            if (!nn__shape_eq(&g->nodes[i].shape, &shape)) break;
-            return nn__tensor(i);
-        }
+    if (!nn__check(g, fn, 0, NULL)) return nn__tensor(-1);
+    if (!name || !name[0]) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a parameter needs a name", fn);
+    if (!nn__check_shape(g, fn, shape)) return nn__tensor(-1);
     ps = g->params;
     for (i = 0; i < ps->n; i++) {
         if (strcmp(ps->p[i].name, name) == 0) {
             char a[128], b[128];
+            if (ps->p[i].buffer != buffer)
+                return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: %s exists as a %s", fn, name,
+                                   ps->p[i].buffer ? "buffer" : "trainable parameter");
             if (nn__shape_eq(&ps->p[i].shape, &shape)) {
                 pi = i;
                 break;
             }
             nn__shape_str(&ps->p[i].shape, a, sizeof a);
             nn__shape_str(&shape, b, sizeof b);
-            return nn__op_fail(g, NN_ERR_SHAPE, "nn_param: %s exists with shape %s, asked for %s", name, a, b);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: %s exists with shape %s, asked for %s", fn, name, a, b);
         }
     }
+    for (i = 0; i < g->n_nodes && pi >= 0; i++) /* the same name twice in one graph: the same tensor */
+        if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].param == pi) return nn__tensor(i);
     if (pi < 0) {
         nn__param *p;
         if (ps->n == ps->cap) {
             int cap = ps->cap ? ps->cap * 2 : 16;
             nn__param *np = (nn__param *)NN_REALLOC(ps->p, (size_t)cap * sizeof *np);
-            if (!np) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_param: out of memory");
+            if (!np) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
             ps->p = np;
             ps->cap = cap;
         }
@@ -4624,8 +4969,9 @@ NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init
         if (!p->name || !p->init) {
             NN_FREE(p->name);
             NN_FREE(p->init);
-            return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_param: %s: out of memory", name);
+            return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: %s: out of memory", fn, name);
         }
+        p->buffer = buffer;
         nn__init_fill(p->init, &shape, init, g->seed, ps->n);
         pi = ps->n++;
     }
@@ -4634,8 +4980,12 @@ NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init
     g->nodes[id].param = pi;
     g->nodes[id].storage = NN__ST_PARAM;
     g->nodes[id].name = nn__strdup(name);
-    if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_param: out of memory");
+    if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     return nn__tensor(id);
+}
+
+NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
+    return nn__store_entry(g, "nn_param", name, shape, init, 0);
 }
 
 /* ---- ops: shape rules ---- */
@@ -5265,6 +5615,236 @@ NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
     return nn_reshape(g, nn_permute(g, x, perm), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
 }
 
+/* ---- normalisation (batch, layer, group, instance norm; src/nn_norm.c) ---- */
+
+NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
+    return nn__store_entry(g, "nn_buffer", name, shape, init, 1);
+}
+
+/* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
+static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
+    nn__node *nx;
+    if (!nn__check(g, fn, 1, &x) || !nn__expect_f32(g, fn, x, "x")) return 0;
+    nx = nn__n(g, x);
+    nn__shape_str(&nx->shape, sx, n);
+    if (nx->shape.ndim < min_ndim) {
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s must be %s", fn, sx, layout);
+        return 0;
+    }
+    if (nx->numel > INT32_MAX) {
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s has more than 2^31 elements", fn, sx);
+        return 0;
+    }
+    return 1;
+}
+
+/* An optional tensor of a norm op (gamma, beta, a running statistic): absent (id < 0) or
+   float32 of shape want. */
+static int nn__norm_check_vec(nn_graph *g, const char *fn, nn_tensor t, const char *what, const nn_shape *want, const char *sx) {
+    nn__node *nt;
+    char st[128], sw[128];
+    if (t.id < 0) return 1;
+    if (!nn__check(g, fn, 1, &t)) return 0;
+    nt = nn__n(g, t);
+    if (nt->dtype == NN_F32 && nn__shape_eq(&nt->shape, want)) return 1;
+    nn__shape_str(&nt->shape, st, sizeof st);
+    nn__shape_str(want, sw, sizeof sw);
+    nn__op_fail(g, NN_ERR_SHAPE, "%s: %s %s %s does not fit x %s: it must be %s float32", fn, what, st,
+                nn__dtype_name(nt->dtype), sx, sw);
+    return 0;
+}
+
+/* Sets a norm node's attributes: geometry attr[5] = A, C, S, G, per_channel, then the
+   flags i[5..7] and eps, momentum. */
+static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const int *i, const float *f) {
+    if (t.id < 0) return t;
+    memcpy(g->nodes[t.id].i, i, sizeof g->nodes[t.id].i);
+    memcpy(g->nodes[t.id].f, f, sizeof g->nodes[t.id].f);
+    return t;
+}
+
+/* y = normalise(x) by stats [2, R] (computed from x unless const_stats) * gamma + beta. */
+static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor gamma, nn_tensor beta, int *i, float *f,
+                                int const_stats) {
+    int in[4], n_in = 0;
+    if (stats < 0) return nn__tensor(-1);
+    in[n_in++] = x.id;
+    in[n_in++] = stats;
+    if (gamma.id >= 0) in[n_in++] = gamma.id;
+    if (beta.id >= 0) in[n_in++] = beta.id;
+    i[5] = gamma.id >= 0;
+    i[6] = beta.id >= 0;
+    i[7] = const_stats;
+    return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), i, f);
+}
+
+/* stats [2, R] of x: R groups (channels for batch norm) */
+static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const int *i, const float *f) {
+    int64_t R = i[4] ? i[1] : (int64_t)i[0] * i[3];
+    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), i, f).id;
+}
+
+/* Group norm, and instance norm (instance: groups = C, x with spatial dims); x [N, C, ...] */
+static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups,
+                                float eps, int instance) {
+    char sx[128];
+    nn__node *nx;
+    nn_shape c;
+    int i[8], k;
+    float f[4];
+    if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx))
+        return nn__tensor(-1);
+    nx = nn__n(g, x);
+    if (instance) groups = (int)nx->shape.dim[1];
+    if (groups < 1 || nx->shape.dim[1] % groups)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: groups = %d must be >= 1 and divide the %lld channels of x %s", fn, groups,
+                           (long long)nx->shape.dim[1], sx);
+    if (!(eps >= 0.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: eps %g is not >= 0", fn, eps);
+    c = nn_shape1(nx->shape.dim[1]);
+    if (!nn__norm_check_vec(g, fn, gamma, "gamma", &c, sx) || !nn__norm_check_vec(g, fn, beta, "beta", &c, sx))
+        return nn__tensor(-1);
+    memset(i, 0, sizeof i);
+    memset(f, 0, sizeof f);
+    i[0] = (int)nx->shape.dim[0];
+    i[1] = (int)nx->shape.dim[1];
+    i[2] = 1;
+    for (k = 2; k < nx->shape.ndim; k++) i[2] *= (int)nx->shape.dim[k];
+    i[3] = groups;
+    f[0] = eps;
+    return nn__norm_apply(g, x, nn__norm_stats_node(g, x, i, f), gamma, beta, i, f, 0);
+}
+
+NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups, float eps) {
+    return nn__group_norm(g, "nn_group_norm", x, gamma, beta, groups, eps, 0);
+}
+
+NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, float eps) {
+    return nn__group_norm(g, "nn_instance_norm", x, gamma, beta, 0, eps, 1);
+}
+
+/* Layer norm is group norm of x viewed as [rows, features, 1] with one group. */
+NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, int n_norm_dims, float eps) {
+    char sx[128];
+    nn__node *nx;
+    nn_shape tail;
+    int i[8], k;
+    float f[4];
+    if (!nn__norm_check_x(g, "nn_layer_norm", x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_layer_norm: n_norm_dims %d is not in 1..%d for x %s", n_norm_dims,
+                           nx->shape.ndim, sx);
+    if (!(eps >= 0.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_layer_norm: eps %g is not >= 0", eps);
+    memset(&tail, 0, sizeof tail);
+    tail.ndim = n_norm_dims;
+    for (k = 0; k < n_norm_dims; k++) tail.dim[k] = nx->shape.dim[nx->shape.ndim - n_norm_dims + k];
+    if (!nn__norm_check_vec(g, "nn_layer_norm", gamma, "gamma", &tail, sx) ||
+        !nn__norm_check_vec(g, "nn_layer_norm", beta, "beta", &tail, sx))
+        return nn__tensor(-1);
+    memset(i, 0, sizeof i);
+    memset(f, 0, sizeof f);
+    i[1] = (int)nn__numel(&tail);
+    i[0] = (int)(nx->numel / i[1]);
+    i[2] = i[3] = 1;
+    f[0] = eps;
+    return nn__norm_apply(g, x, nn__norm_stats_node(g, x, i, f), gamma, beta, i, f, 0);
+}
+
+NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc) {
+    nn_batch_norm_desc d;
+    char sx[128];
+    nn__node *nx;
+    nn_shape c;
+    int i[8], k, stats, in[3];
+    float f[4];
+    if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    if (d.momentum == 0.0f) d.momentum = 0.1f;
+    if (d.eps == 0.0f) d.eps = 1e-5f;
+    if (!(d.momentum > 0.0f && d.momentum <= 1.0f) || !(d.eps > 0.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_batch_norm: momentum %g is not in (0, 1] or eps %g is not > 0",
+                           d.momentum, d.eps);
+    c = nn_shape1(nx->shape.dim[1]);
+    if (!nn__norm_check_vec(g, "nn_batch_norm", gamma, "gamma", &c, sx) ||
+        !nn__norm_check_vec(g, "nn_batch_norm", beta, "beta", &c, sx))
+        return nn__tensor(-1);
+    if (d.has_running_stats) {
+        if (d.running_mean.id < 0 || d.running_var.id < 0)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_batch_norm: has_running_stats without running_mean and running_var");
+        if (!nn__norm_check_vec(g, "nn_batch_norm", d.running_mean, "running_mean", &c, sx) ||
+            !nn__norm_check_vec(g, "nn_batch_norm", d.running_var, "running_var", &c, sx))
+            return nn__tensor(-1);
+    }
+    memset(i, 0, sizeof i);
+    memset(f, 0, sizeof f);
+    i[0] = (int)nx->shape.dim[0];
+    i[1] = (int)nx->shape.dim[1];
+    i[2] = 1;
+    for (k = 2; k < nx->shape.ndim; k++) i[2] *= (int)nx->shape.dim[k];
+    i[3] = i[4] = 1;
+    f[0] = d.eps;
+    f[1] = d.momentum;
+    in[0] = d.running_mean.id;
+    in[1] = d.running_var.id;
+    if (g->eval && d.has_running_stats) { /* normalise with the running statistics */
+        stats = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_PACK, NN_F32, nn_shape2(2, i[1]), in, 2)), i, f).id;
+        return nn__norm_apply(g, x, stats, gamma, beta, i, f, 1);
+    }
+    if ((int64_t)i[0] * i[2] < 2) /* PyTorch refuses too: the variance of one value */
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_batch_norm: x %s has 1 value per channel; batch statistics need more", sx);
+    stats = nn__norm_stats_node(g, x, i, f);
+    if (stats >= 0 && !g->eval && d.has_running_stats) { /* a root that updates the buffers in place */
+        nn_shape none;
+        int u;
+        memset(&none, 0, sizeof none);
+        in[2] = stats;
+        u = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_RUNNING, NN_F32, none, in, 3)), i, f).id;
+        if (u < 0) return nn__tensor(-1);
+        g->nodes[u].numel = 0;
+        g->nodes[u].is_output = 1;
+    }
+    return nn__norm_apply(g, x, stats, gamma, beta, i, f, 0);
+}
+
+/* PyTorch's BatchNorm module: NAME.weight, NAME.bias and the running-statistics buffers. */
+static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const char *name, const char *fn, int lo, int hi,
+                                      const char *layout) {
+    char nm[4][256], sx[128];
+    static const char *const suffix[4] = {"weight", "bias", "running_mean", "running_var"};
+    nn_batch_norm_desc d;
+    nn_tensor t[4];
+    nn_init init;
+    nn_shape c;
+    int k;
+    if (!nn__norm_check_x(g, fn, x, lo, layout, sx, sizeof sx)) return nn__tensor(-1);
+    if (nn__n(g, x)->shape.ndim > hi) return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s must be %s", fn, sx, layout);
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", fn);
+    c = nn_shape1(nn__n(g, x)->shape.dim[1]);
+    for (k = 0; k < 4; k++) {
+        init.kind = (k == 0 || k == 3) ? NN_INIT_CONSTANT : NN_INIT_ZEROS;
+        init.a = 1.0f;
+        init.b = 0.0f;
+        snprintf(nm[k], sizeof nm[k], "%s.%s", name, suffix[k]);
+        t[k] = k < 2 ? nn_param(g, nm[k], c, init) : nn_buffer(g, nm[k], c, init);
+        if (t[k].id < 0) return nn__tensor(-1);
+    }
+    memset(&d, 0, sizeof d);
+    d.has_running_stats = 1;
+    d.running_mean = t[2];
+    d.running_var = t[3];
+    return nn_batch_norm(g, x, t[0], t[1], &d);
+}
+
+NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const char *name) {
+    return nn__batch_norm_layer(g, x, name, "nn_batch_norm2d_layer", 4, 4, "[N, C, H, W]");
+}
+
+NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *name) {
+    return nn__batch_norm_layer(g, x, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
+}
+
 /* ---- autograd ---- */
 
 /* Adds gx to the gradient of node x (a sum when x feeds several ops). */
@@ -5420,6 +6000,20 @@ static void nn__backward(nn_graph *g, int id) {
         if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
         nn__acc_grad(g, a, t);
         break;
+    case NN__OP_NORM_FORWARD: { /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
+        int k = 2, gi = n.i[5] ? n.in[k++] : -1, bi = n.i[6] ? n.in[k++] : -1, din[4];
+        din[0] = a;
+        din[1] = b;
+        din[2] = gy.id;
+        din[3] = gi;
+        if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
+                                                                                 gi >= 0 ? 4 : 3)), n.i, n.f));
+        if (gi >= 0 && g->nodes[gi].needs_grad)
+            nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), n.i, n.f));
+        if (bi >= 0 && g->nodes[bi].needs_grad)
+            nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), n.i, n.f));
+        break;
+    }
     default:
         break; /* not differentiable: no gradient flows */
     }
@@ -5611,7 +6205,7 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         L->is_output = 1;
         for (i = 0; i < n_user; i++) { /* which nodes does the loss need gradients through? */
             nn__node *n = &g->nodes[i];
-            if (n->op == NN__OP_PARAM) n->needs_grad = 1;
+            if (n->op == NN__OP_PARAM) n->needs_grad = !g->params->p[n->param].buffer;
             else if (n->op == NN__OP_INPUT) n->needs_grad = n->requires_grad && n->dtype == NN_F32;
             else if (nn__differentiable(n->op))
                 for (k = 0; k < n->n_in; k++) n->needs_grad |= g->nodes[n->in[k]].needs_grad;
@@ -6056,6 +6650,28 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
                        n->op == NN__OP_UPSAMPLE2D_GRAD);
         break;
     }
+    case NN__OP_NORM_STATS: case NN__OP_NORM_FORWARD: case NN__OP_NORM_DX: case NN__OP_NORM_DGAMMA:
+    case NN__OP_NORM_DBETA: { /* attributes: see src/nn_norm.c */
+        nn__norm q;
+        nn__norm_geom(&q, n->i);
+        if (n->op == NN__OP_NORM_STATS) nn__norm_stats(&q, y, NN__F(in[0]));
+        else if (n->op == NN__OP_NORM_FORWARD) /* x, stats, [gamma], [beta] */
+            nn__norm_forward(&q, y, NN__F(in[0]), NN__F(in[1]), n->i[5] ? NN__F(in[2]) : NULL,
+                             n->i[6] ? NN__F(in[2 + n->i[5]]) : NULL, n->f[0]);
+        else if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
+            nn__norm_backward_data(&q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[5] ? NN__F(in[3]) : NULL, n->i[7],
+                                   n->f[0]);
+        else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(&q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->f[0]);
+        else nn__norm_backward_affine(&q, y, NULL, NULL, NN__F(in[0]), n->f[0]);
+        break;
+    }
+    case NN__OP_BN_RUNNING: /* running mean, running var (updated in place), stats */
+        nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[1], (int64_t)n->i[0] * n->i[2], n->f[1]);
+        break;
+    case NN__OP_BN_PACK:
+        memcpy(y, NN__F(in[0]), (size_t)n->i[1] * 4);
+        memcpy(y + n->i[1], NN__F(in[1]), (size_t)n->i[1] * 4);
+        break;
     default:
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: no CPU path", nn__op_names[n->op]);
     }
@@ -6379,6 +6995,55 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi8", NN__M(in[0]), y, N, geo);
         return r;
     }
+    case NN__OP_NORM_FORWARD: { /* x, stats, [gamma], [beta]; g->one stands in for an absent one */
+        const int *a = n->i;
+        r = nn__cl_add(g, id, "norm", "norm_forward", (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmmmiiiiiiif", NN__M(in[0]), NN__M(in[1]), a[5] ? NN__M(in[2]) : g->one,
+                            a[6] ? NN__M(in[2 + a[5]]) : g->one, y, a[0], a[1], a[2], a[3], a[4], a[5], a[6], (double)n->f[0]);
+        return r;
+    }
+    case NN__OP_NORM_STATS: case NN__OP_NORM_DX: case NN__OP_NORM_DGAMMA: case NN__OP_NORM_DBETA: {
+        /* one work-group per statistics group (stats, dx) or per channel (dgamma, dbeta), no
+           larger than the power of two that covers the elements it reduces */
+        const int *a = n->i;
+        nn__norm q;
+        int per_group = n->op == NN__OP_NORM_STATS || n->op == NN__OP_NORM_DX;
+        size_t wg = nn__cl_reduce_wg(g), groups, count;
+        nn__norm_geom(&q, a);
+        groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
+        count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
+        while (wg > 1 && wg / 2 >= count) wg /= 2;
+        r = nn__cl_add(g, id, "norm",
+                       n->op == NN__OP_NORM_STATS ? "norm_stats" : n->op == NN__OP_NORM_DX ? "norm_backward_data" : "norm_backward_affine",
+                       groups * wg, &l);
+        if (r != NN_OK) return r;
+        l->gws[0] = groups * wg;
+        l->lws[0] = wg;
+        l->use_lws = 1;
+        if (n->op == NN__OP_NORM_STATS)
+            return nn__cl_args(ctx, l->kernel, "mmiiiiiL", NN__M(in[0]), y, a[0], a[1], a[2], a[3], a[4], wg * 4);
+        if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
+            return nn__cl_args(ctx, l->kernel, "mmmmmiiiiiiifL", NN__M(in[0]), NN__M(in[1]), NN__M(in[2]),
+                               a[5] ? NN__M(in[3]) : g->one, y, a[0], a[1], a[2], a[3], a[4], a[5], a[7], (double)n->f[0], wg * 4);
+        if (n->op == NN__OP_NORM_DGAMMA) /* x, stats, dy */
+            return nn__cl_args(ctx, l->kernel, "mmmmiiiiiifL", NN__M(in[0]), NN__M(in[1]), NN__M(in[2]), y, a[0], a[1], a[2],
+                               a[3], a[4], 1, (double)n->f[0], wg * 4);
+        return nn__cl_args(ctx, l->kernel, "mmmmiiiiiifL", g->one, g->one, NN__M(in[0]), y, a[0], a[1], a[2], a[3], a[4], 0,
+                           (double)n->f[0], wg * 4);
+    }
+    case NN__OP_BN_RUNNING: { /* running mean, running var (updated in place), stats */
+        int64_t cnt = (int64_t)n->i[0] * n->i[2];
+        r = nn__cl_add(g, id, "norm", "batch_norm_running", (size_t)n->i[1], &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmiff", NN__M(in[0]), NN__M(in[1]), NN__M(in[2]), n->i[1], (double)n->f[1],
+                            (double)cnt / (double)(cnt - 1));
+        return r;
+    }
+    case NN__OP_BN_PACK:
+        r = nn__cl_add(g, id, "norm", "batch_norm_pack", (size_t)n->i[1], &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmi", NN__M(in[0]), NN__M(in[1]), y, n->i[1]);
+        return r;
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);
     }

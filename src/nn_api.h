@@ -222,6 +222,46 @@ typedef enum nn_upsample_mode { NN_UPSAMPLE_NEAREST = 0, NN_UPSAMPLE_BILINEAR = 
 NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode);
 /* [N, C*r*r, H, W] -> [N, C, H*r, W*r], as torch.nn.PixelShuffle (a reshape-permute-reshape). */
 NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r);
+/* A buffer: a parameter-store entry that is state, not trained (PyTorch's buffers, e.g.
+   batch norm's running statistics). No gradient flows to it and no optimizer updates it;
+   it is saved and loaded with the parameters and shared by graphs made with share_params.
+   A name is either a parameter or a buffer. */
+NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init);
+
+/* Normalisation layers, PyTorch's semantics. gamma (the weight) and beta (the bias) are
+   optional: pass a tensor with id < 0 for none. The variance that normalises is the biased
+   one (divided by n). */
+
+/* Batch norm over x [N, C], [N, C, L] or [N, C, H, W] (any [N, C, ...]) with gamma, beta
+   and the running statistics [C]. Training graphs normalise with the statistics of the
+   batch (N * spatial must be > 1) and, when has_running_stats, update the running ones on
+   the device at every run: running = (1 - momentum) * running + momentum * batch, with the
+   unbiased variance for running_var. Evaluation graphs (nn_graph_desc.eval) normalise with
+   the running statistics, or with the batch's when there are none (PyTorch's
+   track_running_stats=False). Zero fields: momentum 0.1, eps 1e-5. */
+typedef struct nn_batch_norm_desc {
+    float momentum;
+    float eps;
+    int has_running_stats;                /* id 0 is a valid tensor, so say so */
+    nn_tensor running_mean, running_var;  /* [C] buffers (nn_buffer) */
+} nn_batch_norm_desc;
+NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc);
+/* PyTorch's BatchNorm2d / BatchNorm1d modules: NAME.weight (ones), NAME.bias (zeros) and
+   the buffers NAME.running_mean (zeros), NAME.running_var (ones), all [C]; momentum 0.1,
+   eps 1e-5. 2d takes x [N, C, H, W]; 1d takes [N, C] or [N, C, L]. */
+NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const char *name);
+NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *name);
+
+/* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
+   and beta have the shape of those dims. PyTorch's default eps is 1e-5. */
+NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, int n_norm_dims, float eps);
+/* Group norm over x [N, C, ...]: the C channels in `groups` groups of C/groups, each
+   normalised over its channels and the spatial dims; gamma and beta [C], per channel. */
+NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups, float eps);
+/* Instance norm over x [N, C, L] or [N, C, H, W] (any [N, C, spatial...]): each channel of
+   each sample normalised over its spatial dims (group norm with groups = C); gamma and beta
+   [C]. Always the instance's statistics (PyTorch's track_running_stats=False). */
+NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, float eps);
 
 /* A fully connected layer: x [B, in] -> [B, out] with parameters NAME.weight [out, in] and
    NAME.bias [out] (PyTorch's names and layout), initialised as PyTorch's nn.Linear. */

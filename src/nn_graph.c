@@ -487,36 +487,37 @@ static void nn__init_fill(float *p, const nn_shape *s, nn_init init, uint64_t se
     }
 }
 
-NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
+/* A parameter-store entry and its node; buffer: state that is not trained (nn_buffer). */
+static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, nn_shape shape, nn_init init, int buffer) {
     nn__params *ps;
     int i, id, pi = -1;
-    if (!nn__check(g, "nn_param", 0, NULL)) return nn__tensor(-1);
-    if (!name || !name[0]) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_param: a parameter needs a name");
-    if (!nn__check_shape(g, "nn_param", shape)) return nn__tensor(-1);
-    for (i = 0; i < g->n_nodes; i++) /* the same name twice in one graph: the same tensor */
-        if (g->nodes[i].op == NN__OP_PARAM && strcmp(g->nodes[i].name, name) == 0) {
-            if (!nn__shape_eq(&g->nodes[i].shape, &shape)) break;
-            return nn__tensor(i);
-        }
+    if (!nn__check(g, fn, 0, NULL)) return nn__tensor(-1);
+    if (!name || !name[0]) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a parameter needs a name", fn);
+    if (!nn__check_shape(g, fn, shape)) return nn__tensor(-1);
     ps = g->params;
     for (i = 0; i < ps->n; i++) {
         if (strcmp(ps->p[i].name, name) == 0) {
             char a[128], b[128];
+            if (ps->p[i].buffer != buffer)
+                return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: %s exists as a %s", fn, name,
+                                   ps->p[i].buffer ? "buffer" : "trainable parameter");
             if (nn__shape_eq(&ps->p[i].shape, &shape)) {
                 pi = i;
                 break;
             }
             nn__shape_str(&ps->p[i].shape, a, sizeof a);
             nn__shape_str(&shape, b, sizeof b);
-            return nn__op_fail(g, NN_ERR_SHAPE, "nn_param: %s exists with shape %s, asked for %s", name, a, b);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: %s exists with shape %s, asked for %s", fn, name, a, b);
         }
     }
+    for (i = 0; i < g->n_nodes && pi >= 0; i++) /* the same name twice in one graph: the same tensor */
+        if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].param == pi) return nn__tensor(i);
     if (pi < 0) {
         nn__param *p;
         if (ps->n == ps->cap) {
             int cap = ps->cap ? ps->cap * 2 : 16;
             nn__param *np = (nn__param *)NN_REALLOC(ps->p, (size_t)cap * sizeof *np);
-            if (!np) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_param: out of memory");
+            if (!np) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
             ps->p = np;
             ps->cap = cap;
         }
@@ -529,8 +530,9 @@ NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init
         if (!p->name || !p->init) {
             NN_FREE(p->name);
             NN_FREE(p->init);
-            return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_param: %s: out of memory", name);
+            return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: %s: out of memory", fn, name);
         }
+        p->buffer = buffer;
         nn__init_fill(p->init, &shape, init, g->seed, ps->n);
         pi = ps->n++;
     }
@@ -539,8 +541,12 @@ NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init
     g->nodes[id].param = pi;
     g->nodes[id].storage = NN__ST_PARAM;
     g->nodes[id].name = nn__strdup(name);
-    if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_param: out of memory");
+    if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     return nn__tensor(id);
+}
+
+NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
+    return nn__store_entry(g, "nn_param", name, shape, init, 0);
 }
 
 /* ---- ops: shape rules ---- */
@@ -1170,6 +1176,236 @@ NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
     return nn_reshape(g, nn_permute(g, x, perm), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
 }
 
+/* ---- normalisation (batch, layer, group, instance norm; src/nn_norm.c) ---- */
+
+NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
+    return nn__store_entry(g, "nn_buffer", name, shape, init, 1);
+}
+
+/* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
+static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
+    nn__node *nx;
+    if (!nn__check(g, fn, 1, &x) || !nn__expect_f32(g, fn, x, "x")) return 0;
+    nx = nn__n(g, x);
+    nn__shape_str(&nx->shape, sx, n);
+    if (nx->shape.ndim < min_ndim) {
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s must be %s", fn, sx, layout);
+        return 0;
+    }
+    if (nx->numel > INT32_MAX) {
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s has more than 2^31 elements", fn, sx);
+        return 0;
+    }
+    return 1;
+}
+
+/* An optional tensor of a norm op (gamma, beta, a running statistic): absent (id < 0) or
+   float32 of shape want. */
+static int nn__norm_check_vec(nn_graph *g, const char *fn, nn_tensor t, const char *what, const nn_shape *want, const char *sx) {
+    nn__node *nt;
+    char st[128], sw[128];
+    if (t.id < 0) return 1;
+    if (!nn__check(g, fn, 1, &t)) return 0;
+    nt = nn__n(g, t);
+    if (nt->dtype == NN_F32 && nn__shape_eq(&nt->shape, want)) return 1;
+    nn__shape_str(&nt->shape, st, sizeof st);
+    nn__shape_str(want, sw, sizeof sw);
+    nn__op_fail(g, NN_ERR_SHAPE, "%s: %s %s %s does not fit x %s: it must be %s float32", fn, what, st,
+                nn__dtype_name(nt->dtype), sx, sw);
+    return 0;
+}
+
+/* Sets a norm node's attributes: geometry attr[5] = A, C, S, G, per_channel, then the
+   flags i[5..7] and eps, momentum. */
+static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const int *i, const float *f) {
+    if (t.id < 0) return t;
+    memcpy(g->nodes[t.id].i, i, sizeof g->nodes[t.id].i);
+    memcpy(g->nodes[t.id].f, f, sizeof g->nodes[t.id].f);
+    return t;
+}
+
+/* y = normalise(x) by stats [2, R] (computed from x unless const_stats) * gamma + beta. */
+static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor gamma, nn_tensor beta, int *i, float *f,
+                                int const_stats) {
+    int in[4], n_in = 0;
+    if (stats < 0) return nn__tensor(-1);
+    in[n_in++] = x.id;
+    in[n_in++] = stats;
+    if (gamma.id >= 0) in[n_in++] = gamma.id;
+    if (beta.id >= 0) in[n_in++] = beta.id;
+    i[5] = gamma.id >= 0;
+    i[6] = beta.id >= 0;
+    i[7] = const_stats;
+    return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), i, f);
+}
+
+/* stats [2, R] of x: R groups (channels for batch norm) */
+static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const int *i, const float *f) {
+    int64_t R = i[4] ? i[1] : (int64_t)i[0] * i[3];
+    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), i, f).id;
+}
+
+/* Group norm, and instance norm (instance: groups = C, x with spatial dims); x [N, C, ...] */
+static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups,
+                                float eps, int instance) {
+    char sx[128];
+    nn__node *nx;
+    nn_shape c;
+    int i[8], k;
+    float f[4];
+    if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx))
+        return nn__tensor(-1);
+    nx = nn__n(g, x);
+    if (instance) groups = (int)nx->shape.dim[1];
+    if (groups < 1 || nx->shape.dim[1] % groups)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: groups = %d must be >= 1 and divide the %lld channels of x %s", fn, groups,
+                           (long long)nx->shape.dim[1], sx);
+    if (!(eps >= 0.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: eps %g is not >= 0", fn, eps);
+    c = nn_shape1(nx->shape.dim[1]);
+    if (!nn__norm_check_vec(g, fn, gamma, "gamma", &c, sx) || !nn__norm_check_vec(g, fn, beta, "beta", &c, sx))
+        return nn__tensor(-1);
+    memset(i, 0, sizeof i);
+    memset(f, 0, sizeof f);
+    i[0] = (int)nx->shape.dim[0];
+    i[1] = (int)nx->shape.dim[1];
+    i[2] = 1;
+    for (k = 2; k < nx->shape.ndim; k++) i[2] *= (int)nx->shape.dim[k];
+    i[3] = groups;
+    f[0] = eps;
+    return nn__norm_apply(g, x, nn__norm_stats_node(g, x, i, f), gamma, beta, i, f, 0);
+}
+
+NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups, float eps) {
+    return nn__group_norm(g, "nn_group_norm", x, gamma, beta, groups, eps, 0);
+}
+
+NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, float eps) {
+    return nn__group_norm(g, "nn_instance_norm", x, gamma, beta, 0, eps, 1);
+}
+
+/* Layer norm is group norm of x viewed as [rows, features, 1] with one group. */
+NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, int n_norm_dims, float eps) {
+    char sx[128];
+    nn__node *nx;
+    nn_shape tail;
+    int i[8], k;
+    float f[4];
+    if (!nn__norm_check_x(g, "nn_layer_norm", x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_layer_norm: n_norm_dims %d is not in 1..%d for x %s", n_norm_dims,
+                           nx->shape.ndim, sx);
+    if (!(eps >= 0.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_layer_norm: eps %g is not >= 0", eps);
+    memset(&tail, 0, sizeof tail);
+    tail.ndim = n_norm_dims;
+    for (k = 0; k < n_norm_dims; k++) tail.dim[k] = nx->shape.dim[nx->shape.ndim - n_norm_dims + k];
+    if (!nn__norm_check_vec(g, "nn_layer_norm", gamma, "gamma", &tail, sx) ||
+        !nn__norm_check_vec(g, "nn_layer_norm", beta, "beta", &tail, sx))
+        return nn__tensor(-1);
+    memset(i, 0, sizeof i);
+    memset(f, 0, sizeof f);
+    i[1] = (int)nn__numel(&tail);
+    i[0] = (int)(nx->numel / i[1]);
+    i[2] = i[3] = 1;
+    f[0] = eps;
+    return nn__norm_apply(g, x, nn__norm_stats_node(g, x, i, f), gamma, beta, i, f, 0);
+}
+
+NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc) {
+    nn_batch_norm_desc d;
+    char sx[128];
+    nn__node *nx;
+    nn_shape c;
+    int i[8], k, stats, in[3];
+    float f[4];
+    if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    if (d.momentum == 0.0f) d.momentum = 0.1f;
+    if (d.eps == 0.0f) d.eps = 1e-5f;
+    if (!(d.momentum > 0.0f && d.momentum <= 1.0f) || !(d.eps > 0.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_batch_norm: momentum %g is not in (0, 1] or eps %g is not > 0",
+                           d.momentum, d.eps);
+    c = nn_shape1(nx->shape.dim[1]);
+    if (!nn__norm_check_vec(g, "nn_batch_norm", gamma, "gamma", &c, sx) ||
+        !nn__norm_check_vec(g, "nn_batch_norm", beta, "beta", &c, sx))
+        return nn__tensor(-1);
+    if (d.has_running_stats) {
+        if (d.running_mean.id < 0 || d.running_var.id < 0)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_batch_norm: has_running_stats without running_mean and running_var");
+        if (!nn__norm_check_vec(g, "nn_batch_norm", d.running_mean, "running_mean", &c, sx) ||
+            !nn__norm_check_vec(g, "nn_batch_norm", d.running_var, "running_var", &c, sx))
+            return nn__tensor(-1);
+    }
+    memset(i, 0, sizeof i);
+    memset(f, 0, sizeof f);
+    i[0] = (int)nx->shape.dim[0];
+    i[1] = (int)nx->shape.dim[1];
+    i[2] = 1;
+    for (k = 2; k < nx->shape.ndim; k++) i[2] *= (int)nx->shape.dim[k];
+    i[3] = i[4] = 1;
+    f[0] = d.eps;
+    f[1] = d.momentum;
+    in[0] = d.running_mean.id;
+    in[1] = d.running_var.id;
+    if (g->eval && d.has_running_stats) { /* normalise with the running statistics */
+        stats = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_PACK, NN_F32, nn_shape2(2, i[1]), in, 2)), i, f).id;
+        return nn__norm_apply(g, x, stats, gamma, beta, i, f, 1);
+    }
+    if ((int64_t)i[0] * i[2] < 2) /* PyTorch refuses too: the variance of one value */
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_batch_norm: x %s has 1 value per channel; batch statistics need more", sx);
+    stats = nn__norm_stats_node(g, x, i, f);
+    if (stats >= 0 && !g->eval && d.has_running_stats) { /* a root that updates the buffers in place */
+        nn_shape none;
+        int u;
+        memset(&none, 0, sizeof none);
+        in[2] = stats;
+        u = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_RUNNING, NN_F32, none, in, 3)), i, f).id;
+        if (u < 0) return nn__tensor(-1);
+        g->nodes[u].numel = 0;
+        g->nodes[u].is_output = 1;
+    }
+    return nn__norm_apply(g, x, stats, gamma, beta, i, f, 0);
+}
+
+/* PyTorch's BatchNorm module: NAME.weight, NAME.bias and the running-statistics buffers. */
+static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const char *name, const char *fn, int lo, int hi,
+                                      const char *layout) {
+    char nm[4][256], sx[128];
+    static const char *const suffix[4] = {"weight", "bias", "running_mean", "running_var"};
+    nn_batch_norm_desc d;
+    nn_tensor t[4];
+    nn_init init;
+    nn_shape c;
+    int k;
+    if (!nn__norm_check_x(g, fn, x, lo, layout, sx, sizeof sx)) return nn__tensor(-1);
+    if (nn__n(g, x)->shape.ndim > hi) return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s must be %s", fn, sx, layout);
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", fn);
+    c = nn_shape1(nn__n(g, x)->shape.dim[1]);
+    for (k = 0; k < 4; k++) {
+        init.kind = (k == 0 || k == 3) ? NN_INIT_CONSTANT : NN_INIT_ZEROS;
+        init.a = 1.0f;
+        init.b = 0.0f;
+        snprintf(nm[k], sizeof nm[k], "%s.%s", name, suffix[k]);
+        t[k] = k < 2 ? nn_param(g, nm[k], c, init) : nn_buffer(g, nm[k], c, init);
+        if (t[k].id < 0) return nn__tensor(-1);
+    }
+    memset(&d, 0, sizeof d);
+    d.has_running_stats = 1;
+    d.running_mean = t[2];
+    d.running_var = t[3];
+    return nn_batch_norm(g, x, t[0], t[1], &d);
+}
+
+NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const char *name) {
+    return nn__batch_norm_layer(g, x, name, "nn_batch_norm2d_layer", 4, 4, "[N, C, H, W]");
+}
+
+NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *name) {
+    return nn__batch_norm_layer(g, x, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
+}
+
 /* ---- autograd ---- */
 
 /* Adds gx to the gradient of node x (a sum when x feeds several ops). */
@@ -1325,6 +1561,20 @@ static void nn__backward(nn_graph *g, int id) {
         if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
         nn__acc_grad(g, a, t);
         break;
+    case NN__OP_NORM_FORWARD: { /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
+        int k = 2, gi = n.i[5] ? n.in[k++] : -1, bi = n.i[6] ? n.in[k++] : -1, din[4];
+        din[0] = a;
+        din[1] = b;
+        din[2] = gy.id;
+        din[3] = gi;
+        if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
+                                                                                 gi >= 0 ? 4 : 3)), n.i, n.f));
+        if (gi >= 0 && g->nodes[gi].needs_grad)
+            nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), n.i, n.f));
+        if (bi >= 0 && g->nodes[bi].needs_grad)
+            nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), n.i, n.f));
+        break;
+    }
     default:
         break; /* not differentiable: no gradient flows */
     }
@@ -1516,7 +1766,7 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         L->is_output = 1;
         for (i = 0; i < n_user; i++) { /* which nodes does the loss need gradients through? */
             nn__node *n = &g->nodes[i];
-            if (n->op == NN__OP_PARAM) n->needs_grad = 1;
+            if (n->op == NN__OP_PARAM) n->needs_grad = !g->params->p[n->param].buffer;
             else if (n->op == NN__OP_INPUT) n->needs_grad = n->requires_grad && n->dtype == NN_F32;
             else if (nn__differentiable(n->op))
                 for (k = 0; k < n->n_in; k++) n->needs_grad |= g->nodes[n->in[k]].needs_grad;

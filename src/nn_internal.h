@@ -56,7 +56,10 @@
     X(CONV2D_DW, "conv2d_grad_weight") X(CHANNEL_SUM, "channel_sum") X(RESHAPE, "reshape")          \
     X(PERMUTE, "permute") X(CONCAT2, "concat") X(SLICE, "slice") X(SLICE_GRAD, "slice_grad")          \
     X(PAD2D, "pad2d") X(PAD2D_GRAD, "pad2d_grad") X(UPSAMPLE2D, "upsample2d")                        \
-    X(UPSAMPLE2D_GRAD, "upsample2d_grad")
+    X(UPSAMPLE2D_GRAD, "upsample2d_grad")          \
+    X(NORM_STATS, "norm_stats") X(NORM_FORWARD, "norm") X(NORM_DX, "norm_grad_input")             \
+    X(NORM_DGAMMA, "norm_grad_weight") X(NORM_DBETA, "norm_grad_bias")                            \
+    X(BN_RUNNING, "batch_norm_running_update") X(BN_PACK, "batch_norm_running_stats")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -119,6 +122,7 @@ typedef struct nn__param {
     nn_shape shape;
     int64_t numel;
     float *init;         /* host copy until the first compile uploads it */
+    int buffer;          /* state, not trained: no gradient, no optimizer (nn_buffer) */
     nn__buf buf;
     int allocated;
 } nn__param;

@@ -199,6 +199,28 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
                        n->op == NN__OP_UPSAMPLE2D_GRAD);
         break;
     }
+    case NN__OP_NORM_STATS: case NN__OP_NORM_FORWARD: case NN__OP_NORM_DX: case NN__OP_NORM_DGAMMA:
+    case NN__OP_NORM_DBETA: { /* attributes: see src/nn_norm.c */
+        nn__norm q;
+        nn__norm_geom(&q, n->i);
+        if (n->op == NN__OP_NORM_STATS) nn__norm_stats(&q, y, NN__F(in[0]));
+        else if (n->op == NN__OP_NORM_FORWARD) /* x, stats, [gamma], [beta] */
+            nn__norm_forward(&q, y, NN__F(in[0]), NN__F(in[1]), n->i[5] ? NN__F(in[2]) : NULL,
+                             n->i[6] ? NN__F(in[2 + n->i[5]]) : NULL, n->f[0]);
+        else if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
+            nn__norm_backward_data(&q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[5] ? NN__F(in[3]) : NULL, n->i[7],
+                                   n->f[0]);
+        else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(&q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->f[0]);
+        else nn__norm_backward_affine(&q, y, NULL, NULL, NN__F(in[0]), n->f[0]);
+        break;
+    }
+    case NN__OP_BN_RUNNING: /* running mean, running var (updated in place), stats */
+        nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[1], (int64_t)n->i[0] * n->i[2], n->f[1]);
+        break;
+    case NN__OP_BN_PACK:
+        memcpy(y, NN__F(in[0]), (size_t)n->i[1] * 4);
+        memcpy(y + n->i[1], NN__F(in[1]), (size_t)n->i[1] * 4);
+        break;
     default:
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: no CPU path", nn__op_names[n->op]);
     }
@@ -522,6 +544,55 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi8", NN__M(in[0]), y, N, geo);
         return r;
     }
+    case NN__OP_NORM_FORWARD: { /* x, stats, [gamma], [beta]; g->one stands in for an absent one */
+        const int *a = n->i;
+        r = nn__cl_add(g, id, "norm", "norm_forward", (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmmmiiiiiiif", NN__M(in[0]), NN__M(in[1]), a[5] ? NN__M(in[2]) : g->one,
+                            a[6] ? NN__M(in[2 + a[5]]) : g->one, y, a[0], a[1], a[2], a[3], a[4], a[5], a[6], (double)n->f[0]);
+        return r;
+    }
+    case NN__OP_NORM_STATS: case NN__OP_NORM_DX: case NN__OP_NORM_DGAMMA: case NN__OP_NORM_DBETA: {
+        /* one work-group per statistics group (stats, dx) or per channel (dgamma, dbeta), no
+           larger than the power of two that covers the elements it reduces */
+        const int *a = n->i;
+        nn__norm q;
+        int per_group = n->op == NN__OP_NORM_STATS || n->op == NN__OP_NORM_DX;
+        size_t wg = nn__cl_reduce_wg(g), groups, count;
+        nn__norm_geom(&q, a);
+        groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
+        count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
+        while (wg > 1 && wg / 2 >= count) wg /= 2;
+        r = nn__cl_add(g, id, "norm",
+                       n->op == NN__OP_NORM_STATS ? "norm_stats" : n->op == NN__OP_NORM_DX ? "norm_backward_data" : "norm_backward_affine",
+                       groups * wg, &l);
+        if (r != NN_OK) return r;
+        l->gws[0] = groups * wg;
+        l->lws[0] = wg;
+        l->use_lws = 1;
+        if (n->op == NN__OP_NORM_STATS)
+            return nn__cl_args(ctx, l->kernel, "mmiiiiiL", NN__M(in[0]), y, a[0], a[1], a[2], a[3], a[4], wg * 4);
+        if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
+            return nn__cl_args(ctx, l->kernel, "mmmmmiiiiiiifL", NN__M(in[0]), NN__M(in[1]), NN__M(in[2]),
+                               a[5] ? NN__M(in[3]) : g->one, y, a[0], a[1], a[2], a[3], a[4], a[5], a[7], (double)n->f[0], wg * 4);
+        if (n->op == NN__OP_NORM_DGAMMA) /* x, stats, dy */
+            return nn__cl_args(ctx, l->kernel, "mmmmiiiiiifL", NN__M(in[0]), NN__M(in[1]), NN__M(in[2]), y, a[0], a[1], a[2],
+                               a[3], a[4], 1, (double)n->f[0], wg * 4);
+        return nn__cl_args(ctx, l->kernel, "mmmmiiiiiifL", g->one, g->one, NN__M(in[0]), y, a[0], a[1], a[2], a[3], a[4], 0,
+                           (double)n->f[0], wg * 4);
+    }
+    case NN__OP_BN_RUNNING: { /* running mean, running var (updated in place), stats */
+        int64_t cnt = (int64_t)n->i[0] * n->i[2];
+        r = nn__cl_add(g, id, "norm", "batch_norm_running", (size_t)n->i[1], &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmiff", NN__M(in[0]), NN__M(in[1]), NN__M(in[2]), n->i[1], (double)n->f[1],
+                            (double)cnt / (double)(cnt - 1));
+        return r;
+    }
+    case NN__OP_BN_PACK:
+        r = nn__cl_add(g, id, "norm", "batch_norm_pack", (size_t)n->i[1], &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmi", NN__M(in[0]), NN__M(in[1]), y, n->i[1]);
+        return r;
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);
     }

@@ -1,0 +1,132 @@
+/* Normalisation (batch, layer, group, instance norm), the twins of src/nn_norm.c: x is
+   viewed as [A, C, S]; statistics are per channel over A and S when pc (batch norm), else
+   per (a, group of C/G channels). stats [2, R] holds the means, then the biased variances.
+   Reductions: one work-group per statistics group (or channel), a strided pass then a tree
+   in local memory of the work-group's size (a power of two), so the order is fixed. */
+
+/* The sum over the work-group; every work-item gets it, and tmp is free again on return. */
+inline float norm_tree(__local float *tmp, float s) {
+    int l = get_local_id(0);
+    tmp[l] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int o = get_local_size(0) / 2; o > 0; o >>= 1) {
+        if (l < o) tmp[l] += tmp[l + o];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    s = tmp[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return s;
+}
+
+inline int norm_groups(int A, int C, int G, int pc) { return pc ? C : A * G; }
+inline int norm_count(int A, int C, int S, int G, int pc) { return pc ? A * S : C / G * S; }
+
+/* Element k of statistics group r: its index in x, and its channel in *ch. */
+inline int norm_index(int r, int k, int C, int S, int G, int pc, int *ch) {
+    if (pc) {
+        *ch = r;
+        return (k / S) * C * S + r * S + k % S;
+    }
+    int Cg = C / G;
+    *ch = (r % G) * Cg + k / S;
+    return r * Cg * S + k;
+}
+
+/* One work-group per group r: its mean and biased variance (two passes). */
+__kernel void norm_stats(__global const float *x, __global float *stats, const int A, const int C, const int S,
+                         const int G, const int pc, __local float *tmp) {
+    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;
+    int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);
+    float s = 0.0f;
+    for (int k = l; k < n; k += wg) s += x[norm_index(r, k, C, S, G, pc, &ch)];
+    float mean = norm_tree(tmp, s) / n;
+    s = 0.0f;
+    for (int k = l; k < n; k += wg) {
+        float d = x[norm_index(r, k, C, S, G, pc, &ch)] - mean;
+        s += d * d;
+    }
+    float var = norm_tree(tmp, s) / n;
+    if (l == 0) {
+        stats[r] = mean;
+        stats[R + r] = var;
+    }
+}
+
+/* y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c], one work-item per element */
+__kernel void norm_forward(__global const float *x, __global const float *stats, __global const float *gamma,
+                           __global const float *beta, __global float *y, const int A, const int C, const int S,
+                           const int G, const int pc, const int has_gamma, const int has_beta, const float eps) {
+    int i = get_global_id(0);
+    if (i >= A * C * S) return;
+    int c = (i / S) % C, a = i / (C * S);
+    int R = norm_groups(A, C, G, pc), r = pc ? c : a * G + c / (C / G);
+    float scale = (has_gamma ? gamma[c] : 1.0f) / sqrt(stats[R + r] + eps);
+    y[i] = (x[i] - stats[r]) * scale + (has_beta ? beta[c] : 0.0f);
+}
+
+/* dx, one work-group per group r: rstd * (d - mean(d) - xhat * mean(d * xhat)) with
+   d = dy * gamma[c]; rstd * d alone when the statistics are constants (eval batch norm). */
+__kernel void norm_backward_data(__global const float *x, __global const float *stats, __global const float *dy,
+                                 __global const float *gamma, __global float *dx, const int A, const int C,
+                                 const int S, const int G, const int pc, const int has_gamma, const int const_stats,
+                                 const float eps, __local float *tmp) {
+    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;
+    int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);
+    float mean = stats[r], rs = 1.0f / sqrt(stats[R + r] + eps), m1 = 0.0f, m2 = 0.0f;
+    if (!const_stats) { /* uniform over the work-group, so the barriers inside are too */
+        float s1 = 0.0f, s2 = 0.0f;
+        for (int k = l; k < n; k += wg) {
+            int i = norm_index(r, k, C, S, G, pc, &ch);
+            float d = dy[i] * (has_gamma ? gamma[ch] : 1.0f);
+            s1 += d;
+            s2 += d * (x[i] - mean) * rs;
+        }
+        m1 = norm_tree(tmp, s1) / n;
+        m2 = norm_tree(tmp, s2) / n;
+    }
+    for (int k = l; k < n; k += wg) {
+        int i = norm_index(r, k, C, S, G, pc, &ch);
+        float d = dy[i] * (has_gamma ? gamma[ch] : 1.0f);
+        dx[i] = rs * (d - m1 - (x[i] - mean) * rs * m2);
+    }
+}
+
+/* out [C], one work-group per channel c: the sum over A and S of dy * xhat (with_xhat: the
+   weight's gradient) or of dy (the bias's) */
+__kernel void norm_backward_affine(__global const float *x, __global const float *stats, __global const float *dy,
+                                   __global float *out, const int A, const int C, const int S, const int G,
+                                   const int pc, const int with_xhat, const float eps, __local float *tmp) {
+    int c = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    int R = norm_groups(A, C, G, pc);
+    float s = 0.0f;
+    for (int k = l; k < A * S; k += wg) {
+        int a = k / S, i = (a * C + c) * S + k % S;
+        if (with_xhat) {
+            int r = pc ? c : a * G + c / (C / G);
+            s += dy[i] * ((x[i] - stats[r]) / sqrt(stats[R + r] + eps));
+        } else {
+            s += dy[i];
+        }
+    }
+    s = norm_tree(tmp, s);
+    if (l == 0) out[c] = s;
+}
+
+/* PyTorch's running statistics, one work-item per channel: running = (1 - m) * running +
+   m * batch, the variance unbiased by unbias = n / (n - 1). */
+__kernel void batch_norm_running(__global float *rmean, __global float *rvar, __global const float *stats,
+                                 const int C, const float m, const float unbias) {
+    int c = get_global_id(0);
+    if (c >= C) return;
+    rmean[c] = (1.0f - m) * rmean[c] + m * stats[c];
+    rvar[c] = (1.0f - m) * rvar[c] + m * stats[C + c] * unbias;
+}
+
+/* stats [2, C] from the running mean and variance, for evaluation graphs */
+__kernel void batch_norm_pack(__global const float *rmean, __global const float *rvar, __global float *stats,
+                              const int C) {
+    int c = get_global_id(0);
+    if (c >= C) return;
+    stats[c] = rmean[c];
+    stats[C + c] = rvar[c];
+}
