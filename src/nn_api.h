@@ -244,8 +244,8 @@ typedef struct nn_optimizer {
     float l1, l2, beta;        /* FTRL: l1, l2 regularisation strengths and beta */
     float lr_power;            /* FTRL; 0: -0.5 */
     int no_decay_1d;           /* no weight decay on parameters of one dimension (biases, norms) */
-    int accumulate_steps;      /* > 1: sum gradients over this many nn_graph_step calls and update
-                                  on every k-th, with their mean */
+    int accumulate_steps;      /* > 1: average gradients over this many nn_graph_step calls and
+                                  update on every k-th (nn_grad then reads the running mean) */
 } nn_optimizer;
 
 /* Learning-rate schedules, torch.optim.lr_scheduler's closed forms, evaluated on the host

@@ -43,10 +43,10 @@ static int nn__opt_n_aux(const nn_optimizer *o) {
     switch (o->kind) {
     case NN_OPT_SGD: return o->momentum != 0.0f;           /* momentum buffer */
     case NN_OPT_ADAM: case NN_OPT_ADAMW: return o->amsgrad ? 3 : 2; /* m, v, max v */
-    case NN_OPT_RMSPROP: return 3;                         /* square avg, grad avg, buffer */
+    case NN_OPT_RMSPROP: return o->momentum > 0.0f ? 3 : o->centered ? 2 : 1; /* square avg, grad avg, buffer */
     case NN_OPT_ADAGRAD: return 1;                         /* sum of squares */
     case NN_OPT_LION: return 1;                            /* m */
-    case NN_OPT_LARS: return 1;                            /* momentum buffer */
+    case NN_OPT_LARS: return o->momentum != 0.0f;          /* momentum buffer */
     default: return 2; /* Adamax (m, u), NAdam, RAdam, LAMB (m, v), AdaDelta (square avg,
                           delta avg), FTRL (accumulator n, linear z) */
     }
@@ -401,7 +401,7 @@ static void nn__opt_step_cpu(nn_graph *g, const nn__node *n) {
         a.k.wn2 = (float)nn__sumsq(a.p, a.n, 1.0f, 3.40282347e38f);
         a.k.gn2 = (float)nn__sumsq(a.g, a.n, a.scale, a.k.cv);
     }
-    nt = a.n >= 32768 ? nn__pool_size(g->ctx->pool) : 1;
+    nt = a.n >= NN__PAR_MIN ? nn__pool_size(g->ctx->pool) : 1;
     nn__pool_run(g->ctx->pool, nn__opt_task, &a, nt);
     if (a.k.kind == NN_OPT_LAMB) { /* second pass: the trust ratio |w| / |u| */
         double wn = sqrt(nn__sumsq(a.p, a.n, 1.0f, 3.40282347e38f)), un = sqrt(nn__sumsq(a.u, a.n, 1.0f, 3.40282347e38f));
