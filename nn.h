@@ -358,27 +358,107 @@ NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const 
 typedef enum nn_optimizer_kind {
     NN_OPT_NONE = 0, /* compute gradients only */
     NN_OPT_SGD,
-    NN_OPT_ADAM,
-    NN_OPT_ADAMW
+    NN_OPT_ADAM,     /* amsgrad: AMSGrad */
+    NN_OPT_ADAMW,    /* amsgrad: AMSGrad with decoupled decay */
+    NN_OPT_ADAMAX,
+    NN_OPT_NADAM,
+    NN_OPT_RADAM,
+    NN_OPT_RMSPROP,
+    NN_OPT_ADAGRAD,
+    NN_OPT_ADADELTA,
+    NN_OPT_LION,     /* Chen et al. 2023 (lucidrains/lion-pytorch) */
+    NN_OPT_LAMB,     /* You et al. 2019 as timm's Lamb, trust ratio always applied */
+    NN_OPT_LARS,     /* You et al. 2017 as timm's Lars, trust ratio always applied */
+    NN_OPT_FTRL      /* FTRL-Proximal as TensorFlow's Ftrl (alpha is lr) */
 } nn_optimizer_kind;
 
-/* PyTorch's semantics. Zero fields take PyTorch's defaults: lr 1e-3 (Adam, AdamW) or 1e-2
-   (SGD), betas 0.9 and 0.999, eps 1e-8, AdamW weight_decay 1e-2. */
+/* torch.optim's semantics and defaults; every zero field takes the default:
+     lr: 1e-2 SGD, RMSprop, Adagrad; 2e-3 Adamax, NAdam; 1.0 AdaDelta, LARS; 1e-4 Lion;
+         1e-3 the others (Adam, AdamW, RAdam, LAMB, FTRL)
+     beta1, beta2: 0.9, 0.999 (Lion: 0.9, 0.99)
+     eps: 1e-8; 1e-10 Adagrad; 1e-6 AdaDelta, LAMB
+     weight_decay: 0, but 1e-2 for AdamW: L2 into the gradient, except decoupled
+         (p *= 1 - lr*wd) for AdamW, Lion, and NAdam/RAdam with decoupled_weight_decay;
+         LAMB and LARS add it to the update before the trust ratio; FTRL ignores it (l2)
+     alpha 0.99 (RMSprop), rho 0.9 (AdaDelta), momentum_decay 4e-3 (NAdam),
+     trust_coef 1e-3 (LARS), lr_power -0.5 and initial_accumulator_value 0.1 (FTRL;
+     Adagrad's is 0). Clipping acts on the (accumulated, averaged) gradient: first the
+   global L2 norm (clip_norm), then each element (clip_value). */
 typedef struct nn_optimizer {
     nn_optimizer_kind kind;
     float lr;
-    float momentum, dampening; /* SGD */
-    int nesterov;              /* SGD */
-    float weight_decay;        /* L2 for SGD/Adam, decoupled for AdamW */
-    float beta1, beta2, eps;   /* Adam, AdamW */
+    float momentum, dampening; /* SGD, RMSprop (momentum), LARS */
+    int nesterov;              /* SGD, LARS */
+    float weight_decay;
+    float beta1, beta2, eps;   /* the Adam family, Lion, LAMB */
     float clip_norm;           /* > 0: scale gradients to this global L2 norm at most */
+    /* added with the optimizer family (zero: the default above) */
+    float clip_value;          /* > 0: clamp each gradient element to [-clip_value, clip_value] */
+    int amsgrad;               /* Adam, AdamW */
+    int decoupled_weight_decay;/* NAdam, RAdam: AdamW-style decay */
+    float momentum_decay;      /* NAdam */
+    float alpha;               /* RMSprop's smoothing constant */
+    int centered;              /* RMSprop */
+    float lr_decay;            /* Adagrad */
+    float initial_accumulator_value; /* Adagrad, FTRL */
+    float rho;                 /* AdaDelta */
+    float trust_coef;          /* LARS */
+    float l1, l2, beta;        /* FTRL: l1, l2 regularisation strengths and beta */
+    float lr_power;            /* FTRL; 0: -0.5 */
+    int no_decay_1d;           /* no weight decay on parameters of one dimension (biases, norms) */
+    int accumulate_steps;      /* > 1: average gradients over this many nn_graph_step calls and
+                                  update on every k-th (nn_grad then reads the running mean) */
 } nn_optimizer;
+
+/* Learning-rate schedules, torch.optim.lr_scheduler's closed forms, evaluated on the host
+   for update t = 0, 1, ... (the t-th optimizer update, as PyTorch's scheduler.step() count):
+     CONSTANT    lr
+     STEP        lr * gamma^floor(t / step_size)                            (StepLR)
+     MULTISTEP   lr * gamma^(number of milestones <= t)                     (MultiStepLR)
+     EXPONENTIAL lr * gamma^t                                               (ExponentialLR)
+     COSINE      warm-up, then min_lr + (lr - min_lr) * (1 + cos(pi * s / S)) / 2 with
+                 s = t - warmup_steps, S = total_steps - warmup_steps, s clamped to S
+                 (LinearLR then CosineAnnealingLR in a SequentialLR)
+     LINEAR      warm-up, then lr + (min_lr - lr) * s / S, s clamped to S (LinearLR twice)
+     ONECYCLE    OneCycleLR (cosine annealing, two phases; momentum is not cycled): from
+                 lr/div_factor up to lr at pct_start * total_steps - 1, then down to
+                 lr/div_factor/final_div_factor at total_steps - 1
+   Warm-up (t < warmup_steps): lr * (f + (1 - f) * t / warmup_steps), f = warmup_start_factor.
+   Zero fields: gamma 0.1, warmup_start_factor 1/3 (LinearLR's), pct_start 0.3,
+   div_factor 25, final_div_factor 1e4. */
+typedef enum nn_lr_schedule_kind {
+    NN_LR_CONSTANT = 0,
+    NN_LR_STEP,
+    NN_LR_MULTISTEP,
+    NN_LR_EXPONENTIAL,
+    NN_LR_COSINE,
+    NN_LR_LINEAR,
+    NN_LR_ONECYCLE
+} nn_lr_schedule_kind;
+
+#define NN_LR_MAX_MILESTONES 16
+typedef struct nn_lr_schedule {
+    nn_lr_schedule_kind kind;
+    float lr;               /* base (peak) rate; 0 in a compile desc: the optimizer's lr */
+    float gamma;            /* STEP, MULTISTEP, EXPONENTIAL */
+    int step_size;          /* STEP */
+    int milestones[NN_LR_MAX_MILESTONES]; /* MULTISTEP, increasing */
+    int n_milestones;
+    int warmup_steps;       /* COSINE, LINEAR */
+    float warmup_start_factor;
+    int total_steps;        /* COSINE, LINEAR, ONECYCLE */
+    float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
+    float pct_start, div_factor, final_div_factor; /* ONECYCLE */
+} nn_lr_schedule;
+/* The rate a schedule gives update t (counted from 0). */
+NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t);
 
 typedef struct nn_compile_desc {
     nn_tensor loss;      /* scalar; id 0 is a valid tensor, so set has_loss */
     int has_loss;        /* 0: a forward-only (inference) graph */
     nn_optimizer optimizer;
     int keep_grads;      /* keep every parameter's gradient readable (nn_grad) */
+    nn_lr_schedule schedule; /* kind 0: the constant optimizer.lr */
 } nn_compile_desc;
 
 /* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. */
@@ -386,7 +466,15 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
 NN_API nn_result nn_graph_step(nn_graph *g);    /* forward, backward, update */
 NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
 NN_API nn_result nn_graph_finish(nn_graph *g);  /* waits for queued work */
+/* Sets the schedule's base rate (the rate itself for the default constant schedule). */
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr);
+/* Replaces the schedule (after compile too); s->lr 0 keeps the current base rate. The
+   next update uses nn_lr_at(s, number of updates done so far). */
+NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s);
+/* Before compile: parameters whose name starts with prefix get lr * lr_mult and
+   weight_decay * wd_mult (the last group added that matches wins; no_decay_1d still
+   zeroes one-dimensional parameters' decay). Parameters in no group: 1 and 1. */
+NN_API nn_result nn_graph_param_group(nn_graph *g, const char *prefix, float lr_mult, float wd_mult);
 
 NN_API nn_tensor nn_find(nn_graph *g, const char *name);
 NN_API nn_tensor nn_grad(nn_graph *g, nn_tensor t); /* after compile */
@@ -476,6 +564,7 @@ NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_mi
 #endif
 
 #define NN__MAX_IN 4
+#define NN__MAX_AUX 3
 #define NN__ERRLEN 4096
 
 /* Ops, in one list that makes the enum and the names used in messages. */
@@ -497,7 +586,8 @@ NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_mi
     X(UPSAMPLE2D_GRAD, "upsample2d_grad")          \
     X(NORM_STATS, "norm_stats") X(NORM_FORWARD, "norm") X(NORM_DX, "norm_grad_input")             \
     X(NORM_DGAMMA, "norm_grad_weight") X(NORM_DBETA, "norm_grad_bias")                            \
-    X(BN_RUNNING, "batch_norm_running_update") X(BN_PACK, "batch_norm_running_stats")
+    X(BN_RUNNING, "batch_norm_running_update") X(BN_PACK, "batch_norm_running_stats")          \
+    X(OPT_STEP, "optimizer") X(GRAD_ACC, "grad_accumulate")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -548,7 +638,7 @@ typedef struct nn__node {
     size_t offset;       /* NN__ST_ARENA: byte offset in the arena */
     int first, last;     /* schedule positions of definition and last use */
     nn__buf buf;         /* the output */
-    nn__buf aux[2];      /* persistent state (optimizer moments) */
+    nn__buf aux[NN__MAX_AUX]; /* persistent state (optimizer moments), each of in[0]'s size */
     int n_aux;
     int64_t scratch;     /* floats of working memory for the op's run alone (arena) */
     size_t scratch_offset;
@@ -614,6 +704,13 @@ struct nn_context {
 #endif
 };
 
+/* What each optimizer update advances (nn_optim.c), restored if a step fails. */
+typedef struct nn__opt_clock {
+    uint64_t t;                  /* updates done, the running one included */
+    double mu_prod;              /* NAdam's product of momentum coefficients */
+    float c[4];                  /* per-update constants of the rule (bias corrections) */
+} nn__opt_clock;
+
 struct nn_graph {
     nn_context *ctx;
     nn__node *nodes;
@@ -632,11 +729,20 @@ struct nn_graph {
     nn__buf arena;
     size_t arena_bytes;
     int clip_node;               /* CLIP_SCALE node or -1 */
-    float lr;
+    float lr;                    /* the rate of the update running (the schedule's) */
+    /* optimizer extras (nn_optim.c) */
+    nn_lr_schedule schedule;
+    struct nn__pgroup *groups;   /* nn_graph_param_group, in the order added */
+    int n_groups;
+    int accum_steps;             /* update on every accum_steps-th step */
+    int first_update_node;       /* nodes from here on run on update steps only */
+    int n_sched_update;          /* their first schedule position */
+    nn__opt_clock clock;
 #if !defined(NN_NO_OPENCL)
     nn__launch *launches;
     int n_launches, cap_launches;
     int n_launches_forward;
+    int n_launches_update;       /* launches before the update part */
     cl_mem one;                  /* a float 1.0 for optimizers without clipping */
     cl_mem *subs;                /* sub-buffers of the arena, to release */
     int n_subs;
@@ -2140,10 +2246,11 @@ static void nn__correct_forward(float *y, const float *x, const int32_t *label, 
 /* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
 
 static void nn__sgd_update(float *p, const float *grad, float *buf, int64_t n, float lr, float momentum,
-                           float dampening, float wd, int nesterov, int first_step, float clip) {
+                           float dampening, float wd, int nesterov, int first_step, float clip, float cv) {
     int64_t i;
     for (i = 0; i < n; i++) {
-        float g = grad[i] * clip + wd * p[i];
+        float g = grad[i] * clip;
+        g = (g > cv ? cv : g < -cv ? -cv : g) + wd * p[i];
         if (momentum != 0.0f) {
             float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;
             buf[i] = b;
@@ -2155,18 +2262,19 @@ static void nn__sgd_update(float *p, const float *grad, float *buf, int64_t n, f
 
 /* Adam and AdamW, one parameter tensor. keep = 1 - lr*wd for AdamW (decoupled decay) and
    l2 = wd for Adam; step = lr / (1 - beta1^t); inv_sbc2 = 1 / sqrt(1 - beta2^t):
-   p = p*keep - step * m / (sqrt(v) * inv_sbc2 + eps), with g = grad*clip + l2*p. */
+   p = p*keep - step * m / (sqrt(v) * inv_sbc2 + eps), with g = clamp(grad*clip, +-cv) + l2*p. */
 typedef struct nn__adam_args {
     float *p, *m, *v;
     const float *g;
     int64_t n;
-    float clip, b1, b2, step, inv_sbc2, eps, keep, l2;
+    float clip, b1, b2, step, inv_sbc2, eps, keep, l2, cv;
 } nn__adam_args;
 
 static void nn__adam_range(const nn__adam_args *a, int64_t i0, int64_t i1) {
     int64_t i;
     for (i = i0; i < i1; i++) {
-        float w = a->p[i], g = a->g[i] * a->clip + a->l2 * w;
+        float w = a->p[i], g = a->g[i] * a->clip;
+        g = (g > a->cv ? a->cv : g < -a->cv ? -a->cv : g) + a->l2 * w;
         float m = a->b1 * a->m[i] + (1.0f - a->b1) * g;
         float v = a->b2 * a->v[i] + (1.0f - a->b2) * g * g;
         a->m[i] = m;
@@ -2184,11 +2292,12 @@ __attribute__((target("avx2,fma"))) static void nn__adam_range_avx2(const nn__ad
     __m256 clip = _mm256_set1_ps(a->clip), l2 = _mm256_set1_ps(a->l2), b1 = _mm256_set1_ps(a->b1);
     __m256 c1 = _mm256_set1_ps(1.0f - a->b1), b2 = _mm256_set1_ps(a->b2), c2 = _mm256_set1_ps(1.0f - a->b2);
     __m256 keep = _mm256_set1_ps(a->keep), step = _mm256_set1_ps(a->step), isb = _mm256_set1_ps(a->inv_sbc2);
-    __m256 eps = _mm256_set1_ps(a->eps);
+    __m256 eps = _mm256_set1_ps(a->eps), cv = _mm256_set1_ps(a->cv), ncv = _mm256_set1_ps(-a->cv);
     int64_t i = i0;
     for (; i + 8 <= i1; i += 8) {
         __m256 w = _mm256_loadu_ps(a->p + i);
-        __m256 g = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip), _mm256_mul_ps(l2, w));
+        __m256 gc = _mm256_max_ps(_mm256_min_ps(_mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip), cv), ncv);
+        __m256 g = _mm256_add_ps(gc, _mm256_mul_ps(l2, w));
         __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(a->m + i)), _mm256_mul_ps(c1, g));
         __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(a->v + i)), _mm256_mul_ps(c2, _mm256_mul_ps(g, g)));
         __m256 den = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(v), isb), eps);
@@ -2222,7 +2331,8 @@ static void nn__adam_task(void *arg, int t, int n_tasks) {
 #define NN__PAR_MIN 32768
 
 static void nn__adam_update(nn__pool *pool, float *p, const float *grad, float *m, float *v, int64_t n, float lr,
-                            float b1, float b2, float eps, float wd, int decoupled, float bc1, float bc2, float clip) {
+                            float b1, float b2, float eps, float wd, int decoupled, float bc1, float bc2, float clip,
+                            float cv) {
     nn__adam_args a;
     a.p = p;
     a.g = grad;
@@ -2237,6 +2347,7 @@ static void nn__adam_update(nn__pool *pool, float *p, const float *grad, float *
     a.eps = eps;
     a.keep = decoupled ? 1.0f - lr * wd : 1.0f;
     a.l2 = decoupled ? 0.0f : wd;
+    a.cv = cv;
     nn__pool_run(pool, nn__adam_task, &a, n >= NN__PAR_MIN ? nn__pool_size(pool) : 1);
 }
 
@@ -2687,6 +2798,428 @@ static void nn__batch_norm_running(float *rmean, float *rvar, const float *stats
         rmean[c] = (1.0f - m) * rmean[c] + m * stats[c];
         rvar[c] = (1.0f - m) * rvar[c] + m * stats[C + c] * unbias;
     }
+}
+
+/* ======================================================================
+   src/nn_optim.c
+   ====================================================================== */
+/* The optimizer family beyond SGD and Adam (nn_cpu.c keeps those two): defaults, learning-
+   rate schedules, parameter groups, the per-update constants the host computes, and the CPU
+   bodies of the OPT_STEP and GRAD_ACC ops. kernels/optim.cl has the twin of every rule.
+
+   One OPT_STEP node updates one parameter; its i[0] is the nn_optimizer_kind, f[0] and f[1]
+   the parameter's lr and weight-decay multipliers. A rule sees:
+     h[5]  hyperparameters fixed at compile time (nn__opt_hparams, a table per kind)
+     c[4]  constants of the running update (bias corrections, ...), g->clock.c
+     aux   up to three state tensors of the parameter's size (nn__opt_n_aux)
+   LAMB and LARS need the L2 norms of whole tensors: LARS reduces |w| and |g| before its
+   elementwise pass; LAMB writes its update u into the node's scratch, reduces |w| and |u|,
+   then applies p -= lr * trust * u. The norms' sums of squares sit in the scratch too. */
+
+/* ---- defaults ---- */
+
+static nn_optimizer nn__opt_defaults(nn_optimizer o) {
+    int k = o.kind;
+    if (o.lr == 0.0f) {
+        switch (k) {
+        case NN_OPT_SGD: case NN_OPT_RMSPROP: case NN_OPT_ADAGRAD: o.lr = 1e-2f; break;
+        case NN_OPT_ADAMAX: case NN_OPT_NADAM: o.lr = 2e-3f; break;
+        case NN_OPT_ADADELTA: case NN_OPT_LARS: o.lr = 1.0f; break;
+        case NN_OPT_LION: o.lr = 1e-4f; break;
+        default: o.lr = 1e-3f; break;
+        }
+    }
+    if (o.beta1 == 0.0f) o.beta1 = 0.9f;
+    if (o.beta2 == 0.0f) o.beta2 = k == NN_OPT_LION ? 0.99f : 0.999f;
+    if (o.eps == 0.0f) o.eps = k == NN_OPT_ADAGRAD ? 1e-10f : (k == NN_OPT_ADADELTA || k == NN_OPT_LAMB) ? 1e-6f : 1e-8f;
+    if (k == NN_OPT_ADAMW && o.weight_decay == 0.0f) o.weight_decay = 1e-2f;
+    if (o.alpha == 0.0f) o.alpha = 0.99f;
+    if (o.rho == 0.0f) o.rho = 0.9f;
+    if (o.momentum_decay == 0.0f) o.momentum_decay = 4e-3f;
+    if (o.trust_coef == 0.0f) o.trust_coef = 1e-3f;
+    if (o.lr_power == 0.0f) o.lr_power = -0.5f;
+    if (k == NN_OPT_FTRL && o.initial_accumulator_value == 0.0f) o.initial_accumulator_value = 0.1f;
+    if (o.accumulate_steps < 1) o.accumulate_steps = 1;
+    return o;
+}
+
+/* State tensors per parameter, in aux[] order (checkpoints save them by this order). */
+static int nn__opt_n_aux(const nn_optimizer *o) {
+    switch (o->kind) {
+    case NN_OPT_SGD: return o->momentum != 0.0f;           /* momentum buffer */
+    case NN_OPT_ADAM: case NN_OPT_ADAMW: return o->amsgrad ? 3 : 2; /* m, v, max v */
+    case NN_OPT_RMSPROP: return o->momentum > 0.0f ? 3 : o->centered ? 2 : 1; /* square avg, grad avg, buffer */
+    case NN_OPT_ADAGRAD: return 1;                         /* sum of squares */
+    case NN_OPT_LION: return 1;                            /* m */
+    case NN_OPT_LARS: return o->momentum != 0.0f;          /* momentum buffer */
+    default: return 2; /* Adamax (m, u), NAdam, RAdam, LAMB (m, v), AdaDelta (square avg,
+                          delta avg), FTRL (accumulator n, linear z) */
+    }
+}
+
+/* Whether the kind runs as OPT_STEP (the others are OPT_SGD and OPT_ADAM). */
+static int nn__opt_generic(const nn_optimizer *o) {
+    if (o->kind == NN_OPT_SGD) return 0;
+    if (o->kind == NN_OPT_ADAM || o->kind == NN_OPT_ADAMW) return o->amsgrad != 0;
+    return 1;
+}
+
+/* h[] per kind: see each rule in nn__opt_rule. */
+static void nn__opt_hparams(const nn_optimizer *o, float h[5]) {
+    memset(h, 0, 5 * sizeof *h);
+    switch (o->kind) {
+    case NN_OPT_RMSPROP: h[0] = o->alpha; h[2] = o->eps; h[3] = o->momentum; h[4] = (float)o->centered; break;
+    case NN_OPT_ADAGRAD: h[2] = o->eps; h[4] = o->initial_accumulator_value; break;
+    case NN_OPT_ADADELTA: h[0] = o->rho; h[2] = o->eps; break;
+    case NN_OPT_LARS:
+        h[0] = o->momentum; h[1] = o->dampening; h[2] = o->eps; h[3] = (float)o->nesterov; h[4] = o->trust_coef;
+        break;
+    case NN_OPT_FTRL: h[0] = o->l1; h[1] = o->l2; h[2] = o->beta; h[3] = o->lr_power; h[4] = o->initial_accumulator_value; break;
+    default: /* the Adam family, Lion, LAMB */
+        h[0] = o->beta1; h[1] = o->beta2; h[2] = o->eps;
+        h[3] = (float)(o->kind == NN_OPT_ADAMW || o->decoupled_weight_decay);
+        break;
+    }
+}
+
+/* ---- learning-rate schedules ---- */
+
+/* PyTorch's _cosine_anneal: from a (pct 0) to b (pct 1). */
+static double nn__cos_anneal(double a, double b, double pct) { return b + (a - b) / 2.0 * (cos(3.14159265358979323846 * pct) + 1.0); }
+
+NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t) {
+    double lr, gamma, f;
+    int i, n;
+    if (!s) return 0.0f;
+    lr = s->lr;
+    gamma = s->gamma != 0.0f ? s->gamma : 0.1;
+    if (t < 0) t = 0;
+    switch (s->kind) {
+    case NN_LR_STEP: return (float)(lr * pow(gamma, (double)(t / (s->step_size > 0 ? s->step_size : 1))));
+    case NN_LR_MULTISTEP:
+        for (i = n = 0; i < s->n_milestones && i < NN_LR_MAX_MILESTONES; i++) n += s->milestones[i] <= t;
+        return (float)(lr * pow(gamma, (double)n));
+    case NN_LR_EXPONENTIAL: return (float)(lr * pow(gamma, (double)t));
+    case NN_LR_COSINE: case NN_LR_LINEAR: {
+        int64_t W = s->warmup_steps > 0 ? s->warmup_steps : 0, S = s->total_steps - W;
+        double pct;
+        if (t < W) {
+            f = s->warmup_start_factor != 0.0f ? s->warmup_start_factor : 1.0 / 3.0;
+            return (float)(lr * (f + (1.0 - f) * (double)t / (double)W));
+        }
+        pct = S > 0 ? (double)(t - W < S ? t - W : S) / (double)S : 1.0;
+        if (s->kind == NN_LR_COSINE) return (float)nn__cos_anneal(lr, s->min_lr, pct);
+        return (float)(lr + (s->min_lr - lr) * pct);
+    }
+    case NN_LR_ONECYCLE: {
+        double pct_start = s->pct_start != 0.0f ? s->pct_start : 0.3;
+        double div = s->div_factor != 0.0f ? s->div_factor : 25.0;
+        double fdiv = s->final_div_factor != 0.0f ? s->final_div_factor : 1e4;
+        double lo = lr / div, end1 = pct_start * (double)s->total_steps - 1.0, end2 = (double)s->total_steps - 1.0;
+        if ((double)t <= end1) return (float)nn__cos_anneal(lo, lr, end1 > 0 ? (double)t / end1 : 1.0);
+        f = end2 > end1 ? ((double)t - end1) / (end2 - end1) : 1.0;
+        return (float)nn__cos_anneal(lr, lo / fdiv, f < 1.0 ? f : 1.0);
+    }
+    default: return (float)lr;
+    }
+}
+
+NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {
+    float base;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!s) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_schedule: the schedule is NULL");
+    if ((int)s->kind < NN_LR_CONSTANT || s->kind > NN_LR_ONECYCLE || s->n_milestones < 0 ||
+        s->n_milestones > NN_LR_MAX_MILESTONES || !(s->lr >= 0.0f))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_schedule: kind %d, %d milestones or lr %g out of range",
+                        (int)s->kind, s->n_milestones, s->lr);
+    base = g->schedule.lr;
+    g->schedule = *s;
+    if (s->lr == 0.0f) g->schedule.lr = base;
+    return NN_OK;
+}
+
+/* ---- parameter groups ---- */
+
+typedef struct nn__pgroup { char *prefix; float lr_mult, wd_mult; } nn__pgroup;
+
+NN_API nn_result nn_graph_param_group(nn_graph *g, const char *prefix, float lr_mult, float wd_mult) {
+    nn__pgroup *p;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!prefix) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_param_group: the prefix is NULL");
+    if (g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_param_group: call it before nn_graph_compile");
+    if (!(lr_mult >= 0.0f) || !(wd_mult >= 0.0f))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_param_group: multipliers %g, %g are not >= 0", lr_mult, wd_mult);
+    p = (nn__pgroup *)NN_REALLOC(g->groups, (size_t)(g->n_groups + 1) * sizeof *p);
+    if (!p) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_param_group: out of memory");
+    g->groups = p;
+    p += g->n_groups;
+    p->prefix = nn__strdup(prefix);
+    if (!p->prefix) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_param_group: out of memory");
+    p->lr_mult = lr_mult;
+    p->wd_mult = wd_mult;
+    g->n_groups++;
+    return NN_OK;
+}
+
+static void nn__groups_free(nn_graph *g) {
+    int i;
+    for (i = 0; i < g->n_groups; i++) NN_FREE(g->groups[i].prefix);
+    NN_FREE(g->groups);
+    g->groups = NULL;
+    g->n_groups = 0;
+}
+
+/* The multipliers of parameter node p: its last matching group's, then no_decay_1d. */
+static void nn__param_mults(const nn_graph *g, const nn__node *p, float *lr_mult, float *wd_mult) {
+    int i;
+    *lr_mult = *wd_mult = 1.0f;
+    for (i = g->n_groups - 1; i >= 0; i--) {
+        const char *pre = g->groups[i].prefix;
+        if (p->name && strncmp(p->name, pre, strlen(pre)) == 0) {
+            *lr_mult = g->groups[i].lr_mult;
+            *wd_mult = g->groups[i].wd_mult;
+            break;
+        }
+    }
+    if (g->opt.no_decay_1d && p->shape.ndim <= 1) *wd_mult = 0.0f;
+}
+
+/* ---- the host's part of each update ---- */
+
+/* Called by nn_graph_step before it runs: whether this step updates the parameters and,
+   if so, advances the clock and sets this update's rate and constants (doubles, as
+   PyTorch computes its scalars). */
+static int nn__opt_begin(nn_graph *g) {
+    const nn_optimizer *o = &g->opt;
+    nn__opt_clock *k = &g->clock;
+    double t, b1 = o->beta1, b2 = o->beta2, bc1, bc2;
+    if (g->step % (uint64_t)g->accum_steps) return 0;
+    k->t++;
+    t = (double)k->t;
+    g->lr = nn_lr_at(&g->schedule, (int64_t)k->t - 1);
+    bc1 = 1.0 - pow(b1, t);
+    bc2 = 1.0 - pow(b2, t);
+    memset(k->c, 0, sizeof k->c);
+    k->c[3] = k->t == 1; /* first update: state starts from its initial value */
+    switch (o->kind) {
+    case NN_OPT_ADAM: case NN_OPT_ADAMW: case NN_OPT_LAMB:
+        k->c[0] = (float)(1.0 / bc1);
+        k->c[1] = (float)(1.0 / sqrt(bc2));
+        break;
+    case NN_OPT_ADAMAX: k->c[0] = (float)(1.0 / bc1); break;
+    case NN_OPT_NADAM: {
+        double mu = b1 * (1.0 - 0.5 * pow(0.96, t * o->momentum_decay));
+        double mu_next = b1 * (1.0 - 0.5 * pow(0.96, (t + 1.0) * o->momentum_decay));
+        if (k->t == 1) k->mu_prod = 1.0;
+        k->mu_prod *= mu;
+        k->c[0] = (float)(1.0 / bc2);
+        k->c[1] = (float)((1.0 - mu) / (1.0 - k->mu_prod));
+        k->c[2] = (float)(mu_next / (1.0 - k->mu_prod * mu_next));
+        break;
+    }
+    case NN_OPT_RADAM: {
+        double rho_inf = 2.0 / (1.0 - b2) - 1.0, rho_t = rho_inf - 2.0 * t * pow(b2, t) / bc2;
+        k->c[0] = (float)(1.0 / bc1);
+        if (rho_t > 5.0) { /* the variance is tractable: rectified adaptive step */
+            k->c[1] = (float)(sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) * sqrt(bc2));
+            k->c[2] = 1.0f;
+        }
+        break;
+    }
+    case NN_OPT_ADAGRAD: k->c[0] = (float)(1.0 / (1.0 + (t - 1.0) * o->lr_decay)); break;
+    default: break;
+    }
+    return 1;
+}
+
+/* ---- CPU bodies ---- */
+
+typedef struct nn__optk {
+    int kind;
+    float lr, wd, cv;  /* this parameter's rate and decay; clip value (FLT_MAX: none) */
+    float h[5], c[4];
+    float wn2, gn2;    /* LARS: sums of squares of w and g; LAMB: of w and u */
+} nn__optk;
+
+/* One element of one update. g is the gradient after clipping; s0..s2 the state (NULL
+   where the kind keeps less). The rules, in torch.optim's order of operations: */
+static void nn__opt_rule(const nn__optk *k, float *p, float g, float *s0, float *s1, float *s2) {
+    float w = *p, lr = k->lr, wd = k->wd, h0 = k->h[0], h1 = k->h[1], eps = k->h[2], h3 = k->h[3], h4 = k->h[4];
+    const float *c = k->c;
+    switch (k->kind) {
+    case NN_OPT_ADAM: case NN_OPT_ADAMW: { /* AMSGrad. h: b1 b2 eps decoupled; c: 1/bc1, 1/sqrt(bc2) */
+        if (h3 != 0.0f) w *= 1.0f - lr * wd;
+        else g += wd * w;
+        *s0 = h0 * *s0 + (1.0f - h0) * g;
+        *s1 = h1 * *s1 + (1.0f - h1) * g * g;
+        *s2 = *s2 > *s1 ? *s2 : *s1;
+        *p = w - lr * c[0] * *s0 / (sqrtf(*s2) * c[1] + eps);
+        return;
+    }
+    case NN_OPT_ADAMAX: /* h: b1 b2 eps; c: 1/bc1. s0 m, s1 infinity norm u */
+        g += wd * w;
+        *s0 = h0 * *s0 + (1.0f - h0) * g;
+        *s1 = fmaxf(h1 * *s1, fabsf(g) + eps);
+        *p = w - lr * c[0] * *s0 / *s1;
+        return;
+    case NN_OPT_NADAM: { /* h: b1 b2 eps decoupled; c: 1/bc2, (1-mu)/(1-prod mu), mu'/(1-prod mu * mu') */
+        float den;
+        if (h3 != 0.0f) w *= 1.0f - lr * wd;
+        else g += wd * w;
+        *s0 = h0 * *s0 + (1.0f - h0) * g;
+        *s1 = h1 * *s1 + (1.0f - h1) * g * g;
+        den = sqrtf(*s1 * c[0]) + eps;
+        *p = w - lr * (c[1] * g + c[2] * *s0) / den;
+        return;
+    }
+    case NN_OPT_RADAM: /* h: b1 b2 eps decoupled; c: 1/bc1, rect * sqrt(bc2), rectified? */
+        if (h3 != 0.0f) w *= 1.0f - lr * wd;
+        else g += wd * w;
+        *s0 = h0 * *s0 + (1.0f - h0) * g;
+        *s1 = h1 * *s1 + (1.0f - h1) * g * g;
+        if (c[2] != 0.0f) *p = w - lr * c[0] * *s0 * c[1] / (sqrtf(*s1) + eps);
+        else *p = w - lr * c[0] * *s0;
+        return;
+    case NN_OPT_RMSPROP: { /* h: alpha _ eps momentum centered. s0 square avg, s1 grad avg, s2 buffer */
+        float avg;
+        g += wd * w;
+        *s0 = h0 * *s0 + (1.0f - h0) * g * g;
+        if (h4 != 0.0f) {
+            *s1 = h0 * *s1 + (1.0f - h0) * g;
+            avg = sqrtf(*s0 - *s1 * *s1) + eps;
+        } else {
+            avg = sqrtf(*s0) + eps;
+        }
+        if (h3 > 0.0f) {
+            *s2 = h3 * *s2 + g / avg;
+            *p = w - lr * *s2;
+        } else {
+            *p = w - lr * g / avg;
+        }
+        return;
+    }
+    case NN_OPT_ADAGRAD: /* h: _ _ eps _ initial accumulator; c: 1/(1 + (t-1) lr_decay), _, _, first */
+        g += wd * w;
+        *s0 = (c[3] != 0.0f ? h4 : *s0) + g * g;
+        *p = w - lr * c[0] * g / (sqrtf(*s0) + eps);
+        return;
+    case NN_OPT_ADADELTA: { /* h: rho _ eps. s0 square avg, s1 delta avg */
+        float d;
+        g += wd * w;
+        *s0 = h0 * *s0 + (1.0f - h0) * g * g;
+        d = sqrtf(*s1 + eps) / sqrtf(*s0 + eps) * g;
+        *s1 = h0 * *s1 + (1.0f - h0) * d * d;
+        *p = w - lr * d;
+        return;
+    }
+    case NN_OPT_LION: { /* h: b1 b2. s0 m */
+        float u = h0 * *s0 + (1.0f - h0) * g;
+        w *= 1.0f - lr * wd;
+        *p = w - lr * (float)((u > 0.0f) - (u < 0.0f));
+        *s0 = h1 * *s0 + (1.0f - h1) * g;
+        return;
+    }
+    case NN_OPT_LAMB: /* first pass: h: b1 b2 eps; c: 1/bc1, 1/sqrt(bc2). s2 = u (scratch) */
+        *s0 = h0 * *s0 + (1.0f - h0) * g;
+        *s1 = h1 * *s1 + (1.0f - h1) * g * g;
+        *s2 = *s0 * c[0] / (sqrtf(*s1) * c[1] + eps) + wd * w;
+        return;
+    case NN_OPT_LARS: { /* h: momentum dampening eps nesterov trust_coef; c: _, _, _, first */
+        float wn = sqrtf(k->wn2), gn = sqrtf(k->gn2);
+        float trust = wn > 0.0f && gn > 0.0f ? h4 * wn / (gn + wd * wn + eps) : 1.0f;
+        g = (g + wd * w) * trust;
+        if (h0 != 0.0f) {
+            *s0 = c[3] != 0.0f ? g : h0 * *s0 + (1.0f - h1) * g;
+            g = h3 != 0.0f ? g + h0 * *s0 : *s0;
+        }
+        *p = w - lr * g;
+        return;
+    }
+    case NN_OPT_FTRL: { /* h: l1 l2 beta lr_power initial accumulator; c: _, _, _, first. s0 n, s1 z */
+        float n0 = c[3] != 0.0f ? h4 : *s0, n1 = n0 + g * g, q, beta = k->h[2];
+        float p1 = powf(n1, -h3), p0 = powf(n0, -h3);
+        *s1 += g - (p1 - p0) / lr * w;
+        q = (p1 + beta) / lr + 2.0f * h1;
+        *p = fabsf(*s1) > h0 ? (((*s1 > 0.0f) ? h0 : -h0) - *s1) / q : 0.0f;
+        *s0 = n1;
+        return;
+    }
+    default: return;
+    }
+}
+
+typedef struct nn__optrun {
+    nn__optk k;
+    float *p, *s[3], *u;
+    const float *g;
+    float scale;
+    int64_t n;
+} nn__optrun;
+
+static float nn__clampf(float x, float lim) { return x > lim ? lim : x < -lim ? -lim : x; }
+
+static void nn__opt_task(void *arg, int t, int n_tasks) {
+    const nn__optrun *a = (const nn__optrun *)arg;
+    int64_t chunk = (a->n + n_tasks - 1) / n_tasks, i0 = chunk * t, i1 = i0 + chunk < a->n ? i0 + chunk : a->n, i;
+    for (i = i0; i < i1; i++)
+        nn__opt_rule(&a->k, a->p + i, nn__clampf(a->g[i] * a->scale, a->k.cv), a->s[0] ? a->s[0] + i : NULL,
+                     a->s[1] ? a->s[1] + i : NULL, a->u ? a->u + i : a->s[2] ? a->s[2] + i : NULL);
+}
+
+/* Sums of squares in a fixed order (double, like the reductions on the device in spirit). */
+static double nn__sumsq(const float *x, int64_t n, float scale, float cv) {
+    double s = 0.0;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        double v = nn__clampf(x[i] * scale, cv);
+        s += v * v;
+    }
+    return s;
+}
+
+/* The arguments every backend's rule gets for OPT_STEP node n. */
+static float nn__opt_cv(const nn_graph *g) { return g->opt.clip_value > 0.0f ? g->opt.clip_value : 3.40282347e38f; }
+
+static void nn__opt_args(const nn_graph *g, const nn__node *n, nn__optk *k) {
+    memset(k, 0, sizeof *k);
+    k->kind = n->i[0];
+    k->lr = g->lr * n->f[0];
+    k->wd = g->opt.weight_decay * n->f[1];
+    k->cv = nn__opt_cv(g);
+    nn__opt_hparams(&g->opt, k->h);
+    memcpy(k->c, g->clock.c, sizeof k->c);
+}
+
+static void nn__opt_step_cpu(nn_graph *g, const nn__node *n) {
+    const nn__node *p = &g->nodes[n->in[0]];
+    nn__optrun a;
+    int i, nt;
+    memset(&a, 0, sizeof a);
+    nn__opt_args(g, n, &a.k);
+    a.p = p->buf.host;
+    a.g = g->nodes[n->in[1]].buf.host;
+    a.scale = n->n_in > 2 ? g->nodes[n->in[2]].buf.host[0] : 1.0f;
+    a.n = p->numel;
+    for (i = 0; i < n->n_aux; i++) a.s[i] = n->aux[i].host;
+    if (a.k.kind == NN_OPT_LAMB) a.u = n->scratch_buf.host;
+    if (a.k.kind == NN_OPT_LARS) {
+        a.k.wn2 = (float)nn__sumsq(a.p, a.n, 1.0f, 3.40282347e38f);
+        a.k.gn2 = (float)nn__sumsq(a.g, a.n, a.scale, a.k.cv);
+    }
+    nt = a.n >= NN__PAR_MIN ? nn__pool_size(g->ctx->pool) : 1;
+    nn__pool_run(g->ctx->pool, nn__opt_task, &a, nt);
+    if (a.k.kind == NN_OPT_LAMB) { /* second pass: the trust ratio |w| / |u| */
+        double wn = sqrt(nn__sumsq(a.p, a.n, 1.0f, 3.40282347e38f)), un = sqrt(nn__sumsq(a.u, a.n, 1.0f, 3.40282347e38f));
+        float step = a.k.lr * (float)(wn > 0.0 && un > 0.0 ? wn / un : 1.0);
+        int64_t j;
+        for (j = 0; j < a.n; j++) a.p[j] -= step * a.u[j];
+    }
+}
+
+/* acc = (reset ? 0 : acc) + g * inv_k: the running mean of a cycle's gradients. */
+static void nn__grad_acc_cpu(float *acc, const float *g, int64_t n, float inv_k, int reset) {
+    int64_t i;
+    for (i = 0; i < n; i++) acc[i] = (reset ? 0.0f : acc[i]) + g[i] * inv_k;
 }
 #if !defined(NN_NO_OPENCL)
 
@@ -3521,15 +4054,16 @@ static const char *const nn__cl_src_norm[] = {
 static const char *const nn__cl_src_optim[] = {
 "#line 1 \"kernels/optim.cl\"\n",
 "/* Optimizer updates, one fused kernel per rule, PyTorch's semantics. `clip` points at the\n",
-"   global-norm clipping coefficient (1.0 when clipping is off), computed on the device. */\n",
+"   global-norm clipping coefficient (1.0 when clipping is off), computed on the device;\n",
+"   `cv` clamps each clipped gradient element (FLT_MAX when off). */\n",
 "\n",
 "/* SGD with momentum, dampening, Nesterov and L2 weight decay (torch.optim.SGD) */\n",
 "__kernel void sgd(__global float *p, __global const float *grad, __global float *buf, __global const float *clip,\n",
 "                  const int n, const float lr, const float momentum, const float dampening, const float wd,\n",
-"                  const int nesterov, const int first_step) {\n",
+"                  const int nesterov, const int first_step, const float cv) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
-"    float g = grad[i] * clip[0] + wd * p[i];\n",
+"    float g = clamp(grad[i] * clip[0], -cv, cv) + wd * p[i];\n",
 "    if (momentum != 0.0f) {\n",
 "        float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;\n",
 "        buf[i] = b;\n",
@@ -3542,10 +4076,11 @@ static const char *const nn__cl_src_optim[] = {
 "   1 - beta^t from the host */\n",
 "__kernel void adam(__global float *p, __global const float *grad, __global float *m, __global float *v,\n",
 "                   __global const float *clip, const int n, const float lr, const float b1, const float b2,\n",
-"                   const float eps, const float wd, const int decoupled, const float bc1, const float bc2) {\n",
+"                   const float eps, const float wd, const int decoupled, const float bc1, const float bc2,\n",
+"                   const float cv) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
-"    float g = grad[i] * clip[0], w = p[i];\n",
+"    float g = clamp(grad[i] * clip[0], -cv, cv), w = p[i];\n",
 "    if (decoupled) w *= 1.0f - lr * wd;\n",
 "    else g += wd * w;\n",
 "    float mi = b1 * m[i] + (1.0f - b1) * g;\n",
@@ -3553,6 +4088,190 @@ static const char *const nn__cl_src_optim[] = {
 "    m[i] = mi;\n",
 "    v[i] = vi;\n",
 "    p[i] = w - (lr / bc1) * mi / (sqrt(vi) * rsqrt(bc2) + eps);\n",
+"}\n",
+"\n",
+"/* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the\n",
+"   same on every work-item). Each rule is the twin of nn__opt_rule in src/nn_optim.c, which\n",
+"   documents h (compile-time hyperparameters) and c (this update's constants). State s0..s2\n",
+"   is the parameter's aux buffers; unused ones are a dummy never written. */\n",
+"#define NN_ADAM 2\n",
+"#define NN_ADAMW 3\n",
+"#define NN_ADAMAX 4\n",
+"#define NN_NADAM 5\n",
+"#define NN_RADAM 6\n",
+"#define NN_RMSPROP 7\n",
+"#define NN_ADAGRAD 8\n",
+"#define NN_ADADELTA 9\n",
+"#define NN_LION 10\n",
+"#define NN_LAMB 11\n",
+"#define NN_LARS 12\n",
+"#define NN_FTRL 13\n",
+"\n",
+"__kernel void opt_step(__global float *p, __global const float *grad, __global const float *clip,\n",
+"                       __global float *s0, __global float *s1, __global float *s2, __global const float *norms,\n",
+"                       const int n, const int kind, const float lr, const float wd, const float cv,\n",
+"                       const float h0, const float h1, const float eps, const float h3, const float h4,\n",
+"                       const float c0, const float c1, const float c2, const float c3) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    float g = clamp(grad[i] * clip[0], -cv, cv), w = p[i];\n",
+"    switch (kind) {\n",
+"    case NN_ADAM: case NN_ADAMW: { /* AMSGrad */\n",
+"        if (h3 != 0.0f) w *= 1.0f - lr * wd;\n",
+"        else g += wd * w;\n",
+"        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
+"        float vmax = fmax(s2[i], v);\n",
+"        s0[i] = m;\n",
+"        s1[i] = v;\n",
+"        s2[i] = vmax;\n",
+"        p[i] = w - lr * c0 * m / (sqrt(vmax) * c1 + eps);\n",
+"        break;\n",
+"    }\n",
+"    case NN_ADAMAX: {\n",
+"        g += wd * w;\n",
+"        float m = h0 * s0[i] + (1.0f - h0) * g, u = fmax(h1 * s1[i], fabs(g) + eps);\n",
+"        s0[i] = m;\n",
+"        s1[i] = u;\n",
+"        p[i] = w - lr * c0 * m / u;\n",
+"        break;\n",
+"    }\n",
+"    case NN_NADAM: {\n",
+"        if (h3 != 0.0f) w *= 1.0f - lr * wd;\n",
+"        else g += wd * w;\n",
+"        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
+"        s0[i] = m;\n",
+"        s1[i] = v;\n",
+"        p[i] = w - lr * (c1 * g + c2 * m) / (sqrt(v * c0) + eps);\n",
+"        break;\n",
+"    }\n",
+"    case NN_RADAM: {\n",
+"        if (h3 != 0.0f) w *= 1.0f - lr * wd;\n",
+"        else g += wd * w;\n",
+"        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
+"        s0[i] = m;\n",
+"        s1[i] = v;\n",
+"        p[i] = c2 != 0.0f ? w - lr * c0 * m * c1 / (sqrt(v) + eps) : w - lr * c0 * m;\n",
+"        break;\n",
+"    }\n",
+"    case NN_RMSPROP: {\n",
+"        g += wd * w;\n",
+"        float sq = h0 * s0[i] + (1.0f - h0) * g * g, avg;\n",
+"        s0[i] = sq;\n",
+"        if (h4 != 0.0f) {\n",
+"            float ga = h0 * s1[i] + (1.0f - h0) * g;\n",
+"            s1[i] = ga;\n",
+"            avg = sqrt(sq - ga * ga) + eps;\n",
+"        } else {\n",
+"            avg = sqrt(sq) + eps;\n",
+"        }\n",
+"        if (h3 > 0.0f) {\n",
+"            float b = h3 * s2[i] + g / avg;\n",
+"            s2[i] = b;\n",
+"            p[i] = w - lr * b;\n",
+"        } else {\n",
+"            p[i] = w - lr * g / avg;\n",
+"        }\n",
+"        break;\n",
+"    }\n",
+"    case NN_ADAGRAD: {\n",
+"        g += wd * w;\n",
+"        float s = (c3 != 0.0f ? h4 : s0[i]) + g * g;\n",
+"        s0[i] = s;\n",
+"        p[i] = w - lr * c0 * g / (sqrt(s) + eps);\n",
+"        break;\n",
+"    }\n",
+"    case NN_ADADELTA: {\n",
+"        g += wd * w;\n",
+"        float sq = h0 * s0[i] + (1.0f - h0) * g * g;\n",
+"        float d = sqrt(s1[i] + eps) / sqrt(sq + eps) * g;\n",
+"        s0[i] = sq;\n",
+"        s1[i] = h0 * s1[i] + (1.0f - h0) * d * d;\n",
+"        p[i] = w - lr * d;\n",
+"        break;\n",
+"    }\n",
+"    case NN_LION: {\n",
+"        float u = h0 * s0[i] + (1.0f - h0) * g;\n",
+"        w *= 1.0f - lr * wd;\n",
+"        p[i] = w - lr * (float)((u > 0.0f) - (u < 0.0f));\n",
+"        s0[i] = h1 * s0[i] + (1.0f - h1) * g;\n",
+"        break;\n",
+"    }\n",
+"    case NN_LAMB: { /* first pass: the update u into s2 (the node's scratch) */\n",
+"        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
+"        s0[i] = m;\n",
+"        s1[i] = v;\n",
+"        s2[i] = m * c0 / (sqrt(v) * c1 + eps) + wd * w;\n",
+"        break;\n",
+"    }\n",
+"    case NN_LARS: { /* norms: sums of squares of w and g from opt_norms */\n",
+"        float wn = sqrt(norms[0]), gn = sqrt(norms[1]);\n",
+"        float trust = wn > 0.0f && gn > 0.0f ? h4 * wn / (gn + wd * wn + eps) : 1.0f;\n",
+"        g = (g + wd * w) * trust;\n",
+"        if (h0 != 0.0f) {\n",
+"            float b = c3 != 0.0f ? g : h0 * s0[i] + (1.0f - h1) * g;\n",
+"            s0[i] = b;\n",
+"            g = h3 != 0.0f ? g + h0 * b : b;\n",
+"        }\n",
+"        p[i] = w - lr * g;\n",
+"        break;\n",
+"    }\n",
+"    case NN_FTRL: {\n",
+"        float n0 = c3 != 0.0f ? h4 : s0[i], n1 = n0 + g * g;\n",
+"        float p1 = pow(n1, -h3), p0 = pow(n0, -h3);\n",
+"        float z = s1[i] + g - (p1 - p0) / lr * w;\n",
+"        float beta = eps; /* h2 is FTRL's beta */\n",
+"        float q = (p1 + beta) / lr + 2.0f * h1;\n",
+"        s1[i] = z;\n",
+"        s0[i] = n1;\n",
+"        p[i] = fabs(z) > h0 ? ((z > 0.0f ? h0 : -h0) - z) / q : 0.0f;\n",
+"        break;\n",
+"    }\n",
+"    default: break;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* out[off] = sum(p^2), out[off + 1] = sum(clamp(x * clip, +-cv)^2): one work-group of a\n",
+"   power-of-two size (tmp holds two floats per item), a strided pass then a tree, so the\n",
+"   order is fixed. LARS: x = the gradient; LAMB: x = its update u. */\n",
+"__kernel void opt_norms(__global const float *p, __global const float *x, __global const float *clip, const float cv,\n",
+"                        const int n, __global float *out, const int off, __local float *tmp) {\n",
+"    int l = get_local_id(0), wg = get_local_size(0);\n",
+"    float a = 0.0f, b = 0.0f, c = clip[0];\n",
+"    for (int i = l; i < n; i += wg) {\n",
+"        float v = clamp(x[i] * c, -cv, cv);\n",
+"        a += p[i] * p[i];\n",
+"        b += v * v;\n",
+"    }\n",
+"    tmp[2 * l] = a;\n",
+"    tmp[2 * l + 1] = b;\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    for (int o = wg / 2; o > 0; o >>= 1) {\n",
+"        if (l < o) {\n",
+"            tmp[2 * l] += tmp[2 * (l + o)];\n",
+"            tmp[2 * l + 1] += tmp[2 * (l + o) + 1];\n",
+"        }\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    }\n",
+"    if (l == 0) {\n",
+"        out[off] = tmp[0];\n",
+"        out[off + 1] = tmp[1];\n",
+"    }\n",
+"}\n",
+"\n",
+"/* LAMB's second pass: p -= lr * trust * u, trust = |w| / |u| (1 when either is 0); u and\n",
+"   its norms (at u[n], u[n + 1]) are the scratch the first pass and opt_norms wrote. */\n",
+"__kernel void lamb_apply(__global float *p, __global const float *u, const int n, const float lr) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    float wn = sqrt(u[n]), un = sqrt(u[n + 1]);\n",
+"    p[i] -= lr * (wn > 0.0f && un > 0.0f ? wn / un : 1.0f) * u[i];\n",
+"}\n",
+"\n",
+"/* Gradient accumulation: acc = (reset ? 0 : acc) + g * inv_k, the running mean of a cycle. */\n",
+"__kernel void grad_acc(__global float *acc, __global const float *g, const int n, const float inv_k, const int reset) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    acc[i] = (reset ? 0.0f : acc[i]) + g[i] * inv_k;\n",
 "}\n",
 0 };
 
@@ -4734,6 +5453,7 @@ NN_API void nn_graph_destroy(nn_graph *g) {
     int i;
     if (!g) return;
     nn__graph_release_compiled(g);
+    nn__groups_free(g);
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
     nn__params_release(g->params);
@@ -6030,19 +6750,23 @@ static int nn__differentiable(int op) {
 
 /* ---- compiling ---- */
 
-static nn_optimizer nn__opt_defaults(nn_optimizer o) {
-    if (o.lr == 0.0f) o.lr = o.kind == NN_OPT_SGD ? 1e-2f : 1e-3f;
-    if (o.beta1 == 0.0f) o.beta1 = 0.9f;
-    if (o.beta2 == 0.0f) o.beta2 = 0.999f;
-    if (o.eps == 0.0f) o.eps = 1e-8f;
-    if (o.kind == NN_OPT_ADAMW && o.weight_decay == 0.0f) o.weight_decay = 1e-2f;
-    return o;
-}
-
-/* Adds clipping and one update op per trainable parameter. */
+/* Adds gradient accumulation, clipping and one update op per trainable parameter (the
+   rules, defaults and multipliers are in nn_optim.c). Nodes from g->first_update_node on
+   run on update steps only. */
 static nn_result nn__add_optimizer(nn_graph *g) {
-    int i, n0 = g->n_nodes, scale = -1, acc = -1;
+    int i, n0 = g->n_nodes, scale = -1, acc = -1, k = g->accum_steps;
+    int op = nn__opt_generic(&g->opt) ? NN__OP_OPT_STEP : g->opt.kind == NN_OPT_SGD ? NN__OP_OPT_SGD : NN__OP_OPT_ADAM;
     if (g->opt.kind == NN_OPT_NONE) return NN_OK;
+    for (i = 0; i < n0 && k > 1; i++) { /* every step: each gradient into its running mean */
+        int a;
+        if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
+        a = nn__op1(g, NN__OP_GRAD_ACC, NN_F32, g->nodes[i].shape, g->nodes[i].grad).id;
+        if (a < 0) return g->status;
+        g->nodes[a].f[0] = 1.0f / (float)k;
+        g->nodes[a].is_output = 1; /* persistent across the cycle, and what nn_grad reads */
+        g->nodes[i].grad = a;
+    }
+    g->first_update_node = g->n_nodes;
     if (g->opt.clip_norm > 0.0f) {
         for (i = 0; i < n0; i++) {
             if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
@@ -6055,16 +6779,22 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         }
     }
     for (i = 0; i < n0; i++) {
-        int op = g->opt.kind == NN_OPT_SGD ? NN__OP_OPT_SGD : NN__OP_OPT_ADAM, u;
+        nn__node *u;
         nn_shape none;
+        int id;
         if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
         memset(&none, 0, sizeof none);
-        u = scale >= 0 ? nn__op3(g, op, NN_F32, none, i, g->nodes[i].grad, scale).id
-                       : nn__op2(g, op, NN_F32, none, i, g->nodes[i].grad).id;
-        if (u < 0) break;
-        g->nodes[u].numel = 0;
-        g->nodes[u].is_output = 1; /* a root: it has an effect */
-        g->nodes[u].n_aux = op == NN__OP_OPT_ADAM ? 2 : (g->opt.momentum != 0.0f);
+        id = scale >= 0 ? nn__op3(g, op, NN_F32, none, i, g->nodes[i].grad, scale).id
+                        : nn__op2(g, op, NN_F32, none, i, g->nodes[i].grad).id;
+        if (id < 0) break;
+        u = &g->nodes[id];
+        u->numel = 0;
+        u->is_output = 1; /* a root: it has an effect */
+        u->n_aux = nn__opt_n_aux(&g->opt);
+        u->i[0] = g->opt.kind;
+        nn__param_mults(g, &g->nodes[i], &u->f[0], &u->f[1]);
+        if (g->opt.kind == NN_OPT_LAMB) u->scratch = g->nodes[i].numel + 2; /* u, then two sums of squares */
+        if (g->opt.kind == NN_OPT_LARS) u->scratch = 2;
     }
     return g->status;
 }
@@ -6188,7 +6918,15 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
     g->opt = nn__opt_defaults(d.optimizer);
-    g->lr = g->opt.lr;
+    if ((int)g->opt.kind < NN_OPT_NONE || g->opt.kind > NN_OPT_FTRL)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer kind %d is not one of nn_optimizer_kind",
+                        (int)g->opt.kind);
+    g->accum_steps = g->opt.accumulate_steps;
+    g->first_update_node = -1;
+    g->schedule.lr = g->opt.lr;
+    r = nn_graph_set_schedule(g, &d.schedule);
+    if (r != NN_OK) return r;
+    g->lr = nn_lr_at(&g->schedule, 0);
     n_user = g->n_forward = g->n_nodes;
     if (d.has_loss) {
         nn__node *L;
@@ -6257,6 +6995,12 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->sched[g->n_sched++] = i;
         if (i < n_user) g->n_sched_forward = g->n_sched;
     }
+    g->n_sched_update = g->n_sched; /* where the part that runs on update steps only starts */
+    for (i = 0; i < g->n_sched && g->first_update_node >= 0; i++)
+        if (g->sched[i] >= g->first_update_node) {
+            g->n_sched_update = i;
+            break;
+        }
     for (i = 0; i < g->n_sched && !g->ctx->opencl; i++) { /* the CPU convolutions' im2col space */
         nn__node *n = &g->nodes[g->sched[i]];
         nn__conv2d c;
@@ -6281,9 +7025,11 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->one = one.mem;
         if (r == NN_OK) r = nn__cl_fill(g->ctx, g->one, v, 4);
         for (i = 0; i < g->n_sched && r == NN_OK; i++) {
+            if (i == g->n_sched_update) g->n_launches_update = g->n_launches;
             r = nn__cl_prepare(g, g->sched[i]);
             if (i + 1 == g->n_sched_forward) g->n_launches_forward = g->n_launches;
         }
+        if (g->n_sched_update == g->n_sched) g->n_launches_update = g->n_launches;
         if (r == NN_OK) {
             cl_int err = clFinish(g->ctx->cl.queue);
             if (err != CL_SUCCESS) r = nn__fail(g->ctx, NN_ERR_DEVICE, "nn_graph_compile: clFinish: %s (%d)", nn__cl_errstr(err), err);
@@ -6308,7 +7054,8 @@ static nn_result nn__run(nn_graph *g, int n_steps) {
         return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
 #if !defined(NN_NO_OPENCL)
     if (g->ctx->opencl) {
-        int n = n_steps == g->n_sched ? g->n_launches : g->n_launches_forward;
+        int n = n_steps == g->n_sched ? g->n_launches : n_steps == g->n_sched_update ? g->n_launches_update
+                                                                                      : g->n_launches_forward;
         for (i = 0; i < n; i++) {
             nn__launch *l = &g->launches[i];
             cl_int err;
@@ -6331,12 +7078,22 @@ static nn_result nn__run(nn_graph *g, int n_steps) {
     return NN_OK;
 }
 
+/* forward, backward (and gradient accumulation); the update on update steps only */
 NN_API nn_result nn_graph_step(nn_graph *g) {
     nn_result r;
+    nn__opt_clock clock;
+    float lr;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
     g->step++;
-    r = nn__run(g, g->n_sched);
-    if (r != NN_OK) g->step--;
+    clock = g->clock;
+    lr = g->lr;
+    r = nn__run(g, nn__opt_begin(g) ? g->n_sched : g->n_sched_update);
+    if (r != NN_OK) {
+        g->step--;
+        g->clock = clock;
+        g->lr = lr;
+    }
     return r;
 }
 
@@ -6359,7 +7116,8 @@ NN_API nn_result nn_graph_finish(nn_graph *g) {
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!(lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_lr: lr %g is not >= 0", lr);
-    g->lr = lr;
+    g->schedule.lr = lr;
+    g->lr = nn_lr_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);
     return NN_OK;
 }
 
@@ -6460,10 +7218,10 @@ static const char *const nn__unary_names[NN__U_COUNT] = {"relu", "leaky_relu", "
 
 static int64_t nn__last_dim(const nn__node *n) { return n->shape.dim[n->shape.ndim - 1]; }
 
-/* Adam's bias corrections for the step about to run, in double as PyTorch computes them. */
+/* Adam's bias corrections for the update about to run, in double as PyTorch computes them. */
 static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
-    *bc1 = (float)(1.0 - pow((double)g->opt.beta1, (double)g->step));
-    *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->step));
+    *bc1 = (float)(1.0 - pow((double)g->opt.beta1, (double)g->clock.t));
+    *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->clock.t));
 }
 
 /* A shape seen along axis: [outer, len, inner]. */
@@ -6576,16 +7334,18 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
     case NN__OP_OPT_SGD: {
         nn__node *p = &g->nodes[in[0]];
         float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f;
-        nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr, g->opt.momentum,
-                       g->opt.dampening, g->opt.weight_decay, g->opt.nesterov, g->step == 1, clip);
+        nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->f[0],
+                       g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->f[1], g->opt.nesterov, g->clock.t == 1,
+                       clip, nn__opt_cv(g));
         break;
     }
     case NN__OP_OPT_ADAM: {
         nn__node *p = &g->nodes[in[0]];
         float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f, bc1, bc2;
         nn__adam_bc(g, &bc1, &bc2);
-        nn__adam_update(g->ctx->pool, p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel, g->lr, g->opt.beta1,
-                        g->opt.beta2, g->opt.eps, g->opt.weight_decay, g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip);
+        nn__adam_update(g->ctx->pool, p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel,
+                        g->lr * n->f[0], g->opt.beta1, g->opt.beta2, g->opt.eps, g->opt.weight_decay * n->f[1],
+                        g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip, nn__opt_cv(g));
         break;
     }
     case NN__OP_CONV2D: case NN__OP_CONV2D_DX: case NN__OP_CONV2D_DW: {
@@ -6672,6 +7432,8 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         memcpy(y, NN__F(in[0]), (size_t)n->i[1] * 4);
         memcpy(y + n->i[1], NN__F(in[1]), (size_t)n->i[1] * 4);
         break;
+    case NN__OP_OPT_STEP: nn__opt_step_cpu(g, n); break;
+    case NN__OP_GRAD_ACC: nn__grad_acc_cpu(y, NN__F(in[0]), N, n->f[0], (g->step - 1) % (uint64_t)g->accum_steps == 0); break;
     default:
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: no CPU path", nn__op_names[n->op]);
     }
@@ -6730,18 +7492,78 @@ static void nn__cl_update_dropout(nn_graph *g, nn__launch *l) {
 }
 
 static void nn__cl_update_sgd(nn_graph *g, nn__launch *l) {
-    cl_float lr = g->lr;
-    cl_int first = g->step == 1;
+    cl_float lr = g->lr * g->nodes[l->node].f[0];
+    cl_int first = g->clock.t == 1;
     clSetKernelArg(l->kernel, 5, sizeof lr, &lr);
     clSetKernelArg(l->kernel, 10, sizeof first, &first);
 }
 
 static void nn__cl_update_adam(nn_graph *g, nn__launch *l) {
-    cl_float lr = g->lr, bc1, bc2;
+    cl_float lr = g->lr * g->nodes[l->node].f[0], bc1, bc2;
     nn__adam_bc(g, &bc1, &bc2);
     clSetKernelArg(l->kernel, 6, sizeof lr, &lr);
     clSetKernelArg(l->kernel, 12, sizeof bc1, &bc1);
     clSetKernelArg(l->kernel, 13, sizeof bc2, &bc2);
+}
+
+/* opt_step: the rate (with the parameter's multiplier) and this update's constants c0..c3 */
+static void nn__cl_update_opt(nn_graph *g, nn__launch *l) {
+    cl_float lr = g->lr * g->nodes[l->node].f[0];
+    cl_uint k;
+    clSetKernelArg(l->kernel, 9, sizeof lr, &lr);
+    for (k = 0; k < 4; k++) clSetKernelArg(l->kernel, 17 + k, sizeof(cl_float), &g->clock.c[k]);
+}
+
+static void nn__cl_update_lamb_apply(nn_graph *g, nn__launch *l) {
+    cl_float lr = g->lr * g->nodes[l->node].f[0];
+    clSetKernelArg(l->kernel, 3, sizeof lr, &lr);
+}
+
+static void nn__cl_update_grad_acc(nn_graph *g, nn__launch *l) {
+    cl_int reset = (g->step - 1) % (uint64_t)g->accum_steps == 0;
+    clSetKernelArg(l->kernel, 4, sizeof reset, &reset);
+}
+
+/* OPT_STEP's launches: LARS reduces |w| and |g| first; LAMB computes u, reduces |w| and
+   |u|, then applies (see nn_optim.c). */
+static nn_result nn__cl_prepare_opt(nn_graph *g, int id) {
+    nn_context *ctx = g->ctx;
+    nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
+    cl_mem grad = g->nodes[n->in[1]].buf.mem, clip = n->n_in > 2 ? g->nodes[n->in[2]].buf.mem : g->one;
+    cl_mem s[3], norms = n->scratch > 0 ? n->scratch_buf.mem : g->one;
+    int np = (int)p->numel, k, lamb = n->i[0] == NN_OPT_LAMB;
+    size_t wg = nn__cl_reduce_wg(g);
+    float h[5], cv = nn__opt_cv(g);
+    nn__launch *l = NULL;
+    nn_result r;
+    for (k = 0; k < 3; k++) s[k] = k < n->n_aux ? n->aux[k].mem : g->one; /* g->one: never written */
+    if (lamb) s[2] = n->scratch_buf.mem;
+    nn__opt_hparams(&g->opt, h);
+    if (n->i[0] == NN_OPT_LARS) {
+        r = nn__cl_add(g, id, "optim", "opt_norms", wg, &l);
+        if (r != NN_OK) return r;
+        l->gws[0] = l->lws[0] = wg;
+        l->use_lws = 1;
+        r = nn__cl_args(ctx, l->kernel, "mmmfimiL", p->buf.mem, grad, clip, (double)cv, np, norms, 0, wg * 8);
+        if (r != NN_OK) return r;
+    }
+    r = nn__cl_add(g, id, "optim", "opt_step", (size_t)np, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__cl_update_opt;
+    r = nn__cl_args(ctx, l->kernel, "mmmmmmmiiffffffffffff", p->buf.mem, grad, clip, s[0], s[1], s[2], norms, np, n->i[0],
+                    (double)g->lr, (double)(g->opt.weight_decay * n->f[1]), (double)cv, (double)h[0], (double)h[1],
+                    (double)h[2], (double)h[3], (double)h[4], 0.0, 0.0, 0.0, 0.0);
+    if (r != NN_OK || !lamb) return r;
+    r = nn__cl_add(g, id, "optim", "opt_norms", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    r = nn__cl_args(ctx, l->kernel, "mmmfimiL", p->buf.mem, norms, g->one, (double)3.40282347e38f, np, norms, np, wg * 8);
+    if (r != NN_OK) return r;
+    r = nn__cl_add(g, id, "optim", "lamb_apply", (size_t)np, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__cl_update_lamb_apply;
+    return nn__cl_args(ctx, l->kernel, "mmif", p->buf.mem, norms, np, (double)g->lr);
 }
 
 #define NN__M(id) (g->nodes[(id)].buf.mem)
@@ -6892,9 +7714,10 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         r = nn__cl_add(g, id, "optim", "sgd", (size_t)np, &l);
         if (r != NN_OK) return r;
         l->update = nn__cl_update_sgd;
-        return nn__cl_args(ctx, l->kernel, "mmmmiffffii", p->buf.mem, NN__M(in[1]), n->n_aux ? n->aux[0].mem : g->one,
+        return nn__cl_args(ctx, l->kernel, "mmmmiffffiif", p->buf.mem, NN__M(in[1]), n->n_aux ? n->aux[0].mem : g->one,
                            n->n_in > 2 ? NN__M(in[2]) : g->one, np, (double)g->lr, (double)g->opt.momentum,
-                           (double)g->opt.dampening, (double)g->opt.weight_decay, g->opt.nesterov, 1);
+                           (double)g->opt.dampening, (double)(g->opt.weight_decay * n->f[1]), g->opt.nesterov, 1,
+                           (double)nn__opt_cv(g));
     }
     case NN__OP_OPT_ADAM: {
         nn__node *p = &g->nodes[in[0]];
@@ -6902,10 +7725,10 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         r = nn__cl_add(g, id, "optim", "adam", (size_t)np, &l);
         if (r != NN_OK) return r;
         l->update = nn__cl_update_adam;
-        return nn__cl_args(ctx, l->kernel, "mmmmmifffffiff", p->buf.mem, NN__M(in[1]), n->aux[0].mem, n->aux[1].mem,
+        return nn__cl_args(ctx, l->kernel, "mmmmmifffffifff", p->buf.mem, NN__M(in[1]), n->aux[0].mem, n->aux[1].mem,
                            n->n_in > 2 ? NN__M(in[2]) : g->one, np, (double)g->lr, (double)g->opt.beta1,
-                           (double)g->opt.beta2, (double)g->opt.eps, (double)g->opt.weight_decay,
-                           g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0);
+                           (double)g->opt.beta2, (double)g->opt.eps, (double)(g->opt.weight_decay * n->f[1]),
+                           g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0, (double)nn__opt_cv(g));
     }
     case NN__OP_CONV2D: case NN__OP_CONV2D_DX: case NN__OP_CONV2D_DW: {
         nn__conv2d c;
@@ -7044,6 +7867,12 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         r = nn__cl_add(g, id, "norm", "batch_norm_pack", (size_t)n->i[1], &l);
         if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmi", NN__M(in[0]), NN__M(in[1]), y, n->i[1]);
         return r;
+    case NN__OP_OPT_STEP: return nn__cl_prepare_opt(g, id);
+    case NN__OP_GRAD_ACC:
+        r = nn__cl_add(g, id, "optim", "grad_acc", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        l->update = nn__cl_update_grad_acc;
+        return nn__cl_args(ctx, l->kernel, "mmifi", y, NN__M(in[0]), N, (double)n->f[0], 1);
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);
     }

@@ -1,13 +1,14 @@
 /* Optimizer updates, one fused kernel per rule, PyTorch's semantics. `clip` points at the
-   global-norm clipping coefficient (1.0 when clipping is off), computed on the device. */
+   global-norm clipping coefficient (1.0 when clipping is off), computed on the device;
+   `cv` clamps each clipped gradient element (FLT_MAX when off). */
 
 /* SGD with momentum, dampening, Nesterov and L2 weight decay (torch.optim.SGD) */
 __kernel void sgd(__global float *p, __global const float *grad, __global float *buf, __global const float *clip,
                   const int n, const float lr, const float momentum, const float dampening, const float wd,
-                  const int nesterov, const int first_step) {
+                  const int nesterov, const int first_step, const float cv) {
     int i = get_global_id(0);
     if (i >= n) return;
-    float g = grad[i] * clip[0] + wd * p[i];
+    float g = clamp(grad[i] * clip[0], -cv, cv) + wd * p[i];
     if (momentum != 0.0f) {
         float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;
         buf[i] = b;
@@ -20,10 +21,11 @@ __kernel void sgd(__global float *p, __global const float *grad, __global float 
    1 - beta^t from the host */
 __kernel void adam(__global float *p, __global const float *grad, __global float *m, __global float *v,
                    __global const float *clip, const int n, const float lr, const float b1, const float b2,
-                   const float eps, const float wd, const int decoupled, const float bc1, const float bc2) {
+                   const float eps, const float wd, const int decoupled, const float bc1, const float bc2,
+                   const float cv) {
     int i = get_global_id(0);
     if (i >= n) return;
-    float g = grad[i] * clip[0], w = p[i];
+    float g = clamp(grad[i] * clip[0], -cv, cv), w = p[i];
     if (decoupled) w *= 1.0f - lr * wd;
     else g += wd * w;
     float mi = b1 * m[i] + (1.0f - b1) * g;
@@ -31,4 +33,188 @@ __kernel void adam(__global float *p, __global const float *grad, __global float
     m[i] = mi;
     v[i] = vi;
     p[i] = w - (lr / bc1) * mi / (sqrt(vi) * rsqrt(bc2) + eps);
+}
+
+/* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the
+   same on every work-item). Each rule is the twin of nn__opt_rule in src/nn_optim.c, which
+   documents h (compile-time hyperparameters) and c (this update's constants). State s0..s2
+   is the parameter's aux buffers; unused ones are a dummy never written. */
+#define NN_ADAM 2
+#define NN_ADAMW 3
+#define NN_ADAMAX 4
+#define NN_NADAM 5
+#define NN_RADAM 6
+#define NN_RMSPROP 7
+#define NN_ADAGRAD 8
+#define NN_ADADELTA 9
+#define NN_LION 10
+#define NN_LAMB 11
+#define NN_LARS 12
+#define NN_FTRL 13
+
+__kernel void opt_step(__global float *p, __global const float *grad, __global const float *clip,
+                       __global float *s0, __global float *s1, __global float *s2, __global const float *norms,
+                       const int n, const int kind, const float lr, const float wd, const float cv,
+                       const float h0, const float h1, const float eps, const float h3, const float h4,
+                       const float c0, const float c1, const float c2, const float c3) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    float g = clamp(grad[i] * clip[0], -cv, cv), w = p[i];
+    switch (kind) {
+    case NN_ADAM: case NN_ADAMW: { /* AMSGrad */
+        if (h3 != 0.0f) w *= 1.0f - lr * wd;
+        else g += wd * w;
+        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;
+        float vmax = fmax(s2[i], v);
+        s0[i] = m;
+        s1[i] = v;
+        s2[i] = vmax;
+        p[i] = w - lr * c0 * m / (sqrt(vmax) * c1 + eps);
+        break;
+    }
+    case NN_ADAMAX: {
+        g += wd * w;
+        float m = h0 * s0[i] + (1.0f - h0) * g, u = fmax(h1 * s1[i], fabs(g) + eps);
+        s0[i] = m;
+        s1[i] = u;
+        p[i] = w - lr * c0 * m / u;
+        break;
+    }
+    case NN_NADAM: {
+        if (h3 != 0.0f) w *= 1.0f - lr * wd;
+        else g += wd * w;
+        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;
+        s0[i] = m;
+        s1[i] = v;
+        p[i] = w - lr * (c1 * g + c2 * m) / (sqrt(v * c0) + eps);
+        break;
+    }
+    case NN_RADAM: {
+        if (h3 != 0.0f) w *= 1.0f - lr * wd;
+        else g += wd * w;
+        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;
+        s0[i] = m;
+        s1[i] = v;
+        p[i] = c2 != 0.0f ? w - lr * c0 * m * c1 / (sqrt(v) + eps) : w - lr * c0 * m;
+        break;
+    }
+    case NN_RMSPROP: {
+        g += wd * w;
+        float sq = h0 * s0[i] + (1.0f - h0) * g * g, avg;
+        s0[i] = sq;
+        if (h4 != 0.0f) {
+            float ga = h0 * s1[i] + (1.0f - h0) * g;
+            s1[i] = ga;
+            avg = sqrt(sq - ga * ga) + eps;
+        } else {
+            avg = sqrt(sq) + eps;
+        }
+        if (h3 > 0.0f) {
+            float b = h3 * s2[i] + g / avg;
+            s2[i] = b;
+            p[i] = w - lr * b;
+        } else {
+            p[i] = w - lr * g / avg;
+        }
+        break;
+    }
+    case NN_ADAGRAD: {
+        g += wd * w;
+        float s = (c3 != 0.0f ? h4 : s0[i]) + g * g;
+        s0[i] = s;
+        p[i] = w - lr * c0 * g / (sqrt(s) + eps);
+        break;
+    }
+    case NN_ADADELTA: {
+        g += wd * w;
+        float sq = h0 * s0[i] + (1.0f - h0) * g * g;
+        float d = sqrt(s1[i] + eps) / sqrt(sq + eps) * g;
+        s0[i] = sq;
+        s1[i] = h0 * s1[i] + (1.0f - h0) * d * d;
+        p[i] = w - lr * d;
+        break;
+    }
+    case NN_LION: {
+        float u = h0 * s0[i] + (1.0f - h0) * g;
+        w *= 1.0f - lr * wd;
+        p[i] = w - lr * (float)((u > 0.0f) - (u < 0.0f));
+        s0[i] = h1 * s0[i] + (1.0f - h1) * g;
+        break;
+    }
+    case NN_LAMB: { /* first pass: the update u into s2 (the node's scratch) */
+        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;
+        s0[i] = m;
+        s1[i] = v;
+        s2[i] = m * c0 / (sqrt(v) * c1 + eps) + wd * w;
+        break;
+    }
+    case NN_LARS: { /* norms: sums of squares of w and g from opt_norms */
+        float wn = sqrt(norms[0]), gn = sqrt(norms[1]);
+        float trust = wn > 0.0f && gn > 0.0f ? h4 * wn / (gn + wd * wn + eps) : 1.0f;
+        g = (g + wd * w) * trust;
+        if (h0 != 0.0f) {
+            float b = c3 != 0.0f ? g : h0 * s0[i] + (1.0f - h1) * g;
+            s0[i] = b;
+            g = h3 != 0.0f ? g + h0 * b : b;
+        }
+        p[i] = w - lr * g;
+        break;
+    }
+    case NN_FTRL: {
+        float n0 = c3 != 0.0f ? h4 : s0[i], n1 = n0 + g * g;
+        float p1 = pow(n1, -h3), p0 = pow(n0, -h3);
+        float z = s1[i] + g - (p1 - p0) / lr * w;
+        float beta = eps; /* h2 is FTRL's beta */
+        float q = (p1 + beta) / lr + 2.0f * h1;
+        s1[i] = z;
+        s0[i] = n1;
+        p[i] = fabs(z) > h0 ? ((z > 0.0f ? h0 : -h0) - z) / q : 0.0f;
+        break;
+    }
+    default: break;
+    }
+}
+
+/* out[off] = sum(p^2), out[off + 1] = sum(clamp(x * clip, +-cv)^2): one work-group of a
+   power-of-two size (tmp holds two floats per item), a strided pass then a tree, so the
+   order is fixed. LARS: x = the gradient; LAMB: x = its update u. */
+__kernel void opt_norms(__global const float *p, __global const float *x, __global const float *clip, const float cv,
+                        const int n, __global float *out, const int off, __local float *tmp) {
+    int l = get_local_id(0), wg = get_local_size(0);
+    float a = 0.0f, b = 0.0f, c = clip[0];
+    for (int i = l; i < n; i += wg) {
+        float v = clamp(x[i] * c, -cv, cv);
+        a += p[i] * p[i];
+        b += v * v;
+    }
+    tmp[2 * l] = a;
+    tmp[2 * l + 1] = b;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int o = wg / 2; o > 0; o >>= 1) {
+        if (l < o) {
+            tmp[2 * l] += tmp[2 * (l + o)];
+            tmp[2 * l + 1] += tmp[2 * (l + o) + 1];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0) {
+        out[off] = tmp[0];
+        out[off + 1] = tmp[1];
+    }
+}
+
+/* LAMB's second pass: p -= lr * trust * u, trust = |w| / |u| (1 when either is 0); u and
+   its norms (at u[n], u[n + 1]) are the scratch the first pass and opt_norms wrote. */
+__kernel void lamb_apply(__global float *p, __global const float *u, const int n, const float lr) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    float wn = sqrt(u[n]), un = sqrt(u[n + 1]);
+    p[i] -= lr * (wn > 0.0f && un > 0.0f ? wn / un : 1.0f) * u[i];
+}
+
+/* Gradient accumulation: acc = (reset ? 0 : acc) + g * inv_k, the running mean of a cycle. */
+__kernel void grad_acc(__global float *acc, __global const float *g, const int n, const float inv_k, const int reset) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    acc[i] = (reset ? 0.0f : acc[i]) + g[i] * inv_k;
 }

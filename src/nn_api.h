@@ -272,27 +272,107 @@ NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const 
 typedef enum nn_optimizer_kind {
     NN_OPT_NONE = 0, /* compute gradients only */
     NN_OPT_SGD,
-    NN_OPT_ADAM,
-    NN_OPT_ADAMW
+    NN_OPT_ADAM,     /* amsgrad: AMSGrad */
+    NN_OPT_ADAMW,    /* amsgrad: AMSGrad with decoupled decay */
+    NN_OPT_ADAMAX,
+    NN_OPT_NADAM,
+    NN_OPT_RADAM,
+    NN_OPT_RMSPROP,
+    NN_OPT_ADAGRAD,
+    NN_OPT_ADADELTA,
+    NN_OPT_LION,     /* Chen et al. 2023 (lucidrains/lion-pytorch) */
+    NN_OPT_LAMB,     /* You et al. 2019 as timm's Lamb, trust ratio always applied */
+    NN_OPT_LARS,     /* You et al. 2017 as timm's Lars, trust ratio always applied */
+    NN_OPT_FTRL      /* FTRL-Proximal as TensorFlow's Ftrl (alpha is lr) */
 } nn_optimizer_kind;
 
-/* PyTorch's semantics. Zero fields take PyTorch's defaults: lr 1e-3 (Adam, AdamW) or 1e-2
-   (SGD), betas 0.9 and 0.999, eps 1e-8, AdamW weight_decay 1e-2. */
+/* torch.optim's semantics and defaults; every zero field takes the default:
+     lr: 1e-2 SGD, RMSprop, Adagrad; 2e-3 Adamax, NAdam; 1.0 AdaDelta, LARS; 1e-4 Lion;
+         1e-3 the others (Adam, AdamW, RAdam, LAMB, FTRL)
+     beta1, beta2: 0.9, 0.999 (Lion: 0.9, 0.99)
+     eps: 1e-8; 1e-10 Adagrad; 1e-6 AdaDelta, LAMB
+     weight_decay: 0, but 1e-2 for AdamW: L2 into the gradient, except decoupled
+         (p *= 1 - lr*wd) for AdamW, Lion, and NAdam/RAdam with decoupled_weight_decay;
+         LAMB and LARS add it to the update before the trust ratio; FTRL ignores it (l2)
+     alpha 0.99 (RMSprop), rho 0.9 (AdaDelta), momentum_decay 4e-3 (NAdam),
+     trust_coef 1e-3 (LARS), lr_power -0.5 and initial_accumulator_value 0.1 (FTRL;
+     Adagrad's is 0). Clipping acts on the (accumulated, averaged) gradient: first the
+   global L2 norm (clip_norm), then each element (clip_value). */
 typedef struct nn_optimizer {
     nn_optimizer_kind kind;
     float lr;
-    float momentum, dampening; /* SGD */
-    int nesterov;              /* SGD */
-    float weight_decay;        /* L2 for SGD/Adam, decoupled for AdamW */
-    float beta1, beta2, eps;   /* Adam, AdamW */
+    float momentum, dampening; /* SGD, RMSprop (momentum), LARS */
+    int nesterov;              /* SGD, LARS */
+    float weight_decay;
+    float beta1, beta2, eps;   /* the Adam family, Lion, LAMB */
     float clip_norm;           /* > 0: scale gradients to this global L2 norm at most */
+    /* added with the optimizer family (zero: the default above) */
+    float clip_value;          /* > 0: clamp each gradient element to [-clip_value, clip_value] */
+    int amsgrad;               /* Adam, AdamW */
+    int decoupled_weight_decay;/* NAdam, RAdam: AdamW-style decay */
+    float momentum_decay;      /* NAdam */
+    float alpha;               /* RMSprop's smoothing constant */
+    int centered;              /* RMSprop */
+    float lr_decay;            /* Adagrad */
+    float initial_accumulator_value; /* Adagrad, FTRL */
+    float rho;                 /* AdaDelta */
+    float trust_coef;          /* LARS */
+    float l1, l2, beta;        /* FTRL: l1, l2 regularisation strengths and beta */
+    float lr_power;            /* FTRL; 0: -0.5 */
+    int no_decay_1d;           /* no weight decay on parameters of one dimension (biases, norms) */
+    int accumulate_steps;      /* > 1: average gradients over this many nn_graph_step calls and
+                                  update on every k-th (nn_grad then reads the running mean) */
 } nn_optimizer;
+
+/* Learning-rate schedules, torch.optim.lr_scheduler's closed forms, evaluated on the host
+   for update t = 0, 1, ... (the t-th optimizer update, as PyTorch's scheduler.step() count):
+     CONSTANT    lr
+     STEP        lr * gamma^floor(t / step_size)                            (StepLR)
+     MULTISTEP   lr * gamma^(number of milestones <= t)                     (MultiStepLR)
+     EXPONENTIAL lr * gamma^t                                               (ExponentialLR)
+     COSINE      warm-up, then min_lr + (lr - min_lr) * (1 + cos(pi * s / S)) / 2 with
+                 s = t - warmup_steps, S = total_steps - warmup_steps, s clamped to S
+                 (LinearLR then CosineAnnealingLR in a SequentialLR)
+     LINEAR      warm-up, then lr + (min_lr - lr) * s / S, s clamped to S (LinearLR twice)
+     ONECYCLE    OneCycleLR (cosine annealing, two phases; momentum is not cycled): from
+                 lr/div_factor up to lr at pct_start * total_steps - 1, then down to
+                 lr/div_factor/final_div_factor at total_steps - 1
+   Warm-up (t < warmup_steps): lr * (f + (1 - f) * t / warmup_steps), f = warmup_start_factor.
+   Zero fields: gamma 0.1, warmup_start_factor 1/3 (LinearLR's), pct_start 0.3,
+   div_factor 25, final_div_factor 1e4. */
+typedef enum nn_lr_schedule_kind {
+    NN_LR_CONSTANT = 0,
+    NN_LR_STEP,
+    NN_LR_MULTISTEP,
+    NN_LR_EXPONENTIAL,
+    NN_LR_COSINE,
+    NN_LR_LINEAR,
+    NN_LR_ONECYCLE
+} nn_lr_schedule_kind;
+
+#define NN_LR_MAX_MILESTONES 16
+typedef struct nn_lr_schedule {
+    nn_lr_schedule_kind kind;
+    float lr;               /* base (peak) rate; 0 in a compile desc: the optimizer's lr */
+    float gamma;            /* STEP, MULTISTEP, EXPONENTIAL */
+    int step_size;          /* STEP */
+    int milestones[NN_LR_MAX_MILESTONES]; /* MULTISTEP, increasing */
+    int n_milestones;
+    int warmup_steps;       /* COSINE, LINEAR */
+    float warmup_start_factor;
+    int total_steps;        /* COSINE, LINEAR, ONECYCLE */
+    float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
+    float pct_start, div_factor, final_div_factor; /* ONECYCLE */
+} nn_lr_schedule;
+/* The rate a schedule gives update t (counted from 0). */
+NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t);
 
 typedef struct nn_compile_desc {
     nn_tensor loss;      /* scalar; id 0 is a valid tensor, so set has_loss */
     int has_loss;        /* 0: a forward-only (inference) graph */
     nn_optimizer optimizer;
     int keep_grads;      /* keep every parameter's gradient readable (nn_grad) */
+    nn_lr_schedule schedule; /* kind 0: the constant optimizer.lr */
 } nn_compile_desc;
 
 /* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. */
@@ -300,7 +380,15 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
 NN_API nn_result nn_graph_step(nn_graph *g);    /* forward, backward, update */
 NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
 NN_API nn_result nn_graph_finish(nn_graph *g);  /* waits for queued work */
+/* Sets the schedule's base rate (the rate itself for the default constant schedule). */
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr);
+/* Replaces the schedule (after compile too); s->lr 0 keeps the current base rate. The
+   next update uses nn_lr_at(s, number of updates done so far). */
+NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s);
+/* Before compile: parameters whose name starts with prefix get lr * lr_mult and
+   weight_decay * wd_mult (the last group added that matches wins; no_decay_1d still
+   zeroes one-dimensional parameters' decay). Parameters in no group: 1 and 1. */
+NN_API nn_result nn_graph_param_group(nn_graph *g, const char *prefix, float lr_mult, float wd_mult);
 
 NN_API nn_tensor nn_find(nn_graph *g, const char *name);
 NN_API nn_tensor nn_grad(nn_graph *g, nn_tensor t); /* after compile */

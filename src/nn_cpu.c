@@ -229,10 +229,11 @@ static void nn__correct_forward(float *y, const float *x, const int32_t *label, 
 /* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
 
 static void nn__sgd_update(float *p, const float *grad, float *buf, int64_t n, float lr, float momentum,
-                           float dampening, float wd, int nesterov, int first_step, float clip) {
+                           float dampening, float wd, int nesterov, int first_step, float clip, float cv) {
     int64_t i;
     for (i = 0; i < n; i++) {
-        float g = grad[i] * clip + wd * p[i];
+        float g = grad[i] * clip;
+        g = (g > cv ? cv : g < -cv ? -cv : g) + wd * p[i];
         if (momentum != 0.0f) {
             float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;
             buf[i] = b;
@@ -244,18 +245,19 @@ static void nn__sgd_update(float *p, const float *grad, float *buf, int64_t n, f
 
 /* Adam and AdamW, one parameter tensor. keep = 1 - lr*wd for AdamW (decoupled decay) and
    l2 = wd for Adam; step = lr / (1 - beta1^t); inv_sbc2 = 1 / sqrt(1 - beta2^t):
-   p = p*keep - step * m / (sqrt(v) * inv_sbc2 + eps), with g = grad*clip + l2*p. */
+   p = p*keep - step * m / (sqrt(v) * inv_sbc2 + eps), with g = clamp(grad*clip, +-cv) + l2*p. */
 typedef struct nn__adam_args {
     float *p, *m, *v;
     const float *g;
     int64_t n;
-    float clip, b1, b2, step, inv_sbc2, eps, keep, l2;
+    float clip, b1, b2, step, inv_sbc2, eps, keep, l2, cv;
 } nn__adam_args;
 
 static void nn__adam_range(const nn__adam_args *a, int64_t i0, int64_t i1) {
     int64_t i;
     for (i = i0; i < i1; i++) {
-        float w = a->p[i], g = a->g[i] * a->clip + a->l2 * w;
+        float w = a->p[i], g = a->g[i] * a->clip;
+        g = (g > a->cv ? a->cv : g < -a->cv ? -a->cv : g) + a->l2 * w;
         float m = a->b1 * a->m[i] + (1.0f - a->b1) * g;
         float v = a->b2 * a->v[i] + (1.0f - a->b2) * g * g;
         a->m[i] = m;
@@ -273,11 +275,12 @@ __attribute__((target("avx2,fma"))) static void nn__adam_range_avx2(const nn__ad
     __m256 clip = _mm256_set1_ps(a->clip), l2 = _mm256_set1_ps(a->l2), b1 = _mm256_set1_ps(a->b1);
     __m256 c1 = _mm256_set1_ps(1.0f - a->b1), b2 = _mm256_set1_ps(a->b2), c2 = _mm256_set1_ps(1.0f - a->b2);
     __m256 keep = _mm256_set1_ps(a->keep), step = _mm256_set1_ps(a->step), isb = _mm256_set1_ps(a->inv_sbc2);
-    __m256 eps = _mm256_set1_ps(a->eps);
+    __m256 eps = _mm256_set1_ps(a->eps), cv = _mm256_set1_ps(a->cv), ncv = _mm256_set1_ps(-a->cv);
     int64_t i = i0;
     for (; i + 8 <= i1; i += 8) {
         __m256 w = _mm256_loadu_ps(a->p + i);
-        __m256 g = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip), _mm256_mul_ps(l2, w));
+        __m256 gc = _mm256_max_ps(_mm256_min_ps(_mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip), cv), ncv);
+        __m256 g = _mm256_add_ps(gc, _mm256_mul_ps(l2, w));
         __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(a->m + i)), _mm256_mul_ps(c1, g));
         __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(a->v + i)), _mm256_mul_ps(c2, _mm256_mul_ps(g, g)));
         __m256 den = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(v), isb), eps);
@@ -311,7 +314,8 @@ static void nn__adam_task(void *arg, int t, int n_tasks) {
 #define NN__PAR_MIN 32768
 
 static void nn__adam_update(nn__pool *pool, float *p, const float *grad, float *m, float *v, int64_t n, float lr,
-                            float b1, float b2, float eps, float wd, int decoupled, float bc1, float bc2, float clip) {
+                            float b1, float b2, float eps, float wd, int decoupled, float bc1, float bc2, float clip,
+                            float cv) {
     nn__adam_args a;
     a.p = p;
     a.g = grad;
@@ -326,5 +330,6 @@ static void nn__adam_update(nn__pool *pool, float *p, const float *grad, float *
     a.eps = eps;
     a.keep = decoupled ? 1.0f - lr * wd : 1.0f;
     a.l2 = decoupled ? 0.0f : wd;
+    a.cv = cv;
     nn__pool_run(pool, nn__adam_task, &a, n >= NN__PAR_MIN ? nn__pool_size(pool) : 1);
 }

@@ -295,6 +295,7 @@ NN_API void nn_graph_destroy(nn_graph *g) {
     int i;
     if (!g) return;
     nn__graph_release_compiled(g);
+    nn__groups_free(g);
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
     nn__params_release(g->params);
@@ -1591,19 +1592,23 @@ static int nn__differentiable(int op) {
 
 /* ---- compiling ---- */
 
-static nn_optimizer nn__opt_defaults(nn_optimizer o) {
-    if (o.lr == 0.0f) o.lr = o.kind == NN_OPT_SGD ? 1e-2f : 1e-3f;
-    if (o.beta1 == 0.0f) o.beta1 = 0.9f;
-    if (o.beta2 == 0.0f) o.beta2 = 0.999f;
-    if (o.eps == 0.0f) o.eps = 1e-8f;
-    if (o.kind == NN_OPT_ADAMW && o.weight_decay == 0.0f) o.weight_decay = 1e-2f;
-    return o;
-}
-
-/* Adds clipping and one update op per trainable parameter. */
+/* Adds gradient accumulation, clipping and one update op per trainable parameter (the
+   rules, defaults and multipliers are in nn_optim.c). Nodes from g->first_update_node on
+   run on update steps only. */
 static nn_result nn__add_optimizer(nn_graph *g) {
-    int i, n0 = g->n_nodes, scale = -1, acc = -1;
+    int i, n0 = g->n_nodes, scale = -1, acc = -1, k = g->accum_steps;
+    int op = nn__opt_generic(&g->opt) ? NN__OP_OPT_STEP : g->opt.kind == NN_OPT_SGD ? NN__OP_OPT_SGD : NN__OP_OPT_ADAM;
     if (g->opt.kind == NN_OPT_NONE) return NN_OK;
+    for (i = 0; i < n0 && k > 1; i++) { /* every step: each gradient into its running mean */
+        int a;
+        if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
+        a = nn__op1(g, NN__OP_GRAD_ACC, NN_F32, g->nodes[i].shape, g->nodes[i].grad).id;
+        if (a < 0) return g->status;
+        g->nodes[a].f[0] = 1.0f / (float)k;
+        g->nodes[a].is_output = 1; /* persistent across the cycle, and what nn_grad reads */
+        g->nodes[i].grad = a;
+    }
+    g->first_update_node = g->n_nodes;
     if (g->opt.clip_norm > 0.0f) {
         for (i = 0; i < n0; i++) {
             if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
@@ -1616,16 +1621,22 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         }
     }
     for (i = 0; i < n0; i++) {
-        int op = g->opt.kind == NN_OPT_SGD ? NN__OP_OPT_SGD : NN__OP_OPT_ADAM, u;
+        nn__node *u;
         nn_shape none;
+        int id;
         if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
         memset(&none, 0, sizeof none);
-        u = scale >= 0 ? nn__op3(g, op, NN_F32, none, i, g->nodes[i].grad, scale).id
-                       : nn__op2(g, op, NN_F32, none, i, g->nodes[i].grad).id;
-        if (u < 0) break;
-        g->nodes[u].numel = 0;
-        g->nodes[u].is_output = 1; /* a root: it has an effect */
-        g->nodes[u].n_aux = op == NN__OP_OPT_ADAM ? 2 : (g->opt.momentum != 0.0f);
+        id = scale >= 0 ? nn__op3(g, op, NN_F32, none, i, g->nodes[i].grad, scale).id
+                        : nn__op2(g, op, NN_F32, none, i, g->nodes[i].grad).id;
+        if (id < 0) break;
+        u = &g->nodes[id];
+        u->numel = 0;
+        u->is_output = 1; /* a root: it has an effect */
+        u->n_aux = nn__opt_n_aux(&g->opt);
+        u->i[0] = g->opt.kind;
+        nn__param_mults(g, &g->nodes[i], &u->f[0], &u->f[1]);
+        if (g->opt.kind == NN_OPT_LAMB) u->scratch = g->nodes[i].numel + 2; /* u, then two sums of squares */
+        if (g->opt.kind == NN_OPT_LARS) u->scratch = 2;
     }
     return g->status;
 }
@@ -1749,7 +1760,15 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
     g->opt = nn__opt_defaults(d.optimizer);
-    g->lr = g->opt.lr;
+    if ((int)g->opt.kind < NN_OPT_NONE || g->opt.kind > NN_OPT_FTRL)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer kind %d is not one of nn_optimizer_kind",
+                        (int)g->opt.kind);
+    g->accum_steps = g->opt.accumulate_steps;
+    g->first_update_node = -1;
+    g->schedule.lr = g->opt.lr;
+    r = nn_graph_set_schedule(g, &d.schedule);
+    if (r != NN_OK) return r;
+    g->lr = nn_lr_at(&g->schedule, 0);
     n_user = g->n_forward = g->n_nodes;
     if (d.has_loss) {
         nn__node *L;
@@ -1818,6 +1837,12 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->sched[g->n_sched++] = i;
         if (i < n_user) g->n_sched_forward = g->n_sched;
     }
+    g->n_sched_update = g->n_sched; /* where the part that runs on update steps only starts */
+    for (i = 0; i < g->n_sched && g->first_update_node >= 0; i++)
+        if (g->sched[i] >= g->first_update_node) {
+            g->n_sched_update = i;
+            break;
+        }
     for (i = 0; i < g->n_sched && !g->ctx->opencl; i++) { /* the CPU convolutions' im2col space */
         nn__node *n = &g->nodes[g->sched[i]];
         nn__conv2d c;
@@ -1842,9 +1867,11 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->one = one.mem;
         if (r == NN_OK) r = nn__cl_fill(g->ctx, g->one, v, 4);
         for (i = 0; i < g->n_sched && r == NN_OK; i++) {
+            if (i == g->n_sched_update) g->n_launches_update = g->n_launches;
             r = nn__cl_prepare(g, g->sched[i]);
             if (i + 1 == g->n_sched_forward) g->n_launches_forward = g->n_launches;
         }
+        if (g->n_sched_update == g->n_sched) g->n_launches_update = g->n_launches;
         if (r == NN_OK) {
             cl_int err = clFinish(g->ctx->cl.queue);
             if (err != CL_SUCCESS) r = nn__fail(g->ctx, NN_ERR_DEVICE, "nn_graph_compile: clFinish: %s (%d)", nn__cl_errstr(err), err);
@@ -1869,7 +1896,8 @@ static nn_result nn__run(nn_graph *g, int n_steps) {
         return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
 #if !defined(NN_NO_OPENCL)
     if (g->ctx->opencl) {
-        int n = n_steps == g->n_sched ? g->n_launches : g->n_launches_forward;
+        int n = n_steps == g->n_sched ? g->n_launches : n_steps == g->n_sched_update ? g->n_launches_update
+                                                                                      : g->n_launches_forward;
         for (i = 0; i < n; i++) {
             nn__launch *l = &g->launches[i];
             cl_int err;
@@ -1892,12 +1920,22 @@ static nn_result nn__run(nn_graph *g, int n_steps) {
     return NN_OK;
 }
 
+/* forward, backward (and gradient accumulation); the update on update steps only */
 NN_API nn_result nn_graph_step(nn_graph *g) {
     nn_result r;
+    nn__opt_clock clock;
+    float lr;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
     g->step++;
-    r = nn__run(g, g->n_sched);
-    if (r != NN_OK) g->step--;
+    clock = g->clock;
+    lr = g->lr;
+    r = nn__run(g, nn__opt_begin(g) ? g->n_sched : g->n_sched_update);
+    if (r != NN_OK) {
+        g->step--;
+        g->clock = clock;
+        g->lr = lr;
+    }
     return r;
 }
 
@@ -1920,7 +1958,8 @@ NN_API nn_result nn_graph_finish(nn_graph *g) {
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!(lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_lr: lr %g is not >= 0", lr);
-    g->lr = lr;
+    g->schedule.lr = lr;
+    g->lr = nn_lr_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);
     return NN_OK;
 }
 

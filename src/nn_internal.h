@@ -38,6 +38,7 @@
 #endif
 
 #define NN__MAX_IN 4
+#define NN__MAX_AUX 3
 #define NN__ERRLEN 4096
 
 /* Ops, in one list that makes the enum and the names used in messages. */
@@ -59,7 +60,8 @@
     X(UPSAMPLE2D_GRAD, "upsample2d_grad")          \
     X(NORM_STATS, "norm_stats") X(NORM_FORWARD, "norm") X(NORM_DX, "norm_grad_input")             \
     X(NORM_DGAMMA, "norm_grad_weight") X(NORM_DBETA, "norm_grad_bias")                            \
-    X(BN_RUNNING, "batch_norm_running_update") X(BN_PACK, "batch_norm_running_stats")
+    X(BN_RUNNING, "batch_norm_running_update") X(BN_PACK, "batch_norm_running_stats")          \
+    X(OPT_STEP, "optimizer") X(GRAD_ACC, "grad_accumulate")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -110,7 +112,7 @@ typedef struct nn__node {
     size_t offset;       /* NN__ST_ARENA: byte offset in the arena */
     int first, last;     /* schedule positions of definition and last use */
     nn__buf buf;         /* the output */
-    nn__buf aux[2];      /* persistent state (optimizer moments) */
+    nn__buf aux[NN__MAX_AUX]; /* persistent state (optimizer moments), each of in[0]'s size */
     int n_aux;
     int64_t scratch;     /* floats of working memory for the op's run alone (arena) */
     size_t scratch_offset;
@@ -176,6 +178,13 @@ struct nn_context {
 #endif
 };
 
+/* What each optimizer update advances (nn_optim.c), restored if a step fails. */
+typedef struct nn__opt_clock {
+    uint64_t t;                  /* updates done, the running one included */
+    double mu_prod;              /* NAdam's product of momentum coefficients */
+    float c[4];                  /* per-update constants of the rule (bias corrections) */
+} nn__opt_clock;
+
 struct nn_graph {
     nn_context *ctx;
     nn__node *nodes;
@@ -194,11 +203,20 @@ struct nn_graph {
     nn__buf arena;
     size_t arena_bytes;
     int clip_node;               /* CLIP_SCALE node or -1 */
-    float lr;
+    float lr;                    /* the rate of the update running (the schedule's) */
+    /* optimizer extras (nn_optim.c) */
+    nn_lr_schedule schedule;
+    struct nn__pgroup *groups;   /* nn_graph_param_group, in the order added */
+    int n_groups;
+    int accum_steps;             /* update on every accum_steps-th step */
+    int first_update_node;       /* nodes from here on run on update steps only */
+    int n_sched_update;          /* their first schedule position */
+    nn__opt_clock clock;
 #if !defined(NN_NO_OPENCL)
     nn__launch *launches;
     int n_launches, cap_launches;
     int n_launches_forward;
+    int n_launches_update;       /* launches before the update part */
     cl_mem one;                  /* a float 1.0 for optimizers without clipping */
     cl_mem *subs;                /* sub-buffers of the arena, to release */
     int n_subs;

@@ -9,10 +9,10 @@ static const char *const nn__unary_names[NN__U_COUNT] = {"relu", "leaky_relu", "
 
 static int64_t nn__last_dim(const nn__node *n) { return n->shape.dim[n->shape.ndim - 1]; }
 
-/* Adam's bias corrections for the step about to run, in double as PyTorch computes them. */
+/* Adam's bias corrections for the update about to run, in double as PyTorch computes them. */
 static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
-    *bc1 = (float)(1.0 - pow((double)g->opt.beta1, (double)g->step));
-    *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->step));
+    *bc1 = (float)(1.0 - pow((double)g->opt.beta1, (double)g->clock.t));
+    *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->clock.t));
 }
 
 /* A shape seen along axis: [outer, len, inner]. */
@@ -125,16 +125,18 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
     case NN__OP_OPT_SGD: {
         nn__node *p = &g->nodes[in[0]];
         float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f;
-        nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr, g->opt.momentum,
-                       g->opt.dampening, g->opt.weight_decay, g->opt.nesterov, g->step == 1, clip);
+        nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->f[0],
+                       g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->f[1], g->opt.nesterov, g->clock.t == 1,
+                       clip, nn__opt_cv(g));
         break;
     }
     case NN__OP_OPT_ADAM: {
         nn__node *p = &g->nodes[in[0]];
         float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f, bc1, bc2;
         nn__adam_bc(g, &bc1, &bc2);
-        nn__adam_update(g->ctx->pool, p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel, g->lr, g->opt.beta1,
-                        g->opt.beta2, g->opt.eps, g->opt.weight_decay, g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip);
+        nn__adam_update(g->ctx->pool, p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel,
+                        g->lr * n->f[0], g->opt.beta1, g->opt.beta2, g->opt.eps, g->opt.weight_decay * n->f[1],
+                        g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip, nn__opt_cv(g));
         break;
     }
     case NN__OP_CONV2D: case NN__OP_CONV2D_DX: case NN__OP_CONV2D_DW: {
@@ -221,6 +223,8 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         memcpy(y, NN__F(in[0]), (size_t)n->i[1] * 4);
         memcpy(y + n->i[1], NN__F(in[1]), (size_t)n->i[1] * 4);
         break;
+    case NN__OP_OPT_STEP: nn__opt_step_cpu(g, n); break;
+    case NN__OP_GRAD_ACC: nn__grad_acc_cpu(y, NN__F(in[0]), N, n->f[0], (g->step - 1) % (uint64_t)g->accum_steps == 0); break;
     default:
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: no CPU path", nn__op_names[n->op]);
     }
@@ -279,18 +283,78 @@ static void nn__cl_update_dropout(nn_graph *g, nn__launch *l) {
 }
 
 static void nn__cl_update_sgd(nn_graph *g, nn__launch *l) {
-    cl_float lr = g->lr;
-    cl_int first = g->step == 1;
+    cl_float lr = g->lr * g->nodes[l->node].f[0];
+    cl_int first = g->clock.t == 1;
     clSetKernelArg(l->kernel, 5, sizeof lr, &lr);
     clSetKernelArg(l->kernel, 10, sizeof first, &first);
 }
 
 static void nn__cl_update_adam(nn_graph *g, nn__launch *l) {
-    cl_float lr = g->lr, bc1, bc2;
+    cl_float lr = g->lr * g->nodes[l->node].f[0], bc1, bc2;
     nn__adam_bc(g, &bc1, &bc2);
     clSetKernelArg(l->kernel, 6, sizeof lr, &lr);
     clSetKernelArg(l->kernel, 12, sizeof bc1, &bc1);
     clSetKernelArg(l->kernel, 13, sizeof bc2, &bc2);
+}
+
+/* opt_step: the rate (with the parameter's multiplier) and this update's constants c0..c3 */
+static void nn__cl_update_opt(nn_graph *g, nn__launch *l) {
+    cl_float lr = g->lr * g->nodes[l->node].f[0];
+    cl_uint k;
+    clSetKernelArg(l->kernel, 9, sizeof lr, &lr);
+    for (k = 0; k < 4; k++) clSetKernelArg(l->kernel, 17 + k, sizeof(cl_float), &g->clock.c[k]);
+}
+
+static void nn__cl_update_lamb_apply(nn_graph *g, nn__launch *l) {
+    cl_float lr = g->lr * g->nodes[l->node].f[0];
+    clSetKernelArg(l->kernel, 3, sizeof lr, &lr);
+}
+
+static void nn__cl_update_grad_acc(nn_graph *g, nn__launch *l) {
+    cl_int reset = (g->step - 1) % (uint64_t)g->accum_steps == 0;
+    clSetKernelArg(l->kernel, 4, sizeof reset, &reset);
+}
+
+/* OPT_STEP's launches: LARS reduces |w| and |g| first; LAMB computes u, reduces |w| and
+   |u|, then applies (see nn_optim.c). */
+static nn_result nn__cl_prepare_opt(nn_graph *g, int id) {
+    nn_context *ctx = g->ctx;
+    nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
+    cl_mem grad = g->nodes[n->in[1]].buf.mem, clip = n->n_in > 2 ? g->nodes[n->in[2]].buf.mem : g->one;
+    cl_mem s[3], norms = n->scratch > 0 ? n->scratch_buf.mem : g->one;
+    int np = (int)p->numel, k, lamb = n->i[0] == NN_OPT_LAMB;
+    size_t wg = nn__cl_reduce_wg(g);
+    float h[5], cv = nn__opt_cv(g);
+    nn__launch *l = NULL;
+    nn_result r;
+    for (k = 0; k < 3; k++) s[k] = k < n->n_aux ? n->aux[k].mem : g->one; /* g->one: never written */
+    if (lamb) s[2] = n->scratch_buf.mem;
+    nn__opt_hparams(&g->opt, h);
+    if (n->i[0] == NN_OPT_LARS) {
+        r = nn__cl_add(g, id, "optim", "opt_norms", wg, &l);
+        if (r != NN_OK) return r;
+        l->gws[0] = l->lws[0] = wg;
+        l->use_lws = 1;
+        r = nn__cl_args(ctx, l->kernel, "mmmfimiL", p->buf.mem, grad, clip, (double)cv, np, norms, 0, wg * 8);
+        if (r != NN_OK) return r;
+    }
+    r = nn__cl_add(g, id, "optim", "opt_step", (size_t)np, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__cl_update_opt;
+    r = nn__cl_args(ctx, l->kernel, "mmmmmmmiiffffffffffff", p->buf.mem, grad, clip, s[0], s[1], s[2], norms, np, n->i[0],
+                    (double)g->lr, (double)(g->opt.weight_decay * n->f[1]), (double)cv, (double)h[0], (double)h[1],
+                    (double)h[2], (double)h[3], (double)h[4], 0.0, 0.0, 0.0, 0.0);
+    if (r != NN_OK || !lamb) return r;
+    r = nn__cl_add(g, id, "optim", "opt_norms", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    r = nn__cl_args(ctx, l->kernel, "mmmfimiL", p->buf.mem, norms, g->one, (double)3.40282347e38f, np, norms, np, wg * 8);
+    if (r != NN_OK) return r;
+    r = nn__cl_add(g, id, "optim", "lamb_apply", (size_t)np, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__cl_update_lamb_apply;
+    return nn__cl_args(ctx, l->kernel, "mmif", p->buf.mem, norms, np, (double)g->lr);
 }
 
 #define NN__M(id) (g->nodes[(id)].buf.mem)
@@ -441,9 +505,10 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         r = nn__cl_add(g, id, "optim", "sgd", (size_t)np, &l);
         if (r != NN_OK) return r;
         l->update = nn__cl_update_sgd;
-        return nn__cl_args(ctx, l->kernel, "mmmmiffffii", p->buf.mem, NN__M(in[1]), n->n_aux ? n->aux[0].mem : g->one,
+        return nn__cl_args(ctx, l->kernel, "mmmmiffffiif", p->buf.mem, NN__M(in[1]), n->n_aux ? n->aux[0].mem : g->one,
                            n->n_in > 2 ? NN__M(in[2]) : g->one, np, (double)g->lr, (double)g->opt.momentum,
-                           (double)g->opt.dampening, (double)g->opt.weight_decay, g->opt.nesterov, 1);
+                           (double)g->opt.dampening, (double)(g->opt.weight_decay * n->f[1]), g->opt.nesterov, 1,
+                           (double)nn__opt_cv(g));
     }
     case NN__OP_OPT_ADAM: {
         nn__node *p = &g->nodes[in[0]];
@@ -451,10 +516,10 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         r = nn__cl_add(g, id, "optim", "adam", (size_t)np, &l);
         if (r != NN_OK) return r;
         l->update = nn__cl_update_adam;
-        return nn__cl_args(ctx, l->kernel, "mmmmmifffffiff", p->buf.mem, NN__M(in[1]), n->aux[0].mem, n->aux[1].mem,
+        return nn__cl_args(ctx, l->kernel, "mmmmmifffffifff", p->buf.mem, NN__M(in[1]), n->aux[0].mem, n->aux[1].mem,
                            n->n_in > 2 ? NN__M(in[2]) : g->one, np, (double)g->lr, (double)g->opt.beta1,
-                           (double)g->opt.beta2, (double)g->opt.eps, (double)g->opt.weight_decay,
-                           g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0);
+                           (double)g->opt.beta2, (double)g->opt.eps, (double)(g->opt.weight_decay * n->f[1]),
+                           g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0, (double)nn__opt_cv(g));
     }
     case NN__OP_CONV2D: case NN__OP_CONV2D_DX: case NN__OP_CONV2D_DW: {
         nn__conv2d c;
@@ -593,6 +658,12 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         r = nn__cl_add(g, id, "norm", "batch_norm_pack", (size_t)n->i[1], &l);
         if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmi", NN__M(in[0]), NN__M(in[1]), y, n->i[1]);
         return r;
+    case NN__OP_OPT_STEP: return nn__cl_prepare_opt(g, id);
+    case NN__OP_GRAD_ACC:
+        r = nn__cl_add(g, id, "optim", "grad_acc", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        l->update = nn__cl_update_grad_acc;
+        return nn__cl_args(ctx, l->kernel, "mmifi", y, NN__M(in[0]), N, (double)n->f[0], 1);
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);
     }
