@@ -3265,18 +3265,10 @@ static void nn__cl_gemm_config(int is_cpu_device, size_t max_wg_size, cl_ulong l
                                nn__cl_gemm_cfg *c)
 {
     if (is_cpu_device) {
-        /* CPU runtimes (PoCL): the packed path, one item per group.  A 6x16
-         * micro-tile is 12 accumulators of 8 floats, which with the two B
-         * vectors and the A broadcast fills AVX2's 16 registers (the same
-         * shape as BLIS's Haswell kernel).  Items cover up to 96 x 64 of C;
-         * the B panel is TS_K x 64 floats of local memory (64 KiB at
-         * TS_K=256; less where the device offers less). */
-        cl_ulong kmax = local_mem_bytes / (64 * sizeof(float));
-        int ts_k = kmax >= 256 ? 256 : (int)(kmax / 16 * 16);
-        if (ts_k >= 16)
-            nn__cl_gemm_cfg_set(c, 6, 16, 8, 16, 4, 2, ts_k, 0, 0, 0);
-        else   /* no useful local memory: stream everything from global */
-            nn__cl_gemm_cfg_set(c, 6, 16, 8, 4, 4, 0, 16, 0, 0, 0);
+        /* CPU runtimes (PoCL): no local memory, a 6x16 register tile
+         * (12 accumulator vectors of 8 floats: fills AVX2's 16 registers
+         * with room for the B vectors and the A broadcast), small groups. */
+        nn__cl_gemm_cfg_set(c, 6, 16, 8, 4, 4, 0, 16, 0, 0, 0);
     } else if (max_wg_size >= 256 && local_mem_bytes >= 16 * 1024) {
         /* GPUs: 16x16 items, 4x4 each (float4 along N), 64x64 tiles, K panels
          * of 16 in local memory (8.3 KiB).  Strided ownership keeps local
