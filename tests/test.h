@@ -60,6 +60,7 @@ void in_i(spec *s, nn_shape sh, int lo, int hi); /* an int32 input in [lo, hi) *
 void check_case(const t_env *e, const spec *s);
 
 void suite_ops(const t_env *e);
+void suite_pool(const t_env *e);
 void suite_optim(const t_env *e);
 void suite_graph(const t_env *e);
 void suite_errors(const t_env *e);
