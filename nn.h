@@ -348,6 +348,36 @@ NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
    each sample normalised over its spatial dims (group norm with groups = C); gamma and beta
    [C]. Always the instance's statistics (PyTorch's track_running_stats=False). */
 NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, float eps);
+/* Pooling over x [N, C, H, W] (NCHW) with PyTorch's semantics. Zero fields mean: stride =
+   the kernel size, padding 0, dilation 1, floor mode, count_include_pad=True. Output
+   OH = floor_or_ceil((H + 2*pad_h - dilation_h*(kernel_h-1) - 1) / stride_h) + 1, where in
+   ceil mode a last window that would start in the right padding is dropped. Padding is at
+   most half the kernel; max pooling pads with -inf (a window with no input element gives
+   -inf and no gradient) and sends the gradient to the first maximum in window order;
+   average pooling has no dilation. */
+typedef struct nn_pool2d_desc {
+    int kernel_h, kernel_w;     /* the window, >= 1 (required) */
+    int stride_h, stride_w;     /* 0: the kernel size */
+    int pad_h, pad_w;           /* on both sides */
+    int dilation_h, dilation_w; /* max pooling only; 0: 1 */
+    int ceil_mode;              /* 1: ceil instead of floor in the output size */
+    int exclude_pad;            /* average pooling: 1 divides by the input elements in the
+                                   window alone (PyTorch's count_include_pad=False) */
+} nn_pool2d_desc;
+NN_API nn_tensor nn_max_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc);
+NN_API nn_tensor nn_avg_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc);
+/* The same over x [N, C, L] -> [N, C, OL]. */
+typedef struct nn_pool1d_desc {
+    int kernel, stride, pad, dilation, ceil_mode, exclude_pad; /* as nn_pool2d_desc */
+} nn_pool1d_desc;
+NN_API nn_tensor nn_max_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc);
+NN_API nn_tensor nn_avg_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc);
+/* [N, C, H, W] -> [N, C, 1, 1]: the mean or the maximum of each channel. */
+NN_API nn_tensor nn_global_avg_pool2d(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x);
+/* [N, C, H, W] -> [N, C, oh, ow] averaging PyTorch's bins: output row i covers input rows
+   floor(i*H/oh) to ceil((i+1)*H/oh) - 1 (bins overlap when oh does not divide H). */
+NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow);
 
 /* A fully connected layer: x [B, in] -> [B, out] with parameters NAME.weight [out, in] and
    NAME.bias [out] (PyTorch's names and layout), initialised as PyTorch's nn.Linear. */
@@ -587,7 +617,10 @@ NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_mi
     X(NORM_STATS, "norm_stats") X(NORM_FORWARD, "norm") X(NORM_DX, "norm_grad_input")             \
     X(NORM_DGAMMA, "norm_grad_weight") X(NORM_DBETA, "norm_grad_bias")                            \
     X(BN_RUNNING, "batch_norm_running_update") X(BN_PACK, "batch_norm_running_stats")          \
-    X(OPT_STEP, "optimizer") X(GRAD_ACC, "grad_accumulate")
+    X(OPT_STEP, "optimizer") X(GRAD_ACC, "grad_accumulate")          \
+    X(MAXPOOL2D, "max_pool2d") X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax")                   \
+    X(MAXPOOL2D_GRAD, "max_pool2d_grad") X(AVGPOOL2D, "avg_pool2d")                       \
+    X(AVGPOOL2D_GRAD, "avg_pool2d_grad")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -3221,6 +3254,209 @@ static void nn__grad_acc_cpu(float *acc, const float *g, int64_t n, float inv_k,
     int64_t i;
     for (i = 0; i < n; i++) acc[i] = (reset ? 0.0f : acc[i]) + g[i] * inv_k;
 }
+
+/* ======================================================================
+   src/nn_pool.c
+   ====================================================================== */
+/* Pooling on the CPU backend: max and average pooling over the planes of NCHW tensors
+   (1-D pooling is H = 1), with PyTorch's window rules. kernels/pool.cl has the OpenCL
+   twins, which visit windows and sum in the same order. Planes are independent, so each
+   op splits its planes over the threads; every plane is written by one task alone. */
+
+typedef struct nn__pooling {
+    int NC, H, W, OH, OW; /* x [N*C planes, H, W] -> y [N*C, OH, OW]; 1-D pooling: H = OH = 1 */
+    int kh, kw, sh, sw, ph, pw;
+    int dh, dw;           /* max pooling's dilation; 1 for average pooling */
+    int exclude_pad;      /* average: divide by the input elements in the window alone */
+    int adaptive;         /* average: PyTorch's adaptive bins instead of kernel and stride */
+} nn__pooling;
+
+/* Geometry from x and y (4-D, or 3-D [N, C, L] for 1-D pooling) and a pooling node's
+   attributes: kh, kw, sh, sw, ph, pw, then dh, dw (max) or exclude_pad, adaptive (average). */
+static void nn__pooling_geom(nn__pooling *p, int is_max, const nn_shape *x, const nn_shape *y, const int *attr) {
+    int d = x->ndim;
+    p->NC = (int)(x->dim[0] * x->dim[1]);
+    p->H = d == 4 ? (int)x->dim[2] : 1;
+    p->W = (int)x->dim[d - 1];
+    p->OH = d == 4 ? (int)y->dim[2] : 1;
+    p->OW = (int)y->dim[d - 1];
+    p->kh = attr[0];
+    p->kw = attr[1];
+    p->sh = attr[2];
+    p->sw = attr[3];
+    p->ph = attr[4];
+    p->pw = attr[5];
+    p->dh = is_max ? attr[6] : 1;
+    p->dw = is_max ? attr[7] : 1;
+    p->exclude_pad = is_max ? 0 : attr[6];
+    p->adaptive = is_max ? 0 : attr[7];
+}
+
+/* The first maximum of output (oh, ow)'s window in window order (a NaN wins, as in
+   PyTorch), as an index ih*W + iw into the plane x, or -1 when the window holds padding
+   alone (its value is then -inf, the padding's). */
+static int nn__max_window(const nn__pooling *p, const float *x, int oh, int ow, float *val) {
+    int h0 = oh * p->sh - p->ph, w0 = ow * p->sw - p->pw, i, j, arg = -1;
+    float m = -INFINITY;
+    for (i = 0; i < p->kh; i++) {
+        int ih = h0 + i * p->dh;
+        if (ih < 0 || ih >= p->H) continue;
+        for (j = 0; j < p->kw; j++) {
+            int iw = w0 + j * p->dw;
+            float v;
+            if (iw < 0 || iw >= p->W) continue;
+            v = x[ih * p->W + iw];
+            if (arg < 0 || v > m || isnan(v)) {
+                m = v;
+                arg = ih * p->W + iw;
+            }
+        }
+    }
+    *val = m;
+    return arg;
+}
+
+/* Output o's average window along an axis of n inputs and m outputs: the inputs [*lo, *hi)
+   and *cnt, the count that count_include_pad divides by (the window clipped to the padded
+   input: PyTorch's pool_size). Adaptive bins: floor(o*n/m) to ceil((o+1)*n/m). */
+static void nn__avg_span(int o, int n, int m, int k, int s, int p, int adaptive, int *lo, int *hi, int *cnt) {
+    int a, b;
+    if (adaptive) {
+        a = (int)((int64_t)o * n / m);
+        b = (int)(((int64_t)(o + 1) * n + m - 1) / m);
+    } else {
+        a = o * s - p;
+        b = a + k < n + p ? a + k : n + p;
+    }
+    *cnt = b - a;
+    *lo = a > 0 ? a : 0;
+    *hi = b < n ? b : n;
+}
+
+/* The divisor of output (oh, ow) and its window [h0, h1) x [w0, w1); 0 if it is empty. */
+static int nn__avg_window(const nn__pooling *p, int oh, int ow, int *h0, int *h1, int *w0, int *w1) {
+    int ch, cw;
+    nn__avg_span(oh, p->H, p->OH, p->kh, p->sh, p->ph, p->adaptive, h0, h1, &ch);
+    nn__avg_span(ow, p->W, p->OW, p->kw, p->sw, p->pw, p->adaptive, w0, w1, &cw);
+    if (*h1 <= *h0 || *w1 <= *w0) return 0;
+    return p->exclude_pad ? (*h1 - *h0) * (*w1 - *w0) : ch * cw;
+}
+
+/* ---- one plane c of each op ---- */
+
+static void nn__max_pool_plane(const nn__pooling *p, void *out, const void *in, const void *in2, int c) {
+    float *y = (float *)out + (int64_t)c * p->OH * p->OW;
+    const float *x = (const float *)in + (int64_t)c * p->H * p->W;
+    int oh, ow;
+    (void)in2;
+    for (oh = 0; oh < p->OH; oh++)
+        for (ow = 0; ow < p->OW; ow++) nn__max_window(p, x, oh, ow, &y[oh * p->OW + ow]);
+}
+
+static void nn__max_argmax_plane(const nn__pooling *p, void *out, const void *in, const void *in2, int c) {
+    int32_t *idx = (int32_t *)out + (int64_t)c * p->OH * p->OW;
+    const float *x = (const float *)in + (int64_t)c * p->H * p->W;
+    int oh, ow;
+    float v;
+    (void)in2;
+    for (oh = 0; oh < p->OH; oh++)
+        for (ow = 0; ow < p->OW; ow++) idx[oh * p->OW + ow] = nn__max_window(p, x, oh, ow, &v);
+}
+
+/* dx = dy sent to each window's argmax, scattered in output order: each input element
+   receives its terms in the order kernels/pool.cl's gather sums them. */
+static void nn__max_backward_plane(const nn__pooling *p, void *out, const void *in, const void *in2, int c) {
+    float *dx = (float *)out + (int64_t)c * p->H * p->W;
+    const int32_t *idx = (const int32_t *)in + (int64_t)c * p->OH * p->OW;
+    const float *dy = (const float *)in2 + (int64_t)c * p->OH * p->OW;
+    int o;
+    memset(dx, 0, (size_t)p->H * p->W * sizeof(float));
+    for (o = 0; o < p->OH * p->OW; o++)
+        if (idx[o] >= 0) dx[idx[o]] += dy[o];
+}
+
+static void nn__avg_pool_plane(const nn__pooling *p, void *out, const void *in, const void *in2, int c) {
+    float *y = (float *)out + (int64_t)c * p->OH * p->OW;
+    const float *x = (const float *)in + (int64_t)c * p->H * p->W;
+    int oh, ow, ih, iw, h0, h1, w0, w1, divisor;
+    (void)in2;
+    for (oh = 0; oh < p->OH; oh++)
+        for (ow = 0; ow < p->OW; ow++) {
+            float acc = 0.0f;
+            divisor = nn__avg_window(p, oh, ow, &h0, &h1, &w0, &w1);
+            for (ih = h0; ih < h1; ih++)
+                for (iw = w0; iw < w1; iw++) acc += x[ih * p->W + iw];
+            y[oh * p->OW + ow] = divisor ? acc / (float)divisor : 0.0f;
+        }
+}
+
+/* dx = dy / divisor spread over each window, in output order (the gather's order). */
+static void nn__avg_backward_plane(const nn__pooling *p, void *out, const void *in, const void *in2, int c) {
+    float *dx = (float *)out + (int64_t)c * p->H * p->W;
+    const float *dy = (const float *)in + (int64_t)c * p->OH * p->OW;
+    int oh, ow, ih, iw, h0, h1, w0, w1, divisor;
+    (void)in2;
+    memset(dx, 0, (size_t)p->H * p->W * sizeof(float));
+    for (oh = 0; oh < p->OH; oh++)
+        for (ow = 0; ow < p->OW; ow++) {
+            float gv;
+            divisor = nn__avg_window(p, oh, ow, &h0, &h1, &w0, &w1);
+            if (!divisor) continue;
+            gv = dy[oh * p->OW + ow] / (float)divisor;
+            for (ih = h0; ih < h1; ih++)
+                for (iw = w0; iw < w1; iw++) dx[ih * p->W + iw] += gv;
+        }
+}
+
+/* ---- the planes over the threads ---- */
+
+typedef void (*nn__plane_fn)(const nn__pooling *p, void *out, const void *in, const void *in2, int c);
+typedef struct nn__plane_job {
+    const nn__pooling *p;
+    nn__plane_fn fn;
+    void *out;
+    const void *in, *in2;
+} nn__plane_job;
+
+static void nn__plane_task(void *arg, int t, int n_tasks) {
+    const nn__plane_job *j = (const nn__plane_job *)arg;
+    int per = (j->p->NC + n_tasks - 1) / n_tasks, c0 = per * t, c1 = c0 + per < j->p->NC ? c0 + per : j->p->NC, c;
+    for (c = c0; c < c1; c++) j->fn(j->p, j->out, j->in, j->in2, c);
+}
+
+/* The op on every plane; threads only when there is enough work to pay for them. */
+static void nn__pool_planes(nn__pool *pool, const nn__pooling *p, nn__plane_fn fn, void *out, const void *in, const void *in2) {
+    nn__plane_job j;
+    int64_t work = (int64_t)p->NC * ((int64_t)p->H * p->W + (int64_t)p->OH * p->OW * p->kh * p->kw);
+    int tasks = work >= NN__PAR_MIN ? nn__pool_size(pool) : 1;
+    j.p = p;
+    j.fn = fn;
+    j.out = out;
+    j.in = in;
+    j.in2 = in2;
+    nn__pool_run(pool, nn__plane_task, &j, tasks < p->NC ? tasks : p->NC);
+}
+
+/* y [N, C, OH, OW] = the maximum of each window */
+static void nn__max_pool2d_forward(nn__pool *pool, const nn__pooling *p, float *y, const float *x) {
+    nn__pool_planes(pool, p, nn__max_pool_plane, y, x, NULL);
+}
+/* idx [N, C, OH, OW] = each window's argmax (ih*W + iw in its plane, -1: padding alone) */
+static void nn__max_pool2d_argmax(nn__pool *pool, const nn__pooling *p, int32_t *idx, const float *x) {
+    nn__pool_planes(pool, p, nn__max_argmax_plane, idx, x, NULL);
+}
+/* dx [N, C, H, W] from idx and dy [N, C, OH, OW] */
+static void nn__max_pool2d_backward(nn__pool *pool, const nn__pooling *p, float *dx, const int32_t *idx, const float *dy) {
+    nn__pool_planes(pool, p, nn__max_backward_plane, dx, idx, dy);
+}
+/* y [N, C, OH, OW] = the mean of each window */
+static void nn__avg_pool2d_forward(nn__pool *pool, const nn__pooling *p, float *y, const float *x) {
+    nn__pool_planes(pool, p, nn__avg_pool_plane, y, x, NULL);
+}
+/* dx [N, C, H, W] from dy [N, C, OH, OW] */
+static void nn__avg_pool2d_backward(nn__pool *pool, const nn__pooling *p, float *dx, const float *dy) {
+    nn__pool_planes(pool, p, nn__avg_backward_plane, dx, dy, NULL);
+}
 #if !defined(NN_NO_OPENCL)
 
 /* ======================================================================
@@ -4276,6 +4512,169 @@ static const char *const nn__cl_src_optim[] = {
 0 };
 
 /* ======================================================================
+   kernels/pool.cl
+   ====================================================================== */
+static const char *const nn__cl_src_pool[] = {
+"#line 1 \"kernels/pool.cl\"\n",
+"/* Pooling over the planes of NCHW tensors (1-D pooling: H = 1), twins of src/nn_pool.c with\n",
+"   the same window rules (PyTorch's) and the same order of every sum. Forward: one\n",
+"   work-item per output element. Backward: one work-item per input element, gathering over\n",
+"   the windows that cover it (no atomics, a fixed order). NC = N*C planes;\n",
+"   geo = (kh, kw, sh, sw, ph, pw, dh, dw), dh = dw = 1 for average pooling. */\n",
+"\n",
+"/* The first maximum of output (oh, ow)'s window in window order (a NaN wins, as in\n",
+"   PyTorch), as an index ih*W + iw into the plane x, or -1 when the window holds padding\n",
+"   alone (its value is then -inf, the padding's). */\n",
+"inline int max_window(__global const float *x, const int H, const int W, const int oh, const int ow,\n",
+"                      const int8 geo, float *val) {\n",
+"    int h0 = oh * geo.s2 - geo.s4, w0 = ow * geo.s3 - geo.s5, arg = -1;\n",
+"    float m = -INFINITY;\n",
+"    for (int i = 0; i < geo.s0; i++) {\n",
+"        int ih = h0 + i * geo.s6;\n",
+"        if (ih < 0 || ih >= H) continue;\n",
+"        for (int j = 0; j < geo.s1; j++) {\n",
+"            int iw = w0 + j * geo.s7;\n",
+"            if (iw < 0 || iw >= W) continue;\n",
+"            float v = x[ih * W + iw];\n",
+"            if (arg < 0 || v > m || isnan(v)) {\n",
+"                m = v;\n",
+"                arg = ih * W + iw;\n",
+"            }\n",
+"        }\n",
+"    }\n",
+"    *val = m;\n",
+"    return arg;\n",
+"}\n",
+"\n",
+"/* y [NC, OH, OW] = the maximum of each window */\n",
+"__kernel void max_pool2d_forward(__global const float *x, __global float *y, const int NC, const int H,\n",
+"                                 const int W, const int OH, const int OW, const int8 geo) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= NC * OH * OW) return;\n",
+"    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
+"    float v;\n",
+"    max_window(x + (size_t)c * H * W, H, W, oh, ow, geo, &v);\n",
+"    y[i] = v;\n",
+"}\n",
+"\n",
+"/* idx [NC, OH, OW] = each window's argmax, for the backward pass */\n",
+"__kernel void max_pool2d_argmax(__global const float *x, __global int *idx, const int NC, const int H,\n",
+"                                const int W, const int OH, const int OW, const int8 geo) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= NC * OH * OW) return;\n",
+"    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
+"    float v;\n",
+"    idx[i] = max_window(x + (size_t)c * H * W, H, W, oh, ow, geo, &v);\n",
+"}\n",
+"\n",
+"/* Outputs [*lo, *hi) along an axis of m outputs whose window (stride s, padding p,\n",
+"   extent `span`) covers input i: o*s - p <= i < o*s - p + span. */\n",
+"inline void cover(const int i, const int m, const int span, const int s, const int p, int *lo, int *hi) {\n",
+"    int a = i + p - span + 1;\n",
+"    *lo = a > 0 ? (a + s - 1) / s : 0;\n",
+"    *hi = min((i + p) / s + 1, m);\n",
+"}\n",
+"\n",
+"/* dx [NC, H, W]: each input element sums dy over the windows whose argmax it is, in\n",
+"   output order */\n",
+"__kernel void max_pool2d_backward(__global const int *idx, __global const float *dy, __global float *dx,\n",
+"                                  const int NC, const int H, const int W, const int OH, const int OW,\n",
+"                                  const int8 geo) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= NC * H * W) return;\n",
+"    int c = i / (H * W), p = i - c * (H * W), ih = p / W, iw = p - ih * W;\n",
+"    int oh0, oh1, ow0, ow1;\n",
+"    cover(ih, OH, (geo.s0 - 1) * geo.s6 + 1, geo.s2, geo.s4, &oh0, &oh1);\n",
+"    cover(iw, OW, (geo.s1 - 1) * geo.s7 + 1, geo.s3, geo.s5, &ow0, &ow1);\n",
+"    __global const int *ic = idx + (size_t)c * OH * OW;\n",
+"    __global const float *dc = dy + (size_t)c * OH * OW;\n",
+"    float acc = 0.0f;\n",
+"    for (int oh = oh0; oh < oh1; oh++)\n",
+"        for (int ow = ow0; ow < ow1; ow++)\n",
+"            if (ic[oh * OW + ow] == p) acc += dc[oh * OW + ow];\n",
+"    dx[i] = acc;\n",
+"}\n",
+"\n",
+"/* Output o's average window along an axis of n inputs and m outputs: the inputs\n",
+"   [*lo, *hi) and *cnt, the count that count_include_pad divides by (the window clipped to\n",
+"   the padded input). Adaptive bins: floor(o*n/m) to ceil((o+1)*n/m). */\n",
+"inline void avg_span(const int o, const int n, const int m, const int k, const int s, const int p,\n",
+"                     const int adaptive, int *lo, int *hi, int *cnt) {\n",
+"    int a, b;\n",
+"    if (adaptive) {\n",
+"        a = (int)((long)o * n / m);\n",
+"        b = (int)(((long)(o + 1) * n + m - 1) / m);\n",
+"    } else {\n",
+"        a = o * s - p;\n",
+"        b = min(a + k, n + p);\n",
+"    }\n",
+"    *cnt = b - a;\n",
+"    *lo = max(a, 0);\n",
+"    *hi = min(b, n);\n",
+"}\n",
+"\n",
+"/* The divisor of output (oh, ow) and its window [h0, h1) x [w0, w1); 0 if it is empty. */\n",
+"inline int avg_window(const int H, const int W, const int OH, const int OW, const int8 geo,\n",
+"                      const int exclude_pad, const int adaptive, const int oh, const int ow,\n",
+"                      int *h0, int *h1, int *w0, int *w1) {\n",
+"    int ch, cw;\n",
+"    avg_span(oh, H, OH, geo.s0, geo.s2, geo.s4, adaptive, h0, h1, &ch);\n",
+"    avg_span(ow, W, OW, geo.s1, geo.s3, geo.s5, adaptive, w0, w1, &cw);\n",
+"    if (*h1 <= *h0 || *w1 <= *w0) return 0;\n",
+"    return exclude_pad ? (*h1 - *h0) * (*w1 - *w0) : ch * cw;\n",
+"}\n",
+"\n",
+"/* y [NC, OH, OW] = the mean of each window */\n",
+"__kernel void avg_pool2d_forward(__global const float *x, __global float *y, const int NC, const int H,\n",
+"                                 const int W, const int OH, const int OW, const int8 geo,\n",
+"                                 const int exclude_pad, const int adaptive) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= NC * OH * OW) return;\n",
+"    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
+"    int h0, h1, w0, w1;\n",
+"    int div = avg_window(H, W, OH, OW, geo, exclude_pad, adaptive, oh, ow, &h0, &h1, &w0, &w1);\n",
+"    __global const float *xc = x + (size_t)c * H * W;\n",
+"    float acc = 0.0f;\n",
+"    for (int ih = h0; ih < h1; ih++)\n",
+"        for (int iw = w0; iw < w1; iw++) acc += xc[ih * W + iw];\n",
+"    y[i] = div ? acc / (float)div : 0.0f;\n",
+"}\n",
+"\n",
+"/* Outputs [*lo, *hi) whose average window may cover input i along an axis (for adaptive\n",
+"   bins, o from floor(i*m/n) to ceil((i+1)*m/n)); the caller checks each window. */\n",
+"inline void avg_cover(const int i, const int n, const int m, const int k, const int s, const int p,\n",
+"                      const int adaptive, int *lo, int *hi) {\n",
+"    if (!adaptive) {\n",
+"        cover(i, m, k, s, p, lo, hi);\n",
+"        return;\n",
+"    }\n",
+"    *lo = (int)((long)i * m / n);\n",
+"    *hi = min((int)(((long)(i + 1) * m + n - 1) / n), m);\n",
+"}\n",
+"\n",
+"/* dx [NC, H, W]: each input element sums dy / divisor over the windows that hold it, in\n",
+"   output order */\n",
+"__kernel void avg_pool2d_backward(__global const float *dy, __global float *dx, const int NC, const int H,\n",
+"                                  const int W, const int OH, const int OW, const int8 geo,\n",
+"                                  const int exclude_pad, const int adaptive) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= NC * H * W) return;\n",
+"    int c = i / (H * W), p = i - c * (H * W), ih = p / W, iw = p - ih * W;\n",
+"    int oh0, oh1, ow0, ow1, h0, h1, w0, w1;\n",
+"    avg_cover(ih, H, OH, geo.s0, geo.s2, geo.s4, adaptive, &oh0, &oh1);\n",
+"    avg_cover(iw, W, OW, geo.s1, geo.s3, geo.s5, adaptive, &ow0, &ow1);\n",
+"    __global const float *dc = dy + (size_t)c * OH * OW;\n",
+"    float acc = 0.0f;\n",
+"    for (int oh = oh0; oh < oh1; oh++)\n",
+"        for (int ow = ow0; ow < ow1; ow++) {\n",
+"            int div = avg_window(H, W, OH, OW, geo, exclude_pad, adaptive, oh, ow, &h0, &h1, &w0, &w1);\n",
+"            if (div && ih >= h0 && ih < h1 && iw >= w0 && iw < w1) acc += dc[oh * OW + ow] / (float)div;\n",
+"        }\n",
+"    dx[i] = acc;\n",
+"}\n",
+0 };
+
+/* ======================================================================
    kernels/random.cl
    ====================================================================== */
 static const char *const nn__cl_src_random[] = {
@@ -4603,12 +5002,13 @@ static const nn__cl_source nn__cl_sources[] = {
     { "gemm", nn__cl_src_gemm },
     { "norm", nn__cl_src_norm },
     { "optim", nn__cl_src_optim },
+    { "pool", nn__cl_src_pool },
     { "random", nn__cl_src_random },
     { "reduce", nn__cl_src_reduce },
     { "shape", nn__cl_src_shape },
     { "softmax", nn__cl_src_softmax },
 };
-#define NN__CL_NSOURCES 10
+#define NN__CL_NSOURCES 11
 
 /* ======================================================================
    src/nn_cl_gemm.c
@@ -6565,6 +6965,165 @@ NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *nam
     return nn__batch_norm_layer(g, x, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
 }
 
+/* ---- pooling ---- */
+
+/* PyTorch's pooling_output_shape: floor (or ceil) division, and in ceil mode a last window
+   that would start in the right padding is dropped. Below 1: the window does not fit. */
+static int64_t nn__pool_out(int64_t n, int k, int s, int p, int d, int ceil_mode) {
+    int64_t span = n + 2 * (int64_t)p - (int64_t)d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+    int64_t o = (span >= 0 ? span / s : -((-span + s - 1) / s)) + 1;
+    if (ceil_mode && (o - 1) * s >= n + p) o--;
+    return o;
+}
+
+/* "3x2" (h x w) for 2-D pooling, "2" for 1-D, in messages */
+static const char *nn__pool_pair(char *buf, size_t n, int dims, int h, int w) {
+    if (dims == 1) snprintf(buf, n, "%d", w);
+    else snprintf(buf, n, "%dx%d", h, w);
+    return buf;
+}
+
+/* x as a pooling input: float32 [N, C, H, W] (dims 2) or [N, C, L] (dims 1); NULL on error. */
+static nn__node *nn__pool_input(nn_graph *g, const char *opname, nn_tensor x, int dims) {
+    char sx[128];
+    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return NULL;
+    nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+    if (nn__n(g, x)->shape.ndim != dims + 2) {
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s must be %s", opname, sx, dims == 2 ? "[N, C, H, W]" : "[N, C, L]");
+        return NULL;
+    }
+    if (nn__n(g, x)->numel > INT32_MAX) {
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s has more than 2^31 elements", opname, sx);
+        return NULL;
+    }
+    return nn__n(g, x);
+}
+
+/* A pooling node. attr (node->i): kh, kw, sh, sw, ph, pw, then dh, dw for max pooling or
+   exclude_pad, adaptive for average pooling (which has no dilation). 1-D pooling is 2-D
+   pooling with H = 1 on the [N, C, L] tensor itself: kh = sh = 1, ph = 0. */
+static nn_tensor nn__pooling_node(nn_graph *g, const char *opname, int op, nn_tensor x, int dims, const int *attr, int ceil_mode) {
+    char sx[128], k[32], s[32], p[32], d[32];
+    nn__node *nx = nn__pool_input(g, opname, x, dims);
+    int is_max = op == NN__OP_MAXPOOL2D, dh = is_max ? attr[6] : 1, dw = is_max ? attr[7] : 1;
+    int64_t H, W, OH, OW;
+    nn_shape out;
+    nn_tensor t;
+    if (!nx) return nn__tensor(-1);
+    nn__shape_str(&nx->shape, sx, sizeof sx);
+    nn__pool_pair(k, sizeof k, dims, attr[0], attr[1]);
+    nn__pool_pair(s, sizeof s, dims, attr[2], attr[3]);
+    nn__pool_pair(p, sizeof p, dims, attr[4], attr[5]);
+    nn__pool_pair(d, sizeof d, dims, dh, dw);
+    if (attr[0] < 1 || attr[1] < 1 || attr[2] < 1 || attr[3] < 1 || attr[4] < 0 || attr[5] < 0 || dh < 1 || dw < 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: kernel %s, stride %s%s%s must be >= 1 and padding %s >= 0",
+                           opname, k, s, is_max ? " and dilation " : "", is_max ? d : "", p);
+    if (attr[4] > attr[0] / 2 || attr[5] > attr[1] / 2)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: padding %s is more than half the kernel %s (x %s)", opname,
+                           p, k, sx);
+    H = dims == 2 ? nx->shape.dim[2] : 1;
+    W = nx->shape.dim[dims + 1];
+    OH = nn__pool_out(H, attr[0], attr[2], attr[4], dh, ceil_mode);
+    OW = nn__pool_out(W, attr[1], attr[3], attr[5], dw, ceil_mode);
+    if (OH < 1 || OW < 1)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: the window (kernel %s%s%s) is larger than the padded input x %s (padding %s)",
+                           opname, k, is_max ? ", dilation " : "", is_max ? d : "", sx, p);
+    out = nx->shape;
+    if (dims == 2) out.dim[2] = OH;
+    out.dim[dims + 1] = OW;
+    if (nn__numel(&out) > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: the output of x %s has more than 2^31 elements", opname, sx);
+    t = nn__op1(g, op, NN_F32, out, x.id);
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, 8 * sizeof(int));
+    return t;
+}
+
+static nn_tensor nn__pooling2d(nn_graph *g, const char *opname, int op, nn_tensor x, const nn_pool2d_desc *d) {
+    int attr[8];
+    if (!nn__check(g, opname, 1, &x)) return nn__tensor(-1);
+    if (!d) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a desc with the kernel size", opname);
+    attr[0] = d->kernel_h;
+    attr[1] = d->kernel_w;
+    attr[2] = d->stride_h ? d->stride_h : d->kernel_h;
+    attr[3] = d->stride_w ? d->stride_w : d->kernel_w;
+    attr[4] = d->pad_h;
+    attr[5] = d->pad_w;
+    if (op == NN__OP_MAXPOOL2D) {
+        attr[6] = d->dilation_h ? d->dilation_h : 1;
+        attr[7] = d->dilation_w ? d->dilation_w : 1;
+    } else {
+        if (d->dilation_h > 1 || d->dilation_w > 1 || d->dilation_h < 0 || d->dilation_w < 0)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dilation %dx%d: average pooling has no dilation", opname,
+                               d->dilation_h, d->dilation_w);
+        attr[6] = d->exclude_pad != 0;
+        attr[7] = 0;
+    }
+    return nn__pooling_node(g, opname, op, x, 2, attr, d->ceil_mode != 0);
+}
+
+static nn_tensor nn__pooling1d(nn_graph *g, const char *opname, int op, nn_tensor x, const nn_pool1d_desc *d) {
+    int attr[8];
+    if (!nn__check(g, opname, 1, &x)) return nn__tensor(-1);
+    if (!d) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a desc with the kernel size", opname);
+    if (op != NN__OP_MAXPOOL2D && (d->dilation > 1 || d->dilation < 0))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dilation %d: average pooling has no dilation", opname, d->dilation);
+    attr[0] = 1;
+    attr[1] = d->kernel;
+    attr[2] = 1;
+    attr[3] = d->stride ? d->stride : d->kernel;
+    attr[4] = 0;
+    attr[5] = d->pad;
+    attr[6] = op == NN__OP_MAXPOOL2D ? 1 : d->exclude_pad != 0;
+    attr[7] = op == NN__OP_MAXPOOL2D ? (d->dilation ? d->dilation : 1) : 0;
+    return nn__pooling_node(g, opname, op, x, 1, attr, d->ceil_mode != 0);
+}
+
+NN_API nn_tensor nn_max_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
+    return nn__pooling2d(g, "nn_max_pool2d", NN__OP_MAXPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_avg_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
+    return nn__pooling2d(g, "nn_avg_pool2d", NN__OP_AVGPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_max_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
+    return nn__pooling1d(g, "nn_max_pool1d", NN__OP_MAXPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_avg_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
+    return nn__pooling1d(g, "nn_avg_pool1d", NN__OP_AVGPOOL2D, x, desc);
+}
+
+/* One window over the whole plane. */
+static nn_tensor nn__global_pool(nn_graph *g, const char *opname, int op, nn_tensor x) {
+    nn__node *nx = nn__pool_input(g, opname, x, 2);
+    int attr[8];
+    if (!nx) return nn__tensor(-1);
+    attr[0] = attr[2] = (int)nx->shape.dim[2];
+    attr[1] = attr[3] = (int)nx->shape.dim[3];
+    attr[4] = attr[5] = 0;
+    attr[6] = op == NN__OP_MAXPOOL2D; /* dilation 1, or exclude_pad 0 */
+    attr[7] = op == NN__OP_MAXPOOL2D;
+    return nn__pooling_node(g, opname, op, x, 2, attr, 0);
+}
+NN_API nn_tensor nn_global_avg_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_avg_pool2d", NN__OP_AVGPOOL2D, x); }
+NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_max_pool2d", NN__OP_MAXPOOL2D, x); }
+
+NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow) {
+    nn__node *nx = nn__pool_input(g, "nn_adaptive_avg_pool2d", x, 2);
+    static const int attr[8] = {1, 1, 1, 1, 0, 0, 0, 1}; /* adaptive: the bins replace kernel and stride */
+    nn_shape out;
+    nn_tensor t;
+    if (!nx) return nn__tensor(-1);
+    out = nn_shape4(nx->shape.dim[0], nx->shape.dim[1], oh, ow);
+    if (oh < 1 || ow < 1 || nn__numel(&out) > INT32_MAX) {
+        char sx[128];
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_adaptive_avg_pool2d: output %lldx%lld for x %s must be >= 1x1 and below 2^31 elements",
+                           (long long)oh, (long long)ow, sx);
+    }
+    t = nn__op1(g, NN__OP_AVGPOOL2D, NN_F32, out, x.id);
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    return t;
+}
+
 /* ---- autograd ---- */
 
 /* Adds gx to the gradient of node x (a sum when x feeds several ops). */
@@ -6734,6 +7293,20 @@ static void nn__backward(nn_graph *g, int id) {
             nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), n.i, n.f));
         break;
     }
+    case NN__OP_MAXPOOL2D: /* dx gathers dy through the windows' argmax, which the backward
+                              pass recomputes so inference graphs keep no indices */
+        t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
+        if (t.id < 0) break;
+        memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, a, t);
+        break;
+    case NN__OP_AVGPOOL2D:
+        t = nn__op1(g, NN__OP_AVGPOOL2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, a, t);
+        break;
     default:
         break; /* not differentiable: no gradient flows */
     }
@@ -7245,6 +7818,16 @@ static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dim
     }
 }
 
+/* A pooling node's geometry: x is the input of the forward ops and the output of the
+   gradient ops, whose last input is dy. */
+static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p) {
+    int is_max = n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD;
+    if (n->op == NN__OP_MAXPOOL2D_GRAD || n->op == NN__OP_AVGPOOL2D_GRAD)
+        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, n->i);
+    else
+        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+}
+
 static nn_result nn__cpu_run(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
@@ -7434,6 +8017,17 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         break;
     case NN__OP_OPT_STEP: nn__opt_step_cpu(g, n); break;
     case NN__OP_GRAD_ACC: nn__grad_acc_cpu(y, NN__F(in[0]), N, n->f[0], (g->step - 1) % (uint64_t)g->accum_steps == 0); break;
+    case NN__OP_MAXPOOL2D: case NN__OP_MAXPOOL2D_ARGMAX: case NN__OP_MAXPOOL2D_GRAD:
+    case NN__OP_AVGPOOL2D: case NN__OP_AVGPOOL2D_GRAD: {
+        nn__pooling p;
+        nn__pooling_of(g, n, &p);
+        if (n->op == NN__OP_MAXPOOL2D) nn__max_pool2d_forward(g->ctx->pool, &p, y, NN__F(in[0]));
+        else if (n->op == NN__OP_MAXPOOL2D_ARGMAX) nn__max_pool2d_argmax(g->ctx->pool, &p, (int32_t *)y, NN__F(in[0]));
+        else if (n->op == NN__OP_MAXPOOL2D_GRAD) nn__max_pool2d_backward(g->ctx->pool, &p, y, NN__I(in[0]), NN__F(in[1]));
+        else if (n->op == NN__OP_AVGPOOL2D) nn__avg_pool2d_forward(g->ctx->pool, &p, y, NN__F(in[0]));
+        else nn__avg_pool2d_backward(g->ctx->pool, &p, y, NN__F(in[0]));
+        break;
+    }
     default:
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: no CPU path", nn__op_names[n->op]);
     }
@@ -7564,6 +8158,16 @@ static nn_result nn__cl_prepare_opt(nn_graph *g, int id) {
     if (r != NN_OK) return r;
     l->update = nn__cl_update_lamb_apply;
     return nn__cl_args(ctx, l->kernel, "mmif", p->buf.mem, norms, np, (double)g->lr);
+}
+
+static const char *nn__cl_pool_kernel(int op) {
+    switch (op) {
+    case NN__OP_MAXPOOL2D: return "max_pool2d_forward";
+    case NN__OP_MAXPOOL2D_ARGMAX: return "max_pool2d_argmax";
+    case NN__OP_MAXPOOL2D_GRAD: return "max_pool2d_backward";
+    case NN__OP_AVGPOOL2D: return "avg_pool2d_forward";
+    default: return "avg_pool2d_backward";
+    }
 }
 
 #define NN__M(id) (g->nodes[(id)].buf.mem)
@@ -7873,6 +8477,23 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         if (r != NN_OK) return r;
         l->update = nn__cl_update_grad_acc;
         return nn__cl_args(ctx, l->kernel, "mmifi", y, NN__M(in[0]), N, (double)n->f[0], 1);
+    case NN__OP_MAXPOOL2D: case NN__OP_MAXPOOL2D_ARGMAX: case NN__OP_MAXPOOL2D_GRAD:
+    case NN__OP_AVGPOOL2D: case NN__OP_AVGPOOL2D_GRAD: { /* one work-item per element of y */
+        nn__pooling p;
+        int geo[8];
+        nn__pooling_of(g, n, &p);
+        memcpy(geo, n->i, 6 * sizeof(int));
+        geo[6] = p.dh;
+        geo[7] = p.dw;
+        r = nn__cl_add(g, id, "pool", nn__cl_pool_kernel(n->op), (size_t)N, &l);
+        if (r != NN_OK) return r;
+        if (n->op == NN__OP_MAXPOOL2D_GRAD)
+            return nn__cl_args(ctx, l->kernel, "mmmiiiii8", NN__M(in[0]), NN__M(in[1]), y, p.NC, p.H, p.W, p.OH, p.OW, geo);
+        if (n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD)
+            return nn__cl_args(ctx, l->kernel, "mmiiiii8", NN__M(in[0]), y, p.NC, p.H, p.W, p.OH, p.OW, geo);
+        return nn__cl_args(ctx, l->kernel, "mmiiiii8ii", NN__M(in[0]), y, p.NC, p.H, p.W, p.OH, p.OW, geo, p.exclude_pad,
+                           p.adaptive);
+    }
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);
     }

@@ -262,6 +262,36 @@ NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
    each sample normalised over its spatial dims (group norm with groups = C); gamma and beta
    [C]. Always the instance's statistics (PyTorch's track_running_stats=False). */
 NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, float eps);
+/* Pooling over x [N, C, H, W] (NCHW) with PyTorch's semantics. Zero fields mean: stride =
+   the kernel size, padding 0, dilation 1, floor mode, count_include_pad=True. Output
+   OH = floor_or_ceil((H + 2*pad_h - dilation_h*(kernel_h-1) - 1) / stride_h) + 1, where in
+   ceil mode a last window that would start in the right padding is dropped. Padding is at
+   most half the kernel; max pooling pads with -inf (a window with no input element gives
+   -inf and no gradient) and sends the gradient to the first maximum in window order;
+   average pooling has no dilation. */
+typedef struct nn_pool2d_desc {
+    int kernel_h, kernel_w;     /* the window, >= 1 (required) */
+    int stride_h, stride_w;     /* 0: the kernel size */
+    int pad_h, pad_w;           /* on both sides */
+    int dilation_h, dilation_w; /* max pooling only; 0: 1 */
+    int ceil_mode;              /* 1: ceil instead of floor in the output size */
+    int exclude_pad;            /* average pooling: 1 divides by the input elements in the
+                                   window alone (PyTorch's count_include_pad=False) */
+} nn_pool2d_desc;
+NN_API nn_tensor nn_max_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc);
+NN_API nn_tensor nn_avg_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc);
+/* The same over x [N, C, L] -> [N, C, OL]. */
+typedef struct nn_pool1d_desc {
+    int kernel, stride, pad, dilation, ceil_mode, exclude_pad; /* as nn_pool2d_desc */
+} nn_pool1d_desc;
+NN_API nn_tensor nn_max_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc);
+NN_API nn_tensor nn_avg_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc);
+/* [N, C, H, W] -> [N, C, 1, 1]: the mean or the maximum of each channel. */
+NN_API nn_tensor nn_global_avg_pool2d(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x);
+/* [N, C, H, W] -> [N, C, oh, ow] averaging PyTorch's bins: output row i covers input rows
+   floor(i*H/oh) to ceil((i+1)*H/oh) - 1 (bins overlap when oh does not divide H). */
+NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow);
 
 /* A fully connected layer: x [B, in] -> [B, out] with parameters NAME.weight [out, in] and
    NAME.bias [out] (PyTorch's names and layout), initialised as PyTorch's nn.Linear. */

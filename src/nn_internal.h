@@ -61,7 +61,10 @@
     X(NORM_STATS, "norm_stats") X(NORM_FORWARD, "norm") X(NORM_DX, "norm_grad_input")             \
     X(NORM_DGAMMA, "norm_grad_weight") X(NORM_DBETA, "norm_grad_bias")                            \
     X(BN_RUNNING, "batch_norm_running_update") X(BN_PACK, "batch_norm_running_stats")          \
-    X(OPT_STEP, "optimizer") X(GRAD_ACC, "grad_accumulate")
+    X(OPT_STEP, "optimizer") X(GRAD_ACC, "grad_accumulate")          \
+    X(MAXPOOL2D, "max_pool2d") X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax")                   \
+    X(MAXPOOL2D_GRAD, "max_pool2d_grad") X(AVGPOOL2D, "avg_pool2d")                       \
+    X(AVGPOOL2D_GRAD, "avg_pool2d_grad")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,

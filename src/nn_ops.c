@@ -36,6 +36,16 @@ static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dim
     }
 }
 
+/* A pooling node's geometry: x is the input of the forward ops and the output of the
+   gradient ops, whose last input is dy. */
+static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p) {
+    int is_max = n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD;
+    if (n->op == NN__OP_MAXPOOL2D_GRAD || n->op == NN__OP_AVGPOOL2D_GRAD)
+        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, n->i);
+    else
+        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+}
+
 static nn_result nn__cpu_run(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
@@ -225,6 +235,17 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         break;
     case NN__OP_OPT_STEP: nn__opt_step_cpu(g, n); break;
     case NN__OP_GRAD_ACC: nn__grad_acc_cpu(y, NN__F(in[0]), N, n->f[0], (g->step - 1) % (uint64_t)g->accum_steps == 0); break;
+    case NN__OP_MAXPOOL2D: case NN__OP_MAXPOOL2D_ARGMAX: case NN__OP_MAXPOOL2D_GRAD:
+    case NN__OP_AVGPOOL2D: case NN__OP_AVGPOOL2D_GRAD: {
+        nn__pooling p;
+        nn__pooling_of(g, n, &p);
+        if (n->op == NN__OP_MAXPOOL2D) nn__max_pool2d_forward(g->ctx->pool, &p, y, NN__F(in[0]));
+        else if (n->op == NN__OP_MAXPOOL2D_ARGMAX) nn__max_pool2d_argmax(g->ctx->pool, &p, (int32_t *)y, NN__F(in[0]));
+        else if (n->op == NN__OP_MAXPOOL2D_GRAD) nn__max_pool2d_backward(g->ctx->pool, &p, y, NN__I(in[0]), NN__F(in[1]));
+        else if (n->op == NN__OP_AVGPOOL2D) nn__avg_pool2d_forward(g->ctx->pool, &p, y, NN__F(in[0]));
+        else nn__avg_pool2d_backward(g->ctx->pool, &p, y, NN__F(in[0]));
+        break;
+    }
     default:
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: no CPU path", nn__op_names[n->op]);
     }
@@ -355,6 +376,16 @@ static nn_result nn__cl_prepare_opt(nn_graph *g, int id) {
     if (r != NN_OK) return r;
     l->update = nn__cl_update_lamb_apply;
     return nn__cl_args(ctx, l->kernel, "mmif", p->buf.mem, norms, np, (double)g->lr);
+}
+
+static const char *nn__cl_pool_kernel(int op) {
+    switch (op) {
+    case NN__OP_MAXPOOL2D: return "max_pool2d_forward";
+    case NN__OP_MAXPOOL2D_ARGMAX: return "max_pool2d_argmax";
+    case NN__OP_MAXPOOL2D_GRAD: return "max_pool2d_backward";
+    case NN__OP_AVGPOOL2D: return "avg_pool2d_forward";
+    default: return "avg_pool2d_backward";
+    }
 }
 
 #define NN__M(id) (g->nodes[(id)].buf.mem)
@@ -664,6 +695,23 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         if (r != NN_OK) return r;
         l->update = nn__cl_update_grad_acc;
         return nn__cl_args(ctx, l->kernel, "mmifi", y, NN__M(in[0]), N, (double)n->f[0], 1);
+    case NN__OP_MAXPOOL2D: case NN__OP_MAXPOOL2D_ARGMAX: case NN__OP_MAXPOOL2D_GRAD:
+    case NN__OP_AVGPOOL2D: case NN__OP_AVGPOOL2D_GRAD: { /* one work-item per element of y */
+        nn__pooling p;
+        int geo[8];
+        nn__pooling_of(g, n, &p);
+        memcpy(geo, n->i, 6 * sizeof(int));
+        geo[6] = p.dh;
+        geo[7] = p.dw;
+        r = nn__cl_add(g, id, "pool", nn__cl_pool_kernel(n->op), (size_t)N, &l);
+        if (r != NN_OK) return r;
+        if (n->op == NN__OP_MAXPOOL2D_GRAD)
+            return nn__cl_args(ctx, l->kernel, "mmmiiiii8", NN__M(in[0]), NN__M(in[1]), y, p.NC, p.H, p.W, p.OH, p.OW, geo);
+        if (n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD)
+            return nn__cl_args(ctx, l->kernel, "mmiiiii8", NN__M(in[0]), y, p.NC, p.H, p.W, p.OH, p.OW, geo);
+        return nn__cl_args(ctx, l->kernel, "mmiiiii8ii", NN__M(in[0]), y, p.NC, p.H, p.W, p.OH, p.OW, geo, p.exclude_pad,
+                           p.adaptive);
+    }
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);
     }

@@ -73,6 +73,7 @@ static void run_suites(const t_env *e) {
     suite_ops(e);
     suite_shape(e);
     suite_norm(e);
+    suite_pool(e);
     suite_optim(e);
     suite_graph(e);
     suite_errors(e);

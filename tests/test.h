@@ -62,6 +62,7 @@ void check_case(const t_env *e, const spec *s);
 void suite_ops(const t_env *e);
 void suite_shape(const t_env *e);
 void suite_norm(const t_env *e);
+void suite_pool(const t_env *e);
 void suite_optim(const t_env *e);
 void suite_graph(const t_env *e);
 void suite_errors(const t_env *e);

@@ -1,0 +1,156 @@
+/* Pooling over the planes of NCHW tensors (1-D pooling: H = 1), twins of src/nn_pool.c with
+   the same window rules (PyTorch's) and the same order of every sum. Forward: one
+   work-item per output element. Backward: one work-item per input element, gathering over
+   the windows that cover it (no atomics, a fixed order). NC = N*C planes;
+   geo = (kh, kw, sh, sw, ph, pw, dh, dw), dh = dw = 1 for average pooling. */
+
+/* The first maximum of output (oh, ow)'s window in window order (a NaN wins, as in
+   PyTorch), as an index ih*W + iw into the plane x, or -1 when the window holds padding
+   alone (its value is then -inf, the padding's). */
+inline int max_window(__global const float *x, const int H, const int W, const int oh, const int ow,
+                      const int8 geo, float *val) {
+    int h0 = oh * geo.s2 - geo.s4, w0 = ow * geo.s3 - geo.s5, arg = -1;
+    float m = -INFINITY;
+    for (int i = 0; i < geo.s0; i++) {
+        int ih = h0 + i * geo.s6;
+        if (ih < 0 || ih >= H) continue;
+        for (int j = 0; j < geo.s1; j++) {
+            int iw = w0 + j * geo.s7;
+            if (iw < 0 || iw >= W) continue;
+            float v = x[ih * W + iw];
+            if (arg < 0 || v > m || isnan(v)) {
+                m = v;
+                arg = ih * W + iw;
+            }
+        }
+    }
+    *val = m;
+    return arg;
+}
+
+/* y [NC, OH, OW] = the maximum of each window */
+__kernel void max_pool2d_forward(__global const float *x, __global float *y, const int NC, const int H,
+                                 const int W, const int OH, const int OW, const int8 geo) {
+    int i = get_global_id(0);
+    if (i >= NC * OH * OW) return;
+    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);
+    float v;
+    max_window(x + (size_t)c * H * W, H, W, oh, ow, geo, &v);
+    y[i] = v;
+}
+
+/* idx [NC, OH, OW] = each window's argmax, for the backward pass */
+__kernel void max_pool2d_argmax(__global const float *x, __global int *idx, const int NC, const int H,
+                                const int W, const int OH, const int OW, const int8 geo) {
+    int i = get_global_id(0);
+    if (i >= NC * OH * OW) return;
+    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);
+    float v;
+    idx[i] = max_window(x + (size_t)c * H * W, H, W, oh, ow, geo, &v);
+}
+
+/* Outputs [*lo, *hi) along an axis of m outputs whose window (stride s, padding p,
+   extent `span`) covers input i: o*s - p <= i < o*s - p + span. */
+inline void cover(const int i, const int m, const int span, const int s, const int p, int *lo, int *hi) {
+    int a = i + p - span + 1;
+    *lo = a > 0 ? (a + s - 1) / s : 0;
+    *hi = min((i + p) / s + 1, m);
+}
+
+/* dx [NC, H, W]: each input element sums dy over the windows whose argmax it is, in
+   output order */
+__kernel void max_pool2d_backward(__global const int *idx, __global const float *dy, __global float *dx,
+                                  const int NC, const int H, const int W, const int OH, const int OW,
+                                  const int8 geo) {
+    int i = get_global_id(0);
+    if (i >= NC * H * W) return;
+    int c = i / (H * W), p = i - c * (H * W), ih = p / W, iw = p - ih * W;
+    int oh0, oh1, ow0, ow1;
+    cover(ih, OH, (geo.s0 - 1) * geo.s6 + 1, geo.s2, geo.s4, &oh0, &oh1);
+    cover(iw, OW, (geo.s1 - 1) * geo.s7 + 1, geo.s3, geo.s5, &ow0, &ow1);
+    __global const int *ic = idx + (size_t)c * OH * OW;
+    __global const float *dc = dy + (size_t)c * OH * OW;
+    float acc = 0.0f;
+    for (int oh = oh0; oh < oh1; oh++)
+        for (int ow = ow0; ow < ow1; ow++)
+            if (ic[oh * OW + ow] == p) acc += dc[oh * OW + ow];
+    dx[i] = acc;
+}
+
+/* Output o's average window along an axis of n inputs and m outputs: the inputs
+   [*lo, *hi) and *cnt, the count that count_include_pad divides by (the window clipped to
+   the padded input). Adaptive bins: floor(o*n/m) to ceil((o+1)*n/m). */
+inline void avg_span(const int o, const int n, const int m, const int k, const int s, const int p,
+                     const int adaptive, int *lo, int *hi, int *cnt) {
+    int a, b;
+    if (adaptive) {
+        a = (int)((long)o * n / m);
+        b = (int)(((long)(o + 1) * n + m - 1) / m);
+    } else {
+        a = o * s - p;
+        b = min(a + k, n + p);
+    }
+    *cnt = b - a;
+    *lo = max(a, 0);
+    *hi = min(b, n);
+}
+
+/* The divisor of output (oh, ow) and its window [h0, h1) x [w0, w1); 0 if it is empty. */
+inline int avg_window(const int H, const int W, const int OH, const int OW, const int8 geo,
+                      const int exclude_pad, const int adaptive, const int oh, const int ow,
+                      int *h0, int *h1, int *w0, int *w1) {
+    int ch, cw;
+    avg_span(oh, H, OH, geo.s0, geo.s2, geo.s4, adaptive, h0, h1, &ch);
+    avg_span(ow, W, OW, geo.s1, geo.s3, geo.s5, adaptive, w0, w1, &cw);
+    if (*h1 <= *h0 || *w1 <= *w0) return 0;
+    return exclude_pad ? (*h1 - *h0) * (*w1 - *w0) : ch * cw;
+}
+
+/* y [NC, OH, OW] = the mean of each window */
+__kernel void avg_pool2d_forward(__global const float *x, __global float *y, const int NC, const int H,
+                                 const int W, const int OH, const int OW, const int8 geo,
+                                 const int exclude_pad, const int adaptive) {
+    int i = get_global_id(0);
+    if (i >= NC * OH * OW) return;
+    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);
+    int h0, h1, w0, w1;
+    int div = avg_window(H, W, OH, OW, geo, exclude_pad, adaptive, oh, ow, &h0, &h1, &w0, &w1);
+    __global const float *xc = x + (size_t)c * H * W;
+    float acc = 0.0f;
+    for (int ih = h0; ih < h1; ih++)
+        for (int iw = w0; iw < w1; iw++) acc += xc[ih * W + iw];
+    y[i] = div ? acc / (float)div : 0.0f;
+}
+
+/* Outputs [*lo, *hi) whose average window may cover input i along an axis (for adaptive
+   bins, o from floor(i*m/n) to ceil((i+1)*m/n)); the caller checks each window. */
+inline void avg_cover(const int i, const int n, const int m, const int k, const int s, const int p,
+                      const int adaptive, int *lo, int *hi) {
+    if (!adaptive) {
+        cover(i, m, k, s, p, lo, hi);
+        return;
+    }
+    *lo = (int)((long)i * m / n);
+    *hi = min((int)(((long)(i + 1) * m + n - 1) / n), m);
+}
+
+/* dx [NC, H, W]: each input element sums dy / divisor over the windows that hold it, in
+   output order */
+__kernel void avg_pool2d_backward(__global const float *dy, __global float *dx, const int NC, const int H,
+                                  const int W, const int OH, const int OW, const int8 geo,
+                                  const int exclude_pad, const int adaptive) {
+    int i = get_global_id(0);
+    if (i >= NC * H * W) return;
+    int c = i / (H * W), p = i - c * (H * W), ih = p / W, iw = p - ih * W;
+    int oh0, oh1, ow0, ow1, h0, h1, w0, w1;
+    avg_cover(ih, H, OH, geo.s0, geo.s2, geo.s4, adaptive, &oh0, &oh1);
+    avg_cover(iw, W, OW, geo.s1, geo.s3, geo.s5, adaptive, &ow0, &ow1);
+    __global const float *dc = dy + (size_t)c * OH * OW;
+    float acc = 0.0f;
+    for (int oh = oh0; oh < oh1; oh++)
+        for (int ow = ow0; ow < ow1; ow++) {
+            int div = avg_window(H, W, OH, OW, geo, exclude_pad, adaptive, oh, ow, &h0, &h1, &w0, &w1);
+            if (div && ih >= h0 && ih < h1 && iw >= w0 && iw < w1) acc += dc[oh * OW + ow] / (float)div;
+        }
+    dx[i] = acc;
+}

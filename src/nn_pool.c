@@ -1,0 +1,199 @@
+/* Pooling on the CPU backend: max and average pooling over the planes of NCHW tensors
+   (1-D pooling is H = 1), with PyTorch's window rules. kernels/pool.cl has the OpenCL
+   twins, which visit windows and sum in the same order. Planes are independent, so each
+   op splits its planes over the threads; every plane is written by one task alone. */
+
+typedef struct nn__pooling {
+    int NC, H, W, OH, OW; /* x [N*C planes, H, W] -> y [N*C, OH, OW]; 1-D pooling: H = OH = 1 */
+    int kh, kw, sh, sw, ph, pw;
+    int dh, dw;           /* max pooling's dilation; 1 for average pooling */
+    int exclude_pad;      /* average: divide by the input elements in the window alone */
+    int adaptive;         /* average: PyTorch's adaptive bins instead of kernel and stride */
+} nn__pooling;
+
+/* Geometry from x and y (4-D, or 3-D [N, C, L] for 1-D pooling) and a pooling node's
+   attributes: kh, kw, sh, sw, ph, pw, then dh, dw (max) or exclude_pad, adaptive (average). */
+static void nn__pooling_geom(nn__pooling *p, int is_max, const nn_shape *x, const nn_shape *y, const int *attr) {
+    int d = x->ndim;
+    p->NC = (int)(x->dim[0] * x->dim[1]);
+    p->H = d == 4 ? (int)x->dim[2] : 1;
+    p->W = (int)x->dim[d - 1];
+    p->OH = d == 4 ? (int)y->dim[2] : 1;
+    p->OW = (int)y->dim[d - 1];
+    p->kh = attr[0];
+    p->kw = attr[1];
+    p->sh = attr[2];
+    p->sw = attr[3];
+    p->ph = attr[4];
+    p->pw = attr[5];
+    p->dh = is_max ? attr[6] : 1;
+    p->dw = is_max ? attr[7] : 1;
+    p->exclude_pad = is_max ? 0 : attr[6];
+    p->adaptive = is_max ? 0 : attr[7];
+}
+
+/* The first maximum of output (oh, ow)'s window in window order (a NaN wins, as in
+   PyTorch), as an index ih*W + iw into the plane x, or -1 when the window holds padding
+   alone (its value is then -inf, the padding's). */
+static int nn__max_window(const nn__pooling *p, const float *x, int oh, int ow, float *val) {
+    int h0 = oh * p->sh - p->ph, w0 = ow * p->sw - p->pw, i, j, arg = -1;
+    float m = -INFINITY;
+    for (i = 0; i < p->kh; i++) {
+        int ih = h0 + i * p->dh;
+        if (ih < 0 || ih >= p->H) continue;
+        for (j = 0; j < p->kw; j++) {
+            int iw = w0 + j * p->dw;
+            float v;
+            if (iw < 0 || iw >= p->W) continue;
+            v = x[ih * p->W + iw];
+            if (arg < 0 || v > m || isnan(v)) {
+                m = v;
+                arg = ih * p->W + iw;
+            }
+        }
+    }
+    *val = m;
+    return arg;
+}
+
+/* Output o's average window along an axis of n inputs and m outputs: the inputs [*lo, *hi)
+   and *cnt, the count that count_include_pad divides by (the window clipped to the padded
+   input: PyTorch's pool_size). Adaptive bins: floor(o*n/m) to ceil((o+1)*n/m). */
+static void nn__avg_span(int o, int n, int m, int k, int s, int p, int adaptive, int *lo, int *hi, int *cnt) {
+    int a, b;
+    if (adaptive) {
+        a = (int)((int64_t)o * n / m);
+        b = (int)(((int64_t)(o + 1) * n + m - 1) / m);
+    } else {
+        a = o * s - p;
+        b = a + k < n + p ? a + k : n + p;
+    }
+    *cnt = b - a;
+    *lo = a > 0 ? a : 0;
+    *hi = b < n ? b : n;
+}
+
+/* The divisor of output (oh, ow) and its window [h0, h1) x [w0, w1); 0 if it is empty. */
+static int nn__avg_window(const nn__pooling *p, int oh, int ow, int *h0, int *h1, int *w0, int *w1) {
+    int ch, cw;
+    nn__avg_span(oh, p->H, p->OH, p->kh, p->sh, p->ph, p->adaptive, h0, h1, &ch);
+    nn__avg_span(ow, p->W, p->OW, p->kw, p->sw, p->pw, p->adaptive, w0, w1, &cw);
+    if (*h1 <= *h0 || *w1 <= *w0) return 0;
+    return p->exclude_pad ? (*h1 - *h0) * (*w1 - *w0) : ch * cw;
+}
+
+/* ---- one plane c of each op ---- */
+
+static void nn__max_pool_plane(const nn__pooling *p, void *out, const void *in, const void *in2, int c) {
+    float *y = (float *)out + (int64_t)c * p->OH * p->OW;
+    const float *x = (const float *)in + (int64_t)c * p->H * p->W;
+    int oh, ow;
+    (void)in2;
+    for (oh = 0; oh < p->OH; oh++)
+        for (ow = 0; ow < p->OW; ow++) nn__max_window(p, x, oh, ow, &y[oh * p->OW + ow]);
+}
+
+static void nn__max_argmax_plane(const nn__pooling *p, void *out, const void *in, const void *in2, int c) {
+    int32_t *idx = (int32_t *)out + (int64_t)c * p->OH * p->OW;
+    const float *x = (const float *)in + (int64_t)c * p->H * p->W;
+    int oh, ow;
+    float v;
+    (void)in2;
+    for (oh = 0; oh < p->OH; oh++)
+        for (ow = 0; ow < p->OW; ow++) idx[oh * p->OW + ow] = nn__max_window(p, x, oh, ow, &v);
+}
+
+/* dx = dy sent to each window's argmax, scattered in output order: each input element
+   receives its terms in the order kernels/pool.cl's gather sums them. */
+static void nn__max_backward_plane(const nn__pooling *p, void *out, const void *in, const void *in2, int c) {
+    float *dx = (float *)out + (int64_t)c * p->H * p->W;
+    const int32_t *idx = (const int32_t *)in + (int64_t)c * p->OH * p->OW;
+    const float *dy = (const float *)in2 + (int64_t)c * p->OH * p->OW;
+    int o;
+    memset(dx, 0, (size_t)p->H * p->W * sizeof(float));
+    for (o = 0; o < p->OH * p->OW; o++)
+        if (idx[o] >= 0) dx[idx[o]] += dy[o];
+}
+
+static void nn__avg_pool_plane(const nn__pooling *p, void *out, const void *in, const void *in2, int c) {
+    float *y = (float *)out + (int64_t)c * p->OH * p->OW;
+    const float *x = (const float *)in + (int64_t)c * p->H * p->W;
+    int oh, ow, ih, iw, h0, h1, w0, w1, divisor;
+    (void)in2;
+    for (oh = 0; oh < p->OH; oh++)
+        for (ow = 0; ow < p->OW; ow++) {
+            float acc = 0.0f;
+            divisor = nn__avg_window(p, oh, ow, &h0, &h1, &w0, &w1);
+            for (ih = h0; ih < h1; ih++)
+                for (iw = w0; iw < w1; iw++) acc += x[ih * p->W + iw];
+            y[oh * p->OW + ow] = divisor ? acc / (float)divisor : 0.0f;
+        }
+}
+
+/* dx = dy / divisor spread over each window, in output order (the gather's order). */
+static void nn__avg_backward_plane(const nn__pooling *p, void *out, const void *in, const void *in2, int c) {
+    float *dx = (float *)out + (int64_t)c * p->H * p->W;
+    const float *dy = (const float *)in + (int64_t)c * p->OH * p->OW;
+    int oh, ow, ih, iw, h0, h1, w0, w1, divisor;
+    (void)in2;
+    memset(dx, 0, (size_t)p->H * p->W * sizeof(float));
+    for (oh = 0; oh < p->OH; oh++)
+        for (ow = 0; ow < p->OW; ow++) {
+            float gv;
+            divisor = nn__avg_window(p, oh, ow, &h0, &h1, &w0, &w1);
+            if (!divisor) continue;
+            gv = dy[oh * p->OW + ow] / (float)divisor;
+            for (ih = h0; ih < h1; ih++)
+                for (iw = w0; iw < w1; iw++) dx[ih * p->W + iw] += gv;
+        }
+}
+
+/* ---- the planes over the threads ---- */
+
+typedef void (*nn__plane_fn)(const nn__pooling *p, void *out, const void *in, const void *in2, int c);
+typedef struct nn__plane_job {
+    const nn__pooling *p;
+    nn__plane_fn fn;
+    void *out;
+    const void *in, *in2;
+} nn__plane_job;
+
+static void nn__plane_task(void *arg, int t, int n_tasks) {
+    const nn__plane_job *j = (const nn__plane_job *)arg;
+    int per = (j->p->NC + n_tasks - 1) / n_tasks, c0 = per * t, c1 = c0 + per < j->p->NC ? c0 + per : j->p->NC, c;
+    for (c = c0; c < c1; c++) j->fn(j->p, j->out, j->in, j->in2, c);
+}
+
+/* The op on every plane; threads only when there is enough work to pay for them. */
+static void nn__pool_planes(nn__pool *pool, const nn__pooling *p, nn__plane_fn fn, void *out, const void *in, const void *in2) {
+    nn__plane_job j;
+    int64_t work = (int64_t)p->NC * ((int64_t)p->H * p->W + (int64_t)p->OH * p->OW * p->kh * p->kw);
+    int tasks = work >= NN__PAR_MIN ? nn__pool_size(pool) : 1;
+    j.p = p;
+    j.fn = fn;
+    j.out = out;
+    j.in = in;
+    j.in2 = in2;
+    nn__pool_run(pool, nn__plane_task, &j, tasks < p->NC ? tasks : p->NC);
+}
+
+/* y [N, C, OH, OW] = the maximum of each window */
+static void nn__max_pool2d_forward(nn__pool *pool, const nn__pooling *p, float *y, const float *x) {
+    nn__pool_planes(pool, p, nn__max_pool_plane, y, x, NULL);
+}
+/* idx [N, C, OH, OW] = each window's argmax (ih*W + iw in its plane, -1: padding alone) */
+static void nn__max_pool2d_argmax(nn__pool *pool, const nn__pooling *p, int32_t *idx, const float *x) {
+    nn__pool_planes(pool, p, nn__max_argmax_plane, idx, x, NULL);
+}
+/* dx [N, C, H, W] from idx and dy [N, C, OH, OW] */
+static void nn__max_pool2d_backward(nn__pool *pool, const nn__pooling *p, float *dx, const int32_t *idx, const float *dy) {
+    nn__pool_planes(pool, p, nn__max_backward_plane, dx, idx, dy);
+}
+/* y [N, C, OH, OW] = the mean of each window */
+static void nn__avg_pool2d_forward(nn__pool *pool, const nn__pooling *p, float *y, const float *x) {
+    nn__pool_planes(pool, p, nn__avg_pool_plane, y, x, NULL);
+}
+/* dx [N, C, H, W] from dy [N, C, OH, OW] */
+static void nn__avg_pool2d_backward(nn__pool *pool, const nn__pooling *p, float *dx, const float *dy) {
+    nn__pool_planes(pool, p, nn__avg_backward_plane, dx, dy, NULL);
+}
