@@ -32,203 +32,14 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#ifndef FMNIST_NO_ZLIB
-#include <zlib.h>
-#endif
+
+#include "fashion_mnist.h" /* IDX loading, the data folder, shuffle, clock */
 
 #define BATCH 128
-#define IMG 784
-#define CLASSES 10
-#define MEAN 0.2860f /* Fashion-MNIST's pixel mean and standard deviation in [0, 1] */
-#define STD 0.3530f
+#define IMG FMNIST_IMG
+#define CLASSES FMNIST_CLASSES
 #define LR_MAX 2e-3 /* the cosine schedule's first and last learning rates */
 #define LR_MIN 1e-5
-
-/* ---- the dataset: IDX files, gzip'd or plain ------------------------------------------ */
-
-typedef struct dataset {
-    int64_t n;       /* examples */
-    float *x;        /* [n, 784], normalised */
-    int32_t *y;      /* [n] in 0..9 */
-} dataset;
-
-static uint32_t be32(const unsigned char *p) {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
-/* A file, gzip'd or plain with zlib (gzread reads plain files as they are), plain only
-   without it (-DFMNIST_NO_ZLIB). xread returns the bytes read, 0 at the end, -1 on error. */
-#ifndef FMNIST_NO_ZLIB
-typedef gzFile xfile;
-static xfile xopen(const char *path) { return gzopen(path, "rb"); }
-static long xread(xfile f, void *buf, size_t n) {
-    /* gzread takes an unsigned count: read in chunks of at most 1 GiB. */
-    size_t done = 0;
-    while (done < n) {
-        size_t want = n - done > (1u << 30) ? (1u << 30) : n - done;
-        int got = gzread(f, (unsigned char *)buf + done, (unsigned)want);
-        if (got < 0) return -1;
-        if (got == 0) break;
-        done += (size_t)got;
-    }
-    return (long)done;
-}
-static void xclose(xfile f) {
-    if (f) gzclose(f);
-}
-#define SUFFIXES 2 /* NAME, then NAME.gz */
-#else
-typedef FILE *xfile;
-static xfile xopen(const char *path) { return fopen(path, "rb"); }
-static long xread(xfile f, void *buf, size_t n) {
-    size_t got = fread(buf, 1, n, f);
-    return got < n && ferror(f) ? -1 : (long)got;
-}
-static void xclose(xfile f) {
-    if (f) fclose(f);
-}
-#define SUFFIXES 1 /* NAME only */
-#endif
-
-/* Opens DIR/NAME or (with zlib) DIR/NAME.gz, the path opened in path; NULL if neither. */
-static xfile open_in(const char *dir, const char *name, char *path, size_t size) {
-    static const char *const suffix[2] = {"", ".gz"};
-    xfile f = NULL;
-    int s;
-    for (s = 0; s < SUFFIXES && !f; s++) {
-        snprintf(path, size, "%s/%s%s", dir, name, suffix[s]);
-        f = xopen(path);
-    }
-    return f;
-}
-
-/* 1 when DIR/NAME.gz exists (to explain a failure in a build without zlib). */
-static int has_gz(const char *dir, const char *name) {
-    char path[1024];
-    FILE *f;
-    snprintf(path, sizeof path, "%s/%s.gz", dir, name);
-    f = fopen(path, "rb");
-    if (f) fclose(f);
-    return f != NULL;
-}
-
-/* Reads DIR/NAME, or (with zlib) DIR/NAME.gz, checks its IDX header (unsigned bytes, ndim
-   dimensions, inner dimensions as given) and returns the payload and the first dimension,
-   or NULL after printing why. */
-static unsigned char *read_idx(const char *dir, const char *name, int ndim, const uint32_t *inner, uint32_t *count) {
-    char path[1024];
-    unsigned char hdr[16], extra;
-    unsigned char *data = NULL;
-    size_t bytes = 1;
-    xfile f = NULL;
-    int i, hlen = 4 + 4 * ndim;
-
-    f = open_in(dir, name, path, sizeof path);
-    if (!f) {
-        if (SUFFIXES == 1 && has_gz(dir, name))
-            fprintf(stderr, "fashion_mnist: %s/%s is gzip'd only and this build has no zlib (-DFMNIST_NO_ZLIB);\n"
-                            "  run tools/get_fashion_mnist.sh --gunzip %s to write the plain files beside it\n",
-                    dir, name, dir);
-        else fprintf(stderr, "fashion_mnist: cannot open %s/%s%s\n", dir, name, SUFFIXES == 2 ? "(.gz)" : "");
-        return NULL;
-    }
-    if (xread(f, hdr, (size_t)hlen) != hlen) {
-        fprintf(stderr, "fashion_mnist: %s: too short for an IDX header\n", path);
-        goto fail;
-    }
-    /* Magic: two zero bytes, type 0x08 (unsigned byte), number of dimensions. */
-    if (hdr[0] != 0 || hdr[1] != 0 || hdr[2] != 0x08 || hdr[3] != ndim) {
-        fprintf(stderr, "fashion_mnist: %s: bad IDX magic %02x%02x%02x%02x (want 000008%02x); not a %d-D ubyte IDX file\n",
-                path, hdr[0], hdr[1], hdr[2], hdr[3], ndim, ndim);
-        goto fail;
-    }
-    *count = be32(hdr + 4);
-    if (*count == 0 || *count > 1000000) {
-        fprintf(stderr, "fashion_mnist: %s: implausible example count %lu\n", path, (unsigned long)*count);
-        goto fail;
-    }
-    for (i = 1; i < ndim; i++) {
-        uint32_t d = be32(hdr + 4 + 4 * i);
-        if (d != inner[i - 1]) {
-            fprintf(stderr, "fashion_mnist: %s: dimension %d is %lu, want %lu\n", path, i, (unsigned long)d,
-                    (unsigned long)inner[i - 1]);
-            goto fail;
-        }
-        bytes *= d;
-    }
-    bytes *= *count;
-    data = (unsigned char *)malloc(bytes);
-    if (!data) {
-        fprintf(stderr, "fashion_mnist: out of memory reading %s\n", path);
-        goto fail;
-    }
-    if (xread(f, data, bytes) != (long)bytes) {
-        fprintf(stderr, "fashion_mnist: %s: truncated: the header promises %lu bytes of data\n", path, (unsigned long)bytes);
-        goto fail;
-    }
-    if (xread(f, &extra, 1) != 0) {
-        fprintf(stderr, "fashion_mnist: %s: trailing bytes after the %lu promised by the header\n", path, (unsigned long)bytes);
-        goto fail;
-    }
-    xclose(f);
-    return data;
-fail:
-    free(data);
-    xclose(f);
-    return NULL;
-}
-
-/* Loads PREFIX-images-idx3-ubyte and PREFIX-labels-idx1-ubyte; pixels to (p/255-MEAN)/STD. */
-static int load_split(const char *dir, const char *prefix, dataset *ds) {
-    static const uint32_t img_dims[2] = {28, 28};
-    char name[64];
-    unsigned char *img, *lab;
-    uint32_t ni = 0, nl = 0, i;
-    size_t k;
-
-    snprintf(name, sizeof name, "%s-images-idx3-ubyte", prefix);
-    img = read_idx(dir, name, 3, img_dims, &ni);
-    if (!img) return 0;
-    snprintf(name, sizeof name, "%s-labels-idx1-ubyte", prefix);
-    lab = read_idx(dir, name, 1, NULL, &nl);
-    if (!lab) {
-        free(img);
-        return 0;
-    }
-    if (ni != nl) {
-        fprintf(stderr, "fashion_mnist: %s/%s: %lu images but %lu labels\n", dir, prefix, (unsigned long)ni, (unsigned long)nl);
-        goto fail;
-    }
-    ds->n = ni;
-    ds->x = (float *)malloc((size_t)ni * IMG * sizeof(float));
-    ds->y = (int32_t *)malloc((size_t)ni * sizeof(int32_t));
-    if (!ds->x || !ds->y) {
-        fprintf(stderr, "fashion_mnist: out of memory\n");
-        goto fail;
-    }
-    for (i = 0; i < ni; i++) {
-        if (lab[i] >= CLASSES) {
-            fprintf(stderr, "fashion_mnist: %s/%s labels: label %u of example %lu is not in 0..9\n", dir, prefix, lab[i],
-                    (unsigned long)i);
-            goto fail;
-        }
-        ds->y[i] = lab[i];
-    }
-    for (k = 0; k < (size_t)ni * IMG; k++) ds->x[k] = (img[k] / 255.0f - MEAN) / STD;
-    free(img);
-    free(lab);
-    return 1;
-fail:
-    free(img);
-    free(lab);
-    free(ds->x);
-    free(ds->y);
-    ds->x = NULL;
-    ds->y = NULL;
-    return 0;
-}
 
 /* ---- the model ------------------------------------------------------------------------- */
 
@@ -246,34 +57,9 @@ static float cosine_lr(int64_t t, int64_t total) {
     return (float)(LR_MIN + 0.5 * (LR_MAX - LR_MIN) * (1.0 + cos(pi * frac)));
 }
 
-/* A seeded Fisher-Yates shuffle (splitmix64), the same on every platform. */
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static void shuffle(int32_t *p, int64_t n, uint64_t seed) {
-    int64_t i;
-    for (i = 0; i < n; i++) p[i] = (int32_t)i;
-    for (i = n - 1; i > 0; i--) {
-        int64_t j = (int64_t)(splitmix64(&seed) % (uint64_t)(i + 1));
-        int32_t t = p[i];
-        p[i] = p[j];
-        p[j] = t;
-    }
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int main(int argc, char **argv) {
-    static const char *dirs[] = {"data/fashion-mnist", "/usr/share/datasets/fashion-mnist"};
     const char *dir = NULL, *env = getenv("EPOCHS");
-    dataset train = {0, NULL, NULL}, test = {0, NULL, NULL};
+    fmnist_dataset train = {0, NULL, NULL}, test = {0, NULL, NULL};
     nn_context *ctx = NULL;
     nn_graph *g = NULL, *ev = NULL;
     nn_graph_desc gd = {0}, ed = {0};
@@ -285,7 +71,6 @@ int main(int argc, char **argv) {
     double train_secs = 0.0, first_loss = 0.0, last_test_acc = 0.0;
     uint64_t h2d = 0, d2h = 0, measured_steps = 0;
     char devname[256];
-    size_t i;
 
     if (argc > 2) epochs = atoi(argv[2]);
     else if (env) epochs = atoi(env);
@@ -293,22 +78,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s [DATA_DIR] [EPOCHS >= 1]\n", argv[0]);
         return 2;
     }
-    if (argc > 1 && argv[1][0]) dir = argv[1]; /* "" means: search */
-    for (i = 0; !dir && i < sizeof dirs / sizeof dirs[0]; i++) {
-        char probe[1024];
-        xfile f = open_in(dirs[i], "train-images-idx3-ubyte", probe, sizeof probe);
-        if (f) {
-            xclose(f);
-            dir = dirs[i];
-        }
-    }
-    if (!dir) {
-        fprintf(stderr, "fashion_mnist: no dataset%s in ./data/fashion-mnist or /usr/share/datasets/fashion-mnist;\n"
-                        "  run tools/get_fashion_mnist.sh%s data/fashion-mnist, or pass the folder as the first argument\n",
-                SUFFIXES == 1 ? " (uncompressed: this build has no zlib)" : "", SUFFIXES == 1 ? " --gunzip" : "");
-        return 1;
-    }
-    if (!load_split(dir, "train", &train) || !load_split(dir, "t10k", &test)) goto done;
+    dir = fmnist_find_dir(argc > 1 ? argv[1] : NULL); /* "" means: search */
+    if (!dir) return 1;
+    if (!fmnist_load_split(dir, "train", &train) || !fmnist_load_split(dir, "t10k", &test)) goto done;
     printf("data: %s: %ld training, %ld test examples\n", dir, (long)train.n, (long)test.n);
     steps = (int)(train.n / BATCH); /* the last partial batch is dropped */
     perm = (int32_t *)malloc((size_t)train.n * sizeof(int32_t));
@@ -322,9 +94,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fashion_mnist: nn_context_create: %s\n", nn_result_string(r));
         goto done;
     }
-    snprintf(devname, sizeof devname, "%s", nn_backend_name(ctx));
-    for (i = 0; devname[i]; i++)
-        if (devname[i] == ' ') devname[i] = '_';
+    fmnist_device_name(nn_backend_name(ctx), devname, sizeof devname);
     printf("backend: %s\n", nn_backend_name(ctx));
 
     /* The training graph: the batch's images and labels are gathered on the device from the
@@ -369,12 +139,12 @@ int main(int argc, char **argv) {
         double t0, secs;
         nn_stats s0, s1;
 
-        shuffle(perm, train.n, 12345u + (uint64_t)epoch);
+        fmnist_shuffle(perm, train.n, 12345u + (uint64_t)epoch);
         if ((r = nn_tensor_fill(g, loss_sum, 0.0f)) != NN_OK || (r = nn_tensor_fill(g, acc_sum, 0.0f)) != NN_OK ||
             (r = nn_tensor_fill(ev, test_acc, 0.0f)) != NN_OK || (r = nn_graph_finish(g)) != NN_OK)
             goto fail;
 
-        t0 = now();
+        t0 = fmnist_now();
         s0 = nn_get_stats(ctx);
         for (step = 0; step < steps; step++) {
             /* The step's only transfer: 128 indices into the resident dataset (images and
@@ -387,7 +157,7 @@ int main(int argc, char **argv) {
         }
         if ((r = nn_graph_finish(g)) != NN_OK) goto fail;
         s1 = nn_get_stats(ctx);
-        secs = now() - t0;
+        secs = fmnist_now() - t0;
         train_secs += secs;
         h2d += s1.h2d_bytes - s0.h2d_bytes;
         d2h += s1.d2h_bytes - s0.d2h_bytes;
@@ -419,9 +189,7 @@ done:
     nn_graph_destroy(g);
     nn_context_destroy(ctx);
     free(perm);
-    free(train.x);
-    free(train.y);
-    free(test.x);
-    free(test.y);
+    fmnist_free(&train);
+    fmnist_free(&test);
     return status;
 }
