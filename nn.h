@@ -2082,12 +2082,22 @@ static float nn__unary_der(int fn, float x, float alpha) {
     }
 }
 
+/* c ? a : 0.0f without a branch: ReLU's sign test is a coin flip on real activations, and
+   a mispredicted branch per element made ReLU cost more than the convolution beside it. */
+static float nn__relu_sel(int c, float a) {
+    uint32_t b;
+    memcpy(&b, &a, 4);
+    b &= (uint32_t) - (int32_t)c;
+    memcpy(&a, &b, 4);
+    return a;
+}
+
 /* The switch sits outside the loops so each loop is one function the compiler can vectorise. */
 #define NN__UNARY_LOOP(expr) for (i = 0; i < n; i++) { float v = x[i]; y[i] = (expr); }
 static void nn__unary_forward(int fn, float alpha, float *y, const float *x, int64_t n) {
     int64_t i;
     switch (fn) {
-    case NN__U_RELU: NN__UNARY_LOOP(v > 0.0f ? v : 0.0f) break;
+    case NN__U_RELU: NN__UNARY_LOOP(nn__relu_sel(v > 0.0f, v)) break;
     case NN__U_LEAKY_RELU: NN__UNARY_LOOP(v > 0.0f ? v : alpha * v) break;
     default: NN__UNARY_LOOP(nn__unary_fwd(fn, v, alpha)) break;
     }
@@ -2097,7 +2107,7 @@ static void nn__unary_forward(int fn, float alpha, float *y, const float *x, int
 static void nn__unary_backward(int fn, float alpha, float *dx, const float *x, const float *dy, int64_t n) {
     int64_t i;
     if (fn == NN__U_RELU) {
-        for (i = 0; i < n; i++) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+        for (i = 0; i < n; i++) dx[i] = nn__relu_sel(x[i] > 0.0f, dy[i]);
         return;
     }
     for (i = 0; i < n; i++) dx[i] = dy[i] * nn__unary_der(fn, x[i], alpha);
@@ -2425,53 +2435,101 @@ static int64_t nn__conv2d_scratch(const nn__conv2d *c) {
     return Kg * P + (int64_t)(c->K / c->G) * P;
 }
 
-/* col [Cg*KH*KW, N*OH*OW] of group g; zeros where the window is over the padding */
-static void nn__im2col(const nn__conv2d *c, const float *x, int g, float *col) {
+/* The outputs ow in [*lo, *hi) whose input column iw = ow*sw - pw + kw*dw lies in [0, W). */
+static void nn__conv_ow_span(const nn__conv2d *c, int kw, int *lo, int *hi) {
+    int off = kw * c->dw - c->pw, a = 0, b = c->OW;
+    while (a < b && a * c->sw + off < 0) a++;
+    while (b > a && (b - 1) * c->sw + off >= c->W) b--;
+    *lo = a;
+    *hi = b;
+}
+
+/* Rows ci0..ci1-1 (input channels of group g) of im2col: col [Cg*KH*KW, N*OH*OW]; zeros
+   where the window is over the padding */
+static void nn__im2col_range(const nn__conv2d *c, const float *x, int g, float *col, int ci0, int ci1) {
     int Cg = c->C / c->G, ci, kh, kw, n, oh, ow;
     int64_t P = (int64_t)c->N * c->OH * c->OW;
-    for (ci = 0; ci < Cg; ci++)
+    for (ci = ci0; ci < ci1; ci++)
         for (kh = 0; kh < c->KH; kh++)
             for (kw = 0; kw < c->KW; kw++) {
                 float *row = col + ((int64_t)(ci * c->KH + kh) * c->KW + kw) * P;
+                int lo, hi, off = kw * c->dw - c->pw;
+                nn__conv_ow_span(c, kw, &lo, &hi);
                 for (n = 0; n < c->N; n++) {
                     const float *xc = x + ((int64_t)n * c->C + g * Cg + ci) * c->H * c->W;
                     for (oh = 0; oh < c->OH; oh++) {
                         int ih = oh * c->sh - c->ph + kh * c->dh;
                         float *r = row + ((int64_t)n * c->OH + oh) * c->OW;
+                        const float *xr;
                         if (ih < 0 || ih >= c->H) {
                             memset(r, 0, (size_t)c->OW * sizeof(float));
                             continue;
                         }
-                        for (ow = 0; ow < c->OW; ow++) {
-                            int iw = ow * c->sw - c->pw + kw * c->dw;
-                            r[ow] = (iw >= 0 && iw < c->W) ? xc[ih * c->W + iw] : 0.0f;
-                        }
+                        xr = xc + (int64_t)ih * c->W;
+                        for (ow = 0; ow < lo; ow++) r[ow] = 0.0f;
+                        if (c->sw == 1) {
+                            if (hi > lo) memcpy(r + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(float));
+                        } else
+                            for (ow = lo; ow < hi; ow++) r[ow] = xr[ow * c->sw + off];
+                        for (ow = hi; ow < c->OW; ow++) r[ow] = 0.0f;
                     }
                 }
             }
 }
 
-/* dx += the columns scattered back to their pixels (the transpose of im2col) */
-static void nn__col2im_add(const nn__conv2d *c, const float *col, int g, float *dx) {
+/* Channels ci0..ci1-1 of group g: dx += the columns scattered back to their pixels (the
+   transpose of im2col). A channel's pixels get their terms in one fixed order whatever
+   the split. */
+static void nn__col2im_add_range(const nn__conv2d *c, const float *col, int g, float *dx, int ci0, int ci1) {
     int Cg = c->C / c->G, ci, kh, kw, n, oh, ow;
     int64_t P = (int64_t)c->N * c->OH * c->OW;
-    for (ci = 0; ci < Cg; ci++)
+    for (ci = ci0; ci < ci1; ci++)
         for (kh = 0; kh < c->KH; kh++)
             for (kw = 0; kw < c->KW; kw++) {
                 const float *row = col + ((int64_t)(ci * c->KH + kh) * c->KW + kw) * P;
+                int lo, hi, off = kw * c->dw - c->pw;
+                nn__conv_ow_span(c, kw, &lo, &hi);
                 for (n = 0; n < c->N; n++) {
                     float *xc = dx + ((int64_t)n * c->C + g * Cg + ci) * c->H * c->W;
                     for (oh = 0; oh < c->OH; oh++) {
                         int ih = oh * c->sh - c->ph + kh * c->dh;
                         const float *r = row + ((int64_t)n * c->OH + oh) * c->OW;
+                        float *xr;
                         if (ih < 0 || ih >= c->H) continue;
-                        for (ow = 0; ow < c->OW; ow++) {
-                            int iw = ow * c->sw - c->pw + kw * c->dw;
-                            if (iw >= 0 && iw < c->W) xc[ih * c->W + iw] += r[ow];
-                        }
+                        xr = xc + (int64_t)ih * c->W;
+                        for (ow = lo; ow < hi; ow++) xr[ow * c->sw + off] += r[ow];
                     }
                 }
             }
+}
+
+/* im2col / col2im over the threads, each task a contiguous range of input channels */
+typedef struct nn__col_job {
+    const nn__conv2d *c;
+    const float *src;
+    float *dst;
+    int g, to_col;
+} nn__col_job;
+
+static void nn__col_task(void *arg, int t, int n_tasks) {
+    const nn__col_job *j = (const nn__col_job *)arg;
+    int Cg = j->c->C / j->c->G, per = (Cg + n_tasks - 1) / n_tasks, c0 = per * t, c1 = c0 + per < Cg ? c0 + per : Cg;
+    if (c0 >= c1) return;
+    if (j->to_col) nn__im2col_range(j->c, j->src, j->g, j->dst, c0, c1);
+    else nn__col2im_add_range(j->c, j->src, j->g, j->dst, c0, c1);
+}
+
+static void nn__col_run(nn__pool *pool, const nn__conv2d *c, const float *src, int g, float *dst, int to_col) {
+    nn__col_job j;
+    int Cg = c->C / c->G, tasks;
+    int64_t work = (int64_t)Cg * c->KH * c->KW * c->N * c->OH * c->OW;
+    j.c = c;
+    j.src = src;
+    j.dst = dst;
+    j.g = g;
+    j.to_col = to_col;
+    tasks = work >= NN__PAR_MIN ? nn__pool_size(pool) : 1;
+    nn__pool_run(pool, nn__col_task, &j, tasks < Cg ? tasks : Cg);
 }
 
 /* y [N, K, OH, OW] = conv(x, w) + b; b may be NULL */
@@ -2481,7 +2539,7 @@ static void nn__conv2d_forward(nn__pool *pool, const nn__conv2d *c, float *y, co
     int64_t OHW = (int64_t)c->OH * c->OW, P = c->N * OHW;
     float *col = scratch, *out = scratch + (int64_t)KK * P;
     for (g = 0; g < c->G; g++) {
-        nn__im2col(c, x, g, col);
+        nn__col_run(pool, c, x, g, col, 1);
         /* out [Kg, P] = w_g [Kg, KK] * col [KK, P] */
         nn__sgemm(pool, 0, 0, Kg, (int)P, KK, 1.0f, w + (int64_t)g * Kg * KK, KK, col, (int)P, 0.0f, out, (int)P);
         for (k = 0; k < Kg; k++) {
@@ -2516,7 +2574,7 @@ static void nn__conv2d_backward_data(nn__pool *pool, const nn__conv2d *c, float 
         nn__conv2d_gather_dy(c, dy, g, dyg);
         /* dcol [KK, P] = w_g^T [KK, Kg] * dy_g [Kg, P] */
         nn__sgemm(pool, 1, 0, KK, (int)P, Kg, 1.0f, w + (int64_t)g * Kg * KK, KK, dyg, (int)P, 0.0f, dcol, (int)P);
-        nn__col2im_add(c, dcol, g, dx);
+        nn__col_run(pool, c, dcol, g, dx, 0);
     }
 }
 
@@ -2527,7 +2585,7 @@ static void nn__conv2d_backward_weight(nn__pool *pool, const nn__conv2d *c, floa
     int64_t P = (int64_t)c->N * c->OH * c->OW;
     float *col = scratch, *dyg = scratch + (int64_t)KK * P;
     for (g = 0; g < c->G; g++) {
-        nn__im2col(c, x, g, col);
+        nn__col_run(pool, c, x, g, col, 1);
         nn__conv2d_gather_dy(c, dy, g, dyg);
         /* dw_g [Kg, KK] = dy_g [Kg, P] * col^T [P, KK] */
         nn__sgemm(pool, 0, 1, Kg, KK, (int)P, 1.0f, dyg, (int)P, col, (int)P, 0.0f, dw + (int64_t)g * Kg * KK, KK);
@@ -2732,22 +2790,73 @@ static int64_t nn__norm_group_of(const nn__norm *q, int64_t a, int64_t c) {
     return q->per_channel ? c : a * q->G + c / (q->C / q->G);
 }
 
-/* stats [2, R] = the mean and biased variance of each group of x (two passes, in double) */
-static void nn__norm_stats(const nn__norm *q, float *stats, const float *x) {
-    int64_t R = nn__norm_groups(q), n = nn__norm_count(q), r, b, ci, s;
-    for (r = 0; r < R; r++) {
+/* The sum of p[0..n-1] (squares 0) or of (p[i] - sub)^2 (squares 1), in double, in four interleaved lanes
+   (i mod 4) added at the end: a fixed order, without one long chain of dependent adds. */
+static double nn__sum4(const float *p, int64_t n, int squares, double sub) {
+    double l0 = 0.0, l1 = 0.0, l2 = 0.0, l3 = 0.0;
+    int64_t i = 0;
+    if (!squares) {
+        for (; i + 4 <= n; i += 4) {
+            l0 += p[i];
+            l1 += p[i + 1];
+            l2 += p[i + 2];
+            l3 += p[i + 3];
+        }
+        for (; i < n; i++) l0 += p[i];
+    } else {
+        for (; i + 4 <= n; i += 4) {
+            double d0 = p[i] - sub, d1 = p[i + 1] - sub, d2 = p[i + 2] - sub, d3 = p[i + 3] - sub;
+            l0 += d0 * d0;
+            l1 += d1 * d1;
+            l2 += d2 * d2;
+            l3 += d3 * d3;
+        }
+        for (; i < n; i++) l0 += (p[i] - sub) * (p[i] - sub);
+    }
+    return (l0 + l1) + (l2 + l3);
+}
+
+/* The sums over i < n of d = dy[i] * ga and of d * xhat, xhat = (x[i] - mean) * rs, in
+   double, four interleaved lanes each (as nn__sum4), added to *s1 and *s2. */
+static void nn__dsum4(const float *dy, const float *x, float mean, float rs, float ga, int64_t n, double *s1, double *s2) {
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0, b0 = 0.0, b1 = 0.0, b2 = 0.0, b3 = 0.0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        double d0 = (double)dy[i] * ga, d1 = (double)dy[i + 1] * ga, d2 = (double)dy[i + 2] * ga, d3 = (double)dy[i + 3] * ga;
+        a0 += d0;
+        a1 += d1;
+        a2 += d2;
+        a3 += d3;
+        b0 += d0 * ((double)x[i] - mean) * rs;
+        b1 += d1 * ((double)x[i + 1] - mean) * rs;
+        b2 += d2 * ((double)x[i + 2] - mean) * rs;
+        b3 += d3 * ((double)x[i + 3] - mean) * rs;
+    }
+    for (; i < n; i++) {
+        double d = (double)dy[i] * ga;
+        a0 += d;
+        b0 += d * ((double)x[i] - mean) * rs;
+    }
+    *s1 += (a0 + a1) + (a2 + a3);
+    *s2 += (b0 + b1) + (b2 + b3);
+}
+
+/* stats [2, R] = the mean and biased variance of groups r0..r1-1 of x (two passes, in double) */
+static void nn__norm_stats_range(const nn__norm *q, float *stats, const float *x, int64_t r0, int64_t r1) {
+    int64_t R = nn__norm_groups(q), n = nn__norm_count(q), r, b, ci;
+    for (r = r0; r < r1; r++) {
         nn__norm_span sp = nn__norm_span_of(q, r);
         double sum = 0.0, mean, var = 0.0;
         for (b = 0; b < sp.nb; b++)
             for (ci = 0; ci < sp.nc; ci++) {
                 const float *p = x + sp.off + b * sp.bs + ci * q->S;
-                for (s = 0; s < q->S; s++) sum += p[s];
+                sum += nn__sum4(p, q->S, 0, 0.0);
             }
         mean = sum / (double)n;
         for (b = 0; b < sp.nb; b++)
             for (ci = 0; ci < sp.nc; ci++) {
                 const float *p = x + sp.off + b * sp.bs + ci * q->S;
-                for (s = 0; s < q->S; s++) var += ((double)p[s] - mean) * ((double)p[s] - mean);
+                var += nn__sum4(p, q->S, 1, mean);
             }
         stats[r] = (float)mean;
         stats[R + r] = (float)(var / (double)n);
@@ -2758,26 +2867,26 @@ static float nn__norm_rstd(const float *stats, int64_t R, int64_t r, float eps) 
     return (float)(1.0 / sqrt((double)stats[R + r] + (double)eps));
 }
 
-/* y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c]; gamma, beta may be NULL */
-static void nn__norm_forward(const nn__norm *q, float *y, const float *x, const float *stats, const float *gamma,
-                             const float *beta, float eps) {
-    int64_t R = nn__norm_groups(q), a, c, s;
-    for (a = 0; a < q->A; a++)
-        for (c = 0; c < q->C; c++) {
-            int64_t r = nn__norm_group_of(q, a, c), o = (a * q->C + c) * q->S;
-            float mean = stats[r], scale = nn__norm_rstd(stats, R, r, eps) * (gamma ? gamma[c] : 1.0f);
-            float shift = beta ? beta[c] : 0.0f;
-            for (s = 0; s < q->S; s++) y[o + s] = (x[o + s] - mean) * scale + shift;
-        }
+/* y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c] for the rows ac0..ac1-1 of
+   [A*C, S]; gamma, beta may be NULL */
+static void nn__norm_forward_range(const nn__norm *q, float *y, const float *x, const float *stats, const float *gamma,
+                                   const float *beta, float eps, int64_t ac0, int64_t ac1) {
+    int64_t R = nn__norm_groups(q), ac, s;
+    for (ac = ac0; ac < ac1; ac++) {
+        int64_t a = ac / q->C, c = ac % q->C, r = nn__norm_group_of(q, a, c), o = ac * q->S;
+        float mean = stats[r], scale = nn__norm_rstd(stats, R, r, eps) * (gamma ? gamma[c] : 1.0f);
+        float shift = beta ? beta[c] : 0.0f;
+        for (s = 0; s < q->S; s++) y[o + s] = (x[o + s] - mean) * scale + shift;
+    }
 }
 
 /* dx of the normalisation. With statistics of x itself, per group (n elements, d = dy*gamma,
    xhat the normalised x): dx = rstd * (d - mean(d) - xhat * mean(d * xhat)). With constant
    statistics (eval batch norm) the mean and variance do not depend on x: dx = rstd * d. */
-static void nn__norm_backward_data(const nn__norm *q, float *dx, const float *x, const float *stats, const float *dy,
-                                   const float *gamma, int const_stats, float eps) {
+static void nn__norm_backward_data_range(const nn__norm *q, float *dx, const float *x, const float *stats, const float *dy,
+                                         const float *gamma, int const_stats, float eps, int64_t r0, int64_t r1) {
     int64_t R = nn__norm_groups(q), n = nn__norm_count(q), r, b, ci, s;
-    for (r = 0; r < R; r++) {
+    for (r = r0; r < r1; r++) {
         nn__norm_span sp = nn__norm_span_of(q, r);
         float mean = stats[r], rs = nn__norm_rstd(stats, R, r, eps);
         double s1 = 0.0, s2 = 0.0;
@@ -2785,12 +2894,7 @@ static void nn__norm_backward_data(const nn__norm *q, float *dx, const float *x,
         for (b = 0; b < sp.nb && !const_stats; b++)
             for (ci = 0; ci < sp.nc; ci++) {
                 int64_t o = sp.off + b * sp.bs + ci * q->S;
-                float ga = gamma ? gamma[sp.c0 + ci] : 1.0f;
-                for (s = 0; s < q->S; s++) {
-                    double d = (double)dy[o + s] * ga;
-                    s1 += d;
-                    s2 += d * ((double)x[o + s] - mean) * rs;
-                }
+                nn__dsum4(dy + o, x + o, mean, rs, gamma ? gamma[sp.c0 + ci] : 1.0f, q->S, &s1, &s2);
             }
         m1 = (float)(s1 / (double)n);
         m2 = (float)(s2 / (double)n);
@@ -2807,19 +2911,109 @@ static void nn__norm_backward_data(const nn__norm *q, float *dx, const float *x,
 }
 
 /* out [C] = sum over A and S of dy * xhat (the weight's gradient), or of dy when x is NULL
-   (the bias's gradient) */
-static void nn__norm_backward_affine(const nn__norm *q, float *out, const float *x, const float *stats, const float *dy,
-                                     float eps) {
+   (the bias's gradient), for channels c0..c1-1 */
+static void nn__norm_backward_affine_range(const nn__norm *q, float *out, const float *x, const float *stats,
+                                           const float *dy, float eps, int64_t c0, int64_t c1) {
     int64_t R = nn__norm_groups(q), a, c, s;
-    for (c = 0; c < q->C; c++) {
+    for (c = c0; c < c1; c++) {
         double acc = 0.0;
         for (a = 0; a < q->A; a++) {
             int64_t r = nn__norm_group_of(q, a, c), o = (a * q->C + c) * q->S;
             float mean = x ? stats[r] : 0.0f, rs = x ? nn__norm_rstd(stats, R, r, eps) : 1.0f;
-            for (s = 0; s < q->S; s++) acc += x ? (double)dy[o + s] * ((x[o + s] - mean) * rs) : (double)dy[o + s];
+            if (x) {
+                double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+                const float *xx = x + o, *dd = dy + o;
+                for (s = 0; s + 4 <= q->S; s += 4) { /* four lanes, as nn__sum4 */
+                    a0 += (double)dd[s] * ((xx[s] - mean) * rs);
+                    a1 += (double)dd[s + 1] * ((xx[s + 1] - mean) * rs);
+                    a2 += (double)dd[s + 2] * ((xx[s + 2] - mean) * rs);
+                    a3 += (double)dd[s + 3] * ((xx[s + 3] - mean) * rs);
+                }
+                for (; s < q->S; s++) a0 += (double)dd[s] * ((xx[s] - mean) * rs);
+                acc += (a0 + a1) + (a2 + a3);
+            } else
+                acc += nn__sum4(dy + o, q->S, 0, 0.0);
         }
         out[c] = (float)acc;
     }
+}
+
+/* ---- the ops over the threads: each task owns a contiguous range of groups (stats, dx),
+   rows (forward) or channels (affine gradients) and sums them in the order above, so the
+   results do not depend on the thread count ---- */
+
+enum { NN__NORM_STATS, NN__NORM_FWD, NN__NORM_DX, NN__NORM_AFFINE };
+typedef struct nn__norm_job {
+    const nn__norm *q;
+    int kind, const_stats;
+    float *out;
+    const float *x, *stats, *dy, *gamma, *beta;
+    float eps;
+    int64_t n;     /* the range's length */
+} nn__norm_job;
+
+static void nn__norm_task(void *arg, int t, int n_tasks) {
+    const nn__norm_job *j = (const nn__norm_job *)arg;
+    int64_t per = (j->n + n_tasks - 1) / n_tasks, i0 = per * t, i1 = i0 + per < j->n ? i0 + per : j->n;
+    if (i0 >= i1) return;
+    switch (j->kind) {
+    case NN__NORM_STATS: nn__norm_stats_range(j->q, j->out, j->x, i0, i1); break;
+    case NN__NORM_FWD: nn__norm_forward_range(j->q, j->out, j->x, j->stats, j->gamma, j->beta, j->eps, i0, i1); break;
+    case NN__NORM_DX:
+        nn__norm_backward_data_range(j->q, j->out, j->x, j->stats, j->dy, j->gamma, j->const_stats, j->eps, i0, i1);
+        break;
+    default: nn__norm_backward_affine_range(j->q, j->out, j->x, j->stats, j->dy, j->eps, i0, i1); break;
+    }
+}
+
+static void nn__norm_run(nn__pool *pool, nn__norm_job *j) {
+    int64_t work = j->q->A * j->q->C * j->q->S, tasks = work >= NN__PAR_MIN ? nn__pool_size(pool) : 1;
+    nn__pool_run(pool, nn__norm_task, j, (int)(tasks < j->n ? tasks : j->n));
+}
+
+static nn__norm_job nn__norm_job_of(const nn__norm *q, int kind, float *out, const float *x, const float *stats, float eps) {
+    nn__norm_job j;
+    memset(&j, 0, sizeof j);
+    j.q = q;
+    j.kind = kind;
+    j.out = out;
+    j.x = x;
+    j.stats = stats;
+    j.eps = eps;
+    return j;
+}
+
+static void nn__norm_stats(nn__pool *pool, const nn__norm *q, float *stats, const float *x) {
+    nn__norm_job j = nn__norm_job_of(q, NN__NORM_STATS, stats, x, NULL, 0.0f);
+    j.n = nn__norm_groups(q);
+    nn__norm_run(pool, &j);
+}
+
+static void nn__norm_forward(nn__pool *pool, const nn__norm *q, float *y, const float *x, const float *stats,
+                             const float *gamma, const float *beta, float eps) {
+    nn__norm_job j = nn__norm_job_of(q, NN__NORM_FWD, y, x, stats, eps);
+    j.gamma = gamma;
+    j.beta = beta;
+    j.n = q->A * q->C;
+    nn__norm_run(pool, &j);
+}
+
+static void nn__norm_backward_data(nn__pool *pool, const nn__norm *q, float *dx, const float *x, const float *stats,
+                                   const float *dy, const float *gamma, int const_stats, float eps) {
+    nn__norm_job j = nn__norm_job_of(q, NN__NORM_DX, dx, x, stats, eps);
+    j.dy = dy;
+    j.gamma = gamma;
+    j.const_stats = const_stats;
+    j.n = nn__norm_groups(q);
+    nn__norm_run(pool, &j);
+}
+
+static void nn__norm_backward_affine(nn__pool *pool, const nn__norm *q, float *out, const float *x, const float *stats,
+                                     const float *dy, float eps) {
+    nn__norm_job j = nn__norm_job_of(q, NN__NORM_AFFINE, out, x, stats, eps);
+    j.dy = dy;
+    j.n = q->C;
+    nn__norm_run(pool, &j);
 }
 
 /* PyTorch's running statistics: running = (1 - m) * running + m * batch, the variance
@@ -3344,11 +3538,65 @@ static int nn__avg_window(const nn__pooling *p, int oh, int ow, int *h0, int *h1
 
 /* ---- one plane c of each op ---- */
 
+/* 1 when every window lies inside the plane (no padding, dilation 1, no ceil-mode window
+   past the edge): the planes below then skip the bounds checks. */
+static int nn__max_inside(const nn__pooling *p) {
+    return p->ph == 0 && p->pw == 0 && p->dh == 1 && p->dw == 1 && (p->OH - 1) * p->sh + p->kh <= p->H &&
+           (p->OW - 1) * p->sw + p->kw <= p->W;
+}
+
+/* The first maximum of a window that lies inside the plane, as nn__max_window picks it,
+   without branches (the comparisons are data-dependent coin flips a branch mispredicts):
+   take = v > m or v is NaN; m and arg follow take through masks. */
+static float nn__fsel(uint32_t mask, float a, float b) { /* mask ? a : b, mask 0 or ~0 */
+    uint32_t ua, ub;
+    memcpy(&ua, &a, 4);
+    memcpy(&ub, &b, 4);
+    ua = (ua & mask) | (ub & ~mask);
+    memcpy(&a, &ua, 4);
+    return a;
+}
+#define NN__MAX_STEP(v, at)                                                                                              \
+    do {                                                                                                                 \
+        float v_ = (v);                                                                                                  \
+        uint32_t take_ = (uint32_t) - (int32_t)((v_ > m) | (v_ != v_));                                                  \
+        m = nn__fsel(take_, v_, m);                                                                                      \
+        arg = (int)(((uint32_t)(at) & take_) | ((uint32_t)arg & ~take_));                                                \
+    } while (0)
+
+/* y (out_idx NULL) or idx (y NULL) of a plane whose windows all lie inside it */
+static void nn__max_plane_inside(const nn__pooling *p, float *y, int32_t *out_idx, const float *x) {
+    int oh, ow, i, j;
+    for (oh = 0; oh < p->OH; oh++) {
+        int h0 = oh * p->sh;
+        for (ow = 0; ow < p->OW; ow++) {
+            int w0 = ow * p->sw, arg = h0 * p->W + w0;
+            float m = x[arg];
+            if (p->kh == 2 && p->kw == 2) {
+                const float *r0 = x + h0 * p->W + w0, *r1 = r0 + p->W;
+                NN__MAX_STEP(r0[1], arg + 1);
+                NN__MAX_STEP(r1[0], arg + p->W);
+                NN__MAX_STEP(r1[1], arg + p->W + 1);
+            } else {
+                for (i = 0; i < p->kh; i++)
+                    for (j = i == 0 ? 1 : 0; j < p->kw; j++) NN__MAX_STEP(x[(h0 + i) * p->W + w0 + j], (h0 + i) * p->W + w0 + j);
+            }
+            if (y) y[oh * p->OW + ow] = m;
+            else out_idx[oh * p->OW + ow] = arg;
+        }
+    }
+}
+#undef NN__MAX_STEP
+
 static void nn__max_pool_plane(const nn__pooling *p, void *out, const void *in, const void *in2, int c) {
     float *y = (float *)out + (int64_t)c * p->OH * p->OW;
     const float *x = (const float *)in + (int64_t)c * p->H * p->W;
     int oh, ow;
     (void)in2;
+    if (nn__max_inside(p)) {
+        nn__max_plane_inside(p, y, NULL, x);
+        return;
+    }
     for (oh = 0; oh < p->OH; oh++)
         for (ow = 0; ow < p->OW; ow++) nn__max_window(p, x, oh, ow, &y[oh * p->OW + ow]);
 }
@@ -3359,6 +3607,10 @@ static void nn__max_argmax_plane(const nn__pooling *p, void *out, const void *in
     int oh, ow;
     float v;
     (void)in2;
+    if (nn__max_inside(p)) {
+        nn__max_plane_inside(p, NULL, idx, x);
+        return;
+    }
     for (oh = 0; oh < p->OH; oh++)
         for (ow = 0; ow < p->OW; ow++) idx[oh * p->OW + ow] = nn__max_window(p, x, oh, ow, &v);
 }
@@ -7997,15 +8249,15 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
     case NN__OP_NORM_DBETA: { /* attributes: see src/nn_norm.c */
         nn__norm q;
         nn__norm_geom(&q, n->i);
-        if (n->op == NN__OP_NORM_STATS) nn__norm_stats(&q, y, NN__F(in[0]));
+        if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->pool, &q, y, NN__F(in[0]));
         else if (n->op == NN__OP_NORM_FORWARD) /* x, stats, [gamma], [beta] */
-            nn__norm_forward(&q, y, NN__F(in[0]), NN__F(in[1]), n->i[5] ? NN__F(in[2]) : NULL,
+            nn__norm_forward(g->ctx->pool, &q, y, NN__F(in[0]), NN__F(in[1]), n->i[5] ? NN__F(in[2]) : NULL,
                              n->i[6] ? NN__F(in[2 + n->i[5]]) : NULL, n->f[0]);
         else if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
-            nn__norm_backward_data(&q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[5] ? NN__F(in[3]) : NULL, n->i[7],
+            nn__norm_backward_data(g->ctx->pool, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[5] ? NN__F(in[3]) : NULL, n->i[7],
                                    n->f[0]);
-        else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(&q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->f[0]);
-        else nn__norm_backward_affine(&q, y, NULL, NULL, NN__F(in[0]), n->f[0]);
+        else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->pool, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->f[0]);
+        else nn__norm_backward_affine(g->ctx->pool, &q, y, NULL, NULL, NN__F(in[0]), n->f[0]);
         break;
     }
     case NN__OP_BN_RUNNING: /* running mean, running var (updated in place), stats */

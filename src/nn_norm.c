@@ -54,22 +54,73 @@ static int64_t nn__norm_group_of(const nn__norm *q, int64_t a, int64_t c) {
     return q->per_channel ? c : a * q->G + c / (q->C / q->G);
 }
 
-/* stats [2, R] = the mean and biased variance of each group of x (two passes, in double) */
-static void nn__norm_stats(const nn__norm *q, float *stats, const float *x) {
-    int64_t R = nn__norm_groups(q), n = nn__norm_count(q), r, b, ci, s;
-    for (r = 0; r < R; r++) {
+/* The sum of p[0..n-1] (squares 0) or of (p[i] - sub)^2 (squares 1), in double, in four interleaved lanes
+   (i mod 4) added at the end: a fixed order, without one long chain of dependent adds. */
+static double nn__sum4(const float *p, int64_t n, int squares, double sub) {
+    double l0 = 0.0, l1 = 0.0, l2 = 0.0, l3 = 0.0;
+    int64_t i = 0;
+    if (!squares) {
+        for (; i + 4 <= n; i += 4) {
+            l0 += p[i];
+            l1 += p[i + 1];
+            l2 += p[i + 2];
+            l3 += p[i + 3];
+        }
+        for (; i < n; i++) l0 += p[i];
+    } else {
+        for (; i + 4 <= n; i += 4) {
+            double d0 = p[i] - sub, d1 = p[i + 1] - sub, d2 = p[i + 2] - sub, d3 = p[i + 3] - sub;
+            l0 += d0 * d0;
+            l1 += d1 * d1;
+            l2 += d2 * d2;
+            l3 += d3 * d3;
+        }
+        for (; i < n; i++) l0 += (p[i] - sub) * (p[i] - sub);
+    }
+    return (l0 + l1) + (l2 + l3);
+}
+
+/* The sums over i < n of d = dy[i] * ga and of d * xhat, xhat = (x[i] - mean) * rs, in
+   double, four interleaved lanes each (as nn__sum4), added to *s1 and *s2. */
+static void nn__dsum4(const float *dy, const float *x, float mean, float rs, float ga, int64_t n, double *s1, double *s2) {
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0, b0 = 0.0, b1 = 0.0, b2 = 0.0, b3 = 0.0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        double d0 = (double)dy[i] * ga, d1 = (double)dy[i + 1] * ga, d2 = (double)dy[i + 2] * ga, d3 = (double)dy[i + 3] * ga;
+        a0 += d0;
+        a1 += d1;
+        a2 += d2;
+        a3 += d3;
+        b0 += d0 * ((double)x[i] - mean) * rs;
+        b1 += d1 * ((double)x[i + 1] - mean) * rs;
+        b2 += d2 * ((double)x[i + 2] - mean) * rs;
+        b3 += d3 * ((double)x[i + 3] - mean) * rs;
+    }
+    for (; i < n; i++) {
+        double d = (double)dy[i] * ga;
+        a0 += d;
+        b0 += d * ((double)x[i] - mean) * rs;
+    }
+    *s1 += (a0 + a1) + (a2 + a3);
+    *s2 += (b0 + b1) + (b2 + b3);
+}
+
+/* stats [2, R] = the mean and biased variance of groups r0..r1-1 of x (two passes, in double) */
+static void nn__norm_stats_range(const nn__norm *q, float *stats, const float *x, int64_t r0, int64_t r1) {
+    int64_t R = nn__norm_groups(q), n = nn__norm_count(q), r, b, ci;
+    for (r = r0; r < r1; r++) {
         nn__norm_span sp = nn__norm_span_of(q, r);
         double sum = 0.0, mean, var = 0.0;
         for (b = 0; b < sp.nb; b++)
             for (ci = 0; ci < sp.nc; ci++) {
                 const float *p = x + sp.off + b * sp.bs + ci * q->S;
-                for (s = 0; s < q->S; s++) sum += p[s];
+                sum += nn__sum4(p, q->S, 0, 0.0);
             }
         mean = sum / (double)n;
         for (b = 0; b < sp.nb; b++)
             for (ci = 0; ci < sp.nc; ci++) {
                 const float *p = x + sp.off + b * sp.bs + ci * q->S;
-                for (s = 0; s < q->S; s++) var += ((double)p[s] - mean) * ((double)p[s] - mean);
+                var += nn__sum4(p, q->S, 1, mean);
             }
         stats[r] = (float)mean;
         stats[R + r] = (float)(var / (double)n);
@@ -80,26 +131,26 @@ static float nn__norm_rstd(const float *stats, int64_t R, int64_t r, float eps) 
     return (float)(1.0 / sqrt((double)stats[R + r] + (double)eps));
 }
 
-/* y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c]; gamma, beta may be NULL */
-static void nn__norm_forward(const nn__norm *q, float *y, const float *x, const float *stats, const float *gamma,
-                             const float *beta, float eps) {
-    int64_t R = nn__norm_groups(q), a, c, s;
-    for (a = 0; a < q->A; a++)
-        for (c = 0; c < q->C; c++) {
-            int64_t r = nn__norm_group_of(q, a, c), o = (a * q->C + c) * q->S;
-            float mean = stats[r], scale = nn__norm_rstd(stats, R, r, eps) * (gamma ? gamma[c] : 1.0f);
-            float shift = beta ? beta[c] : 0.0f;
-            for (s = 0; s < q->S; s++) y[o + s] = (x[o + s] - mean) * scale + shift;
-        }
+/* y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c] for the rows ac0..ac1-1 of
+   [A*C, S]; gamma, beta may be NULL */
+static void nn__norm_forward_range(const nn__norm *q, float *y, const float *x, const float *stats, const float *gamma,
+                                   const float *beta, float eps, int64_t ac0, int64_t ac1) {
+    int64_t R = nn__norm_groups(q), ac, s;
+    for (ac = ac0; ac < ac1; ac++) {
+        int64_t a = ac / q->C, c = ac % q->C, r = nn__norm_group_of(q, a, c), o = ac * q->S;
+        float mean = stats[r], scale = nn__norm_rstd(stats, R, r, eps) * (gamma ? gamma[c] : 1.0f);
+        float shift = beta ? beta[c] : 0.0f;
+        for (s = 0; s < q->S; s++) y[o + s] = (x[o + s] - mean) * scale + shift;
+    }
 }
 
 /* dx of the normalisation. With statistics of x itself, per group (n elements, d = dy*gamma,
    xhat the normalised x): dx = rstd * (d - mean(d) - xhat * mean(d * xhat)). With constant
    statistics (eval batch norm) the mean and variance do not depend on x: dx = rstd * d. */
-static void nn__norm_backward_data(const nn__norm *q, float *dx, const float *x, const float *stats, const float *dy,
-                                   const float *gamma, int const_stats, float eps) {
+static void nn__norm_backward_data_range(const nn__norm *q, float *dx, const float *x, const float *stats, const float *dy,
+                                         const float *gamma, int const_stats, float eps, int64_t r0, int64_t r1) {
     int64_t R = nn__norm_groups(q), n = nn__norm_count(q), r, b, ci, s;
-    for (r = 0; r < R; r++) {
+    for (r = r0; r < r1; r++) {
         nn__norm_span sp = nn__norm_span_of(q, r);
         float mean = stats[r], rs = nn__norm_rstd(stats, R, r, eps);
         double s1 = 0.0, s2 = 0.0;
@@ -107,12 +158,7 @@ static void nn__norm_backward_data(const nn__norm *q, float *dx, const float *x,
         for (b = 0; b < sp.nb && !const_stats; b++)
             for (ci = 0; ci < sp.nc; ci++) {
                 int64_t o = sp.off + b * sp.bs + ci * q->S;
-                float ga = gamma ? gamma[sp.c0 + ci] : 1.0f;
-                for (s = 0; s < q->S; s++) {
-                    double d = (double)dy[o + s] * ga;
-                    s1 += d;
-                    s2 += d * ((double)x[o + s] - mean) * rs;
-                }
+                nn__dsum4(dy + o, x + o, mean, rs, gamma ? gamma[sp.c0 + ci] : 1.0f, q->S, &s1, &s2);
             }
         m1 = (float)(s1 / (double)n);
         m2 = (float)(s2 / (double)n);
@@ -129,19 +175,109 @@ static void nn__norm_backward_data(const nn__norm *q, float *dx, const float *x,
 }
 
 /* out [C] = sum over A and S of dy * xhat (the weight's gradient), or of dy when x is NULL
-   (the bias's gradient) */
-static void nn__norm_backward_affine(const nn__norm *q, float *out, const float *x, const float *stats, const float *dy,
-                                     float eps) {
+   (the bias's gradient), for channels c0..c1-1 */
+static void nn__norm_backward_affine_range(const nn__norm *q, float *out, const float *x, const float *stats,
+                                           const float *dy, float eps, int64_t c0, int64_t c1) {
     int64_t R = nn__norm_groups(q), a, c, s;
-    for (c = 0; c < q->C; c++) {
+    for (c = c0; c < c1; c++) {
         double acc = 0.0;
         for (a = 0; a < q->A; a++) {
             int64_t r = nn__norm_group_of(q, a, c), o = (a * q->C + c) * q->S;
             float mean = x ? stats[r] : 0.0f, rs = x ? nn__norm_rstd(stats, R, r, eps) : 1.0f;
-            for (s = 0; s < q->S; s++) acc += x ? (double)dy[o + s] * ((x[o + s] - mean) * rs) : (double)dy[o + s];
+            if (x) {
+                double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+                const float *xx = x + o, *dd = dy + o;
+                for (s = 0; s + 4 <= q->S; s += 4) { /* four lanes, as nn__sum4 */
+                    a0 += (double)dd[s] * ((xx[s] - mean) * rs);
+                    a1 += (double)dd[s + 1] * ((xx[s + 1] - mean) * rs);
+                    a2 += (double)dd[s + 2] * ((xx[s + 2] - mean) * rs);
+                    a3 += (double)dd[s + 3] * ((xx[s + 3] - mean) * rs);
+                }
+                for (; s < q->S; s++) a0 += (double)dd[s] * ((xx[s] - mean) * rs);
+                acc += (a0 + a1) + (a2 + a3);
+            } else
+                acc += nn__sum4(dy + o, q->S, 0, 0.0);
         }
         out[c] = (float)acc;
     }
+}
+
+/* ---- the ops over the threads: each task owns a contiguous range of groups (stats, dx),
+   rows (forward) or channels (affine gradients) and sums them in the order above, so the
+   results do not depend on the thread count ---- */
+
+enum { NN__NORM_STATS, NN__NORM_FWD, NN__NORM_DX, NN__NORM_AFFINE };
+typedef struct nn__norm_job {
+    const nn__norm *q;
+    int kind, const_stats;
+    float *out;
+    const float *x, *stats, *dy, *gamma, *beta;
+    float eps;
+    int64_t n;     /* the range's length */
+} nn__norm_job;
+
+static void nn__norm_task(void *arg, int t, int n_tasks) {
+    const nn__norm_job *j = (const nn__norm_job *)arg;
+    int64_t per = (j->n + n_tasks - 1) / n_tasks, i0 = per * t, i1 = i0 + per < j->n ? i0 + per : j->n;
+    if (i0 >= i1) return;
+    switch (j->kind) {
+    case NN__NORM_STATS: nn__norm_stats_range(j->q, j->out, j->x, i0, i1); break;
+    case NN__NORM_FWD: nn__norm_forward_range(j->q, j->out, j->x, j->stats, j->gamma, j->beta, j->eps, i0, i1); break;
+    case NN__NORM_DX:
+        nn__norm_backward_data_range(j->q, j->out, j->x, j->stats, j->dy, j->gamma, j->const_stats, j->eps, i0, i1);
+        break;
+    default: nn__norm_backward_affine_range(j->q, j->out, j->x, j->stats, j->dy, j->eps, i0, i1); break;
+    }
+}
+
+static void nn__norm_run(nn__pool *pool, nn__norm_job *j) {
+    int64_t work = j->q->A * j->q->C * j->q->S, tasks = work >= NN__PAR_MIN ? nn__pool_size(pool) : 1;
+    nn__pool_run(pool, nn__norm_task, j, (int)(tasks < j->n ? tasks : j->n));
+}
+
+static nn__norm_job nn__norm_job_of(const nn__norm *q, int kind, float *out, const float *x, const float *stats, float eps) {
+    nn__norm_job j;
+    memset(&j, 0, sizeof j);
+    j.q = q;
+    j.kind = kind;
+    j.out = out;
+    j.x = x;
+    j.stats = stats;
+    j.eps = eps;
+    return j;
+}
+
+static void nn__norm_stats(nn__pool *pool, const nn__norm *q, float *stats, const float *x) {
+    nn__norm_job j = nn__norm_job_of(q, NN__NORM_STATS, stats, x, NULL, 0.0f);
+    j.n = nn__norm_groups(q);
+    nn__norm_run(pool, &j);
+}
+
+static void nn__norm_forward(nn__pool *pool, const nn__norm *q, float *y, const float *x, const float *stats,
+                             const float *gamma, const float *beta, float eps) {
+    nn__norm_job j = nn__norm_job_of(q, NN__NORM_FWD, y, x, stats, eps);
+    j.gamma = gamma;
+    j.beta = beta;
+    j.n = q->A * q->C;
+    nn__norm_run(pool, &j);
+}
+
+static void nn__norm_backward_data(nn__pool *pool, const nn__norm *q, float *dx, const float *x, const float *stats,
+                                   const float *dy, const float *gamma, int const_stats, float eps) {
+    nn__norm_job j = nn__norm_job_of(q, NN__NORM_DX, dx, x, stats, eps);
+    j.dy = dy;
+    j.gamma = gamma;
+    j.const_stats = const_stats;
+    j.n = nn__norm_groups(q);
+    nn__norm_run(pool, &j);
+}
+
+static void nn__norm_backward_affine(nn__pool *pool, const nn__norm *q, float *out, const float *x, const float *stats,
+                                     const float *dy, float eps) {
+    nn__norm_job j = nn__norm_job_of(q, NN__NORM_AFFINE, out, x, stats, eps);
+    j.dy = dy;
+    j.n = q->C;
+    nn__norm_run(pool, &j);
 }
 
 /* PyTorch's running statistics: running = (1 - m) * running + m * batch, the variance

@@ -215,15 +215,15 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
     case NN__OP_NORM_DBETA: { /* attributes: see src/nn_norm.c */
         nn__norm q;
         nn__norm_geom(&q, n->i);
-        if (n->op == NN__OP_NORM_STATS) nn__norm_stats(&q, y, NN__F(in[0]));
+        if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->pool, &q, y, NN__F(in[0]));
         else if (n->op == NN__OP_NORM_FORWARD) /* x, stats, [gamma], [beta] */
-            nn__norm_forward(&q, y, NN__F(in[0]), NN__F(in[1]), n->i[5] ? NN__F(in[2]) : NULL,
+            nn__norm_forward(g->ctx->pool, &q, y, NN__F(in[0]), NN__F(in[1]), n->i[5] ? NN__F(in[2]) : NULL,
                              n->i[6] ? NN__F(in[2 + n->i[5]]) : NULL, n->f[0]);
         else if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
-            nn__norm_backward_data(&q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[5] ? NN__F(in[3]) : NULL, n->i[7],
+            nn__norm_backward_data(g->ctx->pool, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[5] ? NN__F(in[3]) : NULL, n->i[7],
                                    n->f[0]);
-        else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(&q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->f[0]);
-        else nn__norm_backward_affine(&q, y, NULL, NULL, NN__F(in[0]), n->f[0]);
+        else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->pool, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->f[0]);
+        else nn__norm_backward_affine(g->ctx->pool, &q, y, NULL, NULL, NN__F(in[0]), n->f[0]);
         break;
     }
     case NN__OP_BN_RUNNING: /* running mean, running var (updated in place), stats */

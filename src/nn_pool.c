@@ -84,11 +84,65 @@ static int nn__avg_window(const nn__pooling *p, int oh, int ow, int *h0, int *h1
 
 /* ---- one plane c of each op ---- */
 
+/* 1 when every window lies inside the plane (no padding, dilation 1, no ceil-mode window
+   past the edge): the planes below then skip the bounds checks. */
+static int nn__max_inside(const nn__pooling *p) {
+    return p->ph == 0 && p->pw == 0 && p->dh == 1 && p->dw == 1 && (p->OH - 1) * p->sh + p->kh <= p->H &&
+           (p->OW - 1) * p->sw + p->kw <= p->W;
+}
+
+/* The first maximum of a window that lies inside the plane, as nn__max_window picks it,
+   without branches (the comparisons are data-dependent coin flips a branch mispredicts):
+   take = v > m or v is NaN; m and arg follow take through masks. */
+static float nn__fsel(uint32_t mask, float a, float b) { /* mask ? a : b, mask 0 or ~0 */
+    uint32_t ua, ub;
+    memcpy(&ua, &a, 4);
+    memcpy(&ub, &b, 4);
+    ua = (ua & mask) | (ub & ~mask);
+    memcpy(&a, &ua, 4);
+    return a;
+}
+#define NN__MAX_STEP(v, at)                                                                                              \
+    do {                                                                                                                 \
+        float v_ = (v);                                                                                                  \
+        uint32_t take_ = (uint32_t) - (int32_t)((v_ > m) | (v_ != v_));                                                  \
+        m = nn__fsel(take_, v_, m);                                                                                      \
+        arg = (int)(((uint32_t)(at) & take_) | ((uint32_t)arg & ~take_));                                                \
+    } while (0)
+
+/* y (out_idx NULL) or idx (y NULL) of a plane whose windows all lie inside it */
+static void nn__max_plane_inside(const nn__pooling *p, float *y, int32_t *out_idx, const float *x) {
+    int oh, ow, i, j;
+    for (oh = 0; oh < p->OH; oh++) {
+        int h0 = oh * p->sh;
+        for (ow = 0; ow < p->OW; ow++) {
+            int w0 = ow * p->sw, arg = h0 * p->W + w0;
+            float m = x[arg];
+            if (p->kh == 2 && p->kw == 2) {
+                const float *r0 = x + h0 * p->W + w0, *r1 = r0 + p->W;
+                NN__MAX_STEP(r0[1], arg + 1);
+                NN__MAX_STEP(r1[0], arg + p->W);
+                NN__MAX_STEP(r1[1], arg + p->W + 1);
+            } else {
+                for (i = 0; i < p->kh; i++)
+                    for (j = i == 0 ? 1 : 0; j < p->kw; j++) NN__MAX_STEP(x[(h0 + i) * p->W + w0 + j], (h0 + i) * p->W + w0 + j);
+            }
+            if (y) y[oh * p->OW + ow] = m;
+            else out_idx[oh * p->OW + ow] = arg;
+        }
+    }
+}
+#undef NN__MAX_STEP
+
 static void nn__max_pool_plane(const nn__pooling *p, void *out, const void *in, const void *in2, int c) {
     float *y = (float *)out + (int64_t)c * p->OH * p->OW;
     const float *x = (const float *)in + (int64_t)c * p->H * p->W;
     int oh, ow;
     (void)in2;
+    if (nn__max_inside(p)) {
+        nn__max_plane_inside(p, y, NULL, x);
+        return;
+    }
     for (oh = 0; oh < p->OH; oh++)
         for (ow = 0; ow < p->OW; ow++) nn__max_window(p, x, oh, ow, &y[oh * p->OW + ow]);
 }
@@ -99,6 +153,10 @@ static void nn__max_argmax_plane(const nn__pooling *p, void *out, const void *in
     int oh, ow;
     float v;
     (void)in2;
+    if (nn__max_inside(p)) {
+        nn__max_plane_inside(p, NULL, idx, x);
+        return;
+    }
     for (oh = 0; oh < p->OH; oh++)
         for (ow = 0; ow < p->OW; ow++) idx[oh * p->OW + ow] = nn__max_window(p, x, oh, ow, &v);
 }
