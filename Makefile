@@ -58,7 +58,7 @@ check-warnings: nn.h
 	  $$cc -x $$lang $$std $$opt -Wall -Wextra -pedantic -Werror $$cl -I. -c - -o /dev/null || exit 1; \
 	  echo "ok: $$cc -x $$lang $$cl $$opt"; done; done; done; done
 
-EXAMPLES = examples/xor examples/fashion_mnist_mlp
+EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn
 examples: $(EXAMPLES)
 examples/xor: examples/xor.c nn.h
 	$(CC) $(CFLAGS) $(CL_FLAGS) -I. -o $@ $< $(LIBS)
@@ -68,7 +68,7 @@ examples/xor: examples/xor.c nn.h
 # test like OpenCL's, run only by the two rules below (a recursive variable).
 FMNIST_HAVE_ZLIB = $(shell printf '\043include <zlib.h>\nint main(void){return zlibVersion()==0;}\n' | \
                      $(CC) -x c - -o /dev/null -lz >/dev/null 2>&1 && echo 1)
-examples/fashion_mnist_mlp: examples/fashion_mnist_mlp.c nn.h
+examples/fashion_mnist_mlp examples/fashion_mnist_cnn: examples/%: examples/%.c examples/fashion_mnist.h nn.h
 	$(if $(FMNIST_HAVE_ZLIB),,@echo "nn.h: no zlib headers/library found: the example reads uncompressed IDX files only (-DFMNIST_NO_ZLIB)")
 	$(CC) $(CFLAGS) $(CL_FLAGS) $(if $(FMNIST_HAVE_ZLIB),,-DFMNIST_NO_ZLIB) -I. -o $@ $< $(if $(FMNIST_HAVE_ZLIB),-lz) $(LIBS)
 

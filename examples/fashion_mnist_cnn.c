@@ -1,0 +1,229 @@
+/* fashion_mnist_cnn.c - a small CNN on Fashion-MNIST, trained on the device.
+
+   Build (from the repository root, after `make nn.h`):
+       cc -O2 -I. examples/fashion_mnist_cnn.c -o examples/fashion_mnist_cnn -lOpenCL -lz -lm -lpthread
+   or, without zlib (reads uncompressed IDX files only):
+       cc -O2 -I. -DFMNIST_NO_ZLIB examples/fashion_mnist_cnn.c -o examples/fashion_mnist_cnn -lOpenCL -lm -lpthread
+   (add -DNN_NO_OPENCL and drop -lOpenCL for the CPU alone).
+   Run:
+       ./examples/fashion_mnist_cnn [DATA_DIR] [EPOCHS]
+   DATA_DIR and the dataset's files as for examples/fashion_mnist_mlp.c (the loading code is
+   examples/fashion_mnist.h); EPOCHS (default 10) can also come from $EPOCHS; NN_DEVICE
+   picks the backend.
+
+   The network (PyTorch's names):
+       conv1  Conv2d(1, 32, 3, padding=1) -> bn1 BatchNorm2d(32) -> ReLU -> MaxPool2d(2)
+       conv2  Conv2d(32, 64, 3, padding=1) -> bn2 BatchNorm2d(64) -> ReLU -> MaxPool2d(2)
+       flatten -> fc1 Linear(3136, 128) -> ReLU -> Dropout(0.25) -> fc2 Linear(128, 10)
+   Training: Adam, batch 64, the learning rate on a cosine schedule from LR_MAX at the first
+   step to LR_MIN at the last, set with nn_graph_set_lr before each step (no transfer).
+
+   What stays on the device: the training set ([60000, 1, 28, 28] float32 images and [60000]
+   int32 labels, written once), the test set, the parameters, batch norm's running
+   statistics, Adam's state and the running sums of loss and accuracy. A batch's images
+   and labels are gathered on the device with nn_gather_rows from the same 64 indices, the
+   only thing a step moves (256 bytes). The sums are read once per epoch; the test set is
+   scored by an evaluation graph (share_params, eval = 1: dropout off, batch norm on its
+   running statistics) in batches of TEST_BATCH, its accuracy summed on the device too.
+   The last line is machine-readable:
+       RESULT device=... epochs=... test_accuracy=... samples_per_sec=... ... */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define NN_IMPLEMENTATION
+#include "nn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fashion_mnist.h" /* IDX loading, the data folder, shuffle, clock */
+
+#define BATCH 64
+#define TEST_BATCH 1000 /* the evaluation graph's batch: 10 forward passes over the test set */
+#define CLASSES FMNIST_CLASSES
+#define LR_MAX 2e-3 /* the cosine schedule's first and last learning rates */
+#define LR_MIN 1e-5
+
+/* ---- the model ------------------------------------------------------------------------- */
+
+/* conv 3x3 pad 1 -> batch norm -> ReLU -> 2x2 max pool */
+static nn_tensor conv_block(nn_graph *g, nn_tensor x, int64_t channels, const char *conv, const char *bn) {
+    nn_conv2d_desc cd = {0};
+    nn_pool2d_desc pd = {0};
+    cd.pad_h = cd.pad_w = 1;
+    pd.kernel_h = pd.kernel_w = 2;
+    x = nn_conv2d_layer(g, x, channels, 3, 3, &cd, conv);
+    x = nn_relu(g, nn_batch_norm2d_layer(g, x, bn));
+    return nn_max_pool2d(g, x, &pd);
+}
+
+/* Both graphs call this; the second (share_params) finds the parameters and buffers by
+   name. x: [B, 1, 28, 28] -> logits [B, 10]. */
+static nn_tensor cnn(nn_graph *g, nn_tensor x) {
+    nn_tensor h = conv_block(g, x, 32, "conv1", "bn1"); /* [B, 32, 14, 14] */
+    h = conv_block(g, h, 64, "conv2", "bn2");           /* [B, 64, 7, 7] */
+    h = nn_relu(g, nn_dense(g, nn_flatten(g, h), 128, "fc1"));
+    h = nn_dropout(g, h, 0.25f);
+    return nn_dense(g, h, CLASSES, "fc2");
+}
+
+/* The learning rate of step t of total: cosine decay from LR_MAX (t = 0) to LR_MIN (the last). */
+static float cosine_lr(int64_t t, int64_t total) {
+    const double pi = 3.14159265358979323846;
+    double frac = total > 1 ? (double)t / (double)(total - 1) : 1.0;
+    return (float)(LR_MIN + 0.5 * (LR_MAX - LR_MIN) * (1.0 + cos(pi * frac)));
+}
+
+int main(int argc, char **argv) {
+    const char *dir = NULL, *env = getenv("EPOCHS");
+    fmnist_dataset train = {0, NULL, NULL}, test = {0, NULL, NULL};
+    nn_context *ctx = NULL;
+    nn_graph *g = NULL, *ev = NULL;
+    nn_graph_desc gd = {0}, ed = {0};
+    nn_compile_desc cd = {0}, ecd = {0};
+    nn_tensor x_all, y_all, idx, xb, yb, logits, loss, loss_sum, acc_sum, x_test, y_test, tidx, test_acc;
+    nn_result r = NN_OK;
+    int32_t *perm = NULL, *tperm = NULL;
+    int epochs = 10, epoch, step, steps, test_steps, status = 1;
+    double train_secs = 0.0, first_loss = 0.0, last_test_acc = 0.0;
+    uint64_t h2d = 0, d2h = 0, measured_steps = 0;
+    char devname[256];
+    int64_t i;
+
+    if (argc > 2) epochs = atoi(argv[2]);
+    else if (env) epochs = atoi(env);
+    if (epochs < 1) {
+        fprintf(stderr, "usage: %s [DATA_DIR] [EPOCHS >= 1]\n", argv[0]);
+        return 2;
+    }
+    dir = fmnist_find_dir(argc > 1 ? argv[1] : NULL); /* "" means: search */
+    if (!dir) return 1;
+    if (!fmnist_load_split(dir, "train", &train) || !fmnist_load_split(dir, "t10k", &test)) goto done;
+    printf("data: %s: %ld training, %ld test examples\n", dir, (long)train.n, (long)test.n);
+    steps = (int)(train.n / BATCH); /* the last partial batch is dropped */
+    test_steps = (int)(test.n / TEST_BATCH);
+    if (test.n % TEST_BATCH != 0) {
+        fprintf(stderr, "fashion_mnist: %ld test examples are not a multiple of %d\n", (long)test.n, TEST_BATCH);
+        goto done;
+    }
+    perm = (int32_t *)malloc((size_t)train.n * sizeof(int32_t));
+    tperm = (int32_t *)malloc((size_t)test_steps * TEST_BATCH * sizeof(int32_t));
+    if (!perm || !tperm || steps < 1) {
+        fprintf(stderr, "fashion_mnist: out of memory or fewer than %d examples\n", BATCH);
+        goto done;
+    }
+    /* The test batches' indices: 0..n-1 in order, TEST_BATCH at a time. */
+    for (i = 0; i < (int64_t)test_steps * TEST_BATCH; i++) tperm[i] = (int32_t)i;
+
+    r = nn_context_create(&ctx, NULL);
+    if (r != NN_OK) {
+        fprintf(stderr, "fashion_mnist: nn_context_create: %s\n", nn_result_string(r));
+        goto done;
+    }
+    fmnist_device_name(nn_backend_name(ctx), devname, sizeof devname);
+    printf("backend: %s\n", nn_backend_name(ctx));
+
+    /* The training graph: the batch's images and labels are gathered on the device from the
+       resident dataset with the same indices. */
+    gd.seed = 1;
+    if ((r = nn_graph_create(ctx, &gd, &g)) != NN_OK) goto fail;
+    x_all = nn_input(g, "x_all", NN_F32, nn_shape4(train.n, 1, 28, 28));
+    y_all = nn_input(g, "y_all", NN_I32, nn_shape1(train.n));
+    idx = nn_input(g, "idx", NN_I32, nn_shape1(BATCH));
+    xb = nn_gather_rows(g, x_all, idx);
+    yb = nn_gather_rows(g, y_all, idx);
+    logits = cnn(g, xb);
+    loss = nn_softmax_cross_entropy(g, logits, yb);
+    loss_sum = nn_accumulate(g, loss);                      /* sum of batch losses */
+    acc_sum = nn_accumulate(g, nn_accuracy(g, logits, yb)); /* sum of batch accuracies */
+    cd.loss = loss;
+    cd.has_loss = 1;
+    cd.optimizer.kind = NN_OPT_ADAM;
+    cd.optimizer.lr = cosine_lr(0, (int64_t)epochs * steps);
+    if ((r = nn_graph_compile(g, &cd)) != NN_OK) goto fail;
+
+    /* The evaluation graph: the same parameters and running statistics, the resident test
+       set scored TEST_BATCH images at a time. */
+    ed.share_params = g;
+    ed.eval = 1;
+    if ((r = nn_graph_create(ctx, &ed, &ev)) != NN_OK) goto fail;
+    x_test = nn_input(ev, "x_test", NN_F32, nn_shape4(test.n, 1, 28, 28));
+    y_test = nn_input(ev, "y_test", NN_I32, nn_shape1(test.n));
+    tidx = nn_input(ev, "tidx", NN_I32, nn_shape1(TEST_BATCH));
+    test_acc = nn_accumulate(ev, nn_accuracy(ev, cnn(ev, nn_gather_rows(ev, x_test, tidx)), nn_gather_rows(ev, y_test, tidx)));
+    ecd.has_loss = 0;
+    if ((r = nn_graph_compile(ev, &ecd)) != NN_OK) goto fail;
+
+    /* Upload both datasets once. */
+    if ((r = nn_tensor_write(g, x_all, train.x, (size_t)train.n * FMNIST_IMG * sizeof(float))) != NN_OK ||
+        (r = nn_tensor_write(g, y_all, train.y, (size_t)train.n * sizeof(int32_t))) != NN_OK ||
+        (r = nn_tensor_write(ev, x_test, test.x, (size_t)test.n * FMNIST_IMG * sizeof(float))) != NN_OK ||
+        (r = nn_tensor_write(ev, y_test, test.y, (size_t)test.n * sizeof(int32_t))) != NN_OK)
+        goto fail;
+
+    printf("epoch  train_loss  train_acc  test_acc  seconds  samples/s\n");
+    for (epoch = 1; epoch <= epochs; epoch++) {
+        float lsum = 0.0f, asum = 0.0f, tacc = 0.0f;
+        double t0, secs;
+        nn_stats s0, s1;
+
+        fmnist_shuffle(perm, train.n, 12345u + (uint64_t)epoch);
+        if ((r = nn_tensor_fill(g, loss_sum, 0.0f)) != NN_OK || (r = nn_tensor_fill(g, acc_sum, 0.0f)) != NN_OK ||
+            (r = nn_tensor_fill(ev, test_acc, 0.0f)) != NN_OK || (r = nn_graph_finish(g)) != NN_OK)
+            goto fail;
+
+        t0 = fmnist_now();
+        s0 = nn_get_stats(ctx);
+        for (step = 0; step < steps; step++) {
+            /* The step's only transfer: 64 indices into the resident dataset (images and
+               labels). The learning rate is a kernel argument: setting it moves nothing. */
+            const int32_t *bi = perm + (size_t)step * BATCH;
+            float lr = cosine_lr((int64_t)(epoch - 1) * steps + step, (int64_t)epochs * steps);
+            if ((r = nn_graph_set_lr(g, lr)) != NN_OK ||
+                (r = nn_tensor_write(g, idx, bi, BATCH * sizeof(int32_t))) != NN_OK || (r = nn_graph_step(g)) != NN_OK)
+                goto fail;
+        }
+        if ((r = nn_graph_finish(g)) != NN_OK) goto fail;
+        s1 = nn_get_stats(ctx);
+        secs = fmnist_now() - t0;
+        train_secs += secs;
+        h2d += s1.h2d_bytes - s0.h2d_bytes;
+        d2h += s1.d2h_bytes - s0.d2h_bytes;
+        measured_steps += (uint64_t)steps;
+
+        /* Once per epoch: read the running sums, then score the test set (the sum of the
+           test batches' accuracies, read once). */
+        if ((r = nn_tensor_read(g, loss_sum, &lsum, sizeof lsum)) != NN_OK ||
+            (r = nn_tensor_read(g, acc_sum, &asum, sizeof asum)) != NN_OK)
+            goto fail;
+        for (step = 0; step < test_steps; step++)
+            if ((r = nn_tensor_write(ev, tidx, tperm + (size_t)step * TEST_BATCH, TEST_BATCH * sizeof(int32_t))) != NN_OK ||
+                (r = nn_graph_forward(ev)) != NN_OK)
+                goto fail;
+        if ((r = nn_tensor_read(ev, test_acc, &tacc, sizeof tacc)) != NN_OK) goto fail;
+        tacc /= (float)test_steps;
+        if (epoch == 1) first_loss = lsum / steps;
+        last_test_acc = tacc;
+        printf("%5d  %10.6f  %9.4f  %8.4f  %7.2f  %9.0f\n", epoch, lsum / steps, asum / steps, tacc, secs,
+               steps * BATCH / secs);
+        fflush(stdout);
+    }
+    status = 0;
+    printf("RESULT device=%s epochs=%d test_accuracy=%.4f samples_per_sec=%.0f h2d_bytes_per_step=%.0f "
+           "d2h_bytes_per_step=%.0f first_epoch_loss=%.6f\n",
+           devname, epochs, last_test_acc, (double)measured_steps * BATCH / train_secs, (double)h2d / measured_steps,
+           (double)d2h / measured_steps, first_loss);
+    goto done;
+
+fail:
+    fprintf(stderr, "fashion_mnist: %s: %s\n", nn_result_string(r), nn_last_error(ctx));
+    status = 1;
+done:
+    nn_graph_destroy(ev);
+    nn_graph_destroy(g);
+    nn_context_destroy(ctx);
+    free(perm);
+    free(tperm);
+    fmnist_free(&train);
+    fmnist_free(&test);
+    return status;
+}
