@@ -10,6 +10,15 @@
                                   the 784-256-128-10 ReLU MLP, Adam, batch 128, images and
                                   labels gathered on the device from 60000 random resident
                                   examples, steady state; a step writes only the 128 indices
+          nn_bench conv SEL       BENCH name=conv2d backend=NAME shape=NxCxHxWkK pass=fwd|bwd
+                                  gflops=X ms=X: a 3x3 pad-1 conv (no bias) as an nn_conv2d
+                                  graph, for the CNN example's two convs at batch 64 and a
+                                  ResNet-style 64->64 at 56x56, batch 8. fwd: nn_graph_forward;
+                                  bwd: a step (forward, dw, and dx when C > 1) minus fwd, with
+                                  the flops of dw and dx (2*N*K*OH*OW*C*9 each)
+          nn_bench cnn SEL        BENCH name=cnn_train backend=NAME batch=64 samples_per_sec=X:
+                                  examples/fashion_mnist_cnn.c's network and step (Adam,
+                                  batch 64, gathered from 60000 resident random images)
           nn_bench start SEL      "NAME MS": milliseconds to create a context and compile the
                                   MLP training graph in this process (run.sh runs it with an
                                   empty and then a filled NN_CACHE_DIR) */
@@ -228,6 +237,192 @@ done:
     return status;
 }
 
+/* ---- conv2d --------------------------------------------------------------------------------- */
+
+/* Runs fn (forward or step) after 2 warm-ups until >= 0.4 s (>= 3 reps); ms per run. */
+static nn_result time_runs(nn_graph *g, nn_result (*fn)(nn_graph *), double *ms) {
+    nn_result r = NN_OK;
+    int reps = 0, i;
+    double t0, dt = 0.0;
+    for (i = 0; i < 2 && r == NN_OK; i++) r = fn(g);
+    if (r == NN_OK) r = nn_graph_finish(g);
+    t0 = now();
+    while (r == NN_OK && (reps < 3 || dt < 0.4) && reps < 1000) {
+        r = fn(g);
+        reps++;
+        if (r == NN_OK) r = nn_graph_finish(g);
+        dt = now() - t0;
+    }
+    *ms = dt * 1e3 / (reps > 0 ? reps : 1);
+    return r;
+}
+
+static int bench_conv(const char *sel) {
+    /* N, C, H, W, K: 3x3 kernels, padding 1 */
+    static const int shapes[][5] = {{64, 1, 28, 28, 32}, {64, 32, 14, 14, 64}, {8, 64, 56, 56, 64}};
+    char name[256];
+    nn_context *ctx = open_ctx(sel, name, sizeof name);
+    size_t s;
+    int status = 0;
+    if (!ctx) return 1;
+    for (s = 0; s < sizeof shapes / sizeof shapes[0] && status == 0; s++) {
+        const int *sh = shapes[s];
+        int64_t nx = (int64_t)sh[0] * sh[1] * sh[2] * sh[3];
+        double flops = 2.0 * sh[0] * sh[4] * sh[2] * sh[3] * sh[1] * 9.0, fwd_ms = 0.0, step_ms = 0.0, bwd_ms;
+        nn_graph *g = NULL;
+        nn_compile_desc cd;
+        nn_conv2d_desc dd;
+        nn_init init;
+        nn_tensor x, w, y, none;
+        float *host = (float *)malloc((size_t)nx * sizeof(float));
+        nn_result r;
+        char shape[64];
+
+        memset(&cd, 0, sizeof cd);
+        memset(&dd, 0, sizeof dd);
+        memset(&init, 0, sizeof init);
+        none.id = -1;
+        dd.pad_h = dd.pad_w = 1;
+        init.kind = NN_INIT_KAIMING_UNIFORM;
+        if (!host) {
+            fprintf(stderr, "nn_bench: out of memory\n");
+            status = 1;
+            break;
+        }
+        r = nn_graph_create(ctx, NULL, &g);
+        if (r == NN_OK) {
+            x = nn_input(g, "x", NN_F32, nn_shape4(sh[0], sh[1], sh[2], sh[3]));
+            if (sh[1] > 1) nn_requires_grad(g, x); /* the first layer needs no dx */
+            w = nn_param(g, "w", nn_shape4(sh[4], sh[1], 3, 3), init);
+            y = nn_conv2d(g, x, w, none, &dd);
+            cd.loss = nn_sum(g, y);
+            cd.has_loss = 1;
+            cd.optimizer.kind = NN_OPT_NONE;
+            r = nn_graph_compile(g, &cd);
+        }
+        if (r == NN_OK) {
+            fill_random(host, (size_t)nx, 5u);
+            r = nn_tensor_write(g, x, host, (size_t)nx * sizeof(float));
+        }
+        if (r == NN_OK) r = time_runs(g, nn_graph_forward, &fwd_ms);
+        if (r == NN_OK) r = time_runs(g, nn_graph_step, &step_ms);
+        if (r != NN_OK) status = fail(ctx, "conv", r);
+        else {
+            /* the step's backward: dw, and dx when C > 1 */
+            bwd_ms = step_ms - fwd_ms;
+            if (bwd_ms < 1e-6) bwd_ms = 1e-6;
+            snprintf(shape, sizeof shape, "%dx%dx%dx%dk%d", sh[0], sh[1], sh[2], sh[3], sh[4]);
+            printf("BENCH name=conv2d backend=%s shape=%s pass=fwd gflops=%.2f ms=%.3f\n", name, shape,
+                   flops / fwd_ms / 1e6, fwd_ms);
+            printf("BENCH name=conv2d backend=%s shape=%s pass=bwd gflops=%.2f ms=%.3f\n", name, shape,
+                   flops * (sh[1] > 1 ? 2.0 : 1.0) / bwd_ms / 1e6, bwd_ms);
+        }
+        fflush(stdout);
+        nn_graph_destroy(g);
+        free(host);
+    }
+    nn_context_destroy(ctx);
+    return status;
+}
+
+/* ---- the CNN training step ----------------------------------------------------------------- */
+
+#define CNN_BATCH 64
+
+/* conv 3x3 pad 1 -> batch norm -> ReLU -> 2x2 max pool, as in examples/fashion_mnist_cnn.c */
+static nn_tensor cnn_block(nn_graph *g, nn_tensor x, int64_t channels, const char *conv, const char *bn) {
+    nn_conv2d_desc cd;
+    nn_pool2d_desc pd;
+    memset(&cd, 0, sizeof cd);
+    memset(&pd, 0, sizeof pd);
+    cd.pad_h = cd.pad_w = 1;
+    pd.kernel_h = pd.kernel_w = 2;
+    x = nn_conv2d_layer(g, x, channels, 3, 3, &cd, conv);
+    x = nn_relu(g, nn_batch_norm2d_layer(g, x, bn));
+    return nn_max_pool2d(g, x, &pd);
+}
+
+static int bench_cnn(const char *sel) {
+    char name[256];
+    nn_context *ctx = open_ctx(sel, name, sizeof name);
+    nn_graph *g = NULL;
+    nn_compile_desc cd;
+    nn_tensor x_all, y_all, idx, yb, h, logits, loss;
+    float *x = NULL;
+    int32_t *y = NULL, ib[CNN_BATCH];
+    uint32_t seed = 7;
+    nn_result r;
+    int steps = 0, warm = 5, i, status = 0;
+    double t0 = 0.0, dt = 0.0;
+
+    if (!ctx) return 1;
+    memset(&cd, 0, sizeof cd);
+    x = (float *)malloc((size_t)TRAIN_N * IMG * sizeof(float));
+    y = (int32_t *)malloc((size_t)TRAIN_N * sizeof(int32_t));
+    if (!x || !y) {
+        fprintf(stderr, "nn_bench: out of memory\n");
+        status = 1;
+        goto done;
+    }
+    fill_random(x, (size_t)TRAIN_N * IMG, 3u);
+    for (i = 0; i < TRAIN_N; i++) y[i] = (int32_t)((uint32_t)i * 2654435761u % 10u);
+    r = nn_graph_create(ctx, NULL, &g);
+    if (r == NN_OK) {
+        x_all = nn_input(g, "x_all", NN_F32, nn_shape4(TRAIN_N, 1, 28, 28));
+        y_all = nn_input(g, "y_all", NN_I32, nn_shape1(TRAIN_N));
+        idx = nn_input(g, "idx", NN_I32, nn_shape1(CNN_BATCH));
+        yb = nn_gather_rows(g, y_all, idx);
+        h = cnn_block(g, nn_gather_rows(g, x_all, idx), 32, "conv1", "bn1");
+        h = cnn_block(g, h, 64, "conv2", "bn2");
+        h = nn_dropout(g, nn_relu(g, nn_dense(g, nn_flatten(g, h), 128, "fc1")), 0.25f);
+        logits = nn_dense(g, h, 10, "fc2");
+        loss = nn_softmax_cross_entropy(g, logits, yb);
+        nn_accumulate(g, loss);
+        nn_accumulate(g, nn_accuracy(g, logits, yb));
+        cd.loss = loss;
+        cd.has_loss = 1;
+        cd.optimizer.kind = NN_OPT_ADAM;
+        cd.optimizer.lr = 1e-3f;
+        r = nn_graph_compile(g, &cd);
+    }
+    if (r == NN_OK) r = nn_tensor_write(g, x_all, x, (size_t)TRAIN_N * IMG * sizeof(float));
+    if (r == NN_OK) r = nn_tensor_write(g, y_all, y, (size_t)TRAIN_N * sizeof(int32_t));
+    if (r == NN_OK) r = nn_graph_finish(g);
+    /* 5 warm-up steps, then steps until 2 s have passed (at least 20). */
+    while (r == NN_OK && (steps < 20 || dt < 2.0) && steps < 100000) {
+        for (i = 0; i < CNN_BATCH; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            ib[i] = (int32_t)((seed >> 8) % TRAIN_N);
+        }
+        r = nn_tensor_write(g, idx, ib, sizeof ib);
+        if (r == NN_OK) r = nn_graph_step(g);
+        if (r != NN_OK) break;
+        if (warm > 0) {
+            if (--warm == 0) {
+                r = nn_graph_finish(g);
+                t0 = now();
+            }
+            continue;
+        }
+        steps++;
+        if (steps % 5 == 0) {
+            r = nn_graph_finish(g);
+            dt = now() - t0;
+        }
+    }
+    if (r == NN_OK) r = nn_graph_finish(g);
+    dt = now() - t0;
+    if (r != NN_OK) status = fail(ctx, "cnn", r);
+    else printf("BENCH name=cnn_train backend=%s batch=%d samples_per_sec=%.0f\n", name, CNN_BATCH,
+                steps * (double)CNN_BATCH / dt);
+done:
+    nn_graph_destroy(g);
+    nn_context_destroy(ctx);
+    free(x);
+    free(y);
+    return status;
+}
+
 /* ---- start-up time ------------------------------------------------------------------------ */
 
 static int bench_start(const char *sel) {
@@ -269,8 +464,10 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "devices") == 0) return list_devices();
     if (argc == 3 && strcmp(cmd, "sgemm") == 0) return bench_sgemm(argv[2]);
     if (argc == 3 && strcmp(cmd, "mlp") == 0) return bench_mlp(argv[2]);
+    if (argc == 3 && strcmp(cmd, "conv") == 0) return bench_conv(argv[2]);
+    if (argc == 3 && strcmp(cmd, "cnn") == 0) return bench_cnn(argv[2]);
     if (argc == 3 && strcmp(cmd, "start") == 0) return bench_start(argv[2]);
-    fprintf(stderr, "usage: %s devices | sgemm DEVICE | mlp DEVICE | start DEVICE\n"
+    fprintf(stderr, "usage: %s devices | sgemm DEVICE | mlp DEVICE | conv DEVICE | cnn DEVICE | start DEVICE\n"
                     "  DEVICE: cpu, or an OpenCL device index as `devices` lists them\n", argv[0]);
     return 2;
 }

@@ -4,6 +4,8 @@
 # then their ratios. Every figure is one line:
 #     BENCH name=sgemm backend=B n=N gflops=X
 #     BENCH name=mlp_train backend=B batch=128 samples_per_sec=X
+#     BENCH name=conv2d backend=B shape=NxCxHxWkK pass=fwd|bwd gflops=X ms=X
+#     BENCH name=cnn_train backend=B batch=64 samples_per_sec=X
 #     BENCH name=start backend=B cold_ms=X warm_ms=X
 #     BENCH name=ratio what=W value=X
 # Other lines start with '#'. Builds only through make (bench/nn_bench is make's
@@ -35,6 +37,8 @@ note "backends: $(echo "$DEVICES" | awk '{ printf "%s%s", sep, $2; sep = ", " }'
 echo "$DEVICES" | while read -r sel name; do
     "$NN" sgemm "$sel" | keep
     "$NN" mlp "$sel" | keep
+    "$NN" conv "$sel" | keep
+    "$NN" cnn "$sel" | keep
     # Start-up: one process with empty caches, one with them filled. PoCL keeps its own
     # kernel cache, so it is emptied too; otherwise "cold" would only be nn.h's cache cold.
     c=$WORK/cache-$sel
@@ -64,6 +68,7 @@ pyrun() { # pyrun ENV... -- runs $PY with OpenBLAS's core type and the given var
 if "$PY" -c 'import torch' 2>/dev/null; then
     pyrun OMP_WAIT_POLICY=PASSIVE "$PY" bench/sgemm_torch.py torch | keep
     pyrun OMP_WAIT_POLICY=PASSIVE "$PY" bench/mlp_torch.py | keep
+    pyrun OMP_WAIT_POLICY=PASSIVE "$PY" bench/cnn_torch.py | keep
 else
     note "no PyTorch for $PY (python3-torch); skipping its figures"
 fi
@@ -100,11 +105,15 @@ ratio() { # ratio WHAT A B: A/B when both figures exist
 MLP_CPU=$(fig mlp_train cpu batch=128 samples_per_sec)
 MLP_TORCH=$(fig mlp_train torch batch=128 samples_per_sec)
 ratio mlp_train_cpu_vs_torch "$MLP_CPU" "$MLP_TORCH"
+CNN_CPU=$(fig cnn_train cpu batch=64 samples_per_sec)
+CNN_TORCH=$(fig cnn_train torch batch=64 samples_per_sec)
+ratio cnn_train_cpu_vs_torch "$CNN_CPU" "$CNN_TORCH"
 ratio sgemm1024_cpu_vs_openblas "$(fig sgemm cpu n=1024 gflops)" "$(fig sgemm openblas n=1024 gflops)"
 ratio sgemm1024_cpu_vs_torch "$(fig sgemm cpu n=1024 gflops)" "$(fig sgemm torch n=1024 gflops)"
 if [ -n "$CL_NAME" ]; then
     ratio mlp_train_opencl_vs_torch "$(fig mlp_train "$CL_NAME" batch=128 samples_per_sec)" "$MLP_TORCH"
     ratio mlp_train_opencl_vs_cpu "$(fig mlp_train "$CL_NAME" batch=128 samples_per_sec)" "$MLP_CPU"
+    ratio cnn_train_opencl_vs_torch "$(fig cnn_train "$CL_NAME" batch=64 samples_per_sec)" "$CNN_TORCH"
     ratio sgemm1024_opencl_vs_clblast "$(fig sgemm "$CL_NAME" n=1024 gflops)" "$(fig sgemm "clblast:$CL_NAME" n=1024 gflops)"
 fi
 note "opencl = $CL_NAME; total $(($(date +%s) - T0)) s"
