@@ -61,7 +61,10 @@
     X(NORM_STATS, "norm_stats") X(NORM_FORWARD, "norm") X(NORM_DX, "norm_grad_input")             \
     X(NORM_DGAMMA, "norm_grad_weight") X(NORM_DBETA, "norm_grad_bias")                            \
     X(BN_RUNNING, "batch_norm_running_update") X(BN_PACK, "batch_norm_running_stats")          \
-    X(OPT_STEP, "optimizer") X(GRAD_ACC, "grad_accumulate")
+    X(OPT_STEP, "optimizer") X(GRAD_ACC, "grad_accumulate")                                 \
+    X(LOSS_EW, "loss") X(LOSS_EW_GRAD, "loss_grad") X(CE_ROWS, "cross_entropy")               \
+    X(CE_ROWS_GRAD, "cross_entropy_grad") X(CE_WEIGHTS, "cross_entropy_weights")              \
+    X(DIV_SCALAR, "div_scalar") X(LOSS_ROWS, "row_loss") X(LOSS_ROWS_GRAD, "row_loss_grad")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
