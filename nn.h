@@ -8723,7 +8723,7 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         int npw = n->i[1] ? (int)g->nodes[in[pwi]].numel : 1;
         r = nn__cl_add(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
         if (r != NN_OK) return r;
-        return nn__cl_args(ctx, l->kernel, "mmmmiiiiiff", NN__M(in[0]), NN__M(in[1]), pw, grad ? NN__M(in[2]) : g->one, y, N,
+        return nn__cl_args(ctx, l->kernel, "mmmmmiiiiff", NN__M(in[0]), NN__M(in[1]), pw, grad ? NN__M(in[2]) : g->one, y, N,
                            npw, n->i[0], n->i[2], (double)n->f[0], (double)n->f[1]);
     }
     case NN__OP_CE_ROWS: case NN__OP_CE_ROWS_GRAD: {
