@@ -292,6 +292,8 @@ static void rows_case(const t_env *e, int kind, int red, nn_shape sh, float a) {
     check_case(e, &s);
 }
 
+static void suite_loss_errors(const t_env *e);
+
 void suite_loss(const t_env *e) {
     static const long shapes[3][2] = {{7, 33}, {3, 7}, {1, 3}};
     int k, r;
@@ -325,4 +327,50 @@ void suite_loss(const t_env *e) {
         rows_case(e, TRIPLET, r, nn_shape2(shapes[r][0], shapes[r][1]), r == 2 ? 0.5f : 0.0f);
     }
     rows_case(e, DICE, NN_REDUCTION_SUM, nn_shape3(3, 2, 5), 0.5f);
+    suite_loss_errors(e);
+}
+
+/* Bad options and shapes fail the build with a message that names the loss. */
+static void suite_loss_errors(const t_env *e) {
+    static const struct { int what; nn_result code; const char *needle; } cases[] = {
+        {0, NN_ERR_SHAPE, "nn_cross_entropy_loss: weight [4] must be [C] = [5]"},
+        {1, NN_ERR_INVALID_ARGUMENT, "nn_mse_loss: reduction 3"},
+        {2, NN_ERR_INVALID_ARGUMENT, "nn_l1_loss: pos_weight"},
+        {3, NN_ERR_SHAPE, "nn_triplet_margin_loss: input 2"},
+        {4, NN_ERR_INVALID_ARGUMENT, "nn_nll_loss: label_smoothing"},
+        {5, NN_ERR_SHAPE, "nn_bce_with_logits_loss: pos_weight [4]"},
+    };
+    size_t k;
+    t_begin(e, "loss: bad options and shapes name the loss");
+    for (k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        nn_graph *g = NULL;
+        nn_graph_desc gd;
+        nn_loss_desc d;
+        nn_tensor x, t, l;
+        memset(&gd, 0, sizeof gd);
+        memset(&d, 0, sizeof d);
+        if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) break;
+        x = nn_input(g, "x", NN_F32, nn_shape2(3, 5));
+        t = nn_input(g, "t", NN_F32, nn_shape2(3, 5));
+        switch (cases[k].what) {
+        case 0:
+            d.weight = nn_input(g, "w", NN_F32, nn_shape1(4));
+            d.has_weight = 1;
+            l = nn_cross_entropy_loss(g, x, nn_input(g, "y", NN_I32, nn_shape1(3)), &d);
+            break;
+        case 1: d.reduction = NN_REDUCTION_BATCHMEAN; l = nn_mse_loss(g, x, t, &d); break;
+        case 2: d.pos_weight = t; d.has_pos_weight = 1; l = nn_l1_loss(g, x, t, &d); break;
+        case 3: l = nn_triplet_margin_loss(g, x, t, nn_input(g, "n", NN_F32, nn_shape2(3, 4)), &d); break;
+        case 4: d.label_smoothing = 0.1f; l = nn_nll_loss(g, x, nn_input(g, "y", NN_I32, nn_shape1(3)), &d); break;
+        default:
+            d.pos_weight = nn_input(g, "pw", NN_F32, nn_shape1(4));
+            d.has_pos_weight = 1;
+            l = nn_bce_with_logits_loss(g, x, t, &d);
+            break;
+        }
+        T_CHECK(l.id < 0 && nn_graph_status(g) == cases[k].code, "case %d: status %d", (int)k, (int)nn_graph_status(g));
+        T_CHECK(strstr(nn_last_error(e->ctx), cases[k].needle) != NULL, "case %d: message \"%s\"", (int)k, nn_last_error(e->ctx));
+        nn_graph_destroy(g);
+    }
+    t_end();
 }
