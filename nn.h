@@ -241,7 +241,8 @@ NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x);
 
-/* Losses, each the mean over the batch (a scalar). */
+/* Losses, each the mean over the batch (a scalar); shorthands kept from before the
+   nn_loss_desc family below (cross-entropy here divides by B, ignored labels included). */
 NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels);
 NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target);
 NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target);
@@ -378,6 +379,74 @@ NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x);
 /* [N, C, H, W] -> [N, C, oh, ow] averaging PyTorch's bins: output row i covers input rows
    floor(i*H/oh) to ceil((i+1)*H/oh) - 1 (bins overlap when oh does not divide H). */
 NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow);
+
+/* ---- losses with options (PyTorch's definitions and defaults) ----------------------------
+   Every loss takes an nn_loss_desc (NULL or zeroed: PyTorch's defaults, mean reduction).
+   NN_REDUCTION_NONE returns the per-element (or per-row) losses; SUM and MEAN a scalar [1];
+   BATCHMEAN (KL divergence's recommended mode) the sum divided by the batch size (dim 0).
+   A float option whose PyTorch default is not zero reads 0 as that default; pass
+   NN_LOSS_ZERO (-0.0f) for an exact zero. Gradients flow to the prediction(s) only: targets,
+   labels, class weights and pos_weight get none, except where a loss says otherwise. */
+typedef enum nn_reduction {
+    NN_REDUCTION_MEAN = 0, NN_REDUCTION_SUM, NN_REDUCTION_NONE, NN_REDUCTION_BATCHMEAN
+} nn_reduction;
+#define NN_LOSS_ZERO (-0.0f)
+typedef struct nn_loss_desc {
+    nn_reduction reduction;
+    float delta;           /* Huber's delta and smooth L1's beta (0: 1.0; smooth L1 with beta
+                              NN_LOSS_ZERO is L1) */
+    float tau;             /* quantile level in (0, 1) (0: 0.5, the median) */
+    float margin;          /* hinge (0: 1), triplet (0: 1), cosine embedding (default 0) */
+    float label_smoothing; /* cross-entropy, in [0, 1] */
+    float alpha;           /* focal: weight of positives (0: 0.25; negative: no weighting) */
+    float gamma;           /* focal: focusing exponent (0: 2) */
+    float smooth;          /* dice: added to numerator and denominator (0: 1) */
+    int ignore_index;      /* cross-entropy / NLL: this label contributes nothing and is
+                              not counted (only with has_ignore_index; default -100) */
+    int has_ignore_index;
+    nn_tensor weight;      /* cross-entropy / NLL: class weights [C]; elementwise losses: a
+                              per-element rescaling of the target's shape or a trailing part */
+    int has_weight;
+    nn_tensor pos_weight;  /* BCE with logits: weight of positives, [C] over the last dims */
+    int has_pos_weight;
+    int log_target;        /* KL divergence: the target is given as log-probabilities */
+} nn_loss_desc;
+
+/* Regression, pred and target of one shape: (p - t)^2; |p - t|; Huber (delta); smooth L1
+   (beta = desc->delta); log(cosh(p - t)); quantile (pinball) max(tau*d, (tau-1)*d) with
+   d = t - p. These six also give the target a gradient (minus the prediction's). */
+NN_API nn_tensor nn_mse_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_l1_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_huber_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_smooth_l1_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_log_cosh_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_quantile_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+/* Margin classification with targets +-1: max(0, margin - t*x) and its square. */
+NN_API nn_tensor nn_hinge_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_squared_hinge_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+/* Binary: BCE on probabilities (log clamped at -100 as PyTorch), BCE with logits (with
+   pos_weight), and torchvision's sigmoid_focal_loss on logits (alpha, gamma). */
+NN_API nn_tensor nn_bce_loss(nn_graph *g, nn_tensor prob, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_bce_with_logits_loss(nn_graph *g, nn_tensor logits, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor logits, nn_tensor target, const nn_loss_desc *desc);
+/* PyTorch's kl_div: input holds log-probabilities; target probabilities (log-probabilities
+   with log_target). Use NN_REDUCTION_BATCHMEAN for the true KL divergence per sample. */
+NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor input, nn_tensor target, const nn_loss_desc *desc);
+/* logits [B, C] float32 and labels [B] int32, with class weights, ignore_index and label
+   smoothing; the mean divides by the summed weights of the counted labels (PyTorch).
+   Labels outside [0, C) count as ignored. NLL takes log-probabilities instead of logits. */
+NN_API nn_tensor nn_cross_entropy_loss(nn_graph *g, nn_tensor logits, nn_tensor labels, const nn_loss_desc *desc);
+NN_API nn_tensor nn_nll_loss(nn_graph *g, nn_tensor log_probs, nn_tensor labels, const nn_loss_desc *desc);
+/* Per row b of [B, ...]: soft dice 1 - (2*sum(p*t) + smooth) / (sum(p) + sum(t) + smooth),
+   p probabilities; reduced over the batch. */
+NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor prob, nn_tensor target, const nn_loss_desc *desc);
+/* x1, x2 [B, D], target [B] float32 of +-1: 1 - cos (t = 1), max(0, cos - margin) (t = -1);
+   gradients to x1 and x2. */
+NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor target, const nn_loss_desc *desc);
+/* anchor, positive, negative [B, D]: max(0, |a - p + eps| - |a - n + eps| + margin), the
+   2-norm with eps 1e-6 (PyTorch's pairwise_distance); gradients to all three. */
+NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor anchor, nn_tensor positive, nn_tensor negative,
+                                        const nn_loss_desc *desc);
 
 /* A fully connected layer: x [B, in] -> [B, out] with parameters NAME.weight [out, in] and
    NAME.bias [out] (PyTorch's names and layout), initialised as PyTorch's nn.Linear. */
@@ -620,7 +689,10 @@ NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_mi
     X(OPT_STEP, "optimizer") X(GRAD_ACC, "grad_accumulate")          \
     X(MAXPOOL2D, "max_pool2d") X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax")                   \
     X(MAXPOOL2D_GRAD, "max_pool2d_grad") X(AVGPOOL2D, "avg_pool2d")                       \
-    X(AVGPOOL2D_GRAD, "avg_pool2d_grad")
+    X(AVGPOOL2D_GRAD, "avg_pool2d_grad")          \
+    X(LOSS_EW, "loss") X(LOSS_EW_GRAD, "loss_grad") X(CE_ROWS, "cross_entropy")               \
+    X(CE_ROWS_GRAD, "cross_entropy_grad") X(CE_WEIGHTS, "cross_entropy_weights")              \
+    X(DIV_SCALAR, "div_scalar") X(LOSS_ROWS, "row_loss") X(LOSS_ROWS_GRAD, "row_loss_grad")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -3457,6 +3529,257 @@ static void nn__avg_pool2d_forward(nn__pool *pool, const nn__pooling *p, float *
 static void nn__avg_pool2d_backward(nn__pool *pool, const nn__pooling *p, float *dx, const float *dy) {
     nn__pool_planes(pool, p, nn__avg_backward_plane, dx, dy, NULL);
 }
+
+/* ======================================================================
+   src/nn_loss.c
+   ====================================================================== */
+/* Losses (nn_loss_desc family): CPU bodies. kernels/loss.cl holds their OpenCL twins, with
+   the same formulas in the same order; the kind numbers below are the kernels' too.
+
+   LOSS_EW       elementwise loss of (pred, target[, pos_weight]) -> pred's shape
+   LOSS_EW_GRAD  d/d(pred) of it, given dy
+   CE_ROWS       cross-entropy / NLL per row of [B, C] with labels, class weights, ignore
+                 index and label smoothing -> [B]
+   CE_WEIGHTS    the weight each row counts with in the mean: w[label] (1 without weights),
+                 0 for an ignored label -> [B]
+   DIV_SCALAR    a / b[0]: the weighted mean
+   LOSS_ROWS     a loss per row of [B, D] inputs (dice, cosine embedding, triplet) -> [B]
+   LOSS_ROWS_GRAD its gradient for input i[1] */
+
+typedef enum nn__loss_kind {
+    NN__L_MSE = 0, NN__L_L1, NN__L_HUBER, NN__L_SMOOTH_L1, NN__L_LOG_COSH, NN__L_QUANTILE, /* of d = x - t */
+    NN__L_HINGE, NN__L_SQ_HINGE, NN__L_BCE, NN__L_BCE_LOGITS, NN__L_FOCAL, NN__L_KL
+} nn__loss_kind;
+
+typedef enum nn__row_kind { NN__R_DICE = 0, NN__R_COSINE, NN__R_TRIPLET } nn__row_kind;
+
+static float nn__sgnf(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }
+
+/* One element's loss; a: delta / beta / tau / margin / alpha, b: gamma, pw: pos_weight. */
+static float nn__loss_ew1(int kind, float x, float t, float a, float b, float pw, int log_target) {
+    float d = x - t, ad = fabsf(d), m, p, ce, pt, l;
+    switch (kind) {
+    case NN__L_MSE: return d * d;
+    case NN__L_L1: return ad;
+    case NN__L_HUBER: return ad < a ? 0.5f * d * d : a * (ad - 0.5f * a);
+    case NN__L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;
+    case NN__L_LOG_COSH: return ad + log1pf(expf(-2.0f * ad)) - 0.69314718055994531f;
+    case NN__L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;
+    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? m : 0.0f;
+    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? m * m : 0.0f;
+    case NN__L_BCE:
+        return -(t * fmaxf(logf(x), -100.0f) + (1.0f - t) * fmaxf(logf(1.0f - x), -100.0f));
+    case NN__L_BCE_LOGITS:
+        return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1pf(expf(-fabsf(x))) + fmaxf(-x, 0.0f));
+    case NN__L_FOCAL:
+        p = 1.0f / (1.0f + expf(-x));
+        ce = fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x)));
+        pt = p * t + (1.0f - p) * (1.0f - t);
+        l = ce * powf(1.0f - pt, b);
+        return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;
+    case NN__L_KL:
+        if (log_target) return expf(t) * (t - x);
+        return t > 0.0f ? t * (logf(t) - x) : 0.0f;
+    default: return 0.0f;
+    }
+}
+
+/* d(loss)/dx of one element */
+static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float pw, int log_target) {
+    float d = x - t, ad = fabsf(d), m, p, ce, pt, q, at;
+    switch (kind) {
+    case NN__L_MSE: return 2.0f * d;
+    case NN__L_L1: return nn__sgnf(d);
+    case NN__L_HUBER: return ad < a ? d : a * nn__sgnf(d);
+    case NN__L_SMOOTH_L1: return a == 0.0f ? nn__sgnf(d) : ad < a ? d / a : nn__sgnf(d);
+    case NN__L_LOG_COSH: return tanhf(d);
+    case NN__L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;
+    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;
+    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : 0.0f;
+    case NN__L_BCE: return (x - t) / fmaxf((1.0f - x) * x, 1e-12f);
+    case NN__L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + expf(x));
+    case NN__L_FOCAL:
+        p = 1.0f / (1.0f + expf(-x));
+        ce = fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x)));
+        pt = p * t + (1.0f - p) * (1.0f - t);
+        q = 1.0f - pt;
+        at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;
+        return at * ((q > 0.0f ? -b * powf(q, b - 1.0f) * (2.0f * t - 1.0f) * p * (1.0f - p) * ce : 0.0f) +
+                     powf(q, b) * (p - t));
+    case NN__L_KL:
+        if (log_target) return -expf(t);
+        return t > 0.0f ? -t : 0.0f;
+    default: return 0.0f;
+    }
+}
+
+/* y (or dx) [n]; pw repeats with period npw (NULL: 1) */
+static void nn__loss_ew_forward(float *y, const float *x, const float *t, const float *pw, int64_t npw, int64_t n,
+                                int kind, float a, float b, int log_target) {
+    int64_t i;
+    for (i = 0; i < n; i++) y[i] = nn__loss_ew1(kind, x[i], t[i], a, b, pw ? pw[i % npw] : 1.0f, log_target);
+}
+
+static void nn__loss_ew_backward(float *dx, const float *x, const float *t, const float *pw, int64_t npw,
+                                 const float *dy, int64_t n, int kind, float a, float b, int log_target) {
+    int64_t i;
+    for (i = 0; i < n; i++)
+        dx[i] = dy[i] * nn__loss_ew1_dx(kind, x[i], t[i], a, b, pw ? pw[i % npw] : 1.0f, log_target);
+}
+
+static int nn__ce_ignored(int32_t t, int64_t C, int ignore) { return t == ignore || t < 0 || t >= C; }
+
+/* Per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c], logp the row's
+   log-softmax (or x itself for NLL); 0 for an ignored label. */
+static void nn__ce_rows_forward(float *loss, const float *x, const int32_t *label, const float *w, int64_t B, int64_t C,
+                                int ignore, int log_input, float eps) {
+    int64_t b, c;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        float m = xr[0], s = 0.0f, lse = 0.0f, sm = 0.0f;
+        int32_t t = label[b];
+        if (nn__ce_ignored(t, C, ignore)) { loss[b] = 0.0f; continue; }
+        if (!log_input) {
+            for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+            for (c = 0; c < C; c++) s += expf(xr[c] - m);
+            lse = logf(s) + m;
+        }
+        for (c = 0; c < C && eps != 0.0f; c++) sm += (w ? w[c] : 1.0f) * (lse - xr[c]);
+        loss[b] = (1.0f - eps) * (w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;
+    }
+}
+
+/* q[c] = (1 - eps) * w[t] * [c == t] + eps / C * w[c]: cross-entropy dx = dy * (p * sum(q) - q),
+   NLL dx = -dy * q */
+static void nn__ce_rows_backward(float *dx, const float *x, const int32_t *label, const float *w, const float *dloss,
+                                 int64_t B, int64_t C, int ignore, int log_input, float eps) {
+    int64_t b, c;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        float *dxr = dx + b * C;
+        float m = xr[0], s = 0.0f, Q = 0.0f, g = dloss[b];
+        int32_t t = label[b];
+        if (nn__ce_ignored(t, C, ignore)) { for (c = 0; c < C; c++) dxr[c] = 0.0f; continue; }
+        for (c = 0; c < C; c++) Q += (1.0f - eps) * (c == t ? (w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (w ? w[c] : 1.0f);
+        if (!log_input) {
+            for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+            for (c = 0; c < C; c++) s += expf(xr[c] - m);
+        }
+        for (c = 0; c < C; c++) {
+            float q = (1.0f - eps) * (c == t ? (w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (w ? w[c] : 1.0f);
+            dxr[c] = log_input ? -g * q : g * (expf(xr[c] - m) / s * Q - q);
+        }
+    }
+}
+
+static void nn__ce_weights_forward(float *y, const int32_t *label, const float *w, int64_t B, int64_t C, int ignore) {
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = nn__ce_ignored(label[b], C, ignore) ? 0.0f : w ? w[label[b]] : 1.0f;
+}
+
+/* Row losses of [B, D] inputs; x2 is the target [B] for cosine, the negative for triplet. */
+static float nn__row_loss1(int kind, const float *x0, const float *x1, const float *x2, int64_t b, int64_t D, float a) {
+    const float *u = x0 + b * D, *v = x1 + b * D;
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
+    int64_t j;
+    switch (kind) {
+    case NN__R_DICE:
+        for (j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] + v[j];
+        }
+        return 1.0f - (2.0f * s0 + a) / (s1 + a);
+    case NN__R_COSINE: {
+        float c, y = x2[b];
+        for (j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] * u[j];
+            s2 += v[j] * v[j];
+        }
+        c = s0 / sqrtf((s1 + 1e-12f) * (s2 + 1e-12f));
+        return y == 1.0f ? 1.0f - c : y == -1.0f ? fmaxf(c - a, 0.0f) : 0.0f;
+    }
+    case NN__R_TRIPLET: {
+        const float *n = x2 + b * D;
+        for (j = 0; j < D; j++) {
+            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;
+            s0 += dp * dp;
+            s1 += dn * dn;
+        }
+        return fmaxf(sqrtf(s0) - sqrtf(s1) + a, 0.0f);
+    }
+    default: return 0.0f;
+    }
+}
+
+/* d(row loss)/d(input `which`) of row b, times g, into dx [D] */
+static void nn__row_loss1_dx(float *dx, int kind, int which, const float *x0, const float *x1, const float *x2, int64_t b,
+                             int64_t D, float a, float g) {
+    const float *u = x0 + b * D, *v = x1 + b * D;
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
+    int64_t j;
+    switch (kind) {
+    case NN__R_DICE: { /* d/dp_j = -(2 t_j S - N) / S^2 */
+        float N, S;
+        for (j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] + v[j];
+        }
+        N = 2.0f * s0 + a;
+        S = s1 + a;
+        for (j = 0; j < D; j++) dx[j] = g * (N - 2.0f * v[j] * S) / (S * S);
+        return;
+    }
+    case NN__R_COSINE: {
+        float y = x2[b], m1, m2, den, c, k;
+        const float *self = which == 0 ? u : v, *other = which == 0 ? v : u;
+        for (j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] * u[j];
+            s2 += v[j] * v[j];
+        }
+        m1 = s1 + 1e-12f;
+        m2 = s2 + 1e-12f;
+        den = sqrtf(m1 * m2);
+        c = s0 / den;
+        k = y == 1.0f ? -g : (y == -1.0f && c - a > 0.0f) ? g : 0.0f;
+        for (j = 0; j < D; j++) dx[j] = k * (other[j] / den - c * self[j] / (which == 0 ? m1 : m2));
+        return;
+    }
+    case NN__R_TRIPLET: {
+        const float *n = x2 + b * D;
+        float dap, dan, l;
+        for (j = 0; j < D; j++) {
+            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;
+            s0 += dp * dp;
+            s1 += dn * dn;
+        }
+        dap = sqrtf(s0);
+        dan = sqrtf(s1);
+        l = dap - dan + a;
+        for (j = 0; j < D; j++) {
+            float gp = l > 0.0f ? g * (u[j] - v[j] + 1e-6f) / dap : 0.0f;
+            float gn = l > 0.0f ? g * (u[j] - n[j] + 1e-6f) / dan : 0.0f;
+            dx[j] = which == 0 ? gp - gn : which == 1 ? -gp : gn;
+        }
+        return;
+    }
+    default:
+        for (j = 0; j < D; j++) dx[j] = 0.0f;
+    }
+}
+
+static void nn__row_loss_forward(float *y, int kind, const float *x0, const float *x1, const float *x2, int64_t B,
+                                 int64_t D, float a) {
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = nn__row_loss1(kind, x0, x1, x2, b, D, a);
+}
+
+static void nn__row_loss_backward(float *dx, int kind, int which, const float *x0, const float *x1, const float *x2,
+                                  const float *dy, int64_t B, int64_t D, float a) {
+    int64_t b;
+    for (b = 0; b < B; b++) nn__row_loss1_dx(dx + b * D, kind, which, x0, x1, x2, b, D, a, dy[b]);
+}
 #if !defined(NN_NO_OPENCL)
 
 /* ======================================================================
@@ -4143,6 +4466,238 @@ static const char *const nn__cl_src_gemm[] = {
 "GEMM_KERNEL(gemm_nt, 0, 1)\n",
 "GEMM_KERNEL(gemm_tn, 1, 0)\n",
 "GEMM_KERNEL(gemm_tt, 1, 1)\n",
+0 };
+
+/* ======================================================================
+   kernels/loss.cl
+   ====================================================================== */
+static const char *const nn__cl_src_loss[] = {
+"#line 1 \"kernels/loss.cl\"\n",
+"/* Losses: twins of src/nn_loss.c, same formulas in the same order. Kind numbers are\n",
+"   nn_loss.c's nn__loss_kind and nn__row_kind. */\n",
+"\n",
+"#define L_MSE 0\n",
+"#define L_L1 1\n",
+"#define L_HUBER 2\n",
+"#define L_SMOOTH_L1 3\n",
+"#define L_LOG_COSH 4\n",
+"#define L_QUANTILE 5\n",
+"#define L_HINGE 6\n",
+"#define L_SQ_HINGE 7\n",
+"#define L_BCE 8\n",
+"#define L_BCE_LOGITS 9\n",
+"#define L_FOCAL 10\n",
+"#define L_KL 11\n",
+"#define R_DICE 0\n",
+"#define R_COSINE 1\n",
+"#define R_TRIPLET 2\n",
+"\n",
+"inline float nn_sgn(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }\n",
+"\n",
+"/* a: delta / beta / tau / margin / alpha, b: gamma, pw: pos_weight */\n",
+"inline float nn_loss1(int kind, float x, float t, float a, float b, float pw, int log_target) {\n",
+"    float d = x - t, ad = fabs(d), m, p, ce, pt, l;\n",
+"    switch (kind) {\n",
+"    case L_MSE: return d * d;\n",
+"    case L_L1: return ad;\n",
+"    case L_HUBER: return ad < a ? 0.5f * d * d : a * (ad - 0.5f * a);\n",
+"    case L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;\n",
+"    case L_LOG_COSH: return ad + log1p(exp(-2.0f * ad)) - 0.69314718055994531f;\n",
+"    case L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;\n",
+"    case L_HINGE: m = a - t * x; return m > 0.0f ? m : 0.0f;\n",
+"    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? m * m : 0.0f;\n",
+"    case L_BCE: return -(t * fmax(log(x), -100.0f) + (1.0f - t) * fmax(log(1.0f - x), -100.0f));\n",
+"    case L_BCE_LOGITS: return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1p(exp(-fabs(x))) + fmax(-x, 0.0f));\n",
+"    case L_FOCAL:\n",
+"        p = 1.0f / (1.0f + exp(-x));\n",
+"        ce = fmax(x, 0.0f) - x * t + log1p(exp(-fabs(x)));\n",
+"        pt = p * t + (1.0f - p) * (1.0f - t);\n",
+"        l = ce * pow(1.0f - pt, b);\n",
+"        return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;\n",
+"    case L_KL:\n",
+"        if (log_target) return exp(t) * (t - x);\n",
+"        return t > 0.0f ? t * (log(t) - x) : 0.0f;\n",
+"    default: return 0.0f;\n",
+"    }\n",
+"}\n",
+"\n",
+"inline float nn_loss1_dx(int kind, float x, float t, float a, float b, float pw, int log_target) {\n",
+"    float d = x - t, ad = fabs(d), m, p, ce, pt, q, at;\n",
+"    switch (kind) {\n",
+"    case L_MSE: return 2.0f * d;\n",
+"    case L_L1: return nn_sgn(d);\n",
+"    case L_HUBER: return ad < a ? d : a * nn_sgn(d);\n",
+"    case L_SMOOTH_L1: return a == 0.0f ? nn_sgn(d) : ad < a ? d / a : nn_sgn(d);\n",
+"    case L_LOG_COSH: return tanh(d);\n",
+"    case L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;\n",
+"    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;\n",
+"    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : 0.0f;\n",
+"    case L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);\n",
+"    case L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));\n",
+"    case L_FOCAL:\n",
+"        p = 1.0f / (1.0f + exp(-x));\n",
+"        ce = fmax(x, 0.0f) - x * t + log1p(exp(-fabs(x)));\n",
+"        pt = p * t + (1.0f - p) * (1.0f - t);\n",
+"        q = 1.0f - pt;\n",
+"        at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;\n",
+"        return at * ((q > 0.0f ? -b * pow(q, b - 1.0f) * (2.0f * t - 1.0f) * p * (1.0f - p) * ce : 0.0f) +\n",
+"                     pow(q, b) * (p - t));\n",
+"    case L_KL:\n",
+"        if (log_target) return -exp(t);\n",
+"        return t > 0.0f ? -t : 0.0f;\n",
+"    default: return 0.0f;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* y [n] = loss(x, t); pw repeats with period npw */\n",
+"__kernel void loss_ew_forward(__global const float *x, __global const float *t, __global const float *pw,\n",
+"                              __global const float *unused, __global float *y, const int n, const int npw, const int kind,\n",
+"                              const int log_target, const float a, const float b) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = nn_loss1(kind, x[i], t[i], a, b, pw[i % npw], log_target);\n",
+"}\n",
+"\n",
+"__kernel void loss_ew_backward(__global const float *x, __global const float *t, __global const float *pw,\n",
+"                               __global const float *dy, __global float *dx, const int n, const int npw, const int kind,\n",
+"                               const int log_target, const float a, const float b) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) dx[i] = dy[i] * nn_loss1_dx(kind, x[i], t[i], a, b, pw[i % npw], log_target);\n",
+"}\n",
+"\n",
+"inline int nn_ce_ignored(int t, int C, int ignore) { return t == ignore || t < 0 || t >= C; }\n",
+"\n",
+"/* One work-item per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c] */\n",
+"__kernel void ce_rows_forward(__global const float *x, __global const int *label, __global const float *w,\n",
+"                              __global const float *unused, __global float *loss, const int B, const int C,\n",
+"                              const int ignore, const int log_input, const int has_w, const float eps) {\n",
+"    int b = get_global_id(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *xr = x + (size_t)b * C;\n",
+"    int t = label[b];\n",
+"    if (nn_ce_ignored(t, C, ignore)) { loss[b] = 0.0f; return; }\n",
+"    float m = xr[0], s = 0.0f, lse = 0.0f, sm = 0.0f;\n",
+"    if (!log_input) {\n",
+"        for (int c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;\n",
+"        for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
+"        lse = log(s) + m;\n",
+"    }\n",
+"    for (int c = 0; c < C && eps != 0.0f; c++) sm += (has_w ? w[c] : 1.0f) * (lse - xr[c]);\n",
+"    loss[b] = (1.0f - eps) * (has_w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;\n",
+"}\n",
+"\n",
+"__kernel void ce_rows_backward(__global const float *x, __global const int *label, __global const float *w,\n",
+"                               __global const float *dloss, __global float *dx, const int B, const int C,\n",
+"                               const int ignore, const int log_input, const int has_w, const float eps) {\n",
+"    int b = get_global_id(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *xr = x + (size_t)b * C;\n",
+"    __global float *dxr = dx + (size_t)b * C;\n",
+"    int t = label[b];\n",
+"    if (nn_ce_ignored(t, C, ignore)) { for (int c = 0; c < C; c++) dxr[c] = 0.0f; return; }\n",
+"    float m = xr[0], s = 0.0f, Q = 0.0f, g = dloss[b];\n",
+"    for (int c = 0; c < C; c++)\n",
+"        Q += (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);\n",
+"    if (!log_input) {\n",
+"        for (int c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;\n",
+"        for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
+"    }\n",
+"    for (int c = 0; c < C; c++) {\n",
+"        float q = (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);\n",
+"        dxr[c] = log_input ? -g * q : g * (exp(xr[c] - m) / s * Q - q);\n",
+"    }\n",
+"}\n",
+"\n",
+"__kernel void ce_weights(__global const int *label, __global const float *w, __global float *y, const int B,\n",
+"                         const int C, const int ignore, const int has_w) {\n",
+"    int b = get_global_id(0);\n",
+"    if (b < B) y[b] = nn_ce_ignored(label[b], C, ignore) ? 0.0f : has_w ? w[label[b]] : 1.0f;\n",
+"}\n",
+"\n",
+"__kernel void div_scalar(__global const float *x, __global const float *d, __global float *y, const int n) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = x[i] / d[0];\n",
+"}\n",
+"\n",
+"/* Row losses of [B, D] inputs, one work-item per row; x2: cosine's target [B], triplet's\n",
+"   negative. */\n",
+"__kernel void rows_forward(__global const float *x0, __global const float *x1, __global const float *x2,\n",
+"                           __global const float *unused, __global float *y, const int B, const int D, const int kind,\n",
+"                           const int which, const float a) {\n",
+"    int b = get_global_id(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *u = x0 + (size_t)b * D, *v = x1 + (size_t)b * D;\n",
+"    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, r = 0.0f;\n",
+"    if (kind == R_DICE) {\n",
+"        for (int j = 0; j < D; j++) {\n",
+"            s0 += u[j] * v[j];\n",
+"            s1 += u[j] + v[j];\n",
+"        }\n",
+"        r = 1.0f - (2.0f * s0 + a) / (s1 + a);\n",
+"    } else if (kind == R_COSINE) {\n",
+"        float yb = x2[b], c;\n",
+"        for (int j = 0; j < D; j++) {\n",
+"            s0 += u[j] * v[j];\n",
+"            s1 += u[j] * u[j];\n",
+"            s2 += v[j] * v[j];\n",
+"        }\n",
+"        c = s0 / sqrt((s1 + 1e-12f) * (s2 + 1e-12f));\n",
+"        r = yb == 1.0f ? 1.0f - c : yb == -1.0f ? fmax(c - a, 0.0f) : 0.0f;\n",
+"    } else if (kind == R_TRIPLET) {\n",
+"        __global const float *n = x2 + (size_t)b * D;\n",
+"        for (int j = 0; j < D; j++) {\n",
+"            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;\n",
+"            s0 += dp * dp;\n",
+"            s1 += dn * dn;\n",
+"        }\n",
+"        r = fmax(sqrt(s0) - sqrt(s1) + a, 0.0f);\n",
+"    }\n",
+"    y[b] = r;\n",
+"}\n",
+"\n",
+"/* d(row loss)/d(input `which`) times dy[b] */\n",
+"__kernel void rows_backward(__global const float *x0, __global const float *x1, __global const float *x2,\n",
+"                            __global const float *dy, __global float *dx, const int B, const int D, const int kind,\n",
+"                            const int which, const float a) {\n",
+"    int b = get_global_id(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *u = x0 + (size_t)b * D, *v = x1 + (size_t)b * D;\n",
+"    __global float *o = dx + (size_t)b * D;\n",
+"    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, g = dy[b];\n",
+"    if (kind == R_DICE) {\n",
+"        for (int j = 0; j < D; j++) {\n",
+"            s0 += u[j] * v[j];\n",
+"            s1 += u[j] + v[j];\n",
+"        }\n",
+"        float N = 2.0f * s0 + a, S = s1 + a;\n",
+"        for (int j = 0; j < D; j++) o[j] = g * (N - 2.0f * v[j] * S) / (S * S);\n",
+"    } else if (kind == R_COSINE) {\n",
+"        float yb = x2[b];\n",
+"        __global const float *self = which == 0 ? u : v, *other = which == 0 ? v : u;\n",
+"        for (int j = 0; j < D; j++) {\n",
+"            s0 += u[j] * v[j];\n",
+"            s1 += u[j] * u[j];\n",
+"            s2 += v[j] * v[j];\n",
+"        }\n",
+"        float m1 = s1 + 1e-12f, m2 = s2 + 1e-12f, den = sqrt(m1 * m2), c = s0 / den;\n",
+"        float k = yb == 1.0f ? -g : (yb == -1.0f && c - a > 0.0f) ? g : 0.0f;\n",
+"        for (int j = 0; j < D; j++) o[j] = k * (other[j] / den - c * self[j] / (which == 0 ? m1 : m2));\n",
+"    } else if (kind == R_TRIPLET) {\n",
+"        __global const float *n = x2 + (size_t)b * D;\n",
+"        for (int j = 0; j < D; j++) {\n",
+"            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;\n",
+"            s0 += dp * dp;\n",
+"            s1 += dn * dn;\n",
+"        }\n",
+"        float dap = sqrt(s0), dan = sqrt(s1), l = dap - dan + a;\n",
+"        for (int j = 0; j < D; j++) {\n",
+"            float gp = l > 0.0f ? g * (u[j] - v[j] + 1e-6f) / dap : 0.0f;\n",
+"            float gn = l > 0.0f ? g * (u[j] - n[j] + 1e-6f) / dan : 0.0f;\n",
+"            o[j] = which == 0 ? gp - gn : which == 1 ? -gp : gn;\n",
+"        }\n",
+"    } else {\n",
+"        for (int j = 0; j < D; j++) o[j] = 0.0f;\n",
+"    }\n",
+"}\n",
 0 };
 
 /* ======================================================================
@@ -5000,6 +5555,7 @@ static const nn__cl_source nn__cl_sources[] = {
     { "elementwise", nn__cl_src_elementwise },
     { "gather", nn__cl_src_gather },
     { "gemm", nn__cl_src_gemm },
+    { "loss", nn__cl_src_loss },
     { "norm", nn__cl_src_norm },
     { "optim", nn__cl_src_optim },
     { "pool", nn__cl_src_pool },
@@ -5008,7 +5564,7 @@ static const nn__cl_source nn__cl_sources[] = {
     { "shape", nn__cl_src_shape },
     { "softmax", nn__cl_src_softmax },
 };
-#define NN__CL_NSOURCES 11
+#define NN__CL_NSOURCES 12
 
 /* ======================================================================
    src/nn_cl_gemm.c
@@ -7124,6 +7680,200 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
     return t;
 }
 
+/* ---- losses with options (nn_loss_desc; bodies in nn_loss.c) ---- */
+
+/* An option's value: PyTorch's default for 0, an exact 0 for NN_LOSS_ZERO (-0.0f). */
+static float nn__loss_opt(float v, float dflt) { return v == 0.0f ? (signbit(v) ? 0.0f : dflt) : v; }
+
+static int nn__loss_desc_ok(nn_graph *g, const char *opname, const nn_loss_desc *d, int batchmean_ok) {
+    if ((int)d->reduction < 0 || (int)d->reduction > NN_REDUCTION_BATCHMEAN ||
+        (d->reduction == NN_REDUCTION_BATCHMEAN && !batchmean_ok)) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: reduction %d is not one this loss takes", opname, (int)d->reduction);
+        return 0;
+    }
+    return 1;
+}
+
+/* Per-element or per-row losses l, reduced as desc asks. */
+static nn_tensor nn__reduce_loss(nn_graph *g, nn_tensor l, const nn_loss_desc *d) {
+    nn_tensor t;
+    if (l.id < 0 || d->reduction == NN_REDUCTION_NONE) return l;
+    t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), l.id);
+    if (t.id >= 0)
+        g->nodes[t.id].f[0] = d->reduction == NN_REDUCTION_SUM ? 1.0f
+                              : (float)(1.0 / (double)(d->reduction == NN_REDUCTION_BATCHMEAN ? g->nodes[l.id].shape.dim[0]
+                                                                                                 : g->nodes[l.id].numel));
+    return t;
+}
+
+static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tensor x, nn_tensor t, const nn_loss_desc *desc) {
+    nn_loss_desc d;
+    nn_tensor l;
+    nn__node *n;
+    float a = 0.0f, b = 0.0f;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check_same(g, opname, x, t) || !nn__loss_desc_ok(g, opname, &d, kind == NN__L_KL)) return nn__tensor(-1);
+    switch (kind) {
+    case NN__L_HUBER: a = nn__loss_opt(d.delta, 1.0f); break;
+    case NN__L_SMOOTH_L1: a = nn__loss_opt(d.delta, 1.0f); break;
+    case NN__L_QUANTILE: a = nn__loss_opt(d.tau, 0.5f); break;
+    case NN__L_HINGE: case NN__L_SQ_HINGE: a = nn__loss_opt(d.margin, 1.0f); break;
+    case NN__L_FOCAL: a = nn__loss_opt(d.alpha, 0.25f); b = nn__loss_opt(d.gamma, 2.0f); break;
+    default: break;
+    }
+    if ((kind == NN__L_HUBER && !(a > 0.0f)) || (kind == NN__L_SMOOTH_L1 && !(a >= 0.0f)) ||
+        (kind == NN__L_QUANTILE && !(a >= 0.0f && a <= 1.0f)) || (kind == NN__L_FOCAL && !(b >= 0.0f)))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: option %g is out of range", opname, kind == NN__L_FOCAL ? b : a);
+    if (d.has_pos_weight) {
+        nn_tensor pw = d.pos_weight;
+        nn__node *nx, *np;
+        int k, fits;
+        if (kind != NN__L_BCE_LOGITS)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: pos_weight is for nn_bce_with_logits_loss", opname);
+        if (!nn__check(g, opname, 1, &pw) || !nn__expect_f32(g, opname, pw, "pos_weight")) return nn__tensor(-1);
+        nx = nn__n(g, x);
+        np = nn__n(g, pw);
+        fits = np->shape.ndim <= nx->shape.ndim;
+        for (k = 1; fits && k <= np->shape.ndim; k++) fits = np->shape.dim[np->shape.ndim - k] == nx->shape.dim[nx->shape.ndim - k];
+        if (!fits) {
+            char sa[128], sb[128];
+            nn__shape_str(&nx->shape, sa, sizeof sa);
+            nn__shape_str(&np->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: pos_weight %s must match the trailing dims of logits %s", opname, sb, sa);
+        }
+        l = nn__op3(g, NN__OP_LOSS_EW, NN_F32, nn__n(g, x)->shape, x.id, t.id, pw.id);
+    } else {
+        l = nn__op2(g, NN__OP_LOSS_EW, NN_F32, nn__n(g, x)->shape, x.id, t.id);
+    }
+    if (l.id < 0) return l;
+    n = &g->nodes[l.id];
+    n->i[0] = kind;
+    n->i[1] = d.has_pos_weight != 0;
+    n->i[2] = d.log_target != 0;
+    n->f[0] = a;
+    n->f[1] = b;
+    if (d.has_weight) {
+        if (!nn__check(g, opname, 1, &d.weight)) return nn__tensor(-1);
+        l = nn__binary(g, NN__OP_MUL, opname, l, d.weight);
+    }
+    return nn__reduce_loss(g, l, &d);
+}
+
+NN_API nn_tensor nn_mse_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_mse_loss", NN__L_MSE, p, t, d); }
+NN_API nn_tensor nn_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_l1_loss", NN__L_L1, p, t, d); }
+NN_API nn_tensor nn_huber_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_huber_loss", NN__L_HUBER, p, t, d); }
+NN_API nn_tensor nn_smooth_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_smooth_l1_loss", NN__L_SMOOTH_L1, p, t, d); }
+NN_API nn_tensor nn_log_cosh_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_log_cosh_loss", NN__L_LOG_COSH, p, t, d); }
+NN_API nn_tensor nn_quantile_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_quantile_loss", NN__L_QUANTILE, p, t, d); }
+NN_API nn_tensor nn_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_hinge_loss", NN__L_HINGE, p, t, d); }
+NN_API nn_tensor nn_squared_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_squared_hinge_loss", NN__L_SQ_HINGE, p, t, d); }
+NN_API nn_tensor nn_bce_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_loss", NN__L_BCE, p, t, d); }
+NN_API nn_tensor nn_bce_with_logits_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_with_logits_loss", NN__L_BCE_LOGITS, p, t, d); }
+NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_sigmoid_focal_loss", NN__L_FOCAL, p, t, d); }
+NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_kl_div_loss", NN__L_KL, p, t, d); }
+
+static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_tensor x, nn_tensor labels, const nn_loss_desc *desc) {
+    nn_loss_desc d;
+    nn_tensor rows, den, s;
+    int ins[3], k;
+    int64_t C;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check_logits_labels(g, opname, x, labels) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
+    C = nn__n(g, x)->shape.dim[1];
+    if (!(d.label_smoothing >= 0.0f && d.label_smoothing <= 1.0f) || (log_input && d.label_smoothing != 0.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: label_smoothing %g is not in [0, 1]%s", opname, d.label_smoothing,
+                           log_input ? " or is given to NLL, which has none" : "");
+    if (d.has_weight) {
+        nn__node *w;
+        if (!nn__check(g, opname, 1, &d.weight) || !nn__expect_f32(g, opname, d.weight, "weight")) return nn__tensor(-1);
+        w = nn__n(g, d.weight);
+        if (w->shape.ndim != 1 || w->shape.dim[0] != C) {
+            char sw[128];
+            nn__shape_str(&w->shape, sw, sizeof sw);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: weight %s must be [C] = [%lld]", opname, sw, (long long)C);
+        }
+    }
+    ins[0] = x.id;
+    ins[1] = labels.id;
+    ins[2] = d.has_weight ? d.weight.id : -1;
+    rows = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins, d.has_weight ? 3 : 2));
+    if (rows.id < 0) return rows;
+    g->nodes[rows.id].i[0] = d.has_ignore_index ? d.ignore_index : -100;
+    g->nodes[rows.id].i[1] = log_input;
+    g->nodes[rows.id].f[0] = d.label_smoothing;
+    if (d.reduction != NN_REDUCTION_MEAN) return nn__reduce_loss(g, rows, &d);
+    den = nn__tensor(nn__new_node(g, NN__OP_CE_WEIGHTS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins + 1, d.has_weight ? 2 : 1));
+    if (den.id < 0) return den;
+    g->nodes[den.id].i[0] = g->nodes[rows.id].i[0];
+    g->nodes[den.id].i[1] = (int)C;
+    d.reduction = NN_REDUCTION_SUM;
+    s = nn__reduce_loss(g, rows, &d);
+    den = nn__reduce_loss(g, den, &d);
+    if (s.id < 0 || den.id < 0) return nn__tensor(-1);
+    k = nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, nn_shape1(1), s.id, den.id).id;
+    return nn__tensor(k);
+}
+
+NN_API nn_tensor nn_cross_entropy_loss(nn_graph *g, nn_tensor x, nn_tensor labels, const nn_loss_desc *d) {
+    return nn__ce_loss(g, "nn_cross_entropy_loss", 0, x, labels, d);
+}
+NN_API nn_tensor nn_nll_loss(nn_graph *g, nn_tensor x, nn_tensor labels, const nn_loss_desc *d) {
+    return nn__ce_loss(g, "nn_nll_loss", 1, x, labels, d);
+}
+
+/* x0, x1 (and x2 for triplet) of one shape [B, ...]; cosine's target [B] float32. */
+static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_in, const nn_tensor *x, const nn_loss_desc *desc) {
+    nn_loss_desc d;
+    nn_tensor l;
+    int ins[3], k;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check(g, opname, n_in, x) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
+    for (k = 0; k < n_in; k++) {
+        nn__node *a = nn__n(g, x[0]), *b = nn__n(g, x[k]);
+        int target = kind == NN__R_COSINE && k == 2;
+        if (!nn__expect_f32(g, opname, x[k], "every input")) return nn__tensor(-1);
+        if (a->shape.ndim < (kind == NN__R_DICE ? 1 : 2) ||
+            (target ? b->shape.ndim != 1 || b->shape.dim[0] != a->shape.dim[0] : !nn__shape_eq(&a->shape, &b->shape)) ||
+            (kind != NN__R_DICE && a->shape.ndim != 2)) {
+            char sa[128], sb[128];
+            nn__shape_str(&a->shape, sa, sizeof sa);
+            nn__shape_str(&b->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: input %d %s does not fit input 0 %s (%s)", opname, k, sb, sa,
+                               kind == NN__R_DICE ? "both [B, ...]" : kind == NN__R_COSINE ? "x1, x2 [B, D], target [B]" : "all [B, D]");
+        }
+        ins[k] = x[k].id;
+    }
+    l = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS, NN_F32, nn_shape1(nn__n(g, x[0])->shape.dim[0]), ins, n_in));
+    if (l.id < 0) return l;
+    g->nodes[l.id].i[0] = kind;
+    g->nodes[l.id].f[0] = kind == NN__R_DICE ? nn__loss_opt(d.smooth, 1.0f) : kind == NN__R_TRIPLET ? nn__loss_opt(d.margin, 1.0f) : d.margin;
+    return nn__reduce_loss(g, l, &d);
+}
+
+NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {
+    nn_tensor x[2];
+    x[0] = p;
+    x[1] = t;
+    return nn__row_loss(g, "nn_dice_loss", NN__R_DICE, 2, x, d);
+}
+NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
+    nn_tensor x[3];
+    x[0] = x1;
+    x[1] = x2;
+    x[2] = t;
+    return nn__row_loss(g, "nn_cosine_embedding_loss", NN__R_COSINE, 3, x, d);
+}
+NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
+    nn_tensor x[3];
+    x[0] = a;
+    x[1] = p;
+    x[2] = n;
+    return nn__row_loss(g, "nn_triplet_margin_loss", NN__R_TRIPLET, 3, x, d);
+}
+
 /* ---- autograd ---- */
 
 /* Adds gx to the gradient of node x (a sum when x feeds several ops). */
@@ -7307,6 +8057,60 @@ static void nn__backward(nn_graph *g, int id) {
         if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
         nn__acc_grad(g, a, t);
         break;
+    case NN__OP_LOSS_EW: { /* inputs x, t, [pos_weight]; d-based losses give t minus x's gradient */
+        int ins[4], has_pw = n.n_in > 2, gt = gb && n.i[0] <= NN__L_QUANTILE;
+        if (!ga && !gt) break;
+        ins[0] = a;
+        ins[1] = b;
+        ins[2] = gy.id;
+        ins[3] = has_pw ? n.in[2] : -1;
+        t = nn__tensor(nn__new_node(g, NN__OP_LOSS_EW_GRAD, NN_F32, n.shape, ins, has_pw ? 4 : 3));
+        if (t.id >= 0) {
+            memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
+        }
+        if (ga) nn__acc_grad(g, a, t);
+        if (gt) {
+            t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, t.id);
+            if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
+            nn__acc_grad(g, b, t);
+        }
+        break;
+    }
+    case NN__OP_CE_ROWS: { /* inputs x, labels, [weight] */
+        int ins[4];
+        if (!ga) break;
+        ins[0] = a;
+        ins[1] = b;
+        ins[2] = gy.id;
+        ins[3] = n.n_in > 2 ? n.in[2] : -1;
+        t = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS_GRAD, NN_F32, g->nodes[a].shape, ins, n.n_in > 2 ? 4 : 3));
+        if (t.id >= 0) {
+            memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
+        }
+        nn__acc_grad(g, a, t);
+        break;
+    }
+    case NN__OP_DIV_SCALAR: /* the divisor (a count of weights) is not differentiated */
+        if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, n.shape, gy.id, b));
+        break;
+    case NN__OP_LOSS_ROWS: { /* one gradient op per differentiated input; targets get none */
+        int k, ins[4], n_x = n.i[0] == NN__R_COSINE ? 2 : n.i[0] == NN__R_DICE ? 1 : 3;
+        for (k = 0; k < n_x; k++) {
+            if (!g->nodes[n.in[k]].needs_grad) continue;
+            memcpy(ins, n.in, sizeof ins);
+            ins[n.n_in] = gy.id;
+            t = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS_GRAD, NN_F32, g->nodes[n.in[k]].shape, ins, n.n_in + 1));
+            if (t.id >= 0) {
+                memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+                memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
+                g->nodes[t.id].i[1] = k;
+            }
+            nn__acc_grad(g, n.in[k], t);
+        }
+        break;
+    }
     default:
         break; /* not differentiable: no gradient flows */
     }
@@ -7315,6 +8119,7 @@ static void nn__backward(nn_graph *g, int id) {
 static int nn__differentiable(int op) {
     switch (op) {
     case NN__OP_ARGMAX: case NN__OP_CORRECT_ROWS: case NN__OP_ACCUMULATE: case NN__OP_FILL:
+    case NN__OP_CE_WEIGHTS:
         return 0;
     default:
         return 1;
@@ -8028,6 +8833,45 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         else nn__avg_pool2d_backward(g->ctx->pool, &p, y, NN__F(in[0]));
         break;
     }
+    case NN__OP_LOSS_EW:
+        nn__loss_ew_forward(y, NN__F(in[0]), NN__F(in[1]), n->i[1] ? NN__F(in[2]) : NULL, n->i[1] ? g->nodes[in[2]].numel : 1,
+                            N, n->i[0], n->f[0], n->f[1], n->i[2]);
+        break;
+    case NN__OP_LOSS_EW_GRAD:
+        nn__loss_ew_backward(y, NN__F(in[0]), NN__F(in[1]), n->i[1] ? NN__F(in[3]) : NULL, n->i[1] ? g->nodes[in[3]].numel : 1,
+                             NN__F(in[2]), N, n->i[0], n->f[0], n->f[1], n->i[2]);
+        break;
+    case NN__OP_CE_ROWS: {
+        nn__node *x = &g->nodes[in[0]];
+        nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0], x->shape.dim[1],
+                            n->i[0], n->i[1], n->f[0]);
+        break;
+    }
+    case NN__OP_CE_ROWS_GRAD:
+        nn__ce_rows_backward(y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]), n->shape.dim[0],
+                             n->shape.dim[1], n->i[0], n->i[1], n->f[0]);
+        break;
+    case NN__OP_CE_WEIGHTS:
+        nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->i[1], n->i[0]);
+        break;
+    case NN__OP_DIV_SCALAR: {
+        const float *x = NN__F(in[0]);
+        float d = NN__F(in[1])[0];
+        int64_t i;
+        for (i = 0; i < N; i++) y[i] = x[i] / d;
+        break;
+    }
+    case NN__OP_LOSS_ROWS: {
+        nn__node *x = &g->nodes[in[0]];
+        nn__row_loss_forward(y, n->i[0], x->buf.host, NN__F(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, N, x->numel / N, n->f[0]);
+        break;
+    }
+    case NN__OP_LOSS_ROWS_GRAD: {
+        int64_t B = g->nodes[in[0]].shape.dim[0];
+        nn__row_loss_backward(y, n->i[0], n->i[1], NN__F(in[0]), NN__F(in[1]), n->n_in > 3 ? NN__F(in[2]) : NULL,
+                              NN__F(in[n->n_in - 1]), B, g->nodes[in[0]].numel / B, n->f[0]);
+        break;
+    }
     default:
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: no CPU path", nn__op_names[n->op]);
     }
@@ -8493,6 +9337,41 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
             return nn__cl_args(ctx, l->kernel, "mmiiiii8", NN__M(in[0]), y, p.NC, p.H, p.W, p.OH, p.OW, geo);
         return nn__cl_args(ctx, l->kernel, "mmiiiii8ii", NN__M(in[0]), y, p.NC, p.H, p.W, p.OH, p.OW, geo, p.exclude_pad,
                            p.adaptive);
+    }
+    case NN__OP_LOSS_EW: case NN__OP_LOSS_EW_GRAD: {
+        int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
+        cl_mem pw = n->i[1] ? NN__M(in[pwi]) : g->one;
+        int npw = n->i[1] ? (int)g->nodes[in[pwi]].numel : 1;
+        r = nn__cl_add(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        return nn__cl_args(ctx, l->kernel, "mmmmmiiiiff", NN__M(in[0]), NN__M(in[1]), pw, grad ? NN__M(in[2]) : g->one, y, N,
+                           npw, n->i[0], n->i[2], (double)n->f[0], (double)n->f[1]);
+    }
+    case NN__OP_CE_ROWS: case NN__OP_CE_ROWS_GRAD: {
+        int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
+        r = nn__cl_add(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
+        if (r != NN_OK) return r;
+        return nn__cl_args(ctx, l->kernel, "mmmmmiiiiif", NN__M(in[0]), NN__M(in[1]), n->n_in > wi ? NN__M(in[wi]) : g->one,
+                           grad ? NN__M(in[2]) : g->one, y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1],
+                           n->n_in > wi, (double)n->f[0]);
+    }
+    case NN__OP_CE_WEIGHTS:
+        r = nn__cl_add(g, id, "loss", "ce_weights", (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmiiii", NN__M(in[0]), n->n_in > 1 ? NN__M(in[1]) : g->one, y, N, n->i[1], n->i[0],
+                            n->n_in > 1);
+        return r;
+    case NN__OP_DIV_SCALAR:
+        r = nn__cl_add(g, id, "loss", "div_scalar", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmi", NN__M(in[0]), NN__M(in[1]), y, N);
+        return r;
+    case NN__OP_LOSS_ROWS: case NN__OP_LOSS_ROWS_GRAD: {
+        int grad = n->op == NN__OP_LOSS_ROWS_GRAD, nx = n->n_in - grad, B = (int)g->nodes[in[0]].shape.dim[0];
+        r = nn__cl_add(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
+        if (r != NN_OK) return r;
+        return nn__cl_args(ctx, l->kernel, "mmmmmiiiif", NN__M(in[0]), NN__M(in[1]), nx > 2 ? NN__M(in[2]) : g->one,
+                           grad ? NN__M(in[n->n_in - 1]) : g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->i[0],
+                           grad ? n->i[1] : 0, (double)n->f[0]);
     }
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);

@@ -155,7 +155,8 @@ NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x);
 
-/* Losses, each the mean over the batch (a scalar). */
+/* Losses, each the mean over the batch (a scalar); shorthands kept from before the
+   nn_loss_desc family below (cross-entropy here divides by B, ignored labels included). */
 NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels);
 NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target);
 NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target);
@@ -292,6 +293,74 @@ NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x);
 /* [N, C, H, W] -> [N, C, oh, ow] averaging PyTorch's bins: output row i covers input rows
    floor(i*H/oh) to ceil((i+1)*H/oh) - 1 (bins overlap when oh does not divide H). */
 NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow);
+
+/* ---- losses with options (PyTorch's definitions and defaults) ----------------------------
+   Every loss takes an nn_loss_desc (NULL or zeroed: PyTorch's defaults, mean reduction).
+   NN_REDUCTION_NONE returns the per-element (or per-row) losses; SUM and MEAN a scalar [1];
+   BATCHMEAN (KL divergence's recommended mode) the sum divided by the batch size (dim 0).
+   A float option whose PyTorch default is not zero reads 0 as that default; pass
+   NN_LOSS_ZERO (-0.0f) for an exact zero. Gradients flow to the prediction(s) only: targets,
+   labels, class weights and pos_weight get none, except where a loss says otherwise. */
+typedef enum nn_reduction {
+    NN_REDUCTION_MEAN = 0, NN_REDUCTION_SUM, NN_REDUCTION_NONE, NN_REDUCTION_BATCHMEAN
+} nn_reduction;
+#define NN_LOSS_ZERO (-0.0f)
+typedef struct nn_loss_desc {
+    nn_reduction reduction;
+    float delta;           /* Huber's delta and smooth L1's beta (0: 1.0; smooth L1 with beta
+                              NN_LOSS_ZERO is L1) */
+    float tau;             /* quantile level in (0, 1) (0: 0.5, the median) */
+    float margin;          /* hinge (0: 1), triplet (0: 1), cosine embedding (default 0) */
+    float label_smoothing; /* cross-entropy, in [0, 1] */
+    float alpha;           /* focal: weight of positives (0: 0.25; negative: no weighting) */
+    float gamma;           /* focal: focusing exponent (0: 2) */
+    float smooth;          /* dice: added to numerator and denominator (0: 1) */
+    int ignore_index;      /* cross-entropy / NLL: this label contributes nothing and is
+                              not counted (only with has_ignore_index; default -100) */
+    int has_ignore_index;
+    nn_tensor weight;      /* cross-entropy / NLL: class weights [C]; elementwise losses: a
+                              per-element rescaling of the target's shape or a trailing part */
+    int has_weight;
+    nn_tensor pos_weight;  /* BCE with logits: weight of positives, [C] over the last dims */
+    int has_pos_weight;
+    int log_target;        /* KL divergence: the target is given as log-probabilities */
+} nn_loss_desc;
+
+/* Regression, pred and target of one shape: (p - t)^2; |p - t|; Huber (delta); smooth L1
+   (beta = desc->delta); log(cosh(p - t)); quantile (pinball) max(tau*d, (tau-1)*d) with
+   d = t - p. These six also give the target a gradient (minus the prediction's). */
+NN_API nn_tensor nn_mse_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_l1_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_huber_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_smooth_l1_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_log_cosh_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_quantile_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+/* Margin classification with targets +-1: max(0, margin - t*x) and its square. */
+NN_API nn_tensor nn_hinge_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_squared_hinge_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+/* Binary: BCE on probabilities (log clamped at -100 as PyTorch), BCE with logits (with
+   pos_weight), and torchvision's sigmoid_focal_loss on logits (alpha, gamma). */
+NN_API nn_tensor nn_bce_loss(nn_graph *g, nn_tensor prob, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_bce_with_logits_loss(nn_graph *g, nn_tensor logits, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor logits, nn_tensor target, const nn_loss_desc *desc);
+/* PyTorch's kl_div: input holds log-probabilities; target probabilities (log-probabilities
+   with log_target). Use NN_REDUCTION_BATCHMEAN for the true KL divergence per sample. */
+NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor input, nn_tensor target, const nn_loss_desc *desc);
+/* logits [B, C] float32 and labels [B] int32, with class weights, ignore_index and label
+   smoothing; the mean divides by the summed weights of the counted labels (PyTorch).
+   Labels outside [0, C) count as ignored. NLL takes log-probabilities instead of logits. */
+NN_API nn_tensor nn_cross_entropy_loss(nn_graph *g, nn_tensor logits, nn_tensor labels, const nn_loss_desc *desc);
+NN_API nn_tensor nn_nll_loss(nn_graph *g, nn_tensor log_probs, nn_tensor labels, const nn_loss_desc *desc);
+/* Per row b of [B, ...]: soft dice 1 - (2*sum(p*t) + smooth) / (sum(p) + sum(t) + smooth),
+   p probabilities; reduced over the batch. */
+NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor prob, nn_tensor target, const nn_loss_desc *desc);
+/* x1, x2 [B, D], target [B] float32 of +-1: 1 - cos (t = 1), max(0, cos - margin) (t = -1);
+   gradients to x1 and x2. */
+NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor target, const nn_loss_desc *desc);
+/* anchor, positive, negative [B, D]: max(0, |a - p + eps| - |a - n + eps| + margin), the
+   2-norm with eps 1e-6 (PyTorch's pairwise_distance); gradients to all three. */
+NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor anchor, nn_tensor positive, nn_tensor negative,
+                                        const nn_loss_desc *desc);
 
 /* A fully connected layer: x [B, in] -> [B, out] with parameters NAME.weight [out, in] and
    NAME.bias [out] (PyTorch's names and layout), initialised as PyTorch's nn.Linear. */
