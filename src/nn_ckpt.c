@@ -242,7 +242,7 @@ static const char *nn__opt_kind_name(int k) {
 static void nn__meta_put(nn__st_text *h, int *first, const char *key, const char *value) {
     if (!*first) nn__st_puts(h, ",");
     *first = 0;
-    nn__st_put_string(h, key); /* ASCII keys; values ASCII or dataset names checked at creation */
+    nn__st_put_string(h, key); /* ASCII keys; dataset names checked to be UTF-8 at creation */
     nn__st_puts(h, ":");
     nn__st_put_string(h, value);
 }
@@ -596,7 +596,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     nn_dataset *d;
     nn_dataset_desc dd;
     const char *name;
-    size_t nlen;
+    size_t nlen, i;
     int64_t n;
     char buf[300];
     if (out) *out = NULL;
@@ -605,8 +605,13 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     name = dd.name ? dd.name : "data";
     nlen = strlen(name);
     if (g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_dataset_create: %s: the graph is compiled already", name);
-    if (!nlen || nlen > 200 || strchr(name, '"') || strchr(name, '\\'))
-        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: name \"%.40s\" is empty, too long or has quotes", name);
+    for (i = 0; i < nlen;) { /* it goes into the state file's metadata keys */
+        size_t k = nn__st_utf8_len((const unsigned char *)name + i, nlen - i);
+        if (!k) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: the name is not valid UTF-8");
+        i += k;
+    }
+    if (!nlen || nlen > 200)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: name \"%.40s\" is empty or over 200 bytes", name);
     for (d = g->datasets; d; d = d->next)
         if (strcmp(d->name, name) == 0) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: a dataset %s exists", name);
     if (!dd.x || !dd.y || !dd.x->data || !dd.y->data || dd.x->shape.ndim < 1 || dd.y->shape.ndim < 1)
