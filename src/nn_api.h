@@ -512,6 +512,39 @@ typedef struct nn_array {
 NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
 NN_API void nn_array_free(nn_array *a);
 
+/* A CSV file of numbers into a float32 array [rows, columns]: every row (after the header
+   row, when there is one) must have the first row's number of fields, each a number that
+   strtod reads whole (spaces around it allowed); blank lines are skipped; \n or \r\n.
+   An empty file, a ragged row or a field that is not a number is NN_ERR_IO naming
+   path:line. Zero fields: delimiter ',', no header. */
+typedef struct nn_csv_desc {
+    char delimiter;      /* 0: ',' */
+    int header;          /* 1: the first line names the columns and is skipped */
+} nn_csv_desc;
+NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out);
+
+/* A dataset that lives on the device: its samples x [N, ...] and labels y [N, ...] (either
+   dtype) become the inputs NAME.x and NAME.y, written once (at the first batch), and
+   nn_dataset_x/y are the batch's rows [batch, ...] gathered by the input NAME.idx [batch].
+   nn_dataset_next_batch() writes only those batch indices. An epoch is floor(N / batch)
+   batches (the last partial batch is dropped); with shuffle, epoch e's order is a
+   Fisher-Yates shuffle drawn from Philox4x32-10 keyed by (seed, e): reproducible, and
+   recomputed on resume. The dataset belongs to the graph (freed with it); create it before
+   compiling. Its seed, epoch and position are part of nn_save_state's training state. */
+typedef struct nn_dataset nn_dataset;
+typedef struct nn_dataset_desc {
+    const char *name;    /* NULL: "data" */
+    const nn_array *x, *y; /* copied; free them after the call */
+    int64_t batch;
+    int shuffle;
+    uint64_t seed;       /* 0: the graph's seed */
+} nn_dataset_desc;
+NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out);
+NN_API nn_tensor nn_dataset_x(const nn_dataset *ds);
+NN_API nn_tensor nn_dataset_y(const nn_dataset *ds);
+NN_API nn_result nn_dataset_next_batch(nn_dataset *ds); /* after compile, before each step */
+NN_API int64_t nn_dataset_epoch(const nn_dataset *ds);  /* of the batch taken last (from 0) */
+
 /* ---- checkpoints ------------------------------------------------------------------------- */
 
 /* Saves every parameter of g's parameter store as float32 safetensors (PyTorch's names and
@@ -525,6 +558,17 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path);
    malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
    every check passes. */
 NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing);
+
+/* The whole training state of a compiled graph, for exact resume: parameters and buffers
+   (their own names), each optimizer state tensor (NAME.__opt.K, K in the optimizer's state
+   order), gradient-accumulation means (NAME.__grad_acc), and as metadata strings the
+   optimizer kind, step and update counters, the graph seed and every dataset's seed, epoch
+   and position. nn_load_state() into a graph built and compiled the same way continues
+   exactly as the saved run would have: the same bits on the CPU backend. It checks the
+   optimizer kind and options, accumulate_steps and every tensor's presence and shape
+   (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything. */
+NN_API nn_result nn_save_state(nn_graph *g, const char *path);
+NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 
 #ifdef __cplusplus
 }

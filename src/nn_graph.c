@@ -296,6 +296,7 @@ NN_API void nn_graph_destroy(nn_graph *g) {
     if (!g) return;
     nn__graph_release_compiled(g);
     nn__groups_free(g);
+    nn__datasets_free(g);
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
     nn__params_release(g->params);
@@ -2430,6 +2431,8 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
         return nn__fail(g->ctx, NN_ERR_SHAPE, "%s: %llu bytes given for a tensor %s of %llu bytes", fn,
                         (unsigned long long)bytes, s, (unsigned long long)n->numel * 4);
     }
+    if (!n->live && n->op == NN__OP_INPUT) /* no storage was planned for it */
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: input %s is not used by the compiled graph", fn, n->name);
     if (n->storage == NN__ST_PARAM && !g->params->p[n->param].allocated)
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: parameter %s is not used by the compiled graph", fn, n->name);
     if (n->storage == NN__ST_PARAM) n->buf = g->params->p[n->param].buf;

@@ -218,6 +218,7 @@ struct nn_graph {
     int first_update_node;       /* nodes from here on run on update steps only */
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
+    struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (nn_ckpt.c) */
 #if !defined(NN_NO_OPENCL)
     nn__launch *launches;
     int n_launches, cap_launches;
@@ -228,6 +229,8 @@ struct nn_graph {
     int n_subs;
 #endif
 };
+
+static void nn__datasets_free(nn_graph *g); /* nn_ckpt.c */
 
 static void *nn__calloc(size_t n, size_t size) {
     void *p;

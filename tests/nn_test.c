@@ -80,6 +80,7 @@ static void run_suites(const t_env *e) {
     suite_errors(e);
     suite_io(e);
     suite_safetensors(e);
+    suite_ckpt(e);
 }
 
 int main(void) {

@@ -70,4 +70,5 @@ void suite_graph(const t_env *e);
 void suite_errors(const t_env *e);
 void suite_io(const t_env *e);
 void suite_safetensors(const t_env *e);
+void suite_ckpt(const t_env *e);
 #endif
