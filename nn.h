@@ -278,11 +278,12 @@ NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
 /* 1-D convolution over x [N, C, L] with w [K, C/groups, KL] (the H fields of the desc are
    ignored): conv2d on [N, C, 1, L]. */
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
-/* Transposed convolution (PyTorch's ConvTranspose2d, no bias): x [N, Cin, H, W] with
-   w [Cin, Cout/groups, KH, KW] -> [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h +
-   dilation_h*(KH-1) + output_pad_h + 1; output padding must be below the stride or the
-   dilation. It is the gradient of conv2d with respect to its input. */
-NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, const nn_conv2d_desc *desc,
+/* Transposed convolution (PyTorch's ConvTranspose2d): x [N, Cin, H, W] with
+   w [Cin, Cout/groups, KH, KW] and an optional bias [Cout] (id < 0: none) ->
+   [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h + dilation_h*(KH-1) + output_pad_h + 1;
+   output padding must be below the stride or the dilation. It is the gradient of conv2d
+   with respect to its input. */
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
                                      int output_pad_h, int output_pad_w);
 
 /* The same data in another shape of the same element count (a copy). */
@@ -736,7 +737,8 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
     X(AVGPOOL2D_GRAD, "avg_pool2d_grad")          \
     X(LOSS_EW, "loss") X(LOSS_EW_GRAD, "loss_grad") X(CE_ROWS, "cross_entropy")               \
     X(CE_ROWS_GRAD, "cross_entropy_grad") X(CE_WEIGHTS, "cross_entropy_weights")              \
-    X(DIV_SCALAR, "div_scalar") X(LOSS_ROWS, "row_loss") X(LOSS_ROWS_GRAD, "row_loss_grad")
+    X(DIV_SCALAR, "div_scalar") X(LOSS_ROWS, "row_loss") X(LOSS_ROWS_GRAD, "row_loss_grad")          \
+    X(CHANNEL_BIAS, "channel_bias")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -3969,6 +3971,13 @@ static const char *const nn__cl_src_elementwise[] = {
 "BINARY(sub, u - w)\n",
 "BINARY(mul, u * w)\n",
 "\n",
+"/* y [N, C, S] = x + b[c] */\n",
+"__kernel void channel_bias(__global const float *x, __global const float *b, __global float *y, const int n,\n",
+"                           const int C, const int S) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = x[i] + b[(i / S) % C];\n",
+"}\n",
+"\n",
 "__kernel void scale(__global const float *x, __global float *y, const int n, const float s) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[i] * s;\n",
@@ -7078,7 +7087,25 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     return nn_reshape(g, y, nn_shape3(nn__n(g, y)->shape.dim[0], nn__n(g, y)->shape.dim[1], nn__n(g, y)->shape.dim[3]));
 }
 
-NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, const nn_conv2d_desc *desc,
+/* y [N, C, ...] = x + b[c]: a per-channel bias (its gradient is channel_sum) */
+static nn_tensor nn__channel_bias(nn_graph *g, const char *op, nn_tensor x, nn_tensor b) {
+    nn_tensor in[2];
+    nn__node *nx, *nb;
+    in[0] = x;
+    in[1] = b;
+    if (!nn__check(g, op, 2, in)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nb = nn__n(g, b);
+    if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nx->shape.ndim < 2 || nb->shape.dim[0] != nx->shape.dim[1]) {
+        char sb[128], sx[128];
+        nn__shape_str(&nb->shape, sb, sizeof sb);
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: bias %s must be float32 [C] for an output %s", op, sb, sx);
+    }
+    return nn__op2(g, NN__OP_CHANNEL_BIAS, NN_F32, nx->shape, x.id, b.id);
+}
+
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
                                      int output_pad_h, int output_pad_w) {
     nn_tensor in[2], t;
     nn_conv2d_desc d;
@@ -7120,7 +7147,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, cons
     /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
     t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
     if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
-    return t;
+    return bias.id >= 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
 }
 
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
@@ -8045,6 +8072,10 @@ static void nn__backward(nn_graph *g, int id) {
     case NN__OP_RESHAPE:
         nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
         break;
+    case NN__OP_CHANNEL_BIAS:
+        if (ga) nn__acc_grad(g, a, gy);
+        if (gb) nn__acc_grad(g, b, nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[b].shape, gy.id));
+        break;
     case NN__OP_CONV2D_DX: /* as a transposed convolution: inputs (w, x) */
         if (gb) { /* d/dx: the forward convolution of gy */
             t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
@@ -8802,6 +8833,13 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         }
         break;
     }
+    case NN__OP_CHANNEL_BIAS: {
+        int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
+        const float *x = NN__F(in[0]), *b = NN__F(in[1]);
+        for (k = 0; k < N / S; k++)
+            for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
+        break;
+    }
     case NN__OP_CHANNEL_SUM: {
         nn__node *x = &g->nodes[in[0]];
         nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
@@ -9248,6 +9286,12 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         if (r == NN_OK)
             r = nn__cl_args(ctx, l->kernel, "mmmiiiiiiiii8", x->buf.mem, w->buf.mem, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
                             c.OH, c.OW, geo);
+        return r;
+    }
+    case NN__OP_CHANNEL_BIAS: {
+        int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
+        r = nn__cl_add(g, id, "elementwise", "channel_bias", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmiii", NN__M(in[0]), NN__M(in[1]), y, N, C, S);
         return r;
     }
     case NN__OP_CHANNEL_SUM: {

@@ -192,11 +192,12 @@ NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
 /* 1-D convolution over x [N, C, L] with w [K, C/groups, KL] (the H fields of the desc are
    ignored): conv2d on [N, C, 1, L]. */
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
-/* Transposed convolution (PyTorch's ConvTranspose2d, no bias): x [N, Cin, H, W] with
-   w [Cin, Cout/groups, KH, KW] -> [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h +
-   dilation_h*(KH-1) + output_pad_h + 1; output padding must be below the stride or the
-   dilation. It is the gradient of conv2d with respect to its input. */
-NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, const nn_conv2d_desc *desc,
+/* Transposed convolution (PyTorch's ConvTranspose2d): x [N, Cin, H, W] with
+   w [Cin, Cout/groups, KH, KW] and an optional bias [Cout] (id < 0: none) ->
+   [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h + dilation_h*(KH-1) + output_pad_h + 1;
+   output padding must be below the stride or the dilation. It is the gradient of conv2d
+   with respect to its input. */
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
                                      int output_pad_h, int output_pad_w);
 
 /* The same data in another shape of the same element count (a copy). */

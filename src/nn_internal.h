@@ -67,7 +67,8 @@
     X(AVGPOOL2D_GRAD, "avg_pool2d_grad")          \
     X(LOSS_EW, "loss") X(LOSS_EW_GRAD, "loss_grad") X(CE_ROWS, "cross_entropy")               \
     X(CE_ROWS_GRAD, "cross_entropy_grad") X(CE_WEIGHTS, "cross_entropy_weights")              \
-    X(DIV_SCALAR, "div_scalar") X(LOSS_ROWS, "row_loss") X(LOSS_ROWS_GRAD, "row_loss_grad")
+    X(DIV_SCALAR, "div_scalar") X(LOSS_ROWS, "row_loss") X(LOSS_ROWS_GRAD, "row_loss_grad")          \
+    X(CHANNEL_BIAS, "channel_bias")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,

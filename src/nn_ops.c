@@ -165,6 +165,13 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         }
         break;
     }
+    case NN__OP_CHANNEL_BIAS: {
+        int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
+        const float *x = NN__F(in[0]), *b = NN__F(in[1]);
+        for (k = 0; k < N / S; k++)
+            for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
+        break;
+    }
     case NN__OP_CHANNEL_SUM: {
         nn__node *x = &g->nodes[in[0]];
         nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
@@ -611,6 +618,12 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         if (r == NN_OK)
             r = nn__cl_args(ctx, l->kernel, "mmmiiiiiiiii8", x->buf.mem, w->buf.mem, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
                             c.OH, c.OW, geo);
+        return r;
+    }
+    case NN__OP_CHANNEL_BIAS: {
+        int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
+        r = nn__cl_add(g, id, "elementwise", "channel_bias", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmiii", NN__M(in[0]), NN__M(in[1]), y, N, C, S);
         return r;
     }
     case NN__OP_CHANNEL_SUM: {
