@@ -4,7 +4,7 @@ CFLAGS  ?= -O2
 WARN     = -std=c99 -Wall -Wextra -pedantic -Werror
 KERNELS  = $(wildcard kernels/*.cl)
 SOURCES  = $(wildcard src/*.c src/*.h) gen/parts.txt
-TESTSRC  = $(filter-out tests/fuzz_%.c,$(wildcard tests/*.c))
+TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c,$(wildcard tests/*.c))
 DATA_DIR ?= data/fashion-mnist
 
 # OpenCL when its headers and library are here; otherwise the CPU backend alone.
@@ -92,7 +92,7 @@ bench: bench/nn_bench
 	./bench/run.sh
 
 clean:
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan $(EXAMPLES) bench/nn_bench bench/sgemm_clblast
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/sgemm_clblast
 
 # ---- fuzzing: the safetensors loader under libFuzzer, ASan and UBSan (clang) ----------------
 # `make fuzz [FUZZ_SECONDS=n]` prints one line: FUZZ target=safetensors execs=N crashes=N.
@@ -121,3 +121,16 @@ fuzz: tests/fuzz_safetensors
 
 clean-fuzz:
 	rm -rf tests/fuzz_safetensors tests/fuzz_work tests/fuzz_safetensors.log
+
+# ---- interop: nn.h and PyTorch train the Fashion-MNIST MLP side by side ---------------------
+# `make interop` prints one line, INTEROP steps=20 max_rel_loss_diff=<x> max_abs_weight_diff=<x>,
+# and fails unless the per-step losses agree within 1e-4 relative (tests/interop_torch.py).
+# PyTorch in its best configuration here: 2 threads, passive OpenMP waits, and OpenBLAS
+# choosing its own kernels (OPENBLAS_CORETYPE unset). INTEROP_DATA: the gz IDX files.
+INTEROP_DATA ?= /usr/share/datasets/fashion-mnist
+.PHONY: interop
+tests/interop_mlp: tests/interop_mlp.c nn.h
+	$(CC) $(CFLAGS) $(WARN) $(CL_FLAGS) -o $@ $< $(LIBS)
+
+interop: tests/interop_mlp
+	env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tests/interop_torch.py tests/interop_mlp $(INTEROP_DATA)

@@ -241,7 +241,8 @@ NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x);
 
-/* Losses, each the mean over the batch (a scalar). */
+/* Losses, each the mean over the batch (a scalar); shorthands kept from before the
+   nn_loss_desc family below (cross-entropy here divides by B, ignored labels included). */
 NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels);
 NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target);
 NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target);
@@ -277,11 +278,12 @@ NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
 /* 1-D convolution over x [N, C, L] with w [K, C/groups, KL] (the H fields of the desc are
    ignored): conv2d on [N, C, 1, L]. */
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
-/* Transposed convolution (PyTorch's ConvTranspose2d, no bias): x [N, Cin, H, W] with
-   w [Cin, Cout/groups, KH, KW] -> [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h +
-   dilation_h*(KH-1) + output_pad_h + 1; output padding must be below the stride or the
-   dilation. It is the gradient of conv2d with respect to its input. */
-NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, const nn_conv2d_desc *desc,
+/* Transposed convolution (PyTorch's ConvTranspose2d): x [N, Cin, H, W] with
+   w [Cin, Cout/groups, KH, KW] and an optional bias [Cout] (id < 0: none) ->
+   [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h + dilation_h*(KH-1) + output_pad_h + 1;
+   output padding must be below the stride or the dilation. It is the gradient of conv2d
+   with respect to its input. */
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
                                      int output_pad_h, int output_pad_w);
 
 /* The same data in another shape of the same element count (a copy). */
@@ -378,6 +380,74 @@ NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x);
 /* [N, C, H, W] -> [N, C, oh, ow] averaging PyTorch's bins: output row i covers input rows
    floor(i*H/oh) to ceil((i+1)*H/oh) - 1 (bins overlap when oh does not divide H). */
 NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow);
+
+/* ---- losses with options (PyTorch's definitions and defaults) ----------------------------
+   Every loss takes an nn_loss_desc (NULL or zeroed: PyTorch's defaults, mean reduction).
+   NN_REDUCTION_NONE returns the per-element (or per-row) losses; SUM and MEAN a scalar [1];
+   BATCHMEAN (KL divergence's recommended mode) the sum divided by the batch size (dim 0).
+   A float option whose PyTorch default is not zero reads 0 as that default; pass
+   NN_LOSS_ZERO (-0.0f) for an exact zero. Gradients flow to the prediction(s) only: targets,
+   labels, class weights and pos_weight get none, except where a loss says otherwise. */
+typedef enum nn_reduction {
+    NN_REDUCTION_MEAN = 0, NN_REDUCTION_SUM, NN_REDUCTION_NONE, NN_REDUCTION_BATCHMEAN
+} nn_reduction;
+#define NN_LOSS_ZERO (-0.0f)
+typedef struct nn_loss_desc {
+    nn_reduction reduction;
+    float delta;           /* Huber's delta and smooth L1's beta (0: 1.0; smooth L1 with beta
+                              NN_LOSS_ZERO is L1) */
+    float tau;             /* quantile level in (0, 1) (0: 0.5, the median) */
+    float margin;          /* hinge (0: 1), triplet (0: 1), cosine embedding (default 0) */
+    float label_smoothing; /* cross-entropy, in [0, 1] */
+    float alpha;           /* focal: weight of positives (0: 0.25; negative: no weighting) */
+    float gamma;           /* focal: focusing exponent (0: 2) */
+    float smooth;          /* dice: added to numerator and denominator (0: 1) */
+    int ignore_index;      /* cross-entropy / NLL: this label contributes nothing and is
+                              not counted (only with has_ignore_index; default -100) */
+    int has_ignore_index;
+    nn_tensor weight;      /* cross-entropy / NLL: class weights [C]; elementwise losses: a
+                              per-element rescaling of the target's shape or a trailing part */
+    int has_weight;
+    nn_tensor pos_weight;  /* BCE with logits: weight of positives, [C] over the last dims */
+    int has_pos_weight;
+    int log_target;        /* KL divergence: the target is given as log-probabilities */
+} nn_loss_desc;
+
+/* Regression, pred and target of one shape: (p - t)^2; |p - t|; Huber (delta); smooth L1
+   (beta = desc->delta); log(cosh(p - t)); quantile (pinball) max(tau*d, (tau-1)*d) with
+   d = t - p. These six also give the target a gradient (minus the prediction's). */
+NN_API nn_tensor nn_mse_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_l1_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_huber_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_smooth_l1_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_log_cosh_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_quantile_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+/* Margin classification with targets +-1: max(0, margin - t*x) and its square. */
+NN_API nn_tensor nn_hinge_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_squared_hinge_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+/* Binary: BCE on probabilities (log clamped at -100 as PyTorch), BCE with logits (with
+   pos_weight), and torchvision's sigmoid_focal_loss on logits (alpha, gamma). */
+NN_API nn_tensor nn_bce_loss(nn_graph *g, nn_tensor prob, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_bce_with_logits_loss(nn_graph *g, nn_tensor logits, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor logits, nn_tensor target, const nn_loss_desc *desc);
+/* PyTorch's kl_div: input holds log-probabilities; target probabilities (log-probabilities
+   with log_target). Use NN_REDUCTION_BATCHMEAN for the true KL divergence per sample. */
+NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor input, nn_tensor target, const nn_loss_desc *desc);
+/* logits [B, C] float32 and labels [B] int32, with class weights, ignore_index and label
+   smoothing; the mean divides by the summed weights of the counted labels (PyTorch).
+   Labels outside [0, C) count as ignored. NLL takes log-probabilities instead of logits. */
+NN_API nn_tensor nn_cross_entropy_loss(nn_graph *g, nn_tensor logits, nn_tensor labels, const nn_loss_desc *desc);
+NN_API nn_tensor nn_nll_loss(nn_graph *g, nn_tensor log_probs, nn_tensor labels, const nn_loss_desc *desc);
+/* Per row b of [B, ...]: soft dice 1 - (2*sum(p*t) + smooth) / (sum(p) + sum(t) + smooth),
+   p probabilities; reduced over the batch. */
+NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor prob, nn_tensor target, const nn_loss_desc *desc);
+/* x1, x2 [B, D], target [B] float32 of +-1: 1 - cos (t = 1), max(0, cos - margin) (t = -1);
+   gradients to x1 and x2. */
+NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor target, const nn_loss_desc *desc);
+/* anchor, positive, negative [B, D]: max(0, |a - p + eps| - |a - n + eps| + margin), the
+   2-norm with eps 1e-6 (PyTorch's pairwise_distance); gradients to all three. */
+NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor anchor, nn_tensor positive, nn_tensor negative,
+                                        const nn_loss_desc *desc);
 
 /* A fully connected layer: x [B, in] -> [B, out] with parameters NAME.weight [out, in] and
    NAME.bias [out] (PyTorch's names and layout), initialised as PyTorch's nn.Linear. */
@@ -529,6 +599,39 @@ typedef struct nn_array {
 NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
 NN_API void nn_array_free(nn_array *a);
 
+/* A CSV file of numbers into a float32 array [rows, columns]: every row (after the header
+   row, when there is one) must have the first row's number of fields, each a number that
+   strtod reads whole (spaces around it allowed); blank lines are skipped; \n or \r\n.
+   An empty file, a ragged row or a field that is not a number is NN_ERR_IO naming
+   path:line. Zero fields: delimiter ',', no header. */
+typedef struct nn_csv_desc {
+    char delimiter;      /* 0: ',' */
+    int header;          /* 1: the first line names the columns and is skipped */
+} nn_csv_desc;
+NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out);
+
+/* A dataset that lives on the device: its samples x [N, ...] and labels y [N, ...] (either
+   dtype) become the inputs NAME.x and NAME.y, written once (at the first batch), and
+   nn_dataset_x/y are the batch's rows [batch, ...] gathered by the input NAME.idx [batch].
+   nn_dataset_next_batch() writes only those batch indices. An epoch is floor(N / batch)
+   batches (the last partial batch is dropped); with shuffle, epoch e's order is a
+   Fisher-Yates shuffle drawn from Philox4x32-10 keyed by (seed, e): reproducible, and
+   recomputed on resume. The dataset belongs to the graph (freed with it); create it before
+   compiling. Its seed, epoch and position are part of nn_save_state's training state. */
+typedef struct nn_dataset nn_dataset;
+typedef struct nn_dataset_desc {
+    const char *name;    /* NULL: "data" */
+    const nn_array *x, *y; /* copied; free them after the call */
+    int64_t batch;
+    int shuffle;
+    uint64_t seed;       /* 0: the graph's seed */
+} nn_dataset_desc;
+NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out);
+NN_API nn_tensor nn_dataset_x(const nn_dataset *ds);
+NN_API nn_tensor nn_dataset_y(const nn_dataset *ds);
+NN_API nn_result nn_dataset_next_batch(nn_dataset *ds); /* after compile, before each step */
+NN_API int64_t nn_dataset_epoch(const nn_dataset *ds);  /* of the batch taken last (from 0) */
+
 /* ---- checkpoints ------------------------------------------------------------------------- */
 
 /* Saves every parameter of g's parameter store as float32 safetensors (PyTorch's names and
@@ -542,6 +645,17 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path);
    malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
    every check passes. */
 NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing);
+
+/* The whole training state of a compiled graph, for exact resume: parameters and buffers
+   (their own names), each optimizer state tensor (NAME.__opt.K, K in the optimizer's state
+   order), gradient-accumulation means (NAME.__grad_acc), and as metadata strings the
+   optimizer kind, step and update counters, the graph seed and every dataset's seed, epoch
+   and position. nn_load_state() into a graph built and compiled the same way continues
+   exactly as the saved run would have: the same bits on the CPU backend. It checks the
+   optimizer kind and options, accumulate_steps and every tensor's presence and shape
+   (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything. */
+NN_API nn_result nn_save_state(nn_graph *g, const char *path);
+NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 
 #ifdef __cplusplus
 }
@@ -620,7 +734,11 @@ NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_mi
     X(OPT_STEP, "optimizer") X(GRAD_ACC, "grad_accumulate")          \
     X(MAXPOOL2D, "max_pool2d") X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax")                   \
     X(MAXPOOL2D_GRAD, "max_pool2d_grad") X(AVGPOOL2D, "avg_pool2d")                       \
-    X(AVGPOOL2D_GRAD, "avg_pool2d_grad")
+    X(AVGPOOL2D_GRAD, "avg_pool2d_grad")          \
+    X(LOSS_EW, "loss") X(LOSS_EW_GRAD, "loss_grad") X(CE_ROWS, "cross_entropy")               \
+    X(CE_ROWS_GRAD, "cross_entropy_grad") X(CE_WEIGHTS, "cross_entropy_weights")              \
+    X(DIV_SCALAR, "div_scalar") X(LOSS_ROWS, "row_loss") X(LOSS_ROWS_GRAD, "row_loss_grad")          \
+    X(CHANNEL_BIAS, "channel_bias")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -771,6 +889,7 @@ struct nn_graph {
     int first_update_node;       /* nodes from here on run on update steps only */
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
+    struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (nn_ckpt.c) */
 #if !defined(NN_NO_OPENCL)
     nn__launch *launches;
     int n_launches, cap_launches;
@@ -781,6 +900,8 @@ struct nn_graph {
     int n_subs;
 #endif
 };
+
+static void nn__datasets_free(nn_graph *g); /* nn_ckpt.c */
 
 static void *nn__calloc(size_t n, size_t size) {
     void *p;
@@ -3709,6 +3830,257 @@ static void nn__avg_pool2d_forward(nn__pool *pool, const nn__pooling *p, float *
 static void nn__avg_pool2d_backward(nn__pool *pool, const nn__pooling *p, float *dx, const float *dy) {
     nn__pool_planes(pool, p, nn__avg_backward_plane, dx, dy, NULL);
 }
+
+/* ======================================================================
+   src/nn_loss.c
+   ====================================================================== */
+/* Losses (nn_loss_desc family): CPU bodies. kernels/loss.cl holds their OpenCL twins, with
+   the same formulas in the same order; the kind numbers below are the kernels' too.
+
+   LOSS_EW       elementwise loss of (pred, target[, pos_weight]) -> pred's shape
+   LOSS_EW_GRAD  d/d(pred) of it, given dy
+   CE_ROWS       cross-entropy / NLL per row of [B, C] with labels, class weights, ignore
+                 index and label smoothing -> [B]
+   CE_WEIGHTS    the weight each row counts with in the mean: w[label] (1 without weights),
+                 0 for an ignored label -> [B]
+   DIV_SCALAR    a / b[0]: the weighted mean
+   LOSS_ROWS     a loss per row of [B, D] inputs (dice, cosine embedding, triplet) -> [B]
+   LOSS_ROWS_GRAD its gradient for input i[1] */
+
+typedef enum nn__loss_kind {
+    NN__L_MSE = 0, NN__L_L1, NN__L_HUBER, NN__L_SMOOTH_L1, NN__L_LOG_COSH, NN__L_QUANTILE, /* of d = x - t */
+    NN__L_HINGE, NN__L_SQ_HINGE, NN__L_BCE, NN__L_BCE_LOGITS, NN__L_FOCAL, NN__L_KL
+} nn__loss_kind;
+
+typedef enum nn__row_kind { NN__R_DICE = 0, NN__R_COSINE, NN__R_TRIPLET } nn__row_kind;
+
+static float nn__sgnf(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }
+
+/* One element's loss; a: delta / beta / tau / margin / alpha, b: gamma, pw: pos_weight. */
+static float nn__loss_ew1(int kind, float x, float t, float a, float b, float pw, int log_target) {
+    float d = x - t, ad = fabsf(d), m, p, ce, pt, l;
+    switch (kind) {
+    case NN__L_MSE: return d * d;
+    case NN__L_L1: return ad;
+    case NN__L_HUBER: return ad < a ? 0.5f * d * d : a * (ad - 0.5f * a);
+    case NN__L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;
+    case NN__L_LOG_COSH: return ad + log1pf(expf(-2.0f * ad)) - 0.69314718055994531f;
+    case NN__L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;
+    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? m : 0.0f;
+    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? m * m : 0.0f;
+    case NN__L_BCE:
+        return -(t * fmaxf(logf(x), -100.0f) + (1.0f - t) * fmaxf(logf(1.0f - x), -100.0f));
+    case NN__L_BCE_LOGITS:
+        return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1pf(expf(-fabsf(x))) + fmaxf(-x, 0.0f));
+    case NN__L_FOCAL:
+        p = 1.0f / (1.0f + expf(-x));
+        ce = fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x)));
+        pt = p * t + (1.0f - p) * (1.0f - t);
+        l = ce * powf(1.0f - pt, b);
+        return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;
+    case NN__L_KL:
+        if (log_target) return expf(t) * (t - x);
+        return t > 0.0f ? t * (logf(t) - x) : 0.0f;
+    default: return 0.0f;
+    }
+}
+
+/* d(loss)/dx of one element */
+static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float pw, int log_target) {
+    float d = x - t, ad = fabsf(d), m, p, ce, pt, q, at;
+    switch (kind) {
+    case NN__L_MSE: return 2.0f * d;
+    case NN__L_L1: return nn__sgnf(d);
+    case NN__L_HUBER: return ad < a ? d : a * nn__sgnf(d);
+    case NN__L_SMOOTH_L1: return a == 0.0f ? nn__sgnf(d) : ad < a ? d / a : nn__sgnf(d);
+    case NN__L_LOG_COSH: return tanhf(d);
+    case NN__L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;
+    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;
+    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : 0.0f;
+    case NN__L_BCE: return (x - t) / fmaxf((1.0f - x) * x, 1e-12f);
+    case NN__L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + expf(x));
+    case NN__L_FOCAL:
+        p = 1.0f / (1.0f + expf(-x));
+        ce = fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x)));
+        pt = p * t + (1.0f - p) * (1.0f - t);
+        q = 1.0f - pt;
+        at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;
+        return at * ((q > 0.0f ? -b * powf(q, b - 1.0f) * (2.0f * t - 1.0f) * p * (1.0f - p) * ce : 0.0f) +
+                     powf(q, b) * (p - t));
+    case NN__L_KL:
+        if (log_target) return -expf(t);
+        return t > 0.0f ? -t : 0.0f;
+    default: return 0.0f;
+    }
+}
+
+/* y (or dx) [n]; pw repeats with period npw (NULL: 1) */
+static void nn__loss_ew_forward(float *y, const float *x, const float *t, const float *pw, int64_t npw, int64_t n,
+                                int kind, float a, float b, int log_target) {
+    int64_t i;
+    for (i = 0; i < n; i++) y[i] = nn__loss_ew1(kind, x[i], t[i], a, b, pw ? pw[i % npw] : 1.0f, log_target);
+}
+
+static void nn__loss_ew_backward(float *dx, const float *x, const float *t, const float *pw, int64_t npw,
+                                 const float *dy, int64_t n, int kind, float a, float b, int log_target) {
+    int64_t i;
+    for (i = 0; i < n; i++)
+        dx[i] = dy[i] * nn__loss_ew1_dx(kind, x[i], t[i], a, b, pw ? pw[i % npw] : 1.0f, log_target);
+}
+
+static int nn__ce_ignored(int32_t t, int64_t C, int ignore) { return t == ignore || t < 0 || t >= C; }
+
+/* Per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c], logp the row's
+   log-softmax (or x itself for NLL); 0 for an ignored label. */
+static void nn__ce_rows_forward(float *loss, const float *x, const int32_t *label, const float *w, int64_t B, int64_t C,
+                                int ignore, int log_input, float eps) {
+    int64_t b, c;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        float m = xr[0], s = 0.0f, lse = 0.0f, sm = 0.0f;
+        int32_t t = label[b];
+        if (nn__ce_ignored(t, C, ignore)) { loss[b] = 0.0f; continue; }
+        if (!log_input) {
+            for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+            for (c = 0; c < C; c++) s += expf(xr[c] - m);
+            lse = logf(s) + m;
+        }
+        for (c = 0; c < C && eps != 0.0f; c++) sm += (w ? w[c] : 1.0f) * (lse - xr[c]);
+        loss[b] = (1.0f - eps) * (w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;
+    }
+}
+
+/* q[c] = (1 - eps) * w[t] * [c == t] + eps / C * w[c]: cross-entropy dx = dy * (p * sum(q) - q),
+   NLL dx = -dy * q */
+static void nn__ce_rows_backward(float *dx, const float *x, const int32_t *label, const float *w, const float *dloss,
+                                 int64_t B, int64_t C, int ignore, int log_input, float eps) {
+    int64_t b, c;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        float *dxr = dx + b * C;
+        float m = xr[0], s = 0.0f, Q = 0.0f, g = dloss[b];
+        int32_t t = label[b];
+        if (nn__ce_ignored(t, C, ignore)) { for (c = 0; c < C; c++) dxr[c] = 0.0f; continue; }
+        for (c = 0; c < C; c++) Q += (1.0f - eps) * (c == t ? (w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (w ? w[c] : 1.0f);
+        if (!log_input) {
+            for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+            for (c = 0; c < C; c++) s += expf(xr[c] - m);
+        }
+        for (c = 0; c < C; c++) {
+            float q = (1.0f - eps) * (c == t ? (w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (w ? w[c] : 1.0f);
+            dxr[c] = log_input ? -g * q : g * (expf(xr[c] - m) / s * Q - q);
+        }
+    }
+}
+
+static void nn__ce_weights_forward(float *y, const int32_t *label, const float *w, int64_t B, int64_t C, int ignore) {
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = nn__ce_ignored(label[b], C, ignore) ? 0.0f : w ? w[label[b]] : 1.0f;
+}
+
+/* Row losses of [B, D] inputs; x2 is the target [B] for cosine, the negative for triplet. */
+static float nn__row_loss1(int kind, const float *x0, const float *x1, const float *x2, int64_t b, int64_t D, float a) {
+    const float *u = x0 + b * D, *v = x1 + b * D;
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
+    int64_t j;
+    switch (kind) {
+    case NN__R_DICE:
+        for (j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] + v[j];
+        }
+        return 1.0f - (2.0f * s0 + a) / (s1 + a);
+    case NN__R_COSINE: {
+        float c, y = x2[b];
+        for (j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] * u[j];
+            s2 += v[j] * v[j];
+        }
+        c = s0 / sqrtf((s1 + 1e-12f) * (s2 + 1e-12f));
+        return y == 1.0f ? 1.0f - c : y == -1.0f ? fmaxf(c - a, 0.0f) : 0.0f;
+    }
+    case NN__R_TRIPLET: {
+        const float *n = x2 + b * D;
+        for (j = 0; j < D; j++) {
+            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;
+            s0 += dp * dp;
+            s1 += dn * dn;
+        }
+        return fmaxf(sqrtf(s0) - sqrtf(s1) + a, 0.0f);
+    }
+    default: return 0.0f;
+    }
+}
+
+/* d(row loss)/d(input `which`) of row b, times g, into dx [D] */
+static void nn__row_loss1_dx(float *dx, int kind, int which, const float *x0, const float *x1, const float *x2, int64_t b,
+                             int64_t D, float a, float g) {
+    const float *u = x0 + b * D, *v = x1 + b * D;
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
+    int64_t j;
+    switch (kind) {
+    case NN__R_DICE: { /* d/dp_j = -(2 t_j S - N) / S^2 */
+        float N, S;
+        for (j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] + v[j];
+        }
+        N = 2.0f * s0 + a;
+        S = s1 + a;
+        for (j = 0; j < D; j++) dx[j] = g * (N - 2.0f * v[j] * S) / (S * S);
+        return;
+    }
+    case NN__R_COSINE: {
+        float y = x2[b], m1, m2, den, c, k;
+        const float *self = which == 0 ? u : v, *other = which == 0 ? v : u;
+        for (j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] * u[j];
+            s2 += v[j] * v[j];
+        }
+        m1 = s1 + 1e-12f;
+        m2 = s2 + 1e-12f;
+        den = sqrtf(m1 * m2);
+        c = s0 / den;
+        k = y == 1.0f ? -g : (y == -1.0f && c - a > 0.0f) ? g : 0.0f;
+        for (j = 0; j < D; j++) dx[j] = k * (other[j] / den - c * self[j] / (which == 0 ? m1 : m2));
+        return;
+    }
+    case NN__R_TRIPLET: {
+        const float *n = x2 + b * D;
+        float dap, dan, l;
+        for (j = 0; j < D; j++) {
+            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;
+            s0 += dp * dp;
+            s1 += dn * dn;
+        }
+        dap = sqrtf(s0);
+        dan = sqrtf(s1);
+        l = dap - dan + a;
+        for (j = 0; j < D; j++) {
+            float gp = l > 0.0f ? g * (u[j] - v[j] + 1e-6f) / dap : 0.0f;
+            float gn = l > 0.0f ? g * (u[j] - n[j] + 1e-6f) / dan : 0.0f;
+            dx[j] = which == 0 ? gp - gn : which == 1 ? -gp : gn;
+        }
+        return;
+    }
+    default:
+        for (j = 0; j < D; j++) dx[j] = 0.0f;
+    }
+}
+
+static void nn__row_loss_forward(float *y, int kind, const float *x0, const float *x1, const float *x2, int64_t B,
+                                 int64_t D, float a) {
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = nn__row_loss1(kind, x0, x1, x2, b, D, a);
+}
+
+static void nn__row_loss_backward(float *dx, int kind, int which, const float *x0, const float *x1, const float *x2,
+                                  const float *dy, int64_t B, int64_t D, float a) {
+    int64_t b;
+    for (b = 0; b < B; b++) nn__row_loss1_dx(dx + b * D, kind, which, x0, x1, x2, b, D, a, dy[b]);
+}
 #if !defined(NN_NO_OPENCL)
 
 /* ======================================================================
@@ -3850,6 +4222,13 @@ static const char *const nn__cl_src_elementwise[] = {
 "BINARY(add, u + w)\n",
 "BINARY(sub, u - w)\n",
 "BINARY(mul, u * w)\n",
+"\n",
+"/* y [N, C, S] = x + b[c] */\n",
+"__kernel void channel_bias(__global const float *x, __global const float *b, __global float *y, const int n,\n",
+"                           const int C, const int S) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = x[i] + b[(i / S) % C];\n",
+"}\n",
 "\n",
 "__kernel void scale(__global const float *x, __global float *y, const int n, const float s) {\n",
 "    int i = get_global_id(0);\n",
@@ -4395,6 +4774,238 @@ static const char *const nn__cl_src_gemm[] = {
 "GEMM_KERNEL(gemm_nt, 0, 1)\n",
 "GEMM_KERNEL(gemm_tn, 1, 0)\n",
 "GEMM_KERNEL(gemm_tt, 1, 1)\n",
+0 };
+
+/* ======================================================================
+   kernels/loss.cl
+   ====================================================================== */
+static const char *const nn__cl_src_loss[] = {
+"#line 1 \"kernels/loss.cl\"\n",
+"/* Losses: twins of src/nn_loss.c, same formulas in the same order. Kind numbers are\n",
+"   nn_loss.c's nn__loss_kind and nn__row_kind. */\n",
+"\n",
+"#define L_MSE 0\n",
+"#define L_L1 1\n",
+"#define L_HUBER 2\n",
+"#define L_SMOOTH_L1 3\n",
+"#define L_LOG_COSH 4\n",
+"#define L_QUANTILE 5\n",
+"#define L_HINGE 6\n",
+"#define L_SQ_HINGE 7\n",
+"#define L_BCE 8\n",
+"#define L_BCE_LOGITS 9\n",
+"#define L_FOCAL 10\n",
+"#define L_KL 11\n",
+"#define R_DICE 0\n",
+"#define R_COSINE 1\n",
+"#define R_TRIPLET 2\n",
+"\n",
+"inline float nn_sgn(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }\n",
+"\n",
+"/* a: delta / beta / tau / margin / alpha, b: gamma, pw: pos_weight */\n",
+"inline float nn_loss1(int kind, float x, float t, float a, float b, float pw, int log_target) {\n",
+"    float d = x - t, ad = fabs(d), m, p, ce, pt, l;\n",
+"    switch (kind) {\n",
+"    case L_MSE: return d * d;\n",
+"    case L_L1: return ad;\n",
+"    case L_HUBER: return ad < a ? 0.5f * d * d : a * (ad - 0.5f * a);\n",
+"    case L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;\n",
+"    case L_LOG_COSH: return ad + log1p(exp(-2.0f * ad)) - 0.69314718055994531f;\n",
+"    case L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;\n",
+"    case L_HINGE: m = a - t * x; return m > 0.0f ? m : 0.0f;\n",
+"    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? m * m : 0.0f;\n",
+"    case L_BCE: return -(t * fmax(log(x), -100.0f) + (1.0f - t) * fmax(log(1.0f - x), -100.0f));\n",
+"    case L_BCE_LOGITS: return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1p(exp(-fabs(x))) + fmax(-x, 0.0f));\n",
+"    case L_FOCAL:\n",
+"        p = 1.0f / (1.0f + exp(-x));\n",
+"        ce = fmax(x, 0.0f) - x * t + log1p(exp(-fabs(x)));\n",
+"        pt = p * t + (1.0f - p) * (1.0f - t);\n",
+"        l = ce * pow(1.0f - pt, b);\n",
+"        return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;\n",
+"    case L_KL:\n",
+"        if (log_target) return exp(t) * (t - x);\n",
+"        return t > 0.0f ? t * (log(t) - x) : 0.0f;\n",
+"    default: return 0.0f;\n",
+"    }\n",
+"}\n",
+"\n",
+"inline float nn_loss1_dx(int kind, float x, float t, float a, float b, float pw, int log_target) {\n",
+"    float d = x - t, ad = fabs(d), m, p, ce, pt, q, at;\n",
+"    switch (kind) {\n",
+"    case L_MSE: return 2.0f * d;\n",
+"    case L_L1: return nn_sgn(d);\n",
+"    case L_HUBER: return ad < a ? d : a * nn_sgn(d);\n",
+"    case L_SMOOTH_L1: return a == 0.0f ? nn_sgn(d) : ad < a ? d / a : nn_sgn(d);\n",
+"    case L_LOG_COSH: return tanh(d);\n",
+"    case L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;\n",
+"    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;\n",
+"    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : 0.0f;\n",
+"    case L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);\n",
+"    case L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));\n",
+"    case L_FOCAL:\n",
+"        p = 1.0f / (1.0f + exp(-x));\n",
+"        ce = fmax(x, 0.0f) - x * t + log1p(exp(-fabs(x)));\n",
+"        pt = p * t + (1.0f - p) * (1.0f - t);\n",
+"        q = 1.0f - pt;\n",
+"        at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;\n",
+"        return at * ((q > 0.0f ? -b * pow(q, b - 1.0f) * (2.0f * t - 1.0f) * p * (1.0f - p) * ce : 0.0f) +\n",
+"                     pow(q, b) * (p - t));\n",
+"    case L_KL:\n",
+"        if (log_target) return -exp(t);\n",
+"        return t > 0.0f ? -t : 0.0f;\n",
+"    default: return 0.0f;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* y [n] = loss(x, t); pw repeats with period npw */\n",
+"__kernel void loss_ew_forward(__global const float *x, __global const float *t, __global const float *pw,\n",
+"                              __global const float *unused, __global float *y, const int n, const int npw, const int kind,\n",
+"                              const int log_target, const float a, const float b) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = nn_loss1(kind, x[i], t[i], a, b, pw[i % npw], log_target);\n",
+"}\n",
+"\n",
+"__kernel void loss_ew_backward(__global const float *x, __global const float *t, __global const float *pw,\n",
+"                               __global const float *dy, __global float *dx, const int n, const int npw, const int kind,\n",
+"                               const int log_target, const float a, const float b) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) dx[i] = dy[i] * nn_loss1_dx(kind, x[i], t[i], a, b, pw[i % npw], log_target);\n",
+"}\n",
+"\n",
+"inline int nn_ce_ignored(int t, int C, int ignore) { return t == ignore || t < 0 || t >= C; }\n",
+"\n",
+"/* One work-item per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c] */\n",
+"__kernel void ce_rows_forward(__global const float *x, __global const int *label, __global const float *w,\n",
+"                              __global const float *unused, __global float *loss, const int B, const int C,\n",
+"                              const int ignore, const int log_input, const int has_w, const float eps) {\n",
+"    int b = get_global_id(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *xr = x + (size_t)b * C;\n",
+"    int t = label[b];\n",
+"    if (nn_ce_ignored(t, C, ignore)) { loss[b] = 0.0f; return; }\n",
+"    float m = xr[0], s = 0.0f, lse = 0.0f, sm = 0.0f;\n",
+"    if (!log_input) {\n",
+"        for (int c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;\n",
+"        for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
+"        lse = log(s) + m;\n",
+"    }\n",
+"    for (int c = 0; c < C && eps != 0.0f; c++) sm += (has_w ? w[c] : 1.0f) * (lse - xr[c]);\n",
+"    loss[b] = (1.0f - eps) * (has_w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;\n",
+"}\n",
+"\n",
+"__kernel void ce_rows_backward(__global const float *x, __global const int *label, __global const float *w,\n",
+"                               __global const float *dloss, __global float *dx, const int B, const int C,\n",
+"                               const int ignore, const int log_input, const int has_w, const float eps) {\n",
+"    int b = get_global_id(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *xr = x + (size_t)b * C;\n",
+"    __global float *dxr = dx + (size_t)b * C;\n",
+"    int t = label[b];\n",
+"    if (nn_ce_ignored(t, C, ignore)) { for (int c = 0; c < C; c++) dxr[c] = 0.0f; return; }\n",
+"    float m = xr[0], s = 0.0f, Q = 0.0f, g = dloss[b];\n",
+"    for (int c = 0; c < C; c++)\n",
+"        Q += (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);\n",
+"    if (!log_input) {\n",
+"        for (int c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;\n",
+"        for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
+"    }\n",
+"    for (int c = 0; c < C; c++) {\n",
+"        float q = (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);\n",
+"        dxr[c] = log_input ? -g * q : g * (exp(xr[c] - m) / s * Q - q);\n",
+"    }\n",
+"}\n",
+"\n",
+"__kernel void ce_weights(__global const int *label, __global const float *w, __global float *y, const int B,\n",
+"                         const int C, const int ignore, const int has_w) {\n",
+"    int b = get_global_id(0);\n",
+"    if (b < B) y[b] = nn_ce_ignored(label[b], C, ignore) ? 0.0f : has_w ? w[label[b]] : 1.0f;\n",
+"}\n",
+"\n",
+"__kernel void div_scalar(__global const float *x, __global const float *d, __global float *y, const int n) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = x[i] / d[0];\n",
+"}\n",
+"\n",
+"/* Row losses of [B, D] inputs, one work-item per row; x2: cosine's target [B], triplet's\n",
+"   negative. */\n",
+"__kernel void rows_forward(__global const float *x0, __global const float *x1, __global const float *x2,\n",
+"                           __global const float *unused, __global float *y, const int B, const int D, const int kind,\n",
+"                           const int which, const float a) {\n",
+"    int b = get_global_id(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *u = x0 + (size_t)b * D, *v = x1 + (size_t)b * D;\n",
+"    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, r = 0.0f;\n",
+"    if (kind == R_DICE) {\n",
+"        for (int j = 0; j < D; j++) {\n",
+"            s0 += u[j] * v[j];\n",
+"            s1 += u[j] + v[j];\n",
+"        }\n",
+"        r = 1.0f - (2.0f * s0 + a) / (s1 + a);\n",
+"    } else if (kind == R_COSINE) {\n",
+"        float yb = x2[b], c;\n",
+"        for (int j = 0; j < D; j++) {\n",
+"            s0 += u[j] * v[j];\n",
+"            s1 += u[j] * u[j];\n",
+"            s2 += v[j] * v[j];\n",
+"        }\n",
+"        c = s0 / sqrt((s1 + 1e-12f) * (s2 + 1e-12f));\n",
+"        r = yb == 1.0f ? 1.0f - c : yb == -1.0f ? fmax(c - a, 0.0f) : 0.0f;\n",
+"    } else if (kind == R_TRIPLET) {\n",
+"        __global const float *n = x2 + (size_t)b * D;\n",
+"        for (int j = 0; j < D; j++) {\n",
+"            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;\n",
+"            s0 += dp * dp;\n",
+"            s1 += dn * dn;\n",
+"        }\n",
+"        r = fmax(sqrt(s0) - sqrt(s1) + a, 0.0f);\n",
+"    }\n",
+"    y[b] = r;\n",
+"}\n",
+"\n",
+"/* d(row loss)/d(input `which`) times dy[b] */\n",
+"__kernel void rows_backward(__global const float *x0, __global const float *x1, __global const float *x2,\n",
+"                            __global const float *dy, __global float *dx, const int B, const int D, const int kind,\n",
+"                            const int which, const float a) {\n",
+"    int b = get_global_id(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *u = x0 + (size_t)b * D, *v = x1 + (size_t)b * D;\n",
+"    __global float *o = dx + (size_t)b * D;\n",
+"    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, g = dy[b];\n",
+"    if (kind == R_DICE) {\n",
+"        for (int j = 0; j < D; j++) {\n",
+"            s0 += u[j] * v[j];\n",
+"            s1 += u[j] + v[j];\n",
+"        }\n",
+"        float N = 2.0f * s0 + a, S = s1 + a;\n",
+"        for (int j = 0; j < D; j++) o[j] = g * (N - 2.0f * v[j] * S) / (S * S);\n",
+"    } else if (kind == R_COSINE) {\n",
+"        float yb = x2[b];\n",
+"        __global const float *self = which == 0 ? u : v, *other = which == 0 ? v : u;\n",
+"        for (int j = 0; j < D; j++) {\n",
+"            s0 += u[j] * v[j];\n",
+"            s1 += u[j] * u[j];\n",
+"            s2 += v[j] * v[j];\n",
+"        }\n",
+"        float m1 = s1 + 1e-12f, m2 = s2 + 1e-12f, den = sqrt(m1 * m2), c = s0 / den;\n",
+"        float k = yb == 1.0f ? -g : (yb == -1.0f && c - a > 0.0f) ? g : 0.0f;\n",
+"        for (int j = 0; j < D; j++) o[j] = k * (other[j] / den - c * self[j] / (which == 0 ? m1 : m2));\n",
+"    } else if (kind == R_TRIPLET) {\n",
+"        __global const float *n = x2 + (size_t)b * D;\n",
+"        for (int j = 0; j < D; j++) {\n",
+"            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;\n",
+"            s0 += dp * dp;\n",
+"            s1 += dn * dn;\n",
+"        }\n",
+"        float dap = sqrt(s0), dan = sqrt(s1), l = dap - dan + a;\n",
+"        for (int j = 0; j < D; j++) {\n",
+"            float gp = l > 0.0f ? g * (u[j] - v[j] + 1e-6f) / dap : 0.0f;\n",
+"            float gn = l > 0.0f ? g * (u[j] - n[j] + 1e-6f) / dan : 0.0f;\n",
+"            o[j] = which == 0 ? gp - gn : which == 1 ? -gp : gn;\n",
+"        }\n",
+"    } else {\n",
+"        for (int j = 0; j < D; j++) o[j] = 0.0f;\n",
+"    }\n",
+"}\n",
 0 };
 
 /* ======================================================================
@@ -5252,6 +5863,7 @@ static const nn__cl_source nn__cl_sources[] = {
     { "elementwise", nn__cl_src_elementwise },
     { "gather", nn__cl_src_gather },
     { "gemm", nn__cl_src_gemm },
+    { "loss", nn__cl_src_loss },
     { "norm", nn__cl_src_norm },
     { "optim", nn__cl_src_optim },
     { "pool", nn__cl_src_pool },
@@ -5260,7 +5872,7 @@ static const nn__cl_source nn__cl_sources[] = {
     { "shape", nn__cl_src_shape },
     { "softmax", nn__cl_src_softmax },
 };
-#define NN__CL_NSOURCES 11
+#define NN__CL_NSOURCES 12
 
 /* ======================================================================
    src/nn_cl_gemm.c
@@ -6106,6 +6718,7 @@ NN_API void nn_graph_destroy(nn_graph *g) {
     if (!g) return;
     nn__graph_release_compiled(g);
     nn__groups_free(g);
+    nn__datasets_free(g);
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
     nn__params_release(g->params);
@@ -6726,7 +7339,25 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     return nn_reshape(g, y, nn_shape3(nn__n(g, y)->shape.dim[0], nn__n(g, y)->shape.dim[1], nn__n(g, y)->shape.dim[3]));
 }
 
-NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, const nn_conv2d_desc *desc,
+/* y [N, C, ...] = x + b[c]: a per-channel bias (its gradient is channel_sum) */
+static nn_tensor nn__channel_bias(nn_graph *g, const char *op, nn_tensor x, nn_tensor b) {
+    nn_tensor in[2];
+    nn__node *nx, *nb;
+    in[0] = x;
+    in[1] = b;
+    if (!nn__check(g, op, 2, in)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nb = nn__n(g, b);
+    if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nx->shape.ndim < 2 || nb->shape.dim[0] != nx->shape.dim[1]) {
+        char sb[128], sx[128];
+        nn__shape_str(&nb->shape, sb, sizeof sb);
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: bias %s must be float32 [C] for an output %s", op, sb, sx);
+    }
+    return nn__op2(g, NN__OP_CHANNEL_BIAS, NN_F32, nx->shape, x.id, b.id);
+}
+
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
                                      int output_pad_h, int output_pad_w) {
     nn_tensor in[2], t;
     nn_conv2d_desc d;
@@ -6768,7 +7399,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, cons
     /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
     t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
     if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
-    return t;
+    return bias.id >= 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
 }
 
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
@@ -7376,6 +8007,200 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
     return t;
 }
 
+/* ---- losses with options (nn_loss_desc; bodies in nn_loss.c) ---- */
+
+/* An option's value: PyTorch's default for 0, an exact 0 for NN_LOSS_ZERO (-0.0f). */
+static float nn__loss_opt(float v, float dflt) { return v == 0.0f ? (signbit(v) ? 0.0f : dflt) : v; }
+
+static int nn__loss_desc_ok(nn_graph *g, const char *opname, const nn_loss_desc *d, int batchmean_ok) {
+    if ((int)d->reduction < 0 || (int)d->reduction > NN_REDUCTION_BATCHMEAN ||
+        (d->reduction == NN_REDUCTION_BATCHMEAN && !batchmean_ok)) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: reduction %d is not one this loss takes", opname, (int)d->reduction);
+        return 0;
+    }
+    return 1;
+}
+
+/* Per-element or per-row losses l, reduced as desc asks. */
+static nn_tensor nn__reduce_loss(nn_graph *g, nn_tensor l, const nn_loss_desc *d) {
+    nn_tensor t;
+    if (l.id < 0 || d->reduction == NN_REDUCTION_NONE) return l;
+    t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), l.id);
+    if (t.id >= 0)
+        g->nodes[t.id].f[0] = d->reduction == NN_REDUCTION_SUM ? 1.0f
+                              : (float)(1.0 / (double)(d->reduction == NN_REDUCTION_BATCHMEAN ? g->nodes[l.id].shape.dim[0]
+                                                                                                 : g->nodes[l.id].numel));
+    return t;
+}
+
+static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tensor x, nn_tensor t, const nn_loss_desc *desc) {
+    nn_loss_desc d;
+    nn_tensor l;
+    nn__node *n;
+    float a = 0.0f, b = 0.0f;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check_same(g, opname, x, t) || !nn__loss_desc_ok(g, opname, &d, kind == NN__L_KL)) return nn__tensor(-1);
+    switch (kind) {
+    case NN__L_HUBER: a = nn__loss_opt(d.delta, 1.0f); break;
+    case NN__L_SMOOTH_L1: a = nn__loss_opt(d.delta, 1.0f); break;
+    case NN__L_QUANTILE: a = nn__loss_opt(d.tau, 0.5f); break;
+    case NN__L_HINGE: case NN__L_SQ_HINGE: a = nn__loss_opt(d.margin, 1.0f); break;
+    case NN__L_FOCAL: a = nn__loss_opt(d.alpha, 0.25f); b = nn__loss_opt(d.gamma, 2.0f); break;
+    default: break;
+    }
+    if ((kind == NN__L_HUBER && !(a > 0.0f)) || (kind == NN__L_SMOOTH_L1 && !(a >= 0.0f)) ||
+        (kind == NN__L_QUANTILE && !(a >= 0.0f && a <= 1.0f)) || (kind == NN__L_FOCAL && !(b >= 0.0f)))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: option %g is out of range", opname, kind == NN__L_FOCAL ? b : a);
+    if (d.has_pos_weight) {
+        nn_tensor pw = d.pos_weight;
+        nn__node *nx, *np;
+        int k, fits;
+        if (kind != NN__L_BCE_LOGITS)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: pos_weight is for nn_bce_with_logits_loss", opname);
+        if (!nn__check(g, opname, 1, &pw) || !nn__expect_f32(g, opname, pw, "pos_weight")) return nn__tensor(-1);
+        nx = nn__n(g, x);
+        np = nn__n(g, pw);
+        fits = np->shape.ndim <= nx->shape.ndim;
+        for (k = 1; fits && k <= np->shape.ndim; k++) fits = np->shape.dim[np->shape.ndim - k] == nx->shape.dim[nx->shape.ndim - k];
+        if (!fits) {
+            char sa[128], sb[128];
+            nn__shape_str(&nx->shape, sa, sizeof sa);
+            nn__shape_str(&np->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: pos_weight %s must match the trailing dims of logits %s", opname, sb, sa);
+        }
+        l = nn__op3(g, NN__OP_LOSS_EW, NN_F32, nn__n(g, x)->shape, x.id, t.id, pw.id);
+    } else {
+        l = nn__op2(g, NN__OP_LOSS_EW, NN_F32, nn__n(g, x)->shape, x.id, t.id);
+    }
+    if (l.id < 0) return l;
+    n = &g->nodes[l.id];
+    n->i[0] = kind;
+    n->i[1] = d.has_pos_weight != 0;
+    n->i[2] = d.log_target != 0;
+    n->f[0] = a;
+    n->f[1] = b;
+    if (d.has_weight) {
+        if (!nn__check(g, opname, 1, &d.weight)) return nn__tensor(-1);
+        l = nn__binary(g, NN__OP_MUL, opname, l, d.weight);
+    }
+    return nn__reduce_loss(g, l, &d);
+}
+
+NN_API nn_tensor nn_mse_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_mse_loss", NN__L_MSE, p, t, d); }
+NN_API nn_tensor nn_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_l1_loss", NN__L_L1, p, t, d); }
+NN_API nn_tensor nn_huber_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_huber_loss", NN__L_HUBER, p, t, d); }
+NN_API nn_tensor nn_smooth_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_smooth_l1_loss", NN__L_SMOOTH_L1, p, t, d); }
+NN_API nn_tensor nn_log_cosh_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_log_cosh_loss", NN__L_LOG_COSH, p, t, d); }
+NN_API nn_tensor nn_quantile_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_quantile_loss", NN__L_QUANTILE, p, t, d); }
+NN_API nn_tensor nn_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_hinge_loss", NN__L_HINGE, p, t, d); }
+NN_API nn_tensor nn_squared_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_squared_hinge_loss", NN__L_SQ_HINGE, p, t, d); }
+NN_API nn_tensor nn_bce_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_loss", NN__L_BCE, p, t, d); }
+NN_API nn_tensor nn_bce_with_logits_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_with_logits_loss", NN__L_BCE_LOGITS, p, t, d); }
+NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_sigmoid_focal_loss", NN__L_FOCAL, p, t, d); }
+NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_kl_div_loss", NN__L_KL, p, t, d); }
+
+static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_tensor x, nn_tensor labels, const nn_loss_desc *desc) {
+    nn_loss_desc d;
+    nn_tensor rows, den, s;
+    int ins[3], k;
+    int64_t C;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check_logits_labels(g, opname, x, labels) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
+    C = nn__n(g, x)->shape.dim[1];
+    if (!(d.label_smoothing >= 0.0f && d.label_smoothing <= 1.0f) || (log_input && d.label_smoothing != 0.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: label_smoothing %g is not in [0, 1]%s", opname, d.label_smoothing,
+                           log_input ? " or is given to NLL, which has none" : "");
+    if (d.has_weight) {
+        nn__node *w;
+        if (!nn__check(g, opname, 1, &d.weight) || !nn__expect_f32(g, opname, d.weight, "weight")) return nn__tensor(-1);
+        w = nn__n(g, d.weight);
+        if (w->shape.ndim != 1 || w->shape.dim[0] != C) {
+            char sw[128];
+            nn__shape_str(&w->shape, sw, sizeof sw);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: weight %s must be [C] = [%lld]", opname, sw, (long long)C);
+        }
+    }
+    ins[0] = x.id;
+    ins[1] = labels.id;
+    ins[2] = d.has_weight ? d.weight.id : -1;
+    rows = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins, d.has_weight ? 3 : 2));
+    if (rows.id < 0) return rows;
+    g->nodes[rows.id].i[0] = d.has_ignore_index ? d.ignore_index : -100;
+    g->nodes[rows.id].i[1] = log_input;
+    g->nodes[rows.id].f[0] = d.label_smoothing;
+    if (d.reduction != NN_REDUCTION_MEAN) return nn__reduce_loss(g, rows, &d);
+    den = nn__tensor(nn__new_node(g, NN__OP_CE_WEIGHTS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins + 1, d.has_weight ? 2 : 1));
+    if (den.id < 0) return den;
+    g->nodes[den.id].i[0] = g->nodes[rows.id].i[0];
+    g->nodes[den.id].i[1] = (int)C;
+    d.reduction = NN_REDUCTION_SUM;
+    s = nn__reduce_loss(g, rows, &d);
+    den = nn__reduce_loss(g, den, &d);
+    if (s.id < 0 || den.id < 0) return nn__tensor(-1);
+    k = nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, nn_shape1(1), s.id, den.id).id;
+    return nn__tensor(k);
+}
+
+NN_API nn_tensor nn_cross_entropy_loss(nn_graph *g, nn_tensor x, nn_tensor labels, const nn_loss_desc *d) {
+    return nn__ce_loss(g, "nn_cross_entropy_loss", 0, x, labels, d);
+}
+NN_API nn_tensor nn_nll_loss(nn_graph *g, nn_tensor x, nn_tensor labels, const nn_loss_desc *d) {
+    return nn__ce_loss(g, "nn_nll_loss", 1, x, labels, d);
+}
+
+/* x0, x1 (and x2 for triplet) of one shape [B, ...]; cosine's target [B] float32. */
+static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_in, const nn_tensor *x, const nn_loss_desc *desc) {
+    nn_loss_desc d;
+    nn_tensor l;
+    int ins[3], k;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check(g, opname, n_in, x) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
+    for (k = 0; k < n_in; k++) {
+        nn__node *a = nn__n(g, x[0]), *b = nn__n(g, x[k]);
+        int target = kind == NN__R_COSINE && k == 2;
+        if (!nn__expect_f32(g, opname, x[k], "every input")) return nn__tensor(-1);
+        if (a->shape.ndim < (kind == NN__R_DICE ? 1 : 2) ||
+            (target ? b->shape.ndim != 1 || b->shape.dim[0] != a->shape.dim[0] : !nn__shape_eq(&a->shape, &b->shape)) ||
+            (kind != NN__R_DICE && a->shape.ndim != 2)) {
+            char sa[128], sb[128];
+            nn__shape_str(&a->shape, sa, sizeof sa);
+            nn__shape_str(&b->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: input %d %s does not fit input 0 %s (%s)", opname, k, sb, sa,
+                               kind == NN__R_DICE ? "both [B, ...]" : kind == NN__R_COSINE ? "x1, x2 [B, D], target [B]" : "all [B, D]");
+        }
+        ins[k] = x[k].id;
+    }
+    l = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS, NN_F32, nn_shape1(nn__n(g, x[0])->shape.dim[0]), ins, n_in));
+    if (l.id < 0) return l;
+    g->nodes[l.id].i[0] = kind;
+    g->nodes[l.id].f[0] = kind == NN__R_DICE ? nn__loss_opt(d.smooth, 1.0f) : kind == NN__R_TRIPLET ? nn__loss_opt(d.margin, 1.0f) : d.margin;
+    return nn__reduce_loss(g, l, &d);
+}
+
+NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {
+    nn_tensor x[2];
+    x[0] = p;
+    x[1] = t;
+    return nn__row_loss(g, "nn_dice_loss", NN__R_DICE, 2, x, d);
+}
+NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
+    nn_tensor x[3];
+    x[0] = x1;
+    x[1] = x2;
+    x[2] = t;
+    return nn__row_loss(g, "nn_cosine_embedding_loss", NN__R_COSINE, 3, x, d);
+}
+NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
+    nn_tensor x[3];
+    x[0] = a;
+    x[1] = p;
+    x[2] = n;
+    return nn__row_loss(g, "nn_triplet_margin_loss", NN__R_TRIPLET, 3, x, d);
+}
+
 /* ---- autograd ---- */
 
 /* Adds gx to the gradient of node x (a sum when x feeds several ops). */
@@ -7499,6 +8324,10 @@ static void nn__backward(nn_graph *g, int id) {
     case NN__OP_RESHAPE:
         nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
         break;
+    case NN__OP_CHANNEL_BIAS:
+        if (ga) nn__acc_grad(g, a, gy);
+        if (gb) nn__acc_grad(g, b, nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[b].shape, gy.id));
+        break;
     case NN__OP_CONV2D_DX: /* as a transposed convolution: inputs (w, x) */
         if (gb) { /* d/dx: the forward convolution of gy */
             t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
@@ -7559,6 +8388,60 @@ static void nn__backward(nn_graph *g, int id) {
         if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
         nn__acc_grad(g, a, t);
         break;
+    case NN__OP_LOSS_EW: { /* inputs x, t, [pos_weight]; d-based losses give t minus x's gradient */
+        int ins[4], has_pw = n.n_in > 2, gt = gb && n.i[0] <= NN__L_QUANTILE;
+        if (!ga && !gt) break;
+        ins[0] = a;
+        ins[1] = b;
+        ins[2] = gy.id;
+        ins[3] = has_pw ? n.in[2] : -1;
+        t = nn__tensor(nn__new_node(g, NN__OP_LOSS_EW_GRAD, NN_F32, n.shape, ins, has_pw ? 4 : 3));
+        if (t.id >= 0) {
+            memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
+        }
+        if (ga) nn__acc_grad(g, a, t);
+        if (gt) {
+            t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, t.id);
+            if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
+            nn__acc_grad(g, b, t);
+        }
+        break;
+    }
+    case NN__OP_CE_ROWS: { /* inputs x, labels, [weight] */
+        int ins[4];
+        if (!ga) break;
+        ins[0] = a;
+        ins[1] = b;
+        ins[2] = gy.id;
+        ins[3] = n.n_in > 2 ? n.in[2] : -1;
+        t = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS_GRAD, NN_F32, g->nodes[a].shape, ins, n.n_in > 2 ? 4 : 3));
+        if (t.id >= 0) {
+            memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
+        }
+        nn__acc_grad(g, a, t);
+        break;
+    }
+    case NN__OP_DIV_SCALAR: /* the divisor (a count of weights) is not differentiated */
+        if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, n.shape, gy.id, b));
+        break;
+    case NN__OP_LOSS_ROWS: { /* one gradient op per differentiated input; targets get none */
+        int k, ins[4], n_x = n.i[0] == NN__R_COSINE ? 2 : n.i[0] == NN__R_DICE ? 1 : 3;
+        for (k = 0; k < n_x; k++) {
+            if (!g->nodes[n.in[k]].needs_grad) continue;
+            memcpy(ins, n.in, sizeof ins);
+            ins[n.n_in] = gy.id;
+            t = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS_GRAD, NN_F32, g->nodes[n.in[k]].shape, ins, n.n_in + 1));
+            if (t.id >= 0) {
+                memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+                memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
+                g->nodes[t.id].i[1] = k;
+            }
+            nn__acc_grad(g, n.in[k], t);
+        }
+        break;
+    }
     default:
         break; /* not differentiable: no gradient flows */
     }
@@ -7567,6 +8450,7 @@ static void nn__backward(nn_graph *g, int id) {
 static int nn__differentiable(int op) {
     switch (op) {
     case NN__OP_ARGMAX: case NN__OP_CORRECT_ROWS: case NN__OP_ACCUMULATE: case NN__OP_FILL:
+    case NN__OP_CE_WEIGHTS:
         return 0;
     default:
         return 1;
@@ -7991,6 +8875,8 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
         return nn__fail(g->ctx, NN_ERR_SHAPE, "%s: %llu bytes given for a tensor %s of %llu bytes", fn,
                         (unsigned long long)bytes, s, (unsigned long long)n->numel * 4);
     }
+    if (!n->live && n->op == NN__OP_INPUT) /* no storage was planned for it */
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: input %s is not used by the compiled graph", fn, n->name);
     if (n->storage == NN__ST_PARAM && !g->params->p[n->param].allocated)
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: parameter %s is not used by the compiled graph", fn, n->name);
     if (n->storage == NN__ST_PARAM) n->buf = g->params->p[n->param].buf;
@@ -8199,6 +9085,13 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         }
         break;
     }
+    case NN__OP_CHANNEL_BIAS: {
+        int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
+        const float *x = NN__F(in[0]), *b = NN__F(in[1]);
+        for (k = 0; k < N / S; k++)
+            for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
+        break;
+    }
     case NN__OP_CHANNEL_SUM: {
         nn__node *x = &g->nodes[in[0]];
         nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
@@ -8278,6 +9171,45 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         else if (n->op == NN__OP_MAXPOOL2D_GRAD) nn__max_pool2d_backward(g->ctx->pool, &p, y, NN__I(in[0]), NN__F(in[1]));
         else if (n->op == NN__OP_AVGPOOL2D) nn__avg_pool2d_forward(g->ctx->pool, &p, y, NN__F(in[0]));
         else nn__avg_pool2d_backward(g->ctx->pool, &p, y, NN__F(in[0]));
+        break;
+    }
+    case NN__OP_LOSS_EW:
+        nn__loss_ew_forward(y, NN__F(in[0]), NN__F(in[1]), n->i[1] ? NN__F(in[2]) : NULL, n->i[1] ? g->nodes[in[2]].numel : 1,
+                            N, n->i[0], n->f[0], n->f[1], n->i[2]);
+        break;
+    case NN__OP_LOSS_EW_GRAD:
+        nn__loss_ew_backward(y, NN__F(in[0]), NN__F(in[1]), n->i[1] ? NN__F(in[3]) : NULL, n->i[1] ? g->nodes[in[3]].numel : 1,
+                             NN__F(in[2]), N, n->i[0], n->f[0], n->f[1], n->i[2]);
+        break;
+    case NN__OP_CE_ROWS: {
+        nn__node *x = &g->nodes[in[0]];
+        nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0], x->shape.dim[1],
+                            n->i[0], n->i[1], n->f[0]);
+        break;
+    }
+    case NN__OP_CE_ROWS_GRAD:
+        nn__ce_rows_backward(y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]), n->shape.dim[0],
+                             n->shape.dim[1], n->i[0], n->i[1], n->f[0]);
+        break;
+    case NN__OP_CE_WEIGHTS:
+        nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->i[1], n->i[0]);
+        break;
+    case NN__OP_DIV_SCALAR: {
+        const float *x = NN__F(in[0]);
+        float d = NN__F(in[1])[0];
+        int64_t i;
+        for (i = 0; i < N; i++) y[i] = x[i] / d;
+        break;
+    }
+    case NN__OP_LOSS_ROWS: {
+        nn__node *x = &g->nodes[in[0]];
+        nn__row_loss_forward(y, n->i[0], x->buf.host, NN__F(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, N, x->numel / N, n->f[0]);
+        break;
+    }
+    case NN__OP_LOSS_ROWS_GRAD: {
+        int64_t B = g->nodes[in[0]].shape.dim[0];
+        nn__row_loss_backward(y, n->i[0], n->i[1], NN__F(in[0]), NN__F(in[1]), n->n_in > 3 ? NN__F(in[2]) : NULL,
+                              NN__F(in[n->n_in - 1]), B, g->nodes[in[0]].numel / B, n->f[0]);
         break;
     }
     default:
@@ -8608,6 +9540,12 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
                             c.OH, c.OW, geo);
         return r;
     }
+    case NN__OP_CHANNEL_BIAS: {
+        int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
+        r = nn__cl_add(g, id, "elementwise", "channel_bias", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmiii", NN__M(in[0]), NN__M(in[1]), y, N, C, S);
+        return r;
+    }
     case NN__OP_CHANNEL_SUM: {
         nn__node *x = &g->nodes[in[0]];
         int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
@@ -8746,6 +9684,41 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         return nn__cl_args(ctx, l->kernel, "mmiiiii8ii", NN__M(in[0]), y, p.NC, p.H, p.W, p.OH, p.OW, geo, p.exclude_pad,
                            p.adaptive);
     }
+    case NN__OP_LOSS_EW: case NN__OP_LOSS_EW_GRAD: {
+        int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
+        cl_mem pw = n->i[1] ? NN__M(in[pwi]) : g->one;
+        int npw = n->i[1] ? (int)g->nodes[in[pwi]].numel : 1;
+        r = nn__cl_add(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        return nn__cl_args(ctx, l->kernel, "mmmmmiiiiff", NN__M(in[0]), NN__M(in[1]), pw, grad ? NN__M(in[2]) : g->one, y, N,
+                           npw, n->i[0], n->i[2], (double)n->f[0], (double)n->f[1]);
+    }
+    case NN__OP_CE_ROWS: case NN__OP_CE_ROWS_GRAD: {
+        int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
+        r = nn__cl_add(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
+        if (r != NN_OK) return r;
+        return nn__cl_args(ctx, l->kernel, "mmmmmiiiiif", NN__M(in[0]), NN__M(in[1]), n->n_in > wi ? NN__M(in[wi]) : g->one,
+                           grad ? NN__M(in[2]) : g->one, y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1],
+                           n->n_in > wi, (double)n->f[0]);
+    }
+    case NN__OP_CE_WEIGHTS:
+        r = nn__cl_add(g, id, "loss", "ce_weights", (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmiiii", NN__M(in[0]), n->n_in > 1 ? NN__M(in[1]) : g->one, y, N, n->i[1], n->i[0],
+                            n->n_in > 1);
+        return r;
+    case NN__OP_DIV_SCALAR:
+        r = nn__cl_add(g, id, "loss", "div_scalar", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmi", NN__M(in[0]), NN__M(in[1]), y, N);
+        return r;
+    case NN__OP_LOSS_ROWS: case NN__OP_LOSS_ROWS_GRAD: {
+        int grad = n->op == NN__OP_LOSS_ROWS_GRAD, nx = n->n_in - grad, B = (int)g->nodes[in[0]].shape.dim[0];
+        r = nn__cl_add(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
+        if (r != NN_OK) return r;
+        return nn__cl_args(ctx, l->kernel, "mmmmmiiiif", NN__M(in[0]), NN__M(in[1]), nx > 2 ? NN__M(in[2]) : g->one,
+                           grad ? NN__M(in[n->n_in - 1]) : g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->i[0],
+                           grad ? n->i[1] : 0, (double)n->f[0]);
+    }
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);
     }
@@ -8876,6 +9849,106 @@ NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_
         else ((int32_t *)out->data)[i] = v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : v == v ? (int32_t)v : 0;
     }
     NN_FREE(buf);
+    return NN_OK;
+}
+
+/* CSV of numbers: one pass that counts rows and checks every field, then one that stores. */
+static int nn__csv_blank(const char *s, const char *e) {
+    for (; s < e; s++)
+        if (*s != ' ' && *s != '\t' && *s != '\r') return 0;
+    return 1;
+}
+
+NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out) {
+    unsigned char *buf;
+    size_t len;
+    char delim = desc && desc->delimiter ? desc->delimiter : ',';
+    int header = desc ? desc->header : 0, pass;
+    int64_t cols = -1, rows = 0;
+    float *data = NULL;
+    nn_result r;
+    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_csv: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (delim == '\n' || delim == '\r' || delim == '.' || delim == '-' || delim == '+' || (delim >= '0' && delim <= '9'))
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_csv: %s: delimiter '%c' cannot separate numbers", path ? path : "",
+                        delim);
+    r = nn__read_file(ctx, path, &buf, &len);
+    if (r != NN_OK) return r;
+    buf[len] = 0; /* nn__read_file leaves a byte for this */
+    if (memchr(buf, 0, len)) {
+        NN_FREE(buf);
+        return nn__fail(ctx, NN_ERR_IO, "%s: a NUL byte: not a text file", path);
+    }
+    for (pass = 0; pass < 2; pass++) {
+        char *p = (char *)buf, *end = (char *)buf + len;
+        long line = 0;
+        int64_t row = 0;
+        while (p < end) {
+            char *eol = (char *)memchr(p, '\n', (size_t)(end - p)), *q;
+            int64_t c = 0;
+            if (!eol) eol = end;
+            line++;
+            if ((line == 1 && header) || nn__csv_blank(p, eol)) {
+                p = eol + 1;
+                continue;
+            }
+            for (q = p;;) { /* the fields of this line */
+                char *fe = q, *num_end;
+                double v;
+                char save;
+                while (fe < eol && *fe != delim) fe++;
+                save = *fe;
+                *fe = 0; /* the field as a C string (the byte is restored below) */
+                errno = 0;
+                v = strtod(q, &num_end);
+                while (num_end < fe && (*num_end == ' ' || *num_end == '\t' || *num_end == '\r')) num_end++;
+                if (num_end == q || num_end != fe || nn__csv_blank(q, fe)) {
+                    char shown[40];
+                    size_t n = (size_t)(fe - q) < sizeof shown - 1 ? (size_t)(fe - q) : sizeof shown - 1;
+                    memcpy(shown, q, n);
+                    shown[n] = 0;
+                    while (n > 0 && (shown[n - 1] == '\r' || shown[n - 1] == ' ')) shown[--n] = 0;
+                    *fe = save;
+                    NN_FREE(buf);
+                    NN_FREE(data);
+                    return nn__fail(ctx, NN_ERR_IO, "%s:%ld: field %lld \"%s\" is not a number", path, line, (long long)c + 1,
+                                    shown);
+                }
+                *fe = save;
+                if (pass == 1) data[row * cols + c] = (float)v;
+                c++;
+                if (fe >= eol) break;
+                q = fe + 1;
+            }
+            if (cols < 0) cols = c;
+            else if (c != cols) {
+                NN_FREE(buf);
+                NN_FREE(data);
+                return nn__fail(ctx, NN_ERR_IO, "%s:%ld: %lld fields, the first row has %lld", path, line, (long long)c,
+                                (long long)cols);
+            }
+            row++;
+            p = eol + 1;
+        }
+        if (pass == 0) {
+            if (row == 0) {
+                NN_FREE(buf);
+                return nn__fail(ctx, NN_ERR_IO, "%s:%ld: no data rows%s", path, line > 0 ? line : 1L,
+                                len ? "" : " (an empty file)");
+            }
+            rows = row;
+            if ((uint64_t)rows * (uint64_t)cols > ((uint64_t)1 << 40) ||
+                (data = (float *)nn__calloc((size_t)rows * (size_t)cols, sizeof(float))) == NULL) {
+                NN_FREE(buf);
+                return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %lld x %lld values", path, (long long)rows,
+                                (long long)cols);
+            }
+        }
+    }
+    NN_FREE(buf);
+    out->dtype = NN_F32;
+    out->shape = nn_shape2(rows, cols);
+    out->data = data;
     return NN_OK;
 }
 
@@ -9722,6 +10795,703 @@ done:
     NN_FREE(bytes);
     NN_FREE(tmp_path);
     NN_FREE(order);
+    return r;
+}
+
+/* ======================================================================
+   src/nn_ckpt.c
+   ====================================================================== */
+/* Training state for exact resume, and datasets that live on the device.
+
+   nn_save_state() writes one safetensors file holding everything a compiled training graph
+   carries from one step to the next:
+     NAME                  every parameter and buffer (PyTorch's names, as nn_save_safetensors)
+     NAME.__opt.K          the optimizer's K-th state tensor for parameter NAME, in the order
+                           of nn__opt_n_aux (Adam: 0 m, 1 v, 2 max v; SGD: 0 momentum, ...)
+     NAME.__grad_acc       the running gradient mean when accumulate_steps > 1
+   and, as strings in "__metadata__": the format, the optimizer kind and state count, the
+   step and update counters (g->step, the optimizer clock, NAdam's momentum product), the
+   graph seed, accumulate_steps, and each dataset's seed, epoch and position. Doubles are
+   written with 17 significant digits and integers in decimal, so they round-trip exactly.
+   nn_load_state() checks all of it against the graph (optimizer kind, state count, every
+   tensor present with its shape) before it writes anything.
+
+   A dataset (nn_dataset_create) is owned by its graph. Its samples are two inputs written
+   once; each batch writes only the B indices that nn_gather_rows reads. The order of epoch e
+   is a Fisher-Yates shuffle driven by Philox4x32-10 keyed by the dataset's seed with e in
+   the counter: a pure function of (seed, epoch), so it can be recomputed on resume. */
+
+struct nn_dataset {
+    nn_graph *g;
+    char *name;
+    struct nn_dataset *next;
+    nn_tensor x_all, y_all, idx, xb, yb;
+    int64_t n, batch, per_epoch;  /* samples, batch size, batches per epoch (floor(n/batch)) */
+    int shuffle;
+    uint64_t seed;
+    int64_t epoch, pos;           /* batches taken in the epoch running */
+    int32_t *perm;                /* the order of `epoch`, valid when perm_epoch == epoch */
+    int64_t perm_epoch;
+    void *x_host, *y_host;        /* until the first batch uploads them */
+    size_t x_bytes, y_bytes;
+};
+
+static void nn__datasets_free(nn_graph *g) {
+    nn_dataset *d = g->datasets, *next;
+    for (; d; d = next) {
+        next = d->next;
+        NN_FREE(d->name);
+        NN_FREE(d->perm);
+        NN_FREE(d->x_host);
+        NN_FREE(d->y_host);
+        NN_FREE(d);
+    }
+    g->datasets = NULL;
+}
+
+/* ---- metadata: "__metadata__" of a header that nn__st_parse has validated ---- */
+
+typedef struct nn__kv {
+    char **k, **v;
+    int n, cap;
+} nn__kv;
+
+static void nn__kv_free(nn__kv *m) {
+    int i;
+    for (i = 0; i < m->n; i++) {
+        NN_FREE(m->k[i]);
+        NN_FREE(m->v[i]);
+    }
+    NN_FREE(m->k);
+    NN_FREE(m->v);
+    memset(m, 0, sizeof *m);
+}
+
+static const char *nn__kv_get(const nn__kv *m, const char *key) {
+    int i;
+    for (i = 0; i < m->n; i++)
+        if (strcmp(m->k[i], key) == 0) return m->v[i];
+    return NULL;
+}
+
+/* The string-valued entries of "__metadata__" (others are skipped); 0 on failure. */
+static int nn__st_metadata(const unsigned char *buf, size_t data_off, nn__kv *out, char *err, size_t errlen) {
+    nn__st_parser ps;
+    int first = 1;
+    memset(out, 0, sizeof *out);
+    memset(&ps, 0, sizeof ps);
+    ps.base = ps.p = buf + 8;
+    ps.end = buf + data_off;
+    ps.err = err;
+    ps.errlen = errlen;
+    if (!nn__st_expect(&ps, '{', "'{'")) return 0;
+    for (;;) {
+        char *name = NULL;
+        nn__st_ws(&ps);
+        if (ps.p < ps.end && *ps.p == '}') return 1;
+        if (!first && !nn__st_expect(&ps, ',', "','")) return 0;
+        first = 0;
+        if (!nn__st_string(&ps, &name)) return 0;
+        if (!nn__st_expect(&ps, ':', "':'")) {
+            NN_FREE(name);
+            return 0;
+        }
+        if (strcmp(name, "__metadata__") != 0) {
+            NN_FREE(name);
+            if (!nn__st_skip(&ps, 1)) return 0;
+            continue;
+        }
+        NN_FREE(name);
+        if (!nn__st_expect(&ps, '{', "'{'")) return 0;
+        for (first = 1;;) {
+            char *k = NULL, *v = NULL;
+            nn__st_ws(&ps);
+            if (ps.p < ps.end && *ps.p == '}') return 1; /* the rest was validated by the parser */
+            if (!first && !nn__st_expect(&ps, ',', "','")) return 0;
+            first = 0;
+            if (!nn__st_string(&ps, &k)) return 0;
+            if (!nn__st_expect(&ps, ':', "':'")) {
+                NN_FREE(k);
+                return 0;
+            }
+            nn__st_ws(&ps);
+            if (ps.p >= ps.end || *ps.p != '"') {
+                NN_FREE(k);
+                if (!nn__st_skip(&ps, 1)) return 0;
+                continue;
+            }
+            if (!nn__st_string(&ps, &v)) {
+                NN_FREE(k);
+                return 0;
+            }
+            if (out->n == out->cap) {
+                int cap = out->cap ? out->cap * 2 : 16;
+                char **nk = (char **)NN_REALLOC(out->k, (size_t)cap * sizeof *nk), **nv;
+                if (nk) out->k = nk;
+                nv = nk ? (char **)NN_REALLOC(out->v, (size_t)cap * sizeof *nv) : NULL;
+                if (!nv) {
+                    NN_FREE(k);
+                    NN_FREE(v);
+                    ps.oom = 1;
+                    return nn__st_error(&ps, "out of memory");
+                }
+                out->v = nv;
+                out->cap = cap;
+            }
+            out->k[out->n] = k;
+            out->v[out->n++] = v;
+        }
+    }
+}
+
+/* ---- the tensors of a training state ---- */
+
+typedef struct nn__state_item {
+    char *name;
+    nn_shape shape;
+    int64_t numel;
+    nn__buf *buf;        /* device or host buffer, or */
+    float *host;         /* a parameter's host copy before its upload */
+    const nn__st_tensor *t; /* on load: its match in the file */
+} nn__state_item;
+
+typedef struct nn__state_list {
+    nn__state_item *it;
+    int n, cap;
+} nn__state_list;
+
+static void nn__state_list_free(nn__state_list *l) {
+    int i;
+    for (i = 0; i < l->n; i++) NN_FREE(l->it[i].name);
+    NN_FREE(l->it);
+    memset(l, 0, sizeof *l);
+}
+
+static int nn__state_add(nn__state_list *l, const char *name, const char *suffix, nn_shape shape, nn__buf *buf, float *host) {
+    nn__state_item *it;
+    size_t n = strlen(name) + strlen(suffix) + 1;
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 32;
+        nn__state_item *ni = (nn__state_item *)NN_REALLOC(l->it, (size_t)cap * sizeof *ni);
+        if (!ni) return 0;
+        l->it = ni;
+        l->cap = cap;
+    }
+    it = &l->it[l->n];
+    memset(it, 0, sizeof *it);
+    it->name = (char *)NN_MALLOC(n);
+    if (!it->name) return 0;
+    snprintf(it->name, n, "%s%s", name, suffix);
+    it->shape = shape;
+    it->numel = nn__numel(&shape);
+    it->buf = buf;
+    it->host = host;
+    l->n++;
+    return 1;
+}
+
+static int nn__state_cmp(const void *a, const void *b) {
+    return strcmp(((const nn__state_item *)a)->name, ((const nn__state_item *)b)->name);
+}
+
+static int nn__is_opt_node(const nn__node *n) {
+    return n->op == NN__OP_OPT_SGD || n->op == NN__OP_OPT_ADAM || n->op == NN__OP_OPT_STEP;
+}
+
+/* Every tensor of g's training state, sorted by name. */
+static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list *l) {
+    nn__params *ps = g->params;
+    int i, k, ok = 1;
+    memset(l, 0, sizeof *l);
+    for (i = 0; i < ps->n && ok; i++) {
+        nn__param *p = &ps->p[i];
+        if (!p->allocated && !p->init)
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: parameter %s has no storage", path, p->name);
+        ok = nn__state_add(l, p->name, "", p->shape, p->allocated ? &p->buf : NULL, p->allocated ? NULL : p->init);
+    }
+    for (i = 0; i < g->n_nodes && ok; i++) {
+        nn__node *n = &g->nodes[i];
+        if (nn__is_opt_node(n) && n->live) {
+            nn__node *pn = &g->nodes[n->in[0]];
+            for (k = 0; k < n->n_aux && ok; k++) {
+                char suffix[32];
+                snprintf(suffix, sizeof suffix, ".__opt.%d", k);
+                ok = nn__state_add(l, pn->name, suffix, pn->shape, &n->aux[k], NULL);
+            }
+        }
+        if (n->op == NN__OP_PARAM && n->grad >= 0 && g->nodes[n->grad].op == NN__OP_GRAD_ACC && g->nodes[n->grad].live)
+            ok = nn__state_add(l, n->name, ".__grad_acc", n->shape, &g->nodes[n->grad].buf, NULL);
+    }
+    if (!ok) {
+        nn__state_list_free(l);
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    if (l->n > 1) qsort(l->it, (size_t)l->n, sizeof l->it[0], nn__state_cmp);
+    for (i = 1; i < l->n; i++)
+        if (strcmp(l->it[i - 1].name, l->it[i].name) == 0) {
+            nn_result r = nn__fail(g->ctx, NN_ERR_STATE, "%s: two state tensors named %s", path, l->it[i].name);
+            nn__state_list_free(l);
+            return r;
+        }
+    return NN_OK;
+}
+
+static const char *nn__opt_kind_name(int k) {
+    static const char *const names[] = {"none", "sgd",  "adam",    "adamw",    "adamax", "nadam", "radam",
+                                        "rmsprop", "adagrad", "adadelta", "lion", "lamb",  "lars", "ftrl"};
+    return k >= 0 && k < (int)(sizeof names / sizeof names[0]) ? names[k] : "?";
+}
+
+static void nn__meta_put(nn__st_text *h, int *first, const char *key, const char *value) {
+    if (!*first) nn__st_puts(h, ",");
+    *first = 0;
+    nn__st_put_string(h, key); /* ASCII keys; dataset names checked to be UTF-8 at creation */
+    nn__st_puts(h, ":");
+    nn__st_put_string(h, value);
+}
+
+static void nn__meta_u64(nn__st_text *h, int *first, const char *key, uint64_t v) {
+    char b[32];
+    snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+    nn__meta_put(h, first, key, b);
+}
+
+static int nn__parse_u64(const char *s, uint64_t *out) {
+    uint64_t v = 0;
+    if (!s || !*s) return 0;
+    for (; *s; s++) {
+        unsigned d;
+        if (*s < '0' || *s > '9') return 0;
+        d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10) return 0;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 1;
+}
+
+NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
+    nn_context *ctx;
+    nn__state_list l;
+    nn__st_text h;
+    nn_dataset *d;
+    unsigned char *bytes = NULL, len8[8];
+    char *tmp_path = NULL, b[64];
+    FILE *fp = NULL;
+    uint64_t off = 0;
+    size_t most = 1;
+    int i, k, first = 1;
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    ctx = g->ctx;
+    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_save_state: no path given");
+    if (!g->compiled || g->status != NN_OK)
+        return nn__fail(ctx, NN_ERR_STATE, "nn_save_state: %s: compile the graph first", path);
+    r = nn__state_collect(g, path, &l);
+    if (r != NN_OK) return r;
+    memset(&h, 0, sizeof h);
+    nn__st_puts(&h, "{\"__metadata__\":{");
+    nn__meta_put(&h, &first, "format", "pt");
+    nn__meta_put(&h, &first, "nn.state", "1");
+    nn__meta_put(&h, &first, "nn.optimizer", nn__opt_kind_name(g->opt.kind));
+    nn__meta_u64(&h, &first, "nn.optimizer_state", (uint64_t)nn__opt_n_aux(&g->opt) * (g->opt.kind != NN_OPT_NONE));
+    nn__meta_u64(&h, &first, "nn.accumulate_steps", (uint64_t)g->accum_steps);
+    nn__meta_u64(&h, &first, "nn.seed", g->seed);
+    nn__meta_u64(&h, &first, "nn.step", g->step);
+    nn__meta_u64(&h, &first, "nn.updates", g->clock.t);
+    snprintf(b, sizeof b, "%.17g", g->clock.mu_prod);
+    nn__meta_put(&h, &first, "nn.nadam_mu_product", b);
+    for (d = g->datasets; d; d = d->next) {
+        char key[300];
+        snprintf(key, sizeof key, "nn.dataset.%.200s.seed", d->name);
+        nn__meta_u64(&h, &first, key, d->seed);
+        snprintf(key, sizeof key, "nn.dataset.%.200s.epoch", d->name);
+        nn__meta_u64(&h, &first, key, (uint64_t)d->epoch);
+        snprintf(key, sizeof key, "nn.dataset.%.200s.position", d->name);
+        nn__meta_u64(&h, &first, key, (uint64_t)d->pos);
+    }
+    nn__st_puts(&h, "}");
+    for (i = 0; i < l.n; i++) {
+        nn__state_item *it = &l.it[i];
+        nn__st_puts(&h, ",");
+        if (!nn__st_put_string(&h, it->name)) {
+            r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: tensor name %s is not valid UTF-8", path, it->name);
+            goto done;
+        }
+        nn__st_puts(&h, ":{\"dtype\":\"F32\",\"shape\":[");
+        for (k = 0; k < it->shape.ndim; k++) {
+            if (k) nn__st_puts(&h, ",");
+            nn__st_putu(&h, (unsigned long long)it->shape.dim[k]);
+        }
+        nn__st_puts(&h, "],\"data_offsets\":[");
+        nn__st_putu(&h, (unsigned long long)off);
+        nn__st_puts(&h, ",");
+        off += (uint64_t)it->numel * 4;
+        nn__st_putu(&h, (unsigned long long)off);
+        nn__st_puts(&h, "]}");
+        if ((size_t)it->numel > most) most = (size_t)it->numel;
+    }
+    nn__st_puts(&h, "}");
+    while (h.n % 8) nn__st_puts(&h, " ");
+    tmp_path = (char *)NN_MALLOC(strlen(path) + 5);
+    if (h.oom || !tmp_path || (bytes = (unsigned char *)NN_MALLOC(most * 4)) == NULL) {
+        r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    for (k = 0; k < 8; k++) len8[k] = (unsigned char)((uint64_t)h.n >> (8 * k));
+    snprintf(tmp_path, strlen(path) + 5, "%s.tmp", path);
+    fp = fopen(tmp_path, "wb");
+    if (!fp) {
+        r = nn__fail(ctx, NN_ERR_IO, "%s: cannot create: %s", tmp_path, strerror(errno));
+        goto done;
+    }
+    if (fwrite(len8, 1, 8, fp) != 8 || fwrite(h.s, 1, h.n, fp) != h.n) goto write_error;
+    for (i = 0; i < l.n; i++) {
+        nn__state_item *it = &l.it[i];
+        size_t n = (size_t)it->numel, j;
+        if (it->buf) {
+            r = nn__buf_read(ctx, it->buf, bytes, n * 4);
+            if (r != NN_OK) goto done;
+        } else memcpy(bytes, it->host, n * 4);
+        for (j = 0; j < n; j++) { /* to little-endian, in place */
+            uint32_t u;
+            memcpy(&u, bytes + 4 * j, 4);
+            bytes[4 * j] = (unsigned char)u;
+            bytes[4 * j + 1] = (unsigned char)(u >> 8);
+            bytes[4 * j + 2] = (unsigned char)(u >> 16);
+            bytes[4 * j + 3] = (unsigned char)(u >> 24);
+        }
+        if (fwrite(bytes, 1, n * 4, fp) != n * 4) goto write_error;
+    }
+    k = fclose(fp);
+    fp = NULL;
+    if (k != 0) goto write_error;
+    if (rename(tmp_path, path) != 0) {
+#if defined(_WIN32)
+        remove(path);
+        if (rename(tmp_path, path) == 0) goto done;
+#endif
+        r = nn__fail(ctx, NN_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp_path, strerror(errno));
+        remove(tmp_path);
+    }
+    goto done;
+write_error:
+    r = nn__fail(ctx, NN_ERR_IO, "%s: write error: %s", tmp_path, strerror(errno));
+    if (fp) fclose(fp);
+    fp = NULL;
+    remove(tmp_path);
+done:
+    if (fp) {
+        fclose(fp);
+        remove(tmp_path);
+    }
+    NN_FREE(h.s);
+    NN_FREE(bytes);
+    NN_FREE(tmp_path);
+    nn__state_list_free(&l);
+    return r;
+}
+
+static nn_result nn__dataset_order(nn_dataset *d);
+
+/* A metadata value that must be there and be a decimal integer. */
+static int nn__meta_need(nn_context *ctx, const nn__kv *m, const char *path, const char *key, uint64_t *v, nn_result *r) {
+    const char *s = nn__kv_get(m, key);
+    if (!s) {
+        *r = nn__fail(ctx, NN_ERR_IO, "%s: no \"%s\" in the metadata: not a training state of this graph", path, key);
+        return 0;
+    }
+    if (!nn__parse_u64(s, v)) {
+        *r = nn__fail(ctx, NN_ERR_IO, "%s: metadata \"%s\" is \"%.40s\", not an unsigned integer", path, key, s);
+        return 0;
+    }
+    return 1;
+}
+
+static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigned char *buf, size_t len) {
+    nn_context *ctx = g->ctx;
+    nn__st_file f;
+    nn__kv m;
+    nn__state_list l;
+    nn_dataset *d;
+    char err[512];
+    const char *s;
+    float *tmp = NULL;
+    size_t most = 1;
+    uint64_t n_state, accum, seed, step, updates;
+    double mu = 1.0;
+    int i, k;
+    nn_result r;
+    memset(&m, 0, sizeof m);
+    memset(&l, 0, sizeof l);
+    r = nn__st_parse(buf, len, &f, err, sizeof err);
+    if (r != NN_OK) return nn__fail(ctx, r, "%s: %s", path, err);
+    if (!nn__st_metadata(buf, f.data_off, &m, err, sizeof err)) {
+        r = nn__fail(ctx, NN_ERR_IO, "%s: %s", path, err);
+        goto done;
+    }
+    s = nn__kv_get(&m, "nn.state");
+    if (!s || strcmp(s, "1") != 0) {
+        r = nn__fail(ctx, NN_ERR_IO, "%s: not an nn.h training state (metadata \"nn.state\" is %s)", path, s ? s : "missing");
+        goto done;
+    }
+    s = nn__kv_get(&m, "nn.optimizer");
+    if (!s || strcmp(s, nn__opt_kind_name(g->opt.kind)) != 0) {
+        r = nn__fail(ctx, NN_ERR_STATE, "%s: the state is of optimizer %.40s, the graph's is %s", path, s ? s : "(missing)",
+                     nn__opt_kind_name(g->opt.kind));
+        goto done;
+    }
+    if (!nn__meta_need(ctx, &m, path, "nn.optimizer_state", &n_state, &r) ||
+        !nn__meta_need(ctx, &m, path, "nn.accumulate_steps", &accum, &r) || !nn__meta_need(ctx, &m, path, "nn.seed", &seed, &r) ||
+        !nn__meta_need(ctx, &m, path, "nn.step", &step, &r) || !nn__meta_need(ctx, &m, path, "nn.updates", &updates, &r))
+        goto done;
+    if (n_state != (uint64_t)nn__opt_n_aux(&g->opt) * (g->opt.kind != NN_OPT_NONE)) {
+        r = nn__fail(ctx, NN_ERR_STATE, "%s: the optimizer has %llu state tensors per parameter there, %d here (other options)",
+                     path, (unsigned long long)n_state, nn__opt_n_aux(&g->opt) * (g->opt.kind != NN_OPT_NONE));
+        goto done;
+    }
+    if (accum != (uint64_t)g->accum_steps) {
+        r = nn__fail(ctx, NN_ERR_STATE, "%s: accumulate_steps is %llu there, %d here", path, (unsigned long long)accum,
+                     g->accum_steps);
+        goto done;
+    }
+    if (seed == 0 || updates > step) {
+        r = nn__fail(ctx, NN_ERR_IO, "%s: metadata: seed %llu or updates %llu > steps %llu is impossible", path,
+                     (unsigned long long)seed, (unsigned long long)updates, (unsigned long long)step);
+        goto done;
+    }
+    s = nn__kv_get(&m, "nn.nadam_mu_product");
+    if (s) {
+        char *end = NULL;
+        mu = strtod(s, &end);
+        if (!end || *end || end == s) {
+            r = nn__fail(ctx, NN_ERR_IO, "%s: metadata \"nn.nadam_mu_product\" is \"%.40s\", not a number", path, s);
+            goto done;
+        }
+    }
+    for (d = g->datasets; d; d = d->next) { /* checked here, set below */
+        char key[300];
+        uint64_t v[3];
+        static const char *const what[3] = {"seed", "epoch", "position"};
+        for (k = 0; k < 3; k++) {
+            snprintf(key, sizeof key, "nn.dataset.%.200s.%s", d->name, what[k]);
+            if (!nn__meta_need(ctx, &m, path, key, &v[k], &r)) goto done;
+        }
+        if (v[1] > (uint64_t)INT64_MAX / 2 || v[2] > (uint64_t)d->per_epoch) {
+            r = nn__fail(ctx, NN_ERR_IO, "%s: dataset %s: epoch %llu, position %llu out of range (%lld batches an epoch)", path,
+                         d->name, (unsigned long long)v[1], (unsigned long long)v[2], (long long)d->per_epoch);
+            goto done;
+        }
+    }
+    r = nn__state_collect(g, path, &l);
+    if (r != NN_OK) goto done;
+    for (i = 0; i < l.n; i++) {
+        nn__state_item *it = &l.it[i];
+        const nn__st_tensor *t = nn__st_find(&f, it->name);
+        int same;
+        if (!t) {
+            r = nn__fail(ctx, NN_ERR_IO, "%s: no tensor %s", path, it->name);
+            goto done;
+        }
+        if (t->dtype >= NN__ST_N_FLOAT) {
+            r = nn__fail(ctx, NN_ERR_SHAPE, "%s: tensor %s is %s, not a float dtype", path, it->name, nn__st_dtype_names[t->dtype]);
+            goto done;
+        }
+        same = t->ndim == it->shape.ndim;
+        for (k = 0; same && k < t->ndim; k++) same = t->shape[k] == it->shape.dim[k];
+        if (!same) {
+            char sh[160];
+            nn__shape_str(&it->shape, sh, sizeof sh);
+            r = nn__fail(ctx, NN_ERR_SHAPE, "%s: tensor %s has another shape than the graph's %s", path, it->name, sh);
+            goto done;
+        }
+        it->t = t;
+        if ((size_t)it->numel > most) most = (size_t)it->numel;
+    }
+    tmp = (float *)nn__calloc(most, sizeof(float));
+    if (!tmp) {
+        r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    /* every check passed: now write */
+    for (i = 0; i < l.n && r == NN_OK; i++) {
+        nn__state_item *it = &l.it[i];
+        nn__st_convert(tmp, buf + f.data_off + (size_t)it->t->begin, (size_t)it->numel, it->t->dtype);
+        if (it->buf) r = nn__buf_write(ctx, it->buf, tmp, (size_t)it->numel * 4);
+        else memcpy(it->host, tmp, (size_t)it->numel * 4);
+    }
+    if (r != NN_OK) goto done;
+    g->seed = seed;
+    g->step = step;
+    g->clock.t = updates;
+    g->clock.mu_prod = mu;
+    g->lr = nn_lr_at(&g->schedule, updates > 0 ? (int64_t)updates - 1 : 0);
+    for (d = g->datasets; d && r == NN_OK; d = d->next) {
+        char key[300];
+        uint64_t v;
+        snprintf(key, sizeof key, "nn.dataset.%.200s.seed", d->name);
+        nn__parse_u64(nn__kv_get(&m, key), &v);
+        d->seed = v;
+        snprintf(key, sizeof key, "nn.dataset.%.200s.epoch", d->name);
+        nn__parse_u64(nn__kv_get(&m, key), &v);
+        d->epoch = (int64_t)v;
+        snprintf(key, sizeof key, "nn.dataset.%.200s.position", d->name);
+        nn__parse_u64(nn__kv_get(&m, key), &v);
+        d->pos = (int64_t)v;
+        d->perm_epoch = -1;
+        r = nn__dataset_order(d);
+    }
+done:
+    NN_FREE(tmp);
+    nn__state_list_free(&l);
+    nn__kv_free(&m);
+    nn__st_free(&f);
+    return r;
+}
+
+NN_API nn_result nn_load_state(nn_graph *g, const char *path) {
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!path || !path[0]) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_state: no path given");
+    if (!g->compiled || g->status != NN_OK)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_load_state: %s: compile the graph first", path);
+    r = nn__read_file(g->ctx, path, &buf, &len);
+    if (r != NN_OK) return r;
+    r = nn__load_state_mem(g, path, buf, len);
+    NN_FREE(buf);
+    return r;
+}
+
+/* ---- datasets ---- */
+
+/* The order of d->epoch into d->perm: identity, or a Fisher-Yates shuffle whose draws are
+   Philox4x32-10 of counter (i, epoch, "DSET") under key seed. */
+static nn_result nn__dataset_order(nn_dataset *d) {
+    int64_t i;
+    if (d->perm_epoch == d->epoch) return NN_OK;
+    for (i = 0; i < d->n; i++) d->perm[i] = (int32_t)i;
+    if (d->shuffle)
+        for (i = d->n - 1; i > 0; i--) {
+            uint32_t ctr[4], key[2];
+            uint64_t r;
+            int64_t j;
+            int32_t tmp;
+            ctr[0] = (uint32_t)i;
+            ctr[1] = (uint32_t)d->epoch;
+            ctr[2] = (uint32_t)((uint64_t)d->epoch >> 32);
+            ctr[3] = 0x44534554u;
+            key[0] = (uint32_t)d->seed;
+            key[1] = (uint32_t)(d->seed >> 32);
+            nn__philox(ctr, key);
+            r = ((uint64_t)ctr[0] << 32) | ctr[1];
+            j = (int64_t)(r % (uint64_t)(i + 1));
+            tmp = d->perm[i];
+            d->perm[i] = d->perm[j];
+            d->perm[j] = tmp;
+        }
+    d->perm_epoch = d->epoch;
+    return NN_OK;
+}
+
+NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out) {
+    nn_dataset *d;
+    nn_dataset_desc dd;
+    const char *name;
+    size_t nlen, i;
+    int64_t n;
+    char buf[300];
+    if (out) *out = NULL;
+    if (!g || !desc || !out) return g ? nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: NULL argument") : NN_ERR_INVALID_ARGUMENT;
+    dd = *desc;
+    name = dd.name ? dd.name : "data";
+    nlen = strlen(name);
+    if (g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_dataset_create: %s: the graph is compiled already", name);
+    for (i = 0; i < nlen;) { /* it goes into the state file's metadata keys */
+        size_t k = nn__st_utf8_len((const unsigned char *)name + i, nlen - i);
+        if (!k) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: the name is not valid UTF-8");
+        i += k;
+    }
+    if (!nlen || nlen > 200)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: name \"%.40s\" is empty or over 200 bytes", name);
+    for (d = g->datasets; d; d = d->next)
+        if (strcmp(d->name, name) == 0) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: a dataset %s exists", name);
+    if (!dd.x || !dd.y || !dd.x->data || !dd.y->data || dd.x->shape.ndim < 1 || dd.y->shape.ndim < 1)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: %s: x and y must be arrays [N, ...]", name);
+    n = dd.x->shape.dim[0];
+    if (dd.y->shape.dim[0] != n || n < 1 || n > INT32_MAX)
+        return nn__fail(g->ctx, NN_ERR_SHAPE, "nn_dataset_create: %s: x has %lld samples, y %lld", name, (long long)n,
+                        (long long)dd.y->shape.dim[0]);
+    if (dd.batch < 1 || dd.batch > n)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: %s: batch %lld is not in [1, %lld]", name,
+                        (long long)dd.batch, (long long)n);
+    d = (nn_dataset *)nn__calloc(1, sizeof *d);
+    if (!d) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_dataset_create: out of memory");
+    d->g = g;
+    d->n = n;
+    d->batch = dd.batch;
+    d->per_epoch = n / dd.batch;
+    d->shuffle = dd.shuffle;
+    d->seed = dd.seed ? dd.seed : g->seed;
+    d->perm_epoch = -1;
+    d->x_bytes = (size_t)nn__numel(&dd.x->shape) * 4;
+    d->y_bytes = (size_t)nn__numel(&dd.y->shape) * 4;
+    d->name = nn__strdup(name);
+    d->perm = (int32_t *)nn__calloc((size_t)n, sizeof(int32_t));
+    d->x_host = NN_MALLOC(d->x_bytes);
+    d->y_host = NN_MALLOC(d->y_bytes);
+    if (!d->name || !d->perm || !d->x_host || !d->y_host) {
+        NN_FREE(d->name);
+        NN_FREE(d->perm);
+        NN_FREE(d->x_host);
+        NN_FREE(d->y_host);
+        NN_FREE(d);
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_dataset_create: %s: out of memory", name);
+    }
+    memcpy(d->x_host, dd.x->data, d->x_bytes);
+    memcpy(d->y_host, dd.y->data, d->y_bytes);
+    snprintf(buf, sizeof buf, "%s.x", name);
+    d->x_all = nn_input(g, buf, dd.x->dtype, dd.x->shape);
+    snprintf(buf, sizeof buf, "%s.y", name);
+    d->y_all = nn_input(g, buf, dd.y->dtype, dd.y->shape);
+    snprintf(buf, sizeof buf, "%s.idx", name);
+    d->idx = nn_input(g, buf, NN_I32, nn_shape1(dd.batch));
+    d->xb = nn_gather_rows(g, d->x_all, d->idx);
+    d->yb = nn_gather_rows(g, d->y_all, d->idx);
+    d->next = g->datasets;
+    g->datasets = d;
+    *out = d;
+    return g->status;
+}
+
+NN_API nn_tensor nn_dataset_x(const nn_dataset *d) { return d ? d->xb : nn__tensor(-1); }
+NN_API nn_tensor nn_dataset_y(const nn_dataset *d) { return d ? d->yb : nn__tensor(-1); }
+NN_API int64_t nn_dataset_epoch(const nn_dataset *d) { return d ? d->epoch : -1; }
+
+NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
+    nn_graph *g;
+    nn_result r;
+    if (!d) return NN_ERR_INVALID_ARGUMENT;
+    g = d->g;
+    if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_dataset_next_batch: %s: compile the graph first", d->name);
+    if (d->x_host) { /* the samples go to the device once */
+        r = NN_OK; /* (a part the graph does not use has no storage) */
+        if (g->nodes[d->x_all.id].live) r = nn_tensor_write(g, d->x_all, d->x_host, d->x_bytes);
+        if (r == NN_OK && g->nodes[d->y_all.id].live) r = nn_tensor_write(g, d->y_all, d->y_host, d->y_bytes);
+        if (r != NN_OK) return r;
+        NN_FREE(d->x_host);
+        NN_FREE(d->y_host);
+        d->x_host = d->y_host = NULL;
+    }
+    if (d->pos >= d->per_epoch) {
+        d->epoch++;
+        d->pos = 0;
+    }
+    r = nn__dataset_order(d);
+    if (r != NN_OK) return r;
+    r = nn_tensor_write(g, d->idx, d->perm + d->pos * d->batch, (size_t)d->batch * sizeof(int32_t));
+    if (r == NN_OK) d->pos++;
     return r;
 }
 #endif

@@ -35,6 +35,13 @@ BINARY(add, u + w)
 BINARY(sub, u - w)
 BINARY(mul, u * w)
 
+/* y [N, C, S] = x + b[c] */
+__kernel void channel_bias(__global const float *x, __global const float *b, __global float *y, const int n,
+                           const int C, const int S) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = x[i] + b[(i / S) % C];
+}
+
 __kernel void scale(__global const float *x, __global float *y, const int n, const float s) {
     int i = get_global_id(0);
     if (i < n) y[i] = x[i] * s;

@@ -155,7 +155,8 @@ NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x);
 
-/* Losses, each the mean over the batch (a scalar). */
+/* Losses, each the mean over the batch (a scalar); shorthands kept from before the
+   nn_loss_desc family below (cross-entropy here divides by B, ignored labels included). */
 NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels);
 NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target);
 NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target);
@@ -191,11 +192,12 @@ NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
 /* 1-D convolution over x [N, C, L] with w [K, C/groups, KL] (the H fields of the desc are
    ignored): conv2d on [N, C, 1, L]. */
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
-/* Transposed convolution (PyTorch's ConvTranspose2d, no bias): x [N, Cin, H, W] with
-   w [Cin, Cout/groups, KH, KW] -> [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h +
-   dilation_h*(KH-1) + output_pad_h + 1; output padding must be below the stride or the
-   dilation. It is the gradient of conv2d with respect to its input. */
-NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, const nn_conv2d_desc *desc,
+/* Transposed convolution (PyTorch's ConvTranspose2d): x [N, Cin, H, W] with
+   w [Cin, Cout/groups, KH, KW] and an optional bias [Cout] (id < 0: none) ->
+   [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h + dilation_h*(KH-1) + output_pad_h + 1;
+   output padding must be below the stride or the dilation. It is the gradient of conv2d
+   with respect to its input. */
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
                                      int output_pad_h, int output_pad_w);
 
 /* The same data in another shape of the same element count (a copy). */
@@ -292,6 +294,74 @@ NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x);
 /* [N, C, H, W] -> [N, C, oh, ow] averaging PyTorch's bins: output row i covers input rows
    floor(i*H/oh) to ceil((i+1)*H/oh) - 1 (bins overlap when oh does not divide H). */
 NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow);
+
+/* ---- losses with options (PyTorch's definitions and defaults) ----------------------------
+   Every loss takes an nn_loss_desc (NULL or zeroed: PyTorch's defaults, mean reduction).
+   NN_REDUCTION_NONE returns the per-element (or per-row) losses; SUM and MEAN a scalar [1];
+   BATCHMEAN (KL divergence's recommended mode) the sum divided by the batch size (dim 0).
+   A float option whose PyTorch default is not zero reads 0 as that default; pass
+   NN_LOSS_ZERO (-0.0f) for an exact zero. Gradients flow to the prediction(s) only: targets,
+   labels, class weights and pos_weight get none, except where a loss says otherwise. */
+typedef enum nn_reduction {
+    NN_REDUCTION_MEAN = 0, NN_REDUCTION_SUM, NN_REDUCTION_NONE, NN_REDUCTION_BATCHMEAN
+} nn_reduction;
+#define NN_LOSS_ZERO (-0.0f)
+typedef struct nn_loss_desc {
+    nn_reduction reduction;
+    float delta;           /* Huber's delta and smooth L1's beta (0: 1.0; smooth L1 with beta
+                              NN_LOSS_ZERO is L1) */
+    float tau;             /* quantile level in (0, 1) (0: 0.5, the median) */
+    float margin;          /* hinge (0: 1), triplet (0: 1), cosine embedding (default 0) */
+    float label_smoothing; /* cross-entropy, in [0, 1] */
+    float alpha;           /* focal: weight of positives (0: 0.25; negative: no weighting) */
+    float gamma;           /* focal: focusing exponent (0: 2) */
+    float smooth;          /* dice: added to numerator and denominator (0: 1) */
+    int ignore_index;      /* cross-entropy / NLL: this label contributes nothing and is
+                              not counted (only with has_ignore_index; default -100) */
+    int has_ignore_index;
+    nn_tensor weight;      /* cross-entropy / NLL: class weights [C]; elementwise losses: a
+                              per-element rescaling of the target's shape or a trailing part */
+    int has_weight;
+    nn_tensor pos_weight;  /* BCE with logits: weight of positives, [C] over the last dims */
+    int has_pos_weight;
+    int log_target;        /* KL divergence: the target is given as log-probabilities */
+} nn_loss_desc;
+
+/* Regression, pred and target of one shape: (p - t)^2; |p - t|; Huber (delta); smooth L1
+   (beta = desc->delta); log(cosh(p - t)); quantile (pinball) max(tau*d, (tau-1)*d) with
+   d = t - p. These six also give the target a gradient (minus the prediction's). */
+NN_API nn_tensor nn_mse_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_l1_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_huber_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_smooth_l1_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_log_cosh_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_quantile_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+/* Margin classification with targets +-1: max(0, margin - t*x) and its square. */
+NN_API nn_tensor nn_hinge_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_squared_hinge_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+/* Binary: BCE on probabilities (log clamped at -100 as PyTorch), BCE with logits (with
+   pos_weight), and torchvision's sigmoid_focal_loss on logits (alpha, gamma). */
+NN_API nn_tensor nn_bce_loss(nn_graph *g, nn_tensor prob, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_bce_with_logits_loss(nn_graph *g, nn_tensor logits, nn_tensor target, const nn_loss_desc *desc);
+NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor logits, nn_tensor target, const nn_loss_desc *desc);
+/* PyTorch's kl_div: input holds log-probabilities; target probabilities (log-probabilities
+   with log_target). Use NN_REDUCTION_BATCHMEAN for the true KL divergence per sample. */
+NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor input, nn_tensor target, const nn_loss_desc *desc);
+/* logits [B, C] float32 and labels [B] int32, with class weights, ignore_index and label
+   smoothing; the mean divides by the summed weights of the counted labels (PyTorch).
+   Labels outside [0, C) count as ignored. NLL takes log-probabilities instead of logits. */
+NN_API nn_tensor nn_cross_entropy_loss(nn_graph *g, nn_tensor logits, nn_tensor labels, const nn_loss_desc *desc);
+NN_API nn_tensor nn_nll_loss(nn_graph *g, nn_tensor log_probs, nn_tensor labels, const nn_loss_desc *desc);
+/* Per row b of [B, ...]: soft dice 1 - (2*sum(p*t) + smooth) / (sum(p) + sum(t) + smooth),
+   p probabilities; reduced over the batch. */
+NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor prob, nn_tensor target, const nn_loss_desc *desc);
+/* x1, x2 [B, D], target [B] float32 of +-1: 1 - cos (t = 1), max(0, cos - margin) (t = -1);
+   gradients to x1 and x2. */
+NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor target, const nn_loss_desc *desc);
+/* anchor, positive, negative [B, D]: max(0, |a - p + eps| - |a - n + eps| + margin), the
+   2-norm with eps 1e-6 (PyTorch's pairwise_distance); gradients to all three. */
+NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor anchor, nn_tensor positive, nn_tensor negative,
+                                        const nn_loss_desc *desc);
 
 /* A fully connected layer: x [B, in] -> [B, out] with parameters NAME.weight [out, in] and
    NAME.bias [out] (PyTorch's names and layout), initialised as PyTorch's nn.Linear. */
@@ -443,6 +513,39 @@ typedef struct nn_array {
 NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
 NN_API void nn_array_free(nn_array *a);
 
+/* A CSV file of numbers into a float32 array [rows, columns]: every row (after the header
+   row, when there is one) must have the first row's number of fields, each a number that
+   strtod reads whole (spaces around it allowed); blank lines are skipped; \n or \r\n.
+   An empty file, a ragged row or a field that is not a number is NN_ERR_IO naming
+   path:line. Zero fields: delimiter ',', no header. */
+typedef struct nn_csv_desc {
+    char delimiter;      /* 0: ',' */
+    int header;          /* 1: the first line names the columns and is skipped */
+} nn_csv_desc;
+NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out);
+
+/* A dataset that lives on the device: its samples x [N, ...] and labels y [N, ...] (either
+   dtype) become the inputs NAME.x and NAME.y, written once (at the first batch), and
+   nn_dataset_x/y are the batch's rows [batch, ...] gathered by the input NAME.idx [batch].
+   nn_dataset_next_batch() writes only those batch indices. An epoch is floor(N / batch)
+   batches (the last partial batch is dropped); with shuffle, epoch e's order is a
+   Fisher-Yates shuffle drawn from Philox4x32-10 keyed by (seed, e): reproducible, and
+   recomputed on resume. The dataset belongs to the graph (freed with it); create it before
+   compiling. Its seed, epoch and position are part of nn_save_state's training state. */
+typedef struct nn_dataset nn_dataset;
+typedef struct nn_dataset_desc {
+    const char *name;    /* NULL: "data" */
+    const nn_array *x, *y; /* copied; free them after the call */
+    int64_t batch;
+    int shuffle;
+    uint64_t seed;       /* 0: the graph's seed */
+} nn_dataset_desc;
+NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out);
+NN_API nn_tensor nn_dataset_x(const nn_dataset *ds);
+NN_API nn_tensor nn_dataset_y(const nn_dataset *ds);
+NN_API nn_result nn_dataset_next_batch(nn_dataset *ds); /* after compile, before each step */
+NN_API int64_t nn_dataset_epoch(const nn_dataset *ds);  /* of the batch taken last (from 0) */
+
 /* ---- checkpoints ------------------------------------------------------------------------- */
 
 /* Saves every parameter of g's parameter store as float32 safetensors (PyTorch's names and
@@ -456,6 +559,17 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path);
    malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
    every check passes. */
 NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing);
+
+/* The whole training state of a compiled graph, for exact resume: parameters and buffers
+   (their own names), each optimizer state tensor (NAME.__opt.K, K in the optimizer's state
+   order), gradient-accumulation means (NAME.__grad_acc), and as metadata strings the
+   optimizer kind, step and update counters, the graph seed and every dataset's seed, epoch
+   and position. nn_load_state() into a graph built and compiled the same way continues
+   exactly as the saved run would have: the same bits on the CPU backend. It checks the
+   optimizer kind and options, accumulate_steps and every tensor's presence and shape
+   (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything. */
+NN_API nn_result nn_save_state(nn_graph *g, const char *path);
+NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 
 #ifdef __cplusplus
 }

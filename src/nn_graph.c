@@ -296,6 +296,7 @@ NN_API void nn_graph_destroy(nn_graph *g) {
     if (!g) return;
     nn__graph_release_compiled(g);
     nn__groups_free(g);
+    nn__datasets_free(g);
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
     nn__params_release(g->params);
@@ -916,7 +917,25 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     return nn_reshape(g, y, nn_shape3(nn__n(g, y)->shape.dim[0], nn__n(g, y)->shape.dim[1], nn__n(g, y)->shape.dim[3]));
 }
 
-NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, const nn_conv2d_desc *desc,
+/* y [N, C, ...] = x + b[c]: a per-channel bias (its gradient is channel_sum) */
+static nn_tensor nn__channel_bias(nn_graph *g, const char *op, nn_tensor x, nn_tensor b) {
+    nn_tensor in[2];
+    nn__node *nx, *nb;
+    in[0] = x;
+    in[1] = b;
+    if (!nn__check(g, op, 2, in)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nb = nn__n(g, b);
+    if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nx->shape.ndim < 2 || nb->shape.dim[0] != nx->shape.dim[1]) {
+        char sb[128], sx[128];
+        nn__shape_str(&nb->shape, sb, sizeof sb);
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: bias %s must be float32 [C] for an output %s", op, sb, sx);
+    }
+    return nn__op2(g, NN__OP_CHANNEL_BIAS, NN_F32, nx->shape, x.id, b.id);
+}
+
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
                                      int output_pad_h, int output_pad_w) {
     nn_tensor in[2], t;
     nn_conv2d_desc d;
@@ -958,7 +977,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, cons
     /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
     t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
     if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
-    return t;
+    return bias.id >= 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
 }
 
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
@@ -1566,6 +1585,200 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
     return t;
 }
 
+/* ---- losses with options (nn_loss_desc; bodies in nn_loss.c) ---- */
+
+/* An option's value: PyTorch's default for 0, an exact 0 for NN_LOSS_ZERO (-0.0f). */
+static float nn__loss_opt(float v, float dflt) { return v == 0.0f ? (signbit(v) ? 0.0f : dflt) : v; }
+
+static int nn__loss_desc_ok(nn_graph *g, const char *opname, const nn_loss_desc *d, int batchmean_ok) {
+    if ((int)d->reduction < 0 || (int)d->reduction > NN_REDUCTION_BATCHMEAN ||
+        (d->reduction == NN_REDUCTION_BATCHMEAN && !batchmean_ok)) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: reduction %d is not one this loss takes", opname, (int)d->reduction);
+        return 0;
+    }
+    return 1;
+}
+
+/* Per-element or per-row losses l, reduced as desc asks. */
+static nn_tensor nn__reduce_loss(nn_graph *g, nn_tensor l, const nn_loss_desc *d) {
+    nn_tensor t;
+    if (l.id < 0 || d->reduction == NN_REDUCTION_NONE) return l;
+    t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), l.id);
+    if (t.id >= 0)
+        g->nodes[t.id].f[0] = d->reduction == NN_REDUCTION_SUM ? 1.0f
+                              : (float)(1.0 / (double)(d->reduction == NN_REDUCTION_BATCHMEAN ? g->nodes[l.id].shape.dim[0]
+                                                                                                 : g->nodes[l.id].numel));
+    return t;
+}
+
+static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tensor x, nn_tensor t, const nn_loss_desc *desc) {
+    nn_loss_desc d;
+    nn_tensor l;
+    nn__node *n;
+    float a = 0.0f, b = 0.0f;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check_same(g, opname, x, t) || !nn__loss_desc_ok(g, opname, &d, kind == NN__L_KL)) return nn__tensor(-1);
+    switch (kind) {
+    case NN__L_HUBER: a = nn__loss_opt(d.delta, 1.0f); break;
+    case NN__L_SMOOTH_L1: a = nn__loss_opt(d.delta, 1.0f); break;
+    case NN__L_QUANTILE: a = nn__loss_opt(d.tau, 0.5f); break;
+    case NN__L_HINGE: case NN__L_SQ_HINGE: a = nn__loss_opt(d.margin, 1.0f); break;
+    case NN__L_FOCAL: a = nn__loss_opt(d.alpha, 0.25f); b = nn__loss_opt(d.gamma, 2.0f); break;
+    default: break;
+    }
+    if ((kind == NN__L_HUBER && !(a > 0.0f)) || (kind == NN__L_SMOOTH_L1 && !(a >= 0.0f)) ||
+        (kind == NN__L_QUANTILE && !(a >= 0.0f && a <= 1.0f)) || (kind == NN__L_FOCAL && !(b >= 0.0f)))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: option %g is out of range", opname, kind == NN__L_FOCAL ? b : a);
+    if (d.has_pos_weight) {
+        nn_tensor pw = d.pos_weight;
+        nn__node *nx, *np;
+        int k, fits;
+        if (kind != NN__L_BCE_LOGITS)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: pos_weight is for nn_bce_with_logits_loss", opname);
+        if (!nn__check(g, opname, 1, &pw) || !nn__expect_f32(g, opname, pw, "pos_weight")) return nn__tensor(-1);
+        nx = nn__n(g, x);
+        np = nn__n(g, pw);
+        fits = np->shape.ndim <= nx->shape.ndim;
+        for (k = 1; fits && k <= np->shape.ndim; k++) fits = np->shape.dim[np->shape.ndim - k] == nx->shape.dim[nx->shape.ndim - k];
+        if (!fits) {
+            char sa[128], sb[128];
+            nn__shape_str(&nx->shape, sa, sizeof sa);
+            nn__shape_str(&np->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: pos_weight %s must match the trailing dims of logits %s", opname, sb, sa);
+        }
+        l = nn__op3(g, NN__OP_LOSS_EW, NN_F32, nn__n(g, x)->shape, x.id, t.id, pw.id);
+    } else {
+        l = nn__op2(g, NN__OP_LOSS_EW, NN_F32, nn__n(g, x)->shape, x.id, t.id);
+    }
+    if (l.id < 0) return l;
+    n = &g->nodes[l.id];
+    n->i[0] = kind;
+    n->i[1] = d.has_pos_weight != 0;
+    n->i[2] = d.log_target != 0;
+    n->f[0] = a;
+    n->f[1] = b;
+    if (d.has_weight) {
+        if (!nn__check(g, opname, 1, &d.weight)) return nn__tensor(-1);
+        l = nn__binary(g, NN__OP_MUL, opname, l, d.weight);
+    }
+    return nn__reduce_loss(g, l, &d);
+}
+
+NN_API nn_tensor nn_mse_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_mse_loss", NN__L_MSE, p, t, d); }
+NN_API nn_tensor nn_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_l1_loss", NN__L_L1, p, t, d); }
+NN_API nn_tensor nn_huber_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_huber_loss", NN__L_HUBER, p, t, d); }
+NN_API nn_tensor nn_smooth_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_smooth_l1_loss", NN__L_SMOOTH_L1, p, t, d); }
+NN_API nn_tensor nn_log_cosh_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_log_cosh_loss", NN__L_LOG_COSH, p, t, d); }
+NN_API nn_tensor nn_quantile_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_quantile_loss", NN__L_QUANTILE, p, t, d); }
+NN_API nn_tensor nn_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_hinge_loss", NN__L_HINGE, p, t, d); }
+NN_API nn_tensor nn_squared_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_squared_hinge_loss", NN__L_SQ_HINGE, p, t, d); }
+NN_API nn_tensor nn_bce_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_loss", NN__L_BCE, p, t, d); }
+NN_API nn_tensor nn_bce_with_logits_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_with_logits_loss", NN__L_BCE_LOGITS, p, t, d); }
+NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_sigmoid_focal_loss", NN__L_FOCAL, p, t, d); }
+NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_kl_div_loss", NN__L_KL, p, t, d); }
+
+static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_tensor x, nn_tensor labels, const nn_loss_desc *desc) {
+    nn_loss_desc d;
+    nn_tensor rows, den, s;
+    int ins[3], k;
+    int64_t C;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check_logits_labels(g, opname, x, labels) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
+    C = nn__n(g, x)->shape.dim[1];
+    if (!(d.label_smoothing >= 0.0f && d.label_smoothing <= 1.0f) || (log_input && d.label_smoothing != 0.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: label_smoothing %g is not in [0, 1]%s", opname, d.label_smoothing,
+                           log_input ? " or is given to NLL, which has none" : "");
+    if (d.has_weight) {
+        nn__node *w;
+        if (!nn__check(g, opname, 1, &d.weight) || !nn__expect_f32(g, opname, d.weight, "weight")) return nn__tensor(-1);
+        w = nn__n(g, d.weight);
+        if (w->shape.ndim != 1 || w->shape.dim[0] != C) {
+            char sw[128];
+            nn__shape_str(&w->shape, sw, sizeof sw);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: weight %s must be [C] = [%lld]", opname, sw, (long long)C);
+        }
+    }
+    ins[0] = x.id;
+    ins[1] = labels.id;
+    ins[2] = d.has_weight ? d.weight.id : -1;
+    rows = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins, d.has_weight ? 3 : 2));
+    if (rows.id < 0) return rows;
+    g->nodes[rows.id].i[0] = d.has_ignore_index ? d.ignore_index : -100;
+    g->nodes[rows.id].i[1] = log_input;
+    g->nodes[rows.id].f[0] = d.label_smoothing;
+    if (d.reduction != NN_REDUCTION_MEAN) return nn__reduce_loss(g, rows, &d);
+    den = nn__tensor(nn__new_node(g, NN__OP_CE_WEIGHTS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins + 1, d.has_weight ? 2 : 1));
+    if (den.id < 0) return den;
+    g->nodes[den.id].i[0] = g->nodes[rows.id].i[0];
+    g->nodes[den.id].i[1] = (int)C;
+    d.reduction = NN_REDUCTION_SUM;
+    s = nn__reduce_loss(g, rows, &d);
+    den = nn__reduce_loss(g, den, &d);
+    if (s.id < 0 || den.id < 0) return nn__tensor(-1);
+    k = nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, nn_shape1(1), s.id, den.id).id;
+    return nn__tensor(k);
+}
+
+NN_API nn_tensor nn_cross_entropy_loss(nn_graph *g, nn_tensor x, nn_tensor labels, const nn_loss_desc *d) {
+    return nn__ce_loss(g, "nn_cross_entropy_loss", 0, x, labels, d);
+}
+NN_API nn_tensor nn_nll_loss(nn_graph *g, nn_tensor x, nn_tensor labels, const nn_loss_desc *d) {
+    return nn__ce_loss(g, "nn_nll_loss", 1, x, labels, d);
+}
+
+/* x0, x1 (and x2 for triplet) of one shape [B, ...]; cosine's target [B] float32. */
+static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_in, const nn_tensor *x, const nn_loss_desc *desc) {
+    nn_loss_desc d;
+    nn_tensor l;
+    int ins[3], k;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check(g, opname, n_in, x) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
+    for (k = 0; k < n_in; k++) {
+        nn__node *a = nn__n(g, x[0]), *b = nn__n(g, x[k]);
+        int target = kind == NN__R_COSINE && k == 2;
+        if (!nn__expect_f32(g, opname, x[k], "every input")) return nn__tensor(-1);
+        if (a->shape.ndim < (kind == NN__R_DICE ? 1 : 2) ||
+            (target ? b->shape.ndim != 1 || b->shape.dim[0] != a->shape.dim[0] : !nn__shape_eq(&a->shape, &b->shape)) ||
+            (kind != NN__R_DICE && a->shape.ndim != 2)) {
+            char sa[128], sb[128];
+            nn__shape_str(&a->shape, sa, sizeof sa);
+            nn__shape_str(&b->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: input %d %s does not fit input 0 %s (%s)", opname, k, sb, sa,
+                               kind == NN__R_DICE ? "both [B, ...]" : kind == NN__R_COSINE ? "x1, x2 [B, D], target [B]" : "all [B, D]");
+        }
+        ins[k] = x[k].id;
+    }
+    l = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS, NN_F32, nn_shape1(nn__n(g, x[0])->shape.dim[0]), ins, n_in));
+    if (l.id < 0) return l;
+    g->nodes[l.id].i[0] = kind;
+    g->nodes[l.id].f[0] = kind == NN__R_DICE ? nn__loss_opt(d.smooth, 1.0f) : kind == NN__R_TRIPLET ? nn__loss_opt(d.margin, 1.0f) : d.margin;
+    return nn__reduce_loss(g, l, &d);
+}
+
+NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {
+    nn_tensor x[2];
+    x[0] = p;
+    x[1] = t;
+    return nn__row_loss(g, "nn_dice_loss", NN__R_DICE, 2, x, d);
+}
+NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
+    nn_tensor x[3];
+    x[0] = x1;
+    x[1] = x2;
+    x[2] = t;
+    return nn__row_loss(g, "nn_cosine_embedding_loss", NN__R_COSINE, 3, x, d);
+}
+NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
+    nn_tensor x[3];
+    x[0] = a;
+    x[1] = p;
+    x[2] = n;
+    return nn__row_loss(g, "nn_triplet_margin_loss", NN__R_TRIPLET, 3, x, d);
+}
+
 /* ---- autograd ---- */
 
 /* Adds gx to the gradient of node x (a sum when x feeds several ops). */
@@ -1689,6 +1902,10 @@ static void nn__backward(nn_graph *g, int id) {
     case NN__OP_RESHAPE:
         nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
         break;
+    case NN__OP_CHANNEL_BIAS:
+        if (ga) nn__acc_grad(g, a, gy);
+        if (gb) nn__acc_grad(g, b, nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[b].shape, gy.id));
+        break;
     case NN__OP_CONV2D_DX: /* as a transposed convolution: inputs (w, x) */
         if (gb) { /* d/dx: the forward convolution of gy */
             t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
@@ -1749,6 +1966,60 @@ static void nn__backward(nn_graph *g, int id) {
         if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
         nn__acc_grad(g, a, t);
         break;
+    case NN__OP_LOSS_EW: { /* inputs x, t, [pos_weight]; d-based losses give t minus x's gradient */
+        int ins[4], has_pw = n.n_in > 2, gt = gb && n.i[0] <= NN__L_QUANTILE;
+        if (!ga && !gt) break;
+        ins[0] = a;
+        ins[1] = b;
+        ins[2] = gy.id;
+        ins[3] = has_pw ? n.in[2] : -1;
+        t = nn__tensor(nn__new_node(g, NN__OP_LOSS_EW_GRAD, NN_F32, n.shape, ins, has_pw ? 4 : 3));
+        if (t.id >= 0) {
+            memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
+        }
+        if (ga) nn__acc_grad(g, a, t);
+        if (gt) {
+            t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, t.id);
+            if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
+            nn__acc_grad(g, b, t);
+        }
+        break;
+    }
+    case NN__OP_CE_ROWS: { /* inputs x, labels, [weight] */
+        int ins[4];
+        if (!ga) break;
+        ins[0] = a;
+        ins[1] = b;
+        ins[2] = gy.id;
+        ins[3] = n.n_in > 2 ? n.in[2] : -1;
+        t = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS_GRAD, NN_F32, g->nodes[a].shape, ins, n.n_in > 2 ? 4 : 3));
+        if (t.id >= 0) {
+            memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
+        }
+        nn__acc_grad(g, a, t);
+        break;
+    }
+    case NN__OP_DIV_SCALAR: /* the divisor (a count of weights) is not differentiated */
+        if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, n.shape, gy.id, b));
+        break;
+    case NN__OP_LOSS_ROWS: { /* one gradient op per differentiated input; targets get none */
+        int k, ins[4], n_x = n.i[0] == NN__R_COSINE ? 2 : n.i[0] == NN__R_DICE ? 1 : 3;
+        for (k = 0; k < n_x; k++) {
+            if (!g->nodes[n.in[k]].needs_grad) continue;
+            memcpy(ins, n.in, sizeof ins);
+            ins[n.n_in] = gy.id;
+            t = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS_GRAD, NN_F32, g->nodes[n.in[k]].shape, ins, n.n_in + 1));
+            if (t.id >= 0) {
+                memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+                memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
+                g->nodes[t.id].i[1] = k;
+            }
+            nn__acc_grad(g, n.in[k], t);
+        }
+        break;
+    }
     default:
         break; /* not differentiable: no gradient flows */
     }
@@ -1757,6 +2028,7 @@ static void nn__backward(nn_graph *g, int id) {
 static int nn__differentiable(int op) {
     switch (op) {
     case NN__OP_ARGMAX: case NN__OP_CORRECT_ROWS: case NN__OP_ACCUMULATE: case NN__OP_FILL:
+    case NN__OP_CE_WEIGHTS:
         return 0;
     default:
         return 1;
@@ -2181,6 +2453,8 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
         return nn__fail(g->ctx, NN_ERR_SHAPE, "%s: %llu bytes given for a tensor %s of %llu bytes", fn,
                         (unsigned long long)bytes, s, (unsigned long long)n->numel * 4);
     }
+    if (!n->live && n->op == NN__OP_INPUT) /* no storage was planned for it */
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: input %s is not used by the compiled graph", fn, n->name);
     if (n->storage == NN__ST_PARAM && !g->params->p[n->param].allocated)
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: parameter %s is not used by the compiled graph", fn, n->name);
     if (n->storage == NN__ST_PARAM) n->buf = g->params->p[n->param].buf;

@@ -64,7 +64,11 @@
     X(OPT_STEP, "optimizer") X(GRAD_ACC, "grad_accumulate")          \
     X(MAXPOOL2D, "max_pool2d") X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax")                   \
     X(MAXPOOL2D_GRAD, "max_pool2d_grad") X(AVGPOOL2D, "avg_pool2d")                       \
-    X(AVGPOOL2D_GRAD, "avg_pool2d_grad")
+    X(AVGPOOL2D_GRAD, "avg_pool2d_grad")          \
+    X(LOSS_EW, "loss") X(LOSS_EW_GRAD, "loss_grad") X(CE_ROWS, "cross_entropy")               \
+    X(CE_ROWS_GRAD, "cross_entropy_grad") X(CE_WEIGHTS, "cross_entropy_weights")              \
+    X(DIV_SCALAR, "div_scalar") X(LOSS_ROWS, "row_loss") X(LOSS_ROWS_GRAD, "row_loss_grad")          \
+    X(CHANNEL_BIAS, "channel_bias")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -215,6 +219,7 @@ struct nn_graph {
     int first_update_node;       /* nodes from here on run on update steps only */
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
+    struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (nn_ckpt.c) */
 #if !defined(NN_NO_OPENCL)
     nn__launch *launches;
     int n_launches, cap_launches;
@@ -225,6 +230,8 @@ struct nn_graph {
     int n_subs;
 #endif
 };
+
+static void nn__datasets_free(nn_graph *g); /* nn_ckpt.c */
 
 static void *nn__calloc(size_t n, size_t size) {
     void *p;

@@ -119,3 +119,103 @@ NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_
     NN_FREE(buf);
     return NN_OK;
 }
+
+/* CSV of numbers: one pass that counts rows and checks every field, then one that stores. */
+static int nn__csv_blank(const char *s, const char *e) {
+    for (; s < e; s++)
+        if (*s != ' ' && *s != '\t' && *s != '\r') return 0;
+    return 1;
+}
+
+NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out) {
+    unsigned char *buf;
+    size_t len;
+    char delim = desc && desc->delimiter ? desc->delimiter : ',';
+    int header = desc ? desc->header : 0, pass;
+    int64_t cols = -1, rows = 0;
+    float *data = NULL;
+    nn_result r;
+    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_csv: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (delim == '\n' || delim == '\r' || delim == '.' || delim == '-' || delim == '+' || (delim >= '0' && delim <= '9'))
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_csv: %s: delimiter '%c' cannot separate numbers", path ? path : "",
+                        delim);
+    r = nn__read_file(ctx, path, &buf, &len);
+    if (r != NN_OK) return r;
+    buf[len] = 0; /* nn__read_file leaves a byte for this */
+    if (memchr(buf, 0, len)) {
+        NN_FREE(buf);
+        return nn__fail(ctx, NN_ERR_IO, "%s: a NUL byte: not a text file", path);
+    }
+    for (pass = 0; pass < 2; pass++) {
+        char *p = (char *)buf, *end = (char *)buf + len;
+        long line = 0;
+        int64_t row = 0;
+        while (p < end) {
+            char *eol = (char *)memchr(p, '\n', (size_t)(end - p)), *q;
+            int64_t c = 0;
+            if (!eol) eol = end;
+            line++;
+            if ((line == 1 && header) || nn__csv_blank(p, eol)) {
+                p = eol + 1;
+                continue;
+            }
+            for (q = p;;) { /* the fields of this line */
+                char *fe = q, *num_end;
+                double v;
+                char save;
+                while (fe < eol && *fe != delim) fe++;
+                save = *fe;
+                *fe = 0; /* the field as a C string (the byte is restored below) */
+                errno = 0;
+                v = strtod(q, &num_end);
+                while (num_end < fe && (*num_end == ' ' || *num_end == '\t' || *num_end == '\r')) num_end++;
+                if (num_end == q || num_end != fe || nn__csv_blank(q, fe)) {
+                    char shown[40];
+                    size_t n = (size_t)(fe - q) < sizeof shown - 1 ? (size_t)(fe - q) : sizeof shown - 1;
+                    memcpy(shown, q, n);
+                    shown[n] = 0;
+                    while (n > 0 && (shown[n - 1] == '\r' || shown[n - 1] == ' ')) shown[--n] = 0;
+                    *fe = save;
+                    NN_FREE(buf);
+                    NN_FREE(data);
+                    return nn__fail(ctx, NN_ERR_IO, "%s:%ld: field %lld \"%s\" is not a number", path, line, (long long)c + 1,
+                                    shown);
+                }
+                *fe = save;
+                if (pass == 1) data[row * cols + c] = (float)v;
+                c++;
+                if (fe >= eol) break;
+                q = fe + 1;
+            }
+            if (cols < 0) cols = c;
+            else if (c != cols) {
+                NN_FREE(buf);
+                NN_FREE(data);
+                return nn__fail(ctx, NN_ERR_IO, "%s:%ld: %lld fields, the first row has %lld", path, line, (long long)c,
+                                (long long)cols);
+            }
+            row++;
+            p = eol + 1;
+        }
+        if (pass == 0) {
+            if (row == 0) {
+                NN_FREE(buf);
+                return nn__fail(ctx, NN_ERR_IO, "%s:%ld: no data rows%s", path, line > 0 ? line : 1L,
+                                len ? "" : " (an empty file)");
+            }
+            rows = row;
+            if ((uint64_t)rows * (uint64_t)cols > ((uint64_t)1 << 40) ||
+                (data = (float *)nn__calloc((size_t)rows * (size_t)cols, sizeof(float))) == NULL) {
+                NN_FREE(buf);
+                return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %lld x %lld values", path, (long long)rows,
+                                (long long)cols);
+            }
+        }
+    }
+    NN_FREE(buf);
+    out->dtype = NN_F32;
+    out->shape = nn_shape2(rows, cols);
+    out->data = data;
+    return NN_OK;
+}

@@ -165,6 +165,13 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         }
         break;
     }
+    case NN__OP_CHANNEL_BIAS: {
+        int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
+        const float *x = NN__F(in[0]), *b = NN__F(in[1]);
+        for (k = 0; k < N / S; k++)
+            for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
+        break;
+    }
     case NN__OP_CHANNEL_SUM: {
         nn__node *x = &g->nodes[in[0]];
         nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
@@ -244,6 +251,45 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         else if (n->op == NN__OP_MAXPOOL2D_GRAD) nn__max_pool2d_backward(g->ctx->pool, &p, y, NN__I(in[0]), NN__F(in[1]));
         else if (n->op == NN__OP_AVGPOOL2D) nn__avg_pool2d_forward(g->ctx->pool, &p, y, NN__F(in[0]));
         else nn__avg_pool2d_backward(g->ctx->pool, &p, y, NN__F(in[0]));
+        break;
+    }
+    case NN__OP_LOSS_EW:
+        nn__loss_ew_forward(y, NN__F(in[0]), NN__F(in[1]), n->i[1] ? NN__F(in[2]) : NULL, n->i[1] ? g->nodes[in[2]].numel : 1,
+                            N, n->i[0], n->f[0], n->f[1], n->i[2]);
+        break;
+    case NN__OP_LOSS_EW_GRAD:
+        nn__loss_ew_backward(y, NN__F(in[0]), NN__F(in[1]), n->i[1] ? NN__F(in[3]) : NULL, n->i[1] ? g->nodes[in[3]].numel : 1,
+                             NN__F(in[2]), N, n->i[0], n->f[0], n->f[1], n->i[2]);
+        break;
+    case NN__OP_CE_ROWS: {
+        nn__node *x = &g->nodes[in[0]];
+        nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0], x->shape.dim[1],
+                            n->i[0], n->i[1], n->f[0]);
+        break;
+    }
+    case NN__OP_CE_ROWS_GRAD:
+        nn__ce_rows_backward(y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]), n->shape.dim[0],
+                             n->shape.dim[1], n->i[0], n->i[1], n->f[0]);
+        break;
+    case NN__OP_CE_WEIGHTS:
+        nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->i[1], n->i[0]);
+        break;
+    case NN__OP_DIV_SCALAR: {
+        const float *x = NN__F(in[0]);
+        float d = NN__F(in[1])[0];
+        int64_t i;
+        for (i = 0; i < N; i++) y[i] = x[i] / d;
+        break;
+    }
+    case NN__OP_LOSS_ROWS: {
+        nn__node *x = &g->nodes[in[0]];
+        nn__row_loss_forward(y, n->i[0], x->buf.host, NN__F(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, N, x->numel / N, n->f[0]);
+        break;
+    }
+    case NN__OP_LOSS_ROWS_GRAD: {
+        int64_t B = g->nodes[in[0]].shape.dim[0];
+        nn__row_loss_backward(y, n->i[0], n->i[1], NN__F(in[0]), NN__F(in[1]), n->n_in > 3 ? NN__F(in[2]) : NULL,
+                              NN__F(in[n->n_in - 1]), B, g->nodes[in[0]].numel / B, n->f[0]);
         break;
     }
     default:
@@ -574,6 +620,12 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
                             c.OH, c.OW, geo);
         return r;
     }
+    case NN__OP_CHANNEL_BIAS: {
+        int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
+        r = nn__cl_add(g, id, "elementwise", "channel_bias", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmiii", NN__M(in[0]), NN__M(in[1]), y, N, C, S);
+        return r;
+    }
     case NN__OP_CHANNEL_SUM: {
         nn__node *x = &g->nodes[in[0]];
         int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
@@ -711,6 +763,41 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
             return nn__cl_args(ctx, l->kernel, "mmiiiii8", NN__M(in[0]), y, p.NC, p.H, p.W, p.OH, p.OW, geo);
         return nn__cl_args(ctx, l->kernel, "mmiiiii8ii", NN__M(in[0]), y, p.NC, p.H, p.W, p.OH, p.OW, geo, p.exclude_pad,
                            p.adaptive);
+    }
+    case NN__OP_LOSS_EW: case NN__OP_LOSS_EW_GRAD: {
+        int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
+        cl_mem pw = n->i[1] ? NN__M(in[pwi]) : g->one;
+        int npw = n->i[1] ? (int)g->nodes[in[pwi]].numel : 1;
+        r = nn__cl_add(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        return nn__cl_args(ctx, l->kernel, "mmmmmiiiiff", NN__M(in[0]), NN__M(in[1]), pw, grad ? NN__M(in[2]) : g->one, y, N,
+                           npw, n->i[0], n->i[2], (double)n->f[0], (double)n->f[1]);
+    }
+    case NN__OP_CE_ROWS: case NN__OP_CE_ROWS_GRAD: {
+        int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
+        r = nn__cl_add(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
+        if (r != NN_OK) return r;
+        return nn__cl_args(ctx, l->kernel, "mmmmmiiiiif", NN__M(in[0]), NN__M(in[1]), n->n_in > wi ? NN__M(in[wi]) : g->one,
+                           grad ? NN__M(in[2]) : g->one, y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1],
+                           n->n_in > wi, (double)n->f[0]);
+    }
+    case NN__OP_CE_WEIGHTS:
+        r = nn__cl_add(g, id, "loss", "ce_weights", (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmiiii", NN__M(in[0]), n->n_in > 1 ? NN__M(in[1]) : g->one, y, N, n->i[1], n->i[0],
+                            n->n_in > 1);
+        return r;
+    case NN__OP_DIV_SCALAR:
+        r = nn__cl_add(g, id, "loss", "div_scalar", (size_t)N, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmi", NN__M(in[0]), NN__M(in[1]), y, N);
+        return r;
+    case NN__OP_LOSS_ROWS: case NN__OP_LOSS_ROWS_GRAD: {
+        int grad = n->op == NN__OP_LOSS_ROWS_GRAD, nx = n->n_in - grad, B = (int)g->nodes[in[0]].shape.dim[0];
+        r = nn__cl_add(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
+        if (r != NN_OK) return r;
+        return nn__cl_args(ctx, l->kernel, "mmmmmiiiif", NN__M(in[0]), NN__M(in[1]), nx > 2 ? NN__M(in[2]) : g->one,
+                           grad ? NN__M(in[n->n_in - 1]) : g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->i[0],
+                           grad ? n->i[1] : 0, (double)n->f[0]);
     }
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);

@@ -71,6 +71,7 @@ double t_relerr(const double *a, const double *b, long n) {
 
 static void run_suites(const t_env *e) {
     suite_ops(e);
+    suite_loss(e);
     suite_shape(e);
     suite_norm(e);
     suite_pool(e);
@@ -79,6 +80,7 @@ static void run_suites(const t_env *e) {
     suite_errors(e);
     suite_io(e);
     suite_safetensors(e);
+    suite_ckpt(e);
 }
 
 int main(void) {

@@ -134,6 +134,7 @@ void check_case(const t_env *e, const spec *s) {
             in[k][i] = s->int_range[k] ? (double)(s->lo_int + t_randint(s->int_range[k] - s->lo_int))
                                        : (double)(float)t_uniform(s->lo, s->hi);
     }
+    if (s->fill) s->fill(s, in);
     w = (double *)malloc((size_t)no * sizeof(double));
     for (i = 0; i < no; i++) w[i] = (double)(float)t_uniform(-1, 1);
     ref_out = (double *)malloc((size_t)no * sizeof(double));

@@ -49,6 +49,7 @@ struct spec {
     int conv[7];          /* stride h/w, pad h/w, dilation h/w, groups */
     int ip[8];            /* free for an op's integer parameters */
     float fp[4];          /* and its float parameters */
+    void (*fill)(const spec *s, double *const *in); /* NULL, or adjusts the drawn inputs */
 };
 long numel(nn_shape s);
 /* A case named `name` whose output has shape `out`; float inputs uniform in [-2, 2). */
@@ -60,6 +61,7 @@ void in_i(spec *s, nn_shape sh, int lo, int hi); /* an int32 input in [lo, hi) *
 void check_case(const t_env *e, const spec *s);
 
 void suite_ops(const t_env *e);
+void suite_loss(const t_env *e);
 void suite_shape(const t_env *e);
 void suite_norm(const t_env *e);
 void suite_pool(const t_env *e);
@@ -68,4 +70,5 @@ void suite_graph(const t_env *e);
 void suite_errors(const t_env *e);
 void suite_io(const t_env *e);
 void suite_safetensors(const t_env *e);
+void suite_ckpt(const t_env *e);
 #endif

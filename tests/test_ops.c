@@ -244,6 +244,8 @@ static void r_conv1d(const spec *s, double *const *in, double *out) {
 /* conv_transpose2d: x [N, Cin, H, W], w [Cin, Cout/G, KH, KW]; ip[0..1] output padding */
 static nn_tensor b_convt(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_conv2d_desc d;
+    nn_tensor none;
+    none.id = -1;
     d.stride_h = s->conv[0];
     d.stride_w = s->conv[1];
     d.pad_h = s->conv[2];
@@ -251,13 +253,15 @@ static nn_tensor b_convt(nn_graph *g, const nn_tensor *in, const spec *s) {
     d.dilation_h = s->conv[4];
     d.dilation_w = s->conv[5];
     d.groups = s->conv[6];
-    return nn_conv_transpose2d(g, in[0], in[1], &d, s->ip[0], s->ip[1]);
+    return nn_conv_transpose2d(g, in[0], in[1], s->n_in > 2 ? in[2] : none, &d, s->ip[0], s->ip[1]);
 }
 static void r_convt(const spec *s, double *const *in, double *out) {
     long N = s->shape[0].dim[0], Cin = s->shape[0].dim[1], H = s->shape[0].dim[2], W = s->shape[0].dim[3];
     long Cg = s->shape[1].dim[1], KH = s->shape[1].dim[2], KW = s->shape[1].dim[3], G = s->conv[6], Cing = Cin / G;
     long Cout = s->out.dim[1], OH = s->out.dim[2], OW = s->out.dim[3], n, ci, h, w, co, kh, kw;
-    memset(out, 0, (size_t)numel(s->out) * sizeof(double));
+    for (n = 0; n < N; n++) /* the bias, if any */
+        for (co = 0; co < Cout; co++)
+            for (h = 0; h < OH * OW; h++) out[(n * Cout + co) * OH * OW + h] = s->n_in > 2 ? in[2][co] : 0.0;
     for (n = 0; n < N; n++) /* scatter: input pixel (ci, h, w) adds x * w into the outputs it reaches */
         for (ci = 0; ci < Cin; ci++)
             for (h = 0; h < H; h++)
@@ -345,6 +349,7 @@ static void conv_cases(const t_env *e) {
             s.ip[1] = k == 2;
             in_f(&s, nn_shape4(c[0], c[1], c[2], c[3]));
             in_f(&s, nn_shape4(c[1], c[4], c[5], c[6]));
+            if (k != 1) in_f(&s, nn_shape1(c[4] * G)); /* a bias on two of the three */
             check_case(e, &s);
         }
     }

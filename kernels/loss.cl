@@ -1,0 +1,225 @@
+/* Losses: twins of src/nn_loss.c, same formulas in the same order. Kind numbers are
+   nn_loss.c's nn__loss_kind and nn__row_kind. */
+
+#define L_MSE 0
+#define L_L1 1
+#define L_HUBER 2
+#define L_SMOOTH_L1 3
+#define L_LOG_COSH 4
+#define L_QUANTILE 5
+#define L_HINGE 6
+#define L_SQ_HINGE 7
+#define L_BCE 8
+#define L_BCE_LOGITS 9
+#define L_FOCAL 10
+#define L_KL 11
+#define R_DICE 0
+#define R_COSINE 1
+#define R_TRIPLET 2
+
+inline float nn_sgn(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }
+
+/* a: delta / beta / tau / margin / alpha, b: gamma, pw: pos_weight */
+inline float nn_loss1(int kind, float x, float t, float a, float b, float pw, int log_target) {
+    float d = x - t, ad = fabs(d), m, p, ce, pt, l;
+    switch (kind) {
+    case L_MSE: return d * d;
+    case L_L1: return ad;
+    case L_HUBER: return ad < a ? 0.5f * d * d : a * (ad - 0.5f * a);
+    case L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;
+    case L_LOG_COSH: return ad + log1p(exp(-2.0f * ad)) - 0.69314718055994531f;
+    case L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;
+    case L_HINGE: m = a - t * x; return m > 0.0f ? m : 0.0f;
+    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? m * m : 0.0f;
+    case L_BCE: return -(t * fmax(log(x), -100.0f) + (1.0f - t) * fmax(log(1.0f - x), -100.0f));
+    case L_BCE_LOGITS: return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1p(exp(-fabs(x))) + fmax(-x, 0.0f));
+    case L_FOCAL:
+        p = 1.0f / (1.0f + exp(-x));
+        ce = fmax(x, 0.0f) - x * t + log1p(exp(-fabs(x)));
+        pt = p * t + (1.0f - p) * (1.0f - t);
+        l = ce * pow(1.0f - pt, b);
+        return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;
+    case L_KL:
+        if (log_target) return exp(t) * (t - x);
+        return t > 0.0f ? t * (log(t) - x) : 0.0f;
+    default: return 0.0f;
+    }
+}
+
+inline float nn_loss1_dx(int kind, float x, float t, float a, float b, float pw, int log_target) {
+    float d = x - t, ad = fabs(d), m, p, ce, pt, q, at;
+    switch (kind) {
+    case L_MSE: return 2.0f * d;
+    case L_L1: return nn_sgn(d);
+    case L_HUBER: return ad < a ? d : a * nn_sgn(d);
+    case L_SMOOTH_L1: return a == 0.0f ? nn_sgn(d) : ad < a ? d / a : nn_sgn(d);
+    case L_LOG_COSH: return tanh(d);
+    case L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;
+    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;
+    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : 0.0f;
+    case L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);
+    case L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));
+    case L_FOCAL:
+        p = 1.0f / (1.0f + exp(-x));
+        ce = fmax(x, 0.0f) - x * t + log1p(exp(-fabs(x)));
+        pt = p * t + (1.0f - p) * (1.0f - t);
+        q = 1.0f - pt;
+        at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;
+        return at * ((q > 0.0f ? -b * pow(q, b - 1.0f) * (2.0f * t - 1.0f) * p * (1.0f - p) * ce : 0.0f) +
+                     pow(q, b) * (p - t));
+    case L_KL:
+        if (log_target) return -exp(t);
+        return t > 0.0f ? -t : 0.0f;
+    default: return 0.0f;
+    }
+}
+
+/* y [n] = loss(x, t); pw repeats with period npw */
+__kernel void loss_ew_forward(__global const float *x, __global const float *t, __global const float *pw,
+                              __global const float *unused, __global float *y, const int n, const int npw, const int kind,
+                              const int log_target, const float a, const float b) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = nn_loss1(kind, x[i], t[i], a, b, pw[i % npw], log_target);
+}
+
+__kernel void loss_ew_backward(__global const float *x, __global const float *t, __global const float *pw,
+                               __global const float *dy, __global float *dx, const int n, const int npw, const int kind,
+                               const int log_target, const float a, const float b) {
+    int i = get_global_id(0);
+    if (i < n) dx[i] = dy[i] * nn_loss1_dx(kind, x[i], t[i], a, b, pw[i % npw], log_target);
+}
+
+inline int nn_ce_ignored(int t, int C, int ignore) { return t == ignore || t < 0 || t >= C; }
+
+/* One work-item per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c] */
+__kernel void ce_rows_forward(__global const float *x, __global const int *label, __global const float *w,
+                              __global const float *unused, __global float *loss, const int B, const int C,
+                              const int ignore, const int log_input, const int has_w, const float eps) {
+    int b = get_global_id(0);
+    if (b >= B) return;
+    __global const float *xr = x + (size_t)b * C;
+    int t = label[b];
+    if (nn_ce_ignored(t, C, ignore)) { loss[b] = 0.0f; return; }
+    float m = xr[0], s = 0.0f, lse = 0.0f, sm = 0.0f;
+    if (!log_input) {
+        for (int c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+        for (int c = 0; c < C; c++) s += exp(xr[c] - m);
+        lse = log(s) + m;
+    }
+    for (int c = 0; c < C && eps != 0.0f; c++) sm += (has_w ? w[c] : 1.0f) * (lse - xr[c]);
+    loss[b] = (1.0f - eps) * (has_w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;
+}
+
+__kernel void ce_rows_backward(__global const float *x, __global const int *label, __global const float *w,
+                               __global const float *dloss, __global float *dx, const int B, const int C,
+                               const int ignore, const int log_input, const int has_w, const float eps) {
+    int b = get_global_id(0);
+    if (b >= B) return;
+    __global const float *xr = x + (size_t)b * C;
+    __global float *dxr = dx + (size_t)b * C;
+    int t = label[b];
+    if (nn_ce_ignored(t, C, ignore)) { for (int c = 0; c < C; c++) dxr[c] = 0.0f; return; }
+    float m = xr[0], s = 0.0f, Q = 0.0f, g = dloss[b];
+    for (int c = 0; c < C; c++)
+        Q += (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);
+    if (!log_input) {
+        for (int c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+        for (int c = 0; c < C; c++) s += exp(xr[c] - m);
+    }
+    for (int c = 0; c < C; c++) {
+        float q = (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);
+        dxr[c] = log_input ? -g * q : g * (exp(xr[c] - m) / s * Q - q);
+    }
+}
+
+__kernel void ce_weights(__global const int *label, __global const float *w, __global float *y, const int B,
+                         const int C, const int ignore, const int has_w) {
+    int b = get_global_id(0);
+    if (b < B) y[b] = nn_ce_ignored(label[b], C, ignore) ? 0.0f : has_w ? w[label[b]] : 1.0f;
+}
+
+__kernel void div_scalar(__global const float *x, __global const float *d, __global float *y, const int n) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = x[i] / d[0];
+}
+
+/* Row losses of [B, D] inputs, one work-item per row; x2: cosine's target [B], triplet's
+   negative. */
+__kernel void rows_forward(__global const float *x0, __global const float *x1, __global const float *x2,
+                           __global const float *unused, __global float *y, const int B, const int D, const int kind,
+                           const int which, const float a) {
+    int b = get_global_id(0);
+    if (b >= B) return;
+    __global const float *u = x0 + (size_t)b * D, *v = x1 + (size_t)b * D;
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, r = 0.0f;
+    if (kind == R_DICE) {
+        for (int j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] + v[j];
+        }
+        r = 1.0f - (2.0f * s0 + a) / (s1 + a);
+    } else if (kind == R_COSINE) {
+        float yb = x2[b], c;
+        for (int j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] * u[j];
+            s2 += v[j] * v[j];
+        }
+        c = s0 / sqrt((s1 + 1e-12f) * (s2 + 1e-12f));
+        r = yb == 1.0f ? 1.0f - c : yb == -1.0f ? fmax(c - a, 0.0f) : 0.0f;
+    } else if (kind == R_TRIPLET) {
+        __global const float *n = x2 + (size_t)b * D;
+        for (int j = 0; j < D; j++) {
+            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;
+            s0 += dp * dp;
+            s1 += dn * dn;
+        }
+        r = fmax(sqrt(s0) - sqrt(s1) + a, 0.0f);
+    }
+    y[b] = r;
+}
+
+/* d(row loss)/d(input `which`) times dy[b] */
+__kernel void rows_backward(__global const float *x0, __global const float *x1, __global const float *x2,
+                            __global const float *dy, __global float *dx, const int B, const int D, const int kind,
+                            const int which, const float a) {
+    int b = get_global_id(0);
+    if (b >= B) return;
+    __global const float *u = x0 + (size_t)b * D, *v = x1 + (size_t)b * D;
+    __global float *o = dx + (size_t)b * D;
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, g = dy[b];
+    if (kind == R_DICE) {
+        for (int j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] + v[j];
+        }
+        float N = 2.0f * s0 + a, S = s1 + a;
+        for (int j = 0; j < D; j++) o[j] = g * (N - 2.0f * v[j] * S) / (S * S);
+    } else if (kind == R_COSINE) {
+        float yb = x2[b];
+        __global const float *self = which == 0 ? u : v, *other = which == 0 ? v : u;
+        for (int j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] * u[j];
+            s2 += v[j] * v[j];
+        }
+        float m1 = s1 + 1e-12f, m2 = s2 + 1e-12f, den = sqrt(m1 * m2), c = s0 / den;
+        float k = yb == 1.0f ? -g : (yb == -1.0f && c - a > 0.0f) ? g : 0.0f;
+        for (int j = 0; j < D; j++) o[j] = k * (other[j] / den - c * self[j] / (which == 0 ? m1 : m2));
+    } else if (kind == R_TRIPLET) {
+        __global const float *n = x2 + (size_t)b * D;
+        for (int j = 0; j < D; j++) {
+            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;
+            s0 += dp * dp;
+            s1 += dn * dn;
+        }
+        float dap = sqrt(s0), dan = sqrt(s1), l = dap - dan + a;
+        for (int j = 0; j < D; j++) {
+            float gp = l > 0.0f ? g * (u[j] - v[j] + 1e-6f) / dap : 0.0f;
+            float gn = l > 0.0f ? g * (u[j] - n[j] + 1e-6f) / dan : 0.0f;
+            o[j] = which == 0 ? gp - gn : which == 1 ? -gp : gn;
+        }
+    } else {
+        for (int j = 0; j < D; j++) o[j] = 0.0f;
+    }
+}

@@ -1,0 +1,247 @@
+/* Losses (nn_loss_desc family): CPU bodies. kernels/loss.cl holds their OpenCL twins, with
+   the same formulas in the same order; the kind numbers below are the kernels' too.
+
+   LOSS_EW       elementwise loss of (pred, target[, pos_weight]) -> pred's shape
+   LOSS_EW_GRAD  d/d(pred) of it, given dy
+   CE_ROWS       cross-entropy / NLL per row of [B, C] with labels, class weights, ignore
+                 index and label smoothing -> [B]
+   CE_WEIGHTS    the weight each row counts with in the mean: w[label] (1 without weights),
+                 0 for an ignored label -> [B]
+   DIV_SCALAR    a / b[0]: the weighted mean
+   LOSS_ROWS     a loss per row of [B, D] inputs (dice, cosine embedding, triplet) -> [B]
+   LOSS_ROWS_GRAD its gradient for input i[1] */
+
+typedef enum nn__loss_kind {
+    NN__L_MSE = 0, NN__L_L1, NN__L_HUBER, NN__L_SMOOTH_L1, NN__L_LOG_COSH, NN__L_QUANTILE, /* of d = x - t */
+    NN__L_HINGE, NN__L_SQ_HINGE, NN__L_BCE, NN__L_BCE_LOGITS, NN__L_FOCAL, NN__L_KL
+} nn__loss_kind;
+
+typedef enum nn__row_kind { NN__R_DICE = 0, NN__R_COSINE, NN__R_TRIPLET } nn__row_kind;
+
+static float nn__sgnf(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }
+
+/* One element's loss; a: delta / beta / tau / margin / alpha, b: gamma, pw: pos_weight. */
+static float nn__loss_ew1(int kind, float x, float t, float a, float b, float pw, int log_target) {
+    float d = x - t, ad = fabsf(d), m, p, ce, pt, l;
+    switch (kind) {
+    case NN__L_MSE: return d * d;
+    case NN__L_L1: return ad;
+    case NN__L_HUBER: return ad < a ? 0.5f * d * d : a * (ad - 0.5f * a);
+    case NN__L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;
+    case NN__L_LOG_COSH: return ad + log1pf(expf(-2.0f * ad)) - 0.69314718055994531f;
+    case NN__L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;
+    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? m : 0.0f;
+    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? m * m : 0.0f;
+    case NN__L_BCE:
+        return -(t * fmaxf(logf(x), -100.0f) + (1.0f - t) * fmaxf(logf(1.0f - x), -100.0f));
+    case NN__L_BCE_LOGITS:
+        return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1pf(expf(-fabsf(x))) + fmaxf(-x, 0.0f));
+    case NN__L_FOCAL:
+        p = 1.0f / (1.0f + expf(-x));
+        ce = fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x)));
+        pt = p * t + (1.0f - p) * (1.0f - t);
+        l = ce * powf(1.0f - pt, b);
+        return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;
+    case NN__L_KL:
+        if (log_target) return expf(t) * (t - x);
+        return t > 0.0f ? t * (logf(t) - x) : 0.0f;
+    default: return 0.0f;
+    }
+}
+
+/* d(loss)/dx of one element */
+static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float pw, int log_target) {
+    float d = x - t, ad = fabsf(d), m, p, ce, pt, q, at;
+    switch (kind) {
+    case NN__L_MSE: return 2.0f * d;
+    case NN__L_L1: return nn__sgnf(d);
+    case NN__L_HUBER: return ad < a ? d : a * nn__sgnf(d);
+    case NN__L_SMOOTH_L1: return a == 0.0f ? nn__sgnf(d) : ad < a ? d / a : nn__sgnf(d);
+    case NN__L_LOG_COSH: return tanhf(d);
+    case NN__L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;
+    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;
+    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : 0.0f;
+    case NN__L_BCE: return (x - t) / fmaxf((1.0f - x) * x, 1e-12f);
+    case NN__L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + expf(x));
+    case NN__L_FOCAL:
+        p = 1.0f / (1.0f + expf(-x));
+        ce = fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x)));
+        pt = p * t + (1.0f - p) * (1.0f - t);
+        q = 1.0f - pt;
+        at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;
+        return at * ((q > 0.0f ? -b * powf(q, b - 1.0f) * (2.0f * t - 1.0f) * p * (1.0f - p) * ce : 0.0f) +
+                     powf(q, b) * (p - t));
+    case NN__L_KL:
+        if (log_target) return -expf(t);
+        return t > 0.0f ? -t : 0.0f;
+    default: return 0.0f;
+    }
+}
+
+/* y (or dx) [n]; pw repeats with period npw (NULL: 1) */
+static void nn__loss_ew_forward(float *y, const float *x, const float *t, const float *pw, int64_t npw, int64_t n,
+                                int kind, float a, float b, int log_target) {
+    int64_t i;
+    for (i = 0; i < n; i++) y[i] = nn__loss_ew1(kind, x[i], t[i], a, b, pw ? pw[i % npw] : 1.0f, log_target);
+}
+
+static void nn__loss_ew_backward(float *dx, const float *x, const float *t, const float *pw, int64_t npw,
+                                 const float *dy, int64_t n, int kind, float a, float b, int log_target) {
+    int64_t i;
+    for (i = 0; i < n; i++)
+        dx[i] = dy[i] * nn__loss_ew1_dx(kind, x[i], t[i], a, b, pw ? pw[i % npw] : 1.0f, log_target);
+}
+
+static int nn__ce_ignored(int32_t t, int64_t C, int ignore) { return t == ignore || t < 0 || t >= C; }
+
+/* Per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c], logp the row's
+   log-softmax (or x itself for NLL); 0 for an ignored label. */
+static void nn__ce_rows_forward(float *loss, const float *x, const int32_t *label, const float *w, int64_t B, int64_t C,
+                                int ignore, int log_input, float eps) {
+    int64_t b, c;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        float m = xr[0], s = 0.0f, lse = 0.0f, sm = 0.0f;
+        int32_t t = label[b];
+        if (nn__ce_ignored(t, C, ignore)) { loss[b] = 0.0f; continue; }
+        if (!log_input) {
+            for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+            for (c = 0; c < C; c++) s += expf(xr[c] - m);
+            lse = logf(s) + m;
+        }
+        for (c = 0; c < C && eps != 0.0f; c++) sm += (w ? w[c] : 1.0f) * (lse - xr[c]);
+        loss[b] = (1.0f - eps) * (w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;
+    }
+}
+
+/* q[c] = (1 - eps) * w[t] * [c == t] + eps / C * w[c]: cross-entropy dx = dy * (p * sum(q) - q),
+   NLL dx = -dy * q */
+static void nn__ce_rows_backward(float *dx, const float *x, const int32_t *label, const float *w, const float *dloss,
+                                 int64_t B, int64_t C, int ignore, int log_input, float eps) {
+    int64_t b, c;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        float *dxr = dx + b * C;
+        float m = xr[0], s = 0.0f, Q = 0.0f, g = dloss[b];
+        int32_t t = label[b];
+        if (nn__ce_ignored(t, C, ignore)) { for (c = 0; c < C; c++) dxr[c] = 0.0f; continue; }
+        for (c = 0; c < C; c++) Q += (1.0f - eps) * (c == t ? (w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (w ? w[c] : 1.0f);
+        if (!log_input) {
+            for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+            for (c = 0; c < C; c++) s += expf(xr[c] - m);
+        }
+        for (c = 0; c < C; c++) {
+            float q = (1.0f - eps) * (c == t ? (w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (w ? w[c] : 1.0f);
+            dxr[c] = log_input ? -g * q : g * (expf(xr[c] - m) / s * Q - q);
+        }
+    }
+}
+
+static void nn__ce_weights_forward(float *y, const int32_t *label, const float *w, int64_t B, int64_t C, int ignore) {
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = nn__ce_ignored(label[b], C, ignore) ? 0.0f : w ? w[label[b]] : 1.0f;
+}
+
+/* Row losses of [B, D] inputs; x2 is the target [B] for cosine, the negative for triplet. */
+static float nn__row_loss1(int kind, const float *x0, const float *x1, const float *x2, int64_t b, int64_t D, float a) {
+    const float *u = x0 + b * D, *v = x1 + b * D;
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
+    int64_t j;
+    switch (kind) {
+    case NN__R_DICE:
+        for (j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] + v[j];
+        }
+        return 1.0f - (2.0f * s0 + a) / (s1 + a);
+    case NN__R_COSINE: {
+        float c, y = x2[b];
+        for (j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] * u[j];
+            s2 += v[j] * v[j];
+        }
+        c = s0 / sqrtf((s1 + 1e-12f) * (s2 + 1e-12f));
+        return y == 1.0f ? 1.0f - c : y == -1.0f ? fmaxf(c - a, 0.0f) : 0.0f;
+    }
+    case NN__R_TRIPLET: {
+        const float *n = x2 + b * D;
+        for (j = 0; j < D; j++) {
+            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;
+            s0 += dp * dp;
+            s1 += dn * dn;
+        }
+        return fmaxf(sqrtf(s0) - sqrtf(s1) + a, 0.0f);
+    }
+    default: return 0.0f;
+    }
+}
+
+/* d(row loss)/d(input `which`) of row b, times g, into dx [D] */
+static void nn__row_loss1_dx(float *dx, int kind, int which, const float *x0, const float *x1, const float *x2, int64_t b,
+                             int64_t D, float a, float g) {
+    const float *u = x0 + b * D, *v = x1 + b * D;
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
+    int64_t j;
+    switch (kind) {
+    case NN__R_DICE: { /* d/dp_j = -(2 t_j S - N) / S^2 */
+        float N, S;
+        for (j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] + v[j];
+        }
+        N = 2.0f * s0 + a;
+        S = s1 + a;
+        for (j = 0; j < D; j++) dx[j] = g * (N - 2.0f * v[j] * S) / (S * S);
+        return;
+    }
+    case NN__R_COSINE: {
+        float y = x2[b], m1, m2, den, c, k;
+        const float *self = which == 0 ? u : v, *other = which == 0 ? v : u;
+        for (j = 0; j < D; j++) {
+            s0 += u[j] * v[j];
+            s1 += u[j] * u[j];
+            s2 += v[j] * v[j];
+        }
+        m1 = s1 + 1e-12f;
+        m2 = s2 + 1e-12f;
+        den = sqrtf(m1 * m2);
+        c = s0 / den;
+        k = y == 1.0f ? -g : (y == -1.0f && c - a > 0.0f) ? g : 0.0f;
+        for (j = 0; j < D; j++) dx[j] = k * (other[j] / den - c * self[j] / (which == 0 ? m1 : m2));
+        return;
+    }
+    case NN__R_TRIPLET: {
+        const float *n = x2 + b * D;
+        float dap, dan, l;
+        for (j = 0; j < D; j++) {
+            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;
+            s0 += dp * dp;
+            s1 += dn * dn;
+        }
+        dap = sqrtf(s0);
+        dan = sqrtf(s1);
+        l = dap - dan + a;
+        for (j = 0; j < D; j++) {
+            float gp = l > 0.0f ? g * (u[j] - v[j] + 1e-6f) / dap : 0.0f;
+            float gn = l > 0.0f ? g * (u[j] - n[j] + 1e-6f) / dan : 0.0f;
+            dx[j] = which == 0 ? gp - gn : which == 1 ? -gp : gn;
+        }
+        return;
+    }
+    default:
+        for (j = 0; j < D; j++) dx[j] = 0.0f;
+    }
+}
+
+static void nn__row_loss_forward(float *y, int kind, const float *x0, const float *x1, const float *x2, int64_t B,
+                                 int64_t D, float a) {
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = nn__row_loss1(kind, x0, x1, x2, b, D, a);
+}
+
+static void nn__row_loss_backward(float *dx, int kind, int which, const float *x0, const float *x1, const float *x2,
+                                  const float *dy, int64_t B, int64_t D, float a) {
+    int64_t b;
+    for (b = 0; b < B; b++) nn__row_loss1_dx(dx + b * D, kind, which, x0, x1, x2, b, D, a, dy[b]);
+}
