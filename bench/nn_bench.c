@@ -268,7 +268,7 @@ static int bench_conv(const char *sel) {
     for (s = 0; s < sizeof shapes / sizeof shapes[0] && status == 0; s++) {
         const int *sh = shapes[s];
         int64_t nx = (int64_t)sh[0] * sh[1] * sh[2] * sh[3];
-        double flops = 2.0 * sh[0] * sh[4] * sh[2] * sh[3] * sh[1] * 9.0, fwd_ms = 0.0, step_ms = 0.0, bwd_ms;
+        double flops = 2.0 * sh[0] * sh[4] * sh[2] * sh[3] * sh[1] * 9.0, fwd_ms = 0.0, step_ms = 0.0, ms2 = 0.0, bwd_ms;
         nn_graph *g = NULL;
         nn_compile_desc cd;
         nn_conv2d_desc dd;
@@ -306,11 +306,13 @@ static int bench_conv(const char *sel) {
         }
         if (r == NN_OK) r = time_runs(g, nn_graph_forward, &fwd_ms);
         if (r == NN_OK) r = time_runs(g, nn_graph_step, &step_ms);
+        if (r == NN_OK) r = time_runs(g, nn_graph_forward, &ms2); /* again: the lower of the two */
+        if (r == NN_OK && ms2 < fwd_ms) fwd_ms = ms2;
         if (r != NN_OK) status = fail(ctx, "conv", r);
         else {
             /* the step's backward: dw, and dx when C > 1 */
             bwd_ms = step_ms - fwd_ms;
-            if (bwd_ms < 1e-6) bwd_ms = 1e-6;
+            if (bwd_ms < 0.01 * step_ms) bwd_ms = 0.01 * step_ms; /* noise on a loaded machine */
             snprintf(shape, sizeof shape, "%dx%dx%dx%dk%d", sh[0], sh[1], sh[2], sh[3], sh[4]);
             printf("BENCH name=conv2d backend=%s shape=%s pass=fwd gflops=%.2f ms=%.3f\n", name, shape,
                    flops / fwd_ms / 1e6, fwd_ms);
