@@ -286,6 +286,20 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
 NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
                                      int output_pad_h, int output_pad_w);
 
+/* 3-D convolution over x [N, C, D, H, W] (NCDHW, PyTorch's Conv3d) with
+   w [K, C/groups, KD, KH, KW] and an optional bias [K] (id < 0: none). Zero fields mean
+   stride 1, padding 0, dilation 1, groups 1. Output [N, K, OD, OH, OW] with
+   OD = (D + 2*pad_d - dilation_d*(KD-1) - 1) / stride_d + 1, and so on for H and W. */
+typedef struct nn_conv3d_desc {
+    int stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dilation_d, dilation_h, dilation_w, groups;
+} nn_conv3d_desc;
+NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc);
+
+/* PyTorch's Conv3d module: NAME.weight [out_channels, C/groups, kd, kh, kw] and NAME.bias
+   [out_channels], both U(+-1/sqrt(fan_in)) as nn.Conv3d initialises them. */
+NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
+                                 const nn_conv3d_desc *desc, const char *name);
+
 /* The same data in another shape of the same element count (a copy). */
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
 NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */
@@ -738,7 +752,8 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
     X(LOSS_EW, "loss") X(LOSS_EW_GRAD, "loss_grad") X(CE_ROWS, "cross_entropy")               \
     X(CE_ROWS_GRAD, "cross_entropy_grad") X(CE_WEIGHTS, "cross_entropy_weights")              \
     X(DIV_SCALAR, "div_scalar") X(LOSS_ROWS, "row_loss") X(LOSS_ROWS_GRAD, "row_loss_grad")          \
-    X(CHANNEL_BIAS, "channel_bias")
+    X(CHANNEL_BIAS, "channel_bias")                                                          \
+    X(CONV3D, "conv3d") X(CONV3D_DX, "conv3d_grad_input") X(CONV3D_DW, "conv3d_grad_weight")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -777,7 +792,7 @@ typedef struct nn__node {
     int in[NN__MAX_IN];
     int n_in;
     float f[4];          /* op attributes */
-    int i[8];
+    int i[12];           /* (conv3d: stride d/h/w, pad d/h/w, dilation d/h/w, groups) */
     char *name;          /* inputs and params; NULL otherwise */
     int param;           /* PARAM: index in the parameter store */
     int needs_grad;      /* d(loss)/d(this) is wanted */
@@ -2727,6 +2742,172 @@ static void nn__channel_sum(float *y, const float *x, int64_t N, int64_t C, int6
 }
 
 /* ======================================================================
+   src/nn_conv3d.c
+   ====================================================================== */
+/* 3-D convolutions on the CPU backend, built like the 2-D ones in nn_conv.c: im2col +
+   the blocked GEMM, one group at a time, the column matrix of a group being
+   [Cg*KD*KH*KW, N*OD*OH*OW]. kernels/conv3d.cl has the OpenCL twins. */
+
+typedef struct nn__conv3d {
+    int N, C, D, H, W;   /* input [N, C, D, H, W] */
+    int K, KD, KH, KW;   /* weight [K, C/G, KD, KH, KW] */
+    int OD, OH, OW;      /* output [N, K, OD, OH, OW] */
+    int s[3], p[3], d[3], G; /* stride, padding, dilation per dim (d, h, w); groups */
+} nn__conv3d;
+
+/* Geometry from x's and w's shapes and a node's attributes (stride d/h/w, pad d/h/w,
+   dilation d/h/w, groups). */
+static void nn__conv3d_geom(nn__conv3d *c, const nn_shape *x, const nn_shape *w, const int *attr) {
+    int k;
+    c->N = (int)x->dim[0];
+    c->C = (int)x->dim[1];
+    c->D = (int)x->dim[2];
+    c->H = (int)x->dim[3];
+    c->W = (int)x->dim[4];
+    c->K = (int)w->dim[0];
+    c->KD = (int)w->dim[2];
+    c->KH = (int)w->dim[3];
+    c->KW = (int)w->dim[4];
+    for (k = 0; k < 3; k++) {
+        c->s[k] = attr[k];
+        c->p[k] = attr[3 + k];
+        c->d[k] = attr[6 + k];
+    }
+    c->G = attr[9];
+    c->OD = (c->D + 2 * c->p[0] - c->d[0] * (c->KD - 1) - 1) / c->s[0] + 1;
+    c->OH = (c->H + 2 * c->p[1] - c->d[1] * (c->KH - 1) - 1) / c->s[1] + 1;
+    c->OW = (c->W + 2 * c->p[2] - c->d[2] * (c->KW - 1) - 1) / c->s[2] + 1;
+}
+
+/* Floats of scratch a conv3d node needs: one group's column matrix and one group's
+   output (or output gradient) in [Kg, N*OD*OH*OW] order. */
+static int64_t nn__conv3d_scratch(const nn__conv3d *c) {
+    int64_t P = (int64_t)c->N * c->OD * c->OH * c->OW, Kg = (int64_t)(c->C / c->G) * c->KD * c->KH * c->KW;
+    return Kg * P + (int64_t)(c->K / c->G) * P;
+}
+
+/* Rows ci0..ci1-1 (input channels of group g) of im2col (to_col) or its transpose, the
+   columns added back to their voxels of dx (!to_col). A voxel gets its terms in one fixed
+   order whatever the split. */
+static void nn__vol2col_range(const nn__conv3d *c, const float *src, int g, float *dst, int ci0, int ci1, int to_col) {
+    int Cg = c->C / c->G, ci, kd, kh, kw, n, od, oh, ow;
+    int64_t P = (int64_t)c->N * c->OD * c->OH * c->OW, DHW = (int64_t)c->D * c->H * c->W;
+    for (ci = ci0; ci < ci1; ci++)
+        for (kd = 0; kd < c->KD; kd++)
+            for (kh = 0; kh < c->KH; kh++)
+                for (kw = 0; kw < c->KW; kw++) {
+                    int64_t row = (((int64_t)ci * c->KD + kd) * c->KH + kh) * c->KW + kw;
+                    float *col = to_col ? dst + row * P : NULL;
+                    const float *dcol = to_col ? NULL : src + row * P;
+                    int64_t j = 0;
+                    for (n = 0; n < c->N; n++) {
+                        int64_t base = ((int64_t)n * c->C + g * Cg + ci) * DHW;
+                        for (od = 0; od < c->OD; od++) {
+                            int id = od * c->s[0] - c->p[0] + kd * c->d[0];
+                            for (oh = 0; oh < c->OH; oh++) {
+                                int ih = oh * c->s[1] - c->p[1] + kh * c->d[1];
+                                int inside = id >= 0 && id < c->D && ih >= 0 && ih < c->H;
+                                int64_t rowx = base + ((int64_t)id * c->H + ih) * c->W;
+                                for (ow = 0; ow < c->OW; ow++, j++) {
+                                    int iw = ow * c->s[2] - c->p[2] + kw * c->d[2];
+                                    int ok = inside && iw >= 0 && iw < c->W;
+                                    if (to_col) col[j] = ok ? src[rowx + iw] : 0.0f;
+                                    else if (ok) dst[rowx + iw] += dcol[j];
+                                }
+                            }
+                        }
+                    }
+                }
+}
+
+/* vol2col / col2vol over the threads, each task a contiguous range of input channels */
+typedef struct nn__vol_job {
+    const nn__conv3d *c;
+    const float *src;
+    float *dst;
+    int g, to_col;
+} nn__vol_job;
+
+static void nn__vol_task(void *arg, int t, int n_tasks) {
+    const nn__vol_job *j = (const nn__vol_job *)arg;
+    int Cg = j->c->C / j->c->G, per = (Cg + n_tasks - 1) / n_tasks, c0 = per * t, c1 = c0 + per < Cg ? c0 + per : Cg;
+    if (c0 < c1) nn__vol2col_range(j->c, j->src, j->g, j->dst, c0, c1, j->to_col);
+}
+
+static void nn__vol_run(nn__pool *pool, const nn__conv3d *c, const float *src, int g, float *dst, int to_col) {
+    nn__vol_job j;
+    int Cg = c->C / c->G, tasks;
+    int64_t work = (int64_t)Cg * c->KD * c->KH * c->KW * c->N * c->OD * c->OH * c->OW;
+    j.c = c;
+    j.src = src;
+    j.dst = dst;
+    j.g = g;
+    j.to_col = to_col;
+    tasks = work >= NN__PAR_MIN ? nn__pool_size(pool) : 1;
+    nn__pool_run(pool, nn__vol_task, &j, tasks < Cg ? tasks : Cg);
+}
+
+/* y [N, K, OD, OH, OW] = conv3d(x, w) + b; b may be NULL */
+static void nn__conv3d_forward(nn__pool *pool, const nn__conv3d *c, float *y, const float *x, const float *w,
+                               const float *b, float *scratch) {
+    int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KD * c->KH * c->KW, g, k, n;
+    int64_t S = (int64_t)c->OD * c->OH * c->OW, P = c->N * S;
+    float *col = scratch, *out = scratch + (int64_t)KK * P;
+    for (g = 0; g < c->G; g++) {
+        nn__vol_run(pool, c, x, g, col, 1);
+        /* out [Kg, P] = w_g [Kg, KK] * col [KK, P] */
+        nn__sgemm(pool, 0, 0, Kg, (int)P, KK, 1.0f, w + (int64_t)g * Kg * KK, KK, col, (int)P, 0.0f, out, (int)P);
+        for (k = 0; k < Kg; k++) {
+            float bias = b ? b[g * Kg + k] : 0.0f;
+            for (n = 0; n < c->N; n++) {
+                float *yy = y + ((int64_t)n * c->K + g * Kg + k) * S;
+                const float *oo = out + (int64_t)k * P + n * S;
+                int64_t i;
+                for (i = 0; i < S; i++) yy[i] = oo[i] + bias;
+            }
+        }
+    }
+}
+
+/* dy [N, K, OD, OH, OW] of group g gathered to [Kg, N*OD*OH*OW] */
+static void nn__conv3d_gather_dy(const nn__conv3d *c, const float *dy, int g, float *out) {
+    int Kg = c->K / c->G, k, n;
+    int64_t S = (int64_t)c->OD * c->OH * c->OW, P = c->N * S;
+    for (k = 0; k < Kg; k++)
+        for (n = 0; n < c->N; n++)
+            memcpy(out + (int64_t)k * P + n * S, dy + ((int64_t)n * c->K + g * Kg + k) * S, (size_t)S * sizeof(float));
+}
+
+/* dx [N, C, D, H, W] = conv3d's gradient with respect to its input */
+static void nn__conv3d_backward_data(nn__pool *pool, const nn__conv3d *c, float *dx, const float *w, const float *dy,
+                                     float *scratch) {
+    int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KD * c->KH * c->KW, g;
+    int64_t P = (int64_t)c->N * c->OD * c->OH * c->OW;
+    float *dcol = scratch, *dyg = scratch + (int64_t)KK * P;
+    memset(dx, 0, (size_t)c->N * c->C * c->D * c->H * c->W * sizeof(float));
+    for (g = 0; g < c->G; g++) {
+        nn__conv3d_gather_dy(c, dy, g, dyg);
+        /* dcol [KK, P] = w_g^T [KK, Kg] * dy_g [Kg, P] */
+        nn__sgemm(pool, 1, 0, KK, (int)P, Kg, 1.0f, w + (int64_t)g * Kg * KK, KK, dyg, (int)P, 0.0f, dcol, (int)P);
+        nn__vol_run(pool, c, dcol, g, dx, 0);
+    }
+}
+
+/* dw [K, C/G, KD, KH, KW] = conv3d's gradient with respect to its weight */
+static void nn__conv3d_backward_weight(nn__pool *pool, const nn__conv3d *c, float *dw, const float *x, const float *dy,
+                                       float *scratch) {
+    int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KD * c->KH * c->KW, g;
+    int64_t P = (int64_t)c->N * c->OD * c->OH * c->OW;
+    float *col = scratch, *dyg = scratch + (int64_t)KK * P;
+    for (g = 0; g < c->G; g++) {
+        nn__vol_run(pool, c, x, g, col, 1);
+        nn__conv3d_gather_dy(c, dy, g, dyg);
+        /* dw_g [Kg, KK] = dy_g [Kg, P] * col^T [P, KK] */
+        nn__sgemm(pool, 0, 1, Kg, KK, (int)P, 1.0f, dyg, (int)P, col, (int)P, 0.0f, dw + (int64_t)g * Kg * KK, KK);
+    }
+}
+
+/* ======================================================================
    src/nn_shape.c
    ====================================================================== */
 /* Shape and structure ops on the CPU backend: permute, concat/slice along an axis, 2-D
@@ -4178,6 +4359,113 @@ static const char *const nn__cl_src_conv[] = {
 "    for (int n = 0; n < N; n++)\n",
 "        for (int s = 0; s < S; s++) acc += x[((size_t)n * C + c) * S + s];\n",
 "    y[c] = acc;\n",
+"}\n",
+0 };
+
+/* ======================================================================
+   kernels/conv3d.cl
+   ====================================================================== */
+static const char *const nn__cl_src_conv3d[] = {
+"#line 1 \"kernels/conv3d.cl\"\n",
+"/* 3-D convolutions, direct formulation as in conv.cl: one work-item per output element of\n",
+"   each pass, every sum in a fixed order, no atomics. Layout NCDHW, weights\n",
+"   [K, C/G, KD, KH, KW]. The geometry arrives as two int8s: ga = (sd, sh, sw, pd, ph, pw,\n",
+"   dd, dh) and gb = (dw, G, unused...). */\n",
+"\n",
+"/* y [N, K, OD, OH, OW] = sum over the group's input channels and the window, + bias */\n",
+"__kernel void conv3d_forward(__global const float *x, __global const float *w, __global const float *b,\n",
+"                             __global float *y, const int N, const int C, const int D, const int H, const int W,\n",
+"                             const int K, const int KD, const int KH, const int KW, const int OD, const int OH,\n",
+"                             const int OW, const int8 ga, const int8 gb, const int has_bias) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * K * OD * OH * OW) return;\n",
+"    int ow = i % OW, oh = (i / OW) % OH, od = (i / (OW * OH)) % OD, k = (i / (OW * OH * OD)) % K;\n",
+"    int n = i / (OW * OH * OD * K);\n",
+"    int G = gb.s1, Cg = C / G, Kg = K / G, g = k / Kg;\n",
+"    float acc = has_bias ? b[k] : 0.0f;\n",
+"    for (int ci = 0; ci < Cg; ci++) {\n",
+"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * D * H * W;\n",
+"        __global const float *wc = w + ((size_t)k * Cg + ci) * KD * KH * KW;\n",
+"        for (int kd = 0; kd < KD; kd++) {\n",
+"            int id = od * ga.s0 - ga.s3 + kd * ga.s6;\n",
+"            if (id < 0 || id >= D) continue;\n",
+"            for (int kh = 0; kh < KH; kh++) {\n",
+"                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7;\n",
+"                if (ih < 0 || ih >= H) continue;\n",
+"                for (int kw = 0; kw < KW; kw++) {\n",
+"                    int iw = ow * ga.s2 - ga.s5 + kw * gb.s0;\n",
+"                    if (iw >= 0 && iw < W) acc += xc[(id * H + ih) * W + iw] * wc[(kd * KH + kh) * KW + kw];\n",
+"                }\n",
+"            }\n",
+"        }\n",
+"    }\n",
+"    y[i] = acc;\n",
+"}\n",
+"\n",
+"/* dx [N, C, D, H, W]: each input voxel sums dy * w over the outputs whose window covers it */\n",
+"__kernel void conv3d_backward_data(__global const float *w, __global const float *dy, __global float *dx,\n",
+"                                   const int N, const int C, const int D, const int H, const int W, const int K,\n",
+"                                   const int KD, const int KH, const int KW, const int OD, const int OH, const int OW,\n",
+"                                   const int8 ga, const int8 gb) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * C * D * H * W) return;\n",
+"    int iw = i % W, ih = (i / W) % H, id = (i / (W * H)) % D, c = (i / (W * H * D)) % C, n = i / (W * H * D * C);\n",
+"    int G = gb.s1, Cg = C / G, Kg = K / G, g = c / Cg, ci = c - g * Cg;\n",
+"    float acc = 0.0f;\n",
+"    for (int kd = 0; kd < KD; kd++) {\n",
+"        int td = id + ga.s3 - kd * ga.s6; /* = od * sd */\n",
+"        if (td < 0 || td % ga.s0) continue;\n",
+"        int od = td / ga.s0;\n",
+"        if (od >= OD) continue;\n",
+"        for (int kh = 0; kh < KH; kh++) {\n",
+"            int th = ih + ga.s4 - kh * ga.s7;\n",
+"            if (th < 0 || th % ga.s1) continue;\n",
+"            int oh = th / ga.s1;\n",
+"            if (oh >= OH) continue;\n",
+"            for (int kw = 0; kw < KW; kw++) {\n",
+"                int tw = iw + ga.s5 - kw * gb.s0;\n",
+"                if (tw < 0 || tw % ga.s2) continue;\n",
+"                int ow = tw / ga.s2;\n",
+"                if (ow >= OW) continue;\n",
+"                for (int kk = 0; kk < Kg; kk++) {\n",
+"                    int k = g * Kg + kk;\n",
+"                    acc += dy[((((size_t)n * K + k) * OD + od) * OH + oh) * OW + ow] *\n",
+"                           w[((((size_t)k * Cg + ci) * KD + kd) * KH + kh) * KW + kw];\n",
+"                }\n",
+"            }\n",
+"        }\n",
+"    }\n",
+"    dx[i] = acc;\n",
+"}\n",
+"\n",
+"/* dw [K, C/G, KD, KH, KW]: each weight sums dy * x over the batch and the output positions */\n",
+"__kernel void conv3d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,\n",
+"                                     const int N, const int C, const int D, const int H, const int W, const int K,\n",
+"                                     const int KD, const int KH, const int KW, const int OD, const int OH,\n",
+"                                     const int OW, const int8 ga, const int8 gb) {\n",
+"    int G = gb.s1, Cg = C / G, Kg = K / G;\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= K * Cg * KD * KH * KW) return;\n",
+"    int kw = i % KW, kh = (i / KW) % KH, kd = (i / (KW * KH)) % KD, ci = (i / (KW * KH * KD)) % Cg;\n",
+"    int k = i / (KW * KH * KD * Cg), g = k / Kg;\n",
+"    float acc = 0.0f;\n",
+"    for (int n = 0; n < N; n++) {\n",
+"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * D * H * W;\n",
+"        __global const float *dyk = dy + ((size_t)n * K + k) * OD * OH * OW;\n",
+"        for (int od = 0; od < OD; od++) {\n",
+"            int id = od * ga.s0 - ga.s3 + kd * ga.s6;\n",
+"            if (id < 0 || id >= D) continue;\n",
+"            for (int oh = 0; oh < OH; oh++) {\n",
+"                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7;\n",
+"                if (ih < 0 || ih >= H) continue;\n",
+"                for (int ow = 0; ow < OW; ow++) {\n",
+"                    int iw = ow * ga.s2 - ga.s5 + kw * gb.s0;\n",
+"                    if (iw >= 0 && iw < W) acc += dyk[(od * OH + oh) * OW + ow] * xc[(id * H + ih) * W + iw];\n",
+"                }\n",
+"            }\n",
+"        }\n",
+"    }\n",
+"    dw[i] = acc;\n",
 "}\n",
 0 };
 
@@ -5860,6 +6148,7 @@ static const char *const nn__cl_src_softmax[] = {
 typedef struct nn__cl_source { const char *name; const char *const *lines; } nn__cl_source;
 static const nn__cl_source nn__cl_sources[] = {
     { "conv", nn__cl_src_conv },
+    { "conv3d", nn__cl_src_conv3d },
     { "elementwise", nn__cl_src_elementwise },
     { "gather", nn__cl_src_gather },
     { "gemm", nn__cl_src_gemm },
@@ -5872,7 +6161,7 @@ static const nn__cl_source nn__cl_sources[] = {
     { "shape", nn__cl_src_shape },
     { "softmax", nn__cl_src_softmax },
 };
-#define NN__CL_NSOURCES 12
+#define NN__CL_NSOURCES 13
 
 /* ======================================================================
    src/nn_cl_gemm.c
@@ -7658,10 +7947,10 @@ static int nn__norm_check_vec(nn_graph *g, const char *fn, nn_tensor t, const ch
 }
 
 /* Sets a norm node's attributes: geometry attr[5] = A, C, S, G, per_channel, then the
-   flags i[5..7] and eps, momentum. */
+   flags i[5..7] and eps, momentum. i holds 8 ints (a node's first 8). */
 static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const int *i, const float *f) {
     if (t.id < 0) return t;
-    memcpy(g->nodes[t.id].i, i, sizeof g->nodes[t.id].i);
+    memcpy(g->nodes[t.id].i, i, 8 * sizeof(int));
     memcpy(g->nodes[t.id].f, f, sizeof g->nodes[t.id].f);
     return t;
 }
@@ -8201,6 +8490,101 @@ NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, n
     return nn__row_loss(g, "nn_triplet_margin_loss", NN__R_TRIPLET, 3, x, d);
 }
 
+static nn_shape nn__shape5(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t d4) {
+    nn_shape s;
+    memset(&s, 0, sizeof s);
+    s.ndim = 5;
+    s.dim[0] = d0;
+    s.dim[1] = d1;
+    s.dim[2] = d2;
+    s.dim[3] = d3;
+    s.dim[4] = d4;
+    return s;
+}
+
+NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc) {
+    nn_tensor in[3], t;
+    nn__node *nx, *nw;
+    nn_conv3d_desc d;
+    int64_t O[3];
+    int attr[10], k, has_bias = bias.id >= 0;
+    char sx[128], sw[128];
+    in[0] = x;
+    in[1] = w;
+    in[2] = bias;
+    if (!nn__check(g, "nn_conv3d", has_bias ? 3 : 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv3d", x, "x") || !nn__expect_f32(g, "nn_conv3d", w, "w")) return nn__tensor(-1);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    /* node->i: stride d/h/w, pad d/h/w, dilation d/h/w, groups */
+    attr[0] = d.stride_d ? d.stride_d : 1;
+    attr[1] = d.stride_h ? d.stride_h : 1;
+    attr[2] = d.stride_w ? d.stride_w : 1;
+    attr[3] = d.pad_d;
+    attr[4] = d.pad_h;
+    attr[5] = d.pad_w;
+    attr[6] = d.dilation_d ? d.dilation_d : 1;
+    attr[7] = d.dilation_h ? d.dilation_h : 1;
+    attr[8] = d.dilation_w ? d.dilation_w : 1;
+    attr[9] = d.groups ? d.groups : 1;
+    nx = nn__n(g, x);
+    nw = nn__n(g, w);
+    nn__shape_str(&nx->shape, sx, sizeof sx);
+    nn__shape_str(&nw->shape, sw, sizeof sw);
+    for (k = 0; k < 10; k++)
+        if (attr[k] < (k >= 3 && k < 6 ? 0 : 1))
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d: stride, dilation and groups must be >= 1 and padding >= 0");
+    if (nx->shape.ndim != 5 || nw->shape.ndim != 5)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s must be [N, C, D, H, W] and w %s [K, C/groups, KD, KH, KW]", sx, sw);
+    if (nx->shape.dim[1] % attr[9] || nw->shape.dim[0] % attr[9] || nw->shape.dim[1] * attr[9] != nx->shape.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, attr[9]);
+    for (k = 0; k < 3; k++) {
+        int64_t span = (int64_t)attr[6 + k] * (nw->shape.dim[2 + k] - 1) + 1;
+        if (nx->shape.dim[2 + k] + 2 * attr[3 + k] < span)
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: the kernel w %s is larger than the padded input x %s", sw, sx);
+        O[k] = (nx->shape.dim[2 + k] + 2 * attr[3 + k] - span) / attr[k] + 1;
+    }
+    if (has_bias) {
+        nn__node *nb = nn__n(g, bias);
+        if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nb->shape.dim[0] != nw->shape.dim[0]) {
+            char sb[128];
+            nn__shape_str(&nb->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: bias %s must be [%lld] float32", sb, (long long)nw->shape.dim[0]);
+        }
+    }
+    {
+        nn_shape ys = nn__shape5(nx->shape.dim[0], nw->shape.dim[0], O[0], O[1], O[2]);
+        t = has_bias ? nn__op3(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id, bias.id) : nn__op2(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id);
+    }
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    return t;
+}
+
+NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
+                                 const nn_conv3d_desc *desc, const char *name) {
+    char wn[256], bn[256];
+    nn_init init;
+    int64_t cin, groups = desc && desc->groups ? desc->groups : 1;
+    if (!nn__check(g, "nn_conv3d_layer", 1, &x)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d_layer: needs a name (at most 200 chars)");
+    if (nn__n(g, x)->shape.ndim != 5 || kd < 1 || kh < 1 || kw < 1 || out_channels < 1 || groups < 1 ||
+        nn__n(g, x)->shape.dim[1] % groups) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d_layer %s: x %s must be [N, C, D, H, W] with C divisible by groups, "
+                           "kernel %dx%dx%d", name, sx, kd, kh, kw);
+    }
+    cin = nn__n(g, x)->shape.dim[1] / groups;
+    init.kind = NN_INIT_UNIFORM; /* kaiming_uniform(a=sqrt(5)) is U(+-1/sqrt(fan_in)); so is the bias */
+    init.a = (float)(-1.0 / sqrt((double)(cin * kd * kh * kw)));
+    init.b = -init.a;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    return nn_conv3d(g, x, nn_param(g, wn, nn__shape5(out_channels, cin, kd, kh, kw), init),
+                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+}
+
 /* ---- autograd ---- */
 
 /* Adds gx to the gradient of node x (a sum when x feeds several ops). */
@@ -8442,6 +8826,20 @@ static void nn__backward(nn_graph *g, int id) {
         }
         break;
     }
+    case NN__OP_CONV3D:
+        if (ga) {
+            t = nn__op2(g, NN__OP_CONV3D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
+            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            nn__acc_grad(g, a, t);
+        }
+        if (gb) {
+            t = nn__op2(g, NN__OP_CONV3D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            nn__acc_grad(g, b, t);
+        }
+        if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
+            nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
+        break;
     default:
         break; /* not differentiable: no gradient flows */
     }
@@ -8716,7 +9114,14 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
         else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, n->i);
         else if (n->op == NN__OP_CONV2D_DW) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, n->i);
-        else continue;
+        else if (n->op == NN__OP_CONV3D || n->op == NN__OP_CONV3D_DX || n->op == NN__OP_CONV3D_DW) {
+            nn__conv3d c3;
+            if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
+            else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, n->i);
+            else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+            n->scratch = nn__conv3d_scratch(&c3);
+            continue;
+        } else continue;
         n->scratch = nn__conv2d_scratch(&c);
     }
 #if !defined(NN_NO_OPENCL)
@@ -9210,6 +9615,22 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         int64_t B = g->nodes[in[0]].shape.dim[0];
         nn__row_loss_backward(y, n->i[0], n->i[1], NN__F(in[0]), NN__F(in[1]), n->n_in > 3 ? NN__F(in[2]) : NULL,
                               NN__F(in[n->n_in - 1]), B, g->nodes[in[0]].numel / B, n->f[0]);
+        break;
+    }
+    case NN__OP_CONV3D: case NN__OP_CONV3D_DX: case NN__OP_CONV3D_DW: {
+        nn__conv3d c;
+        nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+        if (n->op == NN__OP_CONV3D) {
+            nn__conv3d_geom(&c, &x->shape, &w->shape, n->i);
+            nn__conv3d_forward(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                               n->scratch_buf.host);
+        } else if (n->op == NN__OP_CONV3D_DX) { /* inputs (w, dy), output dx */
+            nn__conv3d_geom(&c, &n->shape, &x->shape, n->i);
+            nn__conv3d_backward_data(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+        } else { /* inputs (x, dy), output dw */
+            nn__conv3d_geom(&c, &x->shape, &n->shape, n->i);
+            nn__conv3d_backward_weight(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+        }
         break;
     }
     default:
@@ -9718,6 +10139,30 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         return nn__cl_args(ctx, l->kernel, "mmmmmiiiif", NN__M(in[0]), NN__M(in[1]), nx > 2 ? NN__M(in[2]) : g->one,
                            grad ? NN__M(in[n->n_in - 1]) : g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->i[0],
                            grad ? n->i[1] : 0, (double)n->f[0]);
+    }
+    case NN__OP_CONV3D: case NN__OP_CONV3D_DX: case NN__OP_CONV3D_DW: {
+        nn__conv3d c;
+        nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+        int geo[16]; /* ga = stride d/h/w, pad d/h/w, dilation d/h; gb = dilation w, groups */
+        memset(geo, 0, sizeof geo);
+        memcpy(geo, n->i, 10 * sizeof(int));
+        if (n->op == NN__OP_CONV3D) {
+            nn__conv3d_geom(&c, &x->shape, &w->shape, n->i);
+            r = nn__cl_add(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
+            if (r == NN_OK)
+                r = nn__cl_args(ctx, l->kernel, "mmmmiiiiiiiiiiii88i", x->buf.mem, w->buf.mem,
+                                n->n_in > 2 ? NN__M(in[2]) : g->one, y, c.N, c.C, c.D, c.H, c.W, c.K, c.KD, c.KH, c.KW,
+                                c.OD, c.OH, c.OW, geo, geo + 8, n->n_in > 2);
+            return r;
+        }
+        if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, n->i);
+        else nn__conv3d_geom(&c, &x->shape, &n->shape, n->i);
+        r = nn__cl_add(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
+                       (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmiiiiiiiiiiii88", x->buf.mem, w->buf.mem, y, c.N, c.C, c.D, c.H, c.W, c.K,
+                            c.KD, c.KH, c.KW, c.OD, c.OH, c.OW, geo, geo + 8);
+        return r;
     }
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);

@@ -200,6 +200,20 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
 NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
                                      int output_pad_h, int output_pad_w);
 
+/* 3-D convolution over x [N, C, D, H, W] (NCDHW, PyTorch's Conv3d) with
+   w [K, C/groups, KD, KH, KW] and an optional bias [K] (id < 0: none). Zero fields mean
+   stride 1, padding 0, dilation 1, groups 1. Output [N, K, OD, OH, OW] with
+   OD = (D + 2*pad_d - dilation_d*(KD-1) - 1) / stride_d + 1, and so on for H and W. */
+typedef struct nn_conv3d_desc {
+    int stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dilation_d, dilation_h, dilation_w, groups;
+} nn_conv3d_desc;
+NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc);
+
+/* PyTorch's Conv3d module: NAME.weight [out_channels, C/groups, kd, kh, kw] and NAME.bias
+   [out_channels], both U(+-1/sqrt(fan_in)) as nn.Conv3d initialises them. */
+NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
+                                 const nn_conv3d_desc *desc, const char *name);
+
 /* The same data in another shape of the same element count (a copy). */
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
 NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */

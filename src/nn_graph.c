@@ -1236,10 +1236,10 @@ static int nn__norm_check_vec(nn_graph *g, const char *fn, nn_tensor t, const ch
 }
 
 /* Sets a norm node's attributes: geometry attr[5] = A, C, S, G, per_channel, then the
-   flags i[5..7] and eps, momentum. */
+   flags i[5..7] and eps, momentum. i holds 8 ints (a node's first 8). */
 static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const int *i, const float *f) {
     if (t.id < 0) return t;
-    memcpy(g->nodes[t.id].i, i, sizeof g->nodes[t.id].i);
+    memcpy(g->nodes[t.id].i, i, 8 * sizeof(int));
     memcpy(g->nodes[t.id].f, f, sizeof g->nodes[t.id].f);
     return t;
 }
@@ -1779,6 +1779,101 @@ NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, n
     return nn__row_loss(g, "nn_triplet_margin_loss", NN__R_TRIPLET, 3, x, d);
 }
 
+static nn_shape nn__shape5(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t d4) {
+    nn_shape s;
+    memset(&s, 0, sizeof s);
+    s.ndim = 5;
+    s.dim[0] = d0;
+    s.dim[1] = d1;
+    s.dim[2] = d2;
+    s.dim[3] = d3;
+    s.dim[4] = d4;
+    return s;
+}
+
+NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc) {
+    nn_tensor in[3], t;
+    nn__node *nx, *nw;
+    nn_conv3d_desc d;
+    int64_t O[3];
+    int attr[10], k, has_bias = bias.id >= 0;
+    char sx[128], sw[128];
+    in[0] = x;
+    in[1] = w;
+    in[2] = bias;
+    if (!nn__check(g, "nn_conv3d", has_bias ? 3 : 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv3d", x, "x") || !nn__expect_f32(g, "nn_conv3d", w, "w")) return nn__tensor(-1);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    /* node->i: stride d/h/w, pad d/h/w, dilation d/h/w, groups */
+    attr[0] = d.stride_d ? d.stride_d : 1;
+    attr[1] = d.stride_h ? d.stride_h : 1;
+    attr[2] = d.stride_w ? d.stride_w : 1;
+    attr[3] = d.pad_d;
+    attr[4] = d.pad_h;
+    attr[5] = d.pad_w;
+    attr[6] = d.dilation_d ? d.dilation_d : 1;
+    attr[7] = d.dilation_h ? d.dilation_h : 1;
+    attr[8] = d.dilation_w ? d.dilation_w : 1;
+    attr[9] = d.groups ? d.groups : 1;
+    nx = nn__n(g, x);
+    nw = nn__n(g, w);
+    nn__shape_str(&nx->shape, sx, sizeof sx);
+    nn__shape_str(&nw->shape, sw, sizeof sw);
+    for (k = 0; k < 10; k++)
+        if (attr[k] < (k >= 3 && k < 6 ? 0 : 1))
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d: stride, dilation and groups must be >= 1 and padding >= 0");
+    if (nx->shape.ndim != 5 || nw->shape.ndim != 5)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s must be [N, C, D, H, W] and w %s [K, C/groups, KD, KH, KW]", sx, sw);
+    if (nx->shape.dim[1] % attr[9] || nw->shape.dim[0] % attr[9] || nw->shape.dim[1] * attr[9] != nx->shape.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, attr[9]);
+    for (k = 0; k < 3; k++) {
+        int64_t span = (int64_t)attr[6 + k] * (nw->shape.dim[2 + k] - 1) + 1;
+        if (nx->shape.dim[2 + k] + 2 * attr[3 + k] < span)
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: the kernel w %s is larger than the padded input x %s", sw, sx);
+        O[k] = (nx->shape.dim[2 + k] + 2 * attr[3 + k] - span) / attr[k] + 1;
+    }
+    if (has_bias) {
+        nn__node *nb = nn__n(g, bias);
+        if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nb->shape.dim[0] != nw->shape.dim[0]) {
+            char sb[128];
+            nn__shape_str(&nb->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: bias %s must be [%lld] float32", sb, (long long)nw->shape.dim[0]);
+        }
+    }
+    {
+        nn_shape ys = nn__shape5(nx->shape.dim[0], nw->shape.dim[0], O[0], O[1], O[2]);
+        t = has_bias ? nn__op3(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id, bias.id) : nn__op2(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id);
+    }
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    return t;
+}
+
+NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
+                                 const nn_conv3d_desc *desc, const char *name) {
+    char wn[256], bn[256];
+    nn_init init;
+    int64_t cin, groups = desc && desc->groups ? desc->groups : 1;
+    if (!nn__check(g, "nn_conv3d_layer", 1, &x)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d_layer: needs a name (at most 200 chars)");
+    if (nn__n(g, x)->shape.ndim != 5 || kd < 1 || kh < 1 || kw < 1 || out_channels < 1 || groups < 1 ||
+        nn__n(g, x)->shape.dim[1] % groups) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d_layer %s: x %s must be [N, C, D, H, W] with C divisible by groups, "
+                           "kernel %dx%dx%d", name, sx, kd, kh, kw);
+    }
+    cin = nn__n(g, x)->shape.dim[1] / groups;
+    init.kind = NN_INIT_UNIFORM; /* kaiming_uniform(a=sqrt(5)) is U(+-1/sqrt(fan_in)); so is the bias */
+    init.a = (float)(-1.0 / sqrt((double)(cin * kd * kh * kw)));
+    init.b = -init.a;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    return nn_conv3d(g, x, nn_param(g, wn, nn__shape5(out_channels, cin, kd, kh, kw), init),
+                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+}
+
 /* ---- autograd ---- */
 
 /* Adds gx to the gradient of node x (a sum when x feeds several ops). */
@@ -2020,6 +2115,20 @@ static void nn__backward(nn_graph *g, int id) {
         }
         break;
     }
+    case NN__OP_CONV3D:
+        if (ga) {
+            t = nn__op2(g, NN__OP_CONV3D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
+            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            nn__acc_grad(g, a, t);
+        }
+        if (gb) {
+            t = nn__op2(g, NN__OP_CONV3D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            nn__acc_grad(g, b, t);
+        }
+        if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
+            nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
+        break;
     default:
         break; /* not differentiable: no gradient flows */
     }
@@ -2294,7 +2403,14 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
         else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, n->i);
         else if (n->op == NN__OP_CONV2D_DW) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, n->i);
-        else continue;
+        else if (n->op == NN__OP_CONV3D || n->op == NN__OP_CONV3D_DX || n->op == NN__OP_CONV3D_DW) {
+            nn__conv3d c3;
+            if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
+            else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, n->i);
+            else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+            n->scratch = nn__conv3d_scratch(&c3);
+            continue;
+        } else continue;
         n->scratch = nn__conv2d_scratch(&c);
     }
 #if !defined(NN_NO_OPENCL)

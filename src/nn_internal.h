@@ -68,7 +68,8 @@
     X(LOSS_EW, "loss") X(LOSS_EW_GRAD, "loss_grad") X(CE_ROWS, "cross_entropy")               \
     X(CE_ROWS_GRAD, "cross_entropy_grad") X(CE_WEIGHTS, "cross_entropy_weights")              \
     X(DIV_SCALAR, "div_scalar") X(LOSS_ROWS, "row_loss") X(LOSS_ROWS_GRAD, "row_loss_grad")          \
-    X(CHANNEL_BIAS, "channel_bias")
+    X(CHANNEL_BIAS, "channel_bias")                                                          \
+    X(CONV3D, "conv3d") X(CONV3D_DX, "conv3d_grad_input") X(CONV3D_DW, "conv3d_grad_weight")
 
 typedef enum nn__opcode {
 #define NN__X(e, s) NN__OP_##e,
@@ -107,7 +108,7 @@ typedef struct nn__node {
     int in[NN__MAX_IN];
     int n_in;
     float f[4];          /* op attributes */
-    int i[8];
+    int i[12];           /* (conv3d: stride d/h/w, pad d/h/w, dilation d/h/w, groups) */
     char *name;          /* inputs and params; NULL otherwise */
     int param;           /* PARAM: index in the parameter store */
     int needs_grad;      /* d(loss)/d(this) is wanted */

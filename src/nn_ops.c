@@ -292,6 +292,22 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
                               NN__F(in[n->n_in - 1]), B, g->nodes[in[0]].numel / B, n->f[0]);
         break;
     }
+    case NN__OP_CONV3D: case NN__OP_CONV3D_DX: case NN__OP_CONV3D_DW: {
+        nn__conv3d c;
+        nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+        if (n->op == NN__OP_CONV3D) {
+            nn__conv3d_geom(&c, &x->shape, &w->shape, n->i);
+            nn__conv3d_forward(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                               n->scratch_buf.host);
+        } else if (n->op == NN__OP_CONV3D_DX) { /* inputs (w, dy), output dx */
+            nn__conv3d_geom(&c, &n->shape, &x->shape, n->i);
+            nn__conv3d_backward_data(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+        } else { /* inputs (x, dy), output dw */
+            nn__conv3d_geom(&c, &x->shape, &n->shape, n->i);
+            nn__conv3d_backward_weight(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+        }
+        break;
+    }
     default:
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: no CPU path", nn__op_names[n->op]);
     }
@@ -798,6 +814,30 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         return nn__cl_args(ctx, l->kernel, "mmmmmiiiif", NN__M(in[0]), NN__M(in[1]), nx > 2 ? NN__M(in[2]) : g->one,
                            grad ? NN__M(in[n->n_in - 1]) : g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->i[0],
                            grad ? n->i[1] : 0, (double)n->f[0]);
+    }
+    case NN__OP_CONV3D: case NN__OP_CONV3D_DX: case NN__OP_CONV3D_DW: {
+        nn__conv3d c;
+        nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+        int geo[16]; /* ga = stride d/h/w, pad d/h/w, dilation d/h; gb = dilation w, groups */
+        memset(geo, 0, sizeof geo);
+        memcpy(geo, n->i, 10 * sizeof(int));
+        if (n->op == NN__OP_CONV3D) {
+            nn__conv3d_geom(&c, &x->shape, &w->shape, n->i);
+            r = nn__cl_add(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
+            if (r == NN_OK)
+                r = nn__cl_args(ctx, l->kernel, "mmmmiiiiiiiiiiii88i", x->buf.mem, w->buf.mem,
+                                n->n_in > 2 ? NN__M(in[2]) : g->one, y, c.N, c.C, c.D, c.H, c.W, c.K, c.KD, c.KH, c.KW,
+                                c.OD, c.OH, c.OW, geo, geo + 8, n->n_in > 2);
+            return r;
+        }
+        if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, n->i);
+        else nn__conv3d_geom(&c, &x->shape, &n->shape, n->i);
+        r = nn__cl_add(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
+                       (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmiiiiiiiiiiii88", x->buf.mem, w->buf.mem, y, c.N, c.C, c.D, c.H, c.W, c.K,
+                            c.KD, c.KH, c.KW, c.OD, c.OH, c.OW, geo, geo + 8);
+        return r;
     }
     default:
         return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);
