@@ -12,6 +12,7 @@
 # prerequisite; bench/sgemm_clblast has its own rule and is optional).
 set -u
 cd "$(dirname "$0")/.." || exit 1
+export NN_LOG=warn # no "backend: ..." lines between the figures
 
 NN=./bench/nn_bench
 PY=/usr/bin/python3
