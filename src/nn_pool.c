@@ -116,13 +116,13 @@ static void nn__max_plane_inside(const nn__pooling *p, float *y, int32_t *out_id
     for (oh = 0; oh < p->OH; oh++) {
         int h0 = oh * p->sh;
         for (ow = 0; ow < p->OW; ow++) {
-            int w0 = ow * p->sw, arg = h0 * p->W + w0;
-            float m = x[arg];
+            int w0 = ow * p->sw, base = h0 * p->W + w0, arg = base; /* positions from base: arg moves */
+            float m = x[base];
             if (p->kh == 2 && p->kw == 2) {
-                const float *r0 = x + h0 * p->W + w0, *r1 = r0 + p->W;
-                NN__MAX_STEP(r0[1], arg + 1);
-                NN__MAX_STEP(r1[0], arg + p->W);
-                NN__MAX_STEP(r1[1], arg + p->W + 1);
+                const float *r0 = x + base, *r1 = r0 + p->W;
+                NN__MAX_STEP(r0[1], base + 1);
+                NN__MAX_STEP(r1[0], base + p->W);
+                NN__MAX_STEP(r1[1], base + p->W + 1);
             } else {
                 for (i = 0; i < p->kh; i++)
                     for (j = i == 0 ? 1 : 0; j < p->kw; j++) NN__MAX_STEP(x[(h0 + i) * p->W + w0 + j], (h0 + i) * p->W + w0 + j);
