@@ -154,7 +154,11 @@ typedef struct nn_context_desc {
     void *log_user;
     int log_level;          /* 0: $NN_LOG (error|warn|info|debug), else NN_LOG_INFO (one line:
                                the backend chosen); else the nn_log_level plus one */
+    int tuning;             /* OpenCL kernels and tile shapes: NN_TUNING_AUTO (0: $NN_CL_TUNING
+                               = cpu|gpu, else by the device's type), NN_TUNING_CPU or
+                               NN_TUNING_GPU (e.g. to test the GPU paths on PoCL) */
 } nn_context_desc;
+enum { NN_TUNING_AUTO = 0, NN_TUNING_CPU = 1, NN_TUNING_GPU = 2 };
 
 /* Creates a context on the chosen backend. On failure *out is NULL and the reason has
    gone to the log (an explicitly requested device that cannot be opened is an error; no
@@ -806,6 +810,7 @@ typedef struct nn__node {
     nn__buf buf;         /* the output */
     nn__buf aux[NN__MAX_AUX]; /* persistent state (optimizer moments), each of in[0]'s size */
     int n_aux;
+    int algo;            /* implementation chosen at compile time (convolutions: NN__CONV_*) */
     int64_t scratch;     /* floats of working memory for the op's run alone (arena) */
     size_t scratch_offset;
     nn__buf scratch_buf;
@@ -845,9 +850,10 @@ typedef struct nn__cl {
     cl_context context;
     cl_command_queue queue;
     char name[128], vendor[128], driver[128], version[128];
-    int is_cpu, is_gpu;
+    int is_cpu, is_gpu;               /* is_cpu: kernels tuned as for a CPU (its type, or desc.tuning) */
     size_t max_wg;
     cl_ulong local_mem, max_alloc;
+    cl_uint units;                    /* compute units */
     size_t align;                     /* sub-buffer offset alignment in bytes */
     cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
     char gemm_options[512];
@@ -2563,6 +2569,9 @@ static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w,
     c->OH = (c->H + 2 * c->ph - c->dh * (c->KH - 1) - 1) / c->sh + 1;
     c->OW = (c->W + 2 * c->pw - c->dw * (c->KW - 1) - 1) / c->sw + 1;
 }
+
+/* How a convolution node runs; chosen per shape when the graph is compiled. */
+enum { NN__CONV_GEMM = 0, NN__CONV_DIRECT = 1 };
 
 /* Floats of scratch a conv node needs: one group's column matrix and one group's output
    (or output gradient) in [Kg, N*OH*OW] order. */
@@ -4360,6 +4369,177 @@ static const char *const nn__cl_src_conv[] = {
 "        for (int s = 0; s < S; s++) acc += x[((size_t)n * C + c) * S + s];\n",
 "    y[c] = acc;\n",
 "}\n",
+"\n",
+"/* ---- the GEMM path (src/nn_conv.c, nn__cl_conv2d_plan, says when it is used) ----\n",
+"   Column matrices are [C*KH*KW, ld]: row (c*KH + kh)*KW + kw, so the rows of group g are\n",
+"   one contiguous block; column p = (n*OH + oh)*OW + ow runs over the whole batch, and\n",
+"   columns P..ld-1 are zeros (padding for the K slices of the weight gradient). Operands\n",
+"   live at float offsets `off` inside the node's scratch buffer. */\n",
+"\n",
+"/* col = im2col(x) */\n",
+"__kernel void conv2d_im2col(__global const float *x, __global float *col, const int off, const int N, const int C,\n",
+"                            const int H, const int W, const int KH, const int KW, const int OH, const int OW,\n",
+"                            const int8 geo, const int ld) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= C * KH * KW * ld) return;\n",
+"    int p = i % ld, row = i / ld;\n",
+"    int kw = row % KW, kh = (row / KW) % KH, c = row / (KW * KH);\n",
+"    float v = 0.0f;\n",
+"    if (p < N * OH * OW) {\n",
+"        int ow = p % OW, oh = (p / OW) % OH, n = p / (OW * OH);\n",
+"        int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
+"        if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = x[(((size_t)n * C + c) * H + ih) * W + iw];\n",
+"    }\n",
+"    col[off + (size_t)i] = v;\n",
+"}\n",
+"\n",
+"/* dx = col2im(dcol): each input pixel sums the column entries that read it, in (kh, kw)\n",
+"   order (no atomics, the same order every run) */\n",
+"__kernel void conv2d_col2im(__global const float *dcol, __global float *dx, const int off, const int N, const int C,\n",
+"                            const int H, const int W, const int KH, const int KW, const int OH, const int OW,\n",
+"                            const int8 geo, const int ld) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * C * H * W) return;\n",
+"    int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);\n",
+"    float acc = 0.0f;\n",
+"    for (int kh = 0; kh < KH; kh++) {\n",
+"        int th = ih + geo.s2 - kh * geo.s4;\n",
+"        if (th < 0 || th % geo.s0) continue;\n",
+"        int oh = th / geo.s0;\n",
+"        if (oh >= OH) continue;\n",
+"        for (int kw = 0; kw < KW; kw++) {\n",
+"            int tw = iw + geo.s3 - kw * geo.s5;\n",
+"            if (tw < 0 || tw % geo.s1) continue;\n",
+"            int ow = tw / geo.s1;\n",
+"            if (ow >= OW) continue;\n",
+"            acc += dcol[off + (size_t)((c * KH + kh) * KW + kw) * ld + ((size_t)n * OH + oh) * OW + ow];\n",
+"        }\n",
+"    }\n",
+"    dx[i] = acc;\n",
+"}\n",
+"\n",
+"/* y [N, K, S] = out [K, ld] (columns n*S + s) + bias */\n",
+"__kernel void conv2d_unpack(__global const float *out, __global const float *b, __global float *y, const int off,\n",
+"                            const int N, const int K, const int S, const int ld, const int has_bias) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * K * S) return;\n",
+"    int s = i % S, k = (i / S) % K, n = i / (S * K);\n",
+"    y[i] = out[off + (size_t)k * ld + (size_t)n * S + s] + (has_bias ? b[k] : 0.0f);\n",
+"}\n",
+"\n",
+"/* dyg [K, ld] (columns n*S + s, zeros past N*S) = dy [N, K, S] */\n",
+"__kernel void conv2d_pack(__global const float *dy, __global float *dyg, const int off, const int N, const int K,\n",
+"                          const int S, const int ld) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= K * ld) return;\n",
+"    int p = i % ld, k = i / ld;\n",
+"    dyg[off + (size_t)i] = p < N * S ? dy[((size_t)(p / S) * K + k) * S + p % S] : 0.0f;\n",
+"}\n",
+"\n",
+"/* y [count] = the sum of `parts` slices of part [parts, count] at off, in slice order */\n",
+"__kernel void sum_slices(__global const float *part, __global float *y, const int off, const int count,\n",
+"                         const int parts) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= count) return;\n",
+"    float acc = 0.0f;\n",
+"    for (int s = 0; s < parts; s++) acc += part[off + (size_t)s * count + i];\n",
+"    y[i] = acc;\n",
+"}\n",
+"\n",
+"/* CPU devices (PoCL and the like) run the variants below: one work-item per row of\n",
+"   contiguous floats, so the index arithmetic (divisions by runtime sizes) is paid once per\n",
+"   row instead of once per float, and the inner loops are plain copies. */\n",
+"\n",
+"/* the ow in [lo, hi) for which iw = ow*sw + off lies in [0, W) */\n",
+"inline int2 ow_span(const int off, const int sw, const int W, const int OW) {\n",
+"    int lo = off >= 0 ? 0 : (-off + sw - 1) / sw;\n",
+"    int hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;\n",
+"    hi = min(hi, OW);\n",
+"    return (int2)(min(lo, hi), hi);\n",
+"}\n",
+"\n",
+"/* conv2d_im2col by rows: item (row, n, oh); items past rows*N*OH zero one row's padding */\n",
+"__kernel void conv2d_im2col_rows(__global const float *x, __global float *col, const int off, const int N,\n",
+"                                 const int C, const int H, const int W, const int KH, const int KW, const int OH,\n",
+"                                 const int OW, const int8 geo, const int ld) {\n",
+"    int i = get_global_id(0), rows = C * KH * KW, P = N * OH * OW;\n",
+"    if (i >= rows * N * OH + rows) return;\n",
+"    if (i >= rows * N * OH) {\n",
+"        __global float *r = col + off + (size_t)(i - rows * N * OH) * ld;\n",
+"        for (int p = P; p < ld; p++) r[p] = 0.0f;\n",
+"        return;\n",
+"    }\n",
+"    int oh = i % OH, n = (i / OH) % N, row = i / (OH * N);\n",
+"    int kw = row % KW, kh = (row / KW) % KH, c = row / (KW * KH);\n",
+"    int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, o = kw * geo.s5 - geo.s3, sw = geo.s1;\n",
+"    __global float *r = col + off + (size_t)row * ld + ((size_t)n * OH + oh) * OW;\n",
+"    if (ih < 0 || ih >= H) {\n",
+"        for (int ow = 0; ow < OW; ow++) r[ow] = 0.0f;\n",
+"        return;\n",
+"    }\n",
+"    __global const float *xr = x + (((size_t)n * C + c) * H + ih) * W;\n",
+"    int2 s = ow_span(o, sw, W, OW);\n",
+"    for (int ow = 0; ow < s.x; ow++) r[ow] = 0.0f;\n",
+"    if (sw == 1)\n",
+"        for (int ow = s.x; ow < s.y; ow++) r[ow] = xr[ow + o];\n",
+"    else\n",
+"        for (int ow = s.x; ow < s.y; ow++) r[ow] = xr[ow * sw + o];\n",
+"    for (int ow = s.y; ow < OW; ow++) r[ow] = 0.0f;\n",
+"}\n",
+"\n",
+"/* conv2d_col2im by planes: item (n, c) owns its input plane and adds the column rows into\n",
+"   it in (kh, kw, oh, ow) order */\n",
+"__kernel void conv2d_col2im_planes(__global const float *dcol, __global float *dx, const int off, const int N,\n",
+"                                   const int C, const int H, const int W, const int KH, const int KW, const int OH,\n",
+"                                   const int OW, const int8 geo, const int ld) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * C) return;\n",
+"    int c = i % C, n = i / C, sw = geo.s1;\n",
+"    __global float *xp = dx + (size_t)i * H * W;\n",
+"    for (int j = 0; j < H * W; j++) xp[j] = 0.0f;\n",
+"    for (int kh = 0; kh < KH; kh++)\n",
+"        for (int kw = 0; kw < KW; kw++) {\n",
+"            int o = kw * geo.s5 - geo.s3;\n",
+"            int2 s = ow_span(o, sw, W, OW);\n",
+"            __global const float *rr = dcol + off + (size_t)((c * KH + kh) * KW + kw) * ld + (size_t)n * OH * OW;\n",
+"            for (int oh = 0; oh < OH; oh++) {\n",
+"                int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;\n",
+"                if (ih < 0 || ih >= H) continue;\n",
+"                __global float *xr = xp + (size_t)ih * W;\n",
+"                __global const float *r = rr + (size_t)oh * OW;\n",
+"                for (int ow = s.x; ow < s.y; ow++) xr[ow * sw + o] += r[ow];\n",
+"            }\n",
+"        }\n",
+"}\n",
+"\n",
+"/* conv2d_unpack by rows: item (n, k) */\n",
+"__kernel void conv2d_unpack_rows(__global const float *out, __global const float *b, __global float *y,\n",
+"                                 const int off, const int N, const int K, const int S, const int ld,\n",
+"                                 const int has_bias) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * K) return;\n",
+"    int k = i % K, n = i / K;\n",
+"    float bias = has_bias ? b[k] : 0.0f;\n",
+"    __global const float *o = out + off + (size_t)k * ld + (size_t)n * S;\n",
+"    __global float *yy = y + (size_t)i * S;\n",
+"    for (int s = 0; s < S; s++) yy[s] = o[s] + bias;\n",
+"}\n",
+"\n",
+"/* conv2d_pack by rows: item (k, n); item (k, N) zeroes row k's padding */\n",
+"__kernel void conv2d_pack_rows(__global const float *dy, __global float *dyg, const int off, const int N,\n",
+"                               const int K, const int S, const int ld) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= K * (N + 1)) return;\n",
+"    int n = i % (N + 1), k = i / (N + 1);\n",
+"    __global float *d = dyg + off + (size_t)k * ld;\n",
+"    if (n == N) {\n",
+"        for (int p = N * S; p < ld; p++) d[p] = 0.0f;\n",
+"        return;\n",
+"    }\n",
+"    __global const float *src = dy + ((size_t)n * K + k) * S;\n",
+"    d += (size_t)n * S;\n",
+"    for (int s = 0; s < S; s++) d[s] = src[s];\n",
+"}\n",
 0 };
 
 /* ======================================================================
@@ -4814,15 +4994,9 @@ static const char *const nn__cl_src_gemm[] = {
 "    }\n",
 "}\n",
 "\n",
-"#define GEMM_KERNEL(name, ta, tb)                                                   \\\n",
-"    __kernel __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))                   \\\n",
-"    void name(const int M, const int N, const int K,                                \\\n",
-"              __global const float *A, const int lda,                               \\\n",
-"              __global const float *B, const int ldb,                               \\\n",
-"              __global float *C, const int ldc, const float alpha, const float beta) \\\n",
-"    {                                                                               \\\n",
-"        gemm_direct(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ta, tb);          \\\n",
-"    }\n",
+"#define GEMM_ATTR __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))\n",
+"#define GEMM_LOCALS\n",
+"#define GEMM_CALL(a, b, c, ta, tb) gemm_direct(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, ta, tb)\n",
 "\n",
 "#elif USE_LOCAL == 2\n",
 "\n",
@@ -4943,16 +5117,9 @@ static const char *const nn__cl_src_gemm[] = {
 "    }\n",
 "}\n",
 "\n",
-"#define GEMM_KERNEL(name, ta, tb)                                                   \\\n",
-"    __kernel __attribute__((reqd_work_group_size(1, 1, 1)))                         \\\n",
-"    void name(const int M, const int N, const int K,                                \\\n",
-"              __global const float *A, const int lda,                               \\\n",
-"              __global const float *B, const int ldb,                               \\\n",
-"              __global float *C, const int ldc, const float alpha, const float beta) \\\n",
-"    {                                                                               \\\n",
-"        __local float Bp[TS_K * TS_N];                                              \\\n",
-"        gemm_packed(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, Bp, ta, tb);      \\\n",
-"    }\n",
+"#define GEMM_ATTR __attribute__((reqd_work_group_size(1, 1, 1)))\n",
+"#define GEMM_LOCALS __local float Bp[TS_K * TS_N];\n",
+"#define GEMM_CALL(a, b, c, ta, tb) gemm_packed(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, Bp, ta, tb)\n",
 "\n",
 "#else /* USE_LOCAL == 1 */\n",
 "\n",
@@ -5044,24 +5211,53 @@ static const char *const nn__cl_src_gemm[] = {
 "    }\n",
 "}\n",
 "\n",
-"#define GEMM_KERNEL(name, ta, tb)                                                   \\\n",
-"    __kernel __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))                   \\\n",
-"    void name(const int M, const int N, const int K,                                \\\n",
-"              __global const float *A, const int lda,                               \\\n",
-"              __global const float *B, const int ldb,                               \\\n",
-"              __global float *C, const int ldc, const float alpha, const float beta) \\\n",
-"    {                                                                               \\\n",
-"        __local float As[TS_K * LDA_S];                                             \\\n",
-"        __local float Bs[TS_K * LDB_S];                                             \\\n",
-"        gemm_tiled(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, As, Bs, ta, tb);   \\\n",
-"    }\n",
+"#define GEMM_ATTR __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))\n",
+"#define GEMM_LOCALS __local float As[TS_K * LDA_S]; __local float Bs[TS_K * LDB_S];\n",
+"#define GEMM_CALL(a, b, c, ta, tb) gemm_tiled(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, As, Bs, ta, tb)\n",
 "\n",
 "#endif /* USE_LOCAL */\n",
+"\n",
+"#define GEMM_KERNEL(name, ta, tb)                                                    \\\n",
+"    __kernel GEMM_ATTR void name(const int M, const int N, const int K,              \\\n",
+"                                 __global const float *A, const int lda,             \\\n",
+"                                 __global const float *B, const int ldb,             \\\n",
+"                                 __global float *C, const int ldc,                   \\\n",
+"                                 const float alpha, const float beta)                \\\n",
+"    {                                                                                \\\n",
+"        GEMM_LOCALS                                                                  \\\n",
+"        GEMM_CALL(A, B, C, ta, tb);                                                  \\\n",
+"    }\n",
+"\n",
+"/* Batched: grid dimension 2 numbers the products.  Product z uses the matrices at\n",
+" * A + offA + (z / inner) * sa0 + (z % inner) * sa1 (B and C likewise), in floats, so one\n",
+" * launch covers the groups of a grouped convolution (outer) and the K slices of a\n",
+" * split-K product (inner).  The offsets let operands live inside one scratch buffer. */\n",
+"#define GEMM_BATCHED_KERNEL(name, ta, tb)                                            \\\n",
+"    __kernel GEMM_ATTR void name(const int M, const int N, const int K,              \\\n",
+"                                 __global const float *A, const int lda,             \\\n",
+"                                 __global const float *B, const int ldb,             \\\n",
+"                                 __global float *C, const int ldc,                   \\\n",
+"                                 const float alpha, const float beta,                \\\n",
+"                                 const int inner, const int offA, const int sa0,     \\\n",
+"                                 const int sa1, const int offB, const int sb0,       \\\n",
+"                                 const int sb1, const int offC, const int sc0,       \\\n",
+"                                 const int sc1)                                      \\\n",
+"    {                                                                                \\\n",
+"        GEMM_LOCALS                                                                  \\\n",
+"        const int z = (int)get_global_id(2), zo = z / inner, zi = z - zo * inner;    \\\n",
+"        GEMM_CALL(A + offA + (size_t)zo * sa0 + (size_t)zi * sa1,                    \\\n",
+"                  B + offB + (size_t)zo * sb0 + (size_t)zi * sb1,                    \\\n",
+"                  C + offC + (size_t)zo * sc0 + (size_t)zi * sc1, ta, tb);           \\\n",
+"    }\n",
 "\n",
 "GEMM_KERNEL(gemm_nn, 0, 0)\n",
 "GEMM_KERNEL(gemm_nt, 0, 1)\n",
 "GEMM_KERNEL(gemm_tn, 1, 0)\n",
 "GEMM_KERNEL(gemm_tt, 1, 1)\n",
+"GEMM_BATCHED_KERNEL(gemm_nn_batched, 0, 0)\n",
+"GEMM_BATCHED_KERNEL(gemm_nt_batched, 0, 1)\n",
+"GEMM_BATCHED_KERNEL(gemm_tn_batched, 1, 0)\n",
+"GEMM_BATCHED_KERNEL(gemm_tt_batched, 1, 1)\n",
 0 };
 
 /* ======================================================================
@@ -6177,9 +6373,9 @@ static const nn__cl_source nn__cl_sources[] = {
 
 typedef struct nn__cl_gemm_plan {
     const char *kernel;   /* kernel name in kernels/gemm.cl */
-    cl_uint dims;         /* 2 */
-    size_t gws[2];        /* global size (already rounded up to a multiple of lws) */
-    size_t lws[2];        /* local size; lws[0]==0 means pass NULL (let the runtime choose) */
+    cl_uint dims;         /* 2, or 3 for a batch (dimension 2 numbers the products) */
+    size_t gws[3];        /* global size (already rounded up to a multiple of lws) */
+    size_t lws[3];        /* local size; lws[0]==0 means pass NULL (let the runtime choose) */
 } nn__cl_gemm_plan;
 
 #ifndef NN__CL_GEMM_CPU_ITEMS
@@ -6253,15 +6449,20 @@ static void nn__cl_gemm_cfg_options(const nn__cl_gemm_cfg *c, char *buf, size_t 
     buf[n] = '\0';
 }
 
-static void nn__cl_gemm_cfg_plan(const nn__cl_gemm_cfg *c, int transA, int transB,
-                                 int M, int N, nn__cl_gemm_plan *p)
+/* Geometry of `batch` products of M x N each with the batched kernels (grid dimension 2
+   numbers them); batch 0 means one product with the plain 2-D kernels. */
+static void nn__cl_gemm_cfg_plan_batched(const nn__cl_gemm_cfg *c, int transA, int transB,
+                                         int M, int N, int batch, nn__cl_gemm_plan *p)
 {
-    static const char *const names[4] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt" };
+    static const char *const names[8] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt",
+                                          "gemm_nn_batched", "gemm_nt_batched", "gemm_tn_batched",
+                                          "gemm_tt_batched" };
     int packed = c->use_local == 2;
     size_t tile_n = (size_t)c->wpt_n * (size_t)(packed ? c->wg_n : 1);
     size_t tile_m = (size_t)c->wpt_m * (size_t)(packed ? c->wg_m : 1);
     size_t items_n = ((size_t)N + tile_n - 1) / tile_n;
     size_t items_m = ((size_t)M + tile_m - 1) / tile_m;
+    size_t nb = batch > 0 ? (size_t)batch : 1;
     if (packed) {
         /* One item per group covers wg_n*wpt_n columns and an equal share of
          * the rows (the kernel derives it from the grid height).  Tiles of
@@ -6272,16 +6473,24 @@ static void nn__cl_gemm_cfg_plan(const nn__cl_gemm_cfg *c, int transA, int trans
          * groups dynamically, so a few items per core balance well. */
         size_t min_rows = (size_t)c->wpt_m * 4;
         size_t most = ((size_t)M + min_rows - 1) / min_rows;
-        size_t want = (NN__CL_GEMM_CPU_ITEMS + items_n - 1) / items_n;
+        size_t want = (NN__CL_GEMM_CPU_ITEMS + items_n * nb - 1) / (items_n * nb);
         if (want > most) want = most;
         if (want > items_m) items_m = want;
     }
-    p->kernel = names[(transA ? 2 : 0) + (transB ? 1 : 0)];
-    p->dims = 2;
+    p->kernel = names[(transA ? 2 : 0) + (transB ? 1 : 0) + (batch > 0 ? 4 : 0)];
+    p->dims = batch > 0 ? 3 : 2;
     p->lws[0] = packed ? 1 : (size_t)c->wg_n;
     p->lws[1] = packed ? 1 : (size_t)c->wg_m;
+    p->lws[2] = 1;
     p->gws[0] = (items_n + p->lws[0] - 1) / p->lws[0] * p->lws[0];
     p->gws[1] = (items_m + p->lws[1] - 1) / p->lws[1] * p->lws[1];
+    p->gws[2] = nb;
+}
+
+static void nn__cl_gemm_cfg_plan(const nn__cl_gemm_cfg *c, int transA, int transB,
+                                 int M, int N, nn__cl_gemm_plan *p)
+{
+    nn__cl_gemm_cfg_plan_batched(c, transA, transB, M, N, 0, p);
 }
 
 /* Build options (-D ...) for kernels/gemm.cl on a device; written into buf (NUL-terminated). */
@@ -6302,6 +6511,16 @@ static void nn__cl_gemm_plan_make(int is_cpu_device, size_t max_wg_size, cl_ulon
     (void)K;
     nn__cl_gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
     nn__cl_gemm_cfg_plan(&c, transA, transB, M, N, p);
+}
+
+/* Launch geometry for `batch` products of the batched kernels (see kernels/gemm.cl). */
+static void nn__cl_gemm_plan_batched(int is_cpu_device, size_t max_wg_size, cl_ulong local_mem_bytes,
+                                     int transA, int transB, int M, int N, int batch,
+                                     nn__cl_gemm_plan *p)
+{
+    nn__cl_gemm_cfg c;
+    nn__cl_gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
+    nn__cl_gemm_cfg_plan_batched(&c, transA, transB, M, N, batch, p);
 }
 
 /* ======================================================================
@@ -6428,7 +6647,7 @@ static void nn__cl_close(nn_context *ctx) {
     memset(&ctx->cl, 0, sizeof ctx->cl);
 }
 
-static nn_result nn__cl_open(nn_context *ctx, cl_platform_id plat, cl_device_id dev) {
+static nn_result nn__cl_open(nn_context *ctx, cl_platform_id plat, cl_device_id dev, int tuning) {
     nn__cl *cl = &ctx->cl;
     cl_int err;
     cl_uint align_bits = 0;
@@ -6441,12 +6660,19 @@ static nn_result nn__cl_open(nn_context *ctx, cl_platform_id plat, cl_device_id 
     cl->device = dev;
     cl->is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
     cl->is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
+    if (tuning == NN_TUNING_AUTO) { /* the device type decides unless $NN_CL_TUNING says */
+        const char *env = getenv("NN_CL_TUNING");
+        if (env && strcmp(env, "gpu") == 0) tuning = NN_TUNING_GPU;
+        if (env && strcmp(env, "cpu") == 0) tuning = NN_TUNING_CPU;
+    }
+    if (tuning != NN_TUNING_AUTO) cl->is_cpu = tuning == NN_TUNING_CPU; /* is_cpu: "tuned as for a CPU" */
     nn__cl_str(dev, CL_DEVICE_NAME, cl->name, sizeof cl->name);
     nn__cl_str(dev, CL_DEVICE_VENDOR, cl->vendor, sizeof cl->vendor);
     nn__cl_str(dev, CL_DRIVER_VERSION, cl->driver, sizeof cl->driver);
     nn__cl_str(dev, CL_DEVICE_VERSION, cl->version, sizeof cl->version);
     clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof cl->max_wg, &cl->max_wg, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof cl->local_mem, &cl->local_mem, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cl->units, &cl->units, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof cl->max_alloc, &cl->max_alloc, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
     cl->align = align_bits / 8 > 256 ? align_bits / 8 : 256;
@@ -6704,6 +6930,57 @@ static nn_result nn__cl_fill(nn_context *ctx, cl_mem m, float v, size_t bytes) {
     if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueFillBuffer: %s (%d)", nn__cl_errstr(err), err);
     return NN_OK;
 }
+
+/* ---- convolution planning (the launches are in nn_ops.c, the kernels in conv.cl) ---- */
+
+typedef struct nn__cl_conv_plan {
+    int algo;        /* NN__CONV_GEMM or NN__CONV_DIRECT */
+    int ld;          /* columns of the column matrices: P = N*OH*OW, padded for the K slices */
+    int split;       /* K slices of the weight gradient's product (1: none) */
+    int64_t scratch; /* floats */
+} nn__cl_conv_plan;
+
+/* Depthwise convolutions (one input channel per group) run the direct kernels: their
+   products are too thin for a GEMM. Everything else is im2col + the tuned GEMM, one
+   batched launch over the groups. The weight gradient reduces over all N*OH*OW columns
+   into a small [K, C/G*KH*KW] result, so its product is cut into K slices (summed after,
+   in a fixed order) until there are enough tiles to fill the device. Shapes whose
+   working memory would not fit the device, or 32-bit indices, fall back to direct. */
+static void nn__cl_conv2d_plan(const nn_context *ctx, int op, const nn__conv2d *c, nn__cl_conv_plan *p) {
+    int64_t P = (int64_t)c->N * c->OH * c->OW, Cg = c->C / c->G, Kg = c->K / c->G;
+    int64_t KKg = Cg * c->KH * c->KW, rows = (int64_t)c->C * c->KH * c->KW, chunk, most;
+    nn__cl_gemm_cfg cfg;
+    memset(p, 0, sizeof *p);
+    p->algo = NN__CONV_DIRECT;
+    p->ld = (int)P;
+    p->split = 1;
+    if (Cg == 1 && c->G > 1) return;
+    if (op == NN__OP_CONV2D_DW) {
+        int64_t tile_n, tile_m, tiles, target;
+        nn__cl_gemm_config(ctx->cl.is_cpu, ctx->cl.max_wg, ctx->cl.local_mem, &cfg);
+        tile_n = (int64_t)cfg.wpt_n * cfg.wg_n;
+        tile_m = (int64_t)cfg.wpt_m * (cfg.use_local == 2 ? 4 : cfg.wg_m);
+        tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
+        target = ctx->cl.is_cpu ? NN__CL_GEMM_CPU_ITEMS : 4 * (int64_t)(ctx->cl.units ? ctx->cl.units : 16);
+        p->split = (int)((target + tiles - 1) / tiles);
+        most = P / 256; /* slices of at least 256 columns */
+        if (p->split > most) p->split = (int)(most > 1 ? most : 1);
+        if (p->split > 64) p->split = 64;
+        chunk = (P + p->split - 1) / p->split;
+        chunk = (chunk + 3) / 4 * 4;
+        p->split = (int)((P + chunk - 1) / chunk);
+        p->ld = (int)(chunk * p->split);
+        p->scratch = (rows + c->K) * p->ld + (p->split > 1 ? (int64_t)p->split * c->K * KKg : 0);
+    } else
+        p->scratch = (rows + c->K) * P;
+    if (p->scratch >= (int64_t)1 << 31 || (uint64_t)p->scratch * 4 > (uint64_t)ctx->cl.max_alloc / 2) {
+        p->split = 1;
+        p->ld = (int)P;
+        p->scratch = 0;
+        return;
+    }
+    p->algo = NN__CONV_GEMM;
+}
 #endif
 
 /* ======================================================================
@@ -6811,7 +7088,7 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
         int n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
         int pick = nn__cl_pick(device, plats, devs, n);
         if (pick >= 0) {
-            r = nn__cl_open(ctx, plats[pick], devs[pick]);
+            r = nn__cl_open(ctx, plats[pick], devs[pick], desc.tuning);
             if (r == NN_OK) {
                 ctx->opencl = 1;
                 snprintf(ctx->backend_name, sizeof ctx->backend_name, "%s", ctx->cl.name);
@@ -9108,12 +9385,13 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
             g->n_sched_update = i;
             break;
         }
-    for (i = 0; i < g->n_sched && !g->ctx->opencl; i++) { /* the CPU convolutions' im2col space */
+    for (i = 0; i < g->n_sched; i++) { /* the convolutions' algorithm and im2col space */
         nn__node *n = &g->nodes[g->sched[i]];
         nn__conv2d c;
         if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
         else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, n->i);
         else if (n->op == NN__OP_CONV2D_DW) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+        else if (g->ctx->opencl) continue; /* conv3d on OpenCL: direct kernels, no scratch */
         else if (n->op == NN__OP_CONV3D || n->op == NN__OP_CONV3D_DX || n->op == NN__OP_CONV3D_DW) {
             nn__conv3d c3;
             if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
@@ -9122,6 +9400,16 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
             n->scratch = nn__conv3d_scratch(&c3);
             continue;
         } else continue;
+#if !defined(NN_NO_OPENCL)
+        if (g->ctx->opencl) {
+            nn__cl_conv_plan p;
+            nn__cl_conv2d_plan(g->ctx, n->op, &c, &p);
+            n->algo = p.algo;
+            n->scratch = p.scratch;
+            continue;
+        }
+#endif
+        n->algo = NN__CONV_GEMM;
         n->scratch = nn__conv2d_scratch(&c);
     }
 #if !defined(NN_NO_OPENCL)
@@ -9765,6 +10053,101 @@ static nn_result nn__cl_prepare_opt(nn_graph *g, int id) {
     return nn__cl_args(ctx, l->kernel, "mmif", p->buf.mem, norms, np, (double)g->lr);
 }
 
+/* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
+   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
+static nn_result nn__cl_add_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, cl_mem A, const int *a,
+                                 cl_mem B, const int *b, cl_mem C, const int *c, int outer, int inner) {
+    nn_context *ctx = g->ctx;
+    nn__cl_gemm_plan plan;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__cl_gemm_plan_batched(ctx->cl.is_cpu, ctx->cl.max_wg, ctx->cl.local_mem, ta, tb, M, Nc, outer * inner, &plan);
+    r = nn__cl_add(g, id, "gemm", plan.kernel, 1, &l);
+    if (r != NN_OK) return r;
+    l->dims = plan.dims;
+    memcpy(l->gws, plan.gws, sizeof l->gws);
+    memcpy(l->lws, plan.lws, sizeof l->lws);
+    l->use_lws = plan.lws[0] != 0;
+    return nn__cl_args(ctx, l->kernel, "iiimimimiffiiiiiiiiii", M, Nc, K, A, a[0], B, b[0], C, c[0], 1.0, 0.0, inner,
+                       a[1], a[2], a[3], b[1], b[2], b[3], c[1], c[2], c[3]);
+}
+
+/* conv2d, its input gradient and its weight gradient as im2col + batched GEMM (the
+   layouts are described in kernels/conv.cl); c is the forward geometry. */
+static nn_result nn__cl_prepare_conv_gemm(nn_graph *g, int id, const nn__conv2d *c) {
+    nn_context *ctx = g->ctx;
+    nn__node *n = &g->nodes[id];
+    cl_mem s = n->scratch_buf.mem, y = n->buf.mem, in0 = g->nodes[n->in[0]].buf.mem, in1 = g->nodes[n->in[1]].buf.mem;
+    nn__cl_conv_plan p;
+    int Cg = c->C / c->G, Kg = c->K / c->G, KKg = Cg * c->KH * c->KW, rows = c->C * c->KH * c->KW;
+    int P = c->N * c->OH * c->OW, S = c->OH * c->OW, geo[8], ld, col, dyg;
+    nn__launch *l = NULL;
+    nn_result r;
+    /* the kernels' shapes: by rows on CPU devices, by elements elsewhere (see conv.cl) */
+    int rowwise = ctx->cl.is_cpu;
+    const char *k_im2col = rowwise ? "conv2d_im2col_rows" : "conv2d_im2col";
+    const char *k_pack = rowwise ? "conv2d_pack_rows" : "conv2d_pack";
+    size_t n_im2col = rowwise ? (size_t)rows * (c->N * c->OH + 1) : 0, n_pack = rowwise ? (size_t)c->K * (c->N + 1) : 0;
+    memcpy(geo, n->i, 7 * sizeof(int));
+    geo[7] = 0;
+    nn__cl_conv2d_plan(ctx, n->op, c, &p);
+    if (!rowwise) n_im2col = (size_t)rows * p.ld, n_pack = (size_t)c->K * p.ld;
+    ld = p.ld;
+    if (n->op == NN__OP_CONV2D) { /* col = im2col(x); out_g = w_g col_g; y = out + bias */
+        int wa[4], cb[4], oc[4], out = rows * ld;
+        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
+        cb[0] = ld, cb[1] = 0, cb[2] = KKg * ld, cb[3] = 0;
+        oc[0] = ld, oc[1] = out, oc[2] = Kg * ld, oc[3] = 0;
+        r = nn__cl_add(g, id, "conv", k_im2col, n_im2col, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmiiiiiiiii8i", in0, s, 0, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
+                            geo, ld);
+        if (r == NN_OK) r = nn__cl_add_gemm(g, id, 0, 0, Kg, P, KKg, in1, wa, s, cb, s, oc, c->G, 1);
+        if (r == NN_OK) r = nn__cl_add(g, id, "conv", rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
+                                          rowwise ? (size_t)c->N * c->K : (size_t)n->numel, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmiiiiii", s, n->n_in > 2 ? g->nodes[n->in[2]].buf.mem : g->one, y, out, c->N, c->K, S,
+                            ld, n->n_in > 2);
+        return r;
+    }
+    if (n->op == NN__OP_CONV2D_DX) { /* dyg = pack(dy); dcol_g = w_g^T dyg_g; dx = col2im(dcol) */
+        int wa[4], gb[4], dc[4], dcol = c->K * ld;
+        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
+        gb[0] = ld, gb[1] = 0, gb[2] = Kg * ld, gb[3] = 0;
+        dc[0] = ld, dc[1] = dcol, dc[2] = KKg * ld, dc[3] = 0;
+        r = nn__cl_add(g, id, "conv", k_pack, n_pack, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiiiii", in1, s, 0, c->N, c->K, S, ld);
+        if (r == NN_OK) r = nn__cl_add_gemm(g, id, 1, 0, KKg, P, Kg, in0, wa, s, gb, s, dc, c->G, 1);
+        if (r == NN_OK) r = nn__cl_add(g, id, "conv", rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
+                                          rowwise ? (size_t)c->N * c->C : (size_t)n->numel, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmiiiiiiiii8i", s, y, dcol, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
+                            geo, ld);
+        return r;
+    }
+    { /* dw: col = im2col(x), dyg = pack(dy); dw_g = sum over K slices of dyg_g col_g^T */
+        int ga[4], cb[4], wc[4], chunk = ld / p.split, part;
+        col = 0;
+        dyg = rows * ld;
+        part = dyg + c->K * ld;
+        ga[0] = ld, ga[1] = dyg, ga[2] = Kg * ld, ga[3] = chunk;
+        cb[0] = ld, cb[1] = col, cb[2] = KKg * ld, cb[3] = chunk;
+        wc[0] = KKg, wc[1] = p.split > 1 ? part : 0, wc[2] = Kg * KKg, wc[3] = c->K * KKg;
+        r = nn__cl_add(g, id, "conv", k_im2col, n_im2col, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmiiiiiiiii8i", in0, s, col, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH,
+                            c->OW, geo, ld);
+        if (r == NN_OK) r = nn__cl_add(g, id, "conv", k_pack, n_pack, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiiiii", in1, s, dyg, c->N, c->K, S, ld);
+        if (r == NN_OK) r = nn__cl_add_gemm(g, id, 0, 1, Kg, KKg, chunk, s, ga, s, cb, p.split > 1 ? s : y, wc, c->G, p.split);
+        if (r == NN_OK && p.split > 1) {
+            r = nn__cl_add(g, id, "conv", "sum_slices", (size_t)c->K * KKg, &l);
+            if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiii", s, y, part, c->K * KKg, p.split);
+        }
+        return r;
+    }
+}
+
 static const char *nn__cl_pool_kernel(int op) {
     switch (op) {
     case NN__OP_MAXPOOL2D: return "max_pool2d_forward";
@@ -9945,6 +10328,12 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         int geo[8];
         memcpy(geo, n->i, 7 * sizeof(int));
         geo[7] = 0;
+        if (n->algo == NN__CONV_GEMM) {
+            if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+            else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
+            else nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+            return nn__cl_prepare_conv_gemm(g, id, &c);
+        }
         if (n->op == NN__OP_CONV2D) {
             nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
             r = nn__cl_add(g, id, "conv", "conv2d_forward", (size_t)N, &l);

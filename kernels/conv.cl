@@ -89,3 +89,174 @@ __kernel void channel_sum(__global const float *x, __global float *y, const int 
         for (int s = 0; s < S; s++) acc += x[((size_t)n * C + c) * S + s];
     y[c] = acc;
 }
+
+/* ---- the GEMM path (src/nn_conv.c, nn__cl_conv2d_plan, says when it is used) ----
+   Column matrices are [C*KH*KW, ld]: row (c*KH + kh)*KW + kw, so the rows of group g are
+   one contiguous block; column p = (n*OH + oh)*OW + ow runs over the whole batch, and
+   columns P..ld-1 are zeros (padding for the K slices of the weight gradient). Operands
+   live at float offsets `off` inside the node's scratch buffer. */
+
+/* col = im2col(x) */
+__kernel void conv2d_im2col(__global const float *x, __global float *col, const int off, const int N, const int C,
+                            const int H, const int W, const int KH, const int KW, const int OH, const int OW,
+                            const int8 geo, const int ld) {
+    int i = get_global_id(0);
+    if (i >= C * KH * KW * ld) return;
+    int p = i % ld, row = i / ld;
+    int kw = row % KW, kh = (row / KW) % KH, c = row / (KW * KH);
+    float v = 0.0f;
+    if (p < N * OH * OW) {
+        int ow = p % OW, oh = (p / OW) % OH, n = p / (OW * OH);
+        int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, iw = ow * geo.s1 - geo.s3 + kw * geo.s5;
+        if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = x[(((size_t)n * C + c) * H + ih) * W + iw];
+    }
+    col[off + (size_t)i] = v;
+}
+
+/* dx = col2im(dcol): each input pixel sums the column entries that read it, in (kh, kw)
+   order (no atomics, the same order every run) */
+__kernel void conv2d_col2im(__global const float *dcol, __global float *dx, const int off, const int N, const int C,
+                            const int H, const int W, const int KH, const int KW, const int OH, const int OW,
+                            const int8 geo, const int ld) {
+    int i = get_global_id(0);
+    if (i >= N * C * H * W) return;
+    int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);
+    float acc = 0.0f;
+    for (int kh = 0; kh < KH; kh++) {
+        int th = ih + geo.s2 - kh * geo.s4;
+        if (th < 0 || th % geo.s0) continue;
+        int oh = th / geo.s0;
+        if (oh >= OH) continue;
+        for (int kw = 0; kw < KW; kw++) {
+            int tw = iw + geo.s3 - kw * geo.s5;
+            if (tw < 0 || tw % geo.s1) continue;
+            int ow = tw / geo.s1;
+            if (ow >= OW) continue;
+            acc += dcol[off + (size_t)((c * KH + kh) * KW + kw) * ld + ((size_t)n * OH + oh) * OW + ow];
+        }
+    }
+    dx[i] = acc;
+}
+
+/* y [N, K, S] = out [K, ld] (columns n*S + s) + bias */
+__kernel void conv2d_unpack(__global const float *out, __global const float *b, __global float *y, const int off,
+                            const int N, const int K, const int S, const int ld, const int has_bias) {
+    int i = get_global_id(0);
+    if (i >= N * K * S) return;
+    int s = i % S, k = (i / S) % K, n = i / (S * K);
+    y[i] = out[off + (size_t)k * ld + (size_t)n * S + s] + (has_bias ? b[k] : 0.0f);
+}
+
+/* dyg [K, ld] (columns n*S + s, zeros past N*S) = dy [N, K, S] */
+__kernel void conv2d_pack(__global const float *dy, __global float *dyg, const int off, const int N, const int K,
+                          const int S, const int ld) {
+    int i = get_global_id(0);
+    if (i >= K * ld) return;
+    int p = i % ld, k = i / ld;
+    dyg[off + (size_t)i] = p < N * S ? dy[((size_t)(p / S) * K + k) * S + p % S] : 0.0f;
+}
+
+/* y [count] = the sum of `parts` slices of part [parts, count] at off, in slice order */
+__kernel void sum_slices(__global const float *part, __global float *y, const int off, const int count,
+                         const int parts) {
+    int i = get_global_id(0);
+    if (i >= count) return;
+    float acc = 0.0f;
+    for (int s = 0; s < parts; s++) acc += part[off + (size_t)s * count + i];
+    y[i] = acc;
+}
+
+/* CPU devices (PoCL and the like) run the variants below: one work-item per row of
+   contiguous floats, so the index arithmetic (divisions by runtime sizes) is paid once per
+   row instead of once per float, and the inner loops are plain copies. */
+
+/* the ow in [lo, hi) for which iw = ow*sw + off lies in [0, W) */
+inline int2 ow_span(const int off, const int sw, const int W, const int OW) {
+    int lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+    int hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;
+    hi = min(hi, OW);
+    return (int2)(min(lo, hi), hi);
+}
+
+/* conv2d_im2col by rows: item (row, n, oh); items past rows*N*OH zero one row's padding */
+__kernel void conv2d_im2col_rows(__global const float *x, __global float *col, const int off, const int N,
+                                 const int C, const int H, const int W, const int KH, const int KW, const int OH,
+                                 const int OW, const int8 geo, const int ld) {
+    int i = get_global_id(0), rows = C * KH * KW, P = N * OH * OW;
+    if (i >= rows * N * OH + rows) return;
+    if (i >= rows * N * OH) {
+        __global float *r = col + off + (size_t)(i - rows * N * OH) * ld;
+        for (int p = P; p < ld; p++) r[p] = 0.0f;
+        return;
+    }
+    int oh = i % OH, n = (i / OH) % N, row = i / (OH * N);
+    int kw = row % KW, kh = (row / KW) % KH, c = row / (KW * KH);
+    int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, o = kw * geo.s5 - geo.s3, sw = geo.s1;
+    __global float *r = col + off + (size_t)row * ld + ((size_t)n * OH + oh) * OW;
+    if (ih < 0 || ih >= H) {
+        for (int ow = 0; ow < OW; ow++) r[ow] = 0.0f;
+        return;
+    }
+    __global const float *xr = x + (((size_t)n * C + c) * H + ih) * W;
+    int2 s = ow_span(o, sw, W, OW);
+    for (int ow = 0; ow < s.x; ow++) r[ow] = 0.0f;
+    if (sw == 1)
+        for (int ow = s.x; ow < s.y; ow++) r[ow] = xr[ow + o];
+    else
+        for (int ow = s.x; ow < s.y; ow++) r[ow] = xr[ow * sw + o];
+    for (int ow = s.y; ow < OW; ow++) r[ow] = 0.0f;
+}
+
+/* conv2d_col2im by planes: item (n, c) owns its input plane and adds the column rows into
+   it in (kh, kw, oh, ow) order */
+__kernel void conv2d_col2im_planes(__global const float *dcol, __global float *dx, const int off, const int N,
+                                   const int C, const int H, const int W, const int KH, const int KW, const int OH,
+                                   const int OW, const int8 geo, const int ld) {
+    int i = get_global_id(0);
+    if (i >= N * C) return;
+    int c = i % C, n = i / C, sw = geo.s1;
+    __global float *xp = dx + (size_t)i * H * W;
+    for (int j = 0; j < H * W; j++) xp[j] = 0.0f;
+    for (int kh = 0; kh < KH; kh++)
+        for (int kw = 0; kw < KW; kw++) {
+            int o = kw * geo.s5 - geo.s3;
+            int2 s = ow_span(o, sw, W, OW);
+            __global const float *rr = dcol + off + (size_t)((c * KH + kh) * KW + kw) * ld + (size_t)n * OH * OW;
+            for (int oh = 0; oh < OH; oh++) {
+                int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;
+                if (ih < 0 || ih >= H) continue;
+                __global float *xr = xp + (size_t)ih * W;
+                __global const float *r = rr + (size_t)oh * OW;
+                for (int ow = s.x; ow < s.y; ow++) xr[ow * sw + o] += r[ow];
+            }
+        }
+}
+
+/* conv2d_unpack by rows: item (n, k) */
+__kernel void conv2d_unpack_rows(__global const float *out, __global const float *b, __global float *y,
+                                 const int off, const int N, const int K, const int S, const int ld,
+                                 const int has_bias) {
+    int i = get_global_id(0);
+    if (i >= N * K) return;
+    int k = i % K, n = i / K;
+    float bias = has_bias ? b[k] : 0.0f;
+    __global const float *o = out + off + (size_t)k * ld + (size_t)n * S;
+    __global float *yy = y + (size_t)i * S;
+    for (int s = 0; s < S; s++) yy[s] = o[s] + bias;
+}
+
+/* conv2d_pack by rows: item (k, n); item (k, N) zeroes row k's padding */
+__kernel void conv2d_pack_rows(__global const float *dy, __global float *dyg, const int off, const int N,
+                               const int K, const int S, const int ld) {
+    int i = get_global_id(0);
+    if (i >= K * (N + 1)) return;
+    int n = i % (N + 1), k = i / (N + 1);
+    __global float *d = dyg + off + (size_t)k * ld;
+    if (n == N) {
+        for (int p = N * S; p < ld; p++) d[p] = 0.0f;
+        return;
+    }
+    __global const float *src = dy + ((size_t)n * K + k) * S;
+    d += (size_t)n * S;
+    for (int s = 0; s < S; s++) d[s] = src[s];
+}

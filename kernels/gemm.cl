@@ -209,15 +209,9 @@ inline void gemm_direct(const int M, const int N, const int K,
     }
 }
 
-#define GEMM_KERNEL(name, ta, tb)                                                   \
-    __kernel __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))                   \
-    void name(const int M, const int N, const int K,                                \
-              __global const float *A, const int lda,                               \
-              __global const float *B, const int ldb,                               \
-              __global float *C, const int ldc, const float alpha, const float beta) \
-    {                                                                               \
-        gemm_direct(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ta, tb);          \
-    }
+#define GEMM_ATTR __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))
+#define GEMM_LOCALS
+#define GEMM_CALL(a, b, c, ta, tb) gemm_direct(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, ta, tb)
 
 #elif USE_LOCAL == 2
 
@@ -338,16 +332,9 @@ inline void gemm_packed(const int M, const int N, const int K,
     }
 }
 
-#define GEMM_KERNEL(name, ta, tb)                                                   \
-    __kernel __attribute__((reqd_work_group_size(1, 1, 1)))                         \
-    void name(const int M, const int N, const int K,                                \
-              __global const float *A, const int lda,                               \
-              __global const float *B, const int ldb,                               \
-              __global float *C, const int ldc, const float alpha, const float beta) \
-    {                                                                               \
-        __local float Bp[TS_K * TS_N];                                              \
-        gemm_packed(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, Bp, ta, tb);      \
-    }
+#define GEMM_ATTR __attribute__((reqd_work_group_size(1, 1, 1)))
+#define GEMM_LOCALS __local float Bp[TS_K * TS_N];
+#define GEMM_CALL(a, b, c, ta, tb) gemm_packed(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, Bp, ta, tb)
 
 #else /* USE_LOCAL == 1 */
 
@@ -439,21 +426,50 @@ inline void gemm_tiled(const int M, const int N, const int K,
     }
 }
 
-#define GEMM_KERNEL(name, ta, tb)                                                   \
-    __kernel __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))                   \
-    void name(const int M, const int N, const int K,                                \
-              __global const float *A, const int lda,                               \
-              __global const float *B, const int ldb,                               \
-              __global float *C, const int ldc, const float alpha, const float beta) \
-    {                                                                               \
-        __local float As[TS_K * LDA_S];                                             \
-        __local float Bs[TS_K * LDB_S];                                             \
-        gemm_tiled(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, As, Bs, ta, tb);   \
-    }
+#define GEMM_ATTR __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))
+#define GEMM_LOCALS __local float As[TS_K * LDA_S]; __local float Bs[TS_K * LDB_S];
+#define GEMM_CALL(a, b, c, ta, tb) gemm_tiled(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, As, Bs, ta, tb)
 
 #endif /* USE_LOCAL */
+
+#define GEMM_KERNEL(name, ta, tb)                                                    \
+    __kernel GEMM_ATTR void name(const int M, const int N, const int K,              \
+                                 __global const float *A, const int lda,             \
+                                 __global const float *B, const int ldb,             \
+                                 __global float *C, const int ldc,                   \
+                                 const float alpha, const float beta)                \
+    {                                                                                \
+        GEMM_LOCALS                                                                  \
+        GEMM_CALL(A, B, C, ta, tb);                                                  \
+    }
+
+/* Batched: grid dimension 2 numbers the products.  Product z uses the matrices at
+ * A + offA + (z / inner) * sa0 + (z % inner) * sa1 (B and C likewise), in floats, so one
+ * launch covers the groups of a grouped convolution (outer) and the K slices of a
+ * split-K product (inner).  The offsets let operands live inside one scratch buffer. */
+#define GEMM_BATCHED_KERNEL(name, ta, tb)                                            \
+    __kernel GEMM_ATTR void name(const int M, const int N, const int K,              \
+                                 __global const float *A, const int lda,             \
+                                 __global const float *B, const int ldb,             \
+                                 __global float *C, const int ldc,                   \
+                                 const float alpha, const float beta,                \
+                                 const int inner, const int offA, const int sa0,     \
+                                 const int sa1, const int offB, const int sb0,       \
+                                 const int sb1, const int offC, const int sc0,       \
+                                 const int sc1)                                      \
+    {                                                                                \
+        GEMM_LOCALS                                                                  \
+        const int z = (int)get_global_id(2), zo = z / inner, zi = z - zo * inner;    \
+        GEMM_CALL(A + offA + (size_t)zo * sa0 + (size_t)zi * sa1,                    \
+                  B + offB + (size_t)zo * sb0 + (size_t)zi * sb1,                    \
+                  C + offC + (size_t)zo * sc0 + (size_t)zi * sc1, ta, tb);           \
+    }
 
 GEMM_KERNEL(gemm_nn, 0, 0)
 GEMM_KERNEL(gemm_nt, 0, 1)
 GEMM_KERNEL(gemm_tn, 1, 0)
 GEMM_KERNEL(gemm_tt, 1, 1)
+GEMM_BATCHED_KERNEL(gemm_nn_batched, 0, 0)
+GEMM_BATCHED_KERNEL(gemm_nt_batched, 0, 1)
+GEMM_BATCHED_KERNEL(gemm_tn_batched, 1, 0)
+GEMM_BATCHED_KERNEL(gemm_tt_batched, 1, 1)

@@ -68,7 +68,11 @@ typedef struct nn_context_desc {
     void *log_user;
     int log_level;          /* 0: $NN_LOG (error|warn|info|debug), else NN_LOG_INFO (one line:
                                the backend chosen); else the nn_log_level plus one */
+    int tuning;             /* OpenCL kernels and tile shapes: NN_TUNING_AUTO (0: $NN_CL_TUNING
+                               = cpu|gpu, else by the device's type), NN_TUNING_CPU or
+                               NN_TUNING_GPU (e.g. to test the GPU paths on PoCL) */
 } nn_context_desc;
+enum { NN_TUNING_AUTO = 0, NN_TUNING_CPU = 1, NN_TUNING_GPU = 2 };
 
 /* Creates a context on the chosen backend. On failure *out is NULL and the reason has
    gone to the log (an explicitly requested device that cannot be opened is an error; no

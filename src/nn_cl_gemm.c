@@ -9,9 +9,9 @@
 
 typedef struct nn__cl_gemm_plan {
     const char *kernel;   /* kernel name in kernels/gemm.cl */
-    cl_uint dims;         /* 2 */
-    size_t gws[2];        /* global size (already rounded up to a multiple of lws) */
-    size_t lws[2];        /* local size; lws[0]==0 means pass NULL (let the runtime choose) */
+    cl_uint dims;         /* 2, or 3 for a batch (dimension 2 numbers the products) */
+    size_t gws[3];        /* global size (already rounded up to a multiple of lws) */
+    size_t lws[3];        /* local size; lws[0]==0 means pass NULL (let the runtime choose) */
 } nn__cl_gemm_plan;
 
 #ifndef NN__CL_GEMM_CPU_ITEMS
@@ -85,15 +85,20 @@ static void nn__cl_gemm_cfg_options(const nn__cl_gemm_cfg *c, char *buf, size_t 
     buf[n] = '\0';
 }
 
-static void nn__cl_gemm_cfg_plan(const nn__cl_gemm_cfg *c, int transA, int transB,
-                                 int M, int N, nn__cl_gemm_plan *p)
+/* Geometry of `batch` products of M x N each with the batched kernels (grid dimension 2
+   numbers them); batch 0 means one product with the plain 2-D kernels. */
+static void nn__cl_gemm_cfg_plan_batched(const nn__cl_gemm_cfg *c, int transA, int transB,
+                                         int M, int N, int batch, nn__cl_gemm_plan *p)
 {
-    static const char *const names[4] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt" };
+    static const char *const names[8] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt",
+                                          "gemm_nn_batched", "gemm_nt_batched", "gemm_tn_batched",
+                                          "gemm_tt_batched" };
     int packed = c->use_local == 2;
     size_t tile_n = (size_t)c->wpt_n * (size_t)(packed ? c->wg_n : 1);
     size_t tile_m = (size_t)c->wpt_m * (size_t)(packed ? c->wg_m : 1);
     size_t items_n = ((size_t)N + tile_n - 1) / tile_n;
     size_t items_m = ((size_t)M + tile_m - 1) / tile_m;
+    size_t nb = batch > 0 ? (size_t)batch : 1;
     if (packed) {
         /* One item per group covers wg_n*wpt_n columns and an equal share of
          * the rows (the kernel derives it from the grid height).  Tiles of
@@ -104,16 +109,24 @@ static void nn__cl_gemm_cfg_plan(const nn__cl_gemm_cfg *c, int transA, int trans
          * groups dynamically, so a few items per core balance well. */
         size_t min_rows = (size_t)c->wpt_m * 4;
         size_t most = ((size_t)M + min_rows - 1) / min_rows;
-        size_t want = (NN__CL_GEMM_CPU_ITEMS + items_n - 1) / items_n;
+        size_t want = (NN__CL_GEMM_CPU_ITEMS + items_n * nb - 1) / (items_n * nb);
         if (want > most) want = most;
         if (want > items_m) items_m = want;
     }
-    p->kernel = names[(transA ? 2 : 0) + (transB ? 1 : 0)];
-    p->dims = 2;
+    p->kernel = names[(transA ? 2 : 0) + (transB ? 1 : 0) + (batch > 0 ? 4 : 0)];
+    p->dims = batch > 0 ? 3 : 2;
     p->lws[0] = packed ? 1 : (size_t)c->wg_n;
     p->lws[1] = packed ? 1 : (size_t)c->wg_m;
+    p->lws[2] = 1;
     p->gws[0] = (items_n + p->lws[0] - 1) / p->lws[0] * p->lws[0];
     p->gws[1] = (items_m + p->lws[1] - 1) / p->lws[1] * p->lws[1];
+    p->gws[2] = nb;
+}
+
+static void nn__cl_gemm_cfg_plan(const nn__cl_gemm_cfg *c, int transA, int transB,
+                                 int M, int N, nn__cl_gemm_plan *p)
+{
+    nn__cl_gemm_cfg_plan_batched(c, transA, transB, M, N, 0, p);
 }
 
 /* Build options (-D ...) for kernels/gemm.cl on a device; written into buf (NUL-terminated). */
@@ -134,4 +147,14 @@ static void nn__cl_gemm_plan_make(int is_cpu_device, size_t max_wg_size, cl_ulon
     (void)K;
     nn__cl_gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
     nn__cl_gemm_cfg_plan(&c, transA, transB, M, N, p);
+}
+
+/* Launch geometry for `batch` products of the batched kernels (see kernels/gemm.cl). */
+static void nn__cl_gemm_plan_batched(int is_cpu_device, size_t max_wg_size, cl_ulong local_mem_bytes,
+                                     int transA, int transB, int M, int N, int batch,
+                                     nn__cl_gemm_plan *p)
+{
+    nn__cl_gemm_cfg c;
+    nn__cl_gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
+    nn__cl_gemm_cfg_plan_batched(&c, transA, transB, M, N, batch, p);
 }

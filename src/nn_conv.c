@@ -29,6 +29,9 @@ static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w,
     c->OW = (c->W + 2 * c->pw - c->dw * (c->KW - 1) - 1) / c->sw + 1;
 }
 
+/* How a convolution node runs; chosen per shape when the graph is compiled. */
+enum { NN__CONV_GEMM = 0, NN__CONV_DIRECT = 1 };
+
 /* Floats of scratch a conv node needs: one group's column matrix and one group's output
    (or output gradient) in [Kg, N*OH*OW] order. */
 static int64_t nn__conv2d_scratch(const nn__conv2d *c) {

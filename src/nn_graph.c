@@ -100,7 +100,7 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
         int n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
         int pick = nn__cl_pick(device, plats, devs, n);
         if (pick >= 0) {
-            r = nn__cl_open(ctx, plats[pick], devs[pick]);
+            r = nn__cl_open(ctx, plats[pick], devs[pick], desc.tuning);
             if (r == NN_OK) {
                 ctx->opencl = 1;
                 snprintf(ctx->backend_name, sizeof ctx->backend_name, "%s", ctx->cl.name);
@@ -2397,12 +2397,13 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
             g->n_sched_update = i;
             break;
         }
-    for (i = 0; i < g->n_sched && !g->ctx->opencl; i++) { /* the CPU convolutions' im2col space */
+    for (i = 0; i < g->n_sched; i++) { /* the convolutions' algorithm and im2col space */
         nn__node *n = &g->nodes[g->sched[i]];
         nn__conv2d c;
         if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
         else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, n->i);
         else if (n->op == NN__OP_CONV2D_DW) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+        else if (g->ctx->opencl) continue; /* conv3d on OpenCL: direct kernels, no scratch */
         else if (n->op == NN__OP_CONV3D || n->op == NN__OP_CONV3D_DX || n->op == NN__OP_CONV3D_DW) {
             nn__conv3d c3;
             if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
@@ -2411,6 +2412,16 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
             n->scratch = nn__conv3d_scratch(&c3);
             continue;
         } else continue;
+#if !defined(NN_NO_OPENCL)
+        if (g->ctx->opencl) {
+            nn__cl_conv_plan p;
+            nn__cl_conv2d_plan(g->ctx, n->op, &c, &p);
+            n->algo = p.algo;
+            n->scratch = p.scratch;
+            continue;
+        }
+#endif
+        n->algo = NN__CONV_GEMM;
         n->scratch = nn__conv2d_scratch(&c);
     }
 #if !defined(NN_NO_OPENCL)

@@ -122,6 +122,7 @@ typedef struct nn__node {
     nn__buf buf;         /* the output */
     nn__buf aux[NN__MAX_AUX]; /* persistent state (optimizer moments), each of in[0]'s size */
     int n_aux;
+    int algo;            /* implementation chosen at compile time (convolutions: NN__CONV_*) */
     int64_t scratch;     /* floats of working memory for the op's run alone (arena) */
     size_t scratch_offset;
     nn__buf scratch_buf;
@@ -161,9 +162,10 @@ typedef struct nn__cl {
     cl_context context;
     cl_command_queue queue;
     char name[128], vendor[128], driver[128], version[128];
-    int is_cpu, is_gpu;
+    int is_cpu, is_gpu;               /* is_cpu: kernels tuned as for a CPU (its type, or desc.tuning) */
     size_t max_wg;
     cl_ulong local_mem, max_alloc;
+    cl_uint units;                    /* compute units */
     size_t align;                     /* sub-buffer offset alignment in bytes */
     cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
     char gemm_options[512];

@@ -119,7 +119,7 @@ static void nn__cl_close(nn_context *ctx) {
     memset(&ctx->cl, 0, sizeof ctx->cl);
 }
 
-static nn_result nn__cl_open(nn_context *ctx, cl_platform_id plat, cl_device_id dev) {
+static nn_result nn__cl_open(nn_context *ctx, cl_platform_id plat, cl_device_id dev, int tuning) {
     nn__cl *cl = &ctx->cl;
     cl_int err;
     cl_uint align_bits = 0;
@@ -132,12 +132,19 @@ static nn_result nn__cl_open(nn_context *ctx, cl_platform_id plat, cl_device_id 
     cl->device = dev;
     cl->is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
     cl->is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
+    if (tuning == NN_TUNING_AUTO) { /* the device type decides unless $NN_CL_TUNING says */
+        const char *env = getenv("NN_CL_TUNING");
+        if (env && strcmp(env, "gpu") == 0) tuning = NN_TUNING_GPU;
+        if (env && strcmp(env, "cpu") == 0) tuning = NN_TUNING_CPU;
+    }
+    if (tuning != NN_TUNING_AUTO) cl->is_cpu = tuning == NN_TUNING_CPU; /* is_cpu: "tuned as for a CPU" */
     nn__cl_str(dev, CL_DEVICE_NAME, cl->name, sizeof cl->name);
     nn__cl_str(dev, CL_DEVICE_VENDOR, cl->vendor, sizeof cl->vendor);
     nn__cl_str(dev, CL_DRIVER_VERSION, cl->driver, sizeof cl->driver);
     nn__cl_str(dev, CL_DEVICE_VERSION, cl->version, sizeof cl->version);
     clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof cl->max_wg, &cl->max_wg, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof cl->local_mem, &cl->local_mem, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cl->units, &cl->units, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof cl->max_alloc, &cl->max_alloc, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
     cl->align = align_bits / 8 > 256 ? align_bits / 8 : 256;
@@ -394,4 +401,55 @@ static nn_result nn__cl_fill(nn_context *ctx, cl_mem m, float v, size_t bytes) {
     cl_int err = clEnqueueFillBuffer(ctx->cl.queue, m, &v, sizeof v, 0, bytes, 0, NULL, NULL);
     if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueFillBuffer: %s (%d)", nn__cl_errstr(err), err);
     return NN_OK;
+}
+
+/* ---- convolution planning (the launches are in nn_ops.c, the kernels in conv.cl) ---- */
+
+typedef struct nn__cl_conv_plan {
+    int algo;        /* NN__CONV_GEMM or NN__CONV_DIRECT */
+    int ld;          /* columns of the column matrices: P = N*OH*OW, padded for the K slices */
+    int split;       /* K slices of the weight gradient's product (1: none) */
+    int64_t scratch; /* floats */
+} nn__cl_conv_plan;
+
+/* Depthwise convolutions (one input channel per group) run the direct kernels: their
+   products are too thin for a GEMM. Everything else is im2col + the tuned GEMM, one
+   batched launch over the groups. The weight gradient reduces over all N*OH*OW columns
+   into a small [K, C/G*KH*KW] result, so its product is cut into K slices (summed after,
+   in a fixed order) until there are enough tiles to fill the device. Shapes whose
+   working memory would not fit the device, or 32-bit indices, fall back to direct. */
+static void nn__cl_conv2d_plan(const nn_context *ctx, int op, const nn__conv2d *c, nn__cl_conv_plan *p) {
+    int64_t P = (int64_t)c->N * c->OH * c->OW, Cg = c->C / c->G, Kg = c->K / c->G;
+    int64_t KKg = Cg * c->KH * c->KW, rows = (int64_t)c->C * c->KH * c->KW, chunk, most;
+    nn__cl_gemm_cfg cfg;
+    memset(p, 0, sizeof *p);
+    p->algo = NN__CONV_DIRECT;
+    p->ld = (int)P;
+    p->split = 1;
+    if (Cg == 1 && c->G > 1) return;
+    if (op == NN__OP_CONV2D_DW) {
+        int64_t tile_n, tile_m, tiles, target;
+        nn__cl_gemm_config(ctx->cl.is_cpu, ctx->cl.max_wg, ctx->cl.local_mem, &cfg);
+        tile_n = (int64_t)cfg.wpt_n * cfg.wg_n;
+        tile_m = (int64_t)cfg.wpt_m * (cfg.use_local == 2 ? 4 : cfg.wg_m);
+        tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
+        target = ctx->cl.is_cpu ? NN__CL_GEMM_CPU_ITEMS : 4 * (int64_t)(ctx->cl.units ? ctx->cl.units : 16);
+        p->split = (int)((target + tiles - 1) / tiles);
+        most = P / 256; /* slices of at least 256 columns */
+        if (p->split > most) p->split = (int)(most > 1 ? most : 1);
+        if (p->split > 64) p->split = 64;
+        chunk = (P + p->split - 1) / p->split;
+        chunk = (chunk + 3) / 4 * 4;
+        p->split = (int)((P + chunk - 1) / chunk);
+        p->ld = (int)(chunk * p->split);
+        p->scratch = (rows + c->K) * p->ld + (p->split > 1 ? (int64_t)p->split * c->K * KKg : 0);
+    } else
+        p->scratch = (rows + c->K) * P;
+    if (p->scratch >= (int64_t)1 << 31 || (uint64_t)p->scratch * 4 > (uint64_t)ctx->cl.max_alloc / 2) {
+        p->split = 1;
+        p->ld = (int)P;
+        p->scratch = 0;
+        return;
+    }
+    p->algo = NN__CONV_GEMM;
 }

@@ -440,6 +440,101 @@ static nn_result nn__cl_prepare_opt(nn_graph *g, int id) {
     return nn__cl_args(ctx, l->kernel, "mmif", p->buf.mem, norms, np, (double)g->lr);
 }
 
+/* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
+   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
+static nn_result nn__cl_add_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, cl_mem A, const int *a,
+                                 cl_mem B, const int *b, cl_mem C, const int *c, int outer, int inner) {
+    nn_context *ctx = g->ctx;
+    nn__cl_gemm_plan plan;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__cl_gemm_plan_batched(ctx->cl.is_cpu, ctx->cl.max_wg, ctx->cl.local_mem, ta, tb, M, Nc, outer * inner, &plan);
+    r = nn__cl_add(g, id, "gemm", plan.kernel, 1, &l);
+    if (r != NN_OK) return r;
+    l->dims = plan.dims;
+    memcpy(l->gws, plan.gws, sizeof l->gws);
+    memcpy(l->lws, plan.lws, sizeof l->lws);
+    l->use_lws = plan.lws[0] != 0;
+    return nn__cl_args(ctx, l->kernel, "iiimimimiffiiiiiiiiii", M, Nc, K, A, a[0], B, b[0], C, c[0], 1.0, 0.0, inner,
+                       a[1], a[2], a[3], b[1], b[2], b[3], c[1], c[2], c[3]);
+}
+
+/* conv2d, its input gradient and its weight gradient as im2col + batched GEMM (the
+   layouts are described in kernels/conv.cl); c is the forward geometry. */
+static nn_result nn__cl_prepare_conv_gemm(nn_graph *g, int id, const nn__conv2d *c) {
+    nn_context *ctx = g->ctx;
+    nn__node *n = &g->nodes[id];
+    cl_mem s = n->scratch_buf.mem, y = n->buf.mem, in0 = g->nodes[n->in[0]].buf.mem, in1 = g->nodes[n->in[1]].buf.mem;
+    nn__cl_conv_plan p;
+    int Cg = c->C / c->G, Kg = c->K / c->G, KKg = Cg * c->KH * c->KW, rows = c->C * c->KH * c->KW;
+    int P = c->N * c->OH * c->OW, S = c->OH * c->OW, geo[8], ld, col, dyg;
+    nn__launch *l = NULL;
+    nn_result r;
+    /* the kernels' shapes: by rows on CPU devices, by elements elsewhere (see conv.cl) */
+    int rowwise = ctx->cl.is_cpu;
+    const char *k_im2col = rowwise ? "conv2d_im2col_rows" : "conv2d_im2col";
+    const char *k_pack = rowwise ? "conv2d_pack_rows" : "conv2d_pack";
+    size_t n_im2col = rowwise ? (size_t)rows * (c->N * c->OH + 1) : 0, n_pack = rowwise ? (size_t)c->K * (c->N + 1) : 0;
+    memcpy(geo, n->i, 7 * sizeof(int));
+    geo[7] = 0;
+    nn__cl_conv2d_plan(ctx, n->op, c, &p);
+    if (!rowwise) n_im2col = (size_t)rows * p.ld, n_pack = (size_t)c->K * p.ld;
+    ld = p.ld;
+    if (n->op == NN__OP_CONV2D) { /* col = im2col(x); out_g = w_g col_g; y = out + bias */
+        int wa[4], cb[4], oc[4], out = rows * ld;
+        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
+        cb[0] = ld, cb[1] = 0, cb[2] = KKg * ld, cb[3] = 0;
+        oc[0] = ld, oc[1] = out, oc[2] = Kg * ld, oc[3] = 0;
+        r = nn__cl_add(g, id, "conv", k_im2col, n_im2col, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmiiiiiiiii8i", in0, s, 0, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
+                            geo, ld);
+        if (r == NN_OK) r = nn__cl_add_gemm(g, id, 0, 0, Kg, P, KKg, in1, wa, s, cb, s, oc, c->G, 1);
+        if (r == NN_OK) r = nn__cl_add(g, id, "conv", rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
+                                          rowwise ? (size_t)c->N * c->K : (size_t)n->numel, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmmiiiiii", s, n->n_in > 2 ? g->nodes[n->in[2]].buf.mem : g->one, y, out, c->N, c->K, S,
+                            ld, n->n_in > 2);
+        return r;
+    }
+    if (n->op == NN__OP_CONV2D_DX) { /* dyg = pack(dy); dcol_g = w_g^T dyg_g; dx = col2im(dcol) */
+        int wa[4], gb[4], dc[4], dcol = c->K * ld;
+        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
+        gb[0] = ld, gb[1] = 0, gb[2] = Kg * ld, gb[3] = 0;
+        dc[0] = ld, dc[1] = dcol, dc[2] = KKg * ld, dc[3] = 0;
+        r = nn__cl_add(g, id, "conv", k_pack, n_pack, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiiiii", in1, s, 0, c->N, c->K, S, ld);
+        if (r == NN_OK) r = nn__cl_add_gemm(g, id, 1, 0, KKg, P, Kg, in0, wa, s, gb, s, dc, c->G, 1);
+        if (r == NN_OK) r = nn__cl_add(g, id, "conv", rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
+                                          rowwise ? (size_t)c->N * c->C : (size_t)n->numel, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmiiiiiiiii8i", s, y, dcol, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
+                            geo, ld);
+        return r;
+    }
+    { /* dw: col = im2col(x), dyg = pack(dy); dw_g = sum over K slices of dyg_g col_g^T */
+        int ga[4], cb[4], wc[4], chunk = ld / p.split, part;
+        col = 0;
+        dyg = rows * ld;
+        part = dyg + c->K * ld;
+        ga[0] = ld, ga[1] = dyg, ga[2] = Kg * ld, ga[3] = chunk;
+        cb[0] = ld, cb[1] = col, cb[2] = KKg * ld, cb[3] = chunk;
+        wc[0] = KKg, wc[1] = p.split > 1 ? part : 0, wc[2] = Kg * KKg, wc[3] = c->K * KKg;
+        r = nn__cl_add(g, id, "conv", k_im2col, n_im2col, &l);
+        if (r == NN_OK)
+            r = nn__cl_args(ctx, l->kernel, "mmiiiiiiiii8i", in0, s, col, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH,
+                            c->OW, geo, ld);
+        if (r == NN_OK) r = nn__cl_add(g, id, "conv", k_pack, n_pack, &l);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiiiii", in1, s, dyg, c->N, c->K, S, ld);
+        if (r == NN_OK) r = nn__cl_add_gemm(g, id, 0, 1, Kg, KKg, chunk, s, ga, s, cb, p.split > 1 ? s : y, wc, c->G, p.split);
+        if (r == NN_OK && p.split > 1) {
+            r = nn__cl_add(g, id, "conv", "sum_slices", (size_t)c->K * KKg, &l);
+            if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiii", s, y, part, c->K * KKg, p.split);
+        }
+        return r;
+    }
+}
+
 static const char *nn__cl_pool_kernel(int op) {
     switch (op) {
     case NN__OP_MAXPOOL2D: return "max_pool2d_forward";
@@ -620,6 +715,12 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         int geo[8];
         memcpy(geo, n->i, 7 * sizeof(int));
         geo[7] = 0;
+        if (n->algo == NN__CONV_GEMM) {
+            if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+            else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
+            else nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+            return nn__cl_prepare_conv_gemm(g, id, &c);
+        }
         if (n->op == NN__OP_CONV2D) {
             nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
             r = nn__cl_add(g, id, "conv", "conv2d_forward", (size_t)N, &l);

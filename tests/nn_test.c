@@ -123,6 +123,21 @@ int main(void) {
         e.backend = label;
         run_suites(&e);
         nn_context_destroy(ctx);
+        if (info[i].is_cpu) { /* the GPU kernels (tiled GEMM, per-element conv kernels) on this device */
+            nn_context *gctx = NULL;
+            d.tuning = NN_TUNING_GPU;
+            snprintf(label, sizeof label, "opencl:%s, gpu tuning", info[i].name);
+            printf("== backend %s\n", label);
+            if (nn_context_create(&gctx, &d) != NN_OK) {
+                printf("FAIL    cannot open OpenCL device %d with GPU tuning\n", i);
+                n_failed++;
+            } else {
+                e.ctx = gctx;
+                suite_ops(&e);
+                nn_context_destroy(gctx);
+            }
+            d.tuning = NN_TUNING_AUTO;
+        }
     }
     if (n_dev == 0) printf("(no OpenCL device found%s)\n", only ? ": NN_TEST_BACKENDS=cpu" : "");
     nn_context_destroy(cpu);

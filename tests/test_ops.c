@@ -293,6 +293,10 @@ static void conv_cases(const t_env *e) {
         {2, 3, 5, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3, 1},   /* depthwise */
         {1, 3, 11, 13, 7, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1}, /* 1x1 */
         {2, 1, 4, 4, 2, 5, 5, 3, 3, 2, 2, 1, 1, 1, 1},   /* kernel larger than the input, padded */
+        /* enough columns (N*OH*OW >= 512) that OpenCL's weight gradient is cut into K slices */
+        {2, 1, 17, 19, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+        {3, 2, 13, 21, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+        {2, 4, 15, 18, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2, 0}, /* ... with groups */
     };
     int k;
     for (k = 0; k < (int)(sizeof cs / sizeof cs[0]); k++) {
