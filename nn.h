@@ -5942,6 +5942,47 @@ static const char *const nn__cl_src_pool[] = {
 "    dx[i] = acc;\n",
 "}\n",
 "\n",
+"/* CPU devices run these variants of the three above (src/nn_ops.c picks them): one\n",
+"   work-item per output row or per plane, so the index arithmetic is paid per row. The\n",
+"   plane-wise backward adds each output's gradient at its argmax in output order, the same\n",
+"   order as the gather above. */\n",
+"__kernel void max_pool2d_forward_rows(__global const float *x, __global float *y, const int NC, const int H,\n",
+"                                      const int W, const int OH, const int OW, const int8 geo) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= NC * OH) return;\n",
+"    int oh = i % OH, c = i / OH;\n",
+"    __global const float *xc = x + (size_t)c * H * W;\n",
+"    float v;\n",
+"    for (int ow = 0; ow < OW; ow++) {\n",
+"        max_window(xc, H, W, oh, ow, geo, &v);\n",
+"        y[(size_t)i * OW + ow] = v;\n",
+"    }\n",
+"}\n",
+"\n",
+"__kernel void max_pool2d_argmax_rows(__global const float *x, __global int *idx, const int NC, const int H,\n",
+"                                     const int W, const int OH, const int OW, const int8 geo) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= NC * OH) return;\n",
+"    int oh = i % OH, c = i / OH;\n",
+"    __global const float *xc = x + (size_t)c * H * W;\n",
+"    float v;\n",
+"    for (int ow = 0; ow < OW; ow++) idx[(size_t)i * OW + ow] = max_window(xc, H, W, oh, ow, geo, &v);\n",
+"}\n",
+"\n",
+"__kernel void max_pool2d_backward_planes(__global const int *idx, __global const float *dy, __global float *dx,\n",
+"                                         const int NC, const int H, const int W, const int OH, const int OW,\n",
+"                                         const int8 geo) {\n",
+"    int c = get_global_id(0);\n",
+"    if (c >= NC) return;\n",
+"    __global float *xc = dx + (size_t)c * H * W;\n",
+"    __global const int *ic = idx + (size_t)c * OH * OW;\n",
+"    __global const float *dc = dy + (size_t)c * OH * OW;\n",
+"    (void)geo;\n",
+"    for (int j = 0; j < H * W; j++) xc[j] = 0.0f;\n",
+"    for (int o = 0; o < OH * OW; o++)\n",
+"        if (ic[o] >= 0) xc[ic[o]] += dc[o];\n",
+"}\n",
+"\n",
 "/* Output o's average window along an axis of n inputs and m outputs: the inputs\n",
 "   [*lo, *hi) and *cnt, the count that count_include_pad divides by (the window clipped to\n",
 "   the padded input). Adaptive bins: floor(o*n/m) to ceil((o+1)*n/m). */\n",
@@ -10485,7 +10526,13 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         memcpy(geo, n->i, 6 * sizeof(int));
         geo[6] = p.dh;
         geo[7] = p.dw;
-        r = nn__cl_add(g, id, "pool", nn__cl_pool_kernel(n->op), (size_t)N, &l);
+        if (ctx->cl.is_cpu && (n->op == NN__OP_MAXPOOL2D || n->op == NN__OP_MAXPOOL2D_ARGMAX ||
+                               n->op == NN__OP_MAXPOOL2D_GRAD)) { /* by rows / planes (see pool.cl) */
+            snprintf(kname, sizeof kname, "%s%s", nn__cl_pool_kernel(n->op),
+                     n->op == NN__OP_MAXPOOL2D_GRAD ? "_planes" : "_rows");
+            r = nn__cl_add(g, id, "pool", kname, n->op == NN__OP_MAXPOOL2D_GRAD ? (size_t)p.NC : (size_t)p.NC * p.OH, &l);
+        } else
+            r = nn__cl_add(g, id, "pool", nn__cl_pool_kernel(n->op), (size_t)N, &l);
         if (r != NN_OK) return r;
         if (n->op == NN__OP_MAXPOOL2D_GRAD)
             return nn__cl_args(ctx, l->kernel, "mmmiiiii8", NN__M(in[0]), NN__M(in[1]), y, p.NC, p.H, p.W, p.OH, p.OW, geo);

@@ -77,6 +77,47 @@ __kernel void max_pool2d_backward(__global const int *idx, __global const float 
     dx[i] = acc;
 }
 
+/* CPU devices run these variants of the three above (src/nn_ops.c picks them): one
+   work-item per output row or per plane, so the index arithmetic is paid per row. The
+   plane-wise backward adds each output's gradient at its argmax in output order, the same
+   order as the gather above. */
+__kernel void max_pool2d_forward_rows(__global const float *x, __global float *y, const int NC, const int H,
+                                      const int W, const int OH, const int OW, const int8 geo) {
+    int i = get_global_id(0);
+    if (i >= NC * OH) return;
+    int oh = i % OH, c = i / OH;
+    __global const float *xc = x + (size_t)c * H * W;
+    float v;
+    for (int ow = 0; ow < OW; ow++) {
+        max_window(xc, H, W, oh, ow, geo, &v);
+        y[(size_t)i * OW + ow] = v;
+    }
+}
+
+__kernel void max_pool2d_argmax_rows(__global const float *x, __global int *idx, const int NC, const int H,
+                                     const int W, const int OH, const int OW, const int8 geo) {
+    int i = get_global_id(0);
+    if (i >= NC * OH) return;
+    int oh = i % OH, c = i / OH;
+    __global const float *xc = x + (size_t)c * H * W;
+    float v;
+    for (int ow = 0; ow < OW; ow++) idx[(size_t)i * OW + ow] = max_window(xc, H, W, oh, ow, geo, &v);
+}
+
+__kernel void max_pool2d_backward_planes(__global const int *idx, __global const float *dy, __global float *dx,
+                                         const int NC, const int H, const int W, const int OH, const int OW,
+                                         const int8 geo) {
+    int c = get_global_id(0);
+    if (c >= NC) return;
+    __global float *xc = dx + (size_t)c * H * W;
+    __global const int *ic = idx + (size_t)c * OH * OW;
+    __global const float *dc = dy + (size_t)c * OH * OW;
+    (void)geo;
+    for (int j = 0; j < H * W; j++) xc[j] = 0.0f;
+    for (int o = 0; o < OH * OW; o++)
+        if (ic[o] >= 0) xc[ic[o]] += dc[o];
+}
+
 /* Output o's average window along an axis of n inputs and m outputs: the inputs
    [*lo, *hi) and *cnt, the count that count_include_pad divides by (the window clipped to
    the padded input). Adaptive bins: floor(o*n/m) to ceil((o+1)*n/m). */

@@ -872,7 +872,13 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         memcpy(geo, n->i, 6 * sizeof(int));
         geo[6] = p.dh;
         geo[7] = p.dw;
-        r = nn__cl_add(g, id, "pool", nn__cl_pool_kernel(n->op), (size_t)N, &l);
+        if (ctx->cl.is_cpu && (n->op == NN__OP_MAXPOOL2D || n->op == NN__OP_MAXPOOL2D_ARGMAX ||
+                               n->op == NN__OP_MAXPOOL2D_GRAD)) { /* by rows / planes (see pool.cl) */
+            snprintf(kname, sizeof kname, "%s%s", nn__cl_pool_kernel(n->op),
+                     n->op == NN__OP_MAXPOOL2D_GRAD ? "_planes" : "_rows");
+            r = nn__cl_add(g, id, "pool", kname, n->op == NN__OP_MAXPOOL2D_GRAD ? (size_t)p.NC : (size_t)p.NC * p.OH, &l);
+        } else
+            r = nn__cl_add(g, id, "pool", nn__cl_pool_kernel(n->op), (size_t)N, &l);
         if (r != NN_OK) return r;
         if (n->op == NN__OP_MAXPOOL2D_GRAD)
             return nn__cl_args(ctx, l->kernel, "mmmiiiii8", NN__M(in[0]), NN__M(in[1]), y, p.NC, p.H, p.W, p.OH, p.OW, geo);

@@ -123,7 +123,7 @@ int main(void) {
         e.backend = label;
         run_suites(&e);
         nn_context_destroy(ctx);
-        if (info[i].is_cpu) { /* the GPU kernels (tiled GEMM, per-element conv kernels) on this device */
+        if (info[i].is_cpu) { /* the GPU kernels (tiled GEMM, per-element conv and pool kernels) here too */
             nn_context *gctx = NULL;
             d.tuning = NN_TUNING_GPU;
             snprintf(label, sizeof label, "opencl:%s, gpu tuning", info[i].name);
@@ -134,6 +134,7 @@ int main(void) {
             } else {
                 e.ctx = gctx;
                 suite_ops(&e);
+                suite_pool(&e);
                 nn_context_destroy(gctx);
             }
             d.tuning = NN_TUNING_AUTO;
