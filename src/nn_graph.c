@@ -2411,7 +2411,7 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
             n->scratch = nn__conv3d_scratch(&c3);
             continue;
         } else continue;
-        n->scratch = nn__conv2d_scratch(&c);
+        n->scratch = nn__conv2d_is_depthwise(&c) ? 0 : nn__conv2d_scratch(&c); /* depthwise: direct, none */
     }
 #if !defined(NN_NO_OPENCL)
     r = nn__plan_memory(g, g->ctx->opencl ? g->ctx->cl.align : 64);
