@@ -2421,8 +2421,8 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
             continue;
         }
 #endif
-        n->algo = NN__CONV_GEMM;
-        n->scratch = nn__conv2d_scratch(&c);
+        n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : NN__CONV_GEMM; /* direct: no scratch */
+        n->scratch = n->algo == NN__CONV_DIRECT ? 0 : nn__conv2d_scratch(&c);
     }
 #if !defined(NN_NO_OPENCL)
     r = nn__plan_memory(g, g->ctx->opencl ? g->ctx->cl.align : 64);

@@ -426,7 +426,7 @@ static void nn__cl_conv2d_plan(const nn_context *ctx, int op, const nn__conv2d *
     p->algo = NN__CONV_DIRECT;
     p->ld = (int)P;
     p->split = 1;
-    if (Cg == 1 && c->G > 1) return;
+    if (nn__conv2d_is_depthwise(c)) return;
     if (op == NN__OP_CONV2D_DW) {
         int64_t tile_n, tile_m, tiles, target;
         nn__cl_gemm_config(ctx->cl.is_cpu, ctx->cl.max_wg, ctx->cl.local_mem, &cfg);

@@ -154,14 +154,19 @@ static nn_result nn__cpu_run(nn_graph *g, int id) {
         nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
         if (n->op == NN__OP_CONV2D) {
             nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
-            nn__conv2d_forward(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                               n->scratch_buf.host);
+            if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (nn_conv_dw.c) */
+                nn__dwconv2d_forward(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
+            else
+                nn__conv2d_forward(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                                   n->scratch_buf.host);
         } else if (n->op == NN__OP_CONV2D_DX) { /* inputs (w, dy), output dx */
             nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
-            nn__conv2d_backward_data(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+            if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->pool, &c, y, x->buf.host, w->buf.host);
+            else nn__conv2d_backward_data(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
         } else { /* inputs (x, dy), output dw */
             nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
-            nn__conv2d_backward_weight(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+            if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->pool, &c, y, x->buf.host, w->buf.host);
+            else nn__conv2d_backward_weight(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
         }
         break;
     }

@@ -297,6 +297,15 @@ static void conv_cases(const t_env *e) {
         {2, 1, 17, 19, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
         {3, 2, 13, 21, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
         {2, 4, 15, 18, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2, 0}, /* ... with groups */
+        /* depthwise (C/G == 1): direct loops on the CPU (nn_conv_dw.c), direct kernels on OpenCL */
+        {1, 4, 7, 7, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4, 1},     /* channel multiplier 2, batch 1, 'same' */
+        {3, 3, 13, 13, 3, 3, 3, 2, 2, 1, 0, 1, 1, 3, 0},   /* stride 2, uneven padding, batch 3, no bias */
+        {1, 5, 13, 11, 10, 3, 3, 1, 1, 2, 2, 2, 2, 5, 1},  /* dilation 2, multiplier 2 */
+        {1, 2, 33, 33, 4, 3, 3, 2, 2, 1, 1, 1, 1, 2, 0},   /* 33x33, stride 2, multiplier 2, no bias */
+        {3, 7, 7, 13, 7, 3, 5, 1, 2, 0, 2, 2, 1, 7, 1},    /* 7 channels, batch 3, 3x5, stride 1,2, dilation 2,1 */
+        {2, 3, 6, 33, 6, 3, 1, 1, 1, 1, 0, 1, 1, 3, 1},    /* 3x1 over 33 columns: a whole 32-wide block */
+        {3, 2, 7, 7, 6, 5, 5, 1, 1, 2, 2, 1, 1, 2, 0},     /* 5x5, multiplier 3, batch 3, no bias */
+        {1, 3, 13, 41, 6, 3, 3, 2, 2, 2, 1, 2, 2, 3, 1},   /* stride 2 and dilation 2, uneven padding, 41 wide */
     };
     int k;
     for (k = 0; k < (int)(sizeof cs / sizeof cs[0]); k++) {
