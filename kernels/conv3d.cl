@@ -83,6 +83,7 @@ __kernel void conv3d_backward_weight(__global const float *x, __global const flo
     for (int n = 0; n < N; n++) {
         __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * D * H * W;
         __global const float *dyk = dy + ((size_t)n * K + k) * OD * OH * OW;
+        float part = 0.0f; /* per image, as conv.cl's conv2d_backward_weight */
         for (int od = 0; od < OD; od++) {
             int id = od * ga.s0 - ga.s3 + kd * ga.s6;
             if (id < 0 || id >= D) continue;
@@ -91,10 +92,11 @@ __kernel void conv3d_backward_weight(__global const float *x, __global const flo
                 if (ih < 0 || ih >= H) continue;
                 for (int ow = 0; ow < OW; ow++) {
                     int iw = ow * ga.s2 - ga.s5 + kw * gb.s0;
-                    if (iw >= 0 && iw < W) acc += dyk[(od * OH + oh) * OW + ow] * xc[(id * H + ih) * W + iw];
+                    if (iw >= 0 && iw < W) part += dyk[(od * OH + oh) * OW + ow] * xc[(id * H + ih) * W + iw];
                 }
             }
         }
+        acc += part;
     }
     dw[i] = acc;
 }

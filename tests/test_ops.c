@@ -284,6 +284,102 @@ static void r_copy(const spec *s, double *const *in, double *out) { memcpy(out, 
 /* ---- the cases ---- */
 
 
+/* conv2d's weight and bias gradients summed over 64 x 28 x 28 output positions, the shape of
+   the CNN example's first layer and what makes its sums hard: x is a constant background
+   (-0.81, a normalised black pixel) around a 16 x 16 foreground, and dL/dy = t has a zero
+   mean in each channel (as batch norm's backward gives) and is constant on the background.
+   So dw = sum t * x cancels most of its terms, and db = sum t is near zero. A single float
+   accumulator over the 50176 products (the OpenCL kernel before it summed each image
+   apart) lost 1.8e-4 of dw's largest element; dw must come within 2e-5 of the double
+   reference, db within 5e-6 of sum |t|. */
+static void conv_grad_sum_case(const t_env *e) {
+    enum { N = 64, K = 8, H = 28, W = 28, P = N * H * W };
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_conv2d_desc d;
+    nn_tensor x, w, b, t;
+    nn_init zero;
+    float *xv = (float *)malloc(sizeof(float) * P), *tv = (float *)malloc(sizeof(float) * K * P), wv[K * 9], bv[K];
+    float dw[K * 9], db[K];
+    double rw[K * 9], rb[K], tabs[K], mean, mw = 0, ew = 0, eb = 0;
+    long n, k, i, p, kh, kw;
+    t_begin(e, "conv2d dw, db over 64x28x28 positions (cancelling sums)");
+    if (!T_CHECK(xv && tv, "out of memory")) goto done;
+    t_seed(0xc0a5);
+    for (i = 0; i < P; i++) { /* a constant background around a 16 x 16 foreground */
+        long r = i % (H * W) / W, c = i % W;
+        xv[i] = r >= 6 && r < 22 && c >= 6 && c < 22 ? (float)t_uniform(-0.8, 2.0) : -0.81f;
+    }
+    for (k = 0; k < K; k++) { /* t[n, k, :, :], zero mean over n and the plane */
+        mean = 0;
+        for (n = 0; n < N; n++)
+            for (p = 0; p < H * W; p++) {
+                long r = p / W, c = p % W;
+                int fg = r >= 6 && r < 22 && c >= 6 && c < 22;
+                tv[(n * K + k) * H * W + p] = fg ? (float)t_uniform(-1e-3, 1e-3) : (float)(1e-4 * (k + 1));
+                mean += tv[(n * K + k) * H * W + p];
+            }
+        mean /= P;
+        for (n = 0; n < N; n++)
+            for (p = 0; p < H * W; p++) tv[(n * K + k) * H * W + p] = (float)(tv[(n * K + k) * H * W + p] - mean);
+    }
+    for (i = 0; i < K * 9; i++) wv[i] = (float)t_uniform(-0.3, 0.3);
+    for (k = 0; k < K; k++) bv[k] = 0.0f;
+    for (k = 0; k < K; k++) { /* the references, in double from the float values */
+        rb[k] = tabs[k] = 0;
+        for (n = 0; n < N; n++)
+            for (p = 0; p < H * W; p++) {
+                rb[k] += tv[(n * K + k) * H * W + p];
+                tabs[k] += fabs(tv[(n * K + k) * H * W + p]);
+            }
+        for (kh = 0; kh < 3; kh++)
+            for (kw = 0; kw < 3; kw++) {
+                double acc = 0;
+                for (n = 0; n < N; n++)
+                    for (p = 0; p < H * W; p++) {
+                        long oh = p / W, ow = p % W, ih = oh + kh - 1, iw = ow + kw - 1;
+                        if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                            acc += (double)tv[(n * K + k) * H * W + p] * xv[n * H * W + ih * W + iw];
+                    }
+                rw[k * 9 + kh * 3 + kw] = acc;
+                if (fabs(acc) > mw) mw = fabs(acc);
+            }
+    }
+    memset(&gd, 0, sizeof gd);
+    memset(&zero, 0, sizeof zero);
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape4(N, 1, H, W));
+    w = nn_param(g, "w", nn_shape4(K, 1, 3, 3), zero);
+    b = nn_param(g, "b", nn_shape1(K), zero);
+    t = nn_input(g, "t", NN_F32, nn_shape4(N, K, H, W));
+    memset(&d, 0, sizeof d);
+    d.pad_h = d.pad_w = 1;
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_sum(g, nn_mul(g, nn_conv2d(g, x, w, b, &d), t));
+    cd.has_loss = 1; /* no optimizer: the parameters' gradients are kept */
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    T_OK(nn_tensor_write(g, x, xv, sizeof(float) * P), ctx);
+    T_OK(nn_tensor_write(g, t, tv, sizeof(float) * K * P), ctx);
+    T_OK(nn_tensor_write(g, w, wv, sizeof wv), ctx);
+    T_OK(nn_tensor_write(g, b, bv, sizeof bv), ctx);
+    if (!T_OK(nn_graph_step(g), ctx)) goto done;
+    if (!T_OK(nn_tensor_read(g, nn_grad(g, w), dw, sizeof dw), ctx) || !T_OK(nn_tensor_read(g, nn_grad(g, b), db, sizeof db), ctx))
+        goto done;
+    for (i = 0; i < K * 9; i++)
+        if (fabs(dw[i] - rw[i]) / mw > ew) ew = fabs(dw[i] - rw[i]) / mw;
+    for (k = 0; k < K; k++)
+        if (fabs(db[k] - rb[k]) / tabs[k] > eb) eb = fabs(db[k] - rb[k]) / tabs[k];
+    T_CHECK(ew <= 2e-5, "dw: error %.3g of its largest element", ew);
+    T_CHECK(eb <= 5e-6, "db: error %.3g of sum |dL/dy|", eb);
+done:
+    nn_graph_destroy(g);
+    free(xv);
+    free(tv);
+    t_end();
+}
+
 static void conv_cases(const t_env *e) {
     /* N, C, H, W, K, KH, KW, stride h/w, pad h/w, dilation h/w, groups, bias */
     static const int cs[][15] = {
@@ -405,6 +501,7 @@ void suite_ops(const t_env *e) {
     spec s;
     matmul_cases(e);
     conv_cases(e);
+    conv_grad_sum_case(e);
     for (k = 0; k < (int)(sizeof unary / sizeof unary[0]); k++)
         for (j = 0; j < 3; j++) {
             snprintf(name, sizeof name, "%s [%d, %d]", unary[k].name, odd[j][0], odd[j][1]);
