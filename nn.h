@@ -7513,9 +7513,13 @@ static void nn__cl_conv2d_plan(const nn_context *ctx, int op, const nn__conv2d *
         tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
         target = ctx->cl.is_cpu ? NN__CL_GEMM_CPU_ITEMS : 4 * (int64_t)(ctx->cl.units ? ctx->cl.units : 16);
         p->split = (int)((target + tiles - 1) / tiles);
+        /* slices of at most 1024 columns too: one float accumulator over tens of thousands
+           of products loses the small terms to rounding (the partial sums are exact enough) */
+        if (p->split < (P + 1023) / 1024) p->split = (int)((P + 1023) / 1024);
         most = P / 256; /* slices of at least 256 columns */
         if (p->split > most) p->split = (int)(most > 1 ? most : 1);
-        if (p->split > 64) p->split = 64;
+        if (p->split > 256) p->split = 256;
+        if (p->split > 1 && (int64_t)p->split * Kg > P) p->split = (int)(P / Kg > 1 ? P / Kg : 1); /* partials <= columns */
         chunk = (P + p->split - 1) / p->split;
         chunk = (chunk + 3) / 4 * 4;
         p->split = (int)((P + chunk - 1) / chunk);
