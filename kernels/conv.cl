@@ -164,16 +164,6 @@ __kernel void conv2d_pack(__global const float *dy, __global float *dyg, const i
     dyg[off + (size_t)i] = p < N * S ? dy[((size_t)(p / S) * K + k) * S + p % S] : 0.0f;
 }
 
-/* y [count] = the sum of `parts` slices of part [parts, count] at off, in slice order */
-__kernel void sum_slices(__global const float *part, __global float *y, const int off, const int count,
-                         const int parts) {
-    int i = get_global_id(0);
-    if (i >= count) return;
-    float acc = 0.0f;
-    for (int s = 0; s < parts; s++) acc += part[off + (size_t)s * count + i];
-    y[i] = acc;
-}
-
 /* CPU devices (PoCL and the like) run the variants below: one work-item per row of
    contiguous floats, so the index arithmetic (divisions by runtime sizes) is paid once per
    row instead of once per float, and the inner loops are plain copies. */

@@ -64,12 +64,13 @@ __kernel void expand_scalar(__global const float *x, __global float *y, const in
     if (i < n) y[i] = x[0] * s;
 }
 
-/* y [nb] = sum over the leading dims of x [n / nb, nb], in a fixed order */
-__kernel void sum_leading(__global const float *x, __global float *y, const int n, const int nb) {
+/* y [nb] = sum over the leading dims of x [n / nb, nb] (at float offset off), in a fixed
+   order; also the sum of a convolution's weight-gradient slices */
+__kernel void sum_leading(__global const float *x, __global float *y, const int n, const int nb, const int off) {
     int j = get_global_id(0);
     if (j < nb) {
         float s = 0.0f;
-        for (int i = j; i < n; i += nb) s += x[i];
+        for (int i = j; i < n; i += nb) s += x[off + i];
         y[j] = s;
     }
 }

@@ -445,6 +445,17 @@ static nn_result nn__cl_prepare_opt(nn_graph *g, int id) {
     return nn__cl_args(ctx, l->kernel, "mmif", p->buf.mem, norms, np, (double)g->lr);
 }
 
+/* A launch of kernels/gemm.cl with the geometry of a plan (nn_cl_gemm.c) */
+static nn_result nn__cl_add_gemm_plan(nn_graph *g, int id, const nn__cl_gemm_plan *plan, nn__launch **l) {
+    nn_result r = nn__cl_add(g, id, "gemm", plan->kernel, 1, l);
+    if (r != NN_OK) return r;
+    (*l)->dims = plan->dims;
+    memcpy((*l)->gws, plan->gws, sizeof (*l)->gws);
+    memcpy((*l)->lws, plan->lws, sizeof (*l)->lws);
+    (*l)->use_lws = plan->lws[0] != 0;
+    return NN_OK;
+}
+
 /* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
    op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
 static nn_result nn__cl_add_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, cl_mem A, const int *a,
@@ -454,12 +465,8 @@ static nn_result nn__cl_add_gemm(nn_graph *g, int id, int ta, int tb, int M, int
     nn__launch *l = NULL;
     nn_result r;
     nn__cl_gemm_plan_batched(ctx->cl.is_cpu, ctx->cl.max_wg, ctx->cl.local_mem, ta, tb, M, Nc, outer * inner, &plan);
-    r = nn__cl_add(g, id, "gemm", plan.kernel, 1, &l);
+    r = nn__cl_add_gemm_plan(g, id, &plan, &l);
     if (r != NN_OK) return r;
-    l->dims = plan.dims;
-    memcpy(l->gws, plan.gws, sizeof l->gws);
-    memcpy(l->lws, plan.lws, sizeof l->lws);
-    l->use_lws = plan.lws[0] != 0;
     return nn__cl_args(ctx, l->kernel, "iiimimimiffiiiiiiiiii", M, Nc, K, A, a[0], B, b[0], C, c[0], 1.0, 0.0, inner,
                        a[1], a[2], a[3], b[1], b[2], b[3], c[1], c[2], c[3]);
 }
@@ -533,8 +540,8 @@ static nn_result nn__cl_prepare_conv_gemm(nn_graph *g, int id, const nn__conv2d 
         if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiiiii", in1, s, dyg, c->N, c->K, S, ld);
         if (r == NN_OK) r = nn__cl_add_gemm(g, id, 0, 1, Kg, KKg, chunk, s, ga, s, cb, p.split > 1 ? s : y, wc, c->G, p.split);
         if (r == NN_OK && p.split > 1) {
-            r = nn__cl_add(g, id, "conv", "sum_slices", (size_t)c->K * KKg, &l);
-            if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiii", s, y, part, c->K * KKg, p.split);
+            r = nn__cl_add(g, id, "elementwise", "sum_leading", (size_t)c->K * KKg, &l);
+            if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiii", s, y, p.split * c->K * KKg, c->K * KKg, part);
         }
         return r;
     }
@@ -568,14 +575,8 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         int K = (int)(n->i[0] ? a->shape.dim[0] : a->shape.dim[1]);
         nn__cl_gemm_plan plan;
         nn__cl_gemm_plan_make(ctx->cl.is_cpu, ctx->cl.max_wg, ctx->cl.local_mem, n->i[0], n->i[1], M, Nn, K, &plan);
-        r = nn__cl_add(g, id, "gemm", plan.kernel, 1, &l);
+        r = nn__cl_add_gemm_plan(g, id, &plan, &l);
         if (r != NN_OK) return r;
-        l->dims = plan.dims;
-        l->gws[0] = plan.gws[0];
-        l->gws[1] = plan.gws[1];
-        l->lws[0] = plan.lws[0];
-        l->lws[1] = plan.lws[1];
-        l->use_lws = plan.lws[0] != 0;
         return nn__cl_args(ctx, l->kernel, "iiimimimiff", M, Nn, K, a->buf.mem, (int)a->shape.dim[1], b->buf.mem,
                            (int)b->shape.dim[1], y, Nn, 1.0, 0.0);
     }
@@ -630,7 +631,7 @@ static nn_result nn__cl_prepare(nn_graph *g, int id) {
         return r;
     case NN__OP_SUM_LEAD:
         r = nn__cl_add(g, id, "elementwise", "sum_leading", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmii", NN__M(in[0]), y, (int)g->nodes[in[0]].numel, N);
+        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiii", NN__M(in[0]), y, (int)g->nodes[in[0]].numel, N, 0);
         return r;
     case NN__OP_XENT_ROWS: {
         nn__node *x = &g->nodes[in[0]];
