@@ -9,7 +9,6 @@
 nn.h - train and run neural networks from C, on any OpenCL device or on the CPU.
 
     #define NN_IMPLEMENTATION   (in exactly one .c file, before the include)
-    #include "nn.h"
 
     cc -O2 app.c -o app -lOpenCL -lm          (OpenCL devices and the CPU)
     cc -O2 -DNN_NO_OPENCL app.c -o app -lm    (CPU only; no OpenCL headers or library)
@@ -116,7 +115,8 @@ typedef enum nn_result {
     NN_ERR_DEVICE = -4,           /* an OpenCL call failed */
     NN_ERR_BUILD = -5,            /* a kernel did not compile; the message holds the build log */
     NN_ERR_IO = -6,               /* a file could not be read or written, or is malformed */
-    NN_ERR_STATE = -7             /* the call does not fit the object's state (e.g. not compiled) */
+    NN_ERR_STATE = -7,            /* the call does not fit the object's state (e.g. not compiled) */
+    NN_ERR_UNAVAILABLE = -8       /* the backend or device asked for does not exist here */
 } nn_result;
 
 typedef enum nn_dtype { NN_F32 = 0, NN_I32 = 1 } nn_dtype;
@@ -168,7 +168,8 @@ NN_API void nn_context_destroy(nn_context *ctx);
 NN_API const char *nn_last_error(const nn_context *ctx); /* "" when there is none */
 NN_API const char *nn_result_string(nn_result r);
 NN_API const char *nn_backend_name(const nn_context *ctx); /* "cpu" or the device's name */
-NN_API int nn_backend_is_opencl(const nn_context *ctx);
+typedef enum nn_backend_kind { NN_BACKEND_CPU = 0, NN_BACKEND_OPENCL = 1 } nn_backend_kind;
+NN_API nn_backend_kind nn_backend(const nn_context *ctx); /* which backend the context runs on */
 
 typedef struct nn_device_info {
     int index;          /* what NN_DEVICE=<index> takes */
@@ -714,57 +715,9 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 #  define NN_ASSERT(c) assert(c)
 #endif
 
-#if !defined(NN_NO_OPENCL)
-#  ifndef CL_TARGET_OPENCL_VERSION
-#    define CL_TARGET_OPENCL_VERSION 120
-#  endif
-#  ifdef __APPLE__
-#    include <OpenCL/opencl.h>
-#  else
-#    include <CL/cl.h>
-#  endif
-#endif
-
 #define NN__MAX_IN 4
 #define NN__MAX_AUX 3
 #define NN__ERRLEN 4096
-
-/* Ops, in one list that makes the enum and the names used in messages. */
-#define NN__OPS(X)                                                                        \
-    X(INPUT, "input") X(PARAM, "param") X(MATMUL, "matmul") X(ADD, "add") X(SUB, "sub")    \
-    X(MUL, "mul") X(SCALE, "scale") X(UNARY, "activation") X(UNARY_GRAD, "activation_grad") \
-    X(SOFTMAX, "softmax") X(LOG_SOFTMAX, "log_softmax") X(SOFTMAX_GRAD, "softmax_grad")    \
-    X(LOG_SOFTMAX_GRAD, "log_softmax_grad") X(SUM_ALL, "sum") X(EXPAND_SCALAR, "expand")   \
-    X(SUM_LEAD, "sum_leading") X(XENT_ROWS, "softmax_cross_entropy")                      \
-    X(XENT_GRAD, "softmax_cross_entropy_grad") X(BCE_LOGITS, "bce_with_logits")           \
-    X(BCE_LOGITS_GRAD, "bce_with_logits_grad") X(DROPOUT, "dropout")                      \
-    X(GATHER_ROWS, "gather_rows") X(GATHER_ROWS_GRAD, "gather_rows_grad")                 \
-    X(ARGMAX, "argmax") X(CORRECT_ROWS, "accuracy") X(ACCUMULATE, "accumulate")           \
-    X(FILL, "fill") X(GRAD_SUMSQ, "grad_norm") X(CLIP_SCALE, "clip_scale")                 \
-    X(OPT_SGD, "sgd") X(OPT_ADAM, "adam") X(CONV2D, "conv2d") X(CONV2D_DX, "conv2d_grad_input")   \
-    X(CONV2D_DW, "conv2d_grad_weight") X(CHANNEL_SUM, "channel_sum") X(RESHAPE, "reshape")          \
-    X(PERMUTE, "permute") X(CONCAT2, "concat") X(SLICE, "slice") X(SLICE_GRAD, "slice_grad")          \
-    X(PAD2D, "pad2d") X(PAD2D_GRAD, "pad2d_grad") X(UPSAMPLE2D, "upsample2d")                        \
-    X(UPSAMPLE2D_GRAD, "upsample2d_grad")          \
-    X(NORM_STATS, "norm_stats") X(NORM_FORWARD, "norm") X(NORM_DX, "norm_grad_input")             \
-    X(NORM_DGAMMA, "norm_grad_weight") X(NORM_DBETA, "norm_grad_bias")                            \
-    X(BN_RUNNING, "batch_norm_running_update") X(BN_PACK, "batch_norm_running_stats")          \
-    X(OPT_STEP, "optimizer") X(GRAD_ACC, "grad_accumulate")          \
-    X(MAXPOOL2D, "max_pool2d") X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax")                   \
-    X(MAXPOOL2D_GRAD, "max_pool2d_grad") X(AVGPOOL2D, "avg_pool2d")                       \
-    X(AVGPOOL2D_GRAD, "avg_pool2d_grad")          \
-    X(LOSS_EW, "loss") X(LOSS_EW_GRAD, "loss_grad") X(CE_ROWS, "cross_entropy")               \
-    X(CE_ROWS_GRAD, "cross_entropy_grad") X(CE_WEIGHTS, "cross_entropy_weights")              \
-    X(DIV_SCALAR, "div_scalar") X(LOSS_ROWS, "row_loss") X(LOSS_ROWS_GRAD, "row_loss_grad")          \
-    X(CHANNEL_BIAS, "channel_bias")                                                          \
-    X(CONV3D, "conv3d") X(CONV3D_DX, "conv3d_grad_input") X(CONV3D_DW, "conv3d_grad_weight")
-
-typedef enum nn__opcode {
-#define NN__X(e, s) NN__OP_##e,
-    NN__OPS(NN__X)
-#undef NN__X
-    NN__OP_COUNT
-} nn__opcode;
 
 /* Activation functions of the UNARY op; their kernels are stamped from one table. */
 typedef enum nn__unary {
@@ -779,13 +732,15 @@ typedef enum nn__storage {
     NN__ST_PARAM       /* a parameter store entry, possibly shared between graphs */
 } nn__storage;
 
+/* A buffer of a backend: host memory on the CPU backend; a device object (an OpenCL
+   cl_mem) on a device backend. The engine only passes it around; views (offset > 0)
+   alias part of another buffer. */
 typedef struct nn__buf {
     size_t bytes;
-    float *host;          /* CPU backend: the data; OpenCL: NULL */
-    int host_owned;
-#if !defined(NN_NO_OPENCL)
-    cl_mem mem;
-#endif
+    float *host;          /* CPU backend: the data */
+    void *handle;         /* device backends: their buffer object */
+    size_t offset;        /* a view: bytes from the start of the buffer it aliases */
+    int owned;            /* host memory this buffer must free */
 } nn__buf;
 
 typedef struct nn__node {
@@ -833,35 +788,69 @@ typedef struct nn__params {
     nn_context *ctx;
 } nn__params;
 
-#if !defined(NN_NO_OPENCL)
-/* What one OpenCL enqueue needs; `update` sets the arguments that change every step. */
+/* One argument of a kernel launch: a buffer, a scalar, a vector of 8 ints or local memory. */
+typedef struct nn__karg {
+    char kind;                  /* 'm' buffer, 'i' int, 'u' uint, 'f' float, '8' int8, 'L' local bytes */
+    union { nn__buf buf; int32_t i; uint32_t u; float f; int32_t v8[8]; size_t local; } v;
+} nn__karg;
+
+#define NN__MAX_KARGS 24
+#define NN__MAX_KUPD 6
+
+/* A kernel launch that a device plan records at compile time (kernels/FILE.cl, kernel,
+   geometry, arguments) and a device backend turns into its own objects. `update` rewrites
+   the arguments marked '@' in nn__args (upd[] holds their positions) before each run. */
 typedef struct nn__launch {
-    cl_kernel kernel;
-    cl_uint dims;
+    const char *file;
+    char kernel[64];
+    int node;
+    int dims;
     size_t gws[3], lws[3];
     int use_lws;
-    int node;
+    nn__karg args[NN__MAX_KARGS];
+    int n_args;
+    int upd[NN__MAX_KUPD], n_upd;
     void (*update)(nn_graph *g, struct nn__launch *l);
+    void *bk;                   /* the backend's kernel object */
 } nn__launch;
 
-typedef struct nn__cl {
-    cl_platform_id platform;
-    cl_device_id device;
-    cl_context context;
-    cl_command_queue queue;
-    char name[128], vendor[128], driver[128], version[128];
-    int is_cpu, is_gpu;               /* is_cpu: kernels tuned as for a CPU (its type, or desc.tuning) */
-    size_t max_wg;
-    cl_ulong local_mem, max_alloc;
-    cl_uint units;                    /* compute units */
-    size_t align;                     /* sub-buffer offset alignment in bytes */
-    cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
-    char gemm_options[512];
-} nn__cl;
-#endif
+/* What device plans may ask about the device (filled by a device backend's open). */
+typedef struct nn__device {
+    int cpu_tuned;              /* kernels and geometry as for a CPU (its type, or desc.tuning) */
+    int gpu;                    /* a GPU: launch sizes rounded to work-groups of 64 */
+    size_t max_wg;              /* largest work-group */
+    uint64_t local_mem;         /* bytes of local memory */
+    uint64_t max_alloc;         /* largest buffer in bytes */
+    unsigned units;             /* compute units */
+    size_t align;               /* view offset alignment in bytes */
+} nn__device;
+
+/* A backend: what the engine asks of one. The engine knows no backend by name; backends
+   are tried in the order of nn__backends[] (nn_context.c), the CPU last. */
+typedef struct nn__backend {
+    const char *name;
+    nn_backend_kind kind;
+    int host_memory;             /* buffers are host memory (nn__buf.host) */
+    /* NN_ERR_UNAVAILABLE: no such device here, try the next backend (ctx->err says why) */
+    nn_result (*open)(nn_context *ctx, const char *device, const nn_context_desc *desc);
+    void (*close)(nn_context *ctx);
+    int (*list_devices)(nn_device_info *out, int max);
+    nn_result (*alloc)(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what);
+    nn_result (*view)(nn_context *ctx, const nn__buf *base, size_t offset, size_t bytes, nn__buf *out, const char *what);
+    void (*release)(nn_context *ctx, nn__buf *b);
+    nn_result (*write)(nn_context *ctx, nn__buf *b, const void *src, size_t bytes);
+    nn_result (*read)(nn_context *ctx, const nn__buf *b, void *dst, size_t bytes);
+    nn_result (*fill)(nn_context *ctx, nn__buf *b, float value, size_t bytes);
+    nn_result (*prepare)(nn_graph *g);        /* after memory is planned: the schedule's op plans */
+    nn_result (*run)(nn_graph *g, int n_sched); /* the first n_sched nodes of the schedule */
+    nn_result (*finish)(nn_context *ctx);
+    void (*release_graph)(nn_graph *g);
+} nn__backend;
 
 struct nn_context {
-    int opencl;                  /* backend: 0 cpu, 1 OpenCL */
+    const nn__backend *backend;
+    void *bk;                    /* the backend's state */
+    nn__device dev;
     char backend_name[160];
     char err[NN__ERRLEN];
     nn_log_fn log;
@@ -870,10 +859,7 @@ struct nn_context {
     char *cache_dir;             /* NULL: cache off */
     char *kernel_dir;
     nn_stats stats;
-    struct nn__pool *pool;
-#if !defined(NN_NO_OPENCL)
-    nn__cl cl;
-#endif
+    struct nn__threadpool *threads;
 };
 
 /* What each optimizer update advances (nn_optim.c), restored if a step fails. */
@@ -911,15 +897,10 @@ struct nn_graph {
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
     struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (nn_ckpt.c) */
-#if !defined(NN_NO_OPENCL)
-    nn__launch *launches;
+    nn__launch *launches;        /* device plans, in schedule order */
     int n_launches, cap_launches;
-    int n_launches_forward;
-    int n_launches_update;       /* launches before the update part */
-    cl_mem one;                  /* a float 1.0 for optimizers without clipping */
-    cl_mem *subs;                /* sub-buffers of the arena, to release */
-    int n_subs;
-#endif
+    int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
+    nn__buf one;                 /* a float 1.0, for kernels' absent operands */
 };
 
 static void nn__datasets_free(nn_graph *g); /* nn_ckpt.c */
@@ -977,18 +958,6 @@ static int64_t nn__numel(const nn_shape *s) {
     return n;
 }
 
-#if !defined(NN_NO_OPENCL)
-/* 64-bit FNV-1a, for cache keys. */
-static uint64_t nn__fnv(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = (const unsigned char *)data;
-    size_t i;
-    for (i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-#endif
 
 /* Philox4x32-10 (Salmon et al., SC'11), the counter-based generator that kernels/random.cl
    implements too: the same (counter, key) gives the same bits on every backend. */
@@ -1024,12 +993,171 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
 }
 
 /* ======================================================================
+   src/nn_ops.h
+   ====================================================================== */
+/* The op registry. Each family's list names its ops once: the enum value, the name used
+   in messages, and the functions that define the op, all in src/ops/FAMILY.c:
+     cpu    nn_result f(nn_graph *g, nn__node *n)  the CPU backend's body
+     dev    nn_result f(nn_graph *g, int id)       the device plan: the launches of
+                                                   kernels/FAMILY.cl (nn__launch_add, nn__args)
+     grad   void f(nn_graph *g, int id)            the autograd rule (nn__grad_none: no rule)
+     plan   void f(nn_graph *g, nn__node *n)       compile time, before memory is planned:
+                                                   the algorithm and scratch size (0: none)
+     flags  NN__OPF_*
+   The enum, the names and the table in src/nn_registry.c are all made from these lists,
+   so an op with a missing function does not compile. */
+
+#define NN__OPF_LEAF 1u    /* an input or parameter: no body, no plan */
+#define NN__OPF_NO_GRAD 2u /* not differentiable: no gradient flows through it */
+#define NN__OPF_WRITABLE 4u /* its value persists across runs and the user may write it (accumulators) */
+
+#define NN__OPS_LEAF(X)                                                                                   \
+    X(INPUT, "input", nn__cpu_leaf, nn__dev_leaf, nn__grad_none, 0, NN__OPF_LEAF)                          \
+    X(PARAM, "param", nn__cpu_leaf, nn__dev_leaf, nn__grad_none, 0, NN__OPF_LEAF)
+
+#define NN__OPS_ELEMENTWISE(X)                                                                              \
+    X(ADD, "add", nn__cpu_binary, nn__dev_binary, nn__grad_add_sub, 0, 0)                                  \
+    X(SUB, "sub", nn__cpu_binary, nn__dev_binary, nn__grad_add_sub, 0, 0)                                  \
+    X(MUL, "mul", nn__cpu_binary, nn__dev_binary, nn__grad_mul, 0, 0)                                      \
+    X(SCALE, "scale", nn__cpu_scale, nn__dev_scale, nn__grad_scale, 0, 0)                                  \
+    X(UNARY, "activation", nn__cpu_unary, nn__dev_unary, nn__grad_unary, 0, 0)                             \
+    X(UNARY_GRAD, "activation_grad", nn__cpu_unary_grad, nn__dev_unary_grad, nn__grad_none, 0, 0)          \
+    X(DROPOUT, "dropout", nn__cpu_dropout, nn__dev_dropout, nn__grad_dropout, 0, 0)                        \
+    X(ACCUMULATE, "accumulate", nn__cpu_accumulate, nn__dev_accumulate, nn__grad_none, 0,                 \
+      NN__OPF_NO_GRAD | NN__OPF_WRITABLE) \
+    X(FILL, "fill", nn__cpu_fill, nn__dev_fill, nn__grad_none, 0, NN__OPF_NO_GRAD)
+
+#define NN__OPS_MATMUL(X) X(MATMUL, "matmul", nn__cpu_matmul, nn__dev_matmul, nn__grad_matmul, 0, 0)
+
+#define NN__OPS_REDUCE(X)                                                                                   \
+    X(SUM_ALL, "sum", nn__cpu_sum_all, nn__dev_sum_all, nn__grad_sum_all, 0, 0)                            \
+    X(EXPAND_SCALAR, "expand", nn__cpu_expand_scalar, nn__dev_expand_scalar, nn__grad_expand_scalar, 0, 0) \
+    X(SUM_LEAD, "sum_leading", nn__cpu_sum_lead, nn__dev_sum_lead, nn__grad_none, 0, 0)                    \
+    X(ARGMAX, "argmax", nn__cpu_argmax, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)            \
+    X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)
+
+#define NN__OPS_SOFTMAX(X)                                                                                  \
+    X(SOFTMAX, "softmax", nn__cpu_softmax, nn__dev_softmax, nn__grad_softmax, 0, 0)                        \
+    X(LOG_SOFTMAX, "log_softmax", nn__cpu_softmax, nn__dev_softmax, nn__grad_log_softmax, 0, 0)            \
+    X(SOFTMAX_GRAD, "softmax_grad", nn__cpu_softmax_grad, nn__dev_softmax_grad, nn__grad_none, 0, 0)       \
+    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", nn__cpu_softmax_grad, nn__dev_softmax_grad, nn__grad_none, 0, 0)
+
+#define NN__OPS_LOSS(X)                                                                                     \
+    X(XENT_ROWS, "softmax_cross_entropy", nn__cpu_xent_rows, nn__dev_xent_rows, nn__grad_xent_rows, 0, 0)  \
+    X(XENT_GRAD, "softmax_cross_entropy_grad", nn__cpu_xent_grad, nn__dev_xent_grad, nn__grad_none, 0, 0)  \
+    X(BCE_LOGITS, "bce_with_logits", nn__cpu_bce_logits, nn__dev_bce_logits, nn__grad_bce_logits, 0, 0)    \
+    X(BCE_LOGITS_GRAD, "bce_with_logits_grad", nn__cpu_bce_logits_grad, nn__dev_bce_logits_grad,           \
+      nn__grad_none, 0, 0)                                                                                 \
+    X(LOSS_EW, "loss", nn__cpu_loss_ew, nn__dev_loss_ew, nn__grad_loss_ew, 0, 0)                           \
+    X(LOSS_EW_GRAD, "loss_grad", nn__cpu_loss_ew_grad, nn__dev_loss_ew, nn__grad_none, 0, 0)               \
+    X(CE_ROWS, "cross_entropy", nn__cpu_ce_rows, nn__dev_ce_rows, nn__grad_ce_rows, 0, 0)                  \
+    X(CE_ROWS_GRAD, "cross_entropy_grad", nn__cpu_ce_rows_grad, nn__dev_ce_rows, nn__grad_none, 0, 0)      \
+    X(CE_WEIGHTS, "cross_entropy_weights", nn__cpu_ce_weights, nn__dev_ce_weights, nn__grad_none, 0,       \
+      NN__OPF_NO_GRAD)                                                                                     \
+    X(DIV_SCALAR, "div_scalar", nn__cpu_div_scalar, nn__dev_div_scalar, nn__grad_div_scalar, 0, 0)         \
+    X(LOSS_ROWS, "row_loss", nn__cpu_loss_rows, nn__dev_loss_rows, nn__grad_loss_rows, 0, 0)               \
+    X(LOSS_ROWS_GRAD, "row_loss_grad", nn__cpu_loss_rows_grad, nn__dev_loss_rows, nn__grad_none, 0, 0)
+
+#define NN__OPS_GATHER(X)                                                                                   \
+    X(GATHER_ROWS, "gather_rows", nn__cpu_gather_rows, nn__dev_gather_rows, nn__grad_gather_rows, 0, 0)    \
+    X(GATHER_ROWS_GRAD, "gather_rows_grad", nn__cpu_gather_rows_grad, nn__dev_gather_rows_grad,            \
+      nn__grad_none, 0, 0)
+
+#define NN__OPS_SHAPE(X)                                                                                    \
+    X(RESHAPE, "reshape", nn__cpu_reshape, nn__dev_reshape, nn__grad_reshape, 0, 0)                        \
+    X(PERMUTE, "permute", nn__cpu_permute, nn__dev_permute, nn__grad_permute, 0, 0)                        \
+    X(CONCAT2, "concat", nn__cpu_concat2, nn__dev_concat2, nn__grad_concat2, 0, 0)                         \
+    X(SLICE, "slice", nn__cpu_slice, nn__dev_slice, nn__grad_slice, 0, 0)                                  \
+    X(SLICE_GRAD, "slice_grad", nn__cpu_slice, nn__dev_slice, nn__grad_none, 0, 0)                         \
+    X(PAD2D, "pad2d", nn__cpu_pad2d, nn__dev_pad_upsample, nn__grad_pad_upsample, 0, 0)                    \
+    X(PAD2D_GRAD, "pad2d_grad", nn__cpu_pad2d, nn__dev_pad_upsample, nn__grad_none, 0, 0)                  \
+    X(UPSAMPLE2D, "upsample2d", nn__cpu_upsample2d, nn__dev_pad_upsample, nn__grad_pad_upsample, 0, 0)     \
+    X(UPSAMPLE2D_GRAD, "upsample2d_grad", nn__cpu_upsample2d, nn__dev_pad_upsample, nn__grad_none, 0, 0)
+
+#define NN__OPS_CONV(X)                                                                                     \
+    X(CONV2D, "conv2d", nn__cpu_conv2d, nn__dev_conv2d, nn__grad_conv2d, nn__plan_conv2d, 0)               \
+    X(CONV2D_DX, "conv2d_grad_input", nn__cpu_conv2d, nn__dev_conv2d, nn__grad_conv2d_dx, nn__plan_conv2d, 0) \
+    X(CONV2D_DW, "conv2d_grad_weight", nn__cpu_conv2d, nn__dev_conv2d, nn__grad_none, nn__plan_conv2d, 0)  \
+    X(CHANNEL_BIAS, "channel_bias", nn__cpu_channel_bias, nn__dev_channel_bias, nn__grad_channel_bias, 0, 0) \
+    X(CHANNEL_SUM, "channel_sum", nn__cpu_channel_sum, nn__dev_channel_sum, nn__grad_none, 0, 0)           \
+    X(CONV3D, "conv3d", nn__cpu_conv3d, nn__dev_conv3d, nn__grad_conv3d, nn__plan_conv3d, 0)               \
+    X(CONV3D_DX, "conv3d_grad_input", nn__cpu_conv3d, nn__dev_conv3d, nn__grad_none, nn__plan_conv3d, 0)   \
+    X(CONV3D_DW, "conv3d_grad_weight", nn__cpu_conv3d, nn__dev_conv3d, nn__grad_none, nn__plan_conv3d, 0)
+
+#define NN__OPS_NORM(X)                                                                                     \
+    X(NORM_STATS, "norm_stats", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)                    \
+    X(NORM_FORWARD, "norm", nn__cpu_norm, nn__dev_norm_forward, nn__grad_norm_forward, 0, 0)               \
+    X(NORM_DX, "norm_grad_input", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)                  \
+    X(NORM_DGAMMA, "norm_grad_weight", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)             \
+    X(NORM_DBETA, "norm_grad_bias", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)                \
+    X(BN_RUNNING, "batch_norm_running_update", nn__cpu_bn_running, nn__dev_bn_running, nn__grad_none, 0, 0) \
+    X(BN_PACK, "batch_norm_running_stats", nn__cpu_bn_pack, nn__dev_bn_pack, nn__grad_none, 0, 0)
+
+#define NN__OPS_POOL(X)                                                                                     \
+    X(MAXPOOL2D, "max_pool2d", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_maxpool2d, 0, 0)                   \
+    X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_none, 0, 0)          \
+    X(MAXPOOL2D_GRAD, "max_pool2d_grad", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_none, 0, 0)              \
+    X(AVGPOOL2D, "avg_pool2d", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_avgpool2d, 0, 0)                   \
+    X(AVGPOOL2D_GRAD, "avg_pool2d_grad", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_none, 0, 0)
+
+#define NN__OPS_OPTIM(X)                                                                                    \
+    X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_sum_all, nn__grad_none, 0, 0)                   \
+    X(CLIP_SCALE, "clip_scale", nn__cpu_clip_scale, nn__dev_clip_scale, nn__grad_none, 0, 0)               \
+    X(OPT_SGD, "sgd", nn__cpu_opt_sgd, nn__dev_opt_sgd, nn__grad_none, 0, 0)                               \
+    X(OPT_ADAM, "adam", nn__cpu_opt_adam, nn__dev_opt_adam, nn__grad_none, 0, 0)                           \
+    X(OPT_STEP, "optimizer", nn__cpu_opt_step, nn__dev_opt_step, nn__grad_none, 0, 0)                      \
+    X(GRAD_ACC, "grad_accumulate", nn__cpu_grad_acc, nn__dev_grad_acc, nn__grad_none, 0, 0)
+
+#define NN__OPS(X)                                                                                          \
+    NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
+    NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
+    NN__OPS_OPTIM(X)
+
+typedef enum nn__opcode {
+#define NN__X(e, s, cpu, dev, grad, plan, flags) NN__OP_##e,
+    NN__OPS(NN__X)
+#undef NN__X
+    NN__OP_COUNT
+} nn__opcode;
+
+typedef struct nn__op_def {
+    const char *name;
+    nn_result (*cpu)(nn_graph *g, nn__node *n);
+    nn_result (*dev)(nn_graph *g, int id);
+    void (*grad)(nn_graph *g, int id);
+    void (*plan)(nn_graph *g, nn__node *n);
+    unsigned flags;
+} nn__op_def;
+
+static const nn__op_def *nn__op(int op); /* src/nn_registry.c */
+
+/* In CPU bodies: node id's data as float and as int32. */
+#define NN__F(id) (g->nodes[(id)].buf.host)
+#define NN__I(id) ((int32_t *)g->nodes[(id)].buf.host)
+
+/* The locals every autograd rule starts from: n (a copy: nodes may move while the rule
+   adds nodes), gy = d(loss)/d(n), the first two inputs a and b, and whether each needs a
+   gradient (ga, gb). */
+#define NN__GRAD_RULE(g, id)                                                                \
+    nn__node n = (g)->nodes[(id)];                                                          \
+    nn_tensor gy = nn__tensor(n.grad);                                                      \
+    int a = n.in[0], b = n.n_in > 1 ? n.in[1] : -1;                                         \
+    int ga = a >= 0 && (g)->nodes[a].needs_grad, gb = b >= 0 && (g)->nodes[b].needs_grad;  \
+    (void)gy, (void)a, (void)b, (void)ga, (void)gb
+
+/* The optimizer's part of compiling (src/ops/optim.c): its settings checked and its
+   schedule set, then its ops added after autograd. */
+static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d);
+static int nn__optim_updates(const nn_graph *g); /* the graph updates its parameters */
+static nn_result nn__add_optimizer(nn_graph *g);
+
+/* ======================================================================
    src/nn_threads.c
    ====================================================================== */
 /* ---------------------------------------------------------------------------
  * nn_threads.c -- tiny persistent fork/join thread pool.
  *
- * One job at a time: nn__pool_run() publishes (fn, arg, n_tasks) and a new
+ * One job at a time: nn__threadpool_run() publishes (fn, arg, n_tasks) and a new
  * 64-bit "ticket" word = generation << 32 | next task index.  The caller and
  * the workers claim task indices with a compare-and-swap on the ticket, so a
  * claim only succeeds for the current job; a worker that wakes up late (or
@@ -1048,10 +1176,10 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
  *
  * Threads are used only with pthreads and gcc/clang __atomic builtins; on
  * _WIN32, with NN_NO_THREADS, or with other compilers everything runs on the
- * calling thread (nn__pool_size() == 1).
+ * calling thread (nn__threadpool_size() == 1).
  *
- * Not supported: two different threads calling nn__pool_run() on the same
- * pool at the same time, or fn calling nn__pool_run() on the same pool -- both
+ * Not supported: two different threads calling nn__threadpool_run() on the same
+ * pool at the same time, or fn calling nn__threadpool_run() on the same pool -- both
  * are detected (busy flag) and the later call then runs inline on its thread.
  * ------------------------------------------------------------------------- */
 
@@ -1075,9 +1203,9 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
 #define NN__POOL_MAX_THREADS 64
 
 typedef void (*nn__task_fn)(void *arg, int task, int n_tasks);
-typedef struct nn__pool nn__pool;
+typedef struct nn__threadpool nn__threadpool;
 
-struct nn__pool {
+struct nn__threadpool {
     int n; /* workers including the caller */
     void *ws;       /* scratch kept between calls (GEMM packing), so steps allocate nothing */
     size_t ws_size;
@@ -1097,12 +1225,12 @@ struct nn__pool {
     nn__task_fn fn;
     void *arg;
     int base;  /* task index of this chunk's first task */
-    int total; /* n_tasks as passed to nn__pool_run */
+    int total; /* n_tasks as passed to nn__threadpool_run */
 
     /* All fields below are only touched through __atomic builtins. */
     uint64_t ticket;  /* gen << 32 | chunk size << 16 | next index (below) */
     int done;         /* tasks of the current chunk that have finished */
-    int stop;         /* set (with a generation bump) by nn__pool_destroy */
+    int stop;         /* set (with a generation bump) by nn__threadpool_destroy */
     int busy;         /* 1 while a job is in flight (nesting guard) */
     int n_sleep;      /* workers blocked (or about to block) on cv_work */
     int caller_sleep; /* caller blocked (or about to block) on cv_done */
@@ -1140,7 +1268,7 @@ static void nn__cpu_relax(void) {
    (caller and workers alike).  The descriptor is read before the first claim
    and is only trusted because the claim (CAS on the ticket) succeeds: the
    caller rewrites it only after every task of gen was claimed and finished. */
-static void nn__pool_work(nn__pool *p, uint32_t gen) {
+static void nn__threadpool_work(nn__threadpool *p, uint32_t gen) {
     nn__task_fn fn = __atomic_load_n(&p->fn, __ATOMIC_RELAXED);
     void *arg = __atomic_load_n(&p->arg, __ATOMIC_RELAXED);
     int base = __atomic_load_n(&p->base, __ATOMIC_RELAXED);
@@ -1163,8 +1291,8 @@ static void nn__pool_work(nn__pool *p, uint32_t gen) {
     }
 }
 
-static void *nn__pool_worker(void *vp) {
-    nn__pool *p = (nn__pool *)vp;
+static void *nn__threadpool_worker(void *vp) {
+    nn__threadpool *p = (nn__threadpool *)vp;
     uint32_t seen = 0; /* generation this worker last looked at */
     for (;;) {
         uint32_t g;
@@ -1177,7 +1305,7 @@ static void *nn__pool_worker(void *vp) {
         }
         if (g == seen) {
             /* Slow path: announce that we sleep, then re-check under the
-               mutex; nn__pool_run() publishes before it reads n_sleep. */
+               mutex; nn__threadpool_run() publishes before it reads n_sleep. */
             pthread_mutex_lock(&p->mu);
             __atomic_add_fetch(&p->n_sleep, 1, __ATOMIC_SEQ_CST);
             while ((g = NN__TK_GEN(__atomic_load_n(&p->ticket, __ATOMIC_SEQ_CST))) == seen)
@@ -1187,13 +1315,13 @@ static void *nn__pool_worker(void *vp) {
         }
         seen = g; /* may have skipped generations: fine, they are done */
         if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) break;
-        nn__pool_work(p, g);
+        nn__threadpool_work(p, g);
     }
     return NULL;
 }
 
 /* Number of threads to use when the caller does not say. */
-static int nn__pool_default_threads(void) {
+static int nn__threadpool_default_threads(void) {
     const char *env = getenv("NN_THREADS");
     long n = 0;
     if (env && *env) n = strtol(env, NULL, 10);
@@ -1207,7 +1335,7 @@ static int nn__pool_default_threads(void) {
 
 /* Publish a new generation carrying n tasks (n == 0 for shutdown) and wake
    sleeping workers.  Returns the new generation. */
-static uint32_t nn__pool_publish(nn__pool *p, int n) {
+static uint32_t nn__threadpool_publish(nn__threadpool *p, int n) {
     uint64_t t = __atomic_load_n(&p->ticket, __ATOMIC_RELAXED);
     uint32_t gen = NN__TK_GEN(t) + 1u;
     /* seq_cst store: releases the descriptor and orders the n_sleep load. */
@@ -1225,13 +1353,13 @@ static uint32_t nn__pool_publish(nn__pool *p, int n) {
 /* n_threads <= 0: NN_THREADS from the environment if set, else the number of
    online CPUs.  Capped at 64.  Returns NULL only if the struct allocation
    fails (a NULL pool is valid everywhere and means "run inline"). */
-static NN__MAYBE_UNUSED nn__pool *nn__pool_create(int n_threads) {
-    nn__pool *p = (nn__pool *)NN_MALLOC(sizeof(nn__pool));
+static NN__MAYBE_UNUSED nn__threadpool *nn__threadpool_create(int n_threads) {
+    nn__threadpool *p = (nn__threadpool *)NN_MALLOC(sizeof(nn__threadpool));
     if (!p) return NULL;
     memset(p, 0, sizeof(*p));
     p->n = 1;
 #if NN__POOL_THREADED
-    if (n_threads <= 0) n_threads = nn__pool_default_threads();
+    if (n_threads <= 0) n_threads = nn__threadpool_default_threads();
     if (n_threads > NN__POOL_MAX_THREADS) n_threads = NN__POOL_MAX_THREADS;
     if (n_threads <= 1) return p;
     if (pthread_mutex_init(&p->mu, NULL) != 0) return p;
@@ -1248,7 +1376,7 @@ static NN__MAYBE_UNUSED nn__pool *nn__pool_create(int n_threads) {
     {
         int i;
         for (i = 0; i < n_threads - 1; i++) {
-            if (pthread_create(&p->th[i], NULL, nn__pool_worker, p) != 0) break;
+            if (pthread_create(&p->th[i], NULL, nn__threadpool_worker, p) != 0) break;
             p->n_spawned++;
         }
     }
@@ -1260,13 +1388,13 @@ static NN__MAYBE_UNUSED nn__pool *nn__pool_create(int n_threads) {
     return p;
 }
 
-static NN__MAYBE_UNUSED void nn__pool_destroy(nn__pool *p) {
+static NN__MAYBE_UNUSED void nn__threadpool_destroy(nn__threadpool *p) {
     if (!p) return;
 #if NN__POOL_THREADED
     if (p->n_spawned > 0) {
         int i;
         __atomic_store_n(&p->stop, 1, __ATOMIC_SEQ_CST);
-        nn__pool_publish(p, 0);
+        nn__threadpool_publish(p, 0);
         for (i = 0; i < p->n_spawned; i++) pthread_join(p->th[i], NULL);
     }
     if (p->sync_ok) {
@@ -1281,7 +1409,7 @@ static NN__MAYBE_UNUSED void nn__pool_destroy(nn__pool *p) {
 
 /* At least `bytes` of scratch owned by the pool, kept for later calls; NULL when p is NULL
    or the allocation fails (callers then use their own memory). One caller at a time. */
-static NN__MAYBE_UNUSED void *nn__pool_workspace(nn__pool *p, size_t bytes) {
+static NN__MAYBE_UNUSED void *nn__threadpool_workspace(nn__threadpool *p, size_t bytes) {
     if (!p) return NULL;
     if (bytes > p->ws_size) {
         void *w = NN_MALLOC(bytes);
@@ -1293,13 +1421,13 @@ static NN__MAYBE_UNUSED void *nn__pool_workspace(nn__pool *p, size_t bytes) {
     return p->ws;
 }
 
-static NN__MAYBE_UNUSED int nn__pool_size(const nn__pool *p) { return p ? p->n : 1; }
+static NN__MAYBE_UNUSED int nn__threadpool_size(const nn__threadpool *p) { return p ? p->n : 1; }
 
 /* Runs fn(arg, i, n_tasks) for every i in [0, n_tasks) and returns when all
    calls have finished.  The caller executes tasks too; tasks are handed out
    dynamically in increasing index order, so a task may be run by any thread
    and a thread may run several. */
-static NN__MAYBE_UNUSED void nn__pool_run(nn__pool *p, nn__task_fn fn, void *arg, int n_tasks) {
+static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn fn, void *arg, int n_tasks) {
     int i;
     if (n_tasks <= 0) return;
 #if NN__POOL_THREADED
@@ -1314,8 +1442,8 @@ static NN__MAYBE_UNUSED void nn__pool_run(nn__pool *p, nn__task_fn fn, void *arg
             __atomic_store_n(&p->base, base, __ATOMIC_RELAXED);
             __atomic_store_n(&p->total, n_tasks, __ATOMIC_RELAXED);
             __atomic_store_n(&p->done, 0, __ATOMIC_RELAXED);
-            gen = nn__pool_publish(p, n);
-            nn__pool_work(p, gen);
+            gen = nn__threadpool_publish(p, n);
+            nn__threadpool_work(p, gen);
             /* Every task is claimed now; wait for the ones other threads
                are still running (spin first, then sleep). */
             while (__atomic_load_n(&p->done, __ATOMIC_ACQUIRE) != n && spin < NN_POOL_SPIN) {
@@ -2071,7 +2199,7 @@ static double nn__gemm_mt_min_macs = (double)NN_GEMM_MT_MIN_MACS;
    transB: B stored [N,K] (ldb >= K) instead of [K,N] (ldb >= N).
    beta == 0 ignores C's old contents (NaN-safe).  K == 0 or alpha == 0 gives
    C = beta * C.  pool may be NULL (single-threaded). */
-static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, int M, int N, int K,
+static NN__MAYBE_UNUSED void nn__sgemm(nn__threadpool *pool, int transA, int transB, int M, int N, int K,
                                        float alpha, const float *A, int lda, const float *B,
                                        int ldb, float beta, float *C, int ldc) {
     const nn__gemm_arch *arch;
@@ -2137,7 +2265,7 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
        (repacked per NC block) and B columns.  Small problems stay serial. */
     mtiles = (M + mr - 1) / mr;
     ntiles = (N + nr - 1) / nr;
-    n_thr = nn__pool_size(pool);
+    n_thr = nn__threadpool_size(pool);
     if ((double)M * N * K < nn__gemm_mt_min_macs) n_thr = 1;
     best_tm = 1;
     best_tn = 1;
@@ -2169,7 +2297,7 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
     J.buf_floats = J.a_floats + (nc_alloc * (size_t)J.kc + 15) / 16 * 16;
     /* the pool's workspace when there is one: a training step then allocates nothing */
     ws_bytes = sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
-    raw = nn__pool_workspace(pool, ws_bytes);
+    raw = nn__threadpool_workspace(pool, ws_bytes);
     owned = raw == NULL;
     if (owned) raw = NN_MALLOC(ws_bytes);
     if (!raw) {
@@ -2181,7 +2309,7 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
                               ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
 
     if (n_tasks > 1)
-        nn__pool_run(pool, nn__gemm_task, &J, n_tasks);
+        nn__threadpool_run(pool, nn__gemm_task, &J, n_tasks);
     else
         for (i = 0; i < n_tasks; i++) nn__gemm_task(&J, i, n_tasks);
     if (owned) NN_FREE(raw);
@@ -2515,7 +2643,7 @@ static void nn__adam_task(void *arg, int t, int n_tasks) {
 /* Element counts below which splitting a loop over threads costs more than it saves. */
 #define NN__PAR_MIN 32768
 
-static void nn__adam_update(nn__pool *pool, float *p, const float *grad, float *m, float *v, int64_t n, float lr,
+static void nn__adam_update(nn__threadpool *pool, float *p, const float *grad, float *m, float *v, int64_t n, float lr,
                             float b1, float b2, float eps, float wd, int decoupled, float bc1, float bc2, float clip,
                             float cv) {
     nn__adam_args a;
@@ -2533,7 +2661,7 @@ static void nn__adam_update(nn__pool *pool, float *p, const float *grad, float *
     a.keep = decoupled ? 1.0f - lr * wd : 1.0f;
     a.l2 = decoupled ? 0.0f : wd;
     a.cv = cv;
-    nn__pool_run(pool, nn__adam_task, &a, n >= NN__PAR_MIN ? nn__pool_size(pool) : 1);
+    nn__threadpool_run(pool, nn__adam_task, &a, n >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1);
 }
 
 /* ======================================================================
@@ -2664,7 +2792,7 @@ static void nn__col_task(void *arg, int t, int n_tasks) {
     else nn__col2im_add_range(j->c, j->src, j->g, j->dst, c0, c1);
 }
 
-static void nn__col_run(nn__pool *pool, const nn__conv2d *c, const float *src, int g, float *dst, int to_col) {
+static void nn__col_run(nn__threadpool *pool, const nn__conv2d *c, const float *src, int g, float *dst, int to_col) {
     nn__col_job j;
     int Cg = c->C / c->G, tasks;
     int64_t work = (int64_t)Cg * c->KH * c->KW * c->N * c->OH * c->OW;
@@ -2673,12 +2801,12 @@ static void nn__col_run(nn__pool *pool, const nn__conv2d *c, const float *src, i
     j.dst = dst;
     j.g = g;
     j.to_col = to_col;
-    tasks = work >= NN__PAR_MIN ? nn__pool_size(pool) : 1;
-    nn__pool_run(pool, nn__col_task, &j, tasks < Cg ? tasks : Cg);
+    tasks = work >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1;
+    nn__threadpool_run(pool, nn__col_task, &j, tasks < Cg ? tasks : Cg);
 }
 
 /* y [N, K, OH, OW] = conv(x, w) + b; b may be NULL */
-static void nn__conv2d_forward(nn__pool *pool, const nn__conv2d *c, float *y, const float *x, const float *w,
+static void nn__conv2d_forward(nn__threadpool *pool, const nn__conv2d *c, float *y, const float *x, const float *w,
                                const float *b, float *scratch) {
     int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KH * c->KW, g, k, n;
     int64_t OHW = (int64_t)c->OH * c->OW, P = c->N * OHW;
@@ -2709,7 +2837,7 @@ static void nn__conv2d_gather_dy(const nn__conv2d *c, const float *dy, int g, fl
 }
 
 /* dx [N, C, H, W] = conv2d's gradient with respect to its input */
-static void nn__conv2d_backward_data(nn__pool *pool, const nn__conv2d *c, float *dx, const float *w, const float *dy,
+static void nn__conv2d_backward_data(nn__threadpool *pool, const nn__conv2d *c, float *dx, const float *w, const float *dy,
                                      float *scratch) {
     int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KH * c->KW, g;
     int64_t P = (int64_t)c->N * c->OH * c->OW;
@@ -2724,7 +2852,7 @@ static void nn__conv2d_backward_data(nn__pool *pool, const nn__conv2d *c, float 
 }
 
 /* dw [K, C/G, KH, KW] = conv2d's gradient with respect to its weight */
-static void nn__conv2d_backward_weight(nn__pool *pool, const nn__conv2d *c, float *dw, const float *x, const float *dy,
+static void nn__conv2d_backward_weight(nn__threadpool *pool, const nn__conv2d *c, float *dw, const float *x, const float *dy,
                                        float *scratch) {
     int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KH * c->KW, g;
     int64_t P = (int64_t)c->N * c->OH * c->OW;
@@ -3198,18 +3326,18 @@ static void nn__dw_task(void *arg, int t, int n_tasks) {
 
 /* Items (planes or channels) split into contiguous runs, a few per thread so the pool's
    dynamic hand-out evens out uneven runs; one task when the layer is too small to split. */
-static void nn__dw_run(nn__pool *pool, nn__dw_job *j, int64_t work) {
-    int tasks = work >= NN__PAR_MIN ? 4 * nn__pool_size(pool) : 1;
+static void nn__dw_run(nn__threadpool *pool, nn__dw_job *j, int64_t work) {
+    int tasks = work >= NN__PAR_MIN ? 4 * nn__threadpool_size(pool) : 1;
 #if defined(NN__CPU_X86)
     j->avx2 = nn__cpu_avx2();
 #else
     j->avx2 = 0;
 #endif
-    nn__pool_run(pool, nn__dw_task, j, tasks < j->items ? tasks : j->items);
+    nn__threadpool_run(pool, nn__dw_task, j, tasks < j->items ? tasks : j->items);
 }
 
 /* y [N, K, OH, OW] = conv(x, w) + b for a depthwise c; b may be NULL */
-static void nn__dwconv2d_forward(nn__pool *pool, const nn__conv2d *c, float *y, const float *x, const float *w,
+static void nn__dwconv2d_forward(nn__threadpool *pool, const nn__conv2d *c, float *y, const float *x, const float *w,
                                  const float *b) {
     nn__dw_job j;
     j.c = c;
@@ -3223,7 +3351,7 @@ static void nn__dwconv2d_forward(nn__pool *pool, const nn__conv2d *c, float *y, 
 }
 
 /* dx [N, C, H, W] = the gradient with respect to the input of a depthwise c */
-static void nn__dwconv2d_backward_data(nn__pool *pool, const nn__conv2d *c, float *dx, const float *w, const float *dy) {
+static void nn__dwconv2d_backward_data(nn__threadpool *pool, const nn__conv2d *c, float *dx, const float *w, const float *dy) {
     nn__dw_job j;
     j.c = c;
     j.out = dx;
@@ -3236,7 +3364,7 @@ static void nn__dwconv2d_backward_data(nn__pool *pool, const nn__conv2d *c, floa
 }
 
 /* dw [K, 1, KH, KW] = the gradient with respect to the weight of a depthwise c */
-static void nn__dwconv2d_backward_weight(nn__pool *pool, const nn__conv2d *c, float *dw, const float *x,
+static void nn__dwconv2d_backward_weight(nn__threadpool *pool, const nn__conv2d *c, float *dw, const float *x,
                                          const float *dy) {
     nn__dw_job j;
     j.c = c;
@@ -3342,7 +3470,7 @@ static void nn__vol_task(void *arg, int t, int n_tasks) {
     if (c0 < c1) nn__vol2col_range(j->c, j->src, j->g, j->dst, c0, c1, j->to_col);
 }
 
-static void nn__vol_run(nn__pool *pool, const nn__conv3d *c, const float *src, int g, float *dst, int to_col) {
+static void nn__vol_run(nn__threadpool *pool, const nn__conv3d *c, const float *src, int g, float *dst, int to_col) {
     nn__vol_job j;
     int Cg = c->C / c->G, tasks;
     int64_t work = (int64_t)Cg * c->KD * c->KH * c->KW * c->N * c->OD * c->OH * c->OW;
@@ -3351,12 +3479,12 @@ static void nn__vol_run(nn__pool *pool, const nn__conv3d *c, const float *src, i
     j.dst = dst;
     j.g = g;
     j.to_col = to_col;
-    tasks = work >= NN__PAR_MIN ? nn__pool_size(pool) : 1;
-    nn__pool_run(pool, nn__vol_task, &j, tasks < Cg ? tasks : Cg);
+    tasks = work >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1;
+    nn__threadpool_run(pool, nn__vol_task, &j, tasks < Cg ? tasks : Cg);
 }
 
 /* y [N, K, OD, OH, OW] = conv3d(x, w) + b; b may be NULL */
-static void nn__conv3d_forward(nn__pool *pool, const nn__conv3d *c, float *y, const float *x, const float *w,
+static void nn__conv3d_forward(nn__threadpool *pool, const nn__conv3d *c, float *y, const float *x, const float *w,
                                const float *b, float *scratch) {
     int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KD * c->KH * c->KW, g, k, n;
     int64_t S = (int64_t)c->OD * c->OH * c->OW, P = c->N * S;
@@ -3387,7 +3515,7 @@ static void nn__conv3d_gather_dy(const nn__conv3d *c, const float *dy, int g, fl
 }
 
 /* dx [N, C, D, H, W] = conv3d's gradient with respect to its input */
-static void nn__conv3d_backward_data(nn__pool *pool, const nn__conv3d *c, float *dx, const float *w, const float *dy,
+static void nn__conv3d_backward_data(nn__threadpool *pool, const nn__conv3d *c, float *dx, const float *w, const float *dy,
                                      float *scratch) {
     int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KD * c->KH * c->KW, g;
     int64_t P = (int64_t)c->N * c->OD * c->OH * c->OW;
@@ -3402,7 +3530,7 @@ static void nn__conv3d_backward_data(nn__pool *pool, const nn__conv3d *c, float 
 }
 
 /* dw [K, C/G, KD, KH, KW] = conv3d's gradient with respect to its weight */
-static void nn__conv3d_backward_weight(nn__pool *pool, const nn__conv3d *c, float *dw, const float *x, const float *dy,
+static void nn__conv3d_backward_weight(nn__threadpool *pool, const nn__conv3d *c, float *dw, const float *x, const float *dy,
                                        float *scratch) {
     int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KD * c->KH * c->KW, g;
     int64_t P = (int64_t)c->N * c->OD * c->OH * c->OW;
@@ -3776,9 +3904,9 @@ static void nn__norm_task(void *arg, int t, int n_tasks) {
     }
 }
 
-static void nn__norm_run(nn__pool *pool, nn__norm_job *j) {
-    int64_t work = j->q->A * j->q->C * j->q->S, tasks = work >= NN__PAR_MIN ? nn__pool_size(pool) : 1;
-    nn__pool_run(pool, nn__norm_task, j, (int)(tasks < j->n ? tasks : j->n));
+static void nn__norm_run(nn__threadpool *pool, nn__norm_job *j) {
+    int64_t work = j->q->A * j->q->C * j->q->S, tasks = work >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1;
+    nn__threadpool_run(pool, nn__norm_task, j, (int)(tasks < j->n ? tasks : j->n));
 }
 
 static nn__norm_job nn__norm_job_of(const nn__norm *q, int kind, float *out, const float *x, const float *stats, float eps) {
@@ -3793,13 +3921,13 @@ static nn__norm_job nn__norm_job_of(const nn__norm *q, int kind, float *out, con
     return j;
 }
 
-static void nn__norm_stats(nn__pool *pool, const nn__norm *q, float *stats, const float *x) {
+static void nn__norm_stats(nn__threadpool *pool, const nn__norm *q, float *stats, const float *x) {
     nn__norm_job j = nn__norm_job_of(q, NN__NORM_STATS, stats, x, NULL, 0.0f);
     j.n = nn__norm_groups(q);
     nn__norm_run(pool, &j);
 }
 
-static void nn__norm_forward(nn__pool *pool, const nn__norm *q, float *y, const float *x, const float *stats,
+static void nn__norm_forward(nn__threadpool *pool, const nn__norm *q, float *y, const float *x, const float *stats,
                              const float *gamma, const float *beta, float eps) {
     nn__norm_job j = nn__norm_job_of(q, NN__NORM_FWD, y, x, stats, eps);
     j.gamma = gamma;
@@ -3808,7 +3936,7 @@ static void nn__norm_forward(nn__pool *pool, const nn__norm *q, float *y, const 
     nn__norm_run(pool, &j);
 }
 
-static void nn__norm_backward_data(nn__pool *pool, const nn__norm *q, float *dx, const float *x, const float *stats,
+static void nn__norm_backward_data(nn__threadpool *pool, const nn__norm *q, float *dx, const float *x, const float *stats,
                                    const float *dy, const float *gamma, int const_stats, float eps) {
     nn__norm_job j = nn__norm_job_of(q, NN__NORM_DX, dx, x, stats, eps);
     j.dy = dy;
@@ -3818,7 +3946,7 @@ static void nn__norm_backward_data(nn__pool *pool, const nn__norm *q, float *dx,
     nn__norm_run(pool, &j);
 }
 
-static void nn__norm_backward_affine(nn__pool *pool, const nn__norm *q, float *out, const float *x, const float *stats,
+static void nn__norm_backward_affine(nn__threadpool *pool, const nn__norm *q, float *out, const float *x, const float *stats,
                                      const float *dy, float eps) {
     nn__norm_job j = nn__norm_job_of(q, NN__NORM_AFFINE, out, x, stats, eps);
     j.dy = dy;
@@ -4243,8 +4371,8 @@ static void nn__opt_step_cpu(nn_graph *g, const nn__node *n) {
         a.k.wn2 = (float)nn__sumsq(a.p, a.n, 1.0f, 3.40282347e38f);
         a.k.gn2 = (float)nn__sumsq(a.g, a.n, a.scale, a.k.cv);
     }
-    nt = a.n >= NN__PAR_MIN ? nn__pool_size(g->ctx->pool) : 1;
-    nn__pool_run(g->ctx->pool, nn__opt_task, &a, nt);
+    nt = a.n >= NN__PAR_MIN ? nn__threadpool_size(g->ctx->threads) : 1;
+    nn__threadpool_run(g->ctx->threads, nn__opt_task, &a, nt);
     if (a.k.kind == NN_OPT_LAMB) { /* second pass: the trust ratio |w| / |u| */
         double wn = sqrt(nn__sumsq(a.p, a.n, 1.0f, 3.40282347e38f)), un = sqrt(nn__sumsq(a.u, a.n, 1.0f, 3.40282347e38f));
         float step = a.k.lr * (float)(wn > 0.0 && un > 0.0 ? wn / un : 1.0);
@@ -4487,36 +4615,36 @@ static void nn__plane_task(void *arg, int t, int n_tasks) {
 }
 
 /* The op on every plane; threads only when there is enough work to pay for them. */
-static void nn__pool_planes(nn__pool *pool, const nn__pooling *p, nn__plane_fn fn, void *out, const void *in, const void *in2) {
+static void nn__pool_planes(nn__threadpool *pool, const nn__pooling *p, nn__plane_fn fn, void *out, const void *in, const void *in2) {
     nn__plane_job j;
     int64_t work = (int64_t)p->NC * ((int64_t)p->H * p->W + (int64_t)p->OH * p->OW * p->kh * p->kw);
-    int tasks = work >= NN__PAR_MIN ? nn__pool_size(pool) : 1;
+    int tasks = work >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1;
     j.p = p;
     j.fn = fn;
     j.out = out;
     j.in = in;
     j.in2 = in2;
-    nn__pool_run(pool, nn__plane_task, &j, tasks < p->NC ? tasks : p->NC);
+    nn__threadpool_run(pool, nn__plane_task, &j, tasks < p->NC ? tasks : p->NC);
 }
 
 /* y [N, C, OH, OW] = the maximum of each window */
-static void nn__max_pool2d_forward(nn__pool *pool, const nn__pooling *p, float *y, const float *x) {
+static void nn__max_pool2d_forward(nn__threadpool *pool, const nn__pooling *p, float *y, const float *x) {
     nn__pool_planes(pool, p, nn__max_pool_plane, y, x, NULL);
 }
 /* idx [N, C, OH, OW] = each window's argmax (ih*W + iw in its plane, -1: padding alone) */
-static void nn__max_pool2d_argmax(nn__pool *pool, const nn__pooling *p, int32_t *idx, const float *x) {
+static void nn__max_pool2d_argmax(nn__threadpool *pool, const nn__pooling *p, int32_t *idx, const float *x) {
     nn__pool_planes(pool, p, nn__max_argmax_plane, idx, x, NULL);
 }
 /* dx [N, C, H, W] from idx and dy [N, C, OH, OW] */
-static void nn__max_pool2d_backward(nn__pool *pool, const nn__pooling *p, float *dx, const int32_t *idx, const float *dy) {
+static void nn__max_pool2d_backward(nn__threadpool *pool, const nn__pooling *p, float *dx, const int32_t *idx, const float *dy) {
     nn__pool_planes(pool, p, nn__max_backward_plane, dx, idx, dy);
 }
 /* y [N, C, OH, OW] = the mean of each window */
-static void nn__avg_pool2d_forward(nn__pool *pool, const nn__pooling *p, float *y, const float *x) {
+static void nn__avg_pool2d_forward(nn__threadpool *pool, const nn__pooling *p, float *y, const float *x) {
     nn__pool_planes(pool, p, nn__avg_pool_plane, y, x, NULL);
 }
 /* dx [N, C, H, W] from dy [N, C, OH, OW] */
-static void nn__avg_pool2d_backward(nn__pool *pool, const nn__pooling *p, float *dx, const float *dy) {
+static void nn__avg_pool2d_backward(nn__threadpool *pool, const nn__pooling *p, float *dx, const float *dy) {
     nn__pool_planes(pool, p, nn__avg_backward_plane, dx, dy, NULL);
 }
 
@@ -4769,6 +4897,242 @@ static void nn__row_loss_backward(float *dx, int kind, int which, const float *x
                                   const float *dy, int64_t B, int64_t D, float a) {
     int64_t b;
     for (b = 0; b < B; b++) nn__row_loss1_dx(dx + b * D, kind, which, x0, x1, x2, b, D, a, dy[b]);
+}
+
+/* ======================================================================
+   src/nn_cpu_backend.c
+   ====================================================================== */
+/* The CPU backend: buffers are host memory, and a run calls each scheduled op's CPU body
+   (src/ops/FAMILY.c) in order. Always present, and tried last. */
+
+static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+    if (device && strcmp(device, "cpu") != 0) {
+        nn__fail(ctx, NN_ERR_UNAVAILABLE, "the CPU backend takes only \"cpu\"");
+        return NN_ERR_UNAVAILABLE;
+    }
+    ctx->threads = nn__threadpool_create(desc->threads);
+    strcpy(ctx->backend_name, "cpu");
+    memset(&ctx->dev, 0, sizeof ctx->dev);
+    ctx->dev.cpu_tuned = 1;
+    ctx->dev.align = 64;
+    return NN_OK;
+}
+
+static void nn__cpub_close(nn_context *ctx) {
+    nn__threadpool_destroy(ctx->threads);
+    ctx->threads = NULL;
+}
+
+static nn_result nn__cpub_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
+    (void)zero; /* calloc'd either way */
+    b->bytes = bytes;
+    b->host = (float *)nn__calloc(1, bytes ? bytes : 4);
+    if (!b->host)
+        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes", what, (unsigned long long)bytes);
+    b->owned = 1;
+    return NN_OK;
+}
+
+static nn_result nn__cpub_view(nn_context *ctx, const nn__buf *base, size_t offset, size_t bytes, nn__buf *out,
+                              const char *what) {
+    (void)ctx;
+    (void)what;
+    memset(out, 0, sizeof *out);
+    out->bytes = bytes;
+    out->offset = offset;
+    out->host = (float *)((char *)base->host + offset);
+    return NN_OK;
+}
+
+static void nn__cpub_release(nn_context *ctx, nn__buf *b) {
+    (void)ctx;
+    if (b->owned) NN_FREE(b->host);
+}
+
+static nn_result nn__cpub_write(nn_context *ctx, nn__buf *b, const void *src, size_t bytes) {
+    (void)ctx;
+    memcpy(b->host, src, bytes);
+    return NN_OK;
+}
+
+static nn_result nn__cpub_read(nn_context *ctx, const nn__buf *b, void *dst, size_t bytes) {
+    (void)ctx;
+    memcpy(dst, b->host, bytes);
+    return NN_OK;
+}
+
+static nn_result nn__cpub_fill(nn_context *ctx, nn__buf *b, float value, size_t bytes) {
+    size_t i, n = bytes / sizeof(float);
+    (void)ctx;
+    for (i = 0; i < n; i++) b->host[i] = value;
+    return NN_OK;
+}
+
+static nn_result nn__cpub_prepare(nn_graph *g) {
+    (void)g;
+    return NN_OK;
+}
+
+static nn_result nn__cpub_run(nn_graph *g, int n_sched) {
+    int i;
+    for (i = 0; i < n_sched; i++) {
+        nn__node *n = &g->nodes[g->sched[i]];
+        nn_result r = nn__op(n->op)->cpu(g, n);
+        if (r != NN_OK) return r;
+    }
+    g->ctx->stats.kernel_launches += (uint64_t)n_sched;
+    return NN_OK;
+}
+
+static nn_result nn__cpub_finish(nn_context *ctx) {
+    (void)ctx;
+    return NN_OK;
+}
+
+static void nn__cpub_release_graph(nn_graph *g) { (void)g; }
+
+static const nn__backend nn__cpu_backend = {
+    "cpu", NN_BACKEND_CPU, 1, nn__cpub_open, nn__cpub_close, NULL, nn__cpub_alloc, nn__cpub_view, nn__cpub_release,
+    nn__cpub_write, nn__cpub_read, nn__cpub_fill, nn__cpub_prepare, nn__cpub_run, nn__cpub_finish, nn__cpub_release_graph};
+
+/* ======================================================================
+   src/nn_gemm_plan.c
+   ====================================================================== */
+/* Launch planning for kernels/gemm.cl, for device plans (backend-neutral arithmetic).
+ *
+ * The build options and
+ * the launch geometry are both derived from one per-device configuration
+ * (nn__gemm_config), so they always agree: the kernels carry
+ * reqd_work_group_size(WG_N, WG_M, 1) and must be launched with exactly that
+ * local size.
+ */
+
+typedef struct nn__gemm_plan {
+    const char *kernel;   /* kernel name in kernels/gemm.cl */
+    int dims;             /* 2, or 3 for a batch (dimension 2 numbers the products) */
+    size_t gws[3];        /* global size (already rounded up to a multiple of lws) */
+    size_t lws[3];        /* local size; lws[0]==0 means pass NULL (let the runtime choose) */
+} nn__gemm_plan;
+
+#ifndef NN__GEMM_CPU_ITEMS
+#define NN__GEMM_CPU_ITEMS 16
+#endif
+
+/* Tunables of kernels/gemm.cl (see the comment at its top). */
+typedef struct nn__gemm_cfg {
+    int wpt_m, wpt_n, vw;      /* per-item register tile, vector width along N */
+    int wg_m, wg_n;            /* work-group shape (dim 1 = M, dim 0 = N) */
+    int use_local, ts_k;       /* local-memory panels and their K depth */
+    int strided, pad_a, pad_b;
+} nn__gemm_cfg;
+
+static void nn__gemm_cfg_set(nn__gemm_cfg *c, int wpt_m, int wpt_n, int vw,
+                                int wg_m, int wg_n, int use_local, int ts_k,
+                                int strided, int pad_a, int pad_b)
+{
+    c->wpt_m = wpt_m; c->wpt_n = wpt_n; c->vw = vw;
+    c->wg_m = wg_m; c->wg_n = wg_n;
+    c->use_local = use_local; c->ts_k = ts_k;
+    c->strided = strided; c->pad_a = pad_a; c->pad_b = pad_b;
+}
+
+static void nn__gemm_config(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
+                               nn__gemm_cfg *c)
+{
+    if (is_cpu_device) {
+        /* CPU runtimes (PoCL): the packed path, one item per group.  A 6x16
+         * micro-tile is 12 accumulators of 8 floats, which with the two B
+         * vectors and the A broadcast fills AVX2's 16 registers (the same
+         * shape as BLIS's Haswell kernel).  Items cover up to 96 x 64 of C;
+         * the B panel is TS_K x 64 floats of local memory (64 KiB at
+         * TS_K=256; less where the device offers less). */
+        uint64_t kmax = local_mem_bytes / (64 * sizeof(float));
+        int ts_k = kmax >= 256 ? 256 : (int)(kmax / 16 * 16);
+        if (ts_k >= 16)
+            nn__gemm_cfg_set(c, 6, 16, 8, 16, 4, 2, ts_k, 0, 0, 0);
+        else   /* no useful local memory: stream everything from global */
+            nn__gemm_cfg_set(c, 6, 16, 8, 4, 4, 0, 16, 0, 0, 0);
+    } else if (max_wg_size >= 256 && local_mem_bytes >= 16 * 1024) {
+        /* GPUs: 16x16 items, 4x4 each (float4 along N), 64x64 tiles, K panels
+         * of 16 in local memory (8.3 KiB).  Strided ownership keeps local
+         * reads conflict-free and global stores coalesced; the A panel is
+         * padded because its staging writes stride by the tile height. */
+        nn__gemm_cfg_set(c, 4, 4, 4, 16, 16, 1, 16, 1, 1, 0);
+    } else if (max_wg_size >= 64 && local_mem_bytes >= 8 * 1024) {
+        /* Smaller GPUs / limited work-group size: 8x8 items, 8x8 each. */
+        nn__gemm_cfg_set(c, 8, 8, 4, 8, 8, 1, 8, 1, 1, 0);
+    } else {
+        /* Anything else: the direct path with whatever group fits. */
+        int wg = max_wg_size >= 16 ? 4 : (max_wg_size >= 4 ? 2 : 1);
+        nn__gemm_cfg_set(c, 4, 4, 4, wg, wg, 0, 16, 0, 0, 0);
+    }
+}
+
+
+/* Geometry of `batch` products of M x N each with the batched kernels (grid dimension 2
+   numbers them); batch 0 means one product with the plain 2-D kernels. */
+static void nn__gemm_cfg_plan_batched(const nn__gemm_cfg *c, int transA, int transB,
+                                         int M, int N, int batch, nn__gemm_plan *p)
+{
+    static const char *const names[8] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt",
+                                          "gemm_nn_batched", "gemm_nt_batched", "gemm_tn_batched",
+                                          "gemm_tt_batched" };
+    int packed = c->use_local == 2;
+    size_t tile_n = (size_t)c->wpt_n * (size_t)(packed ? c->wg_n : 1);
+    size_t tile_m = (size_t)c->wpt_m * (size_t)(packed ? c->wg_m : 1);
+    size_t items_n = ((size_t)N + tile_n - 1) / tile_n;
+    size_t items_m = ((size_t)M + tile_m - 1) / tile_m;
+    size_t nb = batch > 0 ? (size_t)batch : 1;
+    if (packed) {
+        /* One item per group covers wg_n*wpt_n columns and an equal share of
+         * the rows (the kernel derives it from the grid height).  Tiles of
+         * up to wg_m*wpt_m rows amortise the B packing best, but small
+         * problems are split further (down to 4 micro-tiles of rows) so that
+         * there are about NN__GEMM_CPU_ITEMS items to spread over the
+         * cores: the core count is not known here, and the runtime schedules
+         * groups dynamically, so a few items per core balance well. */
+        size_t min_rows = (size_t)c->wpt_m * 4;
+        size_t most = ((size_t)M + min_rows - 1) / min_rows;
+        size_t want = (NN__GEMM_CPU_ITEMS + items_n * nb - 1) / (items_n * nb);
+        if (want > most) want = most;
+        if (want > items_m) items_m = want;
+    }
+    p->kernel = names[(transA ? 2 : 0) + (transB ? 1 : 0) + (batch > 0 ? 4 : 0)];
+    p->dims = batch > 0 ? 3 : 2;
+    p->lws[0] = packed ? 1 : (size_t)c->wg_n;
+    p->lws[1] = packed ? 1 : (size_t)c->wg_m;
+    p->lws[2] = 1;
+    p->gws[0] = (items_n + p->lws[0] - 1) / p->lws[0] * p->lws[0];
+    p->gws[1] = (items_m + p->lws[1] - 1) / p->lws[1] * p->lws[1];
+    p->gws[2] = nb;
+}
+
+static void nn__gemm_cfg_plan(const nn__gemm_cfg *c, int transA, int transB,
+                                 int M, int N, nn__gemm_plan *p)
+{
+    nn__gemm_cfg_plan_batched(c, transA, transB, M, N, 0, p);
+}
+
+
+/* Launch geometry for one GEMM with the options above. */
+static void nn__gemm_plan_make(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
+                                  int transA, int transB, int M, int N, int K,
+                                  nn__gemm_plan *p)
+{
+    nn__gemm_cfg c;
+    (void)K;
+    nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
+    nn__gemm_cfg_plan(&c, transA, transB, M, N, p);
+}
+
+/* Launch geometry for `batch` products of the batched kernels (see kernels/gemm.cl). */
+static void nn__gemm_plan_batched(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
+                                     int transA, int transB, int M, int N, int batch,
+                                     nn__gemm_plan *p)
+{
+    nn__gemm_cfg c;
+    nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
+    nn__gemm_cfg_plan_batched(&c, transA, transB, M, N, batch, p);
 }
 #if !defined(NN_NO_OPENCL)
 
@@ -6901,79 +7265,44 @@ static const nn__cl_source nn__cl_sources[] = {
 #define NN__CL_NSOURCES 13
 
 /* ======================================================================
-   src/nn_cl_gemm.c
+   src/nn_opencl.c
    ====================================================================== */
-/* nn_cl_gemm.c - launch planning for kernels/gemm.cl.
- *
- * Included after <CL/cl.h> and the standard headers.  The build options and
- * the launch geometry are both derived from one per-device configuration
- * (nn__cl_gemm_config), so they always agree: the kernels carry
- * reqd_work_group_size(WG_N, WG_M, 1) and must be launched with exactly that
- * local size.
- */
+/* The OpenCL backend: device discovery, programs built from kernels/NAME.cl with an on-disk
+   cache, buffers, and the launches that ops' device plans record (nn__launch) turned into
+   kernels with their arguments set once, at compile time, so a step only enqueues. */
+#ifndef CL_TARGET_OPENCL_VERSION
+#  define CL_TARGET_OPENCL_VERSION 120
+#endif
+#ifdef __APPLE__
+#  include <OpenCL/opencl.h>
+#else
+#  include <CL/cl.h>
+#endif
+#include <sys/stat.h>
 
-typedef struct nn__cl_gemm_plan {
-    const char *kernel;   /* kernel name in kernels/gemm.cl */
-    cl_uint dims;         /* 2, or 3 for a batch (dimension 2 numbers the products) */
-    size_t gws[3];        /* global size (already rounded up to a multiple of lws) */
-    size_t lws[3];        /* local size; lws[0]==0 means pass NULL (let the runtime choose) */
-} nn__cl_gemm_plan;
-
-#ifndef NN__CL_GEMM_CPU_ITEMS
-#define NN__CL_GEMM_CPU_ITEMS 16
+#if defined(_WIN32)
+#  include <direct.h>
+#  include <process.h>
+#  define nn__mkdir(p) _mkdir(p)
+#  define nn__getpid() _getpid()
+#else
+#  include <unistd.h>
+#  define nn__mkdir(p) mkdir(p, 0755)
+#  define nn__getpid() getpid()
 #endif
 
-/* Tunables of kernels/gemm.cl (see the comment at its top). */
-typedef struct nn__cl_gemm_cfg {
-    int wpt_m, wpt_n, vw;      /* per-item register tile, vector width along N */
-    int wg_m, wg_n;            /* work-group shape (dim 1 = M, dim 0 = N) */
-    int use_local, ts_k;       /* local-memory panels and their K depth */
-    int strided, pad_a, pad_b;
-} nn__cl_gemm_cfg;
-
-static void nn__cl_gemm_cfg_set(nn__cl_gemm_cfg *c, int wpt_m, int wpt_n, int vw,
-                                int wg_m, int wg_n, int use_local, int ts_k,
-                                int strided, int pad_a, int pad_b)
-{
-    c->wpt_m = wpt_m; c->wpt_n = wpt_n; c->vw = vw;
-    c->wg_m = wg_m; c->wg_n = wg_n;
-    c->use_local = use_local; c->ts_k = ts_k;
-    c->strided = strided; c->pad_a = pad_a; c->pad_b = pad_b;
-}
-
-static void nn__cl_gemm_config(int is_cpu_device, size_t max_wg_size, cl_ulong local_mem_bytes,
-                               nn__cl_gemm_cfg *c)
-{
-    if (is_cpu_device) {
-        /* CPU runtimes (PoCL): the packed path, one item per group.  A 6x16
-         * micro-tile is 12 accumulators of 8 floats, which with the two B
-         * vectors and the A broadcast fills AVX2's 16 registers (the same
-         * shape as BLIS's Haswell kernel).  Items cover up to 96 x 64 of C;
-         * the B panel is TS_K x 64 floats of local memory (64 KiB at
-         * TS_K=256; less where the device offers less). */
-        cl_ulong kmax = local_mem_bytes / (64 * sizeof(float));
-        int ts_k = kmax >= 256 ? 256 : (int)(kmax / 16 * 16);
-        if (ts_k >= 16)
-            nn__cl_gemm_cfg_set(c, 6, 16, 8, 16, 4, 2, ts_k, 0, 0, 0);
-        else   /* no useful local memory: stream everything from global */
-            nn__cl_gemm_cfg_set(c, 6, 16, 8, 4, 4, 0, 16, 0, 0, 0);
-    } else if (max_wg_size >= 256 && local_mem_bytes >= 16 * 1024) {
-        /* GPUs: 16x16 items, 4x4 each (float4 along N), 64x64 tiles, K panels
-         * of 16 in local memory (8.3 KiB).  Strided ownership keeps local
-         * reads conflict-free and global stores coalesced; the A panel is
-         * padded because its staging writes stride by the tile height. */
-        nn__cl_gemm_cfg_set(c, 4, 4, 4, 16, 16, 1, 16, 1, 1, 0);
-    } else if (max_wg_size >= 64 && local_mem_bytes >= 8 * 1024) {
-        /* Smaller GPUs / limited work-group size: 8x8 items, 8x8 each. */
-        nn__cl_gemm_cfg_set(c, 8, 8, 4, 8, 8, 1, 8, 1, 1, 0);
-    } else {
-        /* Anything else: the direct path with whatever group fits. */
-        int wg = max_wg_size >= 16 ? 4 : (max_wg_size >= 4 ? 2 : 1);
-        nn__cl_gemm_cfg_set(c, 4, 4, 4, wg, wg, 0, 16, 0, 0, 0);
+/* 64-bit FNV-1a, for cache keys. */
+static uint64_t nn__fnv(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
     }
+    return h;
 }
 
-static void nn__cl_gemm_cfg_options(const nn__cl_gemm_cfg *c, char *buf, size_t bufsize)
+static void nn__gemm_cfg_options(const nn__gemm_cfg *c, char *buf, size_t bufsize)
 {
     char tmp[256];
     size_t n;
@@ -6990,99 +7319,30 @@ static void nn__cl_gemm_cfg_options(const nn__cl_gemm_cfg *c, char *buf, size_t 
     buf[n] = '\0';
 }
 
-/* Geometry of `batch` products of M x N each with the batched kernels (grid dimension 2
-   numbers them); batch 0 means one product with the plain 2-D kernels. */
-static void nn__cl_gemm_cfg_plan_batched(const nn__cl_gemm_cfg *c, int transA, int transB,
-                                         int M, int N, int batch, nn__cl_gemm_plan *p)
-{
-    static const char *const names[8] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt",
-                                          "gemm_nn_batched", "gemm_nt_batched", "gemm_tn_batched",
-                                          "gemm_tt_batched" };
-    int packed = c->use_local == 2;
-    size_t tile_n = (size_t)c->wpt_n * (size_t)(packed ? c->wg_n : 1);
-    size_t tile_m = (size_t)c->wpt_m * (size_t)(packed ? c->wg_m : 1);
-    size_t items_n = ((size_t)N + tile_n - 1) / tile_n;
-    size_t items_m = ((size_t)M + tile_m - 1) / tile_m;
-    size_t nb = batch > 0 ? (size_t)batch : 1;
-    if (packed) {
-        /* One item per group covers wg_n*wpt_n columns and an equal share of
-         * the rows (the kernel derives it from the grid height).  Tiles of
-         * up to wg_m*wpt_m rows amortise the B packing best, but small
-         * problems are split further (down to 4 micro-tiles of rows) so that
-         * there are about NN__CL_GEMM_CPU_ITEMS items to spread over the
-         * cores: the core count is not known here, and the runtime schedules
-         * groups dynamically, so a few items per core balance well. */
-        size_t min_rows = (size_t)c->wpt_m * 4;
-        size_t most = ((size_t)M + min_rows - 1) / min_rows;
-        size_t want = (NN__CL_GEMM_CPU_ITEMS + items_n * nb - 1) / (items_n * nb);
-        if (want > most) want = most;
-        if (want > items_m) items_m = want;
-    }
-    p->kernel = names[(transA ? 2 : 0) + (transB ? 1 : 0) + (batch > 0 ? 4 : 0)];
-    p->dims = batch > 0 ? 3 : 2;
-    p->lws[0] = packed ? 1 : (size_t)c->wg_n;
-    p->lws[1] = packed ? 1 : (size_t)c->wg_m;
-    p->lws[2] = 1;
-    p->gws[0] = (items_n + p->lws[0] - 1) / p->lws[0] * p->lws[0];
-    p->gws[1] = (items_m + p->lws[1] - 1) / p->lws[1] * p->lws[1];
-    p->gws[2] = nb;
-}
-
-static void nn__cl_gemm_cfg_plan(const nn__cl_gemm_cfg *c, int transA, int transB,
-                                 int M, int N, nn__cl_gemm_plan *p)
-{
-    nn__cl_gemm_cfg_plan_batched(c, transA, transB, M, N, 0, p);
-}
-
 /* Build options (-D ...) for kernels/gemm.cl on a device; written into buf (NUL-terminated). */
-static void nn__cl_gemm_options(int is_cpu_device, size_t max_wg_size, cl_ulong local_mem_bytes,
+static void nn__gemm_options(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
                                 char *buf, size_t bufsize)
 {
-    nn__cl_gemm_cfg c;
-    nn__cl_gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
-    nn__cl_gemm_cfg_options(&c, buf, bufsize);
+    nn__gemm_cfg c;
+    nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
+    nn__gemm_cfg_options(&c, buf, bufsize);
 }
-
-/* Launch geometry for one GEMM with the options above. */
-static void nn__cl_gemm_plan_make(int is_cpu_device, size_t max_wg_size, cl_ulong local_mem_bytes,
-                                  int transA, int transB, int M, int N, int K,
-                                  nn__cl_gemm_plan *p)
-{
-    nn__cl_gemm_cfg c;
-    (void)K;
-    nn__cl_gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
-    nn__cl_gemm_cfg_plan(&c, transA, transB, M, N, p);
-}
-
-/* Launch geometry for `batch` products of the batched kernels (see kernels/gemm.cl). */
-static void nn__cl_gemm_plan_batched(int is_cpu_device, size_t max_wg_size, cl_ulong local_mem_bytes,
-                                     int transA, int transB, int M, int N, int batch,
-                                     nn__cl_gemm_plan *p)
-{
-    nn__cl_gemm_cfg c;
-    nn__cl_gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
-    nn__cl_gemm_cfg_plan_batched(&c, transA, transB, M, N, batch, p);
-}
-
-/* ======================================================================
-   src/nn_opencl.c
-   ====================================================================== */
-/* The OpenCL backend: device discovery, program building with an on-disk cache, buffers,
-   kernel arguments. Ops use it through nn__cl_kernel(), nn__cl_args() and nn__cl_add(). */
-#include <sys/stat.h>
-
-#if defined(_WIN32)
-#  include <direct.h>
-#  include <process.h>
-#  define nn__mkdir(p) _mkdir(p)
-#  define nn__getpid() _getpid()
-#else
-#  include <unistd.h>
-#  define nn__mkdir(p) mkdir(p, 0755)
-#  define nn__getpid() getpid()
-#endif
 
 #define NN__CL_MAX_DEVICES 32
+
+/* The backend's state (ctx->bk). */
+typedef struct nn__cl {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    char name[128], vendor[128], driver[128], version[128];
+    cl_ulong max_alloc;
+    cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
+    char gemm_options[512];
+} nn__cl;
+
+#define NN__CL(ctx) ((nn__cl *)(ctx)->bk)
 
 static const char *nn__cl_errstr(cl_int e) {
     switch (e) {
@@ -7139,7 +7399,7 @@ static void nn__cl_str(cl_device_id d, cl_device_info what, char *buf, size_t n)
     buf[n - 1] = 0;
 }
 
-NN_API int nn_list_devices(nn_device_info *out, int max) {
+static int nn__cl_list_devices(nn_device_info *out, int max) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
     int n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES), i;
@@ -7180,58 +7440,84 @@ static int nn__cl_pick(const char *req, cl_platform_id *plats, cl_device_id *dev
 }
 
 static void nn__cl_close(nn_context *ctx) {
+    nn__cl *cl = NN__CL(ctx);
     int i;
+    if (!cl) return;
     for (i = 0; i < 64; i++)
-        if (ctx->cl.programs[i]) clReleaseProgram(ctx->cl.programs[i]);
-    if (ctx->cl.queue) clReleaseCommandQueue(ctx->cl.queue);
-    if (ctx->cl.context) clReleaseContext(ctx->cl.context);
-    memset(&ctx->cl, 0, sizeof ctx->cl);
+        if (cl->programs[i]) clReleaseProgram(cl->programs[i]);
+    if (cl->queue) clReleaseCommandQueue(cl->queue);
+    if (cl->context) clReleaseContext(cl->context);
+    NN_FREE(cl);
+    ctx->bk = NULL;
 }
 
-static nn_result nn__cl_open(nn_context *ctx, cl_platform_id plat, cl_device_id dev, int tuning) {
-    nn__cl *cl = &ctx->cl;
+static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_device_id dev, int tuning) {
+    nn__cl *cl = (nn__cl *)nn__calloc(1, sizeof *cl);
+    nn__device *d = &ctx->dev;
     cl_int err;
-    cl_uint align_bits = 0;
+    cl_uint align_bits = 0, units = 0;
+    cl_ulong local_mem = 0;
     cl_context_properties props[3];
     cl_device_type t = nn__cl_type(dev);
+    if (!cl) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "OpenCL: out of memory");
+    ctx->bk = cl;
     props[0] = CL_CONTEXT_PLATFORM;
     props[1] = (cl_context_properties)plat;
     props[2] = 0;
     cl->platform = plat;
     cl->device = dev;
-    cl->is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
-    cl->is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
+    memset(d, 0, sizeof *d);
+    d->cpu_tuned = (t & CL_DEVICE_TYPE_CPU) != 0;
+    d->gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
     if (tuning == NN_TUNING_AUTO) { /* the device type decides unless $NN_CL_TUNING says */
         const char *env = getenv("NN_CL_TUNING");
         if (env && strcmp(env, "gpu") == 0) tuning = NN_TUNING_GPU;
         if (env && strcmp(env, "cpu") == 0) tuning = NN_TUNING_CPU;
     }
-    if (tuning != NN_TUNING_AUTO) cl->is_cpu = tuning == NN_TUNING_CPU; /* is_cpu: "tuned as for a CPU" */
+    if (tuning != NN_TUNING_AUTO) d->cpu_tuned = tuning == NN_TUNING_CPU;
     nn__cl_str(dev, CL_DEVICE_NAME, cl->name, sizeof cl->name);
     nn__cl_str(dev, CL_DEVICE_VENDOR, cl->vendor, sizeof cl->vendor);
     nn__cl_str(dev, CL_DRIVER_VERSION, cl->driver, sizeof cl->driver);
     nn__cl_str(dev, CL_DEVICE_VERSION, cl->version, sizeof cl->version);
-    clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof cl->max_wg, &cl->max_wg, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof cl->local_mem, &cl->local_mem, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cl->units, &cl->units, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof cl->max_alloc, &cl->max_alloc, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
-    cl->align = align_bits / 8 > 256 ? align_bits / 8 : 256;
-    if (cl->max_wg == 0) cl->max_wg = 1;
+    d->local_mem = local_mem;
+    d->units = units;
+    d->max_alloc = cl->max_alloc;
+    d->align = align_bits / 8 > 256 ? align_bits / 8 : 256;
+    if (d->max_wg == 0) d->max_wg = 1;
+    snprintf(ctx->backend_name, sizeof ctx->backend_name, "%s", cl->name);
     cl->context = clCreateContext(props, 1, &dev, NULL, NULL, &err);
-    if (!cl->context) {
-        nn__cl_close(ctx);
+    if (!cl->context)
         return nn__fail(ctx, NN_ERR_DEVICE, "clCreateContext failed on %s: %s (%d)", cl->name, nn__cl_errstr(err), err);
-    }
     cl->queue = clCreateCommandQueue(cl->context, dev, 0, &err);
-    if (!cl->queue) {
-        nn_result r = nn__fail(ctx, NN_ERR_DEVICE, "clCreateCommandQueue failed on %s: %s (%d)", cl->name,
-                               nn__cl_errstr(err), err);
-        nn__cl_close(ctx);
-        return r;
-    }
-    nn__cl_gemm_options(cl->is_cpu, cl->max_wg, cl->local_mem, cl->gemm_options, sizeof cl->gemm_options);
+    if (!cl->queue)
+        return nn__fail(ctx, NN_ERR_DEVICE, "clCreateCommandQueue failed on %s: %s (%d)", cl->name, nn__cl_errstr(err),
+                        err);
+    nn__gemm_options(d->cpu_tuned, d->max_wg, d->local_mem, cl->gemm_options, sizeof cl->gemm_options);
     return NN_OK;
+}
+
+/* device: NULL (the first GPU, else the first device), "opencl", an index or a name
+   substring. Not finding one is NN_ERR_UNAVAILABLE unless it was named. */
+static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+    cl_platform_id plats[NN__CL_MAX_DEVICES];
+    cl_device_id devs[NN__CL_MAX_DEVICES];
+    int n, pick;
+    nn_result r;
+    if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
+    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
+    pick = nn__cl_pick(device, plats, devs, n);
+    if (pick < 0) {
+        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no OpenCL device found: using the CPU backend");
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: no such OpenCL device (%d found)", device, n);
+    }
+    r = nn__cl_open_device(ctx, plats[pick], devs[pick], desc->tuning);
+    if (r != NN_OK) nn__cl_close(ctx);
+    return r;
 }
 
 /* ---- programs: source lines, the disk cache, building ---- */
@@ -7309,7 +7595,7 @@ static int nn__mkdirs(const char *path) {
 }
 
 static cl_program nn__cache_load(nn_context *ctx, const char *path, const char *options) {
-    nn__cl *cl = &ctx->cl;
+    nn__cl *cl = NN__CL(ctx);
     FILE *f = fopen(path, "rb");
     unsigned char *bin = NULL;
     long len = -1;
@@ -7359,7 +7645,7 @@ static void nn__cache_store(nn_context *ctx, const char *path, cl_program prog) 
 
 /* The program of kernels/NAME.cl for this context's device, built once. */
 static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *out) {
-    nn__cl *cl = &ctx->cl;
+    nn__cl *cl = NN__CL(ctx);
     int idx = nn__cl_source_index(name);
     char options[768], path[1100] = "";
     const char **lines;
@@ -7424,127 +7710,166 @@ static nn_result nn__cl_kernel(nn_context *ctx, const char *file, const char *kn
     return NN_OK;
 }
 
-/* Sets kernel arguments from a format: m cl_mem, i int, u unsigned, f float (as double in
-   the varargs), L local bytes (size_t), 8 an int8 vector (const int * to 8 ints). */
-static nn_result nn__cl_args(nn_context *ctx, cl_kernel k, const char *fmt, ...) {
-    va_list ap;
-    cl_uint a;
-    cl_int err = CL_SUCCESS;
-    va_start(ap, fmt);
-    for (a = 0; fmt[a] && err == CL_SUCCESS; a++) {
-        switch (fmt[a]) {
-        case 'm': { cl_mem m = va_arg(ap, cl_mem); err = clSetKernelArg(k, a, sizeof m, &m); break; }
-        case 'i': { cl_int v = va_arg(ap, int); err = clSetKernelArg(k, a, sizeof v, &v); break; }
-        case 'u': { cl_uint v = va_arg(ap, unsigned); err = clSetKernelArg(k, a, sizeof v, &v); break; }
-        case 'f': { cl_float v = (cl_float)va_arg(ap, double); err = clSetKernelArg(k, a, sizeof v, &v); break; }
-        case 'L': { size_t v = va_arg(ap, size_t); err = clSetKernelArg(k, a, v, NULL); break; }
-        case '8': {
-            cl_int8 v;
-            memcpy(&v, va_arg(ap, const int *), sizeof v);
-            err = clSetKernelArg(k, a, sizeof v, &v);
-            break;
-        }
-        default: err = CL_INVALID_VALUE; break;
-        }
-    }
-    va_end(ap);
-    if (err != CL_SUCCESS)
-        return nn__fail(ctx, NN_ERR_DEVICE, "clSetKernelArg %u failed: %s (%d)", a - 1, nn__cl_errstr(err), err);
-    return NN_OK;
-}
+/* ---- buffers ---- */
 
-static nn_result nn__cl_alloc(nn_context *ctx, nn__buf *b, size_t bytes, const char *what) {
+static nn_result nn__cl_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
+    nn__cl *cl = NN__CL(ctx);
     cl_int err;
+    cl_mem m;
     b->bytes = bytes;
-    if (bytes > ctx->cl.max_alloc)
+    if (bytes > cl->max_alloc)
         return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: %llu bytes exceed the device's largest allocation (%llu) on %s",
-                        what, (unsigned long long)bytes, (unsigned long long)ctx->cl.max_alloc, ctx->cl.name);
-    b->mem = clCreateBuffer(ctx->cl.context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
-    if (!b->mem)
+                        what, (unsigned long long)bytes, (unsigned long long)cl->max_alloc, cl->name);
+    m = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
+    if (!m)
         return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes on %s: %s (%d)", what,
-                        (unsigned long long)bytes, ctx->cl.name, nn__cl_errstr(err), err);
-    return NN_OK;
-}
-
-static nn_result nn__cl_fill(nn_context *ctx, cl_mem m, float v, size_t bytes) {
-    cl_int err = clEnqueueFillBuffer(ctx->cl.queue, m, &v, sizeof v, 0, bytes, 0, NULL, NULL);
+                        (unsigned long long)bytes, cl->name, nn__cl_errstr(err), err);
+    b->handle = m;
+    if (!zero) return NN_OK;
+    {
+        float v = 0.0f;
+        err = clEnqueueFillBuffer(cl->queue, m, &v, sizeof v, 0, bytes ? bytes : 4, 0, NULL, NULL);
+    }
     if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueFillBuffer: %s (%d)", nn__cl_errstr(err), err);
     return NN_OK;
 }
 
-/* ---- convolution planning (the launches are in nn_ops.c, the kernels in conv.cl) ---- */
-
-typedef struct nn__cl_conv_plan {
-    int algo;        /* NN__CONV_GEMM or NN__CONV_DIRECT */
-    int ld;          /* columns of the column matrices: P = N*OH*OW, padded for the K slices */
-    int split;       /* K slices of the weight gradient's product (1: none) */
-    int64_t scratch; /* floats */
-} nn__cl_conv_plan;
-
-/* Depthwise convolutions (one input channel per group) run the direct kernels: their
-   products are too thin for a GEMM. Everything else is im2col + the tuned GEMM, one
-   batched launch over the groups. The weight gradient reduces over all N*OH*OW columns
-   into a small [K, C/G*KH*KW] result, so its product is cut into K slices (summed after,
-   in a fixed order) until there are enough tiles to fill the device. Shapes whose
-   working memory would not fit the device, or 32-bit indices, fall back to direct. */
-static void nn__cl_conv2d_plan(const nn_context *ctx, int op, const nn__conv2d *c, nn__cl_conv_plan *p) {
-    int64_t P = (int64_t)c->N * c->OH * c->OW, Cg = c->C / c->G, Kg = c->K / c->G;
-    int64_t KKg = Cg * c->KH * c->KW, rows = (int64_t)c->C * c->KH * c->KW, chunk, most;
-    nn__cl_gemm_cfg cfg;
-    memset(p, 0, sizeof *p);
-    p->algo = NN__CONV_DIRECT;
-    p->ld = (int)P;
-    p->split = 1;
-    if (nn__conv2d_is_depthwise(c)) return;
-    if (op == NN__OP_CONV2D_DW) {
-        int64_t tile_n, tile_m, tiles, target;
-        nn__cl_gemm_config(ctx->cl.is_cpu, ctx->cl.max_wg, ctx->cl.local_mem, &cfg);
-        tile_n = (int64_t)cfg.wpt_n * cfg.wg_n;
-        tile_m = (int64_t)cfg.wpt_m * (cfg.use_local == 2 ? 4 : cfg.wg_m);
-        tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
-        target = ctx->cl.is_cpu ? NN__CL_GEMM_CPU_ITEMS : 4 * (int64_t)(ctx->cl.units ? ctx->cl.units : 16);
-        p->split = (int)((target + tiles - 1) / tiles);
-        /* slices of at most 1024 columns too: one float accumulator over tens of thousands
-           of products loses the small terms to rounding (the partial sums are exact enough) */
-        if (p->split < (P + 1023) / 1024) p->split = (int)((P + 1023) / 1024);
-        most = P / 256; /* slices of at least 256 columns */
-        if (p->split > most) p->split = (int)(most > 1 ? most : 1);
-        if (p->split > 256) p->split = 256;
-        if (p->split > 1 && (int64_t)p->split * Kg > P) p->split = (int)(P / Kg > 1 ? P / Kg : 1); /* partials <= columns */
-        chunk = (P + p->split - 1) / p->split;
-        chunk = (chunk + 3) / 4 * 4;
-        p->split = (int)((P + chunk - 1) / chunk);
-        p->ld = (int)(chunk * p->split);
-        p->scratch = (rows + c->K) * p->ld + (p->split > 1 ? (int64_t)p->split * c->K * KKg : 0);
-    } else
-        p->scratch = (rows + c->K) * P;
-    if (p->scratch >= (int64_t)1 << 31 || (uint64_t)p->scratch * 4 > (uint64_t)ctx->cl.max_alloc / 2) {
-        p->split = 1;
-        p->ld = (int)P;
-        p->scratch = 0;
-        return;
-    }
-    p->algo = NN__CONV_GEMM;
+/* A view is a sub-buffer: kernels take it as a buffer of its own. */
+static nn_result nn__cl_view(nn_context *ctx, const nn__buf *base, size_t offset, size_t bytes, nn__buf *out,
+                             const char *what) {
+    cl_buffer_region reg;
+    cl_int err;
+    memset(out, 0, sizeof *out);
+    out->bytes = bytes;
+    out->offset = offset;
+    reg.origin = offset;
+    reg.size = bytes;
+    out->handle = clCreateSubBuffer((cl_mem)base->handle, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
+    if (!out->handle) return nn__fail(ctx, NN_ERR_DEVICE, "%s: clCreateSubBuffer: %s (%d)", what, nn__cl_errstr(err), err);
+    return NN_OK;
 }
+
+static void nn__cl_release(nn_context *ctx, nn__buf *b) {
+    (void)ctx;
+    if (b->handle) clReleaseMemObject((cl_mem)b->handle);
+    if (b->owned) NN_FREE(b->host);
+}
+
+static nn_result nn__cl_write(nn_context *ctx, nn__buf *b, const void *src, size_t bytes) {
+    cl_int err = clEnqueueWriteBuffer(NN__CL(ctx)->queue, (cl_mem)b->handle, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
+    if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueWriteBuffer: %s (%d)", nn__cl_errstr(err), err);
+    return NN_OK;
+}
+
+static nn_result nn__cl_read(nn_context *ctx, const nn__buf *b, void *dst, size_t bytes) {
+    cl_int err = clEnqueueReadBuffer(NN__CL(ctx)->queue, (cl_mem)b->handle, CL_TRUE, 0, bytes, dst, 0, NULL, NULL);
+    if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueReadBuffer: %s (%d)", nn__cl_errstr(err), err);
+    return NN_OK;
+}
+
+static nn_result nn__cl_fill(nn_context *ctx, nn__buf *b, float v, size_t bytes) {
+    cl_int err = clEnqueueFillBuffer(NN__CL(ctx)->queue, (cl_mem)b->handle, &v, sizeof v, 0, bytes ? bytes : 4, 0, NULL,
+                                     NULL);
+    if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueFillBuffer: %s (%d)", nn__cl_errstr(err), err);
+    return NN_OK;
+}
+
+/* ---- launches ---- */
+
+static cl_int nn__cl_set_arg(cl_kernel k, cl_uint i, const nn__karg *a) {
+    switch (a->kind) {
+    case 'm': {
+        cl_mem m = (cl_mem)a->v.buf.handle;
+        return clSetKernelArg(k, i, sizeof m, &m);
+    }
+    case 'i': return clSetKernelArg(k, i, sizeof(cl_int), &a->v.i);
+    case 'u': return clSetKernelArg(k, i, sizeof(cl_uint), &a->v.u);
+    case 'f': return clSetKernelArg(k, i, sizeof(cl_float), &a->v.f);
+    case 'L': return clSetKernelArg(k, i, a->v.local, NULL);
+    case '8': return clSetKernelArg(k, i, sizeof(cl_int8), a->v.v8);
+    default: return CL_INVALID_VALUE;
+    }
+}
+
+/* Each recorded launch gets its kernel and all its arguments, once. */
+static nn_result nn__cl_prepare(nn_graph *g) {
+    nn_context *ctx = g->ctx;
+    int i, k;
+    for (i = 0; i < g->n_launches; i++) {
+        nn__launch *l = &g->launches[i];
+        cl_kernel kern;
+        nn_result r = nn__cl_kernel(ctx, l->file, l->kernel, &kern);
+        if (r != NN_OK) return r;
+        l->bk = kern;
+        for (k = 0; k < l->n_args; k++) {
+            cl_int err = nn__cl_set_arg(kern, (cl_uint)k, &l->args[k]);
+            if (err != CL_SUCCESS)
+                return nn__fail(ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: clSetKernelArg %d failed: %s (%d)",
+                                nn__op(g->nodes[l->node].op)->name, l->file, l->kernel, k, nn__cl_errstr(err), err);
+        }
+    }
+    {
+        cl_int err = clFinish(NN__CL(ctx)->queue);
+        if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "nn_graph_compile: clFinish: %s (%d)", nn__cl_errstr(err), err);
+    }
+    return NN_OK;
+}
+
+/* Enqueues the launches of the first n_sched schedule positions. */
+static nn_result nn__cl_run(nn_graph *g, int n_sched) {
+    cl_command_queue q = NN__CL(g->ctx)->queue;
+    int i, k, n = g->sched_launch[n_sched];
+    for (i = 0; i < n; i++) {
+        nn__launch *l = &g->launches[i];
+        cl_int err = CL_SUCCESS;
+        if (l->update) {
+            l->update(g, l);
+            for (k = 0; k < l->n_upd && err == CL_SUCCESS; k++)
+                err = nn__cl_set_arg((cl_kernel)l->bk, (cl_uint)l->upd[k], &l->args[l->upd[k]]);
+        }
+        if (err == CL_SUCCESS)
+            err = clEnqueueNDRangeKernel(q, (cl_kernel)l->bk, (cl_uint)l->dims, NULL, l->gws, l->use_lws ? l->lws : NULL, 0,
+                                         NULL, NULL);
+        if (err != CL_SUCCESS)
+            return nn__fail(g->ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: %s (%d)", nn__op(g->nodes[l->node].op)->name,
+                            l->file, l->kernel, nn__cl_errstr(err), err);
+    }
+    g->ctx->stats.kernel_launches += (uint64_t)n;
+    return NN_OK;
+}
+
+static nn_result nn__cl_finish(nn_context *ctx) {
+    cl_int err = clFinish(NN__CL(ctx)->queue);
+    if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clFinish: %s (%d)", nn__cl_errstr(err), err);
+    return NN_OK;
+}
+
+static void nn__cl_release_graph(nn_graph *g) {
+    int i;
+    for (i = 0; i < g->n_launches; i++)
+        if (g->launches[i].bk) clReleaseKernel((cl_kernel)g->launches[i].bk);
+}
+
+static const nn__backend nn__opencl_backend = {
+    "opencl", NN_BACKEND_OPENCL, 0, nn__cl_open, nn__cl_close, nn__cl_list_devices, nn__cl_alloc, nn__cl_view,
+    nn__cl_release, nn__cl_write, nn__cl_read, nn__cl_fill, nn__cl_prepare, nn__cl_run, nn__cl_finish,
+    nn__cl_release_graph};
+#define NN__BACKEND_OPENCL &nn__opencl_backend,
 #endif
 
 /* ======================================================================
-   src/nn_graph.c
+   src/nn_context.c
    ====================================================================== */
-/* The graph engine: contexts, building graphs of symbolic tensors, reverse-mode autograd,
-   memory planning by liveness, and running compiled graphs on either backend. The op
-   bodies are in nn_cpu.c (CPU) and kernels/ (OpenCL); nn_ops.c binds them to nodes. */
+/* Contexts: the backend chosen once per context (nn__backends[], tried in order, the CPU
+   last), its buffers, and what a program asks of a context (its name, errors, counters). */
 
-static const char *const nn__op_names[] = {
-#define NN__X(e, s) s,
-    NN__OPS(NN__X)
-#undef NN__X
-};
-
-static nn_result nn__cpu_run(nn_graph *g, int id);
-#if !defined(NN_NO_OPENCL)
-static nn_result nn__cl_prepare(nn_graph *g, int id);
+/* Device backends define NN__BACKEND_<NAME> as a pointer to their nn__backend and a comma;
+   one that is not compiled in (NN_NO_OPENCL) leaves its slot empty. */
+#ifndef NN__BACKEND_OPENCL
+#  define NN__BACKEND_OPENCL
 #endif
+static const nn__backend *const nn__backends[] = {NN__BACKEND_OPENCL &nn__cpu_backend};
+#define NN__N_BACKENDS ((int)(sizeof nn__backends / sizeof nn__backends[0]))
 
 NN_API nn_shape nn_shape1(int64_t d0) {
     nn_shape s;
@@ -7571,7 +7896,6 @@ NN_API nn_shape nn_shape4(int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
     s.dim[3] = d3;
     return s;
 }
-
 NN_API const char *nn_result_string(nn_result r) {
     switch (r) {
     case NN_OK: return "ok";
@@ -7582,6 +7906,7 @@ NN_API const char *nn_result_string(nn_result r) {
     case NN_ERR_BUILD: return "kernel build failed";
     case NN_ERR_IO: return "i/o error";
     case NN_ERR_STATE: return "invalid state";
+    case NN_ERR_UNAVAILABLE: return "unavailable";
     }
     return "unknown result";
 }
@@ -7597,6 +7922,42 @@ static char *nn__default_cache_dir(void) {
     return nn__strdup(buf);
 }
 
+
+/* The log level from desc.log_level (the level plus one) or $NN_LOG. */
+static int nn__log_level(const nn_context_desc *desc) {
+    static const char *const levels[] = {"error", "warn", "info", "debug"};
+    const char *env = getenv("NN_LOG");
+    int k;
+    if (desc->log_level) return desc->log_level - 1;
+    for (k = 0; env && k < 4; k++)
+        if (strcmp(env, levels[k]) == 0) return k;
+    return NN_LOG_INFO;
+}
+
+/* Opens the first backend that takes the device asked for: a named device must open or
+   the call fails; with none named, a device backend that finds nothing (NN_ERR_UNAVAILABLE)
+   falls through to the next, and the log says why. */
+static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+    nn_result r = NN_ERR_UNAVAILABLE;
+    int k;
+    char why[NN__ERRLEN];
+    why[0] = 0;
+    for (k = 0; k < NN__N_BACKENDS; k++) {
+        const nn__backend *b = nn__backends[k];
+        ctx->err[0] = 0;
+        r = b->open(ctx, device, desc);
+        if (r == NN_OK) {
+            ctx->backend = b;
+            if (why[0]) nn__log(ctx, NN_LOG_INFO, "%s", why);
+            return NN_OK;
+        }
+        if (r != NN_ERR_UNAVAILABLE) return r;
+        if (ctx->err[0]) snprintf(why, sizeof why, "%s", ctx->err);
+    }
+    if (device) nn__fail(ctx, r, "NN_DEVICE=%s: %s", device, why[0] ? why : "no backend takes this device");
+    return r;
+}
+
 NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc_in) {
     nn_context_desc desc;
     nn_context *ctx;
@@ -7610,14 +7971,7 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
     if (!ctx) return NN_ERR_OUT_OF_MEMORY;
     ctx->log = desc.log;
     ctx->log_user = desc.log_user;
-    ctx->log_level = NN_LOG_INFO;
-    if (desc.log_level) ctx->log_level = desc.log_level - 1;
-    else if (getenv("NN_LOG")) {
-        static const char *const levels[] = {"error", "warn", "info", "debug"};
-        int k;
-        for (k = 0; k < 4; k++)
-            if (strcmp(getenv("NN_LOG"), levels[k]) == 0) ctx->log_level = k;
-    }
+    ctx->log_level = nn__log_level(&desc);
     device = desc.device ? desc.device : getenv("NN_DEVICE");
     if (device && !device[0]) device = NULL;
     cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");
@@ -7625,50 +7979,22 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
     else ctx->cache_dir = (cache && cache[0]) ? nn__strdup(cache) : nn__default_cache_dir();
     kdir = desc.kernel_dir ? desc.kernel_dir : getenv("NN_KERNEL_DIR");
     if (kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir))) r = NN_ERR_OUT_OF_MEMORY;
-    strcpy(ctx->backend_name, "cpu");
-    if (r == NN_OK && !(device && strcmp(device, "cpu") == 0)) {
-#if !defined(NN_NO_OPENCL)
-        cl_platform_id plats[NN__CL_MAX_DEVICES];
-        cl_device_id devs[NN__CL_MAX_DEVICES];
-        int n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
-        int pick = nn__cl_pick(device, plats, devs, n);
-        if (pick >= 0) {
-            r = nn__cl_open(ctx, plats[pick], devs[pick], desc.tuning);
-            if (r == NN_OK) {
-                ctx->opencl = 1;
-                snprintf(ctx->backend_name, sizeof ctx->backend_name, "%s", ctx->cl.name);
-            } else {
-                nn__log(ctx, NN_LOG_ERROR, "%s", ctx->err);
-            }
-        } else if (device) {
-            nn__log(ctx, NN_LOG_ERROR, "NN_DEVICE=%s: no such OpenCL device (%d found)", device, n);
-            r = NN_ERR_INVALID_ARGUMENT;
-        }
-#else
-        if (device) {
-            nn__log(ctx, NN_LOG_ERROR, "NN_DEVICE=%s: built with NN_NO_OPENCL, only \"cpu\" exists", device);
-            r = NN_ERR_INVALID_ARGUMENT;
-        }
-#endif
-    }
-    if (r == NN_OK && !ctx->opencl) {
-        ctx->pool = nn__pool_create(desc.threads);
-    }
+    if (r == NN_OK) r = nn__open_backend(ctx, device, &desc);
     if (r != NN_OK) {
+        nn__log(ctx, NN_LOG_ERROR, "%s", ctx->err[0] ? ctx->err : nn_result_string(r));
         nn_context_destroy(ctx);
-        return r;
+        return r == NN_ERR_UNAVAILABLE ? NN_ERR_INVALID_ARGUMENT : r;
     }
-    nn__log(ctx, NN_LOG_INFO, "backend: %s%s", ctx->opencl ? "OpenCL device " : "", ctx->backend_name);
+    ctx->err[0] = 0;
+    nn__log(ctx, NN_LOG_INFO, "backend: %s%s", ctx->backend->kind == NN_BACKEND_OPENCL ? "OpenCL device " : "",
+            ctx->backend_name);
     *out = ctx;
     return NN_OK;
 }
 
 NN_API void nn_context_destroy(nn_context *ctx) {
     if (!ctx) return;
-#if !defined(NN_NO_OPENCL)
-    if (ctx->opencl) nn__cl_close(ctx);
-#endif
-    nn__pool_destroy(ctx->pool);
+    if (ctx->backend) ctx->backend->close(ctx);
     NN_FREE(ctx->cache_dir);
     NN_FREE(ctx->kernel_dir);
     NN_FREE(ctx);
@@ -7676,7 +8002,7 @@ NN_API void nn_context_destroy(nn_context *ctx) {
 
 NN_API const char *nn_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
 NN_API const char *nn_backend_name(const nn_context *ctx) { return ctx ? ctx->backend_name : ""; }
-NN_API int nn_backend_is_opencl(const nn_context *ctx) { return ctx ? ctx->opencl : 0; }
+NN_API nn_backend_kind nn_backend(const nn_context *ctx) { return ctx && ctx->backend ? ctx->backend->kind : NN_BACKEND_CPU; }
 NN_API nn_stats nn_get_stats(const nn_context *ctx) {
     nn_stats s;
     memset(&s, 0, sizeof s);
@@ -7685,22 +8011,21 @@ NN_API nn_stats nn_get_stats(const nn_context *ctx) {
 NN_API void nn_reset_stats(nn_context *ctx) {
     if (ctx) memset(&ctx->stats, 0, sizeof ctx->stats);
 }
-#if defined(NN_NO_OPENCL)
-NN_API int nn_list_devices(nn_device_info *out, int max) {
-    (void)out;
-    (void)max;
-    return 0;
-}
-#endif
 
-/* ---- buffers, either backend ---- */
+/* Devices of every device backend, numbered in backend order. */
+NN_API int nn_list_devices(nn_device_info *out, int max) {
+    int k, n = 0;
+    for (k = 0; k < NN__N_BACKENDS; k++) {
+        if (!nn__backends[k]->list_devices) continue;
+        n += nn__backends[k]->list_devices(out && n < max ? out + n : NULL, max > n ? max - n : 0);
+    }
+    return n;
+}
+
+/* ---- buffers, through the context's backend ---- */
 
 static void nn__buf_free(nn_context *ctx, nn__buf *b) {
-    (void)ctx;
-#if !defined(NN_NO_OPENCL)
-    if (b->mem) clReleaseMemObject(b->mem);
-#endif
-    if (b->host_owned) NN_FREE(b->host);
+    ctx->backend->release(ctx, b);
     memset(b, 0, sizeof *b);
 }
 
@@ -7708,49 +8033,32 @@ static void nn__buf_free(nn_context *ctx, nn__buf *b) {
    before they are read, and filling a large buffer costs start-up time). */
 static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
     memset(b, 0, sizeof *b);
-#if !defined(NN_NO_OPENCL)
-    if (ctx->opencl) {
-        nn_result r = nn__cl_alloc(ctx, b, bytes, what);
-        if (r != NN_OK || !zero) return r;
-        return nn__cl_fill(ctx, b->mem, 0.0f, bytes ? bytes : 4);
-    }
-#endif
-    (void)zero;
-    b->bytes = bytes;
-    b->host = (float *)nn__calloc(1, bytes ? bytes : 4);
-    if (!b->host)
-        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes", what, (unsigned long long)bytes);
-    b->host_owned = 1;
-    return NN_OK;
+    return ctx->backend->alloc(ctx, b, bytes, zero, what);
 }
 
 static nn_result nn__buf_write(nn_context *ctx, nn__buf *b, const void *data, size_t bytes) {
     ctx->stats.h2d_bytes += bytes;
     ctx->stats.h2d_transfers++;
-#if !defined(NN_NO_OPENCL)
-    if (ctx->opencl) {
-        cl_int err = clEnqueueWriteBuffer(ctx->cl.queue, b->mem, CL_TRUE, 0, bytes, data, 0, NULL, NULL);
-        if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueWriteBuffer: %s (%d)", nn__cl_errstr(err), err);
-        return NN_OK;
-    }
-#endif
-    memcpy(b->host, data, bytes);
-    return NN_OK;
+    return ctx->backend->write(ctx, b, data, bytes);
 }
 
 static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t bytes) {
     ctx->stats.d2h_bytes += bytes;
     ctx->stats.d2h_transfers++;
-#if !defined(NN_NO_OPENCL)
-    if (ctx->opencl) {
-        cl_int err = clEnqueueReadBuffer(ctx->cl.queue, b->mem, CL_TRUE, 0, bytes, data, 0, NULL, NULL);
-        if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueReadBuffer: %s (%d)", nn__cl_errstr(err), err);
-        return NN_OK;
-    }
-#endif
-    memcpy(data, b->host, bytes);
-    return NN_OK;
+    return ctx->backend->read(ctx, b, data, bytes);
 }
+
+/* ======================================================================
+   src/nn_graph.c
+   ====================================================================== */
+/* The graph core: graphs, nodes and the checks every builder uses, parameters and their
+   initialisation, and reading and writing tensors. Op builders are in src/ops/. */
+
+static const char *const nn__op_names[] = {
+#define NN__X(e, s, cpu, dev, grad, plan, flags) s,
+    NN__OPS(NN__X)
+#undef NN__X
+};
 
 /* ---- graphs and nodes ---- */
 
@@ -7810,15 +8118,13 @@ static void nn__graph_release_compiled(nn_graph *g) {
         nn__buf_free(g->ctx, &n->scratch_buf);
         for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
     }
-#if !defined(NN_NO_OPENCL)
-    for (i = 0; i < g->n_launches; i++)
-        if (g->launches[i].kernel) clReleaseKernel(g->launches[i].kernel);
+    g->ctx->backend->release_graph(g);
     NN_FREE(g->launches);
     g->launches = NULL;
     g->n_launches = g->cap_launches = 0;
-    if (g->one) clReleaseMemObject(g->one);
-    g->one = NULL;
-#endif
+    NN_FREE(g->sched_launch);
+    g->sched_launch = NULL;
+    nn__buf_free(g->ctx, &g->one);
     nn__buf_free(g->ctx, &g->arena);
     NN_FREE(g->sched);
     g->sched = NULL;
@@ -7935,6 +8241,26 @@ static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
 static int nn__expect_f32(nn_graph *g, const char *op, nn_tensor t, const char *what) {
     if (nn__n(g, t)->dtype != NN_F32) {
         nn__op_fail(g, NN_ERR_SHAPE, "%s: %s must be float32, not %s", op, what, nn__dtype_name(nn__n(g, t)->dtype));
+        return 0;
+    }
+    return 1;
+}
+
+static int nn__check_logits_labels(nn_graph *g, const char *opname, nn_tensor logits, nn_tensor labels) {
+    nn_tensor in[2];
+    nn__node *a, *b;
+    in[0] = logits;
+    in[1] = labels;
+    if (!nn__check(g, opname, 2, in)) return 0;
+    a = nn__n(g, logits);
+    b = nn__n(g, labels);
+    if (a->dtype != NN_F32 || a->shape.ndim != 2 || b->dtype != NN_I32 || b->shape.ndim != 1 ||
+        b->shape.dim[0] != a->shape.dim[0]) {
+        char sa[128], sb[128];
+        nn__shape_str(&a->shape, sa, sizeof sa);
+        nn__shape_str(&b->shape, sb, sizeof sb);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: needs logits [B, C] float32 and labels [B] int32, got %s %s and %s %s",
+                    opname, sa, nn__dtype_name(a->dtype), sb, nn__dtype_name(b->dtype));
         return 0;
     }
     return 1;
@@ -8107,42 +8433,478 @@ static nn_tensor nn__op3(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a, in
     return nn__tensor(nn__new_node(g, op, dt, s, in, 3));
 }
 
-NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
-    nn_tensor in[2], t;
-    nn__node *na, *nb;
-    int64_t M, Ka, Kb, N;
-    in[0] = a;
-    in[1] = b;
-    if (!nn__check(g, "nn_matmul", 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, "nn_matmul", a, "a") || !nn__expect_f32(g, "nn_matmul", b, "b")) return nn__tensor(-1);
-    na = nn__n(g, a);
-    nb = nn__n(g, b);
-    if (na->shape.ndim != 2 || nb->shape.ndim != 2) {
-        char sa[128], sb[128];
-        nn__shape_str(&na->shape, sa, sizeof sa);
-        nn__shape_str(&nb->shape, sb, sizeof sb);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: a %s and b %s must both be 2-D", sa, sb);
-    }
-    M = trans_a ? na->shape.dim[1] : na->shape.dim[0];
-    Ka = trans_a ? na->shape.dim[0] : na->shape.dim[1];
-    Kb = trans_b ? nb->shape.dim[1] : nb->shape.dim[0];
-    N = trans_b ? nb->shape.dim[0] : nb->shape.dim[1];
-    if (Ka != Kb) {
-        char sa[128], sb[128];
-        nn__shape_str(&na->shape, sa, sizeof sa);
-        nn__shape_str(&nb->shape, sb, sizeof sb);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: inner dims differ: a %s%s and b %s%s", sa,
-                           trans_a ? " (transposed)" : "", sb, trans_b ? " (transposed)" : "");
-    }
-    if (M > INT32_MAX || N > INT32_MAX || Ka > INT32_MAX)
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: dims beyond 2^31 are not supported");
-    t = nn__op2(g, NN__OP_MATMUL, NN_F32, nn_shape2(M, N), a.id, b.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].i[0] = trans_a != 0;
-        g->nodes[t.id].i[1] = trans_b != 0;
-    }
-    return t;
+
+NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
+    return nn__store_entry(g, "nn_buffer", name, shape, init, 1);
 }
+
+
+
+NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!(lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_lr: lr %g is not >= 0", lr);
+    g->schedule.lr = lr;
+    g->lr = nn_lr_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);
+    return NN_OK;
+}
+
+NN_API nn_tensor nn_find(nn_graph *g, const char *name) {
+    int i;
+    if (!g || !name) return nn__tensor(-1);
+    for (i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0) return nn__tensor(i);
+    return nn__tensor(-1);
+}
+
+NN_API nn_tensor nn_grad(nn_graph *g, nn_tensor t) {
+    if (!g || t.id < 0 || t.id >= g->n_nodes) return nn__tensor(-1);
+    return nn__tensor(g->nodes[t.id].grad);
+}
+
+NN_API nn_shape nn_tensor_shape(nn_graph *g, nn_tensor t) {
+    nn_shape s;
+    memset(&s, 0, sizeof s);
+    if (!g || t.id < 0 || t.id >= g->n_nodes) return s;
+    return g->nodes[t.id].shape;
+}
+
+NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t) {
+    if (!g || t.id < 0 || t.id >= g->n_nodes) return 0;
+    return g->nodes[t.id].numel;
+}
+
+/* The node's buffer if the user may touch it (write: inputs and params only). */
+static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write, const char *fn, nn__node **out) {
+    nn__node *n = NULL;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (t.id < 0 || t.id >= g->n_nodes) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: not a tensor of this graph", fn);
+    if (!g->compiled || g->status != NN_OK) return nn__fail(g->ctx, NN_ERR_STATE, "%s: compile the graph first", fn);
+    n = &g->nodes[t.id];
+    if (!n->live && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: %s is not used by the compiled graph", fn, nn__op_names[n->op]);
+    if (write && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM && !(nn__op(n->op)->flags & NN__OPF_WRITABLE))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: only inputs, parameters and accumulators can be written", fn);
+    if (!write && n->storage == NN__ST_ARENA)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_output()", fn,
+                        nn__op_names[n->op]);
+    if (bytes != (size_t)n->numel * 4) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__fail(g->ctx, NN_ERR_SHAPE, "%s: %llu bytes given for a tensor %s of %llu bytes", fn,
+                        (unsigned long long)bytes, s, (unsigned long long)n->numel * 4);
+    }
+    if (!n->live && n->op == NN__OP_INPUT) /* no storage was planned for it */
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: input %s is not used by the compiled graph", fn, n->name);
+    if (n->storage == NN__ST_PARAM && !g->params->p[n->param].allocated)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: parameter %s is not used by the compiled graph", fn, n->name);
+    if (n->storage == NN__ST_PARAM) n->buf = g->params->p[n->param].buf;
+    *out = n;
+    return NN_OK;
+}
+
+NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
+    nn__node *n = NULL;
+    nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
+    if (r != NN_OK) return r;
+    if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_write: data is NULL");
+    return nn__buf_write(g->ctx, &n->buf, data, bytes);
+}
+
+NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
+    nn__node *n = NULL;
+    nn_result r = nn__user_buf(g, t, bytes, 0, "nn_tensor_read", &n);
+    if (r != NN_OK) return r;
+    if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_read: data is NULL");
+    return nn__buf_read(g->ctx, &n->buf, data, bytes);
+}
+
+NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
+    nn__node *n = NULL;
+    nn_result r;
+    if (!g || t.id < 0 || t.id >= g->n_nodes) return NN_ERR_INVALID_ARGUMENT;
+    r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
+    if (r != NN_OK) return r;
+    if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
+    return g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+}
+
+
+/* Inputs and parameters are storage, not computation: they never run. */
+static nn_result nn__cpu_leaf(nn_graph *g, nn__node *n) {
+    return nn__fail(g->ctx, NN_ERR_STATE, "%s: a leaf has no body", nn__op_names[n->op]);
+}
+static nn_result nn__dev_leaf(nn_graph *g, int id) {
+    return nn__fail(g->ctx, NN_ERR_STATE, "%s: a leaf has no kernels", nn__op_names[g->nodes[id].op]);
+}
+
+/* ======================================================================
+   src/nn_autograd.c
+   ====================================================================== */
+/* Reverse-mode autograd: which nodes need a gradient, and the rules of src/ops/ called
+   from the loss backwards. Each rule adds the backward ops of one node. */
+
+static void nn__acc_grad(nn_graph *g, int x, nn_tensor gx) {
+    if (gx.id < 0) return;
+    if (g->nodes[x].grad < 0) g->nodes[x].grad = gx.id;
+    else g->nodes[x].grad = nn__op2(g, NN__OP_ADD, NN_F32, g->nodes[x].shape, g->nodes[x].grad, gx.id).id;
+}
+
+
+/* The rule of ops through which no gradient flows further (gradient ops, constants). */
+static void nn__grad_none(nn_graph *g, int id) {
+    (void)g;
+    (void)id;
+}
+
+/* Adds the backward ops for d(loss)/d(every node the loss depends on through a
+   differentiable path); the user's nodes are ids below n_user. */
+static void nn__autograd(nn_graph *g, int loss, int n_user) {
+    int i, k;
+    for (i = 0; i < n_user; i++) { /* which nodes does the loss need gradients through? */
+        nn__node *n = &g->nodes[i];
+        unsigned flags = nn__op(n->op)->flags;
+        if (n->op == NN__OP_PARAM) n->needs_grad = !g->params->p[n->param].buffer;
+        else if (n->op == NN__OP_INPUT) n->needs_grad = n->requires_grad && n->dtype == NN_F32;
+        else if (!(flags & NN__OPF_NO_GRAD))
+            for (k = 0; k < n->n_in; k++) n->needs_grad |= g->nodes[n->in[k]].needs_grad;
+    }
+    if (!g->nodes[loss].needs_grad) return;
+    {
+        int seed = nn__new_node(g, NN__OP_FILL, NN_F32, nn_shape1(1), NULL, 0);
+        if (seed < 0) return;
+        g->nodes[seed].f[0] = 1.0f;
+        g->nodes[loss].grad = seed;
+    }
+    for (i = loss; i >= 0 && g->status == NN_OK; i--) {
+        nn__node *n = &g->nodes[i];
+        if (n->needs_grad && n->grad >= 0 && !(nn__op(n->op)->flags & NN__OPF_LEAF)) nn__op(n->op)->grad(g, i);
+    }
+}
+
+/* ======================================================================
+   src/nn_compile.c
+   ====================================================================== */
+/* Compiling and running a graph: autograd and the optimizer's ops added, the schedule,
+   the memory plan (an arena placed by liveness), buffers, the backend's preparation; then
+   runs of the schedule or its forward part. */
+
+typedef struct nn__item { int id, scratch, first, last; size_t bytes, offset; } nn__item;
+
+/* Places arena items: each at the lowest aligned offset free for its whole lifetime. */
+static nn_result nn__plan_memory(nn_graph *g, size_t align) {
+    nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
+    int n = 0, i, j;
+    size_t top = 0;
+    if (!it) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    for (i = 0; i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
+        nn__node *nd = &g->nodes[g->sched[i]];
+        if (nd->storage == NN__ST_ARENA && nd->numel > 0) {
+            it[n].id = g->sched[i];
+            it[n].first = nd->first;
+            it[n].last = nd->last;
+            it[n++].bytes = ((size_t)nd->numel * 4 + align - 1) / align * align;
+        }
+        if (nd->scratch > 0) {
+            it[n].id = g->sched[i];
+            it[n].scratch = 1;
+            it[n].first = it[n].last = nd->first;
+            it[n++].bytes = ((size_t)nd->scratch * 4 + align - 1) / align * align;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        nn__item *a = &it[i];
+        size_t off = 0;
+        int moved = 1;
+        while (moved) { /* first fit against every placed item alive at the same time */
+            moved = 0;
+            for (j = 0; j < i; j++) {
+                nn__item *b = &it[j];
+                if (b->last < a->first || a->last < b->first) continue;
+                if (off < b->offset + b->bytes && b->offset < off + a->bytes) {
+                    off = b->offset + b->bytes;
+                    moved = 1;
+                }
+            }
+        }
+        a->offset = off;
+        if (a->scratch) g->nodes[a->id].scratch_offset = off;
+        else g->nodes[a->id].offset = off;
+        if (off + a->bytes > top) top = off + a->bytes;
+    }
+    g->arena_bytes = top;
+    NN_FREE(it);
+    return NN_OK;
+}
+
+static nn_result nn__allocate(nn_graph *g) {
+    nn_context *ctx = g->ctx;
+    nn_result r = NN_OK;
+    int i, k;
+    char what[300];
+    if (g->arena_bytes) {
+        r = nn__buf_alloc(ctx, &g->arena, g->arena_bytes, 0, "the activation arena");
+        if (r != NN_OK) return r;
+    }
+    for (i = 0; i < g->n_nodes && r == NN_OK; i++) {
+        nn__node *n = &g->nodes[i];
+        if (!n->live) continue;
+        snprintf(what, sizeof what, "%s %s", nn__op(n->op)->name, n->name ? n->name : "");
+        if (n->storage == NN__ST_PARAM) {
+            nn__param *p = &g->params->p[n->param];
+            if (!p->allocated) {
+                r = nn__buf_alloc(ctx, &p->buf, (size_t)p->numel * 4, 0, what);
+                if (r == NN_OK) r = nn__buf_write(ctx, &p->buf, p->init, (size_t)p->numel * 4);
+                if (r != NN_OK) break;
+                p->allocated = 1;
+                if (!ctx->backend->host_memory) { /* the device holds it now */
+                    NN_FREE(p->init);
+                    p->init = NULL;
+                }
+            }
+            n->buf = p->buf;
+        } else if (n->storage == NN__ST_OWN) { /* inputs are written before use: no fill */
+            r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, n->op != NN__OP_INPUT, what);
+        } else if (n->numel > 0) {
+            r = ctx->backend->view(ctx, &g->arena, n->offset, (size_t)n->numel * 4, &n->buf, what);
+        }
+        if (n->scratch > 0 && r == NN_OK) r = ctx->backend->view(ctx, &g->arena, n->scratch_offset, (size_t)n->scratch * 4, &n->scratch_buf, what);
+        for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], (size_t)g->nodes[n->in[0]].numel * 4, 1, what);
+    }
+    return r;
+}
+
+/* ---- device plans: the launches an op records for a device backend ---- */
+
+#define NN__BUF(id) (&g->nodes[(id)].buf)
+
+/* Appends a launch of kernel `kname` from kernels/FILE.cl for node id, returned via *out,
+   with n work-items (rounded up to a multiple of 64 on GPUs, where a NULL local size can
+   be a poor choice). */
+static nn_result nn__launch_add(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
+    nn__launch *l;
+    if (g->n_launches == g->cap_launches) {
+        int cap = g->cap_launches ? g->cap_launches * 2 : 64;
+        nn__launch *p = (nn__launch *)NN_REALLOC(g->launches, (size_t)cap * sizeof *p);
+        if (!p) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        g->launches = p;
+        g->cap_launches = cap;
+    }
+    if (strlen(kname) >= sizeof l->kernel)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: kernel name %s is too long", nn__op(g->nodes[id].op)->name, kname);
+    l = &g->launches[g->n_launches++];
+    memset(l, 0, sizeof *l);
+    l->file = file;
+    strcpy(l->kernel, kname);
+    l->node = id;
+    l->dims = 1;
+    if (n == 0) n = 1;
+    if (g->ctx->dev.gpu) {
+        size_t wg = g->ctx->dev.max_wg < 64 ? g->ctx->dev.max_wg : 64;
+        l->gws[0] = (n + wg - 1) / wg * wg;
+        l->lws[0] = wg;
+        l->use_lws = 1;
+    } else {
+        l->gws[0] = n;
+    }
+    *out = l;
+    return NN_OK;
+}
+
+/* Records a launch's arguments, one character of fmt each: 'm' a const nn__buf *, 'i' an
+   int, 'u' an unsigned, 'f' a double passed as float, 'L' bytes of local memory (size_t),
+   '8' eight ints (const int *). '@' before one marks it as rewritten by l->update each
+   run; its position goes to l->upd[] in order. */
+static nn_result nn__args(nn__launch *l, const char *fmt, ...) {
+    va_list ap;
+    int mark = 0;
+    va_start(ap, fmt);
+    for (; *fmt; fmt++) {
+        nn__karg *a;
+        if (*fmt == '@') {
+            mark = 1;
+            continue;
+        }
+        if (l->n_args == NN__MAX_KARGS || (mark && l->n_upd == NN__MAX_KUPD)) break;
+        a = &l->args[l->n_args];
+        memset(a, 0, sizeof *a);
+        a->kind = *fmt;
+        switch (*fmt) {
+        case 'm': a->v.buf = *va_arg(ap, const nn__buf *); break;
+        case 'i': a->v.i = (int32_t)va_arg(ap, int); break;
+        case 'u': a->v.u = (uint32_t)va_arg(ap, unsigned); break;
+        case 'f': a->v.f = (float)va_arg(ap, double); break;
+        case 'L': a->v.local = va_arg(ap, size_t); break;
+        case '8': memcpy(a->v.v8, va_arg(ap, const int *), sizeof a->v.v8); break;
+        default: a->kind = 0; break;
+        }
+        if (!a->kind) break;
+        if (mark) l->upd[l->n_upd++] = l->n_args;
+        mark = 0;
+        l->n_args++;
+    }
+    va_end(ap);
+    return *fmt ? NN_ERR_STATE : NN_OK;
+}
+
+/* The argument marked k-th with '@', rewritten by an update. */
+static void nn__arg_f(nn__launch *l, int k, float v) { l->args[l->upd[k]].v.f = v; }
+static void nn__arg_i(nn__launch *l, int k, int v) { l->args[l->upd[k]].v.i = v; }
+static void nn__arg_u(nn__launch *l, int k, unsigned v) { l->args[l->upd[k]].v.u = v; }
+
+/* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
+static size_t nn__reduce_wg(nn_graph *g) {
+    size_t wg = 1;
+    while (wg * 2 <= g->ctx->dev.max_wg && wg * 2 <= 256) wg *= 2;
+    return wg;
+}
+
+/* Records every scheduled op's launches, in schedule order; sched_launch[i] is the first
+   launch of schedule position i. For device backends' prepare. */
+static nn_result nn__record_launches(nn_graph *g) {
+    int i;
+    nn_result r = NN_OK;
+    g->sched_launch = (int *)nn__calloc((size_t)g->n_sched + 1, sizeof(int));
+    if (!g->sched_launch) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    for (i = 0; i < g->n_sched && r == NN_OK; i++) {
+        g->sched_launch[i] = g->n_launches;
+        r = nn__op(g->nodes[g->sched[i]].op)->dev(g, g->sched[i]);
+        if (r == NN_ERR_STATE && !g->ctx->err[0])
+            nn__fail(g->ctx, r, "%s: bad launch arguments", nn__op(g->nodes[g->sched[i]].op)->name);
+    }
+    g->sched_launch[g->n_sched] = g->n_launches;
+    return r;
+}
+
+NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
+    nn_compile_desc d;
+    nn_result r;
+    int i, k, n_user;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_compile: the graph is already compiled");
+    if (g->status != NN_OK) return g->status;
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    r = nn__optim_configure(g, &d);
+    if (r != NN_OK) return r;
+    n_user = g->n_forward = g->n_nodes;
+    if (d.has_loss) {
+        nn__node *L;
+        if (d.loss.id < 0 || d.loss.id >= g->n_nodes)
+            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph");
+        L = &g->nodes[d.loss.id];
+        if (L->numel != 1 || L->dtype != NN_F32) {
+            char s[128];
+            nn__shape_str(&L->shape, s, sizeof s);
+            return nn__fail(g->ctx, NN_ERR_SHAPE, "nn_graph_compile: the loss must be a float32 scalar, not %s %s", s,
+                            nn__dtype_name(L->dtype));
+        }
+        g->loss = d.loss.id;
+        L->is_output = 1;
+        nn__autograd(g, g->loss, n_user);
+        for (i = 0; i < n_user; i++) {
+            nn__node *n = &g->nodes[i];
+            int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
+                       (n->op == NN__OP_PARAM && (d.keep_grads || !nn__optim_updates(g)));
+            if (keep && n->grad >= 0) g->nodes[n->grad].is_output = 1;
+        }
+        if (g->status == NN_OK) nn__add_optimizer(g);
+    }
+    g->compiled = 1;
+    if (g->status != NN_OK) return g->status;
+
+    /* liveness: everything a root depends on; roots are outputs (loss, accumulators,
+       kept gradients, updates) */
+    for (i = g->n_nodes - 1; i >= 0; i--) {
+        nn__node *n = &g->nodes[i];
+        if (n->is_output) n->live = 1;
+        if (n->live)
+            for (k = 0; k < n->n_in; k++) g->nodes[n->in[k]].live = 1;
+    }
+    g->sched = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
+    if (!g->sched) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    g->n_sched = g->n_sched_forward = 0;
+    for (i = 0; i < g->n_nodes; i++) {
+        nn__node *n = &g->nodes[i];
+        n->first = n->last = -1;
+        if (n->op == NN__OP_INPUT) n->storage = NN__ST_OWN;
+        else if (n->op != NN__OP_PARAM) n->storage = (n->is_output && n->numel > 0) ? NN__ST_OWN : NN__ST_ARENA;
+        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM) continue;
+        n->first = n->last = g->n_sched;
+        for (k = 0; k < n->n_in; k++) {
+            nn__node *in = &g->nodes[n->in[k]];
+            if (in->last < g->n_sched) in->last = g->n_sched;
+        }
+        g->sched[g->n_sched++] = i;
+        if (i < n_user) g->n_sched_forward = g->n_sched;
+    }
+    g->n_sched_update = g->n_sched; /* where the part that runs on update steps only starts */
+    for (i = 0; i < g->n_sched && g->first_update_node >= 0; i++)
+        if (g->sched[i] >= g->first_update_node) {
+            g->n_sched_update = i;
+            break;
+        }
+    for (i = 0; i < g->n_sched; i++) { /* algorithms and working memory chosen per op */
+        nn__node *n = &g->nodes[g->sched[i]];
+        if (nn__op(n->op)->plan) nn__op(n->op)->plan(g, n);
+    }
+    r = nn__plan_memory(g, g->ctx->dev.align);
+    if (r == NN_OK) r = nn__allocate(g);
+    if (r == NN_OK) r = nn__buf_alloc(g->ctx, &g->one, 4, 0, "a constant");
+    if (r == NN_OK) r = g->ctx->backend->fill(g->ctx, &g->one, 1.0f, 4);
+    if (r == NN_OK && !g->ctx->backend->host_memory) r = nn__record_launches(g);
+    if (r == NN_OK) r = g->ctx->backend->prepare(g);
+    if (r != NN_OK) {
+        g->status = r;
+        return r;
+    }
+    nn__log(g->ctx, NN_LOG_DEBUG, "compiled: %d nodes, %d scheduled, arena %llu bytes", g->n_nodes, g->n_sched,
+            (unsigned long long)g->arena_bytes);
+    return NN_OK;
+}
+
+/* ---- running ---- */
+
+static nn_result nn__run(nn_graph *g, int n_sched) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!g->compiled || g->status != NN_OK)
+        return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
+    return g->ctx->backend->run(g, n_sched);
+}
+
+/* forward, backward (and gradient accumulation); the update on update steps only */
+NN_API nn_result nn_graph_step(nn_graph *g) {
+    nn_result r;
+    nn__opt_clock clock;
+    float lr;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
+    g->step++;
+    clock = g->clock;
+    lr = g->lr;
+    r = nn__run(g, nn__opt_begin(g) ? g->n_sched : g->n_sched_update);
+    if (r != NN_OK) {
+        g->step--;
+        g->clock = clock;
+        g->lr = lr;
+    }
+    return r;
+}
+
+NN_API nn_result nn_graph_forward(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return nn__run(g, g->n_sched_forward);
+}
+
+NN_API nn_result nn_graph_finish(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return g->ctx->backend->finish(g->ctx);
+}
+
+
+/* ======================================================================
+   src/ops/elementwise.c
+   ====================================================================== */
+/* The elementwise ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
 
 static nn_tensor nn__binary(nn_graph *g, int op, const char *opname, nn_tensor a, nn_tensor b) {
     nn_tensor in[2];
@@ -8197,12 +8959,413 @@ NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x) { return nn__activation(g, "n
 NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_gelu", NN__U_GELU, 0.0f, x); }
 NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_silu", NN__U_SILU, 0.0f, x); }
 
-static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x) {
-    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
-    return nn__op1(g, op, NN_F32, nn__n(g, x)->shape, x.id);
+
+NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
+    if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
+    if (g->eval || p == 0.0f) return x;
+    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].f[0] = p;
+        g->nodes[t.id].i[0] = t.id; /* the mask's key, shared with the backward op */
+    }
+    return t;
 }
-NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x); }
-NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x); }
+
+
+NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_accumulate", 1, &x) || !nn__expect_f32(g, "nn_accumulate", x, "x")) return nn__tensor(-1);
+    t = nn__op1(g, NN__OP_ACCUMULATE, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) g->nodes[t.id].is_output = 1;
+    return t;
+}
+
+
+/* ---- autograd rules ---- */
+
+/* The gradient of a broadcast operand b from a gradient of a's shape. */
+static nn_tensor nn__reduce_to(nn_graph *g, nn_tensor gy, int b) {
+    if (g->nodes[gy.id].numel == g->nodes[b].numel) return gy;
+    return nn__op1(g, NN__OP_SUM_LEAD, NN_F32, g->nodes[b].shape, gy.id);
+}
+
+static void nn__grad_add_sub(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) nn__acc_grad(g, a, gy);
+    if (gb) {
+        t = nn__reduce_to(g, gy, b);
+        if (n.op == NN__OP_SUB) {
+            t = nn__op1(g, NN__OP_SCALE, NN_F32, g->nodes[b].shape, t.id);
+            if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
+        }
+        nn__acc_grad(g, b, t);
+    }
+    return;
+}
+
+static void nn__grad_mul(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, b));
+    if (gb) nn__acc_grad(g, b, nn__reduce_to(g, nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a), b));
+    return;
+}
+
+static void nn__grad_scale(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static void nn__grad_unary(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op2(g, NN__OP_UNARY_GRAD, NN_F32, n.shape, a, gy.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].i[0] = n.i[0];
+        g->nodes[t.id].f[0] = n.f[0];
+    }
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static void nn__grad_dropout(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].f[0] = n.f[0];
+        g->nodes[t.id].i[0] = n.i[0];
+    }
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* ---- CPU bodies ---- */
+
+static nn_result nn__cpu_binary(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__binary_forward(n->op, y, NN__F(in[0]), NN__F(in[1]), N, g->nodes[in[1]].numel);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_scale(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__scale_forward(y, NN__F(in[0]), n->f[0], N); return NN_OK;
+
+}
+
+static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__unary_forward(n->i[0], n->f[0], y, NN__F(in[0]), N); return NN_OK;
+
+}
+
+static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__unary_backward(n->i[0], n->f[0], y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
+
+}
+
+static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__dropout_forward(y, NN__F(in[0]), N, n->f[0], g->seed, n->i[0], g->step); return NN_OK;
+
+}
+
+static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    {
+    const float *x = NN__F(in[0]);
+    int64_t i;
+    for (i = 0; i < N; i++) y[i] += x[i];
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
+    (void)g;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    {
+    int64_t i;
+    for (i = 0; i < N; i++) y[i] = n->f[0];
+    return NN_OK;
+}
+}
+
+static const char *const nn__unary_names[NN__U_COUNT] = {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "silu"};
+
+static void nn__update_dropout(nn_graph *g, nn__launch *l) {
+    nn__arg_u(l, 0, (unsigned)g->step);
+    nn__arg_u(l, 1, (unsigned)(g->step >> 32));
+}
+
+/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+
+static nn_result nn__dev_binary(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "elementwise", n->op == NN__OP_ADD ? "add" : n->op == NN__OP_SUB ? "sub" : "mul", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (int)g->nodes[in[1]].numel);
+    return r;
+}
+
+static nn_result nn__dev_scale(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "elementwise", "scale", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->f[0]);
+    return r;
+}
+
+static nn_result nn__dev_unary(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    char kname[64];
+    snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->i[0]]);
+    r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->f[0]);
+    return r;
+}
+
+static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    char kname[64];
+    snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->i[0]]);
+    r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->f[0]);
+    return r;
+}
+
+static nn_result nn__dev_dropout(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "random", "dropout", (size_t)N, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_dropout;
+    return nn__args(l, "mmifuuu@u@u", &g->nodes[in[0]].buf, y, N, (double)n->f[0], (unsigned)g->seed,
+                       (unsigned)(g->seed >> 32), (unsigned)n->i[0], 0u, 0u);
+}
+
+static nn_result nn__dev_accumulate(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "elementwise", "accumulate", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[in[0]].buf, y, N);
+    return r;
+}
+
+static nn_result nn__dev_fill(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "elementwise", "fill", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mif", y, N, (double)n->f[0]);
+    return r;
+}
+
+/* ======================================================================
+   src/ops/matmul.c
+   ====================================================================== */
+/* The matmul ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
+    nn_tensor in[2], t;
+    nn__node *na, *nb;
+    int64_t M, Ka, Kb, N;
+    in[0] = a;
+    in[1] = b;
+    if (!nn__check(g, "nn_matmul", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_matmul", a, "a") || !nn__expect_f32(g, "nn_matmul", b, "b")) return nn__tensor(-1);
+    na = nn__n(g, a);
+    nb = nn__n(g, b);
+    if (na->shape.ndim != 2 || nb->shape.ndim != 2) {
+        char sa[128], sb[128];
+        nn__shape_str(&na->shape, sa, sizeof sa);
+        nn__shape_str(&nb->shape, sb, sizeof sb);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: a %s and b %s must both be 2-D", sa, sb);
+    }
+    M = trans_a ? na->shape.dim[1] : na->shape.dim[0];
+    Ka = trans_a ? na->shape.dim[0] : na->shape.dim[1];
+    Kb = trans_b ? nb->shape.dim[1] : nb->shape.dim[0];
+    N = trans_b ? nb->shape.dim[0] : nb->shape.dim[1];
+    if (Ka != Kb) {
+        char sa[128], sb[128];
+        nn__shape_str(&na->shape, sa, sizeof sa);
+        nn__shape_str(&nb->shape, sb, sizeof sb);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: inner dims differ: a %s%s and b %s%s", sa,
+                           trans_a ? " (transposed)" : "", sb, trans_b ? " (transposed)" : "");
+    }
+    if (M > INT32_MAX || N > INT32_MAX || Ka > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: dims beyond 2^31 are not supported");
+    t = nn__op2(g, NN__OP_MATMUL, NN_F32, nn_shape2(M, N), a.id, b.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].i[0] = trans_a != 0;
+        g->nodes[t.id].i[1] = trans_b != 0;
+    }
+    return t;
+}
+
+
+NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const char *name) {
+    char wn[256], bn[256];
+    nn_tensor w, b;
+    nn_init init;
+    int64_t in_features;
+    if (!nn__check(g, "nn_dense", 1, &x) || !nn__expect_f32(g, "nn_dense", x, "x")) return nn__tensor(-1);
+    if (nn__n(g, x)->shape.ndim != 2) {
+        char s[128];
+        nn__shape_str(&nn__n(g, x)->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_dense %s: x %s must be 2-D [B, in]", name ? name : "", s);
+    }
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense: needs a name (at most 200 chars)");
+    in_features = nn__n(g, x)->shape.dim[1];
+    /* nn.Linear: kaiming_uniform(a=sqrt(5)) for the weight is U(+-1/sqrt(in)), the bias too */
+    init.kind = NN_INIT_UNIFORM;
+    init.a = (float)(-1.0 / sqrt((double)in_features));
+    init.b = -init.a;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    w = nn_param(g, wn, nn_shape2(out_features, in_features), init);
+    b = nn_param(g, bn, nn_shape1(out_features), init);
+    return nn_add(g, nn_matmul(g, x, w, 0, 1), b);
+}
+
+
+/* ---- autograd rules ---- */
+
+static void nn__grad_matmul(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    {
+    int ta = n.i[0], tb = n.i[1];
+    nn_tensor A = nn__tensor(a), B = nn__tensor(b);
+    if (ga) {
+        if (!ta) t = nn_matmul(g, gy, B, 0, !tb);
+        else t = tb ? nn_matmul(g, B, gy, 1, 1) : nn_matmul(g, B, gy, 0, 1);
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        if (!tb) t = ta ? nn_matmul(g, A, gy, 0, 0) : nn_matmul(g, A, gy, 1, 0);
+        else t = ta ? nn_matmul(g, gy, A, 1, 1) : nn_matmul(g, gy, A, 1, 0);
+        nn__acc_grad(g, b, t);
+    }
+    return;
+}
+}
+
+/* ---- CPU bodies ---- */
+
+static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
+    int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
+    int K = (int)(n->i[0] ? a->shape.dim[0] : a->shape.dim[1]);
+    nn__sgemm(g->ctx->threads, n->i[0], n->i[1], M, Nn, K, 1.0f, a->buf.host, (int)a->shape.dim[1], b->buf.host,
+              (int)b->shape.dim[1], 0.0f, y, Nn);
+    return NN_OK;
+}
+}
+
+/* A launch of kernels/gemm.cl with the geometry of a plan (nn_gemm_plan.c) */
+static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *plan, nn__launch **l) {
+    nn_result r = nn__launch_add(g, id, "gemm", plan->kernel, 1, l);
+    if (r != NN_OK) return r;
+    (*l)->dims = plan->dims;
+    memcpy((*l)->gws, plan->gws, sizeof (*l)->gws);
+    memcpy((*l)->lws, plan->lws, sizeof (*l)->lws);
+    (*l)->use_lws = plan->lws[0] != 0;
+    return NN_OK;
+}
+
+/* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
+   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
+static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A, const int *a,
+                                 const nn__buf *B, const int *b, const nn__buf *C, const int *c, int outer, int inner) {
+    nn_context *ctx = g->ctx;
+    nn__gemm_plan plan;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__gemm_plan_batched(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, ta, tb, M, Nc, outer * inner, &plan);
+    r = nn__launch_gemm_plan(g, id, &plan, &l);
+    if (r != NN_OK) return r;
+    return nn__args(l, "iiimimimiffiiiiiiiiii", M, Nc, K, A, a[0], B, b[0], C, c[0], 1.0, 0.0, inner,
+                       a[1], a[2], a[3], b[1], b[2], b[3], c[1], c[2], c[3]);
+}
+
+/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+
+static nn_result nn__dev_matmul(nn_graph *g, int id) {
+    nn_context *ctx = g->ctx;
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
+    int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
+    int K = (int)(n->i[0] ? a->shape.dim[0] : a->shape.dim[1]);
+    nn__gemm_plan plan;
+    nn__gemm_plan_make(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, n->i[0], n->i[1], M, Nn, K, &plan);
+    r = nn__launch_gemm_plan(g, id, &plan, &l);
+    if (r != NN_OK) return r;
+    return nn__args(l, "iiimimimiff", M, Nn, K, &a->buf, (int)a->shape.dim[1], &b->buf,
+                       (int)b->shape.dim[1], y, Nn, 1.0, 0.0);
+}
+}
+
+/* ======================================================================
+   src/ops/reduce.c
+   ====================================================================== */
+/* The reduce ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
 
 static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int mean) {
     nn_tensor t;
@@ -8215,25 +9378,236 @@ NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_su
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_mean", x, 1); }
 
 /* logits [B, C] float32 with labels [B] int32 */
-static int nn__check_logits_labels(nn_graph *g, const char *opname, nn_tensor logits, nn_tensor labels) {
-    nn_tensor in[2];
-    nn__node *a, *b;
-    in[0] = logits;
-    in[1] = labels;
-    if (!nn__check(g, opname, 2, in)) return 0;
-    a = nn__n(g, logits);
-    b = nn__n(g, labels);
-    if (a->dtype != NN_F32 || a->shape.ndim != 2 || b->dtype != NN_I32 || b->shape.ndim != 1 ||
-        b->shape.dim[0] != a->shape.dim[0]) {
-        char sa[128], sb[128];
-        nn__shape_str(&a->shape, sa, sizeof sa);
-        nn__shape_str(&b->shape, sb, sizeof sb);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: needs logits [B, C] float32 and labels [B] int32, got %s %s and %s %s",
-                    opname, sa, nn__dtype_name(a->dtype), sb, nn__dtype_name(b->dtype));
-        return 0;
-    }
-    return 1;
+
+NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
+    nn__node *n = NULL;
+    if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
+    n = nn__n(g, x);
+    if (n->shape.ndim != 2) return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x must be 2-D [B, C]");
+    return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
 }
+
+NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
+    if (!nn__check_logits_labels(g, "nn_accuracy", logits, labels)) return nn__tensor(-1);
+    return nn_mean(g, nn__op2(g, NN__OP_CORRECT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id));
+}
+
+
+/* ---- autograd rules ---- */
+
+static void nn__grad_sum_all(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_EXPAND_SCALAR, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static void nn__grad_expand_scalar(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), gy.id);
+    if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* ---- CPU bodies ---- */
+
+static nn_result nn__cpu_sum_all(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__sum_all_forward(y, NN__F(in[0]), g->nodes[in[0]].numel, n->f[0]); return NN_OK;
+
+}
+
+static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__expand_scalar_forward(y, NN__F(in[0]), N, n->f[0]); return NN_OK;
+
+}
+
+static nn_result nn__cpu_sum_lead(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__sum_lead_forward(y, NN__F(in[0]), g->nodes[in[0]].numel, N); return NN_OK;
+
+}
+
+static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    nn__node *x = &g->nodes[in[0]];
+    nn__argmax_forward((int32_t *)y, x->buf.host, x->shape.dim[0], x->shape.dim[1]);
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    nn__node *x = &g->nodes[in[0]];
+    nn__correct_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
+    return NN_OK;
+}
+}
+
+/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+
+static nn_result nn__dev_sum_all(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    size_t wg = nn__reduce_wg(g);
+    int m = (int)g->nodes[in[0]].numel;
+    r = nn__launch_add(g, id, "reduce", n->op == NN__OP_SUM_ALL ? "sum_all" : "grad_sumsq", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    if (n->op == NN__OP_SUM_ALL) return nn__args(l, "mmifL", &g->nodes[in[0]].buf, y, m, (double)n->f[0], wg * 4);
+    return nn__args(l, "mmmiiL", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, m, n->n_in > 1, wg * 4);
+}
+}
+
+static nn_result nn__dev_expand_scalar(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "elementwise", "expand_scalar", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->f[0]);
+    return r;
+}
+
+static nn_result nn__dev_sum_lead(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "elementwise", "sum_leading", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmiii", &g->nodes[in[0]].buf, y, (int)g->nodes[in[0]].numel, N, 0);
+    return r;
+}
+
+static nn_result nn__dev_argmax_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    nn__node *x = &g->nodes[in[0]];
+    int B = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
+    if (n->op == NN__OP_ARGMAX) {
+        r = nn__launch_add(g, id, "softmax", "argmax_rows", (size_t)B, &l);
+        if (r == NN_OK) r = nn__args(l, "mmii", &x->buf, y, B, C);
+    } else {
+        r = nn__launch_add(g, id, "softmax", "correct_rows", (size_t)B, &l);
+        if (r == NN_OK) r = nn__args(l, "mmmii", &x->buf, &g->nodes[in[1]].buf, y, B, C);
+    }
+    return r;
+}
+}
+
+/* ======================================================================
+   src/ops/softmax.c
+   ====================================================================== */
+/* The softmax ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x) {
+    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    return nn__op1(g, op, NN_F32, nn__n(g, x)->shape, x.id);
+}
+NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x); }
+NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x); }
+
+
+static int64_t nn__last_dim(const nn__node *n) { return n->shape.dim[n->shape.ndim - 1]; }
+
+/* ---- autograd rules ---- */
+
+static void nn__grad_softmax(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__op2(g, NN__OP_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
+    return;
+}
+
+static void nn__grad_log_softmax(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__op2(g, NN__OP_LOG_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
+    return;
+}
+
+/* ---- CPU bodies ---- */
+
+static nn_result nn__cpu_softmax(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__softmax_forward(y, NN__F(in[0]), N / nn__last_dim(n), nn__last_dim(n), n->op == NN__OP_LOG_SOFTMAX);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__softmax_backward(y, NN__F(in[0]), NN__F(in[1]), N / nn__last_dim(n), nn__last_dim(n),
+                         n->op == NN__OP_LOG_SOFTMAX_GRAD);
+    return NN_OK;
+}
+
+/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+
+static nn_result nn__dev_softmax(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    int C = (int)nn__last_dim(n);
+    r = nn__launch_add(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
+    if (r == NN_OK) r = nn__args(l, "mmiii", &g->nodes[in[0]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX);
+    return r;
+}
+}
+
+static nn_result nn__dev_softmax_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    int C = (int)nn__last_dim(n);
+    r = nn__launch_add(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX_GRAD);
+    return r;
+}
+}
+
+/* ======================================================================
+   src/ops/loss.c
+   ====================================================================== */
+/* The loss ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
 
 NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
     nn_tensor rows;
@@ -8270,18 +9644,545 @@ NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor tar
     return nn_mean(g, nn__op2(g, NN__OP_BCE_LOGITS, NN_F32, nn__n(g, logits)->shape, logits.id, target.id));
 }
 
-NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
-    nn_tensor t;
-    if (!nn__check(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
-    if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
-    if (g->eval || p == 0.0f) return x;
-    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].f[0] = p;
-        g->nodes[t.id].i[0] = t.id; /* the mask's key, shared with the backward op */
+
+/* ---- losses with options (nn_loss_desc; bodies in nn_loss.c) ---- */
+
+/* An option's value: PyTorch's default for 0, an exact 0 for NN_LOSS_ZERO (-0.0f). */
+static float nn__loss_opt(float v, float dflt) { return v == 0.0f ? (signbit(v) ? 0.0f : dflt) : v; }
+
+static int nn__loss_desc_ok(nn_graph *g, const char *opname, const nn_loss_desc *d, int batchmean_ok) {
+    if ((int)d->reduction < 0 || (int)d->reduction > NN_REDUCTION_BATCHMEAN ||
+        (d->reduction == NN_REDUCTION_BATCHMEAN && !batchmean_ok)) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: reduction %d is not one this loss takes", opname, (int)d->reduction);
+        return 0;
     }
+    return 1;
+}
+
+/* Per-element or per-row losses l, reduced as desc asks. */
+static nn_tensor nn__reduce_loss(nn_graph *g, nn_tensor l, const nn_loss_desc *d) {
+    nn_tensor t;
+    if (l.id < 0 || d->reduction == NN_REDUCTION_NONE) return l;
+    t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), l.id);
+    if (t.id >= 0)
+        g->nodes[t.id].f[0] = d->reduction == NN_REDUCTION_SUM ? 1.0f
+                              : (float)(1.0 / (double)(d->reduction == NN_REDUCTION_BATCHMEAN ? g->nodes[l.id].shape.dim[0]
+                                                                                                 : g->nodes[l.id].numel));
     return t;
 }
+
+static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tensor x, nn_tensor t, const nn_loss_desc *desc) {
+    nn_loss_desc d;
+    nn_tensor l;
+    nn__node *n;
+    float a = 0.0f, b = 0.0f;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check_same(g, opname, x, t) || !nn__loss_desc_ok(g, opname, &d, kind == NN__L_KL)) return nn__tensor(-1);
+    switch (kind) {
+    case NN__L_HUBER: a = nn__loss_opt(d.delta, 1.0f); break;
+    case NN__L_SMOOTH_L1: a = nn__loss_opt(d.delta, 1.0f); break;
+    case NN__L_QUANTILE: a = nn__loss_opt(d.tau, 0.5f); break;
+    case NN__L_HINGE: case NN__L_SQ_HINGE: a = nn__loss_opt(d.margin, 1.0f); break;
+    case NN__L_FOCAL: a = nn__loss_opt(d.alpha, 0.25f); b = nn__loss_opt(d.gamma, 2.0f); break;
+    default: break;
+    }
+    if ((kind == NN__L_HUBER && !(a > 0.0f)) || (kind == NN__L_SMOOTH_L1 && !(a >= 0.0f)) ||
+        (kind == NN__L_QUANTILE && !(a >= 0.0f && a <= 1.0f)) || (kind == NN__L_FOCAL && !(b >= 0.0f)))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: option %g is out of range", opname, kind == NN__L_FOCAL ? b : a);
+    if (d.has_pos_weight) {
+        nn_tensor pw = d.pos_weight;
+        nn__node *nx, *np;
+        int k, fits;
+        if (kind != NN__L_BCE_LOGITS)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: pos_weight is for nn_bce_with_logits_loss", opname);
+        if (!nn__check(g, opname, 1, &pw) || !nn__expect_f32(g, opname, pw, "pos_weight")) return nn__tensor(-1);
+        nx = nn__n(g, x);
+        np = nn__n(g, pw);
+        fits = np->shape.ndim <= nx->shape.ndim;
+        for (k = 1; fits && k <= np->shape.ndim; k++) fits = np->shape.dim[np->shape.ndim - k] == nx->shape.dim[nx->shape.ndim - k];
+        if (!fits) {
+            char sa[128], sb[128];
+            nn__shape_str(&nx->shape, sa, sizeof sa);
+            nn__shape_str(&np->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: pos_weight %s must match the trailing dims of logits %s", opname, sb, sa);
+        }
+        l = nn__op3(g, NN__OP_LOSS_EW, NN_F32, nn__n(g, x)->shape, x.id, t.id, pw.id);
+    } else {
+        l = nn__op2(g, NN__OP_LOSS_EW, NN_F32, nn__n(g, x)->shape, x.id, t.id);
+    }
+    if (l.id < 0) return l;
+    n = &g->nodes[l.id];
+    n->i[0] = kind;
+    n->i[1] = d.has_pos_weight != 0;
+    n->i[2] = d.log_target != 0;
+    n->f[0] = a;
+    n->f[1] = b;
+    if (d.has_weight) {
+        if (!nn__check(g, opname, 1, &d.weight)) return nn__tensor(-1);
+        l = nn__binary(g, NN__OP_MUL, opname, l, d.weight);
+    }
+    return nn__reduce_loss(g, l, &d);
+}
+
+NN_API nn_tensor nn_mse_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_mse_loss", NN__L_MSE, p, t, d); }
+NN_API nn_tensor nn_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_l1_loss", NN__L_L1, p, t, d); }
+NN_API nn_tensor nn_huber_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_huber_loss", NN__L_HUBER, p, t, d); }
+NN_API nn_tensor nn_smooth_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_smooth_l1_loss", NN__L_SMOOTH_L1, p, t, d); }
+NN_API nn_tensor nn_log_cosh_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_log_cosh_loss", NN__L_LOG_COSH, p, t, d); }
+NN_API nn_tensor nn_quantile_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_quantile_loss", NN__L_QUANTILE, p, t, d); }
+NN_API nn_tensor nn_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_hinge_loss", NN__L_HINGE, p, t, d); }
+NN_API nn_tensor nn_squared_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_squared_hinge_loss", NN__L_SQ_HINGE, p, t, d); }
+NN_API nn_tensor nn_bce_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_loss", NN__L_BCE, p, t, d); }
+NN_API nn_tensor nn_bce_with_logits_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_with_logits_loss", NN__L_BCE_LOGITS, p, t, d); }
+NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_sigmoid_focal_loss", NN__L_FOCAL, p, t, d); }
+NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_kl_div_loss", NN__L_KL, p, t, d); }
+
+static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_tensor x, nn_tensor labels, const nn_loss_desc *desc) {
+    nn_loss_desc d;
+    nn_tensor rows, den, s;
+    int ins[3], k;
+    int64_t C;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check_logits_labels(g, opname, x, labels) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
+    C = nn__n(g, x)->shape.dim[1];
+    if (!(d.label_smoothing >= 0.0f && d.label_smoothing <= 1.0f) || (log_input && d.label_smoothing != 0.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: label_smoothing %g is not in [0, 1]%s", opname, d.label_smoothing,
+                           log_input ? " or is given to NLL, which has none" : "");
+    if (d.has_weight) {
+        nn__node *w;
+        if (!nn__check(g, opname, 1, &d.weight) || !nn__expect_f32(g, opname, d.weight, "weight")) return nn__tensor(-1);
+        w = nn__n(g, d.weight);
+        if (w->shape.ndim != 1 || w->shape.dim[0] != C) {
+            char sw[128];
+            nn__shape_str(&w->shape, sw, sizeof sw);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: weight %s must be [C] = [%lld]", opname, sw, (long long)C);
+        }
+    }
+    ins[0] = x.id;
+    ins[1] = labels.id;
+    ins[2] = d.has_weight ? d.weight.id : -1;
+    rows = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins, d.has_weight ? 3 : 2));
+    if (rows.id < 0) return rows;
+    g->nodes[rows.id].i[0] = d.has_ignore_index ? d.ignore_index : -100;
+    g->nodes[rows.id].i[1] = log_input;
+    g->nodes[rows.id].f[0] = d.label_smoothing;
+    if (d.reduction != NN_REDUCTION_MEAN) return nn__reduce_loss(g, rows, &d);
+    den = nn__tensor(nn__new_node(g, NN__OP_CE_WEIGHTS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins + 1, d.has_weight ? 2 : 1));
+    if (den.id < 0) return den;
+    g->nodes[den.id].i[0] = g->nodes[rows.id].i[0];
+    g->nodes[den.id].i[1] = (int)C;
+    d.reduction = NN_REDUCTION_SUM;
+    s = nn__reduce_loss(g, rows, &d);
+    den = nn__reduce_loss(g, den, &d);
+    if (s.id < 0 || den.id < 0) return nn__tensor(-1);
+    k = nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, nn_shape1(1), s.id, den.id).id;
+    return nn__tensor(k);
+}
+
+NN_API nn_tensor nn_cross_entropy_loss(nn_graph *g, nn_tensor x, nn_tensor labels, const nn_loss_desc *d) {
+    return nn__ce_loss(g, "nn_cross_entropy_loss", 0, x, labels, d);
+}
+NN_API nn_tensor nn_nll_loss(nn_graph *g, nn_tensor x, nn_tensor labels, const nn_loss_desc *d) {
+    return nn__ce_loss(g, "nn_nll_loss", 1, x, labels, d);
+}
+
+/* x0, x1 (and x2 for triplet) of one shape [B, ...]; cosine's target [B] float32. */
+static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_in, const nn_tensor *x, const nn_loss_desc *desc) {
+    nn_loss_desc d;
+    nn_tensor l;
+    int ins[3], k;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check(g, opname, n_in, x) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
+    for (k = 0; k < n_in; k++) {
+        nn__node *a = nn__n(g, x[0]), *b = nn__n(g, x[k]);
+        int target = kind == NN__R_COSINE && k == 2;
+        if (!nn__expect_f32(g, opname, x[k], "every input")) return nn__tensor(-1);
+        if (a->shape.ndim < (kind == NN__R_DICE ? 1 : 2) ||
+            (target ? b->shape.ndim != 1 || b->shape.dim[0] != a->shape.dim[0] : !nn__shape_eq(&a->shape, &b->shape)) ||
+            (kind != NN__R_DICE && a->shape.ndim != 2)) {
+            char sa[128], sb[128];
+            nn__shape_str(&a->shape, sa, sizeof sa);
+            nn__shape_str(&b->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: input %d %s does not fit input 0 %s (%s)", opname, k, sb, sa,
+                               kind == NN__R_DICE ? "both [B, ...]" : kind == NN__R_COSINE ? "x1, x2 [B, D], target [B]" : "all [B, D]");
+        }
+        ins[k] = x[k].id;
+    }
+    l = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS, NN_F32, nn_shape1(nn__n(g, x[0])->shape.dim[0]), ins, n_in));
+    if (l.id < 0) return l;
+    g->nodes[l.id].i[0] = kind;
+    g->nodes[l.id].f[0] = kind == NN__R_DICE ? nn__loss_opt(d.smooth, 1.0f) : kind == NN__R_TRIPLET ? nn__loss_opt(d.margin, 1.0f) : d.margin;
+    return nn__reduce_loss(g, l, &d);
+}
+
+NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {
+    nn_tensor x[2];
+    x[0] = p;
+    x[1] = t;
+    return nn__row_loss(g, "nn_dice_loss", NN__R_DICE, 2, x, d);
+}
+NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
+    nn_tensor x[3];
+    x[0] = x1;
+    x[1] = x2;
+    x[2] = t;
+    return nn__row_loss(g, "nn_cosine_embedding_loss", NN__R_COSINE, 3, x, d);
+}
+NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
+    nn_tensor x[3];
+    x[0] = a;
+    x[1] = p;
+    x[2] = n;
+    return nn__row_loss(g, "nn_triplet_margin_loss", NN__R_TRIPLET, 3, x, d);
+}
+
+
+/* ---- autograd rules ---- */
+
+static void nn__grad_xent_rows(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_XENT_GRAD, NN_F32, g->nodes[a].shape, a, b, gy.id));
+    return;
+}
+
+static void nn__grad_bce_logits(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_BCE_LOGITS_GRAD, NN_F32, n.shape, a, b, gy.id));
+    if (gb) { /* d/dt = -x */
+        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
+        t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, t.id);
+        if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
+        nn__acc_grad(g, b, t);
+    }
+    return;
+}
+
+static void nn__grad_loss_ew(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    { /* inputs x, t, [pos_weight]; d-based losses give t minus x's gradient */
+    int ins[4], has_pw = n.n_in > 2, gt = gb && n.i[0] <= NN__L_QUANTILE;
+    if (!ga && !gt) return;
+    ins[0] = a;
+    ins[1] = b;
+    ins[2] = gy.id;
+    ins[3] = has_pw ? n.in[2] : -1;
+    t = nn__tensor(nn__new_node(g, NN__OP_LOSS_EW_GRAD, NN_F32, n.shape, ins, has_pw ? 4 : 3));
+    if (t.id >= 0) {
+        memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
+    }
+    if (ga) nn__acc_grad(g, a, t);
+    if (gt) {
+        t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, t.id);
+        if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
+        nn__acc_grad(g, b, t);
+    }
+    return;
+}
+}
+
+static void nn__grad_ce_rows(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    { /* inputs x, labels, [weight] */
+    int ins[4];
+    if (!ga) return;
+    ins[0] = a;
+    ins[1] = b;
+    ins[2] = gy.id;
+    ins[3] = n.n_in > 2 ? n.in[2] : -1;
+    t = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS_GRAD, NN_F32, g->nodes[a].shape, ins, n.n_in > 2 ? 4 : 3));
+    if (t.id >= 0) {
+        memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
+    }
+    nn__acc_grad(g, a, t);
+    return;
+}
+}
+
+static void nn__grad_div_scalar(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    /* the divisor (a count of weights) is not differentiated */
+    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, n.shape, gy.id, b));
+    return;
+}
+
+static void nn__grad_loss_rows(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    { /* one gradient op per differentiated input; targets get none */
+    int k, ins[4], n_x = n.i[0] == NN__R_COSINE ? 2 : n.i[0] == NN__R_DICE ? 1 : 3;
+    for (k = 0; k < n_x; k++) {
+        if (!g->nodes[n.in[k]].needs_grad) continue;
+        memcpy(ins, n.in, sizeof ins);
+        ins[n.n_in] = gy.id;
+        t = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS_GRAD, NN_F32, g->nodes[n.in[k]].shape, ins, n.n_in + 1));
+        if (t.id >= 0) {
+            memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+            memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
+            g->nodes[t.id].i[1] = k;
+        }
+        nn__acc_grad(g, n.in[k], t);
+    }
+    return;
+}
+}
+
+/* ---- CPU bodies ---- */
+
+static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    nn__node *x = &g->nodes[in[0]];
+    nn__xent_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__xent_backward(y, NN__F(in[0]), NN__I(in[1]), NN__F(in[2]), n->shape.dim[0], n->shape.dim[1]);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_bce_logits(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__bce_forward(y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
+
+}
+
+static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__bce_backward(y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), N); return NN_OK;
+
+}
+
+static nn_result nn__cpu_loss_ew(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__loss_ew_forward(y, NN__F(in[0]), NN__F(in[1]), n->i[1] ? NN__F(in[2]) : NULL, n->i[1] ? g->nodes[in[2]].numel : 1,
+                        N, n->i[0], n->f[0], n->f[1], n->i[2]);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_loss_ew_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__loss_ew_backward(y, NN__F(in[0]), NN__F(in[1]), n->i[1] ? NN__F(in[3]) : NULL, n->i[1] ? g->nodes[in[3]].numel : 1,
+                         NN__F(in[2]), N, n->i[0], n->f[0], n->f[1], n->i[2]);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    nn__node *x = &g->nodes[in[0]];
+    nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0], x->shape.dim[1],
+                        n->i[0], n->i[1], n->f[0]);
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__ce_rows_backward(y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]), n->shape.dim[0],
+                         n->shape.dim[1], n->i[0], n->i[1], n->f[0]);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_ce_weights(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->i[1], n->i[0]);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_div_scalar(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    {
+    const float *x = NN__F(in[0]);
+    float d = NN__F(in[1])[0];
+    int64_t i;
+    for (i = 0; i < N; i++) y[i] = x[i] / d;
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_loss_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    {
+    nn__node *x = &g->nodes[in[0]];
+    nn__row_loss_forward(y, n->i[0], x->buf.host, NN__F(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, N, x->numel / N, n->f[0]);
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_loss_rows_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    int64_t B = g->nodes[in[0]].shape.dim[0];
+    nn__row_loss_backward(y, n->i[0], n->i[1], NN__F(in[0]), NN__F(in[1]), n->n_in > 3 ? NN__F(in[2]) : NULL,
+                          NN__F(in[n->n_in - 1]), B, g->nodes[in[0]].numel / B, n->f[0]);
+    return NN_OK;
+}
+}
+
+/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+
+static nn_result nn__dev_xent_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    nn__node *x = &g->nodes[in[0]];
+    r = nn__launch_add(g, id, "softmax", "xent_forward", (size_t)x->shape.dim[0], &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmii", &x->buf, &g->nodes[in[1]].buf, y, (int)x->shape.dim[0], (int)x->shape.dim[1]);
+    return r;
+}
+}
+
+static nn_result nn__dev_xent_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "softmax", "xent_backward", (size_t)n->shape.dim[0], &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmmii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, (int)n->shape.dim[0],
+                        (int)n->shape.dim[1]);
+    return r;
+}
+
+static nn_result nn__dev_bce_logits(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "elementwise", "bce_logits_forward", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
+    return r;
+}
+
+static nn_result nn__dev_bce_logits_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "elementwise", "bce_logits_backward", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, N);
+    return r;
+}
+
+static nn_result nn__dev_loss_ew(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
+    const nn__buf *pw = n->i[1] ? &g->nodes[in[pwi]].buf : &g->one;
+    int npw = n->i[1] ? (int)g->nodes[in[pwi]].numel : 1;
+    r = nn__launch_add(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
+    if (r != NN_OK) return r;
+    return nn__args(l, "mmmmmiiiiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, pw, grad ? &g->nodes[in[2]].buf : &g->one, y, N,
+                       npw, n->i[0], n->i[2], (double)n->f[0], (double)n->f[1]);
+}
+}
+
+static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
+    r = nn__launch_add(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
+    if (r != NN_OK) return r;
+    return nn__args(l, "mmmmmiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
+                       grad ? &g->nodes[in[2]].buf : &g->one, y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1],
+                       n->n_in > wi, (double)n->f[0]);
+}
+}
+
+static nn_result nn__dev_ce_weights(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "loss", "ce_weights", (size_t)N, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, N, n->i[1], n->i[0],
+                        n->n_in > 1);
+    return r;
+}
+
+static nn_result nn__dev_div_scalar(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "loss", "div_scalar", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
+    return r;
+}
+
+static nn_result nn__dev_loss_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    int grad = n->op == NN__OP_LOSS_ROWS_GRAD, nx = n->n_in - grad, B = (int)g->nodes[in[0]].shape.dim[0];
+    r = nn__launch_add(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
+    if (r != NN_OK) return r;
+    return nn__args(l, "mmmmmiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, nx > 2 ? &g->nodes[in[2]].buf : &g->one,
+                       grad ? &g->nodes[in[n->n_in - 1]].buf : &g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->i[0],
+                       grad ? n->i[1] : 0, (double)n->f[0]);
+}
+}
+
+/* ======================================================================
+   src/ops/gather.c
+   ====================================================================== */
+/* The gather ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
 
 NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
     nn_tensor in[2];
@@ -8304,214 +10205,76 @@ NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
     return nn__op2(g, NN__OP_GATHER_ROWS, d->dtype, s, data.id, idx.id);
 }
 
-NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
-    nn__node *n = NULL;
-    if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
-    n = nn__n(g, x);
-    if (n->shape.ndim != 2) return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x must be 2-D [B, C]");
-    return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
+
+/* ---- autograd rules ---- */
+
+static void nn__grad_gather_rows(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
+    return;
 }
 
-NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
-    if (!nn__check_logits_labels(g, "nn_accuracy", logits, labels)) return nn__tensor(-1);
-    return nn_mean(g, nn__op2(g, NN__OP_CORRECT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id));
+/* ---- CPU bodies ---- */
+
+static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    nn__node *d = &g->nodes[in[0]];
+    int64_t D = d->numel / d->shape.dim[0];
+    nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
+    return NN_OK;
+}
 }
 
-NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x) {
-    nn_tensor t;
-    if (!nn__check(g, "nn_accumulate", 1, &x) || !nn__expect_f32(g, "nn_accumulate", x, "x")) return nn__tensor(-1);
-    t = nn__op1(g, NN__OP_ACCUMULATE, NN_F32, nn__n(g, x)->shape, x.id);
-    if (t.id >= 0) g->nodes[t.id].is_output = 1;
-    return t;
+static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    {
+    nn__node *gy = &g->nodes[in[1]];
+    nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
+    return NN_OK;
+}
 }
 
-NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const char *name) {
-    char wn[256], bn[256];
-    nn_tensor w, b;
-    nn_init init;
-    int64_t in_features;
-    if (!nn__check(g, "nn_dense", 1, &x) || !nn__expect_f32(g, "nn_dense", x, "x")) return nn__tensor(-1);
-    if (nn__n(g, x)->shape.ndim != 2) {
-        char s[128];
-        nn__shape_str(&nn__n(g, x)->shape, s, sizeof s);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_dense %s: x %s must be 2-D [B, in]", name ? name : "", s);
-    }
-    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense: needs a name (at most 200 chars)");
-    in_features = nn__n(g, x)->shape.dim[1];
-    /* nn.Linear: kaiming_uniform(a=sqrt(5)) for the weight is U(+-1/sqrt(in)), the bias too */
-    init.kind = NN_INIT_UNIFORM;
-    init.a = (float)(-1.0 / sqrt((double)in_features));
-    init.b = -init.a;
-    snprintf(wn, sizeof wn, "%s.weight", name);
-    snprintf(bn, sizeof bn, "%s.bias", name);
-    w = nn_param(g, wn, nn_shape2(out_features, in_features), init);
-    b = nn_param(g, bn, nn_shape1(out_features), init);
-    return nn_add(g, nn_matmul(g, x, w, 0, 1), b);
+/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+
+static nn_result nn__dev_gather_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    nn__node *d = &g->nodes[in[0]];
+    int B = (int)n->shape.dim[0], D = (int)(d->numel / d->shape.dim[0]);
+    r = nn__launch_add(g, id, "gather", "gather_rows", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmiii", &d->buf, &g->nodes[in[1]].buf, y, B, (int)d->shape.dim[0], D);
+    return r;
+}
 }
 
-NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
-    nn_tensor in[3], t;
-    nn__node *nx, *nw;
-    nn_conv2d_desc d;
-    int64_t OH, OW;
-    int attr[7], k, has_bias = bias.id >= 0;
-    char sx[128], sw[128];
-    in[0] = x;
-    in[1] = w;
-    in[2] = bias;
-    if (!nn__check(g, "nn_conv2d", has_bias ? 3 : 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, "nn_conv2d", x, "x") || !nn__expect_f32(g, "nn_conv2d", w, "w")) return nn__tensor(-1);
-    memset(&d, 0, sizeof d);
-    if (desc) d = *desc;
-    attr[0] = d.stride_h ? d.stride_h : 1;
-    attr[1] = d.stride_w ? d.stride_w : 1;
-    attr[2] = d.pad_h;
-    attr[3] = d.pad_w;
-    attr[4] = d.dilation_h ? d.dilation_h : 1;
-    attr[5] = d.dilation_w ? d.dilation_w : 1;
-    attr[6] = d.groups ? d.groups : 1;
-    nx = nn__n(g, x);
-    nw = nn__n(g, w);
-    nn__shape_str(&nx->shape, sx, sizeof sx);
-    nn__shape_str(&nw->shape, sw, sizeof sw);
-    for (k = 0; k < 7; k++)
-        if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d: stride, dilation and groups must be >= 1 and padding >= 0");
-    if (nx->shape.ndim != 4 || nw->shape.ndim != 4)
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s must be [N, C, H, W] and w %s [K, C/groups, KH, KW]", sx, sw);
-    if (nx->shape.dim[1] % attr[6] || nw->shape.dim[0] % attr[6] || nw->shape.dim[1] * attr[6] != nx->shape.dim[1])
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, attr[6]);
-    OH = (nx->shape.dim[2] + 2 * attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
-    OW = (nx->shape.dim[3] + 2 * attr[3] - attr[5] * (nw->shape.dim[3] - 1) - 1) / attr[1] + 1;
-    if (nx->shape.dim[2] + 2 * attr[2] < attr[4] * (nw->shape.dim[2] - 1) + 1 ||
-        nx->shape.dim[3] + 2 * attr[3] < attr[5] * (nw->shape.dim[3] - 1) + 1)
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: the kernel w %s is larger than the padded input x %s", sw, sx);
-    if (has_bias) {
-        nn__node *nb = nn__n(g, bias);
-        if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nb->shape.dim[0] != nw->shape.dim[0]) {
-            char sb[128];
-            nn__shape_str(&nb->shape, sb, sizeof sb);
-            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: bias %s must be [%lld] float32", sb, (long long)nw->shape.dim[0]);
-        }
-    }
-    t = has_bias ? nn__op3(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id, bias.id)
-                 : nn__op2(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
-    return t;
+static nn_result nn__dev_gather_rows_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    int B = (int)g->nodes[in[1]].shape.dim[0], R = (int)n->shape.dim[0];
+    r = nn__launch_add(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, B, R, N / R);
+    return r;
+}
 }
 
-NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kh, int kw,
-                                 const nn_conv2d_desc *desc, const char *name) {
-    char wn[256], bn[256];
-    nn_init init;
-    int64_t cin, groups = desc && desc->groups ? desc->groups : 1;
-    if (!nn__check(g, "nn_conv2d_layer", 1, &x)) return nn__tensor(-1);
-    if (!name || !name[0] || strlen(name) > 200)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d_layer: needs a name (at most 200 chars)");
-    if (nn__n(g, x)->shape.ndim != 4 || kh < 1 || kw < 1 || out_channels < 1 || groups < 1 ||
-        nn__n(g, x)->shape.dim[1] % groups) {
-        char sx[128];
-        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d_layer %s: x %s must be [N, C, H, W] with C divisible by groups, "
-                           "kernel %dx%d", name, sx, kh, kw);
-    }
-    cin = nn__n(g, x)->shape.dim[1] / groups;
-    init.kind = NN_INIT_UNIFORM; /* kaiming_uniform(a=sqrt(5)) is U(+-1/sqrt(fan_in)); so is the bias */
-    init.a = (float)(-1.0 / sqrt((double)(cin * kh * kw)));
-    init.b = -init.a;
-    snprintf(wn, sizeof wn, "%s.weight", name);
-    snprintf(bn, sizeof bn, "%s.bias", name);
-    return nn_conv2d(g, x, nn_param(g, wn, nn_shape4(out_channels, cin, kh, kw), init),
-                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
-}
-
-NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
-    nn_conv2d_desc d;
-    nn_shape xs, ws;
-    nn_tensor in[2], y;
-    in[0] = x;
-    in[1] = w;
-    if (!nn__check(g, "nn_conv1d", 2, in)) return nn__tensor(-1);
-    xs = nn__n(g, x)->shape;
-    ws = nn__n(g, w)->shape;
-    if (xs.ndim != 3 || ws.ndim != 3) {
-        char a[128], b[128];
-        nn__shape_str(&xs, a, sizeof a);
-        nn__shape_str(&ws, b, sizeof b);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: x %s must be [N, C, L] and w %s [K, C/groups, KL]", a, b);
-    }
-    memset(&d, 0, sizeof d);
-    if (desc) d = *desc;
-    d.stride_h = d.dilation_h = 1;
-    d.pad_h = 0;
-    y = nn_conv2d(g, nn_reshape(g, x, nn_shape4(xs.dim[0], xs.dim[1], 1, xs.dim[2])),
-                  nn_reshape(g, w, nn_shape4(ws.dim[0], ws.dim[1], 1, ws.dim[2])), bias, &d);
-    if (y.id < 0) return y;
-    return nn_reshape(g, y, nn_shape3(nn__n(g, y)->shape.dim[0], nn__n(g, y)->shape.dim[1], nn__n(g, y)->shape.dim[3]));
-}
-
-/* y [N, C, ...] = x + b[c]: a per-channel bias (its gradient is channel_sum) */
-static nn_tensor nn__channel_bias(nn_graph *g, const char *op, nn_tensor x, nn_tensor b) {
-    nn_tensor in[2];
-    nn__node *nx, *nb;
-    in[0] = x;
-    in[1] = b;
-    if (!nn__check(g, op, 2, in)) return nn__tensor(-1);
-    nx = nn__n(g, x);
-    nb = nn__n(g, b);
-    if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nx->shape.ndim < 2 || nb->shape.dim[0] != nx->shape.dim[1]) {
-        char sb[128], sx[128];
-        nn__shape_str(&nb->shape, sb, sizeof sb);
-        nn__shape_str(&nx->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "%s: bias %s must be float32 [C] for an output %s", op, sb, sx);
-    }
-    return nn__op2(g, NN__OP_CHANNEL_BIAS, NN_F32, nx->shape, x.id, b.id);
-}
-
-NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
-                                     int output_pad_h, int output_pad_w) {
-    nn_tensor in[2], t;
-    nn_conv2d_desc d;
-    nn_shape xs, ws;
-    int attr[7], k;
-    int64_t OH, OW;
-    char a[128], b[128];
-    in[0] = x;
-    in[1] = w;
-    if (!nn__check(g, "nn_conv_transpose2d", 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, "nn_conv_transpose2d", x, "x") || !nn__expect_f32(g, "nn_conv_transpose2d", w, "w"))
-        return nn__tensor(-1);
-    memset(&d, 0, sizeof d);
-    if (desc) d = *desc;
-    attr[0] = d.stride_h ? d.stride_h : 1;
-    attr[1] = d.stride_w ? d.stride_w : 1;
-    attr[2] = d.pad_h;
-    attr[3] = d.pad_w;
-    attr[4] = d.dilation_h ? d.dilation_h : 1;
-    attr[5] = d.dilation_w ? d.dilation_w : 1;
-    attr[6] = d.groups ? d.groups : 1;
-    xs = nn__n(g, x)->shape;
-    ws = nn__n(g, w)->shape;
-    nn__shape_str(&xs, a, sizeof a);
-    nn__shape_str(&ws, b, sizeof b);
-    for (k = 0; k < 7; k++)
-        if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: stride, dilation and groups must be >= 1, padding >= 0");
-    if (xs.ndim != 4 || ws.ndim != 4 || xs.dim[1] != ws.dim[0] || ws.dim[0] % attr[6])
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s must be [N, Cin, H, W] and w %s [Cin, Cout/groups, KH, KW] (groups %d)",
-                           a, b, attr[6]);
-    if (output_pad_h < 0 || output_pad_w < 0 || (output_pad_h >= attr[0] && output_pad_h >= attr[4]) ||
-        (output_pad_w >= attr[1] && output_pad_w >= attr[5]))
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: output padding (%d, %d) must be below the stride or the dilation",
-                           output_pad_h, output_pad_w);
-    OH = (xs.dim[2] - 1) * attr[0] - 2 * attr[2] + attr[4] * (ws.dim[2] - 1) + output_pad_h + 1;
-    OW = (xs.dim[3] - 1) * attr[1] - 2 * attr[3] + attr[5] * (ws.dim[3] - 1) + output_pad_w + 1;
-    if (OH < 1 || OW < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with w %s gives an empty output", a, b);
-    /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
-    t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
-    return bias.id >= 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
-}
+/* ======================================================================
+   src/ops/shape.c
+   ====================================================================== */
+/* The shape ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
 
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
     char a[128], b[128];
@@ -8729,11 +10492,917 @@ NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
     return nn_reshape(g, nn_permute(g, x, perm), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
 }
 
-/* ---- normalisation (batch, layer, group, instance norm; src/nn_norm.c) ---- */
 
-NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
-    return nn__store_entry(g, "nn_buffer", name, shape, init, 1);
+/* A shape seen along axis: [outer, len, inner]. */
+static void nn__axis_split(const nn_shape *s, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
+    int d;
+    *outer = *inner = 1;
+    for (d = 0; d < axis; d++) *outer *= s->dim[d];
+    for (d = axis + 1; d < s->ndim; d++) *inner *= s->dim[d];
+    *len = s->dim[axis];
 }
+
+/* permute geometry: y's dims and, for each, x's stride (padded to 6 dims in front) */
+static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dims, int64_t *xstride) {
+    int64_t st[NN_MAX_DIMS];
+    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
+    st[nd - 1] = 1;
+    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * xs->dim[d + 1];
+    for (d = 0; d < NN_MAX_DIMS; d++) {
+        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
+        xstride[d] = d < pad ? 0 : st[n->i[d - pad]];
+    }
+}
+
+/* ---- autograd rules ---- */
+
+static void nn__grad_reshape(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
+    return;
+}
+
+static void nn__grad_permute(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    {
+    int inv[NN_MAX_DIMS], d;
+    for (d = 0; d < n.shape.ndim; d++) inv[n.i[d]] = d;
+    nn__acc_grad(g, a, nn_permute(g, gy, inv));
+    return;
+}
+}
+
+static void nn__grad_concat2(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    {
+    int ax = n.i[0];
+    if (ga) nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[a].shape, ax, 0));
+    if (gb) nn__acc_grad(g, b, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[b].shape, ax, g->nodes[a].shape.dim[ax]));
+    return;
+}
+}
+
+static void nn__grad_slice(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.i[0], n.i[1]));
+    return;
+}
+
+static void nn__grad_pad_upsample(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, n.op == NN__OP_PAD2D ? NN__OP_PAD2D_GRAD : NN__OP_UPSAMPLE2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* ---- CPU bodies ---- */
+
+static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    memcpy(y, NN__F(in[0]), (size_t)N * 4); return NN_OK;
+
+}
+
+static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
+    nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
+    nn__permute_forward(y, NN__F(in[0]), NN_MAX_DIMS, dims, xs);
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_concat2(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    int64_t o, la, lb, inner;
+    nn__axis_split(&g->nodes[in[0]].shape, n->i[0], &o, &la, &inner);
+    lb = g->nodes[in[1]].shape.dim[n->i[0]];
+    nn__concat_forward(y, NN__F(in[0]), NN__F(in[1]), o, la, lb, inner);
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    int grad = n->op == NN__OP_SLICE_GRAD;
+    int64_t o, L, inner, len;
+    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->i[0], &o, &L, &inner);
+    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->i[0]];
+    nn__slice(y, NN__F(in[0]), o, L, inner, n->i[1], len, grad);
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    const nn_shape *xs = n->op == NN__OP_PAD2D ? &g->nodes[in[0]].shape : &n->shape;
+    const nn_shape *ys = n->op == NN__OP_PAD2D ? &n->shape : &g->nodes[in[0]].shape;
+    int nd = xs->ndim;
+    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
+    if (n->op == NN__OP_PAD2D)
+        nn__pad2d_forward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->i[0], n->i[1], n->i[2]);
+    else
+        nn__pad2d_backward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->i[0], n->i[1], n->i[2]);
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    const nn_shape *xs = n->op == NN__OP_UPSAMPLE2D ? &g->nodes[in[0]].shape : &n->shape;
+    int nd = xs->ndim;
+    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1];
+    nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->i[0], n->i[1], n->i[2],
+                   n->op == NN__OP_UPSAMPLE2D_GRAD);
+    return NN_OK;
+}
+}
+
+/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+
+static nn_result nn__dev_reshape(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "elementwise", "copy", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[in[0]].buf, y, N);
+    return r;
+}
+
+static nn_result nn__dev_permute(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
+    int vd[8], vs[8], d;
+    nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
+    for (d = 0; d < 8; d++) {
+        vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
+        vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
+    }
+    r = nn__launch_add(g, id, "shape", "permute", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[in[0]].buf, y, N, vd, vs);
+    return r;
+}
+}
+
+static nn_result nn__dev_concat2(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    int64_t o, la, lb, inner;
+    nn__axis_split(&g->nodes[in[0]].shape, n->i[0], &o, &la, &inner);
+    lb = g->nodes[in[1]].shape.dim[n->i[0]];
+    r = nn__launch_add(g, id, "shape", "concat", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (int)la, (int)lb, (int)inner);
+    return r;
+}
+}
+
+static nn_result nn__dev_slice(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    int grad = n->op == NN__OP_SLICE_GRAD;
+    int64_t o, L, inner, len;
+    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->i[0], &o, &L, &inner);
+    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->i[0]];
+    r = nn__launch_add(g, id, "shape", "slice", (size_t)N, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->i[1], grad);
+    return r;
+}
+}
+
+static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    int fwd = n->op == NN__OP_PAD2D || n->op == NN__OP_UPSAMPLE2D, pad = n->op == NN__OP_PAD2D || n->op == NN__OP_PAD2D_GRAD;
+    const nn_shape *xs = fwd ? &g->nodes[in[0]].shape : &n->shape;
+    const nn_shape *ys = fwd ? &n->shape : &g->nodes[in[0]].shape;
+    int nd = xs->ndim, geo[8];
+    memset(geo, 0, sizeof geo);
+    geo[0] = (int)xs->dim[nd - 2];
+    geo[1] = (int)xs->dim[nd - 1];
+    if (pad) {
+        geo[2] = (int)ys->dim[nd - 2];
+        geo[3] = (int)ys->dim[nd - 1];
+        geo[4] = n->i[0];
+        geo[5] = n->i[1];
+        geo[6] = n->i[2];
+    } else {
+        geo[2] = n->i[0];
+        geo[3] = n->i[1];
+        geo[4] = n->i[2];
+    }
+    r = nn__launch_add(g, id, "shape",
+                   pad ? (fwd ? "pad2d_forward" : "pad2d_backward") : (fwd ? "upsample2d_forward" : "upsample2d_backward"),
+                   (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmi8", &g->nodes[in[0]].buf, y, N, geo);
+    return r;
+}
+}
+
+/* ======================================================================
+   src/ops/conv.c
+   ====================================================================== */
+/* The conv ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
+    nn_tensor in[3], t;
+    nn__node *nx, *nw;
+    nn_conv2d_desc d;
+    int64_t OH, OW;
+    int attr[7], k, has_bias = bias.id >= 0;
+    char sx[128], sw[128];
+    in[0] = x;
+    in[1] = w;
+    in[2] = bias;
+    if (!nn__check(g, "nn_conv2d", has_bias ? 3 : 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv2d", x, "x") || !nn__expect_f32(g, "nn_conv2d", w, "w")) return nn__tensor(-1);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    attr[0] = d.stride_h ? d.stride_h : 1;
+    attr[1] = d.stride_w ? d.stride_w : 1;
+    attr[2] = d.pad_h;
+    attr[3] = d.pad_w;
+    attr[4] = d.dilation_h ? d.dilation_h : 1;
+    attr[5] = d.dilation_w ? d.dilation_w : 1;
+    attr[6] = d.groups ? d.groups : 1;
+    nx = nn__n(g, x);
+    nw = nn__n(g, w);
+    nn__shape_str(&nx->shape, sx, sizeof sx);
+    nn__shape_str(&nw->shape, sw, sizeof sw);
+    for (k = 0; k < 7; k++)
+        if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d: stride, dilation and groups must be >= 1 and padding >= 0");
+    if (nx->shape.ndim != 4 || nw->shape.ndim != 4)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s must be [N, C, H, W] and w %s [K, C/groups, KH, KW]", sx, sw);
+    if (nx->shape.dim[1] % attr[6] || nw->shape.dim[0] % attr[6] || nw->shape.dim[1] * attr[6] != nx->shape.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, attr[6]);
+    OH = (nx->shape.dim[2] + 2 * attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
+    OW = (nx->shape.dim[3] + 2 * attr[3] - attr[5] * (nw->shape.dim[3] - 1) - 1) / attr[1] + 1;
+    if (nx->shape.dim[2] + 2 * attr[2] < attr[4] * (nw->shape.dim[2] - 1) + 1 ||
+        nx->shape.dim[3] + 2 * attr[3] < attr[5] * (nw->shape.dim[3] - 1) + 1)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: the kernel w %s is larger than the padded input x %s", sw, sx);
+    if (has_bias) {
+        nn__node *nb = nn__n(g, bias);
+        if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nb->shape.dim[0] != nw->shape.dim[0]) {
+            char sb[128];
+            nn__shape_str(&nb->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: bias %s must be [%lld] float32", sb, (long long)nw->shape.dim[0]);
+        }
+    }
+    t = has_bias ? nn__op3(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id, bias.id)
+                 : nn__op2(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id);
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    return t;
+}
+
+NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kh, int kw,
+                                 const nn_conv2d_desc *desc, const char *name) {
+    char wn[256], bn[256];
+    nn_init init;
+    int64_t cin, groups = desc && desc->groups ? desc->groups : 1;
+    if (!nn__check(g, "nn_conv2d_layer", 1, &x)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d_layer: needs a name (at most 200 chars)");
+    if (nn__n(g, x)->shape.ndim != 4 || kh < 1 || kw < 1 || out_channels < 1 || groups < 1 ||
+        nn__n(g, x)->shape.dim[1] % groups) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d_layer %s: x %s must be [N, C, H, W] with C divisible by groups, "
+                           "kernel %dx%d", name, sx, kh, kw);
+    }
+    cin = nn__n(g, x)->shape.dim[1] / groups;
+    init.kind = NN_INIT_UNIFORM; /* kaiming_uniform(a=sqrt(5)) is U(+-1/sqrt(fan_in)); so is the bias */
+    init.a = (float)(-1.0 / sqrt((double)(cin * kh * kw)));
+    init.b = -init.a;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    return nn_conv2d(g, x, nn_param(g, wn, nn_shape4(out_channels, cin, kh, kw), init),
+                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+}
+
+NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
+    nn_conv2d_desc d;
+    nn_shape xs, ws;
+    nn_tensor in[2], y;
+    in[0] = x;
+    in[1] = w;
+    if (!nn__check(g, "nn_conv1d", 2, in)) return nn__tensor(-1);
+    xs = nn__n(g, x)->shape;
+    ws = nn__n(g, w)->shape;
+    if (xs.ndim != 3 || ws.ndim != 3) {
+        char a[128], b[128];
+        nn__shape_str(&xs, a, sizeof a);
+        nn__shape_str(&ws, b, sizeof b);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: x %s must be [N, C, L] and w %s [K, C/groups, KL]", a, b);
+    }
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    d.stride_h = d.dilation_h = 1;
+    d.pad_h = 0;
+    y = nn_conv2d(g, nn_reshape(g, x, nn_shape4(xs.dim[0], xs.dim[1], 1, xs.dim[2])),
+                  nn_reshape(g, w, nn_shape4(ws.dim[0], ws.dim[1], 1, ws.dim[2])), bias, &d);
+    if (y.id < 0) return y;
+    return nn_reshape(g, y, nn_shape3(nn__n(g, y)->shape.dim[0], nn__n(g, y)->shape.dim[1], nn__n(g, y)->shape.dim[3]));
+}
+
+/* y [N, C, ...] = x + b[c]: a per-channel bias (its gradient is channel_sum) */
+static nn_tensor nn__channel_bias(nn_graph *g, const char *op, nn_tensor x, nn_tensor b) {
+    nn_tensor in[2];
+    nn__node *nx, *nb;
+    in[0] = x;
+    in[1] = b;
+    if (!nn__check(g, op, 2, in)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nb = nn__n(g, b);
+    if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nx->shape.ndim < 2 || nb->shape.dim[0] != nx->shape.dim[1]) {
+        char sb[128], sx[128];
+        nn__shape_str(&nb->shape, sb, sizeof sb);
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: bias %s must be float32 [C] for an output %s", op, sb, sx);
+    }
+    return nn__op2(g, NN__OP_CHANNEL_BIAS, NN_F32, nx->shape, x.id, b.id);
+}
+
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
+                                     int output_pad_h, int output_pad_w) {
+    nn_tensor in[2], t;
+    nn_conv2d_desc d;
+    nn_shape xs, ws;
+    int attr[7], k;
+    int64_t OH, OW;
+    char a[128], b[128];
+    in[0] = x;
+    in[1] = w;
+    if (!nn__check(g, "nn_conv_transpose2d", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv_transpose2d", x, "x") || !nn__expect_f32(g, "nn_conv_transpose2d", w, "w"))
+        return nn__tensor(-1);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    attr[0] = d.stride_h ? d.stride_h : 1;
+    attr[1] = d.stride_w ? d.stride_w : 1;
+    attr[2] = d.pad_h;
+    attr[3] = d.pad_w;
+    attr[4] = d.dilation_h ? d.dilation_h : 1;
+    attr[5] = d.dilation_w ? d.dilation_w : 1;
+    attr[6] = d.groups ? d.groups : 1;
+    xs = nn__n(g, x)->shape;
+    ws = nn__n(g, w)->shape;
+    nn__shape_str(&xs, a, sizeof a);
+    nn__shape_str(&ws, b, sizeof b);
+    for (k = 0; k < 7; k++)
+        if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: stride, dilation and groups must be >= 1, padding >= 0");
+    if (xs.ndim != 4 || ws.ndim != 4 || xs.dim[1] != ws.dim[0] || ws.dim[0] % attr[6])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s must be [N, Cin, H, W] and w %s [Cin, Cout/groups, KH, KW] (groups %d)",
+                           a, b, attr[6]);
+    if (output_pad_h < 0 || output_pad_w < 0 || (output_pad_h >= attr[0] && output_pad_h >= attr[4]) ||
+        (output_pad_w >= attr[1] && output_pad_w >= attr[5]))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: output padding (%d, %d) must be below the stride or the dilation",
+                           output_pad_h, output_pad_w);
+    OH = (xs.dim[2] - 1) * attr[0] - 2 * attr[2] + attr[4] * (ws.dim[2] - 1) + output_pad_h + 1;
+    OW = (xs.dim[3] - 1) * attr[1] - 2 * attr[3] + attr[5] * (ws.dim[3] - 1) + output_pad_w + 1;
+    if (OH < 1 || OW < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with w %s gives an empty output", a, b);
+    /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
+    t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    return bias.id >= 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
+}
+
+
+static nn_shape nn__shape5(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t d4) {
+    nn_shape s;
+    memset(&s, 0, sizeof s);
+    s.ndim = 5;
+    s.dim[0] = d0;
+    s.dim[1] = d1;
+    s.dim[2] = d2;
+    s.dim[3] = d3;
+    s.dim[4] = d4;
+    return s;
+}
+
+NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc) {
+    nn_tensor in[3], t;
+    nn__node *nx, *nw;
+    nn_conv3d_desc d;
+    int64_t O[3];
+    int attr[10], k, has_bias = bias.id >= 0;
+    char sx[128], sw[128];
+    in[0] = x;
+    in[1] = w;
+    in[2] = bias;
+    if (!nn__check(g, "nn_conv3d", has_bias ? 3 : 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv3d", x, "x") || !nn__expect_f32(g, "nn_conv3d", w, "w")) return nn__tensor(-1);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    /* node->i: stride d/h/w, pad d/h/w, dilation d/h/w, groups */
+    attr[0] = d.stride_d ? d.stride_d : 1;
+    attr[1] = d.stride_h ? d.stride_h : 1;
+    attr[2] = d.stride_w ? d.stride_w : 1;
+    attr[3] = d.pad_d;
+    attr[4] = d.pad_h;
+    attr[5] = d.pad_w;
+    attr[6] = d.dilation_d ? d.dilation_d : 1;
+    attr[7] = d.dilation_h ? d.dilation_h : 1;
+    attr[8] = d.dilation_w ? d.dilation_w : 1;
+    attr[9] = d.groups ? d.groups : 1;
+    nx = nn__n(g, x);
+    nw = nn__n(g, w);
+    nn__shape_str(&nx->shape, sx, sizeof sx);
+    nn__shape_str(&nw->shape, sw, sizeof sw);
+    for (k = 0; k < 10; k++)
+        if (attr[k] < (k >= 3 && k < 6 ? 0 : 1))
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d: stride, dilation and groups must be >= 1 and padding >= 0");
+    if (nx->shape.ndim != 5 || nw->shape.ndim != 5)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s must be [N, C, D, H, W] and w %s [K, C/groups, KD, KH, KW]", sx, sw);
+    if (nx->shape.dim[1] % attr[9] || nw->shape.dim[0] % attr[9] || nw->shape.dim[1] * attr[9] != nx->shape.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, attr[9]);
+    for (k = 0; k < 3; k++) {
+        int64_t span = (int64_t)attr[6 + k] * (nw->shape.dim[2 + k] - 1) + 1;
+        if (nx->shape.dim[2 + k] + 2 * attr[3 + k] < span)
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: the kernel w %s is larger than the padded input x %s", sw, sx);
+        O[k] = (nx->shape.dim[2 + k] + 2 * attr[3 + k] - span) / attr[k] + 1;
+    }
+    if (has_bias) {
+        nn__node *nb = nn__n(g, bias);
+        if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nb->shape.dim[0] != nw->shape.dim[0]) {
+            char sb[128];
+            nn__shape_str(&nb->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: bias %s must be [%lld] float32", sb, (long long)nw->shape.dim[0]);
+        }
+    }
+    {
+        nn_shape ys = nn__shape5(nx->shape.dim[0], nw->shape.dim[0], O[0], O[1], O[2]);
+        t = has_bias ? nn__op3(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id, bias.id) : nn__op2(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id);
+    }
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    return t;
+}
+
+NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
+                                 const nn_conv3d_desc *desc, const char *name) {
+    char wn[256], bn[256];
+    nn_init init;
+    int64_t cin, groups = desc && desc->groups ? desc->groups : 1;
+    if (!nn__check(g, "nn_conv3d_layer", 1, &x)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d_layer: needs a name (at most 200 chars)");
+    if (nn__n(g, x)->shape.ndim != 5 || kd < 1 || kh < 1 || kw < 1 || out_channels < 1 || groups < 1 ||
+        nn__n(g, x)->shape.dim[1] % groups) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d_layer %s: x %s must be [N, C, D, H, W] with C divisible by groups, "
+                           "kernel %dx%dx%d", name, sx, kd, kh, kw);
+    }
+    cin = nn__n(g, x)->shape.dim[1] / groups;
+    init.kind = NN_INIT_UNIFORM; /* kaiming_uniform(a=sqrt(5)) is U(+-1/sqrt(fan_in)); so is the bias */
+    init.a = (float)(-1.0 / sqrt((double)(cin * kd * kh * kw)));
+    init.b = -init.a;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    return nn_conv3d(g, x, nn_param(g, wn, nn__shape5(out_channels, cin, kd, kh, kw), init),
+                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+}
+
+
+/* ---- the algorithm per convolution, chosen at compile time ---- */
+
+typedef struct nn__conv_plan {
+    int algo;        /* NN__CONV_GEMM or NN__CONV_DIRECT */
+    int ld;          /* columns of the column matrices: P = N*OH*OW, padded for the K slices */
+    int split;       /* K slices of the weight gradient's product (1: none) */
+    int64_t scratch; /* floats */
+} nn__conv_plan;
+
+/* Depthwise convolutions (one input channel per group) run the direct kernels: their
+   products are too thin for a GEMM. Everything else is im2col + the tuned GEMM, one
+   batched launch over the groups. The weight gradient reduces over all N*OH*OW columns
+   into a small [K, C/G*KH*KW] result, so its product is cut into K slices (summed after,
+   in a fixed order) until there are enough tiles to fill the device. Shapes whose
+   working memory would not fit the device, or 32-bit indices, fall back to direct. */
+static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d *c, nn__conv_plan *p) {
+    int64_t P = (int64_t)c->N * c->OH * c->OW, Cg = c->C / c->G, Kg = c->K / c->G;
+    int64_t KKg = Cg * c->KH * c->KW, rows = (int64_t)c->C * c->KH * c->KW, chunk, most;
+    nn__gemm_cfg cfg;
+    memset(p, 0, sizeof *p);
+    p->algo = NN__CONV_DIRECT;
+    p->ld = (int)P;
+    p->split = 1;
+    if (nn__conv2d_is_depthwise(c)) return;
+    if (op == NN__OP_CONV2D_DW) {
+        int64_t tile_n, tile_m, tiles, target;
+        nn__gemm_config(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, &cfg);
+        tile_n = (int64_t)cfg.wpt_n * cfg.wg_n;
+        tile_m = (int64_t)cfg.wpt_m * (cfg.use_local == 2 ? 4 : cfg.wg_m);
+        tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
+        target = ctx->dev.cpu_tuned ? NN__GEMM_CPU_ITEMS : 4 * (int64_t)(ctx->dev.units ? ctx->dev.units : 16);
+        p->split = (int)((target + tiles - 1) / tiles);
+        /* slices of at most 1024 columns too: one float accumulator over tens of thousands
+           of products loses the small terms to rounding (the partial sums are exact enough) */
+        if (p->split < (P + 1023) / 1024) p->split = (int)((P + 1023) / 1024);
+        most = P / 256; /* slices of at least 256 columns */
+        if (p->split > most) p->split = (int)(most > 1 ? most : 1);
+        if (p->split > 256) p->split = 256;
+        if (p->split > 1 && (int64_t)p->split * Kg > P) p->split = (int)(P / Kg > 1 ? P / Kg : 1); /* partials <= columns */
+        chunk = (P + p->split - 1) / p->split;
+        chunk = (chunk + 3) / 4 * 4;
+        p->split = (int)((P + chunk - 1) / chunk);
+        p->ld = (int)(chunk * p->split);
+        p->scratch = (rows + c->K) * p->ld + (p->split > 1 ? (int64_t)p->split * c->K * KKg : 0);
+    } else
+        p->scratch = (rows + c->K) * P;
+    if (p->scratch >= (int64_t)1 << 31 || (uint64_t)p->scratch * 4 > (uint64_t)ctx->dev.max_alloc / 2) {
+        p->split = 1;
+        p->ld = (int)P;
+        p->scratch = 0;
+        return;
+    }
+    p->algo = NN__CONV_GEMM;
+}
+
+
+/* conv2d and its gradients: direct loops for depthwise convolutions on the CPU, else
+   im2col + GEMM; devices choose by nn__conv2d_dev_plan. */
+static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
+    nn__conv2d c;
+    if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
+    else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, n->i);
+    else nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+    if (g->ctx->backend->kind != NN_BACKEND_CPU) {
+        nn__conv_plan p;
+        nn__conv2d_dev_plan(g->ctx, n->op, &c, &p);
+        n->algo = p.algo;
+        n->scratch = p.scratch;
+        return;
+    }
+    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : NN__CONV_GEMM; /* direct: no scratch */
+    n->scratch = n->algo == NN__CONV_DIRECT ? 0 : nn__conv2d_scratch(&c);
+}
+
+/* conv3d: im2col + GEMM on the CPU; direct kernels, no scratch, on devices. */
+static void nn__plan_conv3d(nn_graph *g, nn__node *n) {
+    nn__conv3d c3;
+    if (g->ctx->backend->kind != NN_BACKEND_CPU) return;
+    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
+    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, n->i);
+    else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+    n->scratch = nn__conv3d_scratch(&c3);
+}
+
+/* ---- autograd rules ---- */
+
+static void nn__grad_conv2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, b, t);
+    }
+    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
+        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
+    return;
+}
+
+static void nn__grad_channel_bias(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, gy);
+    if (gb) nn__acc_grad(g, b, nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[b].shape, gy.id));
+    return;
+}
+
+static void nn__grad_conv2d_dx(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* as a transposed convolution: inputs (w, x) */
+    if (gb) { /* d/dx: the forward convolution of gy */
+        t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, b, t);
+    }
+    if (ga) { /* d/dw: conv2d's weight gradient with gy as the input and x as dy */
+        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[a].shape, gy.id, b);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, a, t);
+    }
+    return;
+}
+
+static void nn__grad_conv3d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op2(g, NN__OP_CONV3D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_CONV3D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, b, t);
+    }
+    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
+        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
+    return;
+}
+
+/* ---- CPU bodies ---- */
+
+static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    nn__conv2d c;
+    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+    if (n->op == NN__OP_CONV2D) {
+        nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+        if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (nn_conv_dw.c) */
+            nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
+        else
+            nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                               n->scratch_buf.host);
+    } else if (n->op == NN__OP_CONV2D_DX) { /* inputs (w, dy), output dx */
+        nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
+        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host);
+        else nn__conv2d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+    } else { /* inputs (x, dy), output dw */
+        nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host);
+        else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+    }
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_channel_bias(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    {
+    int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
+    const float *x = NN__F(in[0]), *b = NN__F(in[1]);
+    for (k = 0; k < N / S; k++)
+        for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    nn__node *x = &g->nodes[in[0]];
+    nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_conv3d(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    nn__conv3d c;
+    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+    if (n->op == NN__OP_CONV3D) {
+        nn__conv3d_geom(&c, &x->shape, &w->shape, n->i);
+        nn__conv3d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                           n->scratch_buf.host);
+    } else if (n->op == NN__OP_CONV3D_DX) { /* inputs (w, dy), output dx */
+        nn__conv3d_geom(&c, &n->shape, &x->shape, n->i);
+        nn__conv3d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+    } else { /* inputs (x, dy), output dw */
+        nn__conv3d_geom(&c, &x->shape, &n->shape, n->i);
+        nn__conv3d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+    }
+    return NN_OK;
+}
+}
+
+/* conv2d, its input gradient and its weight gradient as im2col + batched GEMM (the
+   layouts are described in kernels/conv.cl); c is the forward geometry. */
+static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
+    nn_context *ctx = g->ctx;
+    nn__node *n = &g->nodes[id];
+    const nn__buf *s = &n->scratch_buf, *y = &n->buf, *in0 = &g->nodes[n->in[0]].buf, *in1 = &g->nodes[n->in[1]].buf;
+    nn__conv_plan p;
+    int Cg = c->C / c->G, Kg = c->K / c->G, KKg = Cg * c->KH * c->KW, rows = c->C * c->KH * c->KW;
+    int P = c->N * c->OH * c->OW, S = c->OH * c->OW, geo[8], ld, col, dyg;
+    nn__launch *l = NULL;
+    nn_result r;
+    /* the kernels' shapes: by rows on CPU devices, by elements elsewhere (see conv.cl) */
+    int rowwise = ctx->dev.cpu_tuned;
+    const char *k_im2col = rowwise ? "conv2d_im2col_rows" : "conv2d_im2col";
+    const char *k_pack = rowwise ? "conv2d_pack_rows" : "conv2d_pack";
+    size_t n_im2col = rowwise ? (size_t)rows * (c->N * c->OH + 1) : 0, n_pack = rowwise ? (size_t)c->K * (c->N + 1) : 0;
+    memcpy(geo, n->i, 7 * sizeof(int));
+    geo[7] = 0;
+    nn__conv2d_dev_plan(ctx, n->op, c, &p);
+    if (!rowwise) n_im2col = (size_t)rows * p.ld, n_pack = (size_t)c->K * p.ld;
+    ld = p.ld;
+    if (n->op == NN__OP_CONV2D) { /* col = im2col(x); out_g = w_g col_g; y = out + bias */
+        int wa[4], cb[4], oc[4], out = rows * ld;
+        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
+        cb[0] = ld, cb[1] = 0, cb[2] = KKg * ld, cb[3] = 0;
+        oc[0] = ld, oc[1] = out, oc[2] = Kg * ld, oc[3] = 0;
+        r = nn__launch_add(g, id, "conv", k_im2col, n_im2col, &l);
+        if (r == NN_OK)
+            r = nn__args(l, "mmiiiiiiiii8i", in0, s, 0, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
+                            geo, ld);
+        if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 0, Kg, P, KKg, in1, wa, s, cb, s, oc, c->G, 1);
+        if (r == NN_OK) r = nn__launch_add(g, id, "conv", rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
+                                          rowwise ? (size_t)c->N * c->K : (size_t)n->numel, &l);
+        if (r == NN_OK)
+            r = nn__args(l, "mmmiiiiii", s, n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one, y, out, c->N, c->K, S,
+                            ld, n->n_in > 2);
+        return r;
+    }
+    if (n->op == NN__OP_CONV2D_DX) { /* dyg = pack(dy); dcol_g = w_g^T dyg_g; dx = col2im(dcol) */
+        int wa[4], gb[4], dc[4], dcol = c->K * ld;
+        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
+        gb[0] = ld, gb[1] = 0, gb[2] = Kg * ld, gb[3] = 0;
+        dc[0] = ld, dc[1] = dcol, dc[2] = KKg * ld, dc[3] = 0;
+        r = nn__launch_add(g, id, "conv", k_pack, n_pack, &l);
+        if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, 0, c->N, c->K, S, ld);
+        if (r == NN_OK) r = nn__launch_gemm(g, id, 1, 0, KKg, P, Kg, in0, wa, s, gb, s, dc, c->G, 1);
+        if (r == NN_OK) r = nn__launch_add(g, id, "conv", rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
+                                          rowwise ? (size_t)c->N * c->C : (size_t)n->numel, &l);
+        if (r == NN_OK)
+            r = nn__args(l, "mmiiiiiiiii8i", s, y, dcol, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
+                            geo, ld);
+        return r;
+    }
+    { /* dw: col = im2col(x), dyg = pack(dy); dw_g = sum over K slices of dyg_g col_g^T */
+        int ga[4], cb[4], wc[4], chunk = ld / p.split, part;
+        col = 0;
+        dyg = rows * ld;
+        part = dyg + c->K * ld;
+        ga[0] = ld, ga[1] = dyg, ga[2] = Kg * ld, ga[3] = chunk;
+        cb[0] = ld, cb[1] = col, cb[2] = KKg * ld, cb[3] = chunk;
+        wc[0] = KKg, wc[1] = p.split > 1 ? part : 0, wc[2] = Kg * KKg, wc[3] = c->K * KKg;
+        r = nn__launch_add(g, id, "conv", k_im2col, n_im2col, &l);
+        if (r == NN_OK)
+            r = nn__args(l, "mmiiiiiiiii8i", in0, s, col, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH,
+                            c->OW, geo, ld);
+        if (r == NN_OK) r = nn__launch_add(g, id, "conv", k_pack, n_pack, &l);
+        if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, dyg, c->N, c->K, S, ld);
+        if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 1, Kg, KKg, chunk, s, ga, s, cb, p.split > 1 ? s : y, wc, c->G, p.split);
+        if (r == NN_OK && p.split > 1) {
+            r = nn__launch_add(g, id, "elementwise", "sum_leading", (size_t)c->K * KKg, &l);
+            if (r == NN_OK) r = nn__args(l, "mmiii", s, y, p.split * c->K * KKg, c->K * KKg, part);
+        }
+        return r;
+    }
+}
+
+/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+
+static nn_result nn__dev_conv2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    nn__conv2d c;
+    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+    int geo[8];
+    memcpy(geo, n->i, 7 * sizeof(int));
+    geo[7] = 0;
+    if (n->algo == NN__CONV_GEMM) {
+        if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+        else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
+        else nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+        return nn__dev_conv2d_gemm(g, id, &c);
+    }
+    if (n->op == NN__OP_CONV2D) {
+        nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+        r = nn__launch_add(g, id, "conv", "conv2d_forward", (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__args(l, "mmmmiiiiiiiii8i", &x->buf, &w->buf, n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one,
+                            y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW, c.OH, c.OW, geo, n->n_in > 2);
+        return r;
+    }
+    if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
+    else nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+    r = nn__launch_add(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiiiiiiiii8", &x->buf, &w->buf, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
+                        c.OH, c.OW, geo);
+    return r;
+}
+}
+
+static nn_result nn__dev_channel_bias(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
+    r = nn__launch_add(g, id, "elementwise", "channel_bias", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, C, S);
+    return r;
+}
+}
+
+static nn_result nn__dev_channel_sum(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    nn__node *x = &g->nodes[in[0]];
+    int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
+    r = nn__launch_add(g, id, "conv", "channel_sum", (size_t)C, &l);
+    if (r == NN_OK) r = nn__args(l, "mmiii", &x->buf, y, Nb, C, (int)(x->numel / ((int64_t)Nb * C)));
+    return r;
+}
+}
+
+static nn_result nn__dev_conv3d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    nn__conv3d c;
+    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+    int geo[16]; /* ga = stride d/h/w, pad d/h/w, dilation d/h; gb = dilation w, groups */
+    memset(geo, 0, sizeof geo);
+    memcpy(geo, n->i, 10 * sizeof(int));
+    if (n->op == NN__OP_CONV3D) {
+        nn__conv3d_geom(&c, &x->shape, &w->shape, n->i);
+        r = nn__launch_add(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__args(l, "mmmmiiiiiiiiiiii88i", &x->buf, &w->buf,
+                            n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, y, c.N, c.C, c.D, c.H, c.W, c.K, c.KD, c.KH, c.KW,
+                            c.OD, c.OH, c.OW, geo, geo + 8, n->n_in > 2);
+        return r;
+    }
+    if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, n->i);
+    else nn__conv3d_geom(&c, &x->shape, &n->shape, n->i);
+    r = nn__launch_add(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
+                   (size_t)N, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiiiiiiiiiiii88", &x->buf, &w->buf, y, c.N, c.C, c.D, c.H, c.W, c.K,
+                        c.KD, c.KH, c.KW, c.OD, c.OH, c.OW, geo, geo + 8);
+    return r;
+}
+}
+
+/* ======================================================================
+   src/ops/norm.c
+   ====================================================================== */
+/* The norm ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
 
 /* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
 static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
@@ -8959,6 +11628,150 @@ NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *nam
     return nn__batch_norm_layer(g, x, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
 }
 
+
+/* ---- autograd rules ---- */
+
+static void nn__grad_norm_forward(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    { /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
+    int k = 2, gi = n.i[5] ? n.in[k++] : -1, bi = n.i[6] ? n.in[k++] : -1, din[4];
+    din[0] = a;
+    din[1] = b;
+    din[2] = gy.id;
+    din[3] = gi;
+    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
+                                                                             gi >= 0 ? 4 : 3)), n.i, n.f));
+    if (gi >= 0 && g->nodes[gi].needs_grad)
+        nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), n.i, n.f));
+    if (bi >= 0 && g->nodes[bi].needs_grad)
+        nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), n.i, n.f));
+    return;
+}
+}
+
+/* ---- CPU bodies ---- */
+
+static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    { /* attributes: see src/nn_norm.c */
+    nn__norm q;
+    nn__norm_geom(&q, n->i);
+    if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->threads, &q, y, NN__F(in[0]));
+    else if (n->op == NN__OP_NORM_FORWARD) /* x, stats, [gamma], [beta] */
+        nn__norm_forward(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), n->i[5] ? NN__F(in[2]) : NULL,
+                         n->i[6] ? NN__F(in[2 + n->i[5]]) : NULL, n->f[0]);
+    else if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
+        nn__norm_backward_data(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[5] ? NN__F(in[3]) : NULL, n->i[7],
+                               n->f[0]);
+    else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->f[0]);
+    else nn__norm_backward_affine(g->ctx->threads, &q, y, NULL, NULL, NN__F(in[0]), n->f[0]);
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    /* running mean, running var (updated in place), stats */
+    nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[1], (int64_t)n->i[0] * n->i[2], n->f[1]);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    memcpy(y, NN__F(in[0]), (size_t)n->i[1] * 4);
+    memcpy(y + n->i[1], NN__F(in[1]), (size_t)n->i[1] * 4);
+    return NN_OK;
+}
+
+/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+
+static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    { /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
+    const int *a = n->i;
+    r = nn__launch_add(g, id, "norm", "norm_forward", (size_t)N, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmmmiiiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, a[5] ? &g->nodes[in[2]].buf : &g->one,
+                        a[6] ? &g->nodes[in[2 + a[5]]].buf : &g->one, y, a[0], a[1], a[2], a[3], a[4], a[5], a[6], (double)n->f[0]);
+    return r;
+}
+}
+
+static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    /* one work-group per statistics group (stats, dx) or per channel (dgamma, dbeta), no
+       larger than the power of two that covers the elements it reduces */
+    const int *a = n->i;
+    nn__norm q;
+    int per_group = n->op == NN__OP_NORM_STATS || n->op == NN__OP_NORM_DX;
+    size_t wg = nn__reduce_wg(g), groups, count;
+    nn__norm_geom(&q, a);
+    groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
+    count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
+    while (wg > 1 && wg / 2 >= count) wg /= 2;
+    r = nn__launch_add(g, id, "norm",
+                   n->op == NN__OP_NORM_STATS ? "norm_stats" : n->op == NN__OP_NORM_DX ? "norm_backward_data" : "norm_backward_affine",
+                   groups * wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = groups * wg;
+    l->lws[0] = wg;
+    l->use_lws = 1;
+    if (n->op == NN__OP_NORM_STATS)
+        return nn__args(l, "mmiiiiiL", &g->nodes[in[0]].buf, y, a[0], a[1], a[2], a[3], a[4], wg * 4);
+    if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
+        return nn__args(l, "mmmmmiiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf,
+                           a[5] ? &g->nodes[in[3]].buf : &g->one, y, a[0], a[1], a[2], a[3], a[4], a[5], a[7], (double)n->f[0], wg * 4);
+    if (n->op == NN__OP_NORM_DGAMMA) /* x, stats, dy */
+        return nn__args(l, "mmmmiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, a[0], a[1], a[2],
+                           a[3], a[4], 1, (double)n->f[0], wg * 4);
+    return nn__args(l, "mmmmiiiiiifL", &g->one, &g->one, &g->nodes[in[0]].buf, y, a[0], a[1], a[2], a[3], a[4], 0,
+                       (double)n->f[0], wg * 4);
+}
+}
+
+static nn_result nn__dev_bn_running(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    { /* running mean, running var (updated in place), stats */
+    int64_t cnt = (int64_t)n->i[0] * n->i[2];
+    r = nn__launch_add(g, id, "norm", "batch_norm_running", (size_t)n->i[1], &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->i[1], (double)n->f[1],
+                        (double)cnt / (double)(cnt - 1));
+    return r;
+}
+}
+
+static nn_result nn__dev_bn_pack(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "norm", "batch_norm_pack", (size_t)n->i[1], &l);
+    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, n->i[1]);
+    return r;
+}
+
+/* ======================================================================
+   src/ops/pool.c
+   ====================================================================== */
+/* The pool ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
 /* ---- pooling ---- */
 
 /* PyTorch's pooling_output_shape: floor (or ceil) division, and in ceil mode a last window
@@ -9118,566 +11931,126 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
     return t;
 }
 
-/* ---- losses with options (nn_loss_desc; bodies in nn_loss.c) ---- */
 
-/* An option's value: PyTorch's default for 0, an exact 0 for NN_LOSS_ZERO (-0.0f). */
-static float nn__loss_opt(float v, float dflt) { return v == 0.0f ? (signbit(v) ? 0.0f : dflt) : v; }
-
-static int nn__loss_desc_ok(nn_graph *g, const char *opname, const nn_loss_desc *d, int batchmean_ok) {
-    if ((int)d->reduction < 0 || (int)d->reduction > NN_REDUCTION_BATCHMEAN ||
-        (d->reduction == NN_REDUCTION_BATCHMEAN && !batchmean_ok)) {
-        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: reduction %d is not one this loss takes", opname, (int)d->reduction);
-        return 0;
-    }
-    return 1;
-}
-
-/* Per-element or per-row losses l, reduced as desc asks. */
-static nn_tensor nn__reduce_loss(nn_graph *g, nn_tensor l, const nn_loss_desc *d) {
-    nn_tensor t;
-    if (l.id < 0 || d->reduction == NN_REDUCTION_NONE) return l;
-    t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), l.id);
-    if (t.id >= 0)
-        g->nodes[t.id].f[0] = d->reduction == NN_REDUCTION_SUM ? 1.0f
-                              : (float)(1.0 / (double)(d->reduction == NN_REDUCTION_BATCHMEAN ? g->nodes[l.id].shape.dim[0]
-                                                                                                 : g->nodes[l.id].numel));
-    return t;
-}
-
-static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tensor x, nn_tensor t, const nn_loss_desc *desc) {
-    nn_loss_desc d;
-    nn_tensor l;
-    nn__node *n;
-    float a = 0.0f, b = 0.0f;
-    if (desc) d = *desc;
-    else memset(&d, 0, sizeof d);
-    if (!nn__check_same(g, opname, x, t) || !nn__loss_desc_ok(g, opname, &d, kind == NN__L_KL)) return nn__tensor(-1);
-    switch (kind) {
-    case NN__L_HUBER: a = nn__loss_opt(d.delta, 1.0f); break;
-    case NN__L_SMOOTH_L1: a = nn__loss_opt(d.delta, 1.0f); break;
-    case NN__L_QUANTILE: a = nn__loss_opt(d.tau, 0.5f); break;
-    case NN__L_HINGE: case NN__L_SQ_HINGE: a = nn__loss_opt(d.margin, 1.0f); break;
-    case NN__L_FOCAL: a = nn__loss_opt(d.alpha, 0.25f); b = nn__loss_opt(d.gamma, 2.0f); break;
-    default: break;
-    }
-    if ((kind == NN__L_HUBER && !(a > 0.0f)) || (kind == NN__L_SMOOTH_L1 && !(a >= 0.0f)) ||
-        (kind == NN__L_QUANTILE && !(a >= 0.0f && a <= 1.0f)) || (kind == NN__L_FOCAL && !(b >= 0.0f)))
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: option %g is out of range", opname, kind == NN__L_FOCAL ? b : a);
-    if (d.has_pos_weight) {
-        nn_tensor pw = d.pos_weight;
-        nn__node *nx, *np;
-        int k, fits;
-        if (kind != NN__L_BCE_LOGITS)
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: pos_weight is for nn_bce_with_logits_loss", opname);
-        if (!nn__check(g, opname, 1, &pw) || !nn__expect_f32(g, opname, pw, "pos_weight")) return nn__tensor(-1);
-        nx = nn__n(g, x);
-        np = nn__n(g, pw);
-        fits = np->shape.ndim <= nx->shape.ndim;
-        for (k = 1; fits && k <= np->shape.ndim; k++) fits = np->shape.dim[np->shape.ndim - k] == nx->shape.dim[nx->shape.ndim - k];
-        if (!fits) {
-            char sa[128], sb[128];
-            nn__shape_str(&nx->shape, sa, sizeof sa);
-            nn__shape_str(&np->shape, sb, sizeof sb);
-            return nn__op_fail(g, NN_ERR_SHAPE, "%s: pos_weight %s must match the trailing dims of logits %s", opname, sb, sa);
-        }
-        l = nn__op3(g, NN__OP_LOSS_EW, NN_F32, nn__n(g, x)->shape, x.id, t.id, pw.id);
-    } else {
-        l = nn__op2(g, NN__OP_LOSS_EW, NN_F32, nn__n(g, x)->shape, x.id, t.id);
-    }
-    if (l.id < 0) return l;
-    n = &g->nodes[l.id];
-    n->i[0] = kind;
-    n->i[1] = d.has_pos_weight != 0;
-    n->i[2] = d.log_target != 0;
-    n->f[0] = a;
-    n->f[1] = b;
-    if (d.has_weight) {
-        if (!nn__check(g, opname, 1, &d.weight)) return nn__tensor(-1);
-        l = nn__binary(g, NN__OP_MUL, opname, l, d.weight);
-    }
-    return nn__reduce_loss(g, l, &d);
-}
-
-NN_API nn_tensor nn_mse_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_mse_loss", NN__L_MSE, p, t, d); }
-NN_API nn_tensor nn_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_l1_loss", NN__L_L1, p, t, d); }
-NN_API nn_tensor nn_huber_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_huber_loss", NN__L_HUBER, p, t, d); }
-NN_API nn_tensor nn_smooth_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_smooth_l1_loss", NN__L_SMOOTH_L1, p, t, d); }
-NN_API nn_tensor nn_log_cosh_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_log_cosh_loss", NN__L_LOG_COSH, p, t, d); }
-NN_API nn_tensor nn_quantile_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_quantile_loss", NN__L_QUANTILE, p, t, d); }
-NN_API nn_tensor nn_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_hinge_loss", NN__L_HINGE, p, t, d); }
-NN_API nn_tensor nn_squared_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_squared_hinge_loss", NN__L_SQ_HINGE, p, t, d); }
-NN_API nn_tensor nn_bce_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_loss", NN__L_BCE, p, t, d); }
-NN_API nn_tensor nn_bce_with_logits_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_with_logits_loss", NN__L_BCE_LOGITS, p, t, d); }
-NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_sigmoid_focal_loss", NN__L_FOCAL, p, t, d); }
-NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_kl_div_loss", NN__L_KL, p, t, d); }
-
-static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_tensor x, nn_tensor labels, const nn_loss_desc *desc) {
-    nn_loss_desc d;
-    nn_tensor rows, den, s;
-    int ins[3], k;
-    int64_t C;
-    if (desc) d = *desc;
-    else memset(&d, 0, sizeof d);
-    if (!nn__check_logits_labels(g, opname, x, labels) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
-    C = nn__n(g, x)->shape.dim[1];
-    if (!(d.label_smoothing >= 0.0f && d.label_smoothing <= 1.0f) || (log_input && d.label_smoothing != 0.0f))
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: label_smoothing %g is not in [0, 1]%s", opname, d.label_smoothing,
-                           log_input ? " or is given to NLL, which has none" : "");
-    if (d.has_weight) {
-        nn__node *w;
-        if (!nn__check(g, opname, 1, &d.weight) || !nn__expect_f32(g, opname, d.weight, "weight")) return nn__tensor(-1);
-        w = nn__n(g, d.weight);
-        if (w->shape.ndim != 1 || w->shape.dim[0] != C) {
-            char sw[128];
-            nn__shape_str(&w->shape, sw, sizeof sw);
-            return nn__op_fail(g, NN_ERR_SHAPE, "%s: weight %s must be [C] = [%lld]", opname, sw, (long long)C);
-        }
-    }
-    ins[0] = x.id;
-    ins[1] = labels.id;
-    ins[2] = d.has_weight ? d.weight.id : -1;
-    rows = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins, d.has_weight ? 3 : 2));
-    if (rows.id < 0) return rows;
-    g->nodes[rows.id].i[0] = d.has_ignore_index ? d.ignore_index : -100;
-    g->nodes[rows.id].i[1] = log_input;
-    g->nodes[rows.id].f[0] = d.label_smoothing;
-    if (d.reduction != NN_REDUCTION_MEAN) return nn__reduce_loss(g, rows, &d);
-    den = nn__tensor(nn__new_node(g, NN__OP_CE_WEIGHTS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins + 1, d.has_weight ? 2 : 1));
-    if (den.id < 0) return den;
-    g->nodes[den.id].i[0] = g->nodes[rows.id].i[0];
-    g->nodes[den.id].i[1] = (int)C;
-    d.reduction = NN_REDUCTION_SUM;
-    s = nn__reduce_loss(g, rows, &d);
-    den = nn__reduce_loss(g, den, &d);
-    if (s.id < 0 || den.id < 0) return nn__tensor(-1);
-    k = nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, nn_shape1(1), s.id, den.id).id;
-    return nn__tensor(k);
-}
-
-NN_API nn_tensor nn_cross_entropy_loss(nn_graph *g, nn_tensor x, nn_tensor labels, const nn_loss_desc *d) {
-    return nn__ce_loss(g, "nn_cross_entropy_loss", 0, x, labels, d);
-}
-NN_API nn_tensor nn_nll_loss(nn_graph *g, nn_tensor x, nn_tensor labels, const nn_loss_desc *d) {
-    return nn__ce_loss(g, "nn_nll_loss", 1, x, labels, d);
-}
-
-/* x0, x1 (and x2 for triplet) of one shape [B, ...]; cosine's target [B] float32. */
-static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_in, const nn_tensor *x, const nn_loss_desc *desc) {
-    nn_loss_desc d;
-    nn_tensor l;
-    int ins[3], k;
-    if (desc) d = *desc;
-    else memset(&d, 0, sizeof d);
-    if (!nn__check(g, opname, n_in, x) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
-    for (k = 0; k < n_in; k++) {
-        nn__node *a = nn__n(g, x[0]), *b = nn__n(g, x[k]);
-        int target = kind == NN__R_COSINE && k == 2;
-        if (!nn__expect_f32(g, opname, x[k], "every input")) return nn__tensor(-1);
-        if (a->shape.ndim < (kind == NN__R_DICE ? 1 : 2) ||
-            (target ? b->shape.ndim != 1 || b->shape.dim[0] != a->shape.dim[0] : !nn__shape_eq(&a->shape, &b->shape)) ||
-            (kind != NN__R_DICE && a->shape.ndim != 2)) {
-            char sa[128], sb[128];
-            nn__shape_str(&a->shape, sa, sizeof sa);
-            nn__shape_str(&b->shape, sb, sizeof sb);
-            return nn__op_fail(g, NN_ERR_SHAPE, "%s: input %d %s does not fit input 0 %s (%s)", opname, k, sb, sa,
-                               kind == NN__R_DICE ? "both [B, ...]" : kind == NN__R_COSINE ? "x1, x2 [B, D], target [B]" : "all [B, D]");
-        }
-        ins[k] = x[k].id;
-    }
-    l = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS, NN_F32, nn_shape1(nn__n(g, x[0])->shape.dim[0]), ins, n_in));
-    if (l.id < 0) return l;
-    g->nodes[l.id].i[0] = kind;
-    g->nodes[l.id].f[0] = kind == NN__R_DICE ? nn__loss_opt(d.smooth, 1.0f) : kind == NN__R_TRIPLET ? nn__loss_opt(d.margin, 1.0f) : d.margin;
-    return nn__reduce_loss(g, l, &d);
-}
-
-NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {
-    nn_tensor x[2];
-    x[0] = p;
-    x[1] = t;
-    return nn__row_loss(g, "nn_dice_loss", NN__R_DICE, 2, x, d);
-}
-NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
-    nn_tensor x[3];
-    x[0] = x1;
-    x[1] = x2;
-    x[2] = t;
-    return nn__row_loss(g, "nn_cosine_embedding_loss", NN__R_COSINE, 3, x, d);
-}
-NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
-    nn_tensor x[3];
-    x[0] = a;
-    x[1] = p;
-    x[2] = n;
-    return nn__row_loss(g, "nn_triplet_margin_loss", NN__R_TRIPLET, 3, x, d);
-}
-
-static nn_shape nn__shape5(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t d4) {
-    nn_shape s;
-    memset(&s, 0, sizeof s);
-    s.ndim = 5;
-    s.dim[0] = d0;
-    s.dim[1] = d1;
-    s.dim[2] = d2;
-    s.dim[3] = d3;
-    s.dim[4] = d4;
-    return s;
-}
-
-NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc) {
-    nn_tensor in[3], t;
-    nn__node *nx, *nw;
-    nn_conv3d_desc d;
-    int64_t O[3];
-    int attr[10], k, has_bias = bias.id >= 0;
-    char sx[128], sw[128];
-    in[0] = x;
-    in[1] = w;
-    in[2] = bias;
-    if (!nn__check(g, "nn_conv3d", has_bias ? 3 : 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, "nn_conv3d", x, "x") || !nn__expect_f32(g, "nn_conv3d", w, "w")) return nn__tensor(-1);
-    memset(&d, 0, sizeof d);
-    if (desc) d = *desc;
-    /* node->i: stride d/h/w, pad d/h/w, dilation d/h/w, groups */
-    attr[0] = d.stride_d ? d.stride_d : 1;
-    attr[1] = d.stride_h ? d.stride_h : 1;
-    attr[2] = d.stride_w ? d.stride_w : 1;
-    attr[3] = d.pad_d;
-    attr[4] = d.pad_h;
-    attr[5] = d.pad_w;
-    attr[6] = d.dilation_d ? d.dilation_d : 1;
-    attr[7] = d.dilation_h ? d.dilation_h : 1;
-    attr[8] = d.dilation_w ? d.dilation_w : 1;
-    attr[9] = d.groups ? d.groups : 1;
-    nx = nn__n(g, x);
-    nw = nn__n(g, w);
-    nn__shape_str(&nx->shape, sx, sizeof sx);
-    nn__shape_str(&nw->shape, sw, sizeof sw);
-    for (k = 0; k < 10; k++)
-        if (attr[k] < (k >= 3 && k < 6 ? 0 : 1))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d: stride, dilation and groups must be >= 1 and padding >= 0");
-    if (nx->shape.ndim != 5 || nw->shape.ndim != 5)
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s must be [N, C, D, H, W] and w %s [K, C/groups, KD, KH, KW]", sx, sw);
-    if (nx->shape.dim[1] % attr[9] || nw->shape.dim[0] % attr[9] || nw->shape.dim[1] * attr[9] != nx->shape.dim[1])
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, attr[9]);
-    for (k = 0; k < 3; k++) {
-        int64_t span = (int64_t)attr[6 + k] * (nw->shape.dim[2 + k] - 1) + 1;
-        if (nx->shape.dim[2 + k] + 2 * attr[3 + k] < span)
-            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: the kernel w %s is larger than the padded input x %s", sw, sx);
-        O[k] = (nx->shape.dim[2 + k] + 2 * attr[3 + k] - span) / attr[k] + 1;
-    }
-    if (has_bias) {
-        nn__node *nb = nn__n(g, bias);
-        if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nb->shape.dim[0] != nw->shape.dim[0]) {
-            char sb[128];
-            nn__shape_str(&nb->shape, sb, sizeof sb);
-            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: bias %s must be [%lld] float32", sb, (long long)nw->shape.dim[0]);
-        }
-    }
-    {
-        nn_shape ys = nn__shape5(nx->shape.dim[0], nw->shape.dim[0], O[0], O[1], O[2]);
-        t = has_bias ? nn__op3(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id, bias.id) : nn__op2(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id);
-    }
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
-    return t;
-}
-
-NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
-                                 const nn_conv3d_desc *desc, const char *name) {
-    char wn[256], bn[256];
-    nn_init init;
-    int64_t cin, groups = desc && desc->groups ? desc->groups : 1;
-    if (!nn__check(g, "nn_conv3d_layer", 1, &x)) return nn__tensor(-1);
-    if (!name || !name[0] || strlen(name) > 200)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d_layer: needs a name (at most 200 chars)");
-    if (nn__n(g, x)->shape.ndim != 5 || kd < 1 || kh < 1 || kw < 1 || out_channels < 1 || groups < 1 ||
-        nn__n(g, x)->shape.dim[1] % groups) {
-        char sx[128];
-        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d_layer %s: x %s must be [N, C, D, H, W] with C divisible by groups, "
-                           "kernel %dx%dx%d", name, sx, kd, kh, kw);
-    }
-    cin = nn__n(g, x)->shape.dim[1] / groups;
-    init.kind = NN_INIT_UNIFORM; /* kaiming_uniform(a=sqrt(5)) is U(+-1/sqrt(fan_in)); so is the bias */
-    init.a = (float)(-1.0 / sqrt((double)(cin * kd * kh * kw)));
-    init.b = -init.a;
-    snprintf(wn, sizeof wn, "%s.weight", name);
-    snprintf(bn, sizeof bn, "%s.bias", name);
-    return nn_conv3d(g, x, nn_param(g, wn, nn__shape5(out_channels, cin, kd, kh, kw), init),
-                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
-}
-
-/* ---- autograd ---- */
-
-/* Adds gx to the gradient of node x (a sum when x feeds several ops). */
-static void nn__acc_grad(nn_graph *g, int x, nn_tensor gx) {
-    if (gx.id < 0) return;
-    if (g->nodes[x].grad < 0) g->nodes[x].grad = gx.id;
-    else g->nodes[x].grad = nn__op2(g, NN__OP_ADD, NN_F32, g->nodes[x].shape, g->nodes[x].grad, gx.id).id;
-}
-
-/* The gradient of a broadcast operand b from a gradient of a's shape. */
-static nn_tensor nn__reduce_to(nn_graph *g, nn_tensor gy, int b) {
-    if (g->nodes[gy.id].numel == g->nodes[b].numel) return gy;
-    return nn__op1(g, NN__OP_SUM_LEAD, NN_F32, g->nodes[b].shape, gy.id);
-}
-
-/* Emits the backward ops of node id, given gy = d(loss)/d(node). Nodes may move (realloc):
-   copy what is needed out of the node first. */
-static void nn__backward(nn_graph *g, int id) {
-    nn__node n = g->nodes[id];
-    nn_tensor gy = nn__tensor(n.grad), t;
-    int a = n.in[0], b = n.n_in > 1 ? n.in[1] : -1;
-    int ga = a >= 0 && g->nodes[a].needs_grad, gb = b >= 0 && g->nodes[b].needs_grad;
-    switch (n.op) {
-    case NN__OP_MATMUL: {
-        int ta = n.i[0], tb = n.i[1];
-        nn_tensor A = nn__tensor(a), B = nn__tensor(b);
-        if (ga) {
-            if (!ta) t = nn_matmul(g, gy, B, 0, !tb);
-            else t = tb ? nn_matmul(g, B, gy, 1, 1) : nn_matmul(g, B, gy, 0, 1);
-            nn__acc_grad(g, a, t);
-        }
-        if (gb) {
-            if (!tb) t = ta ? nn_matmul(g, A, gy, 0, 0) : nn_matmul(g, A, gy, 1, 0);
-            else t = ta ? nn_matmul(g, gy, A, 1, 1) : nn_matmul(g, gy, A, 1, 0);
-            nn__acc_grad(g, b, t);
-        }
-        break;
-    }
-    case NN__OP_ADD:
-    case NN__OP_SUB:
-        if (ga) nn__acc_grad(g, a, gy);
-        if (gb) {
-            t = nn__reduce_to(g, gy, b);
-            if (n.op == NN__OP_SUB) {
-                t = nn__op1(g, NN__OP_SCALE, NN_F32, g->nodes[b].shape, t.id);
-                if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
-            }
-            nn__acc_grad(g, b, t);
-        }
-        break;
-    case NN__OP_MUL:
-        if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, b));
-        if (gb) nn__acc_grad(g, b, nn__reduce_to(g, nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a), b));
-        break;
-    case NN__OP_SCALE:
-        t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, gy.id);
-        if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
-        nn__acc_grad(g, a, t);
-        break;
-    case NN__OP_UNARY:
-        t = nn__op2(g, NN__OP_UNARY_GRAD, NN_F32, n.shape, a, gy.id);
-        if (t.id >= 0) {
-            g->nodes[t.id].i[0] = n.i[0];
-            g->nodes[t.id].f[0] = n.f[0];
-        }
-        nn__acc_grad(g, a, t);
-        break;
-    case NN__OP_SOFTMAX:
-        nn__acc_grad(g, a, nn__op2(g, NN__OP_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
-        break;
-    case NN__OP_LOG_SOFTMAX:
-        nn__acc_grad(g, a, nn__op2(g, NN__OP_LOG_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
-        break;
-    case NN__OP_SUM_ALL:
-        t = nn__op1(g, NN__OP_EXPAND_SCALAR, NN_F32, g->nodes[a].shape, gy.id);
-        if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
-        nn__acc_grad(g, a, t);
-        break;
-    case NN__OP_EXPAND_SCALAR:
-        t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), gy.id);
-        if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
-        nn__acc_grad(g, a, t);
-        break;
-    case NN__OP_XENT_ROWS:
-        if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_XENT_GRAD, NN_F32, g->nodes[a].shape, a, b, gy.id));
-        break;
-    case NN__OP_BCE_LOGITS:
-        if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_BCE_LOGITS_GRAD, NN_F32, n.shape, a, b, gy.id));
-        if (gb) { /* d/dt = -x */
-            t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
-            t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, t.id);
-            if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
-            nn__acc_grad(g, b, t);
-        }
-        break;
-    case NN__OP_DROPOUT:
-        t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
-        if (t.id >= 0) {
-            g->nodes[t.id].f[0] = n.f[0];
-            g->nodes[t.id].i[0] = n.i[0];
-        }
-        nn__acc_grad(g, a, t);
-        break;
-    case NN__OP_GATHER_ROWS:
-        if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
-        break;
-    case NN__OP_CONV2D:
-        if (ga) {
-            t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-            nn__acc_grad(g, a, t);
-        }
-        if (gb) {
-            t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-            nn__acc_grad(g, b, t);
-        }
-        if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
-            nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
-        break;
-    case NN__OP_RESHAPE:
-        nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
-        break;
-    case NN__OP_CHANNEL_BIAS:
-        if (ga) nn__acc_grad(g, a, gy);
-        if (gb) nn__acc_grad(g, b, nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[b].shape, gy.id));
-        break;
-    case NN__OP_CONV2D_DX: /* as a transposed convolution: inputs (w, x) */
-        if (gb) { /* d/dx: the forward convolution of gy */
-            t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
-            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-            nn__acc_grad(g, b, t);
-        }
-        if (ga) { /* d/dw: conv2d's weight gradient with gy as the input and x as dy */
-            t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[a].shape, gy.id, b);
-            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-            nn__acc_grad(g, a, t);
-        }
-        break;
-    case NN__OP_PERMUTE: {
-        int inv[NN_MAX_DIMS], d;
-        for (d = 0; d < n.shape.ndim; d++) inv[n.i[d]] = d;
-        nn__acc_grad(g, a, nn_permute(g, gy, inv));
-        break;
-    }
-    case NN__OP_CONCAT2: {
-        int ax = n.i[0];
-        if (ga) nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[a].shape, ax, 0));
-        if (gb) nn__acc_grad(g, b, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[b].shape, ax, g->nodes[a].shape.dim[ax]));
-        break;
-    }
-    case NN__OP_SLICE:
-        nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.i[0], n.i[1]));
-        break;
-    case NN__OP_PAD2D: case NN__OP_UPSAMPLE2D:
-        t = nn__op1(g, n.op == NN__OP_PAD2D ? NN__OP_PAD2D_GRAD : NN__OP_UPSAMPLE2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-        nn__acc_grad(g, a, t);
-        break;
-    case NN__OP_NORM_FORWARD: { /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
-        int k = 2, gi = n.i[5] ? n.in[k++] : -1, bi = n.i[6] ? n.in[k++] : -1, din[4];
-        din[0] = a;
-        din[1] = b;
-        din[2] = gy.id;
-        din[3] = gi;
-        if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
-                                                                                 gi >= 0 ? 4 : 3)), n.i, n.f));
-        if (gi >= 0 && g->nodes[gi].needs_grad)
-            nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), n.i, n.f));
-        if (bi >= 0 && g->nodes[bi].needs_grad)
-            nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), n.i, n.f));
-        break;
-    }
-    case NN__OP_MAXPOOL2D: /* dx gathers dy through the windows' argmax, which the backward
-                              pass recomputes so inference graphs keep no indices */
-        t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
-        if (t.id < 0) break;
-        memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-        t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-        nn__acc_grad(g, a, t);
-        break;
-    case NN__OP_AVGPOOL2D:
-        t = nn__op1(g, NN__OP_AVGPOOL2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-        nn__acc_grad(g, a, t);
-        break;
-    case NN__OP_LOSS_EW: { /* inputs x, t, [pos_weight]; d-based losses give t minus x's gradient */
-        int ins[4], has_pw = n.n_in > 2, gt = gb && n.i[0] <= NN__L_QUANTILE;
-        if (!ga && !gt) break;
-        ins[0] = a;
-        ins[1] = b;
-        ins[2] = gy.id;
-        ins[3] = has_pw ? n.in[2] : -1;
-        t = nn__tensor(nn__new_node(g, NN__OP_LOSS_EW_GRAD, NN_F32, n.shape, ins, has_pw ? 4 : 3));
-        if (t.id >= 0) {
-            memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-            memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
-        }
-        if (ga) nn__acc_grad(g, a, t);
-        if (gt) {
-            t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, t.id);
-            if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
-            nn__acc_grad(g, b, t);
-        }
-        break;
-    }
-    case NN__OP_CE_ROWS: { /* inputs x, labels, [weight] */
-        int ins[4];
-        if (!ga) break;
-        ins[0] = a;
-        ins[1] = b;
-        ins[2] = gy.id;
-        ins[3] = n.n_in > 2 ? n.in[2] : -1;
-        t = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS_GRAD, NN_F32, g->nodes[a].shape, ins, n.n_in > 2 ? 4 : 3));
-        if (t.id >= 0) {
-            memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-            memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
-        }
-        nn__acc_grad(g, a, t);
-        break;
-    }
-    case NN__OP_DIV_SCALAR: /* the divisor (a count of weights) is not differentiated */
-        if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, n.shape, gy.id, b));
-        break;
-    case NN__OP_LOSS_ROWS: { /* one gradient op per differentiated input; targets get none */
-        int k, ins[4], n_x = n.i[0] == NN__R_COSINE ? 2 : n.i[0] == NN__R_DICE ? 1 : 3;
-        for (k = 0; k < n_x; k++) {
-            if (!g->nodes[n.in[k]].needs_grad) continue;
-            memcpy(ins, n.in, sizeof ins);
-            ins[n.n_in] = gy.id;
-            t = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS_GRAD, NN_F32, g->nodes[n.in[k]].shape, ins, n.n_in + 1));
-            if (t.id >= 0) {
-                memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-                memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
-                g->nodes[t.id].i[1] = k;
-            }
-            nn__acc_grad(g, n.in[k], t);
-        }
-        break;
-    }
-    case NN__OP_CONV3D:
-        if (ga) {
-            t = nn__op2(g, NN__OP_CONV3D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-            nn__acc_grad(g, a, t);
-        }
-        if (gb) {
-            t = nn__op2(g, NN__OP_CONV3D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-            if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-            nn__acc_grad(g, b, t);
-        }
-        if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
-            nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
-        break;
-    default:
-        break; /* not differentiable: no gradient flows */
-    }
-}
-
-static int nn__differentiable(int op) {
+static const char *nn__pool_kernel(int op) {
     switch (op) {
-    case NN__OP_ARGMAX: case NN__OP_CORRECT_ROWS: case NN__OP_ACCUMULATE: case NN__OP_FILL:
-    case NN__OP_CE_WEIGHTS:
-        return 0;
-    default:
-        return 1;
+    case NN__OP_MAXPOOL2D: return "max_pool2d_forward";
+    case NN__OP_MAXPOOL2D_ARGMAX: return "max_pool2d_argmax";
+    case NN__OP_MAXPOOL2D_GRAD: return "max_pool2d_backward";
+    case NN__OP_AVGPOOL2D: return "avg_pool2d_forward";
+    default: return "avg_pool2d_backward";
     }
 }
 
-/* ---- compiling ---- */
+/* A pooling node's geometry: x is the input of the forward ops and the output of the
+   gradient ops, whose last input is dy. */
+static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p) {
+    int is_max = n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD;
+    if (n->op == NN__OP_MAXPOOL2D_GRAD || n->op == NN__OP_AVGPOOL2D_GRAD)
+        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, n->i);
+    else
+        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+}
+
+/* ---- autograd rules ---- */
+
+static void nn__grad_maxpool2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* dx gathers dy through the windows' argmax, which the backward
+                          pass recomputes so inference graphs keep no indices */
+    t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
+    if (t.id < 0) return;
+    memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+    t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static void nn__grad_avgpool2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_AVGPOOL2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* ---- CPU bodies ---- */
+
+static nn_result nn__cpu_pool2d(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    if (n->op == NN__OP_MAXPOOL2D) nn__max_pool2d_forward(g->ctx->threads, &p, y, NN__F(in[0]));
+    else if (n->op == NN__OP_MAXPOOL2D_ARGMAX) nn__max_pool2d_argmax(g->ctx->threads, &p, (int32_t *)y, NN__F(in[0]));
+    else if (n->op == NN__OP_MAXPOOL2D_GRAD) nn__max_pool2d_backward(g->ctx->threads, &p, y, NN__I(in[0]), NN__F(in[1]));
+    else if (n->op == NN__OP_AVGPOOL2D) nn__avg_pool2d_forward(g->ctx->threads, &p, y, NN__F(in[0]));
+    else nn__avg_pool2d_backward(g->ctx->threads, &p, y, NN__F(in[0]));
+    return NN_OK;
+}
+}
+
+/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+
+static nn_result nn__dev_pool2d(nn_graph *g, int id) {
+    nn_context *ctx = g->ctx;
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    char kname[64];
+    { /* one work-item per element of y */
+    nn__pooling p;
+    int geo[8];
+    nn__pooling_of(g, n, &p);
+    memcpy(geo, n->i, 6 * sizeof(int));
+    geo[6] = p.dh;
+    geo[7] = p.dw;
+    if (ctx->dev.cpu_tuned && (n->op == NN__OP_MAXPOOL2D || n->op == NN__OP_MAXPOOL2D_ARGMAX ||
+                           n->op == NN__OP_MAXPOOL2D_GRAD)) { /* by rows / planes (see pool.cl) */
+        snprintf(kname, sizeof kname, "%s%s", nn__pool_kernel(n->op),
+                 n->op == NN__OP_MAXPOOL2D_GRAD ? "_planes" : "_rows");
+        r = nn__launch_add(g, id, "pool", kname, n->op == NN__OP_MAXPOOL2D_GRAD ? (size_t)p.NC : (size_t)p.NC * p.OH, &l);
+    } else
+        r = nn__launch_add(g, id, "pool", nn__pool_kernel(n->op), (size_t)N, &l);
+    if (r != NN_OK) return r;
+    if (n->op == NN__OP_MAXPOOL2D_GRAD)
+        return nn__args(l, "mmmiiiii8", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);
+    if (n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD)
+        return nn__args(l, "mmiiiii8", &g->nodes[in[0]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);
+    return nn__args(l, "mmiiiii8ii", &g->nodes[in[0]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo, p.exclude_pad,
+                       p.adaptive);
+}
+}
+
+/* ======================================================================
+   src/ops/optim.c
+   ====================================================================== */
+/* The optim ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
+    g->opt = nn__opt_defaults(d->optimizer);
+    if ((int)g->opt.kind < NN_OPT_NONE || g->opt.kind > NN_OPT_FTRL)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer kind %d is not one of nn_optimizer_kind",
+                        (int)g->opt.kind);
+    g->accum_steps = g->opt.accumulate_steps;
+    g->first_update_node = -1;
+    g->schedule.lr = g->opt.lr;
+    {
+        nn_result r = nn_graph_set_schedule(g, &d->schedule);
+        if (r != NN_OK) return r;
+    }
+    g->lr = nn_lr_at(&g->schedule, 0);
+    return NN_OK;
+}
+
+static int nn__optim_updates(const nn_graph *g) { return g->opt.kind != NN_OPT_NONE; }
 
 /* Adds gradient accumulation, clipping and one update op per trainable parameter (the
    rules, defaults and multipliers are in nn_optim.c). Nodes from g->first_update_node on
@@ -9730,442 +12103,7 @@ static nn_result nn__add_optimizer(nn_graph *g) {
 
 /* An arena item: a node's output (live from its definition to its last use) or its
    scratch (live during its own run only). */
-typedef struct nn__item { int id, scratch, first, last; size_t bytes, offset; } nn__item;
 
-/* Places arena items: each at the lowest aligned offset free for its whole lifetime. */
-static nn_result nn__plan_memory(nn_graph *g, size_t align) {
-    nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
-    int n = 0, i, j;
-    size_t top = 0;
-    if (!it) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
-    for (i = 0; i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
-        nn__node *nd = &g->nodes[g->sched[i]];
-        if (nd->storage == NN__ST_ARENA && nd->numel > 0) {
-            it[n].id = g->sched[i];
-            it[n].first = nd->first;
-            it[n].last = nd->last;
-            it[n++].bytes = ((size_t)nd->numel * 4 + align - 1) / align * align;
-        }
-        if (nd->scratch > 0) {
-            it[n].id = g->sched[i];
-            it[n].scratch = 1;
-            it[n].first = it[n].last = nd->first;
-            it[n++].bytes = ((size_t)nd->scratch * 4 + align - 1) / align * align;
-        }
-    }
-    for (i = 0; i < n; i++) {
-        nn__item *a = &it[i];
-        size_t off = 0;
-        int moved = 1;
-        while (moved) { /* first fit against every placed item alive at the same time */
-            moved = 0;
-            for (j = 0; j < i; j++) {
-                nn__item *b = &it[j];
-                if (b->last < a->first || a->last < b->first) continue;
-                if (off < b->offset + b->bytes && b->offset < off + a->bytes) {
-                    off = b->offset + b->bytes;
-                    moved = 1;
-                }
-            }
-        }
-        a->offset = off;
-        if (a->scratch) g->nodes[a->id].scratch_offset = off;
-        else g->nodes[a->id].offset = off;
-        if (off + a->bytes > top) top = off + a->bytes;
-    }
-    g->arena_bytes = top;
-    NN_FREE(it);
-    return NN_OK;
-}
-
-/* A view of the arena at offset: a pointer on the CPU, a sub-buffer on a device. */
-static nn_result nn__arena_view(nn_graph *g, nn__buf *b, size_t offset, size_t bytes, const char *what) {
-    b->bytes = bytes;
-#if !defined(NN_NO_OPENCL)
-    if (g->ctx->opencl) {
-        cl_buffer_region reg;
-        cl_int err;
-        reg.origin = offset;
-        reg.size = bytes;
-        b->mem = clCreateSubBuffer(g->arena.mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
-        if (!b->mem) return nn__fail(g->ctx, NN_ERR_DEVICE, "%s: clCreateSubBuffer: %s (%d)", what, nn__cl_errstr(err), err);
-        return NN_OK;
-    }
-#else
-    (void)what;
-#endif
-    b->host = (float *)((char *)g->arena.host + offset);
-    return NN_OK;
-}
-
-static nn_result nn__allocate(nn_graph *g) {
-    nn_context *ctx = g->ctx;
-    nn_result r = NN_OK;
-    int i, k;
-    char what[300];
-    if (g->arena_bytes) {
-        r = nn__buf_alloc(ctx, &g->arena, g->arena_bytes, 0, "the activation arena");
-        if (r != NN_OK) return r;
-    }
-    for (i = 0; i < g->n_nodes && r == NN_OK; i++) {
-        nn__node *n = &g->nodes[i];
-        if (!n->live) continue;
-        snprintf(what, sizeof what, "%s %s", nn__op_names[n->op], n->name ? n->name : "");
-        if (n->storage == NN__ST_PARAM) {
-            nn__param *p = &g->params->p[n->param];
-            if (!p->allocated) {
-                r = nn__buf_alloc(ctx, &p->buf, (size_t)p->numel * 4, 0, what);
-                if (r == NN_OK) r = nn__buf_write(ctx, &p->buf, p->init, (size_t)p->numel * 4);
-                if (r != NN_OK) break;
-                p->allocated = 1;
-#if !defined(NN_NO_OPENCL)
-                if (ctx->opencl) { /* the device holds it now */
-                    NN_FREE(p->init);
-                    p->init = NULL;
-                }
-#endif
-            }
-            n->buf = p->buf;
-        } else if (n->storage == NN__ST_OWN) { /* inputs are written before use: no fill */
-            r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, n->op != NN__OP_INPUT, what);
-        } else if (n->numel > 0) {
-            r = nn__arena_view(g, &n->buf, n->offset, (size_t)n->numel * 4, what);
-        }
-        if (n->scratch > 0 && r == NN_OK) r = nn__arena_view(g, &n->scratch_buf, n->scratch_offset, (size_t)n->scratch * 4, what);
-        for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], (size_t)g->nodes[n->in[0]].numel * 4, 1, what);
-    }
-    return r;
-}
-
-NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
-    nn_compile_desc d;
-    nn_result r;
-    int i, k, n_user;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_compile: the graph is already compiled");
-    if (g->status != NN_OK) return g->status;
-    memset(&d, 0, sizeof d);
-    if (desc) d = *desc;
-    g->opt = nn__opt_defaults(d.optimizer);
-    if ((int)g->opt.kind < NN_OPT_NONE || g->opt.kind > NN_OPT_FTRL)
-        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer kind %d is not one of nn_optimizer_kind",
-                        (int)g->opt.kind);
-    g->accum_steps = g->opt.accumulate_steps;
-    g->first_update_node = -1;
-    g->schedule.lr = g->opt.lr;
-    r = nn_graph_set_schedule(g, &d.schedule);
-    if (r != NN_OK) return r;
-    g->lr = nn_lr_at(&g->schedule, 0);
-    n_user = g->n_forward = g->n_nodes;
-    if (d.has_loss) {
-        nn__node *L;
-        if (d.loss.id < 0 || d.loss.id >= g->n_nodes)
-            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph");
-        L = &g->nodes[d.loss.id];
-        if (L->numel != 1 || L->dtype != NN_F32) {
-            char s[128];
-            nn__shape_str(&L->shape, s, sizeof s);
-            return nn__fail(g->ctx, NN_ERR_SHAPE, "nn_graph_compile: the loss must be a float32 scalar, not %s %s", s,
-                            nn__dtype_name(L->dtype));
-        }
-        g->loss = d.loss.id;
-        L->is_output = 1;
-        for (i = 0; i < n_user; i++) { /* which nodes does the loss need gradients through? */
-            nn__node *n = &g->nodes[i];
-            if (n->op == NN__OP_PARAM) n->needs_grad = !g->params->p[n->param].buffer;
-            else if (n->op == NN__OP_INPUT) n->needs_grad = n->requires_grad && n->dtype == NN_F32;
-            else if (nn__differentiable(n->op))
-                for (k = 0; k < n->n_in; k++) n->needs_grad |= g->nodes[n->in[k]].needs_grad;
-        }
-        if (g->nodes[g->loss].needs_grad) {
-            int seed = nn__new_node(g, NN__OP_FILL, NN_F32, nn_shape1(1), NULL, 0);
-            if (seed >= 0) {
-                g->nodes[seed].f[0] = 1.0f;
-                g->nodes[g->loss].grad = seed;
-            }
-            for (i = g->loss; i >= 0 && g->status == NN_OK; i--)
-                if (g->nodes[i].needs_grad && g->nodes[i].grad >= 0 && g->nodes[i].op != NN__OP_PARAM &&
-                    g->nodes[i].op != NN__OP_INPUT)
-                    nn__backward(g, i);
-        }
-        for (i = 0; i < n_user; i++) {
-            nn__node *n = &g->nodes[i];
-            int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
-                       (n->op == NN__OP_PARAM && (d.keep_grads || g->opt.kind == NN_OPT_NONE));
-            if (keep && n->grad >= 0) g->nodes[n->grad].is_output = 1;
-        }
-        if (g->status == NN_OK) nn__add_optimizer(g);
-    }
-    g->compiled = 1;
-    if (g->status != NN_OK) return g->status;
-
-    /* liveness: everything a root depends on; roots are outputs (loss, accumulators,
-       kept gradients, updates) */
-    for (i = g->n_nodes - 1; i >= 0; i--) {
-        nn__node *n = &g->nodes[i];
-        if (n->is_output) n->live = 1;
-        if (n->live)
-            for (k = 0; k < n->n_in; k++) g->nodes[n->in[k]].live = 1;
-    }
-    g->sched = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
-    if (!g->sched) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
-    g->n_sched = g->n_sched_forward = 0;
-    for (i = 0; i < g->n_nodes; i++) {
-        nn__node *n = &g->nodes[i];
-        n->first = n->last = -1;
-        if (n->op == NN__OP_INPUT) n->storage = NN__ST_OWN;
-        else if (n->op != NN__OP_PARAM) n->storage = (n->is_output && n->numel > 0) ? NN__ST_OWN : NN__ST_ARENA;
-        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM) continue;
-        n->first = n->last = g->n_sched;
-        for (k = 0; k < n->n_in; k++) {
-            nn__node *in = &g->nodes[n->in[k]];
-            if (in->last < g->n_sched) in->last = g->n_sched;
-        }
-        g->sched[g->n_sched++] = i;
-        if (i < n_user) g->n_sched_forward = g->n_sched;
-    }
-    g->n_sched_update = g->n_sched; /* where the part that runs on update steps only starts */
-    for (i = 0; i < g->n_sched && g->first_update_node >= 0; i++)
-        if (g->sched[i] >= g->first_update_node) {
-            g->n_sched_update = i;
-            break;
-        }
-    for (i = 0; i < g->n_sched; i++) { /* the convolutions' algorithm and im2col space */
-        nn__node *n = &g->nodes[g->sched[i]];
-        nn__conv2d c;
-        if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
-        else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, n->i);
-        else if (n->op == NN__OP_CONV2D_DW) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, n->i);
-        else if (g->ctx->opencl) continue; /* conv3d on OpenCL: direct kernels, no scratch */
-        else if (n->op == NN__OP_CONV3D || n->op == NN__OP_CONV3D_DX || n->op == NN__OP_CONV3D_DW) {
-            nn__conv3d c3;
-            if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
-            else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, n->i);
-            else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, n->i);
-            n->scratch = nn__conv3d_scratch(&c3);
-            continue;
-        } else continue;
-#if !defined(NN_NO_OPENCL)
-        if (g->ctx->opencl) {
-            nn__cl_conv_plan p;
-            nn__cl_conv2d_plan(g->ctx, n->op, &c, &p);
-            n->algo = p.algo;
-            n->scratch = p.scratch;
-            continue;
-        }
-#endif
-        n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : NN__CONV_GEMM; /* direct: no scratch */
-        n->scratch = n->algo == NN__CONV_DIRECT ? 0 : nn__conv2d_scratch(&c);
-    }
-#if !defined(NN_NO_OPENCL)
-    r = nn__plan_memory(g, g->ctx->opencl ? g->ctx->cl.align : 64);
-#else
-    r = nn__plan_memory(g, 64);
-#endif
-    if (r == NN_OK) r = nn__allocate(g);
-#if !defined(NN_NO_OPENCL)
-    if (r == NN_OK && g->ctx->opencl) {
-        nn__buf one;
-        float v = 1.0f;
-        memset(&one, 0, sizeof one);
-        r = nn__cl_alloc(g->ctx, &one, 4, "a constant");
-        g->one = one.mem;
-        if (r == NN_OK) r = nn__cl_fill(g->ctx, g->one, v, 4);
-        for (i = 0; i < g->n_sched && r == NN_OK; i++) {
-            if (i == g->n_sched_update) g->n_launches_update = g->n_launches;
-            r = nn__cl_prepare(g, g->sched[i]);
-            if (i + 1 == g->n_sched_forward) g->n_launches_forward = g->n_launches;
-        }
-        if (g->n_sched_update == g->n_sched) g->n_launches_update = g->n_launches;
-        if (r == NN_OK) {
-            cl_int err = clFinish(g->ctx->cl.queue);
-            if (err != CL_SUCCESS) r = nn__fail(g->ctx, NN_ERR_DEVICE, "nn_graph_compile: clFinish: %s (%d)", nn__cl_errstr(err), err);
-        }
-    }
-#endif
-    if (r != NN_OK) {
-        g->status = r;
-        return r;
-    }
-    nn__log(g->ctx, NN_LOG_DEBUG, "compiled: %d nodes, %d scheduled, arena %llu bytes", g->n_nodes, g->n_sched,
-            (unsigned long long)g->arena_bytes);
-    return NN_OK;
-}
-
-/* ---- running ---- */
-
-static nn_result nn__run(nn_graph *g, int n_steps) {
-    int i;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!g->compiled || g->status != NN_OK)
-        return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
-#if !defined(NN_NO_OPENCL)
-    if (g->ctx->opencl) {
-        int n = n_steps == g->n_sched ? g->n_launches : n_steps == g->n_sched_update ? g->n_launches_update
-                                                                                      : g->n_launches_forward;
-        for (i = 0; i < n; i++) {
-            nn__launch *l = &g->launches[i];
-            cl_int err;
-            if (l->update) l->update(g, l);
-            err = clEnqueueNDRangeKernel(g->ctx->cl.queue, l->kernel, l->dims, NULL, l->gws, l->use_lws ? l->lws : NULL,
-                                         0, NULL, NULL);
-            if (err != CL_SUCCESS)
-                return nn__fail(g->ctx, NN_ERR_DEVICE, "%s: clEnqueueNDRangeKernel: %s (%d)",
-                                nn__op_names[g->nodes[l->node].op], nn__cl_errstr(err), err);
-        }
-        g->ctx->stats.kernel_launches += (uint64_t)n;
-        return NN_OK;
-    }
-#endif
-    for (i = 0; i < n_steps; i++) {
-        nn_result r = nn__cpu_run(g, g->sched[i]);
-        if (r != NN_OK) return r;
-    }
-    g->ctx->stats.kernel_launches += (uint64_t)n_steps;
-    return NN_OK;
-}
-
-/* forward, backward (and gradient accumulation); the update on update steps only */
-NN_API nn_result nn_graph_step(nn_graph *g) {
-    nn_result r;
-    nn__opt_clock clock;
-    float lr;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
-    g->step++;
-    clock = g->clock;
-    lr = g->lr;
-    r = nn__run(g, nn__opt_begin(g) ? g->n_sched : g->n_sched_update);
-    if (r != NN_OK) {
-        g->step--;
-        g->clock = clock;
-        g->lr = lr;
-    }
-    return r;
-}
-
-NN_API nn_result nn_graph_forward(nn_graph *g) {
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return nn__run(g, g->n_sched_forward);
-}
-
-NN_API nn_result nn_graph_finish(nn_graph *g) {
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
-#if !defined(NN_NO_OPENCL)
-    if (g->ctx->opencl) {
-        cl_int err = clFinish(g->ctx->cl.queue);
-        if (err != CL_SUCCESS) return nn__fail(g->ctx, NN_ERR_DEVICE, "clFinish: %s (%d)", nn__cl_errstr(err), err);
-    }
-#endif
-    return NN_OK;
-}
-
-NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!(lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_lr: lr %g is not >= 0", lr);
-    g->schedule.lr = lr;
-    g->lr = nn_lr_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);
-    return NN_OK;
-}
-
-NN_API nn_tensor nn_find(nn_graph *g, const char *name) {
-    int i;
-    if (!g || !name) return nn__tensor(-1);
-    for (i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0) return nn__tensor(i);
-    return nn__tensor(-1);
-}
-
-NN_API nn_tensor nn_grad(nn_graph *g, nn_tensor t) {
-    if (!g || t.id < 0 || t.id >= g->n_nodes) return nn__tensor(-1);
-    return nn__tensor(g->nodes[t.id].grad);
-}
-
-NN_API nn_shape nn_tensor_shape(nn_graph *g, nn_tensor t) {
-    nn_shape s;
-    memset(&s, 0, sizeof s);
-    if (!g || t.id < 0 || t.id >= g->n_nodes) return s;
-    return g->nodes[t.id].shape;
-}
-
-NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t) {
-    if (!g || t.id < 0 || t.id >= g->n_nodes) return 0;
-    return g->nodes[t.id].numel;
-}
-
-/* The node's buffer if the user may touch it (write: inputs and params only). */
-static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write, const char *fn, nn__node **out) {
-    nn__node *n = NULL;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (t.id < 0 || t.id >= g->n_nodes) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: not a tensor of this graph", fn);
-    if (!g->compiled || g->status != NN_OK) return nn__fail(g->ctx, NN_ERR_STATE, "%s: compile the graph first", fn);
-    n = &g->nodes[t.id];
-    if (!n->live && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM)
-        return nn__fail(g->ctx, NN_ERR_STATE, "%s: %s is not used by the compiled graph", fn, nn__op_names[n->op]);
-    if (write && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM && n->op != NN__OP_ACCUMULATE)
-        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: only inputs, parameters and accumulators can be written", fn);
-    if (!write && n->storage == NN__ST_ARENA)
-        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_output()", fn,
-                        nn__op_names[n->op]);
-    if (bytes != (size_t)n->numel * 4) {
-        char s[128];
-        nn__shape_str(&n->shape, s, sizeof s);
-        return nn__fail(g->ctx, NN_ERR_SHAPE, "%s: %llu bytes given for a tensor %s of %llu bytes", fn,
-                        (unsigned long long)bytes, s, (unsigned long long)n->numel * 4);
-    }
-    if (!n->live && n->op == NN__OP_INPUT) /* no storage was planned for it */
-        return nn__fail(g->ctx, NN_ERR_STATE, "%s: input %s is not used by the compiled graph", fn, n->name);
-    if (n->storage == NN__ST_PARAM && !g->params->p[n->param].allocated)
-        return nn__fail(g->ctx, NN_ERR_STATE, "%s: parameter %s is not used by the compiled graph", fn, n->name);
-    if (n->storage == NN__ST_PARAM) n->buf = g->params->p[n->param].buf;
-    *out = n;
-    return NN_OK;
-}
-
-NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
-    nn__node *n = NULL;
-    nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
-    if (r != NN_OK) return r;
-    if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_write: data is NULL");
-    return nn__buf_write(g->ctx, &n->buf, data, bytes);
-}
-
-NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
-    nn__node *n = NULL;
-    nn_result r = nn__user_buf(g, t, bytes, 0, "nn_tensor_read", &n);
-    if (r != NN_OK) return r;
-    if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_read: data is NULL");
-    return nn__buf_read(g->ctx, &n->buf, data, bytes);
-}
-
-NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
-    nn__node *n = NULL;
-    nn_result r;
-    int64_t i;
-    if (!g || t.id < 0 || t.id >= g->n_nodes) return NN_ERR_INVALID_ARGUMENT;
-    r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
-    if (r != NN_OK) return r;
-    if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
-#if !defined(NN_NO_OPENCL)
-    if (g->ctx->opencl) return nn__cl_fill(g->ctx, n->buf.mem, value, n->buf.bytes);
-#endif
-    for (i = 0; i < n->numel; i++) n->buf.host[i] = value;
-    return NN_OK;
-}
-
-/* ======================================================================
-   src/nn_ops.c
-   ====================================================================== */
-/* Binds each op to its two bodies: nn__cpu_run() calls the CPU function of nn_cpu.c, and
-   nn__cl_prepare() creates the op's kernels from kernels/ and binds their arguments once,
-   at compile time, so a step only enqueues. Keep the two switches in the same order. */
-
-static const char *const nn__unary_names[NN__U_COUNT] = {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "silu"};
-
-#define NN__F(id) (g->nodes[(id)].buf.host)
-#define NN__I(id) ((int32_t *)g->nodes[(id)].buf.host)
-
-static int64_t nn__last_dim(const nn__node *n) { return n->shape.dim[n->shape.ndim - 1]; }
 
 /* Adam's bias corrections for the update about to run, in double as PyTorch computes them. */
 static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
@@ -10173,950 +12111,212 @@ static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
     *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->clock.t));
 }
 
-/* A shape seen along axis: [outer, len, inner]. */
-static void nn__axis_split(const nn_shape *s, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
-    int d;
-    *outer = *inner = 1;
-    for (d = 0; d < axis; d++) *outer *= s->dim[d];
-    for (d = axis + 1; d < s->ndim; d++) *inner *= s->dim[d];
-    *len = s->dim[axis];
+/* ---- CPU bodies ---- */
+
+static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    const float *x = NN__F(in[0]);
+    int64_t i, m = g->nodes[in[0]].numel;
+    double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
+    for (i = 0; i < m; i++) s += (double)x[i] * x[i];
+    y[0] = (float)s;
+    return NN_OK;
+}
 }
 
-/* permute geometry: y's dims and, for each, x's stride (padded to 6 dims in front) */
-static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dims, int64_t *xstride) {
-    int64_t st[NN_MAX_DIMS];
-    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
-    st[nd - 1] = 1;
-    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * xs->dim[d + 1];
-    for (d = 0; d < NN_MAX_DIMS; d++) {
-        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
-        xstride[d] = d < pad ? 0 : st[n->i[d - pad]];
-    }
+static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    float c = n->f[0] / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
+    y[0] = c < 1.0f ? c : 1.0f;
+    return NN_OK;
+}
 }
 
-/* A pooling node's geometry: x is the input of the forward ops and the output of the
-   gradient ops, whose last input is dy. */
-static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p) {
-    int is_max = n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD;
-    if (n->op == NN__OP_MAXPOOL2D_GRAD || n->op == NN__OP_AVGPOOL2D_GRAD)
-        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, n->i);
-    else
-        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    {
+    nn__node *p = &g->nodes[in[0]];
+    float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f;
+    nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->f[0],
+                   g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->f[1], g->opt.nesterov, g->clock.t == 1,
+                   clip, nn__opt_cv(g));
+    return NN_OK;
+}
 }
 
-static nn_result nn__cpu_run(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
+static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    {
+    nn__node *p = &g->nodes[in[0]];
+    float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f, bc1, bc2;
+    nn__adam_bc(g, &bc1, &bc2);
+    nn__adam_update(g->ctx->threads, p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel,
+                    g->lr * n->f[0], g->opt.beta1, g->opt.beta2, g->opt.eps, g->opt.weight_decay * n->f[1],
+                    g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip, nn__opt_cv(g));
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
+    nn__opt_step_cpu(g, n); return NN_OK;
+
+}
+
+static nn_result nn__cpu_grad_acc(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    switch (n->op) {
-    case NN__OP_MATMUL: {
-        nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
-        int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
-        int K = (int)(n->i[0] ? a->shape.dim[0] : a->shape.dim[1]);
-        nn__sgemm(g->ctx->pool, n->i[0], n->i[1], M, Nn, K, 1.0f, a->buf.host, (int)a->shape.dim[1], b->buf.host,
-                  (int)b->shape.dim[1], 0.0f, y, Nn);
-        break;
-    }
-    case NN__OP_ADD: case NN__OP_SUB: case NN__OP_MUL:
-        nn__binary_forward(n->op, y, NN__F(in[0]), NN__F(in[1]), N, g->nodes[in[1]].numel);
-        break;
-    case NN__OP_SCALE: nn__scale_forward(y, NN__F(in[0]), n->f[0], N); break;
-    case NN__OP_UNARY: nn__unary_forward(n->i[0], n->f[0], y, NN__F(in[0]), N); break;
-    case NN__OP_UNARY_GRAD: nn__unary_backward(n->i[0], n->f[0], y, NN__F(in[0]), NN__F(in[1]), N); break;
-    case NN__OP_SOFTMAX: case NN__OP_LOG_SOFTMAX:
-        nn__softmax_forward(y, NN__F(in[0]), N / nn__last_dim(n), nn__last_dim(n), n->op == NN__OP_LOG_SOFTMAX);
-        break;
-    case NN__OP_SOFTMAX_GRAD: case NN__OP_LOG_SOFTMAX_GRAD:
-        nn__softmax_backward(y, NN__F(in[0]), NN__F(in[1]), N / nn__last_dim(n), nn__last_dim(n),
-                             n->op == NN__OP_LOG_SOFTMAX_GRAD);
-        break;
-    case NN__OP_SUM_ALL: nn__sum_all_forward(y, NN__F(in[0]), g->nodes[in[0]].numel, n->f[0]); break;
-    case NN__OP_EXPAND_SCALAR: nn__expand_scalar_forward(y, NN__F(in[0]), N, n->f[0]); break;
-    case NN__OP_SUM_LEAD: nn__sum_lead_forward(y, NN__F(in[0]), g->nodes[in[0]].numel, N); break;
-    case NN__OP_XENT_ROWS: {
-        nn__node *x = &g->nodes[in[0]];
-        nn__xent_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
-        break;
-    }
-    case NN__OP_XENT_GRAD:
-        nn__xent_backward(y, NN__F(in[0]), NN__I(in[1]), NN__F(in[2]), n->shape.dim[0], n->shape.dim[1]);
-        break;
-    case NN__OP_BCE_LOGITS: nn__bce_forward(y, NN__F(in[0]), NN__F(in[1]), N); break;
-    case NN__OP_BCE_LOGITS_GRAD: nn__bce_backward(y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), N); break;
-    case NN__OP_DROPOUT: nn__dropout_forward(y, NN__F(in[0]), N, n->f[0], g->seed, n->i[0], g->step); break;
-    case NN__OP_GATHER_ROWS: {
-        nn__node *d = &g->nodes[in[0]];
-        int64_t D = d->numel / d->shape.dim[0];
-        nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
-        break;
-    }
-    case NN__OP_GATHER_ROWS_GRAD: {
-        nn__node *gy = &g->nodes[in[1]];
-        nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
-        break;
-    }
-    case NN__OP_ARGMAX: {
-        nn__node *x = &g->nodes[in[0]];
-        nn__argmax_forward((int32_t *)y, x->buf.host, x->shape.dim[0], x->shape.dim[1]);
-        break;
-    }
-    case NN__OP_CORRECT_ROWS: {
-        nn__node *x = &g->nodes[in[0]];
-        nn__correct_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
-        break;
-    }
-    case NN__OP_ACCUMULATE: {
-        const float *x = NN__F(in[0]);
-        int64_t i;
-        for (i = 0; i < N; i++) y[i] += x[i];
-        break;
-    }
-    case NN__OP_FILL: {
-        int64_t i;
-        for (i = 0; i < N; i++) y[i] = n->f[0];
-        break;
-    }
-    case NN__OP_GRAD_SUMSQ: {
-        const float *x = NN__F(in[0]);
-        int64_t i, m = g->nodes[in[0]].numel;
-        double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
-        for (i = 0; i < m; i++) s += (double)x[i] * x[i];
-        y[0] = (float)s;
-        break;
-    }
-    case NN__OP_CLIP_SCALE: {
-        float c = n->f[0] / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
-        y[0] = c < 1.0f ? c : 1.0f;
-        break;
-    }
-    case NN__OP_OPT_SGD: {
-        nn__node *p = &g->nodes[in[0]];
-        float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f;
-        nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->f[0],
-                       g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->f[1], g->opt.nesterov, g->clock.t == 1,
-                       clip, nn__opt_cv(g));
-        break;
-    }
-    case NN__OP_OPT_ADAM: {
-        nn__node *p = &g->nodes[in[0]];
-        float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f, bc1, bc2;
-        nn__adam_bc(g, &bc1, &bc2);
-        nn__adam_update(g->ctx->pool, p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel,
-                        g->lr * n->f[0], g->opt.beta1, g->opt.beta2, g->opt.eps, g->opt.weight_decay * n->f[1],
-                        g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip, nn__opt_cv(g));
-        break;
-    }
-    case NN__OP_CONV2D: case NN__OP_CONV2D_DX: case NN__OP_CONV2D_DW: {
-        nn__conv2d c;
-        nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-        if (n->op == NN__OP_CONV2D) {
-            nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
-            if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (nn_conv_dw.c) */
-                nn__dwconv2d_forward(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
-            else
-                nn__conv2d_forward(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                                   n->scratch_buf.host);
-        } else if (n->op == NN__OP_CONV2D_DX) { /* inputs (w, dy), output dx */
-            nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
-            if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->pool, &c, y, x->buf.host, w->buf.host);
-            else nn__conv2d_backward_data(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-        } else { /* inputs (x, dy), output dw */
-            nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
-            if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->pool, &c, y, x->buf.host, w->buf.host);
-            else nn__conv2d_backward_weight(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-        }
-        break;
-    }
-    case NN__OP_CHANNEL_BIAS: {
-        int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
-        const float *x = NN__F(in[0]), *b = NN__F(in[1]);
-        for (k = 0; k < N / S; k++)
-            for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
-        break;
-    }
-    case NN__OP_CHANNEL_SUM: {
-        nn__node *x = &g->nodes[in[0]];
-        nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
-        break;
-    }
-    case NN__OP_RESHAPE: memcpy(y, NN__F(in[0]), (size_t)N * 4); break;
-    case NN__OP_PERMUTE: {
-        int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
-        nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
-        nn__permute_forward(y, NN__F(in[0]), NN_MAX_DIMS, dims, xs);
-        break;
-    }
-    case NN__OP_CONCAT2: {
-        int64_t o, la, lb, inner;
-        nn__axis_split(&g->nodes[in[0]].shape, n->i[0], &o, &la, &inner);
-        lb = g->nodes[in[1]].shape.dim[n->i[0]];
-        nn__concat_forward(y, NN__F(in[0]), NN__F(in[1]), o, la, lb, inner);
-        break;
-    }
-    case NN__OP_SLICE: case NN__OP_SLICE_GRAD: {
-        int grad = n->op == NN__OP_SLICE_GRAD;
-        int64_t o, L, inner, len;
-        nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->i[0], &o, &L, &inner);
-        len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->i[0]];
-        nn__slice(y, NN__F(in[0]), o, L, inner, n->i[1], len, grad);
-        break;
-    }
-    case NN__OP_PAD2D: case NN__OP_PAD2D_GRAD: {
-        const nn_shape *xs = n->op == NN__OP_PAD2D ? &g->nodes[in[0]].shape : &n->shape;
-        const nn_shape *ys = n->op == NN__OP_PAD2D ? &n->shape : &g->nodes[in[0]].shape;
-        int nd = xs->ndim;
-        int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
-        if (n->op == NN__OP_PAD2D)
-            nn__pad2d_forward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->i[0], n->i[1], n->i[2]);
-        else
-            nn__pad2d_backward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->i[0], n->i[1], n->i[2]);
-        break;
-    }
-    case NN__OP_UPSAMPLE2D: case NN__OP_UPSAMPLE2D_GRAD: {
-        const nn_shape *xs = n->op == NN__OP_UPSAMPLE2D ? &g->nodes[in[0]].shape : &n->shape;
-        int nd = xs->ndim;
-        int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1];
-        nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->i[0], n->i[1], n->i[2],
-                       n->op == NN__OP_UPSAMPLE2D_GRAD);
-        break;
-    }
-    case NN__OP_NORM_STATS: case NN__OP_NORM_FORWARD: case NN__OP_NORM_DX: case NN__OP_NORM_DGAMMA:
-    case NN__OP_NORM_DBETA: { /* attributes: see src/nn_norm.c */
-        nn__norm q;
-        nn__norm_geom(&q, n->i);
-        if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->pool, &q, y, NN__F(in[0]));
-        else if (n->op == NN__OP_NORM_FORWARD) /* x, stats, [gamma], [beta] */
-            nn__norm_forward(g->ctx->pool, &q, y, NN__F(in[0]), NN__F(in[1]), n->i[5] ? NN__F(in[2]) : NULL,
-                             n->i[6] ? NN__F(in[2 + n->i[5]]) : NULL, n->f[0]);
-        else if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
-            nn__norm_backward_data(g->ctx->pool, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[5] ? NN__F(in[3]) : NULL, n->i[7],
-                                   n->f[0]);
-        else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->pool, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->f[0]);
-        else nn__norm_backward_affine(g->ctx->pool, &q, y, NULL, NULL, NN__F(in[0]), n->f[0]);
-        break;
-    }
-    case NN__OP_BN_RUNNING: /* running mean, running var (updated in place), stats */
-        nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[1], (int64_t)n->i[0] * n->i[2], n->f[1]);
-        break;
-    case NN__OP_BN_PACK:
-        memcpy(y, NN__F(in[0]), (size_t)n->i[1] * 4);
-        memcpy(y + n->i[1], NN__F(in[1]), (size_t)n->i[1] * 4);
-        break;
-    case NN__OP_OPT_STEP: nn__opt_step_cpu(g, n); break;
-    case NN__OP_GRAD_ACC: nn__grad_acc_cpu(y, NN__F(in[0]), N, n->f[0], (g->step - 1) % (uint64_t)g->accum_steps == 0); break;
-    case NN__OP_MAXPOOL2D: case NN__OP_MAXPOOL2D_ARGMAX: case NN__OP_MAXPOOL2D_GRAD:
-    case NN__OP_AVGPOOL2D: case NN__OP_AVGPOOL2D_GRAD: {
-        nn__pooling p;
-        nn__pooling_of(g, n, &p);
-        if (n->op == NN__OP_MAXPOOL2D) nn__max_pool2d_forward(g->ctx->pool, &p, y, NN__F(in[0]));
-        else if (n->op == NN__OP_MAXPOOL2D_ARGMAX) nn__max_pool2d_argmax(g->ctx->pool, &p, (int32_t *)y, NN__F(in[0]));
-        else if (n->op == NN__OP_MAXPOOL2D_GRAD) nn__max_pool2d_backward(g->ctx->pool, &p, y, NN__I(in[0]), NN__F(in[1]));
-        else if (n->op == NN__OP_AVGPOOL2D) nn__avg_pool2d_forward(g->ctx->pool, &p, y, NN__F(in[0]));
-        else nn__avg_pool2d_backward(g->ctx->pool, &p, y, NN__F(in[0]));
-        break;
-    }
-    case NN__OP_LOSS_EW:
-        nn__loss_ew_forward(y, NN__F(in[0]), NN__F(in[1]), n->i[1] ? NN__F(in[2]) : NULL, n->i[1] ? g->nodes[in[2]].numel : 1,
-                            N, n->i[0], n->f[0], n->f[1], n->i[2]);
-        break;
-    case NN__OP_LOSS_EW_GRAD:
-        nn__loss_ew_backward(y, NN__F(in[0]), NN__F(in[1]), n->i[1] ? NN__F(in[3]) : NULL, n->i[1] ? g->nodes[in[3]].numel : 1,
-                             NN__F(in[2]), N, n->i[0], n->f[0], n->f[1], n->i[2]);
-        break;
-    case NN__OP_CE_ROWS: {
-        nn__node *x = &g->nodes[in[0]];
-        nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0], x->shape.dim[1],
-                            n->i[0], n->i[1], n->f[0]);
-        break;
-    }
-    case NN__OP_CE_ROWS_GRAD:
-        nn__ce_rows_backward(y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]), n->shape.dim[0],
-                             n->shape.dim[1], n->i[0], n->i[1], n->f[0]);
-        break;
-    case NN__OP_CE_WEIGHTS:
-        nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->i[1], n->i[0]);
-        break;
-    case NN__OP_DIV_SCALAR: {
-        const float *x = NN__F(in[0]);
-        float d = NN__F(in[1])[0];
-        int64_t i;
-        for (i = 0; i < N; i++) y[i] = x[i] / d;
-        break;
-    }
-    case NN__OP_LOSS_ROWS: {
-        nn__node *x = &g->nodes[in[0]];
-        nn__row_loss_forward(y, n->i[0], x->buf.host, NN__F(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, N, x->numel / N, n->f[0]);
-        break;
-    }
-    case NN__OP_LOSS_ROWS_GRAD: {
-        int64_t B = g->nodes[in[0]].shape.dim[0];
-        nn__row_loss_backward(y, n->i[0], n->i[1], NN__F(in[0]), NN__F(in[1]), n->n_in > 3 ? NN__F(in[2]) : NULL,
-                              NN__F(in[n->n_in - 1]), B, g->nodes[in[0]].numel / B, n->f[0]);
-        break;
-    }
-    case NN__OP_CONV3D: case NN__OP_CONV3D_DX: case NN__OP_CONV3D_DW: {
-        nn__conv3d c;
-        nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-        if (n->op == NN__OP_CONV3D) {
-            nn__conv3d_geom(&c, &x->shape, &w->shape, n->i);
-            nn__conv3d_forward(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                               n->scratch_buf.host);
-        } else if (n->op == NN__OP_CONV3D_DX) { /* inputs (w, dy), output dx */
-            nn__conv3d_geom(&c, &n->shape, &x->shape, n->i);
-            nn__conv3d_backward_data(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-        } else { /* inputs (x, dy), output dw */
-            nn__conv3d_geom(&c, &x->shape, &n->shape, n->i);
-            nn__conv3d_backward_weight(g->ctx->pool, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-        }
-        break;
-    }
-    default:
-        return nn__fail(g->ctx, NN_ERR_STATE, "%s: no CPU path", nn__op_names[n->op]);
-    }
-    return NN_OK;
+    nn__grad_acc_cpu(y, NN__F(in[0]), N, n->f[0], (g->step - 1) % (uint64_t)g->accum_steps == 0); return NN_OK;
+
 }
 
-#undef NN__F
-#undef NN__I
-
-#if !defined(NN_NO_OPENCL)
-
-/* Appends a launch of kernel `kname` from kernels/FILE.cl for node id; returns it via *out
-   with its kernel created and global size set for n work-items (rounded up to a multiple
-   of 64 on GPUs, where a NULL local size can be a poor choice). */
-static nn_result nn__cl_add(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
-    nn__launch *l;
-    nn_result r;
-    if (g->n_launches == g->cap_launches) {
-        int cap = g->cap_launches ? g->cap_launches * 2 : 64;
-        nn__launch *p = (nn__launch *)NN_REALLOC(g->launches, (size_t)cap * sizeof *p);
-        if (!p) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
-        g->launches = p;
-        g->cap_launches = cap;
-    }
-    l = &g->launches[g->n_launches];
-    memset(l, 0, sizeof *l);
-    r = nn__cl_kernel(g->ctx, file, kname, &l->kernel);
-    if (r != NN_OK) return r;
-    g->n_launches++;
-    l->node = id;
-    l->dims = 1;
-    if (n == 0) n = 1;
-    if (g->ctx->cl.is_gpu) {
-        size_t wg = g->ctx->cl.max_wg < 64 ? g->ctx->cl.max_wg : 64;
-        l->gws[0] = (n + wg - 1) / wg * wg;
-        l->lws[0] = wg;
-        l->use_lws = 1;
-    } else {
-        l->gws[0] = n;
-    }
-    *out = l;
-    return NN_OK;
+static void nn__update_sgd(nn_graph *g, nn__launch *l) {
+    nn__arg_f(l, 0, g->lr * g->nodes[l->node].f[0]);
+    nn__arg_i(l, 1, g->clock.t == 1);
 }
 
-/* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
-static size_t nn__cl_reduce_wg(nn_graph *g) {
-    size_t wg = 1;
-    while (wg * 2 <= g->ctx->cl.max_wg && wg * 2 <= 256) wg *= 2;
-    return wg;
-}
-
-static void nn__cl_update_dropout(nn_graph *g, nn__launch *l) {
-    cl_uint lo = (cl_uint)g->step, hi = (cl_uint)(g->step >> 32);
-    clSetKernelArg(l->kernel, 7, sizeof lo, &lo);
-    clSetKernelArg(l->kernel, 8, sizeof hi, &hi);
-}
-
-static void nn__cl_update_sgd(nn_graph *g, nn__launch *l) {
-    cl_float lr = g->lr * g->nodes[l->node].f[0];
-    cl_int first = g->clock.t == 1;
-    clSetKernelArg(l->kernel, 5, sizeof lr, &lr);
-    clSetKernelArg(l->kernel, 10, sizeof first, &first);
-}
-
-static void nn__cl_update_adam(nn_graph *g, nn__launch *l) {
-    cl_float lr = g->lr * g->nodes[l->node].f[0], bc1, bc2;
+static void nn__update_adam(nn_graph *g, nn__launch *l) {
+    float bc1, bc2;
     nn__adam_bc(g, &bc1, &bc2);
-    clSetKernelArg(l->kernel, 6, sizeof lr, &lr);
-    clSetKernelArg(l->kernel, 12, sizeof bc1, &bc1);
-    clSetKernelArg(l->kernel, 13, sizeof bc2, &bc2);
+    nn__arg_f(l, 0, g->lr * g->nodes[l->node].f[0]);
+    nn__arg_f(l, 1, bc1);
+    nn__arg_f(l, 2, bc2);
 }
 
 /* opt_step: the rate (with the parameter's multiplier) and this update's constants c0..c3 */
-static void nn__cl_update_opt(nn_graph *g, nn__launch *l) {
-    cl_float lr = g->lr * g->nodes[l->node].f[0];
-    cl_uint k;
-    clSetKernelArg(l->kernel, 9, sizeof lr, &lr);
-    for (k = 0; k < 4; k++) clSetKernelArg(l->kernel, 17 + k, sizeof(cl_float), &g->clock.c[k]);
+static void nn__update_opt(nn_graph *g, nn__launch *l) {
+    int k;
+    nn__arg_f(l, 0, g->lr * g->nodes[l->node].f[0]);
+    for (k = 0; k < 4; k++) nn__arg_f(l, 1 + k, g->clock.c[k]);
 }
 
-static void nn__cl_update_lamb_apply(nn_graph *g, nn__launch *l) {
-    cl_float lr = g->lr * g->nodes[l->node].f[0];
-    clSetKernelArg(l->kernel, 3, sizeof lr, &lr);
-}
+static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) { nn__arg_f(l, 0, g->lr * g->nodes[l->node].f[0]); }
 
-static void nn__cl_update_grad_acc(nn_graph *g, nn__launch *l) {
-    cl_int reset = (g->step - 1) % (uint64_t)g->accum_steps == 0;
-    clSetKernelArg(l->kernel, 4, sizeof reset, &reset);
-}
+static void nn__update_grad_acc(nn_graph *g, nn__launch *l) { nn__arg_i(l, 0, (g->step - 1) % (uint64_t)g->accum_steps == 0); }
 
 /* OPT_STEP's launches: LARS reduces |w| and |g| first; LAMB computes u, reduces |w| and
    |u|, then applies (see nn_optim.c). */
-static nn_result nn__cl_prepare_opt(nn_graph *g, int id) {
-    nn_context *ctx = g->ctx;
+static nn_result nn__dev_opt_step(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
-    cl_mem grad = g->nodes[n->in[1]].buf.mem, clip = n->n_in > 2 ? g->nodes[n->in[2]].buf.mem : g->one;
-    cl_mem s[3], norms = n->scratch > 0 ? n->scratch_buf.mem : g->one;
+    const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
     int np = (int)p->numel, k, lamb = n->i[0] == NN_OPT_LAMB;
-    size_t wg = nn__cl_reduce_wg(g);
+    size_t wg = nn__reduce_wg(g);
     float h[5], cv = nn__opt_cv(g);
     nn__launch *l = NULL;
     nn_result r;
-    for (k = 0; k < 3; k++) s[k] = k < n->n_aux ? n->aux[k].mem : g->one; /* g->one: never written */
-    if (lamb) s[2] = n->scratch_buf.mem;
+    for (k = 0; k < 3; k++) s[k] = k < n->n_aux ? &n->aux[k] : &g->one; /* &g->one: never written */
+    if (lamb) s[2] = &n->scratch_buf;
     nn__opt_hparams(&g->opt, h);
     if (n->i[0] == NN_OPT_LARS) {
-        r = nn__cl_add(g, id, "optim", "opt_norms", wg, &l);
+        r = nn__launch_add(g, id, "optim", "opt_norms", wg, &l);
         if (r != NN_OK) return r;
         l->gws[0] = l->lws[0] = wg;
         l->use_lws = 1;
-        r = nn__cl_args(ctx, l->kernel, "mmmfimiL", p->buf.mem, grad, clip, (double)cv, np, norms, 0, wg * 8);
+        r = nn__args(l, "mmmfimiL", &p->buf, grad, clip, (double)cv, np, norms, 0, wg * 8);
         if (r != NN_OK) return r;
     }
-    r = nn__cl_add(g, id, "optim", "opt_step", (size_t)np, &l);
+    r = nn__launch_add(g, id, "optim", "opt_step", (size_t)np, &l);
     if (r != NN_OK) return r;
-    l->update = nn__cl_update_opt;
-    r = nn__cl_args(ctx, l->kernel, "mmmmmmmiiffffffffffff", p->buf.mem, grad, clip, s[0], s[1], s[2], norms, np, n->i[0],
+    l->update = nn__update_opt;
+    r = nn__args(l, "mmmmmmmii@ffffffff@f@f@f@f", &p->buf, grad, clip, s[0], s[1], s[2], norms, np, n->i[0],
                     (double)g->lr, (double)(g->opt.weight_decay * n->f[1]), (double)cv, (double)h[0], (double)h[1],
                     (double)h[2], (double)h[3], (double)h[4], 0.0, 0.0, 0.0, 0.0);
     if (r != NN_OK || !lamb) return r;
-    r = nn__cl_add(g, id, "optim", "opt_norms", wg, &l);
+    r = nn__launch_add(g, id, "optim", "opt_norms", wg, &l);
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
-    r = nn__cl_args(ctx, l->kernel, "mmmfimiL", p->buf.mem, norms, g->one, (double)3.40282347e38f, np, norms, np, wg * 8);
+    r = nn__args(l, "mmmfimiL", &p->buf, norms, &g->one, (double)3.40282347e38f, np, norms, np, wg * 8);
     if (r != NN_OK) return r;
-    r = nn__cl_add(g, id, "optim", "lamb_apply", (size_t)np, &l);
+    r = nn__launch_add(g, id, "optim", "lamb_apply", (size_t)np, &l);
     if (r != NN_OK) return r;
-    l->update = nn__cl_update_lamb_apply;
-    return nn__cl_args(ctx, l->kernel, "mmif", p->buf.mem, norms, np, (double)g->lr);
+    l->update = nn__update_lamb_apply;
+    return nn__args(l, "mmi@f", &p->buf, norms, np, (double)g->lr);
 }
 
-/* A launch of kernels/gemm.cl with the geometry of a plan (nn_cl_gemm.c) */
-static nn_result nn__cl_add_gemm_plan(nn_graph *g, int id, const nn__cl_gemm_plan *plan, nn__launch **l) {
-    nn_result r = nn__cl_add(g, id, "gemm", plan->kernel, 1, l);
-    if (r != NN_OK) return r;
-    (*l)->dims = plan->dims;
-    memcpy((*l)->gws, plan->gws, sizeof (*l)->gws);
-    memcpy((*l)->lws, plan->lws, sizeof (*l)->lws);
-    (*l)->use_lws = plan->lws[0] != 0;
-    return NN_OK;
-}
+/* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-/* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
-   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
-static nn_result nn__cl_add_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, cl_mem A, const int *a,
-                                 cl_mem B, const int *b, cl_mem C, const int *c, int outer, int inner) {
-    nn_context *ctx = g->ctx;
-    nn__cl_gemm_plan plan;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__cl_gemm_plan_batched(ctx->cl.is_cpu, ctx->cl.max_wg, ctx->cl.local_mem, ta, tb, M, Nc, outer * inner, &plan);
-    r = nn__cl_add_gemm_plan(g, id, &plan, &l);
-    if (r != NN_OK) return r;
-    return nn__cl_args(ctx, l->kernel, "iiimimimiffiiiiiiiiii", M, Nc, K, A, a[0], B, b[0], C, c[0], 1.0, 0.0, inner,
-                       a[1], a[2], a[3], b[1], b[2], b[3], c[1], c[2], c[3]);
-}
-
-/* conv2d, its input gradient and its weight gradient as im2col + batched GEMM (the
-   layouts are described in kernels/conv.cl); c is the forward geometry. */
-static nn_result nn__cl_prepare_conv_gemm(nn_graph *g, int id, const nn__conv2d *c) {
-    nn_context *ctx = g->ctx;
-    nn__node *n = &g->nodes[id];
-    cl_mem s = n->scratch_buf.mem, y = n->buf.mem, in0 = g->nodes[n->in[0]].buf.mem, in1 = g->nodes[n->in[1]].buf.mem;
-    nn__cl_conv_plan p;
-    int Cg = c->C / c->G, Kg = c->K / c->G, KKg = Cg * c->KH * c->KW, rows = c->C * c->KH * c->KW;
-    int P = c->N * c->OH * c->OW, S = c->OH * c->OW, geo[8], ld, col, dyg;
-    nn__launch *l = NULL;
-    nn_result r;
-    /* the kernels' shapes: by rows on CPU devices, by elements elsewhere (see conv.cl) */
-    int rowwise = ctx->cl.is_cpu;
-    const char *k_im2col = rowwise ? "conv2d_im2col_rows" : "conv2d_im2col";
-    const char *k_pack = rowwise ? "conv2d_pack_rows" : "conv2d_pack";
-    size_t n_im2col = rowwise ? (size_t)rows * (c->N * c->OH + 1) : 0, n_pack = rowwise ? (size_t)c->K * (c->N + 1) : 0;
-    memcpy(geo, n->i, 7 * sizeof(int));
-    geo[7] = 0;
-    nn__cl_conv2d_plan(ctx, n->op, c, &p);
-    if (!rowwise) n_im2col = (size_t)rows * p.ld, n_pack = (size_t)c->K * p.ld;
-    ld = p.ld;
-    if (n->op == NN__OP_CONV2D) { /* col = im2col(x); out_g = w_g col_g; y = out + bias */
-        int wa[4], cb[4], oc[4], out = rows * ld;
-        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
-        cb[0] = ld, cb[1] = 0, cb[2] = KKg * ld, cb[3] = 0;
-        oc[0] = ld, oc[1] = out, oc[2] = Kg * ld, oc[3] = 0;
-        r = nn__cl_add(g, id, "conv", k_im2col, n_im2col, &l);
-        if (r == NN_OK)
-            r = nn__cl_args(ctx, l->kernel, "mmiiiiiiiii8i", in0, s, 0, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
-                            geo, ld);
-        if (r == NN_OK) r = nn__cl_add_gemm(g, id, 0, 0, Kg, P, KKg, in1, wa, s, cb, s, oc, c->G, 1);
-        if (r == NN_OK) r = nn__cl_add(g, id, "conv", rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
-                                          rowwise ? (size_t)c->N * c->K : (size_t)n->numel, &l);
-        if (r == NN_OK)
-            r = nn__cl_args(ctx, l->kernel, "mmmiiiiii", s, n->n_in > 2 ? g->nodes[n->in[2]].buf.mem : g->one, y, out, c->N, c->K, S,
-                            ld, n->n_in > 2);
-        return r;
-    }
-    if (n->op == NN__OP_CONV2D_DX) { /* dyg = pack(dy); dcol_g = w_g^T dyg_g; dx = col2im(dcol) */
-        int wa[4], gb[4], dc[4], dcol = c->K * ld;
-        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
-        gb[0] = ld, gb[1] = 0, gb[2] = Kg * ld, gb[3] = 0;
-        dc[0] = ld, dc[1] = dcol, dc[2] = KKg * ld, dc[3] = 0;
-        r = nn__cl_add(g, id, "conv", k_pack, n_pack, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiiiii", in1, s, 0, c->N, c->K, S, ld);
-        if (r == NN_OK) r = nn__cl_add_gemm(g, id, 1, 0, KKg, P, Kg, in0, wa, s, gb, s, dc, c->G, 1);
-        if (r == NN_OK) r = nn__cl_add(g, id, "conv", rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
-                                          rowwise ? (size_t)c->N * c->C : (size_t)n->numel, &l);
-        if (r == NN_OK)
-            r = nn__cl_args(ctx, l->kernel, "mmiiiiiiiii8i", s, y, dcol, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
-                            geo, ld);
-        return r;
-    }
-    { /* dw: col = im2col(x), dyg = pack(dy); dw_g = sum over K slices of dyg_g col_g^T */
-        int ga[4], cb[4], wc[4], chunk = ld / p.split, part;
-        col = 0;
-        dyg = rows * ld;
-        part = dyg + c->K * ld;
-        ga[0] = ld, ga[1] = dyg, ga[2] = Kg * ld, ga[3] = chunk;
-        cb[0] = ld, cb[1] = col, cb[2] = KKg * ld, cb[3] = chunk;
-        wc[0] = KKg, wc[1] = p.split > 1 ? part : 0, wc[2] = Kg * KKg, wc[3] = c->K * KKg;
-        r = nn__cl_add(g, id, "conv", k_im2col, n_im2col, &l);
-        if (r == NN_OK)
-            r = nn__cl_args(ctx, l->kernel, "mmiiiiiiiii8i", in0, s, col, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH,
-                            c->OW, geo, ld);
-        if (r == NN_OK) r = nn__cl_add(g, id, "conv", k_pack, n_pack, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiiiii", in1, s, dyg, c->N, c->K, S, ld);
-        if (r == NN_OK) r = nn__cl_add_gemm(g, id, 0, 1, Kg, KKg, chunk, s, ga, s, cb, p.split > 1 ? s : y, wc, c->G, p.split);
-        if (r == NN_OK && p.split > 1) {
-            r = nn__cl_add(g, id, "elementwise", "sum_leading", (size_t)c->K * KKg, &l);
-            if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiii", s, y, p.split * c->K * KKg, c->K * KKg, part);
-        }
-        return r;
-    }
-}
-
-static const char *nn__cl_pool_kernel(int op) {
-    switch (op) {
-    case NN__OP_MAXPOOL2D: return "max_pool2d_forward";
-    case NN__OP_MAXPOOL2D_ARGMAX: return "max_pool2d_argmax";
-    case NN__OP_MAXPOOL2D_GRAD: return "max_pool2d_backward";
-    case NN__OP_AVGPOOL2D: return "avg_pool2d_forward";
-    default: return "avg_pool2d_backward";
-    }
-}
-
-#define NN__M(id) (g->nodes[(id)].buf.mem)
-
-static nn_result nn__cl_prepare(nn_graph *g, int id) {
-    nn_context *ctx = g->ctx;
+static nn_result nn__dev_clip_scale(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
-    cl_mem y = n->buf.mem;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "reduce", "clip_scale", 1, &l);
+    if (r == NN_OK) r = nn__args(l, "mmf", &g->nodes[in[0]].buf, y, (double)n->f[0]);
+    return r;
+}
+
+static nn_result nn__dev_opt_sgd(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    nn__node *p = &g->nodes[in[0]];
+    int np = (int)p->numel;
+    r = nn__launch_add(g, id, "optim", "sgd", (size_t)np, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_sgd;
+    return nn__args(l, "mmmmi@ffffi@if", &p->buf, &g->nodes[in[1]].buf, n->n_aux ? &n->aux[0] : &g->one,
+                       n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.momentum,
+                       (double)g->opt.dampening, (double)(g->opt.weight_decay * n->f[1]), g->opt.nesterov, 1,
+                       (double)nn__opt_cv(g));
+}
+}
+
+static nn_result nn__dev_opt_adam(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    nn__node *p = &g->nodes[in[0]];
+    int np = (int)p->numel;
+    r = nn__launch_add(g, id, "optim", "adam", (size_t)np, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_adam;
+    return nn__args(l, "mmmmmi@fffffi@f@ff", &p->buf, &g->nodes[in[1]].buf, &n->aux[0], &n->aux[1],
+                       n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.beta1,
+                       (double)g->opt.beta2, (double)g->opt.eps, (double)(g->opt.weight_decay * n->f[1]),
+                       g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0, (double)nn__opt_cv(g));
+}
+}
+
+
+static nn_result nn__dev_grad_acc(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    char kname[64];
-    switch (n->op) {
-    case NN__OP_MATMUL: {
-        nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
-        int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
-        int K = (int)(n->i[0] ? a->shape.dim[0] : a->shape.dim[1]);
-        nn__cl_gemm_plan plan;
-        nn__cl_gemm_plan_make(ctx->cl.is_cpu, ctx->cl.max_wg, ctx->cl.local_mem, n->i[0], n->i[1], M, Nn, K, &plan);
-        r = nn__cl_add_gemm_plan(g, id, &plan, &l);
-        if (r != NN_OK) return r;
-        return nn__cl_args(ctx, l->kernel, "iiimimimiff", M, Nn, K, a->buf.mem, (int)a->shape.dim[1], b->buf.mem,
-                           (int)b->shape.dim[1], y, Nn, 1.0, 0.0);
-    }
-    case NN__OP_ADD: case NN__OP_SUB: case NN__OP_MUL:
-        r = nn__cl_add(g, id, "elementwise", n->op == NN__OP_ADD ? "add" : n->op == NN__OP_SUB ? "sub" : "mul", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmii", NN__M(in[0]), NN__M(in[1]), y, N, (int)g->nodes[in[1]].numel);
-        return r;
-    case NN__OP_SCALE:
-        r = nn__cl_add(g, id, "elementwise", "scale", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmif", NN__M(in[0]), y, N, (double)n->f[0]);
-        return r;
-    case NN__OP_UNARY:
-        snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->i[0]]);
-        r = nn__cl_add(g, id, "elementwise", kname, (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmif", NN__M(in[0]), y, N, (double)n->f[0]);
-        return r;
-    case NN__OP_UNARY_GRAD:
-        snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->i[0]]);
-        r = nn__cl_add(g, id, "elementwise", kname, (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmif", NN__M(in[0]), NN__M(in[1]), y, N, (double)n->f[0]);
-        return r;
-    case NN__OP_SOFTMAX: case NN__OP_LOG_SOFTMAX: {
-        int C = (int)nn__last_dim(n);
-        r = nn__cl_add(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiii", NN__M(in[0]), y, N / C, C, n->op == NN__OP_LOG_SOFTMAX);
-        return r;
-    }
-    case NN__OP_SOFTMAX_GRAD: case NN__OP_LOG_SOFTMAX_GRAD: {
-        int C = (int)nn__last_dim(n);
-        r = nn__cl_add(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
-        if (r == NN_OK)
-            r = nn__cl_args(ctx, l->kernel, "mmmiii", NN__M(in[0]), NN__M(in[1]), y, N / C, C, n->op == NN__OP_LOG_SOFTMAX_GRAD);
-        return r;
-    }
-    case NN__OP_SUM_ALL: case NN__OP_GRAD_SUMSQ: {
-        size_t wg = nn__cl_reduce_wg(g);
-        int m = (int)g->nodes[in[0]].numel;
-        r = nn__cl_add(g, id, "reduce", n->op == NN__OP_SUM_ALL ? "sum_all" : "grad_sumsq", wg, &l);
-        if (r != NN_OK) return r;
-        l->gws[0] = l->lws[0] = wg;
-        l->use_lws = 1;
-        if (n->op == NN__OP_SUM_ALL) return nn__cl_args(ctx, l->kernel, "mmifL", NN__M(in[0]), y, m, (double)n->f[0], wg * 4);
-        return nn__cl_args(ctx, l->kernel, "mmmiiL", NN__M(in[0]), n->n_in > 1 ? NN__M(in[1]) : g->one, y, m, n->n_in > 1, wg * 4);
-    }
-    case NN__OP_CLIP_SCALE:
-        r = nn__cl_add(g, id, "reduce", "clip_scale", 1, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmf", NN__M(in[0]), y, (double)n->f[0]);
-        return r;
-    case NN__OP_EXPAND_SCALAR:
-        r = nn__cl_add(g, id, "elementwise", "expand_scalar", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmif", NN__M(in[0]), y, N, (double)n->f[0]);
-        return r;
-    case NN__OP_SUM_LEAD:
-        r = nn__cl_add(g, id, "elementwise", "sum_leading", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiii", NN__M(in[0]), y, (int)g->nodes[in[0]].numel, N, 0);
-        return r;
-    case NN__OP_XENT_ROWS: {
-        nn__node *x = &g->nodes[in[0]];
-        r = nn__cl_add(g, id, "softmax", "xent_forward", (size_t)x->shape.dim[0], &l);
-        if (r == NN_OK)
-            r = nn__cl_args(ctx, l->kernel, "mmmii", x->buf.mem, NN__M(in[1]), y, (int)x->shape.dim[0], (int)x->shape.dim[1]);
-        return r;
-    }
-    case NN__OP_XENT_GRAD:
-        r = nn__cl_add(g, id, "softmax", "xent_backward", (size_t)n->shape.dim[0], &l);
-        if (r == NN_OK)
-            r = nn__cl_args(ctx, l->kernel, "mmmmii", NN__M(in[0]), NN__M(in[1]), NN__M(in[2]), y, (int)n->shape.dim[0],
-                            (int)n->shape.dim[1]);
-        return r;
-    case NN__OP_BCE_LOGITS:
-        r = nn__cl_add(g, id, "elementwise", "bce_logits_forward", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmi", NN__M(in[0]), NN__M(in[1]), y, N);
-        return r;
-    case NN__OP_BCE_LOGITS_GRAD:
-        r = nn__cl_add(g, id, "elementwise", "bce_logits_backward", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmmi", NN__M(in[0]), NN__M(in[1]), NN__M(in[2]), y, N);
-        return r;
-    case NN__OP_DROPOUT:
-        r = nn__cl_add(g, id, "random", "dropout", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        l->update = nn__cl_update_dropout;
-        return nn__cl_args(ctx, l->kernel, "mmifuuuuu", NN__M(in[0]), y, N, (double)n->f[0], (unsigned)g->seed,
-                           (unsigned)(g->seed >> 32), (unsigned)n->i[0], 0u, 0u);
-    case NN__OP_GATHER_ROWS: {
-        nn__node *d = &g->nodes[in[0]];
-        int B = (int)n->shape.dim[0], D = (int)(d->numel / d->shape.dim[0]);
-        r = nn__cl_add(g, id, "gather", "gather_rows", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmiii", d->buf.mem, NN__M(in[1]), y, B, (int)d->shape.dim[0], D);
-        return r;
-    }
-    case NN__OP_GATHER_ROWS_GRAD: {
-        int B = (int)g->nodes[in[1]].shape.dim[0], R = (int)n->shape.dim[0];
-        r = nn__cl_add(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmiii", NN__M(in[0]), NN__M(in[1]), y, B, R, N / R);
-        return r;
-    }
-    case NN__OP_ARGMAX: case NN__OP_CORRECT_ROWS: {
-        nn__node *x = &g->nodes[in[0]];
-        int B = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-        if (n->op == NN__OP_ARGMAX) {
-            r = nn__cl_add(g, id, "softmax", "argmax_rows", (size_t)B, &l);
-            if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmii", x->buf.mem, y, B, C);
-        } else {
-            r = nn__cl_add(g, id, "softmax", "correct_rows", (size_t)B, &l);
-            if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmii", x->buf.mem, NN__M(in[1]), y, B, C);
-        }
-        return r;
-    }
-    case NN__OP_ACCUMULATE:
-        r = nn__cl_add(g, id, "elementwise", "accumulate", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi", NN__M(in[0]), y, N);
-        return r;
-    case NN__OP_FILL:
-        r = nn__cl_add(g, id, "elementwise", "fill", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mif", y, N, (double)n->f[0]);
-        return r;
-    case NN__OP_OPT_SGD: {
-        nn__node *p = &g->nodes[in[0]];
-        int np = (int)p->numel;
-        r = nn__cl_add(g, id, "optim", "sgd", (size_t)np, &l);
-        if (r != NN_OK) return r;
-        l->update = nn__cl_update_sgd;
-        return nn__cl_args(ctx, l->kernel, "mmmmiffffiif", p->buf.mem, NN__M(in[1]), n->n_aux ? n->aux[0].mem : g->one,
-                           n->n_in > 2 ? NN__M(in[2]) : g->one, np, (double)g->lr, (double)g->opt.momentum,
-                           (double)g->opt.dampening, (double)(g->opt.weight_decay * n->f[1]), g->opt.nesterov, 1,
-                           (double)nn__opt_cv(g));
-    }
-    case NN__OP_OPT_ADAM: {
-        nn__node *p = &g->nodes[in[0]];
-        int np = (int)p->numel;
-        r = nn__cl_add(g, id, "optim", "adam", (size_t)np, &l);
-        if (r != NN_OK) return r;
-        l->update = nn__cl_update_adam;
-        return nn__cl_args(ctx, l->kernel, "mmmmmifffffifff", p->buf.mem, NN__M(in[1]), n->aux[0].mem, n->aux[1].mem,
-                           n->n_in > 2 ? NN__M(in[2]) : g->one, np, (double)g->lr, (double)g->opt.beta1,
-                           (double)g->opt.beta2, (double)g->opt.eps, (double)(g->opt.weight_decay * n->f[1]),
-                           g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0, (double)nn__opt_cv(g));
-    }
-    case NN__OP_CONV2D: case NN__OP_CONV2D_DX: case NN__OP_CONV2D_DW: {
-        nn__conv2d c;
-        nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-        int geo[8];
-        memcpy(geo, n->i, 7 * sizeof(int));
-        geo[7] = 0;
-        if (n->algo == NN__CONV_GEMM) {
-            if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
-            else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
-            else nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
-            return nn__cl_prepare_conv_gemm(g, id, &c);
-        }
-        if (n->op == NN__OP_CONV2D) {
-            nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
-            r = nn__cl_add(g, id, "conv", "conv2d_forward", (size_t)N, &l);
-            if (r == NN_OK)
-                r = nn__cl_args(ctx, l->kernel, "mmmmiiiiiiiii8i", x->buf.mem, w->buf.mem, n->n_in > 2 ? NN__M(in[2]) : g->one,
-                                y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW, c.OH, c.OW, geo, n->n_in > 2);
-            return r;
-        }
-        if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
-        else nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
-        r = nn__cl_add(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
-        if (r == NN_OK)
-            r = nn__cl_args(ctx, l->kernel, "mmmiiiiiiiii8", x->buf.mem, w->buf.mem, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
-                            c.OH, c.OW, geo);
-        return r;
-    }
-    case NN__OP_CHANNEL_BIAS: {
-        int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
-        r = nn__cl_add(g, id, "elementwise", "channel_bias", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmiii", NN__M(in[0]), NN__M(in[1]), y, N, C, S);
-        return r;
-    }
-    case NN__OP_CHANNEL_SUM: {
-        nn__node *x = &g->nodes[in[0]];
-        int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-        r = nn__cl_add(g, id, "conv", "channel_sum", (size_t)C, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmiii", x->buf.mem, y, Nb, C, (int)(x->numel / ((int64_t)Nb * C)));
-        return r;
-    }
-    case NN__OP_RESHAPE:
-        r = nn__cl_add(g, id, "elementwise", "copy", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi", NN__M(in[0]), y, N);
-        return r;
-    case NN__OP_PERMUTE: {
-        int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
-        int vd[8], vs[8], d;
-        nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
-        for (d = 0; d < 8; d++) {
-            vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
-            vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
-        }
-        r = nn__cl_add(g, id, "shape", "permute", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi88", NN__M(in[0]), y, N, vd, vs);
-        return r;
-    }
-    case NN__OP_CONCAT2: {
-        int64_t o, la, lb, inner;
-        nn__axis_split(&g->nodes[in[0]].shape, n->i[0], &o, &la, &inner);
-        lb = g->nodes[in[1]].shape.dim[n->i[0]];
-        r = nn__cl_add(g, id, "shape", "concat", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmiiii", NN__M(in[0]), NN__M(in[1]), y, N, (int)la, (int)lb, (int)inner);
-        return r;
-    }
-    case NN__OP_SLICE: case NN__OP_SLICE_GRAD: {
-        int grad = n->op == NN__OP_SLICE_GRAD;
-        int64_t o, L, inner, len;
-        nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->i[0], &o, &L, &inner);
-        len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->i[0]];
-        r = nn__cl_add(g, id, "shape", "slice", (size_t)N, &l);
-        if (r == NN_OK)
-            r = nn__cl_args(ctx, l->kernel, "mmiiiiii", NN__M(in[0]), y, N, (int)L, (int)len, (int)inner, n->i[1], grad);
-        return r;
-    }
-    case NN__OP_PAD2D: case NN__OP_PAD2D_GRAD: case NN__OP_UPSAMPLE2D: case NN__OP_UPSAMPLE2D_GRAD: {
-        int fwd = n->op == NN__OP_PAD2D || n->op == NN__OP_UPSAMPLE2D, pad = n->op == NN__OP_PAD2D || n->op == NN__OP_PAD2D_GRAD;
-        const nn_shape *xs = fwd ? &g->nodes[in[0]].shape : &n->shape;
-        const nn_shape *ys = fwd ? &n->shape : &g->nodes[in[0]].shape;
-        int nd = xs->ndim, geo[8];
-        memset(geo, 0, sizeof geo);
-        geo[0] = (int)xs->dim[nd - 2];
-        geo[1] = (int)xs->dim[nd - 1];
-        if (pad) {
-            geo[2] = (int)ys->dim[nd - 2];
-            geo[3] = (int)ys->dim[nd - 1];
-            geo[4] = n->i[0];
-            geo[5] = n->i[1];
-            geo[6] = n->i[2];
-        } else {
-            geo[2] = n->i[0];
-            geo[3] = n->i[1];
-            geo[4] = n->i[2];
-        }
-        r = nn__cl_add(g, id, "shape",
-                       pad ? (fwd ? "pad2d_forward" : "pad2d_backward") : (fwd ? "upsample2d_forward" : "upsample2d_backward"),
-                       (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmi8", NN__M(in[0]), y, N, geo);
-        return r;
-    }
-    case NN__OP_NORM_FORWARD: { /* x, stats, [gamma], [beta]; g->one stands in for an absent one */
-        const int *a = n->i;
-        r = nn__cl_add(g, id, "norm", "norm_forward", (size_t)N, &l);
-        if (r == NN_OK)
-            r = nn__cl_args(ctx, l->kernel, "mmmmmiiiiiiif", NN__M(in[0]), NN__M(in[1]), a[5] ? NN__M(in[2]) : g->one,
-                            a[6] ? NN__M(in[2 + a[5]]) : g->one, y, a[0], a[1], a[2], a[3], a[4], a[5], a[6], (double)n->f[0]);
-        return r;
-    }
-    case NN__OP_NORM_STATS: case NN__OP_NORM_DX: case NN__OP_NORM_DGAMMA: case NN__OP_NORM_DBETA: {
-        /* one work-group per statistics group (stats, dx) or per channel (dgamma, dbeta), no
-           larger than the power of two that covers the elements it reduces */
-        const int *a = n->i;
-        nn__norm q;
-        int per_group = n->op == NN__OP_NORM_STATS || n->op == NN__OP_NORM_DX;
-        size_t wg = nn__cl_reduce_wg(g), groups, count;
-        nn__norm_geom(&q, a);
-        groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
-        count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
-        while (wg > 1 && wg / 2 >= count) wg /= 2;
-        r = nn__cl_add(g, id, "norm",
-                       n->op == NN__OP_NORM_STATS ? "norm_stats" : n->op == NN__OP_NORM_DX ? "norm_backward_data" : "norm_backward_affine",
-                       groups * wg, &l);
-        if (r != NN_OK) return r;
-        l->gws[0] = groups * wg;
-        l->lws[0] = wg;
-        l->use_lws = 1;
-        if (n->op == NN__OP_NORM_STATS)
-            return nn__cl_args(ctx, l->kernel, "mmiiiiiL", NN__M(in[0]), y, a[0], a[1], a[2], a[3], a[4], wg * 4);
-        if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
-            return nn__cl_args(ctx, l->kernel, "mmmmmiiiiiiifL", NN__M(in[0]), NN__M(in[1]), NN__M(in[2]),
-                               a[5] ? NN__M(in[3]) : g->one, y, a[0], a[1], a[2], a[3], a[4], a[5], a[7], (double)n->f[0], wg * 4);
-        if (n->op == NN__OP_NORM_DGAMMA) /* x, stats, dy */
-            return nn__cl_args(ctx, l->kernel, "mmmmiiiiiifL", NN__M(in[0]), NN__M(in[1]), NN__M(in[2]), y, a[0], a[1], a[2],
-                               a[3], a[4], 1, (double)n->f[0], wg * 4);
-        return nn__cl_args(ctx, l->kernel, "mmmmiiiiiifL", g->one, g->one, NN__M(in[0]), y, a[0], a[1], a[2], a[3], a[4], 0,
-                           (double)n->f[0], wg * 4);
-    }
-    case NN__OP_BN_RUNNING: { /* running mean, running var (updated in place), stats */
-        int64_t cnt = (int64_t)n->i[0] * n->i[2];
-        r = nn__cl_add(g, id, "norm", "batch_norm_running", (size_t)n->i[1], &l);
-        if (r == NN_OK)
-            r = nn__cl_args(ctx, l->kernel, "mmmiff", NN__M(in[0]), NN__M(in[1]), NN__M(in[2]), n->i[1], (double)n->f[1],
-                            (double)cnt / (double)(cnt - 1));
-        return r;
-    }
-    case NN__OP_BN_PACK:
-        r = nn__cl_add(g, id, "norm", "batch_norm_pack", (size_t)n->i[1], &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmi", NN__M(in[0]), NN__M(in[1]), y, n->i[1]);
-        return r;
-    case NN__OP_OPT_STEP: return nn__cl_prepare_opt(g, id);
-    case NN__OP_GRAD_ACC:
-        r = nn__cl_add(g, id, "optim", "grad_acc", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        l->update = nn__cl_update_grad_acc;
-        return nn__cl_args(ctx, l->kernel, "mmifi", y, NN__M(in[0]), N, (double)n->f[0], 1);
-    case NN__OP_MAXPOOL2D: case NN__OP_MAXPOOL2D_ARGMAX: case NN__OP_MAXPOOL2D_GRAD:
-    case NN__OP_AVGPOOL2D: case NN__OP_AVGPOOL2D_GRAD: { /* one work-item per element of y */
-        nn__pooling p;
-        int geo[8];
-        nn__pooling_of(g, n, &p);
-        memcpy(geo, n->i, 6 * sizeof(int));
-        geo[6] = p.dh;
-        geo[7] = p.dw;
-        if (ctx->cl.is_cpu && (n->op == NN__OP_MAXPOOL2D || n->op == NN__OP_MAXPOOL2D_ARGMAX ||
-                               n->op == NN__OP_MAXPOOL2D_GRAD)) { /* by rows / planes (see pool.cl) */
-            snprintf(kname, sizeof kname, "%s%s", nn__cl_pool_kernel(n->op),
-                     n->op == NN__OP_MAXPOOL2D_GRAD ? "_planes" : "_rows");
-            r = nn__cl_add(g, id, "pool", kname, n->op == NN__OP_MAXPOOL2D_GRAD ? (size_t)p.NC : (size_t)p.NC * p.OH, &l);
-        } else
-            r = nn__cl_add(g, id, "pool", nn__cl_pool_kernel(n->op), (size_t)N, &l);
-        if (r != NN_OK) return r;
-        if (n->op == NN__OP_MAXPOOL2D_GRAD)
-            return nn__cl_args(ctx, l->kernel, "mmmiiiii8", NN__M(in[0]), NN__M(in[1]), y, p.NC, p.H, p.W, p.OH, p.OW, geo);
-        if (n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD)
-            return nn__cl_args(ctx, l->kernel, "mmiiiii8", NN__M(in[0]), y, p.NC, p.H, p.W, p.OH, p.OW, geo);
-        return nn__cl_args(ctx, l->kernel, "mmiiiii8ii", NN__M(in[0]), y, p.NC, p.H, p.W, p.OH, p.OW, geo, p.exclude_pad,
-                           p.adaptive);
-    }
-    case NN__OP_LOSS_EW: case NN__OP_LOSS_EW_GRAD: {
-        int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
-        cl_mem pw = n->i[1] ? NN__M(in[pwi]) : g->one;
-        int npw = n->i[1] ? (int)g->nodes[in[pwi]].numel : 1;
-        r = nn__cl_add(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        return nn__cl_args(ctx, l->kernel, "mmmmmiiiiff", NN__M(in[0]), NN__M(in[1]), pw, grad ? NN__M(in[2]) : g->one, y, N,
-                           npw, n->i[0], n->i[2], (double)n->f[0], (double)n->f[1]);
-    }
-    case NN__OP_CE_ROWS: case NN__OP_CE_ROWS_GRAD: {
-        int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
-        r = nn__cl_add(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
-        if (r != NN_OK) return r;
-        return nn__cl_args(ctx, l->kernel, "mmmmmiiiiif", NN__M(in[0]), NN__M(in[1]), n->n_in > wi ? NN__M(in[wi]) : g->one,
-                           grad ? NN__M(in[2]) : g->one, y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1],
-                           n->n_in > wi, (double)n->f[0]);
-    }
-    case NN__OP_CE_WEIGHTS:
-        r = nn__cl_add(g, id, "loss", "ce_weights", (size_t)N, &l);
-        if (r == NN_OK)
-            r = nn__cl_args(ctx, l->kernel, "mmmiiii", NN__M(in[0]), n->n_in > 1 ? NN__M(in[1]) : g->one, y, N, n->i[1], n->i[0],
-                            n->n_in > 1);
-        return r;
-    case NN__OP_DIV_SCALAR:
-        r = nn__cl_add(g, id, "loss", "div_scalar", (size_t)N, &l);
-        if (r == NN_OK) r = nn__cl_args(ctx, l->kernel, "mmmi", NN__M(in[0]), NN__M(in[1]), y, N);
-        return r;
-    case NN__OP_LOSS_ROWS: case NN__OP_LOSS_ROWS_GRAD: {
-        int grad = n->op == NN__OP_LOSS_ROWS_GRAD, nx = n->n_in - grad, B = (int)g->nodes[in[0]].shape.dim[0];
-        r = nn__cl_add(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
-        if (r != NN_OK) return r;
-        return nn__cl_args(ctx, l->kernel, "mmmmmiiiif", NN__M(in[0]), NN__M(in[1]), nx > 2 ? NN__M(in[2]) : g->one,
-                           grad ? NN__M(in[n->n_in - 1]) : g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->i[0],
-                           grad ? n->i[1] : 0, (double)n->f[0]);
-    }
-    case NN__OP_CONV3D: case NN__OP_CONV3D_DX: case NN__OP_CONV3D_DW: {
-        nn__conv3d c;
-        nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-        int geo[16]; /* ga = stride d/h/w, pad d/h/w, dilation d/h; gb = dilation w, groups */
-        memset(geo, 0, sizeof geo);
-        memcpy(geo, n->i, 10 * sizeof(int));
-        if (n->op == NN__OP_CONV3D) {
-            nn__conv3d_geom(&c, &x->shape, &w->shape, n->i);
-            r = nn__cl_add(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
-            if (r == NN_OK)
-                r = nn__cl_args(ctx, l->kernel, "mmmmiiiiiiiiiiii88i", x->buf.mem, w->buf.mem,
-                                n->n_in > 2 ? NN__M(in[2]) : g->one, y, c.N, c.C, c.D, c.H, c.W, c.K, c.KD, c.KH, c.KW,
-                                c.OD, c.OH, c.OW, geo, geo + 8, n->n_in > 2);
-            return r;
-        }
-        if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, n->i);
-        else nn__conv3d_geom(&c, &x->shape, &n->shape, n->i);
-        r = nn__cl_add(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
-                       (size_t)N, &l);
-        if (r == NN_OK)
-            r = nn__cl_args(ctx, l->kernel, "mmmiiiiiiiiiiii88", x->buf.mem, w->buf.mem, y, c.N, c.C, c.D, c.H, c.W, c.K,
-                            c.KD, c.KH, c.KW, c.OD, c.OH, c.OW, geo, geo + 8);
-        return r;
-    }
-    default:
-        return nn__fail(ctx, NN_ERR_STATE, "%s: no OpenCL kernel", nn__op_names[n->op]);
-    }
+    r = nn__launch_add(g, id, "optim", "grad_acc", (size_t)N, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_grad_acc;
+    return nn__args(l, "mmif@i", y, &g->nodes[in[0]].buf, N, (double)n->f[0], 1);
 }
-#undef NN__M
 
-#endif /* NN_NO_OPENCL */
+/* ======================================================================
+   src/nn_registry.c
+   ====================================================================== */
+/* The op table, made from the registry lists of src/nn_ops.h: one entry per op, in enum
+   order, so the table cannot fall out of step with the enum, and an op whose functions
+   are missing does not compile. */
+
+static const nn__op_def nn__op_table[] = {
+#define NN__X(e, s, cpu, dev, grad, plan, flags) {s, cpu, dev, grad, plan, flags},
+    NN__OPS(NN__X)
+#undef NN__X
+};
+typedef char nn__op_table_complete[sizeof nn__op_table / sizeof nn__op_table[0] == NN__OP_COUNT ? 1 : -1];
+
+static const nn__op_def *nn__op(int op) { return &nn__op_table[op]; }
 
 /* ======================================================================
    src/nn_io.c

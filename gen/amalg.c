@@ -48,13 +48,35 @@ static void banner(FILE *out, const char *name) {
     fprintf(out, "   ====================================================================== */\n");
 }
 
+/* A part's own #include "..." lines name other parts (so that each part compiles on its
+   own); in the single file those parts stand above it, so the lines are dropped. */
+static int is_local_include(const char *line, long n) {
+    long i = 0;
+    while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
+    if (i >= n || line[i++] != '#') return 0;
+    while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
+    if (n - i < 7 || strncmp(line + i, "include", 7) != 0) return 0;
+    i += 7;
+    while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
+    return i < n && line[i] == '"';
+}
+
 static int copy_part(FILE *out, const char *path) {
-    long len;
+    long len, start, i;
     char *text = read_all(path, &len);
     if (!text) return fail("cannot read part", path);
     banner(out, path);
-    fwrite(text, 1, (size_t)len, out);
-    if (len > 0 && text[len - 1] != '\n') fputc('\n', out);
+    for (start = 0, i = 0; i <= len; i++) {
+        if (i == len || text[i] == '\n') {
+            long n = i - start;
+            if (i == len && n == 0) break;
+            if (!is_local_include(text + start, n)) {
+                fwrite(text + start, 1, (size_t)n, out);
+                fputc('\n', out);
+            }
+            start = i + 1;
+        }
+    }
     free(text);
     return 0;
 }

@@ -30,7 +30,8 @@ typedef enum nn_result {
     NN_ERR_DEVICE = -4,           /* an OpenCL call failed */
     NN_ERR_BUILD = -5,            /* a kernel did not compile; the message holds the build log */
     NN_ERR_IO = -6,               /* a file could not be read or written, or is malformed */
-    NN_ERR_STATE = -7             /* the call does not fit the object's state (e.g. not compiled) */
+    NN_ERR_STATE = -7,            /* the call does not fit the object's state (e.g. not compiled) */
+    NN_ERR_UNAVAILABLE = -8       /* the backend or device asked for does not exist here */
 } nn_result;
 
 typedef enum nn_dtype { NN_F32 = 0, NN_I32 = 1 } nn_dtype;
@@ -82,7 +83,8 @@ NN_API void nn_context_destroy(nn_context *ctx);
 NN_API const char *nn_last_error(const nn_context *ctx); /* "" when there is none */
 NN_API const char *nn_result_string(nn_result r);
 NN_API const char *nn_backend_name(const nn_context *ctx); /* "cpu" or the device's name */
-NN_API int nn_backend_is_opencl(const nn_context *ctx);
+typedef enum nn_backend_kind { NN_BACKEND_CPU = 0, NN_BACKEND_OPENCL = 1 } nn_backend_kind;
+NN_API nn_backend_kind nn_backend(const nn_context *ctx); /* which backend the context runs on */
 
 typedef struct nn_device_info {
     int index;          /* what NN_DEVICE=<index> takes */

@@ -123,7 +123,7 @@ static void nn__col_task(void *arg, int t, int n_tasks) {
     else nn__col2im_add_range(j->c, j->src, j->g, j->dst, c0, c1);
 }
 
-static void nn__col_run(nn__pool *pool, const nn__conv2d *c, const float *src, int g, float *dst, int to_col) {
+static void nn__col_run(nn__threadpool *pool, const nn__conv2d *c, const float *src, int g, float *dst, int to_col) {
     nn__col_job j;
     int Cg = c->C / c->G, tasks;
     int64_t work = (int64_t)Cg * c->KH * c->KW * c->N * c->OH * c->OW;
@@ -132,12 +132,12 @@ static void nn__col_run(nn__pool *pool, const nn__conv2d *c, const float *src, i
     j.dst = dst;
     j.g = g;
     j.to_col = to_col;
-    tasks = work >= NN__PAR_MIN ? nn__pool_size(pool) : 1;
-    nn__pool_run(pool, nn__col_task, &j, tasks < Cg ? tasks : Cg);
+    tasks = work >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1;
+    nn__threadpool_run(pool, nn__col_task, &j, tasks < Cg ? tasks : Cg);
 }
 
 /* y [N, K, OH, OW] = conv(x, w) + b; b may be NULL */
-static void nn__conv2d_forward(nn__pool *pool, const nn__conv2d *c, float *y, const float *x, const float *w,
+static void nn__conv2d_forward(nn__threadpool *pool, const nn__conv2d *c, float *y, const float *x, const float *w,
                                const float *b, float *scratch) {
     int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KH * c->KW, g, k, n;
     int64_t OHW = (int64_t)c->OH * c->OW, P = c->N * OHW;
@@ -168,7 +168,7 @@ static void nn__conv2d_gather_dy(const nn__conv2d *c, const float *dy, int g, fl
 }
 
 /* dx [N, C, H, W] = conv2d's gradient with respect to its input */
-static void nn__conv2d_backward_data(nn__pool *pool, const nn__conv2d *c, float *dx, const float *w, const float *dy,
+static void nn__conv2d_backward_data(nn__threadpool *pool, const nn__conv2d *c, float *dx, const float *w, const float *dy,
                                      float *scratch) {
     int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KH * c->KW, g;
     int64_t P = (int64_t)c->N * c->OH * c->OW;
@@ -183,7 +183,7 @@ static void nn__conv2d_backward_data(nn__pool *pool, const nn__conv2d *c, float 
 }
 
 /* dw [K, C/G, KH, KW] = conv2d's gradient with respect to its weight */
-static void nn__conv2d_backward_weight(nn__pool *pool, const nn__conv2d *c, float *dw, const float *x, const float *dy,
+static void nn__conv2d_backward_weight(nn__threadpool *pool, const nn__conv2d *c, float *dw, const float *x, const float *dy,
                                        float *scratch) {
     int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KH * c->KW, g;
     int64_t P = (int64_t)c->N * c->OH * c->OW;

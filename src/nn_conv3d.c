@@ -88,7 +88,7 @@ static void nn__vol_task(void *arg, int t, int n_tasks) {
     if (c0 < c1) nn__vol2col_range(j->c, j->src, j->g, j->dst, c0, c1, j->to_col);
 }
 
-static void nn__vol_run(nn__pool *pool, const nn__conv3d *c, const float *src, int g, float *dst, int to_col) {
+static void nn__vol_run(nn__threadpool *pool, const nn__conv3d *c, const float *src, int g, float *dst, int to_col) {
     nn__vol_job j;
     int Cg = c->C / c->G, tasks;
     int64_t work = (int64_t)Cg * c->KD * c->KH * c->KW * c->N * c->OD * c->OH * c->OW;
@@ -97,12 +97,12 @@ static void nn__vol_run(nn__pool *pool, const nn__conv3d *c, const float *src, i
     j.dst = dst;
     j.g = g;
     j.to_col = to_col;
-    tasks = work >= NN__PAR_MIN ? nn__pool_size(pool) : 1;
-    nn__pool_run(pool, nn__vol_task, &j, tasks < Cg ? tasks : Cg);
+    tasks = work >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1;
+    nn__threadpool_run(pool, nn__vol_task, &j, tasks < Cg ? tasks : Cg);
 }
 
 /* y [N, K, OD, OH, OW] = conv3d(x, w) + b; b may be NULL */
-static void nn__conv3d_forward(nn__pool *pool, const nn__conv3d *c, float *y, const float *x, const float *w,
+static void nn__conv3d_forward(nn__threadpool *pool, const nn__conv3d *c, float *y, const float *x, const float *w,
                                const float *b, float *scratch) {
     int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KD * c->KH * c->KW, g, k, n;
     int64_t S = (int64_t)c->OD * c->OH * c->OW, P = c->N * S;
@@ -133,7 +133,7 @@ static void nn__conv3d_gather_dy(const nn__conv3d *c, const float *dy, int g, fl
 }
 
 /* dx [N, C, D, H, W] = conv3d's gradient with respect to its input */
-static void nn__conv3d_backward_data(nn__pool *pool, const nn__conv3d *c, float *dx, const float *w, const float *dy,
+static void nn__conv3d_backward_data(nn__threadpool *pool, const nn__conv3d *c, float *dx, const float *w, const float *dy,
                                      float *scratch) {
     int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KD * c->KH * c->KW, g;
     int64_t P = (int64_t)c->N * c->OD * c->OH * c->OW;
@@ -148,7 +148,7 @@ static void nn__conv3d_backward_data(nn__pool *pool, const nn__conv3d *c, float 
 }
 
 /* dw [K, C/G, KD, KH, KW] = conv3d's gradient with respect to its weight */
-static void nn__conv3d_backward_weight(nn__pool *pool, const nn__conv3d *c, float *dw, const float *x, const float *dy,
+static void nn__conv3d_backward_weight(nn__threadpool *pool, const nn__conv3d *c, float *dw, const float *x, const float *dy,
                                        float *scratch) {
     int Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KD * c->KH * c->KW, g;
     int64_t P = (int64_t)c->N * c->OD * c->OH * c->OW;

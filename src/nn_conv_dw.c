@@ -443,18 +443,18 @@ static void nn__dw_task(void *arg, int t, int n_tasks) {
 
 /* Items (planes or channels) split into contiguous runs, a few per thread so the pool's
    dynamic hand-out evens out uneven runs; one task when the layer is too small to split. */
-static void nn__dw_run(nn__pool *pool, nn__dw_job *j, int64_t work) {
-    int tasks = work >= NN__PAR_MIN ? 4 * nn__pool_size(pool) : 1;
+static void nn__dw_run(nn__threadpool *pool, nn__dw_job *j, int64_t work) {
+    int tasks = work >= NN__PAR_MIN ? 4 * nn__threadpool_size(pool) : 1;
 #if defined(NN__CPU_X86)
     j->avx2 = nn__cpu_avx2();
 #else
     j->avx2 = 0;
 #endif
-    nn__pool_run(pool, nn__dw_task, j, tasks < j->items ? tasks : j->items);
+    nn__threadpool_run(pool, nn__dw_task, j, tasks < j->items ? tasks : j->items);
 }
 
 /* y [N, K, OH, OW] = conv(x, w) + b for a depthwise c; b may be NULL */
-static void nn__dwconv2d_forward(nn__pool *pool, const nn__conv2d *c, float *y, const float *x, const float *w,
+static void nn__dwconv2d_forward(nn__threadpool *pool, const nn__conv2d *c, float *y, const float *x, const float *w,
                                  const float *b) {
     nn__dw_job j;
     j.c = c;
@@ -468,7 +468,7 @@ static void nn__dwconv2d_forward(nn__pool *pool, const nn__conv2d *c, float *y, 
 }
 
 /* dx [N, C, H, W] = the gradient with respect to the input of a depthwise c */
-static void nn__dwconv2d_backward_data(nn__pool *pool, const nn__conv2d *c, float *dx, const float *w, const float *dy) {
+static void nn__dwconv2d_backward_data(nn__threadpool *pool, const nn__conv2d *c, float *dx, const float *w, const float *dy) {
     nn__dw_job j;
     j.c = c;
     j.out = dx;
@@ -481,7 +481,7 @@ static void nn__dwconv2d_backward_data(nn__pool *pool, const nn__conv2d *c, floa
 }
 
 /* dw [K, 1, KH, KW] = the gradient with respect to the weight of a depthwise c */
-static void nn__dwconv2d_backward_weight(nn__pool *pool, const nn__conv2d *c, float *dw, const float *x,
+static void nn__dwconv2d_backward_weight(nn__threadpool *pool, const nn__conv2d *c, float *dw, const float *x,
                                          const float *dy) {
     nn__dw_job j;
     j.c = c;

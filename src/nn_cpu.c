@@ -323,7 +323,7 @@ static void nn__adam_task(void *arg, int t, int n_tasks) {
 /* Element counts below which splitting a loop over threads costs more than it saves. */
 #define NN__PAR_MIN 32768
 
-static void nn__adam_update(nn__pool *pool, float *p, const float *grad, float *m, float *v, int64_t n, float lr,
+static void nn__adam_update(nn__threadpool *pool, float *p, const float *grad, float *m, float *v, int64_t n, float lr,
                             float b1, float b2, float eps, float wd, int decoupled, float bc1, float bc2, float clip,
                             float cv) {
     nn__adam_args a;
@@ -341,5 +341,5 @@ static void nn__adam_update(nn__pool *pool, float *p, const float *grad, float *
     a.keep = decoupled ? 1.0f - lr * wd : 1.0f;
     a.l2 = decoupled ? 0.0f : wd;
     a.cv = cv;
-    nn__pool_run(pool, nn__adam_task, &a, n >= NN__PAR_MIN ? nn__pool_size(pool) : 1);
+    nn__threadpool_run(pool, nn__adam_task, &a, n >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1);
 }

@@ -726,7 +726,7 @@ static double nn__gemm_mt_min_macs = (double)NN_GEMM_MT_MIN_MACS;
    transB: B stored [N,K] (ldb >= K) instead of [K,N] (ldb >= N).
    beta == 0 ignores C's old contents (NaN-safe).  K == 0 or alpha == 0 gives
    C = beta * C.  pool may be NULL (single-threaded). */
-static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, int M, int N, int K,
+static NN__MAYBE_UNUSED void nn__sgemm(nn__threadpool *pool, int transA, int transB, int M, int N, int K,
                                        float alpha, const float *A, int lda, const float *B,
                                        int ldb, float beta, float *C, int ldc) {
     const nn__gemm_arch *arch;
@@ -792,7 +792,7 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
        (repacked per NC block) and B columns.  Small problems stay serial. */
     mtiles = (M + mr - 1) / mr;
     ntiles = (N + nr - 1) / nr;
-    n_thr = nn__pool_size(pool);
+    n_thr = nn__threadpool_size(pool);
     if ((double)M * N * K < nn__gemm_mt_min_macs) n_thr = 1;
     best_tm = 1;
     best_tn = 1;
@@ -824,7 +824,7 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
     J.buf_floats = J.a_floats + (nc_alloc * (size_t)J.kc + 15) / 16 * 16;
     /* the pool's workspace when there is one: a training step then allocates nothing */
     ws_bytes = sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
-    raw = nn__pool_workspace(pool, ws_bytes);
+    raw = nn__threadpool_workspace(pool, ws_bytes);
     owned = raw == NULL;
     if (owned) raw = NN_MALLOC(ws_bytes);
     if (!raw) {
@@ -836,7 +836,7 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__pool *pool, int transA, int transB, i
                               ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
 
     if (n_tasks > 1)
-        nn__pool_run(pool, nn__gemm_task, &J, n_tasks);
+        nn__threadpool_run(pool, nn__gemm_task, &J, n_tasks);
     else
         for (i = 0; i < n_tasks; i++) nn__gemm_task(&J, i, n_tasks);
     if (owned) NN_FREE(raw);

@@ -2,6 +2,7 @@
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #  define _POSIX_C_SOURCE 200809L
 #endif
+#include "nn_api.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,57 +27,9 @@
 #  define NN_ASSERT(c) assert(c)
 #endif
 
-#if !defined(NN_NO_OPENCL)
-#  ifndef CL_TARGET_OPENCL_VERSION
-#    define CL_TARGET_OPENCL_VERSION 120
-#  endif
-#  ifdef __APPLE__
-#    include <OpenCL/opencl.h>
-#  else
-#    include <CL/cl.h>
-#  endif
-#endif
-
 #define NN__MAX_IN 4
 #define NN__MAX_AUX 3
 #define NN__ERRLEN 4096
-
-/* Ops, in one list that makes the enum and the names used in messages. */
-#define NN__OPS(X)                                                                        \
-    X(INPUT, "input") X(PARAM, "param") X(MATMUL, "matmul") X(ADD, "add") X(SUB, "sub")    \
-    X(MUL, "mul") X(SCALE, "scale") X(UNARY, "activation") X(UNARY_GRAD, "activation_grad") \
-    X(SOFTMAX, "softmax") X(LOG_SOFTMAX, "log_softmax") X(SOFTMAX_GRAD, "softmax_grad")    \
-    X(LOG_SOFTMAX_GRAD, "log_softmax_grad") X(SUM_ALL, "sum") X(EXPAND_SCALAR, "expand")   \
-    X(SUM_LEAD, "sum_leading") X(XENT_ROWS, "softmax_cross_entropy")                      \
-    X(XENT_GRAD, "softmax_cross_entropy_grad") X(BCE_LOGITS, "bce_with_logits")           \
-    X(BCE_LOGITS_GRAD, "bce_with_logits_grad") X(DROPOUT, "dropout")                      \
-    X(GATHER_ROWS, "gather_rows") X(GATHER_ROWS_GRAD, "gather_rows_grad")                 \
-    X(ARGMAX, "argmax") X(CORRECT_ROWS, "accuracy") X(ACCUMULATE, "accumulate")           \
-    X(FILL, "fill") X(GRAD_SUMSQ, "grad_norm") X(CLIP_SCALE, "clip_scale")                 \
-    X(OPT_SGD, "sgd") X(OPT_ADAM, "adam") X(CONV2D, "conv2d") X(CONV2D_DX, "conv2d_grad_input")   \
-    X(CONV2D_DW, "conv2d_grad_weight") X(CHANNEL_SUM, "channel_sum") X(RESHAPE, "reshape")          \
-    X(PERMUTE, "permute") X(CONCAT2, "concat") X(SLICE, "slice") X(SLICE_GRAD, "slice_grad")          \
-    X(PAD2D, "pad2d") X(PAD2D_GRAD, "pad2d_grad") X(UPSAMPLE2D, "upsample2d")                        \
-    X(UPSAMPLE2D_GRAD, "upsample2d_grad")          \
-    X(NORM_STATS, "norm_stats") X(NORM_FORWARD, "norm") X(NORM_DX, "norm_grad_input")             \
-    X(NORM_DGAMMA, "norm_grad_weight") X(NORM_DBETA, "norm_grad_bias")                            \
-    X(BN_RUNNING, "batch_norm_running_update") X(BN_PACK, "batch_norm_running_stats")          \
-    X(OPT_STEP, "optimizer") X(GRAD_ACC, "grad_accumulate")          \
-    X(MAXPOOL2D, "max_pool2d") X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax")                   \
-    X(MAXPOOL2D_GRAD, "max_pool2d_grad") X(AVGPOOL2D, "avg_pool2d")                       \
-    X(AVGPOOL2D_GRAD, "avg_pool2d_grad")          \
-    X(LOSS_EW, "loss") X(LOSS_EW_GRAD, "loss_grad") X(CE_ROWS, "cross_entropy")               \
-    X(CE_ROWS_GRAD, "cross_entropy_grad") X(CE_WEIGHTS, "cross_entropy_weights")              \
-    X(DIV_SCALAR, "div_scalar") X(LOSS_ROWS, "row_loss") X(LOSS_ROWS_GRAD, "row_loss_grad")          \
-    X(CHANNEL_BIAS, "channel_bias")                                                          \
-    X(CONV3D, "conv3d") X(CONV3D_DX, "conv3d_grad_input") X(CONV3D_DW, "conv3d_grad_weight")
-
-typedef enum nn__opcode {
-#define NN__X(e, s) NN__OP_##e,
-    NN__OPS(NN__X)
-#undef NN__X
-    NN__OP_COUNT
-} nn__opcode;
 
 /* Activation functions of the UNARY op; their kernels are stamped from one table. */
 typedef enum nn__unary {
@@ -91,13 +44,15 @@ typedef enum nn__storage {
     NN__ST_PARAM       /* a parameter store entry, possibly shared between graphs */
 } nn__storage;
 
+/* A buffer of a backend: host memory on the CPU backend; a device object (an OpenCL
+   cl_mem) on a device backend. The engine only passes it around; views (offset > 0)
+   alias part of another buffer. */
 typedef struct nn__buf {
     size_t bytes;
-    float *host;          /* CPU backend: the data; OpenCL: NULL */
-    int host_owned;
-#if !defined(NN_NO_OPENCL)
-    cl_mem mem;
-#endif
+    float *host;          /* CPU backend: the data */
+    void *handle;         /* device backends: their buffer object */
+    size_t offset;        /* a view: bytes from the start of the buffer it aliases */
+    int owned;            /* host memory this buffer must free */
 } nn__buf;
 
 typedef struct nn__node {
@@ -145,35 +100,69 @@ typedef struct nn__params {
     nn_context *ctx;
 } nn__params;
 
-#if !defined(NN_NO_OPENCL)
-/* What one OpenCL enqueue needs; `update` sets the arguments that change every step. */
+/* One argument of a kernel launch: a buffer, a scalar, a vector of 8 ints or local memory. */
+typedef struct nn__karg {
+    char kind;                  /* 'm' buffer, 'i' int, 'u' uint, 'f' float, '8' int8, 'L' local bytes */
+    union { nn__buf buf; int32_t i; uint32_t u; float f; int32_t v8[8]; size_t local; } v;
+} nn__karg;
+
+#define NN__MAX_KARGS 24
+#define NN__MAX_KUPD 6
+
+/* A kernel launch that a device plan records at compile time (kernels/FILE.cl, kernel,
+   geometry, arguments) and a device backend turns into its own objects. `update` rewrites
+   the arguments marked '@' in nn__args (upd[] holds their positions) before each run. */
 typedef struct nn__launch {
-    cl_kernel kernel;
-    cl_uint dims;
+    const char *file;
+    char kernel[64];
+    int node;
+    int dims;
     size_t gws[3], lws[3];
     int use_lws;
-    int node;
+    nn__karg args[NN__MAX_KARGS];
+    int n_args;
+    int upd[NN__MAX_KUPD], n_upd;
     void (*update)(nn_graph *g, struct nn__launch *l);
+    void *bk;                   /* the backend's kernel object */
 } nn__launch;
 
-typedef struct nn__cl {
-    cl_platform_id platform;
-    cl_device_id device;
-    cl_context context;
-    cl_command_queue queue;
-    char name[128], vendor[128], driver[128], version[128];
-    int is_cpu, is_gpu;               /* is_cpu: kernels tuned as for a CPU (its type, or desc.tuning) */
-    size_t max_wg;
-    cl_ulong local_mem, max_alloc;
-    cl_uint units;                    /* compute units */
-    size_t align;                     /* sub-buffer offset alignment in bytes */
-    cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
-    char gemm_options[512];
-} nn__cl;
-#endif
+/* What device plans may ask about the device (filled by a device backend's open). */
+typedef struct nn__device {
+    int cpu_tuned;              /* kernels and geometry as for a CPU (its type, or desc.tuning) */
+    int gpu;                    /* a GPU: launch sizes rounded to work-groups of 64 */
+    size_t max_wg;              /* largest work-group */
+    uint64_t local_mem;         /* bytes of local memory */
+    uint64_t max_alloc;         /* largest buffer in bytes */
+    unsigned units;             /* compute units */
+    size_t align;               /* view offset alignment in bytes */
+} nn__device;
+
+/* A backend: what the engine asks of one. The engine knows no backend by name; backends
+   are tried in the order of nn__backends[] (nn_context.c), the CPU last. */
+typedef struct nn__backend {
+    const char *name;
+    nn_backend_kind kind;
+    int host_memory;             /* buffers are host memory (nn__buf.host) */
+    /* NN_ERR_UNAVAILABLE: no such device here, try the next backend (ctx->err says why) */
+    nn_result (*open)(nn_context *ctx, const char *device, const nn_context_desc *desc);
+    void (*close)(nn_context *ctx);
+    int (*list_devices)(nn_device_info *out, int max);
+    nn_result (*alloc)(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what);
+    nn_result (*view)(nn_context *ctx, const nn__buf *base, size_t offset, size_t bytes, nn__buf *out, const char *what);
+    void (*release)(nn_context *ctx, nn__buf *b);
+    nn_result (*write)(nn_context *ctx, nn__buf *b, const void *src, size_t bytes);
+    nn_result (*read)(nn_context *ctx, const nn__buf *b, void *dst, size_t bytes);
+    nn_result (*fill)(nn_context *ctx, nn__buf *b, float value, size_t bytes);
+    nn_result (*prepare)(nn_graph *g);        /* after memory is planned: the schedule's op plans */
+    nn_result (*run)(nn_graph *g, int n_sched); /* the first n_sched nodes of the schedule */
+    nn_result (*finish)(nn_context *ctx);
+    void (*release_graph)(nn_graph *g);
+} nn__backend;
 
 struct nn_context {
-    int opencl;                  /* backend: 0 cpu, 1 OpenCL */
+    const nn__backend *backend;
+    void *bk;                    /* the backend's state */
+    nn__device dev;
     char backend_name[160];
     char err[NN__ERRLEN];
     nn_log_fn log;
@@ -182,10 +171,7 @@ struct nn_context {
     char *cache_dir;             /* NULL: cache off */
     char *kernel_dir;
     nn_stats stats;
-    struct nn__pool *pool;
-#if !defined(NN_NO_OPENCL)
-    nn__cl cl;
-#endif
+    struct nn__threadpool *threads;
 };
 
 /* What each optimizer update advances (nn_optim.c), restored if a step fails. */
@@ -223,15 +209,10 @@ struct nn_graph {
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
     struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (nn_ckpt.c) */
-#if !defined(NN_NO_OPENCL)
-    nn__launch *launches;
+    nn__launch *launches;        /* device plans, in schedule order */
     int n_launches, cap_launches;
-    int n_launches_forward;
-    int n_launches_update;       /* launches before the update part */
-    cl_mem one;                  /* a float 1.0 for optimizers without clipping */
-    cl_mem *subs;                /* sub-buffers of the arena, to release */
-    int n_subs;
-#endif
+    int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
+    nn__buf one;                 /* a float 1.0, for kernels' absent operands */
 };
 
 static void nn__datasets_free(nn_graph *g); /* nn_ckpt.c */
@@ -289,18 +270,6 @@ static int64_t nn__numel(const nn_shape *s) {
     return n;
 }
 
-#if !defined(NN_NO_OPENCL)
-/* 64-bit FNV-1a, for cache keys. */
-static uint64_t nn__fnv(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = (const unsigned char *)data;
-    size_t i;
-    for (i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-#endif
 
 /* Philox4x32-10 (Salmon et al., SC'11), the counter-based generator that kernels/random.cl
    implements too: the same (counter, key) gives the same bits on every backend. */

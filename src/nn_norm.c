@@ -230,9 +230,9 @@ static void nn__norm_task(void *arg, int t, int n_tasks) {
     }
 }
 
-static void nn__norm_run(nn__pool *pool, nn__norm_job *j) {
-    int64_t work = j->q->A * j->q->C * j->q->S, tasks = work >= NN__PAR_MIN ? nn__pool_size(pool) : 1;
-    nn__pool_run(pool, nn__norm_task, j, (int)(tasks < j->n ? tasks : j->n));
+static void nn__norm_run(nn__threadpool *pool, nn__norm_job *j) {
+    int64_t work = j->q->A * j->q->C * j->q->S, tasks = work >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1;
+    nn__threadpool_run(pool, nn__norm_task, j, (int)(tasks < j->n ? tasks : j->n));
 }
 
 static nn__norm_job nn__norm_job_of(const nn__norm *q, int kind, float *out, const float *x, const float *stats, float eps) {
@@ -247,13 +247,13 @@ static nn__norm_job nn__norm_job_of(const nn__norm *q, int kind, float *out, con
     return j;
 }
 
-static void nn__norm_stats(nn__pool *pool, const nn__norm *q, float *stats, const float *x) {
+static void nn__norm_stats(nn__threadpool *pool, const nn__norm *q, float *stats, const float *x) {
     nn__norm_job j = nn__norm_job_of(q, NN__NORM_STATS, stats, x, NULL, 0.0f);
     j.n = nn__norm_groups(q);
     nn__norm_run(pool, &j);
 }
 
-static void nn__norm_forward(nn__pool *pool, const nn__norm *q, float *y, const float *x, const float *stats,
+static void nn__norm_forward(nn__threadpool *pool, const nn__norm *q, float *y, const float *x, const float *stats,
                              const float *gamma, const float *beta, float eps) {
     nn__norm_job j = nn__norm_job_of(q, NN__NORM_FWD, y, x, stats, eps);
     j.gamma = gamma;
@@ -262,7 +262,7 @@ static void nn__norm_forward(nn__pool *pool, const nn__norm *q, float *y, const 
     nn__norm_run(pool, &j);
 }
 
-static void nn__norm_backward_data(nn__pool *pool, const nn__norm *q, float *dx, const float *x, const float *stats,
+static void nn__norm_backward_data(nn__threadpool *pool, const nn__norm *q, float *dx, const float *x, const float *stats,
                                    const float *dy, const float *gamma, int const_stats, float eps) {
     nn__norm_job j = nn__norm_job_of(q, NN__NORM_DX, dx, x, stats, eps);
     j.dy = dy;
@@ -272,7 +272,7 @@ static void nn__norm_backward_data(nn__pool *pool, const nn__norm *q, float *dx,
     nn__norm_run(pool, &j);
 }
 
-static void nn__norm_backward_affine(nn__pool *pool, const nn__norm *q, float *out, const float *x, const float *stats,
+static void nn__norm_backward_affine(nn__threadpool *pool, const nn__norm *q, float *out, const float *x, const float *stats,
                                      const float *dy, float eps) {
     nn__norm_job j = nn__norm_job_of(q, NN__NORM_AFFINE, out, x, stats, eps);
     j.dy = dy;

@@ -1,5 +1,16 @@
-/* The OpenCL backend: device discovery, program building with an on-disk cache, buffers,
-   kernel arguments. Ops use it through nn__cl_kernel(), nn__cl_args() and nn__cl_add(). */
+/* The OpenCL backend: device discovery, programs built from kernels/NAME.cl with an on-disk
+   cache, buffers, and the launches that ops' device plans record (nn__launch) turned into
+   kernels with their arguments set once, at compile time, so a step only enqueues. */
+#include "nn_internal.h"
+#include "nn_ops.h"
+#ifndef CL_TARGET_OPENCL_VERSION
+#  define CL_TARGET_OPENCL_VERSION 120
+#endif
+#ifdef __APPLE__
+#  include <OpenCL/opencl.h>
+#else
+#  include <CL/cl.h>
+#endif
 #include <sys/stat.h>
 
 #if defined(_WIN32)
@@ -13,7 +24,58 @@
 #  define nn__getpid() getpid()
 #endif
 
+/* 64-bit FNV-1a, for cache keys. */
+static uint64_t nn__fnv(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static void nn__gemm_cfg_options(const nn__gemm_cfg *c, char *buf, size_t bufsize)
+{
+    char tmp[256];
+    size_t n;
+    sprintf(tmp, "-DWPT_M=%d -DWPT_N=%d -DVW=%d -DWG_M=%d -DWG_N=%d "
+            "-DUSE_LOCAL=%d -DTS_K=%d -DSTRIDED=%d -DPAD_A=%d -DPAD_B=%d",
+            c->wpt_m, c->wpt_n, c->vw, c->wg_m, c->wg_n,
+            c->use_local, c->ts_k, c->strided, c->pad_a, c->pad_b);
+    if (bufsize == 0)
+        return;
+    n = strlen(tmp);
+    if (n >= bufsize)
+        n = bufsize - 1;
+    memcpy(buf, tmp, n);
+    buf[n] = '\0';
+}
+
+/* Build options (-D ...) for kernels/gemm.cl on a device; written into buf (NUL-terminated). */
+static void nn__gemm_options(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
+                                char *buf, size_t bufsize)
+{
+    nn__gemm_cfg c;
+    nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
+    nn__gemm_cfg_options(&c, buf, bufsize);
+}
+
 #define NN__CL_MAX_DEVICES 32
+
+/* The backend's state (ctx->bk). */
+typedef struct nn__cl {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    char name[128], vendor[128], driver[128], version[128];
+    cl_ulong max_alloc;
+    cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
+    char gemm_options[512];
+} nn__cl;
+
+#define NN__CL(ctx) ((nn__cl *)(ctx)->bk)
 
 static const char *nn__cl_errstr(cl_int e) {
     switch (e) {
@@ -70,7 +132,7 @@ static void nn__cl_str(cl_device_id d, cl_device_info what, char *buf, size_t n)
     buf[n - 1] = 0;
 }
 
-NN_API int nn_list_devices(nn_device_info *out, int max) {
+static int nn__cl_list_devices(nn_device_info *out, int max) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
     int n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES), i;
@@ -111,58 +173,84 @@ static int nn__cl_pick(const char *req, cl_platform_id *plats, cl_device_id *dev
 }
 
 static void nn__cl_close(nn_context *ctx) {
+    nn__cl *cl = NN__CL(ctx);
     int i;
+    if (!cl) return;
     for (i = 0; i < 64; i++)
-        if (ctx->cl.programs[i]) clReleaseProgram(ctx->cl.programs[i]);
-    if (ctx->cl.queue) clReleaseCommandQueue(ctx->cl.queue);
-    if (ctx->cl.context) clReleaseContext(ctx->cl.context);
-    memset(&ctx->cl, 0, sizeof ctx->cl);
+        if (cl->programs[i]) clReleaseProgram(cl->programs[i]);
+    if (cl->queue) clReleaseCommandQueue(cl->queue);
+    if (cl->context) clReleaseContext(cl->context);
+    NN_FREE(cl);
+    ctx->bk = NULL;
 }
 
-static nn_result nn__cl_open(nn_context *ctx, cl_platform_id plat, cl_device_id dev, int tuning) {
-    nn__cl *cl = &ctx->cl;
+static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_device_id dev, int tuning) {
+    nn__cl *cl = (nn__cl *)nn__calloc(1, sizeof *cl);
+    nn__device *d = &ctx->dev;
     cl_int err;
-    cl_uint align_bits = 0;
+    cl_uint align_bits = 0, units = 0;
+    cl_ulong local_mem = 0;
     cl_context_properties props[3];
     cl_device_type t = nn__cl_type(dev);
+    if (!cl) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "OpenCL: out of memory");
+    ctx->bk = cl;
     props[0] = CL_CONTEXT_PLATFORM;
     props[1] = (cl_context_properties)plat;
     props[2] = 0;
     cl->platform = plat;
     cl->device = dev;
-    cl->is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
-    cl->is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
+    memset(d, 0, sizeof *d);
+    d->cpu_tuned = (t & CL_DEVICE_TYPE_CPU) != 0;
+    d->gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
     if (tuning == NN_TUNING_AUTO) { /* the device type decides unless $NN_CL_TUNING says */
         const char *env = getenv("NN_CL_TUNING");
         if (env && strcmp(env, "gpu") == 0) tuning = NN_TUNING_GPU;
         if (env && strcmp(env, "cpu") == 0) tuning = NN_TUNING_CPU;
     }
-    if (tuning != NN_TUNING_AUTO) cl->is_cpu = tuning == NN_TUNING_CPU; /* is_cpu: "tuned as for a CPU" */
+    if (tuning != NN_TUNING_AUTO) d->cpu_tuned = tuning == NN_TUNING_CPU;
     nn__cl_str(dev, CL_DEVICE_NAME, cl->name, sizeof cl->name);
     nn__cl_str(dev, CL_DEVICE_VENDOR, cl->vendor, sizeof cl->vendor);
     nn__cl_str(dev, CL_DRIVER_VERSION, cl->driver, sizeof cl->driver);
     nn__cl_str(dev, CL_DEVICE_VERSION, cl->version, sizeof cl->version);
-    clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof cl->max_wg, &cl->max_wg, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof cl->local_mem, &cl->local_mem, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cl->units, &cl->units, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof cl->max_alloc, &cl->max_alloc, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
-    cl->align = align_bits / 8 > 256 ? align_bits / 8 : 256;
-    if (cl->max_wg == 0) cl->max_wg = 1;
+    d->local_mem = local_mem;
+    d->units = units;
+    d->max_alloc = cl->max_alloc;
+    d->align = align_bits / 8 > 256 ? align_bits / 8 : 256;
+    if (d->max_wg == 0) d->max_wg = 1;
+    snprintf(ctx->backend_name, sizeof ctx->backend_name, "%s", cl->name);
     cl->context = clCreateContext(props, 1, &dev, NULL, NULL, &err);
-    if (!cl->context) {
-        nn__cl_close(ctx);
+    if (!cl->context)
         return nn__fail(ctx, NN_ERR_DEVICE, "clCreateContext failed on %s: %s (%d)", cl->name, nn__cl_errstr(err), err);
-    }
     cl->queue = clCreateCommandQueue(cl->context, dev, 0, &err);
-    if (!cl->queue) {
-        nn_result r = nn__fail(ctx, NN_ERR_DEVICE, "clCreateCommandQueue failed on %s: %s (%d)", cl->name,
-                               nn__cl_errstr(err), err);
-        nn__cl_close(ctx);
-        return r;
-    }
-    nn__cl_gemm_options(cl->is_cpu, cl->max_wg, cl->local_mem, cl->gemm_options, sizeof cl->gemm_options);
+    if (!cl->queue)
+        return nn__fail(ctx, NN_ERR_DEVICE, "clCreateCommandQueue failed on %s: %s (%d)", cl->name, nn__cl_errstr(err),
+                        err);
+    nn__gemm_options(d->cpu_tuned, d->max_wg, d->local_mem, cl->gemm_options, sizeof cl->gemm_options);
     return NN_OK;
+}
+
+/* device: NULL (the first GPU, else the first device), "opencl", an index or a name
+   substring. Not finding one is NN_ERR_UNAVAILABLE unless it was named. */
+static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+    cl_platform_id plats[NN__CL_MAX_DEVICES];
+    cl_device_id devs[NN__CL_MAX_DEVICES];
+    int n, pick;
+    nn_result r;
+    if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
+    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
+    pick = nn__cl_pick(device, plats, devs, n);
+    if (pick < 0) {
+        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no OpenCL device found: using the CPU backend");
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: no such OpenCL device (%d found)", device, n);
+    }
+    r = nn__cl_open_device(ctx, plats[pick], devs[pick], desc->tuning);
+    if (r != NN_OK) nn__cl_close(ctx);
+    return r;
 }
 
 /* ---- programs: source lines, the disk cache, building ---- */
@@ -240,7 +328,7 @@ static int nn__mkdirs(const char *path) {
 }
 
 static cl_program nn__cache_load(nn_context *ctx, const char *path, const char *options) {
-    nn__cl *cl = &ctx->cl;
+    nn__cl *cl = NN__CL(ctx);
     FILE *f = fopen(path, "rb");
     unsigned char *bin = NULL;
     long len = -1;
@@ -290,7 +378,7 @@ static void nn__cache_store(nn_context *ctx, const char *path, cl_program prog) 
 
 /* The program of kernels/NAME.cl for this context's device, built once. */
 static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *out) {
-    nn__cl *cl = &ctx->cl;
+    nn__cl *cl = NN__CL(ctx);
     int idx = nn__cl_source_index(name);
     char options[768], path[1100] = "";
     const char **lines;
@@ -355,105 +443,148 @@ static nn_result nn__cl_kernel(nn_context *ctx, const char *file, const char *kn
     return NN_OK;
 }
 
-/* Sets kernel arguments from a format: m cl_mem, i int, u unsigned, f float (as double in
-   the varargs), L local bytes (size_t), 8 an int8 vector (const int * to 8 ints). */
-static nn_result nn__cl_args(nn_context *ctx, cl_kernel k, const char *fmt, ...) {
-    va_list ap;
-    cl_uint a;
-    cl_int err = CL_SUCCESS;
-    va_start(ap, fmt);
-    for (a = 0; fmt[a] && err == CL_SUCCESS; a++) {
-        switch (fmt[a]) {
-        case 'm': { cl_mem m = va_arg(ap, cl_mem); err = clSetKernelArg(k, a, sizeof m, &m); break; }
-        case 'i': { cl_int v = va_arg(ap, int); err = clSetKernelArg(k, a, sizeof v, &v); break; }
-        case 'u': { cl_uint v = va_arg(ap, unsigned); err = clSetKernelArg(k, a, sizeof v, &v); break; }
-        case 'f': { cl_float v = (cl_float)va_arg(ap, double); err = clSetKernelArg(k, a, sizeof v, &v); break; }
-        case 'L': { size_t v = va_arg(ap, size_t); err = clSetKernelArg(k, a, v, NULL); break; }
-        case '8': {
-            cl_int8 v;
-            memcpy(&v, va_arg(ap, const int *), sizeof v);
-            err = clSetKernelArg(k, a, sizeof v, &v);
-            break;
-        }
-        default: err = CL_INVALID_VALUE; break;
-        }
-    }
-    va_end(ap);
-    if (err != CL_SUCCESS)
-        return nn__fail(ctx, NN_ERR_DEVICE, "clSetKernelArg %u failed: %s (%d)", a - 1, nn__cl_errstr(err), err);
-    return NN_OK;
-}
+/* ---- buffers ---- */
 
-static nn_result nn__cl_alloc(nn_context *ctx, nn__buf *b, size_t bytes, const char *what) {
+static nn_result nn__cl_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
+    nn__cl *cl = NN__CL(ctx);
     cl_int err;
+    cl_mem m;
     b->bytes = bytes;
-    if (bytes > ctx->cl.max_alloc)
+    if (bytes > cl->max_alloc)
         return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: %llu bytes exceed the device's largest allocation (%llu) on %s",
-                        what, (unsigned long long)bytes, (unsigned long long)ctx->cl.max_alloc, ctx->cl.name);
-    b->mem = clCreateBuffer(ctx->cl.context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
-    if (!b->mem)
+                        what, (unsigned long long)bytes, (unsigned long long)cl->max_alloc, cl->name);
+    m = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
+    if (!m)
         return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes on %s: %s (%d)", what,
-                        (unsigned long long)bytes, ctx->cl.name, nn__cl_errstr(err), err);
-    return NN_OK;
-}
-
-static nn_result nn__cl_fill(nn_context *ctx, cl_mem m, float v, size_t bytes) {
-    cl_int err = clEnqueueFillBuffer(ctx->cl.queue, m, &v, sizeof v, 0, bytes, 0, NULL, NULL);
+                        (unsigned long long)bytes, cl->name, nn__cl_errstr(err), err);
+    b->handle = m;
+    if (!zero) return NN_OK;
+    {
+        float v = 0.0f;
+        err = clEnqueueFillBuffer(cl->queue, m, &v, sizeof v, 0, bytes ? bytes : 4, 0, NULL, NULL);
+    }
     if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueFillBuffer: %s (%d)", nn__cl_errstr(err), err);
     return NN_OK;
 }
 
-/* ---- convolution planning (the launches are in nn_ops.c, the kernels in conv.cl) ---- */
-
-typedef struct nn__cl_conv_plan {
-    int algo;        /* NN__CONV_GEMM or NN__CONV_DIRECT */
-    int ld;          /* columns of the column matrices: P = N*OH*OW, padded for the K slices */
-    int split;       /* K slices of the weight gradient's product (1: none) */
-    int64_t scratch; /* floats */
-} nn__cl_conv_plan;
-
-/* Depthwise convolutions (one input channel per group) run the direct kernels: their
-   products are too thin for a GEMM. Everything else is im2col + the tuned GEMM, one
-   batched launch over the groups. The weight gradient reduces over all N*OH*OW columns
-   into a small [K, C/G*KH*KW] result, so its product is cut into K slices (summed after,
-   in a fixed order) until there are enough tiles to fill the device. Shapes whose
-   working memory would not fit the device, or 32-bit indices, fall back to direct. */
-static void nn__cl_conv2d_plan(const nn_context *ctx, int op, const nn__conv2d *c, nn__cl_conv_plan *p) {
-    int64_t P = (int64_t)c->N * c->OH * c->OW, Cg = c->C / c->G, Kg = c->K / c->G;
-    int64_t KKg = Cg * c->KH * c->KW, rows = (int64_t)c->C * c->KH * c->KW, chunk, most;
-    nn__cl_gemm_cfg cfg;
-    memset(p, 0, sizeof *p);
-    p->algo = NN__CONV_DIRECT;
-    p->ld = (int)P;
-    p->split = 1;
-    if (nn__conv2d_is_depthwise(c)) return;
-    if (op == NN__OP_CONV2D_DW) {
-        int64_t tile_n, tile_m, tiles, target;
-        nn__cl_gemm_config(ctx->cl.is_cpu, ctx->cl.max_wg, ctx->cl.local_mem, &cfg);
-        tile_n = (int64_t)cfg.wpt_n * cfg.wg_n;
-        tile_m = (int64_t)cfg.wpt_m * (cfg.use_local == 2 ? 4 : cfg.wg_m);
-        tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
-        target = ctx->cl.is_cpu ? NN__CL_GEMM_CPU_ITEMS : 4 * (int64_t)(ctx->cl.units ? ctx->cl.units : 16);
-        p->split = (int)((target + tiles - 1) / tiles);
-        /* slices of at most 1024 columns too: one float accumulator over tens of thousands
-           of products loses the small terms to rounding (the partial sums are exact enough) */
-        if (p->split < (P + 1023) / 1024) p->split = (int)((P + 1023) / 1024);
-        most = P / 256; /* slices of at least 256 columns */
-        if (p->split > most) p->split = (int)(most > 1 ? most : 1);
-        if (p->split > 256) p->split = 256;
-        if (p->split > 1 && (int64_t)p->split * Kg > P) p->split = (int)(P / Kg > 1 ? P / Kg : 1); /* partials <= columns */
-        chunk = (P + p->split - 1) / p->split;
-        chunk = (chunk + 3) / 4 * 4;
-        p->split = (int)((P + chunk - 1) / chunk);
-        p->ld = (int)(chunk * p->split);
-        p->scratch = (rows + c->K) * p->ld + (p->split > 1 ? (int64_t)p->split * c->K * KKg : 0);
-    } else
-        p->scratch = (rows + c->K) * P;
-    if (p->scratch >= (int64_t)1 << 31 || (uint64_t)p->scratch * 4 > (uint64_t)ctx->cl.max_alloc / 2) {
-        p->split = 1;
-        p->ld = (int)P;
-        p->scratch = 0;
-        return;
-    }
-    p->algo = NN__CONV_GEMM;
+/* A view is a sub-buffer: kernels take it as a buffer of its own. */
+static nn_result nn__cl_view(nn_context *ctx, const nn__buf *base, size_t offset, size_t bytes, nn__buf *out,
+                             const char *what) {
+    cl_buffer_region reg;
+    cl_int err;
+    memset(out, 0, sizeof *out);
+    out->bytes = bytes;
+    out->offset = offset;
+    reg.origin = offset;
+    reg.size = bytes;
+    out->handle = clCreateSubBuffer((cl_mem)base->handle, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
+    if (!out->handle) return nn__fail(ctx, NN_ERR_DEVICE, "%s: clCreateSubBuffer: %s (%d)", what, nn__cl_errstr(err), err);
+    return NN_OK;
 }
+
+static void nn__cl_release(nn_context *ctx, nn__buf *b) {
+    (void)ctx;
+    if (b->handle) clReleaseMemObject((cl_mem)b->handle);
+    if (b->owned) NN_FREE(b->host);
+}
+
+static nn_result nn__cl_write(nn_context *ctx, nn__buf *b, const void *src, size_t bytes) {
+    cl_int err = clEnqueueWriteBuffer(NN__CL(ctx)->queue, (cl_mem)b->handle, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
+    if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueWriteBuffer: %s (%d)", nn__cl_errstr(err), err);
+    return NN_OK;
+}
+
+static nn_result nn__cl_read(nn_context *ctx, const nn__buf *b, void *dst, size_t bytes) {
+    cl_int err = clEnqueueReadBuffer(NN__CL(ctx)->queue, (cl_mem)b->handle, CL_TRUE, 0, bytes, dst, 0, NULL, NULL);
+    if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueReadBuffer: %s (%d)", nn__cl_errstr(err), err);
+    return NN_OK;
+}
+
+static nn_result nn__cl_fill(nn_context *ctx, nn__buf *b, float v, size_t bytes) {
+    cl_int err = clEnqueueFillBuffer(NN__CL(ctx)->queue, (cl_mem)b->handle, &v, sizeof v, 0, bytes ? bytes : 4, 0, NULL,
+                                     NULL);
+    if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueFillBuffer: %s (%d)", nn__cl_errstr(err), err);
+    return NN_OK;
+}
+
+/* ---- launches ---- */
+
+static cl_int nn__cl_set_arg(cl_kernel k, cl_uint i, const nn__karg *a) {
+    switch (a->kind) {
+    case 'm': {
+        cl_mem m = (cl_mem)a->v.buf.handle;
+        return clSetKernelArg(k, i, sizeof m, &m);
+    }
+    case 'i': return clSetKernelArg(k, i, sizeof(cl_int), &a->v.i);
+    case 'u': return clSetKernelArg(k, i, sizeof(cl_uint), &a->v.u);
+    case 'f': return clSetKernelArg(k, i, sizeof(cl_float), &a->v.f);
+    case 'L': return clSetKernelArg(k, i, a->v.local, NULL);
+    case '8': return clSetKernelArg(k, i, sizeof(cl_int8), a->v.v8);
+    default: return CL_INVALID_VALUE;
+    }
+}
+
+/* Each recorded launch gets its kernel and all its arguments, once. */
+static nn_result nn__cl_prepare(nn_graph *g) {
+    nn_context *ctx = g->ctx;
+    int i, k;
+    for (i = 0; i < g->n_launches; i++) {
+        nn__launch *l = &g->launches[i];
+        cl_kernel kern;
+        nn_result r = nn__cl_kernel(ctx, l->file, l->kernel, &kern);
+        if (r != NN_OK) return r;
+        l->bk = kern;
+        for (k = 0; k < l->n_args; k++) {
+            cl_int err = nn__cl_set_arg(kern, (cl_uint)k, &l->args[k]);
+            if (err != CL_SUCCESS)
+                return nn__fail(ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: clSetKernelArg %d failed: %s (%d)",
+                                nn__op(g->nodes[l->node].op)->name, l->file, l->kernel, k, nn__cl_errstr(err), err);
+        }
+    }
+    {
+        cl_int err = clFinish(NN__CL(ctx)->queue);
+        if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "nn_graph_compile: clFinish: %s (%d)", nn__cl_errstr(err), err);
+    }
+    return NN_OK;
+}
+
+/* Enqueues the launches of the first n_sched schedule positions. */
+static nn_result nn__cl_run(nn_graph *g, int n_sched) {
+    cl_command_queue q = NN__CL(g->ctx)->queue;
+    int i, k, n = g->sched_launch[n_sched];
+    for (i = 0; i < n; i++) {
+        nn__launch *l = &g->launches[i];
+        cl_int err = CL_SUCCESS;
+        if (l->update) {
+            l->update(g, l);
+            for (k = 0; k < l->n_upd && err == CL_SUCCESS; k++)
+                err = nn__cl_set_arg((cl_kernel)l->bk, (cl_uint)l->upd[k], &l->args[l->upd[k]]);
+        }
+        if (err == CL_SUCCESS)
+            err = clEnqueueNDRangeKernel(q, (cl_kernel)l->bk, (cl_uint)l->dims, NULL, l->gws, l->use_lws ? l->lws : NULL, 0,
+                                         NULL, NULL);
+        if (err != CL_SUCCESS)
+            return nn__fail(g->ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: %s (%d)", nn__op(g->nodes[l->node].op)->name,
+                            l->file, l->kernel, nn__cl_errstr(err), err);
+    }
+    g->ctx->stats.kernel_launches += (uint64_t)n;
+    return NN_OK;
+}
+
+static nn_result nn__cl_finish(nn_context *ctx) {
+    cl_int err = clFinish(NN__CL(ctx)->queue);
+    if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clFinish: %s (%d)", nn__cl_errstr(err), err);
+    return NN_OK;
+}
+
+static void nn__cl_release_graph(nn_graph *g) {
+    int i;
+    for (i = 0; i < g->n_launches; i++)
+        if (g->launches[i].bk) clReleaseKernel((cl_kernel)g->launches[i].bk);
+}
+
+static const nn__backend nn__opencl_backend = {
+    "opencl", NN_BACKEND_OPENCL, 0, nn__cl_open, nn__cl_close, nn__cl_list_devices, nn__cl_alloc, nn__cl_view,
+    nn__cl_release, nn__cl_write, nn__cl_read, nn__cl_fill, nn__cl_prepare, nn__cl_run, nn__cl_finish,
+    nn__cl_release_graph};
+#define NN__BACKEND_OPENCL &nn__opencl_backend,

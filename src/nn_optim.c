@@ -401,8 +401,8 @@ static void nn__opt_step_cpu(nn_graph *g, const nn__node *n) {
         a.k.wn2 = (float)nn__sumsq(a.p, a.n, 1.0f, 3.40282347e38f);
         a.k.gn2 = (float)nn__sumsq(a.g, a.n, a.scale, a.k.cv);
     }
-    nt = a.n >= NN__PAR_MIN ? nn__pool_size(g->ctx->pool) : 1;
-    nn__pool_run(g->ctx->pool, nn__opt_task, &a, nt);
+    nt = a.n >= NN__PAR_MIN ? nn__threadpool_size(g->ctx->threads) : 1;
+    nn__threadpool_run(g->ctx->threads, nn__opt_task, &a, nt);
     if (a.k.kind == NN_OPT_LAMB) { /* second pass: the trust ratio |w| / |u| */
         double wn = sqrt(nn__sumsq(a.p, a.n, 1.0f, 3.40282347e38f)), un = sqrt(nn__sumsq(a.u, a.n, 1.0f, 3.40282347e38f));
         float step = a.k.lr * (float)(wn > 0.0 && un > 0.0 ? wn / un : 1.0);

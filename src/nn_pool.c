@@ -223,35 +223,35 @@ static void nn__plane_task(void *arg, int t, int n_tasks) {
 }
 
 /* The op on every plane; threads only when there is enough work to pay for them. */
-static void nn__pool_planes(nn__pool *pool, const nn__pooling *p, nn__plane_fn fn, void *out, const void *in, const void *in2) {
+static void nn__pool_planes(nn__threadpool *pool, const nn__pooling *p, nn__plane_fn fn, void *out, const void *in, const void *in2) {
     nn__plane_job j;
     int64_t work = (int64_t)p->NC * ((int64_t)p->H * p->W + (int64_t)p->OH * p->OW * p->kh * p->kw);
-    int tasks = work >= NN__PAR_MIN ? nn__pool_size(pool) : 1;
+    int tasks = work >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1;
     j.p = p;
     j.fn = fn;
     j.out = out;
     j.in = in;
     j.in2 = in2;
-    nn__pool_run(pool, nn__plane_task, &j, tasks < p->NC ? tasks : p->NC);
+    nn__threadpool_run(pool, nn__plane_task, &j, tasks < p->NC ? tasks : p->NC);
 }
 
 /* y [N, C, OH, OW] = the maximum of each window */
-static void nn__max_pool2d_forward(nn__pool *pool, const nn__pooling *p, float *y, const float *x) {
+static void nn__max_pool2d_forward(nn__threadpool *pool, const nn__pooling *p, float *y, const float *x) {
     nn__pool_planes(pool, p, nn__max_pool_plane, y, x, NULL);
 }
 /* idx [N, C, OH, OW] = each window's argmax (ih*W + iw in its plane, -1: padding alone) */
-static void nn__max_pool2d_argmax(nn__pool *pool, const nn__pooling *p, int32_t *idx, const float *x) {
+static void nn__max_pool2d_argmax(nn__threadpool *pool, const nn__pooling *p, int32_t *idx, const float *x) {
     nn__pool_planes(pool, p, nn__max_argmax_plane, idx, x, NULL);
 }
 /* dx [N, C, H, W] from idx and dy [N, C, OH, OW] */
-static void nn__max_pool2d_backward(nn__pool *pool, const nn__pooling *p, float *dx, const int32_t *idx, const float *dy) {
+static void nn__max_pool2d_backward(nn__threadpool *pool, const nn__pooling *p, float *dx, const int32_t *idx, const float *dy) {
     nn__pool_planes(pool, p, nn__max_backward_plane, dx, idx, dy);
 }
 /* y [N, C, OH, OW] = the mean of each window */
-static void nn__avg_pool2d_forward(nn__pool *pool, const nn__pooling *p, float *y, const float *x) {
+static void nn__avg_pool2d_forward(nn__threadpool *pool, const nn__pooling *p, float *y, const float *x) {
     nn__pool_planes(pool, p, nn__avg_pool_plane, y, x, NULL);
 }
 /* dx [N, C, H, W] from dy [N, C, OH, OW] */
-static void nn__avg_pool2d_backward(nn__pool *pool, const nn__pooling *p, float *dx, const float *dy) {
+static void nn__avg_pool2d_backward(nn__threadpool *pool, const nn__pooling *p, float *dx, const float *dy) {
     nn__pool_planes(pool, p, nn__avg_backward_plane, dx, dy, NULL);
 }

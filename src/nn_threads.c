@@ -1,7 +1,7 @@
 /* ---------------------------------------------------------------------------
  * nn_threads.c -- tiny persistent fork/join thread pool.
  *
- * One job at a time: nn__pool_run() publishes (fn, arg, n_tasks) and a new
+ * One job at a time: nn__threadpool_run() publishes (fn, arg, n_tasks) and a new
  * 64-bit "ticket" word = generation << 32 | next task index.  The caller and
  * the workers claim task indices with a compare-and-swap on the ticket, so a
  * claim only succeeds for the current job; a worker that wakes up late (or
@@ -20,10 +20,10 @@
  *
  * Threads are used only with pthreads and gcc/clang __atomic builtins; on
  * _WIN32, with NN_NO_THREADS, or with other compilers everything runs on the
- * calling thread (nn__pool_size() == 1).
+ * calling thread (nn__threadpool_size() == 1).
  *
- * Not supported: two different threads calling nn__pool_run() on the same
- * pool at the same time, or fn calling nn__pool_run() on the same pool -- both
+ * Not supported: two different threads calling nn__threadpool_run() on the same
+ * pool at the same time, or fn calling nn__threadpool_run() on the same pool -- both
  * are detected (busy flag) and the later call then runs inline on its thread.
  * ------------------------------------------------------------------------- */
 
@@ -47,9 +47,9 @@
 #define NN__POOL_MAX_THREADS 64
 
 typedef void (*nn__task_fn)(void *arg, int task, int n_tasks);
-typedef struct nn__pool nn__pool;
+typedef struct nn__threadpool nn__threadpool;
 
-struct nn__pool {
+struct nn__threadpool {
     int n; /* workers including the caller */
     void *ws;       /* scratch kept between calls (GEMM packing), so steps allocate nothing */
     size_t ws_size;
@@ -69,12 +69,12 @@ struct nn__pool {
     nn__task_fn fn;
     void *arg;
     int base;  /* task index of this chunk's first task */
-    int total; /* n_tasks as passed to nn__pool_run */
+    int total; /* n_tasks as passed to nn__threadpool_run */
 
     /* All fields below are only touched through __atomic builtins. */
     uint64_t ticket;  /* gen << 32 | chunk size << 16 | next index (below) */
     int done;         /* tasks of the current chunk that have finished */
-    int stop;         /* set (with a generation bump) by nn__pool_destroy */
+    int stop;         /* set (with a generation bump) by nn__threadpool_destroy */
     int busy;         /* 1 while a job is in flight (nesting guard) */
     int n_sleep;      /* workers blocked (or about to block) on cv_work */
     int caller_sleep; /* caller blocked (or about to block) on cv_done */
@@ -112,7 +112,7 @@ static void nn__cpu_relax(void) {
    (caller and workers alike).  The descriptor is read before the first claim
    and is only trusted because the claim (CAS on the ticket) succeeds: the
    caller rewrites it only after every task of gen was claimed and finished. */
-static void nn__pool_work(nn__pool *p, uint32_t gen) {
+static void nn__threadpool_work(nn__threadpool *p, uint32_t gen) {
     nn__task_fn fn = __atomic_load_n(&p->fn, __ATOMIC_RELAXED);
     void *arg = __atomic_load_n(&p->arg, __ATOMIC_RELAXED);
     int base = __atomic_load_n(&p->base, __ATOMIC_RELAXED);
@@ -135,8 +135,8 @@ static void nn__pool_work(nn__pool *p, uint32_t gen) {
     }
 }
 
-static void *nn__pool_worker(void *vp) {
-    nn__pool *p = (nn__pool *)vp;
+static void *nn__threadpool_worker(void *vp) {
+    nn__threadpool *p = (nn__threadpool *)vp;
     uint32_t seen = 0; /* generation this worker last looked at */
     for (;;) {
         uint32_t g;
@@ -149,7 +149,7 @@ static void *nn__pool_worker(void *vp) {
         }
         if (g == seen) {
             /* Slow path: announce that we sleep, then re-check under the
-               mutex; nn__pool_run() publishes before it reads n_sleep. */
+               mutex; nn__threadpool_run() publishes before it reads n_sleep. */
             pthread_mutex_lock(&p->mu);
             __atomic_add_fetch(&p->n_sleep, 1, __ATOMIC_SEQ_CST);
             while ((g = NN__TK_GEN(__atomic_load_n(&p->ticket, __ATOMIC_SEQ_CST))) == seen)
@@ -159,13 +159,13 @@ static void *nn__pool_worker(void *vp) {
         }
         seen = g; /* may have skipped generations: fine, they are done */
         if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) break;
-        nn__pool_work(p, g);
+        nn__threadpool_work(p, g);
     }
     return NULL;
 }
 
 /* Number of threads to use when the caller does not say. */
-static int nn__pool_default_threads(void) {
+static int nn__threadpool_default_threads(void) {
     const char *env = getenv("NN_THREADS");
     long n = 0;
     if (env && *env) n = strtol(env, NULL, 10);
@@ -179,7 +179,7 @@ static int nn__pool_default_threads(void) {
 
 /* Publish a new generation carrying n tasks (n == 0 for shutdown) and wake
    sleeping workers.  Returns the new generation. */
-static uint32_t nn__pool_publish(nn__pool *p, int n) {
+static uint32_t nn__threadpool_publish(nn__threadpool *p, int n) {
     uint64_t t = __atomic_load_n(&p->ticket, __ATOMIC_RELAXED);
     uint32_t gen = NN__TK_GEN(t) + 1u;
     /* seq_cst store: releases the descriptor and orders the n_sleep load. */
@@ -197,13 +197,13 @@ static uint32_t nn__pool_publish(nn__pool *p, int n) {
 /* n_threads <= 0: NN_THREADS from the environment if set, else the number of
    online CPUs.  Capped at 64.  Returns NULL only if the struct allocation
    fails (a NULL pool is valid everywhere and means "run inline"). */
-static NN__MAYBE_UNUSED nn__pool *nn__pool_create(int n_threads) {
-    nn__pool *p = (nn__pool *)NN_MALLOC(sizeof(nn__pool));
+static NN__MAYBE_UNUSED nn__threadpool *nn__threadpool_create(int n_threads) {
+    nn__threadpool *p = (nn__threadpool *)NN_MALLOC(sizeof(nn__threadpool));
     if (!p) return NULL;
     memset(p, 0, sizeof(*p));
     p->n = 1;
 #if NN__POOL_THREADED
-    if (n_threads <= 0) n_threads = nn__pool_default_threads();
+    if (n_threads <= 0) n_threads = nn__threadpool_default_threads();
     if (n_threads > NN__POOL_MAX_THREADS) n_threads = NN__POOL_MAX_THREADS;
     if (n_threads <= 1) return p;
     if (pthread_mutex_init(&p->mu, NULL) != 0) return p;
@@ -220,7 +220,7 @@ static NN__MAYBE_UNUSED nn__pool *nn__pool_create(int n_threads) {
     {
         int i;
         for (i = 0; i < n_threads - 1; i++) {
-            if (pthread_create(&p->th[i], NULL, nn__pool_worker, p) != 0) break;
+            if (pthread_create(&p->th[i], NULL, nn__threadpool_worker, p) != 0) break;
             p->n_spawned++;
         }
     }
@@ -232,13 +232,13 @@ static NN__MAYBE_UNUSED nn__pool *nn__pool_create(int n_threads) {
     return p;
 }
 
-static NN__MAYBE_UNUSED void nn__pool_destroy(nn__pool *p) {
+static NN__MAYBE_UNUSED void nn__threadpool_destroy(nn__threadpool *p) {
     if (!p) return;
 #if NN__POOL_THREADED
     if (p->n_spawned > 0) {
         int i;
         __atomic_store_n(&p->stop, 1, __ATOMIC_SEQ_CST);
-        nn__pool_publish(p, 0);
+        nn__threadpool_publish(p, 0);
         for (i = 0; i < p->n_spawned; i++) pthread_join(p->th[i], NULL);
     }
     if (p->sync_ok) {
@@ -253,7 +253,7 @@ static NN__MAYBE_UNUSED void nn__pool_destroy(nn__pool *p) {
 
 /* At least `bytes` of scratch owned by the pool, kept for later calls; NULL when p is NULL
    or the allocation fails (callers then use their own memory). One caller at a time. */
-static NN__MAYBE_UNUSED void *nn__pool_workspace(nn__pool *p, size_t bytes) {
+static NN__MAYBE_UNUSED void *nn__threadpool_workspace(nn__threadpool *p, size_t bytes) {
     if (!p) return NULL;
     if (bytes > p->ws_size) {
         void *w = NN_MALLOC(bytes);
@@ -265,13 +265,13 @@ static NN__MAYBE_UNUSED void *nn__pool_workspace(nn__pool *p, size_t bytes) {
     return p->ws;
 }
 
-static NN__MAYBE_UNUSED int nn__pool_size(const nn__pool *p) { return p ? p->n : 1; }
+static NN__MAYBE_UNUSED int nn__threadpool_size(const nn__threadpool *p) { return p ? p->n : 1; }
 
 /* Runs fn(arg, i, n_tasks) for every i in [0, n_tasks) and returns when all
    calls have finished.  The caller executes tasks too; tasks are handed out
    dynamically in increasing index order, so a task may be run by any thread
    and a thread may run several. */
-static NN__MAYBE_UNUSED void nn__pool_run(nn__pool *p, nn__task_fn fn, void *arg, int n_tasks) {
+static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn fn, void *arg, int n_tasks) {
     int i;
     if (n_tasks <= 0) return;
 #if NN__POOL_THREADED
@@ -286,8 +286,8 @@ static NN__MAYBE_UNUSED void nn__pool_run(nn__pool *p, nn__task_fn fn, void *arg
             __atomic_store_n(&p->base, base, __ATOMIC_RELAXED);
             __atomic_store_n(&p->total, n_tasks, __ATOMIC_RELAXED);
             __atomic_store_n(&p->done, 0, __ATOMIC_RELAXED);
-            gen = nn__pool_publish(p, n);
-            nn__pool_work(p, gen);
+            gen = nn__threadpool_publish(p, n);
+            nn__threadpool_work(p, gen);
             /* Every task is claimed now; wait for the ones other threads
                are still running (spin first, then sleep). */
             while (__atomic_load_n(&p->done, __ATOMIC_ACQUIRE) != n && spin < NN_POOL_SPIN) {

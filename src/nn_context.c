@@ -1,0 +1,189 @@
+/* Contexts: the backend chosen once per context (nn__backends[], tried in order, the CPU
+   last), its buffers, and what a program asks of a context (its name, errors, counters). */
+#include "nn_internal.h"
+#include "nn_ops.h"
+
+/* Device backends define NN__BACKEND_<NAME> as a pointer to their nn__backend and a comma;
+   one that is not compiled in (NN_NO_OPENCL) leaves its slot empty. */
+#ifndef NN__BACKEND_OPENCL
+#  define NN__BACKEND_OPENCL
+#endif
+static const nn__backend *const nn__backends[] = {NN__BACKEND_OPENCL &nn__cpu_backend};
+#define NN__N_BACKENDS ((int)(sizeof nn__backends / sizeof nn__backends[0]))
+
+NN_API nn_shape nn_shape1(int64_t d0) {
+    nn_shape s;
+    memset(&s, 0, sizeof s);
+    s.ndim = 1;
+    s.dim[0] = d0;
+    return s;
+}
+NN_API nn_shape nn_shape2(int64_t d0, int64_t d1) {
+    nn_shape s = nn_shape1(d0);
+    s.ndim = 2;
+    s.dim[1] = d1;
+    return s;
+}
+NN_API nn_shape nn_shape3(int64_t d0, int64_t d1, int64_t d2) {
+    nn_shape s = nn_shape2(d0, d1);
+    s.ndim = 3;
+    s.dim[2] = d2;
+    return s;
+}
+NN_API nn_shape nn_shape4(int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
+    nn_shape s = nn_shape3(d0, d1, d2);
+    s.ndim = 4;
+    s.dim[3] = d3;
+    return s;
+}
+NN_API const char *nn_result_string(nn_result r) {
+    switch (r) {
+    case NN_OK: return "ok";
+    case NN_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case NN_ERR_SHAPE: return "shape mismatch";
+    case NN_ERR_OUT_OF_MEMORY: return "out of memory";
+    case NN_ERR_DEVICE: return "device error";
+    case NN_ERR_BUILD: return "kernel build failed";
+    case NN_ERR_IO: return "i/o error";
+    case NN_ERR_STATE: return "invalid state";
+    case NN_ERR_UNAVAILABLE: return "unavailable";
+    }
+    return "unknown result";
+}
+
+/* ---- contexts ---- */
+
+static char *nn__default_cache_dir(void) {
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char buf[1024];
+    if (xdg && xdg[0]) snprintf(buf, sizeof buf, "%s/nn", xdg);
+    else if (home && home[0]) snprintf(buf, sizeof buf, "%s/.cache/nn", home);
+    else return NULL;
+    return nn__strdup(buf);
+}
+
+
+/* The log level from desc.log_level (the level plus one) or $NN_LOG. */
+static int nn__log_level(const nn_context_desc *desc) {
+    static const char *const levels[] = {"error", "warn", "info", "debug"};
+    const char *env = getenv("NN_LOG");
+    int k;
+    if (desc->log_level) return desc->log_level - 1;
+    for (k = 0; env && k < 4; k++)
+        if (strcmp(env, levels[k]) == 0) return k;
+    return NN_LOG_INFO;
+}
+
+/* Opens the first backend that takes the device asked for: a named device must open or
+   the call fails; with none named, a device backend that finds nothing (NN_ERR_UNAVAILABLE)
+   falls through to the next, and the log says why. */
+static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+    nn_result r = NN_ERR_UNAVAILABLE;
+    int k;
+    char why[NN__ERRLEN];
+    why[0] = 0;
+    for (k = 0; k < NN__N_BACKENDS; k++) {
+        const nn__backend *b = nn__backends[k];
+        ctx->err[0] = 0;
+        r = b->open(ctx, device, desc);
+        if (r == NN_OK) {
+            ctx->backend = b;
+            if (why[0]) nn__log(ctx, NN_LOG_INFO, "%s", why);
+            return NN_OK;
+        }
+        if (r != NN_ERR_UNAVAILABLE) return r;
+        if (ctx->err[0]) snprintf(why, sizeof why, "%s", ctx->err);
+    }
+    if (device) nn__fail(ctx, r, "NN_DEVICE=%s: %s", device, why[0] ? why : "no backend takes this device");
+    return r;
+}
+
+NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc_in) {
+    nn_context_desc desc;
+    nn_context *ctx;
+    const char *device, *cache, *kdir;
+    nn_result r = NN_OK;
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    memset(&desc, 0, sizeof desc);
+    if (desc_in) desc = *desc_in;
+    ctx = (nn_context *)nn__calloc(1, sizeof *ctx);
+    if (!ctx) return NN_ERR_OUT_OF_MEMORY;
+    ctx->log = desc.log;
+    ctx->log_user = desc.log_user;
+    ctx->log_level = nn__log_level(&desc);
+    device = desc.device ? desc.device : getenv("NN_DEVICE");
+    if (device && !device[0]) device = NULL;
+    cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");
+    if (cache && strcmp(cache, "off") == 0) ctx->cache_dir = NULL;
+    else ctx->cache_dir = (cache && cache[0]) ? nn__strdup(cache) : nn__default_cache_dir();
+    kdir = desc.kernel_dir ? desc.kernel_dir : getenv("NN_KERNEL_DIR");
+    if (kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir))) r = NN_ERR_OUT_OF_MEMORY;
+    if (r == NN_OK) r = nn__open_backend(ctx, device, &desc);
+    if (r != NN_OK) {
+        nn__log(ctx, NN_LOG_ERROR, "%s", ctx->err[0] ? ctx->err : nn_result_string(r));
+        nn_context_destroy(ctx);
+        return r == NN_ERR_UNAVAILABLE ? NN_ERR_INVALID_ARGUMENT : r;
+    }
+    ctx->err[0] = 0;
+    nn__log(ctx, NN_LOG_INFO, "backend: %s%s", ctx->backend->kind == NN_BACKEND_OPENCL ? "OpenCL device " : "",
+            ctx->backend_name);
+    *out = ctx;
+    return NN_OK;
+}
+
+NN_API void nn_context_destroy(nn_context *ctx) {
+    if (!ctx) return;
+    if (ctx->backend) ctx->backend->close(ctx);
+    NN_FREE(ctx->cache_dir);
+    NN_FREE(ctx->kernel_dir);
+    NN_FREE(ctx);
+}
+
+NN_API const char *nn_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
+NN_API const char *nn_backend_name(const nn_context *ctx) { return ctx ? ctx->backend_name : ""; }
+NN_API nn_backend_kind nn_backend(const nn_context *ctx) { return ctx && ctx->backend ? ctx->backend->kind : NN_BACKEND_CPU; }
+NN_API nn_stats nn_get_stats(const nn_context *ctx) {
+    nn_stats s;
+    memset(&s, 0, sizeof s);
+    return ctx ? ctx->stats : s;
+}
+NN_API void nn_reset_stats(nn_context *ctx) {
+    if (ctx) memset(&ctx->stats, 0, sizeof ctx->stats);
+}
+
+/* Devices of every device backend, numbered in backend order. */
+NN_API int nn_list_devices(nn_device_info *out, int max) {
+    int k, n = 0;
+    for (k = 0; k < NN__N_BACKENDS; k++) {
+        if (!nn__backends[k]->list_devices) continue;
+        n += nn__backends[k]->list_devices(out && n < max ? out + n : NULL, max > n ? max - n : 0);
+    }
+    return n;
+}
+
+/* ---- buffers, through the context's backend ---- */
+
+static void nn__buf_free(nn_context *ctx, nn__buf *b) {
+    ctx->backend->release(ctx, b);
+    memset(b, 0, sizeof *b);
+}
+
+/* A buffer of its own, zero-filled when `zero` (the arena and parameters are written
+   before they are read, and filling a large buffer costs start-up time). */
+static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
+    memset(b, 0, sizeof *b);
+    return ctx->backend->alloc(ctx, b, bytes, zero, what);
+}
+
+static nn_result nn__buf_write(nn_context *ctx, nn__buf *b, const void *data, size_t bytes) {
+    ctx->stats.h2d_bytes += bytes;
+    ctx->stats.h2d_transfers++;
+    return ctx->backend->write(ctx, b, data, bytes);
+}
+
+static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t bytes) {
+    ctx->stats.d2h_bytes += bytes;
+    ctx->stats.d2h_transfers++;
+    return ctx->backend->read(ctx, b, data, bytes);
+}

@@ -1,0 +1,156 @@
+/* The op registry. Each family's list names its ops once: the enum value, the name used
+   in messages, and the functions that define the op, all in src/ops/FAMILY.c:
+     cpu    nn_result f(nn_graph *g, nn__node *n)  the CPU backend's body
+     dev    nn_result f(nn_graph *g, int id)       the device plan: the launches of
+                                                   kernels/FAMILY.cl (nn__launch_add, nn__args)
+     grad   void f(nn_graph *g, int id)            the autograd rule (nn__grad_none: no rule)
+     plan   void f(nn_graph *g, nn__node *n)       compile time, before memory is planned:
+                                                   the algorithm and scratch size (0: none)
+     flags  NN__OPF_*
+   The enum, the names and the table in src/nn_registry.c are all made from these lists,
+   so an op with a missing function does not compile. */
+#include "nn_internal.h"
+
+#define NN__OPF_LEAF 1u    /* an input or parameter: no body, no plan */
+#define NN__OPF_NO_GRAD 2u /* not differentiable: no gradient flows through it */
+#define NN__OPF_WRITABLE 4u /* its value persists across runs and the user may write it (accumulators) */
+
+#define NN__OPS_LEAF(X)                                                                                   \
+    X(INPUT, "input", nn__cpu_leaf, nn__dev_leaf, nn__grad_none, 0, NN__OPF_LEAF)                          \
+    X(PARAM, "param", nn__cpu_leaf, nn__dev_leaf, nn__grad_none, 0, NN__OPF_LEAF)
+
+#define NN__OPS_ELEMENTWISE(X)                                                                              \
+    X(ADD, "add", nn__cpu_binary, nn__dev_binary, nn__grad_add_sub, 0, 0)                                  \
+    X(SUB, "sub", nn__cpu_binary, nn__dev_binary, nn__grad_add_sub, 0, 0)                                  \
+    X(MUL, "mul", nn__cpu_binary, nn__dev_binary, nn__grad_mul, 0, 0)                                      \
+    X(SCALE, "scale", nn__cpu_scale, nn__dev_scale, nn__grad_scale, 0, 0)                                  \
+    X(UNARY, "activation", nn__cpu_unary, nn__dev_unary, nn__grad_unary, 0, 0)                             \
+    X(UNARY_GRAD, "activation_grad", nn__cpu_unary_grad, nn__dev_unary_grad, nn__grad_none, 0, 0)          \
+    X(DROPOUT, "dropout", nn__cpu_dropout, nn__dev_dropout, nn__grad_dropout, 0, 0)                        \
+    X(ACCUMULATE, "accumulate", nn__cpu_accumulate, nn__dev_accumulate, nn__grad_none, 0,                 \
+      NN__OPF_NO_GRAD | NN__OPF_WRITABLE) \
+    X(FILL, "fill", nn__cpu_fill, nn__dev_fill, nn__grad_none, 0, NN__OPF_NO_GRAD)
+
+#define NN__OPS_MATMUL(X) X(MATMUL, "matmul", nn__cpu_matmul, nn__dev_matmul, nn__grad_matmul, 0, 0)
+
+#define NN__OPS_REDUCE(X)                                                                                   \
+    X(SUM_ALL, "sum", nn__cpu_sum_all, nn__dev_sum_all, nn__grad_sum_all, 0, 0)                            \
+    X(EXPAND_SCALAR, "expand", nn__cpu_expand_scalar, nn__dev_expand_scalar, nn__grad_expand_scalar, 0, 0) \
+    X(SUM_LEAD, "sum_leading", nn__cpu_sum_lead, nn__dev_sum_lead, nn__grad_none, 0, 0)                    \
+    X(ARGMAX, "argmax", nn__cpu_argmax, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)            \
+    X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)
+
+#define NN__OPS_SOFTMAX(X)                                                                                  \
+    X(SOFTMAX, "softmax", nn__cpu_softmax, nn__dev_softmax, nn__grad_softmax, 0, 0)                        \
+    X(LOG_SOFTMAX, "log_softmax", nn__cpu_softmax, nn__dev_softmax, nn__grad_log_softmax, 0, 0)            \
+    X(SOFTMAX_GRAD, "softmax_grad", nn__cpu_softmax_grad, nn__dev_softmax_grad, nn__grad_none, 0, 0)       \
+    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", nn__cpu_softmax_grad, nn__dev_softmax_grad, nn__grad_none, 0, 0)
+
+#define NN__OPS_LOSS(X)                                                                                     \
+    X(XENT_ROWS, "softmax_cross_entropy", nn__cpu_xent_rows, nn__dev_xent_rows, nn__grad_xent_rows, 0, 0)  \
+    X(XENT_GRAD, "softmax_cross_entropy_grad", nn__cpu_xent_grad, nn__dev_xent_grad, nn__grad_none, 0, 0)  \
+    X(BCE_LOGITS, "bce_with_logits", nn__cpu_bce_logits, nn__dev_bce_logits, nn__grad_bce_logits, 0, 0)    \
+    X(BCE_LOGITS_GRAD, "bce_with_logits_grad", nn__cpu_bce_logits_grad, nn__dev_bce_logits_grad,           \
+      nn__grad_none, 0, 0)                                                                                 \
+    X(LOSS_EW, "loss", nn__cpu_loss_ew, nn__dev_loss_ew, nn__grad_loss_ew, 0, 0)                           \
+    X(LOSS_EW_GRAD, "loss_grad", nn__cpu_loss_ew_grad, nn__dev_loss_ew, nn__grad_none, 0, 0)               \
+    X(CE_ROWS, "cross_entropy", nn__cpu_ce_rows, nn__dev_ce_rows, nn__grad_ce_rows, 0, 0)                  \
+    X(CE_ROWS_GRAD, "cross_entropy_grad", nn__cpu_ce_rows_grad, nn__dev_ce_rows, nn__grad_none, 0, 0)      \
+    X(CE_WEIGHTS, "cross_entropy_weights", nn__cpu_ce_weights, nn__dev_ce_weights, nn__grad_none, 0,       \
+      NN__OPF_NO_GRAD)                                                                                     \
+    X(DIV_SCALAR, "div_scalar", nn__cpu_div_scalar, nn__dev_div_scalar, nn__grad_div_scalar, 0, 0)         \
+    X(LOSS_ROWS, "row_loss", nn__cpu_loss_rows, nn__dev_loss_rows, nn__grad_loss_rows, 0, 0)               \
+    X(LOSS_ROWS_GRAD, "row_loss_grad", nn__cpu_loss_rows_grad, nn__dev_loss_rows, nn__grad_none, 0, 0)
+
+#define NN__OPS_GATHER(X)                                                                                   \
+    X(GATHER_ROWS, "gather_rows", nn__cpu_gather_rows, nn__dev_gather_rows, nn__grad_gather_rows, 0, 0)    \
+    X(GATHER_ROWS_GRAD, "gather_rows_grad", nn__cpu_gather_rows_grad, nn__dev_gather_rows_grad,            \
+      nn__grad_none, 0, 0)
+
+#define NN__OPS_SHAPE(X)                                                                                    \
+    X(RESHAPE, "reshape", nn__cpu_reshape, nn__dev_reshape, nn__grad_reshape, 0, 0)                        \
+    X(PERMUTE, "permute", nn__cpu_permute, nn__dev_permute, nn__grad_permute, 0, 0)                        \
+    X(CONCAT2, "concat", nn__cpu_concat2, nn__dev_concat2, nn__grad_concat2, 0, 0)                         \
+    X(SLICE, "slice", nn__cpu_slice, nn__dev_slice, nn__grad_slice, 0, 0)                                  \
+    X(SLICE_GRAD, "slice_grad", nn__cpu_slice, nn__dev_slice, nn__grad_none, 0, 0)                         \
+    X(PAD2D, "pad2d", nn__cpu_pad2d, nn__dev_pad_upsample, nn__grad_pad_upsample, 0, 0)                    \
+    X(PAD2D_GRAD, "pad2d_grad", nn__cpu_pad2d, nn__dev_pad_upsample, nn__grad_none, 0, 0)                  \
+    X(UPSAMPLE2D, "upsample2d", nn__cpu_upsample2d, nn__dev_pad_upsample, nn__grad_pad_upsample, 0, 0)     \
+    X(UPSAMPLE2D_GRAD, "upsample2d_grad", nn__cpu_upsample2d, nn__dev_pad_upsample, nn__grad_none, 0, 0)
+
+#define NN__OPS_CONV(X)                                                                                     \
+    X(CONV2D, "conv2d", nn__cpu_conv2d, nn__dev_conv2d, nn__grad_conv2d, nn__plan_conv2d, 0)               \
+    X(CONV2D_DX, "conv2d_grad_input", nn__cpu_conv2d, nn__dev_conv2d, nn__grad_conv2d_dx, nn__plan_conv2d, 0) \
+    X(CONV2D_DW, "conv2d_grad_weight", nn__cpu_conv2d, nn__dev_conv2d, nn__grad_none, nn__plan_conv2d, 0)  \
+    X(CHANNEL_BIAS, "channel_bias", nn__cpu_channel_bias, nn__dev_channel_bias, nn__grad_channel_bias, 0, 0) \
+    X(CHANNEL_SUM, "channel_sum", nn__cpu_channel_sum, nn__dev_channel_sum, nn__grad_none, 0, 0)           \
+    X(CONV3D, "conv3d", nn__cpu_conv3d, nn__dev_conv3d, nn__grad_conv3d, nn__plan_conv3d, 0)               \
+    X(CONV3D_DX, "conv3d_grad_input", nn__cpu_conv3d, nn__dev_conv3d, nn__grad_none, nn__plan_conv3d, 0)   \
+    X(CONV3D_DW, "conv3d_grad_weight", nn__cpu_conv3d, nn__dev_conv3d, nn__grad_none, nn__plan_conv3d, 0)
+
+#define NN__OPS_NORM(X)                                                                                     \
+    X(NORM_STATS, "norm_stats", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)                    \
+    X(NORM_FORWARD, "norm", nn__cpu_norm, nn__dev_norm_forward, nn__grad_norm_forward, 0, 0)               \
+    X(NORM_DX, "norm_grad_input", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)                  \
+    X(NORM_DGAMMA, "norm_grad_weight", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)             \
+    X(NORM_DBETA, "norm_grad_bias", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)                \
+    X(BN_RUNNING, "batch_norm_running_update", nn__cpu_bn_running, nn__dev_bn_running, nn__grad_none, 0, 0) \
+    X(BN_PACK, "batch_norm_running_stats", nn__cpu_bn_pack, nn__dev_bn_pack, nn__grad_none, 0, 0)
+
+#define NN__OPS_POOL(X)                                                                                     \
+    X(MAXPOOL2D, "max_pool2d", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_maxpool2d, 0, 0)                   \
+    X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_none, 0, 0)          \
+    X(MAXPOOL2D_GRAD, "max_pool2d_grad", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_none, 0, 0)              \
+    X(AVGPOOL2D, "avg_pool2d", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_avgpool2d, 0, 0)                   \
+    X(AVGPOOL2D_GRAD, "avg_pool2d_grad", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_none, 0, 0)
+
+#define NN__OPS_OPTIM(X)                                                                                    \
+    X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_sum_all, nn__grad_none, 0, 0)                   \
+    X(CLIP_SCALE, "clip_scale", nn__cpu_clip_scale, nn__dev_clip_scale, nn__grad_none, 0, 0)               \
+    X(OPT_SGD, "sgd", nn__cpu_opt_sgd, nn__dev_opt_sgd, nn__grad_none, 0, 0)                               \
+    X(OPT_ADAM, "adam", nn__cpu_opt_adam, nn__dev_opt_adam, nn__grad_none, 0, 0)                           \
+    X(OPT_STEP, "optimizer", nn__cpu_opt_step, nn__dev_opt_step, nn__grad_none, 0, 0)                      \
+    X(GRAD_ACC, "grad_accumulate", nn__cpu_grad_acc, nn__dev_grad_acc, nn__grad_none, 0, 0)
+
+#define NN__OPS(X)                                                                                          \
+    NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
+    NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
+    NN__OPS_OPTIM(X)
+
+typedef enum nn__opcode {
+#define NN__X(e, s, cpu, dev, grad, plan, flags) NN__OP_##e,
+    NN__OPS(NN__X)
+#undef NN__X
+    NN__OP_COUNT
+} nn__opcode;
+
+typedef struct nn__op_def {
+    const char *name;
+    nn_result (*cpu)(nn_graph *g, nn__node *n);
+    nn_result (*dev)(nn_graph *g, int id);
+    void (*grad)(nn_graph *g, int id);
+    void (*plan)(nn_graph *g, nn__node *n);
+    unsigned flags;
+} nn__op_def;
+
+static const nn__op_def *nn__op(int op); /* src/nn_registry.c */
+
+/* In CPU bodies: node id's data as float and as int32. */
+#define NN__F(id) (g->nodes[(id)].buf.host)
+#define NN__I(id) ((int32_t *)g->nodes[(id)].buf.host)
+
+/* The locals every autograd rule starts from: n (a copy: nodes may move while the rule
+   adds nodes), gy = d(loss)/d(n), the first two inputs a and b, and whether each needs a
+   gradient (ga, gb). */
+#define NN__GRAD_RULE(g, id)                                                                \
+    nn__node n = (g)->nodes[(id)];                                                          \
+    nn_tensor gy = nn__tensor(n.grad);                                                      \
+    int a = n.in[0], b = n.n_in > 1 ? n.in[1] : -1;                                         \
+    int ga = a >= 0 && (g)->nodes[a].needs_grad, gb = b >= 0 && (g)->nodes[b].needs_grad;  \
+    (void)gy, (void)a, (void)b, (void)ga, (void)gb
+
+/* The optimizer's part of compiling (src/ops/optim.c): its settings checked and its
+   schedule set, then its ops added after autograd. */
+static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d);
+static int nn__optim_updates(const nn_graph *g); /* the graph updates its parameters */
+static nn_result nn__add_optimizer(nn_graph *g);

@@ -1,0 +1,14 @@
+/* The op table, made from the registry lists of src/nn_ops.h: one entry per op, in enum
+   order, so the table cannot fall out of step with the enum, and an op whose functions
+   are missing does not compile. */
+#include "nn_internal.h"
+#include "nn_ops.h"
+
+static const nn__op_def nn__op_table[] = {
+#define NN__X(e, s, cpu, dev, grad, plan, flags) {s, cpu, dev, grad, plan, flags},
+    NN__OPS(NN__X)
+#undef NN__X
+};
+typedef char nn__op_table_complete[sizeof nn__op_table / sizeof nn__op_table[0] == NN__OP_COUNT ? 1 : -1];
+
+static const nn__op_def *nn__op(int op) { return &nn__op_table[op]; }

@@ -1,0 +1,660 @@
+/* The conv ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+#include "../nn_internal.h"
+#include "../nn_ops.h"
+
+NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
+    nn_tensor in[3], t;
+    nn__node *nx, *nw;
+    nn_conv2d_desc d;
+    int64_t OH, OW;
+    int attr[7], k, has_bias = bias.id >= 0;
+    char sx[128], sw[128];
+    in[0] = x;
+    in[1] = w;
+    in[2] = bias;
+    if (!nn__check(g, "nn_conv2d", has_bias ? 3 : 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv2d", x, "x") || !nn__expect_f32(g, "nn_conv2d", w, "w")) return nn__tensor(-1);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    attr[0] = d.stride_h ? d.stride_h : 1;
+    attr[1] = d.stride_w ? d.stride_w : 1;
+    attr[2] = d.pad_h;
+    attr[3] = d.pad_w;
+    attr[4] = d.dilation_h ? d.dilation_h : 1;
+    attr[5] = d.dilation_w ? d.dilation_w : 1;
+    attr[6] = d.groups ? d.groups : 1;
+    nx = nn__n(g, x);
+    nw = nn__n(g, w);
+    nn__shape_str(&nx->shape, sx, sizeof sx);
+    nn__shape_str(&nw->shape, sw, sizeof sw);
+    for (k = 0; k < 7; k++)
+        if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d: stride, dilation and groups must be >= 1 and padding >= 0");
+    if (nx->shape.ndim != 4 || nw->shape.ndim != 4)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s must be [N, C, H, W] and w %s [K, C/groups, KH, KW]", sx, sw);
+    if (nx->shape.dim[1] % attr[6] || nw->shape.dim[0] % attr[6] || nw->shape.dim[1] * attr[6] != nx->shape.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, attr[6]);
+    OH = (nx->shape.dim[2] + 2 * attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
+    OW = (nx->shape.dim[3] + 2 * attr[3] - attr[5] * (nw->shape.dim[3] - 1) - 1) / attr[1] + 1;
+    if (nx->shape.dim[2] + 2 * attr[2] < attr[4] * (nw->shape.dim[2] - 1) + 1 ||
+        nx->shape.dim[3] + 2 * attr[3] < attr[5] * (nw->shape.dim[3] - 1) + 1)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: the kernel w %s is larger than the padded input x %s", sw, sx);
+    if (has_bias) {
+        nn__node *nb = nn__n(g, bias);
+        if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nb->shape.dim[0] != nw->shape.dim[0]) {
+            char sb[128];
+            nn__shape_str(&nb->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: bias %s must be [%lld] float32", sb, (long long)nw->shape.dim[0]);
+        }
+    }
+    t = has_bias ? nn__op3(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id, bias.id)
+                 : nn__op2(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id);
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    return t;
+}
+
+NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kh, int kw,
+                                 const nn_conv2d_desc *desc, const char *name) {
+    char wn[256], bn[256];
+    nn_init init;
+    int64_t cin, groups = desc && desc->groups ? desc->groups : 1;
+    if (!nn__check(g, "nn_conv2d_layer", 1, &x)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d_layer: needs a name (at most 200 chars)");
+    if (nn__n(g, x)->shape.ndim != 4 || kh < 1 || kw < 1 || out_channels < 1 || groups < 1 ||
+        nn__n(g, x)->shape.dim[1] % groups) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d_layer %s: x %s must be [N, C, H, W] with C divisible by groups, "
+                           "kernel %dx%d", name, sx, kh, kw);
+    }
+    cin = nn__n(g, x)->shape.dim[1] / groups;
+    init.kind = NN_INIT_UNIFORM; /* kaiming_uniform(a=sqrt(5)) is U(+-1/sqrt(fan_in)); so is the bias */
+    init.a = (float)(-1.0 / sqrt((double)(cin * kh * kw)));
+    init.b = -init.a;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    return nn_conv2d(g, x, nn_param(g, wn, nn_shape4(out_channels, cin, kh, kw), init),
+                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+}
+
+NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
+    nn_conv2d_desc d;
+    nn_shape xs, ws;
+    nn_tensor in[2], y;
+    in[0] = x;
+    in[1] = w;
+    if (!nn__check(g, "nn_conv1d", 2, in)) return nn__tensor(-1);
+    xs = nn__n(g, x)->shape;
+    ws = nn__n(g, w)->shape;
+    if (xs.ndim != 3 || ws.ndim != 3) {
+        char a[128], b[128];
+        nn__shape_str(&xs, a, sizeof a);
+        nn__shape_str(&ws, b, sizeof b);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: x %s must be [N, C, L] and w %s [K, C/groups, KL]", a, b);
+    }
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    d.stride_h = d.dilation_h = 1;
+    d.pad_h = 0;
+    y = nn_conv2d(g, nn_reshape(g, x, nn_shape4(xs.dim[0], xs.dim[1], 1, xs.dim[2])),
+                  nn_reshape(g, w, nn_shape4(ws.dim[0], ws.dim[1], 1, ws.dim[2])), bias, &d);
+    if (y.id < 0) return y;
+    return nn_reshape(g, y, nn_shape3(nn__n(g, y)->shape.dim[0], nn__n(g, y)->shape.dim[1], nn__n(g, y)->shape.dim[3]));
+}
+
+/* y [N, C, ...] = x + b[c]: a per-channel bias (its gradient is channel_sum) */
+static nn_tensor nn__channel_bias(nn_graph *g, const char *op, nn_tensor x, nn_tensor b) {
+    nn_tensor in[2];
+    nn__node *nx, *nb;
+    in[0] = x;
+    in[1] = b;
+    if (!nn__check(g, op, 2, in)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nb = nn__n(g, b);
+    if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nx->shape.ndim < 2 || nb->shape.dim[0] != nx->shape.dim[1]) {
+        char sb[128], sx[128];
+        nn__shape_str(&nb->shape, sb, sizeof sb);
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: bias %s must be float32 [C] for an output %s", op, sb, sx);
+    }
+    return nn__op2(g, NN__OP_CHANNEL_BIAS, NN_F32, nx->shape, x.id, b.id);
+}
+
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
+                                     int output_pad_h, int output_pad_w) {
+    nn_tensor in[2], t;
+    nn_conv2d_desc d;
+    nn_shape xs, ws;
+    int attr[7], k;
+    int64_t OH, OW;
+    char a[128], b[128];
+    in[0] = x;
+    in[1] = w;
+    if (!nn__check(g, "nn_conv_transpose2d", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv_transpose2d", x, "x") || !nn__expect_f32(g, "nn_conv_transpose2d", w, "w"))
+        return nn__tensor(-1);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    attr[0] = d.stride_h ? d.stride_h : 1;
+    attr[1] = d.stride_w ? d.stride_w : 1;
+    attr[2] = d.pad_h;
+    attr[3] = d.pad_w;
+    attr[4] = d.dilation_h ? d.dilation_h : 1;
+    attr[5] = d.dilation_w ? d.dilation_w : 1;
+    attr[6] = d.groups ? d.groups : 1;
+    xs = nn__n(g, x)->shape;
+    ws = nn__n(g, w)->shape;
+    nn__shape_str(&xs, a, sizeof a);
+    nn__shape_str(&ws, b, sizeof b);
+    for (k = 0; k < 7; k++)
+        if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: stride, dilation and groups must be >= 1, padding >= 0");
+    if (xs.ndim != 4 || ws.ndim != 4 || xs.dim[1] != ws.dim[0] || ws.dim[0] % attr[6])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s must be [N, Cin, H, W] and w %s [Cin, Cout/groups, KH, KW] (groups %d)",
+                           a, b, attr[6]);
+    if (output_pad_h < 0 || output_pad_w < 0 || (output_pad_h >= attr[0] && output_pad_h >= attr[4]) ||
+        (output_pad_w >= attr[1] && output_pad_w >= attr[5]))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: output padding (%d, %d) must be below the stride or the dilation",
+                           output_pad_h, output_pad_w);
+    OH = (xs.dim[2] - 1) * attr[0] - 2 * attr[2] + attr[4] * (ws.dim[2] - 1) + output_pad_h + 1;
+    OW = (xs.dim[3] - 1) * attr[1] - 2 * attr[3] + attr[5] * (ws.dim[3] - 1) + output_pad_w + 1;
+    if (OH < 1 || OW < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with w %s gives an empty output", a, b);
+    /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
+    t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    return bias.id >= 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
+}
+
+
+static nn_shape nn__shape5(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t d4) {
+    nn_shape s;
+    memset(&s, 0, sizeof s);
+    s.ndim = 5;
+    s.dim[0] = d0;
+    s.dim[1] = d1;
+    s.dim[2] = d2;
+    s.dim[3] = d3;
+    s.dim[4] = d4;
+    return s;
+}
+
+NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc) {
+    nn_tensor in[3], t;
+    nn__node *nx, *nw;
+    nn_conv3d_desc d;
+    int64_t O[3];
+    int attr[10], k, has_bias = bias.id >= 0;
+    char sx[128], sw[128];
+    in[0] = x;
+    in[1] = w;
+    in[2] = bias;
+    if (!nn__check(g, "nn_conv3d", has_bias ? 3 : 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv3d", x, "x") || !nn__expect_f32(g, "nn_conv3d", w, "w")) return nn__tensor(-1);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    /* node->i: stride d/h/w, pad d/h/w, dilation d/h/w, groups */
+    attr[0] = d.stride_d ? d.stride_d : 1;
+    attr[1] = d.stride_h ? d.stride_h : 1;
+    attr[2] = d.stride_w ? d.stride_w : 1;
+    attr[3] = d.pad_d;
+    attr[4] = d.pad_h;
+    attr[5] = d.pad_w;
+    attr[6] = d.dilation_d ? d.dilation_d : 1;
+    attr[7] = d.dilation_h ? d.dilation_h : 1;
+    attr[8] = d.dilation_w ? d.dilation_w : 1;
+    attr[9] = d.groups ? d.groups : 1;
+    nx = nn__n(g, x);
+    nw = nn__n(g, w);
+    nn__shape_str(&nx->shape, sx, sizeof sx);
+    nn__shape_str(&nw->shape, sw, sizeof sw);
+    for (k = 0; k < 10; k++)
+        if (attr[k] < (k >= 3 && k < 6 ? 0 : 1))
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d: stride, dilation and groups must be >= 1 and padding >= 0");
+    if (nx->shape.ndim != 5 || nw->shape.ndim != 5)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s must be [N, C, D, H, W] and w %s [K, C/groups, KD, KH, KW]", sx, sw);
+    if (nx->shape.dim[1] % attr[9] || nw->shape.dim[0] % attr[9] || nw->shape.dim[1] * attr[9] != nx->shape.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, attr[9]);
+    for (k = 0; k < 3; k++) {
+        int64_t span = (int64_t)attr[6 + k] * (nw->shape.dim[2 + k] - 1) + 1;
+        if (nx->shape.dim[2 + k] + 2 * attr[3 + k] < span)
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: the kernel w %s is larger than the padded input x %s", sw, sx);
+        O[k] = (nx->shape.dim[2 + k] + 2 * attr[3 + k] - span) / attr[k] + 1;
+    }
+    if (has_bias) {
+        nn__node *nb = nn__n(g, bias);
+        if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nb->shape.dim[0] != nw->shape.dim[0]) {
+            char sb[128];
+            nn__shape_str(&nb->shape, sb, sizeof sb);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: bias %s must be [%lld] float32", sb, (long long)nw->shape.dim[0]);
+        }
+    }
+    {
+        nn_shape ys = nn__shape5(nx->shape.dim[0], nw->shape.dim[0], O[0], O[1], O[2]);
+        t = has_bias ? nn__op3(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id, bias.id) : nn__op2(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id);
+    }
+    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    return t;
+}
+
+NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
+                                 const nn_conv3d_desc *desc, const char *name) {
+    char wn[256], bn[256];
+    nn_init init;
+    int64_t cin, groups = desc && desc->groups ? desc->groups : 1;
+    if (!nn__check(g, "nn_conv3d_layer", 1, &x)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d_layer: needs a name (at most 200 chars)");
+    if (nn__n(g, x)->shape.ndim != 5 || kd < 1 || kh < 1 || kw < 1 || out_channels < 1 || groups < 1 ||
+        nn__n(g, x)->shape.dim[1] % groups) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d_layer %s: x %s must be [N, C, D, H, W] with C divisible by groups, "
+                           "kernel %dx%dx%d", name, sx, kd, kh, kw);
+    }
+    cin = nn__n(g, x)->shape.dim[1] / groups;
+    init.kind = NN_INIT_UNIFORM; /* kaiming_uniform(a=sqrt(5)) is U(+-1/sqrt(fan_in)); so is the bias */
+    init.a = (float)(-1.0 / sqrt((double)(cin * kd * kh * kw)));
+    init.b = -init.a;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    return nn_conv3d(g, x, nn_param(g, wn, nn__shape5(out_channels, cin, kd, kh, kw), init),
+                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+}
+
+
+/* ---- the algorithm per convolution, chosen at compile time ---- */
+
+typedef struct nn__conv_plan {
+    int algo;        /* NN__CONV_GEMM or NN__CONV_DIRECT */
+    int ld;          /* columns of the column matrices: P = N*OH*OW, padded for the K slices */
+    int split;       /* K slices of the weight gradient's product (1: none) */
+    int64_t scratch; /* floats */
+} nn__conv_plan;
+
+/* Depthwise convolutions (one input channel per group) run the direct kernels: their
+   products are too thin for a GEMM. Everything else is im2col + the tuned GEMM, one
+   batched launch over the groups. The weight gradient reduces over all N*OH*OW columns
+   into a small [K, C/G*KH*KW] result, so its product is cut into K slices (summed after,
+   in a fixed order) until there are enough tiles to fill the device. Shapes whose
+   working memory would not fit the device, or 32-bit indices, fall back to direct. */
+static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d *c, nn__conv_plan *p) {
+    int64_t P = (int64_t)c->N * c->OH * c->OW, Cg = c->C / c->G, Kg = c->K / c->G;
+    int64_t KKg = Cg * c->KH * c->KW, rows = (int64_t)c->C * c->KH * c->KW, chunk, most;
+    nn__gemm_cfg cfg;
+    memset(p, 0, sizeof *p);
+    p->algo = NN__CONV_DIRECT;
+    p->ld = (int)P;
+    p->split = 1;
+    if (nn__conv2d_is_depthwise(c)) return;
+    if (op == NN__OP_CONV2D_DW) {
+        int64_t tile_n, tile_m, tiles, target;
+        nn__gemm_config(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, &cfg);
+        tile_n = (int64_t)cfg.wpt_n * cfg.wg_n;
+        tile_m = (int64_t)cfg.wpt_m * (cfg.use_local == 2 ? 4 : cfg.wg_m);
+        tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
+        target = ctx->dev.cpu_tuned ? NN__GEMM_CPU_ITEMS : 4 * (int64_t)(ctx->dev.units ? ctx->dev.units : 16);
+        p->split = (int)((target + tiles - 1) / tiles);
+        /* slices of at most 1024 columns too: one float accumulator over tens of thousands
+           of products loses the small terms to rounding (the partial sums are exact enough) */
+        if (p->split < (P + 1023) / 1024) p->split = (int)((P + 1023) / 1024);
+        most = P / 256; /* slices of at least 256 columns */
+        if (p->split > most) p->split = (int)(most > 1 ? most : 1);
+        if (p->split > 256) p->split = 256;
+        if (p->split > 1 && (int64_t)p->split * Kg > P) p->split = (int)(P / Kg > 1 ? P / Kg : 1); /* partials <= columns */
+        chunk = (P + p->split - 1) / p->split;
+        chunk = (chunk + 3) / 4 * 4;
+        p->split = (int)((P + chunk - 1) / chunk);
+        p->ld = (int)(chunk * p->split);
+        p->scratch = (rows + c->K) * p->ld + (p->split > 1 ? (int64_t)p->split * c->K * KKg : 0);
+    } else
+        p->scratch = (rows + c->K) * P;
+    if (p->scratch >= (int64_t)1 << 31 || (uint64_t)p->scratch * 4 > (uint64_t)ctx->dev.max_alloc / 2) {
+        p->split = 1;
+        p->ld = (int)P;
+        p->scratch = 0;
+        return;
+    }
+    p->algo = NN__CONV_GEMM;
+}
+
+
+/* conv2d and its gradients: direct loops for depthwise convolutions on the CPU, else
+   im2col + GEMM; devices choose by nn__conv2d_dev_plan. */
+static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
+    nn__conv2d c;
+    if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
+    else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, n->i);
+    else nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+    if (g->ctx->backend->kind != NN_BACKEND_CPU) {
+        nn__conv_plan p;
+        nn__conv2d_dev_plan(g->ctx, n->op, &c, &p);
+        n->algo = p.algo;
+        n->scratch = p.scratch;
+        return;
+    }
+    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : NN__CONV_GEMM; /* direct: no scratch */
+    n->scratch = n->algo == NN__CONV_DIRECT ? 0 : nn__conv2d_scratch(&c);
+}
+
+/* conv3d: im2col + GEMM on the CPU; direct kernels, no scratch, on devices. */
+static void nn__plan_conv3d(nn_graph *g, nn__node *n) {
+    nn__conv3d c3;
+    if (g->ctx->backend->kind != NN_BACKEND_CPU) return;
+    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
+    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, n->i);
+    else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+    n->scratch = nn__conv3d_scratch(&c3);
+}
+
+/* ---- autograd rules ---- */
+
+static void nn__grad_conv2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, b, t);
+    }
+    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
+        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
+    return;
+}
+
+static void nn__grad_channel_bias(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, gy);
+    if (gb) nn__acc_grad(g, b, nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[b].shape, gy.id));
+    return;
+}
+
+static void nn__grad_conv2d_dx(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* as a transposed convolution: inputs (w, x) */
+    if (gb) { /* d/dx: the forward convolution of gy */
+        t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, b, t);
+    }
+    if (ga) { /* d/dw: conv2d's weight gradient with gy as the input and x as dy */
+        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[a].shape, gy.id, b);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, a, t);
+    }
+    return;
+}
+
+static void nn__grad_conv3d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op2(g, NN__OP_CONV3D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_CONV3D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, b, t);
+    }
+    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
+        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
+    return;
+}
+
+/* ---- CPU bodies ---- */
+
+static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    nn__conv2d c;
+    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+    if (n->op == NN__OP_CONV2D) {
+        nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+        if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (nn_conv_dw.c) */
+            nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
+        else
+            nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                               n->scratch_buf.host);
+    } else if (n->op == NN__OP_CONV2D_DX) { /* inputs (w, dy), output dx */
+        nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
+        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host);
+        else nn__conv2d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+    } else { /* inputs (x, dy), output dw */
+        nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host);
+        else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+    }
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_channel_bias(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    {
+    int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
+    const float *x = NN__F(in[0]), *b = NN__F(in[1]);
+    for (k = 0; k < N / S; k++)
+        for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    nn__node *x = &g->nodes[in[0]];
+    nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_conv3d(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    nn__conv3d c;
+    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+    if (n->op == NN__OP_CONV3D) {
+        nn__conv3d_geom(&c, &x->shape, &w->shape, n->i);
+        nn__conv3d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                           n->scratch_buf.host);
+    } else if (n->op == NN__OP_CONV3D_DX) { /* inputs (w, dy), output dx */
+        nn__conv3d_geom(&c, &n->shape, &x->shape, n->i);
+        nn__conv3d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+    } else { /* inputs (x, dy), output dw */
+        nn__conv3d_geom(&c, &x->shape, &n->shape, n->i);
+        nn__conv3d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
+    }
+    return NN_OK;
+}
+}
+
+/* conv2d, its input gradient and its weight gradient as im2col + batched GEMM (the
+   layouts are described in kernels/conv.cl); c is the forward geometry. */
+static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
+    nn_context *ctx = g->ctx;
+    nn__node *n = &g->nodes[id];
+    const nn__buf *s = &n->scratch_buf, *y = &n->buf, *in0 = &g->nodes[n->in[0]].buf, *in1 = &g->nodes[n->in[1]].buf;
+    nn__conv_plan p;
+    int Cg = c->C / c->G, Kg = c->K / c->G, KKg = Cg * c->KH * c->KW, rows = c->C * c->KH * c->KW;
+    int P = c->N * c->OH * c->OW, S = c->OH * c->OW, geo[8], ld, col, dyg;
+    nn__launch *l = NULL;
+    nn_result r;
+    /* the kernels' shapes: by rows on CPU devices, by elements elsewhere (see conv.cl) */
+    int rowwise = ctx->dev.cpu_tuned;
+    const char *k_im2col = rowwise ? "conv2d_im2col_rows" : "conv2d_im2col";
+    const char *k_pack = rowwise ? "conv2d_pack_rows" : "conv2d_pack";
+    size_t n_im2col = rowwise ? (size_t)rows * (c->N * c->OH + 1) : 0, n_pack = rowwise ? (size_t)c->K * (c->N + 1) : 0;
+    memcpy(geo, n->i, 7 * sizeof(int));
+    geo[7] = 0;
+    nn__conv2d_dev_plan(ctx, n->op, c, &p);
+    if (!rowwise) n_im2col = (size_t)rows * p.ld, n_pack = (size_t)c->K * p.ld;
+    ld = p.ld;
+    if (n->op == NN__OP_CONV2D) { /* col = im2col(x); out_g = w_g col_g; y = out + bias */
+        int wa[4], cb[4], oc[4], out = rows * ld;
+        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
+        cb[0] = ld, cb[1] = 0, cb[2] = KKg * ld, cb[3] = 0;
+        oc[0] = ld, oc[1] = out, oc[2] = Kg * ld, oc[3] = 0;
+        r = nn__launch_add(g, id, "conv", k_im2col, n_im2col, &l);
+        if (r == NN_OK)
+            r = nn__args(l, "mmiiiiiiiii8i", in0, s, 0, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
+                            geo, ld);
+        if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 0, Kg, P, KKg, in1, wa, s, cb, s, oc, c->G, 1);
+        if (r == NN_OK) r = nn__launch_add(g, id, "conv", rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
+                                          rowwise ? (size_t)c->N * c->K : (size_t)n->numel, &l);
+        if (r == NN_OK)
+            r = nn__args(l, "mmmiiiiii", s, n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one, y, out, c->N, c->K, S,
+                            ld, n->n_in > 2);
+        return r;
+    }
+    if (n->op == NN__OP_CONV2D_DX) { /* dyg = pack(dy); dcol_g = w_g^T dyg_g; dx = col2im(dcol) */
+        int wa[4], gb[4], dc[4], dcol = c->K * ld;
+        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
+        gb[0] = ld, gb[1] = 0, gb[2] = Kg * ld, gb[3] = 0;
+        dc[0] = ld, dc[1] = dcol, dc[2] = KKg * ld, dc[3] = 0;
+        r = nn__launch_add(g, id, "conv", k_pack, n_pack, &l);
+        if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, 0, c->N, c->K, S, ld);
+        if (r == NN_OK) r = nn__launch_gemm(g, id, 1, 0, KKg, P, Kg, in0, wa, s, gb, s, dc, c->G, 1);
+        if (r == NN_OK) r = nn__launch_add(g, id, "conv", rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
+                                          rowwise ? (size_t)c->N * c->C : (size_t)n->numel, &l);
+        if (r == NN_OK)
+            r = nn__args(l, "mmiiiiiiiii8i", s, y, dcol, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
+                            geo, ld);
+        return r;
+    }
+    { /* dw: col = im2col(x), dyg = pack(dy); dw_g = sum over K slices of dyg_g col_g^T */
+        int ga[4], cb[4], wc[4], chunk = ld / p.split, part;
+        col = 0;
+        dyg = rows * ld;
+        part = dyg + c->K * ld;
+        ga[0] = ld, ga[1] = dyg, ga[2] = Kg * ld, ga[3] = chunk;
+        cb[0] = ld, cb[1] = col, cb[2] = KKg * ld, cb[3] = chunk;
+        wc[0] = KKg, wc[1] = p.split > 1 ? part : 0, wc[2] = Kg * KKg, wc[3] = c->K * KKg;
+        r = nn__launch_add(g, id, "conv", k_im2col, n_im2col, &l);
+        if (r == NN_OK)
+            r = nn__args(l, "mmiiiiiiiii8i", in0, s, col, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH,
+                            c->OW, geo, ld);
+        if (r == NN_OK) r = nn__launch_add(g, id, "conv", k_pack, n_pack, &l);
+        if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, dyg, c->N, c->K, S, ld);
+        if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 1, Kg, KKg, chunk, s, ga, s, cb, p.split > 1 ? s : y, wc, c->G, p.split);
+        if (r == NN_OK && p.split > 1) {
+            r = nn__launch_add(g, id, "elementwise", "sum_leading", (size_t)c->K * KKg, &l);
+            if (r == NN_OK) r = nn__args(l, "mmiii", s, y, p.split * c->K * KKg, c->K * KKg, part);
+        }
+        return r;
+    }
+}
+
+/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+
+static nn_result nn__dev_conv2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    nn__conv2d c;
+    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+    int geo[8];
+    memcpy(geo, n->i, 7 * sizeof(int));
+    geo[7] = 0;
+    if (n->algo == NN__CONV_GEMM) {
+        if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+        else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
+        else nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+        return nn__dev_conv2d_gemm(g, id, &c);
+    }
+    if (n->op == NN__OP_CONV2D) {
+        nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+        r = nn__launch_add(g, id, "conv", "conv2d_forward", (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__args(l, "mmmmiiiiiiiii8i", &x->buf, &w->buf, n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one,
+                            y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW, c.OH, c.OW, geo, n->n_in > 2);
+        return r;
+    }
+    if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
+    else nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+    r = nn__launch_add(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiiiiiiiii8", &x->buf, &w->buf, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
+                        c.OH, c.OW, geo);
+    return r;
+}
+}
+
+static nn_result nn__dev_channel_bias(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
+    r = nn__launch_add(g, id, "elementwise", "channel_bias", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, C, S);
+    return r;
+}
+}
+
+static nn_result nn__dev_channel_sum(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    nn__node *x = &g->nodes[in[0]];
+    int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
+    r = nn__launch_add(g, id, "conv", "channel_sum", (size_t)C, &l);
+    if (r == NN_OK) r = nn__args(l, "mmiii", &x->buf, y, Nb, C, (int)(x->numel / ((int64_t)Nb * C)));
+    return r;
+}
+}
+
+static nn_result nn__dev_conv3d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    nn__conv3d c;
+    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+    int geo[16]; /* ga = stride d/h/w, pad d/h/w, dilation d/h; gb = dilation w, groups */
+    memset(geo, 0, sizeof geo);
+    memcpy(geo, n->i, 10 * sizeof(int));
+    if (n->op == NN__OP_CONV3D) {
+        nn__conv3d_geom(&c, &x->shape, &w->shape, n->i);
+        r = nn__launch_add(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__args(l, "mmmmiiiiiiiiiiii88i", &x->buf, &w->buf,
+                            n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, y, c.N, c.C, c.D, c.H, c.W, c.K, c.KD, c.KH, c.KW,
+                            c.OD, c.OH, c.OW, geo, geo + 8, n->n_in > 2);
+        return r;
+    }
+    if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, n->i);
+    else nn__conv3d_geom(&c, &x->shape, &n->shape, n->i);
+    r = nn__launch_add(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
+                   (size_t)N, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiiiiiiiiiiii88", &x->buf, &w->buf, y, c.N, c.C, c.D, c.H, c.W, c.K,
+                        c.KD, c.KH, c.KW, c.OD, c.OH, c.OW, geo, geo + 8);
+    return r;
+}
+}

@@ -1,0 +1,306 @@
+/* The elementwise ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+#include "../nn_internal.h"
+#include "../nn_ops.h"
+
+static nn_tensor nn__binary(nn_graph *g, int op, const char *opname, nn_tensor a, nn_tensor b) {
+    nn_tensor in[2];
+    nn__node *na, *nb;
+    int k, fits;
+    in[0] = a;
+    in[1] = b;
+    if (!nn__check(g, opname, 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b")) return nn__tensor(-1);
+    na = nn__n(g, a);
+    nb = nn__n(g, b);
+    fits = nb->shape.ndim <= na->shape.ndim || nb->numel == 1;
+    for (k = 1; fits && k <= nb->shape.ndim && nb->numel != 1; k++)
+        fits = nb->shape.dim[nb->shape.ndim - k] == na->shape.dim[na->shape.ndim - k];
+    if (!fits) {
+        char sa[128], sb[128];
+        nn__shape_str(&na->shape, sa, sizeof sa);
+        nn__shape_str(&nb->shape, sb, sizeof sb);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: shapes a %s and b %s do not fit (b must match a's trailing dims)",
+                           opname, sa, sb);
+    }
+    return nn__op2(g, op, NN_F32, na->shape, a.id, b.id);
+}
+
+NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_ADD, "nn_add", a, b); }
+NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_SUB, "nn_sub", a, b); }
+NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_MUL, "nn_mul", a, b); }
+
+NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_scale", 1, &a) || !nn__expect_f32(g, "nn_scale", a, "x")) return nn__tensor(-1);
+    t = nn__op1(g, NN__OP_SCALE, NN_F32, nn__n(g, a)->shape, a.id);
+    if (t.id >= 0) g->nodes[t.id].f[0] = s;
+    return t;
+}
+
+static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, float alpha, nn_tensor x) {
+    nn_tensor t;
+    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    t = nn__op1(g, NN__OP_UNARY, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].i[0] = fn;
+        g->nodes[t.id].f[0] = alpha;
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_relu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_relu", NN__U_RELU, 0.0f, x); }
+NN_API nn_tensor nn_leaky_relu(nn_graph *g, nn_tensor x, float slope) { return nn__activation(g, "nn_leaky_relu", NN__U_LEAKY_RELU, slope, x); }
+NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_sigmoid", NN__U_SIGMOID, 0.0f, x); }
+NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_tanh", NN__U_TANH, 0.0f, x); }
+NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_gelu", NN__U_GELU, 0.0f, x); }
+NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_silu", NN__U_SILU, 0.0f, x); }
+
+
+NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
+    if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
+    if (g->eval || p == 0.0f) return x;
+    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].f[0] = p;
+        g->nodes[t.id].i[0] = t.id; /* the mask's key, shared with the backward op */
+    }
+    return t;
+}
+
+
+NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_accumulate", 1, &x) || !nn__expect_f32(g, "nn_accumulate", x, "x")) return nn__tensor(-1);
+    t = nn__op1(g, NN__OP_ACCUMULATE, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) g->nodes[t.id].is_output = 1;
+    return t;
+}
+
+
+/* ---- autograd rules ---- */
+
+/* The gradient of a broadcast operand b from a gradient of a's shape. */
+static nn_tensor nn__reduce_to(nn_graph *g, nn_tensor gy, int b) {
+    if (g->nodes[gy.id].numel == g->nodes[b].numel) return gy;
+    return nn__op1(g, NN__OP_SUM_LEAD, NN_F32, g->nodes[b].shape, gy.id);
+}
+
+static void nn__grad_add_sub(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) nn__acc_grad(g, a, gy);
+    if (gb) {
+        t = nn__reduce_to(g, gy, b);
+        if (n.op == NN__OP_SUB) {
+            t = nn__op1(g, NN__OP_SCALE, NN_F32, g->nodes[b].shape, t.id);
+            if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
+        }
+        nn__acc_grad(g, b, t);
+    }
+    return;
+}
+
+static void nn__grad_mul(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, b));
+    if (gb) nn__acc_grad(g, b, nn__reduce_to(g, nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a), b));
+    return;
+}
+
+static void nn__grad_scale(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static void nn__grad_unary(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op2(g, NN__OP_UNARY_GRAD, NN_F32, n.shape, a, gy.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].i[0] = n.i[0];
+        g->nodes[t.id].f[0] = n.f[0];
+    }
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static void nn__grad_dropout(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].f[0] = n.f[0];
+        g->nodes[t.id].i[0] = n.i[0];
+    }
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* ---- CPU bodies ---- */
+
+static nn_result nn__cpu_binary(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__binary_forward(n->op, y, NN__F(in[0]), NN__F(in[1]), N, g->nodes[in[1]].numel);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_scale(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__scale_forward(y, NN__F(in[0]), n->f[0], N); return NN_OK;
+
+}
+
+static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__unary_forward(n->i[0], n->f[0], y, NN__F(in[0]), N); return NN_OK;
+
+}
+
+static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__unary_backward(n->i[0], n->f[0], y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
+
+}
+
+static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__dropout_forward(y, NN__F(in[0]), N, n->f[0], g->seed, n->i[0], g->step); return NN_OK;
+
+}
+
+static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    {
+    const float *x = NN__F(in[0]);
+    int64_t i;
+    for (i = 0; i < N; i++) y[i] += x[i];
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
+    (void)g;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    {
+    int64_t i;
+    for (i = 0; i < N; i++) y[i] = n->f[0];
+    return NN_OK;
+}
+}
+
+static const char *const nn__unary_names[NN__U_COUNT] = {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "silu"};
+
+static void nn__update_dropout(nn_graph *g, nn__launch *l) {
+    nn__arg_u(l, 0, (unsigned)g->step);
+    nn__arg_u(l, 1, (unsigned)(g->step >> 32));
+}
+
+/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+
+static nn_result nn__dev_binary(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "elementwise", n->op == NN__OP_ADD ? "add" : n->op == NN__OP_SUB ? "sub" : "mul", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (int)g->nodes[in[1]].numel);
+    return r;
+}
+
+static nn_result nn__dev_scale(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "elementwise", "scale", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->f[0]);
+    return r;
+}
+
+static nn_result nn__dev_unary(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    char kname[64];
+    snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->i[0]]);
+    r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->f[0]);
+    return r;
+}
+
+static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    char kname[64];
+    snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->i[0]]);
+    r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->f[0]);
+    return r;
+}
+
+static nn_result nn__dev_dropout(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "random", "dropout", (size_t)N, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_dropout;
+    return nn__args(l, "mmifuuu@u@u", &g->nodes[in[0]].buf, y, N, (double)n->f[0], (unsigned)g->seed,
+                       (unsigned)(g->seed >> 32), (unsigned)n->i[0], 0u, 0u);
+}
+
+static nn_result nn__dev_accumulate(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "elementwise", "accumulate", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[in[0]].buf, y, N);
+    return r;
+}
+
+static nn_result nn__dev_fill(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "elementwise", "fill", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mif", y, N, (double)n->f[0]);
+    return r;
+}

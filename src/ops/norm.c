@@ -1,0 +1,366 @@
+/* The norm ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+#include "../nn_internal.h"
+#include "../nn_ops.h"
+
+/* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
+static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
+    nn__node *nx;
+    if (!nn__check(g, fn, 1, &x) || !nn__expect_f32(g, fn, x, "x")) return 0;
+    nx = nn__n(g, x);
+    nn__shape_str(&nx->shape, sx, n);
+    if (nx->shape.ndim < min_ndim) {
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s must be %s", fn, sx, layout);
+        return 0;
+    }
+    if (nx->numel > INT32_MAX) {
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s has more than 2^31 elements", fn, sx);
+        return 0;
+    }
+    return 1;
+}
+
+/* An optional tensor of a norm op (gamma, beta, a running statistic): absent (id < 0) or
+   float32 of shape want. */
+static int nn__norm_check_vec(nn_graph *g, const char *fn, nn_tensor t, const char *what, const nn_shape *want, const char *sx) {
+    nn__node *nt;
+    char st[128], sw[128];
+    if (t.id < 0) return 1;
+    if (!nn__check(g, fn, 1, &t)) return 0;
+    nt = nn__n(g, t);
+    if (nt->dtype == NN_F32 && nn__shape_eq(&nt->shape, want)) return 1;
+    nn__shape_str(&nt->shape, st, sizeof st);
+    nn__shape_str(want, sw, sizeof sw);
+    nn__op_fail(g, NN_ERR_SHAPE, "%s: %s %s %s does not fit x %s: it must be %s float32", fn, what, st,
+                nn__dtype_name(nt->dtype), sx, sw);
+    return 0;
+}
+
+/* Sets a norm node's attributes: geometry attr[5] = A, C, S, G, per_channel, then the
+   flags i[5..7] and eps, momentum. i holds 8 ints (a node's first 8). */
+static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const int *i, const float *f) {
+    if (t.id < 0) return t;
+    memcpy(g->nodes[t.id].i, i, 8 * sizeof(int));
+    memcpy(g->nodes[t.id].f, f, sizeof g->nodes[t.id].f);
+    return t;
+}
+
+/* y = normalise(x) by stats [2, R] (computed from x unless const_stats) * gamma + beta. */
+static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor gamma, nn_tensor beta, int *i, float *f,
+                                int const_stats) {
+    int in[4], n_in = 0;
+    if (stats < 0) return nn__tensor(-1);
+    in[n_in++] = x.id;
+    in[n_in++] = stats;
+    if (gamma.id >= 0) in[n_in++] = gamma.id;
+    if (beta.id >= 0) in[n_in++] = beta.id;
+    i[5] = gamma.id >= 0;
+    i[6] = beta.id >= 0;
+    i[7] = const_stats;
+    return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), i, f);
+}
+
+/* stats [2, R] of x: R groups (channels for batch norm) */
+static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const int *i, const float *f) {
+    int64_t R = i[4] ? i[1] : (int64_t)i[0] * i[3];
+    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), i, f).id;
+}
+
+/* Group norm, and instance norm (instance: groups = C, x with spatial dims); x [N, C, ...] */
+static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups,
+                                float eps, int instance) {
+    char sx[128];
+    nn__node *nx;
+    nn_shape c;
+    int i[8], k;
+    float f[4];
+    if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx))
+        return nn__tensor(-1);
+    nx = nn__n(g, x);
+    if (instance) groups = (int)nx->shape.dim[1];
+    if (groups < 1 || nx->shape.dim[1] % groups)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: groups = %d must be >= 1 and divide the %lld channels of x %s", fn, groups,
+                           (long long)nx->shape.dim[1], sx);
+    if (!(eps >= 0.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: eps %g is not >= 0", fn, eps);
+    c = nn_shape1(nx->shape.dim[1]);
+    if (!nn__norm_check_vec(g, fn, gamma, "gamma", &c, sx) || !nn__norm_check_vec(g, fn, beta, "beta", &c, sx))
+        return nn__tensor(-1);
+    memset(i, 0, sizeof i);
+    memset(f, 0, sizeof f);
+    i[0] = (int)nx->shape.dim[0];
+    i[1] = (int)nx->shape.dim[1];
+    i[2] = 1;
+    for (k = 2; k < nx->shape.ndim; k++) i[2] *= (int)nx->shape.dim[k];
+    i[3] = groups;
+    f[0] = eps;
+    return nn__norm_apply(g, x, nn__norm_stats_node(g, x, i, f), gamma, beta, i, f, 0);
+}
+
+NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups, float eps) {
+    return nn__group_norm(g, "nn_group_norm", x, gamma, beta, groups, eps, 0);
+}
+
+NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, float eps) {
+    return nn__group_norm(g, "nn_instance_norm", x, gamma, beta, 0, eps, 1);
+}
+
+/* Layer norm is group norm of x viewed as [rows, features, 1] with one group. */
+NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, int n_norm_dims, float eps) {
+    char sx[128];
+    nn__node *nx;
+    nn_shape tail;
+    int i[8], k;
+    float f[4];
+    if (!nn__norm_check_x(g, "nn_layer_norm", x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_layer_norm: n_norm_dims %d is not in 1..%d for x %s", n_norm_dims,
+                           nx->shape.ndim, sx);
+    if (!(eps >= 0.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_layer_norm: eps %g is not >= 0", eps);
+    memset(&tail, 0, sizeof tail);
+    tail.ndim = n_norm_dims;
+    for (k = 0; k < n_norm_dims; k++) tail.dim[k] = nx->shape.dim[nx->shape.ndim - n_norm_dims + k];
+    if (!nn__norm_check_vec(g, "nn_layer_norm", gamma, "gamma", &tail, sx) ||
+        !nn__norm_check_vec(g, "nn_layer_norm", beta, "beta", &tail, sx))
+        return nn__tensor(-1);
+    memset(i, 0, sizeof i);
+    memset(f, 0, sizeof f);
+    i[1] = (int)nn__numel(&tail);
+    i[0] = (int)(nx->numel / i[1]);
+    i[2] = i[3] = 1;
+    f[0] = eps;
+    return nn__norm_apply(g, x, nn__norm_stats_node(g, x, i, f), gamma, beta, i, f, 0);
+}
+
+NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc) {
+    nn_batch_norm_desc d;
+    char sx[128];
+    nn__node *nx;
+    nn_shape c;
+    int i[8], k, stats, in[3];
+    float f[4];
+    if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    if (d.momentum == 0.0f) d.momentum = 0.1f;
+    if (d.eps == 0.0f) d.eps = 1e-5f;
+    if (!(d.momentum > 0.0f && d.momentum <= 1.0f) || !(d.eps > 0.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_batch_norm: momentum %g is not in (0, 1] or eps %g is not > 0",
+                           d.momentum, d.eps);
+    c = nn_shape1(nx->shape.dim[1]);
+    if (!nn__norm_check_vec(g, "nn_batch_norm", gamma, "gamma", &c, sx) ||
+        !nn__norm_check_vec(g, "nn_batch_norm", beta, "beta", &c, sx))
+        return nn__tensor(-1);
+    if (d.has_running_stats) {
+        if (d.running_mean.id < 0 || d.running_var.id < 0)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_batch_norm: has_running_stats without running_mean and running_var");
+        if (!nn__norm_check_vec(g, "nn_batch_norm", d.running_mean, "running_mean", &c, sx) ||
+            !nn__norm_check_vec(g, "nn_batch_norm", d.running_var, "running_var", &c, sx))
+            return nn__tensor(-1);
+    }
+    memset(i, 0, sizeof i);
+    memset(f, 0, sizeof f);
+    i[0] = (int)nx->shape.dim[0];
+    i[1] = (int)nx->shape.dim[1];
+    i[2] = 1;
+    for (k = 2; k < nx->shape.ndim; k++) i[2] *= (int)nx->shape.dim[k];
+    i[3] = i[4] = 1;
+    f[0] = d.eps;
+    f[1] = d.momentum;
+    in[0] = d.running_mean.id;
+    in[1] = d.running_var.id;
+    if (g->eval && d.has_running_stats) { /* normalise with the running statistics */
+        stats = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_PACK, NN_F32, nn_shape2(2, i[1]), in, 2)), i, f).id;
+        return nn__norm_apply(g, x, stats, gamma, beta, i, f, 1);
+    }
+    if ((int64_t)i[0] * i[2] < 2) /* PyTorch refuses too: the variance of one value */
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_batch_norm: x %s has 1 value per channel; batch statistics need more", sx);
+    stats = nn__norm_stats_node(g, x, i, f);
+    if (stats >= 0 && !g->eval && d.has_running_stats) { /* a root that updates the buffers in place */
+        nn_shape none;
+        int u;
+        memset(&none, 0, sizeof none);
+        in[2] = stats;
+        u = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_RUNNING, NN_F32, none, in, 3)), i, f).id;
+        if (u < 0) return nn__tensor(-1);
+        g->nodes[u].numel = 0;
+        g->nodes[u].is_output = 1;
+    }
+    return nn__norm_apply(g, x, stats, gamma, beta, i, f, 0);
+}
+
+/* PyTorch's BatchNorm module: NAME.weight, NAME.bias and the running-statistics buffers. */
+static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const char *name, const char *fn, int lo, int hi,
+                                      const char *layout) {
+    char nm[4][256], sx[128];
+    static const char *const suffix[4] = {"weight", "bias", "running_mean", "running_var"};
+    nn_batch_norm_desc d;
+    nn_tensor t[4];
+    nn_init init;
+    nn_shape c;
+    int k;
+    if (!nn__norm_check_x(g, fn, x, lo, layout, sx, sizeof sx)) return nn__tensor(-1);
+    if (nn__n(g, x)->shape.ndim > hi) return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s must be %s", fn, sx, layout);
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", fn);
+    c = nn_shape1(nn__n(g, x)->shape.dim[1]);
+    for (k = 0; k < 4; k++) {
+        init.kind = (k == 0 || k == 3) ? NN_INIT_CONSTANT : NN_INIT_ZEROS;
+        init.a = 1.0f;
+        init.b = 0.0f;
+        snprintf(nm[k], sizeof nm[k], "%s.%s", name, suffix[k]);
+        t[k] = k < 2 ? nn_param(g, nm[k], c, init) : nn_buffer(g, nm[k], c, init);
+        if (t[k].id < 0) return nn__tensor(-1);
+    }
+    memset(&d, 0, sizeof d);
+    d.has_running_stats = 1;
+    d.running_mean = t[2];
+    d.running_var = t[3];
+    return nn_batch_norm(g, x, t[0], t[1], &d);
+}
+
+NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const char *name) {
+    return nn__batch_norm_layer(g, x, name, "nn_batch_norm2d_layer", 4, 4, "[N, C, H, W]");
+}
+
+NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *name) {
+    return nn__batch_norm_layer(g, x, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
+}
+
+
+/* ---- autograd rules ---- */
+
+static void nn__grad_norm_forward(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    { /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
+    int k = 2, gi = n.i[5] ? n.in[k++] : -1, bi = n.i[6] ? n.in[k++] : -1, din[4];
+    din[0] = a;
+    din[1] = b;
+    din[2] = gy.id;
+    din[3] = gi;
+    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
+                                                                             gi >= 0 ? 4 : 3)), n.i, n.f));
+    if (gi >= 0 && g->nodes[gi].needs_grad)
+        nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), n.i, n.f));
+    if (bi >= 0 && g->nodes[bi].needs_grad)
+        nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), n.i, n.f));
+    return;
+}
+}
+
+/* ---- CPU bodies ---- */
+
+static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    { /* attributes: see src/nn_norm.c */
+    nn__norm q;
+    nn__norm_geom(&q, n->i);
+    if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->threads, &q, y, NN__F(in[0]));
+    else if (n->op == NN__OP_NORM_FORWARD) /* x, stats, [gamma], [beta] */
+        nn__norm_forward(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), n->i[5] ? NN__F(in[2]) : NULL,
+                         n->i[6] ? NN__F(in[2 + n->i[5]]) : NULL, n->f[0]);
+    else if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
+        nn__norm_backward_data(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[5] ? NN__F(in[3]) : NULL, n->i[7],
+                               n->f[0]);
+    else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->f[0]);
+    else nn__norm_backward_affine(g->ctx->threads, &q, y, NULL, NULL, NN__F(in[0]), n->f[0]);
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    /* running mean, running var (updated in place), stats */
+    nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[1], (int64_t)n->i[0] * n->i[2], n->f[1]);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    memcpy(y, NN__F(in[0]), (size_t)n->i[1] * 4);
+    memcpy(y + n->i[1], NN__F(in[1]), (size_t)n->i[1] * 4);
+    return NN_OK;
+}
+
+/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+
+static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    { /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
+    const int *a = n->i;
+    r = nn__launch_add(g, id, "norm", "norm_forward", (size_t)N, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmmmiiiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, a[5] ? &g->nodes[in[2]].buf : &g->one,
+                        a[6] ? &g->nodes[in[2 + a[5]]].buf : &g->one, y, a[0], a[1], a[2], a[3], a[4], a[5], a[6], (double)n->f[0]);
+    return r;
+}
+}
+
+static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    {
+    /* one work-group per statistics group (stats, dx) or per channel (dgamma, dbeta), no
+       larger than the power of two that covers the elements it reduces */
+    const int *a = n->i;
+    nn__norm q;
+    int per_group = n->op == NN__OP_NORM_STATS || n->op == NN__OP_NORM_DX;
+    size_t wg = nn__reduce_wg(g), groups, count;
+    nn__norm_geom(&q, a);
+    groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
+    count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
+    while (wg > 1 && wg / 2 >= count) wg /= 2;
+    r = nn__launch_add(g, id, "norm",
+                   n->op == NN__OP_NORM_STATS ? "norm_stats" : n->op == NN__OP_NORM_DX ? "norm_backward_data" : "norm_backward_affine",
+                   groups * wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = groups * wg;
+    l->lws[0] = wg;
+    l->use_lws = 1;
+    if (n->op == NN__OP_NORM_STATS)
+        return nn__args(l, "mmiiiiiL", &g->nodes[in[0]].buf, y, a[0], a[1], a[2], a[3], a[4], wg * 4);
+    if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
+        return nn__args(l, "mmmmmiiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf,
+                           a[5] ? &g->nodes[in[3]].buf : &g->one, y, a[0], a[1], a[2], a[3], a[4], a[5], a[7], (double)n->f[0], wg * 4);
+    if (n->op == NN__OP_NORM_DGAMMA) /* x, stats, dy */
+        return nn__args(l, "mmmmiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, a[0], a[1], a[2],
+                           a[3], a[4], 1, (double)n->f[0], wg * 4);
+    return nn__args(l, "mmmmiiiiiifL", &g->one, &g->one, &g->nodes[in[0]].buf, y, a[0], a[1], a[2], a[3], a[4], 0,
+                       (double)n->f[0], wg * 4);
+}
+}
+
+static nn_result nn__dev_bn_running(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    { /* running mean, running var (updated in place), stats */
+    int64_t cnt = (int64_t)n->i[0] * n->i[2];
+    r = nn__launch_add(g, id, "norm", "batch_norm_running", (size_t)n->i[1], &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->i[1], (double)n->f[1],
+                        (double)cnt / (double)(cnt - 1));
+    return r;
+}
+}
+
+static nn_result nn__dev_bn_pack(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "norm", "batch_norm_pack", (size_t)n->i[1], &l);
+    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, n->i[1]);
+    return r;
+}
