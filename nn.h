@@ -191,6 +191,13 @@ typedef struct nn_stats {
 NN_API nn_stats nn_get_stats(const nn_context *ctx);
 NN_API void nn_reset_stats(nn_context *ctx);
 
+/* The op registry, for tools and tests: how many op kinds exist, each one's name (as in
+   error messages), and how many nodes of kind op this context has compiled into graphs
+   (forward, backward and optimizer ops alike). */
+NN_API int nn_op_count(void);
+NN_API const char *nn_op_name(int op); /* NULL when op is out of range */
+NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op);
+
 /* ---- graphs ---------------------------------------------------------------------------- */
 
 typedef struct nn_graph_desc {
@@ -859,6 +866,7 @@ struct nn_context {
     char *cache_dir;             /* NULL: cache off */
     char *kernel_dir;
     nn_stats stats;
+    uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_op_compiled) */
     struct nn__threadpool *threads;
 };
 
@@ -7972,6 +7980,11 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
     ctx->log = desc.log;
     ctx->log_user = desc.log_user;
     ctx->log_level = nn__log_level(&desc);
+    ctx->op_compiled = (uint64_t *)nn__calloc(NN__OP_COUNT, sizeof(uint64_t));
+    if (!ctx->op_compiled) {
+        NN_FREE(ctx);
+        return NN_ERR_OUT_OF_MEMORY;
+    }
     device = desc.device ? desc.device : getenv("NN_DEVICE");
     if (device && !device[0]) device = NULL;
     cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");
@@ -7997,6 +8010,7 @@ NN_API void nn_context_destroy(nn_context *ctx) {
     if (ctx->backend) ctx->backend->close(ctx);
     NN_FREE(ctx->cache_dir);
     NN_FREE(ctx->kernel_dir);
+    NN_FREE(ctx->op_compiled);
     NN_FREE(ctx);
 }
 
@@ -8010,6 +8024,12 @@ NN_API nn_stats nn_get_stats(const nn_context *ctx) {
 }
 NN_API void nn_reset_stats(nn_context *ctx) {
     if (ctx) memset(&ctx->stats, 0, sizeof ctx->stats);
+}
+
+NN_API int nn_op_count(void) { return NN__OP_COUNT; }
+NN_API const char *nn_op_name(int op) { return op >= 0 && op < NN__OP_COUNT ? nn__op(op)->name : NULL; }
+NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op) {
+    return ctx && op >= 0 && op < NN__OP_COUNT ? ctx->op_compiled[op] : 0;
 }
 
 /* Devices of every device backend, numbered in backend order. */
@@ -8857,6 +8877,7 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->status = r;
         return r;
     }
+    for (i = 0; i < g->n_sched; i++) g->ctx->op_compiled[g->nodes[g->sched[i]].op]++;
     nn__log(g->ctx, NN_LOG_DEBUG, "compiled: %d nodes, %d scheduled, arena %llu bytes", g->n_nodes, g->n_sched,
             (unsigned long long)g->arena_bytes);
     return NN_OK;

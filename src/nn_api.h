@@ -106,6 +106,13 @@ typedef struct nn_stats {
 NN_API nn_stats nn_get_stats(const nn_context *ctx);
 NN_API void nn_reset_stats(nn_context *ctx);
 
+/* The op registry, for tools and tests: how many op kinds exist, each one's name (as in
+   error messages), and how many nodes of kind op this context has compiled into graphs
+   (forward, backward and optimizer ops alike). */
+NN_API int nn_op_count(void);
+NN_API const char *nn_op_name(int op); /* NULL when op is out of range */
+NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op);
+
 /* ---- graphs ---------------------------------------------------------------------------- */
 
 typedef struct nn_graph_desc {

@@ -112,6 +112,11 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
     ctx->log = desc.log;
     ctx->log_user = desc.log_user;
     ctx->log_level = nn__log_level(&desc);
+    ctx->op_compiled = (uint64_t *)nn__calloc(NN__OP_COUNT, sizeof(uint64_t));
+    if (!ctx->op_compiled) {
+        NN_FREE(ctx);
+        return NN_ERR_OUT_OF_MEMORY;
+    }
     device = desc.device ? desc.device : getenv("NN_DEVICE");
     if (device && !device[0]) device = NULL;
     cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");
@@ -137,6 +142,7 @@ NN_API void nn_context_destroy(nn_context *ctx) {
     if (ctx->backend) ctx->backend->close(ctx);
     NN_FREE(ctx->cache_dir);
     NN_FREE(ctx->kernel_dir);
+    NN_FREE(ctx->op_compiled);
     NN_FREE(ctx);
 }
 
@@ -150,6 +156,12 @@ NN_API nn_stats nn_get_stats(const nn_context *ctx) {
 }
 NN_API void nn_reset_stats(nn_context *ctx) {
     if (ctx) memset(&ctx->stats, 0, sizeof ctx->stats);
+}
+
+NN_API int nn_op_count(void) { return NN__OP_COUNT; }
+NN_API const char *nn_op_name(int op) { return op >= 0 && op < NN__OP_COUNT ? nn__op(op)->name : NULL; }
+NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op) {
+    return ctx && op >= 0 && op < NN__OP_COUNT ? ctx->op_compiled[op] : 0;
 }
 
 /* Devices of every device backend, numbered in backend order. */

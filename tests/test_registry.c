@@ -1,0 +1,37 @@
+/* The registry's coverage: after every suite has run on a backend, each op kind of the
+   registry must have been compiled into at least one graph on that backend, so an op
+   added without tests (or a backend that never runs one) fails here by name. */
+#include "test.h"
+#include <stdlib.h>
+#include <string.h>
+
+void suite_registry(const t_env *e) {
+    int op, n_ops = nn_op_count(), missing = 0;
+    char list[4096];
+    list[0] = 0;
+    t_begin(e, "registry: every op ran on this backend");
+    if (getenv("NN_TEST_FILTER") && getenv("NN_TEST_FILTER")[0]) {
+        t_skip("NN_TEST_FILTER runs a subset");
+        t_end();
+        return;
+    }
+    T_CHECK(n_ops > 0, "the registry is empty");
+    for (op = 0; op < n_ops; op++) {
+        const char *name = nn_op_name(op);
+        if (!name) {
+            T_CHECK(0, "op %d has no name", op);
+            continue;
+        }
+        if (strcmp(name, "input") == 0 || strcmp(name, "param") == 0) continue; /* leaves: no body */
+        if (nn_op_compiled(e->ctx, op) == 0) {
+            missing++;
+            if (strlen(list) + strlen(name) + 3 < sizeof list) {
+                strcat(list, " ");
+                strcat(list, name);
+            }
+        }
+    }
+    T_CHECK(missing == 0, "%d op(s) never ran on %s:%s", missing, e->backend, list);
+    T_CHECK(nn_op_name(-1) == NULL && nn_op_name(n_ops) == NULL, "nn_op_name accepts an out-of-range op");
+    t_end();
+}
