@@ -20,7 +20,7 @@ else
 endif
 LIBS = $(CL_LIBS) -lm -lpthread
 
-.PHONY: all test test-asan check-gen check-warnings examples demo bench clean
+.PHONY: all test test-asan check-gen check-warnings check-parts examples demo bench clean
 
 all: nn.h
 
@@ -49,6 +49,10 @@ tests/nn_test_asan: nn.h $(TESTSRC) tests/test.h
 
 test-asan: tests/nn_test_asan
 	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 NN_TEST_BACKENDS=cpu ./tests/nn_test_asan
+
+# Each part of gen/parts.txt compiled after the parts above it, diagnostics at its own lines.
+check-parts: gen/amalg
+	./tools/check_parts.sh
 
 # nn.h as C99 and C++, with gcc and clang, with and without OpenCL.
 check-warnings: nn.h

@@ -695,6 +695,8 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
    src/nn_internal.h
    ====================================================================== */
 /* Private definitions shared by every part of the implementation. */
+#ifndef NN__INTERNAL_H
+#define NN__INTERNAL_H
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #  define _POSIX_C_SOURCE 200809L
 #endif
@@ -999,6 +1001,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     nn__philox(ctr, key);
     return (float)(ctr[0] >> 8) * (1.0f / 16777216.0f);
 }
+#endif /* NN__INTERNAL_H */
 
 /* ======================================================================
    src/nn_ops.h
@@ -1014,6 +1017,8 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
      flags  NN__OPF_*
    The enum, the names and the table in src/nn_registry.c are all made from these lists,
    so an op with a missing function does not compile. */
+#ifndef NN__OPS_H
+#define NN__OPS_H
 
 #define NN__OPF_LEAF 1u    /* an input or parameter: no body, no plan */
 #define NN__OPF_NO_GRAD 2u /* not differentiable: no gradient flows through it */
@@ -1158,6 +1163,7 @@ static const nn__op_def *nn__op(int op); /* src/nn_registry.c */
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d);
 static int nn__optim_updates(const nn_graph *g); /* the graph updates its parameters */
 static nn_result nn__add_optimizer(nn_graph *g);
+#endif /* NN__OPS_H */
 
 /* ======================================================================
    src/nn_threads.c
@@ -7872,7 +7878,7 @@ static const nn__backend nn__opencl_backend = {
    last), its buffers, and what a program asks of a context (its name, errors, counters). */
 
 /* Device backends define NN__BACKEND_<NAME> as a pointer to their nn__backend and a comma;
-   one that is not compiled in (NN_NO_OPENCL) leaves its slot empty. */
+   one that is not compiled in leaves its slot empty. */
 #ifndef NN__BACKEND_OPENCL
 #  define NN__BACKEND_OPENCL
 #endif

@@ -209,7 +209,7 @@ int main(int argc, char **argv) {
     }
     status = 0;
     printf("RESULT device=%s epochs=%d test_accuracy=%.4f samples_per_sec=%.0f h2d_bytes_per_step=%.0f "
-           "d2h_bytes_per_step=%.0f first_epoch_loss=%.6f\n",
+           "d2h_bytes_per_step=%.0f first_epoch_loss=%.9g\n",
            devname, epochs, last_test_acc, (double)measured_steps * BATCH / train_secs, (double)h2d / measured_steps,
            (double)d2h / measured_steps, first_loss);
     goto done;

@@ -4,7 +4,7 @@
 #include "nn_ops.h"
 
 /* Device backends define NN__BACKEND_<NAME> as a pointer to their nn__backend and a comma;
-   one that is not compiled in (NN_NO_OPENCL) leaves its slot empty. */
+   one that is not compiled in leaves its slot empty. */
 #ifndef NN__BACKEND_OPENCL
 #  define NN__BACKEND_OPENCL
 #endif

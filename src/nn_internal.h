@@ -1,4 +1,6 @@
 /* Private definitions shared by every part of the implementation. */
+#ifndef NN__INTERNAL_H
+#define NN__INTERNAL_H
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #  define _POSIX_C_SOURCE 200809L
 #endif
@@ -304,3 +306,4 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     nn__philox(ctr, key);
     return (float)(ctr[0] >> 8) * (1.0f / 16777216.0f);
 }
+#endif /* NN__INTERNAL_H */

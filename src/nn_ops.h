@@ -9,6 +9,8 @@
      flags  NN__OPF_*
    The enum, the names and the table in src/nn_registry.c are all made from these lists,
    so an op with a missing function does not compile. */
+#ifndef NN__OPS_H
+#define NN__OPS_H
 #include "nn_internal.h"
 
 #define NN__OPF_LEAF 1u    /* an input or parameter: no body, no plan */
@@ -154,3 +156,4 @@ static const nn__op_def *nn__op(int op); /* src/nn_registry.c */
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d);
 static int nn__optim_updates(const nn_graph *g); /* the graph updates its parameters */
 static nn_result nn__add_optimizer(nn_graph *g);
+#endif /* NN__OPS_H */
