@@ -2623,7 +2623,8 @@ __attribute__((target("avx2,fma"))) static void nn__adam_range_avx2(const nn__ad
     int64_t i = i0;
     for (; i + 8 <= i1; i += 8) {
         __m256 w = _mm256_loadu_ps(a->p + i);
-        __m256 gc = _mm256_max_ps(_mm256_min_ps(_mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip), cv), ncv);
+        /* min/max return their second operand when one is NaN: x second, so NaN stays */
+        __m256 gc = _mm256_max_ps(ncv, _mm256_min_ps(cv, _mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip)));
         __m256 g = _mm256_add_ps(gc, _mm256_mul_ps(l2, w));
         __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(a->m + i)), _mm256_mul_ps(c1, g));
         __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(a->v + i)), _mm256_mul_ps(c2, _mm256_mul_ps(g, g)));
@@ -2641,9 +2642,13 @@ static int nn__cpu_avx2(void) {
 }
 #endif
 
+/* Chunks are whole multiples of 8 elements, so the vector and scalar code see the same
+   elements for any thread count (the scalar tail is always the tensor's last n % 8) and
+   the result has the same bits with 1 thread or 8. */
 static void nn__adam_task(void *arg, int t, int n_tasks) {
     const nn__adam_args *a = (const nn__adam_args *)arg;
-    int64_t chunk = (a->n + n_tasks - 1) / n_tasks, i0 = chunk * t, i1 = i0 + chunk < a->n ? i0 + chunk : a->n;
+    int64_t chunk = ((a->n + n_tasks - 1) / n_tasks + 7) / 8 * 8, i0 = chunk * t;
+    int64_t i1 = i0 + chunk < a->n ? i0 + chunk : a->n;
     if (i0 >= i1) return;
 #if defined(NN__CPU_X86)
     if (nn__cpu_avx2()) {
@@ -6518,13 +6523,17 @@ static const char *const nn__cl_src_optim[] = {
 "   global-norm clipping coefficient (1.0 when clipping is off), computed on the device;\n",
 "   `cv` clamps each clipped gradient element (FLT_MAX when off). */\n",
 "\n",
+"/* clamp() of OpenCL C may turn NaN into a bound; PyTorch's updates keep NaN (and so make\n",
+"   the parameter NaN), and so does this. */\n",
+"inline float clamp_nan(float x, float lo, float hi) { return x > hi ? hi : x < lo ? lo : x; }\n",
+"\n",
 "/* SGD with momentum, dampening, Nesterov and L2 weight decay (torch.optim.SGD) */\n",
 "__kernel void sgd(__global float *p, __global const float *grad, __global float *buf, __global const float *clip,\n",
 "                  const int n, const float lr, const float momentum, const float dampening, const float wd,\n",
 "                  const int nesterov, const int first_step, const float cv) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
-"    float g = clamp(grad[i] * clip[0], -cv, cv) + wd * p[i];\n",
+"    float g = clamp_nan(grad[i] * clip[0], -cv, cv) + wd * p[i];\n",
 "    if (momentum != 0.0f) {\n",
 "        float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;\n",
 "        buf[i] = b;\n",
@@ -6541,7 +6550,7 @@ static const char *const nn__cl_src_optim[] = {
 "                   const float cv) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
-"    float g = clamp(grad[i] * clip[0], -cv, cv), w = p[i];\n",
+"    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];\n",
 "    if (decoupled) w *= 1.0f - lr * wd;\n",
 "    else g += wd * w;\n",
 "    float mi = b1 * m[i] + (1.0f - b1) * g;\n",
@@ -6575,7 +6584,7 @@ static const char *const nn__cl_src_optim[] = {
 "                       const float c0, const float c1, const float c2, const float c3) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
-"    float g = clamp(grad[i] * clip[0], -cv, cv), w = p[i];\n",
+"    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];\n",
 "    switch (kind) {\n",
 "    case NN_ADAM: case NN_ADAMW: { /* AMSGrad */\n",
 "        if (h3 != 0.0f) w *= 1.0f - lr * wd;\n",
@@ -6699,7 +6708,7 @@ static const char *const nn__cl_src_optim[] = {
 "    int l = get_local_id(0), wg = get_local_size(0);\n",
 "    float a = 0.0f, b = 0.0f, c = clip[0];\n",
 "    for (int i = l; i < n; i += wg) {\n",
-"        float v = clamp(x[i] * c, -cv, cv);\n",
+"        float v = clamp_nan(x[i] * c, -cv, cv);\n",
 "        a += p[i] * p[i];\n",
 "        b += v * v;\n",
 "    }\n",
@@ -7012,7 +7021,9 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "/* PyTorch's clip_grad_norm_: coefficient min(1, max_norm / (norm + 1e-6)) */\n",
 "__kernel void clip_scale(__global const float *sumsq, __global float *y, const float max_norm) {\n",
-"    if (get_global_id(0) == 0) y[0] = fmin(1.0f, max_norm / (sqrt(sumsq[0]) + 1e-6f));\n",
+"    /* not fmin: a NaN norm must give NaN (torch's clamp keeps it), not 1 */\n",
+"    float c = max_norm / (sqrt(sumsq[0]) + 1e-6f);\n",
+"    if (get_global_id(0) == 0) y[0] = c > 1.0f ? 1.0f : c;\n",
 "}\n",
 0 };
 
@@ -12158,7 +12169,7 @@ static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     {
     float c = n->f[0] / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
-    y[0] = c < 1.0f ? c : 1.0f;
+    y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
     return NN_OK;
 }
 }
