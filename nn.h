@@ -139,13 +139,27 @@ NN_API nn_shape nn_shape2(int64_t d0, int64_t d1);
 NN_API nn_shape nn_shape3(int64_t d0, int64_t d1, int64_t d2);
 NN_API nn_shape nn_shape4(int64_t d0, int64_t d1, int64_t d2, int64_t d3);
 
+/* ---- descs: zero is the default, NN_ZERO is zero ------------------------------------------
+   Every options struct (nn_*_desc, nn_optimizer, nn_lr_schedule) is meant to be zeroed
+   ({0} or memset) and then given the fields that differ. A numeric field left 0 takes its
+   default, PyTorch's where PyTorch has one: Adam's beta1 0.9, AdamW's weight_decay 1e-2,
+   batch norm's momentum 0.1, every norm's eps 1e-5, cross-entropy's ignore_index -100.
+   For an exact zero write NN_ZERO: every int and float field, and the eps arguments of
+   the norm layers, reads it as 0 (weight_decay = NN_ZERO: no decay; beta1 = NN_ZERO;
+   ignore_index = NN_ZERO: ignore class 0). A field that cannot be 0 (a stride, a thread
+   count) rejects it as an invalid argument; where 0 is the default anyway NN_ZERO is the
+   same 0. NN_ZERO is a tag, INT32_MIN, exact as a float too and no field's real value.
+   Flags (0 or 1) and enums are taken as they are: an enum's 0 is its default. */
+#define NN_ZERO (-2147483647 - 1)
+
 /* ---- contexts and devices ------------------------------------------------------------ */
 
 /* Every field's zero means "default". */
 typedef struct nn_context_desc {
     const char *device;     /* "cpu", "opencl", an OpenCL device index ("0") or a name
                                substring; NULL: $NN_DEVICE, else the first GPU, else cpu */
-    int threads;            /* CPU-backend threads; 0: $NN_THREADS, else all cores */
+    int threads;            /* CPU-backend threads; 0: $NN_THREADS, else all cores; < 0 and
+                               NN_ZERO: an invalid argument */
     const char *cache_dir;  /* compiled-program cache; NULL: $NN_CACHE_DIR, else
                                $XDG_CACHE_HOME/nn or ~/.cache/nn; "off" disables it */
     const char *kernel_dir; /* load kernels/NAME.cl from here; NULL: $NN_KERNEL_DIR, else
@@ -203,7 +217,7 @@ NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op);
 typedef struct nn_graph_desc {
     nn_graph *share_params; /* use this graph's parameters (same names, same shapes) */
     int eval;               /* evaluation mode: dropout is the identity */
-    uint64_t seed;          /* parameter initialisation and dropout; 0 means 1 */
+    uint64_t seed;          /* parameter initialisation and dropout; 0: 1; NN_ZERO: 0 */
 } nn_graph_desc;
 
 NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out);
@@ -220,7 +234,9 @@ typedef enum nn_init_kind {
     NN_INIT_XAVIER_UNIFORM,  /* U(+-a*sqrt(6/(fan_in+fan_out))), a = gain (0: 1) */
     NN_INIT_XAVIER_NORMAL    /* N(0, a*sqrt(2/(fan_in+fan_out))), a = gain (0: 1) */
 } nn_init_kind;
-/* fan_in / fan_out of a shape [out, in, k...] are in*k... and out*k... (PyTorch's rule). */
+/* fan_in / fan_out of a shape [out, in, k...] are in*k... and out*k... (PyTorch's rule).
+   The gains follow the desc rule (0: the default named, NN_ZERO: 0); the a and b of
+   CONSTANT, UNIFORM and NORMAL are values, not options: 0 is 0 there. */
 typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 
 /* Leaves. An input keeps its contents across steps until written again, so a whole
@@ -352,7 +368,7 @@ NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_ini
    the device at every run: running = (1 - momentum) * running + momentum * batch, with the
    unbiased variance for running_var. Evaluation graphs (nn_graph_desc.eval) normalise with
    the running statistics, or with the batch's when there are none (PyTorch's
-   track_running_stats=False). Zero fields: momentum 0.1, eps 1e-5. */
+   track_running_stats=False). Zero fields: momentum 0.1, eps 1e-5 (NN_ZERO: exactly 0). */
 typedef struct nn_batch_norm_desc {
     float momentum;
     float eps;
@@ -366,8 +382,10 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
 NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const char *name);
 NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *name);
 
+/* Every norm's eps follows the desc rule: 0 is PyTorch's default 1e-5, NN_ZERO exactly 0. */
+
 /* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
-   and beta have the shape of those dims. PyTorch's default eps is 1e-5. */
+   and beta have the shape of those dims. */
 NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, int n_norm_dims, float eps);
 /* Group norm over x [N, C, ...]: the C channels in `groups` groups of C/groups, each
    normalised over its channels and the spatial dims; gamma and beta [C], per channel. */
@@ -412,16 +430,15 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
    NN_REDUCTION_NONE returns the per-element (or per-row) losses; SUM and MEAN a scalar [1];
    BATCHMEAN (KL divergence's recommended mode) the sum divided by the batch size (dim 0).
    A float option whose PyTorch default is not zero reads 0 as that default; pass
-   NN_LOSS_ZERO (-0.0f) for an exact zero. Gradients flow to the prediction(s) only: targets,
+   NN_ZERO for an exact zero. Gradients flow to the prediction(s) only: targets,
    labels, class weights and pos_weight get none, except where a loss says otherwise. */
 typedef enum nn_reduction {
     NN_REDUCTION_MEAN = 0, NN_REDUCTION_SUM, NN_REDUCTION_NONE, NN_REDUCTION_BATCHMEAN
 } nn_reduction;
-#define NN_LOSS_ZERO (-0.0f)
 typedef struct nn_loss_desc {
     nn_reduction reduction;
     float delta;           /* Huber's delta and smooth L1's beta (0: 1.0; smooth L1 with beta
-                              NN_LOSS_ZERO is L1) */
+                              NN_ZERO is L1) */
     float tau;             /* quantile level in (0, 1) (0: 0.5, the median) */
     float margin;          /* hinge (0: 1), triplet (0: 1), cosine embedding (default 0) */
     float label_smoothing; /* cross-entropy, in [0, 1] */
@@ -429,8 +446,7 @@ typedef struct nn_loss_desc {
     float gamma;           /* focal: focusing exponent (0: 2) */
     float smooth;          /* dice: added to numerator and denominator (0: 1) */
     int ignore_index;      /* cross-entropy / NLL: this label contributes nothing and is
-                              not counted (only with has_ignore_index; default -100) */
-    int has_ignore_index;
+                              not counted (0: -100, PyTorch's default; NN_ZERO: class 0) */
     nn_tensor weight;      /* cross-entropy / NLL: class weights [C]; elementwise losses: a
                               per-element rescaling of the target's shape or a trailing part */
     int has_weight;
@@ -498,7 +514,8 @@ typedef enum nn_optimizer_kind {
     NN_OPT_FTRL      /* FTRL-Proximal as TensorFlow's Ftrl (alpha is lr) */
 } nn_optimizer_kind;
 
-/* torch.optim's semantics and defaults; every zero field takes the default:
+/* torch.optim's semantics and defaults; every zero field takes the default, and NN_ZERO
+   asks for an exact 0 (weight_decay = NN_ZERO: AdamW without decay; beta1 = NN_ZERO):
      lr: 1e-2 SGD, RMSprop, Adagrad; 2e-3 Adamax, NAdam; 1.0 AdaDelta, LARS; 1e-4 Lion;
          1e-3 the others (Adam, AdamW, RAdam, LAMB, FTRL)
      beta1, beta2: 0.9, 0.999 (Lion: 0.9, 0.99)
@@ -533,7 +550,8 @@ typedef struct nn_optimizer {
     float lr_power;            /* FTRL; 0: -0.5 */
     int no_decay_1d;           /* no weight decay on parameters of one dimension (biases, norms) */
     int accumulate_steps;      /* > 1: average gradients over this many nn_graph_step calls and
-                                  update on every k-th (nn_grad then reads the running mean) */
+                                  update on every k-th (nn_grad then reads the running mean);
+                                  0: 1; below 1: an invalid argument */
 } nn_optimizer;
 
 /* Learning-rate schedules, torch.optim.lr_scheduler's closed forms, evaluated on the host
@@ -550,8 +568,8 @@ typedef struct nn_optimizer {
                  lr/div_factor up to lr at pct_start * total_steps - 1, then down to
                  lr/div_factor/final_div_factor at total_steps - 1
    Warm-up (t < warmup_steps): lr * (f + (1 - f) * t / warmup_steps), f = warmup_start_factor.
-   Zero fields: gamma 0.1, warmup_start_factor 1/3 (LinearLR's), pct_start 0.3,
-   div_factor 25, final_div_factor 1e4. */
+   Zero fields: gamma 0.1, step_size 1, warmup_start_factor 1/3 (LinearLR's), pct_start 0.3,
+   div_factor 25, final_div_factor 1e4; NN_ZERO in any of them is an exact 0. */
 typedef enum nn_lr_schedule_kind {
     NN_LR_CONSTANT = 0,
     NN_LR_STEP,
@@ -565,7 +583,8 @@ typedef enum nn_lr_schedule_kind {
 #define NN_LR_MAX_MILESTONES 16
 typedef struct nn_lr_schedule {
     nn_lr_schedule_kind kind;
-    float lr;               /* base (peak) rate; 0 in a compile desc: the optimizer's lr */
+    float lr;               /* base (peak) rate; 0 in a compile desc: the optimizer's lr;
+                               NN_ZERO: 0 */
     float gamma;            /* STEP, MULTISTEP, EXPONENTIAL */
     int step_size;          /* STEP */
     int milestones[NN_LR_MAX_MILESTONES]; /* MULTISTEP, increasing */
@@ -650,7 +669,7 @@ typedef struct nn_dataset_desc {
     const nn_array *x, *y; /* copied; free them after the call */
     int64_t batch;
     int shuffle;
-    uint64_t seed;       /* 0: the graph's seed */
+    uint64_t seed;       /* 0: the graph's seed; NN_ZERO: 0 */
 } nn_dataset_desc;
 NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out);
 NN_API nn_tensor nn_dataset_x(const nn_dataset *ds);
@@ -914,6 +933,11 @@ struct nn_graph {
 };
 
 static void nn__datasets_free(nn_graph *g); /* nn_ckpt.c */
+
+/* A desc field's value (nn_api.h, NN_ZERO): its default for 0, exactly 0 for NN_ZERO. */
+static float nn__deff(float v, float dflt) { return v == 0.0f ? dflt : v == (float)NN_ZERO ? 0.0f : v; }
+static int nn__defi(int v, int dflt) { return v == 0 ? dflt : v == NN_ZERO ? 0 : v; }
+static uint64_t nn__defu64(uint64_t v, uint64_t dflt) { return v == 0 ? dflt : v == (uint64_t)(int64_t)NN_ZERO ? 0 : v; }
 
 static void *nn__calloc(size_t n, size_t size) {
     void *p;
@@ -4004,27 +4028,46 @@ static void nn__batch_norm_running(float *rmean, float *rvar, const float *stats
 
 static nn_optimizer nn__opt_defaults(nn_optimizer o) {
     int k = o.kind;
-    if (o.lr == 0.0f) {
-        switch (k) {
-        case NN_OPT_SGD: case NN_OPT_RMSPROP: case NN_OPT_ADAGRAD: o.lr = 1e-2f; break;
-        case NN_OPT_ADAMAX: case NN_OPT_NADAM: o.lr = 2e-3f; break;
-        case NN_OPT_ADADELTA: case NN_OPT_LARS: o.lr = 1.0f; break;
-        case NN_OPT_LION: o.lr = 1e-4f; break;
-        default: o.lr = 1e-3f; break;
-        }
+    float lr;
+    switch (k) {
+    case NN_OPT_SGD: case NN_OPT_RMSPROP: case NN_OPT_ADAGRAD: lr = 1e-2f; break;
+    case NN_OPT_ADAMAX: case NN_OPT_NADAM: lr = 2e-3f; break;
+    case NN_OPT_ADADELTA: case NN_OPT_LARS: lr = 1.0f; break;
+    case NN_OPT_LION: lr = 1e-4f; break;
+    default: lr = 1e-3f; break;
     }
-    if (o.beta1 == 0.0f) o.beta1 = 0.9f;
-    if (o.beta2 == 0.0f) o.beta2 = k == NN_OPT_LION ? 0.99f : 0.999f;
-    if (o.eps == 0.0f) o.eps = k == NN_OPT_ADAGRAD ? 1e-10f : (k == NN_OPT_ADADELTA || k == NN_OPT_LAMB) ? 1e-6f : 1e-8f;
-    if (k == NN_OPT_ADAMW && o.weight_decay == 0.0f) o.weight_decay = 1e-2f;
-    if (o.alpha == 0.0f) o.alpha = 0.99f;
-    if (o.rho == 0.0f) o.rho = 0.9f;
-    if (o.momentum_decay == 0.0f) o.momentum_decay = 4e-3f;
-    if (o.trust_coef == 0.0f) o.trust_coef = 1e-3f;
-    if (o.lr_power == 0.0f) o.lr_power = -0.5f;
-    if (k == NN_OPT_FTRL && o.initial_accumulator_value == 0.0f) o.initial_accumulator_value = 0.1f;
-    if (o.accumulate_steps < 1) o.accumulate_steps = 1;
+    o.lr = nn__deff(o.lr, lr);
+    o.momentum = nn__deff(o.momentum, 0.0f);
+    o.dampening = nn__deff(o.dampening, 0.0f);
+    o.weight_decay = nn__deff(o.weight_decay, k == NN_OPT_ADAMW ? 1e-2f : 0.0f);
+    o.beta1 = nn__deff(o.beta1, 0.9f);
+    o.beta2 = nn__deff(o.beta2, k == NN_OPT_LION ? 0.99f : 0.999f);
+    o.eps = nn__deff(o.eps, k == NN_OPT_ADAGRAD ? 1e-10f : (k == NN_OPT_ADADELTA || k == NN_OPT_LAMB) ? 1e-6f : 1e-8f);
+    o.clip_norm = nn__deff(o.clip_norm, 0.0f);
+    o.clip_value = nn__deff(o.clip_value, 0.0f);
+    o.momentum_decay = nn__deff(o.momentum_decay, 4e-3f);
+    o.alpha = nn__deff(o.alpha, 0.99f);
+    o.lr_decay = nn__deff(o.lr_decay, 0.0f);
+    o.initial_accumulator_value = nn__deff(o.initial_accumulator_value, k == NN_OPT_FTRL ? 0.1f : 0.0f);
+    o.rho = nn__deff(o.rho, 0.9f);
+    o.trust_coef = nn__deff(o.trust_coef, 1e-3f);
+    o.l1 = nn__deff(o.l1, 0.0f);
+    o.l2 = nn__deff(o.l2, 0.0f);
+    o.beta = nn__deff(o.beta, 0.0f);
+    o.lr_power = nn__deff(o.lr_power, -0.5f);
+    o.accumulate_steps = nn__defi(o.accumulate_steps, 1);
     return o;
+}
+
+/* What nn__opt_defaults leaves that no optimizer takes. */
+static nn_result nn__opt_check(nn_graph *g, const nn_optimizer *o) {
+    if ((int)o->kind < NN_OPT_NONE || o->kind > NN_OPT_FTRL)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer kind %d is not one of nn_optimizer_kind",
+                        (int)o->kind);
+    if (o->accumulate_steps < 1)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: accumulate_steps %d is not >= 1", o->accumulate_steps);
+    if (!(o->lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: lr %g is not >= 0", o->lr);
+    return NN_OK;
 }
 
 /* State tensors per parameter, in aux[] order (checkpoints save them by this order). */
@@ -4071,12 +4114,33 @@ static void nn__opt_hparams(const nn_optimizer *o, float h[5]) {
 /* PyTorch's _cosine_anneal: from a (pct 0) to b (pct 1). */
 static double nn__cos_anneal(double a, double b, double pct) { return b + (a - b) / 2.0 * (cos(3.14159265358979323846 * pct) + 1.0); }
 
-NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t) {
+/* The schedule with its defaults in place (every field, so NN_ZERO never reaches a formula). */
+static nn_lr_schedule nn__schedule_defaults(const nn_lr_schedule *in) {
+    nn_lr_schedule s = *in;
+    int i;
+    s.lr = nn__deff(s.lr, 0.0f);
+    s.gamma = nn__deff(s.gamma, 0.1f);
+    s.step_size = nn__defi(s.step_size, 1);
+    for (i = 0; i < NN_LR_MAX_MILESTONES; i++) s.milestones[i] = nn__defi(s.milestones[i], 0);
+    s.warmup_steps = nn__defi(s.warmup_steps, 0);
+    s.warmup_start_factor = nn__deff(s.warmup_start_factor, 1.0f / 3.0f);
+    s.total_steps = nn__defi(s.total_steps, 0);
+    s.min_lr = nn__deff(s.min_lr, 0.0f);
+    s.pct_start = nn__deff(s.pct_start, 0.3f);
+    s.div_factor = nn__deff(s.div_factor, 25.0f);
+    s.final_div_factor = nn__deff(s.final_div_factor, 1e4f);
+    return s;
+}
+
+NN_API float nn_lr_at(const nn_lr_schedule *sched, int64_t t) {
+    nn_lr_schedule d;
+    const nn_lr_schedule *s = &d;
     double lr, gamma, f;
     int i, n;
-    if (!s) return 0.0f;
+    if (!sched) return 0.0f;
+    d = nn__schedule_defaults(sched);
     lr = s->lr;
-    gamma = s->gamma != 0.0f ? s->gamma : 0.1;
+    gamma = s->gamma;
     if (t < 0) t = 0;
     switch (s->kind) {
     case NN_LR_STEP: return (float)(lr * pow(gamma, (double)(t / (s->step_size > 0 ? s->step_size : 1))));
@@ -4088,7 +4152,7 @@ NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t) {
         int64_t W = s->warmup_steps > 0 ? s->warmup_steps : 0, S = s->total_steps - W;
         double pct;
         if (t < W) {
-            f = s->warmup_start_factor != 0.0f ? s->warmup_start_factor : 1.0 / 3.0;
+            f = s->warmup_start_factor;
             return (float)(lr * (f + (1.0 - f) * (double)t / (double)W));
         }
         pct = S > 0 ? (double)(t - W < S ? t - W : S) / (double)S : 1.0;
@@ -4096,9 +4160,7 @@ NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t) {
         return (float)(lr + (s->min_lr - lr) * pct);
     }
     case NN_LR_ONECYCLE: {
-        double pct_start = s->pct_start != 0.0f ? s->pct_start : 0.3;
-        double div = s->div_factor != 0.0f ? s->div_factor : 25.0;
-        double fdiv = s->final_div_factor != 0.0f ? s->final_div_factor : 1e4;
+        double pct_start = s->pct_start, div = s->div_factor, fdiv = s->final_div_factor;
         double lo = lr / div, end1 = pct_start * (double)s->total_steps - 1.0, end2 = (double)s->total_steps - 1.0;
         if ((double)t <= end1) return (float)nn__cos_anneal(lo, lr, end1 > 0 ? (double)t / end1 : 1.0);
         f = end2 > end1 ? ((double)t - end1) / (end2 - end1) : 1.0;
@@ -4109,16 +4171,20 @@ NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t) {
 }
 
 NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {
+    nn_lr_schedule d;
     float base;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!s) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_schedule: the schedule is NULL");
+    d = nn__schedule_defaults(s);
     if ((int)s->kind < NN_LR_CONSTANT || s->kind > NN_LR_ONECYCLE || s->n_milestones < 0 ||
-        s->n_milestones > NN_LR_MAX_MILESTONES || !(s->lr >= 0.0f))
-        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_schedule: kind %d, %d milestones or lr %g out of range",
-                        (int)s->kind, s->n_milestones, s->lr);
+        s->n_milestones > NN_LR_MAX_MILESTONES || !(d.lr >= 0.0f) || d.step_size < 1 || !(d.div_factor > 0.0f) ||
+        !(d.final_div_factor > 0.0f))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
+                        "nn_graph_set_schedule: kind %d, %d milestones, lr %g, step_size %d or a div_factor out of range",
+                        (int)s->kind, s->n_milestones, d.lr, d.step_size);
     base = g->schedule.lr;
     g->schedule = *s;
-    if (s->lr == 0.0f) g->schedule.lr = base;
+    if (s->lr == 0.0f) g->schedule.lr = base; /* NN_ZERO: a rate of 0 */
     return NN_OK;
 }
 
@@ -8002,13 +8068,15 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
         NN_FREE(ctx);
         return NN_ERR_OUT_OF_MEMORY;
     }
+    if (desc.threads < 0) /* NN_ZERO too: no thread at all */
+        r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_context_create: threads %d is not >= 0 (0: all cores)", desc.threads);
     device = desc.device ? desc.device : getenv("NN_DEVICE");
     if (device && !device[0]) device = NULL;
     cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");
     if (cache && strcmp(cache, "off") == 0) ctx->cache_dir = NULL;
     else ctx->cache_dir = (cache && cache[0]) ? nn__strdup(cache) : nn__default_cache_dir();
     kdir = desc.kernel_dir ? desc.kernel_dir : getenv("NN_KERNEL_DIR");
-    if (kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir))) r = NN_ERR_OUT_OF_MEMORY;
+    if (r == NN_OK && kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir))) r = NN_ERR_OUT_OF_MEMORY;
     if (r == NN_OK) r = nn__open_backend(ctx, device, &desc);
     if (r != NN_OK) {
         nn__log(ctx, NN_LOG_ERROR, "%s", ctx->err[0] ? ctx->err : nn_result_string(r));
@@ -8124,7 +8192,7 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
     g->seed = 1;
     if (desc) {
         g->eval = desc->eval;
-        if (desc->seed) g->seed = desc->seed;
+        g->seed = nn__defu64(desc->seed, 1);
         if (desc->share_params) {
             if (desc->share_params->ctx != ctx) {
                 NN_FREE(g);
@@ -8363,12 +8431,15 @@ static void nn__init_fill(float *p, const nn_shape *s, nn_init init, uint64_t se
     for (k = 2; k < s->ndim; k++) rf *= s->dim[k];
     fan_in = s->ndim >= 2 ? (double)(s->dim[1] * rf) : (double)s->dim[0];
     fan_out = (double)(s->dim[0] * rf);
-    switch (init.kind) {
-    case NN_INIT_KAIMING_UNIFORM: gain = init.a ? init.a : sqrt(2.0); bound = gain * sqrt(3.0 / fan_in); break;
-    case NN_INIT_KAIMING_NORMAL: gain = init.a ? init.a : sqrt(2.0); std = gain / sqrt(fan_in); break;
-    case NN_INIT_XAVIER_UNIFORM: gain = init.a ? init.a : 1.0; bound = gain * sqrt(6.0 / (fan_in + fan_out)); break;
-    case NN_INIT_XAVIER_NORMAL: gain = init.a ? init.a : 1.0; std = gain * sqrt(2.0 / (fan_in + fan_out)); break;
-    default: break;
+    switch (init.kind) { /* the gains: 0 is the default, NN_ZERO an exact 0 */
+    case NN_INIT_KAIMING_UNIFORM: gain = init.a == 0.0f ? sqrt(2.0) : nn__deff(init.a, 0.0f); bound = gain * sqrt(3.0 / fan_in); break;
+    case NN_INIT_KAIMING_NORMAL: gain = init.a == 0.0f ? sqrt(2.0) : nn__deff(init.a, 0.0f); std = gain / sqrt(fan_in); break;
+    case NN_INIT_XAVIER_UNIFORM: gain = nn__deff(init.a, 1.0f); bound = gain * sqrt(6.0 / (fan_in + fan_out)); break;
+    case NN_INIT_XAVIER_NORMAL: gain = nn__deff(init.a, 1.0f); std = gain * sqrt(2.0 / (fan_in + fan_out)); break;
+    default: /* values, not options: 0 and NN_ZERO are both 0 */
+        init.a = nn__deff(init.a, 0.0f);
+        init.b = nn__deff(init.b, 0.0f);
+        break;
     }
     for (i = 0; i < n; i++) {
         switch (init.kind) {
@@ -9685,9 +9756,6 @@ NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor tar
 
 /* ---- losses with options (nn_loss_desc; bodies in nn_loss.c) ---- */
 
-/* An option's value: PyTorch's default for 0, an exact 0 for NN_LOSS_ZERO (-0.0f). */
-static float nn__loss_opt(float v, float dflt) { return v == 0.0f ? (signbit(v) ? 0.0f : dflt) : v; }
-
 static int nn__loss_desc_ok(nn_graph *g, const char *opname, const nn_loss_desc *d, int batchmean_ok) {
     if ((int)d->reduction < 0 || (int)d->reduction > NN_REDUCTION_BATCHMEAN ||
         (d->reduction == NN_REDUCTION_BATCHMEAN && !batchmean_ok)) {
@@ -9718,11 +9786,11 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     else memset(&d, 0, sizeof d);
     if (!nn__check_same(g, opname, x, t) || !nn__loss_desc_ok(g, opname, &d, kind == NN__L_KL)) return nn__tensor(-1);
     switch (kind) {
-    case NN__L_HUBER: a = nn__loss_opt(d.delta, 1.0f); break;
-    case NN__L_SMOOTH_L1: a = nn__loss_opt(d.delta, 1.0f); break;
-    case NN__L_QUANTILE: a = nn__loss_opt(d.tau, 0.5f); break;
-    case NN__L_HINGE: case NN__L_SQ_HINGE: a = nn__loss_opt(d.margin, 1.0f); break;
-    case NN__L_FOCAL: a = nn__loss_opt(d.alpha, 0.25f); b = nn__loss_opt(d.gamma, 2.0f); break;
+    case NN__L_HUBER: a = nn__deff(d.delta, 1.0f); break;
+    case NN__L_SMOOTH_L1: a = nn__deff(d.delta, 1.0f); break;
+    case NN__L_QUANTILE: a = nn__deff(d.tau, 0.5f); break;
+    case NN__L_HINGE: case NN__L_SQ_HINGE: a = nn__deff(d.margin, 1.0f); break;
+    case NN__L_FOCAL: a = nn__deff(d.alpha, 0.25f); b = nn__deff(d.gamma, 2.0f); break;
     default: break;
     }
     if ((kind == NN__L_HUBER && !(a > 0.0f)) || (kind == NN__L_SMOOTH_L1 && !(a >= 0.0f)) ||
@@ -9785,6 +9853,7 @@ static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_
     else memset(&d, 0, sizeof d);
     if (!nn__check_logits_labels(g, opname, x, labels) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
     C = nn__n(g, x)->shape.dim[1];
+    d.label_smoothing = nn__deff(d.label_smoothing, 0.0f);
     if (!(d.label_smoothing >= 0.0f && d.label_smoothing <= 1.0f) || (log_input && d.label_smoothing != 0.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: label_smoothing %g is not in [0, 1]%s", opname, d.label_smoothing,
                            log_input ? " or is given to NLL, which has none" : "");
@@ -9803,7 +9872,7 @@ static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_
     ins[2] = d.has_weight ? d.weight.id : -1;
     rows = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins, d.has_weight ? 3 : 2));
     if (rows.id < 0) return rows;
-    g->nodes[rows.id].i[0] = d.has_ignore_index ? d.ignore_index : -100;
+    g->nodes[rows.id].i[0] = nn__defi(d.ignore_index, -100);
     g->nodes[rows.id].i[1] = log_input;
     g->nodes[rows.id].f[0] = d.label_smoothing;
     if (d.reduction != NN_REDUCTION_MEAN) return nn__reduce_loss(g, rows, &d);
@@ -9852,7 +9921,7 @@ static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_i
     l = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS, NN_F32, nn_shape1(nn__n(g, x[0])->shape.dim[0]), ins, n_in));
     if (l.id < 0) return l;
     g->nodes[l.id].i[0] = kind;
-    g->nodes[l.id].f[0] = kind == NN__R_DICE ? nn__loss_opt(d.smooth, 1.0f) : kind == NN__R_TRIPLET ? nn__loss_opt(d.margin, 1.0f) : d.margin;
+    g->nodes[l.id].f[0] = kind == NN__R_DICE ? nn__deff(d.smooth, 1.0f) : kind == NN__R_TRIPLET ? nn__deff(d.margin, 1.0f) : nn__deff(d.margin, 0.0f);
     return nn__reduce_loss(g, l, &d);
 }
 
@@ -10780,6 +10849,17 @@ static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
    ====================================================================== */
 /* The conv ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
 
+/* node->i of conv2d: stride h/w, pad h/w, dilation h/w, groups, with the desc's defaults */
+static void nn__conv2d_attrs(const nn_conv2d_desc *d, int attr[7]) {
+    attr[0] = nn__defi(d->stride_h, 1);
+    attr[1] = nn__defi(d->stride_w, 1);
+    attr[2] = nn__defi(d->pad_h, 0);
+    attr[3] = nn__defi(d->pad_w, 0);
+    attr[4] = nn__defi(d->dilation_h, 1);
+    attr[5] = nn__defi(d->dilation_w, 1);
+    attr[6] = nn__defi(d->groups, 1);
+}
+
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
     nn_tensor in[3], t;
     nn__node *nx, *nw;
@@ -10794,13 +10874,7 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     if (!nn__expect_f32(g, "nn_conv2d", x, "x") || !nn__expect_f32(g, "nn_conv2d", w, "w")) return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
-    attr[0] = d.stride_h ? d.stride_h : 1;
-    attr[1] = d.stride_w ? d.stride_w : 1;
-    attr[2] = d.pad_h;
-    attr[3] = d.pad_w;
-    attr[4] = d.dilation_h ? d.dilation_h : 1;
-    attr[5] = d.dilation_w ? d.dilation_w : 1;
-    attr[6] = d.groups ? d.groups : 1;
+    nn__conv2d_attrs(&d, attr);
     nx = nn__n(g, x);
     nw = nn__n(g, w);
     nn__shape_str(&nx->shape, sx, sizeof sx);
@@ -10835,7 +10909,7 @@ NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
                                  const nn_conv2d_desc *desc, const char *name) {
     char wn[256], bn[256];
     nn_init init;
-    int64_t cin, groups = desc && desc->groups ? desc->groups : 1;
+    int64_t cin, groups = desc ? nn__defi(desc->groups, 1) : 1;
     if (!nn__check(g, "nn_conv2d_layer", 1, &x)) return nn__tensor(-1);
     if (!name || !name[0] || strlen(name) > 200)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d_layer: needs a name (at most 200 chars)");
@@ -10914,13 +10988,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
         return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
-    attr[0] = d.stride_h ? d.stride_h : 1;
-    attr[1] = d.stride_w ? d.stride_w : 1;
-    attr[2] = d.pad_h;
-    attr[3] = d.pad_w;
-    attr[4] = d.dilation_h ? d.dilation_h : 1;
-    attr[5] = d.dilation_w ? d.dilation_w : 1;
-    attr[6] = d.groups ? d.groups : 1;
+    nn__conv2d_attrs(&d, attr);
     xs = nn__n(g, x)->shape;
     ws = nn__n(g, w)->shape;
     nn__shape_str(&xs, a, sizeof a);
@@ -10972,16 +11040,16 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
     /* node->i: stride d/h/w, pad d/h/w, dilation d/h/w, groups */
-    attr[0] = d.stride_d ? d.stride_d : 1;
-    attr[1] = d.stride_h ? d.stride_h : 1;
-    attr[2] = d.stride_w ? d.stride_w : 1;
-    attr[3] = d.pad_d;
-    attr[4] = d.pad_h;
-    attr[5] = d.pad_w;
-    attr[6] = d.dilation_d ? d.dilation_d : 1;
-    attr[7] = d.dilation_h ? d.dilation_h : 1;
-    attr[8] = d.dilation_w ? d.dilation_w : 1;
-    attr[9] = d.groups ? d.groups : 1;
+    attr[0] = nn__defi(d.stride_d, 1);
+    attr[1] = nn__defi(d.stride_h, 1);
+    attr[2] = nn__defi(d.stride_w, 1);
+    attr[3] = nn__defi(d.pad_d, 0);
+    attr[4] = nn__defi(d.pad_h, 0);
+    attr[5] = nn__defi(d.pad_w, 0);
+    attr[6] = nn__defi(d.dilation_d, 1);
+    attr[7] = nn__defi(d.dilation_h, 1);
+    attr[8] = nn__defi(d.dilation_w, 1);
+    attr[9] = nn__defi(d.groups, 1);
     nx = nn__n(g, x);
     nw = nn__n(g, w);
     nn__shape_str(&nx->shape, sx, sizeof sx);
@@ -11019,7 +11087,7 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
                                  const nn_conv3d_desc *desc, const char *name) {
     char wn[256], bn[256];
     nn_init init;
-    int64_t cin, groups = desc && desc->groups ? desc->groups : 1;
+    int64_t cin, groups = desc ? nn__defi(desc->groups, 1) : 1;
     if (!nn__check(g, "nn_conv3d_layer", 1, &x)) return nn__tensor(-1);
     if (!name || !name[0] || strlen(name) > 200)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d_layer: needs a name (at most 200 chars)");
@@ -11520,6 +11588,7 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     if (groups < 1 || nx->shape.dim[1] % groups)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: groups = %d must be >= 1 and divide the %lld channels of x %s", fn, groups,
                            (long long)nx->shape.dim[1], sx);
+    eps = nn__deff(eps, 1e-5f);
     if (!(eps >= 0.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: eps %g is not >= 0", fn, eps);
     c = nn_shape1(nx->shape.dim[1]);
     if (!nn__norm_check_vec(g, fn, gamma, "gamma", &c, sx) || !nn__norm_check_vec(g, fn, beta, "beta", &c, sx))
@@ -11555,6 +11624,7 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_layer_norm: n_norm_dims %d is not in 1..%d for x %s", n_norm_dims,
                            nx->shape.ndim, sx);
+    eps = nn__deff(eps, 1e-5f);
     if (!(eps >= 0.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_layer_norm: eps %g is not >= 0", eps);
     memset(&tail, 0, sizeof tail);
     tail.ndim = n_norm_dims;
@@ -11582,10 +11652,10 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     nx = nn__n(g, x);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
-    if (d.momentum == 0.0f) d.momentum = 0.1f;
-    if (d.eps == 0.0f) d.eps = 1e-5f;
-    if (!(d.momentum > 0.0f && d.momentum <= 1.0f) || !(d.eps > 0.0f))
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_batch_norm: momentum %g is not in (0, 1] or eps %g is not > 0",
+    d.momentum = nn__deff(d.momentum, 0.1f);
+    d.eps = nn__deff(d.eps, 1e-5f);
+    if (!(d.momentum >= 0.0f && d.momentum <= 1.0f) || !(d.eps >= 0.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_batch_norm: momentum %g is not in [0, 1] or eps %g is not >= 0",
                            d.momentum, d.eps);
     c = nn_shape1(nx->shape.dim[1]);
     if (!nn__norm_check_vec(g, "nn_batch_norm", gamma, "gamma", &c, sx) ||
@@ -11889,17 +11959,17 @@ static nn_tensor nn__pooling2d(nn_graph *g, const char *opname, int op, nn_tenso
     if (!d) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a desc with the kernel size", opname);
     attr[0] = d->kernel_h;
     attr[1] = d->kernel_w;
-    attr[2] = d->stride_h ? d->stride_h : d->kernel_h;
-    attr[3] = d->stride_w ? d->stride_w : d->kernel_w;
-    attr[4] = d->pad_h;
-    attr[5] = d->pad_w;
+    attr[2] = nn__defi(d->stride_h, d->kernel_h);
+    attr[3] = nn__defi(d->stride_w, d->kernel_w);
+    attr[4] = nn__defi(d->pad_h, 0);
+    attr[5] = nn__defi(d->pad_w, 0);
     if (op == NN__OP_MAXPOOL2D) {
-        attr[6] = d->dilation_h ? d->dilation_h : 1;
-        attr[7] = d->dilation_w ? d->dilation_w : 1;
+        attr[6] = nn__defi(d->dilation_h, 1);
+        attr[7] = nn__defi(d->dilation_w, 1);
     } else {
-        if (d->dilation_h > 1 || d->dilation_w > 1 || d->dilation_h < 0 || d->dilation_w < 0)
+        if (nn__defi(d->dilation_h, 1) != 1 || nn__defi(d->dilation_w, 1) != 1)
             return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dilation %dx%d: average pooling has no dilation", opname,
-                               d->dilation_h, d->dilation_w);
+                               nn__defi(d->dilation_h, 1), nn__defi(d->dilation_w, 1));
         attr[6] = d->exclude_pad != 0;
         attr[7] = 0;
     }
@@ -11910,16 +11980,17 @@ static nn_tensor nn__pooling1d(nn_graph *g, const char *opname, int op, nn_tenso
     int attr[8];
     if (!nn__check(g, opname, 1, &x)) return nn__tensor(-1);
     if (!d) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a desc with the kernel size", opname);
-    if (op != NN__OP_MAXPOOL2D && (d->dilation > 1 || d->dilation < 0))
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dilation %d: average pooling has no dilation", opname, d->dilation);
+    if (op != NN__OP_MAXPOOL2D && nn__defi(d->dilation, 1) != 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dilation %d: average pooling has no dilation", opname,
+                           nn__defi(d->dilation, 1));
     attr[0] = 1;
     attr[1] = d->kernel;
     attr[2] = 1;
-    attr[3] = d->stride ? d->stride : d->kernel;
+    attr[3] = nn__defi(d->stride, d->kernel);
     attr[4] = 0;
-    attr[5] = d->pad;
+    attr[5] = nn__defi(d->pad, 0);
     attr[6] = op == NN__OP_MAXPOOL2D ? 1 : d->exclude_pad != 0;
-    attr[7] = op == NN__OP_MAXPOOL2D ? (d->dilation ? d->dilation : 1) : 0;
+    attr[7] = op == NN__OP_MAXPOOL2D ? nn__defi(d->dilation, 1) : 0;
     return nn__pooling_node(g, opname, op, x, 1, attr, d->ceil_mode != 0);
 }
 
@@ -12073,17 +12144,15 @@ static nn_result nn__dev_pool2d(nn_graph *g, int id) {
 /* The optim ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
 
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
+    nn_result r;
     g->opt = nn__opt_defaults(d->optimizer);
-    if ((int)g->opt.kind < NN_OPT_NONE || g->opt.kind > NN_OPT_FTRL)
-        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer kind %d is not one of nn_optimizer_kind",
-                        (int)g->opt.kind);
+    r = nn__opt_check(g, &g->opt);
+    if (r != NN_OK) return r;
     g->accum_steps = g->opt.accumulate_steps;
     g->first_update_node = -1;
     g->schedule.lr = g->opt.lr;
-    {
-        nn_result r = nn_graph_set_schedule(g, &d->schedule);
-        if (r != NN_OK) return r;
-    }
+    r = nn_graph_set_schedule(g, &d->schedule);
+    if (r != NN_OK) return r;
     g->lr = nn_lr_at(&g->schedule, 0);
     return NN_OK;
 }
@@ -13884,9 +13953,9 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
                      g->accum_steps);
         goto done;
     }
-    if (seed == 0 || updates > step) {
-        r = nn__fail(ctx, NN_ERR_IO, "%s: metadata: seed %llu or updates %llu > steps %llu is impossible", path,
-                     (unsigned long long)seed, (unsigned long long)updates, (unsigned long long)step);
+    if (updates > step) {
+        r = nn__fail(ctx, NN_ERR_IO, "%s: metadata: updates %llu > steps %llu is impossible", path,
+                     (unsigned long long)updates, (unsigned long long)step);
         goto done;
     }
     s = nn__kv_get(&m, "nn.nadam_mu_product");
@@ -14062,7 +14131,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     d->batch = dd.batch;
     d->per_epoch = n / dd.batch;
     d->shuffle = dd.shuffle;
-    d->seed = dd.seed ? dd.seed : g->seed;
+    d->seed = nn__defu64(dd.seed, g->seed);
     d->perm_epoch = -1;
     d->x_bytes = (size_t)nn__numel(&dd.x->shape) * 4;
     d->y_bytes = (size_t)nn__numel(&dd.y->shape) * 4;

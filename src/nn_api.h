@@ -54,13 +54,27 @@ NN_API nn_shape nn_shape2(int64_t d0, int64_t d1);
 NN_API nn_shape nn_shape3(int64_t d0, int64_t d1, int64_t d2);
 NN_API nn_shape nn_shape4(int64_t d0, int64_t d1, int64_t d2, int64_t d3);
 
+/* ---- descs: zero is the default, NN_ZERO is zero ------------------------------------------
+   Every options struct (nn_*_desc, nn_optimizer, nn_lr_schedule) is meant to be zeroed
+   ({0} or memset) and then given the fields that differ. A numeric field left 0 takes its
+   default, PyTorch's where PyTorch has one: Adam's beta1 0.9, AdamW's weight_decay 1e-2,
+   batch norm's momentum 0.1, every norm's eps 1e-5, cross-entropy's ignore_index -100.
+   For an exact zero write NN_ZERO: every int and float field, and the eps arguments of
+   the norm layers, reads it as 0 (weight_decay = NN_ZERO: no decay; beta1 = NN_ZERO;
+   ignore_index = NN_ZERO: ignore class 0). A field that cannot be 0 (a stride, a thread
+   count) rejects it as an invalid argument; where 0 is the default anyway NN_ZERO is the
+   same 0. NN_ZERO is a tag, INT32_MIN, exact as a float too and no field's real value.
+   Flags (0 or 1) and enums are taken as they are: an enum's 0 is its default. */
+#define NN_ZERO (-2147483647 - 1)
+
 /* ---- contexts and devices ------------------------------------------------------------ */
 
 /* Every field's zero means "default". */
 typedef struct nn_context_desc {
     const char *device;     /* "cpu", "opencl", an OpenCL device index ("0") or a name
                                substring; NULL: $NN_DEVICE, else the first GPU, else cpu */
-    int threads;            /* CPU-backend threads; 0: $NN_THREADS, else all cores */
+    int threads;            /* CPU-backend threads; 0: $NN_THREADS, else all cores; < 0 and
+                               NN_ZERO: an invalid argument */
     const char *cache_dir;  /* compiled-program cache; NULL: $NN_CACHE_DIR, else
                                $XDG_CACHE_HOME/nn or ~/.cache/nn; "off" disables it */
     const char *kernel_dir; /* load kernels/NAME.cl from here; NULL: $NN_KERNEL_DIR, else
@@ -118,7 +132,7 @@ NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op);
 typedef struct nn_graph_desc {
     nn_graph *share_params; /* use this graph's parameters (same names, same shapes) */
     int eval;               /* evaluation mode: dropout is the identity */
-    uint64_t seed;          /* parameter initialisation and dropout; 0 means 1 */
+    uint64_t seed;          /* parameter initialisation and dropout; 0: 1; NN_ZERO: 0 */
 } nn_graph_desc;
 
 NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out);
@@ -135,7 +149,9 @@ typedef enum nn_init_kind {
     NN_INIT_XAVIER_UNIFORM,  /* U(+-a*sqrt(6/(fan_in+fan_out))), a = gain (0: 1) */
     NN_INIT_XAVIER_NORMAL    /* N(0, a*sqrt(2/(fan_in+fan_out))), a = gain (0: 1) */
 } nn_init_kind;
-/* fan_in / fan_out of a shape [out, in, k...] are in*k... and out*k... (PyTorch's rule). */
+/* fan_in / fan_out of a shape [out, in, k...] are in*k... and out*k... (PyTorch's rule).
+   The gains follow the desc rule (0: the default named, NN_ZERO: 0); the a and b of
+   CONSTANT, UNIFORM and NORMAL are values, not options: 0 is 0 there. */
 typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 
 /* Leaves. An input keeps its contents across steps until written again, so a whole
@@ -267,7 +283,7 @@ NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_ini
    the device at every run: running = (1 - momentum) * running + momentum * batch, with the
    unbiased variance for running_var. Evaluation graphs (nn_graph_desc.eval) normalise with
    the running statistics, or with the batch's when there are none (PyTorch's
-   track_running_stats=False). Zero fields: momentum 0.1, eps 1e-5. */
+   track_running_stats=False). Zero fields: momentum 0.1, eps 1e-5 (NN_ZERO: exactly 0). */
 typedef struct nn_batch_norm_desc {
     float momentum;
     float eps;
@@ -281,8 +297,10 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
 NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const char *name);
 NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *name);
 
+/* Every norm's eps follows the desc rule: 0 is PyTorch's default 1e-5, NN_ZERO exactly 0. */
+
 /* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
-   and beta have the shape of those dims. PyTorch's default eps is 1e-5. */
+   and beta have the shape of those dims. */
 NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, int n_norm_dims, float eps);
 /* Group norm over x [N, C, ...]: the C channels in `groups` groups of C/groups, each
    normalised over its channels and the spatial dims; gamma and beta [C], per channel. */
@@ -327,16 +345,15 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
    NN_REDUCTION_NONE returns the per-element (or per-row) losses; SUM and MEAN a scalar [1];
    BATCHMEAN (KL divergence's recommended mode) the sum divided by the batch size (dim 0).
    A float option whose PyTorch default is not zero reads 0 as that default; pass
-   NN_LOSS_ZERO (-0.0f) for an exact zero. Gradients flow to the prediction(s) only: targets,
+   NN_ZERO for an exact zero. Gradients flow to the prediction(s) only: targets,
    labels, class weights and pos_weight get none, except where a loss says otherwise. */
 typedef enum nn_reduction {
     NN_REDUCTION_MEAN = 0, NN_REDUCTION_SUM, NN_REDUCTION_NONE, NN_REDUCTION_BATCHMEAN
 } nn_reduction;
-#define NN_LOSS_ZERO (-0.0f)
 typedef struct nn_loss_desc {
     nn_reduction reduction;
     float delta;           /* Huber's delta and smooth L1's beta (0: 1.0; smooth L1 with beta
-                              NN_LOSS_ZERO is L1) */
+                              NN_ZERO is L1) */
     float tau;             /* quantile level in (0, 1) (0: 0.5, the median) */
     float margin;          /* hinge (0: 1), triplet (0: 1), cosine embedding (default 0) */
     float label_smoothing; /* cross-entropy, in [0, 1] */
@@ -344,8 +361,7 @@ typedef struct nn_loss_desc {
     float gamma;           /* focal: focusing exponent (0: 2) */
     float smooth;          /* dice: added to numerator and denominator (0: 1) */
     int ignore_index;      /* cross-entropy / NLL: this label contributes nothing and is
-                              not counted (only with has_ignore_index; default -100) */
-    int has_ignore_index;
+                              not counted (0: -100, PyTorch's default; NN_ZERO: class 0) */
     nn_tensor weight;      /* cross-entropy / NLL: class weights [C]; elementwise losses: a
                               per-element rescaling of the target's shape or a trailing part */
     int has_weight;
@@ -413,7 +429,8 @@ typedef enum nn_optimizer_kind {
     NN_OPT_FTRL      /* FTRL-Proximal as TensorFlow's Ftrl (alpha is lr) */
 } nn_optimizer_kind;
 
-/* torch.optim's semantics and defaults; every zero field takes the default:
+/* torch.optim's semantics and defaults; every zero field takes the default, and NN_ZERO
+   asks for an exact 0 (weight_decay = NN_ZERO: AdamW without decay; beta1 = NN_ZERO):
      lr: 1e-2 SGD, RMSprop, Adagrad; 2e-3 Adamax, NAdam; 1.0 AdaDelta, LARS; 1e-4 Lion;
          1e-3 the others (Adam, AdamW, RAdam, LAMB, FTRL)
      beta1, beta2: 0.9, 0.999 (Lion: 0.9, 0.99)
@@ -448,7 +465,8 @@ typedef struct nn_optimizer {
     float lr_power;            /* FTRL; 0: -0.5 */
     int no_decay_1d;           /* no weight decay on parameters of one dimension (biases, norms) */
     int accumulate_steps;      /* > 1: average gradients over this many nn_graph_step calls and
-                                  update on every k-th (nn_grad then reads the running mean) */
+                                  update on every k-th (nn_grad then reads the running mean);
+                                  0: 1; below 1: an invalid argument */
 } nn_optimizer;
 
 /* Learning-rate schedules, torch.optim.lr_scheduler's closed forms, evaluated on the host
@@ -465,8 +483,8 @@ typedef struct nn_optimizer {
                  lr/div_factor up to lr at pct_start * total_steps - 1, then down to
                  lr/div_factor/final_div_factor at total_steps - 1
    Warm-up (t < warmup_steps): lr * (f + (1 - f) * t / warmup_steps), f = warmup_start_factor.
-   Zero fields: gamma 0.1, warmup_start_factor 1/3 (LinearLR's), pct_start 0.3,
-   div_factor 25, final_div_factor 1e4. */
+   Zero fields: gamma 0.1, step_size 1, warmup_start_factor 1/3 (LinearLR's), pct_start 0.3,
+   div_factor 25, final_div_factor 1e4; NN_ZERO in any of them is an exact 0. */
 typedef enum nn_lr_schedule_kind {
     NN_LR_CONSTANT = 0,
     NN_LR_STEP,
@@ -480,7 +498,8 @@ typedef enum nn_lr_schedule_kind {
 #define NN_LR_MAX_MILESTONES 16
 typedef struct nn_lr_schedule {
     nn_lr_schedule_kind kind;
-    float lr;               /* base (peak) rate; 0 in a compile desc: the optimizer's lr */
+    float lr;               /* base (peak) rate; 0 in a compile desc: the optimizer's lr;
+                               NN_ZERO: 0 */
     float gamma;            /* STEP, MULTISTEP, EXPONENTIAL */
     int step_size;          /* STEP */
     int milestones[NN_LR_MAX_MILESTONES]; /* MULTISTEP, increasing */
@@ -565,7 +584,7 @@ typedef struct nn_dataset_desc {
     const nn_array *x, *y; /* copied; free them after the call */
     int64_t batch;
     int shuffle;
-    uint64_t seed;       /* 0: the graph's seed */
+    uint64_t seed;       /* 0: the graph's seed; NN_ZERO: 0 */
 } nn_dataset_desc;
 NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out);
 NN_API nn_tensor nn_dataset_x(const nn_dataset *ds);

@@ -452,9 +452,9 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
                      g->accum_steps);
         goto done;
     }
-    if (seed == 0 || updates > step) {
-        r = nn__fail(ctx, NN_ERR_IO, "%s: metadata: seed %llu or updates %llu > steps %llu is impossible", path,
-                     (unsigned long long)seed, (unsigned long long)updates, (unsigned long long)step);
+    if (updates > step) {
+        r = nn__fail(ctx, NN_ERR_IO, "%s: metadata: updates %llu > steps %llu is impossible", path,
+                     (unsigned long long)updates, (unsigned long long)step);
         goto done;
     }
     s = nn__kv_get(&m, "nn.nadam_mu_product");
@@ -630,7 +630,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     d->batch = dd.batch;
     d->per_epoch = n / dd.batch;
     d->shuffle = dd.shuffle;
-    d->seed = dd.seed ? dd.seed : g->seed;
+    d->seed = nn__defu64(dd.seed, g->seed);
     d->perm_epoch = -1;
     d->x_bytes = (size_t)nn__numel(&dd.x->shape) * 4;
     d->y_bytes = (size_t)nn__numel(&dd.y->shape) * 4;

@@ -117,13 +117,15 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
         NN_FREE(ctx);
         return NN_ERR_OUT_OF_MEMORY;
     }
+    if (desc.threads < 0) /* NN_ZERO too: no thread at all */
+        r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_context_create: threads %d is not >= 0 (0: all cores)", desc.threads);
     device = desc.device ? desc.device : getenv("NN_DEVICE");
     if (device && !device[0]) device = NULL;
     cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");
     if (cache && strcmp(cache, "off") == 0) ctx->cache_dir = NULL;
     else ctx->cache_dir = (cache && cache[0]) ? nn__strdup(cache) : nn__default_cache_dir();
     kdir = desc.kernel_dir ? desc.kernel_dir : getenv("NN_KERNEL_DIR");
-    if (kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir))) r = NN_ERR_OUT_OF_MEMORY;
+    if (r == NN_OK && kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir))) r = NN_ERR_OUT_OF_MEMORY;
     if (r == NN_OK) r = nn__open_backend(ctx, device, &desc);
     if (r != NN_OK) {
         nn__log(ctx, NN_LOG_ERROR, "%s", ctx->err[0] ? ctx->err : nn_result_string(r));

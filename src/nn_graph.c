@@ -36,7 +36,7 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
     g->seed = 1;
     if (desc) {
         g->eval = desc->eval;
-        if (desc->seed) g->seed = desc->seed;
+        g->seed = nn__defu64(desc->seed, 1);
         if (desc->share_params) {
             if (desc->share_params->ctx != ctx) {
                 NN_FREE(g);
@@ -275,12 +275,15 @@ static void nn__init_fill(float *p, const nn_shape *s, nn_init init, uint64_t se
     for (k = 2; k < s->ndim; k++) rf *= s->dim[k];
     fan_in = s->ndim >= 2 ? (double)(s->dim[1] * rf) : (double)s->dim[0];
     fan_out = (double)(s->dim[0] * rf);
-    switch (init.kind) {
-    case NN_INIT_KAIMING_UNIFORM: gain = init.a ? init.a : sqrt(2.0); bound = gain * sqrt(3.0 / fan_in); break;
-    case NN_INIT_KAIMING_NORMAL: gain = init.a ? init.a : sqrt(2.0); std = gain / sqrt(fan_in); break;
-    case NN_INIT_XAVIER_UNIFORM: gain = init.a ? init.a : 1.0; bound = gain * sqrt(6.0 / (fan_in + fan_out)); break;
-    case NN_INIT_XAVIER_NORMAL: gain = init.a ? init.a : 1.0; std = gain * sqrt(2.0 / (fan_in + fan_out)); break;
-    default: break;
+    switch (init.kind) { /* the gains: 0 is the default, NN_ZERO an exact 0 */
+    case NN_INIT_KAIMING_UNIFORM: gain = init.a == 0.0f ? sqrt(2.0) : nn__deff(init.a, 0.0f); bound = gain * sqrt(3.0 / fan_in); break;
+    case NN_INIT_KAIMING_NORMAL: gain = init.a == 0.0f ? sqrt(2.0) : nn__deff(init.a, 0.0f); std = gain / sqrt(fan_in); break;
+    case NN_INIT_XAVIER_UNIFORM: gain = nn__deff(init.a, 1.0f); bound = gain * sqrt(6.0 / (fan_in + fan_out)); break;
+    case NN_INIT_XAVIER_NORMAL: gain = nn__deff(init.a, 1.0f); std = gain * sqrt(2.0 / (fan_in + fan_out)); break;
+    default: /* values, not options: 0 and NN_ZERO are both 0 */
+        init.a = nn__deff(init.a, 0.0f);
+        init.b = nn__deff(init.b, 0.0f);
+        break;
     }
     for (i = 0; i < n; i++) {
         switch (init.kind) {

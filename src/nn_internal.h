@@ -220,6 +220,11 @@ struct nn_graph {
 
 static void nn__datasets_free(nn_graph *g); /* nn_ckpt.c */
 
+/* A desc field's value (nn_api.h, NN_ZERO): its default for 0, exactly 0 for NN_ZERO. */
+static float nn__deff(float v, float dflt) { return v == 0.0f ? dflt : v == (float)NN_ZERO ? 0.0f : v; }
+static int nn__defi(int v, int dflt) { return v == 0 ? dflt : v == NN_ZERO ? 0 : v; }
+static uint64_t nn__defu64(uint64_t v, uint64_t dflt) { return v == 0 ? dflt : v == (uint64_t)(int64_t)NN_ZERO ? 0 : v; }
+
 static void *nn__calloc(size_t n, size_t size) {
     void *p;
     if (size && n > (size_t)-1 / size) return NULL;

@@ -15,27 +15,46 @@
 
 static nn_optimizer nn__opt_defaults(nn_optimizer o) {
     int k = o.kind;
-    if (o.lr == 0.0f) {
-        switch (k) {
-        case NN_OPT_SGD: case NN_OPT_RMSPROP: case NN_OPT_ADAGRAD: o.lr = 1e-2f; break;
-        case NN_OPT_ADAMAX: case NN_OPT_NADAM: o.lr = 2e-3f; break;
-        case NN_OPT_ADADELTA: case NN_OPT_LARS: o.lr = 1.0f; break;
-        case NN_OPT_LION: o.lr = 1e-4f; break;
-        default: o.lr = 1e-3f; break;
-        }
+    float lr;
+    switch (k) {
+    case NN_OPT_SGD: case NN_OPT_RMSPROP: case NN_OPT_ADAGRAD: lr = 1e-2f; break;
+    case NN_OPT_ADAMAX: case NN_OPT_NADAM: lr = 2e-3f; break;
+    case NN_OPT_ADADELTA: case NN_OPT_LARS: lr = 1.0f; break;
+    case NN_OPT_LION: lr = 1e-4f; break;
+    default: lr = 1e-3f; break;
     }
-    if (o.beta1 == 0.0f) o.beta1 = 0.9f;
-    if (o.beta2 == 0.0f) o.beta2 = k == NN_OPT_LION ? 0.99f : 0.999f;
-    if (o.eps == 0.0f) o.eps = k == NN_OPT_ADAGRAD ? 1e-10f : (k == NN_OPT_ADADELTA || k == NN_OPT_LAMB) ? 1e-6f : 1e-8f;
-    if (k == NN_OPT_ADAMW && o.weight_decay == 0.0f) o.weight_decay = 1e-2f;
-    if (o.alpha == 0.0f) o.alpha = 0.99f;
-    if (o.rho == 0.0f) o.rho = 0.9f;
-    if (o.momentum_decay == 0.0f) o.momentum_decay = 4e-3f;
-    if (o.trust_coef == 0.0f) o.trust_coef = 1e-3f;
-    if (o.lr_power == 0.0f) o.lr_power = -0.5f;
-    if (k == NN_OPT_FTRL && o.initial_accumulator_value == 0.0f) o.initial_accumulator_value = 0.1f;
-    if (o.accumulate_steps < 1) o.accumulate_steps = 1;
+    o.lr = nn__deff(o.lr, lr);
+    o.momentum = nn__deff(o.momentum, 0.0f);
+    o.dampening = nn__deff(o.dampening, 0.0f);
+    o.weight_decay = nn__deff(o.weight_decay, k == NN_OPT_ADAMW ? 1e-2f : 0.0f);
+    o.beta1 = nn__deff(o.beta1, 0.9f);
+    o.beta2 = nn__deff(o.beta2, k == NN_OPT_LION ? 0.99f : 0.999f);
+    o.eps = nn__deff(o.eps, k == NN_OPT_ADAGRAD ? 1e-10f : (k == NN_OPT_ADADELTA || k == NN_OPT_LAMB) ? 1e-6f : 1e-8f);
+    o.clip_norm = nn__deff(o.clip_norm, 0.0f);
+    o.clip_value = nn__deff(o.clip_value, 0.0f);
+    o.momentum_decay = nn__deff(o.momentum_decay, 4e-3f);
+    o.alpha = nn__deff(o.alpha, 0.99f);
+    o.lr_decay = nn__deff(o.lr_decay, 0.0f);
+    o.initial_accumulator_value = nn__deff(o.initial_accumulator_value, k == NN_OPT_FTRL ? 0.1f : 0.0f);
+    o.rho = nn__deff(o.rho, 0.9f);
+    o.trust_coef = nn__deff(o.trust_coef, 1e-3f);
+    o.l1 = nn__deff(o.l1, 0.0f);
+    o.l2 = nn__deff(o.l2, 0.0f);
+    o.beta = nn__deff(o.beta, 0.0f);
+    o.lr_power = nn__deff(o.lr_power, -0.5f);
+    o.accumulate_steps = nn__defi(o.accumulate_steps, 1);
     return o;
+}
+
+/* What nn__opt_defaults leaves that no optimizer takes. */
+static nn_result nn__opt_check(nn_graph *g, const nn_optimizer *o) {
+    if ((int)o->kind < NN_OPT_NONE || o->kind > NN_OPT_FTRL)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer kind %d is not one of nn_optimizer_kind",
+                        (int)o->kind);
+    if (o->accumulate_steps < 1)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: accumulate_steps %d is not >= 1", o->accumulate_steps);
+    if (!(o->lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: lr %g is not >= 0", o->lr);
+    return NN_OK;
 }
 
 /* State tensors per parameter, in aux[] order (checkpoints save them by this order). */
@@ -82,12 +101,33 @@ static void nn__opt_hparams(const nn_optimizer *o, float h[5]) {
 /* PyTorch's _cosine_anneal: from a (pct 0) to b (pct 1). */
 static double nn__cos_anneal(double a, double b, double pct) { return b + (a - b) / 2.0 * (cos(3.14159265358979323846 * pct) + 1.0); }
 
-NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t) {
+/* The schedule with its defaults in place (every field, so NN_ZERO never reaches a formula). */
+static nn_lr_schedule nn__schedule_defaults(const nn_lr_schedule *in) {
+    nn_lr_schedule s = *in;
+    int i;
+    s.lr = nn__deff(s.lr, 0.0f);
+    s.gamma = nn__deff(s.gamma, 0.1f);
+    s.step_size = nn__defi(s.step_size, 1);
+    for (i = 0; i < NN_LR_MAX_MILESTONES; i++) s.milestones[i] = nn__defi(s.milestones[i], 0);
+    s.warmup_steps = nn__defi(s.warmup_steps, 0);
+    s.warmup_start_factor = nn__deff(s.warmup_start_factor, 1.0f / 3.0f);
+    s.total_steps = nn__defi(s.total_steps, 0);
+    s.min_lr = nn__deff(s.min_lr, 0.0f);
+    s.pct_start = nn__deff(s.pct_start, 0.3f);
+    s.div_factor = nn__deff(s.div_factor, 25.0f);
+    s.final_div_factor = nn__deff(s.final_div_factor, 1e4f);
+    return s;
+}
+
+NN_API float nn_lr_at(const nn_lr_schedule *sched, int64_t t) {
+    nn_lr_schedule d;
+    const nn_lr_schedule *s = &d;
     double lr, gamma, f;
     int i, n;
-    if (!s) return 0.0f;
+    if (!sched) return 0.0f;
+    d = nn__schedule_defaults(sched);
     lr = s->lr;
-    gamma = s->gamma != 0.0f ? s->gamma : 0.1;
+    gamma = s->gamma;
     if (t < 0) t = 0;
     switch (s->kind) {
     case NN_LR_STEP: return (float)(lr * pow(gamma, (double)(t / (s->step_size > 0 ? s->step_size : 1))));
@@ -99,7 +139,7 @@ NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t) {
         int64_t W = s->warmup_steps > 0 ? s->warmup_steps : 0, S = s->total_steps - W;
         double pct;
         if (t < W) {
-            f = s->warmup_start_factor != 0.0f ? s->warmup_start_factor : 1.0 / 3.0;
+            f = s->warmup_start_factor;
             return (float)(lr * (f + (1.0 - f) * (double)t / (double)W));
         }
         pct = S > 0 ? (double)(t - W < S ? t - W : S) / (double)S : 1.0;
@@ -107,9 +147,7 @@ NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t) {
         return (float)(lr + (s->min_lr - lr) * pct);
     }
     case NN_LR_ONECYCLE: {
-        double pct_start = s->pct_start != 0.0f ? s->pct_start : 0.3;
-        double div = s->div_factor != 0.0f ? s->div_factor : 25.0;
-        double fdiv = s->final_div_factor != 0.0f ? s->final_div_factor : 1e4;
+        double pct_start = s->pct_start, div = s->div_factor, fdiv = s->final_div_factor;
         double lo = lr / div, end1 = pct_start * (double)s->total_steps - 1.0, end2 = (double)s->total_steps - 1.0;
         if ((double)t <= end1) return (float)nn__cos_anneal(lo, lr, end1 > 0 ? (double)t / end1 : 1.0);
         f = end2 > end1 ? ((double)t - end1) / (end2 - end1) : 1.0;
@@ -120,16 +158,20 @@ NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t) {
 }
 
 NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {
+    nn_lr_schedule d;
     float base;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!s) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_schedule: the schedule is NULL");
+    d = nn__schedule_defaults(s);
     if ((int)s->kind < NN_LR_CONSTANT || s->kind > NN_LR_ONECYCLE || s->n_milestones < 0 ||
-        s->n_milestones > NN_LR_MAX_MILESTONES || !(s->lr >= 0.0f))
-        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_schedule: kind %d, %d milestones or lr %g out of range",
-                        (int)s->kind, s->n_milestones, s->lr);
+        s->n_milestones > NN_LR_MAX_MILESTONES || !(d.lr >= 0.0f) || d.step_size < 1 || !(d.div_factor > 0.0f) ||
+        !(d.final_div_factor > 0.0f))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
+                        "nn_graph_set_schedule: kind %d, %d milestones, lr %g, step_size %d or a div_factor out of range",
+                        (int)s->kind, s->n_milestones, d.lr, d.step_size);
     base = g->schedule.lr;
     g->schedule = *s;
-    if (s->lr == 0.0f) g->schedule.lr = base;
+    if (s->lr == 0.0f) g->schedule.lr = base; /* NN_ZERO: a rate of 0 */
     return NN_OK;
 }
 

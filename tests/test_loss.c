@@ -23,7 +23,7 @@ static nn_loss_desc desc_of(const spec *s, const nn_tensor *in) {
     d.log_target = s->ip[3];
     if (s->ip[2]) { d.pos_weight = in[2]; d.has_pos_weight = 1; }
     if (s->ip[4]) { d.weight = in[s->ip[4]]; d.has_weight = 1; }
-    if (s->ip[6]) { d.ignore_index = s->ip[5]; d.has_ignore_index = 1; }
+    if (s->ip[6]) d.ignore_index = s->ip[5] ? s->ip[5] : NN_ZERO; /* 0 alone would be -100 */
     return d;
 }
 
@@ -320,6 +320,8 @@ void suite_loss(const t_env *e) {
     ce_case(e, 0, NN_REDUCTION_MEAN, 1, 3, 0, -1, 0.2f);
     ce_case(e, 0, NN_REDUCTION_MEAN, 7, 33, 1, -1, 0.0f);
     ce_case(e, 1, NN_REDUCTION_MEAN, 33, 3, 0, -1, 0.0f);
+    ce_case(e, 0, NN_REDUCTION_MEAN, 7, 5, 0, 0, 0.0f); /* ignore_index = NN_ZERO: class 0 */
+    ce_case(e, 1, NN_REDUCTION_SUM, 7, 5, 1, 0, 0.0f);
 
     for (r = 0; r < 3; r++) {
         rows_case(e, DICE, r, nn_shape2(shapes[r][0], shapes[r][1]), 0.0f);

@@ -15,24 +15,33 @@
 
 typedef struct ref_state { double p[NP], s0[NP], s1[NP], s2[NP], mu_prod; } ref_state;
 
+/* A field's value by the desc rule: 0 is the default d, NN_ZERO an exact 0. */
+static float dz(float v, float d) { return v == 0 ? d : v == (float)NN_ZERO ? 0 : v; }
+
 /* The documented zero-field defaults, written out again here. */
 static nn_optimizer ref_defaults(nn_optimizer o) {
     int k = o.kind;
-    if (o.lr == 0) o.lr = k == NN_OPT_SGD || k == NN_OPT_RMSPROP || k == NN_OPT_ADAGRAD ? 1e-2f
-                          : k == NN_OPT_ADAMAX || k == NN_OPT_NADAM                 ? 2e-3f
-                          : k == NN_OPT_ADADELTA || k == NN_OPT_LARS                ? 1.0f
-                          : k == NN_OPT_LION                                        ? 1e-4f
-                                                                                    : 1e-3f;
-    if (o.beta1 == 0) o.beta1 = 0.9f;
-    if (o.beta2 == 0) o.beta2 = k == NN_OPT_LION ? 0.99f : 0.999f;
-    if (o.eps == 0) o.eps = k == NN_OPT_ADAGRAD ? 1e-10f : k == NN_OPT_ADADELTA || k == NN_OPT_LAMB ? 1e-6f : 1e-8f;
-    if (k == NN_OPT_ADAMW && o.weight_decay == 0) o.weight_decay = 1e-2f;
-    if (o.alpha == 0) o.alpha = 0.99f;
-    if (o.rho == 0) o.rho = 0.9f;
-    if (o.momentum_decay == 0) o.momentum_decay = 4e-3f;
-    if (o.trust_coef == 0) o.trust_coef = 1e-3f;
-    if (o.lr_power == 0) o.lr_power = -0.5f;
-    if (k == NN_OPT_FTRL && o.initial_accumulator_value == 0) o.initial_accumulator_value = 0.1f;
+    o.lr = dz(o.lr, k == NN_OPT_SGD || k == NN_OPT_RMSPROP || k == NN_OPT_ADAGRAD ? 1e-2f
+                    : k == NN_OPT_ADAMAX || k == NN_OPT_NADAM                 ? 2e-3f
+                    : k == NN_OPT_ADADELTA || k == NN_OPT_LARS                ? 1.0f
+                    : k == NN_OPT_LION                                        ? 1e-4f
+                                                                              : 1e-3f);
+    o.beta1 = dz(o.beta1, 0.9f);
+    o.beta2 = dz(o.beta2, k == NN_OPT_LION ? 0.99f : 0.999f);
+    o.eps = dz(o.eps, k == NN_OPT_ADAGRAD ? 1e-10f : k == NN_OPT_ADADELTA || k == NN_OPT_LAMB ? 1e-6f : 1e-8f);
+    o.weight_decay = dz(o.weight_decay, k == NN_OPT_ADAMW ? 1e-2f : 0);
+    o.momentum = dz(o.momentum, 0);
+    o.dampening = dz(o.dampening, 0);
+    o.alpha = dz(o.alpha, 0.99f);
+    o.rho = dz(o.rho, 0.9f);
+    o.momentum_decay = dz(o.momentum_decay, 4e-3f);
+    o.trust_coef = dz(o.trust_coef, 1e-3f);
+    o.lr_power = dz(o.lr_power, -0.5f);
+    o.initial_accumulator_value = dz(o.initial_accumulator_value, k == NN_OPT_FTRL ? 0.1f : 0);
+    o.lr_decay = dz(o.lr_decay, 0);
+    o.l1 = dz(o.l1, 0);
+    o.l2 = dz(o.l2, 0);
+    o.beta = dz(o.beta, 0);
     return o;
 }
 
@@ -481,6 +490,38 @@ static void suite_optim_options(const t_env *e) {
     check_accumulation_launches(e);
 }
 
+/* NN_ZERO where a zero field would take a non-zero default: the exact 0 is what runs. */
+static void suite_optim_zero(const t_env *e) {
+    nn_optimizer o;
+    o = opt(NN_OPT_ADAMW, 0.05f);
+    o.weight_decay = NN_ZERO;
+    check_optimizer(e, "adamw weight_decay NN_ZERO (no decay)", o);
+    o = opt(NN_OPT_ADAM, 0.05f);
+    o.beta1 = NN_ZERO;
+    check_optimizer(e, "adam beta1 NN_ZERO", o);
+    o = opt(NN_OPT_ADAMW, 0.05f);
+    o.beta1 = NN_ZERO;
+    o.beta2 = NN_ZERO;
+    o.amsgrad = 1;
+    check_optimizer(e, "adamw amsgrad betas NN_ZERO", o);
+    o = opt(NN_OPT_NADAM, 0.05f);
+    o.momentum_decay = NN_ZERO;
+    check_optimizer(e, "nadam momentum_decay NN_ZERO", o);
+    o = opt(NN_OPT_RMSPROP, 0.01f);
+    o.alpha = NN_ZERO;
+    check_optimizer(e, "rmsprop alpha NN_ZERO", o);
+    o = opt(NN_OPT_LION, 0.01f);
+    o.beta1 = NN_ZERO;
+    check_optimizer(e, "lion beta1 NN_ZERO", o);
+    o = opt(NN_OPT_FTRL, 0.1f);
+    o.initial_accumulator_value = NN_ZERO;
+    o.lr_power = NN_ZERO;
+    check_optimizer(e, "ftrl initial_accumulator lr_power NN_ZERO", o);
+    o = opt(NN_OPT_SGD, NN_ZERO);
+    o.momentum = 0.9f;
+    check_optimizer(e, "sgd lr NN_ZERO (frozen)", o);
+}
+
 /* The family added after SGD and Adam, each with its defaults and with its options. */
 static void suite_optim_family(const t_env *e) {
     nn_optimizer o;
@@ -558,6 +599,7 @@ static void suite_optim_family(const t_env *e) {
     o.lr_power = -0.6f;
     check_optimizer(e, "ftrl l1 l2 beta lr_power", o);
     suite_optim_options(e);
+    suite_optim_zero(e);
 }
 
 void suite_optim(const t_env *e) {

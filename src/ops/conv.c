@@ -2,6 +2,17 @@
 #include "../nn_internal.h"
 #include "../nn_ops.h"
 
+/* node->i of conv2d: stride h/w, pad h/w, dilation h/w, groups, with the desc's defaults */
+static void nn__conv2d_attrs(const nn_conv2d_desc *d, int attr[7]) {
+    attr[0] = nn__defi(d->stride_h, 1);
+    attr[1] = nn__defi(d->stride_w, 1);
+    attr[2] = nn__defi(d->pad_h, 0);
+    attr[3] = nn__defi(d->pad_w, 0);
+    attr[4] = nn__defi(d->dilation_h, 1);
+    attr[5] = nn__defi(d->dilation_w, 1);
+    attr[6] = nn__defi(d->groups, 1);
+}
+
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
     nn_tensor in[3], t;
     nn__node *nx, *nw;
@@ -16,13 +27,7 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     if (!nn__expect_f32(g, "nn_conv2d", x, "x") || !nn__expect_f32(g, "nn_conv2d", w, "w")) return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
-    attr[0] = d.stride_h ? d.stride_h : 1;
-    attr[1] = d.stride_w ? d.stride_w : 1;
-    attr[2] = d.pad_h;
-    attr[3] = d.pad_w;
-    attr[4] = d.dilation_h ? d.dilation_h : 1;
-    attr[5] = d.dilation_w ? d.dilation_w : 1;
-    attr[6] = d.groups ? d.groups : 1;
+    nn__conv2d_attrs(&d, attr);
     nx = nn__n(g, x);
     nw = nn__n(g, w);
     nn__shape_str(&nx->shape, sx, sizeof sx);
@@ -57,7 +62,7 @@ NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
                                  const nn_conv2d_desc *desc, const char *name) {
     char wn[256], bn[256];
     nn_init init;
-    int64_t cin, groups = desc && desc->groups ? desc->groups : 1;
+    int64_t cin, groups = desc ? nn__defi(desc->groups, 1) : 1;
     if (!nn__check(g, "nn_conv2d_layer", 1, &x)) return nn__tensor(-1);
     if (!name || !name[0] || strlen(name) > 200)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d_layer: needs a name (at most 200 chars)");
@@ -136,13 +141,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
         return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
-    attr[0] = d.stride_h ? d.stride_h : 1;
-    attr[1] = d.stride_w ? d.stride_w : 1;
-    attr[2] = d.pad_h;
-    attr[3] = d.pad_w;
-    attr[4] = d.dilation_h ? d.dilation_h : 1;
-    attr[5] = d.dilation_w ? d.dilation_w : 1;
-    attr[6] = d.groups ? d.groups : 1;
+    nn__conv2d_attrs(&d, attr);
     xs = nn__n(g, x)->shape;
     ws = nn__n(g, w)->shape;
     nn__shape_str(&xs, a, sizeof a);
@@ -194,16 +193,16 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
     /* node->i: stride d/h/w, pad d/h/w, dilation d/h/w, groups */
-    attr[0] = d.stride_d ? d.stride_d : 1;
-    attr[1] = d.stride_h ? d.stride_h : 1;
-    attr[2] = d.stride_w ? d.stride_w : 1;
-    attr[3] = d.pad_d;
-    attr[4] = d.pad_h;
-    attr[5] = d.pad_w;
-    attr[6] = d.dilation_d ? d.dilation_d : 1;
-    attr[7] = d.dilation_h ? d.dilation_h : 1;
-    attr[8] = d.dilation_w ? d.dilation_w : 1;
-    attr[9] = d.groups ? d.groups : 1;
+    attr[0] = nn__defi(d.stride_d, 1);
+    attr[1] = nn__defi(d.stride_h, 1);
+    attr[2] = nn__defi(d.stride_w, 1);
+    attr[3] = nn__defi(d.pad_d, 0);
+    attr[4] = nn__defi(d.pad_h, 0);
+    attr[5] = nn__defi(d.pad_w, 0);
+    attr[6] = nn__defi(d.dilation_d, 1);
+    attr[7] = nn__defi(d.dilation_h, 1);
+    attr[8] = nn__defi(d.dilation_w, 1);
+    attr[9] = nn__defi(d.groups, 1);
     nx = nn__n(g, x);
     nw = nn__n(g, w);
     nn__shape_str(&nx->shape, sx, sizeof sx);
@@ -241,7 +240,7 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
                                  const nn_conv3d_desc *desc, const char *name) {
     char wn[256], bn[256];
     nn_init init;
-    int64_t cin, groups = desc && desc->groups ? desc->groups : 1;
+    int64_t cin, groups = desc ? nn__defi(desc->groups, 1) : 1;
     if (!nn__check(g, "nn_conv3d_layer", 1, &x)) return nn__tensor(-1);
     if (!name || !name[0] || strlen(name) > 200)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d_layer: needs a name (at most 200 chars)");

@@ -41,9 +41,6 @@ NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor tar
 
 /* ---- losses with options (nn_loss_desc; bodies in nn_loss.c) ---- */
 
-/* An option's value: PyTorch's default for 0, an exact 0 for NN_LOSS_ZERO (-0.0f). */
-static float nn__loss_opt(float v, float dflt) { return v == 0.0f ? (signbit(v) ? 0.0f : dflt) : v; }
-
 static int nn__loss_desc_ok(nn_graph *g, const char *opname, const nn_loss_desc *d, int batchmean_ok) {
     if ((int)d->reduction < 0 || (int)d->reduction > NN_REDUCTION_BATCHMEAN ||
         (d->reduction == NN_REDUCTION_BATCHMEAN && !batchmean_ok)) {
@@ -74,11 +71,11 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     else memset(&d, 0, sizeof d);
     if (!nn__check_same(g, opname, x, t) || !nn__loss_desc_ok(g, opname, &d, kind == NN__L_KL)) return nn__tensor(-1);
     switch (kind) {
-    case NN__L_HUBER: a = nn__loss_opt(d.delta, 1.0f); break;
-    case NN__L_SMOOTH_L1: a = nn__loss_opt(d.delta, 1.0f); break;
-    case NN__L_QUANTILE: a = nn__loss_opt(d.tau, 0.5f); break;
-    case NN__L_HINGE: case NN__L_SQ_HINGE: a = nn__loss_opt(d.margin, 1.0f); break;
-    case NN__L_FOCAL: a = nn__loss_opt(d.alpha, 0.25f); b = nn__loss_opt(d.gamma, 2.0f); break;
+    case NN__L_HUBER: a = nn__deff(d.delta, 1.0f); break;
+    case NN__L_SMOOTH_L1: a = nn__deff(d.delta, 1.0f); break;
+    case NN__L_QUANTILE: a = nn__deff(d.tau, 0.5f); break;
+    case NN__L_HINGE: case NN__L_SQ_HINGE: a = nn__deff(d.margin, 1.0f); break;
+    case NN__L_FOCAL: a = nn__deff(d.alpha, 0.25f); b = nn__deff(d.gamma, 2.0f); break;
     default: break;
     }
     if ((kind == NN__L_HUBER && !(a > 0.0f)) || (kind == NN__L_SMOOTH_L1 && !(a >= 0.0f)) ||
@@ -141,6 +138,7 @@ static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_
     else memset(&d, 0, sizeof d);
     if (!nn__check_logits_labels(g, opname, x, labels) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
     C = nn__n(g, x)->shape.dim[1];
+    d.label_smoothing = nn__deff(d.label_smoothing, 0.0f);
     if (!(d.label_smoothing >= 0.0f && d.label_smoothing <= 1.0f) || (log_input && d.label_smoothing != 0.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: label_smoothing %g is not in [0, 1]%s", opname, d.label_smoothing,
                            log_input ? " or is given to NLL, which has none" : "");
@@ -159,7 +157,7 @@ static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_
     ins[2] = d.has_weight ? d.weight.id : -1;
     rows = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins, d.has_weight ? 3 : 2));
     if (rows.id < 0) return rows;
-    g->nodes[rows.id].i[0] = d.has_ignore_index ? d.ignore_index : -100;
+    g->nodes[rows.id].i[0] = nn__defi(d.ignore_index, -100);
     g->nodes[rows.id].i[1] = log_input;
     g->nodes[rows.id].f[0] = d.label_smoothing;
     if (d.reduction != NN_REDUCTION_MEAN) return nn__reduce_loss(g, rows, &d);
@@ -208,7 +206,7 @@ static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_i
     l = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS, NN_F32, nn_shape1(nn__n(g, x[0])->shape.dim[0]), ins, n_in));
     if (l.id < 0) return l;
     g->nodes[l.id].i[0] = kind;
-    g->nodes[l.id].f[0] = kind == NN__R_DICE ? nn__loss_opt(d.smooth, 1.0f) : kind == NN__R_TRIPLET ? nn__loss_opt(d.margin, 1.0f) : d.margin;
+    g->nodes[l.id].f[0] = kind == NN__R_DICE ? nn__deff(d.smooth, 1.0f) : kind == NN__R_TRIPLET ? nn__deff(d.margin, 1.0f) : nn__deff(d.margin, 0.0f);
     return nn__reduce_loss(g, l, &d);
 }
 

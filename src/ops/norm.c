@@ -80,6 +80,7 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     if (groups < 1 || nx->shape.dim[1] % groups)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: groups = %d must be >= 1 and divide the %lld channels of x %s", fn, groups,
                            (long long)nx->shape.dim[1], sx);
+    eps = nn__deff(eps, 1e-5f);
     if (!(eps >= 0.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: eps %g is not >= 0", fn, eps);
     c = nn_shape1(nx->shape.dim[1]);
     if (!nn__norm_check_vec(g, fn, gamma, "gamma", &c, sx) || !nn__norm_check_vec(g, fn, beta, "beta", &c, sx))
@@ -115,6 +116,7 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_layer_norm: n_norm_dims %d is not in 1..%d for x %s", n_norm_dims,
                            nx->shape.ndim, sx);
+    eps = nn__deff(eps, 1e-5f);
     if (!(eps >= 0.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_layer_norm: eps %g is not >= 0", eps);
     memset(&tail, 0, sizeof tail);
     tail.ndim = n_norm_dims;
@@ -142,10 +144,10 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     nx = nn__n(g, x);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
-    if (d.momentum == 0.0f) d.momentum = 0.1f;
-    if (d.eps == 0.0f) d.eps = 1e-5f;
-    if (!(d.momentum > 0.0f && d.momentum <= 1.0f) || !(d.eps > 0.0f))
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_batch_norm: momentum %g is not in (0, 1] or eps %g is not > 0",
+    d.momentum = nn__deff(d.momentum, 0.1f);
+    d.eps = nn__deff(d.eps, 1e-5f);
+    if (!(d.momentum >= 0.0f && d.momentum <= 1.0f) || !(d.eps >= 0.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_batch_norm: momentum %g is not in [0, 1] or eps %g is not >= 0",
                            d.momentum, d.eps);
     c = nn_shape1(nx->shape.dim[1]);
     if (!nn__norm_check_vec(g, "nn_batch_norm", gamma, "gamma", &c, sx) ||

@@ -3,17 +3,15 @@
 #include "../nn_ops.h"
 
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
+    nn_result r;
     g->opt = nn__opt_defaults(d->optimizer);
-    if ((int)g->opt.kind < NN_OPT_NONE || g->opt.kind > NN_OPT_FTRL)
-        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer kind %d is not one of nn_optimizer_kind",
-                        (int)g->opt.kind);
+    r = nn__opt_check(g, &g->opt);
+    if (r != NN_OK) return r;
     g->accum_steps = g->opt.accumulate_steps;
     g->first_update_node = -1;
     g->schedule.lr = g->opt.lr;
-    {
-        nn_result r = nn_graph_set_schedule(g, &d->schedule);
-        if (r != NN_OK) return r;
-    }
+    r = nn_graph_set_schedule(g, &d->schedule);
+    if (r != NN_OK) return r;
     g->lr = nn_lr_at(&g->schedule, 0);
     return NN_OK;
 }

@@ -81,17 +81,17 @@ static nn_tensor nn__pooling2d(nn_graph *g, const char *opname, int op, nn_tenso
     if (!d) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a desc with the kernel size", opname);
     attr[0] = d->kernel_h;
     attr[1] = d->kernel_w;
-    attr[2] = d->stride_h ? d->stride_h : d->kernel_h;
-    attr[3] = d->stride_w ? d->stride_w : d->kernel_w;
-    attr[4] = d->pad_h;
-    attr[5] = d->pad_w;
+    attr[2] = nn__defi(d->stride_h, d->kernel_h);
+    attr[3] = nn__defi(d->stride_w, d->kernel_w);
+    attr[4] = nn__defi(d->pad_h, 0);
+    attr[5] = nn__defi(d->pad_w, 0);
     if (op == NN__OP_MAXPOOL2D) {
-        attr[6] = d->dilation_h ? d->dilation_h : 1;
-        attr[7] = d->dilation_w ? d->dilation_w : 1;
+        attr[6] = nn__defi(d->dilation_h, 1);
+        attr[7] = nn__defi(d->dilation_w, 1);
     } else {
-        if (d->dilation_h > 1 || d->dilation_w > 1 || d->dilation_h < 0 || d->dilation_w < 0)
+        if (nn__defi(d->dilation_h, 1) != 1 || nn__defi(d->dilation_w, 1) != 1)
             return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dilation %dx%d: average pooling has no dilation", opname,
-                               d->dilation_h, d->dilation_w);
+                               nn__defi(d->dilation_h, 1), nn__defi(d->dilation_w, 1));
         attr[6] = d->exclude_pad != 0;
         attr[7] = 0;
     }
@@ -102,16 +102,17 @@ static nn_tensor nn__pooling1d(nn_graph *g, const char *opname, int op, nn_tenso
     int attr[8];
     if (!nn__check(g, opname, 1, &x)) return nn__tensor(-1);
     if (!d) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a desc with the kernel size", opname);
-    if (op != NN__OP_MAXPOOL2D && (d->dilation > 1 || d->dilation < 0))
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dilation %d: average pooling has no dilation", opname, d->dilation);
+    if (op != NN__OP_MAXPOOL2D && nn__defi(d->dilation, 1) != 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dilation %d: average pooling has no dilation", opname,
+                           nn__defi(d->dilation, 1));
     attr[0] = 1;
     attr[1] = d->kernel;
     attr[2] = 1;
-    attr[3] = d->stride ? d->stride : d->kernel;
+    attr[3] = nn__defi(d->stride, d->kernel);
     attr[4] = 0;
-    attr[5] = d->pad;
+    attr[5] = nn__defi(d->pad, 0);
     attr[6] = op == NN__OP_MAXPOOL2D ? 1 : d->exclude_pad != 0;
-    attr[7] = op == NN__OP_MAXPOOL2D ? (d->dilation ? d->dilation : 1) : 0;
+    attr[7] = op == NN__OP_MAXPOOL2D ? nn__defi(d->dilation, 1) : 0;
     return nn__pooling_node(g, opname, op, x, 1, attr, d->ceil_mode != 0);
 }
 

@@ -1,0 +1,258 @@
+/* The public API's conventions, each against the behaviour it promises: NN_ZERO for an
+   exact zero in options whose zero is a default, and the fields that cannot be zero. */
+#include "test.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A graph of one float input x of shape xs and the output of build(g, x); runs it forward
+   on xv and reads the output into out (n floats). 1 on success. */
+typedef nn_tensor (*api_build)(nn_graph *g, nn_tensor x, const void *arg);
+static int run_forward(nn_context *ctx, nn_shape xs, const float *xv, api_build build, const void *arg, float *out, long n) {
+    nn_graph *g = NULL;
+    nn_compile_desc cd;
+    nn_tensor x, y;
+    int ok = 0;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) return 0;
+    x = nn_input(g, "x", NN_F32, xs);
+    y = build(g, x, arg);
+    if (!T_CHECK(y.id >= 0, "build failed: %s", nn_last_error(ctx))) goto done;
+    if (!T_CHECK(nn_tensor_numel(g, y) == n, "output of %lld elements, not %ld", (long long)nn_tensor_numel(g, y), n)) goto done;
+    nn_output(g, y);
+    memset(&cd, 0, sizeof cd);
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    ok = T_OK(nn_tensor_write(g, x, xv, (size_t)numel(xs) * 4), ctx) && T_OK(nn_graph_forward(g), ctx) &&
+         T_OK(nn_tensor_read(g, y, out, (size_t)n * 4), ctx);
+done:
+    nn_graph_destroy(g);
+    return ok;
+}
+
+/* ---- norms: eps 0 is PyTorch's 1e-5, NN_ZERO is 0 ---- */
+
+typedef struct norm_arg { int kind; float eps; } norm_arg; /* kind: 0 layer, 1 group, 2 instance, 3 batch */
+
+static nn_tensor b_norm(nn_graph *g, nn_tensor x, const void *p) {
+    const norm_arg *a = (const norm_arg *)p;
+    nn_tensor none;
+    nn_batch_norm_desc bd;
+    none.id = -1;
+    switch (a->kind) {
+    case 0: return nn_layer_norm(g, x, none, none, 2, a->eps);
+    case 1: return nn_group_norm(g, x, none, none, 2, a->eps);
+    case 2: return nn_instance_norm(g, x, none, none, a->eps);
+    default:
+        memset(&bd, 0, sizeof bd);
+        bd.eps = a->eps;
+        return nn_batch_norm(g, x, none, none, &bd);
+    }
+}
+
+/* x [2, 4, 3]: sample 0 constant (every norm's statistics over it have variance 0, except
+   batch norm's, which mixes in sample 1), sample 1 varied. */
+static void check_norm_eps(const t_env *e) {
+    static const char *const names[4] = {"layer_norm", "group_norm", "instance_norm", "batch_norm"};
+    float x[24], y[24];
+    double ref[24];
+    int k, i;
+    t_begin(e, "NN_ZERO: every norm's eps (0: 1e-5, NN_ZERO: 0)");
+    for (i = 0; i < 24; i++) x[i] = i < 12 ? 1.5f : (float)((i * 7) % 5) - 2.0f;
+    for (k = 0; k < 4; k++) {
+        norm_arg a;
+        int r, rows, len;
+        a.kind = k;
+        a.eps = 0.0f;
+        if (!run_forward(e->ctx, nn_shape3(2, 4, 3), x, b_norm, &a, y, 24)) continue;
+        for (i = 0; i < 24; i++)
+            if (!T_CHECK(isfinite(y[i]), "%s with eps 0: y[%d] = %g (eps 0 must be 1e-5)", names[k], i, y[i])) break;
+        if (k == 3) continue; /* batch norm's reference: below, with NN_ZERO */
+        for (i = 0; i < 12; i++)
+            if (!T_CHECK(y[i] == 0.0f, "%s with eps 0: a constant group gives %g, not 0", names[k], y[i])) break;
+        /* NN_ZERO on the varied sample: (x - mean) / sqrt(var), no eps at all */
+        a.eps = NN_ZERO;
+        if (!run_forward(e->ctx, nn_shape3(2, 4, 3), x, b_norm, &a, y, 24)) continue;
+        rows = k == 0 ? 2 : k == 1 ? 4 : 8;
+        len = 24 / rows;
+        for (r = rows / 2; r < rows; r++) {
+            double m = 0, v = 0;
+            for (i = 0; i < len; i++) m += x[r * len + i];
+            m /= len;
+            for (i = 0; i < len; i++) v += (x[r * len + i] - m) * (x[r * len + i] - m);
+            v /= len;
+            for (i = 0; i < len; i++) ref[r * len + i] = v > 0 ? (x[r * len + i] - m) / sqrt(v) : 0;
+        }
+        for (i = 12; i < 24; i++)
+            if (!T_CHECK(fabs(y[i] - ref[i]) <= 1e-5 * (1 + fabs(ref[i])), "%s with eps NN_ZERO: y[%d] = %.9g, want %.9g",
+                         names[k], i, y[i], ref[i]))
+                break;
+    }
+    {   /* batch norm over channels: x [4, 2] with NN_ZERO gives exact +-1 */
+        static const float xb[8] = {1, 10, 3, 20, 1, 10, 3, 20};
+        norm_arg a;
+        a.kind = 3;
+        a.eps = NN_ZERO;
+        if (run_forward(e->ctx, nn_shape2(4, 2), xb, b_norm, &a, y, 8))
+            for (i = 0; i < 8; i++)
+                if (!T_CHECK(fabsf(fabsf(y[i]) - 1.0f) <= 1e-6f, "batch_norm eps NN_ZERO: y[%d] = %.9g, want +-1", i, y[i])) break;
+    }
+    t_end();
+}
+
+/* ---- losses: NN_ZERO options ---- */
+
+typedef struct loss_arg { int kind; float v; } loss_arg;
+
+static nn_tensor b_loss(nn_graph *g, nn_tensor x, const void *p) {
+    const loss_arg *a = (const loss_arg *)p;
+    nn_loss_desc d;
+    nn_tensor t = nn_scale(g, x, -0.5f);
+    memset(&d, 0, sizeof d);
+    d.reduction = NN_REDUCTION_NONE;
+    switch (a->kind) {
+    case 0: d.delta = a->v; return nn_smooth_l1_loss(g, x, t, &d);
+    case 1: return nn_l1_loss(g, x, t, &d);
+    case 2: d.delta = a->v; return nn_huber_loss(g, x, t, &d);
+    default: d.tau = a->v; return nn_quantile_loss(g, x, t, &d);
+    }
+}
+
+static void check_loss_zero(const t_env *e) {
+    float x[6] = {-3, -0.4f, -0.1f, 0.2f, 0.5f, 2.5f}, y[6], l1[6];
+    loss_arg a;
+    int i;
+    t_begin(e, "NN_ZERO: loss options (smooth L1 beta NN_ZERO is L1)");
+    a.kind = 1;
+    a.v = 0;
+    if (run_forward(e->ctx, nn_shape1(6), x, b_loss, &a, l1, 6)) {
+        a.kind = 0;
+        a.v = NN_ZERO;
+        if (run_forward(e->ctx, nn_shape1(6), x, b_loss, &a, y, 6))
+            for (i = 0; i < 6; i++) T_CHECK(fabsf(y[i] - l1[i]) <= 1e-6f, "smooth_l1 beta NN_ZERO: %g, L1 %g", y[i], l1[i]);
+        a.v = 0; /* beta 1: 0.5 d^2 inside |d| < 1 */
+        if (run_forward(e->ctx, nn_shape1(6), x, b_loss, &a, y, 6))
+            T_CHECK(fabsf(y[1] - 0.5f * 0.6f * 0.6f) <= 1e-6f, "smooth_l1 beta 0 (1.0): %g", y[1]);
+        a.kind = 3; /* quantile tau NN_ZERO: max(0 * d, -d) = -d, d = t - p */
+        a.v = NN_ZERO;
+        if (run_forward(e->ctx, nn_shape1(6), x, b_loss, &a, y, 6))
+            for (i = 0; i < 6; i++) T_CHECK(fabsf(y[i] - fmaxf(0, 1.5f * x[i])) <= 1e-6f, "quantile tau NN_ZERO: %g", y[i]);
+    }
+    a.kind = 2; /* Huber's delta must be > 0: NN_ZERO is refused */
+    a.v = NN_ZERO;
+    {
+        nn_graph *g = NULL;
+        if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
+            T_CHECK(b_loss(g, nn_input(g, "x", NN_F32, nn_shape1(6)), &a).id < 0 &&
+                        nn_graph_status(g) == NN_ERR_INVALID_ARGUMENT,
+                    "huber delta NN_ZERO was accepted");
+            nn_graph_destroy(g);
+        }
+    }
+    t_end();
+}
+
+/* ---- schedules ---- */
+
+static void check_schedule_zero(const t_env *e) {
+    nn_lr_schedule s;
+    t_begin(e, "NN_ZERO: lr schedule fields");
+    memset(&s, 0, sizeof s);
+    s.kind = NN_LR_STEP;
+    s.lr = 0.5f;
+    s.step_size = 2;
+    T_CHECK(fabsf(nn_lr_at(&s, 2) - 0.05f) < 1e-7f, "step gamma 0 (0.1): %g", nn_lr_at(&s, 2));
+    s.gamma = NN_ZERO;
+    T_CHECK(nn_lr_at(&s, 1) == 0.5f && nn_lr_at(&s, 2) == 0.0f, "step gamma NN_ZERO: %g, %g", nn_lr_at(&s, 1), nn_lr_at(&s, 2));
+    memset(&s, 0, sizeof s);
+    s.kind = NN_LR_LINEAR;
+    s.lr = 0.3f;
+    s.warmup_steps = 4;
+    s.total_steps = 8;
+    s.min_lr = 0.3f;
+    T_CHECK(fabsf(nn_lr_at(&s, 0) - 0.1f) < 1e-7f, "warm-up factor 0 (1/3): %g", nn_lr_at(&s, 0));
+    s.warmup_start_factor = NN_ZERO;
+    T_CHECK(nn_lr_at(&s, 0) == 0.0f && fabsf(nn_lr_at(&s, 2) - 0.15f) < 1e-7f, "warm-up factor NN_ZERO: %g, %g",
+            nn_lr_at(&s, 0), nn_lr_at(&s, 2));
+    t_end();
+}
+
+/* ---- fields that cannot be zero, and one that can ---- */
+
+static void check_zero_refused(const t_env *e) {
+    nn_context *ctx = e->ctx, *c2 = NULL;
+    nn_context_desc cdd;
+    nn_graph *g = NULL;
+    nn_conv2d_desc cd;
+    nn_pool2d_desc pd;
+    nn_compile_desc comp;
+    nn_tensor x, w, none, loss;
+    t_begin(e, "NN_ZERO: refused where 0 is no value (stride, threads, accumulate_steps)");
+    none.id = -1;
+    memset(&cdd, 0, sizeof cdd);
+    cdd.device = "cpu";
+    cdd.threads = NN_ZERO;
+    T_CHECK(nn_context_create(&c2, &cdd) == NN_ERR_INVALID_ARGUMENT && c2 == NULL, "threads NN_ZERO was accepted");
+    nn_context_destroy(c2);
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape4(1, 2, 5, 5));
+    w = nn_input(g, "w", NN_F32, nn_shape4(3, 2, 3, 3));
+    memset(&cd, 0, sizeof cd);
+    cd.pad_h = cd.pad_w = NN_ZERO; /* 0 is the default anyway: the same 0 */
+    T_CHECK(nn_conv2d(g, x, w, none, &cd).id >= 0, "pad NN_ZERO: %s", nn_last_error(ctx));
+    memset(&pd, 0, sizeof pd);
+    pd.kernel_h = pd.kernel_w = 2;
+    pd.stride_w = NN_ZERO;
+    T_CHECK(nn_max_pool2d(g, x, &pd).id < 0 && nn_graph_status(g) == NN_ERR_INVALID_ARGUMENT, "pool stride NN_ZERO accepted");
+    nn_graph_destroy(g);
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape4(1, 2, 5, 5));
+    w = nn_input(g, "w", NN_F32, nn_shape4(3, 2, 3, 3));
+    cd.stride_h = NN_ZERO;
+    T_CHECK(nn_conv2d(g, x, w, none, &cd).id < 0 && nn_graph_status(g) == NN_ERR_INVALID_ARGUMENT, "conv stride NN_ZERO accepted");
+    nn_graph_destroy(g);
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    w = nn_param(g, "w", nn_shape1(3), (nn_init){NN_INIT_CONSTANT, 1, 0});
+    loss = nn_sum(g, w);
+    memset(&comp, 0, sizeof comp);
+    comp.loss = loss;
+    comp.has_loss = 1;
+    comp.optimizer.kind = NN_OPT_SGD;
+    comp.optimizer.accumulate_steps = NN_ZERO;
+    T_CHECK(nn_graph_compile(g, &comp) == NN_ERR_INVALID_ARGUMENT, "accumulate_steps NN_ZERO accepted");
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* nn_graph_desc.seed: 0 is 1, NN_ZERO is the seed 0 (another stream). */
+static void check_seed_zero(const t_env *e) {
+    float v[3][8];
+    uint64_t seeds[3] = {0, 1, NN_ZERO};
+    int k;
+    t_begin(e, "NN_ZERO: graph seed 0 is 1, NN_ZERO is 0");
+    for (k = 0; k < 3; k++) {
+        nn_graph *g = NULL;
+        nn_graph_desc gd;
+        nn_init init = {NN_INIT_NORMAL, 0, 1};
+        nn_tensor p;
+        nn_compile_desc cd;
+        memset(&gd, 0, sizeof gd);
+        gd.seed = seeds[k];
+        memset(&cd, 0, sizeof cd);
+        if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) break;
+        p = nn_param(g, "p", nn_shape1(8), init);
+        nn_output(g, p);
+        if (T_OK(nn_graph_compile(g, &cd), e->ctx)) T_OK(nn_tensor_read(g, p, v[k], sizeof v[k]), e->ctx);
+        nn_graph_destroy(g);
+    }
+    T_CHECK(memcmp(v[0], v[1], sizeof v[0]) == 0, "seed 0 and seed 1 differ");
+    T_CHECK(memcmp(v[0], v[2], sizeof v[0]) != 0, "seed NN_ZERO gives seed 1's values");
+    t_end();
+}
+
+void suite_api(const t_env *e) {
+    check_norm_eps(e);
+    check_loss_zero(e);
+    check_schedule_zero(e);
+    check_zero_refused(e);
+    check_seed_zero(e);
+}
