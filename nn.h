@@ -29,7 +29,7 @@ HOW IT WORKS
     nn_tensor y = nn_input(g, "y", NN_I32, nn_shape1(128));
     nn_tensor h = nn_relu(g, nn_dense(g, x, 256, "fc1"));
     nn_tensor loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 10, "fc2"), y);
-    nn_compile_desc cd = {0}; cd.loss = loss; cd.has_loss = 1;
+    nn_compile_desc cd = {0}; cd.loss = loss;     // a zeroed desc: no loss, inference only
     cd.optimizer.kind = NN_OPT_ADAM;
     if (nn_graph_compile(g, &cd) != NN_OK) puts(nn_last_error(ctx));
     nn_tensor_write(g, x, xs, sizeof xs); nn_tensor_write(g, y, ys, sizeof ys);
@@ -127,10 +127,22 @@ typedef void (*nn_log_fn)(void *user, nn_log_level level, const char *message);
 typedef struct nn_context nn_context;
 typedef struct nn_graph nn_graph;
 
-/* A symbolic tensor: a handle into one graph. id < 0 means "the op failed"; every op
-   given a failed tensor returns a failed tensor, and nn_graph_compile() reports the first
-   error, so a network can be written without checking each call. */
+/* A symbolic tensor: a handle into one graph. id > 0 is a tensor; id 0 is NN_NONE, "no
+   tensor"; id < 0 means "the op failed". Every op given a failed tensor returns a failed
+   tensor, and nn_graph_compile() reports the first error, so a network can be written
+   without checking each call. */
 typedef struct nn_tensor { int32_t id; } nn_tensor;
+
+/* "No tensor": what an optional operand takes to be absent (a bias, gamma and beta, class
+   weights), and what a zeroed desc's tensor fields already are (nn_compile_desc.loss,
+   nn_loss_desc.weight, ...): id 0 is never a tensor. nn_find and nn_grad return it when
+   there is no such tensor. A failed tensor (id < 0) is not NN_NONE: given as an optional
+   operand it fails the op too. In a static initializer write {0}. */
+#ifdef __cplusplus
+#  define NN_NONE (nn_tensor{0})
+#else
+#  define NN_NONE ((nn_tensor){0})
+#endif
 
 typedef struct nn_shape { int ndim; int64_t dim[NN_MAX_DIMS]; } nn_shape;
 
@@ -290,7 +302,7 @@ NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels);
 NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x);
 
 /* Convolution over x [N, C, H, W] (NCHW, PyTorch's layout) with w [K, C/groups, KH, KW]
-   and an optional bias [K] (pass a tensor with id < 0 for none). Zero fields mean stride 1,
+   and an optional bias [K] (NN_NONE for none). Zero fields mean stride 1,
    padding 0, dilation 1, groups 1. Output [N, K, OH, OW] with
    OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1. */
 typedef struct nn_conv2d_desc {
@@ -307,7 +319,7 @@ NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
    ignored): conv2d on [N, C, 1, L]. */
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
 /* Transposed convolution (PyTorch's ConvTranspose2d): x [N, Cin, H, W] with
-   w [Cin, Cout/groups, KH, KW] and an optional bias [Cout] (id < 0: none) ->
+   w [Cin, Cout/groups, KH, KW] and an optional bias [Cout] (NN_NONE: none) ->
    [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h + dilation_h*(KH-1) + output_pad_h + 1;
    output padding must be below the stride or the dilation. It is the gradient of conv2d
    with respect to its input. */
@@ -315,7 +327,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
                                      int output_pad_h, int output_pad_w);
 
 /* 3-D convolution over x [N, C, D, H, W] (NCDHW, PyTorch's Conv3d) with
-   w [K, C/groups, KD, KH, KW] and an optional bias [K] (id < 0: none). Zero fields mean
+   w [K, C/groups, KD, KH, KW] and an optional bias [K] (NN_NONE: none). Zero fields mean
    stride 1, padding 0, dilation 1, groups 1. Output [N, K, OD, OH, OW] with
    OD = (D + 2*pad_d - dilation_d*(KD-1) - 1) / stride_d + 1, and so on for H and W. */
 typedef struct nn_conv3d_desc {
@@ -359,12 +371,12 @@ NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r);
 NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init);
 
 /* Normalisation layers, PyTorch's semantics. gamma (the weight) and beta (the bias) are
-   optional: pass a tensor with id < 0 for none. The variance that normalises is the biased
+   optional: NN_NONE for none. The variance that normalises is the biased
    one (divided by n). */
 
 /* Batch norm over x [N, C], [N, C, L] or [N, C, H, W] (any [N, C, ...]) with gamma, beta
    and the running statistics [C]. Training graphs normalise with the statistics of the
-   batch (N * spatial must be > 1) and, when has_running_stats, update the running ones on
+   batch (N * spatial must be > 1) and, when running statistics are given, update them on
    the device at every run: running = (1 - momentum) * running + momentum * batch, with the
    unbiased variance for running_var. Evaluation graphs (nn_graph_desc.eval) normalise with
    the running statistics, or with the batch's when there are none (PyTorch's
@@ -372,8 +384,8 @@ NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_ini
 typedef struct nn_batch_norm_desc {
     float momentum;
     float eps;
-    int has_running_stats;                /* id 0 is a valid tensor, so say so */
-    nn_tensor running_mean, running_var;  /* [C] buffers (nn_buffer) */
+    nn_tensor running_mean, running_var;  /* [C] buffers (nn_buffer); both or neither
+                                             (NN_NONE: no running statistics) */
 } nn_batch_norm_desc;
 NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc);
 /* PyTorch's BatchNorm2d / BatchNorm1d modules: NAME.weight (ones), NAME.bias (zeros) and
@@ -448,10 +460,10 @@ typedef struct nn_loss_desc {
     int ignore_index;      /* cross-entropy / NLL: this label contributes nothing and is
                               not counted (0: -100, PyTorch's default; NN_ZERO: class 0) */
     nn_tensor weight;      /* cross-entropy / NLL: class weights [C]; elementwise losses: a
-                              per-element rescaling of the target's shape or a trailing part */
-    int has_weight;
-    nn_tensor pos_weight;  /* BCE with logits: weight of positives, [C] over the last dims */
-    int has_pos_weight;
+                              per-element rescaling of the target's shape or a trailing part
+                              (NN_NONE: none) */
+    nn_tensor pos_weight;  /* BCE with logits: weight of positives, [C] over the last dims
+                              (NN_NONE: none) */
     int log_target;        /* KL divergence: the target is given as log-probabilities */
 } nn_loss_desc;
 
@@ -599,8 +611,7 @@ typedef struct nn_lr_schedule {
 NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t);
 
 typedef struct nn_compile_desc {
-    nn_tensor loss;      /* scalar; id 0 is a valid tensor, so set has_loss */
-    int has_loss;        /* 0: a forward-only (inference) graph */
+    nn_tensor loss;      /* a float32 scalar; NN_NONE (a zeroed desc): a forward-only graph */
     nn_optimizer optimizer;
     int keep_grads;      /* keep every parameter's gradient readable (nn_grad) */
     nn_lr_schedule schedule; /* kind 0: the constant optimizer.lr */
@@ -8179,6 +8190,8 @@ static void nn__params_release(nn__params *ps) {
     NN_FREE(ps);
 }
 
+static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in);
+
 NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
     nn_graph *g;
     if (!out) return NN_ERR_INVALID_ARGUMENT;
@@ -8210,6 +8223,10 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
         }
         g->params->refs = 1;
         g->params->ctx = ctx;
+    }
+    if (nn__new_node(g, NN__OP_INPUT, NN_F32, nn_shape1(1), NULL, 0) != 0) { /* node 0: NN_NONE, never live */
+        nn_graph_destroy(g);
+        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
     }
     *out = g;
     return NN_OK;
@@ -8281,6 +8298,10 @@ static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) {
             if (g->status == NN_OK) nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is not a tensor", op, i);
             return 0;
         }
+        if (t[i].id == 0) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is NN_NONE, and it is not optional", op, i);
+            return 0;
+        }
         if (t[i].id >= g->n_nodes) {
             nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is not a tensor of this graph", op, i);
             return 0;
@@ -8316,6 +8337,16 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
 }
 
 static nn__node *nn__n(nn_graph *g, nn_tensor t) { return &g->nodes[t.id]; }
+
+/* An optional operand: 0 when it is NN_NONE, 1 when it is a tensor of g, and -1 (the op
+   fails, quietly if t had failed) otherwise. */
+static int nn__optional(nn_graph *g, const char *op, nn_tensor t) {
+    if (t.id == 0) return 0;
+    return nn__check(g, op, 1, &t) ? 1 : -1;
+}
+
+/* A user's handle names a tensor of g: not NN_NONE, not failed, not out of range. */
+static int nn__is_tensor(const nn_graph *g, nn_tensor t) { return g && t.id > 0 && t.id < g->n_nodes; }
 
 static const char *nn__dtype_name(nn_dtype d) { return d == NN_I32 ? "int32" : "float32"; }
 
@@ -8559,25 +8590,25 @@ NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
 NN_API nn_tensor nn_find(nn_graph *g, const char *name) {
     int i;
     if (!g || !name) return nn__tensor(-1);
-    for (i = 0; i < g->n_nodes; i++)
+    for (i = 1; i < g->n_nodes; i++)
         if (g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0) return nn__tensor(i);
-    return nn__tensor(-1);
+    return nn__tensor(0);
 }
 
 NN_API nn_tensor nn_grad(nn_graph *g, nn_tensor t) {
-    if (!g || t.id < 0 || t.id >= g->n_nodes) return nn__tensor(-1);
-    return nn__tensor(g->nodes[t.id].grad);
+    if (!nn__is_tensor(g, t)) return nn__tensor(-1);
+    return nn__tensor(g->nodes[t.id].grad > 0 ? g->nodes[t.id].grad : 0);
 }
 
 NN_API nn_shape nn_tensor_shape(nn_graph *g, nn_tensor t) {
     nn_shape s;
     memset(&s, 0, sizeof s);
-    if (!g || t.id < 0 || t.id >= g->n_nodes) return s;
+    if (!nn__is_tensor(g, t)) return s;
     return g->nodes[t.id].shape;
 }
 
 NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t) {
-    if (!g || t.id < 0 || t.id >= g->n_nodes) return 0;
+    if (!nn__is_tensor(g, t)) return 0;
     return g->nodes[t.id].numel;
 }
 
@@ -8585,7 +8616,8 @@ NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t) {
 static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write, const char *fn, nn__node **out) {
     nn__node *n = NULL;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (t.id < 0 || t.id >= g->n_nodes) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: not a tensor of this graph", fn);
+    if (!nn__is_tensor(g, t))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: %s", fn, t.id == 0 ? "the tensor is NN_NONE" : "not a tensor of this graph");
     if (!g->compiled || g->status != NN_OK) return nn__fail(g->ctx, NN_ERR_STATE, "%s: compile the graph first", fn);
     n = &g->nodes[t.id];
     if (!n->live && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM)
@@ -8629,7 +8661,8 @@ NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t byt
 NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
     nn__node *n = NULL;
     nn_result r;
-    if (!g || t.id < 0 || t.id >= g->n_nodes) return NN_ERR_INVALID_ARGUMENT;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!nn__is_tensor(g, t)) return nn__user_buf(g, t, 0, 1, "nn_tensor_fill", &n);
     r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
     if (r != NN_OK) return r;
     if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
@@ -8895,9 +8928,9 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     r = nn__optim_configure(g, &d);
     if (r != NN_OK) return r;
     n_user = g->n_forward = g->n_nodes;
-    if (d.has_loss) {
+    if (d.loss.id != 0) {
         nn__node *L;
-        if (d.loss.id < 0 || d.loss.id >= g->n_nodes)
+        if (!nn__is_tensor(g, d.loss))
             return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph");
         L = &g->nodes[d.loss.id];
         if (L->numel != 1 || L->dtype != NN_F32) {
@@ -9782,6 +9815,7 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     nn_tensor l;
     nn__node *n;
     float a = 0.0f, b = 0.0f;
+    int has_pw;
     if (desc) d = *desc;
     else memset(&d, 0, sizeof d);
     if (!nn__check_same(g, opname, x, t) || !nn__loss_desc_ok(g, opname, &d, kind == NN__L_KL)) return nn__tensor(-1);
@@ -9796,13 +9830,15 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     if ((kind == NN__L_HUBER && !(a > 0.0f)) || (kind == NN__L_SMOOTH_L1 && !(a >= 0.0f)) ||
         (kind == NN__L_QUANTILE && !(a >= 0.0f && a <= 1.0f)) || (kind == NN__L_FOCAL && !(b >= 0.0f)))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: option %g is out of range", opname, kind == NN__L_FOCAL ? b : a);
-    if (d.has_pos_weight) {
+    has_pw = nn__optional(g, opname, d.pos_weight);
+    if (has_pw < 0 || nn__optional(g, opname, d.weight) < 0) return nn__tensor(-1);
+    if (has_pw) {
         nn_tensor pw = d.pos_weight;
         nn__node *nx, *np;
         int k, fits;
         if (kind != NN__L_BCE_LOGITS)
             return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: pos_weight is for nn_bce_with_logits_loss", opname);
-        if (!nn__check(g, opname, 1, &pw) || !nn__expect_f32(g, opname, pw, "pos_weight")) return nn__tensor(-1);
+        if (!nn__expect_f32(g, opname, pw, "pos_weight")) return nn__tensor(-1);
         nx = nn__n(g, x);
         np = nn__n(g, pw);
         fits = np->shape.ndim <= nx->shape.ndim;
@@ -9820,14 +9856,11 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     if (l.id < 0) return l;
     n = &g->nodes[l.id];
     n->i[0] = kind;
-    n->i[1] = d.has_pos_weight != 0;
+    n->i[1] = has_pw;
     n->i[2] = d.log_target != 0;
     n->f[0] = a;
     n->f[1] = b;
-    if (d.has_weight) {
-        if (!nn__check(g, opname, 1, &d.weight)) return nn__tensor(-1);
-        l = nn__binary(g, NN__OP_MUL, opname, l, d.weight);
-    }
+    if (d.weight.id != 0) l = nn__binary(g, NN__OP_MUL, opname, l, d.weight);
     return nn__reduce_loss(g, l, &d);
 }
 
@@ -9847,7 +9880,7 @@ NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_
 static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_tensor x, nn_tensor labels, const nn_loss_desc *desc) {
     nn_loss_desc d;
     nn_tensor rows, den, s;
-    int ins[3], k;
+    int ins[3], k, has_w;
     int64_t C;
     if (desc) d = *desc;
     else memset(&d, 0, sizeof d);
@@ -9857,9 +9890,12 @@ static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_
     if (!(d.label_smoothing >= 0.0f && d.label_smoothing <= 1.0f) || (log_input && d.label_smoothing != 0.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: label_smoothing %g is not in [0, 1]%s", opname, d.label_smoothing,
                            log_input ? " or is given to NLL, which has none" : "");
-    if (d.has_weight) {
+    has_w = nn__optional(g, opname, d.weight);
+    if (has_w < 0) return nn__tensor(-1);
+    if (d.pos_weight.id != 0) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: pos_weight is for nn_bce_with_logits_loss", opname);
+    if (has_w) {
         nn__node *w;
-        if (!nn__check(g, opname, 1, &d.weight) || !nn__expect_f32(g, opname, d.weight, "weight")) return nn__tensor(-1);
+        if (!nn__expect_f32(g, opname, d.weight, "weight")) return nn__tensor(-1);
         w = nn__n(g, d.weight);
         if (w->shape.ndim != 1 || w->shape.dim[0] != C) {
             char sw[128];
@@ -9869,14 +9905,14 @@ static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_
     }
     ins[0] = x.id;
     ins[1] = labels.id;
-    ins[2] = d.has_weight ? d.weight.id : -1;
-    rows = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins, d.has_weight ? 3 : 2));
+    ins[2] = has_w ? d.weight.id : -1;
+    rows = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins, has_w ? 3 : 2));
     if (rows.id < 0) return rows;
     g->nodes[rows.id].i[0] = nn__defi(d.ignore_index, -100);
     g->nodes[rows.id].i[1] = log_input;
     g->nodes[rows.id].f[0] = d.label_smoothing;
     if (d.reduction != NN_REDUCTION_MEAN) return nn__reduce_loss(g, rows, &d);
-    den = nn__tensor(nn__new_node(g, NN__OP_CE_WEIGHTS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins + 1, d.has_weight ? 2 : 1));
+    den = nn__tensor(nn__new_node(g, NN__OP_CE_WEIGHTS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins + 1, has_w ? 2 : 1));
     if (den.id < 0) return den;
     g->nodes[den.id].i[0] = g->nodes[rows.id].i[0];
     g->nodes[den.id].i[1] = (int)C;
@@ -9903,6 +9939,8 @@ static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_i
     if (desc) d = *desc;
     else memset(&d, 0, sizeof d);
     if (!nn__check(g, opname, n_in, x) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
+    if (d.weight.id != 0 || d.pos_weight.id != 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: takes no %s", opname, d.weight.id != 0 ? "weight" : "pos_weight");
     for (k = 0; k < n_in; k++) {
         nn__node *a = nn__n(g, x[0]), *b = nn__n(g, x[k]);
         int target = kind == NN__R_COSINE && k == 2;
@@ -10865,12 +10903,11 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__node *nx, *nw;
     nn_conv2d_desc d;
     int64_t OH, OW;
-    int attr[7], k, has_bias = bias.id >= 0;
+    int attr[7], k, has_bias = nn__optional(g, "nn_conv2d", bias);
     char sx[128], sw[128];
     in[0] = x;
     in[1] = w;
-    in[2] = bias;
-    if (!nn__check(g, "nn_conv2d", has_bias ? 3 : 2, in)) return nn__tensor(-1);
+    if (has_bias < 0 || !nn__check(g, "nn_conv2d", 2, in)) return nn__tensor(-1);
     if (!nn__expect_f32(g, "nn_conv2d", x, "x") || !nn__expect_f32(g, "nn_conv2d", w, "w")) return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
@@ -11009,7 +11046,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
     t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
     if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
-    return bias.id >= 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
+    return bias.id != 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
 }
 
 
@@ -11030,12 +11067,11 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__node *nx, *nw;
     nn_conv3d_desc d;
     int64_t O[3];
-    int attr[10], k, has_bias = bias.id >= 0;
+    int attr[10], k, has_bias = nn__optional(g, "nn_conv3d", bias);
     char sx[128], sw[128];
     in[0] = x;
     in[1] = w;
-    in[2] = bias;
-    if (!nn__check(g, "nn_conv3d", has_bias ? 3 : 2, in)) return nn__tensor(-1);
+    if (has_bias < 0 || !nn__check(g, "nn_conv3d", 2, in)) return nn__tensor(-1);
     if (!nn__expect_f32(g, "nn_conv3d", x, "x") || !nn__expect_f32(g, "nn_conv3d", w, "w")) return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
@@ -11527,12 +11563,12 @@ static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_nd
     return 1;
 }
 
-/* An optional tensor of a norm op (gamma, beta, a running statistic): absent (id < 0) or
-   float32 of shape want. */
+/* An optional tensor of a norm op (gamma, beta, a running statistic): NN_NONE or float32
+   of shape want. */
 static int nn__norm_check_vec(nn_graph *g, const char *fn, nn_tensor t, const char *what, const nn_shape *want, const char *sx) {
     nn__node *nt;
     char st[128], sw[128];
-    if (t.id < 0) return 1;
+    if (t.id == 0) return 1;
     if (!nn__check(g, fn, 1, &t)) return 0;
     nt = nn__n(g, t);
     if (nt->dtype == NN_F32 && nn__shape_eq(&nt->shape, want)) return 1;
@@ -11559,10 +11595,10 @@ static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor g
     if (stats < 0) return nn__tensor(-1);
     in[n_in++] = x.id;
     in[n_in++] = stats;
-    if (gamma.id >= 0) in[n_in++] = gamma.id;
-    if (beta.id >= 0) in[n_in++] = beta.id;
-    i[5] = gamma.id >= 0;
-    i[6] = beta.id >= 0;
+    if (gamma.id > 0) in[n_in++] = gamma.id;
+    if (beta.id > 0) in[n_in++] = beta.id;
+    i[5] = gamma.id > 0;
+    i[6] = beta.id > 0;
     i[7] = const_stats;
     return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), i, f);
 }
@@ -11646,7 +11682,7 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     char sx[128];
     nn__node *nx;
     nn_shape c;
-    int i[8], k, stats, in[3];
+    int i[8], k, stats, in[3], running;
     float f[4];
     if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx)) return nn__tensor(-1);
     nx = nn__n(g, x);
@@ -11661,9 +11697,10 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     if (!nn__norm_check_vec(g, "nn_batch_norm", gamma, "gamma", &c, sx) ||
         !nn__norm_check_vec(g, "nn_batch_norm", beta, "beta", &c, sx))
         return nn__tensor(-1);
-    if (d.has_running_stats) {
-        if (d.running_mean.id < 0 || d.running_var.id < 0)
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_batch_norm: has_running_stats without running_mean and running_var");
+    running = d.running_mean.id != 0 || d.running_var.id != 0;
+    if (running) {
+        if (d.running_mean.id == 0 || d.running_var.id == 0)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_batch_norm: running_mean and running_var go together (one is NN_NONE)");
         if (!nn__norm_check_vec(g, "nn_batch_norm", d.running_mean, "running_mean", &c, sx) ||
             !nn__norm_check_vec(g, "nn_batch_norm", d.running_var, "running_var", &c, sx))
             return nn__tensor(-1);
@@ -11679,14 +11716,14 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     f[1] = d.momentum;
     in[0] = d.running_mean.id;
     in[1] = d.running_var.id;
-    if (g->eval && d.has_running_stats) { /* normalise with the running statistics */
+    if (g->eval && running) { /* normalise with the running statistics */
         stats = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_PACK, NN_F32, nn_shape2(2, i[1]), in, 2)), i, f).id;
         return nn__norm_apply(g, x, stats, gamma, beta, i, f, 1);
     }
     if ((int64_t)i[0] * i[2] < 2) /* PyTorch refuses too: the variance of one value */
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_batch_norm: x %s has 1 value per channel; batch statistics need more", sx);
     stats = nn__norm_stats_node(g, x, i, f);
-    if (stats >= 0 && !g->eval && d.has_running_stats) { /* a root that updates the buffers in place */
+    if (stats >= 0 && !g->eval && running) { /* a root that updates the buffers in place */
         nn_shape none;
         int u;
         memset(&none, 0, sizeof none);
@@ -11722,7 +11759,6 @@ static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const char *name
         if (t[k].id < 0) return nn__tensor(-1);
     }
     memset(&d, 0, sizeof d);
-    d.has_running_stats = 1;
     d.running_mean = t[2];
     d.running_var = t[3];
     return nn_batch_norm(g, x, t[0], t[1], &d);

@@ -172,7 +172,6 @@ static nn_result mlp_build(nn_context *ctx, mlp *m) {
     nn_accumulate(m->g, loss);
     nn_accumulate(m->g, nn_accuracy(m->g, logits, yb));
     cd.loss = loss;
-    cd.has_loss = 1;
     cd.optimizer.kind = NN_OPT_ADAM;
     cd.optimizer.lr = 1e-3f;
     r = nn_graph_compile(m->g, &cd);
@@ -281,7 +280,7 @@ static int bench_conv(const char *sel) {
         memset(&cd, 0, sizeof cd);
         memset(&dd, 0, sizeof dd);
         memset(&init, 0, sizeof init);
-        none.id = -1;
+        none = NN_NONE;
         dd.pad_h = dd.pad_w = 1;
         init.kind = NN_INIT_KAIMING_UNIFORM;
         if (!host) {
@@ -296,7 +295,6 @@ static int bench_conv(const char *sel) {
             w = nn_param(g, "w", nn_shape4(sh[4], sh[1], 3, 3), init);
             y = nn_conv2d(g, x, w, none, &dd);
             cd.loss = nn_sum(g, y);
-            cd.has_loss = 1;
             cd.optimizer.kind = NN_OPT_NONE;
             r = nn_graph_compile(g, &cd);
         }
@@ -382,7 +380,6 @@ static int bench_cnn(const char *sel) {
         nn_accumulate(g, loss);
         nn_accumulate(g, nn_accuracy(g, logits, yb));
         cd.loss = loss;
-        cd.has_loss = 1;
         cd.optimizer.kind = NN_OPT_ADAM;
         cd.optimizer.lr = 1e-3f;
         r = nn_graph_compile(g, &cd);

@@ -136,7 +136,6 @@ int main(int argc, char **argv) {
     loss_sum = nn_accumulate(g, loss);                      /* sum of batch losses */
     acc_sum = nn_accumulate(g, nn_accuracy(g, logits, yb)); /* sum of batch accuracies */
     cd.loss = loss;
-    cd.has_loss = 1;
     cd.optimizer.kind = NN_OPT_ADAM;
     cd.optimizer.lr = cosine_lr(0, (int64_t)epochs * steps);
     if ((r = nn_graph_compile(g, &cd)) != NN_OK) goto fail;
@@ -150,7 +149,6 @@ int main(int argc, char **argv) {
     y_test = nn_input(ev, "y_test", NN_I32, nn_shape1(test.n));
     tidx = nn_input(ev, "tidx", NN_I32, nn_shape1(TEST_BATCH));
     test_acc = nn_accumulate(ev, nn_accuracy(ev, cnn(ev, nn_gather_rows(ev, x_test, tidx)), nn_gather_rows(ev, y_test, tidx)));
-    ecd.has_loss = 0;
     if ((r = nn_graph_compile(ev, &ecd)) != NN_OK) goto fail;
 
     /* Upload both datasets once. */

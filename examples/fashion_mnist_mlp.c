@@ -111,7 +111,6 @@ int main(int argc, char **argv) {
     loss_sum = nn_accumulate(g, loss);                          /* sum of batch losses */
     acc_sum = nn_accumulate(g, nn_accuracy(g, logits, yb));     /* sum of batch accuracies */
     cd.loss = loss;
-    cd.has_loss = 1;
     cd.optimizer.kind = NN_OPT_ADAM;
     cd.optimizer.lr = cosine_lr(0, (int64_t)epochs * steps);
     if ((r = nn_graph_compile(g, &cd)) != NN_OK) goto fail;
@@ -123,7 +122,6 @@ int main(int argc, char **argv) {
     x_test = nn_input(ev, "x_test", NN_F32, nn_shape2(test.n, IMG));
     y_test = nn_input(ev, "y_test", NN_I32, nn_shape1(test.n));
     test_acc = nn_accumulate(ev, nn_accuracy(ev, mlp(ev, x_test), y_test));
-    ecd.has_loss = 0;
     if ((r = nn_graph_compile(ev, &ecd)) != NN_OK) goto fail;
 
     /* Upload both datasets once. */

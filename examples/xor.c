@@ -51,7 +51,6 @@ int main(void) {
 
     /* Compiling adds the backward pass and the Adam update (lr 0.05). */
     cd.loss = loss;
-    cd.has_loss = 1;
     cd.optimizer.kind = NN_OPT_ADAM;
     cd.optimizer.lr = 0.05f;
     r = nn_graph_compile(g, &cd);

@@ -42,10 +42,22 @@ typedef void (*nn_log_fn)(void *user, nn_log_level level, const char *message);
 typedef struct nn_context nn_context;
 typedef struct nn_graph nn_graph;
 
-/* A symbolic tensor: a handle into one graph. id < 0 means "the op failed"; every op
-   given a failed tensor returns a failed tensor, and nn_graph_compile() reports the first
-   error, so a network can be written without checking each call. */
+/* A symbolic tensor: a handle into one graph. id > 0 is a tensor; id 0 is NN_NONE, "no
+   tensor"; id < 0 means "the op failed". Every op given a failed tensor returns a failed
+   tensor, and nn_graph_compile() reports the first error, so a network can be written
+   without checking each call. */
 typedef struct nn_tensor { int32_t id; } nn_tensor;
+
+/* "No tensor": what an optional operand takes to be absent (a bias, gamma and beta, class
+   weights), and what a zeroed desc's tensor fields already are (nn_compile_desc.loss,
+   nn_loss_desc.weight, ...): id 0 is never a tensor. nn_find and nn_grad return it when
+   there is no such tensor. A failed tensor (id < 0) is not NN_NONE: given as an optional
+   operand it fails the op too. In a static initializer write {0}. */
+#ifdef __cplusplus
+#  define NN_NONE (nn_tensor{0})
+#else
+#  define NN_NONE ((nn_tensor){0})
+#endif
 
 typedef struct nn_shape { int ndim; int64_t dim[NN_MAX_DIMS]; } nn_shape;
 
@@ -205,7 +217,7 @@ NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels);
 NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x);
 
 /* Convolution over x [N, C, H, W] (NCHW, PyTorch's layout) with w [K, C/groups, KH, KW]
-   and an optional bias [K] (pass a tensor with id < 0 for none). Zero fields mean stride 1,
+   and an optional bias [K] (NN_NONE for none). Zero fields mean stride 1,
    padding 0, dilation 1, groups 1. Output [N, K, OH, OW] with
    OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1. */
 typedef struct nn_conv2d_desc {
@@ -222,7 +234,7 @@ NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
    ignored): conv2d on [N, C, 1, L]. */
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
 /* Transposed convolution (PyTorch's ConvTranspose2d): x [N, Cin, H, W] with
-   w [Cin, Cout/groups, KH, KW] and an optional bias [Cout] (id < 0: none) ->
+   w [Cin, Cout/groups, KH, KW] and an optional bias [Cout] (NN_NONE: none) ->
    [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h + dilation_h*(KH-1) + output_pad_h + 1;
    output padding must be below the stride or the dilation. It is the gradient of conv2d
    with respect to its input. */
@@ -230,7 +242,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
                                      int output_pad_h, int output_pad_w);
 
 /* 3-D convolution over x [N, C, D, H, W] (NCDHW, PyTorch's Conv3d) with
-   w [K, C/groups, KD, KH, KW] and an optional bias [K] (id < 0: none). Zero fields mean
+   w [K, C/groups, KD, KH, KW] and an optional bias [K] (NN_NONE: none). Zero fields mean
    stride 1, padding 0, dilation 1, groups 1. Output [N, K, OD, OH, OW] with
    OD = (D + 2*pad_d - dilation_d*(KD-1) - 1) / stride_d + 1, and so on for H and W. */
 typedef struct nn_conv3d_desc {
@@ -274,12 +286,12 @@ NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r);
 NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init);
 
 /* Normalisation layers, PyTorch's semantics. gamma (the weight) and beta (the bias) are
-   optional: pass a tensor with id < 0 for none. The variance that normalises is the biased
+   optional: NN_NONE for none. The variance that normalises is the biased
    one (divided by n). */
 
 /* Batch norm over x [N, C], [N, C, L] or [N, C, H, W] (any [N, C, ...]) with gamma, beta
    and the running statistics [C]. Training graphs normalise with the statistics of the
-   batch (N * spatial must be > 1) and, when has_running_stats, update the running ones on
+   batch (N * spatial must be > 1) and, when running statistics are given, update them on
    the device at every run: running = (1 - momentum) * running + momentum * batch, with the
    unbiased variance for running_var. Evaluation graphs (nn_graph_desc.eval) normalise with
    the running statistics, or with the batch's when there are none (PyTorch's
@@ -287,8 +299,8 @@ NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_ini
 typedef struct nn_batch_norm_desc {
     float momentum;
     float eps;
-    int has_running_stats;                /* id 0 is a valid tensor, so say so */
-    nn_tensor running_mean, running_var;  /* [C] buffers (nn_buffer) */
+    nn_tensor running_mean, running_var;  /* [C] buffers (nn_buffer); both or neither
+                                             (NN_NONE: no running statistics) */
 } nn_batch_norm_desc;
 NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc);
 /* PyTorch's BatchNorm2d / BatchNorm1d modules: NAME.weight (ones), NAME.bias (zeros) and
@@ -363,10 +375,10 @@ typedef struct nn_loss_desc {
     int ignore_index;      /* cross-entropy / NLL: this label contributes nothing and is
                               not counted (0: -100, PyTorch's default; NN_ZERO: class 0) */
     nn_tensor weight;      /* cross-entropy / NLL: class weights [C]; elementwise losses: a
-                              per-element rescaling of the target's shape or a trailing part */
-    int has_weight;
-    nn_tensor pos_weight;  /* BCE with logits: weight of positives, [C] over the last dims */
-    int has_pos_weight;
+                              per-element rescaling of the target's shape or a trailing part
+                              (NN_NONE: none) */
+    nn_tensor pos_weight;  /* BCE with logits: weight of positives, [C] over the last dims
+                              (NN_NONE: none) */
     int log_target;        /* KL divergence: the target is given as log-probabilities */
 } nn_loss_desc;
 
@@ -514,8 +526,7 @@ typedef struct nn_lr_schedule {
 NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t);
 
 typedef struct nn_compile_desc {
-    nn_tensor loss;      /* scalar; id 0 is a valid tensor, so set has_loss */
-    int has_loss;        /* 0: a forward-only (inference) graph */
+    nn_tensor loss;      /* a float32 scalar; NN_NONE (a zeroed desc): a forward-only graph */
     nn_optimizer optimizer;
     int keep_grads;      /* keep every parameter's gradient readable (nn_grad) */
     nn_lr_schedule schedule; /* kind 0: the constant optimizer.lr */

@@ -203,9 +203,9 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     r = nn__optim_configure(g, &d);
     if (r != NN_OK) return r;
     n_user = g->n_forward = g->n_nodes;
-    if (d.has_loss) {
+    if (d.loss.id != 0) {
         nn__node *L;
-        if (d.loss.id < 0 || d.loss.id >= g->n_nodes)
+        if (!nn__is_tensor(g, d.loss))
             return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph");
         L = &g->nodes[d.loss.id];
         if (L->numel != 1 || L->dtype != NN_F32) {

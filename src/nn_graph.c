@@ -23,6 +23,8 @@ static void nn__params_release(nn__params *ps) {
     NN_FREE(ps);
 }
 
+static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in);
+
 NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
     nn_graph *g;
     if (!out) return NN_ERR_INVALID_ARGUMENT;
@@ -54,6 +56,10 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
         }
         g->params->refs = 1;
         g->params->ctx = ctx;
+    }
+    if (nn__new_node(g, NN__OP_INPUT, NN_F32, nn_shape1(1), NULL, 0) != 0) { /* node 0: NN_NONE, never live */
+        nn_graph_destroy(g);
+        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
     }
     *out = g;
     return NN_OK;
@@ -125,6 +131,10 @@ static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) {
             if (g->status == NN_OK) nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is not a tensor", op, i);
             return 0;
         }
+        if (t[i].id == 0) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is NN_NONE, and it is not optional", op, i);
+            return 0;
+        }
         if (t[i].id >= g->n_nodes) {
             nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is not a tensor of this graph", op, i);
             return 0;
@@ -160,6 +170,16 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
 }
 
 static nn__node *nn__n(nn_graph *g, nn_tensor t) { return &g->nodes[t.id]; }
+
+/* An optional operand: 0 when it is NN_NONE, 1 when it is a tensor of g, and -1 (the op
+   fails, quietly if t had failed) otherwise. */
+static int nn__optional(nn_graph *g, const char *op, nn_tensor t) {
+    if (t.id == 0) return 0;
+    return nn__check(g, op, 1, &t) ? 1 : -1;
+}
+
+/* A user's handle names a tensor of g: not NN_NONE, not failed, not out of range. */
+static int nn__is_tensor(const nn_graph *g, nn_tensor t) { return g && t.id > 0 && t.id < g->n_nodes; }
 
 static const char *nn__dtype_name(nn_dtype d) { return d == NN_I32 ? "int32" : "float32"; }
 
@@ -403,25 +423,25 @@ NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
 NN_API nn_tensor nn_find(nn_graph *g, const char *name) {
     int i;
     if (!g || !name) return nn__tensor(-1);
-    for (i = 0; i < g->n_nodes; i++)
+    for (i = 1; i < g->n_nodes; i++)
         if (g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0) return nn__tensor(i);
-    return nn__tensor(-1);
+    return nn__tensor(0);
 }
 
 NN_API nn_tensor nn_grad(nn_graph *g, nn_tensor t) {
-    if (!g || t.id < 0 || t.id >= g->n_nodes) return nn__tensor(-1);
-    return nn__tensor(g->nodes[t.id].grad);
+    if (!nn__is_tensor(g, t)) return nn__tensor(-1);
+    return nn__tensor(g->nodes[t.id].grad > 0 ? g->nodes[t.id].grad : 0);
 }
 
 NN_API nn_shape nn_tensor_shape(nn_graph *g, nn_tensor t) {
     nn_shape s;
     memset(&s, 0, sizeof s);
-    if (!g || t.id < 0 || t.id >= g->n_nodes) return s;
+    if (!nn__is_tensor(g, t)) return s;
     return g->nodes[t.id].shape;
 }
 
 NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t) {
-    if (!g || t.id < 0 || t.id >= g->n_nodes) return 0;
+    if (!nn__is_tensor(g, t)) return 0;
     return g->nodes[t.id].numel;
 }
 
@@ -429,7 +449,8 @@ NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t) {
 static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write, const char *fn, nn__node **out) {
     nn__node *n = NULL;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (t.id < 0 || t.id >= g->n_nodes) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: not a tensor of this graph", fn);
+    if (!nn__is_tensor(g, t))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: %s", fn, t.id == 0 ? "the tensor is NN_NONE" : "not a tensor of this graph");
     if (!g->compiled || g->status != NN_OK) return nn__fail(g->ctx, NN_ERR_STATE, "%s: compile the graph first", fn);
     n = &g->nodes[t.id];
     if (!n->live && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM)
@@ -473,7 +494,8 @@ NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t byt
 NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
     nn__node *n = NULL;
     nn_result r;
-    if (!g || t.id < 0 || t.id >= g->n_nodes) return NN_ERR_INVALID_ARGUMENT;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!nn__is_tensor(g, t)) return nn__user_buf(g, t, 0, 1, "nn_tensor_fill", &n);
     r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
     if (r != NN_OK) return r;
     if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");

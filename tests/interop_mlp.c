@@ -46,7 +46,6 @@ static nn_result build(nn_context *ctx, mlp *m, int train) {
     m->loss = nn_softmax_cross_entropy(m->g, nn_dense(m->g, h, 10, "fc3"), m->y);
     memset(&cd, 0, sizeof cd);
     cd.loss = m->loss;
-    cd.has_loss = 1;
     cd.optimizer.kind = train ? NN_OPT_ADAM : NN_OPT_NONE;
     cd.optimizer.lr = 1e-3f;
     nn_output(m->g, m->loss);

@@ -63,7 +63,6 @@ static result run_case(nn_context *ctx, const spec *s, double *const *in, const 
     loss = nn_sum(g, nn_mul(g, out, wt));
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
-    cd.has_loss = 1;
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
     for (k = 0; k < s->n_in; k++) {
         long n = numel(s->shape[k]);
@@ -99,7 +98,7 @@ static result run_case(nn_context *ctx, const spec *s, double *const *in, const 
         if (!s->grad[k]) continue;
         v = (float *)malloc((size_t)n * 4);
         res.grad[k] = (double *)calloc((size_t)n, sizeof(double));
-        if (T_CHECK(nn_grad(g, t[k]).id >= 0, "%s: no gradient for input %d", s->name, k) &&
+        if (T_CHECK(nn_grad(g, t[k]).id > 0, "%s: no gradient for input %d", s->name, k) &&
             T_OK(nn_tensor_read(g, nn_grad(g, t[k]), v, (size_t)n * 4), ctx))
             for (i = 0; i < n; i++) res.grad[k][i] = v[i];
         free(v);

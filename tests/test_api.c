@@ -1,5 +1,6 @@
 /* The public API's conventions, each against the behaviour it promises: NN_ZERO for an
-   exact zero in options whose zero is a default, and the fields that cannot be zero. */
+   exact zero in options whose zero is a default, and the fields that cannot be zero;
+   NN_NONE for an absent operand. */
 #include "test.h"
 #include <math.h>
 #include <stdlib.h>
@@ -34,9 +35,8 @@ typedef struct norm_arg { int kind; float eps; } norm_arg; /* kind: 0 layer, 1 g
 
 static nn_tensor b_norm(nn_graph *g, nn_tensor x, const void *p) {
     const norm_arg *a = (const norm_arg *)p;
-    nn_tensor none;
+    nn_tensor none = NN_NONE;
     nn_batch_norm_desc bd;
-    none.id = -1;
     switch (a->kind) {
     case 0: return nn_layer_norm(g, x, none, none, 2, a->eps);
     case 1: return nn_group_norm(g, x, none, none, 2, a->eps);
@@ -184,9 +184,8 @@ static void check_zero_refused(const t_env *e) {
     nn_conv2d_desc cd;
     nn_pool2d_desc pd;
     nn_compile_desc comp;
-    nn_tensor x, w, none, loss;
+    nn_tensor x, w, none = NN_NONE, loss;
     t_begin(e, "NN_ZERO: refused where 0 is no value (stride, threads, accumulate_steps)");
-    none.id = -1;
     memset(&cdd, 0, sizeof cdd);
     cdd.device = "cpu";
     cdd.threads = NN_ZERO;
@@ -214,7 +213,6 @@ static void check_zero_refused(const t_env *e) {
     loss = nn_sum(g, w);
     memset(&comp, 0, sizeof comp);
     comp.loss = loss;
-    comp.has_loss = 1;
     comp.optimizer.kind = NN_OPT_SGD;
     comp.optimizer.accumulate_steps = NN_ZERO;
     T_CHECK(nn_graph_compile(g, &comp) == NN_ERR_INVALID_ARGUMENT, "accumulate_steps NN_ZERO accepted");
@@ -249,10 +247,101 @@ static void check_seed_zero(const t_env *e) {
     t_end();
 }
 
+/* ---- NN_NONE ---- */
+
+/* The first tensor a graph makes is a tensor like any other: a zeroed desc's NN_NONE loss
+   is "no loss", and a loss set to the first tensor trains. */
+static void check_none_loss(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_compile_desc cd;
+    nn_tensor w;
+    nn_init two = {NN_INIT_CONSTANT, 2, 0};
+    float v = 0;
+    t_begin(e, "NN_NONE: zeroed compile desc has no loss; the first tensor can be the loss");
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    w = nn_param(g, "w", nn_shape1(1), two);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = w; /* L = w: dL/dw = 1 */
+    cd.optimizer.kind = NN_OPT_SGD;
+    cd.optimizer.lr = 0.5f;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx) || !T_OK(nn_graph_step(g), ctx) || !T_OK(nn_tensor_read(g, w, &v, 4), ctx)) goto done;
+    T_CHECK(v == 1.5f, "w after one step: %g, not 1.5 (the loss was ignored?)", v);
+    nn_graph_destroy(g);
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    w = nn_param(g, "w", nn_shape1(1), two);
+    nn_output(g, nn_scale(g, w, 3.0f));
+    memset(&cd, 0, sizeof cd);
+    cd.optimizer.kind = NN_OPT_SGD; /* no loss: nothing to update */
+    if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_graph_step(g), ctx) && T_OK(nn_tensor_read(g, w, &v, 4), ctx))
+        T_CHECK(v == 2.0f && nn_grad(g, w).id == 0, "a forward-only graph changed w to %g or has a gradient", v);
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* Optional operands take NN_NONE; a failed tensor there fails the op (it is not "none"),
+   NN_NONE where an operand is required is an error, and lookups that find nothing give
+   NN_NONE. */
+static void check_none_operands(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_tensor x, w, y, bad;
+    nn_loss_desc ld;
+    nn_batch_norm_desc bd;
+    float buf[4];
+    t_begin(e, "NN_NONE: optional operands, failed operands, lookups");
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape4(1, 2, 5, 5));
+    w = nn_input(g, "w", NN_F32, nn_shape4(3, 2, 3, 3));
+    T_CHECK(x.id > 0 && w.id > 0, "tensors have ids %d, %d (0 is NN_NONE)", x.id, w.id);
+    y = nn_conv2d(g, x, w, NN_NONE, NULL);
+    T_CHECK(y.id > 0, "conv2d without a bias: %s", nn_last_error(ctx));
+    T_CHECK(nn_find(g, "nothing").id == 0 && nn_find(g, "w").id == w.id, "nn_find: %d, %d", nn_find(g, "nothing").id,
+            nn_find(g, "w").id);
+    T_CHECK(nn_layer_norm(g, nn_input(g, "z", NN_F32, nn_shape2(2, 3)), NN_NONE, NN_NONE, 1, 0).id > 0, "layer_norm: %s",
+            nn_last_error(ctx));
+    T_CHECK(nn_graph_status(g) == NN_OK, "status %d", (int)nn_graph_status(g));
+    bad = nn_reshape(g, x, nn_shape1(7)); /* fails: 50 elements */
+    T_CHECK(nn_conv2d(g, x, w, bad, NULL).id < 0, "a failed bias was taken as no bias");
+    T_CHECK(nn_graph_status(g) == NN_ERR_SHAPE, "the first error (the reshape's) was not kept: %d", (int)nn_graph_status(g));
+    nn_graph_destroy(g);
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape2(2, 3));
+    T_CHECK(nn_relu(g, NN_NONE).id < 0 && nn_graph_status(g) == NN_ERR_INVALID_ARGUMENT &&
+                strstr(nn_last_error(ctx), "NN_NONE") != NULL,
+            "relu(NN_NONE): %d, \"%s\"", (int)nn_graph_status(g), nn_last_error(ctx));
+    nn_graph_destroy(g);
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape2(2, 3));
+    memset(&ld, 0, sizeof ld);
+    ld.weight = nn_reshape(g, x, nn_shape1(5)); /* fails */
+    T_CHECK(nn_mse_loss(g, x, x, &ld).id < 0 && nn_graph_status(g) == NN_ERR_SHAPE, "a failed loss weight was ignored");
+    nn_graph_destroy(g);
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape2(2, 3));
+    memset(&bd, 0, sizeof bd);
+    bd.running_mean = nn_buffer(g, "rm", nn_shape1(3), (nn_init){NN_INIT_ZEROS, 0, 0});
+    T_CHECK(nn_batch_norm(g, x, NN_NONE, NN_NONE, &bd).id < 0 && nn_graph_status(g) == NN_ERR_INVALID_ARGUMENT,
+            "running_mean without running_var was accepted");
+    nn_graph_destroy(g);
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape1(4));
+    nn_output(g, nn_relu(g, x));
+    if (T_OK(nn_graph_compile(g, NULL), ctx))
+        T_CHECK(nn_tensor_read(g, NN_NONE, buf, sizeof buf) == NN_ERR_INVALID_ARGUMENT && strstr(nn_last_error(ctx), "NN_NONE"),
+                "nn_tensor_read(NN_NONE): \"%s\"", nn_last_error(ctx));
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
 void suite_api(const t_env *e) {
     check_norm_eps(e);
     check_loss_zero(e);
     check_schedule_zero(e);
     check_zero_refused(e);
     check_seed_zero(e);
+    check_none_loss(e);
+    check_none_operands(e);
 }

@@ -91,7 +91,6 @@ static int ck_build(nn_context *ctx, const nn_optimizer *opt, ck_run *run) {
     loss = nn_softmax_cross_entropy(run->g, logits, nn_dataset_y(run->ds));
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
-    cd.has_loss = 1;
     cd.optimizer = *opt;
     return nn_graph_compile(run->g, &cd) == NN_OK;
 }

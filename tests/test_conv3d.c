@@ -20,7 +20,7 @@ static nn_shape shape5(long d0, long d1, long d2, long d3, long d4) {
 static nn_tensor b_conv3d(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_conv3d_desc d;
     nn_tensor none;
-    none.id = -1;
+    none = NN_NONE;
     d.stride_d = s->conv[0];
     d.stride_h = s->conv[1];
     d.stride_w = s->conv[2];

@@ -48,7 +48,6 @@ static void test_shape_errors(const t_env *e) {
         nn_compile_desc cd;
         memset(&cd, 0, sizeof cd);
         cd.loss = nn_relu(g, a);
-        cd.has_loss = 1;
         T_CHECK(nn_graph_compile(g, &cd) == NN_ERR_SHAPE, "a [4, 3] loss compiled");
         T_CHECK(strstr(nn_last_error(ctx), "scalar") != NULL, "message: %s", nn_last_error(ctx));
     }

@@ -26,7 +26,6 @@ static void test_xor(const t_env *e) {
     nn_output(g, logits);
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
-    cd.has_loss = 1;
     cd.optimizer.kind = NN_OPT_ADAM;
     cd.optimizer.lr = 0.05f;
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
@@ -76,7 +75,6 @@ static void test_resident_training(const t_env *e) {
     acc = nn_accumulate(g, nn_accuracy(g, logits, yb));
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
-    cd.has_loss = 1;
     cd.optimizer.kind = NN_OPT_ADAM;
     cd.optimizer.lr = 0.01f;
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
@@ -275,7 +273,7 @@ static void test_init(const t_env *e) {
         nn_tensor w = nn_find(g, "conv.weight"), b = nn_find(g, "conv.bias");
         nn_shape ws = nn_tensor_shape(g, w);
         float wv[4 * 3 * 3 * 3];
-        T_CHECK(w.id >= 0 && b.id >= 0 && ws.ndim == 4 && ws.dim[0] == 4 && ws.dim[1] == 3 && ws.dim[2] == 3 && ws.dim[3] == 3,
+        T_CHECK(w.id > 0 && b.id > 0 && ws.ndim == 4 && ws.dim[0] == 4 && ws.dim[1] == 3 && ws.dim[2] == 3 && ws.dim[3] == 3,
                 "conv layer parameters");
         if (T_OK(nn_tensor_read(g, w, wv, sizeof wv), ctx))
             for (i = 0; i < (int)(sizeof wv / 4); i++) T_CHECK(fabsf(wv[i]) <= 1.0f / sqrtf(27.0f), "conv weight %g", wv[i]);

@@ -21,8 +21,8 @@ static nn_loss_desc desc_of(const spec *s, const nn_tensor *in) {
     d.gamma = s->fp[1];
     d.label_smoothing = s->fp[2];
     d.log_target = s->ip[3];
-    if (s->ip[2]) { d.pos_weight = in[2]; d.has_pos_weight = 1; }
-    if (s->ip[4]) { d.weight = in[s->ip[4]]; d.has_weight = 1; }
+    if (s->ip[2]) d.pos_weight = in[2];
+    if (s->ip[4]) d.weight = in[s->ip[4]];
     if (s->ip[6]) d.ignore_index = s->ip[5] ? s->ip[5] : NN_ZERO; /* 0 alone would be -100 */
     return d;
 }
@@ -357,16 +357,14 @@ static void suite_loss_errors(const t_env *e) {
         switch (cases[k].what) {
         case 0:
             d.weight = nn_input(g, "w", NN_F32, nn_shape1(4));
-            d.has_weight = 1;
             l = nn_cross_entropy_loss(g, x, nn_input(g, "y", NN_I32, nn_shape1(3)), &d);
             break;
         case 1: d.reduction = NN_REDUCTION_BATCHMEAN; l = nn_mse_loss(g, x, t, &d); break;
-        case 2: d.pos_weight = t; d.has_pos_weight = 1; l = nn_l1_loss(g, x, t, &d); break;
+        case 2: d.pos_weight = t; l = nn_l1_loss(g, x, t, &d); break;
         case 3: l = nn_triplet_margin_loss(g, x, t, nn_input(g, "n", NN_F32, nn_shape2(3, 4)), &d); break;
         case 4: d.label_smoothing = 0.1f; l = nn_nll_loss(g, x, nn_input(g, "y", NN_I32, nn_shape1(3)), &d); break;
         default:
             d.pos_weight = nn_input(g, "pw", NN_F32, nn_shape1(4));
-            d.has_pos_weight = 1;
             l = nn_bce_with_logits_loss(g, x, t, &d);
             break;
         }

@@ -30,7 +30,6 @@ static void check_nan_update(const t_env *e, const char *name, nn_optimizer_kind
     x = nn_input(g, "x", NN_F32, nn_shape1(NAN_N));
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_sum(g, nn_mul(g, w, x));
-    cd.has_loss = 1;
     cd.optimizer.kind = kind;
     cd.optimizer.lr = 0.1f;
     cd.optimizer.momentum = kind == NN_OPT_SGD ? 0.9f : 0.0f;
@@ -88,7 +87,6 @@ static void check_adam_threads(const t_env *e) {
             x = nn_input(g, "x", NN_F32, nn_shape1(N));
             memset(&cd, 0, sizeof cd);
             cd.loss = nn_sum(g, nn_mul(g, nn_mul(g, w, w), x));
-            cd.has_loss = 1;
             cd.optimizer.kind = NN_OPT_ADAMW;
             cd.optimizer.lr = 0.01f;
             if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_tensor_write(g, x, xs, sizeof xs), ctx)) {

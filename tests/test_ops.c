@@ -187,7 +187,7 @@ static void r_dropout(const spec *s, double *const *in, double *out) {
 static nn_tensor b_conv2d(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_conv2d_desc d;
     nn_tensor none;
-    none.id = -1;
+    none = NN_NONE;
     d.stride_h = s->conv[0];
     d.stride_w = s->conv[1];
     d.pad_h = s->conv[2];
@@ -223,7 +223,7 @@ static void r_conv2d(const spec *s, double *const *in, double *out) {
 static nn_tensor b_conv1d(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_conv2d_desc d;
     nn_tensor none;
-    none.id = -1;
+    none = NN_NONE;
     memset(&d, 0, sizeof d);
     d.stride_w = s->conv[1];
     d.pad_w = s->conv[3];
@@ -245,7 +245,7 @@ static void r_conv1d(const spec *s, double *const *in, double *out) {
 static nn_tensor b_convt(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_conv2d_desc d;
     nn_tensor none;
-    none.id = -1;
+    none = NN_NONE;
     d.stride_h = s->conv[0];
     d.stride_w = s->conv[1];
     d.pad_h = s->conv[2];
@@ -357,8 +357,7 @@ static void conv_grad_sum_case(const t_env *e) {
     memset(&d, 0, sizeof d);
     d.pad_h = d.pad_w = 1;
     memset(&cd, 0, sizeof cd);
-    cd.loss = nn_sum(g, nn_mul(g, nn_conv2d(g, x, w, b, &d), t));
-    cd.has_loss = 1; /* no optimizer: the parameters' gradients are kept */
+    cd.loss = nn_sum(g, nn_mul(g, nn_conv2d(g, x, w, b, &d), t)); /* no optimizer: the gradients are kept */
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
     T_OK(nn_tensor_write(g, x, xv, sizeof(float) * P), ctx);
     T_OK(nn_tensor_write(g, t, tv, sizeof(float) * K * P), ctx);

@@ -284,7 +284,6 @@ static void check_optimizer_x(const t_env *e, const char *name, nn_optimizer o, 
     if (x.group && !T_OK(nn_graph_param_group(g, "p2", 0.5f, 3.0f), ctx)) goto done;
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
-    cd.has_loss = 1;
     cd.optimizer = o;
     if (x.sched) cd.schedule = *x.sched;
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
@@ -396,7 +395,6 @@ static void check_accumulation_launches(const t_env *e) {
     loss = nn_sum(g, nn_mul(g, p, c));
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
-    cd.has_loss = 1;
     cd.optimizer = opt(NN_OPT_LAMB, 0.1f);
     cd.optimizer.accumulate_steps = 3;
     cd.optimizer.clip_norm = 1.0f;

@@ -279,7 +279,6 @@ static run_out run_pool(nn_context *ctx, const pcase *c, const float *x, const f
     nn_output(g, y);
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_sum(g, nn_mul(g, y, tw));
-    cd.has_loss = 1;
     r.y = (float *)calloc((size_t)ny, sizeof(float));
     r.dx = (float *)calloc((size_t)nx, sizeof(float));
     if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_tensor_write(g, tx, x, (size_t)nx * 4), ctx) &&

@@ -18,12 +18,11 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__node *nx, *nw;
     nn_conv2d_desc d;
     int64_t OH, OW;
-    int attr[7], k, has_bias = bias.id >= 0;
+    int attr[7], k, has_bias = nn__optional(g, "nn_conv2d", bias);
     char sx[128], sw[128];
     in[0] = x;
     in[1] = w;
-    in[2] = bias;
-    if (!nn__check(g, "nn_conv2d", has_bias ? 3 : 2, in)) return nn__tensor(-1);
+    if (has_bias < 0 || !nn__check(g, "nn_conv2d", 2, in)) return nn__tensor(-1);
     if (!nn__expect_f32(g, "nn_conv2d", x, "x") || !nn__expect_f32(g, "nn_conv2d", w, "w")) return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
@@ -162,7 +161,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
     t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
     if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
-    return bias.id >= 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
+    return bias.id != 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
 }
 
 
@@ -183,12 +182,11 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__node *nx, *nw;
     nn_conv3d_desc d;
     int64_t O[3];
-    int attr[10], k, has_bias = bias.id >= 0;
+    int attr[10], k, has_bias = nn__optional(g, "nn_conv3d", bias);
     char sx[128], sw[128];
     in[0] = x;
     in[1] = w;
-    in[2] = bias;
-    if (!nn__check(g, "nn_conv3d", has_bias ? 3 : 2, in)) return nn__tensor(-1);
+    if (has_bias < 0 || !nn__check(g, "nn_conv3d", 2, in)) return nn__tensor(-1);
     if (!nn__expect_f32(g, "nn_conv3d", x, "x") || !nn__expect_f32(g, "nn_conv3d", w, "w")) return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;

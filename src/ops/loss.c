@@ -67,6 +67,7 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     nn_tensor l;
     nn__node *n;
     float a = 0.0f, b = 0.0f;
+    int has_pw;
     if (desc) d = *desc;
     else memset(&d, 0, sizeof d);
     if (!nn__check_same(g, opname, x, t) || !nn__loss_desc_ok(g, opname, &d, kind == NN__L_KL)) return nn__tensor(-1);
@@ -81,13 +82,15 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     if ((kind == NN__L_HUBER && !(a > 0.0f)) || (kind == NN__L_SMOOTH_L1 && !(a >= 0.0f)) ||
         (kind == NN__L_QUANTILE && !(a >= 0.0f && a <= 1.0f)) || (kind == NN__L_FOCAL && !(b >= 0.0f)))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: option %g is out of range", opname, kind == NN__L_FOCAL ? b : a);
-    if (d.has_pos_weight) {
+    has_pw = nn__optional(g, opname, d.pos_weight);
+    if (has_pw < 0 || nn__optional(g, opname, d.weight) < 0) return nn__tensor(-1);
+    if (has_pw) {
         nn_tensor pw = d.pos_weight;
         nn__node *nx, *np;
         int k, fits;
         if (kind != NN__L_BCE_LOGITS)
             return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: pos_weight is for nn_bce_with_logits_loss", opname);
-        if (!nn__check(g, opname, 1, &pw) || !nn__expect_f32(g, opname, pw, "pos_weight")) return nn__tensor(-1);
+        if (!nn__expect_f32(g, opname, pw, "pos_weight")) return nn__tensor(-1);
         nx = nn__n(g, x);
         np = nn__n(g, pw);
         fits = np->shape.ndim <= nx->shape.ndim;
@@ -105,14 +108,11 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     if (l.id < 0) return l;
     n = &g->nodes[l.id];
     n->i[0] = kind;
-    n->i[1] = d.has_pos_weight != 0;
+    n->i[1] = has_pw;
     n->i[2] = d.log_target != 0;
     n->f[0] = a;
     n->f[1] = b;
-    if (d.has_weight) {
-        if (!nn__check(g, opname, 1, &d.weight)) return nn__tensor(-1);
-        l = nn__binary(g, NN__OP_MUL, opname, l, d.weight);
-    }
+    if (d.weight.id != 0) l = nn__binary(g, NN__OP_MUL, opname, l, d.weight);
     return nn__reduce_loss(g, l, &d);
 }
 
@@ -132,7 +132,7 @@ NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_
 static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_tensor x, nn_tensor labels, const nn_loss_desc *desc) {
     nn_loss_desc d;
     nn_tensor rows, den, s;
-    int ins[3], k;
+    int ins[3], k, has_w;
     int64_t C;
     if (desc) d = *desc;
     else memset(&d, 0, sizeof d);
@@ -142,9 +142,12 @@ static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_
     if (!(d.label_smoothing >= 0.0f && d.label_smoothing <= 1.0f) || (log_input && d.label_smoothing != 0.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: label_smoothing %g is not in [0, 1]%s", opname, d.label_smoothing,
                            log_input ? " or is given to NLL, which has none" : "");
-    if (d.has_weight) {
+    has_w = nn__optional(g, opname, d.weight);
+    if (has_w < 0) return nn__tensor(-1);
+    if (d.pos_weight.id != 0) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: pos_weight is for nn_bce_with_logits_loss", opname);
+    if (has_w) {
         nn__node *w;
-        if (!nn__check(g, opname, 1, &d.weight) || !nn__expect_f32(g, opname, d.weight, "weight")) return nn__tensor(-1);
+        if (!nn__expect_f32(g, opname, d.weight, "weight")) return nn__tensor(-1);
         w = nn__n(g, d.weight);
         if (w->shape.ndim != 1 || w->shape.dim[0] != C) {
             char sw[128];
@@ -154,14 +157,14 @@ static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_
     }
     ins[0] = x.id;
     ins[1] = labels.id;
-    ins[2] = d.has_weight ? d.weight.id : -1;
-    rows = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins, d.has_weight ? 3 : 2));
+    ins[2] = has_w ? d.weight.id : -1;
+    rows = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins, has_w ? 3 : 2));
     if (rows.id < 0) return rows;
     g->nodes[rows.id].i[0] = nn__defi(d.ignore_index, -100);
     g->nodes[rows.id].i[1] = log_input;
     g->nodes[rows.id].f[0] = d.label_smoothing;
     if (d.reduction != NN_REDUCTION_MEAN) return nn__reduce_loss(g, rows, &d);
-    den = nn__tensor(nn__new_node(g, NN__OP_CE_WEIGHTS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins + 1, d.has_weight ? 2 : 1));
+    den = nn__tensor(nn__new_node(g, NN__OP_CE_WEIGHTS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins + 1, has_w ? 2 : 1));
     if (den.id < 0) return den;
     g->nodes[den.id].i[0] = g->nodes[rows.id].i[0];
     g->nodes[den.id].i[1] = (int)C;
@@ -188,6 +191,8 @@ static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_i
     if (desc) d = *desc;
     else memset(&d, 0, sizeof d);
     if (!nn__check(g, opname, n_in, x) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
+    if (d.weight.id != 0 || d.pos_weight.id != 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: takes no %s", opname, d.weight.id != 0 ? "weight" : "pos_weight");
     for (k = 0; k < n_in; k++) {
         nn__node *a = nn__n(g, x[0]), *b = nn__n(g, x[k]);
         int target = kind == NN__R_COSINE && k == 2;

@@ -19,12 +19,12 @@ static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_nd
     return 1;
 }
 
-/* An optional tensor of a norm op (gamma, beta, a running statistic): absent (id < 0) or
-   float32 of shape want. */
+/* An optional tensor of a norm op (gamma, beta, a running statistic): NN_NONE or float32
+   of shape want. */
 static int nn__norm_check_vec(nn_graph *g, const char *fn, nn_tensor t, const char *what, const nn_shape *want, const char *sx) {
     nn__node *nt;
     char st[128], sw[128];
-    if (t.id < 0) return 1;
+    if (t.id == 0) return 1;
     if (!nn__check(g, fn, 1, &t)) return 0;
     nt = nn__n(g, t);
     if (nt->dtype == NN_F32 && nn__shape_eq(&nt->shape, want)) return 1;
@@ -51,10 +51,10 @@ static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor g
     if (stats < 0) return nn__tensor(-1);
     in[n_in++] = x.id;
     in[n_in++] = stats;
-    if (gamma.id >= 0) in[n_in++] = gamma.id;
-    if (beta.id >= 0) in[n_in++] = beta.id;
-    i[5] = gamma.id >= 0;
-    i[6] = beta.id >= 0;
+    if (gamma.id > 0) in[n_in++] = gamma.id;
+    if (beta.id > 0) in[n_in++] = beta.id;
+    i[5] = gamma.id > 0;
+    i[6] = beta.id > 0;
     i[7] = const_stats;
     return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), i, f);
 }
@@ -138,7 +138,7 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     char sx[128];
     nn__node *nx;
     nn_shape c;
-    int i[8], k, stats, in[3];
+    int i[8], k, stats, in[3], running;
     float f[4];
     if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx)) return nn__tensor(-1);
     nx = nn__n(g, x);
@@ -153,9 +153,10 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     if (!nn__norm_check_vec(g, "nn_batch_norm", gamma, "gamma", &c, sx) ||
         !nn__norm_check_vec(g, "nn_batch_norm", beta, "beta", &c, sx))
         return nn__tensor(-1);
-    if (d.has_running_stats) {
-        if (d.running_mean.id < 0 || d.running_var.id < 0)
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_batch_norm: has_running_stats without running_mean and running_var");
+    running = d.running_mean.id != 0 || d.running_var.id != 0;
+    if (running) {
+        if (d.running_mean.id == 0 || d.running_var.id == 0)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_batch_norm: running_mean and running_var go together (one is NN_NONE)");
         if (!nn__norm_check_vec(g, "nn_batch_norm", d.running_mean, "running_mean", &c, sx) ||
             !nn__norm_check_vec(g, "nn_batch_norm", d.running_var, "running_var", &c, sx))
             return nn__tensor(-1);
@@ -171,14 +172,14 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     f[1] = d.momentum;
     in[0] = d.running_mean.id;
     in[1] = d.running_var.id;
-    if (g->eval && d.has_running_stats) { /* normalise with the running statistics */
+    if (g->eval && running) { /* normalise with the running statistics */
         stats = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_PACK, NN_F32, nn_shape2(2, i[1]), in, 2)), i, f).id;
         return nn__norm_apply(g, x, stats, gamma, beta, i, f, 1);
     }
     if ((int64_t)i[0] * i[2] < 2) /* PyTorch refuses too: the variance of one value */
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_batch_norm: x %s has 1 value per channel; batch statistics need more", sx);
     stats = nn__norm_stats_node(g, x, i, f);
-    if (stats >= 0 && !g->eval && d.has_running_stats) { /* a root that updates the buffers in place */
+    if (stats >= 0 && !g->eval && running) { /* a root that updates the buffers in place */
         nn_shape none;
         int u;
         memset(&none, 0, sizeof none);
@@ -214,7 +215,6 @@ static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const char *name
         if (t[k].id < 0) return nn__tensor(-1);
     }
     memset(&d, 0, sizeof d);
-    d.has_running_stats = 1;
     d.running_mean = t[2];
     d.running_var = t[3];
     return nn_batch_norm(g, x, t[0], t[1], &d);
