@@ -65,6 +65,7 @@ NN_API nn_shape nn_shape1(int64_t d0);
 NN_API nn_shape nn_shape2(int64_t d0, int64_t d1);
 NN_API nn_shape nn_shape3(int64_t d0, int64_t d1, int64_t d2);
 NN_API nn_shape nn_shape4(int64_t d0, int64_t d1, int64_t d2, int64_t d3);
+NN_API nn_shape nn_shape5(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t d4);
 
 /* ---- descs: zero is the default, NN_ZERO is zero ------------------------------------------
    Every options struct (nn_*_desc, nn_optimizer, nn_lr_schedule) is meant to be zeroed

@@ -36,6 +36,12 @@ NN_API nn_shape nn_shape4(int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
     s.dim[3] = d3;
     return s;
 }
+NN_API nn_shape nn_shape5(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t d4) {
+    nn_shape s = nn_shape4(d0, d1, d2, d3);
+    s.ndim = 5;
+    s.dim[4] = d4;
+    return s;
+}
 NN_API const char *nn_result_string(nn_result r) {
     switch (r) {
     case NN_OK: return "ok";

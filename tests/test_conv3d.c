@@ -4,18 +4,6 @@
 #include "test.h"
 #include <string.h>
 
-static nn_shape shape5(long d0, long d1, long d2, long d3, long d4) {
-    nn_shape s;
-    memset(&s, 0, sizeof s);
-    s.ndim = 5;
-    s.dim[0] = d0;
-    s.dim[1] = d1;
-    s.dim[2] = d2;
-    s.dim[3] = d3;
-    s.dim[4] = d4;
-    return s;
-}
-
 /* conv[0..2] stride d/h/w, conv[3..5] padding d/h/w, conv[6] groups, ip[0..2] dilation d/h/w */
 static nn_tensor b_conv3d(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_conv3d_desc d;
@@ -79,12 +67,12 @@ static void conv3d_cases(const t_env *e) {
         snprintf(name, sizeof name, "conv3d x[%d,%d,%d,%d,%d] w[%d,%d,%d,%d,%d] s%d,%d,%d p%d,%d,%d d%d,%d,%d g%d%s", c[0],
                  c[1], c[2], c[3], c[4], c[5], c[1] / c[18], c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14],
                  c[15], c[16], c[17], c[18], c[19] ? " bias" : "");
-        s = mk(name, b_conv3d, r_conv3d, shape5(c[0], c[5], O[0], O[1], O[2]));
+        s = mk(name, b_conv3d, r_conv3d, nn_shape5(c[0], c[5], O[0], O[1], O[2]));
         memcpy(s.conv, c + 9, 6 * sizeof(int));
         s.conv[6] = c[18];
         memcpy(s.ip, c + 15, 3 * sizeof(int));
-        in_f(&s, shape5(c[0], c[1], c[2], c[3], c[4]));
-        in_f(&s, shape5(c[5], c[1] / c[18], c[6], c[7], c[8]));
+        in_f(&s, nn_shape5(c[0], c[1], c[2], c[3], c[4]));
+        in_f(&s, nn_shape5(c[5], c[1] / c[18], c[6], c[7], c[8]));
         if (c[19]) in_f(&s, nn_shape1(c[5]));
         check_case(e, &s);
     }
@@ -106,7 +94,7 @@ static void conv3d_layer_case(const t_env *e) {
     d.stride_h = d.stride_w = 2;
     d.pad_h = d.pad_w = 1;
     d.groups = 2;
-    x = nn_input(g, "x", NN_F32, shape5(2, 4, 3, 5, 6));
+    x = nn_input(g, "x", NN_F32, nn_shape5(2, 4, 3, 5, 6));
     y = nn_conv3d_layer(g, x, 6, 2, 3, 3, &d, "c3");
     if (!T_CHECK(y.id >= 0, "nn_conv3d_layer failed: %s", nn_last_error(ctx))) goto done;
     ys = nn_tensor_shape(g, y);

@@ -165,18 +165,6 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
 }
 
 
-static nn_shape nn__shape5(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t d4) {
-    nn_shape s;
-    memset(&s, 0, sizeof s);
-    s.ndim = 5;
-    s.dim[0] = d0;
-    s.dim[1] = d1;
-    s.dim[2] = d2;
-    s.dim[3] = d3;
-    s.dim[4] = d4;
-    return s;
-}
-
 NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc) {
     nn_tensor in[3], t;
     nn__node *nx, *nw;
@@ -227,7 +215,7 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         }
     }
     {
-        nn_shape ys = nn__shape5(nx->shape.dim[0], nw->shape.dim[0], O[0], O[1], O[2]);
+        nn_shape ys = nn_shape5(nx->shape.dim[0], nw->shape.dim[0], O[0], O[1], O[2]);
         t = has_bias ? nn__op3(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id, bias.id) : nn__op2(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id);
     }
     if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
@@ -255,7 +243,7 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     init.b = -init.a;
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
-    return nn_conv3d(g, x, nn_param(g, wn, nn__shape5(out_channels, cin, kd, kh, kw), init),
+    return nn_conv3d(g, x, nn_param(g, wn, nn_shape5(out_channels, cin, kd, kh, kw), init),
                      nn_param(g, bn, nn_shape1(out_channels), init), desc);
 }
 
