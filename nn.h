@@ -27,8 +27,8 @@ HOW IT WORKS
     nn_graph_create(ctx, NULL, &g);
     nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(128, 784));
     nn_tensor y = nn_input(g, "y", NN_I32, nn_shape1(128));
-    nn_tensor h = nn_relu(g, nn_dense(g, x, 256, "fc1"));
-    nn_tensor loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 10, "fc2"), y);
+    nn_tensor h = nn_relu(g, nn_dense(g, x, 256, NULL, "fc1"));
+    nn_tensor loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 10, NULL, "fc2"), y);
     nn_compile_desc cd = {0}; cd.loss = loss;     // a zeroed desc: no loss, inference only
     cd.optimizer.kind = NN_OPT_ADAM;
     if (nn_graph_compile(g, &cd) != NN_OK) puts(nn_last_error(ctx));
@@ -302,23 +302,33 @@ NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels);
 /* A running sum kept on the device: each run adds x to it. Reset with nn_tensor_fill(). */
 NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x);
 
-/* Convolution over x [N, C, H, W] (NCHW, PyTorch's layout) with w [K, C/groups, KH, KW]
-   and an optional bias [K] (NN_NONE for none). Zero fields mean stride 1,
-   padding 0, dilation 1, groups 1. Output [N, K, OH, OW] with
-   OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1. */
+/* Convolutions, one desc per dimensionality (nn_conv1d_desc, nn_conv2d_desc,
+   nn_conv3d_desc), PyTorch's F.conv1d/2d/3d and nn.Conv1d/2d/3d. Zero fields mean stride 1,
+   padding 0, dilation 1, groups 1. no_bias is PyTorch's bias=False: the *_layer functions
+   make no NAME.bias; the functional ops then refuse a bias operand, so desc and call never
+   disagree in silence. The layers make NAME.weight [out_channels, C/groups, k...] and
+   NAME.bias [out_channels], both U(+-1/sqrt(fan_in)) as PyTorch initialises them. */
+
+/* 1-D over x [N, C, L] with w [K, C/groups, KL] and an optional bias [K] (NN_NONE: none)
+   -> [N, K, OL], OL = (L + 2*pad - dilation*(KL-1) - 1) / stride + 1. */
+typedef struct nn_conv1d_desc {
+    int stride, pad, dilation, groups;
+    int no_bias;
+} nn_conv1d_desc;
+NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv1d_desc *desc);
+NN_API nn_tensor nn_conv1d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kernel,
+                                 const nn_conv1d_desc *desc, const char *name);
+
+/* 2-D over x [N, C, H, W] (NCHW, PyTorch's layout) with w [K, C/groups, KH, KW] and an
+   optional bias [K] -> [N, K, OH, OW], OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1. */
 typedef struct nn_conv2d_desc {
     int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
+    int no_bias;
 } nn_conv2d_desc;
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
-
-/* PyTorch's Conv2d module: NAME.weight [out_channels, C/groups, kh, kw] and NAME.bias
-   [out_channels], both U(+-1/sqrt(fan_in)) as nn.Conv2d initialises them. */
 NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kh, int kw,
                                  const nn_conv2d_desc *desc, const char *name);
 
-/* 1-D convolution over x [N, C, L] with w [K, C/groups, KL] (the H fields of the desc are
-   ignored): conv2d on [N, C, 1, L]. */
-NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
 /* Transposed convolution (PyTorch's ConvTranspose2d): x [N, Cin, H, W] with
    w [Cin, Cout/groups, KH, KW] and an optional bias [Cout] (NN_NONE: none) ->
    [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h + dilation_h*(KH-1) + output_pad_h + 1;
@@ -327,17 +337,14 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
 NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
                                      int output_pad_h, int output_pad_w);
 
-/* 3-D convolution over x [N, C, D, H, W] (NCDHW, PyTorch's Conv3d) with
-   w [K, C/groups, KD, KH, KW] and an optional bias [K] (NN_NONE: none). Zero fields mean
-   stride 1, padding 0, dilation 1, groups 1. Output [N, K, OD, OH, OW] with
+/* 3-D over x [N, C, D, H, W] (NCDHW, PyTorch's Conv3d) with w [K, C/groups, KD, KH, KW]
+   and an optional bias [K] -> [N, K, OD, OH, OW],
    OD = (D + 2*pad_d - dilation_d*(KD-1) - 1) / stride_d + 1, and so on for H and W. */
 typedef struct nn_conv3d_desc {
     int stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dilation_d, dilation_h, dilation_w, groups;
+    int no_bias;
 } nn_conv3d_desc;
 NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc);
-
-/* PyTorch's Conv3d module: NAME.weight [out_channels, C/groups, kd, kh, kw] and NAME.bias
-   [out_channels], both U(+-1/sqrt(fan_in)) as nn.Conv3d initialises them. */
 NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
                                  const nn_conv3d_desc *desc, const char *name);
 
@@ -504,9 +511,13 @@ NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x
 NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor anchor, nn_tensor positive, nn_tensor negative,
                                         const nn_loss_desc *desc);
 
-/* A fully connected layer: x [B, in] -> [B, out] with parameters NAME.weight [out, in] and
-   NAME.bias [out] (PyTorch's names and layout), initialised as PyTorch's nn.Linear. */
-NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const char *name);
+/* A fully connected layer (PyTorch's nn.Linear): x [B, in] -> [B, out] with parameters
+   NAME.weight [out, in] and NAME.bias [out] (PyTorch's names and layout), initialised as
+   nn.Linear. desc NULL or zeroed: PyTorch's defaults. */
+typedef struct nn_dense_desc {
+    int no_bias;         /* 1: no NAME.bias (PyTorch's bias=False) */
+} nn_dense_desc;
+NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name);
 
 /* ---- compiling and running --------------------------------------------------------------- */
 
@@ -9401,9 +9412,9 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
 }
 
 
-NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const char *name) {
+NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name) {
     char wn[256], bn[256];
-    nn_tensor w, b;
+    nn_tensor w, b, y;
     nn_init init;
     int64_t in_features;
     if (!nn__check(g, "nn_dense", 1, &x) || !nn__expect_f32(g, "nn_dense", x, "x")) return nn__tensor(-1);
@@ -9421,8 +9432,10 @@ NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const 
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
     w = nn_param(g, wn, nn_shape2(out_features, in_features), init);
+    y = nn_matmul(g, x, w, 0, 1);
+    if (desc && desc->no_bias) return y;
     b = nn_param(g, bn, nn_shape1(out_features), init);
-    return nn_add(g, nn_matmul(g, x, w, 0, 1), b);
+    return nn_add(g, y, b);
 }
 
 
@@ -10905,6 +10918,13 @@ static void nn__conv2d_attrs(const nn_conv2d_desc *d, int attr[7]) {
     attr[6] = nn__defi(d->groups, 1);
 }
 
+/* A bias operand given with no_bias set: the desc and the call disagree. */
+static int nn__no_bias_conflict(nn_graph *g, const char *op, int no_bias, nn_tensor bias) {
+    if (!no_bias || bias.id == 0) return 0;
+    nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a bias operand with no_bias set in the desc", op);
+    return 1;
+}
+
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
     nn_tensor in[3], t;
     nn__node *nx, *nw;
@@ -10918,6 +10938,7 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     if (!nn__expect_f32(g, "nn_conv2d", x, "x") || !nn__expect_f32(g, "nn_conv2d", w, "w")) return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
+    if (nn__no_bias_conflict(g, "nn_conv2d", d.no_bias, bias)) return nn__tensor(-1);
     nn__conv2d_attrs(&d, attr);
     nx = nn__n(g, x);
     nw = nn__n(g, w);
@@ -10971,11 +10992,24 @@ NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
     return nn_conv2d(g, x, nn_param(g, wn, nn_shape4(out_channels, cin, kh, kw), init),
-                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+                     desc && desc->no_bias ? nn__tensor(0) : nn_param(g, bn, nn_shape1(out_channels), init), desc);
 }
 
-NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
+/* conv1d is conv2d on [N, C, 1, L] with the H fields at their identities. */
+static nn_conv2d_desc nn__conv1d_as_2d(const nn_conv1d_desc *desc) {
     nn_conv2d_desc d;
+    memset(&d, 0, sizeof d);
+    if (!desc) return d;
+    d.stride_w = desc->stride;
+    d.pad_w = desc->pad;
+    d.dilation_w = desc->dilation;
+    d.groups = desc->groups;
+    d.no_bias = desc->no_bias;
+    return d;
+}
+
+NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv1d_desc *desc) {
+    nn_conv2d_desc d = nn__conv1d_as_2d(desc);
     nn_shape xs, ws;
     nn_tensor in[2], y;
     in[0] = x;
@@ -10989,10 +11023,6 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         nn__shape_str(&ws, b, sizeof b);
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: x %s must be [N, C, L] and w %s [K, C/groups, KL]", a, b);
     }
-    memset(&d, 0, sizeof d);
-    if (desc) d = *desc;
-    d.stride_h = d.dilation_h = 1;
-    d.pad_h = 0;
     y = nn_conv2d(g, nn_reshape(g, x, nn_shape4(xs.dim[0], xs.dim[1], 1, xs.dim[2])),
                   nn_reshape(g, w, nn_shape4(ws.dim[0], ws.dim[1], 1, ws.dim[2])), bias, &d);
     if (y.id < 0) return y;
@@ -11017,6 +11047,29 @@ static nn_tensor nn__channel_bias(nn_graph *g, const char *op, nn_tensor x, nn_t
     return nn__op2(g, NN__OP_CHANNEL_BIAS, NN_F32, nx->shape, x.id, b.id);
 }
 
+/* nn.Conv1d: NAME.weight [out_channels, C/groups, kernel] and NAME.bias [out_channels]. */
+NN_API nn_tensor nn_conv1d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kernel, const nn_conv1d_desc *desc,
+                                 const char *name) {
+    char wn[256], bn[256], sx[128];
+    nn_init init;
+    int64_t cin, groups = desc ? nn__defi(desc->groups, 1) : 1;
+    if (!nn__check(g, "nn_conv1d_layer", 1, &x)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv1d_layer: needs a name (at most 200 chars)");
+    nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+    if (nn__n(g, x)->shape.ndim != 3 || kernel < 1 || out_channels < 1 || groups < 1 || nn__n(g, x)->shape.dim[1] % groups)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d_layer %s: x %s must be [N, C, L] with C divisible by groups, kernel %d",
+                           name, sx, kernel);
+    cin = nn__n(g, x)->shape.dim[1] / groups;
+    init.kind = NN_INIT_UNIFORM; /* as nn.Conv1d: U(+-1/sqrt(fan_in)), the bias too */
+    init.a = (float)(-1.0 / sqrt((double)(cin * kernel)));
+    init.b = -init.a;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    return nn_conv1d(g, x, nn_param(g, wn, nn_shape3(out_channels, cin, kernel), init),
+                     desc && desc->no_bias ? nn__tensor(0) : nn_param(g, bn, nn_shape1(out_channels), init), desc);
+}
+
 NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
                                      int output_pad_h, int output_pad_w) {
     nn_tensor in[2], t;
@@ -11032,6 +11085,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
         return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
+    if (nn__no_bias_conflict(g, "nn_conv_transpose2d", d.no_bias, bias)) return nn__tensor(-1);
     nn__conv2d_attrs(&d, attr);
     xs = nn__n(g, x)->shape;
     ws = nn__n(g, w)->shape;
@@ -11070,6 +11124,7 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     if (!nn__expect_f32(g, "nn_conv3d", x, "x") || !nn__expect_f32(g, "nn_conv3d", w, "w")) return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
+    if (nn__no_bias_conflict(g, "nn_conv3d", d.no_bias, bias)) return nn__tensor(-1);
     /* node->i: stride d/h/w, pad d/h/w, dilation d/h/w, groups */
     attr[0] = nn__defi(d.stride_d, 1);
     attr[1] = nn__defi(d.stride_h, 1);
@@ -11136,7 +11191,7 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
     return nn_conv3d(g, x, nn_param(g, wn, nn_shape5(out_channels, cin, kd, kh, kw), init),
-                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+                     desc && desc->no_bias ? nn__tensor(0) : nn_param(g, bn, nn_shape1(out_channels), init), desc);
 }
 
 

@@ -165,9 +165,9 @@ static nn_result mlp_build(nn_context *ctx, mlp *m) {
     m->y_all = nn_input(m->g, "y_all", NN_I32, nn_shape1(TRAIN_N));
     m->idx = nn_input(m->g, "idx", NN_I32, nn_shape1(BATCH));
     yb = nn_gather_rows(m->g, m->y_all, m->idx);
-    h = nn_relu(m->g, nn_dense(m->g, nn_gather_rows(m->g, m->x_all, m->idx), 256, "fc1"));
-    h = nn_relu(m->g, nn_dense(m->g, h, 128, "fc2"));
-    logits = nn_dense(m->g, h, 10, "fc3");
+    h = nn_relu(m->g, nn_dense(m->g, nn_gather_rows(m->g, m->x_all, m->idx), 256, NULL, "fc1"));
+    h = nn_relu(m->g, nn_dense(m->g, h, 128, NULL, "fc2"));
+    logits = nn_dense(m->g, h, 10, NULL, "fc3");
     loss = nn_softmax_cross_entropy(m->g, logits, yb);
     nn_accumulate(m->g, loss);
     nn_accumulate(m->g, nn_accuracy(m->g, logits, yb));
@@ -374,8 +374,8 @@ static int bench_cnn(const char *sel) {
         yb = nn_gather_rows(g, y_all, idx);
         h = cnn_block(g, nn_gather_rows(g, x_all, idx), 32, "conv1", "bn1");
         h = cnn_block(g, h, 64, "conv2", "bn2");
-        h = nn_dropout(g, nn_relu(g, nn_dense(g, nn_flatten(g, h), 128, "fc1")), 0.25f);
-        logits = nn_dense(g, h, 10, "fc2");
+        h = nn_dropout(g, nn_relu(g, nn_dense(g, nn_flatten(g, h), 128, NULL, "fc1")), 0.25f);
+        logits = nn_dense(g, h, 10, NULL, "fc2");
         loss = nn_softmax_cross_entropy(g, logits, yb);
         nn_accumulate(g, loss);
         nn_accumulate(g, nn_accuracy(g, logits, yb));

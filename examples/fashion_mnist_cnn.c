@@ -61,9 +61,9 @@ static nn_tensor conv_block(nn_graph *g, nn_tensor x, int64_t channels, const ch
 static nn_tensor cnn(nn_graph *g, nn_tensor x) {
     nn_tensor h = conv_block(g, x, 32, "conv1", "bn1"); /* [B, 32, 14, 14] */
     h = conv_block(g, h, 64, "conv2", "bn2");           /* [B, 64, 7, 7] */
-    h = nn_relu(g, nn_dense(g, nn_flatten(g, h), 128, "fc1"));
+    h = nn_relu(g, nn_dense(g, nn_flatten(g, h), 128, NULL, "fc1"));
     h = nn_dropout(g, h, 0.25f);
-    return nn_dense(g, h, CLASSES, "fc2");
+    return nn_dense(g, h, CLASSES, NULL, "fc2");
 }
 
 /* The learning rate of step t of total: cosine decay from LR_MAX (t = 0) to LR_MIN (the last). */

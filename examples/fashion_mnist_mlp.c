@@ -45,9 +45,9 @@
 
 /* Both graphs call this; the second (share_params) finds fc1..fc3 by name. */
 static nn_tensor mlp(nn_graph *g, nn_tensor x) {
-    nn_tensor h = nn_relu(g, nn_dense(g, x, 256, "fc1"));
-    h = nn_relu(g, nn_dense(g, h, 128, "fc2"));
-    return nn_dense(g, h, CLASSES, "fc3");
+    nn_tensor h = nn_relu(g, nn_dense(g, x, 256, NULL, "fc1"));
+    h = nn_relu(g, nn_dense(g, h, 128, NULL, "fc2"));
+    return nn_dense(g, h, CLASSES, NULL, "fc3");
 }
 
 /* The learning rate of step t of total: cosine decay from LR_MAX (t = 0) to LR_MIN (the last). */

@@ -43,7 +43,7 @@ int main(void) {
        a bad shape makes a failed tensor and nn_graph_compile() reports the first error. */
     x = nn_input(g, "x", NN_F32, nn_shape2(4, 2));
     y = nn_input(g, "y", NN_F32, nn_shape2(4, 1));
-    logits = nn_dense(g, nn_tanh(g, nn_dense(g, x, 8, "fc1")), 1, "fc2");
+    logits = nn_dense(g, nn_tanh(g, nn_dense(g, x, 8, NULL, "fc1")), 1, NULL, "fc2");
     loss = nn_bce_with_logits(g, logits, y);
     prob = nn_sigmoid(g, logits);
     nn_output(g, loss); /* keep both readable after a step */

@@ -217,23 +217,33 @@ NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels);
 /* A running sum kept on the device: each run adds x to it. Reset with nn_tensor_fill(). */
 NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x);
 
-/* Convolution over x [N, C, H, W] (NCHW, PyTorch's layout) with w [K, C/groups, KH, KW]
-   and an optional bias [K] (NN_NONE for none). Zero fields mean stride 1,
-   padding 0, dilation 1, groups 1. Output [N, K, OH, OW] with
-   OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1. */
+/* Convolutions, one desc per dimensionality (nn_conv1d_desc, nn_conv2d_desc,
+   nn_conv3d_desc), PyTorch's F.conv1d/2d/3d and nn.Conv1d/2d/3d. Zero fields mean stride 1,
+   padding 0, dilation 1, groups 1. no_bias is PyTorch's bias=False: the *_layer functions
+   make no NAME.bias; the functional ops then refuse a bias operand, so desc and call never
+   disagree in silence. The layers make NAME.weight [out_channels, C/groups, k...] and
+   NAME.bias [out_channels], both U(+-1/sqrt(fan_in)) as PyTorch initialises them. */
+
+/* 1-D over x [N, C, L] with w [K, C/groups, KL] and an optional bias [K] (NN_NONE: none)
+   -> [N, K, OL], OL = (L + 2*pad - dilation*(KL-1) - 1) / stride + 1. */
+typedef struct nn_conv1d_desc {
+    int stride, pad, dilation, groups;
+    int no_bias;
+} nn_conv1d_desc;
+NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv1d_desc *desc);
+NN_API nn_tensor nn_conv1d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kernel,
+                                 const nn_conv1d_desc *desc, const char *name);
+
+/* 2-D over x [N, C, H, W] (NCHW, PyTorch's layout) with w [K, C/groups, KH, KW] and an
+   optional bias [K] -> [N, K, OH, OW], OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1. */
 typedef struct nn_conv2d_desc {
     int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
+    int no_bias;
 } nn_conv2d_desc;
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
-
-/* PyTorch's Conv2d module: NAME.weight [out_channels, C/groups, kh, kw] and NAME.bias
-   [out_channels], both U(+-1/sqrt(fan_in)) as nn.Conv2d initialises them. */
 NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kh, int kw,
                                  const nn_conv2d_desc *desc, const char *name);
 
-/* 1-D convolution over x [N, C, L] with w [K, C/groups, KL] (the H fields of the desc are
-   ignored): conv2d on [N, C, 1, L]. */
-NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
 /* Transposed convolution (PyTorch's ConvTranspose2d): x [N, Cin, H, W] with
    w [Cin, Cout/groups, KH, KW] and an optional bias [Cout] (NN_NONE: none) ->
    [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h + dilation_h*(KH-1) + output_pad_h + 1;
@@ -242,17 +252,14 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
 NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
                                      int output_pad_h, int output_pad_w);
 
-/* 3-D convolution over x [N, C, D, H, W] (NCDHW, PyTorch's Conv3d) with
-   w [K, C/groups, KD, KH, KW] and an optional bias [K] (NN_NONE: none). Zero fields mean
-   stride 1, padding 0, dilation 1, groups 1. Output [N, K, OD, OH, OW] with
+/* 3-D over x [N, C, D, H, W] (NCDHW, PyTorch's Conv3d) with w [K, C/groups, KD, KH, KW]
+   and an optional bias [K] -> [N, K, OD, OH, OW],
    OD = (D + 2*pad_d - dilation_d*(KD-1) - 1) / stride_d + 1, and so on for H and W. */
 typedef struct nn_conv3d_desc {
     int stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dilation_d, dilation_h, dilation_w, groups;
+    int no_bias;
 } nn_conv3d_desc;
 NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc);
-
-/* PyTorch's Conv3d module: NAME.weight [out_channels, C/groups, kd, kh, kw] and NAME.bias
-   [out_channels], both U(+-1/sqrt(fan_in)) as nn.Conv3d initialises them. */
 NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
                                  const nn_conv3d_desc *desc, const char *name);
 
@@ -419,9 +426,13 @@ NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x
 NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor anchor, nn_tensor positive, nn_tensor negative,
                                         const nn_loss_desc *desc);
 
-/* A fully connected layer: x [B, in] -> [B, out] with parameters NAME.weight [out, in] and
-   NAME.bias [out] (PyTorch's names and layout), initialised as PyTorch's nn.Linear. */
-NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const char *name);
+/* A fully connected layer (PyTorch's nn.Linear): x [B, in] -> [B, out] with parameters
+   NAME.weight [out, in] and NAME.bias [out] (PyTorch's names and layout), initialised as
+   nn.Linear. desc NULL or zeroed: PyTorch's defaults. */
+typedef struct nn_dense_desc {
+    int no_bias;         /* 1: no NAME.bias (PyTorch's bias=False) */
+} nn_dense_desc;
+NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name);
 
 /* ---- compiling and running --------------------------------------------------------------- */
 

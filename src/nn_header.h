@@ -21,8 +21,8 @@ HOW IT WORKS
     nn_graph_create(ctx, NULL, &g);
     nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(128, 784));
     nn_tensor y = nn_input(g, "y", NN_I32, nn_shape1(128));
-    nn_tensor h = nn_relu(g, nn_dense(g, x, 256, "fc1"));
-    nn_tensor loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 10, "fc2"), y);
+    nn_tensor h = nn_relu(g, nn_dense(g, x, 256, NULL, "fc1"));
+    nn_tensor loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 10, NULL, "fc2"), y);
     nn_compile_desc cd = {0}; cd.loss = loss;     // a zeroed desc: no loss, inference only
     cd.optimizer.kind = NN_OPT_ADAM;
     if (nn_graph_compile(g, &cd) != NN_OK) puts(nn_last_error(ctx));

@@ -41,9 +41,9 @@ static nn_result build(nn_context *ctx, mlp *m, int train) {
     if (r != NN_OK) return r;
     m->x = nn_input(m->g, "x", NN_F32, nn_shape2(B, 784));
     m->y = nn_input(m->g, "y", NN_I32, nn_shape1(B));
-    h = nn_relu(m->g, nn_dense(m->g, m->x, 256, "fc1"));
-    h = nn_relu(m->g, nn_dense(m->g, h, 128, "fc2"));
-    m->loss = nn_softmax_cross_entropy(m->g, nn_dense(m->g, h, 10, "fc3"), m->y);
+    h = nn_relu(m->g, nn_dense(m->g, m->x, 256, NULL, "fc1"));
+    h = nn_relu(m->g, nn_dense(m->g, h, 128, NULL, "fc2"));
+    m->loss = nn_softmax_cross_entropy(m->g, nn_dense(m->g, h, 10, NULL, "fc3"), m->y);
     memset(&cd, 0, sizeof cd);
     cd.loss = m->loss;
     cd.optimizer.kind = train ? NN_OPT_ADAM : NN_OPT_NONE;

@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
     d.log_level = 1;
     if (nn_context_create(&ctx, &d) != NN_OK || nn_graph_create(ctx, NULL, &g) != NN_OK) return 1;
     xt = nn_input(g, "x", NN_F32, nn_shape2(2, 4));
-    yt = nn_dense(g, nn_relu(g, nn_dense(g, xt, 3, "0")), 2, "2");
+    yt = nn_dense(g, nn_relu(g, nn_dense(g, xt, 3, NULL, "0")), 2, NULL, "2");
     nn_output(g, yt);
     if (nn_load_safetensors(g, argv[1], 0) != NN_OK || nn_graph_compile(g, &c) != NN_OK ||
         nn_tensor_write(g, xt, x, sizeof x) != NN_OK || nn_graph_forward(g) != NN_OK ||

@@ -336,6 +336,91 @@ done:
     t_end();
 }
 
+/* ---- layers: per-dimension conv descs, bias = False ---- */
+
+/* nn_conv1d_layer(no_bias = k & 1) and nn_dense against references computed from the
+   parameters read back: y[n, o, l] = sum w[o, c, j] x[n, c, l*stride + j] (+ b[o]). */
+static void check_layers_bias(const t_env *e) {
+    enum { N = 2, C = 3, L = 9, O = 4, KL = 3, S = 2, OL = (L - KL) / S + 1, F = 5 };
+    nn_context *ctx = e->ctx;
+    float xv[N * C * L], y[N * O * OL], w[O * C * KL], b[O], xd[N * F], yd[N * O], wd[O * F], bd[O];
+    int k, n, o, l, c, j;
+    t_begin(e, "layers: conv1d stride is honoured; no_bias makes no NAME.bias (dense, conv1d/2d/3d)");
+    for (k = 0; k < N * C * L; k++) xv[k] = (float)t_uniform(-1, 1);
+    for (k = 0; k < N * F; k++) xd[k] = (float)t_uniform(-1, 1);
+    for (k = 0; k < 2; k++) {
+        nn_graph *g = NULL;
+        nn_conv1d_desc d1;
+        nn_dense_desc dd;
+        nn_tensor x, xdt, yc, ydt;
+        nn_compile_desc cd;
+        double err = 0;
+        if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) break;
+        memset(&d1, 0, sizeof d1);
+        memset(&dd, 0, sizeof dd);
+        d1.stride = S;
+        d1.no_bias = dd.no_bias = k;
+        x = nn_input(g, "x", NN_F32, nn_shape3(N, C, L));
+        xdt = nn_input(g, "xd", NN_F32, nn_shape2(N, F));
+        yc = nn_conv1d_layer(g, x, O, KL, &d1, "c1");
+        ydt = nn_dense(g, xdt, O, &dd, "fc");
+        nn_output(g, yc);
+        nn_output(g, ydt);
+        T_CHECK((nn_find(g, "c1.bias").id == 0) == k && (nn_find(g, "fc.bias").id == 0) == k,
+                "no_bias %d: c1.bias %d, fc.bias %d", k, nn_find(g, "c1.bias").id, nn_find(g, "fc.bias").id);
+        memset(&cd, 0, sizeof cd);
+        if (!T_OK(nn_graph_compile(g, &cd), ctx) || !T_OK(nn_tensor_write(g, x, xv, sizeof xv), ctx) ||
+            !T_OK(nn_tensor_write(g, xdt, xd, sizeof xd), ctx) || !T_OK(nn_graph_forward(g), ctx) ||
+            !T_OK(nn_tensor_read(g, yc, y, sizeof y), ctx) || !T_OK(nn_tensor_read(g, nn_find(g, "c1.weight"), w, sizeof w), ctx) ||
+            !T_OK(nn_tensor_read(g, ydt, yd, sizeof yd), ctx) || !T_OK(nn_tensor_read(g, nn_find(g, "fc.weight"), wd, sizeof wd), ctx)) {
+            nn_graph_destroy(g);
+            break;
+        }
+        memset(b, 0, sizeof b);
+        memset(bd, 0, sizeof bd);
+        if (!k) {
+            T_OK(nn_tensor_read(g, nn_find(g, "c1.bias"), b, sizeof b), ctx);
+            T_OK(nn_tensor_read(g, nn_find(g, "fc.bias"), bd, sizeof bd), ctx);
+        }
+        for (n = 0; n < N; n++)
+            for (o = 0; o < O; o++) {
+                double acc = bd[o];
+                for (j = 0; j < F; j++) acc += (double)wd[o * F + j] * xd[n * F + j];
+                err = fmax(err, fabs(acc - yd[n * O + o]));
+                for (l = 0; l < OL; l++) {
+                    acc = b[o];
+                    for (c = 0; c < C; c++)
+                        for (j = 0; j < KL; j++) acc += (double)w[(o * C + c) * KL + j] * xv[(n * C + c) * L + l * S + j];
+                    err = fmax(err, fabs(acc - y[(n * O + o) * OL + l]));
+                }
+            }
+        T_CHECK(err < 1e-5, "no_bias %d: outputs differ from the reference by %.3g", k, err);
+        nn_graph_destroy(g);
+    }
+    {   /* the 2-D and 3-D layers, and a functional conv given a bias with no_bias set */
+        nn_graph *g = NULL;
+        nn_conv2d_desc d2;
+        nn_conv3d_desc d3;
+        nn_tensor x2, x3;
+        memset(&d2, 0, sizeof d2);
+        memset(&d3, 0, sizeof d3);
+        d2.no_bias = d3.no_bias = 1;
+        if (T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
+            x2 = nn_input(g, "x2", NN_F32, nn_shape4(1, 2, 5, 5));
+            x3 = nn_input(g, "x3", NN_F32, nn_shape5(1, 2, 3, 4, 4));
+            T_CHECK(nn_conv2d_layer(g, x2, 3, 3, 3, &d2, "c2").id > 0 && nn_conv3d_layer(g, x3, 3, 1, 3, 3, &d3, "c3").id > 0,
+                    "layers without bias: %s", nn_last_error(ctx));
+            T_CHECK(nn_find(g, "c2.weight").id > 0 && nn_find(g, "c2.bias").id == 0 && nn_find(g, "c3.bias").id == 0,
+                    "a bias was made with no_bias");
+            T_CHECK(nn_conv2d(g, x2, nn_find(g, "c2.weight"), nn_input(g, "b", NN_F32, nn_shape1(3)), &d2).id < 0 &&
+                        nn_graph_status(g) == NN_ERR_INVALID_ARGUMENT && strstr(nn_last_error(ctx), "no_bias"),
+                    "conv2d with a bias and no_bias: \"%s\"", nn_last_error(ctx));
+            nn_graph_destroy(g);
+        }
+    }
+    t_end();
+}
+
 void suite_api(const t_env *e) {
     check_norm_eps(e);
     check_loss_zero(e);
@@ -344,4 +429,5 @@ void suite_api(const t_env *e) {
     check_seed_zero(e);
     check_none_loss(e);
     check_none_operands(e);
+    check_layers_bias(e);
 }

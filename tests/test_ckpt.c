@@ -85,9 +85,9 @@ static int ck_build(nn_context *ctx, const nn_optimizer *opt, ck_run *run) {
     dd.batch = CK_BATCH;
     dd.shuffle = 1;
     if (nn_dataset_create(run->g, &dd, &run->ds) != NN_OK) return 0;
-    h = nn_relu(run->g, nn_dense(run->g, nn_dataset_x(run->ds), 16, "fc1"));
+    h = nn_relu(run->g, nn_dense(run->g, nn_dataset_x(run->ds), 16, NULL, "fc1"));
     h = nn_dropout(run->g, h, 0.3f);
-    logits = nn_dense(run->g, h, CK_CLASSES, "fc2");
+    logits = nn_dense(run->g, h, CK_CLASSES, NULL, "fc2");
     loss = nn_softmax_cross_entropy(run->g, logits, nn_dataset_y(run->ds));
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;

@@ -7,8 +7,8 @@
 /* conv[0..2] stride d/h/w, conv[3..5] padding d/h/w, conv[6] groups, ip[0..2] dilation d/h/w */
 static nn_tensor b_conv3d(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_conv3d_desc d;
-    nn_tensor none;
-    none = NN_NONE;
+    nn_tensor none = NN_NONE;
+    memset(&d, 0, sizeof d);
     d.stride_d = s->conv[0];
     d.stride_h = s->conv[1];
     d.stride_w = s->conv[2];

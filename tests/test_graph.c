@@ -21,7 +21,7 @@ static void test_xor(const t_env *e) {
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape2(4, 2));
     y = nn_input(g, "y", NN_F32, nn_shape2(4, 1));
-    logits = nn_dense(g, nn_tanh(g, nn_dense(g, x, 16, "fc1")), 1, "fc2");
+    logits = nn_dense(g, nn_tanh(g, nn_dense(g, x, 16, NULL, "fc1")), 1, NULL, "fc2");
     loss = nn_bce_with_logits(g, logits, y);
     nn_output(g, logits);
     memset(&cd, 0, sizeof cd);
@@ -69,7 +69,7 @@ static void test_resident_training(const t_env *e) {
     idx = nn_input(g, "idx", NN_I32, nn_shape1(B));
     xb = nn_gather_rows(g, data, idx);
     yb = nn_input(g, "yb", NN_I32, nn_shape1(B));
-    logits = nn_dense(g, nn_relu(g, nn_dense(g, xb, 64, "fc1")), C, "fc2");
+    logits = nn_dense(g, nn_relu(g, nn_dense(g, xb, 64, NULL, "fc1")), C, NULL, "fc2");
     loss = nn_softmax_cross_entropy(g, logits, yb);
     lsum = nn_accumulate(g, loss);
     acc = nn_accumulate(g, nn_accuracy(g, logits, yb));
@@ -122,7 +122,7 @@ static void test_resident_training(const t_env *e) {
     if (!T_OK(nn_graph_create(ctx, &gd, &ev), ctx)) goto done;
     edata = nn_input(ev, "data", NN_F32, nn_shape2(N, D));
     eidx = nn_input(ev, "idx", NN_I32, nn_shape1(EB));
-    eout = nn_dense(ev, nn_relu(ev, nn_dense(ev, nn_gather_rows(ev, edata, eidx), 64, "fc1")), C, "fc2");
+    eout = nn_dense(ev, nn_relu(ev, nn_dense(ev, nn_gather_rows(ev, edata, eidx), 64, NULL, "fc1")), C, NULL, "fc2");
     nn_output(ev, eout);
     if (!T_OK(nn_graph_compile(ev, NULL), ctx)) goto done;
     T_OK(nn_tensor_write(ev, edata, X, N * D * 4), ctx);

@@ -186,8 +186,8 @@ static void r_dropout(const spec *s, double *const *in, double *out) {
 
 static nn_tensor b_conv2d(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_conv2d_desc d;
-    nn_tensor none;
-    none = NN_NONE;
+    nn_tensor none = NN_NONE;
+    memset(&d, 0, sizeof d);
     d.stride_h = s->conv[0];
     d.stride_w = s->conv[1];
     d.pad_h = s->conv[2];
@@ -221,13 +221,12 @@ static void r_conv2d(const spec *s, double *const *in, double *out) {
 }
 
 static nn_tensor b_conv1d(nn_graph *g, const nn_tensor *in, const spec *s) {
-    nn_conv2d_desc d;
-    nn_tensor none;
-    none = NN_NONE;
+    nn_conv1d_desc d;
+    nn_tensor none = NN_NONE;
     memset(&d, 0, sizeof d);
-    d.stride_w = s->conv[1];
-    d.pad_w = s->conv[3];
-    d.dilation_w = s->conv[5];
+    d.stride = s->conv[1];
+    d.pad = s->conv[3];
+    d.dilation = s->conv[5];
     d.groups = s->conv[6];
     return nn_conv1d(g, in[0], in[1], s->n_in > 2 ? in[2] : none, &d);
 }
@@ -244,8 +243,8 @@ static void r_conv1d(const spec *s, double *const *in, double *out) {
 /* conv_transpose2d: x [N, Cin, H, W], w [Cin, Cout/G, KH, KW]; ip[0..1] output padding */
 static nn_tensor b_convt(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_conv2d_desc d;
-    nn_tensor none;
-    none = NN_NONE;
+    nn_tensor none = NN_NONE;
+    memset(&d, 0, sizeof d);
     d.stride_h = s->conv[0];
     d.stride_w = s->conv[1];
     d.pad_h = s->conv[2];

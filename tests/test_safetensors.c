@@ -90,7 +90,7 @@ static nn_graph *st_net(nn_context *ctx, uint64_t seed, int64_t out1, int extra,
     gd.seed = seed;
     if (nn_graph_create(ctx, &gd, &g) != NN_OK) return NULL;
     x = nn_input(g, "x", NN_F32, nn_shape2(4, 3));
-    y = nn_dense(g, nn_relu(g, nn_dense(g, x, out1, "fc1")), 2, "fc2");
+    y = nn_dense(g, nn_relu(g, nn_dense(g, x, out1, NULL, "fc1")), 2, NULL, "fc2");
     nn_output(g, y);
     if (out) *out = y;
     if (extra) {
@@ -265,7 +265,7 @@ static void test_torch_files(const t_env *e) {
         const float *ew = round == 1 ? torch_w16 : torch_w, *eb = round == 1 ? torch_b16 : torch_b;
         if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
         x = nn_input(g, "x", NN_F32, nn_shape2(1, 3));
-        nn_output(g, nn_dense(g, x, 2, "fc"));
+        nn_output(g, nn_dense(g, x, 2, NULL, "fc"));
         w = nn_find(g, "fc.weight");
         b = nn_find(g, "fc.bias");
         if (!T_CHECK(st_write(path, bytes, n), "write failed")) goto done;

@@ -13,6 +13,13 @@ static void nn__conv2d_attrs(const nn_conv2d_desc *d, int attr[7]) {
     attr[6] = nn__defi(d->groups, 1);
 }
 
+/* A bias operand given with no_bias set: the desc and the call disagree. */
+static int nn__no_bias_conflict(nn_graph *g, const char *op, int no_bias, nn_tensor bias) {
+    if (!no_bias || bias.id == 0) return 0;
+    nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a bias operand with no_bias set in the desc", op);
+    return 1;
+}
+
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
     nn_tensor in[3], t;
     nn__node *nx, *nw;
@@ -26,6 +33,7 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     if (!nn__expect_f32(g, "nn_conv2d", x, "x") || !nn__expect_f32(g, "nn_conv2d", w, "w")) return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
+    if (nn__no_bias_conflict(g, "nn_conv2d", d.no_bias, bias)) return nn__tensor(-1);
     nn__conv2d_attrs(&d, attr);
     nx = nn__n(g, x);
     nw = nn__n(g, w);
@@ -79,11 +87,24 @@ NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
     return nn_conv2d(g, x, nn_param(g, wn, nn_shape4(out_channels, cin, kh, kw), init),
-                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+                     desc && desc->no_bias ? nn__tensor(0) : nn_param(g, bn, nn_shape1(out_channels), init), desc);
 }
 
-NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
+/* conv1d is conv2d on [N, C, 1, L] with the H fields at their identities. */
+static nn_conv2d_desc nn__conv1d_as_2d(const nn_conv1d_desc *desc) {
     nn_conv2d_desc d;
+    memset(&d, 0, sizeof d);
+    if (!desc) return d;
+    d.stride_w = desc->stride;
+    d.pad_w = desc->pad;
+    d.dilation_w = desc->dilation;
+    d.groups = desc->groups;
+    d.no_bias = desc->no_bias;
+    return d;
+}
+
+NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv1d_desc *desc) {
+    nn_conv2d_desc d = nn__conv1d_as_2d(desc);
     nn_shape xs, ws;
     nn_tensor in[2], y;
     in[0] = x;
@@ -97,10 +118,6 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         nn__shape_str(&ws, b, sizeof b);
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: x %s must be [N, C, L] and w %s [K, C/groups, KL]", a, b);
     }
-    memset(&d, 0, sizeof d);
-    if (desc) d = *desc;
-    d.stride_h = d.dilation_h = 1;
-    d.pad_h = 0;
     y = nn_conv2d(g, nn_reshape(g, x, nn_shape4(xs.dim[0], xs.dim[1], 1, xs.dim[2])),
                   nn_reshape(g, w, nn_shape4(ws.dim[0], ws.dim[1], 1, ws.dim[2])), bias, &d);
     if (y.id < 0) return y;
@@ -125,6 +142,29 @@ static nn_tensor nn__channel_bias(nn_graph *g, const char *op, nn_tensor x, nn_t
     return nn__op2(g, NN__OP_CHANNEL_BIAS, NN_F32, nx->shape, x.id, b.id);
 }
 
+/* nn.Conv1d: NAME.weight [out_channels, C/groups, kernel] and NAME.bias [out_channels]. */
+NN_API nn_tensor nn_conv1d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kernel, const nn_conv1d_desc *desc,
+                                 const char *name) {
+    char wn[256], bn[256], sx[128];
+    nn_init init;
+    int64_t cin, groups = desc ? nn__defi(desc->groups, 1) : 1;
+    if (!nn__check(g, "nn_conv1d_layer", 1, &x)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv1d_layer: needs a name (at most 200 chars)");
+    nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+    if (nn__n(g, x)->shape.ndim != 3 || kernel < 1 || out_channels < 1 || groups < 1 || nn__n(g, x)->shape.dim[1] % groups)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d_layer %s: x %s must be [N, C, L] with C divisible by groups, kernel %d",
+                           name, sx, kernel);
+    cin = nn__n(g, x)->shape.dim[1] / groups;
+    init.kind = NN_INIT_UNIFORM; /* as nn.Conv1d: U(+-1/sqrt(fan_in)), the bias too */
+    init.a = (float)(-1.0 / sqrt((double)(cin * kernel)));
+    init.b = -init.a;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    return nn_conv1d(g, x, nn_param(g, wn, nn_shape3(out_channels, cin, kernel), init),
+                     desc && desc->no_bias ? nn__tensor(0) : nn_param(g, bn, nn_shape1(out_channels), init), desc);
+}
+
 NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
                                      int output_pad_h, int output_pad_w) {
     nn_tensor in[2], t;
@@ -140,6 +180,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
         return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
+    if (nn__no_bias_conflict(g, "nn_conv_transpose2d", d.no_bias, bias)) return nn__tensor(-1);
     nn__conv2d_attrs(&d, attr);
     xs = nn__n(g, x)->shape;
     ws = nn__n(g, w)->shape;
@@ -178,6 +219,7 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     if (!nn__expect_f32(g, "nn_conv3d", x, "x") || !nn__expect_f32(g, "nn_conv3d", w, "w")) return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
+    if (nn__no_bias_conflict(g, "nn_conv3d", d.no_bias, bias)) return nn__tensor(-1);
     /* node->i: stride d/h/w, pad d/h/w, dilation d/h/w, groups */
     attr[0] = nn__defi(d.stride_d, 1);
     attr[1] = nn__defi(d.stride_h, 1);
@@ -244,7 +286,7 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
     return nn_conv3d(g, x, nn_param(g, wn, nn_shape5(out_channels, cin, kd, kh, kw), init),
-                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+                     desc && desc->no_bias ? nn__tensor(0) : nn_param(g, bn, nn_shape1(out_channels), init), desc);
 }
 
 

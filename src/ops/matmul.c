@@ -40,9 +40,9 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
 }
 
 
-NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const char *name) {
+NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name) {
     char wn[256], bn[256];
-    nn_tensor w, b;
+    nn_tensor w, b, y;
     nn_init init;
     int64_t in_features;
     if (!nn__check(g, "nn_dense", 1, &x) || !nn__expect_f32(g, "nn_dense", x, "x")) return nn__tensor(-1);
@@ -60,8 +60,10 @@ NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const 
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
     w = nn_param(g, wn, nn_shape2(out_features, in_features), init);
+    y = nn_matmul(g, x, w, 0, 1);
+    if (desc && desc->no_bias) return y;
     b = nn_param(g, bn, nn_shape1(out_features), init);
-    return nn_add(g, nn_matmul(g, x, w, 0, 1), b);
+    return nn_add(g, y, b);
 }
 
 
