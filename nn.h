@@ -361,10 +361,11 @@ NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis);
 NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len);
 NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out);
 
-/* Padding of the last two dims (H, W): zeros, or reflection (PyTorch's "reflect": each
-   pad smaller than its dim). */
+/* Padding of the last two dims (H, W), the pads in F.pad's order (left, right, top,
+   bottom: the last dim first): zeros, or reflection (PyTorch's "reflect": each pad
+   smaller than its dim). */
 typedef enum nn_pad_mode { NN_PAD_ZEROS = 0, NN_PAD_REFLECT = 1 } nn_pad_mode;
-NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int top, int bottom, int left, int right, nn_pad_mode mode);
+NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode);
 
 /* Upsampling of the last two dims by integer factors: nearest, or bilinear with
    align_corners = False (PyTorch's default). */
@@ -10587,7 +10588,7 @@ NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *siz
     return g->status;
 }
 
-NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int top, int bottom, int left, int right, nn_pad_mode mode) {
+NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode) {
     nn_shape s;
     nn_tensor t;
     int nd;
@@ -10599,7 +10600,8 @@ NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int top, int bottom, int lef
                                     right >= s.dim[nd - 1]))) {
         char sx[128];
         nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pad2d: pads (%d, %d, %d, %d) do not fit x %s%s", top, bottom, left, right, sx,
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pad2d: pads (left %d, right %d, top %d, bottom %d) do not fit x %s%s", left,
+                           right, top, bottom, sx,
                            mode == NN_PAD_REFLECT ? " (reflection needs each pad below its dim)" : "");
     }
     s.dim[nd - 2] += top + bottom;

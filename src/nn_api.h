@@ -276,10 +276,11 @@ NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis);
 NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len);
 NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out);
 
-/* Padding of the last two dims (H, W): zeros, or reflection (PyTorch's "reflect": each
-   pad smaller than its dim). */
+/* Padding of the last two dims (H, W), the pads in F.pad's order (left, right, top,
+   bottom: the last dim first): zeros, or reflection (PyTorch's "reflect": each pad
+   smaller than its dim). */
 typedef enum nn_pad_mode { NN_PAD_ZEROS = 0, NN_PAD_REFLECT = 1 } nn_pad_mode;
-NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int top, int bottom, int left, int right, nn_pad_mode mode);
+NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode);
 
 /* Upsampling of the last two dims by integer factors: nearest, or bilinear with
    align_corners = False (PyTorch's default). */

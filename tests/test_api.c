@@ -421,6 +421,23 @@ static void check_layers_bias(const t_env *e) {
     t_end();
 }
 
+/* ---- PyTorch's argument orders ---- */
+
+static nn_tensor b_pad_left(nn_graph *g, nn_tensor x, const void *p) {
+    (void)p;
+    return nn_pad2d(g, x, 2, 0, 0, 1, NN_PAD_ZEROS); /* F.pad(x, (2, 0, 0, 1)) */
+}
+
+static void check_pad_order(const t_env *e) {
+    float x[2] = {5, 6}, y[8];
+    static const float want[8] = {0, 0, 5, 6, 0, 0, 0, 0}; /* [1, 1, 2, 4]: 2 zeros left, a zero row below */
+    int i;
+    t_begin(e, "nn_pad2d takes F.pad's order (left, right, top, bottom)");
+    if (run_forward(e->ctx, nn_shape4(1, 1, 1, 2), x, b_pad_left, NULL, y, 8))
+        for (i = 0; i < 8; i++) T_CHECK(y[i] == want[i], "y[%d] = %g, want %g", i, y[i], want[i]);
+    t_end();
+}
+
 void suite_api(const t_env *e) {
     check_norm_eps(e);
     check_loss_zero(e);
@@ -430,4 +447,5 @@ void suite_api(const t_env *e) {
     check_none_loss(e);
     check_none_operands(e);
     check_layers_bias(e);
+    check_pad_order(e);
 }

@@ -75,7 +75,7 @@ static void r_split_swap(const spec *s, double *const *in, double *out) {
         for (j = 0; j < L; j++) out[r * L + j] = in[0][r * L + (j + 1) % L];
 }
 
-/* ip: top, bottom, left, right, reflect */
+/* ip: left, right, top, bottom (F.pad's order), reflect */
 static nn_tensor b_pad(nn_graph *g, const nn_tensor *in, const spec *s) {
     return nn_pad2d(g, in[0], s->ip[0], s->ip[1], s->ip[2], s->ip[3], s->ip[4] ? NN_PAD_REFLECT : NN_PAD_ZEROS);
 }
@@ -92,7 +92,7 @@ static void r_pad(const spec *s, double *const *in, double *out) {
     for (p = 0; p < P; p++)
         for (oh = 0; oh < OH; oh++)
             for (ow = 0; ow < OW; ow++) {
-                long ih = pad_src(oh, s->ip[0], H, s->ip[4]), iw = pad_src(ow, s->ip[2], W, s->ip[4]);
+                long ih = pad_src(oh, s->ip[2], H, s->ip[4]), iw = pad_src(ow, s->ip[0], W, s->ip[4]);
                 out[(p * OH + oh) * OW + ow] = (ih < 0 || iw < 0) ? 0.0 : in[0][(p * H + ih) * W + iw];
             }
 }
@@ -150,7 +150,7 @@ void suite_shape(const t_env *e) {
         {p4, {4, {2, 3, 5, 7, 0, 0}}, "permute [2, 3, 5, 7] (0, 2, 3, 1)"},
         {p5, {5, {2, 1, 3, 4, 5, 0}}, "permute [2, 1, 3, 4, 5] (4, 1, 3, 0, 2)"},
     };
-    static const int pads[][5] = {{1, 2, 0, 3, 0}, {2, 1, 2, 1, 1}, {0, 0, 3, 3, 1}, {1, 1, 1, 1, 0}};
+    static const int pads[][5] = {{0, 3, 1, 2, 0}, {2, 1, 2, 1, 1}, {3, 3, 0, 0, 1}, {1, 1, 1, 1, 0}, {2, 0, 0, 1, 0}};
     static const int ups[][3] = {{2, 2, 0}, {3, 1, 0}, {2, 2, 1}, {3, 2, 1}, {1, 4, 1}};
     int k, d;
     char name[128];
@@ -187,10 +187,10 @@ void suite_shape(const t_env *e) {
     s = mk("split [7, 3] last axis (1, 2), swapped", b_split_swap, r_split_swap, nn_shape2(7, 3));
     in_f(&s, nn_shape2(7, 3));
     check_case(e, &s);
-    for (k = 0; k < 4; k++) {
+    for (k = 0; k < 5; k++) {
         const int *p = pads[k];
         snprintf(name, sizeof name, "pad2d [2, 3, 5, 4] (%d, %d, %d, %d) %s", p[0], p[1], p[2], p[3], p[4] ? "reflect" : "zeros");
-        s = mk(name, b_pad, r_pad, nn_shape4(2, 3, 5 + p[0] + p[1], 4 + p[2] + p[3]));
+        s = mk(name, b_pad, r_pad, nn_shape4(2, 3, 5 + p[2] + p[3], 4 + p[0] + p[1]));
         memcpy(s.ip, p, 5 * sizeof(int));
         in_f(&s, nn_shape4(2, 3, 5, 4));
         check_case(e, &s);

@@ -148,7 +148,7 @@ NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *siz
     return g->status;
 }
 
-NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int top, int bottom, int left, int right, nn_pad_mode mode) {
+NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode) {
     nn_shape s;
     nn_tensor t;
     int nd;
@@ -160,7 +160,8 @@ NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int top, int bottom, int lef
                                     right >= s.dim[nd - 1]))) {
         char sx[128];
         nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pad2d: pads (%d, %d, %d, %d) do not fit x %s%s", top, bottom, left, right, sx,
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pad2d: pads (left %d, right %d, top %d, bottom %d) do not fit x %s%s", left,
+                           right, top, bottom, sx,
                            mode == NN_PAD_REFLECT ? " (reflection needs each pad below its dim)" : "");
     }
     s.dim[nd - 2] += top + bottom;
