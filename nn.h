@@ -447,14 +447,16 @@ NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow);
 
 /* ---- losses with options (PyTorch's definitions and defaults) ----------------------------
-   Every loss takes an nn_loss_desc (NULL or zeroed: PyTorch's defaults, mean reduction).
+   Every loss takes an nn_loss_desc (NULL or zeroed: PyTorch's defaults, the reduction
+   included: NN_REDUCTION_DEFAULT is the mean, except torchvision's sigmoid_focal_loss,
+   whose default is none).
    NN_REDUCTION_NONE returns the per-element (or per-row) losses; SUM and MEAN a scalar [1];
    BATCHMEAN (KL divergence's recommended mode) the sum divided by the batch size (dim 0).
    A float option whose PyTorch default is not zero reads 0 as that default; pass
    NN_ZERO for an exact zero. Gradients flow to the prediction(s) only: targets,
    labels, class weights and pos_weight get none, except where a loss says otherwise. */
 typedef enum nn_reduction {
-    NN_REDUCTION_MEAN = 0, NN_REDUCTION_SUM, NN_REDUCTION_NONE, NN_REDUCTION_BATCHMEAN
+    NN_REDUCTION_DEFAULT = 0, NN_REDUCTION_MEAN, NN_REDUCTION_SUM, NN_REDUCTION_NONE, NN_REDUCTION_BATCHMEAN
 } nn_reduction;
 typedef struct nn_loss_desc {
     nn_reduction reduction;
@@ -489,7 +491,8 @@ NN_API nn_tensor nn_quantile_loss(nn_graph *g, nn_tensor pred, nn_tensor target,
 NN_API nn_tensor nn_hinge_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
 NN_API nn_tensor nn_squared_hinge_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
 /* Binary: BCE on probabilities (log clamped at -100 as PyTorch), BCE with logits (with
-   pos_weight), and torchvision's sigmoid_focal_loss on logits (alpha, gamma). */
+   pos_weight), and torchvision's sigmoid_focal_loss on logits (alpha, gamma; reduction
+   none unless asked, as torchvision). */
 NN_API nn_tensor nn_bce_loss(nn_graph *g, nn_tensor prob, nn_tensor target, const nn_loss_desc *desc);
 NN_API nn_tensor nn_bce_with_logits_loss(nn_graph *g, nn_tensor logits, nn_tensor target, const nn_loss_desc *desc);
 NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor logits, nn_tensor target, const nn_loss_desc *desc);
@@ -9810,12 +9813,14 @@ NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor tar
 
 /* ---- losses with options (nn_loss_desc; bodies in nn_loss.c) ---- */
 
-static int nn__loss_desc_ok(nn_graph *g, const char *opname, const nn_loss_desc *d, int batchmean_ok) {
+/* Checks d's reduction and puts the loss's default (dflt) in place of NN_REDUCTION_DEFAULT. */
+static int nn__loss_desc_ok(nn_graph *g, const char *opname, nn_loss_desc *d, int batchmean_ok, nn_reduction dflt) {
     if ((int)d->reduction < 0 || (int)d->reduction > NN_REDUCTION_BATCHMEAN ||
         (d->reduction == NN_REDUCTION_BATCHMEAN && !batchmean_ok)) {
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: reduction %d is not one this loss takes", opname, (int)d->reduction);
         return 0;
     }
+    if (d->reduction == NN_REDUCTION_DEFAULT) d->reduction = dflt;
     return 1;
 }
 
@@ -9839,7 +9844,10 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     int has_pw;
     if (desc) d = *desc;
     else memset(&d, 0, sizeof d);
-    if (!nn__check_same(g, opname, x, t) || !nn__loss_desc_ok(g, opname, &d, kind == NN__L_KL)) return nn__tensor(-1);
+    /* torchvision's sigmoid_focal_loss defaults to no reduction; torch.nn's losses to the mean */
+    if (!nn__check_same(g, opname, x, t) ||
+        !nn__loss_desc_ok(g, opname, &d, kind == NN__L_KL, kind == NN__L_FOCAL ? NN_REDUCTION_NONE : NN_REDUCTION_MEAN))
+        return nn__tensor(-1);
     switch (kind) {
     case NN__L_HUBER: a = nn__deff(d.delta, 1.0f); break;
     case NN__L_SMOOTH_L1: a = nn__deff(d.delta, 1.0f); break;
@@ -9905,7 +9913,8 @@ static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_
     int64_t C;
     if (desc) d = *desc;
     else memset(&d, 0, sizeof d);
-    if (!nn__check_logits_labels(g, opname, x, labels) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
+    if (!nn__check_logits_labels(g, opname, x, labels) || !nn__loss_desc_ok(g, opname, &d, 0, NN_REDUCTION_MEAN))
+        return nn__tensor(-1);
     C = nn__n(g, x)->shape.dim[1];
     d.label_smoothing = nn__deff(d.label_smoothing, 0.0f);
     if (!(d.label_smoothing >= 0.0f && d.label_smoothing <= 1.0f) || (log_input && d.label_smoothing != 0.0f))
@@ -9959,7 +9968,7 @@ static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_i
     int ins[3], k;
     if (desc) d = *desc;
     else memset(&d, 0, sizeof d);
-    if (!nn__check(g, opname, n_in, x) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
+    if (!nn__check(g, opname, n_in, x) || !nn__loss_desc_ok(g, opname, &d, 0, NN_REDUCTION_MEAN)) return nn__tensor(-1);
     if (d.weight.id != 0 || d.pos_weight.id != 0)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: takes no %s", opname, d.weight.id != 0 ? "weight" : "pos_weight");
     for (k = 0; k < n_in; k++) {

@@ -362,14 +362,16 @@ NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow);
 
 /* ---- losses with options (PyTorch's definitions and defaults) ----------------------------
-   Every loss takes an nn_loss_desc (NULL or zeroed: PyTorch's defaults, mean reduction).
+   Every loss takes an nn_loss_desc (NULL or zeroed: PyTorch's defaults, the reduction
+   included: NN_REDUCTION_DEFAULT is the mean, except torchvision's sigmoid_focal_loss,
+   whose default is none).
    NN_REDUCTION_NONE returns the per-element (or per-row) losses; SUM and MEAN a scalar [1];
    BATCHMEAN (KL divergence's recommended mode) the sum divided by the batch size (dim 0).
    A float option whose PyTorch default is not zero reads 0 as that default; pass
    NN_ZERO for an exact zero. Gradients flow to the prediction(s) only: targets,
    labels, class weights and pos_weight get none, except where a loss says otherwise. */
 typedef enum nn_reduction {
-    NN_REDUCTION_MEAN = 0, NN_REDUCTION_SUM, NN_REDUCTION_NONE, NN_REDUCTION_BATCHMEAN
+    NN_REDUCTION_DEFAULT = 0, NN_REDUCTION_MEAN, NN_REDUCTION_SUM, NN_REDUCTION_NONE, NN_REDUCTION_BATCHMEAN
 } nn_reduction;
 typedef struct nn_loss_desc {
     nn_reduction reduction;
@@ -404,7 +406,8 @@ NN_API nn_tensor nn_quantile_loss(nn_graph *g, nn_tensor pred, nn_tensor target,
 NN_API nn_tensor nn_hinge_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
 NN_API nn_tensor nn_squared_hinge_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
 /* Binary: BCE on probabilities (log clamped at -100 as PyTorch), BCE with logits (with
-   pos_weight), and torchvision's sigmoid_focal_loss on logits (alpha, gamma). */
+   pos_weight), and torchvision's sigmoid_focal_loss on logits (alpha, gamma; reduction
+   none unless asked, as torchvision). */
 NN_API nn_tensor nn_bce_loss(nn_graph *g, nn_tensor prob, nn_tensor target, const nn_loss_desc *desc);
 NN_API nn_tensor nn_bce_with_logits_loss(nn_graph *g, nn_tensor logits, nn_tensor target, const nn_loss_desc *desc);
 NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor logits, nn_tensor target, const nn_loss_desc *desc);

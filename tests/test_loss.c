@@ -11,7 +11,11 @@
 enum { MSE, L1, HUBER, SMOOTH_L1, LOG_COSH, QUANTILE, HINGE, SQ_HINGE, BCE, BCE_LOGITS, FOCAL, KL, N_EW };
 static const char *const ew_names[N_EW] = {"mse", "l1", "huber", "smooth_l1", "log_cosh", "quantile", "hinge",
                                            "squared_hinge", "bce", "bce_with_logits", "sigmoid_focal", "kl_div"};
-static const char *const red_names[4] = {"mean", "sum", "none", "batchmean"};
+static const char *const red_names[5] = {"default", "mean", "sum", "none", "batchmean"};
+
+/* The reduction a case runs: NN_REDUCTION_DEFAULT is the mean, but none for torchvision's
+   sigmoid_focal_loss. */
+static int red_eff(int focal, int red) { return red != NN_REDUCTION_DEFAULT ? red : focal ? NN_REDUCTION_NONE : NN_REDUCTION_MEAN; }
 
 static nn_loss_desc desc_of(const spec *s, const nn_tensor *in) {
     nn_loss_desc d;
@@ -73,12 +77,13 @@ static double ew_default(int kind, double v) {
 static void reduce_ref(const spec *s, const double *l, long n, long batch, double *out) {
     long i;
     double acc = 0;
-    if (s->ip[1] == NN_REDUCTION_NONE) {
+    int red = red_eff(s->build == b_ew && s->ip[0] == FOCAL, s->ip[1]);
+    if (red == NN_REDUCTION_NONE) {
         for (i = 0; i < n; i++) out[i] = l[i];
         return;
     }
     for (i = 0; i < n; i++) acc += l[i];
-    out[0] = s->ip[1] == NN_REDUCTION_SUM ? acc : s->ip[1] == NN_REDUCTION_MEAN ? acc / (double)n : acc / (double)batch;
+    out[0] = red == NN_REDUCTION_SUM ? acc : red == NN_REDUCTION_MEAN ? acc / (double)n : acc / (double)batch;
 }
 
 static void r_ew(const spec *s, double *const *in, double *out) {
@@ -127,7 +132,7 @@ static void ew_case(const t_env *e, int kind, int red, nn_shape sh, float a, flo
                     int weight) {
     char name[160];
     spec s;
-    nn_shape out = red == NN_REDUCTION_NONE ? sh : nn_shape1(1);
+    nn_shape out = red_eff(kind == FOCAL, red) == NN_REDUCTION_NONE ? sh : nn_shape1(1);
     snprintf(name, sizeof name, "loss %s %s [%ld]%s%s%s a=%g", ew_names[kind], red_names[red], numel(sh),
              pos_weight ? " pos_weight" : "", log_target ? " log_target" : "", weight ? " weight" : "", (double)a);
     s = mk(name, b_ew, r_ew, out);
@@ -180,7 +185,7 @@ static void r_ce(const spec *s, double *const *in, double *out) {
         den += wt;
         l[b] = (1 - eps) * wt * (lse - x[t]) + eps / (double)C * sm;
     }
-    if (s->ip[1] == NN_REDUCTION_MEAN) {
+    if (red_eff(0, s->ip[1]) == NN_REDUCTION_MEAN) {
         out[0] = 0;
         for (b = 0; b < B; b++) out[0] += l[b];
         out[0] /= den;
@@ -200,7 +205,7 @@ static void ce_case(const t_env *e, int nll, int red, long B, long C, int weight
     spec s;
     snprintf(name, sizeof name, "loss %s %s [%ld, %ld]%s%s smoothing=%g", nll ? "nll" : "cross_entropy", red_names[red],
              B, C, weight ? " weight" : "", ignore >= 0 ? " ignore_index" : "", (double)smoothing);
-    s = mk(name, b_ce, r_ce, red == NN_REDUCTION_NONE ? nn_shape1(B) : nn_shape1(1));
+    s = mk(name, b_ce, r_ce, red_eff(0, red) == NN_REDUCTION_NONE ? nn_shape1(B) : nn_shape1(1));
     in_f(&s, nn_shape2(B, C));
     in_i(&s, nn_shape1(B), 0, (int)C);
     if (weight) {
@@ -276,7 +281,7 @@ static void rows_case(const t_env *e, int kind, int red, nn_shape sh, float a) {
     spec s;
     snprintf(name, sizeof name, "loss %s %s [%ld, %ld] a=%g", names[kind], red_names[red], (long)sh.dim[0],
              numel(sh) / (long)sh.dim[0], (double)a);
-    s = mk(name, b_rows, r_rows, red == NN_REDUCTION_NONE ? nn_shape1(sh.dim[0]) : nn_shape1(1));
+    s = mk(name, b_rows, r_rows, red_eff(0, red) == NN_REDUCTION_NONE ? nn_shape1(sh.dim[0]) : nn_shape1(1));
     in_f(&s, sh);
     in_f(&s, sh);
     if (kind == DICE) s.grad[1] = 0;
@@ -296,9 +301,10 @@ static void suite_loss_errors(const t_env *e);
 
 void suite_loss(const t_env *e) {
     static const long shapes[3][2] = {{7, 33}, {3, 7}, {1, 3}};
+    static const int reds[3] = {NN_REDUCTION_DEFAULT, NN_REDUCTION_SUM, NN_REDUCTION_NONE};
     int k, r;
     for (k = 0; k < N_EW; k++)
-        for (r = 0; r < 3; r++) ew_case(e, k, r, nn_shape2(shapes[r][0], shapes[r][1]), 0.0f, 0.0f, 0, 0, 0);
+        for (r = 0; r < 3; r++) ew_case(e, k, reds[r], nn_shape2(shapes[r][0], shapes[r][1]), 0.0f, 0.0f, 0, 0, 0);
     ew_case(e, HUBER, NN_REDUCTION_MEAN, nn_shape2(3, 7), 0.5f, 0, 0, 0, 0);
     ew_case(e, SMOOTH_L1, NN_REDUCTION_SUM, nn_shape2(3, 7), 2.0f, 0, 0, 0, 0);
     ew_case(e, QUANTILE, NN_REDUCTION_MEAN, nn_shape1(33), 0.9f, 0, 0, 0, 0);
@@ -313,9 +319,9 @@ void suite_loss(const t_env *e) {
     ew_case(e, BCE, NN_REDUCTION_SUM, nn_shape2(3, 7), 0, 0, 0, 0, 1);
 
     for (r = 0; r < 3; r++) {
-        ce_case(e, 0, r, 7, 5, 0, -1, 0.0f);
-        ce_case(e, 0, r, 33, 7, 1, 2, 0.1f);
-        ce_case(e, 1, r, 7, 5, 1, 1, 0.0f);
+        ce_case(e, 0, reds[r], 7, 5, 0, -1, 0.0f);
+        ce_case(e, 0, reds[r], 33, 7, 1, 2, 0.1f);
+        ce_case(e, 1, reds[r], 7, 5, 1, 1, 0.0f);
     }
     ce_case(e, 0, NN_REDUCTION_MEAN, 1, 3, 0, -1, 0.2f);
     ce_case(e, 0, NN_REDUCTION_MEAN, 7, 33, 1, -1, 0.0f);
@@ -324,9 +330,9 @@ void suite_loss(const t_env *e) {
     ce_case(e, 1, NN_REDUCTION_SUM, 7, 5, 1, 0, 0.0f);
 
     for (r = 0; r < 3; r++) {
-        rows_case(e, DICE, r, nn_shape2(shapes[r][0], shapes[r][1]), 0.0f);
-        rows_case(e, COSINE, r, nn_shape2(shapes[r][0], shapes[r][1]), r == 1 ? 0.1f : 0.0f);
-        rows_case(e, TRIPLET, r, nn_shape2(shapes[r][0], shapes[r][1]), r == 2 ? 0.5f : 0.0f);
+        rows_case(e, DICE, reds[r], nn_shape2(shapes[r][0], shapes[r][1]), 0.0f);
+        rows_case(e, COSINE, reds[r], nn_shape2(shapes[r][0], shapes[r][1]), r == 1 ? 0.1f : 0.0f);
+        rows_case(e, TRIPLET, reds[r], nn_shape2(shapes[r][0], shapes[r][1]), r == 2 ? 0.5f : 0.0f);
     }
     rows_case(e, DICE, NN_REDUCTION_SUM, nn_shape3(3, 2, 5), 0.5f);
     suite_loss_errors(e);
@@ -336,7 +342,7 @@ void suite_loss(const t_env *e) {
 static void suite_loss_errors(const t_env *e) {
     static const struct { int what; nn_result code; const char *needle; } cases[] = {
         {0, NN_ERR_SHAPE, "nn_cross_entropy_loss: weight [4] must be [C] = [5]"},
-        {1, NN_ERR_INVALID_ARGUMENT, "nn_mse_loss: reduction 3"},
+        {1, NN_ERR_INVALID_ARGUMENT, "nn_mse_loss: reduction 4"},
         {2, NN_ERR_INVALID_ARGUMENT, "nn_l1_loss: pos_weight"},
         {3, NN_ERR_SHAPE, "nn_triplet_margin_loss: input 2"},
         {4, NN_ERR_INVALID_ARGUMENT, "nn_nll_loss: label_smoothing"},

@@ -41,12 +41,14 @@ NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor tar
 
 /* ---- losses with options (nn_loss_desc; bodies in nn_loss.c) ---- */
 
-static int nn__loss_desc_ok(nn_graph *g, const char *opname, const nn_loss_desc *d, int batchmean_ok) {
+/* Checks d's reduction and puts the loss's default (dflt) in place of NN_REDUCTION_DEFAULT. */
+static int nn__loss_desc_ok(nn_graph *g, const char *opname, nn_loss_desc *d, int batchmean_ok, nn_reduction dflt) {
     if ((int)d->reduction < 0 || (int)d->reduction > NN_REDUCTION_BATCHMEAN ||
         (d->reduction == NN_REDUCTION_BATCHMEAN && !batchmean_ok)) {
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: reduction %d is not one this loss takes", opname, (int)d->reduction);
         return 0;
     }
+    if (d->reduction == NN_REDUCTION_DEFAULT) d->reduction = dflt;
     return 1;
 }
 
@@ -70,7 +72,10 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     int has_pw;
     if (desc) d = *desc;
     else memset(&d, 0, sizeof d);
-    if (!nn__check_same(g, opname, x, t) || !nn__loss_desc_ok(g, opname, &d, kind == NN__L_KL)) return nn__tensor(-1);
+    /* torchvision's sigmoid_focal_loss defaults to no reduction; torch.nn's losses to the mean */
+    if (!nn__check_same(g, opname, x, t) ||
+        !nn__loss_desc_ok(g, opname, &d, kind == NN__L_KL, kind == NN__L_FOCAL ? NN_REDUCTION_NONE : NN_REDUCTION_MEAN))
+        return nn__tensor(-1);
     switch (kind) {
     case NN__L_HUBER: a = nn__deff(d.delta, 1.0f); break;
     case NN__L_SMOOTH_L1: a = nn__deff(d.delta, 1.0f); break;
@@ -136,7 +141,8 @@ static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_
     int64_t C;
     if (desc) d = *desc;
     else memset(&d, 0, sizeof d);
-    if (!nn__check_logits_labels(g, opname, x, labels) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
+    if (!nn__check_logits_labels(g, opname, x, labels) || !nn__loss_desc_ok(g, opname, &d, 0, NN_REDUCTION_MEAN))
+        return nn__tensor(-1);
     C = nn__n(g, x)->shape.dim[1];
     d.label_smoothing = nn__deff(d.label_smoothing, 0.0f);
     if (!(d.label_smoothing >= 0.0f && d.label_smoothing <= 1.0f) || (log_input && d.label_smoothing != 0.0f))
@@ -190,7 +196,7 @@ static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_i
     int ins[3], k;
     if (desc) d = *desc;
     else memset(&d, 0, sizeof d);
-    if (!nn__check(g, opname, n_in, x) || !nn__loss_desc_ok(g, opname, &d, 0)) return nn__tensor(-1);
+    if (!nn__check(g, opname, n_in, x) || !nn__loss_desc_ok(g, opname, &d, 0, NN_REDUCTION_MEAN)) return nn__tensor(-1);
     if (d.weight.id != 0 || d.pos_weight.id != 0)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: takes no %s", opname, d.weight.id != 0 ? "weight" : "pos_weight");
     for (k = 0; k < n_in; k++) {
