@@ -283,7 +283,8 @@ NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x);
 
 /* Losses, each the mean over the batch (a scalar); shorthands kept from before the
-   nn_loss_desc family below (cross-entropy here divides by B, ignored labels included). */
+   nn_loss_desc family below. nn_softmax_cross_entropy has no ignore_index: every label must
+   be in [0, C) (others are errors, reported as nn_cross_entropy_loss's). */
 NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels);
 NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target);
 NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target);
@@ -500,8 +501,12 @@ NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor logits, nn_tensor 
    with log_target). Use NN_REDUCTION_BATCHMEAN for the true KL divergence per sample. */
 NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor input, nn_tensor target, const nn_loss_desc *desc);
 /* logits [B, C] float32 and labels [B] int32, with class weights, ignore_index and label
-   smoothing; the mean divides by the summed weights of the counted labels (PyTorch).
-   Labels outside [0, C) count as ignored. NLL takes log-probabilities instead of logits. */
+   smoothing; the mean divides by the summed weights of the counted labels (PyTorch). NLL
+   takes log-probabilities instead of logits. A label outside [0, C) other than ignore_index
+   is an error, as in PyTorch: the op leaves its row out and counts it (on the device; no
+   label is read out of bounds), and the next nn_tensor_read or nn_graph_finish of the
+   graph returns NN_ERR_INVALID_ARGUMENT naming the loss and the count since the last
+   report. */
 NN_API nn_tensor nn_cross_entropy_loss(nn_graph *g, nn_tensor logits, nn_tensor labels, const nn_loss_desc *desc);
 NN_API nn_tensor nn_nll_loss(nn_graph *g, nn_tensor log_probs, nn_tensor labels, const nn_loss_desc *desc);
 /* Per row b of [B, ...]: soft dice 1 - (2*sum(p*t) + smooth) / (sum(p) + sum(t) + smooth),
@@ -637,7 +642,11 @@ typedef struct nn_compile_desc {
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
 NN_API nn_result nn_graph_step(nn_graph *g);    /* forward, backward, update */
 NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
-NN_API nn_result nn_graph_finish(nn_graph *g);  /* waits for queued work */
+/* Waits for queued work; then, as nn_tensor_read does, reports inputs that PyTorch would
+   have raised on in the runs since the last report (labels out of range: see
+   nn_cross_entropy_loss) as NN_ERR_INVALID_ARGUMENT. Reading those counters is 4 bytes per
+   checking op, once per read or finish after a run (nn_get_stats counts it). */
+NN_API nn_result nn_graph_finish(nn_graph *g);
 /* Sets the schedule's base rate (the rate itself for the default constant schedule). */
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr);
 /* Replaces the schedule (after compile too); s->lr 0 keeps the current base rate. The
@@ -824,6 +833,9 @@ typedef struct nn__node {
     int64_t scratch;     /* floats of working memory for the op's run alone (arena) */
     size_t scratch_offset;
     nn__buf scratch_buf;
+    const char *check;   /* non-NULL: the op counts inputs PyTorch would raise on (labels out of
+                            range) into g->checks[check_slot]; what they are, for the report */
+    int check_slot;
 } nn__node;
 
 typedef struct nn__param {
@@ -957,6 +969,9 @@ struct nn_graph {
     int n_launches, cap_launches;
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
     nn__buf one;                 /* a float 1.0, for kernels' absent operands */
+    nn__buf checks;              /* int32 [n_checks]: bad inputs counted by checked ops (node.check) */
+    int n_checks;
+    int checks_pending;          /* a run since the counters were last read */
 };
 
 static void nn__datasets_free(nn_graph *g); /* nn_ckpt.c */
@@ -2527,18 +2542,20 @@ static void nn__softmax_backward(float *dx, const float *y, const float *dy, int
     }
 }
 
-/* loss [B] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 (ignored). */
-static void nn__xent_forward(float *loss, const float *x, const int32_t *label, int64_t B, int64_t C) {
-    int64_t b, c;
+/* loss [B] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and is
+   counted: returns how many (the caller reports them). */
+static int64_t nn__xent_forward(float *loss, const float *x, const int32_t *label, int64_t B, int64_t C) {
+    int64_t b, c, bad = 0;
     for (b = 0; b < B; b++) {
         const float *xr = x + b * C;
         float m = xr[0], s = 0.0f;
         int32_t t = label[b];
-        if (t < 0 || t >= C) { loss[b] = 0.0f; continue; }
+        if (t < 0 || t >= C) { loss[b] = 0.0f; bad++; continue; }
         for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
         for (c = 0; c < C; c++) s += expf(xr[c] - m);
         loss[b] = logf(s) + m - xr[t];
     }
+    return bad;
 }
 
 /* dx [B, C] = dloss[b] * (softmax(x[b]) - onehot(label[b])) */
@@ -4860,14 +4877,16 @@ static void nn__loss_ew_backward(float *dx, const float *x, const float *t, cons
 static int nn__ce_ignored(int32_t t, int64_t C, int ignore) { return t == ignore || t < 0 || t >= C; }
 
 /* Per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c], logp the row's
-   log-softmax (or x itself for NLL); 0 for an ignored label. */
-static void nn__ce_rows_forward(float *loss, const float *x, const int32_t *label, const float *w, int64_t B, int64_t C,
-                                int ignore, int log_input, float eps) {
-    int64_t b, c;
+   log-softmax (or x itself for NLL); 0 for an ignored label. Returns how many labels were
+   outside [0, C) without being ignore_index (errors in PyTorch; 0 here too). */
+static int64_t nn__ce_rows_forward(float *loss, const float *x, const int32_t *label, const float *w, int64_t B, int64_t C,
+                                   int ignore, int log_input, float eps) {
+    int64_t b, c, bad = 0;
     for (b = 0; b < B; b++) {
         const float *xr = x + b * C;
         float m = xr[0], s = 0.0f, lse = 0.0f, sm = 0.0f;
         int32_t t = label[b];
+        bad += t != ignore && (t < 0 || t >= C);
         if (nn__ce_ignored(t, C, ignore)) { loss[b] = 0.0f; continue; }
         if (!log_input) {
             for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
@@ -4877,6 +4896,7 @@ static void nn__ce_rows_forward(float *loss, const float *x, const int32_t *labe
         for (c = 0; c < C && eps != 0.0f; c++) sm += (w ? w[c] : 1.0f) * (lse - xr[c]);
         loss[b] = (1.0f - eps) * (w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;
     }
+    return bad;
 }
 
 /* q[c] = (1 - eps) * w[t] * [c == t] + eps / C * w[c]: cross-entropy dx = dy * (p * sum(q) - q),
@@ -6334,14 +6354,17 @@ static const char *const nn__cl_src_loss[] = {
 "\n",
 "inline int nn_ce_ignored(int t, int C, int ignore) { return t == ignore || t < 0 || t >= C; }\n",
 "\n",
-"/* One work-item per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c] */\n",
+"/* One work-item per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c].\n",
+"   A label outside [0, C) that is not ignore_index counts in bad[slot] (reported to the\n",
+"   host at its next read) and gives 0. */\n",
 "__kernel void ce_rows_forward(__global const float *x, __global const int *label, __global const float *w,\n",
-"                              __global const float *unused, __global float *loss, const int B, const int C,\n",
-"                              const int ignore, const int log_input, const int has_w, const float eps) {\n",
+"                              __global float *loss, const int B, const int C, const int ignore, const int log_input,\n",
+"                              const int has_w, const float eps, __global int *bad, const int slot) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
 "    int t = label[b];\n",
+"    if (t != ignore && (t < 0 || t >= C)) atomic_inc(bad + slot);\n",
 "    if (nn_ce_ignored(t, C, ignore)) { loss[b] = 0.0f; return; }\n",
 "    float m = xr[0], s = 0.0f, lse = 0.0f, sm = 0.0f;\n",
 "    if (!log_input) {\n",
@@ -7315,14 +7338,15 @@ static const char *const nn__cl_src_softmax[] = {
 "    }\n",
 "}\n",
 "\n",
-"/* loss[b] = logsumexp(x[b]) - x[b, label[b]]; labels outside [0, C) are ignored (0) */\n",
+"/* loss[b] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and counts in\n",
+"   bad[slot] (reported to the host at its next read) */\n",
 "__kernel void xent_forward(__global const float *x, __global const int *label, __global float *loss,\n",
-"                           const int B, const int C) {\n",
+"                           const int B, const int C, __global int *bad, const int slot) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
 "    int t = label[b];\n",
-"    if (t < 0 || t >= C) { loss[b] = 0.0f; return; }\n",
+"    if (t < 0 || t >= C) { atomic_inc(bad + slot); loss[b] = 0.0f; return; }\n",
 "    float m = xr[0], s = 0.0f;\n",
 "    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);\n",
 "    for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
@@ -8269,6 +8293,7 @@ static void nn__graph_release_compiled(nn_graph *g) {
     NN_FREE(g->sched_launch);
     g->sched_launch = NULL;
     nn__buf_free(g->ctx, &g->one);
+    nn__buf_free(g->ctx, &g->checks);
     nn__buf_free(g->ctx, &g->arena);
     NN_FREE(g->sched);
     g->sched = NULL;
@@ -8672,11 +8697,42 @@ NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, siz
     return nn__buf_write(g->ctx, &n->buf, data, bytes);
 }
 
+/* The counters of the checked ops (nn__node.check), read when a run has happened since the
+   last time: inputs PyTorch raises on (a label out of range) are counted on the device,
+   never read out of bounds, and reported here, at the next read or finish. Reported
+   counts start again from 0. */
+static nn_result nn__report_checks(nn_graph *g, const char *fn) {
+    int32_t counts[64];
+    char msg[NN__ERRLEN];
+    size_t used = 0;
+    int i, k, n = g->n_checks < 64 ? g->n_checks : 64;
+    nn_result r;
+    if (!g->checks_pending || n == 0) return NN_OK;
+    g->checks_pending = 0;
+    r = nn__buf_read(g->ctx, &g->checks, counts, (size_t)n * 4);
+    if (r != NN_OK) return r;
+    msg[0] = 0;
+    for (k = 0; k < n; k++) {
+        if (counts[k] == 0) continue;
+        for (i = 0; i < g->n_nodes && !(g->nodes[i].check && g->nodes[i].live && g->nodes[i].check_slot == k); i++) {}
+        if (i < g->n_nodes && used < sizeof msg)
+            used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s: %lu of them", used ? "; " : "", g->nodes[i].check,
+                                     (unsigned long)(uint32_t)counts[k]);
+    }
+    if (!msg[0]) return NN_OK;
+    r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, (size_t)g->n_checks * 4);
+    if (r != NN_OK) return r;
+    return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: %s in the runs since the last read or finish (PyTorch raises on these)",
+                    fn, msg);
+}
+
 NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
     nn__node *n = NULL;
     nn_result r = nn__user_buf(g, t, bytes, 0, "nn_tensor_read", &n);
     if (r != NN_OK) return r;
     if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_read: data is NULL");
+    r = nn__report_checks(g, "nn_tensor_read");
+    if (r != NN_OK) return r;
     return nn__buf_read(g->ctx, &n->buf, data, bytes);
 }
 
@@ -9014,6 +9070,12 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (r == NN_OK) r = nn__allocate(g);
     if (r == NN_OK) r = nn__buf_alloc(g->ctx, &g->one, 4, 0, "a constant");
     if (r == NN_OK) r = g->ctx->backend->fill(g->ctx, &g->one, 1.0f, 4);
+    for (i = 0; i < g->n_sched; i++) { /* a counter for each checked op (nn__report_checks) */
+        nn__node *n = &g->nodes[g->sched[i]];
+        if (n->check) n->check_slot = g->n_checks++;
+    }
+    if (r == NN_OK && g->n_checks) r = nn__buf_alloc(g->ctx, &g->checks, (size_t)g->n_checks * 4, 1, "the input checks");
+    if (r == NN_OK && g->n_checks) r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, (size_t)g->n_checks * 4);
     if (r == NN_OK && !g->ctx->backend->host_memory) r = nn__record_launches(g);
     if (r == NN_OK) r = g->ctx->backend->prepare(g);
     if (r != NN_OK) {
@@ -9032,6 +9094,7 @@ static nn_result nn__run(nn_graph *g, int n_sched) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK)
         return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
+    g->checks_pending = g->n_checks > 0;
     return g->ctx->backend->run(g, n_sched);
 }
 
@@ -9060,8 +9123,10 @@ NN_API nn_result nn_graph_forward(nn_graph *g) {
 }
 
 NN_API nn_result nn_graph_finish(nn_graph *g) {
+    nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return g->ctx->backend->finish(g->ctx);
+    r = g->ctx->backend->finish(g->ctx);
+    return r == NN_OK ? nn__report_checks(g, "nn_graph_finish") : r;
 }
 
 
@@ -9779,6 +9844,7 @@ NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tens
     nn_tensor rows;
     if (!nn__check_logits_labels(g, "nn_softmax_cross_entropy", logits, labels)) return nn__tensor(-1);
     rows = nn__op2(g, NN__OP_XENT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id);
+    if (rows.id > 0) g->nodes[rows.id].check = "nn_softmax_cross_entropy: labels outside [0, C)";
     return nn_mean(g, rows);
 }
 
@@ -9941,6 +10007,8 @@ static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_
     g->nodes[rows.id].i[0] = nn__defi(d.ignore_index, -100);
     g->nodes[rows.id].i[1] = log_input;
     g->nodes[rows.id].f[0] = d.label_smoothing;
+    g->nodes[rows.id].check = log_input ? "nn_nll_loss: labels outside [0, C) other than ignore_index"
+                                        : "nn_cross_entropy_loss: labels outside [0, C) other than ignore_index";
     if (d.reduction != NN_REDUCTION_MEAN) return nn__reduce_loss(g, rows, &d);
     den = nn__tensor(nn__new_node(g, NN__OP_CE_WEIGHTS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins + 1, has_w ? 2 : 1));
     if (den.id < 0) return den;
@@ -10111,12 +10179,18 @@ static void nn__grad_loss_rows(nn_graph *g, int id) {
 
 /* ---- CPU bodies ---- */
 
+/* A checked op's bad inputs, into its counter (a device kernel's atomic_inc on the CPU). */
+static void nn__count_check(nn_graph *g, const nn__node *n, int64_t bad) {
+    int32_t *c = (int32_t *)g->checks.host + n->check_slot;
+    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+}
+
 static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     {
     nn__node *x = &g->nodes[in[0]];
-    nn__xent_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
+    nn__count_check(g, n, nn__xent_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]));
     return NN_OK;
 }
 }
@@ -10167,8 +10241,8 @@ static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     {
     nn__node *x = &g->nodes[in[0]];
-    nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0], x->shape.dim[1],
-                        n->i[0], n->i[1], n->f[0]);
+    nn__count_check(g, n, nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0],
+                                              x->shape.dim[1], n->i[0], n->i[1], n->f[0]));
     return NN_OK;
 }
 }
@@ -10236,7 +10310,8 @@ static nn_result nn__dev_xent_rows(nn_graph *g, int id) {
     nn__node *x = &g->nodes[in[0]];
     r = nn__launch_add(g, id, "softmax", "xent_forward", (size_t)x->shape.dim[0], &l);
     if (r == NN_OK)
-        r = nn__args(l, "mmmii", &x->buf, &g->nodes[in[1]].buf, y, (int)x->shape.dim[0], (int)x->shape.dim[1]);
+        r = nn__args(l, "mmmiimi", &x->buf, &g->nodes[in[1]].buf, y, (int)x->shape.dim[0], (int)x->shape.dim[1], &g->checks,
+                     n->check_slot);
     return r;
 }
 }
@@ -10306,9 +10381,13 @@ static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
     int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
     r = nn__launch_add(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmmmmiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
-                       grad ? &g->nodes[in[2]].buf : &g->one, y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1],
-                       n->n_in > wi, (double)n->f[0]);
+    if (grad) /* the backward pass counts nothing: the forward did */
+        return nn__args(l, "mmmmmiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
+                        &g->nodes[in[2]].buf, y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1], n->n_in > wi,
+                        (double)n->f[0]);
+    return nn__args(l, "mmmmiiiiifmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
+                    y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1], n->n_in > wi, (double)n->f[0], &g->checks,
+                    n->check_slot);
 }
 }
 

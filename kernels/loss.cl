@@ -91,14 +91,17 @@ __kernel void loss_ew_backward(__global const float *x, __global const float *t,
 
 inline int nn_ce_ignored(int t, int C, int ignore) { return t == ignore || t < 0 || t >= C; }
 
-/* One work-item per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c] */
+/* One work-item per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c].
+   A label outside [0, C) that is not ignore_index counts in bad[slot] (reported to the
+   host at its next read) and gives 0. */
 __kernel void ce_rows_forward(__global const float *x, __global const int *label, __global const float *w,
-                              __global const float *unused, __global float *loss, const int B, const int C,
-                              const int ignore, const int log_input, const int has_w, const float eps) {
+                              __global float *loss, const int B, const int C, const int ignore, const int log_input,
+                              const int has_w, const float eps, __global int *bad, const int slot) {
     int b = get_global_id(0);
     if (b >= B) return;
     __global const float *xr = x + (size_t)b * C;
     int t = label[b];
+    if (t != ignore && (t < 0 || t >= C)) atomic_inc(bad + slot);
     if (nn_ce_ignored(t, C, ignore)) { loss[b] = 0.0f; return; }
     float m = xr[0], s = 0.0f, lse = 0.0f, sm = 0.0f;
     if (!log_input) {

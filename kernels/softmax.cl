@@ -35,14 +35,15 @@ __kernel void softmax_backward(__global const float *y, __global const float *dy
     }
 }
 
-/* loss[b] = logsumexp(x[b]) - x[b, label[b]]; labels outside [0, C) are ignored (0) */
+/* loss[b] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and counts in
+   bad[slot] (reported to the host at its next read) */
 __kernel void xent_forward(__global const float *x, __global const int *label, __global float *loss,
-                           const int B, const int C) {
+                           const int B, const int C, __global int *bad, const int slot) {
     int b = get_global_id(0);
     if (b >= B) return;
     __global const float *xr = x + (size_t)b * C;
     int t = label[b];
-    if (t < 0 || t >= C) { loss[b] = 0.0f; return; }
+    if (t < 0 || t >= C) { atomic_inc(bad + slot); loss[b] = 0.0f; return; }
     float m = xr[0], s = 0.0f;
     for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
     for (int c = 0; c < C; c++) s += exp(xr[c] - m);

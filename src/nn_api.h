@@ -198,7 +198,8 @@ NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x);
 
 /* Losses, each the mean over the batch (a scalar); shorthands kept from before the
-   nn_loss_desc family below (cross-entropy here divides by B, ignored labels included). */
+   nn_loss_desc family below. nn_softmax_cross_entropy has no ignore_index: every label must
+   be in [0, C) (others are errors, reported as nn_cross_entropy_loss's). */
 NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels);
 NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target);
 NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target);
@@ -415,8 +416,12 @@ NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor logits, nn_tensor 
    with log_target). Use NN_REDUCTION_BATCHMEAN for the true KL divergence per sample. */
 NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor input, nn_tensor target, const nn_loss_desc *desc);
 /* logits [B, C] float32 and labels [B] int32, with class weights, ignore_index and label
-   smoothing; the mean divides by the summed weights of the counted labels (PyTorch).
-   Labels outside [0, C) count as ignored. NLL takes log-probabilities instead of logits. */
+   smoothing; the mean divides by the summed weights of the counted labels (PyTorch). NLL
+   takes log-probabilities instead of logits. A label outside [0, C) other than ignore_index
+   is an error, as in PyTorch: the op leaves its row out and counts it (on the device; no
+   label is read out of bounds), and the next nn_tensor_read or nn_graph_finish of the
+   graph returns NN_ERR_INVALID_ARGUMENT naming the loss and the count since the last
+   report. */
 NN_API nn_tensor nn_cross_entropy_loss(nn_graph *g, nn_tensor logits, nn_tensor labels, const nn_loss_desc *desc);
 NN_API nn_tensor nn_nll_loss(nn_graph *g, nn_tensor log_probs, nn_tensor labels, const nn_loss_desc *desc);
 /* Per row b of [B, ...]: soft dice 1 - (2*sum(p*t) + smooth) / (sum(p) + sum(t) + smooth),
@@ -552,7 +557,11 @@ typedef struct nn_compile_desc {
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
 NN_API nn_result nn_graph_step(nn_graph *g);    /* forward, backward, update */
 NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
-NN_API nn_result nn_graph_finish(nn_graph *g);  /* waits for queued work */
+/* Waits for queued work; then, as nn_tensor_read does, reports inputs that PyTorch would
+   have raised on in the runs since the last report (labels out of range: see
+   nn_cross_entropy_loss) as NN_ERR_INVALID_ARGUMENT. Reading those counters is 4 bytes per
+   checking op, once per read or finish after a run (nn_get_stats counts it). */
+NN_API nn_result nn_graph_finish(nn_graph *g);
 /* Sets the schedule's base rate (the rate itself for the default constant schedule). */
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr);
 /* Replaces the schedule (after compile too); s->lr 0 keeps the current base rate. The

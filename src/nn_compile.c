@@ -267,6 +267,12 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (r == NN_OK) r = nn__allocate(g);
     if (r == NN_OK) r = nn__buf_alloc(g->ctx, &g->one, 4, 0, "a constant");
     if (r == NN_OK) r = g->ctx->backend->fill(g->ctx, &g->one, 1.0f, 4);
+    for (i = 0; i < g->n_sched; i++) { /* a counter for each checked op (nn__report_checks) */
+        nn__node *n = &g->nodes[g->sched[i]];
+        if (n->check) n->check_slot = g->n_checks++;
+    }
+    if (r == NN_OK && g->n_checks) r = nn__buf_alloc(g->ctx, &g->checks, (size_t)g->n_checks * 4, 1, "the input checks");
+    if (r == NN_OK && g->n_checks) r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, (size_t)g->n_checks * 4);
     if (r == NN_OK && !g->ctx->backend->host_memory) r = nn__record_launches(g);
     if (r == NN_OK) r = g->ctx->backend->prepare(g);
     if (r != NN_OK) {
@@ -285,6 +291,7 @@ static nn_result nn__run(nn_graph *g, int n_sched) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK)
         return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
+    g->checks_pending = g->n_checks > 0;
     return g->ctx->backend->run(g, n_sched);
 }
 
@@ -313,7 +320,9 @@ NN_API nn_result nn_graph_forward(nn_graph *g) {
 }
 
 NN_API nn_result nn_graph_finish(nn_graph *g) {
+    nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return g->ctx->backend->finish(g->ctx);
+    r = g->ctx->backend->finish(g->ctx);
+    return r == NN_OK ? nn__report_checks(g, "nn_graph_finish") : r;
 }
 

@@ -142,18 +142,20 @@ static void nn__softmax_backward(float *dx, const float *y, const float *dy, int
     }
 }
 
-/* loss [B] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 (ignored). */
-static void nn__xent_forward(float *loss, const float *x, const int32_t *label, int64_t B, int64_t C) {
-    int64_t b, c;
+/* loss [B] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and is
+   counted: returns how many (the caller reports them). */
+static int64_t nn__xent_forward(float *loss, const float *x, const int32_t *label, int64_t B, int64_t C) {
+    int64_t b, c, bad = 0;
     for (b = 0; b < B; b++) {
         const float *xr = x + b * C;
         float m = xr[0], s = 0.0f;
         int32_t t = label[b];
-        if (t < 0 || t >= C) { loss[b] = 0.0f; continue; }
+        if (t < 0 || t >= C) { loss[b] = 0.0f; bad++; continue; }
         for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
         for (c = 0; c < C; c++) s += expf(xr[c] - m);
         loss[b] = logf(s) + m - xr[t];
     }
+    return bad;
 }
 
 /* dx [B, C] = dloss[b] * (softmax(x[b]) - onehot(label[b])) */

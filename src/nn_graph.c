@@ -80,6 +80,7 @@ static void nn__graph_release_compiled(nn_graph *g) {
     NN_FREE(g->sched_launch);
     g->sched_launch = NULL;
     nn__buf_free(g->ctx, &g->one);
+    nn__buf_free(g->ctx, &g->checks);
     nn__buf_free(g->ctx, &g->arena);
     NN_FREE(g->sched);
     g->sched = NULL;
@@ -483,11 +484,42 @@ NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, siz
     return nn__buf_write(g->ctx, &n->buf, data, bytes);
 }
 
+/* The counters of the checked ops (nn__node.check), read when a run has happened since the
+   last time: inputs PyTorch raises on (a label out of range) are counted on the device,
+   never read out of bounds, and reported here, at the next read or finish. Reported
+   counts start again from 0. */
+static nn_result nn__report_checks(nn_graph *g, const char *fn) {
+    int32_t counts[64];
+    char msg[NN__ERRLEN];
+    size_t used = 0;
+    int i, k, n = g->n_checks < 64 ? g->n_checks : 64;
+    nn_result r;
+    if (!g->checks_pending || n == 0) return NN_OK;
+    g->checks_pending = 0;
+    r = nn__buf_read(g->ctx, &g->checks, counts, (size_t)n * 4);
+    if (r != NN_OK) return r;
+    msg[0] = 0;
+    for (k = 0; k < n; k++) {
+        if (counts[k] == 0) continue;
+        for (i = 0; i < g->n_nodes && !(g->nodes[i].check && g->nodes[i].live && g->nodes[i].check_slot == k); i++) {}
+        if (i < g->n_nodes && used < sizeof msg)
+            used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s: %lu of them", used ? "; " : "", g->nodes[i].check,
+                                     (unsigned long)(uint32_t)counts[k]);
+    }
+    if (!msg[0]) return NN_OK;
+    r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, (size_t)g->n_checks * 4);
+    if (r != NN_OK) return r;
+    return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: %s in the runs since the last read or finish (PyTorch raises on these)",
+                    fn, msg);
+}
+
 NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
     nn__node *n = NULL;
     nn_result r = nn__user_buf(g, t, bytes, 0, "nn_tensor_read", &n);
     if (r != NN_OK) return r;
     if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_read: data is NULL");
+    r = nn__report_checks(g, "nn_tensor_read");
+    if (r != NN_OK) return r;
     return nn__buf_read(g->ctx, &n->buf, data, bytes);
 }
 

@@ -83,6 +83,9 @@ typedef struct nn__node {
     int64_t scratch;     /* floats of working memory for the op's run alone (arena) */
     size_t scratch_offset;
     nn__buf scratch_buf;
+    const char *check;   /* non-NULL: the op counts inputs PyTorch would raise on (labels out of
+                            range) into g->checks[check_slot]; what they are, for the report */
+    int check_slot;
 } nn__node;
 
 typedef struct nn__param {
@@ -216,6 +219,9 @@ struct nn_graph {
     int n_launches, cap_launches;
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
     nn__buf one;                 /* a float 1.0, for kernels' absent operands */
+    nn__buf checks;              /* int32 [n_checks]: bad inputs counted by checked ops (node.check) */
+    int n_checks;
+    int checks_pending;          /* a run since the counters were last read */
 };
 
 static void nn__datasets_free(nn_graph *g); /* nn_ckpt.c */

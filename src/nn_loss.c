@@ -95,14 +95,16 @@ static void nn__loss_ew_backward(float *dx, const float *x, const float *t, cons
 static int nn__ce_ignored(int32_t t, int64_t C, int ignore) { return t == ignore || t < 0 || t >= C; }
 
 /* Per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c], logp the row's
-   log-softmax (or x itself for NLL); 0 for an ignored label. */
-static void nn__ce_rows_forward(float *loss, const float *x, const int32_t *label, const float *w, int64_t B, int64_t C,
-                                int ignore, int log_input, float eps) {
-    int64_t b, c;
+   log-softmax (or x itself for NLL); 0 for an ignored label. Returns how many labels were
+   outside [0, C) without being ignore_index (errors in PyTorch; 0 here too). */
+static int64_t nn__ce_rows_forward(float *loss, const float *x, const int32_t *label, const float *w, int64_t B, int64_t C,
+                                   int ignore, int log_input, float eps) {
+    int64_t b, c, bad = 0;
     for (b = 0; b < B; b++) {
         const float *xr = x + b * C;
         float m = xr[0], s = 0.0f, lse = 0.0f, sm = 0.0f;
         int32_t t = label[b];
+        bad += t != ignore && (t < 0 || t >= C);
         if (nn__ce_ignored(t, C, ignore)) { loss[b] = 0.0f; continue; }
         if (!log_input) {
             for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
@@ -112,6 +114,7 @@ static void nn__ce_rows_forward(float *loss, const float *x, const int32_t *labe
         for (c = 0; c < C && eps != 0.0f; c++) sm += (w ? w[c] : 1.0f) * (lse - xr[c]);
         loss[b] = (1.0f - eps) * (w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;
     }
+    return bad;
 }
 
 /* q[c] = (1 - eps) * w[t] * [c == t] + eps / C * w[c]: cross-entropy dx = dy * (p * sum(q) - q),

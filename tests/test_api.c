@@ -421,6 +421,77 @@ static void check_layers_bias(const t_env *e) {
     t_end();
 }
 
+/* ---- labels PyTorch raises on ---- */
+
+/* Labels outside [0, C) (other than ignore_index) are counted where the loss runs, never
+   read, and reported by the next nn_tensor_read or nn_graph_finish; the losses themselves
+   leave those rows out. */
+static void check_label_errors(const t_env *e) {
+    enum { B = 6, C = 4 };
+    static const int32_t bad[B] = {1, -100, 7, 0, -3, 2}, good[B] = {1, 3, 0, 0, 2, 2};
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_tensor x, y, l[3];
+    nn_loss_desc nd;
+    nn_compile_desc cd;
+    float xv[B * C], v[3];
+    double lse[B], want[3] = {0, 0, 0};
+    int b, c, k, n_ce = 0, n_nll = 0;
+    const char *msg;
+    t_begin(e, "labels outside [0, C): counted, reported at the next read or finish");
+    for (b = 0; b < B * C; b++) xv[b] = (float)t_uniform(-2, 2);
+    for (b = 0; b < B; b++) {
+        double m = xv[b * C], s = 0;
+        for (c = 1; c < C; c++) m = fmax(m, xv[b * C + c]);
+        for (c = 0; c < C; c++) s += exp(xv[b * C + c] - m);
+        lse[b] = log(s) + m;
+        if (bad[b] >= 0 && bad[b] < C) { /* ce (ignore -100) and the shorthand count it; nll ignores 0 */
+            want[0] += lse[b] - xv[b * C + bad[b]];
+            n_ce++;
+            if (bad[b] != 0) {
+                want[1] += lse[b] - xv[b * C + bad[b]];
+                n_nll++;
+            }
+        }
+    }
+    want[2] = want[0] / B;
+    want[0] /= n_ce;
+    want[1] /= n_nll;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape2(B, C));
+    y = nn_input(g, "y", NN_I32, nn_shape1(B));
+    memset(&nd, 0, sizeof nd);
+    nd.ignore_index = NN_ZERO;
+    l[0] = nn_cross_entropy_loss(g, x, y, NULL);
+    l[1] = nn_nll_loss(g, nn_log_softmax(g, x), y, &nd);
+    l[2] = nn_softmax_cross_entropy(g, x, y);
+    for (k = 0; k < 3; k++) nn_output(g, l[k]);
+    memset(&cd, 0, sizeof cd);
+    if (!T_OK(nn_graph_compile(g, &cd), ctx) || !T_OK(nn_tensor_write(g, x, xv, sizeof xv), ctx) ||
+        !T_OK(nn_tensor_write(g, y, bad, sizeof bad), ctx) || !T_OK(nn_graph_forward(g), ctx))
+        goto done;
+    T_CHECK(nn_tensor_read(g, l[0], v, 4) == NN_ERR_INVALID_ARGUMENT, "a read after bad labels succeeded");
+    msg = nn_last_error(ctx);
+    T_CHECK(strstr(msg, "nn_cross_entropy_loss") && strstr(msg, "2 of them") && strstr(msg, "nn_nll_loss") &&
+                strstr(msg, "3 of them") && strstr(msg, "nn_softmax_cross_entropy"),
+            "message: %s", msg);
+    for (k = 0; k < 3; k++) /* reported once; the losses leave the bad rows out */
+        if (T_OK(nn_tensor_read(g, l[k], &v[k], 4), ctx))
+            T_CHECK(fabs(v[k] - want[k]) <= 1e-5 * (1 + fabs(want[k])), "loss %d: %.9g, want %.9g", k, v[k], want[k]);
+    T_OK(nn_graph_finish(g), ctx);
+    if (T_OK(nn_tensor_write(g, y, good, sizeof good), ctx) && T_OK(nn_graph_forward(g), ctx)) {
+        T_OK(nn_graph_finish(g), ctx);
+        T_OK(nn_tensor_read(g, l[0], v, 4), ctx);
+    }
+    if (T_OK(nn_tensor_write(g, y, bad, sizeof bad), ctx) && T_OK(nn_graph_forward(g), ctx) && T_OK(nn_graph_forward(g), ctx))
+        T_CHECK(nn_graph_finish(g) == NN_ERR_INVALID_ARGUMENT && strstr(nn_last_error(ctx), "nn_graph_finish") &&
+                    strstr(nn_last_error(ctx), "nn_cross_entropy_loss: labels outside [0, C) other than ignore_index: 4 of them"),
+                "finish after two runs with bad labels: \"%s\"", nn_last_error(ctx));
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
 /* ---- PyTorch's argument orders ---- */
 
 static nn_tensor b_pad_left(nn_graph *g, nn_tensor x, const void *p) {
@@ -448,4 +519,5 @@ void suite_api(const t_env *e) {
     check_none_operands(e);
     check_layers_bias(e);
     check_pad_order(e);
+    check_label_errors(e);
 }

@@ -7,6 +7,7 @@ NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tens
     nn_tensor rows;
     if (!nn__check_logits_labels(g, "nn_softmax_cross_entropy", logits, labels)) return nn__tensor(-1);
     rows = nn__op2(g, NN__OP_XENT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id);
+    if (rows.id > 0) g->nodes[rows.id].check = "nn_softmax_cross_entropy: labels outside [0, C)";
     return nn_mean(g, rows);
 }
 
@@ -169,6 +170,8 @@ static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_
     g->nodes[rows.id].i[0] = nn__defi(d.ignore_index, -100);
     g->nodes[rows.id].i[1] = log_input;
     g->nodes[rows.id].f[0] = d.label_smoothing;
+    g->nodes[rows.id].check = log_input ? "nn_nll_loss: labels outside [0, C) other than ignore_index"
+                                        : "nn_cross_entropy_loss: labels outside [0, C) other than ignore_index";
     if (d.reduction != NN_REDUCTION_MEAN) return nn__reduce_loss(g, rows, &d);
     den = nn__tensor(nn__new_node(g, NN__OP_CE_WEIGHTS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins + 1, has_w ? 2 : 1));
     if (den.id < 0) return den;
@@ -339,12 +342,18 @@ static void nn__grad_loss_rows(nn_graph *g, int id) {
 
 /* ---- CPU bodies ---- */
 
+/* A checked op's bad inputs, into its counter (a device kernel's atomic_inc on the CPU). */
+static void nn__count_check(nn_graph *g, const nn__node *n, int64_t bad) {
+    int32_t *c = (int32_t *)g->checks.host + n->check_slot;
+    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+}
+
 static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     {
     nn__node *x = &g->nodes[in[0]];
-    nn__xent_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
+    nn__count_check(g, n, nn__xent_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]));
     return NN_OK;
 }
 }
@@ -395,8 +404,8 @@ static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     {
     nn__node *x = &g->nodes[in[0]];
-    nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0], x->shape.dim[1],
-                        n->i[0], n->i[1], n->f[0]);
+    nn__count_check(g, n, nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0],
+                                              x->shape.dim[1], n->i[0], n->i[1], n->f[0]));
     return NN_OK;
 }
 }
@@ -464,7 +473,8 @@ static nn_result nn__dev_xent_rows(nn_graph *g, int id) {
     nn__node *x = &g->nodes[in[0]];
     r = nn__launch_add(g, id, "softmax", "xent_forward", (size_t)x->shape.dim[0], &l);
     if (r == NN_OK)
-        r = nn__args(l, "mmmii", &x->buf, &g->nodes[in[1]].buf, y, (int)x->shape.dim[0], (int)x->shape.dim[1]);
+        r = nn__args(l, "mmmiimi", &x->buf, &g->nodes[in[1]].buf, y, (int)x->shape.dim[0], (int)x->shape.dim[1], &g->checks,
+                     n->check_slot);
     return r;
 }
 }
@@ -534,9 +544,13 @@ static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
     int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
     r = nn__launch_add(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmmmmiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
-                       grad ? &g->nodes[in[2]].buf : &g->one, y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1],
-                       n->n_in > wi, (double)n->f[0]);
+    if (grad) /* the backward pass counts nothing: the forward did */
+        return nn__args(l, "mmmmmiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
+                        &g->nodes[in[2]].buf, y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1], n->n_in > wi,
+                        (double)n->f[0]);
+    return nn__args(l, "mmmmiiiiifmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
+                    y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1], n->n_in > wi, (double)n->f[0], &g->checks,
+                    n->check_slot);
 }
 }
 
