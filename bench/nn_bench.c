@@ -64,7 +64,7 @@ static nn_context *open_ctx(const char *sel, char *name, size_t n) {
     nn_result r;
     memset(&cd, 0, sizeof cd);
     cd.device = sel;
-    r = nn_context_create(&ctx, &cd);
+    r = nn_context_create(&cd, &ctx);
     if (r != NN_OK) {
         fprintf(stderr, "nn_bench: cannot open device %s: %s\n", sel, nn_result_string(r));
         return NULL;

@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
     /* The test batches' indices: 0..n-1 in order, TEST_BATCH at a time. */
     for (i = 0; i < (int64_t)test_steps * TEST_BATCH; i++) tperm[i] = (int32_t)i;
 
-    r = nn_context_create(&ctx, NULL);
+    r = nn_context_create(NULL, &ctx);
     if (r != NN_OK) {
         fprintf(stderr, "fashion_mnist: nn_context_create: %s\n", nn_result_string(r));
         goto done;

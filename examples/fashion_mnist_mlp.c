@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
         goto done;
     }
 
-    r = nn_context_create(&ctx, NULL);
+    r = nn_context_create(NULL, &ctx);
     if (r != NN_OK) {
         fprintf(stderr, "fashion_mnist: nn_context_create: %s\n", nn_result_string(r));
         goto done;

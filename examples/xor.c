@@ -28,7 +28,7 @@ int main(void) {
     int step, i, wrong = 0, status = 1;
 
     /* A context is one backend ($NN_DEVICE: cpu, opencl, a device index or name). */
-    r = nn_context_create(&ctx, NULL);
+    r = nn_context_create(NULL, &ctx);
     if (r != NN_OK) {
         fprintf(stderr, "xor: nn_context_create: %s\n", nn_result_string(r));
         return 1;

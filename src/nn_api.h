@@ -36,7 +36,10 @@ typedef enum nn_result {
 
 typedef enum nn_dtype { NN_F32 = 0, NN_I32 = 1 } nn_dtype;
 
-typedef enum nn_log_level { NN_LOG_ERROR = 0, NN_LOG_WARN = 1, NN_LOG_INFO = 2, NN_LOG_DEBUG = 3 } nn_log_level;
+/* Message levels, most severe first; a context logs its level and those above it.
+   NN_LOG_DEFAULT (0, a zeroed nn_context_desc) means $NN_LOG (error|warn|info|debug), else
+   NN_LOG_INFO; a log callback is never given it. */
+typedef enum nn_log_level { NN_LOG_DEFAULT = 0, NN_LOG_ERROR, NN_LOG_WARN, NN_LOG_INFO, NN_LOG_DEBUG } nn_log_level;
 typedef void (*nn_log_fn)(void *user, nn_log_level level, const char *message);
 
 typedef struct nn_context nn_context;
@@ -94,18 +97,19 @@ typedef struct nn_context_desc {
                                the sources embedded in nn.h */
     nn_log_fn log;          /* NULL: messages at or below log_level go to stderr */
     void *log_user;
-    int log_level;          /* 0: $NN_LOG (error|warn|info|debug), else NN_LOG_INFO (one line:
-                               the backend chosen); else the nn_log_level plus one */
+    nn_log_level log_level; /* the most detailed level logged; NN_LOG_DEFAULT: $NN_LOG, else
+                               NN_LOG_INFO (one line: the backend chosen) */
     int tuning;             /* OpenCL kernels and tile shapes: NN_TUNING_AUTO (0: $NN_CL_TUNING
                                = cpu|gpu, else by the device's type), NN_TUNING_CPU or
                                NN_TUNING_GPU (e.g. to test the GPU paths on PoCL) */
 } nn_context_desc;
 enum { NN_TUNING_AUTO = 0, NN_TUNING_CPU = 1, NN_TUNING_GPU = 2 };
 
-/* Creates a context on the chosen backend. On failure *out is NULL and the reason has
-   gone to the log (an explicitly requested device that cannot be opened is an error; no
-   OpenCL platform at all, when none was requested, means the CPU backend). */
-NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc);
+/* Creates a context on the chosen backend (desc NULL: every default). Like every *_create,
+   the object comes back through the last argument. On failure *out is NULL and the reason
+   has gone to the log (an explicitly requested device that cannot be opened is an error;
+   no OpenCL platform at all, when none was requested, means the CPU backend). */
+NN_API nn_result nn_context_create(const nn_context_desc *desc, nn_context **out);
 NN_API void nn_context_destroy(nn_context *ctx);
 NN_API const char *nn_last_error(const nn_context *ctx); /* "" when there is none */
 NN_API const char *nn_result_string(nn_result r);

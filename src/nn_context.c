@@ -69,14 +69,14 @@ static char *nn__default_cache_dir(void) {
 }
 
 
-/* The log level from desc.log_level (the level plus one) or $NN_LOG. */
+/* The log level: desc.log_level, or for NN_LOG_DEFAULT $NN_LOG, else info. */
 static int nn__log_level(const nn_context_desc *desc) {
     static const char *const levels[] = {"error", "warn", "info", "debug"};
     const char *env = getenv("NN_LOG");
     int k;
-    if (desc->log_level) return desc->log_level - 1;
+    if (desc->log_level != NN_LOG_DEFAULT) return desc->log_level;
     for (k = 0; env && k < 4; k++)
-        if (strcmp(env, levels[k]) == 0) return k;
+        if (strcmp(env, levels[k]) == 0) return NN_LOG_ERROR + k;
     return NN_LOG_INFO;
 }
 
@@ -104,7 +104,7 @@ static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_
     return r;
 }
 
-NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc_in) {
+NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **out) {
     nn_context_desc desc;
     nn_context *ctx;
     const char *device, *cache, *kdir;
@@ -125,6 +125,10 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
     }
     if (desc.threads < 0) /* NN_ZERO too: no thread at all */
         r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_context_create: threads %d is not >= 0 (0: all cores)", desc.threads);
+    if ((int)desc.log_level < NN_LOG_DEFAULT || desc.log_level > NN_LOG_DEBUG) {
+        ctx->log_level = NN_LOG_ERROR;
+        r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_context_create: log_level %d is not an nn_log_level", (int)desc.log_level);
+    }
     device = desc.device ? desc.device : getenv("NN_DEVICE");
     if (device && !device[0]) device = NULL;
     cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");

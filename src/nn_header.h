@@ -17,7 +17,7 @@ HOW IT WORKS
     and kernels launched, so what a step costs can be checked.
 
     nn_context *ctx; nn_graph *g;
-    nn_context_create(&ctx, NULL);                 // NN_DEVICE picks the backend
+    nn_context_create(NULL, &ctx);                 // NN_DEVICE picks the backend
     nn_graph_create(ctx, NULL, &g);
     nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(128, 784));
     nn_tensor y = nn_input(g, "y", NN_I32, nn_shape1(128));

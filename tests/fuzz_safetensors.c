@@ -26,8 +26,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     memset(&zero, 0, sizeof zero);
     d.device = "cpu";
     d.threads = 1;
-    d.log_level = NN_LOG_ERROR + 1;
-    if (nn_context_create(&fz_ctx, &d) != NN_OK || nn_graph_create(fz_ctx, NULL, &fz_g) != NN_OK) return 1;
+    d.log_level = NN_LOG_ERROR;
+    if (nn_context_create(&d, &fz_ctx) != NN_OK || nn_graph_create(fz_ctx, NULL, &fz_g) != NN_OK) return 1;
     /* the names of the seed corpus: a torch Linear(3, 2), and "w" [2] */
     nn_param(fz_g, "fc.weight", nn_shape2(2, 3), zero);
     nn_param(fz_g, "fc.bias", nn_shape1(2), zero);

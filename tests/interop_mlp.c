@@ -72,13 +72,13 @@ int main(int argc, char **argv) {
     int32_t *y = NULL;
     int rc = 1, i, steps;
     memset(&cdesc, 0, sizeof cdesc);
-    cdesc.log_level = NN_LOG_WARN + 1;
+    cdesc.log_level = NN_LOG_WARN;
     memset(&m, 0, sizeof m);
     if (argc < 3) {
         fprintf(stderr, "usage: interop_mlp init OUT | train IN BATCHES STEPS LOSSES OUT | eval IN BATCHES STEPS\n");
         return 2;
     }
-    if (nn_context_create(&ctx, &cdesc) != NN_OK) return fail(NULL, "nn_context_create");
+    if (nn_context_create(&cdesc, &ctx) != NN_OK) return fail(NULL, "nn_context_create");
     fprintf(stderr, "interop_mlp: backend %s\n", nn_backend_name(ctx));
     if (strcmp(argv[1], "init") == 0) {
         if (build(ctx, &m, 0) != NN_OK) rc = fail(ctx, "build");

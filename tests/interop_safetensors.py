@@ -100,8 +100,8 @@ int main(int argc, char **argv) {
     int i;
     (void)argc;
     d.device = "cpu";
-    d.log_level = 1;
-    if (nn_context_create(&ctx, &d) != NN_OK || nn_graph_create(ctx, NULL, &g) != NN_OK) return 1;
+    d.log_level = NN_LOG_ERROR;
+    if (nn_context_create(&d, &ctx) != NN_OK || nn_graph_create(ctx, NULL, &g) != NN_OK) return 1;
     xt = nn_input(g, "x", NN_F32, nn_shape2(2, 4));
     yt = nn_dense(g, nn_relu(g, nn_dense(g, xt, 3, NULL, "0")), 2, NULL, "2");
     nn_output(g, yt);

@@ -95,8 +95,8 @@ int main(void) {
     int n_dev, i;
     memset(&d, 0, sizeof d);
     d.device = "cpu";
-    d.log_level = NN_LOG_WARN + 1; /* no backend lines between the results */
-    if (nn_context_create(&cpu, &d) != NN_OK) {
+    d.log_level = NN_LOG_WARN; /* no backend lines between the results */
+    if (nn_context_create(&d, &cpu) != NN_OK) {
         printf("cannot create the CPU backend\n0 passed, 1 failed\n");
         return 1;
     }
@@ -115,7 +115,7 @@ int main(void) {
         snprintf(label, sizeof label, "opencl:%s", info[i].name);
         printf("== backend %s (%s)\n", label, info[i].platform);
         d.device = idx;
-        if (nn_context_create(&ctx, &d) != NN_OK) {
+        if (nn_context_create(&d, &ctx) != NN_OK) {
             printf("FAIL    cannot open OpenCL device %d\n", i);
             n_failed++;
             continue;
@@ -131,7 +131,7 @@ int main(void) {
             d.tuning = NN_TUNING_GPU;
             snprintf(label, sizeof label, "opencl:%s, gpu tuning", info[i].name);
             printf("== backend %s\n", label);
-            if (nn_context_create(&gctx, &d) != NN_OK) {
+            if (nn_context_create(&d, &gctx) != NN_OK) {
                 printf("FAIL    cannot open OpenCL device %d with GPU tuning\n", i);
                 n_failed++;
             } else {

@@ -177,6 +177,12 @@ static void check_schedule_zero(const t_env *e) {
 
 /* ---- fields that cannot be zero, and one that can ---- */
 
+static void quiet_log(void *user, nn_log_level level, const char *message) {
+    (void)user;
+    (void)level;
+    (void)message;
+}
+
 static void check_zero_refused(const t_env *e) {
     nn_context *ctx = e->ctx, *c2 = NULL;
     nn_context_desc cdd;
@@ -189,7 +195,8 @@ static void check_zero_refused(const t_env *e) {
     memset(&cdd, 0, sizeof cdd);
     cdd.device = "cpu";
     cdd.threads = NN_ZERO;
-    T_CHECK(nn_context_create(&c2, &cdd) == NN_ERR_INVALID_ARGUMENT && c2 == NULL, "threads NN_ZERO was accepted");
+    cdd.log = quiet_log;
+    T_CHECK(nn_context_create(&cdd, &c2) == NN_ERR_INVALID_ARGUMENT && c2 == NULL, "threads NN_ZERO was accepted");
     nn_context_destroy(c2);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape4(1, 2, 5, 5));
@@ -492,6 +499,44 @@ done:
     t_end();
 }
 
+/* ---- contexts: log levels as they are named ---- */
+
+typedef struct log_seen { int n, max_level; } log_seen;
+static void api_log(void *user, nn_log_level level, const char *message) {
+    log_seen *s = (log_seen *)user;
+    (void)message;
+    s->n++;
+    if ((int)level > s->max_level) s->max_level = (int)level;
+}
+
+static void check_log_level(const t_env *e) {
+    static const nn_log_level levels[3] = {NN_LOG_INFO, NN_LOG_WARN, (nn_log_level)9};
+    int k;
+    t_begin(e, "nn_context_desc.log_level is the level itself");
+    for (k = 0; k < 3; k++) {
+        nn_context_desc d;
+        nn_context *c = NULL;
+        log_seen seen = {0, 0};
+        nn_result r;
+        memset(&d, 0, sizeof d);
+        d.device = "cpu";
+        d.log = api_log;
+        d.log_user = &seen;
+        d.log_level = levels[k];
+        r = nn_context_create(&d, &c);
+        if (k == 2) {
+            T_CHECK(r == NN_ERR_INVALID_ARGUMENT && !c, "log_level 9 was accepted");
+        } else if (T_CHECK(r == NN_OK, "nn_context_create: %s", nn_result_string(r))) {
+            if (k == 0) /* the one info line: the backend chosen */
+                T_CHECK(seen.n == 1 && seen.max_level == NN_LOG_INFO, "at NN_LOG_INFO: %d messages, level %d", seen.n, seen.max_level);
+            else
+                T_CHECK(seen.n == 0, "at NN_LOG_WARN: %d messages (level %d)", seen.n, seen.max_level);
+        }
+        nn_context_destroy(c);
+    }
+    t_end();
+}
+
 /* ---- PyTorch's argument orders ---- */
 
 static nn_tensor b_pad_left(nn_graph *g, nn_tensor x, const void *p) {
@@ -520,4 +565,5 @@ void suite_api(const t_env *e) {
     check_layers_bias(e);
     check_pad_order(e);
     check_label_errors(e);
+    check_log_level(e);
 }

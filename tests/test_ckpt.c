@@ -31,7 +31,7 @@ static nn_context *ck_context(const t_env *e) {
     char idx[16];
     memset(&d, 0, sizeof d);
     d.device = "cpu";
-    d.log_level = NN_LOG_WARN + 1;
+    d.log_level = NN_LOG_WARN;
     if (e->opencl) {
         nn_device_info info[32];
         int n = nn_list_devices(info, 32), i;
@@ -44,7 +44,7 @@ static nn_context *ck_context(const t_env *e) {
         snprintf(idx, sizeof idx, "%d", i);
         d.device = idx;
     }
-    if (nn_context_create(&ctx, &d) != NN_OK) return NULL;
+    if (nn_context_create(&d, &ctx) != NN_OK) return NULL;
     return ctx;
 }
 

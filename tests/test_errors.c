@@ -124,7 +124,7 @@ static void test_build_error(const t_env *e) {
     d.device = path;
     d.kernel_dir = dir;
     d.cache_dir = "off";
-    if (T_OK(nn_context_create(&ctx, &d), ctx) && T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
+    if (T_OK(nn_context_create(&d, &ctx), ctx) && T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
         nn_output(g, nn_relu(g, nn_input(g, "x", NN_F32, nn_shape1(3))));
         r = nn_graph_compile(g, NULL);
         T_CHECK(r == NN_ERR_BUILD, "compile returned %d", r);

@@ -83,7 +83,7 @@ static void test_program_cache(const t_env *e) {
         memset(&d, 0, sizeof d);
         d.device = dev;
         d.cache_dir = dir;
-        if (T_OK(nn_context_create(&ctx, &d), ctx) && T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
+        if (T_OK(nn_context_create(&d, &ctx), ctx) && T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
             xt = nn_input(g, "x", NN_F32, nn_shape1(3));
             yt = nn_relu(g, xt);
             nn_output(g, yt);

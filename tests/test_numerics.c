@@ -76,8 +76,8 @@ static void check_adam_threads(const t_env *e) {
         memset(&cdsc, 0, sizeof cdsc);
         cdsc.device = "cpu";
         cdsc.threads = threads;
-        cdsc.log_level = NN_LOG_WARN + 1;
-        if (!T_CHECK(nn_context_create(&ctx, &cdsc) == NN_OK, "cannot create a CPU context with %d threads", threads)) break;
+        cdsc.log_level = NN_LOG_WARN;
+        if (!T_CHECK(nn_context_create(&cdsc, &ctx) == NN_OK, "cannot create a CPU context with %d threads", threads)) break;
         memset(&init, 0, sizeof init);
         init.kind = NN_INIT_UNIFORM;
         init.a = -1;
