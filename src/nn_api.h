@@ -326,11 +326,12 @@ NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *nam
 /* Every norm's eps follows the desc rule: 0 is PyTorch's default 1e-5, NN_ZERO exactly 0. */
 
 /* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
-   and beta have the shape of those dims. */
-NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, int n_norm_dims, float eps);
+   and beta have the shape of those dims. Arguments in F.layer_norm's order. */
+NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, float eps);
 /* Group norm over x [N, C, ...]: the C channels in `groups` groups of C/groups, each
-   normalised over its channels and the spatial dims; gamma and beta [C], per channel. */
-NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups, float eps);
+   normalised over its channels and the spatial dims; gamma and beta [C], per channel.
+   Arguments in F.group_norm's order. */
+NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, int groups, nn_tensor gamma, nn_tensor beta, float eps);
 /* Instance norm over x [N, C, L] or [N, C, H, W] (any [N, C, spatial...]): each channel of
    each sample normalised over its spatial dims (group norm with groups = C); gamma and beta
    [C]. Always the instance's statistics (PyTorch's track_running_stats=False). */

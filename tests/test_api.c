@@ -38,8 +38,8 @@ static nn_tensor b_norm(nn_graph *g, nn_tensor x, const void *p) {
     nn_tensor none = NN_NONE;
     nn_batch_norm_desc bd;
     switch (a->kind) {
-    case 0: return nn_layer_norm(g, x, none, none, 2, a->eps);
-    case 1: return nn_group_norm(g, x, none, none, 2, a->eps);
+    case 0: return nn_layer_norm(g, x, 2, none, none, a->eps);
+    case 1: return nn_group_norm(g, x, 2, none, none, a->eps);
     case 2: return nn_instance_norm(g, x, none, none, a->eps);
     default:
         memset(&bd, 0, sizeof bd);
@@ -306,7 +306,7 @@ static void check_none_operands(const t_env *e) {
     T_CHECK(y.id > 0, "conv2d without a bias: %s", nn_last_error(ctx));
     T_CHECK(nn_find(g, "nothing").id == 0 && nn_find(g, "w").id == w.id, "nn_find: %d, %d", nn_find(g, "nothing").id,
             nn_find(g, "w").id);
-    T_CHECK(nn_layer_norm(g, nn_input(g, "z", NN_F32, nn_shape2(2, 3)), NN_NONE, NN_NONE, 1, 0).id > 0, "layer_norm: %s",
+    T_CHECK(nn_layer_norm(g, nn_input(g, "z", NN_F32, nn_shape2(2, 3)), 1, NN_NONE, NN_NONE, 0).id > 0, "layer_norm: %s",
             nn_last_error(ctx));
     T_CHECK(nn_graph_status(g) == NN_OK, "status %d", (int)nn_graph_status(g));
     bad = nn_reshape(g, x, nn_shape1(7)); /* fails: 50 elements */

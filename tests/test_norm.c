@@ -114,7 +114,7 @@ static void r_batch_norm(const spec *s, double *const *in, double *out) {
 static nn_tensor b_layer_norm(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_tensor gamma, beta;
     affine_of(s, in, &gamma, &beta);
-    return nn_layer_norm(g, in[0], gamma, beta, s->ip[2], s->fp[0]);
+    return nn_layer_norm(g, in[0], s->ip[2], gamma, beta, s->fp[0]);
 }
 static void r_layer_norm(const spec *s, double *const *in, double *out) {
     const double *gamma, *beta;
@@ -132,7 +132,7 @@ static void r_layer_norm(const spec *s, double *const *in, double *out) {
 static nn_tensor b_group_norm(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_tensor gamma, beta;
     affine_of(s, in, &gamma, &beta);
-    return nn_group_norm(g, in[0], gamma, beta, s->ip[2], s->fp[0]);
+    return nn_group_norm(g, in[0], s->ip[2], gamma, beta, s->fp[0]);
 }
 static void r_group_norm(const spec *s, double *const *in, double *out) {
     const double *gamma, *beta;
@@ -449,13 +449,13 @@ static void error_cases(const t_env *e) {
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape4(2, 6, 5, 5));
-    T_CHECK(nn_group_norm(g, x, none, none, 4, 1e-5f).id < 0, "group_norm with 4 groups of 6 channels");
+    T_CHECK(nn_group_norm(g, x, 4, none, none, 1e-5f).id < 0, "group_norm with 4 groups of 6 channels");
     T_CHECK(msg_has(ctx, "nn_group_norm", "[2, 6, 5, 5]", "4"), "message: %s", nn_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape3(2, 6, 5));
     bt = nn_input(g, "beta", NN_F32, nn_shape1(6));
-    T_CHECK(nn_layer_norm(g, x, none, bt, 2, 1e-5f).id < 0, "layer_norm over [6, 5] with beta [6]");
+    T_CHECK(nn_layer_norm(g, x, 2, none, bt, 1e-5f).id < 0, "layer_norm over [6, 5] with beta [6]");
     T_CHECK(msg_has(ctx, "nn_layer_norm", "[6]", "[6, 5]"), "message: %s", nn_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
