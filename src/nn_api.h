@@ -95,7 +95,7 @@ typedef struct nn_context_desc {
                                $XDG_CACHE_HOME/nn or ~/.cache/nn; "off" disables it */
     const char *kernel_dir; /* load kernels/NAME.cl from here; NULL: $NN_KERNEL_DIR, else
                                the sources embedded in nn.h */
-    nn_log_fn log;          /* NULL: messages at or below log_level go to stderr */
+    nn_log_fn log;          /* NULL: messages of log_level and more severe go to stderr */
     void *log_user;
     nn_log_level log_level; /* the most detailed level logged; NN_LOG_DEFAULT: $NN_LOG, else
                                NN_LOG_INFO (one line: the backend chosen) */
