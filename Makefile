@@ -20,7 +20,7 @@ else
 endif
 LIBS = $(CL_LIBS) -lm -lpthread
 
-.PHONY: all test test-asan check-gen check-warnings check-parts examples demo bench clean
+.PHONY: all test test-asan check-gen check-warnings check-parts examples demo bench compile-scale clean
 
 all: nn.h
 
@@ -85,18 +85,34 @@ demo: examples/fashion_mnist_mlp
 	@d='$(DATA_DIR)'; [ -s "$$d/train-images-idx3-ubyte" ] || [ -s "$$d/train-images-idx3-ubyte.gz" ] || d=; \
 	  echo "./examples/fashion_mnist_mlp '$$d'"; ./examples/fashion_mnist_mlp "$$d"
 
-bench/nn_bench: bench/nn_bench.c nn.h
+bench/nn_bench/compile_scale: bench/compile_scale.c nn.h
+	$(CC) $(CFLAGS) $(WARN) $(CL_FLAGS) -D_POSIX_C_SOURCE=200809L -I. -o $@ $< $(LIBS)
+
+# nn_graph_compile's time for 2,000 and 20,000 dense layers (it must grow about linearly).
+compile-scale: bench/compile_scale
+	./bench/compile_scale 2000
+	./bench/compile_scale 20000
+
+bench: bench/nn_bench.c nn.h
 	$(CC) $(CFLAGS) $(CL_FLAGS) -I. -o $@ $< $(LIBS)
 
 # Optional: CLBlast's SGEMM on the same OpenCL devices, for comparison (libclblast-dev).
 bench/sgemm_clblast: bench/sgemm_clblast.c
 	$(CC) $(CFLAGS) -o $@ $< -lclblast -lOpenCL
 
+bench/compile_scale: bench/compile_scale.c nn.h
+	$(CC) $(CFLAGS) $(WARN) $(CL_FLAGS) -D_POSIX_C_SOURCE=200809L -I. -o $@ $< $(LIBS)
+
+# nn_graph_compile's time for 2,000 and 20,000 dense layers (it must grow about linearly).
+compile-scale: bench/compile_scale
+	./bench/compile_scale 2000
+	./bench/compile_scale 20000
+
 bench: bench/nn_bench
 	./bench/run.sh
 
 clean:
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/sgemm_clblast
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast
 
 # ---- fuzzing: the safetensors loader under libFuzzer, ASan and UBSan (clang) ----------------
 # `make fuzz [FUZZ_SECONDS=n]` prints one line: FUZZ target=safetensors execs=N crashes=N.

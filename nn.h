@@ -794,6 +794,7 @@ typedef struct nn__params {
     int refs;
     int n, cap;
     nn__param *p;
+    int *index, index_cap;       /* open-addressing hash of names: entry + 1, 0 empty */
     nn_context *ctx;
 } nn__params;
 
@@ -884,6 +885,8 @@ struct nn_graph {
     nn__node *nodes;
     int n_nodes, cap_nodes;
     nn__params *params;
+    int *param_node;             /* [params->n]: this graph's node of each entry + 1, 0 none */
+    int param_node_cap;
     nn_result status;            /* first build error */
     int compiled;
     int eval;
@@ -8108,7 +8111,44 @@ static void nn__params_release(nn__params *ps) {
         nn__buf_free(ps->ctx, &ps->p[i].buf);
     }
     NN_FREE(ps->p);
+    NN_FREE(ps->index);
     NN_FREE(ps);
+}
+
+static uint32_t nn__name_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The entry named name, or -1; lookups are a hash probe, so a network of thousands of
+   parameters builds in linear time. */
+static int nn__params_find(const nn__params *ps, const char *name) {
+    uint32_t mask, k;
+    if (!ps->index_cap) return -1;
+    mask = (uint32_t)ps->index_cap - 1;
+    for (k = nn__name_hash(name) & mask; ps->index[k]; k = (k + 1) & mask)
+        if (strcmp(ps->p[ps->index[k] - 1].name, name) == 0) return ps->index[k] - 1;
+    return -1;
+}
+
+/* Indexes entry i (its name is new); grows the table to keep it at most half full. */
+static int nn__params_index(nn__params *ps, int i) {
+    uint32_t mask, k;
+    if (2 * (ps->n + 1) > ps->index_cap) {
+        int cap = ps->index_cap ? ps->index_cap * 2 : 64, j;
+        int *t = (int *)nn__calloc((size_t)cap, sizeof *t);
+        if (!t) return 0;
+        NN_FREE(ps->index);
+        ps->index = t;
+        ps->index_cap = cap;
+        for (j = 0; j < ps->n; j++)
+            if (j != i) nn__params_index(ps, j);
+    }
+    mask = (uint32_t)ps->index_cap - 1;
+    for (k = nn__name_hash(ps->p[i].name) & mask; ps->index[k]; k = (k + 1) & mask) {}
+    ps->index[k] = i + 1;
+    return 1;
 }
 
 NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
@@ -8175,6 +8215,7 @@ NN_API void nn_graph_destroy(nn_graph *g) {
     nn__datasets_free(g);
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
+    NN_FREE(g->param_node);
     nn__params_release(g->params);
     NN_FREE(g);
 }
@@ -8393,23 +8434,21 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
     if (!name || !name[0]) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a parameter needs a name", fn);
     if (!nn__check_shape(g, fn, shape)) return nn__tensor(-1);
     ps = g->params;
-    for (i = 0; i < ps->n; i++) {
-        if (strcmp(ps->p[i].name, name) == 0) {
-            char a[128], b[128];
-            if (ps->p[i].buffer != buffer)
-                return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: %s exists as a %s", fn, name,
-                                   ps->p[i].buffer ? "buffer" : "trainable parameter");
-            if (nn__shape_eq(&ps->p[i].shape, &shape)) {
-                pi = i;
-                break;
-            }
+    i = nn__params_find(ps, name);
+    if (i >= 0) {
+        char a[128], b[128];
+        if (ps->p[i].buffer != buffer)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: %s exists as a %s", fn, name,
+                               ps->p[i].buffer ? "buffer" : "trainable parameter");
+        if (!nn__shape_eq(&ps->p[i].shape, &shape)) {
             nn__shape_str(&ps->p[i].shape, a, sizeof a);
             nn__shape_str(&shape, b, sizeof b);
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: %s exists with shape %s, asked for %s", fn, name, a, b);
         }
+        pi = i;
+        if (pi < g->param_node_cap && g->param_node[pi]) /* the same name twice in one graph: the same tensor */
+            return nn__tensor(g->param_node[pi] - 1);
     }
-    for (i = 0; i < g->n_nodes && pi >= 0; i++) /* the same name twice in one graph: the same tensor */
-        if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].param == pi) return nn__tensor(i);
     if (pi < 0) {
         nn__param *p;
         if (ps->n == ps->cap) {
@@ -8431,12 +8470,27 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
             return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: %s: out of memory", fn, name);
         }
         p->buffer = buffer;
+        if (!nn__params_index(ps, ps->n)) {
+            NN_FREE(p->name);
+            NN_FREE(p->init);
+            return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: %s: out of memory", fn, name);
+        }
         nn__init_fill(p->init, &shape, init, g->seed, ps->n);
         pi = ps->n++;
+    }
+    if (pi >= g->param_node_cap) {
+        int cap = g->param_node_cap ? g->param_node_cap : 64, *t;
+        while (cap <= pi) cap *= 2;
+        t = (int *)NN_REALLOC(g->param_node, (size_t)cap * sizeof *t);
+        if (!t) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        memset(t + g->param_node_cap, 0, (size_t)(cap - g->param_node_cap) * sizeof *t);
+        g->param_node = t;
+        g->param_node_cap = cap;
     }
     id = nn__new_node(g, NN__OP_PARAM, NN_F32, shape, NULL, 0);
     if (id < 0) return nn__tensor(-1);
     g->nodes[id].param = pi;
+    g->param_node[pi] = id + 1;
     g->nodes[id].storage = NN__ST_PARAM;
     g->nodes[id].name = nn__strdup(name);
     if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
@@ -8627,13 +8681,96 @@ static void nn__autograd(nn_graph *g, int loss, int n_user) {
 
 typedef struct nn__item { int id, scratch, first, last; size_t bytes, offset; } nn__item;
 
-/* Places arena items: each at the lowest aligned offset free for its whole lifetime. */
+/* The free space of the arena while items are placed: gaps sorted by offset, coalesced;
+   the last one is unbounded. */
+typedef struct nn__gaps { size_t *off, *len; int n, cap; } nn__gaps;
+
+static int nn__gaps_insert(nn__gaps *f, int at, size_t off, size_t len) {
+    if (f->n == f->cap) {
+        int cap = f->cap ? f->cap * 2 : 64;
+        size_t *o = (size_t *)NN_REALLOC(f->off, (size_t)cap * sizeof *o), *l;
+        if (!o) return 0;
+        f->off = o;
+        l = (size_t *)NN_REALLOC(f->len, (size_t)cap * sizeof *l);
+        if (!l) return 0;
+        f->len = l;
+        f->cap = cap;
+    }
+    memmove(f->off + at + 1, f->off + at, (size_t)(f->n - at) * sizeof *f->off);
+    memmove(f->len + at + 1, f->len + at, (size_t)(f->n - at) * sizeof *f->len);
+    f->off[at] = off;
+    f->len[at] = len;
+    f->n++;
+    return 1;
+}
+
+static void nn__gaps_remove(nn__gaps *f, int at) {
+    memmove(f->off + at, f->off + at + 1, (size_t)(f->n - at - 1) * sizeof *f->off);
+    memmove(f->len + at, f->len + at + 1, (size_t)(f->n - at - 1) * sizeof *f->len);
+    f->n--;
+}
+
+/* Returns [off, off + len) to the free space, merged with its neighbours. */
+static int nn__gaps_free(nn__gaps *f, size_t off, size_t len) {
+    int lo = 0, hi = f->n; /* the first gap after off */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (f->off[mid] < off) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo > 0 && f->off[lo - 1] + f->len[lo - 1] == off) { /* extends the gap before */
+        f->len[lo - 1] += len;
+        if (lo < f->n && off + len == f->off[lo]) {
+            f->len[lo - 1] = f->len[lo] == (size_t)-1 ? (size_t)-1 : f->len[lo - 1] + f->len[lo];
+            nn__gaps_remove(f, lo);
+        }
+        return 1;
+    }
+    if (lo < f->n && off + len == f->off[lo]) { /* extends the gap after */
+        f->off[lo] = off;
+        if (f->len[lo] != (size_t)-1) f->len[lo] += len;
+        return 1;
+    }
+    return nn__gaps_insert(f, lo, off, len);
+}
+
+/* Items alive, as a min-heap of their last use. */
+static void nn__heap_push(int *h, int *n, const nn__item *it, int x) {
+    int i = (*n)++;
+    while (i > 0 && it[h[(i - 1) / 2]].last > it[x].last) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = x;
+}
+
+static int nn__heap_pop(int *h, int *n, const nn__item *it) {
+    int top = h[0], x = h[--(*n)], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && it[h[c + 1]].last < it[h[c]].last) c++;
+        if (it[h[c]].last >= it[x].last) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0) h[i] = x;
+    return top;
+}
+
+/* Places arena items, in order of first use, each at the lowest aligned offset free for
+   its whole lifetime (first fit). Items whose last use is before the next item's first
+   give their space back; the free space is a short list of gaps, so a graph of n nodes
+   plans in about n log n unless its free space is very fragmented. */
 static nn_result nn__plan_memory(nn_graph *g, size_t align) {
     nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
-    int n = 0, i, j;
+    int *heap = (int *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *heap);
+    nn__gaps free_space;
+    int n = 0, n_heap = 0, i, ok;
     size_t top = 0;
-    if (!it) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
-    for (i = 0; i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
+    memset(&free_space, 0, sizeof free_space);
+    ok = it && heap && nn__gaps_insert(&free_space, 0, 0, (size_t)-1);
+    for (i = 0; ok && i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
         nn__node *nd = &g->nodes[g->sched[i]];
         if (nd->storage == NN__ST_ARENA && nd->numel > 0) {
             it[n].id = g->sched[i];
@@ -8648,28 +8785,33 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align) {
             it[n++].bytes = ((size_t)nd->scratch * 4 + align - 1) / align * align;
         }
     }
-    for (i = 0; i < n; i++) {
+    for (i = 0; ok && i < n; i++) {
         nn__item *a = &it[i];
-        size_t off = 0;
-        int moved = 1;
-        while (moved) { /* first fit against every placed item alive at the same time */
-            moved = 0;
-            for (j = 0; j < i; j++) {
-                nn__item *b = &it[j];
-                if (b->last < a->first || a->last < b->first) continue;
-                if (off < b->offset + b->bytes && b->offset < off + a->bytes) {
-                    off = b->offset + b->bytes;
-                    moved = 1;
-                }
-            }
+        int k;
+        while (ok && n_heap > 0 && it[heap[0]].last < a->first) {
+            nn__item *b = &it[nn__heap_pop(heap, &n_heap, it)];
+            ok = nn__gaps_free(&free_space, b->offset, b->bytes);
         }
-        a->offset = off;
-        if (a->scratch) g->nodes[a->id].scratch_offset = off;
-        else g->nodes[a->id].offset = off;
-        if (off + a->bytes > top) top = off + a->bytes;
+        for (k = 0; ok && free_space.len[k] < a->bytes; k++) {} /* the last gap is unbounded */
+        if (!ok) break;
+        a->offset = free_space.off[k];
+        if (free_space.len[k] == (size_t)-1 || free_space.len[k] > a->bytes) {
+            free_space.off[k] += a->bytes;
+            if (free_space.len[k] != (size_t)-1) free_space.len[k] -= a->bytes;
+        } else {
+            nn__gaps_remove(&free_space, k);
+        }
+        nn__heap_push(heap, &n_heap, it, i);
+        if (a->scratch) g->nodes[a->id].scratch_offset = a->offset;
+        else g->nodes[a->id].offset = a->offset;
+        if (a->offset + a->bytes > top) top = a->offset + a->bytes;
     }
     g->arena_bytes = top;
     NN_FREE(it);
+    NN_FREE(heap);
+    NN_FREE(free_space.off);
+    NN_FREE(free_space.len);
+    if (!ok) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     return NN_OK;
 }
 

@@ -20,7 +20,44 @@ static void nn__params_release(nn__params *ps) {
         nn__buf_free(ps->ctx, &ps->p[i].buf);
     }
     NN_FREE(ps->p);
+    NN_FREE(ps->index);
     NN_FREE(ps);
+}
+
+static uint32_t nn__name_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The entry named name, or -1; lookups are a hash probe, so a network of thousands of
+   parameters builds in linear time. */
+static int nn__params_find(const nn__params *ps, const char *name) {
+    uint32_t mask, k;
+    if (!ps->index_cap) return -1;
+    mask = (uint32_t)ps->index_cap - 1;
+    for (k = nn__name_hash(name) & mask; ps->index[k]; k = (k + 1) & mask)
+        if (strcmp(ps->p[ps->index[k] - 1].name, name) == 0) return ps->index[k] - 1;
+    return -1;
+}
+
+/* Indexes entry i (its name is new); grows the table to keep it at most half full. */
+static int nn__params_index(nn__params *ps, int i) {
+    uint32_t mask, k;
+    if (2 * (ps->n + 1) > ps->index_cap) {
+        int cap = ps->index_cap ? ps->index_cap * 2 : 64, j;
+        int *t = (int *)nn__calloc((size_t)cap, sizeof *t);
+        if (!t) return 0;
+        NN_FREE(ps->index);
+        ps->index = t;
+        ps->index_cap = cap;
+        for (j = 0; j < ps->n; j++)
+            if (j != i) nn__params_index(ps, j);
+    }
+    mask = (uint32_t)ps->index_cap - 1;
+    for (k = nn__name_hash(ps->p[i].name) & mask; ps->index[k]; k = (k + 1) & mask) {}
+    ps->index[k] = i + 1;
+    return 1;
 }
 
 NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
@@ -87,6 +124,7 @@ NN_API void nn_graph_destroy(nn_graph *g) {
     nn__datasets_free(g);
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
+    NN_FREE(g->param_node);
     nn__params_release(g->params);
     NN_FREE(g);
 }
@@ -305,23 +343,21 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
     if (!name || !name[0]) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a parameter needs a name", fn);
     if (!nn__check_shape(g, fn, shape)) return nn__tensor(-1);
     ps = g->params;
-    for (i = 0; i < ps->n; i++) {
-        if (strcmp(ps->p[i].name, name) == 0) {
-            char a[128], b[128];
-            if (ps->p[i].buffer != buffer)
-                return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: %s exists as a %s", fn, name,
-                                   ps->p[i].buffer ? "buffer" : "trainable parameter");
-            if (nn__shape_eq(&ps->p[i].shape, &shape)) {
-                pi = i;
-                break;
-            }
+    i = nn__params_find(ps, name);
+    if (i >= 0) {
+        char a[128], b[128];
+        if (ps->p[i].buffer != buffer)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: %s exists as a %s", fn, name,
+                               ps->p[i].buffer ? "buffer" : "trainable parameter");
+        if (!nn__shape_eq(&ps->p[i].shape, &shape)) {
             nn__shape_str(&ps->p[i].shape, a, sizeof a);
             nn__shape_str(&shape, b, sizeof b);
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: %s exists with shape %s, asked for %s", fn, name, a, b);
         }
+        pi = i;
+        if (pi < g->param_node_cap && g->param_node[pi]) /* the same name twice in one graph: the same tensor */
+            return nn__tensor(g->param_node[pi] - 1);
     }
-    for (i = 0; i < g->n_nodes && pi >= 0; i++) /* the same name twice in one graph: the same tensor */
-        if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].param == pi) return nn__tensor(i);
     if (pi < 0) {
         nn__param *p;
         if (ps->n == ps->cap) {
@@ -343,12 +379,27 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
             return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: %s: out of memory", fn, name);
         }
         p->buffer = buffer;
+        if (!nn__params_index(ps, ps->n)) {
+            NN_FREE(p->name);
+            NN_FREE(p->init);
+            return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: %s: out of memory", fn, name);
+        }
         nn__init_fill(p->init, &shape, init, g->seed, ps->n);
         pi = ps->n++;
+    }
+    if (pi >= g->param_node_cap) {
+        int cap = g->param_node_cap ? g->param_node_cap : 64, *t;
+        while (cap <= pi) cap *= 2;
+        t = (int *)NN_REALLOC(g->param_node, (size_t)cap * sizeof *t);
+        if (!t) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        memset(t + g->param_node_cap, 0, (size_t)(cap - g->param_node_cap) * sizeof *t);
+        g->param_node = t;
+        g->param_node_cap = cap;
     }
     id = nn__new_node(g, NN__OP_PARAM, NN_F32, shape, NULL, 0);
     if (id < 0) return nn__tensor(-1);
     g->nodes[id].param = pi;
+    g->param_node[pi] = id + 1;
     g->nodes[id].storage = NN__ST_PARAM;
     g->nodes[id].name = nn__strdup(name);
     if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);

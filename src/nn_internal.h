@@ -99,6 +99,7 @@ typedef struct nn__params {
     int refs;
     int n, cap;
     nn__param *p;
+    int *index, index_cap;       /* open-addressing hash of names: entry + 1, 0 empty */
     nn_context *ctx;
 } nn__params;
 
@@ -189,6 +190,8 @@ struct nn_graph {
     nn__node *nodes;
     int n_nodes, cap_nodes;
     nn__params *params;
+    int *param_node;             /* [params->n]: this graph's node of each entry + 1, 0 none */
+    int param_node_cap;
     nn_result status;            /* first build error */
     int compiled;
     int eval;
