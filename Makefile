@@ -85,15 +85,7 @@ demo: examples/fashion_mnist_mlp
 	@d='$(DATA_DIR)'; [ -s "$$d/train-images-idx3-ubyte" ] || [ -s "$$d/train-images-idx3-ubyte.gz" ] || d=; \
 	  echo "./examples/fashion_mnist_mlp '$$d'"; ./examples/fashion_mnist_mlp "$$d"
 
-bench/nn_bench/compile_scale: bench/compile_scale.c nn.h
-	$(CC) $(CFLAGS) $(WARN) $(CL_FLAGS) -D_POSIX_C_SOURCE=200809L -I. -o $@ $< $(LIBS)
-
-# nn_graph_compile's time for 2,000 and 20,000 dense layers (it must grow about linearly).
-compile-scale: bench/compile_scale
-	./bench/compile_scale 2000
-	./bench/compile_scale 20000
-
-bench: bench/nn_bench.c nn.h
+bench/nn_bench: bench/nn_bench.c nn.h
 	$(CC) $(CFLAGS) $(CL_FLAGS) -I. -o $@ $< $(LIBS)
 
 # Optional: CLBlast's SGEMM on the same OpenCL devices, for comparison (libclblast-dev).

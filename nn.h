@@ -725,6 +725,7 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 #endif
 
 #define NN__MAX_IN 4
+#define NN__MAX_NUMEL ((int64_t)0x7fffffff) /* elements of one tensor: 32-bit indices */
 #define NN__MAX_AUX 3
 #define NN__ERRLEN 4096
 
@@ -8262,9 +8263,29 @@ static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) {
     return 1;
 }
 
+/* Tensors hold at most NN__MAX_NUMEL elements: kernels and CPU loops index them with
+   32-bit ints, so a larger one is refused when it is built, before anything is allocated,
+   rather than wrapping around later. The product is checked without overflowing. */
+static int nn__shape_fits(nn_graph *g, const char *op, const nn_shape *s) {
+    int64_t n = 1;
+    int i;
+    for (i = 0; i < s->ndim; i++) {
+        if (s->dim[i] < 0 || (s->dim[i] > 0 && n > NN__MAX_NUMEL / s->dim[i])) {
+            char b[128];
+            nn__shape_str(s, b, sizeof b);
+            nn__op_fail(g, NN_ERR_SHAPE, "%s: shape %s has more than %lld elements, the most a tensor can hold", op,
+                        b, (long long)NN__MAX_NUMEL);
+            return 0;
+        }
+        n *= s->dim[i];
+    }
+    return 1;
+}
+
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
     nn__node *n = NULL;
     int i;
+    if (!nn__shape_fits(g, nn__op_names[op], &shape)) return -1;
     if (g->n_nodes == g->cap_nodes) {
         int cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
         nn__node *p = (nn__node *)NN_REALLOC(g->nodes, (size_t)cap * sizeof *p);
@@ -8306,14 +8327,14 @@ static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
         return 0;
     }
     for (i = 0; i < s.ndim; i++) {
-        if (s.dim[i] < 1 || s.dim[i] > ((int64_t)1 << 40) || nn__numel(&s) > ((int64_t)1 << 42)) {
+        if (s.dim[i] < 1 || s.dim[i] > NN__MAX_NUMEL) {
             char b[128];
             nn__shape_str(&s, b, sizeof b);
             nn__op_fail(g, NN_ERR_SHAPE, "%s: shape %s has a dim out of range", op, b);
             return 0;
         }
     }
-    return 1;
+    return nn__shape_fits(g, op, &s);
 }
 
 static int nn__expect_f32(nn_graph *g, const char *op, nn_tensor t, const char *what) {
@@ -8347,7 +8368,11 @@ static int nn__check_logits_labels(nn_graph *g, const char *opname, nn_tensor lo
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape) {
     int id;
     if (!nn__check(g, "nn_input", 0, NULL)) return nn__tensor(-1);
-    if (!nn__check_shape(g, "nn_input", shape)) return nn__tensor(-1);
+    {
+        char label[160];
+        snprintf(label, sizeof label, "nn_input \"%s\"", name ? name : "");
+        if (!nn__check_shape(g, label, shape)) return nn__tensor(-1);
+    }
     if (dtype != NN_F32 && dtype != NN_I32) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_input: unknown dtype %d", (int)dtype);
     id = nn__new_node(g, NN__OP_INPUT, dtype, shape, NULL, 0);
     if (id < 0) return nn__tensor(-1);
@@ -8432,7 +8457,11 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
     int i, id, pi = -1;
     if (!nn__check(g, fn, 0, NULL)) return nn__tensor(-1);
     if (!name || !name[0]) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a parameter needs a name", fn);
-    if (!nn__check_shape(g, fn, shape)) return nn__tensor(-1);
+    {
+        char label[160];
+        snprintf(label, sizeof label, "%s \"%s\"", fn, name);
+        if (!nn__check_shape(g, label, shape)) return nn__tensor(-1);
+    }
     ps = g->params;
     i = nn__params_find(ps, name);
     if (i >= 0) {
@@ -10569,11 +10598,11 @@ NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int
     if (!nn__check(g, "nn_slice", 1, &x)) return nn__tensor(-1);
     if ((axis = nn__axis(g, "nn_slice", x, axis)) < 0) return nn__tensor(-1);
     s = nn__n(g, x)->shape;
-    if (start < 0 || len < 1 || start + len > s.dim[axis]) {
+    if (start < 0 || len < 1 || start >= s.dim[axis] || len > s.dim[axis] - start) { /* no start + len: it can overflow */
         char sx[128];
         nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_slice: [%lld, %lld) is outside axis %d of x %s", (long long)start,
-                           (long long)(start + len), axis, sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_slice: start %lld, length %lld is outside axis %d of x %s",
+                           (long long)start, (long long)len, axis, sx);
     }
     s.dim[axis] = len;
     return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start);
@@ -10954,10 +10983,10 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s must be [N, C, H, W] and w %s [K, C/groups, KH, KW]", sx, sw);
     if (nx->shape.dim[1] % attr[6] || nw->shape.dim[0] % attr[6] || nw->shape.dim[1] * attr[6] != nx->shape.dim[1])
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, attr[6]);
-    OH = (nx->shape.dim[2] + 2 * attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
-    OW = (nx->shape.dim[3] + 2 * attr[3] - attr[5] * (nw->shape.dim[3] - 1) - 1) / attr[1] + 1;
-    if (nx->shape.dim[2] + 2 * attr[2] < attr[4] * (nw->shape.dim[2] - 1) + 1 ||
-        nx->shape.dim[3] + 2 * attr[3] < attr[5] * (nw->shape.dim[3] - 1) + 1)
+    OH = (nx->shape.dim[2] + 2 * (int64_t)attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
+    OW = (nx->shape.dim[3] + 2 * (int64_t)attr[3] - attr[5] * (nw->shape.dim[3] - 1) - 1) / attr[1] + 1;
+    if (nx->shape.dim[2] + 2 * (int64_t)attr[2] < attr[4] * (nw->shape.dim[2] - 1) + 1 ||
+        nx->shape.dim[3] + 2 * (int64_t)attr[3] < attr[5] * (nw->shape.dim[3] - 1) + 1)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: the kernel w %s is larger than the padded input x %s", sw, sx);
     if (has_bias) {
         nn__node *nb = nn__n(g, bias);
@@ -11077,8 +11106,8 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
         (output_pad_w >= attr[1] && output_pad_w >= attr[5]))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: output padding (%d, %d) must be below the stride or the dilation",
                            output_pad_h, output_pad_w);
-    OH = (xs.dim[2] - 1) * attr[0] - 2 * attr[2] + attr[4] * (ws.dim[2] - 1) + output_pad_h + 1;
-    OW = (xs.dim[3] - 1) * attr[1] - 2 * attr[3] + attr[5] * (ws.dim[3] - 1) + output_pad_w + 1;
+    OH = (xs.dim[2] - 1) * attr[0] - 2 * (int64_t)attr[2] + attr[4] * (ws.dim[2] - 1) + output_pad_h + 1;
+    OW = (xs.dim[3] - 1) * attr[1] - 2 * (int64_t)attr[3] + attr[5] * (ws.dim[3] - 1) + output_pad_w + 1;
     if (OH < 1 || OW < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with w %s gives an empty output", a, b);
     /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
     t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
@@ -11137,9 +11166,9 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, attr[9]);
     for (k = 0; k < 3; k++) {
         int64_t span = (int64_t)attr[6 + k] * (nw->shape.dim[2 + k] - 1) + 1;
-        if (nx->shape.dim[2 + k] + 2 * attr[3 + k] < span)
+        if (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] < span)
             return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: the kernel w %s is larger than the padded input x %s", sw, sx);
-        O[k] = (nx->shape.dim[2 + k] + 2 * attr[3 + k] - span) / attr[k] + 1;
+        O[k] = (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] - span) / attr[k] + 1;
     }
     if (has_bias) {
         nn__node *nb = nn__n(g, bias);

@@ -171,9 +171,29 @@ static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) {
     return 1;
 }
 
+/* Tensors hold at most NN__MAX_NUMEL elements: kernels and CPU loops index them with
+   32-bit ints, so a larger one is refused when it is built, before anything is allocated,
+   rather than wrapping around later. The product is checked without overflowing. */
+static int nn__shape_fits(nn_graph *g, const char *op, const nn_shape *s) {
+    int64_t n = 1;
+    int i;
+    for (i = 0; i < s->ndim; i++) {
+        if (s->dim[i] < 0 || (s->dim[i] > 0 && n > NN__MAX_NUMEL / s->dim[i])) {
+            char b[128];
+            nn__shape_str(s, b, sizeof b);
+            nn__op_fail(g, NN_ERR_SHAPE, "%s: shape %s has more than %lld elements, the most a tensor can hold", op,
+                        b, (long long)NN__MAX_NUMEL);
+            return 0;
+        }
+        n *= s->dim[i];
+    }
+    return 1;
+}
+
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
     nn__node *n = NULL;
     int i;
+    if (!nn__shape_fits(g, nn__op_names[op], &shape)) return -1;
     if (g->n_nodes == g->cap_nodes) {
         int cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
         nn__node *p = (nn__node *)NN_REALLOC(g->nodes, (size_t)cap * sizeof *p);
@@ -215,14 +235,14 @@ static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
         return 0;
     }
     for (i = 0; i < s.ndim; i++) {
-        if (s.dim[i] < 1 || s.dim[i] > ((int64_t)1 << 40) || nn__numel(&s) > ((int64_t)1 << 42)) {
+        if (s.dim[i] < 1 || s.dim[i] > NN__MAX_NUMEL) {
             char b[128];
             nn__shape_str(&s, b, sizeof b);
             nn__op_fail(g, NN_ERR_SHAPE, "%s: shape %s has a dim out of range", op, b);
             return 0;
         }
     }
-    return 1;
+    return nn__shape_fits(g, op, &s);
 }
 
 static int nn__expect_f32(nn_graph *g, const char *op, nn_tensor t, const char *what) {
@@ -256,7 +276,11 @@ static int nn__check_logits_labels(nn_graph *g, const char *opname, nn_tensor lo
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape) {
     int id;
     if (!nn__check(g, "nn_input", 0, NULL)) return nn__tensor(-1);
-    if (!nn__check_shape(g, "nn_input", shape)) return nn__tensor(-1);
+    {
+        char label[160];
+        snprintf(label, sizeof label, "nn_input \"%s\"", name ? name : "");
+        if (!nn__check_shape(g, label, shape)) return nn__tensor(-1);
+    }
     if (dtype != NN_F32 && dtype != NN_I32) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_input: unknown dtype %d", (int)dtype);
     id = nn__new_node(g, NN__OP_INPUT, dtype, shape, NULL, 0);
     if (id < 0) return nn__tensor(-1);
@@ -341,7 +365,11 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
     int i, id, pi = -1;
     if (!nn__check(g, fn, 0, NULL)) return nn__tensor(-1);
     if (!name || !name[0]) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a parameter needs a name", fn);
-    if (!nn__check_shape(g, fn, shape)) return nn__tensor(-1);
+    {
+        char label[160];
+        snprintf(label, sizeof label, "%s \"%s\"", fn, name);
+        if (!nn__check_shape(g, label, shape)) return nn__tensor(-1);
+    }
     ps = g->params;
     i = nn__params_find(ps, name);
     if (i >= 0) {

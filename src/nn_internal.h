@@ -30,6 +30,7 @@
 #endif
 
 #define NN__MAX_IN 4
+#define NN__MAX_NUMEL ((int64_t)0x7fffffff) /* elements of one tensor: 32-bit indices */
 #define NN__MAX_AUX 3
 #define NN__ERRLEN 4096
 

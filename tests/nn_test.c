@@ -83,6 +83,7 @@ static void run_suites(const t_env *e) {
     suite_safetensors(e);
     suite_ckpt(e);
     suite_numerics(e);
+    suite_limits(e);
     suite_registry(e);
 }
 
