@@ -279,7 +279,7 @@ static nn_result nn__record_launches(nn_graph *g) {
     return r;
 }
 
-NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
+static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     nn_compile_desc d;
     nn_result r;
     int i, k, n_user;
@@ -367,13 +367,30 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     return NN_OK;
 }
 
+NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    r = nn__ctx_enter(g->ctx, "nn_graph_compile");
+    if (r != NN_OK) return r;
+    r = nn__graph_compile(g, desc);
+    nn__ctx_leave(g->ctx);
+    return r;
+}
+
 /* ---- running ---- */
 
 static nn_result nn__run(nn_graph *g, int n_sched) {
+    nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!g->compiled || g->status != NN_OK)
+    if (!g->compiled || g->status != NN_OK) {
+        if (g->ctx->dead_refs) return g->status;
         return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
-    return g->ctx->backend->run(g, n_sched);
+    }
+    r = nn__ctx_enter(g->ctx, "nn_graph_step");
+    if (r != NN_OK) return r;
+    r = g->ctx->backend->run(g, n_sched);
+    nn__ctx_leave(g->ctx);
+    return r;
 }
 
 /* forward, backward (and gradient accumulation); the update on update steps only */

@@ -11,6 +11,15 @@ static const char *const nn__op_names[] = {
 
 /* ---- graphs and nodes ---- */
 
+/* The store's device buffers, when its context goes first. */
+static void nn__params_release_device(nn__params *ps) {
+    int i;
+    for (i = 0; i < ps->n; i++) {
+        nn__buf_free(ps->ctx, &ps->p[i].buf);
+        ps->p[i].allocated = 0;
+    }
+}
+
 static void nn__params_release(nn__params *ps) {
     int i;
     if (!ps || --ps->refs > 0) return;
@@ -92,6 +101,7 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
         g->params->refs = 1;
         g->params->ctx = ctx;
     }
+    nn__ctx_link(ctx, g);
     *out = g;
     return NN_OK;
 }
@@ -126,6 +136,11 @@ NN_API void nn_graph_destroy(nn_graph *g) {
     NN_FREE(g->nodes);
     NN_FREE(g->param_node);
     nn__params_release(g->params);
+    {
+        nn_context *ctx = g->ctx;
+        nn__ctx_unlink(g);
+        if (ctx->dead_refs > 0 && --ctx->dead_refs == 0) nn__ctx_free(ctx); /* the last graph of a destroyed context */
+    }
     NN_FREE(g);
 }
 

@@ -176,6 +176,9 @@ struct nn_context {
     char *kernel_dir;
     nn_stats stats;
     uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_op_compiled) */
+    nn_graph *graphs;            /* graphs created on it, not yet destroyed */
+    int dead_refs;               /* a destroyed context's stand-in: graphs still holding it */
+    volatile int busy;           /* a call is running on it (one thread at a time) */
     struct nn__threadpool *threads;
 };
 
@@ -188,6 +191,7 @@ typedef struct nn__opt_clock {
 
 struct nn_graph {
     nn_context *ctx;
+    nn_graph *ctx_prev, *ctx_next; /* the context's list of its graphs */
     nn__node *nodes;
     int n_nodes, cap_nodes;
     nn__params *params;

@@ -84,6 +84,7 @@ static void run_suites(const t_env *e) {
     suite_ckpt(e);
     suite_numerics(e);
     suite_limits(e);
+    suite_lifetime(e);
     suite_registry(e);
 }
 
