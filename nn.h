@@ -905,6 +905,8 @@ struct nn_graph {
     int eval;
     uint64_t seed;
     uint64_t step;               /* completed training steps */
+    int progress;                /* launches (ops) of the running step enqueued so far (backends count) */
+    int broken;                  /* a step failed part way: parameters may be partly updated */
     nn_optimizer opt;
     int loss;
     int n_forward;               /* nodes created by the user (ids below this) */
@@ -5014,6 +5016,7 @@ static nn_result nn__cpub_run(nn_graph *g, int n_sched) {
         nn__node *n = &g->nodes[g->sched[i]];
         nn_result r = nn__op(n->op)->cpu(g, n);
         if (r != NN_OK) return r;
+        g->progress++;
     }
     g->ctx->stats.kernel_launches += (uint64_t)n_sched;
     return NN_OK;
@@ -7874,6 +7877,7 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
         if (err != CL_SUCCESS)
             return nn__fail(g->ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: %s (%d)", nn__op(g->nodes[l->node].op)->name,
                             l->file, l->kernel, nn__cl_errstr(err), err);
+        g->progress++;
     }
     g->ctx->stats.kernel_launches += (uint64_t)n;
     return NN_OK;
@@ -9249,14 +9253,20 @@ static nn_result nn__run(nn_graph *g, int n_sched) {
         if (g->ctx->dead_refs) return g->status;
         return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
     }
+    if (g->broken)
+        return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
+                                              "partly updated: load a training state (nn_load_state) to go on");
     r = nn__ctx_enter(g->ctx, "nn_graph_step");
     if (r != NN_OK) return r;
+    g->progress = 0;
     r = g->ctx->backend->run(g, n_sched);
     nn__ctx_leave(g->ctx);
     return r;
 }
 
-/* forward, backward (and gradient accumulation); the update on update steps only */
+/* forward, backward (and gradient accumulation); the update on update steps only. A step
+   that fails before anything ran leaves the graph as it was (counters restored); one that
+   fails part way leaves it broken until a training state is loaded. */
 NN_API nn_result nn_graph_step(nn_graph *g) {
     nn_result r;
     nn__opt_clock clock;
@@ -9264,9 +9274,11 @@ NN_API nn_result nn_graph_step(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
     g->step++;
+    g->progress = 0;
     clock = g->clock;
     lr = g->lr;
     r = nn__run(g, nn__opt_begin(g) ? g->n_sched : g->n_sched_update);
+    if (r != NN_OK && g->progress > 0 && !g->broken) g->broken = 1; /* some of it ran: a retry would update twice */
     if (r != NN_OK) {
         g->step--;
         g->clock = clock;
@@ -14337,6 +14349,7 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path) {
     if (r != NN_OK) return r;
     r = nn__load_state_mem(g, path, buf, len);
     NN_FREE(buf);
+    if (r == NN_OK) g->broken = 0; /* a whole state again after a failed step */
     return r;
 }
 

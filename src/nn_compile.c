@@ -386,14 +386,20 @@ static nn_result nn__run(nn_graph *g, int n_sched) {
         if (g->ctx->dead_refs) return g->status;
         return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
     }
+    if (g->broken)
+        return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
+                                              "partly updated: load a training state (nn_load_state) to go on");
     r = nn__ctx_enter(g->ctx, "nn_graph_step");
     if (r != NN_OK) return r;
+    g->progress = 0;
     r = g->ctx->backend->run(g, n_sched);
     nn__ctx_leave(g->ctx);
     return r;
 }
 
-/* forward, backward (and gradient accumulation); the update on update steps only */
+/* forward, backward (and gradient accumulation); the update on update steps only. A step
+   that fails before anything ran leaves the graph as it was (counters restored); one that
+   fails part way leaves it broken until a training state is loaded. */
 NN_API nn_result nn_graph_step(nn_graph *g) {
     nn_result r;
     nn__opt_clock clock;
@@ -401,9 +407,11 @@ NN_API nn_result nn_graph_step(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
     g->step++;
+    g->progress = 0;
     clock = g->clock;
     lr = g->lr;
     r = nn__run(g, nn__opt_begin(g) ? g->n_sched : g->n_sched_update);
+    if (r != NN_OK && g->progress > 0 && !g->broken) g->broken = 1; /* some of it ran: a retry would update twice */
     if (r != NN_OK) {
         g->step--;
         g->clock = clock;

@@ -202,6 +202,8 @@ struct nn_graph {
     int eval;
     uint64_t seed;
     uint64_t step;               /* completed training steps */
+    int progress;                /* launches (ops) of the running step enqueued so far (backends count) */
+    int broken;                  /* a step failed part way: parameters may be partly updated */
     nn_optimizer opt;
     int loss;
     int n_forward;               /* nodes created by the user (ids below this) */
