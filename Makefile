@@ -20,7 +20,7 @@ else
 endif
 LIBS = $(CL_LIBS) -lm -lpthread
 
-.PHONY: all test test-asan check-gen check-warnings check-parts examples demo bench compile-scale clean
+.PHONY: all test test-asan check-gen check-warnings check-parts check-determinism examples demo bench compile-scale clean
 
 all: nn.h
 
@@ -53,6 +53,15 @@ test-asan: tests/nn_test_asan
 # Each part of gen/parts.txt compiled after the parts above it, diagnostics at its own lines.
 check-parts: gen/amalg
 	./tools/check_parts.sh
+
+# The same seed gives the same initial weights with gcc and clang, -O0 to -O3, with and
+# without -march=native and fused multiply-adds (tools/init_hash.c prints their hash).
+check-determinism: nn.h tools/init_hash.c
+	@ref=; for cc in gcc clang; do for f in "-O0" "-O2" "-O2 -march=native" "-O3 -march=native -ffp-contract=fast"; do \
+	  $$cc $$f -DNN_NO_OPENCL -I. tools/init_hash.c -o /tmp/nn-init-hash -lm -lpthread || exit 1; \
+	  h=$$(/tmp/nn-init-hash) || exit 1; echo "$$cc $$f: $$h"; \
+	  [ -z "$$ref" ] && ref=$$h; [ "$$h" = "$$ref" ] || { echo "check-determinism: $$cc $$f differs"; exit 1; }; \
+	  done; done; echo "check-determinism: the same initial weights from every build"
 
 # nn.h as C99 and C++, with gcc and clang, with and without OpenCL.
 check-warnings: nn.h

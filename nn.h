@@ -8603,8 +8603,14 @@ static void nn__init_fill(float *p, const nn_shape *s, nn_init init, uint64_t se
         switch (init.kind) {
         case NN_INIT_ZEROS: p[i] = 0.0f; break;
         case NN_INIT_CONSTANT: p[i] = init.a; break;
-        case NN_INIT_UNIFORM: p[i] = init.a + (init.b - init.a) * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached); break;
-        case NN_INIT_NORMAL: p[i] = init.a + init.b * nn__init_draw(seed, param, (uint64_t)i, 1, u, &cached); break;
+        /* in double: a product of two floats is exact there, so a compiler that fuses the
+           multiply and add (-march=native, -ffp-contract=fast) gives the same bits */
+        case NN_INIT_UNIFORM:
+            p[i] = (float)((double)init.a + (double)(init.b - init.a) * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached));
+            break;
+        case NN_INIT_NORMAL:
+            p[i] = (float)((double)init.a + (double)init.b * nn__init_draw(seed, param, (uint64_t)i, 1, u, &cached));
+            break;
         case NN_INIT_KAIMING_UNIFORM:
         case NN_INIT_XAVIER_UNIFORM:
             p[i] = (float)(bound * (2.0 * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached) - 1.0));
@@ -11211,8 +11217,12 @@ NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     init.b = -init.a;
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
-    return nn_conv2d(g, x, nn_param(g, wn, nn_shape4(out_channels, cin, kh, kw), init),
-                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+    { /* weight, then bias, in two statements: the order of a call's arguments is unspecified,
+         and it numbers the parameters, which seeds their initial values */
+        nn_tensor w = nn_param(g, wn, nn_shape4(out_channels, cin, kh, kw), init);
+        nn_tensor b = nn_param(g, bn, nn_shape1(out_channels), init);
+        return nn_conv2d(g, x, w, b, desc);
+    }
 }
 
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
@@ -11395,8 +11405,11 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     init.b = -init.a;
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
-    return nn_conv3d(g, x, nn_param(g, wn, nn__shape5(out_channels, cin, kd, kh, kw), init),
-                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+    { /* weight, then bias (see nn_conv2d_layer) */
+        nn_tensor w = nn_param(g, wn, nn__shape5(out_channels, cin, kd, kh, kw), init);
+        nn_tensor b = nn_param(g, bn, nn_shape1(out_channels), init);
+        return nn_conv3d(g, x, w, b, desc);
+    }
 }
 
 

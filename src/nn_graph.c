@@ -363,8 +363,14 @@ static void nn__init_fill(float *p, const nn_shape *s, nn_init init, uint64_t se
         switch (init.kind) {
         case NN_INIT_ZEROS: p[i] = 0.0f; break;
         case NN_INIT_CONSTANT: p[i] = init.a; break;
-        case NN_INIT_UNIFORM: p[i] = init.a + (init.b - init.a) * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached); break;
-        case NN_INIT_NORMAL: p[i] = init.a + init.b * nn__init_draw(seed, param, (uint64_t)i, 1, u, &cached); break;
+        /* in double: a product of two floats is exact there, so a compiler that fuses the
+           multiply and add (-march=native, -ffp-contract=fast) gives the same bits */
+        case NN_INIT_UNIFORM:
+            p[i] = (float)((double)init.a + (double)(init.b - init.a) * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached));
+            break;
+        case NN_INIT_NORMAL:
+            p[i] = (float)((double)init.a + (double)init.b * nn__init_draw(seed, param, (uint64_t)i, 1, u, &cached));
+            break;
         case NN_INIT_KAIMING_UNIFORM:
         case NN_INIT_XAVIER_UNIFORM:
             p[i] = (float)(bound * (2.0 * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached) - 1.0));

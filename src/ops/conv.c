@@ -74,8 +74,12 @@ NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     init.b = -init.a;
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
-    return nn_conv2d(g, x, nn_param(g, wn, nn_shape4(out_channels, cin, kh, kw), init),
-                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+    { /* weight, then bias, in two statements: the order of a call's arguments is unspecified,
+         and it numbers the parameters, which seeds their initial values */
+        nn_tensor w = nn_param(g, wn, nn_shape4(out_channels, cin, kh, kw), init);
+        nn_tensor b = nn_param(g, bn, nn_shape1(out_channels), init);
+        return nn_conv2d(g, x, w, b, desc);
+    }
 }
 
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
@@ -258,8 +262,11 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     init.b = -init.a;
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
-    return nn_conv3d(g, x, nn_param(g, wn, nn__shape5(out_channels, cin, kd, kh, kw), init),
-                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+    { /* weight, then bias (see nn_conv2d_layer) */
+        nn_tensor w = nn_param(g, wn, nn__shape5(out_channels, cin, kd, kh, kw), init);
+        nn_tensor b = nn_param(g, bn, nn_shape1(out_channels), init);
+        return nn_conv3d(g, x, w, b, desc);
+    }
 }
 
 
