@@ -108,12 +108,17 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
     memset(&desc, 0, sizeof desc);
     if (desc_in) desc = *desc_in;
     ctx = (nn_context *)nn__calloc(1, sizeof *ctx);
-    if (!ctx) return NN_ERR_OUT_OF_MEMORY;
+    if (!ctx) { /* no context to hold the message: straight to the log */
+        if (desc.log) desc.log(desc.log_user, NN_LOG_ERROR, "nn_context_create: out of memory");
+        else fprintf(stderr, "nn: nn_context_create: out of memory\n");
+        return NN_ERR_OUT_OF_MEMORY;
+    }
     ctx->log = desc.log;
     ctx->log_user = desc.log_user;
     ctx->log_level = nn__log_level(&desc);
     ctx->op_compiled = (uint64_t *)nn__calloc(NN__OP_COUNT, sizeof(uint64_t));
     if (!ctx->op_compiled) {
+        nn__log(ctx, NN_LOG_ERROR, "nn_context_create: out of memory");
         NN_FREE(ctx);
         return NN_ERR_OUT_OF_MEMORY;
     }
