@@ -20,7 +20,7 @@ else
 endif
 LIBS = $(CL_LIBS) -lm -lpthread
 
-.PHONY: all test test-asan check-gen check-warnings check-parts examples demo bench clean
+.PHONY: all test test-asan check-gen check-warnings check-parts check-determinism examples demo bench compile-scale clean
 
 all: nn.h
 
@@ -53,6 +53,15 @@ test-asan: tests/nn_test_asan
 # Each part of gen/parts.txt compiled after the parts above it, diagnostics at its own lines.
 check-parts: gen/amalg
 	./tools/check_parts.sh
+
+# The same seed gives the same initial weights with gcc and clang, -O0 to -O3, with and
+# without -march=native and fused multiply-adds (tools/init_hash.c prints their hash).
+check-determinism: nn.h tools/init_hash.c
+	@ref=; for cc in gcc clang; do for f in "-O0" "-O2" "-O2 -march=native" "-O3 -march=native -ffp-contract=fast"; do \
+	  $$cc $$f -DNN_NO_OPENCL -I. tools/init_hash.c -o /tmp/nn-init-hash -lm -lpthread || exit 1; \
+	  h=$$(/tmp/nn-init-hash) || exit 1; echo "$$cc $$f: $$h"; \
+	  [ -z "$$ref" ] && ref=$$h; [ "$$h" = "$$ref" ] || { echo "check-determinism: $$cc $$f differs"; exit 1; }; \
+	  done; done; echo "check-determinism: the same initial weights from every build"
 
 # nn.h as C99 and C++, with gcc and clang, with and without OpenCL.
 check-warnings: nn.h
@@ -92,11 +101,19 @@ bench/nn_bench: bench/nn_bench.c nn.h
 bench/sgemm_clblast: bench/sgemm_clblast.c
 	$(CC) $(CFLAGS) -o $@ $< -lclblast -lOpenCL
 
+bench/compile_scale: bench/compile_scale.c nn.h
+	$(CC) $(CFLAGS) $(WARN) $(CL_FLAGS) -D_POSIX_C_SOURCE=200809L -I. -o $@ $< $(LIBS)
+
+# nn_graph_compile's time for 2,000 and 20,000 dense layers (it must grow about linearly).
+compile-scale: bench/compile_scale
+	./bench/compile_scale 2000
+	./bench/compile_scale 20000
+
 bench: bench/nn_bench
 	./bench/run.sh
 
 clean:
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/sgemm_clblast
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast
 
 # ---- fuzzing: the safetensors loader under libFuzzer, ASan and UBSan (clang) ----------------
 # `make fuzz [FUZZ_SECONDS=n]` prints one line: FUZZ target=safetensors execs=N crashes=N.

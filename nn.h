@@ -76,6 +76,14 @@ ERRORS
     failed tensor (id < 0) and the graph remembers the first error, which
     nn_graph_compile() returns. Nothing aborts and nothing leaks on an error path.
 
+THREADS AND LIFETIMES
+    A context and its graphs belong to one thread at a time: calls on one context from two
+    threads at once are refused (NN_ERR_STATE, "in use by another thread") where the compiler
+    offers atomics, and are undefined elsewhere. Separate contexts are independent and may
+    run in parallel. Destroy graphs before their context; a graph that outlives its
+    context keeps its host memory until nn_graph_destroy, and every other call on it fails
+    with NN_ERR_STATE.
+
 LICENCE
     MIT License. Copyright (c) 2026 the nn.h authors.
     Permission is hereby granted, free of charge, to any person obtaining a copy of this
@@ -797,6 +805,7 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 #endif
 
 #define NN__MAX_IN 4
+#define NN__MAX_NUMEL ((int64_t)0x7fffffff) /* elements of one tensor: 32-bit indices */
 #define NN__MAX_AUX 3
 #define NN__ERRLEN 4096
 
@@ -869,6 +878,7 @@ typedef struct nn__params {
     int refs;
     int n, cap;
     nn__param *p;
+    int *index, index_cap;       /* open-addressing hash of names: entry + 1, 0 empty */
     nn_context *ctx;
 } nn__params;
 
@@ -944,6 +954,9 @@ struct nn_context {
     char *kernel_dir;
     nn_stats stats;
     uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_op_compiled) */
+    nn_graph *graphs;            /* graphs created on it, not yet destroyed */
+    int dead_refs;               /* a destroyed context's stand-in: graphs still holding it */
+    volatile int busy;           /* a call is running on it (one thread at a time) */
     struct nn__threadpool *threads;
 };
 
@@ -956,14 +969,19 @@ typedef struct nn__opt_clock {
 
 struct nn_graph {
     nn_context *ctx;
+    nn_graph *ctx_prev, *ctx_next; /* the context's list of its graphs */
     nn__node *nodes;
     int n_nodes, cap_nodes;
     nn__params *params;
+    int *param_node;             /* [params->n]: this graph's node of each entry + 1, 0 none */
+    int param_node_cap;
     nn_result status;            /* first build error */
     int compiled;
     int eval;
     uint64_t seed;
     uint64_t step;               /* completed training steps */
+    int progress;                /* launches (ops) of the running step enqueued so far (backends count) */
+    int broken;                  /* a step failed part way: parameters may be partly updated */
     nn_optimizer opt;
     int loss;
     int n_forward;               /* nodes created by the user (ids below this) */
@@ -5128,6 +5146,7 @@ static nn_result nn__cpub_run(nn_graph *g, int n_sched) {
         nn__node *n = &g->nodes[g->sched[i]];
         nn_result r = nn__op(n->op)->cpu(g, n);
         if (r != NN_OK) return r;
+        g->progress++;
     }
     g->ctx->stats.kernel_launches += (uint64_t)n_sched;
     return NN_OK;
@@ -7992,6 +8011,7 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
         if (err != CL_SUCCESS)
             return nn__fail(g->ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: %s (%d)", nn__op(g->nodes[l->node].op)->name,
                             l->file, l->kernel, nn__cl_errstr(err), err);
+        g->progress++;
     }
     g->ctx->stats.kernel_launches += (uint64_t)n;
     return NN_OK;
@@ -8133,12 +8153,17 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     memset(&desc, 0, sizeof desc);
     if (desc_in) desc = *desc_in;
     ctx = (nn_context *)nn__calloc(1, sizeof *ctx);
-    if (!ctx) return NN_ERR_OUT_OF_MEMORY;
+    if (!ctx) { /* no context to hold the message: straight to the log */
+        if (desc.log) desc.log(desc.log_user, NN_LOG_ERROR, "nn_context_create: out of memory");
+        else fprintf(stderr, "nn: nn_context_create: out of memory\n");
+        return NN_ERR_OUT_OF_MEMORY;
+    }
     ctx->log = desc.log;
     ctx->log_user = desc.log_user;
     ctx->log_level = nn__log_level(&desc);
     ctx->op_compiled = (uint64_t *)nn__calloc(NN__OP_COUNT, sizeof(uint64_t));
     if (!ctx->op_compiled) {
+        nn__log(ctx, NN_LOG_ERROR, "nn_context_create: out of memory");
         NN_FREE(ctx);
         return NN_ERR_OUT_OF_MEMORY;
     }
@@ -8168,13 +8193,145 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     return NN_OK;
 }
 
-NN_API void nn_context_destroy(nn_context *ctx) {
-    if (!ctx) return;
-    if (ctx->backend) ctx->backend->close(ctx);
+/* ---- graphs that outlive their context ---- */
+
+/* What a graph whose context was destroyed runs on: every call that would reach a device
+   fails with NN_ERR_STATE, and its graphs' later calls (nn_graph_destroy included) are
+   safe. One stand-in per destroyed context, freed with the last of its graphs. */
+static nn_result nn__dead_fail(nn_context *ctx) {
+    return nn__fail(ctx, NN_ERR_STATE, "the graph's context was destroyed (nn_context_destroy) before the graph");
+}
+static nn_result nn__dead_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+    (void)device;
+    (void)desc;
+    return nn__dead_fail(ctx);
+}
+static void nn__dead_close(nn_context *ctx) { (void)ctx; }
+static nn_result nn__dead_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
+    (void)b, (void)bytes, (void)zero, (void)what;
+    return nn__dead_fail(ctx);
+}
+static nn_result nn__dead_view(nn_context *ctx, const nn__buf *base, size_t offset, size_t bytes, nn__buf *out,
+                               const char *what) {
+    (void)base, (void)offset, (void)bytes, (void)out, (void)what;
+    return nn__dead_fail(ctx);
+}
+static void nn__dead_release(nn_context *ctx, nn__buf *b) {
+    (void)ctx;
+    if (b->owned) NN_FREE(b->host);
+}
+static nn_result nn__dead_write(nn_context *ctx, nn__buf *b, const void *src, size_t bytes) {
+    (void)b, (void)src, (void)bytes;
+    return nn__dead_fail(ctx);
+}
+static nn_result nn__dead_read(nn_context *ctx, const nn__buf *b, void *dst, size_t bytes) {
+    (void)b, (void)dst, (void)bytes;
+    return nn__dead_fail(ctx);
+}
+static nn_result nn__dead_fill(nn_context *ctx, nn__buf *b, float v, size_t bytes) {
+    (void)b, (void)v, (void)bytes;
+    return nn__dead_fail(ctx);
+}
+static nn_result nn__dead_prepare(nn_graph *g) { return nn__dead_fail(g->ctx); }
+static nn_result nn__dead_run(nn_graph *g, int n) {
+    (void)n;
+    return nn__dead_fail(g->ctx);
+}
+static void nn__dead_release_graph(nn_graph *g) { (void)g; }
+
+static const nn__backend nn__dead_backend = {
+    "destroyed", NN_BACKEND_CPU, 1, nn__dead_open, nn__dead_close, NULL, nn__dead_alloc, nn__dead_view,
+    nn__dead_release, nn__dead_write, nn__dead_read, nn__dead_fill, nn__dead_prepare, nn__dead_run, nn__dead_fail,
+    nn__dead_release_graph};
+
+static void nn__graph_release_compiled(nn_graph *g); /* nn_graph.c */
+static void nn__params_release_device(nn__params *ps); /* nn_graph.c */
+
+static void nn__ctx_link(nn_context *ctx, nn_graph *g) {
+    g->ctx = ctx;
+    g->ctx_prev = NULL;
+    g->ctx_next = ctx->graphs;
+    if (ctx->graphs) ctx->graphs->ctx_prev = g;
+    ctx->graphs = g;
+}
+
+static void nn__ctx_unlink(nn_graph *g) {
+    nn_context *ctx = g->ctx;
+    if (g->ctx_prev) g->ctx_prev->ctx_next = g->ctx_next;
+    else ctx->graphs = g->ctx_next;
+    if (g->ctx_next) g->ctx_next->ctx_prev = g->ctx_prev;
+    g->ctx_prev = g->ctx_next = NULL;
+}
+
+static void nn__ctx_free(nn_context *ctx) {
     NN_FREE(ctx->cache_dir);
     NN_FREE(ctx->kernel_dir);
     NN_FREE(ctx->op_compiled);
     NN_FREE(ctx);
+}
+
+/* A graph's context is going: its device objects go now, and it moves to the stand-in. */
+static void nn__graph_orphan(nn_graph *g, nn_context *dead) {
+    nn__graph_release_compiled(g);
+    if (g->params->ctx != dead) {
+        nn__params_release_device(g->params);
+        g->params->ctx = dead;
+    }
+    g->compiled = 1; /* nothing more can be built or compiled */
+    if (g->status == NN_OK) g->status = NN_ERR_STATE;
+    nn__ctx_unlink(g);
+    nn__ctx_link(dead, g);
+    dead->dead_refs++;
+}
+
+/* Destroying a context invalidates its graphs: each keeps its host memory until
+   nn_graph_destroy, and every call on it then fails with NN_ERR_STATE. */
+NN_API void nn_context_destroy(nn_context *ctx) {
+    nn_context *dead = NULL;
+    if (!ctx) return;
+    if (ctx->graphs) {
+        dead = (nn_context *)nn__calloc(1, sizeof *dead);
+        if (dead) dead->op_compiled = (uint64_t *)nn__calloc(NN__OP_COUNT, sizeof(uint64_t));
+        if (dead && dead->op_compiled) {
+            dead->backend = &nn__dead_backend;
+            dead->log = ctx->log;
+            dead->log_user = ctx->log_user;
+            dead->log_level = ctx->log_level;
+            strcpy(dead->backend_name, "destroyed");
+            while (ctx->graphs) nn__graph_orphan(ctx->graphs, dead);
+            nn__log(ctx, NN_LOG_WARN, "nn_context_destroy: %d graph(s) still use this context; they now fail with NN_ERR_STATE",
+                    dead->dead_refs);
+        } else {
+            if (dead) NN_FREE(dead);
+            nn__log(ctx, NN_LOG_ERROR, "nn_context_destroy: out of memory; the context's graphs are leaked");
+            return;
+        }
+    }
+    if (ctx->backend) ctx->backend->close(ctx);
+    nn__ctx_free(ctx);
+}
+
+/* One call at a time per context (and its graphs): a second thread entering while another
+   runs gets NN_ERR_STATE instead of sharing the workspaces. */
+static nn_result nn__ctx_enter(nn_context *ctx, const char *fn) {
+#if defined(__GNUC__) || defined(__clang__)
+    if (__atomic_exchange_n(&ctx->busy, 1, __ATOMIC_ACQUIRE))
+#else
+    if (ctx->busy) /* best effort where no atomic exchange is at hand */
+#endif
+        return nn__fail(ctx, NN_ERR_STATE, "%s: the context is in use by another thread (use one context per thread)", fn);
+#if !defined(__GNUC__) && !defined(__clang__)
+    ctx->busy = 1;
+#endif
+    return NN_OK;
+}
+
+static void nn__ctx_leave(nn_context *ctx) {
+#if defined(__GNUC__) || defined(__clang__)
+    __atomic_store_n(&ctx->busy, 0, __ATOMIC_RELEASE);
+#else
+    ctx->busy = 0;
+#endif
 }
 
 NN_API const char *nn_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
@@ -8245,6 +8402,15 @@ static const char *const nn__op_names[] = {
 
 /* ---- graphs and nodes ---- */
 
+/* The store's device buffers, when its context goes first. */
+static void nn__params_release_device(nn__params *ps) {
+    int i;
+    for (i = 0; i < ps->n; i++) {
+        nn__buf_free(ps->ctx, &ps->p[i].buf);
+        ps->p[i].allocated = 0;
+    }
+}
+
 static void nn__params_release(nn__params *ps) {
     int i;
     if (!ps || --ps->refs > 0) return;
@@ -8254,7 +8420,44 @@ static void nn__params_release(nn__params *ps) {
         nn__buf_free(ps->ctx, &ps->p[i].buf);
     }
     NN_FREE(ps->p);
+    NN_FREE(ps->index);
     NN_FREE(ps);
+}
+
+static uint32_t nn__name_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The entry named name, or -1; lookups are a hash probe, so a network of thousands of
+   parameters builds in linear time. */
+static int nn__params_find(const nn__params *ps, const char *name) {
+    uint32_t mask, k;
+    if (!ps->index_cap) return -1;
+    mask = (uint32_t)ps->index_cap - 1;
+    for (k = nn__name_hash(name) & mask; ps->index[k]; k = (k + 1) & mask)
+        if (strcmp(ps->p[ps->index[k] - 1].name, name) == 0) return ps->index[k] - 1;
+    return -1;
+}
+
+/* Indexes entry i (its name is new); grows the table to keep it at most half full. */
+static int nn__params_index(nn__params *ps, int i) {
+    uint32_t mask, k;
+    if (2 * (ps->n + 1) > ps->index_cap) {
+        int cap = ps->index_cap ? ps->index_cap * 2 : 64, j;
+        int *t = (int *)nn__calloc((size_t)cap, sizeof *t);
+        if (!t) return 0;
+        NN_FREE(ps->index);
+        ps->index = t;
+        ps->index_cap = cap;
+        for (j = 0; j < ps->n; j++)
+            if (j != i) nn__params_index(ps, j);
+    }
+    mask = (uint32_t)ps->index_cap - 1;
+    for (k = nn__name_hash(ps->p[i].name) & mask; ps->index[k]; k = (k + 1) & mask) {}
+    ps->index[k] = i + 1;
+    return 1;
 }
 
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in);
@@ -8291,6 +8494,7 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
         g->params->refs = 1;
         g->params->ctx = ctx;
     }
+    nn__ctx_link(ctx, g);
     if (nn__new_node(g, NN__OP_INPUT, NN_F32, nn_shape1(1), NULL, 0) != 0) { /* node 0: NN_NONE, never live */
         nn_graph_destroy(g);
         return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
@@ -8315,6 +8519,7 @@ static void nn__graph_release_compiled(nn_graph *g) {
     g->sched_launch = NULL;
     nn__buf_free(g->ctx, &g->one);
     nn__buf_free(g->ctx, &g->checks);
+    g->n_checks = g->checks_pending = 0;
     nn__buf_free(g->ctx, &g->arena);
     NN_FREE(g->sched);
     g->sched = NULL;
@@ -8328,7 +8533,13 @@ NN_API void nn_graph_destroy(nn_graph *g) {
     nn__datasets_free(g);
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
+    NN_FREE(g->param_node);
     nn__params_release(g->params);
+    {
+        nn_context *ctx = g->ctx;
+        nn__ctx_unlink(g);
+        if (ctx->dead_refs > 0 && --ctx->dead_refs == 0) nn__ctx_free(ctx); /* the last graph of a destroyed context */
+    }
     NN_FREE(g);
 }
 
@@ -8378,9 +8589,29 @@ static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) {
     return 1;
 }
 
+/* Tensors hold at most NN__MAX_NUMEL elements: kernels and CPU loops index them with
+   32-bit ints, so a larger one is refused when it is built, before anything is allocated,
+   rather than wrapping around later. The product is checked without overflowing. */
+static int nn__shape_fits(nn_graph *g, const char *op, const nn_shape *s) {
+    int64_t n = 1;
+    int i;
+    for (i = 0; i < s->ndim; i++) {
+        if (s->dim[i] < 0 || (s->dim[i] > 0 && n > NN__MAX_NUMEL / s->dim[i])) {
+            char b[128];
+            nn__shape_str(s, b, sizeof b);
+            nn__op_fail(g, NN_ERR_SHAPE, "%s: shape %s has more than %lld elements, the most a tensor can hold", op,
+                        b, (long long)NN__MAX_NUMEL);
+            return 0;
+        }
+        n *= s->dim[i];
+    }
+    return 1;
+}
+
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
     nn__node *n = NULL;
     int i;
+    if (!nn__shape_fits(g, nn__op_names[op], &shape)) return -1;
     if (g->n_nodes == g->cap_nodes) {
         int cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
         nn__node *p = (nn__node *)NN_REALLOC(g->nodes, (size_t)cap * sizeof *p);
@@ -8432,14 +8663,14 @@ static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
         return 0;
     }
     for (i = 0; i < s.ndim; i++) {
-        if (s.dim[i] < 1 || s.dim[i] > ((int64_t)1 << 40) || nn__numel(&s) > ((int64_t)1 << 42)) {
+        if (s.dim[i] < 1 || s.dim[i] > NN__MAX_NUMEL) {
             char b[128];
             nn__shape_str(&s, b, sizeof b);
             nn__op_fail(g, NN_ERR_SHAPE, "%s: shape %s has a dim out of range", op, b);
             return 0;
         }
     }
-    return 1;
+    return nn__shape_fits(g, op, &s);
 }
 
 static int nn__expect_f32(nn_graph *g, const char *op, nn_tensor t, const char *what) {
@@ -8473,7 +8704,11 @@ static int nn__check_logits_labels(nn_graph *g, const char *opname, nn_tensor lo
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape) {
     int id;
     if (!nn__check(g, "nn_input", 0, NULL)) return nn__tensor(-1);
-    if (!nn__check_shape(g, "nn_input", shape)) return nn__tensor(-1);
+    {
+        char label[160];
+        snprintf(label, sizeof label, "nn_input \"%s\"", name ? name : "");
+        if (!nn__check_shape(g, label, shape)) return nn__tensor(-1);
+    }
     if (dtype != NN_F32 && dtype != NN_I32) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_input: unknown dtype %d", (int)dtype);
     id = nn__new_node(g, NN__OP_INPUT, dtype, shape, NULL, 0);
     if (id < 0) return nn__tensor(-1);
@@ -8544,8 +8779,14 @@ static void nn__init_fill(float *p, const nn_shape *s, nn_init init, uint64_t se
         switch (init.kind) {
         case NN_INIT_ZEROS: p[i] = 0.0f; break;
         case NN_INIT_CONSTANT: p[i] = init.a; break;
-        case NN_INIT_UNIFORM: p[i] = init.a + (init.b - init.a) * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached); break;
-        case NN_INIT_NORMAL: p[i] = init.a + init.b * nn__init_draw(seed, param, (uint64_t)i, 1, u, &cached); break;
+        /* in double: a product of two floats is exact there, so a compiler that fuses the
+           multiply and add (-march=native, -ffp-contract=fast) gives the same bits */
+        case NN_INIT_UNIFORM:
+            p[i] = (float)((double)init.a + (double)(init.b - init.a) * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached));
+            break;
+        case NN_INIT_NORMAL:
+            p[i] = (float)((double)init.a + (double)init.b * nn__init_draw(seed, param, (uint64_t)i, 1, u, &cached));
+            break;
         case NN_INIT_KAIMING_UNIFORM:
         case NN_INIT_XAVIER_UNIFORM:
             p[i] = (float)(bound * (2.0 * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached) - 1.0));
@@ -8561,25 +8802,27 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
     int i, id, pi = -1;
     if (!nn__check(g, fn, 0, NULL)) return nn__tensor(-1);
     if (!name || !name[0]) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a parameter needs a name", fn);
-    if (!nn__check_shape(g, fn, shape)) return nn__tensor(-1);
+    {
+        char label[160];
+        snprintf(label, sizeof label, "%s \"%s\"", fn, name);
+        if (!nn__check_shape(g, label, shape)) return nn__tensor(-1);
+    }
     ps = g->params;
-    for (i = 0; i < ps->n; i++) {
-        if (strcmp(ps->p[i].name, name) == 0) {
-            char a[128], b[128];
-            if (ps->p[i].buffer != buffer)
-                return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: %s exists as a %s", fn, name,
-                                   ps->p[i].buffer ? "buffer" : "trainable parameter");
-            if (nn__shape_eq(&ps->p[i].shape, &shape)) {
-                pi = i;
-                break;
-            }
+    i = nn__params_find(ps, name);
+    if (i >= 0) {
+        char a[128], b[128];
+        if (ps->p[i].buffer != buffer)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: %s exists as a %s", fn, name,
+                               ps->p[i].buffer ? "buffer" : "trainable parameter");
+        if (!nn__shape_eq(&ps->p[i].shape, &shape)) {
             nn__shape_str(&ps->p[i].shape, a, sizeof a);
             nn__shape_str(&shape, b, sizeof b);
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: %s exists with shape %s, asked for %s", fn, name, a, b);
         }
+        pi = i;
+        if (pi < g->param_node_cap && g->param_node[pi]) /* the same name twice in one graph: the same tensor */
+            return nn__tensor(g->param_node[pi] - 1);
     }
-    for (i = 0; i < g->n_nodes && pi >= 0; i++) /* the same name twice in one graph: the same tensor */
-        if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].param == pi) return nn__tensor(i);
     if (pi < 0) {
         nn__param *p;
         if (ps->n == ps->cap) {
@@ -8601,12 +8844,27 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
             return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: %s: out of memory", fn, name);
         }
         p->buffer = buffer;
+        if (!nn__params_index(ps, ps->n)) {
+            NN_FREE(p->name);
+            NN_FREE(p->init);
+            return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: %s: out of memory", fn, name);
+        }
         nn__init_fill(p->init, &shape, init, g->seed, ps->n);
         pi = ps->n++;
+    }
+    if (pi >= g->param_node_cap) {
+        int cap = g->param_node_cap ? g->param_node_cap : 64, *t;
+        while (cap <= pi) cap *= 2;
+        t = (int *)NN_REALLOC(g->param_node, (size_t)cap * sizeof *t);
+        if (!t) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        memset(t + g->param_node_cap, 0, (size_t)(cap - g->param_node_cap) * sizeof *t);
+        g->param_node = t;
+        g->param_node_cap = cap;
     }
     id = nn__new_node(g, NN__OP_PARAM, NN_F32, shape, NULL, 0);
     if (id < 0) return nn__tensor(-1);
     g->nodes[id].param = pi;
+    g->param_node[pi] = id + 1;
     g->nodes[id].storage = NN__ST_PARAM;
     g->nodes[id].name = nn__strdup(name);
     if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
@@ -8830,13 +9088,96 @@ static void nn__autograd(nn_graph *g, int loss, int n_user) {
 
 typedef struct nn__item { int id, scratch, first, last; size_t bytes, offset; } nn__item;
 
-/* Places arena items: each at the lowest aligned offset free for its whole lifetime. */
+/* The free space of the arena while items are placed: gaps sorted by offset, coalesced;
+   the last one is unbounded. */
+typedef struct nn__gaps { size_t *off, *len; int n, cap; } nn__gaps;
+
+static int nn__gaps_insert(nn__gaps *f, int at, size_t off, size_t len) {
+    if (f->n == f->cap) {
+        int cap = f->cap ? f->cap * 2 : 64;
+        size_t *o = (size_t *)NN_REALLOC(f->off, (size_t)cap * sizeof *o), *l;
+        if (!o) return 0;
+        f->off = o;
+        l = (size_t *)NN_REALLOC(f->len, (size_t)cap * sizeof *l);
+        if (!l) return 0;
+        f->len = l;
+        f->cap = cap;
+    }
+    memmove(f->off + at + 1, f->off + at, (size_t)(f->n - at) * sizeof *f->off);
+    memmove(f->len + at + 1, f->len + at, (size_t)(f->n - at) * sizeof *f->len);
+    f->off[at] = off;
+    f->len[at] = len;
+    f->n++;
+    return 1;
+}
+
+static void nn__gaps_remove(nn__gaps *f, int at) {
+    memmove(f->off + at, f->off + at + 1, (size_t)(f->n - at - 1) * sizeof *f->off);
+    memmove(f->len + at, f->len + at + 1, (size_t)(f->n - at - 1) * sizeof *f->len);
+    f->n--;
+}
+
+/* Returns [off, off + len) to the free space, merged with its neighbours. */
+static int nn__gaps_free(nn__gaps *f, size_t off, size_t len) {
+    int lo = 0, hi = f->n; /* the first gap after off */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (f->off[mid] < off) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo > 0 && f->off[lo - 1] + f->len[lo - 1] == off) { /* extends the gap before */
+        f->len[lo - 1] += len;
+        if (lo < f->n && off + len == f->off[lo]) {
+            f->len[lo - 1] = f->len[lo] == (size_t)-1 ? (size_t)-1 : f->len[lo - 1] + f->len[lo];
+            nn__gaps_remove(f, lo);
+        }
+        return 1;
+    }
+    if (lo < f->n && off + len == f->off[lo]) { /* extends the gap after */
+        f->off[lo] = off;
+        if (f->len[lo] != (size_t)-1) f->len[lo] += len;
+        return 1;
+    }
+    return nn__gaps_insert(f, lo, off, len);
+}
+
+/* Items alive, as a min-heap of their last use. */
+static void nn__heap_push(int *h, int *n, const nn__item *it, int x) {
+    int i = (*n)++;
+    while (i > 0 && it[h[(i - 1) / 2]].last > it[x].last) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = x;
+}
+
+static int nn__heap_pop(int *h, int *n, const nn__item *it) {
+    int top = h[0], x = h[--(*n)], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && it[h[c + 1]].last < it[h[c]].last) c++;
+        if (it[h[c]].last >= it[x].last) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0) h[i] = x;
+    return top;
+}
+
+/* Places arena items, in order of first use, each at the lowest aligned offset free for
+   its whole lifetime (first fit). Items whose last use is before the next item's first
+   give their space back; the free space is a short list of gaps, so a graph of n nodes
+   plans in about n log n unless its free space is very fragmented. */
 static nn_result nn__plan_memory(nn_graph *g, size_t align) {
     nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
-    int n = 0, i, j;
+    int *heap = (int *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *heap);
+    nn__gaps free_space;
+    int n = 0, n_heap = 0, i, ok;
     size_t top = 0;
-    if (!it) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
-    for (i = 0; i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
+    memset(&free_space, 0, sizeof free_space);
+    ok = it && heap && nn__gaps_insert(&free_space, 0, 0, (size_t)-1);
+    for (i = 0; ok && i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
         nn__node *nd = &g->nodes[g->sched[i]];
         if (nd->storage == NN__ST_ARENA && nd->numel > 0) {
             it[n].id = g->sched[i];
@@ -8851,28 +9192,33 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align) {
             it[n++].bytes = ((size_t)nd->scratch * 4 + align - 1) / align * align;
         }
     }
-    for (i = 0; i < n; i++) {
+    for (i = 0; ok && i < n; i++) {
         nn__item *a = &it[i];
-        size_t off = 0;
-        int moved = 1;
-        while (moved) { /* first fit against every placed item alive at the same time */
-            moved = 0;
-            for (j = 0; j < i; j++) {
-                nn__item *b = &it[j];
-                if (b->last < a->first || a->last < b->first) continue;
-                if (off < b->offset + b->bytes && b->offset < off + a->bytes) {
-                    off = b->offset + b->bytes;
-                    moved = 1;
-                }
-            }
+        int k;
+        while (ok && n_heap > 0 && it[heap[0]].last < a->first) {
+            nn__item *b = &it[nn__heap_pop(heap, &n_heap, it)];
+            ok = nn__gaps_free(&free_space, b->offset, b->bytes);
         }
-        a->offset = off;
-        if (a->scratch) g->nodes[a->id].scratch_offset = off;
-        else g->nodes[a->id].offset = off;
-        if (off + a->bytes > top) top = off + a->bytes;
+        for (k = 0; ok && free_space.len[k] < a->bytes; k++) {} /* the last gap is unbounded */
+        if (!ok) break;
+        a->offset = free_space.off[k];
+        if (free_space.len[k] == (size_t)-1 || free_space.len[k] > a->bytes) {
+            free_space.off[k] += a->bytes;
+            if (free_space.len[k] != (size_t)-1) free_space.len[k] -= a->bytes;
+        } else {
+            nn__gaps_remove(&free_space, k);
+        }
+        nn__heap_push(heap, &n_heap, it, i);
+        if (a->scratch) g->nodes[a->id].scratch_offset = a->offset;
+        else g->nodes[a->id].offset = a->offset;
+        if (a->offset + a->bytes > top) top = a->offset + a->bytes;
     }
     g->arena_bytes = top;
     NN_FREE(it);
+    NN_FREE(heap);
+    NN_FREE(free_space.off);
+    NN_FREE(free_space.len);
+    if (!ok) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     return NN_OK;
 }
 
@@ -9015,7 +9361,7 @@ static nn_result nn__record_launches(nn_graph *g) {
     return r;
 }
 
-NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
+static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     nn_compile_desc d;
     nn_result r;
     int i, k, n_user;
@@ -9109,17 +9455,40 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     return NN_OK;
 }
 
+NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    r = nn__ctx_enter(g->ctx, "nn_graph_compile");
+    if (r != NN_OK) return r;
+    r = nn__graph_compile(g, desc);
+    nn__ctx_leave(g->ctx);
+    return r;
+}
+
 /* ---- running ---- */
 
 static nn_result nn__run(nn_graph *g, int n_sched) {
+    nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!g->compiled || g->status != NN_OK)
+    if (!g->compiled || g->status != NN_OK) {
+        if (g->ctx->dead_refs) return g->status;
         return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
+    }
+    if (g->broken)
+        return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
+                                              "partly updated: load a training state (nn_load_state) to go on");
+    r = nn__ctx_enter(g->ctx, "nn_graph_step");
+    if (r != NN_OK) return r;
+    g->progress = 0;
     g->checks_pending = g->n_checks > 0;
-    return g->ctx->backend->run(g, n_sched);
+    r = g->ctx->backend->run(g, n_sched);
+    nn__ctx_leave(g->ctx);
+    return r;
 }
 
-/* forward, backward (and gradient accumulation); the update on update steps only */
+/* forward, backward (and gradient accumulation); the update on update steps only. A step
+   that fails before anything ran leaves the graph as it was (counters restored); one that
+   fails part way leaves it broken until a training state is loaded. */
 NN_API nn_result nn_graph_step(nn_graph *g) {
     nn_result r;
     nn__opt_clock clock;
@@ -9127,9 +9496,11 @@ NN_API nn_result nn_graph_step(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
     g->step++;
+    g->progress = 0;
     clock = g->clock;
     lr = g->lr;
     r = nn__run(g, nn__opt_begin(g) ? g->n_sched : g->n_sched_update);
+    if (r != NN_OK && g->progress > 0 && !g->broken) g->broken = 1; /* some of it ran: a retry would update twice */
     if (r != NN_OK) {
         g->step--;
         g->clock = clock;
@@ -10664,11 +11035,11 @@ NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int
     if (!nn__check(g, "nn_slice", 1, &x)) return nn__tensor(-1);
     if ((axis = nn__axis(g, "nn_slice", x, axis)) < 0) return nn__tensor(-1);
     s = nn__n(g, x)->shape;
-    if (start < 0 || len < 1 || start + len > s.dim[axis]) {
+    if (start < 0 || len < 1 || start >= s.dim[axis] || len > s.dim[axis] - start) { /* no start + len: it can overflow */
         char sx[128];
         nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_slice: [%lld, %lld) is outside axis %d of x %s", (long long)start,
-                           (long long)(start + len), axis, sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_slice: start %lld, length %lld is outside axis %d of x %s",
+                           (long long)start, (long long)len, axis, sx);
     }
     s.dim[axis] = len;
     return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start);
@@ -11062,10 +11433,10 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s must be [N, C, H, W] and w %s [K, C/groups, KH, KW]", sx, sw);
     if (nx->shape.dim[1] % attr[6] || nw->shape.dim[0] % attr[6] || nw->shape.dim[1] * attr[6] != nx->shape.dim[1])
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, attr[6]);
-    OH = (nx->shape.dim[2] + 2 * attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
-    OW = (nx->shape.dim[3] + 2 * attr[3] - attr[5] * (nw->shape.dim[3] - 1) - 1) / attr[1] + 1;
-    if (nx->shape.dim[2] + 2 * attr[2] < attr[4] * (nw->shape.dim[2] - 1) + 1 ||
-        nx->shape.dim[3] + 2 * attr[3] < attr[5] * (nw->shape.dim[3] - 1) + 1)
+    OH = (nx->shape.dim[2] + 2 * (int64_t)attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
+    OW = (nx->shape.dim[3] + 2 * (int64_t)attr[3] - attr[5] * (nw->shape.dim[3] - 1) - 1) / attr[1] + 1;
+    if (nx->shape.dim[2] + 2 * (int64_t)attr[2] < attr[4] * (nw->shape.dim[2] - 1) + 1 ||
+        nx->shape.dim[3] + 2 * (int64_t)attr[3] < attr[5] * (nw->shape.dim[3] - 1) + 1)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: the kernel w %s is larger than the padded input x %s", sw, sx);
     if (has_bias) {
         nn__node *nb = nn__n(g, bias);
@@ -11102,8 +11473,12 @@ NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     init.b = -init.a;
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
-    return nn_conv2d(g, x, nn_param(g, wn, nn_shape4(out_channels, cin, kh, kw), init),
-                     desc && desc->no_bias ? nn__tensor(0) : nn_param(g, bn, nn_shape1(out_channels), init), desc);
+    { /* weight, then bias, in two statements: the order of a call's arguments is unspecified,
+         and it numbers the parameters, which seeds their initial values */
+        nn_tensor w = nn_param(g, wn, nn_shape4(out_channels, cin, kh, kw), init);
+        nn_tensor b = desc && desc->no_bias ? nn__tensor(0) : nn_param(g, bn, nn_shape1(out_channels), init);
+        return nn_conv2d(g, x, w, b, desc);
+    }
 }
 
 /* conv1d is conv2d on [N, C, 1, L] with the H fields at their identities. */
@@ -11177,8 +11552,11 @@ NN_API nn_tensor nn_conv1d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     init.b = -init.a;
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
-    return nn_conv1d(g, x, nn_param(g, wn, nn_shape3(out_channels, cin, kernel), init),
-                     desc && desc->no_bias ? nn__tensor(0) : nn_param(g, bn, nn_shape1(out_channels), init), desc);
+    { /* weight, then bias (see nn_conv2d_layer) */
+        nn_tensor w = nn_param(g, wn, nn_shape3(out_channels, cin, kernel), init);
+        nn_tensor b = desc && desc->no_bias ? nn__tensor(0) : nn_param(g, bn, nn_shape1(out_channels), init);
+        return nn_conv1d(g, x, w, b, desc);
+    }
 }
 
 NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
@@ -11212,8 +11590,8 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
         (output_pad_w >= attr[1] && output_pad_w >= attr[5]))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: output padding (%d, %d) must be below the stride or the dilation",
                            output_pad_h, output_pad_w);
-    OH = (xs.dim[2] - 1) * attr[0] - 2 * attr[2] + attr[4] * (ws.dim[2] - 1) + output_pad_h + 1;
-    OW = (xs.dim[3] - 1) * attr[1] - 2 * attr[3] + attr[5] * (ws.dim[3] - 1) + output_pad_w + 1;
+    OH = (xs.dim[2] - 1) * attr[0] - 2 * (int64_t)attr[2] + attr[4] * (ws.dim[2] - 1) + output_pad_h + 1;
+    OW = (xs.dim[3] - 1) * attr[1] - 2 * (int64_t)attr[3] + attr[5] * (ws.dim[3] - 1) + output_pad_w + 1;
     if (OH < 1 || OW < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with w %s gives an empty output", a, b);
     /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
     t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
@@ -11260,9 +11638,9 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, attr[9]);
     for (k = 0; k < 3; k++) {
         int64_t span = (int64_t)attr[6 + k] * (nw->shape.dim[2 + k] - 1) + 1;
-        if (nx->shape.dim[2 + k] + 2 * attr[3 + k] < span)
+        if (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] < span)
             return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: the kernel w %s is larger than the padded input x %s", sw, sx);
-        O[k] = (nx->shape.dim[2 + k] + 2 * attr[3 + k] - span) / attr[k] + 1;
+        O[k] = (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] - span) / attr[k] + 1;
     }
     if (has_bias) {
         nn__node *nb = nn__n(g, bias);
@@ -11301,8 +11679,11 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     init.b = -init.a;
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
-    return nn_conv3d(g, x, nn_param(g, wn, nn_shape5(out_channels, cin, kd, kh, kw), init),
-                     desc && desc->no_bias ? nn__tensor(0) : nn_param(g, bn, nn_shape1(out_channels), init), desc);
+    { /* weight, then bias (see nn_conv2d_layer) */
+        nn_tensor w = nn_param(g, wn, nn_shape5(out_channels, cin, kd, kh, kw), init);
+        nn_tensor b = desc && desc->no_bias ? nn__tensor(0) : nn_param(g, bn, nn_shape1(out_channels), init);
+        return nn_conv3d(g, x, w, b, desc);
+    }
 }
 
 
@@ -14256,6 +14637,7 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path) {
     if (r != NN_OK) return r;
     r = nn__load_state_mem(g, path, buf, len);
     NN_FREE(buf);
+    if (r == NN_OK) g->broken = 0; /* a whole state again after a failed step */
     return r;
 }
 

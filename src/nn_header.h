@@ -70,6 +70,14 @@ ERRORS
     failed tensor (id < 0) and the graph remembers the first error, which
     nn_graph_compile() returns. Nothing aborts and nothing leaks on an error path.
 
+THREADS AND LIFETIMES
+    A context and its graphs belong to one thread at a time: calls on one context from two
+    threads at once are refused (NN_ERR_STATE, "in use by another thread") where the compiler
+    offers atomics, and are undefined elsewhere. Separate contexts are independent and may
+    run in parallel. Destroy graphs before their context; a graph that outlives its
+    context keeps its host memory until nn_graph_destroy, and every other call on it fails
+    with NN_ERR_STATE.
+
 LICENCE
     MIT License. Copyright (c) 2026 the nn.h authors.
     Permission is hereby granted, free of charge, to any person obtaining a copy of this

@@ -566,6 +566,7 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
         if (err != CL_SUCCESS)
             return nn__fail(g->ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: %s (%d)", nn__op(g->nodes[l->node].op)->name,
                             l->file, l->kernel, nn__cl_errstr(err), err);
+        g->progress++;
     }
     g->ctx->stats.kernel_launches += (uint64_t)n;
     return NN_OK;

@@ -84,6 +84,8 @@ static void run_suites(const t_env *e) {
     suite_ckpt(e);
     suite_numerics(e);
     suite_api(e);
+    suite_limits(e);
+    suite_lifetime(e);
     suite_registry(e);
 }
 

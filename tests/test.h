@@ -74,5 +74,7 @@ void suite_safetensors(const t_env *e);
 void suite_ckpt(const t_env *e);
 void suite_numerics(const t_env *e);
 void suite_api(const t_env *e);
+void suite_limits(const t_env *e);
+void suite_lifetime(const t_env *e);
 void suite_registry(const t_env *e); /* last: every op kind ran on this backend */
 #endif
