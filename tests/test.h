@@ -12,7 +12,9 @@ typedef struct t_env {
     int opencl;
 } t_env;
 
-void t_begin(const t_env *e, const char *name);
+/* Begins a case; 0 when NN_TEST_FILTER excludes it: return without running any of it
+   (t_skip and t_end do nothing for such a case). */
+int t_begin(const t_env *e, const char *name);
 void t_end(void);                 /* prints ok/FAIL/skipped for the case begun last */
 void t_skip(const char *why);     /* the current case is counted as skipped */
 int t_fail(const char *file, int line, const char *fmt, ...);

@@ -305,7 +305,7 @@ static void conv_grad_sum_case(const t_env *e) {
     float dw[K * 9], db[K];
     double rw[K * 9], rb[K], tabs[K], mean, mw = 0, ew = 0, eb = 0;
     long n, k, i, p, kh, kw;
-    t_begin(e, "conv2d dw, db over 64x28x28 positions (cancelling sums)");
+    if (!t_begin(e, "conv2d dw, db over 64x28x28 positions (cancelling sums)")) goto done;
     if (!T_CHECK(xv && tv, "out of memory")) goto done;
     t_seed(0xc0a5);
     for (i = 0; i < P; i++) { /* a constant background around a 16 x 16 foreground */
