@@ -1,7 +1,7 @@
 /* tests/nn_test: every test on every backend found: the CPU backend, each OpenCL device,
-   and the op and pooling suites again on each CPU OpenCL device (PoCL) with GPU tuning
-   (NN_TUNING_GPU: the kernels and launch geometry used on GPUs). Each case prints one
-   line; the last line is "N passed, N failed, N skipped".
+   and each CPU OpenCL device (PoCL) again with GPU tuning (NN_TUNING_GPU: the kernels and
+   launch geometry used on GPUs). Each case prints one line; the last line is
+   "N passed, N failed, N skipped".
 
    NN_TEST_FILTER=substring   only the cases whose name contains it, on every backend; the
                               others are not counted at all (matching none exits 1).
@@ -68,6 +68,13 @@ void t_end(void) {
         printf(" %.1f ms, cpu %.1f ms", now_ms() - case_start, (double)clock() * 1e3 / CLOCKS_PER_SEC - case_start_cpu);
     printf("\n");
     fflush(stdout);
+}
+
+void t_context_desc(const t_env *e, nn_context_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->device = e->device;
+    d->tuning = e->tuning;
+    d->log_level = NN_LOG_WARN + 1;
 }
 
 int t_fail(const char *file, int line, const char *fmt, ...) {
@@ -178,6 +185,7 @@ int main(void) {
     memset(&e, 0, sizeof e);
     e.ctx = cpu;
     e.backend = "cpu";
+    e.device = "cpu";
     if (backend_wanted(only, "cpu")) {
         printf("== backend cpu\n");
         run_suites(&e);
@@ -192,6 +200,7 @@ int main(void) {
         d.device = idx;
         e.cpu = cpu;
         e.opencl = 1;
+        e.device = idx;
         if (want_cl) {
             snprintf(label, sizeof label, "opencl:%s", info[i].name);
             printf("== backend %s (%s)\n", label, info[i].platform);
@@ -205,7 +214,7 @@ int main(void) {
                 nn_context_destroy(ctx);
             }
         }
-        if (info[i].is_cpu && want_gpu_tuning) { /* the GPU kernels (tiled GEMM, per-element conv and pool kernels) here too */
+        if (info[i].is_cpu && want_gpu_tuning) { /* the GPU kernels and launch geometry here too */
             nn_context *gctx = NULL;
             d.tuning = NN_TUNING_GPU;
             snprintf(label, sizeof label, "opencl:%s, gpu tuning", info[i].name);
@@ -216,11 +225,11 @@ int main(void) {
             } else {
                 e.ctx = gctx;
                 e.backend = label;
-                suite_ops(&e);
-                suite_pool(&e);
+                e.tuning = NN_TUNING_GPU;
+                run_suites(&e);
                 nn_context_destroy(gctx);
             }
-            d.tuning = NN_TUNING_AUTO;
+            d.tuning = e.tuning = NN_TUNING_AUTO;
         }
     }
     if ((want_cl || want_gpu_tuning) && n_dev == 0) printf("(no OpenCL device found)\n");

@@ -28,22 +28,7 @@ static int ck_tmp(char *path) {
 static nn_context *ck_context(const t_env *e) {
     nn_context_desc d;
     nn_context *ctx = NULL;
-    char idx[16];
-    memset(&d, 0, sizeof d);
-    d.device = "cpu";
-    d.log_level = NN_LOG_WARN + 1;
-    if (e->opencl) {
-        nn_device_info info[32];
-        int n = nn_list_devices(info, 32), i;
-        for (i = 0; i < n && i < 32; i++) {
-            char label[200];
-            snprintf(label, sizeof label, "opencl:%s", info[i].name);
-            if (strcmp(label, e->backend) == 0) break;
-        }
-        if (i >= n || i >= 32) return NULL;
-        snprintf(idx, sizeof idx, "%d", i);
-        d.device = idx;
-    }
+    t_context_desc(e, &d);
     if (nn_context_create(&ctx, &d) != NN_OK) return NULL;
     return ctx;
 }

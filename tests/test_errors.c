@@ -94,7 +94,6 @@ static void test_build_error(const t_env *e) {
     nn_context *ctx = NULL;
     nn_context_desc d;
     nn_graph *g = NULL;
-    nn_device_info info[32];
     FILE *f;
     nn_result r;
     if (!t_begin(e, "errors: kernel build error names file:line")) return;
@@ -114,15 +113,7 @@ static void test_build_error(const t_env *e) {
         fputs("/* broken on purpose */\n__kernel void relu_forward(__global float *x) {\n    x[0] = undefined_name;\n}\n", f);
         fclose(f);
     }
-    memset(&d, 0, sizeof d);
-    {
-        /* the same device as e->ctx, found by its name */
-        int n = nn_list_devices(info, 32), i;
-        for (i = 0; i < n; i++)
-            if (strcmp(info[i].name, nn_backend_name(e->ctx)) == 0) break;
-        snprintf(path, sizeof path, "%d", i < n ? i : 0);
-    }
-    d.device = path;
+    t_context_desc(e, &d); /* the same device and tuning as e->ctx */
     d.kernel_dir = dir;
     d.cache_dir = "off";
     if (T_OK(nn_context_create(&ctx, &d), ctx) && T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
