@@ -10,9 +10,16 @@ typedef struct t_env {
     nn_context *cpu;     /* the CPU backend, for parity checks (NULL when ctx is the CPU) */
     const char *backend; /* its name for the report */
     int opencl;
+    const char *device;  /* nn_context_desc.device and .tuning that opened ctx */
+    int tuning;
 } t_env;
 
-void t_begin(const t_env *e, const char *name);
+/* A zeroed desc for another context on e's backend (device, tuning), quiet. */
+void t_context_desc(const t_env *e, nn_context_desc *d);
+
+/* Begins a case; 0 when NN_TEST_FILTER excludes it: return without running any of it
+   (t_skip and t_end do nothing for such a case). */
+int t_begin(const t_env *e, const char *name);
 void t_end(void);                 /* prints ok/FAIL/skipped for the case begun last */
 void t_skip(const char *why);     /* the current case is counted as skipped */
 int t_fail(const char *file, int line, const char *fmt, ...);
