@@ -56,13 +56,22 @@ check-determinism: nn.h tools/init_hash.c
 	  [ -z "$$ref" ] && ref=$$h; [ "$$h" = "$$ref" ] || { echo "check-determinism: $$cc $$f differs"; exit 1; }; \
 	  done; done; echo "check-determinism: the same initial weights from every build"
 
-# nn.h as C99 and C++, with gcc and clang, with and without OpenCL.
+# nn.h as C99 and C++, with gcc and clang, with and without OpenCL, with and without
+# NN_STATIC; then after the system's <CL/cl.h>, whose types nn.h then uses (when it is here).
 check-warnings: nn.h
-	@for cc in gcc clang; do for lang in c c++; do for cl in "" -DNN_NO_OPENCL; do for opt in -O0 -O2 -O3; do \
+	@for cc in gcc clang; do for lang in c c++; do for cl in "" -DNN_NO_OPENCL; do for st in "" -DNN_STATIC; do \
+	  for opt in -O0 -O2 -O3; do \
 	  std=-std=c99; [ $$lang = c++ ] && std=-std=c++11; \
 	  printf '#define NN_IMPLEMENTATION\n#include "nn.h"\nint main(void){return 0;}\n' | \
-	  $$cc -x $$lang $$std $$opt -Wall -Wextra -pedantic -Werror $$cl -I. -c - -o /dev/null || exit 1; \
-	  echo "ok: $$cc -x $$lang $$cl $$opt"; done; done; done; done
+	  $$cc -x $$lang $$std $$opt -Wall -Wextra -pedantic -Werror $$cl $$st -I. -c - -o /dev/null || exit 1; \
+	  echo "ok: $$cc -x $$lang $$cl $$st $$opt"; done; done; done; done; done
+	@if printf '\043include <CL/cl.h>\n' | $(CC) -x c -E - >/dev/null 2>&1; then \
+	  for cc in gcc clang; do for lang in c c++; do for st in "" -DNN_STATIC; do \
+	  std=-std=c99; [ $$lang = c++ ] && std=-std=c++11; \
+	  printf '#define CL_TARGET_OPENCL_VERSION 120\n#include <CL/cl.h>\n#define NN_IMPLEMENTATION\n#include "nn.h"\nint main(void){cl_uint n = 0; return clGetPlatformIDs(0, NULL, &n) != CL_SUCCESS;}\n' | \
+	  $$cc -x $$lang $$std -O2 -Wall -Wextra -pedantic -Werror $$st -I. -c - -o /dev/null || exit 1; \
+	  echo "ok: $$cc -x $$lang $$st after <CL/cl.h>"; done; done; done; \
+	else echo "check-warnings: no <CL/cl.h> here: the check with it included first is skipped"; fi
 
 EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn
 examples: $(EXAMPLES)
