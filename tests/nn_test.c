@@ -88,12 +88,14 @@ static void run_suites(const t_env *e) {
     suite_registry(e);
 }
 
-int main(void) {
-    const char *only = getenv("NN_TEST_BACKENDS");
+int main(int argc, char **argv) {
+    const char *only = getenv("NN_TEST_BACKENDS"), *child = getenv("NN_TEST_CL_LOAD");
     nn_context_desc d;
     nn_context *cpu = NULL;
     t_env e;
     int n_dev, i;
+    (void)argc;
+    if (child) return t_cl_load_child(child);
     memset(&d, 0, sizeof d);
     d.device = "cpu";
     d.log_level = NN_LOG_WARN + 1; /* no backend lines between the results */
@@ -106,6 +108,12 @@ int main(void) {
     e.backend = "cpu";
     printf("== backend cpu\n");
     run_suites(&e);
+    {
+        t_env loader = e;
+        loader.backend = "loader";
+        printf("== the OpenCL library, in child processes\n");
+        suite_cl_load(&loader, argv[0], !(only && strcmp(only, "cpu") == 0));
+    }
     n_dev = (only && strcmp(only, "cpu") == 0) ? 0 : nn_list_devices(NULL, 0);
     for (i = 0; i < n_dev; i++) {
         nn_device_info info[32];
