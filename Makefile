@@ -57,7 +57,8 @@ check-determinism: nn.h tools/init_hash.c
 	  done; done; echo "check-determinism: the same initial weights from every build"
 
 # nn.h as C99 and C++, with gcc and clang, with and without OpenCL, with and without
-# NN_STATIC; then after the system's <CL/cl.h>, whose types nn.h then uses (when it is here).
+# NN_STATIC; nn.h including no CL/ header; then nn.h after the system's <CL/cl.h>, whose
+# types it then uses (where that header is installed).
 check-warnings: nn.h
 	@for cc in gcc clang; do for lang in c c++; do for cl in "" -DNN_NO_OPENCL; do for st in "" -DNN_STATIC; do \
 	  for opt in -O0 -O2 -O3; do \
@@ -65,6 +66,8 @@ check-warnings: nn.h
 	  printf '#define NN_IMPLEMENTATION\n#include "nn.h"\nint main(void){return 0;}\n' | \
 	  $$cc -x $$lang $$std $$opt -Wall -Wextra -pedantic -Werror $$cl $$st -I. -c - -o /dev/null || exit 1; \
 	  echo "ok: $$cc -x $$lang $$cl $$st $$opt"; done; done; done; done; done
+	@if printf '#define NN_IMPLEMENTATION\n#include "nn.h"\n' | $(CC) -x c -M -I. - | grep -q '/CL/'; then \
+	  echo "check-warnings: nn.h includes an OpenCL header"; exit 1; fi
 	@if printf '\043include <CL/cl.h>\n' | $(CC) -x c -E - >/dev/null 2>&1; then \
 	  for cc in gcc clang; do for lang in c c++; do for st in "" -DNN_STATIC; do \
 	  std=-std=c99; [ $$lang = c++ ] && std=-std=c++11; \
