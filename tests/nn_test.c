@@ -161,13 +161,15 @@ static int backend_list_bad(const char *list) {
     return 0;
 }
 
-int main(void) {
-    const char *only = getenv("NN_TEST_BACKENDS");
+int main(int argc, char **argv) {
+    const char *only = getenv("NN_TEST_BACKENDS"), *child = getenv("NN_TEST_CL_LOAD");
     int want_cl, want_gpu_tuning;
     nn_context_desc d;
     nn_context *cpu = NULL;
     t_env e;
     int n_dev = 0, i;
+    (void)argc;
+    if (child) return t_cl_load_child(child);
     filter = getenv("NN_TEST_FILTER");
     if (filter && !filter[0]) filter = NULL;
     show_time = getenv("NN_TEST_TIME") && atoi(getenv("NN_TEST_TIME")) > 0;
@@ -192,6 +194,12 @@ int main(void) {
     if (backend_wanted(only, "cpu")) {
         printf("== backend cpu\n");
         run_suites(&e);
+    }
+    {
+        t_env loader = e;
+        loader.backend = "loader";
+        printf("== the OpenCL library, in child processes\n");
+        suite_cl_load(&loader, argv[0], want_cl);
     }
     if (want_cl || want_gpu_tuning) n_dev = nn_list_devices(NULL, 0);
     for (i = 0; i < n_dev; i++) {

@@ -42,7 +42,7 @@ void suite_lifetime(const t_env *e) {
                               : "lifetime: graphs destroyed after their context, shared parameters"))
             continue;
         memset(&d, 0, sizeof d);
-        d.device = e->opencl ? "opencl" : "cpu";
+        d.device = e->device ? e->device : "cpu";
         d.log_level = NN_LOG_ERROR + 1;
         if (!T_CHECK(nn_context_create(&ctx, &d) == NN_OK, "cannot create a context on %s", d.device)) {
             t_end();
