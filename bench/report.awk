@@ -63,7 +63,7 @@ function thr(id) { return (id in BEST && BEST[id] != "") ? " (threads " BEST[id]
 # the threads of two figures shown together (conv forward / backward)
 function thr2(a, b) {
     if (!(a in BEST) || !(b in BEST) || BEST[a] == BEST[b]) return thr(a)
-    return " (threads " BEST[a] " / " BEST[b] ")"
+    return " (threads " BEST[a] " forward, " BEST[b] " backward)"
 }
 function join(sep, a, b, c,    s) {
     s = a
