@@ -21,13 +21,15 @@ The same work as nn_bench conv and nn_bench cnn:
 """
 import argparse
 import itertools
+import sys
 import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import pyenv
+sys.dont_write_bytecode = True  # importing pyenv leaves no bench/__pycache__
+import pyenv  # noqa: E402
 
 SHAPES = [(64, 1, 28, 28, 32), (64, 32, 14, 14, 64), (8, 64, 56, 56, 64)]
 BATCH, N = 64, 60000

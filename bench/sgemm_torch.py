@@ -14,9 +14,11 @@ openblas only when it is OpenBLAS; otherwise backend=numpy-KIND (numpy-reference
 reference BLAS, about 7 GFLOP/s), so no slow BLAS is ever reported as OpenBLAS.
 """
 import argparse
+import sys
 import time
 
-import pyenv
+sys.dont_write_bytecode = True  # importing pyenv leaves no bench/__pycache__
+import pyenv  # noqa: E402
 
 SIZES = (256, 512, 1024, 2048)
 
