@@ -114,6 +114,11 @@ compile-scale: bench/compile_scale
 	./bench/compile_scale 2000
 	./bench/compile_scale 20000
 
+# bench/run.sh: ROUNDS rounds (default 4) of nn.h's figures and their PyTorch, OpenBLAS and
+# CLBlast counterparts, interleaved; medians with min/max, ratios and README's table. About
+# 8 minutes on a quiet 2-core machine. `make bench ROUNDS=n`; `make bench ONLY=nn
+# BASELINE=/other/tree/bench/nn_bench` runs another build's nn_bench beside this one and
+# prints this/baseline per figure (see bench/run.sh for the other knobs).
 bench: bench/nn_bench
 	./bench/run.sh
 
