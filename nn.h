@@ -10,9 +10,11 @@ nn.h - train and run neural networks from C, on any OpenCL device or on the CPU.
 
     #define NN_IMPLEMENTATION   (in exactly one .c file, before the include)
 
-    cc -O2 app.c -o app -lOpenCL -lm          (OpenCL devices and the CPU)
-    cc -O2 -DNN_NO_OPENCL app.c -o app -lm    (CPU only; no OpenCL headers or library)
-    (-lpthread too on systems whose libc does not include it)
+    cc -O2 app.c -o app -lm -lpthread         (OpenCL devices and the CPU)
+    (-ldl too with a glibc older than 2.34.) No OpenCL headers or -lOpenCL: nn.h declares
+    the OpenCL calls it makes and loads the OpenCL library when a context is created, so
+    one binary runs on the CPU backend where there is none and on any OpenCL device where
+    there is. -DNN_NO_OPENCL leaves all OpenCL code out.
 
 HOW IT WORKS
     Build a graph by calling op functions on symbolic tensors, compile it once (shapes are
@@ -50,8 +52,15 @@ CONVENTIONS
 DEVICES
     NN_DEVICE=cpu | opencl | <OpenCL device index> | <device name substring>. By default the
     first GPU, else the built-in CPU backend (a CPU OpenCL device such as PoCL only when
-    asked for: the native CPU path is faster there). No OpenCL platform at all means the
-    CPU backend. The log says which backend was chosen (log level info).
+    asked for: the native CPU path is faster there). No OpenCL library or platform at all
+    means the CPU backend (NN_DEVICE=opencl then fails, naming the library). The log says
+    which backend was chosen, and why not OpenCL (log level info).
+
+    The OpenCL library is loaded once per process: $NN_OPENCL_LIBRARY, else the ICD loader
+    (libOpenCL.so.1 or libOpenCL.so; OpenCL.dll; OpenCL.framework on macOS), else on Linux
+    and the BSDs the vendor driver that an .icd file in $OCL_ICD_VENDORS or
+    /etc/OpenCL/vendors names (called through its ICD dispatch table if it exports no cl*
+    functions of its own).
 
 ENVIRONMENT
     NN_DEVICE       backend choice, as above
@@ -61,14 +70,18 @@ ENVIRONMENT
     NN_KERNEL_DIR   load kernels/NAME.cl from this directory instead of the copies
                     embedded here (for kernel development)
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
+    NN_OPENCL_LIBRARY  the OpenCL library (an ICD loader or a vendor driver) to load
+                    instead of the system's
 
 CONFIGURATION (define before including)
     NN_STATIC                      make every function static
     NN_API                         decorate the API (default extern)
     NN_MALLOC, NN_REALLOC, NN_FREE allocator (all three or none)
     NN_ASSERT                      assertion macro (default assert)
-    NN_NO_OPENCL                   CPU backend only
+    NN_NO_OPENCL                   CPU backend only, no OpenCL code at all
     NN_NO_THREADS                  CPU backend on the calling thread only
+    A file that defines NN_IMPLEMENTATION may include <CL/cl.h> (1.2 or later) before nn.h,
+    and nn.h then uses its types; not after nn.h.
 
 ERRORS
     Functions return nn_result; nn_last_error(ctx) explains the last failure (the op and its
@@ -110,7 +123,9 @@ LICENCE
 #include <stdint.h>
 
 #ifndef NN_API
-#  ifdef NN_STATIC
+#  if defined(NN_STATIC) && defined(__GNUC__)
+#    define NN_API static __attribute__((unused)) /* a program calls only some of them */
+#  elif defined(NN_STATIC)
 #    define NN_API static
 #  else
 #    define NN_API extern
@@ -5305,6 +5320,501 @@ static void nn__gemm_plan_batched(int is_cpu_device, size_t max_wg_size, uint64_
 #if !defined(NN_NO_OPENCL)
 
 /* ======================================================================
+   src/nn_cl_api.h
+   ====================================================================== */
+/* The part of OpenCL 1.2 that nn.h calls, declared here so that a program needs neither
+   OpenCL headers nor link flags: src/nn_cl_load.c loads the library at run time into the
+   table nn__clfn, and the calls in src/nn_opencl.c, spelled clFoo(...) as in any OpenCL
+   program, reach the table through the macros at the end of this file (as clew does).
+   src/nn_opencl.c takes the macros back at its end, so the program's own OpenCL calls below
+   nn.h are not redirected.
+
+   When the program included <CL/cl.h> (1.2 or later) before nn.h, its types and constants
+   are used and only the table is declared here; including <CL/cl.h> after nn.h's
+   implementation in the same file is not supported (the type names would be declared
+   twice). */
+#ifndef NN__CL_API_H
+#define NN__CL_API_H
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(CL_VERSION_1_0) || defined(__OPENCL_CL_H)
+#  if !defined(CL_VERSION_1_2)
+#    error "nn.h: the <CL/cl.h> included before nn.h lacks OpenCL 1.2 (define CL_TARGET_OPENCL_VERSION 120 before it)"
+#  endif
+#  define NN__CL_CALL CL_API_CALL
+#  define NN__CL_CALLBACK CL_CALLBACK
+#  ifndef CL_PLATFORM_NOT_FOUND_KHR
+#    define CL_PLATFORM_NOT_FOUND_KHR -1001
+#  endif
+#else
+#  if defined(_WIN32)
+#    define NN__CL_CALL __stdcall
+#  else
+#    define NN__CL_CALL
+#  endif
+#  define NN__CL_CALLBACK NN__CL_CALL
+
+typedef int32_t cl_int;
+typedef uint32_t cl_uint;
+typedef uint64_t cl_ulong;
+typedef float cl_float;
+typedef cl_uint cl_bool;
+typedef cl_ulong cl_bitfield;
+typedef struct { cl_int s[8]; } cl_int8; /* only its size matters here (a kernel argument) */
+
+typedef struct _cl_platform_id *cl_platform_id;
+typedef struct _cl_device_id *cl_device_id;
+typedef struct _cl_context *cl_context;
+typedef struct _cl_command_queue *cl_command_queue;
+typedef struct _cl_mem *cl_mem;
+typedef struct _cl_program *cl_program;
+typedef struct _cl_kernel *cl_kernel;
+typedef struct _cl_event *cl_event;
+
+typedef cl_bitfield cl_device_type;
+typedef cl_uint cl_platform_info;
+typedef cl_uint cl_device_info;
+typedef intptr_t cl_context_properties;
+typedef cl_bitfield cl_command_queue_properties;
+typedef cl_bitfield cl_mem_flags;
+typedef cl_uint cl_program_info;
+typedef cl_uint cl_program_build_info;
+typedef cl_uint cl_buffer_create_type;
+typedef struct _cl_buffer_region { size_t origin; size_t size; } cl_buffer_region;
+
+/* The values of the Khronos headers (CL/cl.h, CL/cl_ext.h). */
+#define CL_SUCCESS 0
+#define CL_DEVICE_NOT_FOUND -1
+#define CL_MEM_OBJECT_ALLOCATION_FAILURE -4
+#define CL_OUT_OF_RESOURCES -5
+#define CL_OUT_OF_HOST_MEMORY -6
+#define CL_BUILD_PROGRAM_FAILURE -11
+#define CL_MISALIGNED_SUB_BUFFER_OFFSET -13
+#define CL_INVALID_VALUE -30
+#define CL_INVALID_BINARY -42
+#define CL_INVALID_KERNEL_NAME -46
+#define CL_INVALID_ARG_SIZE -51
+#define CL_INVALID_KERNEL_ARGS -52
+#define CL_INVALID_WORK_GROUP_SIZE -54
+#define CL_INVALID_WORK_ITEM_SIZE -55
+#define CL_INVALID_BUFFER_SIZE -61
+#define CL_INVALID_GLOBAL_WORK_SIZE -63
+#define CL_PLATFORM_NOT_FOUND_KHR -1001
+
+#define CL_FALSE 0
+#define CL_TRUE 1
+
+#define CL_PLATFORM_VERSION 0x0901
+#define CL_PLATFORM_NAME 0x0902
+
+#define CL_DEVICE_TYPE_CPU (1 << 1)
+#define CL_DEVICE_TYPE_GPU (1 << 2)
+#define CL_DEVICE_TYPE_ALL 0xFFFFFFFF
+
+#define CL_DEVICE_TYPE 0x1000
+#define CL_DEVICE_MAX_COMPUTE_UNITS 0x1002
+#define CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004
+#define CL_DEVICE_MAX_MEM_ALLOC_SIZE 0x1010
+#define CL_DEVICE_MEM_BASE_ADDR_ALIGN 0x1019
+#define CL_DEVICE_LOCAL_MEM_SIZE 0x1023
+#define CL_DEVICE_NAME 0x102B
+#define CL_DEVICE_VENDOR 0x102C
+#define CL_DRIVER_VERSION 0x102D
+#define CL_DEVICE_VERSION 0x102F
+
+#define CL_CONTEXT_PLATFORM 0x1084
+#define CL_MEM_READ_WRITE (1 << 0)
+#define CL_BUFFER_CREATE_TYPE_REGION 0x1220
+#define CL_PROGRAM_BINARY_SIZES 0x1165
+#define CL_PROGRAM_BINARIES 0x1166
+#define CL_PROGRAM_BUILD_LOG 0x1183
+#endif /* our own declarations */
+
+/* Every OpenCL function nn.h calls, as
+   X(return type, name without "cl", parameters, arguments, an object of the call, index)
+   where the last two serve a vendor driver used without an ICD loader (nn_cl_load.c): the
+   call goes through that object's dispatch table, whose entries are in the order the
+   Khronos ICD extension fixes (CL/cl_icd.h's struct _cl_icd_dispatch). clGetPlatformIDs
+   has no object: the driver's clIcdGetPlatformIDsKHR takes its place. */
+#define NN__CL_OBJ_FUNCS(X)                                                                       \
+    X(cl_int, GetPlatformInfo, (cl_platform_id p, cl_platform_info w, size_t n, void *v, size_t *r), \
+      (p, w, n, v, r), p, 1)                                                                      \
+    X(cl_int, GetDeviceIDs, (cl_platform_id p, cl_device_type t, cl_uint n, cl_device_id *d, cl_uint *nd), \
+      (p, t, n, d, nd), p, 2)                                                                     \
+    X(cl_int, GetDeviceInfo, (cl_device_id d, cl_device_info w, size_t n, void *v, size_t *r),     \
+      (d, w, n, v, r), d, 3)                                                                      \
+    X(cl_context, CreateContext,                                                                  \
+      (const cl_context_properties *pr, cl_uint n, const cl_device_id *d,                         \
+       void (NN__CL_CALLBACK *f)(const char *, const void *, size_t, void *), void *u, cl_int *e), \
+      (pr, n, d, f, u, e), d[0], 4)                                                               \
+    X(cl_int, ReleaseContext, (cl_context c), (c), c, 7)                                          \
+    X(cl_command_queue, CreateCommandQueue,                                                       \
+      (cl_context c, cl_device_id d, cl_command_queue_properties pr, cl_int *e), (c, d, pr, e), c, 9) \
+    X(cl_int, ReleaseCommandQueue, (cl_command_queue q), (q), q, 11)                              \
+    X(cl_mem, CreateBuffer, (cl_context c, cl_mem_flags fl, size_t n, void *h, cl_int *e),         \
+      (c, fl, n, h, e), c, 14)                                                                    \
+    X(cl_int, ReleaseMemObject, (cl_mem m), (m), m, 18)                                           \
+    X(cl_program, CreateProgramWithSource,                                                        \
+      (cl_context c, cl_uint n, const char **s, const size_t *len, cl_int *e), (c, n, s, len, e), c, 26) \
+    X(cl_program, CreateProgramWithBinary,                                                        \
+      (cl_context c, cl_uint n, const cl_device_id *d, const size_t *len, const unsigned char **b, \
+       cl_int *st, cl_int *e),                                                                    \
+      (c, n, d, len, b, st, e), c, 27)                                                            \
+    X(cl_int, ReleaseProgram, (cl_program p), (p), p, 29)                                         \
+    X(cl_int, BuildProgram,                                                                       \
+      (cl_program p, cl_uint n, const cl_device_id *d, const char *o,                             \
+       void (NN__CL_CALLBACK *f)(cl_program, void *), void *u),                                   \
+      (p, n, d, o, f, u), p, 30)                                                                  \
+    X(cl_int, GetProgramInfo, (cl_program p, cl_program_info w, size_t n, void *v, size_t *r),     \
+      (p, w, n, v, r), p, 32)                                                                     \
+    X(cl_int, GetProgramBuildInfo,                                                                \
+      (cl_program p, cl_device_id d, cl_program_build_info w, size_t n, void *v, size_t *r),      \
+      (p, d, w, n, v, r), p, 33)                                                                  \
+    X(cl_kernel, CreateKernel, (cl_program p, const char *name, cl_int *e), (p, name, e), p, 34)  \
+    X(cl_int, ReleaseKernel, (cl_kernel k), (k), k, 37)                                           \
+    X(cl_int, SetKernelArg, (cl_kernel k, cl_uint i, size_t n, const void *v), (k, i, n, v), k, 38) \
+    X(cl_int, Finish, (cl_command_queue q), (q), q, 47)                                           \
+    X(cl_int, EnqueueReadBuffer,                                                                  \
+      (cl_command_queue q, cl_mem m, cl_bool bl, size_t off, size_t n, void *h, cl_uint ne,       \
+       const cl_event *w, cl_event *ev),                                                          \
+      (q, m, bl, off, n, h, ne, w, ev), q, 48)                                                    \
+    X(cl_int, EnqueueWriteBuffer,                                                                 \
+      (cl_command_queue q, cl_mem m, cl_bool bl, size_t off, size_t n, const void *h, cl_uint ne, \
+       const cl_event *w, cl_event *ev),                                                          \
+      (q, m, bl, off, n, h, ne, w, ev), q, 49)                                                    \
+    X(cl_int, EnqueueNDRangeKernel,                                                               \
+      (cl_command_queue q, cl_kernel k, cl_uint dims, const size_t *off, const size_t *gws,        \
+       const size_t *lws, cl_uint ne, const cl_event *w, cl_event *ev),                           \
+      (q, k, dims, off, gws, lws, ne, w, ev), q, 59)                                              \
+    X(cl_mem, CreateSubBuffer,                                                                    \
+      (cl_mem m, cl_mem_flags fl, cl_buffer_create_type t, const void *info, cl_int *e),          \
+      (m, fl, t, info, e), m, 82)                                                                 \
+    X(cl_int, EnqueueFillBuffer,                                                                  \
+      (cl_command_queue q, cl_mem m, const void *pat, size_t pn, size_t off, size_t n, cl_uint ne, \
+       const cl_event *w, cl_event *ev),                                                          \
+      (q, m, pat, pn, off, n, ne, w, ev), q, 102)
+
+#define NN__CL_FUNCS(X)                                                                           \
+    X(cl_int, GetPlatformIDs, (cl_uint n, cl_platform_id *p, cl_uint *np), (n, p, np), NULL, 0)   \
+    NN__CL_OBJ_FUNCS(X)
+
+/* nn__clpfn_GetPlatformIDs, ...: the functions' pointer types; nn__cl_api: the table. */
+#define NN__CL_PFN(R, N, P, A, O, I) typedef R (NN__CL_CALL *nn__clpfn_##N) P;
+NN__CL_FUNCS(NN__CL_PFN)
+#undef NN__CL_PFN
+#define NN__CL_FIELD(R, N, P, A, O, I) nn__clpfn_##N N;
+typedef struct nn__cl_api {
+    NN__CL_FUNCS(NN__CL_FIELD)
+} nn__cl_api;
+#undef NN__CL_FIELD
+
+/* Filled once per process by nn__cl_load() (nn_cl_load.c); read only after it succeeded. */
+static nn__cl_api nn__clfn;
+
+#define clGetPlatformIDs nn__clfn.GetPlatformIDs
+#define clGetPlatformInfo nn__clfn.GetPlatformInfo
+#define clGetDeviceIDs nn__clfn.GetDeviceIDs
+#define clGetDeviceInfo nn__clfn.GetDeviceInfo
+#define clCreateContext nn__clfn.CreateContext
+#define clReleaseContext nn__clfn.ReleaseContext
+#define clCreateCommandQueue nn__clfn.CreateCommandQueue
+#define clReleaseCommandQueue nn__clfn.ReleaseCommandQueue
+#define clCreateBuffer nn__clfn.CreateBuffer
+#define clReleaseMemObject nn__clfn.ReleaseMemObject
+#define clCreateProgramWithSource nn__clfn.CreateProgramWithSource
+#define clCreateProgramWithBinary nn__clfn.CreateProgramWithBinary
+#define clReleaseProgram nn__clfn.ReleaseProgram
+#define clBuildProgram nn__clfn.BuildProgram
+#define clGetProgramInfo nn__clfn.GetProgramInfo
+#define clGetProgramBuildInfo nn__clfn.GetProgramBuildInfo
+#define clCreateKernel nn__clfn.CreateKernel
+#define clReleaseKernel nn__clfn.ReleaseKernel
+#define clSetKernelArg nn__clfn.SetKernelArg
+#define clFinish nn__clfn.Finish
+#define clEnqueueReadBuffer nn__clfn.EnqueueReadBuffer
+#define clEnqueueWriteBuffer nn__clfn.EnqueueWriteBuffer
+#define clEnqueueNDRangeKernel nn__clfn.EnqueueNDRangeKernel
+#define clCreateSubBuffer nn__clfn.CreateSubBuffer
+#define clEnqueueFillBuffer nn__clfn.EnqueueFillBuffer
+#endif /* NN__CL_API_H */
+
+/* ======================================================================
+   src/nn_cl_load.c
+   ====================================================================== */
+/* Loading the OpenCL library at run time, once per process, into nn__clfn (nn_cl_api.h).
+
+   Which library: $NN_OPENCL_LIBRARY when set (that one alone); else the system's ICD loader
+   (libOpenCL.so.1, then libOpenCL.so; OpenCL.dll; the OpenCL framework on macOS); else, on
+   Linux and the BSDs, a vendor driver named by an .icd file in $OCL_ICD_VENDORS or
+   /etc/OpenCL/vendors, which is what a loader would have loaded. A library that exports
+   the cl* functions is called directly. A vendor driver built for a loader exports only
+   clIcdGetPlatformIDsKHR (often only through clGetExtensionFunctionAddress): then the
+   platforms come from it, and every other call goes through the dispatch table that the
+   first member of each OpenCL object points to, as a loader does. The library stays
+   loaded for the life of the process. */
+#if defined(_WIN32)
+#  include <windows.h>
+#else
+#  include <dlfcn.h>
+#  include <pthread.h>
+#endif
+#if !defined(_WIN32) && !defined(__APPLE__)
+#  include <dirent.h>
+#  define NN__CL_VENDOR_ICDS 1
+#else
+#  define NN__CL_VENDOR_ICDS 0
+#endif
+
+typedef void (*nn__cl_voidfn)(void);
+
+typedef struct nn__cl_loader {
+    int ok;              /* nn__clfn is filled */
+    char why[1536];      /* !ok: why not */
+    char note[4096];     /* ok: which library, when it is not the system's loader */
+} nn__cl_loader;
+
+static nn__cl_loader nn__cl_ld;
+
+/* Messages: written whole, or cut at n - 1 characters (a long path only shortens them). */
+static void nn__cl_msg(char *buf, size_t n, const char *fmt, ...) {
+    va_list ap;
+    if (n == 0) return;
+    va_start(ap, fmt);
+    vsnprintf(buf, n, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the dynamic linker ---- */
+
+static void *nn__dl_open(const char *path, char *err, size_t n) {
+#if defined(_WIN32)
+    void *h = (void *)LoadLibraryA(path);
+    if (!h) snprintf(err, n, "LoadLibrary error %lu", (unsigned long)GetLastError());
+    return h;
+#else
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(err, n, "%s", e ? e : "dlopen failed");
+    }
+    return h;
+#endif
+}
+
+static void nn__dl_close(void *h) {
+#if defined(_WIN32)
+    FreeLibrary((HMODULE)h);
+#else
+    dlclose(h);
+#endif
+}
+
+static nn__cl_voidfn nn__dl_sym(void *h, const char *name) {
+    nn__cl_voidfn f;
+#if defined(_WIN32)
+    f = (nn__cl_voidfn)GetProcAddress((HMODULE)h, name);
+#else
+    void *p = dlsym(h, name);
+    memcpy(&f, &p, sizeof f); /* ISO C has no cast from an object to a function pointer */
+#endif
+    return f;
+}
+
+/* ---- calls through a vendor driver's dispatch tables ---- */
+
+static const nn__cl_voidfn *nn__cl_dispatch(const void *obj) { return *(const nn__cl_voidfn *const *)obj; }
+
+/* nn__icd_GetPlatformInfo, ...: each calls the entry of its object's dispatch table. */
+#define NN__CL_ICD_CALL(R, N, P, A, O, I) \
+    static R NN__CL_CALL nn__icd_##N P { return ((nn__clpfn_##N)nn__cl_dispatch(O)[I]) A; }
+NN__CL_OBJ_FUNCS(NN__CL_ICD_CALL)
+#undef NN__CL_ICD_CALL
+
+/* The dispatch tables index OpenCL 1.2 entries (clEnqueueFillBuffer), which a 1.0 or 1.1
+   driver's table does not have: such a driver is refused before any call reaches one. */
+static int nn__cl_icd_check(nn__clpfn_GetPlatformIDs get, const char *lib, char *why, size_t n) {
+    cl_platform_id plats[16];
+    cl_uint np = 0, i;
+    if (get(16, plats, &np) != CL_SUCCESS) return 1; /* no platform: nothing will be called */
+    for (i = 0; i < np && i < 16; i++) {
+        char ver[256];
+        int major = 0, minor = 0;
+        ver[0] = 0;
+        nn__icd_GetPlatformInfo(plats[i], CL_PLATFORM_VERSION, sizeof ver, ver, NULL);
+        ver[sizeof ver - 1] = 0;
+        if (sscanf(ver, "OpenCL %d.%d", &major, &minor) != 2 || major * 100 + minor < 102) {
+            nn__cl_msg(why, n, "%s implements \"%s\", and nn.h needs OpenCL 1.2", lib, ver);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Fills api from a loaded library: 1 called directly, 2 through dispatch tables, 0 (and
+   why) when it is not an OpenCL 1.2 library. */
+static int nn__cl_resolve(void *h, const char *lib, nn__cl_api *api, char *why, size_t n) {
+    nn__cl_voidfn f;
+    if (nn__dl_sym(h, "clGetPlatformIDs")) {
+#define NN__CL_SYM(R, N, P, A, O, I)                                                               \
+        if (!(f = nn__dl_sym(h, "cl" #N))) {                                                        \
+            nn__cl_msg(why, n, "OpenCL library %s has no symbol cl" #N " (nn.h needs OpenCL 1.2)", lib); \
+            return 0;                                                                               \
+        }                                                                                           \
+        api->N = (nn__clpfn_##N)f;
+        NN__CL_FUNCS(NN__CL_SYM)
+#undef NN__CL_SYM
+        return 1;
+    }
+    f = nn__dl_sym(h, "clIcdGetPlatformIDsKHR");
+    if (!f) {
+        nn__cl_voidfn gefa = nn__dl_sym(h, "clGetExtensionFunctionAddress");
+        if (gefa) {
+            void *p = ((void *(NN__CL_CALL *)(const char *))gefa)("clIcdGetPlatformIDsKHR");
+            memcpy(&f, &p, sizeof f);
+        }
+    }
+    if (!f) {
+        nn__cl_msg(why, n, "%s is not an OpenCL library: it has neither clGetPlatformIDs nor clIcdGetPlatformIDsKHR",
+                   lib);
+        return 0;
+    }
+    if (!nn__cl_icd_check((nn__clpfn_GetPlatformIDs)f, lib, why, n)) return 0;
+    api->GetPlatformIDs = (nn__clpfn_GetPlatformIDs)f;
+#define NN__CL_ICD_SET(R, N, P, A, O, I) api->N = nn__icd_##N;
+    NN__CL_OBJ_FUNCS(NN__CL_ICD_SET)
+#undef NN__CL_ICD_SET
+    return 2;
+}
+
+/* Loads lib into nn__clfn: 0 (and why) when it cannot, else as nn__cl_resolve. A library
+   that is not usable is unloaded again. */
+static int nn__cl_try(const char *lib, char *why, size_t n) {
+    char err[1024];
+    nn__cl_api api;
+    int mode;
+    void *h = nn__dl_open(lib, err, sizeof err);
+    if (!h) {
+        nn__cl_msg(why, n, "OpenCL library %s not found (%s)", lib, err);
+        return 0;
+    }
+    memset(&api, 0, sizeof api);
+    mode = nn__cl_resolve(h, lib, &api, why, n);
+    if (mode) nn__clfn = api;
+    else nn__dl_close(h);
+    return mode;
+}
+
+#if NN__CL_VENDOR_ICDS
+static int nn__cl_strcmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+/* No loader: the vendor drivers that the .icd files of $OCL_ICD_VENDORS (a directory, or
+   one .icd file) or /etc/OpenCL/vendors name, in name order; the first that loads is
+   used. 0 and the reason (appended to why) when none does. */
+static int nn__cl_try_vendors(char *why, size_t n) {
+    const char *env = getenv("OCL_ICD_VENDORS"), *dir = env && env[0] ? env : "/etc/OpenCL/vendors";
+    char names[32][256], last[1536] = "";
+    int count = 0, k, mode = 0, is_dir = 0;
+    size_t used = strlen(why);
+    DIR *d = opendir(dir);
+    if (d) {
+        is_dir = 1;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL && count < 32) {
+            size_t len = strlen(e->d_name);
+            if (len > 4 && len < sizeof names[0] && strcmp(e->d_name + len - 4, ".icd") == 0)
+                memcpy(names[count++], e->d_name, len + 1);
+        }
+        closedir(d);
+        qsort(names, (size_t)count, sizeof names[0], nn__cl_strcmp);
+    } else if (strlen(dir) > 4 && strcmp(dir + strlen(dir) - 4, ".icd") == 0) {
+        count = 1; /* the file itself */
+    }
+    for (k = 0; k < count && !mode; k++) {
+        char path[1024], lib[512];
+        FILE *f;
+        size_t len;
+        int w = is_dir ? snprintf(path, sizeof path, "%s/%s", dir, names[k]) : snprintf(path, sizeof path, "%s", dir);
+        if (w < 0 || (size_t)w >= sizeof path || !(f = fopen(path, "r"))) continue;
+        lib[0] = 0;
+        if (!fgets(lib, sizeof lib, f)) lib[0] = 0;
+        fclose(f);
+        len = strlen(lib);
+        while (len > 0 && (lib[len - 1] == '\n' || lib[len - 1] == '\r' || lib[len - 1] == ' ')) lib[--len] = 0;
+        if (!lib[0]) continue;
+        mode = nn__cl_try(lib, last, sizeof last);
+        if (mode)
+            nn__cl_msg(nn__cl_ld.note, sizeof nn__cl_ld.note, "no OpenCL ICD loader: %s; using the driver %s named by %s%s",
+                       why, lib, path, mode == 2 ? ", through its ICD dispatch table" : "");
+        else
+            nn__cl_msg(last + strlen(last), sizeof last - strlen(last), " (named by %s)", path);
+    }
+    if (mode || used >= n) return mode;
+    if (last[0]) nn__cl_msg(why + used, n - used, "; no vendor driver loads either: %s", last);
+    else nn__cl_msg(why + used, n - used, "; no vendor driver in %s", env && env[0] ? env : "/etc/OpenCL/vendors");
+    return 0;
+}
+#endif
+
+static void nn__cl_load_once(void) {
+#if defined(_WIN32)
+    static const char *const libs[] = {"OpenCL.dll"};
+#elif defined(__APPLE__)
+    static const char *const libs[] = {"/System/Library/Frameworks/OpenCL.framework/OpenCL"};
+#else
+    static const char *const libs[] = {"libOpenCL.so.1", "libOpenCL.so"};
+#endif
+    nn__cl_loader *L = &nn__cl_ld;
+    const char *env = getenv("NN_OPENCL_LIBRARY");
+    char other[1536];
+    size_t k;
+    int mode;
+    if (env && env[0]) {
+        mode = nn__cl_try(env, L->why, sizeof L->why);
+        if (mode)
+            nn__cl_msg(L->note, sizeof L->note, "OpenCL library %s (NN_OPENCL_LIBRARY)%s", env,
+                       mode == 2 ? ", called through its ICD dispatch table" : "");
+        L->ok = mode != 0;
+        return;
+    }
+    for (k = 0; k < sizeof libs / sizeof libs[0]; k++) {
+        mode = nn__cl_try(libs[k], k == 0 ? L->why : other, k == 0 ? sizeof L->why : sizeof other);
+        if (mode) {
+            if (mode == 2)
+                nn__cl_msg(L->note, sizeof L->note, "OpenCL library %s, called through its ICD dispatch table", libs[k]);
+            L->ok = 1;
+            return;
+        }
+    }
+#if NN__CL_VENDOR_ICDS
+    L->ok = nn__cl_try_vendors(L->why, sizeof L->why) != 0;
+#endif
+}
+
+#if defined(_WIN32)
+static INIT_ONCE nn__cl_once = INIT_ONCE_STATIC_INIT;
+static BOOL CALLBACK nn__cl_load_once_win(PINIT_ONCE once, PVOID param, PVOID *context) {
+    (void)once;
+    (void)param;
+    (void)context;
+    nn__cl_load_once();
+    return TRUE;
+}
+#else
+static pthread_once_t nn__cl_once = PTHREAD_ONCE_INIT;
+#endif
+
+/* 1 when nn__clfn can be called; else 0, and nn__cl_ld.why says why. Thread-safe. */
+static int nn__cl_load(void) {
+#if defined(_WIN32)
+    InitOnceExecuteOnce(&nn__cl_once, nn__cl_load_once_win, NULL, NULL);
+#else
+    pthread_once(&nn__cl_once, nn__cl_load_once);
+#endif
+    return nn__cl_ld.ok;
+}
+
+/* ======================================================================
    kernels/conv.cl
    ====================================================================== */
 static const char *const nn__cl_src_conv[] = {
@@ -7448,14 +7958,6 @@ static const nn__cl_source nn__cl_sources[] = {
 /* The OpenCL backend: device discovery, programs built from kernels/NAME.cl with an on-disk
    cache, buffers, and the launches that ops' device plans record (nn__launch) turned into
    kernels with their arguments set once, at compile time, so a step only enqueues. */
-#ifndef CL_TARGET_OPENCL_VERSION
-#  define CL_TARGET_OPENCL_VERSION 120
-#endif
-#ifdef __APPLE__
-#  include <OpenCL/opencl.h>
-#else
-#  include <CL/cl.h>
-#endif
 #include <sys/stat.h>
 
 #if defined(_WIN32)
@@ -7580,7 +8082,9 @@ static void nn__cl_str(cl_device_id d, cl_device_info what, char *buf, size_t n)
 static int nn__cl_list_devices(nn_device_info *out, int max) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
-    int n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES), i;
+    int n, i;
+    if (!nn__cl_load()) return 0;
+    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
     for (i = 0; i < n && out && i < max; i++) {
         cl_device_type t = nn__cl_type(devs[i]);
         memset(&out[i], 0, sizeof out[i]);
@@ -7687,6 +8191,10 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
     int n, pick;
     nn_result r;
     if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
+    if (!nn__cl_load()) {
+        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: %s", device, nn__cl_ld.why);
+    }
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
     pick = nn__cl_pick(device, plats, devs, n);
     if (pick < 0) {
@@ -7695,6 +8203,7 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
     }
     r = nn__cl_open_device(ctx, plats[pick], devs[pick], desc->tuning);
     if (r != NN_OK) nn__cl_close(ctx);
+    else if (nn__cl_ld.note[0]) nn__log(ctx, NN_LOG_INFO, "%s", nn__cl_ld.note);
     return r;
 }
 
@@ -8034,6 +8543,34 @@ static const nn__backend nn__opencl_backend = {
     nn__cl_release, nn__cl_write, nn__cl_read, nn__cl_fill, nn__cl_prepare, nn__cl_run, nn__cl_finish,
     nn__cl_release_graph};
 #define NN__BACKEND_OPENCL &nn__opencl_backend,
+
+/* The cl* names back to the program (nn_cl_api.h): its own OpenCL calls below nn.h go to
+   the library it links, not to nn.h's table. */
+#undef clGetPlatformIDs
+#undef clGetPlatformInfo
+#undef clGetDeviceIDs
+#undef clGetDeviceInfo
+#undef clCreateContext
+#undef clReleaseContext
+#undef clCreateCommandQueue
+#undef clReleaseCommandQueue
+#undef clCreateBuffer
+#undef clReleaseMemObject
+#undef clCreateProgramWithSource
+#undef clCreateProgramWithBinary
+#undef clReleaseProgram
+#undef clBuildProgram
+#undef clGetProgramInfo
+#undef clGetProgramBuildInfo
+#undef clCreateKernel
+#undef clReleaseKernel
+#undef clSetKernelArg
+#undef clFinish
+#undef clEnqueueReadBuffer
+#undef clEnqueueWriteBuffer
+#undef clEnqueueNDRangeKernel
+#undef clCreateSubBuffer
+#undef clEnqueueFillBuffer
 #endif
 
 /* ======================================================================

@@ -55,7 +55,7 @@ static void check_norm_eps(const t_env *e) {
     float x[24], y[24];
     double ref[24];
     int k, i;
-    t_begin(e, "NN_ZERO: every norm's eps (0: 1e-5, NN_ZERO: 0)");
+    if (!t_begin(e, "NN_ZERO: every norm's eps (0: 1e-5, NN_ZERO: 0)")) return;
     for (i = 0; i < 24; i++) x[i] = i < 12 ? 1.5f : (float)((i * 7) % 5) - 2.0f;
     for (k = 0; k < 4; k++) {
         norm_arg a;
@@ -120,7 +120,7 @@ static void check_loss_zero(const t_env *e) {
     float x[6] = {-3, -0.4f, -0.1f, 0.2f, 0.5f, 2.5f}, y[6], l1[6];
     loss_arg a;
     int i;
-    t_begin(e, "NN_ZERO: loss options (smooth L1 beta NN_ZERO is L1)");
+    if (!t_begin(e, "NN_ZERO: loss options (smooth L1 beta NN_ZERO is L1)")) return;
     a.kind = 1;
     a.v = 0;
     if (run_forward(e->ctx, nn_shape1(6), x, b_loss, &a, l1, 6)) {
@@ -154,7 +154,7 @@ static void check_loss_zero(const t_env *e) {
 
 static void check_schedule_zero(const t_env *e) {
     nn_lr_schedule s;
-    t_begin(e, "NN_ZERO: lr schedule fields");
+    if (!t_begin(e, "NN_ZERO: lr schedule fields")) return;
     memset(&s, 0, sizeof s);
     s.kind = NN_LR_STEP;
     s.lr = 0.5f;
@@ -191,7 +191,7 @@ static void check_zero_refused(const t_env *e) {
     nn_pool2d_desc pd;
     nn_compile_desc comp;
     nn_tensor x, w, none = NN_NONE, loss;
-    t_begin(e, "NN_ZERO: refused where 0 is no value (stride, threads, accumulate_steps)");
+    if (!t_begin(e, "NN_ZERO: refused where 0 is no value (stride, threads, accumulate_steps)")) return;
     memset(&cdd, 0, sizeof cdd);
     cdd.device = "cpu";
     cdd.threads = NN_ZERO;
@@ -233,7 +233,7 @@ static void check_seed_zero(const t_env *e) {
     float v[3][8];
     uint64_t seeds[3] = {0, 1, NN_ZERO};
     int k;
-    t_begin(e, "NN_ZERO: graph seed 0 is 1, NN_ZERO is 0");
+    if (!t_begin(e, "NN_ZERO: graph seed 0 is 1, NN_ZERO is 0")) return;
     for (k = 0; k < 3; k++) {
         nn_graph *g = NULL;
         nn_graph_desc gd;
@@ -265,7 +265,7 @@ static void check_none_loss(const t_env *e) {
     nn_tensor w;
     nn_init two = {NN_INIT_CONSTANT, 2, 0};
     float v = 0;
-    t_begin(e, "NN_NONE: zeroed compile desc has no loss; the first tensor can be the loss");
+    if (!t_begin(e, "NN_NONE: zeroed compile desc has no loss; the first tensor can be the loss")) return;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     w = nn_param(g, "w", nn_shape1(1), two);
     memset(&cd, 0, sizeof cd);
@@ -297,7 +297,7 @@ static void check_none_operands(const t_env *e) {
     nn_loss_desc ld;
     nn_batch_norm_desc bd;
     float buf[4];
-    t_begin(e, "NN_NONE: optional operands, failed operands, lookups");
+    if (!t_begin(e, "NN_NONE: optional operands, failed operands, lookups")) return;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape4(1, 2, 5, 5));
     w = nn_input(g, "w", NN_F32, nn_shape4(3, 2, 3, 3));
@@ -352,7 +352,7 @@ static void check_layers_bias(const t_env *e) {
     nn_context *ctx = e->ctx;
     float xv[N * C * L], y[N * O * OL], w[O * C * KL], b[O], xd[N * F], yd[N * O], wd[O * F], bd[O];
     int k, n, o, l, c, j;
-    t_begin(e, "layers: conv1d stride is honoured; no_bias makes no NAME.bias (dense, conv1d/2d/3d)");
+    if (!t_begin(e, "layers: conv1d stride is honoured; no_bias makes no NAME.bias (dense, conv1d/2d/3d)")) return;
     for (k = 0; k < N * C * L; k++) xv[k] = (float)t_uniform(-1, 1);
     for (k = 0; k < N * F; k++) xd[k] = (float)t_uniform(-1, 1);
     for (k = 0; k < 2; k++) {
@@ -445,7 +445,7 @@ static void check_label_errors(const t_env *e) {
     double lse[B], want[3] = {0, 0, 0};
     int b, c, k, n_ce = 0, n_nll = 0;
     const char *msg;
-    t_begin(e, "labels outside [0, C): counted, reported at the next read or finish");
+    if (!t_begin(e, "labels outside [0, C): counted, reported at the next read or finish")) return;
     for (b = 0; b < B * C; b++) xv[b] = (float)t_uniform(-2, 2);
     for (b = 0; b < B; b++) {
         double m = xv[b * C], s = 0;
@@ -512,7 +512,7 @@ static void api_log(void *user, nn_log_level level, const char *message) {
 static void check_log_level(const t_env *e) {
     static const nn_log_level levels[3] = {NN_LOG_INFO, NN_LOG_WARN, (nn_log_level)9};
     int k;
-    t_begin(e, "nn_context_desc.log_level is the level itself");
+    if (!t_begin(e, "nn_context_desc.log_level is the level itself")) return;
     for (k = 0; k < 3; k++) {
         nn_context_desc d;
         nn_context *c = NULL;
@@ -548,7 +548,7 @@ static void check_pad_order(const t_env *e) {
     float x[2] = {5, 6}, y[8];
     static const float want[8] = {0, 0, 5, 6, 0, 0, 0, 0}; /* [1, 1, 2, 4]: 2 zeros left, a zero row below */
     int i;
-    t_begin(e, "nn_pad2d takes F.pad's order (left, right, top, bottom)");
+    if (!t_begin(e, "nn_pad2d takes F.pad's order (left, right, top, bottom)")) return;
     if (run_forward(e->ctx, nn_shape4(1, 1, 1, 2), x, b_pad_left, NULL, y, 8))
         for (i = 0; i < 8; i++) T_CHECK(y[i] == want[i], "y[%d] = %g, want %g", i, y[i], want[i]);
     t_end();

@@ -18,7 +18,7 @@ void suite_limits(const t_env *e) {
     nn_tensor x, t;
     nn_shape s;
     clock_t c0;
-    t_begin(e, "limits: oversized shapes are refused when built");
+    if (!t_begin(e, "limits: oversized shapes are refused when built")) return;
     /* [2^40, 2^24] has 2^64 elements: an int64 product wraps to 0 */
     if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
         s = nn_shape2((int64_t)1 << 40, (int64_t)1 << 24);
