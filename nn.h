@@ -737,12 +737,6 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 #define NN__MAX_AUX 3
 #define NN__ERRLEN 4096
 
-/* Activation functions of the UNARY op; their kernels are stamped from one table. */
-typedef enum nn__unary {
-    NN__U_RELU = 0, NN__U_LEAKY_RELU, NN__U_SIGMOID, NN__U_TANH, NN__U_GELU, NN__U_SILU,
-    NN__U_COUNT
-} nn__unary;
-
 /* Where a tensor's storage comes from. */
 typedef enum nn__storage {
     NN__ST_ARENA = 0,  /* planned by liveness inside the graph's arena */
@@ -1499,6 +1493,90 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
 #endif
     for (i = 0; i < n_tasks; i++) fn(arg, i, n_tasks);
 }
+
+/* ======================================================================
+   kernels/activation.h
+   ====================================================================== */
+/* The activations, each formula written once for both backends. This file is a part of
+   nn.h (C99 and C++: the CPU backend's loops in src/nn_cpu.c, the builders in
+   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its
+   kernels), so it uses only what the two languages share; the math functions go by
+   NN__EXP and friends, expf in C and exp in OpenCL C.
+
+   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one
+   X(ENUM, name, params, valid, forward, derivative) each:
+     ENUM        NN__U_ENUM, the op's function (the node's i[0])
+     name        the builder nn_<name> (declared in src/nn_api.h) and the kernels
+                 <name>_forward / <name>_backward of kernels/elementwise.cl
+     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1
+                 in the formulas, the node's f[0] and f[1]
+     valid       what the builder requires of p0 and p1 (1: anything)
+     forward     y as an expression of the input v (float), p0 and p1
+     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives
+   An activation is a line here (with helpers above the table when its formula needs
+   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.
+   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is
+   safer in float (softplus without overflow, expm1 near 0) that one is used. */
+#ifndef NN__ACTIVATION_H
+#define NN__ACTIVATION_H
+
+#ifdef __OPENCL_VERSION__
+#define NN__EXP exp
+#define NN__EXPM1 expm1
+#define NN__LOG1P log1p
+#define NN__TANH tanh
+#define NN__ERF erf
+#define NN__FABS fabs
+#else
+#include <math.h>
+#define NN__EXP expf
+#define NN__EXPM1 expm1f
+#define NN__LOG1P log1pf
+#define NN__TANH tanhf
+#define NN__ERF erff
+#define NN__FABS fabsf
+#endif
+
+static inline float nn__act_sigmoid(float v) { return 1.0f / (1.0f + NN__EXP(-v)); }
+static inline float nn__act_sigmoid_der(float v) {
+    float s = nn__act_sigmoid(v);
+    return s * (1.0f - s);
+}
+static inline float nn__act_tanh_der(float v) {
+    float t = NN__TANH(v);
+    return 1.0f - t * t;
+}
+/* the exact GELU: x * Phi(x), with Phi'(x) = exp(-x^2/2) / sqrt(2 pi) */
+static inline float nn__act_gelu(float v) { return 0.5f * v * (1.0f + NN__ERF(v * 0.70710678118654752f)); }
+static inline float nn__act_gelu_der(float v) {
+    return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);
+}
+static inline float nn__act_silu_der(float v) {
+    float s = nn__act_sigmoid(v);
+    return s * (1.0f + v * (1.0f - s));
+}
+/* leaky ReLU with slope w; PReLU (its own op, with w learned per channel) uses these too */
+static inline float nn__act_leaky(float v, float w) { return v > 0.0f ? v : w * v; }
+static inline float nn__act_leaky_der(float v, float w) { return v > 0.0f ? 1.0f : w; }
+static inline float nn__act_leaky_dslope(float v) { return v > 0.0f ? 0.0f : v; } /* d/dw */
+
+#define NN__ACTIVATIONS(X)                                                                                  \
+    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                       \
+    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \
+    X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \
+    X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \
+    X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \
+    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))
+
+#ifndef __OPENCL_VERSION__
+typedef enum nn__unary {
+#define NN__X(E, name, params, valid, fwd, der) NN__U_##E,
+    NN__ACTIVATIONS(NN__X)
+#undef NN__X
+    NN__U_COUNT
+} nn__unary;
+#endif
+#endif /* NN__ACTIVATION_H */
 
 /* ======================================================================
    src/nn_cpu_gemm.c
@@ -2354,35 +2432,8 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__threadpool *pool, int transA, int tra
    llm.c style: one _forward / _backward pair per op, shapes in the comments. Each has a
    twin kernel in kernels/ that must compute the same thing. */
 
-/* ---- activations: one table of (forward, derivative) for both backends ---- */
 
-static float nn__unary_fwd(int fn, float x, float alpha) {
-    switch (fn) {
-    case NN__U_RELU: return x > 0.0f ? x : 0.0f;
-    case NN__U_LEAKY_RELU: return x > 0.0f ? x : alpha * x;
-    case NN__U_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case NN__U_TANH: return tanhf(x);
-    case NN__U_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case NN__U_SILU: return x / (1.0f + expf(-x));
-    default: return 0.0f;
-    }
-}
-
-/* d fn(x) / dx */
-static float nn__unary_der(int fn, float x, float alpha) {
-    float s;
-    switch (fn) {
-    case NN__U_RELU: return x > 0.0f ? 1.0f : 0.0f;
-    case NN__U_LEAKY_RELU: return x > 0.0f ? 1.0f : alpha;
-    case NN__U_SIGMOID: s = 1.0f / (1.0f + expf(-x)); return s * (1.0f - s);
-    case NN__U_TANH: s = tanhf(x); return 1.0f - s * s;
-    case NN__U_GELU:
-        return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) +
-               x * 0.39894228040143268f * expf(-0.5f * x * x);
-    case NN__U_SILU: s = 1.0f / (1.0f + expf(-x)); return s * (1.0f + x * (1.0f - s));
-    default: return 0.0f;
-    }
-}
+/* ---- activations: the formulas of kernels/activation.h, one loop each ---- */
 
 /* c ? a : 0.0f without a branch: ReLU's sign test is a coin flip on real activations, and
    a mispredicted branch per element made ReLU cost more than the convolution beside it. */
@@ -2394,25 +2445,42 @@ static float nn__relu_sel(int c, float a) {
     return a;
 }
 
-/* The switch sits outside the loops so each loop is one function the compiler can vectorise. */
-#define NN__UNARY_LOOP(expr) for (i = 0; i < n; i++) { float v = x[i]; y[i] = (expr); }
-static void nn__unary_forward(int fn, float alpha, float *y, const float *x, int64_t n) {
+/* y = f(x) for the activation fn with parameters p[0], p[1]. The switch sits outside the
+   loops so each loop is one function the compiler can vectorise; ReLU keeps its
+   branchless select (the same values as its table formula). */
+static void nn__unary_forward(int fn, const float *p, float *y, const float *x, int64_t n) {
     int64_t i;
-    switch (fn) {
-    case NN__U_RELU: NN__UNARY_LOOP(nn__relu_sel(v > 0.0f, v)) break;
-    case NN__U_LEAKY_RELU: NN__UNARY_LOOP(v > 0.0f ? v : alpha * v) break;
-    default: NN__UNARY_LOOP(nn__unary_fwd(fn, v, alpha)) break;
+    float p0 = p[0], p1 = p[1];
+    if (fn == NN__U_RELU) {
+        for (i = 0; i < n; i++) y[i] = nn__relu_sel(x[i] > 0.0f, x[i]);
+        return;
     }
+    switch (fn) {
+#define NN__X(E, name, params, valid, fwd, der) \
+    case NN__U_##E: for (i = 0; i < n; i++) { float v = x[i]; y[i] = (fwd); } break;
+    NN__ACTIVATIONS(NN__X)
+#undef NN__X
+    default: break;
+    }
+    (void)p0, (void)p1;
 }
-#undef NN__UNARY_LOOP
 
-static void nn__unary_backward(int fn, float alpha, float *dx, const float *x, const float *dy, int64_t n) {
+/* dx = dy * f'(x) */
+static void nn__unary_backward(int fn, const float *p, float *dx, const float *x, const float *dy, int64_t n) {
     int64_t i;
+    float p0 = p[0], p1 = p[1];
     if (fn == NN__U_RELU) {
         for (i = 0; i < n; i++) dx[i] = nn__relu_sel(x[i] > 0.0f, dy[i]);
         return;
     }
-    for (i = 0; i < n; i++) dx[i] = dy[i] * nn__unary_der(fn, x[i], alpha);
+    switch (fn) {
+#define NN__X(E, name, params, valid, fwd, der) \
+    case NN__U_##E: for (i = 0; i < n; i++) { float v = x[i]; dx[i] = dy[i] * (der); } break;
+    NN__ACTIVATIONS(NN__X)
+#undef NN__X
+    default: break;
+    }
+    (void)p0, (void)p1;
 }
 
 /* ---- binary ops: a [n], b [nb] with n % nb == 0, b repeated over a's leading dims ---- */
@@ -5558,28 +5626,105 @@ static const char *const nn__cl_src_elementwise[] = {
 "/* Elementwise ops. Twins of the loops in src/nn_cpu.c; every kernel guards i < n because\n",
 "   the host may round the global size up to a multiple of the work-group size. */\n",
 "\n",
-"inline float nn_sigmoid(float v) { return 1.0f / (1.0f + exp(-v)); }\n",
+"#line 1 \"kernels/activation.h\"\n",
+"/* The activations, each formula written once for both backends. This file is a part of\n",
+"   nn.h (C99 and C++: the CPU backend's loops in src/nn_cpu.c, the builders in\n",
+"   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its\n",
+"   kernels), so it uses only what the two languages share; the math functions go by\n",
+"   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
 "\n",
-"/* One (forward, derivative) pair per activation; v is the input, alpha a parameter. */\n",
-"#define UNARY(NAME, FWD, DER)                                                               \\\n",
+"   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one\n",
+"   X(ENUM, name, params, valid, forward, derivative) each:\n",
+"     ENUM        NN__U_ENUM, the op's function (the node's i[0])\n",
+"     name        the builder nn_<name> (declared in src/nn_api.h) and the kernels\n",
+"                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
+"     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
+"                 in the formulas, the node's f[0] and f[1]\n",
+"     valid       what the builder requires of p0 and p1 (1: anything)\n",
+"     forward     y as an expression of the input v (float), p0 and p1\n",
+"     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives\n",
+"   An activation is a line here (with helpers above the table when its formula needs\n",
+"   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.\n",
+"   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
+"   safer in float (softplus without overflow, expm1 near 0) that one is used. */\n",
+"#ifndef NN__ACTIVATION_H\n",
+"#define NN__ACTIVATION_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"#define NN__EXP exp\n",
+"#define NN__EXPM1 expm1\n",
+"#define NN__LOG1P log1p\n",
+"#define NN__TANH tanh\n",
+"#define NN__ERF erf\n",
+"#define NN__FABS fabs\n",
+"#else\n",
+"#include <math.h>\n",
+"#define NN__EXP expf\n",
+"#define NN__EXPM1 expm1f\n",
+"#define NN__LOG1P log1pf\n",
+"#define NN__TANH tanhf\n",
+"#define NN__ERF erff\n",
+"#define NN__FABS fabsf\n",
+"#endif\n",
+"\n",
+"static inline float nn__act_sigmoid(float v) { return 1.0f / (1.0f + NN__EXP(-v)); }\n",
+"static inline float nn__act_sigmoid_der(float v) {\n",
+"    float s = nn__act_sigmoid(v);\n",
+"    return s * (1.0f - s);\n",
+"}\n",
+"static inline float nn__act_tanh_der(float v) {\n",
+"    float t = NN__TANH(v);\n",
+"    return 1.0f - t * t;\n",
+"}\n",
+"/* the exact GELU: x * Phi(x), with Phi'(x) = exp(-x^2/2) / sqrt(2 pi) */\n",
+"static inline float nn__act_gelu(float v) { return 0.5f * v * (1.0f + NN__ERF(v * 0.70710678118654752f)); }\n",
+"static inline float nn__act_gelu_der(float v) {\n",
+"    return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);\n",
+"}\n",
+"static inline float nn__act_silu_der(float v) {\n",
+"    float s = nn__act_sigmoid(v);\n",
+"    return s * (1.0f + v * (1.0f - s));\n",
+"}\n",
+"/* leaky ReLU with slope w; PReLU (its own op, with w learned per channel) uses these too */\n",
+"static inline float nn__act_leaky(float v, float w) { return v > 0.0f ? v : w * v; }\n",
+"static inline float nn__act_leaky_der(float v, float w) { return v > 0.0f ? 1.0f : w; }\n",
+"static inline float nn__act_leaky_dslope(float v) { return v > 0.0f ? 0.0f : v; } /* d/dw */\n",
+"\n",
+"#define NN__ACTIVATIONS(X)                                                                                  \\\n",
+"    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                       \\\n",
+"    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \\\n",
+"    X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \\\n",
+"    X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \\\n",
+"    X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \\\n",
+"    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))\n",
+"\n",
+"#ifndef __OPENCL_VERSION__\n",
+"typedef enum nn__unary {\n",
+"#define NN__X(E, name, params, valid, fwd, der) NN__U_##E,\n",
+"    NN__ACTIVATIONS(NN__X)\n",
+"#undef NN__X\n",
+"    NN__U_COUNT\n",
+"} nn__unary;\n",
+"#endif\n",
+"#endif /* NN__ACTIVATION_H */\n",
+"#line 5 \"kernels/elementwise.cl\"\n",
+"\n",
+"/* Each activation's pair of kernels, stamped from the table of kernels/activation.h: v is\n",
+"   the input, p0 and p1 its parameters. */\n",
+"#define NN__X(E, NAME, PARAMS, VALID, FWD, DER)                                             \\\n",
 "__kernel void NAME##_forward(__global const float *x, __global float *y, const int n,       \\\n",
-"                             const float alpha) {                                          \\\n",
+"                             const float p0, const float p1) {                             \\\n",
 "    int i = get_global_id(0);                                                              \\\n",
 "    if (i < n) { float v = x[i]; y[i] = (FWD); }                                           \\\n",
 "}                                                                                          \\\n",
 "__kernel void NAME##_backward(__global const float *x, __global const float *dy,           \\\n",
-"                              __global float *dx, const int n, const float alpha) {        \\\n",
+"                              __global float *dx, const int n, const float p0,             \\\n",
+"                              const float p1) {                                            \\\n",
 "    int i = get_global_id(0);                                                              \\\n",
 "    if (i < n) { float v = x[i]; dx[i] = dy[i] * (DER); }                                  \\\n",
 "}\n",
-"\n",
-"UNARY(relu, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)\n",
-"UNARY(leaky_relu, v > 0.0f ? v : alpha * v, v > 0.0f ? 1.0f : alpha)\n",
-"UNARY(sigmoid, nn_sigmoid(v), nn_sigmoid(v) * (1.0f - nn_sigmoid(v)))\n",
-"UNARY(tanh, tanh(v), 1.0f - tanh(v) * tanh(v))\n",
-"UNARY(gelu, 0.5f * v * (1.0f + erf(v * 0.70710678118654752f)),\n",
-"      0.5f * (1.0f + erf(v * 0.70710678118654752f)) + v * 0.39894228040143268f * exp(-0.5f * v * v))\n",
-"UNARY(silu, v * nn_sigmoid(v), nn_sigmoid(v) * (1.0f + v * (1.0f - nn_sigmoid(v))))\n",
+"NN__ACTIVATIONS(NN__X)\n",
+"#undef NN__X\n",
 "\n",
 "/* y = a (op) b with b [nb] repeated over a's leading dims */\n",
 "#define BINARY(NAME, EXPR)                                                                  \\\n",
@@ -5646,7 +5791,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "__kernel void bce_logits_backward(__global const float *x, __global const float *t, __global const float *dy,\n",
 "                                  __global float *dx, const int n) {\n",
 "    int i = get_global_id(0);\n",
-"    if (i < n) dx[i] = dy[i] * (nn_sigmoid(x[i]) - t[i]);\n",
+"    if (i < n) dx[i] = dy[i] * (nn__act_sigmoid(x[i]) - t[i]);\n",
 "}\n",
 0 };
 
@@ -7573,6 +7718,71 @@ static int nn__cl_source_index(const char *name) {
     return -1;
 }
 
+/* Appends n bytes of s to the growing string *buf (length *len, capacity *cap). */
+static int nn__cl_cat(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
+    if (*len + n + 1 > *cap) {
+        size_t c = (*len + n + 1) * 2;
+        char *p = (char *)NN_REALLOC(*buf, c);
+        if (!p) return 0;
+        *buf = p;
+        *cap = c;
+    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    (*buf)[*len] = 0;
+    return 1;
+}
+
+/* dir/file as one string that starts with #line 1 "kernels/file", its #include "x.h"
+   lines replaced by dir/x.h between #line directives, as gen/amalg.c embeds them; NULL
+   when a file cannot be read. */
+static char *nn__cl_read_kernel(const char *dir, const char *file, int depth) {
+    char path[1024], line[300];
+    char *text = NULL, *out = NULL;
+    size_t len = 0, cap = 0, at = 0, end;
+    long size = -1;
+    int lineno = 1, ok;
+    FILE *f;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    if (depth > 8 || !(f = fopen(path, "rb"))) return NULL;
+    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0) text = (char *)NN_MALLOC((size_t)size + 1);
+    ok = text && fread(text, 1, (size_t)size, f) == (size_t)size;
+    fclose(f);
+    if (ok) text[size] = 0;
+    snprintf(line, sizeof line, "#line 1 \"kernels/%s\"\n", file);
+    ok = ok && nn__cl_cat(&out, &len, &cap, line, strlen(line));
+    while (ok && at < (size_t)size) {
+        const char *l = text + at, *q;
+        size_t k = 0;
+        for (end = at; end < (size_t)size && text[end] != '\n'; end++) {}
+        if (end < (size_t)size) end++;
+        while (l + k < text + end && (l[k] == ' ' || l[k] == '\t')) k++;
+        q = l[k] == '#' ? (const char *)memchr(l, '"', end - at) : NULL;
+        if (q && strncmp(l + k + 1 + strspn(l + k + 1, " \t"), "include", 7) == 0) {
+            const char *e = (const char *)memchr(q + 1, '"', (size_t)(text + end - q - 1));
+            char inc[200], *sub;
+            if (!e || (size_t)(e - q - 1) >= sizeof inc) break;
+            memcpy(inc, q + 1, (size_t)(e - q - 1));
+            inc[e - q - 1] = 0;
+            sub = nn__cl_read_kernel(dir, inc, depth + 1);
+            snprintf(line, sizeof line, "\n#line %d \"kernels/%s\"\n", lineno + 1, file);
+            ok = sub && nn__cl_cat(&out, &len, &cap, sub, strlen(sub)) && nn__cl_cat(&out, &len, &cap, line, strlen(line));
+            NN_FREE(sub);
+        } else {
+            ok = nn__cl_cat(&out, &len, &cap, l, end - at);
+        }
+        at = end;
+        lineno++;
+    }
+    NN_FREE(text);
+    if (!ok || at < (size_t)size) {
+        NN_FREE(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* The source as an array of strings: embedded, or read from kernel_dir (one string). */
 static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count, char **owned) {
     const char *const *lines = nn__cl_sources[idx].lines;
@@ -7580,34 +7790,23 @@ static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count
     cl_uint n = 0;
     *owned = NULL;
     if (ctx->kernel_dir) {
-        char path[1024];
-        FILE *f;
-        snprintf(path, sizeof path, "%s/%s.cl", ctx->kernel_dir, nn__cl_sources[idx].name);
-        f = fopen(path, "rb");
-        if (f) {
-            long len = -1;
-            char *text = NULL;
-            size_t head;
-            char header[256];
-            snprintf(header, sizeof header, "#line 1 \"kernels/%s.cl\"\n", nn__cl_sources[idx].name);
-            head = strlen(header);
-            if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-            if (len >= 0 && fseek(f, 0, SEEK_SET) == 0) text = (char *)NN_MALLOC(head + (size_t)len + 1);
-            if (text && fread(text + head, 1, (size_t)len, f) == (size_t)len) {
-                memcpy(text, header, head);
-                text[head + (size_t)len] = 0;
-                fclose(f);
-                out = (const char **)NN_MALLOC(sizeof(char *));
-                if (!out) { NN_FREE(text); return NULL; }
-                out[0] = text;
-                *owned = text;
-                *count = 1;
-                return out;
+        char file[128];
+        char *text;
+        snprintf(file, sizeof file, "%s.cl", nn__cl_sources[idx].name);
+        text = nn__cl_read_kernel(ctx->kernel_dir, file, 0);
+        if (text) {
+            out = (const char **)NN_MALLOC(sizeof(char *));
+            if (!out) {
+                NN_FREE(text);
+                return NULL;
             }
-            NN_FREE(text);
-            fclose(f);
-            nn__log(ctx, NN_LOG_WARN, "cannot read %s; using the embedded source", path);
+            out[0] = text;
+            *owned = text;
+            *count = 1;
+            return out;
         }
+        nn__log(ctx, NN_LOG_WARN, "cannot read %s/%s (or a file it includes); using the embedded source",
+                ctx->kernel_dir, file);
     }
     while (lines[n]) n++;
     out = (const char **)NN_MALLOC(n * sizeof(char *) + 1);
@@ -9349,24 +9548,40 @@ NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
     return t;
 }
 
-static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, float alpha, nn_tensor x) {
+/* A UNARY node of the activation fn with its parameters; ok: they meet its requirement. */
+static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, int ok, const char *requirement, float p0,
+                                float p1, nn_tensor x) {
     nn_tensor t;
     if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!ok)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: parameters (%g, %g) do not meet %s (p0, p1: the ones after x)",
+                           opname, p0, p1, requirement);
     t = nn__op1(g, NN__OP_UNARY, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         g->nodes[t.id].i[0] = fn;
-        g->nodes[t.id].f[0] = alpha;
+        g->nodes[t.id].f[0] = p0;
+        g->nodes[t.id].f[1] = p1;
     }
     return t;
 }
 
-NN_API nn_tensor nn_relu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_relu", NN__U_RELU, 0.0f, x); }
-NN_API nn_tensor nn_leaky_relu(nn_graph *g, nn_tensor x, float slope) { return nn__activation(g, "nn_leaky_relu", NN__U_LEAKY_RELU, slope, x); }
-NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_sigmoid", NN__U_SIGMOID, 0.0f, x); }
-NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_tanh", NN__U_TANH, 0.0f, x); }
-NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_gelu", NN__U_GELU, 0.0f, x); }
-NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_silu", NN__U_SILU, 0.0f, x); }
-
+/* The builders nn_relu, nn_elu, ...: one for each line of kernels/activation.h, with as
+   many float parameters as its line says (their names and docs are in src/nn_api.h). */
+#define NN__ACT_BUILDER0(E, name, valid)                                                                    \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x) {                                                 \
+        return nn__activation(g, "nn_" #name, NN__U_##E, (valid), #valid, 0.0f, 0.0f, x);                  \
+    }
+#define NN__ACT_BUILDER1(E, name, valid)                                                                    \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x, float p0) {                                       \
+        return nn__activation(g, "nn_" #name, NN__U_##E, (valid), #valid, p0, 0.0f, x);                    \
+    }
+#define NN__ACT_BUILDER2(E, name, valid)                                                                    \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x, float p0, float p1) {                             \
+        return nn__activation(g, "nn_" #name, NN__U_##E, (valid), #valid, p0, p1, x);                      \
+    }
+#define NN__X(E, name, params, valid, fwd, der) NN__ACT_BUILDER##params(E, name, valid)
+NN__ACTIVATIONS(NN__X)
+#undef NN__X
 
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     nn_tensor t;
@@ -9437,6 +9652,7 @@ static void nn__grad_unary(nn_graph *g, int id) {
     if (t.id >= 0) {
         g->nodes[t.id].i[0] = n.i[0];
         g->nodes[t.id].f[0] = n.f[0];
+        g->nodes[t.id].f[1] = n.f[1];
     }
     nn__acc_grad(g, a, t);
     return;
@@ -9476,7 +9692,7 @@ static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__unary_forward(n->i[0], n->f[0], y, NN__F(in[0]), N); return NN_OK;
+    nn__unary_forward(n->i[0], n->f, y, NN__F(in[0]), N); return NN_OK;
 
 }
 
@@ -9484,7 +9700,7 @@ static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__unary_backward(n->i[0], n->f[0], y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
+    nn__unary_backward(n->i[0], n->f, y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
 
 }
 
@@ -9519,7 +9735,12 @@ static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
 }
 }
 
-static const char *const nn__unary_names[NN__U_COUNT] = {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "silu"};
+/* the kernels <name>_forward / <name>_backward of each activation */
+static const char *const nn__unary_names[NN__U_COUNT] = {
+#define NN__X(E, name, params, valid, fwd, der) #name,
+    NN__ACTIVATIONS(NN__X)
+#undef NN__X
+};
 
 static void nn__update_dropout(nn_graph *g, nn__launch *l) {
     nn__arg_u(l, 0, (unsigned)g->step);
@@ -9562,7 +9783,7 @@ static nn_result nn__dev_unary(nn_graph *g, int id) {
     char kname[64];
     snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->i[0]]);
     r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->f[0]);
+    if (r == NN_OK) r = nn__args(l, "mmiff", &g->nodes[in[0]].buf, y, N, (double)n->f[0], (double)n->f[1]);
     return r;
 }
 
@@ -9576,7 +9797,8 @@ static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
     char kname[64];
     snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->i[0]]);
     r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->f[0]);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->f[0], (double)n->f[1]);
     return r;
 }
 

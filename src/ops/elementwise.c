@@ -1,6 +1,7 @@
 /* The elementwise ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
 #include "../nn_internal.h"
 #include "../nn_ops.h"
+#include "../../kernels/activation.h"
 
 static nn_tensor nn__binary(nn_graph *g, int op, const char *opname, nn_tensor a, nn_tensor b) {
     nn_tensor in[2];
@@ -37,24 +38,40 @@ NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
     return t;
 }
 
-static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, float alpha, nn_tensor x) {
+/* A UNARY node of the activation fn with its parameters; ok: they meet its requirement. */
+static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, int ok, const char *requirement, float p0,
+                                float p1, nn_tensor x) {
     nn_tensor t;
     if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!ok)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: parameters (%g, %g) do not meet %s (p0, p1: the ones after x)",
+                           opname, p0, p1, requirement);
     t = nn__op1(g, NN__OP_UNARY, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         g->nodes[t.id].i[0] = fn;
-        g->nodes[t.id].f[0] = alpha;
+        g->nodes[t.id].f[0] = p0;
+        g->nodes[t.id].f[1] = p1;
     }
     return t;
 }
 
-NN_API nn_tensor nn_relu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_relu", NN__U_RELU, 0.0f, x); }
-NN_API nn_tensor nn_leaky_relu(nn_graph *g, nn_tensor x, float slope) { return nn__activation(g, "nn_leaky_relu", NN__U_LEAKY_RELU, slope, x); }
-NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_sigmoid", NN__U_SIGMOID, 0.0f, x); }
-NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_tanh", NN__U_TANH, 0.0f, x); }
-NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_gelu", NN__U_GELU, 0.0f, x); }
-NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_silu", NN__U_SILU, 0.0f, x); }
-
+/* The builders nn_relu, nn_elu, ...: one for each line of kernels/activation.h, with as
+   many float parameters as its line says (their names and docs are in src/nn_api.h). */
+#define NN__ACT_BUILDER0(E, name, valid)                                                                    \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x) {                                                 \
+        return nn__activation(g, "nn_" #name, NN__U_##E, (valid), #valid, 0.0f, 0.0f, x);                  \
+    }
+#define NN__ACT_BUILDER1(E, name, valid)                                                                    \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x, float p0) {                                       \
+        return nn__activation(g, "nn_" #name, NN__U_##E, (valid), #valid, p0, 0.0f, x);                    \
+    }
+#define NN__ACT_BUILDER2(E, name, valid)                                                                    \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x, float p0, float p1) {                             \
+        return nn__activation(g, "nn_" #name, NN__U_##E, (valid), #valid, p0, p1, x);                      \
+    }
+#define NN__X(E, name, params, valid, fwd, der) NN__ACT_BUILDER##params(E, name, valid)
+NN__ACTIVATIONS(NN__X)
+#undef NN__X
 
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     nn_tensor t;
@@ -125,6 +142,7 @@ static void nn__grad_unary(nn_graph *g, int id) {
     if (t.id >= 0) {
         g->nodes[t.id].i[0] = n.i[0];
         g->nodes[t.id].f[0] = n.f[0];
+        g->nodes[t.id].f[1] = n.f[1];
     }
     nn__acc_grad(g, a, t);
     return;
@@ -164,7 +182,7 @@ static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__unary_forward(n->i[0], n->f[0], y, NN__F(in[0]), N); return NN_OK;
+    nn__unary_forward(n->i[0], n->f, y, NN__F(in[0]), N); return NN_OK;
 
 }
 
@@ -172,7 +190,7 @@ static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__unary_backward(n->i[0], n->f[0], y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
+    nn__unary_backward(n->i[0], n->f, y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
 
 }
 
@@ -207,7 +225,12 @@ static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
 }
 }
 
-static const char *const nn__unary_names[NN__U_COUNT] = {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "silu"};
+/* the kernels <name>_forward / <name>_backward of each activation */
+static const char *const nn__unary_names[NN__U_COUNT] = {
+#define NN__X(E, name, params, valid, fwd, der) #name,
+    NN__ACTIVATIONS(NN__X)
+#undef NN__X
+};
 
 static void nn__update_dropout(nn_graph *g, nn__launch *l) {
     nn__arg_u(l, 0, (unsigned)g->step);
@@ -250,7 +273,7 @@ static nn_result nn__dev_unary(nn_graph *g, int id) {
     char kname[64];
     snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->i[0]]);
     r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->f[0]);
+    if (r == NN_OK) r = nn__args(l, "mmiff", &g->nodes[in[0]].buf, y, N, (double)n->f[0], (double)n->f[1]);
     return r;
 }
 
@@ -264,7 +287,8 @@ static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
     char kname[64];
     snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->i[0]]);
     r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->f[0]);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->f[0], (double)n->f[1]);
     return r;
 }
 

@@ -1,0 +1,80 @@
+/* The activations, each formula written once for both backends. This file is a part of
+   nn.h (C99 and C++: the CPU backend's loops in src/nn_cpu.c, the builders in
+   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its
+   kernels), so it uses only what the two languages share; the math functions go by
+   NN__EXP and friends, expf in C and exp in OpenCL C.
+
+   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one
+   X(ENUM, name, params, valid, forward, derivative) each:
+     ENUM        NN__U_ENUM, the op's function (the node's i[0])
+     name        the builder nn_<name> (declared in src/nn_api.h) and the kernels
+                 <name>_forward / <name>_backward of kernels/elementwise.cl
+     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1
+                 in the formulas, the node's f[0] and f[1]
+     valid       what the builder requires of p0 and p1 (1: anything)
+     forward     y as an expression of the input v (float), p0 and p1
+     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives
+   An activation is a line here (with helpers above the table when its formula needs
+   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.
+   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is
+   safer in float (softplus without overflow, expm1 near 0) that one is used. */
+#ifndef NN__ACTIVATION_H
+#define NN__ACTIVATION_H
+
+#ifdef __OPENCL_VERSION__
+#define NN__EXP exp
+#define NN__EXPM1 expm1
+#define NN__LOG1P log1p
+#define NN__TANH tanh
+#define NN__ERF erf
+#define NN__FABS fabs
+#else
+#include <math.h>
+#define NN__EXP expf
+#define NN__EXPM1 expm1f
+#define NN__LOG1P log1pf
+#define NN__TANH tanhf
+#define NN__ERF erff
+#define NN__FABS fabsf
+#endif
+
+static inline float nn__act_sigmoid(float v) { return 1.0f / (1.0f + NN__EXP(-v)); }
+static inline float nn__act_sigmoid_der(float v) {
+    float s = nn__act_sigmoid(v);
+    return s * (1.0f - s);
+}
+static inline float nn__act_tanh_der(float v) {
+    float t = NN__TANH(v);
+    return 1.0f - t * t;
+}
+/* the exact GELU: x * Phi(x), with Phi'(x) = exp(-x^2/2) / sqrt(2 pi) */
+static inline float nn__act_gelu(float v) { return 0.5f * v * (1.0f + NN__ERF(v * 0.70710678118654752f)); }
+static inline float nn__act_gelu_der(float v) {
+    return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);
+}
+static inline float nn__act_silu_der(float v) {
+    float s = nn__act_sigmoid(v);
+    return s * (1.0f + v * (1.0f - s));
+}
+/* leaky ReLU with slope w; PReLU (its own op, with w learned per channel) uses these too */
+static inline float nn__act_leaky(float v, float w) { return v > 0.0f ? v : w * v; }
+static inline float nn__act_leaky_der(float v, float w) { return v > 0.0f ? 1.0f : w; }
+static inline float nn__act_leaky_dslope(float v) { return v > 0.0f ? 0.0f : v; } /* d/dw */
+
+#define NN__ACTIVATIONS(X)                                                                                  \
+    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                       \
+    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \
+    X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \
+    X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \
+    X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \
+    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))
+
+#ifndef __OPENCL_VERSION__
+typedef enum nn__unary {
+#define NN__X(E, name, params, valid, fwd, der) NN__U_##E,
+    NN__ACTIVATIONS(NN__X)
+#undef NN__X
+    NN__U_COUNT
+} nn__unary;
+#endif
+#endif /* NN__ACTIVATION_H */

@@ -1,0 +1,159 @@
+/* The activations of kernels/activation.h, each against a double-precision reference
+   written here from PyTorch's definition (not from the code under test):
+   - the op checker (tests/op_check.c) at shapes [1], [7, 33] and [3, 127]: forward within
+     1e-4 relative, gradients within 1e-4 relative of central differences of the
+     reference, and on OpenCL devices CPU vs OpenCL within 1e-4 relative; inputs are kept
+     KINK_GAP away from every kink, where no finite difference holds;
+   - the kinks themselves and points beside them: forward and derivative against the
+     reference's, which makes PyTorch's choices at the kinks (hardtanh's gradient is 0 at
+     its bounds, hardswish's is -0.5 and 1.5 at -3 and 3, ...), within 1e-4 relative with a
+     floor of 1e-3 (sigmoid's s * (1 - s) and GELU's 1 + erf(x / sqrt 2), PyTorch's
+     formulas, lose about 2e-5 to cancellation in float in their tails). */
+#include "test.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXACT_TOL 1e-4
+#define KINK_GAP 1e-3
+
+/* One activation: its builder, its forward and derivative in double (p: the parameters). */
+#define ACT(ID, BUILD, FWD, DER)                                                                 \
+    static nn_tensor b_##ID(nn_graph *g, nn_tensor x, const float *p) {                         \
+        (void)p;                                                                                 \
+        return BUILD;                                                                            \
+    }                                                                                            \
+    static double f_##ID(double v, const double *p) {                                            \
+        (void)p;                                                                                 \
+        return FWD;                                                                              \
+    }                                                                                            \
+    static double d_##ID(double v, const double *p) {                                            \
+        (void)p;                                                                                 \
+        return DER;                                                                              \
+    }
+
+static double sigmoid(double v) { return 1 / (1 + exp(-v)); }
+
+ACT(relu, nn_relu(g, x), v > 0 ? v : 0, v > 0 ? 1 : 0)
+ACT(leaky_relu, nn_leaky_relu(g, x, p[0]), v > 0 ? v : p[0] * v, v > 0 ? 1 : p[0])
+ACT(sigmoid, nn_sigmoid(g, x), sigmoid(v), sigmoid(v) * (1 - sigmoid(v)))
+ACT(tanh, nn_tanh(g, x), tanh(v), 1 - tanh(v) * tanh(v))
+ACT(gelu, nn_gelu(g, x), 0.5 * v * (1 + erf(v / sqrt(2.0))),
+    0.5 * (1 + erf(v / sqrt(2.0))) + v * exp(-0.5 * v * v) / sqrt(2 * 3.14159265358979323846))
+ACT(silu, nn_silu(g, x), v * sigmoid(v), sigmoid(v) * (1 + v * (1 - sigmoid(v))))
+
+typedef struct act_case {
+    const char *name;
+    nn_tensor (*build)(nn_graph *g, nn_tensor x, const float *p);
+    double (*f)(double v, const double *p);
+    double (*d)(double v, const double *p);
+    float p[2];          /* the parameters */
+    double lo, hi;       /* random inputs uniform in [lo, hi) */
+    int n_kinks;
+    double kinks[3];     /* where the derivative jumps (or the formula switches) */
+} act_case;
+
+static const act_case acts[] = {
+    {"relu", b_relu, f_relu, d_relu, {0, 0}, -2, 2, 1, {0}},
+    {"leaky_relu 0.1", b_leaky_relu, f_leaky_relu, d_leaky_relu, {0.1f, 0}, -2, 2, 1, {0}},
+    {"sigmoid", b_sigmoid, f_sigmoid, d_sigmoid, {0, 0}, -6, 6, 0, {0}},
+    {"tanh", b_tanh, f_tanh, d_tanh, {0, 0}, -3, 3, 0, {0}},
+    {"gelu", b_gelu, f_gelu, d_gelu, {0, 0}, -3, 3, 0, {0}}, /* float's 1 + erf(x/sqrt 2) below -3: 2e-4 */
+    {"silu", b_silu, f_silu, d_silu, {0, 0}, -6, 6, 0, {0}},
+};
+#define N_ACTS ((int)(sizeof acts / sizeof acts[0]))
+
+static void params(const act_case *a, double *p) {
+    p[0] = a->p[0];
+    p[1] = a->p[1];
+}
+
+/* ---- the op checker's build, reference and input fill; s->ip[0] is the case ---- */
+
+static nn_tensor act_build(nn_graph *g, const nn_tensor *in, const spec *s) { return acts[s->ip[0]].build(g, in[0], acts[s->ip[0]].p); }
+
+static void act_ref(const spec *s, double *const *in, double *out) {
+    const act_case *a = &acts[s->ip[0]];
+    long i, n = numel(s->out);
+    double p[2];
+    params(a, p);
+    for (i = 0; i < n; i++) out[i] = a->f(in[0][i], p);
+}
+
+/* Moves inputs within KINK_GAP of a kink to KINK_GAP from it (on the side they were). */
+static void act_fill(const spec *s, double *const *in) {
+    const act_case *a = &acts[s->ip[0]];
+    long i, n = numel(s->shape[0]);
+    int k;
+    for (i = 0; i < n; i++)
+        for (k = 0; k < a->n_kinks; k++)
+            if (fabs(in[0][i] - a->kinks[k]) < KINK_GAP)
+                in[0][i] = (double)(float)(a->kinks[k] + (in[0][i] < a->kinks[k] ? -KINK_GAP : KINK_GAP));
+}
+
+/* Each kink, KINK_GAP and 0.25 either side of it, and a few points of the range: forward
+   and derivative (the gradient of sum(y)) against the reference on e's backend. */
+static void act_exact(const t_env *e, const act_case *a) {
+    float x[64], y[64], dx[64];
+    double p[2], fr, dr;
+    int n = 0, k, j;
+    char label[160];
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_tensor in, out;
+    snprintf(label, sizeof label, "activation %s: kinks and values", a->name);
+    t_begin(e, label);
+    params(a, p);
+    for (k = 0; k < a->n_kinks; k++) {
+        static const double off[5] = {0, -KINK_GAP, KINK_GAP, -0.25, 0.25};
+        for (j = 0; j < 5; j++) x[n++] = (float)(a->kinks[k] + off[j]);
+    }
+    for (j = 0; j <= 8; j++) x[n++] = (float)(a->lo + (a->hi - a->lo) * j / 8.0);
+    x[n++] = 0.0f;
+    memset(&gd, 0, sizeof gd);
+    memset(&cd, 0, sizeof cd);
+    if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) goto done;
+    in = nn_input(g, "x", NN_F32, nn_shape1(n));
+    nn_requires_grad(g, in);
+    out = a->build(g, in, a->p);
+    nn_output(g, out);
+    cd.loss = nn_sum(g, out);
+    cd.has_loss = 1;
+    if (!T_OK(nn_graph_compile(g, &cd), e->ctx) || !T_OK(nn_tensor_write(g, in, x, sizeof(float) * (size_t)n), e->ctx) ||
+        !T_OK(nn_graph_step(g), e->ctx) || !T_OK(nn_tensor_read(g, out, y, sizeof(float) * (size_t)n), e->ctx) ||
+        !T_OK(nn_tensor_read(g, nn_grad(g, in), dx, sizeof(float) * (size_t)n), e->ctx))
+        goto done;
+    for (j = 0; j < n; j++) {
+        fr = a->f(x[j], p);
+        dr = a->d(x[j], p);
+        T_CHECK(fabs(y[j] - fr) <= EXACT_TOL * (fabs(fr) + 1e-3), "%s(%.9g) = %.9g, expected %.9g", a->name, x[j], y[j], fr);
+        T_CHECK(fabs(dx[j] - dr) <= EXACT_TOL * (fabs(dr) + 1e-3), "%s'(%.9g) = %.9g, expected %.9g", a->name, x[j], dx[j],
+                dr);
+    }
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+void suite_activation(const t_env *e) {
+    static const int shapes[3][2] = {{1, 0}, {7, 33}, {3, 127}};
+    char name[160];
+    int k, j;
+    for (k = 0; k < N_ACTS; k++) {
+        for (j = 0; j < 3; j++) {
+            nn_shape sh = shapes[j][1] ? nn_shape2(shapes[j][0], shapes[j][1]) : nn_shape1(shapes[j][0]);
+            spec s;
+            if (shapes[j][1]) snprintf(name, sizeof name, "activation %s [%d, %d]", acts[k].name, shapes[j][0], shapes[j][1]);
+            else snprintf(name, sizeof name, "activation %s [%d]", acts[k].name, shapes[j][0]);
+            s = mk(name, act_build, act_ref, sh);
+            s.ip[0] = k;
+            s.lo = acts[k].lo;
+            s.hi = acts[k].hi;
+            s.fill = act_fill;
+            in_f(&s, sh);
+            check_case(e, &s);
+        }
+        act_exact(e, &acts[k]);
+    }
+}
