@@ -67,7 +67,8 @@ static inline float nn__act_leaky_dslope(float v) { return v > 0.0f ? 0.0f : v; 
     X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \
     X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \
     X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \
-    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))
+    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                     \
+    X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {

@@ -161,6 +161,9 @@ NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x); /* exact (erf), as PyTorch's default */
 NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x);
+/* ELU (nn.ELU; PyTorch's default alpha is 1): x for x > 0, else alpha * (exp(x) - 1); the
+   gradient at 0 is alpha, as PyTorch's. */
+NN_API nn_tensor nn_elu(nn_graph *g, nn_tensor x, float alpha);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 

@@ -41,6 +41,7 @@ ACT(tanh, nn_tanh(g, x), tanh(v), 1 - tanh(v) * tanh(v))
 ACT(gelu, nn_gelu(g, x), 0.5 * v * (1 + erf(v / sqrt(2.0))),
     0.5 * (1 + erf(v / sqrt(2.0))) + v * exp(-0.5 * v * v) / sqrt(2 * 3.14159265358979323846))
 ACT(silu, nn_silu(g, x), v * sigmoid(v), sigmoid(v) * (1 + v * (1 - sigmoid(v))))
+ACT(elu, nn_elu(g, x, p[0]), v > 0 ? v : p[0] * (exp(v) - 1), v > 0 ? 1 : p[0] * exp(v))
 
 typedef struct act_case {
     const char *name;
@@ -60,6 +61,8 @@ static const act_case acts[] = {
     {"tanh", b_tanh, f_tanh, d_tanh, {0, 0}, -3, 3, 0, {0}},
     {"gelu", b_gelu, f_gelu, d_gelu, {0, 0}, -3, 3, 0, {0}}, /* float's 1 + erf(x/sqrt 2) below -3: 2e-4 */
     {"silu", b_silu, f_silu, d_silu, {0, 0}, -6, 6, 0, {0}},
+    {"elu 1", b_elu, f_elu, d_elu, {1.0f, 0}, -5, 3, 1, {0}},
+    {"elu 0.7", b_elu, f_elu, d_elu, {0.7f, 0}, -5, 3, 1, {0}},
 };
 #define N_ACTS ((int)(sizeof acts / sizeof acts[0]))
 
