@@ -257,6 +257,10 @@ NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x);
 /* ELU (nn.ELU; PyTorch's default alpha is 1): x for x > 0, else alpha * (exp(x) - 1); the
    gradient at 0 is alpha, as PyTorch's. */
 NN_API nn_tensor nn_elu(nn_graph *g, nn_tensor x, float alpha);
+/* SELU (nn.SELU): scale * x for x > 0, else scale * alpha * (exp(x) - 1), with PyTorch's
+   scale = 1.0507009873554805 and alpha = 1.6732632423543772; the gradient at 0 is
+   scale * alpha, as PyTorch's. */
+NN_API nn_tensor nn_selu(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 
@@ -1563,14 +1567,23 @@ static inline float nn__act_leaky(float v, float w) { return v > 0.0f ? v : w * 
 static inline float nn__act_leaky_der(float v, float w) { return v > 0.0f ? 1.0f : w; }
 static inline float nn__act_leaky_dslope(float v) { return v > 0.0f ? 0.0f : v; } /* d/dw */
 
+/* SELU with PyTorch's constants (Klambauer et al.): scale 1.0507..., scale * alpha 1.7581... */
+static inline float nn__act_selu(float v) {
+    return v > 0.0f ? 1.05070098735548049342f * v : 1.75809934084737685994f * NN__EXPM1(v);
+}
+static inline float nn__act_selu_der(float v) {
+    return v > 0.0f ? 1.05070098735548049342f : 1.75809934084737685994f * NN__EXP(v);
+}
+
 #define NN__ACTIVATIONS(X)                                                                                  \
-    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                       \
+    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \
     X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \
     X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \
     X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \
     X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \
-    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                     \
-    X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))
+    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                      \
+    X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))                  \
+    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {
@@ -5694,14 +5707,23 @@ static const char *const nn__cl_src_elementwise[] = {
 "static inline float nn__act_leaky_der(float v, float w) { return v > 0.0f ? 1.0f : w; }\n",
 "static inline float nn__act_leaky_dslope(float v) { return v > 0.0f ? 0.0f : v; } /* d/dw */\n",
 "\n",
+"/* SELU with PyTorch's constants (Klambauer et al.): scale 1.0507..., scale * alpha 1.7581... */\n",
+"static inline float nn__act_selu(float v) {\n",
+"    return v > 0.0f ? 1.05070098735548049342f * v : 1.75809934084737685994f * NN__EXPM1(v);\n",
+"}\n",
+"static inline float nn__act_selu_der(float v) {\n",
+"    return v > 0.0f ? 1.05070098735548049342f : 1.75809934084737685994f * NN__EXP(v);\n",
+"}\n",
+"\n",
 "#define NN__ACTIVATIONS(X)                                                                                  \\\n",
-"    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                       \\\n",
+"    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \\\n",
 "    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \\\n",
 "    X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \\\n",
 "    X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \\\n",
 "    X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \\\n",
-"    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                     \\\n",
-"    X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))\n",
+"    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                      \\\n",
+"    X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))                  \\\n",
+"    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))\n",
 "\n",
 "#ifndef __OPENCL_VERSION__\n",
 "typedef enum nn__unary {\n",

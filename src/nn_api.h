@@ -164,6 +164,10 @@ NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x);
 /* ELU (nn.ELU; PyTorch's default alpha is 1): x for x > 0, else alpha * (exp(x) - 1); the
    gradient at 0 is alpha, as PyTorch's. */
 NN_API nn_tensor nn_elu(nn_graph *g, nn_tensor x, float alpha);
+/* SELU (nn.SELU): scale * x for x > 0, else scale * alpha * (exp(x) - 1), with PyTorch's
+   scale = 1.0507009873554805 and alpha = 1.6732632423543772; the gradient at 0 is
+   scale * alpha, as PyTorch's. */
+NN_API nn_tensor nn_selu(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 

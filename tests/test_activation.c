@@ -42,6 +42,10 @@ ACT(gelu, nn_gelu(g, x), 0.5 * v * (1 + erf(v / sqrt(2.0))),
     0.5 * (1 + erf(v / sqrt(2.0))) + v * exp(-0.5 * v * v) / sqrt(2 * 3.14159265358979323846))
 ACT(silu, nn_silu(g, x), v * sigmoid(v), sigmoid(v) * (1 + v * (1 - sigmoid(v))))
 ACT(elu, nn_elu(g, x, p[0]), v > 0 ? v : p[0] * (exp(v) - 1), v > 0 ? 1 : p[0] * exp(v))
+#define SELU_ALPHA 1.6732632423543772848170429916717
+#define SELU_SCALE 1.0507009873554804934193349852946
+ACT(selu, nn_selu(g, x), SELU_SCALE * (v > 0 ? v : SELU_ALPHA * (exp(v) - 1)),
+    SELU_SCALE * (v > 0 ? 1 : SELU_ALPHA * exp(v)))
 
 typedef struct act_case {
     const char *name;
@@ -63,6 +67,7 @@ static const act_case acts[] = {
     {"silu", b_silu, f_silu, d_silu, {0, 0}, -6, 6, 0, {0}},
     {"elu 1", b_elu, f_elu, d_elu, {1.0f, 0}, -5, 3, 1, {0}},
     {"elu 0.7", b_elu, f_elu, d_elu, {0.7f, 0}, -5, 3, 1, {0}},
+    {"selu", b_selu, f_selu, d_selu, {0, 0}, -5, 3, 1, {0}},
 };
 #define N_ACTS ((int)(sizeof acts / sizeof acts[0]))
 
