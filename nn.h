@@ -9575,14 +9575,18 @@ NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
     return t;
 }
 
-/* A UNARY node of the activation fn with its parameters; ok: they meet its requirement. */
-static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, int ok, const char *requirement, float p0,
-                                float p1, nn_tensor x) {
+/* A UNARY node of the activation fn with its n_params parameters; ok: they meet its
+   requirement (the text of the condition, for the message). */
+static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, int n_params, int ok, const char *requirement,
+                                float p0, float p1, nn_tensor x) {
     nn_tensor t;
     if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!ok && n_params < 2)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: p0 = %g (the parameter after x) fails %s", opname, p0,
+                           requirement);
     if (!ok)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: parameters (%g, %g) do not meet %s (p0, p1: the ones after x)",
-                           opname, p0, p1, requirement);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: p0 = %g, p1 = %g (the parameters after x) fail %s", opname,
+                           p0, p1, requirement);
     t = nn__op1(g, NN__OP_UNARY, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         g->nodes[t.id].i[0] = fn;
@@ -9595,16 +9599,16 @@ static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, int ok,
 /* The builders nn_relu, nn_elu, ...: one for each line of kernels/activation.h, with as
    many float parameters as its line says (their names and docs are in src/nn_api.h). */
 #define NN__ACT_BUILDER0(E, name, valid)                                                                    \
-    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x) {                                                 \
-        return nn__activation(g, "nn_" #name, NN__U_##E, (valid), #valid, 0.0f, 0.0f, x);                  \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x) {                                                  \
+        return nn__activation(g, "nn_" #name, NN__U_##E, 0, (valid), #valid, 0.0f, 0.0f, x);                \
     }
 #define NN__ACT_BUILDER1(E, name, valid)                                                                    \
-    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x, float p0) {                                       \
-        return nn__activation(g, "nn_" #name, NN__U_##E, (valid), #valid, p0, 0.0f, x);                    \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x, float p0) {                                        \
+        return nn__activation(g, "nn_" #name, NN__U_##E, 1, (valid), #valid, p0, 0.0f, x);                  \
     }
 #define NN__ACT_BUILDER2(E, name, valid)                                                                    \
-    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x, float p0, float p1) {                             \
-        return nn__activation(g, "nn_" #name, NN__U_##E, (valid), #valid, p0, p1, x);                      \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x, float p0, float p1) {                              \
+        return nn__activation(g, "nn_" #name, NN__U_##E, 2, (valid), #valid, p0, p1, x);                    \
     }
 #define NN__X(E, name, params, valid, fwd, der) NN__ACT_BUILDER##params(E, name, valid)
 NN__ACTIVATIONS(NN__X)
