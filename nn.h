@@ -261,6 +261,9 @@ NN_API nn_tensor nn_elu(nn_graph *g, nn_tensor x, float alpha);
    scale = 1.0507009873554805 and alpha = 1.6732632423543772; the gradient at 0 is
    scale * alpha, as PyTorch's. */
 NN_API nn_tensor nn_selu(nn_graph *g, nn_tensor x);
+/* CELU (nn.CELU; PyTorch's default alpha is 1): x for x > 0, else
+   alpha * (exp(x / alpha) - 1); alpha must not be 0 (PyTorch refuses it too). */
+NN_API nn_tensor nn_celu(nn_graph *g, nn_tensor x, float alpha);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 
@@ -1583,7 +1586,8 @@ static inline float nn__act_selu_der(float v) {
     X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \
     X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                      \
     X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))                  \
-    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))
+    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))                                               \
+    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {
@@ -5723,7 +5727,8 @@ static const char *const nn__cl_src_elementwise[] = {
 "    X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \\\n",
 "    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                      \\\n",
 "    X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))                  \\\n",
-"    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))\n",
+"    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))                                               \\\n",
+"    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))\n",
 "\n",
 "#ifndef __OPENCL_VERSION__\n",
 "typedef enum nn__unary {\n",

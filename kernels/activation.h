@@ -77,7 +77,8 @@ static inline float nn__act_selu_der(float v) {
     X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \
     X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                      \
     X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))                  \
-    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))
+    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))                                               \
+    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {

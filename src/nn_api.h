@@ -168,6 +168,9 @@ NN_API nn_tensor nn_elu(nn_graph *g, nn_tensor x, float alpha);
    scale = 1.0507009873554805 and alpha = 1.6732632423543772; the gradient at 0 is
    scale * alpha, as PyTorch's. */
 NN_API nn_tensor nn_selu(nn_graph *g, nn_tensor x);
+/* CELU (nn.CELU; PyTorch's default alpha is 1): x for x > 0, else
+   alpha * (exp(x / alpha) - 1); alpha must not be 0 (PyTorch refuses it too). */
+NN_API nn_tensor nn_celu(nn_graph *g, nn_tensor x, float alpha);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 

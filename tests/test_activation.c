@@ -46,6 +46,7 @@ ACT(elu, nn_elu(g, x, p[0]), v > 0 ? v : p[0] * (exp(v) - 1), v > 0 ? 1 : p[0] *
 #define SELU_SCALE 1.0507009873554804934193349852946
 ACT(selu, nn_selu(g, x), SELU_SCALE * (v > 0 ? v : SELU_ALPHA * (exp(v) - 1)),
     SELU_SCALE * (v > 0 ? 1 : SELU_ALPHA * exp(v)))
+ACT(celu, nn_celu(g, x, p[0]), v > 0 ? v : p[0] * (exp(v / p[0]) - 1), v > 0 ? 1 : exp(v / p[0]))
 
 typedef struct act_case {
     const char *name;
@@ -68,8 +69,20 @@ static const act_case acts[] = {
     {"elu 1", b_elu, f_elu, d_elu, {1.0f, 0}, -5, 3, 1, {0}},
     {"elu 0.7", b_elu, f_elu, d_elu, {0.7f, 0}, -5, 3, 1, {0}},
     {"selu", b_selu, f_selu, d_selu, {0, 0}, -5, 3, 1, {0}},
+    {"celu 1", b_celu, f_celu, d_celu, {1.0f, 0}, -5, 3, 1, {0}},
+    {"celu 1.7", b_celu, f_celu, d_celu, {1.7f, 0}, -6, 3, 1, {0}},
+    {"celu 0.4", b_celu, f_celu, d_celu, {0.4f, 0}, -3, 3, 1, {0}},
 };
 #define N_ACTS ((int)(sizeof acts / sizeof acts[0]))
+
+/* Parameters a builder refuses: an error that names it, rather than NaN later. */
+static nn_tensor bad_celu(nn_graph *g, nn_tensor x) { return nn_celu(g, x, 0.0f); }
+static const struct {
+    const char *builder;
+    nn_tensor (*build)(nn_graph *g, nn_tensor x);
+} refused[] = {
+    {"nn_celu", bad_celu},
+};
 
 static void params(const act_case *a, double *p) {
     p[0] = a->p[0];
@@ -144,6 +157,23 @@ done:
     t_end();
 }
 
+static void act_refused(const t_env *e) {
+    int k;
+    t_begin(e, "activation parameters outside their domain");
+    for (k = 0; k < (int)(sizeof refused / sizeof refused[0]); k++) {
+        nn_graph *g = NULL;
+        nn_graph_desc gd;
+        nn_tensor t;
+        memset(&gd, 0, sizeof gd);
+        if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) break;
+        t = refused[k].build(g, nn_input(g, "x", NN_F32, nn_shape1(3)));
+        T_CHECK(t.id < 0 && nn_graph_status(g) == NN_ERR_INVALID_ARGUMENT && strstr(nn_last_error(e->ctx), refused[k].builder),
+                "%s: not refused (%s)", refused[k].builder, nn_last_error(e->ctx));
+        nn_graph_destroy(g);
+    }
+    t_end();
+}
+
 void suite_activation(const t_env *e) {
     static const int shapes[3][2] = {{1, 0}, {7, 33}, {3, 127}};
     char name[160];
@@ -164,4 +194,5 @@ void suite_activation(const t_env *e) {
         }
         act_exact(e, &acts[k]);
     }
+    act_refused(e);
 }
