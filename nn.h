@@ -264,6 +264,10 @@ NN_API nn_tensor nn_selu(nn_graph *g, nn_tensor x);
 /* CELU (nn.CELU; PyTorch's default alpha is 1): x for x > 0, else
    alpha * (exp(x / alpha) - 1); alpha must not be 0 (PyTorch refuses it too). */
 NN_API nn_tensor nn_celu(nn_graph *g, nn_tensor x, float alpha);
+/* Softplus (nn.Softplus; PyTorch's defaults beta 1, threshold 20):
+   log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (gradient 1
+   there), PyTorch's reversion to the linear function; beta must not be 0. */
+NN_API nn_tensor nn_softplus(nn_graph *g, nn_tensor x, float beta, float threshold);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 
@@ -1578,6 +1582,9 @@ static inline float nn__act_selu_der(float v) {
     return v > 0.0f ? 1.05070098735548049342f : 1.75809934084737685994f * NN__EXP(v);
 }
 
+/* log(1 + exp(z)) without overflow for large z */
+static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }
+
 #define NN__ACTIVATIONS(X)                                                                                  \
     X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \
     X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \
@@ -1587,7 +1594,9 @@ static inline float nn__act_selu_der(float v) {
     X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                      \
     X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))                  \
     X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))                                               \
-    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))
+    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))  \
+    X(SOFTPLUS, softplus, 2, p0 != 0.0f, v * p0 > p1 ? v : nn__act_softplus(v * p0) / p0,                   \
+      v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {
@@ -5719,6 +5728,9 @@ static const char *const nn__cl_src_elementwise[] = {
 "    return v > 0.0f ? 1.05070098735548049342f : 1.75809934084737685994f * NN__EXP(v);\n",
 "}\n",
 "\n",
+"/* log(1 + exp(z)) without overflow for large z */\n",
+"static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }\n",
+"\n",
 "#define NN__ACTIVATIONS(X)                                                                                  \\\n",
 "    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \\\n",
 "    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \\\n",
@@ -5728,7 +5740,9 @@ static const char *const nn__cl_src_elementwise[] = {
 "    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                      \\\n",
 "    X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))                  \\\n",
 "    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))                                               \\\n",
-"    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))\n",
+"    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))  \\\n",
+"    X(SOFTPLUS, softplus, 2, p0 != 0.0f, v * p0 > p1 ? v : nn__act_softplus(v * p0) / p0,                   \\\n",
+"      v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))\n",
 "\n",
 "#ifndef __OPENCL_VERSION__\n",
 "typedef enum nn__unary {\n",

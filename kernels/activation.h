@@ -69,6 +69,9 @@ static inline float nn__act_selu_der(float v) {
     return v > 0.0f ? 1.05070098735548049342f : 1.75809934084737685994f * NN__EXP(v);
 }
 
+/* log(1 + exp(z)) without overflow for large z */
+static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }
+
 #define NN__ACTIVATIONS(X)                                                                                  \
     X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \
     X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \
@@ -78,7 +81,9 @@ static inline float nn__act_selu_der(float v) {
     X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                      \
     X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))                  \
     X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))                                               \
-    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))
+    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))  \
+    X(SOFTPLUS, softplus, 2, p0 != 0.0f, v * p0 > p1 ? v : nn__act_softplus(v * p0) / p0,                   \
+      v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {

@@ -171,6 +171,10 @@ NN_API nn_tensor nn_selu(nn_graph *g, nn_tensor x);
 /* CELU (nn.CELU; PyTorch's default alpha is 1): x for x > 0, else
    alpha * (exp(x / alpha) - 1); alpha must not be 0 (PyTorch refuses it too). */
 NN_API nn_tensor nn_celu(nn_graph *g, nn_tensor x, float alpha);
+/* Softplus (nn.Softplus; PyTorch's defaults beta 1, threshold 20):
+   log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (gradient 1
+   there), PyTorch's reversion to the linear function; beta must not be 0. */
+NN_API nn_tensor nn_softplus(nn_graph *g, nn_tensor x, float beta, float threshold);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 

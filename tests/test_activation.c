@@ -47,6 +47,8 @@ ACT(elu, nn_elu(g, x, p[0]), v > 0 ? v : p[0] * (exp(v) - 1), v > 0 ? 1 : p[0] *
 ACT(selu, nn_selu(g, x), SELU_SCALE * (v > 0 ? v : SELU_ALPHA * (exp(v) - 1)),
     SELU_SCALE * (v > 0 ? 1 : SELU_ALPHA * exp(v)))
 ACT(celu, nn_celu(g, x, p[0]), v > 0 ? v : p[0] * (exp(v / p[0]) - 1), v > 0 ? 1 : exp(v / p[0]))
+ACT(softplus, nn_softplus(g, x, p[0], p[1]), v * p[0] > p[1] ? v : log1p(exp(v * p[0])) / p[0],
+    v * p[0] > p[1] ? 1 : exp(v * p[0]) / (exp(v * p[0]) + 1))
 
 typedef struct act_case {
     const char *name;
@@ -72,16 +74,22 @@ static const act_case acts[] = {
     {"celu 1", b_celu, f_celu, d_celu, {1.0f, 0}, -5, 3, 1, {0}},
     {"celu 1.7", b_celu, f_celu, d_celu, {1.7f, 0}, -6, 3, 1, {0}},
     {"celu 0.4", b_celu, f_celu, d_celu, {0.4f, 0}, -3, 3, 1, {0}},
+    {"softplus 1 20", b_softplus, f_softplus, d_softplus, {1, 20}, -30, 30, 1, {20}},
+    {"softplus 2 3", b_softplus, f_softplus, d_softplus, {2, 3}, -4, 4, 1, {1.5}},
+    {"softplus 0.5 5", b_softplus, f_softplus, d_softplus, {0.5f, 5}, -10, 16, 1, {10}},
+    {"softplus -1 20", b_softplus, f_softplus, d_softplus, {-1, 20}, -30, 30, 1, {-20}},
 };
 #define N_ACTS ((int)(sizeof acts / sizeof acts[0]))
 
 /* Parameters a builder refuses: an error that names it, rather than NaN later. */
 static nn_tensor bad_celu(nn_graph *g, nn_tensor x) { return nn_celu(g, x, 0.0f); }
+static nn_tensor bad_softplus(nn_graph *g, nn_tensor x) { return nn_softplus(g, x, 0.0f, 20.0f); }
 static const struct {
     const char *builder;
     nn_tensor (*build)(nn_graph *g, nn_tensor x);
 } refused[] = {
     {"nn_celu", bad_celu},
+    {"nn_softplus", bad_softplus},
 };
 
 static void params(const act_case *a, double *p) {
