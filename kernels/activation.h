@@ -72,6 +72,11 @@ static inline float nn__act_selu_der(float v) {
 /* log(1 + exp(z)) without overflow for large z */
 static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }
 
+static inline float nn__act_mish_der(float v) {
+    float t = NN__TANH(nn__act_softplus(v));
+    return t + v * nn__act_sigmoid(v) * (1.0f - t * t);
+}
+
 #define NN__ACTIVATIONS(X)                                                                                  \
     X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \
     X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \
@@ -83,7 +88,8 @@ static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + N
     X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))                                               \
     X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))  \
     X(SOFTPLUS, softplus, 2, p0 != 0.0f, v * p0 > p1 ? v : nn__act_softplus(v * p0) / p0,                   \
-      v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))
+      v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))                                                         \
+    X(MISH, mish, 0, 1, v * NN__TANH(nn__act_softplus(v)), nn__act_mish_der(v))
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {

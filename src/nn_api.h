@@ -175,6 +175,8 @@ NN_API nn_tensor nn_celu(nn_graph *g, nn_tensor x, float alpha);
    log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (gradient 1
    there), PyTorch's reversion to the linear function; beta must not be 0. */
 NN_API nn_tensor nn_softplus(nn_graph *g, nn_tensor x, float beta, float threshold);
+/* Mish (nn.Mish): x * tanh(softplus(x)). */
+NN_API nn_tensor nn_mish(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 

@@ -49,6 +49,8 @@ ACT(selu, nn_selu(g, x), SELU_SCALE * (v > 0 ? v : SELU_ALPHA * (exp(v) - 1)),
 ACT(celu, nn_celu(g, x, p[0]), v > 0 ? v : p[0] * (exp(v / p[0]) - 1), v > 0 ? 1 : exp(v / p[0]))
 ACT(softplus, nn_softplus(g, x, p[0], p[1]), v * p[0] > p[1] ? v : log1p(exp(v * p[0])) / p[0],
     v * p[0] > p[1] ? 1 : exp(v * p[0]) / (exp(v * p[0]) + 1))
+ACT(mish, nn_mish(g, x), v * tanh(log1p(exp(v))),
+    tanh(log1p(exp(v))) + v * sigmoid(v) * (1 - tanh(log1p(exp(v))) * tanh(log1p(exp(v)))))
 
 typedef struct act_case {
     const char *name;
@@ -78,6 +80,7 @@ static const act_case acts[] = {
     {"softplus 2 3", b_softplus, f_softplus, d_softplus, {2, 3}, -4, 4, 1, {1.5}},
     {"softplus 0.5 5", b_softplus, f_softplus, d_softplus, {0.5f, 5}, -10, 16, 1, {10}},
     {"softplus -1 20", b_softplus, f_softplus, d_softplus, {-1, 20}, -30, 30, 1, {-20}},
+    {"mish", b_mish, f_mish, d_mish, {0, 0}, -8, 8, 0, {0}},
 };
 #define N_ACTS ((int)(sizeof acts / sizeof acts[0]))
 
