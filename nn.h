@@ -270,6 +270,9 @@ NN_API nn_tensor nn_celu(nn_graph *g, nn_tensor x, float alpha);
 NN_API nn_tensor nn_softplus(nn_graph *g, nn_tensor x, float beta, float threshold);
 /* Mish (nn.Mish): x * tanh(softplus(x)). */
 NN_API nn_tensor nn_mish(nn_graph *g, nn_tensor x);
+/* Hardswish (nn.Hardswish): x * relu6(x + 3) / 6. Its gradient is x / 3 + 0.5 on [-3, 3],
+   ends included (-0.5 at -3, 1.5 at 3: PyTorch's), 0 below and 1 above. */
+NN_API nn_tensor nn_hardswish(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 
@@ -1592,6 +1595,9 @@ static inline float nn__act_mish_der(float v) {
     return t + v * nn__act_sigmoid(v) * (1.0f - t * t);
 }
 
+/* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */
+static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
+
 #define NN__ACTIVATIONS(X)                                                                                  \
     X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \
     X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \
@@ -1604,7 +1610,9 @@ static inline float nn__act_mish_der(float v) {
     X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))  \
     X(SOFTPLUS, softplus, 2, p0 != 0.0f, v * p0 > p1 ? v : nn__act_softplus(v * p0) / p0,                   \
       v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))                                                         \
-    X(MISH, mish, 0, 1, v * NN__TANH(nn__act_softplus(v)), nn__act_mish_der(v))
+    X(MISH, mish, 0, 1, v * NN__TANH(nn__act_softplus(v)), nn__act_mish_der(v))                             \
+    X(HARDSWISH, hardswish, 0, 1, v * nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \
+      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {
@@ -5744,6 +5752,9 @@ static const char *const nn__cl_src_elementwise[] = {
 "    return t + v * nn__act_sigmoid(v) * (1.0f - t * t);\n",
 "}\n",
 "\n",
+"/* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */\n",
+"static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }\n",
+"\n",
 "#define NN__ACTIVATIONS(X)                                                                                  \\\n",
 "    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \\\n",
 "    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \\\n",
@@ -5756,7 +5767,9 @@ static const char *const nn__cl_src_elementwise[] = {
 "    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))  \\\n",
 "    X(SOFTPLUS, softplus, 2, p0 != 0.0f, v * p0 > p1 ? v : nn__act_softplus(v * p0) / p0,                   \\\n",
 "      v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))                                                         \\\n",
-"    X(MISH, mish, 0, 1, v * NN__TANH(nn__act_softplus(v)), nn__act_mish_der(v))\n",
+"    X(MISH, mish, 0, 1, v * NN__TANH(nn__act_softplus(v)), nn__act_mish_der(v))                             \\\n",
+"    X(HARDSWISH, hardswish, 0, 1, v * nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \\\n",
+"      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)\n",
 "\n",
 "#ifndef __OPENCL_VERSION__\n",
 "typedef enum nn__unary {\n",

@@ -177,6 +177,9 @@ NN_API nn_tensor nn_celu(nn_graph *g, nn_tensor x, float alpha);
 NN_API nn_tensor nn_softplus(nn_graph *g, nn_tensor x, float beta, float threshold);
 /* Mish (nn.Mish): x * tanh(softplus(x)). */
 NN_API nn_tensor nn_mish(nn_graph *g, nn_tensor x);
+/* Hardswish (nn.Hardswish): x * relu6(x + 3) / 6. Its gradient is x / 3 + 0.5 on [-3, 3],
+   ends included (-0.5 at -3, 1.5 at 3: PyTorch's), 0 below and 1 above. */
+NN_API nn_tensor nn_hardswish(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 

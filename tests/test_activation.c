@@ -51,6 +51,7 @@ ACT(softplus, nn_softplus(g, x, p[0], p[1]), v * p[0] > p[1] ? v : log1p(exp(v *
     v * p[0] > p[1] ? 1 : exp(v * p[0]) / (exp(v * p[0]) + 1))
 ACT(mish, nn_mish(g, x), v * tanh(log1p(exp(v))),
     tanh(log1p(exp(v))) + v * sigmoid(v) * (1 - tanh(log1p(exp(v))) * tanh(log1p(exp(v)))))
+ACT(hardswish, nn_hardswish(g, x), v <= -3 ? 0 : v >= 3 ? v : v * (v + 3) / 6, v < -3 ? 0 : v <= 3 ? v / 3 + 0.5 : 1)
 
 typedef struct act_case {
     const char *name;
@@ -81,6 +82,7 @@ static const act_case acts[] = {
     {"softplus 0.5 5", b_softplus, f_softplus, d_softplus, {0.5f, 5}, -10, 16, 1, {10}},
     {"softplus -1 20", b_softplus, f_softplus, d_softplus, {-1, 20}, -30, 30, 1, {-20}},
     {"mish", b_mish, f_mish, d_mish, {0, 0}, -8, 8, 0, {0}},
+    {"hardswish", b_hardswish, f_hardswish, d_hardswish, {0, 0}, -5, 5, 2, {-3, 3}},
 };
 #define N_ACTS ((int)(sizeof acts / sizeof acts[0]))
 
