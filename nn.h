@@ -273,6 +273,9 @@ NN_API nn_tensor nn_mish(nn_graph *g, nn_tensor x);
 /* Hardswish (nn.Hardswish): x * relu6(x + 3) / 6. Its gradient is x / 3 + 0.5 on [-3, 3],
    ends included (-0.5 at -3, 1.5 at 3: PyTorch's), 0 below and 1 above. */
 NN_API nn_tensor nn_hardswish(nn_graph *g, nn_tensor x);
+/* Hardsigmoid (nn.Hardsigmoid): relu6(x + 3) / 6. Its gradient is 1/6 strictly inside
+   (-3, 3) and 0 elsewhere, at -3 and 3 too (PyTorch's). */
+NN_API nn_tensor nn_hardsigmoid(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 
@@ -1612,7 +1615,9 @@ static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ?
       v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))                                                         \
     X(MISH, mish, 0, 1, v * NN__TANH(nn__act_softplus(v)), nn__act_mish_der(v))                             \
     X(HARDSWISH, hardswish, 0, 1, v * nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \
-      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)
+      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)                                                \
+    X(HARDSIGMOID, hardsigmoid, 0, 1, nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \
+      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {
@@ -5769,7 +5774,9 @@ static const char *const nn__cl_src_elementwise[] = {
 "      v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))                                                         \\\n",
 "    X(MISH, mish, 0, 1, v * NN__TANH(nn__act_softplus(v)), nn__act_mish_der(v))                             \\\n",
 "    X(HARDSWISH, hardswish, 0, 1, v * nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \\\n",
-"      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)\n",
+"      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)                                                \\\n",
+"    X(HARDSIGMOID, hardsigmoid, 0, 1, nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \\\n",
+"      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)\n",
 "\n",
 "#ifndef __OPENCL_VERSION__\n",
 "typedef enum nn__unary {\n",

@@ -94,7 +94,9 @@ static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ?
       v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))                                                         \
     X(MISH, mish, 0, 1, v * NN__TANH(nn__act_softplus(v)), nn__act_mish_der(v))                             \
     X(HARDSWISH, hardswish, 0, 1, v * nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \
-      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)
+      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)                                                \
+    X(HARDSIGMOID, hardsigmoid, 0, 1, nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \
+      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {

@@ -180,6 +180,9 @@ NN_API nn_tensor nn_mish(nn_graph *g, nn_tensor x);
 /* Hardswish (nn.Hardswish): x * relu6(x + 3) / 6. Its gradient is x / 3 + 0.5 on [-3, 3],
    ends included (-0.5 at -3, 1.5 at 3: PyTorch's), 0 below and 1 above. */
 NN_API nn_tensor nn_hardswish(nn_graph *g, nn_tensor x);
+/* Hardsigmoid (nn.Hardsigmoid): relu6(x + 3) / 6. Its gradient is 1/6 strictly inside
+   (-3, 3) and 0 elsewhere, at -3 and 3 too (PyTorch's). */
+NN_API nn_tensor nn_hardsigmoid(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 

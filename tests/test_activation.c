@@ -52,6 +52,7 @@ ACT(softplus, nn_softplus(g, x, p[0], p[1]), v * p[0] > p[1] ? v : log1p(exp(v *
 ACT(mish, nn_mish(g, x), v * tanh(log1p(exp(v))),
     tanh(log1p(exp(v))) + v * sigmoid(v) * (1 - tanh(log1p(exp(v))) * tanh(log1p(exp(v)))))
 ACT(hardswish, nn_hardswish(g, x), v <= -3 ? 0 : v >= 3 ? v : v * (v + 3) / 6, v < -3 ? 0 : v <= 3 ? v / 3 + 0.5 : 1)
+ACT(hardsigmoid, nn_hardsigmoid(g, x), v <= -3 ? 0 : v >= 3 ? 1 : v / 6 + 0.5, v > -3 && v < 3 ? 1.0 / 6 : 0)
 
 typedef struct act_case {
     const char *name;
@@ -83,6 +84,7 @@ static const act_case acts[] = {
     {"softplus -1 20", b_softplus, f_softplus, d_softplus, {-1, 20}, -30, 30, 1, {-20}},
     {"mish", b_mish, f_mish, d_mish, {0, 0}, -8, 8, 0, {0}},
     {"hardswish", b_hardswish, f_hardswish, d_hardswish, {0, 0}, -5, 5, 2, {-3, 3}},
+    {"hardsigmoid", b_hardsigmoid, f_hardsigmoid, d_hardsigmoid, {0, 0}, -5, 5, 2, {-3, 3}},
 };
 #define N_ACTS ((int)(sizeof acts / sizeof acts[0]))
 
