@@ -276,6 +276,10 @@ NN_API nn_tensor nn_hardswish(nn_graph *g, nn_tensor x);
 /* Hardsigmoid (nn.Hardsigmoid): relu6(x + 3) / 6. Its gradient is 1/6 strictly inside
    (-3, 3) and 0 elsewhere, at -3 and 3 too (PyTorch's). */
 NN_API nn_tensor nn_hardsigmoid(nn_graph *g, nn_tensor x);
+/* Hardtanh (nn.Hardtanh; PyTorch's defaults min_val -1, max_val 1): x clamped to
+   [min_val, max_val], min_val <= max_val. Its gradient is 1 strictly inside and 0 at the
+   bounds and outside (PyTorch's). */
+NN_API nn_tensor nn_hardtanh(nn_graph *g, nn_tensor x, float min_val, float max_val);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 
@@ -1617,7 +1621,8 @@ static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ?
     X(HARDSWISH, hardswish, 0, 1, v * nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \
       v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)                                                \
     X(HARDSIGMOID, hardsigmoid, 0, 1, nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \
-      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)
+      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)                                                           \
+    X(HARDTANH, hardtanh, 2, p0 <= p1, nn__act_clamp(v, p0, p1), v <= p0 || v >= p1 ? 0.0f : 1.0f)
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {
@@ -5776,7 +5781,8 @@ static const char *const nn__cl_src_elementwise[] = {
 "    X(HARDSWISH, hardswish, 0, 1, v * nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \\\n",
 "      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)                                                \\\n",
 "    X(HARDSIGMOID, hardsigmoid, 0, 1, nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \\\n",
-"      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)\n",
+"      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)                                                           \\\n",
+"    X(HARDTANH, hardtanh, 2, p0 <= p1, nn__act_clamp(v, p0, p1), v <= p0 || v >= p1 ? 0.0f : 1.0f)\n",
 "\n",
 "#ifndef __OPENCL_VERSION__\n",
 "typedef enum nn__unary {\n",

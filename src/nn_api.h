@@ -183,6 +183,10 @@ NN_API nn_tensor nn_hardswish(nn_graph *g, nn_tensor x);
 /* Hardsigmoid (nn.Hardsigmoid): relu6(x + 3) / 6. Its gradient is 1/6 strictly inside
    (-3, 3) and 0 elsewhere, at -3 and 3 too (PyTorch's). */
 NN_API nn_tensor nn_hardsigmoid(nn_graph *g, nn_tensor x);
+/* Hardtanh (nn.Hardtanh; PyTorch's defaults min_val -1, max_val 1): x clamped to
+   [min_val, max_val], min_val <= max_val. Its gradient is 1 strictly inside and 0 at the
+   bounds and outside (PyTorch's). */
+NN_API nn_tensor nn_hardtanh(nn_graph *g, nn_tensor x, float min_val, float max_val);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 

@@ -53,6 +53,7 @@ ACT(mish, nn_mish(g, x), v * tanh(log1p(exp(v))),
     tanh(log1p(exp(v))) + v * sigmoid(v) * (1 - tanh(log1p(exp(v))) * tanh(log1p(exp(v)))))
 ACT(hardswish, nn_hardswish(g, x), v <= -3 ? 0 : v >= 3 ? v : v * (v + 3) / 6, v < -3 ? 0 : v <= 3 ? v / 3 + 0.5 : 1)
 ACT(hardsigmoid, nn_hardsigmoid(g, x), v <= -3 ? 0 : v >= 3 ? 1 : v / 6 + 0.5, v > -3 && v < 3 ? 1.0 / 6 : 0)
+ACT(hardtanh, nn_hardtanh(g, x, p[0], p[1]), v < p[0] ? p[0] : v > p[1] ? p[1] : v, v > p[0] && v < p[1] ? 1 : 0)
 
 typedef struct act_case {
     const char *name;
@@ -85,18 +86,22 @@ static const act_case acts[] = {
     {"mish", b_mish, f_mish, d_mish, {0, 0}, -8, 8, 0, {0}},
     {"hardswish", b_hardswish, f_hardswish, d_hardswish, {0, 0}, -5, 5, 2, {-3, 3}},
     {"hardsigmoid", b_hardsigmoid, f_hardsigmoid, d_hardsigmoid, {0, 0}, -5, 5, 2, {-3, 3}},
+    {"hardtanh -1 1", b_hardtanh, f_hardtanh, d_hardtanh, {-1, 1}, -3, 3, 2, {-1, 1}},
+    {"hardtanh -0.5 1.5", b_hardtanh, f_hardtanh, d_hardtanh, {-0.5f, 1.5f}, -3, 3, 2, {-0.5, 1.5}},
 };
 #define N_ACTS ((int)(sizeof acts / sizeof acts[0]))
 
 /* Parameters a builder refuses: an error that names it, rather than NaN later. */
 static nn_tensor bad_celu(nn_graph *g, nn_tensor x) { return nn_celu(g, x, 0.0f); }
 static nn_tensor bad_softplus(nn_graph *g, nn_tensor x) { return nn_softplus(g, x, 0.0f, 20.0f); }
+static nn_tensor bad_hardtanh(nn_graph *g, nn_tensor x) { return nn_hardtanh(g, x, 1.0f, -1.0f); }
 static const struct {
     const char *builder;
     nn_tensor (*build)(nn_graph *g, nn_tensor x);
 } refused[] = {
     {"nn_celu", bad_celu},
     {"nn_softplus", bad_softplus},
+    {"nn_hardtanh", bad_hardtanh},
 };
 
 static void params(const act_case *a, double *p) {
