@@ -187,6 +187,9 @@ NN_API nn_tensor nn_hardsigmoid(nn_graph *g, nn_tensor x);
    [min_val, max_val], min_val <= max_val. Its gradient is 1 strictly inside and 0 at the
    bounds and outside (PyTorch's). */
 NN_API nn_tensor nn_hardtanh(nn_graph *g, nn_tensor x, float min_val, float max_val);
+/* ReLU6 (nn.ReLU6): min(max(x, 0), 6), PyTorch's hardtanh on [0, 6]: gradient 0 at 0 and
+   at 6. */
+NN_API nn_tensor nn_relu6(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 
