@@ -283,6 +283,8 @@ NN_API nn_tensor nn_hardtanh(nn_graph *g, nn_tensor x, float min_val, float max_
 /* ReLU6 (nn.ReLU6): min(max(x, 0), 6), PyTorch's hardtanh on [0, 6]: gradient 0 at 0 and
    at 6. */
 NN_API nn_tensor nn_relu6(nn_graph *g, nn_tensor x);
+/* Softsign (nn.Softsign): x / (1 + |x|). */
+NN_API nn_tensor nn_softsign(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 
@@ -1608,6 +1610,11 @@ static inline float nn__act_mish_der(float v) {
 /* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */
 static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+static inline float nn__act_softsign_der(float v) {
+    float d = 1.0f + NN__FABS(v);
+    return 1.0f / (d * d);
+}
+
 #define NN__ACTIVATIONS(X)                                                                                  \
     X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \
     X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \
@@ -1626,7 +1633,8 @@ static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ?
     X(HARDSIGMOID, hardsigmoid, 0, 1, nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \
       v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)                                                           \
     X(HARDTANH, hardtanh, 2, p0 <= p1, nn__act_clamp(v, p0, p1), v <= p0 || v >= p1 ? 0.0f : 1.0f)          \
-    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)
+    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \
+    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {
@@ -5769,6 +5777,11 @@ static const char *const nn__cl_src_elementwise[] = {
 "/* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */\n",
 "static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }\n",
 "\n",
+"static inline float nn__act_softsign_der(float v) {\n",
+"    float d = 1.0f + NN__FABS(v);\n",
+"    return 1.0f / (d * d);\n",
+"}\n",
+"\n",
 "#define NN__ACTIVATIONS(X)                                                                                  \\\n",
 "    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \\\n",
 "    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \\\n",
@@ -5787,7 +5800,8 @@ static const char *const nn__cl_src_elementwise[] = {
 "    X(HARDSIGMOID, hardsigmoid, 0, 1, nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \\\n",
 "      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)                                                           \\\n",
 "    X(HARDTANH, hardtanh, 2, p0 <= p1, nn__act_clamp(v, p0, p1), v <= p0 || v >= p1 ? 0.0f : 1.0f)          \\\n",
-"    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)\n",
+"    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \\\n",
+"    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))\n",
 "\n",
 "#ifndef __OPENCL_VERSION__\n",
 "typedef enum nn__unary {\n",

@@ -80,6 +80,11 @@ static inline float nn__act_mish_der(float v) {
 /* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */
 static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+static inline float nn__act_softsign_der(float v) {
+    float d = 1.0f + NN__FABS(v);
+    return 1.0f / (d * d);
+}
+
 #define NN__ACTIVATIONS(X)                                                                                  \
     X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \
     X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \
@@ -98,7 +103,8 @@ static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ?
     X(HARDSIGMOID, hardsigmoid, 0, 1, nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \
       v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)                                                           \
     X(HARDTANH, hardtanh, 2, p0 <= p1, nn__act_clamp(v, p0, p1), v <= p0 || v >= p1 ? 0.0f : 1.0f)          \
-    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)
+    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \
+    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {

@@ -190,6 +190,8 @@ NN_API nn_tensor nn_hardtanh(nn_graph *g, nn_tensor x, float min_val, float max_
 /* ReLU6 (nn.ReLU6): min(max(x, 0), 6), PyTorch's hardtanh on [0, 6]: gradient 0 at 0 and
    at 6. */
 NN_API nn_tensor nn_relu6(nn_graph *g, nn_tensor x);
+/* Softsign (nn.Softsign): x / (1 + |x|). */
+NN_API nn_tensor nn_softsign(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 
