@@ -285,6 +285,9 @@ NN_API nn_tensor nn_hardtanh(nn_graph *g, nn_tensor x, float min_val, float max_
 NN_API nn_tensor nn_relu6(nn_graph *g, nn_tensor x);
 /* Softsign (nn.Softsign): x / (1 + |x|). */
 NN_API nn_tensor nn_softsign(nn_graph *g, nn_tensor x);
+/* LogSigmoid (nn.LogSigmoid): log(1 / (1 + exp(-x))), as min(x, 0) - log1p(exp(-|x|)),
+   PyTorch's form, which neither overflows nor loses the tails. */
+NN_API nn_tensor nn_log_sigmoid(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 
@@ -1634,7 +1637,9 @@ static inline float nn__act_softsign_der(float v) {
       v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)                                                           \
     X(HARDTANH, hardtanh, 2, p0 <= p1, nn__act_clamp(v, p0, p1), v <= p0 || v >= p1 ? 0.0f : 1.0f)          \
     X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \
-    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))
+    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \
+    X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \
+      nn__act_sigmoid(-v))
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {
@@ -5801,7 +5806,9 @@ static const char *const nn__cl_src_elementwise[] = {
 "      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)                                                           \\\n",
 "    X(HARDTANH, hardtanh, 2, p0 <= p1, nn__act_clamp(v, p0, p1), v <= p0 || v >= p1 ? 0.0f : 1.0f)          \\\n",
 "    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \\\n",
-"    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))\n",
+"    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \\\n",
+"    X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \\\n",
+"      nn__act_sigmoid(-v))\n",
 "\n",
 "#ifndef __OPENCL_VERSION__\n",
 "typedef enum nn__unary {\n",

@@ -104,7 +104,9 @@ static inline float nn__act_softsign_der(float v) {
       v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)                                                           \
     X(HARDTANH, hardtanh, 2, p0 <= p1, nn__act_clamp(v, p0, p1), v <= p0 || v >= p1 ? 0.0f : 1.0f)          \
     X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \
-    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))
+    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \
+    X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \
+      nn__act_sigmoid(-v))
 
 #ifndef __OPENCL_VERSION__
 typedef enum nn__unary {

@@ -192,6 +192,9 @@ NN_API nn_tensor nn_hardtanh(nn_graph *g, nn_tensor x, float min_val, float max_
 NN_API nn_tensor nn_relu6(nn_graph *g, nn_tensor x);
 /* Softsign (nn.Softsign): x / (1 + |x|). */
 NN_API nn_tensor nn_softsign(nn_graph *g, nn_tensor x);
+/* LogSigmoid (nn.LogSigmoid): log(1 / (1 + exp(-x))), as min(x, 0) - log1p(exp(-|x|)),
+   PyTorch's form, which neither overflows nor loses the tails. */
+NN_API nn_tensor nn_log_sigmoid(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 

@@ -56,6 +56,7 @@ ACT(hardsigmoid, nn_hardsigmoid(g, x), v <= -3 ? 0 : v >= 3 ? 1 : v / 6 + 0.5, v
 ACT(hardtanh, nn_hardtanh(g, x, p[0], p[1]), v < p[0] ? p[0] : v > p[1] ? p[1] : v, v > p[0] && v < p[1] ? 1 : 0)
 ACT(relu6, nn_relu6(g, x), v < 0 ? 0 : v > 6 ? 6 : v, v > 0 && v < 6 ? 1 : 0)
 ACT(softsign, nn_softsign(g, x), v / (1 + fabs(v)), 1 / ((1 + fabs(v)) * (1 + fabs(v))))
+ACT(log_sigmoid, nn_log_sigmoid(g, x), -log(1 + exp(-v)), 1 / (1 + exp(v)))
 
 typedef struct act_case {
     const char *name;
@@ -92,6 +93,7 @@ static const act_case acts[] = {
     {"hardtanh -0.5 1.5", b_hardtanh, f_hardtanh, d_hardtanh, {-0.5f, 1.5f}, -3, 3, 2, {-0.5, 1.5}},
     {"relu6", b_relu6, f_relu6, d_relu6, {0, 0}, -3, 9, 2, {0, 6}},
     {"softsign", b_softsign, f_softsign, d_softsign, {0, 0}, -5, 5, 0, {0}},
+    {"log_sigmoid", b_log_sigmoid, f_log_sigmoid, d_log_sigmoid, {0, 0}, -10, 10, 0, {0}},
 };
 #define N_ACTS ((int)(sizeof acts / sizeof acts[0]))
 
