@@ -288,6 +288,14 @@ NN_API nn_tensor nn_softsign(nn_graph *g, nn_tensor x);
 /* LogSigmoid (nn.LogSigmoid): log(1 / (1 + exp(-x))), as min(x, 0) - log1p(exp(-|x|)),
    PyTorch's form, which neither overflows nor loses the tails. */
 NN_API nn_tensor nn_log_sigmoid(nn_graph *g, nn_tensor x);
+/* PReLU (PyTorch's prelu): x for x > 0, else weight * x, with a learned slope per channel:
+   weight [C] for x [N, C, ...] (channels: dim 1), or weight [1], one slope shared by all.
+   Gradients reach x (weight at 0, as PyTorch's) and weight, its sum over the other dims
+   taken in a fixed order. */
+NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight);
+/* PyTorch's nn.PReLU(num_parameters) module: NAME.weight [num_parameters], all 0.25;
+   num_parameters is 1 or the channels of x. */
+NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const char *name);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 
@@ -1081,6 +1089,9 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(SCALE, "scale", nn__cpu_scale, nn__dev_scale, nn__grad_scale, 0, 0)                                  \
     X(UNARY, "activation", nn__cpu_unary, nn__dev_unary, nn__grad_unary, 0, 0)                             \
     X(UNARY_GRAD, "activation_grad", nn__cpu_unary_grad, nn__dev_unary_grad, nn__grad_none, 0, 0)          \
+    X(PRELU, "prelu", nn__cpu_prelu, nn__dev_prelu, nn__grad_prelu, 0, 0)                                  \
+    X(PRELU_DX, "prelu_grad_input", nn__cpu_prelu, nn__dev_prelu, nn__grad_none, 0, 0)                     \
+    X(PRELU_DW, "prelu_grad_weight", nn__cpu_prelu_dw, nn__dev_prelu_dw, nn__grad_none, nn__plan_prelu_dw, 0) \
     X(DROPOUT, "dropout", nn__cpu_dropout, nn__dev_dropout, nn__grad_dropout, 0, 0)                        \
     X(ACCUMULATE, "accumulate", nn__cpu_accumulate, nn__dev_accumulate, nn__grad_none, 0,                 \
       NN__OPF_NO_GRAD | NN__OPF_WRITABLE) \
@@ -2554,6 +2565,42 @@ static void nn__unary_backward(int fn, const float *p, float *dx, const float *x
     default: break;
     }
     (void)p0, (void)p1;
+}
+
+/* ---- PReLU: x [N, C, S] with the slope w[c] of its channel (C = 1: one shared slope); the
+   formulas are leaky ReLU's, from kernels/activation.h ---- */
+
+static void nn__prelu_forward(float *y, const float *x, const float *w, int64_t N, int64_t C, int64_t S) {
+    int64_t k, j;
+    for (k = 0; k < N * C; k++) {
+        float wk = w[k % C];
+        for (j = 0; j < S; j++) y[k * S + j] = nn__act_leaky(x[k * S + j], wk);
+    }
+}
+
+static void nn__prelu_backward_input(float *dx, const float *x, const float *w, const float *dy, int64_t N, int64_t C,
+                                     int64_t S) {
+    int64_t k, j;
+    for (k = 0; k < N * C; k++) {
+        float wk = w[k % C];
+        for (j = 0; j < S; j++) dx[k * S + j] = dy[k * S + j] * nn__act_leaky_der(x[k * S + j], wk);
+    }
+}
+
+/* dw [C] = sum over n and s of dy * dy/dw: a partial sum over s for each (n, c), then the
+   partials in n order, as kernels/elementwise.cl sums them. */
+static void nn__prelu_backward_weight(float *dw, const float *x, const float *dy, int64_t N, int64_t C, int64_t S) {
+    int64_t c, n, s;
+    for (c = 0; c < C; c++) {
+        float acc = 0.0f;
+        for (n = 0; n < N; n++) {
+            const float *xr = x + (n * C + c) * S, *dr = dy + (n * C + c) * S;
+            float part = 0.0f;
+            for (s = 0; s < S; s++) part += dr[s] * nn__act_leaky_dslope(xr[s]);
+            acc += part;
+        }
+        dw[c] = acc;
+    }
 }
 
 /* ---- binary ops: a [n], b [nb] with n % nb == 0, b repeated over a's leading dims ---- */
@@ -5837,6 +5884,39 @@ static const char *const nn__cl_src_elementwise[] = {
 "}\n",
 "NN__ACTIVATIONS(NN__X)\n",
 "#undef NN__X\n",
+"\n",
+"/* PReLU over x [N, C, S] with the slope w[c] of its channel (C = 1: one shared slope) */\n",
+"__kernel void prelu_forward(__global const float *x, __global const float *w, __global float *y, const int n,\n",
+"                            const int C, const int S) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = nn__act_leaky(x[i], w[(i / S) % C]);\n",
+"}\n",
+"\n",
+"__kernel void prelu_backward_input(__global const float *x, __global const float *w, __global const float *dy,\n",
+"                                   __global float *dx, const int n, const int C, const int S) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) dx[i] = dy[i] * nn__act_leaky_der(x[i], w[(i / S) % C]);\n",
+"}\n",
+"\n",
+"/* part [N, C] = the sum over s of dy * dy/dw for each (n, c), in s order */\n",
+"__kernel void prelu_backward_weight_part(__global const float *x, __global const float *dy, __global float *part,\n",
+"                                         const int N, const int C, const int S) {\n",
+"    int k = get_global_id(0);\n",
+"    if (k >= N * C) return;\n",
+"    size_t base = (size_t)k * S;\n",
+"    float acc = 0.0f;\n",
+"    for (int s = 0; s < S; s++) acc += dy[base + s] * nn__act_leaky_dslope(x[base + s]);\n",
+"    part[k] = acc;\n",
+"}\n",
+"\n",
+"/* dw [C] = the sum over n of part[n, c], in n order: no atomics, the same bits every run */\n",
+"__kernel void prelu_backward_weight(__global const float *part, __global float *dw, const int N, const int C) {\n",
+"    int c = get_global_id(0);\n",
+"    if (c >= C) return;\n",
+"    float acc = 0.0f;\n",
+"    for (int n = 0; n < N; n++) acc += part[n * C + c];\n",
+"    dw[c] = acc;\n",
+"}\n",
 "\n",
 "/* y = a (op) b with b [nb] repeated over a's leading dims */\n",
 "#define BINARY(NAME, EXPR)                                                                  \\\n",
@@ -9699,6 +9779,54 @@ static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, int n_p
 NN__ACTIVATIONS(NN__X)
 #undef NN__X
 
+/* PReLU: x [N, C, ...] with weight [C] (channels: dim 1) or [1] (one shared slope). The
+   node's i[0..2]: C (the weight's size), S (elements per channel and sample), N. */
+NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight) {
+    nn_tensor in[2], t;
+    nn__node *nx, *nw;
+    int64_t C, N;
+    in[0] = x;
+    in[1] = weight;
+    if (!nn__check(g, "nn_prelu", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_prelu", x, "x") || !nn__expect_f32(g, "nn_prelu", weight, "weight")) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nw = nn__n(g, weight);
+    C = nx->shape.ndim >= 2 ? nx->shape.dim[1] : 1;
+    if (nw->shape.ndim != 1 || (nw->numel != 1 && nw->numel != C)) {
+        char sx[128], sw[128];
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        nn__shape_str(&nw->shape, sw, sizeof sw);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_prelu: weight %s must be [1] or [%lld], the channels (dim 1) of x %s", sw,
+                           (long long)C, sx);
+    }
+    N = nx->shape.ndim >= 2 ? nx->shape.dim[0] : 1;
+    t = nn__op2(g, NN__OP_PRELU, NN_F32, nx->shape, x.id, weight.id);
+    if (t.id >= 0) {
+        nn__node *n = &g->nodes[t.id];
+        n->i[0] = (int)nw->numel;
+        n->i[1] = (int)(n->numel / (N * nw->numel));
+        n->i[2] = (int)N;
+    }
+    return t;
+}
+
+/* PyTorch's nn.PReLU(num_parameters): NAME.weight [num_parameters], all 0.25. */
+NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const char *name) {
+    char wn[256];
+    nn_init init;
+    if (!nn__check(g, "nn_prelu_layer", 1, &x)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_prelu_layer: needs a name (at most 200 chars)");
+    if (num_parameters < 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_prelu_layer %s: num_parameters = %lld, not >= 1", name,
+                           (long long)num_parameters);
+    init.kind = NN_INIT_CONSTANT;
+    init.a = 0.25f;
+    init.b = 0.0f;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    return nn_prelu(g, x, nn_param(g, wn, nn_shape1(num_parameters), init));
+}
+
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     nn_tensor t;
     if (!nn__check(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
@@ -9774,6 +9902,23 @@ static void nn__grad_unary(nn_graph *g, int id) {
     return;
 }
 
+/* inputs (x, w): dx = PRELU_DX(x, w, gy) [x's shape], dw = PRELU_DW(x, gy) [w's shape] */
+static void nn__grad_prelu(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op3(g, NN__OP_PRELU_DX, NN_F32, n.shape, a, b, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_PRELU_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, b, t);
+    }
+    return;
+}
+
 static void nn__grad_dropout(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
@@ -9818,6 +9963,26 @@ static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
     int64_t N = n->numel;
     nn__unary_backward(n->i[0], n->f, y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
 
+}
+
+/* PRELU (x, w) and PRELU_DX (x, w, dy) */
+static nn_result nn__cpu_prelu(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    if (n->op == NN__OP_PRELU) nn__prelu_forward(n->buf.host, NN__F(in[0]), NN__F(in[1]), n->i[2], n->i[0], n->i[1]);
+    else nn__prelu_backward_input(n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[2], n->i[0], n->i[1]);
+    return NN_OK;
+}
+
+/* PRELU_DW (x, dy) */
+static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
+    nn__prelu_backward_weight(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->i[2], n->i[0], n->i[1]);
+    return NN_OK;
+}
+
+/* The device's partial sums, one per (n, c) (src/nn_cpu.c sums in the same order). */
+static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
+    (void)g;
+    n->scratch = (int64_t)n->i[2] * n->i[0];
 }
 
 static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
@@ -9915,6 +10080,36 @@ static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
     r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->f[0], (double)n->f[1]);
+    return r;
+}
+
+static nn_result nn__dev_prelu(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__buf *x = &g->nodes[n->in[0]].buf, *w = &g->nodes[n->in[1]].buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r;
+    if (n->op == NN__OP_PRELU) {
+        r = nn__launch_add(g, id, "elementwise", "prelu_forward", (size_t)N, &l);
+        if (r == NN_OK) r = nn__args(l, "mmmiii", x, w, &n->buf, N, n->i[0], n->i[1]);
+        return r;
+    }
+    r = nn__launch_add(g, id, "elementwise", "prelu_backward_input", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmmiii", x, w, &g->nodes[n->in[2]].buf, &n->buf, N, n->i[0], n->i[1]);
+    return r;
+}
+
+/* dw: the partial sums [N, C] into the scratch, then each channel's in n order */
+static nn_result nn__dev_prelu_dw(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int C = n->i[0], S = n->i[1], N = n->i[2];
+    nn__launch *l = NULL;
+    nn_result r;
+    r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight_part", (size_t)N * (size_t)C, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->scratch_buf, N, C, S);
+    if (r == NN_OK) r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight", (size_t)C, &l);
+    if (r == NN_OK) r = nn__args(l, "mmii", &n->scratch_buf, &n->buf, N, C);
     return r;
 }
 

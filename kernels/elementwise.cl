@@ -20,6 +20,39 @@ __kernel void NAME##_backward(__global const float *x, __global const float *dy,
 NN__ACTIVATIONS(NN__X)
 #undef NN__X
 
+/* PReLU over x [N, C, S] with the slope w[c] of its channel (C = 1: one shared slope) */
+__kernel void prelu_forward(__global const float *x, __global const float *w, __global float *y, const int n,
+                            const int C, const int S) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = nn__act_leaky(x[i], w[(i / S) % C]);
+}
+
+__kernel void prelu_backward_input(__global const float *x, __global const float *w, __global const float *dy,
+                                   __global float *dx, const int n, const int C, const int S) {
+    int i = get_global_id(0);
+    if (i < n) dx[i] = dy[i] * nn__act_leaky_der(x[i], w[(i / S) % C]);
+}
+
+/* part [N, C] = the sum over s of dy * dy/dw for each (n, c), in s order */
+__kernel void prelu_backward_weight_part(__global const float *x, __global const float *dy, __global float *part,
+                                         const int N, const int C, const int S) {
+    int k = get_global_id(0);
+    if (k >= N * C) return;
+    size_t base = (size_t)k * S;
+    float acc = 0.0f;
+    for (int s = 0; s < S; s++) acc += dy[base + s] * nn__act_leaky_dslope(x[base + s]);
+    part[k] = acc;
+}
+
+/* dw [C] = the sum over n of part[n, c], in n order: no atomics, the same bits every run */
+__kernel void prelu_backward_weight(__global const float *part, __global float *dw, const int N, const int C) {
+    int c = get_global_id(0);
+    if (c >= C) return;
+    float acc = 0.0f;
+    for (int n = 0; n < N; n++) acc += part[n * C + c];
+    dw[c] = acc;
+}
+
 /* y = a (op) b with b [nb] repeated over a's leading dims */
 #define BINARY(NAME, EXPR)                                                                  \
 __kernel void NAME(__global const float *a, __global const float *b, __global float *y,    \

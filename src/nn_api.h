@@ -195,6 +195,14 @@ NN_API nn_tensor nn_softsign(nn_graph *g, nn_tensor x);
 /* LogSigmoid (nn.LogSigmoid): log(1 / (1 + exp(-x))), as min(x, 0) - log1p(exp(-|x|)),
    PyTorch's form, which neither overflows nor loses the tails. */
 NN_API nn_tensor nn_log_sigmoid(nn_graph *g, nn_tensor x);
+/* PReLU (PyTorch's prelu): x for x > 0, else weight * x, with a learned slope per channel:
+   weight [C] for x [N, C, ...] (channels: dim 1), or weight [1], one slope shared by all.
+   Gradients reach x (weight at 0, as PyTorch's) and weight, its sum over the other dims
+   taken in a fixed order. */
+NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight);
+/* PyTorch's nn.PReLU(num_parameters) module: NAME.weight [num_parameters], all 0.25;
+   num_parameters is 1 or the channels of x. */
+NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const char *name);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 

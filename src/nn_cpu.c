@@ -54,6 +54,42 @@ static void nn__unary_backward(int fn, const float *p, float *dx, const float *x
     (void)p0, (void)p1;
 }
 
+/* ---- PReLU: x [N, C, S] with the slope w[c] of its channel (C = 1: one shared slope); the
+   formulas are leaky ReLU's, from kernels/activation.h ---- */
+
+static void nn__prelu_forward(float *y, const float *x, const float *w, int64_t N, int64_t C, int64_t S) {
+    int64_t k, j;
+    for (k = 0; k < N * C; k++) {
+        float wk = w[k % C];
+        for (j = 0; j < S; j++) y[k * S + j] = nn__act_leaky(x[k * S + j], wk);
+    }
+}
+
+static void nn__prelu_backward_input(float *dx, const float *x, const float *w, const float *dy, int64_t N, int64_t C,
+                                     int64_t S) {
+    int64_t k, j;
+    for (k = 0; k < N * C; k++) {
+        float wk = w[k % C];
+        for (j = 0; j < S; j++) dx[k * S + j] = dy[k * S + j] * nn__act_leaky_der(x[k * S + j], wk);
+    }
+}
+
+/* dw [C] = sum over n and s of dy * dy/dw: a partial sum over s for each (n, c), then the
+   partials in n order, as kernels/elementwise.cl sums them. */
+static void nn__prelu_backward_weight(float *dw, const float *x, const float *dy, int64_t N, int64_t C, int64_t S) {
+    int64_t c, n, s;
+    for (c = 0; c < C; c++) {
+        float acc = 0.0f;
+        for (n = 0; n < N; n++) {
+            const float *xr = x + (n * C + c) * S, *dr = dy + (n * C + c) * S;
+            float part = 0.0f;
+            for (s = 0; s < S; s++) part += dr[s] * nn__act_leaky_dslope(xr[s]);
+            acc += part;
+        }
+        dw[c] = acc;
+    }
+}
+
 /* ---- binary ops: a [n], b [nb] with n % nb == 0, b repeated over a's leading dims ---- */
 
 static void nn__binary_forward(int op, float *y, const float *a, const float *b, int64_t n, int64_t nb) {

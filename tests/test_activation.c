@@ -1,4 +1,4 @@
-/* The activations of kernels/activation.h, each against a double-precision reference
+/* The activations of kernels/activation.h and PReLU, each against a double-precision reference
    written here from PyTorch's definition (not from the code under test):
    - the op checker (tests/op_check.c) at shapes [1], [7, 33] and [3, 127]: forward within
      1e-4 relative, gradients within 1e-4 relative of central differences of the
@@ -200,6 +200,174 @@ static void act_refused(const t_env *e) {
     t_end();
 }
 
+/* ---- PReLU: x [N, C, ...] with weight [C] (channels: dim 1) or [1] ---- */
+
+static nn_tensor b_prelu(nn_graph *g, const nn_tensor *in, const spec *s) {
+    (void)s;
+    return nn_prelu(g, in[0], in[1]);
+}
+
+static void r_prelu(const spec *s, double *const *in, double *out) {
+    long n = numel(s->shape[0]), W = numel(s->shape[1]), i;
+    long S = W > 1 ? n / ((long)s->shape[0].dim[0] * W) : 1; /* elements per channel and sample */
+    for (i = 0; i < n; i++) {
+        double v = in[0][i], w = in[1][W > 1 ? (i / S) % W : 0];
+        out[i] = v > 0 ? v : w * v;
+    }
+}
+
+/* x kept KINK_GAP from 0; slopes in [-0.15, 0.65) */
+static void prelu_fill(const spec *s, double *const *in) {
+    long i, n = numel(s->shape[0]);
+    for (i = 0; i < n; i++)
+        if (fabs(in[0][i]) < KINK_GAP) in[0][i] = in[0][i] < 0 ? -KINK_GAP : KINK_GAP;
+    for (i = 0; i < numel(s->shape[1]); i++) in[1][i] = (double)(float)(0.25 + 0.2 * in[1][i]);
+}
+
+/* Builds sum(prelu(x, w)) on e's backend and returns its value, dx and dw (NULL: not read). */
+static int prelu_run(const t_env *e, nn_shape xs, nn_shape ws, const float *x, const float *w, float *y, float *dx,
+                     float *dw) {
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_tensor tx, tw, out;
+    int ok = 0;
+    memset(&gd, 0, sizeof gd);
+    memset(&cd, 0, sizeof cd);
+    if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) return 0;
+    tx = nn_input(g, "x", NN_F32, xs);
+    tw = nn_input(g, "w", NN_F32, ws);
+    nn_requires_grad(g, tx);
+    nn_requires_grad(g, tw);
+    out = nn_prelu(g, tx, tw);
+    nn_output(g, out);
+    cd.loss = nn_sum(g, out);
+    cd.has_loss = 1;
+    ok = T_OK(nn_graph_compile(g, &cd), e->ctx) && T_OK(nn_tensor_write(g, tx, x, 4 * (size_t)numel(xs)), e->ctx) &&
+         T_OK(nn_tensor_write(g, tw, w, 4 * (size_t)numel(ws)), e->ctx) && T_OK(nn_graph_step(g), e->ctx) &&
+         (!y || T_OK(nn_tensor_read(g, out, y, 4 * (size_t)numel(xs)), e->ctx)) &&
+         (!dx || T_OK(nn_tensor_read(g, nn_grad(g, tx), dx, 4 * (size_t)numel(xs)), e->ctx)) &&
+         (!dw || T_OK(nn_tensor_read(g, nn_grad(g, tw), dw, 4 * (size_t)numel(ws)), e->ctx));
+    nn_graph_destroy(g);
+    return ok;
+}
+
+/* At x = 0 PyTorch's PReLU gives dx = w and adds nothing to dw; beside it, the two sides. */
+static void prelu_exact(const t_env *e) {
+    static const float x[12] = {0.0f, -0.0f, 1e-3f, -1e-3f, 2.0f, -3.0f, 0.0f, 0.5f, -0.25f, -1.5f, 0.0f, 4.0f};
+    static const float w[2] = {0.25f, -0.4f};
+    float y[12], dx[12], dw[2];
+    double dwr[2] = {0, 0};
+    int i;
+    t_begin(e, "prelu: the kink at 0, forward and both gradients");
+    if (prelu_run(e, nn_shape3(3, 2, 2), nn_shape1(2), x, w, y, dx, dw)) {
+        for (i = 0; i < 12; i++) {
+            double wc = w[(i / 2) % 2], yr = x[i] > 0 ? x[i] : wc * x[i], dr = x[i] > 0 ? 1 : wc;
+            if (!(x[i] > 0)) dwr[(i / 2) % 2] += x[i];
+            T_CHECK(fabs(y[i] - yr) <= 1e-7 * (1 + fabs(yr)), "prelu(%g) = %.9g, expected %.9g", x[i], y[i], yr);
+            T_CHECK(fabs(dx[i] - dr) <= 1e-7 * (1 + fabs(dr)), "prelu'(%g) = %.9g, expected %.9g", x[i], dx[i], dr);
+        }
+        for (i = 0; i < 2; i++)
+            T_CHECK(fabs(dw[i] - dwr[i]) <= 1e-6 * (1 + fabs(dwr[i])), "dw[%d] = %.9g, expected %.9g", i, dw[i], dwr[i]);
+    }
+    t_end();
+}
+
+/* The weight gradient is a reduction over 8 * 33 * 31 elements per channel: two runs give
+   the same bits (a fixed order, no atomics). */
+static void prelu_deterministic(const t_env *e) {
+    nn_shape xs = nn_shape4(8, 5, 33, 31);
+    long n = numel(xs), i;
+    float *x = (float *)malloc(4 * (size_t)n), w[5], dw1[5], dw2[5];
+    t_begin(e, "prelu: the weight gradient is the same bits every run");
+    t_seed(77);
+    for (i = 0; i < n; i++) x[i] = (float)t_uniform(-2, 2);
+    for (i = 0; i < 5; i++) w[i] = (float)t_uniform(0, 0.5);
+    if (prelu_run(e, xs, nn_shape1(5), x, w, NULL, NULL, dw1) && prelu_run(e, xs, nn_shape1(5), x, w, NULL, NULL, dw2))
+        T_CHECK(memcmp(dw1, dw2, sizeof dw1) == 0, "dw differs between runs: %.9g vs %.9g", dw1[0], dw2[0]);
+    free(x);
+    t_end();
+}
+
+/* nn_prelu_layer makes NAME.weight [num_parameters] of 0.25, as nn.PReLU. */
+static void prelu_layer(const t_env *e) {
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_tensor x, y, w;
+    float wv[7], xv[3 * 7 * 5], yv[3 * 7 * 5];
+    int i;
+    t_begin(e, "prelu_layer: NAME.weight [C] initialised to 0.25");
+    memset(&gd, 0, sizeof gd);
+    memset(&cd, 0, sizeof cd);
+    if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) {
+        t_end();
+        return;
+    }
+    x = nn_input(g, "x", NN_F32, nn_shape3(3, 7, 5));
+    y = nn_prelu_layer(g, x, 7, "act");
+    nn_output(g, y);
+    w = nn_find(g, "act.weight");
+    if (T_CHECK(y.id >= 0 && w.id >= 0, "no layer: %s", nn_last_error(e->ctx)) && T_OK(nn_graph_compile(g, &cd), e->ctx)) {
+        for (i = 0; i < 3 * 7 * 5; i++) xv[i] = (float)(i % 11) - 5.0f;
+        if (T_OK(nn_tensor_read(g, w, wv, sizeof wv), e->ctx) && T_OK(nn_tensor_write(g, x, xv, sizeof xv), e->ctx) &&
+            T_OK(nn_graph_forward(g), e->ctx) && T_OK(nn_tensor_read(g, y, yv, sizeof yv), e->ctx)) {
+            for (i = 0; i < 7; i++) T_CHECK(wv[i] == 0.25f, "act.weight[%d] = %g", i, wv[i]);
+            for (i = 0; i < 3 * 7 * 5; i++)
+                T_CHECK(yv[i] == (xv[i] > 0 ? xv[i] : 0.25f * xv[i]), "y[%d] = %g for x %g", i, yv[i], xv[i]);
+        }
+    }
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* Shapes PReLU refuses, and the layer's arguments. */
+static void prelu_refused(const t_env *e) {
+    static const struct { nn_shape x, w; } bad[3] = {{{3, {3, 7, 33}}, {1, {5}}}, {{1, {33}}, {1, {33}}}, {{2, {3, 7}}, {2, {1, 7}}}};
+    int k;
+    t_begin(e, "prelu: a weight that fits no channel dim is refused");
+    for (k = 0; k < 5; k++) {
+        nn_graph *g = NULL;
+        nn_graph_desc gd;
+        nn_tensor x, t;
+        memset(&gd, 0, sizeof gd);
+        if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) break;
+        x = nn_input(g, "x", NN_F32, k < 3 ? bad[k].x : nn_shape2(3, 7));
+        if (k < 3) t = nn_prelu(g, x, nn_input(g, "w", NN_F32, bad[k].w));
+        else t = nn_prelu_layer(g, x, k == 3 ? 0 : 7, k == 3 ? "act" : NULL);
+        T_CHECK(t.id < 0 && nn_graph_status(g) != NN_OK && strstr(nn_last_error(e->ctx), k < 3 ? "nn_prelu" : "nn_prelu_layer"),
+                "case %d not refused (%s)", k, nn_last_error(e->ctx));
+        nn_graph_destroy(g);
+    }
+    t_end();
+}
+
+static void prelu_cases(const t_env *e) {
+    static const struct { nn_shape x, w; } cases[5] = {
+        {{3, {3, 7, 33}}, {1, {7}}}, {{2, {1, 33}}, {1, {33}}}, {{1, {127}}, {1, {1}}},
+        {{3, {3, 7, 33}}, {1, {1}}}, {{4, {7, 3, 1, 127}}, {1, {3}}},
+    };
+    char name[160], sx[64], sw[32];
+    int k, d;
+    for (k = 0; k < 5; k++) {
+        spec s;
+        sx[0] = 0;
+        for (d = 0; d < cases[k].x.ndim; d++)
+            snprintf(sx + strlen(sx), sizeof sx - strlen(sx), d ? ", %d" : "%d", (int)cases[k].x.dim[d]);
+        snprintf(sw, sizeof sw, "%d", (int)cases[k].w.dim[0]);
+        snprintf(name, sizeof name, "prelu [%s] weight [%s]", sx, sw);
+        s = mk(name, b_prelu, r_prelu, cases[k].x);
+        in_f(&s, cases[k].x);
+        in_f(&s, cases[k].w);
+        s.fill = prelu_fill;
+        check_case(e, &s);
+    }
+    prelu_exact(e);
+    prelu_deterministic(e);
+    prelu_layer(e);
+    prelu_refused(e);
+}
+
 void suite_activation(const t_env *e) {
     static const int shapes[3][2] = {{1, 0}, {7, 33}, {3, 127}};
     char name[160];
@@ -221,4 +389,5 @@ void suite_activation(const t_env *e) {
         act_exact(e, &acts[k]);
     }
     act_refused(e);
+    prelu_cases(e);
 }

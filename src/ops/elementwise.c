@@ -77,6 +77,54 @@ static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, int n_p
 NN__ACTIVATIONS(NN__X)
 #undef NN__X
 
+/* PReLU: x [N, C, ...] with weight [C] (channels: dim 1) or [1] (one shared slope). The
+   node's i[0..2]: C (the weight's size), S (elements per channel and sample), N. */
+NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight) {
+    nn_tensor in[2], t;
+    nn__node *nx, *nw;
+    int64_t C, N;
+    in[0] = x;
+    in[1] = weight;
+    if (!nn__check(g, "nn_prelu", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_prelu", x, "x") || !nn__expect_f32(g, "nn_prelu", weight, "weight")) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nw = nn__n(g, weight);
+    C = nx->shape.ndim >= 2 ? nx->shape.dim[1] : 1;
+    if (nw->shape.ndim != 1 || (nw->numel != 1 && nw->numel != C)) {
+        char sx[128], sw[128];
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        nn__shape_str(&nw->shape, sw, sizeof sw);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_prelu: weight %s must be [1] or [%lld], the channels (dim 1) of x %s", sw,
+                           (long long)C, sx);
+    }
+    N = nx->shape.ndim >= 2 ? nx->shape.dim[0] : 1;
+    t = nn__op2(g, NN__OP_PRELU, NN_F32, nx->shape, x.id, weight.id);
+    if (t.id >= 0) {
+        nn__node *n = &g->nodes[t.id];
+        n->i[0] = (int)nw->numel;
+        n->i[1] = (int)(n->numel / (N * nw->numel));
+        n->i[2] = (int)N;
+    }
+    return t;
+}
+
+/* PyTorch's nn.PReLU(num_parameters): NAME.weight [num_parameters], all 0.25. */
+NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const char *name) {
+    char wn[256];
+    nn_init init;
+    if (!nn__check(g, "nn_prelu_layer", 1, &x)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_prelu_layer: needs a name (at most 200 chars)");
+    if (num_parameters < 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_prelu_layer %s: num_parameters = %lld, not >= 1", name,
+                           (long long)num_parameters);
+    init.kind = NN_INIT_CONSTANT;
+    init.a = 0.25f;
+    init.b = 0.0f;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    return nn_prelu(g, x, nn_param(g, wn, nn_shape1(num_parameters), init));
+}
+
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     nn_tensor t;
     if (!nn__check(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
@@ -152,6 +200,23 @@ static void nn__grad_unary(nn_graph *g, int id) {
     return;
 }
 
+/* inputs (x, w): dx = PRELU_DX(x, w, gy) [x's shape], dw = PRELU_DW(x, gy) [w's shape] */
+static void nn__grad_prelu(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op3(g, NN__OP_PRELU_DX, NN_F32, n.shape, a, b, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_PRELU_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, b, t);
+    }
+    return;
+}
+
 static void nn__grad_dropout(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
@@ -196,6 +261,26 @@ static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
     int64_t N = n->numel;
     nn__unary_backward(n->i[0], n->f, y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
 
+}
+
+/* PRELU (x, w) and PRELU_DX (x, w, dy) */
+static nn_result nn__cpu_prelu(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    if (n->op == NN__OP_PRELU) nn__prelu_forward(n->buf.host, NN__F(in[0]), NN__F(in[1]), n->i[2], n->i[0], n->i[1]);
+    else nn__prelu_backward_input(n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[2], n->i[0], n->i[1]);
+    return NN_OK;
+}
+
+/* PRELU_DW (x, dy) */
+static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
+    nn__prelu_backward_weight(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->i[2], n->i[0], n->i[1]);
+    return NN_OK;
+}
+
+/* The device's partial sums, one per (n, c) (src/nn_cpu.c sums in the same order). */
+static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
+    (void)g;
+    n->scratch = (int64_t)n->i[2] * n->i[0];
 }
 
 static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
@@ -293,6 +378,36 @@ static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
     r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->f[0], (double)n->f[1]);
+    return r;
+}
+
+static nn_result nn__dev_prelu(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__buf *x = &g->nodes[n->in[0]].buf, *w = &g->nodes[n->in[1]].buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r;
+    if (n->op == NN__OP_PRELU) {
+        r = nn__launch_add(g, id, "elementwise", "prelu_forward", (size_t)N, &l);
+        if (r == NN_OK) r = nn__args(l, "mmmiii", x, w, &n->buf, N, n->i[0], n->i[1]);
+        return r;
+    }
+    r = nn__launch_add(g, id, "elementwise", "prelu_backward_input", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmmiii", x, w, &g->nodes[n->in[2]].buf, &n->buf, N, n->i[0], n->i[1]);
+    return r;
+}
+
+/* dw: the partial sums [N, C] into the scratch, then each channel's in n order */
+static nn_result nn__dev_prelu_dw(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int C = n->i[0], S = n->i[1], N = n->i[2];
+    nn__launch *l = NULL;
+    nn_result r;
+    r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight_part", (size_t)N * (size_t)C, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->scratch_buf, N, C, S);
+    if (r == NN_OK) r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight", (size_t)C, &l);
+    if (r == NN_OK) r = nn__args(l, "mmii", &n->scratch_buf, &n->buf, N, C);
     return r;
 }
 
