@@ -2,7 +2,7 @@
 CC      ?= cc
 CFLAGS  ?= -O2
 WARN     = -std=c99 -Wall -Wextra -pedantic -Werror
-KERNELS  = $(wildcard kernels/*.cl)
+KERNELS  = $(wildcard kernels/*.cl kernels/*.h)
 SOURCES  = $(wildcard src/*.c src/*.h src/ops/*.c) gen/parts.txt
 TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c,$(wildcard tests/*.c))
 DATA_DIR ?= data/fashion-mnist
