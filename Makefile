@@ -4,7 +4,7 @@ CFLAGS  ?= -O2
 WARN     = -std=c99 -Wall -Wextra -pedantic -Werror
 KERNELS  = $(wildcard kernels/*.cl kernels/*.h)
 SOURCES  = $(wildcard src/*.c src/*.h src/ops/*.c) gen/parts.txt
-TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c,$(wildcard tests/*.c))
+TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c tests/fault_%.c,$(wildcard tests/*.c))
 DATA_DIR ?= data/fashion-mnist
 
 # No OpenCL headers or -lOpenCL: nn.h declares what it calls and loads the library at run
