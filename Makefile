@@ -2,9 +2,9 @@
 CC      ?= cc
 CFLAGS  ?= -O2
 WARN     = -std=c99 -Wall -Wextra -pedantic -Werror
-KERNELS  = $(wildcard kernels/*.cl)
+KERNELS  = $(wildcard kernels/*.cl kernels/*.h)
 SOURCES  = $(wildcard src/*.c src/*.h src/ops/*.c) gen/parts.txt
-TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c,$(wildcard tests/*.c))
+TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c tests/fault_%.c,$(wildcard tests/*.c))
 DATA_DIR ?= data/fashion-mnist
 
 # No OpenCL headers or -lOpenCL: nn.h declares what it calls and loads the library at run
@@ -131,7 +131,7 @@ clean:
 # timeout inputs to tests/fuzz_artifacts/; the fuzzer's log to tests/fuzz_safetensors.log.
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
-.PHONY: fuzz clean-fuzz
+.PHONY: fuzz clean-fuzz fault-cl
 
 tests/fuzz_safetensors: tests/fuzz_safetensors.c nn.h
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DNN_NO_OPENCL -DNN_FUZZ \
@@ -149,6 +149,15 @@ fuzz: tests/fuzz_safetensors
 	[ -n "$$execs" ] || execs=$$(sed -n 's/^Done \([0-9][0-9]*\) runs.*/\1/p' tests/fuzz_safetensors.log | tail -n 1); \
 	echo "FUZZ target=safetensors execs=$${execs:-0} crashes=$$crashes"; \
 	if [ $$crashes -gt 0 ] || [ $$status -ne 0 ]; then tail -n 30 tests/fuzz_safetensors.log >&2; exit 1; fi
+
+# ---- device-call fault injection: the N-th OpenCL call fails, for every N ----------------------
+# `make fault-cl` prints FAULT calls=N runs=N ... leaks=0 wrong=0 silent=0 (tests/fault_cl.c).
+tests/fault_cl: tests/fault_cl.c nn.h
+	$(CC) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all $(WARN) \
+	  -D_POSIX_C_SOURCE=200809L -o $@ tests/fault_cl.c -lm -lpthread
+
+fault-cl: tests/fault_cl
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fault_cl.supp ./tests/fault_cl
 
 clean-fuzz:
 	rm -rf tests/fuzz_safetensors tests/fuzz_work tests/fuzz_safetensors.log
