@@ -82,6 +82,7 @@ static void run_suites(const t_env *e) {
     suite_io(e);
     suite_safetensors(e);
     suite_ckpt(e);
+    suite_files(e);
     suite_registry(e);
 }
 

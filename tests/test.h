@@ -72,5 +72,6 @@ void suite_errors(const t_env *e);
 void suite_io(const t_env *e);
 void suite_safetensors(const t_env *e);
 void suite_ckpt(const t_env *e);
+void suite_files(const t_env *e);
 void suite_registry(const t_env *e); /* last: every op kind ran on this backend */
 #endif
