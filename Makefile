@@ -7,20 +7,13 @@ SOURCES  = $(wildcard src/*.c src/*.h src/ops/*.c) gen/parts.txt
 TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c,$(wildcard tests/*.c))
 DATA_DIR ?= data/fashion-mnist
 
-# OpenCL when its headers and library are here; otherwise the CPU backend alone.
-HAVE_OPENCL := $(shell printf '\043include <CL/cl.h>\nint main(void){return 0;}\n' | \
-                 $(CC) -x c - -o /dev/null -lOpenCL >/dev/null 2>&1 && echo 1)
-ifeq ($(HAVE_OPENCL),1)
-  CL_FLAGS =
-  CL_LIBS  = -lOpenCL
-else
-  CL_FLAGS = -DNN_NO_OPENCL
-  CL_LIBS  =
-  $(info nn.h: no OpenCL headers/library found: building the CPU backend only (-DNN_NO_OPENCL))
-endif
-LIBS = $(CL_LIBS) -lm -lpthread
+# No OpenCL headers or -lOpenCL: nn.h declares what it calls and loads the library at run
+# time. dlopen is in the C library since glibc 2.34; older ones need -ldl.
+DL_LIBS := $(shell printf '\043include <dlfcn.h>\nint main(void){return dlopen("x", 0) != 0;}\n' | \
+             $(CC) -x c - -o /dev/null >/dev/null 2>&1 || echo -ldl)
+LIBS = -lm -lpthread $(DL_LIBS)
 
-.PHONY: all test test-asan check-gen check-warnings check-parts examples demo bench clean
+.PHONY: all test test-asan check-gen check-warnings check-parts check-determinism examples demo bench compile-scale clean
 
 all: nn.h
 
@@ -37,7 +30,7 @@ check-gen: gen/amalg
 	@echo "check-gen: nn.h is up to date"
 
 tests/nn_test: nn.h $(TESTSRC) tests/test.h
-	$(CC) $(CFLAGS) $(WARN) $(CL_FLAGS) -o $@ $(TESTSRC) $(LIBS)
+	$(CC) $(CFLAGS) $(WARN) -o $@ $(TESTSRC) $(LIBS)
 
 test: tests/nn_test
 	./tests/nn_test
@@ -45,7 +38,7 @@ test: tests/nn_test
 # The CPU backend under AddressSanitizer and UBSan.
 tests/nn_test_asan: nn.h $(TESTSRC) tests/test.h
 	$(CC) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all $(WARN) \
-	  $(CL_FLAGS) -o $@ $(TESTSRC) $(LIBS)
+	  -o $@ $(TESTSRC) $(LIBS)
 
 test-asan: tests/nn_test_asan
 	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 NN_TEST_BACKENDS=cpu ./tests/nn_test_asan
@@ -54,27 +47,48 @@ test-asan: tests/nn_test_asan
 check-parts: gen/amalg
 	./tools/check_parts.sh
 
-# nn.h as C99 and C++, with gcc and clang, with and without OpenCL.
+# The same seed gives the same initial weights with gcc and clang, -O0 to -O3, with and
+# without -march=native and fused multiply-adds (tools/init_hash.c prints their hash).
+check-determinism: nn.h tools/init_hash.c
+	@ref=; for cc in gcc clang; do for f in "-O0" "-O2" "-O2 -march=native" "-O3 -march=native -ffp-contract=fast"; do \
+	  $$cc $$f -DNN_NO_OPENCL -I. tools/init_hash.c -o /tmp/nn-init-hash -lm -lpthread || exit 1; \
+	  h=$$(/tmp/nn-init-hash) || exit 1; echo "$$cc $$f: $$h"; \
+	  [ -z "$$ref" ] && ref=$$h; [ "$$h" = "$$ref" ] || { echo "check-determinism: $$cc $$f differs"; exit 1; }; \
+	  done; done; echo "check-determinism: the same initial weights from every build"
+
+# nn.h as C99 and C++, with gcc and clang, with and without OpenCL, with and without
+# NN_STATIC; nn.h including no CL/ header; then nn.h after the system's <CL/cl.h>, whose
+# types it then uses (where that header is installed).
 check-warnings: nn.h
-	@for cc in gcc clang; do for lang in c c++; do for cl in "" -DNN_NO_OPENCL; do for opt in -O0 -O2 -O3; do \
+	@for cc in gcc clang; do for lang in c c++; do for cl in "" -DNN_NO_OPENCL; do for st in "" -DNN_STATIC; do \
+	  for opt in -O0 -O2 -O3; do \
 	  std=-std=c99; [ $$lang = c++ ] && std=-std=c++11; \
 	  printf '#define NN_IMPLEMENTATION\n#include "nn.h"\nint main(void){return 0;}\n' | \
-	  $$cc -x $$lang $$std $$opt -Wall -Wextra -pedantic -Werror $$cl -I. -c - -o /dev/null || exit 1; \
-	  echo "ok: $$cc -x $$lang $$cl $$opt"; done; done; done; done
+	  $$cc -x $$lang $$std $$opt -Wall -Wextra -pedantic -Werror $$cl $$st -I. -c - -o /dev/null || exit 1; \
+	  echo "ok: $$cc -x $$lang $$cl $$st $$opt"; done; done; done; done; done
+	@if printf '#define NN_IMPLEMENTATION\n#include "nn.h"\n' | $(CC) -x c -M -I. - | grep -q '/CL/'; then \
+	  echo "check-warnings: nn.h includes an OpenCL header"; exit 1; fi
+	@if printf '\043include <CL/cl.h>\n' | $(CC) -x c -E - >/dev/null 2>&1; then \
+	  for cc in gcc clang; do for lang in c c++; do for st in "" -DNN_STATIC; do \
+	  std=-std=c99; [ $$lang = c++ ] && std=-std=c++11; \
+	  printf '#define CL_TARGET_OPENCL_VERSION 120\n#include <CL/cl.h>\n#define NN_IMPLEMENTATION\n#include "nn.h"\nint main(void){cl_uint n = 0; return clGetPlatformIDs(0, NULL, &n) != CL_SUCCESS;}\n' | \
+	  $$cc -x $$lang $$std -O2 -Wall -Wextra -pedantic -Werror $$st -I. -c - -o /dev/null || exit 1; \
+	  echo "ok: $$cc -x $$lang $$st after <CL/cl.h>"; done; done; done; \
+	else echo "check-warnings: no <CL/cl.h> here: the check with it included first is skipped"; fi
 
 EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn
 examples: $(EXAMPLES)
 examples/xor: examples/xor.c nn.h
-	$(CC) $(CFLAGS) $(CL_FLAGS) -I. -o $@ $< $(LIBS)
+	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
 # zlib (zlib1g-dev) when its header and library are here: then the example reads the .gz
 # files as they are; without it, -DFMNIST_NO_ZLIB: plain IDX files only, which `make demo`
 # has tools/get_fashion_mnist.sh --gunzip write into $(DATA_DIR) with gzip -dc. A compile
-# test like OpenCL's, run only by the two rules below (a recursive variable).
+# test like dlopen's above, run only by the two rules below (a recursive variable).
 FMNIST_HAVE_ZLIB = $(shell printf '\043include <zlib.h>\nint main(void){return zlibVersion()==0;}\n' | \
                      $(CC) -x c - -o /dev/null -lz >/dev/null 2>&1 && echo 1)
 examples/fashion_mnist_mlp examples/fashion_mnist_cnn: examples/%: examples/%.c examples/fashion_mnist.h nn.h
 	$(if $(FMNIST_HAVE_ZLIB),,@echo "nn.h: no zlib headers/library found: the example reads uncompressed IDX files only (-DFMNIST_NO_ZLIB)")
-	$(CC) $(CFLAGS) $(CL_FLAGS) $(if $(FMNIST_HAVE_ZLIB),,-DFMNIST_NO_ZLIB) -I. -o $@ $< $(if $(FMNIST_HAVE_ZLIB),-lz) $(LIBS)
+	$(CC) $(CFLAGS) $(if $(FMNIST_HAVE_ZLIB),,-DFMNIST_NO_ZLIB) -I. -o $@ $< $(if $(FMNIST_HAVE_ZLIB),-lz) $(LIBS)
 
 # Trains the MLP on Fashion-MNIST, fetching the dataset into ./data if it is not here
 # (decompressed there when the example is built without zlib). When the script finds the
@@ -86,17 +100,30 @@ demo: examples/fashion_mnist_mlp
 	  echo "./examples/fashion_mnist_mlp '$$d'"; ./examples/fashion_mnist_mlp "$$d"
 
 bench/nn_bench: bench/nn_bench.c nn.h
-	$(CC) $(CFLAGS) $(CL_FLAGS) -I. -o $@ $< $(LIBS)
+	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
 
 # Optional: CLBlast's SGEMM on the same OpenCL devices, for comparison (libclblast-dev).
 bench/sgemm_clblast: bench/sgemm_clblast.c
 	$(CC) $(CFLAGS) -o $@ $< -lclblast -lOpenCL
 
+bench/compile_scale: bench/compile_scale.c nn.h
+	$(CC) $(CFLAGS) $(WARN) -D_POSIX_C_SOURCE=200809L -I. -o $@ $< $(LIBS)
+
+# nn_graph_compile's time for 2,000 and 20,000 dense layers (it must grow about linearly).
+compile-scale: bench/compile_scale
+	./bench/compile_scale 2000
+	./bench/compile_scale 20000
+
+# bench/run.sh: ROUNDS rounds (default 4) of nn.h's figures and their PyTorch, OpenBLAS and
+# CLBlast counterparts, interleaved; medians with min/max, ratios and README's table. About
+# 8 minutes on a quiet 2-core machine. `make bench ROUNDS=n`; `make bench ONLY=nn
+# BASELINE=/other/tree/bench/nn_bench` runs another build's nn_bench beside this one and
+# prints this/baseline per figure (see bench/run.sh for the other knobs).
 bench: bench/nn_bench
 	./bench/run.sh
 
 clean:
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/sgemm_clblast
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast
 
 # ---- fuzzing: every loader of untrusted bytes under libFuzzer, ASan and UBSan (clang) -------
 # `make fuzz [FUZZ_SECONDS=n]` runs each target for n seconds (default 30) and prints one line
@@ -159,7 +186,7 @@ clean-fuzz:
 INTEROP_DATA ?= /usr/share/datasets/fashion-mnist
 .PHONY: interop
 tests/interop_mlp: tests/interop_mlp.c nn.h
-	$(CC) $(CFLAGS) $(WARN) $(CL_FLAGS) -o $@ $< $(LIBS)
+	$(CC) $(CFLAGS) $(WARN) -o $@ $< $(LIBS)
 
 interop: tests/interop_mlp
 	env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tests/interop_torch.py tests/interop_mlp $(INTEROP_DATA)

@@ -10,9 +10,11 @@ nn.h - train and run neural networks from C, on any OpenCL device or on the CPU.
 
     #define NN_IMPLEMENTATION   (in exactly one .c file, before the include)
 
-    cc -O2 app.c -o app -lOpenCL -lm          (OpenCL devices and the CPU)
-    cc -O2 -DNN_NO_OPENCL app.c -o app -lm    (CPU only; no OpenCL headers or library)
-    (-lpthread too on systems whose libc does not include it)
+    cc -O2 app.c -o app -lm -lpthread         (OpenCL devices and the CPU)
+    (-ldl too with a glibc older than 2.34.) No OpenCL headers or -lOpenCL: nn.h declares
+    the OpenCL calls it makes and loads the OpenCL library when a context is created, so
+    one binary runs on the CPU backend where there is none and on any OpenCL device where
+    there is. -DNN_NO_OPENCL leaves all OpenCL code out.
 
 HOW IT WORKS
     Build a graph by calling op functions on symbolic tensors, compile it once (shapes are
@@ -38,8 +40,15 @@ HOW IT WORKS
 DEVICES
     NN_DEVICE=cpu | opencl | <OpenCL device index> | <device name substring>. By default the
     first GPU, else the built-in CPU backend (a CPU OpenCL device such as PoCL only when
-    asked for: the native CPU path is faster there). No OpenCL platform at all means the
-    CPU backend. The log says which backend was chosen (log level info).
+    asked for: the native CPU path is faster there). No OpenCL library or platform at all
+    means the CPU backend (NN_DEVICE=opencl then fails, naming the library). The log says
+    which backend was chosen, and why not OpenCL (log level info).
+
+    The OpenCL library is loaded once per process: $NN_OPENCL_LIBRARY, else the ICD loader
+    (libOpenCL.so.1 or libOpenCL.so; OpenCL.dll; OpenCL.framework on macOS), else on Linux
+    and the BSDs the vendor driver that an .icd file in $OCL_ICD_VENDORS or
+    /etc/OpenCL/vendors names (called through its ICD dispatch table if it exports no cl*
+    functions of its own).
 
 ENVIRONMENT
     NN_DEVICE       backend choice, as above
@@ -49,20 +58,32 @@ ENVIRONMENT
     NN_KERNEL_DIR   load kernels/NAME.cl from this directory instead of the copies
                     embedded here (for kernel development)
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
+    NN_OPENCL_LIBRARY  the OpenCL library (an ICD loader or a vendor driver) to load
+                    instead of the system's
 
 CONFIGURATION (define before including)
     NN_STATIC                      make every function static
     NN_API                         decorate the API (default extern)
     NN_MALLOC, NN_REALLOC, NN_FREE allocator (all three or none)
     NN_ASSERT                      assertion macro (default assert)
-    NN_NO_OPENCL                   CPU backend only
+    NN_NO_OPENCL                   CPU backend only, no OpenCL code at all
     NN_NO_THREADS                  CPU backend on the calling thread only
+    A file that defines NN_IMPLEMENTATION may include <CL/cl.h> (1.2 or later) before nn.h,
+    and nn.h then uses its types; not after nn.h.
 
 ERRORS
     Functions return nn_result; nn_last_error(ctx) explains the last failure (the op and its
     shapes, or the kernels/FILE.cl:LINE of a build error). Ops given bad input return a
     failed tensor (id < 0) and the graph remembers the first error, which
     nn_graph_compile() returns. Nothing aborts and nothing leaks on an error path.
+
+THREADS AND LIFETIMES
+    A context and its graphs belong to one thread at a time: calls on one context from two
+    threads at once are refused (NN_ERR_STATE, "in use by another thread") where the compiler
+    offers atomics, and are undefined elsewhere. Separate contexts are independent and may
+    run in parallel. Destroy graphs before their context; a graph that outlives its
+    context keeps its host memory until nn_graph_destroy, and every other call on it fails
+    with NN_ERR_STATE.
 
 LICENCE
     MIT License. Copyright (c) 2026 the nn.h authors.
@@ -97,7 +118,9 @@ LICENCE
 #include <stdint.h>
 
 #ifndef NN_API
-#  ifdef NN_STATIC
+#  if defined(NN_STATIC) && defined(__GNUC__)
+#    define NN_API static __attribute__((unused)) /* a program calls only some of them */
+#  elif defined(NN_STATIC)
 #    define NN_API static
 #  else
 #    define NN_API extern
@@ -738,6 +761,7 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 #endif
 
 #define NN__MAX_IN 4
+#define NN__MAX_NUMEL ((int64_t)0x7fffffff) /* elements of one tensor: 32-bit indices */
 #define NN__MAX_AUX 3
 #define NN__ERRLEN 4096
 
@@ -807,6 +831,7 @@ typedef struct nn__params {
     int refs;
     int n, cap;
     nn__param *p;
+    int *index, index_cap;       /* open-addressing hash of names: entry + 1, 0 empty */
     nn_context *ctx;
 } nn__params;
 
@@ -882,6 +907,9 @@ struct nn_context {
     char *kernel_dir;
     nn_stats stats;
     uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_op_compiled) */
+    nn_graph *graphs;            /* graphs created on it, not yet destroyed */
+    int dead_refs;               /* a destroyed context's stand-in: graphs still holding it */
+    volatile int busy;           /* a call is running on it (one thread at a time) */
     struct nn__threadpool *threads;
 };
 
@@ -894,14 +922,19 @@ typedef struct nn__opt_clock {
 
 struct nn_graph {
     nn_context *ctx;
+    nn_graph *ctx_prev, *ctx_next; /* the context's list of its graphs */
     nn__node *nodes;
     int n_nodes, cap_nodes;
     nn__params *params;
+    int *param_node;             /* [params->n]: this graph's node of each entry + 1, 0 none */
+    int param_node_cap;
     nn_result status;            /* first build error */
     int compiled;
     int eval;
     uint64_t seed;
     uint64_t step;               /* completed training steps */
+    int progress;                /* launches (ops) of the running step enqueued so far (backends count) */
+    int broken;                  /* a step failed part way: parameters may be partly updated */
     nn_optimizer opt;
     int loss;
     int n_forward;               /* nodes created by the user (ids below this) */
@@ -2636,7 +2669,8 @@ __attribute__((target("avx2,fma"))) static void nn__adam_range_avx2(const nn__ad
     int64_t i = i0;
     for (; i + 8 <= i1; i += 8) {
         __m256 w = _mm256_loadu_ps(a->p + i);
-        __m256 gc = _mm256_max_ps(_mm256_min_ps(_mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip), cv), ncv);
+        /* min/max return their second operand when one is NaN: x second, so NaN stays */
+        __m256 gc = _mm256_max_ps(ncv, _mm256_min_ps(cv, _mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip)));
         __m256 g = _mm256_add_ps(gc, _mm256_mul_ps(l2, w));
         __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(a->m + i)), _mm256_mul_ps(c1, g));
         __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(a->v + i)), _mm256_mul_ps(c2, _mm256_mul_ps(g, g)));
@@ -2654,9 +2688,13 @@ static int nn__cpu_avx2(void) {
 }
 #endif
 
+/* Chunks are whole multiples of 8 elements, so the vector and scalar code see the same
+   elements for any thread count (the scalar tail is always the tensor's last n % 8) and
+   the result has the same bits with 1 thread or 8. */
 static void nn__adam_task(void *arg, int t, int n_tasks) {
     const nn__adam_args *a = (const nn__adam_args *)arg;
-    int64_t chunk = (a->n + n_tasks - 1) / n_tasks, i0 = chunk * t, i1 = i0 + chunk < a->n ? i0 + chunk : a->n;
+    int64_t chunk = ((a->n + n_tasks - 1) / n_tasks + 7) / 8 * 8, i0 = chunk * t;
+    int64_t i1 = i0 + chunk < a->n ? i0 + chunk : a->n;
     if (i0 >= i1) return;
 #if defined(NN__CPU_X86)
     if (nn__cpu_avx2()) {
@@ -5006,6 +5044,7 @@ static nn_result nn__cpub_run(nn_graph *g, int n_sched) {
         nn__node *n = &g->nodes[g->sched[i]];
         nn_result r = nn__op(n->op)->cpu(g, n);
         if (r != NN_OK) return r;
+        g->progress++;
     }
     g->ctx->stats.kernel_launches += (uint64_t)n_sched;
     return NN_OK;
@@ -5162,6 +5201,501 @@ static void nn__gemm_plan_batched(int is_cpu_device, size_t max_wg_size, uint64_
     nn__gemm_cfg_plan_batched(&c, transA, transB, M, N, batch, p);
 }
 #if !defined(NN_NO_OPENCL)
+
+/* ======================================================================
+   src/nn_cl_api.h
+   ====================================================================== */
+/* The part of OpenCL 1.2 that nn.h calls, declared here so that a program needs neither
+   OpenCL headers nor link flags: src/nn_cl_load.c loads the library at run time into the
+   table nn__clfn, and the calls in src/nn_opencl.c, spelled clFoo(...) as in any OpenCL
+   program, reach the table through the macros at the end of this file (as clew does).
+   src/nn_opencl.c takes the macros back at its end, so the program's own OpenCL calls below
+   nn.h are not redirected.
+
+   When the program included <CL/cl.h> (1.2 or later) before nn.h, its types and constants
+   are used and only the table is declared here; including <CL/cl.h> after nn.h's
+   implementation in the same file is not supported (the type names would be declared
+   twice). */
+#ifndef NN__CL_API_H
+#define NN__CL_API_H
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(CL_VERSION_1_0) || defined(__OPENCL_CL_H)
+#  if !defined(CL_VERSION_1_2)
+#    error "nn.h: the <CL/cl.h> included before nn.h lacks OpenCL 1.2 (define CL_TARGET_OPENCL_VERSION 120 before it)"
+#  endif
+#  define NN__CL_CALL CL_API_CALL
+#  define NN__CL_CALLBACK CL_CALLBACK
+#  ifndef CL_PLATFORM_NOT_FOUND_KHR
+#    define CL_PLATFORM_NOT_FOUND_KHR -1001
+#  endif
+#else
+#  if defined(_WIN32)
+#    define NN__CL_CALL __stdcall
+#  else
+#    define NN__CL_CALL
+#  endif
+#  define NN__CL_CALLBACK NN__CL_CALL
+
+typedef int32_t cl_int;
+typedef uint32_t cl_uint;
+typedef uint64_t cl_ulong;
+typedef float cl_float;
+typedef cl_uint cl_bool;
+typedef cl_ulong cl_bitfield;
+typedef struct { cl_int s[8]; } cl_int8; /* only its size matters here (a kernel argument) */
+
+typedef struct _cl_platform_id *cl_platform_id;
+typedef struct _cl_device_id *cl_device_id;
+typedef struct _cl_context *cl_context;
+typedef struct _cl_command_queue *cl_command_queue;
+typedef struct _cl_mem *cl_mem;
+typedef struct _cl_program *cl_program;
+typedef struct _cl_kernel *cl_kernel;
+typedef struct _cl_event *cl_event;
+
+typedef cl_bitfield cl_device_type;
+typedef cl_uint cl_platform_info;
+typedef cl_uint cl_device_info;
+typedef intptr_t cl_context_properties;
+typedef cl_bitfield cl_command_queue_properties;
+typedef cl_bitfield cl_mem_flags;
+typedef cl_uint cl_program_info;
+typedef cl_uint cl_program_build_info;
+typedef cl_uint cl_buffer_create_type;
+typedef struct _cl_buffer_region { size_t origin; size_t size; } cl_buffer_region;
+
+/* The values of the Khronos headers (CL/cl.h, CL/cl_ext.h). */
+#define CL_SUCCESS 0
+#define CL_DEVICE_NOT_FOUND -1
+#define CL_MEM_OBJECT_ALLOCATION_FAILURE -4
+#define CL_OUT_OF_RESOURCES -5
+#define CL_OUT_OF_HOST_MEMORY -6
+#define CL_BUILD_PROGRAM_FAILURE -11
+#define CL_MISALIGNED_SUB_BUFFER_OFFSET -13
+#define CL_INVALID_VALUE -30
+#define CL_INVALID_BINARY -42
+#define CL_INVALID_KERNEL_NAME -46
+#define CL_INVALID_ARG_SIZE -51
+#define CL_INVALID_KERNEL_ARGS -52
+#define CL_INVALID_WORK_GROUP_SIZE -54
+#define CL_INVALID_WORK_ITEM_SIZE -55
+#define CL_INVALID_BUFFER_SIZE -61
+#define CL_INVALID_GLOBAL_WORK_SIZE -63
+#define CL_PLATFORM_NOT_FOUND_KHR -1001
+
+#define CL_FALSE 0
+#define CL_TRUE 1
+
+#define CL_PLATFORM_VERSION 0x0901
+#define CL_PLATFORM_NAME 0x0902
+
+#define CL_DEVICE_TYPE_CPU (1 << 1)
+#define CL_DEVICE_TYPE_GPU (1 << 2)
+#define CL_DEVICE_TYPE_ALL 0xFFFFFFFF
+
+#define CL_DEVICE_TYPE 0x1000
+#define CL_DEVICE_MAX_COMPUTE_UNITS 0x1002
+#define CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004
+#define CL_DEVICE_MAX_MEM_ALLOC_SIZE 0x1010
+#define CL_DEVICE_MEM_BASE_ADDR_ALIGN 0x1019
+#define CL_DEVICE_LOCAL_MEM_SIZE 0x1023
+#define CL_DEVICE_NAME 0x102B
+#define CL_DEVICE_VENDOR 0x102C
+#define CL_DRIVER_VERSION 0x102D
+#define CL_DEVICE_VERSION 0x102F
+
+#define CL_CONTEXT_PLATFORM 0x1084
+#define CL_MEM_READ_WRITE (1 << 0)
+#define CL_BUFFER_CREATE_TYPE_REGION 0x1220
+#define CL_PROGRAM_BINARY_SIZES 0x1165
+#define CL_PROGRAM_BINARIES 0x1166
+#define CL_PROGRAM_BUILD_LOG 0x1183
+#endif /* our own declarations */
+
+/* Every OpenCL function nn.h calls, as
+   X(return type, name without "cl", parameters, arguments, an object of the call, index)
+   where the last two serve a vendor driver used without an ICD loader (nn_cl_load.c): the
+   call goes through that object's dispatch table, whose entries are in the order the
+   Khronos ICD extension fixes (CL/cl_icd.h's struct _cl_icd_dispatch). clGetPlatformIDs
+   has no object: the driver's clIcdGetPlatformIDsKHR takes its place. */
+#define NN__CL_OBJ_FUNCS(X)                                                                       \
+    X(cl_int, GetPlatformInfo, (cl_platform_id p, cl_platform_info w, size_t n, void *v, size_t *r), \
+      (p, w, n, v, r), p, 1)                                                                      \
+    X(cl_int, GetDeviceIDs, (cl_platform_id p, cl_device_type t, cl_uint n, cl_device_id *d, cl_uint *nd), \
+      (p, t, n, d, nd), p, 2)                                                                     \
+    X(cl_int, GetDeviceInfo, (cl_device_id d, cl_device_info w, size_t n, void *v, size_t *r),     \
+      (d, w, n, v, r), d, 3)                                                                      \
+    X(cl_context, CreateContext,                                                                  \
+      (const cl_context_properties *pr, cl_uint n, const cl_device_id *d,                         \
+       void (NN__CL_CALLBACK *f)(const char *, const void *, size_t, void *), void *u, cl_int *e), \
+      (pr, n, d, f, u, e), d[0], 4)                                                               \
+    X(cl_int, ReleaseContext, (cl_context c), (c), c, 7)                                          \
+    X(cl_command_queue, CreateCommandQueue,                                                       \
+      (cl_context c, cl_device_id d, cl_command_queue_properties pr, cl_int *e), (c, d, pr, e), c, 9) \
+    X(cl_int, ReleaseCommandQueue, (cl_command_queue q), (q), q, 11)                              \
+    X(cl_mem, CreateBuffer, (cl_context c, cl_mem_flags fl, size_t n, void *h, cl_int *e),         \
+      (c, fl, n, h, e), c, 14)                                                                    \
+    X(cl_int, ReleaseMemObject, (cl_mem m), (m), m, 18)                                           \
+    X(cl_program, CreateProgramWithSource,                                                        \
+      (cl_context c, cl_uint n, const char **s, const size_t *len, cl_int *e), (c, n, s, len, e), c, 26) \
+    X(cl_program, CreateProgramWithBinary,                                                        \
+      (cl_context c, cl_uint n, const cl_device_id *d, const size_t *len, const unsigned char **b, \
+       cl_int *st, cl_int *e),                                                                    \
+      (c, n, d, len, b, st, e), c, 27)                                                            \
+    X(cl_int, ReleaseProgram, (cl_program p), (p), p, 29)                                         \
+    X(cl_int, BuildProgram,                                                                       \
+      (cl_program p, cl_uint n, const cl_device_id *d, const char *o,                             \
+       void (NN__CL_CALLBACK *f)(cl_program, void *), void *u),                                   \
+      (p, n, d, o, f, u), p, 30)                                                                  \
+    X(cl_int, GetProgramInfo, (cl_program p, cl_program_info w, size_t n, void *v, size_t *r),     \
+      (p, w, n, v, r), p, 32)                                                                     \
+    X(cl_int, GetProgramBuildInfo,                                                                \
+      (cl_program p, cl_device_id d, cl_program_build_info w, size_t n, void *v, size_t *r),      \
+      (p, d, w, n, v, r), p, 33)                                                                  \
+    X(cl_kernel, CreateKernel, (cl_program p, const char *name, cl_int *e), (p, name, e), p, 34)  \
+    X(cl_int, ReleaseKernel, (cl_kernel k), (k), k, 37)                                           \
+    X(cl_int, SetKernelArg, (cl_kernel k, cl_uint i, size_t n, const void *v), (k, i, n, v), k, 38) \
+    X(cl_int, Finish, (cl_command_queue q), (q), q, 47)                                           \
+    X(cl_int, EnqueueReadBuffer,                                                                  \
+      (cl_command_queue q, cl_mem m, cl_bool bl, size_t off, size_t n, void *h, cl_uint ne,       \
+       const cl_event *w, cl_event *ev),                                                          \
+      (q, m, bl, off, n, h, ne, w, ev), q, 48)                                                    \
+    X(cl_int, EnqueueWriteBuffer,                                                                 \
+      (cl_command_queue q, cl_mem m, cl_bool bl, size_t off, size_t n, const void *h, cl_uint ne, \
+       const cl_event *w, cl_event *ev),                                                          \
+      (q, m, bl, off, n, h, ne, w, ev), q, 49)                                                    \
+    X(cl_int, EnqueueNDRangeKernel,                                                               \
+      (cl_command_queue q, cl_kernel k, cl_uint dims, const size_t *off, const size_t *gws,        \
+       const size_t *lws, cl_uint ne, const cl_event *w, cl_event *ev),                           \
+      (q, k, dims, off, gws, lws, ne, w, ev), q, 59)                                              \
+    X(cl_mem, CreateSubBuffer,                                                                    \
+      (cl_mem m, cl_mem_flags fl, cl_buffer_create_type t, const void *info, cl_int *e),          \
+      (m, fl, t, info, e), m, 82)                                                                 \
+    X(cl_int, EnqueueFillBuffer,                                                                  \
+      (cl_command_queue q, cl_mem m, const void *pat, size_t pn, size_t off, size_t n, cl_uint ne, \
+       const cl_event *w, cl_event *ev),                                                          \
+      (q, m, pat, pn, off, n, ne, w, ev), q, 102)
+
+#define NN__CL_FUNCS(X)                                                                           \
+    X(cl_int, GetPlatformIDs, (cl_uint n, cl_platform_id *p, cl_uint *np), (n, p, np), NULL, 0)   \
+    NN__CL_OBJ_FUNCS(X)
+
+/* nn__clpfn_GetPlatformIDs, ...: the functions' pointer types; nn__cl_api: the table. */
+#define NN__CL_PFN(R, N, P, A, O, I) typedef R (NN__CL_CALL *nn__clpfn_##N) P;
+NN__CL_FUNCS(NN__CL_PFN)
+#undef NN__CL_PFN
+#define NN__CL_FIELD(R, N, P, A, O, I) nn__clpfn_##N N;
+typedef struct nn__cl_api {
+    NN__CL_FUNCS(NN__CL_FIELD)
+} nn__cl_api;
+#undef NN__CL_FIELD
+
+/* Filled once per process by nn__cl_load() (nn_cl_load.c); read only after it succeeded. */
+static nn__cl_api nn__clfn;
+
+#define clGetPlatformIDs nn__clfn.GetPlatformIDs
+#define clGetPlatformInfo nn__clfn.GetPlatformInfo
+#define clGetDeviceIDs nn__clfn.GetDeviceIDs
+#define clGetDeviceInfo nn__clfn.GetDeviceInfo
+#define clCreateContext nn__clfn.CreateContext
+#define clReleaseContext nn__clfn.ReleaseContext
+#define clCreateCommandQueue nn__clfn.CreateCommandQueue
+#define clReleaseCommandQueue nn__clfn.ReleaseCommandQueue
+#define clCreateBuffer nn__clfn.CreateBuffer
+#define clReleaseMemObject nn__clfn.ReleaseMemObject
+#define clCreateProgramWithSource nn__clfn.CreateProgramWithSource
+#define clCreateProgramWithBinary nn__clfn.CreateProgramWithBinary
+#define clReleaseProgram nn__clfn.ReleaseProgram
+#define clBuildProgram nn__clfn.BuildProgram
+#define clGetProgramInfo nn__clfn.GetProgramInfo
+#define clGetProgramBuildInfo nn__clfn.GetProgramBuildInfo
+#define clCreateKernel nn__clfn.CreateKernel
+#define clReleaseKernel nn__clfn.ReleaseKernel
+#define clSetKernelArg nn__clfn.SetKernelArg
+#define clFinish nn__clfn.Finish
+#define clEnqueueReadBuffer nn__clfn.EnqueueReadBuffer
+#define clEnqueueWriteBuffer nn__clfn.EnqueueWriteBuffer
+#define clEnqueueNDRangeKernel nn__clfn.EnqueueNDRangeKernel
+#define clCreateSubBuffer nn__clfn.CreateSubBuffer
+#define clEnqueueFillBuffer nn__clfn.EnqueueFillBuffer
+#endif /* NN__CL_API_H */
+
+/* ======================================================================
+   src/nn_cl_load.c
+   ====================================================================== */
+/* Loading the OpenCL library at run time, once per process, into nn__clfn (nn_cl_api.h).
+
+   Which library: $NN_OPENCL_LIBRARY when set (that one alone); else the system's ICD loader
+   (libOpenCL.so.1, then libOpenCL.so; OpenCL.dll; the OpenCL framework on macOS); else, on
+   Linux and the BSDs, a vendor driver named by an .icd file in $OCL_ICD_VENDORS or
+   /etc/OpenCL/vendors, which is what a loader would have loaded. A library that exports
+   the cl* functions is called directly. A vendor driver built for a loader exports only
+   clIcdGetPlatformIDsKHR (often only through clGetExtensionFunctionAddress): then the
+   platforms come from it, and every other call goes through the dispatch table that the
+   first member of each OpenCL object points to, as a loader does. The library stays
+   loaded for the life of the process. */
+#if defined(_WIN32)
+#  include <windows.h>
+#else
+#  include <dlfcn.h>
+#  include <pthread.h>
+#endif
+#if !defined(_WIN32) && !defined(__APPLE__)
+#  include <dirent.h>
+#  define NN__CL_VENDOR_ICDS 1
+#else
+#  define NN__CL_VENDOR_ICDS 0
+#endif
+
+typedef void (*nn__cl_voidfn)(void);
+
+typedef struct nn__cl_loader {
+    int ok;              /* nn__clfn is filled */
+    char why[1536];      /* !ok: why not */
+    char note[4096];     /* ok: which library, when it is not the system's loader */
+} nn__cl_loader;
+
+static nn__cl_loader nn__cl_ld;
+
+/* Messages: written whole, or cut at n - 1 characters (a long path only shortens them). */
+static void nn__cl_msg(char *buf, size_t n, const char *fmt, ...) {
+    va_list ap;
+    if (n == 0) return;
+    va_start(ap, fmt);
+    vsnprintf(buf, n, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the dynamic linker ---- */
+
+static void *nn__dl_open(const char *path, char *err, size_t n) {
+#if defined(_WIN32)
+    void *h = (void *)LoadLibraryA(path);
+    if (!h) snprintf(err, n, "LoadLibrary error %lu", (unsigned long)GetLastError());
+    return h;
+#else
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(err, n, "%s", e ? e : "dlopen failed");
+    }
+    return h;
+#endif
+}
+
+static void nn__dl_close(void *h) {
+#if defined(_WIN32)
+    FreeLibrary((HMODULE)h);
+#else
+    dlclose(h);
+#endif
+}
+
+static nn__cl_voidfn nn__dl_sym(void *h, const char *name) {
+    nn__cl_voidfn f;
+#if defined(_WIN32)
+    f = (nn__cl_voidfn)GetProcAddress((HMODULE)h, name);
+#else
+    void *p = dlsym(h, name);
+    memcpy(&f, &p, sizeof f); /* ISO C has no cast from an object to a function pointer */
+#endif
+    return f;
+}
+
+/* ---- calls through a vendor driver's dispatch tables ---- */
+
+static const nn__cl_voidfn *nn__cl_dispatch(const void *obj) { return *(const nn__cl_voidfn *const *)obj; }
+
+/* nn__icd_GetPlatformInfo, ...: each calls the entry of its object's dispatch table. */
+#define NN__CL_ICD_CALL(R, N, P, A, O, I) \
+    static R NN__CL_CALL nn__icd_##N P { return ((nn__clpfn_##N)nn__cl_dispatch(O)[I]) A; }
+NN__CL_OBJ_FUNCS(NN__CL_ICD_CALL)
+#undef NN__CL_ICD_CALL
+
+/* The dispatch tables index OpenCL 1.2 entries (clEnqueueFillBuffer), which a 1.0 or 1.1
+   driver's table does not have: such a driver is refused before any call reaches one. */
+static int nn__cl_icd_check(nn__clpfn_GetPlatformIDs get, const char *lib, char *why, size_t n) {
+    cl_platform_id plats[16];
+    cl_uint np = 0, i;
+    if (get(16, plats, &np) != CL_SUCCESS) return 1; /* no platform: nothing will be called */
+    for (i = 0; i < np && i < 16; i++) {
+        char ver[256];
+        int major = 0, minor = 0;
+        ver[0] = 0;
+        nn__icd_GetPlatformInfo(plats[i], CL_PLATFORM_VERSION, sizeof ver, ver, NULL);
+        ver[sizeof ver - 1] = 0;
+        if (sscanf(ver, "OpenCL %d.%d", &major, &minor) != 2 || major * 100 + minor < 102) {
+            nn__cl_msg(why, n, "%s implements \"%s\", and nn.h needs OpenCL 1.2", lib, ver);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Fills api from a loaded library: 1 called directly, 2 through dispatch tables, 0 (and
+   why) when it is not an OpenCL 1.2 library. */
+static int nn__cl_resolve(void *h, const char *lib, nn__cl_api *api, char *why, size_t n) {
+    nn__cl_voidfn f;
+    if (nn__dl_sym(h, "clGetPlatformIDs")) {
+#define NN__CL_SYM(R, N, P, A, O, I)                                                               \
+        if (!(f = nn__dl_sym(h, "cl" #N))) {                                                        \
+            nn__cl_msg(why, n, "OpenCL library %s has no symbol cl" #N " (nn.h needs OpenCL 1.2)", lib); \
+            return 0;                                                                               \
+        }                                                                                           \
+        api->N = (nn__clpfn_##N)f;
+        NN__CL_FUNCS(NN__CL_SYM)
+#undef NN__CL_SYM
+        return 1;
+    }
+    f = nn__dl_sym(h, "clIcdGetPlatformIDsKHR");
+    if (!f) {
+        nn__cl_voidfn gefa = nn__dl_sym(h, "clGetExtensionFunctionAddress");
+        if (gefa) {
+            void *p = ((void *(NN__CL_CALL *)(const char *))gefa)("clIcdGetPlatformIDsKHR");
+            memcpy(&f, &p, sizeof f);
+        }
+    }
+    if (!f) {
+        nn__cl_msg(why, n, "%s is not an OpenCL library: it has neither clGetPlatformIDs nor clIcdGetPlatformIDsKHR",
+                   lib);
+        return 0;
+    }
+    if (!nn__cl_icd_check((nn__clpfn_GetPlatformIDs)f, lib, why, n)) return 0;
+    api->GetPlatformIDs = (nn__clpfn_GetPlatformIDs)f;
+#define NN__CL_ICD_SET(R, N, P, A, O, I) api->N = nn__icd_##N;
+    NN__CL_OBJ_FUNCS(NN__CL_ICD_SET)
+#undef NN__CL_ICD_SET
+    return 2;
+}
+
+/* Loads lib into nn__clfn: 0 (and why) when it cannot, else as nn__cl_resolve. A library
+   that is not usable is unloaded again. */
+static int nn__cl_try(const char *lib, char *why, size_t n) {
+    char err[1024];
+    nn__cl_api api;
+    int mode;
+    void *h = nn__dl_open(lib, err, sizeof err);
+    if (!h) {
+        nn__cl_msg(why, n, "OpenCL library %s not found (%s)", lib, err);
+        return 0;
+    }
+    memset(&api, 0, sizeof api);
+    mode = nn__cl_resolve(h, lib, &api, why, n);
+    if (mode) nn__clfn = api;
+    else nn__dl_close(h);
+    return mode;
+}
+
+#if NN__CL_VENDOR_ICDS
+static int nn__cl_strcmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+/* No loader: the vendor drivers that the .icd files of $OCL_ICD_VENDORS (a directory, or
+   one .icd file) or /etc/OpenCL/vendors name, in name order; the first that loads is
+   used. 0 and the reason (appended to why) when none does. */
+static int nn__cl_try_vendors(char *why, size_t n) {
+    const char *env = getenv("OCL_ICD_VENDORS"), *dir = env && env[0] ? env : "/etc/OpenCL/vendors";
+    char names[32][256], last[1536] = "";
+    int count = 0, k, mode = 0, is_dir = 0;
+    size_t used = strlen(why);
+    DIR *d = opendir(dir);
+    if (d) {
+        is_dir = 1;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL && count < 32) {
+            size_t len = strlen(e->d_name);
+            if (len > 4 && len < sizeof names[0] && strcmp(e->d_name + len - 4, ".icd") == 0)
+                memcpy(names[count++], e->d_name, len + 1);
+        }
+        closedir(d);
+        qsort(names, (size_t)count, sizeof names[0], nn__cl_strcmp);
+    } else if (strlen(dir) > 4 && strcmp(dir + strlen(dir) - 4, ".icd") == 0) {
+        count = 1; /* the file itself */
+    }
+    for (k = 0; k < count && !mode; k++) {
+        char path[1024], lib[512];
+        FILE *f;
+        size_t len;
+        int w = is_dir ? snprintf(path, sizeof path, "%s/%s", dir, names[k]) : snprintf(path, sizeof path, "%s", dir);
+        if (w < 0 || (size_t)w >= sizeof path || !(f = fopen(path, "r"))) continue;
+        lib[0] = 0;
+        if (!fgets(lib, sizeof lib, f)) lib[0] = 0;
+        fclose(f);
+        len = strlen(lib);
+        while (len > 0 && (lib[len - 1] == '\n' || lib[len - 1] == '\r' || lib[len - 1] == ' ')) lib[--len] = 0;
+        if (!lib[0]) continue;
+        mode = nn__cl_try(lib, last, sizeof last);
+        if (mode)
+            nn__cl_msg(nn__cl_ld.note, sizeof nn__cl_ld.note, "no OpenCL ICD loader: %s; using the driver %s named by %s%s",
+                       why, lib, path, mode == 2 ? ", through its ICD dispatch table" : "");
+        else
+            nn__cl_msg(last + strlen(last), sizeof last - strlen(last), " (named by %s)", path);
+    }
+    if (mode || used >= n) return mode;
+    if (last[0]) nn__cl_msg(why + used, n - used, "; no vendor driver loads either: %s", last);
+    else nn__cl_msg(why + used, n - used, "; no vendor driver in %s", env && env[0] ? env : "/etc/OpenCL/vendors");
+    return 0;
+}
+#endif
+
+static void nn__cl_load_once(void) {
+#if defined(_WIN32)
+    static const char *const libs[] = {"OpenCL.dll"};
+#elif defined(__APPLE__)
+    static const char *const libs[] = {"/System/Library/Frameworks/OpenCL.framework/OpenCL"};
+#else
+    static const char *const libs[] = {"libOpenCL.so.1", "libOpenCL.so"};
+#endif
+    nn__cl_loader *L = &nn__cl_ld;
+    const char *env = getenv("NN_OPENCL_LIBRARY");
+    char other[1536];
+    size_t k;
+    int mode;
+    if (env && env[0]) {
+        mode = nn__cl_try(env, L->why, sizeof L->why);
+        if (mode)
+            nn__cl_msg(L->note, sizeof L->note, "OpenCL library %s (NN_OPENCL_LIBRARY)%s", env,
+                       mode == 2 ? ", called through its ICD dispatch table" : "");
+        L->ok = mode != 0;
+        return;
+    }
+    for (k = 0; k < sizeof libs / sizeof libs[0]; k++) {
+        mode = nn__cl_try(libs[k], k == 0 ? L->why : other, k == 0 ? sizeof L->why : sizeof other);
+        if (mode) {
+            if (mode == 2)
+                nn__cl_msg(L->note, sizeof L->note, "OpenCL library %s, called through its ICD dispatch table", libs[k]);
+            L->ok = 1;
+            return;
+        }
+    }
+#if NN__CL_VENDOR_ICDS
+    L->ok = nn__cl_try_vendors(L->why, sizeof L->why) != 0;
+#endif
+}
+
+#if defined(_WIN32)
+static INIT_ONCE nn__cl_once = INIT_ONCE_STATIC_INIT;
+static BOOL CALLBACK nn__cl_load_once_win(PINIT_ONCE once, PVOID param, PVOID *context) {
+    (void)once;
+    (void)param;
+    (void)context;
+    nn__cl_load_once();
+    return TRUE;
+}
+#else
+static pthread_once_t nn__cl_once = PTHREAD_ONCE_INIT;
+#endif
+
+/* 1 when nn__clfn can be called; else 0, and nn__cl_ld.why says why. Thread-safe. */
+static int nn__cl_load(void) {
+#if defined(_WIN32)
+    InitOnceExecuteOnce(&nn__cl_once, nn__cl_load_once_win, NULL, NULL);
+#else
+    pthread_once(&nn__cl_once, nn__cl_load_once);
+#endif
+    return nn__cl_ld.ok;
+}
 
 /* ======================================================================
    kernels/conv.cl
@@ -6531,13 +7065,17 @@ static const char *const nn__cl_src_optim[] = {
 "   global-norm clipping coefficient (1.0 when clipping is off), computed on the device;\n",
 "   `cv` clamps each clipped gradient element (FLT_MAX when off). */\n",
 "\n",
+"/* clamp() of OpenCL C may turn NaN into a bound; PyTorch's updates keep NaN (and so make\n",
+"   the parameter NaN), and so does this. */\n",
+"inline float clamp_nan(float x, float lo, float hi) { return x > hi ? hi : x < lo ? lo : x; }\n",
+"\n",
 "/* SGD with momentum, dampening, Nesterov and L2 weight decay (torch.optim.SGD) */\n",
 "__kernel void sgd(__global float *p, __global const float *grad, __global float *buf, __global const float *clip,\n",
 "                  const int n, const float lr, const float momentum, const float dampening, const float wd,\n",
 "                  const int nesterov, const int first_step, const float cv) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
-"    float g = clamp(grad[i] * clip[0], -cv, cv) + wd * p[i];\n",
+"    float g = clamp_nan(grad[i] * clip[0], -cv, cv) + wd * p[i];\n",
 "    if (momentum != 0.0f) {\n",
 "        float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;\n",
 "        buf[i] = b;\n",
@@ -6554,7 +7092,7 @@ static const char *const nn__cl_src_optim[] = {
 "                   const float cv) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
-"    float g = clamp(grad[i] * clip[0], -cv, cv), w = p[i];\n",
+"    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];\n",
 "    if (decoupled) w *= 1.0f - lr * wd;\n",
 "    else g += wd * w;\n",
 "    float mi = b1 * m[i] + (1.0f - b1) * g;\n",
@@ -6588,7 +7126,7 @@ static const char *const nn__cl_src_optim[] = {
 "                       const float c0, const float c1, const float c2, const float c3) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
-"    float g = clamp(grad[i] * clip[0], -cv, cv), w = p[i];\n",
+"    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];\n",
 "    switch (kind) {\n",
 "    case NN_ADAM: case NN_ADAMW: { /* AMSGrad */\n",
 "        if (h3 != 0.0f) w *= 1.0f - lr * wd;\n",
@@ -6712,7 +7250,7 @@ static const char *const nn__cl_src_optim[] = {
 "    int l = get_local_id(0), wg = get_local_size(0);\n",
 "    float a = 0.0f, b = 0.0f, c = clip[0];\n",
 "    for (int i = l; i < n; i += wg) {\n",
-"        float v = clamp(x[i] * c, -cv, cv);\n",
+"        float v = clamp_nan(x[i] * c, -cv, cv);\n",
 "        a += p[i] * p[i];\n",
 "        b += v * v;\n",
 "    }\n",
@@ -7025,7 +7563,9 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "/* PyTorch's clip_grad_norm_: coefficient min(1, max_norm / (norm + 1e-6)) */\n",
 "__kernel void clip_scale(__global const float *sumsq, __global float *y, const float max_norm) {\n",
-"    if (get_global_id(0) == 0) y[0] = fmin(1.0f, max_norm / (sqrt(sumsq[0]) + 1e-6f));\n",
+"    /* not fmin: a NaN norm must give NaN (torch's clamp keeps it), not 1 */\n",
+"    float c = max_norm / (sqrt(sumsq[0]) + 1e-6f);\n",
+"    if (get_global_id(0) == 0) y[0] = c > 1.0f ? 1.0f : c;\n",
 "}\n",
 0 };
 
@@ -7297,14 +7837,6 @@ static const nn__cl_source nn__cl_sources[] = {
 /* The OpenCL backend: device discovery, programs built from kernels/NAME.cl with an on-disk
    cache, buffers, and the launches that ops' device plans record (nn__launch) turned into
    kernels with their arguments set once, at compile time, so a step only enqueues. */
-#ifndef CL_TARGET_OPENCL_VERSION
-#  define CL_TARGET_OPENCL_VERSION 120
-#endif
-#ifdef __APPLE__
-#  include <OpenCL/opencl.h>
-#else
-#  include <CL/cl.h>
-#endif
 #include <sys/stat.h>
 
 #if defined(_WIN32)
@@ -7429,7 +7961,9 @@ static void nn__cl_str(cl_device_id d, cl_device_info what, char *buf, size_t n)
 static int nn__cl_list_devices(nn_device_info *out, int max) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
-    int n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES), i;
+    int n, i;
+    if (!nn__cl_load()) return 0;
+    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
     for (i = 0; i < n && out && i < max; i++) {
         cl_device_type t = nn__cl_type(devs[i]);
         memset(&out[i], 0, sizeof out[i]);
@@ -7536,6 +8070,10 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
     int n, pick;
     nn_result r;
     if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
+    if (!nn__cl_load()) {
+        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: %s", device, nn__cl_ld.why);
+    }
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
     pick = nn__cl_pick(device, plats, devs, n);
     if (pick < 0) {
@@ -7544,6 +8082,7 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
     }
     r = nn__cl_open_device(ctx, plats[pick], devs[pick], desc->tuning);
     if (r != NN_OK) nn__cl_close(ctx);
+    else if (nn__cl_ld.note[0]) nn__log(ctx, NN_LOG_INFO, "%s", nn__cl_ld.note);
     return r;
 }
 
@@ -7860,6 +8399,7 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
         if (err != CL_SUCCESS)
             return nn__fail(g->ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: %s (%d)", nn__op(g->nodes[l->node].op)->name,
                             l->file, l->kernel, nn__cl_errstr(err), err);
+        g->progress++;
     }
     g->ctx->stats.kernel_launches += (uint64_t)n;
     return NN_OK;
@@ -7882,6 +8422,34 @@ static const nn__backend nn__opencl_backend = {
     nn__cl_release, nn__cl_write, nn__cl_read, nn__cl_fill, nn__cl_prepare, nn__cl_run, nn__cl_finish,
     nn__cl_release_graph};
 #define NN__BACKEND_OPENCL &nn__opencl_backend,
+
+/* The cl* names back to the program (nn_cl_api.h): its own OpenCL calls below nn.h go to
+   the library it links, not to nn.h's table. */
+#undef clGetPlatformIDs
+#undef clGetPlatformInfo
+#undef clGetDeviceIDs
+#undef clGetDeviceInfo
+#undef clCreateContext
+#undef clReleaseContext
+#undef clCreateCommandQueue
+#undef clReleaseCommandQueue
+#undef clCreateBuffer
+#undef clReleaseMemObject
+#undef clCreateProgramWithSource
+#undef clCreateProgramWithBinary
+#undef clReleaseProgram
+#undef clBuildProgram
+#undef clGetProgramInfo
+#undef clGetProgramBuildInfo
+#undef clCreateKernel
+#undef clReleaseKernel
+#undef clSetKernelArg
+#undef clFinish
+#undef clEnqueueReadBuffer
+#undef clEnqueueWriteBuffer
+#undef clEnqueueNDRangeKernel
+#undef clCreateSubBuffer
+#undef clEnqueueFillBuffer
 #endif
 
 /* ======================================================================
@@ -7995,12 +8563,17 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
     memset(&desc, 0, sizeof desc);
     if (desc_in) desc = *desc_in;
     ctx = (nn_context *)nn__calloc(1, sizeof *ctx);
-    if (!ctx) return NN_ERR_OUT_OF_MEMORY;
+    if (!ctx) { /* no context to hold the message: straight to the log */
+        if (desc.log) desc.log(desc.log_user, NN_LOG_ERROR, "nn_context_create: out of memory");
+        else fprintf(stderr, "nn: nn_context_create: out of memory\n");
+        return NN_ERR_OUT_OF_MEMORY;
+    }
     ctx->log = desc.log;
     ctx->log_user = desc.log_user;
     ctx->log_level = nn__log_level(&desc);
     ctx->op_compiled = (uint64_t *)nn__calloc(NN__OP_COUNT, sizeof(uint64_t));
     if (!ctx->op_compiled) {
+        nn__log(ctx, NN_LOG_ERROR, "nn_context_create: out of memory");
         NN_FREE(ctx);
         return NN_ERR_OUT_OF_MEMORY;
     }
@@ -8024,13 +8597,145 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
     return NN_OK;
 }
 
-NN_API void nn_context_destroy(nn_context *ctx) {
-    if (!ctx) return;
-    if (ctx->backend) ctx->backend->close(ctx);
+/* ---- graphs that outlive their context ---- */
+
+/* What a graph whose context was destroyed runs on: every call that would reach a device
+   fails with NN_ERR_STATE, and its graphs' later calls (nn_graph_destroy included) are
+   safe. One stand-in per destroyed context, freed with the last of its graphs. */
+static nn_result nn__dead_fail(nn_context *ctx) {
+    return nn__fail(ctx, NN_ERR_STATE, "the graph's context was destroyed (nn_context_destroy) before the graph");
+}
+static nn_result nn__dead_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+    (void)device;
+    (void)desc;
+    return nn__dead_fail(ctx);
+}
+static void nn__dead_close(nn_context *ctx) { (void)ctx; }
+static nn_result nn__dead_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
+    (void)b, (void)bytes, (void)zero, (void)what;
+    return nn__dead_fail(ctx);
+}
+static nn_result nn__dead_view(nn_context *ctx, const nn__buf *base, size_t offset, size_t bytes, nn__buf *out,
+                               const char *what) {
+    (void)base, (void)offset, (void)bytes, (void)out, (void)what;
+    return nn__dead_fail(ctx);
+}
+static void nn__dead_release(nn_context *ctx, nn__buf *b) {
+    (void)ctx;
+    if (b->owned) NN_FREE(b->host);
+}
+static nn_result nn__dead_write(nn_context *ctx, nn__buf *b, const void *src, size_t bytes) {
+    (void)b, (void)src, (void)bytes;
+    return nn__dead_fail(ctx);
+}
+static nn_result nn__dead_read(nn_context *ctx, const nn__buf *b, void *dst, size_t bytes) {
+    (void)b, (void)dst, (void)bytes;
+    return nn__dead_fail(ctx);
+}
+static nn_result nn__dead_fill(nn_context *ctx, nn__buf *b, float v, size_t bytes) {
+    (void)b, (void)v, (void)bytes;
+    return nn__dead_fail(ctx);
+}
+static nn_result nn__dead_prepare(nn_graph *g) { return nn__dead_fail(g->ctx); }
+static nn_result nn__dead_run(nn_graph *g, int n) {
+    (void)n;
+    return nn__dead_fail(g->ctx);
+}
+static void nn__dead_release_graph(nn_graph *g) { (void)g; }
+
+static const nn__backend nn__dead_backend = {
+    "destroyed", NN_BACKEND_CPU, 1, nn__dead_open, nn__dead_close, NULL, nn__dead_alloc, nn__dead_view,
+    nn__dead_release, nn__dead_write, nn__dead_read, nn__dead_fill, nn__dead_prepare, nn__dead_run, nn__dead_fail,
+    nn__dead_release_graph};
+
+static void nn__graph_release_compiled(nn_graph *g); /* nn_graph.c */
+static void nn__params_release_device(nn__params *ps); /* nn_graph.c */
+
+static void nn__ctx_link(nn_context *ctx, nn_graph *g) {
+    g->ctx = ctx;
+    g->ctx_prev = NULL;
+    g->ctx_next = ctx->graphs;
+    if (ctx->graphs) ctx->graphs->ctx_prev = g;
+    ctx->graphs = g;
+}
+
+static void nn__ctx_unlink(nn_graph *g) {
+    nn_context *ctx = g->ctx;
+    if (g->ctx_prev) g->ctx_prev->ctx_next = g->ctx_next;
+    else ctx->graphs = g->ctx_next;
+    if (g->ctx_next) g->ctx_next->ctx_prev = g->ctx_prev;
+    g->ctx_prev = g->ctx_next = NULL;
+}
+
+static void nn__ctx_free(nn_context *ctx) {
     NN_FREE(ctx->cache_dir);
     NN_FREE(ctx->kernel_dir);
     NN_FREE(ctx->op_compiled);
     NN_FREE(ctx);
+}
+
+/* A graph's context is going: its device objects go now, and it moves to the stand-in. */
+static void nn__graph_orphan(nn_graph *g, nn_context *dead) {
+    nn__graph_release_compiled(g);
+    if (g->params->ctx != dead) {
+        nn__params_release_device(g->params);
+        g->params->ctx = dead;
+    }
+    g->compiled = 1; /* nothing more can be built or compiled */
+    if (g->status == NN_OK) g->status = NN_ERR_STATE;
+    nn__ctx_unlink(g);
+    nn__ctx_link(dead, g);
+    dead->dead_refs++;
+}
+
+/* Destroying a context invalidates its graphs: each keeps its host memory until
+   nn_graph_destroy, and every call on it then fails with NN_ERR_STATE. */
+NN_API void nn_context_destroy(nn_context *ctx) {
+    nn_context *dead = NULL;
+    if (!ctx) return;
+    if (ctx->graphs) {
+        dead = (nn_context *)nn__calloc(1, sizeof *dead);
+        if (dead) dead->op_compiled = (uint64_t *)nn__calloc(NN__OP_COUNT, sizeof(uint64_t));
+        if (dead && dead->op_compiled) {
+            dead->backend = &nn__dead_backend;
+            dead->log = ctx->log;
+            dead->log_user = ctx->log_user;
+            dead->log_level = ctx->log_level;
+            strcpy(dead->backend_name, "destroyed");
+            while (ctx->graphs) nn__graph_orphan(ctx->graphs, dead);
+            nn__log(ctx, NN_LOG_WARN, "nn_context_destroy: %d graph(s) still use this context; they now fail with NN_ERR_STATE",
+                    dead->dead_refs);
+        } else {
+            if (dead) NN_FREE(dead);
+            nn__log(ctx, NN_LOG_ERROR, "nn_context_destroy: out of memory; the context's graphs are leaked");
+            return;
+        }
+    }
+    if (ctx->backend) ctx->backend->close(ctx);
+    nn__ctx_free(ctx);
+}
+
+/* One call at a time per context (and its graphs): a second thread entering while another
+   runs gets NN_ERR_STATE instead of sharing the workspaces. */
+static nn_result nn__ctx_enter(nn_context *ctx, const char *fn) {
+#if defined(__GNUC__) || defined(__clang__)
+    if (__atomic_exchange_n(&ctx->busy, 1, __ATOMIC_ACQUIRE))
+#else
+    if (ctx->busy) /* best effort where no atomic exchange is at hand */
+#endif
+        return nn__fail(ctx, NN_ERR_STATE, "%s: the context is in use by another thread (use one context per thread)", fn);
+#if !defined(__GNUC__) && !defined(__clang__)
+    ctx->busy = 1;
+#endif
+    return NN_OK;
+}
+
+static void nn__ctx_leave(nn_context *ctx) {
+#if defined(__GNUC__) || defined(__clang__)
+    __atomic_store_n(&ctx->busy, 0, __ATOMIC_RELEASE);
+#else
+    ctx->busy = 0;
+#endif
 }
 
 NN_API const char *nn_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
@@ -8101,6 +8806,15 @@ static const char *const nn__op_names[] = {
 
 /* ---- graphs and nodes ---- */
 
+/* The store's device buffers, when its context goes first. */
+static void nn__params_release_device(nn__params *ps) {
+    int i;
+    for (i = 0; i < ps->n; i++) {
+        nn__buf_free(ps->ctx, &ps->p[i].buf);
+        ps->p[i].allocated = 0;
+    }
+}
+
 static void nn__params_release(nn__params *ps) {
     int i;
     if (!ps || --ps->refs > 0) return;
@@ -8110,7 +8824,44 @@ static void nn__params_release(nn__params *ps) {
         nn__buf_free(ps->ctx, &ps->p[i].buf);
     }
     NN_FREE(ps->p);
+    NN_FREE(ps->index);
     NN_FREE(ps);
+}
+
+static uint32_t nn__name_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The entry named name, or -1; lookups are a hash probe, so a network of thousands of
+   parameters builds in linear time. */
+static int nn__params_find(const nn__params *ps, const char *name) {
+    uint32_t mask, k;
+    if (!ps->index_cap) return -1;
+    mask = (uint32_t)ps->index_cap - 1;
+    for (k = nn__name_hash(name) & mask; ps->index[k]; k = (k + 1) & mask)
+        if (strcmp(ps->p[ps->index[k] - 1].name, name) == 0) return ps->index[k] - 1;
+    return -1;
+}
+
+/* Indexes entry i (its name is new); grows the table to keep it at most half full. */
+static int nn__params_index(nn__params *ps, int i) {
+    uint32_t mask, k;
+    if (2 * (ps->n + 1) > ps->index_cap) {
+        int cap = ps->index_cap ? ps->index_cap * 2 : 64, j;
+        int *t = (int *)nn__calloc((size_t)cap, sizeof *t);
+        if (!t) return 0;
+        NN_FREE(ps->index);
+        ps->index = t;
+        ps->index_cap = cap;
+        for (j = 0; j < ps->n; j++)
+            if (j != i) nn__params_index(ps, j);
+    }
+    mask = (uint32_t)ps->index_cap - 1;
+    for (k = nn__name_hash(ps->p[i].name) & mask; ps->index[k]; k = (k + 1) & mask) {}
+    ps->index[k] = i + 1;
+    return 1;
 }
 
 NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
@@ -8145,6 +8896,7 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
         g->params->refs = 1;
         g->params->ctx = ctx;
     }
+    nn__ctx_link(ctx, g);
     *out = g;
     return NN_OK;
 }
@@ -8177,7 +8929,13 @@ NN_API void nn_graph_destroy(nn_graph *g) {
     nn__datasets_free(g);
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
+    NN_FREE(g->param_node);
     nn__params_release(g->params);
+    {
+        nn_context *ctx = g->ctx;
+        nn__ctx_unlink(g);
+        if (ctx->dead_refs > 0 && --ctx->dead_refs == 0) nn__ctx_free(ctx); /* the last graph of a destroyed context */
+    }
     NN_FREE(g);
 }
 
@@ -8223,9 +8981,29 @@ static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) {
     return 1;
 }
 
+/* Tensors hold at most NN__MAX_NUMEL elements: kernels and CPU loops index them with
+   32-bit ints, so a larger one is refused when it is built, before anything is allocated,
+   rather than wrapping around later. The product is checked without overflowing. */
+static int nn__shape_fits(nn_graph *g, const char *op, const nn_shape *s) {
+    int64_t n = 1;
+    int i;
+    for (i = 0; i < s->ndim; i++) {
+        if (s->dim[i] < 0 || (s->dim[i] > 0 && n > NN__MAX_NUMEL / s->dim[i])) {
+            char b[128];
+            nn__shape_str(s, b, sizeof b);
+            nn__op_fail(g, NN_ERR_SHAPE, "%s: shape %s has more than %lld elements, the most a tensor can hold", op,
+                        b, (long long)NN__MAX_NUMEL);
+            return 0;
+        }
+        n *= s->dim[i];
+    }
+    return 1;
+}
+
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
     nn__node *n = NULL;
     int i;
+    if (!nn__shape_fits(g, nn__op_names[op], &shape)) return -1;
     if (g->n_nodes == g->cap_nodes) {
         int cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
         nn__node *p = (nn__node *)NN_REALLOC(g->nodes, (size_t)cap * sizeof *p);
@@ -8267,14 +9045,14 @@ static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
         return 0;
     }
     for (i = 0; i < s.ndim; i++) {
-        if (s.dim[i] < 1 || s.dim[i] > ((int64_t)1 << 40) || nn__numel(&s) > ((int64_t)1 << 42)) {
+        if (s.dim[i] < 1 || s.dim[i] > NN__MAX_NUMEL) {
             char b[128];
             nn__shape_str(&s, b, sizeof b);
             nn__op_fail(g, NN_ERR_SHAPE, "%s: shape %s has a dim out of range", op, b);
             return 0;
         }
     }
-    return 1;
+    return nn__shape_fits(g, op, &s);
 }
 
 static int nn__expect_f32(nn_graph *g, const char *op, nn_tensor t, const char *what) {
@@ -8308,7 +9086,11 @@ static int nn__check_logits_labels(nn_graph *g, const char *opname, nn_tensor lo
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape) {
     int id;
     if (!nn__check(g, "nn_input", 0, NULL)) return nn__tensor(-1);
-    if (!nn__check_shape(g, "nn_input", shape)) return nn__tensor(-1);
+    {
+        char label[160];
+        snprintf(label, sizeof label, "nn_input \"%s\"", name ? name : "");
+        if (!nn__check_shape(g, label, shape)) return nn__tensor(-1);
+    }
     if (dtype != NN_F32 && dtype != NN_I32) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_input: unknown dtype %d", (int)dtype);
     id = nn__new_node(g, NN__OP_INPUT, dtype, shape, NULL, 0);
     if (id < 0) return nn__tensor(-1);
@@ -8376,8 +9158,14 @@ static void nn__init_fill(float *p, const nn_shape *s, nn_init init, uint64_t se
         switch (init.kind) {
         case NN_INIT_ZEROS: p[i] = 0.0f; break;
         case NN_INIT_CONSTANT: p[i] = init.a; break;
-        case NN_INIT_UNIFORM: p[i] = init.a + (init.b - init.a) * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached); break;
-        case NN_INIT_NORMAL: p[i] = init.a + init.b * nn__init_draw(seed, param, (uint64_t)i, 1, u, &cached); break;
+        /* in double: a product of two floats is exact there, so a compiler that fuses the
+           multiply and add (-march=native, -ffp-contract=fast) gives the same bits */
+        case NN_INIT_UNIFORM:
+            p[i] = (float)((double)init.a + (double)(init.b - init.a) * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached));
+            break;
+        case NN_INIT_NORMAL:
+            p[i] = (float)((double)init.a + (double)init.b * nn__init_draw(seed, param, (uint64_t)i, 1, u, &cached));
+            break;
         case NN_INIT_KAIMING_UNIFORM:
         case NN_INIT_XAVIER_UNIFORM:
             p[i] = (float)(bound * (2.0 * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached) - 1.0));
@@ -8393,25 +9181,27 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
     int i, id, pi = -1;
     if (!nn__check(g, fn, 0, NULL)) return nn__tensor(-1);
     if (!name || !name[0]) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a parameter needs a name", fn);
-    if (!nn__check_shape(g, fn, shape)) return nn__tensor(-1);
+    {
+        char label[160];
+        snprintf(label, sizeof label, "%s \"%s\"", fn, name);
+        if (!nn__check_shape(g, label, shape)) return nn__tensor(-1);
+    }
     ps = g->params;
-    for (i = 0; i < ps->n; i++) {
-        if (strcmp(ps->p[i].name, name) == 0) {
-            char a[128], b[128];
-            if (ps->p[i].buffer != buffer)
-                return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: %s exists as a %s", fn, name,
-                                   ps->p[i].buffer ? "buffer" : "trainable parameter");
-            if (nn__shape_eq(&ps->p[i].shape, &shape)) {
-                pi = i;
-                break;
-            }
+    i = nn__params_find(ps, name);
+    if (i >= 0) {
+        char a[128], b[128];
+        if (ps->p[i].buffer != buffer)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: %s exists as a %s", fn, name,
+                               ps->p[i].buffer ? "buffer" : "trainable parameter");
+        if (!nn__shape_eq(&ps->p[i].shape, &shape)) {
             nn__shape_str(&ps->p[i].shape, a, sizeof a);
             nn__shape_str(&shape, b, sizeof b);
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: %s exists with shape %s, asked for %s", fn, name, a, b);
         }
+        pi = i;
+        if (pi < g->param_node_cap && g->param_node[pi]) /* the same name twice in one graph: the same tensor */
+            return nn__tensor(g->param_node[pi] - 1);
     }
-    for (i = 0; i < g->n_nodes && pi >= 0; i++) /* the same name twice in one graph: the same tensor */
-        if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].param == pi) return nn__tensor(i);
     if (pi < 0) {
         nn__param *p;
         if (ps->n == ps->cap) {
@@ -8433,12 +9223,27 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
             return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: %s: out of memory", fn, name);
         }
         p->buffer = buffer;
+        if (!nn__params_index(ps, ps->n)) {
+            NN_FREE(p->name);
+            NN_FREE(p->init);
+            return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: %s: out of memory", fn, name);
+        }
         nn__init_fill(p->init, &shape, init, g->seed, ps->n);
         pi = ps->n++;
+    }
+    if (pi >= g->param_node_cap) {
+        int cap = g->param_node_cap ? g->param_node_cap : 64, *t;
+        while (cap <= pi) cap *= 2;
+        t = (int *)NN_REALLOC(g->param_node, (size_t)cap * sizeof *t);
+        if (!t) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        memset(t + g->param_node_cap, 0, (size_t)(cap - g->param_node_cap) * sizeof *t);
+        g->param_node = t;
+        g->param_node_cap = cap;
     }
     id = nn__new_node(g, NN__OP_PARAM, NN_F32, shape, NULL, 0);
     if (id < 0) return nn__tensor(-1);
     g->nodes[id].param = pi;
+    g->param_node[pi] = id + 1;
     g->nodes[id].storage = NN__ST_PARAM;
     g->nodes[id].name = nn__strdup(name);
     if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
@@ -8629,13 +9434,96 @@ static void nn__autograd(nn_graph *g, int loss, int n_user) {
 
 typedef struct nn__item { int id, scratch, first, last; size_t bytes, offset; } nn__item;
 
-/* Places arena items: each at the lowest aligned offset free for its whole lifetime. */
+/* The free space of the arena while items are placed: gaps sorted by offset, coalesced;
+   the last one is unbounded. */
+typedef struct nn__gaps { size_t *off, *len; int n, cap; } nn__gaps;
+
+static int nn__gaps_insert(nn__gaps *f, int at, size_t off, size_t len) {
+    if (f->n == f->cap) {
+        int cap = f->cap ? f->cap * 2 : 64;
+        size_t *o = (size_t *)NN_REALLOC(f->off, (size_t)cap * sizeof *o), *l;
+        if (!o) return 0;
+        f->off = o;
+        l = (size_t *)NN_REALLOC(f->len, (size_t)cap * sizeof *l);
+        if (!l) return 0;
+        f->len = l;
+        f->cap = cap;
+    }
+    memmove(f->off + at + 1, f->off + at, (size_t)(f->n - at) * sizeof *f->off);
+    memmove(f->len + at + 1, f->len + at, (size_t)(f->n - at) * sizeof *f->len);
+    f->off[at] = off;
+    f->len[at] = len;
+    f->n++;
+    return 1;
+}
+
+static void nn__gaps_remove(nn__gaps *f, int at) {
+    memmove(f->off + at, f->off + at + 1, (size_t)(f->n - at - 1) * sizeof *f->off);
+    memmove(f->len + at, f->len + at + 1, (size_t)(f->n - at - 1) * sizeof *f->len);
+    f->n--;
+}
+
+/* Returns [off, off + len) to the free space, merged with its neighbours. */
+static int nn__gaps_free(nn__gaps *f, size_t off, size_t len) {
+    int lo = 0, hi = f->n; /* the first gap after off */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (f->off[mid] < off) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo > 0 && f->off[lo - 1] + f->len[lo - 1] == off) { /* extends the gap before */
+        f->len[lo - 1] += len;
+        if (lo < f->n && off + len == f->off[lo]) {
+            f->len[lo - 1] = f->len[lo] == (size_t)-1 ? (size_t)-1 : f->len[lo - 1] + f->len[lo];
+            nn__gaps_remove(f, lo);
+        }
+        return 1;
+    }
+    if (lo < f->n && off + len == f->off[lo]) { /* extends the gap after */
+        f->off[lo] = off;
+        if (f->len[lo] != (size_t)-1) f->len[lo] += len;
+        return 1;
+    }
+    return nn__gaps_insert(f, lo, off, len);
+}
+
+/* Items alive, as a min-heap of their last use. */
+static void nn__heap_push(int *h, int *n, const nn__item *it, int x) {
+    int i = (*n)++;
+    while (i > 0 && it[h[(i - 1) / 2]].last > it[x].last) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = x;
+}
+
+static int nn__heap_pop(int *h, int *n, const nn__item *it) {
+    int top = h[0], x = h[--(*n)], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && it[h[c + 1]].last < it[h[c]].last) c++;
+        if (it[h[c]].last >= it[x].last) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0) h[i] = x;
+    return top;
+}
+
+/* Places arena items, in order of first use, each at the lowest aligned offset free for
+   its whole lifetime (first fit). Items whose last use is before the next item's first
+   give their space back; the free space is a short list of gaps, so a graph of n nodes
+   plans in about n log n unless its free space is very fragmented. */
 static nn_result nn__plan_memory(nn_graph *g, size_t align) {
     nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
-    int n = 0, i, j;
+    int *heap = (int *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *heap);
+    nn__gaps free_space;
+    int n = 0, n_heap = 0, i, ok;
     size_t top = 0;
-    if (!it) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
-    for (i = 0; i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
+    memset(&free_space, 0, sizeof free_space);
+    ok = it && heap && nn__gaps_insert(&free_space, 0, 0, (size_t)-1);
+    for (i = 0; ok && i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
         nn__node *nd = &g->nodes[g->sched[i]];
         if (nd->storage == NN__ST_ARENA && nd->numel > 0) {
             it[n].id = g->sched[i];
@@ -8650,28 +9538,33 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align) {
             it[n++].bytes = ((size_t)nd->scratch * 4 + align - 1) / align * align;
         }
     }
-    for (i = 0; i < n; i++) {
+    for (i = 0; ok && i < n; i++) {
         nn__item *a = &it[i];
-        size_t off = 0;
-        int moved = 1;
-        while (moved) { /* first fit against every placed item alive at the same time */
-            moved = 0;
-            for (j = 0; j < i; j++) {
-                nn__item *b = &it[j];
-                if (b->last < a->first || a->last < b->first) continue;
-                if (off < b->offset + b->bytes && b->offset < off + a->bytes) {
-                    off = b->offset + b->bytes;
-                    moved = 1;
-                }
-            }
+        int k;
+        while (ok && n_heap > 0 && it[heap[0]].last < a->first) {
+            nn__item *b = &it[nn__heap_pop(heap, &n_heap, it)];
+            ok = nn__gaps_free(&free_space, b->offset, b->bytes);
         }
-        a->offset = off;
-        if (a->scratch) g->nodes[a->id].scratch_offset = off;
-        else g->nodes[a->id].offset = off;
-        if (off + a->bytes > top) top = off + a->bytes;
+        for (k = 0; ok && free_space.len[k] < a->bytes; k++) {} /* the last gap is unbounded */
+        if (!ok) break;
+        a->offset = free_space.off[k];
+        if (free_space.len[k] == (size_t)-1 || free_space.len[k] > a->bytes) {
+            free_space.off[k] += a->bytes;
+            if (free_space.len[k] != (size_t)-1) free_space.len[k] -= a->bytes;
+        } else {
+            nn__gaps_remove(&free_space, k);
+        }
+        nn__heap_push(heap, &n_heap, it, i);
+        if (a->scratch) g->nodes[a->id].scratch_offset = a->offset;
+        else g->nodes[a->id].offset = a->offset;
+        if (a->offset + a->bytes > top) top = a->offset + a->bytes;
     }
     g->arena_bytes = top;
     NN_FREE(it);
+    NN_FREE(heap);
+    NN_FREE(free_space.off);
+    NN_FREE(free_space.len);
+    if (!ok) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     return NN_OK;
 }
 
@@ -8814,7 +9707,7 @@ static nn_result nn__record_launches(nn_graph *g) {
     return r;
 }
 
-NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
+static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     nn_compile_desc d;
     nn_result r;
     int i, k, n_user;
@@ -8902,16 +9795,39 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     return NN_OK;
 }
 
+NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    r = nn__ctx_enter(g->ctx, "nn_graph_compile");
+    if (r != NN_OK) return r;
+    r = nn__graph_compile(g, desc);
+    nn__ctx_leave(g->ctx);
+    return r;
+}
+
 /* ---- running ---- */
 
 static nn_result nn__run(nn_graph *g, int n_sched) {
+    nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!g->compiled || g->status != NN_OK)
+    if (!g->compiled || g->status != NN_OK) {
+        if (g->ctx->dead_refs) return g->status;
         return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
-    return g->ctx->backend->run(g, n_sched);
+    }
+    if (g->broken)
+        return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
+                                              "partly updated: load a training state (nn_load_state) to go on");
+    r = nn__ctx_enter(g->ctx, "nn_graph_step");
+    if (r != NN_OK) return r;
+    g->progress = 0;
+    r = g->ctx->backend->run(g, n_sched);
+    nn__ctx_leave(g->ctx);
+    return r;
 }
 
-/* forward, backward (and gradient accumulation); the update on update steps only */
+/* forward, backward (and gradient accumulation); the update on update steps only. A step
+   that fails before anything ran leaves the graph as it was (counters restored); one that
+   fails part way leaves it broken until a training state is loaded. */
 NN_API nn_result nn_graph_step(nn_graph *g) {
     nn_result r;
     nn__opt_clock clock;
@@ -8919,9 +9835,11 @@ NN_API nn_result nn_graph_step(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
     g->step++;
+    g->progress = 0;
     clock = g->clock;
     lr = g->lr;
     r = nn__run(g, nn__opt_begin(g) ? g->n_sched : g->n_sched_update);
+    if (r != NN_OK && g->progress > 0 && !g->broken) g->broken = 1; /* some of it ran: a retry would update twice */
     if (r != NN_OK) {
         g->step--;
         g->clock = clock;
@@ -10429,11 +11347,11 @@ NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int
     if (!nn__check(g, "nn_slice", 1, &x)) return nn__tensor(-1);
     if ((axis = nn__axis(g, "nn_slice", x, axis)) < 0) return nn__tensor(-1);
     s = nn__n(g, x)->shape;
-    if (start < 0 || len < 1 || start + len > s.dim[axis]) {
+    if (start < 0 || len < 1 || start >= s.dim[axis] || len > s.dim[axis] - start) { /* no start + len: it can overflow */
         char sx[128];
         nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_slice: [%lld, %lld) is outside axis %d of x %s", (long long)start,
-                           (long long)(start + len), axis, sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_slice: start %lld, length %lld is outside axis %d of x %s",
+                           (long long)start, (long long)len, axis, sx);
     }
     s.dim[axis] = len;
     return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start);
@@ -10814,10 +11732,10 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s must be [N, C, H, W] and w %s [K, C/groups, KH, KW]", sx, sw);
     if (nx->shape.dim[1] % attr[6] || nw->shape.dim[0] % attr[6] || nw->shape.dim[1] * attr[6] != nx->shape.dim[1])
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, attr[6]);
-    OH = (nx->shape.dim[2] + 2 * attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
-    OW = (nx->shape.dim[3] + 2 * attr[3] - attr[5] * (nw->shape.dim[3] - 1) - 1) / attr[1] + 1;
-    if (nx->shape.dim[2] + 2 * attr[2] < attr[4] * (nw->shape.dim[2] - 1) + 1 ||
-        nx->shape.dim[3] + 2 * attr[3] < attr[5] * (nw->shape.dim[3] - 1) + 1)
+    OH = (nx->shape.dim[2] + 2 * (int64_t)attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
+    OW = (nx->shape.dim[3] + 2 * (int64_t)attr[3] - attr[5] * (nw->shape.dim[3] - 1) - 1) / attr[1] + 1;
+    if (nx->shape.dim[2] + 2 * (int64_t)attr[2] < attr[4] * (nw->shape.dim[2] - 1) + 1 ||
+        nx->shape.dim[3] + 2 * (int64_t)attr[3] < attr[5] * (nw->shape.dim[3] - 1) + 1)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: the kernel w %s is larger than the padded input x %s", sw, sx);
     if (has_bias) {
         nn__node *nb = nn__n(g, bias);
@@ -10854,8 +11772,12 @@ NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     init.b = -init.a;
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
-    return nn_conv2d(g, x, nn_param(g, wn, nn_shape4(out_channels, cin, kh, kw), init),
-                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+    { /* weight, then bias, in two statements: the order of a call's arguments is unspecified,
+         and it numbers the parameters, which seeds their initial values */
+        nn_tensor w = nn_param(g, wn, nn_shape4(out_channels, cin, kh, kw), init);
+        nn_tensor b = nn_param(g, bn, nn_shape1(out_channels), init);
+        return nn_conv2d(g, x, w, b, desc);
+    }
 }
 
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
@@ -10937,8 +11859,8 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
         (output_pad_w >= attr[1] && output_pad_w >= attr[5]))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: output padding (%d, %d) must be below the stride or the dilation",
                            output_pad_h, output_pad_w);
-    OH = (xs.dim[2] - 1) * attr[0] - 2 * attr[2] + attr[4] * (ws.dim[2] - 1) + output_pad_h + 1;
-    OW = (xs.dim[3] - 1) * attr[1] - 2 * attr[3] + attr[5] * (ws.dim[3] - 1) + output_pad_w + 1;
+    OH = (xs.dim[2] - 1) * attr[0] - 2 * (int64_t)attr[2] + attr[4] * (ws.dim[2] - 1) + output_pad_h + 1;
+    OW = (xs.dim[3] - 1) * attr[1] - 2 * (int64_t)attr[3] + attr[5] * (ws.dim[3] - 1) + output_pad_w + 1;
     if (OH < 1 || OW < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with w %s gives an empty output", a, b);
     /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
     t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
@@ -10997,9 +11919,9 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, attr[9]);
     for (k = 0; k < 3; k++) {
         int64_t span = (int64_t)attr[6 + k] * (nw->shape.dim[2 + k] - 1) + 1;
-        if (nx->shape.dim[2 + k] + 2 * attr[3 + k] < span)
+        if (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] < span)
             return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: the kernel w %s is larger than the padded input x %s", sw, sx);
-        O[k] = (nx->shape.dim[2 + k] + 2 * attr[3 + k] - span) / attr[k] + 1;
+        O[k] = (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] - span) / attr[k] + 1;
     }
     if (has_bias) {
         nn__node *nb = nn__n(g, bias);
@@ -11038,8 +11960,11 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     init.b = -init.a;
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
-    return nn_conv3d(g, x, nn_param(g, wn, nn__shape5(out_channels, cin, kd, kh, kw), init),
-                     nn_param(g, bn, nn_shape1(out_channels), init), desc);
+    { /* weight, then bias (see nn_conv2d_layer) */
+        nn_tensor w = nn_param(g, wn, nn__shape5(out_channels, cin, kd, kh, kw), init);
+        nn_tensor b = nn_param(g, bn, nn_shape1(out_channels), init);
+        return nn_conv3d(g, x, w, b, desc);
+    }
 }
 
 
@@ -12171,7 +13096,7 @@ static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     {
     float c = n->f[0] / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
-    y[0] = c < 1.0f ? c : 1.0f;
+    y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
     return NN_OK;
 }
 }
@@ -14523,6 +15448,7 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path) {
     if (r != NN_OK) return r;
     r = nn__load_state_mem(g, path, buf, len);
     NN_FREE(buf);
+    if (r == NN_OK) g->broken = 0; /* a whole state again after a failed step */
     return r;
 }
 

@@ -1,6 +1,6 @@
 /* nn_bench.c - nn.h's figures, one machine-readable line each (bench/run.sh runs it).
 
-   Build: cc -O2 -I. bench/nn_bench.c -o bench/nn_bench -lOpenCL -lm -lpthread
+   Build: cc -O2 -I. bench/nn_bench.c -o bench/nn_bench -lm -lpthread
    Usage: nn_bench devices        one line per backend: "SELECTOR NAME" (cpu, then OpenCL
                                   devices by index); NAME has spaces replaced by _
           nn_bench sgemm SEL      BENCH name=sgemm backend=NAME n=N gflops=X, N = 256..2048:

@@ -1,21 +1,47 @@
 #!/bin/sh
 # bench/run.sh - what `make bench` runs: nn.h's figures on the CPU backend and on every
-# OpenCL device, PyTorch's (and OpenBLAS's, and CLBlast's if installed) on the same work,
-# then their ratios. Every figure is one line:
-#     BENCH name=sgemm backend=B n=N gflops=X
-#     BENCH name=mlp_train backend=B batch=128 samples_per_sec=X
-#     BENCH name=conv2d backend=B shape=NxCxHxWkK pass=fwd|bwd gflops=X ms=X
-#     BENCH name=cnn_train backend=B batch=64 samples_per_sec=X
-#     BENCH name=start backend=B cold_ms=X warm_ms=X
+# OpenCL device, and PyTorch's, OpenBLAS's (through NumPy) and CLBlast's on the same work,
+# interleaved over ROUNDS rounds; then medians, ratios and the README's table.
+#
+#   make bench                                  # or ./bench/run.sh after make bench/nn_bench
+#   ROUNDS=n make bench                         # default 4
+#   BASELINE=/path/to/old/bench/nn_bench ./bench/run.sh
+#       also runs that nn_bench (another build of nn.h) beside this one, alternating which
+#       goes first, and prints each figure of both with the ratio this/baseline
+#   ONLY=nn ...                                 # nn.h's figures only (no PyTorch, NumPy, CLBlast)
+#   BACKENDS="cpu" ...                          # selectors as `nn_bench devices` lists them
+#   TORCH_THREADS="1/1 1/2 2/1 2/2" ...         # PyTorch training: intra-op/OpenBLAS threads
+#   BLAS_THREADS="1 2" ...                      # SGEMM and conv lines: threads (both kinds)
+#
+# Each round measures, figure by figure: nn.h on every backend (and the baseline), then the
+# counterparts of that figure in each thread configuration (in an order rotated per round).
+# Every measurement is one line (the counterparts' also carry threads=T/B):
+#     RUN round=R [build=baseline] name=sgemm backend=B n=N gflops=X
+#     RUN round=R ... name=mlp_train backend=B batch=128 samples_per_sec=X
+#     RUN round=R ... name=conv2d backend=B shape=NxCxHxWkK pass=fwd|bwd gflops=X ms=X
+#     RUN round=R ... name=cnn_train backend=B batch=64 samples_per_sec=X
+#     RUN round=R ... name=start backend=B cold_ms=X warm_ms=X
+# then bench/report.awk prints, per figure, the median over the rounds with its min and
+# max (for a counterpart: of the thread configuration with the best median, named in
+# threads=, the medians of all in tried=):
+#     BENCH name=mlp_train backend=B batch=128 samples_per_sec=MEDIAN samples_per_sec_min=X
+#           samples_per_sec_max=X rounds=N [threads=T/B tried=T/B:X,...]
 #     BENCH name=ratio what=W value=X
-# Other lines start with '#'. Builds only through make (bench/nn_bench is make's
-# prerequisite; bench/sgemm_clblast has its own rule and is optional).
+#     BENCH name=vs_baseline figure=F backend=B ... metric=M this=X baseline=X value=X
+# and the table in README.md's format. The machine: BENCH name=env what=machine|torch|
+# numpy|run lines. Other lines start with '#' (or '|': the table). Builds only through make
+# (bench/nn_bench is make's prerequisite; bench/sgemm_clblast has its own rule, optional).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 export NN_LOG=warn # no "backend: ..." lines between the figures
 
 NN=./bench/nn_bench
-PY=/usr/bin/python3
+PY=${PYTHON:-/usr/bin/python3}
+ROUNDS=${ROUNDS:-4}
+BASELINE=${BASELINE:-}
+ONLY=${ONLY:-}
+TORCH_THREADS=${TORCH_THREADS:-1/1 1/2 2/1 2/2}
+BLAS_THREADS=${BLAS_THREADS:-1 2}
 T0=$(date +%s)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/nn-bench.XXXXXX") || exit 1
 LINES=$WORK/lines
@@ -23,98 +49,184 @@ LINES=$WORK/lines
 trap 'rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
 
-[ -x "$NN" ] || { echo "run.sh: $NN is missing; run it as 'make bench'" >&2; exit 1; }
-
-# Lines go to stdout and are kept for the ratios.
-keep() { tee -a "$LINES"; }
 note() { echo "# $*"; }
+die() { echo "run.sh: $*" >&2; exit 1; }
+# Lines go to stdout and are kept for the report.
+keep() { tee -a "$LINES"; }
+# tag ROUND [BUILD]: a command's BENCH lines as RUN lines of that round (and build)
+tag() {
+    if [ -n "${2:-}" ]; then sed -n "s/^BENCH /RUN round=$1 build=$2 /p"; else sed -n "s/^BENCH /RUN round=$1 /p"; fi | keep
+}
 
-# "SELECTOR NAME" per backend: cpu first, then the OpenCL devices.
-DEVICES=$("$NN" devices) || { echo "run.sh: nn_bench devices failed" >&2; exit 1; }
-CL_NAME=$(echo "$DEVICES" | awk '$1 != "cpu" { print $2; exit }')
-note "backends: $(echo "$DEVICES" | awk '{ printf "%s%s", sep, $2; sep = ", " }')"
+case $ROUNDS in '' | *[!0-9]* | 0) die "ROUNDS must be a positive integer (got '$ROUNDS')" ;; esac
+[ -x "$NN" ] || die "$NN is missing; run it as 'make bench'"
+if [ -n "$BASELINE" ]; then
+    [ -d "$BASELINE" ] && BASELINE=$BASELINE/bench/nn_bench
+    [ -x "$BASELINE" ] || die "BASELINE=$BASELINE is not an executable nn_bench"
+    case $BASELINE in /*) ;; *) BASELINE=$(pwd)/$BASELINE ;; esac
+fi
 
-# ---- nn.h ------------------------------------------------------------------------------
-echo "$DEVICES" | while read -r sel name; do
-    "$NN" sgemm "$sel" | keep
-    "$NN" mlp "$sel" | keep
-    "$NN" conv "$sel" | keep
-    "$NN" cnn "$sel" | keep
-    # Start-up: one process with empty caches, one with them filled. PoCL keeps its own
-    # kernel cache, so it is emptied too; otherwise "cold" would only be nn.h's cache cold.
-    c=$WORK/cache-$sel
-    mkdir -p "$c/nn" "$c/pocl"
-    cold=$(NN_CACHE_DIR="$c/nn" POCL_CACHE_DIR="$c/pocl" "$NN" start "$sel" | awk '{ print $2 }')
-    warm=$(NN_CACHE_DIR="$c/nn" POCL_CACHE_DIR="$c/pocl" "$NN" start "$sel" | awk '{ print $2 }')
-    rm -rf "$c"
-    if [ -n "$cold" ] && [ -n "$warm" ]; then
-        echo "BENCH name=start backend=$name cold_ms=$cold warm_ms=$warm" | keep
-    else
-        note "start-up time on $name failed"
-    fi
+# ---- the machine -------------------------------------------------------------------------
+CPU_MODEL=$(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -n 1)
+[ -n "$CPU_MODEL" ] || CPU_MODEL=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -n 1)
+CPU_FLAGS=$(sed -n 's/^flags[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -n 1)
+has_flag() { case " $CPU_FLAGS " in *" $1 "*) echo yes ;; *) echo no ;; esac; }
+SIMD=
+for f in sse4_2 avx avx2 fma avx512f avx512bw avx512vl avx512_vnni avx512_bf16 amx_tile; do
+    [ "$(has_flag $f)" = yes ] && SIMD=${SIMD:+$SIMD,}$f
 done
-
-# ---- PyTorch and OpenBLAS ----------------------------------------------------------------
+AVX512=$(has_flag avx512f)
+CORES=$(nproc 2>/dev/null || echo '?')
+OS=$(sed -n 's/^PRETTY_NAME="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' /etc/os-release 2>/dev/null)
 # OPENBLAS_CORETYPE=SkylakeX is OpenBLAS's fastest x86 kernel set, but it needs AVX-512 and
 # dies with SIGILL without it; there OpenBLAS's own detection picks the best one.
-if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
-    CORETYPE=SkylakeX
-else
-    CORETYPE=
-    note "no AVX-512 here: OPENBLAS_CORETYPE left to OpenBLAS's detection"
-fi
-pyrun() { # pyrun ENV... -- runs $PY with OpenBLAS's core type and the given variables
-    if [ -n "$CORETYPE" ]; then env OPENBLAS_CORETYPE="$CORETYPE" "$@"; else env "$@"; fi
-}
-if "$PY" -c 'import torch' 2>/dev/null; then
-    pyrun OMP_WAIT_POLICY=PASSIVE "$PY" bench/sgemm_torch.py torch | keep
-    pyrun OMP_WAIT_POLICY=PASSIVE "$PY" bench/mlp_torch.py | keep
-    pyrun OMP_WAIT_POLICY=PASSIVE "$PY" bench/cnn_torch.py | keep
-else
-    note "no PyTorch for $PY (python3-torch); skipping its figures"
-fi
-if "$PY" -c 'import numpy' 2>/dev/null; then
-    pyrun OPENBLAS_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE "$PY" bench/sgemm_torch.py numpy | keep
-else
-    note "no NumPy for $PY (python3-numpy); skipping OpenBLAS's figures"
-fi
+if [ "$AVX512" = yes ]; then CORETYPE=SkylakeX; else CORETYPE=; fi
+u() { echo "$*" | tr ' =\t' '___'; } # a value for a key=value field
+note "cpu: ${CPU_MODEL:-unknown}, $CORES cores, AVX-512: $AVX512 (${SIMD:-no SIMD flags found})"
+note "os: ${OS:-unknown}; OPENBLAS_CORETYPE=${CORETYPE:-<unset: OpenBLAS detects the CPU>}, OMP_WAIT_POLICY=PASSIVE"
+echo "BENCH name=env what=machine cpu=$(u "${CPU_MODEL:-unknown}") cores=$CORES avx512=$AVX512 simd=${SIMD:-none}" \
+     "os=$(u "${OS:-unknown}") openblas_coretype=${CORETYPE:-auto} date=$(date -u +%Y-%m-%dT%H:%MZ)" | keep
 
-# ---- CLBlast (optional) ----------------------------------------------------------------------
-if [ -z "$CL_NAME" ]; then
-    note "no OpenCL device: skipping CLBlast"
-elif make -s bench/sgemm_clblast >/dev/null 2>&1; then
-    ./bench/sgemm_clblast | keep
-else
-    note "CLBlast is not installed (libclblast-dev): skipping its figures"
+# "SELECTOR NAME" per backend: cpu first, then the OpenCL devices.
+DEVICES=$("$NN" devices) || die "nn_bench devices failed"
+if [ -n "${BACKENDS:-}" ]; then
+    DEVICES=$(echo "$DEVICES" | awk -v want=" $BACKENDS " 'index(want, " " $1 " ")')
+    [ -n "$DEVICES" ] || die "BACKENDS='$BACKENDS' matches none of: $("$NN" devices | awk '{ printf "%s ", $1 }')"
 fi
+CL_NAME=$(echo "$DEVICES" | awk '$1 != "cpu" { print $2; exit }')
+if [ -n "$BASELINE" ]; then
+    "$BASELINE" devices >"$WORK/bdev" 2>/dev/null || die "$BASELINE devices failed"
+    echo "$DEVICES" | while read -r sel name; do
+        grep -qx "$sel $name" "$WORK/bdev" || note "WARNING: the baseline lists no backend '$sel $name'"
+    done
+fi
+note "backends: $(echo "$DEVICES" | awk '{ printf "%s%s", sep, $2; sep = ", " }')"
+echo "BENCH name=env what=backends list=$(echo "$DEVICES" | awk '{ printf "%s%s", sep, $2; sep = "," }') opencl=${CL_NAME:--}" | keep
 
-# ---- ratios ------------------------------------------------------------------------------------
-# fig NAME BACKEND KEY=VALUE FIELD: the FIELD of the kept line that matches.
-fig() {
-    awk -v n="name=$1" -v b="backend=$2" -v k="$3" -v f="$4" '
-        { hit = 0; for (i = 1; i <= NF; i++) if ($i == n || $i == b || $i == k) hit++ }
-        hit == 3 { for (i = 1; i <= NF; i++) if (index($i, f "=") == 1) v = substr($i, length(f) + 2) }
-        END { print v }' "$LINES"
-}
-ratio() { # ratio WHAT A B: A/B when both figures exist
-    if [ -n "$2" ] && [ -n "$3" ]; then
-        awk -v w="$1" -v a="$2" -v b="$3" 'BEGIN { if (b > 0) printf "BENCH name=ratio what=%s value=%.3f\n", w, a / b }'
+# ---- PyTorch, NumPy and their BLAS ----------------------------------------------------------
+pyrun() { # pyrun ENV... -- $PY with OpenBLAS's core type, passive OpenMP waits and ENV
+    if [ -n "$CORETYPE" ]; then
+        env OMP_WAIT_POLICY=PASSIVE OPENBLAS_CORETYPE="$CORETYPE" "$@"
     else
-        note "ratio $1: a figure is missing"
+        env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE "$@"
     fi
 }
-MLP_CPU=$(fig mlp_train cpu batch=128 samples_per_sec)
-MLP_TORCH=$(fig mlp_train torch batch=128 samples_per_sec)
-ratio mlp_train_cpu_vs_torch "$MLP_CPU" "$MLP_TORCH"
-CNN_CPU=$(fig cnn_train cpu batch=64 samples_per_sec)
-CNN_TORCH=$(fig cnn_train torch batch=64 samples_per_sec)
-ratio cnn_train_cpu_vs_torch "$CNN_CPU" "$CNN_TORCH"
-ratio sgemm1024_cpu_vs_openblas "$(fig sgemm cpu n=1024 gflops)" "$(fig sgemm openblas n=1024 gflops)"
-ratio sgemm1024_cpu_vs_torch "$(fig sgemm cpu n=1024 gflops)" "$(fig sgemm torch n=1024 gflops)"
-if [ -n "$CL_NAME" ]; then
-    ratio mlp_train_opencl_vs_torch "$(fig mlp_train "$CL_NAME" batch=128 samples_per_sec)" "$MLP_TORCH"
-    ratio mlp_train_opencl_vs_cpu "$(fig mlp_train "$CL_NAME" batch=128 samples_per_sec)" "$MLP_CPU"
-    ratio cnn_train_opencl_vs_torch "$(fig cnn_train "$CL_NAME" batch=64 samples_per_sec)" "$CNN_TORCH"
-    ratio sgemm1024_opencl_vs_clblast "$(fig sgemm "$CL_NAME" n=1024 gflops)" "$(fig sgemm "clblast:$CL_NAME" n=1024 gflops)"
+HAVE_TORCH='' HAVE_NUMPY='' HAVE_CLBLAST=''
+BLAS_WARN=
+if [ "$ONLY" != nn ]; then
+    for m in torch numpy; do
+        if ! "$PY" -c "import $m" 2>/dev/null; then
+            note "no $m for $PY (python3-$m): skipping its figures"
+            continue
+        fi
+        line=$(pyrun "$PY" bench/pyenv.py $m) || { note "bench/pyenv.py $m failed"; continue; }
+        echo "$line" | keep
+        [ $m = torch ] && HAVE_TORCH=1 || HAVE_NUMPY=1
+        blas=$(echo "$line" | sed -n 's/.* blas=\([^ ]*\).*/\1/p')
+        lib=$(echo "$line" | sed -n 's/.* blas_lib=\([^ ]*\).*/\1/p')
+        g=$(echo "$line" | sed -n 's/.* sgemm1024_gflops=\([^ ]*\).*/\1/p')
+        note "$m: $(echo "$line" | sed -n 's/.* version=\([^ ]*\).*/\1/p'), BLAS $blas ($lib), core" \
+             "$(echo "$line" | sed -n 's/.* blas_core=\([^ ]*\).*/\1/p'), SGEMM 1024 $g GFLOP/s"
+        case $line in
+        *" blas_ok=no"*)
+            BLAS_WARN="$BLAS_WARN $m"
+            note "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+            note "!! WARNING: $m's SGEMM goes to BLAS '$blas' ($lib) at $g GFLOP/s."
+            [ "$blas" = reference ] && note "!! That is Netlib's reference BLAS, not OpenBLAS: $m's figures are NOT its best."
+            note "!! Install an optimised BLAS (Debian: apt-get install libopenblas0-pthread) and rerun."
+            note "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+            ;;
+        esac
+    done
+    if [ -z "$CL_NAME" ]; then
+        note "no OpenCL device: skipping CLBlast"
+    elif make -s bench/sgemm_clblast >/dev/null 2>&1; then
+        HAVE_CLBLAST=1
+    else
+        note "CLBlast is not installed (libclblast-dev): skipping its figures"
+    fi
 fi
-note "opencl = $CL_NAME; total $(($(date +%s) - T0)) s"
+echo "BENCH name=env what=run rounds=$ROUNDS torch_threads=$(u "$TORCH_THREADS" | tr _ ,) blas_threads=$(u "$BLAS_THREADS" | tr _ ,)" \
+     "baseline=${BASELINE:--} only=${ONLY:-all}" | keep
+
+# ---- one round's measurements ----------------------------------------------------------------
+# nn_one ROUND BIN BUILD CMD SEL NAME: one nn_bench figure (start: cold and warm)
+nn_one() {
+    if [ "$4" = start ]; then
+        # One process with empty caches, one with them filled. PoCL keeps its own kernel
+        # cache, so it is emptied too; otherwise "cold" would only be nn.h's cache cold.
+        c=$WORK/cache
+        rm -rf "$c"
+        mkdir -p "$c/nn" "$c/pocl"
+        cold=$(NN_CACHE_DIR="$c/nn" POCL_CACHE_DIR="$c/pocl" "$2" start "$5" </dev/null | awk '{ print $2 }')
+        warm=$(NN_CACHE_DIR="$c/nn" POCL_CACHE_DIR="$c/pocl" "$2" start "$5" </dev/null | awk '{ print $2 }')
+        rm -rf "$c"
+        if [ -n "$cold" ] && [ -n "$warm" ]; then
+            echo "BENCH name=start backend=$6 cold_ms=$cold warm_ms=$warm"
+        else
+            note "start-up time on $6 failed${3:+ ($3)}" >&2
+        fi
+    else
+        "$2" "$4" "$5" </dev/null || note "nn_bench $4 $5 failed${3:+ ($3)}" >&2
+    fi | tag "$1" "$3"
+}
+# nn_fig ROUND CMD: the nn.h figure on every backend; with BASELINE, both builds, the
+# baseline first in even rounds
+nn_fig() {
+    echo "$DEVICES" | while read -r sel name; do
+        if [ -z "$BASELINE" ]; then
+            nn_one "$1" "$NN" "" "$2" "$sel" "$name"
+        elif [ $(($1 % 2)) -eq 1 ]; then
+            nn_one "$1" "$NN" "" "$2" "$sel" "$name"
+            nn_one "$1" "$BASELINE" baseline "$2" "$sel" "$name"
+        else
+            nn_one "$1" "$BASELINE" baseline "$2" "$sel" "$name"
+            nn_one "$1" "$NN" "" "$2" "$sel" "$name"
+        fi
+    done
+}
+rotate() { # rotate N WORD...: the words, starting at word N mod count (from 0)
+    k=$(($1 % ($# - 1)))
+    shift
+    i=0 head='' tail=''
+    for w; do
+        if [ $i -lt $k ]; then tail="$tail $w"; else head="$head $w"; fi
+        i=$((i + 1))
+    done
+    # shellcheck disable=SC2086 # one word each
+    echo $head $tail
+}
+# torch_fig ROUND CONFIGS SCRIPT ARGS...: a counterpart once per thread configuration T/B
+# (T: torch's intra-op threads, B: OpenBLAS's; a bare N means N/N)
+torch_fig() {
+    r=$1 cfgs=$2
+    shift 2
+    # shellcheck disable=SC2086 # cfgs: words
+    for cfg in $(rotate $((r - 1)) $cfgs); do
+        t=${cfg%/*} b=${cfg#*/}
+        pyrun OMP_NUM_THREADS="$t" OPENBLAS_NUM_THREADS="$b" "$PY" "$@" --threads "$t" | tag "$r"
+    done
+}
+
+R=1
+while [ $R -le "$ROUNDS" ]; do
+    note "round $R of $ROUNDS ($(($(date +%s) - T0)) s)"
+    nn_fig $R sgemm
+    if [ -n "$HAVE_TORCH" ]; then torch_fig $R "$BLAS_THREADS" bench/sgemm_torch.py torch; fi
+    if [ -n "$HAVE_NUMPY" ]; then torch_fig $R "$BLAS_THREADS" bench/sgemm_torch.py numpy; fi
+    if [ -n "$HAVE_CLBLAST" ]; then ./bench/sgemm_clblast | tag $R; fi
+    nn_fig $R mlp
+    if [ -n "$HAVE_TORCH" ]; then torch_fig $R "$TORCH_THREADS" bench/mlp_torch.py; fi
+    nn_fig $R conv
+    if [ -n "$HAVE_TORCH" ]; then torch_fig $R "$BLAS_THREADS" bench/cnn_torch.py conv; fi
+    nn_fig $R cnn
+    if [ -n "$HAVE_TORCH" ]; then torch_fig $R "$TORCH_THREADS" bench/cnn_torch.py train; fi
+    nn_fig $R start
+    R=$((R + 1))
+done
+
+# ---- medians, ratios, the table ----------------------------------------------------------------
+note "$ROUNDS rounds in $(($(date +%s) - T0)) s"
+awk -f bench/report.awk "$LINES"
+[ -n "$BLAS_WARN" ] && note "WARNING: the BLAS under$BLAS_WARN is not an optimised one (see above): those figures are not their best"
+note "total $(($(date +%s) - T0)) s"

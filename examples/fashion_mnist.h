@@ -2,8 +2,8 @@
    plain without it), finding the data folder, a seeded shuffle and a clock. Static functions
    only, included by examples/fashion_mnist_mlp.c and examples/fashion_mnist_cnn.c, so each
    example still builds with one cc command:
-       cc -O2 -I. examples/NAME.c -o examples/NAME -lOpenCL -lz -lm -lpthread
-       cc -O2 -I. -DFMNIST_NO_ZLIB examples/NAME.c -o examples/NAME -lOpenCL -lm -lpthread
+       cc -O2 -I. examples/NAME.c -o examples/NAME -lz -lm -lpthread
+       cc -O2 -I. -DFMNIST_NO_ZLIB examples/NAME.c -o examples/NAME -lm -lpthread
    -DFMNIST_NO_ZLIB reads uncompressed IDX files only (`tools/get_fashion_mnist.sh --gunzip DIR`
    writes them). The includer defines _POSIX_C_SOURCE 200809L (for clock_gettime) before
    its first system header.

@@ -1,10 +1,10 @@
 /* fashion_mnist_cnn.c - a small CNN on Fashion-MNIST, trained on the device.
 
    Build (from the repository root, after `make nn.h`):
-       cc -O2 -I. examples/fashion_mnist_cnn.c -o examples/fashion_mnist_cnn -lOpenCL -lz -lm -lpthread
+       cc -O2 -I. examples/fashion_mnist_cnn.c -o examples/fashion_mnist_cnn -lz -lm -lpthread
    or, without zlib (reads uncompressed IDX files only):
-       cc -O2 -I. -DFMNIST_NO_ZLIB examples/fashion_mnist_cnn.c -o examples/fashion_mnist_cnn -lOpenCL -lm -lpthread
-   (add -DNN_NO_OPENCL and drop -lOpenCL for the CPU alone).
+       cc -O2 -I. -DFMNIST_NO_ZLIB examples/fashion_mnist_cnn.c -o examples/fashion_mnist_cnn -lm -lpthread
+   (add -DNN_NO_OPENCL for the CPU alone).
    Run:
        ./examples/fashion_mnist_cnn [DATA_DIR] [EPOCHS]
    DATA_DIR and the dataset's files as for examples/fashion_mnist_mlp.c (the loading code is

@@ -1,10 +1,10 @@
 /* fashion_mnist_mlp.c - a 784-256-128-10 MLP on Fashion-MNIST, trained on the device.
 
    Build (from the repository root, after `make nn.h`):
-       cc -O2 -I. examples/fashion_mnist_mlp.c -o examples/fashion_mnist_mlp -lOpenCL -lz -lm -lpthread
+       cc -O2 -I. examples/fashion_mnist_mlp.c -o examples/fashion_mnist_mlp -lz -lm -lpthread
    or, without zlib (reads uncompressed IDX files only):
-       cc -O2 -I. -DFMNIST_NO_ZLIB examples/fashion_mnist_mlp.c -o examples/fashion_mnist_mlp -lOpenCL -lm -lpthread
-   (`make demo` picks one of the two; add -DNN_NO_OPENCL and drop -lOpenCL for the CPU alone).
+       cc -O2 -I. -DFMNIST_NO_ZLIB examples/fashion_mnist_mlp.c -o examples/fashion_mnist_mlp -lm -lpthread
+   (`make demo` picks one of the two; add -DNN_NO_OPENCL for the CPU alone).
    Run:
        ./examples/fashion_mnist_mlp [DATA_DIR] [EPOCHS]
    DATA_DIR holds train-images-idx3-ubyte(.gz), train-labels-idx1-ubyte(.gz),

@@ -1,7 +1,7 @@
 /* xor.c - the smallest complete nn.h program: a 2-8-1 MLP learns XOR.
 
    Build and run (from the repository root, after `make nn.h`):
-       cc -O2 -I. examples/xor.c -o examples/xor -lOpenCL -lm -lpthread
+       cc -O2 -I. examples/xor.c -o examples/xor -lm -lpthread
        ./examples/xor                 (NN_DEVICE=cpu or NN_DEVICE=opencl picks the backend)
 
    It prints the loss every 100 steps and the four predictions at the end, and exits with

@@ -2,13 +2,17 @@
    global-norm clipping coefficient (1.0 when clipping is off), computed on the device;
    `cv` clamps each clipped gradient element (FLT_MAX when off). */
 
+/* clamp() of OpenCL C may turn NaN into a bound; PyTorch's updates keep NaN (and so make
+   the parameter NaN), and so does this. */
+inline float clamp_nan(float x, float lo, float hi) { return x > hi ? hi : x < lo ? lo : x; }
+
 /* SGD with momentum, dampening, Nesterov and L2 weight decay (torch.optim.SGD) */
 __kernel void sgd(__global float *p, __global const float *grad, __global float *buf, __global const float *clip,
                   const int n, const float lr, const float momentum, const float dampening, const float wd,
                   const int nesterov, const int first_step, const float cv) {
     int i = get_global_id(0);
     if (i >= n) return;
-    float g = clamp(grad[i] * clip[0], -cv, cv) + wd * p[i];
+    float g = clamp_nan(grad[i] * clip[0], -cv, cv) + wd * p[i];
     if (momentum != 0.0f) {
         float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;
         buf[i] = b;
@@ -25,7 +29,7 @@ __kernel void adam(__global float *p, __global const float *grad, __global float
                    const float cv) {
     int i = get_global_id(0);
     if (i >= n) return;
-    float g = clamp(grad[i] * clip[0], -cv, cv), w = p[i];
+    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];
     if (decoupled) w *= 1.0f - lr * wd;
     else g += wd * w;
     float mi = b1 * m[i] + (1.0f - b1) * g;
@@ -59,7 +63,7 @@ __kernel void opt_step(__global float *p, __global const float *grad, __global c
                        const float c0, const float c1, const float c2, const float c3) {
     int i = get_global_id(0);
     if (i >= n) return;
-    float g = clamp(grad[i] * clip[0], -cv, cv), w = p[i];
+    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];
     switch (kind) {
     case NN_ADAM: case NN_ADAMW: { /* AMSGrad */
         if (h3 != 0.0f) w *= 1.0f - lr * wd;
@@ -183,7 +187,7 @@ __kernel void opt_norms(__global const float *p, __global const float *x, __glob
     int l = get_local_id(0), wg = get_local_size(0);
     float a = 0.0f, b = 0.0f, c = clip[0];
     for (int i = l; i < n; i += wg) {
-        float v = clamp(x[i] * c, -cv, cv);
+        float v = clamp_nan(x[i] * c, -cv, cv);
         a += p[i] * p[i];
         b += v * v;
     }

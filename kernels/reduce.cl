@@ -33,5 +33,7 @@ __kernel void grad_sumsq(__global const float *g, __global const float *prev, __
 
 /* PyTorch's clip_grad_norm_: coefficient min(1, max_norm / (norm + 1e-6)) */
 __kernel void clip_scale(__global const float *sumsq, __global float *y, const float max_norm) {
-    if (get_global_id(0) == 0) y[0] = fmin(1.0f, max_norm / (sqrt(sumsq[0]) + 1e-6f));
+    /* not fmin: a NaN norm must give NaN (torch's clamp keeps it), not 1 */
+    float c = max_norm / (sqrt(sumsq[0]) + 1e-6f);
+    if (get_global_id(0) == 0) y[0] = c > 1.0f ? 1.0f : c;
 }

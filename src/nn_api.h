@@ -5,7 +5,9 @@
 #include <stdint.h>
 
 #ifndef NN_API
-#  ifdef NN_STATIC
+#  if defined(NN_STATIC) && defined(__GNUC__)
+#    define NN_API static __attribute__((unused)) /* a program calls only some of them */
+#  elif defined(NN_STATIC)
 #    define NN_API static
 #  else
 #    define NN_API extern

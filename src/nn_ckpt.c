@@ -486,6 +486,7 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path) {
     if (r != NN_OK) return r;
     r = nn__load_state_mem(g, path, buf, len);
     NN_FREE(buf);
+    if (r == NN_OK) g->broken = 0; /* a whole state again after a failed step */
     return r;
 }
 

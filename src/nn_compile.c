@@ -6,13 +6,96 @@
 
 typedef struct nn__item { int id, scratch, first, last; size_t bytes, offset; } nn__item;
 
-/* Places arena items: each at the lowest aligned offset free for its whole lifetime. */
+/* The free space of the arena while items are placed: gaps sorted by offset, coalesced;
+   the last one is unbounded. */
+typedef struct nn__gaps { size_t *off, *len; int n, cap; } nn__gaps;
+
+static int nn__gaps_insert(nn__gaps *f, int at, size_t off, size_t len) {
+    if (f->n == f->cap) {
+        int cap = f->cap ? f->cap * 2 : 64;
+        size_t *o = (size_t *)NN_REALLOC(f->off, (size_t)cap * sizeof *o), *l;
+        if (!o) return 0;
+        f->off = o;
+        l = (size_t *)NN_REALLOC(f->len, (size_t)cap * sizeof *l);
+        if (!l) return 0;
+        f->len = l;
+        f->cap = cap;
+    }
+    memmove(f->off + at + 1, f->off + at, (size_t)(f->n - at) * sizeof *f->off);
+    memmove(f->len + at + 1, f->len + at, (size_t)(f->n - at) * sizeof *f->len);
+    f->off[at] = off;
+    f->len[at] = len;
+    f->n++;
+    return 1;
+}
+
+static void nn__gaps_remove(nn__gaps *f, int at) {
+    memmove(f->off + at, f->off + at + 1, (size_t)(f->n - at - 1) * sizeof *f->off);
+    memmove(f->len + at, f->len + at + 1, (size_t)(f->n - at - 1) * sizeof *f->len);
+    f->n--;
+}
+
+/* Returns [off, off + len) to the free space, merged with its neighbours. */
+static int nn__gaps_free(nn__gaps *f, size_t off, size_t len) {
+    int lo = 0, hi = f->n; /* the first gap after off */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (f->off[mid] < off) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo > 0 && f->off[lo - 1] + f->len[lo - 1] == off) { /* extends the gap before */
+        f->len[lo - 1] += len;
+        if (lo < f->n && off + len == f->off[lo]) {
+            f->len[lo - 1] = f->len[lo] == (size_t)-1 ? (size_t)-1 : f->len[lo - 1] + f->len[lo];
+            nn__gaps_remove(f, lo);
+        }
+        return 1;
+    }
+    if (lo < f->n && off + len == f->off[lo]) { /* extends the gap after */
+        f->off[lo] = off;
+        if (f->len[lo] != (size_t)-1) f->len[lo] += len;
+        return 1;
+    }
+    return nn__gaps_insert(f, lo, off, len);
+}
+
+/* Items alive, as a min-heap of their last use. */
+static void nn__heap_push(int *h, int *n, const nn__item *it, int x) {
+    int i = (*n)++;
+    while (i > 0 && it[h[(i - 1) / 2]].last > it[x].last) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = x;
+}
+
+static int nn__heap_pop(int *h, int *n, const nn__item *it) {
+    int top = h[0], x = h[--(*n)], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && it[h[c + 1]].last < it[h[c]].last) c++;
+        if (it[h[c]].last >= it[x].last) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0) h[i] = x;
+    return top;
+}
+
+/* Places arena items, in order of first use, each at the lowest aligned offset free for
+   its whole lifetime (first fit). Items whose last use is before the next item's first
+   give their space back; the free space is a short list of gaps, so a graph of n nodes
+   plans in about n log n unless its free space is very fragmented. */
 static nn_result nn__plan_memory(nn_graph *g, size_t align) {
     nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
-    int n = 0, i, j;
+    int *heap = (int *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *heap);
+    nn__gaps free_space;
+    int n = 0, n_heap = 0, i, ok;
     size_t top = 0;
-    if (!it) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
-    for (i = 0; i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
+    memset(&free_space, 0, sizeof free_space);
+    ok = it && heap && nn__gaps_insert(&free_space, 0, 0, (size_t)-1);
+    for (i = 0; ok && i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
         nn__node *nd = &g->nodes[g->sched[i]];
         if (nd->storage == NN__ST_ARENA && nd->numel > 0) {
             it[n].id = g->sched[i];
@@ -27,28 +110,33 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align) {
             it[n++].bytes = ((size_t)nd->scratch * 4 + align - 1) / align * align;
         }
     }
-    for (i = 0; i < n; i++) {
+    for (i = 0; ok && i < n; i++) {
         nn__item *a = &it[i];
-        size_t off = 0;
-        int moved = 1;
-        while (moved) { /* first fit against every placed item alive at the same time */
-            moved = 0;
-            for (j = 0; j < i; j++) {
-                nn__item *b = &it[j];
-                if (b->last < a->first || a->last < b->first) continue;
-                if (off < b->offset + b->bytes && b->offset < off + a->bytes) {
-                    off = b->offset + b->bytes;
-                    moved = 1;
-                }
-            }
+        int k;
+        while (ok && n_heap > 0 && it[heap[0]].last < a->first) {
+            nn__item *b = &it[nn__heap_pop(heap, &n_heap, it)];
+            ok = nn__gaps_free(&free_space, b->offset, b->bytes);
         }
-        a->offset = off;
-        if (a->scratch) g->nodes[a->id].scratch_offset = off;
-        else g->nodes[a->id].offset = off;
-        if (off + a->bytes > top) top = off + a->bytes;
+        for (k = 0; ok && free_space.len[k] < a->bytes; k++) {} /* the last gap is unbounded */
+        if (!ok) break;
+        a->offset = free_space.off[k];
+        if (free_space.len[k] == (size_t)-1 || free_space.len[k] > a->bytes) {
+            free_space.off[k] += a->bytes;
+            if (free_space.len[k] != (size_t)-1) free_space.len[k] -= a->bytes;
+        } else {
+            nn__gaps_remove(&free_space, k);
+        }
+        nn__heap_push(heap, &n_heap, it, i);
+        if (a->scratch) g->nodes[a->id].scratch_offset = a->offset;
+        else g->nodes[a->id].offset = a->offset;
+        if (a->offset + a->bytes > top) top = a->offset + a->bytes;
     }
     g->arena_bytes = top;
     NN_FREE(it);
+    NN_FREE(heap);
+    NN_FREE(free_space.off);
+    NN_FREE(free_space.len);
+    if (!ok) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     return NN_OK;
 }
 
@@ -191,7 +279,7 @@ static nn_result nn__record_launches(nn_graph *g) {
     return r;
 }
 
-NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
+static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     nn_compile_desc d;
     nn_result r;
     int i, k, n_user;
@@ -279,16 +367,39 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     return NN_OK;
 }
 
+NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    r = nn__ctx_enter(g->ctx, "nn_graph_compile");
+    if (r != NN_OK) return r;
+    r = nn__graph_compile(g, desc);
+    nn__ctx_leave(g->ctx);
+    return r;
+}
+
 /* ---- running ---- */
 
 static nn_result nn__run(nn_graph *g, int n_sched) {
+    nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!g->compiled || g->status != NN_OK)
+    if (!g->compiled || g->status != NN_OK) {
+        if (g->ctx->dead_refs) return g->status;
         return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
-    return g->ctx->backend->run(g, n_sched);
+    }
+    if (g->broken)
+        return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
+                                              "partly updated: load a training state (nn_load_state) to go on");
+    r = nn__ctx_enter(g->ctx, "nn_graph_step");
+    if (r != NN_OK) return r;
+    g->progress = 0;
+    r = g->ctx->backend->run(g, n_sched);
+    nn__ctx_leave(g->ctx);
+    return r;
 }
 
-/* forward, backward (and gradient accumulation); the update on update steps only */
+/* forward, backward (and gradient accumulation); the update on update steps only. A step
+   that fails before anything ran leaves the graph as it was (counters restored); one that
+   fails part way leaves it broken until a training state is loaded. */
 NN_API nn_result nn_graph_step(nn_graph *g) {
     nn_result r;
     nn__opt_clock clock;
@@ -296,9 +407,11 @@ NN_API nn_result nn_graph_step(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
     g->step++;
+    g->progress = 0;
     clock = g->clock;
     lr = g->lr;
     r = nn__run(g, nn__opt_begin(g) ? g->n_sched : g->n_sched_update);
+    if (r != NN_OK && g->progress > 0 && !g->broken) g->broken = 1; /* some of it ran: a retry would update twice */
     if (r != NN_OK) {
         g->step--;
         g->clock = clock;

@@ -108,12 +108,17 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
     memset(&desc, 0, sizeof desc);
     if (desc_in) desc = *desc_in;
     ctx = (nn_context *)nn__calloc(1, sizeof *ctx);
-    if (!ctx) return NN_ERR_OUT_OF_MEMORY;
+    if (!ctx) { /* no context to hold the message: straight to the log */
+        if (desc.log) desc.log(desc.log_user, NN_LOG_ERROR, "nn_context_create: out of memory");
+        else fprintf(stderr, "nn: nn_context_create: out of memory\n");
+        return NN_ERR_OUT_OF_MEMORY;
+    }
     ctx->log = desc.log;
     ctx->log_user = desc.log_user;
     ctx->log_level = nn__log_level(&desc);
     ctx->op_compiled = (uint64_t *)nn__calloc(NN__OP_COUNT, sizeof(uint64_t));
     if (!ctx->op_compiled) {
+        nn__log(ctx, NN_LOG_ERROR, "nn_context_create: out of memory");
         NN_FREE(ctx);
         return NN_ERR_OUT_OF_MEMORY;
     }
@@ -137,13 +142,145 @@ NN_API nn_result nn_context_create(nn_context **out, const nn_context_desc *desc
     return NN_OK;
 }
 
-NN_API void nn_context_destroy(nn_context *ctx) {
-    if (!ctx) return;
-    if (ctx->backend) ctx->backend->close(ctx);
+/* ---- graphs that outlive their context ---- */
+
+/* What a graph whose context was destroyed runs on: every call that would reach a device
+   fails with NN_ERR_STATE, and its graphs' later calls (nn_graph_destroy included) are
+   safe. One stand-in per destroyed context, freed with the last of its graphs. */
+static nn_result nn__dead_fail(nn_context *ctx) {
+    return nn__fail(ctx, NN_ERR_STATE, "the graph's context was destroyed (nn_context_destroy) before the graph");
+}
+static nn_result nn__dead_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+    (void)device;
+    (void)desc;
+    return nn__dead_fail(ctx);
+}
+static void nn__dead_close(nn_context *ctx) { (void)ctx; }
+static nn_result nn__dead_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
+    (void)b, (void)bytes, (void)zero, (void)what;
+    return nn__dead_fail(ctx);
+}
+static nn_result nn__dead_view(nn_context *ctx, const nn__buf *base, size_t offset, size_t bytes, nn__buf *out,
+                               const char *what) {
+    (void)base, (void)offset, (void)bytes, (void)out, (void)what;
+    return nn__dead_fail(ctx);
+}
+static void nn__dead_release(nn_context *ctx, nn__buf *b) {
+    (void)ctx;
+    if (b->owned) NN_FREE(b->host);
+}
+static nn_result nn__dead_write(nn_context *ctx, nn__buf *b, const void *src, size_t bytes) {
+    (void)b, (void)src, (void)bytes;
+    return nn__dead_fail(ctx);
+}
+static nn_result nn__dead_read(nn_context *ctx, const nn__buf *b, void *dst, size_t bytes) {
+    (void)b, (void)dst, (void)bytes;
+    return nn__dead_fail(ctx);
+}
+static nn_result nn__dead_fill(nn_context *ctx, nn__buf *b, float v, size_t bytes) {
+    (void)b, (void)v, (void)bytes;
+    return nn__dead_fail(ctx);
+}
+static nn_result nn__dead_prepare(nn_graph *g) { return nn__dead_fail(g->ctx); }
+static nn_result nn__dead_run(nn_graph *g, int n) {
+    (void)n;
+    return nn__dead_fail(g->ctx);
+}
+static void nn__dead_release_graph(nn_graph *g) { (void)g; }
+
+static const nn__backend nn__dead_backend = {
+    "destroyed", NN_BACKEND_CPU, 1, nn__dead_open, nn__dead_close, NULL, nn__dead_alloc, nn__dead_view,
+    nn__dead_release, nn__dead_write, nn__dead_read, nn__dead_fill, nn__dead_prepare, nn__dead_run, nn__dead_fail,
+    nn__dead_release_graph};
+
+static void nn__graph_release_compiled(nn_graph *g); /* nn_graph.c */
+static void nn__params_release_device(nn__params *ps); /* nn_graph.c */
+
+static void nn__ctx_link(nn_context *ctx, nn_graph *g) {
+    g->ctx = ctx;
+    g->ctx_prev = NULL;
+    g->ctx_next = ctx->graphs;
+    if (ctx->graphs) ctx->graphs->ctx_prev = g;
+    ctx->graphs = g;
+}
+
+static void nn__ctx_unlink(nn_graph *g) {
+    nn_context *ctx = g->ctx;
+    if (g->ctx_prev) g->ctx_prev->ctx_next = g->ctx_next;
+    else ctx->graphs = g->ctx_next;
+    if (g->ctx_next) g->ctx_next->ctx_prev = g->ctx_prev;
+    g->ctx_prev = g->ctx_next = NULL;
+}
+
+static void nn__ctx_free(nn_context *ctx) {
     NN_FREE(ctx->cache_dir);
     NN_FREE(ctx->kernel_dir);
     NN_FREE(ctx->op_compiled);
     NN_FREE(ctx);
+}
+
+/* A graph's context is going: its device objects go now, and it moves to the stand-in. */
+static void nn__graph_orphan(nn_graph *g, nn_context *dead) {
+    nn__graph_release_compiled(g);
+    if (g->params->ctx != dead) {
+        nn__params_release_device(g->params);
+        g->params->ctx = dead;
+    }
+    g->compiled = 1; /* nothing more can be built or compiled */
+    if (g->status == NN_OK) g->status = NN_ERR_STATE;
+    nn__ctx_unlink(g);
+    nn__ctx_link(dead, g);
+    dead->dead_refs++;
+}
+
+/* Destroying a context invalidates its graphs: each keeps its host memory until
+   nn_graph_destroy, and every call on it then fails with NN_ERR_STATE. */
+NN_API void nn_context_destroy(nn_context *ctx) {
+    nn_context *dead = NULL;
+    if (!ctx) return;
+    if (ctx->graphs) {
+        dead = (nn_context *)nn__calloc(1, sizeof *dead);
+        if (dead) dead->op_compiled = (uint64_t *)nn__calloc(NN__OP_COUNT, sizeof(uint64_t));
+        if (dead && dead->op_compiled) {
+            dead->backend = &nn__dead_backend;
+            dead->log = ctx->log;
+            dead->log_user = ctx->log_user;
+            dead->log_level = ctx->log_level;
+            strcpy(dead->backend_name, "destroyed");
+            while (ctx->graphs) nn__graph_orphan(ctx->graphs, dead);
+            nn__log(ctx, NN_LOG_WARN, "nn_context_destroy: %d graph(s) still use this context; they now fail with NN_ERR_STATE",
+                    dead->dead_refs);
+        } else {
+            if (dead) NN_FREE(dead);
+            nn__log(ctx, NN_LOG_ERROR, "nn_context_destroy: out of memory; the context's graphs are leaked");
+            return;
+        }
+    }
+    if (ctx->backend) ctx->backend->close(ctx);
+    nn__ctx_free(ctx);
+}
+
+/* One call at a time per context (and its graphs): a second thread entering while another
+   runs gets NN_ERR_STATE instead of sharing the workspaces. */
+static nn_result nn__ctx_enter(nn_context *ctx, const char *fn) {
+#if defined(__GNUC__) || defined(__clang__)
+    if (__atomic_exchange_n(&ctx->busy, 1, __ATOMIC_ACQUIRE))
+#else
+    if (ctx->busy) /* best effort where no atomic exchange is at hand */
+#endif
+        return nn__fail(ctx, NN_ERR_STATE, "%s: the context is in use by another thread (use one context per thread)", fn);
+#if !defined(__GNUC__) && !defined(__clang__)
+    ctx->busy = 1;
+#endif
+    return NN_OK;
+}
+
+static void nn__ctx_leave(nn_context *ctx) {
+#if defined(__GNUC__) || defined(__clang__)
+    __atomic_store_n(&ctx->busy, 0, __ATOMIC_RELEASE);
+#else
+    ctx->busy = 0;
+#endif
 }
 
 NN_API const char *nn_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }

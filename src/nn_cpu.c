@@ -289,7 +289,8 @@ __attribute__((target("avx2,fma"))) static void nn__adam_range_avx2(const nn__ad
     int64_t i = i0;
     for (; i + 8 <= i1; i += 8) {
         __m256 w = _mm256_loadu_ps(a->p + i);
-        __m256 gc = _mm256_max_ps(_mm256_min_ps(_mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip), cv), ncv);
+        /* min/max return their second operand when one is NaN: x second, so NaN stays */
+        __m256 gc = _mm256_max_ps(ncv, _mm256_min_ps(cv, _mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip)));
         __m256 g = _mm256_add_ps(gc, _mm256_mul_ps(l2, w));
         __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(a->m + i)), _mm256_mul_ps(c1, g));
         __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(a->v + i)), _mm256_mul_ps(c2, _mm256_mul_ps(g, g)));
@@ -307,9 +308,13 @@ static int nn__cpu_avx2(void) {
 }
 #endif
 
+/* Chunks are whole multiples of 8 elements, so the vector and scalar code see the same
+   elements for any thread count (the scalar tail is always the tensor's last n % 8) and
+   the result has the same bits with 1 thread or 8. */
 static void nn__adam_task(void *arg, int t, int n_tasks) {
     const nn__adam_args *a = (const nn__adam_args *)arg;
-    int64_t chunk = (a->n + n_tasks - 1) / n_tasks, i0 = chunk * t, i1 = i0 + chunk < a->n ? i0 + chunk : a->n;
+    int64_t chunk = ((a->n + n_tasks - 1) / n_tasks + 7) / 8 * 8, i0 = chunk * t;
+    int64_t i1 = i0 + chunk < a->n ? i0 + chunk : a->n;
     if (i0 >= i1) return;
 #if defined(NN__CPU_X86)
     if (nn__cpu_avx2()) {

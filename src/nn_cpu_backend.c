@@ -77,6 +77,7 @@ static nn_result nn__cpub_run(nn_graph *g, int n_sched) {
         nn__node *n = &g->nodes[g->sched[i]];
         nn_result r = nn__op(n->op)->cpu(g, n);
         if (r != NN_OK) return r;
+        g->progress++;
     }
     g->ctx->stats.kernel_launches += (uint64_t)n_sched;
     return NN_OK;

@@ -4,9 +4,11 @@ nn.h - train and run neural networks from C, on any OpenCL device or on the CPU.
     #define NN_IMPLEMENTATION   (in exactly one .c file, before the include)
     #include "nn.h"
 
-    cc -O2 app.c -o app -lOpenCL -lm          (OpenCL devices and the CPU)
-    cc -O2 -DNN_NO_OPENCL app.c -o app -lm    (CPU only; no OpenCL headers or library)
-    (-lpthread too on systems whose libc does not include it)
+    cc -O2 app.c -o app -lm -lpthread         (OpenCL devices and the CPU)
+    (-ldl too with a glibc older than 2.34.) No OpenCL headers or -lOpenCL: nn.h declares
+    the OpenCL calls it makes and loads the OpenCL library when a context is created, so
+    one binary runs on the CPU backend where there is none and on any OpenCL device where
+    there is. -DNN_NO_OPENCL leaves all OpenCL code out.
 
 HOW IT WORKS
     Build a graph by calling op functions on symbolic tensors, compile it once (shapes are
@@ -32,8 +34,15 @@ HOW IT WORKS
 DEVICES
     NN_DEVICE=cpu | opencl | <OpenCL device index> | <device name substring>. By default the
     first GPU, else the built-in CPU backend (a CPU OpenCL device such as PoCL only when
-    asked for: the native CPU path is faster there). No OpenCL platform at all means the
-    CPU backend. The log says which backend was chosen (log level info).
+    asked for: the native CPU path is faster there). No OpenCL library or platform at all
+    means the CPU backend (NN_DEVICE=opencl then fails, naming the library). The log says
+    which backend was chosen, and why not OpenCL (log level info).
+
+    The OpenCL library is loaded once per process: $NN_OPENCL_LIBRARY, else the ICD loader
+    (libOpenCL.so.1 or libOpenCL.so; OpenCL.dll; OpenCL.framework on macOS), else on Linux
+    and the BSDs the vendor driver that an .icd file in $OCL_ICD_VENDORS or
+    /etc/OpenCL/vendors names (called through its ICD dispatch table if it exports no cl*
+    functions of its own).
 
 ENVIRONMENT
     NN_DEVICE       backend choice, as above
@@ -43,20 +52,32 @@ ENVIRONMENT
     NN_KERNEL_DIR   load kernels/NAME.cl from this directory instead of the copies
                     embedded here (for kernel development)
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
+    NN_OPENCL_LIBRARY  the OpenCL library (an ICD loader or a vendor driver) to load
+                    instead of the system's
 
 CONFIGURATION (define before including)
     NN_STATIC                      make every function static
     NN_API                         decorate the API (default extern)
     NN_MALLOC, NN_REALLOC, NN_FREE allocator (all three or none)
     NN_ASSERT                      assertion macro (default assert)
-    NN_NO_OPENCL                   CPU backend only
+    NN_NO_OPENCL                   CPU backend only, no OpenCL code at all
     NN_NO_THREADS                  CPU backend on the calling thread only
+    A file that defines NN_IMPLEMENTATION may include <CL/cl.h> (1.2 or later) before nn.h,
+    and nn.h then uses its types; not after nn.h.
 
 ERRORS
     Functions return nn_result; nn_last_error(ctx) explains the last failure (the op and its
     shapes, or the kernels/FILE.cl:LINE of a build error). Ops given bad input return a
     failed tensor (id < 0) and the graph remembers the first error, which
     nn_graph_compile() returns. Nothing aborts and nothing leaks on an error path.
+
+THREADS AND LIFETIMES
+    A context and its graphs belong to one thread at a time: calls on one context from two
+    threads at once are refused (NN_ERR_STATE, "in use by another thread") where the compiler
+    offers atomics, and are undefined elsewhere. Separate contexts are independent and may
+    run in parallel. Destroy graphs before their context; a graph that outlives its
+    context keeps its host memory until nn_graph_destroy, and every other call on it fails
+    with NN_ERR_STATE.
 
 LICENCE
     MIT License. Copyright (c) 2026 the nn.h authors.

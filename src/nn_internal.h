@@ -30,6 +30,7 @@
 #endif
 
 #define NN__MAX_IN 4
+#define NN__MAX_NUMEL ((int64_t)0x7fffffff) /* elements of one tensor: 32-bit indices */
 #define NN__MAX_AUX 3
 #define NN__ERRLEN 4096
 
@@ -99,6 +100,7 @@ typedef struct nn__params {
     int refs;
     int n, cap;
     nn__param *p;
+    int *index, index_cap;       /* open-addressing hash of names: entry + 1, 0 empty */
     nn_context *ctx;
 } nn__params;
 
@@ -174,6 +176,9 @@ struct nn_context {
     char *kernel_dir;
     nn_stats stats;
     uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_op_compiled) */
+    nn_graph *graphs;            /* graphs created on it, not yet destroyed */
+    int dead_refs;               /* a destroyed context's stand-in: graphs still holding it */
+    volatile int busy;           /* a call is running on it (one thread at a time) */
     struct nn__threadpool *threads;
 };
 
@@ -186,14 +191,19 @@ typedef struct nn__opt_clock {
 
 struct nn_graph {
     nn_context *ctx;
+    nn_graph *ctx_prev, *ctx_next; /* the context's list of its graphs */
     nn__node *nodes;
     int n_nodes, cap_nodes;
     nn__params *params;
+    int *param_node;             /* [params->n]: this graph's node of each entry + 1, 0 none */
+    int param_node_cap;
     nn_result status;            /* first build error */
     int compiled;
     int eval;
     uint64_t seed;
     uint64_t step;               /* completed training steps */
+    int progress;                /* launches (ops) of the running step enqueued so far (backends count) */
+    int broken;                  /* a step failed part way: parameters may be partly updated */
     nn_optimizer opt;
     int loss;
     int n_forward;               /* nodes created by the user (ids below this) */

@@ -3,14 +3,7 @@
    kernels with their arguments set once, at compile time, so a step only enqueues. */
 #include "nn_internal.h"
 #include "nn_ops.h"
-#ifndef CL_TARGET_OPENCL_VERSION
-#  define CL_TARGET_OPENCL_VERSION 120
-#endif
-#ifdef __APPLE__
-#  include <OpenCL/opencl.h>
-#else
-#  include <CL/cl.h>
-#endif
+#include "nn_cl_api.h" /* the cl* declarations; the library is loaded by nn__cl_load() (nn_cl_load.c) */
 #include <sys/stat.h>
 
 #if defined(_WIN32)
@@ -135,7 +128,9 @@ static void nn__cl_str(cl_device_id d, cl_device_info what, char *buf, size_t n)
 static int nn__cl_list_devices(nn_device_info *out, int max) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
-    int n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES), i;
+    int n, i;
+    if (!nn__cl_load()) return 0;
+    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
     for (i = 0; i < n && out && i < max; i++) {
         cl_device_type t = nn__cl_type(devs[i]);
         memset(&out[i], 0, sizeof out[i]);
@@ -242,6 +237,10 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
     int n, pick;
     nn_result r;
     if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
+    if (!nn__cl_load()) {
+        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: %s", device, nn__cl_ld.why);
+    }
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
     pick = nn__cl_pick(device, plats, devs, n);
     if (pick < 0) {
@@ -250,6 +249,7 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
     }
     r = nn__cl_open_device(ctx, plats[pick], devs[pick], desc->tuning);
     if (r != NN_OK) nn__cl_close(ctx);
+    else if (nn__cl_ld.note[0]) nn__log(ctx, NN_LOG_INFO, "%s", nn__cl_ld.note);
     return r;
 }
 
@@ -566,6 +566,7 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
         if (err != CL_SUCCESS)
             return nn__fail(g->ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: %s (%d)", nn__op(g->nodes[l->node].op)->name,
                             l->file, l->kernel, nn__cl_errstr(err), err);
+        g->progress++;
     }
     g->ctx->stats.kernel_launches += (uint64_t)n;
     return NN_OK;
@@ -588,3 +589,31 @@ static const nn__backend nn__opencl_backend = {
     nn__cl_release, nn__cl_write, nn__cl_read, nn__cl_fill, nn__cl_prepare, nn__cl_run, nn__cl_finish,
     nn__cl_release_graph};
 #define NN__BACKEND_OPENCL &nn__opencl_backend,
+
+/* The cl* names back to the program (nn_cl_api.h): its own OpenCL calls below nn.h go to
+   the library it links, not to nn.h's table. */
+#undef clGetPlatformIDs
+#undef clGetPlatformInfo
+#undef clGetDeviceIDs
+#undef clGetDeviceInfo
+#undef clCreateContext
+#undef clReleaseContext
+#undef clCreateCommandQueue
+#undef clReleaseCommandQueue
+#undef clCreateBuffer
+#undef clReleaseMemObject
+#undef clCreateProgramWithSource
+#undef clCreateProgramWithBinary
+#undef clReleaseProgram
+#undef clBuildProgram
+#undef clGetProgramInfo
+#undef clGetProgramBuildInfo
+#undef clCreateKernel
+#undef clReleaseKernel
+#undef clSetKernelArg
+#undef clFinish
+#undef clEnqueueReadBuffer
+#undef clEnqueueWriteBuffer
+#undef clEnqueueNDRangeKernel
+#undef clCreateSubBuffer
+#undef clEnqueueFillBuffer

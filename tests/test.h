@@ -10,9 +10,16 @@ typedef struct t_env {
     nn_context *cpu;     /* the CPU backend, for parity checks (NULL when ctx is the CPU) */
     const char *backend; /* its name for the report */
     int opencl;
+    const char *device;  /* nn_context_desc.device and .tuning that opened ctx */
+    int tuning;
 } t_env;
 
-void t_begin(const t_env *e, const char *name);
+/* A zeroed desc for another context on e's backend (device, tuning), quiet. */
+void t_context_desc(const t_env *e, nn_context_desc *d);
+
+/* Begins a case; 0 when NN_TEST_FILTER excludes it: return without running any of it
+   (t_skip and t_end do nothing for such a case). */
+int t_begin(const t_env *e, const char *name);
 void t_end(void);                 /* prints ok/FAIL/skipped for the case begun last */
 void t_skip(const char *why);     /* the current case is counted as skipped */
 int t_fail(const char *file, int line, const char *fmt, ...);
@@ -73,5 +80,12 @@ void suite_io(const t_env *e);
 void suite_safetensors(const t_env *e);
 void suite_ckpt(const t_env *e);
 void suite_files(const t_env *e);
+void suite_numerics(const t_env *e);
+void suite_limits(const t_env *e);
+void suite_lifetime(const t_env *e);
 void suite_registry(const t_env *e); /* last: every op kind ran on this backend */
+/* Once, not per backend: how the OpenCL library is found, each case in a child process
+   (argv0 run again with NN_TEST_CL_LOAD=<case>, which main hands to t_cl_load_child). */
+void suite_cl_load(const t_env *e, const char *argv0, int with_devices);
+int t_cl_load_child(const char *which);
 #endif

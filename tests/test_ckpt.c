@@ -28,22 +28,7 @@ static int ck_tmp(char *path) {
 static nn_context *ck_context(const t_env *e) {
     nn_context_desc d;
     nn_context *ctx = NULL;
-    char idx[16];
-    memset(&d, 0, sizeof d);
-    d.device = "cpu";
-    d.log_level = NN_LOG_WARN + 1;
-    if (e->opencl) {
-        nn_device_info info[32];
-        int n = nn_list_devices(info, 32), i;
-        for (i = 0; i < n && i < 32; i++) {
-            char label[200];
-            snprintf(label, sizeof label, "opencl:%s", info[i].name);
-            if (strcmp(label, e->backend) == 0) break;
-        }
-        if (i >= n || i >= 32) return NULL;
-        snprintf(idx, sizeof idx, "%d", i);
-        d.device = idx;
-    }
+    t_context_desc(e, &d);
     if (nn_context_create(&ctx, &d) != NN_OK) return NULL;
     return ctx;
 }
@@ -124,7 +109,7 @@ static void ck_resume_case(const t_env *e, const char *name, const nn_optimizer 
     nn_context *c1 = NULL;
     ck_run a, b;
     int ok = 1;
-    t_begin(e, name);
+    if (!t_begin(e, name)) return;
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
     if (!T_CHECK(ck_tmp(path), "mkstemp failed")) goto done;
@@ -182,7 +167,7 @@ static void ck_errors(const t_env *e) {
     ck_run a, b;
     float before[CK_TOTAL], after[CK_TOTAL];
     nn_result r;
-    t_begin(e, "ckpt: load errors name the problem");
+    if (!t_begin(e, "ckpt: load errors name the problem")) return;
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
     memset(&adam, 0, sizeof adam);
@@ -251,7 +236,7 @@ static void ck_csv(const t_env *e) {
     nn_csv_desc d;
     nn_array a;
     size_t i;
-    t_begin(e, "csv: numbers, header, delimiter, errors with path:line");
+    if (!t_begin(e, "csv: numbers, header, delimiter, errors with path:line")) return;
     memset(&a, 0, sizeof a);
     if (!T_CHECK(ck_tmp(path), "mkstemp failed")) goto done;
     memset(&d, 0, sizeof d);
@@ -291,7 +276,7 @@ static void ck_dataset_order(const t_env *e) {
     nn_dataset *ds[2];
     int seen[2][CK_N], epoch, i, k, differs = 0;
     float order[2][3][CK_N];
-    t_begin(e, "dataset: shuffled epochs, reproducible");
+    if (!t_begin(e, "dataset: shuffled epochs, reproducible")) return;
     for (i = 0; i < CK_N; i++) {
         x[i] = (float)i;
         y[i] = i;

@@ -98,7 +98,7 @@ static void conv3d_layer_case(const t_env *e) {
     nn_conv3d_desc d;
     nn_tensor x, y, bad;
     nn_shape ys;
-    t_begin(e, "conv3d_layer x[2,4,3,5,6] k2x3x3 s1,2,2 p0,1,1 g2");
+    if (!t_begin(e, "conv3d_layer x[2,4,3,5,6] k2x3x3 s1,2,2 p0,1,1 g2")) return;
     memset(&gd, 0, sizeof gd);
     gd.seed = 3;
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;

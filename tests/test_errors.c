@@ -10,7 +10,7 @@ static void test_shape_errors(const t_env *e) {
     nn_context *ctx = e->ctx;
     nn_graph *g = NULL;
     nn_tensor a, b, c;
-    t_begin(e, "errors: shape mismatch names the op and shapes");
+    if (!t_begin(e, "errors: shape mismatch names the op and shapes")) return;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     a = nn_input(g, "a", NN_F32, nn_shape2(3, 4));
     b = nn_input(g, "b", NN_F32, nn_shape2(5, 6));
@@ -69,18 +69,19 @@ done:
     t_end();
 }
 
-/* A tensor too big for the device or the host: compile fails cleanly. */
+/* A tensor too big to index (2^40 elements): refused when built, the error naming the
+   tensor; compile then reports it and the graph never runs. */
 static void test_alloc_failure(const t_env *e) {
     nn_context *ctx = e->ctx;
     nn_graph *g = NULL;
     nn_tensor a;
     nn_result r;
-    t_begin(e, "errors: allocation failure");
+    if (!t_begin(e, "errors: an oversized tensor is refused by name")) return;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     a = nn_input(g, "huge", NN_F32, nn_shape2((int64_t)1 << 20, (int64_t)1 << 20)); /* 4 TiB */
     nn_output(g, nn_relu(g, a));
     r = nn_graph_compile(g, NULL);
-    T_CHECK(r == NN_ERR_OUT_OF_MEMORY, "compile returned %d (%s)", r, nn_last_error(ctx));
+    T_CHECK(r == NN_ERR_SHAPE, "compile returned %d (%s)", r, nn_last_error(ctx));
     T_CHECK(strstr(nn_last_error(ctx), "huge") != NULL, "message does not name the tensor: %s", nn_last_error(ctx));
     T_CHECK(nn_graph_step(g) == NN_ERR_STATE, "a failed graph ran");
 done:
@@ -94,10 +95,9 @@ static void test_build_error(const t_env *e) {
     nn_context *ctx = NULL;
     nn_context_desc d;
     nn_graph *g = NULL;
-    nn_device_info info[32];
     FILE *f;
     nn_result r;
-    t_begin(e, "errors: kernel build error names file:line");
+    if (!t_begin(e, "errors: kernel build error names file:line")) return;
     if (!e->opencl) {
         t_skip("no kernels on the CPU backend");
         t_end();
@@ -114,15 +114,7 @@ static void test_build_error(const t_env *e) {
         fputs("/* broken on purpose */\n__kernel void relu_forward(__global float *x) {\n    x[0] = undefined_name;\n}\n", f);
         fclose(f);
     }
-    memset(&d, 0, sizeof d);
-    {
-        /* the same device as e->ctx, found by its name */
-        int n = nn_list_devices(info, 32), i;
-        for (i = 0; i < n; i++)
-            if (strcmp(info[i].name, nn_backend_name(e->ctx)) == 0) break;
-        snprintf(path, sizeof path, "%d", i < n ? i : 0);
-    }
-    d.device = path;
+    t_context_desc(e, &d); /* the same device and tuning as e->ctx */
     d.kernel_dir = dir;
     d.cache_dir = "off";
     if (T_OK(nn_context_create(&ctx, &d), ctx) && T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
@@ -145,7 +137,7 @@ static void test_bad_arguments(const t_env *e) {
     nn_context *ctx = e->ctx;
     nn_graph *g = NULL, *h = NULL;
     nn_tensor a, b;
-    t_begin(e, "errors: bad arguments");
+    if (!t_begin(e, "errors: bad arguments")) return;
     T_CHECK(nn_graph_create(ctx, NULL, NULL) == NN_ERR_INVALID_ARGUMENT, "NULL out accepted");
     T_CHECK(nn_graph_step(NULL) == NN_ERR_INVALID_ARGUMENT, "NULL graph accepted");
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx) || !T_OK(nn_graph_create(ctx, NULL, &h), ctx)) goto done;

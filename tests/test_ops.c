@@ -9,18 +9,20 @@
 
 static nn_tensor b_matmul(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_matmul(g, in[0], in[1], s->ta, s->tb); }
 static void r_matmul(const spec *s, double *const *in, double *out) {
+    /* i-k-j order: independent accumulators (the gradient checks call this ~1000 times) */
     long M = s->out.dim[0], N = s->out.dim[1], K = s->ta ? s->shape[0].dim[0] : s->shape[0].dim[1], i, j, k;
     long lda = s->shape[0].dim[1], ldb = s->shape[1].dim[1];
-    for (i = 0; i < M; i++)
-        for (j = 0; j < N; j++) {
-            double acc = 0;
-            for (k = 0; k < K; k++) {
-                double a = s->ta ? in[0][k * lda + i] : in[0][i * lda + k];
-                double b = s->tb ? in[1][j * ldb + k] : in[1][k * ldb + j];
-                acc += a * b;
-            }
-            out[i * N + j] = acc;
+    for (i = 0; i < M; i++) {
+        double *o = out + i * N;
+        for (j = 0; j < N; j++) o[j] = 0;
+        for (k = 0; k < K; k++) {
+            double a = s->ta ? in[0][k * lda + i] : in[0][i * lda + k];
+            if (s->tb)
+                for (j = 0; j < N; j++) o[j] += a * in[1][j * ldb + k];
+            else
+                for (j = 0; j < N; j++) o[j] += a * in[1][k * ldb + j];
         }
+    }
 }
 
 static nn_tensor b_add(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_add(g, in[0], in[1]); }
@@ -198,26 +200,33 @@ static nn_tensor b_conv2d(nn_graph *g, const nn_tensor *in, const spec *s) {
     return nn_conv2d(g, in[0], in[1], s->n_in > 2 ? in[2] : none, &d);
 }
 static void r_conv2d(const spec *s, double *const *in, double *out) {
+    /* one (n, k, ci, kh, kw) tap at a time over the output rows and their valid columns:
+       the gradient checks call this ~1000 times */
     long N = s->shape[0].dim[0], C = s->shape[0].dim[1], H = s->shape[0].dim[2], W = s->shape[0].dim[3];
     long K = s->shape[1].dim[0], KH = s->shape[1].dim[2], KW = s->shape[1].dim[3];
     long OH = s->out.dim[2], OW = s->out.dim[3], G = s->conv[6], Cg = C / G, Kg = K / G;
+    long sh = s->conv[0], sw = s->conv[1], ph = s->conv[2], pw = s->conv[3], dh = s->conv[4], dw = s->conv[5];
     long n, k, oh, ow, ci, kh, kw;
     for (n = 0; n < N; n++)
-        for (k = 0; k < K; k++)
-            for (oh = 0; oh < OH; oh++)
-                for (ow = 0; ow < OW; ow++) {
-                    double acc = s->n_in > 2 ? in[2][k] : 0.0;
-                    for (ci = 0; ci < Cg; ci++)
-                        for (kh = 0; kh < KH; kh++)
-                            for (kw = 0; kw < KW; kw++) {
-                                long ih = oh * s->conv[0] - s->conv[2] + kh * s->conv[4];
-                                long iw = ow * s->conv[1] - s->conv[3] + kw * s->conv[5];
-                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                                acc += in[0][((n * C + (k / Kg) * Cg + ci) * H + ih) * W + iw] *
-                                       in[1][((k * Cg + ci) * KH + kh) * KW + kw];
-                            }
-                    out[((n * K + k) * OH + oh) * OW + ow] = acc;
-                }
+        for (k = 0; k < K; k++) {
+            double *o = out + (n * K + k) * OH * OW;
+            for (oh = 0; oh < OH * OW; oh++) o[oh] = s->n_in > 2 ? in[2][k] : 0.0;
+            for (ci = 0; ci < Cg; ci++) {
+                const double *x = in[0] + (n * C + (k / Kg) * Cg + ci) * H * W;
+                for (kh = 0; kh < KH; kh++)
+                    for (kw = 0; kw < KW; kw++) {
+                        double wv = in[1][((k * Cg + ci) * KH + kh) * KW + kw];
+                        long off = kw * dw - pw, lo = 0, hi = OW; /* columns with 0 <= ow * sw + off < W */
+                        while (lo < OW && lo * sw + off < 0) lo++;
+                        while (hi > lo && (hi - 1) * sw + off >= W) hi--;
+                        for (oh = 0; oh < OH; oh++) {
+                            long ih = oh * sh - ph + kh * dh;
+                            if (ih < 0 || ih >= H) continue;
+                            for (ow = lo; ow < hi; ow++) o[oh * OW + ow] += x[ih * W + ow * sw + off] * wv;
+                        }
+                    }
+            }
+        }
 }
 
 static nn_tensor b_conv1d(nn_graph *g, const nn_tensor *in, const spec *s) {
@@ -305,7 +314,7 @@ static void conv_grad_sum_case(const t_env *e) {
     float dw[K * 9], db[K];
     double rw[K * 9], rb[K], tabs[K], mean, mw = 0, ew = 0, eb = 0;
     long n, k, i, p, kh, kw;
-    t_begin(e, "conv2d dw, db over 64x28x28 positions (cancelling sums)");
+    if (!t_begin(e, "conv2d dw, db over 64x28x28 positions (cancelling sums)")) goto done;
     if (!T_CHECK(xv && tv, "out of memory")) goto done;
     t_seed(0xc0a5);
     for (i = 0; i < P; i++) { /* a constant background around a 16 x 16 foreground */

@@ -247,7 +247,7 @@ static void check_optimizer_x(const t_env *e, const char *name, nn_optimizer o, 
     int i, t, k = o.accumulate_steps > 1 ? o.accumulate_steps : 1, j;
     char label[160];
     snprintf(label, sizeof label, "optimizer %s", name);
-    t_begin(e, label);
+    if (!t_begin(e, label)) return;
     memset(&s, 0, sizeof s);
     memset(&zero, 0, sizeof zero);
     t_seed(99);
@@ -331,7 +331,7 @@ static void check_schedules(const t_env *e) {
     const char *names[7] = {"constant", "step", "multistep", "exponential", "cosine warmup", "linear warmup", "onecycle"};
     double ref[40];
     int k, t;
-    t_begin(e, "lr schedules vs PyTorch's recursive forms");
+    if (!t_begin(e, "lr schedules vs PyTorch's recursive forms")) return;
     memset(sc, 0, sizeof sc);
     for (k = 0; k < 7; k++) {
         sc[k].kind = (nn_lr_schedule_kind)k;
@@ -377,7 +377,7 @@ static void check_accumulation_launches(const t_env *e) {
     nn_init one;
     nn_stats st[4];
     int i;
-    t_begin(e, "accumulate_steps: no transfer, update launches skipped");
+    if (!t_begin(e, "accumulate_steps: no transfer, update launches skipped")) return;
     memset(&one, 0, sizeof one);
     one.kind = NN_INIT_CONSTANT;
     one.a = 1;

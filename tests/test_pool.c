@@ -297,17 +297,22 @@ static int same_float(float a, float b) { return (isnan(a) && isnan(b)) || a == 
    {0, 1, 2}; 1 the same with one plane constant and one NaN. */
 static void tie_case(const t_env *e, const char *what, const pcase *c, int values) {
     pgeo g = resolve(c);
-    long nx = numel(in_shape(c)), ny = numel(out_shape(c)), i, n_ties = 0;
+    long nx = numel(in_shape(c)), ny = numel(out_shape(c)), i;
     int H = c->dims == 1 ? 1 : c->H, p;
-    float *x = (float *)malloc((size_t)nx * 4), *w = (float *)malloc((size_t)ny * 4);
-    double *xd = (double *)malloc((size_t)nx * sizeof(double)), *yd = (double *)malloc((size_t)ny * sizeof(double));
-    double *dxd = (double *)calloc((size_t)nx, sizeof(double));
-    long *arg = (long *)malloc((size_t)ny * sizeof(long));
+    float *x, *w;
+    double *xd, *yd, *dxd;
+    long *arg;
     run_out r, rc;
     char label[200], name[160];
     case_name(c, name, sizeof name);
     snprintf(label, sizeof label, "ties: %s, %s", what, name);
-    t_begin(e, label);
+    if (!t_begin(e, label)) return;
+    x = (float *)malloc((size_t)nx * 4);
+    w = (float *)malloc((size_t)ny * 4);
+    xd = (double *)malloc((size_t)nx * sizeof(double));
+    yd = (double *)malloc((size_t)ny * sizeof(double));
+    dxd = (double *)calloc((size_t)nx, sizeof(double));
+    arg = (long *)malloc((size_t)ny * sizeof(long));
     t_seed(0x71e5 + (unsigned long long)nx);
     for (i = 0; i < nx; i++) x[i] = (float)t_randint(3);
     if (values == 1) {
@@ -338,7 +343,6 @@ static void tie_case(const t_env *e, const char *what, const pcase *c, int value
                 T_CHECK(0, "dx[%ld] = %g, expected %g (the first maximum takes the gradient)", i, r.dx[i], dxd[i]);
                 break;
             }
-            n_ties += dxd[i] != 0;
         }
         if (e->cpu) {
             rc = run_pool(e->cpu, c, x, w);
@@ -385,7 +389,7 @@ static void padding_only_case(const t_env *e) {
     float x[10], w[10];
     run_out r;
     int i;
-    t_begin(e, "max_pool2d: a window of padding alone gives -inf, no gradient");
+    if (!t_begin(e, "max_pool2d: a window of padding alone gives -inf, no gradient")) return;
     for (i = 0; i < 10; i++) {
         x[i] = (float)i - 4.5f;
         w[i] = 1.0f;
@@ -419,7 +423,7 @@ static void error_cases(const t_env *e) {
     nn_pool1d_desc d1;
     nn_tensor x;
     int k;
-    t_begin(e, "pool errors name the op and the shapes");
+    if (!t_begin(e, "pool errors name the op and the shapes")) return;
     for (k = 0; k < 9; k++) {
         if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) break;
         memset(&d, 0, sizeof d);

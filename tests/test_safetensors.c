@@ -137,7 +137,7 @@ static void test_roundtrip(const t_env *e) {
     nn_tensor y1t, y3t;
     unsigned char *file = NULL;
     size_t n = 0;
-    t_begin(e, "safetensors: save/load round trip");
+    if (!t_begin(e, "safetensors: save/load round trip")) return;
     if (!T_CHECK(st_tmp(path), "mkstemp failed")) goto done;
     g1 = st_net(ctx, 1, 5, 0, 1, &y1t);
     g2 = st_net(ctx, 2, 5, 0, 0, NULL);
@@ -223,7 +223,7 @@ static void test_mismatch(const t_env *e) {
     nn_graph *g1 = NULL, *g2 = NULL, *g3 = NULL;
     char path[] = "/tmp/nn-test-st-XXXXXX";
     float before[15], after[15];
-    t_begin(e, "safetensors: shape mismatch, missing tensors");
+    if (!t_begin(e, "safetensors: shape mismatch, missing tensors")) return;
     if (!T_CHECK(st_tmp(path), "mkstemp failed")) goto done;
     g1 = st_net(ctx, 1, 5, 0, 1, NULL);
     g2 = st_net(ctx, 2, 6, 0, 1, NULL); /* fc1 has 6 outputs here */
@@ -257,7 +257,7 @@ static void test_torch_files(const t_env *e) {
     char path[] = "/tmp/nn-test-st-XXXXXX";
     float got_w[6], got_b[2];
     int round;
-    t_begin(e, "safetensors: files written by PyTorch");
+    if (!t_begin(e, "safetensors: files written by PyTorch")) return;
     if (!T_CHECK(st_tmp(path), "mkstemp failed")) goto done;
     for (round = 0; round < 3; round++) {
         const unsigned char *bytes = round == 1 ? torch_half : torch_f32;
@@ -375,7 +375,7 @@ static void test_malformed(const t_env *e) {
     char path[] = "/tmp/nn-test-st-XXXXXX";
     unsigned char *buf = (unsigned char *)calloc(1, 16384);
     size_t i;
-    t_begin(e, "safetensors: malformed files give NN_ERR_IO");
+    if (!t_begin(e, "safetensors: malformed files give NN_ERR_IO")) goto done;
     if (!T_CHECK(buf && st_tmp(path), "setup failed")) goto done;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     nn_param(g, "w", nn_shape1(2), (nn_init){NN_INIT_ZEROS, 0, 0});

@@ -99,7 +99,7 @@ static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     {
     float c = n->f[0] / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
-    y[0] = c < 1.0f ? c : 1.0f;
+    y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
     return NN_OK;
 }
 }

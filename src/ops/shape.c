@@ -115,11 +115,11 @@ NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int
     if (!nn__check(g, "nn_slice", 1, &x)) return nn__tensor(-1);
     if ((axis = nn__axis(g, "nn_slice", x, axis)) < 0) return nn__tensor(-1);
     s = nn__n(g, x)->shape;
-    if (start < 0 || len < 1 || start + len > s.dim[axis]) {
+    if (start < 0 || len < 1 || start >= s.dim[axis] || len > s.dim[axis] - start) { /* no start + len: it can overflow */
         char sx[128];
         nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_slice: [%lld, %lld) is outside axis %d of x %s", (long long)start,
-                           (long long)(start + len), axis, sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_slice: start %lld, length %lld is outside axis %d of x %s",
+                           (long long)start, (long long)len, axis, sx);
     }
     s.dim[axis] = len;
     return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start);
