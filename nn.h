@@ -13470,30 +13470,32 @@ static void nn__wfile_abort(nn__wfile *w) {
    it does not exist yet. */
 static nn_result nn__save_target(nn_context *ctx, const char *path, char **target, struct stat *st) {
     char *cur = nn__strdup(path);
-    int hops;
+    int hops = 0;
     *target = NULL;
     if (!cur) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+#if !NN__POSIX2008
+    (void)hops;
+    if (stat(cur, st) != 0) { /* links are not seen as such */
+        int e = errno;
+        memset(st, 0, sizeof *st);
+        if (e != ENOENT) {
+            NN_FREE(cur);
+            return nn__fail(ctx, NN_ERR_IO, "%s: %s", path, strerror(e));
+        }
+    }
+#else
     for (hops = 0;; hops++) {
         char *link, *next;
         size_t size, dir;
         ssize_t k;
-#if NN__POSIX2008
-        int rc = lstat(cur, st);
-#else
-        int rc = stat(cur, st); /* links are not seen as such */
-#endif
-        if (rc != 0) {
+        if (lstat(cur, st) != 0) {
             int e = errno;
             memset(st, 0, sizeof *st);
             if (e == ENOENT) break; /* a new file (or one that a dangling link names) */
             NN_FREE(cur);
             return nn__fail(ctx, NN_ERR_IO, "%s: %s", path, strerror(e));
         }
-#if NN__POSIX2008
         if (!S_ISLNK(st->st_mode)) break;
-#else
-        break;
-#endif
         if (hops == 40) {
             NN_FREE(cur);
             return nn__fail(ctx, NN_ERR_IO, "%s: more than 40 symbolic links in a row: not replaced", path);
@@ -13532,6 +13534,7 @@ static nn_result nn__save_target(nn_context *ctx, const char *path, char **targe
         NN_FREE(cur);
         cur = next;
     }
+#endif
     *target = cur;
     return NN_OK;
 }
