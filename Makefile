@@ -2,9 +2,9 @@
 CC      ?= cc
 CFLAGS  ?= -O2
 WARN     = -std=c99 -Wall -Wextra -pedantic -Werror
-KERNELS  = $(wildcard kernels/*.cl)
+KERNELS  = $(wildcard kernels/*.cl kernels/*.h)
 SOURCES  = $(wildcard src/*.c src/*.h src/ops/*.c) gen/parts.txt
-TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c,$(wildcard tests/*.c))
+TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c tests/fault_%.c,$(wildcard tests/*.c))
 DATA_DIR ?= data/fashion-mnist
 
 # No OpenCL headers or -lOpenCL: nn.h declares what it calls and loads the library at run
@@ -137,7 +137,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_CC ?= clang
 FUZZ_TARGETS = safetensors state idx csv
 FUZZ_BINS = $(FUZZ_TARGETS:%=tests/fuzz_%)
-.PHONY: fuzz fuzz-seeds fuzz-alloc clean-fuzz
+.PHONY: fuzz fuzz-seeds fuzz-alloc clean-fuzz fault-cl
 
 $(FUZZ_BINS): tests/fuzz_%: tests/fuzz_%.c nn.h
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DNN_NO_OPENCL -DNN_FUZZ \
@@ -174,6 +174,15 @@ tests/fuzz_alloc: tests/fuzz_alloc.c nn.h
 
 fuzz-alloc: tests/fuzz_alloc
 	./tests/fuzz_alloc
+
+# ---- device-call fault injection: the N-th OpenCL call fails, for every N ----------------------
+# `make fault-cl` prints FAULT calls=N runs=N ... leaks=0 wrong=0 silent=0 (tests/fault_cl.c).
+tests/fault_cl: tests/fault_cl.c nn.h
+	$(CC) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all $(WARN) \
+	  -D_POSIX_C_SOURCE=200809L -o $@ tests/fault_cl.c -lm -lpthread
+
+fault-cl: tests/fault_cl
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fault_cl.supp ./tests/fault_cl
 
 clean-fuzz:
 	rm -rf $(FUZZ_BINS) tests/fuzz_alloc tests/fuzz_work $(FUZZ_TARGETS:%=tests/fuzz_%.log)

@@ -276,6 +276,48 @@ NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x); /* exact (erf), as PyTorch's default */
 NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x);
+/* ELU (nn.ELU; PyTorch's default alpha is 1): x for x > 0, else alpha * (exp(x) - 1); the
+   gradient at 0 is alpha, as PyTorch's. */
+NN_API nn_tensor nn_elu(nn_graph *g, nn_tensor x, float alpha);
+/* SELU (nn.SELU): scale * x for x > 0, else scale * alpha * (exp(x) - 1), with PyTorch's
+   scale = 1.0507009873554805 and alpha = 1.6732632423543772; the gradient at 0 is
+   scale * alpha, as PyTorch's. */
+NN_API nn_tensor nn_selu(nn_graph *g, nn_tensor x);
+/* CELU (nn.CELU; PyTorch's default alpha is 1): x for x > 0, else
+   alpha * (exp(x / alpha) - 1); alpha must not be 0 (PyTorch refuses it too). */
+NN_API nn_tensor nn_celu(nn_graph *g, nn_tensor x, float alpha);
+/* Softplus (nn.Softplus; PyTorch's defaults beta 1, threshold 20):
+   log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (gradient 1
+   there), PyTorch's reversion to the linear function; beta must not be 0. */
+NN_API nn_tensor nn_softplus(nn_graph *g, nn_tensor x, float beta, float threshold);
+/* Mish (nn.Mish): x * tanh(softplus(x)). */
+NN_API nn_tensor nn_mish(nn_graph *g, nn_tensor x);
+/* Hardswish (nn.Hardswish): x * relu6(x + 3) / 6. Its gradient is x / 3 + 0.5 on [-3, 3],
+   ends included (-0.5 at -3, 1.5 at 3: PyTorch's), 0 below and 1 above. */
+NN_API nn_tensor nn_hardswish(nn_graph *g, nn_tensor x);
+/* Hardsigmoid (nn.Hardsigmoid): relu6(x + 3) / 6. Its gradient is 1/6 strictly inside
+   (-3, 3) and 0 elsewhere, at -3 and 3 too (PyTorch's). */
+NN_API nn_tensor nn_hardsigmoid(nn_graph *g, nn_tensor x);
+/* Hardtanh (nn.Hardtanh; PyTorch's defaults min_val -1, max_val 1): x clamped to
+   [min_val, max_val], min_val <= max_val. Its gradient is 1 strictly inside and 0 at the
+   bounds and outside (PyTorch's). */
+NN_API nn_tensor nn_hardtanh(nn_graph *g, nn_tensor x, float min_val, float max_val);
+/* ReLU6 (nn.ReLU6): min(max(x, 0), 6), PyTorch's hardtanh on [0, 6]: gradient 0 at 0 and
+   at 6. */
+NN_API nn_tensor nn_relu6(nn_graph *g, nn_tensor x);
+/* Softsign (nn.Softsign): x / (1 + |x|). */
+NN_API nn_tensor nn_softsign(nn_graph *g, nn_tensor x);
+/* LogSigmoid (nn.LogSigmoid): log(1 / (1 + exp(-x))), as min(x, 0) - log1p(exp(-|x|)),
+   PyTorch's form, which neither overflows nor loses the tails. */
+NN_API nn_tensor nn_log_sigmoid(nn_graph *g, nn_tensor x);
+/* PReLU (PyTorch's prelu): x for x > 0, else weight * x, with a learned slope per channel:
+   weight [C] for x [N, C, ...] (channels: dim 1), or weight [1], one slope shared by all.
+   Gradients reach x (weight at 0, as PyTorch's) and weight, its sum over the other dims
+   taken in a fixed order. */
+NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight);
+/* PyTorch's nn.PReLU(num_parameters) module: NAME.weight [num_parameters], all 0.25;
+   num_parameters is 1 or the channels of x. */
+NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const char *name);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 
@@ -765,12 +807,6 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 #define NN__MAX_AUX 3
 #define NN__ERRLEN 4096
 
-/* Activation functions of the UNARY op; their kernels are stamped from one table. */
-typedef enum nn__unary {
-    NN__U_RELU = 0, NN__U_LEAKY_RELU, NN__U_SIGMOID, NN__U_TANH, NN__U_GELU, NN__U_SILU,
-    NN__U_COUNT
-} nn__unary;
-
 /* Where a tensor's storage comes from. */
 typedef enum nn__storage {
     NN__ST_ARENA = 0,  /* planned by liveness inside the graph's arena */
@@ -1081,6 +1117,9 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(SCALE, "scale", nn__cpu_scale, nn__dev_scale, nn__grad_scale, 0, 0)                                  \
     X(UNARY, "activation", nn__cpu_unary, nn__dev_unary, nn__grad_unary, 0, 0)                             \
     X(UNARY_GRAD, "activation_grad", nn__cpu_unary_grad, nn__dev_unary_grad, nn__grad_none, 0, 0)          \
+    X(PRELU, "prelu", nn__cpu_prelu, nn__dev_prelu, nn__grad_prelu, 0, 0)                                  \
+    X(PRELU_DX, "prelu_grad_input", nn__cpu_prelu, nn__dev_prelu, nn__grad_none, 0, 0)                     \
+    X(PRELU_DW, "prelu_grad_weight", nn__cpu_prelu_dw, nn__dev_prelu_dw, nn__grad_none, nn__plan_prelu_dw, 0) \
     X(DROPOUT, "dropout", nn__cpu_dropout, nn__dev_dropout, nn__grad_dropout, 0, 0)                        \
     X(ACCUMULATE, "accumulate", nn__cpu_accumulate, nn__dev_accumulate, nn__grad_none, 0,                 \
       NN__OPF_NO_GRAD | NN__OPF_WRITABLE) \
@@ -1527,6 +1566,129 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
 #endif
     for (i = 0; i < n_tasks; i++) fn(arg, i, n_tasks);
 }
+
+/* ======================================================================
+   kernels/activation.h
+   ====================================================================== */
+/* The activations, each formula written once for both backends. This file is a part of
+   nn.h (C99 and C++: the CPU backend's loops in src/nn_cpu.c, the builders in
+   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its
+   kernels), so it uses only what the two languages share; the math functions go by
+   NN__EXP and friends, expf in C and exp in OpenCL C.
+
+   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one
+   X(ENUM, name, params, valid, forward, derivative) each:
+     ENUM        NN__U_ENUM, the op's function (the node's i[0])
+     name        the builder nn_<name> (declared in src/nn_api.h) and the kernels
+                 <name>_forward / <name>_backward of kernels/elementwise.cl
+     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1
+                 in the formulas, the node's f[0] and f[1]
+     valid       what the builder requires of p0 and p1 (1: anything)
+     forward     y as an expression of the input v (float), p0 and p1
+     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives
+   An activation is a line here (with helpers above the table when its formula needs
+   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.
+   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is
+   safer in float (softplus without overflow, expm1 near 0) that one is used. */
+#ifndef NN__ACTIVATION_H
+#define NN__ACTIVATION_H
+
+#ifdef __OPENCL_VERSION__
+#define NN__EXP exp
+#define NN__EXPM1 expm1
+#define NN__LOG1P log1p
+#define NN__TANH tanh
+#define NN__ERF erf
+#define NN__FABS fabs
+#else
+#include <math.h>
+#define NN__EXP expf
+#define NN__EXPM1 expm1f
+#define NN__LOG1P log1pf
+#define NN__TANH tanhf
+#define NN__ERF erff
+#define NN__FABS fabsf
+#endif
+
+static inline float nn__act_sigmoid(float v) { return 1.0f / (1.0f + NN__EXP(-v)); }
+static inline float nn__act_sigmoid_der(float v) {
+    float s = nn__act_sigmoid(v);
+    return s * (1.0f - s);
+}
+static inline float nn__act_tanh_der(float v) {
+    float t = NN__TANH(v);
+    return 1.0f - t * t;
+}
+/* the exact GELU: x * Phi(x), with Phi'(x) = exp(-x^2/2) / sqrt(2 pi) */
+static inline float nn__act_gelu(float v) { return 0.5f * v * (1.0f + NN__ERF(v * 0.70710678118654752f)); }
+static inline float nn__act_gelu_der(float v) {
+    return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);
+}
+static inline float nn__act_silu_der(float v) {
+    float s = nn__act_sigmoid(v);
+    return s * (1.0f + v * (1.0f - s));
+}
+/* leaky ReLU with slope w; PReLU (its own op, with w learned per channel) uses these too */
+static inline float nn__act_leaky(float v, float w) { return v > 0.0f ? v : w * v; }
+static inline float nn__act_leaky_der(float v, float w) { return v > 0.0f ? 1.0f : w; }
+static inline float nn__act_leaky_dslope(float v) { return v > 0.0f ? 0.0f : v; } /* d/dw */
+
+/* SELU with PyTorch's constants (Klambauer et al.): scale 1.0507..., scale * alpha 1.7581... */
+static inline float nn__act_selu(float v) {
+    return v > 0.0f ? 1.05070098735548049342f * v : 1.75809934084737685994f * NN__EXPM1(v);
+}
+static inline float nn__act_selu_der(float v) {
+    return v > 0.0f ? 1.05070098735548049342f : 1.75809934084737685994f * NN__EXP(v);
+}
+
+/* log(1 + exp(z)) without overflow for large z */
+static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }
+
+static inline float nn__act_mish_der(float v) {
+    float t = NN__TANH(nn__act_softplus(v));
+    return t + v * nn__act_sigmoid(v) * (1.0f - t * t);
+}
+
+/* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */
+static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static inline float nn__act_softsign_der(float v) {
+    float d = 1.0f + NN__FABS(v);
+    return 1.0f / (d * d);
+}
+
+#define NN__ACTIVATIONS(X)                                                                                  \
+    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \
+    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \
+    X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \
+    X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \
+    X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \
+    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                      \
+    X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))                  \
+    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))                                               \
+    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))  \
+    X(SOFTPLUS, softplus, 2, p0 != 0.0f, v * p0 > p1 ? v : nn__act_softplus(v * p0) / p0,                   \
+      v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))                                                         \
+    X(MISH, mish, 0, 1, v * NN__TANH(nn__act_softplus(v)), nn__act_mish_der(v))                             \
+    X(HARDSWISH, hardswish, 0, 1, v * nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \
+      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)                                                \
+    X(HARDSIGMOID, hardsigmoid, 0, 1, nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \
+      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)                                                           \
+    X(HARDTANH, hardtanh, 2, p0 <= p1, nn__act_clamp(v, p0, p1), v <= p0 || v >= p1 ? 0.0f : 1.0f)          \
+    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \
+    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \
+    X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \
+      nn__act_sigmoid(-v))
+
+#ifndef __OPENCL_VERSION__
+typedef enum nn__unary {
+#define NN__X(E, name, params, valid, fwd, der) NN__U_##E,
+    NN__ACTIVATIONS(NN__X)
+#undef NN__X
+    NN__U_COUNT
+} nn__unary;
+#endif
+#endif /* NN__ACTIVATION_H */
 
 /* ======================================================================
    src/nn_cpu_gemm.c
@@ -2382,35 +2544,8 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__threadpool *pool, int transA, int tra
    llm.c style: one _forward / _backward pair per op, shapes in the comments. Each has a
    twin kernel in kernels/ that must compute the same thing. */
 
-/* ---- activations: one table of (forward, derivative) for both backends ---- */
 
-static float nn__unary_fwd(int fn, float x, float alpha) {
-    switch (fn) {
-    case NN__U_RELU: return x > 0.0f ? x : 0.0f;
-    case NN__U_LEAKY_RELU: return x > 0.0f ? x : alpha * x;
-    case NN__U_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case NN__U_TANH: return tanhf(x);
-    case NN__U_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case NN__U_SILU: return x / (1.0f + expf(-x));
-    default: return 0.0f;
-    }
-}
-
-/* d fn(x) / dx */
-static float nn__unary_der(int fn, float x, float alpha) {
-    float s;
-    switch (fn) {
-    case NN__U_RELU: return x > 0.0f ? 1.0f : 0.0f;
-    case NN__U_LEAKY_RELU: return x > 0.0f ? 1.0f : alpha;
-    case NN__U_SIGMOID: s = 1.0f / (1.0f + expf(-x)); return s * (1.0f - s);
-    case NN__U_TANH: s = tanhf(x); return 1.0f - s * s;
-    case NN__U_GELU:
-        return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) +
-               x * 0.39894228040143268f * expf(-0.5f * x * x);
-    case NN__U_SILU: s = 1.0f / (1.0f + expf(-x)); return s * (1.0f + x * (1.0f - s));
-    default: return 0.0f;
-    }
-}
+/* ---- activations: the formulas of kernels/activation.h, one loop each ---- */
 
 /* c ? a : 0.0f without a branch: ReLU's sign test is a coin flip on real activations, and
    a mispredicted branch per element made ReLU cost more than the convolution beside it. */
@@ -2422,25 +2557,78 @@ static float nn__relu_sel(int c, float a) {
     return a;
 }
 
-/* The switch sits outside the loops so each loop is one function the compiler can vectorise. */
-#define NN__UNARY_LOOP(expr) for (i = 0; i < n; i++) { float v = x[i]; y[i] = (expr); }
-static void nn__unary_forward(int fn, float alpha, float *y, const float *x, int64_t n) {
+/* y = f(x) for the activation fn with parameters p[0], p[1]. The switch sits outside the
+   loops so each loop is one function the compiler can vectorise; ReLU keeps its
+   branchless select (the same values as its table formula). */
+static void nn__unary_forward(int fn, const float *p, float *y, const float *x, int64_t n) {
     int64_t i;
-    switch (fn) {
-    case NN__U_RELU: NN__UNARY_LOOP(nn__relu_sel(v > 0.0f, v)) break;
-    case NN__U_LEAKY_RELU: NN__UNARY_LOOP(v > 0.0f ? v : alpha * v) break;
-    default: NN__UNARY_LOOP(nn__unary_fwd(fn, v, alpha)) break;
+    float p0 = p[0], p1 = p[1];
+    if (fn == NN__U_RELU) {
+        for (i = 0; i < n; i++) y[i] = nn__relu_sel(x[i] > 0.0f, x[i]);
+        return;
     }
+    switch (fn) {
+#define NN__X(E, name, params, valid, fwd, der) \
+    case NN__U_##E: for (i = 0; i < n; i++) { float v = x[i]; y[i] = (fwd); } break;
+    NN__ACTIVATIONS(NN__X)
+#undef NN__X
+    default: break;
+    }
+    (void)p0, (void)p1;
 }
-#undef NN__UNARY_LOOP
 
-static void nn__unary_backward(int fn, float alpha, float *dx, const float *x, const float *dy, int64_t n) {
+/* dx = dy * f'(x) */
+static void nn__unary_backward(int fn, const float *p, float *dx, const float *x, const float *dy, int64_t n) {
     int64_t i;
+    float p0 = p[0], p1 = p[1];
     if (fn == NN__U_RELU) {
         for (i = 0; i < n; i++) dx[i] = nn__relu_sel(x[i] > 0.0f, dy[i]);
         return;
     }
-    for (i = 0; i < n; i++) dx[i] = dy[i] * nn__unary_der(fn, x[i], alpha);
+    switch (fn) {
+#define NN__X(E, name, params, valid, fwd, der) \
+    case NN__U_##E: for (i = 0; i < n; i++) { float v = x[i]; dx[i] = dy[i] * (der); } break;
+    NN__ACTIVATIONS(NN__X)
+#undef NN__X
+    default: break;
+    }
+    (void)p0, (void)p1;
+}
+
+/* ---- PReLU: x [N, C, S] with the slope w[c] of its channel (C = 1: one shared slope); the
+   formulas are leaky ReLU's, from kernels/activation.h ---- */
+
+static void nn__prelu_forward(float *y, const float *x, const float *w, int64_t N, int64_t C, int64_t S) {
+    int64_t k, j;
+    for (k = 0; k < N * C; k++) {
+        float wk = w[k % C];
+        for (j = 0; j < S; j++) y[k * S + j] = nn__act_leaky(x[k * S + j], wk);
+    }
+}
+
+static void nn__prelu_backward_input(float *dx, const float *x, const float *w, const float *dy, int64_t N, int64_t C,
+                                     int64_t S) {
+    int64_t k, j;
+    for (k = 0; k < N * C; k++) {
+        float wk = w[k % C];
+        for (j = 0; j < S; j++) dx[k * S + j] = dy[k * S + j] * nn__act_leaky_der(x[k * S + j], wk);
+    }
+}
+
+/* dw [C] = sum over n and s of dy * dy/dw: a partial sum over s for each (n, c), then the
+   partials in n order, as kernels/elementwise.cl sums them. */
+static void nn__prelu_backward_weight(float *dw, const float *x, const float *dy, int64_t N, int64_t C, int64_t S) {
+    int64_t c, n, s;
+    for (c = 0; c < C; c++) {
+        float acc = 0.0f;
+        for (n = 0; n < N; n++) {
+            const float *xr = x + (n * C + c) * S, *dr = dy + (n * C + c) * S;
+            float part = 0.0f;
+            for (s = 0; s < S; s++) part += dr[s] * nn__act_leaky_dslope(xr[s]);
+            acc += part;
+        }
+        dw[c] = acc;
+    }
 }
 
 /* ---- binary ops: a [n], b [nb] with n % nb == 0, b repeated over a's leading dims ---- */
@@ -6081,28 +6269,177 @@ static const char *const nn__cl_src_elementwise[] = {
 "/* Elementwise ops. Twins of the loops in src/nn_cpu.c; every kernel guards i < n because\n",
 "   the host may round the global size up to a multiple of the work-group size. */\n",
 "\n",
-"inline float nn_sigmoid(float v) { return 1.0f / (1.0f + exp(-v)); }\n",
+"#line 1 \"kernels/activation.h\"\n",
+"/* The activations, each formula written once for both backends. This file is a part of\n",
+"   nn.h (C99 and C++: the CPU backend's loops in src/nn_cpu.c, the builders in\n",
+"   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its\n",
+"   kernels), so it uses only what the two languages share; the math functions go by\n",
+"   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
 "\n",
-"/* One (forward, derivative) pair per activation; v is the input, alpha a parameter. */\n",
-"#define UNARY(NAME, FWD, DER)                                                               \\\n",
+"   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one\n",
+"   X(ENUM, name, params, valid, forward, derivative) each:\n",
+"     ENUM        NN__U_ENUM, the op's function (the node's i[0])\n",
+"     name        the builder nn_<name> (declared in src/nn_api.h) and the kernels\n",
+"                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
+"     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
+"                 in the formulas, the node's f[0] and f[1]\n",
+"     valid       what the builder requires of p0 and p1 (1: anything)\n",
+"     forward     y as an expression of the input v (float), p0 and p1\n",
+"     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives\n",
+"   An activation is a line here (with helpers above the table when its formula needs\n",
+"   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.\n",
+"   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
+"   safer in float (softplus without overflow, expm1 near 0) that one is used. */\n",
+"#ifndef NN__ACTIVATION_H\n",
+"#define NN__ACTIVATION_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"#define NN__EXP exp\n",
+"#define NN__EXPM1 expm1\n",
+"#define NN__LOG1P log1p\n",
+"#define NN__TANH tanh\n",
+"#define NN__ERF erf\n",
+"#define NN__FABS fabs\n",
+"#else\n",
+"#include <math.h>\n",
+"#define NN__EXP expf\n",
+"#define NN__EXPM1 expm1f\n",
+"#define NN__LOG1P log1pf\n",
+"#define NN__TANH tanhf\n",
+"#define NN__ERF erff\n",
+"#define NN__FABS fabsf\n",
+"#endif\n",
+"\n",
+"static inline float nn__act_sigmoid(float v) { return 1.0f / (1.0f + NN__EXP(-v)); }\n",
+"static inline float nn__act_sigmoid_der(float v) {\n",
+"    float s = nn__act_sigmoid(v);\n",
+"    return s * (1.0f - s);\n",
+"}\n",
+"static inline float nn__act_tanh_der(float v) {\n",
+"    float t = NN__TANH(v);\n",
+"    return 1.0f - t * t;\n",
+"}\n",
+"/* the exact GELU: x * Phi(x), with Phi'(x) = exp(-x^2/2) / sqrt(2 pi) */\n",
+"static inline float nn__act_gelu(float v) { return 0.5f * v * (1.0f + NN__ERF(v * 0.70710678118654752f)); }\n",
+"static inline float nn__act_gelu_der(float v) {\n",
+"    return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);\n",
+"}\n",
+"static inline float nn__act_silu_der(float v) {\n",
+"    float s = nn__act_sigmoid(v);\n",
+"    return s * (1.0f + v * (1.0f - s));\n",
+"}\n",
+"/* leaky ReLU with slope w; PReLU (its own op, with w learned per channel) uses these too */\n",
+"static inline float nn__act_leaky(float v, float w) { return v > 0.0f ? v : w * v; }\n",
+"static inline float nn__act_leaky_der(float v, float w) { return v > 0.0f ? 1.0f : w; }\n",
+"static inline float nn__act_leaky_dslope(float v) { return v > 0.0f ? 0.0f : v; } /* d/dw */\n",
+"\n",
+"/* SELU with PyTorch's constants (Klambauer et al.): scale 1.0507..., scale * alpha 1.7581... */\n",
+"static inline float nn__act_selu(float v) {\n",
+"    return v > 0.0f ? 1.05070098735548049342f * v : 1.75809934084737685994f * NN__EXPM1(v);\n",
+"}\n",
+"static inline float nn__act_selu_der(float v) {\n",
+"    return v > 0.0f ? 1.05070098735548049342f : 1.75809934084737685994f * NN__EXP(v);\n",
+"}\n",
+"\n",
+"/* log(1 + exp(z)) without overflow for large z */\n",
+"static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }\n",
+"\n",
+"static inline float nn__act_mish_der(float v) {\n",
+"    float t = NN__TANH(nn__act_softplus(v));\n",
+"    return t + v * nn__act_sigmoid(v) * (1.0f - t * t);\n",
+"}\n",
+"\n",
+"/* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */\n",
+"static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }\n",
+"\n",
+"static inline float nn__act_softsign_der(float v) {\n",
+"    float d = 1.0f + NN__FABS(v);\n",
+"    return 1.0f / (d * d);\n",
+"}\n",
+"\n",
+"#define NN__ACTIVATIONS(X)                                                                                  \\\n",
+"    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \\\n",
+"    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \\\n",
+"    X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \\\n",
+"    X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \\\n",
+"    X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \\\n",
+"    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                      \\\n",
+"    X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))                  \\\n",
+"    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))                                               \\\n",
+"    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))  \\\n",
+"    X(SOFTPLUS, softplus, 2, p0 != 0.0f, v * p0 > p1 ? v : nn__act_softplus(v * p0) / p0,                   \\\n",
+"      v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))                                                         \\\n",
+"    X(MISH, mish, 0, 1, v * NN__TANH(nn__act_softplus(v)), nn__act_mish_der(v))                             \\\n",
+"    X(HARDSWISH, hardswish, 0, 1, v * nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \\\n",
+"      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)                                                \\\n",
+"    X(HARDSIGMOID, hardsigmoid, 0, 1, nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \\\n",
+"      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)                                                           \\\n",
+"    X(HARDTANH, hardtanh, 2, p0 <= p1, nn__act_clamp(v, p0, p1), v <= p0 || v >= p1 ? 0.0f : 1.0f)          \\\n",
+"    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \\\n",
+"    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \\\n",
+"    X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \\\n",
+"      nn__act_sigmoid(-v))\n",
+"\n",
+"#ifndef __OPENCL_VERSION__\n",
+"typedef enum nn__unary {\n",
+"#define NN__X(E, name, params, valid, fwd, der) NN__U_##E,\n",
+"    NN__ACTIVATIONS(NN__X)\n",
+"#undef NN__X\n",
+"    NN__U_COUNT\n",
+"} nn__unary;\n",
+"#endif\n",
+"#endif /* NN__ACTIVATION_H */\n",
+"#line 5 \"kernels/elementwise.cl\"\n",
+"\n",
+"/* Each activation's pair of kernels, stamped from the table of kernels/activation.h: v is\n",
+"   the input, p0 and p1 its parameters. */\n",
+"#define NN__X(E, NAME, PARAMS, VALID, FWD, DER)                                             \\\n",
 "__kernel void NAME##_forward(__global const float *x, __global float *y, const int n,       \\\n",
-"                             const float alpha) {                                          \\\n",
+"                             const float p0, const float p1) {                             \\\n",
 "    int i = get_global_id(0);                                                              \\\n",
 "    if (i < n) { float v = x[i]; y[i] = (FWD); }                                           \\\n",
 "}                                                                                          \\\n",
 "__kernel void NAME##_backward(__global const float *x, __global const float *dy,           \\\n",
-"                              __global float *dx, const int n, const float alpha) {        \\\n",
+"                              __global float *dx, const int n, const float p0,             \\\n",
+"                              const float p1) {                                            \\\n",
 "    int i = get_global_id(0);                                                              \\\n",
 "    if (i < n) { float v = x[i]; dx[i] = dy[i] * (DER); }                                  \\\n",
 "}\n",
+"NN__ACTIVATIONS(NN__X)\n",
+"#undef NN__X\n",
 "\n",
-"UNARY(relu, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)\n",
-"UNARY(leaky_relu, v > 0.0f ? v : alpha * v, v > 0.0f ? 1.0f : alpha)\n",
-"UNARY(sigmoid, nn_sigmoid(v), nn_sigmoid(v) * (1.0f - nn_sigmoid(v)))\n",
-"UNARY(tanh, tanh(v), 1.0f - tanh(v) * tanh(v))\n",
-"UNARY(gelu, 0.5f * v * (1.0f + erf(v * 0.70710678118654752f)),\n",
-"      0.5f * (1.0f + erf(v * 0.70710678118654752f)) + v * 0.39894228040143268f * exp(-0.5f * v * v))\n",
-"UNARY(silu, v * nn_sigmoid(v), nn_sigmoid(v) * (1.0f + v * (1.0f - nn_sigmoid(v))))\n",
+"/* PReLU over x [N, C, S] with the slope w[c] of its channel (C = 1: one shared slope) */\n",
+"__kernel void prelu_forward(__global const float *x, __global const float *w, __global float *y, const int n,\n",
+"                            const int C, const int S) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = nn__act_leaky(x[i], w[(i / S) % C]);\n",
+"}\n",
+"\n",
+"__kernel void prelu_backward_input(__global const float *x, __global const float *w, __global const float *dy,\n",
+"                                   __global float *dx, const int n, const int C, const int S) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) dx[i] = dy[i] * nn__act_leaky_der(x[i], w[(i / S) % C]);\n",
+"}\n",
+"\n",
+"/* part [N, C] = the sum over s of dy * dy/dw for each (n, c), in s order */\n",
+"__kernel void prelu_backward_weight_part(__global const float *x, __global const float *dy, __global float *part,\n",
+"                                         const int N, const int C, const int S) {\n",
+"    int k = get_global_id(0);\n",
+"    if (k >= N * C) return;\n",
+"    size_t base = (size_t)k * S;\n",
+"    float acc = 0.0f;\n",
+"    for (int s = 0; s < S; s++) acc += dy[base + s] * nn__act_leaky_dslope(x[base + s]);\n",
+"    part[k] = acc;\n",
+"}\n",
+"\n",
+"/* dw [C] = the sum over n of part[n, c], in n order: no atomics, the same bits every run */\n",
+"__kernel void prelu_backward_weight(__global const float *part, __global float *dw, const int N, const int C) {\n",
+"    int c = get_global_id(0);\n",
+"    if (c >= C) return;\n",
+"    float acc = 0.0f;\n",
+"    for (int n = 0; n < N; n++) acc += part[n * C + c];\n",
+"    dw[c] = acc;\n",
+"}\n",
 "\n",
 "/* y = a (op) b with b [nb] repeated over a's leading dims */\n",
 "#define BINARY(NAME, EXPR)                                                                  \\\n",
@@ -6169,7 +6506,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "__kernel void bce_logits_backward(__global const float *x, __global const float *t, __global const float *dy,\n",
 "                                  __global float *dx, const int n) {\n",
 "    int i = get_global_id(0);\n",
-"    if (i < n) dx[i] = dy[i] * (nn_sigmoid(x[i]) - t[i]);\n",
+"    if (i < n) dx[i] = dy[i] * (nn__act_sigmoid(x[i]) - t[i]);\n",
 "}\n",
 0 };
 
@@ -8095,6 +8432,71 @@ static int nn__cl_source_index(const char *name) {
     return -1;
 }
 
+/* Appends n bytes of s to the growing string *buf (length *len, capacity *cap). */
+static int nn__cl_cat(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
+    if (*len + n + 1 > *cap) {
+        size_t c = (*len + n + 1) * 2;
+        char *p = (char *)NN_REALLOC(*buf, c);
+        if (!p) return 0;
+        *buf = p;
+        *cap = c;
+    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    (*buf)[*len] = 0;
+    return 1;
+}
+
+/* dir/file as one string that starts with #line 1 "kernels/file", its #include "x.h"
+   lines replaced by dir/x.h between #line directives, as gen/amalg.c embeds them; NULL
+   when a file cannot be read. */
+static char *nn__cl_read_kernel(const char *dir, const char *file, int depth) {
+    char path[1024], line[300];
+    char *text = NULL, *out = NULL;
+    size_t len = 0, cap = 0, at = 0, end;
+    long size = -1;
+    int lineno = 1, ok;
+    FILE *f;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    if (depth > 8 || !(f = fopen(path, "rb"))) return NULL;
+    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0) text = (char *)NN_MALLOC((size_t)size + 1);
+    ok = text && fread(text, 1, (size_t)size, f) == (size_t)size;
+    fclose(f);
+    if (ok) text[size] = 0;
+    snprintf(line, sizeof line, "#line 1 \"kernels/%s\"\n", file);
+    ok = ok && nn__cl_cat(&out, &len, &cap, line, strlen(line));
+    while (ok && at < (size_t)size) {
+        const char *l = text + at, *q;
+        size_t k = 0;
+        for (end = at; end < (size_t)size && text[end] != '\n'; end++) {}
+        if (end < (size_t)size) end++;
+        while (l + k < text + end && (l[k] == ' ' || l[k] == '\t')) k++;
+        q = l[k] == '#' ? (const char *)memchr(l, '"', end - at) : NULL;
+        if (q && strncmp(l + k + 1 + strspn(l + k + 1, " \t"), "include", 7) == 0) {
+            const char *e = (const char *)memchr(q + 1, '"', (size_t)(text + end - q - 1));
+            char inc[200], *sub;
+            if (!e || (size_t)(e - q - 1) >= sizeof inc) break;
+            memcpy(inc, q + 1, (size_t)(e - q - 1));
+            inc[e - q - 1] = 0;
+            sub = nn__cl_read_kernel(dir, inc, depth + 1);
+            snprintf(line, sizeof line, "\n#line %d \"kernels/%s\"\n", lineno + 1, file);
+            ok = sub && nn__cl_cat(&out, &len, &cap, sub, strlen(sub)) && nn__cl_cat(&out, &len, &cap, line, strlen(line));
+            NN_FREE(sub);
+        } else {
+            ok = nn__cl_cat(&out, &len, &cap, l, end - at);
+        }
+        at = end;
+        lineno++;
+    }
+    NN_FREE(text);
+    if (!ok || at < (size_t)size) {
+        NN_FREE(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* The source as an array of strings: embedded, or read from kernel_dir (one string). */
 static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count, char **owned) {
     const char *const *lines = nn__cl_sources[idx].lines;
@@ -8102,34 +8504,23 @@ static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count
     cl_uint n = 0;
     *owned = NULL;
     if (ctx->kernel_dir) {
-        char path[1024];
-        FILE *f;
-        snprintf(path, sizeof path, "%s/%s.cl", ctx->kernel_dir, nn__cl_sources[idx].name);
-        f = fopen(path, "rb");
-        if (f) {
-            long len = -1;
-            char *text = NULL;
-            size_t head;
-            char header[256];
-            snprintf(header, sizeof header, "#line 1 \"kernels/%s.cl\"\n", nn__cl_sources[idx].name);
-            head = strlen(header);
-            if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-            if (len >= 0 && fseek(f, 0, SEEK_SET) == 0) text = (char *)NN_MALLOC(head + (size_t)len + 1);
-            if (text && fread(text + head, 1, (size_t)len, f) == (size_t)len) {
-                memcpy(text, header, head);
-                text[head + (size_t)len] = 0;
-                fclose(f);
-                out = (const char **)NN_MALLOC(sizeof(char *));
-                if (!out) { NN_FREE(text); return NULL; }
-                out[0] = text;
-                *owned = text;
-                *count = 1;
-                return out;
+        char file[128];
+        char *text;
+        snprintf(file, sizeof file, "%s.cl", nn__cl_sources[idx].name);
+        text = nn__cl_read_kernel(ctx->kernel_dir, file, 0);
+        if (text) {
+            out = (const char **)NN_MALLOC(sizeof(char *));
+            if (!out) {
+                NN_FREE(text);
+                return NULL;
             }
-            NN_FREE(text);
-            fclose(f);
-            nn__log(ctx, NN_LOG_WARN, "cannot read %s; using the embedded source", path);
+            out[0] = text;
+            *owned = text;
+            *count = 1;
+            return out;
         }
+        nn__log(ctx, NN_LOG_WARN, "cannot read %s/%s (or a file it includes); using the embedded source",
+                ctx->kernel_dir, file);
     }
     while (lines[n]) n++;
     out = (const char **)NN_MALLOC(n * sizeof(char *) + 1);
@@ -9899,24 +10290,92 @@ NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
     return t;
 }
 
-static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, float alpha, nn_tensor x) {
+/* A UNARY node of the activation fn with its n_params parameters; ok: they meet its
+   requirement (the text of the condition, for the message). */
+static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, int n_params, int ok, const char *requirement,
+                                float p0, float p1, nn_tensor x) {
     nn_tensor t;
     if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!ok && n_params < 2)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: p0 = %g (the parameter after x) fails %s", opname, p0,
+                           requirement);
+    if (!ok)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: p0 = %g, p1 = %g (the parameters after x) fail %s", opname,
+                           p0, p1, requirement);
     t = nn__op1(g, NN__OP_UNARY, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         g->nodes[t.id].i[0] = fn;
-        g->nodes[t.id].f[0] = alpha;
+        g->nodes[t.id].f[0] = p0;
+        g->nodes[t.id].f[1] = p1;
     }
     return t;
 }
 
-NN_API nn_tensor nn_relu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_relu", NN__U_RELU, 0.0f, x); }
-NN_API nn_tensor nn_leaky_relu(nn_graph *g, nn_tensor x, float slope) { return nn__activation(g, "nn_leaky_relu", NN__U_LEAKY_RELU, slope, x); }
-NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_sigmoid", NN__U_SIGMOID, 0.0f, x); }
-NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_tanh", NN__U_TANH, 0.0f, x); }
-NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_gelu", NN__U_GELU, 0.0f, x); }
-NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_silu", NN__U_SILU, 0.0f, x); }
+/* The builders nn_relu, nn_elu, ...: one for each line of kernels/activation.h, with as
+   many float parameters as its line says (their names and docs are in src/nn_api.h). */
+#define NN__ACT_BUILDER0(E, name, valid)                                                                    \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x) {                                                  \
+        return nn__activation(g, "nn_" #name, NN__U_##E, 0, (valid), #valid, 0.0f, 0.0f, x);                \
+    }
+#define NN__ACT_BUILDER1(E, name, valid)                                                                    \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x, float p0) {                                        \
+        return nn__activation(g, "nn_" #name, NN__U_##E, 1, (valid), #valid, p0, 0.0f, x);                  \
+    }
+#define NN__ACT_BUILDER2(E, name, valid)                                                                    \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x, float p0, float p1) {                              \
+        return nn__activation(g, "nn_" #name, NN__U_##E, 2, (valid), #valid, p0, p1, x);                    \
+    }
+#define NN__X(E, name, params, valid, fwd, der) NN__ACT_BUILDER##params(E, name, valid)
+NN__ACTIVATIONS(NN__X)
+#undef NN__X
 
+/* PReLU: x [N, C, ...] with weight [C] (channels: dim 1) or [1] (one shared slope). The
+   node's i[0..2]: C (the weight's size), S (elements per channel and sample), N. */
+NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight) {
+    nn_tensor in[2], t;
+    nn__node *nx, *nw;
+    int64_t C, N;
+    in[0] = x;
+    in[1] = weight;
+    if (!nn__check(g, "nn_prelu", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_prelu", x, "x") || !nn__expect_f32(g, "nn_prelu", weight, "weight")) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nw = nn__n(g, weight);
+    C = nx->shape.ndim >= 2 ? nx->shape.dim[1] : 1;
+    if (nw->shape.ndim != 1 || (nw->numel != 1 && nw->numel != C)) {
+        char sx[128], sw[128];
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        nn__shape_str(&nw->shape, sw, sizeof sw);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_prelu: weight %s must be [1] or [%lld], the channels (dim 1) of x %s", sw,
+                           (long long)C, sx);
+    }
+    N = nx->shape.ndim >= 2 ? nx->shape.dim[0] : 1;
+    t = nn__op2(g, NN__OP_PRELU, NN_F32, nx->shape, x.id, weight.id);
+    if (t.id >= 0) {
+        nn__node *n = &g->nodes[t.id];
+        n->i[0] = (int)nw->numel;
+        n->i[1] = (int)(n->numel / (N * nw->numel));
+        n->i[2] = (int)N;
+    }
+    return t;
+}
+
+/* PyTorch's nn.PReLU(num_parameters): NAME.weight [num_parameters], all 0.25. */
+NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const char *name) {
+    char wn[256];
+    nn_init init;
+    if (!nn__check(g, "nn_prelu_layer", 1, &x)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_prelu_layer: needs a name (at most 200 chars)");
+    if (num_parameters < 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_prelu_layer %s: num_parameters = %lld, not >= 1", name,
+                           (long long)num_parameters);
+    init.kind = NN_INIT_CONSTANT;
+    init.a = 0.25f;
+    init.b = 0.0f;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    return nn_prelu(g, x, nn_param(g, wn, nn_shape1(num_parameters), init));
+}
 
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     nn_tensor t;
@@ -9987,8 +10446,26 @@ static void nn__grad_unary(nn_graph *g, int id) {
     if (t.id >= 0) {
         g->nodes[t.id].i[0] = n.i[0];
         g->nodes[t.id].f[0] = n.f[0];
+        g->nodes[t.id].f[1] = n.f[1];
     }
     nn__acc_grad(g, a, t);
+    return;
+}
+
+/* inputs (x, w): dx = PRELU_DX(x, w, gy) [x's shape], dw = PRELU_DW(x, gy) [w's shape] */
+static void nn__grad_prelu(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op3(g, NN__OP_PRELU_DX, NN_F32, n.shape, a, b, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_PRELU_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, b, t);
+    }
     return;
 }
 
@@ -10026,7 +10503,7 @@ static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__unary_forward(n->i[0], n->f[0], y, NN__F(in[0]), N); return NN_OK;
+    nn__unary_forward(n->i[0], n->f, y, NN__F(in[0]), N); return NN_OK;
 
 }
 
@@ -10034,8 +10511,28 @@ static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__unary_backward(n->i[0], n->f[0], y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
+    nn__unary_backward(n->i[0], n->f, y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
 
+}
+
+/* PRELU (x, w) and PRELU_DX (x, w, dy) */
+static nn_result nn__cpu_prelu(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    if (n->op == NN__OP_PRELU) nn__prelu_forward(n->buf.host, NN__F(in[0]), NN__F(in[1]), n->i[2], n->i[0], n->i[1]);
+    else nn__prelu_backward_input(n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[2], n->i[0], n->i[1]);
+    return NN_OK;
+}
+
+/* PRELU_DW (x, dy) */
+static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
+    nn__prelu_backward_weight(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->i[2], n->i[0], n->i[1]);
+    return NN_OK;
+}
+
+/* The device's partial sums, one per (n, c) (src/nn_cpu.c sums in the same order). */
+static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
+    (void)g;
+    n->scratch = (int64_t)n->i[2] * n->i[0];
 }
 
 static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
@@ -10069,7 +10566,12 @@ static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
 }
 }
 
-static const char *const nn__unary_names[NN__U_COUNT] = {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "silu"};
+/* the kernels <name>_forward / <name>_backward of each activation */
+static const char *const nn__unary_names[NN__U_COUNT] = {
+#define NN__X(E, name, params, valid, fwd, der) #name,
+    NN__ACTIVATIONS(NN__X)
+#undef NN__X
+};
 
 static void nn__update_dropout(nn_graph *g, nn__launch *l) {
     nn__arg_u(l, 0, (unsigned)g->step);
@@ -10112,7 +10614,7 @@ static nn_result nn__dev_unary(nn_graph *g, int id) {
     char kname[64];
     snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->i[0]]);
     r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->f[0]);
+    if (r == NN_OK) r = nn__args(l, "mmiff", &g->nodes[in[0]].buf, y, N, (double)n->f[0], (double)n->f[1]);
     return r;
 }
 
@@ -10126,7 +10628,38 @@ static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
     char kname[64];
     snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->i[0]]);
     r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->f[0]);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->f[0], (double)n->f[1]);
+    return r;
+}
+
+static nn_result nn__dev_prelu(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__buf *x = &g->nodes[n->in[0]].buf, *w = &g->nodes[n->in[1]].buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r;
+    if (n->op == NN__OP_PRELU) {
+        r = nn__launch_add(g, id, "elementwise", "prelu_forward", (size_t)N, &l);
+        if (r == NN_OK) r = nn__args(l, "mmmiii", x, w, &n->buf, N, n->i[0], n->i[1]);
+        return r;
+    }
+    r = nn__launch_add(g, id, "elementwise", "prelu_backward_input", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmmiii", x, w, &g->nodes[n->in[2]].buf, &n->buf, N, n->i[0], n->i[1]);
+    return r;
+}
+
+/* dw: the partial sums [N, C] into the scratch, then each channel's in n order */
+static nn_result nn__dev_prelu_dw(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int C = n->i[0], S = n->i[1], N = n->i[2];
+    nn__launch *l = NULL;
+    nn_result r;
+    r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight_part", (size_t)N * (size_t)C, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->scratch_buf, N, C, S);
+    if (r == NN_OK) r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight", (size_t)C, &l);
+    if (r == NN_OK) r = nn__args(l, "mmii", &n->scratch_buf, &n->buf, N, C);
     return r;
 }
 

@@ -7,7 +7,8 @@
  *   #...              a preprocessor line, copied as it is (guards around parts)
  *   @kernels DIR F..  every named DIR/F.cl embedded as an array of per-line string
  *                     literals starting with `#line 1 "kernels/F.cl"`, plus a table
- *                     nn__cl_sources[] naming them
+ *                     nn__cl_sources[] naming them; its #include "x.h" lines are
+ *                     replaced by DIR/x.h (a header shared with the C parts)
  *   (blank lines and lines starting with ';' are ignored)
  *
  * One literal per source line keeps every literal short (-Woverlength-strings, MSVC's
@@ -96,28 +97,73 @@ static void put_literal(FILE *out, const char *s, size_t n) {
     fputs("\\n\"", out);
 }
 
-static int embed_kernel(FILE *out, const char *dir, const char *name) {
-    char path[1024];
-    long len, i, start;
+/* The name inside the quotes of an #include "NAME" line (is_local_include says it is one). */
+static void include_name(const char *line, long n, char *name, size_t size) {
+    const char *q = (const char *)memchr(line, '"', (size_t)n), *e;
+    size_t len;
+    name[0] = 0;
+    if (!q) return;
+    e = (const char *)memchr(q + 1, '"', (size_t)(n - (q + 1 - line)));
+    len = e ? (size_t)(e - q - 1) : 0;
+    if (len < size) {
+        memcpy(name, q + 1, len);
+        name[len] = 0;
+    }
+}
+
+/* The lines of DIR/FILE as literals; an #include "x.h" line becomes the lines of DIR/x.h
+   between #line directives, so a device compiler's error names the header's own line
+   and, after it, the including file's. (The runtime loader does the same with
+   NN_KERNEL_DIR: src/nn_opencl.c.) */
+static int embed_lines(FILE *out, const char *dir, const char *file, int depth) {
+    char path[1024], inc[256], dir_line[600];
+    long len, i, start, lineno = 1;
     char *text;
-    snprintf(path, sizeof path, "%s/%s.cl", dir, name);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    if (depth > 8) return fail("includes nested too deep at", path);
     text = read_all(path, &len);
     if (!text) return fail("cannot read kernel", path);
-    banner(out, path);
-    fprintf(out, "static const char *const nn__cl_src_%s[] = {\n", name);
-    fprintf(out, "\"#line 1 \\\"kernels/%s.cl\\\"\\n\",\n", name);
     for (start = 0, i = 0; i <= len; i++) {
         if (i == len || text[i] == '\n') {
             long n = i - start;
             if (i == len && n == 0) break;
             if (n > 0 && text[start + n - 1] == '\r') n--;
-            put_literal(out, text + start, (size_t)n);
+            if (is_local_include(text + start, n)) {
+                include_name(text + start, n, inc, sizeof inc);
+                if (!inc[0]) {
+                    free(text);
+                    return fail("bad #include line in", path);
+                }
+                snprintf(dir_line, sizeof dir_line, "#line 1 \"kernels/%s\"", inc);
+                put_literal(out, dir_line, strlen(dir_line));
+                fputs(",\n", out);
+                if (embed_lines(out, dir, inc, depth + 1)) {
+                    free(text);
+                    return 1;
+                }
+                snprintf(dir_line, sizeof dir_line, "#line %ld \"kernels/%s\"", lineno + 1, file);
+                put_literal(out, dir_line, strlen(dir_line));
+            } else {
+                put_literal(out, text + start, (size_t)n);
+            }
             fputs(",\n", out);
             start = i + 1;
+            lineno++;
         }
     }
-    fputs("0 };\n", out);
     free(text);
+    return 0;
+}
+
+static int embed_kernel(FILE *out, const char *dir, const char *name) {
+    char file[128], path[1024];
+    snprintf(file, sizeof file, "%s.cl", name);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    banner(out, path);
+    fprintf(out, "static const char *const nn__cl_src_%s[] = {\n", name);
+    fprintf(out, "\"#line 1 \\\"kernels/%s.cl\\\"\\n\",\n", name);
+    if (embed_lines(out, dir, file, 0)) return 1;
+    fputs("0 };\n", out);
     return 0;
 }
 

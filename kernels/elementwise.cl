@@ -1,28 +1,57 @@
 /* Elementwise ops. Twins of the loops in src/nn_cpu.c; every kernel guards i < n because
    the host may round the global size up to a multiple of the work-group size. */
 
-inline float nn_sigmoid(float v) { return 1.0f / (1.0f + exp(-v)); }
+#include "activation.h"
 
-/* One (forward, derivative) pair per activation; v is the input, alpha a parameter. */
-#define UNARY(NAME, FWD, DER)                                                               \
+/* Each activation's pair of kernels, stamped from the table of kernels/activation.h: v is
+   the input, p0 and p1 its parameters. */
+#define NN__X(E, NAME, PARAMS, VALID, FWD, DER)                                             \
 __kernel void NAME##_forward(__global const float *x, __global float *y, const int n,       \
-                             const float alpha) {                                          \
+                             const float p0, const float p1) {                             \
     int i = get_global_id(0);                                                              \
     if (i < n) { float v = x[i]; y[i] = (FWD); }                                           \
 }                                                                                          \
 __kernel void NAME##_backward(__global const float *x, __global const float *dy,           \
-                              __global float *dx, const int n, const float alpha) {        \
+                              __global float *dx, const int n, const float p0,             \
+                              const float p1) {                                            \
     int i = get_global_id(0);                                                              \
     if (i < n) { float v = x[i]; dx[i] = dy[i] * (DER); }                                  \
 }
+NN__ACTIVATIONS(NN__X)
+#undef NN__X
 
-UNARY(relu, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)
-UNARY(leaky_relu, v > 0.0f ? v : alpha * v, v > 0.0f ? 1.0f : alpha)
-UNARY(sigmoid, nn_sigmoid(v), nn_sigmoid(v) * (1.0f - nn_sigmoid(v)))
-UNARY(tanh, tanh(v), 1.0f - tanh(v) * tanh(v))
-UNARY(gelu, 0.5f * v * (1.0f + erf(v * 0.70710678118654752f)),
-      0.5f * (1.0f + erf(v * 0.70710678118654752f)) + v * 0.39894228040143268f * exp(-0.5f * v * v))
-UNARY(silu, v * nn_sigmoid(v), nn_sigmoid(v) * (1.0f + v * (1.0f - nn_sigmoid(v))))
+/* PReLU over x [N, C, S] with the slope w[c] of its channel (C = 1: one shared slope) */
+__kernel void prelu_forward(__global const float *x, __global const float *w, __global float *y, const int n,
+                            const int C, const int S) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = nn__act_leaky(x[i], w[(i / S) % C]);
+}
+
+__kernel void prelu_backward_input(__global const float *x, __global const float *w, __global const float *dy,
+                                   __global float *dx, const int n, const int C, const int S) {
+    int i = get_global_id(0);
+    if (i < n) dx[i] = dy[i] * nn__act_leaky_der(x[i], w[(i / S) % C]);
+}
+
+/* part [N, C] = the sum over s of dy * dy/dw for each (n, c), in s order */
+__kernel void prelu_backward_weight_part(__global const float *x, __global const float *dy, __global float *part,
+                                         const int N, const int C, const int S) {
+    int k = get_global_id(0);
+    if (k >= N * C) return;
+    size_t base = (size_t)k * S;
+    float acc = 0.0f;
+    for (int s = 0; s < S; s++) acc += dy[base + s] * nn__act_leaky_dslope(x[base + s]);
+    part[k] = acc;
+}
+
+/* dw [C] = the sum over n of part[n, c], in n order: no atomics, the same bits every run */
+__kernel void prelu_backward_weight(__global const float *part, __global float *dw, const int N, const int C) {
+    int c = get_global_id(0);
+    if (c >= C) return;
+    float acc = 0.0f;
+    for (int n = 0; n < N; n++) acc += part[n * C + c];
+    dw[c] = acc;
+}
 
 /* y = a (op) b with b [nb] repeated over a's leading dims */
 #define BINARY(NAME, EXPR)                                                                  \
@@ -89,5 +118,5 @@ __kernel void bce_logits_forward(__global const float *x, __global const float *
 __kernel void bce_logits_backward(__global const float *x, __global const float *t, __global const float *dy,
                                   __global float *dx, const int n) {
     int i = get_global_id(0);
-    if (i < n) dx[i] = dy[i] * (nn_sigmoid(x[i]) - t[i]);
+    if (i < n) dx[i] = dy[i] * (nn__act_sigmoid(x[i]) - t[i]);
 }

@@ -163,6 +163,48 @@ NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x); /* exact (erf), as PyTorch's default */
 NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x);
+/* ELU (nn.ELU; PyTorch's default alpha is 1): x for x > 0, else alpha * (exp(x) - 1); the
+   gradient at 0 is alpha, as PyTorch's. */
+NN_API nn_tensor nn_elu(nn_graph *g, nn_tensor x, float alpha);
+/* SELU (nn.SELU): scale * x for x > 0, else scale * alpha * (exp(x) - 1), with PyTorch's
+   scale = 1.0507009873554805 and alpha = 1.6732632423543772; the gradient at 0 is
+   scale * alpha, as PyTorch's. */
+NN_API nn_tensor nn_selu(nn_graph *g, nn_tensor x);
+/* CELU (nn.CELU; PyTorch's default alpha is 1): x for x > 0, else
+   alpha * (exp(x / alpha) - 1); alpha must not be 0 (PyTorch refuses it too). */
+NN_API nn_tensor nn_celu(nn_graph *g, nn_tensor x, float alpha);
+/* Softplus (nn.Softplus; PyTorch's defaults beta 1, threshold 20):
+   log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (gradient 1
+   there), PyTorch's reversion to the linear function; beta must not be 0. */
+NN_API nn_tensor nn_softplus(nn_graph *g, nn_tensor x, float beta, float threshold);
+/* Mish (nn.Mish): x * tanh(softplus(x)). */
+NN_API nn_tensor nn_mish(nn_graph *g, nn_tensor x);
+/* Hardswish (nn.Hardswish): x * relu6(x + 3) / 6. Its gradient is x / 3 + 0.5 on [-3, 3],
+   ends included (-0.5 at -3, 1.5 at 3: PyTorch's), 0 below and 1 above. */
+NN_API nn_tensor nn_hardswish(nn_graph *g, nn_tensor x);
+/* Hardsigmoid (nn.Hardsigmoid): relu6(x + 3) / 6. Its gradient is 1/6 strictly inside
+   (-3, 3) and 0 elsewhere, at -3 and 3 too (PyTorch's). */
+NN_API nn_tensor nn_hardsigmoid(nn_graph *g, nn_tensor x);
+/* Hardtanh (nn.Hardtanh; PyTorch's defaults min_val -1, max_val 1): x clamped to
+   [min_val, max_val], min_val <= max_val. Its gradient is 1 strictly inside and 0 at the
+   bounds and outside (PyTorch's). */
+NN_API nn_tensor nn_hardtanh(nn_graph *g, nn_tensor x, float min_val, float max_val);
+/* ReLU6 (nn.ReLU6): min(max(x, 0), 6), PyTorch's hardtanh on [0, 6]: gradient 0 at 0 and
+   at 6. */
+NN_API nn_tensor nn_relu6(nn_graph *g, nn_tensor x);
+/* Softsign (nn.Softsign): x / (1 + |x|). */
+NN_API nn_tensor nn_softsign(nn_graph *g, nn_tensor x);
+/* LogSigmoid (nn.LogSigmoid): log(1 / (1 + exp(-x))), as min(x, 0) - log1p(exp(-|x|)),
+   PyTorch's form, which neither overflows nor loses the tails. */
+NN_API nn_tensor nn_log_sigmoid(nn_graph *g, nn_tensor x);
+/* PReLU (PyTorch's prelu): x for x > 0, else weight * x, with a learned slope per channel:
+   weight [C] for x [N, C, ...] (channels: dim 1), or weight [1], one slope shared by all.
+   Gradients reach x (weight at 0, as PyTorch's) and weight, its sum over the other dims
+   taken in a fixed order. */
+NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight);
+/* PyTorch's nn.PReLU(num_parameters) module: NAME.weight [num_parameters], all 0.25;
+   num_parameters is 1 or the channels of x. */
+NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const char *name);
 NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
 NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
 

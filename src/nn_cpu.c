@@ -2,35 +2,9 @@
    llm.c style: one _forward / _backward pair per op, shapes in the comments. Each has a
    twin kernel in kernels/ that must compute the same thing. */
 
-/* ---- activations: one table of (forward, derivative) for both backends ---- */
+#include "../kernels/activation.h"
 
-static float nn__unary_fwd(int fn, float x, float alpha) {
-    switch (fn) {
-    case NN__U_RELU: return x > 0.0f ? x : 0.0f;
-    case NN__U_LEAKY_RELU: return x > 0.0f ? x : alpha * x;
-    case NN__U_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case NN__U_TANH: return tanhf(x);
-    case NN__U_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case NN__U_SILU: return x / (1.0f + expf(-x));
-    default: return 0.0f;
-    }
-}
-
-/* d fn(x) / dx */
-static float nn__unary_der(int fn, float x, float alpha) {
-    float s;
-    switch (fn) {
-    case NN__U_RELU: return x > 0.0f ? 1.0f : 0.0f;
-    case NN__U_LEAKY_RELU: return x > 0.0f ? 1.0f : alpha;
-    case NN__U_SIGMOID: s = 1.0f / (1.0f + expf(-x)); return s * (1.0f - s);
-    case NN__U_TANH: s = tanhf(x); return 1.0f - s * s;
-    case NN__U_GELU:
-        return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) +
-               x * 0.39894228040143268f * expf(-0.5f * x * x);
-    case NN__U_SILU: s = 1.0f / (1.0f + expf(-x)); return s * (1.0f + x * (1.0f - s));
-    default: return 0.0f;
-    }
-}
+/* ---- activations: the formulas of kernels/activation.h, one loop each ---- */
 
 /* c ? a : 0.0f without a branch: ReLU's sign test is a coin flip on real activations, and
    a mispredicted branch per element made ReLU cost more than the convolution beside it. */
@@ -42,25 +16,78 @@ static float nn__relu_sel(int c, float a) {
     return a;
 }
 
-/* The switch sits outside the loops so each loop is one function the compiler can vectorise. */
-#define NN__UNARY_LOOP(expr) for (i = 0; i < n; i++) { float v = x[i]; y[i] = (expr); }
-static void nn__unary_forward(int fn, float alpha, float *y, const float *x, int64_t n) {
+/* y = f(x) for the activation fn with parameters p[0], p[1]. The switch sits outside the
+   loops so each loop is one function the compiler can vectorise; ReLU keeps its
+   branchless select (the same values as its table formula). */
+static void nn__unary_forward(int fn, const float *p, float *y, const float *x, int64_t n) {
     int64_t i;
-    switch (fn) {
-    case NN__U_RELU: NN__UNARY_LOOP(nn__relu_sel(v > 0.0f, v)) break;
-    case NN__U_LEAKY_RELU: NN__UNARY_LOOP(v > 0.0f ? v : alpha * v) break;
-    default: NN__UNARY_LOOP(nn__unary_fwd(fn, v, alpha)) break;
+    float p0 = p[0], p1 = p[1];
+    if (fn == NN__U_RELU) {
+        for (i = 0; i < n; i++) y[i] = nn__relu_sel(x[i] > 0.0f, x[i]);
+        return;
     }
+    switch (fn) {
+#define NN__X(E, name, params, valid, fwd, der) \
+    case NN__U_##E: for (i = 0; i < n; i++) { float v = x[i]; y[i] = (fwd); } break;
+    NN__ACTIVATIONS(NN__X)
+#undef NN__X
+    default: break;
+    }
+    (void)p0, (void)p1;
 }
-#undef NN__UNARY_LOOP
 
-static void nn__unary_backward(int fn, float alpha, float *dx, const float *x, const float *dy, int64_t n) {
+/* dx = dy * f'(x) */
+static void nn__unary_backward(int fn, const float *p, float *dx, const float *x, const float *dy, int64_t n) {
     int64_t i;
+    float p0 = p[0], p1 = p[1];
     if (fn == NN__U_RELU) {
         for (i = 0; i < n; i++) dx[i] = nn__relu_sel(x[i] > 0.0f, dy[i]);
         return;
     }
-    for (i = 0; i < n; i++) dx[i] = dy[i] * nn__unary_der(fn, x[i], alpha);
+    switch (fn) {
+#define NN__X(E, name, params, valid, fwd, der) \
+    case NN__U_##E: for (i = 0; i < n; i++) { float v = x[i]; dx[i] = dy[i] * (der); } break;
+    NN__ACTIVATIONS(NN__X)
+#undef NN__X
+    default: break;
+    }
+    (void)p0, (void)p1;
+}
+
+/* ---- PReLU: x [N, C, S] with the slope w[c] of its channel (C = 1: one shared slope); the
+   formulas are leaky ReLU's, from kernels/activation.h ---- */
+
+static void nn__prelu_forward(float *y, const float *x, const float *w, int64_t N, int64_t C, int64_t S) {
+    int64_t k, j;
+    for (k = 0; k < N * C; k++) {
+        float wk = w[k % C];
+        for (j = 0; j < S; j++) y[k * S + j] = nn__act_leaky(x[k * S + j], wk);
+    }
+}
+
+static void nn__prelu_backward_input(float *dx, const float *x, const float *w, const float *dy, int64_t N, int64_t C,
+                                     int64_t S) {
+    int64_t k, j;
+    for (k = 0; k < N * C; k++) {
+        float wk = w[k % C];
+        for (j = 0; j < S; j++) dx[k * S + j] = dy[k * S + j] * nn__act_leaky_der(x[k * S + j], wk);
+    }
+}
+
+/* dw [C] = sum over n and s of dy * dy/dw: a partial sum over s for each (n, c), then the
+   partials in n order, as kernels/elementwise.cl sums them. */
+static void nn__prelu_backward_weight(float *dw, const float *x, const float *dy, int64_t N, int64_t C, int64_t S) {
+    int64_t c, n, s;
+    for (c = 0; c < C; c++) {
+        float acc = 0.0f;
+        for (n = 0; n < N; n++) {
+            const float *xr = x + (n * C + c) * S, *dr = dy + (n * C + c) * S;
+            float part = 0.0f;
+            for (s = 0; s < S; s++) part += dr[s] * nn__act_leaky_dslope(xr[s]);
+            acc += part;
+        }
+        dw[c] = acc;
+    }
 }
 
 /* ---- binary ops: a [n], b [nb] with n % nb == 0, b repeated over a's leading dims ---- */

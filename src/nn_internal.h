@@ -34,12 +34,6 @@
 #define NN__MAX_AUX 3
 #define NN__ERRLEN 4096
 
-/* Activation functions of the UNARY op; their kernels are stamped from one table. */
-typedef enum nn__unary {
-    NN__U_RELU = 0, NN__U_LEAKY_RELU, NN__U_SIGMOID, NN__U_TANH, NN__U_GELU, NN__U_SILU,
-    NN__U_COUNT
-} nn__unary;
-
 /* Where a tensor's storage comes from. */
 typedef enum nn__storage {
     NN__ST_ARENA = 0,  /* planned by liveness inside the graph's arena */

@@ -262,6 +262,71 @@ static int nn__cl_source_index(const char *name) {
     return -1;
 }
 
+/* Appends n bytes of s to the growing string *buf (length *len, capacity *cap). */
+static int nn__cl_cat(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
+    if (*len + n + 1 > *cap) {
+        size_t c = (*len + n + 1) * 2;
+        char *p = (char *)NN_REALLOC(*buf, c);
+        if (!p) return 0;
+        *buf = p;
+        *cap = c;
+    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    (*buf)[*len] = 0;
+    return 1;
+}
+
+/* dir/file as one string that starts with #line 1 "kernels/file", its #include "x.h"
+   lines replaced by dir/x.h between #line directives, as gen/amalg.c embeds them; NULL
+   when a file cannot be read. */
+static char *nn__cl_read_kernel(const char *dir, const char *file, int depth) {
+    char path[1024], line[300];
+    char *text = NULL, *out = NULL;
+    size_t len = 0, cap = 0, at = 0, end;
+    long size = -1;
+    int lineno = 1, ok;
+    FILE *f;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    if (depth > 8 || !(f = fopen(path, "rb"))) return NULL;
+    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0) text = (char *)NN_MALLOC((size_t)size + 1);
+    ok = text && fread(text, 1, (size_t)size, f) == (size_t)size;
+    fclose(f);
+    if (ok) text[size] = 0;
+    snprintf(line, sizeof line, "#line 1 \"kernels/%s\"\n", file);
+    ok = ok && nn__cl_cat(&out, &len, &cap, line, strlen(line));
+    while (ok && at < (size_t)size) {
+        const char *l = text + at, *q;
+        size_t k = 0;
+        for (end = at; end < (size_t)size && text[end] != '\n'; end++) {}
+        if (end < (size_t)size) end++;
+        while (l + k < text + end && (l[k] == ' ' || l[k] == '\t')) k++;
+        q = l[k] == '#' ? (const char *)memchr(l, '"', end - at) : NULL;
+        if (q && strncmp(l + k + 1 + strspn(l + k + 1, " \t"), "include", 7) == 0) {
+            const char *e = (const char *)memchr(q + 1, '"', (size_t)(text + end - q - 1));
+            char inc[200], *sub;
+            if (!e || (size_t)(e - q - 1) >= sizeof inc) break;
+            memcpy(inc, q + 1, (size_t)(e - q - 1));
+            inc[e - q - 1] = 0;
+            sub = nn__cl_read_kernel(dir, inc, depth + 1);
+            snprintf(line, sizeof line, "\n#line %d \"kernels/%s\"\n", lineno + 1, file);
+            ok = sub && nn__cl_cat(&out, &len, &cap, sub, strlen(sub)) && nn__cl_cat(&out, &len, &cap, line, strlen(line));
+            NN_FREE(sub);
+        } else {
+            ok = nn__cl_cat(&out, &len, &cap, l, end - at);
+        }
+        at = end;
+        lineno++;
+    }
+    NN_FREE(text);
+    if (!ok || at < (size_t)size) {
+        NN_FREE(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* The source as an array of strings: embedded, or read from kernel_dir (one string). */
 static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count, char **owned) {
     const char *const *lines = nn__cl_sources[idx].lines;
@@ -269,34 +334,23 @@ static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count
     cl_uint n = 0;
     *owned = NULL;
     if (ctx->kernel_dir) {
-        char path[1024];
-        FILE *f;
-        snprintf(path, sizeof path, "%s/%s.cl", ctx->kernel_dir, nn__cl_sources[idx].name);
-        f = fopen(path, "rb");
-        if (f) {
-            long len = -1;
-            char *text = NULL;
-            size_t head;
-            char header[256];
-            snprintf(header, sizeof header, "#line 1 \"kernels/%s.cl\"\n", nn__cl_sources[idx].name);
-            head = strlen(header);
-            if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-            if (len >= 0 && fseek(f, 0, SEEK_SET) == 0) text = (char *)NN_MALLOC(head + (size_t)len + 1);
-            if (text && fread(text + head, 1, (size_t)len, f) == (size_t)len) {
-                memcpy(text, header, head);
-                text[head + (size_t)len] = 0;
-                fclose(f);
-                out = (const char **)NN_MALLOC(sizeof(char *));
-                if (!out) { NN_FREE(text); return NULL; }
-                out[0] = text;
-                *owned = text;
-                *count = 1;
-                return out;
+        char file[128];
+        char *text;
+        snprintf(file, sizeof file, "%s.cl", nn__cl_sources[idx].name);
+        text = nn__cl_read_kernel(ctx->kernel_dir, file, 0);
+        if (text) {
+            out = (const char **)NN_MALLOC(sizeof(char *));
+            if (!out) {
+                NN_FREE(text);
+                return NULL;
             }
-            NN_FREE(text);
-            fclose(f);
-            nn__log(ctx, NN_LOG_WARN, "cannot read %s; using the embedded source", path);
+            out[0] = text;
+            *owned = text;
+            *count = 1;
+            return out;
         }
+        nn__log(ctx, NN_LOG_WARN, "cannot read %s/%s (or a file it includes); using the embedded source",
+                ctx->kernel_dir, file);
     }
     while (lines[n]) n++;
     out = (const char **)NN_MALLOC(n * sizeof(char *) + 1);

@@ -28,6 +28,9 @@
     X(SCALE, "scale", nn__cpu_scale, nn__dev_scale, nn__grad_scale, 0, 0)                                  \
     X(UNARY, "activation", nn__cpu_unary, nn__dev_unary, nn__grad_unary, 0, 0)                             \
     X(UNARY_GRAD, "activation_grad", nn__cpu_unary_grad, nn__dev_unary_grad, nn__grad_none, 0, 0)          \
+    X(PRELU, "prelu", nn__cpu_prelu, nn__dev_prelu, nn__grad_prelu, 0, 0)                                  \
+    X(PRELU_DX, "prelu_grad_input", nn__cpu_prelu, nn__dev_prelu, nn__grad_none, 0, 0)                     \
+    X(PRELU_DW, "prelu_grad_weight", nn__cpu_prelu_dw, nn__dev_prelu_dw, nn__grad_none, nn__plan_prelu_dw, 0) \
     X(DROPOUT, "dropout", nn__cpu_dropout, nn__dev_dropout, nn__grad_dropout, 0, 0)                        \
     X(ACCUMULATE, "accumulate", nn__cpu_accumulate, nn__dev_accumulate, nn__grad_none, 0,                 \
       NN__OPF_NO_GRAD | NN__OPF_WRITABLE) \

@@ -1,6 +1,7 @@
 /* The elementwise ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
 #include "../nn_internal.h"
 #include "../nn_ops.h"
+#include "../../kernels/activation.h"
 
 static nn_tensor nn__binary(nn_graph *g, int op, const char *opname, nn_tensor a, nn_tensor b) {
     nn_tensor in[2];
@@ -37,24 +38,92 @@ NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
     return t;
 }
 
-static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, float alpha, nn_tensor x) {
+/* A UNARY node of the activation fn with its n_params parameters; ok: they meet its
+   requirement (the text of the condition, for the message). */
+static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, int n_params, int ok, const char *requirement,
+                                float p0, float p1, nn_tensor x) {
     nn_tensor t;
     if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!ok && n_params < 2)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: p0 = %g (the parameter after x) fails %s", opname, p0,
+                           requirement);
+    if (!ok)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: p0 = %g, p1 = %g (the parameters after x) fail %s", opname,
+                           p0, p1, requirement);
     t = nn__op1(g, NN__OP_UNARY, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         g->nodes[t.id].i[0] = fn;
-        g->nodes[t.id].f[0] = alpha;
+        g->nodes[t.id].f[0] = p0;
+        g->nodes[t.id].f[1] = p1;
     }
     return t;
 }
 
-NN_API nn_tensor nn_relu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_relu", NN__U_RELU, 0.0f, x); }
-NN_API nn_tensor nn_leaky_relu(nn_graph *g, nn_tensor x, float slope) { return nn__activation(g, "nn_leaky_relu", NN__U_LEAKY_RELU, slope, x); }
-NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_sigmoid", NN__U_SIGMOID, 0.0f, x); }
-NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_tanh", NN__U_TANH, 0.0f, x); }
-NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_gelu", NN__U_GELU, 0.0f, x); }
-NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x) { return nn__activation(g, "nn_silu", NN__U_SILU, 0.0f, x); }
+/* The builders nn_relu, nn_elu, ...: one for each line of kernels/activation.h, with as
+   many float parameters as its line says (their names and docs are in src/nn_api.h). */
+#define NN__ACT_BUILDER0(E, name, valid)                                                                    \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x) {                                                  \
+        return nn__activation(g, "nn_" #name, NN__U_##E, 0, (valid), #valid, 0.0f, 0.0f, x);                \
+    }
+#define NN__ACT_BUILDER1(E, name, valid)                                                                    \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x, float p0) {                                        \
+        return nn__activation(g, "nn_" #name, NN__U_##E, 1, (valid), #valid, p0, 0.0f, x);                  \
+    }
+#define NN__ACT_BUILDER2(E, name, valid)                                                                    \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x, float p0, float p1) {                              \
+        return nn__activation(g, "nn_" #name, NN__U_##E, 2, (valid), #valid, p0, p1, x);                    \
+    }
+#define NN__X(E, name, params, valid, fwd, der) NN__ACT_BUILDER##params(E, name, valid)
+NN__ACTIVATIONS(NN__X)
+#undef NN__X
 
+/* PReLU: x [N, C, ...] with weight [C] (channels: dim 1) or [1] (one shared slope). The
+   node's i[0..2]: C (the weight's size), S (elements per channel and sample), N. */
+NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight) {
+    nn_tensor in[2], t;
+    nn__node *nx, *nw;
+    int64_t C, N;
+    in[0] = x;
+    in[1] = weight;
+    if (!nn__check(g, "nn_prelu", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_prelu", x, "x") || !nn__expect_f32(g, "nn_prelu", weight, "weight")) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nw = nn__n(g, weight);
+    C = nx->shape.ndim >= 2 ? nx->shape.dim[1] : 1;
+    if (nw->shape.ndim != 1 || (nw->numel != 1 && nw->numel != C)) {
+        char sx[128], sw[128];
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        nn__shape_str(&nw->shape, sw, sizeof sw);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_prelu: weight %s must be [1] or [%lld], the channels (dim 1) of x %s", sw,
+                           (long long)C, sx);
+    }
+    N = nx->shape.ndim >= 2 ? nx->shape.dim[0] : 1;
+    t = nn__op2(g, NN__OP_PRELU, NN_F32, nx->shape, x.id, weight.id);
+    if (t.id >= 0) {
+        nn__node *n = &g->nodes[t.id];
+        n->i[0] = (int)nw->numel;
+        n->i[1] = (int)(n->numel / (N * nw->numel));
+        n->i[2] = (int)N;
+    }
+    return t;
+}
+
+/* PyTorch's nn.PReLU(num_parameters): NAME.weight [num_parameters], all 0.25. */
+NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const char *name) {
+    char wn[256];
+    nn_init init;
+    if (!nn__check(g, "nn_prelu_layer", 1, &x)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_prelu_layer: needs a name (at most 200 chars)");
+    if (num_parameters < 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_prelu_layer %s: num_parameters = %lld, not >= 1", name,
+                           (long long)num_parameters);
+    init.kind = NN_INIT_CONSTANT;
+    init.a = 0.25f;
+    init.b = 0.0f;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    return nn_prelu(g, x, nn_param(g, wn, nn_shape1(num_parameters), init));
+}
 
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     nn_tensor t;
@@ -125,8 +194,26 @@ static void nn__grad_unary(nn_graph *g, int id) {
     if (t.id >= 0) {
         g->nodes[t.id].i[0] = n.i[0];
         g->nodes[t.id].f[0] = n.f[0];
+        g->nodes[t.id].f[1] = n.f[1];
     }
     nn__acc_grad(g, a, t);
+    return;
+}
+
+/* inputs (x, w): dx = PRELU_DX(x, w, gy) [x's shape], dw = PRELU_DW(x, gy) [w's shape] */
+static void nn__grad_prelu(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op3(g, NN__OP_PRELU_DX, NN_F32, n.shape, a, b, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_PRELU_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        nn__acc_grad(g, b, t);
+    }
     return;
 }
 
@@ -164,7 +251,7 @@ static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__unary_forward(n->i[0], n->f[0], y, NN__F(in[0]), N); return NN_OK;
+    nn__unary_forward(n->i[0], n->f, y, NN__F(in[0]), N); return NN_OK;
 
 }
 
@@ -172,8 +259,28 @@ static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__unary_backward(n->i[0], n->f[0], y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
+    nn__unary_backward(n->i[0], n->f, y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
 
+}
+
+/* PRELU (x, w) and PRELU_DX (x, w, dy) */
+static nn_result nn__cpu_prelu(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    if (n->op == NN__OP_PRELU) nn__prelu_forward(n->buf.host, NN__F(in[0]), NN__F(in[1]), n->i[2], n->i[0], n->i[1]);
+    else nn__prelu_backward_input(n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[2], n->i[0], n->i[1]);
+    return NN_OK;
+}
+
+/* PRELU_DW (x, dy) */
+static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
+    nn__prelu_backward_weight(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->i[2], n->i[0], n->i[1]);
+    return NN_OK;
+}
+
+/* The device's partial sums, one per (n, c) (src/nn_cpu.c sums in the same order). */
+static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
+    (void)g;
+    n->scratch = (int64_t)n->i[2] * n->i[0];
 }
 
 static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
@@ -207,7 +314,12 @@ static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
 }
 }
 
-static const char *const nn__unary_names[NN__U_COUNT] = {"relu", "leaky_relu", "sigmoid", "tanh", "gelu", "silu"};
+/* the kernels <name>_forward / <name>_backward of each activation */
+static const char *const nn__unary_names[NN__U_COUNT] = {
+#define NN__X(E, name, params, valid, fwd, der) #name,
+    NN__ACTIVATIONS(NN__X)
+#undef NN__X
+};
 
 static void nn__update_dropout(nn_graph *g, nn__launch *l) {
     nn__arg_u(l, 0, (unsigned)g->step);
@@ -250,7 +362,7 @@ static nn_result nn__dev_unary(nn_graph *g, int id) {
     char kname[64];
     snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->i[0]]);
     r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->f[0]);
+    if (r == NN_OK) r = nn__args(l, "mmiff", &g->nodes[in[0]].buf, y, N, (double)n->f[0], (double)n->f[1]);
     return r;
 }
 
@@ -264,7 +376,38 @@ static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
     char kname[64];
     snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->i[0]]);
     r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->f[0]);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->f[0], (double)n->f[1]);
+    return r;
+}
+
+static nn_result nn__dev_prelu(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__buf *x = &g->nodes[n->in[0]].buf, *w = &g->nodes[n->in[1]].buf;
+    int N = (int)n->numel;
+    nn__launch *l = NULL;
+    nn_result r;
+    if (n->op == NN__OP_PRELU) {
+        r = nn__launch_add(g, id, "elementwise", "prelu_forward", (size_t)N, &l);
+        if (r == NN_OK) r = nn__args(l, "mmmiii", x, w, &n->buf, N, n->i[0], n->i[1]);
+        return r;
+    }
+    r = nn__launch_add(g, id, "elementwise", "prelu_backward_input", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmmiii", x, w, &g->nodes[n->in[2]].buf, &n->buf, N, n->i[0], n->i[1]);
+    return r;
+}
+
+/* dw: the partial sums [N, C] into the scratch, then each channel's in n order */
+static nn_result nn__dev_prelu_dw(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int C = n->i[0], S = n->i[1], N = n->i[2];
+    nn__launch *l = NULL;
+    nn_result r;
+    r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight_part", (size_t)N * (size_t)C, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->scratch_buf, N, C, S);
+    if (r == NN_OK) r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight", (size_t)C, &l);
+    if (r == NN_OK) r = nn__args(l, "mmii", &n->scratch_buf, &n->buf, N, C);
     return r;
 }
 

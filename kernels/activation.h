@@ -1,0 +1,119 @@
+/* The activations, each formula written once for both backends. This file is a part of
+   nn.h (C99 and C++: the CPU backend's loops in src/nn_cpu.c, the builders in
+   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its
+   kernels), so it uses only what the two languages share; the math functions go by
+   NN__EXP and friends, expf in C and exp in OpenCL C.
+
+   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one
+   X(ENUM, name, params, valid, forward, derivative) each:
+     ENUM        NN__U_ENUM, the op's function (the node's i[0])
+     name        the builder nn_<name> (declared in src/nn_api.h) and the kernels
+                 <name>_forward / <name>_backward of kernels/elementwise.cl
+     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1
+                 in the formulas, the node's f[0] and f[1]
+     valid       what the builder requires of p0 and p1 (1: anything)
+     forward     y as an expression of the input v (float), p0 and p1
+     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives
+   An activation is a line here (with helpers above the table when its formula needs
+   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.
+   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is
+   safer in float (softplus without overflow, expm1 near 0) that one is used. */
+#ifndef NN__ACTIVATION_H
+#define NN__ACTIVATION_H
+
+#ifdef __OPENCL_VERSION__
+#define NN__EXP exp
+#define NN__EXPM1 expm1
+#define NN__LOG1P log1p
+#define NN__TANH tanh
+#define NN__ERF erf
+#define NN__FABS fabs
+#else
+#include <math.h>
+#define NN__EXP expf
+#define NN__EXPM1 expm1f
+#define NN__LOG1P log1pf
+#define NN__TANH tanhf
+#define NN__ERF erff
+#define NN__FABS fabsf
+#endif
+
+static inline float nn__act_sigmoid(float v) { return 1.0f / (1.0f + NN__EXP(-v)); }
+static inline float nn__act_sigmoid_der(float v) {
+    float s = nn__act_sigmoid(v);
+    return s * (1.0f - s);
+}
+static inline float nn__act_tanh_der(float v) {
+    float t = NN__TANH(v);
+    return 1.0f - t * t;
+}
+/* the exact GELU: x * Phi(x), with Phi'(x) = exp(-x^2/2) / sqrt(2 pi) */
+static inline float nn__act_gelu(float v) { return 0.5f * v * (1.0f + NN__ERF(v * 0.70710678118654752f)); }
+static inline float nn__act_gelu_der(float v) {
+    return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);
+}
+static inline float nn__act_silu_der(float v) {
+    float s = nn__act_sigmoid(v);
+    return s * (1.0f + v * (1.0f - s));
+}
+/* leaky ReLU with slope w; PReLU (its own op, with w learned per channel) uses these too */
+static inline float nn__act_leaky(float v, float w) { return v > 0.0f ? v : w * v; }
+static inline float nn__act_leaky_der(float v, float w) { return v > 0.0f ? 1.0f : w; }
+static inline float nn__act_leaky_dslope(float v) { return v > 0.0f ? 0.0f : v; } /* d/dw */
+
+/* SELU with PyTorch's constants (Klambauer et al.): scale 1.0507..., scale * alpha 1.7581... */
+static inline float nn__act_selu(float v) {
+    return v > 0.0f ? 1.05070098735548049342f * v : 1.75809934084737685994f * NN__EXPM1(v);
+}
+static inline float nn__act_selu_der(float v) {
+    return v > 0.0f ? 1.05070098735548049342f : 1.75809934084737685994f * NN__EXP(v);
+}
+
+/* log(1 + exp(z)) without overflow for large z */
+static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }
+
+static inline float nn__act_mish_der(float v) {
+    float t = NN__TANH(nn__act_softplus(v));
+    return t + v * nn__act_sigmoid(v) * (1.0f - t * t);
+}
+
+/* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */
+static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static inline float nn__act_softsign_der(float v) {
+    float d = 1.0f + NN__FABS(v);
+    return 1.0f / (d * d);
+}
+
+#define NN__ACTIVATIONS(X)                                                                                  \
+    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \
+    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \
+    X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \
+    X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \
+    X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \
+    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                      \
+    X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))                  \
+    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))                                               \
+    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))  \
+    X(SOFTPLUS, softplus, 2, p0 != 0.0f, v * p0 > p1 ? v : nn__act_softplus(v * p0) / p0,                   \
+      v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))                                                         \
+    X(MISH, mish, 0, 1, v * NN__TANH(nn__act_softplus(v)), nn__act_mish_der(v))                             \
+    X(HARDSWISH, hardswish, 0, 1, v * nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \
+      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)                                                \
+    X(HARDSIGMOID, hardsigmoid, 0, 1, nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \
+      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)                                                           \
+    X(HARDTANH, hardtanh, 2, p0 <= p1, nn__act_clamp(v, p0, p1), v <= p0 || v >= p1 ? 0.0f : 1.0f)          \
+    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \
+    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \
+    X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \
+      nn__act_sigmoid(-v))
+
+#ifndef __OPENCL_VERSION__
+typedef enum nn__unary {
+#define NN__X(E, name, params, valid, fwd, der) NN__U_##E,
+    NN__ACTIVATIONS(NN__X)
+#undef NN__X
+    NN__U_COUNT
+} nn__unary;
+#endif
+#endif /* NN__ACTIVATION_H */
