@@ -125,30 +125,55 @@ bench: bench/nn_bench
 clean:
 	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast
 
-# ---- fuzzing: the safetensors loader under libFuzzer, ASan and UBSan (clang) ----------------
-# `make fuzz [FUZZ_SECONDS=n]` prints one line: FUZZ target=safetensors execs=N crashes=N.
-# New inputs go to tests/fuzz_work/ (the seed corpus stays as committed); crash, leak and
-# timeout inputs to tests/fuzz_artifacts/; the fuzzer's log to tests/fuzz_safetensors.log.
-FUZZ_SECONDS ?= 60
+# ---- fuzzing: every loader of untrusted bytes under libFuzzer, ASan and UBSan (clang) -------
+# `make fuzz [FUZZ_SECONDS=n]` runs each target for n seconds (default 30) and prints one line
+# per target: FUZZ target=<t> execs=N crashes=N; then the allocation-failure sweep (below).
+# Targets: safetensors (nn_load_safetensors), state (nn_load_state), idx (nn_load_idx), csv
+# (nn_load_csv and its number parser). Seeds: tests/fuzz_corpus/<t>/ (stays as committed;
+# `make fuzz-seeds` rewrites the state, idx and csv seeds from the library itself); new
+# inputs go to tests/fuzz_work/<t>/, crash, leak and timeout inputs to
+# tests/fuzz_artifacts/<t>/, the fuzzer's log to tests/fuzz_<t>.log.
+FUZZ_SECONDS ?= 30
 FUZZ_CC ?= clang
-.PHONY: fuzz clean-fuzz fault-cl
+FUZZ_TARGETS = safetensors state idx csv
+FUZZ_BINS = $(FUZZ_TARGETS:%=tests/fuzz_%)
+.PHONY: fuzz fuzz-seeds fuzz-alloc clean-fuzz fault-cl
 
-tests/fuzz_safetensors: tests/fuzz_safetensors.c nn.h
+$(FUZZ_BINS): tests/fuzz_%: tests/fuzz_%.c nn.h
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DNN_NO_OPENCL -DNN_FUZZ \
-	  $(WARN) -o $@ tests/fuzz_safetensors.c -lm -lpthread
+	  $(WARN) -o $@ $< -lm -lpthread
 
-fuzz: tests/fuzz_safetensors
-	@mkdir -p tests/fuzz_work/safetensors tests/fuzz_artifacts; \
-	count() { ls tests/fuzz_artifacts | grep -cE '^(crash|leak|timeout|oom)-'; }; \
-	before=$$(count); status=0; \
-	./tests/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
-	  -artifact_prefix=tests/fuzz_artifacts/ tests/fuzz_work/safetensors tests/fuzz_corpus/safetensors \
-	  >tests/fuzz_safetensors.log 2>&1 || status=$$?; \
-	crashes=$$(( $$(count) - before )); \
-	execs=$$(sed -n 's/^stat::number_of_executed_units: *\([0-9][0-9]*\).*/\1/p' tests/fuzz_safetensors.log | tail -n 1); \
-	[ -n "$$execs" ] || execs=$$(sed -n 's/^Done \([0-9][0-9]*\) runs.*/\1/p' tests/fuzz_safetensors.log | tail -n 1); \
-	echo "FUZZ target=safetensors execs=$${execs:-0} crashes=$$crashes"; \
-	if [ $$crashes -gt 0 ] || [ $$status -ne 0 ]; then tail -n 30 tests/fuzz_safetensors.log >&2; exit 1; fi
+fuzz: $(FUZZ_BINS) tests/fuzz_alloc
+	@status=0; for t in $(FUZZ_TARGETS); do \
+	  art=tests/fuzz_artifacts/$$t; log=tests/fuzz_$$t.log; mkdir -p tests/fuzz_work/$$t $$art; \
+	  before=$$(ls $$art | grep -cE '^(crash|leak|timeout|oom)-'); rc=0; \
+	  ./tests/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
+	    -artifact_prefix=$$art/ tests/fuzz_work/$$t tests/fuzz_corpus/$$t >$$log 2>&1 || rc=$$?; \
+	  crashes=$$(( $$(ls $$art | grep -cE '^(crash|leak|timeout|oom)-') - before )); \
+	  execs=$$(sed -n 's/^stat::number_of_executed_units: *\([0-9][0-9]*\).*/\1/p' $$log | tail -n 1); \
+	  [ -n "$$execs" ] || execs=$$(sed -n 's/^Done \([0-9][0-9]*\) runs.*/\1/p' $$log | tail -n 1); \
+	  echo "FUZZ target=$$t execs=$${execs:-0} crashes=$$crashes"; \
+	  if [ $$crashes -gt 0 ] || [ $$rc -ne 0 ]; then tail -n 30 $$log >&2; status=1; fi; \
+	done; \
+	./tests/fuzz_alloc || status=1; \
+	exit $$status
+
+fuzz-seeds: tests/fuzz_state tests/fuzz_idx tests/fuzz_csv
+	@for t in state idx csv; do mkdir -p tests/fuzz_corpus/$$t; \
+	  NN_FUZZ_WRITE_SEEDS=tests/fuzz_corpus/$$t ./tests/fuzz_$$t || exit 1; done
+
+# Allocation failures over the file loaders and savers: tests/fuzz_alloc.c fails the Nth
+# allocation for every N (then every allocation from the Nth on) of a scenario that saves
+# and loads safetensors and a training state and loads a CSV and an IDX file, and checks
+# each run: NN_ERR_OUT_OF_MEMORY with a message, or the clean run's results; no leak, no
+# open file left, no hang. CPU backend, ASan, LSan and UBSan; any compiler that has them.
+FUZZ_ALLOC_CC ?= $(FUZZ_CC)
+tests/fuzz_alloc: tests/fuzz_alloc.c nn.h
+	$(FUZZ_ALLOC_CC) -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -DNN_NO_OPENCL \
+	  -DNN_FUZZ_ALLOC $(WARN) -o $@ $< -lm -lpthread
+
+fuzz-alloc: tests/fuzz_alloc
+	./tests/fuzz_alloc
 
 # ---- device-call fault injection: the N-th OpenCL call fails, for every N ----------------------
 # `make fault-cl` prints FAULT calls=N runs=N ... leaks=0 wrong=0 silent=0 (tests/fault_cl.c).
@@ -160,7 +185,7 @@ fault-cl: tests/fault_cl
 	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fault_cl.supp ./tests/fault_cl
 
 clean-fuzz:
-	rm -rf tests/fuzz_safetensors tests/fuzz_work tests/fuzz_safetensors.log
+	rm -rf $(FUZZ_BINS) tests/fuzz_alloc tests/fuzz_work $(FUZZ_TARGETS:%=tests/fuzz_%.log)
 
 # ---- interop: nn.h and PyTorch train the Fashion-MNIST MLP side by side ---------------------
 # `make interop` prints one line, INTEROP steps=20 max_rel_loss_diff=<x> max_abs_weight_diff=<x>,

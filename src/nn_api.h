@@ -645,10 +645,12 @@ NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_
 NN_API void nn_array_free(nn_array *a);
 
 /* A CSV file of numbers into a float32 array [rows, columns]: every row (after the header
-   row, when there is one) must have the first row's number of fields, each a number that
-   strtod reads whole (spaces around it allowed); blank lines are skipped; \n or \r\n.
-   An empty file, a ragged row or a field that is not a number is NN_ERR_IO naming
-   path:line. Zero fields: delimiter ',', no header. */
+   row, when there is one) must have the first row's number of fields, each a decimal number
+   ([+-]digits[.digits][e[+-]digits], or inf, infinity, nan; '.' whatever the C locale;
+   spaces around it allowed) rounded to the nearest float32; blank lines are skipped; \n or
+   \r\n; a UTF-8 byte order mark at the start is skipped. An empty file, a ragged row, or a
+   field that is not a number or is beyond float32's range is NN_ERR_IO naming path:line and
+   the field. Zero fields: delimiter ',', no header. */
 typedef struct nn_csv_desc {
     char delimiter;      /* 0: ',' */
     int header;          /* 1: the first line names the columns and is skipped */
@@ -681,7 +683,11 @@ NN_API int64_t nn_dataset_epoch(const nn_dataset *ds);  /* of the batch taken la
 
 /* Saves every parameter of g's parameter store as float32 safetensors (PyTorch's names and
    layouts, e.g. fc1.weight [out, in]), keys sorted by name, with metadata {"format": "pt"}.
-   Works before and after compile; writes PATH.tmp and renames it over path. */
+   Works before and after compile. Writes a temporary file beside path, flushes it to disk
+   and renames it over path, so a failed save leaves the old file. An existing path must be
+   a regular file (a directory, FIFO or device is NN_ERR_IO, left as it is); a symbolic link
+   is followed and the file it names is replaced, keeping its permissions. nn_save_state
+   saves alike. */
 NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path);
 /* Loads parameters by name into g (before or after compile). A tensor in the file whose
    name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,

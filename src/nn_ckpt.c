@@ -71,53 +71,47 @@ static const char *nn__kv_get(const nn__kv *m, const char *key) {
     return NULL;
 }
 
-/* The string-valued entries of "__metadata__" (others are skipped); 0 on failure. */
-static int nn__st_metadata(const unsigned char *buf, size_t data_off, nn__kv *out, char *err, size_t errlen) {
-    nn__st_parser ps;
+/* The string-valued entries of the header's "__metadata__" into out (others are skipped);
+   0 on failure, with ps->oom set when an allocation failed. */
+static int nn__st_metadata_kv(nn__st_parser *ps, nn__kv *out) {
     int first = 1;
-    memset(out, 0, sizeof *out);
-    memset(&ps, 0, sizeof ps);
-    ps.base = ps.p = buf + 8;
-    ps.end = buf + data_off;
-    ps.err = err;
-    ps.errlen = errlen;
-    if (!nn__st_expect(&ps, '{', "'{'")) return 0;
+    if (!nn__st_expect(ps, '{', "'{'")) return 0;
     for (;;) {
         char *name = NULL;
-        nn__st_ws(&ps);
-        if (ps.p < ps.end && *ps.p == '}') return 1;
-        if (!first && !nn__st_expect(&ps, ',', "','")) return 0;
+        nn__st_ws(ps);
+        if (ps->p < ps->end && *ps->p == '}') return 1;
+        if (!first && !nn__st_expect(ps, ',', "','")) return 0;
         first = 0;
-        if (!nn__st_string(&ps, &name)) return 0;
-        if (!nn__st_expect(&ps, ':', "':'")) {
+        if (!nn__st_string(ps, &name)) return 0;
+        if (!nn__st_expect(ps, ':', "':'")) {
             NN_FREE(name);
             return 0;
         }
         if (strcmp(name, "__metadata__") != 0) {
             NN_FREE(name);
-            if (!nn__st_skip(&ps, 1)) return 0;
+            if (!nn__st_skip(ps, 1)) return 0;
             continue;
         }
         NN_FREE(name);
-        if (!nn__st_expect(&ps, '{', "'{'")) return 0;
+        if (!nn__st_expect(ps, '{', "'{'")) return 0;
         for (first = 1;;) {
             char *k = NULL, *v = NULL;
-            nn__st_ws(&ps);
-            if (ps.p < ps.end && *ps.p == '}') return 1; /* the rest was validated by the parser */
-            if (!first && !nn__st_expect(&ps, ',', "','")) return 0;
+            nn__st_ws(ps);
+            if (ps->p < ps->end && *ps->p == '}') return 1; /* the rest was validated by the parser */
+            if (!first && !nn__st_expect(ps, ',', "','")) return 0;
             first = 0;
-            if (!nn__st_string(&ps, &k)) return 0;
-            if (!nn__st_expect(&ps, ':', "':'")) {
+            if (!nn__st_string(ps, &k)) return 0;
+            if (!nn__st_expect(ps, ':', "':'")) {
                 NN_FREE(k);
                 return 0;
             }
-            nn__st_ws(&ps);
-            if (ps.p >= ps.end || *ps.p != '"') {
+            nn__st_ws(ps);
+            if (ps->p >= ps->end || *ps->p != '"') {
                 NN_FREE(k);
-                if (!nn__st_skip(&ps, 1)) return 0;
+                if (!nn__st_skip(ps, 1)) return 0;
                 continue;
             }
-            if (!nn__st_string(&ps, &v)) {
+            if (!nn__st_string(ps, &v)) {
                 NN_FREE(k);
                 return 0;
             }
@@ -126,13 +120,13 @@ static int nn__st_metadata(const unsigned char *buf, size_t data_off, nn__kv *ou
                 char **nk = (char **)NN_REALLOC(out->k, (size_t)cap * sizeof *nk), **nv;
                 if (nk) out->k = nk;
                 nv = nk ? (char **)NN_REALLOC(out->v, (size_t)cap * sizeof *nv) : NULL;
-                if (!nv) {
+                if (nv) out->v = nv;
+                if (!nk || !nv) {
                     NN_FREE(k);
                     NN_FREE(v);
-                    ps.oom = 1;
-                    return nn__st_error(&ps, "out of memory");
+                    ps->oom = 1;
+                    return nn__st_error(ps, "out of memory");
                 }
-                out->v = nv;
                 out->cap = cap;
             }
             out->k[out->n] = k;
@@ -141,19 +135,25 @@ static int nn__st_metadata(const unsigned char *buf, size_t data_off, nn__kv *ou
     }
 }
 
+/* The metadata of a header that nn__st_parse has validated: NN_OK, NN_ERR_IO (err says
+   why) or NN_ERR_OUT_OF_MEMORY; on failure out is empty. */
+static nn_result nn__st_metadata(const unsigned char *buf, size_t data_off, nn__kv *out, char *err, size_t errlen) {
+    nn__st_parser ps;
+    memset(out, 0, sizeof *out);
+    memset(&ps, 0, sizeof ps);
+    ps.base = ps.p = buf + 8;
+    ps.end = buf + data_off;
+    ps.err = err;
+    ps.errlen = errlen;
+    if (nn__st_metadata_kv(&ps, out)) return NN_OK;
+    nn__kv_free(out);
+    return ps.oom ? NN_ERR_OUT_OF_MEMORY : NN_ERR_IO;
+}
+
 /* ---- the tensors of a training state ---- */
 
-typedef struct nn__state_item {
-    char *name;
-    nn_shape shape;
-    int64_t numel;
-    nn__buf *buf;        /* device or host buffer, or */
-    float *host;         /* a parameter's host copy before its upload */
-    const nn__st_tensor *t; /* on load: its match in the file */
-} nn__state_item;
-
 typedef struct nn__state_list {
-    nn__state_item *it;
+    nn__st_item *it;     /* names owned by the list */
     int n, cap;
 } nn__state_list;
 
@@ -165,11 +165,11 @@ static void nn__state_list_free(nn__state_list *l) {
 }
 
 static int nn__state_add(nn__state_list *l, const char *name, const char *suffix, nn_shape shape, nn__buf *buf, float *host) {
-    nn__state_item *it;
+    nn__st_item *it;
     size_t n = strlen(name) + strlen(suffix) + 1;
     if (l->n == l->cap) {
         int cap = l->cap ? l->cap * 2 : 32;
-        nn__state_item *ni = (nn__state_item *)NN_REALLOC(l->it, (size_t)cap * sizeof *ni);
+        nn__st_item *ni = (nn__st_item *)NN_REALLOC(l->it, (size_t)cap * sizeof *ni);
         if (!ni) return 0;
         l->it = ni;
         l->cap = cap;
@@ -185,10 +185,6 @@ static int nn__state_add(nn__state_list *l, const char *name, const char *suffix
     it->host = host;
     l->n++;
     return 1;
-}
-
-static int nn__state_cmp(const void *a, const void *b) {
-    return strcmp(((const nn__state_item *)a)->name, ((const nn__state_item *)b)->name);
 }
 
 static int nn__is_opt_node(const nn__node *n) {
@@ -223,7 +219,7 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
         nn__state_list_free(l);
         return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
-    if (l->n > 1) qsort(l->it, (size_t)l->n, sizeof l->it[0], nn__state_cmp);
+    if (l->n > 1) qsort(l->it, (size_t)l->n, sizeof l->it[0], nn__st_cmp_item);
     for (i = 1; i < l->n; i++)
         if (strcmp(l->it[i - 1].name, l->it[i].name) == 0) {
             nn_result r = nn__fail(g->ctx, NN_ERR_STATE, "%s: two state tensors named %s", path, l->it[i].name);
@@ -272,12 +268,8 @@ NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
     nn__state_list l;
     nn__st_text h;
     nn_dataset *d;
-    unsigned char *bytes = NULL, len8[8];
-    char *tmp_path = NULL, b[64];
-    FILE *fp = NULL;
-    uint64_t off = 0;
-    size_t most = 1;
-    int i, k, first = 1;
+    char b[64];
+    int first = 1;
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
@@ -287,7 +279,7 @@ NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
     r = nn__state_collect(g, path, &l);
     if (r != NN_OK) return r;
     memset(&h, 0, sizeof h);
-    nn__st_puts(&h, "{\"__metadata__\":{");
+    nn__st_puts(&h, "{");
     nn__meta_put(&h, &first, "format", "pt");
     nn__meta_put(&h, &first, "nn.state", "1");
     nn__meta_put(&h, &first, "nn.optimizer", nn__opt_kind_name(g->opt.kind));
@@ -296,7 +288,7 @@ NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
     nn__meta_u64(&h, &first, "nn.seed", g->seed);
     nn__meta_u64(&h, &first, "nn.step", g->step);
     nn__meta_u64(&h, &first, "nn.updates", g->clock.t);
-    snprintf(b, sizeof b, "%.17g", g->clock.mu_prod);
+    nn__format_double(b, sizeof b, g->clock.mu_prod); /* '.' whatever the locale */
     nn__meta_put(&h, &first, "nn.nadam_mu_product", b);
     for (d = g->datasets; d; d = d->next) {
         char key[300];
@@ -308,83 +300,9 @@ NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
         nn__meta_u64(&h, &first, key, (uint64_t)d->pos);
     }
     nn__st_puts(&h, "}");
-    for (i = 0; i < l.n; i++) {
-        nn__state_item *it = &l.it[i];
-        nn__st_puts(&h, ",");
-        if (!nn__st_put_string(&h, it->name)) {
-            r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: tensor name %s is not valid UTF-8", path, it->name);
-            goto done;
-        }
-        nn__st_puts(&h, ":{\"dtype\":\"F32\",\"shape\":[");
-        for (k = 0; k < it->shape.ndim; k++) {
-            if (k) nn__st_puts(&h, ",");
-            nn__st_putu(&h, (unsigned long long)it->shape.dim[k]);
-        }
-        nn__st_puts(&h, "],\"data_offsets\":[");
-        nn__st_putu(&h, (unsigned long long)off);
-        nn__st_puts(&h, ",");
-        off += (uint64_t)it->numel * 4;
-        nn__st_putu(&h, (unsigned long long)off);
-        nn__st_puts(&h, "]}");
-        if ((size_t)it->numel > most) most = (size_t)it->numel;
-    }
-    nn__st_puts(&h, "}");
-    while (h.n % 8) nn__st_puts(&h, " ");
-    tmp_path = (char *)NN_MALLOC(strlen(path) + 5);
-    if (h.oom || !tmp_path || (bytes = (unsigned char *)NN_MALLOC(most * 4)) == NULL) {
-        r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-        goto done;
-    }
-    for (k = 0; k < 8; k++) len8[k] = (unsigned char)((uint64_t)h.n >> (8 * k));
-    snprintf(tmp_path, strlen(path) + 5, "%s.tmp", path);
-    fp = fopen(tmp_path, "wb");
-    if (!fp) {
-        r = nn__fail(ctx, NN_ERR_IO, "%s: cannot create: %s", tmp_path, strerror(errno));
-        goto done;
-    }
-    if (fwrite(len8, 1, 8, fp) != 8 || fwrite(h.s, 1, h.n, fp) != h.n) goto write_error;
-    for (i = 0; i < l.n; i++) {
-        nn__state_item *it = &l.it[i];
-        size_t n = (size_t)it->numel, j;
-        if (it->buf) {
-            r = nn__buf_read(ctx, it->buf, bytes, n * 4);
-            if (r != NN_OK) goto done;
-        } else memcpy(bytes, it->host, n * 4);
-        for (j = 0; j < n; j++) { /* to little-endian, in place */
-            uint32_t u;
-            memcpy(&u, bytes + 4 * j, 4);
-            bytes[4 * j] = (unsigned char)u;
-            bytes[4 * j + 1] = (unsigned char)(u >> 8);
-            bytes[4 * j + 2] = (unsigned char)(u >> 16);
-            bytes[4 * j + 3] = (unsigned char)(u >> 24);
-        }
-        if (fwrite(bytes, 1, n * 4, fp) != n * 4) goto write_error;
-    }
-    k = fclose(fp);
-    fp = NULL;
-    if (k != 0) goto write_error;
-    if (rename(tmp_path, path) != 0) {
-#if defined(_WIN32)
-        remove(path);
-        if (rename(tmp_path, path) == 0) goto done;
-#endif
-        r = nn__fail(ctx, NN_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp_path, strerror(errno));
-        remove(tmp_path);
-    }
-    goto done;
-write_error:
-    r = nn__fail(ctx, NN_ERR_IO, "%s: write error: %s", tmp_path, strerror(errno));
-    if (fp) fclose(fp);
-    fp = NULL;
-    remove(tmp_path);
-done:
-    if (fp) {
-        fclose(fp);
-        remove(tmp_path);
-    }
+    if (h.oom) r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    else r = nn__st_save(ctx, path, h.s, l.it, l.n);
     NN_FREE(h.s);
-    NN_FREE(bytes);
-    NN_FREE(tmp_path);
     nn__state_list_free(&l);
     return r;
 }
@@ -423,8 +341,9 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
     memset(&l, 0, sizeof l);
     r = nn__st_parse(buf, len, &f, err, sizeof err);
     if (r != NN_OK) return nn__fail(ctx, r, "%s: %s", path, err);
-    if (!nn__st_metadata(buf, f.data_off, &m, err, sizeof err)) {
-        r = nn__fail(ctx, NN_ERR_IO, "%s: %s", path, err);
+    r = nn__st_metadata(buf, f.data_off, &m, err, sizeof err);
+    if (r != NN_OK) {
+        r = nn__fail(ctx, r, "%s: %s", path, err);
         goto done;
     }
     s = nn__kv_get(&m, "nn.state");
@@ -459,10 +378,19 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
     }
     s = nn__kv_get(&m, "nn.nadam_mu_product");
     if (s) {
-        char *end = NULL;
-        mu = strtod(s, &end);
-        if (!end || *end || end == s) {
-            r = nn__fail(ctx, NN_ERR_IO, "%s: metadata \"nn.nadam_mu_product\" is \"%.40s\", not a number", path, s);
+        /* '.' in every locale; a ',' alone is read as one too (files saved by versions that
+           printed with the locale's decimal point, under de_DE and the like) */
+        char num[64];
+        size_t n = strlen(s), i;
+        int commas = 0, points = 0;
+        for (i = 0; i < n && n < sizeof num; i++) {
+            commas += s[i] == ',';
+            points += s[i] == '.';
+            num[i] = s[i] == ',' ? '.' : s[i];
+        }
+        if (n >= sizeof num || commas > 1 || (commas && points) || nn__parse_real(num, n, 0, &mu) != 1 || mu != mu ||
+            mu > DBL_MAX || mu < -DBL_MAX) {
+            r = nn__fail(ctx, NN_ERR_IO, "%s: metadata \"nn.nadam_mu_product\" is \"%.40s\", not a finite number", path, s);
             goto done;
         }
     }
@@ -483,7 +411,7 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
     r = nn__state_collect(g, path, &l);
     if (r != NN_OK) goto done;
     for (i = 0; i < l.n; i++) {
-        nn__state_item *it = &l.it[i];
+        nn__st_item *it = &l.it[i];
         const nn__st_tensor *t = nn__st_find(&f, it->name);
         int same;
         if (!t) {
@@ -512,7 +440,7 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
     }
     /* every check passed: now write */
     for (i = 0; i < l.n && r == NN_OK; i++) {
-        nn__state_item *it = &l.it[i];
+        nn__st_item *it = &l.it[i];
         nn__st_convert(tmp, buf + f.data_off + (size_t)it->t->begin, (size_t)it->numel, it->t->dtype);
         if (it->buf) r = nn__buf_write(ctx, it->buf, tmp, (size_t)it->numel * 4);
         else memcpy(it->host, tmp, (size_t)it->numel * 4);
@@ -593,6 +521,32 @@ static nn_result nn__dataset_order(nn_dataset *d) {
     return NN_OK;
 }
 
+/* An array given to nn_dataset_create: its dtype, its ndim before any dim is read, every dim,
+   and its size in bytes (4 per element) without overflow. */
+static nn_result nn__dataset_check_array(nn_graph *g, const char *name, const char *which, const nn_array *a) {
+    uint64_t numel = 1;
+    int k;
+    if (!a || !a->data)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: %s: %s must be an array [N, ...] with data", name,
+                        which);
+    if (a->dtype != NN_F32 && a->dtype != NN_I32)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: %s: %s has unknown dtype %d", name, which,
+                        (int)a->dtype);
+    if (a->shape.ndim < 1 || a->shape.ndim > NN_MAX_DIMS)
+        return nn__fail(g->ctx, NN_ERR_SHAPE, "nn_dataset_create: %s: %s has %d dims, not 1 to %d", name, which, a->shape.ndim,
+                        NN_MAX_DIMS);
+    for (k = 0; k < a->shape.ndim; k++) {
+        int64_t d = a->shape.dim[k];
+        if (d < 1 || (uint64_t)d > ((uint64_t)1 << 40) / numel)
+            return nn__fail(g->ctx, NN_ERR_SHAPE, "nn_dataset_create: %s: %s's dim %d is %lld: empty or too large", name, which,
+                            k, (long long)d);
+        numel *= (uint64_t)d;
+    }
+    if (numel > (uint64_t)(SIZE_MAX / 4))
+        return nn__fail(g->ctx, NN_ERR_SHAPE, "nn_dataset_create: %s: %s is too large", name, which);
+    return NN_OK;
+}
+
 NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out) {
     nn_dataset *d;
     nn_dataset_desc dd;
@@ -600,6 +554,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     size_t nlen, i;
     int64_t n;
     char buf[300];
+    nn_result r;
     if (out) *out = NULL;
     if (!g || !desc || !out) return g ? nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: NULL argument") : NN_ERR_INVALID_ARGUMENT;
     dd = *desc;
@@ -615,8 +570,8 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: name \"%.40s\" is empty or over 200 bytes", name);
     for (d = g->datasets; d; d = d->next)
         if (strcmp(d->name, name) == 0) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: a dataset %s exists", name);
-    if (!dd.x || !dd.y || !dd.x->data || !dd.y->data || dd.x->shape.ndim < 1 || dd.y->shape.ndim < 1)
-        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: %s: x and y must be arrays [N, ...]", name);
+    if ((r = nn__dataset_check_array(g, name, "x", dd.x)) != NN_OK || (r = nn__dataset_check_array(g, name, "y", dd.y)) != NN_OK)
+        return r;
     n = dd.x->shape.dim[0];
     if (dd.y->shape.dim[0] != n || n < 1 || n > INT32_MAX)
         return nn__fail(g->ctx, NN_ERR_SHAPE, "nn_dataset_create: %s: x has %lld samples, y %lld", name, (long long)n,

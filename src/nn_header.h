@@ -106,3 +106,10 @@ LICENCE
     OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
     OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 */
+
+/* The implementation uses POSIX.1-2008 (threads, files). A strict ISO mode (-std=c99)
+   hides it unless a feature macro comes before the first system header, which is here. */
+#if defined(NN_IMPLEMENTATION) && defined(__STRICT_ANSI__) && !defined(_WIN32) && !defined(_POSIX_C_SOURCE) && \
+    !defined(_XOPEN_SOURCE) && !defined(_GNU_SOURCE) && !defined(_DEFAULT_SOURCE) && !defined(_BSD_SOURCE)
+#  define _POSIX_C_SOURCE 200809L
+#endif

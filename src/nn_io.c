@@ -1,34 +1,628 @@
 /* File formats. Every reader treats its input as untrusted: sizes are checked before they
-   are used, and any failure returns NN_ERR_IO naming the file, with nothing allocated. */
+   are used, and any failure returns NN_ERR_IO naming the file (NN_ERR_OUT_OF_MEMORY when an
+   allocation fails), with nothing allocated.
 
+   Reading: only regular files. A FIFO is opened without waiting for a writer and then
+   refused, so a path to one cannot hang the caller; a directory or a device is refused by
+   name. Writing (nn__wfile): the bytes go to a new temporary file beside the target, which
+   is flushed to disk (fsync) and renamed over the target, so a reader sees the old file or
+   the new one, never a part, and a failed save leaves the old file as it was. An existing
+   target must be a regular file; a symbolic link to one is followed and the file it names
+   is replaced (the link stays, as when PyTorch or numpy write through it); a link that
+   names nothing, a directory, a FIFO or a device node is refused.
+
+   Numbers in text (CSV fields, training-state metadata) do not go through strtod or printf's
+   decimal point, which follow the C locale (LC_NUMERIC): under de_DE strtod stops at the
+   '.' of "1.5". nn__parse_real reads them in every locale alike, rounded correctly. */
+
+#include <sys/stat.h>
+#include <float.h>
+#if defined(_WIN32)
+#  include <io.h>
+#  include <fcntl.h>
+#  include <process.h>
+#  define NN__S_ISREG(m) (((m) & _S_IFMT) == _S_IFREG)
+#  define NN__S_ISDIR(m) (((m) & _S_IFMT) == _S_IFDIR)
+#else
+#  include <fcntl.h>
+#  include <unistd.h>
+#  define NN__S_ISREG(m) S_ISREG(m)
+#  define NN__S_ISDIR(m) S_ISDIR(m)
+/* POSIX.1-2008 (lstat, realpath, O_CLOEXEC) is declared unless a strict ISO mode hides it
+   (-std=c99 with a system header included before nn.h): then a symbolic link is not seen
+   as one, and a save replaces the link itself. */
+#  if defined(O_CLOEXEC)
+#    define NN__POSIX2008 1
+#  else
+#    define NN__POSIX2008 0
+#    define O_CLOEXEC 0
+#  endif
+#  ifndef O_DIRECTORY
+#    define O_DIRECTORY 0
+#  endif
+#endif
+
+/* How a save makes its bytes durable before the rename (a test build may count calls). */
+#ifndef NN__FSYNC
+#  if defined(_WIN32)
+#    define NN__FSYNC(fd) _commit(fd)
+#  else
+#    define NN__FSYNC(fd) fsync(fd)
+#  endif
+#endif
+
+/* What a path that is not a regular file is, for messages. */
+static const char *nn__file_kind(unsigned mode) {
+    if (NN__S_ISDIR(mode)) return "a directory";
+#if !defined(_WIN32)
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+#  ifdef S_ISSOCK
+    if (S_ISSOCK(mode)) return "a socket";
+#  endif
+#endif
+    return "not a regular file";
+}
+
+/* The whole of a regular file, with one byte more (set to 0) after its len bytes. */
 static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char **data, size_t *len) {
-    FILE *f;
-    long n = -1;
+    unsigned char *buf;
+    size_t n, got = 0;
     *data = NULL;
     *len = 0;
     if (!path) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "no path given");
-    f = fopen(path, "rb");
-    if (!f) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+#if defined(_WIN32)
+    {
+        struct _stat64 st;
+        FILE *f;
+        if (_stat64(path, &st) != 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (!NN__S_ISREG(st.st_mode))
+            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
+        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX)
+            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
+        n = (size_t)st.st_size;
+        f = fopen(path, "rb");
+        if (!f) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        buf = (unsigned char *)NN_MALLOC(n + 1);
+        if (!buf) {
+            fclose(f);
+            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
+                            (unsigned long long)n + 1);
+        }
+        got = fread(buf, 1, n, f);
         fclose(f);
-        return nn__fail(ctx, NN_ERR_IO, "%s: cannot determine its size", path);
+        if (got != n) {
+            NN_FREE(buf);
+            return nn__fail(ctx, NN_ERR_IO, "%s: read error (%llu of %llu bytes)", path, (unsigned long long)got,
+                            (unsigned long long)n);
+        }
     }
-    *data = (unsigned char *)NN_MALLOC((size_t)n + 1);
-    if (!*data) {
-        fclose(f);
-        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %ld bytes", path, n);
+#else
+    {
+        struct stat st;
+        int fd, fl, e = 0;
+        /* O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below) */
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (fstat(fd, &st) != 0) {
+            e = errno;
+            close(fd);
+            return nn__fail(ctx, NN_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+        }
+        if (!S_ISREG(st.st_mode)) {
+            close(fd);
+            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
+        }
+        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX) {
+            close(fd);
+            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
+        }
+        fl = fcntl(fd, F_GETFL);
+        if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        n = (size_t)st.st_size;
+        buf = (unsigned char *)NN_MALLOC(n + 1);
+        if (!buf) {
+            close(fd);
+            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
+                            (unsigned long long)n + 1);
+        }
+        while (got < n) {
+            size_t want = n - got > ((size_t)1 << 30) ? ((size_t)1 << 30) : n - got;
+            ssize_t k = read(fd, buf + got, want);
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) {
+                e = k < 0 ? errno : 0;
+                break;
+            }
+            got += (size_t)k;
+        }
+        close(fd);
+        if (got != n) {
+            NN_FREE(buf);
+            if (e) return nn__fail(ctx, NN_ERR_IO, "%s: read error: %s", path, strerror(e));
+            return nn__fail(ctx, NN_ERR_IO, "%s: read error: the file shrank to %llu of its %llu bytes while read", path,
+                            (unsigned long long)got, (unsigned long long)n);
+        }
     }
-    if (fread(*data, 1, (size_t)n, f) != (size_t)n) {
-        NN_FREE(*data);
-        *data = NULL;
-        fclose(f);
-        return nn__fail(ctx, NN_ERR_IO, "%s: read error", path);
-    }
-    fclose(f);
-    *len = (size_t)n;
+#endif
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
     return NN_OK;
 }
+
+/* ---- writing a file in place of another, all at once ---- */
+
+typedef struct nn__wfile {
+    char *target;             /* the file replaced: the path, or the file its symbolic link names */
+    char *tmp;                /* the temporary file beside it, while it exists */
+    int fd;
+} nn__wfile;
+
+static void nn__wfile_abort(nn__wfile *w) {
+    if (w->fd >= 0) {
+#if defined(_WIN32)
+        _close(w->fd);
+#else
+        close(w->fd);
+#endif
+    }
+    if (w->tmp) remove(w->tmp);
+    NN_FREE(w->tmp);
+    NN_FREE(w->target);
+    w->tmp = w->target = NULL;
+    w->fd = -1;
+}
+
+#if !defined(_WIN32)
+/* The file a save to path replaces: path itself, or where its chain of symbolic links ends
+   (a relative link is read from its link's directory), so the save writes through links as
+   PyTorch's and numpy's do. *target (allocated) and *st: that file's lstat, st_mode 0 when
+   it does not exist yet. */
+static nn_result nn__save_target(nn_context *ctx, const char *path, char **target, struct stat *st) {
+    char *cur = nn__strdup(path);
+    int hops = 0;
+    *target = NULL;
+    if (!cur) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+#if !NN__POSIX2008
+    (void)hops;
+    if (stat(cur, st) != 0) { /* links are not seen as such */
+        int e = errno;
+        memset(st, 0, sizeof *st);
+        if (e != ENOENT) {
+            NN_FREE(cur);
+            return nn__fail(ctx, NN_ERR_IO, "%s: %s", path, strerror(e));
+        }
+    }
+#else
+    for (hops = 0;; hops++) {
+        char *link, *next;
+        size_t size, dir;
+        ssize_t k;
+        if (lstat(cur, st) != 0) {
+            int e = errno;
+            memset(st, 0, sizeof *st);
+            if (e == ENOENT) break; /* a new file (or one that a dangling link names) */
+            NN_FREE(cur);
+            return nn__fail(ctx, NN_ERR_IO, "%s: %s", path, strerror(e));
+        }
+        if (!S_ISLNK(st->st_mode)) break;
+        if (hops == 40) {
+            NN_FREE(cur);
+            return nn__fail(ctx, NN_ERR_IO, "%s: more than 40 symbolic links in a row: not replaced", path);
+        }
+        for (size = (size_t)st->st_size + 1 > 256 ? (size_t)st->st_size + 1 : 256;; size *= 2) {
+            link = (char *)NN_MALLOC(size);
+            if (!link) {
+                NN_FREE(cur);
+                return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+            }
+            k = readlink(cur, link, size);
+            if (k < 0 || (size_t)k < size || size >= 65536) break;
+            NN_FREE(link); /* truncated: try a larger buffer */
+        }
+        if (k < 0 || (size_t)k >= size) {
+            int e = k < 0 ? errno : ENAMETOOLONG;
+            NN_FREE(link);
+            NN_FREE(cur);
+            return nn__fail(ctx, NN_ERR_IO, "%s: cannot read its symbolic link: %s", path, strerror(e));
+        }
+        link[k] = 0;
+        for (dir = strlen(cur); dir > 0 && cur[dir - 1] != '/'; dir--) {}
+        if (link[0] == '/' || dir == 0) next = link;
+        else { /* relative to the link's directory */
+            next = (char *)NN_MALLOC(dir + (size_t)k + 1);
+            if (next) {
+                memcpy(next, cur, dir);
+                memcpy(next + dir, link, (size_t)k + 1);
+            }
+            NN_FREE(link);
+            if (!next) {
+                NN_FREE(cur);
+                return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+            }
+        }
+        NN_FREE(cur);
+        cur = next;
+    }
+#endif
+    *target = cur;
+    return NN_OK;
+}
+#endif
+
+/* Creates the temporary file for a save to path (nothing is written to path yet). */
+static nn_result nn__wfile_open(nn_context *ctx, const char *path, nn__wfile *w) {
+    size_t tlen;
+    unsigned attempt;
+    long pid;
+    int keep_mode = -1;
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "no path given");
+#if defined(_WIN32)
+    {
+        struct _stat64 st;
+        if (_stat64(path, &st) == 0 && !NN__S_ISREG(st.st_mode))
+            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file: not replaced", path, nn__file_kind((unsigned)st.st_mode));
+        w->target = nn__strdup(path);
+        pid = (long)_getpid();
+    }
+#else
+    {
+        struct stat st;
+        nn_result r = nn__save_target(ctx, path, &w->target, &st);
+        if (r != NN_OK) return r;
+        if (st.st_mode != 0 && !S_ISREG(st.st_mode)) {
+            r = nn__fail(ctx, NN_ERR_IO, "%s: %s%s%s, not a regular file: not replaced", path, nn__file_kind((unsigned)st.st_mode),
+                         strcmp(path, w->target) ? " at the end of its symbolic link, " : "",
+                         strcmp(path, w->target) ? w->target : "");
+            NN_FREE(w->target);
+            w->target = NULL;
+            return r;
+        }
+        if (st.st_mode != 0) keep_mode = (int)(st.st_mode & 0777);
+        pid = (long)getpid();
+    }
+#endif
+    if (!w->target) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    tlen = strlen(w->target) + 48;
+    w->tmp = (char *)NN_MALLOC(tlen);
+    if (!w->tmp) {
+        nn__wfile_abort(w);
+        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    /* TARGET.tmp.PID.N: unique between processes by the pid, between threads by O_EXCL */
+    for (attempt = 0; attempt < 1000; attempt++) {
+        snprintf(w->tmp, tlen, "%s.tmp.%ld.%u", w->target, pid, attempt);
+#if defined(_WIN32)
+        w->fd = _open(w->tmp, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
+#else
+        w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); /* O_EXCL: never through a link */
+#endif
+        if (w->fd >= 0 || errno != EEXIST) break;
+    }
+    if (w->fd < 0) {
+        nn_result r = nn__fail(ctx, NN_ERR_IO, "%s: cannot create a temporary file beside it (%s): %s", path, w->tmp,
+                               strerror(errno));
+        NN_FREE(w->tmp); /* not created: nothing to remove */
+        w->tmp = NULL;
+        nn__wfile_abort(w);
+        return r;
+    }
+#if !defined(_WIN32)
+    if (keep_mode >= 0) (void)chmod(w->tmp, (mode_t)keep_mode); /* the replaced file's permissions */
+#else
+    (void)keep_mode;
+#endif
+    return NN_OK;
+}
+
+static nn_result nn__wfile_write(nn_context *ctx, nn__wfile *w, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    while (n > 0) {
+        size_t want = n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n;
+#if defined(_WIN32)
+        int k = _write(w->fd, p, (unsigned)want);
+#else
+        ssize_t k = write(w->fd, p, want);
+        if (k < 0 && errno == EINTR) continue;
+#endif
+        if (k <= 0) return nn__fail(ctx, NN_ERR_IO, "%s: write error: %s", w->tmp, k < 0 ? strerror(errno) : "nothing written");
+        p += k;
+        n -= (size_t)k;
+    }
+    return NN_OK;
+}
+
+/* Flushes the temporary file to disk and renames it over the target; on failure the
+   temporary file is removed and the target is as it was. Releases w either way. */
+static nn_result nn__wfile_commit(nn_context *ctx, const char *path, nn__wfile *w) {
+    nn_result r = NN_OK;
+    int fd = w->fd;
+    w->fd = -1;
+    if (NN__FSYNC(fd) != 0) r = nn__fail(ctx, NN_ERR_IO, "%s: cannot flush it to disk: %s", w->tmp, strerror(errno));
+#if defined(_WIN32)
+    if (_close(fd) != 0 && r == NN_OK) r = nn__fail(ctx, NN_ERR_IO, "%s: write error: %s", w->tmp, strerror(errno));
+    if (r == NN_OK && rename(w->tmp, w->target) != 0) {
+        remove(w->target); /* Windows' rename does not replace */
+        if (rename(w->tmp, w->target) != 0)
+            r = nn__fail(ctx, NN_ERR_IO, "%s: cannot rename %s to it: %s", path, w->tmp, strerror(errno));
+    }
+#else
+    if (close(fd) != 0 && r == NN_OK) r = nn__fail(ctx, NN_ERR_IO, "%s: write error: %s", w->tmp, strerror(errno));
+    if (r == NN_OK && rename(w->tmp, w->target) != 0)
+        r = nn__fail(ctx, NN_ERR_IO, "%s: cannot rename %s to it: %s", path, w->tmp, strerror(errno));
+    if (r == NN_OK) { /* the directory entry too, so the rename outlives a crash (best effort) */
+        char *slash = strrchr(w->target, '/'), save;
+        const char *dir = ".";
+        int dfd;
+        if (slash) {
+            save = slash[1];
+            slash[1] = 0; /* "/x" keeps its "/" */
+            dir = w->target;
+            dfd = open(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
+            slash[1] = save;
+        } else dfd = open(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
+        if (dfd >= 0) {
+            (void)NN__FSYNC(dfd);
+            close(dfd);
+        }
+    }
+#endif
+    if (r == NN_OK) {
+        NN_FREE(w->tmp); /* renamed: nothing to remove */
+        w->tmp = NULL;
+    }
+    nn__wfile_abort(w);
+    return r;
+}
+
+/* ---- numbers as text, the same in every locale ---- */
+
+/* Unsigned big integers, 32-bit limbs, least significant first: enough for the exact
+   quotients of nn__parse_real (10^1126 and 2^1076 shifts stay under 4352 bits). */
+#define NN__BIG_LIMBS 136
+#define NN__MAX_DIGITS 800 /* more significant digits than any halfway case needs (767) */
+typedef struct nn__big {
+    int n;
+    uint32_t d[NN__BIG_LIMBS];
+} nn__big;
+
+static int nn__big_mul_add(nn__big *b, uint32_t m, uint32_t a) {
+    uint64_t carry = a;
+    int i;
+    for (i = 0; i < b->n; i++) {
+        uint64_t t = (uint64_t)b->d[i] * m + carry;
+        b->d[i] = (uint32_t)t;
+        carry = t >> 32;
+    }
+    if (carry) {
+        if (b->n == NN__BIG_LIMBS) return 0;
+        b->d[b->n++] = (uint32_t)carry;
+    }
+    return 1;
+}
+
+static int nn__big_pow10(nn__big *b, int64_t e) {
+    static const uint32_t p10[10] = {1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u, 1000000000u};
+    for (; e >= 9; e -= 9)
+        if (!nn__big_mul_add(b, p10[9], 0)) return 0;
+    return nn__big_mul_add(b, p10[e], 0);
+}
+
+static int nn__big_shl(nn__big *b, int64_t bits) {
+    int words = (int)(bits / 32), sh = (int)(bits % 32), i;
+    if (b->n == 0) return 1;
+    if (bits < 0 || bits > 32 * NN__BIG_LIMBS || b->n + words + 1 > NN__BIG_LIMBS) return 0;
+    b->d[b->n + words] = 0;
+    for (i = b->n - 1; i >= 0; i--) {
+        if (sh) b->d[i + words + 1] |= b->d[i] >> (32 - sh);
+        b->d[i + words] = b->d[i] << sh;
+    }
+    for (i = 0; i < words; i++) b->d[i] = 0;
+    b->n += words + 1;
+    while (b->n > 0 && b->d[b->n - 1] == 0) b->n--;
+    return 1;
+}
+
+static void nn__big_shr1(nn__big *b) {
+    int i;
+    for (i = 0; i < b->n; i++) b->d[i] = (b->d[i] >> 1) | (i + 1 < b->n ? b->d[i + 1] << 31 : 0);
+    while (b->n > 0 && b->d[b->n - 1] == 0) b->n--;
+}
+
+static int nn__big_cmp(const nn__big *a, const nn__big *b) {
+    int i;
+    if (a->n != b->n) return a->n < b->n ? -1 : 1;
+    for (i = a->n - 1; i >= 0; i--)
+        if (a->d[i] != b->d[i]) return a->d[i] < b->d[i] ? -1 : 1;
+    return 0;
+}
+
+static void nn__big_sub(nn__big *a, const nn__big *b) { /* a -= b, a >= b */
+    int64_t borrow = 0;
+    int i;
+    for (i = 0; i < a->n; i++) {
+        int64_t t = (int64_t)a->d[i] - (i < b->n ? b->d[i] : 0) - borrow;
+        borrow = t < 0;
+        a->d[i] = (uint32_t)(t + (borrow ? ((int64_t)1 << 32) : 0));
+    }
+    while (a->n > 0 && a->d[a->n - 1] == 0) a->n--;
+}
+
+static int64_t nn__big_bits(const nn__big *b) {
+    uint32_t top;
+    int64_t bits;
+    if (b->n == 0) return 0;
+    top = b->d[b->n - 1];
+    bits = 32 * (int64_t)(b->n - 1);
+    while (top) {
+        bits++;
+        top >>= 1;
+    }
+    return bits;
+}
+
+static void nn__big_copy(nn__big *dst, const nn__big *src) {
+    dst->n = src->n;
+    memcpy(dst->d, src->d, (size_t)src->n * sizeof src->d[0]);
+}
+
+/* digits * 10^e10 (digits: nd significant decimal digits, the first not 0) rounded to the
+   nearest float (float32) or double, ties to even: the exact quotient num / den, P + 2 bits
+   of it by long division and the remainder as the sticky bit. 1, or -1 beyond the range. */
+static int nn__real_from_digits(const char *digits, int nd, int64_t e10, int float32, double *out) {
+    const int P = float32 ? 24 : 53, emin = float32 ? -126 : -1022, emax = float32 ? 127 : 1023;
+    nn__big num, den, a, b;
+    int64_t mag = nd + e10, L, e_ulp, s;
+    uint64_t q = 0, m;
+    int i, sticky;
+    double r;
+    if (mag > (float32 ? 39 : 309)) return -1;  /* >= 10^39 > FLT_MAX, >= 10^309 > DBL_MAX */
+    if (mag < (float32 ? -46 : -324)) {         /* < half the smallest subnormal */
+        *out = 0.0;
+        return 1;
+    }
+    num.n = den.n = 0;
+    den.d[0] = 1;
+    den.n = 1;
+    for (i = 0; i < nd; i += 9) { /* nine digits at a time */
+        uint32_t chunk = 0, scale = 1;
+        int k;
+        for (k = i; k < nd && k < i + 9; k++) {
+            chunk = chunk * 10 + (uint32_t)(digits[k] - '0');
+            scale *= 10;
+        }
+        if (!nn__big_mul_add(&num, scale, chunk)) return 0;
+    }
+    if (!(e10 >= 0 ? nn__big_pow10(&num, e10) : nn__big_pow10(&den, -e10))) return 0;
+    /* L = floor(log2(num / den)): the bit lengths' difference, or one less */
+    L = nn__big_bits(&num) - nn__big_bits(&den);
+    nn__big_copy(&a, &num);
+    nn__big_copy(&b, &den);
+    if (!(L >= 0 ? nn__big_shl(&b, L) : nn__big_shl(&a, -L))) return 0;
+    if (nn__big_cmp(&a, &b) < 0) L--;
+    if (L > emax) return -1;
+    e_ulp = L - (P - 1); /* the weight of the last bit kept; subnormals keep fewer bits */
+    if (e_ulp < emin - (P - 1)) e_ulp = emin - (P - 1);
+    s = 2 - e_ulp;       /* q = floor(num * 2^s / den) < 2^(P + 2): the result, a guard and a round bit */
+    if (!(s >= 0 ? nn__big_shl(&num, s) : nn__big_shl(&den, -s))) return 0;
+    if (!nn__big_shl(&den, P + 1)) return 0;
+    for (i = P + 1; i >= 0; i--) {
+        if (nn__big_cmp(&num, &den) >= 0) {
+            nn__big_sub(&num, &den);
+            q |= (uint64_t)1 << i;
+        }
+        nn__big_shr1(&den);
+    }
+    sticky = num.n != 0;
+    m = q >> 2;
+    if ((q & 2) && ((q & 1) || sticky || (m & 1))) m++;
+    r = ldexp((double)m, (int)e_ulp); /* exact: m < 2^(P + 1) at a representable weight */
+    if (r > (float32 ? (double)FLT_MAX : DBL_MAX)) return -1;
+    *out = r;
+    return 1;
+}
+
+static int nn__ascii_ieq(const char *s, size_t n, const char *word) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        char c = s[i];
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        if (!word[i] || c != word[i]) return 0;
+    }
+    return word[n] == 0;
+}
+
+/* The whole of s[0..n) as a number: [+-] digits [. digits] [e|E [+-] digits] (digits on
+   at least one side of the '.'), or inf, infinity, nan in any case; '.' in every locale.
+   Rounded to nearest-even float (float32) or double. 1: *out is the value; 0: not a
+   number; -1: finite but beyond the format's range (*out is +-HUGE_VAL). */
+static int nn__parse_real(const char *s, size_t n, int float32, double *out) {
+    const char *p = s, *e = s + n;
+    char digits[NN__MAX_DIGITS + 1];
+    int nd = 0, neg = 0, any = 0, dropped = 0, rc;
+    int64_t e10 = 0;
+    *out = 0.0;
+    if (p < e && (*p == '+' || *p == '-')) neg = *p++ == '-';
+    if (nn__ascii_ieq(p, (size_t)(e - p), "inf") || nn__ascii_ieq(p, (size_t)(e - p), "infinity")) {
+        *out = neg ? -HUGE_VAL : HUGE_VAL;
+        return 1;
+    }
+    if (nn__ascii_ieq(p, (size_t)(e - p), "nan")) {
+        *out = neg ? -NAN : NAN;
+        return 1;
+    }
+    for (; p < e && *p >= '0' && *p <= '9'; p++) { /* value = digits * 10^e10 */
+        any = 1;
+        if (nd == 0 && *p == '0') continue;
+        if (nd < NN__MAX_DIGITS) digits[nd++] = *p;
+        else {
+            dropped |= *p != '0';
+            e10++;
+        }
+    }
+    if (p < e && *p == '.')
+        for (p++; p < e && *p >= '0' && *p <= '9'; p++) {
+            any = 1;
+            if (nd == 0 && *p == '0') e10--;
+            else if (nd < NN__MAX_DIGITS) {
+                digits[nd++] = *p;
+                e10--;
+            } else dropped |= *p != '0';
+        }
+    if (!any) return 0;
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        int64_t x = 0;
+        int eneg = 0;
+        const char *start;
+        p++;
+        if (p < e && (*p == '+' || *p == '-')) eneg = *p++ == '-';
+        start = p;
+        for (; p < e && *p >= '0' && *p <= '9'; p++)
+            if (x < 1000000000) x = x * 10 + (*p - '0');
+        if (p == start) return 0;
+        e10 += eneg ? -x : x;
+    }
+    if (p != e) return 0;
+    if (dropped) { /* digits past the 800th: a 1 after the kept ones rounds the same way */
+        digits[nd++] = '1';
+        e10--;
+    } else
+        while (nd > 0 && digits[nd - 1] == '0') {
+            nd--;
+            e10++;
+        }
+    if (nd == 0) {
+        *out = neg ? -0.0 : 0.0;
+        return 1;
+    }
+    rc = nn__real_from_digits(digits, nd, e10, float32, out);
+    if (rc < 0) *out = HUGE_VAL;
+    if (neg) *out = -*out;
+    return rc;
+}
+
+/* A double as text that nn__parse_real reads back to the same bits: printf's "%.17g"
+   digits, with the locale's decimal point (whatever its bytes) written as '.'. */
+static void nn__format_double(char *buf, size_t size, double v) {
+    char raw[64];
+    size_t i, k = 0;
+    if (!size) return;
+    snprintf(raw, sizeof raw, "%.17g", v);
+    for (i = 0; raw[i] && k + 1 < size; i++) {
+        char c = raw[i];
+        if ((c >= '0' && c <= '9') || c == '+' || c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+            buf[k++] = c;
+        else if (k == 0 || buf[k - 1] != '.')
+            buf[k++] = '.';
+    }
+    buf[k] = 0;
+}
+
+/* ---- IDX ---- */
 
 static uint32_t nn__be32(const unsigned char *p) {
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
@@ -40,21 +634,16 @@ NN_API void nn_array_free(nn_array *a) {
     memset(a, 0, sizeof *a);
 }
 
-/* IDX: 0x00 0x00 TYPE NDIM, NDIM big-endian uint32 dims, then big-endian values. */
-NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out) {
-    unsigned char *buf;
-    size_t len, esize, off, i;
+/* IDX: 0x00 0x00 TYPE NDIM, NDIM big-endian uint32 dims, then big-endian values. The file
+   is buf[0..len) (path names it in messages); out is filled on success, else left zeroed. */
+static nn_result nn__idx_parse(nn_context *ctx, const char *path, const unsigned char *buf, size_t len, nn_dtype as,
+                               nn_array *out) {
+    size_t esize, off, i;
     uint64_t numel = 1;
     int ndim, type, k;
-    nn_result r;
-    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_idx: out is NULL");
     memset(out, 0, sizeof *out);
-    if (as != NN_F32 && as != NN_I32) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_idx: unknown dtype");
-    r = nn__read_file(ctx, path, &buf, &len);
-    if (r != NN_OK) return r;
     if (len < 4 || buf[0] != 0 || buf[1] != 0) {
         int gzip = len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b;
-        NN_FREE(buf);
         return nn__fail(ctx, NN_ERR_IO, "%s: not an IDX file (bad magic)%s", path,
                         gzip ? "; it is gzip-compressed: gunzip it first" : "");
     }
@@ -65,35 +654,28 @@ NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_
     case 0x0B: esize = 2; break;
     case 0x0C: case 0x0D: esize = 4; break;
     case 0x0E: esize = 8; break;
-    default:
-        NN_FREE(buf);
-        return nn__fail(ctx, NN_ERR_IO, "%s: unknown IDX element type 0x%02x", path, type);
+    default: return nn__fail(ctx, NN_ERR_IO, "%s: unknown IDX element type 0x%02x", path, type);
     }
-    if (ndim < 1 || ndim > NN_MAX_DIMS || len < 4 + 4 * (size_t)ndim) {
-        NN_FREE(buf);
+    if (ndim < 1 || ndim > NN_MAX_DIMS || len < 4 + 4 * (size_t)ndim)
         return nn__fail(ctx, NN_ERR_IO, "%s: %d dims (1 to %d supported) or a truncated header", path, ndim, NN_MAX_DIMS);
-    }
-    out->shape.ndim = ndim;
     for (k = 0; k < ndim; k++) {
         uint32_t d = nn__be32(buf + 4 + 4 * k);
         if (d == 0 || numel > ((uint64_t)1 << 40) / d) {
-            NN_FREE(buf);
             memset(out, 0, sizeof *out);
             return nn__fail(ctx, NN_ERR_IO, "%s: dim %d is %u: empty or too large", path, k, d);
         }
         out->shape.dim[k] = d;
         numel *= d;
     }
+    out->shape.ndim = ndim;
     off = 4 + 4 * (size_t)ndim;
     if ((len - off) / esize < numel) {
-        NN_FREE(buf);
         memset(out, 0, sizeof *out);
         return nn__fail(ctx, NN_ERR_IO, "%s: truncated: %llu values declared, %llu bytes of data", path,
                         (unsigned long long)numel, (unsigned long long)(len - off));
     }
     out->data = NN_MALLOC((size_t)numel * 4);
     if (!out->data) {
-        NN_FREE(buf);
         memset(out, 0, sizeof *out);
         return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu values", path, (unsigned long long)numel);
     }
@@ -116,73 +698,88 @@ NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_
         if (as == NN_F32) ((float *)out->data)[i] = (float)v;
         else ((int32_t *)out->data)[i] = v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : v == v ? (int32_t)v : 0;
     }
-    NN_FREE(buf);
     return NN_OK;
 }
 
-/* CSV of numbers: one pass that counts rows and checks every field, then one that stores. */
+NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out) {
+    unsigned char *buf;
+    size_t len;
+    nn_result r;
+    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_idx: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (as != NN_F32 && as != NN_I32) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_idx: unknown dtype");
+    r = nn__read_file(ctx, path, &buf, &len);
+    if (r != NN_OK) return r;
+    r = nn__idx_parse(ctx, path, buf, len, as, out);
+    NN_FREE(buf);
+    return r;
+}
+
+/* ---- CSV of numbers: one pass that counts rows and checks every field, then one that stores ---- */
+
+static int nn__csv_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
 static int nn__csv_blank(const char *s, const char *e) {
     for (; s < e; s++)
-        if (*s != ' ' && *s != '\t' && *s != '\r') return 0;
+        if (!nn__csv_space(*s)) return 0;
     return 1;
 }
 
-NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out) {
-    unsigned char *buf;
-    size_t len;
-    char delim = desc && desc->delimiter ? desc->delimiter : ',';
-    int header = desc ? desc->header : 0, pass;
-    int64_t cols = -1, rows = 0;
-    float *data = NULL;
-    nn_result r;
-    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_csv: out is NULL");
-    memset(out, 0, sizeof *out);
+static nn_result nn__csv_check_delimiter(nn_context *ctx, const char *path, char delim) {
     if (delim == '\n' || delim == '\r' || delim == '.' || delim == '-' || delim == '+' || (delim >= '0' && delim <= '9'))
         return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_csv: %s: delimiter '%c' cannot separate numbers", path ? path : "",
                         delim);
-    r = nn__read_file(ctx, path, &buf, &len);
+    return NN_OK;
+}
+
+/* The CSV text buf[0..len) (path names it in messages) into out; a UTF-8 byte order mark
+   at the start is skipped. */
+static nn_result nn__csv_parse(nn_context *ctx, const char *path, const unsigned char *buf, size_t len,
+                               const nn_csv_desc *desc, nn_array *out) {
+    char delim = desc && desc->delimiter ? desc->delimiter : ',';
+    int header = desc ? desc->header : 0, pass;
+    int64_t cols = -1, rows = 0;
+    const char *text = (const char *)buf, *text_end = (const char *)buf + len;
+    float *data = NULL;
+    nn_result r;
+    memset(out, 0, sizeof *out);
+    r = nn__csv_check_delimiter(ctx, path, delim);
     if (r != NN_OK) return r;
-    buf[len] = 0; /* nn__read_file leaves a byte for this */
-    if (memchr(buf, 0, len)) {
-        NN_FREE(buf);
-        return nn__fail(ctx, NN_ERR_IO, "%s: a NUL byte: not a text file", path);
-    }
+    if (memchr(buf, 0, len)) return nn__fail(ctx, NN_ERR_IO, "%s: a NUL byte: not a text file", path);
+    if (len >= 3 && buf[0] == 0xEF && buf[1] == 0xBB && buf[2] == 0xBF) text += 3; /* UTF-8 BOM */
     for (pass = 0; pass < 2; pass++) {
-        char *p = (char *)buf, *end = (char *)buf + len;
-        long line = 0;
+        const char *p = text;
+        long long line = 0;
         int64_t row = 0;
-        while (p < end) {
-            char *eol = (char *)memchr(p, '\n', (size_t)(end - p)), *q;
+        while (p < text_end) {
+            const char *eol = (const char *)memchr(p, '\n', (size_t)(text_end - p)), *q;
             int64_t c = 0;
-            if (!eol) eol = end;
+            if (!eol) eol = text_end;
             line++;
             if ((line == 1 && header) || nn__csv_blank(p, eol)) {
                 p = eol + 1;
                 continue;
             }
             for (q = p;;) { /* the fields of this line */
-                char *fe = q, *num_end;
-                double v;
-                char save;
+                const char *fe = q, *a, *b;
+                double v = 0;
+                int rc = 0;
                 while (fe < eol && *fe != delim) fe++;
-                save = *fe;
-                *fe = 0; /* the field as a C string (the byte is restored below) */
-                errno = 0;
-                v = strtod(q, &num_end);
-                while (num_end < fe && (*num_end == ' ' || *num_end == '\t' || *num_end == '\r')) num_end++;
-                if (num_end == q || num_end != fe || nn__csv_blank(q, fe)) {
+                for (a = q; a < fe && nn__csv_space(*a); a++) {}
+                for (b = fe; b > a && nn__csv_space(b[-1]); b--) {}
+                if (a < b) rc = nn__parse_real(a, (size_t)(b - a), 1, &v);
+                if (rc != 1) {
                     char shown[40];
-                    size_t n = (size_t)(fe - q) < sizeof shown - 1 ? (size_t)(fe - q) : sizeof shown - 1;
-                    memcpy(shown, q, n);
+                    size_t n = (size_t)(b - a) < sizeof shown - 1 ? (size_t)(b - a) : sizeof shown - 1;
+                    memcpy(shown, a, n);
                     shown[n] = 0;
-                    while (n > 0 && (shown[n - 1] == '\r' || shown[n - 1] == ' ')) shown[--n] = 0;
-                    *fe = save;
-                    NN_FREE(buf);
                     NN_FREE(data);
-                    return nn__fail(ctx, NN_ERR_IO, "%s:%ld: field %lld \"%s\" is not a number", path, line, (long long)c + 1,
+                    if (rc < 0)
+                        return nn__fail(ctx, NN_ERR_IO, "%s:%lld: field %lld \"%s\" is out of the float32 range", path, line,
+                                        (long long)c + 1, shown);
+                    return nn__fail(ctx, NN_ERR_IO, "%s:%lld: field %lld \"%s\" is not a number", path, line, (long long)c + 1,
                                     shown);
                 }
-                *fe = save;
                 if (pass == 1) data[row * cols + c] = (float)v;
                 c++;
                 if (fe >= eol) break;
@@ -190,32 +787,41 @@ NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_des
             }
             if (cols < 0) cols = c;
             else if (c != cols) {
-                NN_FREE(buf);
                 NN_FREE(data);
-                return nn__fail(ctx, NN_ERR_IO, "%s:%ld: %lld fields, the first row has %lld", path, line, (long long)c,
+                return nn__fail(ctx, NN_ERR_IO, "%s:%lld: %lld fields, the first row has %lld", path, line, (long long)c,
                                 (long long)cols);
             }
             row++;
             p = eol + 1;
         }
         if (pass == 0) {
-            if (row == 0) {
-                NN_FREE(buf);
-                return nn__fail(ctx, NN_ERR_IO, "%s:%ld: no data rows%s", path, line > 0 ? line : 1L,
+            if (row == 0)
+                return nn__fail(ctx, NN_ERR_IO, "%s:%lld: no data rows%s", path, line > 0 ? line : 1LL,
                                 len ? "" : " (an empty file)");
-            }
             rows = row;
             if ((uint64_t)rows * (uint64_t)cols > ((uint64_t)1 << 40) ||
-                (data = (float *)nn__calloc((size_t)rows * (size_t)cols, sizeof(float))) == NULL) {
-                NN_FREE(buf);
+                (data = (float *)nn__calloc((size_t)rows * (size_t)cols, sizeof(float))) == NULL)
                 return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %lld x %lld values", path, (long long)rows,
                                 (long long)cols);
-            }
         }
     }
-    NN_FREE(buf);
     out->dtype = NN_F32;
     out->shape = nn_shape2(rows, cols);
     out->data = data;
     return NN_OK;
+}
+
+NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out) {
+    unsigned char *buf;
+    size_t len;
+    nn_result r;
+    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_csv: out is NULL");
+    memset(out, 0, sizeof *out);
+    r = nn__csv_check_delimiter(ctx, path, desc && desc->delimiter ? desc->delimiter : ',');
+    if (r != NN_OK) return r;
+    r = nn__read_file(ctx, path, &buf, &len);
+    if (r != NN_OK) return r;
+    r = nn__csv_parse(ctx, path, buf, len, desc, out);
+    NN_FREE(buf);
+    return r;
 }

@@ -724,85 +724,76 @@ static int nn__st_put_string(nn__st_text *t, const char *name) {
     return 1;
 }
 
-static int nn__st_cmp_param(const void *a, const void *b) {
-    return strcmp((*(const nn__param *const *)a)->name, (*(const nn__param *const *)b)->name);
+/* A tensor to save (or, for nn_load_state, to load): its name, shape, and where its float32
+   data lives, a backend buffer or a host copy (a parameter before its first upload). */
+typedef struct nn__st_item {
+    char *name;
+    nn_shape shape;
+    int64_t numel;
+    nn__buf *buf;
+    float *host;
+    const nn__st_tensor *t;   /* on load: its match in the file */
+} nn__st_item;
+
+static int nn__st_cmp_item(const void *a, const void *b) {
+    return strcmp(((const nn__st_item *)a)->name, ((const nn__st_item *)b)->name);
 }
 
-NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
-    nn_context *ctx;
-    nn__params *ps;
-    nn__param **order = NULL;
+/* Writes items[0..n) (sorted by name) as float32 safetensors with the JSON object metadata
+   as "__metadata__", through nn__wfile: a temporary file beside path, synced and renamed
+   over it, so a failure leaves path as it was. */
+static nn_result nn__st_save(nn_context *ctx, const char *path, const char *metadata, const nn__st_item *items, int n) {
+    static const char spaces[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
     nn__st_text h;
+    nn__wfile w;
     unsigned char *bytes = NULL, len8[8];
-    char *tmp_path = NULL;
-    FILE *fp = NULL;
     uint64_t off = 0;
     size_t most = 1;
     int i, k;
     nn_result r = NN_OK;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
-    ctx = g->ctx;
-    ps = g->params;
-    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_save_safetensors: no path given");
     memset(&h, 0, sizeof h);
-    order = (nn__param **)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *order);
-    tmp_path = (char *)NN_MALLOC(strlen(path) + 5);
-    if (!order || !tmp_path) {
-        r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-        goto done;
-    }
-    for (i = 0; i < ps->n; i++) {
-        order[i] = &ps->p[i];
-        if ((size_t)ps->p[i].numel > most) most = (size_t)ps->p[i].numel;
-        if (!ps->p[i].allocated && !ps->p[i].init) {
-            r = nn__fail(ctx, NN_ERR_STATE, "%s: parameter %s has no storage", path, ps->p[i].name);
-            goto done;
-        }
-    }
-    if (ps->n > 1) qsort(order, (size_t)ps->n, sizeof *order, nn__st_cmp_param);
-    /* the header: keys sorted by name, data in that order */
-    nn__st_puts(&h, "{\"__metadata__\":{\"format\":\"pt\"}");
-    for (i = 0; i < ps->n; i++) {
-        nn__param *p = order[i];
+    memset(&w, 0, sizeof w);
+    w.fd = -1;
+    /* the header: keys sorted by name, data in that order, padded with spaces to 8 bytes */
+    nn__st_puts(&h, "{\"__metadata__\":");
+    nn__st_puts(&h, metadata);
+    for (i = 0; i < n; i++) {
+        const nn__st_item *it = &items[i];
         nn__st_puts(&h, ",");
-        if (!nn__st_put_string(&h, p->name)) {
-            r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: parameter name %s is not valid UTF-8", path, p->name);
+        if (!nn__st_put_string(&h, it->name)) {
+            r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: tensor name %s is not valid UTF-8", path, it->name);
             goto done;
         }
         nn__st_puts(&h, ":{\"dtype\":\"F32\",\"shape\":[");
-        for (k = 0; k < p->shape.ndim; k++) {
+        for (k = 0; k < it->shape.ndim; k++) {
             if (k) nn__st_puts(&h, ",");
-            nn__st_putu(&h, (unsigned long long)p->shape.dim[k]);
+            nn__st_putu(&h, (unsigned long long)it->shape.dim[k]);
         }
         nn__st_puts(&h, "],\"data_offsets\":[");
         nn__st_putu(&h, (unsigned long long)off);
         nn__st_puts(&h, ",");
-        off += (uint64_t)p->numel * 4;
+        off += (uint64_t)it->numel * 4;
         nn__st_putu(&h, (unsigned long long)off);
         nn__st_puts(&h, "]}");
+        if ((size_t)it->numel > most) most = (size_t)it->numel;
     }
     nn__st_puts(&h, "}");
-    while (h.n % 8) nn__st_puts(&h, " ");
+    nn__st_put(&h, spaces, (8 - h.n % 8) % 8); /* (once: the text stops growing when out of memory) */
     if (h.oom || (bytes = (unsigned char *)NN_MALLOC(most * 4)) == NULL) {
         r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
         goto done;
     }
     for (k = 0; k < 8; k++) len8[k] = (unsigned char)((uint64_t)h.n >> (8 * k));
-    snprintf(tmp_path, strlen(path) + 5, "%s.tmp", path);
-    fp = fopen(tmp_path, "wb");
-    if (!fp) {
-        r = nn__fail(ctx, NN_ERR_IO, "%s: cannot create: %s", tmp_path, strerror(errno));
-        goto done;
-    }
-    if (fwrite(len8, 1, 8, fp) != 8 || fwrite(h.s, 1, h.n, fp) != h.n) goto write_error;
-    for (i = 0; i < ps->n; i++) {
-        nn__param *p = order[i];
-        size_t n = (size_t)p->numel, j;
-        if (p->allocated) {
-            r = nn__buf_read(ctx, &p->buf, bytes, n * 4);
-            if (r != NN_OK) goto done;
-        } else memcpy(bytes, p->init, n * 4);
-        for (j = 0; j < n; j++) { /* to little-endian, in place */
+    r = nn__wfile_open(ctx, path, &w);
+    if (r != NN_OK) goto done;
+    r = nn__wfile_write(ctx, &w, len8, 8);
+    if (r == NN_OK) r = nn__wfile_write(ctx, &w, h.s, h.n);
+    for (i = 0; i < n && r == NN_OK; i++) {
+        const nn__st_item *it = &items[i];
+        size_t m = (size_t)it->numel, j;
+        if (it->buf) r = nn__buf_read(ctx, it->buf, bytes, m * 4);
+        else memcpy(bytes, it->host, m * 4);
+        for (j = 0; j < m && r == NN_OK; j++) { /* to little-endian, in place */
             uint32_t u;
             memcpy(&u, bytes + 4 * j, 4);
             bytes[4 * j] = (unsigned char)u;
@@ -810,33 +801,42 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
             bytes[4 * j + 2] = (unsigned char)(u >> 16);
             bytes[4 * j + 3] = (unsigned char)(u >> 24);
         }
-        if (fwrite(bytes, 1, n * 4, fp) != n * 4) goto write_error;
+        if (r == NN_OK) r = nn__wfile_write(ctx, &w, bytes, m * 4);
     }
-    k = fclose(fp);
-    fp = NULL;
-    if (k != 0) goto write_error;
-    if (rename(tmp_path, path) != 0) {
-#if defined(_WIN32)
-        remove(path); /* Windows' rename does not replace */
-        if (rename(tmp_path, path) == 0) goto done;
-#endif
-        r = nn__fail(ctx, NN_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp_path, strerror(errno));
-        remove(tmp_path);
-    }
-    goto done;
-write_error:
-    r = nn__fail(ctx, NN_ERR_IO, "%s: write error: %s", tmp_path, strerror(errno));
-    if (fp) fclose(fp);
-    fp = NULL;
-    remove(tmp_path);
+    if (r == NN_OK) r = nn__wfile_commit(ctx, path, &w);
 done:
-    if (fp) { /* a failed device read */
-        fclose(fp);
-        remove(tmp_path);
-    }
+    nn__wfile_abort(&w); /* after a commit: nothing left to do */
     NN_FREE(h.s);
     NN_FREE(bytes);
-    NN_FREE(tmp_path);
-    NN_FREE(order);
+    return r;
+}
+
+NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
+    nn_context *ctx;
+    nn__params *ps;
+    nn__st_item *items;
+    int i;
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    ctx = g->ctx;
+    ps = g->params;
+    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_save_safetensors: no path given");
+    items = (nn__st_item *)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *items);
+    if (!items) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    for (i = 0; i < ps->n; i++) {
+        nn__param *p = &ps->p[i];
+        if (!p->allocated && !p->init) {
+            NN_FREE(items);
+            return nn__fail(ctx, NN_ERR_STATE, "%s: parameter %s has no storage", path, p->name);
+        }
+        items[i].name = p->name;
+        items[i].shape = p->shape;
+        items[i].numel = p->numel;
+        items[i].buf = p->allocated ? &p->buf : NULL;
+        items[i].host = p->allocated ? NULL : p->init;
+    }
+    if (ps->n > 1) qsort(items, (size_t)ps->n, sizeof *items, nn__st_cmp_item);
+    r = nn__st_save(ctx, path, "{\"format\":\"pt\"}", items, ps->n);
+    NN_FREE(items);
     return r;
 }

@@ -125,6 +125,7 @@ static void run_suites(const t_env *e) {
     suite_io(e);
     suite_safetensors(e);
     suite_ckpt(e);
+    suite_files(e);
     suite_numerics(e);
     suite_api(e);
     suite_limits(e);

@@ -80,6 +80,7 @@ void suite_errors(const t_env *e);
 void suite_io(const t_env *e);
 void suite_safetensors(const t_env *e);
 void suite_ckpt(const t_env *e);
+void suite_files(const t_env *e);
 void suite_numerics(const t_env *e);
 void suite_api(const t_env *e);
 void suite_limits(const t_env *e);
