@@ -178,9 +178,8 @@ static nn_graph *fa_build(int train) {
     dd.shuffle = 1;
     memset(&cd, 0, sizeof cd);
     if (nn_dataset_create(g, &dd, &ds) == NN_OK) {
-        h = nn_relu(g, nn_dense(g, nn_dataset_x(ds), 4, "fc1"));
-        cd.loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 2, "fc2"), nn_dataset_y(ds));
-        cd.has_loss = 1;
+        h = nn_relu(g, nn_dense(g, nn_dataset_x(ds), 4, NULL, "fc1"));
+        cd.loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 2, NULL, "fc2"), nn_dataset_y(ds));
         cd.optimizer.kind = NN_OPT_ADAM;
         cd.optimizer.lr = 0.01f;
     }
@@ -365,9 +364,9 @@ int main(void) {
     memset(&d, 0, sizeof d);
     d.device = "cpu";
     d.threads = 1;
-    d.log_level = NN_LOG_ERROR + 1;
+    d.log_level = NN_LOG_ERROR;
     snprintf(fa_dir, sizeof fa_dir, "/tmp/nn-fuzz-alloc-XXXXXX");
-    if (!mkdtemp(fa_dir) || nn_context_create(&fa_ctx, &d) != NN_OK) {
+    if (!mkdtemp(fa_dir) || nn_context_create(&d, &fa_ctx) != NN_OK) {
         fprintf(stderr, "FUZZ target=alloc: setup failed\n");
         return 1;
     }

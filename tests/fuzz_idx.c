@@ -57,8 +57,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     memset(&d, 0, sizeof d);
     d.device = "cpu";
     d.threads = 1;
-    d.log_level = NN_LOG_ERROR + 1;
-    if (nn_context_create(&fz_ctx, &d) != NN_OK) return 1;
+    d.log_level = NN_LOG_ERROR;
+    if (nn_context_create(&d, &fz_ctx) != NN_OK) return 1;
     if (seeds) {
         int ok = fz_write_seeds(seeds);
         fprintf(stderr, "fuzz_idx: %s seeds in %s\n", ok ? "wrote" : "FAILED to write", seeds);

@@ -49,10 +49,9 @@ static nn_graph *fz_build(int kind, nn_dataset **ds) {
     dd.batch = 4;
     dd.shuffle = kind != 2;
     if (nn_dataset_create(g, &dd, ds) != NN_OK) return NULL;
-    h = nn_relu(g, nn_dense(g, nn_dataset_x(*ds), 4, "fc1"));
+    h = nn_relu(g, nn_dense(g, nn_dataset_x(*ds), 4, NULL, "fc1"));
     memset(&cd, 0, sizeof cd);
-    cd.loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 2, "fc2"), nn_dataset_y(*ds));
-    cd.has_loss = 1;
+    cd.loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 2, NULL, "fc2"), nn_dataset_y(*ds));
     cd.optimizer.lr = 0.01f;
     cd.optimizer.kind = kind == 0 ? NN_OPT_ADAM : kind == 1 ? NN_OPT_SGD : NN_OPT_NADAM;
     if (kind == 1) {
@@ -137,8 +136,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     memset(&d, 0, sizeof d);
     d.device = "cpu";
     d.threads = 1;
-    d.log_level = NN_LOG_ERROR + 1;
-    if (nn_context_create(&fz_ctx, &d) != NN_OK) return 1;
+    d.log_level = NN_LOG_ERROR;
+    if (nn_context_create(&d, &fz_ctx) != NN_OK) return 1;
     for (k = 0; k < FZ_GRAPHS; k++) fz_g[k] = fz_build(k, &fz_ds[k]);
     for (k = 0; k < FZ_GRAPHS; k++)
         if (!fz_g[k]) {

@@ -63,7 +63,7 @@ static nn_graph *tf_net(nn_context *ctx, uint64_t seed, int64_t out, int compile
     memset(&gd, 0, sizeof gd);
     gd.seed = seed;
     if (nn_graph_create(ctx, &gd, &g) != NN_OK) return NULL;
-    nn_output(g, nn_dense(g, nn_input(g, "x", NN_F32, nn_shape2(4, 3)), out, "fc"));
+    nn_output(g, nn_dense(g, nn_input(g, "x", NN_F32, nn_shape2(4, 3)), out, NULL, "fc"));
     if (compile && nn_graph_compile(g, NULL) != NN_OK) {
         nn_graph_destroy(g);
         return NULL;
@@ -236,10 +236,9 @@ static nn_graph *tf_nadam(nn_context *ctx) {
     if (nn_graph_create(ctx, NULL, &g) != NN_OK) return NULL;
     xt = nn_input(g, "x", NN_F32, nn_shape2(4, 3));
     yt = nn_input(g, "y", NN_F32, nn_shape2(4, 2));
-    p = nn_dense(g, xt, 2, "fc");
+    p = nn_dense(g, xt, 2, NULL, "fc");
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_mse(g, p, yt);
-    cd.has_loss = 1;
     cd.optimizer.kind = NN_OPT_NADAM;
     cd.optimizer.lr = 0.01f;
     if (nn_graph_compile(g, &cd) != NN_OK || nn_tensor_write(g, xt, x, sizeof x) != NN_OK ||
