@@ -82,7 +82,9 @@ NN_API nn_shape nn_shape5(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_
    ignore_index = NN_ZERO: ignore class 0). A field that cannot be 0 (a stride, a thread
    count) rejects it as an invalid argument; where 0 is the default anyway NN_ZERO is the
    same 0. NN_ZERO is a tag, INT32_MIN, exact as a float too and no field's real value.
-   Flags (0 or 1) and enums are taken as they are: an enum's 0 is its default. */
+   Flags (0 or 1) and enums are taken as they are: an enum's 0 is its default. Function
+   arguments are values, not options (nn_leaky_relu's slope 0 is 0, nn_dropout's p 0 is
+   no dropout), except the norms' eps: NN_ZERO belongs in desc fields and those eps. */
 #define NN_ZERO (-2147483647 - 1)
 
 /* ---- contexts and devices ------------------------------------------------------------ */
