@@ -53,7 +53,36 @@ static nn_result nn__opt_check(nn_graph *g, const nn_optimizer *o) {
                         (int)o->kind);
     if (o->accumulate_steps < 1)
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: accumulate_steps %d is not >= 1", o->accumulate_steps);
-    if (!(o->lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: lr %g is not >= 0", o->lr);
+    {   /* the ranges torch.optim checks, and NaN nowhere: each field by name and value */
+        struct { const char *name; float v, lo, hi; int hi_open; } f[] = {
+            {"lr", o->lr, 0, 3.4e38f, 0},
+            {"eps", o->eps, 0, 3.4e38f, 0},
+            {"momentum", o->momentum, 0, 3.4e38f, 0},
+            {"dampening", o->dampening, -3.4e38f, 3.4e38f, 0},
+            {"weight_decay", o->weight_decay, 0, 3.4e38f, 0},
+            {"beta1", o->beta1, 0, 1, o->kind != NN_OPT_LION},
+            {"beta2", o->beta2, 0, 1, o->kind != NN_OPT_LION},
+            {"clip_norm", o->clip_norm, 0, 3.4e38f, 0},
+            {"clip_value", o->clip_value, 0, 3.4e38f, 0},
+            {"momentum_decay", o->momentum_decay, 0, 3.4e38f, 0},
+            {"alpha", o->alpha, 0, 3.4e38f, 0},
+            {"lr_decay", o->lr_decay, 0, 3.4e38f, 0},
+            {"initial_accumulator_value", o->initial_accumulator_value, 0, 3.4e38f, 0},
+            {"rho", o->rho, 0, 1, 0},
+            {"trust_coef", o->trust_coef, 0, 3.4e38f, 0},
+            {"l1", o->l1, 0, 3.4e38f, 0},
+            {"l2", o->l2, 0, 3.4e38f, 0},
+            {"beta", o->beta, 0, 3.4e38f, 0},
+            {"lr_power", o->lr_power, -3.4e38f, 0, 0},
+        };
+        size_t k;
+        for (k = 0; k < sizeof f / sizeof f[0]; k++) {
+            float v = f[k].v;
+            if (!(v >= f[k].lo) || !(f[k].hi_open ? v < f[k].hi : v <= f[k].hi))
+                return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer %s = %g is outside %s%g, %g%s",
+                                f[k].name, (double)v, "[", (double)f[k].lo, (double)f[k].hi, f[k].hi_open ? ")" : "]");
+        }
+    }
     return NN_OK;
 }
 

@@ -129,6 +129,7 @@ static void run_suites(const t_env *e) {
     suite_numerics(e);
     suite_api(e);
     suite_limits(e);
+    suite_options(e);
     suite_lifetime(e);
     suite_registry(e);
 }

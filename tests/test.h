@@ -84,6 +84,7 @@ void suite_files(const t_env *e);
 void suite_numerics(const t_env *e);
 void suite_api(const t_env *e);
 void suite_limits(const t_env *e);
+void suite_options(const t_env *e);
 void suite_lifetime(const t_env *e);
 void suite_registry(const t_env *e); /* last: every op kind ran on this backend */
 /* Once, not per backend: how the OpenCL library is found, each case in a child process
