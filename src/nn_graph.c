@@ -411,6 +411,9 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
     int i, id, pi = -1;
     if (!nn__check(g, fn, 0, NULL)) return nn__tensor(-1);
     if (!name || !name[0]) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a parameter needs a name", fn);
+    if ((int)init.kind < NN_INIT_ZEROS || (int)init.kind > NN_INIT_XAVIER_NORMAL)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s \"%s\": init kind %d is not one of nn_init_kind", fn, name,
+                           (int)init.kind);
     {
         char label[160];
         snprintf(label, sizeof label, "%s \"%s\"", fn, name);

@@ -65,4 +65,39 @@ void suite_options(const t_env *e) {
     o.accumulate_steps = -2;
     expect_refused(e, o, "accumulate_steps");
     t_end();
+    if (!t_begin(e, "options: bad enum values and overflowing pads are refused by name")) return;
+    {
+        nn_graph *g = NULL;
+        nn_init init;
+        nn_tensor x;
+        if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
+            memset(&init, 0, sizeof init);
+            init.kind = (nn_init_kind)99;
+            T_CHECK(nn_param(g, "w", nn_shape1(3), init).id < 0 && strstr(nn_last_error(e->ctx), "init kind 99"),
+                    "init kind 99 accepted (%s)", nn_last_error(e->ctx));
+        }
+        nn_graph_destroy(g);
+        g = NULL;
+        if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
+            x = nn_input(g, "x", NN_F32, nn_shape4(1, 1, 2, 2));
+            T_CHECK(nn_pad2d(g, x, 1, 1, 1, 1, (nn_pad_mode)7).id < 0 && strstr(nn_last_error(e->ctx), "mode 7"),
+                    "pad mode 7 accepted (%s)", nn_last_error(e->ctx));
+        }
+        nn_graph_destroy(g);
+        g = NULL;
+        if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
+            x = nn_input(g, "x", NN_F32, nn_shape4(1, 1, 2, 2));
+            T_CHECK(nn_upsample2d(g, x, 2, 2, (nn_upsample_mode)5).id < 0 && strstr(nn_last_error(e->ctx), "mode 5"),
+                    "upsample mode 5 accepted (%s)", nn_last_error(e->ctx));
+        }
+        nn_graph_destroy(g);
+        g = NULL;
+        if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) { /* INT_MAX + INT_MAX overflowed an int */
+            x = nn_input(g, "x", NN_F32, nn_shape4(1, 1, 2, 2));
+            T_CHECK(nn_pad2d(g, x, 2147483647, 2147483647, 0, 0, NN_PAD_ZEROS).id < 0 && nn_graph_status(g) != NN_OK,
+                    "pads of INT_MAX built a tensor");
+        }
+        nn_graph_destroy(g);
+    }
+    t_end();
 }

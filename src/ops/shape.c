@@ -153,6 +153,8 @@ NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top
     nn_tensor t;
     int nd;
     if (!nn__check(g, "nn_pad2d", 1, &x) || !nn__expect_f32(g, "nn_pad2d", x, "x")) return nn__tensor(-1);
+    if (mode != NN_PAD_ZEROS && mode != NN_PAD_REFLECT)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_pad2d: mode %d is not one of nn_pad_mode", (int)mode);
     s = nn__n(g, x)->shape;
     nd = s.ndim;
     if (nd < 2 || top < 0 || bottom < 0 || left < 0 || right < 0 ||
@@ -164,8 +166,8 @@ NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top
                            right, top, bottom, sx,
                            mode == NN_PAD_REFLECT ? " (reflection needs each pad below its dim)" : "");
     }
-    s.dim[nd - 2] += top + bottom;
-    s.dim[nd - 1] += left + right;
+    s.dim[nd - 2] += (int64_t)top + bottom; /* in 64 bits: two int pads can overflow an int */
+    s.dim[nd - 1] += (int64_t)left + right;
     t = nn__op1(g, NN__OP_PAD2D, NN_F32, s, x.id);
     if (t.id >= 0) {
         g->nodes[t.id].i[0] = top;
@@ -180,6 +182,8 @@ NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_
     nn_tensor t;
     int nd;
     if (!nn__check(g, "nn_upsample2d", 1, &x) || !nn__expect_f32(g, "nn_upsample2d", x, "x")) return nn__tensor(-1);
+    if (mode != NN_UPSAMPLE_NEAREST && mode != NN_UPSAMPLE_BILINEAR)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: mode %d is not one of nn_upsample_mode", (int)mode);
     s = nn__n(g, x)->shape;
     nd = s.ndim;
     if (nd < 2 || scale_h < 1 || scale_w < 1 || scale_h > 64 || scale_w > 64)
