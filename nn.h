@@ -1217,7 +1217,9 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(EXPAND_SCALAR, "expand", nn__cpu_expand_scalar, nn__dev_expand_scalar, nn__grad_expand_scalar, 0, 0) \
     X(SUM_LEAD, "sum_leading", nn__cpu_sum_lead, nn__dev_sum_lead, nn__grad_none, 0, 0)                    \
     X(ARGMAX, "argmax", nn__cpu_argmax, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)            \
-    X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)
+    X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD) \
+    X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_sum_all, nn__grad_none, 0, 0)                   \
+    X(CLIP_SCALE, "clip_scale", nn__cpu_clip_scale, nn__dev_clip_scale, nn__grad_none, 0, 0)
 
 #define NN__OPS_SOFTMAX(X)                                                                                  \
     X(SOFTMAX, "softmax", nn__cpu_softmax, nn__dev_softmax, nn__grad_softmax, 0, 0)                        \
@@ -1284,8 +1286,6 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(AVGPOOL2D_GRAD, "avg_pool2d_grad", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_none, 0, 0)
 
 #define NN__OPS_OPTIM(X)                                                                                    \
-    X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_sum_all, nn__grad_none, 0, 0)                   \
-    X(CLIP_SCALE, "clip_scale", nn__cpu_clip_scale, nn__dev_clip_scale, nn__grad_none, 0, 0)               \
     X(OPT_SGD, "sgd", nn__cpu_opt_sgd, nn__dev_opt_sgd, nn__grad_none, 0, 0)                               \
     X(OPT_ADAM, "adam", nn__cpu_opt_adam, nn__dev_opt_adam, nn__grad_none, 0, 0)                           \
     X(OPT_STEP, "optimizer", nn__cpu_opt_step, nn__dev_opt_step, nn__grad_none, 0, 0)                      \
@@ -11198,6 +11198,30 @@ static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
 }
 }
 
+/* The global gradient norm for clipping (optimizer ops, kernels in reduce.cl). */
+static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    const float *x = NN__F(in[0]);
+    int64_t i, m = g->nodes[in[0]].numel;
+    double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
+    for (i = 0; i < m; i++) s += (double)x[i] * x[i];
+    y[0] = (float)s;
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    float c = n->f[0] / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
+    y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
+    return NN_OK;
+}
+}
+
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
 static nn_result nn__dev_sum_all(nn_graph *g, int id) {
@@ -11260,6 +11284,17 @@ static nn_result nn__dev_argmax_rows(nn_graph *g, int id) {
     }
     return r;
 }
+}
+
+static nn_result nn__dev_clip_scale(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "reduce", "clip_scale", 1, &l);
+    if (r == NN_OK) r = nn__args(l, "mmf", &g->nodes[in[0]].buf, y, (double)n->f[0]);
+    return r;
 }
 
 /* ======================================================================
@@ -13919,29 +13954,6 @@ static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
 
 /* ---- CPU bodies ---- */
 
-static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    {
-    const float *x = NN__F(in[0]);
-    int64_t i, m = g->nodes[in[0]].numel;
-    double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
-    for (i = 0; i < m; i++) s += (double)x[i] * x[i];
-    y[0] = (float)s;
-    return NN_OK;
-}
-}
-
-static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    {
-    float c = n->f[0] / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
-    y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
-    return NN_OK;
-}
-}
-
 static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     {
@@ -14046,17 +14058,6 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__dev_clip_scale(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "reduce", "clip_scale", 1, &l);
-    if (r == NN_OK) r = nn__args(l, "mmf", &g->nodes[in[0]].buf, y, (double)n->f[0]);
-    return r;
-}
 
 static nn_result nn__dev_opt_sgd(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];

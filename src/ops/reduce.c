@@ -93,6 +93,30 @@ static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
 }
 }
 
+/* The global gradient norm for clipping (optimizer ops, kernels in reduce.cl). */
+static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    const float *x = NN__F(in[0]);
+    int64_t i, m = g->nodes[in[0]].numel;
+    double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
+    for (i = 0; i < m; i++) s += (double)x[i] * x[i];
+    y[0] = (float)s;
+    return NN_OK;
+}
+}
+
+static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    {
+    float c = n->f[0] / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
+    y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
+    return NN_OK;
+}
+}
+
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
 static nn_result nn__dev_sum_all(nn_graph *g, int id) {
@@ -155,4 +179,15 @@ static nn_result nn__dev_argmax_rows(nn_graph *g, int id) {
     }
     return r;
 }
+}
+
+static nn_result nn__dev_clip_scale(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__buf *y = &n->buf;
+    nn__launch *l = NULL;
+    nn_result r = NN_OK;
+    r = nn__launch_add(g, id, "reduce", "clip_scale", 1, &l);
+    if (r == NN_OK) r = nn__args(l, "mmf", &g->nodes[in[0]].buf, y, (double)n->f[0]);
+    return r;
 }
