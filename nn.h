@@ -899,6 +899,90 @@ typedef struct nn__buf {
     int owned;            /* host memory this buffer must free */
 } nn__buf;
 
+/* Typed attributes: one struct per op family, each read and written only by its family's
+   file (src/ops/FAMILY.c) and the CPU loops it calls. A node holds them in a union; the
+   ops of a family and their gradient ops share the family's struct, so a gradient op
+   copies its forward node's `a` whole. */
+typedef struct nn__ew_attr { /* src/ops/elementwise.c */
+    int fn;              /* UNARY, UNARY_GRAD: the activation (NN__U_*, kernels/activation.h) */
+    float param[2];      /*   its parameters */
+    float s;             /* SCALE: the factor; FILL: the value */
+    float p;             /* DROPOUT: the probability of a zero */
+    int key;             /*   the mask's key (the forward node's id), shared by its backward op */
+    int C, S, N;         /* PRELU*: the weight's size, elements per channel and sample, samples */
+} nn__ew_attr;
+
+typedef struct nn__matmul_attr { /* src/ops/matmul.c */
+    int trans_a, trans_b; /* the operands are transposed */
+} nn__matmul_attr;
+
+typedef struct nn__reduce_attr { /* src/ops/reduce.c */
+    float scale;         /* SUM_ALL, EXPAND_SCALAR: the factor (1, or 1/n for a mean) */
+    float max_norm;      /* CLIP_SCALE: the gradient norm clipped to */
+} nn__reduce_attr;
+
+typedef struct nn__loss_attr { /* src/ops/loss.c */
+    int kind;            /* LOSS_EW*: NN__L_*; LOSS_ROWS*: NN__R_* */
+    int has_pos_weight;  /* LOSS_EW*: a pos_weight operand (the last before dy) */
+    int log_target;      /* LOSS_EW* (KL divergence): the target is log-probabilities */
+    float a, b;          /* LOSS_EW*: delta, tau, margin or alpha; gamma (focal) */
+    int ignore_index;    /* CE_ROWS*, CE_WEIGHTS: the label that counts for nothing */
+    int log_input;       /* CE_ROWS*: x holds log-probabilities (NLL), not logits */
+    float smoothing;     /* CE_ROWS*: label smoothing */
+    int classes;         /* CE_WEIGHTS: C */
+    int wrt;             /* LOSS_ROWS_GRAD: the input differentiated */
+    float margin;        /* LOSS_ROWS*: margin (cosine, triplet) or smooth (dice) */
+} nn__loss_attr;
+
+typedef struct nn__shape_attr { /* src/ops/shape.c */
+    int perm[NN_MAX_DIMS]; /* PERMUTE: output dim d is input dim perm[d] */
+    int axis;            /* CONCAT2, SLICE*: the axis */
+    int start;           /* SLICE*: the first index taken */
+    int top, left;       /* PAD2D*: padding before H and W */
+    int reflect;         /* PAD2D*: reflection padding, not zeros */
+    int scale_h, scale_w; /* UPSAMPLE2D*: the factors */
+    int bilinear;        /* UPSAMPLE2D*: bilinear (align_corners = False), not nearest */
+} nn__shape_attr;
+
+typedef struct nn__conv_attr { /* src/ops/conv.c: per spatial dim, (h, w) or (d, h, w) */
+    int stride[3], pad[3], dilation[3];
+    int groups;
+} nn__conv_attr;
+
+typedef struct nn__pool_attr { /* src/ops/pool.c: (h, w); 1-D pooling has h = 1 */
+    int kernel[2], stride[2], pad[2];
+    int dilation[2];     /* max pooling */
+    int exclude_pad;     /* average pooling: count_include_pad = False */
+    int adaptive;        /* average pooling: PyTorch's adaptive bins, not kernel and stride */
+} nn__pool_attr;
+
+typedef struct nn__norm_attr { /* src/ops/norm.c: x [A, C, S...] */
+    int A, C, S;         /* leading elements, channels, elements per channel */
+    int groups;          /* statistics groups per leading element (group norm) */
+    int per_channel;     /* statistics per channel over A and S (batch norm) */
+    int has_gamma, has_beta;
+    int const_stats;     /* NORM_FORWARD, NORM_DX: the statistics are not x's (running stats) */
+    float eps, momentum;
+} nn__norm_attr;
+
+typedef struct nn__optim_attr { /* src/ops/optim.c */
+    int kind;            /* OPT_*: the nn_optimizer_kind */
+    float lr_mult, wd_mult; /* OPT_*: the parameter's multipliers of lr and weight decay */
+    float inv_steps;     /* GRAD_ACC: 1 / the accumulation steps */
+} nn__optim_attr;
+
+typedef union nn__attr {
+    nn__ew_attr ew;
+    nn__matmul_attr matmul;
+    nn__reduce_attr reduce;
+    nn__loss_attr loss;
+    nn__shape_attr shape;
+    nn__conv_attr conv;
+    nn__pool_attr pool;
+    nn__norm_attr norm;
+    nn__optim_attr optim;
+} nn__attr;
+
 typedef struct nn__node {
     int op;
     nn_dtype dtype;
@@ -906,8 +990,7 @@ typedef struct nn__node {
     int64_t numel;
     int in[NN__MAX_IN];
     int n_in;
-    float f[4];          /* op attributes */
-    int i[12];           /* (conv3d: stride d/h/w, pad d/h/w, dilation d/h/w, groups) */
+    nn__attr a;          /* the op's attributes, typed by its family */
     char *name;          /* inputs and params; NULL otherwise */
     int param;           /* PARAM: index in the parameter store */
     int needs_grad;      /* d(loss)/d(this) is wanted */
@@ -3019,7 +3102,7 @@ typedef struct nn__conv2d {
 } nn__conv2d;
 
 /* Geometry from a node whose inputs are x and w (or whose output is dx / dw). */
-static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w, const int *attr) {
+static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w, const nn__conv_attr *a) {
     c->N = (int)x->dim[0];
     c->C = (int)x->dim[1];
     c->H = (int)x->dim[2];
@@ -3027,13 +3110,13 @@ static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w,
     c->K = (int)w->dim[0];
     c->KH = (int)w->dim[2];
     c->KW = (int)w->dim[3];
-    c->sh = attr[0];
-    c->sw = attr[1];
-    c->ph = attr[2];
-    c->pw = attr[3];
-    c->dh = attr[4];
-    c->dw = attr[5];
-    c->G = attr[6];
+    c->sh = a->stride[0];
+    c->sw = a->stride[1];
+    c->ph = a->pad[0];
+    c->pw = a->pad[1];
+    c->dh = a->dilation[0];
+    c->dw = a->dilation[1];
+    c->G = a->groups;
     c->OH = (c->H + 2 * c->ph - c->dh * (c->KH - 1) - 1) / c->sh + 1;
     c->OW = (c->W + 2 * c->pw - c->dw * (c->KW - 1) - 1) / c->sw + 1;
 }
@@ -3733,7 +3816,7 @@ typedef struct nn__conv3d {
 
 /* Geometry from x's and w's shapes and a node's attributes (stride d/h/w, pad d/h/w,
    dilation d/h/w, groups). */
-static void nn__conv3d_geom(nn__conv3d *c, const nn_shape *x, const nn_shape *w, const int *attr) {
+static void nn__conv3d_geom(nn__conv3d *c, const nn_shape *x, const nn_shape *w, const nn__conv_attr *a) {
     int k;
     c->N = (int)x->dim[0];
     c->C = (int)x->dim[1];
@@ -3745,11 +3828,11 @@ static void nn__conv3d_geom(nn__conv3d *c, const nn_shape *x, const nn_shape *w,
     c->KH = (int)w->dim[3];
     c->KW = (int)w->dim[4];
     for (k = 0; k < 3; k++) {
-        c->s[k] = attr[k];
-        c->p[k] = attr[3 + k];
-        c->d[k] = attr[6 + k];
+        c->s[k] = a->stride[k];
+        c->p[k] = a->pad[k];
+        c->d[k] = a->dilation[k];
     }
-    c->G = attr[9];
+    c->G = a->groups;
     c->OD = (c->D + 2 * c->p[0] - c->d[0] * (c->KD - 1) - 1) / c->s[0] + 1;
     c->OH = (c->H + 2 * c->p[1] - c->d[1] * (c->KH - 1) - 1) / c->s[1] + 1;
     c->OW = (c->W + 2 * c->p[2] - c->d[2] * (c->KW - 1) - 1) / c->s[2] + 1;
@@ -4029,12 +4112,12 @@ typedef struct nn__norm {
     int per_channel;
 } nn__norm;
 
-static void nn__norm_geom(nn__norm *q, const int *attr) {
-    q->A = attr[0];
-    q->C = attr[1];
-    q->S = attr[2];
-    q->G = attr[3];
-    q->per_channel = attr[4];
+static void nn__norm_geom(nn__norm *q, const nn__norm_attr *a) {
+    q->A = a->A;
+    q->C = a->C;
+    q->S = a->S;
+    q->G = a->groups;
+    q->per_channel = a->per_channel;
 }
 
 /* R: the number of statistics groups; n: the elements in each */
@@ -4312,8 +4395,8 @@ static void nn__batch_norm_running(float *rmean, float *rvar, const float *stats
    rate schedules, parameter groups, the per-update constants the host computes, and the CPU
    bodies of the OPT_STEP and GRAD_ACC ops. kernels/optim.cl has the twin of every rule.
 
-   One OPT_STEP node updates one parameter; its i[0] is the nn_optimizer_kind, f[0] and f[1]
-   the parameter's lr and weight-decay multipliers. A rule sees:
+   One OPT_STEP node updates one parameter; its attributes (nn__optim_attr) are the
+   nn_optimizer_kind and the parameter's lr and weight-decay multipliers. A rule sees:
      h[5]  hyperparameters fixed at compile time (nn__opt_hparams, a table per kind)
      c[4]  constants of the running update (bias corrections, ...), g->clock.c
      aux   up to three state tensors of the parameter's size (nn__opt_n_aux)
@@ -4758,9 +4841,9 @@ static float nn__opt_cv(const nn_graph *g) { return g->opt.clip_value > 0.0f ? g
 
 static void nn__opt_args(const nn_graph *g, const nn__node *n, nn__optk *k) {
     memset(k, 0, sizeof *k);
-    k->kind = n->i[0];
-    k->lr = g->lr * n->f[0];
-    k->wd = g->opt.weight_decay * n->f[1];
+    k->kind = n->a.optim.kind;
+    k->lr = g->lr * n->a.optim.lr_mult;
+    k->wd = g->opt.weight_decay * n->a.optim.wd_mult;
     k->cv = nn__opt_cv(g);
     nn__opt_hparams(&g->opt, k->h);
     memcpy(k->c, g->clock.c, sizeof k->c);
@@ -4815,24 +4898,24 @@ typedef struct nn__pooling {
 } nn__pooling;
 
 /* Geometry from x and y (4-D, or 3-D [N, C, L] for 1-D pooling) and a pooling node's
-   attributes: kh, kw, sh, sw, ph, pw, then dh, dw (max) or exclude_pad, adaptive (average). */
-static void nn__pooling_geom(nn__pooling *p, int is_max, const nn_shape *x, const nn_shape *y, const int *attr) {
+   attributes. */
+static void nn__pooling_geom(nn__pooling *p, int is_max, const nn_shape *x, const nn_shape *y, const nn__pool_attr *a) {
     int d = x->ndim;
     p->NC = (int)(x->dim[0] * x->dim[1]);
     p->H = d == 4 ? (int)x->dim[2] : 1;
     p->W = (int)x->dim[d - 1];
     p->OH = d == 4 ? (int)y->dim[2] : 1;
     p->OW = (int)y->dim[d - 1];
-    p->kh = attr[0];
-    p->kw = attr[1];
-    p->sh = attr[2];
-    p->sw = attr[3];
-    p->ph = attr[4];
-    p->pw = attr[5];
-    p->dh = is_max ? attr[6] : 1;
-    p->dw = is_max ? attr[7] : 1;
-    p->exclude_pad = is_max ? 0 : attr[6];
-    p->adaptive = is_max ? 0 : attr[7];
+    p->kh = a->kernel[0];
+    p->kw = a->kernel[1];
+    p->sh = a->stride[0];
+    p->sw = a->stride[1];
+    p->ph = a->pad[0];
+    p->pw = a->pad[1];
+    p->dh = is_max ? a->dilation[0] : 1;
+    p->dw = is_max ? a->dilation[1] : 1;
+    p->exclude_pad = is_max ? 0 : a->exclude_pad;
+    p->adaptive = is_max ? 0 : a->adaptive;
 }
 
 /* The first maximum of output (oh, ow)'s window in window order (a NaN wins, as in
@@ -10045,7 +10128,7 @@ static void nn__autograd(nn_graph *g, int loss, int n_user) {
     {
         int seed = nn__new_node(g, NN__OP_FILL, NN_F32, nn_shape1(1), NULL, 0);
         if (seed < 0) return;
-        g->nodes[seed].f[0] = 1.0f;
+        g->nodes[seed].a.ew.s = 1.0f;
         g->nodes[loss].grad = seed;
     }
     for (i = loss; i >= 0 && g->status == NN_OK; i--) {
@@ -10533,7 +10616,14 @@ NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
     nn_tensor t;
     if (!nn__check(g, "nn_scale", 1, &a) || !nn__expect_f32(g, "nn_scale", a, "x")) return nn__tensor(-1);
     t = nn__op1(g, NN__OP_SCALE, NN_F32, nn__n(g, a)->shape, a.id);
-    if (t.id >= 0) g->nodes[t.id].f[0] = s;
+    if (t.id >= 0) g->nodes[t.id].a.ew.s = s;
+    return t;
+}
+
+/* s * node x, of shape sh (other families' gradients: -x and such). */
+static nn_tensor nn__scale_op(nn_graph *g, nn_shape sh, int x, float s) {
+    nn_tensor t = nn__op1(g, NN__OP_SCALE, NN_F32, sh, x);
+    if (t.id >= 0) g->nodes[t.id].a.ew.s = s;
     return t;
 }
 
@@ -10551,9 +10641,9 @@ static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, int n_p
                            p0, p1, requirement);
     t = nn__op1(g, NN__OP_UNARY, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
-        g->nodes[t.id].i[0] = fn;
-        g->nodes[t.id].f[0] = p0;
-        g->nodes[t.id].f[1] = p1;
+        g->nodes[t.id].a.ew.fn = fn;
+        g->nodes[t.id].a.ew.param[0] = p0;
+        g->nodes[t.id].a.ew.param[1] = p1;
     }
     return t;
 }
@@ -10577,7 +10667,7 @@ NN__ACTIVATIONS(NN__X)
 #undef NN__X
 
 /* PReLU: x [N, C, ...] with weight [C] (channels: dim 1) or [1] (one shared slope). The
-   node's i[0..2]: C (the weight's size), S (elements per channel and sample), N. */
+   node's attributes C (the weight's size), S (elements per channel and sample), N. */
 NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight) {
     nn_tensor in[2], t;
     nn__node *nx, *nw;
@@ -10600,9 +10690,9 @@ NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight) {
     t = nn__op2(g, NN__OP_PRELU, NN_F32, nx->shape, x.id, weight.id);
     if (t.id >= 0) {
         nn__node *n = &g->nodes[t.id];
-        n->i[0] = (int)nw->numel;
-        n->i[1] = (int)(n->numel / (N * nw->numel));
-        n->i[2] = (int)N;
+        n->a.ew.C = (int)nw->numel;
+        n->a.ew.S = (int)(n->numel / (N * nw->numel));
+        n->a.ew.N = (int)N;
     }
     return t;
 }
@@ -10631,8 +10721,8 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     if (g->eval || p == 0.0f) return x;
     t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
-        g->nodes[t.id].f[0] = p;
-        g->nodes[t.id].i[0] = t.id; /* the mask's key, shared with the backward op */
+        g->nodes[t.id].a.ew.p = p;
+        g->nodes[t.id].a.ew.key = t.id; /* the mask's key, shared with the backward op */
     }
     return t;
 }
@@ -10662,8 +10752,7 @@ static void nn__grad_add_sub(nn_graph *g, int id) {
     if (gb) {
         t = nn__reduce_to(g, gy, b);
         if (n.op == NN__OP_SUB) {
-            t = nn__op1(g, NN__OP_SCALE, NN_F32, g->nodes[b].shape, t.id);
-            if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
+            t = nn__scale_op(g, g->nodes[b].shape, t.id, -1.0f);
         }
         nn__acc_grad(g, b, t);
     }
@@ -10680,8 +10769,7 @@ static void nn__grad_mul(nn_graph *g, int id) {
 static void nn__grad_scale(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
+    t = nn__scale_op(g, n.shape, gy.id, n.a.ew.s);
     nn__acc_grad(g, a, t);
     return;
 }
@@ -10690,11 +10778,7 @@ static void nn__grad_unary(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     t = nn__op2(g, NN__OP_UNARY_GRAD, NN_F32, n.shape, a, gy.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].i[0] = n.i[0];
-        g->nodes[t.id].f[0] = n.f[0];
-        g->nodes[t.id].f[1] = n.f[1];
-    }
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
@@ -10705,12 +10789,12 @@ static void nn__grad_prelu(nn_graph *g, int id) {
     nn_tensor t;
     if (ga) {
         t = nn__op3(g, NN__OP_PRELU_DX, NN_F32, n.shape, a, b, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, a, t);
     }
     if (gb) {
         t = nn__op2(g, NN__OP_PRELU_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, b, t);
     }
     return;
@@ -10720,10 +10804,7 @@ static void nn__grad_dropout(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].f[0] = n.f[0];
-        g->nodes[t.id].i[0] = n.i[0];
-    }
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
@@ -10742,7 +10823,7 @@ static nn_result nn__cpu_scale(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__scale_forward(y, NN__F(in[0]), n->f[0], N); return NN_OK;
+    nn__scale_forward(y, NN__F(in[0]), n->a.ew.s, N); return NN_OK;
 
 }
 
@@ -10750,7 +10831,7 @@ static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__unary_forward(n->i[0], n->f, y, NN__F(in[0]), N); return NN_OK;
+    nn__unary_forward(n->a.ew.fn, n->a.ew.param, y, NN__F(in[0]), N); return NN_OK;
 
 }
 
@@ -10758,35 +10839,35 @@ static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__unary_backward(n->i[0], n->f, y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
+    nn__unary_backward(n->a.ew.fn, n->a.ew.param, y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
 
 }
 
 /* PRELU (x, w) and PRELU_DX (x, w, dy) */
 static nn_result nn__cpu_prelu(nn_graph *g, nn__node *n) {
     const int *in = n->in;
-    if (n->op == NN__OP_PRELU) nn__prelu_forward(n->buf.host, NN__F(in[0]), NN__F(in[1]), n->i[2], n->i[0], n->i[1]);
-    else nn__prelu_backward_input(n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[2], n->i[0], n->i[1]);
+    if (n->op == NN__OP_PRELU) nn__prelu_forward(n->buf.host, NN__F(in[0]), NN__F(in[1]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
+    else nn__prelu_backward_input(n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
     return NN_OK;
 }
 
 /* PRELU_DW (x, dy) */
 static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
-    nn__prelu_backward_weight(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->i[2], n->i[0], n->i[1]);
+    nn__prelu_backward_weight(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
     return NN_OK;
 }
 
 /* The device's partial sums, one per (n, c) (src/nn_cpu.c sums in the same order). */
 static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
     (void)g;
-    n->scratch = (int64_t)n->i[2] * n->i[0];
+    n->scratch = (int64_t)n->a.ew.N * n->a.ew.C;
 }
 
 static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__dropout_forward(y, NN__F(in[0]), N, n->f[0], g->seed, n->i[0], g->step); return NN_OK;
+    nn__dropout_forward(y, NN__F(in[0]), N, n->a.ew.p, g->seed, n->a.ew.key, g->step); return NN_OK;
 
 }
 
@@ -10808,7 +10889,7 @@ static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
     int64_t N = n->numel;
     {
     int64_t i;
-    for (i = 0; i < N; i++) y[i] = n->f[0];
+    for (i = 0; i < N; i++) y[i] = n->a.ew.s;
     return NN_OK;
 }
 }
@@ -10847,7 +10928,7 @@ static nn_result nn__dev_scale(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     r = nn__launch_add(g, id, "elementwise", "scale", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->f[0]);
+    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.s);
     return r;
 }
 
@@ -10859,9 +10940,9 @@ static nn_result nn__dev_unary(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     char kname[64];
-    snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->i[0]]);
+    snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
     r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmiff", &g->nodes[in[0]].buf, y, N, (double)n->f[0], (double)n->f[1]);
+    if (r == NN_OK) r = nn__args(l, "mmiff", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.param[0], (double)n->a.ew.param[1]);
     return r;
 }
 
@@ -10873,10 +10954,10 @@ static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     char kname[64];
-    snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->i[0]]);
+    snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
     r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
     if (r == NN_OK)
-        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->f[0], (double)n->f[1]);
+        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->a.ew.param[0], (double)n->a.ew.param[1]);
     return r;
 }
 
@@ -10888,18 +10969,18 @@ static nn_result nn__dev_prelu(nn_graph *g, int id) {
     nn_result r;
     if (n->op == NN__OP_PRELU) {
         r = nn__launch_add(g, id, "elementwise", "prelu_forward", (size_t)N, &l);
-        if (r == NN_OK) r = nn__args(l, "mmmiii", x, w, &n->buf, N, n->i[0], n->i[1]);
+        if (r == NN_OK) r = nn__args(l, "mmmiii", x, w, &n->buf, N, n->a.ew.C, n->a.ew.S);
         return r;
     }
     r = nn__launch_add(g, id, "elementwise", "prelu_backward_input", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmmiii", x, w, &g->nodes[n->in[2]].buf, &n->buf, N, n->i[0], n->i[1]);
+    if (r == NN_OK) r = nn__args(l, "mmmmiii", x, w, &g->nodes[n->in[2]].buf, &n->buf, N, n->a.ew.C, n->a.ew.S);
     return r;
 }
 
 /* dw: the partial sums [N, C] into the scratch, then each channel's in n order */
 static nn_result nn__dev_prelu_dw(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    int C = n->i[0], S = n->i[1], N = n->i[2];
+    int C = n->a.ew.C, S = n->a.ew.S, N = n->a.ew.N;
     nn__launch *l = NULL;
     nn_result r;
     r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight_part", (size_t)N * (size_t)C, &l);
@@ -10920,8 +11001,8 @@ static nn_result nn__dev_dropout(nn_graph *g, int id) {
     r = nn__launch_add(g, id, "random", "dropout", (size_t)N, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_dropout;
-    return nn__args(l, "mmifuuu@u@u", &g->nodes[in[0]].buf, y, N, (double)n->f[0], (unsigned)g->seed,
-                       (unsigned)(g->seed >> 32), (unsigned)n->i[0], 0u, 0u);
+    return nn__args(l, "mmifuuu@u@u", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.p, (unsigned)g->seed,
+                       (unsigned)(g->seed >> 32), (unsigned)n->a.ew.key, 0u, 0u);
 }
 
 static nn_result nn__dev_accumulate(nn_graph *g, int id) {
@@ -10943,7 +11024,7 @@ static nn_result nn__dev_fill(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     r = nn__launch_add(g, id, "elementwise", "fill", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mif", y, N, (double)n->f[0]);
+    if (r == NN_OK) r = nn__args(l, "mif", y, N, (double)n->a.ew.s);
     return r;
 }
 
@@ -10983,8 +11064,8 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: dims beyond 2^31 are not supported");
     t = nn__op2(g, NN__OP_MATMUL, NN_F32, nn_shape2(M, N), a.id, b.id);
     if (t.id >= 0) {
-        g->nodes[t.id].i[0] = trans_a != 0;
-        g->nodes[t.id].i[1] = trans_b != 0;
+        g->nodes[t.id].a.matmul.trans_a = trans_a != 0;
+        g->nodes[t.id].a.matmul.trans_b = trans_b != 0;
     }
     return t;
 }
@@ -11023,7 +11104,7 @@ static void nn__grad_matmul(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     {
-    int ta = n.i[0], tb = n.i[1];
+    int ta = n.a.matmul.trans_a, tb = n.a.matmul.trans_b;
     nn_tensor A = nn__tensor(a), B = nn__tensor(b);
     if (ga) {
         if (!ta) t = nn_matmul(g, gy, B, 0, !tb);
@@ -11047,8 +11128,8 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     {
     nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
     int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
-    int K = (int)(n->i[0] ? a->shape.dim[0] : a->shape.dim[1]);
-    nn__sgemm(g->ctx->threads, n->i[0], n->i[1], M, Nn, K, 1.0f, a->buf.host, (int)a->shape.dim[1], b->buf.host,
+    int K = (int)(n->a.matmul.trans_a ? a->shape.dim[0] : a->shape.dim[1]);
+    nn__sgemm(g->ctx->threads, n->a.matmul.trans_a, n->a.matmul.trans_b, M, Nn, K, 1.0f, a->buf.host, (int)a->shape.dim[1], b->buf.host,
               (int)b->shape.dim[1], 0.0f, y, Nn);
     return NN_OK;
 }
@@ -11092,9 +11173,9 @@ static nn_result nn__dev_matmul(nn_graph *g, int id) {
     {
     nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
     int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
-    int K = (int)(n->i[0] ? a->shape.dim[0] : a->shape.dim[1]);
+    int K = (int)(n->a.matmul.trans_a ? a->shape.dim[0] : a->shape.dim[1]);
     nn__gemm_plan plan;
-    nn__gemm_plan_make(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, n->i[0], n->i[1], M, Nn, K, &plan);
+    nn__gemm_plan_make(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, n->a.matmul.trans_a, n->a.matmul.trans_b, M, Nn, K, &plan);
     r = nn__launch_gemm_plan(g, id, &plan, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "iiimimimiff", M, Nn, K, &a->buf, (int)a->shape.dim[1], &b->buf,
@@ -11107,12 +11188,23 @@ static nn_result nn__dev_matmul(nn_graph *g, int id) {
    ====================================================================== */
 /* The reduce ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
 
-static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int mean) {
-    nn_tensor t;
-    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
-    t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), x.id);
-    if (t.id >= 0) g->nodes[t.id].f[0] = mean ? (float)(1.0 / (double)g->nodes[x.id].numel) : 1.0f;
+/* scale * the sum of node x's elements, [1] (other families: losses' reductions). */
+static nn_tensor nn__sum_all_op(nn_graph *g, int x, float scale) {
+    nn_tensor t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), x);
+    if (t.id >= 0) g->nodes[t.id].a.reduce.scale = scale;
     return t;
+}
+
+/* min(1, max_norm / (sqrt(node sumsq) + 1e-6)), [1]: the optimizer's gradient clipping. */
+static nn_tensor nn__clip_scale_op(nn_graph *g, int sumsq, float max_norm) {
+    nn_tensor t = nn__op1(g, NN__OP_CLIP_SCALE, NN_F32, nn_shape1(1), sumsq);
+    if (t.id >= 0) g->nodes[t.id].a.reduce.max_norm = max_norm;
+    return t;
+}
+
+static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int mean) {
+    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    return nn__sum_all_op(g, x.id, mean ? (float)(1.0 / (double)g->nodes[x.id].numel) : 1.0f);
 }
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_sum", x, 0); }
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_mean", x, 1); }
@@ -11139,7 +11231,7 @@ static void nn__grad_sum_all(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     t = nn__op1(g, NN__OP_EXPAND_SCALAR, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
@@ -11147,8 +11239,7 @@ static void nn__grad_sum_all(nn_graph *g, int id) {
 static void nn__grad_expand_scalar(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), gy.id);
-    if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
+    t = nn__sum_all_op(g, gy.id, n.a.reduce.scale);
     nn__acc_grad(g, a, t);
     return;
 }
@@ -11158,7 +11249,7 @@ static void nn__grad_expand_scalar(nn_graph *g, int id) {
 static nn_result nn__cpu_sum_all(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    nn__sum_all_forward(y, NN__F(in[0]), g->nodes[in[0]].numel, n->f[0]); return NN_OK;
+    nn__sum_all_forward(y, NN__F(in[0]), g->nodes[in[0]].numel, n->a.reduce.scale); return NN_OK;
 
 }
 
@@ -11166,7 +11257,7 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__expand_scalar_forward(y, NN__F(in[0]), N, n->f[0]); return NN_OK;
+    nn__expand_scalar_forward(y, NN__F(in[0]), N, n->a.reduce.scale); return NN_OK;
 
 }
 
@@ -11216,7 +11307,7 @@ static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     {
-    float c = n->f[0] / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
+    float c = n->a.reduce.max_norm / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
     y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
     return NN_OK;
 }
@@ -11237,7 +11328,7 @@ static nn_result nn__dev_sum_all(nn_graph *g, int id) {
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
-    if (n->op == NN__OP_SUM_ALL) return nn__args(l, "mmifL", &g->nodes[in[0]].buf, y, m, (double)n->f[0], wg * 4);
+    if (n->op == NN__OP_SUM_ALL) return nn__args(l, "mmifL", &g->nodes[in[0]].buf, y, m, (double)n->a.reduce.scale, wg * 4);
     return nn__args(l, "mmmiiL", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, m, n->n_in > 1, wg * 4);
 }
 }
@@ -11250,7 +11341,7 @@ static nn_result nn__dev_expand_scalar(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     r = nn__launch_add(g, id, "elementwise", "expand_scalar", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->f[0]);
+    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.reduce.scale);
     return r;
 }
 
@@ -11293,7 +11384,7 @@ static nn_result nn__dev_clip_scale(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     r = nn__launch_add(g, id, "reduce", "clip_scale", 1, &l);
-    if (r == NN_OK) r = nn__args(l, "mmf", &g->nodes[in[0]].buf, y, (double)n->f[0]);
+    if (r == NN_OK) r = nn__args(l, "mmf", &g->nodes[in[0]].buf, y, (double)n->a.reduce.max_norm);
     return r;
 }
 
@@ -11436,14 +11527,11 @@ static int nn__loss_desc_ok(nn_graph *g, const char *opname, nn_loss_desc *d, in
 
 /* Per-element or per-row losses l, reduced as desc asks. */
 static nn_tensor nn__reduce_loss(nn_graph *g, nn_tensor l, const nn_loss_desc *d) {
-    nn_tensor t;
     if (l.id < 0 || d->reduction == NN_REDUCTION_NONE) return l;
-    t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), l.id);
-    if (t.id >= 0)
-        g->nodes[t.id].f[0] = d->reduction == NN_REDUCTION_SUM ? 1.0f
-                              : (float)(1.0 / (double)(d->reduction == NN_REDUCTION_BATCHMEAN ? g->nodes[l.id].shape.dim[0]
-                                                                                                 : g->nodes[l.id].numel));
-    return t;
+    return nn__sum_all_op(g, l.id,
+                          d->reduction == NN_REDUCTION_SUM ? 1.0f
+                          : (float)(1.0 / (double)(d->reduction == NN_REDUCTION_BATCHMEAN ? g->nodes[l.id].shape.dim[0]
+                                                                                             : g->nodes[l.id].numel)));
 }
 
 static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tensor x, nn_tensor t, const nn_loss_desc *desc) {
@@ -11494,11 +11582,11 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     }
     if (l.id < 0) return l;
     n = &g->nodes[l.id];
-    n->i[0] = kind;
-    n->i[1] = has_pw;
-    n->i[2] = d.log_target != 0;
-    n->f[0] = a;
-    n->f[1] = b;
+    n->a.loss.kind = kind;
+    n->a.loss.has_pos_weight = has_pw;
+    n->a.loss.log_target = d.log_target != 0;
+    n->a.loss.a = a;
+    n->a.loss.b = b;
     if (d.weight.id != 0) l = nn__binary(g, NN__OP_MUL, opname, l, d.weight);
     return nn__reduce_loss(g, l, &d);
 }
@@ -11548,16 +11636,16 @@ static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_
     ins[2] = has_w ? d.weight.id : -1;
     rows = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins, has_w ? 3 : 2));
     if (rows.id < 0) return rows;
-    g->nodes[rows.id].i[0] = nn__defi(d.ignore_index, -100);
-    g->nodes[rows.id].i[1] = log_input;
-    g->nodes[rows.id].f[0] = d.label_smoothing;
+    g->nodes[rows.id].a.loss.ignore_index = nn__defi(d.ignore_index, -100);
+    g->nodes[rows.id].a.loss.log_input = log_input;
+    g->nodes[rows.id].a.loss.smoothing = d.label_smoothing;
     g->nodes[rows.id].check = log_input ? "nn_nll_loss: labels outside [0, C) other than ignore_index"
                                         : "nn_cross_entropy_loss: labels outside [0, C) other than ignore_index";
     if (d.reduction != NN_REDUCTION_MEAN) return nn__reduce_loss(g, rows, &d);
     den = nn__tensor(nn__new_node(g, NN__OP_CE_WEIGHTS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins + 1, has_w ? 2 : 1));
     if (den.id < 0) return den;
-    g->nodes[den.id].i[0] = g->nodes[rows.id].i[0];
-    g->nodes[den.id].i[1] = (int)C;
+    g->nodes[den.id].a.loss.ignore_index = g->nodes[rows.id].a.loss.ignore_index;
+    g->nodes[den.id].a.loss.classes = (int)C;
     d.reduction = NN_REDUCTION_SUM;
     s = nn__reduce_loss(g, rows, &d);
     den = nn__reduce_loss(g, den, &d);
@@ -11600,8 +11688,8 @@ static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_i
     }
     l = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS, NN_F32, nn_shape1(nn__n(g, x[0])->shape.dim[0]), ins, n_in));
     if (l.id < 0) return l;
-    g->nodes[l.id].i[0] = kind;
-    g->nodes[l.id].f[0] = kind == NN__R_DICE ? nn__deff(d.smooth, 1.0f) : kind == NN__R_TRIPLET ? nn__deff(d.margin, 1.0f) : nn__deff(d.margin, 0.0f);
+    g->nodes[l.id].a.loss.kind = kind;
+    g->nodes[l.id].a.loss.margin = kind == NN__R_DICE ? nn__deff(d.smooth, 1.0f) : kind == NN__R_TRIPLET ? nn__deff(d.margin, 1.0f) : nn__deff(d.margin, 0.0f);
     return nn__reduce_loss(g, l, &d);
 }
 
@@ -11641,9 +11729,7 @@ static void nn__grad_bce_logits(nn_graph *g, int id) {
     if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_BCE_LOGITS_GRAD, NN_F32, n.shape, a, b, gy.id));
     if (gb) { /* d/dt = -x */
         t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
-        t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, t.id);
-        if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
-        nn__acc_grad(g, b, t);
+        nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
     }
     return;
 }
@@ -11652,23 +11738,16 @@ static void nn__grad_loss_ew(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     { /* inputs x, t, [pos_weight]; d-based losses give t minus x's gradient */
-    int ins[4], has_pw = n.n_in > 2, gt = gb && n.i[0] <= NN__L_QUANTILE;
+    int ins[4], has_pw = n.n_in > 2, gt = gb && n.a.loss.kind <= NN__L_QUANTILE;
     if (!ga && !gt) return;
     ins[0] = a;
     ins[1] = b;
     ins[2] = gy.id;
     ins[3] = has_pw ? n.in[2] : -1;
     t = nn__tensor(nn__new_node(g, NN__OP_LOSS_EW_GRAD, NN_F32, n.shape, ins, has_pw ? 4 : 3));
-    if (t.id >= 0) {
-        memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-        memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
-    }
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     if (ga) nn__acc_grad(g, a, t);
-    if (gt) {
-        t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, t.id);
-        if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
-        nn__acc_grad(g, b, t);
-    }
+    if (gt) nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
     return;
 }
 }
@@ -11684,10 +11763,7 @@ static void nn__grad_ce_rows(nn_graph *g, int id) {
     ins[2] = gy.id;
     ins[3] = n.n_in > 2 ? n.in[2] : -1;
     t = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS_GRAD, NN_F32, g->nodes[a].shape, ins, n.n_in > 2 ? 4 : 3));
-    if (t.id >= 0) {
-        memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-        memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
-    }
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
@@ -11704,16 +11780,15 @@ static void nn__grad_loss_rows(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     { /* one gradient op per differentiated input; targets get none */
-    int k, ins[4], n_x = n.i[0] == NN__R_COSINE ? 2 : n.i[0] == NN__R_DICE ? 1 : 3;
+    int k, ins[4], n_x = n.a.loss.kind == NN__R_COSINE ? 2 : n.a.loss.kind == NN__R_DICE ? 1 : 3;
     for (k = 0; k < n_x; k++) {
         if (!g->nodes[n.in[k]].needs_grad) continue;
         memcpy(ins, n.in, sizeof ins);
         ins[n.n_in] = gy.id;
         t = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS_GRAD, NN_F32, g->nodes[n.in[k]].shape, ins, n.n_in + 1));
         if (t.id >= 0) {
-            memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-            memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
-            g->nodes[t.id].i[1] = k;
+            g->nodes[t.id].a = n.a;
+            g->nodes[t.id].a.loss.wrt = k;
         }
         nn__acc_grad(g, n.in[k], t);
     }
@@ -11766,8 +11841,8 @@ static nn_result nn__cpu_loss_ew(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__loss_ew_forward(y, NN__F(in[0]), NN__F(in[1]), n->i[1] ? NN__F(in[2]) : NULL, n->i[1] ? g->nodes[in[2]].numel : 1,
-                        N, n->i[0], n->f[0], n->f[1], n->i[2]);
+    nn__loss_ew_forward(y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[2]) : NULL, n->a.loss.has_pos_weight ? g->nodes[in[2]].numel : 1,
+                        N, n->a.loss.kind, n->a.loss.a, n->a.loss.b, n->a.loss.log_target);
     return NN_OK;
 }
 
@@ -11775,8 +11850,8 @@ static nn_result nn__cpu_loss_ew_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__loss_ew_backward(y, NN__F(in[0]), NN__F(in[1]), n->i[1] ? NN__F(in[3]) : NULL, n->i[1] ? g->nodes[in[3]].numel : 1,
-                         NN__F(in[2]), N, n->i[0], n->f[0], n->f[1], n->i[2]);
+    nn__loss_ew_backward(y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[3]) : NULL, n->a.loss.has_pos_weight ? g->nodes[in[3]].numel : 1,
+                         NN__F(in[2]), N, n->a.loss.kind, n->a.loss.a, n->a.loss.b, n->a.loss.log_target);
     return NN_OK;
 }
 
@@ -11786,7 +11861,7 @@ static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
     {
     nn__node *x = &g->nodes[in[0]];
     nn__count_check(g, n, nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0],
-                                              x->shape.dim[1], n->i[0], n->i[1], n->f[0]));
+                                              x->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing));
     return NN_OK;
 }
 }
@@ -11795,7 +11870,7 @@ static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     nn__ce_rows_backward(y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]), n->shape.dim[0],
-                         n->shape.dim[1], n->i[0], n->i[1], n->f[0]);
+                         n->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing);
     return NN_OK;
 }
 
@@ -11803,7 +11878,7 @@ static nn_result nn__cpu_ce_weights(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->i[1], n->i[0]);
+    nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->a.loss.classes, n->a.loss.ignore_index);
     return NN_OK;
 }
 
@@ -11826,7 +11901,7 @@ static nn_result nn__cpu_loss_rows(nn_graph *g, nn__node *n) {
     int64_t N = n->numel;
     {
     nn__node *x = &g->nodes[in[0]];
-    nn__row_loss_forward(y, n->i[0], x->buf.host, NN__F(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, N, x->numel / N, n->f[0]);
+    nn__row_loss_forward(y, n->a.loss.kind, x->buf.host, NN__F(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, N, x->numel / N, n->a.loss.margin);
     return NN_OK;
 }
 }
@@ -11836,8 +11911,8 @@ static nn_result nn__cpu_loss_rows_grad(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     {
     int64_t B = g->nodes[in[0]].shape.dim[0];
-    nn__row_loss_backward(y, n->i[0], n->i[1], NN__F(in[0]), NN__F(in[1]), n->n_in > 3 ? NN__F(in[2]) : NULL,
-                          NN__F(in[n->n_in - 1]), B, g->nodes[in[0]].numel / B, n->f[0]);
+    nn__row_loss_backward(y, n->a.loss.kind, n->a.loss.wrt, NN__F(in[0]), NN__F(in[1]), n->n_in > 3 ? NN__F(in[2]) : NULL,
+                          NN__F(in[n->n_in - 1]), B, g->nodes[in[0]].numel / B, n->a.loss.margin);
     return NN_OK;
 }
 }
@@ -11906,12 +11981,12 @@ static nn_result nn__dev_loss_ew(nn_graph *g, int id) {
     nn_result r = NN_OK;
     {
     int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
-    const nn__buf *pw = n->i[1] ? &g->nodes[in[pwi]].buf : &g->one;
-    int npw = n->i[1] ? (int)g->nodes[in[pwi]].numel : 1;
+    const nn__buf *pw = n->a.loss.has_pos_weight ? &g->nodes[in[pwi]].buf : &g->one;
+    int npw = n->a.loss.has_pos_weight ? (int)g->nodes[in[pwi]].numel : 1;
     r = nn__launch_add(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmmmmiiiiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, pw, grad ? &g->nodes[in[2]].buf : &g->one, y, N,
-                       npw, n->i[0], n->i[2], (double)n->f[0], (double)n->f[1]);
+                       npw, n->a.loss.kind, n->a.loss.log_target, (double)n->a.loss.a, (double)n->a.loss.b);
 }
 }
 
@@ -11927,10 +12002,10 @@ static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
     if (r != NN_OK) return r;
     if (grad) /* the backward pass counts nothing: the forward did */
         return nn__args(l, "mmmmmiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
-                        &g->nodes[in[2]].buf, y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1], n->n_in > wi,
-                        (double)n->f[0]);
+                        &g->nodes[in[2]].buf, y, B, (int)g->nodes[in[0]].shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->n_in > wi,
+                        (double)n->a.loss.smoothing);
     return nn__args(l, "mmmmiiiiifmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
-                    y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1], n->n_in > wi, (double)n->f[0], &g->checks,
+                    y, B, (int)g->nodes[in[0]].shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->n_in > wi, (double)n->a.loss.smoothing, &g->checks,
                     n->check_slot);
 }
 }
@@ -11944,8 +12019,8 @@ static nn_result nn__dev_ce_weights(nn_graph *g, int id) {
     nn_result r = NN_OK;
     r = nn__launch_add(g, id, "loss", "ce_weights", (size_t)N, &l);
     if (r == NN_OK)
-        r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, N, n->i[1], n->i[0],
-                        n->n_in > 1);
+        r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, N,
+                     n->a.loss.classes, n->a.loss.ignore_index, n->n_in > 1);
     return r;
 }
 
@@ -11972,8 +12047,8 @@ static nn_result nn__dev_loss_rows(nn_graph *g, int id) {
     r = nn__launch_add(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmmmmiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, nx > 2 ? &g->nodes[in[2]].buf : &g->one,
-                       grad ? &g->nodes[in[n->n_in - 1]].buf : &g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->i[0],
-                       grad ? n->i[1] : 0, (double)n->f[0]);
+                       grad ? &g->nodes[in[n->n_in - 1]].buf : &g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->a.loss.kind,
+                       grad ? n->a.loss.wrt : 0, (double)n->a.loss.margin);
 }
 }
 
@@ -12122,7 +12197,7 @@ NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *perm) {
         s.dim[d] = nn__n(g, x)->shape.dim[perm[d]];
     }
     t = nn__op1(g, NN__OP_PERMUTE, nn__n(g, x)->dtype, s, x.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, perm, (size_t)nd * sizeof(int));
+    if (t.id >= 0) memcpy(g->nodes[t.id].a.shape.perm, perm, (size_t)nd * sizeof(int));
     return t;
 }
 
@@ -12157,7 +12232,7 @@ static nn_tensor nn__concat2(nn_graph *g, nn_tensor a, nn_tensor b, int axis) {
     }
     sa.dim[axis] += sb.dim[axis];
     t = nn__op2(g, NN__OP_CONCAT2, nn__n(g, a)->dtype, sa, a.id, b.id);
-    if (t.id >= 0) g->nodes[t.id].i[0] = axis;
+    if (t.id >= 0) g->nodes[t.id].a.shape.axis = axis;
     return t;
 }
 
@@ -12176,8 +12251,8 @@ NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis) {
 static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start) {
     nn_tensor t = nn__op1(g, op, g->nodes[src].dtype, s, src);
     if (t.id >= 0) {
-        g->nodes[t.id].i[0] = axis;
-        g->nodes[t.id].i[1] = (int)start;
+        g->nodes[t.id].a.shape.axis = axis;
+        g->nodes[t.id].a.shape.start = (int)start;
     }
     return t;
 }
@@ -12242,9 +12317,9 @@ NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top
     s.dim[nd - 1] += (int64_t)left + right;
     t = nn__op1(g, NN__OP_PAD2D, NN_F32, s, x.id);
     if (t.id >= 0) {
-        g->nodes[t.id].i[0] = top;
-        g->nodes[t.id].i[1] = left;
-        g->nodes[t.id].i[2] = mode == NN_PAD_REFLECT;
+        g->nodes[t.id].a.shape.top = top;
+        g->nodes[t.id].a.shape.left = left;
+        g->nodes[t.id].a.shape.reflect = mode == NN_PAD_REFLECT;
     }
     return t;
 }
@@ -12265,9 +12340,9 @@ NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_
     s.dim[nd - 1] *= scale_w;
     t = nn__op1(g, NN__OP_UPSAMPLE2D, NN_F32, s, x.id);
     if (t.id >= 0) {
-        g->nodes[t.id].i[0] = scale_h;
-        g->nodes[t.id].i[1] = scale_w;
-        g->nodes[t.id].i[2] = mode == NN_UPSAMPLE_BILINEAR;
+        g->nodes[t.id].a.shape.scale_h = scale_h;
+        g->nodes[t.id].a.shape.scale_w = scale_w;
+        g->nodes[t.id].a.shape.bilinear = mode == NN_UPSAMPLE_BILINEAR;
     }
     return t;
 }
@@ -12313,7 +12388,7 @@ static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dim
     for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * xs->dim[d + 1];
     for (d = 0; d < NN_MAX_DIMS; d++) {
         dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
-        xstride[d] = d < pad ? 0 : st[n->i[d - pad]];
+        xstride[d] = d < pad ? 0 : st[n->a.shape.perm[d - pad]];
     }
 }
 
@@ -12329,7 +12404,7 @@ static void nn__grad_permute(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     {
     int inv[NN_MAX_DIMS], d;
-    for (d = 0; d < n.shape.ndim; d++) inv[n.i[d]] = d;
+    for (d = 0; d < n.shape.ndim; d++) inv[n.a.shape.perm[d]] = d;
     nn__acc_grad(g, a, nn_permute(g, gy, inv));
     return;
 }
@@ -12338,7 +12413,7 @@ static void nn__grad_permute(nn_graph *g, int id) {
 static void nn__grad_concat2(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     {
-    int ax = n.i[0];
+    int ax = n.a.shape.axis;
     if (ga) nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[a].shape, ax, 0));
     if (gb) nn__acc_grad(g, b, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[b].shape, ax, g->nodes[a].shape.dim[ax]));
     return;
@@ -12347,7 +12422,7 @@ static void nn__grad_concat2(nn_graph *g, int id) {
 
 static void nn__grad_slice(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.i[0], n.i[1]));
+    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.a.shape.axis, n.a.shape.start));
     return;
 }
 
@@ -12355,7 +12430,7 @@ static void nn__grad_pad_upsample(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     t = nn__op1(g, n.op == NN__OP_PAD2D ? NN__OP_PAD2D_GRAD : NN__OP_UPSAMPLE2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
@@ -12386,8 +12461,8 @@ static nn_result nn__cpu_concat2(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     {
     int64_t o, la, lb, inner;
-    nn__axis_split(&g->nodes[in[0]].shape, n->i[0], &o, &la, &inner);
-    lb = g->nodes[in[1]].shape.dim[n->i[0]];
+    nn__axis_split(&g->nodes[in[0]].shape, n->a.shape.axis, &o, &la, &inner);
+    lb = g->nodes[in[1]].shape.dim[n->a.shape.axis];
     nn__concat_forward(y, NN__F(in[0]), NN__F(in[1]), o, la, lb, inner);
     return NN_OK;
 }
@@ -12399,9 +12474,9 @@ static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
     {
     int grad = n->op == NN__OP_SLICE_GRAD;
     int64_t o, L, inner, len;
-    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->i[0], &o, &L, &inner);
-    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->i[0]];
-    nn__slice(y, NN__F(in[0]), o, L, inner, n->i[1], len, grad);
+    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
+    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
+    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, grad);
     return NN_OK;
 }
 }
@@ -12415,9 +12490,9 @@ static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
     int nd = xs->ndim;
     int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
     if (n->op == NN__OP_PAD2D)
-        nn__pad2d_forward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->i[0], n->i[1], n->i[2]);
+        nn__pad2d_forward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left, n->a.shape.reflect);
     else
-        nn__pad2d_backward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->i[0], n->i[1], n->i[2]);
+        nn__pad2d_backward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left, n->a.shape.reflect);
     return NN_OK;
 }
 }
@@ -12429,7 +12504,7 @@ static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
     const nn_shape *xs = n->op == NN__OP_UPSAMPLE2D ? &g->nodes[in[0]].shape : &n->shape;
     int nd = xs->ndim;
     int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1];
-    nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->i[0], n->i[1], n->i[2],
+    nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->a.shape.scale_h, n->a.shape.scale_w, n->a.shape.bilinear,
                    n->op == NN__OP_UPSAMPLE2D_GRAD);
     return NN_OK;
 }
@@ -12479,8 +12554,8 @@ static nn_result nn__dev_concat2(nn_graph *g, int id) {
     nn_result r = NN_OK;
     {
     int64_t o, la, lb, inner;
-    nn__axis_split(&g->nodes[in[0]].shape, n->i[0], &o, &la, &inner);
-    lb = g->nodes[in[1]].shape.dim[n->i[0]];
+    nn__axis_split(&g->nodes[in[0]].shape, n->a.shape.axis, &o, &la, &inner);
+    lb = g->nodes[in[1]].shape.dim[n->a.shape.axis];
     r = nn__launch_add(g, id, "shape", "concat", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (int)la, (int)lb, (int)inner);
     return r;
@@ -12497,11 +12572,11 @@ static nn_result nn__dev_slice(nn_graph *g, int id) {
     {
     int grad = n->op == NN__OP_SLICE_GRAD;
     int64_t o, L, inner, len;
-    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->i[0], &o, &L, &inner);
-    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->i[0]];
+    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
+    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
     r = nn__launch_add(g, id, "shape", "slice", (size_t)N, &l);
     if (r == NN_OK)
-        r = nn__args(l, "mmiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->i[1], grad);
+        r = nn__args(l, "mmiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->a.shape.start, grad);
     return r;
 }
 }
@@ -12524,13 +12599,13 @@ static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
     if (pad) {
         geo[2] = (int)ys->dim[nd - 2];
         geo[3] = (int)ys->dim[nd - 1];
-        geo[4] = n->i[0];
-        geo[5] = n->i[1];
-        geo[6] = n->i[2];
+        geo[4] = n->a.shape.top;
+        geo[5] = n->a.shape.left;
+        geo[6] = n->a.shape.reflect;
     } else {
-        geo[2] = n->i[0];
-        geo[3] = n->i[1];
-        geo[4] = n->i[2];
+        geo[2] = n->a.shape.scale_h;
+        geo[3] = n->a.shape.scale_w;
+        geo[4] = n->a.shape.bilinear;
     }
     r = nn__launch_add(g, id, "shape",
                    pad ? (fwd ? "pad2d_forward" : "pad2d_backward") : (fwd ? "upsample2d_forward" : "upsample2d_backward"),
@@ -12545,15 +12620,35 @@ static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
    ====================================================================== */
 /* The conv ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
 
-/* node->i of conv2d: stride h/w, pad h/w, dilation h/w, groups, with the desc's defaults */
-static void nn__conv2d_attrs(const nn_conv2d_desc *d, int attr[7]) {
-    attr[0] = nn__defi(d->stride_h, 1);
-    attr[1] = nn__defi(d->stride_w, 1);
-    attr[2] = nn__defi(d->pad_h, 0);
-    attr[3] = nn__defi(d->pad_w, 0);
-    attr[4] = nn__defi(d->dilation_h, 1);
-    attr[5] = nn__defi(d->dilation_w, 1);
-    attr[6] = nn__defi(d->groups, 1);
+/* A conv2d node's attributes (h, w), with the desc's defaults. */
+static void nn__conv2d_attrs(const nn_conv2d_desc *d, nn__conv_attr *at) {
+    memset(at, 0, sizeof *at);
+    at->stride[0] = nn__defi(d->stride_h, 1);
+    at->stride[1] = nn__defi(d->stride_w, 1);
+    at->pad[0] = nn__defi(d->pad_h, 0);
+    at->pad[1] = nn__defi(d->pad_w, 0);
+    at->dilation[0] = nn__defi(d->dilation_h, 1);
+    at->dilation[1] = nn__defi(d->dilation_w, 1);
+    at->groups = nn__defi(d->groups, 1);
+}
+
+/* Strides, dilations and groups >= 1 and pads >= 0, over dims spatial dims. */
+static int nn__conv_attr_ok(const nn__conv_attr *at, int dims) {
+    int k, ok = at->groups >= 1;
+    for (k = 0; k < dims; k++) ok = ok && at->stride[k] >= 1 && at->dilation[k] >= 1 && at->pad[k] >= 0;
+    return ok;
+}
+
+/* The 8 ints of a conv2d kernel's geometry: stride h/w, pad h/w, dilation h/w, groups. */
+static void nn__conv2d_geo(const nn__conv_attr *at, int geo[8]) {
+    geo[0] = at->stride[0];
+    geo[1] = at->stride[1];
+    geo[2] = at->pad[0];
+    geo[3] = at->pad[1];
+    geo[4] = at->dilation[0];
+    geo[5] = at->dilation[1];
+    geo[6] = at->groups;
+    geo[7] = 0;
 }
 
 /* A bias operand given with no_bias set: the desc and the call disagree. */
@@ -12568,7 +12663,8 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__node *nx, *nw;
     nn_conv2d_desc d;
     int64_t OH, OW;
-    int attr[7], k, has_bias = nn__optional(g, "nn_conv2d", bias);
+    nn__conv_attr at;
+    int has_bias = nn__optional(g, "nn_conv2d", bias);
     char sx[128], sw[128];
     in[0] = x;
     in[1] = w;
@@ -12577,22 +12673,21 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
     if (nn__no_bias_conflict(g, "nn_conv2d", d.no_bias, bias)) return nn__tensor(-1);
-    nn__conv2d_attrs(&d, attr);
+    nn__conv2d_attrs(&d, &at);
     nx = nn__n(g, x);
     nw = nn__n(g, w);
     nn__shape_str(&nx->shape, sx, sizeof sx);
     nn__shape_str(&nw->shape, sw, sizeof sw);
-    for (k = 0; k < 7; k++)
-        if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
+    if (!nn__conv_attr_ok(&at, 2))
             return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d: stride, dilation and groups must be >= 1 and padding >= 0");
     if (nx->shape.ndim != 4 || nw->shape.ndim != 4)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s must be [N, C, H, W] and w %s [K, C/groups, KH, KW]", sx, sw);
-    if (nx->shape.dim[1] % attr[6] || nw->shape.dim[0] % attr[6] || nw->shape.dim[1] * attr[6] != nx->shape.dim[1])
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, attr[6]);
-    OH = (nx->shape.dim[2] + 2 * (int64_t)attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
-    OW = (nx->shape.dim[3] + 2 * (int64_t)attr[3] - attr[5] * (nw->shape.dim[3] - 1) - 1) / attr[1] + 1;
-    if (nx->shape.dim[2] + 2 * (int64_t)attr[2] < attr[4] * (nw->shape.dim[2] - 1) + 1 ||
-        nx->shape.dim[3] + 2 * (int64_t)attr[3] < attr[5] * (nw->shape.dim[3] - 1) + 1)
+    if (nx->shape.dim[1] % at.groups || nw->shape.dim[0] % at.groups || nw->shape.dim[1] * at.groups != nx->shape.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, at.groups);
+    OH = (nx->shape.dim[2] + 2 * (int64_t)at.pad[0] - at.dilation[0] * (nw->shape.dim[2] - 1) - 1) / at.stride[0] + 1;
+    OW = (nx->shape.dim[3] + 2 * (int64_t)at.pad[1] - at.dilation[1] * (nw->shape.dim[3] - 1) - 1) / at.stride[1] + 1;
+    if (nx->shape.dim[2] + 2 * (int64_t)at.pad[0] < at.dilation[0] * (nw->shape.dim[2] - 1) + 1 ||
+        nx->shape.dim[3] + 2 * (int64_t)at.pad[1] < at.dilation[1] * (nw->shape.dim[3] - 1) + 1)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: the kernel w %s is larger than the padded input x %s", sw, sx);
     if (has_bias) {
         nn__node *nb = nn__n(g, bias);
@@ -12604,7 +12699,7 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     }
     t = has_bias ? nn__op3(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id, bias.id)
                  : nn__op2(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    if (t.id >= 0) g->nodes[t.id].a.conv = at;
     return t;
 }
 
@@ -12720,7 +12815,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     nn_tensor in[2], t;
     nn_conv2d_desc d;
     nn_shape xs, ws;
-    int attr[7], k;
+    nn__conv_attr at;
     int64_t OH, OW;
     char a[128], b[128];
     in[0] = x;
@@ -12731,27 +12826,26 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
     if (nn__no_bias_conflict(g, "nn_conv_transpose2d", d.no_bias, bias)) return nn__tensor(-1);
-    nn__conv2d_attrs(&d, attr);
+    nn__conv2d_attrs(&d, &at);
     xs = nn__n(g, x)->shape;
     ws = nn__n(g, w)->shape;
     nn__shape_str(&xs, a, sizeof a);
     nn__shape_str(&ws, b, sizeof b);
-    for (k = 0; k < 7; k++)
-        if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
+    if (!nn__conv_attr_ok(&at, 2))
             return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: stride, dilation and groups must be >= 1, padding >= 0");
-    if (xs.ndim != 4 || ws.ndim != 4 || xs.dim[1] != ws.dim[0] || ws.dim[0] % attr[6])
+    if (xs.ndim != 4 || ws.ndim != 4 || xs.dim[1] != ws.dim[0] || ws.dim[0] % at.groups)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s must be [N, Cin, H, W] and w %s [Cin, Cout/groups, KH, KW] (groups %d)",
-                           a, b, attr[6]);
-    if (output_pad_h < 0 || output_pad_w < 0 || (output_pad_h >= attr[0] && output_pad_h >= attr[4]) ||
-        (output_pad_w >= attr[1] && output_pad_w >= attr[5]))
+                           a, b, at.groups);
+    if (output_pad_h < 0 || output_pad_w < 0 || (output_pad_h >= at.stride[0] && output_pad_h >= at.dilation[0]) ||
+        (output_pad_w >= at.stride[1] && output_pad_w >= at.dilation[1]))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: output padding (%d, %d) must be below the stride or the dilation",
                            output_pad_h, output_pad_w);
-    OH = (xs.dim[2] - 1) * attr[0] - 2 * (int64_t)attr[2] + attr[4] * (ws.dim[2] - 1) + output_pad_h + 1;
-    OW = (xs.dim[3] - 1) * attr[1] - 2 * (int64_t)attr[3] + attr[5] * (ws.dim[3] - 1) + output_pad_w + 1;
+    OH = (xs.dim[2] - 1) * at.stride[0] - 2 * (int64_t)at.pad[0] + at.dilation[0] * (ws.dim[2] - 1) + output_pad_h + 1;
+    OW = (xs.dim[3] - 1) * at.stride[1] - 2 * (int64_t)at.pad[1] + at.dilation[1] * (ws.dim[3] - 1) + output_pad_w + 1;
     if (OH < 1 || OW < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with w %s gives an empty output", a, b);
     /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
-    t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * at.groups, OH, OW), w.id, x.id);
+    if (t.id >= 0) g->nodes[t.id].a.conv = at;
     return bias.id != 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
 }
 
@@ -12761,7 +12855,8 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__node *nx, *nw;
     nn_conv3d_desc d;
     int64_t O[3];
-    int attr[10], k, has_bias = nn__optional(g, "nn_conv3d", bias);
+    nn__conv_attr at;
+    int k, has_bias = nn__optional(g, "nn_conv3d", bias);
     char sx[128], sw[128];
     in[0] = x;
     in[1] = w;
@@ -12770,33 +12865,32 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
     if (nn__no_bias_conflict(g, "nn_conv3d", d.no_bias, bias)) return nn__tensor(-1);
-    /* node->i: stride d/h/w, pad d/h/w, dilation d/h/w, groups */
-    attr[0] = nn__defi(d.stride_d, 1);
-    attr[1] = nn__defi(d.stride_h, 1);
-    attr[2] = nn__defi(d.stride_w, 1);
-    attr[3] = nn__defi(d.pad_d, 0);
-    attr[4] = nn__defi(d.pad_h, 0);
-    attr[5] = nn__defi(d.pad_w, 0);
-    attr[6] = nn__defi(d.dilation_d, 1);
-    attr[7] = nn__defi(d.dilation_h, 1);
-    attr[8] = nn__defi(d.dilation_w, 1);
-    attr[9] = nn__defi(d.groups, 1);
+    memset(&at, 0, sizeof at); /* (d, h, w) */
+    at.stride[0] = nn__defi(d.stride_d, 1);
+    at.stride[1] = nn__defi(d.stride_h, 1);
+    at.stride[2] = nn__defi(d.stride_w, 1);
+    at.pad[0] = nn__defi(d.pad_d, 0);
+    at.pad[1] = nn__defi(d.pad_h, 0);
+    at.pad[2] = nn__defi(d.pad_w, 0);
+    at.dilation[0] = nn__defi(d.dilation_d, 1);
+    at.dilation[1] = nn__defi(d.dilation_h, 1);
+    at.dilation[2] = nn__defi(d.dilation_w, 1);
+    at.groups = nn__defi(d.groups, 1);
     nx = nn__n(g, x);
     nw = nn__n(g, w);
     nn__shape_str(&nx->shape, sx, sizeof sx);
     nn__shape_str(&nw->shape, sw, sizeof sw);
-    for (k = 0; k < 10; k++)
-        if (attr[k] < (k >= 3 && k < 6 ? 0 : 1))
+    if (!nn__conv_attr_ok(&at, 3))
             return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d: stride, dilation and groups must be >= 1 and padding >= 0");
     if (nx->shape.ndim != 5 || nw->shape.ndim != 5)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s must be [N, C, D, H, W] and w %s [K, C/groups, KD, KH, KW]", sx, sw);
-    if (nx->shape.dim[1] % attr[9] || nw->shape.dim[0] % attr[9] || nw->shape.dim[1] * attr[9] != nx->shape.dim[1])
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, attr[9]);
+    if (nx->shape.dim[1] % at.groups || nw->shape.dim[0] % at.groups || nw->shape.dim[1] * at.groups != nx->shape.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, at.groups);
     for (k = 0; k < 3; k++) {
-        int64_t span = (int64_t)attr[6 + k] * (nw->shape.dim[2 + k] - 1) + 1;
-        if (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] < span)
+        int64_t span = (int64_t)at.dilation[k] * (nw->shape.dim[2 + k] - 1) + 1;
+        if (nx->shape.dim[2 + k] + 2 * (int64_t)at.pad[k] < span)
             return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: the kernel w %s is larger than the padded input x %s", sw, sx);
-        O[k] = (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] - span) / attr[k] + 1;
+        O[k] = (nx->shape.dim[2 + k] + 2 * (int64_t)at.pad[k] - span) / at.stride[k] + 1;
     }
     if (has_bias) {
         nn__node *nb = nn__n(g, bias);
@@ -12810,7 +12904,7 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         nn_shape ys = nn_shape5(nx->shape.dim[0], nw->shape.dim[0], O[0], O[1], O[2]);
         t = has_bias ? nn__op3(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id, bias.id) : nn__op2(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id);
     }
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    if (t.id >= 0) g->nodes[t.id].a.conv = at;
     return t;
 }
 
@@ -12903,9 +12997,9 @@ static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d 
    im2col + GEMM; devices choose by nn__conv2d_dev_plan. */
 static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
     nn__conv2d c;
-    if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
-    else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, n->i);
-    else nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+    if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
+    else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
+    else nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
     if (g->ctx->backend->kind != NN_BACKEND_CPU) {
         nn__conv_plan p;
         nn__conv2d_dev_plan(g->ctx, n->op, &c, &p);
@@ -12921,9 +13015,9 @@ static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
 static void nn__plan_conv3d(nn_graph *g, nn__node *n) {
     nn__conv3d c3;
     if (g->ctx->backend->kind != NN_BACKEND_CPU) return;
-    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
-    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, n->i);
-    else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
+    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
+    else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
     n->scratch = nn__conv3d_scratch(&c3);
 }
 
@@ -12934,12 +13028,12 @@ static void nn__grad_conv2d(nn_graph *g, int id) {
     nn_tensor t;
     if (ga) {
         t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, a, t);
     }
     if (gb) {
         t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, b, t);
     }
     if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
@@ -12960,12 +13054,12 @@ static void nn__grad_conv2d_dx(nn_graph *g, int id) {
     /* as a transposed convolution: inputs (w, x) */
     if (gb) { /* d/dx: the forward convolution of gy */
         t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, b, t);
     }
     if (ga) { /* d/dw: conv2d's weight gradient with gy as the input and x as dy */
         t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[a].shape, gy.id, b);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, a, t);
     }
     return;
@@ -12976,12 +13070,12 @@ static void nn__grad_conv3d(nn_graph *g, int id) {
     nn_tensor t;
     if (ga) {
         t = nn__op2(g, NN__OP_CONV3D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, a, t);
     }
     if (gb) {
         t = nn__op2(g, NN__OP_CONV3D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, b, t);
     }
     if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
@@ -12998,18 +13092,18 @@ static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
     nn__conv2d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     if (n->op == NN__OP_CONV2D) {
-        nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+        nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
         if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (nn_conv_dw.c) */
             nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
         else
             nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
                                n->scratch_buf.host);
     } else if (n->op == NN__OP_CONV2D_DX) { /* inputs (w, dy), output dx */
-        nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
+        nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
         if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host);
         else nn__conv2d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
     } else { /* inputs (x, dy), output dw */
-        nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+        nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
         if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host);
         else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
     }
@@ -13047,14 +13141,14 @@ static nn_result nn__cpu_conv3d(nn_graph *g, nn__node *n) {
     nn__conv3d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     if (n->op == NN__OP_CONV3D) {
-        nn__conv3d_geom(&c, &x->shape, &w->shape, n->i);
+        nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
         nn__conv3d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
                            n->scratch_buf.host);
     } else if (n->op == NN__OP_CONV3D_DX) { /* inputs (w, dy), output dx */
-        nn__conv3d_geom(&c, &n->shape, &x->shape, n->i);
+        nn__conv3d_geom(&c, &n->shape, &x->shape, &n->a.conv);
         nn__conv3d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
     } else { /* inputs (x, dy), output dw */
-        nn__conv3d_geom(&c, &x->shape, &n->shape, n->i);
+        nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
         nn__conv3d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
     }
     return NN_OK;
@@ -13077,8 +13171,7 @@ static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
     const char *k_im2col = rowwise ? "conv2d_im2col_rows" : "conv2d_im2col";
     const char *k_pack = rowwise ? "conv2d_pack_rows" : "conv2d_pack";
     size_t n_im2col = rowwise ? (size_t)rows * (c->N * c->OH + 1) : 0, n_pack = rowwise ? (size_t)c->K * (c->N + 1) : 0;
-    memcpy(geo, n->i, 7 * sizeof(int));
-    geo[7] = 0;
+    nn__conv2d_geo(&n->a.conv, geo);
     nn__conv2d_dev_plan(ctx, n->op, c, &p);
     if (!rowwise) n_im2col = (size_t)rows * p.ld, n_pack = (size_t)c->K * p.ld;
     ld = p.ld;
@@ -13150,24 +13243,23 @@ static nn_result nn__dev_conv2d(nn_graph *g, int id) {
     nn__conv2d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     int geo[8];
-    memcpy(geo, n->i, 7 * sizeof(int));
-    geo[7] = 0;
+    nn__conv2d_geo(&n->a.conv, geo);
     if (n->algo == NN__CONV_GEMM) {
-        if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
-        else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
-        else nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+        if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+        else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
+        else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
         return nn__dev_conv2d_gemm(g, id, &c);
     }
     if (n->op == NN__OP_CONV2D) {
-        nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+        nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
         r = nn__launch_add(g, id, "conv", "conv2d_forward", (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmiiiiiiiii8i", &x->buf, &w->buf, n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one,
                             y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW, c.OH, c.OW, geo, n->n_in > 2);
         return r;
     }
-    if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
-    else nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+    if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
+    else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
     r = nn__launch_add(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiiiiiiiii8", &x->buf, &w->buf, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
@@ -13218,9 +13310,12 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     int geo[16]; /* ga = stride d/h/w, pad d/h/w, dilation d/h; gb = dilation w, groups */
     memset(geo, 0, sizeof geo);
-    memcpy(geo, n->i, 10 * sizeof(int));
+    memcpy(geo, n->a.conv.stride, 3 * sizeof(int));
+    memcpy(geo + 3, n->a.conv.pad, 3 * sizeof(int));
+    memcpy(geo + 6, n->a.conv.dilation, 3 * sizeof(int));
+    geo[9] = n->a.conv.groups;
     if (n->op == NN__OP_CONV3D) {
-        nn__conv3d_geom(&c, &x->shape, &w->shape, n->i);
+        nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
         r = nn__launch_add(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmiiiiiiiiiiii88i", &x->buf, &w->buf,
@@ -13228,8 +13323,8 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
                             c.OD, c.OH, c.OW, geo, geo + 8, n->n_in > 2);
         return r;
     }
-    if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, n->i);
-    else nn__conv3d_geom(&c, &x->shape, &n->shape, n->i);
+    if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, &n->a.conv);
+    else nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
     r = nn__launch_add(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
                    (size_t)N, &l);
     if (r == NN_OK)
@@ -13277,17 +13372,15 @@ static int nn__norm_check_vec(nn_graph *g, const char *fn, nn_tensor t, const ch
     return 0;
 }
 
-/* Sets a norm node's attributes: geometry attr[5] = A, C, S, G, per_channel, then the
-   flags i[5..7] and eps, momentum. i holds 8 ints (a node's first 8). */
-static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const int *i, const float *f) {
+/* Sets a norm node's attributes (nn__norm_attr). */
+static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const nn__norm_attr *at) {
     if (t.id < 0) return t;
-    memcpy(g->nodes[t.id].i, i, 8 * sizeof(int));
-    memcpy(g->nodes[t.id].f, f, sizeof g->nodes[t.id].f);
+    g->nodes[t.id].a.norm = *at;
     return t;
 }
 
 /* y = normalise(x) by stats [2, R] (computed from x unless const_stats) * gamma + beta. */
-static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor gamma, nn_tensor beta, int *i, float *f,
+static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor gamma, nn_tensor beta, nn__norm_attr *at,
                                 int const_stats) {
     int in[4], n_in = 0;
     if (stats < 0) return nn__tensor(-1);
@@ -13295,16 +13388,16 @@ static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor g
     in[n_in++] = stats;
     if (gamma.id > 0) in[n_in++] = gamma.id;
     if (beta.id > 0) in[n_in++] = beta.id;
-    i[5] = gamma.id > 0;
-    i[6] = beta.id > 0;
-    i[7] = const_stats;
-    return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), i, f);
+    at->has_gamma = gamma.id > 0;
+    at->has_beta = beta.id > 0;
+    at->const_stats = const_stats;
+    return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), at);
 }
 
 /* stats [2, R] of x: R groups (channels for batch norm) */
-static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const int *i, const float *f) {
-    int64_t R = i[4] ? i[1] : (int64_t)i[0] * i[3];
-    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), i, f).id;
+static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const nn__norm_attr *at) {
+    int64_t R = at->per_channel ? at->C : (int64_t)at->A * at->groups;
+    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), at).id;
 }
 
 /* Group norm, and instance norm (instance: groups = C, x with spatial dims); x [N, C, ...] */
@@ -13313,8 +13406,8 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     char sx[128];
     nn__node *nx;
     nn_shape c;
-    int i[8], k;
-    float f[4];
+    nn__norm_attr at;
+    int k;
     if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx))
         return nn__tensor(-1);
     nx = nn__n(g, x);
@@ -13327,15 +13420,14 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     c = nn_shape1(nx->shape.dim[1]);
     if (!nn__norm_check_vec(g, fn, gamma, "gamma", &c, sx) || !nn__norm_check_vec(g, fn, beta, "beta", &c, sx))
         return nn__tensor(-1);
-    memset(i, 0, sizeof i);
-    memset(f, 0, sizeof f);
-    i[0] = (int)nx->shape.dim[0];
-    i[1] = (int)nx->shape.dim[1];
-    i[2] = 1;
-    for (k = 2; k < nx->shape.ndim; k++) i[2] *= (int)nx->shape.dim[k];
-    i[3] = groups;
-    f[0] = eps;
-    return nn__norm_apply(g, x, nn__norm_stats_node(g, x, i, f), gamma, beta, i, f, 0);
+    memset(&at, 0, sizeof at);
+    at.A = (int)nx->shape.dim[0];
+    at.C = (int)nx->shape.dim[1];
+    at.S = 1;
+    for (k = 2; k < nx->shape.ndim; k++) at.S *= (int)nx->shape.dim[k];
+    at.groups = groups;
+    at.eps = eps;
+    return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
 }
 
 NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, int groups, nn_tensor gamma, nn_tensor beta, float eps) {
@@ -13351,8 +13443,8 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
     char sx[128];
     nn__node *nx;
     nn_shape tail;
-    int i[8], k;
-    float f[4];
+    nn__norm_attr at;
+    int k;
     if (!nn__norm_check_x(g, "nn_layer_norm", x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
     nx = nn__n(g, x);
     if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
@@ -13366,13 +13458,12 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
     if (!nn__norm_check_vec(g, "nn_layer_norm", gamma, "gamma", &tail, sx) ||
         !nn__norm_check_vec(g, "nn_layer_norm", beta, "beta", &tail, sx))
         return nn__tensor(-1);
-    memset(i, 0, sizeof i);
-    memset(f, 0, sizeof f);
-    i[1] = (int)nn__numel(&tail);
-    i[0] = (int)(nx->numel / i[1]);
-    i[2] = i[3] = 1;
-    f[0] = eps;
-    return nn__norm_apply(g, x, nn__norm_stats_node(g, x, i, f), gamma, beta, i, f, 0);
+    memset(&at, 0, sizeof at);
+    at.C = (int)nn__numel(&tail);
+    at.A = (int)(nx->numel / at.C);
+    at.S = at.groups = 1;
+    at.eps = eps;
+    return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
 }
 
 NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc) {
@@ -13380,8 +13471,8 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     char sx[128];
     nn__node *nx;
     nn_shape c;
-    int i[8], k, stats, in[3], running;
-    float f[4];
+    nn__norm_attr at;
+    int k, stats, in[3], running;
     if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx)) return nn__tensor(-1);
     nx = nn__n(g, x);
     memset(&d, 0, sizeof d);
@@ -13403,35 +13494,34 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
             !nn__norm_check_vec(g, "nn_batch_norm", d.running_var, "running_var", &c, sx))
             return nn__tensor(-1);
     }
-    memset(i, 0, sizeof i);
-    memset(f, 0, sizeof f);
-    i[0] = (int)nx->shape.dim[0];
-    i[1] = (int)nx->shape.dim[1];
-    i[2] = 1;
-    for (k = 2; k < nx->shape.ndim; k++) i[2] *= (int)nx->shape.dim[k];
-    i[3] = i[4] = 1;
-    f[0] = d.eps;
-    f[1] = d.momentum;
+    memset(&at, 0, sizeof at);
+    at.A = (int)nx->shape.dim[0];
+    at.C = (int)nx->shape.dim[1];
+    at.S = 1;
+    for (k = 2; k < nx->shape.ndim; k++) at.S *= (int)nx->shape.dim[k];
+    at.groups = at.per_channel = 1;
+    at.eps = d.eps;
+    at.momentum = d.momentum;
     in[0] = d.running_mean.id;
     in[1] = d.running_var.id;
     if (g->eval && running) { /* normalise with the running statistics */
-        stats = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_PACK, NN_F32, nn_shape2(2, i[1]), in, 2)), i, f).id;
-        return nn__norm_apply(g, x, stats, gamma, beta, i, f, 1);
+        stats = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_PACK, NN_F32, nn_shape2(2, at.C), in, 2)), &at).id;
+        return nn__norm_apply(g, x, stats, gamma, beta, &at, 1);
     }
-    if ((int64_t)i[0] * i[2] < 2) /* PyTorch refuses too: the variance of one value */
+    if ((int64_t)at.A * at.S < 2) /* PyTorch refuses too: the variance of one value */
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_batch_norm: x %s has 1 value per channel; batch statistics need more", sx);
-    stats = nn__norm_stats_node(g, x, i, f);
+    stats = nn__norm_stats_node(g, x, &at);
     if (stats >= 0 && !g->eval && running) { /* a root that updates the buffers in place */
         nn_shape none;
         int u;
         memset(&none, 0, sizeof none);
         in[2] = stats;
-        u = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_RUNNING, NN_F32, none, in, 3)), i, f).id;
+        u = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_RUNNING, NN_F32, none, in, 3)), &at).id;
         if (u < 0) return nn__tensor(-1);
         g->nodes[u].numel = 0;
         g->nodes[u].is_output = 1;
     }
-    return nn__norm_apply(g, x, stats, gamma, beta, i, f, 0);
+    return nn__norm_apply(g, x, stats, gamma, beta, &at, 0);
 }
 
 /* PyTorch's BatchNorm module: NAME.weight, NAME.bias and the running-statistics buffers. */
@@ -13476,17 +13566,17 @@ NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *nam
 static void nn__grad_norm_forward(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     { /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
-    int k = 2, gi = n.i[5] ? n.in[k++] : -1, bi = n.i[6] ? n.in[k++] : -1, din[4];
+    int k = 2, gi = n.a.norm.has_gamma ? n.in[k++] : -1, bi = n.a.norm.has_beta ? n.in[k++] : -1, din[4];
     din[0] = a;
     din[1] = b;
     din[2] = gy.id;
     din[3] = gi;
     if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
-                                                                             gi >= 0 ? 4 : 3)), n.i, n.f));
+                                                                             gi >= 0 ? 4 : 3)), &n.a.norm));
     if (gi >= 0 && g->nodes[gi].needs_grad)
-        nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), n.i, n.f));
+        nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), &n.a.norm));
     if (bi >= 0 && g->nodes[bi].needs_grad)
-        nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), n.i, n.f));
+        nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), &n.a.norm));
     return;
 }
 }
@@ -13498,16 +13588,16 @@ static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     { /* attributes: see src/nn_norm.c */
     nn__norm q;
-    nn__norm_geom(&q, n->i);
+    nn__norm_geom(&q, &n->a.norm);
     if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->threads, &q, y, NN__F(in[0]));
     else if (n->op == NN__OP_NORM_FORWARD) /* x, stats, [gamma], [beta] */
-        nn__norm_forward(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), n->i[5] ? NN__F(in[2]) : NULL,
-                         n->i[6] ? NN__F(in[2 + n->i[5]]) : NULL, n->f[0]);
+        nn__norm_forward(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), n->a.norm.has_gamma ? NN__F(in[2]) : NULL,
+                         n->a.norm.has_beta ? NN__F(in[2 + n->a.norm.has_gamma]) : NULL, n->a.norm.eps);
     else if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
-        nn__norm_backward_data(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[5] ? NN__F(in[3]) : NULL, n->i[7],
-                               n->f[0]);
-    else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->f[0]);
-    else nn__norm_backward_affine(g->ctx->threads, &q, y, NULL, NULL, NN__F(in[0]), n->f[0]);
+        nn__norm_backward_data(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.has_gamma ? NN__F(in[3]) : NULL, n->a.norm.const_stats,
+                               n->a.norm.eps);
+    else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.eps);
+    else nn__norm_backward_affine(g->ctx->threads, &q, y, NULL, NULL, NN__F(in[0]), n->a.norm.eps);
     return NN_OK;
 }
 }
@@ -13515,15 +13605,15 @@ static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     /* running mean, running var (updated in place), stats */
-    nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[1], (int64_t)n->i[0] * n->i[2], n->f[1]);
+    nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.C, (int64_t)n->a.norm.A * n->a.norm.S, n->a.norm.momentum);
     return NN_OK;
 }
 
 static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    memcpy(y, NN__F(in[0]), (size_t)n->i[1] * 4);
-    memcpy(y + n->i[1], NN__F(in[1]), (size_t)n->i[1] * 4);
+    memcpy(y, NN__F(in[0]), (size_t)n->a.norm.C * 4);
+    memcpy(y + n->a.norm.C, NN__F(in[1]), (size_t)n->a.norm.C * 4);
     return NN_OK;
 }
 
@@ -13537,11 +13627,12 @@ static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     { /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
-    const int *a = n->i;
+    const nn__norm_attr *a = &n->a.norm;
     r = nn__launch_add(g, id, "norm", "norm_forward", (size_t)N, &l);
     if (r == NN_OK)
-        r = nn__args(l, "mmmmmiiiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, a[5] ? &g->nodes[in[2]].buf : &g->one,
-                        a[6] ? &g->nodes[in[2 + a[5]]].buf : &g->one, y, a[0], a[1], a[2], a[3], a[4], a[5], a[6], (double)n->f[0]);
+        r = nn__args(l, "mmmmmiiiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, a->has_gamma ? &g->nodes[in[2]].buf : &g->one,
+                     a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one, y, a->A, a->C, a->S, a->groups,
+                     a->per_channel, a->has_gamma, a->has_beta, (double)a->eps);
     return r;
 }
 }
@@ -13555,7 +13646,7 @@ static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
     {
     /* one work-group per statistics group (stats, dx) or per channel (dgamma, dbeta), no
        larger than the power of two that covers the elements it reduces */
-    const int *a = n->i;
+    const nn__norm_attr *a = &n->a.norm;
     nn__norm q;
     int per_group = n->op == NN__OP_NORM_STATS || n->op == NN__OP_NORM_DX;
     size_t wg = nn__reduce_wg(g), groups, count;
@@ -13571,15 +13662,16 @@ static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
     l->lws[0] = wg;
     l->use_lws = 1;
     if (n->op == NN__OP_NORM_STATS)
-        return nn__args(l, "mmiiiiiL", &g->nodes[in[0]].buf, y, a[0], a[1], a[2], a[3], a[4], wg * 4);
+        return nn__args(l, "mmiiiiiL", &g->nodes[in[0]].buf, y, a->A, a->C, a->S, a->groups, a->per_channel, wg * 4);
     if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
         return nn__args(l, "mmmmmiiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf,
-                           a[5] ? &g->nodes[in[3]].buf : &g->one, y, a[0], a[1], a[2], a[3], a[4], a[5], a[7], (double)n->f[0], wg * 4);
+                        a->has_gamma ? &g->nodes[in[3]].buf : &g->one, y, a->A, a->C, a->S, a->groups, a->per_channel,
+                        a->has_gamma, a->const_stats, (double)a->eps, wg * 4);
     if (n->op == NN__OP_NORM_DGAMMA) /* x, stats, dy */
-        return nn__args(l, "mmmmiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, a[0], a[1], a[2],
-                           a[3], a[4], 1, (double)n->f[0], wg * 4);
-    return nn__args(l, "mmmmiiiiiifL", &g->one, &g->one, &g->nodes[in[0]].buf, y, a[0], a[1], a[2], a[3], a[4], 0,
-                       (double)n->f[0], wg * 4);
+        return nn__args(l, "mmmmiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, a->A, a->C, a->S,
+                           a->groups, a->per_channel, 1, (double)a->eps, wg * 4);
+    return nn__args(l, "mmmmiiiiiifL", &g->one, &g->one, &g->nodes[in[0]].buf, y, a->A, a->C, a->S, a->groups,
+                    a->per_channel, 0, (double)a->eps, wg * 4);
 }
 }
 
@@ -13589,10 +13681,10 @@ static nn_result nn__dev_bn_running(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     { /* running mean, running var (updated in place), stats */
-    int64_t cnt = (int64_t)n->i[0] * n->i[2];
-    r = nn__launch_add(g, id, "norm", "batch_norm_running", (size_t)n->i[1], &l);
+    int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
+    r = nn__launch_add(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
     if (r == NN_OK)
-        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->i[1], (double)n->f[1],
+        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->a.norm.C, (double)n->a.norm.momentum,
                         (double)cnt / (double)(cnt - 1));
     return r;
 }
@@ -13604,8 +13696,8 @@ static nn_result nn__dev_bn_pack(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "norm", "batch_norm_pack", (size_t)n->i[1], &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, n->i[1]);
+    r = nn__launch_add(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, n->a.norm.C);
     return r;
 }
 
@@ -13648,32 +13740,31 @@ static nn__node *nn__pool_input(nn_graph *g, const char *opname, nn_tensor x, in
     return nn__n(g, x);
 }
 
-/* A pooling node. attr (node->i): kh, kw, sh, sw, ph, pw, then dh, dw for max pooling or
-   exclude_pad, adaptive for average pooling (which has no dilation). 1-D pooling is 2-D
-   pooling with H = 1 on the [N, C, L] tensor itself: kh = sh = 1, ph = 0. */
-static nn_tensor nn__pooling_node(nn_graph *g, const char *opname, int op, nn_tensor x, int dims, const int *attr, int ceil_mode) {
+/* A pooling node with attributes at (nn__pool_attr: average pooling has dilation 1). 1-D
+   pooling is 2-D pooling with H = 1 on the [N, C, L] tensor itself: kh = sh = 1, ph = 0. */
+static nn_tensor nn__pooling_node(nn_graph *g, const char *opname, int op, nn_tensor x, int dims, const nn__pool_attr *at, int ceil_mode) {
     char sx[128], k[32], s[32], p[32], d[32];
     nn__node *nx = nn__pool_input(g, opname, x, dims);
-    int is_max = op == NN__OP_MAXPOOL2D, dh = is_max ? attr[6] : 1, dw = is_max ? attr[7] : 1;
+    int is_max = op == NN__OP_MAXPOOL2D, dh = at->dilation[0], dw = at->dilation[1];
     int64_t H, W, OH, OW;
     nn_shape out;
     nn_tensor t;
     if (!nx) return nn__tensor(-1);
     nn__shape_str(&nx->shape, sx, sizeof sx);
-    nn__pool_pair(k, sizeof k, dims, attr[0], attr[1]);
-    nn__pool_pair(s, sizeof s, dims, attr[2], attr[3]);
-    nn__pool_pair(p, sizeof p, dims, attr[4], attr[5]);
+    nn__pool_pair(k, sizeof k, dims, at->kernel[0], at->kernel[1]);
+    nn__pool_pair(s, sizeof s, dims, at->stride[0], at->stride[1]);
+    nn__pool_pair(p, sizeof p, dims, at->pad[0], at->pad[1]);
     nn__pool_pair(d, sizeof d, dims, dh, dw);
-    if (attr[0] < 1 || attr[1] < 1 || attr[2] < 1 || attr[3] < 1 || attr[4] < 0 || attr[5] < 0 || dh < 1 || dw < 1)
+    if (at->kernel[0] < 1 || at->kernel[1] < 1 || at->stride[0] < 1 || at->stride[1] < 1 || at->pad[0] < 0 || at->pad[1] < 0 || dh < 1 || dw < 1)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: kernel %s, stride %s%s%s must be >= 1 and padding %s >= 0",
                            opname, k, s, is_max ? " and dilation " : "", is_max ? d : "", p);
-    if (attr[4] > attr[0] / 2 || attr[5] > attr[1] / 2)
+    if (at->pad[0] > at->kernel[0] / 2 || at->pad[1] > at->kernel[1] / 2)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: padding %s is more than half the kernel %s (x %s)", opname,
                            p, k, sx);
     H = dims == 2 ? nx->shape.dim[2] : 1;
     W = nx->shape.dim[dims + 1];
-    OH = nn__pool_out(H, attr[0], attr[2], attr[4], dh, ceil_mode);
-    OW = nn__pool_out(W, attr[1], attr[3], attr[5], dw, ceil_mode);
+    OH = nn__pool_out(H, at->kernel[0], at->stride[0], at->pad[0], dh, ceil_mode);
+    OW = nn__pool_out(W, at->kernel[1], at->stride[1], at->pad[1], dw, ceil_mode);
     if (OH < 1 || OW < 1)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: the window (kernel %s%s%s) is larger than the padded input x %s (padding %s)",
                            opname, k, is_max ? ", dilation " : "", is_max ? d : "", sx, p);
@@ -13683,49 +13774,47 @@ static nn_tensor nn__pooling_node(nn_graph *g, const char *opname, int op, nn_te
     if (nn__numel(&out) > INT32_MAX)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: the output of x %s has more than 2^31 elements", opname, sx);
     t = nn__op1(g, op, NN_F32, out, x.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, 8 * sizeof(int));
+    if (t.id >= 0) g->nodes[t.id].a.pool = *at;
     return t;
 }
 
 static nn_tensor nn__pooling2d(nn_graph *g, const char *opname, int op, nn_tensor x, const nn_pool2d_desc *d) {
-    int attr[8];
+    nn__pool_attr at;
     if (!nn__check(g, opname, 1, &x)) return nn__tensor(-1);
     if (!d) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a desc with the kernel size", opname);
-    attr[0] = d->kernel_h;
-    attr[1] = d->kernel_w;
-    attr[2] = nn__defi(d->stride_h, d->kernel_h);
-    attr[3] = nn__defi(d->stride_w, d->kernel_w);
-    attr[4] = nn__defi(d->pad_h, 0);
-    attr[5] = nn__defi(d->pad_w, 0);
-    if (op == NN__OP_MAXPOOL2D) {
-        attr[6] = nn__defi(d->dilation_h, 1);
-        attr[7] = nn__defi(d->dilation_w, 1);
-    } else {
-        if (nn__defi(d->dilation_h, 1) != 1 || nn__defi(d->dilation_w, 1) != 1)
+    memset(&at, 0, sizeof at);
+    at.kernel[0] = d->kernel_h;
+    at.kernel[1] = d->kernel_w;
+    at.stride[0] = nn__defi(d->stride_h, d->kernel_h);
+    at.stride[1] = nn__defi(d->stride_w, d->kernel_w);
+    at.pad[0] = nn__defi(d->pad_h, 0);
+    at.pad[1] = nn__defi(d->pad_w, 0);
+    at.dilation[0] = nn__defi(d->dilation_h, 1);
+    at.dilation[1] = nn__defi(d->dilation_w, 1);
+    if (op != NN__OP_MAXPOOL2D) {
+        if (at.dilation[0] != 1 || at.dilation[1] != 1)
             return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dilation %dx%d: average pooling has no dilation", opname,
-                               nn__defi(d->dilation_h, 1), nn__defi(d->dilation_w, 1));
-        attr[6] = d->exclude_pad != 0;
-        attr[7] = 0;
+                               at.dilation[0], at.dilation[1]);
+        at.exclude_pad = d->exclude_pad != 0;
     }
-    return nn__pooling_node(g, opname, op, x, 2, attr, d->ceil_mode != 0);
+    return nn__pooling_node(g, opname, op, x, 2, &at, d->ceil_mode != 0);
 }
 
 static nn_tensor nn__pooling1d(nn_graph *g, const char *opname, int op, nn_tensor x, const nn_pool1d_desc *d) {
-    int attr[8];
+    nn__pool_attr at;
     if (!nn__check(g, opname, 1, &x)) return nn__tensor(-1);
     if (!d) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a desc with the kernel size", opname);
     if (op != NN__OP_MAXPOOL2D && nn__defi(d->dilation, 1) != 1)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dilation %d: average pooling has no dilation", opname,
                            nn__defi(d->dilation, 1));
-    attr[0] = 1;
-    attr[1] = d->kernel;
-    attr[2] = 1;
-    attr[3] = nn__defi(d->stride, d->kernel);
-    attr[4] = 0;
-    attr[5] = nn__defi(d->pad, 0);
-    attr[6] = op == NN__OP_MAXPOOL2D ? 1 : d->exclude_pad != 0;
-    attr[7] = op == NN__OP_MAXPOOL2D ? nn__defi(d->dilation, 1) : 0;
-    return nn__pooling_node(g, opname, op, x, 1, attr, d->ceil_mode != 0);
+    memset(&at, 0, sizeof at);
+    at.kernel[0] = at.stride[0] = at.dilation[0] = 1;
+    at.kernel[1] = d->kernel;
+    at.stride[1] = nn__defi(d->stride, d->kernel);
+    at.pad[1] = nn__defi(d->pad, 0);
+    at.dilation[1] = op == NN__OP_MAXPOOL2D ? nn__defi(d->dilation, 1) : 1;
+    at.exclude_pad = op != NN__OP_MAXPOOL2D && d->exclude_pad != 0;
+    return nn__pooling_node(g, opname, op, x, 1, &at, d->ceil_mode != 0);
 }
 
 NN_API nn_tensor nn_max_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
@@ -13744,21 +13833,20 @@ NN_API nn_tensor nn_avg_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *d
 /* One window over the whole plane. */
 static nn_tensor nn__global_pool(nn_graph *g, const char *opname, int op, nn_tensor x) {
     nn__node *nx = nn__pool_input(g, opname, x, 2);
-    int attr[8];
+    nn__pool_attr at;
     if (!nx) return nn__tensor(-1);
-    attr[0] = attr[2] = (int)nx->shape.dim[2];
-    attr[1] = attr[3] = (int)nx->shape.dim[3];
-    attr[4] = attr[5] = 0;
-    attr[6] = op == NN__OP_MAXPOOL2D; /* dilation 1, or exclude_pad 0 */
-    attr[7] = op == NN__OP_MAXPOOL2D;
-    return nn__pooling_node(g, opname, op, x, 2, attr, 0);
+    memset(&at, 0, sizeof at);
+    at.kernel[0] = at.stride[0] = (int)nx->shape.dim[2];
+    at.kernel[1] = at.stride[1] = (int)nx->shape.dim[3];
+    at.dilation[0] = at.dilation[1] = 1;
+    return nn__pooling_node(g, opname, op, x, 2, &at, 0);
 }
 NN_API nn_tensor nn_global_avg_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_avg_pool2d", NN__OP_AVGPOOL2D, x); }
 NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_max_pool2d", NN__OP_MAXPOOL2D, x); }
 
 NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow) {
     nn__node *nx = nn__pool_input(g, "nn_adaptive_avg_pool2d", x, 2);
-    static const int attr[8] = {1, 1, 1, 1, 0, 0, 0, 1}; /* adaptive: the bins replace kernel and stride */
+    nn__pool_attr at;
     nn_shape out;
     nn_tensor t;
     if (!nx) return nn__tensor(-1);
@@ -13769,8 +13857,11 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_adaptive_avg_pool2d: output %lldx%lld for x %s must be >= 1x1 and below 2^31 elements",
                            (long long)oh, (long long)ow, sx);
     }
+    memset(&at, 0, sizeof at); /* adaptive: the bins replace kernel and stride */
+    at.kernel[0] = at.kernel[1] = at.stride[0] = at.stride[1] = at.dilation[0] = at.dilation[1] = 1;
+    at.adaptive = 1;
     t = nn__op1(g, NN__OP_AVGPOOL2D, NN_F32, out, x.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    if (t.id >= 0) g->nodes[t.id].a.pool = at;
     return t;
 }
 
@@ -13790,9 +13881,9 @@ static const char *nn__pool_kernel(int op) {
 static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p) {
     int is_max = n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD;
     if (n->op == NN__OP_MAXPOOL2D_GRAD || n->op == NN__OP_AVGPOOL2D_GRAD)
-        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, n->i);
+        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, &n->a.pool);
     else
-        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, &n->a.pool);
 }
 
 /* ---- autograd rules ---- */
@@ -13804,9 +13895,9 @@ static void nn__grad_maxpool2d(nn_graph *g, int id) {
                           pass recomputes so inference graphs keep no indices */
     t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
     if (t.id < 0) return;
-    memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+    g->nodes[t.id].a = n.a;
     t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
@@ -13815,7 +13906,7 @@ static void nn__grad_avgpool2d(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     t = nn__op1(g, NN__OP_AVGPOOL2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
@@ -13852,7 +13943,12 @@ static nn_result nn__dev_pool2d(nn_graph *g, int id) {
     nn__pooling p;
     int geo[8];
     nn__pooling_of(g, n, &p);
-    memcpy(geo, n->i, 6 * sizeof(int));
+    geo[0] = p.kh; /* kernel, stride, pad, dilation (h, w) */
+    geo[1] = p.kw;
+    geo[2] = p.sh;
+    geo[3] = p.sw;
+    geo[4] = p.ph;
+    geo[5] = p.pw;
     geo[6] = p.dh;
     geo[7] = p.dw;
     if (ctx->dev.cpu_tuned && (n->op == NN__OP_MAXPOOL2D || n->op == NN__OP_MAXPOOL2D_ARGMAX ||
@@ -13905,7 +14001,7 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
         a = nn__op1(g, NN__OP_GRAD_ACC, NN_F32, g->nodes[i].shape, g->nodes[i].grad).id;
         if (a < 0) return g->status;
-        g->nodes[a].f[0] = 1.0f / (float)k;
+        g->nodes[a].a.optim.inv_steps = 1.0f / (float)k;
         g->nodes[a].is_output = 1; /* persistent across the cycle, and what nn_grad reads */
         g->nodes[i].grad = a;
     }
@@ -13917,8 +14013,7 @@ static nn_result nn__add_optimizer(nn_graph *g) {
                           : nn__op2(g, NN__OP_GRAD_SUMSQ, NN_F32, nn_shape1(1), g->nodes[i].grad, acc).id;
         }
         if (acc >= 0) {
-            scale = nn__op1(g, NN__OP_CLIP_SCALE, NN_F32, nn_shape1(1), acc).id;
-            if (scale >= 0) g->nodes[scale].f[0] = g->opt.clip_norm;
+            scale = nn__clip_scale_op(g, acc, g->opt.clip_norm).id;
         }
     }
     for (i = 0; i < n0; i++) {
@@ -13934,8 +14029,8 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         u->numel = 0;
         u->is_output = 1; /* a root: it has an effect */
         u->n_aux = nn__opt_n_aux(&g->opt);
-        u->i[0] = g->opt.kind;
-        nn__param_mults(g, &g->nodes[i], &u->f[0], &u->f[1]);
+        u->a.optim.kind = g->opt.kind;
+        nn__param_mults(g, &g->nodes[i], &u->a.optim.lr_mult, &u->a.optim.wd_mult);
         if (g->opt.kind == NN_OPT_LAMB) u->scratch = g->nodes[i].numel + 2; /* u, then two sums of squares */
         if (g->opt.kind == NN_OPT_LARS) u->scratch = 2;
     }
@@ -13959,8 +14054,8 @@ static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
     {
     nn__node *p = &g->nodes[in[0]];
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f;
-    nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->f[0],
-                   g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->f[1], g->opt.nesterov, g->clock.t == 1,
+    nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->a.optim.lr_mult,
+                   g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->a.optim.wd_mult, g->opt.nesterov, g->clock.t == 1,
                    clip, nn__opt_cv(g));
     return NN_OK;
 }
@@ -13973,7 +14068,7 @@ static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f, bc1, bc2;
     nn__adam_bc(g, &bc1, &bc2);
     nn__adam_update(g->ctx->threads, p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel,
-                    g->lr * n->f[0], g->opt.beta1, g->opt.beta2, g->opt.eps, g->opt.weight_decay * n->f[1],
+                    g->lr * n->a.optim.lr_mult, g->opt.beta1, g->opt.beta2, g->opt.eps, g->opt.weight_decay * n->a.optim.wd_mult,
                     g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip, nn__opt_cv(g));
     return NN_OK;
 }
@@ -13988,19 +14083,19 @@ static nn_result nn__cpu_grad_acc(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__grad_acc_cpu(y, NN__F(in[0]), N, n->f[0], (g->step - 1) % (uint64_t)g->accum_steps == 0); return NN_OK;
+    nn__grad_acc_cpu(y, NN__F(in[0]), N, n->a.optim.inv_steps, (g->step - 1) % (uint64_t)g->accum_steps == 0); return NN_OK;
 
 }
 
 static void nn__update_sgd(nn_graph *g, nn__launch *l) {
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].f[0]);
+    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
     nn__arg_i(l, 1, g->clock.t == 1);
 }
 
 static void nn__update_adam(nn_graph *g, nn__launch *l) {
     float bc1, bc2;
     nn__adam_bc(g, &bc1, &bc2);
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].f[0]);
+    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
     nn__arg_f(l, 1, bc1);
     nn__arg_f(l, 2, bc2);
 }
@@ -14008,11 +14103,11 @@ static void nn__update_adam(nn_graph *g, nn__launch *l) {
 /* opt_step: the rate (with the parameter's multiplier) and this update's constants c0..c3 */
 static void nn__update_opt(nn_graph *g, nn__launch *l) {
     int k;
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].f[0]);
+    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
     for (k = 0; k < 4; k++) nn__arg_f(l, 1 + k, g->clock.c[k]);
 }
 
-static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) { nn__arg_f(l, 0, g->lr * g->nodes[l->node].f[0]); }
+static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) { nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult); }
 
 static void nn__update_grad_acc(nn_graph *g, nn__launch *l) { nn__arg_i(l, 0, (g->step - 1) % (uint64_t)g->accum_steps == 0); }
 
@@ -14022,7 +14117,7 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
     const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
     const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
-    int np = (int)p->numel, k, lamb = n->i[0] == NN_OPT_LAMB;
+    int np = (int)p->numel, k, lamb = n->a.optim.kind == NN_OPT_LAMB;
     size_t wg = nn__reduce_wg(g);
     float h[5], cv = nn__opt_cv(g);
     nn__launch *l = NULL;
@@ -14030,7 +14125,7 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
     for (k = 0; k < 3; k++) s[k] = k < n->n_aux ? &n->aux[k] : &g->one; /* &g->one: never written */
     if (lamb) s[2] = &n->scratch_buf;
     nn__opt_hparams(&g->opt, h);
-    if (n->i[0] == NN_OPT_LARS) {
+    if (n->a.optim.kind == NN_OPT_LARS) {
         r = nn__launch_add(g, id, "optim", "opt_norms", wg, &l);
         if (r != NN_OK) return r;
         l->gws[0] = l->lws[0] = wg;
@@ -14041,8 +14136,8 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
     r = nn__launch_add(g, id, "optim", "opt_step", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_opt;
-    r = nn__args(l, "mmmmmmmii@ffffffff@f@f@f@f", &p->buf, grad, clip, s[0], s[1], s[2], norms, np, n->i[0],
-                    (double)g->lr, (double)(g->opt.weight_decay * n->f[1]), (double)cv, (double)h[0], (double)h[1],
+    r = nn__args(l, "mmmmmmmii@ffffffff@f@f@f@f", &p->buf, grad, clip, s[0], s[1], s[2], norms, np, n->a.optim.kind,
+                    (double)g->lr, (double)(g->opt.weight_decay * n->a.optim.wd_mult), (double)cv, (double)h[0], (double)h[1],
                     (double)h[2], (double)h[3], (double)h[4], 0.0, 0.0, 0.0, 0.0);
     if (r != NN_OK || !lamb) return r;
     r = nn__launch_add(g, id, "optim", "opt_norms", wg, &l);
@@ -14072,7 +14167,7 @@ static nn_result nn__dev_opt_sgd(nn_graph *g, int id) {
     l->update = nn__update_sgd;
     return nn__args(l, "mmmmi@ffffi@if", &p->buf, &g->nodes[in[1]].buf, n->n_aux ? &n->aux[0] : &g->one,
                        n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.momentum,
-                       (double)g->opt.dampening, (double)(g->opt.weight_decay * n->f[1]), g->opt.nesterov, 1,
+                       (double)g->opt.dampening, (double)(g->opt.weight_decay * n->a.optim.wd_mult), g->opt.nesterov, 1,
                        (double)nn__opt_cv(g));
 }
 }
@@ -14090,7 +14185,7 @@ static nn_result nn__dev_opt_adam(nn_graph *g, int id) {
     l->update = nn__update_adam;
     return nn__args(l, "mmmmmi@fffffi@f@ff", &p->buf, &g->nodes[in[1]].buf, &n->aux[0], &n->aux[1],
                        n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.beta1,
-                       (double)g->opt.beta2, (double)g->opt.eps, (double)(g->opt.weight_decay * n->f[1]),
+                       (double)g->opt.beta2, (double)g->opt.eps, (double)(g->opt.weight_decay * n->a.optim.wd_mult),
                        g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0, (double)nn__opt_cv(g));
 }
 }
@@ -14106,7 +14201,7 @@ static nn_result nn__dev_grad_acc(nn_graph *g, int id) {
     r = nn__launch_add(g, id, "optim", "grad_acc", (size_t)N, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_grad_acc;
-    return nn__args(l, "mmif@i", y, &g->nodes[in[0]].buf, N, (double)n->f[0], 1);
+    return nn__args(l, "mmif@i", y, &g->nodes[in[0]].buf, N, (double)n->a.optim.inv_steps, 1);
 }
 
 /* ======================================================================

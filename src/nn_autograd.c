@@ -32,7 +32,7 @@ static void nn__autograd(nn_graph *g, int loss, int n_user) {
     {
         int seed = nn__new_node(g, NN__OP_FILL, NN_F32, nn_shape1(1), NULL, 0);
         if (seed < 0) return;
-        g->nodes[seed].f[0] = 1.0f;
+        g->nodes[seed].a.ew.s = 1.0f;
         g->nodes[loss].grad = seed;
     }
     for (i = loss; i >= 0 && g->status == NN_OK; i--) {

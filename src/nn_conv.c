@@ -10,7 +10,7 @@ typedef struct nn__conv2d {
 } nn__conv2d;
 
 /* Geometry from a node whose inputs are x and w (or whose output is dx / dw). */
-static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w, const int *attr) {
+static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w, const nn__conv_attr *a) {
     c->N = (int)x->dim[0];
     c->C = (int)x->dim[1];
     c->H = (int)x->dim[2];
@@ -18,13 +18,13 @@ static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w,
     c->K = (int)w->dim[0];
     c->KH = (int)w->dim[2];
     c->KW = (int)w->dim[3];
-    c->sh = attr[0];
-    c->sw = attr[1];
-    c->ph = attr[2];
-    c->pw = attr[3];
-    c->dh = attr[4];
-    c->dw = attr[5];
-    c->G = attr[6];
+    c->sh = a->stride[0];
+    c->sw = a->stride[1];
+    c->ph = a->pad[0];
+    c->pw = a->pad[1];
+    c->dh = a->dilation[0];
+    c->dw = a->dilation[1];
+    c->G = a->groups;
     c->OH = (c->H + 2 * c->ph - c->dh * (c->KH - 1) - 1) / c->sh + 1;
     c->OW = (c->W + 2 * c->pw - c->dw * (c->KW - 1) - 1) / c->sw + 1;
 }

@@ -11,7 +11,7 @@ typedef struct nn__conv3d {
 
 /* Geometry from x's and w's shapes and a node's attributes (stride d/h/w, pad d/h/w,
    dilation d/h/w, groups). */
-static void nn__conv3d_geom(nn__conv3d *c, const nn_shape *x, const nn_shape *w, const int *attr) {
+static void nn__conv3d_geom(nn__conv3d *c, const nn_shape *x, const nn_shape *w, const nn__conv_attr *a) {
     int k;
     c->N = (int)x->dim[0];
     c->C = (int)x->dim[1];
@@ -23,11 +23,11 @@ static void nn__conv3d_geom(nn__conv3d *c, const nn_shape *x, const nn_shape *w,
     c->KH = (int)w->dim[3];
     c->KW = (int)w->dim[4];
     for (k = 0; k < 3; k++) {
-        c->s[k] = attr[k];
-        c->p[k] = attr[3 + k];
-        c->d[k] = attr[6 + k];
+        c->s[k] = a->stride[k];
+        c->p[k] = a->pad[k];
+        c->d[k] = a->dilation[k];
     }
-    c->G = attr[9];
+    c->G = a->groups;
     c->OD = (c->D + 2 * c->p[0] - c->d[0] * (c->KD - 1) - 1) / c->s[0] + 1;
     c->OH = (c->H + 2 * c->p[1] - c->d[1] * (c->KH - 1) - 1) / c->s[1] + 1;
     c->OW = (c->W + 2 * c->p[2] - c->d[2] * (c->KW - 1) - 1) / c->s[2] + 1;

@@ -52,6 +52,90 @@ typedef struct nn__buf {
     int owned;            /* host memory this buffer must free */
 } nn__buf;
 
+/* Typed attributes: one struct per op family, each read and written only by its family's
+   file (src/ops/FAMILY.c) and the CPU loops it calls. A node holds them in a union; the
+   ops of a family and their gradient ops share the family's struct, so a gradient op
+   copies its forward node's `a` whole. */
+typedef struct nn__ew_attr { /* src/ops/elementwise.c */
+    int fn;              /* UNARY, UNARY_GRAD: the activation (NN__U_*, kernels/activation.h) */
+    float param[2];      /*   its parameters */
+    float s;             /* SCALE: the factor; FILL: the value */
+    float p;             /* DROPOUT: the probability of a zero */
+    int key;             /*   the mask's key (the forward node's id), shared by its backward op */
+    int C, S, N;         /* PRELU*: the weight's size, elements per channel and sample, samples */
+} nn__ew_attr;
+
+typedef struct nn__matmul_attr { /* src/ops/matmul.c */
+    int trans_a, trans_b; /* the operands are transposed */
+} nn__matmul_attr;
+
+typedef struct nn__reduce_attr { /* src/ops/reduce.c */
+    float scale;         /* SUM_ALL, EXPAND_SCALAR: the factor (1, or 1/n for a mean) */
+    float max_norm;      /* CLIP_SCALE: the gradient norm clipped to */
+} nn__reduce_attr;
+
+typedef struct nn__loss_attr { /* src/ops/loss.c */
+    int kind;            /* LOSS_EW*: NN__L_*; LOSS_ROWS*: NN__R_* */
+    int has_pos_weight;  /* LOSS_EW*: a pos_weight operand (the last before dy) */
+    int log_target;      /* LOSS_EW* (KL divergence): the target is log-probabilities */
+    float a, b;          /* LOSS_EW*: delta, tau, margin or alpha; gamma (focal) */
+    int ignore_index;    /* CE_ROWS*, CE_WEIGHTS: the label that counts for nothing */
+    int log_input;       /* CE_ROWS*: x holds log-probabilities (NLL), not logits */
+    float smoothing;     /* CE_ROWS*: label smoothing */
+    int classes;         /* CE_WEIGHTS: C */
+    int wrt;             /* LOSS_ROWS_GRAD: the input differentiated */
+    float margin;        /* LOSS_ROWS*: margin (cosine, triplet) or smooth (dice) */
+} nn__loss_attr;
+
+typedef struct nn__shape_attr { /* src/ops/shape.c */
+    int perm[NN_MAX_DIMS]; /* PERMUTE: output dim d is input dim perm[d] */
+    int axis;            /* CONCAT2, SLICE*: the axis */
+    int start;           /* SLICE*: the first index taken */
+    int top, left;       /* PAD2D*: padding before H and W */
+    int reflect;         /* PAD2D*: reflection padding, not zeros */
+    int scale_h, scale_w; /* UPSAMPLE2D*: the factors */
+    int bilinear;        /* UPSAMPLE2D*: bilinear (align_corners = False), not nearest */
+} nn__shape_attr;
+
+typedef struct nn__conv_attr { /* src/ops/conv.c: per spatial dim, (h, w) or (d, h, w) */
+    int stride[3], pad[3], dilation[3];
+    int groups;
+} nn__conv_attr;
+
+typedef struct nn__pool_attr { /* src/ops/pool.c: (h, w); 1-D pooling has h = 1 */
+    int kernel[2], stride[2], pad[2];
+    int dilation[2];     /* max pooling */
+    int exclude_pad;     /* average pooling: count_include_pad = False */
+    int adaptive;        /* average pooling: PyTorch's adaptive bins, not kernel and stride */
+} nn__pool_attr;
+
+typedef struct nn__norm_attr { /* src/ops/norm.c: x [A, C, S...] */
+    int A, C, S;         /* leading elements, channels, elements per channel */
+    int groups;          /* statistics groups per leading element (group norm) */
+    int per_channel;     /* statistics per channel over A and S (batch norm) */
+    int has_gamma, has_beta;
+    int const_stats;     /* NORM_FORWARD, NORM_DX: the statistics are not x's (running stats) */
+    float eps, momentum;
+} nn__norm_attr;
+
+typedef struct nn__optim_attr { /* src/ops/optim.c */
+    int kind;            /* OPT_*: the nn_optimizer_kind */
+    float lr_mult, wd_mult; /* OPT_*: the parameter's multipliers of lr and weight decay */
+    float inv_steps;     /* GRAD_ACC: 1 / the accumulation steps */
+} nn__optim_attr;
+
+typedef union nn__attr {
+    nn__ew_attr ew;
+    nn__matmul_attr matmul;
+    nn__reduce_attr reduce;
+    nn__loss_attr loss;
+    nn__shape_attr shape;
+    nn__conv_attr conv;
+    nn__pool_attr pool;
+    nn__norm_attr norm;
+    nn__optim_attr optim;
+} nn__attr;
+
 typedef struct nn__node {
     int op;
     nn_dtype dtype;
@@ -59,8 +143,7 @@ typedef struct nn__node {
     int64_t numel;
     int in[NN__MAX_IN];
     int n_in;
-    float f[4];          /* op attributes */
-    int i[12];           /* (conv3d: stride d/h/w, pad d/h/w, dilation d/h/w, groups) */
+    nn__attr a;          /* the op's attributes, typed by its family */
     char *name;          /* inputs and params; NULL otherwise */
     int param;           /* PARAM: index in the parameter store */
     int needs_grad;      /* d(loss)/d(this) is wanted */

@@ -15,12 +15,12 @@ typedef struct nn__norm {
     int per_channel;
 } nn__norm;
 
-static void nn__norm_geom(nn__norm *q, const int *attr) {
-    q->A = attr[0];
-    q->C = attr[1];
-    q->S = attr[2];
-    q->G = attr[3];
-    q->per_channel = attr[4];
+static void nn__norm_geom(nn__norm *q, const nn__norm_attr *a) {
+    q->A = a->A;
+    q->C = a->C;
+    q->S = a->S;
+    q->G = a->groups;
+    q->per_channel = a->per_channel;
 }
 
 /* R: the number of statistics groups; n: the elements in each */

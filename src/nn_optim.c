@@ -2,8 +2,8 @@
    rate schedules, parameter groups, the per-update constants the host computes, and the CPU
    bodies of the OPT_STEP and GRAD_ACC ops. kernels/optim.cl has the twin of every rule.
 
-   One OPT_STEP node updates one parameter; its i[0] is the nn_optimizer_kind, f[0] and f[1]
-   the parameter's lr and weight-decay multipliers. A rule sees:
+   One OPT_STEP node updates one parameter; its attributes (nn__optim_attr) are the
+   nn_optimizer_kind and the parameter's lr and weight-decay multipliers. A rule sees:
      h[5]  hyperparameters fixed at compile time (nn__opt_hparams, a table per kind)
      c[4]  constants of the running update (bias corrections, ...), g->clock.c
      aux   up to three state tensors of the parameter's size (nn__opt_n_aux)
@@ -448,9 +448,9 @@ static float nn__opt_cv(const nn_graph *g) { return g->opt.clip_value > 0.0f ? g
 
 static void nn__opt_args(const nn_graph *g, const nn__node *n, nn__optk *k) {
     memset(k, 0, sizeof *k);
-    k->kind = n->i[0];
-    k->lr = g->lr * n->f[0];
-    k->wd = g->opt.weight_decay * n->f[1];
+    k->kind = n->a.optim.kind;
+    k->lr = g->lr * n->a.optim.lr_mult;
+    k->wd = g->opt.weight_decay * n->a.optim.wd_mult;
     k->cv = nn__opt_cv(g);
     nn__opt_hparams(&g->opt, k->h);
     memcpy(k->c, g->clock.c, sizeof k->c);

@@ -12,24 +12,24 @@ typedef struct nn__pooling {
 } nn__pooling;
 
 /* Geometry from x and y (4-D, or 3-D [N, C, L] for 1-D pooling) and a pooling node's
-   attributes: kh, kw, sh, sw, ph, pw, then dh, dw (max) or exclude_pad, adaptive (average). */
-static void nn__pooling_geom(nn__pooling *p, int is_max, const nn_shape *x, const nn_shape *y, const int *attr) {
+   attributes. */
+static void nn__pooling_geom(nn__pooling *p, int is_max, const nn_shape *x, const nn_shape *y, const nn__pool_attr *a) {
     int d = x->ndim;
     p->NC = (int)(x->dim[0] * x->dim[1]);
     p->H = d == 4 ? (int)x->dim[2] : 1;
     p->W = (int)x->dim[d - 1];
     p->OH = d == 4 ? (int)y->dim[2] : 1;
     p->OW = (int)y->dim[d - 1];
-    p->kh = attr[0];
-    p->kw = attr[1];
-    p->sh = attr[2];
-    p->sw = attr[3];
-    p->ph = attr[4];
-    p->pw = attr[5];
-    p->dh = is_max ? attr[6] : 1;
-    p->dw = is_max ? attr[7] : 1;
-    p->exclude_pad = is_max ? 0 : attr[6];
-    p->adaptive = is_max ? 0 : attr[7];
+    p->kh = a->kernel[0];
+    p->kw = a->kernel[1];
+    p->sh = a->stride[0];
+    p->sw = a->stride[1];
+    p->ph = a->pad[0];
+    p->pw = a->pad[1];
+    p->dh = is_max ? a->dilation[0] : 1;
+    p->dw = is_max ? a->dilation[1] : 1;
+    p->exclude_pad = is_max ? 0 : a->exclude_pad;
+    p->adaptive = is_max ? 0 : a->adaptive;
 }
 
 /* The first maximum of output (oh, ow)'s window in window order (a NaN wins, as in

@@ -2,15 +2,35 @@
 #include "../nn_internal.h"
 #include "../nn_ops.h"
 
-/* node->i of conv2d: stride h/w, pad h/w, dilation h/w, groups, with the desc's defaults */
-static void nn__conv2d_attrs(const nn_conv2d_desc *d, int attr[7]) {
-    attr[0] = nn__defi(d->stride_h, 1);
-    attr[1] = nn__defi(d->stride_w, 1);
-    attr[2] = nn__defi(d->pad_h, 0);
-    attr[3] = nn__defi(d->pad_w, 0);
-    attr[4] = nn__defi(d->dilation_h, 1);
-    attr[5] = nn__defi(d->dilation_w, 1);
-    attr[6] = nn__defi(d->groups, 1);
+/* A conv2d node's attributes (h, w), with the desc's defaults. */
+static void nn__conv2d_attrs(const nn_conv2d_desc *d, nn__conv_attr *at) {
+    memset(at, 0, sizeof *at);
+    at->stride[0] = nn__defi(d->stride_h, 1);
+    at->stride[1] = nn__defi(d->stride_w, 1);
+    at->pad[0] = nn__defi(d->pad_h, 0);
+    at->pad[1] = nn__defi(d->pad_w, 0);
+    at->dilation[0] = nn__defi(d->dilation_h, 1);
+    at->dilation[1] = nn__defi(d->dilation_w, 1);
+    at->groups = nn__defi(d->groups, 1);
+}
+
+/* Strides, dilations and groups >= 1 and pads >= 0, over dims spatial dims. */
+static int nn__conv_attr_ok(const nn__conv_attr *at, int dims) {
+    int k, ok = at->groups >= 1;
+    for (k = 0; k < dims; k++) ok = ok && at->stride[k] >= 1 && at->dilation[k] >= 1 && at->pad[k] >= 0;
+    return ok;
+}
+
+/* The 8 ints of a conv2d kernel's geometry: stride h/w, pad h/w, dilation h/w, groups. */
+static void nn__conv2d_geo(const nn__conv_attr *at, int geo[8]) {
+    geo[0] = at->stride[0];
+    geo[1] = at->stride[1];
+    geo[2] = at->pad[0];
+    geo[3] = at->pad[1];
+    geo[4] = at->dilation[0];
+    geo[5] = at->dilation[1];
+    geo[6] = at->groups;
+    geo[7] = 0;
 }
 
 /* A bias operand given with no_bias set: the desc and the call disagree. */
@@ -25,7 +45,8 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__node *nx, *nw;
     nn_conv2d_desc d;
     int64_t OH, OW;
-    int attr[7], k, has_bias = nn__optional(g, "nn_conv2d", bias);
+    nn__conv_attr at;
+    int has_bias = nn__optional(g, "nn_conv2d", bias);
     char sx[128], sw[128];
     in[0] = x;
     in[1] = w;
@@ -34,22 +55,21 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
     if (nn__no_bias_conflict(g, "nn_conv2d", d.no_bias, bias)) return nn__tensor(-1);
-    nn__conv2d_attrs(&d, attr);
+    nn__conv2d_attrs(&d, &at);
     nx = nn__n(g, x);
     nw = nn__n(g, w);
     nn__shape_str(&nx->shape, sx, sizeof sx);
     nn__shape_str(&nw->shape, sw, sizeof sw);
-    for (k = 0; k < 7; k++)
-        if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
+    if (!nn__conv_attr_ok(&at, 2))
             return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d: stride, dilation and groups must be >= 1 and padding >= 0");
     if (nx->shape.ndim != 4 || nw->shape.ndim != 4)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s must be [N, C, H, W] and w %s [K, C/groups, KH, KW]", sx, sw);
-    if (nx->shape.dim[1] % attr[6] || nw->shape.dim[0] % attr[6] || nw->shape.dim[1] * attr[6] != nx->shape.dim[1])
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, attr[6]);
-    OH = (nx->shape.dim[2] + 2 * (int64_t)attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
-    OW = (nx->shape.dim[3] + 2 * (int64_t)attr[3] - attr[5] * (nw->shape.dim[3] - 1) - 1) / attr[1] + 1;
-    if (nx->shape.dim[2] + 2 * (int64_t)attr[2] < attr[4] * (nw->shape.dim[2] - 1) + 1 ||
-        nx->shape.dim[3] + 2 * (int64_t)attr[3] < attr[5] * (nw->shape.dim[3] - 1) + 1)
+    if (nx->shape.dim[1] % at.groups || nw->shape.dim[0] % at.groups || nw->shape.dim[1] * at.groups != nx->shape.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, at.groups);
+    OH = (nx->shape.dim[2] + 2 * (int64_t)at.pad[0] - at.dilation[0] * (nw->shape.dim[2] - 1) - 1) / at.stride[0] + 1;
+    OW = (nx->shape.dim[3] + 2 * (int64_t)at.pad[1] - at.dilation[1] * (nw->shape.dim[3] - 1) - 1) / at.stride[1] + 1;
+    if (nx->shape.dim[2] + 2 * (int64_t)at.pad[0] < at.dilation[0] * (nw->shape.dim[2] - 1) + 1 ||
+        nx->shape.dim[3] + 2 * (int64_t)at.pad[1] < at.dilation[1] * (nw->shape.dim[3] - 1) + 1)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: the kernel w %s is larger than the padded input x %s", sw, sx);
     if (has_bias) {
         nn__node *nb = nn__n(g, bias);
@@ -61,7 +81,7 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     }
     t = has_bias ? nn__op3(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id, bias.id)
                  : nn__op2(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    if (t.id >= 0) g->nodes[t.id].a.conv = at;
     return t;
 }
 
@@ -177,7 +197,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     nn_tensor in[2], t;
     nn_conv2d_desc d;
     nn_shape xs, ws;
-    int attr[7], k;
+    nn__conv_attr at;
     int64_t OH, OW;
     char a[128], b[128];
     in[0] = x;
@@ -188,27 +208,26 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
     if (nn__no_bias_conflict(g, "nn_conv_transpose2d", d.no_bias, bias)) return nn__tensor(-1);
-    nn__conv2d_attrs(&d, attr);
+    nn__conv2d_attrs(&d, &at);
     xs = nn__n(g, x)->shape;
     ws = nn__n(g, w)->shape;
     nn__shape_str(&xs, a, sizeof a);
     nn__shape_str(&ws, b, sizeof b);
-    for (k = 0; k < 7; k++)
-        if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
+    if (!nn__conv_attr_ok(&at, 2))
             return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: stride, dilation and groups must be >= 1, padding >= 0");
-    if (xs.ndim != 4 || ws.ndim != 4 || xs.dim[1] != ws.dim[0] || ws.dim[0] % attr[6])
+    if (xs.ndim != 4 || ws.ndim != 4 || xs.dim[1] != ws.dim[0] || ws.dim[0] % at.groups)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s must be [N, Cin, H, W] and w %s [Cin, Cout/groups, KH, KW] (groups %d)",
-                           a, b, attr[6]);
-    if (output_pad_h < 0 || output_pad_w < 0 || (output_pad_h >= attr[0] && output_pad_h >= attr[4]) ||
-        (output_pad_w >= attr[1] && output_pad_w >= attr[5]))
+                           a, b, at.groups);
+    if (output_pad_h < 0 || output_pad_w < 0 || (output_pad_h >= at.stride[0] && output_pad_h >= at.dilation[0]) ||
+        (output_pad_w >= at.stride[1] && output_pad_w >= at.dilation[1]))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: output padding (%d, %d) must be below the stride or the dilation",
                            output_pad_h, output_pad_w);
-    OH = (xs.dim[2] - 1) * attr[0] - 2 * (int64_t)attr[2] + attr[4] * (ws.dim[2] - 1) + output_pad_h + 1;
-    OW = (xs.dim[3] - 1) * attr[1] - 2 * (int64_t)attr[3] + attr[5] * (ws.dim[3] - 1) + output_pad_w + 1;
+    OH = (xs.dim[2] - 1) * at.stride[0] - 2 * (int64_t)at.pad[0] + at.dilation[0] * (ws.dim[2] - 1) + output_pad_h + 1;
+    OW = (xs.dim[3] - 1) * at.stride[1] - 2 * (int64_t)at.pad[1] + at.dilation[1] * (ws.dim[3] - 1) + output_pad_w + 1;
     if (OH < 1 || OW < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with w %s gives an empty output", a, b);
     /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
-    t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * at.groups, OH, OW), w.id, x.id);
+    if (t.id >= 0) g->nodes[t.id].a.conv = at;
     return bias.id != 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
 }
 
@@ -218,7 +237,8 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__node *nx, *nw;
     nn_conv3d_desc d;
     int64_t O[3];
-    int attr[10], k, has_bias = nn__optional(g, "nn_conv3d", bias);
+    nn__conv_attr at;
+    int k, has_bias = nn__optional(g, "nn_conv3d", bias);
     char sx[128], sw[128];
     in[0] = x;
     in[1] = w;
@@ -227,33 +247,32 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
     if (nn__no_bias_conflict(g, "nn_conv3d", d.no_bias, bias)) return nn__tensor(-1);
-    /* node->i: stride d/h/w, pad d/h/w, dilation d/h/w, groups */
-    attr[0] = nn__defi(d.stride_d, 1);
-    attr[1] = nn__defi(d.stride_h, 1);
-    attr[2] = nn__defi(d.stride_w, 1);
-    attr[3] = nn__defi(d.pad_d, 0);
-    attr[4] = nn__defi(d.pad_h, 0);
-    attr[5] = nn__defi(d.pad_w, 0);
-    attr[6] = nn__defi(d.dilation_d, 1);
-    attr[7] = nn__defi(d.dilation_h, 1);
-    attr[8] = nn__defi(d.dilation_w, 1);
-    attr[9] = nn__defi(d.groups, 1);
+    memset(&at, 0, sizeof at); /* (d, h, w) */
+    at.stride[0] = nn__defi(d.stride_d, 1);
+    at.stride[1] = nn__defi(d.stride_h, 1);
+    at.stride[2] = nn__defi(d.stride_w, 1);
+    at.pad[0] = nn__defi(d.pad_d, 0);
+    at.pad[1] = nn__defi(d.pad_h, 0);
+    at.pad[2] = nn__defi(d.pad_w, 0);
+    at.dilation[0] = nn__defi(d.dilation_d, 1);
+    at.dilation[1] = nn__defi(d.dilation_h, 1);
+    at.dilation[2] = nn__defi(d.dilation_w, 1);
+    at.groups = nn__defi(d.groups, 1);
     nx = nn__n(g, x);
     nw = nn__n(g, w);
     nn__shape_str(&nx->shape, sx, sizeof sx);
     nn__shape_str(&nw->shape, sw, sizeof sw);
-    for (k = 0; k < 10; k++)
-        if (attr[k] < (k >= 3 && k < 6 ? 0 : 1))
+    if (!nn__conv_attr_ok(&at, 3))
             return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d: stride, dilation and groups must be >= 1 and padding >= 0");
     if (nx->shape.ndim != 5 || nw->shape.ndim != 5)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s must be [N, C, D, H, W] and w %s [K, C/groups, KD, KH, KW]", sx, sw);
-    if (nx->shape.dim[1] % attr[9] || nw->shape.dim[0] % attr[9] || nw->shape.dim[1] * attr[9] != nx->shape.dim[1])
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, attr[9]);
+    if (nx->shape.dim[1] % at.groups || nw->shape.dim[0] % at.groups || nw->shape.dim[1] * at.groups != nx->shape.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, at.groups);
     for (k = 0; k < 3; k++) {
-        int64_t span = (int64_t)attr[6 + k] * (nw->shape.dim[2 + k] - 1) + 1;
-        if (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] < span)
+        int64_t span = (int64_t)at.dilation[k] * (nw->shape.dim[2 + k] - 1) + 1;
+        if (nx->shape.dim[2 + k] + 2 * (int64_t)at.pad[k] < span)
             return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: the kernel w %s is larger than the padded input x %s", sw, sx);
-        O[k] = (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] - span) / attr[k] + 1;
+        O[k] = (nx->shape.dim[2 + k] + 2 * (int64_t)at.pad[k] - span) / at.stride[k] + 1;
     }
     if (has_bias) {
         nn__node *nb = nn__n(g, bias);
@@ -267,7 +286,7 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         nn_shape ys = nn_shape5(nx->shape.dim[0], nw->shape.dim[0], O[0], O[1], O[2]);
         t = has_bias ? nn__op3(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id, bias.id) : nn__op2(g, NN__OP_CONV3D, NN_F32, ys, x.id, w.id);
     }
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    if (t.id >= 0) g->nodes[t.id].a.conv = at;
     return t;
 }
 
@@ -360,9 +379,9 @@ static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d 
    im2col + GEMM; devices choose by nn__conv2d_dev_plan. */
 static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
     nn__conv2d c;
-    if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
-    else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, n->i);
-    else nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+    if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
+    else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
+    else nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
     if (g->ctx->backend->kind != NN_BACKEND_CPU) {
         nn__conv_plan p;
         nn__conv2d_dev_plan(g->ctx, n->op, &c, &p);
@@ -378,9 +397,9 @@ static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
 static void nn__plan_conv3d(nn_graph *g, nn__node *n) {
     nn__conv3d c3;
     if (g->ctx->backend->kind != NN_BACKEND_CPU) return;
-    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, n->i);
-    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, n->i);
-    else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
+    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
+    else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
     n->scratch = nn__conv3d_scratch(&c3);
 }
 
@@ -391,12 +410,12 @@ static void nn__grad_conv2d(nn_graph *g, int id) {
     nn_tensor t;
     if (ga) {
         t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, a, t);
     }
     if (gb) {
         t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, b, t);
     }
     if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
@@ -417,12 +436,12 @@ static void nn__grad_conv2d_dx(nn_graph *g, int id) {
     /* as a transposed convolution: inputs (w, x) */
     if (gb) { /* d/dx: the forward convolution of gy */
         t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, b, t);
     }
     if (ga) { /* d/dw: conv2d's weight gradient with gy as the input and x as dy */
         t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[a].shape, gy.id, b);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, a, t);
     }
     return;
@@ -433,12 +452,12 @@ static void nn__grad_conv3d(nn_graph *g, int id) {
     nn_tensor t;
     if (ga) {
         t = nn__op2(g, NN__OP_CONV3D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, a, t);
     }
     if (gb) {
         t = nn__op2(g, NN__OP_CONV3D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, b, t);
     }
     if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
@@ -455,18 +474,18 @@ static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
     nn__conv2d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     if (n->op == NN__OP_CONV2D) {
-        nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+        nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
         if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (nn_conv_dw.c) */
             nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
         else
             nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
                                n->scratch_buf.host);
     } else if (n->op == NN__OP_CONV2D_DX) { /* inputs (w, dy), output dx */
-        nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
+        nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
         if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host);
         else nn__conv2d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
     } else { /* inputs (x, dy), output dw */
-        nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+        nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
         if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host);
         else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
     }
@@ -504,14 +523,14 @@ static nn_result nn__cpu_conv3d(nn_graph *g, nn__node *n) {
     nn__conv3d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     if (n->op == NN__OP_CONV3D) {
-        nn__conv3d_geom(&c, &x->shape, &w->shape, n->i);
+        nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
         nn__conv3d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
                            n->scratch_buf.host);
     } else if (n->op == NN__OP_CONV3D_DX) { /* inputs (w, dy), output dx */
-        nn__conv3d_geom(&c, &n->shape, &x->shape, n->i);
+        nn__conv3d_geom(&c, &n->shape, &x->shape, &n->a.conv);
         nn__conv3d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
     } else { /* inputs (x, dy), output dw */
-        nn__conv3d_geom(&c, &x->shape, &n->shape, n->i);
+        nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
         nn__conv3d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
     }
     return NN_OK;
@@ -534,8 +553,7 @@ static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
     const char *k_im2col = rowwise ? "conv2d_im2col_rows" : "conv2d_im2col";
     const char *k_pack = rowwise ? "conv2d_pack_rows" : "conv2d_pack";
     size_t n_im2col = rowwise ? (size_t)rows * (c->N * c->OH + 1) : 0, n_pack = rowwise ? (size_t)c->K * (c->N + 1) : 0;
-    memcpy(geo, n->i, 7 * sizeof(int));
-    geo[7] = 0;
+    nn__conv2d_geo(&n->a.conv, geo);
     nn__conv2d_dev_plan(ctx, n->op, c, &p);
     if (!rowwise) n_im2col = (size_t)rows * p.ld, n_pack = (size_t)c->K * p.ld;
     ld = p.ld;
@@ -607,24 +625,23 @@ static nn_result nn__dev_conv2d(nn_graph *g, int id) {
     nn__conv2d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     int geo[8];
-    memcpy(geo, n->i, 7 * sizeof(int));
-    geo[7] = 0;
+    nn__conv2d_geo(&n->a.conv, geo);
     if (n->algo == NN__CONV_GEMM) {
-        if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
-        else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
-        else nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+        if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+        else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
+        else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
         return nn__dev_conv2d_gemm(g, id, &c);
     }
     if (n->op == NN__OP_CONV2D) {
-        nn__conv2d_geom(&c, &x->shape, &w->shape, n->i);
+        nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
         r = nn__launch_add(g, id, "conv", "conv2d_forward", (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmiiiiiiiii8i", &x->buf, &w->buf, n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one,
                             y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW, c.OH, c.OW, geo, n->n_in > 2);
         return r;
     }
-    if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, n->i);
-    else nn__conv2d_geom(&c, &x->shape, &n->shape, n->i);
+    if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
+    else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
     r = nn__launch_add(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiiiiiiiii8", &x->buf, &w->buf, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
@@ -675,9 +692,12 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     int geo[16]; /* ga = stride d/h/w, pad d/h/w, dilation d/h; gb = dilation w, groups */
     memset(geo, 0, sizeof geo);
-    memcpy(geo, n->i, 10 * sizeof(int));
+    memcpy(geo, n->a.conv.stride, 3 * sizeof(int));
+    memcpy(geo + 3, n->a.conv.pad, 3 * sizeof(int));
+    memcpy(geo + 6, n->a.conv.dilation, 3 * sizeof(int));
+    geo[9] = n->a.conv.groups;
     if (n->op == NN__OP_CONV3D) {
-        nn__conv3d_geom(&c, &x->shape, &w->shape, n->i);
+        nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
         r = nn__launch_add(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmiiiiiiiiiiii88i", &x->buf, &w->buf,
@@ -685,8 +705,8 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
                             c.OD, c.OH, c.OW, geo, geo + 8, n->n_in > 2);
         return r;
     }
-    if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, n->i);
-    else nn__conv3d_geom(&c, &x->shape, &n->shape, n->i);
+    if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, &n->a.conv);
+    else nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
     r = nn__launch_add(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
                    (size_t)N, &l);
     if (r == NN_OK)

@@ -34,7 +34,14 @@ NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
     nn_tensor t;
     if (!nn__check(g, "nn_scale", 1, &a) || !nn__expect_f32(g, "nn_scale", a, "x")) return nn__tensor(-1);
     t = nn__op1(g, NN__OP_SCALE, NN_F32, nn__n(g, a)->shape, a.id);
-    if (t.id >= 0) g->nodes[t.id].f[0] = s;
+    if (t.id >= 0) g->nodes[t.id].a.ew.s = s;
+    return t;
+}
+
+/* s * node x, of shape sh (other families' gradients: -x and such). */
+static nn_tensor nn__scale_op(nn_graph *g, nn_shape sh, int x, float s) {
+    nn_tensor t = nn__op1(g, NN__OP_SCALE, NN_F32, sh, x);
+    if (t.id >= 0) g->nodes[t.id].a.ew.s = s;
     return t;
 }
 
@@ -52,9 +59,9 @@ static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, int n_p
                            p0, p1, requirement);
     t = nn__op1(g, NN__OP_UNARY, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
-        g->nodes[t.id].i[0] = fn;
-        g->nodes[t.id].f[0] = p0;
-        g->nodes[t.id].f[1] = p1;
+        g->nodes[t.id].a.ew.fn = fn;
+        g->nodes[t.id].a.ew.param[0] = p0;
+        g->nodes[t.id].a.ew.param[1] = p1;
     }
     return t;
 }
@@ -78,7 +85,7 @@ NN__ACTIVATIONS(NN__X)
 #undef NN__X
 
 /* PReLU: x [N, C, ...] with weight [C] (channels: dim 1) or [1] (one shared slope). The
-   node's i[0..2]: C (the weight's size), S (elements per channel and sample), N. */
+   node's attributes C (the weight's size), S (elements per channel and sample), N. */
 NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight) {
     nn_tensor in[2], t;
     nn__node *nx, *nw;
@@ -101,9 +108,9 @@ NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight) {
     t = nn__op2(g, NN__OP_PRELU, NN_F32, nx->shape, x.id, weight.id);
     if (t.id >= 0) {
         nn__node *n = &g->nodes[t.id];
-        n->i[0] = (int)nw->numel;
-        n->i[1] = (int)(n->numel / (N * nw->numel));
-        n->i[2] = (int)N;
+        n->a.ew.C = (int)nw->numel;
+        n->a.ew.S = (int)(n->numel / (N * nw->numel));
+        n->a.ew.N = (int)N;
     }
     return t;
 }
@@ -132,8 +139,8 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     if (g->eval || p == 0.0f) return x;
     t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
-        g->nodes[t.id].f[0] = p;
-        g->nodes[t.id].i[0] = t.id; /* the mask's key, shared with the backward op */
+        g->nodes[t.id].a.ew.p = p;
+        g->nodes[t.id].a.ew.key = t.id; /* the mask's key, shared with the backward op */
     }
     return t;
 }
@@ -163,8 +170,7 @@ static void nn__grad_add_sub(nn_graph *g, int id) {
     if (gb) {
         t = nn__reduce_to(g, gy, b);
         if (n.op == NN__OP_SUB) {
-            t = nn__op1(g, NN__OP_SCALE, NN_F32, g->nodes[b].shape, t.id);
-            if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
+            t = nn__scale_op(g, g->nodes[b].shape, t.id, -1.0f);
         }
         nn__acc_grad(g, b, t);
     }
@@ -181,8 +187,7 @@ static void nn__grad_mul(nn_graph *g, int id) {
 static void nn__grad_scale(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
+    t = nn__scale_op(g, n.shape, gy.id, n.a.ew.s);
     nn__acc_grad(g, a, t);
     return;
 }
@@ -191,11 +196,7 @@ static void nn__grad_unary(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     t = nn__op2(g, NN__OP_UNARY_GRAD, NN_F32, n.shape, a, gy.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].i[0] = n.i[0];
-        g->nodes[t.id].f[0] = n.f[0];
-        g->nodes[t.id].f[1] = n.f[1];
-    }
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
@@ -206,12 +207,12 @@ static void nn__grad_prelu(nn_graph *g, int id) {
     nn_tensor t;
     if (ga) {
         t = nn__op3(g, NN__OP_PRELU_DX, NN_F32, n.shape, a, b, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, a, t);
     }
     if (gb) {
         t = nn__op2(g, NN__OP_PRELU_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, b, t);
     }
     return;
@@ -221,10 +222,7 @@ static void nn__grad_dropout(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].f[0] = n.f[0];
-        g->nodes[t.id].i[0] = n.i[0];
-    }
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
@@ -243,7 +241,7 @@ static nn_result nn__cpu_scale(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__scale_forward(y, NN__F(in[0]), n->f[0], N); return NN_OK;
+    nn__scale_forward(y, NN__F(in[0]), n->a.ew.s, N); return NN_OK;
 
 }
 
@@ -251,7 +249,7 @@ static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__unary_forward(n->i[0], n->f, y, NN__F(in[0]), N); return NN_OK;
+    nn__unary_forward(n->a.ew.fn, n->a.ew.param, y, NN__F(in[0]), N); return NN_OK;
 
 }
 
@@ -259,35 +257,35 @@ static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__unary_backward(n->i[0], n->f, y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
+    nn__unary_backward(n->a.ew.fn, n->a.ew.param, y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
 
 }
 
 /* PRELU (x, w) and PRELU_DX (x, w, dy) */
 static nn_result nn__cpu_prelu(nn_graph *g, nn__node *n) {
     const int *in = n->in;
-    if (n->op == NN__OP_PRELU) nn__prelu_forward(n->buf.host, NN__F(in[0]), NN__F(in[1]), n->i[2], n->i[0], n->i[1]);
-    else nn__prelu_backward_input(n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[2], n->i[0], n->i[1]);
+    if (n->op == NN__OP_PRELU) nn__prelu_forward(n->buf.host, NN__F(in[0]), NN__F(in[1]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
+    else nn__prelu_backward_input(n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
     return NN_OK;
 }
 
 /* PRELU_DW (x, dy) */
 static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
-    nn__prelu_backward_weight(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->i[2], n->i[0], n->i[1]);
+    nn__prelu_backward_weight(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
     return NN_OK;
 }
 
 /* The device's partial sums, one per (n, c) (src/nn_cpu.c sums in the same order). */
 static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
     (void)g;
-    n->scratch = (int64_t)n->i[2] * n->i[0];
+    n->scratch = (int64_t)n->a.ew.N * n->a.ew.C;
 }
 
 static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__dropout_forward(y, NN__F(in[0]), N, n->f[0], g->seed, n->i[0], g->step); return NN_OK;
+    nn__dropout_forward(y, NN__F(in[0]), N, n->a.ew.p, g->seed, n->a.ew.key, g->step); return NN_OK;
 
 }
 
@@ -309,7 +307,7 @@ static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
     int64_t N = n->numel;
     {
     int64_t i;
-    for (i = 0; i < N; i++) y[i] = n->f[0];
+    for (i = 0; i < N; i++) y[i] = n->a.ew.s;
     return NN_OK;
 }
 }
@@ -348,7 +346,7 @@ static nn_result nn__dev_scale(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     r = nn__launch_add(g, id, "elementwise", "scale", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->f[0]);
+    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.s);
     return r;
 }
 
@@ -360,9 +358,9 @@ static nn_result nn__dev_unary(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     char kname[64];
-    snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->i[0]]);
+    snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
     r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmiff", &g->nodes[in[0]].buf, y, N, (double)n->f[0], (double)n->f[1]);
+    if (r == NN_OK) r = nn__args(l, "mmiff", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.param[0], (double)n->a.ew.param[1]);
     return r;
 }
 
@@ -374,10 +372,10 @@ static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     char kname[64];
-    snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->i[0]]);
+    snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
     r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
     if (r == NN_OK)
-        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->f[0], (double)n->f[1]);
+        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->a.ew.param[0], (double)n->a.ew.param[1]);
     return r;
 }
 
@@ -389,18 +387,18 @@ static nn_result nn__dev_prelu(nn_graph *g, int id) {
     nn_result r;
     if (n->op == NN__OP_PRELU) {
         r = nn__launch_add(g, id, "elementwise", "prelu_forward", (size_t)N, &l);
-        if (r == NN_OK) r = nn__args(l, "mmmiii", x, w, &n->buf, N, n->i[0], n->i[1]);
+        if (r == NN_OK) r = nn__args(l, "mmmiii", x, w, &n->buf, N, n->a.ew.C, n->a.ew.S);
         return r;
     }
     r = nn__launch_add(g, id, "elementwise", "prelu_backward_input", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmmiii", x, w, &g->nodes[n->in[2]].buf, &n->buf, N, n->i[0], n->i[1]);
+    if (r == NN_OK) r = nn__args(l, "mmmmiii", x, w, &g->nodes[n->in[2]].buf, &n->buf, N, n->a.ew.C, n->a.ew.S);
     return r;
 }
 
 /* dw: the partial sums [N, C] into the scratch, then each channel's in n order */
 static nn_result nn__dev_prelu_dw(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    int C = n->i[0], S = n->i[1], N = n->i[2];
+    int C = n->a.ew.C, S = n->a.ew.S, N = n->a.ew.N;
     nn__launch *l = NULL;
     nn_result r;
     r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight_part", (size_t)N * (size_t)C, &l);
@@ -421,8 +419,8 @@ static nn_result nn__dev_dropout(nn_graph *g, int id) {
     r = nn__launch_add(g, id, "random", "dropout", (size_t)N, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_dropout;
-    return nn__args(l, "mmifuuu@u@u", &g->nodes[in[0]].buf, y, N, (double)n->f[0], (unsigned)g->seed,
-                       (unsigned)(g->seed >> 32), (unsigned)n->i[0], 0u, 0u);
+    return nn__args(l, "mmifuuu@u@u", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.p, (unsigned)g->seed,
+                       (unsigned)(g->seed >> 32), (unsigned)n->a.ew.key, 0u, 0u);
 }
 
 static nn_result nn__dev_accumulate(nn_graph *g, int id) {
@@ -444,6 +442,6 @@ static nn_result nn__dev_fill(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     r = nn__launch_add(g, id, "elementwise", "fill", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mif", y, N, (double)n->f[0]);
+    if (r == NN_OK) r = nn__args(l, "mif", y, N, (double)n->a.ew.s);
     return r;
 }

@@ -55,14 +55,11 @@ static int nn__loss_desc_ok(nn_graph *g, const char *opname, nn_loss_desc *d, in
 
 /* Per-element or per-row losses l, reduced as desc asks. */
 static nn_tensor nn__reduce_loss(nn_graph *g, nn_tensor l, const nn_loss_desc *d) {
-    nn_tensor t;
     if (l.id < 0 || d->reduction == NN_REDUCTION_NONE) return l;
-    t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), l.id);
-    if (t.id >= 0)
-        g->nodes[t.id].f[0] = d->reduction == NN_REDUCTION_SUM ? 1.0f
-                              : (float)(1.0 / (double)(d->reduction == NN_REDUCTION_BATCHMEAN ? g->nodes[l.id].shape.dim[0]
-                                                                                                 : g->nodes[l.id].numel));
-    return t;
+    return nn__sum_all_op(g, l.id,
+                          d->reduction == NN_REDUCTION_SUM ? 1.0f
+                          : (float)(1.0 / (double)(d->reduction == NN_REDUCTION_BATCHMEAN ? g->nodes[l.id].shape.dim[0]
+                                                                                             : g->nodes[l.id].numel)));
 }
 
 static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tensor x, nn_tensor t, const nn_loss_desc *desc) {
@@ -113,11 +110,11 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     }
     if (l.id < 0) return l;
     n = &g->nodes[l.id];
-    n->i[0] = kind;
-    n->i[1] = has_pw;
-    n->i[2] = d.log_target != 0;
-    n->f[0] = a;
-    n->f[1] = b;
+    n->a.loss.kind = kind;
+    n->a.loss.has_pos_weight = has_pw;
+    n->a.loss.log_target = d.log_target != 0;
+    n->a.loss.a = a;
+    n->a.loss.b = b;
     if (d.weight.id != 0) l = nn__binary(g, NN__OP_MUL, opname, l, d.weight);
     return nn__reduce_loss(g, l, &d);
 }
@@ -167,16 +164,16 @@ static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_
     ins[2] = has_w ? d.weight.id : -1;
     rows = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins, has_w ? 3 : 2));
     if (rows.id < 0) return rows;
-    g->nodes[rows.id].i[0] = nn__defi(d.ignore_index, -100);
-    g->nodes[rows.id].i[1] = log_input;
-    g->nodes[rows.id].f[0] = d.label_smoothing;
+    g->nodes[rows.id].a.loss.ignore_index = nn__defi(d.ignore_index, -100);
+    g->nodes[rows.id].a.loss.log_input = log_input;
+    g->nodes[rows.id].a.loss.smoothing = d.label_smoothing;
     g->nodes[rows.id].check = log_input ? "nn_nll_loss: labels outside [0, C) other than ignore_index"
                                         : "nn_cross_entropy_loss: labels outside [0, C) other than ignore_index";
     if (d.reduction != NN_REDUCTION_MEAN) return nn__reduce_loss(g, rows, &d);
     den = nn__tensor(nn__new_node(g, NN__OP_CE_WEIGHTS, NN_F32, nn_shape1(nn__n(g, x)->shape.dim[0]), ins + 1, has_w ? 2 : 1));
     if (den.id < 0) return den;
-    g->nodes[den.id].i[0] = g->nodes[rows.id].i[0];
-    g->nodes[den.id].i[1] = (int)C;
+    g->nodes[den.id].a.loss.ignore_index = g->nodes[rows.id].a.loss.ignore_index;
+    g->nodes[den.id].a.loss.classes = (int)C;
     d.reduction = NN_REDUCTION_SUM;
     s = nn__reduce_loss(g, rows, &d);
     den = nn__reduce_loss(g, den, &d);
@@ -219,8 +216,8 @@ static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_i
     }
     l = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS, NN_F32, nn_shape1(nn__n(g, x[0])->shape.dim[0]), ins, n_in));
     if (l.id < 0) return l;
-    g->nodes[l.id].i[0] = kind;
-    g->nodes[l.id].f[0] = kind == NN__R_DICE ? nn__deff(d.smooth, 1.0f) : kind == NN__R_TRIPLET ? nn__deff(d.margin, 1.0f) : nn__deff(d.margin, 0.0f);
+    g->nodes[l.id].a.loss.kind = kind;
+    g->nodes[l.id].a.loss.margin = kind == NN__R_DICE ? nn__deff(d.smooth, 1.0f) : kind == NN__R_TRIPLET ? nn__deff(d.margin, 1.0f) : nn__deff(d.margin, 0.0f);
     return nn__reduce_loss(g, l, &d);
 }
 
@@ -260,9 +257,7 @@ static void nn__grad_bce_logits(nn_graph *g, int id) {
     if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_BCE_LOGITS_GRAD, NN_F32, n.shape, a, b, gy.id));
     if (gb) { /* d/dt = -x */
         t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
-        t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, t.id);
-        if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
-        nn__acc_grad(g, b, t);
+        nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
     }
     return;
 }
@@ -271,23 +266,16 @@ static void nn__grad_loss_ew(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     { /* inputs x, t, [pos_weight]; d-based losses give t minus x's gradient */
-    int ins[4], has_pw = n.n_in > 2, gt = gb && n.i[0] <= NN__L_QUANTILE;
+    int ins[4], has_pw = n.n_in > 2, gt = gb && n.a.loss.kind <= NN__L_QUANTILE;
     if (!ga && !gt) return;
     ins[0] = a;
     ins[1] = b;
     ins[2] = gy.id;
     ins[3] = has_pw ? n.in[2] : -1;
     t = nn__tensor(nn__new_node(g, NN__OP_LOSS_EW_GRAD, NN_F32, n.shape, ins, has_pw ? 4 : 3));
-    if (t.id >= 0) {
-        memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-        memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
-    }
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     if (ga) nn__acc_grad(g, a, t);
-    if (gt) {
-        t = nn__op1(g, NN__OP_SCALE, NN_F32, n.shape, t.id);
-        if (t.id >= 0) g->nodes[t.id].f[0] = -1.0f;
-        nn__acc_grad(g, b, t);
-    }
+    if (gt) nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
     return;
 }
 }
@@ -303,10 +291,7 @@ static void nn__grad_ce_rows(nn_graph *g, int id) {
     ins[2] = gy.id;
     ins[3] = n.n_in > 2 ? n.in[2] : -1;
     t = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS_GRAD, NN_F32, g->nodes[a].shape, ins, n.n_in > 2 ? 4 : 3));
-    if (t.id >= 0) {
-        memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-        memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
-    }
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
@@ -323,16 +308,15 @@ static void nn__grad_loss_rows(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     { /* one gradient op per differentiated input; targets get none */
-    int k, ins[4], n_x = n.i[0] == NN__R_COSINE ? 2 : n.i[0] == NN__R_DICE ? 1 : 3;
+    int k, ins[4], n_x = n.a.loss.kind == NN__R_COSINE ? 2 : n.a.loss.kind == NN__R_DICE ? 1 : 3;
     for (k = 0; k < n_x; k++) {
         if (!g->nodes[n.in[k]].needs_grad) continue;
         memcpy(ins, n.in, sizeof ins);
         ins[n.n_in] = gy.id;
         t = nn__tensor(nn__new_node(g, NN__OP_LOSS_ROWS_GRAD, NN_F32, g->nodes[n.in[k]].shape, ins, n.n_in + 1));
         if (t.id >= 0) {
-            memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
-            memcpy(g->nodes[t.id].f, n.f, sizeof n.f);
-            g->nodes[t.id].i[1] = k;
+            g->nodes[t.id].a = n.a;
+            g->nodes[t.id].a.loss.wrt = k;
         }
         nn__acc_grad(g, n.in[k], t);
     }
@@ -385,8 +369,8 @@ static nn_result nn__cpu_loss_ew(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__loss_ew_forward(y, NN__F(in[0]), NN__F(in[1]), n->i[1] ? NN__F(in[2]) : NULL, n->i[1] ? g->nodes[in[2]].numel : 1,
-                        N, n->i[0], n->f[0], n->f[1], n->i[2]);
+    nn__loss_ew_forward(y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[2]) : NULL, n->a.loss.has_pos_weight ? g->nodes[in[2]].numel : 1,
+                        N, n->a.loss.kind, n->a.loss.a, n->a.loss.b, n->a.loss.log_target);
     return NN_OK;
 }
 
@@ -394,8 +378,8 @@ static nn_result nn__cpu_loss_ew_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__loss_ew_backward(y, NN__F(in[0]), NN__F(in[1]), n->i[1] ? NN__F(in[3]) : NULL, n->i[1] ? g->nodes[in[3]].numel : 1,
-                         NN__F(in[2]), N, n->i[0], n->f[0], n->f[1], n->i[2]);
+    nn__loss_ew_backward(y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[3]) : NULL, n->a.loss.has_pos_weight ? g->nodes[in[3]].numel : 1,
+                         NN__F(in[2]), N, n->a.loss.kind, n->a.loss.a, n->a.loss.b, n->a.loss.log_target);
     return NN_OK;
 }
 
@@ -405,7 +389,7 @@ static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
     {
     nn__node *x = &g->nodes[in[0]];
     nn__count_check(g, n, nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0],
-                                              x->shape.dim[1], n->i[0], n->i[1], n->f[0]));
+                                              x->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing));
     return NN_OK;
 }
 }
@@ -414,7 +398,7 @@ static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     nn__ce_rows_backward(y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]), n->shape.dim[0],
-                         n->shape.dim[1], n->i[0], n->i[1], n->f[0]);
+                         n->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing);
     return NN_OK;
 }
 
@@ -422,7 +406,7 @@ static nn_result nn__cpu_ce_weights(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->i[1], n->i[0]);
+    nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->a.loss.classes, n->a.loss.ignore_index);
     return NN_OK;
 }
 
@@ -445,7 +429,7 @@ static nn_result nn__cpu_loss_rows(nn_graph *g, nn__node *n) {
     int64_t N = n->numel;
     {
     nn__node *x = &g->nodes[in[0]];
-    nn__row_loss_forward(y, n->i[0], x->buf.host, NN__F(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, N, x->numel / N, n->f[0]);
+    nn__row_loss_forward(y, n->a.loss.kind, x->buf.host, NN__F(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, N, x->numel / N, n->a.loss.margin);
     return NN_OK;
 }
 }
@@ -455,8 +439,8 @@ static nn_result nn__cpu_loss_rows_grad(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     {
     int64_t B = g->nodes[in[0]].shape.dim[0];
-    nn__row_loss_backward(y, n->i[0], n->i[1], NN__F(in[0]), NN__F(in[1]), n->n_in > 3 ? NN__F(in[2]) : NULL,
-                          NN__F(in[n->n_in - 1]), B, g->nodes[in[0]].numel / B, n->f[0]);
+    nn__row_loss_backward(y, n->a.loss.kind, n->a.loss.wrt, NN__F(in[0]), NN__F(in[1]), n->n_in > 3 ? NN__F(in[2]) : NULL,
+                          NN__F(in[n->n_in - 1]), B, g->nodes[in[0]].numel / B, n->a.loss.margin);
     return NN_OK;
 }
 }
@@ -525,12 +509,12 @@ static nn_result nn__dev_loss_ew(nn_graph *g, int id) {
     nn_result r = NN_OK;
     {
     int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
-    const nn__buf *pw = n->i[1] ? &g->nodes[in[pwi]].buf : &g->one;
-    int npw = n->i[1] ? (int)g->nodes[in[pwi]].numel : 1;
+    const nn__buf *pw = n->a.loss.has_pos_weight ? &g->nodes[in[pwi]].buf : &g->one;
+    int npw = n->a.loss.has_pos_weight ? (int)g->nodes[in[pwi]].numel : 1;
     r = nn__launch_add(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmmmmiiiiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, pw, grad ? &g->nodes[in[2]].buf : &g->one, y, N,
-                       npw, n->i[0], n->i[2], (double)n->f[0], (double)n->f[1]);
+                       npw, n->a.loss.kind, n->a.loss.log_target, (double)n->a.loss.a, (double)n->a.loss.b);
 }
 }
 
@@ -546,10 +530,10 @@ static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
     if (r != NN_OK) return r;
     if (grad) /* the backward pass counts nothing: the forward did */
         return nn__args(l, "mmmmmiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
-                        &g->nodes[in[2]].buf, y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1], n->n_in > wi,
-                        (double)n->f[0]);
+                        &g->nodes[in[2]].buf, y, B, (int)g->nodes[in[0]].shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->n_in > wi,
+                        (double)n->a.loss.smoothing);
     return nn__args(l, "mmmmiiiiifmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
-                    y, B, (int)g->nodes[in[0]].shape.dim[1], n->i[0], n->i[1], n->n_in > wi, (double)n->f[0], &g->checks,
+                    y, B, (int)g->nodes[in[0]].shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->n_in > wi, (double)n->a.loss.smoothing, &g->checks,
                     n->check_slot);
 }
 }
@@ -563,8 +547,8 @@ static nn_result nn__dev_ce_weights(nn_graph *g, int id) {
     nn_result r = NN_OK;
     r = nn__launch_add(g, id, "loss", "ce_weights", (size_t)N, &l);
     if (r == NN_OK)
-        r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, N, n->i[1], n->i[0],
-                        n->n_in > 1);
+        r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, N,
+                     n->a.loss.classes, n->a.loss.ignore_index, n->n_in > 1);
     return r;
 }
 
@@ -591,7 +575,7 @@ static nn_result nn__dev_loss_rows(nn_graph *g, int id) {
     r = nn__launch_add(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmmmmiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, nx > 2 ? &g->nodes[in[2]].buf : &g->one,
-                       grad ? &g->nodes[in[n->n_in - 1]].buf : &g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->i[0],
-                       grad ? n->i[1] : 0, (double)n->f[0]);
+                       grad ? &g->nodes[in[n->n_in - 1]].buf : &g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->a.loss.kind,
+                       grad ? n->a.loss.wrt : 0, (double)n->a.loss.margin);
 }
 }

@@ -33,8 +33,8 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: dims beyond 2^31 are not supported");
     t = nn__op2(g, NN__OP_MATMUL, NN_F32, nn_shape2(M, N), a.id, b.id);
     if (t.id >= 0) {
-        g->nodes[t.id].i[0] = trans_a != 0;
-        g->nodes[t.id].i[1] = trans_b != 0;
+        g->nodes[t.id].a.matmul.trans_a = trans_a != 0;
+        g->nodes[t.id].a.matmul.trans_b = trans_b != 0;
     }
     return t;
 }
@@ -73,7 +73,7 @@ static void nn__grad_matmul(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     {
-    int ta = n.i[0], tb = n.i[1];
+    int ta = n.a.matmul.trans_a, tb = n.a.matmul.trans_b;
     nn_tensor A = nn__tensor(a), B = nn__tensor(b);
     if (ga) {
         if (!ta) t = nn_matmul(g, gy, B, 0, !tb);
@@ -97,8 +97,8 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     {
     nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
     int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
-    int K = (int)(n->i[0] ? a->shape.dim[0] : a->shape.dim[1]);
-    nn__sgemm(g->ctx->threads, n->i[0], n->i[1], M, Nn, K, 1.0f, a->buf.host, (int)a->shape.dim[1], b->buf.host,
+    int K = (int)(n->a.matmul.trans_a ? a->shape.dim[0] : a->shape.dim[1]);
+    nn__sgemm(g->ctx->threads, n->a.matmul.trans_a, n->a.matmul.trans_b, M, Nn, K, 1.0f, a->buf.host, (int)a->shape.dim[1], b->buf.host,
               (int)b->shape.dim[1], 0.0f, y, Nn);
     return NN_OK;
 }
@@ -142,9 +142,9 @@ static nn_result nn__dev_matmul(nn_graph *g, int id) {
     {
     nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
     int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
-    int K = (int)(n->i[0] ? a->shape.dim[0] : a->shape.dim[1]);
+    int K = (int)(n->a.matmul.trans_a ? a->shape.dim[0] : a->shape.dim[1]);
     nn__gemm_plan plan;
-    nn__gemm_plan_make(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, n->i[0], n->i[1], M, Nn, K, &plan);
+    nn__gemm_plan_make(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, n->a.matmul.trans_a, n->a.matmul.trans_b, M, Nn, K, &plan);
     r = nn__launch_gemm_plan(g, id, &plan, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "iiimimimiff", M, Nn, K, &a->buf, (int)a->shape.dim[1], &b->buf,

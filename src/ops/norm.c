@@ -35,17 +35,15 @@ static int nn__norm_check_vec(nn_graph *g, const char *fn, nn_tensor t, const ch
     return 0;
 }
 
-/* Sets a norm node's attributes: geometry attr[5] = A, C, S, G, per_channel, then the
-   flags i[5..7] and eps, momentum. i holds 8 ints (a node's first 8). */
-static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const int *i, const float *f) {
+/* Sets a norm node's attributes (nn__norm_attr). */
+static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const nn__norm_attr *at) {
     if (t.id < 0) return t;
-    memcpy(g->nodes[t.id].i, i, 8 * sizeof(int));
-    memcpy(g->nodes[t.id].f, f, sizeof g->nodes[t.id].f);
+    g->nodes[t.id].a.norm = *at;
     return t;
 }
 
 /* y = normalise(x) by stats [2, R] (computed from x unless const_stats) * gamma + beta. */
-static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor gamma, nn_tensor beta, int *i, float *f,
+static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor gamma, nn_tensor beta, nn__norm_attr *at,
                                 int const_stats) {
     int in[4], n_in = 0;
     if (stats < 0) return nn__tensor(-1);
@@ -53,16 +51,16 @@ static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor g
     in[n_in++] = stats;
     if (gamma.id > 0) in[n_in++] = gamma.id;
     if (beta.id > 0) in[n_in++] = beta.id;
-    i[5] = gamma.id > 0;
-    i[6] = beta.id > 0;
-    i[7] = const_stats;
-    return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), i, f);
+    at->has_gamma = gamma.id > 0;
+    at->has_beta = beta.id > 0;
+    at->const_stats = const_stats;
+    return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), at);
 }
 
 /* stats [2, R] of x: R groups (channels for batch norm) */
-static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const int *i, const float *f) {
-    int64_t R = i[4] ? i[1] : (int64_t)i[0] * i[3];
-    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), i, f).id;
+static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const nn__norm_attr *at) {
+    int64_t R = at->per_channel ? at->C : (int64_t)at->A * at->groups;
+    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), at).id;
 }
 
 /* Group norm, and instance norm (instance: groups = C, x with spatial dims); x [N, C, ...] */
@@ -71,8 +69,8 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     char sx[128];
     nn__node *nx;
     nn_shape c;
-    int i[8], k;
-    float f[4];
+    nn__norm_attr at;
+    int k;
     if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx))
         return nn__tensor(-1);
     nx = nn__n(g, x);
@@ -85,15 +83,14 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     c = nn_shape1(nx->shape.dim[1]);
     if (!nn__norm_check_vec(g, fn, gamma, "gamma", &c, sx) || !nn__norm_check_vec(g, fn, beta, "beta", &c, sx))
         return nn__tensor(-1);
-    memset(i, 0, sizeof i);
-    memset(f, 0, sizeof f);
-    i[0] = (int)nx->shape.dim[0];
-    i[1] = (int)nx->shape.dim[1];
-    i[2] = 1;
-    for (k = 2; k < nx->shape.ndim; k++) i[2] *= (int)nx->shape.dim[k];
-    i[3] = groups;
-    f[0] = eps;
-    return nn__norm_apply(g, x, nn__norm_stats_node(g, x, i, f), gamma, beta, i, f, 0);
+    memset(&at, 0, sizeof at);
+    at.A = (int)nx->shape.dim[0];
+    at.C = (int)nx->shape.dim[1];
+    at.S = 1;
+    for (k = 2; k < nx->shape.ndim; k++) at.S *= (int)nx->shape.dim[k];
+    at.groups = groups;
+    at.eps = eps;
+    return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
 }
 
 NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, int groups, nn_tensor gamma, nn_tensor beta, float eps) {
@@ -109,8 +106,8 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
     char sx[128];
     nn__node *nx;
     nn_shape tail;
-    int i[8], k;
-    float f[4];
+    nn__norm_attr at;
+    int k;
     if (!nn__norm_check_x(g, "nn_layer_norm", x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
     nx = nn__n(g, x);
     if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
@@ -124,13 +121,12 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
     if (!nn__norm_check_vec(g, "nn_layer_norm", gamma, "gamma", &tail, sx) ||
         !nn__norm_check_vec(g, "nn_layer_norm", beta, "beta", &tail, sx))
         return nn__tensor(-1);
-    memset(i, 0, sizeof i);
-    memset(f, 0, sizeof f);
-    i[1] = (int)nn__numel(&tail);
-    i[0] = (int)(nx->numel / i[1]);
-    i[2] = i[3] = 1;
-    f[0] = eps;
-    return nn__norm_apply(g, x, nn__norm_stats_node(g, x, i, f), gamma, beta, i, f, 0);
+    memset(&at, 0, sizeof at);
+    at.C = (int)nn__numel(&tail);
+    at.A = (int)(nx->numel / at.C);
+    at.S = at.groups = 1;
+    at.eps = eps;
+    return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
 }
 
 NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc) {
@@ -138,8 +134,8 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     char sx[128];
     nn__node *nx;
     nn_shape c;
-    int i[8], k, stats, in[3], running;
-    float f[4];
+    nn__norm_attr at;
+    int k, stats, in[3], running;
     if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx)) return nn__tensor(-1);
     nx = nn__n(g, x);
     memset(&d, 0, sizeof d);
@@ -161,35 +157,34 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
             !nn__norm_check_vec(g, "nn_batch_norm", d.running_var, "running_var", &c, sx))
             return nn__tensor(-1);
     }
-    memset(i, 0, sizeof i);
-    memset(f, 0, sizeof f);
-    i[0] = (int)nx->shape.dim[0];
-    i[1] = (int)nx->shape.dim[1];
-    i[2] = 1;
-    for (k = 2; k < nx->shape.ndim; k++) i[2] *= (int)nx->shape.dim[k];
-    i[3] = i[4] = 1;
-    f[0] = d.eps;
-    f[1] = d.momentum;
+    memset(&at, 0, sizeof at);
+    at.A = (int)nx->shape.dim[0];
+    at.C = (int)nx->shape.dim[1];
+    at.S = 1;
+    for (k = 2; k < nx->shape.ndim; k++) at.S *= (int)nx->shape.dim[k];
+    at.groups = at.per_channel = 1;
+    at.eps = d.eps;
+    at.momentum = d.momentum;
     in[0] = d.running_mean.id;
     in[1] = d.running_var.id;
     if (g->eval && running) { /* normalise with the running statistics */
-        stats = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_PACK, NN_F32, nn_shape2(2, i[1]), in, 2)), i, f).id;
-        return nn__norm_apply(g, x, stats, gamma, beta, i, f, 1);
+        stats = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_PACK, NN_F32, nn_shape2(2, at.C), in, 2)), &at).id;
+        return nn__norm_apply(g, x, stats, gamma, beta, &at, 1);
     }
-    if ((int64_t)i[0] * i[2] < 2) /* PyTorch refuses too: the variance of one value */
+    if ((int64_t)at.A * at.S < 2) /* PyTorch refuses too: the variance of one value */
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_batch_norm: x %s has 1 value per channel; batch statistics need more", sx);
-    stats = nn__norm_stats_node(g, x, i, f);
+    stats = nn__norm_stats_node(g, x, &at);
     if (stats >= 0 && !g->eval && running) { /* a root that updates the buffers in place */
         nn_shape none;
         int u;
         memset(&none, 0, sizeof none);
         in[2] = stats;
-        u = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_RUNNING, NN_F32, none, in, 3)), i, f).id;
+        u = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_RUNNING, NN_F32, none, in, 3)), &at).id;
         if (u < 0) return nn__tensor(-1);
         g->nodes[u].numel = 0;
         g->nodes[u].is_output = 1;
     }
-    return nn__norm_apply(g, x, stats, gamma, beta, i, f, 0);
+    return nn__norm_apply(g, x, stats, gamma, beta, &at, 0);
 }
 
 /* PyTorch's BatchNorm module: NAME.weight, NAME.bias and the running-statistics buffers. */
@@ -234,17 +229,17 @@ NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *nam
 static void nn__grad_norm_forward(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     { /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
-    int k = 2, gi = n.i[5] ? n.in[k++] : -1, bi = n.i[6] ? n.in[k++] : -1, din[4];
+    int k = 2, gi = n.a.norm.has_gamma ? n.in[k++] : -1, bi = n.a.norm.has_beta ? n.in[k++] : -1, din[4];
     din[0] = a;
     din[1] = b;
     din[2] = gy.id;
     din[3] = gi;
     if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
-                                                                             gi >= 0 ? 4 : 3)), n.i, n.f));
+                                                                             gi >= 0 ? 4 : 3)), &n.a.norm));
     if (gi >= 0 && g->nodes[gi].needs_grad)
-        nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), n.i, n.f));
+        nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), &n.a.norm));
     if (bi >= 0 && g->nodes[bi].needs_grad)
-        nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), n.i, n.f));
+        nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), &n.a.norm));
     return;
 }
 }
@@ -256,16 +251,16 @@ static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     { /* attributes: see src/nn_norm.c */
     nn__norm q;
-    nn__norm_geom(&q, n->i);
+    nn__norm_geom(&q, &n->a.norm);
     if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->threads, &q, y, NN__F(in[0]));
     else if (n->op == NN__OP_NORM_FORWARD) /* x, stats, [gamma], [beta] */
-        nn__norm_forward(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), n->i[5] ? NN__F(in[2]) : NULL,
-                         n->i[6] ? NN__F(in[2 + n->i[5]]) : NULL, n->f[0]);
+        nn__norm_forward(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), n->a.norm.has_gamma ? NN__F(in[2]) : NULL,
+                         n->a.norm.has_beta ? NN__F(in[2 + n->a.norm.has_gamma]) : NULL, n->a.norm.eps);
     else if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
-        nn__norm_backward_data(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[5] ? NN__F(in[3]) : NULL, n->i[7],
-                               n->f[0]);
-    else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->f[0]);
-    else nn__norm_backward_affine(g->ctx->threads, &q, y, NULL, NULL, NN__F(in[0]), n->f[0]);
+        nn__norm_backward_data(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.has_gamma ? NN__F(in[3]) : NULL, n->a.norm.const_stats,
+                               n->a.norm.eps);
+    else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.eps);
+    else nn__norm_backward_affine(g->ctx->threads, &q, y, NULL, NULL, NN__F(in[0]), n->a.norm.eps);
     return NN_OK;
 }
 }
@@ -273,15 +268,15 @@ static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     /* running mean, running var (updated in place), stats */
-    nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->i[1], (int64_t)n->i[0] * n->i[2], n->f[1]);
+    nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.C, (int64_t)n->a.norm.A * n->a.norm.S, n->a.norm.momentum);
     return NN_OK;
 }
 
 static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    memcpy(y, NN__F(in[0]), (size_t)n->i[1] * 4);
-    memcpy(y + n->i[1], NN__F(in[1]), (size_t)n->i[1] * 4);
+    memcpy(y, NN__F(in[0]), (size_t)n->a.norm.C * 4);
+    memcpy(y + n->a.norm.C, NN__F(in[1]), (size_t)n->a.norm.C * 4);
     return NN_OK;
 }
 
@@ -295,11 +290,12 @@ static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     { /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
-    const int *a = n->i;
+    const nn__norm_attr *a = &n->a.norm;
     r = nn__launch_add(g, id, "norm", "norm_forward", (size_t)N, &l);
     if (r == NN_OK)
-        r = nn__args(l, "mmmmmiiiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, a[5] ? &g->nodes[in[2]].buf : &g->one,
-                        a[6] ? &g->nodes[in[2 + a[5]]].buf : &g->one, y, a[0], a[1], a[2], a[3], a[4], a[5], a[6], (double)n->f[0]);
+        r = nn__args(l, "mmmmmiiiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, a->has_gamma ? &g->nodes[in[2]].buf : &g->one,
+                     a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one, y, a->A, a->C, a->S, a->groups,
+                     a->per_channel, a->has_gamma, a->has_beta, (double)a->eps);
     return r;
 }
 }
@@ -313,7 +309,7 @@ static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
     {
     /* one work-group per statistics group (stats, dx) or per channel (dgamma, dbeta), no
        larger than the power of two that covers the elements it reduces */
-    const int *a = n->i;
+    const nn__norm_attr *a = &n->a.norm;
     nn__norm q;
     int per_group = n->op == NN__OP_NORM_STATS || n->op == NN__OP_NORM_DX;
     size_t wg = nn__reduce_wg(g), groups, count;
@@ -329,15 +325,16 @@ static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
     l->lws[0] = wg;
     l->use_lws = 1;
     if (n->op == NN__OP_NORM_STATS)
-        return nn__args(l, "mmiiiiiL", &g->nodes[in[0]].buf, y, a[0], a[1], a[2], a[3], a[4], wg * 4);
+        return nn__args(l, "mmiiiiiL", &g->nodes[in[0]].buf, y, a->A, a->C, a->S, a->groups, a->per_channel, wg * 4);
     if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
         return nn__args(l, "mmmmmiiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf,
-                           a[5] ? &g->nodes[in[3]].buf : &g->one, y, a[0], a[1], a[2], a[3], a[4], a[5], a[7], (double)n->f[0], wg * 4);
+                        a->has_gamma ? &g->nodes[in[3]].buf : &g->one, y, a->A, a->C, a->S, a->groups, a->per_channel,
+                        a->has_gamma, a->const_stats, (double)a->eps, wg * 4);
     if (n->op == NN__OP_NORM_DGAMMA) /* x, stats, dy */
-        return nn__args(l, "mmmmiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, a[0], a[1], a[2],
-                           a[3], a[4], 1, (double)n->f[0], wg * 4);
-    return nn__args(l, "mmmmiiiiiifL", &g->one, &g->one, &g->nodes[in[0]].buf, y, a[0], a[1], a[2], a[3], a[4], 0,
-                       (double)n->f[0], wg * 4);
+        return nn__args(l, "mmmmiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, a->A, a->C, a->S,
+                           a->groups, a->per_channel, 1, (double)a->eps, wg * 4);
+    return nn__args(l, "mmmmiiiiiifL", &g->one, &g->one, &g->nodes[in[0]].buf, y, a->A, a->C, a->S, a->groups,
+                    a->per_channel, 0, (double)a->eps, wg * 4);
 }
 }
 
@@ -347,10 +344,10 @@ static nn_result nn__dev_bn_running(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     { /* running mean, running var (updated in place), stats */
-    int64_t cnt = (int64_t)n->i[0] * n->i[2];
-    r = nn__launch_add(g, id, "norm", "batch_norm_running", (size_t)n->i[1], &l);
+    int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
+    r = nn__launch_add(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
     if (r == NN_OK)
-        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->i[1], (double)n->f[1],
+        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->a.norm.C, (double)n->a.norm.momentum,
                         (double)cnt / (double)(cnt - 1));
     return r;
 }
@@ -362,7 +359,7 @@ static nn_result nn__dev_bn_pack(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "norm", "batch_norm_pack", (size_t)n->i[1], &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, n->i[1]);
+    r = nn__launch_add(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, n->a.norm.C);
     return r;
 }

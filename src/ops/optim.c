@@ -30,7 +30,7 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
         a = nn__op1(g, NN__OP_GRAD_ACC, NN_F32, g->nodes[i].shape, g->nodes[i].grad).id;
         if (a < 0) return g->status;
-        g->nodes[a].f[0] = 1.0f / (float)k;
+        g->nodes[a].a.optim.inv_steps = 1.0f / (float)k;
         g->nodes[a].is_output = 1; /* persistent across the cycle, and what nn_grad reads */
         g->nodes[i].grad = a;
     }
@@ -42,8 +42,7 @@ static nn_result nn__add_optimizer(nn_graph *g) {
                           : nn__op2(g, NN__OP_GRAD_SUMSQ, NN_F32, nn_shape1(1), g->nodes[i].grad, acc).id;
         }
         if (acc >= 0) {
-            scale = nn__op1(g, NN__OP_CLIP_SCALE, NN_F32, nn_shape1(1), acc).id;
-            if (scale >= 0) g->nodes[scale].f[0] = g->opt.clip_norm;
+            scale = nn__clip_scale_op(g, acc, g->opt.clip_norm).id;
         }
     }
     for (i = 0; i < n0; i++) {
@@ -59,8 +58,8 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         u->numel = 0;
         u->is_output = 1; /* a root: it has an effect */
         u->n_aux = nn__opt_n_aux(&g->opt);
-        u->i[0] = g->opt.kind;
-        nn__param_mults(g, &g->nodes[i], &u->f[0], &u->f[1]);
+        u->a.optim.kind = g->opt.kind;
+        nn__param_mults(g, &g->nodes[i], &u->a.optim.lr_mult, &u->a.optim.wd_mult);
         if (g->opt.kind == NN_OPT_LAMB) u->scratch = g->nodes[i].numel + 2; /* u, then two sums of squares */
         if (g->opt.kind == NN_OPT_LARS) u->scratch = 2;
     }
@@ -84,8 +83,8 @@ static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
     {
     nn__node *p = &g->nodes[in[0]];
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f;
-    nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->f[0],
-                   g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->f[1], g->opt.nesterov, g->clock.t == 1,
+    nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->a.optim.lr_mult,
+                   g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->a.optim.wd_mult, g->opt.nesterov, g->clock.t == 1,
                    clip, nn__opt_cv(g));
     return NN_OK;
 }
@@ -98,7 +97,7 @@ static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f, bc1, bc2;
     nn__adam_bc(g, &bc1, &bc2);
     nn__adam_update(g->ctx->threads, p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel,
-                    g->lr * n->f[0], g->opt.beta1, g->opt.beta2, g->opt.eps, g->opt.weight_decay * n->f[1],
+                    g->lr * n->a.optim.lr_mult, g->opt.beta1, g->opt.beta2, g->opt.eps, g->opt.weight_decay * n->a.optim.wd_mult,
                     g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip, nn__opt_cv(g));
     return NN_OK;
 }
@@ -113,19 +112,19 @@ static nn_result nn__cpu_grad_acc(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__grad_acc_cpu(y, NN__F(in[0]), N, n->f[0], (g->step - 1) % (uint64_t)g->accum_steps == 0); return NN_OK;
+    nn__grad_acc_cpu(y, NN__F(in[0]), N, n->a.optim.inv_steps, (g->step - 1) % (uint64_t)g->accum_steps == 0); return NN_OK;
 
 }
 
 static void nn__update_sgd(nn_graph *g, nn__launch *l) {
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].f[0]);
+    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
     nn__arg_i(l, 1, g->clock.t == 1);
 }
 
 static void nn__update_adam(nn_graph *g, nn__launch *l) {
     float bc1, bc2;
     nn__adam_bc(g, &bc1, &bc2);
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].f[0]);
+    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
     nn__arg_f(l, 1, bc1);
     nn__arg_f(l, 2, bc2);
 }
@@ -133,11 +132,11 @@ static void nn__update_adam(nn_graph *g, nn__launch *l) {
 /* opt_step: the rate (with the parameter's multiplier) and this update's constants c0..c3 */
 static void nn__update_opt(nn_graph *g, nn__launch *l) {
     int k;
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].f[0]);
+    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
     for (k = 0; k < 4; k++) nn__arg_f(l, 1 + k, g->clock.c[k]);
 }
 
-static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) { nn__arg_f(l, 0, g->lr * g->nodes[l->node].f[0]); }
+static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) { nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult); }
 
 static void nn__update_grad_acc(nn_graph *g, nn__launch *l) { nn__arg_i(l, 0, (g->step - 1) % (uint64_t)g->accum_steps == 0); }
 
@@ -147,7 +146,7 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
     const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
     const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
-    int np = (int)p->numel, k, lamb = n->i[0] == NN_OPT_LAMB;
+    int np = (int)p->numel, k, lamb = n->a.optim.kind == NN_OPT_LAMB;
     size_t wg = nn__reduce_wg(g);
     float h[5], cv = nn__opt_cv(g);
     nn__launch *l = NULL;
@@ -155,7 +154,7 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
     for (k = 0; k < 3; k++) s[k] = k < n->n_aux ? &n->aux[k] : &g->one; /* &g->one: never written */
     if (lamb) s[2] = &n->scratch_buf;
     nn__opt_hparams(&g->opt, h);
-    if (n->i[0] == NN_OPT_LARS) {
+    if (n->a.optim.kind == NN_OPT_LARS) {
         r = nn__launch_add(g, id, "optim", "opt_norms", wg, &l);
         if (r != NN_OK) return r;
         l->gws[0] = l->lws[0] = wg;
@@ -166,8 +165,8 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
     r = nn__launch_add(g, id, "optim", "opt_step", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_opt;
-    r = nn__args(l, "mmmmmmmii@ffffffff@f@f@f@f", &p->buf, grad, clip, s[0], s[1], s[2], norms, np, n->i[0],
-                    (double)g->lr, (double)(g->opt.weight_decay * n->f[1]), (double)cv, (double)h[0], (double)h[1],
+    r = nn__args(l, "mmmmmmmii@ffffffff@f@f@f@f", &p->buf, grad, clip, s[0], s[1], s[2], norms, np, n->a.optim.kind,
+                    (double)g->lr, (double)(g->opt.weight_decay * n->a.optim.wd_mult), (double)cv, (double)h[0], (double)h[1],
                     (double)h[2], (double)h[3], (double)h[4], 0.0, 0.0, 0.0, 0.0);
     if (r != NN_OK || !lamb) return r;
     r = nn__launch_add(g, id, "optim", "opt_norms", wg, &l);
@@ -197,7 +196,7 @@ static nn_result nn__dev_opt_sgd(nn_graph *g, int id) {
     l->update = nn__update_sgd;
     return nn__args(l, "mmmmi@ffffi@if", &p->buf, &g->nodes[in[1]].buf, n->n_aux ? &n->aux[0] : &g->one,
                        n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.momentum,
-                       (double)g->opt.dampening, (double)(g->opt.weight_decay * n->f[1]), g->opt.nesterov, 1,
+                       (double)g->opt.dampening, (double)(g->opt.weight_decay * n->a.optim.wd_mult), g->opt.nesterov, 1,
                        (double)nn__opt_cv(g));
 }
 }
@@ -215,7 +214,7 @@ static nn_result nn__dev_opt_adam(nn_graph *g, int id) {
     l->update = nn__update_adam;
     return nn__args(l, "mmmmmi@fffffi@f@ff", &p->buf, &g->nodes[in[1]].buf, &n->aux[0], &n->aux[1],
                        n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.beta1,
-                       (double)g->opt.beta2, (double)g->opt.eps, (double)(g->opt.weight_decay * n->f[1]),
+                       (double)g->opt.beta2, (double)g->opt.eps, (double)(g->opt.weight_decay * n->a.optim.wd_mult),
                        g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0, (double)nn__opt_cv(g));
 }
 }
@@ -231,5 +230,5 @@ static nn_result nn__dev_grad_acc(nn_graph *g, int id) {
     r = nn__launch_add(g, id, "optim", "grad_acc", (size_t)N, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_grad_acc;
-    return nn__args(l, "mmif@i", y, &g->nodes[in[0]].buf, N, (double)n->f[0], 1);
+    return nn__args(l, "mmif@i", y, &g->nodes[in[0]].buf, N, (double)n->a.optim.inv_steps, 1);
 }

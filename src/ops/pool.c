@@ -36,32 +36,31 @@ static nn__node *nn__pool_input(nn_graph *g, const char *opname, nn_tensor x, in
     return nn__n(g, x);
 }
 
-/* A pooling node. attr (node->i): kh, kw, sh, sw, ph, pw, then dh, dw for max pooling or
-   exclude_pad, adaptive for average pooling (which has no dilation). 1-D pooling is 2-D
-   pooling with H = 1 on the [N, C, L] tensor itself: kh = sh = 1, ph = 0. */
-static nn_tensor nn__pooling_node(nn_graph *g, const char *opname, int op, nn_tensor x, int dims, const int *attr, int ceil_mode) {
+/* A pooling node with attributes at (nn__pool_attr: average pooling has dilation 1). 1-D
+   pooling is 2-D pooling with H = 1 on the [N, C, L] tensor itself: kh = sh = 1, ph = 0. */
+static nn_tensor nn__pooling_node(nn_graph *g, const char *opname, int op, nn_tensor x, int dims, const nn__pool_attr *at, int ceil_mode) {
     char sx[128], k[32], s[32], p[32], d[32];
     nn__node *nx = nn__pool_input(g, opname, x, dims);
-    int is_max = op == NN__OP_MAXPOOL2D, dh = is_max ? attr[6] : 1, dw = is_max ? attr[7] : 1;
+    int is_max = op == NN__OP_MAXPOOL2D, dh = at->dilation[0], dw = at->dilation[1];
     int64_t H, W, OH, OW;
     nn_shape out;
     nn_tensor t;
     if (!nx) return nn__tensor(-1);
     nn__shape_str(&nx->shape, sx, sizeof sx);
-    nn__pool_pair(k, sizeof k, dims, attr[0], attr[1]);
-    nn__pool_pair(s, sizeof s, dims, attr[2], attr[3]);
-    nn__pool_pair(p, sizeof p, dims, attr[4], attr[5]);
+    nn__pool_pair(k, sizeof k, dims, at->kernel[0], at->kernel[1]);
+    nn__pool_pair(s, sizeof s, dims, at->stride[0], at->stride[1]);
+    nn__pool_pair(p, sizeof p, dims, at->pad[0], at->pad[1]);
     nn__pool_pair(d, sizeof d, dims, dh, dw);
-    if (attr[0] < 1 || attr[1] < 1 || attr[2] < 1 || attr[3] < 1 || attr[4] < 0 || attr[5] < 0 || dh < 1 || dw < 1)
+    if (at->kernel[0] < 1 || at->kernel[1] < 1 || at->stride[0] < 1 || at->stride[1] < 1 || at->pad[0] < 0 || at->pad[1] < 0 || dh < 1 || dw < 1)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: kernel %s, stride %s%s%s must be >= 1 and padding %s >= 0",
                            opname, k, s, is_max ? " and dilation " : "", is_max ? d : "", p);
-    if (attr[4] > attr[0] / 2 || attr[5] > attr[1] / 2)
+    if (at->pad[0] > at->kernel[0] / 2 || at->pad[1] > at->kernel[1] / 2)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: padding %s is more than half the kernel %s (x %s)", opname,
                            p, k, sx);
     H = dims == 2 ? nx->shape.dim[2] : 1;
     W = nx->shape.dim[dims + 1];
-    OH = nn__pool_out(H, attr[0], attr[2], attr[4], dh, ceil_mode);
-    OW = nn__pool_out(W, attr[1], attr[3], attr[5], dw, ceil_mode);
+    OH = nn__pool_out(H, at->kernel[0], at->stride[0], at->pad[0], dh, ceil_mode);
+    OW = nn__pool_out(W, at->kernel[1], at->stride[1], at->pad[1], dw, ceil_mode);
     if (OH < 1 || OW < 1)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: the window (kernel %s%s%s) is larger than the padded input x %s (padding %s)",
                            opname, k, is_max ? ", dilation " : "", is_max ? d : "", sx, p);
@@ -71,49 +70,47 @@ static nn_tensor nn__pooling_node(nn_graph *g, const char *opname, int op, nn_te
     if (nn__numel(&out) > INT32_MAX)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: the output of x %s has more than 2^31 elements", opname, sx);
     t = nn__op1(g, op, NN_F32, out, x.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, 8 * sizeof(int));
+    if (t.id >= 0) g->nodes[t.id].a.pool = *at;
     return t;
 }
 
 static nn_tensor nn__pooling2d(nn_graph *g, const char *opname, int op, nn_tensor x, const nn_pool2d_desc *d) {
-    int attr[8];
+    nn__pool_attr at;
     if (!nn__check(g, opname, 1, &x)) return nn__tensor(-1);
     if (!d) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a desc with the kernel size", opname);
-    attr[0] = d->kernel_h;
-    attr[1] = d->kernel_w;
-    attr[2] = nn__defi(d->stride_h, d->kernel_h);
-    attr[3] = nn__defi(d->stride_w, d->kernel_w);
-    attr[4] = nn__defi(d->pad_h, 0);
-    attr[5] = nn__defi(d->pad_w, 0);
-    if (op == NN__OP_MAXPOOL2D) {
-        attr[6] = nn__defi(d->dilation_h, 1);
-        attr[7] = nn__defi(d->dilation_w, 1);
-    } else {
-        if (nn__defi(d->dilation_h, 1) != 1 || nn__defi(d->dilation_w, 1) != 1)
+    memset(&at, 0, sizeof at);
+    at.kernel[0] = d->kernel_h;
+    at.kernel[1] = d->kernel_w;
+    at.stride[0] = nn__defi(d->stride_h, d->kernel_h);
+    at.stride[1] = nn__defi(d->stride_w, d->kernel_w);
+    at.pad[0] = nn__defi(d->pad_h, 0);
+    at.pad[1] = nn__defi(d->pad_w, 0);
+    at.dilation[0] = nn__defi(d->dilation_h, 1);
+    at.dilation[1] = nn__defi(d->dilation_w, 1);
+    if (op != NN__OP_MAXPOOL2D) {
+        if (at.dilation[0] != 1 || at.dilation[1] != 1)
             return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dilation %dx%d: average pooling has no dilation", opname,
-                               nn__defi(d->dilation_h, 1), nn__defi(d->dilation_w, 1));
-        attr[6] = d->exclude_pad != 0;
-        attr[7] = 0;
+                               at.dilation[0], at.dilation[1]);
+        at.exclude_pad = d->exclude_pad != 0;
     }
-    return nn__pooling_node(g, opname, op, x, 2, attr, d->ceil_mode != 0);
+    return nn__pooling_node(g, opname, op, x, 2, &at, d->ceil_mode != 0);
 }
 
 static nn_tensor nn__pooling1d(nn_graph *g, const char *opname, int op, nn_tensor x, const nn_pool1d_desc *d) {
-    int attr[8];
+    nn__pool_attr at;
     if (!nn__check(g, opname, 1, &x)) return nn__tensor(-1);
     if (!d) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a desc with the kernel size", opname);
     if (op != NN__OP_MAXPOOL2D && nn__defi(d->dilation, 1) != 1)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dilation %d: average pooling has no dilation", opname,
                            nn__defi(d->dilation, 1));
-    attr[0] = 1;
-    attr[1] = d->kernel;
-    attr[2] = 1;
-    attr[3] = nn__defi(d->stride, d->kernel);
-    attr[4] = 0;
-    attr[5] = nn__defi(d->pad, 0);
-    attr[6] = op == NN__OP_MAXPOOL2D ? 1 : d->exclude_pad != 0;
-    attr[7] = op == NN__OP_MAXPOOL2D ? nn__defi(d->dilation, 1) : 0;
-    return nn__pooling_node(g, opname, op, x, 1, attr, d->ceil_mode != 0);
+    memset(&at, 0, sizeof at);
+    at.kernel[0] = at.stride[0] = at.dilation[0] = 1;
+    at.kernel[1] = d->kernel;
+    at.stride[1] = nn__defi(d->stride, d->kernel);
+    at.pad[1] = nn__defi(d->pad, 0);
+    at.dilation[1] = op == NN__OP_MAXPOOL2D ? nn__defi(d->dilation, 1) : 1;
+    at.exclude_pad = op != NN__OP_MAXPOOL2D && d->exclude_pad != 0;
+    return nn__pooling_node(g, opname, op, x, 1, &at, d->ceil_mode != 0);
 }
 
 NN_API nn_tensor nn_max_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
@@ -132,21 +129,20 @@ NN_API nn_tensor nn_avg_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *d
 /* One window over the whole plane. */
 static nn_tensor nn__global_pool(nn_graph *g, const char *opname, int op, nn_tensor x) {
     nn__node *nx = nn__pool_input(g, opname, x, 2);
-    int attr[8];
+    nn__pool_attr at;
     if (!nx) return nn__tensor(-1);
-    attr[0] = attr[2] = (int)nx->shape.dim[2];
-    attr[1] = attr[3] = (int)nx->shape.dim[3];
-    attr[4] = attr[5] = 0;
-    attr[6] = op == NN__OP_MAXPOOL2D; /* dilation 1, or exclude_pad 0 */
-    attr[7] = op == NN__OP_MAXPOOL2D;
-    return nn__pooling_node(g, opname, op, x, 2, attr, 0);
+    memset(&at, 0, sizeof at);
+    at.kernel[0] = at.stride[0] = (int)nx->shape.dim[2];
+    at.kernel[1] = at.stride[1] = (int)nx->shape.dim[3];
+    at.dilation[0] = at.dilation[1] = 1;
+    return nn__pooling_node(g, opname, op, x, 2, &at, 0);
 }
 NN_API nn_tensor nn_global_avg_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_avg_pool2d", NN__OP_AVGPOOL2D, x); }
 NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_max_pool2d", NN__OP_MAXPOOL2D, x); }
 
 NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow) {
     nn__node *nx = nn__pool_input(g, "nn_adaptive_avg_pool2d", x, 2);
-    static const int attr[8] = {1, 1, 1, 1, 0, 0, 0, 1}; /* adaptive: the bins replace kernel and stride */
+    nn__pool_attr at;
     nn_shape out;
     nn_tensor t;
     if (!nx) return nn__tensor(-1);
@@ -157,8 +153,11 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_adaptive_avg_pool2d: output %lldx%lld for x %s must be >= 1x1 and below 2^31 elements",
                            (long long)oh, (long long)ow, sx);
     }
+    memset(&at, 0, sizeof at); /* adaptive: the bins replace kernel and stride */
+    at.kernel[0] = at.kernel[1] = at.stride[0] = at.stride[1] = at.dilation[0] = at.dilation[1] = 1;
+    at.adaptive = 1;
     t = nn__op1(g, NN__OP_AVGPOOL2D, NN_F32, out, x.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
+    if (t.id >= 0) g->nodes[t.id].a.pool = at;
     return t;
 }
 
@@ -178,9 +177,9 @@ static const char *nn__pool_kernel(int op) {
 static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p) {
     int is_max = n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD;
     if (n->op == NN__OP_MAXPOOL2D_GRAD || n->op == NN__OP_AVGPOOL2D_GRAD)
-        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, n->i);
+        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, &n->a.pool);
     else
-        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, n->i);
+        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, &n->a.pool);
 }
 
 /* ---- autograd rules ---- */
@@ -192,9 +191,9 @@ static void nn__grad_maxpool2d(nn_graph *g, int id) {
                           pass recomputes so inference graphs keep no indices */
     t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
     if (t.id < 0) return;
-    memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+    g->nodes[t.id].a = n.a;
     t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
@@ -203,7 +202,7 @@ static void nn__grad_avgpool2d(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     t = nn__op1(g, NN__OP_AVGPOOL2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
@@ -240,7 +239,12 @@ static nn_result nn__dev_pool2d(nn_graph *g, int id) {
     nn__pooling p;
     int geo[8];
     nn__pooling_of(g, n, &p);
-    memcpy(geo, n->i, 6 * sizeof(int));
+    geo[0] = p.kh; /* kernel, stride, pad, dilation (h, w) */
+    geo[1] = p.kw;
+    geo[2] = p.sh;
+    geo[3] = p.sw;
+    geo[4] = p.ph;
+    geo[5] = p.pw;
     geo[6] = p.dh;
     geo[7] = p.dw;
     if (ctx->dev.cpu_tuned && (n->op == NN__OP_MAXPOOL2D || n->op == NN__OP_MAXPOOL2D_ARGMAX ||

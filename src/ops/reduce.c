@@ -2,12 +2,23 @@
 #include "../nn_internal.h"
 #include "../nn_ops.h"
 
-static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int mean) {
-    nn_tensor t;
-    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
-    t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), x.id);
-    if (t.id >= 0) g->nodes[t.id].f[0] = mean ? (float)(1.0 / (double)g->nodes[x.id].numel) : 1.0f;
+/* scale * the sum of node x's elements, [1] (other families: losses' reductions). */
+static nn_tensor nn__sum_all_op(nn_graph *g, int x, float scale) {
+    nn_tensor t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), x);
+    if (t.id >= 0) g->nodes[t.id].a.reduce.scale = scale;
     return t;
+}
+
+/* min(1, max_norm / (sqrt(node sumsq) + 1e-6)), [1]: the optimizer's gradient clipping. */
+static nn_tensor nn__clip_scale_op(nn_graph *g, int sumsq, float max_norm) {
+    nn_tensor t = nn__op1(g, NN__OP_CLIP_SCALE, NN_F32, nn_shape1(1), sumsq);
+    if (t.id >= 0) g->nodes[t.id].a.reduce.max_norm = max_norm;
+    return t;
+}
+
+static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int mean) {
+    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    return nn__sum_all_op(g, x.id, mean ? (float)(1.0 / (double)g->nodes[x.id].numel) : 1.0f);
 }
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_sum", x, 0); }
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_mean", x, 1); }
@@ -34,7 +45,7 @@ static void nn__grad_sum_all(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     t = nn__op1(g, NN__OP_EXPAND_SCALAR, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
@@ -42,8 +53,7 @@ static void nn__grad_sum_all(nn_graph *g, int id) {
 static void nn__grad_expand_scalar(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), gy.id);
-    if (t.id >= 0) g->nodes[t.id].f[0] = n.f[0];
+    t = nn__sum_all_op(g, gy.id, n.a.reduce.scale);
     nn__acc_grad(g, a, t);
     return;
 }
@@ -53,7 +63,7 @@ static void nn__grad_expand_scalar(nn_graph *g, int id) {
 static nn_result nn__cpu_sum_all(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    nn__sum_all_forward(y, NN__F(in[0]), g->nodes[in[0]].numel, n->f[0]); return NN_OK;
+    nn__sum_all_forward(y, NN__F(in[0]), g->nodes[in[0]].numel, n->a.reduce.scale); return NN_OK;
 
 }
 
@@ -61,7 +71,7 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__expand_scalar_forward(y, NN__F(in[0]), N, n->f[0]); return NN_OK;
+    nn__expand_scalar_forward(y, NN__F(in[0]), N, n->a.reduce.scale); return NN_OK;
 
 }
 
@@ -111,7 +121,7 @@ static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     {
-    float c = n->f[0] / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
+    float c = n->a.reduce.max_norm / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
     y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
     return NN_OK;
 }
@@ -132,7 +142,7 @@ static nn_result nn__dev_sum_all(nn_graph *g, int id) {
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
-    if (n->op == NN__OP_SUM_ALL) return nn__args(l, "mmifL", &g->nodes[in[0]].buf, y, m, (double)n->f[0], wg * 4);
+    if (n->op == NN__OP_SUM_ALL) return nn__args(l, "mmifL", &g->nodes[in[0]].buf, y, m, (double)n->a.reduce.scale, wg * 4);
     return nn__args(l, "mmmiiL", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, m, n->n_in > 1, wg * 4);
 }
 }
@@ -145,7 +155,7 @@ static nn_result nn__dev_expand_scalar(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     r = nn__launch_add(g, id, "elementwise", "expand_scalar", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->f[0]);
+    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.reduce.scale);
     return r;
 }
 
@@ -188,6 +198,6 @@ static nn_result nn__dev_clip_scale(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     r = nn__launch_add(g, id, "reduce", "clip_scale", 1, &l);
-    if (r == NN_OK) r = nn__args(l, "mmf", &g->nodes[in[0]].buf, y, (double)n->f[0]);
+    if (r == NN_OK) r = nn__args(l, "mmf", &g->nodes[in[0]].buf, y, (double)n->a.reduce.max_norm);
     return r;
 }

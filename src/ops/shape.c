@@ -50,7 +50,7 @@ NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *perm) {
         s.dim[d] = nn__n(g, x)->shape.dim[perm[d]];
     }
     t = nn__op1(g, NN__OP_PERMUTE, nn__n(g, x)->dtype, s, x.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, perm, (size_t)nd * sizeof(int));
+    if (t.id >= 0) memcpy(g->nodes[t.id].a.shape.perm, perm, (size_t)nd * sizeof(int));
     return t;
 }
 
@@ -85,7 +85,7 @@ static nn_tensor nn__concat2(nn_graph *g, nn_tensor a, nn_tensor b, int axis) {
     }
     sa.dim[axis] += sb.dim[axis];
     t = nn__op2(g, NN__OP_CONCAT2, nn__n(g, a)->dtype, sa, a.id, b.id);
-    if (t.id >= 0) g->nodes[t.id].i[0] = axis;
+    if (t.id >= 0) g->nodes[t.id].a.shape.axis = axis;
     return t;
 }
 
@@ -104,8 +104,8 @@ NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis) {
 static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start) {
     nn_tensor t = nn__op1(g, op, g->nodes[src].dtype, s, src);
     if (t.id >= 0) {
-        g->nodes[t.id].i[0] = axis;
-        g->nodes[t.id].i[1] = (int)start;
+        g->nodes[t.id].a.shape.axis = axis;
+        g->nodes[t.id].a.shape.start = (int)start;
     }
     return t;
 }
@@ -170,9 +170,9 @@ NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top
     s.dim[nd - 1] += (int64_t)left + right;
     t = nn__op1(g, NN__OP_PAD2D, NN_F32, s, x.id);
     if (t.id >= 0) {
-        g->nodes[t.id].i[0] = top;
-        g->nodes[t.id].i[1] = left;
-        g->nodes[t.id].i[2] = mode == NN_PAD_REFLECT;
+        g->nodes[t.id].a.shape.top = top;
+        g->nodes[t.id].a.shape.left = left;
+        g->nodes[t.id].a.shape.reflect = mode == NN_PAD_REFLECT;
     }
     return t;
 }
@@ -193,9 +193,9 @@ NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_
     s.dim[nd - 1] *= scale_w;
     t = nn__op1(g, NN__OP_UPSAMPLE2D, NN_F32, s, x.id);
     if (t.id >= 0) {
-        g->nodes[t.id].i[0] = scale_h;
-        g->nodes[t.id].i[1] = scale_w;
-        g->nodes[t.id].i[2] = mode == NN_UPSAMPLE_BILINEAR;
+        g->nodes[t.id].a.shape.scale_h = scale_h;
+        g->nodes[t.id].a.shape.scale_w = scale_w;
+        g->nodes[t.id].a.shape.bilinear = mode == NN_UPSAMPLE_BILINEAR;
     }
     return t;
 }
@@ -241,7 +241,7 @@ static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dim
     for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * xs->dim[d + 1];
     for (d = 0; d < NN_MAX_DIMS; d++) {
         dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
-        xstride[d] = d < pad ? 0 : st[n->i[d - pad]];
+        xstride[d] = d < pad ? 0 : st[n->a.shape.perm[d - pad]];
     }
 }
 
@@ -257,7 +257,7 @@ static void nn__grad_permute(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     {
     int inv[NN_MAX_DIMS], d;
-    for (d = 0; d < n.shape.ndim; d++) inv[n.i[d]] = d;
+    for (d = 0; d < n.shape.ndim; d++) inv[n.a.shape.perm[d]] = d;
     nn__acc_grad(g, a, nn_permute(g, gy, inv));
     return;
 }
@@ -266,7 +266,7 @@ static void nn__grad_permute(nn_graph *g, int id) {
 static void nn__grad_concat2(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     {
-    int ax = n.i[0];
+    int ax = n.a.shape.axis;
     if (ga) nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[a].shape, ax, 0));
     if (gb) nn__acc_grad(g, b, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[b].shape, ax, g->nodes[a].shape.dim[ax]));
     return;
@@ -275,7 +275,7 @@ static void nn__grad_concat2(nn_graph *g, int id) {
 
 static void nn__grad_slice(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.i[0], n.i[1]));
+    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.a.shape.axis, n.a.shape.start));
     return;
 }
 
@@ -283,7 +283,7 @@ static void nn__grad_pad_upsample(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     t = nn__op1(g, n.op == NN__OP_PAD2D ? NN__OP_PAD2D_GRAD : NN__OP_UPSAMPLE2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) memcpy(g->nodes[t.id].i, n.i, sizeof n.i);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
@@ -314,8 +314,8 @@ static nn_result nn__cpu_concat2(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     {
     int64_t o, la, lb, inner;
-    nn__axis_split(&g->nodes[in[0]].shape, n->i[0], &o, &la, &inner);
-    lb = g->nodes[in[1]].shape.dim[n->i[0]];
+    nn__axis_split(&g->nodes[in[0]].shape, n->a.shape.axis, &o, &la, &inner);
+    lb = g->nodes[in[1]].shape.dim[n->a.shape.axis];
     nn__concat_forward(y, NN__F(in[0]), NN__F(in[1]), o, la, lb, inner);
     return NN_OK;
 }
@@ -327,9 +327,9 @@ static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
     {
     int grad = n->op == NN__OP_SLICE_GRAD;
     int64_t o, L, inner, len;
-    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->i[0], &o, &L, &inner);
-    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->i[0]];
-    nn__slice(y, NN__F(in[0]), o, L, inner, n->i[1], len, grad);
+    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
+    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
+    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, grad);
     return NN_OK;
 }
 }
@@ -343,9 +343,9 @@ static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
     int nd = xs->ndim;
     int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
     if (n->op == NN__OP_PAD2D)
-        nn__pad2d_forward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->i[0], n->i[1], n->i[2]);
+        nn__pad2d_forward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left, n->a.shape.reflect);
     else
-        nn__pad2d_backward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->i[0], n->i[1], n->i[2]);
+        nn__pad2d_backward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left, n->a.shape.reflect);
     return NN_OK;
 }
 }
@@ -357,7 +357,7 @@ static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
     const nn_shape *xs = n->op == NN__OP_UPSAMPLE2D ? &g->nodes[in[0]].shape : &n->shape;
     int nd = xs->ndim;
     int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1];
-    nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->i[0], n->i[1], n->i[2],
+    nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->a.shape.scale_h, n->a.shape.scale_w, n->a.shape.bilinear,
                    n->op == NN__OP_UPSAMPLE2D_GRAD);
     return NN_OK;
 }
@@ -407,8 +407,8 @@ static nn_result nn__dev_concat2(nn_graph *g, int id) {
     nn_result r = NN_OK;
     {
     int64_t o, la, lb, inner;
-    nn__axis_split(&g->nodes[in[0]].shape, n->i[0], &o, &la, &inner);
-    lb = g->nodes[in[1]].shape.dim[n->i[0]];
+    nn__axis_split(&g->nodes[in[0]].shape, n->a.shape.axis, &o, &la, &inner);
+    lb = g->nodes[in[1]].shape.dim[n->a.shape.axis];
     r = nn__launch_add(g, id, "shape", "concat", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (int)la, (int)lb, (int)inner);
     return r;
@@ -425,11 +425,11 @@ static nn_result nn__dev_slice(nn_graph *g, int id) {
     {
     int grad = n->op == NN__OP_SLICE_GRAD;
     int64_t o, L, inner, len;
-    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->i[0], &o, &L, &inner);
-    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->i[0]];
+    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
+    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
     r = nn__launch_add(g, id, "shape", "slice", (size_t)N, &l);
     if (r == NN_OK)
-        r = nn__args(l, "mmiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->i[1], grad);
+        r = nn__args(l, "mmiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->a.shape.start, grad);
     return r;
 }
 }
@@ -452,13 +452,13 @@ static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
     if (pad) {
         geo[2] = (int)ys->dim[nd - 2];
         geo[3] = (int)ys->dim[nd - 1];
-        geo[4] = n->i[0];
-        geo[5] = n->i[1];
-        geo[6] = n->i[2];
+        geo[4] = n->a.shape.top;
+        geo[5] = n->a.shape.left;
+        geo[6] = n->a.shape.reflect;
     } else {
-        geo[2] = n->i[0];
-        geo[3] = n->i[1];
-        geo[4] = n->i[2];
+        geo[2] = n->a.shape.scale_h;
+        geo[3] = n->a.shape.scale_w;
+        geo[4] = n->a.shape.bilinear;
     }
     r = nn__launch_add(g, id, "shape",
                    pad ? (fwd ? "pad2d_forward" : "pad2d_backward") : (fwd ? "upsample2d_forward" : "upsample2d_backward"),
