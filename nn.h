@@ -10875,23 +10875,19 @@ static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    {
     const float *x = NN__F(in[0]);
     int64_t i;
     for (i = 0; i < N; i++) y[i] += x[i];
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
     (void)g;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    {
     int64_t i;
     for (i = 0; i < N; i++) y[i] = n->a.ew.s;
     return NN_OK;
-}
 }
 
 /* the kernels <name>_forward / <name>_backward of each activation */
@@ -11103,7 +11099,6 @@ NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const 
 static void nn__grad_matmul(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    {
     int ta = n.a.matmul.trans_a, tb = n.a.matmul.trans_b;
     nn_tensor A = nn__tensor(a), B = nn__tensor(b);
     if (ga) {
@@ -11118,21 +11113,18 @@ static void nn__grad_matmul(nn_graph *g, int id) {
     }
     return;
 }
-}
 
 /* ---- CPU bodies ---- */
 
 static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
     int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
     int K = (int)(n->a.matmul.trans_a ? a->shape.dim[0] : a->shape.dim[1]);
     nn__sgemm(g->ctx->threads, n->a.matmul.trans_a, n->a.matmul.trans_b, M, Nn, K, 1.0f, a->buf.host, (int)a->shape.dim[1], b->buf.host,
               (int)b->shape.dim[1], 0.0f, y, Nn);
     return NN_OK;
-}
 }
 
 /* A launch of kernels/gemm.cl with the geometry of a plan (nn_gemm_plan.c) */
@@ -11170,7 +11162,6 @@ static nn_result nn__dev_matmul(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
     int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
     int K = (int)(n->a.matmul.trans_a ? a->shape.dim[0] : a->shape.dim[1]);
@@ -11180,7 +11171,6 @@ static nn_result nn__dev_matmul(nn_graph *g, int id) {
     if (r != NN_OK) return r;
     return nn__args(l, "iiimimimiff", M, Nn, K, &a->buf, (int)a->shape.dim[1], &b->buf,
                        (int)b->shape.dim[1], y, Nn, 1.0, 0.0);
-}
 }
 
 /* ======================================================================
@@ -11272,28 +11262,23 @@ static nn_result nn__cpu_sum_lead(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__node *x = &g->nodes[in[0]];
     nn__argmax_forward((int32_t *)y, x->buf.host, x->shape.dim[0], x->shape.dim[1]);
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__node *x = &g->nodes[in[0]];
     nn__correct_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
     return NN_OK;
-}
 }
 
 /* The global gradient norm for clipping (optimizer ops, kernels in reduce.cl). */
 static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     const float *x = NN__F(in[0]);
     int64_t i, m = g->nodes[in[0]].numel;
     double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
@@ -11301,16 +11286,13 @@ static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
     y[0] = (float)s;
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     float c = n->a.reduce.max_norm / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
     y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
     return NN_OK;
-}
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
@@ -11321,7 +11303,6 @@ static nn_result nn__dev_sum_all(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     size_t wg = nn__reduce_wg(g);
     int m = (int)g->nodes[in[0]].numel;
     r = nn__launch_add(g, id, "reduce", n->op == NN__OP_SUM_ALL ? "sum_all" : "grad_sumsq", wg, &l);
@@ -11330,7 +11311,6 @@ static nn_result nn__dev_sum_all(nn_graph *g, int id) {
     l->use_lws = 1;
     if (n->op == NN__OP_SUM_ALL) return nn__args(l, "mmifL", &g->nodes[in[0]].buf, y, m, (double)n->a.reduce.scale, wg * 4);
     return nn__args(l, "mmmiiL", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, m, n->n_in > 1, wg * 4);
-}
 }
 
 static nn_result nn__dev_expand_scalar(nn_graph *g, int id) {
@@ -11363,7 +11343,6 @@ static nn_result nn__dev_argmax_rows(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__node *x = &g->nodes[in[0]];
     int B = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
     if (n->op == NN__OP_ARGMAX) {
@@ -11374,7 +11353,6 @@ static nn_result nn__dev_argmax_rows(nn_graph *g, int id) {
         if (r == NN_OK) r = nn__args(l, "mmmii", &x->buf, &g->nodes[in[1]].buf, y, B, C);
     }
     return r;
-}
 }
 
 static nn_result nn__dev_clip_scale(nn_graph *g, int id) {
@@ -11445,12 +11423,10 @@ static nn_result nn__dev_softmax(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int C = (int)nn__last_dim(n);
     r = nn__launch_add(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
     if (r == NN_OK) r = nn__args(l, "mmiii", &g->nodes[in[0]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX);
     return r;
-}
 }
 
 static nn_result nn__dev_softmax_grad(nn_graph *g, int id) {
@@ -11460,13 +11436,11 @@ static nn_result nn__dev_softmax_grad(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int C = (int)nn__last_dim(n);
     r = nn__launch_add(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX_GRAD);
     return r;
-}
 }
 
 /* ======================================================================
@@ -11737,7 +11711,7 @@ static void nn__grad_bce_logits(nn_graph *g, int id) {
 static void nn__grad_loss_ew(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    { /* inputs x, t, [pos_weight]; d-based losses give t minus x's gradient */
+    /* inputs x, t, [pos_weight]; d-based losses give t minus x's gradient */
     int ins[4], has_pw = n.n_in > 2, gt = gb && n.a.loss.kind <= NN__L_QUANTILE;
     if (!ga && !gt) return;
     ins[0] = a;
@@ -11750,12 +11724,11 @@ static void nn__grad_loss_ew(nn_graph *g, int id) {
     if (gt) nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
     return;
 }
-}
 
 static void nn__grad_ce_rows(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    { /* inputs x, labels, [weight] */
+    /* inputs x, labels, [weight] */
     int ins[4];
     if (!ga) return;
     ins[0] = a;
@@ -11766,7 +11739,6 @@ static void nn__grad_ce_rows(nn_graph *g, int id) {
     if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
-}
 }
 
 static void nn__grad_div_scalar(nn_graph *g, int id) {
@@ -11779,7 +11751,7 @@ static void nn__grad_div_scalar(nn_graph *g, int id) {
 static void nn__grad_loss_rows(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    { /* one gradient op per differentiated input; targets get none */
+    /* one gradient op per differentiated input; targets get none */
     int k, ins[4], n_x = n.a.loss.kind == NN__R_COSINE ? 2 : n.a.loss.kind == NN__R_DICE ? 1 : 3;
     for (k = 0; k < n_x; k++) {
         if (!g->nodes[n.in[k]].needs_grad) continue;
@@ -11794,7 +11766,6 @@ static void nn__grad_loss_rows(nn_graph *g, int id) {
     }
     return;
 }
-}
 
 /* ---- CPU bodies ---- */
 
@@ -11807,11 +11778,9 @@ static void nn__count_check(nn_graph *g, const nn__node *n, int64_t bad) {
 static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__node *x = &g->nodes[in[0]];
     nn__count_check(g, n, nn__xent_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]));
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
@@ -11858,12 +11827,10 @@ static nn_result nn__cpu_loss_ew_grad(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__node *x = &g->nodes[in[0]];
     nn__count_check(g, n, nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0],
                                               x->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing));
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
@@ -11886,35 +11853,29 @@ static nn_result nn__cpu_div_scalar(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    {
     const float *x = NN__F(in[0]);
     float d = NN__F(in[1])[0];
     int64_t i;
     for (i = 0; i < N; i++) y[i] = x[i] / d;
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_loss_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    {
     nn__node *x = &g->nodes[in[0]];
     nn__row_loss_forward(y, n->a.loss.kind, x->buf.host, NN__F(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, N, x->numel / N, n->a.loss.margin);
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_loss_rows_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     int64_t B = g->nodes[in[0]].shape.dim[0];
     nn__row_loss_backward(y, n->a.loss.kind, n->a.loss.wrt, NN__F(in[0]), NN__F(in[1]), n->n_in > 3 ? NN__F(in[2]) : NULL,
                           NN__F(in[n->n_in - 1]), B, g->nodes[in[0]].numel / B, n->a.loss.margin);
     return NN_OK;
-}
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
@@ -11925,14 +11886,12 @@ static nn_result nn__dev_xent_rows(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__node *x = &g->nodes[in[0]];
     r = nn__launch_add(g, id, "softmax", "xent_forward", (size_t)x->shape.dim[0], &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiimi", &x->buf, &g->nodes[in[1]].buf, y, (int)x->shape.dim[0], (int)x->shape.dim[1], &g->checks,
                      n->check_slot);
     return r;
-}
 }
 
 static nn_result nn__dev_xent_grad(nn_graph *g, int id) {
@@ -11979,7 +11938,6 @@ static nn_result nn__dev_loss_ew(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
     const nn__buf *pw = n->a.loss.has_pos_weight ? &g->nodes[in[pwi]].buf : &g->one;
     int npw = n->a.loss.has_pos_weight ? (int)g->nodes[in[pwi]].numel : 1;
@@ -11988,7 +11946,6 @@ static nn_result nn__dev_loss_ew(nn_graph *g, int id) {
     return nn__args(l, "mmmmmiiiiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, pw, grad ? &g->nodes[in[2]].buf : &g->one, y, N,
                        npw, n->a.loss.kind, n->a.loss.log_target, (double)n->a.loss.a, (double)n->a.loss.b);
 }
-}
 
 static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -11996,7 +11953,6 @@ static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
     r = nn__launch_add(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
@@ -12007,7 +11963,6 @@ static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
     return nn__args(l, "mmmmiiiiifmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
                     y, B, (int)g->nodes[in[0]].shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->n_in > wi, (double)n->a.loss.smoothing, &g->checks,
                     n->check_slot);
-}
 }
 
 static nn_result nn__dev_ce_weights(nn_graph *g, int id) {
@@ -12042,14 +11997,12 @@ static nn_result nn__dev_loss_rows(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int grad = n->op == NN__OP_LOSS_ROWS_GRAD, nx = n->n_in - grad, B = (int)g->nodes[in[0]].shape.dim[0];
     r = nn__launch_add(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmmmmiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, nx > 2 ? &g->nodes[in[2]].buf : &g->one,
                        grad ? &g->nodes[in[n->n_in - 1]].buf : &g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->a.loss.kind,
                        grad ? n->a.loss.wrt : 0, (double)n->a.loss.margin);
-}
 }
 
 /* ======================================================================
@@ -12092,23 +12045,19 @@ static void nn__grad_gather_rows(nn_graph *g, int id) {
 static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__node *d = &g->nodes[in[0]];
     int64_t D = d->numel / d->shape.dim[0];
     nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    {
     nn__node *gy = &g->nodes[in[1]];
     nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
     return NN_OK;
-}
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
@@ -12120,13 +12069,11 @@ static nn_result nn__dev_gather_rows(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__node *d = &g->nodes[in[0]];
     int B = (int)n->shape.dim[0], D = (int)(d->numel / d->shape.dim[0]);
     r = nn__launch_add(g, id, "gather", "gather_rows", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &d->buf, &g->nodes[in[1]].buf, y, B, (int)d->shape.dim[0], D);
     return r;
-}
 }
 
 static nn_result nn__dev_gather_rows_grad(nn_graph *g, int id) {
@@ -12136,12 +12083,10 @@ static nn_result nn__dev_gather_rows_grad(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int B = (int)g->nodes[in[1]].shape.dim[0], R = (int)n->shape.dim[0];
     r = nn__launch_add(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, B, R, N / R);
     return r;
-}
 }
 
 /* ======================================================================
@@ -12402,22 +12347,18 @@ static void nn__grad_reshape(nn_graph *g, int id) {
 
 static void nn__grad_permute(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    {
     int inv[NN_MAX_DIMS], d;
     for (d = 0; d < n.shape.ndim; d++) inv[n.a.shape.perm[d]] = d;
     nn__acc_grad(g, a, nn_permute(g, gy, inv));
     return;
 }
-}
 
 static void nn__grad_concat2(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    {
     int ax = n.a.shape.axis;
     if (ga) nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[a].shape, ax, 0));
     if (gb) nn__acc_grad(g, b, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[b].shape, ax, g->nodes[a].shape.dim[ax]));
     return;
-}
 }
 
 static void nn__grad_slice(nn_graph *g, int id) {
@@ -12448,30 +12389,25 @@ static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
     nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
     nn__permute_forward(y, NN__F(in[0]), NN_MAX_DIMS, dims, xs);
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_concat2(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     int64_t o, la, lb, inner;
     nn__axis_split(&g->nodes[in[0]].shape, n->a.shape.axis, &o, &la, &inner);
     lb = g->nodes[in[1]].shape.dim[n->a.shape.axis];
     nn__concat_forward(y, NN__F(in[0]), NN__F(in[1]), o, la, lb, inner);
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     int grad = n->op == NN__OP_SLICE_GRAD;
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
@@ -12479,12 +12415,10 @@ static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
     nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, grad);
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     const nn_shape *xs = n->op == NN__OP_PAD2D ? &g->nodes[in[0]].shape : &n->shape;
     const nn_shape *ys = n->op == NN__OP_PAD2D ? &n->shape : &g->nodes[in[0]].shape;
     int nd = xs->ndim;
@@ -12495,19 +12429,16 @@ static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
         nn__pad2d_backward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left, n->a.shape.reflect);
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     const nn_shape *xs = n->op == NN__OP_UPSAMPLE2D ? &g->nodes[in[0]].shape : &n->shape;
     int nd = xs->ndim;
     int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1];
     nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->a.shape.scale_h, n->a.shape.scale_w, n->a.shape.bilinear,
                    n->op == NN__OP_UPSAMPLE2D_GRAD);
     return NN_OK;
-}
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
@@ -12531,7 +12462,6 @@ static nn_result nn__dev_permute(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
     int vd[8], vs[8], d;
     nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
@@ -12543,7 +12473,6 @@ static nn_result nn__dev_permute(nn_graph *g, int id) {
     if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[in[0]].buf, y, N, vd, vs);
     return r;
 }
-}
 
 static nn_result nn__dev_concat2(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -12552,14 +12481,12 @@ static nn_result nn__dev_concat2(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int64_t o, la, lb, inner;
     nn__axis_split(&g->nodes[in[0]].shape, n->a.shape.axis, &o, &la, &inner);
     lb = g->nodes[in[1]].shape.dim[n->a.shape.axis];
     r = nn__launch_add(g, id, "shape", "concat", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (int)la, (int)lb, (int)inner);
     return r;
-}
 }
 
 static nn_result nn__dev_slice(nn_graph *g, int id) {
@@ -12569,7 +12496,6 @@ static nn_result nn__dev_slice(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int grad = n->op == NN__OP_SLICE_GRAD;
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
@@ -12579,7 +12505,6 @@ static nn_result nn__dev_slice(nn_graph *g, int id) {
         r = nn__args(l, "mmiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->a.shape.start, grad);
     return r;
 }
-}
 
 static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -12588,7 +12513,6 @@ static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int fwd = n->op == NN__OP_PAD2D || n->op == NN__OP_UPSAMPLE2D, pad = n->op == NN__OP_PAD2D || n->op == NN__OP_PAD2D_GRAD;
     const nn_shape *xs = fwd ? &g->nodes[in[0]].shape : &n->shape;
     const nn_shape *ys = fwd ? &n->shape : &g->nodes[in[0]].shape;
@@ -12612,7 +12536,6 @@ static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
                    (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmi8", &g->nodes[in[0]].buf, y, N, geo);
     return r;
-}
 }
 
 /* ======================================================================
@@ -13088,7 +13011,6 @@ static void nn__grad_conv3d(nn_graph *g, int id) {
 static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__conv2d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     if (n->op == NN__OP_CONV2D) {
@@ -13109,35 +13031,29 @@ static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
     }
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_channel_bias(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    {
     int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
     const float *x = NN__F(in[0]), *b = NN__F(in[1]);
     for (k = 0; k < N / S; k++)
         for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__node *x = &g->nodes[in[0]];
     nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_conv3d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__conv3d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     if (n->op == NN__OP_CONV3D) {
@@ -13152,7 +13068,6 @@ static nn_result nn__cpu_conv3d(nn_graph *g, nn__node *n) {
         nn__conv3d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
     }
     return NN_OK;
-}
 }
 
 /* conv2d, its input gradient and its weight gradient as im2col + batched GEMM (the
@@ -13239,7 +13154,6 @@ static nn_result nn__dev_conv2d(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__conv2d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     int geo[8];
@@ -13266,7 +13180,6 @@ static nn_result nn__dev_conv2d(nn_graph *g, int id) {
                         c.OH, c.OW, geo);
     return r;
 }
-}
 
 static nn_result nn__dev_channel_bias(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -13275,12 +13188,10 @@ static nn_result nn__dev_channel_bias(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
     r = nn__launch_add(g, id, "elementwise", "channel_bias", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, C, S);
     return r;
-}
 }
 
 static nn_result nn__dev_channel_sum(nn_graph *g, int id) {
@@ -13289,13 +13200,11 @@ static nn_result nn__dev_channel_sum(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__node *x = &g->nodes[in[0]];
     int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
     r = nn__launch_add(g, id, "conv", "channel_sum", (size_t)C, &l);
     if (r == NN_OK) r = nn__args(l, "mmiii", &x->buf, y, Nb, C, (int)(x->numel / ((int64_t)Nb * C)));
     return r;
-}
 }
 
 static nn_result nn__dev_conv3d(nn_graph *g, int id) {
@@ -13305,7 +13214,6 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__conv3d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     int geo[16]; /* ga = stride d/h/w, pad d/h/w, dilation d/h; gb = dilation w, groups */
@@ -13331,7 +13239,6 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
         r = nn__args(l, "mmmiiiiiiiiiiii88", &x->buf, &w->buf, y, c.N, c.C, c.D, c.H, c.W, c.K,
                         c.KD, c.KH, c.KW, c.OD, c.OH, c.OW, geo, geo + 8);
     return r;
-}
 }
 
 /* ======================================================================
@@ -13565,7 +13472,7 @@ NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *nam
 
 static void nn__grad_norm_forward(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    { /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
+    /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
     int k = 2, gi = n.a.norm.has_gamma ? n.in[k++] : -1, bi = n.a.norm.has_beta ? n.in[k++] : -1, din[4];
     din[0] = a;
     din[1] = b;
@@ -13579,14 +13486,13 @@ static void nn__grad_norm_forward(nn_graph *g, int id) {
         nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), &n.a.norm));
     return;
 }
-}
 
 /* ---- CPU bodies ---- */
 
 static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    { /* attributes: see src/nn_norm.c */
+    /* attributes: see src/nn_norm.c */
     nn__norm q;
     nn__norm_geom(&q, &n->a.norm);
     if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->threads, &q, y, NN__F(in[0]));
@@ -13599,7 +13505,6 @@ static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
     else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.eps);
     else nn__norm_backward_affine(g->ctx->threads, &q, y, NULL, NULL, NN__F(in[0]), n->a.norm.eps);
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
@@ -13626,7 +13531,7 @@ static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    { /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
+    /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
     const nn__norm_attr *a = &n->a.norm;
     r = nn__launch_add(g, id, "norm", "norm_forward", (size_t)N, &l);
     if (r == NN_OK)
@@ -13635,7 +13540,6 @@ static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
                      a->per_channel, a->has_gamma, a->has_beta, (double)a->eps);
     return r;
 }
-}
 
 static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -13643,7 +13547,6 @@ static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     /* one work-group per statistics group (stats, dx) or per channel (dgamma, dbeta), no
        larger than the power of two that covers the elements it reduces */
     const nn__norm_attr *a = &n->a.norm;
@@ -13673,21 +13576,19 @@ static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
     return nn__args(l, "mmmmiiiiiifL", &g->one, &g->one, &g->nodes[in[0]].buf, y, a->A, a->C, a->S, a->groups,
                     a->per_channel, 0, (double)a->eps, wg * 4);
 }
-}
 
 static nn_result nn__dev_bn_running(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    { /* running mean, running var (updated in place), stats */
+    /* running mean, running var (updated in place), stats */
     int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
     r = nn__launch_add(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->a.norm.C, (double)n->a.norm.momentum,
                         (double)cnt / (double)(cnt - 1));
     return r;
-}
 }
 
 static nn_result nn__dev_bn_pack(nn_graph *g, int id) {
@@ -13916,7 +13817,6 @@ static void nn__grad_avgpool2d(nn_graph *g, int id) {
 static nn_result nn__cpu_pool2d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__pooling p;
     nn__pooling_of(g, n, &p);
     if (n->op == NN__OP_MAXPOOL2D) nn__max_pool2d_forward(g->ctx->threads, &p, y, NN__F(in[0]));
@@ -13925,7 +13825,6 @@ static nn_result nn__cpu_pool2d(nn_graph *g, nn__node *n) {
     else if (n->op == NN__OP_AVGPOOL2D) nn__avg_pool2d_forward(g->ctx->threads, &p, y, NN__F(in[0]));
     else nn__avg_pool2d_backward(g->ctx->threads, &p, y, NN__F(in[0]));
     return NN_OK;
-}
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
@@ -13939,7 +13838,7 @@ static nn_result nn__dev_pool2d(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     char kname[64];
-    { /* one work-item per element of y */
+    /* one work-item per element of y */
     nn__pooling p;
     int geo[8];
     nn__pooling_of(g, n, &p);
@@ -13965,7 +13864,6 @@ static nn_result nn__dev_pool2d(nn_graph *g, int id) {
         return nn__args(l, "mmiiiii8", &g->nodes[in[0]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);
     return nn__args(l, "mmiiiii8ii", &g->nodes[in[0]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo, p.exclude_pad,
                        p.adaptive);
-}
 }
 
 /* ======================================================================
@@ -14051,7 +13949,6 @@ static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
 
 static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
     const int *in = n->in;
-    {
     nn__node *p = &g->nodes[in[0]];
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f;
     nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->a.optim.lr_mult,
@@ -14059,11 +13956,9 @@ static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
                    clip, nn__opt_cv(g));
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
     const int *in = n->in;
-    {
     nn__node *p = &g->nodes[in[0]];
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f, bc1, bc2;
     nn__adam_bc(g, &bc1, &bc2);
@@ -14071,7 +13966,6 @@ static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
                     g->lr * n->a.optim.lr_mult, g->opt.beta1, g->opt.beta2, g->opt.eps, g->opt.weight_decay * n->a.optim.wd_mult,
                     g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip, nn__opt_cv(g));
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
@@ -14159,7 +14053,6 @@ static nn_result nn__dev_opt_sgd(nn_graph *g, int id) {
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__node *p = &g->nodes[in[0]];
     int np = (int)p->numel;
     r = nn__launch_add(g, id, "optim", "sgd", (size_t)np, &l);
@@ -14170,14 +14063,12 @@ static nn_result nn__dev_opt_sgd(nn_graph *g, int id) {
                        (double)g->opt.dampening, (double)(g->opt.weight_decay * n->a.optim.wd_mult), g->opt.nesterov, 1,
                        (double)nn__opt_cv(g));
 }
-}
 
 static nn_result nn__dev_opt_adam(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__node *p = &g->nodes[in[0]];
     int np = (int)p->numel;
     r = nn__launch_add(g, id, "optim", "adam", (size_t)np, &l);
@@ -14187,7 +14078,6 @@ static nn_result nn__dev_opt_adam(nn_graph *g, int id) {
                        n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.beta1,
                        (double)g->opt.beta2, (double)g->opt.eps, (double)(g->opt.weight_decay * n->a.optim.wd_mult),
                        g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0, (double)nn__opt_cv(g));
-}
 }
 
 

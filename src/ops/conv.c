@@ -470,7 +470,6 @@ static void nn__grad_conv3d(nn_graph *g, int id) {
 static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__conv2d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     if (n->op == NN__OP_CONV2D) {
@@ -491,35 +490,29 @@ static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
     }
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_channel_bias(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    {
     int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
     const float *x = NN__F(in[0]), *b = NN__F(in[1]);
     for (k = 0; k < N / S; k++)
         for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__node *x = &g->nodes[in[0]];
     nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_conv3d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__conv3d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     if (n->op == NN__OP_CONV3D) {
@@ -534,7 +527,6 @@ static nn_result nn__cpu_conv3d(nn_graph *g, nn__node *n) {
         nn__conv3d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
     }
     return NN_OK;
-}
 }
 
 /* conv2d, its input gradient and its weight gradient as im2col + batched GEMM (the
@@ -621,7 +613,6 @@ static nn_result nn__dev_conv2d(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__conv2d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     int geo[8];
@@ -648,7 +639,6 @@ static nn_result nn__dev_conv2d(nn_graph *g, int id) {
                         c.OH, c.OW, geo);
     return r;
 }
-}
 
 static nn_result nn__dev_channel_bias(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -657,12 +647,10 @@ static nn_result nn__dev_channel_bias(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
     r = nn__launch_add(g, id, "elementwise", "channel_bias", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, C, S);
     return r;
-}
 }
 
 static nn_result nn__dev_channel_sum(nn_graph *g, int id) {
@@ -671,13 +659,11 @@ static nn_result nn__dev_channel_sum(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__node *x = &g->nodes[in[0]];
     int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
     r = nn__launch_add(g, id, "conv", "channel_sum", (size_t)C, &l);
     if (r == NN_OK) r = nn__args(l, "mmiii", &x->buf, y, Nb, C, (int)(x->numel / ((int64_t)Nb * C)));
     return r;
-}
 }
 
 static nn_result nn__dev_conv3d(nn_graph *g, int id) {
@@ -687,7 +673,6 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__conv3d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     int geo[16]; /* ga = stride d/h/w, pad d/h/w, dilation d/h; gb = dilation w, groups */
@@ -713,5 +698,4 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
         r = nn__args(l, "mmmiiiiiiiiiiii88", &x->buf, &w->buf, y, c.N, c.C, c.D, c.H, c.W, c.K,
                         c.KD, c.KH, c.KW, c.OD, c.OH, c.OW, geo, geo + 8);
     return r;
-}
 }

@@ -293,23 +293,19 @@ static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    {
     const float *x = NN__F(in[0]);
     int64_t i;
     for (i = 0; i < N; i++) y[i] += x[i];
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
     (void)g;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    {
     int64_t i;
     for (i = 0; i < N; i++) y[i] = n->a.ew.s;
     return NN_OK;
-}
 }
 
 /* the kernels <name>_forward / <name>_backward of each activation */

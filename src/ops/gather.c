@@ -37,23 +37,19 @@ static void nn__grad_gather_rows(nn_graph *g, int id) {
 static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__node *d = &g->nodes[in[0]];
     int64_t D = d->numel / d->shape.dim[0];
     nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    {
     nn__node *gy = &g->nodes[in[1]];
     nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
     return NN_OK;
-}
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
@@ -65,13 +61,11 @@ static nn_result nn__dev_gather_rows(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__node *d = &g->nodes[in[0]];
     int B = (int)n->shape.dim[0], D = (int)(d->numel / d->shape.dim[0]);
     r = nn__launch_add(g, id, "gather", "gather_rows", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &d->buf, &g->nodes[in[1]].buf, y, B, (int)d->shape.dim[0], D);
     return r;
-}
 }
 
 static nn_result nn__dev_gather_rows_grad(nn_graph *g, int id) {
@@ -81,10 +75,8 @@ static nn_result nn__dev_gather_rows_grad(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int B = (int)g->nodes[in[1]].shape.dim[0], R = (int)n->shape.dim[0];
     r = nn__launch_add(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, B, R, N / R);
     return r;
-}
 }

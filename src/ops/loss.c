@@ -265,7 +265,7 @@ static void nn__grad_bce_logits(nn_graph *g, int id) {
 static void nn__grad_loss_ew(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    { /* inputs x, t, [pos_weight]; d-based losses give t minus x's gradient */
+    /* inputs x, t, [pos_weight]; d-based losses give t minus x's gradient */
     int ins[4], has_pw = n.n_in > 2, gt = gb && n.a.loss.kind <= NN__L_QUANTILE;
     if (!ga && !gt) return;
     ins[0] = a;
@@ -278,12 +278,11 @@ static void nn__grad_loss_ew(nn_graph *g, int id) {
     if (gt) nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
     return;
 }
-}
 
 static void nn__grad_ce_rows(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    { /* inputs x, labels, [weight] */
+    /* inputs x, labels, [weight] */
     int ins[4];
     if (!ga) return;
     ins[0] = a;
@@ -294,7 +293,6 @@ static void nn__grad_ce_rows(nn_graph *g, int id) {
     if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
-}
 }
 
 static void nn__grad_div_scalar(nn_graph *g, int id) {
@@ -307,7 +305,7 @@ static void nn__grad_div_scalar(nn_graph *g, int id) {
 static void nn__grad_loss_rows(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    { /* one gradient op per differentiated input; targets get none */
+    /* one gradient op per differentiated input; targets get none */
     int k, ins[4], n_x = n.a.loss.kind == NN__R_COSINE ? 2 : n.a.loss.kind == NN__R_DICE ? 1 : 3;
     for (k = 0; k < n_x; k++) {
         if (!g->nodes[n.in[k]].needs_grad) continue;
@@ -322,7 +320,6 @@ static void nn__grad_loss_rows(nn_graph *g, int id) {
     }
     return;
 }
-}
 
 /* ---- CPU bodies ---- */
 
@@ -335,11 +332,9 @@ static void nn__count_check(nn_graph *g, const nn__node *n, int64_t bad) {
 static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__node *x = &g->nodes[in[0]];
     nn__count_check(g, n, nn__xent_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]));
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
@@ -386,12 +381,10 @@ static nn_result nn__cpu_loss_ew_grad(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__node *x = &g->nodes[in[0]];
     nn__count_check(g, n, nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0],
                                               x->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing));
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
@@ -414,35 +407,29 @@ static nn_result nn__cpu_div_scalar(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    {
     const float *x = NN__F(in[0]);
     float d = NN__F(in[1])[0];
     int64_t i;
     for (i = 0; i < N; i++) y[i] = x[i] / d;
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_loss_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    {
     nn__node *x = &g->nodes[in[0]];
     nn__row_loss_forward(y, n->a.loss.kind, x->buf.host, NN__F(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, N, x->numel / N, n->a.loss.margin);
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_loss_rows_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     int64_t B = g->nodes[in[0]].shape.dim[0];
     nn__row_loss_backward(y, n->a.loss.kind, n->a.loss.wrt, NN__F(in[0]), NN__F(in[1]), n->n_in > 3 ? NN__F(in[2]) : NULL,
                           NN__F(in[n->n_in - 1]), B, g->nodes[in[0]].numel / B, n->a.loss.margin);
     return NN_OK;
-}
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
@@ -453,14 +440,12 @@ static nn_result nn__dev_xent_rows(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__node *x = &g->nodes[in[0]];
     r = nn__launch_add(g, id, "softmax", "xent_forward", (size_t)x->shape.dim[0], &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiimi", &x->buf, &g->nodes[in[1]].buf, y, (int)x->shape.dim[0], (int)x->shape.dim[1], &g->checks,
                      n->check_slot);
     return r;
-}
 }
 
 static nn_result nn__dev_xent_grad(nn_graph *g, int id) {
@@ -507,7 +492,6 @@ static nn_result nn__dev_loss_ew(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
     const nn__buf *pw = n->a.loss.has_pos_weight ? &g->nodes[in[pwi]].buf : &g->one;
     int npw = n->a.loss.has_pos_weight ? (int)g->nodes[in[pwi]].numel : 1;
@@ -516,7 +500,6 @@ static nn_result nn__dev_loss_ew(nn_graph *g, int id) {
     return nn__args(l, "mmmmmiiiiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, pw, grad ? &g->nodes[in[2]].buf : &g->one, y, N,
                        npw, n->a.loss.kind, n->a.loss.log_target, (double)n->a.loss.a, (double)n->a.loss.b);
 }
-}
 
 static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -524,7 +507,6 @@ static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
     r = nn__launch_add(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
@@ -535,7 +517,6 @@ static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
     return nn__args(l, "mmmmiiiiifmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
                     y, B, (int)g->nodes[in[0]].shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->n_in > wi, (double)n->a.loss.smoothing, &g->checks,
                     n->check_slot);
-}
 }
 
 static nn_result nn__dev_ce_weights(nn_graph *g, int id) {
@@ -570,12 +551,10 @@ static nn_result nn__dev_loss_rows(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int grad = n->op == NN__OP_LOSS_ROWS_GRAD, nx = n->n_in - grad, B = (int)g->nodes[in[0]].shape.dim[0];
     r = nn__launch_add(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmmmmiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, nx > 2 ? &g->nodes[in[2]].buf : &g->one,
                        grad ? &g->nodes[in[n->n_in - 1]].buf : &g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->a.loss.kind,
                        grad ? n->a.loss.wrt : 0, (double)n->a.loss.margin);
-}
 }

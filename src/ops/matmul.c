@@ -72,7 +72,6 @@ NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const 
 static void nn__grad_matmul(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    {
     int ta = n.a.matmul.trans_a, tb = n.a.matmul.trans_b;
     nn_tensor A = nn__tensor(a), B = nn__tensor(b);
     if (ga) {
@@ -87,21 +86,18 @@ static void nn__grad_matmul(nn_graph *g, int id) {
     }
     return;
 }
-}
 
 /* ---- CPU bodies ---- */
 
 static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
     int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
     int K = (int)(n->a.matmul.trans_a ? a->shape.dim[0] : a->shape.dim[1]);
     nn__sgemm(g->ctx->threads, n->a.matmul.trans_a, n->a.matmul.trans_b, M, Nn, K, 1.0f, a->buf.host, (int)a->shape.dim[1], b->buf.host,
               (int)b->shape.dim[1], 0.0f, y, Nn);
     return NN_OK;
-}
 }
 
 /* A launch of kernels/gemm.cl with the geometry of a plan (nn_gemm_plan.c) */
@@ -139,7 +135,6 @@ static nn_result nn__dev_matmul(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
     int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
     int K = (int)(n->a.matmul.trans_a ? a->shape.dim[0] : a->shape.dim[1]);
@@ -149,5 +144,4 @@ static nn_result nn__dev_matmul(nn_graph *g, int id) {
     if (r != NN_OK) return r;
     return nn__args(l, "iiimimimiff", M, Nn, K, &a->buf, (int)a->shape.dim[1], &b->buf,
                        (int)b->shape.dim[1], y, Nn, 1.0, 0.0);
-}
 }

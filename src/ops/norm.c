@@ -228,7 +228,7 @@ NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *nam
 
 static void nn__grad_norm_forward(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    { /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
+    /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
     int k = 2, gi = n.a.norm.has_gamma ? n.in[k++] : -1, bi = n.a.norm.has_beta ? n.in[k++] : -1, din[4];
     din[0] = a;
     din[1] = b;
@@ -242,14 +242,13 @@ static void nn__grad_norm_forward(nn_graph *g, int id) {
         nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), &n.a.norm));
     return;
 }
-}
 
 /* ---- CPU bodies ---- */
 
 static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    { /* attributes: see src/nn_norm.c */
+    /* attributes: see src/nn_norm.c */
     nn__norm q;
     nn__norm_geom(&q, &n->a.norm);
     if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->threads, &q, y, NN__F(in[0]));
@@ -262,7 +261,6 @@ static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
     else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.eps);
     else nn__norm_backward_affine(g->ctx->threads, &q, y, NULL, NULL, NN__F(in[0]), n->a.norm.eps);
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
@@ -289,7 +287,7 @@ static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    { /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
+    /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
     const nn__norm_attr *a = &n->a.norm;
     r = nn__launch_add(g, id, "norm", "norm_forward", (size_t)N, &l);
     if (r == NN_OK)
@@ -298,7 +296,6 @@ static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
                      a->per_channel, a->has_gamma, a->has_beta, (double)a->eps);
     return r;
 }
-}
 
 static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -306,7 +303,6 @@ static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     /* one work-group per statistics group (stats, dx) or per channel (dgamma, dbeta), no
        larger than the power of two that covers the elements it reduces */
     const nn__norm_attr *a = &n->a.norm;
@@ -336,21 +332,19 @@ static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
     return nn__args(l, "mmmmiiiiiifL", &g->one, &g->one, &g->nodes[in[0]].buf, y, a->A, a->C, a->S, a->groups,
                     a->per_channel, 0, (double)a->eps, wg * 4);
 }
-}
 
 static nn_result nn__dev_bn_running(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    { /* running mean, running var (updated in place), stats */
+    /* running mean, running var (updated in place), stats */
     int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
     r = nn__launch_add(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->a.norm.C, (double)n->a.norm.momentum,
                         (double)cnt / (double)(cnt - 1));
     return r;
-}
 }
 
 static nn_result nn__dev_bn_pack(nn_graph *g, int id) {

@@ -80,7 +80,6 @@ static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
 
 static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
     const int *in = n->in;
-    {
     nn__node *p = &g->nodes[in[0]];
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f;
     nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->a.optim.lr_mult,
@@ -88,11 +87,9 @@ static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
                    clip, nn__opt_cv(g));
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
     const int *in = n->in;
-    {
     nn__node *p = &g->nodes[in[0]];
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f, bc1, bc2;
     nn__adam_bc(g, &bc1, &bc2);
@@ -100,7 +97,6 @@ static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
                     g->lr * n->a.optim.lr_mult, g->opt.beta1, g->opt.beta2, g->opt.eps, g->opt.weight_decay * n->a.optim.wd_mult,
                     g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip, nn__opt_cv(g));
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
@@ -188,7 +184,6 @@ static nn_result nn__dev_opt_sgd(nn_graph *g, int id) {
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__node *p = &g->nodes[in[0]];
     int np = (int)p->numel;
     r = nn__launch_add(g, id, "optim", "sgd", (size_t)np, &l);
@@ -199,14 +194,12 @@ static nn_result nn__dev_opt_sgd(nn_graph *g, int id) {
                        (double)g->opt.dampening, (double)(g->opt.weight_decay * n->a.optim.wd_mult), g->opt.nesterov, 1,
                        (double)nn__opt_cv(g));
 }
-}
 
 static nn_result nn__dev_opt_adam(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__node *p = &g->nodes[in[0]];
     int np = (int)p->numel;
     r = nn__launch_add(g, id, "optim", "adam", (size_t)np, &l);
@@ -216,7 +209,6 @@ static nn_result nn__dev_opt_adam(nn_graph *g, int id) {
                        n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.beta1,
                        (double)g->opt.beta2, (double)g->opt.eps, (double)(g->opt.weight_decay * n->a.optim.wd_mult),
                        g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0, (double)nn__opt_cv(g));
-}
 }
 
 

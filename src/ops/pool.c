@@ -212,7 +212,6 @@ static void nn__grad_avgpool2d(nn_graph *g, int id) {
 static nn_result nn__cpu_pool2d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__pooling p;
     nn__pooling_of(g, n, &p);
     if (n->op == NN__OP_MAXPOOL2D) nn__max_pool2d_forward(g->ctx->threads, &p, y, NN__F(in[0]));
@@ -221,7 +220,6 @@ static nn_result nn__cpu_pool2d(nn_graph *g, nn__node *n) {
     else if (n->op == NN__OP_AVGPOOL2D) nn__avg_pool2d_forward(g->ctx->threads, &p, y, NN__F(in[0]));
     else nn__avg_pool2d_backward(g->ctx->threads, &p, y, NN__F(in[0]));
     return NN_OK;
-}
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
@@ -235,7 +233,7 @@ static nn_result nn__dev_pool2d(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     char kname[64];
-    { /* one work-item per element of y */
+    /* one work-item per element of y */
     nn__pooling p;
     int geo[8];
     nn__pooling_of(g, n, &p);
@@ -261,5 +259,4 @@ static nn_result nn__dev_pool2d(nn_graph *g, int id) {
         return nn__args(l, "mmiiiii8", &g->nodes[in[0]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);
     return nn__args(l, "mmiiiii8ii", &g->nodes[in[0]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo, p.exclude_pad,
                        p.adaptive);
-}
 }

@@ -86,28 +86,23 @@ static nn_result nn__cpu_sum_lead(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__node *x = &g->nodes[in[0]];
     nn__argmax_forward((int32_t *)y, x->buf.host, x->shape.dim[0], x->shape.dim[1]);
     return NN_OK;
-}
 }
 
 static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     nn__node *x = &g->nodes[in[0]];
     nn__correct_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
     return NN_OK;
-}
 }
 
 /* The global gradient norm for clipping (optimizer ops, kernels in reduce.cl). */
 static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     const float *x = NN__F(in[0]);
     int64_t i, m = g->nodes[in[0]].numel;
     double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
@@ -115,16 +110,13 @@ static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
     y[0] = (float)s;
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     float c = n->a.reduce.max_norm / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
     y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
     return NN_OK;
-}
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
@@ -135,7 +127,6 @@ static nn_result nn__dev_sum_all(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     size_t wg = nn__reduce_wg(g);
     int m = (int)g->nodes[in[0]].numel;
     r = nn__launch_add(g, id, "reduce", n->op == NN__OP_SUM_ALL ? "sum_all" : "grad_sumsq", wg, &l);
@@ -144,7 +135,6 @@ static nn_result nn__dev_sum_all(nn_graph *g, int id) {
     l->use_lws = 1;
     if (n->op == NN__OP_SUM_ALL) return nn__args(l, "mmifL", &g->nodes[in[0]].buf, y, m, (double)n->a.reduce.scale, wg * 4);
     return nn__args(l, "mmmiiL", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, m, n->n_in > 1, wg * 4);
-}
 }
 
 static nn_result nn__dev_expand_scalar(nn_graph *g, int id) {
@@ -177,7 +167,6 @@ static nn_result nn__dev_argmax_rows(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     nn__node *x = &g->nodes[in[0]];
     int B = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
     if (n->op == NN__OP_ARGMAX) {
@@ -188,7 +177,6 @@ static nn_result nn__dev_argmax_rows(nn_graph *g, int id) {
         if (r == NN_OK) r = nn__args(l, "mmmii", &x->buf, &g->nodes[in[1]].buf, y, B, C);
     }
     return r;
-}
 }
 
 static nn_result nn__dev_clip_scale(nn_graph *g, int id) {

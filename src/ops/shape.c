@@ -255,22 +255,18 @@ static void nn__grad_reshape(nn_graph *g, int id) {
 
 static void nn__grad_permute(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    {
     int inv[NN_MAX_DIMS], d;
     for (d = 0; d < n.shape.ndim; d++) inv[n.a.shape.perm[d]] = d;
     nn__acc_grad(g, a, nn_permute(g, gy, inv));
     return;
 }
-}
 
 static void nn__grad_concat2(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    {
     int ax = n.a.shape.axis;
     if (ga) nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[a].shape, ax, 0));
     if (gb) nn__acc_grad(g, b, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[b].shape, ax, g->nodes[a].shape.dim[ax]));
     return;
-}
 }
 
 static void nn__grad_slice(nn_graph *g, int id) {
@@ -301,30 +297,25 @@ static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
     nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
     nn__permute_forward(y, NN__F(in[0]), NN_MAX_DIMS, dims, xs);
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_concat2(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     int64_t o, la, lb, inner;
     nn__axis_split(&g->nodes[in[0]].shape, n->a.shape.axis, &o, &la, &inner);
     lb = g->nodes[in[1]].shape.dim[n->a.shape.axis];
     nn__concat_forward(y, NN__F(in[0]), NN__F(in[1]), o, la, lb, inner);
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     int grad = n->op == NN__OP_SLICE_GRAD;
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
@@ -332,12 +323,10 @@ static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
     nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, grad);
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     const nn_shape *xs = n->op == NN__OP_PAD2D ? &g->nodes[in[0]].shape : &n->shape;
     const nn_shape *ys = n->op == NN__OP_PAD2D ? &n->shape : &g->nodes[in[0]].shape;
     int nd = xs->ndim;
@@ -348,19 +337,16 @@ static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
         nn__pad2d_backward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left, n->a.shape.reflect);
     return NN_OK;
 }
-}
 
 static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    {
     const nn_shape *xs = n->op == NN__OP_UPSAMPLE2D ? &g->nodes[in[0]].shape : &n->shape;
     int nd = xs->ndim;
     int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1];
     nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->a.shape.scale_h, n->a.shape.scale_w, n->a.shape.bilinear,
                    n->op == NN__OP_UPSAMPLE2D_GRAD);
     return NN_OK;
-}
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
@@ -384,7 +370,6 @@ static nn_result nn__dev_permute(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
     int vd[8], vs[8], d;
     nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
@@ -396,7 +381,6 @@ static nn_result nn__dev_permute(nn_graph *g, int id) {
     if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[in[0]].buf, y, N, vd, vs);
     return r;
 }
-}
 
 static nn_result nn__dev_concat2(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -405,14 +389,12 @@ static nn_result nn__dev_concat2(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int64_t o, la, lb, inner;
     nn__axis_split(&g->nodes[in[0]].shape, n->a.shape.axis, &o, &la, &inner);
     lb = g->nodes[in[1]].shape.dim[n->a.shape.axis];
     r = nn__launch_add(g, id, "shape", "concat", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (int)la, (int)lb, (int)inner);
     return r;
-}
 }
 
 static nn_result nn__dev_slice(nn_graph *g, int id) {
@@ -422,7 +404,6 @@ static nn_result nn__dev_slice(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int grad = n->op == NN__OP_SLICE_GRAD;
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
@@ -432,7 +413,6 @@ static nn_result nn__dev_slice(nn_graph *g, int id) {
         r = nn__args(l, "mmiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->a.shape.start, grad);
     return r;
 }
-}
 
 static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -441,7 +421,6 @@ static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int fwd = n->op == NN__OP_PAD2D || n->op == NN__OP_UPSAMPLE2D, pad = n->op == NN__OP_PAD2D || n->op == NN__OP_PAD2D_GRAD;
     const nn_shape *xs = fwd ? &g->nodes[in[0]].shape : &n->shape;
     const nn_shape *ys = fwd ? &n->shape : &g->nodes[in[0]].shape;
@@ -465,5 +444,4 @@ static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
                    (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmi8", &g->nodes[in[0]].buf, y, N, geo);
     return r;
-}
 }

@@ -54,12 +54,10 @@ static nn_result nn__dev_softmax(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int C = (int)nn__last_dim(n);
     r = nn__launch_add(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
     if (r == NN_OK) r = nn__args(l, "mmiii", &g->nodes[in[0]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX);
     return r;
-}
 }
 
 static nn_result nn__dev_softmax_grad(nn_graph *g, int id) {
@@ -69,11 +67,9 @@ static nn_result nn__dev_softmax_grad(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    {
     int C = (int)nn__last_dim(n);
     r = nn__launch_add(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX_GRAD);
     return r;
-}
 }
