@@ -175,8 +175,10 @@ typedef struct nn_graph nn_graph;
 /* A symbolic tensor: a handle into one graph. id > 0 is a tensor; id 0 is NN_NONE, "no
    tensor"; id < 0 means "the op failed". Every op given a failed tensor returns a failed
    tensor, and nn_graph_compile() reports the first error, so a network can be written
-   without checking each call. */
-typedef struct nn_tensor { int32_t id; } nn_tensor;
+   without checking each call. `graph` is the serial number of the graph that made the
+   handle: a tensor given to another graph is an error (NN_ERR_INVALID_ARGUMENT), not a
+   silent use of that graph's node of the same id. */
+typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
 
 /* "No tensor": what an optional operand takes to be absent (a bias, gamma and beta, class
    weights), and what a zeroed desc's tensor fields already are (nn_compile_desc.loss,
@@ -184,9 +186,9 @@ typedef struct nn_tensor { int32_t id; } nn_tensor;
    there is no such tensor. A failed tensor (id < 0) is not NN_NONE: given as an optional
    operand it fails the op too. In a static initializer write {0}. */
 #ifdef __cplusplus
-#  define NN_NONE (nn_tensor{0})
+#  define NN_NONE (nn_tensor{0, 0})
 #else
-#  define NN_NONE ((nn_tensor){0})
+#  define NN_NONE ((nn_tensor){0, 0})
 #endif
 
 typedef struct nn_shape { int ndim; int64_t dim[NN_MAX_DIMS]; } nn_shape;
@@ -1118,6 +1120,7 @@ typedef struct nn__opt_clock {
 
 struct nn_graph {
     nn_context *ctx;
+    uint32_t serial;     /* stamped on its tensor handles (nn_tensor.graph); never 0 */
     nn_graph *ctx_prev, *ctx_next; /* the context's list of its graphs */
     nn__node *nodes;
     int n_nodes, cap_nodes;
@@ -9517,6 +9520,21 @@ static int nn__params_index(nn__params *ps, int i) {
 
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in);
 
+/* A serial number for a new graph: distinct among the last 2^32 - 1 graphs of the process,
+   never 0. */
+static uint32_t nn__graph_serial(void) {
+    static uint32_t last;
+    uint32_t s;
+#if defined(__GNUC__) || defined(__clang__)
+    do s = __atomic_add_fetch(&last, 1u, __ATOMIC_RELAXED);
+    while (s == 0);
+#else
+    do s = ++last; /* compilers without __atomic: graphs created from one thread at a time */
+    while (s == 0);
+#endif
+    return s;
+}
+
 NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
     nn_graph *g;
     if (!out) return NN_ERR_INVALID_ARGUMENT;
@@ -9525,6 +9543,7 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
     g = (nn_graph *)nn__calloc(1, sizeof *g);
     if (!g) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
     g->ctx = ctx;
+    g->serial = nn__graph_serial();
     g->loss = -1;
     g->clip_node = -1;
     g->seed = 1;
@@ -9600,11 +9619,15 @@ NN_API void nn_graph_destroy(nn_graph *g) {
 
 NN_API nn_result nn_graph_status(const nn_graph *g) { return g ? g->status : NN_ERR_INVALID_ARGUMENT; }
 
-static nn_tensor nn__tensor(int id) {
+/* The handle of node id of g, stamped with g's serial number (a failed or absent handle:
+   0). Within the library nn__tensor(id) is the handle of a node of the g in scope. */
+static nn_tensor nn__tensor_of(const nn_graph *g, int id) {
     nn_tensor t;
     t.id = id;
+    t.graph = g && id > 0 ? g->serial : 0;
     return t;
 }
+#define nn__tensor(id) nn__tensor_of(g, (id))
 
 /* Records the graph's first error (later ones are consequences) and returns a failed tensor. */
 static nn_tensor nn__op_fail(nn_graph *g, nn_result code, const char *fmt, ...) {
@@ -9634,6 +9657,10 @@ static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) {
         }
         if (t[i].id == 0) {
             nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is NN_NONE, and it is not optional", op, i);
+            return 0;
+        }
+        if (t[i].graph != 0 && t[i].graph != g->serial) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is a tensor of another graph", op, i);
             return 0;
         }
         if (t[i].id >= g->n_nodes) {
@@ -9700,7 +9727,9 @@ static int nn__optional(nn_graph *g, const char *op, nn_tensor t) {
 }
 
 /* A user's handle names a tensor of g: not NN_NONE, not failed, not out of range. */
-static int nn__is_tensor(const nn_graph *g, nn_tensor t) { return g && t.id > 0 && t.id < g->n_nodes; }
+static int nn__is_tensor(const nn_graph *g, nn_tensor t) {
+    return g && t.id > 0 && t.id < g->n_nodes && (t.graph == 0 || t.graph == g->serial);
+}
 
 static const char *nn__dtype_name(nn_dtype d) { return d == NN_I32 ? "int32" : "float32"; }
 
@@ -16410,8 +16439,8 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     return g->status;
 }
 
-NN_API nn_tensor nn_dataset_x(const nn_dataset *d) { return d ? d->xb : nn__tensor(-1); }
-NN_API nn_tensor nn_dataset_y(const nn_dataset *d) { return d ? d->yb : nn__tensor(-1); }
+NN_API nn_tensor nn_dataset_x(const nn_dataset *d) { return d ? d->xb : nn__tensor_of(NULL, -1); }
+NN_API nn_tensor nn_dataset_y(const nn_dataset *d) { return d ? d->yb : nn__tensor_of(NULL, -1); }
 NN_API int64_t nn_dataset_epoch(const nn_dataset *d) { return d ? d->epoch : -1; }
 
 NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {

@@ -50,8 +50,10 @@ typedef struct nn_graph nn_graph;
 /* A symbolic tensor: a handle into one graph. id > 0 is a tensor; id 0 is NN_NONE, "no
    tensor"; id < 0 means "the op failed". Every op given a failed tensor returns a failed
    tensor, and nn_graph_compile() reports the first error, so a network can be written
-   without checking each call. */
-typedef struct nn_tensor { int32_t id; } nn_tensor;
+   without checking each call. `graph` is the serial number of the graph that made the
+   handle: a tensor given to another graph is an error (NN_ERR_INVALID_ARGUMENT), not a
+   silent use of that graph's node of the same id. */
+typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
 
 /* "No tensor": what an optional operand takes to be absent (a bias, gamma and beta, class
    weights), and what a zeroed desc's tensor fields already are (nn_compile_desc.loss,
@@ -59,9 +61,9 @@ typedef struct nn_tensor { int32_t id; } nn_tensor;
    there is no such tensor. A failed tensor (id < 0) is not NN_NONE: given as an optional
    operand it fails the op too. In a static initializer write {0}. */
 #ifdef __cplusplus
-#  define NN_NONE (nn_tensor{0})
+#  define NN_NONE (nn_tensor{0, 0})
 #else
-#  define NN_NONE ((nn_tensor){0})
+#  define NN_NONE ((nn_tensor){0, 0})
 #endif
 
 typedef struct nn_shape { int ndim; int64_t dim[NN_MAX_DIMS]; } nn_shape;

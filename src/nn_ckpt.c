@@ -618,8 +618,8 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     return g->status;
 }
 
-NN_API nn_tensor nn_dataset_x(const nn_dataset *d) { return d ? d->xb : nn__tensor(-1); }
-NN_API nn_tensor nn_dataset_y(const nn_dataset *d) { return d ? d->yb : nn__tensor(-1); }
+NN_API nn_tensor nn_dataset_x(const nn_dataset *d) { return d ? d->xb : nn__tensor_of(NULL, -1); }
+NN_API nn_tensor nn_dataset_y(const nn_dataset *d) { return d ? d->yb : nn__tensor_of(NULL, -1); }
 NN_API int64_t nn_dataset_epoch(const nn_dataset *d) { return d ? d->epoch : -1; }
 
 NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {

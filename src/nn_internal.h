@@ -271,6 +271,7 @@ typedef struct nn__opt_clock {
 
 struct nn_graph {
     nn_context *ctx;
+    uint32_t serial;     /* stamped on its tensor handles (nn_tensor.graph); never 0 */
     nn_graph *ctx_prev, *ctx_next; /* the context's list of its graphs */
     nn__node *nodes;
     int n_nodes, cap_nodes;

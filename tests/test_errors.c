@@ -154,9 +154,61 @@ done:
     t_end();
 }
 
+/* A tensor made by one graph and given to another: nodes of the same id exist in both, so
+   only the handle's graph stamp can tell. Every entry point that takes a tensor refuses it. */
+static void test_foreign_tensor(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL, *h = NULL;
+    nn_tensor a, b, ha, hb, hl;
+    float buf[3] = {1, 2, 3};
+    nn_compile_desc cd;
+    nn_loss_desc ld;
+    if (!t_begin(e, "errors: a tensor of another graph is refused, not aliased")) return;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx) || !T_OK(nn_graph_create(ctx, NULL, &h), ctx)) goto done;
+    a = nn_input(g, "a", NN_F32, nn_shape1(3));
+    b = nn_input(g, "b", NN_F32, nn_shape1(3));
+    ha = nn_input(h, "a", NN_F32, nn_shape1(3)); /* the same ids as a, b */
+    hb = nn_input(h, "b", NN_F32, nn_shape1(3));
+    T_CHECK(a.id == ha.id && b.id == hb.id, "ids differ: the test needs equal ids (%d %d, %d %d)", a.id, ha.id, b.id, hb.id);
+    T_CHECK(nn_add(h, ha, b).id < 0, "nn_add took a tensor of another graph");
+    T_CHECK(nn_graph_status(h) == NN_ERR_INVALID_ARGUMENT, "status %d", nn_graph_status(h));
+    T_CHECK(strstr(nn_last_error(ctx), "nn_add") && strstr(nn_last_error(ctx), "another graph"), "message: %s",
+            nn_last_error(ctx));
+    nn_graph_destroy(h);
+    h = NULL;
+    if (!T_OK(nn_graph_create(ctx, NULL, &h), ctx)) goto done;
+    ha = nn_input(h, "a", NN_F32, nn_shape1(3));
+    hb = nn_input(h, "b", NN_F32, nn_shape1(3));
+    memset(&ld, 0, sizeof ld);
+    ld.weight = a; /* an optional operand from g */
+    T_CHECK(nn_mse_loss(h, ha, hb, &ld).id < 0, "a loss weight of another graph accepted");
+    T_CHECK(strstr(nn_last_error(ctx), "another graph") != NULL, "message: %s", nn_last_error(ctx));
+    nn_graph_destroy(h);
+    h = NULL;
+    if (!T_OK(nn_graph_create(ctx, NULL, &h), ctx)) goto done;
+    ha = nn_input(h, "a", NN_F32, nn_shape1(3));
+    hb = nn_input(h, "b", NN_F32, nn_shape1(3));
+    hl = nn_mse_loss(h, ha, hb, NULL);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_mse_loss(g, a, b, NULL); /* g's loss given to h's compile */
+    T_CHECK(cd.loss.id == hl.id, "loss ids differ (%d, %d)", cd.loss.id, hl.id);
+    T_CHECK(nn_graph_compile(h, &cd) != NN_OK, "h compiled with g's loss");
+    cd.loss = hl;
+    if (T_OK(nn_graph_compile(h, &cd), ctx)) {
+        T_CHECK(nn_tensor_write(h, a, buf, sizeof buf) == NN_ERR_INVALID_ARGUMENT, "h wrote g's tensor");
+        T_CHECK(nn_tensor_read(h, b, buf, sizeof buf) == NN_ERR_INVALID_ARGUMENT, "h read g's tensor");
+        T_CHECK(nn_tensor_write(h, ha, buf, sizeof buf) == NN_OK, "h's own tensor: %s", nn_last_error(ctx));
+    }
+done:
+    nn_graph_destroy(g);
+    nn_graph_destroy(h);
+    t_end();
+}
+
 void suite_errors(const t_env *e) {
     test_shape_errors(e);
     test_alloc_failure(e);
     test_build_error(e);
     test_bad_arguments(e);
+    test_foreign_tensor(e);
 }
