@@ -59,13 +59,17 @@ NN_API const char *nn_result_string(nn_result r) {
 
 /* ---- contexts ---- */
 
-static char *nn__default_cache_dir(void) {
+/* The program cache's directory when none is given: $XDG_CACHE_HOME/nn, else
+   ~/.cache/nn, else none (*out NULL, and 1). 0 only when the copy cannot be allocated. */
+static int nn__default_cache_dir(char **out) {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     char buf[1024];
+    *out = NULL;
     if (xdg && xdg[0]) snprintf(buf, sizeof buf, "%s/nn", xdg);
     else if (home && home[0]) snprintf(buf, sizeof buf, "%s/.cache/nn", home);
-    else return NULL;
-    return nn__strdup(buf);
+    else return 1;
+    *out = nn__strdup(buf);
+    return *out != NULL;
 }
 
 
@@ -137,10 +141,14 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     device = desc.device ? desc.device : getenv("NN_DEVICE");
     if (device && !device[0]) device = NULL;
     cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");
-    if (cache && strcmp(cache, "off") == 0) ctx->cache_dir = NULL;
-    else ctx->cache_dir = (cache && cache[0]) ? nn__strdup(cache) : nn__default_cache_dir();
+    if (cache && strcmp(cache, "off") == 0) {
+        ctx->cache_dir = NULL;
+    } else if (cache && cache[0] ? !(ctx->cache_dir = nn__strdup(cache)) : !nn__default_cache_dir(&ctx->cache_dir)) {
+        if (r == NN_OK) r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_context_create: out of memory");
+    }
     kdir = desc.kernel_dir ? desc.kernel_dir : getenv("NN_KERNEL_DIR");
-    if (r == NN_OK && kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir))) r = NN_ERR_OUT_OF_MEMORY;
+    if (r == NN_OK && kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir)))
+        r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_context_create: out of memory");
     if (r == NN_OK) r = nn__open_backend(ctx, device, &desc);
     if (r != NN_OK) {
         nn__log(ctx, NN_LOG_ERROR, "%s", ctx->err[0] ? ctx->err : nn_result_string(r));
