@@ -162,11 +162,16 @@ fuzz-seeds: tests/fuzz_state tests/fuzz_idx tests/fuzz_csv
 	@for t in state idx csv; do mkdir -p tests/fuzz_corpus/$$t; \
 	  NN_FUZZ_WRITE_SEEDS=tests/fuzz_corpus/$$t ./tests/fuzz_$$t || exit 1; done
 
-# Allocation failures over the file loaders and savers: tests/fuzz_alloc.c fails the Nth
-# allocation for every N (then every allocation from the Nth on) of a scenario that saves
-# and loads safetensors and a training state and loads a CSV and an IDX file, and checks
-# each run: NN_ERR_OUT_OF_MEMORY with a message, or the clean run's results; no leak, no
-# open file left, no hang. CPU backend, ASan, LSan and UBSan; any compiler that has them.
+# Allocation failures over a training life cycle: tests/fuzz_alloc.c runs a scenario on the
+# CPU backend (a context; an MLP and a CNN built, compiled with Adam and SGD with momentum
+# and clipping, trained a few steps, their outputs read; an eval graph sharing parameters;
+# safetensors and training state saved and loaded; a CSV and an IDX file loaded into a
+# dataset that trains; everything destroyed) and fails its Nth allocation, for every N of
+# the clean run's T (about 475), once and then from the Nth on: 2T + 1 runs, about 20-40 s.
+# Each call must give the clean run's results bit for bit, or NN_ERR_OUT_OF_MEMORY with a
+# message; no leak, no open file, no hang. It also checks that the GEMM's fallback for
+# failed packing buffers gives the blocked path's bits. ASan, LSan and UBSan; any compiler
+# that has them. NN_FUZZ_ALLOC_WHERE=N prints where the clean run's Nth allocation is.
 FUZZ_ALLOC_CC ?= $(FUZZ_CC)
 tests/fuzz_alloc: tests/fuzz_alloc.c nn.h
 	$(FUZZ_ALLOC_CC) -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -DNN_NO_OPENCL \

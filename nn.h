@@ -1906,7 +1906,10 @@ typedef enum nn__unary {
  * Memory: packing buffers for all tasks (64-byte aligned, at most ~4.3 MB
  * per thread) come from the pool's workspace, which grows and is kept, so
  * steady-state calls allocate nothing; without a pool, one NN_MALLOC per
- * call. If that fails we fall back to a slow unpacked loop.
+ * call. If that fails, the same loop nest runs one MR x NR tile at a time
+ * in the small workspace the CPU backend reserves in its pool at context
+ * creation (nn__sgemm_small_bytes): the same bits, only slower. Without
+ * that, a slow unpacked loop (other rounding).
  * ------------------------------------------------------------------------- */
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
@@ -1934,6 +1937,7 @@ typedef enum nn__unary {
 #define NN__GEMM_MAX_MR 12
 #define NN__GEMM_MAX_NR 32
 #define NN__GEMM_ALIGN 64
+#define NN__GEMM_MAX_KC 256 /* the largest kc of the kernels below */
 
 /* Full-tile microkernel: c[0:MR, 0:NR] (row stride ldc) =
    alpha * sum_k a[k*MR + i] * b[k*NR + j]  +  beta * c   (beta == 0: c is
@@ -2578,6 +2582,43 @@ static void nn__gemm_nopack(int transA, int transB, int M, int N, int K, float a
     }
 }
 
+/* Bytes of the workspace that nn__gemm_small needs with any kernel: one A panel
+   [MR x KC] and one B panel [KC x NR], 64-byte aligned. */
+static NN__MAYBE_UNUSED size_t nn__sgemm_small_bytes(void) {
+    return sizeof(float) * (((size_t)NN__GEMM_MAX_MR * NN__GEMM_MAX_KC + 15) / 16 * 16 +
+                            ((size_t)NN__GEMM_MAX_NR * NN__GEMM_MAX_KC + 15) / 16 * 16) +
+           NN__GEMM_ALIGN;
+}
+
+/* The job J on one thread, one MR x NR tile at a time (MC = MR, NC = NR), in
+   the pool's small workspace (no allocation once the CPU backend has reserved
+   it): for when the packing buffers of the blocked path cannot be allocated.
+   Every element of C gets the blocked path's arithmetic -- the same K blocks
+   in the same order, the same microkernel, and edge tiles (at the ends of M
+   and N only, with any blocking whose blocks are multiples of MR and NR)
+   through the same copy -- so the result is the same to the bit. 0 when
+   there is no such workspace either. */
+static int nn__gemm_small(const nn__gemm_job *J, nn__threadpool *pool) {
+    nn__gemm_arch small = *J->arch;
+    nn__gemm_job S = *J;
+    void *raw;
+    if (J->kc > NN__GEMM_MAX_KC || J->arch->mr > NN__GEMM_MAX_MR || J->arch->nr > NN__GEMM_MAX_NR) return 0;
+    raw = nn__threadpool_workspace(pool, nn__sgemm_small_bytes());
+    if (!raw) return 0;
+    small.mc = small.mr;
+    small.nc = small.nr;
+    S.arch = &small;
+    S.mblk = (J->M + small.mr - 1) / small.mr * small.mr;
+    S.nblk = (J->N + small.nr - 1) / small.nr * small.nr;
+    S.tn = 1;
+    S.a_floats = ((size_t)small.mr * (size_t)J->kc + 15) / 16 * 16;
+    S.buf_floats = S.a_floats + ((size_t)small.nr * (size_t)J->kc + 15) / 16 * 16;
+    S.buf = (float *)(void *)((unsigned char *)raw +
+                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    nn__gemm_task(&S, 0, 1);
+    return 1;
+}
+
 /* ---- entry point ------------------------------------------------------- */
 
 /* Below this many multiply-adds a pool dispatch costs more than it saves.
@@ -2694,6 +2735,7 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__threadpool *pool, int transA, int tra
     owned = raw == NULL;
     if (owned) raw = NN_MALLOC(ws_bytes);
     if (!raw) {
+        if (nn__gemm_small(&J, pool)) return;
         nn__gemm_nopack(transA, transB, J.ct ? N : M, J.ct ? M : N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
@@ -5410,7 +5452,15 @@ static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_con
         nn__fail(ctx, NN_ERR_UNAVAILABLE, "the CPU backend takes only \"cpu\"");
         return NN_ERR_UNAVAILABLE;
     }
+    /* the pool, and in it the workspace that GEMMs fall back on when their packing buffers
+       cannot be allocated (nn__gemm_small): a run never depends on an allocation for its
+       results */
     ctx->threads = nn__threadpool_create(desc->threads);
+    if (!ctx->threads || !nn__threadpool_workspace(ctx->threads, nn__sgemm_small_bytes())) {
+        nn__threadpool_destroy(ctx->threads);
+        ctx->threads = NULL;
+        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "the CPU backend: out of memory for its thread pool");
+    }
     strcpy(ctx->backend_name, "cpu");
     memset(&ctx->dev, 0, sizeof ctx->dev);
     ctx->dev.cpu_tuned = 1;
@@ -9156,13 +9206,17 @@ NN_API const char *nn_result_string(nn_result r) {
 
 /* ---- contexts ---- */
 
-static char *nn__default_cache_dir(void) {
+/* The program cache's directory when none is given: $XDG_CACHE_HOME/nn, else
+   ~/.cache/nn, else none (*out NULL, and 1). 0 only when the copy cannot be allocated. */
+static int nn__default_cache_dir(char **out) {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     char buf[1024];
+    *out = NULL;
     if (xdg && xdg[0]) snprintf(buf, sizeof buf, "%s/nn", xdg);
     else if (home && home[0]) snprintf(buf, sizeof buf, "%s/.cache/nn", home);
-    else return NULL;
-    return nn__strdup(buf);
+    else return 1;
+    *out = nn__strdup(buf);
+    return *out != NULL;
 }
 
 
@@ -9234,10 +9288,14 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     device = desc.device ? desc.device : getenv("NN_DEVICE");
     if (device && !device[0]) device = NULL;
     cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");
-    if (cache && strcmp(cache, "off") == 0) ctx->cache_dir = NULL;
-    else ctx->cache_dir = (cache && cache[0]) ? nn__strdup(cache) : nn__default_cache_dir();
+    if (cache && strcmp(cache, "off") == 0) {
+        ctx->cache_dir = NULL;
+    } else if (cache && cache[0] ? !(ctx->cache_dir = nn__strdup(cache)) : !nn__default_cache_dir(&ctx->cache_dir)) {
+        if (r == NN_OK) r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_context_create: out of memory");
+    }
     kdir = desc.kernel_dir ? desc.kernel_dir : getenv("NN_KERNEL_DIR");
-    if (r == NN_OK && kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir))) r = NN_ERR_OUT_OF_MEMORY;
+    if (r == NN_OK && kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir)))
+        r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_context_create: out of memory");
     if (r == NN_OK) r = nn__open_backend(ctx, device, &desc);
     if (r != NN_OK) {
         nn__log(ctx, NN_LOG_ERROR, "%s", ctx->err[0] ? ctx->err : nn_result_string(r));
@@ -9255,7 +9313,9 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
 
 /* What a graph whose context was destroyed runs on: every call that would reach a device
    fails with NN_ERR_STATE, and its graphs' later calls (nn_graph_destroy included) are
-   safe. One stand-in per destroyed context, freed with the last of its graphs. */
+   safe. The destroyed context itself is the stand-in (its backend closed, this one in its
+   place), freed with the last of its graphs: destroying needs no allocation that could
+   fail and leave the graphs behind. */
 static nn_result nn__dead_fail(nn_context *ctx) {
     return nn__fail(ctx, NN_ERR_STATE, "the graph's context was destroyed (nn_context_destroy) before the graph");
 }
@@ -9328,45 +9388,36 @@ static void nn__ctx_free(nn_context *ctx) {
     NN_FREE(ctx);
 }
 
-/* A graph's context is going: its device objects go now, and it moves to the stand-in. */
-static void nn__graph_orphan(nn_graph *g, nn_context *dead) {
+/* A graph's context is going: its device objects go now (through the backend still open),
+   and it runs on the stand-in from now on. Shared parameters are released once per graph
+   sharing them; releasing a released buffer does nothing. */
+static void nn__graph_orphan(nn_graph *g) {
     nn__graph_release_compiled(g);
-    if (g->params->ctx != dead) {
-        nn__params_release_device(g->params);
-        g->params->ctx = dead;
-    }
+    nn__params_release_device(g->params);
     g->compiled = 1; /* nothing more can be built or compiled */
     if (g->status == NN_OK) g->status = NN_ERR_STATE;
-    nn__ctx_unlink(g);
-    nn__ctx_link(dead, g);
-    dead->dead_refs++;
 }
 
 /* Destroying a context invalidates its graphs: each keeps its host memory until
    nn_graph_destroy, and every call on it then fails with NN_ERR_STATE. */
 NN_API void nn_context_destroy(nn_context *ctx) {
-    nn_context *dead = NULL;
-    if (!ctx) return;
-    if (ctx->graphs) {
-        dead = (nn_context *)nn__calloc(1, sizeof *dead);
-        if (dead) dead->op_compiled = (uint64_t *)nn__calloc(NN__OP_COUNT, sizeof(uint64_t));
-        if (dead && dead->op_compiled) {
-            dead->backend = &nn__dead_backend;
-            dead->log = ctx->log;
-            dead->log_user = ctx->log_user;
-            dead->log_level = ctx->log_level;
-            strcpy(dead->backend_name, "destroyed");
-            while (ctx->graphs) nn__graph_orphan(ctx->graphs, dead);
-            nn__log(ctx, NN_LOG_WARN, "nn_context_destroy: %d graph(s) still use this context; they now fail with NN_ERR_STATE",
-                    dead->dead_refs);
-        } else {
-            if (dead) NN_FREE(dead);
-            nn__log(ctx, NN_LOG_ERROR, "nn_context_destroy: out of memory; the context's graphs are leaked");
-            return;
-        }
-    }
+    nn_graph *g;
+    int n = 0;
+    if (!ctx || ctx->dead_refs) return;
+    for (g = ctx->graphs; g; g = g->ctx_next, n++) nn__graph_orphan(g);
     if (ctx->backend) ctx->backend->close(ctx);
-    nn__ctx_free(ctx);
+    if (n == 0) {
+        nn__ctx_free(ctx);
+        return;
+    }
+    NN_FREE(ctx->cache_dir);
+    NN_FREE(ctx->kernel_dir);
+    ctx->cache_dir = ctx->kernel_dir = NULL;
+    memset(&ctx->dev, 0, sizeof ctx->dev);
+    ctx->backend = &nn__dead_backend;
+    strcpy(ctx->backend_name, "destroyed");
+    ctx->dead_refs = n;
+    nn__log(ctx, NN_LOG_WARN, "nn_context_destroy: %d graph(s) still use this context; they now fail with NN_ERR_STATE", n);
 }
 
 /* One call at a time per context (and its graphs): a second thread entering while another
@@ -16375,7 +16426,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     size_t nlen, i;
     int64_t n;
     char buf[300];
-    nn_result r;
+    nn_result r, status0;
     if (out) *out = NULL;
     if (!g || !desc || !out) return g ? nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: NULL argument") : NN_ERR_INVALID_ARGUMENT;
     dd = *desc;
@@ -16425,6 +16476,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     }
     memcpy(d->x_host, dd.x->data, d->x_bytes);
     memcpy(d->y_host, dd.y->data, d->y_bytes);
+    status0 = g->status;
     snprintf(buf, sizeof buf, "%s.x", name);
     d->x_all = nn_input(g, buf, dd.x->dtype, dd.x->shape);
     snprintf(buf, sizeof buf, "%s.y", name);
@@ -16433,10 +16485,23 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     d->idx = nn_input(g, buf, NN_I32, nn_shape1(dd.batch));
     d->xb = nn_gather_rows(g, d->x_all, d->idx);
     d->yb = nn_gather_rows(g, d->y_all, d->idx);
+    if (g->status != NN_OK) { /* no dataset (the nodes made stay, unused, in a graph that cannot compile) */
+        NN_FREE(d->name);
+        NN_FREE(d->perm);
+        NN_FREE(d->x_host);
+        NN_FREE(d->y_host);
+        NN_FREE(d);
+        if (status0 == NN_OK) { /* the error is this call's: say so */
+            char why[NN__ERRLEN];
+            snprintf(why, sizeof why, "%s", g->ctx->err);
+            nn__fail(g->ctx, g->status, "nn_dataset_create: %s: %s", name, why);
+        }
+        return g->status;
+    }
     d->next = g->datasets;
     g->datasets = d;
     *out = d;
-    return g->status;
+    return NN_OK;
 }
 
 NN_API nn_tensor nn_dataset_x(const nn_dataset *d) { return d ? d->xb : nn__tensor_of(NULL, -1); }

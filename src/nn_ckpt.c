@@ -554,7 +554,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     size_t nlen, i;
     int64_t n;
     char buf[300];
-    nn_result r;
+    nn_result r, status0;
     if (out) *out = NULL;
     if (!g || !desc || !out) return g ? nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: NULL argument") : NN_ERR_INVALID_ARGUMENT;
     dd = *desc;
@@ -604,6 +604,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     }
     memcpy(d->x_host, dd.x->data, d->x_bytes);
     memcpy(d->y_host, dd.y->data, d->y_bytes);
+    status0 = g->status;
     snprintf(buf, sizeof buf, "%s.x", name);
     d->x_all = nn_input(g, buf, dd.x->dtype, dd.x->shape);
     snprintf(buf, sizeof buf, "%s.y", name);
@@ -612,10 +613,23 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     d->idx = nn_input(g, buf, NN_I32, nn_shape1(dd.batch));
     d->xb = nn_gather_rows(g, d->x_all, d->idx);
     d->yb = nn_gather_rows(g, d->y_all, d->idx);
+    if (g->status != NN_OK) { /* no dataset (the nodes made stay, unused, in a graph that cannot compile) */
+        NN_FREE(d->name);
+        NN_FREE(d->perm);
+        NN_FREE(d->x_host);
+        NN_FREE(d->y_host);
+        NN_FREE(d);
+        if (status0 == NN_OK) { /* the error is this call's: say so */
+            char why[NN__ERRLEN];
+            snprintf(why, sizeof why, "%s", g->ctx->err);
+            nn__fail(g->ctx, g->status, "nn_dataset_create: %s: %s", name, why);
+        }
+        return g->status;
+    }
     d->next = g->datasets;
     g->datasets = d;
     *out = d;
-    return g->status;
+    return NN_OK;
 }
 
 NN_API nn_tensor nn_dataset_x(const nn_dataset *d) { return d ? d->xb : nn__tensor_of(NULL, -1); }

@@ -59,13 +59,17 @@ NN_API const char *nn_result_string(nn_result r) {
 
 /* ---- contexts ---- */
 
-static char *nn__default_cache_dir(void) {
+/* The program cache's directory when none is given: $XDG_CACHE_HOME/nn, else
+   ~/.cache/nn, else none (*out NULL, and 1). 0 only when the copy cannot be allocated. */
+static int nn__default_cache_dir(char **out) {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     char buf[1024];
+    *out = NULL;
     if (xdg && xdg[0]) snprintf(buf, sizeof buf, "%s/nn", xdg);
     else if (home && home[0]) snprintf(buf, sizeof buf, "%s/.cache/nn", home);
-    else return NULL;
-    return nn__strdup(buf);
+    else return 1;
+    *out = nn__strdup(buf);
+    return *out != NULL;
 }
 
 
@@ -137,10 +141,14 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     device = desc.device ? desc.device : getenv("NN_DEVICE");
     if (device && !device[0]) device = NULL;
     cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");
-    if (cache && strcmp(cache, "off") == 0) ctx->cache_dir = NULL;
-    else ctx->cache_dir = (cache && cache[0]) ? nn__strdup(cache) : nn__default_cache_dir();
+    if (cache && strcmp(cache, "off") == 0) {
+        ctx->cache_dir = NULL;
+    } else if (cache && cache[0] ? !(ctx->cache_dir = nn__strdup(cache)) : !nn__default_cache_dir(&ctx->cache_dir)) {
+        if (r == NN_OK) r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_context_create: out of memory");
+    }
     kdir = desc.kernel_dir ? desc.kernel_dir : getenv("NN_KERNEL_DIR");
-    if (r == NN_OK && kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir))) r = NN_ERR_OUT_OF_MEMORY;
+    if (r == NN_OK && kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir)))
+        r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_context_create: out of memory");
     if (r == NN_OK) r = nn__open_backend(ctx, device, &desc);
     if (r != NN_OK) {
         nn__log(ctx, NN_LOG_ERROR, "%s", ctx->err[0] ? ctx->err : nn_result_string(r));
@@ -158,7 +166,9 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
 
 /* What a graph whose context was destroyed runs on: every call that would reach a device
    fails with NN_ERR_STATE, and its graphs' later calls (nn_graph_destroy included) are
-   safe. One stand-in per destroyed context, freed with the last of its graphs. */
+   safe. The destroyed context itself is the stand-in (its backend closed, this one in its
+   place), freed with the last of its graphs: destroying needs no allocation that could
+   fail and leave the graphs behind. */
 static nn_result nn__dead_fail(nn_context *ctx) {
     return nn__fail(ctx, NN_ERR_STATE, "the graph's context was destroyed (nn_context_destroy) before the graph");
 }
@@ -231,45 +241,36 @@ static void nn__ctx_free(nn_context *ctx) {
     NN_FREE(ctx);
 }
 
-/* A graph's context is going: its device objects go now, and it moves to the stand-in. */
-static void nn__graph_orphan(nn_graph *g, nn_context *dead) {
+/* A graph's context is going: its device objects go now (through the backend still open),
+   and it runs on the stand-in from now on. Shared parameters are released once per graph
+   sharing them; releasing a released buffer does nothing. */
+static void nn__graph_orphan(nn_graph *g) {
     nn__graph_release_compiled(g);
-    if (g->params->ctx != dead) {
-        nn__params_release_device(g->params);
-        g->params->ctx = dead;
-    }
+    nn__params_release_device(g->params);
     g->compiled = 1; /* nothing more can be built or compiled */
     if (g->status == NN_OK) g->status = NN_ERR_STATE;
-    nn__ctx_unlink(g);
-    nn__ctx_link(dead, g);
-    dead->dead_refs++;
 }
 
 /* Destroying a context invalidates its graphs: each keeps its host memory until
    nn_graph_destroy, and every call on it then fails with NN_ERR_STATE. */
 NN_API void nn_context_destroy(nn_context *ctx) {
-    nn_context *dead = NULL;
-    if (!ctx) return;
-    if (ctx->graphs) {
-        dead = (nn_context *)nn__calloc(1, sizeof *dead);
-        if (dead) dead->op_compiled = (uint64_t *)nn__calloc(NN__OP_COUNT, sizeof(uint64_t));
-        if (dead && dead->op_compiled) {
-            dead->backend = &nn__dead_backend;
-            dead->log = ctx->log;
-            dead->log_user = ctx->log_user;
-            dead->log_level = ctx->log_level;
-            strcpy(dead->backend_name, "destroyed");
-            while (ctx->graphs) nn__graph_orphan(ctx->graphs, dead);
-            nn__log(ctx, NN_LOG_WARN, "nn_context_destroy: %d graph(s) still use this context; they now fail with NN_ERR_STATE",
-                    dead->dead_refs);
-        } else {
-            if (dead) NN_FREE(dead);
-            nn__log(ctx, NN_LOG_ERROR, "nn_context_destroy: out of memory; the context's graphs are leaked");
-            return;
-        }
-    }
+    nn_graph *g;
+    int n = 0;
+    if (!ctx || ctx->dead_refs) return;
+    for (g = ctx->graphs; g; g = g->ctx_next, n++) nn__graph_orphan(g);
     if (ctx->backend) ctx->backend->close(ctx);
-    nn__ctx_free(ctx);
+    if (n == 0) {
+        nn__ctx_free(ctx);
+        return;
+    }
+    NN_FREE(ctx->cache_dir);
+    NN_FREE(ctx->kernel_dir);
+    ctx->cache_dir = ctx->kernel_dir = NULL;
+    memset(&ctx->dev, 0, sizeof ctx->dev);
+    ctx->backend = &nn__dead_backend;
+    strcpy(ctx->backend_name, "destroyed");
+    ctx->dead_refs = n;
+    nn__log(ctx, NN_LOG_WARN, "nn_context_destroy: %d graph(s) still use this context; they now fail with NN_ERR_STATE", n);
 }
 
 /* One call at a time per context (and its graphs): a second thread entering while another

@@ -8,7 +8,15 @@ static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_con
         nn__fail(ctx, NN_ERR_UNAVAILABLE, "the CPU backend takes only \"cpu\"");
         return NN_ERR_UNAVAILABLE;
     }
+    /* the pool, and in it the workspace that GEMMs fall back on when their packing buffers
+       cannot be allocated (nn__gemm_small): a run never depends on an allocation for its
+       results */
     ctx->threads = nn__threadpool_create(desc->threads);
+    if (!ctx->threads || !nn__threadpool_workspace(ctx->threads, nn__sgemm_small_bytes())) {
+        nn__threadpool_destroy(ctx->threads);
+        ctx->threads = NULL;
+        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "the CPU backend: out of memory for its thread pool");
+    }
     strcpy(ctx->backend_name, "cpu");
     memset(&ctx->dev, 0, sizeof ctx->dev);
     ctx->dev.cpu_tuned = 1;

@@ -40,7 +40,10 @@
  * Memory: packing buffers for all tasks (64-byte aligned, at most ~4.3 MB
  * per thread) come from the pool's workspace, which grows and is kept, so
  * steady-state calls allocate nothing; without a pool, one NN_MALLOC per
- * call. If that fails we fall back to a slow unpacked loop.
+ * call. If that fails, the same loop nest runs one MR x NR tile at a time
+ * in the small workspace the CPU backend reserves in its pool at context
+ * creation (nn__sgemm_small_bytes): the same bits, only slower. Without
+ * that, a slow unpacked loop (other rounding).
  * ------------------------------------------------------------------------- */
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
@@ -68,6 +71,7 @@
 #define NN__GEMM_MAX_MR 12
 #define NN__GEMM_MAX_NR 32
 #define NN__GEMM_ALIGN 64
+#define NN__GEMM_MAX_KC 256 /* the largest kc of the kernels below */
 
 /* Full-tile microkernel: c[0:MR, 0:NR] (row stride ldc) =
    alpha * sum_k a[k*MR + i] * b[k*NR + j]  +  beta * c   (beta == 0: c is
@@ -712,6 +716,43 @@ static void nn__gemm_nopack(int transA, int transB, int M, int N, int K, float a
     }
 }
 
+/* Bytes of the workspace that nn__gemm_small needs with any kernel: one A panel
+   [MR x KC] and one B panel [KC x NR], 64-byte aligned. */
+static NN__MAYBE_UNUSED size_t nn__sgemm_small_bytes(void) {
+    return sizeof(float) * (((size_t)NN__GEMM_MAX_MR * NN__GEMM_MAX_KC + 15) / 16 * 16 +
+                            ((size_t)NN__GEMM_MAX_NR * NN__GEMM_MAX_KC + 15) / 16 * 16) +
+           NN__GEMM_ALIGN;
+}
+
+/* The job J on one thread, one MR x NR tile at a time (MC = MR, NC = NR), in
+   the pool's small workspace (no allocation once the CPU backend has reserved
+   it): for when the packing buffers of the blocked path cannot be allocated.
+   Every element of C gets the blocked path's arithmetic -- the same K blocks
+   in the same order, the same microkernel, and edge tiles (at the ends of M
+   and N only, with any blocking whose blocks are multiples of MR and NR)
+   through the same copy -- so the result is the same to the bit. 0 when
+   there is no such workspace either. */
+static int nn__gemm_small(const nn__gemm_job *J, nn__threadpool *pool) {
+    nn__gemm_arch small = *J->arch;
+    nn__gemm_job S = *J;
+    void *raw;
+    if (J->kc > NN__GEMM_MAX_KC || J->arch->mr > NN__GEMM_MAX_MR || J->arch->nr > NN__GEMM_MAX_NR) return 0;
+    raw = nn__threadpool_workspace(pool, nn__sgemm_small_bytes());
+    if (!raw) return 0;
+    small.mc = small.mr;
+    small.nc = small.nr;
+    S.arch = &small;
+    S.mblk = (J->M + small.mr - 1) / small.mr * small.mr;
+    S.nblk = (J->N + small.nr - 1) / small.nr * small.nr;
+    S.tn = 1;
+    S.a_floats = ((size_t)small.mr * (size_t)J->kc + 15) / 16 * 16;
+    S.buf_floats = S.a_floats + ((size_t)small.nr * (size_t)J->kc + 15) / 16 * 16;
+    S.buf = (float *)(void *)((unsigned char *)raw +
+                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    nn__gemm_task(&S, 0, 1);
+    return 1;
+}
+
 /* ---- entry point ------------------------------------------------------- */
 
 /* Below this many multiply-adds a pool dispatch costs more than it saves.
@@ -828,6 +869,7 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__threadpool *pool, int transA, int tra
     owned = raw == NULL;
     if (owned) raw = NN_MALLOC(ws_bytes);
     if (!raw) {
+        if (nn__gemm_small(&J, pool)) return;
         nn__gemm_nopack(transA, transB, J.ct ? N : M, J.ct ? M : N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
