@@ -191,7 +191,7 @@ static rx_result rx_run(nn_context *ctx, const rx_prog *p, double *const *in, co
     rx_live(p, live);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) return r;
     for (k = 0; k < N_IN; k++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "x%d", k);
         v[k] = nn_input(g, name, NN_F32, nn_shape2(p->n, p->n));
         nn_requires_grad(g, v[k]);
