@@ -678,6 +678,13 @@ typedef struct nn_optimizer {
     int accumulate_steps;      /* > 1: average gradients over this many nn_graph_step calls and
                                   update on every k-th (nn_grad then reads the running mean);
                                   0: 1; below 1: an invalid argument */
+    int skip_nonfinite;        /* 1: an update whose (clipped, accumulated) gradients hold a NaN
+                                  or an Inf is skipped, as torch.cuda.amp.GradScaler skips
+                                  optimizer.step(): every parameter and optimizer state stays
+                                  as it was. Decided on the device, with no read-back; the
+                                  skips are counted (nn_graph_skipped_steps). Unlike PyTorch,
+                                  the update count (the schedule's t, Adam's bias corrections)
+                                  still advances on a skipped update. */
 } nn_optimizer;
 
 /* Learning-rate schedules, torch.optim.lr_scheduler's closed forms, evaluated on the host
@@ -740,6 +747,8 @@ NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
    nn_cross_entropy_loss) as NN_ERR_INVALID_ARGUMENT. Reading those counters is 4 bytes per
    checking op, once per read or finish after a run (nn_get_stats counts it). */
 NN_API nn_result nn_graph_finish(nn_graph *g);
+/* The updates skip_nonfinite skipped since compile (a read of 8 bytes; 0 without it). */
+NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count);
 /* Sets the schedule's base rate (the rate itself for the default constant schedule). */
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr);
 /* Replaces the schedule (after compile too); s->lr 0 keeps the current base rate. The
@@ -1148,6 +1157,7 @@ struct nn_graph {
     struct nn__pgroup *groups;   /* nn_graph_param_group, in the order added */
     int n_groups;
     int accum_steps;             /* update on every accum_steps-th step */
+    int skip_node;               /* SKIP_GATE node (skip_nonfinite) or 0 */
     int first_update_node;       /* nodes from here on run on update steps only */
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
@@ -1375,7 +1385,10 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(OPT_SGD, "sgd", nn__cpu_opt_sgd, nn__dev_opt_sgd, nn__grad_none, 0, 0)                               \
     X(OPT_ADAM, "adam", nn__cpu_opt_adam, nn__dev_opt_adam, nn__grad_none, 0, 0)                           \
     X(OPT_STEP, "optimizer", nn__cpu_opt_step, nn__dev_opt_step, nn__grad_none, 0, 0)                      \
-    X(GRAD_ACC, "grad_accumulate", nn__cpu_grad_acc, nn__dev_grad_acc, nn__grad_none, 0, 0)
+    X(GRAD_ACC, "grad_accumulate", nn__cpu_grad_acc, nn__dev_grad_acc, nn__grad_none, 0, 0)                \
+    X(NONFINITE_COUNT, "nonfinite_count", nn__cpu_nonfinite_count, nn__dev_nonfinite_count, nn__grad_none, 0, \
+      NN__OPF_NO_GRAD)                                                                                     \
+    X(SKIP_GATE, "skip_gate", nn__cpu_skip_gate, nn__dev_skip_gate, nn__grad_none, 0, NN__OPF_NO_GRAD)
 
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
@@ -4512,6 +4525,7 @@ static nn_result nn__opt_check(nn_graph *g, const nn_optimizer *o) {
             {"l2", o->l2, 0, 3.4e38f, 0},
             {"beta", o->beta, 0, 3.4e38f, 0},
             {"lr_power", o->lr_power, -3.4e38f, 0, 0},
+            {"skip_nonfinite", (float)o->skip_nonfinite, 0, 1, 0},
         };
         size_t k;
         for (k = 0; k < sizeof f / sizeof f[0]; k++) {
@@ -4903,6 +4917,7 @@ static void nn__opt_step_cpu(nn_graph *g, const nn__node *n) {
     a.p = p->buf.host;
     a.g = g->nodes[n->in[1]].buf.host;
     a.scale = n->n_in > 2 ? g->nodes[n->in[2]].buf.host[0] : 1.0f;
+    if (a.scale < 0.0f) return; /* skipped: a gradient is not finite (skip_gate) */
     a.n = p->numel;
     for (i = 0; i < n->n_aux; i++) a.s[i] = n->aux[i].host;
     if (a.k.kind == NN_OPT_LAMB) a.u = n->scratch_buf.host;
@@ -7700,7 +7715,9 @@ static const char *const nn__cl_src_optim[] = {
 "#line 1 \"kernels/optim.cl\"\n",
 "/* Optimizer updates, one fused kernel per rule, PyTorch's semantics. `clip` points at the\n",
 "   global-norm clipping coefficient (1.0 when clipping is off), computed on the device;\n",
-"   `cv` clamps each clipped gradient element (FLT_MAX when off). */\n",
+"   `cv` clamps each clipped gradient element (FLT_MAX when off). A negative coefficient\n",
+"   (skip_gate: a gradient holds NaN or Inf under skip_nonfinite) skips the update: the\n",
+"   parameter and its state are left as they are. */\n",
 "\n",
 "/* clamp() of OpenCL C may turn NaN into a bound; PyTorch's updates keep NaN (and so make\n",
 "   the parameter NaN), and so does this. */\n",
@@ -7711,7 +7728,7 @@ static const char *const nn__cl_src_optim[] = {
 "                  const int n, const float lr, const float momentum, const float dampening, const float wd,\n",
 "                  const int nesterov, const int first_step, const float cv) {\n",
 "    int i = get_global_id(0);\n",
-"    if (i >= n) return;\n",
+"    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float g = clamp_nan(grad[i] * clip[0], -cv, cv) + wd * p[i];\n",
 "    if (momentum != 0.0f) {\n",
 "        float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;\n",
@@ -7728,7 +7745,7 @@ static const char *const nn__cl_src_optim[] = {
 "                   const float eps, const float wd, const int decoupled, const float bc1, const float bc2,\n",
 "                   const float cv) {\n",
 "    int i = get_global_id(0);\n",
-"    if (i >= n) return;\n",
+"    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];\n",
 "    if (decoupled) w *= 1.0f - lr * wd;\n",
 "    else g += wd * w;\n",
@@ -7762,7 +7779,7 @@ static const char *const nn__cl_src_optim[] = {
 "                       const float h0, const float h1, const float eps, const float h3, const float h4,\n",
 "                       const float c0, const float c1, const float c2, const float c3) {\n",
 "    int i = get_global_id(0);\n",
-"    if (i >= n) return;\n",
+"    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];\n",
 "    switch (kind) {\n",
 "    case NN_ADAM: case NN_ADAMW: { /* AMSGrad */\n",
@@ -7909,11 +7926,36 @@ static const char *const nn__cl_src_optim[] = {
 "\n",
 "/* LAMB's second pass: p -= lr * trust * u, trust = |w| / |u| (1 when either is 0); u and\n",
 "   its norms (at u[n], u[n + 1]) are the scratch the first pass and opt_norms wrote. */\n",
-"__kernel void lamb_apply(__global float *p, __global const float *u, const int n, const float lr) {\n",
+"__kernel void lamb_apply(__global float *p, __global const float *u, __global const float *clip, const int n,\n",
+"                         const float lr) {\n",
 "    int i = get_global_id(0);\n",
-"    if (i >= n) return;\n",
+"    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float wn = sqrt(u[n]), un = sqrt(u[n + 1]);\n",
 "    p[i] -= lr * (wn > 0.0f && un > 0.0f ? wn / un : 1.0f) * u[i];\n",
+"}\n",
+"\n",
+"/* skip_nonfinite: out[0] = (has_prev ? prev[0] : 0) + the number of NaN and Inf in x[n].\n",
+"   One work-group; the count is an int tree, exact. */\n",
+"__kernel void nonfinite_count(__global const float *x, const int n, __global const float *prev, const int has_prev,\n",
+"                              __global float *out, __local int *tmp) {\n",
+"    int l = get_local_id(0), wg = get_local_size(0), c = 0;\n",
+"    for (int i = l; i < n; i += wg) c += isfinite(x[i]) ? 0 : 1;\n",
+"    tmp[l] = c;\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    for (int o = wg / 2; o > 0; o >>= 1) {\n",
+"        if (l < o) tmp[l] += tmp[l + o];\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    }\n",
+"    if (l == 0) out[0] = (has_prev ? prev[0] : 0.0f) + (float)tmp[0];\n",
+"}\n",
+"\n",
+"/* y[0] = -1 when cnt[0] > 0 (the updates skip), else the clipping coefficient clip[0];\n",
+"   y[1] counts the skipped updates (the node's buffer persists across steps). */\n",
+"__kernel void skip_gate(__global const float *cnt, __global const float *clip, __global float *y) {\n",
+"    if (get_global_id(0) != 0) return;\n",
+"    int skip = cnt[0] != 0.0f;\n",
+"    y[0] = skip ? -1.0f : clip[0];\n",
+"    y[1] += skip ? 1.0f : 0.0f;\n",
 "}\n",
 "\n",
 "/* Gradient accumulation: acc = (reset ? 0 : acc) + g * inv_k, the running mean of a cycle. */\n",
@@ -13994,6 +14036,23 @@ static nn_result nn__add_optimizer(nn_graph *g) {
             scale = nn__clip_scale_op(g, acc, g->opt.clip_norm).id;
         }
     }
+    if (g->opt.skip_nonfinite) { /* the gate replaces the clipping coefficient */
+        int cnt = -1, in[2];
+        for (i = 0; i < n0; i++) {
+            if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
+            cnt = cnt < 0 ? nn__op1(g, NN__OP_NONFINITE_COUNT, NN_F32, nn_shape1(1), g->nodes[i].grad).id
+                          : nn__op2(g, NN__OP_NONFINITE_COUNT, NN_F32, nn_shape1(1), g->nodes[i].grad, cnt).id;
+            if (cnt < 0) return g->status;
+        }
+        if (cnt >= 0) {
+            in[0] = cnt;
+            in[1] = scale;
+            scale = nn__new_node(g, NN__OP_SKIP_GATE, NN_F32, nn_shape1(2), in, scale >= 0 ? 2 : 1);
+            if (scale < 0) return g->status;
+            g->nodes[scale].is_output = 1; /* y[1], the count of skipped updates, persists */
+            g->skip_node = scale;
+        }
+    }
     for (i = 0; i < n0; i++) {
         nn__node *u;
         nn_shape none;
@@ -14031,6 +14090,7 @@ static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     nn__node *p = &g->nodes[in[0]];
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f;
+    if (clip < 0.0f) return NN_OK; /* skipped: a gradient is not finite (skip_gate) */
     nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->a.optim.lr_mult,
                    g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->a.optim.wd_mult, g->opt.nesterov, g->clock.t == 1,
                    clip, nn__opt_cv(g));
@@ -14041,6 +14101,7 @@ static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     nn__node *p = &g->nodes[in[0]];
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f, bc1, bc2;
+    if (clip < 0.0f) return NN_OK; /* skipped: a gradient is not finite (skip_gate) */
     nn__adam_bc(g, &bc1, &bc2);
     nn__adam_update(g->ctx->threads, p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel,
                     g->lr * n->a.optim.lr_mult, g->opt.beta1, g->opt.beta2, g->opt.eps, g->opt.weight_decay * n->a.optim.wd_mult,
@@ -14051,6 +14112,22 @@ static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
     nn__opt_step_cpu(g, n); return NN_OK;
 
+}
+
+static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
+    const float *x = NN__F(n->in[0]);
+    int64_t i, m = g->nodes[n->in[0]].numel, c = 0;
+    for (i = 0; i < m; i++) c += !isfinite(x[i]);
+    n->buf.host[0] = (n->n_in > 1 ? NN__F(n->in[1])[0] : 0.0f) + (float)c;
+    return NN_OK;
+}
+
+static nn_result nn__cpu_skip_gate(nn_graph *g, nn__node *n) {
+    float *y = n->buf.host;
+    int skip = NN__F(n->in[0])[0] != 0.0f;
+    y[0] = skip ? -1.0f : n->n_in > 1 ? NN__F(n->in[1])[0] : 1.0f;
+    y[1] += skip ? 1.0f : 0.0f;
+    return NN_OK;
 }
 
 static nn_result nn__cpu_grad_acc(nn_graph *g, nn__node *n) {
@@ -14123,7 +14200,7 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
     r = nn__launch_add(g, id, "optim", "lamb_apply", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_lamb_apply;
-    return nn__args(l, "mmi@f", &p->buf, norms, np, (double)g->lr);
+    return nn__args(l, "mmmi@f", &p->buf, norms, clip, np, (double)g->lr);
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
@@ -14172,6 +14249,39 @@ static nn_result nn__dev_grad_acc(nn_graph *g, int id) {
     if (r != NN_OK) return r;
     l->update = nn__update_grad_acc;
     return nn__args(l, "mmif@i", y, &g->nodes[in[0]].buf, N, (double)n->a.optim.inv_steps, 1);
+}
+
+static nn_result nn__dev_nonfinite_count(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_add(g, id, "optim", "nonfinite_count", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    return nn__args(l, "mimimL", &g->nodes[n->in[0]].buf, (int)g->nodes[n->in[0]].numel,
+                    n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, n->n_in > 1, &n->buf, wg * 4);
+}
+
+static nn_result nn__dev_skip_gate(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn_result r = nn__launch_add(g, id, "optim", "skip_gate", 1, &l);
+    if (r != NN_OK) return r;
+    return nn__args(l, "mmm", &g->nodes[n->in[0]].buf, n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, &n->buf);
+}
+
+/* skip_nonfinite's count of skipped updates, from the gate's persistent y[1]. */
+NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
+    float y[2];
+    nn_result r;
+    if (!g || !count) return NN_ERR_INVALID_ARGUMENT;
+    *count = 0;
+    if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_skipped_steps: the graph is not compiled");
+    if (g->skip_node <= 0) return NN_OK;
+    r = nn_tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);
+    if (r == NN_OK) *count = (int64_t)y[1];
+    return r;
 }
 
 /* ======================================================================

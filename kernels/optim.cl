@@ -1,6 +1,8 @@
 /* Optimizer updates, one fused kernel per rule, PyTorch's semantics. `clip` points at the
    global-norm clipping coefficient (1.0 when clipping is off), computed on the device;
-   `cv` clamps each clipped gradient element (FLT_MAX when off). */
+   `cv` clamps each clipped gradient element (FLT_MAX when off). A negative coefficient
+   (skip_gate: a gradient holds NaN or Inf under skip_nonfinite) skips the update: the
+   parameter and its state are left as they are. */
 
 /* clamp() of OpenCL C may turn NaN into a bound; PyTorch's updates keep NaN (and so make
    the parameter NaN), and so does this. */
@@ -11,7 +13,7 @@ __kernel void sgd(__global float *p, __global const float *grad, __global float 
                   const int n, const float lr, const float momentum, const float dampening, const float wd,
                   const int nesterov, const int first_step, const float cv) {
     int i = get_global_id(0);
-    if (i >= n) return;
+    if (i >= n || clip[0] < 0.0f) return;
     float g = clamp_nan(grad[i] * clip[0], -cv, cv) + wd * p[i];
     if (momentum != 0.0f) {
         float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;
@@ -28,7 +30,7 @@ __kernel void adam(__global float *p, __global const float *grad, __global float
                    const float eps, const float wd, const int decoupled, const float bc1, const float bc2,
                    const float cv) {
     int i = get_global_id(0);
-    if (i >= n) return;
+    if (i >= n || clip[0] < 0.0f) return;
     float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];
     if (decoupled) w *= 1.0f - lr * wd;
     else g += wd * w;
@@ -62,7 +64,7 @@ __kernel void opt_step(__global float *p, __global const float *grad, __global c
                        const float h0, const float h1, const float eps, const float h3, const float h4,
                        const float c0, const float c1, const float c2, const float c3) {
     int i = get_global_id(0);
-    if (i >= n) return;
+    if (i >= n || clip[0] < 0.0f) return;
     float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];
     switch (kind) {
     case NN_ADAM: case NN_ADAMW: { /* AMSGrad */
@@ -209,11 +211,36 @@ __kernel void opt_norms(__global const float *p, __global const float *x, __glob
 
 /* LAMB's second pass: p -= lr * trust * u, trust = |w| / |u| (1 when either is 0); u and
    its norms (at u[n], u[n + 1]) are the scratch the first pass and opt_norms wrote. */
-__kernel void lamb_apply(__global float *p, __global const float *u, const int n, const float lr) {
+__kernel void lamb_apply(__global float *p, __global const float *u, __global const float *clip, const int n,
+                         const float lr) {
     int i = get_global_id(0);
-    if (i >= n) return;
+    if (i >= n || clip[0] < 0.0f) return;
     float wn = sqrt(u[n]), un = sqrt(u[n + 1]);
     p[i] -= lr * (wn > 0.0f && un > 0.0f ? wn / un : 1.0f) * u[i];
+}
+
+/* skip_nonfinite: out[0] = (has_prev ? prev[0] : 0) + the number of NaN and Inf in x[n].
+   One work-group; the count is an int tree, exact. */
+__kernel void nonfinite_count(__global const float *x, const int n, __global const float *prev, const int has_prev,
+                              __global float *out, __local int *tmp) {
+    int l = get_local_id(0), wg = get_local_size(0), c = 0;
+    for (int i = l; i < n; i += wg) c += isfinite(x[i]) ? 0 : 1;
+    tmp[l] = c;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int o = wg / 2; o > 0; o >>= 1) {
+        if (l < o) tmp[l] += tmp[l + o];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0) out[0] = (has_prev ? prev[0] : 0.0f) + (float)tmp[0];
+}
+
+/* y[0] = -1 when cnt[0] > 0 (the updates skip), else the clipping coefficient clip[0];
+   y[1] counts the skipped updates (the node's buffer persists across steps). */
+__kernel void skip_gate(__global const float *cnt, __global const float *clip, __global float *y) {
+    if (get_global_id(0) != 0) return;
+    int skip = cnt[0] != 0.0f;
+    y[0] = skip ? -1.0f : clip[0];
+    y[1] += skip ? 1.0f : 0.0f;
 }
 
 /* Gradient accumulation: acc = (reset ? 0 : acc) + g * inv_k, the running mean of a cycle. */

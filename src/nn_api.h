@@ -553,6 +553,13 @@ typedef struct nn_optimizer {
     int accumulate_steps;      /* > 1: average gradients over this many nn_graph_step calls and
                                   update on every k-th (nn_grad then reads the running mean);
                                   0: 1; below 1: an invalid argument */
+    int skip_nonfinite;        /* 1: an update whose (clipped, accumulated) gradients hold a NaN
+                                  or an Inf is skipped, as torch.cuda.amp.GradScaler skips
+                                  optimizer.step(): every parameter and optimizer state stays
+                                  as it was. Decided on the device, with no read-back; the
+                                  skips are counted (nn_graph_skipped_steps). Unlike PyTorch,
+                                  the update count (the schedule's t, Adam's bias corrections)
+                                  still advances on a skipped update. */
 } nn_optimizer;
 
 /* Learning-rate schedules, torch.optim.lr_scheduler's closed forms, evaluated on the host
@@ -615,6 +622,8 @@ NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
    nn_cross_entropy_loss) as NN_ERR_INVALID_ARGUMENT. Reading those counters is 4 bytes per
    checking op, once per read or finish after a run (nn_get_stats counts it). */
 NN_API nn_result nn_graph_finish(nn_graph *g);
+/* The updates skip_nonfinite skipped since compile (a read of 8 bytes; 0 without it). */
+NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count);
 /* Sets the schedule's base rate (the rate itself for the default constant schedule). */
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr);
 /* Replaces the schedule (after compile too); s->lr 0 keeps the current base rate. The

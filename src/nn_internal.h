@@ -299,6 +299,7 @@ struct nn_graph {
     struct nn__pgroup *groups;   /* nn_graph_param_group, in the order added */
     int n_groups;
     int accum_steps;             /* update on every accum_steps-th step */
+    int skip_node;               /* SKIP_GATE node (skip_nonfinite) or 0 */
     int first_update_node;       /* nodes from here on run on update steps only */
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;

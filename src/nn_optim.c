@@ -74,6 +74,7 @@ static nn_result nn__opt_check(nn_graph *g, const nn_optimizer *o) {
             {"l2", o->l2, 0, 3.4e38f, 0},
             {"beta", o->beta, 0, 3.4e38f, 0},
             {"lr_power", o->lr_power, -3.4e38f, 0, 0},
+            {"skip_nonfinite", (float)o->skip_nonfinite, 0, 1, 0},
         };
         size_t k;
         for (k = 0; k < sizeof f / sizeof f[0]; k++) {
@@ -465,6 +466,7 @@ static void nn__opt_step_cpu(nn_graph *g, const nn__node *n) {
     a.p = p->buf.host;
     a.g = g->nodes[n->in[1]].buf.host;
     a.scale = n->n_in > 2 ? g->nodes[n->in[2]].buf.host[0] : 1.0f;
+    if (a.scale < 0.0f) return; /* skipped: a gradient is not finite (skip_gate) */
     a.n = p->numel;
     for (i = 0; i < n->n_aux; i++) a.s[i] = n->aux[i].host;
     if (a.k.kind == NN_OPT_LAMB) a.u = n->scratch_buf.host;

@@ -600,6 +600,83 @@ static void suite_optim_family(const t_env *e) {
     suite_optim_zero(e);
 }
 
+/* skip_nonfinite: runs good, bad (a NaN or Inf in the data makes one gradient element
+   non-finite), good steps. The bad step leaves every parameter bitwise as it was and
+   counts one skip; the last step updates again. For rules with no step-count dependence
+   (same_as_clean), the parameters after good, bad, good equal those after good, good
+   bitwise, so the optimizer state was left untouched too. Without skip_nonfinite the bad
+   step makes p2 non-finite (the data really is bad; not for Lion, whose sign() of NaN is 0
+   as torch.sign's: its parameters stay finite while its momentum turns NaN). */
+static int skip_run(const t_env *e, nn_optimizer o, int skip, const int *bad, int n_steps, float bad_value, float *out,
+                    int64_t *skipped) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_tensor p1, p2, c1, c2;
+    nn_compile_desc cd;
+    nn_init zero;
+    float f[NP], c[NP];
+    int i, t, ok = 0;
+    memset(&zero, 0, sizeof zero);
+    t_seed(7);
+    for (i = 0; i < NP; i++) {
+        f[i] = (float)t_uniform(-1, 1);
+        c[i] = (float)t_uniform(0.1, 3);
+    }
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    p1 = nn_param(g, "p1", nn_shape1(N1), zero);
+    p2 = nn_param(g, "p2", nn_shape2(3, 11), zero);
+    c1 = nn_input(g, "c1", NN_F32, nn_shape1(N1));
+    c2 = nn_input(g, "c2", NN_F32, nn_shape2(3, 11));
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_scale(g, nn_add(g, nn_sum(g, nn_mul(g, nn_mul(g, p1, p1), c1)), nn_sum(g, nn_mul(g, nn_mul(g, p2, p2), c2))), 0.5f);
+    o.skip_nonfinite = skip;
+    cd.optimizer = o;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    T_OK(nn_tensor_write(g, p1, f, N1 * 4), ctx);
+    T_OK(nn_tensor_write(g, p2, f + N1, N2 * 4), ctx);
+    T_OK(nn_tensor_write(g, c1, c, N1 * 4), ctx);
+    for (t = 0; t < n_steps; t++) {
+        float cb[N2];
+        memcpy(cb, c + N1, sizeof cb);
+        if (bad[t]) cb[5] = bad_value;
+        T_OK(nn_tensor_write(g, c2, cb, N2 * 4), ctx);
+        if (!T_OK(nn_graph_step(g), ctx)) goto done;
+        T_OK(nn_tensor_read(g, p1, out + t * NP, N1 * 4), ctx);
+        T_OK(nn_tensor_read(g, p2, out + t * NP + N1, N2 * 4), ctx);
+    }
+    ok = T_OK(nn_graph_skipped_steps(g, skipped), ctx);
+done:
+    nn_graph_destroy(g);
+    return ok;
+}
+
+static void check_skip_nonfinite(const t_env *e, const char *name, nn_optimizer o, int same_as_clean, int raw_nan) {
+    static const int bad3[3] = {0, 1, 0}, good2[2] = {0, 0};
+    float run[3 * NP], clean[2 * NP], raw[3 * NP];
+    int64_t skipped = -1, skipped_raw = -1;
+    int i, finite;
+    char label[160];
+    snprintf(label, sizeof label, "optimizer skip_nonfinite: %s", name);
+    if (!t_begin(e, label)) return;
+    if (!skip_run(e, o, 1, bad3, 3, NAN, run, &skipped)) goto done;
+    T_CHECK(memcmp(run, run + NP, NP * sizeof(float)) == 0, "a NaN gradient changed the parameters");
+    T_CHECK(skipped == 1, "%lld skipped updates counted, not 1", (long long)skipped);
+    T_CHECK(memcmp(run + NP, run + 2 * NP, NP * sizeof(float)) != 0, "the step after the skip did not update");
+    for (i = 0, finite = 1; i < 3 * NP; i++) finite = finite && isfinite(run[i]);
+    T_CHECK(finite, "a parameter is not finite");
+    if (same_as_clean && skip_run(e, o, 1, good2, 2, 0, clean, &skipped))
+        T_CHECK(memcmp(run + 2 * NP, clean + NP, NP * sizeof(float)) == 0 && skipped == 0,
+                "good, NaN, good differs from good, good (the state changed), or %lld skips counted", (long long)skipped);
+    if (skip_run(e, o, 1, bad3, 3, INFINITY, run, &skipped))
+        T_CHECK(memcmp(run, run + NP, NP * sizeof(float)) == 0 && skipped == 1, "an Inf gradient was not skipped");
+    if (raw_nan && skip_run(e, o, 0, bad3, 3, NAN, raw, &skipped_raw)) {
+        for (i = N1, finite = 1; i < NP; i++) finite = finite && isfinite(raw[NP + i]);
+        T_CHECK(!finite && skipped_raw == 0, "without skip_nonfinite the NaN step left p2 finite (the test's data is not bad)");
+    }
+done:
+    t_end();
+}
+
 void suite_optim(const t_env *e) {
     nn_optimizer o;
     memset(&o, 0, sizeof o);
@@ -639,4 +716,24 @@ void suite_optim(const t_env *e) {
     o.clip_norm = 0.1f;
     check_optimizer(e, "sgd momentum clip_norm", o);
     suite_optim_family(e);
+    {
+        nn_optimizer k;
+        k = opt(NN_OPT_SGD, 0.1f);
+        k.momentum = 0.9f;
+        k.weight_decay = 0.01f;
+        check_skip_nonfinite(e, "sgd momentum weight_decay", k, 1, 1);
+        k.clip_norm = 0.5f;
+        check_skip_nonfinite(e, "sgd momentum clip_norm", k, 1, 1);
+        check_skip_nonfinite(e, "rmsprop", opt(NN_OPT_RMSPROP, 0.01f), 1, 1);
+        check_skip_nonfinite(e, "lion", opt(NN_OPT_LION, 0.01f), 1, 0);
+        check_skip_nonfinite(e, "adam", opt(NN_OPT_ADAM, 0.05f), 0, 1);
+        k = opt(NN_OPT_ADAMW, 0.05f);
+        k.amsgrad = 1;
+        k.clip_norm = 0.25f;
+        check_skip_nonfinite(e, "adamw amsgrad clip_norm", k, 0, 1);
+        check_skip_nonfinite(e, "lamb", opt(NN_OPT_LAMB, 0.01f), 0, 1);
+        k = opt(NN_OPT_LARS, 0.1f);
+        k.momentum = 0.9f;
+        check_skip_nonfinite(e, "lars momentum", k, 1, 1);
+    }
 }

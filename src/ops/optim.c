@@ -45,6 +45,23 @@ static nn_result nn__add_optimizer(nn_graph *g) {
             scale = nn__clip_scale_op(g, acc, g->opt.clip_norm).id;
         }
     }
+    if (g->opt.skip_nonfinite) { /* the gate replaces the clipping coefficient */
+        int cnt = -1, in[2];
+        for (i = 0; i < n0; i++) {
+            if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
+            cnt = cnt < 0 ? nn__op1(g, NN__OP_NONFINITE_COUNT, NN_F32, nn_shape1(1), g->nodes[i].grad).id
+                          : nn__op2(g, NN__OP_NONFINITE_COUNT, NN_F32, nn_shape1(1), g->nodes[i].grad, cnt).id;
+            if (cnt < 0) return g->status;
+        }
+        if (cnt >= 0) {
+            in[0] = cnt;
+            in[1] = scale;
+            scale = nn__new_node(g, NN__OP_SKIP_GATE, NN_F32, nn_shape1(2), in, scale >= 0 ? 2 : 1);
+            if (scale < 0) return g->status;
+            g->nodes[scale].is_output = 1; /* y[1], the count of skipped updates, persists */
+            g->skip_node = scale;
+        }
+    }
     for (i = 0; i < n0; i++) {
         nn__node *u;
         nn_shape none;
@@ -82,6 +99,7 @@ static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     nn__node *p = &g->nodes[in[0]];
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f;
+    if (clip < 0.0f) return NN_OK; /* skipped: a gradient is not finite (skip_gate) */
     nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->a.optim.lr_mult,
                    g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->a.optim.wd_mult, g->opt.nesterov, g->clock.t == 1,
                    clip, nn__opt_cv(g));
@@ -92,6 +110,7 @@ static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     nn__node *p = &g->nodes[in[0]];
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f, bc1, bc2;
+    if (clip < 0.0f) return NN_OK; /* skipped: a gradient is not finite (skip_gate) */
     nn__adam_bc(g, &bc1, &bc2);
     nn__adam_update(g->ctx->threads, p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel,
                     g->lr * n->a.optim.lr_mult, g->opt.beta1, g->opt.beta2, g->opt.eps, g->opt.weight_decay * n->a.optim.wd_mult,
@@ -102,6 +121,22 @@ static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
     nn__opt_step_cpu(g, n); return NN_OK;
 
+}
+
+static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
+    const float *x = NN__F(n->in[0]);
+    int64_t i, m = g->nodes[n->in[0]].numel, c = 0;
+    for (i = 0; i < m; i++) c += !isfinite(x[i]);
+    n->buf.host[0] = (n->n_in > 1 ? NN__F(n->in[1])[0] : 0.0f) + (float)c;
+    return NN_OK;
+}
+
+static nn_result nn__cpu_skip_gate(nn_graph *g, nn__node *n) {
+    float *y = n->buf.host;
+    int skip = NN__F(n->in[0])[0] != 0.0f;
+    y[0] = skip ? -1.0f : n->n_in > 1 ? NN__F(n->in[1])[0] : 1.0f;
+    y[1] += skip ? 1.0f : 0.0f;
+    return NN_OK;
 }
 
 static nn_result nn__cpu_grad_acc(nn_graph *g, nn__node *n) {
@@ -174,7 +209,7 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
     r = nn__launch_add(g, id, "optim", "lamb_apply", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_lamb_apply;
-    return nn__args(l, "mmi@f", &p->buf, norms, np, (double)g->lr);
+    return nn__args(l, "mmmi@f", &p->buf, norms, clip, np, (double)g->lr);
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
@@ -223,4 +258,37 @@ static nn_result nn__dev_grad_acc(nn_graph *g, int id) {
     if (r != NN_OK) return r;
     l->update = nn__update_grad_acc;
     return nn__args(l, "mmif@i", y, &g->nodes[in[0]].buf, N, (double)n->a.optim.inv_steps, 1);
+}
+
+static nn_result nn__dev_nonfinite_count(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_add(g, id, "optim", "nonfinite_count", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    return nn__args(l, "mimimL", &g->nodes[n->in[0]].buf, (int)g->nodes[n->in[0]].numel,
+                    n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, n->n_in > 1, &n->buf, wg * 4);
+}
+
+static nn_result nn__dev_skip_gate(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn_result r = nn__launch_add(g, id, "optim", "skip_gate", 1, &l);
+    if (r != NN_OK) return r;
+    return nn__args(l, "mmm", &g->nodes[n->in[0]].buf, n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, &n->buf);
+}
+
+/* skip_nonfinite's count of skipped updates, from the gate's persistent y[1]. */
+NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
+    float y[2];
+    nn_result r;
+    if (!g || !count) return NN_ERR_INVALID_ARGUMENT;
+    *count = 0;
+    if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_skipped_steps: the graph is not compiled");
+    if (g->skip_node <= 0) return NN_OK;
+    r = nn_tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);
+    if (r == NN_OK) *count = (int64_t)y[1];
+    return r;
 }
