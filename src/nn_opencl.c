@@ -5,9 +5,13 @@
 #include "nn_ops.h"
 #include "nn_cl_api.h" /* the cl* declarations; the library is loaded by nn__cl_load() (nn_cl_load.c) */
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <time.h>
 
 #if defined(_WIN32)
+#  include <windows.h>
 #  include <direct.h>
+#  include <io.h>
 #  include <process.h>
 #  define nn__mkdir(p) _mkdir(p)
 #  define nn__getpid() _getpid()
@@ -16,17 +20,11 @@
 #  define nn__mkdir(p) mkdir(p, 0755)
 #  define nn__getpid() getpid()
 #endif
-
-/* 64-bit FNV-1a, for cache keys. */
-static uint64_t nn__fnv(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = (const unsigned char *)data;
-    size_t i;
-    for (i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
+#if defined(O_CLOEXEC)
+#  define NN__O_CLOEXEC O_CLOEXEC
+#else
+#  define NN__O_CLOEXEC 0
+#endif
 
 static void nn__gemm_cfg_options(const nn__gemm_cfg *c, char *buf, size_t bufsize)
 {
@@ -360,8 +358,16 @@ static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count
     return out;
 }
 
-static void nn__cache_path(nn_context *ctx, const char *name, uint64_t key, char *buf, size_t n) {
-    snprintf(buf, n, "%s/%s-%016llx.bin", ctx->cache_dir, name, (unsigned long long)key);
+/* ---- the program cache: files in the format of nn_cache.c, one per program ---- */
+
+#define NN__CACHE_MAX_BYTES ((long)1 << 30) /* a larger file is no program binary of ours */
+
+/* dir/NAME-KEY.bin; 0 when it does not fit in buf (then the program is not cached). */
+static int nn__cache_path(nn_context *ctx, const char *name, uint64_t key, char *buf, size_t n) {
+    int k = snprintf(buf, n, "%s/%s-%016llx.bin", ctx->cache_dir, name, (unsigned long long)key);
+    if (k > 0 && (size_t)k < n) return 1;
+    buf[0] = 0;
+    return 0;
 }
 
 /* mkdir -p */
@@ -381,53 +387,170 @@ static int nn__mkdirs(const char *path) {
     return 0;
 }
 
-static cl_program nn__cache_load(nn_context *ctx, const char *path, const char *options) {
-    nn__cl *cl = NN__CL(ctx);
+/* The cache file at path, read whole and checked (nn__cache_parse) against key: the bytes
+   to free, with the program binary at *bin (*size bytes); NULL when there is no file, it
+   cannot be read, or it is not valid (an info line says why: the program is then built
+   from source and its store replaces the file). */
+static unsigned char *nn__cache_read(nn_context *ctx, const char *path, uint64_t key, const unsigned char **bin,
+                                     size_t *size) {
     FILE *f = fopen(path, "rb");
-    unsigned char *bin = NULL;
+    unsigned char *data = NULL;
     long len = -1;
-    cl_program prog = NULL;
-    cl_int err, status;
-    size_t size;
-    if (!f) return NULL;
-    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-    if (len > 0 && fseek(f, 0, SEEK_SET) == 0) bin = (unsigned char *)NN_MALLOC((size_t)len);
-    if (bin && fread(bin, 1, (size_t)len, f) == (size_t)len) {
-        const unsigned char *b = bin;
-        size = (size_t)len;
-        prog = clCreateProgramWithBinary(cl->context, 1, &cl->device, &size, &b, &status, &err);
-        if (prog && (err != CL_SUCCESS || status != CL_SUCCESS ||
-                     clBuildProgram(prog, 1, &cl->device, options, NULL, NULL) != CL_SUCCESS)) {
-            clReleaseProgram(prog);
-            prog = NULL;
-        }
+    int st;
+    *bin = NULL;
+    *size = 0;
+    if (!f) {
+        if (errno != ENOENT) nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot open %s: %s", path, strerror(errno));
+        return NULL;
     }
-    NN_FREE(bin);
+    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot read %s", path);
+    } else if (len > NN__CACHE_MAX_BYTES) {
+        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s: %ld bytes, more than a cached program may have; "
+                "building from source", path, len);
+    } else if (!(data = (unsigned char *)NN_MALLOC((size_t)len + 1))) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: no memory to read %s (%ld bytes)", path, len);
+    } else if (fread(data, 1, (size_t)len, f) != (size_t)len || fgetc(f) != EOF) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: %s changed while it was read", path);
+        NN_FREE(data);
+        data = NULL;
+    } else if ((st = nn__cache_parse(data, (size_t)len, key, bin, size)) != NN__CACHE_OK) {
+        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s (%ld bytes): %s; building from source", path, len,
+                nn__cache_status_str(st));
+        NN_FREE(data);
+        data = NULL;
+    }
     fclose(f);
+    return data;
+}
+
+/* The program in the cache file at path, built for the device; NULL when there is none
+   or it is not valid, or the driver refuses it (then it is built from source). */
+static cl_program nn__cache_load(nn_context *ctx, const char *path, uint64_t key, const char *options) {
+    nn__cl *cl = NN__CL(ctx);
+    const unsigned char *bin;
+    size_t size;
+    unsigned char *data = nn__cache_read(ctx, path, key, &bin, &size);
+    cl_program prog;
+    cl_int err = CL_SUCCESS, status = CL_SUCCESS;
+    if (!data) return NULL;
+    prog = clCreateProgramWithBinary(cl->context, 1, &cl->device, &size, &bin, &status, &err);
+    if (prog && err == CL_SUCCESS && status == CL_SUCCESS)
+        err = clBuildProgram(prog, 1, &cl->device, options, NULL, NULL);
+    if (!prog || err != CL_SUCCESS || status != CL_SUCCESS) {
+        nn__log(ctx, NN_LOG_INFO, "program cache: %s: the driver refuses the binary (%s (%d)); building from source",
+                path, nn__cl_errstr(err != CL_SUCCESS ? err : status), (int)(err != CL_SUCCESS ? err : status));
+        if (prog) clReleaseProgram(prog);
+        prog = NULL;
+    } else {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: loaded %s", path);
+    }
+    NN_FREE(data);
     return prog;
 }
 
-/* Writes the binary beside its final name and renames it there, so a reader never sees a
-   half-written file. Every failure is silent: the cache is an optimisation. */
-static void nn__cache_store(nn_context *ctx, const char *path, cl_program prog) {
-    size_t size = 0;
-    unsigned char *bin;
-    char tmp[1200];
-    FILE *f;
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || size == 0) return;
-    bin = (unsigned char *)NN_MALLOC(size);
-    if (!bin) return;
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS &&
-        nn__mkdirs(ctx->cache_dir) == 0) {
-        snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)nn__getpid());
-        f = fopen(tmp, "wb");
-        if (f) {
-            int ok = fwrite(bin, 1, size, f) == size;
-            ok = (fclose(f) == 0) && ok;
-            if (!ok || rename(tmp, path) != 0) remove(tmp);
-        }
+/* A name for a temporary file beside path that no other process, thread or call uses: the
+   process id, a process-wide counter and bits of the clock and the stack address (the
+   file is then created exclusively, so even a repeat cannot overwrite another's file). */
+static int nn__cache_tmp_name(const char *path, char *buf, size_t n) {
+    static unsigned long counter;
+    unsigned long seq;
+    uint64_t h;
+    int k;
+#if defined(__GNUC__) || defined(__clang__)
+    seq = __atomic_add_fetch(&counter, 1UL, __ATOMIC_RELAXED);
+#else
+    seq = ++counter; /* best effort where no atomics are at hand: the other parts still differ */
+#endif
+    {
+        time_t t = time(NULL);
+        clock_t c = clock();
+        const void *where = &seq;
+        h = nn__fnv(NN__FNV_BASIS, &t, sizeof t);
+        h = nn__fnv(h, &c, sizeof c);
+        h = nn__fnv(h, &where, sizeof where);
+        h = nn__fnv(h, &seq, sizeof seq);
     }
-    NN_FREE(bin);
+    k = snprintf(buf, n, "%s.tmp-%ld-%lu-%08lx", path, (long)nn__getpid(), seq,
+                 (unsigned long)(h ^ (h >> 32)) & 0xffffffffUL);
+    return k > 0 && (size_t)k < n;
+}
+
+/* Writes n bytes to a new temporary file beside path, flushes them to the disk, and
+   renames the file over path, so a reader sees the old file or the new one whole. 0, or
+   -1 with *what naming the step that failed; no temporary file is left either way. */
+static int nn__cache_replace(const char *path, const unsigned char *data, size_t n, const char **what) {
+    char tmp[1300];
+    size_t done = 0;
+    int fd, ok = 1;
+    *what = "naming a temporary file";
+    if (!nn__cache_tmp_name(path, tmp, sizeof tmp)) return -1;
+#if defined(_WIN32)
+    *what = "creating a temporary file";
+    if ((fd = _open(tmp, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE)) < 0) return -1;
+    while (ok && done < n) {
+        unsigned chunk = n - done > (1u << 30) ? (1u << 30) : (unsigned)(n - done);
+        int w = _write(fd, data + done, chunk);
+        if (w <= 0) ok = 0, *what = "writing";
+        else done += (size_t)w;
+    }
+    if (ok && _commit(fd) != 0) ok = 0, *what = "flushing to the disk";
+    if (_close(fd) != 0 && ok) ok = 0, *what = "closing";
+    if (ok && !MoveFileExA(tmp, path, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) ok = 0, *what = "renaming";
+#else
+    *what = "creating a temporary file";
+    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | NN__O_CLOEXEC, 0644)) < 0) return -1;
+    while (ok && done < n) {
+        ssize_t w = write(fd, data + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) ok = 0, *what = "writing";
+        else done += (size_t)w;
+    }
+    if (ok && fsync(fd) != 0) ok = 0, *what = "flushing to the disk";
+    if (close(fd) != 0 && ok) ok = 0, *what = "closing";
+    if (ok && rename(tmp, path) != 0) ok = 0, *what = "renaming";
+#endif
+    if (!ok) {
+        int e = errno;
+        remove(tmp);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+/* Stores the program's binary in the cache file at path for key. Every failure is only a
+   debug line: the cache is an optimisation. */
+static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_program prog) {
+    size_t size = 0;
+    unsigned char *file, *bin;
+    const char *what = "";
+    cl_int err;
+    if ((err = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL)) != CL_SUCCESS || size == 0) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: no binary to store in %s (%s (%d))", path, nn__cl_errstr(err),
+                (int)err);
+        return;
+    }
+    if (size > (size_t)NN__CACHE_MAX_BYTES - NN__CACHE_HEADER ||
+        !(file = (unsigned char *)NN_MALLOC(NN__CACHE_HEADER + size))) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: no memory for the %lu-byte binary of %s", (unsigned long)size, path);
+        return;
+    }
+    bin = file + NN__CACHE_HEADER;
+    if ((err = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL)) != CL_SUCCESS) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot get the binary for %s: %s (%d)", path, nn__cl_errstr(err),
+                (int)err);
+    } else if (nn__mkdirs(ctx->cache_dir) != 0) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot create %s: %s", ctx->cache_dir, strerror(errno));
+    } else {
+        nn__cache_header(file, key, bin, size);
+        if (nn__cache_replace(path, file, NN__CACHE_HEADER + size, &what) != 0)
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot store %s (%s: %s)", path, what, strerror(errno));
+        else
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: stored %s", path);
+    }
+    NN_FREE(file);
 }
 
 /* The program of kernels/NAME.cl for this context's device, built once. */
@@ -438,7 +561,7 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
     const char **lines;
     char *owned;
     cl_uint count, i;
-    uint64_t key = 1469598103934665603ULL;
+    uint64_t key = NN__FNV_BASIS;
     cl_program prog;
     cl_int err;
     nn_result r = NN_OK;
@@ -457,10 +580,8 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
     key = nn__fnv(key, cl->driver, strlen(cl->driver) + 1);
     key = nn__fnv(key, cl->version, strlen(cl->version) + 1);
     prog = NULL;
-    if (ctx->cache_dir) {
-        nn__cache_path(ctx, name, key, path, sizeof path);
-        prog = nn__cache_load(ctx, path, options);
-    }
+    if (ctx->cache_dir && nn__cache_path(ctx, name, key, path, sizeof path))
+        prog = nn__cache_load(ctx, path, key, options);
     if (!prog) {
         prog = clCreateProgramWithSource(cl->context, count, lines, NULL, &err);
         if (!prog) {
@@ -475,8 +596,8 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
                          nn__cl_errstr(err), log);
             clReleaseProgram(prog);
             prog = NULL;
-        } else if (ctx->cache_dir) {
-            nn__cache_store(ctx, path, prog);
+        } else if (path[0]) {
+            nn__cache_store(ctx, path, key, prog);
         }
     }
     NN_FREE((void *)lines);
