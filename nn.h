@@ -8505,10 +8505,13 @@ static const nn__cl_source nn__cl_sources[] = {
 #  include <process.h>
 #  define nn__mkdir(p) _mkdir(p)
 #  define nn__getpid() _getpid()
+#  define nn__sleep_ms(ms) Sleep(ms)
 #else
 #  include <unistd.h>
+#  include <poll.h>
 #  define nn__mkdir(p) mkdir(p, 0755)
 #  define nn__getpid() getpid()
+#  define nn__sleep_ms(ms) (void)poll(NULL, 0, ms) /* declared even where a strict -std hides nanosleep */
 #endif
 #if defined(O_CLOEXEC)
 #  define NN__O_CLOEXEC O_CLOEXEC
@@ -8558,39 +8561,66 @@ typedef struct nn__cl {
 
 #define NN__CL(ctx) ((nn__cl *)(ctx)->bk)
 
+/* The name of an OpenCL error code (OpenCL 1.2's, and cl_khr_icd's -1001). */
 static const char *nn__cl_errstr(cl_int e) {
-    switch (e) {
-    case CL_DEVICE_NOT_FOUND: return "CL_DEVICE_NOT_FOUND";
-    case CL_OUT_OF_RESOURCES: return "CL_OUT_OF_RESOURCES";
-    case CL_OUT_OF_HOST_MEMORY: return "CL_OUT_OF_HOST_MEMORY";
-    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
-    case CL_BUILD_PROGRAM_FAILURE: return "CL_BUILD_PROGRAM_FAILURE";
-    case CL_INVALID_VALUE: return "CL_INVALID_VALUE";
-    case CL_INVALID_BUFFER_SIZE: return "CL_INVALID_BUFFER_SIZE";
-    case CL_INVALID_KERNEL_NAME: return "CL_INVALID_KERNEL_NAME";
-    case CL_INVALID_KERNEL_ARGS: return "CL_INVALID_KERNEL_ARGS";
-    case CL_INVALID_ARG_SIZE: return "CL_INVALID_ARG_SIZE";
-    case CL_INVALID_WORK_GROUP_SIZE: return "CL_INVALID_WORK_GROUP_SIZE";
-    case CL_INVALID_WORK_ITEM_SIZE: return "CL_INVALID_WORK_ITEM_SIZE";
-    case CL_INVALID_GLOBAL_WORK_SIZE: return "CL_INVALID_GLOBAL_WORK_SIZE";
-    case CL_INVALID_BINARY: return "CL_INVALID_BINARY";
-    case CL_MISALIGNED_SUB_BUFFER_OFFSET: return "CL_MISALIGNED_SUB_BUFFER_OFFSET";
-    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
-    default: return "OpenCL error";
-    }
+    static const char *const low[] = { /* 0 .. -19 */
+        "CL_SUCCESS", "CL_DEVICE_NOT_FOUND", "CL_DEVICE_NOT_AVAILABLE", "CL_COMPILER_NOT_AVAILABLE",
+        "CL_MEM_OBJECT_ALLOCATION_FAILURE", "CL_OUT_OF_RESOURCES", "CL_OUT_OF_HOST_MEMORY",
+        "CL_PROFILING_INFO_NOT_AVAILABLE", "CL_MEM_COPY_OVERLAP", "CL_IMAGE_FORMAT_MISMATCH",
+        "CL_IMAGE_FORMAT_NOT_SUPPORTED", "CL_BUILD_PROGRAM_FAILURE", "CL_MAP_FAILURE",
+        "CL_MISALIGNED_SUB_BUFFER_OFFSET", "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST",
+        "CL_COMPILE_PROGRAM_FAILURE", "CL_LINKER_NOT_AVAILABLE", "CL_LINK_PROGRAM_FAILURE", "CL_DEVICE_PARTITION_FAILED",
+        "CL_KERNEL_ARG_INFO_NOT_AVAILABLE"};
+    static const char *const invalid[] = { /* -30 .. -68 */
+        "CL_INVALID_VALUE", "CL_INVALID_DEVICE_TYPE", "CL_INVALID_PLATFORM", "CL_INVALID_DEVICE",
+        "CL_INVALID_CONTEXT", "CL_INVALID_QUEUE_PROPERTIES", "CL_INVALID_COMMAND_QUEUE", "CL_INVALID_HOST_PTR",
+        "CL_INVALID_MEM_OBJECT", "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR", "CL_INVALID_IMAGE_SIZE", "CL_INVALID_SAMPLER",
+        "CL_INVALID_BINARY", "CL_INVALID_BUILD_OPTIONS", "CL_INVALID_PROGRAM", "CL_INVALID_PROGRAM_EXECUTABLE",
+        "CL_INVALID_KERNEL_NAME", "CL_INVALID_KERNEL_DEFINITION", "CL_INVALID_KERNEL", "CL_INVALID_ARG_INDEX",
+        "CL_INVALID_ARG_VALUE", "CL_INVALID_ARG_SIZE", "CL_INVALID_KERNEL_ARGS", "CL_INVALID_WORK_DIMENSION",
+        "CL_INVALID_WORK_GROUP_SIZE", "CL_INVALID_WORK_ITEM_SIZE", "CL_INVALID_GLOBAL_OFFSET",
+        "CL_INVALID_EVENT_WAIT_LIST", "CL_INVALID_EVENT", "CL_INVALID_OPERATION", "CL_INVALID_GL_OBJECT",
+        "CL_INVALID_BUFFER_SIZE", "CL_INVALID_MIP_LEVEL", "CL_INVALID_GLOBAL_WORK_SIZE", "CL_INVALID_PROPERTY",
+        "CL_INVALID_IMAGE_DESCRIPTOR", "CL_INVALID_COMPILER_OPTIONS", "CL_INVALID_LINKER_OPTIONS",
+        "CL_INVALID_DEVICE_PARTITION_COUNT"};
+    if (e <= 0 && e > -(cl_int)(sizeof low / sizeof low[0])) return low[-e];
+    if (e <= -30 && e > -30 - (cl_int)(sizeof invalid / sizeof invalid[0])) return invalid[-30 - e];
+    if (e == -1001) return "CL_PLATFORM_NOT_FOUND_KHR";
+    return "an unknown OpenCL error";
 }
 
-/* Every OpenCL device of every platform, in the order NN_DEVICE=<index> counts them. */
-static int nn__cl_enumerate(cl_platform_id *plat_out, cl_device_id *dev_out, int max) {
+/* Every OpenCL device of every platform, in the order NN_DEVICE=<index> counts them. A
+   failed clGetPlatformIDs, or clGetDeviceIDs of a platform, is described in why (the
+   first such failure; empty when there was none): "no platform" (CL_PLATFORM_NOT_FOUND_KHR)
+   and "no device" (CL_DEVICE_NOT_FOUND) are answers, not failures. */
+static int nn__cl_enumerate(cl_platform_id *plat_out, cl_device_id *dev_out, int max, char *why, size_t why_n) {
     cl_platform_id plats[16];
     cl_uint np = 0, p;
+    cl_int err;
     int n = 0;
-    if (clGetPlatformIDs(16, plats, &np) != CL_SUCCESS) return 0; /* includes -1001: none */
+    why[0] = 0;
+    err = clGetPlatformIDs(16, plats, &np);
+    if (err != CL_SUCCESS) {
+        if (err != CL_PLATFORM_NOT_FOUND_KHR)
+            snprintf(why, why_n, "clGetPlatformIDs failed: %s (%d)", nn__cl_errstr(err), (int)err);
+        return 0;
+    }
     if (np > 16) np = 16;
     for (p = 0; p < np; p++) {
         cl_device_id devs[NN__CL_MAX_DEVICES];
         cl_uint nd = 0, d;
-        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, NN__CL_MAX_DEVICES, devs, &nd) != CL_SUCCESS) continue;
+        err = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, NN__CL_MAX_DEVICES, devs, &nd);
+        if (err != CL_SUCCESS) {
+            if (err != CL_DEVICE_NOT_FOUND && !why[0]) {
+                char pname[128];
+                if (clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL) != CL_SUCCESS)
+                    pname[0] = 0;
+                pname[sizeof pname - 1] = 0;
+                snprintf(why, why_n, "clGetDeviceIDs failed on OpenCL platform %u%s%s%s: %s (%d)", (unsigned)p,
+                         pname[0] ? " (" : "", pname, pname[0] ? ")" : "", nn__cl_errstr(err), (int)err);
+            }
+            continue;
+        }
         if (nd > NN__CL_MAX_DEVICES) nd = NN__CL_MAX_DEVICES;
         for (d = 0; d < nd && n < max; d++) {
             plat_out[n] = plats[p];
@@ -8616,9 +8646,10 @@ static void nn__cl_str(cl_device_id d, cl_device_info what, char *buf, size_t n)
 static int nn__cl_list_devices(nn_device_info *out, int max) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
+    char why[300];
     int n, i;
     if (!nn__cl_load()) return 0;
-    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
+    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     for (i = 0; i < n && out && i < max; i++) {
         cl_device_type t = nn__cl_type(devs[i]);
         memset(&out[i], 0, sizeof out[i]);
@@ -8667,7 +8698,8 @@ static void nn__cl_close(nn_context *ctx) {
     ctx->bk = NULL;
 }
 
-static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_device_id dev, int tuning) {
+/* Opens device dev (number index in NN_DEVICE's count) of platform plat. */
+static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_device_id dev, int index, int tuning) {
     nn__cl *cl = (nn__cl *)nn__calloc(1, sizeof *cl);
     nn__device *d = &ctx->dev;
     cl_int err;
@@ -8692,23 +8724,43 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
     }
     if (tuning != NN_TUNING_AUTO) d->cpu_tuned = tuning == NN_TUNING_CPU;
     nn__cl_str(dev, CL_DEVICE_NAME, cl->name, sizeof cl->name);
+    if (!cl->name[0]) snprintf(cl->name, sizeof cl->name, "OpenCL device %d (no name)", index);
     nn__cl_str(dev, CL_DEVICE_VENDOR, cl->vendor, sizeof cl->vendor);
     nn__cl_str(dev, CL_DRIVER_VERSION, cl->driver, sizeof cl->driver);
     nn__cl_str(dev, CL_DEVICE_VERSION, cl->version, sizeof cl->version);
-    clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof cl->max_alloc, &cl->max_alloc, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
+    /* what device plans and allocations go by: a failed query is an error, not a zero */
+#define NN__CL_INFO(what, var)                                                                              \
+    if ((err = clGetDeviceInfo(dev, what, sizeof(var), &(var), NULL)) != CL_SUCCESS)                        \
+    return nn__fail(ctx, NN_ERR_DEVICE, "clGetDeviceInfo(" #what ") failed on %s: %s (%d)", cl->name,        \
+                    nn__cl_errstr(err), (int)err)
+    NN__CL_INFO(CL_DEVICE_MAX_WORK_GROUP_SIZE, d->max_wg);
+    NN__CL_INFO(CL_DEVICE_LOCAL_MEM_SIZE, local_mem);
+    NN__CL_INFO(CL_DEVICE_MAX_COMPUTE_UNITS, units);
+    NN__CL_INFO(CL_DEVICE_MAX_MEM_ALLOC_SIZE, cl->max_alloc);
+    NN__CL_INFO(CL_DEVICE_MEM_BASE_ADDR_ALIGN, align_bits);
+#undef NN__CL_INFO
     d->local_mem = local_mem;
     d->units = units;
     d->max_alloc = cl->max_alloc;
     d->align = align_bits / 8 > 256 ? align_bits / 8 : 256;
     if (d->max_wg == 0) d->max_wg = 1;
     snprintf(ctx->backend_name, sizeof ctx->backend_name, "%s", cl->name);
+    err = CL_SUCCESS;
     cl->context = clCreateContext(props, 1, &dev, NULL, NULL, &err);
+    if (!cl->context && (err == CL_OUT_OF_HOST_MEMORY || err == CL_OUT_OF_RESOURCES)) {
+        /* drivers (PoCL) sometimes refuse a context while other threads create theirs: once more */
+        nn__log(ctx, NN_LOG_WARN, "clCreateContext failed on %s: %s (%d); trying once more in 50 ms", cl->name,
+                nn__cl_errstr(err), (int)err);
+        nn__sleep_ms(50);
+        err = CL_SUCCESS;
+        cl->context = clCreateContext(props, 1, &dev, NULL, NULL, &err);
+        if (!cl->context)
+            return nn__fail(ctx, NN_ERR_DEVICE, "clCreateContext failed on %s twice: %s (%d)", cl->name,
+                            nn__cl_errstr(err), (int)err);
+    }
     if (!cl->context)
-        return nn__fail(ctx, NN_ERR_DEVICE, "clCreateContext failed on %s: %s (%d)", cl->name, nn__cl_errstr(err), err);
+        return nn__fail(ctx, NN_ERR_DEVICE, "clCreateContext failed on %s: %s (%d)", cl->name, nn__cl_errstr(err),
+                        (int)err);
     cl->queue = clCreateCommandQueue(cl->context, dev, 0, &err);
     if (!cl->queue)
         return nn__fail(ctx, NN_ERR_DEVICE, "clCreateCommandQueue failed on %s: %s (%d)", cl->name, nn__cl_errstr(err),
@@ -8718,10 +8770,13 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
 }
 
 /* device: NULL (the first GPU, else the first device), "opencl", an index or a name
-   substring. Not finding one is NN_ERR_UNAVAILABLE unless it was named. */
+   substring. Not finding one is NN_ERR_UNAVAILABLE unless it was named; a named one that
+   is not found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is
+   NN_ERR_DEVICE with the call and its error. */
 static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
+    char why[300];
     int n, pick;
     nn_result r;
     if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
@@ -8729,13 +8784,19 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
         if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
         return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: %s", device, nn__cl_ld.why);
     }
-    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
+    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     pick = nn__cl_pick(device, plats, devs, n);
-    if (pick < 0) {
+    if (pick < 0) { /* what the driver said, when it failed, else that there is no such device */
+        if (!device && why[0]) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %s: using the CPU backend", why);
         if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no OpenCL device found: using the CPU backend");
+        if (why[0] && n == 0) return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: %s", device, why);
+        if (why[0])
+            return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: no such OpenCL device among the %d found; %s", device, n,
+                            why);
         return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: no such OpenCL device (%d found)", device, n);
     }
-    r = nn__cl_open_device(ctx, plats[pick], devs[pick], desc->tuning);
+    if (why[0]) nn__log(ctx, NN_LOG_WARN, "OpenCL: %s; using the %d device%s found", why, n, n == 1 ? "" : "s");
+    r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->tuning);
     if (r != NN_OK) nn__cl_close(ctx);
     else if (nn__cl_ld.note[0]) nn__log(ctx, NN_LOG_INFO, "%s", nn__cl_ld.note);
     return r;
