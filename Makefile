@@ -129,13 +129,14 @@ clean:
 # `make fuzz [FUZZ_SECONDS=n]` runs each target for n seconds (default 30) and prints one line
 # per target: FUZZ target=<t> execs=N crashes=N; then the allocation-failure sweep (below).
 # Targets: safetensors (nn_load_safetensors), state (nn_load_state), idx (nn_load_idx), csv
-# (nn_load_csv and its number parser). Seeds: tests/fuzz_corpus/<t>/ (stays as committed;
-# `make fuzz-seeds` rewrites the state, idx and csv seeds from the library itself); new
+# (nn_load_csv and its number parser), cache (the program cache's file parser,
+# nn__cache_parse). Seeds: tests/fuzz_corpus/<t>/ (stays as committed; `make fuzz-seeds`
+# rewrites the state, idx, csv and cache seeds from the library itself); new
 # inputs go to tests/fuzz_work/<t>/, crash, leak and timeout inputs to
 # tests/fuzz_artifacts/<t>/, the fuzzer's log to tests/fuzz_<t>.log.
 FUZZ_SECONDS ?= 30
 FUZZ_CC ?= clang
-FUZZ_TARGETS = safetensors state idx csv
+FUZZ_TARGETS = safetensors state idx csv cache
 FUZZ_BINS = $(FUZZ_TARGETS:%=tests/fuzz_%)
 .PHONY: fuzz fuzz-seeds fuzz-alloc clean-fuzz fault-cl
 
@@ -158,8 +159,8 @@ fuzz: $(FUZZ_BINS) tests/fuzz_alloc
 	./tests/fuzz_alloc || status=1; \
 	exit $$status
 
-fuzz-seeds: tests/fuzz_state tests/fuzz_idx tests/fuzz_csv
-	@for t in state idx csv; do mkdir -p tests/fuzz_corpus/$$t; \
+fuzz-seeds: tests/fuzz_state tests/fuzz_idx tests/fuzz_csv tests/fuzz_cache
+	@for t in state idx csv cache; do mkdir -p tests/fuzz_corpus/$$t; \
 	  NN_FUZZ_WRITE_SEEDS=tests/fuzz_corpus/$$t ./tests/fuzz_$$t || exit 1; done
 
 # Allocation failures over a training life cycle: tests/fuzz_alloc.c runs a scenario on the

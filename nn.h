@@ -66,7 +66,12 @@ ENVIRONMENT
     NN_DEVICE       backend choice, as above
     NN_THREADS      CPU-backend threads (default: all cores)
     NN_CACHE_DIR    compiled OpenCL programs (default $XDG_CACHE_HOME/nn or ~/.cache/nn;
-                    "off" disables). Keyed by source, options, device and driver.
+                    "off" disables). Keyed by source, options, device and driver; each
+                    file carries its key, length and a checksum, and is written to a
+                    temporary file, synced and renamed, so processes may share the
+                    directory. A damaged or foreign file is ignored (an info line), the
+                    program is built from source and the file replaced; a directory that
+                    cannot be written only costs the cache (debug lines).
     NN_KERNEL_DIR   load kernels/NAME.cl from this directory instead of the copies
                     embedded here (for kernel development)
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
@@ -5700,6 +5705,156 @@ static void nn__gemm_plan_batched(int is_cpu_device, size_t max_wg_size, uint64_
     nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
     nn__gemm_cfg_plan_batched(&c, transA, transB, M, N, batch, p);
 }
+
+/* ======================================================================
+   src/nn_cache.c
+   ====================================================================== */
+/* The file format of the compiled-program cache (the OpenCL backend's program binaries,
+   src/nn_opencl.c), as pure functions over bytes: no I/O, no allocation, no OpenCL, so
+   tests/fuzz_cache.c fuzzes the parser in a build without OpenCL.
+
+   A cache file is a 40-byte header, then the payload (the driver's program binary):
+
+       offset size
+        0      8   magic "nnh-prog"
+        8      4   format version, little-endian (NN__CACHE_FORMAT)
+       12      4   header bytes (40)
+       16      8   key: the hash of what the program was built from (its source, build
+                   options, device name, driver and device versions; also in the file's name)
+       24      8   payload bytes (at least 1; the header and payload are the whole file)
+       32      8   checksum of bytes 0..31 and the payload (nn__cache_checksum)
+       40          payload
+
+   Every integer is little-endian. The checksum covers the key and the length, so a file
+   renamed to another key, cut short, grown or with any one byte changed is refused. */
+
+#ifndef NN__MAYBE_UNUSED
+#if defined(__GNUC__)
+#define NN__MAYBE_UNUSED __attribute__((unused))
+#else
+#define NN__MAYBE_UNUSED
+#endif
+#endif
+
+#define NN__CACHE_HEADER 40
+#define NN__CACHE_FORMAT 1u
+#define NN__FNV_BASIS 14695981039346656037ULL /* 0xcbf29ce484222325 */
+#define NN__FNV_PRIME 1099511628211ULL
+
+/* What nn__cache_parse found: NN__CACHE_OK (0) for a good file, else what is wrong. */
+typedef enum nn__cache_status {
+    NN__CACHE_OK = 0,
+    NN__CACHE_BAD_SHORT,    /* fewer bytes than the header */
+    NN__CACHE_BAD_MAGIC,    /* not a cache file */
+    NN__CACHE_BAD_VERSION,  /* another format version, or another header size */
+    NN__CACHE_BAD_KEY,      /* made for another key */
+    NN__CACHE_BAD_LENGTH,   /* the payload length is 0 or not what the file holds */
+    NN__CACHE_BAD_CHECKSUM  /* the checksum does not match the bytes */
+} nn__cache_status;
+
+/* 64-bit FNV-1a: h continues a hash (start from NN__FNV_BASIS). Cache keys and checksums. */
+static NN__MAYBE_UNUSED uint64_t nn__fnv(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= NN__FNV_PRIME;
+    }
+    return h;
+}
+
+static NN__MAYBE_UNUSED const char *nn__cache_status_str(int s) {
+    switch (s) {
+    case NN__CACHE_OK: return "valid";
+    case NN__CACHE_BAD_SHORT: return "shorter than the 40-byte header";
+    case NN__CACHE_BAD_MAGIC: return "not a program cache file";
+    case NN__CACHE_BAD_VERSION: return "written in another format version";
+    case NN__CACHE_BAD_KEY: return "made for another source, options, device or driver";
+    case NN__CACHE_BAD_LENGTH: return "its size is not the header's (cut short or grown)";
+    case NN__CACHE_BAD_CHECKSUM: return "checksum mismatch (damaged)";
+    default: return "invalid";
+    }
+}
+
+/* Lanes 0..7 of the checksum (below) over n bytes at p, whose first byte is in lane 0. */
+static NN__MAYBE_UNUSED void nn__cache_lanes(uint64_t lane[8], const unsigned char *p, size_t n) {
+    uint64_t l0 = lane[0], l1 = lane[1], l2 = lane[2], l3 = lane[3], l4 = lane[4], l5 = lane[5], l6 = lane[6],
+             l7 = lane[7]; /* in registers: eight independent multiplies per 8 bytes */
+    size_t i;
+    for (i = 0; i + 8 <= n; i += 8, p += 8) {
+        l0 = (l0 ^ p[0]) * NN__FNV_PRIME;
+        l1 = (l1 ^ p[1]) * NN__FNV_PRIME;
+        l2 = (l2 ^ p[2]) * NN__FNV_PRIME;
+        l3 = (l3 ^ p[3]) * NN__FNV_PRIME;
+        l4 = (l4 ^ p[4]) * NN__FNV_PRIME;
+        l5 = (l5 ^ p[5]) * NN__FNV_PRIME;
+        l6 = (l6 ^ p[6]) * NN__FNV_PRIME;
+        l7 = (l7 ^ p[7]) * NN__FNV_PRIME;
+    }
+    lane[0] = l0, lane[1] = l1, lane[2] = l2, lane[3] = l3, lane[4] = l4, lane[5] = l5, lane[6] = l6, lane[7] = l7;
+    for (i = 0; i < n % 8; i++) lane[i] = (lane[i] ^ p[i]) * NN__FNV_PRIME;
+}
+
+/* The checksum: 8 interleaved 64-bit FNV-1a hashes (lane j starts from the offset basis
+   + j and hashes the bytes at positions j, j + 8, j + 16, ... of header bytes 0..31
+   followed by the payload), folded as c = basis, then c = (c ^ lane_j) * prime for j = 0..7.
+   Any one changed byte changes its lane (each FNV-1a step is a bijection of the state)
+   and so the fold. The lanes run side by side: 3 ms for a 7 MB binary where one FNV-1a
+   chain takes 9. */
+static NN__MAYBE_UNUSED uint64_t nn__cache_checksum(const unsigned char head[32], const unsigned char *payload,
+                                                    size_t len) {
+    uint64_t lane[8], c = NN__FNV_BASIS;
+    int j;
+    for (j = 0; j < 8; j++) lane[j] = NN__FNV_BASIS + (uint64_t)j;
+    nn__cache_lanes(lane, head, 32); /* 32 bytes: the payload starts in lane 0 */
+    nn__cache_lanes(lane, payload, len);
+    for (j = 0; j < 8; j++) c = (c ^ lane[j]) * NN__FNV_PRIME;
+    return c;
+}
+
+static NN__MAYBE_UNUSED uint64_t nn__cache_get(const unsigned char *p, int bytes) {
+    uint64_t v = 0;
+    int i;
+    for (i = bytes - 1; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static NN__MAYBE_UNUSED void nn__cache_put(unsigned char *p, uint64_t v, int bytes) {
+    int i;
+    for (i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The header for a payload of len bytes (len > 0) made for key. */
+static NN__MAYBE_UNUSED void nn__cache_header(unsigned char hdr[NN__CACHE_HEADER], uint64_t key,
+                                              const unsigned char *payload, size_t len) {
+    memcpy(hdr, "nnh-prog", 8);
+    nn__cache_put(hdr + 8, NN__CACHE_FORMAT, 4);
+    nn__cache_put(hdr + 12, NN__CACHE_HEADER, 4);
+    nn__cache_put(hdr + 16, key, 8);
+    nn__cache_put(hdr + 24, (uint64_t)len, 8);
+    nn__cache_put(hdr + 32, nn__cache_checksum(hdr, payload, len), 8);
+}
+
+/* Checks the size bytes of a cache file against the format and key. NN__CACHE_OK: the
+   payload is *payload (inside data) of *len > 0 bytes; else *payload is NULL and *len 0. */
+static NN__MAYBE_UNUSED int nn__cache_parse(const unsigned char *data, size_t size, uint64_t key,
+                                            const unsigned char **payload, size_t *len) {
+    uint64_t n;
+    *payload = NULL;
+    *len = 0;
+    if (!data || size < NN__CACHE_HEADER) return NN__CACHE_BAD_SHORT;
+    if (memcmp(data, "nnh-prog", 8) != 0) return NN__CACHE_BAD_MAGIC;
+    if (nn__cache_get(data + 8, 4) != NN__CACHE_FORMAT || nn__cache_get(data + 12, 4) != NN__CACHE_HEADER)
+        return NN__CACHE_BAD_VERSION;
+    if (nn__cache_get(data + 16, 8) != key) return NN__CACHE_BAD_KEY;
+    n = nn__cache_get(data + 24, 8);
+    if (n == 0 || n != (uint64_t)(size - NN__CACHE_HEADER)) return NN__CACHE_BAD_LENGTH;
+    if (nn__cache_get(data + 32, 8) != nn__cache_checksum(data, data + NN__CACHE_HEADER, (size_t)n))
+        return NN__CACHE_BAD_CHECKSUM;
+    *payload = data + NN__CACHE_HEADER;
+    *len = (size_t)n;
+    return NN__CACHE_OK;
+}
 #if !defined(NN_NO_OPENCL)
 
 /* ======================================================================
@@ -8518,28 +8673,29 @@ static const nn__cl_source nn__cl_sources[] = {
    cache, buffers, and the launches that ops' device plans record (nn__launch) turned into
    kernels with their arguments set once, at compile time, so a step only enqueues. */
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <time.h>
 
 #if defined(_WIN32)
+#  include <windows.h>
 #  include <direct.h>
+#  include <io.h>
 #  include <process.h>
 #  define nn__mkdir(p) _mkdir(p)
 #  define nn__getpid() _getpid()
+#  define nn__sleep_ms(ms) Sleep(ms)
 #else
 #  include <unistd.h>
+#  include <poll.h>
 #  define nn__mkdir(p) mkdir(p, 0755)
 #  define nn__getpid() getpid()
+#  define nn__sleep_ms(ms) (void)poll(NULL, 0, ms) /* declared even where a strict -std hides nanosleep */
 #endif
-
-/* 64-bit FNV-1a, for cache keys. */
-static uint64_t nn__fnv(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = (const unsigned char *)data;
-    size_t i;
-    for (i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
+#if defined(O_CLOEXEC)
+#  define NN__O_CLOEXEC O_CLOEXEC
+#else
+#  define NN__O_CLOEXEC 0
+#endif
 
 static void nn__gemm_cfg_options(const nn__gemm_cfg *c, char *buf, size_t bufsize)
 {
@@ -8583,39 +8739,66 @@ typedef struct nn__cl {
 
 #define NN__CL(ctx) ((nn__cl *)(ctx)->bk)
 
+/* The name of an OpenCL error code (OpenCL 1.2's, and cl_khr_icd's -1001). */
 static const char *nn__cl_errstr(cl_int e) {
-    switch (e) {
-    case CL_DEVICE_NOT_FOUND: return "CL_DEVICE_NOT_FOUND";
-    case CL_OUT_OF_RESOURCES: return "CL_OUT_OF_RESOURCES";
-    case CL_OUT_OF_HOST_MEMORY: return "CL_OUT_OF_HOST_MEMORY";
-    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
-    case CL_BUILD_PROGRAM_FAILURE: return "CL_BUILD_PROGRAM_FAILURE";
-    case CL_INVALID_VALUE: return "CL_INVALID_VALUE";
-    case CL_INVALID_BUFFER_SIZE: return "CL_INVALID_BUFFER_SIZE";
-    case CL_INVALID_KERNEL_NAME: return "CL_INVALID_KERNEL_NAME";
-    case CL_INVALID_KERNEL_ARGS: return "CL_INVALID_KERNEL_ARGS";
-    case CL_INVALID_ARG_SIZE: return "CL_INVALID_ARG_SIZE";
-    case CL_INVALID_WORK_GROUP_SIZE: return "CL_INVALID_WORK_GROUP_SIZE";
-    case CL_INVALID_WORK_ITEM_SIZE: return "CL_INVALID_WORK_ITEM_SIZE";
-    case CL_INVALID_GLOBAL_WORK_SIZE: return "CL_INVALID_GLOBAL_WORK_SIZE";
-    case CL_INVALID_BINARY: return "CL_INVALID_BINARY";
-    case CL_MISALIGNED_SUB_BUFFER_OFFSET: return "CL_MISALIGNED_SUB_BUFFER_OFFSET";
-    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
-    default: return "OpenCL error";
-    }
+    static const char *const low[] = { /* 0 .. -19 */
+        "CL_SUCCESS", "CL_DEVICE_NOT_FOUND", "CL_DEVICE_NOT_AVAILABLE", "CL_COMPILER_NOT_AVAILABLE",
+        "CL_MEM_OBJECT_ALLOCATION_FAILURE", "CL_OUT_OF_RESOURCES", "CL_OUT_OF_HOST_MEMORY",
+        "CL_PROFILING_INFO_NOT_AVAILABLE", "CL_MEM_COPY_OVERLAP", "CL_IMAGE_FORMAT_MISMATCH",
+        "CL_IMAGE_FORMAT_NOT_SUPPORTED", "CL_BUILD_PROGRAM_FAILURE", "CL_MAP_FAILURE",
+        "CL_MISALIGNED_SUB_BUFFER_OFFSET", "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST",
+        "CL_COMPILE_PROGRAM_FAILURE", "CL_LINKER_NOT_AVAILABLE", "CL_LINK_PROGRAM_FAILURE", "CL_DEVICE_PARTITION_FAILED",
+        "CL_KERNEL_ARG_INFO_NOT_AVAILABLE"};
+    static const char *const invalid[] = { /* -30 .. -68 */
+        "CL_INVALID_VALUE", "CL_INVALID_DEVICE_TYPE", "CL_INVALID_PLATFORM", "CL_INVALID_DEVICE",
+        "CL_INVALID_CONTEXT", "CL_INVALID_QUEUE_PROPERTIES", "CL_INVALID_COMMAND_QUEUE", "CL_INVALID_HOST_PTR",
+        "CL_INVALID_MEM_OBJECT", "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR", "CL_INVALID_IMAGE_SIZE", "CL_INVALID_SAMPLER",
+        "CL_INVALID_BINARY", "CL_INVALID_BUILD_OPTIONS", "CL_INVALID_PROGRAM", "CL_INVALID_PROGRAM_EXECUTABLE",
+        "CL_INVALID_KERNEL_NAME", "CL_INVALID_KERNEL_DEFINITION", "CL_INVALID_KERNEL", "CL_INVALID_ARG_INDEX",
+        "CL_INVALID_ARG_VALUE", "CL_INVALID_ARG_SIZE", "CL_INVALID_KERNEL_ARGS", "CL_INVALID_WORK_DIMENSION",
+        "CL_INVALID_WORK_GROUP_SIZE", "CL_INVALID_WORK_ITEM_SIZE", "CL_INVALID_GLOBAL_OFFSET",
+        "CL_INVALID_EVENT_WAIT_LIST", "CL_INVALID_EVENT", "CL_INVALID_OPERATION", "CL_INVALID_GL_OBJECT",
+        "CL_INVALID_BUFFER_SIZE", "CL_INVALID_MIP_LEVEL", "CL_INVALID_GLOBAL_WORK_SIZE", "CL_INVALID_PROPERTY",
+        "CL_INVALID_IMAGE_DESCRIPTOR", "CL_INVALID_COMPILER_OPTIONS", "CL_INVALID_LINKER_OPTIONS",
+        "CL_INVALID_DEVICE_PARTITION_COUNT"};
+    if (e <= 0 && e > -(cl_int)(sizeof low / sizeof low[0])) return low[-e];
+    if (e <= -30 && e > -30 - (cl_int)(sizeof invalid / sizeof invalid[0])) return invalid[-30 - e];
+    if (e == -1001) return "CL_PLATFORM_NOT_FOUND_KHR";
+    return "an unknown OpenCL error";
 }
 
-/* Every OpenCL device of every platform, in the order NN_DEVICE=<index> counts them. */
-static int nn__cl_enumerate(cl_platform_id *plat_out, cl_device_id *dev_out, int max) {
+/* Every OpenCL device of every platform, in the order NN_DEVICE=<index> counts them. A
+   failed clGetPlatformIDs, or clGetDeviceIDs of a platform, is described in why (the
+   first such failure; empty when there was none): "no platform" (CL_PLATFORM_NOT_FOUND_KHR)
+   and "no device" (CL_DEVICE_NOT_FOUND) are answers, not failures. */
+static int nn__cl_enumerate(cl_platform_id *plat_out, cl_device_id *dev_out, int max, char *why, size_t why_n) {
     cl_platform_id plats[16];
     cl_uint np = 0, p;
+    cl_int err;
     int n = 0;
-    if (clGetPlatformIDs(16, plats, &np) != CL_SUCCESS) return 0; /* includes -1001: none */
+    why[0] = 0;
+    err = clGetPlatformIDs(16, plats, &np);
+    if (err != CL_SUCCESS) {
+        if (err != CL_PLATFORM_NOT_FOUND_KHR)
+            snprintf(why, why_n, "clGetPlatformIDs failed: %s (%d)", nn__cl_errstr(err), (int)err);
+        return 0;
+    }
     if (np > 16) np = 16;
     for (p = 0; p < np; p++) {
         cl_device_id devs[NN__CL_MAX_DEVICES];
         cl_uint nd = 0, d;
-        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, NN__CL_MAX_DEVICES, devs, &nd) != CL_SUCCESS) continue;
+        err = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, NN__CL_MAX_DEVICES, devs, &nd);
+        if (err != CL_SUCCESS) {
+            if (err != CL_DEVICE_NOT_FOUND && !why[0]) {
+                char pname[128];
+                if (clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL) != CL_SUCCESS)
+                    pname[0] = 0;
+                pname[sizeof pname - 1] = 0;
+                snprintf(why, why_n, "clGetDeviceIDs failed on OpenCL platform %u%s%s%s: %s (%d)", (unsigned)p,
+                         pname[0] ? " (" : "", pname, pname[0] ? ")" : "", nn__cl_errstr(err), (int)err);
+            }
+            continue;
+        }
         if (nd > NN__CL_MAX_DEVICES) nd = NN__CL_MAX_DEVICES;
         for (d = 0; d < nd && n < max; d++) {
             plat_out[n] = plats[p];
@@ -8641,9 +8824,10 @@ static void nn__cl_str(cl_device_id d, cl_device_info what, char *buf, size_t n)
 static int nn__cl_list_devices(nn_device_info *out, int max) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
+    char why[300];
     int n, i;
     if (!nn__cl_load()) return 0;
-    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
+    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     for (i = 0; i < n && out && i < max; i++) {
         cl_device_type t = nn__cl_type(devs[i]);
         memset(&out[i], 0, sizeof out[i]);
@@ -8692,7 +8876,8 @@ static void nn__cl_close(nn_context *ctx) {
     ctx->bk = NULL;
 }
 
-static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_device_id dev, int tuning) {
+/* Opens device dev (number index in NN_DEVICE's count) of platform plat. */
+static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_device_id dev, int index, int tuning) {
     nn__cl *cl = (nn__cl *)nn__calloc(1, sizeof *cl);
     nn__device *d = &ctx->dev;
     cl_int err;
@@ -8717,23 +8902,43 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
     }
     if (tuning != NN_TUNING_AUTO) d->cpu_tuned = tuning == NN_TUNING_CPU;
     nn__cl_str(dev, CL_DEVICE_NAME, cl->name, sizeof cl->name);
+    if (!cl->name[0]) snprintf(cl->name, sizeof cl->name, "OpenCL device %d (no name)", index);
     nn__cl_str(dev, CL_DEVICE_VENDOR, cl->vendor, sizeof cl->vendor);
     nn__cl_str(dev, CL_DRIVER_VERSION, cl->driver, sizeof cl->driver);
     nn__cl_str(dev, CL_DEVICE_VERSION, cl->version, sizeof cl->version);
-    clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof cl->max_alloc, &cl->max_alloc, NULL);
-    clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
+    /* what device plans and allocations go by: a failed query is an error, not a zero */
+#define NN__CL_INFO(what, var)                                                                              \
+    if ((err = clGetDeviceInfo(dev, what, sizeof(var), &(var), NULL)) != CL_SUCCESS)                        \
+    return nn__fail(ctx, NN_ERR_DEVICE, "clGetDeviceInfo(" #what ") failed on %s: %s (%d)", cl->name,        \
+                    nn__cl_errstr(err), (int)err)
+    NN__CL_INFO(CL_DEVICE_MAX_WORK_GROUP_SIZE, d->max_wg);
+    NN__CL_INFO(CL_DEVICE_LOCAL_MEM_SIZE, local_mem);
+    NN__CL_INFO(CL_DEVICE_MAX_COMPUTE_UNITS, units);
+    NN__CL_INFO(CL_DEVICE_MAX_MEM_ALLOC_SIZE, cl->max_alloc);
+    NN__CL_INFO(CL_DEVICE_MEM_BASE_ADDR_ALIGN, align_bits);
+#undef NN__CL_INFO
     d->local_mem = local_mem;
     d->units = units;
     d->max_alloc = cl->max_alloc;
     d->align = align_bits / 8 > 256 ? align_bits / 8 : 256;
     if (d->max_wg == 0) d->max_wg = 1;
     snprintf(ctx->backend_name, sizeof ctx->backend_name, "%s", cl->name);
+    err = CL_SUCCESS;
     cl->context = clCreateContext(props, 1, &dev, NULL, NULL, &err);
+    if (!cl->context && (err == CL_OUT_OF_HOST_MEMORY || err == CL_OUT_OF_RESOURCES)) {
+        /* drivers (PoCL) sometimes refuse a context while other threads create theirs: once more */
+        nn__log(ctx, NN_LOG_WARN, "clCreateContext failed on %s: %s (%d); trying once more in 50 ms", cl->name,
+                nn__cl_errstr(err), (int)err);
+        nn__sleep_ms(50);
+        err = CL_SUCCESS;
+        cl->context = clCreateContext(props, 1, &dev, NULL, NULL, &err);
+        if (!cl->context)
+            return nn__fail(ctx, NN_ERR_DEVICE, "clCreateContext failed on %s twice: %s (%d)", cl->name,
+                            nn__cl_errstr(err), (int)err);
+    }
     if (!cl->context)
-        return nn__fail(ctx, NN_ERR_DEVICE, "clCreateContext failed on %s: %s (%d)", cl->name, nn__cl_errstr(err), err);
+        return nn__fail(ctx, NN_ERR_DEVICE, "clCreateContext failed on %s: %s (%d)", cl->name, nn__cl_errstr(err),
+                        (int)err);
     cl->queue = clCreateCommandQueue(cl->context, dev, 0, &err);
     if (!cl->queue)
         return nn__fail(ctx, NN_ERR_DEVICE, "clCreateCommandQueue failed on %s: %s (%d)", cl->name, nn__cl_errstr(err),
@@ -8743,10 +8948,13 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
 }
 
 /* device: NULL (the first GPU, else the first device), "opencl", an index or a name
-   substring. Not finding one is NN_ERR_UNAVAILABLE unless it was named. */
+   substring. Not finding one is NN_ERR_UNAVAILABLE unless it was named; a named one that
+   is not found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is
+   NN_ERR_DEVICE with the call and its error. */
 static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
+    char why[300];
     int n, pick;
     nn_result r;
     if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
@@ -8754,13 +8962,19 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
         if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
         return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: %s", device, nn__cl_ld.why);
     }
-    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES);
+    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     pick = nn__cl_pick(device, plats, devs, n);
-    if (pick < 0) {
+    if (pick < 0) { /* what the driver said, when it failed, else that there is no such device */
+        if (!device && why[0]) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %s: using the CPU backend", why);
         if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no OpenCL device found: using the CPU backend");
+        if (why[0] && n == 0) return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: %s", device, why);
+        if (why[0])
+            return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: no such OpenCL device among the %d found; %s", device, n,
+                            why);
         return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: no such OpenCL device (%d found)", device, n);
     }
-    r = nn__cl_open_device(ctx, plats[pick], devs[pick], desc->tuning);
+    if (why[0]) nn__log(ctx, NN_LOG_WARN, "OpenCL: %s; using the %d device%s found", why, n, n == 1 ? "" : "s");
+    r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->tuning);
     if (r != NN_OK) nn__cl_close(ctx);
     else if (nn__cl_ld.note[0]) nn__log(ctx, NN_LOG_INFO, "%s", nn__cl_ld.note);
     return r;
@@ -8873,8 +9087,16 @@ static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count
     return out;
 }
 
-static void nn__cache_path(nn_context *ctx, const char *name, uint64_t key, char *buf, size_t n) {
-    snprintf(buf, n, "%s/%s-%016llx.bin", ctx->cache_dir, name, (unsigned long long)key);
+/* ---- the program cache: files in the format of nn_cache.c, one per program ---- */
+
+#define NN__CACHE_MAX_BYTES ((long)1 << 30) /* a larger file is no program binary of ours */
+
+/* dir/NAME-KEY.bin; 0 when it does not fit in buf (then the program is not cached). */
+static int nn__cache_path(nn_context *ctx, const char *name, uint64_t key, char *buf, size_t n) {
+    int k = snprintf(buf, n, "%s/%s-%016llx.bin", ctx->cache_dir, name, (unsigned long long)key);
+    if (k > 0 && (size_t)k < n) return 1;
+    buf[0] = 0;
+    return 0;
 }
 
 /* mkdir -p */
@@ -8894,53 +9116,170 @@ static int nn__mkdirs(const char *path) {
     return 0;
 }
 
-static cl_program nn__cache_load(nn_context *ctx, const char *path, const char *options) {
-    nn__cl *cl = NN__CL(ctx);
+/* The cache file at path, read whole and checked (nn__cache_parse) against key: the bytes
+   to free, with the program binary at *bin (*size bytes); NULL when there is no file, it
+   cannot be read, or it is not valid (an info line says why: the program is then built
+   from source and its store replaces the file). */
+static unsigned char *nn__cache_read(nn_context *ctx, const char *path, uint64_t key, const unsigned char **bin,
+                                     size_t *size) {
     FILE *f = fopen(path, "rb");
-    unsigned char *bin = NULL;
+    unsigned char *data = NULL;
     long len = -1;
-    cl_program prog = NULL;
-    cl_int err, status;
-    size_t size;
-    if (!f) return NULL;
-    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-    if (len > 0 && fseek(f, 0, SEEK_SET) == 0) bin = (unsigned char *)NN_MALLOC((size_t)len);
-    if (bin && fread(bin, 1, (size_t)len, f) == (size_t)len) {
-        const unsigned char *b = bin;
-        size = (size_t)len;
-        prog = clCreateProgramWithBinary(cl->context, 1, &cl->device, &size, &b, &status, &err);
-        if (prog && (err != CL_SUCCESS || status != CL_SUCCESS ||
-                     clBuildProgram(prog, 1, &cl->device, options, NULL, NULL) != CL_SUCCESS)) {
-            clReleaseProgram(prog);
-            prog = NULL;
-        }
+    int st;
+    *bin = NULL;
+    *size = 0;
+    if (!f) {
+        if (errno != ENOENT) nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot open %s: %s", path, strerror(errno));
+        return NULL;
     }
-    NN_FREE(bin);
+    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot read %s", path);
+    } else if (len > NN__CACHE_MAX_BYTES) {
+        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s: %ld bytes, more than a cached program may have; "
+                "building from source", path, len);
+    } else if (!(data = (unsigned char *)NN_MALLOC((size_t)len + 1))) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: no memory to read %s (%ld bytes)", path, len);
+    } else if (fread(data, 1, (size_t)len, f) != (size_t)len || fgetc(f) != EOF) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: %s changed while it was read", path);
+        NN_FREE(data);
+        data = NULL;
+    } else if ((st = nn__cache_parse(data, (size_t)len, key, bin, size)) != NN__CACHE_OK) {
+        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s (%ld bytes): %s; building from source", path, len,
+                nn__cache_status_str(st));
+        NN_FREE(data);
+        data = NULL;
+    }
     fclose(f);
+    return data;
+}
+
+/* The program in the cache file at path, built for the device; NULL when there is none
+   or it is not valid, or the driver refuses it (then it is built from source). */
+static cl_program nn__cache_load(nn_context *ctx, const char *path, uint64_t key, const char *options) {
+    nn__cl *cl = NN__CL(ctx);
+    const unsigned char *bin;
+    size_t size;
+    unsigned char *data = nn__cache_read(ctx, path, key, &bin, &size);
+    cl_program prog;
+    cl_int err = CL_SUCCESS, status = CL_SUCCESS;
+    if (!data) return NULL;
+    prog = clCreateProgramWithBinary(cl->context, 1, &cl->device, &size, &bin, &status, &err);
+    if (prog && err == CL_SUCCESS && status == CL_SUCCESS)
+        err = clBuildProgram(prog, 1, &cl->device, options, NULL, NULL);
+    if (!prog || err != CL_SUCCESS || status != CL_SUCCESS) {
+        nn__log(ctx, NN_LOG_INFO, "program cache: %s: the driver refuses the binary (%s (%d)); building from source",
+                path, nn__cl_errstr(err != CL_SUCCESS ? err : status), (int)(err != CL_SUCCESS ? err : status));
+        if (prog) clReleaseProgram(prog);
+        prog = NULL;
+    } else {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: loaded %s", path);
+    }
+    NN_FREE(data);
     return prog;
 }
 
-/* Writes the binary beside its final name and renames it there, so a reader never sees a
-   half-written file. Every failure is silent: the cache is an optimisation. */
-static void nn__cache_store(nn_context *ctx, const char *path, cl_program prog) {
-    size_t size = 0;
-    unsigned char *bin;
-    char tmp[1200];
-    FILE *f;
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || size == 0) return;
-    bin = (unsigned char *)NN_MALLOC(size);
-    if (!bin) return;
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS &&
-        nn__mkdirs(ctx->cache_dir) == 0) {
-        snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)nn__getpid());
-        f = fopen(tmp, "wb");
-        if (f) {
-            int ok = fwrite(bin, 1, size, f) == size;
-            ok = (fclose(f) == 0) && ok;
-            if (!ok || rename(tmp, path) != 0) remove(tmp);
-        }
+/* A name for a temporary file beside path that no other process, thread or call uses: the
+   process id, a process-wide counter and bits of the clock and the stack address (the
+   file is then created exclusively, so even a repeat cannot overwrite another's file). */
+static int nn__cache_tmp_name(const char *path, char *buf, size_t n) {
+    static unsigned long counter;
+    unsigned long seq;
+    uint64_t h;
+    int k;
+#if defined(__GNUC__) || defined(__clang__)
+    seq = __atomic_add_fetch(&counter, 1UL, __ATOMIC_RELAXED);
+#else
+    seq = ++counter; /* best effort where no atomics are at hand: the other parts still differ */
+#endif
+    {
+        time_t t = time(NULL);
+        clock_t c = clock();
+        const void *where = &seq;
+        h = nn__fnv(NN__FNV_BASIS, &t, sizeof t);
+        h = nn__fnv(h, &c, sizeof c);
+        h = nn__fnv(h, &where, sizeof where);
+        h = nn__fnv(h, &seq, sizeof seq);
     }
-    NN_FREE(bin);
+    k = snprintf(buf, n, "%s.tmp-%ld-%lu-%08lx", path, (long)nn__getpid(), seq,
+                 (unsigned long)(h ^ (h >> 32)) & 0xffffffffUL);
+    return k > 0 && (size_t)k < n;
+}
+
+/* Writes n bytes to a new temporary file beside path, flushes them to the disk, and
+   renames the file over path, so a reader sees the old file or the new one whole. 0, or
+   -1 with *what naming the step that failed; no temporary file is left either way. */
+static int nn__cache_replace(const char *path, const unsigned char *data, size_t n, const char **what) {
+    char tmp[1300];
+    size_t done = 0;
+    int fd, ok = 1;
+    *what = "naming a temporary file";
+    if (!nn__cache_tmp_name(path, tmp, sizeof tmp)) return -1;
+#if defined(_WIN32)
+    *what = "creating a temporary file";
+    if ((fd = _open(tmp, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE)) < 0) return -1;
+    while (ok && done < n) {
+        unsigned chunk = n - done > (1u << 30) ? (1u << 30) : (unsigned)(n - done);
+        int w = _write(fd, data + done, chunk);
+        if (w <= 0) ok = 0, *what = "writing";
+        else done += (size_t)w;
+    }
+    if (ok && _commit(fd) != 0) ok = 0, *what = "flushing to the disk";
+    if (_close(fd) != 0 && ok) ok = 0, *what = "closing";
+    if (ok && !MoveFileExA(tmp, path, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) ok = 0, *what = "renaming";
+#else
+    *what = "creating a temporary file";
+    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | NN__O_CLOEXEC, 0644)) < 0) return -1;
+    while (ok && done < n) {
+        ssize_t w = write(fd, data + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) ok = 0, *what = "writing";
+        else done += (size_t)w;
+    }
+    if (ok && fsync(fd) != 0) ok = 0, *what = "flushing to the disk";
+    if (close(fd) != 0 && ok) ok = 0, *what = "closing";
+    if (ok && rename(tmp, path) != 0) ok = 0, *what = "renaming";
+#endif
+    if (!ok) {
+        int e = errno;
+        remove(tmp);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+/* Stores the program's binary in the cache file at path for key. Every failure is only a
+   debug line: the cache is an optimisation. */
+static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_program prog) {
+    size_t size = 0;
+    unsigned char *file, *bin;
+    const char *what = "";
+    cl_int err;
+    if ((err = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL)) != CL_SUCCESS || size == 0) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: no binary to store in %s (%s (%d))", path, nn__cl_errstr(err),
+                (int)err);
+        return;
+    }
+    if (size > (size_t)NN__CACHE_MAX_BYTES - NN__CACHE_HEADER ||
+        !(file = (unsigned char *)NN_MALLOC(NN__CACHE_HEADER + size))) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: no memory for the %lu-byte binary of %s", (unsigned long)size, path);
+        return;
+    }
+    bin = file + NN__CACHE_HEADER;
+    if ((err = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL)) != CL_SUCCESS) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot get the binary for %s: %s (%d)", path, nn__cl_errstr(err),
+                (int)err);
+    } else if (nn__mkdirs(ctx->cache_dir) != 0) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot create %s: %s", ctx->cache_dir, strerror(errno));
+    } else {
+        nn__cache_header(file, key, bin, size);
+        if (nn__cache_replace(path, file, NN__CACHE_HEADER + size, &what) != 0)
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot store %s (%s: %s)", path, what, strerror(errno));
+        else
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: stored %s", path);
+    }
+    NN_FREE(file);
 }
 
 /* The program of kernels/NAME.cl for this context's device, built once. */
@@ -8951,7 +9290,7 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
     const char **lines;
     char *owned;
     cl_uint count, i;
-    uint64_t key = 1469598103934665603ULL;
+    uint64_t key = NN__FNV_BASIS;
     cl_program prog;
     cl_int err;
     nn_result r = NN_OK;
@@ -8970,10 +9309,8 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
     key = nn__fnv(key, cl->driver, strlen(cl->driver) + 1);
     key = nn__fnv(key, cl->version, strlen(cl->version) + 1);
     prog = NULL;
-    if (ctx->cache_dir) {
-        nn__cache_path(ctx, name, key, path, sizeof path);
-        prog = nn__cache_load(ctx, path, options);
-    }
+    if (ctx->cache_dir && nn__cache_path(ctx, name, key, path, sizeof path))
+        prog = nn__cache_load(ctx, path, key, options);
     if (!prog) {
         prog = clCreateProgramWithSource(cl->context, count, lines, NULL, &err);
         if (!prog) {
@@ -8988,8 +9325,8 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
                          nn__cl_errstr(err), log);
             clReleaseProgram(prog);
             prog = NULL;
-        } else if (ctx->cache_dir) {
-            nn__cache_store(ctx, path, prog);
+        } else if (path[0]) {
+            nn__cache_store(ctx, path, key, prog);
         }
     }
     NN_FREE((void *)lines);

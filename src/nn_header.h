@@ -60,7 +60,12 @@ ENVIRONMENT
     NN_DEVICE       backend choice, as above
     NN_THREADS      CPU-backend threads (default: all cores)
     NN_CACHE_DIR    compiled OpenCL programs (default $XDG_CACHE_HOME/nn or ~/.cache/nn;
-                    "off" disables). Keyed by source, options, device and driver.
+                    "off" disables). Keyed by source, options, device and driver; each
+                    file carries its key, length and a checksum, and is written to a
+                    temporary file, synced and renamed, so processes may share the
+                    directory. A damaged or foreign file is ignored (an info line), the
+                    program is built from source and the file replaced; a directory that
+                    cannot be written only costs the cache (debug lines).
     NN_KERNEL_DIR   load kernels/NAME.cl from this directory instead of the copies
                     embedded here (for kernel development)
     NN_LOG          error | warn | info (default: one line naming the backend) | debug

@@ -6,9 +6,13 @@
    (run under ASan) or a hang; no OpenCL object leaked (creations minus releases); a
    failed step either undone (the retry then gives the clean run's bits) or refused
    until a state is loaded; and the final parameters identical to the clean run's
-   whenever every call returned NN_OK. `make fault-cl` builds and runs it; it prints
-   FAULT calls=N runs=N failed=N broken_refused=N crashes=0 leaks=N wrong=N silent=N and fails
-   unless leaks, wrong and silent (an error without a message) are 0. A crash or a sanitizer
+   whenever every call returned NN_OK; the message of a failed run names the OpenCL error
+   (CL_OUT_OF_RESOURCES), and when device discovery failed (clGetPlatformIDs,
+   clGetDeviceIDs) the call too, not "no such device"; one failing clCreateContext is
+   retried (the run succeeds). `make fault-cl` builds and runs it; it prints FAULT calls=N
+   runs=N failed=N broken_refused=N crashes=0 leaks=N wrong=N silent=N unnamed=N
+   unretried=N and fails unless leaks, wrong, silent (an error without a message), unnamed
+   (a message that does not name the error) and unretried are 0. A crash or a sanitizer
    report ends the run with an error. */
 #define NN_IMPLEMENTATION
 #include "../nn.h"
@@ -26,6 +30,7 @@ int main(void) {
 
 static nn__cl_api real;
 static long calls, fail_at, live, injected;
+static const char *failed_call; /* the function of the failing call ("GetPlatformIDs") */
 
 #define FAILV_cl_int (injected = 1, (cl_int)CL_OUT_OF_RESOURCES)
 #define FAILV_cl_context (injected = 1, e ? (void)(*e = CL_OUT_OF_RESOURCES) : (void)0, (cl_context)0)
@@ -43,7 +48,8 @@ static long calls, fail_at, live, injected;
 #define WRAP(R, N, P, A, O, I)                                                  \
     static R NN__CL_CALL w_##N P {                                            \
         R ret_;                                                               \
-        if (++calls == fail_at && strncmp(#N, "Release", 7) != 0) return FAILV_##R; \
+        if (++calls == fail_at) failed_call = #N;                             \
+        if (calls == fail_at && strncmp(#N, "Release", 7) != 0) return FAILV_##R; \
         ret_ = real.N A;                                                      \
         if (calls == fail_at) { /* a failed release still releases: report, not leak */ \
             injected = 1;                                                     \
@@ -65,11 +71,28 @@ static void install(void) {
 }
 
 enum { NOUT = 64 };
-typedef struct outcome { nn_result first_error; int broken_refused, undone; float params[NOUT]; int n_params; } outcome;
+typedef struct outcome {
+    nn_result first_error;
+    char message[4096]; /* its message */
+    int broken_refused, undone;
+    float params[NOUT];
+    int n_params;
+} outcome;
 
-static void note(outcome *o, nn_result r) {
-    if (r != NN_OK && o->first_error == NN_OK) o->first_error = r;
+static char create_error[1024]; /* what nn_context_create logged as an error (it returns no context) */
+
+static void logger(void *user, nn_log_level level, const char *message) {
+    (void)user;
+    if (level == NN_LOG_ERROR && !create_error[0]) snprintf(create_error, sizeof create_error, "%s", message);
 }
+
+static void note_msg(outcome *o, nn_result r, const char *message) {
+    if (r != NN_OK && o->first_error == NN_OK) {
+        o->first_error = r;
+        snprintf(o->message, sizeof o->message, "%s", message);
+    }
+}
+#define note(o, r) do { nn_result r_ = (r); note_msg(o, r_, nn_last_error(ctx)); } while (0)
 
 /* The scenario; returns 0, or -1 when an error came without a message. */
 static int scenario(outcome *o) {
@@ -88,8 +111,10 @@ static int scenario(outcome *o) {
     memset(&cd, 0, sizeof cd);
     cd.device = "opencl";
     cd.log_level = NN_LOG_ERROR;
+    cd.log = logger;
+    create_error[0] = 0;
     r = nn_context_create(&cd, &ctx);
-    note(o, r);
+    note_msg(o, r, create_error);
     if (r != NN_OK) return 0;
     r = nn_graph_create(ctx, NULL, &g);
     note(o, r);
@@ -114,10 +139,13 @@ static int scenario(outcome *o) {
             for (i = 0; i < 3; i++) {
                 r = nn_graph_step(g);
                 if (r != NN_OK && r != NN_ERR_STATE) { /* the retry: undone, or refused as broken */
-                    nn_result r2 = nn_graph_step(g);
+                    nn_result r2;
+                    char why[4096];
+                    snprintf(why, sizeof why, "%s", nn_last_error(ctx));
+                    r2 = nn_graph_step(g);
                     if (r2 == NN_ERR_STATE) o->broken_refused = 1;
                     if (r2 == NN_OK) o->undone = 1; /* then the run must end with the clean bits */
-                    else note(o, r);
+                    else note_msg(o, r, why);
                 } else {
                     note(o, r);
                 }
@@ -145,7 +173,8 @@ static int scenario(outcome *o) {
 
 int main(void) {
     outcome clean, o;
-    long total, n, runs = 0, leaks = 0, wrong = 0, silent = 0, refused = 0, failed = 0, undone = 0;
+    long total, n, runs = 0, leaks = 0, wrong = 0, silent = 0, refused = 0, failed = 0, undone = 0, unnamed = 0,
+         unretried = 0;
     nn_device_info info[4];
     setenv("NN_CACHE_DIR", "/tmp/nn-fault-cl-cache", 1);
     if (nn_list_devices(info, 4) < 1) {
@@ -169,6 +198,7 @@ int main(void) {
         calls = 0;
         live = 0;
         injected = 0;
+        failed_call = "";
         fail_at = n;
         rc = scenario(&o);
         runs++;
@@ -178,6 +208,21 @@ int main(void) {
         if (rc != 0) {
             silent++;
             printf("call %ld: an error without a message\n", n);
+        }
+        if (o.first_error != NN_OK && !strstr(o.message, "CL_OUT_OF_RESOURCES")) {
+            unnamed++;
+            printf("call %ld (cl%s): the error does not name the OpenCL error: %s\n", n, failed_call, o.message);
+        } else if (strcmp(failed_call, "GetPlatformIDs") == 0 || strcmp(failed_call, "GetDeviceIDs") == 0) {
+            char want[64]; /* device discovery: the call and its error, not "no such device" */
+            snprintf(want, sizeof want, "cl%s failed", failed_call);
+            if (o.first_error == NN_OK || !strstr(o.message, want)) {
+                unnamed++;
+                printf("call %ld (cl%s): the error does not name the call: %s\n", n, failed_call, o.message);
+            }
+        }
+        if (strcmp(failed_call, "CreateContext") == 0 && o.first_error != NN_OK) {
+            unretried++;
+            printf("call %ld (clCreateContext): one failure was not retried: %s\n", n, o.message);
         }
         if (live != 0) {
             leaks++;
@@ -190,7 +235,8 @@ int main(void) {
         }
     }
     printf("FAULT calls=%ld runs=%ld failed=%ld undone_and_retried=%ld broken_refused=%ld crashes=0 leaks=%ld wrong=%ld "
-           "silent=%ld\n", total, runs, failed, undone, refused, leaks, wrong, silent);
-    return leaks || wrong || silent ? 1 : 0;
+           "silent=%ld unnamed=%ld unretried=%ld\n", total, runs, failed, undone, refused, leaks, wrong, silent, unnamed,
+           unretried);
+    return leaks || wrong || silent || unnamed || unretried ? 1 : 0;
 }
 #endif

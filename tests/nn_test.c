@@ -123,6 +123,7 @@ static void run_suites(const t_env *e) {
     suite_graph(e);
     suite_errors(e);
     suite_io(e);
+    suite_cache(e);
     suite_safetensors(e);
     suite_ckpt(e);
     suite_files(e);

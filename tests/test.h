@@ -78,6 +78,7 @@ void suite_optim(const t_env *e);
 void suite_graph(const t_env *e);
 void suite_errors(const t_env *e);
 void suite_io(const t_env *e);
+void suite_cache(const t_env *e);
 void suite_safetensors(const t_env *e);
 void suite_ckpt(const t_env *e);
 void suite_files(const t_env *e);

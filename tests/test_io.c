@@ -1,4 +1,4 @@
-/* File readers (untrusted input) and the compiled-program cache. */
+/* File readers (untrusted input). The compiled-program cache: tests/test_cache.c. */
 #define _POSIX_C_SOURCE 200809L
 #include "test.h"
 #include <stdio.h>
@@ -58,51 +58,6 @@ done:
     t_end();
 }
 
-/* Programs are cached on disk; a second context loads them; a corrupt entry is rebuilt. */
-static void test_program_cache(const t_env *e) {
-    char dir[] = "/tmp/nn-test-cache-XXXXXX", cmd[300];
-    int round;
-    if (!t_begin(e, "opencl: program cache (fill, reuse, corrupt)")) return;
-    if (!e->opencl) {
-        t_skip("no programs on the CPU backend");
-        t_end();
-        return;
-    }
-    if (!T_CHECK(mkdtemp(dir) != NULL, "mkdtemp failed")) goto done;
-    for (round = 0; round < 3; round++) {
-        nn_context_desc d;
-        nn_context *ctx = NULL;
-        nn_graph *g = NULL;
-        float x[3] = {-1, 2, -3}, y[3];
-        nn_tensor xt, yt;
-        t_context_desc(e, &d); /* the same device and tuning as e->ctx */
-        d.cache_dir = dir;
-        if (T_OK(nn_context_create(&d, &ctx), ctx) && T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
-            xt = nn_input(g, "x", NN_F32, nn_shape1(3));
-            yt = nn_relu(g, xt);
-            nn_output(g, yt);
-            if (T_OK(nn_graph_compile(g, NULL), ctx) && T_OK(nn_tensor_write(g, xt, x, 12), ctx) &&
-                T_OK(nn_graph_forward(g), ctx) && T_OK(nn_tensor_read(g, yt, y, 12), ctx))
-                T_CHECK(y[0] == 0 && y[1] == 2 && y[2] == 0, "round %d: relu gave %g %g %g", round, y[0], y[1], y[2]);
-        }
-        nn_graph_destroy(g);
-        nn_context_destroy(ctx);
-        if (round == 0) { /* the cache holds the program now; then corrupt every entry */
-            snprintf(cmd, sizeof cmd, "ls %s/elementwise-*.bin >/dev/null 2>&1", dir);
-            T_CHECK(system(cmd) == 0, "no elementwise program in the cache %s", dir);
-        }
-        if (round == 1) {
-            snprintf(cmd, sizeof cmd, "for f in %s/*.bin; do echo garbage > \"$f\"; done", dir);
-            T_CHECK(system(cmd) == 0, "cannot corrupt the cache");
-        }
-    }
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) printf("  (could not remove %s)\n", dir);
-done:
-    t_end();
-}
-
 void suite_io(const t_env *e) {
     test_idx(e);
-    test_program_cache(e);
 }
