@@ -19,6 +19,7 @@
    - eval graphs: gaussian noise and alpha dropout are the identity;
    - gradients through the op checker (tests/op_check.c): finite differences of the
      reference with the mask and noise fixed by (seed, key, step);
+   - threads: the CPU backend gives the same bits with 1, 3 and 8 threads;
    - errors: bad arguments name the op; p outside [0, 1] in nn_bernoulli is reported. */
 #include "test.h"
 #include <math.h>
@@ -630,8 +631,54 @@ static void suite_random_errors(const t_env *e) {
     t_end();
 }
 
+/* The CPU backend splits the draws between threads: the same bits with 1, 3 and 8. */
+static void suite_threads(const t_env *e) {
+    enum { N = 100003 };
+    static const int counts[3] = {1, 3, 8};
+    float *x = (float *)malloc(N * 4), *w = (float *)malloc(N * 4);
+    rrun ref[2];
+    int c, k, kinds[2] = {K_RANDN, K_ALPHA};
+    long i;
+    memset(ref, 0, sizeof ref);
+    if (!t_begin(e, "random: the same bits for 1, 3, 8 CPU threads")) goto out;
+    if (e->opencl) {
+        t_skip("thread counts are a CPU-backend setting");
+        t_end();
+        goto out;
+    }
+    for (i = 0; i < N; i++) x[i] = w[i] = (float)(i % 101) * 0.03f - 1.5f;
+    for (c = 0; c < 3; c++) {
+        nn_context_desc cdsc;
+        nn_context *ctx = NULL;
+        memset(&cdsc, 0, sizeof cdsc);
+        cdsc.device = "cpu";
+        cdsc.threads = counts[c];
+        cdsc.log_level = NN_LOG_WARN;
+        if (!T_CHECK(nn_context_create(&cdsc, &ctx) == NN_OK, "cannot create a CPU context with %d threads", counts[c])) break;
+        for (k = 0; k < 2; k++) {
+            rrun r = run_kind(ctx, kinds[k], N, x, w);
+            if (c == 0) ref[k] = r;
+            else {
+                if (r.ok && ref[k].ok)
+                    T_CHECK(memcmp(r.y[0], ref[k].y[0], N * 4) == 0 && memcmp(r.y[1], ref[k].y[1], N * 4) == 0 &&
+                                (!r.dx || memcmp(r.dx, ref[k].dx, N * 4) == 0),
+                            "%s: %d threads and 1 thread differ", kind_name[kinds[k]], counts[c]);
+                rrun_free(&r);
+            }
+        }
+        nn_context_destroy(ctx);
+    }
+    t_end();
+out:
+    rrun_free(&ref[0]);
+    rrun_free(&ref[1]);
+    free(x);
+    free(w);
+}
+
 void suite_random(const t_env *e) {
     suite_reference(e);
+    suite_threads(e);
     suite_stats(e);
     suite_steps(e);
     suite_eval(e);
