@@ -626,6 +626,49 @@ typedef struct nn_dense_desc {
 } nn_dense_desc;
 NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name);
 
+/* ---- random ------------------------------------------------------------------------------
+   Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based
+   (Philox4x32-10, Salmon et al., SC'11): element i of a random op takes the words of counter
+   (i, the op's key, the graph's step) under the graph's seed (nn_graph_desc.seed), and turns
+   them into a sample with arithmetic that every backend rounds the same way. Guarantees:
+   - the CPU and OpenCL backends give the same bits (no math library calls; see
+     kernels/random.h), except under -ffast-math / -cl-fast-relaxed-math, x87 extended
+     precision, and subnormal inputs of gaussian noise and alpha dropout on devices that
+     flush them;
+   - every nn_graph_step draws afresh (the step counter is part of the counter);
+     nn_graph_forward does not advance the step, so forwards between two steps repeat the
+     last step's draw (the first forwards, before any step, draw step 0);
+   - the same seed and the same graph built in the same order (the key is the op's node
+     id) give the same sequence, in any graph, on any backend, with any thread count;
+   - training state saved and loaded (nn_save_state) carries the step, so a resumed run
+     draws what the original would have.
+   Uniforms are multiples of 2^-24 in [0, 1); normals are Box-Muller (one of the pair) on
+   24-bit uniforms, so |z| <= 5.77 (the tail beyond it, 8e-9 of the mass, is cut). */
+
+/* torch.rand / torch.randn: float32 uniform in [0, 1) / standard normal, of the given shape;
+   the _like forms take x's shape (x float32, its values unused). Not differentiable. */
+NN_API nn_tensor nn_rand(nn_graph *g, nn_shape shape);
+NN_API nn_tensor nn_randn(nn_graph *g, nn_shape shape);
+NN_API nn_tensor nn_rand_like(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_randn_like(nn_graph *g, nn_tensor x);
+/* torch.randint(low, high, shape): int32 (not int64) uniform in [low, high); needs
+   INT32_MIN <= low < high <= INT32_MAX + 1. Each value is (a 64-bit word) mod (high - low),
+   so its probability is 1/(high - low) within a relative 2^-32. */
+NN_API nn_tensor nn_randint(nn_graph *g, int64_t low, int64_t high, nn_shape shape);
+/* torch.bernoulli(p): float32 1 with probability p[i] (rounded up to a multiple of 2^-24),
+   else 0; the shape of p. Not differentiable. p outside [0, 1] (or NaN), which PyTorch
+   raises on, is counted and reported by the next nn_tensor_read / nn_graph_finish. */
+NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p);
+/* x + std * N(0, 1) in training graphs, x itself in eval graphs (and for std 0); the
+   gradient is 1. std: finite, >= 0. */
+NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std);
+/* torch.nn.AlphaDropout (F.alpha_dropout, training=True) in training graphs, the identity
+   in eval graphs: keeps each element with probability 1 - p, dropped elements take SELU's
+   negative saturation -alpha (alpha = 1.7580993408473766), then all get the affine a x + b,
+   a = 1/sqrt((alpha^2 p + 1)(1 - p)), b = alpha a p, which keeps zero mean and unit
+   variance. Gradient: dy * mask * a (PyTorch's). p in [0, 1]; p = 1 gives x * 0. */
+NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p);
+
 /* ---- compiling and running --------------------------------------------------------------- */
 
 typedef enum nn_optimizer_kind {
@@ -987,6 +1030,16 @@ typedef struct nn__optim_attr { /* src/ops/optim.c */
     float inv_steps;     /* GRAD_ACC: 1 / the accumulation steps */
 } nn__optim_attr;
 
+typedef struct nn__random_attr { /* src/ops/random.c */
+    int key;             /* the draw's Philox key (the forward node's id), shared by its backward op */
+    int low;             /* RANDINT: the least value */
+    uint32_t range;      /*   high - low - 1 (the count of values, less 1) */
+    float std;           /* GAUSSIAN_NOISE: the noise's standard deviation */
+    float p;             /* ALPHA_DROPOUT*: the probability of a drop */
+    float scale, shift;  /*   kept elements: scale x + shift; */
+    float dropped;       /*   dropped ones: this value */
+} nn__random_attr;
+
 typedef union nn__attr {
     nn__ew_attr ew;
     nn__matmul_attr matmul;
@@ -997,6 +1050,7 @@ typedef union nn__attr {
     nn__pool_attr pool;
     nn__norm_attr norm;
     nn__optim_attr optim;
+    nn__random_attr random;
 } nn__attr;
 
 typedef struct nn__node {
@@ -1395,10 +1449,19 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
       NN__OPF_NO_GRAD)                                                                                     \
     X(SKIP_GATE, "skip_gate", nn__cpu_skip_gate, nn__dev_skip_gate, nn__grad_none, 0, NN__OPF_NO_GRAD)
 
+#define NN__OPS_RANDOM(X)                                                                                   \
+    X(RAND, "rand", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD)                     \
+    X(RANDN, "randn", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD)                   \
+    X(RANDINT, "randint", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD)               \
+    X(BERNOULLI, "bernoulli", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD)           \
+    X(GAUSSIAN_NOISE, "gaussian_noise", nn__cpu_random, nn__dev_random, nn__grad_gaussian_noise, 0, 0)     \
+    X(ALPHA_DROPOUT, "alpha_dropout", nn__cpu_random, nn__dev_random, nn__grad_alpha_dropout, 0, 0)        \
+    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", nn__cpu_random, nn__dev_random, nn__grad_none, 0, 0)
+
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
-    NN__OPS_OPTIM(X)
+    NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)
 
 typedef enum nn__opcode {
 #define NN__X(e, s, cpu, dev, grad, plan, flags) NN__OP_##e,
@@ -8355,6 +8418,207 @@ static const char *const nn__cl_src_random[] = {
 "    float u = (float)(r.x >> 8) * (1.0f / 16777216.0f);\n",
 "    y[i] = u >= p ? x[i] * (1.0f / (1.0f - p)) : 0.0f;\n",
 "}\n",
+"\n",
+"/* The random ops (src/ops/random.c): element i of node `key` at step (step_hi, step_lo)\n",
+"   takes the Philox words of counter (i, key, step_lo, step_hi) under key (seed_lo,\n",
+"   seed_hi), and kernels/random.h's formulas, which the CPU bodies share, so both backends\n",
+"   give the same bits. */\n",
+"\n",
+"#line 1 \"kernels/random.h\"\n",
+"/* The random ops' formulas, written once for both backends: a part of nn.h (C99 and C++:\n",
+"   the CPU bodies in src/ops/random.c) and included by kernels/random.cl (OpenCL C 1.2).\n",
+"   Each turns Philox4x32-10 output words (the generator of src/nn_internal.h and\n",
+"   kernels/random.cl, counter (element, key, step) and key (seed)) into a sample.\n",
+"\n",
+"   Identical bits on every backend: these functions use only operations that IEEE 754 and\n",
+"   OpenCL C 1.2 (full profile) both round correctly: integer arithmetic, exact int-to-float\n",
+"   conversions (24 bits at most), +, -, * and fma. No division, sqrt, log or cos from a\n",
+"   math library (OpenCL allows them several ulp of error, and C libraries differ).\n",
+"   Every a * b + c is an explicit fma, and no product feeds a sum otherwise, so a compiler\n",
+"   that contracts (OpenCL C by default, gcc's -ffp-contract=fast) has nothing to fuse.\n",
+"   What can still break it: -ffast-math (or -cl-fast-relaxed-math), and C targets that\n",
+"   evaluate float in extended precision (x87, FLT_EVAL_METHOD != 0). Subnormal inputs and\n",
+"   results of gaussian noise and alpha dropout may differ on devices that flush them.\n",
+"\n",
+"   The normal sampler is Box-Muller: z = sqrt(-2 ln u1) cos(2 pi u2), with u1 in (0, 1]\n",
+"   and u2 in [0, 1) on a grid of 2^-24 (so |z| <= sqrt(2 * 24 ln 2) = 5.77); ln by its\n",
+"   exponent and a 16-term series on [2/3, 4/3) (truncation < 1e-9), sqrt as w * rsqrt(w)\n",
+"   by 3 Newton steps from the classic bit-level estimate, cos by quadrant and the Taylor\n",
+"   series of cos and sin (pi t / 2) on [0, 1) (truncation < 1e-8). Against Box-Muller in\n",
+"   double from the same words, |z| is off by less than 1e-6 (tests/test_random.c). */\n",
+"#ifndef NN__RANDOM_H\n",
+"#define NN__RANDOM_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"#define NN__RU32 uint\n",
+"#define NN__RU64 ulong\n",
+"#define NN__RI64 long\n",
+"#define NN__RFMA fma\n",
+"static inline uint nn__rng_f2u(float v) { return as_uint(v); }\n",
+"static inline float nn__rng_u2f(uint u) { return as_float(u); }\n",
+"#else\n",
+"#include <math.h>\n",
+"#include <stdint.h>\n",
+"#include <string.h>\n",
+"#define NN__RU32 uint32_t\n",
+"#define NN__RU64 uint64_t\n",
+"#define NN__RI64 int64_t\n",
+"#define NN__RFMA fmaf\n",
+"static inline uint32_t nn__rng_f2u(float v) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &v, sizeof u);\n",
+"    return u;\n",
+"}\n",
+"static inline float nn__rng_u2f(uint32_t u) {\n",
+"    float v;\n",
+"    memcpy(&v, &u, sizeof v);\n",
+"    return v;\n",
+"}\n",
+"#endif\n",
+"\n",
+"/* uniform in [0, 1): the word's top 24 bits times 2^-24 (exact) */\n",
+"static inline float nn__rng_uniform(NN__RU32 r) { return (float)(r >> 8) * 5.9604644775390625e-8f; }\n",
+"\n",
+"/* ln(u) for a normal float u in (0, 1]: u = 2^e x, x in [2/3, 4/3), f = x - 1 (exact),\n",
+"   ln(1 + f) = f (1 - f/2 + f^2/3 - ... - f^15/16) */\n",
+"static inline float nn__rng_log(float u) {\n",
+"    NN__RU32 b = nn__rng_f2u(u);\n",
+"    int e = (int)((b >> 23) & 0xffu) - 127;\n",
+"    float x = nn__rng_u2f((b & 0x7fffffu) | 0x3f800000u), f, p;\n",
+"    if (x >= 1.33333333f) {\n",
+"        x = x * 0.5f;\n",
+"        e = e + 1;\n",
+"    }\n",
+"    f = x - 1.0f;\n",
+"    p = NN__RFMA(-6.250000000e-02f, f, 6.666667014e-02f);\n",
+"    p = NN__RFMA(p, f, -7.142857462e-02f);\n",
+"    p = NN__RFMA(p, f, 7.692307979e-02f);\n",
+"    p = NN__RFMA(p, f, -8.333333582e-02f);\n",
+"    p = NN__RFMA(p, f, 9.090909362e-02f);\n",
+"    p = NN__RFMA(p, f, -1.000000015e-01f);\n",
+"    p = NN__RFMA(p, f, 1.111111119e-01f);\n",
+"    p = NN__RFMA(p, f, -1.250000000e-01f);\n",
+"    p = NN__RFMA(p, f, 1.428571492e-01f);\n",
+"    p = NN__RFMA(p, f, -1.666666716e-01f);\n",
+"    p = NN__RFMA(p, f, 2.000000030e-01f);\n",
+"    p = NN__RFMA(p, f, -2.500000000e-01f);\n",
+"    p = NN__RFMA(p, f, 3.333333433e-01f);\n",
+"    p = NN__RFMA(p, f, -5.000000000e-01f);\n",
+"    p = NN__RFMA(p, f, 1.0f);\n",
+"    return NN__RFMA(f, p, (float)e * 6.931471825e-01f);\n",
+"}\n",
+"\n",
+"/* sqrt(w) for w >= 0 (not inf): w * y, y = 1/sqrt(w) by Newton's y (3/2 - w/2 y^2) */\n",
+"static inline float nn__rng_sqrt(float w) {\n",
+"    float h = 0.5f * w, y = nn__rng_u2f(0x5f3759dfu - (nn__rng_f2u(w) >> 1));\n",
+"    y = y * NN__RFMA(-(h * y), y, 1.5f);\n",
+"    y = y * NN__RFMA(-(h * y), y, 1.5f);\n",
+"    y = y * NN__RFMA(-(h * y), y, 1.5f);\n",
+"    return w * y;\n",
+"}\n",
+"\n",
+"/* cos(2 pi k / 2^24) for k in [0, 2^24): quadrant q = k >> 22, t = the rest / 2^22 in\n",
+"   [0, 1), cos(q pi/2 + pi t/2) = cos(pi t/2), -sin, -cos, sin */\n",
+"static inline float nn__rng_cos_turn(NN__RU32 k) {\n",
+"    NN__RU32 q = k >> 22;\n",
+"    float t = (float)(k & 0x3fffffu) * 2.384185791015625e-7f, s = t * t, c;\n",
+"    if (q & 1u) {\n",
+"        c = NN__RFMA(5.692172778e-08f, s, -3.598843250e-06f);\n",
+"        c = NN__RFMA(c, s, 1.604411809e-04f);\n",
+"        c = NN__RFMA(c, s, -4.681753926e-03f);\n",
+"        c = NN__RFMA(c, s, 7.969262451e-02f);\n",
+"        c = NN__RFMA(c, s, -6.459640861e-01f);\n",
+"        c = NN__RFMA(c, s, 1.570796371e+00f);\n",
+"        c = c * t;\n",
+"    } else {\n",
+"        c = NN__RFMA(4.710874748e-07f, s, -2.520204180e-05f);\n",
+"        c = NN__RFMA(c, s, 9.192602593e-04f);\n",
+"        c = NN__RFMA(c, s, -2.086348087e-02f);\n",
+"        c = NN__RFMA(c, s, 2.536695004e-01f);\n",
+"        c = NN__RFMA(c, s, -1.233700514e+00f);\n",
+"        c = NN__RFMA(c, s, 1.0f);\n",
+"    }\n",
+"    return q == 1u || q == 2u ? -c : c;\n",
+"}\n",
+"\n",
+"/* standard normal from two words (Box-Muller, one of the pair) */\n",
+"static inline float nn__rng_normal(NN__RU32 r0, NN__RU32 r1) {\n",
+"    float u1 = (float)((r0 >> 8) + 1u) * 5.9604644775390625e-8f; /* (0, 1] */\n",
+"    return nn__rng_sqrt(-2.0f * nn__rng_log(u1)) * nn__rng_cos_turn(r1 >> 8);\n",
+"}\n",
+"\n",
+"/* low + ((r1 r0 as 64 bits) mod range), range = high - low in [1, 2^32]: each value's\n",
+"   probability is 1/range within a relative 2^-32 */\n",
+"static inline int nn__rng_int(NN__RU32 r0, NN__RU32 r1, int low, NN__RU64 range) {\n",
+"    NN__RU64 v = (((NN__RU64)r1 << 32) | (NN__RU64)r0) % range;\n",
+"    return (int)((NN__RI64)low + (NN__RI64)v);\n",
+"}\n",
+"#endif /* NN__RANDOM_H */\n",
+"#line 33 \"kernels/random.cl\"\n",
+"\n",
+"#define NN_RNG_ARGS                                                                        \\\n",
+"    const uint seed_lo, const uint seed_hi, const uint key, const uint step_lo, const uint step_hi\n",
+"#define NN_RNG_WORDS(i) nn_philox((uint4)((uint)(i), key, step_lo, step_hi), (uint2)(seed_lo, seed_hi))\n",
+"\n",
+"__kernel void rand(__global float *y, const int n, NN_RNG_ARGS) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    uint4 r = NN_RNG_WORDS(i);\n",
+"    y[i] = nn__rng_uniform(r.x);\n",
+"}\n",
+"\n",
+"__kernel void randn(__global float *y, const int n, NN_RNG_ARGS) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    uint4 r = NN_RNG_WORDS(i);\n",
+"    y[i] = nn__rng_normal(r.x, r.y);\n",
+"}\n",
+"\n",
+"/* range_m1 = high - low - 1 */\n",
+"__kernel void randint(__global int *y, const int n, const int low, const uint range_m1, NN_RNG_ARGS) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    uint4 r = NN_RNG_WORDS(i);\n",
+"    y[i] = nn__rng_int(r.x, r.y, low, (ulong)range_m1 + 1);\n",
+"}\n",
+"\n",
+"/* y = u < p: 1 with probability p (on a grid of 2^-24); p outside [0, 1] (or NaN) counts\n",
+"   into bad[slot] */\n",
+"__kernel void bernoulli(__global const float *p, __global float *y, const int n, __global int *bad, const int slot,\n",
+"                        NN_RNG_ARGS) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    float pi = p[i];\n",
+"    if (!(pi >= 0.0f && pi <= 1.0f)) atomic_inc(bad + slot);\n",
+"    uint4 r = NN_RNG_WORDS(i);\n",
+"    y[i] = nn__rng_uniform(r.x) < pi ? 1.0f : 0.0f;\n",
+"}\n",
+"\n",
+"/* y = x + std z */\n",
+"__kernel void gaussian_noise(__global const float *x, __global float *y, const int n, const float std, NN_RNG_ARGS) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    uint4 r = NN_RNG_WORDS(i);\n",
+"    y[i] = fma(std, nn__rng_normal(r.x, r.y), x[i]);\n",
+"}\n",
+"\n",
+"/* kept (u >= p): scale x + shift; dropped: the constant */\n",
+"__kernel void alpha_dropout(__global const float *x, __global float *y, const int n, const float p, const float scale,\n",
+"                            const float shift, const float dropped, NN_RNG_ARGS) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    uint4 r = NN_RNG_WORDS(i);\n",
+"    y[i] = nn__rng_uniform(r.x) >= p ? fma(scale, x[i], shift) : dropped;\n",
+"}\n",
+"\n",
+"/* dx = dy * mask * scale, the forward's mask (same key and step) */\n",
+"__kernel void alpha_dropout_grad(__global const float *dy, __global float *dx, const int n, const float p,\n",
+"                                 const float scale, NN_RNG_ARGS) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    uint4 r = NN_RNG_WORDS(i);\n",
+"    dx[i] = nn__rng_uniform(r.x) >= p ? scale * dy[i] : 0.0f;\n",
+"}\n",
 0 };
 
 /* ======================================================================
@@ -14619,6 +14883,363 @@ NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
     r = nn_tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);
     if (r == NN_OK) *count = (int64_t)y[1];
     return r;
+}
+
+/* ======================================================================
+   kernels/random.h
+   ====================================================================== */
+/* The random ops' formulas, written once for both backends: a part of nn.h (C99 and C++:
+   the CPU bodies in src/ops/random.c) and included by kernels/random.cl (OpenCL C 1.2).
+   Each turns Philox4x32-10 output words (the generator of src/nn_internal.h and
+   kernels/random.cl, counter (element, key, step) and key (seed)) into a sample.
+
+   Identical bits on every backend: these functions use only operations that IEEE 754 and
+   OpenCL C 1.2 (full profile) both round correctly: integer arithmetic, exact int-to-float
+   conversions (24 bits at most), +, -, * and fma. No division, sqrt, log or cos from a
+   math library (OpenCL allows them several ulp of error, and C libraries differ).
+   Every a * b + c is an explicit fma, and no product feeds a sum otherwise, so a compiler
+   that contracts (OpenCL C by default, gcc's -ffp-contract=fast) has nothing to fuse.
+   What can still break it: -ffast-math (or -cl-fast-relaxed-math), and C targets that
+   evaluate float in extended precision (x87, FLT_EVAL_METHOD != 0). Subnormal inputs and
+   results of gaussian noise and alpha dropout may differ on devices that flush them.
+
+   The normal sampler is Box-Muller: z = sqrt(-2 ln u1) cos(2 pi u2), with u1 in (0, 1]
+   and u2 in [0, 1) on a grid of 2^-24 (so |z| <= sqrt(2 * 24 ln 2) = 5.77); ln by its
+   exponent and a 16-term series on [2/3, 4/3) (truncation < 1e-9), sqrt as w * rsqrt(w)
+   by 3 Newton steps from the classic bit-level estimate, cos by quadrant and the Taylor
+   series of cos and sin (pi t / 2) on [0, 1) (truncation < 1e-8). Against Box-Muller in
+   double from the same words, |z| is off by less than 1e-6 (tests/test_random.c). */
+#ifndef NN__RANDOM_H
+#define NN__RANDOM_H
+
+#ifdef __OPENCL_VERSION__
+#define NN__RU32 uint
+#define NN__RU64 ulong
+#define NN__RI64 long
+#define NN__RFMA fma
+static inline uint nn__rng_f2u(float v) { return as_uint(v); }
+static inline float nn__rng_u2f(uint u) { return as_float(u); }
+#else
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#define NN__RU32 uint32_t
+#define NN__RU64 uint64_t
+#define NN__RI64 int64_t
+#define NN__RFMA fmaf
+static inline uint32_t nn__rng_f2u(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+static inline float nn__rng_u2f(uint32_t u) {
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+#endif
+
+/* uniform in [0, 1): the word's top 24 bits times 2^-24 (exact) */
+static inline float nn__rng_uniform(NN__RU32 r) { return (float)(r >> 8) * 5.9604644775390625e-8f; }
+
+/* ln(u) for a normal float u in (0, 1]: u = 2^e x, x in [2/3, 4/3), f = x - 1 (exact),
+   ln(1 + f) = f (1 - f/2 + f^2/3 - ... - f^15/16) */
+static inline float nn__rng_log(float u) {
+    NN__RU32 b = nn__rng_f2u(u);
+    int e = (int)((b >> 23) & 0xffu) - 127;
+    float x = nn__rng_u2f((b & 0x7fffffu) | 0x3f800000u), f, p;
+    if (x >= 1.33333333f) {
+        x = x * 0.5f;
+        e = e + 1;
+    }
+    f = x - 1.0f;
+    p = NN__RFMA(-6.250000000e-02f, f, 6.666667014e-02f);
+    p = NN__RFMA(p, f, -7.142857462e-02f);
+    p = NN__RFMA(p, f, 7.692307979e-02f);
+    p = NN__RFMA(p, f, -8.333333582e-02f);
+    p = NN__RFMA(p, f, 9.090909362e-02f);
+    p = NN__RFMA(p, f, -1.000000015e-01f);
+    p = NN__RFMA(p, f, 1.111111119e-01f);
+    p = NN__RFMA(p, f, -1.250000000e-01f);
+    p = NN__RFMA(p, f, 1.428571492e-01f);
+    p = NN__RFMA(p, f, -1.666666716e-01f);
+    p = NN__RFMA(p, f, 2.000000030e-01f);
+    p = NN__RFMA(p, f, -2.500000000e-01f);
+    p = NN__RFMA(p, f, 3.333333433e-01f);
+    p = NN__RFMA(p, f, -5.000000000e-01f);
+    p = NN__RFMA(p, f, 1.0f);
+    return NN__RFMA(f, p, (float)e * 6.931471825e-01f);
+}
+
+/* sqrt(w) for w >= 0 (not inf): w * y, y = 1/sqrt(w) by Newton's y (3/2 - w/2 y^2) */
+static inline float nn__rng_sqrt(float w) {
+    float h = 0.5f * w, y = nn__rng_u2f(0x5f3759dfu - (nn__rng_f2u(w) >> 1));
+    y = y * NN__RFMA(-(h * y), y, 1.5f);
+    y = y * NN__RFMA(-(h * y), y, 1.5f);
+    y = y * NN__RFMA(-(h * y), y, 1.5f);
+    return w * y;
+}
+
+/* cos(2 pi k / 2^24) for k in [0, 2^24): quadrant q = k >> 22, t = the rest / 2^22 in
+   [0, 1), cos(q pi/2 + pi t/2) = cos(pi t/2), -sin, -cos, sin */
+static inline float nn__rng_cos_turn(NN__RU32 k) {
+    NN__RU32 q = k >> 22;
+    float t = (float)(k & 0x3fffffu) * 2.384185791015625e-7f, s = t * t, c;
+    if (q & 1u) {
+        c = NN__RFMA(5.692172778e-08f, s, -3.598843250e-06f);
+        c = NN__RFMA(c, s, 1.604411809e-04f);
+        c = NN__RFMA(c, s, -4.681753926e-03f);
+        c = NN__RFMA(c, s, 7.969262451e-02f);
+        c = NN__RFMA(c, s, -6.459640861e-01f);
+        c = NN__RFMA(c, s, 1.570796371e+00f);
+        c = c * t;
+    } else {
+        c = NN__RFMA(4.710874748e-07f, s, -2.520204180e-05f);
+        c = NN__RFMA(c, s, 9.192602593e-04f);
+        c = NN__RFMA(c, s, -2.086348087e-02f);
+        c = NN__RFMA(c, s, 2.536695004e-01f);
+        c = NN__RFMA(c, s, -1.233700514e+00f);
+        c = NN__RFMA(c, s, 1.0f);
+    }
+    return q == 1u || q == 2u ? -c : c;
+}
+
+/* standard normal from two words (Box-Muller, one of the pair) */
+static inline float nn__rng_normal(NN__RU32 r0, NN__RU32 r1) {
+    float u1 = (float)((r0 >> 8) + 1u) * 5.9604644775390625e-8f; /* (0, 1] */
+    return nn__rng_sqrt(-2.0f * nn__rng_log(u1)) * nn__rng_cos_turn(r1 >> 8);
+}
+
+/* low + ((r1 r0 as 64 bits) mod range), range = high - low in [1, 2^32]: each value's
+   probability is 1/range within a relative 2^-32 */
+static inline int nn__rng_int(NN__RU32 r0, NN__RU32 r1, int low, NN__RU64 range) {
+    NN__RU64 v = (((NN__RU64)r1 << 32) | (NN__RU64)r0) % range;
+    return (int)((NN__RI64)low + (NN__RI64)v);
+}
+#endif /* NN__RANDOM_H */
+
+/* ======================================================================
+   src/ops/random.c
+   ====================================================================== */
+/* The random ops: builders, autograd rules, CPU bodies and device plans. Element i of a
+   random node draws the Philox4x32-10 words of counter (i, key, step) under the graph's
+   seed (nn__philox, kernels/random.cl's nn_philox) and turns them into a sample with the
+   formulas of kernels/random.h, which the kernels share: the CPU and OpenCL backends give
+   the same bits. The key is the node's id (a backward op reuses its forward's), the step
+   is the graph's step counter, so each nn_graph_step draws afresh and the same graph built
+   the same way with the same seed draws the same sequence. */
+
+/* ---- builders ---- */
+
+/* A node of op with no inputs and the given shape (rand, randn, randint). */
+static nn_tensor nn__random_source(nn_graph *g, int op, const char *opname, nn_dtype dt, nn_shape shape) {
+    int id;
+    if (!nn__check(g, opname, 0, NULL) || !nn__check_shape(g, opname, shape)) return nn__tensor(-1);
+    id = nn__new_node(g, op, dt, shape, NULL, 0);
+    if (id >= 0) g->nodes[id].a.random.key = id;
+    return nn__tensor(id);
+}
+
+NN_API nn_tensor nn_rand(nn_graph *g, nn_shape shape) {
+    return nn__random_source(g, NN__OP_RAND, "nn_rand", NN_F32, shape);
+}
+
+NN_API nn_tensor nn_randn(nn_graph *g, nn_shape shape) {
+    return nn__random_source(g, NN__OP_RANDN, "nn_randn", NN_F32, shape);
+}
+
+static nn_tensor nn__random_like(nn_graph *g, int op, const char *opname, nn_tensor x) {
+    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    return nn__random_source(g, op, opname, NN_F32, nn__n(g, x)->shape);
+}
+
+NN_API nn_tensor nn_rand_like(nn_graph *g, nn_tensor x) { return nn__random_like(g, NN__OP_RAND, "nn_rand_like", x); }
+NN_API nn_tensor nn_randn_like(nn_graph *g, nn_tensor x) { return nn__random_like(g, NN__OP_RANDN, "nn_randn_like", x); }
+
+NN_API nn_tensor nn_randint(nn_graph *g, int64_t low, int64_t high, nn_shape shape) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_randint", 0, NULL)) return nn__tensor(-1);
+    if (low < INT32_MIN || high > (int64_t)INT32_MAX + 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_randint: [low, high) = [%lld, %lld) is not within int32's range",
+                           (long long)low, (long long)high);
+    if (low >= high)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_randint: low = %lld is not less than high = %lld", (long long)low,
+                           (long long)high);
+    t = nn__random_source(g, NN__OP_RANDINT, "nn_randint", NN_I32, shape);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.random.low = (int)low;
+        g->nodes[t.id].a.random.range = (uint32_t)(high - low - 1);
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_bernoulli", 1, &p) || !nn__expect_f32(g, "nn_bernoulli", p, "p")) return nn__tensor(-1);
+    t = nn__op1(g, NN__OP_BERNOULLI, NN_F32, nn__n(g, p)->shape, p.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.random.key = t.id;
+        g->nodes[t.id].check = "nn_bernoulli: probabilities outside [0, 1]";
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_gaussian_noise", 1, &x) || !nn__expect_f32(g, "nn_gaussian_noise", x, "x")) return nn__tensor(-1);
+    if (!(std >= 0.0f && std <= 3.4e38f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_gaussian_noise: std = %g is not a finite value >= 0", std);
+    if (g->eval || std == 0.0f) return x;
+    t = nn__op1(g, NN__OP_GAUSSIAN_NOISE, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.random.key = t.id;
+        g->nodes[t.id].a.random.std = std;
+    }
+    return t;
+}
+
+/* torch.nn.AlphaDropout (ATen's _dropout_impl with alpha_dropout): keep with probability
+   1 - p; a = 1 / sqrt((alpha^2 p + 1)(1 - p)), alpha = SELU's scale * alpha; kept
+   elements become a x + alpha a p, dropped ones alpha a p - alpha a. p = 1 gives x * 0. */
+NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p) {
+    const double alpha = 1.7580993408473766;
+    double a;
+    nn_tensor t;
+    if (!nn__check(g, "nn_alpha_dropout", 1, &x) || !nn__expect_f32(g, "nn_alpha_dropout", x, "x")) return nn__tensor(-1);
+    if (!(p >= 0.0f && p <= 1.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_alpha_dropout: p = %g is outside [0, 1]", p);
+    if (g->eval || p == 0.0f) return x;
+    if (p == 1.0f) return nn_scale(g, x, 0.0f);
+    t = nn__op1(g, NN__OP_ALPHA_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) {
+        nn__random_attr *r = &g->nodes[t.id].a.random;
+        a = 1.0 / sqrt((alpha * alpha * p + 1.0) * (1.0 - p));
+        r->key = t.id; /* the mask's key, shared with the backward op */
+        r->p = p;
+        r->scale = (float)a;
+        r->shift = (float)(alpha * a * p);
+        r->dropped = (float)(alpha * a * p - alpha * a);
+    }
+    return t;
+}
+
+/* ---- autograd rules ---- */
+
+static void nn__grad_gaussian_noise(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, gy);
+}
+
+/* dx = dy * mask * a: the forward's mask (its key and the same step) */
+static void nn__grad_alpha_dropout(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (!ga) return;
+    t = nn__op1(g, NN__OP_ALPHA_DROPOUT_GRAD, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
+
+/* ---- CPU bodies ---- */
+
+typedef struct nn__random_task {
+    const nn__node *n;
+    const float *x;   /* the input (p for bernoulli, dy for the gradient), or NULL */
+    void *y;
+    int64_t numel, bad[64]; /* bad: bernoulli's p outside [0, 1], per task */
+    uint64_t seed, step;
+} nn__random_task;
+
+static void nn__random_range(void *arg, int task, int n_tasks) {
+    nn__random_task *rt = (nn__random_task *)arg;
+    const nn__node *n = rt->n;
+    const nn__random_attr *ra = &n->a.random;
+    int64_t chunk = (rt->numel + n_tasks - 1) / n_tasks, i = chunk * task, end = i + chunk < rt->numel ? i + chunk : rt->numel;
+    float *y = (float *)rt->y;
+    int32_t *yi = (int32_t *)rt->y;
+    const float *x = rt->x;
+    uint32_t key[2];
+    int64_t bad = 0;
+    key[0] = (uint32_t)rt->seed;
+    key[1] = (uint32_t)(rt->seed >> 32);
+    for (; i < end; i++) {
+        uint32_t r[4];
+        r[0] = (uint32_t)i;
+        r[1] = (uint32_t)ra->key;
+        r[2] = (uint32_t)rt->step;
+        r[3] = (uint32_t)(rt->step >> 32);
+        nn__philox(r, key);
+        switch (n->op) {
+        case NN__OP_RAND: y[i] = nn__rng_uniform(r[0]); break;
+        case NN__OP_RANDN: y[i] = nn__rng_normal(r[0], r[1]); break;
+        case NN__OP_RANDINT: yi[i] = nn__rng_int(r[0], r[1], ra->low, (uint64_t)ra->range + 1); break;
+        case NN__OP_BERNOULLI:
+            if (!(x[i] >= 0.0f && x[i] <= 1.0f)) bad++;
+            y[i] = nn__rng_uniform(r[0]) < x[i] ? 1.0f : 0.0f;
+            break;
+        case NN__OP_GAUSSIAN_NOISE: y[i] = fmaf(ra->std, nn__rng_normal(r[0], r[1]), x[i]); break;
+        case NN__OP_ALPHA_DROPOUT: y[i] = nn__rng_uniform(r[0]) >= ra->p ? fmaf(ra->scale, x[i], ra->shift) : ra->dropped; break;
+        default: y[i] = nn__rng_uniform(r[0]) >= ra->p ? ra->scale * x[i] : 0.0f; break; /* ALPHA_DROPOUT_GRAD */
+        }
+    }
+    rt->bad[task] = bad;
+}
+
+static nn_result nn__cpu_random(nn_graph *g, nn__node *n) {
+    nn__random_task rt;
+    int tasks = n->numel >= NN__PAR_MIN / 8 ? nn__threadpool_size(g->ctx->threads) : 1, k;
+    int64_t bad = 0;
+    if (tasks > 64) tasks = 64;
+    rt.n = n;
+    rt.x = n->n_in > 0 ? NN__F(n->in[0]) : NULL;
+    rt.y = n->buf.host;
+    rt.numel = n->numel;
+    rt.seed = g->seed;
+    rt.step = g->step;
+    for (k = 0; k < tasks; k++) rt.bad[k] = 0;
+    nn__threadpool_run(g->ctx->threads, nn__random_range, &rt, tasks);
+    for (k = 0; k < tasks; k++) bad += rt.bad[k];
+    if (n->check && bad > 0) {
+        int32_t *c = (int32_t *)g->checks.host + n->check_slot;
+        *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+    }
+    return NN_OK;
+}
+
+/* ---- device plans: launches of kernels/random.cl ---- */
+
+/* the step, the last two arguments, rewritten each run */
+static void nn__update_random(nn_graph *g, nn__launch *l) {
+    nn__arg_u(l, 0, (unsigned)g->step);
+    nn__arg_u(l, 1, (unsigned)(g->step >> 32));
+}
+
+static nn_result nn__dev_random(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__random_attr *ra = &n->a.random;
+    const nn__buf *x = n->n_in > 0 ? &g->nodes[n->in[0]].buf : NULL, *y = &n->buf;
+    int N = (int)n->numel;
+    unsigned s0 = (unsigned)g->seed, s1 = (unsigned)(g->seed >> 32), key = (unsigned)ra->key;
+    nn__launch *l = NULL;
+    nn_result r;
+    static const char *const kernels[] = {"rand", "randn", "randint", "bernoulli", "gaussian_noise", "alpha_dropout",
+                                          "alpha_dropout_grad"};
+    r = nn__launch_add(g, id, "random", kernels[n->op - NN__OP_RAND], (size_t)N, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_random;
+    switch (n->op) {
+    case NN__OP_RAND:
+    case NN__OP_RANDN: return nn__args(l, "miuuu@u@u", y, N, s0, s1, key, 0u, 0u);
+    case NN__OP_RANDINT: return nn__args(l, "miiuuuu@u@u", y, N, ra->low, (unsigned)ra->range, s0, s1, key, 0u, 0u);
+    case NN__OP_BERNOULLI:
+        return nn__args(l, "mmimiuuu@u@u", x, y, N, &g->checks, n->check_slot, s0, s1, key, 0u, 0u);
+    case NN__OP_GAUSSIAN_NOISE: return nn__args(l, "mmifuuu@u@u", x, y, N, (double)ra->std, s0, s1, key, 0u, 0u);
+    case NN__OP_ALPHA_DROPOUT:
+        return nn__args(l, "mmiffffuuu@u@u", x, y, N, (double)ra->p, (double)ra->scale, (double)ra->shift,
+                        (double)ra->dropped, s0, s1, key, 0u, 0u);
+    default:
+        return nn__args(l, "mmiffuuu@u@u", x, y, N, (double)ra->p, (double)ra->scale, s0, s1, key, 0u, 0u);
+    }
 }
 
 /* ======================================================================

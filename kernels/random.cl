@@ -23,3 +23,74 @@ __kernel void dropout(__global const float *x, __global float *y, const int n, c
     float u = (float)(r.x >> 8) * (1.0f / 16777216.0f);
     y[i] = u >= p ? x[i] * (1.0f / (1.0f - p)) : 0.0f;
 }
+
+/* The random ops (src/ops/random.c): element i of node `key` at step (step_hi, step_lo)
+   takes the Philox words of counter (i, key, step_lo, step_hi) under key (seed_lo,
+   seed_hi), and kernels/random.h's formulas, which the CPU bodies share, so both backends
+   give the same bits. */
+
+#include "random.h"
+
+#define NN_RNG_ARGS                                                                        \
+    const uint seed_lo, const uint seed_hi, const uint key, const uint step_lo, const uint step_hi
+#define NN_RNG_WORDS(i) nn_philox((uint4)((uint)(i), key, step_lo, step_hi), (uint2)(seed_lo, seed_hi))
+
+__kernel void rand(__global float *y, const int n, NN_RNG_ARGS) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    uint4 r = NN_RNG_WORDS(i);
+    y[i] = nn__rng_uniform(r.x);
+}
+
+__kernel void randn(__global float *y, const int n, NN_RNG_ARGS) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    uint4 r = NN_RNG_WORDS(i);
+    y[i] = nn__rng_normal(r.x, r.y);
+}
+
+/* range_m1 = high - low - 1 */
+__kernel void randint(__global int *y, const int n, const int low, const uint range_m1, NN_RNG_ARGS) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    uint4 r = NN_RNG_WORDS(i);
+    y[i] = nn__rng_int(r.x, r.y, low, (ulong)range_m1 + 1);
+}
+
+/* y = u < p: 1 with probability p (on a grid of 2^-24); p outside [0, 1] (or NaN) counts
+   into bad[slot] */
+__kernel void bernoulli(__global const float *p, __global float *y, const int n, __global int *bad, const int slot,
+                        NN_RNG_ARGS) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    float pi = p[i];
+    if (!(pi >= 0.0f && pi <= 1.0f)) atomic_inc(bad + slot);
+    uint4 r = NN_RNG_WORDS(i);
+    y[i] = nn__rng_uniform(r.x) < pi ? 1.0f : 0.0f;
+}
+
+/* y = x + std z */
+__kernel void gaussian_noise(__global const float *x, __global float *y, const int n, const float std, NN_RNG_ARGS) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    uint4 r = NN_RNG_WORDS(i);
+    y[i] = fma(std, nn__rng_normal(r.x, r.y), x[i]);
+}
+
+/* kept (u >= p): scale x + shift; dropped: the constant */
+__kernel void alpha_dropout(__global const float *x, __global float *y, const int n, const float p, const float scale,
+                            const float shift, const float dropped, NN_RNG_ARGS) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    uint4 r = NN_RNG_WORDS(i);
+    y[i] = nn__rng_uniform(r.x) >= p ? fma(scale, x[i], shift) : dropped;
+}
+
+/* dx = dy * mask * scale, the forward's mask (same key and step) */
+__kernel void alpha_dropout_grad(__global const float *dy, __global float *dx, const int n, const float p,
+                                 const float scale, NN_RNG_ARGS) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    uint4 r = NN_RNG_WORDS(i);
+    dx[i] = nn__rng_uniform(r.x) >= p ? scale * dy[i] : 0.0f;
+}

@@ -496,6 +496,49 @@ typedef struct nn_dense_desc {
 } nn_dense_desc;
 NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name);
 
+/* ---- random ------------------------------------------------------------------------------
+   Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based
+   (Philox4x32-10, Salmon et al., SC'11): element i of a random op takes the words of counter
+   (i, the op's key, the graph's step) under the graph's seed (nn_graph_desc.seed), and turns
+   them into a sample with arithmetic that every backend rounds the same way. Guarantees:
+   - the CPU and OpenCL backends give the same bits (no math library calls; see
+     kernels/random.h), except under -ffast-math / -cl-fast-relaxed-math, x87 extended
+     precision, and subnormal inputs of gaussian noise and alpha dropout on devices that
+     flush them;
+   - every nn_graph_step draws afresh (the step counter is part of the counter);
+     nn_graph_forward does not advance the step, so forwards between two steps repeat the
+     last step's draw (the first forwards, before any step, draw step 0);
+   - the same seed and the same graph built in the same order (the key is the op's node
+     id) give the same sequence, in any graph, on any backend, with any thread count;
+   - training state saved and loaded (nn_save_state) carries the step, so a resumed run
+     draws what the original would have.
+   Uniforms are multiples of 2^-24 in [0, 1); normals are Box-Muller (one of the pair) on
+   24-bit uniforms, so |z| <= 5.77 (the tail beyond it, 8e-9 of the mass, is cut). */
+
+/* torch.rand / torch.randn: float32 uniform in [0, 1) / standard normal, of the given shape;
+   the _like forms take x's shape (x float32, its values unused). Not differentiable. */
+NN_API nn_tensor nn_rand(nn_graph *g, nn_shape shape);
+NN_API nn_tensor nn_randn(nn_graph *g, nn_shape shape);
+NN_API nn_tensor nn_rand_like(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_randn_like(nn_graph *g, nn_tensor x);
+/* torch.randint(low, high, shape): int32 (not int64) uniform in [low, high); needs
+   INT32_MIN <= low < high <= INT32_MAX + 1. Each value is (a 64-bit word) mod (high - low),
+   so its probability is 1/(high - low) within a relative 2^-32. */
+NN_API nn_tensor nn_randint(nn_graph *g, int64_t low, int64_t high, nn_shape shape);
+/* torch.bernoulli(p): float32 1 with probability p[i] (rounded up to a multiple of 2^-24),
+   else 0; the shape of p. Not differentiable. p outside [0, 1] (or NaN), which PyTorch
+   raises on, is counted and reported by the next nn_tensor_read / nn_graph_finish. */
+NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p);
+/* x + std * N(0, 1) in training graphs, x itself in eval graphs (and for std 0); the
+   gradient is 1. std: finite, >= 0. */
+NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std);
+/* torch.nn.AlphaDropout (F.alpha_dropout, training=True) in training graphs, the identity
+   in eval graphs: keeps each element with probability 1 - p, dropped elements take SELU's
+   negative saturation -alpha (alpha = 1.7580993408473766), then all get the affine a x + b,
+   a = 1/sqrt((alpha^2 p + 1)(1 - p)), b = alpha a p, which keeps zero mean and unit
+   variance. Gradient: dy * mask * a (PyTorch's). p in [0, 1]; p = 1 gives x * 0. */
+NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p);
+
 /* ---- compiling and running --------------------------------------------------------------- */
 
 typedef enum nn_optimizer_kind {

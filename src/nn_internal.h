@@ -124,6 +124,16 @@ typedef struct nn__optim_attr { /* src/ops/optim.c */
     float inv_steps;     /* GRAD_ACC: 1 / the accumulation steps */
 } nn__optim_attr;
 
+typedef struct nn__random_attr { /* src/ops/random.c */
+    int key;             /* the draw's Philox key (the forward node's id), shared by its backward op */
+    int low;             /* RANDINT: the least value */
+    uint32_t range;      /*   high - low - 1 (the count of values, less 1) */
+    float std;           /* GAUSSIAN_NOISE: the noise's standard deviation */
+    float p;             /* ALPHA_DROPOUT*: the probability of a drop */
+    float scale, shift;  /*   kept elements: scale x + shift; */
+    float dropped;       /*   dropped ones: this value */
+} nn__random_attr;
+
 typedef union nn__attr {
     nn__ew_attr ew;
     nn__matmul_attr matmul;
@@ -134,6 +144,7 @@ typedef union nn__attr {
     nn__pool_attr pool;
     nn__norm_attr norm;
     nn__optim_attr optim;
+    nn__random_attr random;
 } nn__attr;
 
 typedef struct nn__node {

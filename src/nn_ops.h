@@ -120,10 +120,19 @@
       NN__OPF_NO_GRAD)                                                                                     \
     X(SKIP_GATE, "skip_gate", nn__cpu_skip_gate, nn__dev_skip_gate, nn__grad_none, 0, NN__OPF_NO_GRAD)
 
+#define NN__OPS_RANDOM(X)                                                                                   \
+    X(RAND, "rand", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD)                     \
+    X(RANDN, "randn", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD)                   \
+    X(RANDINT, "randint", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD)               \
+    X(BERNOULLI, "bernoulli", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD)           \
+    X(GAUSSIAN_NOISE, "gaussian_noise", nn__cpu_random, nn__dev_random, nn__grad_gaussian_noise, 0, 0)     \
+    X(ALPHA_DROPOUT, "alpha_dropout", nn__cpu_random, nn__dev_random, nn__grad_alpha_dropout, 0, 0)        \
+    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", nn__cpu_random, nn__dev_random, nn__grad_none, 0, 0)
+
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
-    NN__OPS_OPTIM(X)
+    NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)
 
 typedef enum nn__opcode {
 #define NN__X(e, s, cpu, dev, grad, plan, flags) NN__OP_##e,

@@ -133,6 +133,7 @@ static void run_suites(const t_env *e) {
     suite_options(e);
     suite_lifetime(e);
     suite_randexpr(e);
+    suite_random(e);
     suite_registry(e);
 }
 

@@ -1,0 +1,223 @@
+/* The random ops: builders, autograd rules, CPU bodies and device plans. Element i of a
+   random node draws the Philox4x32-10 words of counter (i, key, step) under the graph's
+   seed (nn__philox, kernels/random.cl's nn_philox) and turns them into a sample with the
+   formulas of kernels/random.h, which the kernels share: the CPU and OpenCL backends give
+   the same bits. The key is the node's id (a backward op reuses its forward's), the step
+   is the graph's step counter, so each nn_graph_step draws afresh and the same graph built
+   the same way with the same seed draws the same sequence. */
+#include "../nn_internal.h"
+#include "../nn_ops.h"
+#include "../../kernels/random.h"
+
+/* ---- builders ---- */
+
+/* A node of op with no inputs and the given shape (rand, randn, randint). */
+static nn_tensor nn__random_source(nn_graph *g, int op, const char *opname, nn_dtype dt, nn_shape shape) {
+    int id;
+    if (!nn__check(g, opname, 0, NULL) || !nn__check_shape(g, opname, shape)) return nn__tensor(-1);
+    id = nn__new_node(g, op, dt, shape, NULL, 0);
+    if (id >= 0) g->nodes[id].a.random.key = id;
+    return nn__tensor(id);
+}
+
+NN_API nn_tensor nn_rand(nn_graph *g, nn_shape shape) {
+    return nn__random_source(g, NN__OP_RAND, "nn_rand", NN_F32, shape);
+}
+
+NN_API nn_tensor nn_randn(nn_graph *g, nn_shape shape) {
+    return nn__random_source(g, NN__OP_RANDN, "nn_randn", NN_F32, shape);
+}
+
+static nn_tensor nn__random_like(nn_graph *g, int op, const char *opname, nn_tensor x) {
+    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    return nn__random_source(g, op, opname, NN_F32, nn__n(g, x)->shape);
+}
+
+NN_API nn_tensor nn_rand_like(nn_graph *g, nn_tensor x) { return nn__random_like(g, NN__OP_RAND, "nn_rand_like", x); }
+NN_API nn_tensor nn_randn_like(nn_graph *g, nn_tensor x) { return nn__random_like(g, NN__OP_RANDN, "nn_randn_like", x); }
+
+NN_API nn_tensor nn_randint(nn_graph *g, int64_t low, int64_t high, nn_shape shape) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_randint", 0, NULL)) return nn__tensor(-1);
+    if (low < INT32_MIN || high > (int64_t)INT32_MAX + 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_randint: [low, high) = [%lld, %lld) is not within int32's range",
+                           (long long)low, (long long)high);
+    if (low >= high)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_randint: low = %lld is not less than high = %lld", (long long)low,
+                           (long long)high);
+    t = nn__random_source(g, NN__OP_RANDINT, "nn_randint", NN_I32, shape);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.random.low = (int)low;
+        g->nodes[t.id].a.random.range = (uint32_t)(high - low - 1);
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_bernoulli", 1, &p) || !nn__expect_f32(g, "nn_bernoulli", p, "p")) return nn__tensor(-1);
+    t = nn__op1(g, NN__OP_BERNOULLI, NN_F32, nn__n(g, p)->shape, p.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.random.key = t.id;
+        g->nodes[t.id].check = "nn_bernoulli: probabilities outside [0, 1]";
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_gaussian_noise", 1, &x) || !nn__expect_f32(g, "nn_gaussian_noise", x, "x")) return nn__tensor(-1);
+    if (!(std >= 0.0f && std <= 3.4e38f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_gaussian_noise: std = %g is not a finite value >= 0", std);
+    if (g->eval || std == 0.0f) return x;
+    t = nn__op1(g, NN__OP_GAUSSIAN_NOISE, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.random.key = t.id;
+        g->nodes[t.id].a.random.std = std;
+    }
+    return t;
+}
+
+/* torch.nn.AlphaDropout (ATen's _dropout_impl with alpha_dropout): keep with probability
+   1 - p; a = 1 / sqrt((alpha^2 p + 1)(1 - p)), alpha = SELU's scale * alpha; kept
+   elements become a x + alpha a p, dropped ones alpha a p - alpha a. p = 1 gives x * 0. */
+NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p) {
+    const double alpha = 1.7580993408473766;
+    double a;
+    nn_tensor t;
+    if (!nn__check(g, "nn_alpha_dropout", 1, &x) || !nn__expect_f32(g, "nn_alpha_dropout", x, "x")) return nn__tensor(-1);
+    if (!(p >= 0.0f && p <= 1.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_alpha_dropout: p = %g is outside [0, 1]", p);
+    if (g->eval || p == 0.0f) return x;
+    if (p == 1.0f) return nn_scale(g, x, 0.0f);
+    t = nn__op1(g, NN__OP_ALPHA_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) {
+        nn__random_attr *r = &g->nodes[t.id].a.random;
+        a = 1.0 / sqrt((alpha * alpha * p + 1.0) * (1.0 - p));
+        r->key = t.id; /* the mask's key, shared with the backward op */
+        r->p = p;
+        r->scale = (float)a;
+        r->shift = (float)(alpha * a * p);
+        r->dropped = (float)(alpha * a * p - alpha * a);
+    }
+    return t;
+}
+
+/* ---- autograd rules ---- */
+
+static void nn__grad_gaussian_noise(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, gy);
+}
+
+/* dx = dy * mask * a: the forward's mask (its key and the same step) */
+static void nn__grad_alpha_dropout(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (!ga) return;
+    t = nn__op1(g, NN__OP_ALPHA_DROPOUT_GRAD, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
+
+/* ---- CPU bodies ---- */
+
+typedef struct nn__random_task {
+    const nn__node *n;
+    const float *x;   /* the input (p for bernoulli, dy for the gradient), or NULL */
+    void *y;
+    int64_t numel, bad[64]; /* bad: bernoulli's p outside [0, 1], per task */
+    uint64_t seed, step;
+} nn__random_task;
+
+static void nn__random_range(void *arg, int task, int n_tasks) {
+    nn__random_task *rt = (nn__random_task *)arg;
+    const nn__node *n = rt->n;
+    const nn__random_attr *ra = &n->a.random;
+    int64_t chunk = (rt->numel + n_tasks - 1) / n_tasks, i = chunk * task, end = i + chunk < rt->numel ? i + chunk : rt->numel;
+    float *y = (float *)rt->y;
+    int32_t *yi = (int32_t *)rt->y;
+    const float *x = rt->x;
+    uint32_t key[2];
+    int64_t bad = 0;
+    key[0] = (uint32_t)rt->seed;
+    key[1] = (uint32_t)(rt->seed >> 32);
+    for (; i < end; i++) {
+        uint32_t r[4];
+        r[0] = (uint32_t)i;
+        r[1] = (uint32_t)ra->key;
+        r[2] = (uint32_t)rt->step;
+        r[3] = (uint32_t)(rt->step >> 32);
+        nn__philox(r, key);
+        switch (n->op) {
+        case NN__OP_RAND: y[i] = nn__rng_uniform(r[0]); break;
+        case NN__OP_RANDN: y[i] = nn__rng_normal(r[0], r[1]); break;
+        case NN__OP_RANDINT: yi[i] = nn__rng_int(r[0], r[1], ra->low, (uint64_t)ra->range + 1); break;
+        case NN__OP_BERNOULLI:
+            if (!(x[i] >= 0.0f && x[i] <= 1.0f)) bad++;
+            y[i] = nn__rng_uniform(r[0]) < x[i] ? 1.0f : 0.0f;
+            break;
+        case NN__OP_GAUSSIAN_NOISE: y[i] = fmaf(ra->std, nn__rng_normal(r[0], r[1]), x[i]); break;
+        case NN__OP_ALPHA_DROPOUT: y[i] = nn__rng_uniform(r[0]) >= ra->p ? fmaf(ra->scale, x[i], ra->shift) : ra->dropped; break;
+        default: y[i] = nn__rng_uniform(r[0]) >= ra->p ? ra->scale * x[i] : 0.0f; break; /* ALPHA_DROPOUT_GRAD */
+        }
+    }
+    rt->bad[task] = bad;
+}
+
+static nn_result nn__cpu_random(nn_graph *g, nn__node *n) {
+    nn__random_task rt;
+    int tasks = n->numel >= NN__PAR_MIN / 8 ? nn__threadpool_size(g->ctx->threads) : 1, k;
+    int64_t bad = 0;
+    if (tasks > 64) tasks = 64;
+    rt.n = n;
+    rt.x = n->n_in > 0 ? NN__F(n->in[0]) : NULL;
+    rt.y = n->buf.host;
+    rt.numel = n->numel;
+    rt.seed = g->seed;
+    rt.step = g->step;
+    for (k = 0; k < tasks; k++) rt.bad[k] = 0;
+    nn__threadpool_run(g->ctx->threads, nn__random_range, &rt, tasks);
+    for (k = 0; k < tasks; k++) bad += rt.bad[k];
+    if (n->check && bad > 0) {
+        int32_t *c = (int32_t *)g->checks.host + n->check_slot;
+        *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+    }
+    return NN_OK;
+}
+
+/* ---- device plans: launches of kernels/random.cl ---- */
+
+/* the step, the last two arguments, rewritten each run */
+static void nn__update_random(nn_graph *g, nn__launch *l) {
+    nn__arg_u(l, 0, (unsigned)g->step);
+    nn__arg_u(l, 1, (unsigned)(g->step >> 32));
+}
+
+static nn_result nn__dev_random(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__random_attr *ra = &n->a.random;
+    const nn__buf *x = n->n_in > 0 ? &g->nodes[n->in[0]].buf : NULL, *y = &n->buf;
+    int N = (int)n->numel;
+    unsigned s0 = (unsigned)g->seed, s1 = (unsigned)(g->seed >> 32), key = (unsigned)ra->key;
+    nn__launch *l = NULL;
+    nn_result r;
+    static const char *const kernels[] = {"rand", "randn", "randint", "bernoulli", "gaussian_noise", "alpha_dropout",
+                                          "alpha_dropout_grad"};
+    r = nn__launch_add(g, id, "random", kernels[n->op - NN__OP_RAND], (size_t)N, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_random;
+    switch (n->op) {
+    case NN__OP_RAND:
+    case NN__OP_RANDN: return nn__args(l, "miuuu@u@u", y, N, s0, s1, key, 0u, 0u);
+    case NN__OP_RANDINT: return nn__args(l, "miiuuuu@u@u", y, N, ra->low, (unsigned)ra->range, s0, s1, key, 0u, 0u);
+    case NN__OP_BERNOULLI:
+        return nn__args(l, "mmimiuuu@u@u", x, y, N, &g->checks, n->check_slot, s0, s1, key, 0u, 0u);
+    case NN__OP_GAUSSIAN_NOISE: return nn__args(l, "mmifuuu@u@u", x, y, N, (double)ra->std, s0, s1, key, 0u, 0u);
+    case NN__OP_ALPHA_DROPOUT:
+        return nn__args(l, "mmiffffuuu@u@u", x, y, N, (double)ra->p, (double)ra->scale, (double)ra->shift,
+                        (double)ra->dropped, s0, s1, key, 0u, 0u);
+    default:
+        return nn__args(l, "mmiffuuu@u@u", x, y, N, (double)ra->p, (double)ra->scale, s0, s1, key, 0u, 0u);
+    }
+}
