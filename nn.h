@@ -310,6 +310,21 @@ NN_API void nn_output(nn_graph *g, nn_tensor t);        /* keep t readable after
 
 /* Linear algebra and elementwise ops. Binary ops take b of a's shape or of a trailing part
    of it (b = [N] against a = [M, N]: a bias). */
+/* nn_matmul: torch.matmul(op(a), op(b)), where trans_a / trans_b swap the last two dims of
+   a / b (op(x) = x.mT; a 1-D operand has nothing to swap and its flag is ignored).
+     1-D x 1-D   [K] @ [K] -> [1], the dot product (PyTorch gives a 0-dim tensor; here a
+                 scalar is [1], as nn_sum's)
+     1-D x N-D   [K] @ [..., K, N] -> [..., N]: a is taken as [1, K], the 1 dropped after
+     N-D x 1-D   [..., M, K] @ [K] -> [..., M]: b is taken as [K, 1], the 1 dropped after
+     2-D x 2-D   [M, K] @ [K, N] -> [M, N]
+     N-D x N-D   the batch dims (all but the last two) broadcast as elementwise ops' dims
+                 do, right-aligned, 1 against n and missing against n:
+                 [2, 1, 3, 4] @ [5, 4, 6] -> [2, 5, 3, 6]
+   The gradients of a broadcast operand are summed over the batch dims it was broadcast
+   along, in a fixed order (the same bits run to run). Bad shapes are NN_ERR_SHAPE with a
+   message naming nn_matmul and both shapes. Runs on the blocked GEMM of the CPU backend
+   (threaded over the batch when the products are small) and the OpenCL GEMM kernels (one
+   batched launch, a broadcast operand's batch stride 0). */
 NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b);
 NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b);
@@ -2591,9 +2606,45 @@ static double nn__gemm_mt_min_macs = (double)NN_GEMM_MT_MIN_MACS;
    transB: B stored [N,K] (ldb >= K) instead of [K,N] (ldb >= N).
    beta == 0 ignores C's old contents (NaN-safe).  K == 0 or alpha == 0 gives
    C = beta * C.  pool may be NULL (single-threaded). */
+/* A caller's packing memory for single-threaded calls (nn__sgemm_ws): grown as needed,
+   freed by the caller with NN_FREE(ws.p). */
+typedef struct nn__gemm_ws {
+    void *p;
+    size_t bytes;
+} nn__gemm_ws;
+
+static void *nn__gemm_ws_get(nn__gemm_ws *ws, size_t bytes) {
+    if (bytes > ws->bytes) {
+        void *w = NN_MALLOC(bytes);
+        if (!w) return NULL;
+        NN_FREE(ws->p);
+        ws->p = w;
+        ws->bytes = bytes;
+    }
+    return ws->p;
+}
+
+static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                          float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                          int ldc);
+
 static NN__MAYBE_UNUSED void nn__sgemm(nn__threadpool *pool, int transA, int transB, int M, int N, int K,
                                        float alpha, const float *A, int lda, const float *B,
                                        int ldb, float beta, float *C, int ldc) {
+    nn__sgemm_run(pool, NULL, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* The same on the calling thread alone, packing in ws (so that many small products, as a
+   batch threaded over its matrices, allocate once per thread, not once per product). */
+static NN__MAYBE_UNUSED void nn__sgemm_ws(nn__gemm_ws *ws, int transA, int transB, int M, int N, int K, float alpha,
+                                          const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                                          int ldc) {
+    nn__sgemm_run(NULL, ws, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                          float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                          int ldc) {
     const nn__gemm_arch *arch;
     nn__gemm_job J;
     int mr, nr, mtiles, ntiles, n_thr, tm, tn, best_tm, best_tn, nkb, n_tasks, i;
@@ -2689,8 +2740,8 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__threadpool *pool, int transA, int tra
     J.buf_floats = J.a_floats + (nc_alloc * (size_t)J.kc + 15) / 16 * 16;
     /* the pool's workspace when there is one: a training step then allocates nothing */
     ws_bytes = sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
-    raw = nn__threadpool_workspace(pool, ws_bytes);
-    owned = raw == NULL;
+    raw = ws ? nn__gemm_ws_get(ws, ws_bytes) : nn__threadpool_workspace(pool, ws_bytes);
+    owned = raw == NULL && !ws;
     if (owned) raw = NN_MALLOC(ws_bytes);
     if (!raw) {
         nn__gemm_nopack(transA, transB, J.ct ? N : M, J.ct ? M : N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -11312,7 +11363,10 @@ static void nn__mm_cpu_task(void *arg, int t, int n_tasks) {
     const nn__mm_geom *G = J->G;
     const nn__mm_split *S = J->S;
     int64_t c0 = (int64_t)t * J->per_task, c1 = c0 + J->per_task, c, r;
+    nn__gemm_ws ws;
     (void)n_tasks;
+    ws.p = NULL;
+    ws.bytes = 0;
     if (c1 > S->n_c) c1 = S->n_c;
     for (c = c0; c < c1; c++) {
         int64_t ka = 0, kb = 0, kc = 0;
@@ -11320,10 +11374,15 @@ static void nn__mm_cpu_task(void *arg, int t, int n_tasks) {
         for (r = 0; r < S->n_r; r++) {
             int64_t oa = ka, ob = kb, oc = kc;
             nn__mm_offsets(G, S->sum, S->n_sum, r, &oa, &ob, &oc);
-            nn__sgemm(J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, J->A + oa, G->lda, J->B + ob, G->ldb,
-                      r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
+            if (J->pool)
+                nn__sgemm(J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, J->A + oa, G->lda, J->B + ob, G->ldb,
+                          r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
+            else
+                nn__sgemm_ws(&ws, G->ta, G->tb, G->M, G->N, G->K, 1.0f, J->A + oa, G->lda, J->B + ob, G->ldb,
+                             r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
         }
     }
+    NN_FREE(ws.p);
 }
 
 static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
@@ -11345,10 +11404,11 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     J.A = A;
     J.B = B;
     J.C = C;
-    /* a product big enough to thread on its own does; smaller ones are threaded over the
-       C matrices (each matrix's sum stays on one thread, in order) */
-    if (n_thr > 1 && S.n_c > 1 && (double)G.M * G.N * G.K < nn__gemm_mt_min_macs &&
-        (double)G.M * G.N * G.K * (double)S.n_c * (double)S.n_r >= nn__gemm_mt_min_macs) {
+    /* threads over the C matrices when there are enough to go round (each matrix's sum stays
+       on one thread, in order), or when one product is too small to thread on its own; else
+       each product is threaded inside the GEMM */
+    if (n_thr > 1 && S.n_c > 1 && (double)G.M * G.N * G.K * (double)S.n_c * (double)S.n_r >= nn__gemm_mt_min_macs &&
+        (S.n_c >= 2 * n_thr || (double)G.M * G.N * G.K < nn__gemm_mt_min_macs)) {
         int64_t tasks = S.n_c < (int64_t)n_thr * 4 ? S.n_c : (int64_t)n_thr * 4;
         J.pool = NULL;
         J.per_task = (S.n_c + tasks - 1) / tasks;

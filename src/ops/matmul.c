@@ -283,7 +283,10 @@ static void nn__mm_cpu_task(void *arg, int t, int n_tasks) {
     const nn__mm_geom *G = J->G;
     const nn__mm_split *S = J->S;
     int64_t c0 = (int64_t)t * J->per_task, c1 = c0 + J->per_task, c, r;
+    nn__gemm_ws ws;
     (void)n_tasks;
+    ws.p = NULL;
+    ws.bytes = 0;
     if (c1 > S->n_c) c1 = S->n_c;
     for (c = c0; c < c1; c++) {
         int64_t ka = 0, kb = 0, kc = 0;
@@ -291,10 +294,15 @@ static void nn__mm_cpu_task(void *arg, int t, int n_tasks) {
         for (r = 0; r < S->n_r; r++) {
             int64_t oa = ka, ob = kb, oc = kc;
             nn__mm_offsets(G, S->sum, S->n_sum, r, &oa, &ob, &oc);
-            nn__sgemm(J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, J->A + oa, G->lda, J->B + ob, G->ldb,
-                      r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
+            if (J->pool)
+                nn__sgemm(J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, J->A + oa, G->lda, J->B + ob, G->ldb,
+                          r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
+            else
+                nn__sgemm_ws(&ws, G->ta, G->tb, G->M, G->N, G->K, 1.0f, J->A + oa, G->lda, J->B + ob, G->ldb,
+                             r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
         }
     }
+    NN_FREE(ws.p);
 }
 
 static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
@@ -316,10 +324,11 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     J.A = A;
     J.B = B;
     J.C = C;
-    /* a product big enough to thread on its own does; smaller ones are threaded over the
-       C matrices (each matrix's sum stays on one thread, in order) */
-    if (n_thr > 1 && S.n_c > 1 && (double)G.M * G.N * G.K < nn__gemm_mt_min_macs &&
-        (double)G.M * G.N * G.K * (double)S.n_c * (double)S.n_r >= nn__gemm_mt_min_macs) {
+    /* threads over the C matrices when there are enough to go round (each matrix's sum stays
+       on one thread, in order), or when one product is too small to thread on its own; else
+       each product is threaded inside the GEMM */
+    if (n_thr > 1 && S.n_c > 1 && (double)G.M * G.N * G.K * (double)S.n_c * (double)S.n_r >= nn__gemm_mt_min_macs &&
+        (S.n_c >= 2 * n_thr || (double)G.M * G.N * G.K < nn__gemm_mt_min_macs)) {
         int64_t tasks = S.n_c < (int64_t)n_thr * 4 ? S.n_c : (int64_t)n_thr * 4;
         J.pool = NULL;
         J.per_task = (S.n_c + tasks - 1) / tasks;
