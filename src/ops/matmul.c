@@ -376,9 +376,33 @@ static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-/* One launch of the plain kernels for a single product; else a batched launch over the
-   innermost two kept dims (strides of 0 for a broadcast operand) for every index of the
-   other dims, in order: the summed dims' later indices add onto C (beta 1). */
+/* Devices sum a gradient over more broadcast products than this by launches that add onto
+   C in turn; beyond it, every product goes to scratch in one batched launch and a fixed-order
+   sum (elementwise.cl's sum_leading) makes C. */
+#define NN__MM_SUM_LAUNCHES 4
+enum { NN__MM_ALGO_ACCUMULATE = 0, NN__MM_ALGO_SCRATCH = 1 };
+
+static void nn__plan_matmul(nn_graph *g, nn__node *n) {
+    nn__mm_geom G;
+    nn__mm_split S;
+    int64_t floats;
+    n->algo = NN__MM_ALGO_ACCUMULATE;
+    n->scratch = 0;
+    if (g->ctx->backend->kind == NN_BACKEND_CPU) return; /* the CPU adds in place */
+    nn__mm_geom_node(g, n, &G);
+    nn__mm_split_make(&G, &S);
+    if (S.n_r <= NN__MM_SUM_LAUNCHES) return;
+    floats = S.n_c * S.n_r * G.M * G.N;
+    if (floats >= (int64_t)1 << 31 || (uint64_t)floats * 4 > (uint64_t)g->ctx->dev.max_alloc / 2) return;
+    n->algo = NN__MM_ALGO_SCRATCH;
+    n->scratch = floats;
+}
+
+/* One launch of the plain kernels for a single product; else batched launches of the two
+   largest dims that may run at once (those stepping C, or any of them into scratch) for
+   every index of the other dims, in order: C takes its first product with beta 0 and adds
+   the later ones of the summed dims (beta 1); into scratch, every product has its own
+   matrix (summed dims outermost) and sum_leading adds them up in order. */
 static nn_result nn__dev_matmul(nn_graph *g, int id) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
@@ -386,8 +410,11 @@ static nn_result nn__dev_matmul(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     nn__mm_geom G;
-    int in_dims[2], n_in = 0, host[NN_MAX_DIMS], n_host = 0, i, outer = 1, inner = 1;
-    int64_t n_launch = 1, x;
+    nn__mm_split S;
+    int to_scratch = n->algo == NN__MM_ALGO_SCRATCH && n->scratch > 0;
+    int in_dims[2], n_in = 0, host[NN_MAX_DIMS], n_host = 0, i, k, outer = 1, inner = 1;
+    int sc[NN_MAX_DIMS];
+    int64_t n_launch = 1, x, step_keep, step_sum;
     nn__mm_geom_node(g, n, &G);
     if (G.nd == 0) {
         nn__gemm_plan plan;
@@ -396,29 +423,52 @@ static nn_result nn__dev_matmul(nn_graph *g, int id) {
         if (r != NN_OK) return r;
         return nn__args(l, "iiimimimiff", G.M, G.N, G.K, A, G.lda, B, G.ldb, C, G.ldc, 1.0, 0.0);
     }
-    for (i = G.nd - 1; i >= 0; i--) /* the innermost two kept dims run in the launch */
-        if (G.sc[i] != 0 && n_in < 2) in_dims[n_in++] = i;
+    nn__mm_split_make(&G, &S);
+    /* C's strides: its own, or the scratch's [summed..., kept..., M, N] */
+    step_keep = (int64_t)G.M * G.N;
+    step_sum = step_keep * S.n_c;
+    for (i = G.nd - 1; i >= 0; i--) {
+        if (!to_scratch) sc[i] = G.sc[i];
+        else if (G.sc[i] != 0) sc[i] = (int)step_keep, step_keep *= G.ext[i];
+        else sc[i] = (int)step_sum, step_sum *= G.ext[i];
+    }
+    for (k = 0; k < 2; k++) { /* the two largest dims that may run at once, inner the later */
+        int best = -1;
+        for (i = 0; i < G.nd; i++)
+            if (sc[i] != 0 && !(n_in > 0 && in_dims[0] == i) && (best < 0 || G.ext[i] > G.ext[best])) best = i;
+        if (best >= 0) in_dims[n_in++] = best;
+    }
+    if (n_in == 2 && in_dims[0] < in_dims[1]) {
+        int t = in_dims[0];
+        in_dims[0] = in_dims[1];
+        in_dims[1] = t;
+    }
     for (i = 0; i < G.nd; i++)
         if (!((n_in > 0 && in_dims[0] == i) || (n_in > 1 && in_dims[1] == i))) host[n_host++] = i, n_launch *= G.ext[i];
     if (n_in > 0) inner = G.ext[in_dims[0]];
     if (n_in > 1) outer = G.ext[in_dims[1]];
     for (x = 0; x < n_launch && r == NN_OK; x++) {
         int64_t oa = 0, ob = 0, oc = 0, rest = x;
-        int pa[4], pb[4], pc[4], first = 1, k;
+        int pa[4], pb[4], pc[4], first = 1;
         for (k = n_host - 1; k >= 0; k--) {
             int d = host[k];
             int64_t e = rest % G.ext[d];
             rest /= G.ext[d];
             oa += e * G.sa[d];
             ob += e * G.sb[d];
-            oc += e * G.sc[d];
+            oc += e * sc[d];
             if (G.sc[d] == 0 && e != 0) first = 0;
         }
         pa[0] = G.lda, pa[1] = (int)oa, pa[2] = n_in > 1 ? G.sa[in_dims[1]] : 0, pa[3] = n_in > 0 ? G.sa[in_dims[0]] : 0;
         pb[0] = G.ldb, pb[1] = (int)ob, pb[2] = n_in > 1 ? G.sb[in_dims[1]] : 0, pb[3] = n_in > 0 ? G.sb[in_dims[0]] : 0;
-        pc[0] = G.ldc, pc[1] = (int)oc, pc[2] = n_in > 1 ? G.sc[in_dims[1]] : 0, pc[3] = n_in > 0 ? G.sc[in_dims[0]] : 0;
-        r = nn__launch_gemm_beta(g, id, G.ta, G.tb, G.M, G.N, G.K, A, pa, B, pb, C, pc, outer, inner,
-                                 first ? 0.0f : 1.0f);
+        pc[0] = G.ldc, pc[1] = (int)oc, pc[2] = n_in > 1 ? sc[in_dims[1]] : 0, pc[3] = n_in > 0 ? sc[in_dims[0]] : 0;
+        r = nn__launch_gemm_beta(g, id, G.ta, G.tb, G.M, G.N, G.K, A, pa, B, pb, to_scratch ? &n->scratch_buf : C, pc,
+                                 outer, inner, first || to_scratch ? 0.0f : 1.0f);
+    }
+    if (r == NN_OK && to_scratch) {
+        int nb = (int)(S.n_c * G.M * G.N);
+        r = nn__launch_add(g, id, "elementwise", "sum_leading", (size_t)nb, &l);
+        if (r == NN_OK) r = nn__args(l, "mmiii", &n->scratch_buf, C, (int)(S.n_r * nb), nb, 0);
     }
     return r;
 }
