@@ -201,6 +201,15 @@ NN_API void nn_output(nn_graph *g, nn_tensor t);        /* keep t readable after
    (threaded over the batch when the products are small) and the OpenCL GEMM kernels (one
    batched launch, a broadcast operand's batch stride 0). */
 NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b);
+/* nn_einsum: torch.einsum(spec, a, b) for the specs that are one nn_matmul: "ij,jk->ik",
+   "ij,kj->ik", "ji,jk->ki", "bij,bjk->bik", "bhqd,bhkd->bhqk", "ij,j->i", "i,i->" (a [1]),
+   and without "->" the labels seen once in alphabetical order ("ij,jk" is "ij,jk->ik").
+   Labels are letters. The labels of a, b and the output (batch) lead all three in the same
+   order; then a keeps at most one label, b at most one, in either order in the output, and
+   one label is summed; a label's sizes must agree (no broadcasting). Other specs (outer
+   products, sums over a label of one operand, diagonals, permuted batch labels) are
+   NN_ERR_INVALID_ARGUMENT naming the spec. */
+NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b);

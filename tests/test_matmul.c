@@ -125,6 +125,136 @@ static void mm_error(const t_env *e, const int *da, const int *db, int ta, int t
     t_end();
 }
 
+/* ---- nn_einsum ---- */
+
+static const char *const einsum_specs[] = {
+    "ij,jk->ik", "ij,kj->ik", "ji,jk->ik", "ij,jk->ki", "bij,bjk->bik", "bhqd,bhkd->bhqk",
+    "i,i->", "ij,j->i", "j,jk->k", "ij,jk", "bqd,bkd->bkq", "ji,j->i",
+};
+
+static nn_tensor b_einsum(nn_graph *g, const nn_tensor *in, const spec *s) {
+    return nn_einsum(g, einsum_specs[s->ip[0]], in[0], in[1]);
+}
+
+/* torch.einsum from its definition: every assignment of the labels, the output's element
+   adding a * b (an implicit output is the labels seen once, alphabetically). */
+static void r_einsum(const spec *s, double *const *in, double *out) {
+    const char *sp = einsum_specs[s->ip[0]], *arrow = strstr(sp, "->"), *comma = strchr(sp, ',');
+    char la[8], lb[8], lo[8], all[16];
+    int na = (int)(comma - sp), nb = (int)((arrow ? arrow : sp + strlen(sp)) - comma - 1), no = 0, nall = 0, i, j;
+    long size[16], idx[16], total = 1, t;
+    memcpy(la, sp, (size_t)na);
+    memcpy(lb, comma + 1, (size_t)nb);
+    if (arrow) {
+        no = (int)strlen(arrow + 2);
+        memcpy(lo, arrow + 2, (size_t)no);
+    } else {
+        for (i = 'a'; i <= 'z'; i++) {
+            int c = (memchr(la, i, (size_t)na) != NULL) + (memchr(lb, i, (size_t)nb) != NULL);
+            if (c == 1) lo[no++] = (char)i;
+        }
+    }
+    for (i = 0; i < na + nb; i++) {
+        char c = i < na ? la[i] : lb[i - na];
+        long d = (long)(i < na ? s->shape[0].dim[i] : s->shape[1].dim[i - na]);
+        if (!memchr(all, c, (size_t)nall)) all[nall] = c, size[nall++] = d, total *= d;
+    }
+    for (i = 0; i < numel(s->out); i++) out[i] = 0;
+    for (t = 0; t < total; t++) {
+        long rest = t, ia = 0, ib = 0, io = 0;
+        for (j = nall - 1; j >= 0; j--) idx[j] = rest % size[j], rest /= size[j];
+        for (j = 0; j < na; j++) ia = ia * (long)s->shape[0].dim[j] + idx[(const char *)memchr(all, la[j], (size_t)nall) - all];
+        for (j = 0; j < nb; j++) ib = ib * (long)s->shape[1].dim[j] + idx[(const char *)memchr(all, lb[j], (size_t)nall) - all];
+        for (j = 0; j < no; j++) {
+            int k = (int)((const char *)memchr(all, lo[j], (size_t)nall) - all);
+            io = io * size[k] + idx[k];
+        }
+        out[io] += in[0][ia] * in[1][ib];
+    }
+}
+
+static void einsum_cases(const t_env *e) {
+    static const struct { int spec, a[5], b[5], out[5]; } cases[] = {
+        {0, {7, 33}, {33, 3}, {7, 3}},          {1, {7, 33}, {3, 33}, {7, 3}},
+        {2, {33, 7}, {33, 1}, {7, 1}},          {3, {7, 33}, {33, 3}, {3, 7}},
+        {4, {3, 7, 33}, {3, 33, 5}, {3, 7, 5}}, {5, {2, 3, 7, 5}, {2, 3, 33, 5}, {2, 3, 7, 33}},
+        {6, {127}, {127}, {1}},                 {7, {7, 33}, {33}, {7}},
+        {8, {33}, {33, 3}, {3}},                {9, {1, 7}, {7, 127}, {1, 127}},
+        {10, {3, 7, 5}, {3, 33, 5}, {3, 33, 7}}, {11, {33, 7}, {33}, {7}},
+    };
+    char name[160], sa[48], sb[48];
+    int k;
+    for (k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
+        spec s;
+        nn_shape a = shp(cases[k].a), b = shp(cases[k].b);
+        shape_text(a, sa, sizeof sa);
+        shape_text(b, sb, sizeof sb);
+        snprintf(name, sizeof name, "einsum \"%s\" %s %s", einsum_specs[cases[k].spec], sa, sb);
+        s = mk(name, b_einsum, r_einsum, shp(cases[k].out));
+        s.ip[0] = cases[k].spec;
+        in_f(&s, a);
+        in_f(&s, b);
+        check_case(e, &s);
+    }
+}
+
+static void einsum_error(const t_env *e, const char *sp, const int *da, const int *db, const char *what) {
+    char label[160];
+    nn_graph *g = NULL;
+    snprintf(label, sizeof label, "einsum \"%s\" is refused: %s", sp, what);
+    if (!t_begin(e, label)) return;
+    if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
+        nn_tensor x = nn_input(g, "a", NN_F32, shp(da)), y = nn_input(g, "b", NN_F32, shp(db));
+        nn_tensor c = nn_einsum(g, sp, x, y);
+        const char *msg = nn_last_error(e->ctx);
+        T_CHECK(c.id < 0, "gave a tensor");
+        T_CHECK(strstr(msg, "nn_einsum") && strstr(msg, sp) && strstr(msg, what), "the error does not name the op, the spec and \"%s\": %s", what, msg);
+        nn_graph_destroy(g);
+    }
+    t_end();
+}
+
+/* A broadcast operand's gradient is summed in a fixed order: two steps give the same bits. */
+static void mm_deterministic(const t_env *e) {
+    nn_graph *g = NULL;
+    nn_tensor a, b, c;
+    nn_compile_desc cd;
+    float *va = NULL, *vb = NULL, *g1 = NULL, *g2 = NULL;
+    long na = 7 * 33, nb = 127 * 33 * 3, i;
+    int run;
+    if (!t_begin(e, "matmul: a broadcast operand's gradient is the same bits run to run")) return;
+    if (!T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) goto done;
+    a = nn_input(g, "a", NN_F32, nn_shape2(7, 33));
+    b = nn_input(g, "b", NN_F32, nn_shape3(127, 33, 3));
+    nn_requires_grad(g, a);
+    nn_requires_grad(g, b);
+    c = nn_matmul(g, a, b, 0, 0);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_sum(g, nn_mul(g, c, c));
+    if (!T_OK(nn_graph_compile(g, &cd), e->ctx)) goto done;
+    va = (float *)malloc((size_t)na * 4);
+    vb = (float *)malloc((size_t)nb * 4);
+    g1 = (float *)malloc((size_t)na * 4);
+    g2 = (float *)malloc((size_t)na * 4);
+    t_seed(77);
+    for (i = 0; i < na; i++) va[i] = (float)t_uniform(-1, 1);
+    for (i = 0; i < nb; i++) vb[i] = (float)t_uniform(-1, 1);
+    for (run = 0; run < 2; run++) {
+        T_OK(nn_tensor_write(g, a, va, (size_t)na * 4), e->ctx);
+        T_OK(nn_tensor_write(g, b, vb, (size_t)nb * 4), e->ctx);
+        T_OK(nn_graph_step(g), e->ctx);
+        T_OK(nn_tensor_read(g, nn_grad(g, a), run ? g2 : g1, (size_t)na * 4), e->ctx);
+    }
+    T_CHECK(memcmp(g1, g2, (size_t)na * 4) == 0, "two steps gave different gradients");
+done:
+    free(va);
+    free(vb);
+    free(g1);
+    free(g2);
+    nn_graph_destroy(g);
+    t_end();
+}
+
 void suite_matmul(const t_env *e) {
     /* untransposed shapes of a, b and the result (0 ends a shape) */
     static const struct { int a[7], b[7], out[7]; int transposes; } cases[] = {
@@ -156,6 +286,8 @@ void suite_matmul(const t_env *e) {
         {{1, 3, 1, 7, 4}, {2, 1, 5, 4, 6}, {2, 3, 5, 7, 6}, 1},
         {{2, 1, 3, 1, 4, 5}, {1, 3, 1, 2, 5, 3}, {2, 3, 3, 2, 4, 3}, 1},
         {{7, 1, 1, 33}, {3, 33, 1}, {7, 3, 1, 1}, 0},
+        /* gradients summed over two dims apart: a over dims 1 and 3, b over dims 0 and 2 */
+        {{2, 1, 2, 1, 3, 4}, {1, 2, 1, 2, 4, 5}, {2, 2, 2, 2, 3, 5}, 0},
         /* many small products (threaded over the batch on the CPU) */
         {{33, 33, 9}, {33, 9, 33}, {33, 33, 33}, 0},
     };
@@ -177,5 +309,16 @@ void suite_matmul(const t_env *e) {
         mm_error(e, a2, b2, 0, 0, "do not broadcast");
         mm_error(e, a3, b3, 0, 0, "inner dims differ");
         mm_error(e, a4, b4, 0, 0, "do not broadcast");
+    }
+    mm_deterministic(e);
+    einsum_cases(e);
+    {
+        static const int m34[] = {3, 4, 0}, m45[] = {4, 5, 0}, m55[] = {5, 5, 0}, v3[] = {3, 0}, v4[] = {4, 0};
+        einsum_error(e, "ij,jk->ik", m34, m55, "label j is 4");
+        einsum_error(e, "i,j->ij", v3, v4, "not a single matmul");
+        einsum_error(e, "ij,jk->k", m34, m45, "alone is summed");
+        einsum_error(e, "ii,ij->j", m34, m45, "repeats");
+        einsum_error(e, "ij,jk,kl->il", m34, m45, "expected");
+        einsum_error(e, "ij,jk->ijk", m34, m45, "must lead");
     }
 }

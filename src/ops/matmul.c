@@ -182,6 +182,102 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
 }
 
 
+/* nn_einsum: the two-operand specs that are one matmul. Labels are letters; the output's
+   labels are the batch labels (leading in a, b and the output, in the same order), then at
+   most one label of a alone (M) and one of b alone (N), in either order; a and b share at
+   most one label besides (K, summed), in any place after the batch labels. */
+NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b) {
+    nn_tensor in[2];
+    const nn_shape *sh[2];
+    char lab[3][NN_MAX_DIMS + 1], sa[128], sb[128];
+    int n[3] = {0, 0, 0}, op = 0, explicit_out = 0, i, j, nbatch, ta = 0, tb = 0, swap = 0;
+    int m_lab = 0, n_lab = 0, k_lab = 0;
+    int64_t size[128];
+    const char *p;
+    in[0] = a;
+    in[1] = b;
+    if (!nn__check(g, "nn_einsum", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_einsum", a, "a") || !nn__expect_f32(g, "nn_einsum", b, "b")) return nn__tensor(-1);
+    if (!spec) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum: the spec is NULL");
+    sh[0] = &nn__n(g, a)->shape;
+    sh[1] = &nn__n(g, b)->shape;
+    nn__shape_str(sh[0], sa, sizeof sa);
+    nn__shape_str(sh[1], sb, sizeof sb);
+    for (p = spec; *p; p++) { /* "ab,bc->ac" (spaces ignored) */
+        if (*p == ' ') continue;
+        if (*p == ',' && op == 0) op = 1;
+        else if (*p == '-' && p[1] == '>' && op == 1 && !explicit_out) op = 2, explicit_out = 1, p++;
+        else if (((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) && n[op] < NN_MAX_DIMS) {
+            for (j = 0; j < n[op]; j++)
+                if (lab[op][j] == *p)
+                    return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": label %c repeats in one term (diagonals are not supported)", spec, *p);
+            lab[op][n[op]++] = *p;
+        } else
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": expected \"a,b->out\" of letters (at most %d each), not '%c'",
+                               spec, NN_MAX_DIMS, *p);
+    }
+    if (op < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": takes two operands (\"a,b->out\")", spec);
+    for (i = 0; i < 2; i++)
+        if (n[i] != sh[i]->ndim)
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_einsum \"%s\": %s has %d labels for a %d-D %s %s", spec, i ? "b" : "a", n[i],
+                               sh[i]->ndim, i ? "b" : "a", i ? sb : sa);
+    for (i = 0; i < 128; i++) size[i] = 0;
+    for (i = 0; i < 2; i++)
+        for (j = 0; j < n[i]; j++) {
+            int c = (unsigned char)lab[i][j];
+            if (size[c] && size[c] != sh[i]->dim[j])
+                return nn__op_fail(g, NN_ERR_SHAPE, "nn_einsum \"%s\": label %c is %lld in one place and %lld in another (a %s, b %s)",
+                                   spec, c, (long long)size[c], (long long)sh[i]->dim[j], sa, sb);
+            size[c] = sh[i]->dim[j];
+        }
+    if (!explicit_out) /* implicit output: the labels seen once, in alphabetical order */
+        for (i = 'A'; i <= 'z'; i++) {
+            int seen = (int)(memchr(lab[0], i, (size_t)n[0]) != NULL) + (int)(memchr(lab[1], i, (size_t)n[1]) != NULL);
+            if (seen == 1 && n[2] < NN_MAX_DIMS) lab[2][n[2]++] = (char)i;
+        }
+    for (j = 0; j < n[2]; j++) {
+        int c = (unsigned char)lab[2][j], in_a = memchr(lab[0], c, (size_t)n[0]) != NULL, in_b = memchr(lab[1], c, (size_t)n[1]) != NULL, k;
+        for (k = 0; k < j; k++)
+            if (lab[2][k] == c) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": label %c repeats in the output", spec, c);
+        if (!in_a && !in_b) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": output label %c is in neither operand", spec, c);
+    }
+    /* the batch labels: the output's leading labels found in both operands, leading there too */
+    for (nbatch = 0; nbatch < n[2] && memchr(lab[0], lab[2][nbatch], (size_t)n[0]) && memchr(lab[1], lab[2][nbatch], (size_t)n[1]); nbatch++)
+        if (nbatch >= n[0] || nbatch >= n[1] || lab[0][nbatch] != lab[2][nbatch] || lab[1][nbatch] != lab[2][nbatch])
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                               "nn_einsum \"%s\": the labels shared by a, b and the output must lead all three, in the same order (not supported otherwise)", spec);
+    for (i = 0; i < 2; i++)
+        for (j = nbatch; j < n[i]; j++) {
+            int c = (unsigned char)lab[i][j], in_o = memchr(lab[2], c, (size_t)n[2]) != NULL;
+            int in_other = memchr(lab[1 - i], c, (size_t)n[1 - i]) != NULL;
+            if (in_o && in_other)
+                return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": batch label %c must lead a, b and the output (not supported otherwise)", spec, c);
+            if (!in_o && !in_other)
+                return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": label %c of %s alone is summed (not supported: nn_sum it first)", spec, c, i ? "b" : "a");
+            if (in_other) { /* K */
+                if (k_lab && k_lab != c)
+                    return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": sums over more than one label (not supported)", spec);
+                k_lab = c;
+                if (i == 0) ta = j == nbatch && n[0] == nbatch + 2;
+                else tb = j == n[1] - 1 && n[1] == nbatch + 2;
+            } else if (i == 0) {
+                if (m_lab) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": a keeps more than one label (not supported)", spec);
+                m_lab = c;
+            } else {
+                if (n_lab) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": b keeps more than one label (not supported)", spec);
+                n_lab = c;
+            }
+        }
+    if (!k_lab || (nbatch > 0 && (!m_lab || !n_lab)) || (nbatch == 0 && !m_lab && n[0] != 1) || (nbatch == 0 && !n_lab && n[1] != 1))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                           "nn_einsum \"%s\" (a %s, b %s): not a single matmul (outer products, and batched vector products, are not supported)",
+                           spec, sa, sb);
+    if (m_lab && n_lab) swap = lab[2][nbatch] == n_lab; /* out [.., N, M] = (b^T a^T) */
+    if (swap) return nn_matmul(g, b, a, !tb, !ta);
+    return nn_matmul(g, a, b, ta, tb);
+}
+
+
 NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name) {
     char wn[256], bn[256];
     nn_tensor w, b, y;
