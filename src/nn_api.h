@@ -187,7 +187,31 @@ NN_API void nn_output(nn_graph *g, nn_tensor t);        /* keep t readable after
 
 /* Linear algebra and elementwise ops. Binary ops take b of a's shape or of a trailing part
    of it (b = [N] against a = [M, N]: a bias). */
+/* nn_matmul: torch.matmul(op(a), op(b)), where trans_a / trans_b swap the last two dims of
+   a / b (op(x) = x.mT; a 1-D operand has nothing to swap and its flag is ignored).
+     1-D x 1-D   [K] @ [K] -> [1], the dot product (PyTorch gives a 0-dim tensor; here a
+                 scalar is [1], as nn_sum's)
+     1-D x N-D   [K] @ [..., K, N] -> [..., N]: a is taken as [1, K], the 1 dropped after
+     N-D x 1-D   [..., M, K] @ [K] -> [..., M]: b is taken as [K, 1], the 1 dropped after
+     2-D x 2-D   [M, K] @ [K, N] -> [M, N]
+     N-D x N-D   the batch dims (all but the last two) broadcast as elementwise ops' dims
+                 do, right-aligned, 1 against n and missing against n:
+                 [2, 1, 3, 4] @ [5, 4, 6] -> [2, 5, 3, 6]
+   The gradients of a broadcast operand are summed over the batch dims it was broadcast
+   along, in a fixed order (the same bits run to run). Bad shapes are NN_ERR_SHAPE with a
+   message naming nn_matmul and both shapes. Runs on the blocked GEMM of the CPU backend
+   (threaded over the batch when the products are small) and the OpenCL GEMM kernels (one
+   batched launch, a broadcast operand's batch stride 0). */
 NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b);
+/* nn_einsum: torch.einsum(spec, a, b) for the specs that are one nn_matmul: "ij,jk->ik",
+   "ij,kj->ik", "ji,jk->ki", "bij,bjk->bik", "bhqd,bhkd->bhqk", "ij,j->i", "i,i->" (a [1]),
+   and without "->" the labels seen once in alphabetical order ("ij,jk" is "ij,jk->ik").
+   Labels are letters. The labels of a, b and the output (batch) lead all three in the same
+   order; then a keeps at most one label, b at most one, in either order in the output, and
+   one label is summed; a label's sizes must agree (no broadcasting). Other specs (outer
+   products, sums over a label of one operand, diagonals, permuted batch labels) are
+   NN_ERR_INVALID_ARGUMENT naming the spec. */
+NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b);

@@ -767,9 +767,45 @@ static double nn__gemm_mt_min_macs = (double)NN_GEMM_MT_MIN_MACS;
    transB: B stored [N,K] (ldb >= K) instead of [K,N] (ldb >= N).
    beta == 0 ignores C's old contents (NaN-safe).  K == 0 or alpha == 0 gives
    C = beta * C.  pool may be NULL (single-threaded). */
+/* A caller's packing memory for single-threaded calls (nn__sgemm_ws): grown as needed,
+   freed by the caller with NN_FREE(ws.p). */
+typedef struct nn__gemm_ws {
+    void *p;
+    size_t bytes;
+} nn__gemm_ws;
+
+static void *nn__gemm_ws_get(nn__gemm_ws *ws, size_t bytes) {
+    if (bytes > ws->bytes) {
+        void *w = NN_MALLOC(bytes);
+        if (!w) return NULL;
+        NN_FREE(ws->p);
+        ws->p = w;
+        ws->bytes = bytes;
+    }
+    return ws->p;
+}
+
+static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                          float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                          int ldc);
+
 static NN__MAYBE_UNUSED void nn__sgemm(nn__threadpool *pool, int transA, int transB, int M, int N, int K,
                                        float alpha, const float *A, int lda, const float *B,
                                        int ldb, float beta, float *C, int ldc) {
+    nn__sgemm_run(pool, NULL, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* The same on the calling thread alone, packing in ws (so that many small products, as a
+   batch threaded over its matrices, allocate once per thread, not once per product). */
+static NN__MAYBE_UNUSED void nn__sgemm_ws(nn__gemm_ws *ws, int transA, int transB, int M, int N, int K, float alpha,
+                                          const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                                          int ldc) {
+    nn__sgemm_run(NULL, ws, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                          float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                          int ldc) {
     const nn__gemm_arch *arch;
     nn__gemm_job J;
     int mr, nr, mtiles, ntiles, n_thr, tm, tn, best_tm, best_tn, nkb, n_tasks, i;
@@ -865,8 +901,8 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__threadpool *pool, int transA, int tra
     J.buf_floats = J.a_floats + (nc_alloc * (size_t)J.kc + 15) / 16 * 16;
     /* the pool's workspace when there is one: a training step then allocates nothing */
     ws_bytes = sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
-    raw = nn__threadpool_workspace(pool, ws_bytes);
-    owned = raw == NULL;
+    raw = ws ? nn__gemm_ws_get(ws, ws_bytes) : nn__threadpool_workspace(pool, ws_bytes);
+    owned = raw == NULL && !ws;
     if (owned) raw = NN_MALLOC(ws_bytes);
     if (!raw) {
         if (nn__gemm_small(&J, pool)) return;

@@ -66,7 +66,9 @@ typedef struct nn__ew_attr { /* src/ops/elementwise.c */
 } nn__ew_attr;
 
 typedef struct nn__matmul_attr { /* src/ops/matmul.c */
-    int trans_a, trans_b; /* the operands are transposed */
+    int trans_a, trans_b; /* the operands' last two dims are swapped */
+    int vec[3];          /* a, b, the output: NN__MM_MATRIX [..., rows, cols], NN__MM_ROW
+                            [..., cols] (1 row), NN__MM_COL [..., rows] (1 column) */
 } nn__matmul_attr;
 
 typedef struct nn__reduce_attr { /* src/ops/reduce.c */

@@ -68,6 +68,7 @@ void in_i(spec *s, nn_shape sh, int lo, int hi); /* an int32 input in [lo, hi) *
 void check_case(const t_env *e, const spec *s);
 
 void suite_ops(const t_env *e);
+void suite_matmul(const t_env *e);
 void suite_activation(const t_env *e);
 void suite_conv3d(const t_env *e);
 void suite_loss(const t_env *e);

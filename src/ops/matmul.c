@@ -2,41 +2,279 @@
 #include "../nn_internal.h"
 #include "../nn_ops.h"
 
+/* How a matmul node sees each of its tensors (nn__matmul_attr.vec): a stack of matrices,
+   or of row or column vectors (torch.matmul's 1-D operands, and the outputs and gradients
+   that lose the 1 it prepends or appends). */
+enum { NN__MM_MATRIX = 0, NN__MM_ROW = 1, NN__MM_COL = 2 };
+
+/* A tensor as a batch of rows x cols matrices, stored contiguously (ld = cols). */
+typedef struct nn__mview {
+    int nb;                    /* batch dims */
+    int64_t bd[NN_MAX_DIMS];   /* their extents */
+    int64_t rows, cols;
+} nn__mview;
+
+static void nn__mm_view(const nn_shape *s, int vec, nn__mview *v) {
+    int i, nd = s->ndim;
+    v->nb = vec == NN__MM_MATRIX ? nd - 2 : nd - 1;
+    if (v->nb < 0) v->nb = 0;
+    for (i = 0; i < v->nb; i++) v->bd[i] = s->dim[i];
+    v->rows = vec == NN__MM_ROW ? 1 : s->dim[vec == NN__MM_MATRIX ? nd - 2 : nd - 1];
+    v->cols = vec == NN__MM_COL ? 1 : s->dim[nd - 1];
+}
+
+/* The products of a matmul node: for every index of the batch dims (outermost first,
+   lexicographic), C[c] (+)= op(A)[a] op(B)[b] with element offsets sum(index * stride).
+   A C stride of 0 sums over that dim (a gradient reduced to a broadcast operand): a C
+   matrix takes its first product with beta 0 and adds the later ones in that order, the
+   same on every backend. Dims of extent 1 are dropped and neighbours that step alike in
+   all three merged; a batch that steps only A and C by whole matrices is folded into M,
+   and a summed one that steps A^T and B by whole matrices into K (x [B, T, C] @ w [C, D]
+   and its weight gradient are then one GEMM). */
+typedef struct nn__mm_geom {
+    int ta, tb, M, N, K, lda, ldb, ldc;
+    int nd;
+    int ext[NN_MAX_DIMS], sa[NN_MAX_DIMS], sb[NN_MAX_DIMS], sc[NN_MAX_DIMS];
+} nn__mm_geom;
+
+/* 0, or 1 when the inner dims differ, 2 when the batch dims do not broadcast. */
+static int nn__mm_geom_make(const nn__mview *va, const nn__mview *vb, const nn__mview *vc, int ta, int tb,
+                            nn__mm_geom *G) {
+    int64_t M = ta ? va->cols : va->rows, Ka = ta ? va->rows : va->cols;
+    int64_t Kb = tb ? vb->cols : vb->rows, N = tb ? vb->rows : vb->cols;
+    int64_t acc_a = va->rows * va->cols, acc_b = vb->rows * vb->cols, acc_c = vc->rows * vc->cols;
+    int nd = va->nb > vb->nb ? va->nb : vb->nb, i, j;
+    int ext[NN_MAX_DIMS], sa[NN_MAX_DIMS], sb[NN_MAX_DIMS], sc[NN_MAX_DIMS];
+    if (Ka != Kb) return 1;
+    if (vc->nb > nd) nd = vc->nb;
+    for (i = nd - 1; i >= 0; i--) { /* right-aligned, innermost first */
+        int64_t ea = i - (nd - va->nb) >= 0 ? va->bd[i - (nd - va->nb)] : 1;
+        int64_t eb = i - (nd - vb->nb) >= 0 ? vb->bd[i - (nd - vb->nb)] : 1;
+        int64_t ec = i - (nd - vc->nb) >= 0 ? vc->bd[i - (nd - vc->nb)] : 1;
+        int64_t e = ea > eb ? ea : eb;
+        if ((ea != 1 && ea != e) || (eb != 1 && eb != e) || (ec != 1 && ec != e)) return 2;
+        ext[i] = (int)e;
+        sa[i] = ea == 1 ? 0 : (int)acc_a;
+        sb[i] = eb == 1 ? 0 : (int)acc_b;
+        sc[i] = ec == 1 ? 0 : (int)acc_c;
+        acc_a *= ea;
+        acc_b *= eb;
+        acc_c *= ec;
+    }
+    G->ta = ta;
+    G->tb = tb;
+    G->M = (int)M;
+    G->N = (int)N;
+    G->K = (int)Ka;
+    G->lda = (int)va->cols;
+    G->ldb = (int)vb->cols;
+    G->ldc = (int)vc->cols;
+    G->nd = 0;
+    for (i = 0; i < nd; i++) { /* drop extents of 1, merge neighbours that step alike */
+        if (ext[i] == 1) continue;
+        j = G->nd - 1;
+        if (j >= 0 && G->sa[j] == sa[i] * ext[i] && G->sb[j] == sb[i] * ext[i] && G->sc[j] == sc[i] * ext[i]) {
+            G->ext[j] *= ext[i];
+            G->sa[j] = sa[i];
+            G->sb[j] = sb[i];
+            G->sc[j] = sc[i];
+            continue;
+        }
+        G->ext[G->nd] = ext[i];
+        G->sa[G->nd] = sa[i];
+        G->sb[G->nd] = sb[i];
+        G->sc[G->nd] = sc[i];
+        G->nd++;
+    }
+    while (G->nd > 0) {
+        j = G->nd - 1;
+        if (!ta && G->sb[j] == 0 && G->sa[j] == G->M * G->K && G->sc[j] == G->M * G->N && G->lda == G->K &&
+            G->ldc == G->N)
+            G->M *= G->ext[j]; /* rows of A and C follow on: one taller product */
+        else if (ta && !tb && G->sc[j] == 0 && G->sa[j] == G->K * G->M && G->sb[j] == G->K * G->N &&
+                 G->lda == G->M && G->ldb == G->N)
+            G->K *= G->ext[j]; /* a sum over stacked rows of A and B: one deeper product */
+        else
+            break;
+        G->nd--;
+    }
+    return 0;
+}
+
+static void nn__mm_geom_node(const nn_graph *g, const nn__node *n, nn__mm_geom *G) {
+    nn__mview va, vb, vc;
+    nn__mm_view(&g->nodes[n->in[0]].shape, n->a.matmul.vec[0], &va);
+    nn__mm_view(&g->nodes[n->in[1]].shape, n->a.matmul.vec[1], &vb);
+    nn__mm_view(&n->shape, n->a.matmul.vec[2], &vc);
+    nn__mm_geom_make(&va, &vb, &vc, n->a.matmul.trans_a, n->a.matmul.trans_b, G);
+}
+
+/* A matmul node of out = op(a) op(b) seen through the views given, summed over the batch
+   dims that out's view has as 1 or lacks (the builder and the autograd rule check shapes). */
+static nn_tensor nn__matmul_op(nn_graph *g, int a, int b, int ta, int tb, int va, int vb, nn_shape out, int vc) {
+    nn_tensor t = nn__op2(g, NN__OP_MATMUL, NN_F32, out, a, b);
+    if (t.id >= 0) {
+        nn__matmul_attr *m = &g->nodes[t.id].a.matmul;
+        m->trans_a = ta != 0;
+        m->trans_b = tb != 0;
+        m->vec[0] = va;
+        m->vec[1] = vb;
+        m->vec[2] = vc;
+    }
+    return t;
+}
+
 NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
-    nn_tensor in[2], t;
+    nn_tensor in[2];
     nn__node *na, *nb;
+    nn__mview va, vb, vc;
+    nn__mm_geom G;
+    nn_shape out;
+    int va_kind, vb_kind, vc_kind, i, nd, r;
     int64_t M, Ka, Kb, N;
+    char sa[128], sb[128];
     in[0] = a;
     in[1] = b;
     if (!nn__check(g, "nn_matmul", 2, in)) return nn__tensor(-1);
     if (!nn__expect_f32(g, "nn_matmul", a, "a") || !nn__expect_f32(g, "nn_matmul", b, "b")) return nn__tensor(-1);
     na = nn__n(g, a);
     nb = nn__n(g, b);
-    if (na->shape.ndim != 2 || nb->shape.ndim != 2) {
-        char sa[128], sb[128];
-        nn__shape_str(&na->shape, sa, sizeof sa);
-        nn__shape_str(&nb->shape, sb, sizeof sb);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: a %s and b %s must both be 2-D", sa, sb);
-    }
-    M = trans_a ? na->shape.dim[1] : na->shape.dim[0];
-    Ka = trans_a ? na->shape.dim[0] : na->shape.dim[1];
-    Kb = trans_b ? nb->shape.dim[1] : nb->shape.dim[0];
-    N = trans_b ? nb->shape.dim[0] : nb->shape.dim[1];
-    if (Ka != Kb) {
-        char sa[128], sb[128];
-        nn__shape_str(&na->shape, sa, sizeof sa);
-        nn__shape_str(&nb->shape, sb, sizeof sb);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: inner dims differ: a %s%s and b %s%s", sa,
-                           trans_a ? " (transposed)" : "", sb, trans_b ? " (transposed)" : "");
-    }
+    nn__shape_str(&na->shape, sa, sizeof sa);
+    nn__shape_str(&nb->shape, sb, sizeof sb);
+    /* torch.matmul: a 1-D a is a row [1, K] whose 1 the result drops, a 1-D b a column [K, 1];
+       a vector has nothing to transpose, so its flag is ignored */
+    va_kind = na->shape.ndim == 1 ? NN__MM_ROW : NN__MM_MATRIX;
+    vb_kind = nb->shape.ndim == 1 ? NN__MM_COL : NN__MM_MATRIX;
+    if (va_kind != NN__MM_MATRIX) trans_a = 0;
+    if (vb_kind != NN__MM_MATRIX) trans_b = 0;
+    nn__mm_view(&na->shape, va_kind, &va);
+    nn__mm_view(&nb->shape, vb_kind, &vb);
+    M = trans_a ? va.cols : va.rows;
+    Ka = trans_a ? va.rows : va.cols;
+    Kb = trans_b ? vb.cols : vb.rows;
+    N = trans_b ? vb.rows : vb.cols;
+    if (Ka != Kb)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: inner dims differ: a %s%s and b %s%s (%lld vs %lld)", sa,
+                           trans_a ? " (transposed)" : "", sb, trans_b ? " (transposed)" : "", (long long)Ka,
+                           (long long)Kb);
     if (M > INT32_MAX || N > INT32_MAX || Ka > INT32_MAX)
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: dims beyond 2^31 are not supported");
-    t = nn__op2(g, NN__OP_MATMUL, NN_F32, nn_shape2(M, N), a.id, b.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.matmul.trans_a = trans_a != 0;
-        g->nodes[t.id].a.matmul.trans_b = trans_b != 0;
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: a %s and b %s: dims beyond 2^31 are not supported", sa, sb);
+    /* the batch dims broadcast (right-aligned, as elementwise ops do) */
+    nd = va.nb > vb.nb ? va.nb : vb.nb;
+    memset(&out, 0, sizeof out);
+    for (i = 0; i < nd; i++) {
+        int64_t ea = i - (nd - va.nb) >= 0 ? va.bd[i - (nd - va.nb)] : 1;
+        int64_t eb = i - (nd - vb.nb) >= 0 ? vb.bd[i - (nd - vb.nb)] : 1;
+        if (ea != eb && ea != 1 && eb != 1)
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: the batch dims of a %s and b %s do not broadcast (%lld vs %lld)",
+                               sa, sb, (long long)ea, (long long)eb);
+        out.dim[out.ndim++] = ea > eb ? ea : eb;
     }
-    return t;
+    if (va_kind == NN__MM_MATRIX) out.dim[out.ndim++] = M;
+    if (vb_kind == NN__MM_MATRIX) out.dim[out.ndim++] = N;
+    if (out.ndim == 0) out.dim[out.ndim++] = 1; /* a dot product: [1] (nn_sum's scalar) */
+    vc_kind = va_kind == NN__MM_ROW ? NN__MM_ROW : vb_kind == NN__MM_COL ? NN__MM_COL : NN__MM_MATRIX;
+    nn__mm_view(&out, vc_kind, &vc);
+    r = nn__mm_geom_make(&va, &vb, &vc, trans_a, trans_b, &G);
+    if (r != 0) /* checked above; kept in step with the geometry the bodies use */
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: a %s and b %s do not multiply", sa, sb);
+    return nn__matmul_op(g, a.id, b.id, trans_a, trans_b, va_kind, vb_kind, out, vc_kind);
+}
+
+
+/* nn_einsum: the two-operand specs that are one matmul. Labels are letters; the output's
+   labels are the batch labels (leading in a, b and the output, in the same order), then at
+   most one label of a alone (M) and one of b alone (N), in either order; a and b share at
+   most one label besides (K, summed), in any place after the batch labels. */
+NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b) {
+    nn_tensor in[2];
+    const nn_shape *sh[2];
+    char lab[3][NN_MAX_DIMS + 1], sa[128], sb[128];
+    int n[3] = {0, 0, 0}, op = 0, explicit_out = 0, i, j, nbatch, ta = 0, tb = 0, swap = 0;
+    int m_lab = 0, n_lab = 0, k_lab = 0;
+    int64_t size[128];
+    const char *p;
+    in[0] = a;
+    in[1] = b;
+    if (!nn__check(g, "nn_einsum", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_einsum", a, "a") || !nn__expect_f32(g, "nn_einsum", b, "b")) return nn__tensor(-1);
+    if (!spec) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum: the spec is NULL");
+    sh[0] = &nn__n(g, a)->shape;
+    sh[1] = &nn__n(g, b)->shape;
+    nn__shape_str(sh[0], sa, sizeof sa);
+    nn__shape_str(sh[1], sb, sizeof sb);
+    for (p = spec; *p; p++) { /* "ab,bc->ac" (spaces ignored) */
+        if (*p == ' ') continue;
+        if (*p == ',' && op == 0) op = 1;
+        else if (*p == '-' && p[1] == '>' && op == 1 && !explicit_out) op = 2, explicit_out = 1, p++;
+        else if (((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) && n[op] < NN_MAX_DIMS) {
+            for (j = 0; j < n[op]; j++)
+                if (lab[op][j] == *p)
+                    return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": label %c repeats in one term (diagonals are not supported)", spec, *p);
+            lab[op][n[op]++] = *p;
+        } else
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": expected \"a,b->out\" of letters (at most %d each), not '%c'",
+                               spec, NN_MAX_DIMS, *p);
+    }
+    if (op < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": takes two operands (\"a,b->out\")", spec);
+    for (i = 0; i < 2; i++)
+        if (n[i] != sh[i]->ndim)
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_einsum \"%s\": %s has %d labels for a %d-D %s %s", spec, i ? "b" : "a", n[i],
+                               sh[i]->ndim, i ? "b" : "a", i ? sb : sa);
+    for (i = 0; i < 128; i++) size[i] = 0;
+    for (i = 0; i < 2; i++)
+        for (j = 0; j < n[i]; j++) {
+            int c = (unsigned char)lab[i][j];
+            if (size[c] && size[c] != sh[i]->dim[j])
+                return nn__op_fail(g, NN_ERR_SHAPE, "nn_einsum \"%s\": label %c is %lld in one place and %lld in another (a %s, b %s)",
+                                   spec, c, (long long)size[c], (long long)sh[i]->dim[j], sa, sb);
+            size[c] = sh[i]->dim[j];
+        }
+    if (!explicit_out) /* implicit output: the labels seen once, in alphabetical order */
+        for (i = 'A'; i <= 'z'; i++) {
+            int seen = (int)(memchr(lab[0], i, (size_t)n[0]) != NULL) + (int)(memchr(lab[1], i, (size_t)n[1]) != NULL);
+            if (seen == 1 && n[2] < NN_MAX_DIMS) lab[2][n[2]++] = (char)i;
+        }
+    for (j = 0; j < n[2]; j++) {
+        int c = (unsigned char)lab[2][j], in_a = memchr(lab[0], c, (size_t)n[0]) != NULL, in_b = memchr(lab[1], c, (size_t)n[1]) != NULL, k;
+        for (k = 0; k < j; k++)
+            if (lab[2][k] == c) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": label %c repeats in the output", spec, c);
+        if (!in_a && !in_b) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": output label %c is in neither operand", spec, c);
+    }
+    /* the batch labels: the output's leading labels found in both operands, leading there too */
+    for (nbatch = 0; nbatch < n[2] && memchr(lab[0], lab[2][nbatch], (size_t)n[0]) && memchr(lab[1], lab[2][nbatch], (size_t)n[1]); nbatch++)
+        if (nbatch >= n[0] || nbatch >= n[1] || lab[0][nbatch] != lab[2][nbatch] || lab[1][nbatch] != lab[2][nbatch])
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                               "nn_einsum \"%s\": the labels shared by a, b and the output must lead all three, in the same order (not supported otherwise)", spec);
+    for (i = 0; i < 2; i++)
+        for (j = nbatch; j < n[i]; j++) {
+            int c = (unsigned char)lab[i][j], in_o = memchr(lab[2], c, (size_t)n[2]) != NULL;
+            int in_other = memchr(lab[1 - i], c, (size_t)n[1 - i]) != NULL;
+            if (in_o && in_other)
+                return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": batch label %c must lead a, b and the output (not supported otherwise)", spec, c);
+            if (!in_o && !in_other)
+                return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": label %c of %s alone is summed (not supported: nn_sum it first)", spec, c, i ? "b" : "a");
+            if (in_other) { /* K */
+                if (k_lab && k_lab != c)
+                    return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": sums over more than one label (not supported)", spec);
+                k_lab = c;
+                if (i == 0) ta = j == nbatch && n[0] == nbatch + 2;
+                else tb = j == n[1] - 1 && n[1] == nbatch + 2;
+            } else if (i == 0) {
+                if (m_lab) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": a keeps more than one label (not supported)", spec);
+                m_lab = c;
+            } else {
+                if (n_lab) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_einsum \"%s\": b keeps more than one label (not supported)", spec);
+                n_lab = c;
+            }
+        }
+    if (!k_lab || (nbatch > 0 && (!m_lab || !n_lab)) || (nbatch == 0 && !m_lab && n[0] != 1) || (nbatch == 0 && !n_lab && n[1] != 1))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                           "nn_einsum \"%s\" (a %s, b %s): not a single matmul (outer products, and batched vector products, are not supported)",
+                           spec, sa, sb);
+    if (m_lab && n_lab) swap = lab[2][nbatch] == n_lab; /* out [.., N, M] = (b^T a^T) */
+    if (swap) return nn_matmul(g, b, a, !tb, !ta);
+    return nn_matmul(g, a, b, ta, tb);
 }
 
 
@@ -69,34 +307,133 @@ NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const 
 
 /* ---- autograd rules ---- */
 
+/* The gradients of C = op(A) op(B) through the same views, each reduced to its operand's
+   batch dims where they were broadcast (nn__matmul_op sums over them). */
 static void nn__grad_matmul(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     int ta = n.a.matmul.trans_a, tb = n.a.matmul.trans_b;
-    nn_tensor A = nn__tensor(a), B = nn__tensor(b);
+    int vA = n.a.matmul.vec[0], vB = n.a.matmul.vec[1], vY = n.a.matmul.vec[2];
     if (ga) {
-        if (!ta) t = nn_matmul(g, gy, B, 0, !tb);
-        else t = tb ? nn_matmul(g, B, gy, 1, 1) : nn_matmul(g, B, gy, 0, 1);
+        nn_shape sh = g->nodes[a].shape;
+        if (!ta) t = nn__matmul_op(g, gy.id, b, 0, !tb, vY, vB, sh, vA);  /* dA = dC op(B)^T */
+        else t = nn__matmul_op(g, b, gy.id, tb, 1, vB, vY, sh, vA);       /* dA = op(B) dC^T */
         nn__acc_grad(g, a, t);
     }
     if (gb) {
-        if (!tb) t = ta ? nn_matmul(g, A, gy, 0, 0) : nn_matmul(g, A, gy, 1, 0);
-        else t = ta ? nn_matmul(g, gy, A, 1, 1) : nn_matmul(g, gy, A, 1, 0);
+        nn_shape sh = g->nodes[b].shape;
+        if (!tb) t = nn__matmul_op(g, a, gy.id, !ta, 0, vA, vY, sh, vB);  /* dB = op(A)^T dC */
+        else t = nn__matmul_op(g, gy.id, a, 1, ta, vY, vA, sh, vB);       /* dB = dC^T op(A) */
         nn__acc_grad(g, b, t);
     }
-    return;
 }
 
 /* ---- CPU bodies ---- */
 
+/* The products of G over batch dims [0, nd) of it, split into the dims that step C (kept)
+   and those that sum into it (summed); offsets of the kept index `c` and the summed index
+   `r` (each lexicographic over its dims, outermost first). */
+typedef struct nn__mm_split {
+    int n_keep, n_sum;
+    int keep[NN_MAX_DIMS], sum[NN_MAX_DIMS];
+    int64_t n_c, n_r;             /* C matrices; products summed into each */
+} nn__mm_split;
+
+static void nn__mm_split_make(const nn__mm_geom *G, nn__mm_split *S) {
+    int i;
+    S->n_keep = S->n_sum = 0;
+    S->n_c = S->n_r = 1;
+    for (i = 0; i < G->nd; i++) {
+        if (G->sc[i] != 0) S->keep[S->n_keep++] = i, S->n_c *= G->ext[i];
+        else S->sum[S->n_sum++] = i, S->n_r *= G->ext[i];
+    }
+}
+
+/* Offsets of index x over the dims listed (innermost last) into A, B and C. */
+static void nn__mm_offsets(const nn__mm_geom *G, const int *dims, int n_dims, int64_t x, int64_t *oa, int64_t *ob,
+                           int64_t *oc) {
+    int k;
+    for (k = n_dims - 1; k >= 0; k--) {
+        int d = dims[k];
+        int64_t e = x % G->ext[d];
+        x /= G->ext[d];
+        *oa += e * G->sa[d];
+        *ob += e * G->sb[d];
+        *oc += e * G->sc[d];
+    }
+}
+
+typedef struct nn__mm_cpu_job {
+    const nn__mm_geom *G;
+    const nn__mm_split *S;
+    const float *A, *B;
+    float *C;
+    nn__threadpool *pool; /* for each product's GEMM (NULL when the batches are threaded) */
+    int64_t per_task;     /* C matrices per task */
+} nn__mm_cpu_job;
+
+/* C matrices [t * per_task, ...) of the job: each takes its products in the summed dims'
+   order, the first with beta 0. */
+static void nn__mm_cpu_task(void *arg, int t, int n_tasks) {
+    const nn__mm_cpu_job *J = (const nn__mm_cpu_job *)arg;
+    const nn__mm_geom *G = J->G;
+    const nn__mm_split *S = J->S;
+    int64_t c0 = (int64_t)t * J->per_task, c1 = c0 + J->per_task, c, r;
+    nn__gemm_ws ws;
+    (void)n_tasks;
+    ws.p = NULL;
+    ws.bytes = 0;
+    if (c1 > S->n_c) c1 = S->n_c;
+    for (c = c0; c < c1; c++) {
+        int64_t ka = 0, kb = 0, kc = 0;
+        nn__mm_offsets(G, S->keep, S->n_keep, c, &ka, &kb, &kc);
+        for (r = 0; r < S->n_r; r++) {
+            int64_t oa = ka, ob = kb, oc = kc;
+            nn__mm_offsets(G, S->sum, S->n_sum, r, &oa, &ob, &oc);
+            if (J->pool)
+                nn__sgemm(J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, J->A + oa, G->lda, J->B + ob, G->ldb,
+                          r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
+            else
+                nn__sgemm_ws(&ws, G->ta, G->tb, G->M, G->N, G->K, 1.0f, J->A + oa, G->lda, J->B + ob, G->ldb,
+                             r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
+        }
+    }
+    NN_FREE(ws.p);
+}
+
 static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
-    int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
-    int K = (int)(n->a.matmul.trans_a ? a->shape.dim[0] : a->shape.dim[1]);
-    nn__sgemm(g->ctx->threads, n->a.matmul.trans_a, n->a.matmul.trans_b, M, Nn, K, 1.0f, a->buf.host, (int)a->shape.dim[1], b->buf.host,
-              (int)b->shape.dim[1], 0.0f, y, Nn);
+    const float *A = g->nodes[n->in[0]].buf.host, *B = g->nodes[n->in[1]].buf.host;
+    float *C = n->buf.host;
+    nn__threadpool *pool = g->ctx->threads;
+    nn__mm_geom G;
+    nn__mm_split S;
+    nn__mm_cpu_job J;
+    int n_thr = nn__threadpool_size(pool);
+    nn__mm_geom_node(g, n, &G);
+    if (G.nd == 0) { /* one product (every 2-D matmul) */
+        nn__sgemm(pool, G.ta, G.tb, G.M, G.N, G.K, 1.0f, A, G.lda, B, G.ldb, 0.0f, C, G.ldc);
+        return NN_OK;
+    }
+    nn__mm_split_make(&G, &S);
+    J.G = &G;
+    J.S = &S;
+    J.A = A;
+    J.B = B;
+    J.C = C;
+    /* threads over the C matrices when there are enough to go round (each matrix's sum stays
+       on one thread, in order), or when one product is too small to thread on its own; else
+       each product is threaded inside the GEMM */
+    if (n_thr > 1 && S.n_c > 1 && (double)G.M * G.N * G.K * (double)S.n_c * (double)S.n_r >= nn__gemm_mt_min_macs &&
+        (S.n_c >= 2 * n_thr || (double)G.M * G.N * G.K < nn__gemm_mt_min_macs)) {
+        int64_t tasks = S.n_c < (int64_t)n_thr * 4 ? S.n_c : (int64_t)n_thr * 4;
+        J.pool = NULL;
+        J.per_task = (S.n_c + tasks - 1) / tasks;
+        nn__threadpool_run(pool, nn__mm_cpu_task, &J, (int)((S.n_c + J.per_task - 1) / J.per_task));
+    } else {
+        J.pool = pool;
+        J.per_task = S.n_c;
+        nn__mm_cpu_task(&J, 0, 1);
+    }
     return NN_OK;
 }
 
@@ -113,8 +450,9 @@ static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *
 
 /* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
    op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
-static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A, const int *a,
-                                 const nn__buf *B, const int *b, const nn__buf *C, const int *c, int outer, int inner) {
+static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A,
+                                      const int *a, const nn__buf *B, const int *b, const nn__buf *C, const int *c,
+                                      int outer, int inner, float beta) {
     nn_context *ctx = g->ctx;
     nn__gemm_plan plan;
     nn__launch *l = NULL;
@@ -122,26 +460,111 @@ static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int
     nn__gemm_plan_batched(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, ta, tb, M, Nc, outer * inner, &plan);
     r = nn__launch_gemm_plan(g, id, &plan, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "iiimimimiffiiiiiiiiii", M, Nc, K, A, a[0], B, b[0], C, c[0], 1.0, 0.0, inner,
+    return nn__args(l, "iiimimimiffiiiiiiiiii", M, Nc, K, A, a[0], B, b[0], C, c[0], 1.0, (double)beta, inner,
                        a[1], a[2], a[3], b[1], b[2], b[3], c[1], c[2], c[3]);
+}
+
+/* The same with beta 0 (C = op(A) op(B)). */
+static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A, const int *a,
+                                 const nn__buf *B, const int *b, const nn__buf *C, const int *c, int outer, int inner) {
+    return nn__launch_gemm_beta(g, id, ta, tb, M, Nc, K, A, a, B, b, C, c, outer, inner, 0.0f);
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
+/* Devices sum a gradient over more broadcast products than this by launches that add onto
+   C in turn; beyond it, every product goes to scratch in one batched launch and a fixed-order
+   sum (elementwise.cl's sum_leading) makes C. */
+#define NN__MM_SUM_LAUNCHES 4
+enum { NN__MM_ALGO_ACCUMULATE = 0, NN__MM_ALGO_SCRATCH = 1 };
+
+static void nn__plan_matmul(nn_graph *g, nn__node *n) {
+    nn__mm_geom G;
+    nn__mm_split S;
+    int64_t floats;
+    n->algo = NN__MM_ALGO_ACCUMULATE;
+    n->scratch = 0;
+    if (g->ctx->backend->kind == NN_BACKEND_CPU) return; /* the CPU adds in place */
+    nn__mm_geom_node(g, n, &G);
+    nn__mm_split_make(&G, &S);
+    if (S.n_r <= NN__MM_SUM_LAUNCHES) return;
+    floats = S.n_c * S.n_r * G.M * G.N;
+    if (floats >= (int64_t)1 << 31 || (uint64_t)floats * 4 > (uint64_t)g->ctx->dev.max_alloc / 2) return;
+    n->algo = NN__MM_ALGO_SCRATCH;
+    n->scratch = floats;
+}
+
+/* One launch of the plain kernels for a single product; else batched launches of the two
+   largest dims that may run at once (those stepping C, or any of them into scratch) for
+   every index of the other dims, in order: C takes its first product with beta 0 and adds
+   the later ones of the summed dims (beta 1); into scratch, every product has its own
+   matrix (summed dims outermost) and sum_leading adds them up in order. */
 static nn_result nn__dev_matmul(nn_graph *g, int id) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
+    const nn__buf *A = &g->nodes[n->in[0]].buf, *B = &g->nodes[n->in[1]].buf, *C = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    nn__node *a = &g->nodes[in[0]], *b = &g->nodes[in[1]];
-    int M = (int)n->shape.dim[0], Nn = (int)n->shape.dim[1];
-    int K = (int)(n->a.matmul.trans_a ? a->shape.dim[0] : a->shape.dim[1]);
-    nn__gemm_plan plan;
-    nn__gemm_plan_make(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, n->a.matmul.trans_a, n->a.matmul.trans_b, M, Nn, K, &plan);
-    r = nn__launch_gemm_plan(g, id, &plan, &l);
-    if (r != NN_OK) return r;
-    return nn__args(l, "iiimimimiff", M, Nn, K, &a->buf, (int)a->shape.dim[1], &b->buf,
-                       (int)b->shape.dim[1], y, Nn, 1.0, 0.0);
+    nn__mm_geom G;
+    nn__mm_split S;
+    int to_scratch = n->algo == NN__MM_ALGO_SCRATCH && n->scratch > 0;
+    int in_dims[2], n_in = 0, host[NN_MAX_DIMS], n_host = 0, i, k, outer = 1, inner = 1;
+    int sc[NN_MAX_DIMS];
+    int64_t n_launch = 1, x, step_keep, step_sum;
+    nn__mm_geom_node(g, n, &G);
+    if (G.nd == 0) {
+        nn__gemm_plan plan;
+        nn__gemm_plan_make(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, G.ta, G.tb, G.M, G.N, G.K, &plan);
+        r = nn__launch_gemm_plan(g, id, &plan, &l);
+        if (r != NN_OK) return r;
+        return nn__args(l, "iiimimimiff", G.M, G.N, G.K, A, G.lda, B, G.ldb, C, G.ldc, 1.0, 0.0);
+    }
+    nn__mm_split_make(&G, &S);
+    /* C's strides: its own, or the scratch's [summed..., kept..., M, N] */
+    step_keep = (int64_t)G.M * G.N;
+    step_sum = step_keep * S.n_c;
+    for (i = G.nd - 1; i >= 0; i--) {
+        if (!to_scratch) sc[i] = G.sc[i];
+        else if (G.sc[i] != 0) sc[i] = (int)step_keep, step_keep *= G.ext[i];
+        else sc[i] = (int)step_sum, step_sum *= G.ext[i];
+    }
+    for (k = 0; k < 2; k++) { /* the two largest dims that may run at once, inner the later */
+        int best = -1;
+        for (i = 0; i < G.nd; i++)
+            if (sc[i] != 0 && !(n_in > 0 && in_dims[0] == i) && (best < 0 || G.ext[i] > G.ext[best])) best = i;
+        if (best >= 0) in_dims[n_in++] = best;
+    }
+    if (n_in == 2 && in_dims[0] < in_dims[1]) {
+        int t = in_dims[0];
+        in_dims[0] = in_dims[1];
+        in_dims[1] = t;
+    }
+    for (i = 0; i < G.nd; i++)
+        if (!((n_in > 0 && in_dims[0] == i) || (n_in > 1 && in_dims[1] == i))) host[n_host++] = i, n_launch *= G.ext[i];
+    if (n_in > 0) inner = G.ext[in_dims[0]];
+    if (n_in > 1) outer = G.ext[in_dims[1]];
+    for (x = 0; x < n_launch && r == NN_OK; x++) {
+        int64_t oa = 0, ob = 0, oc = 0, rest = x;
+        int pa[4], pb[4], pc[4], first = 1;
+        for (k = n_host - 1; k >= 0; k--) {
+            int d = host[k];
+            int64_t e = rest % G.ext[d];
+            rest /= G.ext[d];
+            oa += e * G.sa[d];
+            ob += e * G.sb[d];
+            oc += e * sc[d];
+            if (G.sc[d] == 0 && e != 0) first = 0;
+        }
+        pa[0] = G.lda, pa[1] = (int)oa, pa[2] = n_in > 1 ? G.sa[in_dims[1]] : 0, pa[3] = n_in > 0 ? G.sa[in_dims[0]] : 0;
+        pb[0] = G.ldb, pb[1] = (int)ob, pb[2] = n_in > 1 ? G.sb[in_dims[1]] : 0, pb[3] = n_in > 0 ? G.sb[in_dims[0]] : 0;
+        pc[0] = G.ldc, pc[1] = (int)oc, pc[2] = n_in > 1 ? sc[in_dims[1]] : 0, pc[3] = n_in > 0 ? sc[in_dims[0]] : 0;
+        r = nn__launch_gemm_beta(g, id, G.ta, G.tb, G.M, G.N, G.K, A, pa, B, pb, to_scratch ? &n->scratch_buf : C, pc,
+                                 outer, inner, first || to_scratch ? 0.0f : 1.0f);
+    }
+    if (r == NN_OK && to_scratch) {
+        int nb = (int)(S.n_c * G.M * G.N);
+        r = nn__launch_add(g, id, "elementwise", "sum_leading", (size_t)nb, &l);
+        if (r == NN_OK) r = nn__args(l, "mmiii", &n->scratch_buf, C, (int)(S.n_r * nb), nb, 0);
+    }
+    return r;
 }
