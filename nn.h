@@ -5686,8 +5686,10 @@ static void nn__red_task(void *arg, int t, int n_tasks) {
     }
 }
 
+/* Tasks for units of work: several per thread, so a thread the OS holds back leaves its
+   share to the others (which task computes an output does not change its bits). */
 static int nn__red_tasks(nn__threadpool *pool, int64_t work, int64_t units) {
-    int64_t t = work >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1;
+    int64_t t = work >= NN__PAR_MIN && nn__threadpool_size(pool) > 1 ? 8 * (int64_t)nn__threadpool_size(pool) : 1;
     return (int)(t < units ? t : units);
 }
 
@@ -8726,6 +8728,22 @@ static const char *const nn__cl_src_reduce[] = {
 "    __global const float *xr = x + o * R * I + i;\n",
 "    float a, c = 0.0f;\n",
 "    int ia;\n",
+"    if (kind == RK_SUM) { /* the common case, without the general loop's switches */\n",
+"        if (I == 1) { /* a contiguous row (CPU devices): eight chains, then a fixed tree */\n",
+"            float8 s8 = (float8)(0.0f);\n",
+"            int r = 0;\n",
+"            for (; r + 8 <= R; r += 8) s8 += vload8(0, xr + r);\n",
+"            float4 s4 = s8.lo + s8.hi;\n",
+"            float2 s2 = s4.lo + s4.hi;\n",
+"            a = s2.lo + s2.hi;\n",
+"            for (; r < R; r++) a += xr[r];\n",
+"        } else {\n",
+"            a = 0.0f;\n",
+"            for (int r = 0; r < R; r++) a += xr[r * I];\n",
+"        }\n",
+"        y[k] = a * scale;\n",
+"        return;\n",
+"    }\n",
 "    for (int pass = 0; pass < red_passes(kind); pass++) {\n",
 "        int mode = red_mode(kind, pass, p);\n",
 "        red_init(mode, &a, &ia);\n",
@@ -8743,6 +8761,13 @@ static const char *const nn__cl_src_reduce[] = {
 "    __global const float *xr = x + o * R;\n",
 "    float a, c = 0.0f;\n",
 "    int ia;\n",
+"    if (kind == RK_SUM) { /* the common case, without the general loop's switches */\n",
+"        a = 0.0f;\n",
+"        for (int r = l; r < R; r += wg) a += xr[r];\n",
+"        a = nn_tree(tf, a);\n",
+"        if (l == 0) y[o] = a * scale;\n",
+"        return;\n",
+"    }\n",
 "    for (int pass = 0; pass < red_passes(kind); pass++) {\n",
 "        int mode = red_mode(kind, pass, p);\n",
 "        red_init(mode, &a, &ia);\n",

@@ -223,8 +223,10 @@ static void nn__red_task(void *arg, int t, int n_tasks) {
     }
 }
 
+/* Tasks for units of work: several per thread, so a thread the OS holds back leaves its
+   share to the others (which task computes an output does not change its bits). */
 static int nn__red_tasks(nn__threadpool *pool, int64_t work, int64_t units) {
-    int64_t t = work >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1;
+    int64_t t = work >= NN__PAR_MIN && nn__threadpool_size(pool) > 1 ? 8 * (int64_t)nn__threadpool_size(pool) : 1;
     return (int)(t < units ? t : units);
 }
 
