@@ -5479,16 +5479,20 @@ static int nn__cpu_avx512(void) {
     return have;
 }
 
+/* 8 floats to doubles; the zero-masked form, since g++ warns about the plain one's
+   deliberately undefined source register (-Wmaybe-uninitialized) */
+#define nn__cvt512(v) _mm512_maskz_cvtps_pd((__mmask8)0xFF, (v))
+
 /* the double sum of x[0 .. n-1]: four accumulators of 8 lanes, then a fixed tree */
 __attribute__((target("avx512f"))) static double nn__sum_run_avx512(const float *x, int64_t n) {
     __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd(), a2 = _mm512_setzero_pd(), a3 = _mm512_setzero_pd();
     double t[8], s = 0.0;
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
-        a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
-        a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 16)));
-        a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 24)));
+        a0 = _mm512_add_pd(a0, nn__cvt512(_mm256_loadu_ps(x + i)));
+        a1 = _mm512_add_pd(a1, nn__cvt512(_mm256_loadu_ps(x + i + 8)));
+        a2 = _mm512_add_pd(a2, nn__cvt512(_mm256_loadu_ps(x + i + 16)));
+        a3 = _mm512_add_pd(a3, nn__cvt512(_mm256_loadu_ps(x + i + 24)));
     }
     for (; i < n; i++) s += x[i];
     _mm512_storeu_pd(t, _mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
@@ -5499,7 +5503,7 @@ __attribute__((target("avx512f"))) static double nn__sum_run_avx512(const float 
 __attribute__((target("avx512f"))) static void nn__acc_run_avx512(double *acc, const float *x, int64_t w) {
     int64_t j = 0;
     for (; j + 8 <= w; j += 8)
-        _mm512_storeu_pd(acc + j, _mm512_add_pd(_mm512_loadu_pd(acc + j), _mm512_cvtps_pd(_mm256_loadu_ps(x + j))));
+        _mm512_storeu_pd(acc + j, _mm512_add_pd(_mm512_loadu_pd(acc + j), nn__cvt512(_mm256_loadu_ps(x + j))));
     for (; j < w; j++) acc[j] += x[j];
 }
 
