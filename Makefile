@@ -13,7 +13,7 @@ DL_LIBS := $(shell printf '\043include <dlfcn.h>\nint main(void){return dlopen("
              $(CC) -x c - -o /dev/null >/dev/null 2>&1 || echo -ldl)
 LIBS = -lm -lpthread $(DL_LIBS)
 
-.PHONY: all test test-asan check-gen check-warnings check-parts check-determinism examples demo bench compile-scale clean
+.PHONY: all test test-asan check-gen check-warnings check-parts check-determinism examples demo bench bench-mem compile-scale clean
 
 all: nn.h
 
@@ -121,6 +121,11 @@ compile-scale: bench/compile_scale
 # prints this/baseline per figure (see bench/run.sh for the other knobs).
 bench: bench/nn_bench
 	./bench/run.sh
+
+# Only the memory-bound lines (copy bandwidth, y = a*b + c, a sum over the last axis), in
+# GB/s: `make bench-mem [ROUNDS=n]`.
+bench-mem: bench/nn_bench
+	FIGURES=mem ./bench/run.sh
 
 clean:
 	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast

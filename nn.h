@@ -403,6 +403,48 @@ NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x);
 
+/* Reductions along dims (PyTorch's semantics). dims lists n_dims dims of x, each once;
+   a negative dim counts from the end; n_dims = 0 reduces every dim (as torch.sum(x, dim=[])
+   does). keepdim keeps each reduced dim with size 1; without it they are dropped, and a
+   result with no dim left has shape [1] (PyTorch's is a 0-dim tensor). A dim out of range
+   or repeated is an error naming the op and x's shape. Every reduction runs in a fixed
+   order (the same bits run to run, and for any CPU thread count); CPU sums accumulate in
+   double. float32 x only; indices are int32. */
+NN_API nn_tensor nn_sum_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+NN_API nn_tensor nn_mean_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+/* torch.prod(x, dim, keepdim); its gradient is right with zeros in x (the product of the
+   others at a single zero, 0 elsewhere), as PyTorch's. */
+NN_API nn_tensor nn_prod_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
+/* torch.amax / torch.amin: a NaN in a row gives NaN; the gradient is split evenly among
+   the elements equal to the result (ties), as PyTorch's. */
+NN_API nn_tensor nn_amax(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+NN_API nn_tensor nn_amin(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+/* torch.max(x, dim, keepdim) / torch.min: the values, and when indices is not NULL, the
+   int32 indices into *indices (the first of ties; a NaN counts as the max and the min, the
+   first NaN). The gradient goes to that first element alone, as PyTorch's. */
+NN_API nn_tensor nn_max_dim(nn_graph *g, nn_tensor x, int dim, int keepdim, nn_tensor *indices);
+NN_API nn_tensor nn_min_dim(nn_graph *g, nn_tensor x, int dim, int keepdim, nn_tensor *indices);
+/* torch.argmax(x, dim, keepdim) / torch.argmin: int32, the first of ties, a NaN counting
+   as the max (and the min); no gradient. */
+NN_API nn_tensor nn_argmax_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
+NN_API nn_tensor nn_argmin_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
+/* torch.var / torch.std with correction (PyTorch's default is 1, Bessel's: pass 1; 0: the
+   biased estimate): the sum of squared deviations over max(0, N - correction), N the
+   elements reduced (two passes: the mean, then the deviations). std's gradient is 0 where
+   std is 0, as PyTorch's. */
+NN_API nn_tensor nn_var_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim);
+NN_API nn_tensor nn_std_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim);
+/* torch.logsumexp: max + log(sum(exp(x - max))), an infinite max not subtracted (PyTorch's
+   rule); n_dims = 0 reduces every dim (torch 1.13 raises there; later versions reduce all). */
+NN_API nn_tensor nn_logsumexp(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+/* torch.linalg.vector_norm(x, p, dims, keepdim) (torch.norm's p-norm): p >= 0 or
+   INFINITY (the max of |x|; the gradient split among ties); p = 0 counts the nonzero
+   elements (no gradient). The gradient is 0 where the norm is 0, and for p < 1 at zero
+   elements, as PyTorch's. */
+NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims, int n_dims, int keepdim);
+/* torch.cumsum(x, dim): the running sum along dim, x's shape. */
+NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim);
+
 /* Losses, each the mean over the batch (a scalar); shorthands kept from before the
    nn_loss_desc family below. nn_softmax_cross_entropy has no ignore_index: every label must
    be in [0, C) (others are errors, reported as nn_cross_entropy_loss's). */
@@ -1004,6 +1046,11 @@ typedef struct nn__matmul_attr { /* src/ops/matmul.c */
 typedef struct nn__reduce_attr { /* src/ops/reduce.c */
     float scale;         /* SUM_ALL, EXPAND_SCALAR: the factor (1, or 1/n for a mean) */
     float max_norm;      /* CLIP_SCALE: the gradient norm clipped to */
+    int O, R, I;         /* RED_*, ARG*_DIM, CUMSUM*, REDUCE_GRAD: x viewed as [O, R, I], reduced
+                            (or scanned) over R; the output is [O, I] */
+    int fwd;             /* REDUCE_GRAD: the forward op (NN__OP_RED_*) */
+    float p;             /* RED_NORM: the order p (INFINITY: the max norm) */
+    float correction;    /* RED_VAR, RED_STD: divisor max(0, R - correction) */
 } nn__reduce_attr;
 
 typedef struct nn__loss_attr { /* src/ops/loss.c */
@@ -1400,7 +1447,22 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(ARGMAX, "argmax", nn__cpu_argmax, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)            \
     X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD) \
     X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_sum_all, nn__grad_none, 0, 0)                   \
-    X(CLIP_SCALE, "clip_scale", nn__cpu_clip_scale, nn__dev_clip_scale, nn__grad_none, 0, 0)
+    X(CLIP_SCALE, "clip_scale", nn__cpu_clip_scale, nn__dev_clip_scale, nn__grad_none, 0, 0)            \
+    X(RED_SUM, "sum_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
+    X(RED_PROD, "prod_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                        \
+    X(RED_AMAX, "amax", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                            \
+    X(RED_AMIN, "amin", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                            \
+    X(RED_MAX, "max_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
+    X(RED_MIN, "min_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
+    X(RED_VAR, "var_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
+    X(RED_STD, "std_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
+    X(RED_LSE, "logsumexp", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                        \
+    X(RED_NORM, "norm_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                        \
+    X(ARGMAX_DIM, "argmax_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_none, 0, NN__OPF_NO_GRAD)        \
+    X(ARGMIN_DIM, "argmin_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_none, 0, NN__OPF_NO_GRAD)        \
+    X(REDUCE_GRAD, "reduce_grad", nn__cpu_reduce_grad, nn__dev_reduce_grad, nn__grad_none, 0, 0)          \
+    X(CUMSUM, "cumsum", nn__cpu_cumsum, nn__dev_cumsum, nn__grad_cumsum, 0, 0)                            \
+    X(CUMSUM_REV, "cumsum_reverse", nn__cpu_cumsum, nn__dev_cumsum, nn__grad_cumsum, 0, 0)
 
 #define NN__OPS_SOFTMAX(X)                                                                                  \
     X(SOFTMAX, "softmax", nn__cpu_softmax, nn__dev_softmax, nn__grad_softmax, 0, 0)                        \
@@ -5587,6 +5649,409 @@ static void nn__row_loss_backward(float *dx, int kind, int which, const float *x
 }
 
 /* ======================================================================
+   src/nn_reduce.c
+   ====================================================================== */
+/* The reduce family's CPU loops (src/ops/reduce.c's bodies; kernels/reduce.cl has the
+   OpenCL twins). x is viewed as [O, R, I] and reduced over R: output element (o, i) walks
+   x[o, r, i] for r = 0 .. R-1 at stride I. Sums accumulate in double, in a fixed order:
+   each output element is computed by one task, so the bits are the same for any thread
+   count. A long row (I = 1) is summed as blocks of NN__RED_BLOCK elements, each block's
+   double sum added in block order, whether the blocks run on one thread or several.
+   The sums are vectorised (AVX-512 or AVX2, chosen at run time, scalar otherwise). */
+
+#define NN__RED_BLOCK 16384 /* elements of a row per block of its sum */
+#define NN__RED_CW 512      /* columns (i) per task when reducing an outer axis */
+
+#if defined(NN__CPU_X86)
+static int nn__cpu_avx512(void) {
+    static int have = -1; /* a cached CPUID answer, as nn__cpu_avx2's */
+    if (have < 0) have = __builtin_cpu_supports("avx512f");
+    return have;
+}
+
+/* 8 floats to doubles; the zero-masked form, since g++ warns about the plain one's
+   deliberately undefined source register (-Wmaybe-uninitialized) */
+#define nn__cvt512(v) _mm512_maskz_cvtps_pd((__mmask8)0xFF, (v))
+
+/* the double sum of x[0 .. n-1]: four accumulators of 8 lanes, then a fixed tree */
+__attribute__((target("avx512f"))) static double nn__sum_run_avx512(const float *x, int64_t n) {
+    __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd(), a2 = _mm512_setzero_pd(), a3 = _mm512_setzero_pd();
+    double t[8], s = 0.0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm512_add_pd(a0, nn__cvt512(_mm256_loadu_ps(x + i)));
+        a1 = _mm512_add_pd(a1, nn__cvt512(_mm256_loadu_ps(x + i + 8)));
+        a2 = _mm512_add_pd(a2, nn__cvt512(_mm256_loadu_ps(x + i + 16)));
+        a3 = _mm512_add_pd(a3, nn__cvt512(_mm256_loadu_ps(x + i + 24)));
+    }
+    for (; i < n; i++) s += x[i];
+    _mm512_storeu_pd(t, _mm512_add_pd(_mm512_add_pd(a0, a1), _mm512_add_pd(a2, a3)));
+    return (((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]))) + s;
+}
+
+/* acc[j] += x[j] for j < w */
+__attribute__((target("avx512f"))) static void nn__acc_run_avx512(double *acc, const float *x, int64_t w) {
+    int64_t j = 0;
+    for (; j + 8 <= w; j += 8)
+        _mm512_storeu_pd(acc + j, _mm512_add_pd(_mm512_loadu_pd(acc + j), nn__cvt512(_mm256_loadu_ps(x + j))));
+    for (; j < w; j++) acc[j] += x[j];
+}
+
+__attribute__((target("avx2"))) static double nn__sum_run_avx2(const float *x, int64_t n) {
+    __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd(), a2 = _mm256_setzero_pd(), a3 = _mm256_setzero_pd();
+    double t[4], s = 0.0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(x + i)));
+        a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4)));
+        a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 8)));
+        a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 12)));
+    }
+    for (; i < n; i++) s += x[i];
+    _mm256_storeu_pd(t, _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
+    return ((t[0] + t[1]) + (t[2] + t[3])) + s;
+}
+
+__attribute__((target("avx2"))) static void nn__acc_run_avx2(double *acc, const float *x, int64_t w) {
+    int64_t j = 0;
+    for (; j + 4 <= w; j += 4)
+        _mm256_storeu_pd(acc + j, _mm256_add_pd(_mm256_loadu_pd(acc + j), _mm256_cvtps_pd(_mm_loadu_ps(x + j))));
+    for (; j < w; j++) acc[j] += x[j];
+}
+#endif
+
+static double nn__sum_run_scalar(const float *x, int64_t n) {
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        a0 += x[i];
+        a1 += x[i + 1];
+        a2 += x[i + 2];
+        a3 += x[i + 3];
+    }
+    for (; i < n; i++) a0 += x[i];
+    return (a0 + a1) + (a2 + a3);
+}
+
+static double nn__sum_run(const float *x, int64_t n) {
+#if defined(NN__CPU_X86)
+    if (nn__cpu_avx512()) return nn__sum_run_avx512(x, n);
+    if (nn__cpu_avx2()) return nn__sum_run_avx2(x, n);
+#endif
+    return nn__sum_run_scalar(x, n);
+}
+
+static void nn__acc_run(double *acc, const float *x, int64_t w) {
+    int64_t j;
+#if defined(NN__CPU_X86)
+    if (nn__cpu_avx512()) {
+        nn__acc_run_avx512(acc, x, w);
+        return;
+    }
+    if (nn__cpu_avx2()) {
+        nn__acc_run_avx2(acc, x, w);
+        return;
+    }
+#endif
+    for (j = 0; j < w; j++) acc[j] += x[j];
+}
+
+/* a contiguous row's sum: its blocks' sums in block order */
+static double nn__sum_row(const float *x, int64_t n) {
+    double s = 0.0;
+    int64_t b;
+    for (b = 0; b < n; b += NN__RED_BLOCK) s += nn__sum_run(x + b, n - b < NN__RED_BLOCK ? n - b : NN__RED_BLOCK);
+    return s;
+}
+
+/* The comparisons of max and min: a NaN wins (and stays), ties keep the first. */
+static int nn__red_better(int want_max, float b, float a) {
+    if (isnan(a)) return 0;
+    if (isnan(b)) return 1;
+    return want_max ? b > a : b < a;
+}
+
+typedef struct nn__red_job {
+    int op;
+    const nn__reduce_attr *ra;
+    float *y;           /* forward: the output (int32 for ARG*); backward: dx */
+    const float *x, *fy, *gy;
+    double *part;       /* per-block partial sums of long rows (NULL: none) */
+    int64_t units, nb;  /* units of work; blocks per row (part) */
+} nn__red_job;
+
+/* Output element k = (o, i) of a forward reduction, in double where it adds. */
+static void nn__red_elem(const nn__red_job *j, int64_t k) {
+    const nn__reduce_attr *ra = j->ra;
+    int64_t I = ra->I, R = ra->R, o = k / I, i = k % I, r;
+    const float *x = j->x + o * R * I + i;
+    int op = j->op;
+    float p = ra->p;
+    switch (op) {
+    case NN__OP_RED_SUM: {
+        double s = 0.0;
+        for (r = 0; r < R; r++) s += x[r * I];
+        j->y[k] = (float)(s * ra->scale);
+        break;
+    }
+    case NN__OP_RED_PROD: {
+        double s = 1.0;
+        for (r = 0; r < R; r++) s *= x[r * I];
+        j->y[k] = (float)s;
+        break;
+    }
+    case NN__OP_RED_AMAX: case NN__OP_RED_AMIN: {
+        float m = op == NN__OP_RED_AMAX ? -INFINITY : INFINITY;
+        for (r = 0; r < R; r++) if (nn__red_better(op == NN__OP_RED_AMAX, x[r * I], m)) m = x[r * I];
+        j->y[k] = m;
+        break;
+    }
+    case NN__OP_RED_MAX: case NN__OP_RED_MIN: case NN__OP_ARGMAX_DIM: case NN__OP_ARGMIN_DIM: {
+        int want_max = op == NN__OP_RED_MAX || op == NN__OP_ARGMAX_DIM;
+        int64_t best = 0;
+        for (r = 1; r < R; r++) if (nn__red_better(want_max, x[r * I], x[best * I])) best = r;
+        if (op == NN__OP_RED_MAX || op == NN__OP_RED_MIN) j->y[k] = x[best * I];
+        else ((int32_t *)j->y)[k] = (int32_t)best;
+        break;
+    }
+    case NN__OP_RED_VAR: case NN__OP_RED_STD: {
+        double s = 0.0, m2 = 0.0, mean, d = (double)R - ra->correction, v;
+        for (r = 0; r < R; r++) s += x[r * I];
+        mean = s / (double)R;
+        for (r = 0; r < R; r++) m2 += (x[r * I] - mean) * (x[r * I] - mean);
+        v = m2 / (d > 0.0 ? d : 0.0);
+        j->y[k] = (float)(op == NN__OP_RED_STD ? sqrt(v) : v);
+        break;
+    }
+    case NN__OP_RED_LSE: {
+        float m = -INFINITY;
+        double s = 0.0;
+        for (r = 0; r < R; r++) if (nn__red_better(1, x[r * I], m)) m = x[r * I];
+        if (isinf(m)) m = 0.0f; /* PyTorch's: an infinite max is not subtracted */
+        for (r = 0; r < R; r++) s += exp((double)x[r * I] - m);
+        j->y[k] = (float)(log(s) + m);
+        break;
+    }
+    case NN__OP_RED_NORM: {
+        double s = 0.0;
+        if (isinf(p)) {
+            float m = 0.0f;
+            for (r = 0; r < R; r++) if (nn__red_better(1, fabsf(x[r * I]), m)) m = fabsf(x[r * I]);
+            j->y[k] = m;
+            break;
+        }
+        for (r = 0; r < R; r++) {
+            double v = fabs((double)x[r * I]);
+            s += p == 1.0f ? v : p == 2.0f ? v * v : p == 0.0f ? (v != 0.0 ? 1.0 : 0.0) : pow(v, (double)p);
+        }
+        j->y[k] = (float)(p == 1.0f || p == 0.0f ? s : p == 2.0f ? sqrt(s) : pow(s, 1.0 / p));
+        break;
+    }
+    default: break;
+    }
+}
+
+/* Forward tasks: units are output rows (I = 1), column chunks of an output row (SUM with
+   I > 1), row blocks (SUM of few long rows: partials into part) or output elements. */
+static void nn__red_task(void *arg, int t, int n_tasks) {
+    const nn__red_job *j = (const nn__red_job *)arg;
+    const nn__reduce_attr *ra = j->ra;
+    int64_t u0 = j->units * t / n_tasks, u1 = j->units * (t + 1) / n_tasks, u;
+    int64_t R = ra->R, I = ra->I;
+    if (j->op == NN__OP_RED_SUM && I == 1 && j->part) {
+        for (u = u0; u < u1; u++) {
+            int64_t o = u / j->nb, b = (u % j->nb) * NN__RED_BLOCK;
+            j->part[u] = nn__sum_run(j->x + o * R + b, R - b < NN__RED_BLOCK ? R - b : NN__RED_BLOCK);
+        }
+    } else if (j->op == NN__OP_RED_SUM && I == 1) {
+        for (u = u0; u < u1; u++) j->y[u] = (float)(nn__sum_row(j->x + u * R, R) * ra->scale);
+    } else if (j->op == NN__OP_RED_SUM) {
+        int64_t nc = (I + NN__RED_CW - 1) / NN__RED_CW;
+        double acc[NN__RED_CW];
+        for (u = u0; u < u1; u++) {
+            int64_t o = u / nc, c0 = (u % nc) * NN__RED_CW, w = I - c0 < NN__RED_CW ? I - c0 : NN__RED_CW, r, c;
+            const float *x = j->x + o * R * I + c0;
+            for (c = 0; c < w; c++) acc[c] = 0.0;
+            for (r = 0; r < R; r++) nn__acc_run(acc, x + r * I, w);
+            for (c = 0; c < w; c++) j->y[o * I + c0 + c] = (float)(acc[c] * ra->scale);
+        }
+    } else {
+        for (u = u0; u < u1; u++) nn__red_elem(j, u);
+    }
+}
+
+/* Tasks for units of work: several per thread, so a thread the OS holds back leaves its
+   share to the others (which task computes an output does not change its bits). */
+static int nn__red_tasks(nn__threadpool *pool, int64_t work, int64_t units) {
+    int64_t t = work >= NN__PAR_MIN && nn__threadpool_size(pool) > 1 ? 8 * (int64_t)nn__threadpool_size(pool) : 1;
+    return (int)(t < units ? t : units);
+}
+
+/* y [O, I] (int32 for ARGMAX_DIM / ARGMIN_DIM) = the reduction op of x [O, R, I] over R. */
+static void nn__reduce_forward(nn__threadpool *pool, int op, const nn__reduce_attr *ra, float *y, const float *x) {
+    nn__red_job j;
+    int64_t O = ra->O, R = ra->R, I = ra->I, work = O * R * I;
+    int n_tasks;
+    memset(&j, 0, sizeof j);
+    j.op = op;
+    j.ra = ra;
+    j.y = y;
+    j.x = x;
+    if (op == NN__OP_RED_SUM && I == 1) {
+        j.nb = (R + NN__RED_BLOCK - 1) / NN__RED_BLOCK;
+        n_tasks = nn__red_tasks(pool, work, O);
+        if (j.nb > 1 && O < 2 * (int64_t)nn__threadpool_size(pool) && work >= NN__PAR_MIN &&
+            nn__threadpool_size(pool) > 1)
+            j.part = (double *)nn__threadpool_workspace(pool, (size_t)(O * j.nb) * sizeof(double));
+        if (j.part) { /* few long rows: their blocks in parallel, then each row's in order */
+            int64_t o, b;
+            j.units = O * j.nb;
+            nn__threadpool_run(pool, nn__red_task, &j, nn__red_tasks(pool, work, j.units));
+            for (o = 0; o < O; o++) {
+                double s = 0.0;
+                for (b = 0; b < j.nb; b++) s += j.part[o * j.nb + b];
+                y[o] = (float)(s * ra->scale);
+            }
+            return;
+        }
+        j.units = O;
+    } else if (op == NN__OP_RED_SUM) {
+        j.units = O * ((I + NN__RED_CW - 1) / NN__RED_CW);
+        n_tasks = nn__red_tasks(pool, work, j.units);
+    } else {
+        j.units = O * I;
+        n_tasks = nn__red_tasks(pool, work, j.units);
+    }
+    nn__threadpool_run(pool, nn__red_task, &j, n_tasks);
+}
+
+/* ---- gradients: dx [O, R, I] from gy [O, I], x and the forward's output fy ---- */
+
+static float nn__sign(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }
+
+/* The order-p norm's derivative d|x|_p/dx at one element, times g; 0 where the norm or
+   (for p < 1) the element is 0, as PyTorch's. */
+static float nn__norm_grad(float g, float v, float y, float p) {
+    if (y == 0.0f || p == 0.0f) return 0.0f;
+    if (p == 1.0f) return g * nn__sign(v);
+    if (p == 2.0f) return g * v / y;
+    if (v == 0.0f) return 0.0f;
+    return (float)((double)g * nn__sign(v) * pow(fabs((double)v), (double)p - 1.0) / pow((double)y, (double)p - 1.0));
+}
+
+static void nn__red_grad_elem(const nn__red_job *j, int64_t k) {
+    const nn__reduce_attr *ra = j->ra;
+    int64_t I = ra->I, R = ra->R, o = k / I, i = k % I, r;
+    const float *x = j->x + o * R * I + i;
+    float *dx = j->y + o * R * I + i;
+    float g = j->gy[k], yv = j->fy ? j->fy[k] : 0.0f, p = ra->p;
+    switch (ra->fwd) {
+    case NN__OP_RED_SUM: {
+        float v = g * ra->scale;
+        for (r = 0; r < R; r++) dx[r * I] = v;
+        break;
+    }
+    case NN__OP_RED_LSE:
+        for (r = 0; r < R; r++) dx[r * I] = g * expf(x[r * I] - yv);
+        break;
+    case NN__OP_RED_NORM:
+        if (isinf(p)) { /* as amax of |x|: split among the ties, with x's sign */
+            int64_t cnt = 0;
+            for (r = 0; r < R; r++) cnt += fabsf(x[r * I]) == yv;
+            for (r = 0; r < R; r++)
+                dx[r * I] = fabsf(x[r * I]) == yv ? g * nn__sign(x[r * I]) / (float)cnt : 0.0f;
+        } else {
+            for (r = 0; r < R; r++) dx[r * I] = nn__norm_grad(g, x[r * I], yv, p);
+        }
+        break;
+    case NN__OP_RED_AMAX: case NN__OP_RED_AMIN: {
+        int64_t cnt = 0;
+        for (r = 0; r < R; r++) cnt += x[r * I] == yv;
+        for (r = 0; r < R; r++) dx[r * I] = x[r * I] == yv ? g / (float)cnt : 0.0f;
+        break;
+    }
+    case NN__OP_RED_MAX: case NN__OP_RED_MIN: {
+        int64_t best = 0;
+        for (r = 1; r < R; r++) if (nn__red_better(ra->fwd == NN__OP_RED_MAX, x[r * I], x[best * I])) best = r;
+        for (r = 0; r < R; r++) dx[r * I] = r == best ? g : 0.0f;
+        break;
+    }
+    case NN__OP_RED_VAR: case NN__OP_RED_STD: {
+        double s = 0.0, mean, d = (double)R - ra->correction, c;
+        for (r = 0; r < R; r++) s += x[r * I];
+        mean = s / (double)R;
+        d = d > 0.0 ? d : 0.0;
+        if (ra->fwd == NN__OP_RED_VAR) c = 2.0 * g / d;
+        else c = yv == 0.0f ? 0.0 : g / (d * yv); /* PyTorch's: no gradient where std is 0 */
+        for (r = 0; r < R; r++) dx[r * I] = (float)(c * (x[r * I] - mean));
+        break;
+    }
+    case NN__OP_RED_PROD: {
+        int64_t zeros = 0, zr = 0;
+        double others = 1.0;
+        for (r = 0; r < R; r++) {
+            if (x[r * I] == 0.0f) {
+                zeros++;
+                zr = r;
+            } else {
+                others *= x[r * I];
+            }
+        }
+        for (r = 0; r < R; r++)
+            dx[r * I] = zeros == 0 ? (float)(g * (others / x[r * I])) : zeros == 1 && r == zr ? (float)(g * others) : 0.0f;
+        break;
+    }
+    default: break;
+    }
+}
+
+static void nn__red_grad_task(void *arg, int t, int n_tasks) {
+    const nn__red_job *j = (const nn__red_job *)arg;
+    int64_t u0 = j->units * t / n_tasks, u1 = j->units * (t + 1) / n_tasks, u, i;
+    if (j->ra->fwd == NN__OP_RED_SUM) { /* a broadcast: unit u is row (o, r) of dx */
+        int64_t I = j->ra->I, R = j->ra->R;
+        for (u = u0; u < u1; u++) {
+            const float *g = j->gy + (u / R) * I;
+            float *dx = j->y + u * I, s = j->ra->scale;
+            for (i = 0; i < I; i++) dx[i] = g[i] * s;
+        }
+        return;
+    }
+    for (u = u0; u < u1; u++) nn__red_grad_elem(j, u);
+}
+
+static void nn__reduce_backward(nn__threadpool *pool, const nn__reduce_attr *ra, float *dx, const float *gy,
+                                const float *x, const float *fy) {
+    nn__red_job j;
+    int64_t work = (int64_t)ra->O * ra->R * ra->I;
+    memset(&j, 0, sizeof j);
+    j.op = NN__OP_REDUCE_GRAD;
+    j.ra = ra;
+    j.y = dx;
+    j.x = x;
+    j.fy = fy;
+    j.gy = gy;
+    j.units = ra->fwd == NN__OP_RED_SUM ? (int64_t)ra->O * ra->R : (int64_t)ra->O * ra->I;
+    nn__threadpool_run(pool, nn__red_grad_task, &j, nn__red_tasks(pool, work, j.units));
+}
+
+/* y [O, R, I] = the running sum of x over R (from the end when reverse), in double. */
+static void nn__cumsum_forward(float *y, const float *x, const nn__reduce_attr *ra, int reverse) {
+    int64_t O = ra->O, R = ra->R, I = ra->I, o, i, r;
+    for (o = 0; o < O; o++)
+        for (i = 0; i < I; i++) {
+            const float *xr = x + o * R * I + i;
+            float *yr = y + o * R * I + i;
+            double s = 0.0;
+            for (r = 0; r < R; r++) {
+                int64_t k = (reverse ? R - 1 - r : r) * I;
+                s += xr[k];
+                yr[k] = (float)s;
+            }
+        }
+}
+
+/* ======================================================================
    src/nn_cpu_backend.c
    ====================================================================== */
 /* The CPU backend: buffers are host memory, and a run calls each scheduled op's CPU body
@@ -8726,6 +9191,276 @@ static const char *const nn__cl_src_reduce[] = {
 "    /* not fmin: a NaN norm must give NaN (torch's clamp keeps it), not 1 */\n",
 "    float c = max_norm / (sqrt(sumsq[0]) + 1e-6f);\n",
 "    if (get_global_id(0) == 0) y[0] = c > 1.0f ? 1.0f : c;\n",
+"}\n",
+"\n",
+"/* ---- reductions along dims: x viewed as [O, R, I], reduced over R (src/ops/reduce.c) ----\n",
+"   The kinds (src/ops/reduce.c's NN__RK_*, the same values). Each kind takes one or two\n",
+"   passes over a row; a pass maps each element to a term and combines the terms in a mode:\n",
+"   add, multiply, max, min (a NaN wins and stays), or max/min with the first index (a NaN\n",
+"   counts as the max, the first of ties wins). Two-pass kinds (var, std: the mean, then the\n",
+"   squared deviations; logsumexp: the max, then the exponentials) centre the second pass\n",
+"   on the first's result. */\n",
+"#define RK_SUM 0\n",
+"#define RK_PROD 1\n",
+"#define RK_AMAX 2\n",
+"#define RK_AMIN 3\n",
+"#define RK_MAX 4\n",
+"#define RK_MIN 5\n",
+"#define RK_VAR 6\n",
+"#define RK_STD 7\n",
+"#define RK_LSE 8\n",
+"#define RK_NORM 9\n",
+"#define RK_ARGMAX 10\n",
+"#define RK_ARGMIN 11\n",
+"\n",
+"#define RM_ADD 0\n",
+"#define RM_MUL 1\n",
+"#define RM_MAX 2\n",
+"#define RM_MIN 3\n",
+"#define RM_ARGMAX 4\n",
+"#define RM_ARGMIN 5\n",
+"\n",
+"inline int red_passes(int kind) { return kind == RK_VAR || kind == RK_STD || kind == RK_LSE ? 2 : 1; }\n",
+"\n",
+"inline int red_mode(int kind, int pass, float p) {\n",
+"    switch (kind) {\n",
+"    case RK_PROD: return RM_MUL;\n",
+"    case RK_AMAX: return RM_MAX;\n",
+"    case RK_AMIN: return RM_MIN;\n",
+"    case RK_MAX: case RK_ARGMAX: return RM_ARGMAX;\n",
+"    case RK_MIN: case RK_ARGMIN: return RM_ARGMIN;\n",
+"    case RK_LSE: return pass == 0 ? RM_MAX : RM_ADD;\n",
+"    case RK_NORM: return isinf(p) ? RM_MAX : RM_ADD;\n",
+"    default: return RM_ADD;\n",
+"    }\n",
+"}\n",
+"\n",
+"inline float red_term(int kind, int pass, float v, float c, float p) {\n",
+"    if (pass == 1) {\n",
+"        if (kind == RK_LSE) return exp(v - c);\n",
+"        return (v - c) * (v - c); /* var, std */\n",
+"    }\n",
+"    if (kind == RK_NORM) {\n",
+"        float a = fabs(v);\n",
+"        if (isinf(p) || p == 1.0f) return a;\n",
+"        if (p == 2.0f) return a * a;\n",
+"        if (p == 0.0f) return a != 0.0f ? 1.0f : 0.0f;\n",
+"        return pow(a, p);\n",
+"    }\n",
+"    return v;\n",
+"}\n",
+"\n",
+"inline void red_init(int mode, float *a, int *ia) {\n",
+"    *ia = 0x7fffffff;\n",
+"    *a = mode == RM_ADD ? 0.0f : mode == RM_MUL ? 1.0f : mode == RM_MAX || mode == RM_ARGMAX ? -INFINITY : INFINITY;\n",
+"}\n",
+"\n",
+"/* a = a combined with b (b's index ib) */\n",
+"inline void red_comb(int mode, float *a, int *ia, float b, int ib) {\n",
+"    float av = *a;\n",
+"    switch (mode) {\n",
+"    case RM_ADD: *a = av + b; break;\n",
+"    case RM_MUL: *a = av * b; break;\n",
+"    case RM_MAX: if (b > av || isnan(b)) *a = b; break;\n",
+"    case RM_MIN: if (b < av || isnan(b)) *a = b; break;\n",
+"    default: {\n",
+"        int better = mode == RM_ARGMAX ? b > av : b < av;\n",
+"        int tie = b == av || (isnan(b) && isnan(av));\n",
+"        if ((isnan(b) && !isnan(av)) || (!isnan(av) && better) || (tie && ib < *ia)) {\n",
+"            *a = b;\n",
+"            *ia = ib;\n",
+"        }\n",
+"    }\n",
+"    }\n",
+"}\n",
+"\n",
+"/* the second pass's centre from the first pass's result */\n",
+"inline float red_centre(int kind, float a, int R) {\n",
+"    if (kind == RK_LSE) return isinf(a) ? 0.0f : a; /* PyTorch's: an infinite max is not subtracted */\n",
+"    return a / (float)R;\n",
+"}\n",
+"\n",
+"inline void red_store(int kind, __global float *y, __global int *yi, int k, float a, int ia, float c, int R, float p,\n",
+"                      float scale, float corr) {\n",
+"    float d;\n",
+"    switch (kind) {\n",
+"    case RK_SUM: y[k] = a * scale; break;\n",
+"    case RK_ARGMAX: case RK_ARGMIN: yi[k] = ia; break;\n",
+"    case RK_VAR: case RK_STD:\n",
+"        d = (float)R - corr;\n",
+"        a = a / (d > 0.0f ? d : 0.0f);\n",
+"        y[k] = kind == RK_STD ? sqrt(a) : a;\n",
+"        break;\n",
+"    case RK_LSE: y[k] = log(a) + c; break;\n",
+"    case RK_NORM:\n",
+"        y[k] = isinf(p) || p == 1.0f || p == 0.0f ? a : p == 2.0f ? sqrt(a) : pow(a, 1.0f / p);\n",
+"        break;\n",
+"    default: y[k] = a; break;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* One work-item per output element k = (o, i), walking x[o, r, i] over r. */\n",
+"__kernel void reduce_cols(__global const float *x, __global float *y, __global int *yi, const int O, const int R,\n",
+"                          const int I, const int kind, const float p, const float scale, const float corr) {\n",
+"    int k = get_global_id(0);\n",
+"    if (k >= O * I) return;\n",
+"    int o = k / I, i = k - o * I;\n",
+"    __global const float *xr = x + o * R * I + i;\n",
+"    float a, c = 0.0f;\n",
+"    int ia;\n",
+"    if (kind == RK_SUM) { /* the common case, without the general loop's switches */\n",
+"        if (I == 1) { /* a contiguous row (CPU devices): eight chains, then a fixed tree */\n",
+"            float8 s8 = (float8)(0.0f);\n",
+"            int r = 0;\n",
+"            for (; r + 8 <= R; r += 8) s8 += vload8(0, xr + r);\n",
+"            float4 s4 = s8.lo + s8.hi;\n",
+"            float2 s2 = s4.lo + s4.hi;\n",
+"            a = s2.lo + s2.hi;\n",
+"            for (; r < R; r++) a += xr[r];\n",
+"        } else {\n",
+"            a = 0.0f;\n",
+"            for (int r = 0; r < R; r++) a += xr[r * I];\n",
+"        }\n",
+"        y[k] = a * scale;\n",
+"        return;\n",
+"    }\n",
+"    for (int pass = 0; pass < red_passes(kind); pass++) {\n",
+"        int mode = red_mode(kind, pass, p);\n",
+"        red_init(mode, &a, &ia);\n",
+"        for (int r = 0; r < R; r++) red_comb(mode, &a, &ia, red_term(kind, pass, xr[r * I], c, p), r);\n",
+"        if (pass == 0) c = red_centre(kind, a, R);\n",
+"    }\n",
+"    red_store(kind, y, yi, k, a, ia, c, R, p, scale, corr);\n",
+"}\n",
+"\n",
+"/* One work-group per row o of x [O, R] (I = 1): each work-item combines r = lid, lid + wg,\n",
+"   ...; then a tree in local memory (tf, ti: the work-group size, a power of two). */\n",
+"__kernel void reduce_rows(__global const float *x, __global float *y, __global int *yi, const int R, const int kind,\n",
+"                          const float p, const float scale, const float corr, __local float *tf, __local int *ti) {\n",
+"    int o = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    __global const float *xr = x + o * R;\n",
+"    float a, c = 0.0f;\n",
+"    int ia;\n",
+"    if (kind == RK_SUM) { /* the common case, without the general loop's switches */\n",
+"        a = 0.0f;\n",
+"        for (int r = l; r < R; r += wg) a += xr[r];\n",
+"        a = nn_tree(tf, a);\n",
+"        if (l == 0) y[o] = a * scale;\n",
+"        return;\n",
+"    }\n",
+"    for (int pass = 0; pass < red_passes(kind); pass++) {\n",
+"        int mode = red_mode(kind, pass, p);\n",
+"        red_init(mode, &a, &ia);\n",
+"        for (int r = l; r < R; r += wg) red_comb(mode, &a, &ia, red_term(kind, pass, xr[r], c, p), r);\n",
+"        tf[l] = a;\n",
+"        ti[l] = ia;\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        for (int s = wg / 2; s > 0; s >>= 1) {\n",
+"            if (l < s) {\n",
+"                float v = tf[l];\n",
+"                int iv = ti[l];\n",
+"                red_comb(mode, &v, &iv, tf[l + s], ti[l + s]);\n",
+"                tf[l] = v;\n",
+"                ti[l] = iv;\n",
+"            }\n",
+"            barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        }\n",
+"        a = tf[0];\n",
+"        ia = ti[0];\n",
+"        barrier(CLK_LOCAL_MEM_FENCE); /* every work-item has read tf[0] before the next pass */\n",
+"        if (pass == 0) c = red_centre(kind, a, R);\n",
+"    }\n",
+"    if (l == 0) red_store(kind, y, yi, o, a, ia, c, R, p, scale, corr);\n",
+"}\n",
+"\n",
+"inline float red_sign(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }\n",
+"\n",
+"/* d|x|_p / dx times g; 0 where the norm or (p < 1) the element is 0, as PyTorch's */\n",
+"inline float red_norm_grad(float g, float v, float y, float p) {\n",
+"    if (y == 0.0f || p == 0.0f) return 0.0f;\n",
+"    if (p == 1.0f) return g * red_sign(v);\n",
+"    if (p == 2.0f) return g * v / y;\n",
+"    if (v == 0.0f) return 0.0f;\n",
+"    return g * red_sign(v) * pow(fabs(v), p - 1.0f) / pow(y, p - 1.0f);\n",
+"}\n",
+"\n",
+"/* dx [O, R, I] element by element, for kinds whose gradient needs only gy, x and y:\n",
+"   sum (and mean), logsumexp, finite-p norms. */\n",
+"__kernel void reduce_grad_elems(__global const float *gy, __global const float *x, __global const float *y,\n",
+"                                __global float *dx, const int O, const int R, const int I, const int kind,\n",
+"                                const float p, const float scale, const float corr) {\n",
+"    int j = get_global_id(0);\n",
+"    if (j >= O * R * I) return;\n",
+"    int o = j / (R * I), i = j - (j / I) * I, k = o * I + i;\n",
+"    float g = gy[k];\n",
+"    if (kind == RK_SUM) dx[j] = g * scale;\n",
+"    else if (kind == RK_LSE) dx[j] = g * exp(x[j] - y[k]);\n",
+"    else dx[j] = red_norm_grad(g, x[j], y[k], p);\n",
+"}\n",
+"\n",
+"/* dx for one row (o, i) of the kinds that need its statistics: ties (amax, amin, the max\n",
+"   norm), the first max (max, min), the mean (var, std), the zeros (prod). */\n",
+"__kernel void reduce_grad_cols(__global const float *gy, __global const float *x, __global const float *y,\n",
+"                               __global float *dx, const int O, const int R, const int I, const int kind,\n",
+"                               const float p, const float scale, const float corr) {\n",
+"    int k = get_global_id(0);\n",
+"    if (k >= O * I) return;\n",
+"    int o = k / I, i = k - o * I;\n",
+"    __global const float *xr = x + o * R * I + i;\n",
+"    __global float *dr = dx + o * R * I + i;\n",
+"    float g = gy[k], yv = y[k];\n",
+"    if (kind == RK_AMAX || kind == RK_AMIN || kind == RK_NORM) { /* NORM here: p = inf */\n",
+"        int cnt = 0;\n",
+"        for (int r = 0; r < R; r++) cnt += (kind == RK_NORM ? fabs(xr[r * I]) : xr[r * I]) == yv;\n",
+"        for (int r = 0; r < R; r++) {\n",
+"            float v = xr[r * I];\n",
+"            if (kind == RK_NORM) dr[r * I] = fabs(v) == yv ? g * red_sign(v) / (float)cnt : 0.0f;\n",
+"            else dr[r * I] = v == yv ? g / (float)cnt : 0.0f;\n",
+"        }\n",
+"    } else if (kind == RK_MAX || kind == RK_MIN) {\n",
+"        int mode = kind == RK_MAX ? RM_ARGMAX : RM_ARGMIN, ia;\n",
+"        float a;\n",
+"        red_init(mode, &a, &ia);\n",
+"        for (int r = 0; r < R; r++) red_comb(mode, &a, &ia, xr[r * I], r);\n",
+"        for (int r = 0; r < R; r++) dr[r * I] = r == ia ? g : 0.0f;\n",
+"    } else if (kind == RK_VAR || kind == RK_STD) {\n",
+"        float s = 0.0f, d = (float)R - corr, c;\n",
+"        for (int r = 0; r < R; r++) s += xr[r * I];\n",
+"        s /= (float)R;\n",
+"        d = d > 0.0f ? d : 0.0f;\n",
+"        if (kind == RK_VAR) c = 2.0f * g / d;\n",
+"        else c = yv == 0.0f ? 0.0f : g / (d * yv); /* PyTorch's: no gradient where std is 0 */\n",
+"        for (int r = 0; r < R; r++) dr[r * I] = c * (xr[r * I] - s);\n",
+"    } else { /* prod */\n",
+"        int zeros = 0, zr = 0;\n",
+"        float others = 1.0f;\n",
+"        for (int r = 0; r < R; r++) {\n",
+"            float v = xr[r * I];\n",
+"            if (v == 0.0f) {\n",
+"                zeros++;\n",
+"                zr = r;\n",
+"            } else {\n",
+"                others *= v;\n",
+"            }\n",
+"        }\n",
+"        for (int r = 0; r < R; r++)\n",
+"            dr[r * I] = zeros == 0 ? g * (others / xr[r * I]) : zeros == 1 && r == zr ? g * others : 0.0f;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* y [O, R, I] = the running sum of x over R (from the end when reverse), one work-item per\n",
+"   (o, i). */\n",
+"__kernel void cumsum(__global const float *x, __global float *y, const int O, const int R, const int I,\n",
+"                     const int reverse) {\n",
+"    int k = get_global_id(0);\n",
+"    if (k >= O * I) return;\n",
+"    int o = k / I, i = k - o * I;\n",
+"    float s = 0.0f;\n",
+"    for (int r = 0; r < R; r++) {\n",
+"        int j = o * R * I + (reverse ? R - 1 - r : r) * I + i;\n",
+"        s += x[j];\n",
+"        y[j] = s;\n",
+"    }\n",
 "}\n",
 0 };
 
@@ -12572,6 +13307,302 @@ static nn_result nn__dev_clip_scale(nn_graph *g, int id) {
     r = nn__launch_add(g, id, "reduce", "clip_scale", 1, &l);
     if (r == NN_OK) r = nn__args(l, "mmf", &g->nodes[in[0]].buf, y, (double)n->a.reduce.max_norm);
     return r;
+}
+
+/* ---- reductions along dims (PyTorch's torch.sum(x, dim, keepdim) and its kin) ----
+   x is viewed as [O, R, I] with the reduced dims in R. When the reduced dims are not
+   adjacent (size-1 dims aside), x is first permuted (nn_permute) so that they come last,
+   in their order, after the kept ones: then I = 1. */
+
+/* The kernels' reduction kinds (kernels/reduce.cl's RK_*, the same values). */
+enum { NN__RK_SUM, NN__RK_PROD, NN__RK_AMAX, NN__RK_AMIN, NN__RK_MAX, NN__RK_MIN, NN__RK_VAR, NN__RK_STD,
+       NN__RK_LSE, NN__RK_NORM, NN__RK_ARGMAX, NN__RK_ARGMIN };
+
+static int nn__red_kind(int op) {
+    switch (op) {
+    case NN__OP_RED_PROD: return NN__RK_PROD;
+    case NN__OP_RED_AMAX: return NN__RK_AMAX;
+    case NN__OP_RED_AMIN: return NN__RK_AMIN;
+    case NN__OP_RED_MAX: return NN__RK_MAX;
+    case NN__OP_RED_MIN: return NN__RK_MIN;
+    case NN__OP_RED_VAR: return NN__RK_VAR;
+    case NN__OP_RED_STD: return NN__RK_STD;
+    case NN__OP_RED_LSE: return NN__RK_LSE;
+    case NN__OP_RED_NORM: return NN__RK_NORM;
+    case NN__OP_ARGMAX_DIM: return NN__RK_ARGMAX;
+    case NN__OP_ARGMIN_DIM: return NN__RK_ARGMIN;
+    default: return NN__RK_SUM;
+    }
+}
+
+/* mask[d] = 1 for each dim of x in dims (negative: from the end; n_dims = 0: every dim);
+   0 and an error naming the op and x's shape when one is out of range or repeated. */
+static int nn__red_mask(nn_graph *g, const char *opname, nn_tensor x, const int *dims, int n_dims, int *mask) {
+    nn__node *nx = nn__n(g, x);
+    int nd = nx->shape.ndim, k;
+    char sx[128];
+    nn__shape_str(&nx->shape, sx, sizeof sx);
+    for (k = 0; k < nd; k++) mask[k] = n_dims == 0;
+    if (n_dims < 0 || (n_dims > 0 && !dims)) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: n_dims = %d with dims %s, for x %s", opname, n_dims,
+                    dims ? "given" : "NULL", sx);
+        return 0;
+    }
+    for (k = 0; k < n_dims; k++) {
+        int d = dims[k] < 0 ? dims[k] + nd : dims[k];
+        if (d < 0 || d >= nd) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dim %d is out of range for x %s (expected %d to %d)", opname,
+                        dims[k], sx, -nd, nd - 1);
+            return 0;
+        }
+        if (mask[d]) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dim %d appears more than once in dims, for x %s", opname, d, sx);
+            return 0;
+        }
+        mask[d] = 1;
+    }
+    return 1;
+}
+
+/* The node of op reducing x over the dims in mask; scale: RED_SUM's factor (1/R for a
+   mean: scale < 0 asks for it); p: RED_NORM's order; correction: RED_VAR/STD's. */
+static nn_tensor nn__red_build(nn_graph *g, int op, nn_tensor x, const int *mask, int keepdim, float scale, float p,
+                               float correction) {
+    nn__node *nx = nn__n(g, x);
+    nn_shape xs = nx->shape, ys;
+    int nd = xs.ndim, d, first = -1, last = -1, split = 0, perm[NN_MAX_DIMS], np = 0;
+    int64_t O = 1, R = 1, I = 1;
+    nn_tensor src = x, t;
+    for (d = 0; d < nd; d++)
+        if (mask[d] && xs.dim[d] > 1) {
+            if (first < 0) first = d;
+            last = d;
+        }
+    for (d = first + 1; first >= 0 && d < last; d++) split |= !mask[d] && xs.dim[d] > 1;
+    if (split) { /* the kept dims first, then the reduced ones */
+        for (d = 0; d < nd; d++) if (!mask[d]) perm[np++] = d;
+        for (d = 0; d < nd; d++) if (mask[d]) perm[np++] = d;
+        for (d = 0; d < nd; d++) {
+            if (mask[d]) R *= xs.dim[d];
+            else O *= xs.dim[d];
+        }
+        src = nn_permute(g, x, perm);
+        if (src.id < 0) return src;
+    } else if (first < 0) {
+        O = nx->numel;
+    } else {
+        for (d = 0; d < nd; d++) {
+            if (d < first) O *= xs.dim[d];
+            else if (d <= last) R *= xs.dim[d];
+            else I *= xs.dim[d];
+        }
+    }
+    ys.ndim = 0;
+    for (d = 0; d < nd; d++) {
+        if (keepdim) ys.dim[ys.ndim++] = mask[d] ? 1 : xs.dim[d];
+        else if (!mask[d]) ys.dim[ys.ndim++] = xs.dim[d];
+    }
+    if (ys.ndim == 0) ys = nn_shape1(1);
+    t = nn__op1(g, op, op == NN__OP_ARGMAX_DIM || op == NN__OP_ARGMIN_DIM ? NN_I32 : NN_F32, ys, src.id);
+    if (t.id >= 0) {
+        nn__reduce_attr *ra = &g->nodes[t.id].a.reduce;
+        ra->O = (int)O;
+        ra->R = (int)R;
+        ra->I = (int)I;
+        ra->scale = scale < 0.0f ? (float)(1.0 / (double)R) : scale;
+        ra->p = p;
+        ra->correction = correction;
+    }
+    return t;
+}
+
+static nn_tensor nn__red_dims(nn_graph *g, const char *opname, int op, nn_tensor x, const int *dims, int n_dims,
+                              int keepdim, float scale, float p, float correction) {
+    int mask[NN_MAX_DIMS];
+    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!nn__red_mask(g, opname, x, dims, n_dims, mask)) return nn__tensor(-1);
+    return nn__red_build(g, op, x, mask, keepdim, scale, p, correction);
+}
+
+static nn_tensor nn__red_dim1(nn_graph *g, const char *opname, int op, nn_tensor x, int dim, int keepdim) {
+    return nn__red_dims(g, opname, op, x, &dim, 1, keepdim, 1.0f, 0.0f, 0.0f);
+}
+
+NN_API nn_tensor nn_sum_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_sum_dim", NN__OP_RED_SUM, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+}
+NN_API nn_tensor nn_mean_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_mean_dim", NN__OP_RED_SUM, x, dims, n_dims, keepdim, -1.0f, 0.0f, 0.0f);
+}
+NN_API nn_tensor nn_prod_dim(nn_graph *g, nn_tensor x, int dim, int keepdim) {
+    return nn__red_dim1(g, "nn_prod_dim", NN__OP_RED_PROD, x, dim, keepdim);
+}
+NN_API nn_tensor nn_amax(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_amax", NN__OP_RED_AMAX, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+}
+NN_API nn_tensor nn_amin(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_amin", NN__OP_RED_AMIN, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+}
+
+static nn_tensor nn__max_min_dim(nn_graph *g, const char *opname, int op, int arg_op, nn_tensor x, int dim, int keepdim,
+                                 nn_tensor *indices) {
+    nn_tensor v = nn__red_dim1(g, opname, op, x, dim, keepdim);
+    if (indices) *indices = v.id < 0 ? v : nn__red_dim1(g, opname, arg_op, x, dim, keepdim);
+    return v;
+}
+NN_API nn_tensor nn_max_dim(nn_graph *g, nn_tensor x, int dim, int keepdim, nn_tensor *indices) {
+    return nn__max_min_dim(g, "nn_max_dim", NN__OP_RED_MAX, NN__OP_ARGMAX_DIM, x, dim, keepdim, indices);
+}
+NN_API nn_tensor nn_min_dim(nn_graph *g, nn_tensor x, int dim, int keepdim, nn_tensor *indices) {
+    return nn__max_min_dim(g, "nn_min_dim", NN__OP_RED_MIN, NN__OP_ARGMIN_DIM, x, dim, keepdim, indices);
+}
+NN_API nn_tensor nn_argmax_dim(nn_graph *g, nn_tensor x, int dim, int keepdim) {
+    return nn__red_dim1(g, "nn_argmax_dim", NN__OP_ARGMAX_DIM, x, dim, keepdim);
+}
+NN_API nn_tensor nn_argmin_dim(nn_graph *g, nn_tensor x, int dim, int keepdim) {
+    return nn__red_dim1(g, "nn_argmin_dim", NN__OP_ARGMIN_DIM, x, dim, keepdim);
+}
+
+static nn_tensor nn__var_std(nn_graph *g, const char *opname, int op, nn_tensor x, const int *dims, int n_dims,
+                             int correction, int keepdim) {
+    if (!nn__check(g, opname, 1, &x)) return nn__tensor(-1);
+    if (correction < 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: correction = %d, not >= 0", opname, correction);
+    return nn__red_dims(g, opname, op, x, dims, n_dims, keepdim, 1.0f, 0.0f, (float)correction);
+}
+NN_API nn_tensor nn_var_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim) {
+    return nn__var_std(g, "nn_var_dim", NN__OP_RED_VAR, x, dims, n_dims, correction, keepdim);
+}
+NN_API nn_tensor nn_std_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim) {
+    return nn__var_std(g, "nn_std_dim", NN__OP_RED_STD, x, dims, n_dims, correction, keepdim);
+}
+NN_API nn_tensor nn_logsumexp(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_logsumexp", NN__OP_RED_LSE, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+}
+NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims, int n_dims, int keepdim) {
+    if (!nn__check(g, "nn_norm_dim", 1, &x)) return nn__tensor(-1);
+    if (!(p >= 0.0f)) /* NaN too */
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_norm_dim: p = %g, not >= 0 (or INFINITY)", p);
+    return nn__red_dims(g, "nn_norm_dim", NN__OP_RED_NORM, x, dims, n_dims, keepdim, 1.0f, p, 0.0f);
+}
+
+NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim) {
+    nn__node *nx;
+    nn_tensor t;
+    int nd, d, k;
+    if (!nn__check(g, "nn_cumsum", 1, &x) || !nn__expect_f32(g, "nn_cumsum", x, "x")) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nd = nx->shape.ndim;
+    d = dim < 0 ? dim + nd : dim;
+    if (d < 0 || d >= nd) {
+        char sx[128];
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_cumsum: dim %d is out of range for x %s (expected %d to %d)",
+                           dim, sx, -nd, nd - 1);
+    }
+    t = nn__op1(g, NN__OP_CUMSUM, NN_F32, nx->shape, x.id);
+    if (t.id >= 0) {
+        nn__reduce_attr *ra = &g->nodes[t.id].a.reduce;
+        int64_t O = 1, I = 1;
+        for (k = 0; k < d; k++) O *= nx->shape.dim[k];
+        for (k = d + 1; k < nd; k++) I *= nx->shape.dim[k];
+        ra->O = (int)O;
+        ra->R = (int)nx->shape.dim[d];
+        ra->I = (int)I;
+    }
+    return t;
+}
+
+/* d(loss)/dx of a reduction: a REDUCE_GRAD node from gy (and x and the output where the
+   rule needs them). */
+static void nn__grad_reduce(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (n.op == NN__OP_RED_SUM) t = nn__op1(g, NN__OP_REDUCE_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+    else t = nn__op3(g, NN__OP_REDUCE_GRAD, NN_F32, g->nodes[a].shape, gy.id, a, id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a = n.a;
+        g->nodes[t.id].a.reduce.fwd = n.op;
+    }
+    nn__acc_grad(g, a, t);
+}
+
+/* cumsum's gradient is the reverse running sum of gy, and the reverse's is cumsum. */
+static void nn__grad_cumsum(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, n.op == NN__OP_CUMSUM ? NN__OP_CUMSUM_REV : NN__OP_CUMSUM, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
+
+static nn_result nn__cpu_reduce(nn_graph *g, nn__node *n) {
+    nn__reduce_forward(g->ctx->threads, n->op, &n->a.reduce, n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
+
+static nn_result nn__cpu_reduce_grad(nn_graph *g, nn__node *n) {
+    nn__reduce_backward(g->ctx->threads, &n->a.reduce, n->buf.host, NN__F(n->in[0]),
+                        n->n_in > 1 ? NN__F(n->in[1]) : NULL, n->n_in > 2 ? NN__F(n->in[2]) : NULL);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
+    nn__cumsum_forward(n->buf.host, NN__F(n->in[0]), &n->a.reduce, n->op == NN__OP_CUMSUM_REV);
+    return NN_OK;
+}
+
+/* A reduction of the innermost axis (I = 1) of long enough rows runs one work-group per
+   row (a strided pass, then a tree in local memory); otherwise one work-item per output
+   element walks its R elements (consecutive work-items: consecutive i, coalesced). CPU
+   devices take the second form for every shape. */
+static nn_result nn__dev_reduce(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__reduce_attr *ra = &n->a.reduce;
+    nn__launch *l = NULL;
+    nn_result r;
+    const nn__buf *x = &g->nodes[n->in[0]].buf;
+    int kind = nn__red_kind(n->op);
+    if (ra->I == 1 && ra->R > 32 && !g->ctx->dev.cpu_tuned) {
+        size_t wg = nn__reduce_wg(g);
+        r = nn__launch_add(g, id, "reduce", "reduce_rows", (size_t)ra->O * wg, &l);
+        if (r != NN_OK) return r;
+        l->gws[0] = (size_t)ra->O * wg;
+        l->lws[0] = wg;
+        l->use_lws = 1;
+        return nn__args(l, "mmmiifffLL", x, &n->buf, &n->buf, ra->R, kind, (double)ra->p, (double)ra->scale,
+                        (double)ra->correction, wg * 4, wg * 4);
+    }
+    r = nn__launch_add(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
+    if (r != NN_OK) return r;
+    return nn__args(l, "mmmiiiifff", x, &n->buf, &n->buf, ra->O, ra->R, ra->I, kind, (double)ra->p,
+                    (double)ra->scale, (double)ra->correction);
+}
+
+/* Gradients that need no statistics of the row (sum, mean, logsumexp, finite-p norms): one
+   work-item per element of dx; the others one work-item per row (o, i), which walks it. */
+static nn_result nn__dev_reduce_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__reduce_attr *ra = &n->a.reduce;
+    nn__launch *l = NULL;
+    nn_result r;
+    const nn__buf *gy = &g->nodes[n->in[0]].buf;
+    const nn__buf *x = n->n_in > 1 ? &g->nodes[n->in[1]].buf : gy, *y = n->n_in > 2 ? &g->nodes[n->in[2]].buf : gy;
+    int kind = nn__red_kind(ra->fwd);
+    int elementwise = kind == NN__RK_SUM || kind == NN__RK_LSE || (kind == NN__RK_NORM && !isinf(ra->p));
+    r = nn__launch_add(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
+                       elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I, &l);
+    if (r != NN_OK) return r;
+    return nn__args(l, "mmmmiiiifff", gy, x, y, &n->buf, ra->O, ra->R, ra->I, kind, (double)ra->p, (double)ra->scale,
+                    (double)ra->correction);
+}
+
+static nn_result nn__dev_cumsum(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__reduce_attr *ra = &n->a.reduce;
+    nn__launch *l = NULL;
+    nn_result r = nn__launch_add(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
+    if (r != NN_OK) return r;
+    return nn__args(l, "mmiiii", &g->nodes[n->in[0]].buf, &n->buf, ra->O, ra->R, ra->I, n->op == NN__OP_CUMSUM_REV);
 }
 
 /* ======================================================================

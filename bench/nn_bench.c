@@ -21,7 +21,17 @@
                                   batch 64, gathered from 60000 resident random images)
           nn_bench start SEL      "NAME MS": milliseconds to create a context and compile the
                                   MLP training graph in this process (run.sh runs it with an
-                                  empty and then a filled NN_CACHE_DIR) */
+                                  empty and then a filled NN_CACHE_DIR)
+          nn_bench mem SEL        memory-bound ops in GB/s beside the machine's copy bandwidth:
+                                  BENCH name=mem backend=host op=copy gbps=X: memcpy of 256 MiB
+                                  (bytes read + written per second; the cpu selector only);
+                                  BENCH name=mem backend=NAME op=mul_add gbps=X: y = a*b + c
+                                  over 16M floats as nn_mul then nn_add, counting the bytes
+                                  the two ops move (a, b read, a*b written, then read with c,
+                                  y written: 6 x 64 MiB); BENCH name=mem backend=NAME
+                                  op=sum_last gbps=X: nn_sum_dim over the last axis of
+                                  [4096, 4096] (64 MiB read). nn_graph_forward, the median of
+                                  7 timed runs after 2 warm-ups (copy: the median of 7) */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define NN_IMPLEMENTATION
 #include "nn.h"
@@ -446,6 +456,112 @@ static int bench_start(const char *sel) {
     return 0;
 }
 
+/* ---- memory-bound ops ------------------------------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define MEM_REPS 7
+
+/* The median seconds of MEM_REPS runs of fn on g, after 2 warm-ups. */
+static nn_result median_run(nn_graph *g, nn_result (*fn)(nn_graph *), double *sec) {
+    double t[MEM_REPS], t0;
+    nn_result r = NN_OK;
+    int i;
+    for (i = 0; i < 2 && r == NN_OK; i++) r = fn(g);
+    if (r == NN_OK) r = nn_graph_finish(g);
+    for (i = 0; i < MEM_REPS && r == NN_OK; i++) {
+        t0 = now();
+        r = fn(g);
+        if (r == NN_OK) r = nn_graph_finish(g);
+        t[i] = now() - t0;
+    }
+    qsort(t, MEM_REPS, sizeof t[0], cmp_double);
+    *sec = t[MEM_REPS / 2];
+    return r;
+}
+
+/* memcpy of 256 MiB (pages touched first): bytes read + written per second, median of 7 */
+static double copy_gbps(void) {
+    size_t n = (size_t)256 << 20;
+    char *a = (char *)malloc(n), *b = (char *)malloc(n);
+    double t[MEM_REPS], t0;
+    int i;
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return 0.0;
+    }
+    memset(a, 1, n);
+    memset(b, 2, n);
+    for (i = 0; i < MEM_REPS; i++) {
+        t0 = now();
+        memcpy(i % 2 ? a : b, i % 2 ? b : a, n);
+        t[i] = now() - t0;
+    }
+    qsort(t, MEM_REPS, sizeof t[0], cmp_double);
+    free(a);
+    free(b);
+    return 2.0 * (double)n / t[MEM_REPS / 2] / 1e9;
+}
+
+static int bench_mem(const char *sel) {
+    const int64_t n = (int64_t)16 << 20, side = 4096;
+    char name[256];
+    nn_context *ctx;
+    nn_graph *g = NULL;
+    nn_tensor a, b, c, y, x, s;
+    nn_compile_desc cd;
+    nn_result r;
+    float *host;
+    double sec = 0.0;
+    int last = -1, k, status = 0;
+    if (strcmp(sel, "cpu") == 0) {
+        printf("BENCH name=mem backend=host op=copy gbps=%.2f\n", copy_gbps());
+        fflush(stdout);
+    }
+    ctx = open_ctx(sel, name, sizeof name);
+    if (!ctx) return 1;
+    host = (float *)malloc((size_t)n * sizeof(float));
+    memset(&cd, 0, sizeof cd);
+    r = host ? nn_graph_create(ctx, NULL, &g) : NN_ERR_OUT_OF_MEMORY;
+    if (r == NN_OK) {
+        a = nn_input(g, "a", NN_F32, nn_shape1(n));
+        b = nn_input(g, "b", NN_F32, nn_shape1(n));
+        c = nn_input(g, "c", NN_F32, nn_shape1(n));
+        y = nn_add(g, nn_mul(g, a, b), c);
+        nn_output(g, y);
+        r = nn_graph_compile(g, &cd);
+    }
+    for (k = 0; k < 3 && r == NN_OK; k++) {
+        fill_random(host, (size_t)n, 11u + (uint32_t)k);
+        r = nn_tensor_write(g, k == 0 ? a : k == 1 ? b : c, host, (size_t)n * sizeof(float));
+    }
+    if (r == NN_OK) r = median_run(g, nn_graph_forward, &sec);
+    if (r != NN_OK) status = fail(ctx, "mem mul_add", r);
+    else printf("BENCH name=mem backend=%s op=mul_add gbps=%.2f\n", name, 6.0 * (double)n * 4.0 / sec / 1e9);
+    fflush(stdout);
+    nn_graph_destroy(g);
+    g = NULL;
+    r = host && status == 0 ? nn_graph_create(ctx, NULL, &g) : NN_ERR_OUT_OF_MEMORY;
+    if (r == NN_OK) {
+        x = nn_input(g, "x", NN_F32, nn_shape2(side, side));
+        s = nn_sum_dim(g, x, &last, 1, 0);
+        nn_output(g, s);
+        r = nn_graph_compile(g, &cd);
+    }
+    if (r == NN_OK) r = nn_tensor_write(g, x, host, (size_t)(side * side) * sizeof(float));
+    if (r == NN_OK) r = median_run(g, nn_graph_forward, &sec);
+    if (status == 0 && r != NN_OK) status = fail(ctx, "mem sum_last", r);
+    else if (status == 0) printf("BENCH name=mem backend=%s op=sum_last gbps=%.2f\n", name, (double)(side * side) * 4.0 / sec / 1e9);
+    nn_graph_destroy(g);
+    nn_context_destroy(ctx);
+    free(host);
+    return status;
+}
+
 static int list_devices(void) {
     nn_device_info info[16];
     char name[256];
@@ -466,7 +582,8 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(cmd, "conv") == 0) return bench_conv(argv[2]);
     if (argc == 3 && strcmp(cmd, "cnn") == 0) return bench_cnn(argv[2]);
     if (argc == 3 && strcmp(cmd, "start") == 0) return bench_start(argv[2]);
-    fprintf(stderr, "usage: %s devices | sgemm DEVICE | mlp DEVICE | conv DEVICE | cnn DEVICE | start DEVICE\n"
+    if (argc == 3 && strcmp(cmd, "mem") == 0) return bench_mem(argv[2]);
+    fprintf(stderr, "usage: %s devices | sgemm DEVICE | mlp DEVICE | conv DEVICE | cnn DEVICE | start DEVICE | mem DEVICE\n"
                     "  DEVICE: cpu, or an OpenCL device index as `devices` lists them\n", argv[0]);
     return 2;
 }

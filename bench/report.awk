@@ -12,7 +12,7 @@
 function fmt(m, v) {
     if (v == "") return ""
     if (m == "samples_per_sec") return sprintf("%.0f", v)
-    if (m == "gflops") return sprintf("%.2f", v)
+    if (m == "gflops" || m == "gbps") return sprintf("%.2f", v)
     if (m == "ms") return sprintf("%.3f", v)
     return sprintf("%.1f", v)
 }
@@ -40,6 +40,17 @@ function tfmt(m, v) {
     if (v == "") return "n/a"
     if (m == "samples_per_sec" || v >= 1000) return commas(v)
     return sprintf("%.1f", v)
+}
+# the memory-bound rows of the table: GB/s beside the host's copy bandwidth
+function memrows(cl,    cp, k, op, label, c, o) {
+    cp = get("name=mem backend=host op=copy", "gbps")
+    for (k = 1; k <= 2; k++) {
+        op = k == 1 ? "mul_add" : "sum_last"
+        label = k == 1 ? "y = a*b + c over 16M floats (nn_mul, nn_add; 6 x 64 MiB moved), GB/s" : "sum over the last axis of [4096, 4096] (nn_sum_dim), GB/s"
+        c = get("name=mem backend=cpu op=" op, "gbps"); o = cl != "" ? get("name=mem backend=" cl " op=" op, "gbps") : ""
+        printf "| %s | %s | %s | memcpy of 256 MiB %s (read + written) | %s |\n", label, tfmt("gbps", c), tfmt("gbps", o),
+            tfmt("gbps", cp), join("; ", x(c, cp) != "" ? "CPU " x(c, cp) " copy" : "", x(o, cp) != "" ? "OpenCL " x(o, cp) " copy" : "", "")
+    }
 }
 # get(ID, METRIC): the reported median of a figure, "" if none
 function get(id, m) { return ((id, m) in M) ? M[id, m] : "" }
@@ -73,10 +84,11 @@ function join(sep, a, b, c,    s) {
 }
 
 BEGIN {
-    METRIC["gflops"] = METRIC["ms"] = METRIC["samples_per_sec"] = METRIC["cold_ms"] = METRIC["warm_ms"] = 1
+    METRIC["gbps"] = METRIC["gflops"] = METRIC["ms"] = METRIC["samples_per_sec"] = METRIC["cold_ms"] = METRIC["warm_ms"] = 1
     PRIMARY["sgemm"] = PRIMARY["conv2d"] = "gflops"
     PRIMARY["mlp_train"] = PRIMARY["cnn_train"] = "samples_per_sec"
     PRIMARY["start"] = "cold_ms"
+    PRIMARY["mem"] = "gbps"
 }
 
 $1 == "BENCH" && $2 == "name=env" {
@@ -147,7 +159,12 @@ END {
     ratio("cnn_train_cpu_vs_torch", CNN_CPU, CNN_TORCH, "torch")
     ratio("sgemm1024_cpu_vs_openblas", get("name=sgemm backend=cpu n=1024", "gflops"), get(ob " n=1024", "gflops"), "numpy")
     ratio("sgemm1024_cpu_vs_torch", get("name=sgemm backend=cpu n=1024", "gflops"), get("name=sgemm backend=torch n=1024", "gflops"), "torch")
+    COPY = get("name=mem backend=host op=copy", "gbps")
+    ratio("mem_mul_add_cpu_vs_copy", get("name=mem backend=cpu op=mul_add", "gbps"), COPY, "")
+    ratio("mem_sum_last_cpu_vs_copy", get("name=mem backend=cpu op=sum_last", "gbps"), COPY, "")
     if (cl != "") {
+        ratio("mem_mul_add_opencl_vs_copy", get("name=mem backend=" cl " op=mul_add", "gbps"), COPY, "")
+        ratio("mem_sum_last_opencl_vs_copy", get("name=mem backend=" cl " op=sum_last", "gbps"), COPY, "")
         MLP_CL = get("name=mlp_train backend=" cl " batch=128", "samples_per_sec")
         ratio("mlp_train_opencl_vs_torch", MLP_CL, MLP_TORCH, "torch")
         ratio("mlp_train_opencl_vs_cpu", MLP_CL, MLP_CPU, "")
@@ -207,6 +224,7 @@ END {
     print ""
     print "| figure | nn.h CPU backend | nn.h on OpenCL | reference (same run) | ratio |"
     print "|---|---|---|---|---|"
+    if (ENV["run", "figures"] == "mem") { memrows(cl); exit }
     ofig = ""; oname = ""
     if (get(ob " n=1024", "gflops") != "") { oname = "OpenBLAS"; ofig = ob }
     else for (f = 1; f <= NID; f++) if (IDS[f] ~ /^name=sgemm backend=numpy-/ && IDS[f] ~ / n=1024$/) {
@@ -259,6 +277,7 @@ END {
     o1 = cl != "" ? get("name=start backend=" cl, "cold_ms") : ""; o2 = cl != "" ? get("name=start backend=" cl, "warm_ms") : ""
     printf "| start: context + MLP graph compile, ms (cold / warm program cache) | %s / %s | %s / %s | | |\n",
         tfmt("ms", c1), tfmt("ms", c2), tfmt("ms", o1), tfmt("ms", o2)
+    memrows(cl)
 
     if (nb > 0) {
         print ""

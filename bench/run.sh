@@ -12,6 +12,8 @@
 #   BACKENDS="cpu" ...                          # selectors as `nn_bench devices` lists them
 #   TORCH_THREADS="1/1 1/2 2/1 2/2" ...         # PyTorch training: intra-op/OpenBLAS threads
 #   BLAS_THREADS="1 2" ...                      # SGEMM and conv lines: threads (both kinds)
+#   FIGURES=mem ...                             # only the memory-bound lines (make bench-mem):
+#       the host's copy bandwidth, y = a*b + c and a sum over the last axis per backend, GB/s
 #
 # Each round measures, figure by figure: nn.h on every backend (and the baseline), then the
 # counterparts of that figure in each thread configuration (in an order rotated per round).
@@ -21,6 +23,7 @@
 #     RUN round=R ... name=conv2d backend=B shape=NxCxHxWkK pass=fwd|bwd gflops=X ms=X
 #     RUN round=R ... name=cnn_train backend=B batch=64 samples_per_sec=X
 #     RUN round=R ... name=start backend=B cold_ms=X warm_ms=X
+#     RUN round=R ... name=mem backend=B op=copy|mul_add|sum_last gbps=X
 # then bench/report.awk prints, per figure, the median over the rounds with its min and
 # max (for a counterpart: of the thread configuration with the best median, named in
 # threads=, the medians of all in tried=):
@@ -40,6 +43,8 @@ PY=${PYTHON:-/usr/bin/python3}
 ROUNDS=${ROUNDS:-4}
 BASELINE=${BASELINE:-}
 ONLY=${ONLY:-}
+FIGURES=${FIGURES:-all}
+case $FIGURES in all) ;; mem) ONLY=nn ;; *) echo "run.sh: FIGURES must be all or mem (got '$FIGURES')" >&2; exit 1 ;; esac
 TORCH_THREADS=${TORCH_THREADS:-1/1 1/2 2/1 2/2}
 BLAS_THREADS=${BLAS_THREADS:-1 2}
 T0=$(date +%s)
@@ -147,7 +152,7 @@ if [ "$ONLY" != nn ]; then
     fi
 fi
 echo "BENCH name=env what=run rounds=$ROUNDS torch_threads=$(u "$TORCH_THREADS" | tr _ ,) blas_threads=$(u "$BLAS_THREADS" | tr _ ,)" \
-     "baseline=${BASELINE:--} only=${ONLY:-all}" | keep
+     "baseline=${BASELINE:--} only=${ONLY:-all} figures=$FIGURES" | keep
 
 # ---- one round's measurements ----------------------------------------------------------------
 # nn_one ROUND BIN BUILD CMD SEL NAME: one nn_bench figure (start: cold and warm)
@@ -211,6 +216,11 @@ torch_fig() {
 R=1
 while [ $R -le "$ROUNDS" ]; do
     note "round $R of $ROUNDS ($(($(date +%s) - T0)) s)"
+    nn_fig $R mem
+    if [ "$FIGURES" = mem ]; then
+        R=$((R + 1))
+        continue
+    fi
     nn_fig $R sgemm
     if [ -n "$HAVE_TORCH" ]; then torch_fig $R "$BLAS_THREADS" bench/sgemm_torch.py torch; fi
     if [ -n "$HAVE_NUMPY" ]; then torch_fig $R "$BLAS_THREADS" bench/sgemm_torch.py numpy; fi

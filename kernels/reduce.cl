@@ -37,3 +37,273 @@ __kernel void clip_scale(__global const float *sumsq, __global float *y, const f
     float c = max_norm / (sqrt(sumsq[0]) + 1e-6f);
     if (get_global_id(0) == 0) y[0] = c > 1.0f ? 1.0f : c;
 }
+
+/* ---- reductions along dims: x viewed as [O, R, I], reduced over R (src/ops/reduce.c) ----
+   The kinds (src/ops/reduce.c's NN__RK_*, the same values). Each kind takes one or two
+   passes over a row; a pass maps each element to a term and combines the terms in a mode:
+   add, multiply, max, min (a NaN wins and stays), or max/min with the first index (a NaN
+   counts as the max, the first of ties wins). Two-pass kinds (var, std: the mean, then the
+   squared deviations; logsumexp: the max, then the exponentials) centre the second pass
+   on the first's result. */
+#define RK_SUM 0
+#define RK_PROD 1
+#define RK_AMAX 2
+#define RK_AMIN 3
+#define RK_MAX 4
+#define RK_MIN 5
+#define RK_VAR 6
+#define RK_STD 7
+#define RK_LSE 8
+#define RK_NORM 9
+#define RK_ARGMAX 10
+#define RK_ARGMIN 11
+
+#define RM_ADD 0
+#define RM_MUL 1
+#define RM_MAX 2
+#define RM_MIN 3
+#define RM_ARGMAX 4
+#define RM_ARGMIN 5
+
+inline int red_passes(int kind) { return kind == RK_VAR || kind == RK_STD || kind == RK_LSE ? 2 : 1; }
+
+inline int red_mode(int kind, int pass, float p) {
+    switch (kind) {
+    case RK_PROD: return RM_MUL;
+    case RK_AMAX: return RM_MAX;
+    case RK_AMIN: return RM_MIN;
+    case RK_MAX: case RK_ARGMAX: return RM_ARGMAX;
+    case RK_MIN: case RK_ARGMIN: return RM_ARGMIN;
+    case RK_LSE: return pass == 0 ? RM_MAX : RM_ADD;
+    case RK_NORM: return isinf(p) ? RM_MAX : RM_ADD;
+    default: return RM_ADD;
+    }
+}
+
+inline float red_term(int kind, int pass, float v, float c, float p) {
+    if (pass == 1) {
+        if (kind == RK_LSE) return exp(v - c);
+        return (v - c) * (v - c); /* var, std */
+    }
+    if (kind == RK_NORM) {
+        float a = fabs(v);
+        if (isinf(p) || p == 1.0f) return a;
+        if (p == 2.0f) return a * a;
+        if (p == 0.0f) return a != 0.0f ? 1.0f : 0.0f;
+        return pow(a, p);
+    }
+    return v;
+}
+
+inline void red_init(int mode, float *a, int *ia) {
+    *ia = 0x7fffffff;
+    *a = mode == RM_ADD ? 0.0f : mode == RM_MUL ? 1.0f : mode == RM_MAX || mode == RM_ARGMAX ? -INFINITY : INFINITY;
+}
+
+/* a = a combined with b (b's index ib) */
+inline void red_comb(int mode, float *a, int *ia, float b, int ib) {
+    float av = *a;
+    switch (mode) {
+    case RM_ADD: *a = av + b; break;
+    case RM_MUL: *a = av * b; break;
+    case RM_MAX: if (b > av || isnan(b)) *a = b; break;
+    case RM_MIN: if (b < av || isnan(b)) *a = b; break;
+    default: {
+        int better = mode == RM_ARGMAX ? b > av : b < av;
+        int tie = b == av || (isnan(b) && isnan(av));
+        if ((isnan(b) && !isnan(av)) || (!isnan(av) && better) || (tie && ib < *ia)) {
+            *a = b;
+            *ia = ib;
+        }
+    }
+    }
+}
+
+/* the second pass's centre from the first pass's result */
+inline float red_centre(int kind, float a, int R) {
+    if (kind == RK_LSE) return isinf(a) ? 0.0f : a; /* PyTorch's: an infinite max is not subtracted */
+    return a / (float)R;
+}
+
+inline void red_store(int kind, __global float *y, __global int *yi, int k, float a, int ia, float c, int R, float p,
+                      float scale, float corr) {
+    float d;
+    switch (kind) {
+    case RK_SUM: y[k] = a * scale; break;
+    case RK_ARGMAX: case RK_ARGMIN: yi[k] = ia; break;
+    case RK_VAR: case RK_STD:
+        d = (float)R - corr;
+        a = a / (d > 0.0f ? d : 0.0f);
+        y[k] = kind == RK_STD ? sqrt(a) : a;
+        break;
+    case RK_LSE: y[k] = log(a) + c; break;
+    case RK_NORM:
+        y[k] = isinf(p) || p == 1.0f || p == 0.0f ? a : p == 2.0f ? sqrt(a) : pow(a, 1.0f / p);
+        break;
+    default: y[k] = a; break;
+    }
+}
+
+/* One work-item per output element k = (o, i), walking x[o, r, i] over r. */
+__kernel void reduce_cols(__global const float *x, __global float *y, __global int *yi, const int O, const int R,
+                          const int I, const int kind, const float p, const float scale, const float corr) {
+    int k = get_global_id(0);
+    if (k >= O * I) return;
+    int o = k / I, i = k - o * I;
+    __global const float *xr = x + o * R * I + i;
+    float a, c = 0.0f;
+    int ia;
+    if (kind == RK_SUM) { /* the common case, without the general loop's switches */
+        if (I == 1) { /* a contiguous row (CPU devices): eight chains, then a fixed tree */
+            float8 s8 = (float8)(0.0f);
+            int r = 0;
+            for (; r + 8 <= R; r += 8) s8 += vload8(0, xr + r);
+            float4 s4 = s8.lo + s8.hi;
+            float2 s2 = s4.lo + s4.hi;
+            a = s2.lo + s2.hi;
+            for (; r < R; r++) a += xr[r];
+        } else {
+            a = 0.0f;
+            for (int r = 0; r < R; r++) a += xr[r * I];
+        }
+        y[k] = a * scale;
+        return;
+    }
+    for (int pass = 0; pass < red_passes(kind); pass++) {
+        int mode = red_mode(kind, pass, p);
+        red_init(mode, &a, &ia);
+        for (int r = 0; r < R; r++) red_comb(mode, &a, &ia, red_term(kind, pass, xr[r * I], c, p), r);
+        if (pass == 0) c = red_centre(kind, a, R);
+    }
+    red_store(kind, y, yi, k, a, ia, c, R, p, scale, corr);
+}
+
+/* One work-group per row o of x [O, R] (I = 1): each work-item combines r = lid, lid + wg,
+   ...; then a tree in local memory (tf, ti: the work-group size, a power of two). */
+__kernel void reduce_rows(__global const float *x, __global float *y, __global int *yi, const int R, const int kind,
+                          const float p, const float scale, const float corr, __local float *tf, __local int *ti) {
+    int o = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    __global const float *xr = x + o * R;
+    float a, c = 0.0f;
+    int ia;
+    if (kind == RK_SUM) { /* the common case, without the general loop's switches */
+        a = 0.0f;
+        for (int r = l; r < R; r += wg) a += xr[r];
+        a = nn_tree(tf, a);
+        if (l == 0) y[o] = a * scale;
+        return;
+    }
+    for (int pass = 0; pass < red_passes(kind); pass++) {
+        int mode = red_mode(kind, pass, p);
+        red_init(mode, &a, &ia);
+        for (int r = l; r < R; r += wg) red_comb(mode, &a, &ia, red_term(kind, pass, xr[r], c, p), r);
+        tf[l] = a;
+        ti[l] = ia;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int s = wg / 2; s > 0; s >>= 1) {
+            if (l < s) {
+                float v = tf[l];
+                int iv = ti[l];
+                red_comb(mode, &v, &iv, tf[l + s], ti[l + s]);
+                tf[l] = v;
+                ti[l] = iv;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        a = tf[0];
+        ia = ti[0];
+        barrier(CLK_LOCAL_MEM_FENCE); /* every work-item has read tf[0] before the next pass */
+        if (pass == 0) c = red_centre(kind, a, R);
+    }
+    if (l == 0) red_store(kind, y, yi, o, a, ia, c, R, p, scale, corr);
+}
+
+inline float red_sign(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }
+
+/* d|x|_p / dx times g; 0 where the norm or (p < 1) the element is 0, as PyTorch's */
+inline float red_norm_grad(float g, float v, float y, float p) {
+    if (y == 0.0f || p == 0.0f) return 0.0f;
+    if (p == 1.0f) return g * red_sign(v);
+    if (p == 2.0f) return g * v / y;
+    if (v == 0.0f) return 0.0f;
+    return g * red_sign(v) * pow(fabs(v), p - 1.0f) / pow(y, p - 1.0f);
+}
+
+/* dx [O, R, I] element by element, for kinds whose gradient needs only gy, x and y:
+   sum (and mean), logsumexp, finite-p norms. */
+__kernel void reduce_grad_elems(__global const float *gy, __global const float *x, __global const float *y,
+                                __global float *dx, const int O, const int R, const int I, const int kind,
+                                const float p, const float scale, const float corr) {
+    int j = get_global_id(0);
+    if (j >= O * R * I) return;
+    int o = j / (R * I), i = j - (j / I) * I, k = o * I + i;
+    float g = gy[k];
+    if (kind == RK_SUM) dx[j] = g * scale;
+    else if (kind == RK_LSE) dx[j] = g * exp(x[j] - y[k]);
+    else dx[j] = red_norm_grad(g, x[j], y[k], p);
+}
+
+/* dx for one row (o, i) of the kinds that need its statistics: ties (amax, amin, the max
+   norm), the first max (max, min), the mean (var, std), the zeros (prod). */
+__kernel void reduce_grad_cols(__global const float *gy, __global const float *x, __global const float *y,
+                               __global float *dx, const int O, const int R, const int I, const int kind,
+                               const float p, const float scale, const float corr) {
+    int k = get_global_id(0);
+    if (k >= O * I) return;
+    int o = k / I, i = k - o * I;
+    __global const float *xr = x + o * R * I + i;
+    __global float *dr = dx + o * R * I + i;
+    float g = gy[k], yv = y[k];
+    if (kind == RK_AMAX || kind == RK_AMIN || kind == RK_NORM) { /* NORM here: p = inf */
+        int cnt = 0;
+        for (int r = 0; r < R; r++) cnt += (kind == RK_NORM ? fabs(xr[r * I]) : xr[r * I]) == yv;
+        for (int r = 0; r < R; r++) {
+            float v = xr[r * I];
+            if (kind == RK_NORM) dr[r * I] = fabs(v) == yv ? g * red_sign(v) / (float)cnt : 0.0f;
+            else dr[r * I] = v == yv ? g / (float)cnt : 0.0f;
+        }
+    } else if (kind == RK_MAX || kind == RK_MIN) {
+        int mode = kind == RK_MAX ? RM_ARGMAX : RM_ARGMIN, ia;
+        float a;
+        red_init(mode, &a, &ia);
+        for (int r = 0; r < R; r++) red_comb(mode, &a, &ia, xr[r * I], r);
+        for (int r = 0; r < R; r++) dr[r * I] = r == ia ? g : 0.0f;
+    } else if (kind == RK_VAR || kind == RK_STD) {
+        float s = 0.0f, d = (float)R - corr, c;
+        for (int r = 0; r < R; r++) s += xr[r * I];
+        s /= (float)R;
+        d = d > 0.0f ? d : 0.0f;
+        if (kind == RK_VAR) c = 2.0f * g / d;
+        else c = yv == 0.0f ? 0.0f : g / (d * yv); /* PyTorch's: no gradient where std is 0 */
+        for (int r = 0; r < R; r++) dr[r * I] = c * (xr[r * I] - s);
+    } else { /* prod */
+        int zeros = 0, zr = 0;
+        float others = 1.0f;
+        for (int r = 0; r < R; r++) {
+            float v = xr[r * I];
+            if (v == 0.0f) {
+                zeros++;
+                zr = r;
+            } else {
+                others *= v;
+            }
+        }
+        for (int r = 0; r < R; r++)
+            dr[r * I] = zeros == 0 ? g * (others / xr[r * I]) : zeros == 1 && r == zr ? g * others : 0.0f;
+    }
+}
+
+/* y [O, R, I] = the running sum of x over R (from the end when reverse), one work-item per
+   (o, i). */
+__kernel void cumsum(__global const float *x, __global float *y, const int O, const int R, const int I,
+                     const int reverse) {
+    int k = get_global_id(0);
+    if (k >= O * I) return;
+    int o = k / I, i = k - o * I;
+    float s = 0.0f;
+    for (int r = 0; r < R; r++) {
+        int j = o * R * I + (reverse ? R - 1 - r : r) * I + i;
+        s += x[j];
+        y[j] = s;
+    }
+}

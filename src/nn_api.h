@@ -273,6 +273,48 @@ NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x);
 
+/* Reductions along dims (PyTorch's semantics). dims lists n_dims dims of x, each once;
+   a negative dim counts from the end; n_dims = 0 reduces every dim (as torch.sum(x, dim=[])
+   does). keepdim keeps each reduced dim with size 1; without it they are dropped, and a
+   result with no dim left has shape [1] (PyTorch's is a 0-dim tensor). A dim out of range
+   or repeated is an error naming the op and x's shape. Every reduction runs in a fixed
+   order (the same bits run to run, and for any CPU thread count); CPU sums accumulate in
+   double. float32 x only; indices are int32. */
+NN_API nn_tensor nn_sum_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+NN_API nn_tensor nn_mean_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+/* torch.prod(x, dim, keepdim); its gradient is right with zeros in x (the product of the
+   others at a single zero, 0 elsewhere), as PyTorch's. */
+NN_API nn_tensor nn_prod_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
+/* torch.amax / torch.amin: a NaN in a row gives NaN; the gradient is split evenly among
+   the elements equal to the result (ties), as PyTorch's. */
+NN_API nn_tensor nn_amax(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+NN_API nn_tensor nn_amin(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+/* torch.max(x, dim, keepdim) / torch.min: the values, and when indices is not NULL, the
+   int32 indices into *indices (the first of ties; a NaN counts as the max and the min, the
+   first NaN). The gradient goes to that first element alone, as PyTorch's. */
+NN_API nn_tensor nn_max_dim(nn_graph *g, nn_tensor x, int dim, int keepdim, nn_tensor *indices);
+NN_API nn_tensor nn_min_dim(nn_graph *g, nn_tensor x, int dim, int keepdim, nn_tensor *indices);
+/* torch.argmax(x, dim, keepdim) / torch.argmin: int32, the first of ties, a NaN counting
+   as the max (and the min); no gradient. */
+NN_API nn_tensor nn_argmax_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
+NN_API nn_tensor nn_argmin_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
+/* torch.var / torch.std with correction (PyTorch's default is 1, Bessel's: pass 1; 0: the
+   biased estimate): the sum of squared deviations over max(0, N - correction), N the
+   elements reduced (two passes: the mean, then the deviations). std's gradient is 0 where
+   std is 0, as PyTorch's. */
+NN_API nn_tensor nn_var_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim);
+NN_API nn_tensor nn_std_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim);
+/* torch.logsumexp: max + log(sum(exp(x - max))), an infinite max not subtracted (PyTorch's
+   rule); n_dims = 0 reduces every dim (torch 1.13 raises there; later versions reduce all). */
+NN_API nn_tensor nn_logsumexp(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+/* torch.linalg.vector_norm(x, p, dims, keepdim) (torch.norm's p-norm): p >= 0 or
+   INFINITY (the max of |x|; the gradient split among ties); p = 0 counts the nonzero
+   elements (no gradient). The gradient is 0 where the norm is 0, and for p < 1 at zero
+   elements, as PyTorch's. */
+NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims, int n_dims, int keepdim);
+/* torch.cumsum(x, dim): the running sum along dim, x's shape. */
+NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim);
+
 /* Losses, each the mean over the batch (a scalar); shorthands kept from before the
    nn_loss_desc family below. nn_softmax_cross_entropy has no ignore_index: every label must
    be in [0, C) (others are errors, reported as nn_cross_entropy_loss's). */

@@ -74,6 +74,11 @@ typedef struct nn__matmul_attr { /* src/ops/matmul.c */
 typedef struct nn__reduce_attr { /* src/ops/reduce.c */
     float scale;         /* SUM_ALL, EXPAND_SCALAR: the factor (1, or 1/n for a mean) */
     float max_norm;      /* CLIP_SCALE: the gradient norm clipped to */
+    int O, R, I;         /* RED_*, ARG*_DIM, CUMSUM*, REDUCE_GRAD: x viewed as [O, R, I], reduced
+                            (or scanned) over R; the output is [O, I] */
+    int fwd;             /* REDUCE_GRAD: the forward op (NN__OP_RED_*) */
+    float p;             /* RED_NORM: the order p (INFINITY: the max norm) */
+    float correction;    /* RED_VAR, RED_STD: divisor max(0, R - correction) */
 } nn__reduce_attr;
 
 typedef struct nn__loss_attr { /* src/ops/loss.c */

@@ -45,7 +45,22 @@
     X(ARGMAX, "argmax", nn__cpu_argmax, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)            \
     X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD) \
     X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_sum_all, nn__grad_none, 0, 0)                   \
-    X(CLIP_SCALE, "clip_scale", nn__cpu_clip_scale, nn__dev_clip_scale, nn__grad_none, 0, 0)
+    X(CLIP_SCALE, "clip_scale", nn__cpu_clip_scale, nn__dev_clip_scale, nn__grad_none, 0, 0)            \
+    X(RED_SUM, "sum_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
+    X(RED_PROD, "prod_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                        \
+    X(RED_AMAX, "amax", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                            \
+    X(RED_AMIN, "amin", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                            \
+    X(RED_MAX, "max_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
+    X(RED_MIN, "min_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
+    X(RED_VAR, "var_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
+    X(RED_STD, "std_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
+    X(RED_LSE, "logsumexp", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                        \
+    X(RED_NORM, "norm_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                        \
+    X(ARGMAX_DIM, "argmax_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_none, 0, NN__OPF_NO_GRAD)        \
+    X(ARGMIN_DIM, "argmin_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_none, 0, NN__OPF_NO_GRAD)        \
+    X(REDUCE_GRAD, "reduce_grad", nn__cpu_reduce_grad, nn__dev_reduce_grad, nn__grad_none, 0, 0)          \
+    X(CUMSUM, "cumsum", nn__cpu_cumsum, nn__dev_cumsum, nn__grad_cumsum, 0, 0)                            \
+    X(CUMSUM_REV, "cumsum_reverse", nn__cpu_cumsum, nn__dev_cumsum, nn__grad_cumsum, 0, 0)
 
 #define NN__OPS_SOFTMAX(X)                                                                                  \
     X(SOFTMAX, "softmax", nn__cpu_softmax, nn__dev_softmax, nn__grad_softmax, 0, 0)                        \
