@@ -1671,6 +1671,9 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
      valid       what the builder requires of p0 and p1 (1: anything)
      forward     y as an expression of the input v (float), p0 and p1
      derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives
+   A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN
+   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities
+   give what PyTorch's formula gives (tests/test_nanprop.c).
    An activation is a line here (with helpers above the table when its formula needs
    statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.
    Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is
@@ -1729,21 +1732,25 @@ static inline float nn__act_selu_der(float v) {
 /* log(1 + exp(z)) without overflow for large z */
 static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }
 
+/* at +-inf PyTorch's formula gives NaN (inf * 0); (v - v), 0 for finite v, says so
+   explicitly, since an OpenCL tanh may stop an ulp short of 1 there */
 static inline float nn__act_mish_der(float v) {
     float t = NN__TANH(nn__act_softplus(v));
-    return t + v * nn__act_sigmoid(v) * (1.0f - t * t);
+    return t + v * nn__act_sigmoid(v) * (1.0f - t * t) + (v - v);
 }
 
 /* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */
 static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+/* PyTorch's softsign is x / (1 + |x|) through autograd, whose derivative is NaN at +-inf
+   (inf / inf): (v - v) is 0 for finite v and NaN there */
 static inline float nn__act_softsign_der(float v) {
     float d = 1.0f + NN__FABS(v);
-    return 1.0f / (d * d);
+    return 1.0f / (d * d) + (v - v);
 }
 
 #define NN__ACTIVATIONS(X)                                                                                  \
-    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \
+    X(RELU, relu, 0, 1, v <= 0.0f ? 0.0f : v, v <= 0.0f ? 0.0f : 1.0f)                                      \
     X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \
     X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \
     X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \
@@ -2633,7 +2640,9 @@ static NN__MAYBE_UNUSED void nn__sgemm(nn__threadpool *pool, int transA, int tra
 /* ---- activations: the formulas of kernels/activation.h, one loop each ---- */
 
 /* c ? a : 0.0f without a branch: ReLU's sign test is a coin flip on real activations, and
-   a mispredicted branch per element made ReLU cost more than the convolution beside it. */
+   a mispredicted branch per element made ReLU cost more than the convolution beside it.
+   ReLU's c is !(x <= 0), one compare like x > 0, but true for NaN: relu(NaN) is NaN and
+   its gradient passes, as PyTorch's. */
 static float nn__relu_sel(int c, float a) {
     uint32_t b;
     memcpy(&b, &a, 4);
@@ -2649,7 +2658,7 @@ static void nn__unary_forward(int fn, const float *p, float *y, const float *x, 
     int64_t i;
     float p0 = p[0], p1 = p[1];
     if (fn == NN__U_RELU) {
-        for (i = 0; i < n; i++) y[i] = nn__relu_sel(x[i] > 0.0f, x[i]);
+        for (i = 0; i < n; i++) y[i] = nn__relu_sel(!(x[i] <= 0.0f), x[i]);
         return;
     }
     switch (fn) {
@@ -2667,7 +2676,7 @@ static void nn__unary_backward(int fn, const float *p, float *dx, const float *x
     int64_t i;
     float p0 = p[0], p1 = p[1];
     if (fn == NN__U_RELU) {
-        for (i = 0; i < n; i++) dx[i] = nn__relu_sel(x[i] > 0.0f, dy[i]);
+        for (i = 0; i < n; i++) dx[i] = nn__relu_sel(!(x[i] <= 0.0f), dy[i]);
         return;
     }
     switch (fn) {
@@ -2826,12 +2835,13 @@ static void nn__xent_backward(float *dx, const float *x, const int32_t *label, c
     }
 }
 
-/* elementwise BCE with logits: max(x,0) - x*t + log(1 + exp(-|x|)) */
+/* elementwise BCE with logits in PyTorch's form, (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)),
+   which is NaN where PyTorch's is (-inf logits: -inf + inf) */
 static void nn__bce_forward(float *y, const float *x, const float *t, int64_t n) {
     int64_t i;
     for (i = 0; i < n; i++) {
         float v = x[i];
-        y[i] = (v > 0.0f ? v : 0.0f) - v * t[i] + log1pf(expf(-fabsf(v)));
+        y[i] = (1.0f - t[i]) * v + (v < 0.0f ? -v : 0.0f) + log1pf(expf(-fabsf(v)));
     }
 }
 
@@ -2840,13 +2850,13 @@ static void nn__bce_backward(float *dx, const float *x, const float *t, const fl
     for (i = 0; i < n; i++) dx[i] = dy[i] * (1.0f / (1.0f + expf(-x[i])) - t[i]);
 }
 
-/* y = x * mask / (1 - p), mask from Philox (see nn__dropout_uniform). Backward is the same
-   op applied to dy with the same (seed, node, step). */
+/* y = x * mask / (1 - p), mask from Philox (see nn__dropout_uniform): a product, so a
+   dropped NaN or inf is NaN, as PyTorch's. Backward is the same op applied to dy with the
+   same (seed, node, step). */
 static void nn__dropout_forward(float *y, const float *x, int64_t n, float p, uint64_t seed, int node, uint64_t step) {
     float scale = 1.0f / (1.0f - p);
     int64_t i;
-    for (i = 0; i < n; i++)
-        y[i] = nn__dropout_uniform(seed, node, step, (uint32_t)i) >= p ? x[i] * scale : 0.0f;
+    for (i = 0; i < n; i++) y[i] = x[i] * (nn__dropout_uniform(seed, node, step, (uint32_t)i) >= p ? scale : 0.0f);
 }
 
 /* y [B, D] = data[idx[b]] of data [N, D] */
@@ -3469,6 +3479,24 @@ static void nn__dw_push(nn__dw_rows *rw, const float *in, const float *w, float 
     rw->wr[rw->nr++] = w;
 }
 
+/* The taps on the zero padding, which the loops above leave out, as the products 0 * w
+   that the GEMM path (and PyTorch) computes: nothing for finite weights, NaN for a NaN or
+   inf one, at every output whose window reaches the padding with it. Finite weights (the
+   sum of w * 0 is 0) cost one pass over the KH*KW weights. */
+static void nn__dw_padding_taps(const nn__conv2d *c, float *yp, const float *wk) {
+    float z = 0.0f;
+    int oh, ow, kh, kw;
+    for (kh = 0; kh < c->KH * c->KW; kh++) z += wk[kh] * 0.0f;
+    if (z == 0.0f) return;
+    for (oh = 0; oh < c->OH; oh++)
+        for (ow = 0; ow < c->OW; ow++)
+            for (kh = 0; kh < c->KH; kh++)
+                for (kw = 0; kw < c->KW; kw++) {
+                    int ih = oh * c->sh - c->ph + kh * c->dh, iw = ow * c->sw - c->pw + kw * c->dw;
+                    if (ih < 0 || ih >= c->H || iw < 0 || iw >= c->W) yp[(int64_t)oh * c->OW + ow] += wk[kh * c->KW + kw] * 0.0f;
+                }
+}
+
 /* yp [OH, OW] = bias + the taps of wk [KH, KW] over the input plane xp [H, W] */
 static void nn__dw_forward_plane(const nn__conv2d *c, float *yp, const float *xp, const float *wk, float bias, int avx2) {
     nn__dw_rows rw;
@@ -3490,6 +3518,7 @@ static void nn__dw_forward_plane(const nn__conv2d *c, float *yp, const float *xp
         }
         if (rw.nr > 0 || passes == 0) nn__dw_row(yr, &rw, bias, passes > 0, avx2);
     }
+    nn__dw_padding_taps(c, yp, wk);
 }
 
 /* dxp [H, W] = the taps of the M output channels of this input channel taken back to
@@ -3995,7 +4024,10 @@ static void nn__upsample2d(float *out, const float *in, int64_t P, int64_t H, in
                 w0 = w1 = ow / sw;
                 fw = 0.0f;
                 if (bilinear) nn__bilinear_src(ow, sw, W, &w0, &w1, &fw);
-                if (!grad) {
+                if (!bilinear) { /* a copy: no inf * 0 from the weights that are 0 */
+                    if (!grad) out[o] = xi[h0 * W + w0];
+                    else dxi[h0 * W + w0] += in[o];
+                } else if (!grad) {
                     out[o] = (1 - fh) * ((1 - fw) * xi[h0 * W + w0] + fw * xi[h0 * W + w1]) +
                              fh * ((1 - fw) * xi[h1 * W + w0] + fw * xi[h1 * W + w1]);
                 } else {
@@ -5082,7 +5114,10 @@ typedef enum nn__loss_kind {
 
 typedef enum nn__row_kind { NN__R_DICE = 0, NN__R_COSINE, NN__R_TRIPLET } nn__row_kind;
 
-static float nn__sgnf(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }
+static float nn__sgnf(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; } /* 0 at NaN, as torch.sign */
+
+/* max(v, -100) that keeps NaN (BCE's clamped log, std::max in PyTorch) */
+static float nn__log_floor(float v) { return v < -100.0f ? -100.0f : v; }
 
 /* One element's loss; a: delta / beta / tau / margin / alpha, b: gamma, pw: pos_weight. */
 static float nn__loss_ew1(int kind, float x, float t, float a, float b, float pw, int log_target) {
@@ -5094,21 +5129,21 @@ static float nn__loss_ew1(int kind, float x, float t, float a, float b, float pw
     case NN__L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;
     case NN__L_LOG_COSH: return ad + log1pf(expf(-2.0f * ad)) - 0.69314718055994531f;
     case NN__L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;
-    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? m : 0.0f;
-    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? m * m : 0.0f;
+    case NN__L_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m; /* clamp_min: NaN stays NaN */
+    case NN__L_SQ_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m * m;
     case NN__L_BCE:
-        return -(t * fmaxf(logf(x), -100.0f) + (1.0f - t) * fmaxf(logf(1.0f - x), -100.0f));
+        return -(t * nn__log_floor(logf(x)) + (1.0f - t) * nn__log_floor(logf(1.0f - x)));
     case NN__L_BCE_LOGITS:
         return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1pf(expf(-fabsf(x))) + fmaxf(-x, 0.0f));
     case NN__L_FOCAL:
         p = 1.0f / (1.0f + expf(-x));
-        ce = fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x)));
+        ce = (1.0f - t) * x + fmaxf(-x, 0.0f) + log1pf(expf(-fabsf(x))); /* PyTorch's BCE with logits */
         pt = p * t + (1.0f - p) * (1.0f - t);
         l = ce * powf(1.0f - pt, b);
         return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;
-    case NN__L_KL:
+    case NN__L_KL: /* xlogy(t, t) - t x (PyTorch's): t = 0 gives 0 - 0 * x, NaN for a NaN or inf x */
         if (log_target) return expf(t) * (t - x);
-        return t > 0.0f ? t * (logf(t) - x) : 0.0f;
+        return (t == 0.0f ? 0.0f : t * logf(t)) - t * x;
     default: return 0.0f;
     }
 }
@@ -5119,8 +5154,9 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
     switch (kind) {
     case NN__L_MSE: return 2.0f * d;
     case NN__L_L1: return nn__sgnf(d);
-    case NN__L_HUBER: return ad < a ? d : a * nn__sgnf(d);
-    case NN__L_SMOOTH_L1: return a == 0.0f ? nn__sgnf(d) : ad < a ? d / a : nn__sgnf(d);
+    /* NaN fails both tests and stays NaN, as PyTorch's backward formulas give */
+    case NN__L_HUBER: return ad < a ? d : ad >= a ? a * nn__sgnf(d) : d;
+    case NN__L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn__sgnf(d) : d; /* beta 0: sign(d) */
     case NN__L_LOG_COSH: return tanhf(d);
     case NN__L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;
     case NN__L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;
@@ -5129,7 +5165,7 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
     case NN__L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + expf(x));
     case NN__L_FOCAL:
         p = 1.0f / (1.0f + expf(-x));
-        ce = fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x)));
+        ce = (1.0f - t) * x + fmaxf(-x, 0.0f) + log1pf(expf(-fabsf(x))); /* PyTorch's BCE with logits */
         pt = p * t + (1.0f - p) * (1.0f - t);
         q = 1.0f - pt;
         at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;
@@ -5137,7 +5173,7 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
                      powf(q, b) * (p - t));
     case NN__L_KL:
         if (log_target) return -expf(t);
-        return t > 0.0f ? -t : 0.0f;
+        return -t;
     default: return 0.0f;
     }
 }
@@ -5229,7 +5265,7 @@ static float nn__row_loss1(int kind, const float *x0, const float *x1, const flo
             s2 += v[j] * v[j];
         }
         c = s0 / sqrtf((s1 + 1e-12f) * (s2 + 1e-12f));
-        return y == 1.0f ? 1.0f - c : y == -1.0f ? fmaxf(c - a, 0.0f) : 0.0f;
+        return y == 1.0f ? 1.0f - c : y == -1.0f ? (c - a <= 0.0f ? 0.0f : c - a) : 0.0f; /* clamp_min keeps NaN */
     }
     case NN__R_TRIPLET: {
         const float *n = x2 + b * D;
@@ -5238,7 +5274,8 @@ static float nn__row_loss1(int kind, const float *x0, const float *x1, const flo
             s0 += dp * dp;
             s1 += dn * dn;
         }
-        return fmaxf(sqrtf(s0) - sqrtf(s1) + a, 0.0f);
+        s2 = sqrtf(s0) - sqrtf(s1) + a;
+        return s2 <= 0.0f ? 0.0f : s2; /* clamp_min keeps NaN */
     }
     default: return 0.0f;
     }
@@ -5288,10 +5325,10 @@ static void nn__row_loss1_dx(float *dx, int kind, int which, const float *x0, co
         }
         dap = sqrtf(s0);
         dan = sqrtf(s1);
-        l = dap - dan + a;
+        l = dap - dan + a > 0.0f ? g : 0.0f; /* the clamp's gradient, then the chain rule: 0 * NaN is NaN, as PyTorch's */
         for (j = 0; j < D; j++) {
-            float gp = l > 0.0f ? g * (u[j] - v[j] + 1e-6f) / dap : 0.0f;
-            float gn = l > 0.0f ? g * (u[j] - n[j] + 1e-6f) / dan : 0.0f;
+            float gp = l * ((u[j] - v[j] + 1e-6f) / dap);
+            float gn = l * ((u[j] - n[j] + 1e-6f) / dan);
             dx[j] = which == 0 ? gp - gn : which == 1 ? -gp : gn;
         }
         return;
@@ -6055,7 +6092,10 @@ static const char *const nn__cl_src_conv[] = {
 "   every sum runs in a fixed order without atomics. Layout NCHW, weights [K, C/G, KH, KW].\n",
 "   The geometry arrives as an int8: (sh, sw, ph, pw, dh, dw, G, unused). */\n",
 "\n",
-"/* y [N, K, OH, OW] = sum over the group's input channels and the window, + bias */\n",
+"/* y [N, K, OH, OW] = sum over the group's input channels and the window, + bias. A tap on\n",
+"   the zero padding adds 0 * w, as the GEMM path (and PyTorch) does: a NaN or inf weight\n",
+"   makes every output of its channel NaN, at the border too; for finite weights it adds\n",
+"   nothing. */\n",
 "__kernel void conv2d_forward(__global const float *x, __global const float *w, __global const float *b,\n",
 "                             __global float *y, const int N, const int C, const int H, const int W,\n",
 "                             const int K, const int KH, const int KW, const int OH, const int OW,\n",
@@ -6069,11 +6109,12 @@ static const char *const nn__cl_src_conv[] = {
 "        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;\n",
 "        __global const float *wc = w + ((size_t)k * Cg + ci) * KH * KW;\n",
 "        for (int kh = 0; kh < KH; kh++) {\n",
-"            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;\n",
-"            if (ih < 0 || ih >= H) continue;\n",
+"            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;\n",
 "            for (int kw = 0; kw < KW; kw++) {\n",
 "                int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
-"                if (iw >= 0 && iw < W) acc += xc[ih * W + iw] * wc[kh * KW + kw];\n",
+"                float xv = 0.0f;\n",
+"                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];\n",
+"                acc += xv * wc[kh * KW + kw];\n",
 "            }\n",
 "        }\n",
 "    }\n",
@@ -6323,7 +6364,8 @@ static const char *const nn__cl_src_conv3d[] = {
 "   [K, C/G, KD, KH, KW]. The geometry arrives as two int8s: ga = (sd, sh, sw, pd, ph, pw,\n",
 "   dd, dh) and gb = (dw, G, unused...). */\n",
 "\n",
-"/* y [N, K, OD, OH, OW] = sum over the group's input channels and the window, + bias */\n",
+"/* y [N, K, OD, OH, OW] = sum over the group's input channels and the window, + bias; a\n",
+"   tap on the zero padding adds 0 * w, as conv2d_forward */\n",
 "__kernel void conv3d_forward(__global const float *x, __global const float *w, __global const float *b,\n",
 "                             __global float *y, const int N, const int C, const int D, const int H, const int W,\n",
 "                             const int K, const int KD, const int KH, const int KW, const int OD, const int OH,\n",
@@ -6338,14 +6380,14 @@ static const char *const nn__cl_src_conv3d[] = {
 "        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * D * H * W;\n",
 "        __global const float *wc = w + ((size_t)k * Cg + ci) * KD * KH * KW;\n",
 "        for (int kd = 0; kd < KD; kd++) {\n",
-"            int id = od * ga.s0 - ga.s3 + kd * ga.s6;\n",
-"            if (id < 0 || id >= D) continue;\n",
+"            int id = od * ga.s0 - ga.s3 + kd * ga.s6, in_d = id >= 0 && id < D;\n",
 "            for (int kh = 0; kh < KH; kh++) {\n",
-"                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7;\n",
-"                if (ih < 0 || ih >= H) continue;\n",
+"                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7, in_dh = in_d && ih >= 0 && ih < H;\n",
 "                for (int kw = 0; kw < KW; kw++) {\n",
 "                    int iw = ow * ga.s2 - ga.s5 + kw * gb.s0;\n",
-"                    if (iw >= 0 && iw < W) acc += xc[(id * H + ih) * W + iw] * wc[(kd * KH + kh) * KW + kw];\n",
+"                    float xv = 0.0f;\n",
+"                    if (in_dh && iw >= 0 && iw < W) xv = xc[(id * H + ih) * W + iw];\n",
+"                    acc += xv * wc[(kd * KH + kh) * KW + kw];\n",
 "                }\n",
 "            }\n",
 "        }\n",
@@ -6447,6 +6489,9 @@ static const char *const nn__cl_src_elementwise[] = {
 "     valid       what the builder requires of p0 and p1 (1: anything)\n",
 "     forward     y as an expression of the input v (float), p0 and p1\n",
 "     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives\n",
+"   A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN\n",
+"   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
+"   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
 "   An activation is a line here (with helpers above the table when its formula needs\n",
 "   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.\n",
 "   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
@@ -6505,21 +6550,25 @@ static const char *const nn__cl_src_elementwise[] = {
 "/* log(1 + exp(z)) without overflow for large z */\n",
 "static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }\n",
 "\n",
+"/* at +-inf PyTorch's formula gives NaN (inf * 0); (v - v), 0 for finite v, says so\n",
+"   explicitly, since an OpenCL tanh may stop an ulp short of 1 there */\n",
 "static inline float nn__act_mish_der(float v) {\n",
 "    float t = NN__TANH(nn__act_softplus(v));\n",
-"    return t + v * nn__act_sigmoid(v) * (1.0f - t * t);\n",
+"    return t + v * nn__act_sigmoid(v) * (1.0f - t * t) + (v - v);\n",
 "}\n",
 "\n",
 "/* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */\n",
 "static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }\n",
 "\n",
+"/* PyTorch's softsign is x / (1 + |x|) through autograd, whose derivative is NaN at +-inf\n",
+"   (inf / inf): (v - v) is 0 for finite v and NaN there */\n",
 "static inline float nn__act_softsign_der(float v) {\n",
 "    float d = 1.0f + NN__FABS(v);\n",
-"    return 1.0f / (d * d);\n",
+"    return 1.0f / (d * d) + (v - v);\n",
 "}\n",
 "\n",
 "#define NN__ACTIVATIONS(X)                                                                                  \\\n",
-"    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \\\n",
+"    X(RELU, relu, 0, 1, v <= 0.0f ? 0.0f : v, v <= 0.0f ? 0.0f : 1.0f)                                      \\\n",
 "    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \\\n",
 "    X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \\\n",
 "    X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \\\n",
@@ -6658,10 +6707,10 @@ static const char *const nn__cl_src_elementwise[] = {
 "    if (i < n) acc[i] += x[i];\n",
 "}\n",
 "\n",
-"/* BCE with logits, elementwise: max(x,0) - x*t + log(1 + exp(-|x|)) */\n",
+"/* BCE with logits, elementwise, in PyTorch's form: (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) */\n",
 "__kernel void bce_logits_forward(__global const float *x, __global const float *t, __global float *y, const int n) {\n",
 "    int i = get_global_id(0);\n",
-"    if (i < n) { float v = x[i]; y[i] = fmax(v, 0.0f) - v * t[i] + log1p(exp(-fabs(v))); }\n",
+"    if (i < n) { float v = x[i]; y[i] = (1.0f - t[i]) * v + (v < 0.0f ? -v : 0.0f) + log1p(exp(-fabs(v))); }\n",
 "}\n",
 "\n",
 "__kernel void bce_logits_backward(__global const float *x, __global const float *t, __global const float *dy,\n",
@@ -7189,7 +7238,8 @@ static const char *const nn__cl_src_gemm[] = {
 static const char *const nn__cl_src_loss[] = {
 "#line 1 \"kernels/loss.cl\"\n",
 "/* Losses: twins of src/nn_loss.c, same formulas in the same order. Kind numbers are\n",
-"   nn_loss.c's nn__loss_kind and nn__row_kind. */\n",
+"   nn_loss.c's nn__loss_kind and nn__row_kind. No fmax where NaN must stay NaN (fmax\n",
+"   returns the other operand): comparisons written so that NaN falls through. */\n",
 "\n",
 "#define L_MSE 0\n",
 "#define L_L1 1\n",
@@ -7209,6 +7259,9 @@ static const char *const nn__cl_src_loss[] = {
 "\n",
 "inline float nn_sgn(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }\n",
 "\n",
+"/* max(v, -100) that keeps NaN (not fmax) */\n",
+"inline float nn_log_floor(float v) { return v < -100.0f ? -100.0f : v; }\n",
+"\n",
 "/* a: delta / beta / tau / margin / alpha, b: gamma, pw: pos_weight */\n",
 "inline float nn_loss1(int kind, float x, float t, float a, float b, float pw, int log_target) {\n",
 "    float d = x - t, ad = fabs(d), m, p, ce, pt, l;\n",
@@ -7219,19 +7272,19 @@ static const char *const nn__cl_src_loss[] = {
 "    case L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;\n",
 "    case L_LOG_COSH: return ad + log1p(exp(-2.0f * ad)) - 0.69314718055994531f;\n",
 "    case L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;\n",
-"    case L_HINGE: m = a - t * x; return m > 0.0f ? m : 0.0f;\n",
-"    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? m * m : 0.0f;\n",
-"    case L_BCE: return -(t * fmax(log(x), -100.0f) + (1.0f - t) * fmax(log(1.0f - x), -100.0f));\n",
+"    case L_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m;\n",
+"    case L_SQ_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m * m;\n",
+"    case L_BCE: return -(t * nn_log_floor(log(x)) + (1.0f - t) * nn_log_floor(log(1.0f - x)));\n",
 "    case L_BCE_LOGITS: return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1p(exp(-fabs(x))) + fmax(-x, 0.0f));\n",
 "    case L_FOCAL:\n",
 "        p = 1.0f / (1.0f + exp(-x));\n",
-"        ce = fmax(x, 0.0f) - x * t + log1p(exp(-fabs(x)));\n",
+"        ce = (1.0f - t) * x + fmax(-x, 0.0f) + log1p(exp(-fabs(x)));\n",
 "        pt = p * t + (1.0f - p) * (1.0f - t);\n",
 "        l = ce * pow(1.0f - pt, b);\n",
 "        return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;\n",
 "    case L_KL:\n",
 "        if (log_target) return exp(t) * (t - x);\n",
-"        return t > 0.0f ? t * (log(t) - x) : 0.0f;\n",
+"        return (t == 0.0f ? 0.0f : t * log(t)) - t * x;\n",
 "    default: return 0.0f;\n",
 "    }\n",
 "}\n",
@@ -7241,8 +7294,8 @@ static const char *const nn__cl_src_loss[] = {
 "    switch (kind) {\n",
 "    case L_MSE: return 2.0f * d;\n",
 "    case L_L1: return nn_sgn(d);\n",
-"    case L_HUBER: return ad < a ? d : a * nn_sgn(d);\n",
-"    case L_SMOOTH_L1: return a == 0.0f ? nn_sgn(d) : ad < a ? d / a : nn_sgn(d);\n",
+"    case L_HUBER: return ad < a ? d : ad >= a ? a * nn_sgn(d) : d;\n",
+"    case L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn_sgn(d) : d;\n",
 "    case L_LOG_COSH: return tanh(d);\n",
 "    case L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;\n",
 "    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;\n",
@@ -7251,7 +7304,7 @@ static const char *const nn__cl_src_loss[] = {
 "    case L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));\n",
 "    case L_FOCAL:\n",
 "        p = 1.0f / (1.0f + exp(-x));\n",
-"        ce = fmax(x, 0.0f) - x * t + log1p(exp(-fabs(x)));\n",
+"        ce = (1.0f - t) * x + fmax(-x, 0.0f) + log1p(exp(-fabs(x)));\n",
 "        pt = p * t + (1.0f - p) * (1.0f - t);\n",
 "        q = 1.0f - pt;\n",
 "        at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;\n",
@@ -7259,7 +7312,7 @@ static const char *const nn__cl_src_loss[] = {
 "                     pow(q, b) * (p - t));\n",
 "    case L_KL:\n",
 "        if (log_target) return -exp(t);\n",
-"        return t > 0.0f ? -t : 0.0f;\n",
+"        return -t;\n",
 "    default: return 0.0f;\n",
 "    }\n",
 "}\n",
@@ -7359,7 +7412,7 @@ static const char *const nn__cl_src_loss[] = {
 "            s2 += v[j] * v[j];\n",
 "        }\n",
 "        c = s0 / sqrt((s1 + 1e-12f) * (s2 + 1e-12f));\n",
-"        r = yb == 1.0f ? 1.0f - c : yb == -1.0f ? fmax(c - a, 0.0f) : 0.0f;\n",
+"        r = yb == 1.0f ? 1.0f - c : yb == -1.0f ? (c - a <= 0.0f ? 0.0f : c - a) : 0.0f;\n",
 "    } else if (kind == R_TRIPLET) {\n",
 "        __global const float *n = x2 + (size_t)b * D;\n",
 "        for (int j = 0; j < D; j++) {\n",
@@ -7367,7 +7420,8 @@ static const char *const nn__cl_src_loss[] = {
 "            s0 += dp * dp;\n",
 "            s1 += dn * dn;\n",
 "        }\n",
-"        r = fmax(sqrt(s0) - sqrt(s1) + a, 0.0f);\n",
+"        r = sqrt(s0) - sqrt(s1) + a;\n",
+"        r = r <= 0.0f ? 0.0f : r;\n",
 "    }\n",
 "    y[b] = r;\n",
 "}\n",
@@ -7406,10 +7460,10 @@ static const char *const nn__cl_src_loss[] = {
 "            s0 += dp * dp;\n",
 "            s1 += dn * dn;\n",
 "        }\n",
-"        float dap = sqrt(s0), dan = sqrt(s1), l = dap - dan + a;\n",
+"        float dap = sqrt(s0), dan = sqrt(s1), l = dap - dan + a > 0.0f ? g : 0.0f;\n",
 "        for (int j = 0; j < D; j++) {\n",
-"            float gp = l > 0.0f ? g * (u[j] - v[j] + 1e-6f) / dap : 0.0f;\n",
-"            float gn = l > 0.0f ? g * (u[j] - n[j] + 1e-6f) / dan : 0.0f;\n",
+"            float gp = l * ((u[j] - v[j] + 1e-6f) / dap);\n",
+"            float gn = l * ((u[j] - n[j] + 1e-6f) / dan);\n",
 "            o[j] = which == 0 ? gp - gn : which == 1 ? -gp : gn;\n",
 "        }\n",
 "    } else {\n",
@@ -8011,8 +8065,9 @@ static const char *const nn__cl_src_random[] = {
 "    return c;\n",
 "}\n",
 "\n",
-"/* y = x * keep / (1 - p), keep = uniform >= p; the backward pass runs this on dy with the\n",
-"   same key and step, so it applies the same mask. */\n",
+"/* y = x * keep / (1 - p), keep = uniform >= p (a product: a dropped NaN or inf is NaN);\n",
+"   the backward pass runs this on dy with the same key and step, so it applies the same\n",
+"   mask. */\n",
 "__kernel void dropout(__global const float *x, __global float *y, const int n, const float p,\n",
 "                      const uint seed_lo, const uint seed_hi, const uint node, const uint step_lo,\n",
 "                      const uint step_hi) {\n",
@@ -8020,7 +8075,7 @@ static const char *const nn__cl_src_random[] = {
 "    if (i >= n) return;\n",
 "    uint4 r = nn_philox((uint4)((uint)i, node, step_lo, step_hi), (uint2)(seed_lo, seed_hi));\n",
 "    float u = (float)(r.x >> 8) * (1.0f / 16777216.0f);\n",
-"    y[i] = u >= p ? x[i] * (1.0f / (1.0f - p)) : 0.0f;\n",
+"    y[i] = x[i] * (u >= p ? 1.0f / (1.0f - p) : 0.0f);\n",
 "}\n",
 0 };
 
@@ -8185,10 +8240,12 @@ static const char *const nn__cl_src_shape[] = {
 "    __global const float *xp = x + (size_t)p * H * W;\n",
 "    int h0 = oh / geo.s2, h1 = h0, w0 = ow / geo.s3, w1 = w0;\n",
 "    float fh = 0.0f, fw = 0.0f;\n",
-"    if (geo.s4) {\n",
-"        nn_bilinear_src(oh, geo.s2, H, &h0, &h1, &fh);\n",
-"        nn_bilinear_src(ow, geo.s3, W, &w0, &w1, &fw);\n",
+"    if (!geo.s4) { /* nearest: a copy, no inf * 0 */\n",
+"        y[i] = xp[h0 * W + w0];\n",
+"        return;\n",
 "    }\n",
+"    nn_bilinear_src(oh, geo.s2, H, &h0, &h1, &fh);\n",
+"    nn_bilinear_src(ow, geo.s3, W, &w0, &w1, &fw);\n",
 "    y[i] = (1 - fh) * ((1 - fw) * xp[h0 * W + w0] + fw * xp[h0 * W + w1]) +\n",
 "           fh * ((1 - fw) * xp[h1 * W + w0] + fw * xp[h1 * W + w1]);\n",
 "}\n",

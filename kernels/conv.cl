@@ -2,7 +2,10 @@
    every sum runs in a fixed order without atomics. Layout NCHW, weights [K, C/G, KH, KW].
    The geometry arrives as an int8: (sh, sw, ph, pw, dh, dw, G, unused). */
 
-/* y [N, K, OH, OW] = sum over the group's input channels and the window, + bias */
+/* y [N, K, OH, OW] = sum over the group's input channels and the window, + bias. A tap on
+   the zero padding adds 0 * w, as the GEMM path (and PyTorch) does: a NaN or inf weight
+   makes every output of its channel NaN, at the border too; for finite weights it adds
+   nothing. */
 __kernel void conv2d_forward(__global const float *x, __global const float *w, __global const float *b,
                              __global float *y, const int N, const int C, const int H, const int W,
                              const int K, const int KH, const int KW, const int OH, const int OW,
@@ -16,11 +19,12 @@ __kernel void conv2d_forward(__global const float *x, __global const float *w, _
         __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;
         __global const float *wc = w + ((size_t)k * Cg + ci) * KH * KW;
         for (int kh = 0; kh < KH; kh++) {
-            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;
-            if (ih < 0 || ih >= H) continue;
+            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;
             for (int kw = 0; kw < KW; kw++) {
                 int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;
-                if (iw >= 0 && iw < W) acc += xc[ih * W + iw] * wc[kh * KW + kw];
+                float xv = 0.0f;
+                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];
+                acc += xv * wc[kh * KW + kw];
             }
         }
     }

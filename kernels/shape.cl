@@ -108,10 +108,12 @@ __kernel void upsample2d_forward(__global const float *x, __global float *y, con
     __global const float *xp = x + (size_t)p * H * W;
     int h0 = oh / geo.s2, h1 = h0, w0 = ow / geo.s3, w1 = w0;
     float fh = 0.0f, fw = 0.0f;
-    if (geo.s4) {
-        nn_bilinear_src(oh, geo.s2, H, &h0, &h1, &fh);
-        nn_bilinear_src(ow, geo.s3, W, &w0, &w1, &fw);
+    if (!geo.s4) { /* nearest: a copy, no inf * 0 */
+        y[i] = xp[h0 * W + w0];
+        return;
     }
+    nn_bilinear_src(oh, geo.s2, H, &h0, &h1, &fh);
+    nn_bilinear_src(ow, geo.s3, W, &w0, &w1, &fw);
     y[i] = (1 - fh) * ((1 - fw) * xp[h0 * W + w0] + fw * xp[h0 * W + w1]) +
            fh * ((1 - fw) * xp[h1 * W + w0] + fw * xp[h1 * W + w1]);
 }

@@ -246,6 +246,24 @@ static void nn__dw_push(nn__dw_rows *rw, const float *in, const float *w, float 
     rw->wr[rw->nr++] = w;
 }
 
+/* The taps on the zero padding, which the loops above leave out, as the products 0 * w
+   that the GEMM path (and PyTorch) computes: nothing for finite weights, NaN for a NaN or
+   inf one, at every output whose window reaches the padding with it. Finite weights (the
+   sum of w * 0 is 0) cost one pass over the KH*KW weights. */
+static void nn__dw_padding_taps(const nn__conv2d *c, float *yp, const float *wk) {
+    float z = 0.0f;
+    int oh, ow, kh, kw;
+    for (kh = 0; kh < c->KH * c->KW; kh++) z += wk[kh] * 0.0f;
+    if (z == 0.0f) return;
+    for (oh = 0; oh < c->OH; oh++)
+        for (ow = 0; ow < c->OW; ow++)
+            for (kh = 0; kh < c->KH; kh++)
+                for (kw = 0; kw < c->KW; kw++) {
+                    int ih = oh * c->sh - c->ph + kh * c->dh, iw = ow * c->sw - c->pw + kw * c->dw;
+                    if (ih < 0 || ih >= c->H || iw < 0 || iw >= c->W) yp[(int64_t)oh * c->OW + ow] += wk[kh * c->KW + kw] * 0.0f;
+                }
+}
+
 /* yp [OH, OW] = bias + the taps of wk [KH, KW] over the input plane xp [H, W] */
 static void nn__dw_forward_plane(const nn__conv2d *c, float *yp, const float *xp, const float *wk, float bias, int avx2) {
     nn__dw_rows rw;
@@ -267,6 +285,7 @@ static void nn__dw_forward_plane(const nn__conv2d *c, float *yp, const float *xp
         }
         if (rw.nr > 0 || passes == 0) nn__dw_row(yr, &rw, bias, passes > 0, avx2);
     }
+    nn__dw_padding_taps(c, yp, wk);
 }
 
 /* dxp [H, W] = the taps of the M output channels of this input channel taken back to

@@ -131,6 +131,7 @@ static void run_suites(const t_env *e) {
     suite_limits(e);
     suite_options(e);
     suite_lifetime(e);
+    suite_nanprop(e);
     suite_registry(e);
 }
 
