@@ -2880,25 +2880,22 @@ static void nn__gather_rows_backward(float *ddata, const int32_t *idx, const flo
     }
 }
 
-/* first index of the row maximum */
+/* first index of the row maximum, a NaN counting as the maximum (torch.argmax) */
+static int64_t nn__argmax_row(const float *xr, int64_t C) {
+    int64_t c, best = 0;
+    for (c = 1; c < C; c++)
+        if (xr[c] > xr[best] || (xr[c] != xr[c] && xr[best] == xr[best])) best = c;
+    return best;
+}
+
 static void nn__argmax_forward(int32_t *y, const float *x, int64_t B, int64_t C) {
-    int64_t b, c;
-    for (b = 0; b < B; b++) {
-        const float *xr = x + b * C;
-        int64_t best = 0;
-        for (c = 1; c < C; c++) if (xr[c] > xr[best]) best = c;
-        y[b] = (int32_t)best;
-    }
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = (int32_t)nn__argmax_row(x + b * C, C);
 }
 
 static void nn__correct_forward(float *y, const float *x, const int32_t *label, int64_t B, int64_t C) {
-    int64_t b, c;
-    for (b = 0; b < B; b++) {
-        const float *xr = x + b * C;
-        int64_t best = 0;
-        for (c = 1; c < C; c++) if (xr[c] > xr[best]) best = c;
-        y[b] = best == label[b] ? 1.0f : 0.0f;
-    }
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = nn__argmax_row(x + b * C, C) == label[b] ? 1.0f : 0.0f;
 }
 
 /* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
@@ -3644,6 +3641,48 @@ static float nn__dw_tap_sum(const nn__conv2d *c, const nn__dw_tap *t, int avx2) 
     return (s0 + s1) + (s2 + s3);
 }
 
+/* The weight gradient's terms on the zero padding, which the tap sums leave out, as the
+   products dy * 0 that the GEMM path (and PyTorch) takes: nothing for a finite dy, NaN
+   for a NaN or inf dy at an output whose window reaches the padding. Only outputs outside
+   the interior (where every tap is inside) have such terms, so a finite dy costs one pass
+   over that border. dyk: channel k of image 0, ds floats between images. */
+static void nn__dw_padding_grad(const nn__conv2d *c, float *dwk, const float *dyk, int64_t ds) {
+    int hl = 0, hr = c->OH, wl = 0, wr = c->OW, kh, kw, n, oh, ow, a, b;
+    float z = 0.0f;
+    for (kh = 0; kh < c->KH; kh++) {
+        nn__dw_span(c->OH, c->H, c->sh, kh * c->dh - c->ph, &a, &b);
+        hl = a > hl ? a : hl;
+        hr = b < hr ? b : hr;
+    }
+    for (kw = 0; kw < c->KW; kw++) {
+        nn__dw_span(c->OW, c->W, c->sw, kw * c->dw - c->pw, &a, &b);
+        wl = a > wl ? a : wl;
+        wr = b < wr ? b : wr;
+    }
+    if (wr < wl) wr = wl;
+    for (n = 0; n < c->N; n++)
+        for (oh = 0; oh < c->OH; oh++) {
+            const float *d = dyk + n * ds + (int64_t)oh * c->OW;
+            int inner = oh >= hl && oh < hr;
+            for (ow = 0; ow < c->OW; ow++) {
+                if (inner && ow == wl) ow = wr; /* the interior of the row */
+                if (ow < c->OW) z += d[ow] * 0.0f;
+            }
+        }
+    if (z == 0.0f) return;
+    for (kh = 0; kh < c->KH; kh++)
+        for (kw = 0; kw < c->KW; kw++) {
+            int h0, h1, w0, w1;
+            nn__dw_span(c->OH, c->H, c->sh, kh * c->dh - c->ph, &h0, &h1);
+            nn__dw_span(c->OW, c->W, c->sw, kw * c->dw - c->pw, &w0, &w1);
+            for (n = 0; n < c->N; n++)
+                for (oh = 0; oh < c->OH; oh++)
+                    for (ow = 0; ow < c->OW; ow++)
+                        if (oh < h0 || oh >= h1 || ow < w0 || ow >= w1)
+                            dwk[kh * c->KW + kw] += dyk[n * ds + (int64_t)oh * c->OW + ow] * 0.0f;
+        }
+}
+
 /* dwk [KH, KW] of output channel k: one sum per tap over the whole batch */
 static void nn__dw_backward_weight_channel(const nn__conv2d *c, float *dwk, const float *x, const float *dy, int k,
                                            int avx2) {
@@ -3664,6 +3703,7 @@ static void nn__dw_backward_weight_channel(const nn__conv2d *c, float *dwk, cons
             dwk[kh * c->KW + kw] = t.h1 > t.h0 && t.len > 0 ? nn__dw_tap_sum(c, &t, avx2) : 0.0f;
         }
     }
+    nn__dw_padding_grad(c, dwk, t.dc, t.ds);
 }
 
 typedef struct nn__dw_job {
@@ -6152,7 +6192,8 @@ static const char *const nn__cl_src_conv[] = {
 "/* dw [K, C/G, KH, KW]: each weight sums dy * x over the batch and the output positions,\n",
 "   one image at a time into its own partial sum, then the images' partial sums: a single\n",
 "   accumulator over N*OH*OW products loses the small terms to its rounding (the error of a\n",
-"   50176-term sum was ~1e-4 relative, against ~3e-6 this way) */\n",
+"   50176-term sum was ~1e-4 relative, against ~3e-6 this way). x is 0 on the padding, and\n",
+"   dy * 0 is taken there too: a NaN or inf dy is NaN, as on the GEMM path. */\n",
 "__kernel void conv2d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,\n",
 "                                     const int N, const int C, const int H, const int W, const int K,\n",
 "                                     const int KH, const int KW, const int OH, const int OW, const int8 geo) {\n",
@@ -6167,11 +6208,12 @@ static const char *const nn__cl_src_conv[] = {
 "        __global const float *dyk = dy + ((size_t)n * K + k) * OH * OW;\n",
 "        float part = 0.0f;\n",
 "        for (int oh = 0; oh < OH; oh++) {\n",
-"            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;\n",
-"            if (ih < 0 || ih >= H) continue;\n",
+"            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;\n",
 "            for (int ow = 0; ow < OW; ow++) {\n",
 "                int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
-"                if (iw >= 0 && iw < W) part += dyk[oh * OW + ow] * xc[ih * W + iw];\n",
+"                float xv = 0.0f;\n",
+"                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];\n",
+"                part += dyk[oh * OW + ow] * xv;\n",
 "            }\n",
 "        }\n",
 "        acc += part;\n",
@@ -6431,7 +6473,8 @@ static const char *const nn__cl_src_conv3d[] = {
 "    dx[i] = acc;\n",
 "}\n",
 "\n",
-"/* dw [K, C/G, KD, KH, KW]: each weight sums dy * x over the batch and the output positions */\n",
+"/* dw [K, C/G, KD, KH, KW]: each weight sums dy * x over the batch and the output positions,\n",
+"   x = 0 on the padding (dy * 0: a NaN or inf dy there is NaN, as on the GEMM path) */\n",
 "__kernel void conv3d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,\n",
 "                                     const int N, const int C, const int D, const int H, const int W, const int K,\n",
 "                                     const int KD, const int KH, const int KW, const int OD, const int OH,\n",
@@ -6447,14 +6490,14 @@ static const char *const nn__cl_src_conv3d[] = {
 "        __global const float *dyk = dy + ((size_t)n * K + k) * OD * OH * OW;\n",
 "        float part = 0.0f; /* per image, as conv.cl's conv2d_backward_weight */\n",
 "        for (int od = 0; od < OD; od++) {\n",
-"            int id = od * ga.s0 - ga.s3 + kd * ga.s6;\n",
-"            if (id < 0 || id >= D) continue;\n",
+"            int id = od * ga.s0 - ga.s3 + kd * ga.s6, in_d = id >= 0 && id < D;\n",
 "            for (int oh = 0; oh < OH; oh++) {\n",
-"                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7;\n",
-"                if (ih < 0 || ih >= H) continue;\n",
+"                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7, in_dh = in_d && ih >= 0 && ih < H;\n",
 "                for (int ow = 0; ow < OW; ow++) {\n",
 "                    int iw = ow * ga.s2 - ga.s5 + kw * gb.s0;\n",
-"                    if (iw >= 0 && iw < W) part += dyk[(od * OH + oh) * OW + ow] * xc[(id * H + ih) * W + iw];\n",
+"                    float xv = 0.0f;\n",
+"                    if (in_dh && iw >= 0 && iw < W) xv = xc[(id * H + ih) * W + iw];\n",
+"                    part += dyk[(od * OH + oh) * OW + ow] * xv;\n",
 "                }\n",
 "            }\n",
 "        }\n",
@@ -8250,16 +8293,10 @@ static const char *const nn__cl_src_shape[] = {
 "           fh * ((1 - fw) * xp[h1 * W + w0] + fw * xp[h1 * W + w1]);\n",
 "}\n",
 "\n",
-"/* the weight output o (along one dim) gives input index h */\n",
-"inline float nn_up_weight(int o, int h, int s, int n, int bilinear) {\n",
-"    if (!bilinear) return o / s == h ? 1.0f : 0.0f;\n",
-"    int i0, i1;\n",
-"    float f;\n",
-"    nn_bilinear_src(o, s, n, &i0, &i1, &f);\n",
-"    return (i0 == h ? 1.0f - f : 0.0f) + (i1 == h ? f : 0.0f);\n",
-"}\n",
-"\n",
-"/* dx [P, H, W]: each input pixel sums dy over the outputs within two input cells of it */\n",
+"/* dx [P, H, W]: each input pixel sums dy over the outputs within two input cells of it.\n",
+"   Bilinear: each output's four terms (h0, w0), (h0, w1), (h1, w0), (h1, w1) that land on\n",
+"   the pixel, one by one in that order, as nn_shape.c scatters them and PyTorch does: a\n",
+"   term of weight 0 still carries a NaN or inf dy (0 * inf). */\n",
 "__kernel void upsample2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
@@ -8267,13 +8304,29 @@ static const char *const nn__cl_src_shape[] = {
 "    int iw = i % W, ih = (i / W) % H, p = i / (W * H);\n",
 "    int oh0 = max((ih - 1) * sh, 0), oh1 = min((ih + 2) * sh, OH);\n",
 "    int ow0 = max((iw - 1) * sw, 0), ow1 = min((iw + 2) * sw, OW);\n",
+"    __global const float *dp = dy + (size_t)p * OH * OW;\n",
 "    float s = 0.0f;\n",
+"    if (!geo.s4) { /* nearest: the block of outputs that copy this pixel */\n",
+"        for (int oh = ih * sh; oh < (ih + 1) * sh; oh++)\n",
+"            for (int ow = iw * sw; ow < (iw + 1) * sw; ow++) s += dp[oh * OW + ow];\n",
+"        dx[i] = s;\n",
+"        return;\n",
+"    }\n",
 "    for (int oh = oh0; oh < oh1; oh++) {\n",
-"        float wh = nn_up_weight(oh, ih, sh, H, geo.s4);\n",
-"        if (wh == 0.0f) continue;\n",
+"        int h0, h1;\n",
+"        float fh;\n",
+"        nn_bilinear_src(oh, sh, H, &h0, &h1, &fh);\n",
+"        if (h0 != ih && h1 != ih) continue;\n",
 "        for (int ow = ow0; ow < ow1; ow++) {\n",
-"            float ww = nn_up_weight(ow, iw, sw, W, geo.s4);\n",
-"            if (ww != 0.0f) s += wh * ww * dy[((size_t)p * OH + oh) * OW + ow];\n",
+"            int w0, w1;\n",
+"            float fw, g;\n",
+"            nn_bilinear_src(ow, sw, W, &w0, &w1, &fw);\n",
+"            if (w0 != iw && w1 != iw) continue;\n",
+"            g = dp[oh * OW + ow];\n",
+"            if (h0 == ih && w0 == iw) s += (1 - fh) * (1 - fw) * g;\n",
+"            if (h0 == ih && w1 == iw) s += (1 - fh) * fw * g;\n",
+"            if (h1 == ih && w0 == iw) s += fh * (1 - fw) * g;\n",
+"            if (h1 == ih && w1 == iw) s += fh * fw * g;\n",
 "        }\n",
 "    }\n",
 "    dx[i] = s;\n",
@@ -8351,9 +8404,11 @@ static const char *const nn__cl_src_softmax[] = {
 "    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));\n",
 "}\n",
 "\n",
+"/* the first maximum, a NaN counting as the maximum (torch.argmax) */\n",
 "inline int nn_argmax_row(__global const float *xr, int C) {\n",
 "    int best = 0;\n",
-"    for (int c = 1; c < C; c++) if (xr[c] > xr[best]) best = c;\n",
+"    for (int c = 1; c < C; c++)\n",
+"        if (xr[c] > xr[best] || (isnan(xr[c]) && !isnan(xr[best]))) best = c;\n",
 "    return best;\n",
 "}\n",
 "\n",

@@ -411,6 +411,48 @@ static float nn__dw_tap_sum(const nn__conv2d *c, const nn__dw_tap *t, int avx2) 
     return (s0 + s1) + (s2 + s3);
 }
 
+/* The weight gradient's terms on the zero padding, which the tap sums leave out, as the
+   products dy * 0 that the GEMM path (and PyTorch) takes: nothing for a finite dy, NaN
+   for a NaN or inf dy at an output whose window reaches the padding. Only outputs outside
+   the interior (where every tap is inside) have such terms, so a finite dy costs one pass
+   over that border. dyk: channel k of image 0, ds floats between images. */
+static void nn__dw_padding_grad(const nn__conv2d *c, float *dwk, const float *dyk, int64_t ds) {
+    int hl = 0, hr = c->OH, wl = 0, wr = c->OW, kh, kw, n, oh, ow, a, b;
+    float z = 0.0f;
+    for (kh = 0; kh < c->KH; kh++) {
+        nn__dw_span(c->OH, c->H, c->sh, kh * c->dh - c->ph, &a, &b);
+        hl = a > hl ? a : hl;
+        hr = b < hr ? b : hr;
+    }
+    for (kw = 0; kw < c->KW; kw++) {
+        nn__dw_span(c->OW, c->W, c->sw, kw * c->dw - c->pw, &a, &b);
+        wl = a > wl ? a : wl;
+        wr = b < wr ? b : wr;
+    }
+    if (wr < wl) wr = wl;
+    for (n = 0; n < c->N; n++)
+        for (oh = 0; oh < c->OH; oh++) {
+            const float *d = dyk + n * ds + (int64_t)oh * c->OW;
+            int inner = oh >= hl && oh < hr;
+            for (ow = 0; ow < c->OW; ow++) {
+                if (inner && ow == wl) ow = wr; /* the interior of the row */
+                if (ow < c->OW) z += d[ow] * 0.0f;
+            }
+        }
+    if (z == 0.0f) return;
+    for (kh = 0; kh < c->KH; kh++)
+        for (kw = 0; kw < c->KW; kw++) {
+            int h0, h1, w0, w1;
+            nn__dw_span(c->OH, c->H, c->sh, kh * c->dh - c->ph, &h0, &h1);
+            nn__dw_span(c->OW, c->W, c->sw, kw * c->dw - c->pw, &w0, &w1);
+            for (n = 0; n < c->N; n++)
+                for (oh = 0; oh < c->OH; oh++)
+                    for (ow = 0; ow < c->OW; ow++)
+                        if (oh < h0 || oh >= h1 || ow < w0 || ow >= w1)
+                            dwk[kh * c->KW + kw] += dyk[n * ds + (int64_t)oh * c->OW + ow] * 0.0f;
+        }
+}
+
 /* dwk [KH, KW] of output channel k: one sum per tap over the whole batch */
 static void nn__dw_backward_weight_channel(const nn__conv2d *c, float *dwk, const float *x, const float *dy, int k,
                                            int avx2) {
@@ -431,6 +473,7 @@ static void nn__dw_backward_weight_channel(const nn__conv2d *c, float *dwk, cons
             dwk[kh * c->KW + kw] = t.h1 > t.h0 && t.len > 0 ? nn__dw_tap_sum(c, &t, avx2) : 0.0f;
         }
     }
+    nn__dw_padding_grad(c, dwk, t.dc, t.ds);
 }
 
 typedef struct nn__dw_job {

@@ -247,25 +247,22 @@ static void nn__gather_rows_backward(float *ddata, const int32_t *idx, const flo
     }
 }
 
-/* first index of the row maximum */
+/* first index of the row maximum, a NaN counting as the maximum (torch.argmax) */
+static int64_t nn__argmax_row(const float *xr, int64_t C) {
+    int64_t c, best = 0;
+    for (c = 1; c < C; c++)
+        if (xr[c] > xr[best] || (xr[c] != xr[c] && xr[best] == xr[best])) best = c;
+    return best;
+}
+
 static void nn__argmax_forward(int32_t *y, const float *x, int64_t B, int64_t C) {
-    int64_t b, c;
-    for (b = 0; b < B; b++) {
-        const float *xr = x + b * C;
-        int64_t best = 0;
-        for (c = 1; c < C; c++) if (xr[c] > xr[best]) best = c;
-        y[b] = (int32_t)best;
-    }
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = (int32_t)nn__argmax_row(x + b * C, C);
 }
 
 static void nn__correct_forward(float *y, const float *x, const int32_t *label, int64_t B, int64_t C) {
-    int64_t b, c;
-    for (b = 0; b < B; b++) {
-        const float *xr = x + b * C;
-        int64_t best = 0;
-        for (c = 1; c < C; c++) if (xr[c] > xr[best]) best = c;
-        y[b] = best == label[b] ? 1.0f : 0.0f;
-    }
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = nn__argmax_row(x + b * C, C) == label[b] ? 1.0f : 0.0f;
 }
 
 /* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */

@@ -587,6 +587,36 @@ static void nanprop_reduce(const t_env *e) {
         }
 }
 
+/* argmax and accuracy: a NaN is the maximum, the first one (torch.argmax) */
+static void nanprop_argmax(const t_env *e) {
+    static const float x[16] = {1, NAN, 3, NAN, NAN, 1, 2, 3, 1, 2, INFINITY, -1, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    static const int32_t labels[4] = {1, 3, 2, 0}, want[4] = {1, 0, 2, 0};
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_tensor xt, lt, am, acc;
+    int32_t got[4];
+    float a;
+    int i;
+    if (!t_begin(e, "nanprop: argmax and accuracy rows with NaN, +-inf")) return;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    xt = nn_input(g, "x", NN_F32, nn_shape2(4, 4));
+    lt = nn_input(g, "labels", NN_I32, nn_shape1(4));
+    am = nn_argmax(g, xt);
+    acc = nn_accuracy(g, xt, lt);
+    nn_output(g, am);
+    nn_output(g, acc);
+    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    T_OK(nn_tensor_write(g, xt, x, sizeof x), ctx);
+    T_OK(nn_tensor_write(g, lt, labels, sizeof labels), ctx);
+    if (!T_OK(nn_graph_forward(g), ctx)) goto done;
+    if (T_OK(nn_tensor_read(g, am, got, sizeof got), ctx))
+        for (i = 0; i < 4; i++) T_CHECK(got[i] == want[i], "argmax of row %d = %d, PyTorch gives %d", i, got[i], want[i]);
+    if (T_OK(nn_tensor_read(g, acc, &a, sizeof a), ctx)) T_CHECK(a == 0.75f, "accuracy %g, PyTorch's argmax gives 0.75", a);
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
 /* ---- softmax and log-softmax over rows of 5 ---- */
 
 static nn_tensor b_softmax(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_softmax(g, in[0]); }
@@ -954,9 +984,10 @@ typedef struct np_conv {
 
 static int np_conv_out(int n, int k, int s, int p, int d) { return (n + 2 * p - d * (k - 1) - 1) / s + 1; }
 
-/* y = conv(x, w) + b (b may be NULL) and the gradients of sum(y) */
-static void conv_ref(const np_conv *q, const double *x, const double *w, const double *b, double *y, double *dx, double *dw,
-                     double *db) {
+/* y = conv(x, w) + b (b may be NULL) and the gradients of sum(y * dy); the padding's
+   products with the weight and with dy are taken (0 * NaN is NaN) */
+static void conv_ref(const np_conv *q, const double *x, const double *w, const double *b, const double *dy, double *y,
+                     double *dx, double *dw, double *db) {
     int OD = np_conv_out(q->D, q->KD, q->sd, q->pd, q->dd), OH = np_conv_out(q->H, q->KH, q->sh, q->ph, q->dh);
     int OW = np_conv_out(q->W, q->KW, q->sw, q->pw, q->dw), Cg = q->C / q->G, Kg = q->K / q->G;
     long nx = (long)q->N * q->C * q->D * q->H * q->W, nw = (long)q->K * Cg * q->KD * q->KH * q->KW, i;
@@ -969,9 +1000,10 @@ static void conv_ref(const np_conv *q, const double *x, const double *w, const d
             for (od = 0; od < OD; od++)
                 for (oh = 0; oh < OH; oh++)
                     for (ow = 0; ow < OW; ow++) {
-                        double s = b ? b[k] : 0;
+                        long o = (((long)n * q->K + k) * OD + od) * OH * OW + oh * OW + ow;
+                        double s = b ? b[k] : 0, g = dy[o];
                         int grp = k / Kg;
-                        db[k] += 1;
+                        db[k] += g;
                         for (ci = 0; ci < Cg; ci++)
                             for (a = 0; a < q->KD; a++)
                                 for (bb = 0; bb < q->KH; bb++)
@@ -983,10 +1015,10 @@ static void conv_ref(const np_conv *q, const double *x, const double *w, const d
                                         long xi = inside ? ((((long)n * q->C + c) * q->D + id) * q->H + ih) * q->W + iw : -1;
                                         double xv = inside ? x[xi] : 0.0;
                                         s += w[wi] * xv;
-                                        dw[wi] += xv;
-                                        if (inside) dx[xi] += w[wi];
+                                        dw[wi] += xv * g;
+                                        if (inside) dx[xi] += w[wi] * g;
                                     }
-                        y[(((long)n * q->K + k) * OD + od) * OH * OW + oh * OW + ow] = s;
+                        y[o] = s;
                     }
 }
 
@@ -1021,24 +1053,27 @@ static nn_tensor b_conv(nn_graph *g, const nn_tensor *in, const void *arg) {
     }
 }
 
-/* x_bad: (flat index, value) pairs written into x; w_bad likewise into the weight */
+/* x_bad: (flat index, value) pairs written into x; w_bad likewise into the weight; dy_bad
+   (optional, nyb pairs) into dy, the incoming gradient */
 static void nanprop_conv_one(const t_env *e, const char *name, const np_conv *q, const long *xi, const double *xv, int nxb,
-                             const long *wi, const double *wv, int nwb) {
+                             const long *wi, const double *wv, int nwb, const long *yi, const double *yv, int nyb) {
     int OD = np_conv_out(q->D, q->KD, q->sd, q->pd, q->dd), OH = np_conv_out(q->H, q->KH, q->sh, q->ph, q->dh);
     int OW = np_conv_out(q->W, q->KW, q->sw, q->pw, q->dw);
     long nx = (long)q->N * q->C * q->D * q->H * q->W, nw = (long)q->K * (q->C / q->G) * q->KD * q->KH * q->KW;
     long ny = (long)q->N * q->K * OD * OH * OW;
     double *x = (double *)malloc(sizeof(double) * nx), *w = (double *)malloc(sizeof(double) * nw), b[16];
     double *y = (double *)malloc(sizeof(double) * ny), *dx = (double *)malloc(sizeof(double) * nx);
-    double *dw = (double *)malloc(sizeof(double) * nw), db[16];
+    double *dw = (double *)malloc(sizeof(double) * nw), db[16], *g = (double *)malloc(sizeof(double) * ny);
     np_case c;
-    int i;
+    long i;
     np_fill(x, nx, -1, 1, 81);
     np_fill(w, nw, -1, 1, 82);
     np_fill(b, q->K, -1, 1, 83);
     for (i = 0; i < nxb; i++) x[xi[i]] = xv[i];
     for (i = 0; i < nwb; i++) w[wi[i]] = wv[i];
-    conv_ref(q, x, w, b, y, dx, dw, db);
+    for (i = 0; i < ny; i++) g[i] = 1;
+    for (i = 0; i < nyb; i++) g[yi[i]] = yv[i];
+    conv_ref(q, x, w, b, g, y, dx, dw, db);
     np_init(&c, name, b_conv, q);
     if (q->dims == 2) {
         np_in(&c, nn_shape4(q->N, q->C, q->H, q->W), x, dx);
@@ -1049,12 +1084,14 @@ static void nanprop_conv_one(const t_env *e, const char *name, const np_conv *q,
     }
     np_in(&c, nn_shape1(q->K), b, db);
     c.y = y;
+    c.w = g;
     np_run(e, &c);
     free(x);
     free(w);
     free(y);
     free(dx);
     free(dw);
+    free(g);
 }
 
 static np_conv np_conv2(int N, int C, int H, int W, int K, int KH, int KW, int s, int p, int G) {
@@ -1089,21 +1126,29 @@ static void nanprop_conv(const t_env *e) {
     long wi2[1] = {1 * 27 + 5};
     double wv2[1] = {NAN};
     q1 = np_conv2(2, 3, 6, 7, 4, 3, 3, 1, 1, 1);
-    nanprop_conv_one(e, "conv2d x[2, 3, 6, 7] w[4, 3, 3, 3] pad 1", &q1, xi1, xv1, 3, wi1, wv1, 1);
+    /* dy: NaN at a corner output of channel 1 (its window reaches the padding: every tap's
+       weight gradient of channel 1 is NaN), inf inside channel 3 */
+    long yi1[2] = {1 * 42 + 0, 42 * 4 + 3 * 42 + 2 * 7 + 3};
+    double yv1[2] = {NAN, INFINITY};
+    nanprop_conv_one(e, "conv2d x[2, 3, 6, 7] w[4, 3, 3, 3] pad 1", &q1, xi1, xv1, 3, wi1, wv1, 1, NULL, NULL, 0);
+    nanprop_conv_one(e, "conv2d pad 1, NaN and inf in dy", &q1, xi1, xv1, 0, wi1, wv1, 0, yi1, yv1, 2);
     q2 = np_conv2(2, 3, 6, 7, 4, 3, 3, 1, 0, 1);
-    nanprop_conv_one(e, "conv2d NaN weight, no padding", &q2, xi1, xv1, 0, wi2, wv2, 1);
+    nanprop_conv_one(e, "conv2d NaN weight, no padding", &q2, xi1, xv1, 0, wi2, wv2, 1, NULL, NULL, 0);
     /* the NaN weight with padding: its products with the padding are NaN too */
-    nanprop_conv_one(e, "conv2d NaN weight, pad 1", &q1, xi1, xv1, 0, wi2, wv2, 1);
+    nanprop_conv_one(e, "conv2d NaN weight, pad 1", &q1, xi1, xv1, 0, wi2, wv2, 1, NULL, NULL, 0);
     /* strided, and depthwise (its own CPU kernels) */
     q3 = np_conv2(2, 3, 6, 7, 6, 3, 3, 2, 1, 1);
-    nanprop_conv_one(e, "conv2d stride 2", &q3, xi1, xv1, 3, wi1, wv1, 0);
+    nanprop_conv_one(e, "conv2d stride 2", &q3, xi1, xv1, 3, wi1, wv1, 0, NULL, NULL, 0);
     q4 = np_conv2(1, 4, 9, 40, 4, 3, 3, 1, 1, 4);
     {
         long xi4[3] = {0 * 360 + 4 * 40 + 17, 2 * 360 + 8 * 40 + 39, 3 * 360 + 0};
         long wi4[1] = {2 * 9 + 0};
         double wv4[1] = {NAN};
-        nanprop_conv_one(e, "conv2d depthwise x[1, 4, 9, 40]", &q4, xi4, xv1, 3, wi1, wv1, 0);
-        nanprop_conv_one(e, "conv2d depthwise NaN weight, pad 1", &q4, xi4, xv1, 0, wi4, wv4, 1);
+        long yi4[3] = {1 * 360 + 8 * 40 + 39, 2 * 360 + 4 * 40 + 20, 3 * 360 + 5};
+        double yv4[3] = {INFINITY, NAN, NAN};
+        nanprop_conv_one(e, "conv2d depthwise x[1, 4, 9, 40]", &q4, xi4, xv1, 3, wi1, wv1, 0, NULL, NULL, 0);
+        nanprop_conv_one(e, "conv2d depthwise NaN weight, pad 1", &q4, xi4, xv1, 0, wi4, wv4, 1, NULL, NULL, 0);
+        nanprop_conv_one(e, "conv2d depthwise, NaN and inf in dy", &q4, xi4, xv1, 0, wi4, wv4, 0, yi4, yv4, 3);
     }
     /* conv3d x [1, 2, 4, 5, 5], w [3, 2, 2, 3, 3], pad 1 */
     memset(&q5, 0, sizeof q5);
@@ -1125,8 +1170,11 @@ static void nanprop_conv(const t_env *e) {
         double wv5[1] = {0};
         long wi6[1] = {2 * 36 + 7};
         double wv6[1] = {NAN};
-        nanprop_conv_one(e, "conv3d x[1, 2, 4, 5, 5] w[3, 2, 2, 3, 3] pad 1", &q5, xi5, xv1, 3, wi5, wv5, 1);
-        nanprop_conv_one(e, "conv3d NaN weight, pad 1", &q5, xi5, xv1, 0, wi6, wv6, 1);
+        long yi5[2] = {0 * 125 + 0, 2 * 125 + 2 * 25 + 2 * 5 + 2};
+        double yv5[2] = {NAN, -INFINITY};
+        nanprop_conv_one(e, "conv3d x[1, 2, 4, 5, 5] w[3, 2, 2, 3, 3] pad 1", &q5, xi5, xv1, 3, wi5, wv5, 1, NULL, NULL, 0);
+        nanprop_conv_one(e, "conv3d NaN weight, pad 1", &q5, xi5, xv1, 0, wi6, wv6, 1, NULL, NULL, 0);
+        nanprop_conv_one(e, "conv3d pad 1, NaN and inf in dy", &q5, xi5, xv1, 0, wi6, wv6, 0, yi5, yv5, 2);
     }
 }
 
@@ -1569,20 +1617,28 @@ static void nanprop_shape(const t_env *e) {
     w[5] = INFINITY;
     w[OH * OW + 7] = NAN;
     np_copy_case(e, "upsample2d nearest, NaN and inf in dy", &un, nn_shape4(1, P, H, W), x, P * H * W, src, P * OH * OW, w);
-    /* bilinear x2: PyTorch's h0l * (w0l * x00 + w1l * x01) + h1l * (w0l * x10 + w1l * x11) */
+    /* bilinear x2: PyTorch's h0l * (w0l * x00 + w1l * x01) + h1l * (w0l * x10 + w1l * x11),
+       and its backward, which adds the four terms one by one: a term of weight 0 still
+       carries a NaN or inf dy to its pixel (0 * inf) */
     ub = un;
     ub.b = 2;
     ub.mode = NN_UPSAMPLE_BILINEAR;
-    {
+    for (p = 0; p < 2; p++) {
         double y[512], dx[64];
         np_case c;
         OH = H * 2;
         OW = W * 2;
+        for (o = 0; o < P * OH * OW; o++) w[o] = 1;
+        if (p) {
+            w[0] = INFINITY;               /* output (0, 0): weight 0 on its neighbours */
+            w[OH * OW + 3 * OW + 5] = NAN; /* plane 1 */
+        }
         for (i = 0; i < P * H * W; i++) dx[i] = 0;
         for (o = 0; o < P * OH * OW; o++) {
             long pl = o / (OH * OW), oh = o / OW % OH, ow = o % OW, h0, h1, w0, w1;
             double sh = (oh + 0.5) / 2 - 0.5, sw = (ow + 0.5) / 2 - 0.5, lh, lw;
             const double *xp = x + pl * H * W;
+            double *dp = dx + pl * H * W;
             if (sh < 0) sh = 0;
             if (sw < 0) sw = 0;
             h0 = (long)sh;
@@ -1592,13 +1648,12 @@ static void nanprop_shape(const t_env *e) {
             lh = sh - h0;
             lw = sw - w0;
             y[o] = (1 - lh) * ((1 - lw) * xp[h0 * W + w0] + lw * xp[h0 * W + w1]) + lh * ((1 - lw) * xp[h1 * W + w0] + lw * xp[h1 * W + w1]);
-            w[o] = 1;
-            dx[pl * H * W + h0 * W + w0] += (1 - lh) * (1 - lw);
-            dx[pl * H * W + h0 * W + w1] += (1 - lh) * lw;
-            dx[pl * H * W + h1 * W + w0] += lh * (1 - lw);
-            dx[pl * H * W + h1 * W + w1] += lh * lw;
+            dp[h0 * W + w0] += (1 - lh) * (1 - lw) * w[o];
+            dp[h0 * W + w1] += (1 - lh) * lw * w[o];
+            dp[h1 * W + w0] += lh * (1 - lw) * w[o];
+            dp[h1 * W + w1] += lh * lw * w[o];
         }
-        np_init(&c, "upsample2d bilinear", b_shape, &ub);
+        np_init(&c, p ? "upsample2d bilinear, NaN and inf in dy" : "upsample2d bilinear", b_shape, &ub);
         np_in(&c, nn_shape4(1, P, H, W), x, dx);
         c.y = y;
         c.w = w;
@@ -1686,6 +1741,7 @@ void suite_nanprop(const t_env *e) {
     nanprop_matmul(e);
     nanprop_reduce(e);
     nanprop_softmax(e);
+    nanprop_argmax(e);
     nanprop_losses_ew(e);
     nanprop_losses_mean(e);
     nanprop_losses_rows(e);
