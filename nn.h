@@ -9802,7 +9802,13 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
 }
 
 NN_API void nn_requires_grad(nn_graph *g, nn_tensor t) {
-    if (nn__check(g, "nn_requires_grad", 1, &t)) nn__n(g, t)->requires_grad = 1;
+    if (!nn__check(g, "nn_requires_grad", 1, &t)) return;
+    if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_requires_grad: %s is int32; only float32 tensors have gradients",
+                    nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
+        return;
+    }
+    nn__n(g, t)->requires_grad = 1;
 }
 
 NN_API void nn_output(nn_graph *g, nn_tensor t) {
@@ -11114,6 +11120,8 @@ NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const 
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_dense %s: x %s must be 2-D [B, in]", name ? name : "", s);
     }
     if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense: needs a name (at most 200 chars)");
+    if (out_features < 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense %s: out_features %lld is not >= 1", name, (long long)out_features);
     in_features = nn__n(g, x)->shape.dim[1];
     /* nn.Linear: kaiming_uniform(a=sqrt(5)) for the weight is U(+-1/sqrt(in)), the bias too */
     init.kind = NN_INIT_UNIFORM;
@@ -11235,7 +11243,11 @@ NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
     nn__node *n = NULL;
     if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
     n = nn__n(g, x);
-    if (n->shape.ndim != 2) return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x must be 2-D [B, C]");
+    if (n->shape.ndim != 2) {
+        char sx[128];
+        nn__shape_str(&n->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x %s must be 2-D [B, C]", sx);
+    }
     return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
 }
 
@@ -11580,7 +11592,10 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     }
     if ((kind == NN__L_HUBER && !(a > 0.0f)) || (kind == NN__L_SMOOTH_L1 && !(a >= 0.0f)) ||
         (kind == NN__L_QUANTILE && !(a >= 0.0f && a <= 1.0f)) || (kind == NN__L_FOCAL && !(b >= 0.0f)))
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: option %g is out of range", opname, kind == NN__L_FOCAL ? b : a);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: %s %g is out of range (%s)", opname,
+                           kind == NN__L_HUBER ? "delta" : kind == NN__L_SMOOTH_L1 ? "beta (desc delta)" : kind == NN__L_QUANTILE ? "tau" : "gamma",
+                           kind == NN__L_FOCAL ? b : a,
+                           kind == NN__L_HUBER ? "> 0" : kind == NN__L_QUANTILE ? "[0, 1]" : ">= 0");
     has_pw = nn__optional(g, opname, d.pos_weight);
     if (has_pw < 0 || nn__optional(g, opname, d.weight) < 0) return nn__tensor(-1);
     if (has_pw) {
@@ -12317,17 +12332,24 @@ NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *siz
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
         return g->status;
     }
-    for (k = 0; k < n; k++) total += sizes[k];
-    if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0 &&
-        total != nn__n(g, x)->shape.dim[axis]) {
+    if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0) {
+        int64_t dim = nn__n(g, x)->shape.dim[axis];
         char sx[128];
         nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, axis %d of x %s is %lld", (long long)total, axis, sx,
-                    (long long)nn__n(g, x)->shape.dim[axis]);
+        for (k = 0; k < n && g->status == NN_OK; k++) { /* each in 1..dim: the total cannot overflow */
+            if (sizes[k] < 1 || sizes[k] > dim)
+                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, axis %d of x %s",
+                            (long long)sizes[k], k, (long long)dim, axis, sx);
+            else
+                total += sizes[k];
+        }
+        if (g->status == NN_OK && total != dim)
+            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, axis %d of x %s is %lld", (long long)total, axis, sx,
+                        (long long)dim);
     }
     for (k = 0; k < n; k++) {
         out[k] = g->status == NN_OK ? nn_slice(g, x, axis, start, sizes[k]) : nn__tensor(-1);
-        start += sizes[k];
+        if (g->status == NN_OK) start += sizes[k]; /* checked sizes only: no overflow */
     }
     return g->status;
 }
@@ -12696,9 +12718,13 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__shape_str(&nw->shape, sw, sizeof sw);
     for (k = 0; k < 7; k++)
         if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d: stride, dilation and groups must be >= 1 and padding >= 0");
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                               "nn_conv2d: stride (%d, %d), dilation (%d, %d) and groups %d must be >= 1 and padding (%d, %d) >= 0",
+                               attr[0], attr[1], attr[4], attr[5], attr[6], attr[2], attr[3]);
     if (nx->shape.ndim != 4 || nw->shape.ndim != 4)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s must be [N, C, H, W] and w %s [K, C/groups, KH, KW]", sx, sw);
+    if (nx->shape.dim[2] + 2 * (int64_t)attr[2] > INT32_MAX || nx->shape.dim[3] + 2 * (int64_t)attr[3] > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s padded by (%d, %d) is beyond 32-bit indices", sx, attr[2], attr[3]);
     if (nx->shape.dim[1] % attr[6] || nw->shape.dim[0] % attr[6] || nw->shape.dim[1] * attr[6] != nx->shape.dim[1])
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, attr[6]);
     OH = (nx->shape.dim[2] + 2 * (int64_t)attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
@@ -12766,17 +12792,26 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn_conv2d_desc d = nn__conv1d_as_2d(desc);
     nn_shape xs, ws;
     nn_tensor in[2], y;
+    char a[128], b[128];
+    int st = nn__defi(d.stride_w, 1), pad = nn__defi(d.pad_w, 0), dil = nn__defi(d.dilation_w, 1), groups = nn__defi(d.groups, 1);
     in[0] = x;
     in[1] = w;
     if (!nn__check(g, "nn_conv1d", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv1d", x, "x") || !nn__expect_f32(g, "nn_conv1d", w, "w")) return nn__tensor(-1);
     xs = nn__n(g, x)->shape;
     ws = nn__n(g, w)->shape;
-    if (xs.ndim != 3 || ws.ndim != 3) {
-        char a[128], b[128];
-        nn__shape_str(&xs, a, sizeof a);
-        nn__shape_str(&ws, b, sizeof b);
+    nn__shape_str(&xs, a, sizeof a);
+    nn__shape_str(&ws, b, sizeof b);
+    if (xs.ndim != 3 || ws.ndim != 3)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: x %s must be [N, C, L] and w %s [K, C/groups, KL]", a, b);
-    }
+    /* what nn_conv2d would refuse, in conv1d's terms */
+    if (st < 1 || dil < 1 || groups < 1 || pad < 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv1d: stride %d, dilation %d and groups %d must be >= 1 and padding %d >= 0",
+                           st, dil, groups, pad);
+    if (xs.dim[1] % groups || ws.dim[0] % groups || ws.dim[1] * groups != xs.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: x %s and w %s do not fit groups = %d", a, b, groups);
+    if (xs.dim[2] + 2 * (int64_t)pad < (int64_t)dil * (ws.dim[2] - 1) + 1)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: the kernel w %s is larger than the padded input x %s", b, a);
     y = nn_conv2d(g, nn_reshape(g, x, nn_shape4(xs.dim[0], xs.dim[1], 1, xs.dim[2])),
                   nn_reshape(g, w, nn_shape4(ws.dim[0], ws.dim[1], 1, ws.dim[2])), bias, &d);
     if (y.id < 0) return y;
@@ -12850,7 +12885,9 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     nn__shape_str(&ws, b, sizeof b);
     for (k = 0; k < 7; k++)
         if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: stride, dilation and groups must be >= 1, padding >= 0");
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                               "nn_conv_transpose2d: stride (%d, %d), dilation (%d, %d) and groups %d must be >= 1 and padding (%d, %d) >= 0",
+                               attr[0], attr[1], attr[4], attr[5], attr[6], attr[2], attr[3]);
     if (xs.ndim != 4 || ws.ndim != 4 || xs.dim[1] != ws.dim[0] || ws.dim[0] % attr[6])
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s must be [N, Cin, H, W] and w %s [Cin, Cout/groups, KH, KW] (groups %d)",
                            a, b, attr[6]);
@@ -12861,6 +12898,9 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     OH = (xs.dim[2] - 1) * attr[0] - 2 * (int64_t)attr[2] + attr[4] * (ws.dim[2] - 1) + output_pad_h + 1;
     OW = (xs.dim[3] - 1) * attr[1] - 2 * (int64_t)attr[3] + attr[5] * (ws.dim[3] - 1) + output_pad_w + 1;
     if (OH < 1 || OW < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with w %s gives an empty output", a, b);
+    if (OH + 2 * (int64_t)attr[2] > INT32_MAX || OW + 2 * (int64_t)attr[3] > INT32_MAX) /* the padded output, as conv2d's input */
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with padding (%d, %d) is beyond 32-bit indices", a, attr[2],
+                           attr[3]);
     /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
     t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
     if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
@@ -12899,13 +12939,17 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__shape_str(&nw->shape, sw, sizeof sw);
     for (k = 0; k < 10; k++)
         if (attr[k] < (k >= 3 && k < 6 ? 0 : 1))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d: stride, dilation and groups must be >= 1 and padding >= 0");
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                               "nn_conv3d: stride (%d, %d, %d), dilation (%d, %d, %d) and groups %d must be >= 1 and padding (%d, %d, %d) >= 0",
+                               attr[0], attr[1], attr[2], attr[6], attr[7], attr[8], attr[9], attr[3], attr[4], attr[5]);
     if (nx->shape.ndim != 5 || nw->shape.ndim != 5)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s must be [N, C, D, H, W] and w %s [K, C/groups, KD, KH, KW]", sx, sw);
     if (nx->shape.dim[1] % attr[9] || nw->shape.dim[0] % attr[9] || nw->shape.dim[1] * attr[9] != nx->shape.dim[1])
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, attr[9]);
     for (k = 0; k < 3; k++) {
         int64_t span = (int64_t)attr[6 + k] * (nw->shape.dim[2 + k] - 1) + 1;
+        if (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] > INT32_MAX)
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s padded by %d is beyond 32-bit indices", sx, attr[3 + k]);
         if (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] < span)
             return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: the kernel w %s is larger than the padded input x %s", sw, sx);
         O[k] = (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] - span) / attr[k] + 1;
@@ -13431,6 +13475,8 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
         return nn__tensor(-1);
     nx = nn__n(g, x);
     if (instance) groups = (int)nx->shape.dim[1];
+    if (instance && nx->numel / (nx->shape.dim[0] * nx->shape.dim[1]) < 2) /* PyTorch refuses too */
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s has 1 spatial value per channel; instance statistics need more", fn, sx);
     if (groups < 1 || nx->shape.dim[1] % groups)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: groups = %d must be >= 1 and divide the %lld channels of x %s", fn, groups,
                            (long long)nx->shape.dim[1], sx);
@@ -13784,6 +13830,8 @@ static nn_tensor nn__pooling_node(nn_graph *g, const char *opname, int op, nn_te
                            p, k, sx);
     H = dims == 2 ? nx->shape.dim[2] : 1;
     W = nx->shape.dim[dims + 1];
+    if (H + 2 * (int64_t)attr[4] > INT32_MAX || W + 2 * (int64_t)attr[5] > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s with padding %s is beyond 32-bit indices", opname, sx, p);
     OH = nn__pool_out(H, attr[0], attr[2], attr[4], dh, ceil_mode);
     OW = nn__pool_out(W, attr[1], attr[3], attr[5], dw, ceil_mode);
     if (OH < 1 || OW < 1)
@@ -13875,7 +13923,7 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
     nn_tensor t;
     if (!nx) return nn__tensor(-1);
     out = nn_shape4(nx->shape.dim[0], nx->shape.dim[1], oh, ow);
-    if (oh < 1 || ow < 1 || nn__numel(&out) > INT32_MAX) {
+    if (oh < 1 || ow < 1 || oh > INT32_MAX || ow > INT32_MAX / oh || nn__numel(&out) > INT32_MAX) { /* no overflow in numel */
         char sx[128];
         nn__shape_str(&nx->shape, sx, sizeof sx);
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_adaptive_avg_pool2d: output %lldx%lld for x %s must be >= 1x1 and below 2^31 elements",

@@ -132,6 +132,7 @@ static void run_suites(const t_env *e) {
     suite_options(e);
     suite_lifetime(e);
     suite_nanprop(e);
+    suite_badinput(e);
     suite_registry(e);
 }
 

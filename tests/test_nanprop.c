@@ -135,7 +135,7 @@ static void np_exec(const t_env *e, const np_case *c, float **got_y, float **got
     gd.eval = c->eval;
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) return;
     for (k = 0; k < c->n_in; k++) {
-        char nm[16];
+        char nm[32];
         snprintf(nm, sizeof nm, "x%ld", k);
         in[k] = nn_input(g, nm, c->i32[k] ? NN_I32 : NN_F32, c->shape[k]);
         if (c->dx[k]) nn_requires_grad(g, in[k]);
@@ -162,7 +162,7 @@ static void np_exec(const t_env *e, const np_case *c, float **got_y, float **got
     for (k = 0; k < c->n_in; k++) {
         long n = np_numel(c->shape[k]);
         float *d;
-        char what[16];
+        char what[32];
         if (!c->dx[k]) continue;
         d = (float *)malloc((size_t)n * 4);
         snprintf(what, sizeof what, "d/dx%ld", k);

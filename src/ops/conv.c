@@ -41,9 +41,13 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__shape_str(&nw->shape, sw, sizeof sw);
     for (k = 0; k < 7; k++)
         if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d: stride, dilation and groups must be >= 1 and padding >= 0");
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                               "nn_conv2d: stride (%d, %d), dilation (%d, %d) and groups %d must be >= 1 and padding (%d, %d) >= 0",
+                               attr[0], attr[1], attr[4], attr[5], attr[6], attr[2], attr[3]);
     if (nx->shape.ndim != 4 || nw->shape.ndim != 4)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s must be [N, C, H, W] and w %s [K, C/groups, KH, KW]", sx, sw);
+    if (nx->shape.dim[2] + 2 * (int64_t)attr[2] > INT32_MAX || nx->shape.dim[3] + 2 * (int64_t)attr[3] > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s padded by (%d, %d) is beyond 32-bit indices", sx, attr[2], attr[3]);
     if (nx->shape.dim[1] % attr[6] || nw->shape.dim[0] % attr[6] || nw->shape.dim[1] * attr[6] != nx->shape.dim[1])
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, attr[6]);
     OH = (nx->shape.dim[2] + 2 * (int64_t)attr[2] - attr[4] * (nw->shape.dim[2] - 1) - 1) / attr[0] + 1;
@@ -111,17 +115,26 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn_conv2d_desc d = nn__conv1d_as_2d(desc);
     nn_shape xs, ws;
     nn_tensor in[2], y;
+    char a[128], b[128];
+    int st = nn__defi(d.stride_w, 1), pad = nn__defi(d.pad_w, 0), dil = nn__defi(d.dilation_w, 1), groups = nn__defi(d.groups, 1);
     in[0] = x;
     in[1] = w;
     if (!nn__check(g, "nn_conv1d", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv1d", x, "x") || !nn__expect_f32(g, "nn_conv1d", w, "w")) return nn__tensor(-1);
     xs = nn__n(g, x)->shape;
     ws = nn__n(g, w)->shape;
-    if (xs.ndim != 3 || ws.ndim != 3) {
-        char a[128], b[128];
-        nn__shape_str(&xs, a, sizeof a);
-        nn__shape_str(&ws, b, sizeof b);
+    nn__shape_str(&xs, a, sizeof a);
+    nn__shape_str(&ws, b, sizeof b);
+    if (xs.ndim != 3 || ws.ndim != 3)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: x %s must be [N, C, L] and w %s [K, C/groups, KL]", a, b);
-    }
+    /* what nn_conv2d would refuse, in conv1d's terms */
+    if (st < 1 || dil < 1 || groups < 1 || pad < 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv1d: stride %d, dilation %d and groups %d must be >= 1 and padding %d >= 0",
+                           st, dil, groups, pad);
+    if (xs.dim[1] % groups || ws.dim[0] % groups || ws.dim[1] * groups != xs.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: x %s and w %s do not fit groups = %d", a, b, groups);
+    if (xs.dim[2] + 2 * (int64_t)pad < (int64_t)dil * (ws.dim[2] - 1) + 1)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: the kernel w %s is larger than the padded input x %s", b, a);
     y = nn_conv2d(g, nn_reshape(g, x, nn_shape4(xs.dim[0], xs.dim[1], 1, xs.dim[2])),
                   nn_reshape(g, w, nn_shape4(ws.dim[0], ws.dim[1], 1, ws.dim[2])), bias, &d);
     if (y.id < 0) return y;
@@ -195,7 +208,9 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     nn__shape_str(&ws, b, sizeof b);
     for (k = 0; k < 7; k++)
         if (attr[k] < (k == 2 || k == 3 ? 0 : 1))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: stride, dilation and groups must be >= 1, padding >= 0");
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                               "nn_conv_transpose2d: stride (%d, %d), dilation (%d, %d) and groups %d must be >= 1 and padding (%d, %d) >= 0",
+                               attr[0], attr[1], attr[4], attr[5], attr[6], attr[2], attr[3]);
     if (xs.ndim != 4 || ws.ndim != 4 || xs.dim[1] != ws.dim[0] || ws.dim[0] % attr[6])
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s must be [N, Cin, H, W] and w %s [Cin, Cout/groups, KH, KW] (groups %d)",
                            a, b, attr[6]);
@@ -206,6 +221,9 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     OH = (xs.dim[2] - 1) * attr[0] - 2 * (int64_t)attr[2] + attr[4] * (ws.dim[2] - 1) + output_pad_h + 1;
     OW = (xs.dim[3] - 1) * attr[1] - 2 * (int64_t)attr[3] + attr[5] * (ws.dim[3] - 1) + output_pad_w + 1;
     if (OH < 1 || OW < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with w %s gives an empty output", a, b);
+    if (OH + 2 * (int64_t)attr[2] > INT32_MAX || OW + 2 * (int64_t)attr[3] > INT32_MAX) /* the padded output, as conv2d's input */
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with padding (%d, %d) is beyond 32-bit indices", a, attr[2],
+                           attr[3]);
     /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
     t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * attr[6], OH, OW), w.id, x.id);
     if (t.id >= 0) memcpy(g->nodes[t.id].i, attr, sizeof attr);
@@ -244,13 +262,17 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__shape_str(&nw->shape, sw, sizeof sw);
     for (k = 0; k < 10; k++)
         if (attr[k] < (k >= 3 && k < 6 ? 0 : 1))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d: stride, dilation and groups must be >= 1 and padding >= 0");
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                               "nn_conv3d: stride (%d, %d, %d), dilation (%d, %d, %d) and groups %d must be >= 1 and padding (%d, %d, %d) >= 0",
+                               attr[0], attr[1], attr[2], attr[6], attr[7], attr[8], attr[9], attr[3], attr[4], attr[5]);
     if (nx->shape.ndim != 5 || nw->shape.ndim != 5)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s must be [N, C, D, H, W] and w %s [K, C/groups, KD, KH, KW]", sx, sw);
     if (nx->shape.dim[1] % attr[9] || nw->shape.dim[0] % attr[9] || nw->shape.dim[1] * attr[9] != nx->shape.dim[1])
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, attr[9]);
     for (k = 0; k < 3; k++) {
         int64_t span = (int64_t)attr[6 + k] * (nw->shape.dim[2 + k] - 1) + 1;
+        if (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] > INT32_MAX)
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s padded by %d is beyond 32-bit indices", sx, attr[3 + k]);
         if (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] < span)
             return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: the kernel w %s is larger than the padded input x %s", sw, sx);
         O[k] = (nx->shape.dim[2 + k] + 2 * (int64_t)attr[3 + k] - span) / attr[k] + 1;

@@ -133,17 +133,24 @@ NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *siz
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
         return g->status;
     }
-    for (k = 0; k < n; k++) total += sizes[k];
-    if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0 &&
-        total != nn__n(g, x)->shape.dim[axis]) {
+    if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0) {
+        int64_t dim = nn__n(g, x)->shape.dim[axis];
         char sx[128];
         nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, axis %d of x %s is %lld", (long long)total, axis, sx,
-                    (long long)nn__n(g, x)->shape.dim[axis]);
+        for (k = 0; k < n && g->status == NN_OK; k++) { /* each in 1..dim: the total cannot overflow */
+            if (sizes[k] < 1 || sizes[k] > dim)
+                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, axis %d of x %s",
+                            (long long)sizes[k], k, (long long)dim, axis, sx);
+            else
+                total += sizes[k];
+        }
+        if (g->status == NN_OK && total != dim)
+            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, axis %d of x %s is %lld", (long long)total, axis, sx,
+                        (long long)dim);
     }
     for (k = 0; k < n; k++) {
         out[k] = g->status == NN_OK ? nn_slice(g, x, axis, start, sizes[k]) : nn__tensor(-1);
-        start += sizes[k];
+        if (g->status == NN_OK) start += sizes[k]; /* checked sizes only: no overflow */
     }
     return g->status;
 }
