@@ -5198,9 +5198,10 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
     case NN__L_HUBER: return ad < a ? d : ad >= a ? a * nn__sgnf(d) : d;
     case NN__L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn__sgnf(d) : d; /* beta 0: sign(d) */
     case NN__L_LOG_COSH: return tanhf(d);
-    case NN__L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;
-    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;
-    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : 0.0f;
+    /* the losses PyTorch lacks: NaN in, NaN out (the last branch) */
+    case NN__L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;
+    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;
+    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;
     case NN__L_BCE: return (x - t) / fmaxf((1.0f - x) * x, 1e-12f);
     case NN__L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + expf(x));
     case NN__L_FOCAL:
@@ -7340,9 +7341,9 @@ static const char *const nn__cl_src_loss[] = {
 "    case L_HUBER: return ad < a ? d : ad >= a ? a * nn_sgn(d) : d;\n",
 "    case L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn_sgn(d) : d;\n",
 "    case L_LOG_COSH: return tanh(d);\n",
-"    case L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;\n",
-"    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;\n",
-"    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : 0.0f;\n",
+"    case L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;\n",
+"    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;\n",
+"    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;\n",
 "    case L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);\n",
 "    case L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));\n",
 "    case L_FOCAL:\n",

@@ -58,9 +58,9 @@ inline float nn_loss1_dx(int kind, float x, float t, float a, float b, float pw,
     case L_HUBER: return ad < a ? d : ad >= a ? a * nn_sgn(d) : d;
     case L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn_sgn(d) : d;
     case L_LOG_COSH: return tanh(d);
-    case L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;
-    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;
-    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : 0.0f;
+    case L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;
+    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;
+    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;
     case L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);
     case L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));
     case L_FOCAL:
