@@ -189,6 +189,7 @@ B(e_softplus_neg0, nn_softplus(g, F(g, S1(3)), -0.0f, 20.0f))
 B(e_prelu_size, nn_prelu(g, F(g, S3(2, 3, 4)), F(g, S1(2))))
 B(e_prelu_rank, nn_prelu(g, F(g, S3(2, 3, 4)), F(g, S2(1, 3))))
 B(e_prelu_int, nn_prelu(g, F(g, S3(2, 3, 4)), I(g, S1(3))))
+B(e_prelu_xint, nn_prelu(g, I(g, S3(2, 3, 4)), F(g, S1(3))))
 B(e_prelu_layer_n, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 0, "act"))
 B(e_prelu_layer_c, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 5, "act"))
 B(e_prelu_layer_name, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 1, ""))
@@ -297,6 +298,7 @@ B(ga_none, nn_gather_rows(g, NN_NONE, I(g, S1(2))))
 
 B(sh_reshape_count, nn_reshape(g, F(g, S2(2, 3)), S2(4, 2)))
 B(sh_reshape_neg, nn_reshape(g, F(g, S2(2, 3)), S2(-1, 6)))
+B(sh_reshape_zero, nn_reshape(g, F(g, S2(2, 3)), S2(0, 6)))
 B(sh_reshape_wrap, nn_reshape(g, F(g, S2(2, 3)), S2((int64_t)1 << 32, (int64_t)1 << 32)))
 static nn_tensor sh_permute(nn_graph *g, int which) {
     static const int rep[3] = {0, 1, 1}, out[3] = {0, 3, 1};
@@ -356,6 +358,7 @@ B(sh_pad_int, nn_pad2d(g, I(g, S4(1, 1, 3, 3)), 1, 1, 1, 1, NN_PAD_ZEROS))
 B(sh_up_zero, nn_upsample2d(g, F(g, S4(1, 1, 3, 3)), 0, 2, NN_UPSAMPLE_NEAREST))
 B(sh_up_big, nn_upsample2d(g, F(g, S4(1, 1, 3, 3)), 2, 65, NN_UPSAMPLE_BILINEAR))
 B(sh_up_int, nn_upsample2d(g, I(g, S4(1, 1, 3, 3)), 2, 2, NN_UPSAMPLE_NEAREST))
+B(sh_up_rank, nn_upsample2d(g, F(g, S1(5)), 2, 2, NN_UPSAMPLE_NEAREST))
 B(sh_up_numel, nn_upsample2d(g, F(g, S4(1, 4, 8192, 8192)), 64, 64, NN_UPSAMPLE_NEAREST))
 B(sh_shuffle_r0, nn_pixel_shuffle(g, F(g, S4(1, 4, 2, 2)), 0))
 B(sh_shuffle_c, nn_pixel_shuffle(g, F(g, S4(1, 5, 2, 2)), 2))
@@ -501,13 +504,14 @@ static nn_tensor bn(nn_graph *g, int which) {
     case 20: return nn_instance_norm(g, F(g, S3(4, 3, 1)), NN_NONE, NN_NONE, 0);
     case 21: return nn_instance_norm(g, F(g, S3(4, 3, 5)), F(g, S1(4)), NN_NONE, -1.0f);
     case 22: return nn_group_norm(g, F(g, S3(2, 6, 4)), 3, T(500), NN_NONE, 0);
+    case 23: return nn_layer_norm(g, I(g, S2(3, 4)), 1, NN_NONE, NN_NONE, 0);
     default: return T(-1);
     }
 }
 #define BN(N) \
     static nn_tensor n_bn##N(nn_graph *g, nn_compile_desc *cd) { (void)cd; return bn(g, N); }
 BN(0) BN(1) BN(2) BN(3) BN(4) BN(5) BN(6) BN(7) BN(8) BN(9) BN(10) BN(11) BN(12) BN(13) BN(14) BN(15) BN(16) BN(17)
-BN(18) BN(19) BN(20) BN(21) BN(22)
+BN(18) BN(19) BN(20) BN(21) BN(22) BN(23)
 
 /* ---- pooling ---- */
 
@@ -599,6 +603,7 @@ static const bad_row rows[] = {
     {"elementwise", "prelu weight [2] for 3 channels", e_prelu_size, R_SHAPE, "nn_prelu|[2]|[2, 3, 4]", 0},
     {"elementwise", "prelu weight [1, 3]", e_prelu_rank, R_SHAPE, "nn_prelu|[1, 3]", 0},
     {"elementwise", "prelu weight int32", e_prelu_int, R_SHAPE, "nn_prelu|weight|int32", 0},
+    {"elementwise", "prelu of int32", e_prelu_xint, R_SHAPE, "nn_prelu|x|int32", 0},
     {"elementwise", "prelu_layer num_parameters 0", e_prelu_layer_n, R_INV, "nn_prelu_layer|num_parameters = 0", 0},
     {"elementwise", "prelu_layer num_parameters 5 for 3 channels", e_prelu_layer_c, R_SHAPE, "nn_prelu|[5]|[3]", 0},
     {"elementwise", "prelu_layer name \"\"", e_prelu_layer_name, R_INV, "nn_prelu_layer|name", 0},
@@ -666,6 +671,7 @@ static const bad_row rows[] = {
 
     {"shape", "reshape [2, 3] to [4, 2]", sh_reshape_count, R_SHAPE, "nn_reshape|[2, 3]|[4, 2]", 0},
     {"shape", "reshape to [-1, 6]", sh_reshape_neg, R_SHAPE, "nn_reshape|[-1, 6]", 0},
+    {"shape", "reshape to [0, 6]", sh_reshape_zero, R_SHAPE, "nn_reshape|[0, 6]", 0},
     {"shape", "reshape to [2^32, 2^32]", sh_reshape_wrap, R_SHAPE, "nn_reshape|[4294967296, 4294967296]", 0},
     {"shape", "permute (0, 1, 1)", sh_permute0, R_INV, "nn_permute|[2, 3, 4]", 0},
     {"shape", "permute (0, 3, 1)", sh_permute1, R_INV, "nn_permute|[2, 3, 4]", 0},
@@ -694,6 +700,7 @@ static const bad_row rows[] = {
     {"shape", "upsample2d scale 0", sh_up_zero, R_INV, "nn_upsample2d|0, 2", 0},
     {"shape", "upsample2d scale 65", sh_up_big, R_INV, "nn_upsample2d|2, 65", 0},
     {"shape", "upsample2d of int32", sh_up_int, R_SHAPE, "nn_upsample2d|int32", 0},
+    {"shape", "upsample2d of [5]", sh_up_rank, R_SHAPE, "nn_upsample2d|[5]", 0},
     {"shape", "pixel_shuffle r 0", sh_shuffle_r0, R_SHAPE, "nn_pixel_shuffle|r = 0", 0},
     {"shape", "pixel_shuffle of 5 channels by 2", sh_shuffle_c, R_SHAPE, "nn_pixel_shuffle|[1, 5, 2, 2]", 0},
     {"shape", "flatten NN_NONE", sh_flatten_none, R_INV, "nn_flatten|NN_NONE", 0},
@@ -761,6 +768,7 @@ static const bad_row rows[] = {
     {"norm", "instance_norm of 1 spatial value", n_bn20, R_SHAPE, "nn_instance_norm|[4, 3, 1]", 0},
     {"norm", "instance_norm eps -1", n_bn21, R_INV, "nn_instance_norm|eps -1", 0},
     {"norm", "group_norm gamma id 500", n_bn22, R_INV, "nn_group_norm|not a tensor of this graph", 0},
+    {"norm", "layer_norm of int32", n_bn23, R_SHAPE, "nn_layer_norm|int32", 0},
 
     {"pool", "max_pool2d without a desc", p_0, R_INV, "nn_max_pool2d|desc", 0},
     {"pool", "max_pool2d kernel 0x2", p_1, R_INV, "nn_max_pool2d|kernel 0x2", 0},

@@ -193,9 +193,13 @@ NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: mode %d is not one of nn_upsample_mode", (int)mode);
     s = nn__n(g, x)->shape;
     nd = s.ndim;
-    if (nd < 2 || scale_h < 1 || scale_w < 1 || scale_h > 64 || scale_w > 64)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: scales %d, %d (1 to 64) of a tensor with >= 2 dims",
-                           scale_h, scale_w);
+    if (nd < 2) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_upsample2d: x %s needs >= 2 dims", sx);
+    }
+    if (scale_h < 1 || scale_w < 1 || scale_h > 64 || scale_w > 64)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: scales %d, %d are not in 1 to 64", scale_h, scale_w);
     s.dim[nd - 2] *= scale_h;
     s.dim[nd - 1] *= scale_w;
     t = nn__op1(g, NN__OP_UPSAMPLE2D, NN_F32, s, x.id);
