@@ -252,8 +252,8 @@ static void nn__dw_push(nn__dw_rows *rw, const float *in, const float *w, float 
    sum of w * 0 is 0) cost one pass over the KH*KW weights. */
 static void nn__dw_padding_taps(const nn__conv2d *c, float *yp, const float *wk) {
     float z = 0.0f;
-    int oh, ow, kh, kw;
-    for (kh = 0; kh < c->KH * c->KW; kh++) z += wk[kh] * 0.0f;
+    int oh, ow, kh, kw, k;
+    for (k = 0; k < c->KH * c->KW; k++) z += wk[k] * 0.0f;
     if (z == 0.0f) return;
     for (oh = 0; oh < c->OH; oh++)
         for (ow = 0; ow < c->OW; ow++)
