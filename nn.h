@@ -312,7 +312,7 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
    input's contents are unspecified (zeros on the CPU backend). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
-NN_API void nn_requires_grad(nn_graph *g, nn_tensor t); /* ask for d(loss)/d(input) */
+NN_API void nn_requires_grad(nn_graph *g, nn_tensor t); /* ask for d(loss)/d(input); float32 only */
 NN_API void nn_output(nn_graph *g, nn_tensor t);        /* keep t readable after a run */
 
 /* Linear algebra and elementwise ops. Binary ops take b of a's shape or of a trailing part
@@ -577,8 +577,9 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
    Arguments in F.group_norm's order. */
 NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, int groups, nn_tensor gamma, nn_tensor beta, float eps);
 /* Instance norm over x [N, C, L] or [N, C, H, W] (any [N, C, spatial...]): each channel of
-   each sample normalised over its spatial dims (group norm with groups = C); gamma and beta
-   [C]. Always the instance's statistics (PyTorch's track_running_stats=False). */
+   each sample normalised over its spatial dims (group norm with groups = C), of which there
+   must be more than one value (PyTorch's check); gamma and beta [C]. Always the instance's
+   statistics (PyTorch's track_running_stats=False). */
 NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, float eps);
 /* Pooling over x [N, C, H, W] (NCHW) with PyTorch's semantics. Zero fields mean: stride =
    the kernel size, padding 0, dilation 1, floor mode, count_include_pad=True. Output
@@ -1926,6 +1927,9 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
      valid       what the builder requires of p0 and p1 (1: anything)
      forward     y as an expression of the input v (float), p0 and p1
      derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives
+   A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN
+   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities
+   give what PyTorch's formula gives (tests/test_nanprop.c).
    An activation is a line here (with helpers above the table when its formula needs
    statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.
    Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is
@@ -1984,21 +1988,25 @@ static inline float nn__act_selu_der(float v) {
 /* log(1 + exp(z)) without overflow for large z */
 static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }
 
+/* at +-inf PyTorch's formula gives NaN (inf * 0); (v - v), 0 for finite v, says so
+   explicitly, since an OpenCL tanh may stop an ulp short of 1 there */
 static inline float nn__act_mish_der(float v) {
     float t = NN__TANH(nn__act_softplus(v));
-    return t + v * nn__act_sigmoid(v) * (1.0f - t * t);
+    return t + v * nn__act_sigmoid(v) * (1.0f - t * t) + (v - v);
 }
 
 /* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */
 static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+/* PyTorch's softsign is x / (1 + |x|) through autograd, whose derivative is NaN at +-inf
+   (inf / inf): (v - v) is 0 for finite v and NaN there */
 static inline float nn__act_softsign_der(float v) {
     float d = 1.0f + NN__FABS(v);
-    return 1.0f / (d * d);
+    return 1.0f / (d * d) + (v - v);
 }
 
 #define NN__ACTIVATIONS(X)                                                                                  \
-    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \
+    X(RELU, relu, 0, 1, v <= 0.0f ? 0.0f : v, v <= 0.0f ? 0.0f : 1.0f)                                      \
     X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \
     X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \
     X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \
@@ -2966,7 +2974,9 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
 /* ---- activations: the formulas of kernels/activation.h, one loop each ---- */
 
 /* c ? a : 0.0f without a branch: ReLU's sign test is a coin flip on real activations, and
-   a mispredicted branch per element made ReLU cost more than the convolution beside it. */
+   a mispredicted branch per element made ReLU cost more than the convolution beside it.
+   ReLU's c is !(x <= 0), one compare like x > 0, but true for NaN: relu(NaN) is NaN and
+   its gradient passes, as PyTorch's. */
 static float nn__relu_sel(int c, float a) {
     uint32_t b;
     memcpy(&b, &a, 4);
@@ -2982,7 +2992,7 @@ static void nn__unary_forward(int fn, const float *p, float *y, const float *x, 
     int64_t i;
     float p0 = p[0], p1 = p[1];
     if (fn == NN__U_RELU) {
-        for (i = 0; i < n; i++) y[i] = nn__relu_sel(x[i] > 0.0f, x[i]);
+        for (i = 0; i < n; i++) y[i] = nn__relu_sel(!(x[i] <= 0.0f), x[i]);
         return;
     }
     switch (fn) {
@@ -3000,7 +3010,7 @@ static void nn__unary_backward(int fn, const float *p, float *dx, const float *x
     int64_t i;
     float p0 = p[0], p1 = p[1];
     if (fn == NN__U_RELU) {
-        for (i = 0; i < n; i++) dx[i] = nn__relu_sel(x[i] > 0.0f, dy[i]);
+        for (i = 0; i < n; i++) dx[i] = nn__relu_sel(!(x[i] <= 0.0f), dy[i]);
         return;
     }
     switch (fn) {
@@ -3159,12 +3169,13 @@ static void nn__xent_backward(float *dx, const float *x, const int32_t *label, c
     }
 }
 
-/* elementwise BCE with logits: max(x,0) - x*t + log(1 + exp(-|x|)) */
+/* elementwise BCE with logits in PyTorch's form, (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)),
+   which is NaN where PyTorch's is (-inf logits: -inf + inf) */
 static void nn__bce_forward(float *y, const float *x, const float *t, int64_t n) {
     int64_t i;
     for (i = 0; i < n; i++) {
         float v = x[i];
-        y[i] = (v > 0.0f ? v : 0.0f) - v * t[i] + log1pf(expf(-fabsf(v)));
+        y[i] = (1.0f - t[i]) * v + (v < 0.0f ? -v : 0.0f) + log1pf(expf(-fabsf(v)));
     }
 }
 
@@ -3173,13 +3184,13 @@ static void nn__bce_backward(float *dx, const float *x, const float *t, const fl
     for (i = 0; i < n; i++) dx[i] = dy[i] * (1.0f / (1.0f + expf(-x[i])) - t[i]);
 }
 
-/* y = x * mask / (1 - p), mask from Philox (see nn__dropout_uniform). Backward is the same
-   op applied to dy with the same (seed, node, step). */
+/* y = x * mask / (1 - p), mask from Philox (see nn__dropout_uniform): a product, so a
+   dropped NaN or inf is NaN, as PyTorch's. Backward is the same op applied to dy with the
+   same (seed, node, step). */
 static void nn__dropout_forward(float *y, const float *x, int64_t n, float p, uint64_t seed, int node, uint64_t step) {
     float scale = 1.0f / (1.0f - p);
     int64_t i;
-    for (i = 0; i < n; i++)
-        y[i] = nn__dropout_uniform(seed, node, step, (uint32_t)i) >= p ? x[i] * scale : 0.0f;
+    for (i = 0; i < n; i++) y[i] = x[i] * (nn__dropout_uniform(seed, node, step, (uint32_t)i) >= p ? scale : 0.0f);
 }
 
 /* y [B, D] = data[idx[b]] of data [N, D] */
@@ -3203,25 +3214,22 @@ static void nn__gather_rows_backward(float *ddata, const int32_t *idx, const flo
     }
 }
 
-/* first index of the row maximum */
+/* first index of the row maximum, a NaN counting as the maximum (torch.argmax) */
+static int64_t nn__argmax_row(const float *xr, int64_t C) {
+    int64_t c, best = 0;
+    for (c = 1; c < C; c++)
+        if (xr[c] > xr[best] || (xr[c] != xr[c] && xr[best] == xr[best])) best = c;
+    return best;
+}
+
 static void nn__argmax_forward(int32_t *y, const float *x, int64_t B, int64_t C) {
-    int64_t b, c;
-    for (b = 0; b < B; b++) {
-        const float *xr = x + b * C;
-        int64_t best = 0;
-        for (c = 1; c < C; c++) if (xr[c] > xr[best]) best = c;
-        y[b] = (int32_t)best;
-    }
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = (int32_t)nn__argmax_row(x + b * C, C);
 }
 
 static void nn__correct_forward(float *y, const float *x, const int32_t *label, int64_t B, int64_t C) {
-    int64_t b, c;
-    for (b = 0; b < B; b++) {
-        const float *xr = x + b * C;
-        int64_t best = 0;
-        for (c = 1; c < C; c++) if (xr[c] > xr[best]) best = c;
-        y[b] = best == label[b] ? 1.0f : 0.0f;
-    }
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = nn__argmax_row(x + b * C, C) == label[b] ? 1.0f : 0.0f;
 }
 
 /* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
@@ -3802,6 +3810,24 @@ static void nn__dw_push(nn__dw_rows *rw, const float *in, const float *w, float 
     rw->wr[rw->nr++] = w;
 }
 
+/* The taps on the zero padding, which the loops above leave out, as the products 0 * w
+   that the GEMM path (and PyTorch) computes: nothing for finite weights, NaN for a NaN or
+   inf one, at every output whose window reaches the padding with it. Finite weights (the
+   sum of w * 0 is 0) cost one pass over the KH*KW weights. */
+static void nn__dw_padding_taps(const nn__conv2d *c, float *yp, const float *wk) {
+    float z = 0.0f;
+    int oh, ow, kh, kw, k;
+    for (k = 0; k < c->KH * c->KW; k++) z += wk[k] * 0.0f;
+    if (z == 0.0f) return;
+    for (oh = 0; oh < c->OH; oh++)
+        for (ow = 0; ow < c->OW; ow++)
+            for (kh = 0; kh < c->KH; kh++)
+                for (kw = 0; kw < c->KW; kw++) {
+                    int ih = oh * c->sh - c->ph + kh * c->dh, iw = ow * c->sw - c->pw + kw * c->dw;
+                    if (ih < 0 || ih >= c->H || iw < 0 || iw >= c->W) yp[(int64_t)oh * c->OW + ow] += wk[kh * c->KW + kw] * 0.0f;
+                }
+}
+
 /* yp [OH, OW] = bias + the taps of wk [KH, KW] over the input plane xp [H, W] */
 static void nn__dw_forward_plane(const nn__conv2d *c, float *yp, const float *xp, const float *wk, float bias, int avx2) {
     nn__dw_rows rw;
@@ -3823,6 +3849,7 @@ static void nn__dw_forward_plane(const nn__conv2d *c, float *yp, const float *xp
         }
         if (rw.nr > 0 || passes == 0) nn__dw_row(yr, &rw, bias, passes > 0, avx2);
     }
+    nn__dw_padding_taps(c, yp, wk);
 }
 
 /* dxp [H, W] = the taps of the M output channels of this input channel taken back to
@@ -3948,6 +3975,48 @@ static float nn__dw_tap_sum(const nn__conv2d *c, const nn__dw_tap *t, int avx2) 
     return (s0 + s1) + (s2 + s3);
 }
 
+/* The weight gradient's terms on the zero padding, which the tap sums leave out, as the
+   products dy * 0 that the GEMM path (and PyTorch) takes: nothing for a finite dy, NaN
+   for a NaN or inf dy at an output whose window reaches the padding. Only outputs outside
+   the interior (where every tap is inside) have such terms, so a finite dy costs one pass
+   over that border. dyk: channel k of image 0, ds floats between images. */
+static void nn__dw_padding_grad(const nn__conv2d *c, float *dwk, const float *dyk, int64_t ds) {
+    int hl = 0, hr = c->OH, wl = 0, wr = c->OW, kh, kw, n, oh, ow, a, b;
+    float z = 0.0f;
+    for (kh = 0; kh < c->KH; kh++) {
+        nn__dw_span(c->OH, c->H, c->sh, kh * c->dh - c->ph, &a, &b);
+        hl = a > hl ? a : hl;
+        hr = b < hr ? b : hr;
+    }
+    for (kw = 0; kw < c->KW; kw++) {
+        nn__dw_span(c->OW, c->W, c->sw, kw * c->dw - c->pw, &a, &b);
+        wl = a > wl ? a : wl;
+        wr = b < wr ? b : wr;
+    }
+    if (wr < wl) wr = wl;
+    for (n = 0; n < c->N; n++)
+        for (oh = 0; oh < c->OH; oh++) {
+            const float *d = dyk + n * ds + (int64_t)oh * c->OW;
+            int inner = oh >= hl && oh < hr;
+            for (ow = 0; ow < c->OW; ow++) {
+                if (inner && ow == wl) ow = wr; /* the interior of the row */
+                if (ow < c->OW) z += d[ow] * 0.0f;
+            }
+        }
+    if (z == 0.0f) return;
+    for (kh = 0; kh < c->KH; kh++)
+        for (kw = 0; kw < c->KW; kw++) {
+            int h0, h1, w0, w1;
+            nn__dw_span(c->OH, c->H, c->sh, kh * c->dh - c->ph, &h0, &h1);
+            nn__dw_span(c->OW, c->W, c->sw, kw * c->dw - c->pw, &w0, &w1);
+            for (n = 0; n < c->N; n++)
+                for (oh = 0; oh < c->OH; oh++)
+                    for (ow = 0; ow < c->OW; ow++)
+                        if (oh < h0 || oh >= h1 || ow < w0 || ow >= w1)
+                            dwk[kh * c->KW + kw] += dyk[n * ds + (int64_t)oh * c->OW + ow] * 0.0f;
+        }
+}
+
 /* dwk [KH, KW] of output channel k: one sum per tap over the whole batch */
 static void nn__dw_backward_weight_channel(const nn__conv2d *c, float *dwk, const float *x, const float *dy, int k,
                                            int avx2) {
@@ -3968,6 +4037,7 @@ static void nn__dw_backward_weight_channel(const nn__conv2d *c, float *dwk, cons
             dwk[kh * c->KW + kw] = t.h1 > t.h0 && t.len > 0 ? nn__dw_tap_sum(c, &t, avx2) : 0.0f;
         }
     }
+    nn__dw_padding_grad(c, dwk, t.dc, t.ds);
 }
 
 typedef struct nn__dw_job {
@@ -4328,7 +4398,10 @@ static void nn__upsample2d(float *out, const float *in, int64_t P, int64_t H, in
                 w0 = w1 = ow / sw;
                 fw = 0.0f;
                 if (bilinear) nn__bilinear_src(ow, sw, W, &w0, &w1, &fw);
-                if (!grad) {
+                if (!bilinear) { /* a copy: no inf * 0 from the weights that are 0 */
+                    if (!grad) out[o] = xi[h0 * W + w0];
+                    else dxi[h0 * W + w0] += in[o];
+                } else if (!grad) {
                     out[o] = (1 - fh) * ((1 - fw) * xi[h0 * W + w0] + fw * xi[h0 * W + w1]) +
                              fh * ((1 - fw) * xi[h1 * W + w0] + fw * xi[h1 * W + w1]);
                 } else {
@@ -5417,7 +5490,10 @@ typedef enum nn__loss_kind {
 
 typedef enum nn__row_kind { NN__R_DICE = 0, NN__R_COSINE, NN__R_TRIPLET } nn__row_kind;
 
-static float nn__sgnf(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }
+static float nn__sgnf(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; } /* 0 at NaN, as torch.sign */
+
+/* max(v, -100) that keeps NaN (BCE's clamped log, std::max in PyTorch) */
+static float nn__log_floor(float v) { return v < -100.0f ? -100.0f : v; }
 
 /* One element's loss; a: delta / beta / tau / margin / alpha, b: gamma, pw: pos_weight. */
 static float nn__loss_ew1(int kind, float x, float t, float a, float b, float pw, int log_target) {
@@ -5429,21 +5505,21 @@ static float nn__loss_ew1(int kind, float x, float t, float a, float b, float pw
     case NN__L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;
     case NN__L_LOG_COSH: return ad + log1pf(expf(-2.0f * ad)) - 0.69314718055994531f;
     case NN__L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;
-    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? m : 0.0f;
-    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? m * m : 0.0f;
+    case NN__L_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m; /* clamp_min: NaN stays NaN */
+    case NN__L_SQ_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m * m;
     case NN__L_BCE:
-        return -(t * fmaxf(logf(x), -100.0f) + (1.0f - t) * fmaxf(logf(1.0f - x), -100.0f));
+        return -(t * nn__log_floor(logf(x)) + (1.0f - t) * nn__log_floor(logf(1.0f - x)));
     case NN__L_BCE_LOGITS:
         return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1pf(expf(-fabsf(x))) + fmaxf(-x, 0.0f));
     case NN__L_FOCAL:
         p = 1.0f / (1.0f + expf(-x));
-        ce = fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x)));
+        ce = (1.0f - t) * x + fmaxf(-x, 0.0f) + log1pf(expf(-fabsf(x))); /* PyTorch's BCE with logits */
         pt = p * t + (1.0f - p) * (1.0f - t);
         l = ce * powf(1.0f - pt, b);
         return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;
-    case NN__L_KL:
+    case NN__L_KL: /* xlogy(t, t) - t x (PyTorch's): t = 0 gives 0 - 0 * x, NaN for a NaN or inf x */
         if (log_target) return expf(t) * (t - x);
-        return t > 0.0f ? t * (logf(t) - x) : 0.0f;
+        return (t == 0.0f ? 0.0f : t * logf(t)) - t * x;
     default: return 0.0f;
     }
 }
@@ -5454,17 +5530,19 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
     switch (kind) {
     case NN__L_MSE: return 2.0f * d;
     case NN__L_L1: return nn__sgnf(d);
-    case NN__L_HUBER: return ad < a ? d : a * nn__sgnf(d);
-    case NN__L_SMOOTH_L1: return a == 0.0f ? nn__sgnf(d) : ad < a ? d / a : nn__sgnf(d);
+    /* NaN fails both tests and stays NaN, as PyTorch's backward formulas give */
+    case NN__L_HUBER: return ad < a ? d : ad >= a ? a * nn__sgnf(d) : d;
+    case NN__L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn__sgnf(d) : d; /* beta 0: sign(d) */
     case NN__L_LOG_COSH: return tanhf(d);
-    case NN__L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;
-    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;
-    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : 0.0f;
+    /* the losses PyTorch lacks: NaN in, NaN out (the last branch) */
+    case NN__L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;
+    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;
+    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;
     case NN__L_BCE: return (x - t) / fmaxf((1.0f - x) * x, 1e-12f);
     case NN__L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + expf(x));
     case NN__L_FOCAL:
         p = 1.0f / (1.0f + expf(-x));
-        ce = fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x)));
+        ce = (1.0f - t) * x + fmaxf(-x, 0.0f) + log1pf(expf(-fabsf(x))); /* PyTorch's BCE with logits */
         pt = p * t + (1.0f - p) * (1.0f - t);
         q = 1.0f - pt;
         at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;
@@ -5472,7 +5550,7 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
                      powf(q, b) * (p - t));
     case NN__L_KL:
         if (log_target) return -expf(t);
-        return t > 0.0f ? -t : 0.0f;
+        return -t;
     default: return 0.0f;
     }
 }
@@ -5564,7 +5642,7 @@ static float nn__row_loss1(int kind, const float *x0, const float *x1, const flo
             s2 += v[j] * v[j];
         }
         c = s0 / sqrtf((s1 + 1e-12f) * (s2 + 1e-12f));
-        return y == 1.0f ? 1.0f - c : y == -1.0f ? fmaxf(c - a, 0.0f) : 0.0f;
+        return y == 1.0f ? 1.0f - c : y == -1.0f ? (c - a <= 0.0f ? 0.0f : c - a) : 0.0f; /* clamp_min keeps NaN */
     }
     case NN__R_TRIPLET: {
         const float *n = x2 + b * D;
@@ -5573,7 +5651,8 @@ static float nn__row_loss1(int kind, const float *x0, const float *x1, const flo
             s0 += dp * dp;
             s1 += dn * dn;
         }
-        return fmaxf(sqrtf(s0) - sqrtf(s1) + a, 0.0f);
+        s2 = sqrtf(s0) - sqrtf(s1) + a;
+        return s2 <= 0.0f ? 0.0f : s2; /* clamp_min keeps NaN */
     }
     default: return 0.0f;
     }
@@ -5623,10 +5702,10 @@ static void nn__row_loss1_dx(float *dx, int kind, int which, const float *x0, co
         }
         dap = sqrtf(s0);
         dan = sqrtf(s1);
-        l = dap - dan + a;
+        l = dap - dan + a > 0.0f ? g : 0.0f; /* the clamp's gradient, then the chain rule: 0 * NaN is NaN, as PyTorch's */
         for (j = 0; j < D; j++) {
-            float gp = l > 0.0f ? g * (u[j] - v[j] + 1e-6f) / dap : 0.0f;
-            float gn = l > 0.0f ? g * (u[j] - n[j] + 1e-6f) / dan : 0.0f;
+            float gp = l * ((u[j] - v[j] + 1e-6f) / dap);
+            float gn = l * ((u[j] - n[j] + 1e-6f) / dan);
             dx[j] = which == 0 ? gp - gn : which == 1 ? -gp : gn;
         }
         return;
@@ -6951,7 +7030,10 @@ static const char *const nn__cl_src_conv[] = {
 "   every sum runs in a fixed order without atomics. Layout NCHW, weights [K, C/G, KH, KW].\n",
 "   The geometry arrives as an int8: (sh, sw, ph, pw, dh, dw, G, unused). */\n",
 "\n",
-"/* y [N, K, OH, OW] = sum over the group's input channels and the window, + bias */\n",
+"/* y [N, K, OH, OW] = sum over the group's input channels and the window, + bias. A tap on\n",
+"   the zero padding adds 0 * w, as the GEMM path (and PyTorch) does: a NaN or inf weight\n",
+"   makes every output of its channel NaN, at the border too; for finite weights it adds\n",
+"   nothing. */\n",
 "__kernel void conv2d_forward(__global const float *x, __global const float *w, __global const float *b,\n",
 "                             __global float *y, const int N, const int C, const int H, const int W,\n",
 "                             const int K, const int KH, const int KW, const int OH, const int OW,\n",
@@ -6965,11 +7047,12 @@ static const char *const nn__cl_src_conv[] = {
 "        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;\n",
 "        __global const float *wc = w + ((size_t)k * Cg + ci) * KH * KW;\n",
 "        for (int kh = 0; kh < KH; kh++) {\n",
-"            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;\n",
-"            if (ih < 0 || ih >= H) continue;\n",
+"            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;\n",
 "            for (int kw = 0; kw < KW; kw++) {\n",
 "                int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
-"                if (iw >= 0 && iw < W) acc += xc[ih * W + iw] * wc[kh * KW + kw];\n",
+"                float xv = 0.0f;\n",
+"                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];\n",
+"                acc += xv * wc[kh * KW + kw];\n",
 "            }\n",
 "        }\n",
 "    }\n",
@@ -7007,7 +7090,8 @@ static const char *const nn__cl_src_conv[] = {
 "/* dw [K, C/G, KH, KW]: each weight sums dy * x over the batch and the output positions,\n",
 "   one image at a time into its own partial sum, then the images' partial sums: a single\n",
 "   accumulator over N*OH*OW products loses the small terms to its rounding (the error of a\n",
-"   50176-term sum was ~1e-4 relative, against ~3e-6 this way) */\n",
+"   50176-term sum was ~1e-4 relative, against ~3e-6 this way). x is 0 on the padding, and\n",
+"   dy * 0 is taken there too: a NaN or inf dy is NaN, as on the GEMM path. */\n",
 "__kernel void conv2d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,\n",
 "                                     const int N, const int C, const int H, const int W, const int K,\n",
 "                                     const int KH, const int KW, const int OH, const int OW, const int8 geo) {\n",
@@ -7022,11 +7106,12 @@ static const char *const nn__cl_src_conv[] = {
 "        __global const float *dyk = dy + ((size_t)n * K + k) * OH * OW;\n",
 "        float part = 0.0f;\n",
 "        for (int oh = 0; oh < OH; oh++) {\n",
-"            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;\n",
-"            if (ih < 0 || ih >= H) continue;\n",
+"            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;\n",
 "            for (int ow = 0; ow < OW; ow++) {\n",
 "                int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
-"                if (iw >= 0 && iw < W) part += dyk[oh * OW + ow] * xc[ih * W + iw];\n",
+"                float xv = 0.0f;\n",
+"                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];\n",
+"                part += dyk[oh * OW + ow] * xv;\n",
 "            }\n",
 "        }\n",
 "        acc += part;\n",
@@ -7219,7 +7304,8 @@ static const char *const nn__cl_src_conv3d[] = {
 "   [K, C/G, KD, KH, KW]. The geometry arrives as two int8s: ga = (sd, sh, sw, pd, ph, pw,\n",
 "   dd, dh) and gb = (dw, G, unused...). */\n",
 "\n",
-"/* y [N, K, OD, OH, OW] = sum over the group's input channels and the window, + bias */\n",
+"/* y [N, K, OD, OH, OW] = sum over the group's input channels and the window, + bias; a\n",
+"   tap on the zero padding adds 0 * w, as conv2d_forward */\n",
 "__kernel void conv3d_forward(__global const float *x, __global const float *w, __global const float *b,\n",
 "                             __global float *y, const int N, const int C, const int D, const int H, const int W,\n",
 "                             const int K, const int KD, const int KH, const int KW, const int OD, const int OH,\n",
@@ -7234,14 +7320,14 @@ static const char *const nn__cl_src_conv3d[] = {
 "        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * D * H * W;\n",
 "        __global const float *wc = w + ((size_t)k * Cg + ci) * KD * KH * KW;\n",
 "        for (int kd = 0; kd < KD; kd++) {\n",
-"            int id = od * ga.s0 - ga.s3 + kd * ga.s6;\n",
-"            if (id < 0 || id >= D) continue;\n",
+"            int id = od * ga.s0 - ga.s3 + kd * ga.s6, in_d = id >= 0 && id < D;\n",
 "            for (int kh = 0; kh < KH; kh++) {\n",
-"                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7;\n",
-"                if (ih < 0 || ih >= H) continue;\n",
+"                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7, in_dh = in_d && ih >= 0 && ih < H;\n",
 "                for (int kw = 0; kw < KW; kw++) {\n",
 "                    int iw = ow * ga.s2 - ga.s5 + kw * gb.s0;\n",
-"                    if (iw >= 0 && iw < W) acc += xc[(id * H + ih) * W + iw] * wc[(kd * KH + kh) * KW + kw];\n",
+"                    float xv = 0.0f;\n",
+"                    if (in_dh && iw >= 0 && iw < W) xv = xc[(id * H + ih) * W + iw];\n",
+"                    acc += xv * wc[(kd * KH + kh) * KW + kw];\n",
 "                }\n",
 "            }\n",
 "        }\n",
@@ -7285,7 +7371,8 @@ static const char *const nn__cl_src_conv3d[] = {
 "    dx[i] = acc;\n",
 "}\n",
 "\n",
-"/* dw [K, C/G, KD, KH, KW]: each weight sums dy * x over the batch and the output positions */\n",
+"/* dw [K, C/G, KD, KH, KW]: each weight sums dy * x over the batch and the output positions,\n",
+"   x = 0 on the padding (dy * 0: a NaN or inf dy there is NaN, as on the GEMM path) */\n",
 "__kernel void conv3d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,\n",
 "                                     const int N, const int C, const int D, const int H, const int W, const int K,\n",
 "                                     const int KD, const int KH, const int KW, const int OD, const int OH,\n",
@@ -7301,14 +7388,14 @@ static const char *const nn__cl_src_conv3d[] = {
 "        __global const float *dyk = dy + ((size_t)n * K + k) * OD * OH * OW;\n",
 "        float part = 0.0f; /* per image, as conv.cl's conv2d_backward_weight */\n",
 "        for (int od = 0; od < OD; od++) {\n",
-"            int id = od * ga.s0 - ga.s3 + kd * ga.s6;\n",
-"            if (id < 0 || id >= D) continue;\n",
+"            int id = od * ga.s0 - ga.s3 + kd * ga.s6, in_d = id >= 0 && id < D;\n",
 "            for (int oh = 0; oh < OH; oh++) {\n",
-"                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7;\n",
-"                if (ih < 0 || ih >= H) continue;\n",
+"                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7, in_dh = in_d && ih >= 0 && ih < H;\n",
 "                for (int ow = 0; ow < OW; ow++) {\n",
 "                    int iw = ow * ga.s2 - ga.s5 + kw * gb.s0;\n",
-"                    if (iw >= 0 && iw < W) part += dyk[(od * OH + oh) * OW + ow] * xc[(id * H + ih) * W + iw];\n",
+"                    float xv = 0.0f;\n",
+"                    if (in_dh && iw >= 0 && iw < W) xv = xc[(id * H + ih) * W + iw];\n",
+"                    part += dyk[(od * OH + oh) * OW + ow] * xv;\n",
 "                }\n",
 "            }\n",
 "        }\n",
@@ -7343,6 +7430,9 @@ static const char *const nn__cl_src_elementwise[] = {
 "     valid       what the builder requires of p0 and p1 (1: anything)\n",
 "     forward     y as an expression of the input v (float), p0 and p1\n",
 "     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives\n",
+"   A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN\n",
+"   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
+"   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
 "   An activation is a line here (with helpers above the table when its formula needs\n",
 "   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.\n",
 "   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
@@ -7401,21 +7491,25 @@ static const char *const nn__cl_src_elementwise[] = {
 "/* log(1 + exp(z)) without overflow for large z */\n",
 "static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }\n",
 "\n",
+"/* at +-inf PyTorch's formula gives NaN (inf * 0); (v - v), 0 for finite v, says so\n",
+"   explicitly, since an OpenCL tanh may stop an ulp short of 1 there */\n",
 "static inline float nn__act_mish_der(float v) {\n",
 "    float t = NN__TANH(nn__act_softplus(v));\n",
-"    return t + v * nn__act_sigmoid(v) * (1.0f - t * t);\n",
+"    return t + v * nn__act_sigmoid(v) * (1.0f - t * t) + (v - v);\n",
 "}\n",
 "\n",
 "/* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */\n",
 "static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }\n",
 "\n",
+"/* PyTorch's softsign is x / (1 + |x|) through autograd, whose derivative is NaN at +-inf\n",
+"   (inf / inf): (v - v) is 0 for finite v and NaN there */\n",
 "static inline float nn__act_softsign_der(float v) {\n",
 "    float d = 1.0f + NN__FABS(v);\n",
-"    return 1.0f / (d * d);\n",
+"    return 1.0f / (d * d) + (v - v);\n",
 "}\n",
 "\n",
 "#define NN__ACTIVATIONS(X)                                                                                  \\\n",
-"    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \\\n",
+"    X(RELU, relu, 0, 1, v <= 0.0f ? 0.0f : v, v <= 0.0f ? 0.0f : 1.0f)                                      \\\n",
 "    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \\\n",
 "    X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \\\n",
 "    X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \\\n",
@@ -7554,10 +7648,10 @@ static const char *const nn__cl_src_elementwise[] = {
 "    if (i < n) acc[i] += x[i];\n",
 "}\n",
 "\n",
-"/* BCE with logits, elementwise: max(x,0) - x*t + log(1 + exp(-|x|)) */\n",
+"/* BCE with logits, elementwise, in PyTorch's form: (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) */\n",
 "__kernel void bce_logits_forward(__global const float *x, __global const float *t, __global float *y, const int n) {\n",
 "    int i = get_global_id(0);\n",
-"    if (i < n) { float v = x[i]; y[i] = fmax(v, 0.0f) - v * t[i] + log1p(exp(-fabs(v))); }\n",
+"    if (i < n) { float v = x[i]; y[i] = (1.0f - t[i]) * v + (v < 0.0f ? -v : 0.0f) + log1p(exp(-fabs(v))); }\n",
 "}\n",
 "\n",
 "__kernel void bce_logits_backward(__global const float *x, __global const float *t, __global const float *dy,\n",
@@ -8085,7 +8179,8 @@ static const char *const nn__cl_src_gemm[] = {
 static const char *const nn__cl_src_loss[] = {
 "#line 1 \"kernels/loss.cl\"\n",
 "/* Losses: twins of src/nn_loss.c, same formulas in the same order. Kind numbers are\n",
-"   nn_loss.c's nn__loss_kind and nn__row_kind. */\n",
+"   nn_loss.c's nn__loss_kind and nn__row_kind. No fmax where NaN must stay NaN (fmax\n",
+"   returns the other operand): comparisons written so that NaN falls through. */\n",
 "\n",
 "#define L_MSE 0\n",
 "#define L_L1 1\n",
@@ -8105,6 +8200,9 @@ static const char *const nn__cl_src_loss[] = {
 "\n",
 "inline float nn_sgn(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }\n",
 "\n",
+"/* max(v, -100) that keeps NaN (not fmax) */\n",
+"inline float nn_log_floor(float v) { return v < -100.0f ? -100.0f : v; }\n",
+"\n",
 "/* a: delta / beta / tau / margin / alpha, b: gamma, pw: pos_weight */\n",
 "inline float nn_loss1(int kind, float x, float t, float a, float b, float pw, int log_target) {\n",
 "    float d = x - t, ad = fabs(d), m, p, ce, pt, l;\n",
@@ -8115,19 +8213,19 @@ static const char *const nn__cl_src_loss[] = {
 "    case L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;\n",
 "    case L_LOG_COSH: return ad + log1p(exp(-2.0f * ad)) - 0.69314718055994531f;\n",
 "    case L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;\n",
-"    case L_HINGE: m = a - t * x; return m > 0.0f ? m : 0.0f;\n",
-"    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? m * m : 0.0f;\n",
-"    case L_BCE: return -(t * fmax(log(x), -100.0f) + (1.0f - t) * fmax(log(1.0f - x), -100.0f));\n",
+"    case L_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m;\n",
+"    case L_SQ_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m * m;\n",
+"    case L_BCE: return -(t * nn_log_floor(log(x)) + (1.0f - t) * nn_log_floor(log(1.0f - x)));\n",
 "    case L_BCE_LOGITS: return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1p(exp(-fabs(x))) + fmax(-x, 0.0f));\n",
 "    case L_FOCAL:\n",
 "        p = 1.0f / (1.0f + exp(-x));\n",
-"        ce = fmax(x, 0.0f) - x * t + log1p(exp(-fabs(x)));\n",
+"        ce = (1.0f - t) * x + fmax(-x, 0.0f) + log1p(exp(-fabs(x)));\n",
 "        pt = p * t + (1.0f - p) * (1.0f - t);\n",
 "        l = ce * pow(1.0f - pt, b);\n",
 "        return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;\n",
 "    case L_KL:\n",
 "        if (log_target) return exp(t) * (t - x);\n",
-"        return t > 0.0f ? t * (log(t) - x) : 0.0f;\n",
+"        return (t == 0.0f ? 0.0f : t * log(t)) - t * x;\n",
 "    default: return 0.0f;\n",
 "    }\n",
 "}\n",
@@ -8137,17 +8235,17 @@ static const char *const nn__cl_src_loss[] = {
 "    switch (kind) {\n",
 "    case L_MSE: return 2.0f * d;\n",
 "    case L_L1: return nn_sgn(d);\n",
-"    case L_HUBER: return ad < a ? d : a * nn_sgn(d);\n",
-"    case L_SMOOTH_L1: return a == 0.0f ? nn_sgn(d) : ad < a ? d / a : nn_sgn(d);\n",
+"    case L_HUBER: return ad < a ? d : ad >= a ? a * nn_sgn(d) : d;\n",
+"    case L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn_sgn(d) : d;\n",
 "    case L_LOG_COSH: return tanh(d);\n",
-"    case L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;\n",
-"    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;\n",
-"    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : 0.0f;\n",
+"    case L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;\n",
+"    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;\n",
+"    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;\n",
 "    case L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);\n",
 "    case L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));\n",
 "    case L_FOCAL:\n",
 "        p = 1.0f / (1.0f + exp(-x));\n",
-"        ce = fmax(x, 0.0f) - x * t + log1p(exp(-fabs(x)));\n",
+"        ce = (1.0f - t) * x + fmax(-x, 0.0f) + log1p(exp(-fabs(x)));\n",
 "        pt = p * t + (1.0f - p) * (1.0f - t);\n",
 "        q = 1.0f - pt;\n",
 "        at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;\n",
@@ -8155,7 +8253,7 @@ static const char *const nn__cl_src_loss[] = {
 "                     pow(q, b) * (p - t));\n",
 "    case L_KL:\n",
 "        if (log_target) return -exp(t);\n",
-"        return t > 0.0f ? -t : 0.0f;\n",
+"        return -t;\n",
 "    default: return 0.0f;\n",
 "    }\n",
 "}\n",
@@ -8255,7 +8353,7 @@ static const char *const nn__cl_src_loss[] = {
 "            s2 += v[j] * v[j];\n",
 "        }\n",
 "        c = s0 / sqrt((s1 + 1e-12f) * (s2 + 1e-12f));\n",
-"        r = yb == 1.0f ? 1.0f - c : yb == -1.0f ? fmax(c - a, 0.0f) : 0.0f;\n",
+"        r = yb == 1.0f ? 1.0f - c : yb == -1.0f ? (c - a <= 0.0f ? 0.0f : c - a) : 0.0f;\n",
 "    } else if (kind == R_TRIPLET) {\n",
 "        __global const float *n = x2 + (size_t)b * D;\n",
 "        for (int j = 0; j < D; j++) {\n",
@@ -8263,7 +8361,8 @@ static const char *const nn__cl_src_loss[] = {
 "            s0 += dp * dp;\n",
 "            s1 += dn * dn;\n",
 "        }\n",
-"        r = fmax(sqrt(s0) - sqrt(s1) + a, 0.0f);\n",
+"        r = sqrt(s0) - sqrt(s1) + a;\n",
+"        r = r <= 0.0f ? 0.0f : r;\n",
 "    }\n",
 "    y[b] = r;\n",
 "}\n",
@@ -8302,10 +8401,10 @@ static const char *const nn__cl_src_loss[] = {
 "            s0 += dp * dp;\n",
 "            s1 += dn * dn;\n",
 "        }\n",
-"        float dap = sqrt(s0), dan = sqrt(s1), l = dap - dan + a;\n",
+"        float dap = sqrt(s0), dan = sqrt(s1), l = dap - dan + a > 0.0f ? g : 0.0f;\n",
 "        for (int j = 0; j < D; j++) {\n",
-"            float gp = l > 0.0f ? g * (u[j] - v[j] + 1e-6f) / dap : 0.0f;\n",
-"            float gn = l > 0.0f ? g * (u[j] - n[j] + 1e-6f) / dan : 0.0f;\n",
+"            float gp = l * ((u[j] - v[j] + 1e-6f) / dap);\n",
+"            float gn = l * ((u[j] - n[j] + 1e-6f) / dan);\n",
 "            o[j] = which == 0 ? gp - gn : which == 1 ? -gp : gn;\n",
 "        }\n",
 "    } else {\n",
@@ -8934,8 +9033,9 @@ static const char *const nn__cl_src_random[] = {
 "    return c;\n",
 "}\n",
 "\n",
-"/* y = x * keep / (1 - p), keep = uniform >= p; the backward pass runs this on dy with the\n",
-"   same key and step, so it applies the same mask. */\n",
+"/* y = x * keep / (1 - p), keep = uniform >= p (a product: a dropped NaN or inf is NaN);\n",
+"   the backward pass runs this on dy with the same key and step, so it applies the same\n",
+"   mask. */\n",
 "__kernel void dropout(__global const float *x, __global float *y, const int n, const float p,\n",
 "                      const uint seed_lo, const uint seed_hi, const uint node, const uint step_lo,\n",
 "                      const uint step_hi) {\n",
@@ -8943,7 +9043,7 @@ static const char *const nn__cl_src_random[] = {
 "    if (i >= n) return;\n",
 "    uint4 r = nn_philox((uint4)((uint)i, node, step_lo, step_hi), (uint2)(seed_lo, seed_hi));\n",
 "    float u = (float)(r.x >> 8) * (1.0f / 16777216.0f);\n",
-"    y[i] = u >= p ? x[i] * (1.0f / (1.0f - p)) : 0.0f;\n",
+"    y[i] = x[i] * (u >= p ? 1.0f / (1.0f - p) : 0.0f);\n",
 "}\n",
 "\n",
 "/* The random ops (src/ops/random.c): element i of node `key` at step (step_hi, step_lo)\n",
@@ -9081,7 +9181,7 @@ static const char *const nn__cl_src_random[] = {
 "    return (int)((NN__RI64)low + (NN__RI64)v);\n",
 "}\n",
 "#endif /* NN__RANDOM_H */\n",
-"#line 33 \"kernels/random.cl\"\n",
+"#line 34 \"kernels/random.cl\"\n",
 "\n",
 "#define NN_RNG_ARGS                                                                        \\\n",
 "    const uint seed_lo, const uint seed_hi, const uint key, const uint step_lo, const uint step_hi\n",
@@ -9579,24 +9679,20 @@ static const char *const nn__cl_src_shape[] = {
 "    __global const float *xp = x + (size_t)p * H * W;\n",
 "    int h0 = oh / geo.s2, h1 = h0, w0 = ow / geo.s3, w1 = w0;\n",
 "    float fh = 0.0f, fw = 0.0f;\n",
-"    if (geo.s4) {\n",
-"        nn_bilinear_src(oh, geo.s2, H, &h0, &h1, &fh);\n",
-"        nn_bilinear_src(ow, geo.s3, W, &w0, &w1, &fw);\n",
+"    if (!geo.s4) { /* nearest: a copy, no inf * 0 */\n",
+"        y[i] = xp[h0 * W + w0];\n",
+"        return;\n",
 "    }\n",
+"    nn_bilinear_src(oh, geo.s2, H, &h0, &h1, &fh);\n",
+"    nn_bilinear_src(ow, geo.s3, W, &w0, &w1, &fw);\n",
 "    y[i] = (1 - fh) * ((1 - fw) * xp[h0 * W + w0] + fw * xp[h0 * W + w1]) +\n",
 "           fh * ((1 - fw) * xp[h1 * W + w0] + fw * xp[h1 * W + w1]);\n",
 "}\n",
 "\n",
-"/* the weight output o (along one dim) gives input index h */\n",
-"inline float nn_up_weight(int o, int h, int s, int n, int bilinear) {\n",
-"    if (!bilinear) return o / s == h ? 1.0f : 0.0f;\n",
-"    int i0, i1;\n",
-"    float f;\n",
-"    nn_bilinear_src(o, s, n, &i0, &i1, &f);\n",
-"    return (i0 == h ? 1.0f - f : 0.0f) + (i1 == h ? f : 0.0f);\n",
-"}\n",
-"\n",
-"/* dx [P, H, W]: each input pixel sums dy over the outputs within two input cells of it */\n",
+"/* dx [P, H, W]: each input pixel sums dy over the outputs within two input cells of it.\n",
+"   Bilinear: each output's four terms (h0, w0), (h0, w1), (h1, w0), (h1, w1) that land on\n",
+"   the pixel, one by one in that order, as nn_shape.c scatters them and PyTorch does: a\n",
+"   term of weight 0 still carries a NaN or inf dy (0 * inf). */\n",
 "__kernel void upsample2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
@@ -9604,13 +9700,29 @@ static const char *const nn__cl_src_shape[] = {
 "    int iw = i % W, ih = (i / W) % H, p = i / (W * H);\n",
 "    int oh0 = max((ih - 1) * sh, 0), oh1 = min((ih + 2) * sh, OH);\n",
 "    int ow0 = max((iw - 1) * sw, 0), ow1 = min((iw + 2) * sw, OW);\n",
+"    __global const float *dp = dy + (size_t)p * OH * OW;\n",
 "    float s = 0.0f;\n",
+"    if (!geo.s4) { /* nearest: the block of outputs that copy this pixel */\n",
+"        for (int oh = ih * sh; oh < (ih + 1) * sh; oh++)\n",
+"            for (int ow = iw * sw; ow < (iw + 1) * sw; ow++) s += dp[oh * OW + ow];\n",
+"        dx[i] = s;\n",
+"        return;\n",
+"    }\n",
 "    for (int oh = oh0; oh < oh1; oh++) {\n",
-"        float wh = nn_up_weight(oh, ih, sh, H, geo.s4);\n",
-"        if (wh == 0.0f) continue;\n",
+"        int h0, h1;\n",
+"        float fh;\n",
+"        nn_bilinear_src(oh, sh, H, &h0, &h1, &fh);\n",
+"        if (h0 != ih && h1 != ih) continue;\n",
 "        for (int ow = ow0; ow < ow1; ow++) {\n",
-"            float ww = nn_up_weight(ow, iw, sw, W, geo.s4);\n",
-"            if (ww != 0.0f) s += wh * ww * dy[((size_t)p * OH + oh) * OW + ow];\n",
+"            int w0, w1;\n",
+"            float fw, g;\n",
+"            nn_bilinear_src(ow, sw, W, &w0, &w1, &fw);\n",
+"            if (w0 != iw && w1 != iw) continue;\n",
+"            g = dp[oh * OW + ow];\n",
+"            if (h0 == ih && w0 == iw) s += (1 - fh) * (1 - fw) * g;\n",
+"            if (h0 == ih && w1 == iw) s += (1 - fh) * fw * g;\n",
+"            if (h1 == ih && w0 == iw) s += fh * (1 - fw) * g;\n",
+"            if (h1 == ih && w1 == iw) s += fh * fw * g;\n",
 "        }\n",
 "    }\n",
 "    dx[i] = s;\n",
@@ -9688,9 +9800,11 @@ static const char *const nn__cl_src_softmax[] = {
 "    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));\n",
 "}\n",
 "\n",
+"/* the first maximum, a NaN counting as the maximum (torch.argmax) */\n",
 "inline int nn_argmax_row(__global const float *xr, int C) {\n",
 "    int best = 0;\n",
-"    for (int c = 1; c < C; c++) if (xr[c] > xr[best]) best = c;\n",
+"    for (int c = 1; c < C; c++)\n",
+"        if (xr[c] > xr[best] || (isnan(xr[c]) && !isnan(xr[best]))) best = c;\n",
 "    return best;\n",
 "}\n",
 "\n",
@@ -11293,7 +11407,13 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
 }
 
 NN_API void nn_requires_grad(nn_graph *g, nn_tensor t) {
-    if (nn__check(g, "nn_requires_grad", 1, &t)) nn__n(g, t)->requires_grad = 1;
+    if (!nn__check(g, "nn_requires_grad", 1, &t)) return;
+    if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_requires_grad: %s is int32; only float32 tensors have gradients",
+                    nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
+        return;
+    }
+    nn__n(g, t)->requires_grad = 1;
 }
 
 NN_API void nn_output(nn_graph *g, nn_tensor t) {
@@ -12837,6 +12957,8 @@ NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const 
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_dense %s: x %s must be 2-D [B, in]", name ? name : "", s);
     }
     if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense: needs a name (at most 200 chars)");
+    if (out_features < 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense %s: out_features %lld is not >= 1", name, (long long)out_features);
     in_features = nn__n(g, x)->shape.dim[1];
     /* nn.Linear: kaiming_uniform(a=sqrt(5)) for the weight is U(+-1/sqrt(in)), the bias too */
     init.kind = NN_INIT_UNIFORM;
@@ -13148,7 +13270,11 @@ NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
     nn__node *n = NULL;
     if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
     n = nn__n(g, x);
-    if (n->shape.ndim != 2) return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x must be 2-D [B, C]");
+    if (n->shape.ndim != 2) {
+        char sx[128];
+        nn__shape_str(&n->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x %s must be 2-D [B, C]", sx);
+    }
     return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
 }
 
@@ -13769,7 +13895,10 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     }
     if ((kind == NN__L_HUBER && !(a > 0.0f)) || (kind == NN__L_SMOOTH_L1 && !(a >= 0.0f)) ||
         (kind == NN__L_QUANTILE && !(a >= 0.0f && a <= 1.0f)) || (kind == NN__L_FOCAL && !(b >= 0.0f)))
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: option %g is out of range", opname, kind == NN__L_FOCAL ? b : a);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: %s %g is out of range (%s)", opname,
+                           kind == NN__L_HUBER ? "delta" : kind == NN__L_SMOOTH_L1 ? "beta (desc delta)" : kind == NN__L_QUANTILE ? "tau" : "gamma",
+                           kind == NN__L_FOCAL ? b : a,
+                           kind == NN__L_HUBER ? "> 0" : kind == NN__L_QUANTILE ? "[0, 1]" : ">= 0");
     has_pw = nn__optional(g, opname, d.pos_weight);
     if (has_pw < 0 || nn__optional(g, opname, d.weight) < 0) return nn__tensor(-1);
     if (has_pw) {
@@ -14464,17 +14593,24 @@ NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *siz
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
         return g->status;
     }
-    for (k = 0; k < n; k++) total += sizes[k];
-    if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0 &&
-        total != nn__n(g, x)->shape.dim[axis]) {
+    if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0) {
+        int64_t dim = nn__n(g, x)->shape.dim[axis];
         char sx[128];
         nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, axis %d of x %s is %lld", (long long)total, axis, sx,
-                    (long long)nn__n(g, x)->shape.dim[axis]);
+        for (k = 0; k < n && g->status == NN_OK; k++) { /* each in 1..dim: the total cannot overflow */
+            if (sizes[k] < 1 || sizes[k] > dim)
+                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, axis %d of x %s",
+                            (long long)sizes[k], k, (long long)dim, axis, sx);
+            else
+                total += sizes[k];
+        }
+        if (g->status == NN_OK && total != dim)
+            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, axis %d of x %s is %lld", (long long)total, axis, sx,
+                        (long long)dim);
     }
     for (k = 0; k < n; k++) {
         out[k] = g->status == NN_OK ? nn_slice(g, x, axis, start, sizes[k]) : nn__tensor(-1);
-        start += sizes[k];
+        if (g->status == NN_OK) start += sizes[k]; /* checked sizes only: no overflow */
     }
     return g->status;
 }
@@ -14517,9 +14653,13 @@ NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: mode %d is not one of nn_upsample_mode", (int)mode);
     s = nn__n(g, x)->shape;
     nd = s.ndim;
-    if (nd < 2 || scale_h < 1 || scale_w < 1 || scale_h > 64 || scale_w > 64)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: scales %d, %d (1 to 64) of a tensor with >= 2 dims",
-                           scale_h, scale_w);
+    if (nd < 2) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_upsample2d: x %s needs >= 2 dims", sx);
+    }
+    if (scale_h < 1 || scale_w < 1 || scale_h > 64 || scale_w > 64)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: scales %d, %d are not in 1 to 64", scale_h, scale_w);
     s.dim[nd - 2] *= scale_h;
     s.dim[nd - 1] *= scale_w;
     t = nn__op1(g, NN__OP_UPSAMPLE2D, NN_F32, s, x.id);
@@ -14841,9 +14981,13 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__shape_str(&nx->shape, sx, sizeof sx);
     nn__shape_str(&nw->shape, sw, sizeof sw);
     if (!nn__conv_attr_ok(&at, 2))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d: stride, dilation and groups must be >= 1 and padding >= 0");
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                           "nn_conv2d: stride (%d, %d), dilation (%d, %d) and groups %d must be >= 1 and padding (%d, %d) >= 0",
+                           at.stride[0], at.stride[1], at.dilation[0], at.dilation[1], at.groups, at.pad[0], at.pad[1]);
     if (nx->shape.ndim != 4 || nw->shape.ndim != 4)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s must be [N, C, H, W] and w %s [K, C/groups, KH, KW]", sx, sw);
+    if (nx->shape.dim[2] + 2 * (int64_t)at.pad[0] > INT32_MAX || nx->shape.dim[3] + 2 * (int64_t)at.pad[1] > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s padded by (%d, %d) is beyond 32-bit indices", sx, at.pad[0], at.pad[1]);
     if (nx->shape.dim[1] % at.groups || nw->shape.dim[0] % at.groups || nw->shape.dim[1] * at.groups != nx->shape.dim[1])
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, at.groups);
     OH = (nx->shape.dim[2] + 2 * (int64_t)at.pad[0] - at.dilation[0] * (nw->shape.dim[2] - 1) - 1) / at.stride[0] + 1;
@@ -14911,17 +15055,26 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn_conv2d_desc d = nn__conv1d_as_2d(desc);
     nn_shape xs, ws;
     nn_tensor in[2], y;
+    char a[128], b[128];
+    int st = nn__defi(d.stride_w, 1), pad = nn__defi(d.pad_w, 0), dil = nn__defi(d.dilation_w, 1), groups = nn__defi(d.groups, 1);
     in[0] = x;
     in[1] = w;
     if (!nn__check(g, "nn_conv1d", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv1d", x, "x") || !nn__expect_f32(g, "nn_conv1d", w, "w")) return nn__tensor(-1);
     xs = nn__n(g, x)->shape;
     ws = nn__n(g, w)->shape;
-    if (xs.ndim != 3 || ws.ndim != 3) {
-        char a[128], b[128];
-        nn__shape_str(&xs, a, sizeof a);
-        nn__shape_str(&ws, b, sizeof b);
+    nn__shape_str(&xs, a, sizeof a);
+    nn__shape_str(&ws, b, sizeof b);
+    if (xs.ndim != 3 || ws.ndim != 3)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: x %s must be [N, C, L] and w %s [K, C/groups, KL]", a, b);
-    }
+    /* what nn_conv2d would refuse, in conv1d's terms */
+    if (st < 1 || dil < 1 || groups < 1 || pad < 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv1d: stride %d, dilation %d and groups %d must be >= 1 and padding %d >= 0",
+                           st, dil, groups, pad);
+    if (xs.dim[1] % groups || ws.dim[0] % groups || ws.dim[1] * groups != xs.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: x %s and w %s do not fit groups = %d", a, b, groups);
+    if (xs.dim[2] + 2 * (int64_t)pad < (int64_t)dil * (ws.dim[2] - 1) + 1)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: the kernel w %s is larger than the padded input x %s", b, a);
     y = nn_conv2d(g, nn_reshape(g, x, nn_shape4(xs.dim[0], xs.dim[1], 1, xs.dim[2])),
                   nn_reshape(g, w, nn_shape4(ws.dim[0], ws.dim[1], 1, ws.dim[2])), bias, &d);
     if (y.id < 0) return y;
@@ -14994,7 +15147,9 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     nn__shape_str(&xs, a, sizeof a);
     nn__shape_str(&ws, b, sizeof b);
     if (!nn__conv_attr_ok(&at, 2))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: stride, dilation and groups must be >= 1, padding >= 0");
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                           "nn_conv_transpose2d: stride (%d, %d), dilation (%d, %d) and groups %d must be >= 1 and padding (%d, %d) >= 0",
+                           at.stride[0], at.stride[1], at.dilation[0], at.dilation[1], at.groups, at.pad[0], at.pad[1]);
     if (xs.ndim != 4 || ws.ndim != 4 || xs.dim[1] != ws.dim[0] || ws.dim[0] % at.groups)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s must be [N, Cin, H, W] and w %s [Cin, Cout/groups, KH, KW] (groups %d)",
                            a, b, at.groups);
@@ -15005,6 +15160,9 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     OH = (xs.dim[2] - 1) * at.stride[0] - 2 * (int64_t)at.pad[0] + at.dilation[0] * (ws.dim[2] - 1) + output_pad_h + 1;
     OW = (xs.dim[3] - 1) * at.stride[1] - 2 * (int64_t)at.pad[1] + at.dilation[1] * (ws.dim[3] - 1) + output_pad_w + 1;
     if (OH < 1 || OW < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with w %s gives an empty output", a, b);
+    if (OH + 2 * (int64_t)at.pad[0] > INT32_MAX || OW + 2 * (int64_t)at.pad[1] > INT32_MAX) /* the padded output, as conv2d's input */
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with padding (%d, %d) is beyond 32-bit indices", a, at.pad[0],
+                           at.pad[1]);
     /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
     t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * at.groups, OH, OW), w.id, x.id);
     if (t.id >= 0) g->nodes[t.id].a.conv = at;
@@ -15043,13 +15201,18 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__shape_str(&nx->shape, sx, sizeof sx);
     nn__shape_str(&nw->shape, sw, sizeof sw);
     if (!nn__conv_attr_ok(&at, 3))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d: stride, dilation and groups must be >= 1 and padding >= 0");
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                           "nn_conv3d: stride (%d, %d, %d), dilation (%d, %d, %d) and groups %d must be >= 1 and padding (%d, %d, %d) >= 0",
+                           at.stride[0], at.stride[1], at.stride[2], at.dilation[0], at.dilation[1], at.dilation[2], at.groups,
+                           at.pad[0], at.pad[1], at.pad[2]);
     if (nx->shape.ndim != 5 || nw->shape.ndim != 5)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s must be [N, C, D, H, W] and w %s [K, C/groups, KD, KH, KW]", sx, sw);
     if (nx->shape.dim[1] % at.groups || nw->shape.dim[0] % at.groups || nw->shape.dim[1] * at.groups != nx->shape.dim[1])
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, at.groups);
     for (k = 0; k < 3; k++) {
         int64_t span = (int64_t)at.dilation[k] * (nw->shape.dim[2 + k] - 1) + 1;
+        if (nx->shape.dim[2 + k] + 2 * (int64_t)at.pad[k] > INT32_MAX)
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s padded by %d is beyond 32-bit indices", sx, at.pad[k]);
         if (nx->shape.dim[2 + k] + 2 * (int64_t)at.pad[k] < span)
             return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: the kernel w %s is larger than the padded input x %s", sw, sx);
         O[k] = (nx->shape.dim[2 + k] + 2 * (int64_t)at.pad[k] - span) / at.stride[k] + 1;
@@ -15558,6 +15721,8 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
         return nn__tensor(-1);
     nx = nn__n(g, x);
     if (instance) groups = (int)nx->shape.dim[1];
+    if (instance && nx->numel / (nx->shape.dim[0] * nx->shape.dim[1]) < 2) /* PyTorch refuses too */
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s has 1 spatial value per channel; instance statistics need more", fn, sx);
     if (groups < 1 || nx->shape.dim[1] % groups)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: groups = %d must be >= 1 and divide the %lld channels of x %s", fn, groups,
                            (long long)nx->shape.dim[1], sx);
@@ -15903,6 +16068,8 @@ static nn_tensor nn__pooling_node(nn_graph *g, const char *opname, int op, nn_te
                            p, k, sx);
     H = dims == 2 ? nx->shape.dim[2] : 1;
     W = nx->shape.dim[dims + 1];
+    if (H + 2 * (int64_t)at->pad[0] > INT32_MAX || W + 2 * (int64_t)at->pad[1] > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s with padding %s is beyond 32-bit indices", opname, sx, p);
     OH = nn__pool_out(H, at->kernel[0], at->stride[0], at->pad[0], dh, ceil_mode);
     OW = nn__pool_out(W, at->kernel[1], at->stride[1], at->pad[1], dw, ceil_mode);
     if (OH < 1 || OW < 1)
@@ -15991,7 +16158,7 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
     nn_tensor t;
     if (!nx) return nn__tensor(-1);
     out = nn_shape4(nx->shape.dim[0], nx->shape.dim[1], oh, ow);
-    if (oh < 1 || ow < 1 || nn__numel(&out) > INT32_MAX) {
+    if (oh < 1 || ow < 1 || oh > INT32_MAX || ow > INT32_MAX / oh || nn__numel(&out) > INT32_MAX) { /* no overflow in numel */
         char sx[128];
         nn__shape_str(&nx->shape, sx, sizeof sx);
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_adaptive_avg_pool2d: output %lldx%lld for x %s must be >= 1x1 and below 2^31 elements",

@@ -14,6 +14,9 @@
      valid       what the builder requires of p0 and p1 (1: anything)
      forward     y as an expression of the input v (float), p0 and p1
      derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives
+   A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN
+   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities
+   give what PyTorch's formula gives (tests/test_nanprop.c).
    An activation is a line here (with helpers above the table when its formula needs
    statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.
    Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is
@@ -72,21 +75,25 @@ static inline float nn__act_selu_der(float v) {
 /* log(1 + exp(z)) without overflow for large z */
 static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }
 
+/* at +-inf PyTorch's formula gives NaN (inf * 0); (v - v), 0 for finite v, says so
+   explicitly, since an OpenCL tanh may stop an ulp short of 1 there */
 static inline float nn__act_mish_der(float v) {
     float t = NN__TANH(nn__act_softplus(v));
-    return t + v * nn__act_sigmoid(v) * (1.0f - t * t);
+    return t + v * nn__act_sigmoid(v) * (1.0f - t * t) + (v - v);
 }
 
 /* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */
 static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+/* PyTorch's softsign is x / (1 + |x|) through autograd, whose derivative is NaN at +-inf
+   (inf / inf): (v - v) is 0 for finite v and NaN there */
 static inline float nn__act_softsign_der(float v) {
     float d = 1.0f + NN__FABS(v);
-    return 1.0f / (d * d);
+    return 1.0f / (d * d) + (v - v);
 }
 
 #define NN__ACTIVATIONS(X)                                                                                  \
-    X(RELU, relu, 0, 1, v > 0.0f ? v : 0.0f, v > 0.0f ? 1.0f : 0.0f)                                        \
+    X(RELU, relu, 0, 1, v <= 0.0f ? 0.0f : v, v <= 0.0f ? 0.0f : 1.0f)                                      \
     X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \
     X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \
     X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \

@@ -2,7 +2,10 @@
    every sum runs in a fixed order without atomics. Layout NCHW, weights [K, C/G, KH, KW].
    The geometry arrives as an int8: (sh, sw, ph, pw, dh, dw, G, unused). */
 
-/* y [N, K, OH, OW] = sum over the group's input channels and the window, + bias */
+/* y [N, K, OH, OW] = sum over the group's input channels and the window, + bias. A tap on
+   the zero padding adds 0 * w, as the GEMM path (and PyTorch) does: a NaN or inf weight
+   makes every output of its channel NaN, at the border too; for finite weights it adds
+   nothing. */
 __kernel void conv2d_forward(__global const float *x, __global const float *w, __global const float *b,
                              __global float *y, const int N, const int C, const int H, const int W,
                              const int K, const int KH, const int KW, const int OH, const int OW,
@@ -16,11 +19,12 @@ __kernel void conv2d_forward(__global const float *x, __global const float *w, _
         __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;
         __global const float *wc = w + ((size_t)k * Cg + ci) * KH * KW;
         for (int kh = 0; kh < KH; kh++) {
-            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;
-            if (ih < 0 || ih >= H) continue;
+            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;
             for (int kw = 0; kw < KW; kw++) {
                 int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;
-                if (iw >= 0 && iw < W) acc += xc[ih * W + iw] * wc[kh * KW + kw];
+                float xv = 0.0f;
+                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];
+                acc += xv * wc[kh * KW + kw];
             }
         }
     }
@@ -58,7 +62,8 @@ __kernel void conv2d_backward_data(__global const float *w, __global const float
 /* dw [K, C/G, KH, KW]: each weight sums dy * x over the batch and the output positions,
    one image at a time into its own partial sum, then the images' partial sums: a single
    accumulator over N*OH*OW products loses the small terms to its rounding (the error of a
-   50176-term sum was ~1e-4 relative, against ~3e-6 this way) */
+   50176-term sum was ~1e-4 relative, against ~3e-6 this way). x is 0 on the padding, and
+   dy * 0 is taken there too: a NaN or inf dy is NaN, as on the GEMM path. */
 __kernel void conv2d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,
                                      const int N, const int C, const int H, const int W, const int K,
                                      const int KH, const int KW, const int OH, const int OW, const int8 geo) {
@@ -73,11 +78,12 @@ __kernel void conv2d_backward_weight(__global const float *x, __global const flo
         __global const float *dyk = dy + ((size_t)n * K + k) * OH * OW;
         float part = 0.0f;
         for (int oh = 0; oh < OH; oh++) {
-            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;
-            if (ih < 0 || ih >= H) continue;
+            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;
             for (int ow = 0; ow < OW; ow++) {
                 int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;
-                if (iw >= 0 && iw < W) part += dyk[oh * OW + ow] * xc[ih * W + iw];
+                float xv = 0.0f;
+                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];
+                part += dyk[oh * OW + ow] * xv;
             }
         }
         acc += part;

@@ -3,7 +3,8 @@
    [K, C/G, KD, KH, KW]. The geometry arrives as two int8s: ga = (sd, sh, sw, pd, ph, pw,
    dd, dh) and gb = (dw, G, unused...). */
 
-/* y [N, K, OD, OH, OW] = sum over the group's input channels and the window, + bias */
+/* y [N, K, OD, OH, OW] = sum over the group's input channels and the window, + bias; a
+   tap on the zero padding adds 0 * w, as conv2d_forward */
 __kernel void conv3d_forward(__global const float *x, __global const float *w, __global const float *b,
                              __global float *y, const int N, const int C, const int D, const int H, const int W,
                              const int K, const int KD, const int KH, const int KW, const int OD, const int OH,
@@ -18,14 +19,14 @@ __kernel void conv3d_forward(__global const float *x, __global const float *w, _
         __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * D * H * W;
         __global const float *wc = w + ((size_t)k * Cg + ci) * KD * KH * KW;
         for (int kd = 0; kd < KD; kd++) {
-            int id = od * ga.s0 - ga.s3 + kd * ga.s6;
-            if (id < 0 || id >= D) continue;
+            int id = od * ga.s0 - ga.s3 + kd * ga.s6, in_d = id >= 0 && id < D;
             for (int kh = 0; kh < KH; kh++) {
-                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7;
-                if (ih < 0 || ih >= H) continue;
+                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7, in_dh = in_d && ih >= 0 && ih < H;
                 for (int kw = 0; kw < KW; kw++) {
                     int iw = ow * ga.s2 - ga.s5 + kw * gb.s0;
-                    if (iw >= 0 && iw < W) acc += xc[(id * H + ih) * W + iw] * wc[(kd * KH + kh) * KW + kw];
+                    float xv = 0.0f;
+                    if (in_dh && iw >= 0 && iw < W) xv = xc[(id * H + ih) * W + iw];
+                    acc += xv * wc[(kd * KH + kh) * KW + kw];
                 }
             }
         }
@@ -69,7 +70,8 @@ __kernel void conv3d_backward_data(__global const float *w, __global const float
     dx[i] = acc;
 }
 
-/* dw [K, C/G, KD, KH, KW]: each weight sums dy * x over the batch and the output positions */
+/* dw [K, C/G, KD, KH, KW]: each weight sums dy * x over the batch and the output positions,
+   x = 0 on the padding (dy * 0: a NaN or inf dy there is NaN, as on the GEMM path) */
 __kernel void conv3d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,
                                      const int N, const int C, const int D, const int H, const int W, const int K,
                                      const int KD, const int KH, const int KW, const int OD, const int OH,
@@ -85,14 +87,14 @@ __kernel void conv3d_backward_weight(__global const float *x, __global const flo
         __global const float *dyk = dy + ((size_t)n * K + k) * OD * OH * OW;
         float part = 0.0f; /* per image, as conv.cl's conv2d_backward_weight */
         for (int od = 0; od < OD; od++) {
-            int id = od * ga.s0 - ga.s3 + kd * ga.s6;
-            if (id < 0 || id >= D) continue;
+            int id = od * ga.s0 - ga.s3 + kd * ga.s6, in_d = id >= 0 && id < D;
             for (int oh = 0; oh < OH; oh++) {
-                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7;
-                if (ih < 0 || ih >= H) continue;
+                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7, in_dh = in_d && ih >= 0 && ih < H;
                 for (int ow = 0; ow < OW; ow++) {
                     int iw = ow * ga.s2 - ga.s5 + kw * gb.s0;
-                    if (iw >= 0 && iw < W) part += dyk[(od * OH + oh) * OW + ow] * xc[(id * H + ih) * W + iw];
+                    float xv = 0.0f;
+                    if (in_dh && iw >= 0 && iw < W) xv = xc[(id * H + ih) * W + iw];
+                    part += dyk[(od * OH + oh) * OW + ow] * xv;
                 }
             }
         }

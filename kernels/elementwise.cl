@@ -109,10 +109,10 @@ __kernel void accumulate(__global const float *x, __global float *acc, const int
     if (i < n) acc[i] += x[i];
 }
 
-/* BCE with logits, elementwise: max(x,0) - x*t + log(1 + exp(-|x|)) */
+/* BCE with logits, elementwise, in PyTorch's form: (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) */
 __kernel void bce_logits_forward(__global const float *x, __global const float *t, __global float *y, const int n) {
     int i = get_global_id(0);
-    if (i < n) { float v = x[i]; y[i] = fmax(v, 0.0f) - v * t[i] + log1p(exp(-fabs(v))); }
+    if (i < n) { float v = x[i]; y[i] = (1.0f - t[i]) * v + (v < 0.0f ? -v : 0.0f) + log1p(exp(-fabs(v))); }
 }
 
 __kernel void bce_logits_backward(__global const float *x, __global const float *t, __global const float *dy,

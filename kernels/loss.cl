@@ -1,5 +1,6 @@
 /* Losses: twins of src/nn_loss.c, same formulas in the same order. Kind numbers are
-   nn_loss.c's nn__loss_kind and nn__row_kind. */
+   nn_loss.c's nn__loss_kind and nn__row_kind. No fmax where NaN must stay NaN (fmax
+   returns the other operand): comparisons written so that NaN falls through. */
 
 #define L_MSE 0
 #define L_L1 1
@@ -19,6 +20,9 @@
 
 inline float nn_sgn(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }
 
+/* max(v, -100) that keeps NaN (not fmax) */
+inline float nn_log_floor(float v) { return v < -100.0f ? -100.0f : v; }
+
 /* a: delta / beta / tau / margin / alpha, b: gamma, pw: pos_weight */
 inline float nn_loss1(int kind, float x, float t, float a, float b, float pw, int log_target) {
     float d = x - t, ad = fabs(d), m, p, ce, pt, l;
@@ -29,19 +33,19 @@ inline float nn_loss1(int kind, float x, float t, float a, float b, float pw, in
     case L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;
     case L_LOG_COSH: return ad + log1p(exp(-2.0f * ad)) - 0.69314718055994531f;
     case L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;
-    case L_HINGE: m = a - t * x; return m > 0.0f ? m : 0.0f;
-    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? m * m : 0.0f;
-    case L_BCE: return -(t * fmax(log(x), -100.0f) + (1.0f - t) * fmax(log(1.0f - x), -100.0f));
+    case L_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m;
+    case L_SQ_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m * m;
+    case L_BCE: return -(t * nn_log_floor(log(x)) + (1.0f - t) * nn_log_floor(log(1.0f - x)));
     case L_BCE_LOGITS: return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1p(exp(-fabs(x))) + fmax(-x, 0.0f));
     case L_FOCAL:
         p = 1.0f / (1.0f + exp(-x));
-        ce = fmax(x, 0.0f) - x * t + log1p(exp(-fabs(x)));
+        ce = (1.0f - t) * x + fmax(-x, 0.0f) + log1p(exp(-fabs(x)));
         pt = p * t + (1.0f - p) * (1.0f - t);
         l = ce * pow(1.0f - pt, b);
         return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;
     case L_KL:
         if (log_target) return exp(t) * (t - x);
-        return t > 0.0f ? t * (log(t) - x) : 0.0f;
+        return (t == 0.0f ? 0.0f : t * log(t)) - t * x;
     default: return 0.0f;
     }
 }
@@ -51,17 +55,17 @@ inline float nn_loss1_dx(int kind, float x, float t, float a, float b, float pw,
     switch (kind) {
     case L_MSE: return 2.0f * d;
     case L_L1: return nn_sgn(d);
-    case L_HUBER: return ad < a ? d : a * nn_sgn(d);
-    case L_SMOOTH_L1: return a == 0.0f ? nn_sgn(d) : ad < a ? d / a : nn_sgn(d);
+    case L_HUBER: return ad < a ? d : ad >= a ? a * nn_sgn(d) : d;
+    case L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn_sgn(d) : d;
     case L_LOG_COSH: return tanh(d);
-    case L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;
-    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;
-    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : 0.0f;
+    case L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;
+    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;
+    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;
     case L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);
     case L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));
     case L_FOCAL:
         p = 1.0f / (1.0f + exp(-x));
-        ce = fmax(x, 0.0f) - x * t + log1p(exp(-fabs(x)));
+        ce = (1.0f - t) * x + fmax(-x, 0.0f) + log1p(exp(-fabs(x)));
         pt = p * t + (1.0f - p) * (1.0f - t);
         q = 1.0f - pt;
         at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;
@@ -69,7 +73,7 @@ inline float nn_loss1_dx(int kind, float x, float t, float a, float b, float pw,
                      pow(q, b) * (p - t));
     case L_KL:
         if (log_target) return -exp(t);
-        return t > 0.0f ? -t : 0.0f;
+        return -t;
     default: return 0.0f;
     }
 }
@@ -169,7 +173,7 @@ __kernel void rows_forward(__global const float *x0, __global const float *x1, _
             s2 += v[j] * v[j];
         }
         c = s0 / sqrt((s1 + 1e-12f) * (s2 + 1e-12f));
-        r = yb == 1.0f ? 1.0f - c : yb == -1.0f ? fmax(c - a, 0.0f) : 0.0f;
+        r = yb == 1.0f ? 1.0f - c : yb == -1.0f ? (c - a <= 0.0f ? 0.0f : c - a) : 0.0f;
     } else if (kind == R_TRIPLET) {
         __global const float *n = x2 + (size_t)b * D;
         for (int j = 0; j < D; j++) {
@@ -177,7 +181,8 @@ __kernel void rows_forward(__global const float *x0, __global const float *x1, _
             s0 += dp * dp;
             s1 += dn * dn;
         }
-        r = fmax(sqrt(s0) - sqrt(s1) + a, 0.0f);
+        r = sqrt(s0) - sqrt(s1) + a;
+        r = r <= 0.0f ? 0.0f : r;
     }
     y[b] = r;
 }
@@ -216,10 +221,10 @@ __kernel void rows_backward(__global const float *x0, __global const float *x1, 
             s0 += dp * dp;
             s1 += dn * dn;
         }
-        float dap = sqrt(s0), dan = sqrt(s1), l = dap - dan + a;
+        float dap = sqrt(s0), dan = sqrt(s1), l = dap - dan + a > 0.0f ? g : 0.0f;
         for (int j = 0; j < D; j++) {
-            float gp = l > 0.0f ? g * (u[j] - v[j] + 1e-6f) / dap : 0.0f;
-            float gn = l > 0.0f ? g * (u[j] - n[j] + 1e-6f) / dan : 0.0f;
+            float gp = l * ((u[j] - v[j] + 1e-6f) / dap);
+            float gn = l * ((u[j] - n[j] + 1e-6f) / dan);
             o[j] = which == 0 ? gp - gn : which == 1 ? -gp : gn;
         }
     } else {

@@ -12,8 +12,9 @@ inline uint4 nn_philox(uint4 c, uint2 k) {
     return c;
 }
 
-/* y = x * keep / (1 - p), keep = uniform >= p; the backward pass runs this on dy with the
-   same key and step, so it applies the same mask. */
+/* y = x * keep / (1 - p), keep = uniform >= p (a product: a dropped NaN or inf is NaN);
+   the backward pass runs this on dy with the same key and step, so it applies the same
+   mask. */
 __kernel void dropout(__global const float *x, __global float *y, const int n, const float p,
                       const uint seed_lo, const uint seed_hi, const uint node, const uint step_lo,
                       const uint step_hi) {
@@ -21,7 +22,7 @@ __kernel void dropout(__global const float *x, __global float *y, const int n, c
     if (i >= n) return;
     uint4 r = nn_philox((uint4)((uint)i, node, step_lo, step_hi), (uint2)(seed_lo, seed_hi));
     float u = (float)(r.x >> 8) * (1.0f / 16777216.0f);
-    y[i] = u >= p ? x[i] * (1.0f / (1.0f - p)) : 0.0f;
+    y[i] = x[i] * (u >= p ? 1.0f / (1.0f - p) : 0.0f);
 }
 
 /* The random ops (src/ops/random.c): element i of node `key` at step (step_hi, step_lo)

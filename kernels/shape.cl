@@ -108,24 +108,20 @@ __kernel void upsample2d_forward(__global const float *x, __global float *y, con
     __global const float *xp = x + (size_t)p * H * W;
     int h0 = oh / geo.s2, h1 = h0, w0 = ow / geo.s3, w1 = w0;
     float fh = 0.0f, fw = 0.0f;
-    if (geo.s4) {
-        nn_bilinear_src(oh, geo.s2, H, &h0, &h1, &fh);
-        nn_bilinear_src(ow, geo.s3, W, &w0, &w1, &fw);
+    if (!geo.s4) { /* nearest: a copy, no inf * 0 */
+        y[i] = xp[h0 * W + w0];
+        return;
     }
+    nn_bilinear_src(oh, geo.s2, H, &h0, &h1, &fh);
+    nn_bilinear_src(ow, geo.s3, W, &w0, &w1, &fw);
     y[i] = (1 - fh) * ((1 - fw) * xp[h0 * W + w0] + fw * xp[h0 * W + w1]) +
            fh * ((1 - fw) * xp[h1 * W + w0] + fw * xp[h1 * W + w1]);
 }
 
-/* the weight output o (along one dim) gives input index h */
-inline float nn_up_weight(int o, int h, int s, int n, int bilinear) {
-    if (!bilinear) return o / s == h ? 1.0f : 0.0f;
-    int i0, i1;
-    float f;
-    nn_bilinear_src(o, s, n, &i0, &i1, &f);
-    return (i0 == h ? 1.0f - f : 0.0f) + (i1 == h ? f : 0.0f);
-}
-
-/* dx [P, H, W]: each input pixel sums dy over the outputs within two input cells of it */
+/* dx [P, H, W]: each input pixel sums dy over the outputs within two input cells of it.
+   Bilinear: each output's four terms (h0, w0), (h0, w1), (h1, w0), (h1, w1) that land on
+   the pixel, one by one in that order, as nn_shape.c scatters them and PyTorch does: a
+   term of weight 0 still carries a NaN or inf dy (0 * inf). */
 __kernel void upsample2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {
     int i = get_global_id(0);
     if (i >= n) return;
@@ -133,13 +129,29 @@ __kernel void upsample2d_backward(__global const float *dy, __global float *dx, 
     int iw = i % W, ih = (i / W) % H, p = i / (W * H);
     int oh0 = max((ih - 1) * sh, 0), oh1 = min((ih + 2) * sh, OH);
     int ow0 = max((iw - 1) * sw, 0), ow1 = min((iw + 2) * sw, OW);
+    __global const float *dp = dy + (size_t)p * OH * OW;
     float s = 0.0f;
+    if (!geo.s4) { /* nearest: the block of outputs that copy this pixel */
+        for (int oh = ih * sh; oh < (ih + 1) * sh; oh++)
+            for (int ow = iw * sw; ow < (iw + 1) * sw; ow++) s += dp[oh * OW + ow];
+        dx[i] = s;
+        return;
+    }
     for (int oh = oh0; oh < oh1; oh++) {
-        float wh = nn_up_weight(oh, ih, sh, H, geo.s4);
-        if (wh == 0.0f) continue;
+        int h0, h1;
+        float fh;
+        nn_bilinear_src(oh, sh, H, &h0, &h1, &fh);
+        if (h0 != ih && h1 != ih) continue;
         for (int ow = ow0; ow < ow1; ow++) {
-            float ww = nn_up_weight(ow, iw, sw, W, geo.s4);
-            if (ww != 0.0f) s += wh * ww * dy[((size_t)p * OH + oh) * OW + ow];
+            int w0, w1;
+            float fw, g;
+            nn_bilinear_src(ow, sw, W, &w0, &w1, &fw);
+            if (w0 != iw && w1 != iw) continue;
+            g = dp[oh * OW + ow];
+            if (h0 == ih && w0 == iw) s += (1 - fh) * (1 - fw) * g;
+            if (h0 == ih && w1 == iw) s += (1 - fh) * fw * g;
+            if (h1 == ih && w0 == iw) s += fh * (1 - fw) * g;
+            if (h1 == ih && w1 == iw) s += fh * fw * g;
         }
     }
     dx[i] = s;

@@ -64,9 +64,11 @@ __kernel void xent_backward(__global const float *x, __global const int *label, 
     for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
 }
 
+/* the first maximum, a NaN counting as the maximum (torch.argmax) */
 inline int nn_argmax_row(__global const float *xr, int C) {
     int best = 0;
-    for (int c = 1; c < C; c++) if (xr[c] > xr[best]) best = c;
+    for (int c = 1; c < C; c++)
+        if (xr[c] > xr[best] || (isnan(xr[c]) && !isnan(xr[best]))) best = c;
     return best;
 }
 

@@ -182,7 +182,7 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
    input's contents are unspecified (zeros on the CPU backend). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
-NN_API void nn_requires_grad(nn_graph *g, nn_tensor t); /* ask for d(loss)/d(input) */
+NN_API void nn_requires_grad(nn_graph *g, nn_tensor t); /* ask for d(loss)/d(input); float32 only */
 NN_API void nn_output(nn_graph *g, nn_tensor t);        /* keep t readable after a run */
 
 /* Linear algebra and elementwise ops. Binary ops take b of a's shape or of a trailing part
@@ -447,8 +447,9 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
    Arguments in F.group_norm's order. */
 NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, int groups, nn_tensor gamma, nn_tensor beta, float eps);
 /* Instance norm over x [N, C, L] or [N, C, H, W] (any [N, C, spatial...]): each channel of
-   each sample normalised over its spatial dims (group norm with groups = C); gamma and beta
-   [C]. Always the instance's statistics (PyTorch's track_running_stats=False). */
+   each sample normalised over its spatial dims (group norm with groups = C), of which there
+   must be more than one value (PyTorch's check); gamma and beta [C]. Always the instance's
+   statistics (PyTorch's track_running_stats=False). */
 NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, float eps);
 /* Pooling over x [N, C, H, W] (NCHW) with PyTorch's semantics. Zero fields mean: stride =
    the kernel size, padding 0, dilation 1, floor mode, count_include_pad=True. Output

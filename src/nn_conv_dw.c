@@ -246,6 +246,24 @@ static void nn__dw_push(nn__dw_rows *rw, const float *in, const float *w, float 
     rw->wr[rw->nr++] = w;
 }
 
+/* The taps on the zero padding, which the loops above leave out, as the products 0 * w
+   that the GEMM path (and PyTorch) computes: nothing for finite weights, NaN for a NaN or
+   inf one, at every output whose window reaches the padding with it. Finite weights (the
+   sum of w * 0 is 0) cost one pass over the KH*KW weights. */
+static void nn__dw_padding_taps(const nn__conv2d *c, float *yp, const float *wk) {
+    float z = 0.0f;
+    int oh, ow, kh, kw, k;
+    for (k = 0; k < c->KH * c->KW; k++) z += wk[k] * 0.0f;
+    if (z == 0.0f) return;
+    for (oh = 0; oh < c->OH; oh++)
+        for (ow = 0; ow < c->OW; ow++)
+            for (kh = 0; kh < c->KH; kh++)
+                for (kw = 0; kw < c->KW; kw++) {
+                    int ih = oh * c->sh - c->ph + kh * c->dh, iw = ow * c->sw - c->pw + kw * c->dw;
+                    if (ih < 0 || ih >= c->H || iw < 0 || iw >= c->W) yp[(int64_t)oh * c->OW + ow] += wk[kh * c->KW + kw] * 0.0f;
+                }
+}
+
 /* yp [OH, OW] = bias + the taps of wk [KH, KW] over the input plane xp [H, W] */
 static void nn__dw_forward_plane(const nn__conv2d *c, float *yp, const float *xp, const float *wk, float bias, int avx2) {
     nn__dw_rows rw;
@@ -267,6 +285,7 @@ static void nn__dw_forward_plane(const nn__conv2d *c, float *yp, const float *xp
         }
         if (rw.nr > 0 || passes == 0) nn__dw_row(yr, &rw, bias, passes > 0, avx2);
     }
+    nn__dw_padding_taps(c, yp, wk);
 }
 
 /* dxp [H, W] = the taps of the M output channels of this input channel taken back to
@@ -392,6 +411,48 @@ static float nn__dw_tap_sum(const nn__conv2d *c, const nn__dw_tap *t, int avx2) 
     return (s0 + s1) + (s2 + s3);
 }
 
+/* The weight gradient's terms on the zero padding, which the tap sums leave out, as the
+   products dy * 0 that the GEMM path (and PyTorch) takes: nothing for a finite dy, NaN
+   for a NaN or inf dy at an output whose window reaches the padding. Only outputs outside
+   the interior (where every tap is inside) have such terms, so a finite dy costs one pass
+   over that border. dyk: channel k of image 0, ds floats between images. */
+static void nn__dw_padding_grad(const nn__conv2d *c, float *dwk, const float *dyk, int64_t ds) {
+    int hl = 0, hr = c->OH, wl = 0, wr = c->OW, kh, kw, n, oh, ow, a, b;
+    float z = 0.0f;
+    for (kh = 0; kh < c->KH; kh++) {
+        nn__dw_span(c->OH, c->H, c->sh, kh * c->dh - c->ph, &a, &b);
+        hl = a > hl ? a : hl;
+        hr = b < hr ? b : hr;
+    }
+    for (kw = 0; kw < c->KW; kw++) {
+        nn__dw_span(c->OW, c->W, c->sw, kw * c->dw - c->pw, &a, &b);
+        wl = a > wl ? a : wl;
+        wr = b < wr ? b : wr;
+    }
+    if (wr < wl) wr = wl;
+    for (n = 0; n < c->N; n++)
+        for (oh = 0; oh < c->OH; oh++) {
+            const float *d = dyk + n * ds + (int64_t)oh * c->OW;
+            int inner = oh >= hl && oh < hr;
+            for (ow = 0; ow < c->OW; ow++) {
+                if (inner && ow == wl) ow = wr; /* the interior of the row */
+                if (ow < c->OW) z += d[ow] * 0.0f;
+            }
+        }
+    if (z == 0.0f) return;
+    for (kh = 0; kh < c->KH; kh++)
+        for (kw = 0; kw < c->KW; kw++) {
+            int h0, h1, w0, w1;
+            nn__dw_span(c->OH, c->H, c->sh, kh * c->dh - c->ph, &h0, &h1);
+            nn__dw_span(c->OW, c->W, c->sw, kw * c->dw - c->pw, &w0, &w1);
+            for (n = 0; n < c->N; n++)
+                for (oh = 0; oh < c->OH; oh++)
+                    for (ow = 0; ow < c->OW; ow++)
+                        if (oh < h0 || oh >= h1 || ow < w0 || ow >= w1)
+                            dwk[kh * c->KW + kw] += dyk[n * ds + (int64_t)oh * c->OW + ow] * 0.0f;
+        }
+}
+
 /* dwk [KH, KW] of output channel k: one sum per tap over the whole batch */
 static void nn__dw_backward_weight_channel(const nn__conv2d *c, float *dwk, const float *x, const float *dy, int k,
                                            int avx2) {
@@ -412,6 +473,7 @@ static void nn__dw_backward_weight_channel(const nn__conv2d *c, float *dwk, cons
             dwk[kh * c->KW + kw] = t.h1 > t.h0 && t.len > 0 ? nn__dw_tap_sum(c, &t, avx2) : 0.0f;
         }
     }
+    nn__dw_padding_grad(c, dwk, t.dc, t.ds);
 }
 
 typedef struct nn__dw_job {

@@ -7,7 +7,9 @@
 /* ---- activations: the formulas of kernels/activation.h, one loop each ---- */
 
 /* c ? a : 0.0f without a branch: ReLU's sign test is a coin flip on real activations, and
-   a mispredicted branch per element made ReLU cost more than the convolution beside it. */
+   a mispredicted branch per element made ReLU cost more than the convolution beside it.
+   ReLU's c is !(x <= 0), one compare like x > 0, but true for NaN: relu(NaN) is NaN and
+   its gradient passes, as PyTorch's. */
 static float nn__relu_sel(int c, float a) {
     uint32_t b;
     memcpy(&b, &a, 4);
@@ -23,7 +25,7 @@ static void nn__unary_forward(int fn, const float *p, float *y, const float *x, 
     int64_t i;
     float p0 = p[0], p1 = p[1];
     if (fn == NN__U_RELU) {
-        for (i = 0; i < n; i++) y[i] = nn__relu_sel(x[i] > 0.0f, x[i]);
+        for (i = 0; i < n; i++) y[i] = nn__relu_sel(!(x[i] <= 0.0f), x[i]);
         return;
     }
     switch (fn) {
@@ -41,7 +43,7 @@ static void nn__unary_backward(int fn, const float *p, float *dx, const float *x
     int64_t i;
     float p0 = p[0], p1 = p[1];
     if (fn == NN__U_RELU) {
-        for (i = 0; i < n; i++) dx[i] = nn__relu_sel(x[i] > 0.0f, dy[i]);
+        for (i = 0; i < n; i++) dx[i] = nn__relu_sel(!(x[i] <= 0.0f), dy[i]);
         return;
     }
     switch (fn) {
@@ -200,12 +202,13 @@ static void nn__xent_backward(float *dx, const float *x, const int32_t *label, c
     }
 }
 
-/* elementwise BCE with logits: max(x,0) - x*t + log(1 + exp(-|x|)) */
+/* elementwise BCE with logits in PyTorch's form, (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)),
+   which is NaN where PyTorch's is (-inf logits: -inf + inf) */
 static void nn__bce_forward(float *y, const float *x, const float *t, int64_t n) {
     int64_t i;
     for (i = 0; i < n; i++) {
         float v = x[i];
-        y[i] = (v > 0.0f ? v : 0.0f) - v * t[i] + log1pf(expf(-fabsf(v)));
+        y[i] = (1.0f - t[i]) * v + (v < 0.0f ? -v : 0.0f) + log1pf(expf(-fabsf(v)));
     }
 }
 
@@ -214,13 +217,13 @@ static void nn__bce_backward(float *dx, const float *x, const float *t, const fl
     for (i = 0; i < n; i++) dx[i] = dy[i] * (1.0f / (1.0f + expf(-x[i])) - t[i]);
 }
 
-/* y = x * mask / (1 - p), mask from Philox (see nn__dropout_uniform). Backward is the same
-   op applied to dy with the same (seed, node, step). */
+/* y = x * mask / (1 - p), mask from Philox (see nn__dropout_uniform): a product, so a
+   dropped NaN or inf is NaN, as PyTorch's. Backward is the same op applied to dy with the
+   same (seed, node, step). */
 static void nn__dropout_forward(float *y, const float *x, int64_t n, float p, uint64_t seed, int node, uint64_t step) {
     float scale = 1.0f / (1.0f - p);
     int64_t i;
-    for (i = 0; i < n; i++)
-        y[i] = nn__dropout_uniform(seed, node, step, (uint32_t)i) >= p ? x[i] * scale : 0.0f;
+    for (i = 0; i < n; i++) y[i] = x[i] * (nn__dropout_uniform(seed, node, step, (uint32_t)i) >= p ? scale : 0.0f);
 }
 
 /* y [B, D] = data[idx[b]] of data [N, D] */
@@ -244,25 +247,22 @@ static void nn__gather_rows_backward(float *ddata, const int32_t *idx, const flo
     }
 }
 
-/* first index of the row maximum */
+/* first index of the row maximum, a NaN counting as the maximum (torch.argmax) */
+static int64_t nn__argmax_row(const float *xr, int64_t C) {
+    int64_t c, best = 0;
+    for (c = 1; c < C; c++)
+        if (xr[c] > xr[best] || (xr[c] != xr[c] && xr[best] == xr[best])) best = c;
+    return best;
+}
+
 static void nn__argmax_forward(int32_t *y, const float *x, int64_t B, int64_t C) {
-    int64_t b, c;
-    for (b = 0; b < B; b++) {
-        const float *xr = x + b * C;
-        int64_t best = 0;
-        for (c = 1; c < C; c++) if (xr[c] > xr[best]) best = c;
-        y[b] = (int32_t)best;
-    }
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = (int32_t)nn__argmax_row(x + b * C, C);
 }
 
 static void nn__correct_forward(float *y, const float *x, const int32_t *label, int64_t B, int64_t C) {
-    int64_t b, c;
-    for (b = 0; b < B; b++) {
-        const float *xr = x + b * C;
-        int64_t best = 0;
-        for (c = 1; c < C; c++) if (xr[c] > xr[best]) best = c;
-        y[b] = best == label[b] ? 1.0f : 0.0f;
-    }
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = nn__argmax_row(x + b * C, C) == label[b] ? 1.0f : 0.0f;
 }
 
 /* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */

@@ -353,7 +353,13 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
 }
 
 NN_API void nn_requires_grad(nn_graph *g, nn_tensor t) {
-    if (nn__check(g, "nn_requires_grad", 1, &t)) nn__n(g, t)->requires_grad = 1;
+    if (!nn__check(g, "nn_requires_grad", 1, &t)) return;
+    if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_requires_grad: %s is int32; only float32 tensors have gradients",
+                    nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
+        return;
+    }
+    nn__n(g, t)->requires_grad = 1;
 }
 
 NN_API void nn_output(nn_graph *g, nn_tensor t) {

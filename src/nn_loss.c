@@ -18,7 +18,10 @@ typedef enum nn__loss_kind {
 
 typedef enum nn__row_kind { NN__R_DICE = 0, NN__R_COSINE, NN__R_TRIPLET } nn__row_kind;
 
-static float nn__sgnf(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }
+static float nn__sgnf(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; } /* 0 at NaN, as torch.sign */
+
+/* max(v, -100) that keeps NaN (BCE's clamped log, std::max in PyTorch) */
+static float nn__log_floor(float v) { return v < -100.0f ? -100.0f : v; }
 
 /* One element's loss; a: delta / beta / tau / margin / alpha, b: gamma, pw: pos_weight. */
 static float nn__loss_ew1(int kind, float x, float t, float a, float b, float pw, int log_target) {
@@ -30,21 +33,21 @@ static float nn__loss_ew1(int kind, float x, float t, float a, float b, float pw
     case NN__L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;
     case NN__L_LOG_COSH: return ad + log1pf(expf(-2.0f * ad)) - 0.69314718055994531f;
     case NN__L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;
-    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? m : 0.0f;
-    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? m * m : 0.0f;
+    case NN__L_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m; /* clamp_min: NaN stays NaN */
+    case NN__L_SQ_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m * m;
     case NN__L_BCE:
-        return -(t * fmaxf(logf(x), -100.0f) + (1.0f - t) * fmaxf(logf(1.0f - x), -100.0f));
+        return -(t * nn__log_floor(logf(x)) + (1.0f - t) * nn__log_floor(logf(1.0f - x)));
     case NN__L_BCE_LOGITS:
         return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1pf(expf(-fabsf(x))) + fmaxf(-x, 0.0f));
     case NN__L_FOCAL:
         p = 1.0f / (1.0f + expf(-x));
-        ce = fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x)));
+        ce = (1.0f - t) * x + fmaxf(-x, 0.0f) + log1pf(expf(-fabsf(x))); /* PyTorch's BCE with logits */
         pt = p * t + (1.0f - p) * (1.0f - t);
         l = ce * powf(1.0f - pt, b);
         return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;
-    case NN__L_KL:
+    case NN__L_KL: /* xlogy(t, t) - t x (PyTorch's): t = 0 gives 0 - 0 * x, NaN for a NaN or inf x */
         if (log_target) return expf(t) * (t - x);
-        return t > 0.0f ? t * (logf(t) - x) : 0.0f;
+        return (t == 0.0f ? 0.0f : t * logf(t)) - t * x;
     default: return 0.0f;
     }
 }
@@ -55,17 +58,19 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
     switch (kind) {
     case NN__L_MSE: return 2.0f * d;
     case NN__L_L1: return nn__sgnf(d);
-    case NN__L_HUBER: return ad < a ? d : a * nn__sgnf(d);
-    case NN__L_SMOOTH_L1: return a == 0.0f ? nn__sgnf(d) : ad < a ? d / a : nn__sgnf(d);
+    /* NaN fails both tests and stays NaN, as PyTorch's backward formulas give */
+    case NN__L_HUBER: return ad < a ? d : ad >= a ? a * nn__sgnf(d) : d;
+    case NN__L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn__sgnf(d) : d; /* beta 0: sign(d) */
     case NN__L_LOG_COSH: return tanhf(d);
-    case NN__L_QUANTILE: return -d > 0.0f ? -a : 1.0f - a;
-    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? -t : 0.0f;
-    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : 0.0f;
+    /* the losses PyTorch lacks: NaN in, NaN out (the last branch) */
+    case NN__L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;
+    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;
+    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;
     case NN__L_BCE: return (x - t) / fmaxf((1.0f - x) * x, 1e-12f);
     case NN__L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + expf(x));
     case NN__L_FOCAL:
         p = 1.0f / (1.0f + expf(-x));
-        ce = fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x)));
+        ce = (1.0f - t) * x + fmaxf(-x, 0.0f) + log1pf(expf(-fabsf(x))); /* PyTorch's BCE with logits */
         pt = p * t + (1.0f - p) * (1.0f - t);
         q = 1.0f - pt;
         at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;
@@ -73,7 +78,7 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
                      powf(q, b) * (p - t));
     case NN__L_KL:
         if (log_target) return -expf(t);
-        return t > 0.0f ? -t : 0.0f;
+        return -t;
     default: return 0.0f;
     }
 }
@@ -165,7 +170,7 @@ static float nn__row_loss1(int kind, const float *x0, const float *x1, const flo
             s2 += v[j] * v[j];
         }
         c = s0 / sqrtf((s1 + 1e-12f) * (s2 + 1e-12f));
-        return y == 1.0f ? 1.0f - c : y == -1.0f ? fmaxf(c - a, 0.0f) : 0.0f;
+        return y == 1.0f ? 1.0f - c : y == -1.0f ? (c - a <= 0.0f ? 0.0f : c - a) : 0.0f; /* clamp_min keeps NaN */
     }
     case NN__R_TRIPLET: {
         const float *n = x2 + b * D;
@@ -174,7 +179,8 @@ static float nn__row_loss1(int kind, const float *x0, const float *x1, const flo
             s0 += dp * dp;
             s1 += dn * dn;
         }
-        return fmaxf(sqrtf(s0) - sqrtf(s1) + a, 0.0f);
+        s2 = sqrtf(s0) - sqrtf(s1) + a;
+        return s2 <= 0.0f ? 0.0f : s2; /* clamp_min keeps NaN */
     }
     default: return 0.0f;
     }
@@ -224,10 +230,10 @@ static void nn__row_loss1_dx(float *dx, int kind, int which, const float *x0, co
         }
         dap = sqrtf(s0);
         dan = sqrtf(s1);
-        l = dap - dan + a;
+        l = dap - dan + a > 0.0f ? g : 0.0f; /* the clamp's gradient, then the chain rule: 0 * NaN is NaN, as PyTorch's */
         for (j = 0; j < D; j++) {
-            float gp = l > 0.0f ? g * (u[j] - v[j] + 1e-6f) / dap : 0.0f;
-            float gn = l > 0.0f ? g * (u[j] - n[j] + 1e-6f) / dan : 0.0f;
+            float gp = l * ((u[j] - v[j] + 1e-6f) / dap);
+            float gn = l * ((u[j] - n[j] + 1e-6f) / dan);
             dx[j] = which == 0 ? gp - gn : which == 1 ? -gp : gn;
         }
         return;

@@ -107,7 +107,10 @@ static void nn__upsample2d(float *out, const float *in, int64_t P, int64_t H, in
                 w0 = w1 = ow / sw;
                 fw = 0.0f;
                 if (bilinear) nn__bilinear_src(ow, sw, W, &w0, &w1, &fw);
-                if (!grad) {
+                if (!bilinear) { /* a copy: no inf * 0 from the weights that are 0 */
+                    if (!grad) out[o] = xi[h0 * W + w0];
+                    else dxi[h0 * W + w0] += in[o];
+                } else if (!grad) {
                     out[o] = (1 - fh) * ((1 - fw) * xi[h0 * W + w0] + fw * xi[h0 * W + w1]) +
                              fh * ((1 - fw) * xi[h1 * W + w0] + fw * xi[h1 * W + w1]);
                 } else {

@@ -136,6 +136,8 @@ static void run_suites(const t_env *e) {
     suite_lifetime(e);
     suite_randexpr(e);
     suite_random(e);
+    suite_nanprop(e);
+    suite_badinput(e);
     suite_registry(e);
 }
 

@@ -91,6 +91,8 @@ void suite_options(const t_env *e);
 void suite_lifetime(const t_env *e);
 void suite_randexpr(const t_env *e);
 void suite_random(const t_env *e);
+void suite_nanprop(const t_env *e);
+void suite_badinput(const t_env *e);
 void suite_registry(const t_env *e); /* last: every op kind ran on this backend */
 /* Once, not per backend: how the OpenCL library is found, each case in a child process
    (argv0 run again with NN_TEST_CL_LOAD=<case>, which main hands to t_cl_load_child). */

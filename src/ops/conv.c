@@ -61,9 +61,13 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__shape_str(&nx->shape, sx, sizeof sx);
     nn__shape_str(&nw->shape, sw, sizeof sw);
     if (!nn__conv_attr_ok(&at, 2))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d: stride, dilation and groups must be >= 1 and padding >= 0");
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                           "nn_conv2d: stride (%d, %d), dilation (%d, %d) and groups %d must be >= 1 and padding (%d, %d) >= 0",
+                           at.stride[0], at.stride[1], at.dilation[0], at.dilation[1], at.groups, at.pad[0], at.pad[1]);
     if (nx->shape.ndim != 4 || nw->shape.ndim != 4)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s must be [N, C, H, W] and w %s [K, C/groups, KH, KW]", sx, sw);
+    if (nx->shape.dim[2] + 2 * (int64_t)at.pad[0] > INT32_MAX || nx->shape.dim[3] + 2 * (int64_t)at.pad[1] > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s padded by (%d, %d) is beyond 32-bit indices", sx, at.pad[0], at.pad[1]);
     if (nx->shape.dim[1] % at.groups || nw->shape.dim[0] % at.groups || nw->shape.dim[1] * at.groups != nx->shape.dim[1])
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s and w %s do not fit groups = %d", sx, sw, at.groups);
     OH = (nx->shape.dim[2] + 2 * (int64_t)at.pad[0] - at.dilation[0] * (nw->shape.dim[2] - 1) - 1) / at.stride[0] + 1;
@@ -131,17 +135,26 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn_conv2d_desc d = nn__conv1d_as_2d(desc);
     nn_shape xs, ws;
     nn_tensor in[2], y;
+    char a[128], b[128];
+    int st = nn__defi(d.stride_w, 1), pad = nn__defi(d.pad_w, 0), dil = nn__defi(d.dilation_w, 1), groups = nn__defi(d.groups, 1);
     in[0] = x;
     in[1] = w;
     if (!nn__check(g, "nn_conv1d", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_conv1d", x, "x") || !nn__expect_f32(g, "nn_conv1d", w, "w")) return nn__tensor(-1);
     xs = nn__n(g, x)->shape;
     ws = nn__n(g, w)->shape;
-    if (xs.ndim != 3 || ws.ndim != 3) {
-        char a[128], b[128];
-        nn__shape_str(&xs, a, sizeof a);
-        nn__shape_str(&ws, b, sizeof b);
+    nn__shape_str(&xs, a, sizeof a);
+    nn__shape_str(&ws, b, sizeof b);
+    if (xs.ndim != 3 || ws.ndim != 3)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: x %s must be [N, C, L] and w %s [K, C/groups, KL]", a, b);
-    }
+    /* what nn_conv2d would refuse, in conv1d's terms */
+    if (st < 1 || dil < 1 || groups < 1 || pad < 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv1d: stride %d, dilation %d and groups %d must be >= 1 and padding %d >= 0",
+                           st, dil, groups, pad);
+    if (xs.dim[1] % groups || ws.dim[0] % groups || ws.dim[1] * groups != xs.dim[1])
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: x %s and w %s do not fit groups = %d", a, b, groups);
+    if (xs.dim[2] + 2 * (int64_t)pad < (int64_t)dil * (ws.dim[2] - 1) + 1)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv1d: the kernel w %s is larger than the padded input x %s", b, a);
     y = nn_conv2d(g, nn_reshape(g, x, nn_shape4(xs.dim[0], xs.dim[1], 1, xs.dim[2])),
                   nn_reshape(g, w, nn_shape4(ws.dim[0], ws.dim[1], 1, ws.dim[2])), bias, &d);
     if (y.id < 0) return y;
@@ -214,7 +227,9 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     nn__shape_str(&xs, a, sizeof a);
     nn__shape_str(&ws, b, sizeof b);
     if (!nn__conv_attr_ok(&at, 2))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv_transpose2d: stride, dilation and groups must be >= 1, padding >= 0");
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                           "nn_conv_transpose2d: stride (%d, %d), dilation (%d, %d) and groups %d must be >= 1 and padding (%d, %d) >= 0",
+                           at.stride[0], at.stride[1], at.dilation[0], at.dilation[1], at.groups, at.pad[0], at.pad[1]);
     if (xs.ndim != 4 || ws.ndim != 4 || xs.dim[1] != ws.dim[0] || ws.dim[0] % at.groups)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s must be [N, Cin, H, W] and w %s [Cin, Cout/groups, KH, KW] (groups %d)",
                            a, b, at.groups);
@@ -225,6 +240,9 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     OH = (xs.dim[2] - 1) * at.stride[0] - 2 * (int64_t)at.pad[0] + at.dilation[0] * (ws.dim[2] - 1) + output_pad_h + 1;
     OW = (xs.dim[3] - 1) * at.stride[1] - 2 * (int64_t)at.pad[1] + at.dilation[1] * (ws.dim[3] - 1) + output_pad_w + 1;
     if (OH < 1 || OW < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with w %s gives an empty output", a, b);
+    if (OH + 2 * (int64_t)at.pad[0] > INT32_MAX || OW + 2 * (int64_t)at.pad[1] > INT32_MAX) /* the padded output, as conv2d's input */
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv_transpose2d: x %s with padding (%d, %d) is beyond 32-bit indices", a, at.pad[0],
+                           at.pad[1]);
     /* conv2d's input gradient with w [K = Cin, C/G = Cout/G, KH, KW] and dy = x */
     t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, nn_shape4(xs.dim[0], ws.dim[1] * at.groups, OH, OW), w.id, x.id);
     if (t.id >= 0) g->nodes[t.id].a.conv = at;
@@ -263,13 +281,18 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nn__shape_str(&nx->shape, sx, sizeof sx);
     nn__shape_str(&nw->shape, sw, sizeof sw);
     if (!nn__conv_attr_ok(&at, 3))
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv3d: stride, dilation and groups must be >= 1 and padding >= 0");
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                           "nn_conv3d: stride (%d, %d, %d), dilation (%d, %d, %d) and groups %d must be >= 1 and padding (%d, %d, %d) >= 0",
+                           at.stride[0], at.stride[1], at.stride[2], at.dilation[0], at.dilation[1], at.dilation[2], at.groups,
+                           at.pad[0], at.pad[1], at.pad[2]);
     if (nx->shape.ndim != 5 || nw->shape.ndim != 5)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s must be [N, C, D, H, W] and w %s [K, C/groups, KD, KH, KW]", sx, sw);
     if (nx->shape.dim[1] % at.groups || nw->shape.dim[0] % at.groups || nw->shape.dim[1] * at.groups != nx->shape.dim[1])
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s and w %s do not fit groups = %d", sx, sw, at.groups);
     for (k = 0; k < 3; k++) {
         int64_t span = (int64_t)at.dilation[k] * (nw->shape.dim[2 + k] - 1) + 1;
+        if (nx->shape.dim[2 + k] + 2 * (int64_t)at.pad[k] > INT32_MAX)
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: x %s padded by %d is beyond 32-bit indices", sx, at.pad[k]);
         if (nx->shape.dim[2 + k] + 2 * (int64_t)at.pad[k] < span)
             return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv3d: the kernel w %s is larger than the padded input x %s", sw, sx);
         O[k] = (nx->shape.dim[2 + k] + 2 * (int64_t)at.pad[k] - span) / at.stride[k] + 1;

@@ -84,7 +84,10 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     }
     if ((kind == NN__L_HUBER && !(a > 0.0f)) || (kind == NN__L_SMOOTH_L1 && !(a >= 0.0f)) ||
         (kind == NN__L_QUANTILE && !(a >= 0.0f && a <= 1.0f)) || (kind == NN__L_FOCAL && !(b >= 0.0f)))
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: option %g is out of range", opname, kind == NN__L_FOCAL ? b : a);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: %s %g is out of range (%s)", opname,
+                           kind == NN__L_HUBER ? "delta" : kind == NN__L_SMOOTH_L1 ? "beta (desc delta)" : kind == NN__L_QUANTILE ? "tau" : "gamma",
+                           kind == NN__L_FOCAL ? b : a,
+                           kind == NN__L_HUBER ? "> 0" : kind == NN__L_QUANTILE ? "[0, 1]" : ">= 0");
     has_pw = nn__optional(g, opname, d.pos_weight);
     if (has_pw < 0 || nn__optional(g, opname, d.weight) < 0) return nn__tensor(-1);
     if (has_pw) {

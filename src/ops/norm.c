@@ -75,6 +75,8 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
         return nn__tensor(-1);
     nx = nn__n(g, x);
     if (instance) groups = (int)nx->shape.dim[1];
+    if (instance && nx->numel / (nx->shape.dim[0] * nx->shape.dim[1]) < 2) /* PyTorch refuses too */
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s has 1 spatial value per channel; instance statistics need more", fn, sx);
     if (groups < 1 || nx->shape.dim[1] % groups)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: groups = %d must be >= 1 and divide the %lld channels of x %s", fn, groups,
                            (long long)nx->shape.dim[1], sx);

@@ -59,6 +59,8 @@ static nn_tensor nn__pooling_node(nn_graph *g, const char *opname, int op, nn_te
                            p, k, sx);
     H = dims == 2 ? nx->shape.dim[2] : 1;
     W = nx->shape.dim[dims + 1];
+    if (H + 2 * (int64_t)at->pad[0] > INT32_MAX || W + 2 * (int64_t)at->pad[1] > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s with padding %s is beyond 32-bit indices", opname, sx, p);
     OH = nn__pool_out(H, at->kernel[0], at->stride[0], at->pad[0], dh, ceil_mode);
     OW = nn__pool_out(W, at->kernel[1], at->stride[1], at->pad[1], dw, ceil_mode);
     if (OH < 1 || OW < 1)
@@ -147,7 +149,7 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
     nn_tensor t;
     if (!nx) return nn__tensor(-1);
     out = nn_shape4(nx->shape.dim[0], nx->shape.dim[1], oh, ow);
-    if (oh < 1 || ow < 1 || nn__numel(&out) > INT32_MAX) {
+    if (oh < 1 || ow < 1 || oh > INT32_MAX || ow > INT32_MAX / oh || nn__numel(&out) > INT32_MAX) { /* no overflow in numel */
         char sx[128];
         nn__shape_str(&nx->shape, sx, sizeof sx);
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_adaptive_avg_pool2d: output %lldx%lld for x %s must be >= 1x1 and below 2^31 elements",
