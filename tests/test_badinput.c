@@ -201,7 +201,7 @@ B(e_accumulate_int, nn_accumulate(g, I(g, S1(4))))
 
 /* ---- matmul and dense ---- */
 
-B(m_rank, nn_matmul(g, F(g, S3(2, 3, 4)), F(g, S2(4, 5)), 0, 0))
+B(m_rank, nn_matmul(g, F(g, S3(2, 3, 4)), F(g, S3(3, 4, 5)), 0, 0))
 B(m_trans, nn_matmul(g, F(g, S2(4, 3)), F(g, S2(5, 6)), 1, 0))
 B(m_int, nn_matmul(g, F(g, S2(2, 3)), I(g, S2(3, 2)), 0, 0))
 B(m_dense_rank, nn_dense(g, F(g, S3(2, 3, 4)), 5, NULL, "fc"))
@@ -613,7 +613,7 @@ static const bad_row rows[] = {
     {"elementwise", "dropout of int32", e_dropout_int, R_SHAPE, "nn_dropout|int32", 0},
     {"elementwise", "accumulate of int32", e_accumulate_int, R_SHAPE, "nn_accumulate|int32", 0},
 
-    {"matmul", "matmul [2, 3, 4] x [4, 5]", m_rank, R_SHAPE, "nn_matmul|[2, 3, 4]|2-D", 0},
+    {"matmul", "matmul batches [2] and [3] of [2, 3, 4] x [3, 4, 5]", m_rank, R_SHAPE, "nn_matmul|[2, 3, 4]|[3, 4, 5]|broadcast", 0},
     {"matmul", "matmul [4, 3]^T x [5, 6]", m_trans, R_SHAPE, "nn_matmul|[4, 3] (transposed)|[5, 6]", 0},
     {"matmul", "matmul with int32 b", m_int, R_SHAPE, "nn_matmul|b|int32", 0},
     {"matmul", "dense of [2, 3, 4]", m_dense_rank, R_SHAPE, "nn_dense|fc|[2, 3, 4]", 0},
