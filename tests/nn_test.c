@@ -114,6 +114,7 @@ double t_relerr(const double *a, const double *b, long n) {
 static void run_suites(const t_env *e) {
     suite_ops(e);
     suite_activation(e);
+    suite_elementwise(e);
     suite_conv3d(e);
     suite_loss(e);
     suite_shape(e);
