@@ -315,8 +315,7 @@ NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init
 NN_API void nn_requires_grad(nn_graph *g, nn_tensor t); /* ask for d(loss)/d(input); float32 only */
 NN_API void nn_output(nn_graph *g, nn_tensor t);        /* keep t readable after a run */
 
-/* Linear algebra and elementwise ops. Binary ops take b of a's shape or of a trailing part
-   of it (b = [N] against a = [M, N]: a bias). */
+/* Linear algebra and elementwise ops. */
 /* nn_matmul: torch.matmul(op(a), op(b)), where trans_a / trans_b swap the last two dims of
    a / b (op(x) = x.mT; a 1-D operand has nothing to swap and its flag is ignored).
      1-D x 1-D   [K] @ [K] -> [1], the dot product (PyTorch gives a 0-dim tensor; here a
@@ -342,10 +341,76 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
    products, sums over a label of one operand, diagonals, permuted batch labels) are
    NN_ERR_INVALID_ARGUMENT naming the spec. */
 NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b);
+
+/* Binary elementwise ops broadcast both operands by NumPy's and PyTorch's rules: shapes are
+   aligned at their last dims, a missing leading dim counts as 1, and each dim must be 1 or
+   the other's size (b = [N] against a = [M, N]: a bias; [3, 1, 7] with [1, 33, 1] gives
+   [3, 33, 7]); the result has the broadcast shape. The gradient of an operand is summed
+   over the dims it was broadcast along, in a fixed order (the same bits every run and for
+   any thread count). Shapes that do not broadcast are NN_ERR_SHAPE. */
 NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b);
-NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s);
+NN_API nn_tensor nn_div(nn_graph *g, nn_tensor a, nn_tensor b); /* true division, torch.div */
+/* torch.minimum / torch.maximum: NaN in either operand gives NaN; on ties the gradient is
+   split half and half between a and b (PyTorch's rule). */
+NN_API nn_tensor nn_minimum(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_maximum(nn_graph *g, nn_tensor a, nn_tensor b);
+/* torch.pow(a, b) with a tensor exponent: d/da = b * a^(b-1) (0 where b == 0), d/db =
+   a^b * log(a) (0 where a == 0 and b >= 0; NaN for a < 0, as PyTorch's). */
+NN_API nn_tensor nn_pow(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s);     /* a * s */
+NN_API nn_tensor nn_add_scalar(nn_graph *g, nn_tensor x, float s); /* x + s (x - s: add -s) */
+NN_API nn_tensor nn_pow_scalar(nn_graph *g, nn_tensor x, float p); /* x ** p; gradient p * x^(p-1), 0 for p = 0 */
+
+/* Elementwise math, torch's functions of the same names, forward and gradient. */
+NN_API nn_tensor nn_neg(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_abs(nn_graph *g, nn_tensor x);  /* gradient sign(x): 0 at 0, as PyTorch's */
+NN_API nn_tensor nn_sign(nn_graph *g, nn_tensor x); /* -1, 0 or 1 (NaN gives 0, as torch.sign); gradient 0 */
+NN_API nn_tensor nn_exp(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_expm1(nn_graph *g, nn_tensor x); /* exp(x) - 1, exact near 0 */
+NN_API nn_tensor nn_log(nn_graph *g, nn_tensor x);   /* natural log; -inf at 0, NaN below */
+NN_API nn_tensor nn_log1p(nn_graph *g, nn_tensor x); /* log(1 + x), exact near 0 */
+NN_API nn_tensor nn_sqrt(nn_graph *g, nn_tensor x);  /* gradient 1 / (2 sqrt(x)): inf at 0 */
+NN_API nn_tensor nn_rsqrt(nn_graph *g, nn_tensor x); /* 1 / sqrt(x) */
+NN_API nn_tensor nn_reciprocal(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_square(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_sin(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_cos(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_erf(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_floor(nn_graph *g, nn_tensor x); /* gradient 0, as PyTorch's */
+/* torch.round: to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2, -2.5 -> -2);
+   gradient 0, as PyTorch's. */
+NN_API nn_tensor nn_round(nn_graph *g, nn_tensor x);
+/* torch.clamp(x, min, max) = min(max(x, min), max); NAN for a bound means none (clamp(x,
+   NAN, 6): only a max; clamp(x, 0, NAN): only a min); min > max gives max everywhere, as
+   PyTorch's. A NaN x stays NaN. The gradient is 1 where min <= x <= max, bounds included,
+   and 0 elsewhere (PyTorch's). */
+NN_API nn_tensor nn_clamp(nn_graph *g, nn_tensor x, float min, float max);
+
+/* Comparisons and logic, broadcast as the binary ops above: float32 masks of 0 and 1 with
+   no gradient (torch.eq, ne, lt, le, gt, ge; logical_* take nonzero as true, NaN too). */
+NN_API nn_tensor nn_eq(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_ne(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_lt(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_le(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_gt(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_ge(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_logical_and(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_logical_or(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_logical_not(nn_graph *g, nn_tensor x);
+/* torch.where(cond, a, b): a where cond is nonzero, else b, the three broadcast together;
+   the gradient reaches a where cond holds and b elsewhere (summed to their shapes), cond
+   none. */
+NN_API nn_tensor nn_where(nn_graph *g, nn_tensor cond, nn_tensor a, nn_tensor b);
+/* torch.masked_fill(x, mask, value): value where mask is nonzero, else x; mask broadcasts
+   to x's shape (the result's). The gradient reaches x where it was kept. */
+NN_API nn_tensor nn_masked_fill(nn_graph *g, nn_tensor x, nn_tensor mask, float value);
+/* torch.expand / broadcast_to: x repeated along its size-1 dims and new leading dims to
+   shape (-1 keeps a dim of x); the gradient is summed back to x's shape. */
+NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape);
+/* torch.detach: x's values, with no gradient flowing back through it. */
+NN_API nn_tensor nn_detach(nn_graph *g, nn_tensor x);
 
 /* Activations. */
 NN_API nn_tensor nn_relu(nn_graph *g, nn_tensor x);
@@ -1032,10 +1097,14 @@ typedef struct nn__buf {
 typedef struct nn__ew_attr { /* src/ops/elementwise.c */
     int fn;              /* UNARY, UNARY_GRAD: the activation (NN__U_*, kernels/activation.h) */
     float param[2];      /*   its parameters */
-    float s;             /* SCALE: the factor; FILL: the value */
+    float s;             /* SCALE: the factor; FILL, MASKED_FILL: the value */
     float p;             /* DROPOUT: the probability of a zero */
     int key;             /*   the mask's key (the forward node's id), shared by its backward op */
     int C, S, N;         /* PRELU*: the weight's size, elements per channel and sample, samples */
+    int bfn;             /* BINARY, COMPARE, BINARY_GRAD: the function (NN__B_*, kernels/activation.h);
+                            ADD, SUB and MUL go by their op */
+    int wrt;             /* BINARY_GRAD: the operand differentiated (0: a, 1: b) */
+    int invert;          /* MASKED_FILL: fill where the mask is 0 rather than nonzero */
 } nn__ew_attr;
 
 typedef struct nn__matmul_attr { /* src/ops/matmul.c */
@@ -1437,14 +1506,21 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(DROPOUT, "dropout", nn__cpu_dropout, nn__dev_dropout, nn__grad_dropout, 0, 0)                        \
     X(ACCUMULATE, "accumulate", nn__cpu_accumulate, nn__dev_accumulate, nn__grad_none, 0,                 \
       NN__OPF_NO_GRAD | NN__OPF_WRITABLE) \
-    X(FILL, "fill", nn__cpu_fill, nn__dev_fill, nn__grad_none, 0, NN__OPF_NO_GRAD)
+    X(FILL, "fill", nn__cpu_fill, nn__dev_fill, nn__grad_none, 0, NN__OPF_NO_GRAD)                          \
+    X(BINARY, "binary", nn__cpu_binary, nn__dev_binary, nn__grad_binary, 0, 0)                             \
+    X(BINARY_GRAD, "binary_grad", nn__cpu_binary_grad, nn__dev_binary_grad, nn__grad_none, 0, 0)           \
+    X(COMPARE, "compare", nn__cpu_binary, nn__dev_binary, nn__grad_none, 0, NN__OPF_NO_GRAD)               \
+    X(WHERE, "where", nn__cpu_where, nn__dev_where, nn__grad_where, 0, 0)                                  \
+    X(MASKED_FILL, "masked_fill", nn__cpu_masked_fill, nn__dev_masked_fill, nn__grad_masked_fill, 0, 0)    \
+    X(EXPAND, "expand", nn__cpu_expand, nn__dev_expand, nn__grad_expand, 0, 0)                             \
+    X(SUM_TO, "sum_to", nn__cpu_sum_to, nn__dev_sum_to, nn__grad_sum_to, 0, 0)                             \
+    X(UNARY_NOGRAD, "unary_nograd", nn__cpu_unary, nn__dev_unary, nn__grad_none, 0, NN__OPF_NO_GRAD)
 
 #define NN__OPS_MATMUL(X) X(MATMUL, "matmul", nn__cpu_matmul, nn__dev_matmul, nn__grad_matmul, nn__plan_matmul, 0)
 
 #define NN__OPS_REDUCE(X)                                                                                   \
     X(SUM_ALL, "sum", nn__cpu_sum_all, nn__dev_sum_all, nn__grad_sum_all, 0, 0)                            \
     X(EXPAND_SCALAR, "expand", nn__cpu_expand_scalar, nn__dev_expand_scalar, nn__grad_expand_scalar, 0, 0) \
-    X(SUM_LEAD, "sum_leading", nn__cpu_sum_lead, nn__dev_sum_lead, nn__grad_none, 0, 0)                    \
     X(ARGMAX, "argmax", nn__cpu_argmax, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)            \
     X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD) \
     X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_sum_all, nn__grad_none, 0, 0)                   \
@@ -1944,6 +2020,13 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
 #define NN__TANH tanh
 #define NN__ERF erf
 #define NN__FABS fabs
+#define NN__LOG log
+#define NN__SQRT sqrt
+#define NN__SIN sin
+#define NN__COS cos
+#define NN__FLOOR floor
+#define NN__RINT rint
+#define NN__POW pow
 #else
 #include <math.h>
 #define NN__EXP expf
@@ -1952,6 +2035,13 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
 #define NN__TANH tanhf
 #define NN__ERF erff
 #define NN__FABS fabsf
+#define NN__LOG logf
+#define NN__SQRT sqrtf
+#define NN__SIN sinf
+#define NN__COS cosf
+#define NN__FLOOR floorf
+#define NN__RINT rintf /* round half to even in the default rounding mode, as torch.round */
+#define NN__POW powf
 #endif
 
 static inline float nn__act_sigmoid(float v) { return 1.0f / (1.0f + NN__EXP(-v)); }
@@ -2028,14 +2118,93 @@ static inline float nn__act_softsign_der(float v) {
     X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \
       nn__act_sigmoid(-v))
 
-#ifndef __OPENCL_VERSION__
-typedef enum nn__unary {
+/* Elementwise math (torch.exp, torch.clamp, ...), the same columns as NN__ACTIVATIONS and
+   the same op (UNARY): a line each, its builder nn_<name> and kernels stamped the same way.
+   Derivatives are PyTorch's (ATen's derivatives.yaml): abs's is sign(x), 0 at 0; sqrt's is
+   1 / (2 sqrt(x)), inf at 0; floor, round and sign have 0. */
+
+/* x clamped to [lo, hi], a NaN bound meaning none: min(max(x, lo), hi) as torch.clamp
+   (lo > hi gives hi everywhere); a NaN x stays NaN. */
+static inline float nn__ew_clamp(float v, float lo, float hi) {
+    float t = (lo == lo && v < lo) ? lo : v;
+    return (hi == hi && t > hi) ? hi : t;
+}
+/* torch.clamp's gradient: 1 where lo <= x <= hi (bounds included), an absent bound passing */
+static inline float nn__ew_clamp_der(float v, float lo, float hi) {
+    return (lo != lo || v >= lo) && (hi != hi || v <= hi) ? 1.0f : 0.0f;
+}
+static inline float nn__ew_sign(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; } /* NaN: 0, as ATen */
+static inline float nn__ew_rsqrt(float v) { return 1.0f / NN__SQRT(v); }
+/* x ** p and its gradient p * x ** (p - 1), 0 for p == 0 (PyTorch's pow_backward) */
+static inline float nn__ew_pow_der(float v, float p) { return p == 0.0f ? 0.0f : p * NN__POW(v, p - 1.0f); }
+
+#define NN__MATH(X)                                                                                         \
+    X(NEG, neg, 0, 1, -v, -1.0f)                                                                            \
+    X(ABS, abs, 0, 1, NN__FABS(v), nn__ew_sign(v))                                                          \
+    X(SIGN, sign, 0, 1, nn__ew_sign(v), 0.0f)                                                               \
+    X(EXP, exp, 0, 1, NN__EXP(v), NN__EXP(v))                                                               \
+    X(EXPM1, expm1, 0, 1, NN__EXPM1(v), NN__EXP(v))                                                         \
+    X(LOG, log, 0, 1, NN__LOG(v), 1.0f / v)                                                                 \
+    X(LOG1P, log1p, 0, 1, NN__LOG1P(v), 1.0f / (1.0f + v))                                                  \
+    X(SQRT, sqrt, 0, 1, NN__SQRT(v), 0.5f / NN__SQRT(v))                                                    \
+    X(RSQRT, rsqrt, 0, 1, nn__ew_rsqrt(v), -0.5f * nn__ew_rsqrt(v) / v)                                     \
+    X(RECIPROCAL, reciprocal, 0, 1, 1.0f / v, -1.0f / (v * v))                                              \
+    X(SQUARE, square, 0, 1, v * v, 2.0f * v)                                                                \
+    X(SIN, sin, 0, 1, NN__SIN(v), NN__COS(v))                                                               \
+    X(COS, cos, 0, 1, NN__COS(v), -NN__SIN(v))                                                              \
+    X(ERF, erf, 0, 1, NN__ERF(v), 1.12837916709551257f * NN__EXP(-v * v))                                   \
+    X(FLOOR, floor, 0, 1, NN__FLOOR(v), 0.0f)                                                               \
+    X(ROUND, round, 0, 1, NN__RINT(v), 0.0f)                                                                \
+    X(CLAMP, clamp, 2, 1, nn__ew_clamp(v, p0, p1), nn__ew_clamp_der(v, p0, p1))                             \
+    X(ADD_SCALAR, add_scalar, 1, 1, v + p0, 1.0f)                                                           \
+    X(POW_SCALAR, pow_scalar, 1, 1, NN__POW(v, p0), nn__ew_pow_der(v, p0))
+
+/* Functions with no gradient at all (op UNARY_NOGRAD: nothing flows back through them). */
+#define NN__NOGRAD(X)                                                                                       \
+    X(DETACH, detach, 0, 1, v, 0.0f)                                                                        \
+    X(LOGICAL_NOT, logical_not, 0, 1, v == 0.0f ? 1.0f : 0.0f, 0.0f)
+
+/* Every function of the unary ops, in enum order. */
+#define NN__UNARY_ALL(X) NN__ACTIVATIONS(X) NN__MATH(X) NN__NOGRAD(X)
+
+/* The binary functions, broadcast over both operands (NumPy's rules):
+   X(ENUM, name, forward, d/du, d/dw) of u (the first operand) and w (the second). minimum
+   and maximum propagate NaN and split the gradient half and half on ties (PyTorch's);
+   pow's d/dw is 0 where u == 0 and w >= 0, as PyTorch's pow_backward_exponent. The
+   comparisons and logical ops (float 0/1 masks, nonzero is true) have no gradient. */
+#define NN__BINARY_FNS(X)                                                                                   \
+    X(ADD, add, u + w, 1.0f, 1.0f)                                                                          \
+    X(SUB, sub, u - w, 1.0f, -1.0f)                                                                         \
+    X(MUL, mul, u * w, w, u)                                                                                \
+    X(DIV, div, u / w, 1.0f / w, -u / (w * w))                                                              \
+    X(MINIMUM, minimum, (u != u || w != w) ? u + w : u < w ? u : w, u == w ? 0.5f : u > w ? 0.0f : 1.0f,    \
+      u == w ? 0.5f : u < w ? 0.0f : 1.0f)                                                                  \
+    X(MAXIMUM, maximum, (u != u || w != w) ? u + w : u > w ? u : w, u == w ? 0.5f : u < w ? 0.0f : 1.0f,    \
+      u == w ? 0.5f : u > w ? 0.0f : 1.0f)                                                                  \
+    X(POW, pow, NN__POW(u, w), nn__ew_pow_der(u, w), (u == 0.0f && w >= 0.0f) ? 0.0f : NN__POW(u, w) * NN__LOG(u)) \
+    X(EQ, eq, u == w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \
+    X(NE, ne, u != w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \
+    X(LT, lt, u < w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                              \
+    X(LE, le, u <= w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \
+    X(GT, gt, u > w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                              \
+    X(GE, ge, u >= w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \
+    X(LOGICAL_AND, logical_and, (u != 0.0f && w != 0.0f) ? 1.0f : 0.0f, 0.0f, 0.0f)                         \
+    X(LOGICAL_OR, logical_or, (u != 0.0f || w != 0.0f) ? 1.0f : 0.0f, 0.0f, 0.0f)
+
+/* The enums: NN__U_* a unary function, NN__B_* a binary one (shared with the kernels, which
+   take the function as an argument). */
+enum {
 #define NN__X(E, name, params, valid, fwd, der) NN__U_##E,
-    NN__ACTIVATIONS(NN__X)
+    NN__UNARY_ALL(NN__X)
 #undef NN__X
     NN__U_COUNT
-} nn__unary;
-#endif
+};
+enum {
+#define NN__X(E, name, fwd, da, db) NN__B_##E,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+    NN__B_COUNT
+};
 #endif /* NN__ACTIVATION_H */
 
 /* ======================================================================
@@ -2998,7 +3167,7 @@ static void nn__unary_forward(int fn, const float *p, float *y, const float *x, 
     switch (fn) {
 #define NN__X(E, name, params, valid, fwd, der) \
     case NN__U_##E: for (i = 0; i < n; i++) { float v = x[i]; y[i] = (fwd); } break;
-    NN__ACTIVATIONS(NN__X)
+    NN__UNARY_ALL(NN__X)
 #undef NN__X
     default: break;
     }
@@ -3015,8 +3184,8 @@ static void nn__unary_backward(int fn, const float *p, float *dx, const float *x
     }
     switch (fn) {
 #define NN__X(E, name, params, valid, fwd, der) \
-    case NN__U_##E: for (i = 0; i < n; i++) { float v = x[i]; dx[i] = dy[i] * (der); } break;
-    NN__ACTIVATIONS(NN__X)
+    case NN__U_##E: for (i = 0; i < n; i++) { float v = x[i]; (void)v; dx[i] = dy[i] * (der); } break;
+    NN__UNARY_ALL(NN__X)
 #undef NN__X
     default: break;
     }
@@ -3059,32 +3228,461 @@ static void nn__prelu_backward_weight(float *dw, const float *x, const float *dy
     }
 }
 
-/* ---- binary ops: a [n], b [nb] with n % nb == 0, b repeated over a's leading dims ---- */
-
-static void nn__binary_forward(int op, float *y, const float *a, const float *b, int64_t n, int64_t nb) {
-    int64_t i, j;
-    for (i = 0; i < n; i += nb) {
-        float *yy = y + i;
-        const float *aa = a + i;
-        switch (op) {
-        case NN__OP_ADD: for (j = 0; j < nb; j++) yy[j] = aa[j] + b[j]; break;
-        case NN__OP_SUB: for (j = 0; j < nb; j++) yy[j] = aa[j] - b[j]; break;
-        default: for (j = 0; j < nb; j++) yy[j] = aa[j] * b[j]; break;
-        }
-    }
-}
-
 static void nn__scale_forward(float *y, const float *x, float s, int64_t n) {
     int64_t i;
     for (i = 0; i < n; i++) y[i] = x[i] * s;
 }
 
-/* y [nb] = sum over the leading dims of x [n / nb, nb] (the gradient of a broadcast). */
-static void nn__sum_lead_forward(float *y, const float *x, int64_t n, int64_t nb) {
-    int64_t i, j;
-    for (j = 0; j < nb; j++) y[j] = 0.0f;
-    for (i = 0; i < n; i += nb)
-        for (j = 0; j < nb; j++) y[j] += x[i + j];
+/* ---- elementwise ops with broadcasting (NumPy's rules) ----
+   An output shape and operands whose dims are 1 or the output's, missing leading dims
+   counting as 1. nn__bcast_init drops the output's size-1 dims and merges neighbouring
+   dims wherever every operand is contiguous (or broadcast) across them, so a same-shape op
+   is one flat dim, a bias [N] over [M, N] two, and [3, 1, 7] with [1, 33, 1] three. The
+   innermost dim then has stride 0 or 1 in each operand. Device plans pass the same
+   geometry to kernels/elementwise.cl. */
+
+typedef struct nn__bcast {
+    int nd;                       /* dims after merging, 1 to NN_MAX_DIMS */
+    int n_op;                     /* operands, at most 3 */
+    int64_t n;                    /* output elements */
+    int64_t dim[NN_MAX_DIMS];     /* outermost first */
+    int64_t st[3][NN_MAX_DIMS];   /* each operand's element stride per dim, 0 where broadcast */
+} nn__bcast;
+
+static void nn__bcast_init(nn__bcast *bc, const nn_shape *out, const nn_shape *const *ops, int n_op) {
+    int64_t dim[NN_MAX_DIMS], st[3][NN_MAX_DIMS], run[3] = {1, 1, 1};
+    int d, k, nd = 0;
+    memset(bc, 0, sizeof *bc);
+    bc->n_op = n_op;
+    bc->n = nn__numel(out);
+    for (d = out->ndim - 1; d >= 0; d--) { /* innermost first */
+        int64_t D = out->dim[d];
+        if (D == 1) continue;
+        for (k = 0; k < n_op; k++) {
+            int od = d - (out->ndim - ops[k]->ndim);
+            int64_t s = od >= 0 ? ops[k]->dim[od] : 1;
+            st[k][nd] = s == 1 ? 0 : run[k];
+            run[k] *= s;
+        }
+        dim[nd++] = D;
+    }
+    if (nd == 0) { /* one element */
+        bc->nd = 1;
+        bc->dim[0] = 1;
+        return;
+    }
+    { /* merge dim j into the group below it when every operand continues across */
+        int c = 0, j;
+        for (j = 1; j < nd; j++) {
+            int ok = 1;
+            for (k = 0; k < n_op; k++) ok &= st[k][j] == st[k][c] * dim[c];
+            if (ok) {
+                dim[c] *= dim[j];
+            } else {
+                c++;
+                dim[c] = dim[j];
+                for (k = 0; k < n_op; k++) st[k][c] = st[k][j];
+            }
+        }
+        nd = c + 1;
+    }
+    bc->nd = nd;
+    for (d = 0; d < nd; d++) { /* outermost first */
+        bc->dim[d] = dim[nd - 1 - d];
+        for (k = 0; k < n_op; k++) bc->st[k][d] = st[k][nd - 1 - d];
+    }
+}
+
+/* Each operand's offset at output element e (at the start of its row when e is). */
+static void nn__bcast_offsets(const nn__bcast *bc, int64_t e, int64_t *off) {
+    int d, k;
+    for (k = 0; k < bc->n_op; k++) off[k] = 0;
+    for (d = bc->nd - 1; d >= 0; d--) {
+        int64_t c = e % bc->dim[d];
+        e /= bc->dim[d];
+        for (k = 0; k < bc->n_op; k++) off[k] += c * bc->st[k][d];
+    }
+}
+
+/* Below this many elements an elementwise loop runs on the calling thread alone. */
+#define NN__EW_PAR_MIN 65536
+
+/* y [n] = f(a, b) along a row: a and b advance by sa and sb (0 or 1). */
+static void nn__binary_row_scalar(int fn, float *y, const float *a, int64_t sa, const float *b, int64_t sb, int64_t n) {
+    int64_t i;
+    switch (fn) {
+#define NN__X(E, name, fwd, da, db)                                                              \
+    case NN__B_##E:                                                                              \
+        for (i = 0; i < n; i++) { float u = a[i * sa], w = b[i * sb]; y[i] = (fwd); }            \
+        break;
+        NN__BINARY_FNS(NN__X)
+#undef NN__X
+    default: break;
+    }
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define NN__EW_X86 1
+/* The SIMD rows: the same IEEE operations as the scalar formulas, so the same bits (min and
+   max take u where u < w (u > w), else w, and NaN from u + w, as the formulas). They return
+   how many elements they did; the scalar row does the rest. */
+#define NN__EW_ROW(ISA, TARGET, V, W, LOAD, SET1, STORE, BODY)                                    \
+    __attribute__((target(TARGET))) static int64_t nn__binary_row_##ISA(int fn, float *y, const float *a, \
+                                                                          int64_t sa, const float *b,  \
+                                                                          int64_t sb, int64_t n) {      \
+        int64_t i = 0;                                                                           \
+        V one = SET1(1.0f), zero = SET1(0.0f);                                                   \
+        (void)one, (void)zero;                                                                   \
+        switch (fn) { BODY default: break; }                                                     \
+        return i;                                                                                \
+    }
+#define NN__EW_CASE(E, EXPR, V, W, LOAD, SET1, STORE)                                             \
+    case NN__B_##E:                                                                              \
+        for (; i + W <= n; i += W) {                                                             \
+            V u = sa ? LOAD(a + i) : SET1(a[0]), w = sb ? LOAD(b + i) : SET1(b[0]);              \
+            STORE(y + i, EXPR);                                                                  \
+        }                                                                                        \
+        break;
+#define NN__A2(E, EXPR) NN__EW_CASE(E, EXPR, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_storeu_ps)
+#define NN__A2_MASK(P) _mm256_and_ps(_mm256_cmp_ps(u, w, P), one)
+#define NN__A2_NZ(x) _mm256_cmp_ps(x, zero, _CMP_NEQ_UQ)
+#define NN__A2_NANSEL(m) _mm256_blendv_ps(m, _mm256_add_ps(u, w), _mm256_cmp_ps(u, w, _CMP_UNORD_Q))
+NN__EW_ROW(avx2, "avx2", __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_storeu_ps,
+           NN__A2(ADD, _mm256_add_ps(u, w)) NN__A2(SUB, _mm256_sub_ps(u, w)) NN__A2(MUL, _mm256_mul_ps(u, w))
+           NN__A2(DIV, _mm256_div_ps(u, w)) NN__A2(MINIMUM, NN__A2_NANSEL(_mm256_min_ps(u, w)))
+           NN__A2(MAXIMUM, NN__A2_NANSEL(_mm256_max_ps(u, w))) NN__A2(EQ, NN__A2_MASK(_CMP_EQ_OQ))
+           NN__A2(NE, NN__A2_MASK(_CMP_NEQ_UQ)) NN__A2(LT, NN__A2_MASK(_CMP_LT_OQ))
+           NN__A2(LE, NN__A2_MASK(_CMP_LE_OQ)) NN__A2(GT, NN__A2_MASK(_CMP_GT_OQ)) NN__A2(GE, NN__A2_MASK(_CMP_GE_OQ))
+           NN__A2(LOGICAL_AND, _mm256_and_ps(_mm256_and_ps(NN__A2_NZ(u), NN__A2_NZ(w)), one))
+           NN__A2(LOGICAL_OR, _mm256_and_ps(_mm256_or_ps(NN__A2_NZ(u), NN__A2_NZ(w)), one)))
+#define NN__A5(E, EXPR) NN__EW_CASE(E, EXPR, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_storeu_ps)
+#define NN__A5_MASK(P) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(u, w, P), one)
+#define NN__A5_NZ(x) _mm512_cmp_ps_mask(x, zero, _CMP_NEQ_UQ)
+/* u where u < w (u > w), else w: _mm512_min_ps's result, without the intrinsic (g++ 12
+   warns on its undefined pass-through operand) */
+#define NN__A5_SEL(P) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, w, P), w, u)
+#define NN__A5_NANSEL(m) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, w, _CMP_UNORD_Q), m, _mm512_add_ps(u, w))
+NN__EW_ROW(avx512, "avx512f", __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm512_storeu_ps,
+           NN__A5(ADD, _mm512_add_ps(u, w)) NN__A5(SUB, _mm512_sub_ps(u, w)) NN__A5(MUL, _mm512_mul_ps(u, w))
+           NN__A5(DIV, _mm512_div_ps(u, w)) NN__A5(MINIMUM, NN__A5_NANSEL(NN__A5_SEL(_CMP_LT_OQ)))
+           NN__A5(MAXIMUM, NN__A5_NANSEL(NN__A5_SEL(_CMP_GT_OQ))) NN__A5(EQ, NN__A5_MASK(_CMP_EQ_OQ))
+           NN__A5(NE, NN__A5_MASK(_CMP_NEQ_UQ)) NN__A5(LT, NN__A5_MASK(_CMP_LT_OQ))
+           NN__A5(LE, NN__A5_MASK(_CMP_LE_OQ)) NN__A5(GT, NN__A5_MASK(_CMP_GT_OQ)) NN__A5(GE, NN__A5_MASK(_CMP_GE_OQ))
+           NN__A5(LOGICAL_AND, _mm512_maskz_mov_ps(NN__A5_NZ(u) & NN__A5_NZ(w), one))
+           NN__A5(LOGICAL_OR, _mm512_maskz_mov_ps(NN__A5_NZ(u) | NN__A5_NZ(w), one)))
+#undef NN__A2
+#undef NN__A5
+
+/* 2: AVX-512, 1: AVX2, 0: neither (a cached CPUID answer, the same for every context; the
+   drivers ask once before they start threads). */
+static int nn__ew_isa(void) {
+    static int isa = -1;
+    if (isa < 0) isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+    return isa;
+}
+#endif
+
+static void nn__binary_row(int fn, float *y, const float *a, int64_t sa, const float *b, int64_t sb, int64_t n) {
+    int64_t i = 0;
+#if defined(NN__EW_X86)
+    if (nn__ew_isa() == 2) i = nn__binary_row_avx512(fn, y, a, sa, b, sb, n);
+    else if (nn__ew_isa() == 1) i = nn__binary_row_avx2(fn, y, a, sa, b, sb, n);
+#endif
+    if (i < n) nn__binary_row_scalar(fn, y + i, a + i * sa, sa, b + i * sb, sb, n - i);
+}
+
+/* The elementwise kinds the drivers below run. */
+enum { NN__EWK_BINARY, NN__EWK_BINARY_GRAD, NN__EWK_WHERE, NN__EWK_MASKED_FILL, NN__EWK_EXPAND };
+
+typedef struct nn__ew_job {
+    int kind, fn, wrt, invert;
+    float value;
+    float *y;
+    const float *in[3];           /* the operands, in the order of bc's */
+    const float *dy;              /* BINARY_GRAD: the output's gradient, contiguous */
+    const nn__bcast *bc;
+    int64_t chunk;                /* elements per task, a multiple of 64 */
+} nn__ew_job;
+
+/* Output elements [e0, e1) of a job, row piece by row piece. */
+static void nn__ew_range(const nn__ew_job *j, int64_t e0, int64_t e1) {
+    const nn__bcast *bc = j->bc;
+    int last = bc->nd - 1, k;
+    int64_t inner = bc->dim[last], s[3], off[3], e = e0, i;
+    for (k = 0; k < 3; k++) s[k] = k < bc->n_op ? bc->st[k][last] : 0;
+    while (e < e1) {
+        int64_t c = e % inner, len = inner - c < e1 - e ? inner - c : e1 - e;
+        const float *p[3];
+        float *y = j->y + e;
+        nn__bcast_offsets(bc, e - c, off);
+        for (k = 0; k < bc->n_op; k++) p[k] = j->in[k] + off[k] + c * s[k];
+        switch (j->kind) {
+        case NN__EWK_BINARY: nn__binary_row(j->fn, y, p[0], s[0], p[1], s[1], len); break;
+        case NN__EWK_BINARY_GRAD: {
+            const float *dy = j->dy + e;
+            switch (j->fn) {
+#define NN__X(E, name, fwd, da, db)                                                               \
+    case NN__B_##E:                                                                               \
+        if (j->wrt == 0)                                                                          \
+            for (i = 0; i < len; i++) { float u = p[0][i * s[0]], w = p[1][i * s[1]]; y[i] = dy[i] * (da); (void)u, (void)w; } \
+        else                                                                                      \
+            for (i = 0; i < len; i++) { float u = p[0][i * s[0]], w = p[1][i * s[1]]; y[i] = dy[i] * (db); (void)u, (void)w; } \
+        break;
+                NN__BINARY_FNS(NN__X)
+#undef NN__X
+            default: break;
+            }
+            break;
+        }
+        case NN__EWK_WHERE:
+            for (i = 0; i < len; i++) y[i] = p[0][i * s[0]] != 0.0f ? p[1][i * s[1]] : p[2][i * s[2]];
+            break;
+        case NN__EWK_MASKED_FILL:
+            for (i = 0; i < len; i++) y[i] = (p[0][i * s[0]] != 0.0f) != j->invert ? j->value : p[1][i * s[1]];
+            break;
+        default: /* EXPAND */
+            if (s[0]) memcpy(y, p[0], (size_t)len * sizeof(float));
+            else for (i = 0; i < len; i++) y[i] = p[0][0];
+            break;
+        }
+        e += len;
+    }
+}
+
+static void nn__ew_task(void *arg, int t, int n_tasks) {
+    const nn__ew_job *j = (const nn__ew_job *)arg;
+    int64_t e0 = j->chunk * t, e1 = e0 + j->chunk < j->bc->n ? e0 + j->chunk : j->bc->n;
+    (void)n_tasks;
+    if (e0 < e1) nn__ew_range(j, e0, e1);
+}
+
+/* Runs a job over the whole output, split over the pool's threads above NN__EW_PAR_MIN
+   elements (each element is computed the same way whichever thread does it). */
+static void nn__ew_run(nn__threadpool *pool, nn__ew_job *j) {
+    int64_t n = j->bc->n;
+#if defined(NN__EW_X86)
+    (void)nn__ew_isa();
+#endif
+    int tasks = n >= NN__EW_PAR_MIN ? nn__threadpool_size(pool) : 1;
+    if (tasks <= 1) {
+        nn__ew_range(j, 0, n);
+        return;
+    }
+    j->chunk = ((n + tasks - 1) / tasks + 63) / 64 * 64;
+    nn__threadpool_run(pool, nn__ew_task, j, (int)((n + j->chunk - 1) / j->chunk));
+}
+
+/* y = f(a, b), fn one of NN__BINARY_FNS; bc over (a, b). */
+static void nn__binary_forward(nn__threadpool *pool, int fn, float *y, const float *a, const float *b, const nn__bcast *bc) {
+    nn__ew_job j;
+    memset(&j, 0, sizeof j);
+    j.kind = NN__EWK_BINARY;
+    j.fn = fn;
+    j.y = y;
+    j.in[0] = a;
+    j.in[1] = b;
+    j.bc = bc;
+    nn__ew_run(pool, &j);
+}
+
+/* dx [out] = dy * df/du (wrt 0) or df/dw (wrt 1), before the sum to the operand's shape */
+static void nn__binary_backward(nn__threadpool *pool, int fn, int wrt, float *dx, const float *a, const float *b,
+                                const float *dy, const nn__bcast *bc) {
+    nn__ew_job j;
+    memset(&j, 0, sizeof j);
+    j.kind = NN__EWK_BINARY_GRAD;
+    j.fn = fn;
+    j.wrt = wrt;
+    j.y = dx;
+    j.in[0] = a;
+    j.in[1] = b;
+    j.dy = dy;
+    j.bc = bc;
+    nn__ew_run(pool, &j);
+}
+
+/* y = cond != 0 ? a : b; bc over (cond, a, b) */
+static void nn__where_forward(nn__threadpool *pool, float *y, const float *c, const float *a, const float *b, const nn__bcast *bc) {
+    nn__ew_job j;
+    memset(&j, 0, sizeof j);
+    j.kind = NN__EWK_WHERE;
+    j.y = y;
+    j.in[0] = c;
+    j.in[1] = a;
+    j.in[2] = b;
+    j.bc = bc;
+    nn__ew_run(pool, &j);
+}
+
+/* y = (mask != 0) != invert ? value : x; bc over (mask, x) */
+static void nn__masked_fill_forward(nn__threadpool *pool, float *y, const float *mask, const float *x, float value,
+                                    int invert, const nn__bcast *bc) {
+    nn__ew_job j;
+    memset(&j, 0, sizeof j);
+    j.kind = NN__EWK_MASKED_FILL;
+    j.y = y;
+    j.in[0] = mask;
+    j.in[1] = x;
+    j.value = value;
+    j.invert = invert;
+    j.bc = bc;
+    nn__ew_run(pool, &j);
+}
+
+/* y = x broadcast to y's shape; bc over (x) */
+static void nn__expand_forward(nn__threadpool *pool, float *y, const float *x, const nn__bcast *bc) {
+    nn__ew_job j;
+    memset(&j, 0, sizeof j);
+    j.kind = NN__EWK_EXPAND;
+    j.y = y;
+    j.in[0] = x;
+    j.bc = bc;
+    nn__ew_run(pool, &j);
+}
+
+/* ---- the sum of x [X] to a shape T that broadcasts to X (the gradient of a broadcast) ----
+   bc is over X with T as its one operand: T's stride is 0 on the dims summed away. Each
+   element of y is 0 plus its elements of x in increasing index order, in one float: the
+   order kernels/elementwise.cl's sum_to adds in, and the same for any thread count. A task
+   owns whole elements of y: rows of y's innermost dim (cut into column ranges when y has
+   few rows) when that dim is kept, single elements when it is summed. */
+typedef struct nn__sum_to_job {
+    float *y;
+    const float *x;
+    const nn__bcast *bc;
+    int64_t xs[NN_MAX_DIMS];      /* x's contiguous strides */
+    int64_t m;                    /* y's elements */
+    int64_t reduced;              /* x elements per y element */
+    int64_t units, cols;          /* tasks' units: (y row, column range) or y elements */
+} nn__sum_to_job;
+
+/* x's offset of y element (or y row when skip_inner) k: its kept dims' index. */
+static int64_t nn__sum_to_base(const nn__sum_to_job *j, int64_t k, int skip_inner) {
+    const nn__bcast *bc = j->bc;
+    int64_t off = 0;
+    int d;
+    for (d = bc->nd - 1 - skip_inner; d >= 0; d--) {
+        if (bc->st[0][d] == 0) continue;
+        off += (k % bc->dim[d]) * j->xs[d];
+        k /= bc->dim[d];
+    }
+    return off;
+}
+
+/* The next summed index after idx (an odometer over the summed dims, innermost first,
+   skipping dim `skip`); returns the change of x's offset. */
+static int64_t nn__sum_to_next(const nn__sum_to_job *j, int64_t *idx, int skip) {
+    const nn__bcast *bc = j->bc;
+    int64_t delta = 0;
+    int d;
+    for (d = bc->nd - 1; d >= 0; d--) {
+        if (bc->st[0][d] != 0 || d == skip) continue;
+        idx[d]++;
+        delta += j->xs[d];
+        if (idx[d] < bc->dim[d]) break;
+        delta -= j->xs[d] * bc->dim[d];
+        idx[d] = 0;
+    }
+    return delta;
+}
+
+static void nn__sum_to_unit(const nn__sum_to_job *j, int64_t u) {
+    const nn__bcast *bc = j->bc;
+    int last = bc->nd - 1;
+    int64_t idx[NN_MAX_DIMS], r;
+    memset(idx, 0, sizeof idx);
+    if (bc->st[0][last] != 0) { /* kept innermost: add x's rows into y's row */
+        int64_t inner = bc->dim[last], per = (inner + j->cols - 1) / j->cols, row = u / j->cols;
+        int64_t c0 = (u % j->cols) * per, c1 = c0 + per < inner ? c0 + per : inner, off;
+        float *y = j->y + row * inner + c0;
+        if (c0 >= c1) return;
+        off = nn__sum_to_base(j, row, 1) + c0;
+        memset(y, 0, (size_t)(c1 - c0) * sizeof(float));
+        for (r = 0; r < j->reduced; r++) {
+            nn__binary_row(NN__B_ADD, y, y, 1, j->x + off, 1, c1 - c0);
+            off += nn__sum_to_next(j, idx, -1);
+        }
+    } else { /* summed innermost: runs of `inner` consecutive elements */
+        int64_t inner = bc->dim[last], off = nn__sum_to_base(j, u, 0), t;
+        float acc = 0.0f;
+        for (r = 0; r < j->reduced; r += inner) {
+            const float *x = j->x + off;
+            for (t = 0; t < inner; t++) acc += x[t];
+            off += nn__sum_to_next(j, idx, last);
+        }
+        j->y[u] = acc;
+    }
+}
+
+static void nn__sum_to_task(void *arg, int t, int n_tasks) {
+    const nn__sum_to_job *j = (const nn__sum_to_job *)arg;
+    int64_t per = (j->units + n_tasks - 1) / n_tasks, u0 = per * t, u1 = u0 + per < j->units ? u0 + per : j->units;
+    for (; u0 < u1; u0++) nn__sum_to_unit(j, u0);
+}
+
+static void nn__sum_to_forward(nn__threadpool *pool, float *y, const float *x, const nn__bcast *bc) {
+    nn__sum_to_job j;
+    int last = bc->nd - 1, d, tasks = bc->n >= NN__EW_PAR_MIN ? nn__threadpool_size(pool) : 1;
+    memset(&j, 0, sizeof j);
+    j.y = y;
+    j.x = x;
+    j.bc = bc;
+    j.m = 1;
+    for (d = last; d >= 0; d--) {
+        j.xs[d] = d == last ? 1 : j.xs[d + 1] * bc->dim[d + 1];
+        if (bc->st[0][d]) j.m *= bc->dim[d];
+    }
+    j.reduced = bc->n / j.m;
+    if (bc->st[0][last] != 0) {
+        int64_t rows = j.m / bc->dim[last];
+        j.cols = rows >= tasks ? 1 : (tasks + rows - 1) / rows;
+        if (j.cols > bc->dim[last] / 64) j.cols = bc->dim[last] / 64 > 1 ? bc->dim[last] / 64 : 1;
+        j.units = rows * j.cols;
+    } else {
+        j.cols = 1;
+        j.units = j.m;
+    }
+    if (tasks > j.units) tasks = (int)j.units;
+#if defined(NN__EW_X86)
+    (void)nn__ew_isa();
+#endif
+    nn__threadpool_run(pool, nn__sum_to_task, &j, tasks);
+}
+
+/* The unary loops over the pool's threads above NN__EW_PAR_MIN elements, in chunks of
+   whole multiples of 64 (each element computed the same whichever thread does it). */
+typedef struct nn__unary_job {
+    int fn, backward;
+    const float *p;
+    float *y;
+    const float *x, *dy;
+    int64_t n, chunk;
+} nn__unary_job;
+
+static void nn__unary_task(void *arg, int t, int n_tasks) {
+    const nn__unary_job *j = (const nn__unary_job *)arg;
+    int64_t e0 = j->chunk * t, e1 = e0 + j->chunk < j->n ? e0 + j->chunk : j->n;
+    (void)n_tasks;
+    if (e0 >= e1) return;
+    if (j->backward) nn__unary_backward(j->fn, j->p, j->y + e0, j->x + e0, j->dy + e0, e1 - e0);
+    else nn__unary_forward(j->fn, j->p, j->y + e0, j->x + e0, e1 - e0);
+}
+
+/* y = f(x) (dy NULL), or y = dy * f'(x) */
+static void nn__unary_run(nn__threadpool *pool, int fn, const float *p, float *y, const float *x, const float *dy, int64_t n) {
+    nn__unary_job j;
+    int tasks = n >= NN__EW_PAR_MIN ? nn__threadpool_size(pool) : 1;
+    j.fn = fn;
+    j.backward = dy != NULL;
+    j.p = p;
+    j.y = y;
+    j.x = x;
+    j.dy = dy;
+    j.n = n;
+    j.chunk = ((n + tasks - 1) / tasks + 63) / 64 * 64;
+    if (j.chunk < 1) j.chunk = 1;
+    nn__threadpool_run(pool, nn__unary_task, &j, (int)((n + j.chunk - 1) / j.chunk));
 }
 
 /* y [1] = scale * sum(x); double accumulation keeps large sums exact enough. */
@@ -7447,6 +8045,13 @@ static const char *const nn__cl_src_elementwise[] = {
 "#define NN__TANH tanh\n",
 "#define NN__ERF erf\n",
 "#define NN__FABS fabs\n",
+"#define NN__LOG log\n",
+"#define NN__SQRT sqrt\n",
+"#define NN__SIN sin\n",
+"#define NN__COS cos\n",
+"#define NN__FLOOR floor\n",
+"#define NN__RINT rint\n",
+"#define NN__POW pow\n",
 "#else\n",
 "#include <math.h>\n",
 "#define NN__EXP expf\n",
@@ -7455,6 +8060,13 @@ static const char *const nn__cl_src_elementwise[] = {
 "#define NN__TANH tanhf\n",
 "#define NN__ERF erff\n",
 "#define NN__FABS fabsf\n",
+"#define NN__LOG logf\n",
+"#define NN__SQRT sqrtf\n",
+"#define NN__SIN sinf\n",
+"#define NN__COS cosf\n",
+"#define NN__FLOOR floorf\n",
+"#define NN__RINT rintf /* round half to even in the default rounding mode, as torch.round */\n",
+"#define NN__POW powf\n",
 "#endif\n",
 "\n",
 "static inline float nn__act_sigmoid(float v) { return 1.0f / (1.0f + NN__EXP(-v)); }\n",
@@ -7531,18 +8143,97 @@ static const char *const nn__cl_src_elementwise[] = {
 "    X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \\\n",
 "      nn__act_sigmoid(-v))\n",
 "\n",
-"#ifndef __OPENCL_VERSION__\n",
-"typedef enum nn__unary {\n",
+"/* Elementwise math (torch.exp, torch.clamp, ...), the same columns as NN__ACTIVATIONS and\n",
+"   the same op (UNARY): a line each, its builder nn_<name> and kernels stamped the same way.\n",
+"   Derivatives are PyTorch's (ATen's derivatives.yaml): abs's is sign(x), 0 at 0; sqrt's is\n",
+"   1 / (2 sqrt(x)), inf at 0; floor, round and sign have 0. */\n",
+"\n",
+"/* x clamped to [lo, hi], a NaN bound meaning none: min(max(x, lo), hi) as torch.clamp\n",
+"   (lo > hi gives hi everywhere); a NaN x stays NaN. */\n",
+"static inline float nn__ew_clamp(float v, float lo, float hi) {\n",
+"    float t = (lo == lo && v < lo) ? lo : v;\n",
+"    return (hi == hi && t > hi) ? hi : t;\n",
+"}\n",
+"/* torch.clamp's gradient: 1 where lo <= x <= hi (bounds included), an absent bound passing */\n",
+"static inline float nn__ew_clamp_der(float v, float lo, float hi) {\n",
+"    return (lo != lo || v >= lo) && (hi != hi || v <= hi) ? 1.0f : 0.0f;\n",
+"}\n",
+"static inline float nn__ew_sign(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; } /* NaN: 0, as ATen */\n",
+"static inline float nn__ew_rsqrt(float v) { return 1.0f / NN__SQRT(v); }\n",
+"/* x ** p and its gradient p * x ** (p - 1), 0 for p == 0 (PyTorch's pow_backward) */\n",
+"static inline float nn__ew_pow_der(float v, float p) { return p == 0.0f ? 0.0f : p * NN__POW(v, p - 1.0f); }\n",
+"\n",
+"#define NN__MATH(X)                                                                                         \\\n",
+"    X(NEG, neg, 0, 1, -v, -1.0f)                                                                            \\\n",
+"    X(ABS, abs, 0, 1, NN__FABS(v), nn__ew_sign(v))                                                          \\\n",
+"    X(SIGN, sign, 0, 1, nn__ew_sign(v), 0.0f)                                                               \\\n",
+"    X(EXP, exp, 0, 1, NN__EXP(v), NN__EXP(v))                                                               \\\n",
+"    X(EXPM1, expm1, 0, 1, NN__EXPM1(v), NN__EXP(v))                                                         \\\n",
+"    X(LOG, log, 0, 1, NN__LOG(v), 1.0f / v)                                                                 \\\n",
+"    X(LOG1P, log1p, 0, 1, NN__LOG1P(v), 1.0f / (1.0f + v))                                                  \\\n",
+"    X(SQRT, sqrt, 0, 1, NN__SQRT(v), 0.5f / NN__SQRT(v))                                                    \\\n",
+"    X(RSQRT, rsqrt, 0, 1, nn__ew_rsqrt(v), -0.5f * nn__ew_rsqrt(v) / v)                                     \\\n",
+"    X(RECIPROCAL, reciprocal, 0, 1, 1.0f / v, -1.0f / (v * v))                                              \\\n",
+"    X(SQUARE, square, 0, 1, v * v, 2.0f * v)                                                                \\\n",
+"    X(SIN, sin, 0, 1, NN__SIN(v), NN__COS(v))                                                               \\\n",
+"    X(COS, cos, 0, 1, NN__COS(v), -NN__SIN(v))                                                              \\\n",
+"    X(ERF, erf, 0, 1, NN__ERF(v), 1.12837916709551257f * NN__EXP(-v * v))                                   \\\n",
+"    X(FLOOR, floor, 0, 1, NN__FLOOR(v), 0.0f)                                                               \\\n",
+"    X(ROUND, round, 0, 1, NN__RINT(v), 0.0f)                                                                \\\n",
+"    X(CLAMP, clamp, 2, 1, nn__ew_clamp(v, p0, p1), nn__ew_clamp_der(v, p0, p1))                             \\\n",
+"    X(ADD_SCALAR, add_scalar, 1, 1, v + p0, 1.0f)                                                           \\\n",
+"    X(POW_SCALAR, pow_scalar, 1, 1, NN__POW(v, p0), nn__ew_pow_der(v, p0))\n",
+"\n",
+"/* Functions with no gradient at all (op UNARY_NOGRAD: nothing flows back through them). */\n",
+"#define NN__NOGRAD(X)                                                                                       \\\n",
+"    X(DETACH, detach, 0, 1, v, 0.0f)                                                                        \\\n",
+"    X(LOGICAL_NOT, logical_not, 0, 1, v == 0.0f ? 1.0f : 0.0f, 0.0f)\n",
+"\n",
+"/* Every function of the unary ops, in enum order. */\n",
+"#define NN__UNARY_ALL(X) NN__ACTIVATIONS(X) NN__MATH(X) NN__NOGRAD(X)\n",
+"\n",
+"/* The binary functions, broadcast over both operands (NumPy's rules):\n",
+"   X(ENUM, name, forward, d/du, d/dw) of u (the first operand) and w (the second). minimum\n",
+"   and maximum propagate NaN and split the gradient half and half on ties (PyTorch's);\n",
+"   pow's d/dw is 0 where u == 0 and w >= 0, as PyTorch's pow_backward_exponent. The\n",
+"   comparisons and logical ops (float 0/1 masks, nonzero is true) have no gradient. */\n",
+"#define NN__BINARY_FNS(X)                                                                                   \\\n",
+"    X(ADD, add, u + w, 1.0f, 1.0f)                                                                          \\\n",
+"    X(SUB, sub, u - w, 1.0f, -1.0f)                                                                         \\\n",
+"    X(MUL, mul, u * w, w, u)                                                                                \\\n",
+"    X(DIV, div, u / w, 1.0f / w, -u / (w * w))                                                              \\\n",
+"    X(MINIMUM, minimum, (u != u || w != w) ? u + w : u < w ? u : w, u == w ? 0.5f : u > w ? 0.0f : 1.0f,    \\\n",
+"      u == w ? 0.5f : u < w ? 0.0f : 1.0f)                                                                  \\\n",
+"    X(MAXIMUM, maximum, (u != u || w != w) ? u + w : u > w ? u : w, u == w ? 0.5f : u < w ? 0.0f : 1.0f,    \\\n",
+"      u == w ? 0.5f : u > w ? 0.0f : 1.0f)                                                                  \\\n",
+"    X(POW, pow, NN__POW(u, w), nn__ew_pow_der(u, w), (u == 0.0f && w >= 0.0f) ? 0.0f : NN__POW(u, w) * NN__LOG(u)) \\\n",
+"    X(EQ, eq, u == w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(NE, ne, u != w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(LT, lt, u < w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                              \\\n",
+"    X(LE, le, u <= w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(GT, gt, u > w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                              \\\n",
+"    X(GE, ge, u >= w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(LOGICAL_AND, logical_and, (u != 0.0f && w != 0.0f) ? 1.0f : 0.0f, 0.0f, 0.0f)                         \\\n",
+"    X(LOGICAL_OR, logical_or, (u != 0.0f || w != 0.0f) ? 1.0f : 0.0f, 0.0f, 0.0f)\n",
+"\n",
+"/* The enums: NN__U_* a unary function, NN__B_* a binary one (shared with the kernels, which\n",
+"   take the function as an argument). */\n",
+"enum {\n",
 "#define NN__X(E, name, params, valid, fwd, der) NN__U_##E,\n",
-"    NN__ACTIVATIONS(NN__X)\n",
+"    NN__UNARY_ALL(NN__X)\n",
 "#undef NN__X\n",
 "    NN__U_COUNT\n",
-"} nn__unary;\n",
-"#endif\n",
+"};\n",
+"enum {\n",
+"#define NN__X(E, name, fwd, da, db) NN__B_##E,\n",
+"    NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"    NN__B_COUNT\n",
+"};\n",
 "#endif /* NN__ACTIVATION_H */\n",
 "#line 5 \"kernels/elementwise.cl\"\n",
 "\n",
-"/* Each activation's pair of kernels, stamped from the table of kernels/activation.h: v is\n",
+"/* Each unary function's pair of kernels, stamped from the tables of kernels/activation.h: v is\n",
 "   the input, p0 and p1 its parameters. */\n",
 "#define NN__X(E, NAME, PARAMS, VALID, FWD, DER)                                             \\\n",
 "__kernel void NAME##_forward(__global const float *x, __global float *y, const int n,       \\\n",
@@ -7556,7 +8247,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "    int i = get_global_id(0);                                                              \\\n",
 "    if (i < n) { float v = x[i]; dx[i] = dy[i] * (DER); }                                  \\\n",
 "}\n",
-"NN__ACTIVATIONS(NN__X)\n",
+"NN__UNARY_ALL(NN__X)\n",
 "#undef NN__X\n",
 "\n",
 "/* PReLU over x [N, C, S] with the slope w[c] of its channel (C = 1: one shared slope) */\n",
@@ -7592,16 +8283,127 @@ static const char *const nn__cl_src_elementwise[] = {
 "    dw[c] = acc;\n",
 "}\n",
 "\n",
-"/* y = a (op) b with b [nb] repeated over a's leading dims */\n",
-"#define BINARY(NAME, EXPR)                                                                  \\\n",
-"__kernel void NAME(__global const float *a, __global const float *b, __global float *y,    \\\n",
-"                   const int n, const int nb) {                                            \\\n",
-"    int i = get_global_id(0);                                                              \\\n",
-"    if (i < n) { float u = a[i], w = b[nb == n ? i : i % nb]; y[i] = (EXPR); }             \\\n",
+"/* ---- broadcasting: the geometry of src/nn_cpu.c's nn__bcast_init, nd merged dims\n",
+"   (outermost first) and each operand's strides (0 where broadcast) as int8s ---- */\n",
+"\n",
+"/* f(u, w) and its derivatives, the formulas of kernels/activation.h's NN__BINARY_FNS */\n",
+"static inline float nn__ew_binary(int fn, float u, float w) {\n",
+"    switch (fn) {\n",
+"#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return (FWD);\n",
+"    NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"    }\n",
+"    return 0.0f;\n",
 "}\n",
-"BINARY(add, u + w)\n",
-"BINARY(sub, u - w)\n",
-"BINARY(mul, u * w)\n",
+"static inline float nn__ew_binary_der(int fn, int wrt, float u, float w) {\n",
+"    switch (fn) {\n",
+"#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return wrt ? (DB) : (DA);\n",
+"    NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"    }\n",
+"    return 0.0f;\n",
+"}\n",
+"\n",
+"/* The operands' offsets of output element i. */\n",
+"static inline void nn__bc_offsets(int i, int nd, int8 dims, int8 s0, int8 s1, int8 s2, int *o0, int *o1, int *o2) {\n",
+"    int D[8], A[8], B[8], C[8], a = 0, b = 0, c = 0;\n",
+"    vstore8(dims, 0, D);\n",
+"    vstore8(s0, 0, A);\n",
+"    vstore8(s1, 0, B);\n",
+"    vstore8(s2, 0, C);\n",
+"    for (int d = nd - 1; d >= 0; d--) {\n",
+"        int q = i / D[d], k = i - q * D[d];\n",
+"        a += k * A[d];\n",
+"        b += k * B[d];\n",
+"        c += k * C[d];\n",
+"        i = q;\n",
+"    }\n",
+"    *o0 = a;\n",
+"    *o1 = b;\n",
+"    *o2 = c;\n",
+"}\n",
+"\n",
+"/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */\n",
+"__kernel void binary_flat(__global const float *a, __global const float *b, __global float *y, const int n,\n",
+"                          const int fn, const int sa, const int sb) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = nn__ew_binary(fn, a[i * sa], b[i * sb]);\n",
+"}\n",
+"\n",
+"__kernel void binary_bcast(__global const float *a, __global const float *b, __global float *y, const int n,\n",
+"                           const int fn, const int nd, const int8 dims, const int8 sa, const int8 sb) {\n",
+"    int i = get_global_id(0), oa, ob, oc;\n",
+"    if (i >= n) return;\n",
+"    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);\n",
+"    y[i] = nn__ew_binary(fn, a[oa], b[ob]);\n",
+"}\n",
+"\n",
+"/* dx [n] = dy * df/da (wrt 0) or df/db (wrt 1), at the output's shape */\n",
+"__kernel void binary_grad(__global const float *a, __global const float *b, __global const float *dy,\n",
+"                          __global float *dx, const int n, const int fn, const int wrt, const int nd, const int8 dims,\n",
+"                          const int8 sa, const int8 sb) {\n",
+"    int i = get_global_id(0), oa, ob, oc;\n",
+"    if (i >= n) return;\n",
+"    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);\n",
+"    dx[i] = dy[i] * nn__ew_binary_der(fn, wrt, a[oa], b[ob]);\n",
+"}\n",
+"\n",
+"__kernel void where_bcast(__global const float *c, __global const float *a, __global const float *b,\n",
+"                          __global float *y, const int n, const int nd, const int8 dims, const int8 sc,\n",
+"                          const int8 sa, const int8 sb) {\n",
+"    int i = get_global_id(0), oc, oa, ob;\n",
+"    if (i >= n) return;\n",
+"    nn__bc_offsets(i, nd, dims, sc, sa, sb, &oc, &oa, &ob);\n",
+"    y[i] = c[oc] != 0.0f ? a[oa] : b[ob];\n",
+"}\n",
+"\n",
+"/* y = (mask != 0) != invert ? value : x */\n",
+"__kernel void masked_fill_bcast(__global const float *m, __global const float *x, __global float *y, const int n,\n",
+"                                const float value, const int invert, const int nd, const int8 dims, const int8 sm,\n",
+"                                const int8 sx) {\n",
+"    int i = get_global_id(0), om, ox, oc;\n",
+"    if (i >= n) return;\n",
+"    nn__bc_offsets(i, nd, dims, sm, sx, (int8)(0), &om, &ox, &oc);\n",
+"    y[i] = (m[om] != 0.0f) != invert ? value : x[ox];\n",
+"}\n",
+"\n",
+"__kernel void expand_bcast(__global const float *x, __global float *y, const int n, const int nd, const int8 dims,\n",
+"                           const int8 sx) {\n",
+"    int i = get_global_id(0), ox, o1, o2;\n",
+"    if (i >= n) return;\n",
+"    nn__bc_offsets(i, nd, dims, sx, (int8)(0), (int8)(0), &ox, &o1, &o2);\n",
+"    y[i] = x[ox];\n",
+"}\n",
+"\n",
+"/* y [m] = x summed over the dims where st is 0 (x's strides xs): element j of y is 0 plus\n",
+"   its `reduced` elements of x in increasing index order, as the CPU backend adds them */\n",
+"__kernel void sum_to(__global const float *x, __global float *y, const int m, const int reduced, const int nd,\n",
+"                     const int8 dims, const int8 st, const int8 xs) {\n",
+"    int j = get_global_id(0), D[8], S[8], X[8], idx[8], off = 0, rem;\n",
+"    float acc = 0.0f;\n",
+"    if (j >= m) return;\n",
+"    vstore8(dims, 0, D);\n",
+"    vstore8(st, 0, S);\n",
+"    vstore8(xs, 0, X);\n",
+"    rem = j;\n",
+"    for (int d = nd - 1; d >= 0; d--) {\n",
+"        idx[d] = 0;\n",
+"        if (S[d] == 0) continue;\n",
+"        off += (rem % D[d]) * X[d];\n",
+"        rem /= D[d];\n",
+"    }\n",
+"    for (int r = 0; r < reduced; r++) {\n",
+"        acc += x[off];\n",
+"        for (int d = nd - 1; d >= 0; d--) { /* the next summed index, innermost first */\n",
+"            if (S[d] != 0) continue;\n",
+"            off += X[d];\n",
+"            if (++idx[d] < D[d]) break;\n",
+"            off -= X[d] * D[d];\n",
+"            idx[d] = 0;\n",
+"        }\n",
+"    }\n",
+"    y[j] = acc;\n",
+"}\n",
 "\n",
 "/* y [N, C, S] = x + b[c] */\n",
 "__kernel void channel_bias(__global const float *x, __global const float *b, __global float *y, const int n,\n",
@@ -12225,32 +13027,181 @@ NN_API nn_result nn_graph_finish(nn_graph *g) {
    ====================================================================== */
 /* The elementwise ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
 
-static nn_tensor nn__binary(nn_graph *g, int op, const char *opname, nn_tensor a, nn_tensor b) {
-    nn_tensor in[2];
-    nn__node *na, *nb;
-    int k, fits;
+/* ---- broadcasting (NumPy's and PyTorch's rules) ---- */
+
+/* The shape the n shapes broadcast to: aligned at their last dims, each dim 1 or the
+   largest, missing leading dims 1. 0 (and the op fails, naming the operands and shapes)
+   when they do not broadcast. */
+static int nn__broadcast_shape(nn_graph *g, const char *opname, int n, const nn_tensor *t, const char *const *names,
+                               nn_shape *out) {
+    int k, d;
+    memset(out, 0, sizeof *out);
+    for (k = 0; k < n; k++)
+        if (nn__n(g, t[k])->shape.ndim > out->ndim) out->ndim = nn__n(g, t[k])->shape.ndim;
+    for (d = 0; d < out->ndim; d++) out->dim[d] = 1;
+    for (k = 0; k < n; k++) {
+        const nn_shape *s = &nn__n(g, t[k])->shape;
+        for (d = 0; d < s->ndim; d++) {
+            int od = out->ndim - s->ndim + d;
+            if (s->dim[d] == out->dim[od] || s->dim[d] == 1) continue;
+            if (out->dim[od] == 1) {
+                out->dim[od] = s->dim[d];
+                continue;
+            }
+            {
+                char msg[512], sh[128];
+                size_t used = 0;
+                int j;
+                for (j = 0; j < n && used < sizeof msg; j++) {
+                    nn__shape_str(&nn__n(g, t[j])->shape, sh, sizeof sh);
+                    used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s %s", j ? (j == n - 1 ? " and " : ", ") : "",
+                                             names[j], sh);
+                }
+                nn__op_fail(g, NN_ERR_SHAPE, "%s: shapes %s do not broadcast (dim %d from the end: %lld against %lld)",
+                            opname, msg, out->ndim - od, (long long)s->dim[d], (long long)out->dim[od]);
+                return 0;
+            }
+        }
+    }
+    return nn__shape_fits(g, opname, out);
+}
+
+/* The broadcast geometry of node n over its first n_op inputs (the output's shape). */
+static void nn__bcast_node(nn_graph *g, const nn__node *n, int n_op, nn__bcast *bc) {
+    const nn_shape *s[3];
+    int k;
+    for (k = 0; k < n_op; k++) s[k] = &g->nodes[n->in[k]].shape;
+    nn__bcast_init(bc, &n->shape, s, n_op);
+}
+
+/* Node x summed to shape sh, which broadcasts to x's (the gradient of a broadcast): x
+   itself when the shapes are the same. Other families' gradients use it too. */
+static nn_tensor nn__sum_to_op(nn_graph *g, int x, nn_shape sh) {
+    if (nn__shape_eq(&g->nodes[x].shape, &sh)) return nn__tensor(x);
+    return nn__op1(g, NN__OP_SUM_TO, NN_F32, sh, x);
+}
+
+/* A binary node (op ADD, SUB, MUL, BINARY or COMPARE with function fn) of a and b
+   broadcast. */
+static nn_tensor nn__binary_fn(nn_graph *g, int op, int fn, const char *opname, nn_tensor a, nn_tensor b) {
+    static const char *const names[2] = {"a", "b"};
+    nn_tensor in[2], t;
+    nn_shape out;
     in[0] = a;
     in[1] = b;
     if (!nn__check(g, opname, 2, in)) return nn__tensor(-1);
     if (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b")) return nn__tensor(-1);
-    na = nn__n(g, a);
-    nb = nn__n(g, b);
-    fits = nb->shape.ndim <= na->shape.ndim || nb->numel == 1;
-    for (k = 1; fits && k <= nb->shape.ndim && nb->numel != 1; k++)
-        fits = nb->shape.dim[nb->shape.ndim - k] == na->shape.dim[na->shape.ndim - k];
-    if (!fits) {
-        char sa[128], sb[128];
-        nn__shape_str(&na->shape, sa, sizeof sa);
-        nn__shape_str(&nb->shape, sb, sizeof sb);
-        return nn__op_fail(g, NN_ERR_SHAPE, "%s: shapes a %s and b %s do not fit (b must match a's trailing dims)",
-                           opname, sa, sb);
-    }
-    return nn__op2(g, op, NN_F32, na->shape, a.id, b.id);
+    if (!nn__broadcast_shape(g, opname, 2, in, names, &out)) return nn__tensor(-1);
+    t = nn__op2(g, op, NN_F32, out, a.id, b.id);
+    if (t.id >= 0) g->nodes[t.id].a.ew.bfn = fn;
+    return t;
+}
+
+static nn_tensor nn__binary(nn_graph *g, int op, const char *opname, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, op, op == NN__OP_ADD ? NN__B_ADD : op == NN__OP_SUB ? NN__B_SUB : NN__B_MUL, opname, a, b);
 }
 
 NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_ADD, "nn_add", a, b); }
 NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_SUB, "nn_sub", a, b); }
 NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_MUL, "nn_mul", a, b); }
+NN_API nn_tensor nn_div(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_DIV, "nn_div", a, b);
+}
+NN_API nn_tensor nn_minimum(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_MINIMUM, "nn_minimum", a, b);
+}
+NN_API nn_tensor nn_maximum(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_MAXIMUM, "nn_maximum", a, b);
+}
+NN_API nn_tensor nn_pow(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_POW, "nn_pow", a, b);
+}
+NN_API nn_tensor nn_eq(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_EQ, "nn_eq", a, b); }
+NN_API nn_tensor nn_ne(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_NE, "nn_ne", a, b); }
+NN_API nn_tensor nn_lt(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LT, "nn_lt", a, b); }
+NN_API nn_tensor nn_le(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LE, "nn_le", a, b); }
+NN_API nn_tensor nn_gt(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_GT, "nn_gt", a, b); }
+NN_API nn_tensor nn_ge(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_GE, "nn_ge", a, b); }
+NN_API nn_tensor nn_logical_and(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LOGICAL_AND, "nn_logical_and", a, b);
+}
+NN_API nn_tensor nn_logical_or(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LOGICAL_OR, "nn_logical_or", a, b);
+}
+
+NN_API nn_tensor nn_where(nn_graph *g, nn_tensor cond, nn_tensor a, nn_tensor b) {
+    static const char *const names[3] = {"cond", "a", "b"};
+    nn_tensor in[3];
+    nn_shape out;
+    in[0] = cond;
+    in[1] = a;
+    in[2] = b;
+    if (!nn__check(g, "nn_where", 3, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_where", cond, "cond") || !nn__expect_f32(g, "nn_where", a, "a") ||
+        !nn__expect_f32(g, "nn_where", b, "b"))
+        return nn__tensor(-1);
+    if (!nn__broadcast_shape(g, "nn_where", 3, in, names, &out)) return nn__tensor(-1);
+    return nn__op3(g, NN__OP_WHERE, NN_F32, out, cond.id, a.id, b.id);
+}
+
+/* y = (mask != 0) != invert ? value : x, of x's shape (mask broadcast to it) */
+static nn_tensor nn__masked_fill_op(nn_graph *g, nn_shape sh, int mask, int x, float value, int invert) {
+    nn_tensor t = nn__op2(g, NN__OP_MASKED_FILL, NN_F32, sh, mask, x);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.ew.s = value;
+        g->nodes[t.id].a.ew.invert = invert;
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_masked_fill(nn_graph *g, nn_tensor x, nn_tensor mask, float value) {
+    static const char *const names[2] = {"x", "mask"};
+    nn_tensor in[2];
+    nn_shape out;
+    in[0] = x;
+    in[1] = mask;
+    if (!nn__check(g, "nn_masked_fill", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_masked_fill", x, "x") || !nn__expect_f32(g, "nn_masked_fill", mask, "mask"))
+        return nn__tensor(-1);
+    if (!nn__broadcast_shape(g, "nn_masked_fill", 2, in, names, &out)) return nn__tensor(-1);
+    if (!nn__shape_eq(&out, &nn__n(g, x)->shape)) {
+        char sx[128], sm[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        nn__shape_str(&nn__n(g, mask)->shape, sm, sizeof sm);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_masked_fill: mask %s must broadcast to x's shape %s", sm, sx);
+    }
+    return nn__masked_fill_op(g, out, mask.id, x.id, value, 0);
+}
+
+NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape) {
+    nn__node *nx;
+    nn_shape out;
+    int d;
+    if (!nn__check(g, "nn_expand", 1, &x) || !nn__expect_f32(g, "nn_expand", x, "x")) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    out = shape;
+    if (shape.ndim >= nx->shape.ndim && shape.ndim <= NN_MAX_DIMS)
+        for (d = 0; d < shape.ndim; d++) {
+            int xd = d - (shape.ndim - nx->shape.ndim);
+            if (xd >= 0 && shape.dim[d] == -1) out.dim[d] = nx->shape.dim[xd];
+        }
+    for (d = 0; shape.ndim >= nx->shape.ndim && shape.ndim <= NN_MAX_DIMS && d < shape.ndim; d++) {
+        int xd = d - (shape.ndim - nx->shape.ndim);
+        if (out.dim[d] < 1 || (xd >= 0 && nx->shape.dim[xd] != 1 && nx->shape.dim[xd] != out.dim[d])) break;
+    }
+    if (shape.ndim < nx->shape.ndim || shape.ndim > NN_MAX_DIMS || d < shape.ndim) {
+        char sx[128], ss[128];
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        if (shape.ndim >= 0 && shape.ndim <= NN_MAX_DIMS) nn__shape_str(&shape, ss, sizeof ss);
+        else snprintf(ss, sizeof ss, "of %d dims", shape.ndim);
+        return nn__op_fail(g, NN_ERR_SHAPE,
+                           "nn_expand: x %s cannot expand to %s (each dim of x must be 1 or the new size, -1 keeps it; "
+                           "new leading dims >= 1)", sx, ss);
+    }
+    if (!nn__check_shape(g, "nn_expand", out)) return nn__tensor(-1);
+    if (nn__shape_eq(&out, &nx->shape)) return x;
+    return nn__op1(g, NN__OP_EXPAND, NN_F32, out, x.id);
+}
 
 NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
     nn_tensor t;
@@ -12269,8 +13220,8 @@ static nn_tensor nn__scale_op(nn_graph *g, nn_shape sh, int x, float s) {
 
 /* A UNARY node of the activation fn with its n_params parameters; ok: they meet its
    requirement (the text of the condition, for the message). */
-static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, int n_params, int ok, const char *requirement,
-                                float p0, float p1, nn_tensor x) {
+static nn_tensor nn__activation(nn_graph *g, int op, const char *opname, int fn, int n_params, int ok,
+                                const char *requirement, float p0, float p1, nn_tensor x) {
     nn_tensor t;
     if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     if (!ok && n_params < 2)
@@ -12279,7 +13230,7 @@ static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, int n_p
     if (!ok)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: p0 = %g, p1 = %g (the parameters after x) fail %s", opname,
                            p0, p1, requirement);
-    t = nn__op1(g, NN__OP_UNARY, NN_F32, nn__n(g, x)->shape, x.id);
+    t = nn__op1(g, op, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         g->nodes[t.id].a.ew.fn = fn;
         g->nodes[t.id].a.ew.param[0] = p0;
@@ -12288,22 +13239,28 @@ static nn_tensor nn__activation(nn_graph *g, const char *opname, int fn, int n_p
     return t;
 }
 
-/* The builders nn_relu, nn_elu, ...: one for each line of kernels/activation.h, with as
-   many float parameters as its line says (their names and docs are in src/nn_api.h). */
-#define NN__ACT_BUILDER0(E, name, valid)                                                                    \
+/* The builders nn_relu, nn_elu, nn_exp, nn_clamp, ...: one for each line of
+   kernels/activation.h, with as many float parameters as its line says (their names and
+   docs are in src/nn_api.h); NN__NOGRAD's lines build the op through which no gradient
+   flows. */
+#define NN__ACT_BUILDER0(OP, E, name, valid)                                                                \
     NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x) {                                                  \
-        return nn__activation(g, "nn_" #name, NN__U_##E, 0, (valid), #valid, 0.0f, 0.0f, x);                \
+        return nn__activation(g, OP, "nn_" #name, NN__U_##E, 0, (valid), #valid, 0.0f, 0.0f, x);            \
     }
-#define NN__ACT_BUILDER1(E, name, valid)                                                                    \
+#define NN__ACT_BUILDER1(OP, E, name, valid)                                                                \
     NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x, float p0) {                                        \
-        return nn__activation(g, "nn_" #name, NN__U_##E, 1, (valid), #valid, p0, 0.0f, x);                  \
+        return nn__activation(g, OP, "nn_" #name, NN__U_##E, 1, (valid), #valid, p0, 0.0f, x);              \
     }
-#define NN__ACT_BUILDER2(E, name, valid)                                                                    \
+#define NN__ACT_BUILDER2(OP, E, name, valid)                                                                \
     NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x, float p0, float p1) {                              \
-        return nn__activation(g, "nn_" #name, NN__U_##E, 2, (valid), #valid, p0, p1, x);                    \
+        return nn__activation(g, OP, "nn_" #name, NN__U_##E, 2, (valid), #valid, p0, p1, x);                \
     }
-#define NN__X(E, name, params, valid, fwd, der) NN__ACT_BUILDER##params(E, name, valid)
+#define NN__X(E, name, params, valid, fwd, der) NN__ACT_BUILDER##params(NN__OP_UNARY, E, name, valid)
 NN__ACTIVATIONS(NN__X)
+NN__MATH(NN__X)
+#undef NN__X
+#define NN__X(E, name, params, valid, fwd, der) NN__ACT_BUILDER##params(NN__OP_UNARY_NOGRAD, E, name, valid)
+NN__NOGRAD(NN__X)
 #undef NN__X
 
 /* PReLU: x [N, C, ...] with weight [C] (channels: dim 1) or [1] (one shared slope). The
@@ -12379,31 +13336,79 @@ NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x) {
 
 /* ---- autograd rules ---- */
 
-/* The gradient of a broadcast operand b from a gradient of a's shape. */
-static nn_tensor nn__reduce_to(nn_graph *g, nn_tensor gy, int b) {
-    if (g->nodes[gy.id].numel == g->nodes[b].numel) return gy;
-    return nn__op1(g, NN__OP_SUM_LEAD, NN_F32, g->nodes[b].shape, gy.id);
-}
-
+/* Gradients of broadcast operands: the gradient at the output's shape, summed to the
+   operand's (nn__sum_to_op: nothing when the shapes are the same). */
 static void nn__grad_add_sub(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    if (ga) nn__acc_grad(g, a, gy);
+    if (ga) nn__acc_grad(g, a, nn__sum_to_op(g, gy.id, g->nodes[a].shape));
     if (gb) {
-        t = nn__reduce_to(g, gy, b);
-        if (n.op == NN__OP_SUB) {
-            t = nn__scale_op(g, g->nodes[b].shape, t.id, -1.0f);
-        }
+        t = nn__sum_to_op(g, gy.id, g->nodes[b].shape);
+        if (n.op == NN__OP_SUB && t.id >= 0) t = nn__scale_op(g, g->nodes[b].shape, t.id, -1.0f);
         nn__acc_grad(g, b, t);
     }
-    return;
 }
 
 static void nn__grad_mul(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, b));
-    if (gb) nn__acc_grad(g, b, nn__reduce_to(g, nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a), b));
-    return;
+    nn_tensor t;
+    if (ga) {
+        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, b);
+        if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[a].shape);
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
+        if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[b].shape);
+        nn__acc_grad(g, b, t);
+    }
+}
+
+/* BINARY (div, minimum, maximum, pow): BINARY_GRAD (a, b, gy) gives gy * df/da or df/db at
+   the output's shape. */
+static void nn__grad_binary(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int k;
+    for (k = 0; k < 2; k++) {
+        int x = k ? b : a;
+        nn_tensor t;
+        if (!(k ? gb : ga)) continue;
+        t = nn__op3(g, NN__OP_BINARY_GRAD, NN_F32, n.shape, a, b, gy.id);
+        if (t.id < 0) return;
+        g->nodes[t.id].a = n.a;
+        g->nodes[t.id].a.ew.wrt = k;
+        nn__acc_grad(g, x, nn__sum_to_op(g, t.id, g->nodes[x].shape));
+    }
+}
+
+/* inputs (cond, a, b): gy where cond reaches a, gy elsewhere reaches b; cond gets none */
+static void nn__grad_where(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int k;
+    for (k = 1; k <= 2; k++) {
+        int x = n.in[k];
+        nn_tensor t;
+        if (!g->nodes[x].needs_grad) continue;
+        t = nn__masked_fill_op(g, n.shape, n.in[0], gy.id, 0.0f, k == 1);
+        if (t.id < 0) return;
+        nn__acc_grad(g, x, nn__sum_to_op(g, t.id, g->nodes[x].shape));
+    }
+}
+
+/* inputs (mask, x): gy where x was kept */
+static void nn__grad_masked_fill(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (gb) nn__acc_grad(g, b, nn__masked_fill_op(g, n.shape, a, gy.id, 0.0f, n.a.ew.invert));
+}
+
+static void nn__grad_expand(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__sum_to_op(g, gy.id, g->nodes[a].shape));
+}
+
+static void nn__grad_sum_to(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__op1(g, NN__OP_EXPAND, NN_F32, g->nodes[a].shape, gy.id));
 }
 
 static void nn__grad_scale(nn_graph *g, int id) {
@@ -12452,10 +13457,53 @@ static void nn__grad_dropout(nn_graph *g, int id) {
 /* ---- CPU bodies ---- */
 
 static nn_result nn__cpu_binary(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__binary_forward(n->op, y, NN__F(in[0]), NN__F(in[1]), N, g->nodes[in[1]].numel);
+    nn__bcast bc;
+    int fn = n->op == NN__OP_ADD ? NN__B_ADD : n->op == NN__OP_SUB ? NN__B_SUB : n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__binary_forward(g->ctx->threads, fn, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), &bc);
+    return NN_OK;
+}
+
+/* (a, b, gy) */
+static nn_result nn__cpu_binary_grad(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__binary_backward(g->ctx->threads, n->a.ew.bfn, n->a.ew.wrt, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
+                        NN__F(n->in[2]), &bc);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_where(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__bcast_node(g, n, 3, &bc);
+    nn__where_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), NN__F(n->in[2]), &bc);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_masked_fill(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__masked_fill_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->a.ew.s, n->a.ew.invert, &bc);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_expand(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__bcast_node(g, n, 1, &bc);
+    nn__expand_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), &bc);
+    return NN_OK;
+}
+
+/* The geometry of a sum to n's shape: over the input's shape, with n's as its operand. */
+static void nn__sum_to_geometry(nn_graph *g, const nn__node *n, nn__bcast *bc) {
+    const nn_shape *s = &n->shape;
+    nn__bcast_init(bc, &g->nodes[n->in[0]].shape, &s, 1);
+}
+
+static nn_result nn__cpu_sum_to(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__sum_to_geometry(g, n, &bc);
+    nn__sum_to_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), &bc);
     return NN_OK;
 }
 
@@ -12471,7 +13519,8 @@ static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__unary_forward(n->a.ew.fn, n->a.ew.param, y, NN__F(in[0]), N); return NN_OK;
+    nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, y, NN__F(in[0]), NULL, N);
+    return NN_OK;
 
 }
 
@@ -12479,7 +13528,8 @@ static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__unary_backward(n->a.ew.fn, n->a.ew.param, y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
+    nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, y, NN__F(in[0]), NN__F(in[1]), N);
+    return NN_OK;
 
 }
 
@@ -12533,7 +13583,7 @@ static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
 /* the kernels <name>_forward / <name>_backward of each activation */
 static const char *const nn__unary_names[NN__U_COUNT] = {
 #define NN__X(E, name, params, valid, fwd, der) #name,
-    NN__ACTIVATIONS(NN__X)
+    NN__UNARY_ALL(NN__X)
 #undef NN__X
 };
 
@@ -12544,15 +13594,111 @@ static void nn__update_dropout(nn_graph *g, nn__launch *l) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
+/* The geometry of kernels/elementwise.cl's broadcast kernels: dims and each operand's
+   strides as int8s (dims beyond nd unused). */
+static void nn__bcast_ints(const nn__bcast *bc, int dims[8], int st[3][8]) {
+    int d, k;
+    memset(st, 0, 3 * 8 * sizeof(int));
+    for (d = 0; d < 8; d++) dims[d] = d < bc->nd ? (int)bc->dim[d] : 1;
+    for (k = 0; k < bc->n_op; k++)
+        for (d = 0; d < bc->nd; d++) st[k][d] = (int)bc->st[k][d];
+}
+
+/* ADD, SUB, MUL, BINARY, COMPARE: one flat dim (same shapes, or a scalar operand) goes to
+   binary_flat, anything else to binary_bcast. */
 static nn_result nn__dev_binary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
+    const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
+    int fn = n->op == NN__OP_ADD ? NN__B_ADD : n->op == NN__OP_SUB ? NN__B_SUB : n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", n->op == NN__OP_ADD ? "add" : n->op == NN__OP_SUB ? "sub" : "mul", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (int)g->nodes[in[1]].numel);
+    nn_result r;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    if (bc.nd == 1) {
+        r = nn__launch_add(g, id, "elementwise", "binary_flat", (size_t)N, &l);
+        if (r == NN_OK) r = nn__args(l, "mmmiiii", a, b, &n->buf, N, fn, st[0][0], st[1][0]);
+        return r;
+    }
+    r = nn__launch_add(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmiii888", a, b, &n->buf, N, fn, bc.nd, dims, st[0], st[1]);
+    return r;
+}
+
+static nn_result nn__dev_binary_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    r = nn__launch_add(g, id, "elementwise", "binary_grad", (size_t)N, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmmiiii888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf,
+                     N, n->a.ew.bfn, n->a.ew.wrt, bc.nd, dims, st[0], st[1]);
+    return r;
+}
+
+static nn_result nn__dev_where(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__bcast_node(g, n, 3, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    r = nn__launch_add(g, id, "elementwise", "where_bcast", (size_t)N, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmmii8888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf,
+                     N, bc.nd, dims, st[0], st[1], st[2]);
+    return r;
+}
+
+static nn_result nn__dev_masked_fill(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    r = nn__launch_add(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmifii888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->buf, N, (double)n->a.ew.s,
+                     n->a.ew.invert, bc.nd, dims, st[0], st[1]);
+    return r;
+}
+
+static nn_result nn__dev_expand(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__bcast_node(g, n, 1, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    r = nn__launch_add(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
+    if (r == NN_OK) r = nn__args(l, "mmii88", &g->nodes[n->in[0]].buf, &n->buf, N, bc.nd, dims, st[0]);
+    return r;
+}
+
+/* One work item per element of the result, adding its elements of x in index order (the
+   CPU backend's order: the same bits). */
+static nn_result nn__dev_sum_to(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int M = (int)n->numel, dims[8], st[3][8], xs[8], d;
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__sum_to_geometry(g, n, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    memset(xs, 0, sizeof xs);
+    for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
+    r = nn__launch_add(g, id, "elementwise", "sum_to", (size_t)M, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmiii888", &g->nodes[n->in[0]].buf, &n->buf, M, (int)(bc.n / M), bc.nd, dims, st[0], xs);
     return r;
 }
 
@@ -13320,14 +14466,6 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
 
 }
 
-static nn_result nn__cpu_sum_lead(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__sum_lead_forward(y, NN__F(in[0]), g->nodes[in[0]].numel, N); return NN_OK;
-
-}
-
 static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
@@ -13391,18 +14529,6 @@ static nn_result nn__dev_expand_scalar(nn_graph *g, int id) {
     nn_result r = NN_OK;
     r = nn__launch_add(g, id, "elementwise", "expand_scalar", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.reduce.scale);
-    return r;
-}
-
-static nn_result nn__dev_sum_lead(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", "sum_leading", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmiii", &g->nodes[in[0]].buf, y, (int)g->nodes[in[0]].numel, N, 0);
     return r;
 }
 

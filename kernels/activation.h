@@ -31,6 +31,13 @@
 #define NN__TANH tanh
 #define NN__ERF erf
 #define NN__FABS fabs
+#define NN__LOG log
+#define NN__SQRT sqrt
+#define NN__SIN sin
+#define NN__COS cos
+#define NN__FLOOR floor
+#define NN__RINT rint
+#define NN__POW pow
 #else
 #include <math.h>
 #define NN__EXP expf
@@ -39,6 +46,13 @@
 #define NN__TANH tanhf
 #define NN__ERF erff
 #define NN__FABS fabsf
+#define NN__LOG logf
+#define NN__SQRT sqrtf
+#define NN__SIN sinf
+#define NN__COS cosf
+#define NN__FLOOR floorf
+#define NN__RINT rintf /* round half to even in the default rounding mode, as torch.round */
+#define NN__POW powf
 #endif
 
 static inline float nn__act_sigmoid(float v) { return 1.0f / (1.0f + NN__EXP(-v)); }
@@ -115,12 +129,91 @@ static inline float nn__act_softsign_der(float v) {
     X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \
       nn__act_sigmoid(-v))
 
-#ifndef __OPENCL_VERSION__
-typedef enum nn__unary {
+/* Elementwise math (torch.exp, torch.clamp, ...), the same columns as NN__ACTIVATIONS and
+   the same op (UNARY): a line each, its builder nn_<name> and kernels stamped the same way.
+   Derivatives are PyTorch's (ATen's derivatives.yaml): abs's is sign(x), 0 at 0; sqrt's is
+   1 / (2 sqrt(x)), inf at 0; floor, round and sign have 0. */
+
+/* x clamped to [lo, hi], a NaN bound meaning none: min(max(x, lo), hi) as torch.clamp
+   (lo > hi gives hi everywhere); a NaN x stays NaN. */
+static inline float nn__ew_clamp(float v, float lo, float hi) {
+    float t = (lo == lo && v < lo) ? lo : v;
+    return (hi == hi && t > hi) ? hi : t;
+}
+/* torch.clamp's gradient: 1 where lo <= x <= hi (bounds included), an absent bound passing */
+static inline float nn__ew_clamp_der(float v, float lo, float hi) {
+    return (lo != lo || v >= lo) && (hi != hi || v <= hi) ? 1.0f : 0.0f;
+}
+static inline float nn__ew_sign(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; } /* NaN: 0, as ATen */
+static inline float nn__ew_rsqrt(float v) { return 1.0f / NN__SQRT(v); }
+/* x ** p and its gradient p * x ** (p - 1), 0 for p == 0 (PyTorch's pow_backward) */
+static inline float nn__ew_pow_der(float v, float p) { return p == 0.0f ? 0.0f : p * NN__POW(v, p - 1.0f); }
+
+#define NN__MATH(X)                                                                                         \
+    X(NEG, neg, 0, 1, -v, -1.0f)                                                                            \
+    X(ABS, abs, 0, 1, NN__FABS(v), nn__ew_sign(v))                                                          \
+    X(SIGN, sign, 0, 1, nn__ew_sign(v), 0.0f)                                                               \
+    X(EXP, exp, 0, 1, NN__EXP(v), NN__EXP(v))                                                               \
+    X(EXPM1, expm1, 0, 1, NN__EXPM1(v), NN__EXP(v))                                                         \
+    X(LOG, log, 0, 1, NN__LOG(v), 1.0f / v)                                                                 \
+    X(LOG1P, log1p, 0, 1, NN__LOG1P(v), 1.0f / (1.0f + v))                                                  \
+    X(SQRT, sqrt, 0, 1, NN__SQRT(v), 0.5f / NN__SQRT(v))                                                    \
+    X(RSQRT, rsqrt, 0, 1, nn__ew_rsqrt(v), -0.5f * nn__ew_rsqrt(v) / v)                                     \
+    X(RECIPROCAL, reciprocal, 0, 1, 1.0f / v, -1.0f / (v * v))                                              \
+    X(SQUARE, square, 0, 1, v * v, 2.0f * v)                                                                \
+    X(SIN, sin, 0, 1, NN__SIN(v), NN__COS(v))                                                               \
+    X(COS, cos, 0, 1, NN__COS(v), -NN__SIN(v))                                                              \
+    X(ERF, erf, 0, 1, NN__ERF(v), 1.12837916709551257f * NN__EXP(-v * v))                                   \
+    X(FLOOR, floor, 0, 1, NN__FLOOR(v), 0.0f)                                                               \
+    X(ROUND, round, 0, 1, NN__RINT(v), 0.0f)                                                                \
+    X(CLAMP, clamp, 2, 1, nn__ew_clamp(v, p0, p1), nn__ew_clamp_der(v, p0, p1))                             \
+    X(ADD_SCALAR, add_scalar, 1, 1, v + p0, 1.0f)                                                           \
+    X(POW_SCALAR, pow_scalar, 1, 1, NN__POW(v, p0), nn__ew_pow_der(v, p0))
+
+/* Functions with no gradient at all (op UNARY_NOGRAD: nothing flows back through them). */
+#define NN__NOGRAD(X)                                                                                       \
+    X(DETACH, detach, 0, 1, v, 0.0f)                                                                        \
+    X(LOGICAL_NOT, logical_not, 0, 1, v == 0.0f ? 1.0f : 0.0f, 0.0f)
+
+/* Every function of the unary ops, in enum order. */
+#define NN__UNARY_ALL(X) NN__ACTIVATIONS(X) NN__MATH(X) NN__NOGRAD(X)
+
+/* The binary functions, broadcast over both operands (NumPy's rules):
+   X(ENUM, name, forward, d/du, d/dw) of u (the first operand) and w (the second). minimum
+   and maximum propagate NaN and split the gradient half and half on ties (PyTorch's);
+   pow's d/dw is 0 where u == 0 and w >= 0, as PyTorch's pow_backward_exponent. The
+   comparisons and logical ops (float 0/1 masks, nonzero is true) have no gradient. */
+#define NN__BINARY_FNS(X)                                                                                   \
+    X(ADD, add, u + w, 1.0f, 1.0f)                                                                          \
+    X(SUB, sub, u - w, 1.0f, -1.0f)                                                                         \
+    X(MUL, mul, u * w, w, u)                                                                                \
+    X(DIV, div, u / w, 1.0f / w, -u / (w * w))                                                              \
+    X(MINIMUM, minimum, (u != u || w != w) ? u + w : u < w ? u : w, u == w ? 0.5f : u > w ? 0.0f : 1.0f,    \
+      u == w ? 0.5f : u < w ? 0.0f : 1.0f)                                                                  \
+    X(MAXIMUM, maximum, (u != u || w != w) ? u + w : u > w ? u : w, u == w ? 0.5f : u < w ? 0.0f : 1.0f,    \
+      u == w ? 0.5f : u > w ? 0.0f : 1.0f)                                                                  \
+    X(POW, pow, NN__POW(u, w), nn__ew_pow_der(u, w), (u == 0.0f && w >= 0.0f) ? 0.0f : NN__POW(u, w) * NN__LOG(u)) \
+    X(EQ, eq, u == w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \
+    X(NE, ne, u != w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \
+    X(LT, lt, u < w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                              \
+    X(LE, le, u <= w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \
+    X(GT, gt, u > w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                              \
+    X(GE, ge, u >= w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \
+    X(LOGICAL_AND, logical_and, (u != 0.0f && w != 0.0f) ? 1.0f : 0.0f, 0.0f, 0.0f)                         \
+    X(LOGICAL_OR, logical_or, (u != 0.0f || w != 0.0f) ? 1.0f : 0.0f, 0.0f, 0.0f)
+
+/* The enums: NN__U_* a unary function, NN__B_* a binary one (shared with the kernels, which
+   take the function as an argument). */
+enum {
 #define NN__X(E, name, params, valid, fwd, der) NN__U_##E,
-    NN__ACTIVATIONS(NN__X)
+    NN__UNARY_ALL(NN__X)
 #undef NN__X
     NN__U_COUNT
-} nn__unary;
-#endif
+};
+enum {
+#define NN__X(E, name, fwd, da, db) NN__B_##E,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+    NN__B_COUNT
+};
 #endif /* NN__ACTIVATION_H */

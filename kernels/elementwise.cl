@@ -3,7 +3,7 @@
 
 #include "activation.h"
 
-/* Each activation's pair of kernels, stamped from the table of kernels/activation.h: v is
+/* Each unary function's pair of kernels, stamped from the tables of kernels/activation.h: v is
    the input, p0 and p1 its parameters. */
 #define NN__X(E, NAME, PARAMS, VALID, FWD, DER)                                             \
 __kernel void NAME##_forward(__global const float *x, __global float *y, const int n,       \
@@ -17,7 +17,7 @@ __kernel void NAME##_backward(__global const float *x, __global const float *dy,
     int i = get_global_id(0);                                                              \
     if (i < n) { float v = x[i]; dx[i] = dy[i] * (DER); }                                  \
 }
-NN__ACTIVATIONS(NN__X)
+NN__UNARY_ALL(NN__X)
 #undef NN__X
 
 /* PReLU over x [N, C, S] with the slope w[c] of its channel (C = 1: one shared slope) */
@@ -53,16 +53,127 @@ __kernel void prelu_backward_weight(__global const float *part, __global float *
     dw[c] = acc;
 }
 
-/* y = a (op) b with b [nb] repeated over a's leading dims */
-#define BINARY(NAME, EXPR)                                                                  \
-__kernel void NAME(__global const float *a, __global const float *b, __global float *y,    \
-                   const int n, const int nb) {                                            \
-    int i = get_global_id(0);                                                              \
-    if (i < n) { float u = a[i], w = b[nb == n ? i : i % nb]; y[i] = (EXPR); }             \
+/* ---- broadcasting: the geometry of src/nn_cpu.c's nn__bcast_init, nd merged dims
+   (outermost first) and each operand's strides (0 where broadcast) as int8s ---- */
+
+/* f(u, w) and its derivatives, the formulas of kernels/activation.h's NN__BINARY_FNS */
+static inline float nn__ew_binary(int fn, float u, float w) {
+    switch (fn) {
+#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return (FWD);
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+    }
+    return 0.0f;
 }
-BINARY(add, u + w)
-BINARY(sub, u - w)
-BINARY(mul, u * w)
+static inline float nn__ew_binary_der(int fn, int wrt, float u, float w) {
+    switch (fn) {
+#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return wrt ? (DB) : (DA);
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+    }
+    return 0.0f;
+}
+
+/* The operands' offsets of output element i. */
+static inline void nn__bc_offsets(int i, int nd, int8 dims, int8 s0, int8 s1, int8 s2, int *o0, int *o1, int *o2) {
+    int D[8], A[8], B[8], C[8], a = 0, b = 0, c = 0;
+    vstore8(dims, 0, D);
+    vstore8(s0, 0, A);
+    vstore8(s1, 0, B);
+    vstore8(s2, 0, C);
+    for (int d = nd - 1; d >= 0; d--) {
+        int q = i / D[d], k = i - q * D[d];
+        a += k * A[d];
+        b += k * B[d];
+        c += k * C[d];
+        i = q;
+    }
+    *o0 = a;
+    *o1 = b;
+    *o2 = c;
+}
+
+/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */
+__kernel void binary_flat(__global const float *a, __global const float *b, __global float *y, const int n,
+                          const int fn, const int sa, const int sb) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = nn__ew_binary(fn, a[i * sa], b[i * sb]);
+}
+
+__kernel void binary_bcast(__global const float *a, __global const float *b, __global float *y, const int n,
+                           const int fn, const int nd, const int8 dims, const int8 sa, const int8 sb) {
+    int i = get_global_id(0), oa, ob, oc;
+    if (i >= n) return;
+    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);
+    y[i] = nn__ew_binary(fn, a[oa], b[ob]);
+}
+
+/* dx [n] = dy * df/da (wrt 0) or df/db (wrt 1), at the output's shape */
+__kernel void binary_grad(__global const float *a, __global const float *b, __global const float *dy,
+                          __global float *dx, const int n, const int fn, const int wrt, const int nd, const int8 dims,
+                          const int8 sa, const int8 sb) {
+    int i = get_global_id(0), oa, ob, oc;
+    if (i >= n) return;
+    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);
+    dx[i] = dy[i] * nn__ew_binary_der(fn, wrt, a[oa], b[ob]);
+}
+
+__kernel void where_bcast(__global const float *c, __global const float *a, __global const float *b,
+                          __global float *y, const int n, const int nd, const int8 dims, const int8 sc,
+                          const int8 sa, const int8 sb) {
+    int i = get_global_id(0), oc, oa, ob;
+    if (i >= n) return;
+    nn__bc_offsets(i, nd, dims, sc, sa, sb, &oc, &oa, &ob);
+    y[i] = c[oc] != 0.0f ? a[oa] : b[ob];
+}
+
+/* y = (mask != 0) != invert ? value : x */
+__kernel void masked_fill_bcast(__global const float *m, __global const float *x, __global float *y, const int n,
+                                const float value, const int invert, const int nd, const int8 dims, const int8 sm,
+                                const int8 sx) {
+    int i = get_global_id(0), om, ox, oc;
+    if (i >= n) return;
+    nn__bc_offsets(i, nd, dims, sm, sx, (int8)(0), &om, &ox, &oc);
+    y[i] = (m[om] != 0.0f) != invert ? value : x[ox];
+}
+
+__kernel void expand_bcast(__global const float *x, __global float *y, const int n, const int nd, const int8 dims,
+                           const int8 sx) {
+    int i = get_global_id(0), ox, o1, o2;
+    if (i >= n) return;
+    nn__bc_offsets(i, nd, dims, sx, (int8)(0), (int8)(0), &ox, &o1, &o2);
+    y[i] = x[ox];
+}
+
+/* y [m] = x summed over the dims where st is 0 (x's strides xs): element j of y is 0 plus
+   its `reduced` elements of x in increasing index order, as the CPU backend adds them */
+__kernel void sum_to(__global const float *x, __global float *y, const int m, const int reduced, const int nd,
+                     const int8 dims, const int8 st, const int8 xs) {
+    int j = get_global_id(0), D[8], S[8], X[8], idx[8], off = 0, rem;
+    float acc = 0.0f;
+    if (j >= m) return;
+    vstore8(dims, 0, D);
+    vstore8(st, 0, S);
+    vstore8(xs, 0, X);
+    rem = j;
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = 0;
+        if (S[d] == 0) continue;
+        off += (rem % D[d]) * X[d];
+        rem /= D[d];
+    }
+    for (int r = 0; r < reduced; r++) {
+        acc += x[off];
+        for (int d = nd - 1; d >= 0; d--) { /* the next summed index, innermost first */
+            if (S[d] != 0) continue;
+            off += X[d];
+            if (++idx[d] < D[d]) break;
+            off -= X[d] * D[d];
+            idx[d] = 0;
+        }
+    }
+    y[j] = acc;
+}
 
 /* y [N, C, S] = x + b[c] */
 __kernel void channel_bias(__global const float *x, __global const float *b, __global float *y, const int n,

@@ -185,8 +185,7 @@ NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init
 NN_API void nn_requires_grad(nn_graph *g, nn_tensor t); /* ask for d(loss)/d(input); float32 only */
 NN_API void nn_output(nn_graph *g, nn_tensor t);        /* keep t readable after a run */
 
-/* Linear algebra and elementwise ops. Binary ops take b of a's shape or of a trailing part
-   of it (b = [N] against a = [M, N]: a bias). */
+/* Linear algebra and elementwise ops. */
 /* nn_matmul: torch.matmul(op(a), op(b)), where trans_a / trans_b swap the last two dims of
    a / b (op(x) = x.mT; a 1-D operand has nothing to swap and its flag is ignored).
      1-D x 1-D   [K] @ [K] -> [1], the dot product (PyTorch gives a 0-dim tensor; here a
@@ -212,10 +211,76 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
    products, sums over a label of one operand, diagonals, permuted batch labels) are
    NN_ERR_INVALID_ARGUMENT naming the spec. */
 NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b);
+
+/* Binary elementwise ops broadcast both operands by NumPy's and PyTorch's rules: shapes are
+   aligned at their last dims, a missing leading dim counts as 1, and each dim must be 1 or
+   the other's size (b = [N] against a = [M, N]: a bias; [3, 1, 7] with [1, 33, 1] gives
+   [3, 33, 7]); the result has the broadcast shape. The gradient of an operand is summed
+   over the dims it was broadcast along, in a fixed order (the same bits every run and for
+   any thread count). Shapes that do not broadcast are NN_ERR_SHAPE. */
 NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b);
-NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s);
+NN_API nn_tensor nn_div(nn_graph *g, nn_tensor a, nn_tensor b); /* true division, torch.div */
+/* torch.minimum / torch.maximum: NaN in either operand gives NaN; on ties the gradient is
+   split half and half between a and b (PyTorch's rule). */
+NN_API nn_tensor nn_minimum(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_maximum(nn_graph *g, nn_tensor a, nn_tensor b);
+/* torch.pow(a, b) with a tensor exponent: d/da = b * a^(b-1) (0 where b == 0), d/db =
+   a^b * log(a) (0 where a == 0 and b >= 0; NaN for a < 0, as PyTorch's). */
+NN_API nn_tensor nn_pow(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s);     /* a * s */
+NN_API nn_tensor nn_add_scalar(nn_graph *g, nn_tensor x, float s); /* x + s (x - s: add -s) */
+NN_API nn_tensor nn_pow_scalar(nn_graph *g, nn_tensor x, float p); /* x ** p; gradient p * x^(p-1), 0 for p = 0 */
+
+/* Elementwise math, torch's functions of the same names, forward and gradient. */
+NN_API nn_tensor nn_neg(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_abs(nn_graph *g, nn_tensor x);  /* gradient sign(x): 0 at 0, as PyTorch's */
+NN_API nn_tensor nn_sign(nn_graph *g, nn_tensor x); /* -1, 0 or 1 (NaN gives 0, as torch.sign); gradient 0 */
+NN_API nn_tensor nn_exp(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_expm1(nn_graph *g, nn_tensor x); /* exp(x) - 1, exact near 0 */
+NN_API nn_tensor nn_log(nn_graph *g, nn_tensor x);   /* natural log; -inf at 0, NaN below */
+NN_API nn_tensor nn_log1p(nn_graph *g, nn_tensor x); /* log(1 + x), exact near 0 */
+NN_API nn_tensor nn_sqrt(nn_graph *g, nn_tensor x);  /* gradient 1 / (2 sqrt(x)): inf at 0 */
+NN_API nn_tensor nn_rsqrt(nn_graph *g, nn_tensor x); /* 1 / sqrt(x) */
+NN_API nn_tensor nn_reciprocal(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_square(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_sin(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_cos(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_erf(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_floor(nn_graph *g, nn_tensor x); /* gradient 0, as PyTorch's */
+/* torch.round: to the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2, -2.5 -> -2);
+   gradient 0, as PyTorch's. */
+NN_API nn_tensor nn_round(nn_graph *g, nn_tensor x);
+/* torch.clamp(x, min, max) = min(max(x, min), max); NAN for a bound means none (clamp(x,
+   NAN, 6): only a max; clamp(x, 0, NAN): only a min); min > max gives max everywhere, as
+   PyTorch's. A NaN x stays NaN. The gradient is 1 where min <= x <= max, bounds included,
+   and 0 elsewhere (PyTorch's). */
+NN_API nn_tensor nn_clamp(nn_graph *g, nn_tensor x, float min, float max);
+
+/* Comparisons and logic, broadcast as the binary ops above: float32 masks of 0 and 1 with
+   no gradient (torch.eq, ne, lt, le, gt, ge; logical_* take nonzero as true, NaN too). */
+NN_API nn_tensor nn_eq(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_ne(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_lt(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_le(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_gt(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_ge(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_logical_and(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_logical_or(nn_graph *g, nn_tensor a, nn_tensor b);
+NN_API nn_tensor nn_logical_not(nn_graph *g, nn_tensor x);
+/* torch.where(cond, a, b): a where cond is nonzero, else b, the three broadcast together;
+   the gradient reaches a where cond holds and b elsewhere (summed to their shapes), cond
+   none. */
+NN_API nn_tensor nn_where(nn_graph *g, nn_tensor cond, nn_tensor a, nn_tensor b);
+/* torch.masked_fill(x, mask, value): value where mask is nonzero, else x; mask broadcasts
+   to x's shape (the result's). The gradient reaches x where it was kept. */
+NN_API nn_tensor nn_masked_fill(nn_graph *g, nn_tensor x, nn_tensor mask, float value);
+/* torch.expand / broadcast_to: x repeated along its size-1 dims and new leading dims to
+   shape (-1 keeps a dim of x); the gradient is summed back to x's shape. */
+NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape);
+/* torch.detach: x's values, with no gradient flowing back through it. */
+NN_API nn_tensor nn_detach(nn_graph *g, nn_tensor x);
 
 /* Activations. */
 NN_API nn_tensor nn_relu(nn_graph *g, nn_tensor x);

@@ -34,14 +34,21 @@
     X(DROPOUT, "dropout", nn__cpu_dropout, nn__dev_dropout, nn__grad_dropout, 0, 0)                        \
     X(ACCUMULATE, "accumulate", nn__cpu_accumulate, nn__dev_accumulate, nn__grad_none, 0,                 \
       NN__OPF_NO_GRAD | NN__OPF_WRITABLE) \
-    X(FILL, "fill", nn__cpu_fill, nn__dev_fill, nn__grad_none, 0, NN__OPF_NO_GRAD)
+    X(FILL, "fill", nn__cpu_fill, nn__dev_fill, nn__grad_none, 0, NN__OPF_NO_GRAD)                          \
+    X(BINARY, "binary", nn__cpu_binary, nn__dev_binary, nn__grad_binary, 0, 0)                             \
+    X(BINARY_GRAD, "binary_grad", nn__cpu_binary_grad, nn__dev_binary_grad, nn__grad_none, 0, 0)           \
+    X(COMPARE, "compare", nn__cpu_binary, nn__dev_binary, nn__grad_none, 0, NN__OPF_NO_GRAD)               \
+    X(WHERE, "where", nn__cpu_where, nn__dev_where, nn__grad_where, 0, 0)                                  \
+    X(MASKED_FILL, "masked_fill", nn__cpu_masked_fill, nn__dev_masked_fill, nn__grad_masked_fill, 0, 0)    \
+    X(EXPAND, "expand", nn__cpu_expand, nn__dev_expand, nn__grad_expand, 0, 0)                             \
+    X(SUM_TO, "sum_to", nn__cpu_sum_to, nn__dev_sum_to, nn__grad_sum_to, 0, 0)                             \
+    X(UNARY_NOGRAD, "unary_nograd", nn__cpu_unary, nn__dev_unary, nn__grad_none, 0, NN__OPF_NO_GRAD)
 
 #define NN__OPS_MATMUL(X) X(MATMUL, "matmul", nn__cpu_matmul, nn__dev_matmul, nn__grad_matmul, nn__plan_matmul, 0)
 
 #define NN__OPS_REDUCE(X)                                                                                   \
     X(SUM_ALL, "sum", nn__cpu_sum_all, nn__dev_sum_all, nn__grad_sum_all, 0, 0)                            \
     X(EXPAND_SCALAR, "expand", nn__cpu_expand_scalar, nn__dev_expand_scalar, nn__grad_expand_scalar, 0, 0) \
-    X(SUM_LEAD, "sum_leading", nn__cpu_sum_lead, nn__dev_sum_lead, nn__grad_none, 0, 0)                    \
     X(ARGMAX, "argmax", nn__cpu_argmax, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)            \
     X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD) \
     X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_sum_all, nn__grad_none, 0, 0)                   \

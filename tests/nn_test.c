@@ -115,6 +115,7 @@ static void run_suites(const t_env *e) {
     suite_ops(e);
     suite_matmul(e);
     suite_activation(e);
+    suite_elementwise(e);
     suite_conv3d(e);
     suite_loss(e);
     suite_shape(e);

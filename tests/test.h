@@ -70,6 +70,7 @@ void check_case(const t_env *e, const spec *s);
 void suite_ops(const t_env *e);
 void suite_matmul(const t_env *e);
 void suite_activation(const t_env *e);
+void suite_elementwise(const t_env *e);
 void suite_conv3d(const t_env *e);
 void suite_loss(const t_env *e);
 void suite_shape(const t_env *e);

@@ -79,14 +79,6 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
 
 }
 
-static nn_result nn__cpu_sum_lead(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__sum_lead_forward(y, NN__F(in[0]), g->nodes[in[0]].numel, N); return NN_OK;
-
-}
-
 static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
@@ -150,18 +142,6 @@ static nn_result nn__dev_expand_scalar(nn_graph *g, int id) {
     nn_result r = NN_OK;
     r = nn__launch_add(g, id, "elementwise", "expand_scalar", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.reduce.scale);
-    return r;
-}
-
-static nn_result nn__dev_sum_lead(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", "sum_leading", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmiii", &g->nodes[in[0]].buf, y, (int)g->nodes[in[0]].numel, N, 0);
     return r;
 }
 
