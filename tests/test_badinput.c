@@ -179,7 +179,7 @@ static nn_tensor c_schedule_step(nn_graph *g, nn_compile_desc *cd) {
 /* ---- elementwise ---- */
 
 B(e_add_shape, nn_add(g, F(g, S2(3, 4)), F(g, S2(4, 3))))
-B(e_sub_rank, nn_sub(g, F(g, S1(4)), F(g, S2(2, 4))))
+B(e_sub_rank, nn_sub(g, F(g, S2(3, 4)), F(g, S2(2, 4))))
 B(e_mul_int, nn_mul(g, I(g, S2(2, 2)), F(g, S2(2, 2))))
 B(e_scale_int, nn_scale(g, I(g, S1(5)), 2.0f))
 B(e_relu_int, nn_relu(g, I(g, S1(5))))
@@ -593,7 +593,7 @@ static const bad_row rows[] = {
     {"graph", "schedule step_size -3", c_schedule_step, R_INV, "schedule|step_size -3", 1},
 
     {"elementwise", "add [3, 4] + [4, 3]", e_add_shape, R_SHAPE, "nn_add|[3, 4]|[4, 3]", 0},
-    {"elementwise", "sub [4] - [2, 4]", e_sub_rank, R_SHAPE, "nn_sub|[4]|[2, 4]", 0},
+    {"elementwise", "sub [3, 4] - [2, 4] (3 against 2 does not broadcast)", e_sub_rank, R_SHAPE, "nn_sub|[3, 4]|[2, 4]", 0},
     {"elementwise", "mul of int32", e_mul_int, R_SHAPE, "nn_mul|int32", 0},
     {"elementwise", "scale of int32", e_scale_int, R_SHAPE, "nn_scale|int32", 0},
     {"elementwise", "relu of int32", e_relu_int, R_SHAPE, "nn_relu|int32", 0},
