@@ -994,7 +994,6 @@ typedef struct nn__shape_attr { /* src/ops/shape.c */
     int start;           /* SLICE*: the first index taken */
     int step;            /* SLICE*: the distance between indices taken (1: contiguous) */
     int flip;            /* FLIP: bit d set: dim d reversed */
-    int repeats[NN_MAX_DIMS]; /* REPEAT*: copies per dim of the output (x padded with leading 1s) */
     int diagonal, upper; /* TRIL: the diagonal kept (torch.tril/triu's), triu rather than tril */
     int kind;            /* CONST: NN__CONST_ARANGE or NN__CONST_EYE */
     double c_start, c_step; /* CONST (arange): element i is c_start + i * c_step */
@@ -4052,8 +4051,9 @@ static void nn__conv3d_backward_weight(nn__threadpool *pool, const nn__conv3d *c
    src/nn_shape.c
    ====================================================================== */
 /* Shape and structure ops on the CPU backend: permute (and flip: signed strides), concat
-   and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling. A tensor seen along `axis` is [outer, len, inner]. Each has a
-   twin in kernels/shape.cl. */
+   and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling; then
+   the gather family's loops. A tensor seen along `axis` is [outer, len, inner]. Each has
+   a twin in kernels/shape.cl or kernels/gather.cl. */
 
 /* Out-of-place transpose: y[j0..jk] = x[j_perm...]: `dims` are y's dims, `xstride[d]` the
    stride in x of y's dim d. */
@@ -8491,8 +8491,9 @@ static const char *const nn__cl_src_reduce[] = {
 static const char *const nn__cl_src_shape[] = {
 "#line 1 \"kernels/shape.cl\"\n",
 "/* Shape and structure ops: permute and flip, concat and strided slices along an axis,\n",
-"   repeat, tril/triu, 2-D padding and upsampling. Twins of src/nn_shape.c; one work-item per output element, and every\n",
-"   backward pass is a gather (each input element sums what reads it), so no atomics. */\n",
+"   repeat, tril/triu, 2-D padding and upsampling. Twins of src/nn_shape.c; one work-item\n",
+"   per output element, and every backward pass is a gather (each input element sums what\n",
+"   reads it), so no atomics. */\n",
 "\n",
 "/* y = x permuted: `dims` are y's dims (unused ones 1), `xs` x's stride for each y dim */\n",
 "__kernel void permute(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs) {\n",
@@ -13079,7 +13080,6 @@ NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims) 
 
 NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int n) {
     nn_shape s, xs;
-    nn_tensor t;
     int d, pad;
     if (!nn__check(g, "nn_repeat", 1, &x)) return nn__tensor(-1);
     xs = nn__n(g, x)->shape;
@@ -13102,10 +13102,7 @@ NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int
         }
         s.dim[d] = xd * repeats[d];
     }
-    t = nn__op1(g, NN__OP_REPEAT, nn__n(g, x)->dtype, s, x.id);
-    if (t.id >= 0)
-        for (d = 0; d < n; d++) g->nodes[t.id].a.shape.repeats[d] = (int)repeats[d];
-    return t;
+    return nn__op1(g, NN__OP_REPEAT, nn__n(g, x)->dtype, s, x.id); /* the repeats: its dims over x's */
 }
 
 static nn_tensor nn__tri(nn_graph *g, const char *op, nn_tensor x, int diagonal, int upper) {

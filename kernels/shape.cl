@@ -1,6 +1,7 @@
 /* Shape and structure ops: permute and flip, concat and strided slices along an axis,
-   repeat, tril/triu, 2-D padding and upsampling. Twins of src/nn_shape.c; one work-item per output element, and every
-   backward pass is a gather (each input element sums what reads it), so no atomics. */
+   repeat, tril/triu, 2-D padding and upsampling. Twins of src/nn_shape.c; one work-item
+   per output element, and every backward pass is a gather (each input element sums what
+   reads it), so no atomics. */
 
 /* y = x permuted: `dims` are y's dims (unused ones 1), `xs` x's stride for each y dim */
 __kernel void permute(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs) {

@@ -95,7 +95,6 @@ typedef struct nn__shape_attr { /* src/ops/shape.c */
     int start;           /* SLICE*: the first index taken */
     int step;            /* SLICE*: the distance between indices taken (1: contiguous) */
     int flip;            /* FLIP: bit d set: dim d reversed */
-    int repeats[NN_MAX_DIMS]; /* REPEAT*: copies per dim of the output (x padded with leading 1s) */
     int diagonal, upper; /* TRIL: the diagonal kept (torch.tril/triu's), triu rather than tril */
     int kind;            /* CONST: NN__CONST_ARANGE or NN__CONST_EYE */
     double c_start, c_step; /* CONST (arange): element i is c_start + i * c_step */

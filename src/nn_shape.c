@@ -1,6 +1,7 @@
 /* Shape and structure ops on the CPU backend: permute (and flip: signed strides), concat
-   and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling. A tensor seen along `axis` is [outer, len, inner]. Each has a
-   twin in kernels/shape.cl. */
+   and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling; then
+   the gather family's loops. A tensor seen along `axis` is [outer, len, inner]. Each has
+   a twin in kernels/shape.cl or kernels/gather.cl. */
 
 /* Out-of-place transpose: y[j0..jk] = x[j_perm...]: `dims` are y's dims, `xstride[d]` the
    stride in x of y's dim d. */

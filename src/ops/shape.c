@@ -233,7 +233,6 @@ NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims) 
 
 NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int n) {
     nn_shape s, xs;
-    nn_tensor t;
     int d, pad;
     if (!nn__check(g, "nn_repeat", 1, &x)) return nn__tensor(-1);
     xs = nn__n(g, x)->shape;
@@ -256,10 +255,7 @@ NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int
         }
         s.dim[d] = xd * repeats[d];
     }
-    t = nn__op1(g, NN__OP_REPEAT, nn__n(g, x)->dtype, s, x.id);
-    if (t.id >= 0)
-        for (d = 0; d < n; d++) g->nodes[t.id].a.shape.repeats[d] = (int)repeats[d];
-    return t;
+    return nn__op1(g, NN__OP_REPEAT, nn__n(g, x)->dtype, s, x.id); /* the repeats: its dims over x's */
 }
 
 static nn_tensor nn__tri(nn_graph *g, const char *op, nn_tensor x, int diagonal, int upper) {
