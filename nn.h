@@ -525,6 +525,24 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
 /* out[i, ...] = data[idx[i], ...]: batches from a dataset that lives on the device (data
    of either dtype: images and their labels). An index out of range gives a row of zeros. */
 NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx);
+/* Indexing by int32 tensors, PyTorch's semantics (dim negative: from the end). An index
+   value out of range is what PyTorch raises on: it reads or writes nothing (a zero where
+   it would have read), and the next nn_tensor_read or nn_graph_finish fails naming the op
+   and the count, as the losses' labels do. Repeated indices sum their gradients (scatters)
+   in a fixed order, with no float atomics: the same bits every run, on every backend.
+   nn_index_select (torch.index_select): x with dim cut to index [K] (1-D): out[.., k, ..] =
+   x[.., index[k], ..]; x of either dtype. The backward costs numel(x) * K.
+   nn_gather (torch.gather): out (index's shape) at c = x at c with c[dim] = index[c];
+   index has x's dims and index.size(d) <= x.size(d) for d != dim.
+   nn_scatter_add (torch.Tensor.scatter_add): x plus src[c] added at c with c[dim] =
+   index[c], for c over index's shape; index.size(d) <= src.size(d) for every d and
+   <= x.size(d) for d != dim. Forward and the gather's backward cost numel(x) *
+   index.size(dim) (each element sums what lands on it).
+   nn_one_hot (F.one_hot, as float32): int32 labels [..] -> [.., num_classes]. */
+NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
+NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
+NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src);
+NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int num_classes);
 NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x); /* [B, C] -> int32 [B] */
 /* Fraction of rows whose argmax equals the label (a scalar; no gradient). */
 NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels);
@@ -577,18 +595,52 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
 NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
                                  const nn_conv3d_desc *desc, const char *name);
 
-/* The same data in another shape of the same element count (a copy). */
+/* The same data in another shape of the same element count. A view, as torch's on a
+   contiguous tensor: the output shares x's storage and nothing is copied or run (a
+   parameter, which the optimizer updates in place, is copied instead). */
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
 NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */
+/* torch.squeeze(x, dim): dim removed if its size is 1, else x unchanged (a tensor keeps at
+   least one dim); torch.unsqueeze(x, dim): a dim of size 1 inserted at dim, in
+   [-ndim-1, ndim]. Both views, as nn_reshape. */
+NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim);
+NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim);
 
 /* Structure ops (a negative axis counts from the end). nn_permute's perm has one entry
-   per dim of x: output dim d is x's dim perm[d]. nn_concat joins up to 64 tensors that
-   agree on every other dim; nn_split cuts x into n parts of the given sizes. */
+   per dim of x: output dim d is x's dim perm[d]. nn_concat (torch.cat) joins up to 64
+   tensors that agree on every other dim, each written once (one op of up to 16 inputs;
+   more are joined in groups of 16 first); its backward is one slice per input. nn_stack
+   (torch.stack) joins up to 64 tensors of one shape along a new dim, in [-ndim-1, ndim].
+   nn_split cuts x into n parts of the given sizes. */
 NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *perm);
 NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1);
 NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis);
+NN_API nn_tensor nn_stack(nn_graph *g, const nn_tensor *xs, int n, int dim);
+/* len elements of x along axis from start (torch's x.narrow(axis, start, len)); the step
+   form takes every step-th: start, start + step, ..., start + (len-1)*step, which is
+   torch's x[..., start:end:step] with len = ceil((end - start) / step). start >= 0,
+   step >= 1, and every index taken inside the dim. */
 NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len);
+NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step);
 NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out);
+/* torch.flip: x reversed along each of dims[0..n_dims) (each once; negative from the end). */
+NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims);
+/* torch.Tensor.repeat: x tiled repeats[d] times along each dim; n >= x's dims, and when
+   n is more, x counts as having leading dims of size 1 (the output has n dims). torch.tile
+   is the same with repeats padded to x's dims by leading 1s: nn_repeat with those. The
+   backward sums the tiles (each gradient element sums its copies in a fixed order). */
+NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int n);
+/* torch.tril / torch.triu over the last two dims (float32 x, >= 2 dims): elements with
+   col - row <= diagonal (tril) or >= diagonal (triu) kept, the rest zero; diagonal 0 is
+   the main one. */
+NN_API nn_tensor nn_tril(nn_graph *g, nn_tensor x, int diagonal);
+NN_API nn_tensor nn_triu(nn_graph *g, nn_tensor x, int diagonal);
+/* Constants, float32, computed once when the graph is compiled (not every step), with no
+   gradient: torch.arange(start, end, step) ([ceil((end - start) / step)] elements
+   start + i*step, computed in double; step nonzero with the sign of end - start) and
+   torch.eye(n, m) ([n, m], ones on the diagonal; m 0: n). */
+NN_API nn_tensor nn_arange(nn_graph *g, double start, double end, double step);
+NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m);
 
 /* Padding of the last two dims (H, W), the pads in F.pad's order (left, right, top,
    bottom: the last dim first): zeros, or reflection (PyTorch's "reflect": each pad
@@ -1067,7 +1119,7 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 #  define NN_ASSERT(c) assert(c)
 #endif
 
-#define NN__MAX_IN 4
+#define NN__MAX_IN 16 /* inputs of one node: a concat of up to 16 tensors is one node */
 #define NN__MAX_NUMEL ((int64_t)0x7fffffff) /* elements of one tensor: 32-bit indices */
 #define NN__MAX_AUX 3
 #define NN__ERRLEN 4096
@@ -1076,7 +1128,9 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 typedef enum nn__storage {
     NN__ST_ARENA = 0,  /* planned by liveness inside the graph's arena */
     NN__ST_OWN,        /* its own buffer for the life of the graph (inputs, outputs, state) */
-    NN__ST_PARAM       /* a parameter store entry, possibly shared between graphs */
+    NN__ST_PARAM,      /* a parameter store entry, possibly shared between graphs */
+    NN__ST_VIEW        /* another node's storage (view_of), reinterpreted: an op flagged
+                          NN__OPF_VIEW whose input is not a parameter */
 } nn__storage;
 
 /* A buffer of a backend: host memory on the CPU backend; a device object (an OpenCL
@@ -1138,13 +1192,23 @@ typedef struct nn__loss_attr { /* src/ops/loss.c */
 
 typedef struct nn__shape_attr { /* src/ops/shape.c */
     int perm[NN_MAX_DIMS]; /* PERMUTE: output dim d is input dim perm[d] */
-    int axis;            /* CONCAT2, SLICE*: the axis */
+    int axis;            /* CONCAT, SLICE*: the axis */
     int start;           /* SLICE*: the first index taken */
+    int step;            /* SLICE*: the distance between indices taken (1: contiguous) */
+    int flip;            /* FLIP: bit d set: dim d reversed */
+    int diagonal, upper; /* TRIL: the diagonal kept (torch.tril/triu's), triu rather than tril */
+    int kind;            /* CONST: NN__CONST_ARANGE or NN__CONST_EYE */
+    double c_start, c_step; /* CONST (arange): element i is c_start + i * c_step */
     int top, left;       /* PAD2D*: padding before H and W */
     int reflect;         /* PAD2D*: reflection padding, not zeros */
     int scale_h, scale_w; /* UPSAMPLE2D*: the factors */
     int bilinear;        /* UPSAMPLE2D*: bilinear (align_corners = False), not nearest */
 } nn__shape_attr;
+
+typedef struct nn__gather_attr { /* src/ops/gather.c */
+    int dim;             /* INDEX_SELECT*, GATHER, SCATTER_ADD: the dim indexed */
+    int has_base;        /* SCATTER_ADD: in[0] is the tensor added to (else zeros: gather's backward) */
+} nn__gather_attr;
 
 typedef struct nn__conv_attr { /* src/ops/conv.c: per spatial dim, (h, w) or (d, h, w) */
     int stride[3], pad[3], dilation[3];
@@ -1189,6 +1253,7 @@ typedef union nn__attr {
     nn__reduce_attr reduce;
     nn__loss_attr loss;
     nn__shape_attr shape;
+    nn__gather_attr gather;
     nn__conv_attr conv;
     nn__pool_attr pool;
     nn__norm_attr norm;
@@ -1213,6 +1278,7 @@ typedef struct nn__node {
     int live;            /* in the schedule */
     int storage;
     size_t offset;       /* NN__ST_ARENA: byte offset in the arena */
+    int view_of;         /* NN__ST_VIEW: the node whose storage this is (never itself a view) */
     int first, last;     /* schedule positions of definition and last use */
     nn__buf buf;         /* the output */
     nn__buf aux[NN__MAX_AUX]; /* persistent state (optimizer moments), each of in[0]'s size */
@@ -1488,6 +1554,11 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
 #define NN__OPF_LEAF 1u    /* an input or parameter: no body, no plan */
 #define NN__OPF_NO_GRAD 2u /* not differentiable: no gradient flows through it */
 #define NN__OPF_WRITABLE 4u /* its value persists across runs and the user may write it (accumulators) */
+#define NN__OPF_VIEW 8u    /* its output is its first input's data in another shape: the planner gives it
+                              that input's storage (NN__ST_VIEW) unless the input is a parameter; its
+                              body and device plan then do nothing (n->storage == NN__ST_VIEW) */
+#define NN__OPF_CONST 16u  /* no inputs: computed once at compile time by its CPU body (into a host
+                              copy written to the device), never scheduled; its own storage */
 
 #define NN__OPS_LEAF(X)                                                                                   \
     X(INPUT, "input", nn__cpu_leaf, nn__dev_leaf, nn__grad_none, 0, NN__OPF_LEAF)                          \
@@ -1566,14 +1637,24 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
 #define NN__OPS_GATHER(X)                                                                                   \
     X(GATHER_ROWS, "gather_rows", nn__cpu_gather_rows, nn__dev_gather_rows, nn__grad_gather_rows, 0, 0)    \
     X(GATHER_ROWS_GRAD, "gather_rows_grad", nn__cpu_gather_rows_grad, nn__dev_gather_rows_grad,            \
-      nn__grad_none, 0, 0)
+      nn__grad_none, 0, 0)                                                                                 \
+    X(INDEX_SELECT, "index_select", nn__cpu_index_select, nn__dev_index_select, nn__grad_index_select, 0, 0) \
+    X(INDEX_SELECT_GRAD, "index_select_grad", nn__cpu_index_select, nn__dev_index_select, nn__grad_none, 0, 0) \
+    X(GATHER, "gather", nn__cpu_gather, nn__dev_gather, nn__grad_gather, 0, 0)                             \
+    X(SCATTER_ADD, "scatter_add", nn__cpu_scatter_add, nn__dev_scatter_add, nn__grad_scatter_add, 0, 0)    \
+    X(ONE_HOT, "one_hot", nn__cpu_one_hot, nn__dev_one_hot, nn__grad_none, 0, NN__OPF_NO_GRAD)
 
 #define NN__OPS_SHAPE(X)                                                                                    \
-    X(RESHAPE, "reshape", nn__cpu_reshape, nn__dev_reshape, nn__grad_reshape, 0, 0)                        \
+    X(RESHAPE, "reshape", nn__cpu_reshape, nn__dev_reshape, nn__grad_reshape, 0, NN__OPF_VIEW)             \
     X(PERMUTE, "permute", nn__cpu_permute, nn__dev_permute, nn__grad_permute, 0, 0)                        \
-    X(CONCAT2, "concat", nn__cpu_concat2, nn__dev_concat2, nn__grad_concat2, 0, 0)                         \
+    X(CONCAT, "concat", nn__cpu_concat, nn__dev_concat, nn__grad_concat, 0, 0)                             \
     X(SLICE, "slice", nn__cpu_slice, nn__dev_slice, nn__grad_slice, 0, 0)                                  \
     X(SLICE_GRAD, "slice_grad", nn__cpu_slice, nn__dev_slice, nn__grad_none, 0, 0)                         \
+    X(FLIP, "flip", nn__cpu_flip, nn__dev_flip, nn__grad_flip, 0, 0)                                       \
+    X(REPEAT, "repeat", nn__cpu_repeat, nn__dev_repeat, nn__grad_repeat, 0, 0)                             \
+    X(REPEAT_GRAD, "repeat_grad", nn__cpu_repeat, nn__dev_repeat, nn__grad_none, 0, 0)                     \
+    X(TRIL, "tril_triu", nn__cpu_tril, nn__dev_tril, nn__grad_tril, 0, 0)                                  \
+    X(CONST, "constant", nn__cpu_const, nn__dev_const, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_CONST)  \
     X(PAD2D, "pad2d", nn__cpu_pad2d, nn__dev_pad_upsample, nn__grad_pad_upsample, 0, 0)                    \
     X(PAD2D_GRAD, "pad2d_grad", nn__cpu_pad2d, nn__dev_pad_upsample, nn__grad_none, 0, 0)                  \
     X(UPSAMPLE2D, "upsample2d", nn__cpu_upsample2d, nn__dev_pad_upsample, nn__grad_pad_upsample, 0, 0)     \
@@ -4887,9 +4968,10 @@ static void nn__conv3d_backward_weight(nn__threadpool *pool, const nn__conv3d *c
 /* ======================================================================
    src/nn_shape.c
    ====================================================================== */
-/* Shape and structure ops on the CPU backend: permute, concat/slice along an axis, 2-D
-   padding and upsampling. A tensor seen along `axis` is [outer, len, inner]. Each has a
-   twin in kernels/shape.cl. */
+/* Shape and structure ops on the CPU backend: permute (and flip: signed strides), concat
+   and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling; then
+   the gather family's loops. A tensor seen along `axis` is [outer, len, inner]. Each has
+   a twin in kernels/shape.cl or kernels/gather.cl. */
 
 /* Out-of-place transpose: y[j0..jk] = x[j_perm...]: `dims` are y's dims, `xstride[d]` the
    stride in x of y's dim d. */
@@ -4908,24 +4990,67 @@ static void nn__permute_forward(float *y, const float *x, int ndim, const int64_
     }
 }
 
-/* y [outer, la + lb, inner] = a [outer, la, inner] then b [outer, lb, inner] */
-static void nn__concat_forward(float *y, const float *a, const float *b, int64_t outer, int64_t la, int64_t lb, int64_t inner) {
+/* One part of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)
+   of the axis (each input of a concat written once, by its own call). */
+static void nn__concat_part(float *y, const float *x, int64_t outer, int64_t lx, int64_t L, int64_t off, int64_t inner) {
     int64_t o;
+    for (o = 0; o < outer; o++) memcpy(y + (o * L + off) * inner, x + o * lx * inner, (size_t)(lx * inner) * sizeof(float));
+}
+
+/* y [outer, len, inner] = x [outer, L, inner] at start, start + step, ... (len indices) of
+   the axis; the gradient (grad != 0) writes dy back into a zeroed x-shaped y instead. */
+static void nn__slice(float *y, const float *x, int64_t outer, int64_t L, int64_t inner, int64_t start, int64_t len, int64_t step,
+                      int grad) {
+    int64_t o, j;
+    size_t row = (size_t)inner * sizeof(float);
+    if (grad) memset(y, 0, (size_t)(outer * L * inner) * sizeof(float));
     for (o = 0; o < outer; o++) {
-        memcpy(y + o * (la + lb) * inner, a + o * la * inner, (size_t)(la * inner) * sizeof(float));
-        memcpy(y + (o * (la + lb) + la) * inner, b + o * lb * inner, (size_t)(lb * inner) * sizeof(float));
+        if (step == 1) {
+            if (grad) memcpy(y + (o * L + start) * inner, x + o * len * inner, (size_t)len * row);
+            else memcpy(y + o * len * inner, x + (o * L + start) * inner, (size_t)len * row);
+            continue;
+        }
+        for (j = 0; j < len; j++) {
+            if (grad) memcpy(y + (o * L + start + j * step) * inner, x + (o * len + j) * inner, row);
+            else memcpy(y + (o * len + j) * inner, x + (o * L + start + j * step) * inner, row);
+        }
     }
 }
 
-/* y [outer, len, inner] = x [outer, L, inner] at [start, start + len) of the axis; the
-   gradient (grad != 0) writes dy back into a zeroed x-shaped y instead. */
-static void nn__slice(float *y, const float *x, int64_t outer, int64_t L, int64_t inner, int64_t start, int64_t len, int grad) {
-    int64_t o;
-    if (grad) memset(y, 0, (size_t)(outer * L * inner) * sizeof(float));
-    for (o = 0; o < outer; o++) {
-        if (grad) memcpy(y + (o * L + start) * inner, x + o * len * inner, (size_t)(len * inner) * sizeof(float));
-        else memcpy(y + o * len * inner, x + (o * L + start) * inner, (size_t)(len * inner) * sizeof(float));
+/* torch.Tensor.repeat over nd dims: y [ydims] tiles x [xdims] (ydims[d] = xdims[d] *
+   repeats); grad != 0: dx [xdims] sums dy [ydims] over the tiles, in order of y. */
+static void nn__repeat(float *out, const float *in, int nd, const int64_t *ydims, const int64_t *xdims, int grad) {
+    int64_t idx[NN_MAX_DIMS] = {0}, xst[NN_MAX_DIMS], n = 1, i, off = 0;
+    int d;
+    for (d = nd - 1; d >= 0; d--) {
+        xst[d] = d == nd - 1 ? 1 : xst[d + 1] * xdims[d + 1];
+        n *= ydims[d];
     }
+    if (grad) memset(out, 0, (size_t)(xst[0] * xdims[0]) * sizeof(float));
+    for (i = 0; i < n; i++) { /* off: x's offset of y's element i */
+        if (grad) out[off] += in[i];
+        else out[i] = in[off];
+        for (d = nd - 1; d >= 0; d--) {
+            idx[d]++;
+            off += xst[d];
+            if (idx[d] % xdims[d] == 0) off -= xst[d] * xdims[d];
+            if (idx[d] < ydims[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+/* torch.tril (upper == 0: keeps j - i <= diagonal) or torch.triu (keeps j - i >= diagonal)
+   of each [R, C] matrix of x [B, R, C]; the rest is zero. */
+static void nn__tril(float *y, const float *x, int64_t B, int64_t R, int64_t C, int diagonal, int upper) {
+    int64_t b, i, j;
+    for (b = 0; b < B; b++)
+        for (i = 0; i < R; i++)
+            for (j = 0; j < C; j++) {
+                int64_t k = (b * R + i) * C + j;
+                int keep = upper ? j - i >= diagonal : j - i <= diagonal;
+                y[k] = keep ? x[k] : 0.0f;
+            }
 }
 
 /* The source row of output row o for padding `before` over n rows: -1 in zero padding. */
@@ -5011,6 +5136,110 @@ static void nn__upsample2d(float *out, const float *in, int64_t P, int64_t H, in
                 }
             }
         }
+}
+
+/* ---- the gather family's loops (src/ops/gather.c; twins in kernels/gather.cl) ---- */
+
+/* Index values outside [0, L): what PyTorch raises on, counted for the op's check. */
+static int64_t nn__count_outside(const int32_t *idx, int64_t n, int64_t L) {
+    int64_t i, bad = 0;
+    for (i = 0; i < n; i++) bad += idx[i] < 0 || idx[i] >= L;
+    return bad;
+}
+
+/* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k] (an index out of
+   range gives zeros); grad != 0: dx [outer, L, inner] sums dy [outer, K, inner] over the
+   k with idx[k] == j, in order of k. Data moved as bits (either dtype). */
+static void nn__index_select(float *out, const float *in, const int32_t *idx, int64_t outer, int64_t L, int64_t K,
+                             int64_t inner, int grad) {
+    int64_t o, k, i;
+    if (grad) memset(out, 0, (size_t)(outer * L * inner) * sizeof(float));
+    for (o = 0; o < outer; o++)
+        for (k = 0; k < K; k++) {
+            int64_t j = idx[k];
+            int ok = j >= 0 && j < L;
+            if (grad) {
+                if (ok)
+                    for (i = 0; i < inner; i++) out[(o * L + j) * inner + i] += in[(o * K + k) * inner + i];
+            } else if (ok) {
+                memcpy(out + (o * K + k) * inner, in + (o * L + j) * inner, (size_t)inner * sizeof(float));
+            } else {
+                memset(out + (o * K + k) * inner, 0, (size_t)inner * sizeof(float));
+            }
+        }
+}
+
+/* Row-major strides of nd dims. */
+static void nn__strides(const int64_t *dims, int nd, int64_t *st) {
+    int d;
+    st[nd - 1] = 1;
+    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * dims[d + 1];
+}
+
+/* torch.gather along dim: y [ydims] (each dim >= the index's) at a position c inside the
+   index's dims is x at c with c[dim] = idx[c]; elsewhere, and where the index is out of
+   range, zero. */
+static void nn__gather_fwd(float *y, const float *x, const int32_t *idx, int nd, int dim, const int64_t *ydims,
+                           const int64_t *idims, const int64_t *xdims) {
+    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], xst[NN_MAX_DIMS], n = 1, i;
+    int d;
+    nn__strides(ydims, nd, yst);
+    nn__strides(idims, nd, ist);
+    nn__strides(xdims, nd, xst);
+    for (d = 0; d < nd; d++) n *= ydims[d];
+    for (i = 0; i < n; i++) {
+        int64_t r = i, io = 0, xo = 0, j;
+        int inside = 1;
+        for (d = 0; d < nd; d++) {
+            c[d] = r / yst[d];
+            r -= c[d] * yst[d];
+            inside &= c[d] < idims[d];
+            io += c[d] * ist[d];
+            if (d != dim) xo += c[d] * xst[d];
+        }
+        j = inside ? idx[io] : -1;
+        y[i] = (inside && j >= 0 && j < xdims[dim]) ? x[xo + j * xst[dim]] : 0.0f;
+    }
+}
+
+/* torch.scatter_add along dim: y [ydims] = base (NULL: zeros) plus, at each position c
+   inside the index's dims, src at c added to y at c with c[dim] = idx[c]. As a gather:
+   each y element sums its sources in order of the index's dim, so the result is the same
+   bits run to run (and the kernel's order). */
+static void nn__scatter_add_fwd(float *y, const float *base, const int32_t *idx, const float *src, int nd, int dim,
+                                const int64_t *ydims, const int64_t *idims, const int64_t *sdims) {
+    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], sst[NN_MAX_DIMS], n = 1, i, k;
+    int d;
+    nn__strides(ydims, nd, yst);
+    nn__strides(idims, nd, ist);
+    nn__strides(sdims, nd, sst);
+    for (d = 0; d < nd; d++) n *= ydims[d];
+    for (i = 0; i < n; i++) {
+        int64_t r = i, io = 0, so = 0;
+        int inside = 1;
+        float s = base ? base[i] : 0.0f;
+        for (d = 0; d < nd; d++) {
+            c[d] = r / yst[d];
+            r -= c[d] * yst[d];
+            if (d == dim) continue;
+            inside &= c[d] < idims[d];
+            io += c[d] * ist[d];
+            so += c[d] * sst[d];
+        }
+        if (inside)
+            for (k = 0; k < idims[dim]; k++)
+                if (idx[io + k * ist[dim]] == c[dim]) s += src[so + k * sst[dim]];
+        y[i] = s;
+    }
+}
+
+/* torch.nn.functional.one_hot as float32: y [R, C] from labels [R]; a label out of range
+   gives a row of zeros. */
+static void nn__one_hot(float *y, const int32_t *labels, int64_t R, int64_t C) {
+    int64_t r;
+    memset(y, 0, (size_t)(R * C) * sizeof(float));
+    for (r = 0; r < R; r++)
+        if (labels[r] >= 0 && labels[r] < C) y[r * C + labels[r]] = 1.0f;
 }
 
 /* ======================================================================
@@ -8468,7 +8697,8 @@ static const char *const nn__cl_src_elementwise[] = {
    ====================================================================== */
 static const char *const nn__cl_src_gather[] = {
 "#line 1 \"kernels/gather.cl\"\n",
-"/* Row gathers: batches from a dataset that lives on the device. */\n",
+"/* Gathers: rows of a dataset that lives on the device, index_select, gather, scatter_add\n",
+"   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/nn_shape.c. */\n",
 "\n",
 "/* y [B, D] = data[idx[b]] of data [N, D]; an index out of range gives zeros. The rows are\n",
 "   copied as bits, so float32 and int32 data share the kernel. */\n",
@@ -8490,6 +8720,108 @@ static const char *const nn__cl_src_gather[] = {
 "    float s = 0.0f;\n",
 "    for (int b = 0; b < B; b++) if (idx[b] == r) s += dy[(size_t)b * D + j];\n",
 "    ddata[i] = s;\n",
+"}\n",
+"\n",
+"/* A checked op's index values outside [0, L), counted into bad[slot] (PyTorch raises on\n",
+"   them; the op itself reads none of them). */\n",
+"__kernel void index_check(__global const int *idx, const int n, const int L, __global int *bad, const int slot) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    if (idx[i] < 0 || idx[i] >= L) atomic_inc(bad + slot);\n",
+"}\n",
+"\n",
+"/* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k]; out of range:\n",
+"   zeros. Bits, so either dtype. */\n",
+"__kernel void index_select(__global const uint *x, __global const int *idx, __global uint *y, const int n, const int L,\n",
+"                           const int K, const int inner) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int in = i % inner, k = (i / inner) % K, o = i / (inner * K), j = idx[k];\n",
+"    y[i] = (j >= 0 && j < L) ? x[((size_t)o * L + j) * inner + in] : 0u;\n",
+"}\n",
+"\n",
+"/* dx [outer, L, inner]: element j sums dy [outer, K, inner] over the k with idx[k] == j, in\n",
+"   order of k (as the CPU loop) */\n",
+"__kernel void index_select_backward(__global const float *dy, __global const int *idx, __global float *dx, const int n,\n",
+"                                    const int L, const int K, const int inner) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int in = i % inner, j = (i / inner) % L, o = i / (inner * L);\n",
+"    float s = 0.0f;\n",
+"    for (int k = 0; k < K; k++)\n",
+"        if (idx[k] == j) s += dy[((size_t)o * K + k) * inner + in];\n",
+"    dx[i] = s;\n",
+"}\n",
+"\n",
+"/* row-major coordinates of i in dims (six used) */\n",
+"inline void nn_coords(int i, const int *dims, int *c) {\n",
+"    for (int d = 5; d >= 0; d--) {\n",
+"        c[d] = i % dims[d];\n",
+"        i /= dims[d];\n",
+"    }\n",
+"}\n",
+"\n",
+"/* torch.gather along dim: y [ydims] at c inside the index's dims = x at c with c[dim] =\n",
+"   idx[c]; elsewhere, and for an index out of range, zero */\n",
+"__kernel void gather(__global const float *x, __global const int *idx, __global float *y, const int n, const int8 ydims,\n",
+"                     const int8 idims, const int8 xdims, const int dim) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int yd[8], id[8], xd[8], c[8];\n",
+"    vstore8(ydims, 0, yd);\n",
+"    vstore8(idims, 0, id);\n",
+"    vstore8(xdims, 0, xd);\n",
+"    nn_coords(i, yd, c);\n",
+"    int inside = 1, io = 0, xo = 0, ist = 1, xst = 1, xdst = 1;\n",
+"    for (int d = 5; d >= 0; d--) {\n",
+"        inside &= c[d] < id[d];\n",
+"        io += c[d] * ist;\n",
+"        if (d != dim) xo += c[d] * xst;\n",
+"        else xdst = xst;\n",
+"        ist *= id[d];\n",
+"        xst *= xd[d];\n",
+"    }\n",
+"    int j = inside ? idx[io] : -1;\n",
+"    y[i] = (j >= 0 && j < xd[dim]) ? x[xo + j * xdst] : 0.0f;\n",
+"}\n",
+"\n",
+"/* torch.scatter_add along dim, as a gather: y [ydims] = base (has_base) plus src at every\n",
+"   position c of the index's dims with c[dim] = idx[c] matching, summed in order of the\n",
+"   index's dim (the CPU loop's order: no atomics, the same bits each run) */\n",
+"__kernel void scatter_add(__global const float *base, __global const int *idx, __global const float *src, __global float *y,\n",
+"                          const int n, const int8 ydims, const int8 idims, const int8 sdims, const int dim, const int has_base) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int yd[8], id[8], sd[8], c[8];\n",
+"    vstore8(ydims, 0, yd);\n",
+"    vstore8(idims, 0, id);\n",
+"    vstore8(sdims, 0, sd);\n",
+"    nn_coords(i, yd, c);\n",
+"    int inside = 1, io = 0, so = 0, ist = 1, sst = 1, idst = 1, sdst = 1;\n",
+"    for (int d = 5; d >= 0; d--) {\n",
+"        if (d != dim) {\n",
+"            inside &= c[d] < id[d];\n",
+"            io += c[d] * ist;\n",
+"            so += c[d] * sst;\n",
+"        } else {\n",
+"            idst = ist;\n",
+"            sdst = sst;\n",
+"        }\n",
+"        ist *= id[d];\n",
+"        sst *= sd[d];\n",
+"    }\n",
+"    float s = has_base ? base[i] : 0.0f;\n",
+"    if (inside)\n",
+"        for (int k = 0; k < id[dim]; k++)\n",
+"            if (idx[io + k * idst] == c[dim]) s += src[so + k * sdst];\n",
+"    y[i] = s;\n",
+"}\n",
+"\n",
+"/* one_hot as float32: y [R, C] = 1 where c == labels[r] (a label out of range: a zero row) */\n",
+"__kernel void one_hot(__global const int *labels, __global float *y, const int n, const int C) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    y[i] = labels[i / C] == i % C ? 1.0f : 0.0f;\n",
 "}\n",
 0 };
 
@@ -10371,9 +10703,10 @@ static const char *const nn__cl_src_reduce[] = {
    ====================================================================== */
 static const char *const nn__cl_src_shape[] = {
 "#line 1 \"kernels/shape.cl\"\n",
-"/* Shape and structure ops: permute, concat/slice along an axis, 2-D padding and\n",
-"   upsampling. Twins of src/nn_shape.c; one work-item per output element, and every\n",
-"   backward pass is a gather (each input element sums what reads it), so no atomics. */\n",
+"/* Shape and structure ops: permute and flip, concat and strided slices along an axis,\n",
+"   repeat, tril/triu, 2-D padding and upsampling. Twins of src/nn_shape.c; one work-item\n",
+"   per output element, and every backward pass is a gather (each input element sums what\n",
+"   reads it), so no atomics. */\n",
 "\n",
 "/* y = x permuted: `dims` are y's dims (unused ones 1), `xs` x's stride for each y dim */\n",
 "__kernel void permute(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs) {\n",
@@ -10389,29 +10722,98 @@ static const char *const nn__cl_src_shape[] = {
 "    y[i] = x[off];\n",
 "}\n",
 "\n",
-"/* y [outer, la + lb, inner] = a then b along the axis */\n",
-"__kernel void concat(__global const uint *a, __global const uint *b, __global uint *y, const int n, const int la,\n",
-"                     const int lb, const int inner) {\n",
+"/* one input of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)\n",
+"   of the axis; one launch per input, so each is written once */\n",
+"__kernel void concat_part(__global const uint *x, __global uint *y, const int n, const int lx, const int L, const int off,\n",
+"                          const int inner) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
-"    int in = i % inner, j = (i / inner) % (la + lb), o = i / (inner * (la + lb));\n",
-"    y[i] = j < la ? a[((size_t)o * la + j) * inner + in] : b[((size_t)o * lb + j - la) * inner + in];\n",
+"    int in = i % inner, j = (i / inner) % lx, o = i / (inner * lx);\n",
+"    y[((size_t)o * L + off + j) * inner + in] = x[i];\n",
 "}\n",
 "\n",
-"/* forward: y [outer, len, inner] = x [outer, L, inner] at [start, start + len);\n",
+"/* forward: y [outer, len, inner] = x [outer, L, inner] at start + j * step, j < len;\n",
 "   backward (grad): y [outer, L, inner] = dy placed there, zeros elsewhere */\n",
 "__kernel void slice(__global const uint *x, __global uint *y, const int n, const int L, const int len,\n",
-"                    const int inner, const int start, const int grad) {\n",
+"                    const int inner, const int start, const int grad, const int step) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner;\n",
 "    if (!grad) {\n",
 "        int j = (i / inner) % len, o = i / (inner * len);\n",
-"        y[i] = x[((size_t)o * L + start + j) * inner + in];\n",
+"        y[i] = x[((size_t)o * L + start + j * step) * inner + in];\n",
 "    } else {\n",
-"        int j = (i / inner) % L, o = i / (inner * L);\n",
-"        y[i] = (j >= start && j < start + len) ? x[((size_t)o * len + j - start) * inner + in] : 0u;\n",
+"        int j = (i / inner) % L, o = i / (inner * L), d = j - start;\n",
+"        y[i] = (d >= 0 && d % step == 0 && d / step < len) ? x[((size_t)o * len + d / step) * inner + in] : 0u;\n",
 "    }\n",
+"}\n",
+"\n",
+"/* y = x read with signed strides from a base offset (flip): `dims` are y's dims (unused\n",
+"   ones 1), `xs` x's stride for each y dim */\n",
+"__kernel void strided(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs, const int base) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int r = i, off = base;\n",
+"    int d5 = r % dims.s5; r /= dims.s5; off += d5 * xs.s5;\n",
+"    int d4 = r % dims.s4; r /= dims.s4; off += d4 * xs.s4;\n",
+"    int d3 = r % dims.s3; r /= dims.s3; off += d3 * xs.s3;\n",
+"    int d2 = r % dims.s2; r /= dims.s2; off += d2 * xs.s2;\n",
+"    int d1 = r % dims.s1; r /= dims.s1; off += d1 * xs.s1;\n",
+"    off += r * xs.s0;\n",
+"    y[i] = x[off];\n",
+"}\n",
+"\n",
+"/* torch.Tensor.repeat: y [ydims] tiles x [xdims] (6 dims each, leading ones) */\n",
+"__kernel void repeat_forward(__global const uint *x, __global uint *y, const int n, const int8 ydims, const int8 xdims) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int yd[8], xd[8];\n",
+"    vstore8(ydims, 0, yd);\n",
+"    vstore8(xdims, 0, xd);\n",
+"    int r = i, off = 0, st = 1;\n",
+"    for (int d = 5; d >= 0; d--) {\n",
+"        off += (r % yd[d]) % xd[d] * st;\n",
+"        r /= yd[d];\n",
+"        st *= xd[d];\n",
+"    }\n",
+"    y[i] = x[off];\n",
+"}\n",
+"\n",
+"/* dx [xdims] = the sum of dy [xdims * reps] over the tiles, in order of y (the CPU's) */\n",
+"__kernel void repeat_backward(__global const float *dy, __global float *dx, const int n, const int8 xdims, const int8 reps) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int xd[8], rp[8], c[8];\n",
+"    vstore8(xdims, 0, xd);\n",
+"    vstore8(reps, 0, rp);\n",
+"    int r = i, R = 1;\n",
+"    for (int d = 5; d >= 0; d--) {\n",
+"        c[d] = r % xd[d];\n",
+"        r /= xd[d];\n",
+"        R *= rp[d];\n",
+"    }\n",
+"    float s = 0.0f;\n",
+"    for (int t = 0; t < R; t++) { /* t: the tile, most significant dim first */\n",
+"        int q = t, off = 0, st = 1;\n",
+"        for (int d = 5; d >= 0; d--) {\n",
+"            off += ((q % rp[d]) * xd[d] + c[d]) * st;\n",
+"            q /= rp[d];\n",
+"            st *= xd[d] * rp[d];\n",
+"        }\n",
+"        s += dy[off];\n",
+"    }\n",
+"    dx[i] = s;\n",
+"}\n",
+"\n",
+"/* torch.tril (upper 0: keeps j - i <= diagonal) / torch.triu (j - i >= diagonal) of each\n",
+"   [R, C] matrix; the rest zero */\n",
+"__kernel void tril(__global const float *x, __global float *y, const int n, const int R, const int C, const int diagonal,\n",
+"                   const int upper) {\n",
+"    int k = get_global_id(0);\n",
+"    if (k >= n) return;\n",
+"    int j = k % C, i = (k / C) % R;\n",
+"    int keep = upper ? j - i >= diagonal : j - i <= diagonal;\n",
+"    y[k] = keep ? x[k] : 0.0f;\n",
 "}\n",
 "\n",
 "/* source row of padded row o: -1 in zero padding */\n",
@@ -11986,7 +12388,7 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
 
 static void nn__graph_release_compiled(nn_graph *g) {
     int i, k;
-    for (i = 0; i < g->n_nodes; i++) {
+    for (i = g->n_nodes - 1; i >= 0; i--) { /* views (higher ids) before the buffers they alias */
         nn__node *n = &g->nodes[i];
         if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
         nn__buf_free(g->ctx, &n->scratch_buf);
@@ -12450,7 +12852,7 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: %s is not used by the compiled graph", fn, nn__op_names[n->op]);
     if (write && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM && !(nn__op(n->op)->flags & NN__OPF_WRITABLE))
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: only inputs, parameters and accumulators can be written", fn);
-    if (!write && n->storage == NN__ST_ARENA)
+    if (!write && (n->storage == NN__ST_ARENA || (n->storage == NN__ST_VIEW && g->nodes[n->view_of].storage == NN__ST_ARENA)))
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_output()", fn,
                         nn__op_names[n->op]);
     if (bytes != (size_t)n->numel * 4) {
@@ -12750,11 +13152,66 @@ static nn_result nn__allocate(nn_graph *g) {
             n->buf = p->buf;
         } else if (n->storage == NN__ST_OWN) { /* inputs are written before use: no fill */
             r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, n->op != NN__OP_INPUT, what);
+        } else if (n->storage == NN__ST_VIEW) { /* the storage of view_of (a lower id: allocated already) */
+            const nn__node *v = &g->nodes[n->view_of];
+            if (v->storage == NN__ST_ARENA) r = ctx->backend->view(ctx, &g->arena, v->offset, (size_t)n->numel * 4, &n->buf, what);
+            else r = ctx->backend->view(ctx, &v->buf, 0, (size_t)n->numel * 4, &n->buf, what);
         } else if (n->numel > 0) {
             r = ctx->backend->view(ctx, &g->arena, n->offset, (size_t)n->numel * 4, &n->buf, what);
         }
         if (n->scratch > 0 && r == NN_OK) r = ctx->backend->view(ctx, &g->arena, n->scratch_offset, (size_t)n->scratch * 4, &n->scratch_buf, what);
         for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], (size_t)g->nodes[n->in[0]].numel * 4, 1, what);
+    }
+    return r;
+}
+
+/* Views (ops flagged NN__OPF_VIEW: a reshape): a view takes the storage of the node it
+   reads, or of that node's own source when it is a view too, so a chain of reshapes
+   shares one buffer and nothing is copied. The source then lives as long as its last view
+   is used, and is kept after a run (NN__ST_OWN) when a view is an output. A parameter is
+   not viewed: the optimizer updates it in place, after which a view would no longer hold
+   the value of its step; the op copies it instead. */
+static void nn__plan_views(nn_graph *g) {
+    int i;
+    for (i = 0; i < g->n_sched; i++) { /* in schedule order: a view's source is settled first */
+        nn__node *n = &g->nodes[g->sched[i]], *src;
+        int s;
+        if (!(nn__op(n->op)->flags & NN__OPF_VIEW)) continue;
+        s = g->nodes[n->in[0]].storage == NN__ST_VIEW ? g->nodes[n->in[0]].view_of : n->in[0];
+        src = &g->nodes[s];
+        if (src->storage == NN__ST_PARAM || src->numel != n->numel) continue;
+        if (n->is_output && src->storage == NN__ST_ARENA) src->storage = NN__ST_OWN;
+        n->storage = NN__ST_VIEW;
+        n->view_of = s;
+    }
+    for (i = 0; i < g->n_sched; i++) {
+        nn__node *n = &g->nodes[g->sched[i]];
+        if (n->storage == NN__ST_VIEW && g->nodes[n->view_of].last < n->last) g->nodes[n->view_of].last = n->last;
+    }
+}
+
+/* Constants (ops flagged NN__OPF_CONST): each computed once by its CPU body, into its
+   buffer on a host-memory backend, else into a host copy written to the device. */
+static nn_result nn__compute_constants(nn_graph *g) {
+    nn_result r = NN_OK;
+    int i;
+    for (i = 0; i < g->n_nodes && r == NN_OK; i++) {
+        nn__node *n = &g->nodes[i];
+        nn__buf dev;
+        float *host;
+        if (!n->live || !(nn__op(n->op)->flags & NN__OPF_CONST)) continue;
+        if (g->ctx->backend->host_memory) {
+            r = nn__op(n->op)->cpu(g, n);
+            continue;
+        }
+        host = (float *)nn__calloc((size_t)n->numel, sizeof(float));
+        if (!host) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        dev = n->buf;
+        n->buf.host = host;
+        r = nn__op(n->op)->cpu(g, n);
+        n->buf = dev;
+        if (r == NN_OK) r = nn__buf_write(g->ctx, &n->buf, host, (size_t)n->numel * 4);
+        NN_FREE(host);
     }
     return r;
 }
@@ -12911,10 +13368,11 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     g->n_sched = g->n_sched_forward = 0;
     for (i = 0; i < g->n_nodes; i++) {
         nn__node *n = &g->nodes[i];
+        unsigned flags = nn__op(n->op)->flags;
         n->first = n->last = -1;
-        if (n->op == NN__OP_INPUT) n->storage = NN__ST_OWN;
+        if (n->op == NN__OP_INPUT || (flags & NN__OPF_CONST)) n->storage = NN__ST_OWN;
         else if (n->op != NN__OP_PARAM) n->storage = (n->is_output && n->numel > 0) ? NN__ST_OWN : NN__ST_ARENA;
-        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM) continue;
+        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM || (flags & NN__OPF_CONST)) continue;
         n->first = n->last = g->n_sched;
         for (k = 0; k < n->n_in; k++) {
             nn__node *in = &g->nodes[n->in[k]];
@@ -12923,6 +13381,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->sched[g->n_sched++] = i;
         if (i < n_user) g->n_sched_forward = g->n_sched;
     }
+    nn__plan_views(g);
     g->n_sched_update = g->n_sched; /* where the part that runs on update steps only starts */
     for (i = 0; i < g->n_sched && g->first_update_node >= 0; i++)
         if (g->sched[i] >= g->first_update_node) {
@@ -12935,6 +13394,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     }
     r = nn__plan_memory(g, g->ctx->dev.align);
     if (r == NN_OK) r = nn__allocate(g);
+    if (r == NN_OK) r = nn__compute_constants(g);
     if (r == NN_OK) r = nn__buf_alloc(g->ctx, &g->one, 4, 0, "a constant");
     if (r == NN_OK) r = g->ctx->backend->fill(g->ctx, &g->one, 1.0f, 4);
     for (i = 0; i < g->n_sched; i++) { /* a counter for each checked op (nn__report_checks) */
@@ -12950,6 +13410,8 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         return r;
     }
     for (i = 0; i < g->n_sched; i++) g->ctx->op_compiled[g->nodes[g->sched[i]].op]++;
+    for (i = 0; i < g->n_nodes; i++) /* constants: computed at compile time, not scheduled */
+        if (g->nodes[i].live && (nn__op(g->nodes[i].op)->flags & NN__OPF_CONST)) g->ctx->op_compiled[g->nodes[i].op]++;
     nn__log(g->ctx, NN_LOG_DEBUG, "compiled: %d nodes, %d scheduled, arena %llu bytes", g->n_nodes, g->n_sched,
             (unsigned long long)g->arena_bytes);
     return NN_OK;
@@ -15525,12 +15987,176 @@ NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
     return nn__op2(g, NN__OP_GATHER_ROWS, d->dtype, s, data.id, idx.id);
 }
 
+/* A shape seen along dim: [outer, len, inner]. */
+static void nn__gather_split(const nn_shape *s, int dim, int64_t *outer, int64_t *len, int64_t *inner) {
+    int d;
+    *outer = *inner = 1;
+    for (d = 0; d < dim; d++) *outer *= s->dim[d];
+    for (d = dim + 1; d < s->ndim; d++) *inner *= s->dim[d];
+    *len = s->dim[dim];
+}
+
+/* A dim of x in [0, ndim) (negative: from the end), or -1 and the op fails. */
+static int nn__gather_dim(nn_graph *g, const char *op, nn_tensor x, int dim) {
+    int nd = nn__n(g, x)->shape.ndim;
+    if (dim < -nd || dim >= nd) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: dim %d out of range [%d, %d] for x %s", op, dim, -nd, nd - 1, sx);
+        return -1;
+    }
+    return dim < 0 ? dim + nd : dim;
+}
+
+static int nn__expect_index(nn_graph *g, const char *op, nn_tensor index, nn_tensor x) {
+    if (nn__n(g, index)->dtype != NN_I32) {
+        char si[128], sx[128];
+        nn__shape_str(&nn__n(g, index)->shape, si, sizeof si);
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s must be int32, not %s (x %s)", op, si, nn__dtype_name(nn__n(g, index)->dtype), sx);
+        return 0;
+    }
+    return 1;
+}
+
+NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
+    nn_tensor in[2], t;
+    nn_shape s;
+    in[0] = x;
+    in[1] = index;
+    if (!nn__check(g, "nn_index_select", 2, in) || (dim = nn__gather_dim(g, "nn_index_select", x, dim)) < 0 ||
+        !nn__expect_index(g, "nn_index_select", index, x))
+        return nn__tensor(-1);
+    if (nn__n(g, index)->shape.ndim != 1) {
+        char si[128], sx[128];
+        nn__shape_str(&nn__n(g, index)->shape, si, sizeof si);
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_index_select: index %s must have one dim (x %s, dim %d)", si, sx, dim);
+    }
+    s = nn__n(g, x)->shape;
+    s.dim[dim] = nn__n(g, index)->shape.dim[0];
+    t = nn__op2(g, NN__OP_INDEX_SELECT, nn__n(g, x)->dtype, s, x.id, index.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.gather.dim = dim;
+        g->nodes[t.id].check = "nn_index_select: index values outside [0, x.size(dim))";
+    }
+    return t;
+}
+
+/* index has x's number of dims, and is no larger than `other` outside dim (than x for
+   gather; for scatter_add also no larger than src in any dim) */
+static int nn__index_fits(nn_graph *g, const char *op, nn_tensor x, int dim, nn_tensor index, const nn_tensor *src) {
+    const nn_shape *xs = &nn__n(g, x)->shape, *is = &nn__n(g, index)->shape, *ss = src ? &nn__n(g, *src)->shape : NULL;
+    int d, ok = is->ndim == xs->ndim && (!ss || ss->ndim == xs->ndim);
+    for (d = 0; ok && d < xs->ndim; d++) ok = (d == dim || is->dim[d] <= xs->dim[d]) && (!ss || is->dim[d] <= ss->dim[d]);
+    if (!ok) {
+        char sx[128], si[128], sr[128];
+        nn__shape_str(xs, sx, sizeof sx);
+        nn__shape_str(is, si, sizeof si);
+        if (ss) nn__shape_str(ss, sr, sizeof sr);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s does not fit x %s%s%s along dim %d (same number of dims; index.size(d) <= x.size(d) for d != dim%s)",
+                    op, si, sx, ss ? " and src " : "", ss ? sr : "", dim, ss ? ", <= src.size(d) for every d" : "");
+    }
+    return ok;
+}
+
+NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
+    nn_tensor in[2], t;
+    in[0] = x;
+    in[1] = index;
+    if (!nn__check(g, "nn_gather", 2, in) || (dim = nn__gather_dim(g, "nn_gather", x, dim)) < 0 ||
+        !nn__expect_index(g, "nn_gather", index, x) || !nn__expect_f32(g, "nn_gather", x, "x") ||
+        !nn__index_fits(g, "nn_gather", x, dim, index, NULL))
+        return nn__tensor(-1);
+    t = nn__op2(g, NN__OP_GATHER, NN_F32, nn__n(g, index)->shape, x.id, index.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.gather.dim = dim;
+        g->nodes[t.id].check = "nn_gather: index values outside [0, x.size(dim))";
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src) {
+    nn_tensor in[3], t;
+    in[0] = x;
+    in[1] = index;
+    in[2] = src;
+    if (!nn__check(g, "nn_scatter_add", 3, in) || (dim = nn__gather_dim(g, "nn_scatter_add", x, dim)) < 0 ||
+        !nn__expect_index(g, "nn_scatter_add", index, x) || !nn__expect_f32(g, "nn_scatter_add", x, "x") ||
+        !nn__expect_f32(g, "nn_scatter_add", src, "src") || !nn__index_fits(g, "nn_scatter_add", x, dim, index, &src))
+        return nn__tensor(-1);
+    t = nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, nn__n(g, x)->shape, x.id, index.id, src.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.gather.dim = dim;
+        g->nodes[t.id].a.gather.has_base = 1;
+        g->nodes[t.id].check = "nn_scatter_add: index values outside [0, x.size(dim))";
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int num_classes) {
+    nn_shape s;
+    nn_tensor t;
+    if (!nn__check(g, "nn_one_hot", 1, &labels)) return nn__tensor(-1);
+    s = nn__n(g, labels)->shape;
+    if (nn__n(g, labels)->dtype != NN_I32 || s.ndim >= NN_MAX_DIMS || num_classes < 1) {
+        char sl[128];
+        nn__shape_str(&s, sl, sizeof sl);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_one_hot: labels %s %s with %d classes (needs int32 labels of at most %d dims, num_classes >= 1)",
+                           sl, nn__dtype_name(nn__n(g, labels)->dtype), num_classes, NN_MAX_DIMS - 1);
+    }
+    s.dim[s.ndim++] = num_classes;
+    t = nn__op1(g, NN__OP_ONE_HOT, NN_F32, s, labels.id);
+    if (t.id >= 0) g->nodes[t.id].check = "nn_one_hot: labels outside [0, num_classes)";
+    return t;
+}
 
 /* ---- autograd rules ---- */
 
 static void nn__grad_gather_rows(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
+    return;
+}
+
+static void nn__grad_index_select(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op2(g, NN__OP_INDEX_SELECT_GRAD, NN_F32, g->nodes[a].shape, gy.id, b);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* A scatter_add node: out [shape] = base (or zeros) + src scattered by index. */
+static nn_tensor nn__scatter_op(nn_graph *g, const nn__attr *at, nn_shape shape, int base, int index, int src) {
+    nn_tensor t = base >= 0 ? nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, shape, base, index, src)
+                            : nn__op2(g, NN__OP_SCATTER_ADD, NN_F32, shape, index, src);
+    if (t.id >= 0) {
+        g->nodes[t.id].a = *at;
+        g->nodes[t.id].a.gather.has_base = base >= 0;
+    }
+    return t;
+}
+
+/* d(gather)/dx: gy scattered back by the index (summed where indices repeat, in a fixed
+   order: a gather over the index's dim, no atomics) */
+static void nn__grad_gather(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__scatter_op(g, &n.a, g->nodes[a].shape, -1, b, gy.id));
+    return;
+}
+
+/* scatter_add: dx = dy; dsrc = dy gathered by the index (src's shape, zeros outside the
+   index's) */
+static void nn__grad_scatter_add(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int has_base = n.a.gather.has_base, index = n.in[has_base], src = n.in[has_base + 1];
+    nn_tensor t;
+    if (has_base && ga) nn__acc_grad(g, a, gy);
+    if (!g->nodes[src].needs_grad) return;
+    t = nn__op2(g, NN__OP_GATHER, NN_F32, g->nodes[src].shape, gy.id, index);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, src, t);
     return;
 }
 
@@ -15551,6 +16177,63 @@ static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
     int64_t N = n->numel;
     nn__node *gy = &g->nodes[in[1]];
     nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
+    return NN_OK;
+}
+
+/* A checked op's index values outside [0, L), into its counter (the kernels' atomic_inc). */
+static void nn__gather_count(nn_graph *g, const nn__node *n, const nn__node *idx, int64_t L) {
+    int32_t *c;
+    int64_t bad;
+    if (!n->check) return;
+    bad = nn__count_outside((const int32_t *)idx->buf.host, idx->numel, L);
+    c = (int32_t *)g->checks.host + n->check_slot;
+    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+}
+
+static nn_result nn__cpu_index_select(nn_graph *g, nn__node *n) {
+    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
+    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
+    nn__gather_count(g, n, ix, L);
+    nn__index_select(n->buf.host, NN__F(n->in[0]), (const int32_t *)ix->buf.host, o, L, ix->numel, inner, grad);
+    return NN_OK;
+}
+
+/* dims of a node's shape, and the shapes of a gather's or scatter's operands */
+static void nn__dims_of(const nn_shape *s, int64_t *d) {
+    int k;
+    for (k = 0; k < s->ndim; k++) d[k] = s->dim[k];
+}
+
+static nn_result nn__cpu_gather(nn_graph *g, nn__node *n) {
+    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], xd[NN_MAX_DIMS];
+    nn__dims_of(&n->shape, yd);
+    nn__dims_of(&ix->shape, id);
+    nn__dims_of(&x->shape, xd);
+    nn__gather_count(g, n, ix, x->shape.dim[n->a.gather.dim]);
+    nn__gather_fwd(n->buf.host, x->buf.host, (const int32_t *)ix->buf.host, n->shape.ndim, n->a.gather.dim, yd, id, xd);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_scatter_add(nn_graph *g, nn__node *n) {
+    int hb = n->a.gather.has_base;
+    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
+    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], sd[NN_MAX_DIMS];
+    nn__dims_of(&n->shape, yd);
+    nn__dims_of(&ix->shape, id);
+    nn__dims_of(&src->shape, sd);
+    nn__gather_count(g, n, ix, n->shape.dim[n->a.gather.dim]);
+    nn__scatter_add_fwd(n->buf.host, hb ? NN__F(n->in[0]) : NULL, (const int32_t *)ix->buf.host, src->buf.host, n->shape.ndim,
+                        n->a.gather.dim, yd, id, sd);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
+    int64_t C = n->shape.dim[n->shape.ndim - 1];
+    nn__gather_count(g, n, &g->nodes[n->in[0]], C);
+    nn__one_hot(n->buf.host, NN__I(n->in[0]), n->numel / C, C);
     return NN_OK;
 }
 
@@ -15583,6 +16266,78 @@ static nn_result nn__dev_gather_rows_grad(nn_graph *g, int id) {
     return r;
 }
 
+/* A checked op's count of index values outside [0, L) (a launch before its own). */
+static nn_result nn__dev_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
+    nn__launch *l = NULL;
+    nn_result r;
+    if (!g->nodes[id].check) return NN_OK;
+    r = nn__launch_add(g, id, "gather", "index_check", (size_t)idx->numel, &l);
+    if (r == NN_OK) r = nn__args(l, "miimi", &idx->buf, (int)idx->numel, (int)L, &g->checks, g->nodes[id].check_slot);
+    return r;
+}
+
+static nn_result nn__dev_index_select(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
+    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
+    r = nn__dev_index_check(g, id, ix, L);
+    if (r == NN_OK) r = nn__launch_add(g, id, "gather", grad ? "index_select_backward" : "index_select", (size_t)n->numel, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiiii", &g->nodes[n->in[0]].buf, &ix->buf, &n->buf, (int)n->numel, (int)L, (int)ix->numel, (int)inner);
+    return r;
+}
+
+/* a shape's dims into an int8 argument, ones after them */
+static void nn__gather_dims8(const nn_shape *s, int *v) {
+    int d;
+    for (d = 0; d < 8; d++) v[d] = d < s->ndim ? (int)s->dim[d] : 1;
+}
+
+static nn_result nn__dev_gather(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int yd[8], idd[8], xd[8];
+    nn__launch *l = NULL;
+    nn_result r = nn__dev_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
+    nn__gather_dims8(&n->shape, yd);
+    nn__gather_dims8(&ix->shape, idd);
+    nn__gather_dims8(&x->shape, xd);
+    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "gather", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmi888i", &x->buf, &ix->buf, &n->buf, (int)n->numel, yd, idd, xd, n->a.gather.dim);
+    return r;
+}
+
+static nn_result nn__dev_scatter_add(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int hb = n->a.gather.has_base;
+    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
+    int yd[8], idd[8], sd[8];
+    nn__launch *l = NULL;
+    nn_result r = nn__dev_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
+    nn__gather_dims8(&n->shape, yd);
+    nn__gather_dims8(&ix->shape, idd);
+    nn__gather_dims8(&src->shape, sd);
+    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmmi888ii", hb ? &g->nodes[n->in[0]].buf : &g->one, &ix->buf, &src->buf, &n->buf, (int)n->numel, yd, idd,
+                     sd, n->a.gather.dim, hb);
+    return r;
+}
+
+static nn_result nn__dev_one_hot(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int C = (int)n->shape.dim[n->shape.ndim - 1];
+    nn__launch *l = NULL;
+    nn_result r = nn__dev_index_check(g, id, &g->nodes[n->in[0]], C);
+    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "one_hot", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__args(l, "mmii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, C);
+    return r;
+}
+
 /* ======================================================================
    src/ops/shape.c
    ====================================================================== */
@@ -15596,6 +16351,7 @@ NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
         nn__shape_str(&shape, b, sizeof b);
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_reshape: x %s and shape %s differ in element count", a, b);
     }
+    if (nn__shape_eq(&shape, &nn__n(g, x)->shape)) return x;
     return nn__op1(g, NN__OP_RESHAPE, nn__n(g, x)->dtype, shape, x.id);
 }
 
@@ -15652,63 +16408,244 @@ NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1) {
     return nn_permute(g, x, perm);
 }
 
-static nn_tensor nn__concat2(nn_graph *g, nn_tensor a, nn_tensor b, int axis) {
-    nn_tensor in[2], t;
-    nn_shape sa, sb;
-    int d;
-    in[0] = a;
-    in[1] = b;
-    if (!nn__check(g, "nn_concat", 2, in)) return nn__tensor(-1);
-    sa = nn__n(g, a)->shape;
-    sb = nn__n(g, b)->shape;
-    for (d = 0; d < sa.ndim && sa.ndim == sb.ndim; d++)
-        if (d != axis && sa.dim[d] != sb.dim[d]) break;
-    if (sa.ndim != sb.ndim || d < sa.ndim || nn__n(g, a)->dtype != nn__n(g, b)->dtype) {
-        char x[128], y[128];
-        nn__shape_str(&sa, x, sizeof x);
-        nn__shape_str(&sb, y, sizeof y);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_concat: %s and %s differ outside axis %d (or in dtype)", x, y, axis);
+/* One CONCAT node of k <= NN__MAX_IN inputs, checked by nn_concat. */
+static nn_tensor nn__concat_node(nn_graph *g, const nn_tensor *xs, int k, int axis) {
+    int in[NN__MAX_IN], j;
+    nn_shape s = nn__n(g, xs[0])->shape;
+    nn_tensor t;
+    s.dim[axis] = 0;
+    for (j = 0; j < k; j++) {
+        in[j] = xs[j].id;
+        s.dim[axis] += nn__n(g, xs[j])->shape.dim[axis];
     }
-    sa.dim[axis] += sb.dim[axis];
-    t = nn__op2(g, NN__OP_CONCAT2, nn__n(g, a)->dtype, sa, a.id, b.id);
+    t = nn__tensor(nn__new_node(g, NN__OP_CONCAT, nn__n(g, xs[0])->dtype, s, in, k));
     if (t.id >= 0) g->nodes[t.id].a.shape.axis = axis;
     return t;
 }
 
 NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis) {
-    nn_tensor acc;
-    int k;
+    nn_tensor part[(64 + NN__MAX_IN - 1) / NN__MAX_IN];
+    int k, d, parts;
     if (!g) return nn__tensor(-1);
-    if (!xs || n < 1 || n > 64) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_concat: needs 1 to 64 tensors");
+    if (!xs || n < 1 || n > 64) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_concat: needs 1 to 64 tensors, not %d", n);
     if (!nn__check(g, "nn_concat", n, xs)) return nn__tensor(-1);
     if ((axis = nn__axis(g, "nn_concat", xs[0], axis)) < 0) return nn__tensor(-1);
-    /* a chain of pairwise joins: each is one pass, and the backward of each is two slices */
-    for (acc = xs[0], k = 1; k < n; k++) acc = nn__concat2(g, acc, xs[k], axis);
-    return acc;
+    for (k = 1; k < n; k++) {
+        const nn__node *a = nn__n(g, xs[0]), *b = nn__n(g, xs[k]);
+        for (d = 0; d < a->shape.ndim && a->shape.ndim == b->shape.ndim; d++)
+            if (d != axis && a->shape.dim[d] != b->shape.dim[d]) break;
+        if (a->shape.ndim != b->shape.ndim || d < a->shape.ndim || a->dtype != b->dtype) {
+            char x[128], y[128];
+            nn__shape_str(&a->shape, x, sizeof x);
+            nn__shape_str(&b->shape, y, sizeof y);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_concat: tensor 0 %s %s and tensor %d %s %s differ outside dim %d", x,
+                               nn__dtype_name(a->dtype), k, y, nn__dtype_name(b->dtype), axis);
+        }
+    }
+    if (n == 1) return xs[0];
+    if (n <= NN__MAX_IN) return nn__concat_node(g, xs, n, axis);
+    /* more inputs than a node holds: groups of NN__MAX_IN, then one node of the groups */
+    for (parts = 0, k = 0; k < n; k += NN__MAX_IN, parts++)
+        part[parts] = nn__concat_node(g, xs + k, n - k < NN__MAX_IN ? n - k : NN__MAX_IN, axis);
+    for (k = 0; k < parts; k++)
+        if (part[k].id < 0) return nn__tensor(-1);
+    return nn__concat_node(g, part, parts, axis);
 }
 
-static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start) {
+NN_API nn_tensor nn_stack(nn_graph *g, const nn_tensor *xs, int n, int dim) {
+    nn_tensor u[64];
+    int k, nd;
+    if (!g) return nn__tensor(-1);
+    if (!xs || n < 1 || n > 64) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_stack: needs 1 to 64 tensors, not %d", n);
+    if (!nn__check(g, "nn_stack", n, xs)) return nn__tensor(-1);
+    nd = nn__n(g, xs[0])->shape.ndim;
+    for (k = 1; k < n; k++)
+        if (!nn__shape_eq(&nn__n(g, xs[k])->shape, &nn__n(g, xs[0])->shape) || nn__n(g, xs[k])->dtype != nn__n(g, xs[0])->dtype) {
+            char x[128], y[128];
+            nn__shape_str(&nn__n(g, xs[0])->shape, x, sizeof x);
+            nn__shape_str(&nn__n(g, xs[k])->shape, y, sizeof y);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_stack: tensor 0 %s and tensor %d %s differ (stack needs equal shapes and dtypes)",
+                               x, k, y);
+        }
+    if (dim < -(nd + 1) || dim > nd) {
+        char x[128];
+        nn__shape_str(&nn__n(g, xs[0])->shape, x, sizeof x);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_stack: dim %d out of range [%d, %d] for tensors %s", dim, -(nd + 1), nd, x);
+    }
+    if (dim < 0) dim += nd + 1;
+    for (k = 0; k < n; k++) u[k] = nn_unsqueeze(g, xs[k], dim); /* views: no copy */
+    return nn_concat(g, u, n, dim);
+}
+
+NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim) {
+    nn_shape s;
+    int d;
+    if (!nn__check(g, "nn_squeeze", 1, &x)) return nn__tensor(-1);
+    if ((dim = nn__axis(g, "nn_squeeze", x, dim)) < 0) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    if (s.dim[dim] != 1) return x; /* torch.squeeze: a dim that is not 1 stays */
+    if (s.ndim == 1) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_squeeze: x %s has one dim, and a tensor keeps at least one", sx);
+    }
+    for (d = dim; d < s.ndim - 1; d++) s.dim[d] = s.dim[d + 1];
+    s.dim[--s.ndim] = 0;
+    return nn_reshape(g, x, s);
+}
+
+NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim) {
+    nn_shape s;
+    int d, nd;
+    if (!nn__check(g, "nn_unsqueeze", 1, &x)) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    nd = s.ndim;
+    if (dim < -(nd + 1) || dim > nd || nd == NN_MAX_DIMS) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_unsqueeze: dim %d out of range [%d, %d] for x %s (at most %d dims)", dim,
+                           -(nd + 1), nd, sx, NN_MAX_DIMS);
+    }
+    if (dim < 0) dim += nd + 1;
+    for (d = nd; d > dim; d--) s.dim[d] = s.dim[d - 1];
+    s.dim[dim] = 1;
+    s.ndim++;
+    return nn_reshape(g, x, s);
+}
+
+static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start, int64_t step) {
     nn_tensor t = nn__op1(g, op, g->nodes[src].dtype, s, src);
     if (t.id >= 0) {
         g->nodes[t.id].a.shape.axis = axis;
         g->nodes[t.id].a.shape.start = (int)start;
+        g->nodes[t.id].a.shape.step = (int)step;
     }
     return t;
 }
 
-NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len) {
+static nn_tensor nn__slice_checked(nn_graph *g, const char *op, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
     nn_shape s;
-    if (!nn__check(g, "nn_slice", 1, &x)) return nn__tensor(-1);
-    if ((axis = nn__axis(g, "nn_slice", x, axis)) < 0) return nn__tensor(-1);
+    if (!nn__check(g, op, 1, &x)) return nn__tensor(-1);
+    if ((axis = nn__axis(g, op, x, axis)) < 0) return nn__tensor(-1);
     s = nn__n(g, x)->shape;
-    if (start < 0 || len < 1 || start >= s.dim[axis] || len > s.dim[axis] - start) { /* no start + len: it can overflow */
+    /* no start + (len - 1) * step: it can overflow */
+    if (step < 1 || start < 0 || len < 1 || start >= s.dim[axis] || (len - 1) > (s.dim[axis] - 1 - start) / step) {
         char sx[128];
         nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_slice: start %lld, length %lld is outside axis %d of x %s",
-                           (long long)start, (long long)len, axis, sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: start %lld, length %lld, step %lld is outside dim %d of x %s", op,
+                           (long long)start, (long long)len, (long long)step, axis, sx);
     }
     s.dim[axis] = len;
-    return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start);
+    if (len == 1) step = 1; /* one index: any step reads the same */
+    return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start, step);
+}
+
+NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len) {
+    return nn__slice_checked(g, "nn_slice", x, axis, start, len, 1);
+}
+
+NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
+    return nn__slice_checked(g, "nn_slice_step", x, axis, start, len, step);
+}
+
+NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims) {
+    int k, d, mask = 0;
+    nn_tensor t;
+    if (!nn__check(g, "nn_flip", 1, &x)) return nn__tensor(-1);
+    if (n_dims < 0 || n_dims > NN_MAX_DIMS || (n_dims > 0 && !dims))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: needs 0 to %d dims, not %d%s", NN_MAX_DIMS, n_dims,
+                           n_dims > 0 && !dims ? " (dims is NULL)" : "");
+    for (k = 0; k < n_dims; k++) {
+        if ((d = nn__axis(g, "nn_flip", x, dims[k])) < 0) return nn__tensor(-1);
+        if ((mask >> d) & 1) {
+            char sx[128];
+            nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: dim %d appears twice for x %s", dims[k], sx);
+        }
+        mask |= 1 << d;
+    }
+    for (d = 0; d < nn__n(g, x)->shape.ndim; d++) /* a dim of one element reads the same either way */
+        if (nn__n(g, x)->shape.dim[d] == 1) mask &= ~(1 << d);
+    if (!mask) return x;
+    t = nn__op1(g, NN__OP_FLIP, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) g->nodes[t.id].a.shape.flip = mask;
+    return t;
+}
+
+NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int n) {
+    nn_shape s, xs;
+    int d, pad;
+    if (!nn__check(g, "nn_repeat", 1, &x)) return nn__tensor(-1);
+    xs = nn__n(g, x)->shape;
+    if (!repeats || n < xs.ndim || n > NN_MAX_DIMS) {
+        char sx[128];
+        nn__shape_str(&xs, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_repeat: %d repeats for x %s (needs x's %d dims to %d%s)", n, sx,
+                           xs.ndim, NN_MAX_DIMS, repeats ? "" : "; repeats is NULL");
+    }
+    pad = n - xs.ndim;
+    s.ndim = n;
+    memset(s.dim, 0, sizeof s.dim);
+    for (d = 0; d < n; d++) {
+        int64_t xd = d < pad ? 1 : xs.dim[d - pad];
+        if (repeats[d] < 1 || repeats[d] > NN__MAX_NUMEL / xd) {
+            char sx[128];
+            nn__shape_str(&xs, sx, sizeof sx);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_repeat: repeat %lld of dim %d for x %s (each at least 1)", (long long)repeats[d],
+                               d, sx);
+        }
+        s.dim[d] = xd * repeats[d];
+    }
+    return nn__op1(g, NN__OP_REPEAT, nn__n(g, x)->dtype, s, x.id); /* the repeats: its dims over x's */
+}
+
+static nn_tensor nn__tri(nn_graph *g, const char *op, nn_tensor x, int diagonal, int upper) {
+    nn_tensor t;
+    if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
+    if (nn__n(g, x)->shape.ndim < 2) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s needs at least 2 dims (matrices in the last two)", op, sx);
+    }
+    t = nn__op1(g, NN__OP_TRIL, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.shape.diagonal = diagonal;
+        g->nodes[t.id].a.shape.upper = upper;
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_tril(nn_graph *g, nn_tensor x, int diagonal) { return nn__tri(g, "nn_tril", x, diagonal, 0); }
+NN_API nn_tensor nn_triu(nn_graph *g, nn_tensor x, int diagonal) { return nn__tri(g, "nn_triu", x, diagonal, 1); }
+
+enum { NN__CONST_ARANGE = 0, NN__CONST_EYE = 1 };
+
+NN_API nn_tensor nn_arange(nn_graph *g, double start, double end, double step) {
+    double len;
+    nn_tensor t;
+    if (!nn__check(g, "nn_arange", 0, NULL)) return nn__tensor(-1);
+    len = step != 0.0 ? ceil((end - start) / step) : 0.0;
+    if (!(step != 0.0) || !(len >= 1.0) || len > (double)NN__MAX_NUMEL) /* NaN fails too */
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                           "nn_arange: start %g, end %g, step %g give %g elements (needs 1 to %lld: step nonzero, its sign end - start's)",
+                           start, end, step, len == len ? len : 0.0, (long long)NN__MAX_NUMEL);
+    t = nn__tensor(nn__new_node(g, NN__OP_CONST, NN_F32, nn_shape1((int64_t)len), NULL, 0));
+    if (t.id >= 0) {
+        g->nodes[t.id].a.shape.kind = NN__CONST_ARANGE;
+        g->nodes[t.id].a.shape.c_start = start;
+        g->nodes[t.id].a.shape.c_step = step;
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_eye", 0, NULL)) return nn__tensor(-1);
+    if (m == 0) m = n;
+    if (n < 1 || m < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_eye: n %lld, m %lld (each at least 1)", (long long)n, (long long)m);
+    t = nn__tensor(nn__new_node(g, NN__OP_CONST, NN_F32, nn_shape2(n, m), NULL, 0));
+    if (t.id >= 0) g->nodes[t.id].a.shape.kind = NN__CONST_EYE;
+    return t;
 }
 
 NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out) {
@@ -15858,17 +16795,45 @@ static void nn__grad_permute(nn_graph *g, int id) {
     return;
 }
 
-static void nn__grad_concat2(nn_graph *g, int id) {
+static void nn__grad_concat(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    int ax = n.a.shape.axis;
-    if (ga) nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[a].shape, ax, 0));
-    if (gb) nn__acc_grad(g, b, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[b].shape, ax, g->nodes[a].shape.dim[ax]));
+    int ax = n.a.shape.axis, k;
+    int64_t off = 0;
+    for (k = 0; k < n.n_in; k++) {
+        int x = n.in[k];
+        if (g->nodes[x].needs_grad) nn__acc_grad(g, x, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[x].shape, ax, off, 1));
+        off += g->nodes[x].shape.dim[ax];
+    }
     return;
 }
 
 static void nn__grad_slice(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.a.shape.axis, n.a.shape.start));
+    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.a.shape.axis, n.a.shape.start, n.a.shape.step));
+    return;
+}
+
+static void nn__grad_flip(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_FLIP, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static void nn__grad_repeat(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_REPEAT_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static void nn__grad_tril(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_TRIL, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
     return;
 }
 
@@ -15884,11 +16849,8 @@ static void nn__grad_pad_upsample(nn_graph *g, int id) {
 /* ---- CPU bodies ---- */
 
 static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    memcpy(y, NN__F(in[0]), (size_t)N * 4); return NN_OK;
-
+    if (n->storage != NN__ST_VIEW) memcpy(n->buf.host, NN__F(n->in[0]), (size_t)n->numel * 4); /* a parameter's copy */
+    return NN_OK;
 }
 
 static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
@@ -15900,13 +16862,15 @@ static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_concat2(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t o, la, lb, inner;
-    nn__axis_split(&g->nodes[in[0]].shape, n->a.shape.axis, &o, &la, &inner);
-    lb = g->nodes[in[1]].shape.dim[n->a.shape.axis];
-    nn__concat_forward(y, NN__F(in[0]), NN__F(in[1]), o, la, lb, inner);
+static nn_result nn__cpu_concat(nn_graph *g, nn__node *n) {
+    int64_t o, L, inner, off = 0;
+    int k;
+    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
+    for (k = 0; k < n->n_in; k++) {
+        int64_t lx = g->nodes[n->in[k]].shape.dim[n->a.shape.axis];
+        nn__concat_part(n->buf.host, NN__F(n->in[k]), o, lx, L, off, inner);
+        off += lx;
+    }
     return NN_OK;
 }
 
@@ -15917,7 +16881,72 @@ static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, grad);
+    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
+    return NN_OK;
+}
+
+/* flip geometry: y's dims and x's signed stride for each (6 dims, ones in front), and the
+   offset in x of y's first element */
+static int64_t nn__flip_geom(const nn__node *n, int64_t *dims, int64_t *xstride) {
+    int64_t st = 1, base = 0;
+    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
+    for (d = NN_MAX_DIMS - 1; d >= 0; d--) {
+        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
+        xstride[d] = d < pad ? 0 : st;
+        if (d >= pad && ((n->a.shape.flip >> (d - pad)) & 1)) {
+            base += (dims[d] - 1) * st;
+            xstride[d] = -st;
+        }
+        st *= dims[d];
+    }
+    return base;
+}
+
+static nn_result nn__cpu_flip(nn_graph *g, nn__node *n) {
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
+    nn__permute_forward(n->buf.host, NN__F(n->in[0]) + base, NN_MAX_DIMS, dims, xs);
+    return NN_OK;
+}
+
+/* repeat geometry: the output's dims and x's, x padded with leading ones (REPEAT_GRAD:
+   the forward's, from its own shape and its input's) */
+static int nn__repeat_geom(nn_graph *g, const nn__node *n, int64_t *ydims, int64_t *xdims) {
+    const nn_shape *ys = n->op == NN__OP_REPEAT ? &n->shape : &g->nodes[n->in[0]].shape;
+    const nn_shape *xs = n->op == NN__OP_REPEAT ? &g->nodes[n->in[0]].shape : &n->shape;
+    int d, pad = ys->ndim - xs->ndim;
+    for (d = 0; d < ys->ndim; d++) {
+        ydims[d] = ys->dim[d];
+        xdims[d] = d < pad ? 1 : xs->dim[d - pad];
+    }
+    return ys->ndim;
+}
+
+static nn_result nn__cpu_repeat(nn_graph *g, nn__node *n) {
+    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
+    int nd = nn__repeat_geom(g, n, yd, xd);
+    nn__repeat(n->buf.host, NN__F(n->in[0]), nd, yd, xd, n->op == NN__OP_REPEAT_GRAD);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_tril(nn_graph *g, nn__node *n) {
+    int nd = n->shape.ndim;
+    int64_t R = n->shape.dim[nd - 2], C = n->shape.dim[nd - 1];
+    nn__tril(n->buf.host, NN__F(n->in[0]), n->numel / (R * C), R, C, n->a.shape.diagonal, n->a.shape.upper);
+    return NN_OK;
+}
+
+/* Runs once, at compile time (NN__OPF_CONST), on every backend. */
+static nn_result nn__cpu_const(nn_graph *g, nn__node *n) {
+    float *y = n->buf.host;
+    int64_t i;
+    (void)g;
+    if (n->a.shape.kind == NN__CONST_ARANGE) {
+        for (i = 0; i < n->numel; i++) y[i] = (float)(n->a.shape.c_start + (double)i * n->a.shape.c_step);
+    } else {
+        int64_t m = n->shape.dim[1];
+        memset(y, 0, (size_t)n->numel * sizeof(float));
+        for (i = 0; i < n->shape.dim[0] && i < m; i++) y[i * m + i] = 1.0f;
+    }
     return NN_OK;
 }
 
@@ -15950,13 +16979,12 @@ static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
 
 static nn_result nn__dev_reshape(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
+    nn_result r;
+    if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
     r = nn__launch_add(g, id, "elementwise", "copy", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[in[0]].buf, y, N);
+    if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[n->in[0]].buf, &n->buf, N);
     return r;
 }
 
@@ -15979,18 +17007,20 @@ static nn_result nn__dev_permute(nn_graph *g, int id) {
     return r;
 }
 
-static nn_result nn__dev_concat2(nn_graph *g, int id) {
+static nn_result nn__dev_concat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    int64_t o, la, lb, inner;
-    nn__axis_split(&g->nodes[in[0]].shape, n->a.shape.axis, &o, &la, &inner);
-    lb = g->nodes[in[1]].shape.dim[n->a.shape.axis];
-    r = nn__launch_add(g, id, "shape", "concat", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (int)la, (int)lb, (int)inner);
+    int64_t o, L, inner, off = 0;
+    int k;
+    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
+    for (k = 0; k < n->n_in && r == NN_OK; k++) { /* one launch per input: each written once */
+        const nn__node *x = &g->nodes[n->in[k]];
+        int64_t lx = x->shape.dim[n->a.shape.axis];
+        r = nn__launch_add(g, id, "shape", "concat_part", (size_t)x->numel, &l);
+        if (r == NN_OK) r = nn__args(l, "mmiiiii", &x->buf, &n->buf, (int)x->numel, (int)lx, (int)L, (int)off, (int)inner);
+        off += lx;
+    }
     return r;
 }
 
@@ -16007,8 +17037,60 @@ static nn_result nn__dev_slice(nn_graph *g, int id) {
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
     r = nn__launch_add(g, id, "shape", "slice", (size_t)N, &l);
     if (r == NN_OK)
-        r = nn__args(l, "mmiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->a.shape.start, grad);
+        r = nn__args(l, "mmiiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->a.shape.start, grad,
+                     n->a.shape.step);
     return r;
+}
+
+/* six dims into an int8 argument (the last two unused) */
+static void nn__dims8(const int64_t *dims, int nd, int fill, int *v) {
+    int d;
+    for (d = 0; d < 8; d++) v[d] = d < nd ? (int)dims[d] : fill;
+}
+
+static nn_result nn__dev_flip(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
+    int vd[8], vs[8];
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__dims8(dims, NN_MAX_DIMS, 1, vd);
+    nn__dims8(xs, NN_MAX_DIMS, 0, vs);
+    r = nn__launch_add(g, id, "shape", "strided", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__args(l, "mmi88i", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, vd, vs, (int)base);
+    return r;
+}
+
+static nn_result nn__dev_repeat(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], p6[NN_MAX_DIMS], q6[NN_MAX_DIMS];
+    int nd = nn__repeat_geom(g, n, yd, xd), pad = NN_MAX_DIMS - nd, d, v1[8], v2[8];
+    nn__launch *l = NULL;
+    nn_result r;
+    for (d = 0; d < NN_MAX_DIMS; d++) { /* ones in front: the kernels read six dims */
+        p6[d] = d < pad ? 1 : (n->op == NN__OP_REPEAT ? yd[d - pad] : xd[d - pad]);
+        q6[d] = d < pad ? 1 : (n->op == NN__OP_REPEAT ? xd[d - pad] : yd[d - pad] / xd[d - pad]);
+    }
+    nn__dims8(p6, NN_MAX_DIMS, 1, v1);
+    nn__dims8(q6, NN_MAX_DIMS, 1, v2);
+    r = nn__launch_add(g, id, "shape", n->op == NN__OP_REPEAT ? "repeat_forward" : "repeat_backward", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, v1, v2);
+    return r;
+}
+
+static nn_result nn__dev_tril(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int nd = n->shape.ndim;
+    nn__launch *l = NULL;
+    nn_result r = nn__launch_add(g, id, "shape", "tril", (size_t)n->numel, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmiiiii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, (int)n->shape.dim[nd - 2],
+                     (int)n->shape.dim[nd - 1], n->a.shape.diagonal, n->a.shape.upper);
+    return r;
+}
+
+static nn_result nn__dev_const(nn_graph *g, int id) { /* never scheduled: computed at compile time */
+    return nn__fail(g->ctx, NN_ERR_STATE, "%s: a constant has no kernels", nn__op_names[g->nodes[id].op]);
 }
 
 static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {

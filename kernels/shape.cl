@@ -1,6 +1,7 @@
-/* Shape and structure ops: permute, concat/slice along an axis, 2-D padding and
-   upsampling. Twins of src/nn_shape.c; one work-item per output element, and every
-   backward pass is a gather (each input element sums what reads it), so no atomics. */
+/* Shape and structure ops: permute and flip, concat and strided slices along an axis,
+   repeat, tril/triu, 2-D padding and upsampling. Twins of src/nn_shape.c; one work-item
+   per output element, and every backward pass is a gather (each input element sums what
+   reads it), so no atomics. */
 
 /* y = x permuted: `dims` are y's dims (unused ones 1), `xs` x's stride for each y dim */
 __kernel void permute(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs) {
@@ -16,29 +17,98 @@ __kernel void permute(__global const uint *x, __global uint *y, const int n, con
     y[i] = x[off];
 }
 
-/* y [outer, la + lb, inner] = a then b along the axis */
-__kernel void concat(__global const uint *a, __global const uint *b, __global uint *y, const int n, const int la,
-                     const int lb, const int inner) {
+/* one input of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)
+   of the axis; one launch per input, so each is written once */
+__kernel void concat_part(__global const uint *x, __global uint *y, const int n, const int lx, const int L, const int off,
+                          const int inner) {
     int i = get_global_id(0);
     if (i >= n) return;
-    int in = i % inner, j = (i / inner) % (la + lb), o = i / (inner * (la + lb));
-    y[i] = j < la ? a[((size_t)o * la + j) * inner + in] : b[((size_t)o * lb + j - la) * inner + in];
+    int in = i % inner, j = (i / inner) % lx, o = i / (inner * lx);
+    y[((size_t)o * L + off + j) * inner + in] = x[i];
 }
 
-/* forward: y [outer, len, inner] = x [outer, L, inner] at [start, start + len);
+/* forward: y [outer, len, inner] = x [outer, L, inner] at start + j * step, j < len;
    backward (grad): y [outer, L, inner] = dy placed there, zeros elsewhere */
 __kernel void slice(__global const uint *x, __global uint *y, const int n, const int L, const int len,
-                    const int inner, const int start, const int grad) {
+                    const int inner, const int start, const int grad, const int step) {
     int i = get_global_id(0);
     if (i >= n) return;
     int in = i % inner;
     if (!grad) {
         int j = (i / inner) % len, o = i / (inner * len);
-        y[i] = x[((size_t)o * L + start + j) * inner + in];
+        y[i] = x[((size_t)o * L + start + j * step) * inner + in];
     } else {
-        int j = (i / inner) % L, o = i / (inner * L);
-        y[i] = (j >= start && j < start + len) ? x[((size_t)o * len + j - start) * inner + in] : 0u;
+        int j = (i / inner) % L, o = i / (inner * L), d = j - start;
+        y[i] = (d >= 0 && d % step == 0 && d / step < len) ? x[((size_t)o * len + d / step) * inner + in] : 0u;
     }
+}
+
+/* y = x read with signed strides from a base offset (flip): `dims` are y's dims (unused
+   ones 1), `xs` x's stride for each y dim */
+__kernel void strided(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs, const int base) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int r = i, off = base;
+    int d5 = r % dims.s5; r /= dims.s5; off += d5 * xs.s5;
+    int d4 = r % dims.s4; r /= dims.s4; off += d4 * xs.s4;
+    int d3 = r % dims.s3; r /= dims.s3; off += d3 * xs.s3;
+    int d2 = r % dims.s2; r /= dims.s2; off += d2 * xs.s2;
+    int d1 = r % dims.s1; r /= dims.s1; off += d1 * xs.s1;
+    off += r * xs.s0;
+    y[i] = x[off];
+}
+
+/* torch.Tensor.repeat: y [ydims] tiles x [xdims] (6 dims each, leading ones) */
+__kernel void repeat_forward(__global const uint *x, __global uint *y, const int n, const int8 ydims, const int8 xdims) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int yd[8], xd[8];
+    vstore8(ydims, 0, yd);
+    vstore8(xdims, 0, xd);
+    int r = i, off = 0, st = 1;
+    for (int d = 5; d >= 0; d--) {
+        off += (r % yd[d]) % xd[d] * st;
+        r /= yd[d];
+        st *= xd[d];
+    }
+    y[i] = x[off];
+}
+
+/* dx [xdims] = the sum of dy [xdims * reps] over the tiles, in order of y (the CPU's) */
+__kernel void repeat_backward(__global const float *dy, __global float *dx, const int n, const int8 xdims, const int8 reps) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int xd[8], rp[8], c[8];
+    vstore8(xdims, 0, xd);
+    vstore8(reps, 0, rp);
+    int r = i, R = 1;
+    for (int d = 5; d >= 0; d--) {
+        c[d] = r % xd[d];
+        r /= xd[d];
+        R *= rp[d];
+    }
+    float s = 0.0f;
+    for (int t = 0; t < R; t++) { /* t: the tile, most significant dim first */
+        int q = t, off = 0, st = 1;
+        for (int d = 5; d >= 0; d--) {
+            off += ((q % rp[d]) * xd[d] + c[d]) * st;
+            q /= rp[d];
+            st *= xd[d] * rp[d];
+        }
+        s += dy[off];
+    }
+    dx[i] = s;
+}
+
+/* torch.tril (upper 0: keeps j - i <= diagonal) / torch.triu (j - i >= diagonal) of each
+   [R, C] matrix; the rest zero */
+__kernel void tril(__global const float *x, __global float *y, const int n, const int R, const int C, const int diagonal,
+                   const int upper) {
+    int k = get_global_id(0);
+    if (k >= n) return;
+    int j = k % C, i = (k / C) % R;
+    int keep = upper ? j - i >= diagonal : j - i <= diagonal;
+    y[k] = keep ? x[k] : 0.0f;
 }
 
 /* source row of padded row o: -1 in zero padding */

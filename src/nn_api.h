@@ -395,6 +395,24 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
 /* out[i, ...] = data[idx[i], ...]: batches from a dataset that lives on the device (data
    of either dtype: images and their labels). An index out of range gives a row of zeros. */
 NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx);
+/* Indexing by int32 tensors, PyTorch's semantics (dim negative: from the end). An index
+   value out of range is what PyTorch raises on: it reads or writes nothing (a zero where
+   it would have read), and the next nn_tensor_read or nn_graph_finish fails naming the op
+   and the count, as the losses' labels do. Repeated indices sum their gradients (scatters)
+   in a fixed order, with no float atomics: the same bits every run, on every backend.
+   nn_index_select (torch.index_select): x with dim cut to index [K] (1-D): out[.., k, ..] =
+   x[.., index[k], ..]; x of either dtype. The backward costs numel(x) * K.
+   nn_gather (torch.gather): out (index's shape) at c = x at c with c[dim] = index[c];
+   index has x's dims and index.size(d) <= x.size(d) for d != dim.
+   nn_scatter_add (torch.Tensor.scatter_add): x plus src[c] added at c with c[dim] =
+   index[c], for c over index's shape; index.size(d) <= src.size(d) for every d and
+   <= x.size(d) for d != dim. Forward and the gather's backward cost numel(x) *
+   index.size(dim) (each element sums what lands on it).
+   nn_one_hot (F.one_hot, as float32): int32 labels [..] -> [.., num_classes]. */
+NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
+NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
+NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src);
+NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int num_classes);
 NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x); /* [B, C] -> int32 [B] */
 /* Fraction of rows whose argmax equals the label (a scalar; no gradient). */
 NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels);
@@ -447,18 +465,52 @@ NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
 NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
                                  const nn_conv3d_desc *desc, const char *name);
 
-/* The same data in another shape of the same element count (a copy). */
+/* The same data in another shape of the same element count. A view, as torch's on a
+   contiguous tensor: the output shares x's storage and nothing is copied or run (a
+   parameter, which the optimizer updates in place, is copied instead). */
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
 NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */
+/* torch.squeeze(x, dim): dim removed if its size is 1, else x unchanged (a tensor keeps at
+   least one dim); torch.unsqueeze(x, dim): a dim of size 1 inserted at dim, in
+   [-ndim-1, ndim]. Both views, as nn_reshape. */
+NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim);
+NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim);
 
 /* Structure ops (a negative axis counts from the end). nn_permute's perm has one entry
-   per dim of x: output dim d is x's dim perm[d]. nn_concat joins up to 64 tensors that
-   agree on every other dim; nn_split cuts x into n parts of the given sizes. */
+   per dim of x: output dim d is x's dim perm[d]. nn_concat (torch.cat) joins up to 64
+   tensors that agree on every other dim, each written once (one op of up to 16 inputs;
+   more are joined in groups of 16 first); its backward is one slice per input. nn_stack
+   (torch.stack) joins up to 64 tensors of one shape along a new dim, in [-ndim-1, ndim].
+   nn_split cuts x into n parts of the given sizes. */
 NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *perm);
 NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1);
 NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis);
+NN_API nn_tensor nn_stack(nn_graph *g, const nn_tensor *xs, int n, int dim);
+/* len elements of x along axis from start (torch's x.narrow(axis, start, len)); the step
+   form takes every step-th: start, start + step, ..., start + (len-1)*step, which is
+   torch's x[..., start:end:step] with len = ceil((end - start) / step). start >= 0,
+   step >= 1, and every index taken inside the dim. */
 NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len);
+NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step);
 NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out);
+/* torch.flip: x reversed along each of dims[0..n_dims) (each once; negative from the end). */
+NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims);
+/* torch.Tensor.repeat: x tiled repeats[d] times along each dim; n >= x's dims, and when
+   n is more, x counts as having leading dims of size 1 (the output has n dims). torch.tile
+   is the same with repeats padded to x's dims by leading 1s: nn_repeat with those. The
+   backward sums the tiles (each gradient element sums its copies in a fixed order). */
+NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int n);
+/* torch.tril / torch.triu over the last two dims (float32 x, >= 2 dims): elements with
+   col - row <= diagonal (tril) or >= diagonal (triu) kept, the rest zero; diagonal 0 is
+   the main one. */
+NN_API nn_tensor nn_tril(nn_graph *g, nn_tensor x, int diagonal);
+NN_API nn_tensor nn_triu(nn_graph *g, nn_tensor x, int diagonal);
+/* Constants, float32, computed once when the graph is compiled (not every step), with no
+   gradient: torch.arange(start, end, step) ([ceil((end - start) / step)] elements
+   start + i*step, computed in double; step nonzero with the sign of end - start) and
+   torch.eye(n, m) ([n, m], ones on the diagonal; m 0: n). */
+NN_API nn_tensor nn_arange(nn_graph *g, double start, double end, double step);
+NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m);
 
 /* Padding of the last two dims (H, W), the pads in F.pad's order (left, right, top,
    bottom: the last dim first): zeros, or reflection (PyTorch's "reflect": each pad

@@ -168,11 +168,66 @@ static nn_result nn__allocate(nn_graph *g) {
             n->buf = p->buf;
         } else if (n->storage == NN__ST_OWN) { /* inputs are written before use: no fill */
             r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, n->op != NN__OP_INPUT, what);
+        } else if (n->storage == NN__ST_VIEW) { /* the storage of view_of (a lower id: allocated already) */
+            const nn__node *v = &g->nodes[n->view_of];
+            if (v->storage == NN__ST_ARENA) r = ctx->backend->view(ctx, &g->arena, v->offset, (size_t)n->numel * 4, &n->buf, what);
+            else r = ctx->backend->view(ctx, &v->buf, 0, (size_t)n->numel * 4, &n->buf, what);
         } else if (n->numel > 0) {
             r = ctx->backend->view(ctx, &g->arena, n->offset, (size_t)n->numel * 4, &n->buf, what);
         }
         if (n->scratch > 0 && r == NN_OK) r = ctx->backend->view(ctx, &g->arena, n->scratch_offset, (size_t)n->scratch * 4, &n->scratch_buf, what);
         for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], (size_t)g->nodes[n->in[0]].numel * 4, 1, what);
+    }
+    return r;
+}
+
+/* Views (ops flagged NN__OPF_VIEW: a reshape): a view takes the storage of the node it
+   reads, or of that node's own source when it is a view too, so a chain of reshapes
+   shares one buffer and nothing is copied. The source then lives as long as its last view
+   is used, and is kept after a run (NN__ST_OWN) when a view is an output. A parameter is
+   not viewed: the optimizer updates it in place, after which a view would no longer hold
+   the value of its step; the op copies it instead. */
+static void nn__plan_views(nn_graph *g) {
+    int i;
+    for (i = 0; i < g->n_sched; i++) { /* in schedule order: a view's source is settled first */
+        nn__node *n = &g->nodes[g->sched[i]], *src;
+        int s;
+        if (!(nn__op(n->op)->flags & NN__OPF_VIEW)) continue;
+        s = g->nodes[n->in[0]].storage == NN__ST_VIEW ? g->nodes[n->in[0]].view_of : n->in[0];
+        src = &g->nodes[s];
+        if (src->storage == NN__ST_PARAM || src->numel != n->numel) continue;
+        if (n->is_output && src->storage == NN__ST_ARENA) src->storage = NN__ST_OWN;
+        n->storage = NN__ST_VIEW;
+        n->view_of = s;
+    }
+    for (i = 0; i < g->n_sched; i++) {
+        nn__node *n = &g->nodes[g->sched[i]];
+        if (n->storage == NN__ST_VIEW && g->nodes[n->view_of].last < n->last) g->nodes[n->view_of].last = n->last;
+    }
+}
+
+/* Constants (ops flagged NN__OPF_CONST): each computed once by its CPU body, into its
+   buffer on a host-memory backend, else into a host copy written to the device. */
+static nn_result nn__compute_constants(nn_graph *g) {
+    nn_result r = NN_OK;
+    int i;
+    for (i = 0; i < g->n_nodes && r == NN_OK; i++) {
+        nn__node *n = &g->nodes[i];
+        nn__buf dev;
+        float *host;
+        if (!n->live || !(nn__op(n->op)->flags & NN__OPF_CONST)) continue;
+        if (g->ctx->backend->host_memory) {
+            r = nn__op(n->op)->cpu(g, n);
+            continue;
+        }
+        host = (float *)nn__calloc((size_t)n->numel, sizeof(float));
+        if (!host) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        dev = n->buf;
+        n->buf.host = host;
+        r = nn__op(n->op)->cpu(g, n);
+        n->buf = dev;
+        if (r == NN_OK) r = nn__buf_write(g->ctx, &n->buf, host, (size_t)n->numel * 4);
+        NN_FREE(host);
     }
     return r;
 }
@@ -329,10 +384,11 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     g->n_sched = g->n_sched_forward = 0;
     for (i = 0; i < g->n_nodes; i++) {
         nn__node *n = &g->nodes[i];
+        unsigned flags = nn__op(n->op)->flags;
         n->first = n->last = -1;
-        if (n->op == NN__OP_INPUT) n->storage = NN__ST_OWN;
+        if (n->op == NN__OP_INPUT || (flags & NN__OPF_CONST)) n->storage = NN__ST_OWN;
         else if (n->op != NN__OP_PARAM) n->storage = (n->is_output && n->numel > 0) ? NN__ST_OWN : NN__ST_ARENA;
-        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM) continue;
+        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM || (flags & NN__OPF_CONST)) continue;
         n->first = n->last = g->n_sched;
         for (k = 0; k < n->n_in; k++) {
             nn__node *in = &g->nodes[n->in[k]];
@@ -341,6 +397,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->sched[g->n_sched++] = i;
         if (i < n_user) g->n_sched_forward = g->n_sched;
     }
+    nn__plan_views(g);
     g->n_sched_update = g->n_sched; /* where the part that runs on update steps only starts */
     for (i = 0; i < g->n_sched && g->first_update_node >= 0; i++)
         if (g->sched[i] >= g->first_update_node) {
@@ -353,6 +410,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     }
     r = nn__plan_memory(g, g->ctx->dev.align);
     if (r == NN_OK) r = nn__allocate(g);
+    if (r == NN_OK) r = nn__compute_constants(g);
     if (r == NN_OK) r = nn__buf_alloc(g->ctx, &g->one, 4, 0, "a constant");
     if (r == NN_OK) r = g->ctx->backend->fill(g->ctx, &g->one, 1.0f, 4);
     for (i = 0; i < g->n_sched; i++) { /* a counter for each checked op (nn__report_checks) */
@@ -368,6 +426,8 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         return r;
     }
     for (i = 0; i < g->n_sched; i++) g->ctx->op_compiled[g->nodes[g->sched[i]].op]++;
+    for (i = 0; i < g->n_nodes; i++) /* constants: computed at compile time, not scheduled */
+        if (g->nodes[i].live && (nn__op(g->nodes[i].op)->flags & NN__OPF_CONST)) g->ctx->op_compiled[g->nodes[i].op]++;
     nn__log(g->ctx, NN_LOG_DEBUG, "compiled: %d nodes, %d scheduled, arena %llu bytes", g->n_nodes, g->n_sched,
             (unsigned long long)g->arena_bytes);
     return NN_OK;

@@ -130,7 +130,7 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
 
 static void nn__graph_release_compiled(nn_graph *g) {
     int i, k;
-    for (i = 0; i < g->n_nodes; i++) {
+    for (i = g->n_nodes - 1; i >= 0; i--) { /* views (higher ids) before the buffers they alias */
         nn__node *n = &g->nodes[i];
         if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
         nn__buf_free(g->ctx, &n->scratch_buf);
@@ -594,7 +594,7 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: %s is not used by the compiled graph", fn, nn__op_names[n->op]);
     if (write && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM && !(nn__op(n->op)->flags & NN__OPF_WRITABLE))
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: only inputs, parameters and accumulators can be written", fn);
-    if (!write && n->storage == NN__ST_ARENA)
+    if (!write && (n->storage == NN__ST_ARENA || (n->storage == NN__ST_VIEW && g->nodes[n->view_of].storage == NN__ST_ARENA)))
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_output()", fn,
                         nn__op_names[n->op]);
     if (bytes != (size_t)n->numel * 4) {

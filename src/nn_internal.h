@@ -29,7 +29,7 @@
 #  define NN_ASSERT(c) assert(c)
 #endif
 
-#define NN__MAX_IN 4
+#define NN__MAX_IN 16 /* inputs of one node: a concat of up to 16 tensors is one node */
 #define NN__MAX_NUMEL ((int64_t)0x7fffffff) /* elements of one tensor: 32-bit indices */
 #define NN__MAX_AUX 3
 #define NN__ERRLEN 4096
@@ -38,7 +38,9 @@
 typedef enum nn__storage {
     NN__ST_ARENA = 0,  /* planned by liveness inside the graph's arena */
     NN__ST_OWN,        /* its own buffer for the life of the graph (inputs, outputs, state) */
-    NN__ST_PARAM       /* a parameter store entry, possibly shared between graphs */
+    NN__ST_PARAM,      /* a parameter store entry, possibly shared between graphs */
+    NN__ST_VIEW        /* another node's storage (view_of), reinterpreted: an op flagged
+                          NN__OPF_VIEW whose input is not a parameter */
 } nn__storage;
 
 /* A buffer of a backend: host memory on the CPU backend; a device object (an OpenCL
@@ -100,13 +102,23 @@ typedef struct nn__loss_attr { /* src/ops/loss.c */
 
 typedef struct nn__shape_attr { /* src/ops/shape.c */
     int perm[NN_MAX_DIMS]; /* PERMUTE: output dim d is input dim perm[d] */
-    int axis;            /* CONCAT2, SLICE*: the axis */
+    int axis;            /* CONCAT, SLICE*: the axis */
     int start;           /* SLICE*: the first index taken */
+    int step;            /* SLICE*: the distance between indices taken (1: contiguous) */
+    int flip;            /* FLIP: bit d set: dim d reversed */
+    int diagonal, upper; /* TRIL: the diagonal kept (torch.tril/triu's), triu rather than tril */
+    int kind;            /* CONST: NN__CONST_ARANGE or NN__CONST_EYE */
+    double c_start, c_step; /* CONST (arange): element i is c_start + i * c_step */
     int top, left;       /* PAD2D*: padding before H and W */
     int reflect;         /* PAD2D*: reflection padding, not zeros */
     int scale_h, scale_w; /* UPSAMPLE2D*: the factors */
     int bilinear;        /* UPSAMPLE2D*: bilinear (align_corners = False), not nearest */
 } nn__shape_attr;
+
+typedef struct nn__gather_attr { /* src/ops/gather.c */
+    int dim;             /* INDEX_SELECT*, GATHER, SCATTER_ADD: the dim indexed */
+    int has_base;        /* SCATTER_ADD: in[0] is the tensor added to (else zeros: gather's backward) */
+} nn__gather_attr;
 
 typedef struct nn__conv_attr { /* src/ops/conv.c: per spatial dim, (h, w) or (d, h, w) */
     int stride[3], pad[3], dilation[3];
@@ -151,6 +163,7 @@ typedef union nn__attr {
     nn__reduce_attr reduce;
     nn__loss_attr loss;
     nn__shape_attr shape;
+    nn__gather_attr gather;
     nn__conv_attr conv;
     nn__pool_attr pool;
     nn__norm_attr norm;
@@ -175,6 +188,7 @@ typedef struct nn__node {
     int live;            /* in the schedule */
     int storage;
     size_t offset;       /* NN__ST_ARENA: byte offset in the arena */
+    int view_of;         /* NN__ST_VIEW: the node whose storage this is (never itself a view) */
     int first, last;     /* schedule positions of definition and last use */
     nn__buf buf;         /* the output */
     nn__buf aux[NN__MAX_AUX]; /* persistent state (optimizer moments), each of in[0]'s size */

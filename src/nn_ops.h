@@ -16,6 +16,11 @@
 #define NN__OPF_LEAF 1u    /* an input or parameter: no body, no plan */
 #define NN__OPF_NO_GRAD 2u /* not differentiable: no gradient flows through it */
 #define NN__OPF_WRITABLE 4u /* its value persists across runs and the user may write it (accumulators) */
+#define NN__OPF_VIEW 8u    /* its output is its first input's data in another shape: the planner gives it
+                              that input's storage (NN__ST_VIEW) unless the input is a parameter; its
+                              body and device plan then do nothing (n->storage == NN__ST_VIEW) */
+#define NN__OPF_CONST 16u  /* no inputs: computed once at compile time by its CPU body (into a host
+                              copy written to the device), never scheduled; its own storage */
 
 #define NN__OPS_LEAF(X)                                                                                   \
     X(INPUT, "input", nn__cpu_leaf, nn__dev_leaf, nn__grad_none, 0, NN__OPF_LEAF)                          \
@@ -94,14 +99,24 @@
 #define NN__OPS_GATHER(X)                                                                                   \
     X(GATHER_ROWS, "gather_rows", nn__cpu_gather_rows, nn__dev_gather_rows, nn__grad_gather_rows, 0, 0)    \
     X(GATHER_ROWS_GRAD, "gather_rows_grad", nn__cpu_gather_rows_grad, nn__dev_gather_rows_grad,            \
-      nn__grad_none, 0, 0)
+      nn__grad_none, 0, 0)                                                                                 \
+    X(INDEX_SELECT, "index_select", nn__cpu_index_select, nn__dev_index_select, nn__grad_index_select, 0, 0) \
+    X(INDEX_SELECT_GRAD, "index_select_grad", nn__cpu_index_select, nn__dev_index_select, nn__grad_none, 0, 0) \
+    X(GATHER, "gather", nn__cpu_gather, nn__dev_gather, nn__grad_gather, 0, 0)                             \
+    X(SCATTER_ADD, "scatter_add", nn__cpu_scatter_add, nn__dev_scatter_add, nn__grad_scatter_add, 0, 0)    \
+    X(ONE_HOT, "one_hot", nn__cpu_one_hot, nn__dev_one_hot, nn__grad_none, 0, NN__OPF_NO_GRAD)
 
 #define NN__OPS_SHAPE(X)                                                                                    \
-    X(RESHAPE, "reshape", nn__cpu_reshape, nn__dev_reshape, nn__grad_reshape, 0, 0)                        \
+    X(RESHAPE, "reshape", nn__cpu_reshape, nn__dev_reshape, nn__grad_reshape, 0, NN__OPF_VIEW)             \
     X(PERMUTE, "permute", nn__cpu_permute, nn__dev_permute, nn__grad_permute, 0, 0)                        \
-    X(CONCAT2, "concat", nn__cpu_concat2, nn__dev_concat2, nn__grad_concat2, 0, 0)                         \
+    X(CONCAT, "concat", nn__cpu_concat, nn__dev_concat, nn__grad_concat, 0, 0)                             \
     X(SLICE, "slice", nn__cpu_slice, nn__dev_slice, nn__grad_slice, 0, 0)                                  \
     X(SLICE_GRAD, "slice_grad", nn__cpu_slice, nn__dev_slice, nn__grad_none, 0, 0)                         \
+    X(FLIP, "flip", nn__cpu_flip, nn__dev_flip, nn__grad_flip, 0, 0)                                       \
+    X(REPEAT, "repeat", nn__cpu_repeat, nn__dev_repeat, nn__grad_repeat, 0, 0)                             \
+    X(REPEAT_GRAD, "repeat_grad", nn__cpu_repeat, nn__dev_repeat, nn__grad_none, 0, 0)                     \
+    X(TRIL, "tril_triu", nn__cpu_tril, nn__dev_tril, nn__grad_tril, 0, 0)                                  \
+    X(CONST, "constant", nn__cpu_const, nn__dev_const, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_CONST)  \
     X(PAD2D, "pad2d", nn__cpu_pad2d, nn__dev_pad_upsample, nn__grad_pad_upsample, 0, 0)                    \
     X(PAD2D_GRAD, "pad2d_grad", nn__cpu_pad2d, nn__dev_pad_upsample, nn__grad_none, 0, 0)                  \
     X(UPSAMPLE2D, "upsample2d", nn__cpu_upsample2d, nn__dev_pad_upsample, nn__grad_pad_upsample, 0, 0)     \

@@ -120,6 +120,7 @@ static void run_suites(const t_env *e) {
     suite_loss(e);
     suite_shape(e);
     suite_reduce(e);
+    suite_index(e);
     suite_norm(e);
     suite_pool(e);
     suite_optim(e);

@@ -75,6 +75,7 @@ void suite_conv3d(const t_env *e);
 void suite_loss(const t_env *e);
 void suite_shape(const t_env *e);
 void suite_reduce(const t_env *e);
+void suite_index(const t_env *e);
 void suite_norm(const t_env *e);
 void suite_pool(const t_env *e);
 void suite_optim(const t_env *e);

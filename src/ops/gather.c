@@ -23,12 +23,176 @@ NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
     return nn__op2(g, NN__OP_GATHER_ROWS, d->dtype, s, data.id, idx.id);
 }
 
+/* A shape seen along dim: [outer, len, inner]. */
+static void nn__gather_split(const nn_shape *s, int dim, int64_t *outer, int64_t *len, int64_t *inner) {
+    int d;
+    *outer = *inner = 1;
+    for (d = 0; d < dim; d++) *outer *= s->dim[d];
+    for (d = dim + 1; d < s->ndim; d++) *inner *= s->dim[d];
+    *len = s->dim[dim];
+}
+
+/* A dim of x in [0, ndim) (negative: from the end), or -1 and the op fails. */
+static int nn__gather_dim(nn_graph *g, const char *op, nn_tensor x, int dim) {
+    int nd = nn__n(g, x)->shape.ndim;
+    if (dim < -nd || dim >= nd) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: dim %d out of range [%d, %d] for x %s", op, dim, -nd, nd - 1, sx);
+        return -1;
+    }
+    return dim < 0 ? dim + nd : dim;
+}
+
+static int nn__expect_index(nn_graph *g, const char *op, nn_tensor index, nn_tensor x) {
+    if (nn__n(g, index)->dtype != NN_I32) {
+        char si[128], sx[128];
+        nn__shape_str(&nn__n(g, index)->shape, si, sizeof si);
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s must be int32, not %s (x %s)", op, si, nn__dtype_name(nn__n(g, index)->dtype), sx);
+        return 0;
+    }
+    return 1;
+}
+
+NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
+    nn_tensor in[2], t;
+    nn_shape s;
+    in[0] = x;
+    in[1] = index;
+    if (!nn__check(g, "nn_index_select", 2, in) || (dim = nn__gather_dim(g, "nn_index_select", x, dim)) < 0 ||
+        !nn__expect_index(g, "nn_index_select", index, x))
+        return nn__tensor(-1);
+    if (nn__n(g, index)->shape.ndim != 1) {
+        char si[128], sx[128];
+        nn__shape_str(&nn__n(g, index)->shape, si, sizeof si);
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_index_select: index %s must have one dim (x %s, dim %d)", si, sx, dim);
+    }
+    s = nn__n(g, x)->shape;
+    s.dim[dim] = nn__n(g, index)->shape.dim[0];
+    t = nn__op2(g, NN__OP_INDEX_SELECT, nn__n(g, x)->dtype, s, x.id, index.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.gather.dim = dim;
+        g->nodes[t.id].check = "nn_index_select: index values outside [0, x.size(dim))";
+    }
+    return t;
+}
+
+/* index has x's number of dims, and is no larger than `other` outside dim (than x for
+   gather; for scatter_add also no larger than src in any dim) */
+static int nn__index_fits(nn_graph *g, const char *op, nn_tensor x, int dim, nn_tensor index, const nn_tensor *src) {
+    const nn_shape *xs = &nn__n(g, x)->shape, *is = &nn__n(g, index)->shape, *ss = src ? &nn__n(g, *src)->shape : NULL;
+    int d, ok = is->ndim == xs->ndim && (!ss || ss->ndim == xs->ndim);
+    for (d = 0; ok && d < xs->ndim; d++) ok = (d == dim || is->dim[d] <= xs->dim[d]) && (!ss || is->dim[d] <= ss->dim[d]);
+    if (!ok) {
+        char sx[128], si[128], sr[128];
+        nn__shape_str(xs, sx, sizeof sx);
+        nn__shape_str(is, si, sizeof si);
+        if (ss) nn__shape_str(ss, sr, sizeof sr);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s does not fit x %s%s%s along dim %d (same number of dims; index.size(d) <= x.size(d) for d != dim%s)",
+                    op, si, sx, ss ? " and src " : "", ss ? sr : "", dim, ss ? ", <= src.size(d) for every d" : "");
+    }
+    return ok;
+}
+
+NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
+    nn_tensor in[2], t;
+    in[0] = x;
+    in[1] = index;
+    if (!nn__check(g, "nn_gather", 2, in) || (dim = nn__gather_dim(g, "nn_gather", x, dim)) < 0 ||
+        !nn__expect_index(g, "nn_gather", index, x) || !nn__expect_f32(g, "nn_gather", x, "x") ||
+        !nn__index_fits(g, "nn_gather", x, dim, index, NULL))
+        return nn__tensor(-1);
+    t = nn__op2(g, NN__OP_GATHER, NN_F32, nn__n(g, index)->shape, x.id, index.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.gather.dim = dim;
+        g->nodes[t.id].check = "nn_gather: index values outside [0, x.size(dim))";
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src) {
+    nn_tensor in[3], t;
+    in[0] = x;
+    in[1] = index;
+    in[2] = src;
+    if (!nn__check(g, "nn_scatter_add", 3, in) || (dim = nn__gather_dim(g, "nn_scatter_add", x, dim)) < 0 ||
+        !nn__expect_index(g, "nn_scatter_add", index, x) || !nn__expect_f32(g, "nn_scatter_add", x, "x") ||
+        !nn__expect_f32(g, "nn_scatter_add", src, "src") || !nn__index_fits(g, "nn_scatter_add", x, dim, index, &src))
+        return nn__tensor(-1);
+    t = nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, nn__n(g, x)->shape, x.id, index.id, src.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.gather.dim = dim;
+        g->nodes[t.id].a.gather.has_base = 1;
+        g->nodes[t.id].check = "nn_scatter_add: index values outside [0, x.size(dim))";
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int num_classes) {
+    nn_shape s;
+    nn_tensor t;
+    if (!nn__check(g, "nn_one_hot", 1, &labels)) return nn__tensor(-1);
+    s = nn__n(g, labels)->shape;
+    if (nn__n(g, labels)->dtype != NN_I32 || s.ndim >= NN_MAX_DIMS || num_classes < 1) {
+        char sl[128];
+        nn__shape_str(&s, sl, sizeof sl);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_one_hot: labels %s %s with %d classes (needs int32 labels of at most %d dims, num_classes >= 1)",
+                           sl, nn__dtype_name(nn__n(g, labels)->dtype), num_classes, NN_MAX_DIMS - 1);
+    }
+    s.dim[s.ndim++] = num_classes;
+    t = nn__op1(g, NN__OP_ONE_HOT, NN_F32, s, labels.id);
+    if (t.id >= 0) g->nodes[t.id].check = "nn_one_hot: labels outside [0, num_classes)";
+    return t;
+}
 
 /* ---- autograd rules ---- */
 
 static void nn__grad_gather_rows(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
+    return;
+}
+
+static void nn__grad_index_select(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op2(g, NN__OP_INDEX_SELECT_GRAD, NN_F32, g->nodes[a].shape, gy.id, b);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* A scatter_add node: out [shape] = base (or zeros) + src scattered by index. */
+static nn_tensor nn__scatter_op(nn_graph *g, const nn__attr *at, nn_shape shape, int base, int index, int src) {
+    nn_tensor t = base >= 0 ? nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, shape, base, index, src)
+                            : nn__op2(g, NN__OP_SCATTER_ADD, NN_F32, shape, index, src);
+    if (t.id >= 0) {
+        g->nodes[t.id].a = *at;
+        g->nodes[t.id].a.gather.has_base = base >= 0;
+    }
+    return t;
+}
+
+/* d(gather)/dx: gy scattered back by the index (summed where indices repeat, in a fixed
+   order: a gather over the index's dim, no atomics) */
+static void nn__grad_gather(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__scatter_op(g, &n.a, g->nodes[a].shape, -1, b, gy.id));
+    return;
+}
+
+/* scatter_add: dx = dy; dsrc = dy gathered by the index (src's shape, zeros outside the
+   index's) */
+static void nn__grad_scatter_add(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int has_base = n.a.gather.has_base, index = n.in[has_base], src = n.in[has_base + 1];
+    nn_tensor t;
+    if (has_base && ga) nn__acc_grad(g, a, gy);
+    if (!g->nodes[src].needs_grad) return;
+    t = nn__op2(g, NN__OP_GATHER, NN_F32, g->nodes[src].shape, gy.id, index);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, src, t);
     return;
 }
 
@@ -49,6 +213,63 @@ static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
     int64_t N = n->numel;
     nn__node *gy = &g->nodes[in[1]];
     nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
+    return NN_OK;
+}
+
+/* A checked op's index values outside [0, L), into its counter (the kernels' atomic_inc). */
+static void nn__gather_count(nn_graph *g, const nn__node *n, const nn__node *idx, int64_t L) {
+    int32_t *c;
+    int64_t bad;
+    if (!n->check) return;
+    bad = nn__count_outside((const int32_t *)idx->buf.host, idx->numel, L);
+    c = (int32_t *)g->checks.host + n->check_slot;
+    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+}
+
+static nn_result nn__cpu_index_select(nn_graph *g, nn__node *n) {
+    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
+    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
+    nn__gather_count(g, n, ix, L);
+    nn__index_select(n->buf.host, NN__F(n->in[0]), (const int32_t *)ix->buf.host, o, L, ix->numel, inner, grad);
+    return NN_OK;
+}
+
+/* dims of a node's shape, and the shapes of a gather's or scatter's operands */
+static void nn__dims_of(const nn_shape *s, int64_t *d) {
+    int k;
+    for (k = 0; k < s->ndim; k++) d[k] = s->dim[k];
+}
+
+static nn_result nn__cpu_gather(nn_graph *g, nn__node *n) {
+    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], xd[NN_MAX_DIMS];
+    nn__dims_of(&n->shape, yd);
+    nn__dims_of(&ix->shape, id);
+    nn__dims_of(&x->shape, xd);
+    nn__gather_count(g, n, ix, x->shape.dim[n->a.gather.dim]);
+    nn__gather_fwd(n->buf.host, x->buf.host, (const int32_t *)ix->buf.host, n->shape.ndim, n->a.gather.dim, yd, id, xd);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_scatter_add(nn_graph *g, nn__node *n) {
+    int hb = n->a.gather.has_base;
+    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
+    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], sd[NN_MAX_DIMS];
+    nn__dims_of(&n->shape, yd);
+    nn__dims_of(&ix->shape, id);
+    nn__dims_of(&src->shape, sd);
+    nn__gather_count(g, n, ix, n->shape.dim[n->a.gather.dim]);
+    nn__scatter_add_fwd(n->buf.host, hb ? NN__F(n->in[0]) : NULL, (const int32_t *)ix->buf.host, src->buf.host, n->shape.ndim,
+                        n->a.gather.dim, yd, id, sd);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
+    int64_t C = n->shape.dim[n->shape.ndim - 1];
+    nn__gather_count(g, n, &g->nodes[n->in[0]], C);
+    nn__one_hot(n->buf.host, NN__I(n->in[0]), n->numel / C, C);
     return NN_OK;
 }
 
@@ -78,5 +299,77 @@ static nn_result nn__dev_gather_rows_grad(nn_graph *g, int id) {
     int B = (int)g->nodes[in[1]].shape.dim[0], R = (int)n->shape.dim[0];
     r = nn__launch_add(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, B, R, N / R);
+    return r;
+}
+
+/* A checked op's count of index values outside [0, L) (a launch before its own). */
+static nn_result nn__dev_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
+    nn__launch *l = NULL;
+    nn_result r;
+    if (!g->nodes[id].check) return NN_OK;
+    r = nn__launch_add(g, id, "gather", "index_check", (size_t)idx->numel, &l);
+    if (r == NN_OK) r = nn__args(l, "miimi", &idx->buf, (int)idx->numel, (int)L, &g->checks, g->nodes[id].check_slot);
+    return r;
+}
+
+static nn_result nn__dev_index_select(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
+    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
+    r = nn__dev_index_check(g, id, ix, L);
+    if (r == NN_OK) r = nn__launch_add(g, id, "gather", grad ? "index_select_backward" : "index_select", (size_t)n->numel, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmiiii", &g->nodes[n->in[0]].buf, &ix->buf, &n->buf, (int)n->numel, (int)L, (int)ix->numel, (int)inner);
+    return r;
+}
+
+/* a shape's dims into an int8 argument, ones after them */
+static void nn__gather_dims8(const nn_shape *s, int *v) {
+    int d;
+    for (d = 0; d < 8; d++) v[d] = d < s->ndim ? (int)s->dim[d] : 1;
+}
+
+static nn_result nn__dev_gather(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int yd[8], idd[8], xd[8];
+    nn__launch *l = NULL;
+    nn_result r = nn__dev_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
+    nn__gather_dims8(&n->shape, yd);
+    nn__gather_dims8(&ix->shape, idd);
+    nn__gather_dims8(&x->shape, xd);
+    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "gather", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__args(l, "mmmi888i", &x->buf, &ix->buf, &n->buf, (int)n->numel, yd, idd, xd, n->a.gather.dim);
+    return r;
+}
+
+static nn_result nn__dev_scatter_add(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int hb = n->a.gather.has_base;
+    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
+    int yd[8], idd[8], sd[8];
+    nn__launch *l = NULL;
+    nn_result r = nn__dev_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
+    nn__gather_dims8(&n->shape, yd);
+    nn__gather_dims8(&ix->shape, idd);
+    nn__gather_dims8(&src->shape, sd);
+    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmmmi888ii", hb ? &g->nodes[n->in[0]].buf : &g->one, &ix->buf, &src->buf, &n->buf, (int)n->numel, yd, idd,
+                     sd, n->a.gather.dim, hb);
+    return r;
+}
+
+static nn_result nn__dev_one_hot(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int C = (int)n->shape.dim[n->shape.ndim - 1];
+    nn__launch *l = NULL;
+    nn_result r = nn__dev_index_check(g, id, &g->nodes[n->in[0]], C);
+    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "one_hot", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__args(l, "mmii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, C);
     return r;
 }

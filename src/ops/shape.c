@@ -10,6 +10,7 @@ NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
         nn__shape_str(&shape, b, sizeof b);
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_reshape: x %s and shape %s differ in element count", a, b);
     }
+    if (nn__shape_eq(&shape, &nn__n(g, x)->shape)) return x;
     return nn__op1(g, NN__OP_RESHAPE, nn__n(g, x)->dtype, shape, x.id);
 }
 
@@ -66,63 +67,244 @@ NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1) {
     return nn_permute(g, x, perm);
 }
 
-static nn_tensor nn__concat2(nn_graph *g, nn_tensor a, nn_tensor b, int axis) {
-    nn_tensor in[2], t;
-    nn_shape sa, sb;
-    int d;
-    in[0] = a;
-    in[1] = b;
-    if (!nn__check(g, "nn_concat", 2, in)) return nn__tensor(-1);
-    sa = nn__n(g, a)->shape;
-    sb = nn__n(g, b)->shape;
-    for (d = 0; d < sa.ndim && sa.ndim == sb.ndim; d++)
-        if (d != axis && sa.dim[d] != sb.dim[d]) break;
-    if (sa.ndim != sb.ndim || d < sa.ndim || nn__n(g, a)->dtype != nn__n(g, b)->dtype) {
-        char x[128], y[128];
-        nn__shape_str(&sa, x, sizeof x);
-        nn__shape_str(&sb, y, sizeof y);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_concat: %s and %s differ outside axis %d (or in dtype)", x, y, axis);
+/* One CONCAT node of k <= NN__MAX_IN inputs, checked by nn_concat. */
+static nn_tensor nn__concat_node(nn_graph *g, const nn_tensor *xs, int k, int axis) {
+    int in[NN__MAX_IN], j;
+    nn_shape s = nn__n(g, xs[0])->shape;
+    nn_tensor t;
+    s.dim[axis] = 0;
+    for (j = 0; j < k; j++) {
+        in[j] = xs[j].id;
+        s.dim[axis] += nn__n(g, xs[j])->shape.dim[axis];
     }
-    sa.dim[axis] += sb.dim[axis];
-    t = nn__op2(g, NN__OP_CONCAT2, nn__n(g, a)->dtype, sa, a.id, b.id);
+    t = nn__tensor(nn__new_node(g, NN__OP_CONCAT, nn__n(g, xs[0])->dtype, s, in, k));
     if (t.id >= 0) g->nodes[t.id].a.shape.axis = axis;
     return t;
 }
 
 NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis) {
-    nn_tensor acc;
-    int k;
+    nn_tensor part[(64 + NN__MAX_IN - 1) / NN__MAX_IN];
+    int k, d, parts;
     if (!g) return nn__tensor(-1);
-    if (!xs || n < 1 || n > 64) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_concat: needs 1 to 64 tensors");
+    if (!xs || n < 1 || n > 64) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_concat: needs 1 to 64 tensors, not %d", n);
     if (!nn__check(g, "nn_concat", n, xs)) return nn__tensor(-1);
     if ((axis = nn__axis(g, "nn_concat", xs[0], axis)) < 0) return nn__tensor(-1);
-    /* a chain of pairwise joins: each is one pass, and the backward of each is two slices */
-    for (acc = xs[0], k = 1; k < n; k++) acc = nn__concat2(g, acc, xs[k], axis);
-    return acc;
+    for (k = 1; k < n; k++) {
+        const nn__node *a = nn__n(g, xs[0]), *b = nn__n(g, xs[k]);
+        for (d = 0; d < a->shape.ndim && a->shape.ndim == b->shape.ndim; d++)
+            if (d != axis && a->shape.dim[d] != b->shape.dim[d]) break;
+        if (a->shape.ndim != b->shape.ndim || d < a->shape.ndim || a->dtype != b->dtype) {
+            char x[128], y[128];
+            nn__shape_str(&a->shape, x, sizeof x);
+            nn__shape_str(&b->shape, y, sizeof y);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_concat: tensor 0 %s %s and tensor %d %s %s differ outside dim %d", x,
+                               nn__dtype_name(a->dtype), k, y, nn__dtype_name(b->dtype), axis);
+        }
+    }
+    if (n == 1) return xs[0];
+    if (n <= NN__MAX_IN) return nn__concat_node(g, xs, n, axis);
+    /* more inputs than a node holds: groups of NN__MAX_IN, then one node of the groups */
+    for (parts = 0, k = 0; k < n; k += NN__MAX_IN, parts++)
+        part[parts] = nn__concat_node(g, xs + k, n - k < NN__MAX_IN ? n - k : NN__MAX_IN, axis);
+    for (k = 0; k < parts; k++)
+        if (part[k].id < 0) return nn__tensor(-1);
+    return nn__concat_node(g, part, parts, axis);
 }
 
-static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start) {
+NN_API nn_tensor nn_stack(nn_graph *g, const nn_tensor *xs, int n, int dim) {
+    nn_tensor u[64];
+    int k, nd;
+    if (!g) return nn__tensor(-1);
+    if (!xs || n < 1 || n > 64) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_stack: needs 1 to 64 tensors, not %d", n);
+    if (!nn__check(g, "nn_stack", n, xs)) return nn__tensor(-1);
+    nd = nn__n(g, xs[0])->shape.ndim;
+    for (k = 1; k < n; k++)
+        if (!nn__shape_eq(&nn__n(g, xs[k])->shape, &nn__n(g, xs[0])->shape) || nn__n(g, xs[k])->dtype != nn__n(g, xs[0])->dtype) {
+            char x[128], y[128];
+            nn__shape_str(&nn__n(g, xs[0])->shape, x, sizeof x);
+            nn__shape_str(&nn__n(g, xs[k])->shape, y, sizeof y);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_stack: tensor 0 %s and tensor %d %s differ (stack needs equal shapes and dtypes)",
+                               x, k, y);
+        }
+    if (dim < -(nd + 1) || dim > nd) {
+        char x[128];
+        nn__shape_str(&nn__n(g, xs[0])->shape, x, sizeof x);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_stack: dim %d out of range [%d, %d] for tensors %s", dim, -(nd + 1), nd, x);
+    }
+    if (dim < 0) dim += nd + 1;
+    for (k = 0; k < n; k++) u[k] = nn_unsqueeze(g, xs[k], dim); /* views: no copy */
+    return nn_concat(g, u, n, dim);
+}
+
+NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim) {
+    nn_shape s;
+    int d;
+    if (!nn__check(g, "nn_squeeze", 1, &x)) return nn__tensor(-1);
+    if ((dim = nn__axis(g, "nn_squeeze", x, dim)) < 0) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    if (s.dim[dim] != 1) return x; /* torch.squeeze: a dim that is not 1 stays */
+    if (s.ndim == 1) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_squeeze: x %s has one dim, and a tensor keeps at least one", sx);
+    }
+    for (d = dim; d < s.ndim - 1; d++) s.dim[d] = s.dim[d + 1];
+    s.dim[--s.ndim] = 0;
+    return nn_reshape(g, x, s);
+}
+
+NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim) {
+    nn_shape s;
+    int d, nd;
+    if (!nn__check(g, "nn_unsqueeze", 1, &x)) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    nd = s.ndim;
+    if (dim < -(nd + 1) || dim > nd || nd == NN_MAX_DIMS) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_unsqueeze: dim %d out of range [%d, %d] for x %s (at most %d dims)", dim,
+                           -(nd + 1), nd, sx, NN_MAX_DIMS);
+    }
+    if (dim < 0) dim += nd + 1;
+    for (d = nd; d > dim; d--) s.dim[d] = s.dim[d - 1];
+    s.dim[dim] = 1;
+    s.ndim++;
+    return nn_reshape(g, x, s);
+}
+
+static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start, int64_t step) {
     nn_tensor t = nn__op1(g, op, g->nodes[src].dtype, s, src);
     if (t.id >= 0) {
         g->nodes[t.id].a.shape.axis = axis;
         g->nodes[t.id].a.shape.start = (int)start;
+        g->nodes[t.id].a.shape.step = (int)step;
     }
     return t;
 }
 
-NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len) {
+static nn_tensor nn__slice_checked(nn_graph *g, const char *op, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
     nn_shape s;
-    if (!nn__check(g, "nn_slice", 1, &x)) return nn__tensor(-1);
-    if ((axis = nn__axis(g, "nn_slice", x, axis)) < 0) return nn__tensor(-1);
+    if (!nn__check(g, op, 1, &x)) return nn__tensor(-1);
+    if ((axis = nn__axis(g, op, x, axis)) < 0) return nn__tensor(-1);
     s = nn__n(g, x)->shape;
-    if (start < 0 || len < 1 || start >= s.dim[axis] || len > s.dim[axis] - start) { /* no start + len: it can overflow */
+    /* no start + (len - 1) * step: it can overflow */
+    if (step < 1 || start < 0 || len < 1 || start >= s.dim[axis] || (len - 1) > (s.dim[axis] - 1 - start) / step) {
         char sx[128];
         nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_slice: start %lld, length %lld is outside axis %d of x %s",
-                           (long long)start, (long long)len, axis, sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: start %lld, length %lld, step %lld is outside dim %d of x %s", op,
+                           (long long)start, (long long)len, (long long)step, axis, sx);
     }
     s.dim[axis] = len;
-    return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start);
+    if (len == 1) step = 1; /* one index: any step reads the same */
+    return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start, step);
+}
+
+NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len) {
+    return nn__slice_checked(g, "nn_slice", x, axis, start, len, 1);
+}
+
+NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
+    return nn__slice_checked(g, "nn_slice_step", x, axis, start, len, step);
+}
+
+NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims) {
+    int k, d, mask = 0;
+    nn_tensor t;
+    if (!nn__check(g, "nn_flip", 1, &x)) return nn__tensor(-1);
+    if (n_dims < 0 || n_dims > NN_MAX_DIMS || (n_dims > 0 && !dims))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: needs 0 to %d dims, not %d%s", NN_MAX_DIMS, n_dims,
+                           n_dims > 0 && !dims ? " (dims is NULL)" : "");
+    for (k = 0; k < n_dims; k++) {
+        if ((d = nn__axis(g, "nn_flip", x, dims[k])) < 0) return nn__tensor(-1);
+        if ((mask >> d) & 1) {
+            char sx[128];
+            nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: dim %d appears twice for x %s", dims[k], sx);
+        }
+        mask |= 1 << d;
+    }
+    for (d = 0; d < nn__n(g, x)->shape.ndim; d++) /* a dim of one element reads the same either way */
+        if (nn__n(g, x)->shape.dim[d] == 1) mask &= ~(1 << d);
+    if (!mask) return x;
+    t = nn__op1(g, NN__OP_FLIP, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) g->nodes[t.id].a.shape.flip = mask;
+    return t;
+}
+
+NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int n) {
+    nn_shape s, xs;
+    int d, pad;
+    if (!nn__check(g, "nn_repeat", 1, &x)) return nn__tensor(-1);
+    xs = nn__n(g, x)->shape;
+    if (!repeats || n < xs.ndim || n > NN_MAX_DIMS) {
+        char sx[128];
+        nn__shape_str(&xs, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_repeat: %d repeats for x %s (needs x's %d dims to %d%s)", n, sx,
+                           xs.ndim, NN_MAX_DIMS, repeats ? "" : "; repeats is NULL");
+    }
+    pad = n - xs.ndim;
+    s.ndim = n;
+    memset(s.dim, 0, sizeof s.dim);
+    for (d = 0; d < n; d++) {
+        int64_t xd = d < pad ? 1 : xs.dim[d - pad];
+        if (repeats[d] < 1 || repeats[d] > NN__MAX_NUMEL / xd) {
+            char sx[128];
+            nn__shape_str(&xs, sx, sizeof sx);
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_repeat: repeat %lld of dim %d for x %s (each at least 1)", (long long)repeats[d],
+                               d, sx);
+        }
+        s.dim[d] = xd * repeats[d];
+    }
+    return nn__op1(g, NN__OP_REPEAT, nn__n(g, x)->dtype, s, x.id); /* the repeats: its dims over x's */
+}
+
+static nn_tensor nn__tri(nn_graph *g, const char *op, nn_tensor x, int diagonal, int upper) {
+    nn_tensor t;
+    if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
+    if (nn__n(g, x)->shape.ndim < 2) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s needs at least 2 dims (matrices in the last two)", op, sx);
+    }
+    t = nn__op1(g, NN__OP_TRIL, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.shape.diagonal = diagonal;
+        g->nodes[t.id].a.shape.upper = upper;
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_tril(nn_graph *g, nn_tensor x, int diagonal) { return nn__tri(g, "nn_tril", x, diagonal, 0); }
+NN_API nn_tensor nn_triu(nn_graph *g, nn_tensor x, int diagonal) { return nn__tri(g, "nn_triu", x, diagonal, 1); }
+
+enum { NN__CONST_ARANGE = 0, NN__CONST_EYE = 1 };
+
+NN_API nn_tensor nn_arange(nn_graph *g, double start, double end, double step) {
+    double len;
+    nn_tensor t;
+    if (!nn__check(g, "nn_arange", 0, NULL)) return nn__tensor(-1);
+    len = step != 0.0 ? ceil((end - start) / step) : 0.0;
+    if (!(step != 0.0) || !(len >= 1.0) || len > (double)NN__MAX_NUMEL) /* NaN fails too */
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                           "nn_arange: start %g, end %g, step %g give %g elements (needs 1 to %lld: step nonzero, its sign end - start's)",
+                           start, end, step, len == len ? len : 0.0, (long long)NN__MAX_NUMEL);
+    t = nn__tensor(nn__new_node(g, NN__OP_CONST, NN_F32, nn_shape1((int64_t)len), NULL, 0));
+    if (t.id >= 0) {
+        g->nodes[t.id].a.shape.kind = NN__CONST_ARANGE;
+        g->nodes[t.id].a.shape.c_start = start;
+        g->nodes[t.id].a.shape.c_step = step;
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m) {
+    nn_tensor t;
+    if (!nn__check(g, "nn_eye", 0, NULL)) return nn__tensor(-1);
+    if (m == 0) m = n;
+    if (n < 1 || m < 1) return nn__op_fail(g, NN_ERR_SHAPE, "nn_eye: n %lld, m %lld (each at least 1)", (long long)n, (long long)m);
+    t = nn__tensor(nn__new_node(g, NN__OP_CONST, NN_F32, nn_shape2(n, m), NULL, 0));
+    if (t.id >= 0) g->nodes[t.id].a.shape.kind = NN__CONST_EYE;
+    return t;
 }
 
 NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out) {
@@ -272,17 +454,45 @@ static void nn__grad_permute(nn_graph *g, int id) {
     return;
 }
 
-static void nn__grad_concat2(nn_graph *g, int id) {
+static void nn__grad_concat(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    int ax = n.a.shape.axis;
-    if (ga) nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[a].shape, ax, 0));
-    if (gb) nn__acc_grad(g, b, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[b].shape, ax, g->nodes[a].shape.dim[ax]));
+    int ax = n.a.shape.axis, k;
+    int64_t off = 0;
+    for (k = 0; k < n.n_in; k++) {
+        int x = n.in[k];
+        if (g->nodes[x].needs_grad) nn__acc_grad(g, x, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[x].shape, ax, off, 1));
+        off += g->nodes[x].shape.dim[ax];
+    }
     return;
 }
 
 static void nn__grad_slice(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.a.shape.axis, n.a.shape.start));
+    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.a.shape.axis, n.a.shape.start, n.a.shape.step));
+    return;
+}
+
+static void nn__grad_flip(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_FLIP, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static void nn__grad_repeat(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_REPEAT_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static void nn__grad_tril(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_TRIL, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
     return;
 }
 
@@ -298,11 +508,8 @@ static void nn__grad_pad_upsample(nn_graph *g, int id) {
 /* ---- CPU bodies ---- */
 
 static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    memcpy(y, NN__F(in[0]), (size_t)N * 4); return NN_OK;
-
+    if (n->storage != NN__ST_VIEW) memcpy(n->buf.host, NN__F(n->in[0]), (size_t)n->numel * 4); /* a parameter's copy */
+    return NN_OK;
 }
 
 static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
@@ -314,13 +521,15 @@ static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_concat2(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t o, la, lb, inner;
-    nn__axis_split(&g->nodes[in[0]].shape, n->a.shape.axis, &o, &la, &inner);
-    lb = g->nodes[in[1]].shape.dim[n->a.shape.axis];
-    nn__concat_forward(y, NN__F(in[0]), NN__F(in[1]), o, la, lb, inner);
+static nn_result nn__cpu_concat(nn_graph *g, nn__node *n) {
+    int64_t o, L, inner, off = 0;
+    int k;
+    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
+    for (k = 0; k < n->n_in; k++) {
+        int64_t lx = g->nodes[n->in[k]].shape.dim[n->a.shape.axis];
+        nn__concat_part(n->buf.host, NN__F(n->in[k]), o, lx, L, off, inner);
+        off += lx;
+    }
     return NN_OK;
 }
 
@@ -331,7 +540,72 @@ static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, grad);
+    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
+    return NN_OK;
+}
+
+/* flip geometry: y's dims and x's signed stride for each (6 dims, ones in front), and the
+   offset in x of y's first element */
+static int64_t nn__flip_geom(const nn__node *n, int64_t *dims, int64_t *xstride) {
+    int64_t st = 1, base = 0;
+    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
+    for (d = NN_MAX_DIMS - 1; d >= 0; d--) {
+        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
+        xstride[d] = d < pad ? 0 : st;
+        if (d >= pad && ((n->a.shape.flip >> (d - pad)) & 1)) {
+            base += (dims[d] - 1) * st;
+            xstride[d] = -st;
+        }
+        st *= dims[d];
+    }
+    return base;
+}
+
+static nn_result nn__cpu_flip(nn_graph *g, nn__node *n) {
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
+    nn__permute_forward(n->buf.host, NN__F(n->in[0]) + base, NN_MAX_DIMS, dims, xs);
+    return NN_OK;
+}
+
+/* repeat geometry: the output's dims and x's, x padded with leading ones (REPEAT_GRAD:
+   the forward's, from its own shape and its input's) */
+static int nn__repeat_geom(nn_graph *g, const nn__node *n, int64_t *ydims, int64_t *xdims) {
+    const nn_shape *ys = n->op == NN__OP_REPEAT ? &n->shape : &g->nodes[n->in[0]].shape;
+    const nn_shape *xs = n->op == NN__OP_REPEAT ? &g->nodes[n->in[0]].shape : &n->shape;
+    int d, pad = ys->ndim - xs->ndim;
+    for (d = 0; d < ys->ndim; d++) {
+        ydims[d] = ys->dim[d];
+        xdims[d] = d < pad ? 1 : xs->dim[d - pad];
+    }
+    return ys->ndim;
+}
+
+static nn_result nn__cpu_repeat(nn_graph *g, nn__node *n) {
+    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
+    int nd = nn__repeat_geom(g, n, yd, xd);
+    nn__repeat(n->buf.host, NN__F(n->in[0]), nd, yd, xd, n->op == NN__OP_REPEAT_GRAD);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_tril(nn_graph *g, nn__node *n) {
+    int nd = n->shape.ndim;
+    int64_t R = n->shape.dim[nd - 2], C = n->shape.dim[nd - 1];
+    nn__tril(n->buf.host, NN__F(n->in[0]), n->numel / (R * C), R, C, n->a.shape.diagonal, n->a.shape.upper);
+    return NN_OK;
+}
+
+/* Runs once, at compile time (NN__OPF_CONST), on every backend. */
+static nn_result nn__cpu_const(nn_graph *g, nn__node *n) {
+    float *y = n->buf.host;
+    int64_t i;
+    (void)g;
+    if (n->a.shape.kind == NN__CONST_ARANGE) {
+        for (i = 0; i < n->numel; i++) y[i] = (float)(n->a.shape.c_start + (double)i * n->a.shape.c_step);
+    } else {
+        int64_t m = n->shape.dim[1];
+        memset(y, 0, (size_t)n->numel * sizeof(float));
+        for (i = 0; i < n->shape.dim[0] && i < m; i++) y[i * m + i] = 1.0f;
+    }
     return NN_OK;
 }
 
@@ -364,13 +638,12 @@ static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
 
 static nn_result nn__dev_reshape(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
+    nn_result r;
+    if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
     r = nn__launch_add(g, id, "elementwise", "copy", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[in[0]].buf, y, N);
+    if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[n->in[0]].buf, &n->buf, N);
     return r;
 }
 
@@ -393,18 +666,20 @@ static nn_result nn__dev_permute(nn_graph *g, int id) {
     return r;
 }
 
-static nn_result nn__dev_concat2(nn_graph *g, int id) {
+static nn_result nn__dev_concat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    int64_t o, la, lb, inner;
-    nn__axis_split(&g->nodes[in[0]].shape, n->a.shape.axis, &o, &la, &inner);
-    lb = g->nodes[in[1]].shape.dim[n->a.shape.axis];
-    r = nn__launch_add(g, id, "shape", "concat", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (int)la, (int)lb, (int)inner);
+    int64_t o, L, inner, off = 0;
+    int k;
+    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
+    for (k = 0; k < n->n_in && r == NN_OK; k++) { /* one launch per input: each written once */
+        const nn__node *x = &g->nodes[n->in[k]];
+        int64_t lx = x->shape.dim[n->a.shape.axis];
+        r = nn__launch_add(g, id, "shape", "concat_part", (size_t)x->numel, &l);
+        if (r == NN_OK) r = nn__args(l, "mmiiiii", &x->buf, &n->buf, (int)x->numel, (int)lx, (int)L, (int)off, (int)inner);
+        off += lx;
+    }
     return r;
 }
 
@@ -421,8 +696,60 @@ static nn_result nn__dev_slice(nn_graph *g, int id) {
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
     r = nn__launch_add(g, id, "shape", "slice", (size_t)N, &l);
     if (r == NN_OK)
-        r = nn__args(l, "mmiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->a.shape.start, grad);
+        r = nn__args(l, "mmiiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->a.shape.start, grad,
+                     n->a.shape.step);
     return r;
+}
+
+/* six dims into an int8 argument (the last two unused) */
+static void nn__dims8(const int64_t *dims, int nd, int fill, int *v) {
+    int d;
+    for (d = 0; d < 8; d++) v[d] = d < nd ? (int)dims[d] : fill;
+}
+
+static nn_result nn__dev_flip(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
+    int vd[8], vs[8];
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__dims8(dims, NN_MAX_DIMS, 1, vd);
+    nn__dims8(xs, NN_MAX_DIMS, 0, vs);
+    r = nn__launch_add(g, id, "shape", "strided", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__args(l, "mmi88i", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, vd, vs, (int)base);
+    return r;
+}
+
+static nn_result nn__dev_repeat(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], p6[NN_MAX_DIMS], q6[NN_MAX_DIMS];
+    int nd = nn__repeat_geom(g, n, yd, xd), pad = NN_MAX_DIMS - nd, d, v1[8], v2[8];
+    nn__launch *l = NULL;
+    nn_result r;
+    for (d = 0; d < NN_MAX_DIMS; d++) { /* ones in front: the kernels read six dims */
+        p6[d] = d < pad ? 1 : (n->op == NN__OP_REPEAT ? yd[d - pad] : xd[d - pad]);
+        q6[d] = d < pad ? 1 : (n->op == NN__OP_REPEAT ? xd[d - pad] : yd[d - pad] / xd[d - pad]);
+    }
+    nn__dims8(p6, NN_MAX_DIMS, 1, v1);
+    nn__dims8(q6, NN_MAX_DIMS, 1, v2);
+    r = nn__launch_add(g, id, "shape", n->op == NN__OP_REPEAT ? "repeat_forward" : "repeat_backward", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, v1, v2);
+    return r;
+}
+
+static nn_result nn__dev_tril(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int nd = n->shape.ndim;
+    nn__launch *l = NULL;
+    nn_result r = nn__launch_add(g, id, "shape", "tril", (size_t)n->numel, &l);
+    if (r == NN_OK)
+        r = nn__args(l, "mmiiiii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, (int)n->shape.dim[nd - 2],
+                     (int)n->shape.dim[nd - 1], n->a.shape.diagonal, n->a.shape.upper);
+    return r;
+}
+
+static nn_result nn__dev_const(nn_graph *g, int id) { /* never scheduled: computed at compile time */
+    return nn__fail(g->ctx, NN_ERR_STATE, "%s: a constant has no kernels", nn__op_names[g->nodes[id].op]);
 }
 
 static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
