@@ -680,7 +680,7 @@ static const bad_row rows[] = {
     {"shape", "concat of 0 tensors", sh_concat0, R_INV, "nn_concat|1 to 64", 0},
     {"shape", "concat of 65 tensors", sh_concat1, R_INV, "nn_concat|1 to 64", 0},
     {"shape", "concat [2, 3] and [3, 4] on axis 0", sh_concat2, R_SHAPE, "nn_concat|[2, 3]|[3, 4]", 0},
-    {"shape", "concat float32 and int32", sh_concat3, R_SHAPE, "nn_concat|dtype", 0},
+    {"shape", "concat float32 and int32", sh_concat3, R_SHAPE, "nn_concat|float32|int32", 0},
     {"shape", "concat on axis 2 of [2, 3]", sh_concat4, R_SHAPE, "nn_concat|axis|[2, 3]", 0},
     {"shape", "concat of NULL", sh_concat5, R_INV, "nn_concat", 0},
     {"shape", "concat [2, 3] and [2, 3, 1]", sh_concat6, R_SHAPE, "nn_concat|[2, 3]|[2, 3, 1]", 0},
