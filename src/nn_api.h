@@ -680,6 +680,54 @@ typedef struct nn_dense_desc {
 } nn_dense_desc;
 NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name);
 
+/* ---- composed layers ----------------------------------------------------------------------
+   Layers written as short functions of the builders above (src/nn_layers.c): no op kinds
+   of their own, their gradients the ops'. Parameters take PyTorch's names under NAME
+   (NAME.fc1.weight [out, in], NAME.fc1.bias [out], nn.Linear's layout and initialisation,
+   as nn_dense). A layer taking x [..., D] runs its dense layers on the rows of x. */
+
+/* Squeeze-and-excitation (Hu et al. 2018) on x [N, C, H, W]: the channel means, NAME.fc1
+   (C -> max(1, C / reduction)), ReLU, NAME.fc2 (-> C), sigmoid, and x scaled by the result
+   per channel. fc1 and fc2 are nn.Linear layers ([out, in] weights; torchvision's
+   SqueezeExcitation stores the same numbers as 1x1 convolutions [out, in, 1, 1]). */
+NN_API nn_tensor nn_se_block(nn_graph *g, nn_tensor x, int reduction, const char *name);
+/* torch.nn.functional.glu(x, dim): x cut in halves a, b along dim (an even size; dim
+   negative: from the end), a * sigmoid(b). */
+NN_API nn_tensor nn_glu(nn_graph *g, nn_tensor x, int dim);
+/* The LLaMA feed-forward on x [..., D]: NAME.w2(silu(NAME.w1(x)) * NAME.w3(x)), w1 and w3
+   [hidden, D], w2 [D, hidden], no biases (NAME.w1.weight, ...). */
+NN_API nn_tensor nn_swiglu_ffn(nn_graph *g, nn_tensor x, int64_t hidden, const char *name);
+/* A highway layer (Srivastava et al. 2015) on x [..., D]: t * relu(H(x)) + (1 - t) * x,
+   t = sigmoid(T(x)), H and T D -> D linear layers with biases (NAME.H.weight, NAME.H.bias,
+   NAME.T.weight, NAME.T.bias, nn.Linear's initialisation; the paper starts T.bias
+   negative, e.g. nn_tensor_fill(g, nn_find(g, "NAME.T.bias"), -2) after compile). */
+NN_API nn_tensor nn_highway(nn_graph *g, nn_tensor x, const char *name);
+/* sqrt(mse_loss(pred, target)), the mean over every element (a scalar); its gradient is
+   infinite or NaN where the loss is 0, as torch.sqrt's. */
+NN_API nn_tensor nn_rmse_loss(nn_graph *g, nn_tensor pred, nn_tensor target);
+/* InfoNCE (NT-Xent one way, as CLIP's per side) on z1, z2 [B, D], row i of z2 the positive
+   of row i of z1: rows L2-normalised (F.normalize, eps 1e-12), logits = z1n z2n^T /
+   temperature (> 0), F.cross_entropy(logits, arange(B)), computed with no labels as
+   mean_i(logsumexp_j logits[i, j] - logits[i, i]). Gradients to z1 and z2. */
+NN_API nn_tensor nn_info_nce_loss(nn_graph *g, nn_tensor z1, nn_tensor z2, float temperature);
+/* Radial basis functions on x [B, D]: out[b, k] = exp(-gamma_k * ||x_b - c_k||^2) [B, K],
+   K = n_centers, with NAME.centers [K, D] (N(0, 1) at first) and NAME.log_gamma [K]
+   (gamma_k = exp(log_gamma_k), zeros at first: gamma 1). Costs B * K * D memory (the
+   differences are formed whole). */
+NN_API nn_tensor nn_rbf_layer(nn_graph *g, nn_tensor x, int64_t n_centers, const char *name);
+/* Mixture of experts with top-k gating on x [B, D]: gate probabilities p = softmax(NAME.gate
+   (x)) (a D -> E linear layer without bias), each row keeps its top_k largest (ties with
+   the k-th largest are all kept), and the output is sum_e p[b, e] * kept[b, e] *
+   expert_e(x_b), the kept probabilities not renormalised (Switch Transformer's gate value).
+   Expert e is NAME.experts.e.fc1 (D -> hidden), ReLU, NAME.experts.e.fc2 (hidden -> D).
+   aux_loss (NULL: none) receives Switch Transformer's load-balancing loss, a scalar:
+   E * sum_e f_e * P_e, f_e = the fraction of rows that kept expert e (over the k slots, as
+   Hugging Face's load_balancing_loss_func), P_e = the mean of p[:, e]; its gradient flows
+   through P. Every expert runs on every row (dense: the ops have no dispatch), so a step
+   costs n_experts full feed-forwards, not top_k. */
+NN_API nn_tensor nn_moe(nn_graph *g, nn_tensor x, int n_experts, int top_k, int64_t hidden, const char *name,
+                        nn_tensor *aux_loss);
+
 /* ---- random ------------------------------------------------------------------------------
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based
    (Philox4x32-10, Salmon et al., SC'11): element i of a random op takes the words of counter

@@ -123,6 +123,7 @@ static void run_suites(const t_env *e) {
     suite_index(e);
     suite_norm(e);
     suite_pool(e);
+    suite_layers(e);
     suite_optim(e);
     suite_graph(e);
     suite_errors(e);

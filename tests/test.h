@@ -78,6 +78,7 @@ void suite_reduce(const t_env *e);
 void suite_index(const t_env *e);
 void suite_norm(const t_env *e);
 void suite_pool(const t_env *e);
+void suite_layers(const t_env *e);
 void suite_optim(const t_env *e);
 void suite_graph(const t_env *e);
 void suite_errors(const t_env *e);
