@@ -71,7 +71,7 @@ static nn_tensor decode(nn_graph *g, nn_tensor z) {
 /* Both graphs call this; the second (share_params) finds fc1..fc4 by name. x [rows, 784] in
    [0, 1]. with_zmu: also the loss with z = mu (the decoder applied a second time). */
 static vae_out vae(nn_graph *g, nn_tensor x, int64_t rows, int with_zmu) {
-    nn_loss_desc sum = {NN_REDUCTION_SUM};
+    nn_loss_desc sum;
     nn_tensor h = nn_relu(g, nn_dense(g, x, HIDDEN, NULL, "fc1"));
     nn_tensor mu = nn_dense(g, h, LATENT, NULL, "fc21");
     nn_tensor logvar = nn_dense(g, h, LATENT, NULL, "fc22");
@@ -79,6 +79,8 @@ static vae_out vae(nn_graph *g, nn_tensor x, int64_t rows, int with_zmu) {
     nn_tensor z = nn_add(g, mu, nn_mul(g, nn_exp(g, nn_scale(g, logvar, 0.5f)), eps));
     nn_tensor kl = kl_sum(g, mu, logvar);
     vae_out o;
+    memset(&sum, 0, sizeof sum); /* PyTorch's defaults, */
+    sum.reduction = NN_REDUCTION_SUM; /* but summed */
     o.loss_sum = nn_add(g, nn_bce_with_logits_loss(g, decode(g, z), x, &sum), kl);
     o.loss_sum_zmu = with_zmu ? nn_add(g, nn_bce_with_logits_loss(g, decode(g, mu), x, &sum), kl) : NN_NONE;
     return o;
