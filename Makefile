@@ -76,7 +76,7 @@ check-warnings: nn.h
 	  echo "ok: $$cc -x $$lang $$st after <CL/cl.h>"; done; done; done; \
 	else echo "check-warnings: no <CL/cl.h> here: the check with it included first is skipped"; fi
 
-EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn
+EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae
 examples: $(EXAMPLES)
 examples/xor: examples/xor.c nn.h
 	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
@@ -86,7 +86,7 @@ examples/xor: examples/xor.c nn.h
 # test like dlopen's above, run only by the two rules below (a recursive variable).
 FMNIST_HAVE_ZLIB = $(shell printf '\043include <zlib.h>\nint main(void){return zlibVersion()==0;}\n' | \
                      $(CC) -x c - -o /dev/null -lz >/dev/null 2>&1 && echo 1)
-examples/fashion_mnist_mlp examples/fashion_mnist_cnn: examples/%: examples/%.c examples/fashion_mnist.h nn.h
+examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae: examples/%: examples/%.c examples/fashion_mnist.h nn.h
 	$(if $(FMNIST_HAVE_ZLIB),,@echo "nn.h: no zlib headers/library found: the example reads uncompressed IDX files only (-DFMNIST_NO_ZLIB)")
 	$(CC) $(CFLAGS) $(if $(FMNIST_HAVE_ZLIB),,-DFMNIST_NO_ZLIB) -I. -o $@ $< $(if $(FMNIST_HAVE_ZLIB),-lz) $(LIBS)
 
