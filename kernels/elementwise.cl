@@ -198,12 +198,6 @@ __kernel void fill(__global float *y, const int n, const float v) {
     if (i < n) y[i] = v;
 }
 
-/* y [n] = x[0] * s: the gradient of a sum */
-__kernel void expand_scalar(__global const float *x, __global float *y, const int n, const float s) {
-    int i = get_global_id(0);
-    if (i < n) y[i] = x[0] * s;
-}
-
 /* y [nb] = sum over the leading dims of x [n / nb, nb] (at float offset off), in a fixed
    order; also the sum of a convolution's weight-gradient slices */
 __kernel void sum_leading(__global const float *x, __global float *y, const int n, const int nb, const int off) {
@@ -218,16 +212,4 @@ __kernel void sum_leading(__global const float *x, __global float *y, const int 
 __kernel void accumulate(__global const float *x, __global float *acc, const int n) {
     int i = get_global_id(0);
     if (i < n) acc[i] += x[i];
-}
-
-/* BCE with logits, elementwise, in PyTorch's form: (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) */
-__kernel void bce_logits_forward(__global const float *x, __global const float *t, __global float *y, const int n) {
-    int i = get_global_id(0);
-    if (i < n) { float v = x[i]; y[i] = (1.0f - t[i]) * v + (v < 0.0f ? -v : 0.0f) + log1p(exp(-fabs(v))); }
-}
-
-__kernel void bce_logits_backward(__global const float *x, __global const float *t, __global const float *dy,
-                                  __global float *dx, const int n) {
-    int i = get_global_id(0);
-    if (i < n) dx[i] = dy[i] * (nn__act_sigmoid(x[i]) - t[i]);
 }

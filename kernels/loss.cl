@@ -2,6 +2,8 @@
    nn_loss.c's nn__loss_kind and nn__row_kind. No fmax where NaN must stay NaN (fmax
    returns the other operand): comparisons written so that NaN falls through. */
 
+#include "activation.h"
+
 #define L_MSE 0
 #define L_L1 1
 #define L_HUBER 2
@@ -230,4 +232,47 @@ __kernel void rows_backward(__global const float *x0, __global const float *x1, 
     } else {
         for (int j = 0; j < D; j++) o[j] = 0.0f;
     }
+}
+
+/* The fused softmax cross-entropy (nn_softmax_cross_entropy): one work-item per row. */
+
+/* loss[b] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and counts in
+   bad[slot] (reported to the host at its next read) */
+__kernel void xent_forward(__global const float *x, __global const int *label, __global float *loss,
+                           const int B, const int C, __global int *bad, const int slot) {
+    int b = get_global_id(0);
+    if (b >= B) return;
+    __global const float *xr = x + (size_t)b * C;
+    int t = label[b];
+    if (t < 0 || t >= C) { atomic_inc(bad + slot); loss[b] = 0.0f; return; }
+    float m = xr[0], s = 0.0f;
+    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
+    for (int c = 0; c < C; c++) s += exp(xr[c] - m);
+    loss[b] = log(s) + m - xr[t];
+}
+
+__kernel void xent_backward(__global const float *x, __global const int *label, __global const float *dloss,
+                            __global float *dx, const int B, const int C) {
+    int b = get_global_id(0);
+    if (b >= B) return;
+    __global const float *xr = x + (size_t)b * C;
+    __global float *dxr = dx + (size_t)b * C;
+    int t = label[b];
+    if (t < 0 || t >= C) { for (int c = 0; c < C; c++) dxr[c] = 0.0f; return; }
+    float m = xr[0], s = 0.0f, g = dloss[b];
+    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
+    for (int c = 0; c < C; c++) s += exp(xr[c] - m);
+    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
+}
+
+/* BCE with logits, elementwise, in PyTorch's form: (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) */
+__kernel void bce_logits_forward(__global const float *x, __global const float *t, __global float *y, const int n) {
+    int i = get_global_id(0);
+    if (i < n) { float v = x[i]; y[i] = (1.0f - t[i]) * v + (v < 0.0f ? -v : 0.0f) + log1p(exp(-fabs(v))); }
+}
+
+__kernel void bce_logits_backward(__global const float *x, __global const float *t, __global const float *dy,
+                                  __global float *dx, const int n) {
+    int i = get_global_id(0);
+    if (i < n) dx[i] = dy[i] * (nn__act_sigmoid(x[i]) - t[i]);
 }

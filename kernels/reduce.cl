@@ -307,3 +307,28 @@ __kernel void cumsum(__global const float *x, __global float *y, const int O, co
         y[j] = s;
     }
 }
+
+/* y [n] = x[0] * s: the gradient of a sum */
+__kernel void expand_scalar(__global const float *x, __global float *y, const int n, const float s) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = x[0] * s;
+}
+
+/* the first maximum, a NaN counting as the maximum (torch.argmax) */
+inline int nn_argmax_row(__global const float *xr, int C) {
+    int best = 0;
+    for (int c = 1; c < C; c++)
+        if (xr[c] > xr[best] || (isnan(xr[c]) && !isnan(xr[best]))) best = c;
+    return best;
+}
+
+__kernel void argmax_rows(__global const float *x, __global int *y, const int B, const int C) {
+    int b = get_global_id(0);
+    if (b < B) y[b] = nn_argmax_row(x + (size_t)b * C, C);
+}
+
+__kernel void correct_rows(__global const float *x, __global const int *label, __global float *y,
+                           const int B, const int C) {
+    int b = get_global_id(0);
+    if (b < B) y[b] = nn_argmax_row(x + (size_t)b * C, C) == label[b] ? 1.0f : 0.0f;
+}

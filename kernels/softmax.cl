@@ -1,5 +1,5 @@
-/* Row-wise ops over the last axis (rows of C values): softmax, log-softmax, the fused
-   softmax cross-entropy, argmax. One work-item per row. */
+/* Row-wise ops over the last axis (rows of C values): softmax, log-softmax. One work-item
+   per row. (The fused cross-entropy is in loss.cl, argmax in reduce.cl.) */
 
 __kernel void softmax_forward(__global const float *x, __global float *y, const int rows, const int C,
                               const int log_space) {
@@ -33,52 +33,4 @@ __kernel void softmax_backward(__global const float *y, __global const float *dy
         for (int c = 0; c < C; c++) s += dy[o + c] * y[o + c];
         for (int c = 0; c < C; c++) dx[o + c] = y[o + c] * (dy[o + c] - s);
     }
-}
-
-/* loss[b] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and counts in
-   bad[slot] (reported to the host at its next read) */
-__kernel void xent_forward(__global const float *x, __global const int *label, __global float *loss,
-                           const int B, const int C, __global int *bad, const int slot) {
-    int b = get_global_id(0);
-    if (b >= B) return;
-    __global const float *xr = x + (size_t)b * C;
-    int t = label[b];
-    if (t < 0 || t >= C) { atomic_inc(bad + slot); loss[b] = 0.0f; return; }
-    float m = xr[0], s = 0.0f;
-    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
-    for (int c = 0; c < C; c++) s += exp(xr[c] - m);
-    loss[b] = log(s) + m - xr[t];
-}
-
-__kernel void xent_backward(__global const float *x, __global const int *label, __global const float *dloss,
-                            __global float *dx, const int B, const int C) {
-    int b = get_global_id(0);
-    if (b >= B) return;
-    __global const float *xr = x + (size_t)b * C;
-    __global float *dxr = dx + (size_t)b * C;
-    int t = label[b];
-    if (t < 0 || t >= C) { for (int c = 0; c < C; c++) dxr[c] = 0.0f; return; }
-    float m = xr[0], s = 0.0f, g = dloss[b];
-    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
-    for (int c = 0; c < C; c++) s += exp(xr[c] - m);
-    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
-}
-
-/* the first maximum, a NaN counting as the maximum (torch.argmax) */
-inline int nn_argmax_row(__global const float *xr, int C) {
-    int best = 0;
-    for (int c = 1; c < C; c++)
-        if (xr[c] > xr[best] || (isnan(xr[c]) && !isnan(xr[best]))) best = c;
-    return best;
-}
-
-__kernel void argmax_rows(__global const float *x, __global int *y, const int B, const int C) {
-    int b = get_global_id(0);
-    if (b < B) y[b] = nn_argmax_row(x + (size_t)b * C, C);
-}
-
-__kernel void correct_rows(__global const float *x, __global const int *label, __global float *y,
-                           const int B, const int C) {
-    int b = get_global_id(0);
-    if (b < B) y[b] = nn_argmax_row(x + (size_t)b * C, C) == label[b] ? 1.0f : 0.0f;
 }

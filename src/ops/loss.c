@@ -444,7 +444,7 @@ static nn_result nn__dev_xent_rows(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     nn__node *x = &g->nodes[in[0]];
-    r = nn__launch_add(g, id, "softmax", "xent_forward", (size_t)x->shape.dim[0], &l);
+    r = nn__launch_add(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiimi", &x->buf, &g->nodes[in[1]].buf, y, (int)x->shape.dim[0], (int)x->shape.dim[1], &g->checks,
                      n->check_slot);
@@ -457,7 +457,7 @@ static nn_result nn__dev_xent_grad(nn_graph *g, int id) {
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "softmax", "xent_backward", (size_t)n->shape.dim[0], &l);
+    r = nn__launch_add(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, (int)n->shape.dim[0],
                         (int)n->shape.dim[1]);
@@ -471,7 +471,7 @@ static nn_result nn__dev_bce_logits(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", "bce_logits_forward", (size_t)N, &l);
+    r = nn__launch_add(g, id, "loss", "bce_logits_forward", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
     return r;
 }
@@ -483,7 +483,7 @@ static nn_result nn__dev_bce_logits_grad(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", "bce_logits_backward", (size_t)N, &l);
+    r = nn__launch_add(g, id, "loss", "bce_logits_backward", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, N);
     return r;
 }

@@ -140,7 +140,7 @@ static nn_result nn__dev_expand_scalar(nn_graph *g, int id) {
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", "expand_scalar", (size_t)N, &l);
+    r = nn__launch_add(g, id, "reduce", "expand_scalar", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.reduce.scale);
     return r;
 }
@@ -154,10 +154,10 @@ static nn_result nn__dev_argmax_rows(nn_graph *g, int id) {
     nn__node *x = &g->nodes[in[0]];
     int B = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
     if (n->op == NN__OP_ARGMAX) {
-        r = nn__launch_add(g, id, "softmax", "argmax_rows", (size_t)B, &l);
+        r = nn__launch_add(g, id, "reduce", "argmax_rows", (size_t)B, &l);
         if (r == NN_OK) r = nn__args(l, "mmii", &x->buf, y, B, C);
     } else {
-        r = nn__launch_add(g, id, "softmax", "correct_rows", (size_t)B, &l);
+        r = nn__launch_add(g, id, "reduce", "correct_rows", (size_t)B, &l);
         if (r == NN_OK) r = nn__args(l, "mmmii", &x->buf, &g->nodes[in[1]].buf, y, B, C);
     }
     return r;
