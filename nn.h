@@ -8607,6 +8607,20 @@ static const char *const nn__cl_src_elementwise[] = {
 "    if (i < n) y[i] = nn__ew_binary(fn, a[i * sa], b[i * sb]);\n",
 "}\n",
 "\n",
+"/* same shapes: one kernel per function (binary_same_add, ...), so that a CPU device's\n",
+"   compiler sees straight-line code it can vectorise */\n",
+"#define NN__X(E, NAME, FWD, DA, DB)                                                              \\\n",
+"    __kernel void binary_same_##NAME(__global const float *a, __global const float *b, __global float *y, \\\n",
+"                                     const int n) {                                              \\\n",
+"        int i = get_global_id(0);                                                                \\\n",
+"        if (i < n) {                                                                             \\\n",
+"            float u = a[i], w = b[i];                                                            \\\n",
+"            y[i] = (FWD);                                                                        \\\n",
+"        }                                                                                        \\\n",
+"    }\n",
+"NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"\n",
 "__kernel void binary_bcast(__global const float *a, __global const float *b, __global float *y, const int n,\n",
 "                           const int fn, const int nd, const int8 dims, const int8 sa, const int8 sb) {\n",
 "    int i = get_global_id(0), oa, ob, oc;\n",
@@ -14350,6 +14364,16 @@ static nn_result nn__dev_binary(nn_graph *g, int id) {
     nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
+    if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
+        static const char *const same[] = {
+#define NN__X(E, NAME, FWD, DA, DB) "binary_same_" #NAME,
+            NN__BINARY_FNS(NN__X)
+#undef NN__X
+        };
+        r = nn__launch_add(g, id, "elementwise", same[fn], (size_t)N, &l);
+        if (r == NN_OK) r = nn__args(l, "mmmi", a, b, &n->buf, N);
+        return r;
+    }
     if (bc.nd == 1) {
         r = nn__launch_add(g, id, "elementwise", "binary_flat", (size_t)N, &l);
         if (r == NN_OK) r = nn__args(l, "mmmiiii", a, b, &n->buf, N, fn, st[0][0], st[1][0]);

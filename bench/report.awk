@@ -48,7 +48,7 @@ function memrows(cl,    cp, k, op, label, c, o) {
         op = k == 1 ? "mul_add" : "sum_last"
         label = k == 1 ? "y = a*b + c over 16M floats (nn_mul, nn_add; 6 x 64 MiB moved), GB/s" : "sum over the last axis of [4096, 4096] (nn_sum_dim), GB/s"
         c = get("name=mem backend=cpu op=" op, "gbps"); o = cl != "" ? get("name=mem backend=" cl " op=" op, "gbps") : ""
-        printf "| %s | %s | %s | memcpy of 256 MiB %s (read + written) | %s |\n", label, tfmt("gbps", c), tfmt("gbps", o),
+        printf "| %s | %s | %s | memcpy of 256 MiB %s (read + written, best of 1 and 2 threads) | %s |\n", label, tfmt("gbps", c), tfmt("gbps", o),
             tfmt("gbps", cp), join("; ", x(c, cp) != "" ? "CPU " x(c, cp) " copy" : "", x(o, cp) != "" ? "OpenCL " x(o, cp) " copy" : "", "")
     }
 }

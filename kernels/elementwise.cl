@@ -100,6 +100,20 @@ __kernel void binary_flat(__global const float *a, __global const float *b, __gl
     if (i < n) y[i] = nn__ew_binary(fn, a[i * sa], b[i * sb]);
 }
 
+/* same shapes: one kernel per function (binary_same_add, ...), so that a CPU device's
+   compiler sees straight-line code it can vectorise */
+#define NN__X(E, NAME, FWD, DA, DB)                                                              \
+    __kernel void binary_same_##NAME(__global const float *a, __global const float *b, __global float *y, \
+                                     const int n) {                                              \
+        int i = get_global_id(0);                                                                \
+        if (i < n) {                                                                             \
+            float u = a[i], w = b[i];                                                            \
+            y[i] = (FWD);                                                                        \
+        }                                                                                        \
+    }
+NN__BINARY_FNS(NN__X)
+#undef NN__X
+
 __kernel void binary_bcast(__global const float *a, __global const float *b, __global float *y, const int n,
                            const int fn, const int nd, const int8 dims, const int8 sa, const int8 sb) {
     int i = get_global_id(0), oa, ob, oc;

@@ -592,6 +592,16 @@ static nn_result nn__dev_binary(nn_graph *g, int id) {
     nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
+    if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
+        static const char *const same[] = {
+#define NN__X(E, NAME, FWD, DA, DB) "binary_same_" #NAME,
+            NN__BINARY_FNS(NN__X)
+#undef NN__X
+        };
+        r = nn__launch_add(g, id, "elementwise", same[fn], (size_t)N, &l);
+        if (r == NN_OK) r = nn__args(l, "mmmi", a, b, &n->buf, N);
+        return r;
+    }
     if (bc.nd == 1) {
         r = nn__launch_add(g, id, "elementwise", "binary_flat", (size_t)N, &l);
         if (r == NN_OK) r = nn__args(l, "mmmiiii", a, b, &n->buf, N, fn, st[0][0], st[1][0]);
