@@ -32,6 +32,23 @@ void suite_registry(const t_env *e) {
         }
     }
     T_CHECK(missing == 0, "%d op(s) never ran on %s:%s", missing, e->backend, list);
+    { /* the listing: every op kind with the number of graphs that compiled it here */
+        int col = 0, shown = 0;
+        for (op = 0; op < n_ops; op++) {
+            char item[96];
+            const char *name = nn_op_name(op);
+            if (!name || strcmp(name, "input") == 0 || strcmp(name, "param") == 0) continue;
+            snprintf(item, sizeof item, "%s:%lld", name, (long long)nn_op_compiled(e->ctx, op));
+            if (col == 0) col = printf("       ");
+            col += printf(" %s", item);
+            shown++;
+            if (col > 90) {
+                printf("\n");
+                col = 0;
+            }
+        }
+        printf("%s        %d op kinds, graphs compiled with each on this backend\n", col ? "\n" : "", shown);
+    }
     T_CHECK(nn_op_name(-1) == NULL && nn_op_name(n_ops) == NULL, "nn_op_name accepts an out-of-range op");
     t_end();
 }
