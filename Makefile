@@ -13,7 +13,7 @@ DL_LIBS := $(shell printf '\043include <dlfcn.h>\nint main(void){return dlopen("
              $(CC) -x c - -o /dev/null >/dev/null 2>&1 || echo -ldl)
 LIBS = -lm -lpthread $(DL_LIBS)
 
-.PHONY: all test test-asan check-gen check-warnings check-parts check-determinism examples demo bench bench-mem compile-scale clean
+.PHONY: all test test-asan check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers compile-scale clean
 
 all: nn.h
 
@@ -126,6 +126,11 @@ bench: bench/nn_bench
 # GB/s: `make bench-mem [ROUNDS=n]`.
 bench-mem: bench/nn_bench
 	FIGURES=mem ./bench/run.sh
+
+# ms per training step of each composed layer (src/nn_layers.c) on every backend beside
+# PyTorch's (bench/layers_torch.py) at 1 and 2 threads: `make bench-layers [ROUNDS=n]`.
+bench-layers: bench/nn_bench
+	FIGURES=layers ./bench/run.sh
 
 clean:
 	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast

@@ -32,7 +32,23 @@
                                   y written: 6 x 64 MiB); BENCH name=mem backend=NAME
                                   op=sum_last gbps=X: nn_sum_dim over the last axis of
                                   [4096, 4096] (64 MiB read). nn_graph_forward, the median of
-                                  7 timed runs after 2 warm-ups (copy: the median of 7) */
+                                  7 timed runs after 2 warm-ups (copy: the median of 7)
+          nn_bench layers SEL     BENCH name=layer backend=NAME layer=L ms_per_step=X: a
+                                  training step (nn_graph_step: forward, backward, Adam lr
+                                  1e-3) of each composed layer (src/nn_layers.c) at a
+                                  moderate size, the loss the mean of its output (the loss
+                                  itself for the losses): se_block x [32, 64, 16, 16]
+                                  reduction 16; glu x [256, 1024] dim -1; swiglu_ffn x
+                                  [16, 64, 256] hidden 683; highway x [256, 512]; rmse_loss
+                                  pred, target [256, 512]; info_nce_loss z1, z2 [256, 128]
+                                  temperature 0.1; rbf x [256, 32], 128 centers; moe x
+                                  [256, 256], 8 experts, top 2, hidden 512, + 0.01 * its
+                                  load-balancing loss. Inputs need no gradient, except for
+                                  the layers without parameters (glu, rmse_loss's pred,
+                                  info_nce_loss's z1 and z2: no optimizer, the step is
+                                  forward and backward). 3 warm-up steps, then steps (each
+                                  finished before the clock is read) until >= 0.5 s and
+                                  >= 5 steps; bench/layers_torch.py is PyTorch's side */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define NN_IMPLEMENTATION
 #include "nn.h"
@@ -599,6 +615,110 @@ static int bench_mem(const char *sel) {
     return status;
 }
 
+/* ---- composed layers ---------------------------------------------------------------------- */
+
+static const char *const layer_names[] = {"se_block", "glu",  "swiglu_ffn", "highway",
+                                          "rmse_loss", "info_nce_loss", "rbf", "moe"};
+#define LAYER_COUNT ((int)(sizeof layer_names / sizeof layer_names[0]))
+
+/* Layer k's loss; its inputs in in[0..*nin), *params 0 for a layer without parameters
+   (then the inputs that PyTorch's side differentiates require gradients). */
+static nn_tensor layer_loss(nn_graph *g, int k, nn_tensor *in, int *nin, int *params) {
+    nn_tensor y, aux;
+    *nin = 1;
+    *params = 1;
+    switch (k) {
+    case 0:
+        in[0] = nn_input(g, "x", NN_F32, nn_shape4(32, 64, 16, 16));
+        return nn_mean(g, nn_se_block(g, in[0], 16, "se"));
+    case 1:
+        *params = 0;
+        in[0] = nn_input(g, "x", NN_F32, nn_shape2(256, 1024));
+        nn_requires_grad(g, in[0]);
+        return nn_mean(g, nn_glu(g, in[0], -1));
+    case 2:
+        in[0] = nn_input(g, "x", NN_F32, nn_shape3(16, 64, 256));
+        return nn_mean(g, nn_swiglu_ffn(g, in[0], 683, "ffn"));
+    case 3:
+        in[0] = nn_input(g, "x", NN_F32, nn_shape2(256, 512));
+        return nn_mean(g, nn_highway(g, in[0], "hw"));
+    case 4:
+        *params = 0;
+        *nin = 2;
+        in[0] = nn_input(g, "pred", NN_F32, nn_shape2(256, 512));
+        in[1] = nn_input(g, "target", NN_F32, nn_shape2(256, 512));
+        nn_requires_grad(g, in[0]);
+        return nn_rmse_loss(g, in[0], in[1]);
+    case 5:
+        *params = 0;
+        *nin = 2;
+        in[0] = nn_input(g, "z1", NN_F32, nn_shape2(256, 128));
+        in[1] = nn_input(g, "z2", NN_F32, nn_shape2(256, 128));
+        nn_requires_grad(g, in[0]);
+        nn_requires_grad(g, in[1]);
+        return nn_info_nce_loss(g, in[0], in[1], 0.1f);
+    case 6:
+        in[0] = nn_input(g, "x", NN_F32, nn_shape2(256, 32));
+        return nn_mean(g, nn_rbf_layer(g, in[0], 128, "rbf"));
+    default:
+        in[0] = nn_input(g, "x", NN_F32, nn_shape2(256, 256));
+        y = nn_mean(g, nn_moe(g, in[0], 8, 2, 512, "moe", &aux));
+        return nn_add(g, y, nn_scale(g, aux, 0.01f));
+    }
+}
+
+static int bench_layers(const char *sel) {
+    char name[256];
+    nn_context *ctx = open_ctx(sel, name, sizeof name);
+    int k, status = 0;
+    if (!ctx) return 1;
+    for (k = 0; k < LAYER_COUNT && status == 0; k++) {
+        nn_graph *g = NULL;
+        nn_compile_desc cd;
+        nn_tensor in[2];
+        float *host = NULL;
+        nn_result r;
+        int nin = 0, params = 0, steps = 0, i;
+        double t0, dt = 0.0;
+
+        memset(&cd, 0, sizeof cd);
+        r = nn_graph_create(ctx, NULL, &g);
+        if (r == NN_OK) {
+            cd.loss = layer_loss(g, k, in, &nin, &params);
+            cd.optimizer.kind = params ? NN_OPT_ADAM : NN_OPT_NONE;
+            cd.optimizer.lr = 1e-3f;
+            r = nn_graph_compile(g, &cd);
+        }
+        for (i = 0; i < nin && r == NN_OK; i++) {
+            size_t n = (size_t)nn_tensor_numel(g, in[i]);
+            float *p = (float *)realloc(host, n * sizeof(float));
+            if (!p) {
+                r = NN_ERR_OUT_OF_MEMORY;
+                break;
+            }
+            host = p;
+            fill_random(host, n, 21u + (uint32_t)i);
+            r = nn_tensor_write(g, in[i], host, n * sizeof(float));
+        }
+        for (i = 0; i < 3 && r == NN_OK; i++) r = nn_graph_step(g);
+        if (r == NN_OK) r = nn_graph_finish(g);
+        t0 = now();
+        while (r == NN_OK && (steps < 5 || dt < 0.5) && steps < 100000) {
+            r = nn_graph_step(g);
+            if (r == NN_OK) r = nn_graph_finish(g);
+            steps++;
+            dt = now() - t0;
+        }
+        if (r != NN_OK) status = fail(ctx, layer_names[k], r);
+        else printf("BENCH name=layer backend=%s layer=%s ms_per_step=%.3f\n", name, layer_names[k], dt * 1e3 / steps);
+        fflush(stdout);
+        nn_graph_destroy(g);
+        free(host);
+    }
+    nn_context_destroy(ctx);
+    return status;
+}
+
 static int list_devices(void) {
     nn_device_info info[16];
     char name[256];
@@ -620,7 +740,9 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(cmd, "cnn") == 0) return bench_cnn(argv[2]);
     if (argc == 3 && strcmp(cmd, "start") == 0) return bench_start(argv[2]);
     if (argc == 3 && strcmp(cmd, "mem") == 0) return bench_mem(argv[2]);
-    fprintf(stderr, "usage: %s devices | sgemm DEVICE | mlp DEVICE | conv DEVICE | cnn DEVICE | start DEVICE | mem DEVICE\n"
+    if (argc == 3 && strcmp(cmd, "layers") == 0) return bench_layers(argv[2]);
+    fprintf(stderr, "usage: %s devices | sgemm DEVICE | mlp DEVICE | conv DEVICE | cnn DEVICE | start DEVICE | mem DEVICE"
+                    " | layers DEVICE\n"
                     "  DEVICE: cpu, or an OpenCL device index as `devices` lists them\n", argv[0]);
     return 2;
 }

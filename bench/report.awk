@@ -3,7 +3,8 @@
 #   - per figure, the median over the rounds with min and max, as a BENCH line. A figure
 #     measured in several thread configurations (threads=T/B, the counterparts) reports the
 #     configuration with the best median (threads=) and every configuration's (tried=);
-#   - BENCH name=ratio lines from the medians (nn.h / the counterpart);
+#   - BENCH name=ratio lines from the medians (nn.h / the counterpart; for the composed
+#     layers' ms per step, the counterpart / nn.h, so that above 1 nn.h is faster too);
 #   - with a baseline build (build=baseline lines): BENCH name=vs_baseline lines, this build's
 #     median / the baseline's, and their geometric mean over the throughput figures;
 #   - the table of README.md's benchmark section, and the baseline table.
@@ -13,10 +14,10 @@ function fmt(m, v) {
     if (v == "") return ""
     if (m == "samples_per_sec") return sprintf("%.0f", v)
     if (m == "gflops" || m == "gbps") return sprintf("%.2f", v)
-    if (m == "ms") return sprintf("%.3f", v)
+    if (m == "ms" || m == "ms_per_step") return sprintf("%.3f", v)
     return sprintf("%.1f", v)
 }
-function lower_better(m) { return m ~ /ms$/ }
+function lower_better(m) { return m ~ /ms$/ || m == "ms_per_step" }
 # stats(KEY, N): median of V[KEY, 1..N] into MED, with LO and HI
 function stats(key, n,    a, i, j, t) {
     for (i = 1; i <= n; i++) a[i] = V[key, i]
@@ -52,6 +53,21 @@ function memrows(cl,    cp, k, op, label, c, o) {
             tfmt("gbps", cp), join("; ", x(c, cp) != "" ? "CPU " x(c, cp) " copy" : "", x(o, cp) != "" ? "OpenCL " x(o, cp) " copy" : "", "")
     }
 }
+# the composed layers' rows (FIGURES=layers): ms per training step, nn.h beside PyTorch
+function layerrows(cl,    k, l, c, o, r, id) {
+    for (k = 1; k <= NLAYER; k++) {
+        l = LAYER[k]
+        c = get("name=layer backend=cpu layer=" l, "ms_per_step")
+        o = cl != "" ? get("name=layer backend=" cl " layer=" l, "ms_per_step") : ""
+        id = "name=layer backend=torch layer=" l
+        r = get(id, "ms_per_step")
+        if (c == "" && o == "" && r == "") continue
+        printf "| %s, ms per step | %s | %s | %s | %s |\n", LAYER_LABEL[l], lfmt(c), lfmt(o),
+            r != "" ? "PyTorch " lfmt(r) thr(id) slow("torch") : "",
+            join("; ", x(r, c) != "" ? "CPU " x(r, c) : "", x(r, o) != "" ? "OpenCL " x(r, o) : "", "")
+    }
+}
+function lfmt(v) { return v == "" ? "n/a" : v >= 100 ? sprintf("%.0f", v) : v >= 10 ? sprintf("%.1f", v) : sprintf("%.2f", v) }
 # get(ID, METRIC): the reported median of a figure, "" if none
 function get(id, m) { return ((id, m) in M) ? M[id, m] : "" }
 function x(a, b) { return (a != "" && b != "" && b > 0) ? sprintf("%.2fx", a / b) : "" }
@@ -89,6 +105,17 @@ BEGIN {
     PRIMARY["mlp_train"] = PRIMARY["cnn_train"] = "samples_per_sec"
     PRIMARY["start"] = "cold_ms"
     PRIMARY["mem"] = "gbps"
+    PRIMARY["layer"] = "ms_per_step"
+    METRIC["ms_per_step"] = 1
+    NLAYER = split("se_block glu swiglu_ffn highway rmse_loss info_nce_loss rbf moe", LAYER, " ")
+    LAYER_LABEL["se_block"] = "nn_se_block x [32, 64, 16, 16], reduction 16"
+    LAYER_LABEL["glu"] = "nn_glu x [256, 1024], dim -1"
+    LAYER_LABEL["swiglu_ffn"] = "nn_swiglu_ffn x [16, 64, 256], hidden 683"
+    LAYER_LABEL["highway"] = "nn_highway x [256, 512]"
+    LAYER_LABEL["rmse_loss"] = "nn_rmse_loss [256, 512]"
+    LAYER_LABEL["info_nce_loss"] = "nn_info_nce_loss z1, z2 [256, 128], temperature 0.1"
+    LAYER_LABEL["rbf"] = "nn_rbf_layer x [256, 32], 128 centers"
+    LAYER_LABEL["moe"] = "nn_moe x [256, 256], 8 experts, top 2, hidden 512"
 }
 
 $1 == "BENCH" && $2 == "name=env" {
@@ -172,6 +199,11 @@ END {
         ratio("sgemm1024_opencl_vs_clblast", get("name=sgemm backend=" cl " n=1024", "gflops"),
               get("name=sgemm backend=clblast:" cl " n=1024", "gflops"), "")
     }
+    for (k = 1; k <= NLAYER; k++) {
+        lt = get("name=layer backend=torch layer=" LAYER[k], "ms_per_step")
+        ratio("layer_" LAYER[k] "_cpu_vs_torch", lt, get("name=layer backend=cpu layer=" LAYER[k], "ms_per_step"), "torch")
+        if (cl != "") ratio("layer_" LAYER[k] "_opencl_vs_torch", lt, get("name=layer backend=" cl " layer=" LAYER[k], "ms_per_step"), "torch")
+    }
     nsh = split("64x1x28x28k32 64x32x14x14k64 8x64x56x56k64", SH, " ")
     for (s = 1; s <= nsh; s++)
         for (q = 1; q <= 2; q++) {
@@ -207,13 +239,22 @@ END {
     print "#"
     printf "# %s rounds, medians (min and max in the BENCH lines); %s, %s cores, AVX-512 %s (%s); %s;\n",
         rounds, cpu, ENV["machine", "cores"], ENV["machine", "avx512"], ENV["machine", "simd"], os
-    if (("torch", "version") in ENV)
+    LAYERS_RUN = ENV["run", "figures"] == "layers"
+    if (LAYERS_RUN && ("torch", "version") in ENV)
+        printf "# PyTorch %s on %s, the best of %s threads (intra-op and OpenBLAS alike);\n",
+            ENV["torch", "version"], blasdesc("torch"), ENV["run", "blas_threads"]
+    else if (("torch", "version") in ENV)
         printf "# PyTorch %s on %s; training: the best of threads %s (intra-op/OpenBLAS),\n",
             ENV["torch", "version"], blasdesc("torch"), ENV["run", "torch_threads"]
     if (("numpy", "version") in ENV)
         printf "# NumPy %s on %s;\n", ENV["numpy", "version"], blasdesc("numpy")
-    printf "# SGEMM and conv counterparts: the best of %s threads; OMP_WAIT_POLICY=PASSIVE, OPENBLAS_CORETYPE=%s.\n",
-        ENV["run", "blas_threads"], ENV["machine", "openblas_coretype"]
+    if (LAYERS_RUN) {
+        printf "# OMP_WAIT_POLICY=PASSIVE, OPENBLAS_CORETYPE=%s. Composed layers: ms per training step (forward,\n", ENV["machine", "openblas_coretype"]
+        print "# backward, Adam; no optimizer for glu, rmse_loss and info_nce_loss, whose inputs take the gradients),"
+        print "# lower is faster; ratio: PyTorch's ms / nn.h's, above 1 nn.h is faster."
+    } else
+        printf "# SGEMM and conv counterparts: the best of %s threads; OMP_WAIT_POLICY=PASSIVE, OPENBLAS_CORETYPE=%s.\n",
+            ENV["run", "blas_threads"], ENV["machine", "openblas_coretype"]
     for (w = 1; w <= 2; w++) {
         lib = w == 1 ? "torch" : "numpy"
         if (ENV[lib, "blas_ok"] == "no")
@@ -225,6 +266,7 @@ END {
     print "| figure | nn.h CPU backend | nn.h on OpenCL | reference (same run) | ratio |"
     print "|---|---|---|---|---|"
     if (ENV["run", "figures"] == "mem") { memrows(cl); exit }
+    if (LAYERS_RUN) { layerrows(cl); exit }
     ofig = ""; oname = ""
     if (get(ob " n=1024", "gflops") != "") { oname = "OpenBLAS"; ofig = ob }
     else for (f = 1; f <= NID; f++) if (IDS[f] ~ /^name=sgemm backend=numpy-/ && IDS[f] ~ / n=1024$/) {

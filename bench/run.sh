@@ -14,6 +14,9 @@
 #   BLAS_THREADS="1 2" ...                      # SGEMM and conv lines: threads (both kinds)
 #   FIGURES=mem ...                             # only the memory-bound lines (make bench-mem):
 #       the host's copy bandwidth, y = a*b + c and a sum over the last axis per backend, GB/s
+#   FIGURES=layers ...                          # only the composed layers (make bench-layers):
+#       ms per training step of each layer of src/nn_layers.c per backend, and PyTorch's at
+#       each of BLAS_THREADS threads (bench/layers_torch.py)
 #
 # Each round measures, figure by figure: nn.h on every backend (and the baseline), then the
 # counterparts of that figure in each thread configuration (in an order rotated per round).
@@ -24,12 +27,14 @@
 #     RUN round=R ... name=cnn_train backend=B batch=64 samples_per_sec=X
 #     RUN round=R ... name=start backend=B cold_ms=X warm_ms=X
 #     RUN round=R ... name=mem backend=B op=copy|mul_add|sum_last gbps=X
+#     RUN round=R ... name=layer backend=B layer=L ms_per_step=X
 # then bench/report.awk prints, per figure, the median over the rounds with its min and
 # max (for a counterpart: of the thread configuration with the best median, named in
 # threads=, the medians of all in tried=):
 #     BENCH name=mlp_train backend=B batch=128 samples_per_sec=MEDIAN samples_per_sec_min=X
 #           samples_per_sec_max=X rounds=N [threads=T/B tried=T/B:X,...]
-#     BENCH name=ratio what=W value=X
+#     BENCH name=ratio what=W value=X       (layers: what=layer_L_cpu|opencl_vs_torch, value
+#           PyTorch's ms / nn.h's ms: above 1, nn.h is faster)
 #     BENCH name=vs_baseline figure=F backend=B ... metric=M this=X baseline=X value=X
 # and the table in README.md's format. The machine: BENCH name=env what=machine|torch|
 # numpy|run lines. Other lines start with '#' (or '|': the table). Builds only through make
@@ -44,7 +49,7 @@ ROUNDS=${ROUNDS:-4}
 BASELINE=${BASELINE:-}
 ONLY=${ONLY:-}
 FIGURES=${FIGURES:-all}
-case $FIGURES in all) ;; mem) ONLY=nn ;; *) echo "run.sh: FIGURES must be all or mem (got '$FIGURES')" >&2; exit 1 ;; esac
+case $FIGURES in all | layers) ;; mem) ONLY=nn ;; *) echo "run.sh: FIGURES must be all, mem or layers (got '$FIGURES')" >&2; exit 1 ;; esac
 TORCH_THREADS=${TORCH_THREADS:-1/1 1/2 2/1 2/2}
 BLAS_THREADS=${BLAS_THREADS:-1 2}
 T0=$(date +%s)
@@ -119,7 +124,9 @@ pyrun() { # pyrun ENV... -- $PY with OpenBLAS's core type, passive OpenMP waits 
 HAVE_TORCH='' HAVE_NUMPY='' HAVE_CLBLAST=''
 BLAS_WARN=
 if [ "$ONLY" != nn ]; then
-    for m in torch numpy; do
+    mods="torch numpy"
+    [ "$FIGURES" = layers ] && mods=torch # no NumPy figure among the layers
+    for m in $mods; do
         if ! "$PY" -c "import $m" 2>/dev/null; then
             note "no $m for $PY (python3-$m): skipping its figures"
             continue
@@ -143,7 +150,9 @@ if [ "$ONLY" != nn ]; then
             ;;
         esac
     done
-    if [ -z "$CL_NAME" ]; then
+    if [ "$FIGURES" != all ]; then
+        : # CLBlast has SGEMM figures only
+    elif [ -z "$CL_NAME" ]; then
         note "no OpenCL device: skipping CLBlast"
     elif make -s bench/sgemm_clblast >/dev/null 2>&1; then
         HAVE_CLBLAST=1
@@ -216,6 +225,12 @@ torch_fig() {
 R=1
 while [ $R -le "$ROUNDS" ]; do
     note "round $R of $ROUNDS ($(($(date +%s) - T0)) s)"
+    if [ "$FIGURES" = layers ]; then
+        nn_fig $R layers
+        if [ -n "$HAVE_TORCH" ]; then torch_fig $R "$BLAS_THREADS" bench/layers_torch.py; fi
+        R=$((R + 1))
+        continue
+    fi
     nn_fig $R mem
     if [ "$FIGURES" = mem ]; then
         R=$((R + 1))
