@@ -196,6 +196,14 @@ typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
 #  define NN_NONE ((nn_tensor){0, 0})
 #endif
 
+/* A shape: ndim dims (0 to NN_MAX_DIMS), each >= 1. ndim 0 is a scalar [] (PyTorch's 0-dim
+   tensor, one element; a zeroed nn_shape): nn_input, nn_reshape, nn_unsqueeze/nn_squeeze,
+   the random ops, the elementwise ops (broadcast as PyTorch's: [] with [3, 4] gives
+   [3, 4], [] with [] gives []) and the reductions along dims (dims {}, {0} or {-1}) take and
+   make it; any other op refuses one, naming itself ("nn_reshape it to [1]"). Parameters
+   have 1 or more dims. Ops that reduce a tensor of 1 or more dims to a single value (nn_sum,
+   nn_mean, the losses, a reduction over every dim without keepdim, a 1-D dot product) give
+   [1], not [] as PyTorch does: the one difference in shapes, and the same 4 bytes. */
 typedef struct nn_shape { int ndim; int64_t dim[NN_MAX_DIMS]; } nn_shape;
 
 NN_API nn_shape nn_shape1(int64_t d0);
@@ -600,9 +608,9 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
    parameter, which the optimizer updates in place, is copied instead). */
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
 NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */
-/* torch.squeeze(x, dim): dim removed if its size is 1, else x unchanged (a tensor keeps at
-   least one dim); torch.unsqueeze(x, dim): a dim of size 1 inserted at dim, in
-   [-ndim-1, ndim]. Both views, as nn_reshape. */
+/* torch.squeeze(x, dim): dim removed if its size is 1, else x unchanged ([1] gives the
+   scalar [], and a scalar stays one for dim 0 or -1); torch.unsqueeze(x, dim): a dim of
+   size 1 inserted at dim, in [-ndim-1, ndim]. Both views, as nn_reshape. */
 NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim);
 NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim);
 
@@ -1608,55 +1616,58 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
 #define NN__OPF_CONST 16u  /* no inputs: computed once at compile time by its CPU body (into a host
                               copy written to the device), never scheduled; its own storage */
 
+#define NN__OPF_RANK0 32u  /* takes and makes rank-0 (scalar []) tensors: its shape rule, bodies and plans
+                              handle 0 dims; nodes of other ops refuse them when built */
+
 #define NN__OPS_LEAF(X)                                                                                   \
-    X(INPUT, "input", nn__cpu_leaf, nn__dev_leaf, nn__grad_none, 0, NN__OPF_LEAF)                          \
+    X(INPUT, "input", nn__cpu_leaf, nn__dev_leaf, nn__grad_none, 0, NN__OPF_LEAF | NN__OPF_RANK0)                          \
     X(PARAM, "param", nn__cpu_leaf, nn__dev_leaf, nn__grad_none, 0, NN__OPF_LEAF)
 
 #define NN__OPS_ELEMENTWISE(X)                                                                              \
-    X(ADD, "add", nn__cpu_binary, nn__dev_binary, nn__grad_add_sub, 0, 0)                                  \
-    X(SUB, "sub", nn__cpu_binary, nn__dev_binary, nn__grad_add_sub, 0, 0)                                  \
-    X(MUL, "mul", nn__cpu_binary, nn__dev_binary, nn__grad_mul, 0, 0)                                      \
-    X(SCALE, "scale", nn__cpu_scale, nn__dev_scale, nn__grad_scale, 0, 0)                                  \
-    X(UNARY, "activation", nn__cpu_unary, nn__dev_unary, nn__grad_unary, 0, 0)                             \
-    X(UNARY_GRAD, "activation_grad", nn__cpu_unary_grad, nn__dev_unary_grad, nn__grad_none, 0, 0)          \
+    X(ADD, "add", nn__cpu_binary, nn__dev_binary, nn__grad_add_sub, 0, NN__OPF_RANK0)                                  \
+    X(SUB, "sub", nn__cpu_binary, nn__dev_binary, nn__grad_add_sub, 0, NN__OPF_RANK0)                                  \
+    X(MUL, "mul", nn__cpu_binary, nn__dev_binary, nn__grad_mul, 0, NN__OPF_RANK0)                                      \
+    X(SCALE, "scale", nn__cpu_scale, nn__dev_scale, nn__grad_scale, 0, NN__OPF_RANK0)                                  \
+    X(UNARY, "activation", nn__cpu_unary, nn__dev_unary, nn__grad_unary, 0, NN__OPF_RANK0)                             \
+    X(UNARY_GRAD, "activation_grad", nn__cpu_unary_grad, nn__dev_unary_grad, nn__grad_none, 0, NN__OPF_RANK0)          \
     X(PRELU, "prelu", nn__cpu_prelu, nn__dev_prelu, nn__grad_prelu, 0, 0)                                  \
     X(PRELU_DX, "prelu_grad_input", nn__cpu_prelu, nn__dev_prelu, nn__grad_none, 0, 0)                     \
     X(PRELU_DW, "prelu_grad_weight", nn__cpu_prelu_dw, nn__dev_prelu_dw, nn__grad_none, nn__plan_prelu_dw, 0) \
-    X(DROPOUT, "dropout", nn__cpu_dropout, nn__dev_dropout, nn__grad_dropout, 0, 0)                        \
+    X(DROPOUT, "dropout", nn__cpu_dropout, nn__dev_dropout, nn__grad_dropout, 0, NN__OPF_RANK0)                        \
     X(ACCUMULATE, "accumulate", nn__cpu_accumulate, nn__dev_accumulate, nn__grad_none, 0,                 \
-      NN__OPF_NO_GRAD | NN__OPF_WRITABLE) \
-    X(FILL, "fill", nn__cpu_fill, nn__dev_fill, nn__grad_none, 0, NN__OPF_NO_GRAD)                          \
-    X(BINARY, "binary", nn__cpu_binary, nn__dev_binary, nn__grad_binary, 0, 0)                             \
-    X(BINARY_GRAD, "binary_grad", nn__cpu_binary_grad, nn__dev_binary_grad, nn__grad_none, 0, 0)           \
-    X(COMPARE, "compare", nn__cpu_binary, nn__dev_binary, nn__grad_none, 0, NN__OPF_NO_GRAD)               \
-    X(WHERE, "where", nn__cpu_where, nn__dev_where, nn__grad_where, 0, 0)                                  \
-    X(MASKED_FILL, "masked_fill", nn__cpu_masked_fill, nn__dev_masked_fill, nn__grad_masked_fill, 0, 0)    \
-    X(EXPAND, "expand", nn__cpu_expand, nn__dev_expand, nn__grad_expand, 0, 0)                             \
-    X(SUM_TO, "sum_to", nn__cpu_sum_to, nn__dev_sum_to, nn__grad_sum_to, 0, 0)                             \
-    X(UNARY_NOGRAD, "unary_nograd", nn__cpu_unary, nn__dev_unary, nn__grad_none, 0, NN__OPF_NO_GRAD)
+      NN__OPF_NO_GRAD | NN__OPF_WRITABLE | NN__OPF_RANK0) \
+    X(FILL, "fill", nn__cpu_fill, nn__dev_fill, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)                          \
+    X(BINARY, "binary", nn__cpu_binary, nn__dev_binary, nn__grad_binary, 0, NN__OPF_RANK0)                             \
+    X(BINARY_GRAD, "binary_grad", nn__cpu_binary_grad, nn__dev_binary_grad, nn__grad_none, 0, NN__OPF_RANK0)           \
+    X(COMPARE, "compare", nn__cpu_binary, nn__dev_binary, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)               \
+    X(WHERE, "where", nn__cpu_where, nn__dev_where, nn__grad_where, 0, NN__OPF_RANK0)                                  \
+    X(MASKED_FILL, "masked_fill", nn__cpu_masked_fill, nn__dev_masked_fill, nn__grad_masked_fill, 0, NN__OPF_RANK0)    \
+    X(EXPAND, "expand", nn__cpu_expand, nn__dev_expand, nn__grad_expand, 0, NN__OPF_RANK0)                             \
+    X(SUM_TO, "sum_to", nn__cpu_sum_to, nn__dev_sum_to, nn__grad_sum_to, 0, NN__OPF_RANK0)                             \
+    X(UNARY_NOGRAD, "unary_nograd", nn__cpu_unary, nn__dev_unary, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)
 
 #define NN__OPS_MATMUL(X) X(MATMUL, "matmul", nn__cpu_matmul, nn__dev_matmul, nn__grad_matmul, nn__plan_matmul, 0)
 
 #define NN__OPS_REDUCE(X)                                                                                   \
-    X(SUM_ALL, "sum", nn__cpu_sum_all, nn__dev_sum_all, nn__grad_sum_all, 0, 0)                            \
-    X(EXPAND_SCALAR, "expand", nn__cpu_expand_scalar, nn__dev_expand_scalar, nn__grad_expand_scalar, 0, 0) \
+    X(SUM_ALL, "sum", nn__cpu_sum_all, nn__dev_sum_all, nn__grad_sum_all, 0, NN__OPF_RANK0)                            \
+    X(EXPAND_SCALAR, "expand", nn__cpu_expand_scalar, nn__dev_expand_scalar, nn__grad_expand_scalar, 0, NN__OPF_RANK0) \
     X(ARGMAX, "argmax", nn__cpu_argmax, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)            \
     X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD) \
     X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_sum_all, nn__grad_none, 0, 0)                   \
     X(CLIP_SCALE, "clip_scale", nn__cpu_clip_scale, nn__dev_clip_scale, nn__grad_none, 0, 0)            \
-    X(RED_SUM, "sum_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
-    X(RED_PROD, "prod_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                        \
-    X(RED_AMAX, "amax", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                            \
-    X(RED_AMIN, "amin", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                            \
-    X(RED_MAX, "max_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
-    X(RED_MIN, "min_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
-    X(RED_VAR, "var_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
-    X(RED_STD, "std_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                          \
-    X(RED_LSE, "logsumexp", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                        \
-    X(RED_NORM, "norm_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, 0)                        \
-    X(ARGMAX_DIM, "argmax_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_none, 0, NN__OPF_NO_GRAD)        \
-    X(ARGMIN_DIM, "argmin_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_none, 0, NN__OPF_NO_GRAD)        \
-    X(REDUCE_GRAD, "reduce_grad", nn__cpu_reduce_grad, nn__dev_reduce_grad, nn__grad_none, 0, 0)          \
+    X(RED_SUM, "sum_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
+    X(RED_PROD, "prod_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                        \
+    X(RED_AMAX, "amax", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                            \
+    X(RED_AMIN, "amin", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                            \
+    X(RED_MAX, "max_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
+    X(RED_MIN, "min_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
+    X(RED_VAR, "var_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
+    X(RED_STD, "std_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
+    X(RED_LSE, "logsumexp", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                        \
+    X(RED_NORM, "norm_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                        \
+    X(ARGMAX_DIM, "argmax_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)        \
+    X(ARGMIN_DIM, "argmin_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)        \
+    X(REDUCE_GRAD, "reduce_grad", nn__cpu_reduce_grad, nn__dev_reduce_grad, nn__grad_none, 0, NN__OPF_RANK0)          \
     X(CUMSUM, "cumsum", nn__cpu_cumsum, nn__dev_cumsum, nn__grad_cumsum, 0, 0)                            \
     X(CUMSUM_REV, "cumsum_reverse", nn__cpu_cumsum, nn__dev_cumsum, nn__grad_cumsum, 0, 0)
 
@@ -1693,7 +1704,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(ONE_HOT, "one_hot", nn__cpu_one_hot, nn__dev_one_hot, nn__grad_none, 0, NN__OPF_NO_GRAD)
 
 #define NN__OPS_SHAPE(X)                                                                                    \
-    X(RESHAPE, "reshape", nn__cpu_reshape, nn__dev_reshape, nn__grad_reshape, 0, NN__OPF_VIEW)             \
+    X(RESHAPE, "reshape", nn__cpu_reshape, nn__dev_reshape, nn__grad_reshape, 0, NN__OPF_VIEW | NN__OPF_RANK0)             \
     X(PERMUTE, "permute", nn__cpu_permute, nn__dev_permute, nn__grad_permute, 0, 0)                        \
     X(CONCAT, "concat", nn__cpu_concat, nn__dev_concat, nn__grad_concat, 0, 0)                             \
     X(SLICE, "slice", nn__cpu_slice, nn__dev_slice, nn__grad_slice, 0, 0)                                  \
@@ -1744,13 +1755,13 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(SKIP_GATE, "skip_gate", nn__cpu_skip_gate, nn__dev_skip_gate, nn__grad_none, 0, NN__OPF_NO_GRAD)
 
 #define NN__OPS_RANDOM(X)                                                                                   \
-    X(RAND, "rand", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD)                     \
-    X(RANDN, "randn", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD)                   \
-    X(RANDINT, "randint", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD)               \
-    X(BERNOULLI, "bernoulli", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD)           \
-    X(GAUSSIAN_NOISE, "gaussian_noise", nn__cpu_random, nn__dev_random, nn__grad_gaussian_noise, 0, 0)     \
-    X(ALPHA_DROPOUT, "alpha_dropout", nn__cpu_random, nn__dev_random, nn__grad_alpha_dropout, 0, 0)        \
-    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", nn__cpu_random, nn__dev_random, nn__grad_none, 0, 0)
+    X(RAND, "rand", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)                     \
+    X(RANDN, "randn", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)                   \
+    X(RANDINT, "randint", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)               \
+    X(BERNOULLI, "bernoulli", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)           \
+    X(GAUSSIAN_NOISE, "gaussian_noise", nn__cpu_random, nn__dev_random, nn__grad_gaussian_noise, 0, NN__OPF_RANK0)     \
+    X(ALPHA_DROPOUT, "alpha_dropout", nn__cpu_random, nn__dev_random, nn__grad_alpha_dropout, 0, NN__OPF_RANK0)        \
+    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_RANK0)
 
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
@@ -12738,7 +12749,10 @@ static nn_tensor nn__op_fail(nn_graph *g, nn_result code, const char *fmt, ...) 
 
 /* 1 when every tensor is a usable node of g; else the op fails (quietly if an input had
    already failed, since that error is on record). */
-static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) {
+/* The inputs of an op: tensors of g, and not rank 0 unless rank0 (the ops whose code
+   handles a scalar [] call nn__check0; every other builder refuses one here, before it
+   reads a dim). */
+static int nn__check_in(nn_graph *g, const char *op, int n, const nn_tensor *t, int rank0) {
     int i;
     if (!g) return 0;
     if (g->compiled) {
@@ -12762,9 +12776,16 @@ static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) {
             nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is not a tensor of this graph", op, i);
             return 0;
         }
+        if (!rank0 && g->nodes[t[i].id].shape.ndim == 0) {
+            nn__op_fail(g, NN_ERR_SHAPE, "%s: input %d is rank 0 (a scalar []), which this op does not take; nn_reshape it to [1]",
+                        op, i);
+            return 0;
+        }
     }
     return 1;
 }
+static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) { return nn__check_in(g, op, n, t, 0); }
+static int nn__check0(nn_graph *g, const char *op, int n, const nn_tensor *t) { return nn__check_in(g, op, n, t, 1); }
 
 /* Tensors hold at most NN__MAX_NUMEL elements: kernels and CPU loops index them with
    32-bit ints, so a larger one is refused when it is built, before anything is allocated,
@@ -12789,6 +12810,15 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
     nn__node *n = NULL;
     int i;
     if (!nn__shape_fits(g, nn__op_names[op], &shape)) return -1;
+    if (!(nn__op(op)->flags & NN__OPF_RANK0)) { /* a scalar (rank 0) input only where the op's code handles one
+                                                    (the optimizers' nodes have no shape: their 0 dims are no scalar) */
+        int bad = 0;
+        for (i = 0; i < n_in; i++) bad |= in[i] >= 0 && in[i] < g->n_nodes && g->nodes[in[i]].shape.ndim == 0;
+        if (bad) {
+            nn__op_fail(g, NN_ERR_SHAPE, "%s: takes no rank 0 (scalar []) tensor; nn_reshape it to [1]", nn__op_names[op]);
+            return -1;
+        }
+    }
     if (g->n_nodes == g->cap_nodes) {
         int cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
         nn__node *p = (nn__node *)NN_REALLOC(g->nodes, (size_t)cap * sizeof *p);
@@ -12835,10 +12865,11 @@ static int nn__shape_eq(const nn_shape *a, const nn_shape *b) {
     return 1;
 }
 
+/* A shape of 0 (a scalar, PyTorch's rank 0) to NN_MAX_DIMS dims, each 1 or more. */
 static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
     int i;
-    if (s.ndim < 1 || s.ndim > NN_MAX_DIMS) {
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: a shape needs 1 to %d dims, not %d", op, NN_MAX_DIMS, s.ndim);
+    if (s.ndim < 0 || s.ndim > NN_MAX_DIMS) {
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: a shape needs 0 to %d dims, not %d", op, NN_MAX_DIMS, s.ndim);
         return 0;
     }
     for (i = 0; i < s.ndim; i++) {
@@ -12897,7 +12928,7 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
 }
 
 NN_API void nn_requires_grad(nn_graph *g, nn_tensor t) {
-    if (!nn__check(g, "nn_requires_grad", 1, &t)) return;
+    if (!nn__check0(g, "nn_requires_grad", 1, &t)) return;
     if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_requires_grad: %s is int32; only float32 tensors have gradients",
                     nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
@@ -12907,7 +12938,7 @@ NN_API void nn_requires_grad(nn_graph *g, nn_tensor t) {
 }
 
 NN_API void nn_output(nn_graph *g, nn_tensor t) {
-    if (nn__check(g, "nn_output", 1, &t)) nn__n(g, t)->is_output = 1;
+    if (nn__check0(g, "nn_output", 1, &t)) nn__n(g, t)->is_output = 1;
 }
 
 /* Uniform [0,1) and standard normal draws for initialisation, from Philox keyed by the
@@ -12994,6 +13025,7 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
         char label[160];
         snprintf(label, sizeof label, "%s \"%s\"", fn, name);
         if (!nn__check_shape(g, label, shape)) return nn__tensor(-1);
+        if (shape.ndim == 0) return nn__op_fail(g, NN_ERR_SHAPE, "%s: a parameter needs 1 to %d dims, not 0 (make a scalar [1])", label, NN_MAX_DIMS);
     }
     ps = g->params;
     i = nn__params_find(ps, name);
@@ -13256,7 +13288,7 @@ static void nn__autograd(nn_graph *g, int loss, int n_user) {
     }
     if (!g->nodes[loss].needs_grad) return;
     {
-        int seed = nn__new_node(g, NN__OP_FILL, NN_F32, nn_shape1(1), NULL, 0);
+        int seed = nn__new_node(g, NN__OP_FILL, NN_F32, g->nodes[loss].shape, NULL, 0);
         if (seed < 0) return;
         g->nodes[seed].a.ew.s = 1.0f;
         g->nodes[loss].grad = seed;
@@ -13837,7 +13869,7 @@ static nn_tensor nn__binary_fn(nn_graph *g, int op, int fn, const char *opname, 
     nn_shape out;
     in[0] = a;
     in[1] = b;
-    if (!nn__check(g, opname, 2, in)) return nn__tensor(-1);
+    if (!nn__check0(g, opname, 2, in)) return nn__tensor(-1);
     if (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b")) return nn__tensor(-1);
     if (!nn__broadcast_shape(g, opname, 2, in, names, &out)) return nn__tensor(-1);
     t = nn__op2(g, op, NN_F32, out, a.id, b.id);
@@ -13884,7 +13916,7 @@ NN_API nn_tensor nn_where(nn_graph *g, nn_tensor cond, nn_tensor a, nn_tensor b)
     in[0] = cond;
     in[1] = a;
     in[2] = b;
-    if (!nn__check(g, "nn_where", 3, in)) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_where", 3, in)) return nn__tensor(-1);
     if (!nn__expect_f32(g, "nn_where", cond, "cond") || !nn__expect_f32(g, "nn_where", a, "a") ||
         !nn__expect_f32(g, "nn_where", b, "b"))
         return nn__tensor(-1);
@@ -13908,7 +13940,7 @@ NN_API nn_tensor nn_masked_fill(nn_graph *g, nn_tensor x, nn_tensor mask, float 
     nn_shape out;
     in[0] = x;
     in[1] = mask;
-    if (!nn__check(g, "nn_masked_fill", 2, in)) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_masked_fill", 2, in)) return nn__tensor(-1);
     if (!nn__expect_f32(g, "nn_masked_fill", x, "x") || !nn__expect_f32(g, "nn_masked_fill", mask, "mask"))
         return nn__tensor(-1);
     if (!nn__broadcast_shape(g, "nn_masked_fill", 2, in, names, &out)) return nn__tensor(-1);
@@ -13925,7 +13957,7 @@ NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape) {
     nn__node *nx;
     nn_shape out;
     int d;
-    if (!nn__check(g, "nn_expand", 1, &x) || !nn__expect_f32(g, "nn_expand", x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_expand", 1, &x) || !nn__expect_f32(g, "nn_expand", x, "x")) return nn__tensor(-1);
     nx = nn__n(g, x);
     out = shape;
     if (shape.ndim >= nx->shape.ndim && shape.ndim <= NN_MAX_DIMS)
@@ -13953,7 +13985,7 @@ NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape) {
 
 NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
     nn_tensor t;
-    if (!nn__check(g, "nn_scale", 1, &a) || !nn__expect_f32(g, "nn_scale", a, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_scale", 1, &a) || !nn__expect_f32(g, "nn_scale", a, "x")) return nn__tensor(-1);
     t = nn__op1(g, NN__OP_SCALE, NN_F32, nn__n(g, a)->shape, a.id);
     if (t.id >= 0) g->nodes[t.id].a.ew.s = s;
     return t;
@@ -13971,7 +14003,7 @@ static nn_tensor nn__scale_op(nn_graph *g, nn_shape sh, int x, float s) {
 static nn_tensor nn__activation(nn_graph *g, int op, const char *opname, int fn, int n_params, int ok,
                                 const char *requirement, float p0, float p1, nn_tensor x) {
     nn_tensor t;
-    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     if (!ok && n_params < 2)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: p0 = %g (the parameter after x) fails %s", opname, p0,
                            requirement);
@@ -14061,7 +14093,7 @@ NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters
 
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     nn_tensor t;
-    if (!nn__check(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
     if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
     if (g->eval || p == 0.0f) return x;
     t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
@@ -14075,7 +14107,7 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
 
 NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x) {
     nn_tensor t;
-    if (!nn__check(g, "nn_accumulate", 1, &x) || !nn__expect_f32(g, "nn_accumulate", x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_accumulate", 1, &x) || !nn__expect_f32(g, "nn_accumulate", x, "x")) return nn__tensor(-1);
     t = nn__op1(g, NN__OP_ACCUMULATE, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) g->nodes[t.id].is_output = 1;
     return t;
@@ -15162,7 +15194,7 @@ static nn_tensor nn__clip_scale_op(nn_graph *g, int sumsq, float max_norm) {
 }
 
 static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int mean) {
-    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     return nn__sum_all_op(g, x.id, mean ? (float)(1.0 / (double)g->nodes[x.id].numel) : 1.0f);
 }
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_sum", x, 0); }
@@ -15358,6 +15390,15 @@ static int nn__red_mask(nn_graph *g, const char *opname, nn_tensor x, const int 
                     dims ? "given" : "NULL", sx);
         return 0;
     }
+    if (nd == 0) { /* a scalar: dim 0 or -1, once (PyTorch's rule); nothing to reduce */
+        for (k = 0; k < n_dims; k++)
+            if ((dims[k] != 0 && dims[k] != -1) || n_dims > 1) {
+                nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dims of a rank 0 x [] must be 0 or -1, once (got %d of %d)",
+                            opname, dims[k], n_dims);
+                return 0;
+            }
+        return 1;
+    }
     for (k = 0; k < n_dims; k++) {
         int d = dims[k] < 0 ? dims[k] + nd : dims[k];
         if (d < 0 || d >= nd) {
@@ -15412,7 +15453,7 @@ static nn_tensor nn__red_build(nn_graph *g, int op, nn_tensor x, const int *mask
         if (keepdim) ys.dim[ys.ndim++] = mask[d] ? 1 : xs.dim[d];
         else if (!mask[d]) ys.dim[ys.ndim++] = xs.dim[d];
     }
-    if (ys.ndim == 0) ys = nn_shape1(1);
+    if (ys.ndim == 0 && nd > 0) ys = nn_shape1(1); /* every dim reduced: [1] (a rank-0 x stays rank 0) */
     t = nn__op1(g, op, op == NN__OP_ARGMAX_DIM || op == NN__OP_ARGMIN_DIM ? NN_I32 : NN_F32, ys, src.id);
     if (t.id >= 0) {
         nn__reduce_attr *ra = &g->nodes[t.id].a.reduce;
@@ -15429,7 +15470,7 @@ static nn_tensor nn__red_build(nn_graph *g, int op, nn_tensor x, const int *mask
 static nn_tensor nn__red_dims(nn_graph *g, const char *opname, int op, nn_tensor x, const int *dims, int n_dims,
                               int keepdim, float scale, float p, float correction) {
     int mask[NN_MAX_DIMS];
-    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     if (!nn__red_mask(g, opname, x, dims, n_dims, mask)) return nn__tensor(-1);
     return nn__red_build(g, op, x, mask, keepdim, scale, p, correction);
 }
@@ -15475,7 +15516,7 @@ NN_API nn_tensor nn_argmin_dim(nn_graph *g, nn_tensor x, int dim, int keepdim) {
 
 static nn_tensor nn__var_std(nn_graph *g, const char *opname, int op, nn_tensor x, const int *dims, int n_dims,
                              int correction, int keepdim) {
-    if (!nn__check(g, opname, 1, &x)) return nn__tensor(-1);
+    if (!nn__check0(g, opname, 1, &x)) return nn__tensor(-1);
     if (correction < 0)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: correction = %d, not >= 0", opname, correction);
     return nn__red_dims(g, opname, op, x, dims, n_dims, keepdim, 1.0f, 0.0f, (float)correction);
@@ -15490,7 +15531,7 @@ NN_API nn_tensor nn_logsumexp(nn_graph *g, nn_tensor x, const int *dims, int n_d
     return nn__red_dims(g, "nn_logsumexp", NN__OP_RED_LSE, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
 NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims, int n_dims, int keepdim) {
-    if (!nn__check(g, "nn_norm_dim", 1, &x)) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_norm_dim", 1, &x)) return nn__tensor(-1);
     if (!(p >= 0.0f)) /* NaN too */
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_norm_dim: p = %g, not >= 0 (or INFINITY)", p);
     return nn__red_dims(g, "nn_norm_dim", NN__OP_RED_NORM, x, dims, n_dims, keepdim, 1.0f, p, 0.0f);
@@ -16641,7 +16682,7 @@ static nn_result nn__dev_one_hot(nn_graph *g, int id) {
 
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
     char a[128], b[128];
-    if (!nn__check(g, "nn_reshape", 1, &x) || !nn__check_shape(g, "nn_reshape", shape)) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_reshape", 1, &x) || !nn__check_shape(g, "nn_reshape", shape)) return nn__tensor(-1);
     if (nn__numel(&shape) != nn__n(g, x)->numel) {
         nn__shape_str(&nn__n(g, x)->shape, a, sizeof a);
         nn__shape_str(&shape, b, sizeof b);
@@ -16776,15 +16817,11 @@ NN_API nn_tensor nn_stack(nn_graph *g, const nn_tensor *xs, int n, int dim) {
 NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim) {
     nn_shape s;
     int d;
-    if (!nn__check(g, "nn_squeeze", 1, &x)) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_squeeze", 1, &x)) return nn__tensor(-1);
+    if (nn__n(g, x)->shape.ndim == 0 && (dim == 0 || dim == -1)) return x; /* torch.squeeze of a scalar */
     if ((dim = nn__axis(g, "nn_squeeze", x, dim)) < 0) return nn__tensor(-1);
     s = nn__n(g, x)->shape;
     if (s.dim[dim] != 1) return x; /* torch.squeeze: a dim that is not 1 stays */
-    if (s.ndim == 1) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_squeeze: x %s has one dim, and a tensor keeps at least one", sx);
-    }
     for (d = dim; d < s.ndim - 1; d++) s.dim[d] = s.dim[d + 1];
     s.dim[--s.ndim] = 0;
     return nn_reshape(g, x, s);
@@ -16793,7 +16830,7 @@ NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim) {
 NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim) {
     nn_shape s;
     int d, nd;
-    if (!nn__check(g, "nn_unsqueeze", 1, &x)) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_unsqueeze", 1, &x)) return nn__tensor(-1);
     s = nn__n(g, x)->shape;
     nd = s.ndim;
     if (dim < -(nd + 1) || dim > nd || nd == NN_MAX_DIMS) {
@@ -19236,7 +19273,7 @@ NN_API nn_tensor nn_randn(nn_graph *g, nn_shape shape) {
 }
 
 static nn_tensor nn__random_like(nn_graph *g, int op, const char *opname, nn_tensor x) {
-    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     return nn__random_source(g, op, opname, NN_F32, nn__n(g, x)->shape);
 }
 
@@ -19262,7 +19299,7 @@ NN_API nn_tensor nn_randint(nn_graph *g, int64_t low, int64_t high, nn_shape sha
 
 NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p) {
     nn_tensor t;
-    if (!nn__check(g, "nn_bernoulli", 1, &p) || !nn__expect_f32(g, "nn_bernoulli", p, "p")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_bernoulli", 1, &p) || !nn__expect_f32(g, "nn_bernoulli", p, "p")) return nn__tensor(-1);
     t = nn__op1(g, NN__OP_BERNOULLI, NN_F32, nn__n(g, p)->shape, p.id);
     if (t.id >= 0) {
         g->nodes[t.id].a.random.key = t.id;
@@ -19273,7 +19310,7 @@ NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p) {
 
 NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std) {
     nn_tensor t;
-    if (!nn__check(g, "nn_gaussian_noise", 1, &x) || !nn__expect_f32(g, "nn_gaussian_noise", x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_gaussian_noise", 1, &x) || !nn__expect_f32(g, "nn_gaussian_noise", x, "x")) return nn__tensor(-1);
     if (!(std >= 0.0f && std <= 3.4e38f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_gaussian_noise: std = %g is not a finite value >= 0", std);
     if (g->eval || std == 0.0f) return x;
@@ -19292,7 +19329,7 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p) {
     const double alpha = 1.7580993408473766;
     double a;
     nn_tensor t;
-    if (!nn__check(g, "nn_alpha_dropout", 1, &x) || !nn__expect_f32(g, "nn_alpha_dropout", x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_alpha_dropout", 1, &x) || !nn__expect_f32(g, "nn_alpha_dropout", x, "x")) return nn__tensor(-1);
     if (!(p >= 0.0f && p <= 1.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_alpha_dropout: p = %g is outside [0, 1]", p);
     if (g->eval || p == 0.0f) return x;

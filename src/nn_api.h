@@ -66,6 +66,14 @@ typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
 #  define NN_NONE ((nn_tensor){0, 0})
 #endif
 
+/* A shape: ndim dims (0 to NN_MAX_DIMS), each >= 1. ndim 0 is a scalar [] (PyTorch's 0-dim
+   tensor, one element; a zeroed nn_shape): nn_input, nn_reshape, nn_unsqueeze/nn_squeeze,
+   the random ops, the elementwise ops (broadcast as PyTorch's: [] with [3, 4] gives
+   [3, 4], [] with [] gives []) and the reductions along dims (dims {}, {0} or {-1}) take and
+   make it; any other op refuses one, naming itself ("nn_reshape it to [1]"). Parameters
+   have 1 or more dims. Ops that reduce a tensor of 1 or more dims to a single value (nn_sum,
+   nn_mean, the losses, a reduction over every dim without keepdim, a 1-D dot product) give
+   [1], not [] as PyTorch does: the one difference in shapes, and the same 4 bytes. */
 typedef struct nn_shape { int ndim; int64_t dim[NN_MAX_DIMS]; } nn_shape;
 
 NN_API nn_shape nn_shape1(int64_t d0);
@@ -470,9 +478,9 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
    parameter, which the optimizer updates in place, is copied instead). */
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
 NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */
-/* torch.squeeze(x, dim): dim removed if its size is 1, else x unchanged (a tensor keeps at
-   least one dim); torch.unsqueeze(x, dim): a dim of size 1 inserted at dim, in
-   [-ndim-1, ndim]. Both views, as nn_reshape. */
+/* torch.squeeze(x, dim): dim removed if its size is 1, else x unchanged ([1] gives the
+   scalar [], and a scalar stays one for dim 0 or -1); torch.unsqueeze(x, dim): a dim of
+   size 1 inserted at dim, in [-ndim-1, ndim]. Both views, as nn_reshape. */
 NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim);
 NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim);
 

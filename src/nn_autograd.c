@@ -30,7 +30,7 @@ static void nn__autograd(nn_graph *g, int loss, int n_user) {
     }
     if (!g->nodes[loss].needs_grad) return;
     {
-        int seed = nn__new_node(g, NN__OP_FILL, NN_F32, nn_shape1(1), NULL, 0);
+        int seed = nn__new_node(g, NN__OP_FILL, NN_F32, g->nodes[loss].shape, NULL, 0);
         if (seed < 0) return;
         g->nodes[seed].a.ew.s = 1.0f;
         g->nodes[loss].grad = seed;

@@ -194,7 +194,10 @@ static nn_tensor nn__op_fail(nn_graph *g, nn_result code, const char *fmt, ...) 
 
 /* 1 when every tensor is a usable node of g; else the op fails (quietly if an input had
    already failed, since that error is on record). */
-static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) {
+/* The inputs of an op: tensors of g, and not rank 0 unless rank0 (the ops whose code
+   handles a scalar [] call nn__check0; every other builder refuses one here, before it
+   reads a dim). */
+static int nn__check_in(nn_graph *g, const char *op, int n, const nn_tensor *t, int rank0) {
     int i;
     if (!g) return 0;
     if (g->compiled) {
@@ -218,9 +221,16 @@ static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) {
             nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is not a tensor of this graph", op, i);
             return 0;
         }
+        if (!rank0 && g->nodes[t[i].id].shape.ndim == 0) {
+            nn__op_fail(g, NN_ERR_SHAPE, "%s: input %d is rank 0 (a scalar []), which this op does not take; nn_reshape it to [1]",
+                        op, i);
+            return 0;
+        }
     }
     return 1;
 }
+static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) { return nn__check_in(g, op, n, t, 0); }
+static int nn__check0(nn_graph *g, const char *op, int n, const nn_tensor *t) { return nn__check_in(g, op, n, t, 1); }
 
 /* Tensors hold at most NN__MAX_NUMEL elements: kernels and CPU loops index them with
    32-bit ints, so a larger one is refused when it is built, before anything is allocated,
@@ -245,6 +255,15 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
     nn__node *n = NULL;
     int i;
     if (!nn__shape_fits(g, nn__op_names[op], &shape)) return -1;
+    if (!(nn__op(op)->flags & NN__OPF_RANK0)) { /* a scalar (rank 0) input only where the op's code handles one
+                                                    (the optimizers' nodes have no shape: their 0 dims are no scalar) */
+        int bad = 0;
+        for (i = 0; i < n_in; i++) bad |= in[i] >= 0 && in[i] < g->n_nodes && g->nodes[in[i]].shape.ndim == 0;
+        if (bad) {
+            nn__op_fail(g, NN_ERR_SHAPE, "%s: takes no rank 0 (scalar []) tensor; nn_reshape it to [1]", nn__op_names[op]);
+            return -1;
+        }
+    }
     if (g->n_nodes == g->cap_nodes) {
         int cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
         nn__node *p = (nn__node *)NN_REALLOC(g->nodes, (size_t)cap * sizeof *p);
@@ -291,10 +310,11 @@ static int nn__shape_eq(const nn_shape *a, const nn_shape *b) {
     return 1;
 }
 
+/* A shape of 0 (a scalar, PyTorch's rank 0) to NN_MAX_DIMS dims, each 1 or more. */
 static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
     int i;
-    if (s.ndim < 1 || s.ndim > NN_MAX_DIMS) {
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: a shape needs 1 to %d dims, not %d", op, NN_MAX_DIMS, s.ndim);
+    if (s.ndim < 0 || s.ndim > NN_MAX_DIMS) {
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: a shape needs 0 to %d dims, not %d", op, NN_MAX_DIMS, s.ndim);
         return 0;
     }
     for (i = 0; i < s.ndim; i++) {
@@ -353,7 +373,7 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
 }
 
 NN_API void nn_requires_grad(nn_graph *g, nn_tensor t) {
-    if (!nn__check(g, "nn_requires_grad", 1, &t)) return;
+    if (!nn__check0(g, "nn_requires_grad", 1, &t)) return;
     if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_requires_grad: %s is int32; only float32 tensors have gradients",
                     nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
@@ -363,7 +383,7 @@ NN_API void nn_requires_grad(nn_graph *g, nn_tensor t) {
 }
 
 NN_API void nn_output(nn_graph *g, nn_tensor t) {
-    if (nn__check(g, "nn_output", 1, &t)) nn__n(g, t)->is_output = 1;
+    if (nn__check0(g, "nn_output", 1, &t)) nn__n(g, t)->is_output = 1;
 }
 
 /* Uniform [0,1) and standard normal draws for initialisation, from Philox keyed by the
@@ -450,6 +470,7 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
         char label[160];
         snprintf(label, sizeof label, "%s \"%s\"", fn, name);
         if (!nn__check_shape(g, label, shape)) return nn__tensor(-1);
+        if (shape.ndim == 0) return nn__op_fail(g, NN_ERR_SHAPE, "%s: a parameter needs 1 to %d dims, not 0 (make a scalar [1])", label, NN_MAX_DIMS);
     }
     ps = g->params;
     i = nn__params_find(ps, name);

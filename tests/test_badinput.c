@@ -60,11 +60,27 @@ B(g_none_second, nn_matmul(g, F(g, S2(2, 3)), NN_NONE, 0, 0))
 B(g_id_range, nn_sigmoid(g, T(1000)))
 B(g_id_negative, nn_tanh(g, T(-5)))
 B(g_input_negdim, F(g, S2(-3, 4)))
+/* a rank-0 tensor is a valid input, but an op that handles none refuses it */
 static nn_tensor g_input_ndim0(nn_graph *g, nn_compile_desc *cd) {
     nn_shape s;
     (void)cd;
     memset(&s, 0, sizeof s);
-    return nn_input(g, "x0", NN_F32, s);
+    return nn_softmax(g, nn_input(g, "x0", NN_F32, s));
+}
+static nn_tensor g_param_ndim0(nn_graph *g, nn_compile_desc *cd) {
+    nn_shape s;
+    nn_init z;
+    (void)cd;
+    memset(&s, 0, sizeof s);
+    memset(&z, 0, sizeof z);
+    return nn_param(g, "w0", s, z);
+}
+static nn_tensor g_sum_dim_ndim0(nn_graph *g, nn_compile_desc *cd) {
+    nn_shape s;
+    int d = 1;
+    (void)cd;
+    memset(&s, 0, sizeof s);
+    return nn_sum_dim(g, nn_input(g, "x0", NN_F32, s), &d, 1, 0);
 }
 B(g_input_dtype, nn_input(g, "x", (nn_dtype)5, S1(3)))
 static nn_tensor g_input_ndim7(nn_graph *g, nn_compile_desc *cd) {
@@ -573,7 +589,9 @@ static const bad_row rows[] = {
     {"graph", "tensor id 1000 of a 1-node graph", g_id_range, R_INV, "nn_sigmoid|not a tensor of this graph", 0},
     {"graph", "tensor id -5 with no earlier error", g_id_negative, R_INV, "nn_tanh|not a tensor", 0},
     {"graph", "nn_input [-3, 4]", g_input_negdim, R_SHAPE, "nn_input|[-3, 4]", 0},
-    {"graph", "nn_input of 0 dims", g_input_ndim0, R_SHAPE, "nn_input|dims", 0},
+    {"graph", "softmax of a rank-0 input", g_input_ndim0, R_SHAPE, "nn_softmax|rank 0|[1]", 0},
+    {"graph", "nn_param of 0 dims", g_param_ndim0, R_SHAPE, "nn_param|w0|not 0", 0},
+    {"graph", "nn_sum_dim dim 1 of a rank-0 input", g_sum_dim_ndim0, R_INV, "nn_sum_dim|rank 0|0 or -1", 0},
     {"graph", "nn_input of 7 dims", g_input_ndim7, R_SHAPE, "nn_input|7", 0},
     {"graph", "nn_input dtype 5", g_input_dtype, R_INV, "nn_input|dtype 5", 0},
     {"graph", "nn_param [0, 3]", g_param_zero, R_SHAPE, "nn_param|w|[0, 3]", 0},

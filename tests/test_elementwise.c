@@ -3,8 +3,8 @@
    from PyTorch's definitions (not from the code under test).
    - The op checker (tests/op_check.c): forward within 1e-4 relative, gradients within
      1e-4 of central differences of the reference, CPU vs OpenCL within 1e-4; shapes with
-     size-1 dims in either operand, missing leading dims, ranks 1 to 6 and scalars [1]
-     (nn_input takes no rank-0 shapes, so rank 0 is not tested). Ties of minimum/maximum
+     size-1 dims in either operand, missing leading dims, ranks 0 (a scalar [],
+     PyTorch's 0-d tensor) to 6 and [1]. Ties of minimum/maximum
      are in the data on purpose: there the central difference is 1/2, PyTorch's split.
    - Exact values: NaN through minimum, maximum and clamp (it propagates, as PyTorch's),
      clamp's absent bounds, torch.round's halves to even, sign(NaN) = 0 (ATen's), the
@@ -17,6 +17,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+static nn_shape shape0(void) { /* rank 0: a scalar [] */
+    nn_shape s;
+    memset(&s, 0, sizeof s);
+    return s;
+}
 
 static nn_shape shape6(long a, long b, long c, long d, long e, long f) {
     nn_shape s;
@@ -139,7 +145,7 @@ static void fill_masks(const spec *s, double *const *in) {
 }
 
 static void binary_cases(const t_env *e) {
-    struct { nn_shape a, b; } pairs[8];
+    struct { nn_shape a, b; } pairs[11];
     char name[200], sa[64], sb[64];
     int op, p, n_pairs = 0;
     pairs[n_pairs].a = nn_shape3(3, 1, 7), pairs[n_pairs++].b = nn_shape3(1, 33, 1);
@@ -150,6 +156,9 @@ static void binary_cases(const t_env *e) {
     pairs[n_pairs].a = nn_shape5(2, 3, 1, 5, 1), pairs[n_pairs++].b = nn_shape4(3, 4, 1, 3);
     pairs[n_pairs].a = shape6(2, 1, 3, 1, 2, 1), pairs[n_pairs++].b = shape6(1, 2, 1, 3, 1, 2);
     pairs[n_pairs].a = nn_shape4(1, 3, 7, 1), pairs[n_pairs++].b = nn_shape2(1, 5);
+    pairs[n_pairs].a = shape0(), pairs[n_pairs++].b = nn_shape2(7, 33); /* rank 0 against any rank */
+    pairs[n_pairs].a = nn_shape3(3, 1, 7), pairs[n_pairs++].b = shape0();
+    pairs[n_pairs].a = shape0(), pairs[n_pairs++].b = shape0();
     for (op = 0; op < B_COUNT; op++)
         for (p = 0; p < n_pairs; p++) {
             spec s;
@@ -282,7 +291,7 @@ static void unary_cases(const t_env *e) {
     nn_shape shapes[3];
     char name[160], sn[64];
     int k, j;
-    shapes[0] = nn_shape1(1);
+    shapes[0] = shape0(); /* rank 0 ([1] is among the binary shapes) */
     shapes[1] = nn_shape2(7, 33);
     shapes[2] = nn_shape4(3, 1, 5, 7);
     for (k = 0; k < (int)(sizeof u / sizeof u[0]); k++)
@@ -640,7 +649,48 @@ static void error_cases(const t_env *e) {
     t_end();
 }
 
+/* Rank 0 through the shape ops and as the loss: squeeze([1]) is [], unsqueeze([]) is [1],
+   [] broadcast with [2, 3] is [2, 3], and loss = r * r (rank 0) trains: d/dr at 3 is 6. */
+static void rank0_cases(const t_env *e) {
+    nn_graph *g = NULL;
+    nn_tensor r, one, sq, un, b, loss;
+    nn_compile_desc cd;
+    nn_shape z, s;
+    float v = 3.0f, gr = 0.0f, lv = 0.0f;
+    if (!t_begin(e, "rank 0: squeeze, unsqueeze, broadcasting and a rank-0 loss")) return;
+    memset(&z, 0, sizeof z);
+    if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
+        r = nn_input(g, "r", NN_F32, z);
+        one = nn_input(g, "one", NN_F32, nn_shape1(1));
+        nn_requires_grad(g, r);
+        sq = nn_squeeze(g, one, 0);
+        un = nn_unsqueeze(g, r, 0);
+        b = nn_add(g, r, nn_input(g, "m", NN_F32, nn_shape2(2, 3)));
+        loss = nn_mul(g, r, r);
+        s = nn_tensor_shape(g, sq);
+        T_CHECK(sq.id > 0 && s.ndim == 0, "squeeze([1], 0): ndim %d", s.ndim);
+        s = nn_tensor_shape(g, un);
+        T_CHECK(un.id > 0 && s.ndim == 1 && s.dim[0] == 1, "unsqueeze([], 0): ndim %d", s.ndim);
+        s = nn_tensor_shape(g, b);
+        T_CHECK(b.id > 0 && s.ndim == 2 && s.dim[0] == 2 && s.dim[1] == 3, "[] + [2, 3]: ndim %d", s.ndim);
+        s = nn_tensor_shape(g, loss);
+        T_CHECK(s.ndim == 0, "[] * []: ndim %d", s.ndim);
+        nn_output(g, loss);
+        memset(&cd, 0, sizeof cd);
+        cd.loss = loss;
+        if (T_OK(nn_graph_compile(g, &cd), e->ctx) && T_OK(nn_tensor_write(g, r, &v, 4), e->ctx) &&
+            T_OK(nn_graph_step(g), e->ctx) && T_OK(nn_tensor_read(g, loss, &lv, 4), e->ctx) &&
+            T_OK(nn_tensor_read(g, nn_grad(g, r), &gr, 4), e->ctx)) {
+            T_CHECK(lv == 9.0f, "loss r * r at 3: %g, expected 9", (double)lv);
+            T_CHECK(gr == 6.0f, "d(r * r)/dr at 3: %g, expected 6", (double)gr);
+        }
+    }
+    nn_graph_destroy(g);
+    t_end();
+}
+
 void suite_elementwise(const t_env *e) {
+    rank0_cases(e);
     binary_cases(e);
     unary_cases(e);
     select_cases(e);

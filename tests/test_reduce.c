@@ -19,6 +19,7 @@ static const char *const t_names[] = {"sum_dim", "mean_dim", "prod_dim", "amax",
 static void mask_of(const nn_shape *xs, int n_dims, const int *dims, int *mask) {
     int d;
     for (d = 0; d < xs->ndim; d++) mask[d] = n_dims == 0;
+    if (xs->ndim == 0) return; /* a scalar: dims {0} or {-1} name no dim to reduce */
     for (d = 0; d < n_dims; d++) mask[dims[d] < 0 ? dims[d] + xs->ndim : dims[d]] = 1;
 }
 
@@ -31,7 +32,7 @@ static nn_shape out_shape(const nn_shape *xs, int n_dims, const int *dims, int k
         if (keepdim) o.dim[o.ndim++] = mask[d] ? 1 : xs->dim[d];
         else if (!mask[d]) o.dim[o.ndim++] = xs->dim[d];
     }
-    if (o.ndim == 0) {
+    if (o.ndim == 0 && xs->ndim > 0) { /* every dim reduced: [1]; a rank-0 x stays rank 0 */
         o.ndim = 1;
         o.dim[0] = 1;
     }
@@ -224,6 +225,14 @@ static const rcase cases[] = {
     {T_NORM, 2, {7, 33}, 1, {-1}, 1, 3, 0},
     {T_NORM, 1, {127}, 0, {0}, 0, 0.5f, 0},
     {T_NORM, 2, {7, 33}, 1, {1}, 0, 0, 0},
+    {T_SUM, 0, {0}, 0, {0}, 0, 0, 0}, /* rank 0: dims {}, {0} or {-1}, the value itself */
+    {T_SUM, 0, {0}, 1, {-1}, 1, 0, 0},
+    {T_MEAN, 0, {0}, 1, {0}, 0, 0, 0},
+    {T_PROD, 0, {0}, 0, {0}, 0, 0, 0},
+    {T_AMAX, 0, {0}, 1, {0}, 0, 0, 0},
+    {T_MIN, 0, {0}, 1, {0}, 1, 0, 0},
+    {T_LSE, 0, {0}, 1, {-1}, 0, 0, 0},
+    {T_NORM, 0, {0}, 0, {0}, 0, 2, 0},
     {T_CUMSUM, 1, {127}, 1, {0}, 0, 0, 0},
     {T_CUMSUM, 2, {7, 33}, 1, {1}, 0, 0, 0},
     {T_CUMSUM, 2, {7, 33}, 1, {0}, 0, 0, 0},

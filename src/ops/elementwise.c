@@ -65,7 +65,7 @@ static nn_tensor nn__binary_fn(nn_graph *g, int op, int fn, const char *opname, 
     nn_shape out;
     in[0] = a;
     in[1] = b;
-    if (!nn__check(g, opname, 2, in)) return nn__tensor(-1);
+    if (!nn__check0(g, opname, 2, in)) return nn__tensor(-1);
     if (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b")) return nn__tensor(-1);
     if (!nn__broadcast_shape(g, opname, 2, in, names, &out)) return nn__tensor(-1);
     t = nn__op2(g, op, NN_F32, out, a.id, b.id);
@@ -112,7 +112,7 @@ NN_API nn_tensor nn_where(nn_graph *g, nn_tensor cond, nn_tensor a, nn_tensor b)
     in[0] = cond;
     in[1] = a;
     in[2] = b;
-    if (!nn__check(g, "nn_where", 3, in)) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_where", 3, in)) return nn__tensor(-1);
     if (!nn__expect_f32(g, "nn_where", cond, "cond") || !nn__expect_f32(g, "nn_where", a, "a") ||
         !nn__expect_f32(g, "nn_where", b, "b"))
         return nn__tensor(-1);
@@ -136,7 +136,7 @@ NN_API nn_tensor nn_masked_fill(nn_graph *g, nn_tensor x, nn_tensor mask, float 
     nn_shape out;
     in[0] = x;
     in[1] = mask;
-    if (!nn__check(g, "nn_masked_fill", 2, in)) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_masked_fill", 2, in)) return nn__tensor(-1);
     if (!nn__expect_f32(g, "nn_masked_fill", x, "x") || !nn__expect_f32(g, "nn_masked_fill", mask, "mask"))
         return nn__tensor(-1);
     if (!nn__broadcast_shape(g, "nn_masked_fill", 2, in, names, &out)) return nn__tensor(-1);
@@ -153,7 +153,7 @@ NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape) {
     nn__node *nx;
     nn_shape out;
     int d;
-    if (!nn__check(g, "nn_expand", 1, &x) || !nn__expect_f32(g, "nn_expand", x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_expand", 1, &x) || !nn__expect_f32(g, "nn_expand", x, "x")) return nn__tensor(-1);
     nx = nn__n(g, x);
     out = shape;
     if (shape.ndim >= nx->shape.ndim && shape.ndim <= NN_MAX_DIMS)
@@ -181,7 +181,7 @@ NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape) {
 
 NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
     nn_tensor t;
-    if (!nn__check(g, "nn_scale", 1, &a) || !nn__expect_f32(g, "nn_scale", a, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_scale", 1, &a) || !nn__expect_f32(g, "nn_scale", a, "x")) return nn__tensor(-1);
     t = nn__op1(g, NN__OP_SCALE, NN_F32, nn__n(g, a)->shape, a.id);
     if (t.id >= 0) g->nodes[t.id].a.ew.s = s;
     return t;
@@ -199,7 +199,7 @@ static nn_tensor nn__scale_op(nn_graph *g, nn_shape sh, int x, float s) {
 static nn_tensor nn__activation(nn_graph *g, int op, const char *opname, int fn, int n_params, int ok,
                                 const char *requirement, float p0, float p1, nn_tensor x) {
     nn_tensor t;
-    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     if (!ok && n_params < 2)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: p0 = %g (the parameter after x) fails %s", opname, p0,
                            requirement);
@@ -289,7 +289,7 @@ NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters
 
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     nn_tensor t;
-    if (!nn__check(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
     if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
     if (g->eval || p == 0.0f) return x;
     t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
@@ -303,7 +303,7 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
 
 NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x) {
     nn_tensor t;
-    if (!nn__check(g, "nn_accumulate", 1, &x) || !nn__expect_f32(g, "nn_accumulate", x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_accumulate", 1, &x) || !nn__expect_f32(g, "nn_accumulate", x, "x")) return nn__tensor(-1);
     t = nn__op1(g, NN__OP_ACCUMULATE, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) g->nodes[t.id].is_output = 1;
     return t;

@@ -29,7 +29,7 @@ NN_API nn_tensor nn_randn(nn_graph *g, nn_shape shape) {
 }
 
 static nn_tensor nn__random_like(nn_graph *g, int op, const char *opname, nn_tensor x) {
-    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     return nn__random_source(g, op, opname, NN_F32, nn__n(g, x)->shape);
 }
 
@@ -55,7 +55,7 @@ NN_API nn_tensor nn_randint(nn_graph *g, int64_t low, int64_t high, nn_shape sha
 
 NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p) {
     nn_tensor t;
-    if (!nn__check(g, "nn_bernoulli", 1, &p) || !nn__expect_f32(g, "nn_bernoulli", p, "p")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_bernoulli", 1, &p) || !nn__expect_f32(g, "nn_bernoulli", p, "p")) return nn__tensor(-1);
     t = nn__op1(g, NN__OP_BERNOULLI, NN_F32, nn__n(g, p)->shape, p.id);
     if (t.id >= 0) {
         g->nodes[t.id].a.random.key = t.id;
@@ -66,7 +66,7 @@ NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p) {
 
 NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std) {
     nn_tensor t;
-    if (!nn__check(g, "nn_gaussian_noise", 1, &x) || !nn__expect_f32(g, "nn_gaussian_noise", x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_gaussian_noise", 1, &x) || !nn__expect_f32(g, "nn_gaussian_noise", x, "x")) return nn__tensor(-1);
     if (!(std >= 0.0f && std <= 3.4e38f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_gaussian_noise: std = %g is not a finite value >= 0", std);
     if (g->eval || std == 0.0f) return x;
@@ -85,7 +85,7 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p) {
     const double alpha = 1.7580993408473766;
     double a;
     nn_tensor t;
-    if (!nn__check(g, "nn_alpha_dropout", 1, &x) || !nn__expect_f32(g, "nn_alpha_dropout", x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_alpha_dropout", 1, &x) || !nn__expect_f32(g, "nn_alpha_dropout", x, "x")) return nn__tensor(-1);
     if (!(p >= 0.0f && p <= 1.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_alpha_dropout: p = %g is outside [0, 1]", p);
     if (g->eval || p == 0.0f) return x;

@@ -17,7 +17,7 @@ static nn_tensor nn__clip_scale_op(nn_graph *g, int sumsq, float max_norm) {
 }
 
 static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int mean) {
-    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     return nn__sum_all_op(g, x.id, mean ? (float)(1.0 / (double)g->nodes[x.id].numel) : 1.0f);
 }
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_sum", x, 0); }
@@ -213,6 +213,15 @@ static int nn__red_mask(nn_graph *g, const char *opname, nn_tensor x, const int 
                     dims ? "given" : "NULL", sx);
         return 0;
     }
+    if (nd == 0) { /* a scalar: dim 0 or -1, once (PyTorch's rule); nothing to reduce */
+        for (k = 0; k < n_dims; k++)
+            if ((dims[k] != 0 && dims[k] != -1) || n_dims > 1) {
+                nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dims of a rank 0 x [] must be 0 or -1, once (got %d of %d)",
+                            opname, dims[k], n_dims);
+                return 0;
+            }
+        return 1;
+    }
     for (k = 0; k < n_dims; k++) {
         int d = dims[k] < 0 ? dims[k] + nd : dims[k];
         if (d < 0 || d >= nd) {
@@ -267,7 +276,7 @@ static nn_tensor nn__red_build(nn_graph *g, int op, nn_tensor x, const int *mask
         if (keepdim) ys.dim[ys.ndim++] = mask[d] ? 1 : xs.dim[d];
         else if (!mask[d]) ys.dim[ys.ndim++] = xs.dim[d];
     }
-    if (ys.ndim == 0) ys = nn_shape1(1);
+    if (ys.ndim == 0 && nd > 0) ys = nn_shape1(1); /* every dim reduced: [1] (a rank-0 x stays rank 0) */
     t = nn__op1(g, op, op == NN__OP_ARGMAX_DIM || op == NN__OP_ARGMIN_DIM ? NN_I32 : NN_F32, ys, src.id);
     if (t.id >= 0) {
         nn__reduce_attr *ra = &g->nodes[t.id].a.reduce;
@@ -284,7 +293,7 @@ static nn_tensor nn__red_build(nn_graph *g, int op, nn_tensor x, const int *mask
 static nn_tensor nn__red_dims(nn_graph *g, const char *opname, int op, nn_tensor x, const int *dims, int n_dims,
                               int keepdim, float scale, float p, float correction) {
     int mask[NN_MAX_DIMS];
-    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     if (!nn__red_mask(g, opname, x, dims, n_dims, mask)) return nn__tensor(-1);
     return nn__red_build(g, op, x, mask, keepdim, scale, p, correction);
 }
@@ -330,7 +339,7 @@ NN_API nn_tensor nn_argmin_dim(nn_graph *g, nn_tensor x, int dim, int keepdim) {
 
 static nn_tensor nn__var_std(nn_graph *g, const char *opname, int op, nn_tensor x, const int *dims, int n_dims,
                              int correction, int keepdim) {
-    if (!nn__check(g, opname, 1, &x)) return nn__tensor(-1);
+    if (!nn__check0(g, opname, 1, &x)) return nn__tensor(-1);
     if (correction < 0)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: correction = %d, not >= 0", opname, correction);
     return nn__red_dims(g, opname, op, x, dims, n_dims, keepdim, 1.0f, 0.0f, (float)correction);
@@ -345,7 +354,7 @@ NN_API nn_tensor nn_logsumexp(nn_graph *g, nn_tensor x, const int *dims, int n_d
     return nn__red_dims(g, "nn_logsumexp", NN__OP_RED_LSE, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
 NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims, int n_dims, int keepdim) {
-    if (!nn__check(g, "nn_norm_dim", 1, &x)) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_norm_dim", 1, &x)) return nn__tensor(-1);
     if (!(p >= 0.0f)) /* NaN too */
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_norm_dim: p = %g, not >= 0 (or INFINITY)", p);
     return nn__red_dims(g, "nn_norm_dim", NN__OP_RED_NORM, x, dims, n_dims, keepdim, 1.0f, p, 0.0f);

@@ -4,7 +4,7 @@
 
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
     char a[128], b[128];
-    if (!nn__check(g, "nn_reshape", 1, &x) || !nn__check_shape(g, "nn_reshape", shape)) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_reshape", 1, &x) || !nn__check_shape(g, "nn_reshape", shape)) return nn__tensor(-1);
     if (nn__numel(&shape) != nn__n(g, x)->numel) {
         nn__shape_str(&nn__n(g, x)->shape, a, sizeof a);
         nn__shape_str(&shape, b, sizeof b);
@@ -139,15 +139,11 @@ NN_API nn_tensor nn_stack(nn_graph *g, const nn_tensor *xs, int n, int dim) {
 NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim) {
     nn_shape s;
     int d;
-    if (!nn__check(g, "nn_squeeze", 1, &x)) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_squeeze", 1, &x)) return nn__tensor(-1);
+    if (nn__n(g, x)->shape.ndim == 0 && (dim == 0 || dim == -1)) return x; /* torch.squeeze of a scalar */
     if ((dim = nn__axis(g, "nn_squeeze", x, dim)) < 0) return nn__tensor(-1);
     s = nn__n(g, x)->shape;
     if (s.dim[dim] != 1) return x; /* torch.squeeze: a dim that is not 1 stays */
-    if (s.ndim == 1) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_squeeze: x %s has one dim, and a tensor keeps at least one", sx);
-    }
     for (d = dim; d < s.ndim - 1; d++) s.dim[d] = s.dim[d + 1];
     s.dim[--s.ndim] = 0;
     return nn_reshape(g, x, s);
@@ -156,7 +152,7 @@ NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim) {
 NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim) {
     nn_shape s;
     int d, nd;
-    if (!nn__check(g, "nn_unsqueeze", 1, &x)) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_unsqueeze", 1, &x)) return nn__tensor(-1);
     s = nn__n(g, x)->shape;
     nd = s.ndim;
     if (dim < -(nd + 1) || dim > nd || nd == NN_MAX_DIMS) {
