@@ -8641,6 +8641,20 @@ static const char *const nn__cl_src_elementwise[] = {
 "}\n",
 "\n",
 "/* dx [n] = dy * df/da (wrt 0) or df/db (wrt 1), at the output's shape */\n",
+"/* dx = dy * df/da (wrt 0) or df/db (wrt 1) for same shapes, one kernel per function */\n",
+"#define NN__X(E, NAME, FWD, DA, DB)                                                              \\\n",
+"    __kernel void binary_same_grad_##NAME(__global const float *a, __global const float *b,     \\\n",
+"                                          __global const float *dy, __global float *dx, const int n, \\\n",
+"                                          const int wrt) {                                       \\\n",
+"        int i = get_global_id(0);                                                                \\\n",
+"        if (i < n) {                                                                             \\\n",
+"            float u = a[i], w = b[i];                                                            \\\n",
+"            dx[i] = dy[i] * (wrt ? (DB) : (DA));                                                 \\\n",
+"        }                                                                                        \\\n",
+"    }\n",
+"NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"\n",
 "__kernel void binary_grad(__global const float *a, __global const float *b, __global const float *dy,\n",
 "                          __global float *dx, const int n, const int fn, const int wrt, const int nd, const int8 dims,\n",
 "                          const int8 sa, const int8 sb) {\n",
@@ -14424,6 +14438,18 @@ static nn_result nn__dev_binary_grad(nn_graph *g, int id) {
     nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
+    if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
+        static const char *const same[] = {
+#define NN__X(E, NAME, FWD, DA, DB) "binary_same_grad_" #NAME,
+            NN__BINARY_FNS(NN__X)
+#undef NN__X
+        };
+        r = nn__launch_add(g, id, "elementwise", same[n->a.ew.bfn], (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__args(l, "mmmmii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf, N,
+                         n->a.ew.wrt);
+        return r;
+    }
     r = nn__launch_add(g, id, "elementwise", "binary_grad", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmiiii888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf,

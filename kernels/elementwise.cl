@@ -123,6 +123,20 @@ __kernel void binary_bcast(__global const float *a, __global const float *b, __g
 }
 
 /* dx [n] = dy * df/da (wrt 0) or df/db (wrt 1), at the output's shape */
+/* dx = dy * df/da (wrt 0) or df/db (wrt 1) for same shapes, one kernel per function */
+#define NN__X(E, NAME, FWD, DA, DB)                                                              \
+    __kernel void binary_same_grad_##NAME(__global const float *a, __global const float *b,     \
+                                          __global const float *dy, __global float *dx, const int n, \
+                                          const int wrt) {                                       \
+        int i = get_global_id(0);                                                                \
+        if (i < n) {                                                                             \
+            float u = a[i], w = b[i];                                                            \
+            dx[i] = dy[i] * (wrt ? (DB) : (DA));                                                 \
+        }                                                                                        \
+    }
+NN__BINARY_FNS(NN__X)
+#undef NN__X
+
 __kernel void binary_grad(__global const float *a, __global const float *b, __global const float *dy,
                           __global float *dx, const int n, const int fn, const int wrt, const int nd, const int8 dims,
                           const int8 sa, const int8 sb) {

@@ -620,6 +620,18 @@ static nn_result nn__dev_binary_grad(nn_graph *g, int id) {
     nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
+    if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
+        static const char *const same[] = {
+#define NN__X(E, NAME, FWD, DA, DB) "binary_same_grad_" #NAME,
+            NN__BINARY_FNS(NN__X)
+#undef NN__X
+        };
+        r = nn__launch_add(g, id, "elementwise", same[n->a.ew.bfn], (size_t)N, &l);
+        if (r == NN_OK)
+            r = nn__args(l, "mmmmii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf, N,
+                         n->a.ew.wrt);
+        return r;
+    }
     r = nn__launch_add(g, id, "elementwise", "binary_grad", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmiiii888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf,
