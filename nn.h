@@ -3269,6 +3269,259 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
    twin kernel in kernels/ that must compute the same thing. */
 
 
+/* ---- vectorised exp: the CPU backend's exp, expm1 and the activations and rows built on
+   them, AVX-512 or AVX2+FMA chosen at run time (libm's expf elsewhere) ----
+   exp(x) = 2^n * e^r, n = rint(x / ln 2), r = x - n ln 2 in two steps (Cody and Waite: n *
+   0.693359375 is exact, so r is exact but for n * 2.1e-4's rounding), e^r by Cephes's
+   degree-7 polynomial on |r| <= ln 2 / 2, and the scaling by 2^n rounded once, into the
+   denormals too (AVX-512's scalef; with AVX2, two exact halves of n, the second product
+   rounding). x is first clamped to [-104, 89] (beyond, e^x is 0 or inf in float) by selects
+   that keep NaN, which then runs through the arithmetic. The error is under 2 ulp over the
+   float range away from the denormals (tests/test_numerics.c sweeps it against double
+   exp). Every element of a loop goes through the same vector code, the last partial
+   vector by masked loads and stores, so an element's bits do not depend on where a
+   thread's chunk starts. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define NN__VM_X86 1
+
+/* 2: AVX-512F, 1: AVX2 and FMA, 0: neither (a cached CPUID answer, the same for every
+   context; drivers ask before they start threads) */
+static int nn__vm_isa(void) {
+    static int isa = -1;
+    if (isa < 0)
+        isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
+    return isa;
+}
+
+__attribute__((target("avx512f"))) static inline __mmask16 nn__vmask_avx512(int64_t k) {
+    return (__mmask16)(k >= 16 ? 0xFFFFu : (1u << k) - 1u);
+}
+/* p * 2^n, n integral, rounded once */
+__attribute__((target("avx512f"))) static inline __m512 nn__vscale_avx512(__m512 p, __m512 n) {
+    return _mm512_maskz_scalef_ps(0xFFFF, p, n); /* maskz: g++ warns on the undefined pass-through */
+}
+__attribute__((target("avx2,fma"))) static inline __m256i nn__vmask_avx2(int64_t k) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(k >= 8 ? 8 : k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+/* p * 2^n1 * 2^n2 with n1 = n >> 1: both factors normal for n in [-150, 128], the first
+   product exact, the second rounding once; a NaN p stays NaN */
+__attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 p, __m256 n) {
+    __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1), b = _mm256_set1_epi32(127);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, b), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, b), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+/* What the rows below do to each element (a, b, c the inputs, s0, s1 scalars), and the
+   sum of the results they return:
+     EXP_SHIFT   y = exp(a - s0)                (softmax's exponentials; y may be NULL)
+     SUB_EXP     y = a - exp(b) * s0            (log_softmax's gradient)
+     SIGMOID_SUB y = c * (sigmoid(a) - b)       (BCE with logits' gradient) */
+enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB };
+
+/* The template: one set of functions per instruction set, from the primitives NN__V (the
+   vector type), NN__VW (its lanes), NN__SET1, NN__LOAD/NN__STORE (whole vectors),
+   NN__LOADN/NN__STOREN (the first k lanes), NN__FMA, NN__ROUND (to nearest), NN__SCALE,
+   NN__SEL(a, b, P, x, y) (x where a P b, else y) and NN__HSUM (lanes 0.. in order). */
+#define NN__VM_DEFINE(S, TGT)                                                                                    \
+    TGT static inline NN__V nn__vexp_core_##S(NN__V x, NN__V *n, NN__V *em1) {                                 \
+        NN__V r, q;                                                                                              \
+        x = NN__SEL(x, NN__SET1(-104.0f), _CMP_LT_OQ, NN__SET1(-104.0f), x);                                     \
+        x = NN__SEL(x, NN__SET1(89.0f), _CMP_GT_OQ, NN__SET1(89.0f), x);                                         \
+        *n = NN__ROUND(x * NN__SET1(1.44269504088896341f));                                                      \
+        r = NN__FMA(*n, NN__SET1(-0.693359375f), x);                                                             \
+        r = NN__FMA(*n, NN__SET1(2.12194440e-4f), r);                                                            \
+        q = NN__FMA(NN__SET1(1.9875691500e-4f), r, NN__SET1(1.3981999507e-3f));                                  \
+        q = NN__FMA(q, r, NN__SET1(8.3334519073e-3f));                                                           \
+        q = NN__FMA(q, r, NN__SET1(4.1665795894e-2f));                                                           \
+        q = NN__FMA(q, r, NN__SET1(1.6666665459e-1f));                                                           \
+        q = NN__FMA(q, r, NN__SET1(5.0000001201e-1f));                                                           \
+        *em1 = NN__FMA(q, r * r, r); /* e^r - 1 */                                                               \
+        return x;                                                                                                \
+    }                                                                                                            \
+    TGT static inline NN__V nn__vexp_##S(NN__V x) {                                                              \
+        NN__V n, em1;                                                                                            \
+        (void)nn__vexp_core_##S(x, &n, &em1);                                                                    \
+        return NN__SCALE(em1 + NN__SET1(1.0f), n);                                                               \
+    }                                                                                                            \
+    /* exp(x) - 1, from e^r - 1 itself where n = 0 (|x| < 0.35: no cancellation; r is x, and   \
+       x's own sign of zero is kept) */                                                                          \
+    TGT static inline NN__V nn__vexpm1_##S(NN__V x) {                                                            \
+        NN__V n, em1, xc = nn__vexp_core_##S(x, &n, &em1), one = NN__SET1(1.0f);                                \
+        NN__V small = NN__SEL(xc, NN__SET1(0.0f), _CMP_EQ_OQ, xc, em1);                                          \
+        return NN__SEL(n, NN__SET1(0.0f), _CMP_EQ_OQ, small, NN__SCALE(em1 + one, n) - one);                     \
+    }                                                                                                            \
+    TGT static inline NN__V nn__vsigmoid_##S(NN__V v) {                                                          \
+        NN__V one = NN__SET1(1.0f);                                                                              \
+        return one / (one + nn__vexp_##S(-v));                                                                   \
+    }                                                                                                            \
+    /* y = f(x) (dy NULL) or dy * f'(x) for the activations and math whose formulas in        \
+       kernels/activation.h are built on exp (the same operations, vector for scalar); 0 for \
+       the others */                                                                                             \
+    TGT static int nn__vunary_##S(int fn, float p0, float p1, float *y, const float *x, const float *dy, int64_t n) { \
+        NN__V one = NN__SET1(1.0f), zero = NN__SET1(0.0f), vp0 = NN__SET1(p0), vp1 = NN__SET1(p1), v, d, r, s;   \
+        NN__V sc = NN__SET1(1.05070098735548049342f), sa = NN__SET1(1.75809934084737685994f);                   \
+        int64_t i, k;                                                                                            \
+        for (i = 0; i < n; i += NN__VW) {                                                                        \
+            k = n - i;                                                                                           \
+            v = k >= NN__VW ? NN__LOAD(x + i) : NN__LOADN(x + i, k);                                             \
+            if (!dy) {                                                                                           \
+                switch (fn) {                                                                                    \
+                case NN__U_SIGMOID: r = nn__vsigmoid_##S(v); break;                                              \
+                case NN__U_SILU: r = v / (one + nn__vexp_##S(-v)); break;                                        \
+                case NN__U_ELU: r = NN__SEL(v, zero, _CMP_GT_OQ, v, vp0 * nn__vexpm1_##S(v)); break;             \
+                case NN__U_SELU: r = NN__SEL(v, zero, _CMP_GT_OQ, sc * v, sa * nn__vexpm1_##S(v)); break;        \
+                case NN__U_CELU: r = NN__SEL(v, zero, _CMP_GT_OQ, v, vp0 * nn__vexpm1_##S(v / vp0)); break;      \
+                case NN__U_EXP: r = nn__vexp_##S(v); break;                                                      \
+                case NN__U_EXPM1: r = nn__vexpm1_##S(v); break;                                                  \
+                default: return 0;                                                                               \
+                }                                                                                                \
+            } else {                                                                                             \
+                d = k >= NN__VW ? NN__LOAD(dy + i) : NN__LOADN(dy + i, k);                                       \
+                switch (fn) {                                                                                    \
+                case NN__U_SIGMOID: s = nn__vsigmoid_##S(v); r = d * (s * (one - s)); break;                     \
+                case NN__U_SILU: s = nn__vsigmoid_##S(v); r = d * (s * (one + v * (one - s))); break;            \
+                case NN__U_ELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, one, vp0 * nn__vexp_##S(v)); break;         \
+                case NN__U_SELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, sc, sa * nn__vexp_##S(v)); break;          \
+                case NN__U_CELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, one, nn__vexp_##S(v / vp0)); break;        \
+                case NN__U_SOFTPLUS:                                                                             \
+                    r = d * NN__SEL(v * vp0, vp1, _CMP_GT_OQ, one, nn__vsigmoid_##S(v * vp0));                   \
+                    break;                                                                                       \
+                case NN__U_LOG_SIGMOID: r = d * nn__vsigmoid_##S(-v); break;                                     \
+                case NN__U_EXP: case NN__U_EXPM1: r = d * nn__vexp_##S(v); break;                                \
+                default: return 0;                                                                               \
+                }                                                                                                \
+            }                                                                                                    \
+            if (k >= NN__VW) NN__STORE(y + i, r);                                                                \
+            else NN__STOREN(y + i, r, k);                                                                        \
+        }                                                                                                        \
+        return 1;                                                                                                \
+    }                                                                                                            \
+    /* op one of NN__VE_*: y [n] from a, b, c and s0; returns the sum of y (lanes in a fixed  \
+       order, the same for a row whichever thread does it) */                                                    \
+    TGT static float nn__vexp_map_##S(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) { \
+        NN__V acc = NN__SET1(0.0f), vs0 = NN__SET1(s0), one = NN__SET1(1.0f), va, r;                             \
+        int64_t i, k;                                                                                            \
+        for (i = 0; i < n; i += NN__VW) {                                                                        \
+            k = n - i;                                                                                           \
+            va = k >= NN__VW ? NN__LOAD(a + i) : NN__LOADN(a + i, k);                                            \
+            if (op == NN__VE_EXP_SHIFT) r = nn__vexp_##S(va - vs0);                                              \
+            else {                                                                                               \
+                NN__V vb = k >= NN__VW ? NN__LOAD(b + i) : NN__LOADN(b + i, k);                                  \
+                if (op == NN__VE_SUB_EXP) r = va - nn__vexp_##S(vb) * vs0;                                       \
+                else r = (k >= NN__VW ? NN__LOAD(c + i) : NN__LOADN(c + i, k)) * (one / (one + nn__vexp_##S(-va)) - vb); \
+            }                                                                                                    \
+            if (k < NN__VW) r = NN__SEL(NN__SET1((float)k), NN__LANEF, _CMP_GT_OQ, r, NN__SET1(0.0f));          \
+            acc = acc + r;                                                                                       \
+            if (!y) continue;                                                                                    \
+            if (k >= NN__VW) NN__STORE(y + i, r);                                                                \
+            else NN__STOREN(y + i, r, k);                                                                        \
+        }                                                                                                        \
+        return NN__HSUM(acc);                                                                                    \
+    }
+
+#define NN__V __m512
+#define NN__VW 16
+#define NN__SET1 _mm512_set1_ps
+#define NN__LOAD _mm512_loadu_ps
+#define NN__STORE _mm512_storeu_ps
+#define NN__LOADN(p, k) _mm512_maskz_loadu_ps(nn__vmask_avx512(k), p)
+#define NN__STOREN(p, v, k) _mm512_mask_storeu_ps(p, nn__vmask_avx512(k), v)
+#define NN__FMA _mm512_fmadd_ps
+#define NN__ROUND(v) _mm512_maskz_roundscale_ps(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define NN__SCALE nn__vscale_avx512
+#define NN__SEL(a, b, P, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, P), y, x)
+#define NN__LANEF _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#define NN__HSUM nn__vhsum_avx512
+__attribute__((target("avx512f"))) static inline float nn__vhsum_avx512(__m512 v) {
+    float l[16], s = 0.0f;
+    int i;
+    _mm512_storeu_ps(l, v);
+    for (i = 0; i < 16; i++) s += l[i];
+    return s;
+}
+NN__VM_DEFINE(avx512, __attribute__((target("avx512f"))))
+#undef NN__V
+#undef NN__VW
+#undef NN__SET1
+#undef NN__LOAD
+#undef NN__STORE
+#undef NN__LOADN
+#undef NN__STOREN
+#undef NN__FMA
+#undef NN__ROUND
+#undef NN__SCALE
+#undef NN__SEL
+#undef NN__LANEF
+#undef NN__HSUM
+
+#define NN__V __m256
+#define NN__VW 8
+#define NN__SET1 _mm256_set1_ps
+#define NN__LOAD _mm256_loadu_ps
+#define NN__STORE _mm256_storeu_ps
+#define NN__LOADN(p, k) _mm256_maskload_ps(p, nn__vmask_avx2(k))
+#define NN__STOREN(p, v, k) _mm256_maskstore_ps(p, nn__vmask_avx2(k), v)
+#define NN__FMA _mm256_fmadd_ps
+#define NN__ROUND(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define NN__SCALE nn__vscale_avx2
+#define NN__SEL(a, b, P, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, P))
+#define NN__LANEF _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7)
+#define NN__HSUM nn__vhsum_avx2
+__attribute__((target("avx2,fma"))) static inline float nn__vhsum_avx2(__m256 v) {
+    float l[8], s = 0.0f;
+    int i;
+    _mm256_storeu_ps(l, v);
+    for (i = 0; i < 8; i++) s += l[i];
+    return s;
+}
+NN__VM_DEFINE(avx2, __attribute__((target("avx2,fma"))))
+#undef NN__V
+#undef NN__VW
+#undef NN__SET1
+#undef NN__LOAD
+#undef NN__STORE
+#undef NN__LOADN
+#undef NN__STOREN
+#undef NN__FMA
+#undef NN__ROUND
+#undef NN__SCALE
+#undef NN__SEL
+#undef NN__LANEF
+#undef NN__HSUM
+#undef NN__VM_DEFINE
+#endif /* NN__VM_X86 */
+
+/* The rows' scalar twins (libm's expf): the CPU backend without AVX2 and FMA. */
+static float nn__vexp_map_scalar(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) {
+    float acc = 0.0f, r;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        if (op == NN__VE_EXP_SHIFT) r = expf(a[i] - s0);
+        else if (op == NN__VE_SUB_EXP) r = a[i] - expf(b[i]) * s0;
+        else r = c[i] * (1.0f / (1.0f + expf(-a[i])) - b[i]);
+        acc += r;
+        if (y) y[i] = r;
+    }
+    return acc;
+}
+
+static float nn__vexp_map(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) {
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() == 2) return nn__vexp_map_avx512(op, y, a, b, c, s0, n);
+    if (nn__vm_isa() == 1) return nn__vexp_map_avx2(op, y, a, b, c, s0, n);
+#endif
+    return nn__vexp_map_scalar(op, y, a, b, c, s0, n);
+}
+
+/* exp(v) for one element, the same bits as the vector lanes give it */
+static NN__MAYBE_UNUSED float nn__vexp1(float v) {
+    float y;
+    (void)nn__vexp_map(NN__VE_EXP_SHIFT, &y, &v, NULL, NULL, 0.0f, 1);
+    return y;
+}
+
 /* ---- activations: the formulas of kernels/activation.h, one loop each ---- */
 
 /* c ? a : 0.0f without a branch: ReLU's sign test is a coin flip on real activations, and
@@ -3293,6 +3546,10 @@ static void nn__unary_forward(int fn, const float *p, float *y, const float *x, 
         for (i = 0; i < n; i++) y[i] = nn__relu_sel(!(x[i] <= 0.0f), x[i]);
         return;
     }
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() == 2 && nn__vunary_avx512(fn, p0, p1, y, x, NULL, n)) return;
+    if (nn__vm_isa() == 1 && nn__vunary_avx2(fn, p0, p1, y, x, NULL, n)) return;
+#endif
     switch (fn) {
 #define NN__X(E, name, params, valid, fwd, der) \
     case NN__U_##E: for (i = 0; i < n; i++) { float v = x[i]; y[i] = (fwd); } break;
@@ -3311,6 +3568,10 @@ static void nn__unary_backward(int fn, const float *p, float *dx, const float *x
         for (i = 0; i < n; i++) dx[i] = nn__relu_sel(!(x[i] <= 0.0f), dy[i]);
         return;
     }
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() == 2 && nn__vunary_avx512(fn, p0, p1, dx, x, dy, n)) return;
+    if (nn__vm_isa() == 1 && nn__vunary_avx2(fn, p0, p1, dx, x, dy, n)) return;
+#endif
     switch (fn) {
 #define NN__X(E, name, params, valid, fwd, der) \
     case NN__U_##E: for (i = 0; i < n; i++) { float v = x[i]; (void)v; dx[i] = dy[i] * (der); } break;
@@ -3802,6 +4063,9 @@ static void nn__unary_task(void *arg, int t, int n_tasks) {
 static void nn__unary_run(nn__threadpool *pool, int fn, const float *p, float *y, const float *x, const float *dy, int64_t n) {
     nn__unary_job j;
     int tasks = n >= NN__EW_PAR_MIN ? nn__threadpool_size(pool) : 1;
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa();
+#endif
     j.fn = fn;
     j.backward = dy != NULL;
     j.p = p;
@@ -3837,13 +4101,13 @@ static void nn__softmax_forward(float *y, const float *x, int64_t rows, int64_t 
         float *yr = y + r * C;
         float m = xr[0], s = 0.0f;
         for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
-        for (c = 0; c < C; c++) s += expf(xr[c] - m);
+        s = nn__vexp_map(NN__VE_EXP_SHIFT, log_space ? NULL : yr, xr, NULL, NULL, m, C); /* yr = exp(x - m) */
         if (log_space) {
             float ls = logf(s) + m;
             for (c = 0; c < C; c++) yr[c] = xr[c] - ls;
         } else {
             float inv = 1.0f / s;
-            for (c = 0; c < C; c++) yr[c] = expf(xr[c] - m) * inv;
+            for (c = 0; c < C; c++) yr[c] *= inv;
         }
     }
 }
@@ -3857,7 +4121,7 @@ static void nn__softmax_backward(float *dx, const float *y, const float *dy, int
         float s = 0.0f;
         if (log_space) {
             for (c = 0; c < C; c++) s += dyr[c];
-            for (c = 0; c < C; c++) dxr[c] = dyr[c] - expf(yr[c]) * s;
+            (void)nn__vexp_map(NN__VE_SUB_EXP, dxr, dyr, yr, NULL, s, C);
         } else {
             for (c = 0; c < C; c++) s += dyr[c] * yr[c];
             for (c = 0; c < C; c++) dxr[c] = yr[c] * (dyr[c] - s);
@@ -3875,7 +4139,7 @@ static int64_t nn__xent_forward(float *loss, const float *x, const int32_t *labe
         int32_t t = label[b];
         if (t < 0 || t >= C) { loss[b] = 0.0f; bad++; continue; }
         for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
-        for (c = 0; c < C; c++) s += expf(xr[c] - m);
+        s = nn__vexp_map(NN__VE_EXP_SHIFT, NULL, xr, NULL, NULL, m, C);
         loss[b] = logf(s) + m - xr[t];
     }
     return bad;
@@ -3891,8 +4155,8 @@ static void nn__xent_backward(float *dx, const float *x, const int32_t *label, c
         int32_t t = label[b];
         if (t < 0 || t >= C) { for (c = 0; c < C; c++) dxr[c] = 0.0f; continue; }
         for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
-        for (c = 0; c < C; c++) s += expf(xr[c] - m);
-        for (c = 0; c < C; c++) dxr[c] = g * (expf(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
+        s = nn__vexp_map(NN__VE_EXP_SHIFT, dxr, xr, NULL, NULL, m, C); /* dxr = exp(x - m) */
+        for (c = 0; c < C; c++) dxr[c] = g * (dxr[c] / s - (c == t ? 1.0f : 0.0f));
     }
 }
 
@@ -3907,8 +4171,7 @@ static void nn__bce_forward(float *y, const float *x, const float *t, int64_t n)
 }
 
 static void nn__bce_backward(float *dx, const float *x, const float *t, const float *dy, int64_t n) {
-    int64_t i;
-    for (i = 0; i < n; i++) dx[i] = dy[i] * (1.0f / (1.0f + expf(-x[i])) - t[i]);
+    (void)nn__vexp_map(NN__VE_SIGMOID_SUB, dx, x, t, dy, 0.0f, n);
 }
 
 /* y = x * mask / (1 - p), mask from Philox (see nn__dropout_uniform): a product, so a
@@ -6460,7 +6723,7 @@ static int64_t nn__ce_rows_forward(float *loss, const float *x, const int32_t *l
         if (nn__ce_ignored(t, C, ignore)) { loss[b] = 0.0f; continue; }
         if (!log_input) {
             for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
-            for (c = 0; c < C; c++) s += expf(xr[c] - m);
+            s = nn__vexp_map(NN__VE_EXP_SHIFT, NULL, xr, NULL, NULL, m, C);
             lse = logf(s) + m;
         }
         for (c = 0; c < C && eps != 0.0f; c++) sm += (w ? w[c] : 1.0f) * (lse - xr[c]);
@@ -6483,11 +6746,11 @@ static void nn__ce_rows_backward(float *dx, const float *x, const int32_t *label
         for (c = 0; c < C; c++) Q += (1.0f - eps) * (c == t ? (w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (w ? w[c] : 1.0f);
         if (!log_input) {
             for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
-            for (c = 0; c < C; c++) s += expf(xr[c] - m);
+            s = nn__vexp_map(NN__VE_EXP_SHIFT, dxr, xr, NULL, NULL, m, C); /* dxr = exp(x - m) */
         }
         for (c = 0; c < C; c++) {
             float q = (1.0f - eps) * (c == t ? (w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (w ? w[c] : 1.0f);
-            dxr[c] = log_input ? -g * q : g * (expf(xr[c] - m) / s * Q - q);
+            dxr[c] = log_input ? -g * q : g * (dxr[c] / s * Q - q);
         }
     }
 }

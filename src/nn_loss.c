@@ -113,7 +113,7 @@ static int64_t nn__ce_rows_forward(float *loss, const float *x, const int32_t *l
         if (nn__ce_ignored(t, C, ignore)) { loss[b] = 0.0f; continue; }
         if (!log_input) {
             for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
-            for (c = 0; c < C; c++) s += expf(xr[c] - m);
+            s = nn__vexp_map(NN__VE_EXP_SHIFT, NULL, xr, NULL, NULL, m, C);
             lse = logf(s) + m;
         }
         for (c = 0; c < C && eps != 0.0f; c++) sm += (w ? w[c] : 1.0f) * (lse - xr[c]);
@@ -136,11 +136,11 @@ static void nn__ce_rows_backward(float *dx, const float *x, const int32_t *label
         for (c = 0; c < C; c++) Q += (1.0f - eps) * (c == t ? (w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (w ? w[c] : 1.0f);
         if (!log_input) {
             for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
-            for (c = 0; c < C; c++) s += expf(xr[c] - m);
+            s = nn__vexp_map(NN__VE_EXP_SHIFT, dxr, xr, NULL, NULL, m, C); /* dxr = exp(x - m) */
         }
         for (c = 0; c < C; c++) {
             float q = (1.0f - eps) * (c == t ? (w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (w ? w[c] : 1.0f);
-            dxr[c] = log_input ? -g * q : g * (expf(xr[c] - m) / s * Q - q);
+            dxr[c] = log_input ? -g * q : g * (dxr[c] / s * Q - q);
         }
     }
 }
