@@ -3276,9 +3276,10 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
    degree-7 polynomial on |r| <= ln 2 / 2, and the scaling by 2^n rounded once, into the
    denormals too (AVX-512's scalef; with AVX2, two exact halves of n, the second product
    rounding). x is first clamped to [-104, 89] (beyond, e^x is 0 or inf in float) by selects
-   that keep NaN, which then runs through the arithmetic. The error is under 2 ulp over the
-   float range away from the denormals (tests/test_numerics.c sweeps it against double
-   exp). Every element of a loop goes through the same vector code, the last partial
+   that keep NaN, which then runs through the arithmetic. The error is about 1 ulp over the
+   float range away from the denormals (relative 8.4e-8 at most over every 7th float, 1.2e-7
+   for expm1; tests/test_numerics.c sweeps them against double exp and expm1). AVX2 and
+   AVX-512 give the same bits. Every element of a loop goes through the same vector code, the last partial
    vector by masked loads and stores, so an element's bits do not depend on where a
    thread's chunk starts. */
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
@@ -3345,12 +3346,14 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB };
         (void)nn__vexp_core_##S(x, &n, &em1);                                                                    \
         return NN__SCALE(em1 + NN__SET1(1.0f), n);                                                               \
     }                                                                                                            \
-    /* exp(x) - 1, from e^r - 1 itself where n = 0 (|x| < 0.35: no cancellation; r is x, and   \
-       x's own sign of zero is kept) */                                                                          \
+    /* exp(x) - 1 = 2^n (e^r - 1) + (2^n - 1), one rounding, where 2^n - 1 is exact (|n| <= 24; \
+       e^r - 1 itself at n = 0, keeping x's sign of zero); exp(x) - 1 beyond */                                  \
     TGT static inline NN__V nn__vexpm1_##S(NN__V x) {                                                            \
-        NN__V n, em1, xc = nn__vexp_core_##S(x, &n, &em1), one = NN__SET1(1.0f);                                \
-        NN__V small = NN__SEL(xc, NN__SET1(0.0f), _CMP_EQ_OQ, xc, em1);                                          \
-        return NN__SEL(n, NN__SET1(0.0f), _CMP_EQ_OQ, small, NN__SCALE(em1 + one, n) - one);                     \
+        NN__V n, em1, xc = nn__vexp_core_##S(x, &n, &em1), one = NN__SET1(1.0f), s = NN__SCALE(one, n);         \
+        NN__V big = NN__SCALE(em1 + one, n) - one, r = NN__FMA(s, em1, s - one);                                 \
+        r = NN__SEL(n, NN__SET1(25.0f), _CMP_LT_OQ, r, big);                                                     \
+        r = NN__SEL(n, NN__SET1(-25.0f), _CMP_GT_OQ, r, big);                                                    \
+        return NN__SEL(xc, NN__SET1(0.0f), _CMP_EQ_OQ, xc, r);                                                   \
     }                                                                                                            \
     TGT static inline NN__V nn__vsigmoid_##S(NN__V v) {                                                          \
         NN__V one = NN__SET1(1.0f);                                                                              \
@@ -4078,12 +4081,40 @@ static void nn__unary_run(nn__threadpool *pool, int fn, const float *p, float *y
     nn__threadpool_run(pool, nn__unary_task, &j, (int)((n + j.chunk - 1) / j.chunk));
 }
 
-/* y [1] = scale * sum(x); double accumulation keeps large sums exact enough. */
-static void nn__sum_all_forward(float *y, const float *x, int64_t n, float scale) {
-    double s = 0.0;
-    int64_t i;
-    for (i = 0; i < n; i++) s += x[i];
-    y[0] = (float)(s * scale);
+/* fn(arg, i0, i1) over [0, n) in contiguous ranges, one per thread of the pool when the
+   work (elements touched, about) is at least NN__ROWS_PAR_MIN, else one call. Each index
+   is done by exactly one call, and fn must compute it the same whichever range it is in
+   (rows, elements: the bits do not depend on the thread count). */
+#define NN__ROWS_PAR_MIN 32768
+typedef void (*nn__range_fn)(void *arg, int64_t i0, int64_t i1);
+typedef struct nn__par_job {
+    nn__range_fn fn;
+    void *arg;
+    int64_t n, per;
+} nn__par_job;
+
+static void nn__par_task(void *arg, int t, int n_tasks) {
+    const nn__par_job *j = (const nn__par_job *)arg;
+    int64_t i0 = j->per * t, i1 = i0 + j->per < j->n ? i0 + j->per : j->n;
+    (void)n_tasks;
+    if (i0 < i1) j->fn(j->arg, i0, i1);
+}
+
+static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range_fn fn, void *arg) {
+    nn__par_job j;
+    int tasks = work >= NN__ROWS_PAR_MIN ? nn__threadpool_size(pool) : 1;
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa();
+#endif
+    if (tasks <= 1 || n <= 1) {
+        if (n > 0) fn(arg, 0, n);
+        return;
+    }
+    j.fn = fn;
+    j.arg = arg;
+    j.n = n;
+    j.per = (n + tasks - 1) / tasks;
+    nn__threadpool_run(pool, nn__par_task, &j, (int)((n + j.per - 1) / j.per));
 }
 
 static void nn__expand_scalar_forward(float *y, const float *x, int64_t n, float scale) {
@@ -4172,6 +4203,50 @@ static void nn__bce_forward(float *y, const float *x, const float *t, int64_t n)
 
 static void nn__bce_backward(float *dx, const float *x, const float *t, const float *dy, int64_t n) {
     (void)nn__vexp_map(NN__VE_SIGMOID_SUB, dx, x, t, dy, 0.0f, n);
+}
+
+/* The row and element loops above over the pool's threads: rows [r0, r1) (elements for
+   BCE) each, by the loops above at an offset. */
+enum { NN__RJ_SOFTMAX, NN__RJ_SOFTMAX_GRAD, NN__RJ_XENT, NN__RJ_XENT_GRAD, NN__RJ_BCE, NN__RJ_BCE_GRAD };
+typedef struct nn__rows_job {
+    int kind, flag;
+    float *y;
+    const float *x, *b, *c;
+    const int32_t *label;
+    int64_t C;
+} nn__rows_job;
+
+static void nn__rows_range(void *arg, int64_t r0, int64_t r1) {
+    const nn__rows_job *j = (const nn__rows_job *)arg;
+    int64_t o = r0 * j->C, n = r1 - r0;
+    switch (j->kind) {
+    case NN__RJ_SOFTMAX: nn__softmax_forward(j->y + o, j->x + o, n, j->C, j->flag); break;
+    case NN__RJ_SOFTMAX_GRAD: nn__softmax_backward(j->y + o, j->x + o, j->b + o, n, j->C, j->flag); break;
+    case NN__RJ_XENT: (void)nn__xent_forward(j->y + r0, j->x + o, j->label + r0, n, j->C); break;
+    case NN__RJ_XENT_GRAD: nn__xent_backward(j->y + o, j->x + o, j->label + r0, j->b + r0, n, j->C); break;
+    case NN__RJ_BCE: nn__bce_forward(j->y + o, j->x + o, j->b + o, n); break;
+    default: nn__bce_backward(j->y + o, j->x + o, j->b + o, j->c + o, n); break;
+    }
+}
+
+/* kind's loop over rows [rows, C] (BCE: C = 1, rows the elements); returns the count of
+   labels outside [0, C) for XENT */
+static int64_t nn__rows_run(nn__threadpool *pool, int kind, int flag, float *y, const float *x, const float *b,
+                            const float *c, const int32_t *label, int64_t rows, int64_t C) {
+    nn__rows_job j;
+    int64_t bad = 0, r;
+    j.kind = kind;
+    j.flag = flag;
+    j.y = y;
+    j.x = x;
+    j.b = b;
+    j.c = c;
+    j.label = label;
+    j.C = C;
+    nn__par_for(pool, rows, rows * C * (kind == NN__RJ_BCE || kind == NN__RJ_BCE_GRAD ? 1 : 4), nn__rows_range, &j);
+    if (kind == NN__RJ_XENT)
+        for (r = 0; r < rows; r++) bad += label[r] < 0 || label[r] >= C;
+    return bad;
 }
 
 /* y = x * mask / (1 - p), mask from Philox (see nn__dropout_uniform): a product, so a
@@ -6693,18 +6768,52 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
     }
 }
 
-/* y (or dx) [n]; pw repeats with period npw (NULL: 1) */
-static void nn__loss_ew_forward(float *y, const float *x, const float *t, const float *pw, int64_t npw, int64_t n,
-                                int kind, float a, float b, int log_target) {
+/* The elementwise losses over the pool's threads: elements [i0, i1) per task, each computed
+   the same whichever task does it. MSE, the common case, has its own loops (the formulas
+   of nn__loss_ew1 and nn__loss_ew1_dx, without the switch per element). */
+typedef struct nn__loss_ew_job {
+    float *y;
+    const float *x, *t, *pw, *dy; /* dy NULL: forward */
+    int64_t npw;
+    int kind, log_target;
+    float a, b;
+} nn__loss_ew_job;
+
+static void nn__loss_ew_range(void *arg, int64_t i0, int64_t i1) {
+    const nn__loss_ew_job *j = (const nn__loss_ew_job *)arg;
+    const float *x = j->x, *t = j->t, *pw = j->pw, *dy = j->dy;
+    float *y = j->y;
     int64_t i;
-    for (i = 0; i < n; i++) y[i] = nn__loss_ew1(kind, x[i], t[i], a, b, pw ? pw[i % npw] : 1.0f, log_target);
+    if (j->kind == NN__L_MSE && !dy) {
+        for (i = i0; i < i1; i++) {
+            float d = x[i] - t[i];
+            y[i] = d * d;
+        }
+    } else if (j->kind == NN__L_MSE) {
+        for (i = i0; i < i1; i++) y[i] = dy[i] * (2.0f * (x[i] - t[i]));
+    } else if (!dy) {
+        for (i = i0; i < i1; i++) y[i] = nn__loss_ew1(j->kind, x[i], t[i], j->a, j->b, pw ? pw[i % j->npw] : 1.0f, j->log_target);
+    } else {
+        for (i = i0; i < i1; i++)
+            y[i] = dy[i] * nn__loss_ew1_dx(j->kind, x[i], t[i], j->a, j->b, pw ? pw[i % j->npw] : 1.0f, j->log_target);
+    }
 }
 
-static void nn__loss_ew_backward(float *dx, const float *x, const float *t, const float *pw, int64_t npw,
-                                 const float *dy, int64_t n, int kind, float a, float b, int log_target) {
-    int64_t i;
-    for (i = 0; i < n; i++)
-        dx[i] = dy[i] * nn__loss_ew1_dx(kind, x[i], t[i], a, b, pw ? pw[i % npw] : 1.0f, log_target);
+/* y (or dx, given dy) [n]; pw repeats with period npw (NULL: 1) */
+static void nn__loss_ew_run(nn__threadpool *pool, float *y, const float *x, const float *t, const float *pw, int64_t npw,
+                            const float *dy, int64_t n, int kind, float a, float b, int log_target) {
+    nn__loss_ew_job j;
+    j.y = y;
+    j.x = x;
+    j.t = t;
+    j.pw = pw;
+    j.dy = dy;
+    j.npw = npw;
+    j.kind = kind;
+    j.log_target = log_target;
+    j.a = a;
+    j.b = b;
+    nn__par_for(pool, n, kind == NN__L_MSE ? n : 4 * n, nn__loss_ew_range, &j);
 }
 
 static int nn__ce_ignored(int32_t t, int64_t C, int ignore) { return t == ignore || t < 0 || t >= C; }
@@ -6753,6 +6862,46 @@ static void nn__ce_rows_backward(float *dx, const float *x, const int32_t *label
             dxr[c] = log_input ? -g * q : g * (dxr[c] / s * Q - q);
         }
     }
+}
+
+/* The rows above over the pool's threads: rows [b0, b1) per task (dloss NULL: forward);
+   returns the forward's count of bad labels. */
+typedef struct nn__ce_job {
+    float *y;
+    const float *x, *w, *dloss;
+    const int32_t *label;
+    int64_t C;
+    int ignore, log_input;
+    float eps;
+} nn__ce_job;
+
+static void nn__ce_range(void *arg, int64_t b0, int64_t b1) {
+    const nn__ce_job *j = (const nn__ce_job *)arg;
+    if (j->dloss)
+        nn__ce_rows_backward(j->y + b0 * j->C, j->x + b0 * j->C, j->label + b0, j->w, j->dloss + b0, b1 - b0, j->C, j->ignore,
+                             j->log_input, j->eps);
+    else
+        (void)nn__ce_rows_forward(j->y + b0, j->x + b0 * j->C, j->label + b0, j->w, b1 - b0, j->C, j->ignore, j->log_input,
+                                  j->eps);
+}
+
+static int64_t nn__ce_rows_run(nn__threadpool *pool, float *y, const float *x, const int32_t *label, const float *w,
+                               const float *dloss, int64_t B, int64_t C, int ignore, int log_input, float eps) {
+    nn__ce_job j;
+    int64_t b, bad = 0;
+    j.y = y;
+    j.x = x;
+    j.w = w;
+    j.dloss = dloss;
+    j.label = label;
+    j.C = C;
+    j.ignore = ignore;
+    j.log_input = log_input;
+    j.eps = eps;
+    nn__par_for(pool, B, 4 * B * C, nn__ce_range, &j);
+    if (!dloss)
+        for (b = 0; b < B; b++) bad += label[b] != ignore && (label[b] < 0 || label[b] >= C);
+    return bad;
 }
 
 static void nn__ce_weights_forward(float *y, const int32_t *label, const float *w, int64_t B, int64_t C, int ignore) {
@@ -15475,7 +15624,14 @@ static void nn__grad_expand_scalar(nn_graph *g, int id) {
 static nn_result nn__cpu_sum_all(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    nn__sum_all_forward(y, NN__F(in[0]), g->nodes[in[0]].numel, n->a.reduce.scale); return NN_OK;
+    nn__reduce_attr ra; /* scale * sum(x): one row [1, numel, 1] of the sum over an axis, its
+                           blocks' double sums (on the pool's threads) added in block order */
+    memset(&ra, 0, sizeof ra);
+    ra.O = ra.I = 1;
+    ra.R = (int)g->nodes[in[0]].numel;
+    ra.scale = n->a.reduce.scale;
+    nn__reduce_forward(g->ctx->threads, NN__OP_RED_SUM, &ra, y, NN__F(in[0]));
+    return NN_OK;
 
 }
 
@@ -15913,7 +16069,8 @@ static nn_result nn__cpu_softmax(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__softmax_forward(y, NN__F(in[0]), N / nn__last_dim(n), nn__last_dim(n), n->op == NN__OP_LOG_SOFTMAX);
+    nn__rows_run(g->ctx->threads, NN__RJ_SOFTMAX, n->op == NN__OP_LOG_SOFTMAX, y, NN__F(in[0]), NULL, NULL, NULL,
+                 N / nn__last_dim(n), nn__last_dim(n));
     return NN_OK;
 }
 
@@ -15921,8 +16078,8 @@ static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__softmax_backward(y, NN__F(in[0]), NN__F(in[1]), N / nn__last_dim(n), nn__last_dim(n),
-                         n->op == NN__OP_LOG_SOFTMAX_GRAD);
+    nn__rows_run(g->ctx->threads, NN__RJ_SOFTMAX_GRAD, n->op == NN__OP_LOG_SOFTMAX_GRAD, y, NN__F(in[0]), NN__F(in[1]), NULL,
+                 NULL, N / nn__last_dim(n), nn__last_dim(n));
     return NN_OK;
 }
 
@@ -16294,14 +16451,16 @@ static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     nn__node *x = &g->nodes[in[0]];
-    nn__count_check(g, n, nn__xent_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]));
+    nn__count_check(g, n, nn__rows_run(g->ctx->threads, NN__RJ_XENT, 0, y, (const float *)x->buf.host, NULL, NULL, NN__I(in[1]),
+                                        x->shape.dim[0], x->shape.dim[1]));
     return NN_OK;
 }
 
 static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    nn__xent_backward(y, NN__F(in[0]), NN__I(in[1]), NN__F(in[2]), n->shape.dim[0], n->shape.dim[1]);
+    nn__rows_run(g->ctx->threads, NN__RJ_XENT_GRAD, 0, y, NN__F(in[0]), NN__F(in[2]), NULL, NN__I(in[1]), n->shape.dim[0],
+                 n->shape.dim[1]);
     return NN_OK;
 }
 
@@ -16309,7 +16468,7 @@ static nn_result nn__cpu_bce_logits(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__bce_forward(y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
+    nn__rows_run(g->ctx->threads, NN__RJ_BCE, 0, y, NN__F(in[0]), NN__F(in[1]), NULL, NULL, N, 1); return NN_OK;
 
 }
 
@@ -16317,7 +16476,7 @@ static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__bce_backward(y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), N); return NN_OK;
+    nn__rows_run(g->ctx->threads, NN__RJ_BCE_GRAD, 0, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), NULL, N, 1); return NN_OK;
 
 }
 
@@ -16325,8 +16484,9 @@ static nn_result nn__cpu_loss_ew(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__loss_ew_forward(y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[2]) : NULL, n->a.loss.has_pos_weight ? g->nodes[in[2]].numel : 1,
-                        N, n->a.loss.kind, n->a.loss.a, n->a.loss.b, n->a.loss.log_target);
+    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[2]) : NULL,
+                    n->a.loss.has_pos_weight ? g->nodes[in[2]].numel : 1, NULL, N, n->a.loss.kind, n->a.loss.a, n->a.loss.b,
+                    n->a.loss.log_target);
     return NN_OK;
 }
 
@@ -16334,8 +16494,9 @@ static nn_result nn__cpu_loss_ew_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__loss_ew_backward(y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[3]) : NULL, n->a.loss.has_pos_weight ? g->nodes[in[3]].numel : 1,
-                         NN__F(in[2]), N, n->a.loss.kind, n->a.loss.a, n->a.loss.b, n->a.loss.log_target);
+    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[3]) : NULL,
+                    n->a.loss.has_pos_weight ? g->nodes[in[3]].numel : 1, NN__F(in[2]), N, n->a.loss.kind, n->a.loss.a,
+                    n->a.loss.b, n->a.loss.log_target);
     return NN_OK;
 }
 
@@ -16343,16 +16504,17 @@ static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     nn__node *x = &g->nodes[in[0]];
-    nn__count_check(g, n, nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0],
-                                              x->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing));
+    nn__count_check(g, n, nn__ce_rows_run(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL,
+                                          NULL, x->shape.dim[0], x->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input,
+                                          n->a.loss.smoothing));
     return NN_OK;
 }
 
 static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    nn__ce_rows_backward(y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]), n->shape.dim[0],
-                         n->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing);
+    nn__ce_rows_run(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]),
+                    n->shape.dim[0], n->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing);
     return NN_OK;
 }
 

@@ -11,9 +11,10 @@
    degree-7 polynomial on |r| <= ln 2 / 2, and the scaling by 2^n rounded once, into the
    denormals too (AVX-512's scalef; with AVX2, two exact halves of n, the second product
    rounding). x is first clamped to [-104, 89] (beyond, e^x is 0 or inf in float) by selects
-   that keep NaN, which then runs through the arithmetic. The error is under 2 ulp over the
-   float range away from the denormals (tests/test_numerics.c sweeps it against double
-   exp). Every element of a loop goes through the same vector code, the last partial
+   that keep NaN, which then runs through the arithmetic. The error is about 1 ulp over the
+   float range away from the denormals (relative 8.4e-8 at most over every 7th float, 1.2e-7
+   for expm1; tests/test_numerics.c sweeps them against double exp and expm1). AVX2 and
+   AVX-512 give the same bits. Every element of a loop goes through the same vector code, the last partial
    vector by masked loads and stores, so an element's bits do not depend on where a
    thread's chunk starts. */
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
@@ -80,12 +81,14 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB };
         (void)nn__vexp_core_##S(x, &n, &em1);                                                                    \
         return NN__SCALE(em1 + NN__SET1(1.0f), n);                                                               \
     }                                                                                                            \
-    /* exp(x) - 1, from e^r - 1 itself where n = 0 (|x| < 0.35: no cancellation; r is x, and   \
-       x's own sign of zero is kept) */                                                                          \
+    /* exp(x) - 1 = 2^n (e^r - 1) + (2^n - 1), one rounding, where 2^n - 1 is exact (|n| <= 24; \
+       e^r - 1 itself at n = 0, keeping x's sign of zero); exp(x) - 1 beyond */                                  \
     TGT static inline NN__V nn__vexpm1_##S(NN__V x) {                                                            \
-        NN__V n, em1, xc = nn__vexp_core_##S(x, &n, &em1), one = NN__SET1(1.0f);                                \
-        NN__V small = NN__SEL(xc, NN__SET1(0.0f), _CMP_EQ_OQ, xc, em1);                                          \
-        return NN__SEL(n, NN__SET1(0.0f), _CMP_EQ_OQ, small, NN__SCALE(em1 + one, n) - one);                     \
+        NN__V n, em1, xc = nn__vexp_core_##S(x, &n, &em1), one = NN__SET1(1.0f), s = NN__SCALE(one, n);         \
+        NN__V big = NN__SCALE(em1 + one, n) - one, r = NN__FMA(s, em1, s - one);                                 \
+        r = NN__SEL(n, NN__SET1(25.0f), _CMP_LT_OQ, r, big);                                                     \
+        r = NN__SEL(n, NN__SET1(-25.0f), _CMP_GT_OQ, r, big);                                                    \
+        return NN__SEL(xc, NN__SET1(0.0f), _CMP_EQ_OQ, xc, r);                                                   \
     }                                                                                                            \
     TGT static inline NN__V nn__vsigmoid_##S(NN__V v) {                                                          \
         NN__V one = NN__SET1(1.0f);                                                                              \
@@ -813,12 +816,40 @@ static void nn__unary_run(nn__threadpool *pool, int fn, const float *p, float *y
     nn__threadpool_run(pool, nn__unary_task, &j, (int)((n + j.chunk - 1) / j.chunk));
 }
 
-/* y [1] = scale * sum(x); double accumulation keeps large sums exact enough. */
-static void nn__sum_all_forward(float *y, const float *x, int64_t n, float scale) {
-    double s = 0.0;
-    int64_t i;
-    for (i = 0; i < n; i++) s += x[i];
-    y[0] = (float)(s * scale);
+/* fn(arg, i0, i1) over [0, n) in contiguous ranges, one per thread of the pool when the
+   work (elements touched, about) is at least NN__ROWS_PAR_MIN, else one call. Each index
+   is done by exactly one call, and fn must compute it the same whichever range it is in
+   (rows, elements: the bits do not depend on the thread count). */
+#define NN__ROWS_PAR_MIN 32768
+typedef void (*nn__range_fn)(void *arg, int64_t i0, int64_t i1);
+typedef struct nn__par_job {
+    nn__range_fn fn;
+    void *arg;
+    int64_t n, per;
+} nn__par_job;
+
+static void nn__par_task(void *arg, int t, int n_tasks) {
+    const nn__par_job *j = (const nn__par_job *)arg;
+    int64_t i0 = j->per * t, i1 = i0 + j->per < j->n ? i0 + j->per : j->n;
+    (void)n_tasks;
+    if (i0 < i1) j->fn(j->arg, i0, i1);
+}
+
+static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range_fn fn, void *arg) {
+    nn__par_job j;
+    int tasks = work >= NN__ROWS_PAR_MIN ? nn__threadpool_size(pool) : 1;
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa();
+#endif
+    if (tasks <= 1 || n <= 1) {
+        if (n > 0) fn(arg, 0, n);
+        return;
+    }
+    j.fn = fn;
+    j.arg = arg;
+    j.n = n;
+    j.per = (n + tasks - 1) / tasks;
+    nn__threadpool_run(pool, nn__par_task, &j, (int)((n + j.per - 1) / j.per));
 }
 
 static void nn__expand_scalar_forward(float *y, const float *x, int64_t n, float scale) {
@@ -907,6 +938,50 @@ static void nn__bce_forward(float *y, const float *x, const float *t, int64_t n)
 
 static void nn__bce_backward(float *dx, const float *x, const float *t, const float *dy, int64_t n) {
     (void)nn__vexp_map(NN__VE_SIGMOID_SUB, dx, x, t, dy, 0.0f, n);
+}
+
+/* The row and element loops above over the pool's threads: rows [r0, r1) (elements for
+   BCE) each, by the loops above at an offset. */
+enum { NN__RJ_SOFTMAX, NN__RJ_SOFTMAX_GRAD, NN__RJ_XENT, NN__RJ_XENT_GRAD, NN__RJ_BCE, NN__RJ_BCE_GRAD };
+typedef struct nn__rows_job {
+    int kind, flag;
+    float *y;
+    const float *x, *b, *c;
+    const int32_t *label;
+    int64_t C;
+} nn__rows_job;
+
+static void nn__rows_range(void *arg, int64_t r0, int64_t r1) {
+    const nn__rows_job *j = (const nn__rows_job *)arg;
+    int64_t o = r0 * j->C, n = r1 - r0;
+    switch (j->kind) {
+    case NN__RJ_SOFTMAX: nn__softmax_forward(j->y + o, j->x + o, n, j->C, j->flag); break;
+    case NN__RJ_SOFTMAX_GRAD: nn__softmax_backward(j->y + o, j->x + o, j->b + o, n, j->C, j->flag); break;
+    case NN__RJ_XENT: (void)nn__xent_forward(j->y + r0, j->x + o, j->label + r0, n, j->C); break;
+    case NN__RJ_XENT_GRAD: nn__xent_backward(j->y + o, j->x + o, j->label + r0, j->b + r0, n, j->C); break;
+    case NN__RJ_BCE: nn__bce_forward(j->y + o, j->x + o, j->b + o, n); break;
+    default: nn__bce_backward(j->y + o, j->x + o, j->b + o, j->c + o, n); break;
+    }
+}
+
+/* kind's loop over rows [rows, C] (BCE: C = 1, rows the elements); returns the count of
+   labels outside [0, C) for XENT */
+static int64_t nn__rows_run(nn__threadpool *pool, int kind, int flag, float *y, const float *x, const float *b,
+                            const float *c, const int32_t *label, int64_t rows, int64_t C) {
+    nn__rows_job j;
+    int64_t bad = 0, r;
+    j.kind = kind;
+    j.flag = flag;
+    j.y = y;
+    j.x = x;
+    j.b = b;
+    j.c = c;
+    j.label = label;
+    j.C = C;
+    nn__par_for(pool, rows, rows * C * (kind == NN__RJ_BCE || kind == NN__RJ_BCE_GRAD ? 1 : 4), nn__rows_range, &j);
+    if (kind == NN__RJ_XENT)
+        for (r = 0; r < rows; r++) bad += label[r] < 0 || label[r] >= C;
+    return bad;
 }
 
 /* y = x * mask / (1 - p), mask from Philox (see nn__dropout_uniform): a product, so a

@@ -83,18 +83,52 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
     }
 }
 
-/* y (or dx) [n]; pw repeats with period npw (NULL: 1) */
-static void nn__loss_ew_forward(float *y, const float *x, const float *t, const float *pw, int64_t npw, int64_t n,
-                                int kind, float a, float b, int log_target) {
+/* The elementwise losses over the pool's threads: elements [i0, i1) per task, each computed
+   the same whichever task does it. MSE, the common case, has its own loops (the formulas
+   of nn__loss_ew1 and nn__loss_ew1_dx, without the switch per element). */
+typedef struct nn__loss_ew_job {
+    float *y;
+    const float *x, *t, *pw, *dy; /* dy NULL: forward */
+    int64_t npw;
+    int kind, log_target;
+    float a, b;
+} nn__loss_ew_job;
+
+static void nn__loss_ew_range(void *arg, int64_t i0, int64_t i1) {
+    const nn__loss_ew_job *j = (const nn__loss_ew_job *)arg;
+    const float *x = j->x, *t = j->t, *pw = j->pw, *dy = j->dy;
+    float *y = j->y;
     int64_t i;
-    for (i = 0; i < n; i++) y[i] = nn__loss_ew1(kind, x[i], t[i], a, b, pw ? pw[i % npw] : 1.0f, log_target);
+    if (j->kind == NN__L_MSE && !dy) {
+        for (i = i0; i < i1; i++) {
+            float d = x[i] - t[i];
+            y[i] = d * d;
+        }
+    } else if (j->kind == NN__L_MSE) {
+        for (i = i0; i < i1; i++) y[i] = dy[i] * (2.0f * (x[i] - t[i]));
+    } else if (!dy) {
+        for (i = i0; i < i1; i++) y[i] = nn__loss_ew1(j->kind, x[i], t[i], j->a, j->b, pw ? pw[i % j->npw] : 1.0f, j->log_target);
+    } else {
+        for (i = i0; i < i1; i++)
+            y[i] = dy[i] * nn__loss_ew1_dx(j->kind, x[i], t[i], j->a, j->b, pw ? pw[i % j->npw] : 1.0f, j->log_target);
+    }
 }
 
-static void nn__loss_ew_backward(float *dx, const float *x, const float *t, const float *pw, int64_t npw,
-                                 const float *dy, int64_t n, int kind, float a, float b, int log_target) {
-    int64_t i;
-    for (i = 0; i < n; i++)
-        dx[i] = dy[i] * nn__loss_ew1_dx(kind, x[i], t[i], a, b, pw ? pw[i % npw] : 1.0f, log_target);
+/* y (or dx, given dy) [n]; pw repeats with period npw (NULL: 1) */
+static void nn__loss_ew_run(nn__threadpool *pool, float *y, const float *x, const float *t, const float *pw, int64_t npw,
+                            const float *dy, int64_t n, int kind, float a, float b, int log_target) {
+    nn__loss_ew_job j;
+    j.y = y;
+    j.x = x;
+    j.t = t;
+    j.pw = pw;
+    j.dy = dy;
+    j.npw = npw;
+    j.kind = kind;
+    j.log_target = log_target;
+    j.a = a;
+    j.b = b;
+    nn__par_for(pool, n, kind == NN__L_MSE ? n : 4 * n, nn__loss_ew_range, &j);
 }
 
 static int nn__ce_ignored(int32_t t, int64_t C, int ignore) { return t == ignore || t < 0 || t >= C; }
@@ -143,6 +177,46 @@ static void nn__ce_rows_backward(float *dx, const float *x, const int32_t *label
             dxr[c] = log_input ? -g * q : g * (dxr[c] / s * Q - q);
         }
     }
+}
+
+/* The rows above over the pool's threads: rows [b0, b1) per task (dloss NULL: forward);
+   returns the forward's count of bad labels. */
+typedef struct nn__ce_job {
+    float *y;
+    const float *x, *w, *dloss;
+    const int32_t *label;
+    int64_t C;
+    int ignore, log_input;
+    float eps;
+} nn__ce_job;
+
+static void nn__ce_range(void *arg, int64_t b0, int64_t b1) {
+    const nn__ce_job *j = (const nn__ce_job *)arg;
+    if (j->dloss)
+        nn__ce_rows_backward(j->y + b0 * j->C, j->x + b0 * j->C, j->label + b0, j->w, j->dloss + b0, b1 - b0, j->C, j->ignore,
+                             j->log_input, j->eps);
+    else
+        (void)nn__ce_rows_forward(j->y + b0, j->x + b0 * j->C, j->label + b0, j->w, b1 - b0, j->C, j->ignore, j->log_input,
+                                  j->eps);
+}
+
+static int64_t nn__ce_rows_run(nn__threadpool *pool, float *y, const float *x, const int32_t *label, const float *w,
+                               const float *dloss, int64_t B, int64_t C, int ignore, int log_input, float eps) {
+    nn__ce_job j;
+    int64_t b, bad = 0;
+    j.y = y;
+    j.x = x;
+    j.w = w;
+    j.dloss = dloss;
+    j.label = label;
+    j.C = C;
+    j.ignore = ignore;
+    j.log_input = log_input;
+    j.eps = eps;
+    nn__par_for(pool, B, 4 * B * C, nn__ce_range, &j);
+    if (!dloss)
+        for (b = 0; b < B; b++) bad += label[b] != ignore && (label[b] < 0 || label[b] >= C);
+    return bad;
 }
 
 static void nn__ce_weights_forward(float *y, const int32_t *label, const float *w, int64_t B, int64_t C, int ignore) {
