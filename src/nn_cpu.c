@@ -53,13 +53,18 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
    sum of the results they return:
      EXP_SHIFT   y = exp(a - s0)                (softmax's exponentials; y may be NULL)
      SUB_EXP     y = a - exp(b) * s0            (log_softmax's gradient)
-     SIGMOID_SUB y = c * (sigmoid(a) - b)       (BCE with logits' gradient) */
-enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB };
+     SIGMOID_SUB y = c * (sigmoid(a) - b)       (BCE with logits' gradient)
+     BCE         y = (1 - b) a + (a < 0 ? -a : 0) + log1p(exp(-|a|))   (BCE with logits, b the target)
+     BCE_LOSS    y = (1 - b) a + (1 + (s0 - 1) b) (log1p(exp(-|a|)) + fmaxf(-a, 0)), s0 the
+                 pos_weight (the elementwise loss's formula, src/nn_loss.c)
+     BCE_LOSS_DX y = c ((1 - b) - (1 + (s0 - 1) b) / (1 + exp(a)))  (its gradient) */
+enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_BCE_LOSS, NN__VE_BCE_LOSS_DX };
 
 /* The template: one set of functions per instruction set, from the primitives NN__V (the
    vector type), NN__VW (its lanes), NN__SET1, NN__LOAD/NN__STORE (whole vectors),
    NN__LOADN/NN__STOREN (the first k lanes), NN__FMA, NN__ROUND (to nearest), NN__SCALE,
-   NN__SEL(a, b, P, x, y) (x where a P b, else y) and NN__HSUM (lanes 0.. in order). */
+   NN__SEL(a, b, P, x, y) (x where a P b, else y), NN__ABS, NN__LANEF (0, 1, ...) and
+   NN__HSUM (lanes 0.. in order). */
 #define NN__VM_DEFINE(S, TGT)                                                                                    \
     TGT static inline NN__V nn__vexp_core_##S(NN__V x, NN__V *n, NN__V *em1) {                                 \
         NN__V r, q;                                                                                              \
@@ -94,6 +99,30 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB };
         NN__V one = NN__SET1(1.0f);                                                                              \
         return one / (one + nn__vexp_##S(-v));                                                                   \
     }                                                                                                            \
+    /* log1p(u) for u in [0, 1] (the exp(-|z|) of softplus and BCE): log(w), w = 1 + u       \
+       rounded, by Cephes's logf (w, or w / 2 above sqrt 2, as 1 + f), plus the rounding's     \
+       part (u - (w - 1)) / w; NaN stays NaN */                                                                  \
+    TGT static inline NN__V nn__vlog1p01_##S(NN__V u) {                                                          \
+        NN__V one = NN__SET1(1.0f), w = one + u, e, f, z, y;                                                    \
+        e = NN__SEL(w, NN__SET1(1.41421356f), _CMP_GT_OQ, one, NN__SET1(0.0f));                                  \
+        f = NN__SEL(w, NN__SET1(1.41421356f), _CMP_GT_OQ, w * NN__SET1(0.5f), w) - one;                          \
+        z = f * f;                                                                                               \
+        y = NN__FMA(NN__SET1(7.0376836292e-2f), f, NN__SET1(-1.1514610310e-1f));                                 \
+        y = NN__FMA(y, f, NN__SET1(1.1676998740e-1f));                                                           \
+        y = NN__FMA(y, f, NN__SET1(-1.2420140846e-1f));                                                          \
+        y = NN__FMA(y, f, NN__SET1(1.4249322787e-1f));                                                           \
+        y = NN__FMA(y, f, NN__SET1(-1.6668057665e-1f));                                                          \
+        y = NN__FMA(y, f, NN__SET1(2.0000714765e-1f));                                                           \
+        y = NN__FMA(y, f, NN__SET1(-2.4999993993e-1f));                                                          \
+        y = NN__FMA(y, f, NN__SET1(3.3333331174e-1f));                                                           \
+        y = NN__FMA(e, NN__SET1(-2.12194440e-4f), y * f * z);                                                    \
+        y = f + NN__FMA(z, NN__SET1(-0.5f), y);                                                                  \
+        return NN__FMA(e, NN__SET1(0.693359375f), y) + (u - (w - one)) / w;                                      \
+    }                                                                                                            \
+    /* log(1 + exp(-|z|)), the tail of softplus and BCE with logits */                                           \
+    TGT static inline NN__V nn__vlog1pexp_##S(NN__V z) {                                                         \
+        return nn__vlog1p01_##S(nn__vexp_##S(-NN__ABS(z)));                                                      \
+    }                                                                                                            \
     /* y = f(x) (dy NULL) or dy * f'(x) for the activations and math whose formulas in        \
        kernels/activation.h are built on exp (the same operations, vector for scalar); 0 for \
        the others */                                                                                             \
@@ -113,6 +142,11 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB };
                 case NN__U_CELU: r = NN__SEL(v, zero, _CMP_GT_OQ, v, vp0 * nn__vexpm1_##S(v / vp0)); break;      \
                 case NN__U_EXP: r = nn__vexp_##S(v); break;                                                      \
                 case NN__U_EXPM1: r = nn__vexpm1_##S(v); break;                                                  \
+                case NN__U_SOFTPLUS:                                                                             \
+                    s = v * vp0;                                                                                 \
+                    r = NN__SEL(s, vp1, _CMP_GT_OQ, v, (NN__SEL(s, zero, _CMP_GT_OQ, s, zero) + nn__vlog1pexp_##S(s)) / vp0); \
+                    break;                                                                                       \
+                case NN__U_LOG_SIGMOID: r = NN__SEL(v, zero, _CMP_LT_OQ, v, zero) - nn__vlog1pexp_##S(v); break;  \
                 default: return 0;                                                                               \
                 }                                                                                                \
             } else {                                                                                             \
@@ -146,9 +180,21 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB };
             va = k >= NN__VW ? NN__LOAD(a + i) : NN__LOADN(a + i, k);                                            \
             if (op == NN__VE_EXP_SHIFT) r = nn__vexp_##S(va - vs0);                                              \
             else {                                                                                               \
-                NN__V vb = k >= NN__VW ? NN__LOAD(b + i) : NN__LOADN(b + i, k);                                  \
-                if (op == NN__VE_SUB_EXP) r = va - nn__vexp_##S(vb) * vs0;                                       \
-                else r = (k >= NN__VW ? NN__LOAD(c + i) : NN__LOADN(c + i, k)) * (one / (one + nn__vexp_##S(-va)) - vb); \
+                NN__V vb = k >= NN__VW ? NN__LOAD(b + i) : NN__LOADN(b + i, k), zero = NN__SET1(0.0f), vc = zero; \
+                if (op == NN__VE_SIGMOID_SUB || op == NN__VE_BCE_LOSS_DX)                                        \
+                    vc = k >= NN__VW ? NN__LOAD(c + i) : NN__LOADN(c + i, k);                                    \
+                switch (op) {                                                                                    \
+                case NN__VE_SUB_EXP: r = va - nn__vexp_##S(vb) * vs0; break;                                     \
+                case NN__VE_SIGMOID_SUB: r = vc * (one / (one + nn__vexp_##S(-va)) - vb); break;                 \
+                case NN__VE_BCE:                                                                                 \
+                    r = (one - vb) * va + NN__SEL(va, zero, _CMP_LT_OQ, -va, zero) + nn__vlog1pexp_##S(va);      \
+                    break;                                                                                       \
+                case NN__VE_BCE_LOSS:                                                                            \
+                    r = (one - vb) * va +                                                                        \
+                        (one + (vs0 - one) * vb) * (nn__vlog1pexp_##S(va) + NN__SEL(-va, zero, _CMP_GT_OQ, -va, zero)); \
+                    break;                                                                                       \
+                default: r = vc * ((one - vb) - (one + (vs0 - one) * vb) / (one + nn__vexp_##S(va))); break;     \
+                }                                                                                                \
             }                                                                                                    \
             if (k < NN__VW) r = NN__SEL(NN__SET1((float)k), NN__LANEF, _CMP_GT_OQ, r, NN__SET1(0.0f));          \
             acc = acc + r;                                                                                       \
@@ -171,6 +217,7 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB };
 #define NN__SCALE nn__vscale_avx512
 #define NN__SEL(a, b, P, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, P), y, x)
 #define NN__LANEF _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#define NN__ABS(v) _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF)))
 #define NN__HSUM nn__vhsum_avx512
 __attribute__((target("avx512f"))) static inline float nn__vhsum_avx512(__m512 v) {
     float l[16], s = 0.0f;
@@ -192,6 +239,7 @@ NN__VM_DEFINE(avx512, __attribute__((target("avx512f"))))
 #undef NN__SCALE
 #undef NN__SEL
 #undef NN__LANEF
+#undef NN__ABS
 #undef NN__HSUM
 
 #define NN__V __m256
@@ -206,6 +254,7 @@ NN__VM_DEFINE(avx512, __attribute__((target("avx512f"))))
 #define NN__SCALE nn__vscale_avx2
 #define NN__SEL(a, b, P, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, P))
 #define NN__LANEF _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7)
+#define NN__ABS(v) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)))
 #define NN__HSUM nn__vhsum_avx2
 __attribute__((target("avx2,fma"))) static inline float nn__vhsum_avx2(__m256 v) {
     float l[8], s = 0.0f;
@@ -227,6 +276,7 @@ NN__VM_DEFINE(avx2, __attribute__((target("avx2,fma"))))
 #undef NN__SCALE
 #undef NN__SEL
 #undef NN__LANEF
+#undef NN__ABS
 #undef NN__HSUM
 #undef NN__VM_DEFINE
 #endif /* NN__VM_X86 */
@@ -238,7 +288,11 @@ static float nn__vexp_map_scalar(int op, float *y, const float *a, const float *
     for (i = 0; i < n; i++) {
         if (op == NN__VE_EXP_SHIFT) r = expf(a[i] - s0);
         else if (op == NN__VE_SUB_EXP) r = a[i] - expf(b[i]) * s0;
-        else r = c[i] * (1.0f / (1.0f + expf(-a[i])) - b[i]);
+        else if (op == NN__VE_SIGMOID_SUB) r = c[i] * (1.0f / (1.0f + expf(-a[i])) - b[i]);
+        else if (op == NN__VE_BCE) r = (1.0f - b[i]) * a[i] + (a[i] < 0.0f ? -a[i] : 0.0f) + log1pf(expf(-fabsf(a[i])));
+        else if (op == NN__VE_BCE_LOSS)
+            r = (1.0f - b[i]) * a[i] + (1.0f + (s0 - 1.0f) * b[i]) * (log1pf(expf(-fabsf(a[i]))) + fmaxf(-a[i], 0.0f));
+        else r = c[i] * ((1.0f - b[i]) - (1.0f + (s0 - 1.0f) * b[i]) / (1.0f + expf(a[i])));
         acc += r;
         if (y) y[i] = r;
     }
@@ -929,11 +983,7 @@ static void nn__xent_backward(float *dx, const float *x, const int32_t *label, c
 /* elementwise BCE with logits in PyTorch's form, (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)),
    which is NaN where PyTorch's is (-inf logits: -inf + inf) */
 static void nn__bce_forward(float *y, const float *x, const float *t, int64_t n) {
-    int64_t i;
-    for (i = 0; i < n; i++) {
-        float v = x[i];
-        y[i] = (1.0f - t[i]) * v + (v < 0.0f ? -v : 0.0f) + log1pf(expf(-fabsf(v)));
-    }
+    (void)nn__vexp_map(NN__VE_BCE, y, x, t, NULL, 0.0f, n); /* the formula above, vector or scalar */
 }
 
 static void nn__bce_backward(float *dx, const float *x, const float *t, const float *dy, int64_t n) {
