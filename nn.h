@@ -3322,8 +3322,11 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
      BCE         y = (1 - b) a + (a < 0 ? -a : 0) + log1p(exp(-|a|))   (BCE with logits, b the target)
      BCE_LOSS    y = (1 - b) a + (1 + (s0 - 1) b) (log1p(exp(-|a|)) + fmaxf(-a, 0)), s0 the
                  pos_weight (the elementwise loss's formula, src/nn_loss.c)
-     BCE_LOSS_DX y = c ((1 - b) - (1 + (s0 - 1) b) / (1 + exp(a)))  (its gradient) */
-enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_BCE_LOSS, NN__VE_BCE_LOSS_DX };
+     BCE_LOSS_DX y = c ((1 - b) - (1 + (s0 - 1) b) / (1 + exp(a)))  (its gradient)
+     MSE         y = (a - b) (a - b)             (the elementwise MSE loss, src/nn_loss.c)
+     MSE_DX      y = c (2 (a - b))               (its gradient) */
+enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_BCE_LOSS, NN__VE_BCE_LOSS_DX, NN__VE_MSE,
+       NN__VE_MSE_DX };
 
 /* The template: one set of functions per instruction set, from the primitives NN__V (the
    vector type), NN__VW (its lanes), NN__SET1, NN__LOAD/NN__STORE (whole vectors),
@@ -3446,7 +3449,7 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_
             if (op == NN__VE_EXP_SHIFT) r = nn__vexp_##S(va - vs0);                                              \
             else {                                                                                               \
                 NN__V vb = k >= NN__VW ? NN__LOAD(b + i) : NN__LOADN(b + i, k), zero = NN__SET1(0.0f), vc = zero; \
-                if (op == NN__VE_SIGMOID_SUB || op == NN__VE_BCE_LOSS_DX)                                        \
+                if (op == NN__VE_SIGMOID_SUB || op == NN__VE_BCE_LOSS_DX || op == NN__VE_MSE_DX)                 \
                     vc = k >= NN__VW ? NN__LOAD(c + i) : NN__LOADN(c + i, k);                                    \
                 switch (op) {                                                                                    \
                 case NN__VE_SUB_EXP: r = va - nn__vexp_##S(vb) * vs0; break;                                     \
@@ -3458,7 +3461,11 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_
                     r = (one - vb) * va +                                                                        \
                         (one + (vs0 - one) * vb) * (nn__vlog1pexp_##S(va) + NN__SEL(-va, zero, _CMP_GT_OQ, -va, zero)); \
                     break;                                                                                       \
-                default: r = vc * ((one - vb) - (one + (vs0 - one) * vb) / (one + nn__vexp_##S(va))); break;     \
+                case NN__VE_BCE_LOSS_DX:                                                                         \
+                    r = vc * ((one - vb) - (one + (vs0 - one) * vb) / (one + nn__vexp_##S(va)));                 \
+                    break;                                                                                       \
+                case NN__VE_MSE: r = (va - vb) * (va - vb); break;                                               \
+                default: r = vc * (NN__SET1(2.0f) * (va - vb)); break;                                           \
                 }                                                                                                \
             }                                                                                                    \
             if (k < NN__VW) r = NN__SEL(NN__SET1((float)k), NN__LANEF, _CMP_GT_OQ, r, NN__SET1(0.0f));          \
@@ -3557,7 +3564,9 @@ static float nn__vexp_map_scalar(int op, float *y, const float *a, const float *
         else if (op == NN__VE_BCE) r = (1.0f - b[i]) * a[i] + (a[i] < 0.0f ? -a[i] : 0.0f) + log1pf(expf(-fabsf(a[i])));
         else if (op == NN__VE_BCE_LOSS)
             r = (1.0f - b[i]) * a[i] + (1.0f + (s0 - 1.0f) * b[i]) * (log1pf(expf(-fabsf(a[i]))) + fmaxf(-a[i], 0.0f));
-        else r = c[i] * ((1.0f - b[i]) - (1.0f + (s0 - 1.0f) * b[i]) / (1.0f + expf(a[i])));
+        else if (op == NN__VE_BCE_LOSS_DX) r = c[i] * ((1.0f - b[i]) - (1.0f + (s0 - 1.0f) * b[i]) / (1.0f + expf(a[i])));
+        else if (op == NN__VE_MSE) r = (a[i] - b[i]) * (a[i] - b[i]);
+        else r = c[i] * (2.0f * (a[i] - b[i]));
         acc += r;
         if (y) y[i] = r;
     }
@@ -4171,10 +4180,24 @@ static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range
     nn__threadpool_run(pool, nn__par_task, &j, (int)((n + j.per - 1) / j.per));
 }
 
-static void nn__expand_scalar_forward(float *y, const float *x, int64_t n, float scale) {
-    float v = x[0] * scale;
+typedef struct nn__fill_job {
+    float *y;
+    float v;
+} nn__fill_job;
+
+static void nn__fill_range(void *arg, int64_t i0, int64_t i1) {
+    const nn__fill_job *j = (const nn__fill_job *)arg;
+    float *y = j->y, v = j->v;
     int64_t i;
-    for (i = 0; i < n; i++) y[i] = v;
+    for (i = i0; i < i1; i++) y[i] = v;
+}
+
+/* y [n] = x[0] * scale (a mean's gradient): over the pool's threads when large */
+static void nn__expand_scalar_forward(nn__threadpool *pool, float *y, const float *x, int64_t n, float scale) {
+    nn__fill_job j;
+    j.y = y;
+    j.v = x[0] * scale;
+    nn__par_for(pool, n, n / 2, nn__fill_range, &j);
 }
 
 /* ---- softmax family, rows of length C ---- */
@@ -6819,9 +6842,9 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
 }
 
 /* The elementwise losses over the pool's threads: elements [i0, i1) per task, each computed
-   the same whichever task does it. MSE, the common case, has its own loops (the formulas
-   of nn__loss_ew1 and nn__loss_ew1_dx, without the switch per element), and BCE with
-   logits without pos_weight the vector rows of src/nn_cpu.c. */
+   the same whichever task does it. MSE and BCE with logits without pos_weight run as the
+   vector rows of src/nn_cpu.c (nn__vexp_map: nn__loss_ew1's and nn__loss_ew1_dx's
+   formulas, without the switch per element). */
 typedef struct nn__loss_ew_job {
     float *y;
     const float *x, *t, *pw, *dy; /* dy NULL: forward */
@@ -6837,13 +6860,8 @@ static void nn__loss_ew_range(void *arg, int64_t i0, int64_t i1) {
     int64_t i;
     if (j->kind == NN__L_BCE_LOGITS && !pw) { /* nn__loss_ew1's formulas, pos_weight 1, on the vector exp */
         (void)nn__vexp_map(dy ? NN__VE_BCE_LOSS_DX : NN__VE_BCE_LOSS, y + i0, x + i0, t + i0, dy ? dy + i0 : NULL, 1.0f, i1 - i0);
-    } else if (j->kind == NN__L_MSE && !dy) {
-        for (i = i0; i < i1; i++) {
-            float d = x[i] - t[i];
-            y[i] = d * d;
-        }
     } else if (j->kind == NN__L_MSE) {
-        for (i = i0; i < i1; i++) y[i] = dy[i] * (2.0f * (x[i] - t[i]));
+        (void)nn__vexp_map(dy ? NN__VE_MSE_DX : NN__VE_MSE, y + i0, x + i0, t + i0, dy ? dy + i0 : NULL, 0.0f, i1 - i0);
     } else if (!dy) {
         for (i = i0; i < i1; i++) y[i] = nn__loss_ew1(j->kind, x[i], t[i], j->a, j->b, pw ? pw[i % j->npw] : 1.0f, j->log_target);
     } else {
@@ -15712,7 +15730,7 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__expand_scalar_forward(y, NN__F(in[0]), N, n->a.reduce.scale); return NN_OK;
+    nn__expand_scalar_forward(g->ctx->threads, y, NN__F(in[0]), N, n->a.reduce.scale); return NN_OK;
 
 }
 

@@ -57,8 +57,11 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
      BCE         y = (1 - b) a + (a < 0 ? -a : 0) + log1p(exp(-|a|))   (BCE with logits, b the target)
      BCE_LOSS    y = (1 - b) a + (1 + (s0 - 1) b) (log1p(exp(-|a|)) + fmaxf(-a, 0)), s0 the
                  pos_weight (the elementwise loss's formula, src/nn_loss.c)
-     BCE_LOSS_DX y = c ((1 - b) - (1 + (s0 - 1) b) / (1 + exp(a)))  (its gradient) */
-enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_BCE_LOSS, NN__VE_BCE_LOSS_DX };
+     BCE_LOSS_DX y = c ((1 - b) - (1 + (s0 - 1) b) / (1 + exp(a)))  (its gradient)
+     MSE         y = (a - b) (a - b)             (the elementwise MSE loss, src/nn_loss.c)
+     MSE_DX      y = c (2 (a - b))               (its gradient) */
+enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_BCE_LOSS, NN__VE_BCE_LOSS_DX, NN__VE_MSE,
+       NN__VE_MSE_DX };
 
 /* The template: one set of functions per instruction set, from the primitives NN__V (the
    vector type), NN__VW (its lanes), NN__SET1, NN__LOAD/NN__STORE (whole vectors),
@@ -181,7 +184,7 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_
             if (op == NN__VE_EXP_SHIFT) r = nn__vexp_##S(va - vs0);                                              \
             else {                                                                                               \
                 NN__V vb = k >= NN__VW ? NN__LOAD(b + i) : NN__LOADN(b + i, k), zero = NN__SET1(0.0f), vc = zero; \
-                if (op == NN__VE_SIGMOID_SUB || op == NN__VE_BCE_LOSS_DX)                                        \
+                if (op == NN__VE_SIGMOID_SUB || op == NN__VE_BCE_LOSS_DX || op == NN__VE_MSE_DX)                 \
                     vc = k >= NN__VW ? NN__LOAD(c + i) : NN__LOADN(c + i, k);                                    \
                 switch (op) {                                                                                    \
                 case NN__VE_SUB_EXP: r = va - nn__vexp_##S(vb) * vs0; break;                                     \
@@ -193,7 +196,11 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_
                     r = (one - vb) * va +                                                                        \
                         (one + (vs0 - one) * vb) * (nn__vlog1pexp_##S(va) + NN__SEL(-va, zero, _CMP_GT_OQ, -va, zero)); \
                     break;                                                                                       \
-                default: r = vc * ((one - vb) - (one + (vs0 - one) * vb) / (one + nn__vexp_##S(va))); break;     \
+                case NN__VE_BCE_LOSS_DX:                                                                         \
+                    r = vc * ((one - vb) - (one + (vs0 - one) * vb) / (one + nn__vexp_##S(va)));                 \
+                    break;                                                                                       \
+                case NN__VE_MSE: r = (va - vb) * (va - vb); break;                                               \
+                default: r = vc * (NN__SET1(2.0f) * (va - vb)); break;                                           \
                 }                                                                                                \
             }                                                                                                    \
             if (k < NN__VW) r = NN__SEL(NN__SET1((float)k), NN__LANEF, _CMP_GT_OQ, r, NN__SET1(0.0f));          \
@@ -292,7 +299,9 @@ static float nn__vexp_map_scalar(int op, float *y, const float *a, const float *
         else if (op == NN__VE_BCE) r = (1.0f - b[i]) * a[i] + (a[i] < 0.0f ? -a[i] : 0.0f) + log1pf(expf(-fabsf(a[i])));
         else if (op == NN__VE_BCE_LOSS)
             r = (1.0f - b[i]) * a[i] + (1.0f + (s0 - 1.0f) * b[i]) * (log1pf(expf(-fabsf(a[i]))) + fmaxf(-a[i], 0.0f));
-        else r = c[i] * ((1.0f - b[i]) - (1.0f + (s0 - 1.0f) * b[i]) / (1.0f + expf(a[i])));
+        else if (op == NN__VE_BCE_LOSS_DX) r = c[i] * ((1.0f - b[i]) - (1.0f + (s0 - 1.0f) * b[i]) / (1.0f + expf(a[i])));
+        else if (op == NN__VE_MSE) r = (a[i] - b[i]) * (a[i] - b[i]);
+        else r = c[i] * (2.0f * (a[i] - b[i]));
         acc += r;
         if (y) y[i] = r;
     }
@@ -906,10 +915,24 @@ static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range
     nn__threadpool_run(pool, nn__par_task, &j, (int)((n + j.per - 1) / j.per));
 }
 
-static void nn__expand_scalar_forward(float *y, const float *x, int64_t n, float scale) {
-    float v = x[0] * scale;
+typedef struct nn__fill_job {
+    float *y;
+    float v;
+} nn__fill_job;
+
+static void nn__fill_range(void *arg, int64_t i0, int64_t i1) {
+    const nn__fill_job *j = (const nn__fill_job *)arg;
+    float *y = j->y, v = j->v;
     int64_t i;
-    for (i = 0; i < n; i++) y[i] = v;
+    for (i = i0; i < i1; i++) y[i] = v;
+}
+
+/* y [n] = x[0] * scale (a mean's gradient): over the pool's threads when large */
+static void nn__expand_scalar_forward(nn__threadpool *pool, float *y, const float *x, int64_t n, float scale) {
+    nn__fill_job j;
+    j.y = y;
+    j.v = x[0] * scale;
+    nn__par_for(pool, n, n / 2, nn__fill_range, &j);
 }
 
 /* ---- softmax family, rows of length C ---- */

@@ -84,9 +84,9 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
 }
 
 /* The elementwise losses over the pool's threads: elements [i0, i1) per task, each computed
-   the same whichever task does it. MSE, the common case, has its own loops (the formulas
-   of nn__loss_ew1 and nn__loss_ew1_dx, without the switch per element), and BCE with
-   logits without pos_weight the vector rows of src/nn_cpu.c. */
+   the same whichever task does it. MSE and BCE with logits without pos_weight run as the
+   vector rows of src/nn_cpu.c (nn__vexp_map: nn__loss_ew1's and nn__loss_ew1_dx's
+   formulas, without the switch per element). */
 typedef struct nn__loss_ew_job {
     float *y;
     const float *x, *t, *pw, *dy; /* dy NULL: forward */
@@ -102,13 +102,8 @@ static void nn__loss_ew_range(void *arg, int64_t i0, int64_t i1) {
     int64_t i;
     if (j->kind == NN__L_BCE_LOGITS && !pw) { /* nn__loss_ew1's formulas, pos_weight 1, on the vector exp */
         (void)nn__vexp_map(dy ? NN__VE_BCE_LOSS_DX : NN__VE_BCE_LOSS, y + i0, x + i0, t + i0, dy ? dy + i0 : NULL, 1.0f, i1 - i0);
-    } else if (j->kind == NN__L_MSE && !dy) {
-        for (i = i0; i < i1; i++) {
-            float d = x[i] - t[i];
-            y[i] = d * d;
-        }
     } else if (j->kind == NN__L_MSE) {
-        for (i = i0; i < i1; i++) y[i] = dy[i] * (2.0f * (x[i] - t[i]));
+        (void)nn__vexp_map(dy ? NN__VE_MSE_DX : NN__VE_MSE, y + i0, x + i0, t + i0, dy ? dy + i0 : NULL, 0.0f, i1 - i0);
     } else if (!dy) {
         for (i = i0; i < i1; i++) y[i] = nn__loss_ew1(j->kind, x[i], t[i], j->a, j->b, pw ? pw[i % j->npw] : 1.0f, j->log_target);
     } else {

@@ -82,7 +82,7 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__expand_scalar_forward(y, NN__F(in[0]), N, n->a.reduce.scale); return NN_OK;
+    nn__expand_scalar_forward(g->ctx->threads, y, NN__F(in[0]), N, n->a.reduce.scale); return NN_OK;
 
 }
 
