@@ -83,18 +83,50 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
     }
 }
 
-/* y (or dx) [n]; pw repeats with period npw (NULL: 1) */
-static void nn__loss_ew_forward(float *y, const float *x, const float *t, const float *pw, int64_t npw, int64_t n,
-                                int kind, float a, float b, int log_target) {
+/* The elementwise losses over the pool's threads: elements [i0, i1) per task, each computed
+   the same whichever task does it. MSE and BCE with logits without pos_weight run as the
+   vector rows of src/nn_cpu.c (nn__vexp_map: nn__loss_ew1's and nn__loss_ew1_dx's
+   formulas, without the switch per element). */
+typedef struct nn__loss_ew_job {
+    float *y;
+    const float *x, *t, *pw, *dy; /* dy NULL: forward */
+    int64_t npw;
+    int kind, log_target;
+    float a, b;
+} nn__loss_ew_job;
+
+static void nn__loss_ew_range(void *arg, int64_t i0, int64_t i1) {
+    const nn__loss_ew_job *j = (const nn__loss_ew_job *)arg;
+    const float *x = j->x, *t = j->t, *pw = j->pw, *dy = j->dy;
+    float *y = j->y;
     int64_t i;
-    for (i = 0; i < n; i++) y[i] = nn__loss_ew1(kind, x[i], t[i], a, b, pw ? pw[i % npw] : 1.0f, log_target);
+    if (j->kind == NN__L_BCE_LOGITS && !pw) { /* nn__loss_ew1's formulas, pos_weight 1, on the vector exp */
+        (void)nn__vexp_map(dy ? NN__VE_BCE_LOSS_DX : NN__VE_BCE_LOSS, y + i0, x + i0, t + i0, dy ? dy + i0 : NULL, 1.0f, i1 - i0);
+    } else if (j->kind == NN__L_MSE) {
+        (void)nn__vexp_map(dy ? NN__VE_MSE_DX : NN__VE_MSE, y + i0, x + i0, t + i0, dy ? dy + i0 : NULL, 0.0f, i1 - i0);
+    } else if (!dy) {
+        for (i = i0; i < i1; i++) y[i] = nn__loss_ew1(j->kind, x[i], t[i], j->a, j->b, pw ? pw[i % j->npw] : 1.0f, j->log_target);
+    } else {
+        for (i = i0; i < i1; i++)
+            y[i] = dy[i] * nn__loss_ew1_dx(j->kind, x[i], t[i], j->a, j->b, pw ? pw[i % j->npw] : 1.0f, j->log_target);
+    }
 }
 
-static void nn__loss_ew_backward(float *dx, const float *x, const float *t, const float *pw, int64_t npw,
-                                 const float *dy, int64_t n, int kind, float a, float b, int log_target) {
-    int64_t i;
-    for (i = 0; i < n; i++)
-        dx[i] = dy[i] * nn__loss_ew1_dx(kind, x[i], t[i], a, b, pw ? pw[i % npw] : 1.0f, log_target);
+/* y (or dx, given dy) [n]; pw repeats with period npw (NULL: 1) */
+static void nn__loss_ew_run(nn__threadpool *pool, float *y, const float *x, const float *t, const float *pw, int64_t npw,
+                            const float *dy, int64_t n, int kind, float a, float b, int log_target) {
+    nn__loss_ew_job j;
+    j.y = y;
+    j.x = x;
+    j.t = t;
+    j.pw = pw;
+    j.dy = dy;
+    j.npw = npw;
+    j.kind = kind;
+    j.log_target = log_target;
+    j.a = a;
+    j.b = b;
+    nn__par_for(pool, n, kind == NN__L_MSE ? n : 4 * n, nn__loss_ew_range, &j);
 }
 
 static int nn__ce_ignored(int32_t t, int64_t C, int ignore) { return t == ignore || t < 0 || t >= C; }
@@ -113,7 +145,7 @@ static int64_t nn__ce_rows_forward(float *loss, const float *x, const int32_t *l
         if (nn__ce_ignored(t, C, ignore)) { loss[b] = 0.0f; continue; }
         if (!log_input) {
             for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
-            for (c = 0; c < C; c++) s += expf(xr[c] - m);
+            s = nn__vexp_map(NN__VE_EXP_SHIFT, NULL, xr, NULL, NULL, m, C);
             lse = logf(s) + m;
         }
         for (c = 0; c < C && eps != 0.0f; c++) sm += (w ? w[c] : 1.0f) * (lse - xr[c]);
@@ -136,13 +168,53 @@ static void nn__ce_rows_backward(float *dx, const float *x, const int32_t *label
         for (c = 0; c < C; c++) Q += (1.0f - eps) * (c == t ? (w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (w ? w[c] : 1.0f);
         if (!log_input) {
             for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
-            for (c = 0; c < C; c++) s += expf(xr[c] - m);
+            s = nn__vexp_map(NN__VE_EXP_SHIFT, dxr, xr, NULL, NULL, m, C); /* dxr = exp(x - m) */
         }
         for (c = 0; c < C; c++) {
             float q = (1.0f - eps) * (c == t ? (w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (w ? w[c] : 1.0f);
-            dxr[c] = log_input ? -g * q : g * (expf(xr[c] - m) / s * Q - q);
+            dxr[c] = log_input ? -g * q : g * (dxr[c] / s * Q - q);
         }
     }
+}
+
+/* The rows above over the pool's threads: rows [b0, b1) per task (dloss NULL: forward);
+   returns the forward's count of bad labels. */
+typedef struct nn__ce_job {
+    float *y;
+    const float *x, *w, *dloss;
+    const int32_t *label;
+    int64_t C;
+    int ignore, log_input;
+    float eps;
+} nn__ce_job;
+
+static void nn__ce_range(void *arg, int64_t b0, int64_t b1) {
+    const nn__ce_job *j = (const nn__ce_job *)arg;
+    if (j->dloss)
+        nn__ce_rows_backward(j->y + b0 * j->C, j->x + b0 * j->C, j->label + b0, j->w, j->dloss + b0, b1 - b0, j->C, j->ignore,
+                             j->log_input, j->eps);
+    else
+        (void)nn__ce_rows_forward(j->y + b0, j->x + b0 * j->C, j->label + b0, j->w, b1 - b0, j->C, j->ignore, j->log_input,
+                                  j->eps);
+}
+
+static int64_t nn__ce_rows_run(nn__threadpool *pool, float *y, const float *x, const int32_t *label, const float *w,
+                               const float *dloss, int64_t B, int64_t C, int ignore, int log_input, float eps) {
+    nn__ce_job j;
+    int64_t b, bad = 0;
+    j.y = y;
+    j.x = x;
+    j.w = w;
+    j.dloss = dloss;
+    j.label = label;
+    j.C = C;
+    j.ignore = ignore;
+    j.log_input = log_input;
+    j.eps = eps;
+    nn__par_for(pool, B, 4 * B * C, nn__ce_range, &j);
+    if (!dloss)
+        for (b = 0; b < B; b++) bad += label[b] != ignore && (label[b] < 0 || label[b] >= C);
+    return bad;
 }
 
 static void nn__ce_weights_forward(float *y, const int32_t *label, const float *w, int64_t B, int64_t C, int ignore) {

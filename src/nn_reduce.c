@@ -175,7 +175,16 @@ static void nn__red_elem(const nn__red_job *j, int64_t k) {
         double s = 0.0;
         for (r = 0; r < R; r++) if (nn__red_better(1, x[r * I], m)) m = x[r * I];
         if (isinf(m)) m = 0.0f; /* PyTorch's: an infinite max is not subtracted */
-        for (r = 0; r < R; r++) s += exp((double)x[r * I] - m);
+        if (I == 1) { /* a contiguous row: float exp(x - m) by the vector exp, summed in double */
+            float e[256];
+            for (r = 0; r < R; r += 256) {
+                int64_t len = R - r < 256 ? R - r : 256;
+                (void)nn__vexp_map(NN__VE_EXP_SHIFT, e, x + r, NULL, NULL, m, len);
+                s += nn__sum_run(e, len);
+            }
+        } else {
+            for (r = 0; r < R; r++) s += exp((double)x[r * I] - m);
+        }
         j->y[k] = (float)(log(s) + m);
         break;
     }
@@ -239,6 +248,9 @@ static void nn__reduce_forward(nn__threadpool *pool, int op, const nn__reduce_at
     nn__red_job j;
     int64_t O = ra->O, R = ra->R, I = ra->I, work = O * R * I;
     int n_tasks;
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa(); /* logsumexp's vector exp: the CPUID answer cached before threads start */
+#endif
     memset(&j, 0, sizeof j);
     j.op = op;
     j.ra = ra;
@@ -299,7 +311,12 @@ static void nn__red_grad_elem(const nn__red_job *j, int64_t k) {
         break;
     }
     case NN__OP_RED_LSE:
-        for (r = 0; r < R; r++) dx[r * I] = g * expf(x[r * I] - yv);
+        if (I == 1) { /* a contiguous row: the vector exp, then the product */
+            (void)nn__vexp_map(NN__VE_EXP_SHIFT, dx, x, NULL, NULL, yv, R);
+            for (r = 0; r < R; r++) dx[r] = g * dx[r];
+        } else {
+            for (r = 0; r < R; r++) dx[r * I] = g * expf(x[r * I] - yv);
+        }
         break;
     case NN__OP_RED_NORM:
         if (isinf(p)) { /* as amax of |x|: split among the ties, with x's sign */
@@ -371,6 +388,9 @@ static void nn__reduce_backward(nn__threadpool *pool, const nn__reduce_attr *ra,
                                 const float *x, const float *fy) {
     nn__red_job j;
     int64_t work = (int64_t)ra->O * ra->R * ra->I;
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa();
+#endif
     memset(&j, 0, sizeof j);
     j.op = NN__OP_REDUCE_GRAD;
     j.ra = ra;

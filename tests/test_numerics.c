@@ -1,7 +1,10 @@
 /* Numerics the optimizers owe PyTorch: a NaN gradient makes its parameter NaN (and only
    that one), on every backend; and on the CPU backend the same bits for any thread count. */
 #include "test.h"
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NAN_N 37
@@ -165,7 +168,154 @@ static void check_cnn_threads(const t_env *e) {
     t_end();
 }
 
+/* The CPU backend's exp and expm1 (a vector exp of its own, not libm's) against double
+   precision exp and expm1 over the float range: every 251st float bit pattern from 0 to 89
+   and from -0 to -104 (beyond them e^x is inf or 0 in float), then the edges, in one
+   tensor of odd length (the last partial vector goes through the masked loads and stores).
+   Where the result is a normal float the relative error must be at most 2e-7 (under 2
+   ulp; the largest seen over every 7th float is 8.4e-8 for exp and 1.2e-7 for expm1,
+   about 1 ulp); in the denormals at most one denormal step; above
+   log(FLT_MAX) inf, below the smallest denormal's half 0; NaN stays NaN, exp(+-inf) is
+   inf and 0, expm1(-inf) -1, and expm1 keeps the sign of a zero. */
+#define EXP_STRIDE 251u
+static void check_exp_accuracy(const t_env *e, int m1) {
+    static const float edges[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 88.7228317f, 88.72283f, 88.72284f, 88.7229f, 89.0f,
+                                  1e30f, -1e30f, -87.3365402f, -87.3365479f, -103.972076f, -103.972084f, -104.0f, 1e-30f,
+                                  -1e-30f, 1e-45f, -1e-45f, 0.3465736f, -0.3465736f, 0.35f, -0.35f, 1.0f, -1.0f, 3.4e38f};
+    const uint32_t top[2] = {0x42B20000u, 0x42D00000u}; /* 89, 104 */
+    float *x = NULL, *y = NULL;
+    long n = 0, cap, i;
+    double worst = 0.0;
+    float worst_x = 0.0f;
+    nn_graph *g = NULL;
+    nn_tensor in, out;
+    nn_compile_desc cd;
+    int sgn;
+    if (!t_begin(e, m1 ? "numerics: the CPU backend's expm1 against double expm1" : "numerics: the CPU backend's exp against double exp")) return;
+    if (e->opencl) {
+        t_skip("the CPU backend's exp (a device's exp is its driver's)");
+        t_end();
+        return;
+    }
+    cap = (long)((top[0] + top[1]) / EXP_STRIDE) + 2 + (long)(sizeof edges / sizeof edges[0]);
+    x = (float *)malloc((size_t)cap * 4);
+    y = (float *)malloc((size_t)cap * 4);
+    if (!T_CHECK(x && y, "out of memory")) goto done;
+    for (sgn = 0; sgn < 2; sgn++) {
+        uint32_t b;
+        for (b = 0; b <= top[sgn]; b += EXP_STRIDE) {
+            uint32_t v = b | (sgn ? 0x80000000u : 0u);
+            memcpy(&x[n++], &v, 4);
+        }
+    }
+    for (i = 0; i < (long)(sizeof edges / sizeof edges[0]); i++) x[n++] = edges[i];
+    if (n % 2 == 0) x[n++] = 0.5f; /* odd: a partial vector at the end */
+    if (!T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) goto done;
+    in = nn_input(g, "x", NN_F32, nn_shape1(n));
+    out = m1 ? nn_expm1(g, in) : nn_exp(g, in);
+    nn_output(g, out);
+    memset(&cd, 0, sizeof cd);
+    if (!T_OK(nn_graph_compile(g, &cd), e->ctx) || !T_OK(nn_tensor_write(g, in, x, (size_t)n * 4), e->ctx) ||
+        !T_OK(nn_graph_forward(g), e->ctx) || !T_OK(nn_tensor_read(g, out, y, (size_t)n * 4), e->ctx))
+        goto done;
+    for (i = 0; i < n; i++) {
+        double v = x[i], r = m1 ? expm1(v) : exp(v), a = fabs(r);
+        float got = y[i];
+        if (isnan(v)) {
+            if (!T_CHECK(isnan(got), "x = NaN gave %g", got)) break;
+        } else if (a > FLT_MAX) { /* beyond FLT_MAX: rounds to inf (FLT_MAX + half an ulp is where it starts) */
+            if (!T_CHECK(a < 3.4028235677973366e38 ? (got == FLT_MAX || isinf(got)) : isinf(got) && got > 0,
+                         "x = %.9g (%a): %.9g, not inf", v, x[i], got))
+                break;
+        } else if (a >= FLT_MIN) {
+            double rel = fabs(got - r) / a;
+            if (rel > worst) worst = rel, worst_x = x[i];
+            if (!T_CHECK(rel <= 2e-7, "x = %.9g (%a): %.9g, double gives %.9g: relative error %.3g", v, x[i], got, r, rel)) break;
+        } else if (!T_CHECK(fabs(got - r) <= 1.401298464324817e-45, "x = %.9g (%a): %.9g, double gives %.9g (denormal)", v, x[i],
+                            got, r)) {
+            break;
+        }
+        if (v == 0.0 && !T_CHECK(got == (m1 ? 0.0f : 1.0f) && (!m1 || !signbit(got) == !signbit(v)),
+                                 "x = %g: %g (sign of zero)", v, got))
+            break;
+        if (isinf(v) && !T_CHECK(got == (v > 0 ? INFINITY : m1 ? -1.0f : 0.0f), "x = %g: %g", v, got)) break;
+    }
+    printf("  %ld inputs: max relative error %.3g (%.2f ulp of 2^-23) at x = %.9g\n", n, worst, worst / 1.1920928955078125e-7,
+           (double)worst_x);
+done:
+    nn_graph_destroy(g);
+    free(x);
+    free(y);
+    t_end();
+}
+
+/* The loops on the vector exp, and the losses and sum split between threads: sigmoid, silu,
+   elu, log_softmax, softmax, the fused cross-entropy, cross_entropy_loss with smoothing,
+   BCE with logits and MSE over [B, C] = [67, 1031] (odd, so threads' ranges and the rows'
+   ends fall inside vectors); the gradient of x after a step must have the same bits with
+   1..8 threads. */
+static void check_exp_rows_threads(const t_env *e) {
+    enum { B = 67, C = 1031, N = B * C };
+    static float xs[N], ts[N], ref[N], got[N];
+    int32_t ys[B];
+    int threads, i;
+    if (!t_begin(e, "numerics: exp-based activations, softmax rows and losses: the same bits for 1..8 threads")) return;
+    if (e->opencl) {
+        t_skip("thread counts are a CPU-backend setting");
+        t_end();
+        return;
+    }
+    for (i = 0; i < N; i++) xs[i] = (float)(((long)i * 7919) % 2001) / 200.0f - 5.0f, ts[i] = (float)((i * 13) % 7) / 6.0f;
+    for (i = 0; i < B; i++) ys[i] = (i * 37) % C;
+    for (threads = 1; threads <= 8; threads++) {
+        nn_context_desc cdsc;
+        nn_context *ctx = NULL;
+        nn_graph *g = NULL;
+        nn_compile_desc cd;
+        nn_loss_desc ld;
+        nn_tensor x, t, y, h, l;
+        memset(&cdsc, 0, sizeof cdsc);
+        cdsc.device = "cpu";
+        cdsc.threads = threads;
+        cdsc.log_level = NN_LOG_WARN;
+        if (!T_CHECK(nn_context_create(&cdsc, &ctx) == NN_OK, "cannot create a CPU context with %d threads", threads)) break;
+        if (T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
+            x = nn_input(g, "x", NN_F32, nn_shape2(B, C));
+            t = nn_input(g, "t", NN_F32, nn_shape2(B, C));
+            y = nn_input(g, "y", NN_I32, nn_shape1(B));
+            nn_requires_grad(g, x);
+            h = nn_add(g, nn_mul(g, nn_sigmoid(g, x), nn_silu(g, x)), nn_elu(g, x, 1.0f));
+            memset(&ld, 0, sizeof ld);
+            ld.label_smoothing = 0.1f;
+            l = nn_add(g, nn_mse_loss(g, h, t, NULL), nn_softmax_cross_entropy(g, h, y));
+            l = nn_add(g, l, nn_cross_entropy_loss(g, x, y, &ld));
+            l = nn_add(g, l, nn_bce_with_logits_loss(g, h, t, NULL));
+            l = nn_add(g, l, nn_mean(g, nn_mul(g, nn_log_softmax(g, h), t)));
+            l = nn_add(g, l, nn_mean(g, nn_mul(g, nn_softmax(g, x), t)));
+            memset(&cd, 0, sizeof cd);
+            cd.loss = l;
+            if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_tensor_write(g, x, xs, sizeof xs), ctx) &&
+                T_OK(nn_tensor_write(g, t, ts, sizeof ts), ctx) && T_OK(nn_tensor_write(g, y, ys, sizeof ys), ctx) &&
+                T_OK(nn_graph_step(g), ctx) &&
+                T_OK(nn_tensor_read(g, nn_grad(g, x), threads == 1 ? ref : got, sizeof ref), ctx) && threads > 1)
+                for (i = 0; i < N; i++)
+                    if (!T_CHECK(memcmp(&ref[i], &got[i], 4) == 0, "%d threads: dx[%d] = %.9g, 1 thread: %.9g", threads, i,
+                                 got[i], ref[i]))
+                        break;
+            if (threads == 1)
+                for (i = 0; i < N; i++)
+                    if (!T_CHECK(isfinite(ref[i]) && ref[i] != 0.0f, "1 thread: dx[%d] = %g", i, ref[i])) break;
+        }
+        nn_graph_destroy(g);
+        nn_context_destroy(ctx);
+    }
+    t_end();
+}
+
 void suite_numerics(const t_env *e) {
+    check_exp_accuracy(e, 0);
+    check_exp_accuracy(e, 1);
+    check_exp_rows_threads(e);
     check_nan_update(e, "sgd momentum", NN_OPT_SGD, 0);
     check_nan_update(e, "adam", NN_OPT_ADAM, 0);
     check_nan_update(e, "adamw clip_norm", NN_OPT_ADAMW, 1.0f);

@@ -336,14 +336,16 @@ static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     nn__node *x = &g->nodes[in[0]];
-    nn__count_check(g, n, nn__xent_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]));
+    nn__count_check(g, n, nn__rows_run(g->ctx->threads, NN__RJ_XENT, 0, y, (const float *)x->buf.host, NULL, NULL, NN__I(in[1]),
+                                        x->shape.dim[0], x->shape.dim[1]));
     return NN_OK;
 }
 
 static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    nn__xent_backward(y, NN__F(in[0]), NN__I(in[1]), NN__F(in[2]), n->shape.dim[0], n->shape.dim[1]);
+    nn__rows_run(g->ctx->threads, NN__RJ_XENT_GRAD, 0, y, NN__F(in[0]), NN__F(in[2]), NULL, NN__I(in[1]), n->shape.dim[0],
+                 n->shape.dim[1]);
     return NN_OK;
 }
 
@@ -351,7 +353,7 @@ static nn_result nn__cpu_bce_logits(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__bce_forward(y, NN__F(in[0]), NN__F(in[1]), N); return NN_OK;
+    nn__rows_run(g->ctx->threads, NN__RJ_BCE, 0, y, NN__F(in[0]), NN__F(in[1]), NULL, NULL, N, 1); return NN_OK;
 
 }
 
@@ -359,7 +361,7 @@ static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__bce_backward(y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), N); return NN_OK;
+    nn__rows_run(g->ctx->threads, NN__RJ_BCE_GRAD, 0, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), NULL, N, 1); return NN_OK;
 
 }
 
@@ -367,8 +369,9 @@ static nn_result nn__cpu_loss_ew(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__loss_ew_forward(y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[2]) : NULL, n->a.loss.has_pos_weight ? g->nodes[in[2]].numel : 1,
-                        N, n->a.loss.kind, n->a.loss.a, n->a.loss.b, n->a.loss.log_target);
+    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[2]) : NULL,
+                    n->a.loss.has_pos_weight ? g->nodes[in[2]].numel : 1, NULL, N, n->a.loss.kind, n->a.loss.a, n->a.loss.b,
+                    n->a.loss.log_target);
     return NN_OK;
 }
 
@@ -376,8 +379,9 @@ static nn_result nn__cpu_loss_ew_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__loss_ew_backward(y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[3]) : NULL, n->a.loss.has_pos_weight ? g->nodes[in[3]].numel : 1,
-                         NN__F(in[2]), N, n->a.loss.kind, n->a.loss.a, n->a.loss.b, n->a.loss.log_target);
+    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[3]) : NULL,
+                    n->a.loss.has_pos_weight ? g->nodes[in[3]].numel : 1, NN__F(in[2]), N, n->a.loss.kind, n->a.loss.a,
+                    n->a.loss.b, n->a.loss.log_target);
     return NN_OK;
 }
 
@@ -385,16 +389,17 @@ static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     nn__node *x = &g->nodes[in[0]];
-    nn__count_check(g, n, nn__ce_rows_forward(y, x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL, x->shape.dim[0],
-                                              x->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing));
+    nn__count_check(g, n, nn__ce_rows_run(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL,
+                                          NULL, x->shape.dim[0], x->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input,
+                                          n->a.loss.smoothing));
     return NN_OK;
 }
 
 static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    nn__ce_rows_backward(y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]), n->shape.dim[0],
-                         n->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing);
+    nn__ce_rows_run(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]),
+                    n->shape.dim[0], n->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing);
     return NN_OK;
 }
 

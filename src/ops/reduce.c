@@ -67,7 +67,14 @@ static void nn__grad_expand_scalar(nn_graph *g, int id) {
 static nn_result nn__cpu_sum_all(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    nn__sum_all_forward(y, NN__F(in[0]), g->nodes[in[0]].numel, n->a.reduce.scale); return NN_OK;
+    nn__reduce_attr ra; /* scale * sum(x): one row [1, numel, 1] of the sum over an axis, its
+                           blocks' double sums (on the pool's threads) added in block order */
+    memset(&ra, 0, sizeof ra);
+    ra.O = ra.I = 1;
+    ra.R = (int)g->nodes[in[0]].numel;
+    ra.scale = n->a.reduce.scale;
+    nn__reduce_forward(g->ctx->threads, NN__OP_RED_SUM, &ra, y, NN__F(in[0]));
+    return NN_OK;
 
 }
 
@@ -75,7 +82,7 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__expand_scalar_forward(y, NN__F(in[0]), N, n->a.reduce.scale); return NN_OK;
+    nn__expand_scalar_forward(g->ctx->threads, y, NN__F(in[0]), N, n->a.reduce.scale); return NN_OK;
 
 }
 

@@ -32,7 +32,8 @@ static nn_result nn__cpu_softmax(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__softmax_forward(y, NN__F(in[0]), N / nn__last_dim(n), nn__last_dim(n), n->op == NN__OP_LOG_SOFTMAX);
+    nn__rows_run(g->ctx->threads, NN__RJ_SOFTMAX, n->op == NN__OP_LOG_SOFTMAX, y, NN__F(in[0]), NULL, NULL, NULL,
+                 N / nn__last_dim(n), nn__last_dim(n));
     return NN_OK;
 }
 
@@ -40,8 +41,8 @@ static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__softmax_backward(y, NN__F(in[0]), NN__F(in[1]), N / nn__last_dim(n), nn__last_dim(n),
-                         n->op == NN__OP_LOG_SOFTMAX_GRAD);
+    nn__rows_run(g->ctx->threads, NN__RJ_SOFTMAX_GRAD, n->op == NN__OP_LOG_SOFTMAX_GRAD, y, NN__F(in[0]), NN__F(in[1]), NULL,
+                 NULL, N / nn__last_dim(n), nn__last_dim(n));
     return NN_OK;
 }
 
