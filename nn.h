@@ -3297,8 +3297,10 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
 #include <immintrin.h>
 #define NN__VM_X86 1
 
-/* 2: AVX-512F, 1: AVX2 and FMA, 0: neither (a cached CPUID answer, the same for every
-   context; drivers ask before they start threads) */
+/* 2: AVX-512F, 1: AVX2 and FMA, 0: neither. The one CPUID probe of the CPU loops
+   (elementwise, vector exp, reductions, Adam, depthwise conv; the GEMM picks its
+   microkernel in nn_cpu_gemm.c): a cached answer, the same for every context; drivers ask
+   before they start threads. */
 static int nn__vm_isa(void) {
     static int isa = -1;
     if (isa < 0)
@@ -3788,9 +3790,7 @@ static void nn__binary_row_scalar(int fn, float *y, const float *a, int64_t sa, 
     }
 }
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#include <immintrin.h>
-#define NN__EW_X86 1
+#if defined(NN__VM_X86)
 /* The SIMD rows: the same IEEE operations as the scalar formulas, so the same bits (min and
    max take u where u < w (u > w), else w, and NaN from u + w, as the formulas). They return
    how many elements they did; the scalar row does the rest. */
@@ -3841,20 +3841,13 @@ NN__EW_ROW(avx512, "avx512f", __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm51
 #undef NN__A2
 #undef NN__A5
 
-/* 2: AVX-512, 1: AVX2, 0: neither (a cached CPUID answer, the same for every context; the
-   drivers ask once before they start threads). */
-static int nn__ew_isa(void) {
-    static int isa = -1;
-    if (isa < 0) isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-    return isa;
-}
 #endif
 
 static void nn__binary_row(int fn, float *y, const float *a, int64_t sa, const float *b, int64_t sb, int64_t n) {
     int64_t i = 0;
-#if defined(NN__EW_X86)
-    if (nn__ew_isa() == 2) i = nn__binary_row_avx512(fn, y, a, sa, b, sb, n);
-    else if (nn__ew_isa() == 1) i = nn__binary_row_avx2(fn, y, a, sa, b, sb, n);
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() == 2) i = nn__binary_row_avx512(fn, y, a, sa, b, sb, n);
+    else if (nn__vm_isa() == 1) i = nn__binary_row_avx2(fn, y, a, sa, b, sb, n);
 #endif
     if (i < n) nn__binary_row_scalar(fn, y + i, a + i * sa, sa, b + i * sb, sb, n - i);
 }
@@ -3928,8 +3921,8 @@ static void nn__ew_task(void *arg, int t, int n_tasks) {
    elements (each element is computed the same way whichever thread does it). */
 static void nn__ew_run(nn__threadpool *pool, nn__ew_job *j) {
     int64_t n = j->bc->n;
-#if defined(NN__EW_X86)
-    (void)nn__ew_isa();
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa();
 #endif
     int tasks = n >= NN__EW_PAR_MIN ? nn__threadpool_size(pool) : 1;
     if (tasks <= 1) {
@@ -4111,8 +4104,8 @@ static void nn__sum_to_forward(nn__threadpool *pool, float *y, const float *x, c
         j.units = j.m;
     }
     if (tasks > j.units) tasks = (int)j.units;
-#if defined(NN__EW_X86)
-    (void)nn__ew_isa();
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa();
 #endif
     nn__threadpool_run(pool, nn__sum_to_task, &j, tasks);
 }
@@ -4421,9 +4414,7 @@ static void nn__adam_range(const nn__adam_args *a, int64_t i0, int64_t i1) {
     }
 }
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#include <immintrin.h>
-#define NN__CPU_X86 1
+#if defined(NN__VM_X86)
 /* The same update eight lanes at a time: sqrtf's errno semantics keep compilers from
    vectorising the scalar loop at -O2. */
 __attribute__((target("avx2,fma"))) static void nn__adam_range_avx2(const nn__adam_args *a, int64_t i0, int64_t i1) {
@@ -4446,11 +4437,6 @@ __attribute__((target("avx2,fma"))) static void nn__adam_range_avx2(const nn__ad
     }
     nn__adam_range(a, i, i1);
 }
-static int nn__cpu_avx2(void) {
-    static int have = -1; /* a cached CPUID answer: the same for every context */
-    if (have < 0) have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return have;
-}
 #endif
 
 /* Chunks are whole multiples of 8 elements, so the vector and scalar code see the same
@@ -4461,8 +4447,8 @@ static void nn__adam_task(void *arg, int t, int n_tasks) {
     int64_t chunk = ((a->n + n_tasks - 1) / n_tasks + 7) / 8 * 8, i0 = chunk * t;
     int64_t i1 = i0 + chunk < a->n ? i0 + chunk : a->n;
     if (i0 >= i1) return;
-#if defined(NN__CPU_X86)
-    if (nn__cpu_avx2()) {
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() >= 1) {
         nn__adam_range_avx2(a, i0, i1);
         return;
     }
@@ -4778,7 +4764,7 @@ static void nn__dw_cols(nn__dw_rows *rw) {
     }
 }
 
-#if defined(NN__CPU_X86)
+#if defined(NN__VM_X86)
 /* lanes 8 - r .. 15 loaded as a mask: the first r lanes set */
 static const int32_t nn__dw_tail_mask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
 
@@ -4889,7 +4875,7 @@ __attribute__((target("avx2,fma"))) static void nn__dw_row_avx2_s2(float *out, i
 static void nn__dw_row(float *out, const nn__dw_rows *rw, float init, int acc, int avx2) {
     int s = rw->s, d = rw->d, KW = rw->KW, i, r, k, e;
     if (rw->R > rw->L) {
-#if defined(NN__CPU_X86)
+#if defined(NN__VM_X86)
         if (avx2 && s == 1) nn__dw_row_avx2(out, rw->L, rw->R, rw, init, acc);
         else if (avx2 && s == 2) nn__dw_row_avx2_s2(out, rw->L, rw->R, rw, init, acc);
         else
@@ -4920,7 +4906,7 @@ static void nn__dw_row(float *out, const nn__dw_rows *rw, float init, int acc, i
             }
         }
     }
-#if !defined(NN__CPU_X86)
+#if !defined(NN__VM_X86)
     (void)avx2;
 #endif
     for (e = 0; e < rw->ne; e++) { /* the edges: only their valid taps */
@@ -5061,7 +5047,7 @@ typedef struct nn__dw_tap {
     int h0, h1, offh, w0, len, offw;
 } nn__dw_tap;
 
-#if defined(NN__CPU_X86)
+#if defined(NN__VM_X86)
 /* stride 1: four accumulators (FMA latency) that persist over all the rows, summed once */
 __attribute__((target("avx2,fma"))) static float nn__dw_tap_sum_avx2(const nn__conv2d *c, const nn__dw_tap *t) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
@@ -5104,7 +5090,7 @@ static float nn__dw_tap_sum(const nn__conv2d *c, const nn__dw_tap *t, int avx2) 
     float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
     int64_t sw = c->sw;
     int n, oh, i;
-#if defined(NN__CPU_X86)
+#if defined(NN__VM_X86)
     if (avx2 && c->sw == 1) return nn__dw_tap_sum_avx2(c, t);
 #else
     (void)avx2;
@@ -5220,8 +5206,8 @@ static void nn__dw_task(void *arg, int t, int n_tasks) {
    dynamic hand-out evens out uneven runs; one task when the layer is too small to split. */
 static void nn__dw_run(nn__threadpool *pool, nn__dw_job *j, int64_t work) {
     int tasks = work >= NN__PAR_MIN ? 4 * nn__threadpool_size(pool) : 1;
-#if defined(NN__CPU_X86)
-    j->avx2 = nn__cpu_avx2();
+#if defined(NN__VM_X86)
+    j->avx2 = (nn__vm_isa() >= 1);
 #else
     j->avx2 = 0;
 #endif
@@ -7110,12 +7096,7 @@ static void nn__row_loss_backward(float *dx, int kind, int which, const float *x
 #define NN__RED_BLOCK 16384 /* elements of a row per block of its sum */
 #define NN__RED_CW 512      /* columns (i) per task when reducing an outer axis */
 
-#if defined(NN__CPU_X86)
-static int nn__cpu_avx512(void) {
-    static int have = -1; /* a cached CPUID answer, as nn__cpu_avx2's */
-    if (have < 0) have = __builtin_cpu_supports("avx512f");
-    return have;
-}
+#if defined(NN__VM_X86)
 
 /* 8 floats to doubles; the zero-masked form, since g++ warns about the plain one's
    deliberately undefined source register (-Wmaybe-uninitialized) */
@@ -7182,21 +7163,21 @@ static double nn__sum_run_scalar(const float *x, int64_t n) {
 }
 
 static double nn__sum_run(const float *x, int64_t n) {
-#if defined(NN__CPU_X86)
-    if (nn__cpu_avx512()) return nn__sum_run_avx512(x, n);
-    if (nn__cpu_avx2()) return nn__sum_run_avx2(x, n);
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() == 2) return nn__sum_run_avx512(x, n);
+    if (nn__vm_isa() >= 1) return nn__sum_run_avx2(x, n);
 #endif
     return nn__sum_run_scalar(x, n);
 }
 
 static void nn__acc_run(double *acc, const float *x, int64_t w) {
     int64_t j;
-#if defined(NN__CPU_X86)
-    if (nn__cpu_avx512()) {
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() == 2) {
         nn__acc_run_avx512(acc, x, w);
         return;
     }
-    if (nn__cpu_avx2()) {
+    if (nn__vm_isa() >= 1) {
         nn__acc_run_avx2(acc, x, w);
         return;
     }
@@ -14903,6 +14884,18 @@ static void nn__bcast_ints(const nn__bcast *bc, int dims[8], int st[3][8]) {
 
 /* ADD, SUB, MUL, BINARY, COMPARE: one flat dim (same shapes, or a scalar operand) goes to
    binary_flat, anything else to binary_bcast. */
+/* kernels/elementwise.cl's per-function kernels for same-shape operands, by NN__B_* */
+static const char *const nn__same_fwd[] = {
+#define NN__X(E, NAME, FWD, DA, DB) "binary_same_" #NAME,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+};
+static const char *const nn__same_grad[] = {
+#define NN__X(E, NAME, FWD, DA, DB) "binary_same_grad_" #NAME,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+};
+
 static nn_result nn__dev_binary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
@@ -14914,12 +14907,7 @@ static nn_result nn__dev_binary(nn_graph *g, int id) {
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
-        static const char *const same[] = {
-#define NN__X(E, NAME, FWD, DA, DB) "binary_same_" #NAME,
-            NN__BINARY_FNS(NN__X)
-#undef NN__X
-        };
-        r = nn__launch_add(g, id, "elementwise", same[fn], (size_t)N, &l);
+        r = nn__launch_add(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
         if (r == NN_OK) r = nn__args(l, "mmmi", a, b, &n->buf, N);
         return r;
     }
@@ -14942,12 +14930,7 @@ static nn_result nn__dev_binary_grad(nn_graph *g, int id) {
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
-        static const char *const same[] = {
-#define NN__X(E, NAME, FWD, DA, DB) "binary_same_grad_" #NAME,
-            NN__BINARY_FNS(NN__X)
-#undef NN__X
-        };
-        r = nn__launch_add(g, id, "elementwise", same[n->a.ew.bfn], (size_t)N, &l);
+        r = nn__launch_add(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf, N,
                          n->a.ew.wrt);

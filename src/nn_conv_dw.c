@@ -65,7 +65,7 @@ static void nn__dw_cols(nn__dw_rows *rw) {
     }
 }
 
-#if defined(NN__CPU_X86)
+#if defined(NN__VM_X86)
 /* lanes 8 - r .. 15 loaded as a mask: the first r lanes set */
 static const int32_t nn__dw_tail_mask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
 
@@ -176,7 +176,7 @@ __attribute__((target("avx2,fma"))) static void nn__dw_row_avx2_s2(float *out, i
 static void nn__dw_row(float *out, const nn__dw_rows *rw, float init, int acc, int avx2) {
     int s = rw->s, d = rw->d, KW = rw->KW, i, r, k, e;
     if (rw->R > rw->L) {
-#if defined(NN__CPU_X86)
+#if defined(NN__VM_X86)
         if (avx2 && s == 1) nn__dw_row_avx2(out, rw->L, rw->R, rw, init, acc);
         else if (avx2 && s == 2) nn__dw_row_avx2_s2(out, rw->L, rw->R, rw, init, acc);
         else
@@ -207,7 +207,7 @@ static void nn__dw_row(float *out, const nn__dw_rows *rw, float init, int acc, i
             }
         }
     }
-#if !defined(NN__CPU_X86)
+#if !defined(NN__VM_X86)
     (void)avx2;
 #endif
     for (e = 0; e < rw->ne; e++) { /* the edges: only their valid taps */
@@ -348,7 +348,7 @@ typedef struct nn__dw_tap {
     int h0, h1, offh, w0, len, offw;
 } nn__dw_tap;
 
-#if defined(NN__CPU_X86)
+#if defined(NN__VM_X86)
 /* stride 1: four accumulators (FMA latency) that persist over all the rows, summed once */
 __attribute__((target("avx2,fma"))) static float nn__dw_tap_sum_avx2(const nn__conv2d *c, const nn__dw_tap *t) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
@@ -391,7 +391,7 @@ static float nn__dw_tap_sum(const nn__conv2d *c, const nn__dw_tap *t, int avx2) 
     float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
     int64_t sw = c->sw;
     int n, oh, i;
-#if defined(NN__CPU_X86)
+#if defined(NN__VM_X86)
     if (avx2 && c->sw == 1) return nn__dw_tap_sum_avx2(c, t);
 #else
     (void)avx2;
@@ -507,8 +507,8 @@ static void nn__dw_task(void *arg, int t, int n_tasks) {
    dynamic hand-out evens out uneven runs; one task when the layer is too small to split. */
 static void nn__dw_run(nn__threadpool *pool, nn__dw_job *j, int64_t work) {
     int tasks = work >= NN__PAR_MIN ? 4 * nn__threadpool_size(pool) : 1;
-#if defined(NN__CPU_X86)
-    j->avx2 = nn__cpu_avx2();
+#if defined(NN__VM_X86)
+    j->avx2 = (nn__vm_isa() >= 1);
 #else
     j->avx2 = 0;
 #endif

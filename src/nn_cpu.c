@@ -21,8 +21,10 @@
 #include <immintrin.h>
 #define NN__VM_X86 1
 
-/* 2: AVX-512F, 1: AVX2 and FMA, 0: neither (a cached CPUID answer, the same for every
-   context; drivers ask before they start threads) */
+/* 2: AVX-512F, 1: AVX2 and FMA, 0: neither. The one CPUID probe of the CPU loops
+   (elementwise, vector exp, reductions, Adam, depthwise conv; the GEMM picks its
+   microkernel in nn_cpu_gemm.c): a cached answer, the same for every context; drivers ask
+   before they start threads. */
 static int nn__vm_isa(void) {
     static int isa = -1;
     if (isa < 0)
@@ -512,9 +514,7 @@ static void nn__binary_row_scalar(int fn, float *y, const float *a, int64_t sa, 
     }
 }
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#include <immintrin.h>
-#define NN__EW_X86 1
+#if defined(NN__VM_X86)
 /* The SIMD rows: the same IEEE operations as the scalar formulas, so the same bits (min and
    max take u where u < w (u > w), else w, and NaN from u + w, as the formulas). They return
    how many elements they did; the scalar row does the rest. */
@@ -565,20 +565,13 @@ NN__EW_ROW(avx512, "avx512f", __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, _mm51
 #undef NN__A2
 #undef NN__A5
 
-/* 2: AVX-512, 1: AVX2, 0: neither (a cached CPUID answer, the same for every context; the
-   drivers ask once before they start threads). */
-static int nn__ew_isa(void) {
-    static int isa = -1;
-    if (isa < 0) isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-    return isa;
-}
 #endif
 
 static void nn__binary_row(int fn, float *y, const float *a, int64_t sa, const float *b, int64_t sb, int64_t n) {
     int64_t i = 0;
-#if defined(NN__EW_X86)
-    if (nn__ew_isa() == 2) i = nn__binary_row_avx512(fn, y, a, sa, b, sb, n);
-    else if (nn__ew_isa() == 1) i = nn__binary_row_avx2(fn, y, a, sa, b, sb, n);
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() == 2) i = nn__binary_row_avx512(fn, y, a, sa, b, sb, n);
+    else if (nn__vm_isa() == 1) i = nn__binary_row_avx2(fn, y, a, sa, b, sb, n);
 #endif
     if (i < n) nn__binary_row_scalar(fn, y + i, a + i * sa, sa, b + i * sb, sb, n - i);
 }
@@ -652,8 +645,8 @@ static void nn__ew_task(void *arg, int t, int n_tasks) {
    elements (each element is computed the same way whichever thread does it). */
 static void nn__ew_run(nn__threadpool *pool, nn__ew_job *j) {
     int64_t n = j->bc->n;
-#if defined(NN__EW_X86)
-    (void)nn__ew_isa();
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa();
 #endif
     int tasks = n >= NN__EW_PAR_MIN ? nn__threadpool_size(pool) : 1;
     if (tasks <= 1) {
@@ -835,8 +828,8 @@ static void nn__sum_to_forward(nn__threadpool *pool, float *y, const float *x, c
         j.units = j.m;
     }
     if (tasks > j.units) tasks = (int)j.units;
-#if defined(NN__EW_X86)
-    (void)nn__ew_isa();
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa();
 #endif
     nn__threadpool_run(pool, nn__sum_to_task, &j, tasks);
 }
@@ -1145,9 +1138,7 @@ static void nn__adam_range(const nn__adam_args *a, int64_t i0, int64_t i1) {
     }
 }
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#include <immintrin.h>
-#define NN__CPU_X86 1
+#if defined(NN__VM_X86)
 /* The same update eight lanes at a time: sqrtf's errno semantics keep compilers from
    vectorising the scalar loop at -O2. */
 __attribute__((target("avx2,fma"))) static void nn__adam_range_avx2(const nn__adam_args *a, int64_t i0, int64_t i1) {
@@ -1170,11 +1161,6 @@ __attribute__((target("avx2,fma"))) static void nn__adam_range_avx2(const nn__ad
     }
     nn__adam_range(a, i, i1);
 }
-static int nn__cpu_avx2(void) {
-    static int have = -1; /* a cached CPUID answer: the same for every context */
-    if (have < 0) have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return have;
-}
 #endif
 
 /* Chunks are whole multiples of 8 elements, so the vector and scalar code see the same
@@ -1185,8 +1171,8 @@ static void nn__adam_task(void *arg, int t, int n_tasks) {
     int64_t chunk = ((a->n + n_tasks - 1) / n_tasks + 7) / 8 * 8, i0 = chunk * t;
     int64_t i1 = i0 + chunk < a->n ? i0 + chunk : a->n;
     if (i0 >= i1) return;
-#if defined(NN__CPU_X86)
-    if (nn__cpu_avx2()) {
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() >= 1) {
         nn__adam_range_avx2(a, i0, i1);
         return;
     }

@@ -9,12 +9,7 @@
 #define NN__RED_BLOCK 16384 /* elements of a row per block of its sum */
 #define NN__RED_CW 512      /* columns (i) per task when reducing an outer axis */
 
-#if defined(NN__CPU_X86)
-static int nn__cpu_avx512(void) {
-    static int have = -1; /* a cached CPUID answer, as nn__cpu_avx2's */
-    if (have < 0) have = __builtin_cpu_supports("avx512f");
-    return have;
-}
+#if defined(NN__VM_X86)
 
 /* 8 floats to doubles; the zero-masked form, since g++ warns about the plain one's
    deliberately undefined source register (-Wmaybe-uninitialized) */
@@ -81,21 +76,21 @@ static double nn__sum_run_scalar(const float *x, int64_t n) {
 }
 
 static double nn__sum_run(const float *x, int64_t n) {
-#if defined(NN__CPU_X86)
-    if (nn__cpu_avx512()) return nn__sum_run_avx512(x, n);
-    if (nn__cpu_avx2()) return nn__sum_run_avx2(x, n);
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() == 2) return nn__sum_run_avx512(x, n);
+    if (nn__vm_isa() >= 1) return nn__sum_run_avx2(x, n);
 #endif
     return nn__sum_run_scalar(x, n);
 }
 
 static void nn__acc_run(double *acc, const float *x, int64_t w) {
     int64_t j;
-#if defined(NN__CPU_X86)
-    if (nn__cpu_avx512()) {
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() == 2) {
         nn__acc_run_avx512(acc, x, w);
         return;
     }
-    if (nn__cpu_avx2()) {
+    if (nn__vm_isa() >= 1) {
         nn__acc_run_avx2(acc, x, w);
         return;
     }

@@ -582,6 +582,18 @@ static void nn__bcast_ints(const nn__bcast *bc, int dims[8], int st[3][8]) {
 
 /* ADD, SUB, MUL, BINARY, COMPARE: one flat dim (same shapes, or a scalar operand) goes to
    binary_flat, anything else to binary_bcast. */
+/* kernels/elementwise.cl's per-function kernels for same-shape operands, by NN__B_* */
+static const char *const nn__same_fwd[] = {
+#define NN__X(E, NAME, FWD, DA, DB) "binary_same_" #NAME,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+};
+static const char *const nn__same_grad[] = {
+#define NN__X(E, NAME, FWD, DA, DB) "binary_same_grad_" #NAME,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+};
+
 static nn_result nn__dev_binary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
@@ -593,12 +605,7 @@ static nn_result nn__dev_binary(nn_graph *g, int id) {
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
-        static const char *const same[] = {
-#define NN__X(E, NAME, FWD, DA, DB) "binary_same_" #NAME,
-            NN__BINARY_FNS(NN__X)
-#undef NN__X
-        };
-        r = nn__launch_add(g, id, "elementwise", same[fn], (size_t)N, &l);
+        r = nn__launch_add(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
         if (r == NN_OK) r = nn__args(l, "mmmi", a, b, &n->buf, N);
         return r;
     }
@@ -621,12 +628,7 @@ static nn_result nn__dev_binary_grad(nn_graph *g, int id) {
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
-        static const char *const same[] = {
-#define NN__X(E, NAME, FWD, DA, DB) "binary_same_grad_" #NAME,
-            NN__BINARY_FNS(NN__X)
-#undef NN__X
-        };
-        r = nn__launch_add(g, id, "elementwise", same[n->a.ew.bfn], (size_t)N, &l);
+        r = nn__launch_add(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf, N,
                          n->a.ew.wrt);
