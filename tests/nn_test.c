@@ -100,6 +100,20 @@ static unsigned long long t_next(void) {
 double t_uniform(double lo, double hi) { return lo + (hi - lo) * ((double)(t_next() >> 11) / 9007199254740992.0); }
 int t_randint(int n) { return (int)(t_next() % (unsigned long long)n); }
 
+void t_philox(unsigned c[4], unsigned k0, unsigned k1) {
+    int r;
+    for (r = 0; r < 10; r++) {
+        unsigned long long p0 = 0xD2511F53ULL * c[0], p1 = 0xCD9E8D57ULL * c[2];
+        unsigned n0 = (unsigned)(p1 >> 32) ^ c[1] ^ k0, n2 = (unsigned)(p0 >> 32) ^ c[3] ^ k1;
+        c[1] = (unsigned)p1;
+        c[3] = (unsigned)p0;
+        c[0] = n0;
+        c[2] = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+}
+
 double t_relerr(const double *a, const double *b, long n) {
     double scale = 0, worst = 0;
     long i;

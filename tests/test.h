@@ -31,6 +31,10 @@ void t_seed(unsigned long long s);
 double t_uniform(double lo, double hi);
 int t_randint(int n);
 
+/* Philox4x32-10 (Salmon et al., SC'11) written here, independently of the library's, as the
+   reference of its random ops and dropout masks: c is encrypted in place with key (k0, k1). */
+void t_philox(unsigned c[4], unsigned k0, unsigned k1);
+
 /* max over i of |a - b| / (|b| + 0.01 * max|b| + tiny): relative error with a floor for
    elements that are small next to the rest. */
 double t_relerr(const double *a, const double *b, long n);

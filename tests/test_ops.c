@@ -150,21 +150,8 @@ static void r_dense(const spec *s, double *const *in, double *out) {
         }
 }
 
-/* An independent Philox4x32-10 for the dropout reference: the mask of element i is keyed
-   by (graph seed, the dropout tensor's id, step). */
-static void philox(unsigned c[4], unsigned k0, unsigned k1) {
-    int r;
-    for (r = 0; r < 10; r++) {
-        unsigned long long p0 = 0xD2511F53ULL * c[0], p1 = 0xCD9E8D57ULL * c[2];
-        unsigned n0 = (unsigned)(p1 >> 32) ^ c[1] ^ k0, n2 = (unsigned)(p0 >> 32) ^ c[3] ^ k1;
-        c[1] = (unsigned)p1;
-        c[3] = (unsigned)p0;
-        c[0] = n0;
-        c[2] = n2;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-}
+/* The dropout reference: the mask of element i is keyed by (graph seed, the dropout
+   tensor's id, step) through the test's own Philox (t_philox). */
 static int dropout_id;
 static nn_tensor b_dropout(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_tensor t = nn_dropout(g, in[0], s->p);
@@ -180,7 +167,7 @@ static void r_dropout(const spec *s, double *const *in, double *out) {
         c[1] = (unsigned)dropout_id;
         c[2] = 1; /* the first step */
         c[3] = 0;
-        philox(c, 1234u, 0u);
+        t_philox(c, 1234u, 0u);
         u = (double)(c[0] >> 8) / 16777216.0;
         out[i] = u >= s->p ? in[0][i] / (1.0 - (double)(float)s->p) : 0.0;
     }

@@ -36,21 +36,7 @@
 enum { K_RAND, K_RANDN, K_RANDINT, K_BERN, K_NOISE, K_ALPHA, K_COUNT };
 static const char *const kind_name[K_COUNT] = {"rand", "randn", "randint", "bernoulli", "gaussian_noise", "alpha_dropout"};
 
-/* ---- the reference ---- */
-
-static void philox(unsigned c[4], unsigned k0, unsigned k1) {
-    int r;
-    for (r = 0; r < 10; r++) {
-        unsigned long long p0 = 0xD2511F53ULL * c[0], p1 = 0xCD9E8D57ULL * c[2];
-        unsigned n0 = (unsigned)(p1 >> 32) ^ c[1] ^ k0, n2 = (unsigned)(p0 >> 32) ^ c[3] ^ k1;
-        c[1] = (unsigned)p1;
-        c[3] = (unsigned)p0;
-        c[0] = n0;
-        c[2] = n2;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-}
+/* ---- the reference (Philox: t_philox, tests/nn_test.c) ---- */
 
 /* the words of element i of node key at a step under a seed */
 static void words(unsigned w[4], unsigned long long seed, int key, unsigned long long step, long i) {
@@ -58,7 +44,7 @@ static void words(unsigned w[4], unsigned long long seed, int key, unsigned long
     w[1] = (unsigned)key;
     w[2] = (unsigned)step;
     w[3] = (unsigned)(step >> 32);
-    philox(w, (unsigned)seed, (unsigned)(seed >> 32));
+    t_philox(w, (unsigned)seed, (unsigned)(seed >> 32));
 }
 
 static double ref_uniform(unsigned r) { return (double)(r >> 8) / 16777216.0; }
