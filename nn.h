@@ -3,7 +3,7 @@
    Documentation and licence follow. */
 
 /* ======================================================================
-   src/nn_header.h
+   src/api/header.h
    ====================================================================== */
 /*
 nn.h - train and run neural networks from C, on any OpenCL device or on the CPU.
@@ -126,7 +126,7 @@ LICENCE
 #endif
 
 /* ======================================================================
-   src/nn_api.h
+   src/api/api.h
    ====================================================================== */
 #ifndef NN_H_INCLUDED
 #define NN_H_INCLUDED
@@ -819,7 +819,7 @@ typedef struct nn_dense_desc {
 NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name);
 
 /* ---- composed layers ----------------------------------------------------------------------
-   Layers written as short functions of the builders above (src/nn_layers.c): no op kinds
+   Layers written as short functions of the builders above (src/layers/layers.c): no op kinds
    of their own, their gradients the ops'. Parameters take PyTorch's names under NAME
    (NAME.fc1.weight [out, in], NAME.fc1.bias [out], nn.Linear's layout and initialisation,
    as nn_dense). A layer taking x [..., D] runs its dense layers on the rows of x. */
@@ -1143,7 +1143,7 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 #define NN_IMPLEMENTATION_DONE
 
 /* ======================================================================
-   src/nn_internal.h
+   src/base/internal.h
    ====================================================================== */
 /* Private definitions shared by every part of the implementation. */
 #ifndef NN__INTERNAL_H
@@ -1404,7 +1404,7 @@ typedef struct nn__device {
 } nn__device;
 
 /* A backend: what the engine asks of one. The engine knows no backend by name; backends
-   are tried in the order of nn__backends[] (nn_context.c), the CPU last. */
+   are tried in the order of nn__backends[] (engine/context.c), the CPU last. */
 typedef struct nn__backend {
     const char *name;
     nn_backend_kind kind;
@@ -1444,7 +1444,7 @@ struct nn_context {
     struct nn__threadpool *threads;
 };
 
-/* What each optimizer update advances (nn_optim.c), restored if a step fails. */
+/* What each optimizer update advances (cpu/optim.c), restored if a step fails. */
 typedef struct nn__opt_clock {
     uint64_t t;                  /* updates done, the running one included */
     double mu_prod;              /* NAdam's product of momentum coefficients */
@@ -1476,7 +1476,7 @@ struct nn_graph {
     size_t arena_bytes;
     int clip_node;               /* CLIP_SCALE node or -1 */
     float lr;                    /* the rate of the update running (the schedule's) */
-    /* optimizer extras (nn_optim.c) */
+    /* optimizer extras (cpu/optim.c) */
     nn_lr_schedule schedule;
     struct nn__pgroup *groups;   /* nn_graph_param_group, in the order added */
     int n_groups;
@@ -1485,7 +1485,7 @@ struct nn_graph {
     int first_update_node;       /* nodes from here on run on update steps only */
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
-    struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (nn_ckpt.c) */
+    struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (files/ckpt.c) */
     nn__launch *launches;        /* device plans, in schedule order */
     int n_launches, cap_launches;
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
@@ -1495,9 +1495,9 @@ struct nn_graph {
     int checks_pending;          /* a run since the counters were last read */
 };
 
-static void nn__datasets_free(nn_graph *g); /* nn_ckpt.c */
+static void nn__datasets_free(nn_graph *g); /* files/ckpt.c */
 
-/* A desc field's value (nn_api.h, NN_ZERO): its default for 0, exactly 0 for NN_ZERO. */
+/* A desc field's value (api/api.h, NN_ZERO): its default for 0, exactly 0 for NN_ZERO. */
 static float nn__deff(float v, float dflt) { return v == 0.0f ? dflt : v == (float)NN_ZERO ? 0.0f : v; }
 static int nn__defi(int v, int dflt) { return v == 0 ? dflt : v == NN_ZERO ? 0 : v; }
 static uint64_t nn__defu64(uint64_t v, uint64_t dflt) { return v == 0 ? dflt : v == (uint64_t)(int64_t)NN_ZERO ? 0 : v; }
@@ -1591,7 +1591,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
 #endif /* NN__INTERNAL_H */
 
 /* ======================================================================
-   src/nn_ops.h
+   src/base/registry.h
    ====================================================================== */
 /* The op registry. Each family's list names its ops once: the enum value, the name used
    in messages, and the functions that define the op, all in src/ops/FAMILY.c:
@@ -1602,7 +1602,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
      plan   void f(nn_graph *g, nn__node *n)       compile time, before memory is planned:
                                                    the algorithm and scratch size (0: none)
      flags  NN__OPF_*
-   The enum, the names and the table in src/nn_registry.c are all made from these lists,
+   The enum, the names and the table in src/ops/registry.c are all made from these lists,
    so an op with a missing function does not compile. */
 #ifndef NN__OPS_H
 #define NN__OPS_H
@@ -1784,7 +1784,7 @@ typedef struct nn__op_def {
     unsigned flags;
 } nn__op_def;
 
-static const nn__op_def *nn__op(int op); /* src/nn_registry.c */
+static const nn__op_def *nn__op(int op); /* src/ops/registry.c */
 
 /* In CPU bodies: node id's data as float and as int32. */
 #define NN__F(id) (g->nodes[(id)].buf.host)
@@ -1808,10 +1808,10 @@ static nn_result nn__add_optimizer(nn_graph *g);
 #endif /* NN__OPS_H */
 
 /* ======================================================================
-   src/nn_threads.c
+   src/base/threads.c
    ====================================================================== */
 /* ---------------------------------------------------------------------------
- * nn_threads.c -- tiny persistent fork/join thread pool.
+ * base/threads.c -- tiny persistent fork/join thread pool.
  *
  * One job at a time: nn__threadpool_run() publishes (fn, arg, n_tasks) and a new
  * 64-bit "ticket" word = generation << 32 | next task index.  The caller and
@@ -2128,7 +2128,7 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
    kernels/activation.h
    ====================================================================== */
 /* The activations, each formula written once for both backends. This file is a part of
-   nn.h (C99 and C++: the CPU backend's loops in src/nn_cpu.c, the builders in
+   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in
    src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its
    kernels), so it uses only what the two languages share; the math functions go by
    NN__EXP and friends, expf in C and exp in OpenCL C.
@@ -2136,7 +2136,7 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
    NN__ACTIVATIONS(X) lists the functions of the UNARY op, one
    X(ENUM, name, params, valid, forward, derivative) each:
      ENUM        NN__U_ENUM, the op's function (the node's i[0])
-     name        the builder nn_<name> (declared in src/nn_api.h) and the kernels
+     name        the builder nn_<name> (declared in src/api/api.h) and the kernels
                  <name>_forward / <name>_backward of kernels/elementwise.cl
      params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1
                  in the formulas, the node's f[0] and f[1]
@@ -2147,7 +2147,7 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
    and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities
    give what PyTorch's formula gives (tests/test_nanprop.c).
    An activation is a line here (with helpers above the table when its formula needs
-   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.
+   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.
    Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is
    safer in float (softplus without overflow, expm1 near 0) that one is used. */
 #ifndef NN__ACTIVATION_H
@@ -2348,10 +2348,379 @@ enum {
 #endif /* NN__ACTIVATION_H */
 
 /* ======================================================================
-   src/nn_cpu_gemm.c
+   src/cpu/simd.c
+   ====================================================================== */
+/* The CPU backend's shared machinery: the one CPUID probe, the vector exp (AVX-512 / AVX2+FMA
+   chosen at run time) that the exp-based loops of every family use, and the parallel-for
+   over the pool's threads. Each family's loops are in src/cpu/FAMILY.c, beside
+   src/ops/FAMILY.c and kernels/FAMILY.cl; GEMM is src/cpu/gemm.c. */
+
+
+/* ---- vectorised exp: the CPU backend's exp, expm1 and the activations and rows built on
+   them, AVX-512 or AVX2+FMA chosen at run time (libm's expf elsewhere) ----
+   exp(x) = 2^n * e^r, n = rint(x / ln 2), r = x - n ln 2 in two steps (Cody and Waite: n *
+   0.693359375 is exact, so r is exact but for n * 2.1e-4's rounding), e^r by Cephes's
+   degree-7 polynomial on |r| <= ln 2 / 2, and the scaling by 2^n rounded once, into the
+   denormals too (AVX-512's scalef; with AVX2, two exact halves of n, the second product
+   rounding). x is first clamped to [-104, 89] (beyond, e^x is 0 or inf in float) by selects
+   that keep NaN, which then runs through the arithmetic. The error is about 1 ulp over the
+   float range away from the denormals (relative 8.4e-8 at most over every 7th float, 1.2e-7
+   for expm1; tests/test_numerics.c sweeps them against double exp and expm1). AVX2 and
+   AVX-512 give the same bits. Every element of a loop goes through the same vector code, the last partial
+   vector by masked loads and stores, so an element's bits do not depend on where a
+   thread's chunk starts. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define NN__VM_X86 1
+
+/* 2: AVX-512F, 1: AVX2 and FMA, 0: neither. The one CPUID probe of the CPU loops
+   (elementwise, vector exp, reductions, Adam, depthwise conv; the GEMM picks its
+   microkernel in cpu/gemm.c): a cached answer, the same for every context; drivers ask
+   before they start threads. */
+static int nn__vm_isa(void) {
+    static int isa = -1;
+    if (isa < 0)
+        isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
+    return isa;
+}
+
+__attribute__((target("avx512f"))) static inline __mmask16 nn__vmask_avx512(int64_t k) {
+    return (__mmask16)(k >= 16 ? 0xFFFFu : (1u << k) - 1u);
+}
+/* p * 2^n, n integral, rounded once */
+__attribute__((target("avx512f"))) static inline __m512 nn__vscale_avx512(__m512 p, __m512 n) {
+    return _mm512_maskz_scalef_ps(0xFFFF, p, n); /* maskz: g++ warns on the undefined pass-through */
+}
+__attribute__((target("avx2,fma"))) static inline __m256i nn__vmask_avx2(int64_t k) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(k >= 8 ? 8 : k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+/* p * 2^n1 * 2^n2 with n1 = n >> 1: both factors normal for n in [-150, 128], the first
+   product exact, the second rounding once; a NaN p stays NaN */
+__attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 p, __m256 n) {
+    __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1), b = _mm256_set1_epi32(127);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, b), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, b), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+/* What the rows below do to each element (a, b, c the inputs, s0, s1 scalars), and the
+   sum of the results they return:
+     EXP_SHIFT   y = exp(a - s0)                (softmax's exponentials; y may be NULL)
+     SUB_EXP     y = a - exp(b) * s0            (log_softmax's gradient)
+     SIGMOID_SUB y = c * (sigmoid(a) - b)       (BCE with logits' gradient)
+     BCE         y = (1 - b) a + (a < 0 ? -a : 0) + log1p(exp(-|a|))   (BCE with logits, b the target)
+     BCE_LOSS    y = (1 - b) a + (1 + (s0 - 1) b) (log1p(exp(-|a|)) + fmaxf(-a, 0)), s0 the
+                 pos_weight (the elementwise loss's formula, src/cpu/loss.c)
+     BCE_LOSS_DX y = c ((1 - b) - (1 + (s0 - 1) b) / (1 + exp(a)))  (its gradient)
+     MSE         y = (a - b) (a - b)             (the elementwise MSE loss, src/cpu/loss.c)
+     MSE_DX      y = c (2 (a - b))               (its gradient) */
+enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_BCE_LOSS, NN__VE_BCE_LOSS_DX, NN__VE_MSE,
+       NN__VE_MSE_DX };
+
+/* The template: one set of functions per instruction set, from the primitives NN__V (the
+   vector type), NN__VW (its lanes), NN__SET1, NN__LOAD/NN__STORE (whole vectors),
+   NN__LOADN/NN__STOREN (the first k lanes), NN__FMA, NN__ROUND (to nearest), NN__SCALE,
+   NN__SEL(a, b, P, x, y) (x where a P b, else y), NN__ABS, NN__LANEF (0, 1, ...) and
+   NN__HSUM (lanes 0.. in order). */
+#define NN__VM_DEFINE(S, TGT)                                                                                    \
+    TGT static inline NN__V nn__vexp_core_##S(NN__V x, NN__V *n, NN__V *em1) {                                 \
+        NN__V r, q;                                                                                              \
+        x = NN__SEL(x, NN__SET1(-104.0f), _CMP_LT_OQ, NN__SET1(-104.0f), x);                                     \
+        x = NN__SEL(x, NN__SET1(89.0f), _CMP_GT_OQ, NN__SET1(89.0f), x);                                         \
+        *n = NN__ROUND(x * NN__SET1(1.44269504088896341f));                                                      \
+        r = NN__FMA(*n, NN__SET1(-0.693359375f), x);                                                             \
+        r = NN__FMA(*n, NN__SET1(2.12194440e-4f), r);                                                            \
+        q = NN__FMA(NN__SET1(1.9875691500e-4f), r, NN__SET1(1.3981999507e-3f));                                  \
+        q = NN__FMA(q, r, NN__SET1(8.3334519073e-3f));                                                           \
+        q = NN__FMA(q, r, NN__SET1(4.1665795894e-2f));                                                           \
+        q = NN__FMA(q, r, NN__SET1(1.6666665459e-1f));                                                           \
+        q = NN__FMA(q, r, NN__SET1(5.0000001201e-1f));                                                           \
+        *em1 = NN__FMA(q, r * r, r); /* e^r - 1 */                                                               \
+        return x;                                                                                                \
+    }                                                                                                            \
+    TGT static inline NN__V nn__vexp_##S(NN__V x) {                                                              \
+        NN__V n, em1;                                                                                            \
+        (void)nn__vexp_core_##S(x, &n, &em1);                                                                    \
+        return NN__SCALE(em1 + NN__SET1(1.0f), n);                                                               \
+    }                                                                                                            \
+    /* exp(x) - 1 = 2^n (e^r - 1) + (2^n - 1), one rounding, where 2^n - 1 is exact (|n| <= 24; \
+       e^r - 1 itself at n = 0, keeping x's sign of zero); exp(x) - 1 beyond */                                  \
+    TGT static inline NN__V nn__vexpm1_##S(NN__V x) {                                                            \
+        NN__V n, em1, xc = nn__vexp_core_##S(x, &n, &em1), one = NN__SET1(1.0f), s = NN__SCALE(one, n);         \
+        NN__V big = NN__SCALE(em1 + one, n) - one, r = NN__FMA(s, em1, s - one);                                 \
+        r = NN__SEL(n, NN__SET1(25.0f), _CMP_LT_OQ, r, big);                                                     \
+        r = NN__SEL(n, NN__SET1(-25.0f), _CMP_GT_OQ, r, big);                                                    \
+        return NN__SEL(xc, NN__SET1(0.0f), _CMP_EQ_OQ, xc, r);                                                   \
+    }                                                                                                            \
+    TGT static inline NN__V nn__vsigmoid_##S(NN__V v) {                                                          \
+        NN__V one = NN__SET1(1.0f);                                                                              \
+        return one / (one + nn__vexp_##S(-v));                                                                   \
+    }                                                                                                            \
+    /* log1p(u) for u in [0, 1] (the exp(-|z|) of softplus and BCE): log(w), w = 1 + u       \
+       rounded, by Cephes's logf (w, or w / 2 above sqrt 2, as 1 + f), plus the rounding's     \
+       part (u - (w - 1)) / w; NaN stays NaN */                                                                  \
+    TGT static inline NN__V nn__vlog1p01_##S(NN__V u) {                                                          \
+        NN__V one = NN__SET1(1.0f), w = one + u, e, f, z, y;                                                    \
+        e = NN__SEL(w, NN__SET1(1.41421356f), _CMP_GT_OQ, one, NN__SET1(0.0f));                                  \
+        f = NN__SEL(w, NN__SET1(1.41421356f), _CMP_GT_OQ, w * NN__SET1(0.5f), w) - one;                          \
+        z = f * f;                                                                                               \
+        y = NN__FMA(NN__SET1(7.0376836292e-2f), f, NN__SET1(-1.1514610310e-1f));                                 \
+        y = NN__FMA(y, f, NN__SET1(1.1676998740e-1f));                                                           \
+        y = NN__FMA(y, f, NN__SET1(-1.2420140846e-1f));                                                          \
+        y = NN__FMA(y, f, NN__SET1(1.4249322787e-1f));                                                           \
+        y = NN__FMA(y, f, NN__SET1(-1.6668057665e-1f));                                                          \
+        y = NN__FMA(y, f, NN__SET1(2.0000714765e-1f));                                                           \
+        y = NN__FMA(y, f, NN__SET1(-2.4999993993e-1f));                                                          \
+        y = NN__FMA(y, f, NN__SET1(3.3333331174e-1f));                                                           \
+        y = NN__FMA(e, NN__SET1(-2.12194440e-4f), y * f * z);                                                    \
+        y = f + NN__FMA(z, NN__SET1(-0.5f), y);                                                                  \
+        return NN__FMA(e, NN__SET1(0.693359375f), y) + (u - (w - one)) / w;                                      \
+    }                                                                                                            \
+    /* log(1 + exp(-|z|)), the tail of softplus and BCE with logits */                                           \
+    TGT static inline NN__V nn__vlog1pexp_##S(NN__V z) {                                                         \
+        return nn__vlog1p01_##S(nn__vexp_##S(-NN__ABS(z)));                                                      \
+    }                                                                                                            \
+    /* y = f(x) (dy NULL) or dy * f'(x) for the activations and math whose formulas in        \
+       kernels/activation.h are built on exp (the same operations, vector for scalar); 0 for \
+       the others */                                                                                             \
+    TGT static int nn__vunary_##S(int fn, float p0, float p1, float *y, const float *x, const float *dy, int64_t n) { \
+        NN__V one = NN__SET1(1.0f), zero = NN__SET1(0.0f), vp0 = NN__SET1(p0), vp1 = NN__SET1(p1), v, d, r, s;   \
+        NN__V sc = NN__SET1(1.05070098735548049342f), sa = NN__SET1(1.75809934084737685994f);                   \
+        int64_t i, k;                                                                                            \
+        for (i = 0; i < n; i += NN__VW) {                                                                        \
+            k = n - i;                                                                                           \
+            v = k >= NN__VW ? NN__LOAD(x + i) : NN__LOADN(x + i, k);                                             \
+            if (!dy) {                                                                                           \
+                switch (fn) {                                                                                    \
+                case NN__U_SIGMOID: r = nn__vsigmoid_##S(v); break;                                              \
+                case NN__U_SILU: r = v / (one + nn__vexp_##S(-v)); break;                                        \
+                case NN__U_ELU: r = NN__SEL(v, zero, _CMP_GT_OQ, v, vp0 * nn__vexpm1_##S(v)); break;             \
+                case NN__U_SELU: r = NN__SEL(v, zero, _CMP_GT_OQ, sc * v, sa * nn__vexpm1_##S(v)); break;        \
+                case NN__U_CELU: r = NN__SEL(v, zero, _CMP_GT_OQ, v, vp0 * nn__vexpm1_##S(v / vp0)); break;      \
+                case NN__U_EXP: r = nn__vexp_##S(v); break;                                                      \
+                case NN__U_EXPM1: r = nn__vexpm1_##S(v); break;                                                  \
+                case NN__U_SOFTPLUS:                                                                             \
+                    s = v * vp0;                                                                                 \
+                    r = NN__SEL(s, vp1, _CMP_GT_OQ, v, (NN__SEL(s, zero, _CMP_GT_OQ, s, zero) + nn__vlog1pexp_##S(s)) / vp0); \
+                    break;                                                                                       \
+                case NN__U_LOG_SIGMOID: r = NN__SEL(v, zero, _CMP_LT_OQ, v, zero) - nn__vlog1pexp_##S(v); break;  \
+                default: return 0;                                                                               \
+                }                                                                                                \
+            } else {                                                                                             \
+                d = k >= NN__VW ? NN__LOAD(dy + i) : NN__LOADN(dy + i, k);                                       \
+                switch (fn) {                                                                                    \
+                case NN__U_SIGMOID: s = nn__vsigmoid_##S(v); r = d * (s * (one - s)); break;                     \
+                case NN__U_SILU: s = nn__vsigmoid_##S(v); r = d * (s * (one + v * (one - s))); break;            \
+                case NN__U_ELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, one, vp0 * nn__vexp_##S(v)); break;         \
+                case NN__U_SELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, sc, sa * nn__vexp_##S(v)); break;          \
+                case NN__U_CELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, one, nn__vexp_##S(v / vp0)); break;        \
+                case NN__U_SOFTPLUS:                                                                             \
+                    r = d * NN__SEL(v * vp0, vp1, _CMP_GT_OQ, one, nn__vsigmoid_##S(v * vp0));                   \
+                    break;                                                                                       \
+                case NN__U_LOG_SIGMOID: r = d * nn__vsigmoid_##S(-v); break;                                     \
+                case NN__U_EXP: case NN__U_EXPM1: r = d * nn__vexp_##S(v); break;                                \
+                default: return 0;                                                                               \
+                }                                                                                                \
+            }                                                                                                    \
+            if (k >= NN__VW) NN__STORE(y + i, r);                                                                \
+            else NN__STOREN(y + i, r, k);                                                                        \
+        }                                                                                                        \
+        return 1;                                                                                                \
+    }                                                                                                            \
+    /* op one of NN__VE_*: y [n] from a, b, c and s0; returns the sum of y (lanes in a fixed  \
+       order, the same for a row whichever thread does it) */                                                    \
+    TGT static float nn__vexp_map_##S(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) { \
+        NN__V acc = NN__SET1(0.0f), vs0 = NN__SET1(s0), one = NN__SET1(1.0f), va, r;                             \
+        int64_t i, k;                                                                                            \
+        for (i = 0; i < n; i += NN__VW) {                                                                        \
+            k = n - i;                                                                                           \
+            va = k >= NN__VW ? NN__LOAD(a + i) : NN__LOADN(a + i, k);                                            \
+            if (op == NN__VE_EXP_SHIFT) r = nn__vexp_##S(va - vs0);                                              \
+            else {                                                                                               \
+                NN__V vb = k >= NN__VW ? NN__LOAD(b + i) : NN__LOADN(b + i, k), zero = NN__SET1(0.0f), vc = zero; \
+                if (op == NN__VE_SIGMOID_SUB || op == NN__VE_BCE_LOSS_DX || op == NN__VE_MSE_DX)                 \
+                    vc = k >= NN__VW ? NN__LOAD(c + i) : NN__LOADN(c + i, k);                                    \
+                switch (op) {                                                                                    \
+                case NN__VE_SUB_EXP: r = va - nn__vexp_##S(vb) * vs0; break;                                     \
+                case NN__VE_SIGMOID_SUB: r = vc * (one / (one + nn__vexp_##S(-va)) - vb); break;                 \
+                case NN__VE_BCE:                                                                                 \
+                    r = (one - vb) * va + NN__SEL(va, zero, _CMP_LT_OQ, -va, zero) + nn__vlog1pexp_##S(va);      \
+                    break;                                                                                       \
+                case NN__VE_BCE_LOSS:                                                                            \
+                    r = (one - vb) * va +                                                                        \
+                        (one + (vs0 - one) * vb) * (nn__vlog1pexp_##S(va) + NN__SEL(-va, zero, _CMP_GT_OQ, -va, zero)); \
+                    break;                                                                                       \
+                case NN__VE_BCE_LOSS_DX:                                                                         \
+                    r = vc * ((one - vb) - (one + (vs0 - one) * vb) / (one + nn__vexp_##S(va)));                 \
+                    break;                                                                                       \
+                case NN__VE_MSE: r = (va - vb) * (va - vb); break;                                               \
+                default: r = vc * (NN__SET1(2.0f) * (va - vb)); break;                                           \
+                }                                                                                                \
+            }                                                                                                    \
+            if (k < NN__VW) r = NN__SEL(NN__SET1((float)k), NN__LANEF, _CMP_GT_OQ, r, NN__SET1(0.0f));          \
+            acc = acc + r;                                                                                       \
+            if (!y) continue;                                                                                    \
+            if (k >= NN__VW) NN__STORE(y + i, r);                                                                \
+            else NN__STOREN(y + i, r, k);                                                                        \
+        }                                                                                                        \
+        return NN__HSUM(acc);                                                                                    \
+    }
+
+#define NN__V __m512
+#define NN__VW 16
+#define NN__SET1 _mm512_set1_ps
+#define NN__LOAD _mm512_loadu_ps
+#define NN__STORE _mm512_storeu_ps
+#define NN__LOADN(p, k) _mm512_maskz_loadu_ps(nn__vmask_avx512(k), p)
+#define NN__STOREN(p, v, k) _mm512_mask_storeu_ps(p, nn__vmask_avx512(k), v)
+#define NN__FMA _mm512_fmadd_ps
+#define NN__ROUND(v) _mm512_maskz_roundscale_ps(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define NN__SCALE nn__vscale_avx512
+#define NN__SEL(a, b, P, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, P), y, x)
+#define NN__LANEF _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#define NN__ABS(v) _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF)))
+#define NN__HSUM nn__vhsum_avx512
+__attribute__((target("avx512f"))) static inline float nn__vhsum_avx512(__m512 v) {
+    float l[16], s = 0.0f;
+    int i;
+    _mm512_storeu_ps(l, v);
+    for (i = 0; i < 16; i++) s += l[i];
+    return s;
+}
+NN__VM_DEFINE(avx512, __attribute__((target("avx512f"))))
+#undef NN__V
+#undef NN__VW
+#undef NN__SET1
+#undef NN__LOAD
+#undef NN__STORE
+#undef NN__LOADN
+#undef NN__STOREN
+#undef NN__FMA
+#undef NN__ROUND
+#undef NN__SCALE
+#undef NN__SEL
+#undef NN__LANEF
+#undef NN__ABS
+#undef NN__HSUM
+
+#define NN__V __m256
+#define NN__VW 8
+#define NN__SET1 _mm256_set1_ps
+#define NN__LOAD _mm256_loadu_ps
+#define NN__STORE _mm256_storeu_ps
+#define NN__LOADN(p, k) _mm256_maskload_ps(p, nn__vmask_avx2(k))
+#define NN__STOREN(p, v, k) _mm256_maskstore_ps(p, nn__vmask_avx2(k), v)
+#define NN__FMA _mm256_fmadd_ps
+#define NN__ROUND(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define NN__SCALE nn__vscale_avx2
+#define NN__SEL(a, b, P, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, P))
+#define NN__LANEF _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7)
+#define NN__ABS(v) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)))
+#define NN__HSUM nn__vhsum_avx2
+__attribute__((target("avx2,fma"))) static inline float nn__vhsum_avx2(__m256 v) {
+    float l[8], s = 0.0f;
+    int i;
+    _mm256_storeu_ps(l, v);
+    for (i = 0; i < 8; i++) s += l[i];
+    return s;
+}
+NN__VM_DEFINE(avx2, __attribute__((target("avx2,fma"))))
+#undef NN__V
+#undef NN__VW
+#undef NN__SET1
+#undef NN__LOAD
+#undef NN__STORE
+#undef NN__LOADN
+#undef NN__STOREN
+#undef NN__FMA
+#undef NN__ROUND
+#undef NN__SCALE
+#undef NN__SEL
+#undef NN__LANEF
+#undef NN__ABS
+#undef NN__HSUM
+#undef NN__VM_DEFINE
+#endif /* NN__VM_X86 */
+
+/* The rows' scalar twins (libm's expf): the CPU backend without AVX2 and FMA. */
+static float nn__vexp_map_scalar(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) {
+    float acc = 0.0f, r;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        if (op == NN__VE_EXP_SHIFT) r = expf(a[i] - s0);
+        else if (op == NN__VE_SUB_EXP) r = a[i] - expf(b[i]) * s0;
+        else if (op == NN__VE_SIGMOID_SUB) r = c[i] * (1.0f / (1.0f + expf(-a[i])) - b[i]);
+        else if (op == NN__VE_BCE) r = (1.0f - b[i]) * a[i] + (a[i] < 0.0f ? -a[i] : 0.0f) + log1pf(expf(-fabsf(a[i])));
+        else if (op == NN__VE_BCE_LOSS)
+            r = (1.0f - b[i]) * a[i] + (1.0f + (s0 - 1.0f) * b[i]) * (log1pf(expf(-fabsf(a[i]))) + fmaxf(-a[i], 0.0f));
+        else if (op == NN__VE_BCE_LOSS_DX) r = c[i] * ((1.0f - b[i]) - (1.0f + (s0 - 1.0f) * b[i]) / (1.0f + expf(a[i])));
+        else if (op == NN__VE_MSE) r = (a[i] - b[i]) * (a[i] - b[i]);
+        else r = c[i] * (2.0f * (a[i] - b[i]));
+        acc += r;
+        if (y) y[i] = r;
+    }
+    return acc;
+}
+
+static float nn__vexp_map(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) {
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() == 2) return nn__vexp_map_avx512(op, y, a, b, c, s0, n);
+    if (nn__vm_isa() == 1) return nn__vexp_map_avx2(op, y, a, b, c, s0, n);
+#endif
+    return nn__vexp_map_scalar(op, y, a, b, c, s0, n);
+}
+
+/* exp(v) for one element, the same bits as the vector lanes give it */
+static NN__MAYBE_UNUSED float nn__vexp1(float v) {
+    float y;
+    (void)nn__vexp_map(NN__VE_EXP_SHIFT, &y, &v, NULL, NULL, 0.0f, 1);
+    return y;
+}
+
+/* fn(arg, i0, i1) over [0, n) in contiguous ranges, one per thread of the pool when the
+   work (elements touched, about) is at least NN__ROWS_PAR_MIN, else one call. Each index
+   is done by exactly one call, and fn must compute it the same whichever range it is in
+   (rows, elements: the bits do not depend on the thread count). */
+#define NN__ROWS_PAR_MIN 32768
+typedef void (*nn__range_fn)(void *arg, int64_t i0, int64_t i1);
+typedef struct nn__par_job {
+    nn__range_fn fn;
+    void *arg;
+    int64_t n, per;
+} nn__par_job;
+
+static void nn__par_task(void *arg, int t, int n_tasks) {
+    const nn__par_job *j = (const nn__par_job *)arg;
+    int64_t i0 = j->per * t, i1 = i0 + j->per < j->n ? i0 + j->per : j->n;
+    (void)n_tasks;
+    if (i0 < i1) j->fn(j->arg, i0, i1);
+}
+
+static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range_fn fn, void *arg) {
+    nn__par_job j;
+    int tasks = work >= NN__ROWS_PAR_MIN ? nn__threadpool_size(pool) : 1;
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa();
+#endif
+    if (tasks <= 1 || n <= 1) {
+        if (n > 0) fn(arg, 0, n);
+        return;
+    }
+    j.fn = fn;
+    j.arg = arg;
+    j.n = n;
+    j.per = (n + tasks - 1) / tasks;
+    nn__threadpool_run(pool, nn__par_task, &j, (int)((n + j.per - 1) / j.per));
+}
+
+/* Element counts below which splitting a loop over threads costs more than it saves. */
+#define NN__PAR_MIN 32768
+
+/* ======================================================================
+   src/cpu/gemm.c
    ====================================================================== */
 /* ---------------------------------------------------------------------------
- * nn_cpu_gemm.c -- single-precision GEMM for the CPU backend.
+ * cpu/gemm.c -- single-precision GEMM for the CPU backend.
  *
  *   C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C      (row-major)
  *
@@ -3273,333 +3642,12 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
 }
 
 /* ======================================================================
-   src/nn_cpu.c
+   src/cpu/elementwise.c
    ====================================================================== */
-/* The CPU backend's op bodies (GEMM is in nn_cpu_gemm.c). Plain loops over flat arrays,
-   llm.c style: one _forward / _backward pair per op, shapes in the comments. Each has a
-   twin kernel in kernels/ that must compute the same thing. */
+/* The elementwise family's CPU loops (src/ops/elementwise.c's bodies; kernels/elementwise.cl
+   has the OpenCL twins): activations, PReLU, scale, broadcasting binary ops, where,
+   masked_fill, expand and the sum back to a broadcast shape. */
 
-
-/* ---- vectorised exp: the CPU backend's exp, expm1 and the activations and rows built on
-   them, AVX-512 or AVX2+FMA chosen at run time (libm's expf elsewhere) ----
-   exp(x) = 2^n * e^r, n = rint(x / ln 2), r = x - n ln 2 in two steps (Cody and Waite: n *
-   0.693359375 is exact, so r is exact but for n * 2.1e-4's rounding), e^r by Cephes's
-   degree-7 polynomial on |r| <= ln 2 / 2, and the scaling by 2^n rounded once, into the
-   denormals too (AVX-512's scalef; with AVX2, two exact halves of n, the second product
-   rounding). x is first clamped to [-104, 89] (beyond, e^x is 0 or inf in float) by selects
-   that keep NaN, which then runs through the arithmetic. The error is about 1 ulp over the
-   float range away from the denormals (relative 8.4e-8 at most over every 7th float, 1.2e-7
-   for expm1; tests/test_numerics.c sweeps them against double exp and expm1). AVX2 and
-   AVX-512 give the same bits. Every element of a loop goes through the same vector code, the last partial
-   vector by masked loads and stores, so an element's bits do not depend on where a
-   thread's chunk starts. */
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#include <immintrin.h>
-#define NN__VM_X86 1
-
-/* 2: AVX-512F, 1: AVX2 and FMA, 0: neither. The one CPUID probe of the CPU loops
-   (elementwise, vector exp, reductions, Adam, depthwise conv; the GEMM picks its
-   microkernel in nn_cpu_gemm.c): a cached answer, the same for every context; drivers ask
-   before they start threads. */
-static int nn__vm_isa(void) {
-    static int isa = -1;
-    if (isa < 0)
-        isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
-    return isa;
-}
-
-__attribute__((target("avx512f"))) static inline __mmask16 nn__vmask_avx512(int64_t k) {
-    return (__mmask16)(k >= 16 ? 0xFFFFu : (1u << k) - 1u);
-}
-/* p * 2^n, n integral, rounded once */
-__attribute__((target("avx512f"))) static inline __m512 nn__vscale_avx512(__m512 p, __m512 n) {
-    return _mm512_maskz_scalef_ps(0xFFFF, p, n); /* maskz: g++ warns on the undefined pass-through */
-}
-__attribute__((target("avx2,fma"))) static inline __m256i nn__vmask_avx2(int64_t k) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(k >= 8 ? 8 : k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-/* p * 2^n1 * 2^n2 with n1 = n >> 1: both factors normal for n in [-150, 128], the first
-   product exact, the second rounding once; a NaN p stays NaN */
-__attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 p, __m256 n) {
-    __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1), b = _mm256_set1_epi32(127);
-    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, b), 23));
-    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, b), 23));
-    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
-}
-
-/* What the rows below do to each element (a, b, c the inputs, s0, s1 scalars), and the
-   sum of the results they return:
-     EXP_SHIFT   y = exp(a - s0)                (softmax's exponentials; y may be NULL)
-     SUB_EXP     y = a - exp(b) * s0            (log_softmax's gradient)
-     SIGMOID_SUB y = c * (sigmoid(a) - b)       (BCE with logits' gradient)
-     BCE         y = (1 - b) a + (a < 0 ? -a : 0) + log1p(exp(-|a|))   (BCE with logits, b the target)
-     BCE_LOSS    y = (1 - b) a + (1 + (s0 - 1) b) (log1p(exp(-|a|)) + fmaxf(-a, 0)), s0 the
-                 pos_weight (the elementwise loss's formula, src/nn_loss.c)
-     BCE_LOSS_DX y = c ((1 - b) - (1 + (s0 - 1) b) / (1 + exp(a)))  (its gradient)
-     MSE         y = (a - b) (a - b)             (the elementwise MSE loss, src/nn_loss.c)
-     MSE_DX      y = c (2 (a - b))               (its gradient) */
-enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_BCE_LOSS, NN__VE_BCE_LOSS_DX, NN__VE_MSE,
-       NN__VE_MSE_DX };
-
-/* The template: one set of functions per instruction set, from the primitives NN__V (the
-   vector type), NN__VW (its lanes), NN__SET1, NN__LOAD/NN__STORE (whole vectors),
-   NN__LOADN/NN__STOREN (the first k lanes), NN__FMA, NN__ROUND (to nearest), NN__SCALE,
-   NN__SEL(a, b, P, x, y) (x where a P b, else y), NN__ABS, NN__LANEF (0, 1, ...) and
-   NN__HSUM (lanes 0.. in order). */
-#define NN__VM_DEFINE(S, TGT)                                                                                    \
-    TGT static inline NN__V nn__vexp_core_##S(NN__V x, NN__V *n, NN__V *em1) {                                 \
-        NN__V r, q;                                                                                              \
-        x = NN__SEL(x, NN__SET1(-104.0f), _CMP_LT_OQ, NN__SET1(-104.0f), x);                                     \
-        x = NN__SEL(x, NN__SET1(89.0f), _CMP_GT_OQ, NN__SET1(89.0f), x);                                         \
-        *n = NN__ROUND(x * NN__SET1(1.44269504088896341f));                                                      \
-        r = NN__FMA(*n, NN__SET1(-0.693359375f), x);                                                             \
-        r = NN__FMA(*n, NN__SET1(2.12194440e-4f), r);                                                            \
-        q = NN__FMA(NN__SET1(1.9875691500e-4f), r, NN__SET1(1.3981999507e-3f));                                  \
-        q = NN__FMA(q, r, NN__SET1(8.3334519073e-3f));                                                           \
-        q = NN__FMA(q, r, NN__SET1(4.1665795894e-2f));                                                           \
-        q = NN__FMA(q, r, NN__SET1(1.6666665459e-1f));                                                           \
-        q = NN__FMA(q, r, NN__SET1(5.0000001201e-1f));                                                           \
-        *em1 = NN__FMA(q, r * r, r); /* e^r - 1 */                                                               \
-        return x;                                                                                                \
-    }                                                                                                            \
-    TGT static inline NN__V nn__vexp_##S(NN__V x) {                                                              \
-        NN__V n, em1;                                                                                            \
-        (void)nn__vexp_core_##S(x, &n, &em1);                                                                    \
-        return NN__SCALE(em1 + NN__SET1(1.0f), n);                                                               \
-    }                                                                                                            \
-    /* exp(x) - 1 = 2^n (e^r - 1) + (2^n - 1), one rounding, where 2^n - 1 is exact (|n| <= 24; \
-       e^r - 1 itself at n = 0, keeping x's sign of zero); exp(x) - 1 beyond */                                  \
-    TGT static inline NN__V nn__vexpm1_##S(NN__V x) {                                                            \
-        NN__V n, em1, xc = nn__vexp_core_##S(x, &n, &em1), one = NN__SET1(1.0f), s = NN__SCALE(one, n);         \
-        NN__V big = NN__SCALE(em1 + one, n) - one, r = NN__FMA(s, em1, s - one);                                 \
-        r = NN__SEL(n, NN__SET1(25.0f), _CMP_LT_OQ, r, big);                                                     \
-        r = NN__SEL(n, NN__SET1(-25.0f), _CMP_GT_OQ, r, big);                                                    \
-        return NN__SEL(xc, NN__SET1(0.0f), _CMP_EQ_OQ, xc, r);                                                   \
-    }                                                                                                            \
-    TGT static inline NN__V nn__vsigmoid_##S(NN__V v) {                                                          \
-        NN__V one = NN__SET1(1.0f);                                                                              \
-        return one / (one + nn__vexp_##S(-v));                                                                   \
-    }                                                                                                            \
-    /* log1p(u) for u in [0, 1] (the exp(-|z|) of softplus and BCE): log(w), w = 1 + u       \
-       rounded, by Cephes's logf (w, or w / 2 above sqrt 2, as 1 + f), plus the rounding's     \
-       part (u - (w - 1)) / w; NaN stays NaN */                                                                  \
-    TGT static inline NN__V nn__vlog1p01_##S(NN__V u) {                                                          \
-        NN__V one = NN__SET1(1.0f), w = one + u, e, f, z, y;                                                    \
-        e = NN__SEL(w, NN__SET1(1.41421356f), _CMP_GT_OQ, one, NN__SET1(0.0f));                                  \
-        f = NN__SEL(w, NN__SET1(1.41421356f), _CMP_GT_OQ, w * NN__SET1(0.5f), w) - one;                          \
-        z = f * f;                                                                                               \
-        y = NN__FMA(NN__SET1(7.0376836292e-2f), f, NN__SET1(-1.1514610310e-1f));                                 \
-        y = NN__FMA(y, f, NN__SET1(1.1676998740e-1f));                                                           \
-        y = NN__FMA(y, f, NN__SET1(-1.2420140846e-1f));                                                          \
-        y = NN__FMA(y, f, NN__SET1(1.4249322787e-1f));                                                           \
-        y = NN__FMA(y, f, NN__SET1(-1.6668057665e-1f));                                                          \
-        y = NN__FMA(y, f, NN__SET1(2.0000714765e-1f));                                                           \
-        y = NN__FMA(y, f, NN__SET1(-2.4999993993e-1f));                                                          \
-        y = NN__FMA(y, f, NN__SET1(3.3333331174e-1f));                                                           \
-        y = NN__FMA(e, NN__SET1(-2.12194440e-4f), y * f * z);                                                    \
-        y = f + NN__FMA(z, NN__SET1(-0.5f), y);                                                                  \
-        return NN__FMA(e, NN__SET1(0.693359375f), y) + (u - (w - one)) / w;                                      \
-    }                                                                                                            \
-    /* log(1 + exp(-|z|)), the tail of softplus and BCE with logits */                                           \
-    TGT static inline NN__V nn__vlog1pexp_##S(NN__V z) {                                                         \
-        return nn__vlog1p01_##S(nn__vexp_##S(-NN__ABS(z)));                                                      \
-    }                                                                                                            \
-    /* y = f(x) (dy NULL) or dy * f'(x) for the activations and math whose formulas in        \
-       kernels/activation.h are built on exp (the same operations, vector for scalar); 0 for \
-       the others */                                                                                             \
-    TGT static int nn__vunary_##S(int fn, float p0, float p1, float *y, const float *x, const float *dy, int64_t n) { \
-        NN__V one = NN__SET1(1.0f), zero = NN__SET1(0.0f), vp0 = NN__SET1(p0), vp1 = NN__SET1(p1), v, d, r, s;   \
-        NN__V sc = NN__SET1(1.05070098735548049342f), sa = NN__SET1(1.75809934084737685994f);                   \
-        int64_t i, k;                                                                                            \
-        for (i = 0; i < n; i += NN__VW) {                                                                        \
-            k = n - i;                                                                                           \
-            v = k >= NN__VW ? NN__LOAD(x + i) : NN__LOADN(x + i, k);                                             \
-            if (!dy) {                                                                                           \
-                switch (fn) {                                                                                    \
-                case NN__U_SIGMOID: r = nn__vsigmoid_##S(v); break;                                              \
-                case NN__U_SILU: r = v / (one + nn__vexp_##S(-v)); break;                                        \
-                case NN__U_ELU: r = NN__SEL(v, zero, _CMP_GT_OQ, v, vp0 * nn__vexpm1_##S(v)); break;             \
-                case NN__U_SELU: r = NN__SEL(v, zero, _CMP_GT_OQ, sc * v, sa * nn__vexpm1_##S(v)); break;        \
-                case NN__U_CELU: r = NN__SEL(v, zero, _CMP_GT_OQ, v, vp0 * nn__vexpm1_##S(v / vp0)); break;      \
-                case NN__U_EXP: r = nn__vexp_##S(v); break;                                                      \
-                case NN__U_EXPM1: r = nn__vexpm1_##S(v); break;                                                  \
-                case NN__U_SOFTPLUS:                                                                             \
-                    s = v * vp0;                                                                                 \
-                    r = NN__SEL(s, vp1, _CMP_GT_OQ, v, (NN__SEL(s, zero, _CMP_GT_OQ, s, zero) + nn__vlog1pexp_##S(s)) / vp0); \
-                    break;                                                                                       \
-                case NN__U_LOG_SIGMOID: r = NN__SEL(v, zero, _CMP_LT_OQ, v, zero) - nn__vlog1pexp_##S(v); break;  \
-                default: return 0;                                                                               \
-                }                                                                                                \
-            } else {                                                                                             \
-                d = k >= NN__VW ? NN__LOAD(dy + i) : NN__LOADN(dy + i, k);                                       \
-                switch (fn) {                                                                                    \
-                case NN__U_SIGMOID: s = nn__vsigmoid_##S(v); r = d * (s * (one - s)); break;                     \
-                case NN__U_SILU: s = nn__vsigmoid_##S(v); r = d * (s * (one + v * (one - s))); break;            \
-                case NN__U_ELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, one, vp0 * nn__vexp_##S(v)); break;         \
-                case NN__U_SELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, sc, sa * nn__vexp_##S(v)); break;          \
-                case NN__U_CELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, one, nn__vexp_##S(v / vp0)); break;        \
-                case NN__U_SOFTPLUS:                                                                             \
-                    r = d * NN__SEL(v * vp0, vp1, _CMP_GT_OQ, one, nn__vsigmoid_##S(v * vp0));                   \
-                    break;                                                                                       \
-                case NN__U_LOG_SIGMOID: r = d * nn__vsigmoid_##S(-v); break;                                     \
-                case NN__U_EXP: case NN__U_EXPM1: r = d * nn__vexp_##S(v); break;                                \
-                default: return 0;                                                                               \
-                }                                                                                                \
-            }                                                                                                    \
-            if (k >= NN__VW) NN__STORE(y + i, r);                                                                \
-            else NN__STOREN(y + i, r, k);                                                                        \
-        }                                                                                                        \
-        return 1;                                                                                                \
-    }                                                                                                            \
-    /* op one of NN__VE_*: y [n] from a, b, c and s0; returns the sum of y (lanes in a fixed  \
-       order, the same for a row whichever thread does it) */                                                    \
-    TGT static float nn__vexp_map_##S(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) { \
-        NN__V acc = NN__SET1(0.0f), vs0 = NN__SET1(s0), one = NN__SET1(1.0f), va, r;                             \
-        int64_t i, k;                                                                                            \
-        for (i = 0; i < n; i += NN__VW) {                                                                        \
-            k = n - i;                                                                                           \
-            va = k >= NN__VW ? NN__LOAD(a + i) : NN__LOADN(a + i, k);                                            \
-            if (op == NN__VE_EXP_SHIFT) r = nn__vexp_##S(va - vs0);                                              \
-            else {                                                                                               \
-                NN__V vb = k >= NN__VW ? NN__LOAD(b + i) : NN__LOADN(b + i, k), zero = NN__SET1(0.0f), vc = zero; \
-                if (op == NN__VE_SIGMOID_SUB || op == NN__VE_BCE_LOSS_DX || op == NN__VE_MSE_DX)                 \
-                    vc = k >= NN__VW ? NN__LOAD(c + i) : NN__LOADN(c + i, k);                                    \
-                switch (op) {                                                                                    \
-                case NN__VE_SUB_EXP: r = va - nn__vexp_##S(vb) * vs0; break;                                     \
-                case NN__VE_SIGMOID_SUB: r = vc * (one / (one + nn__vexp_##S(-va)) - vb); break;                 \
-                case NN__VE_BCE:                                                                                 \
-                    r = (one - vb) * va + NN__SEL(va, zero, _CMP_LT_OQ, -va, zero) + nn__vlog1pexp_##S(va);      \
-                    break;                                                                                       \
-                case NN__VE_BCE_LOSS:                                                                            \
-                    r = (one - vb) * va +                                                                        \
-                        (one + (vs0 - one) * vb) * (nn__vlog1pexp_##S(va) + NN__SEL(-va, zero, _CMP_GT_OQ, -va, zero)); \
-                    break;                                                                                       \
-                case NN__VE_BCE_LOSS_DX:                                                                         \
-                    r = vc * ((one - vb) - (one + (vs0 - one) * vb) / (one + nn__vexp_##S(va)));                 \
-                    break;                                                                                       \
-                case NN__VE_MSE: r = (va - vb) * (va - vb); break;                                               \
-                default: r = vc * (NN__SET1(2.0f) * (va - vb)); break;                                           \
-                }                                                                                                \
-            }                                                                                                    \
-            if (k < NN__VW) r = NN__SEL(NN__SET1((float)k), NN__LANEF, _CMP_GT_OQ, r, NN__SET1(0.0f));          \
-            acc = acc + r;                                                                                       \
-            if (!y) continue;                                                                                    \
-            if (k >= NN__VW) NN__STORE(y + i, r);                                                                \
-            else NN__STOREN(y + i, r, k);                                                                        \
-        }                                                                                                        \
-        return NN__HSUM(acc);                                                                                    \
-    }
-
-#define NN__V __m512
-#define NN__VW 16
-#define NN__SET1 _mm512_set1_ps
-#define NN__LOAD _mm512_loadu_ps
-#define NN__STORE _mm512_storeu_ps
-#define NN__LOADN(p, k) _mm512_maskz_loadu_ps(nn__vmask_avx512(k), p)
-#define NN__STOREN(p, v, k) _mm512_mask_storeu_ps(p, nn__vmask_avx512(k), v)
-#define NN__FMA _mm512_fmadd_ps
-#define NN__ROUND(v) _mm512_maskz_roundscale_ps(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define NN__SCALE nn__vscale_avx512
-#define NN__SEL(a, b, P, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, P), y, x)
-#define NN__LANEF _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
-#define NN__ABS(v) _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF)))
-#define NN__HSUM nn__vhsum_avx512
-__attribute__((target("avx512f"))) static inline float nn__vhsum_avx512(__m512 v) {
-    float l[16], s = 0.0f;
-    int i;
-    _mm512_storeu_ps(l, v);
-    for (i = 0; i < 16; i++) s += l[i];
-    return s;
-}
-NN__VM_DEFINE(avx512, __attribute__((target("avx512f"))))
-#undef NN__V
-#undef NN__VW
-#undef NN__SET1
-#undef NN__LOAD
-#undef NN__STORE
-#undef NN__LOADN
-#undef NN__STOREN
-#undef NN__FMA
-#undef NN__ROUND
-#undef NN__SCALE
-#undef NN__SEL
-#undef NN__LANEF
-#undef NN__ABS
-#undef NN__HSUM
-
-#define NN__V __m256
-#define NN__VW 8
-#define NN__SET1 _mm256_set1_ps
-#define NN__LOAD _mm256_loadu_ps
-#define NN__STORE _mm256_storeu_ps
-#define NN__LOADN(p, k) _mm256_maskload_ps(p, nn__vmask_avx2(k))
-#define NN__STOREN(p, v, k) _mm256_maskstore_ps(p, nn__vmask_avx2(k), v)
-#define NN__FMA _mm256_fmadd_ps
-#define NN__ROUND(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define NN__SCALE nn__vscale_avx2
-#define NN__SEL(a, b, P, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, P))
-#define NN__LANEF _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7)
-#define NN__ABS(v) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)))
-#define NN__HSUM nn__vhsum_avx2
-__attribute__((target("avx2,fma"))) static inline float nn__vhsum_avx2(__m256 v) {
-    float l[8], s = 0.0f;
-    int i;
-    _mm256_storeu_ps(l, v);
-    for (i = 0; i < 8; i++) s += l[i];
-    return s;
-}
-NN__VM_DEFINE(avx2, __attribute__((target("avx2,fma"))))
-#undef NN__V
-#undef NN__VW
-#undef NN__SET1
-#undef NN__LOAD
-#undef NN__STORE
-#undef NN__LOADN
-#undef NN__STOREN
-#undef NN__FMA
-#undef NN__ROUND
-#undef NN__SCALE
-#undef NN__SEL
-#undef NN__LANEF
-#undef NN__ABS
-#undef NN__HSUM
-#undef NN__VM_DEFINE
-#endif /* NN__VM_X86 */
-
-/* The rows' scalar twins (libm's expf): the CPU backend without AVX2 and FMA. */
-static float nn__vexp_map_scalar(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) {
-    float acc = 0.0f, r;
-    int64_t i;
-    for (i = 0; i < n; i++) {
-        if (op == NN__VE_EXP_SHIFT) r = expf(a[i] - s0);
-        else if (op == NN__VE_SUB_EXP) r = a[i] - expf(b[i]) * s0;
-        else if (op == NN__VE_SIGMOID_SUB) r = c[i] * (1.0f / (1.0f + expf(-a[i])) - b[i]);
-        else if (op == NN__VE_BCE) r = (1.0f - b[i]) * a[i] + (a[i] < 0.0f ? -a[i] : 0.0f) + log1pf(expf(-fabsf(a[i])));
-        else if (op == NN__VE_BCE_LOSS)
-            r = (1.0f - b[i]) * a[i] + (1.0f + (s0 - 1.0f) * b[i]) * (log1pf(expf(-fabsf(a[i]))) + fmaxf(-a[i], 0.0f));
-        else if (op == NN__VE_BCE_LOSS_DX) r = c[i] * ((1.0f - b[i]) - (1.0f + (s0 - 1.0f) * b[i]) / (1.0f + expf(a[i])));
-        else if (op == NN__VE_MSE) r = (a[i] - b[i]) * (a[i] - b[i]);
-        else r = c[i] * (2.0f * (a[i] - b[i]));
-        acc += r;
-        if (y) y[i] = r;
-    }
-    return acc;
-}
-
-static float nn__vexp_map(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) {
-#if defined(NN__VM_X86)
-    if (nn__vm_isa() == 2) return nn__vexp_map_avx512(op, y, a, b, c, s0, n);
-    if (nn__vm_isa() == 1) return nn__vexp_map_avx2(op, y, a, b, c, s0, n);
-#endif
-    return nn__vexp_map_scalar(op, y, a, b, c, s0, n);
-}
-
-/* exp(v) for one element, the same bits as the vector lanes give it */
-static NN__MAYBE_UNUSED float nn__vexp1(float v) {
-    float y;
-    (void)nn__vexp_map(NN__VE_EXP_SHIFT, &y, &v, NULL, NULL, 0.0f, 1);
-    return y;
-}
 
 /* ---- activations: the formulas of kernels/activation.h, one loop each ---- */
 
@@ -4148,61 +4196,11 @@ static void nn__unary_run(nn__threadpool *pool, int fn, const float *p, float *y
     nn__threadpool_run(pool, nn__unary_task, &j, (int)((n + j.chunk - 1) / j.chunk));
 }
 
-/* fn(arg, i0, i1) over [0, n) in contiguous ranges, one per thread of the pool when the
-   work (elements touched, about) is at least NN__ROWS_PAR_MIN, else one call. Each index
-   is done by exactly one call, and fn must compute it the same whichever range it is in
-   (rows, elements: the bits do not depend on the thread count). */
-#define NN__ROWS_PAR_MIN 32768
-typedef void (*nn__range_fn)(void *arg, int64_t i0, int64_t i1);
-typedef struct nn__par_job {
-    nn__range_fn fn;
-    void *arg;
-    int64_t n, per;
-} nn__par_job;
-
-static void nn__par_task(void *arg, int t, int n_tasks) {
-    const nn__par_job *j = (const nn__par_job *)arg;
-    int64_t i0 = j->per * t, i1 = i0 + j->per < j->n ? i0 + j->per : j->n;
-    (void)n_tasks;
-    if (i0 < i1) j->fn(j->arg, i0, i1);
-}
-
-static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range_fn fn, void *arg) {
-    nn__par_job j;
-    int tasks = work >= NN__ROWS_PAR_MIN ? nn__threadpool_size(pool) : 1;
-#if defined(NN__VM_X86)
-    (void)nn__vm_isa();
-#endif
-    if (tasks <= 1 || n <= 1) {
-        if (n > 0) fn(arg, 0, n);
-        return;
-    }
-    j.fn = fn;
-    j.arg = arg;
-    j.n = n;
-    j.per = (n + tasks - 1) / tasks;
-    nn__threadpool_run(pool, nn__par_task, &j, (int)((n + j.per - 1) / j.per));
-}
-
-typedef struct nn__fill_job {
-    float *y;
-    float v;
-} nn__fill_job;
-
-static void nn__fill_range(void *arg, int64_t i0, int64_t i1) {
-    const nn__fill_job *j = (const nn__fill_job *)arg;
-    float *y = j->y, v = j->v;
-    int64_t i;
-    for (i = i0; i < i1; i++) y[i] = v;
-}
-
-/* y [n] = x[0] * scale (a mean's gradient): over the pool's threads when large */
-static void nn__expand_scalar_forward(nn__threadpool *pool, float *y, const float *x, int64_t n, float scale) {
-    nn__fill_job j;
-    j.y = y;
-    j.v = x[0] * scale;
-    nn__par_for(pool, n, n / 2, nn__fill_range, &j);
-}
+/* ======================================================================
+   src/cpu/softmax.c
+   ====================================================================== */
+/* The softmax family's CPU loops (src/ops/softmax.c's bodies; kernels/softmax.cl has the
+   OpenCL twins): rows of length C. */
 
 /* ---- softmax family, rows of length C ---- */
 
@@ -4241,90 +4239,39 @@ static void nn__softmax_backward(float *dx, const float *y, const float *dy, int
     }
 }
 
-/* loss [B] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and is
-   counted: returns how many (the caller reports them). */
-static int64_t nn__xent_forward(float *loss, const float *x, const int32_t *label, int64_t B, int64_t C) {
-    int64_t b, c, bad = 0;
-    for (b = 0; b < B; b++) {
-        const float *xr = x + b * C;
-        float m = xr[0], s = 0.0f;
-        int32_t t = label[b];
-        if (t < 0 || t >= C) { loss[b] = 0.0f; bad++; continue; }
-        for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
-        s = nn__vexp_map(NN__VE_EXP_SHIFT, NULL, xr, NULL, NULL, m, C);
-        loss[b] = logf(s) + m - xr[t];
-    }
-    return bad;
-}
-
-/* dx [B, C] = dloss[b] * (softmax(x[b]) - onehot(label[b])) */
-static void nn__xent_backward(float *dx, const float *x, const int32_t *label, const float *dloss, int64_t B, int64_t C) {
-    int64_t b, c;
-    for (b = 0; b < B; b++) {
-        const float *xr = x + b * C;
-        float *dxr = dx + b * C;
-        float m = xr[0], s = 0.0f, g = dloss[b];
-        int32_t t = label[b];
-        if (t < 0 || t >= C) { for (c = 0; c < C; c++) dxr[c] = 0.0f; continue; }
-        for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
-        s = nn__vexp_map(NN__VE_EXP_SHIFT, dxr, xr, NULL, NULL, m, C); /* dxr = exp(x - m) */
-        for (c = 0; c < C; c++) dxr[c] = g * (dxr[c] / s - (c == t ? 1.0f : 0.0f));
-    }
-}
-
-/* elementwise BCE with logits in PyTorch's form, (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)),
-   which is NaN where PyTorch's is (-inf logits: -inf + inf) */
-static void nn__bce_forward(float *y, const float *x, const float *t, int64_t n) {
-    (void)nn__vexp_map(NN__VE_BCE, y, x, t, NULL, 0.0f, n); /* the formula above, vector or scalar */
-}
-
-static void nn__bce_backward(float *dx, const float *x, const float *t, const float *dy, int64_t n) {
-    (void)nn__vexp_map(NN__VE_SIGMOID_SUB, dx, x, t, dy, 0.0f, n);
-}
-
-/* The row and element loops above over the pool's threads: rows [r0, r1) (elements for
-   BCE) each, by the loops above at an offset. */
-enum { NN__RJ_SOFTMAX, NN__RJ_SOFTMAX_GRAD, NN__RJ_XENT, NN__RJ_XENT_GRAD, NN__RJ_BCE, NN__RJ_BCE_GRAD };
-typedef struct nn__rows_job {
-    int kind, flag;
+/* The rows over the pool's threads: rows [r0, r1) each, by the loops above at an offset. */
+typedef struct nn__softmax_job {
+    int log_space;
     float *y;
-    const float *x, *b, *c;
-    const int32_t *label;
+    const float *x, *dy;
     int64_t C;
-} nn__rows_job;
+} nn__softmax_job;
 
-static void nn__rows_range(void *arg, int64_t r0, int64_t r1) {
-    const nn__rows_job *j = (const nn__rows_job *)arg;
-    int64_t o = r0 * j->C, n = r1 - r0;
-    switch (j->kind) {
-    case NN__RJ_SOFTMAX: nn__softmax_forward(j->y + o, j->x + o, n, j->C, j->flag); break;
-    case NN__RJ_SOFTMAX_GRAD: nn__softmax_backward(j->y + o, j->x + o, j->b + o, n, j->C, j->flag); break;
-    case NN__RJ_XENT: (void)nn__xent_forward(j->y + r0, j->x + o, j->label + r0, n, j->C); break;
-    case NN__RJ_XENT_GRAD: nn__xent_backward(j->y + o, j->x + o, j->label + r0, j->b + r0, n, j->C); break;
-    case NN__RJ_BCE: nn__bce_forward(j->y + o, j->x + o, j->b + o, n); break;
-    default: nn__bce_backward(j->y + o, j->x + o, j->b + o, j->c + o, n); break;
-    }
+static void nn__softmax_range(void *arg, int64_t r0, int64_t r1) {
+    const nn__softmax_job *j = (const nn__softmax_job *)arg;
+    int64_t o = r0 * j->C;
+    if (j->dy) nn__softmax_backward(j->y + o, j->x + o, j->dy + o, r1 - r0, j->C, j->log_space);
+    else nn__softmax_forward(j->y + o, j->x + o, r1 - r0, j->C, j->log_space);
 }
 
-/* kind's loop over rows [rows, C] (BCE: C = 1, rows the elements); returns the count of
-   labels outside [0, C) for XENT */
-static int64_t nn__rows_run(nn__threadpool *pool, int kind, int flag, float *y, const float *x, const float *b,
-                            const float *c, const int32_t *label, int64_t rows, int64_t C) {
-    nn__rows_job j;
-    int64_t bad = 0, r;
-    j.kind = kind;
-    j.flag = flag;
+/* y [rows, C] = (log_)softmax(x) when dy is NULL; else y = dx of the rows given the forward
+   output x and dy */
+static void nn__softmax_rows(nn__threadpool *pool, int log_space, float *y, const float *x, const float *dy, int64_t rows,
+                             int64_t C) {
+    nn__softmax_job j;
+    j.log_space = log_space;
     j.y = y;
     j.x = x;
-    j.b = b;
-    j.c = c;
-    j.label = label;
+    j.dy = dy;
     j.C = C;
-    nn__par_for(pool, rows, rows * C * (kind == NN__RJ_BCE || kind == NN__RJ_BCE_GRAD ? 1 : 4), nn__rows_range, &j);
-    if (kind == NN__RJ_XENT)
-        for (r = 0; r < rows; r++) bad += label[r] < 0 || label[r] >= C;
-    return bad;
+    nn__par_for(pool, rows, rows * C * 4, nn__softmax_range, &j);
 }
+
+/* ======================================================================
+   src/cpu/random.c
+   ====================================================================== */
+/* The random family's CPU loops beside src/ops/random.c (the samplers' own bodies are there,
+   on kernels/random.h's formulas): dropout's mask. */
 
 /* y = x * mask / (1 - p), mask from Philox (see nn__dropout_uniform): a product, so a
    dropped NaN or inf is NaN, as PyTorch's. Backward is the same op applied to dy with the
@@ -4334,6 +4281,12 @@ static void nn__dropout_forward(float *y, const float *x, int64_t n, float p, ui
     int64_t i;
     for (i = 0; i < n; i++) y[i] = x[i] * (nn__dropout_uniform(seed, node, step, (uint32_t)i) >= p ? scale : 0.0f);
 }
+
+/* ======================================================================
+   src/cpu/gather.c
+   ====================================================================== */
+/* The gather family's CPU loops (src/ops/gather.c's bodies; kernels/gather.cl has the
+   OpenCL twins). */
 
 /* y [B, D] = data[idx[b]] of data [N, D] */
 static void nn__gather_rows_forward(float *y, const float *data, const int32_t *idx, int64_t B, int64_t N, int64_t D) {
@@ -4356,132 +4309,8 @@ static void nn__gather_rows_backward(float *ddata, const int32_t *idx, const flo
     }
 }
 
-/* first index of the row maximum, a NaN counting as the maximum (torch.argmax) */
-static int64_t nn__argmax_row(const float *xr, int64_t C) {
-    int64_t c, best = 0;
-    for (c = 1; c < C; c++)
-        if (xr[c] > xr[best] || (xr[c] != xr[c] && xr[best] == xr[best])) best = c;
-    return best;
-}
-
-static void nn__argmax_forward(int32_t *y, const float *x, int64_t B, int64_t C) {
-    int64_t b;
-    for (b = 0; b < B; b++) y[b] = (int32_t)nn__argmax_row(x + b * C, C);
-}
-
-static void nn__correct_forward(float *y, const float *x, const int32_t *label, int64_t B, int64_t C) {
-    int64_t b;
-    for (b = 0; b < B; b++) y[b] = nn__argmax_row(x + b * C, C) == label[b] ? 1.0f : 0.0f;
-}
-
-/* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
-
-static void nn__sgd_update(float *p, const float *grad, float *buf, int64_t n, float lr, float momentum,
-                           float dampening, float wd, int nesterov, int first_step, float clip, float cv) {
-    int64_t i;
-    for (i = 0; i < n; i++) {
-        float g = grad[i] * clip;
-        g = (g > cv ? cv : g < -cv ? -cv : g) + wd * p[i];
-        if (momentum != 0.0f) {
-            float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;
-            buf[i] = b;
-            g = nesterov ? g + momentum * b : b;
-        }
-        p[i] -= lr * g;
-    }
-}
-
-/* Adam and AdamW, one parameter tensor. keep = 1 - lr*wd for AdamW (decoupled decay) and
-   l2 = wd for Adam; step = lr / (1 - beta1^t); inv_sbc2 = 1 / sqrt(1 - beta2^t):
-   p = p*keep - step * m / (sqrt(v) * inv_sbc2 + eps), with g = clamp(grad*clip, +-cv) + l2*p. */
-typedef struct nn__adam_args {
-    float *p, *m, *v;
-    const float *g;
-    int64_t n;
-    float clip, b1, b2, step, inv_sbc2, eps, keep, l2, cv;
-} nn__adam_args;
-
-static void nn__adam_range(const nn__adam_args *a, int64_t i0, int64_t i1) {
-    int64_t i;
-    for (i = i0; i < i1; i++) {
-        float w = a->p[i], g = a->g[i] * a->clip;
-        g = (g > a->cv ? a->cv : g < -a->cv ? -a->cv : g) + a->l2 * w;
-        float m = a->b1 * a->m[i] + (1.0f - a->b1) * g;
-        float v = a->b2 * a->v[i] + (1.0f - a->b2) * g * g;
-        a->m[i] = m;
-        a->v[i] = v;
-        a->p[i] = w * a->keep - a->step * m / (sqrtf(v) * a->inv_sbc2 + a->eps);
-    }
-}
-
-#if defined(NN__VM_X86)
-/* The same update eight lanes at a time: sqrtf's errno semantics keep compilers from
-   vectorising the scalar loop at -O2. */
-__attribute__((target("avx2,fma"))) static void nn__adam_range_avx2(const nn__adam_args *a, int64_t i0, int64_t i1) {
-    __m256 clip = _mm256_set1_ps(a->clip), l2 = _mm256_set1_ps(a->l2), b1 = _mm256_set1_ps(a->b1);
-    __m256 c1 = _mm256_set1_ps(1.0f - a->b1), b2 = _mm256_set1_ps(a->b2), c2 = _mm256_set1_ps(1.0f - a->b2);
-    __m256 keep = _mm256_set1_ps(a->keep), step = _mm256_set1_ps(a->step), isb = _mm256_set1_ps(a->inv_sbc2);
-    __m256 eps = _mm256_set1_ps(a->eps), cv = _mm256_set1_ps(a->cv), ncv = _mm256_set1_ps(-a->cv);
-    int64_t i = i0;
-    for (; i + 8 <= i1; i += 8) {
-        __m256 w = _mm256_loadu_ps(a->p + i);
-        /* min/max return their second operand when one is NaN: x second, so NaN stays */
-        __m256 gc = _mm256_max_ps(ncv, _mm256_min_ps(cv, _mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip)));
-        __m256 g = _mm256_add_ps(gc, _mm256_mul_ps(l2, w));
-        __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(a->m + i)), _mm256_mul_ps(c1, g));
-        __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(a->v + i)), _mm256_mul_ps(c2, _mm256_mul_ps(g, g)));
-        __m256 den = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(v), isb), eps);
-        _mm256_storeu_ps(a->m + i, m);
-        _mm256_storeu_ps(a->v + i, v);
-        _mm256_storeu_ps(a->p + i, _mm256_sub_ps(_mm256_mul_ps(w, keep), _mm256_div_ps(_mm256_mul_ps(step, m), den)));
-    }
-    nn__adam_range(a, i, i1);
-}
-#endif
-
-/* Chunks are whole multiples of 8 elements, so the vector and scalar code see the same
-   elements for any thread count (the scalar tail is always the tensor's last n % 8) and
-   the result has the same bits with 1 thread or 8. */
-static void nn__adam_task(void *arg, int t, int n_tasks) {
-    const nn__adam_args *a = (const nn__adam_args *)arg;
-    int64_t chunk = ((a->n + n_tasks - 1) / n_tasks + 7) / 8 * 8, i0 = chunk * t;
-    int64_t i1 = i0 + chunk < a->n ? i0 + chunk : a->n;
-    if (i0 >= i1) return;
-#if defined(NN__VM_X86)
-    if (nn__vm_isa() >= 1) {
-        nn__adam_range_avx2(a, i0, i1);
-        return;
-    }
-#endif
-    nn__adam_range(a, i0, i1);
-}
-
-/* Element counts below which splitting a loop over threads costs more than it saves. */
-#define NN__PAR_MIN 32768
-
-static void nn__adam_update(nn__threadpool *pool, float *p, const float *grad, float *m, float *v, int64_t n, float lr,
-                            float b1, float b2, float eps, float wd, int decoupled, float bc1, float bc2, float clip,
-                            float cv) {
-    nn__adam_args a;
-    a.p = p;
-    a.g = grad;
-    a.m = m;
-    a.v = v;
-    a.n = n;
-    a.clip = clip;
-    a.b1 = b1;
-    a.b2 = b2;
-    a.step = lr / bc1;
-    a.inv_sbc2 = 1.0f / sqrtf(bc2);
-    a.eps = eps;
-    a.keep = decoupled ? 1.0f - lr * wd : 1.0f;
-    a.l2 = decoupled ? 0.0f : wd;
-    a.cv = cv;
-    nn__threadpool_run(pool, nn__adam_task, &a, n >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1);
-}
-
 /* ======================================================================
-   src/nn_conv.c
+   src/cpu/conv.c
    ====================================================================== */
 /* Convolutions on the CPU backend: im2col + the blocked GEMM, one group at a time. The
    column matrix of a group is [Cg*KH*KW, N*OH*OW], so each layer is one large GEMM per
@@ -4695,13 +4524,13 @@ static void nn__channel_sum(float *y, const float *x, int64_t N, int64_t C, int6
 }
 
 /* ======================================================================
-   src/nn_conv_dw.c
+   src/cpu/conv_dw.c
    ====================================================================== */
 /* Depthwise convolutions on the CPU backend: direct loops, no im2col, no scratch.
 
    A convolution is depthwise when every group has one input channel (C/G == 1, G > 1):
    output channel k then reads input channel k / M alone, M = K/G being the channel
-   multiplier. The im2col + GEMM path of nn_conv.c would copy the input KH*KW times and
+   multiplier. The im2col + GEMM path of cpu/conv.c would copy the input KH*KW times and
    then run G GEMMs of M rows by KH*KW, far too small to pay for their packing. (C == 1,
    G == 1 stays there: one GEMM with all K output channels as its rows is no such waste.)
 
@@ -4716,7 +4545,7 @@ static void nn__channel_sum(float *y, const float *x, int64_t N, int64_t C, int6
    holding all their taps, stored once; at the edges over each output's valid taps only.
    The weight gradient is one dot product per tap over the batch, over the rows and
    columns where that tap is inside the image (nn__dw_span). The AVX2 code is compiled
-   with __attribute__((target)), as in nn_cpu.c, so a plain -O2 build has it; other CPUs
+   with __attribute__((target)), as in cpu/simd.c, so a plain -O2 build has it; other CPUs
    and strides > 1 take the plain C loops. */
 
 static int nn__conv2d_is_depthwise(const nn__conv2d *c) { return c->G > 1 && c->C == c->G; }
@@ -5256,9 +5085,9 @@ static void nn__dwconv2d_backward_weight(nn__threadpool *pool, const nn__conv2d 
 }
 
 /* ======================================================================
-   src/nn_conv3d.c
+   src/cpu/conv3d.c
    ====================================================================== */
-/* 3-D convolutions on the CPU backend, built like the 2-D ones in nn_conv.c: im2col +
+/* 3-D convolutions on the CPU backend, built like the 2-D ones in cpu/conv.c: im2col +
    the blocked GEMM, one group at a time, the column matrix of a group being
    [Cg*KD*KH*KW, N*OD*OH*OW]. kernels/conv3d.cl has the OpenCL twins. */
 
@@ -5422,7 +5251,7 @@ static void nn__conv3d_backward_weight(nn__threadpool *pool, const nn__conv3d *c
 }
 
 /* ======================================================================
-   src/nn_shape.c
+   src/cpu/shape.c
    ====================================================================== */
 /* Shape and structure ops on the CPU backend: permute (and flip: signed strides), concat
    and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling; then
@@ -5699,7 +5528,7 @@ static void nn__one_hot(float *y, const int32_t *labels, int64_t R, int64_t C) {
 }
 
 /* ======================================================================
-   src/nn_norm.c
+   src/cpu/norm.c
    ====================================================================== */
 /* Normalisation layers on the CPU backend: batch, layer, group and instance norm are one
    family. x is viewed as [A, C, S] (A leading elements, C channels, S trailing elements per
@@ -5995,9 +5824,9 @@ static void nn__batch_norm_running(float *rmean, float *rvar, const float *stats
 }
 
 /* ======================================================================
-   src/nn_optim.c
+   src/cpu/optim.c
    ====================================================================== */
-/* The optimizer family beyond SGD and Adam (nn_cpu.c keeps those two): defaults, learning-
+/* The optimizer family beyond SGD and Adam (cpu/simd.c keeps those two): defaults, learning-
    rate schedules, parameter groups, the per-update constants the host computes, and the CPU
    bodies of the OPT_STEP and GRAD_ACC ops. kernels/optim.cl has the twin of every rule.
 
@@ -6009,6 +5838,110 @@ static void nn__batch_norm_running(float *rmean, float *rvar, const float *stats
    LAMB and LARS need the L2 norms of whole tensors: LARS reduces |w| and |g| before its
    elementwise pass; LAMB writes its update u into the node's scratch, reduces |w| and |u|,
    then applies p -= lr * trust * u. The norms' sums of squares sit in the scratch too. */
+
+/* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
+
+static void nn__sgd_update(float *p, const float *grad, float *buf, int64_t n, float lr, float momentum,
+                           float dampening, float wd, int nesterov, int first_step, float clip, float cv) {
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        float g = grad[i] * clip;
+        g = (g > cv ? cv : g < -cv ? -cv : g) + wd * p[i];
+        if (momentum != 0.0f) {
+            float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;
+            buf[i] = b;
+            g = nesterov ? g + momentum * b : b;
+        }
+        p[i] -= lr * g;
+    }
+}
+
+/* Adam and AdamW, one parameter tensor. keep = 1 - lr*wd for AdamW (decoupled decay) and
+   l2 = wd for Adam; step = lr / (1 - beta1^t); inv_sbc2 = 1 / sqrt(1 - beta2^t):
+   p = p*keep - step * m / (sqrt(v) * inv_sbc2 + eps), with g = clamp(grad*clip, +-cv) + l2*p. */
+typedef struct nn__adam_args {
+    float *p, *m, *v;
+    const float *g;
+    int64_t n;
+    float clip, b1, b2, step, inv_sbc2, eps, keep, l2, cv;
+} nn__adam_args;
+
+static void nn__adam_range(const nn__adam_args *a, int64_t i0, int64_t i1) {
+    int64_t i;
+    for (i = i0; i < i1; i++) {
+        float w = a->p[i], g = a->g[i] * a->clip;
+        g = (g > a->cv ? a->cv : g < -a->cv ? -a->cv : g) + a->l2 * w;
+        float m = a->b1 * a->m[i] + (1.0f - a->b1) * g;
+        float v = a->b2 * a->v[i] + (1.0f - a->b2) * g * g;
+        a->m[i] = m;
+        a->v[i] = v;
+        a->p[i] = w * a->keep - a->step * m / (sqrtf(v) * a->inv_sbc2 + a->eps);
+    }
+}
+
+#if defined(NN__VM_X86)
+/* The same update eight lanes at a time: sqrtf's errno semantics keep compilers from
+   vectorising the scalar loop at -O2. */
+__attribute__((target("avx2,fma"))) static void nn__adam_range_avx2(const nn__adam_args *a, int64_t i0, int64_t i1) {
+    __m256 clip = _mm256_set1_ps(a->clip), l2 = _mm256_set1_ps(a->l2), b1 = _mm256_set1_ps(a->b1);
+    __m256 c1 = _mm256_set1_ps(1.0f - a->b1), b2 = _mm256_set1_ps(a->b2), c2 = _mm256_set1_ps(1.0f - a->b2);
+    __m256 keep = _mm256_set1_ps(a->keep), step = _mm256_set1_ps(a->step), isb = _mm256_set1_ps(a->inv_sbc2);
+    __m256 eps = _mm256_set1_ps(a->eps), cv = _mm256_set1_ps(a->cv), ncv = _mm256_set1_ps(-a->cv);
+    int64_t i = i0;
+    for (; i + 8 <= i1; i += 8) {
+        __m256 w = _mm256_loadu_ps(a->p + i);
+        /* min/max return their second operand when one is NaN: x second, so NaN stays */
+        __m256 gc = _mm256_max_ps(ncv, _mm256_min_ps(cv, _mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip)));
+        __m256 g = _mm256_add_ps(gc, _mm256_mul_ps(l2, w));
+        __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(a->m + i)), _mm256_mul_ps(c1, g));
+        __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(a->v + i)), _mm256_mul_ps(c2, _mm256_mul_ps(g, g)));
+        __m256 den = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(v), isb), eps);
+        _mm256_storeu_ps(a->m + i, m);
+        _mm256_storeu_ps(a->v + i, v);
+        _mm256_storeu_ps(a->p + i, _mm256_sub_ps(_mm256_mul_ps(w, keep), _mm256_div_ps(_mm256_mul_ps(step, m), den)));
+    }
+    nn__adam_range(a, i, i1);
+}
+#endif
+
+/* Chunks are whole multiples of 8 elements, so the vector and scalar code see the same
+   elements for any thread count (the scalar tail is always the tensor's last n % 8) and
+   the result has the same bits with 1 thread or 8. */
+static void nn__adam_task(void *arg, int t, int n_tasks) {
+    const nn__adam_args *a = (const nn__adam_args *)arg;
+    int64_t chunk = ((a->n + n_tasks - 1) / n_tasks + 7) / 8 * 8, i0 = chunk * t;
+    int64_t i1 = i0 + chunk < a->n ? i0 + chunk : a->n;
+    if (i0 >= i1) return;
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() >= 1) {
+        nn__adam_range_avx2(a, i0, i1);
+        return;
+    }
+#endif
+    nn__adam_range(a, i0, i1);
+}
+
+static void nn__adam_update(nn__threadpool *pool, float *p, const float *grad, float *m, float *v, int64_t n, float lr,
+                            float b1, float b2, float eps, float wd, int decoupled, float bc1, float bc2, float clip,
+                            float cv) {
+    nn__adam_args a;
+    a.p = p;
+    a.g = grad;
+    a.m = m;
+    a.v = v;
+    a.n = n;
+    a.clip = clip;
+    a.b1 = b1;
+    a.b2 = b2;
+    a.step = lr / bc1;
+    a.inv_sbc2 = 1.0f / sqrtf(bc2);
+    a.eps = eps;
+    a.keep = decoupled ? 1.0f - lr * wd : 1.0f;
+    a.l2 = decoupled ? 0.0f : wd;
+    a.cv = cv;
+    nn__threadpool_run(pool, nn__adam_task, &a, n >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1);
+}
+
 
 /* ---- defaults ---- */
 
@@ -6490,7 +6423,7 @@ static void nn__grad_acc_cpu(float *acc, const float *g, int64_t n, float inv_k,
 }
 
 /* ======================================================================
-   src/nn_pool.c
+   src/cpu/pool.c
    ====================================================================== */
 /* Pooling on the CPU backend: max and average pooling over the planes of NCHW tensors
    (1-D pooling is H = 1), with PyTorch's window rules. kernels/pool.cl has the OpenCL
@@ -6751,7 +6684,7 @@ static void nn__avg_pool2d_backward(nn__threadpool *pool, const nn__pooling *p, 
 }
 
 /* ======================================================================
-   src/nn_loss.c
+   src/cpu/loss.c
    ====================================================================== */
 /* Losses (nn_loss_desc family): CPU bodies. kernels/loss.cl holds their OpenCL twins, with
    the same formulas in the same order; the kind numbers below are the kernels' too.
@@ -6765,6 +6698,103 @@ static void nn__avg_pool2d_backward(nn__threadpool *pool, const nn__pooling *p, 
    DIV_SCALAR    a / b[0]: the weighted mean
    LOSS_ROWS     a loss per row of [B, D] inputs (dice, cosine embedding, triplet) -> [B]
    LOSS_ROWS_GRAD its gradient for input i[1] */
+
+/* loss [B] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and is
+   counted: returns how many (the caller reports them). */
+static int64_t nn__xent_forward(float *loss, const float *x, const int32_t *label, int64_t B, int64_t C) {
+    int64_t b, c, bad = 0;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        float m = xr[0], s = 0.0f;
+        int32_t t = label[b];
+        if (t < 0 || t >= C) { loss[b] = 0.0f; bad++; continue; }
+        for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+        s = nn__vexp_map(NN__VE_EXP_SHIFT, NULL, xr, NULL, NULL, m, C);
+        loss[b] = logf(s) + m - xr[t];
+    }
+    return bad;
+}
+
+/* dx [B, C] = dloss[b] * (softmax(x[b]) - onehot(label[b])) */
+static void nn__xent_backward(float *dx, const float *x, const int32_t *label, const float *dloss, int64_t B, int64_t C) {
+    int64_t b, c;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        float *dxr = dx + b * C;
+        float m = xr[0], s = 0.0f, g = dloss[b];
+        int32_t t = label[b];
+        if (t < 0 || t >= C) { for (c = 0; c < C; c++) dxr[c] = 0.0f; continue; }
+        for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+        s = nn__vexp_map(NN__VE_EXP_SHIFT, dxr, xr, NULL, NULL, m, C); /* dxr = exp(x - m) */
+        for (c = 0; c < C; c++) dxr[c] = g * (dxr[c] / s - (c == t ? 1.0f : 0.0f));
+    }
+}
+
+/* elementwise BCE with logits in PyTorch's form, (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)),
+   which is NaN where PyTorch's is (-inf logits: -inf + inf) */
+static void nn__bce_forward(float *y, const float *x, const float *t, int64_t n) {
+    (void)nn__vexp_map(NN__VE_BCE, y, x, t, NULL, 0.0f, n); /* the formula above, vector or scalar */
+}
+
+static void nn__bce_backward(float *dx, const float *x, const float *t, const float *dy, int64_t n) {
+    (void)nn__vexp_map(NN__VE_SIGMOID_SUB, dx, x, t, dy, 0.0f, n);
+}
+
+/* The cross-entropy and BCE loops over the pool's threads: rows [r0, r1) (elements for BCE)
+   each, by the loops above at an offset. */
+typedef struct nn__xent_job {
+    int bce;
+    float *y;
+    const float *x, *b, *c;
+    const int32_t *label;
+    int64_t C;
+} nn__xent_job;
+
+static void nn__xent_range(void *arg, int64_t r0, int64_t r1) {
+    const nn__xent_job *j = (const nn__xent_job *)arg;
+    int64_t o = r0 * j->C, n = r1 - r0;
+    if (j->bce) {
+        if (j->c) nn__bce_backward(j->y + o, j->x + o, j->b + o, j->c + o, n);
+        else nn__bce_forward(j->y + o, j->x + o, j->b + o, n);
+    } else if (j->b) {
+        nn__xent_backward(j->y + o, j->x + o, j->label + r0, j->b + r0, n, j->C);
+    } else {
+        (void)nn__xent_forward(j->y + r0, j->x + o, j->label + r0, n, j->C);
+    }
+}
+
+/* loss [B] of the fused cross-entropy of x [B, C] and labels (dloss NULL), or dx [B, C]
+   given dloss [B]; returns the count of labels outside [0, C) */
+static int64_t nn__xent_rows(nn__threadpool *pool, float *y, const float *x, const int32_t *label, const float *dloss,
+                             int64_t B, int64_t C) {
+    nn__xent_job j;
+    int64_t bad = 0, r;
+    j.bce = 0;
+    j.y = y;
+    j.x = x;
+    j.b = dloss;
+    j.c = NULL;
+    j.label = label;
+    j.C = C;
+    nn__par_for(pool, B, B * C * 4, nn__xent_range, &j);
+    if (!dloss)
+        for (r = 0; r < B; r++) bad += label[r] < 0 || label[r] >= C;
+    return bad;
+}
+
+/* y [n] = BCE with logits of (x, t) (dy NULL), or its gradient dy * (sigmoid(x) - t) */
+static void nn__bce_rows(nn__threadpool *pool, float *y, const float *x, const float *t, const float *dy, int64_t n) {
+    nn__xent_job j;
+    j.bce = 1;
+    j.y = y;
+    j.x = x;
+    j.b = t;
+    j.c = dy;
+    j.label = NULL;
+    j.C = 1;
+    nn__par_for(pool, n, n, nn__xent_range, &j);
+}
+
 
 typedef enum nn__loss_kind {
     NN__L_MSE = 0, NN__L_L1, NN__L_HUBER, NN__L_SMOOTH_L1, NN__L_LOG_COSH, NN__L_QUANTILE, /* of d = x - t */
@@ -6840,7 +6870,7 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
 
 /* The elementwise losses over the pool's threads: elements [i0, i1) per task, each computed
    the same whichever task does it. MSE and BCE with logits without pos_weight run as the
-   vector rows of src/nn_cpu.c (nn__vexp_map: nn__loss_ew1's and nn__loss_ew1_dx's
+   vector rows of src/cpu/simd.c (nn__vexp_map: nn__loss_ew1's and nn__loss_ew1_dx's
    formulas, without the switch per element). */
 typedef struct nn__loss_ew_job {
     float *y;
@@ -7083,7 +7113,7 @@ static void nn__row_loss_backward(float *dx, int kind, int which, const float *x
 }
 
 /* ======================================================================
-   src/nn_reduce.c
+   src/cpu/reduce.c
    ====================================================================== */
 /* The reduce family's CPU loops (src/ops/reduce.c's bodies; kernels/reduce.cl has the
    OpenCL twins). x is viewed as [O, R, I] and reduced over R: output element (o, i) walks
@@ -7092,6 +7122,45 @@ static void nn__row_loss_backward(float *dx, int kind, int which, const float *x
    count. A long row (I = 1) is summed as blocks of NN__RED_BLOCK elements, each block's
    double sum added in block order, whether the blocks run on one thread or several.
    The sums are vectorised (AVX-512 or AVX2, chosen at run time, scalar otherwise). */
+
+typedef struct nn__fill_job {
+    float *y;
+    float v;
+} nn__fill_job;
+
+static void nn__fill_range(void *arg, int64_t i0, int64_t i1) {
+    const nn__fill_job *j = (const nn__fill_job *)arg;
+    float *y = j->y, v = j->v;
+    int64_t i;
+    for (i = i0; i < i1; i++) y[i] = v;
+}
+
+/* y [n] = x[0] * scale (a mean's gradient): over the pool's threads when large */
+static void nn__expand_scalar_forward(nn__threadpool *pool, float *y, const float *x, int64_t n, float scale) {
+    nn__fill_job j;
+    j.y = y;
+    j.v = x[0] * scale;
+    nn__par_for(pool, n, n / 2, nn__fill_range, &j);
+}
+
+/* first index of the row maximum, a NaN counting as the maximum (torch.argmax) */
+static int64_t nn__argmax_row(const float *xr, int64_t C) {
+    int64_t c, best = 0;
+    for (c = 1; c < C; c++)
+        if (xr[c] > xr[best] || (xr[c] != xr[c] && xr[best] == xr[best])) best = c;
+    return best;
+}
+
+static void nn__argmax_forward(int32_t *y, const float *x, int64_t B, int64_t C) {
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = (int32_t)nn__argmax_row(x + b * C, C);
+}
+
+static void nn__correct_forward(float *y, const float *x, const int32_t *label, int64_t B, int64_t C) {
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = nn__argmax_row(x + b * C, C) == label[b] ? 1.0f : 0.0f;
+}
+
 
 #define NN__RED_BLOCK 16384 /* elements of a row per block of its sum */
 #define NN__RED_CW 512      /* columns (i) per task when reducing an outer axis */
@@ -7501,7 +7570,7 @@ static void nn__cumsum_forward(float *y, const float *x, const nn__reduce_attr *
 }
 
 /* ======================================================================
-   src/nn_cpu_backend.c
+   src/cpu/backend.c
    ====================================================================== */
 /* The CPU backend: buffers are host memory, and a run calls each scheduled op's CPU body
    (src/ops/FAMILY.c) in order. Always present, and tried last. */
@@ -7606,7 +7675,7 @@ static const nn__backend nn__cpu_backend = {
     nn__cpub_write, nn__cpub_read, nn__cpub_fill, nn__cpub_prepare, nn__cpub_run, nn__cpub_finish, nn__cpub_release_graph};
 
 /* ======================================================================
-   src/nn_gemm_plan.c
+   src/opencl/gemm_plan.c
    ====================================================================== */
 /* Launch planning for kernels/gemm.cl, for device plans (backend-neutral arithmetic).
  *
@@ -7746,10 +7815,10 @@ static void nn__gemm_plan_batched(int is_cpu_device, size_t max_wg_size, uint64_
 }
 
 /* ======================================================================
-   src/nn_cache.c
+   src/opencl/cache.c
    ====================================================================== */
 /* The file format of the compiled-program cache (the OpenCL backend's program binaries,
-   src/nn_opencl.c), as pure functions over bytes: no I/O, no allocation, no OpenCL, so
+   src/opencl/backend.c), as pure functions over bytes: no I/O, no allocation, no OpenCL, so
    tests/fuzz_cache.c fuzzes the parser in a build without OpenCL.
 
    A cache file is a 40-byte header, then the payload (the driver's program binary):
@@ -7897,13 +7966,13 @@ static NN__MAYBE_UNUSED int nn__cache_parse(const unsigned char *data, size_t si
 #if !defined(NN_NO_OPENCL)
 
 /* ======================================================================
-   src/nn_cl_api.h
+   src/opencl/cl_api.h
    ====================================================================== */
 /* The part of OpenCL 1.2 that nn.h calls, declared here so that a program needs neither
-   OpenCL headers nor link flags: src/nn_cl_load.c loads the library at run time into the
-   table nn__clfn, and the calls in src/nn_opencl.c, spelled clFoo(...) as in any OpenCL
+   OpenCL headers nor link flags: src/opencl/loader.c loads the library at run time into the
+   table nn__clfn, and the calls in src/opencl/backend.c, spelled clFoo(...) as in any OpenCL
    program, reach the table through the macros at the end of this file (as clew does).
-   src/nn_opencl.c takes the macros back at its end, so the program's own OpenCL calls below
+   src/opencl/backend.c takes the macros back at its end, so the program's own OpenCL calls below
    nn.h are not redirected.
 
    When the program included <CL/cl.h> (1.2 or later) before nn.h, its types and constants
@@ -8010,7 +8079,7 @@ typedef struct _cl_buffer_region { size_t origin; size_t size; } cl_buffer_regio
 
 /* Every OpenCL function nn.h calls, as
    X(return type, name without "cl", parameters, arguments, an object of the call, index)
-   where the last two serve a vendor driver used without an ICD loader (nn_cl_load.c): the
+   where the last two serve a vendor driver used without an ICD loader (opencl/loader.c): the
    call goes through that object's dispatch table, whose entries are in the order the
    Khronos ICD extension fixes (CL/cl_icd.h's struct _cl_icd_dispatch). clGetPlatformIDs
    has no object: the driver's clIcdGetPlatformIDsKHR takes its place. */
@@ -8086,7 +8155,7 @@ typedef struct nn__cl_api {
 } nn__cl_api;
 #undef NN__CL_FIELD
 
-/* Filled once per process by nn__cl_load() (nn_cl_load.c); read only after it succeeded. */
+/* Filled once per process by nn__cl_load() (opencl/loader.c); read only after it succeeded. */
 static nn__cl_api nn__clfn;
 
 #define clGetPlatformIDs nn__clfn.GetPlatformIDs
@@ -8117,9 +8186,9 @@ static nn__cl_api nn__clfn;
 #endif /* NN__CL_API_H */
 
 /* ======================================================================
-   src/nn_cl_load.c
+   src/opencl/loader.c
    ====================================================================== */
-/* Loading the OpenCL library at run time, once per process, into nn__clfn (nn_cl_api.h).
+/* Loading the OpenCL library at run time, once per process, into nn__clfn (opencl/cl_api.h).
 
    Which library: $NN_OPENCL_LIBRARY when set (that one alone); else the system's ICD loader
    (libOpenCL.so.1, then libOpenCL.so; OpenCL.dll; the OpenCL framework on macOS); else, on
@@ -8502,7 +8571,7 @@ static const char *const nn__cl_src_conv[] = {
 "    y[c] = acc;\n",
 "}\n",
 "\n",
-"/* ---- the GEMM path (src/nn_conv.c, nn__cl_conv2d_plan, says when it is used) ----\n",
+"/* ---- the GEMM path (src/cpu/conv.c, nn__cl_conv2d_plan, says when it is used) ----\n",
 "   Column matrices are [C*KH*KW, ld]: row (c*KH + kh)*KW + kw, so the rows of group g are\n",
 "   one contiguous block; column p = (n*OH + oh)*OW + ow runs over the whole batch, and\n",
 "   columns P..ld-1 are zeros (padding for the K slices of the weight gradient). Operands\n",
@@ -8780,12 +8849,12 @@ static const char *const nn__cl_src_conv3d[] = {
    ====================================================================== */
 static const char *const nn__cl_src_elementwise[] = {
 "#line 1 \"kernels/elementwise.cl\"\n",
-"/* Elementwise ops. Twins of the loops in src/nn_cpu.c; every kernel guards i < n because\n",
+"/* Elementwise ops. Twins of the loops in src/cpu/simd.c; every kernel guards i < n because\n",
 "   the host may round the global size up to a multiple of the work-group size. */\n",
 "\n",
 "#line 1 \"kernels/activation.h\"\n",
 "/* The activations, each formula written once for both backends. This file is a part of\n",
-"   nn.h (C99 and C++: the CPU backend's loops in src/nn_cpu.c, the builders in\n",
+"   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in\n",
 "   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its\n",
 "   kernels), so it uses only what the two languages share; the math functions go by\n",
 "   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
@@ -8793,7 +8862,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one\n",
 "   X(ENUM, name, params, valid, forward, derivative) each:\n",
 "     ENUM        NN__U_ENUM, the op's function (the node's i[0])\n",
-"     name        the builder nn_<name> (declared in src/nn_api.h) and the kernels\n",
+"     name        the builder nn_<name> (declared in src/api/api.h) and the kernels\n",
 "                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
 "     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
 "                 in the formulas, the node's f[0] and f[1]\n",
@@ -8804,7 +8873,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
 "   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
 "   An activation is a line here (with helpers above the table when its formula needs\n",
-"   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.\n",
+"   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.\n",
 "   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
 "   safer in float (softplus without overflow, expm1 near 0) that one is used. */\n",
 "#ifndef NN__ACTIVATION_H\n",
@@ -9055,7 +9124,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "    dw[c] = acc;\n",
 "}\n",
 "\n",
-"/* ---- broadcasting: the geometry of src/nn_cpu.c's nn__bcast_init, nd merged dims\n",
+"/* ---- broadcasting: the geometry of src/cpu/simd.c's nn__bcast_init, nd merged dims\n",
 "   (outermost first) and each operand's strides (0 where broadcast) as int8s ---- */\n",
 "\n",
 "/* f(u, w) and its derivatives, the formulas of kernels/activation.h's NN__BINARY_FNS */\n",
@@ -9251,7 +9320,7 @@ static const char *const nn__cl_src_elementwise[] = {
 static const char *const nn__cl_src_gather[] = {
 "#line 1 \"kernels/gather.cl\"\n",
 "/* Gathers: rows of a dataset that lives on the device, index_select, gather, scatter_add\n",
-"   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/nn_shape.c. */\n",
+"   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/cpu/shape.c. */\n",
 "\n",
 "/* y [B, D] = data[idx[b]] of data [N, D]; an index out of range gives zeros. The rows are\n",
 "   copied as bits, so float32 and int32 data share the kernel. */\n",
@@ -9865,13 +9934,13 @@ static const char *const nn__cl_src_gemm[] = {
    ====================================================================== */
 static const char *const nn__cl_src_loss[] = {
 "#line 1 \"kernels/loss.cl\"\n",
-"/* Losses: twins of src/nn_loss.c, same formulas in the same order. Kind numbers are\n",
-"   nn_loss.c's nn__loss_kind and nn__row_kind. No fmax where NaN must stay NaN (fmax\n",
+"/* Losses: twins of src/cpu/loss.c, same formulas in the same order. Kind numbers are\n",
+"   cpu/loss.c's nn__loss_kind and nn__row_kind. No fmax where NaN must stay NaN (fmax\n",
 "   returns the other operand): comparisons written so that NaN falls through. */\n",
 "\n",
 "#line 1 \"kernels/activation.h\"\n",
 "/* The activations, each formula written once for both backends. This file is a part of\n",
-"   nn.h (C99 and C++: the CPU backend's loops in src/nn_cpu.c, the builders in\n",
+"   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in\n",
 "   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its\n",
 "   kernels), so it uses only what the two languages share; the math functions go by\n",
 "   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
@@ -9879,7 +9948,7 @@ static const char *const nn__cl_src_loss[] = {
 "   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one\n",
 "   X(ENUM, name, params, valid, forward, derivative) each:\n",
 "     ENUM        NN__U_ENUM, the op's function (the node's i[0])\n",
-"     name        the builder nn_<name> (declared in src/nn_api.h) and the kernels\n",
+"     name        the builder nn_<name> (declared in src/api/api.h) and the kernels\n",
 "                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
 "     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
 "                 in the formulas, the node's f[0] and f[1]\n",
@@ -9890,7 +9959,7 @@ static const char *const nn__cl_src_loss[] = {
 "   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
 "   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
 "   An activation is a line here (with helpers above the table when its formula needs\n",
-"   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.\n",
+"   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.\n",
 "   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
 "   safer in float (softplus without overflow, expm1 near 0) that one is used. */\n",
 "#ifndef NN__ACTIVATION_H\n",
@@ -10370,7 +10439,7 @@ static const char *const nn__cl_src_loss[] = {
    ====================================================================== */
 static const char *const nn__cl_src_norm[] = {
 "#line 1 \"kernels/norm.cl\"\n",
-"/* Normalisation (batch, layer, group, instance norm), the twins of src/nn_norm.c: x is\n",
+"/* Normalisation (batch, layer, group, instance norm), the twins of src/cpu/norm.c: x is\n",
 "   viewed as [A, C, S]; statistics are per channel over A and S when pc (batch norm), else\n",
 "   per (a, group of C/G channels). stats [2, R] holds the means, then the biased variances.\n",
 "   Reductions: one work-group per statistics group (or channel), a strided pass then a tree\n",
@@ -10553,7 +10622,7 @@ static const char *const nn__cl_src_optim[] = {
 "}\n",
 "\n",
 "/* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the\n",
-"   same on every work-item). Each rule is the twin of nn__opt_rule in src/nn_optim.c, which\n",
+"   same on every work-item). Each rule is the twin of nn__opt_rule in src/cpu/optim.c, which\n",
 "   documents h (compile-time hyperparameters) and c (this update's constants). State s0..s2\n",
 "   is the parameter's aux buffers; unused ones are a dummy never written. */\n",
 "#define NN_ADAM 2\n",
@@ -10767,7 +10836,7 @@ static const char *const nn__cl_src_optim[] = {
    ====================================================================== */
 static const char *const nn__cl_src_pool[] = {
 "#line 1 \"kernels/pool.cl\"\n",
-"/* Pooling over the planes of NCHW tensors (1-D pooling: H = 1), twins of src/nn_pool.c with\n",
+"/* Pooling over the planes of NCHW tensors (1-D pooling: H = 1), twins of src/cpu/pool.c with\n",
 "   the same window rules (PyTorch's) and the same order of every sum. Forward: one\n",
 "   work-item per output element. Backward: one work-item per input element, gathering over\n",
 "   the windows that cover it (no atomics, a fixed order). NC = N*C planes;\n",
@@ -10972,7 +11041,7 @@ static const char *const nn__cl_src_pool[] = {
 static const char *const nn__cl_src_random[] = {
 "#line 1 \"kernels/random.cl\"\n",
 "/* Philox4x32-10 (Salmon et al., SC'11): counter-based, so element i of a dropout mask is a\n",
-"   pure function of (seed, op, step, i). src/nn_internal.h has the same generator for the\n",
+"   pure function of (seed, op, step, i). src/base/internal.h has the same generator for the\n",
 "   CPU backend, and both draw identical masks. */\n",
 "\n",
 "inline uint4 nn_philox(uint4 c, uint2 k) {\n",
@@ -11006,7 +11075,7 @@ static const char *const nn__cl_src_random[] = {
 "#line 1 \"kernels/random.h\"\n",
 "/* The random ops' formulas, written once for both backends: a part of nn.h (C99 and C++:\n",
 "   the CPU bodies in src/ops/random.c) and included by kernels/random.cl (OpenCL C 1.2).\n",
-"   Each turns Philox4x32-10 output words (the generator of src/nn_internal.h and\n",
+"   Each turns Philox4x32-10 output words (the generator of src/base/internal.h and\n",
 "   kernels/random.cl, counter (element, key, step) and key (seed)) into a sample.\n",
 "\n",
 "   Identical bits on every backend: these functions use only operations that IEEE 754 and\n",
@@ -11547,7 +11616,7 @@ static const char *const nn__cl_src_reduce[] = {
 static const char *const nn__cl_src_shape[] = {
 "#line 1 \"kernels/shape.cl\"\n",
 "/* Shape and structure ops: permute and flip, concat and strided slices along an axis,\n",
-"   repeat, tril/triu, 2-D padding and upsampling. Twins of src/nn_shape.c; one work-item\n",
+"   repeat, tril/triu, 2-D padding and upsampling. Twins of src/cpu/shape.c; one work-item\n",
 "   per output element, and every backward pass is a gather (each input element sums what\n",
 "   reads it), so no atomics. */\n",
 "\n",
@@ -11709,7 +11778,7 @@ static const char *const nn__cl_src_shape[] = {
 "    dx[i] = s;\n",
 "}\n",
 "\n",
-"/* bilinear source of output o at scale s (align_corners = False), as in nn_shape.c */\n",
+"/* bilinear source of output o at scale s (align_corners = False), as in cpu/shape.c */\n",
 "inline void nn_bilinear_src(int o, int s, int n, int *i0, int *i1, float *frac) {\n",
 "    float src = fmax(((float)o + 0.5f) / (float)s - 0.5f, 0.0f);\n",
 "    *i0 = min((int)src, n - 1);\n",
@@ -11738,7 +11807,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* dx [P, H, W]: each input pixel sums dy over the outputs within two input cells of it.\n",
 "   Bilinear: each output's four terms (h0, w0), (h0, w1), (h1, w0), (h1, w1) that land on\n",
-"   the pixel, one by one in that order, as nn_shape.c scatters them and PyTorch does: a\n",
+"   the pixel, one by one in that order, as cpu/shape.c scatters them and PyTorch does: a\n",
 "   term of weight 0 still carries a NaN or inf dy (0 * inf). */\n",
 "__kernel void upsample2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {\n",
 "    int i = get_global_id(0);\n",
@@ -11841,7 +11910,7 @@ static const nn__cl_source nn__cl_sources[] = {
 #define NN__CL_NSOURCES 13
 
 /* ======================================================================
-   src/nn_opencl.c
+   src/opencl/backend.c
    ====================================================================== */
 /* The OpenCL backend: device discovery, programs built from kernels/NAME.cl with an on-disk
    cache, buffers, and the launches that ops' device plans record (nn__launch) turned into
@@ -12261,7 +12330,7 @@ static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count
     return out;
 }
 
-/* ---- the program cache: files in the format of nn_cache.c, one per program ---- */
+/* ---- the program cache: files in the format of opencl/cache.c, one per program ---- */
 
 #define NN__CACHE_MAX_BYTES ((long)1 << 30) /* a larger file is no program binary of ours */
 
@@ -12668,7 +12737,7 @@ static const nn__backend nn__opencl_backend = {
     nn__cl_release_graph};
 #define NN__BACKEND_OPENCL &nn__opencl_backend,
 
-/* The cl* names back to the program (nn_cl_api.h): its own OpenCL calls below nn.h go to
+/* The cl* names back to the program (opencl/cl_api.h): its own OpenCL calls below nn.h go to
    the library it links, not to nn.h's table. */
 #undef clGetPlatformIDs
 #undef clGetPlatformInfo
@@ -12698,7 +12767,7 @@ static const nn__backend nn__opencl_backend = {
 #endif
 
 /* ======================================================================
-   src/nn_context.c
+   src/engine/context.c
    ====================================================================== */
 /* Contexts: the backend chosen once per context (nn__backends[], tried in order, the CPU
    last), its buffers, and what a program asks of a context (its name, errors, counters). */
@@ -12915,8 +12984,8 @@ static const nn__backend nn__dead_backend = {
     nn__dead_release, nn__dead_write, nn__dead_read, nn__dead_fill, nn__dead_prepare, nn__dead_run, nn__dead_fail,
     nn__dead_release_graph};
 
-static void nn__graph_release_compiled(nn_graph *g); /* nn_graph.c */
-static void nn__params_release_device(nn__params *ps); /* nn_graph.c */
+static void nn__graph_release_compiled(nn_graph *g); /* engine/graph.c */
+static void nn__params_release_device(nn__params *ps); /* engine/graph.c */
 
 static void nn__ctx_link(nn_context *ctx, nn_graph *g) {
     g->ctx = ctx;
@@ -13051,7 +13120,7 @@ static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t by
 }
 
 /* ======================================================================
-   src/nn_graph.c
+   src/engine/graph.c
    ====================================================================== */
 /* The graph core: graphs, nodes and the checks every builder uses, parameters and their
    initialisation, and reading and writing tensors. Op builders are in src/ops/. */
@@ -13754,7 +13823,7 @@ static nn_result nn__dev_leaf(nn_graph *g, int id) {
 }
 
 /* ======================================================================
-   src/nn_autograd.c
+   src/engine/autograd.c
    ====================================================================== */
 /* Reverse-mode autograd: which nodes need a gradient, and the rules of src/ops/ called
    from the loss backwards. Each rule adds the backward ops of one node. */
@@ -13798,7 +13867,7 @@ static void nn__autograd(nn_graph *g, int loss, int n_user) {
 }
 
 /* ======================================================================
-   src/nn_compile.c
+   src/engine/compile.c
    ====================================================================== */
 /* Compiling and running a graph: autograd and the optimizer's ops added, the schedule,
    the memory plan (an arena placed by liveness), buffers, the backend's preparation; then
@@ -14519,7 +14588,7 @@ static nn_tensor nn__activation(nn_graph *g, int op, const char *opname, int fn,
 
 /* The builders nn_relu, nn_elu, nn_exp, nn_clamp, ...: one for each line of
    kernels/activation.h, with as many float parameters as its line says (their names and
-   docs are in src/nn_api.h); NN__NOGRAD's lines build the op through which no gradient
+   docs are in src/api/api.h); NN__NOGRAD's lines build the op through which no gradient
    flows. */
 #define NN__ACT_BUILDER0(OP, E, name, valid)                                                                \
     NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x) {                                                  \
@@ -14825,7 +14894,7 @@ static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* The device's partial sums, one per (n, c) (src/nn_cpu.c sums in the same order). */
+/* The device's partial sums, one per (n, c) (src/cpu/simd.c sums in the same order). */
 static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
     (void)g;
     n->scratch = (int64_t)n->a.ew.N * n->a.ew.C;
@@ -15554,7 +15623,7 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* A launch of kernels/gemm.cl with the geometry of a plan (nn_gemm_plan.c) */
+/* A launch of kernels/gemm.cl with the geometry of a plan (opencl/gemm_plan.c) */
 static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *plan, nn__launch **l) {
     nn_result r = nn__launch_add(g, id, "gemm", plan->kernel, 1, l);
     if (r != NN_OK) return r;
@@ -16210,8 +16279,8 @@ static nn_result nn__cpu_softmax(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__rows_run(g->ctx->threads, NN__RJ_SOFTMAX, n->op == NN__OP_LOG_SOFTMAX, y, NN__F(in[0]), NULL, NULL, NULL,
-                 N / nn__last_dim(n), nn__last_dim(n));
+    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX, y, NN__F(in[0]), NULL, N / nn__last_dim(n),
+                     nn__last_dim(n));
     return NN_OK;
 }
 
@@ -16219,8 +16288,8 @@ static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__rows_run(g->ctx->threads, NN__RJ_SOFTMAX_GRAD, n->op == NN__OP_LOG_SOFTMAX_GRAD, y, NN__F(in[0]), NN__F(in[1]), NULL,
-                 NULL, N / nn__last_dim(n), nn__last_dim(n));
+    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX_GRAD, y, NN__F(in[0]), NN__F(in[1]),
+                     N / nn__last_dim(n), nn__last_dim(n));
     return NN_OK;
 }
 
@@ -16296,7 +16365,7 @@ NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor tar
 }
 
 
-/* ---- losses with options (nn_loss_desc; bodies in nn_loss.c) ---- */
+/* ---- losses with options (nn_loss_desc; bodies in cpu/loss.c) ---- */
 
 /* Checks d's reduction and puts the loss's default (dflt) in place of NN_REDUCTION_DEFAULT. */
 static int nn__loss_desc_ok(nn_graph *g, const char *opname, nn_loss_desc *d, int batchmean_ok, nn_reduction dflt) {
@@ -16592,16 +16661,15 @@ static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     nn__node *x = &g->nodes[in[0]];
-    nn__count_check(g, n, nn__rows_run(g->ctx->threads, NN__RJ_XENT, 0, y, (const float *)x->buf.host, NULL, NULL, NN__I(in[1]),
-                                        x->shape.dim[0], x->shape.dim[1]));
+    nn__count_check(g, n, nn__xent_rows(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), NULL,
+                                         x->shape.dim[0], x->shape.dim[1]));
     return NN_OK;
 }
 
 static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    nn__rows_run(g->ctx->threads, NN__RJ_XENT_GRAD, 0, y, NN__F(in[0]), NN__F(in[2]), NULL, NN__I(in[1]), n->shape.dim[0],
-                 n->shape.dim[1]);
+    (void)nn__xent_rows(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), NN__F(in[2]), n->shape.dim[0], n->shape.dim[1]);
     return NN_OK;
 }
 
@@ -16609,16 +16677,16 @@ static nn_result nn__cpu_bce_logits(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__rows_run(g->ctx->threads, NN__RJ_BCE, 0, y, NN__F(in[0]), NN__F(in[1]), NULL, NULL, N, 1); return NN_OK;
-
+    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NULL, N);
+    return NN_OK;
 }
 
 static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__rows_run(g->ctx->threads, NN__RJ_BCE_GRAD, 0, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), NULL, N, 1); return NN_OK;
-
+    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), N);
+    return NN_OK;
 }
 
 static nn_result nn__cpu_loss_ew(nn_graph *g, nn__node *n) {
@@ -18483,7 +18551,7 @@ static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     if (n->op == NN__OP_CONV2D) {
         nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (nn_conv_dw.c) */
+        if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (cpu/conv_dw.c) */
             nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
         else
             nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
@@ -18962,7 +19030,7 @@ static void nn__grad_norm_forward(nn_graph *g, int id) {
 static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    /* attributes: see src/nn_norm.c */
+    /* attributes: see src/cpu/norm.c */
     nn__norm q;
     nn__norm_geom(&q, &n->a.norm);
     if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->threads, &q, y, NN__F(in[0]));
@@ -19360,7 +19428,7 @@ static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
 static int nn__optim_updates(const nn_graph *g) { return g->opt.kind != NN_OPT_NONE; }
 
 /* Adds gradient accumulation, clipping and one update op per trainable parameter (the
-   rules, defaults and multipliers are in nn_optim.c). Nodes from g->first_update_node on
+   rules, defaults and multipliers are in cpu/optim.c). Nodes from g->first_update_node on
    run on update steps only. */
 static nn_result nn__add_optimizer(nn_graph *g) {
     int i, n0 = g->n_nodes, scale = -1, acc = -1, k = g->accum_steps;
@@ -19513,7 +19581,7 @@ static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) { nn__arg_f(l, 0, 
 static void nn__update_grad_acc(nn_graph *g, nn__launch *l) { nn__arg_i(l, 0, (g->step - 1) % (uint64_t)g->accum_steps == 0); }
 
 /* OPT_STEP's launches: LARS reduces |w| and |g| first; LAMB computes u, reduces |w| and
-   |u|, then applies (see nn_optim.c). */
+   |u|, then applies (see cpu/optim.c). */
 static nn_result nn__dev_opt_step(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
     const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -19639,7 +19707,7 @@ NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
    ====================================================================== */
 /* The random ops' formulas, written once for both backends: a part of nn.h (C99 and C++:
    the CPU bodies in src/ops/random.c) and included by kernels/random.cl (OpenCL C 1.2).
-   Each turns Philox4x32-10 output words (the generator of src/nn_internal.h and
+   Each turns Philox4x32-10 output words (the generator of src/base/internal.h and
    kernels/random.cl, counter (element, key, step) and key (seed)) into a sample.
 
    Identical bits on every backend: these functions use only operations that IEEE 754 and
@@ -19992,9 +20060,9 @@ static nn_result nn__dev_random(nn_graph *g, int id) {
 }
 
 /* ======================================================================
-   src/nn_registry.c
+   src/ops/registry.c
    ====================================================================== */
-/* The op table, made from the registry lists of src/nn_ops.h: one entry per op, in enum
+/* The op table, made from the registry lists of src/base/registry.h: one entry per op, in enum
    order, so the table cannot fall out of step with the enum, and an op whose functions
    are missing does not compile. */
 
@@ -20008,7 +20076,7 @@ typedef char nn__op_table_complete[sizeof nn__op_table / sizeof nn__op_table[0] 
 static const nn__op_def *nn__op(int op) { return &nn__op_table[op]; }
 
 /* ======================================================================
-   src/nn_layers.c
+   src/layers/layers.c
    ====================================================================== */
 /* Composed layers: each a short function of the public builders above (no op kind of its
    own, no kernel), with PyTorch's parameter names. Their gradients are the ops' own. */
@@ -20226,7 +20294,7 @@ NN_API nn_tensor nn_moe(nn_graph *g, nn_tensor x, int n_experts, int top_k, int6
 }
 
 /* ======================================================================
-   src/nn_io.c
+   src/files/io.c
    ====================================================================== */
 /* File formats. Every reader treats its input as untrusted: sizes are checked before they
    are used, and any failure returns NN_ERR_IO naming the file (NN_ERR_OUT_OF_MEMORY when an
@@ -21057,7 +21125,7 @@ NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_des
 }
 
 /* ======================================================================
-   src/nn_safetensors.c
+   src/files/safetensors.c
    ====================================================================== */
 /* safetensors checkpoints (https://github.com/huggingface/safetensors): an 8-byte
    little-endian header length N, N bytes of JSON naming each tensor's dtype, shape and byte
@@ -21903,7 +21971,7 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
 }
 
 /* ======================================================================
-   src/nn_ckpt.c
+   src/files/ckpt.c
    ====================================================================== */
 /* Training state for exact resume, and datasets that live on the device.
 

@@ -1,6 +1,6 @@
 /* The elementwise ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
 #include "../../kernels/activation.h"
 
 /* ---- broadcasting (NumPy's and PyTorch's rules) ---- */
@@ -217,7 +217,7 @@ static nn_tensor nn__activation(nn_graph *g, int op, const char *opname, int fn,
 
 /* The builders nn_relu, nn_elu, nn_exp, nn_clamp, ...: one for each line of
    kernels/activation.h, with as many float parameters as its line says (their names and
-   docs are in src/nn_api.h); NN__NOGRAD's lines build the op through which no gradient
+   docs are in src/api/api.h); NN__NOGRAD's lines build the op through which no gradient
    flows. */
 #define NN__ACT_BUILDER0(OP, E, name, valid)                                                                \
     NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x) {                                                  \
@@ -523,7 +523,7 @@ static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* The device's partial sums, one per (n, c) (src/nn_cpu.c sums in the same order). */
+/* The device's partial sums, one per (n, c) (src/cpu/simd.c sums in the same order). */
 static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
     (void)g;
     n->scratch = (int64_t)n->a.ew.N * n->a.ew.C;

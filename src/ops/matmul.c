@@ -1,6 +1,6 @@
 /* The matmul ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
 
 /* How a matmul node sees each of its tensors (nn__matmul_attr.vec): a stack of matrices,
    or of row or column vectors (torch.matmul's 1-D operands, and the outputs and gradients
@@ -439,7 +439,7 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* A launch of kernels/gemm.cl with the geometry of a plan (nn_gemm_plan.c) */
+/* A launch of kernels/gemm.cl with the geometry of a plan (opencl/gemm_plan.c) */
 static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *plan, nn__launch **l) {
     nn_result r = nn__launch_add(g, id, "gemm", plan->kernel, 1, l);
     if (r != NN_OK) return r;

@@ -1,6 +1,6 @@
 /* The optim ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
 
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     nn_result r;
@@ -19,7 +19,7 @@ static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
 static int nn__optim_updates(const nn_graph *g) { return g->opt.kind != NN_OPT_NONE; }
 
 /* Adds gradient accumulation, clipping and one update op per trainable parameter (the
-   rules, defaults and multipliers are in nn_optim.c). Nodes from g->first_update_node on
+   rules, defaults and multipliers are in cpu/optim.c). Nodes from g->first_update_node on
    run on update steps only. */
 static nn_result nn__add_optimizer(nn_graph *g) {
     int i, n0 = g->n_nodes, scale = -1, acc = -1, k = g->accum_steps;
@@ -172,7 +172,7 @@ static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) { nn__arg_f(l, 0, 
 static void nn__update_grad_acc(nn_graph *g, nn__launch *l) { nn__arg_i(l, 0, (g->step - 1) % (uint64_t)g->accum_steps == 0); }
 
 /* OPT_STEP's launches: LARS reduces |w| and |g| first; LAMB computes u, reduces |w| and
-   |u|, then applies (see nn_optim.c). */
+   |u|, then applies (see cpu/optim.c). */
 static nn_result nn__dev_opt_step(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
     const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;

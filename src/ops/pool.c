@@ -1,6 +1,6 @@
 /* The pool ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
 
 /* ---- pooling ---- */
 

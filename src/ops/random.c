@@ -5,8 +5,8 @@
    the same bits. The key is the node's id (a backward op reuses its forward's), the step
    is the graph's step counter, so each nn_graph_step draws afresh and the same graph built
    the same way with the same seed draws the same sequence. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
 #include "../../kernels/random.h"
 
 /* ---- builders ---- */

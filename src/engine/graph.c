@@ -1,7 +1,7 @@
 /* The graph core: graphs, nodes and the checks every builder uses, parameters and their
    initialisation, and reading and writing tensors. Op builders are in src/ops/. */
-#include "nn_internal.h"
-#include "nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
 
 static const char *const nn__op_names[] = {
 #define NN__X(e, s, cpu, dev, grad, plan, flags) s,

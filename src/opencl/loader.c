@@ -1,4 +1,4 @@
-/* Loading the OpenCL library at run time, once per process, into nn__clfn (nn_cl_api.h).
+/* Loading the OpenCL library at run time, once per process, into nn__clfn (opencl/cl_api.h).
 
    Which library: $NN_OPENCL_LIBRARY when set (that one alone); else the system's ICD loader
    (libOpenCL.so.1, then libOpenCL.so; OpenCL.dll; the OpenCL framework on macOS); else, on
@@ -9,8 +9,8 @@
    platforms come from it, and every other call goes through the dispatch table that the
    first member of each OpenCL object points to, as a loader does. The library stays
    loaded for the life of the process. */
-#include "nn_internal.h"
-#include "nn_cl_api.h"
+#include "../base/internal.h"
+#include "cl_api.h"
 #if defined(_WIN32)
 #  include <windows.h>
 #else

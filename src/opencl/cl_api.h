@@ -1,8 +1,8 @@
 /* The part of OpenCL 1.2 that nn.h calls, declared here so that a program needs neither
-   OpenCL headers nor link flags: src/nn_cl_load.c loads the library at run time into the
-   table nn__clfn, and the calls in src/nn_opencl.c, spelled clFoo(...) as in any OpenCL
+   OpenCL headers nor link flags: src/opencl/loader.c loads the library at run time into the
+   table nn__clfn, and the calls in src/opencl/backend.c, spelled clFoo(...) as in any OpenCL
    program, reach the table through the macros at the end of this file (as clew does).
-   src/nn_opencl.c takes the macros back at its end, so the program's own OpenCL calls below
+   src/opencl/backend.c takes the macros back at its end, so the program's own OpenCL calls below
    nn.h are not redirected.
 
    When the program included <CL/cl.h> (1.2 or later) before nn.h, its types and constants
@@ -109,7 +109,7 @@ typedef struct _cl_buffer_region { size_t origin; size_t size; } cl_buffer_regio
 
 /* Every OpenCL function nn.h calls, as
    X(return type, name without "cl", parameters, arguments, an object of the call, index)
-   where the last two serve a vendor driver used without an ICD loader (nn_cl_load.c): the
+   where the last two serve a vendor driver used without an ICD loader (opencl/loader.c): the
    call goes through that object's dispatch table, whose entries are in the order the
    Khronos ICD extension fixes (CL/cl_icd.h's struct _cl_icd_dispatch). clGetPlatformIDs
    has no object: the driver's clIcdGetPlatformIDsKHR takes its place. */
@@ -185,7 +185,7 @@ typedef struct nn__cl_api {
 } nn__cl_api;
 #undef NN__CL_FIELD
 
-/* Filled once per process by nn__cl_load() (nn_cl_load.c); read only after it succeeded. */
+/* Filled once per process by nn__cl_load() (opencl/loader.c); read only after it succeeded. */
 static nn__cl_api nn__clfn;
 
 #define clGetPlatformIDs nn__clfn.GetPlatformIDs

@@ -1,4 +1,4 @@
-/* The optimizer family beyond SGD and Adam (nn_cpu.c keeps those two): defaults, learning-
+/* The optimizer family beyond SGD and Adam (cpu/simd.c keeps those two): defaults, learning-
    rate schedules, parameter groups, the per-update constants the host computes, and the CPU
    bodies of the OPT_STEP and GRAD_ACC ops. kernels/optim.cl has the twin of every rule.
 
@@ -10,6 +10,110 @@
    LAMB and LARS need the L2 norms of whole tensors: LARS reduces |w| and |g| before its
    elementwise pass; LAMB writes its update u into the node's scratch, reduces |w| and |u|,
    then applies p -= lr * trust * u. The norms' sums of squares sit in the scratch too. */
+
+/* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
+
+static void nn__sgd_update(float *p, const float *grad, float *buf, int64_t n, float lr, float momentum,
+                           float dampening, float wd, int nesterov, int first_step, float clip, float cv) {
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        float g = grad[i] * clip;
+        g = (g > cv ? cv : g < -cv ? -cv : g) + wd * p[i];
+        if (momentum != 0.0f) {
+            float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;
+            buf[i] = b;
+            g = nesterov ? g + momentum * b : b;
+        }
+        p[i] -= lr * g;
+    }
+}
+
+/* Adam and AdamW, one parameter tensor. keep = 1 - lr*wd for AdamW (decoupled decay) and
+   l2 = wd for Adam; step = lr / (1 - beta1^t); inv_sbc2 = 1 / sqrt(1 - beta2^t):
+   p = p*keep - step * m / (sqrt(v) * inv_sbc2 + eps), with g = clamp(grad*clip, +-cv) + l2*p. */
+typedef struct nn__adam_args {
+    float *p, *m, *v;
+    const float *g;
+    int64_t n;
+    float clip, b1, b2, step, inv_sbc2, eps, keep, l2, cv;
+} nn__adam_args;
+
+static void nn__adam_range(const nn__adam_args *a, int64_t i0, int64_t i1) {
+    int64_t i;
+    for (i = i0; i < i1; i++) {
+        float w = a->p[i], g = a->g[i] * a->clip;
+        g = (g > a->cv ? a->cv : g < -a->cv ? -a->cv : g) + a->l2 * w;
+        float m = a->b1 * a->m[i] + (1.0f - a->b1) * g;
+        float v = a->b2 * a->v[i] + (1.0f - a->b2) * g * g;
+        a->m[i] = m;
+        a->v[i] = v;
+        a->p[i] = w * a->keep - a->step * m / (sqrtf(v) * a->inv_sbc2 + a->eps);
+    }
+}
+
+#if defined(NN__VM_X86)
+/* The same update eight lanes at a time: sqrtf's errno semantics keep compilers from
+   vectorising the scalar loop at -O2. */
+__attribute__((target("avx2,fma"))) static void nn__adam_range_avx2(const nn__adam_args *a, int64_t i0, int64_t i1) {
+    __m256 clip = _mm256_set1_ps(a->clip), l2 = _mm256_set1_ps(a->l2), b1 = _mm256_set1_ps(a->b1);
+    __m256 c1 = _mm256_set1_ps(1.0f - a->b1), b2 = _mm256_set1_ps(a->b2), c2 = _mm256_set1_ps(1.0f - a->b2);
+    __m256 keep = _mm256_set1_ps(a->keep), step = _mm256_set1_ps(a->step), isb = _mm256_set1_ps(a->inv_sbc2);
+    __m256 eps = _mm256_set1_ps(a->eps), cv = _mm256_set1_ps(a->cv), ncv = _mm256_set1_ps(-a->cv);
+    int64_t i = i0;
+    for (; i + 8 <= i1; i += 8) {
+        __m256 w = _mm256_loadu_ps(a->p + i);
+        /* min/max return their second operand when one is NaN: x second, so NaN stays */
+        __m256 gc = _mm256_max_ps(ncv, _mm256_min_ps(cv, _mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip)));
+        __m256 g = _mm256_add_ps(gc, _mm256_mul_ps(l2, w));
+        __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(a->m + i)), _mm256_mul_ps(c1, g));
+        __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(a->v + i)), _mm256_mul_ps(c2, _mm256_mul_ps(g, g)));
+        __m256 den = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(v), isb), eps);
+        _mm256_storeu_ps(a->m + i, m);
+        _mm256_storeu_ps(a->v + i, v);
+        _mm256_storeu_ps(a->p + i, _mm256_sub_ps(_mm256_mul_ps(w, keep), _mm256_div_ps(_mm256_mul_ps(step, m), den)));
+    }
+    nn__adam_range(a, i, i1);
+}
+#endif
+
+/* Chunks are whole multiples of 8 elements, so the vector and scalar code see the same
+   elements for any thread count (the scalar tail is always the tensor's last n % 8) and
+   the result has the same bits with 1 thread or 8. */
+static void nn__adam_task(void *arg, int t, int n_tasks) {
+    const nn__adam_args *a = (const nn__adam_args *)arg;
+    int64_t chunk = ((a->n + n_tasks - 1) / n_tasks + 7) / 8 * 8, i0 = chunk * t;
+    int64_t i1 = i0 + chunk < a->n ? i0 + chunk : a->n;
+    if (i0 >= i1) return;
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() >= 1) {
+        nn__adam_range_avx2(a, i0, i1);
+        return;
+    }
+#endif
+    nn__adam_range(a, i0, i1);
+}
+
+static void nn__adam_update(nn__threadpool *pool, float *p, const float *grad, float *m, float *v, int64_t n, float lr,
+                            float b1, float b2, float eps, float wd, int decoupled, float bc1, float bc2, float clip,
+                            float cv) {
+    nn__adam_args a;
+    a.p = p;
+    a.g = grad;
+    a.m = m;
+    a.v = v;
+    a.n = n;
+    a.clip = clip;
+    a.b1 = b1;
+    a.b2 = b2;
+    a.step = lr / bc1;
+    a.inv_sbc2 = 1.0f / sqrtf(bc2);
+    a.eps = eps;
+    a.keep = decoupled ? 1.0f - lr * wd : 1.0f;
+    a.l2 = decoupled ? 0.0f : wd;
+    a.cv = cv;
+    nn__threadpool_run(pool, nn__adam_task, &a, n >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1);
+}
+
 
 /* ---- defaults ---- */
 

@@ -1,9 +1,9 @@
 /* The OpenCL backend: device discovery, programs built from kernels/NAME.cl with an on-disk
    cache, buffers, and the launches that ops' device plans record (nn__launch) turned into
    kernels with their arguments set once, at compile time, so a step only enqueues. */
-#include "nn_internal.h"
-#include "nn_ops.h"
-#include "nn_cl_api.h" /* the cl* declarations; the library is loaded by nn__cl_load() (nn_cl_load.c) */
+#include "../base/internal.h"
+#include "../base/registry.h"
+#include "cl_api.h" /* the cl* declarations; the library is loaded by nn__cl_load() (opencl/loader.c) */
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <time.h>
@@ -419,7 +419,7 @@ static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count
     return out;
 }
 
-/* ---- the program cache: files in the format of nn_cache.c, one per program ---- */
+/* ---- the program cache: files in the format of opencl/cache.c, one per program ---- */
 
 #define NN__CACHE_MAX_BYTES ((long)1 << 30) /* a larger file is no program binary of ours */
 
@@ -826,7 +826,7 @@ static const nn__backend nn__opencl_backend = {
     nn__cl_release_graph};
 #define NN__BACKEND_OPENCL &nn__opencl_backend,
 
-/* The cl* names back to the program (nn_cl_api.h): its own OpenCL calls below nn.h go to
+/* The cl* names back to the program (opencl/cl_api.h): its own OpenCL calls below nn.h go to
    the library it links, not to nn.h's table. */
 #undef clGetPlatformIDs
 #undef clGetPlatformInfo

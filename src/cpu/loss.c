@@ -11,6 +11,103 @@
    LOSS_ROWS     a loss per row of [B, D] inputs (dice, cosine embedding, triplet) -> [B]
    LOSS_ROWS_GRAD its gradient for input i[1] */
 
+/* loss [B] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and is
+   counted: returns how many (the caller reports them). */
+static int64_t nn__xent_forward(float *loss, const float *x, const int32_t *label, int64_t B, int64_t C) {
+    int64_t b, c, bad = 0;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        float m = xr[0], s = 0.0f;
+        int32_t t = label[b];
+        if (t < 0 || t >= C) { loss[b] = 0.0f; bad++; continue; }
+        for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+        s = nn__vexp_map(NN__VE_EXP_SHIFT, NULL, xr, NULL, NULL, m, C);
+        loss[b] = logf(s) + m - xr[t];
+    }
+    return bad;
+}
+
+/* dx [B, C] = dloss[b] * (softmax(x[b]) - onehot(label[b])) */
+static void nn__xent_backward(float *dx, const float *x, const int32_t *label, const float *dloss, int64_t B, int64_t C) {
+    int64_t b, c;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        float *dxr = dx + b * C;
+        float m = xr[0], s = 0.0f, g = dloss[b];
+        int32_t t = label[b];
+        if (t < 0 || t >= C) { for (c = 0; c < C; c++) dxr[c] = 0.0f; continue; }
+        for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+        s = nn__vexp_map(NN__VE_EXP_SHIFT, dxr, xr, NULL, NULL, m, C); /* dxr = exp(x - m) */
+        for (c = 0; c < C; c++) dxr[c] = g * (dxr[c] / s - (c == t ? 1.0f : 0.0f));
+    }
+}
+
+/* elementwise BCE with logits in PyTorch's form, (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)),
+   which is NaN where PyTorch's is (-inf logits: -inf + inf) */
+static void nn__bce_forward(float *y, const float *x, const float *t, int64_t n) {
+    (void)nn__vexp_map(NN__VE_BCE, y, x, t, NULL, 0.0f, n); /* the formula above, vector or scalar */
+}
+
+static void nn__bce_backward(float *dx, const float *x, const float *t, const float *dy, int64_t n) {
+    (void)nn__vexp_map(NN__VE_SIGMOID_SUB, dx, x, t, dy, 0.0f, n);
+}
+
+/* The cross-entropy and BCE loops over the pool's threads: rows [r0, r1) (elements for BCE)
+   each, by the loops above at an offset. */
+typedef struct nn__xent_job {
+    int bce;
+    float *y;
+    const float *x, *b, *c;
+    const int32_t *label;
+    int64_t C;
+} nn__xent_job;
+
+static void nn__xent_range(void *arg, int64_t r0, int64_t r1) {
+    const nn__xent_job *j = (const nn__xent_job *)arg;
+    int64_t o = r0 * j->C, n = r1 - r0;
+    if (j->bce) {
+        if (j->c) nn__bce_backward(j->y + o, j->x + o, j->b + o, j->c + o, n);
+        else nn__bce_forward(j->y + o, j->x + o, j->b + o, n);
+    } else if (j->b) {
+        nn__xent_backward(j->y + o, j->x + o, j->label + r0, j->b + r0, n, j->C);
+    } else {
+        (void)nn__xent_forward(j->y + r0, j->x + o, j->label + r0, n, j->C);
+    }
+}
+
+/* loss [B] of the fused cross-entropy of x [B, C] and labels (dloss NULL), or dx [B, C]
+   given dloss [B]; returns the count of labels outside [0, C) */
+static int64_t nn__xent_rows(nn__threadpool *pool, float *y, const float *x, const int32_t *label, const float *dloss,
+                             int64_t B, int64_t C) {
+    nn__xent_job j;
+    int64_t bad = 0, r;
+    j.bce = 0;
+    j.y = y;
+    j.x = x;
+    j.b = dloss;
+    j.c = NULL;
+    j.label = label;
+    j.C = C;
+    nn__par_for(pool, B, B * C * 4, nn__xent_range, &j);
+    if (!dloss)
+        for (r = 0; r < B; r++) bad += label[r] < 0 || label[r] >= C;
+    return bad;
+}
+
+/* y [n] = BCE with logits of (x, t) (dy NULL), or its gradient dy * (sigmoid(x) - t) */
+static void nn__bce_rows(nn__threadpool *pool, float *y, const float *x, const float *t, const float *dy, int64_t n) {
+    nn__xent_job j;
+    j.bce = 1;
+    j.y = y;
+    j.x = x;
+    j.b = t;
+    j.c = dy;
+    j.label = NULL;
+    j.C = 1;
+    nn__par_for(pool, n, n, nn__xent_range, &j);
+}
+
+
 typedef enum nn__loss_kind {
     NN__L_MSE = 0, NN__L_L1, NN__L_HUBER, NN__L_SMOOTH_L1, NN__L_LOG_COSH, NN__L_QUANTILE, /* of d = x - t */
     NN__L_HINGE, NN__L_SQ_HINGE, NN__L_BCE, NN__L_BCE_LOGITS, NN__L_FOCAL, NN__L_KL
@@ -85,7 +182,7 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
 
 /* The elementwise losses over the pool's threads: elements [i0, i1) per task, each computed
    the same whichever task does it. MSE and BCE with logits without pos_weight run as the
-   vector rows of src/nn_cpu.c (nn__vexp_map: nn__loss_ew1's and nn__loss_ew1_dx's
+   vector rows of src/cpu/simd.c (nn__vexp_map: nn__loss_ew1's and nn__loss_ew1_dx's
    formulas, without the switch per element). */
 typedef struct nn__loss_ew_job {
     float *y;

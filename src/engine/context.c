@@ -1,7 +1,7 @@
 /* Contexts: the backend chosen once per context (nn__backends[], tried in order, the CPU
    last), its buffers, and what a program asks of a context (its name, errors, counters). */
-#include "nn_internal.h"
-#include "nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
 
 /* Device backends define NN__BACKEND_<NAME> as a pointer to their nn__backend and a comma;
    one that is not compiled in leaves its slot empty. */
@@ -215,8 +215,8 @@ static const nn__backend nn__dead_backend = {
     nn__dead_release, nn__dead_write, nn__dead_read, nn__dead_fill, nn__dead_prepare, nn__dead_run, nn__dead_fail,
     nn__dead_release_graph};
 
-static void nn__graph_release_compiled(nn_graph *g); /* nn_graph.c */
-static void nn__params_release_device(nn__params *ps); /* nn_graph.c */
+static void nn__graph_release_compiled(nn_graph *g); /* engine/graph.c */
+static void nn__params_release_device(nn__params *ps); /* engine/graph.c */
 
 static void nn__ctx_link(nn_context *ctx, nn_graph *g) {
     g->ctx = ctx;

@@ -1,7 +1,7 @@
 /* The CPU backend: buffers are host memory, and a run calls each scheduled op's CPU body
    (src/ops/FAMILY.c) in order. Always present, and tried last. */
-#include "nn_internal.h"
-#include "nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
 
 static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     if (device && strcmp(device, "cpu") != 0) {

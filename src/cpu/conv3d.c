@@ -1,4 +1,4 @@
-/* 3-D convolutions on the CPU backend, built like the 2-D ones in nn_conv.c: im2col +
+/* 3-D convolutions on the CPU backend, built like the 2-D ones in cpu/conv.c: im2col +
    the blocked GEMM, one group at a time, the column matrix of a group being
    [Cg*KD*KH*KW, N*OD*OH*OW]. kernels/conv3d.cl has the OpenCL twins. */
 

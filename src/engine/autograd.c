@@ -1,7 +1,7 @@
 /* Reverse-mode autograd: which nodes need a gradient, and the rules of src/ops/ called
    from the loss backwards. Each rule adds the backward ops of one node. */
-#include "nn_internal.h"
-#include "nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
 
 static void nn__acc_grad(nn_graph *g, int x, nn_tensor gx) {
     if (gx.id < 0) return;

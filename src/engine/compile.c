@@ -1,8 +1,8 @@
 /* Compiling and running a graph: autograd and the optimizer's ops added, the schedule,
    the memory plan (an arena placed by liveness), buffers, the backend's preparation; then
    runs of the schedule or its forward part. */
-#include "nn_internal.h"
-#include "nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
 
 typedef struct nn__item { int id, scratch, first, last; size_t bytes, offset; } nn__item;
 

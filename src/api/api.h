@@ -689,7 +689,7 @@ typedef struct nn_dense_desc {
 NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name);
 
 /* ---- composed layers ----------------------------------------------------------------------
-   Layers written as short functions of the builders above (src/nn_layers.c): no op kinds
+   Layers written as short functions of the builders above (src/layers/layers.c): no op kinds
    of their own, their gradients the ops'. Parameters take PyTorch's names under NAME
    (NAME.fc1.weight [out, in], NAME.fc1.bias [out], nn.Linear's layout and initialisation,
    as nn_dense). A layer taking x [..., D] runs its dense layers on the rows of x. */

@@ -6,6 +6,45 @@
    double sum added in block order, whether the blocks run on one thread or several.
    The sums are vectorised (AVX-512 or AVX2, chosen at run time, scalar otherwise). */
 
+typedef struct nn__fill_job {
+    float *y;
+    float v;
+} nn__fill_job;
+
+static void nn__fill_range(void *arg, int64_t i0, int64_t i1) {
+    const nn__fill_job *j = (const nn__fill_job *)arg;
+    float *y = j->y, v = j->v;
+    int64_t i;
+    for (i = i0; i < i1; i++) y[i] = v;
+}
+
+/* y [n] = x[0] * scale (a mean's gradient): over the pool's threads when large */
+static void nn__expand_scalar_forward(nn__threadpool *pool, float *y, const float *x, int64_t n, float scale) {
+    nn__fill_job j;
+    j.y = y;
+    j.v = x[0] * scale;
+    nn__par_for(pool, n, n / 2, nn__fill_range, &j);
+}
+
+/* first index of the row maximum, a NaN counting as the maximum (torch.argmax) */
+static int64_t nn__argmax_row(const float *xr, int64_t C) {
+    int64_t c, best = 0;
+    for (c = 1; c < C; c++)
+        if (xr[c] > xr[best] || (xr[c] != xr[c] && xr[best] == xr[best])) best = c;
+    return best;
+}
+
+static void nn__argmax_forward(int32_t *y, const float *x, int64_t B, int64_t C) {
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = (int32_t)nn__argmax_row(x + b * C, C);
+}
+
+static void nn__correct_forward(float *y, const float *x, const int32_t *label, int64_t B, int64_t C) {
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = nn__argmax_row(x + b * C, C) == label[b] ? 1.0f : 0.0f;
+}
+
+
 #define NN__RED_BLOCK 16384 /* elements of a row per block of its sum */
 #define NN__RED_CW 512      /* columns (i) per task when reducing an outer axis */
 

@@ -1,8 +1,8 @@
-/* The op table, made from the registry lists of src/nn_ops.h: one entry per op, in enum
+/* The op table, made from the registry lists of src/base/registry.h: one entry per op, in enum
    order, so the table cannot fall out of step with the enum, and an op whose functions
    are missing does not compile. */
-#include "nn_internal.h"
-#include "nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
 
 static const nn__op_def nn__op_table[] = {
 #define NN__X(e, s, cpu, dev, grad, plan, flags) {s, cpu, dev, grad, plan, flags},

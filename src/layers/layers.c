@@ -1,6 +1,6 @@
 /* Composed layers: each a short function of the public builders above (no op kind of its
    own, no kernel), with PyTorch's parameter names. Their gradients are the ops' own. */
-#include "nn_internal.h"
+#include "../base/internal.h"
 
 /* 1 when x is a float32 tensor of g with ndim dims (ndim 0: any); else the layer fails
    naming itself, its name and x's shape. */

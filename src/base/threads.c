@@ -1,5 +1,5 @@
 /* ---------------------------------------------------------------------------
- * nn_threads.c -- tiny persistent fork/join thread pool.
+ * base/threads.c -- tiny persistent fork/join thread pool.
  *
  * One job at a time: nn__threadpool_run() publishes (fn, arg, n_tasks) and a new
  * 64-bit "ticket" word = generation << 32 | next task index.  The caller and

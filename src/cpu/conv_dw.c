@@ -2,7 +2,7 @@
 
    A convolution is depthwise when every group has one input channel (C/G == 1, G > 1):
    output channel k then reads input channel k / M alone, M = K/G being the channel
-   multiplier. The im2col + GEMM path of nn_conv.c would copy the input KH*KW times and
+   multiplier. The im2col + GEMM path of cpu/conv.c would copy the input KH*KW times and
    then run G GEMMs of M rows by KH*KW, far too small to pay for their packing. (C == 1,
    G == 1 stays there: one GEMM with all K output channels as its rows is no such waste.)
 
@@ -17,7 +17,7 @@
    holding all their taps, stored once; at the edges over each output's valid taps only.
    The weight gradient is one dot product per tap over the batch, over the rows and
    columns where that tap is inside the image (nn__dw_span). The AVX2 code is compiled
-   with __attribute__((target)), as in nn_cpu.c, so a plain -O2 build has it; other CPUs
+   with __attribute__((target)), as in cpu/simd.c, so a plain -O2 build has it; other CPUs
    and strides > 1 take the plain C loops. */
 
 static int nn__conv2d_is_depthwise(const nn__conv2d *c) { return c->G > 1 && c->C == c->G; }

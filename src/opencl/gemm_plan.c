@@ -6,7 +6,7 @@
  * reqd_work_group_size(WG_N, WG_M, 1) and must be launched with exactly that
  * local size.
  */
-#include "nn_internal.h"
+#include "../base/internal.h"
 
 typedef struct nn__gemm_plan {
     const char *kernel;   /* kernel name in kernels/gemm.cl */

@@ -7,11 +7,11 @@
      plan   void f(nn_graph *g, nn__node *n)       compile time, before memory is planned:
                                                    the algorithm and scratch size (0: none)
      flags  NN__OPF_*
-   The enum, the names and the table in src/nn_registry.c are all made from these lists,
+   The enum, the names and the table in src/ops/registry.c are all made from these lists,
    so an op with a missing function does not compile. */
 #ifndef NN__OPS_H
 #define NN__OPS_H
-#include "nn_internal.h"
+#include "internal.h"
 
 #define NN__OPF_LEAF 1u    /* an input or parameter: no body, no plan */
 #define NN__OPF_NO_GRAD 2u /* not differentiable: no gradient flows through it */
@@ -190,7 +190,7 @@ typedef struct nn__op_def {
     unsigned flags;
 } nn__op_def;
 
-static const nn__op_def *nn__op(int op); /* src/nn_registry.c */
+static const nn__op_def *nn__op(int op); /* src/ops/registry.c */
 
 /* In CPU bodies: node id's data as float and as int32. */
 #define NN__F(id) (g->nodes[(id)].buf.host)

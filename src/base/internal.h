@@ -4,7 +4,7 @@
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #  define _POSIX_C_SOURCE 200809L
 #endif
-#include "nn_api.h"
+#include "../api/api.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -258,7 +258,7 @@ typedef struct nn__device {
 } nn__device;
 
 /* A backend: what the engine asks of one. The engine knows no backend by name; backends
-   are tried in the order of nn__backends[] (nn_context.c), the CPU last. */
+   are tried in the order of nn__backends[] (engine/context.c), the CPU last. */
 typedef struct nn__backend {
     const char *name;
     nn_backend_kind kind;
@@ -298,7 +298,7 @@ struct nn_context {
     struct nn__threadpool *threads;
 };
 
-/* What each optimizer update advances (nn_optim.c), restored if a step fails. */
+/* What each optimizer update advances (cpu/optim.c), restored if a step fails. */
 typedef struct nn__opt_clock {
     uint64_t t;                  /* updates done, the running one included */
     double mu_prod;              /* NAdam's product of momentum coefficients */
@@ -330,7 +330,7 @@ struct nn_graph {
     size_t arena_bytes;
     int clip_node;               /* CLIP_SCALE node or -1 */
     float lr;                    /* the rate of the update running (the schedule's) */
-    /* optimizer extras (nn_optim.c) */
+    /* optimizer extras (cpu/optim.c) */
     nn_lr_schedule schedule;
     struct nn__pgroup *groups;   /* nn_graph_param_group, in the order added */
     int n_groups;
@@ -339,7 +339,7 @@ struct nn_graph {
     int first_update_node;       /* nodes from here on run on update steps only */
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
-    struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (nn_ckpt.c) */
+    struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (files/ckpt.c) */
     nn__launch *launches;        /* device plans, in schedule order */
     int n_launches, cap_launches;
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
@@ -349,9 +349,9 @@ struct nn_graph {
     int checks_pending;          /* a run since the counters were last read */
 };
 
-static void nn__datasets_free(nn_graph *g); /* nn_ckpt.c */
+static void nn__datasets_free(nn_graph *g); /* files/ckpt.c */
 
-/* A desc field's value (nn_api.h, NN_ZERO): its default for 0, exactly 0 for NN_ZERO. */
+/* A desc field's value (api/api.h, NN_ZERO): its default for 0, exactly 0 for NN_ZERO. */
 static float nn__deff(float v, float dflt) { return v == 0.0f ? dflt : v == (float)NN_ZERO ? 0.0f : v; }
 static int nn__defi(int v, int dflt) { return v == 0 ? dflt : v == NN_ZERO ? 0 : v; }
 static uint64_t nn__defu64(uint64_t v, uint64_t dflt) { return v == 0 ? dflt : v == (uint64_t)(int64_t)NN_ZERO ? 0 : v; }

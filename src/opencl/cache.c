@@ -1,5 +1,5 @@
 /* The file format of the compiled-program cache (the OpenCL backend's program binaries,
-   src/nn_opencl.c), as pure functions over bytes: no I/O, no allocation, no OpenCL, so
+   src/opencl/backend.c), as pure functions over bytes: no I/O, no allocation, no OpenCL, so
    tests/fuzz_cache.c fuzzes the parser in a build without OpenCL.
 
    A cache file is a 40-byte header, then the payload (the driver's program binary):
@@ -16,7 +16,7 @@
 
    Every integer is little-endian. The checksum covers the key and the length, so a file
    renamed to another key, cut short, grown or with any one byte changed is refused. */
-#include "nn_internal.h"
+#include "../base/internal.h"
 
 #ifndef NN__MAYBE_UNUSED
 #if defined(__GNUC__)

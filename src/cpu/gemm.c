@@ -1,5 +1,5 @@
 /* ---------------------------------------------------------------------------
- * nn_cpu_gemm.c -- single-precision GEMM for the CPU backend.
+ * cpu/gemm.c -- single-precision GEMM for the CPU backend.
  *
  *   C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C      (row-major)
  *
