@@ -1160,6 +1160,15 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 #include <math.h>
 #include <errno.h>
 
+/* Static helpers that a given build of the amalgamation may not call. */
+#ifndef NN__MAYBE_UNUSED
+#if defined(__GNUC__)
+#define NN__MAYBE_UNUSED __attribute__((unused))
+#else
+#define NN__MAYBE_UNUSED
+#endif
+#endif
+
 #if defined(NN_MALLOC) || defined(NN_REALLOC) || defined(NN_FREE)
 #  if !defined(NN_MALLOC) || !defined(NN_REALLOC) || !defined(NN_FREE)
 #    error "nn.h: define all of NN_MALLOC, NN_REALLOC and NN_FREE, or none"
@@ -1389,6 +1398,7 @@ typedef struct nn__launch {
     int n_args;
     int upd[NN__MAX_KUPD], n_upd;
     void (*update)(nn_graph *g, struct nn__launch *l);
+    const char *bad_arg;        /* the argument a plan left unset (kernels/kargs.h), for the message */
     void *bk;                   /* the backend's kernel object */
 } nn__launch;
 
@@ -1651,9 +1661,9 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
 #define NN__OPS_REDUCE(X)                                                                                   \
     X(SUM_ALL, "sum", nn__cpu_sum_all, nn__dev_sum_all, nn__grad_sum_all, 0, NN__OPF_RANK0)                            \
     X(EXPAND_SCALAR, "expand", nn__cpu_expand_scalar, nn__dev_expand_scalar, nn__grad_expand_scalar, 0, NN__OPF_RANK0) \
-    X(ARGMAX, "argmax", nn__cpu_argmax, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)            \
-    X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD) \
-    X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_sum_all, nn__grad_none, 0, 0)                   \
+    X(ARGMAX, "argmax", nn__cpu_argmax, nn__dev_argmax, nn__grad_none, 0, NN__OPF_NO_GRAD)            \
+    X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_correct_rows, nn__grad_none, 0, NN__OPF_NO_GRAD) \
+    X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_grad_sumsq, nn__grad_none, 0, 0)                   \
     X(CLIP_SCALE, "clip_scale", nn__cpu_clip_scale, nn__dev_clip_scale, nn__grad_none, 0, 0)            \
     X(RED_SUM, "sum_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
     X(RED_PROD, "prod_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                        \
@@ -1845,15 +1855,6 @@ static nn_result nn__add_optimizer(nn_graph *g);
 #include <unistd.h>
 #else
 #define NN__POOL_THREADED 0
-#endif
-
-/* Static helpers that a given build of the amalgamation may not call. */
-#ifndef NN__MAYBE_UNUSED
-#if defined(__GNUC__)
-#define NN__MAYBE_UNUSED __attribute__((unused))
-#else
-#define NN__MAYBE_UNUSED
-#endif
 #endif
 
 #define NN__POOL_MAX_THREADS 64
@@ -2779,14 +2780,6 @@ static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range
 #include <arm_neon.h>
 #else
 #define NN__GEMM_NEON 0
-#endif
-
-#ifndef NN__MAYBE_UNUSED
-#if defined(__GNUC__)
-#define NN__MAYBE_UNUSED __attribute__((unused))
-#else
-#define NN__MAYBE_UNUSED
-#endif
 #endif
 
 #define NN__GEMM_MAX_MR 12
@@ -7836,14 +7829,6 @@ static void nn__gemm_plan_batched(int is_cpu_device, size_t max_wg_size, uint64_
    Every integer is little-endian. The checksum covers the key and the length, so a file
    renamed to another key, cut short, grown or with any one byte changed is refused. */
 
-#ifndef NN__MAYBE_UNUSED
-#if defined(__GNUC__)
-#define NN__MAYBE_UNUSED __attribute__((unused))
-#else
-#define NN__MAYBE_UNUSED
-#endif
-#endif
-
 #define NN__CACHE_HEADER 40
 #define NN__CACHE_FORMAT 1u
 #define NN__FNV_BASIS 14695981039346656037ULL /* 0xcbf29ce484222325 */
@@ -11274,6 +11259,248 @@ static const char *const nn__cl_src_random[] = {
    ====================================================================== */
 static const char *const nn__cl_src_reduce[] = {
 "#line 1 \"kernels/reduce.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_add(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l, k, v)\n",
+"#define NN__KSTEP_out(l, k, v)\n",
+"#define NN__KSTEP_iin(l, k, v)\n",
+"#define NN__KSTEP_iout(l, k, v)\n",
+"#define NN__KSTEP_uin(l, k, v)\n",
+"#define NN__KSTEP_uout(l, k, v)\n",
+"#define NN__KSTEP_int(l, k, v)\n",
+"#define NN__KSTEP_uint(l, k, v)\n",
+"#define NN__KSTEP_float(l, k, v)\n",
+"#define NN__KSTEP_int8(l, k, v)\n",
+"#define NN__KSTEP_lfloat(l, k, v)\n",
+"#define NN__KSTEP_lint(l, k, v)\n",
+"#define NN__KSTEP_fstep(l, k, v) (l)->args[(l)->upd[(k)++]].v.f = (v);\n",
+"#define NN__KSTEP_istep(l, k, v) (l)->args[(l)->upd[(k)++]].v.i = (int32_t)(v);\n",
+"#define NN__KSTEP_ustep(l, k, v) (l)->args[(l)->upd[(k)++]].v.u = (uint32_t)(v);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/reduce.cl\"\n",
+"#line 1 \"kernels/reduce_args.h\"\n",
+"/* kernels/reduce.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__REDUCE_ARGS_H\n",
+"#define NN__REDUCE_ARGS_H\n",
+"\n",
+"/* to a scalar in one work-group; tmp: the work-group's floats */\n",
+"#define NN__KARGS_sum_all(F, P) F(in, x) P(out, y) P(int, n) P(float, scale) P(lfloat, tmp)\n",
+"NN__KSIG(sum_all)\n",
+"#define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)\n",
+"NN__KSIG(grad_sumsq)\n",
+"#define NN__KARGS_clip_scale(F, P) F(in, sumsq) P(out, y) P(float, max_norm)\n",
+"NN__KSIG(clip_scale)\n",
+"\n",
+"/* x [O, R, I] reduced over R; y and yi are one buffer (floats, or ints for argmax/argmin) */\n",
+"#define NN__KARGS_reduce_cols(F, P) \\\n",
+"    F(in, x) P(out, y) P(iout, yi) P(int, O) P(int, R) P(int, I) P(int, kind) P(float, p) P(float, scale) P(float, corr)\n",
+"NN__KSIG(reduce_cols)\n",
+"#define NN__KARGS_reduce_rows(F, P)                                                                  \\\n",
+"    F(in, x) P(out, y) P(iout, yi) P(int, R) P(int, kind) P(float, p) P(float, scale) P(float, corr) \\\n",
+"    P(lfloat, tf) P(lint, ti)\n",
+"NN__KSIG(reduce_rows)\n",
+"/* reduce_grad_elems and reduce_grad_cols */\n",
+"#define NN__KARGS_reduce_grad(F, P)                                                                      \\\n",
+"    F(in, gy) P(in, x) P(in, y) P(out, dx) P(int, O) P(int, R) P(int, I) P(int, kind) P(float, p) \\\n",
+"    P(float, scale) P(float, corr)\n",
+"NN__KSIG(reduce_grad)\n",
+"\n",
+"#define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"NN__KSIG(cumsum)\n",
+"#define NN__KARGS_expand_scalar(F, P) F(in, x) P(out, y) P(int, n) P(float, s)\n",
+"NN__KSIG(expand_scalar)\n",
+"#define NN__KARGS_argmax_rows(F, P) F(in, x) P(iout, y) P(int, B) P(int, C)\n",
+"NN__KSIG(argmax_rows)\n",
+"#define NN__KARGS_correct_rows(F, P) F(in, x) P(iin, label) P(out, y) P(int, B) P(int, C)\n",
+"NN__KSIG(correct_rows)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/reduce.cl\"\n",
+"\n",
 "/* Reductions to a scalar: one work-group, a strided pass then a tree, so the order of the\n",
 "   additions is fixed and the result is the same run to run. The work-group size (a power\n",
 "   of two) is the size of `tmp`. */\n",
@@ -11290,8 +11517,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* y[0] = scale * sum(x) */\n",
-"__kernel void sum_all(__global const float *x, __global float *y, const int n, const float scale,\n",
-"                      __local float *tmp) {\n",
+"__kernel void sum_all(NN__KPARAMS(sum_all)) {\n",
 "    float s = 0.0f;\n",
 "    for (int i = get_local_id(0); i < n; i += get_local_size(0)) s += x[i];\n",
 "    s = nn_tree(tmp, s);\n",
@@ -11299,8 +11525,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* y[0] = (has_prev ? prev[0] : 0) + sum(g^2): a chain over all gradients for clipping */\n",
-"__kernel void grad_sumsq(__global const float *g, __global const float *prev, __global float *y, const int n,\n",
-"                         const int has_prev, __local float *tmp) {\n",
+"__kernel void grad_sumsq(NN__KPARAMS(grad_sumsq)) {\n",
 "    float s = 0.0f;\n",
 "    for (int i = get_local_id(0); i < n; i += get_local_size(0)) s += g[i] * g[i];\n",
 "    s = nn_tree(tmp, s);\n",
@@ -11308,7 +11533,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* PyTorch's clip_grad_norm_: coefficient min(1, max_norm / (norm + 1e-6)) */\n",
-"__kernel void clip_scale(__global const float *sumsq, __global float *y, const float max_norm) {\n",
+"__kernel void clip_scale(NN__KPARAMS(clip_scale)) {\n",
 "    /* not fmin: a NaN norm must give NaN (torch's clamp keeps it), not 1 */\n",
 "    float c = max_norm / (sqrt(sumsq[0]) + 1e-6f);\n",
 "    if (get_global_id(0) == 0) y[0] = c > 1.0f ? 1.0f : c;\n",
@@ -11421,8 +11646,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* One work-item per output element k = (o, i), walking x[o, r, i] over r. */\n",
-"__kernel void reduce_cols(__global const float *x, __global float *y, __global int *yi, const int O, const int R,\n",
-"                          const int I, const int kind, const float p, const float scale, const float corr) {\n",
+"__kernel void reduce_cols(NN__KPARAMS(reduce_cols)) {\n",
 "    int k = get_global_id(0);\n",
 "    if (k >= O * I) return;\n",
 "    int o = k / I, i = k - o * I;\n",
@@ -11456,8 +11680,7 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "/* One work-group per row o of x [O, R] (I = 1): each work-item combines r = lid, lid + wg,\n",
 "   ...; then a tree in local memory (tf, ti: the work-group size, a power of two). */\n",
-"__kernel void reduce_rows(__global const float *x, __global float *y, __global int *yi, const int R, const int kind,\n",
-"                          const float p, const float scale, const float corr, __local float *tf, __local int *ti) {\n",
+"__kernel void reduce_rows(NN__KPARAMS(reduce_rows)) {\n",
 "    int o = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
 "    __global const float *xr = x + o * R;\n",
 "    float a, c = 0.0f;\n",
@@ -11507,9 +11730,7 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "/* dx [O, R, I] element by element, for kinds whose gradient needs only gy, x and y:\n",
 "   sum (and mean), logsumexp, finite-p norms. */\n",
-"__kernel void reduce_grad_elems(__global const float *gy, __global const float *x, __global const float *y,\n",
-"                                __global float *dx, const int O, const int R, const int I, const int kind,\n",
-"                                const float p, const float scale, const float corr) {\n",
+"__kernel void reduce_grad_elems(NN__KPARAMS(reduce_grad)) {\n",
 "    int j = get_global_id(0);\n",
 "    if (j >= O * R * I) return;\n",
 "    int o = j / (R * I), i = j - (j / I) * I, k = o * I + i;\n",
@@ -11521,9 +11742,7 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "/* dx for one row (o, i) of the kinds that need its statistics: ties (amax, amin, the max\n",
 "   norm), the first max (max, min), the mean (var, std), the zeros (prod). */\n",
-"__kernel void reduce_grad_cols(__global const float *gy, __global const float *x, __global const float *y,\n",
-"                               __global float *dx, const int O, const int R, const int I, const int kind,\n",
-"                               const float p, const float scale, const float corr) {\n",
+"__kernel void reduce_grad_cols(NN__KPARAMS(reduce_grad)) {\n",
 "    int k = get_global_id(0);\n",
 "    if (k >= O * I) return;\n",
 "    int o = k / I, i = k - o * I;\n",
@@ -11571,8 +11790,7 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "/* y [O, R, I] = the running sum of x over R (from the end when reverse), one work-item per\n",
 "   (o, i). */\n",
-"__kernel void cumsum(__global const float *x, __global float *y, const int O, const int R, const int I,\n",
-"                     const int reverse) {\n",
+"__kernel void cumsum(NN__KPARAMS(cumsum)) {\n",
 "    int k = get_global_id(0);\n",
 "    if (k >= O * I) return;\n",
 "    int o = k / I, i = k - o * I;\n",
@@ -11585,7 +11803,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* y [n] = x[0] * s: the gradient of a sum */\n",
-"__kernel void expand_scalar(__global const float *x, __global float *y, const int n, const float s) {\n",
+"__kernel void expand_scalar(NN__KPARAMS(expand_scalar)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[0] * s;\n",
 "}\n",
@@ -11598,13 +11816,12 @@ static const char *const nn__cl_src_reduce[] = {
 "    return best;\n",
 "}\n",
 "\n",
-"__kernel void argmax_rows(__global const float *x, __global int *y, const int B, const int C) {\n",
+"__kernel void argmax_rows(NN__KPARAMS(argmax_rows)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b < B) y[b] = nn_argmax_row(x + (size_t)b * C, C);\n",
 "}\n",
 "\n",
-"__kernel void correct_rows(__global const float *x, __global const int *label, __global float *y,\n",
-"                           const int B, const int C) {\n",
+"__kernel void correct_rows(NN__KPARAMS(correct_rows)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b < B) y[b] = nn_argmax_row(x + (size_t)b * C, C) == label[b] ? 1.0f : 0.0f;\n",
 "}\n",
@@ -14196,8 +14413,14 @@ static nn_result nn__record_launches(nn_graph *g) {
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
         g->sched_launch[i] = g->n_launches;
         r = nn__op(g->nodes[g->sched[i]].op)->dev(g, g->sched[i]);
-        if (r == NN_ERR_STATE && !g->ctx->err[0])
-            nn__fail(g->ctx, r, "%s: bad launch arguments", nn__op(g->nodes[g->sched[i]].op)->name);
+        if (r == NN_ERR_STATE && !g->ctx->err[0]) {
+            const nn__launch *l = g->n_launches ? &g->launches[g->n_launches - 1] : NULL;
+            char what[160] = "";
+            if (l && l->node == g->sched[i])
+                snprintf(what, sizeof what, " (kernel %s%s%s)", l->kernel, l->bad_arg ? ", argument " : "",
+                         l->bad_arg ? l->bad_arg : "");
+            nn__fail(g->ctx, r, "%s: bad launch arguments%s", nn__op(g->nodes[g->sched[i]].op)->name, what);
+        }
     }
     g->sched_launch[g->n_sched] = g->n_launches;
     return r;
@@ -14368,6 +14591,251 @@ NN_API nn_result nn_graph_finish(nn_graph *g) {
     return r == NN_OK ? nn__report_checks(g, "nn_graph_finish") : r;
 }
 
+
+/* ======================================================================
+   kernels/kargs.h
+   ====================================================================== */
+/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as
+   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;
+   on the C side both are parts of nn.h (gen/parts.txt).
+
+   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the
+   others by P, each as (kind, name):
+
+       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)
+       NN__KSIG(cumsum)
+
+   In OpenCL C the kernel takes its parameter list from it,
+
+       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }
+
+   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the
+   function that records it as a launch's arguments, in the kernel's order:
+
+       nn__k_cumsum k;
+       memset(&k, 0, sizeof k);
+       k.x = &g->nodes[n->in[0]].buf;  ...
+       r = nn__launch_add(g, id, "reduce", "cumsum", work_items, &l);
+       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);
+
+   so a field the kernel does not have, or a value of the wrong type, is a compile error.
+   Kernels stamped from one macro (the activations' NAME_forward) share one signature.
+
+   Kinds, with the OpenCL C type and the C field:
+     in, out      __global const float * / __global float *   const nn__buf *
+     iin, iout    __global const int * / __global int *       const nn__buf *
+     uin, uout    __global const uint * / __global uint *     const nn__buf *
+     int, uint    const int / const uint                      int / unsigned
+     float        const float                                 float
+     int8         const int8                                  const int * (eight ints)
+     lfloat, lint __local float * / __local int *             size_t (bytes)
+     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;
+                  in C, set at compile time as the others and again before each run by the
+                  launch's update function through nn__kstep_<sig>(l, &k), which writes only
+                  the step fields. */
+#ifndef NN__KARGS_H
+#define NN__KARGS_H
+
+#ifdef __OPENCL_VERSION__
+
+#define NN__KCL_in __global const float *
+#define NN__KCL_out __global float *
+#define NN__KCL_iin __global const int *
+#define NN__KCL_iout __global int *
+#define NN__KCL_uin __global const uint *
+#define NN__KCL_uout __global uint *
+#define NN__KCL_int const int
+#define NN__KCL_uint const uint
+#define NN__KCL_float const float
+#define NN__KCL_int8 const int8
+#define NN__KCL_lfloat __local float *
+#define NN__KCL_lint __local int *
+#define NN__KCL_fstep const float
+#define NN__KCL_istep const int
+#define NN__KCL_ustep const uint
+#define NN__KCL_F(kind, name) NN__KCL_##kind name
+#define NN__KCL_P(kind, name) , NN__KCL_##kind name
+#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)
+#define NN__KSIG(sig)
+
+#else /* C: the argument structs and their recorders */
+
+#define NN__KC_in const nn__buf *
+#define NN__KC_out const nn__buf *
+#define NN__KC_iin const nn__buf *
+#define NN__KC_iout const nn__buf *
+#define NN__KC_uin const nn__buf *
+#define NN__KC_uout const nn__buf *
+#define NN__KC_int int
+#define NN__KC_uint unsigned
+#define NN__KC_float float
+#define NN__KC_int8 const int *
+#define NN__KC_lfloat size_t
+#define NN__KC_lint size_t
+#define NN__KC_fstep float
+#define NN__KC_istep int
+#define NN__KC_ustep unsigned
+
+/* One argument appended to l, by kind. A buffer left NULL or one argument too many is
+   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */
+static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {
+    l->bad_arg = name;
+    return NN_ERR_STATE;
+}
+static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {
+    nn__karg *a;
+    if (l->n_args == NN__MAX_KARGS) return NULL;
+    a = &l->args[l->n_args++];
+    memset(a, 0, sizeof *a);
+    return a;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a || !b) return nn__karg_bad(l, name);
+    a->kind = 'm';
+    a->v.buf = *b;
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a) return nn__karg_bad(l, name);
+    a->kind = 'i';
+    a->v.i = (int32_t)v;
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a) return nn__karg_bad(l, name);
+    a->kind = 'u';
+    a->v.u = (uint32_t)v;
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a) return nn__karg_bad(l, name);
+    a->kind = 'f';
+    a->v.f = v;
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {
+    nn__karg *a = nn__karg_next(l);
+    int k;
+    if (!a || !v) return nn__karg_bad(l, name);
+    a->kind = '8';
+    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a) return nn__karg_bad(l, name);
+    a->kind = 'L';
+    a->v.local = bytes;
+    return NN_OK;
+}
+/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */
+static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {
+    if (r != NN_OK) return r;
+    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, "(a step argument too many)");
+    l->upd[l->n_upd++] = l->n_args - 1;
+    return NN_OK;
+}
+
+#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)
+#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)
+#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)
+#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)
+#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)
+#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)
+#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))
+#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))
+#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))
+
+/* Before a run: a step field's new value into its recorded argument, the k-th step field. */
+#define NN__KSTEP_in(l, k, v)
+#define NN__KSTEP_out(l, k, v)
+#define NN__KSTEP_iin(l, k, v)
+#define NN__KSTEP_iout(l, k, v)
+#define NN__KSTEP_uin(l, k, v)
+#define NN__KSTEP_uout(l, k, v)
+#define NN__KSTEP_int(l, k, v)
+#define NN__KSTEP_uint(l, k, v)
+#define NN__KSTEP_float(l, k, v)
+#define NN__KSTEP_int8(l, k, v)
+#define NN__KSTEP_lfloat(l, k, v)
+#define NN__KSTEP_lint(l, k, v)
+#define NN__KSTEP_fstep(l, k, v) (l)->args[(l)->upd[(k)++]].v.f = (v);
+#define NN__KSTEP_istep(l, k, v) (l)->args[(l)->upd[(k)++]].v.i = (int32_t)(v);
+#define NN__KSTEP_ustep(l, k, v) (l)->args[(l)->upd[(k)++]].v.u = (uint32_t)(v);
+
+#define NN__KC_FIELD(kind, name) NN__KC_##kind name;
+#define NN__KC_REC(kind, name) \
+    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);
+#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)
+
+/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments
+   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)
+   that rewrites the step fields of a recorded launch. */
+#define NN__KSIG(sig)                                                                             \
+    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \
+    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \
+        nn_result r = NN_OK;                                                                      \
+        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \
+    }                                                                                             \
+    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \
+        int s = 0;                                                                                \
+        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \
+        (void)l;                                                                                  \
+        (void)k;                                                                                  \
+    }
+
+#endif
+#endif
+
+/* ======================================================================
+   kernels/reduce_args.h
+   ====================================================================== */
+/* kernels/reduce.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__REDUCE_ARGS_H
+#define NN__REDUCE_ARGS_H
+
+/* to a scalar in one work-group; tmp: the work-group's floats */
+#define NN__KARGS_sum_all(F, P) F(in, x) P(out, y) P(int, n) P(float, scale) P(lfloat, tmp)
+NN__KSIG(sum_all)
+#define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)
+NN__KSIG(grad_sumsq)
+#define NN__KARGS_clip_scale(F, P) F(in, sumsq) P(out, y) P(float, max_norm)
+NN__KSIG(clip_scale)
+
+/* x [O, R, I] reduced over R; y and yi are one buffer (floats, or ints for argmax/argmin) */
+#define NN__KARGS_reduce_cols(F, P) \
+    F(in, x) P(out, y) P(iout, yi) P(int, O) P(int, R) P(int, I) P(int, kind) P(float, p) P(float, scale) P(float, corr)
+NN__KSIG(reduce_cols)
+#define NN__KARGS_reduce_rows(F, P)                                                                  \
+    F(in, x) P(out, y) P(iout, yi) P(int, R) P(int, kind) P(float, p) P(float, scale) P(float, corr) \
+    P(lfloat, tf) P(lint, ti)
+NN__KSIG(reduce_rows)
+/* reduce_grad_elems and reduce_grad_cols */
+#define NN__KARGS_reduce_grad(F, P)                                                                      \
+    F(in, gy) P(in, x) P(in, y) P(out, dx) P(int, O) P(int, R) P(int, I) P(int, kind) P(float, p) \
+    P(float, scale) P(float, corr)
+NN__KSIG(reduce_grad)
+
+#define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)
+NN__KSIG(cumsum)
+#define NN__KARGS_expand_scalar(F, P) F(in, x) P(out, y) P(int, n) P(float, s)
+NN__KSIG(expand_scalar)
+#define NN__KARGS_argmax_rows(F, P) F(in, x) P(iout, y) P(int, B) P(int, C)
+NN__KSIG(argmax_rows)
+#define NN__KARGS_correct_rows(F, P) F(in, x) P(iin, label) P(out, y) P(int, B) P(int, C)
+NN__KSIG(correct_rows)
+
+#endif
 
 /* ======================================================================
    src/ops/elementwise.c
@@ -15884,59 +16352,97 @@ static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
 
 static nn_result nn__dev_sum_all(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
+    nn__k_sum_all k;
     size_t wg = nn__reduce_wg(g);
-    int m = (int)g->nodes[in[0]].numel;
-    r = nn__launch_add(g, id, "reduce", n->op == NN__OP_SUM_ALL ? "sum_all" : "grad_sumsq", wg, &l);
+    nn_result r = nn__launch_add(g, id, "reduce", "sum_all", wg, &l);
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
-    if (n->op == NN__OP_SUM_ALL) return nn__args(l, "mmifL", &g->nodes[in[0]].buf, y, m, (double)n->a.reduce.scale, wg * 4);
-    return nn__args(l, "mmmiiL", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, m, n->n_in > 1, wg * 4);
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)g->nodes[n->in[0]].numel;
+    k.scale = n->a.reduce.scale;
+    k.tmp = wg * 4;
+    return nn__kargs_sum_all(l, &k);
+}
+
+static nn_result nn__dev_grad_sumsq(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_grad_sumsq k;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_add(g, id, "reduce", "grad_sumsq", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    memset(&k, 0, sizeof k);
+    k.g = &g->nodes[n->in[0]].buf;
+    k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.n = (int)g->nodes[n->in[0]].numel;
+    k.has_prev = n->n_in > 1;
+    k.tmp = wg * 4;
+    return nn__kargs_grad_sumsq(l, &k);
 }
 
 static nn_result nn__dev_expand_scalar(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "reduce", "expand_scalar", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.reduce.scale);
-    return r;
+    nn__k_expand_scalar k;
+    nn_result r = nn__launch_add(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.s = n->a.reduce.scale;
+    return nn__kargs_expand_scalar(l, &k);
 }
 
-static nn_result nn__dev_argmax_rows(nn_graph *g, int id) {
+static nn_result nn__dev_argmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
+    const nn__node *x = &g->nodes[n->in[0]];
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *x = &g->nodes[in[0]];
-    int B = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    if (n->op == NN__OP_ARGMAX) {
-        r = nn__launch_add(g, id, "reduce", "argmax_rows", (size_t)B, &l);
-        if (r == NN_OK) r = nn__args(l, "mmii", &x->buf, y, B, C);
-    } else {
-        r = nn__launch_add(g, id, "reduce", "correct_rows", (size_t)B, &l);
-        if (r == NN_OK) r = nn__args(l, "mmmii", &x->buf, &g->nodes[in[1]].buf, y, B, C);
-    }
-    return r;
+    nn__k_argmax_rows k;
+    nn_result r = nn__launch_add(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_argmax_rows(l, &k);
+}
+
+static nn_result nn__dev_correct_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_correct_rows k;
+    nn_result r = nn__launch_add(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_correct_rows(l, &k);
 }
 
 static nn_result nn__dev_clip_scale(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "reduce", "clip_scale", 1, &l);
-    if (r == NN_OK) r = nn__args(l, "mmf", &g->nodes[in[0]].buf, y, (double)n->a.reduce.max_norm);
-    return r;
+    nn__k_clip_scale k;
+    nn_result r = nn__launch_add(g, id, "reduce", "clip_scale", 1, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.sumsq = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.max_norm = n->a.reduce.max_norm;
+    return nn__kargs_clip_scale(l, &k);
 }
 
 /* ---- reductions along dims (PyTorch's torch.sum(x, dim, keepdim) and its kin) ----
@@ -16199,22 +16705,41 @@ static nn_result nn__dev_reduce(nn_graph *g, int id) {
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
     nn_result r;
-    const nn__buf *x = &g->nodes[n->in[0]].buf;
     int kind = nn__red_kind(n->op);
     if (ra->I == 1 && ra->R > 32 && !g->ctx->dev.cpu_tuned) {
+        nn__k_reduce_rows k;
         size_t wg = nn__reduce_wg(g);
         r = nn__launch_add(g, id, "reduce", "reduce_rows", (size_t)ra->O * wg, &l);
         if (r != NN_OK) return r;
         l->gws[0] = (size_t)ra->O * wg;
         l->lws[0] = wg;
         l->use_lws = 1;
-        return nn__args(l, "mmmiifffLL", x, &n->buf, &n->buf, ra->R, kind, (double)ra->p, (double)ra->scale,
-                        (double)ra->correction, wg * 4, wg * 4);
+        memset(&k, 0, sizeof k);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.y = k.yi = &n->buf;
+        k.R = ra->R;
+        k.kind = kind;
+        k.p = ra->p;
+        k.scale = ra->scale;
+        k.corr = ra->correction;
+        k.tf = k.ti = wg * 4;
+        return nn__kargs_reduce_rows(l, &k);
+    } else {
+        nn__k_reduce_cols k;
+        r = nn__launch_add(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.y = k.yi = &n->buf;
+        k.O = ra->O;
+        k.R = ra->R;
+        k.I = ra->I;
+        k.kind = kind;
+        k.p = ra->p;
+        k.scale = ra->scale;
+        k.corr = ra->correction;
+        return nn__kargs_reduce_cols(l, &k);
     }
-    r = nn__launch_add(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
-    if (r != NN_OK) return r;
-    return nn__args(l, "mmmiiiifff", x, &n->buf, &n->buf, ra->O, ra->R, ra->I, kind, (double)ra->p,
-                    (double)ra->scale, (double)ra->correction);
 }
 
 /* Gradients that need no statistics of the row (sum, mean, logsumexp, finite-p norms): one
@@ -16223,25 +16748,43 @@ static nn_result nn__dev_reduce_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
+    nn__k_reduce_grad k;
     nn_result r;
-    const nn__buf *gy = &g->nodes[n->in[0]].buf;
-    const nn__buf *x = n->n_in > 1 ? &g->nodes[n->in[1]].buf : gy, *y = n->n_in > 2 ? &g->nodes[n->in[2]].buf : gy;
     int kind = nn__red_kind(ra->fwd);
     int elementwise = kind == NN__RK_SUM || kind == NN__RK_LSE || (kind == NN__RK_NORM && !isinf(ra->p));
     r = nn__launch_add(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
                        elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmmmiiiifff", gy, x, y, &n->buf, ra->O, ra->R, ra->I, kind, (double)ra->p, (double)ra->scale,
-                    (double)ra->correction);
+    memset(&k, 0, sizeof k);
+    k.gy = &g->nodes[n->in[0]].buf;
+    k.x = n->n_in > 1 ? &g->nodes[n->in[1]].buf : k.gy;
+    k.y = n->n_in > 2 ? &g->nodes[n->in[2]].buf : k.gy;
+    k.dx = &n->buf;
+    k.O = ra->O;
+    k.R = ra->R;
+    k.I = ra->I;
+    k.kind = kind;
+    k.p = ra->p;
+    k.scale = ra->scale;
+    k.corr = ra->correction;
+    return nn__kargs_reduce_grad(l, &k);
 }
 
 static nn_result nn__dev_cumsum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
+    nn__k_cumsum k;
     nn_result r = nn__launch_add(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmiiii", &g->nodes[n->in[0]].buf, &n->buf, ra->O, ra->R, ra->I, n->op == NN__OP_CUMSUM_REV);
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.O = ra->O;
+    k.R = ra->R;
+    k.I = ra->I;
+    k.reverse = n->op == NN__OP_CUMSUM_REV;
+    return nn__kargs_cumsum(l, &k);
 }
 
 /* ======================================================================

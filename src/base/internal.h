@@ -14,6 +14,15 @@
 #include <math.h>
 #include <errno.h>
 
+/* Static helpers that a given build of the amalgamation may not call. */
+#ifndef NN__MAYBE_UNUSED
+#if defined(__GNUC__)
+#define NN__MAYBE_UNUSED __attribute__((unused))
+#else
+#define NN__MAYBE_UNUSED
+#endif
+#endif
+
 #if defined(NN_MALLOC) || defined(NN_REALLOC) || defined(NN_FREE)
 #  if !defined(NN_MALLOC) || !defined(NN_REALLOC) || !defined(NN_FREE)
 #    error "nn.h: define all of NN_MALLOC, NN_REALLOC and NN_FREE, or none"
@@ -243,6 +252,7 @@ typedef struct nn__launch {
     int n_args;
     int upd[NN__MAX_KUPD], n_upd;
     void (*update)(nn_graph *g, struct nn__launch *l);
+    const char *bad_arg;        /* the argument a plan left unset (kernels/kargs.h), for the message */
     void *bk;                   /* the backend's kernel object */
 } nn__launch;
 

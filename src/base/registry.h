@@ -57,9 +57,9 @@
 #define NN__OPS_REDUCE(X)                                                                                   \
     X(SUM_ALL, "sum", nn__cpu_sum_all, nn__dev_sum_all, nn__grad_sum_all, 0, NN__OPF_RANK0)                            \
     X(EXPAND_SCALAR, "expand", nn__cpu_expand_scalar, nn__dev_expand_scalar, nn__grad_expand_scalar, 0, NN__OPF_RANK0) \
-    X(ARGMAX, "argmax", nn__cpu_argmax, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)            \
-    X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD) \
-    X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_sum_all, nn__grad_none, 0, 0)                   \
+    X(ARGMAX, "argmax", nn__cpu_argmax, nn__dev_argmax, nn__grad_none, 0, NN__OPF_NO_GRAD)            \
+    X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_correct_rows, nn__grad_none, 0, NN__OPF_NO_GRAD) \
+    X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_grad_sumsq, nn__grad_none, 0, 0)                   \
     X(CLIP_SCALE, "clip_scale", nn__cpu_clip_scale, nn__dev_clip_scale, nn__grad_none, 0, 0)            \
     X(RED_SUM, "sum_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
     X(RED_PROD, "prod_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                        \

@@ -60,14 +60,6 @@
 #define NN__GEMM_NEON 0
 #endif
 
-#ifndef NN__MAYBE_UNUSED
-#if defined(__GNUC__)
-#define NN__MAYBE_UNUSED __attribute__((unused))
-#else
-#define NN__MAYBE_UNUSED
-#endif
-#endif
-
 #define NN__GEMM_MAX_MR 12
 #define NN__GEMM_MAX_NR 32
 #define NN__GEMM_ALIGN 64

@@ -327,8 +327,14 @@ static nn_result nn__record_launches(nn_graph *g) {
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
         g->sched_launch[i] = g->n_launches;
         r = nn__op(g->nodes[g->sched[i]].op)->dev(g, g->sched[i]);
-        if (r == NN_ERR_STATE && !g->ctx->err[0])
-            nn__fail(g->ctx, r, "%s: bad launch arguments", nn__op(g->nodes[g->sched[i]].op)->name);
+        if (r == NN_ERR_STATE && !g->ctx->err[0]) {
+            const nn__launch *l = g->n_launches ? &g->launches[g->n_launches - 1] : NULL;
+            char what[160] = "";
+            if (l && l->node == g->sched[i])
+                snprintf(what, sizeof what, " (kernel %s%s%s)", l->kernel, l->bad_arg ? ", argument " : "",
+                         l->bad_arg ? l->bad_arg : "");
+            nn__fail(g->ctx, r, "%s: bad launch arguments%s", nn__op(g->nodes[g->sched[i]].op)->name, what);
+        }
     }
     g->sched_launch[g->n_sched] = g->n_launches;
     return r;
