@@ -18,7 +18,7 @@
        nn__k_cumsum k;
        memset(&k, 0, sizeof k);
        k.x = &g->nodes[n->in[0]].buf;  ...
-       r = nn__launch_add(g, id, "reduce", "cumsum", work_items, &l);
+       r = nn__launch_kernel(g, id, "reduce", "cumsum", work_items, &l);
        if (r == NN_OK) r = nn__kargs_cumsum(l, &k);
 
    so a field the kernel does not have, or a value of the wrong type, is a compile error.

@@ -239,7 +239,7 @@ static nn_result nn__compute_constants(nn_graph *g) {
 /* Appends a launch of kernel `kname` from kernels/FILE.cl for node id, returned via *out,
    with n work-items (rounded up to a multiple of 64 on GPUs, where a NULL local size can
    be a poor choice). */
-static nn_result nn__launch_add(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
+static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
     nn__launch *l;
     if (g->n_launches == g->cap_launches) {
         int cap = g->cap_launches ? g->cap_launches * 2 : 64;
@@ -326,7 +326,7 @@ static nn_result nn__record_launches(nn_graph *g) {
     if (!g->sched_launch) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
         g->sched_launch[i] = g->n_launches;
-        r = nn__op(g->nodes[g->sched[i]].op)->dev(g, g->sched[i]);
+        r = nn__op(g->nodes[g->sched[i]].op)->launch(g, g->sched[i]);
         if (r == NN_ERR_STATE && !g->ctx->err[0]) {
             const nn__launch *l = g->n_launches ? &g->launches[g->n_launches - 1] : NULL;
             char what[160] = "";

@@ -3,8 +3,19 @@
 #include "../base/internal.h"
 #include "../base/registry.h"
 
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_input nn__cpu_leaf
+#define nn__launch_input nn__launch_leaf
+#define nn__grad_input nn__grad_none
+#define nn__plan_input nn__no_plan
+#define nn__cpu_param nn__cpu_leaf
+#define nn__launch_param nn__launch_leaf
+#define nn__grad_param nn__grad_none
+#define nn__plan_param nn__no_plan
+
 static const char *const nn__op_names[] = {
-#define NN__X(e, s, cpu, dev, grad, plan, flags) s,
+#define NN__X(e, s, stem, flags) s,
     NN__OPS(NN__X)
 #undef NN__X
 };
@@ -696,6 +707,6 @@ NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
 static nn_result nn__cpu_leaf(nn_graph *g, nn__node *n) {
     return nn__fail(g->ctx, NN_ERR_STATE, "%s: a leaf has no body", nn__op_names[n->op]);
 }
-static nn_result nn__dev_leaf(nn_graph *g, int id) {
+static nn_result nn__launch_leaf(nn_graph *g, int id) {
     return nn__fail(g->ctx, NN_ERR_STATE, "%s: a leaf has no kernels", nn__op_names[g->nodes[id].op]);
 }

@@ -2,6 +2,74 @@
 #include "../base/internal.h"
 #include "../base/registry.h"
 
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_sum_all nn__no_plan
+#define nn__plan_expand_scalar nn__no_plan
+#define nn__grad_argmax nn__grad_none
+#define nn__plan_argmax nn__no_plan
+#define nn__grad_correct_rows nn__grad_none
+#define nn__plan_correct_rows nn__no_plan
+#define nn__grad_grad_sumsq nn__grad_none
+#define nn__plan_grad_sumsq nn__no_plan
+#define nn__grad_clip_scale nn__grad_none
+#define nn__plan_clip_scale nn__no_plan
+#define nn__cpu_red_sum nn__cpu_reduce
+#define nn__launch_red_sum nn__launch_reduce
+#define nn__grad_red_sum nn__grad_reduce
+#define nn__plan_red_sum nn__no_plan
+#define nn__cpu_red_prod nn__cpu_reduce
+#define nn__launch_red_prod nn__launch_reduce
+#define nn__grad_red_prod nn__grad_reduce
+#define nn__plan_red_prod nn__no_plan
+#define nn__cpu_red_amax nn__cpu_reduce
+#define nn__launch_red_amax nn__launch_reduce
+#define nn__grad_red_amax nn__grad_reduce
+#define nn__plan_red_amax nn__no_plan
+#define nn__cpu_red_amin nn__cpu_reduce
+#define nn__launch_red_amin nn__launch_reduce
+#define nn__grad_red_amin nn__grad_reduce
+#define nn__plan_red_amin nn__no_plan
+#define nn__cpu_red_max nn__cpu_reduce
+#define nn__launch_red_max nn__launch_reduce
+#define nn__grad_red_max nn__grad_reduce
+#define nn__plan_red_max nn__no_plan
+#define nn__cpu_red_min nn__cpu_reduce
+#define nn__launch_red_min nn__launch_reduce
+#define nn__grad_red_min nn__grad_reduce
+#define nn__plan_red_min nn__no_plan
+#define nn__cpu_red_var nn__cpu_reduce
+#define nn__launch_red_var nn__launch_reduce
+#define nn__grad_red_var nn__grad_reduce
+#define nn__plan_red_var nn__no_plan
+#define nn__cpu_red_std nn__cpu_reduce
+#define nn__launch_red_std nn__launch_reduce
+#define nn__grad_red_std nn__grad_reduce
+#define nn__plan_red_std nn__no_plan
+#define nn__cpu_red_lse nn__cpu_reduce
+#define nn__launch_red_lse nn__launch_reduce
+#define nn__grad_red_lse nn__grad_reduce
+#define nn__plan_red_lse nn__no_plan
+#define nn__cpu_red_norm nn__cpu_reduce
+#define nn__launch_red_norm nn__launch_reduce
+#define nn__grad_red_norm nn__grad_reduce
+#define nn__plan_red_norm nn__no_plan
+#define nn__cpu_argmax_dim nn__cpu_reduce
+#define nn__launch_argmax_dim nn__launch_reduce
+#define nn__grad_argmax_dim nn__grad_none
+#define nn__plan_argmax_dim nn__no_plan
+#define nn__cpu_argmin_dim nn__cpu_reduce
+#define nn__launch_argmin_dim nn__launch_reduce
+#define nn__grad_argmin_dim nn__grad_none
+#define nn__plan_argmin_dim nn__no_plan
+#define nn__grad_reduce_grad nn__grad_none
+#define nn__plan_reduce_grad nn__no_plan
+#define nn__plan_cumsum nn__no_plan
+#define nn__cpu_cumsum_rev nn__cpu_cumsum
+#define nn__launch_cumsum_rev nn__launch_cumsum
+#define nn__grad_cumsum_rev nn__grad_cumsum
+#define nn__plan_cumsum_rev nn__no_plan
+
 /* scale * the sum of node x's elements, [1] (other families: losses' reductions). */
 static nn_tensor nn__sum_all_op(nn_graph *g, int x, float scale) {
     nn_tensor t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), x);
@@ -124,12 +192,12 @@ static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_sum_all(nn_graph *g, int id) {
+static nn_result nn__launch_sum_all(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_sum_all k;
     size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_add(g, id, "reduce", "sum_all", wg, &l);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "sum_all", wg, &l);
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
@@ -142,12 +210,12 @@ static nn_result nn__dev_sum_all(nn_graph *g, int id) {
     return nn__kargs_sum_all(l, &k);
 }
 
-static nn_result nn__dev_grad_sumsq(nn_graph *g, int id) {
+static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_grad_sumsq k;
     size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_add(g, id, "reduce", "grad_sumsq", wg, &l);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "grad_sumsq", wg, &l);
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
@@ -161,11 +229,11 @@ static nn_result nn__dev_grad_sumsq(nn_graph *g, int id) {
     return nn__kargs_grad_sumsq(l, &k);
 }
 
-static nn_result nn__dev_expand_scalar(nn_graph *g, int id) {
+static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_expand_scalar k;
-    nn_result r = nn__launch_add(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
@@ -175,12 +243,12 @@ static nn_result nn__dev_expand_scalar(nn_graph *g, int id) {
     return nn__kargs_expand_scalar(l, &k);
 }
 
-static nn_result nn__dev_argmax(nn_graph *g, int id) {
+static nn_result nn__launch_argmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x = &g->nodes[n->in[0]];
     nn__launch *l = NULL;
     nn__k_argmax_rows k;
-    nn_result r = nn__launch_add(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &x->buf;
@@ -190,12 +258,12 @@ static nn_result nn__dev_argmax(nn_graph *g, int id) {
     return nn__kargs_argmax_rows(l, &k);
 }
 
-static nn_result nn__dev_correct_rows(nn_graph *g, int id) {
+static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x = &g->nodes[n->in[0]];
     nn__launch *l = NULL;
     nn__k_correct_rows k;
-    nn_result r = nn__launch_add(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &x->buf;
@@ -206,11 +274,11 @@ static nn_result nn__dev_correct_rows(nn_graph *g, int id) {
     return nn__kargs_correct_rows(l, &k);
 }
 
-static nn_result nn__dev_clip_scale(nn_graph *g, int id) {
+static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_clip_scale k;
-    nn_result r = nn__launch_add(g, id, "reduce", "clip_scale", 1, &l);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "clip_scale", 1, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.sumsq = &g->nodes[n->in[0]].buf;
@@ -474,7 +542,7 @@ static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
    row (a strided pass, then a tree in local memory); otherwise one work-item per output
    element walks its R elements (consecutive work-items: consecutive i, coalesced). CPU
    devices take the second form for every shape. */
-static nn_result nn__dev_reduce(nn_graph *g, int id) {
+static nn_result nn__launch_reduce(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
@@ -483,7 +551,7 @@ static nn_result nn__dev_reduce(nn_graph *g, int id) {
     if (ra->I == 1 && ra->R > 32 && !g->ctx->dev.cpu_tuned) {
         nn__k_reduce_rows k;
         size_t wg = nn__reduce_wg(g);
-        r = nn__launch_add(g, id, "reduce", "reduce_rows", (size_t)ra->O * wg, &l);
+        r = nn__launch_kernel(g, id, "reduce", "reduce_rows", (size_t)ra->O * wg, &l);
         if (r != NN_OK) return r;
         l->gws[0] = (size_t)ra->O * wg;
         l->lws[0] = wg;
@@ -500,7 +568,7 @@ static nn_result nn__dev_reduce(nn_graph *g, int id) {
         return nn__kargs_reduce_rows(l, &k);
     } else {
         nn__k_reduce_cols k;
-        r = nn__launch_add(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
+        r = nn__launch_kernel(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
         if (r != NN_OK) return r;
         memset(&k, 0, sizeof k);
         k.x = &g->nodes[n->in[0]].buf;
@@ -518,7 +586,7 @@ static nn_result nn__dev_reduce(nn_graph *g, int id) {
 
 /* Gradients that need no statistics of the row (sum, mean, logsumexp, finite-p norms): one
    work-item per element of dx; the others one work-item per row (o, i), which walks it. */
-static nn_result nn__dev_reduce_grad(nn_graph *g, int id) {
+static nn_result nn__launch_reduce_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
@@ -526,7 +594,7 @@ static nn_result nn__dev_reduce_grad(nn_graph *g, int id) {
     nn_result r;
     int kind = nn__red_kind(ra->fwd);
     int elementwise = kind == NN__RK_SUM || kind == NN__RK_LSE || (kind == NN__RK_NORM && !isinf(ra->p));
-    r = nn__launch_add(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
+    r = nn__launch_kernel(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
                        elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
@@ -544,12 +612,12 @@ static nn_result nn__dev_reduce_grad(nn_graph *g, int id) {
     return nn__kargs_reduce_grad(l, &k);
 }
 
-static nn_result nn__dev_cumsum(nn_graph *g, int id) {
+static nn_result nn__launch_cumsum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
     nn__k_cumsum k;
-    nn_result r = nn__launch_add(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;

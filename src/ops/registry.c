@@ -5,7 +5,8 @@
 #include "../base/registry.h"
 
 static const nn__op_def nn__op_table[] = {
-#define NN__X(e, s, cpu, dev, grad, plan, flags) {s, cpu, dev, grad, plan, flags},
+#define NN__X(e, s, stem, flags) \
+    {s, nn__cpu_##stem, nn__launch_##stem, nn__grad_##stem, nn__plan_##stem, flags},
     NN__OPS(NN__X)
 #undef NN__X
 };
