@@ -46,7 +46,6 @@
     X(PRELU, "prelu", prelu, 0)                                                                  \
     X(PRELU_DX, "prelu_grad_input", prelu_dx, 0)                                                 \
     X(PRELU_DW, "prelu_grad_weight", prelu_dw, 0)                                                \
-    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)                                                \
     X(ACCUMULATE, "accumulate", accumulate, NN__OPF_NO_GRAD | NN__OPF_WRITABLE | NN__OPF_RANK0)  \
     X(FILL, "fill", fill, NN__OPF_NO_GRAD | NN__OPF_RANK0)                                       \
     X(BINARY, "binary", binary, NN__OPF_RANK0)                                                   \
@@ -170,7 +169,8 @@
     X(BERNOULLI, "bernoulli", bernoulli, NN__OPF_NO_GRAD | NN__OPF_RANK0)           \
     X(GAUSSIAN_NOISE, "gaussian_noise", gaussian_noise, NN__OPF_RANK0)              \
     X(ALPHA_DROPOUT, "alpha_dropout", alpha_dropout, NN__OPF_RANK0)                 \
-    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)
+    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)  \
+    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)
 
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
