@@ -1617,6 +1617,7 @@ struct nn_graph {
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
     struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (files/ckpt.c) */
+    void (*datasets_free)(nn_graph *g); /* their destructor, set with the first (files/ckpt.c) */
     nn__launch *launches;        /* device plans, in schedule order */
     int n_launches, cap_launches;
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
@@ -1626,7 +1627,6 @@ struct nn_graph {
     int checks_pending;          /* a run since the counters were last read */
 };
 
-static void nn__datasets_free(nn_graph *g); /* files/ckpt.c */
 
 /* A desc field's value (api/api.h, NN_ZERO): its default for 0, exactly 0 for NN_ZERO. */
 static float nn__deff(float v, float dflt) { return v == 0.0f ? dflt : v == (float)NN_ZERO ? 0.0f : v; }
@@ -1934,11 +1934,15 @@ static const nn__op_def *nn__op(int op); /* src/ops/registry.c */
     int ga = a >= 0 && (g)->nodes[a].needs_grad, gb = b >= 0 && (g)->nodes[b].needs_grad;  \
     (void)gy, (void)a, (void)b, (void)ga, (void)gb
 
-/* The optimizer's part of compiling (src/ops/optim.c): its settings checked and its
-   schedule set, then its ops added after autograd. */
-static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d);
-static int nn__optim_updates(const nn_graph *g); /* the graph updates its parameters */
-static nn_result nn__add_optimizer(nn_graph *g);
+/* The optimizer's part of compiling (src/ops/optim.c), which the engine reaches through the
+   registry as it reaches ops: its settings checked and its schedule set, whether the graph
+   updates its parameters, then its ops added after autograd. */
+typedef struct nn__optim_hooks {
+    nn_result (*configure)(nn_graph *g, const nn_compile_desc *d);
+    int (*updates)(const nn_graph *g);
+    nn_result (*add)(nn_graph *g);
+} nn__optim_hooks;
+static const nn__optim_hooks *nn__optim(void); /* src/ops/registry.c */
 #endif /* NN__OPS_H */
 
 /* ======================================================================
@@ -2499,8 +2503,8 @@ enum {
 #define NN__VM_X86 1
 
 /* 2: AVX-512F, 1: AVX2 and FMA, 0: neither. The one CPUID probe of the CPU loops
-   (elementwise, vector exp, reductions, Adam, depthwise conv; the GEMM picks its
-   microkernel in cpu/gemm.c): a cached answer, the same for every context; drivers ask
+   (elementwise, vector exp, reductions, Adam, depthwise conv, and the GEMM's microkernel
+   in src/cpu/gemm.c): a cached answer, the same for every context; drivers ask
    before they start threads. */
 static int nn__vm_isa(void) {
     static int isa = -1;
@@ -2871,7 +2875,7 @@ static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range
  * and B columns it needs) but needs exactly one pool dispatch per call and no
  * barriers, which is what matters for the small matrices of MLP training.
  *
- * Microkernels, chosen once at run time (__builtin_cpu_supports):
+ * Microkernels, chosen once at run time (nn__vm_isa, src/cpu/simd.c):
  *   AVX-512F  12 x 32  (24 zmm accumulators)
  *   AVX2+FMA   6 x 16  (12 ymm accumulators)
  *   NEON       8 x 8   (aarch64 only, 16 q-register accumulators)
@@ -3392,10 +3396,9 @@ static const nn__gemm_arch *nn__gemm_pick_arch(void) {
     if (arch) return arch;
     arch = &nn__gemm_arch_generic;
 #if NN__GEMM_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
+    if (nn__vm_isa() == 2) /* the one CPUID probe, src/cpu/simd.c */
         arch = &nn__gemm_arch_avx512;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    else if (nn__vm_isa() == 1)
         arch = &nn__gemm_arch_avx2;
 #endif
 #if NN__GEMM_NEON
@@ -3415,11 +3418,8 @@ static NN__MAYBE_UNUSED const char *nn__sgemm_force_kernel(const char *name) {
     }
     if (!strcmp(name, "generic")) NN__GEMM_ARCH_SET(&nn__gemm_arch_generic);
 #if NN__GEMM_X86
-    __builtin_cpu_init();
-    if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        NN__GEMM_ARCH_SET(&nn__gemm_arch_avx2);
-    if (!strcmp(name, "avx512f") && __builtin_cpu_supports("avx512f"))
-        NN__GEMM_ARCH_SET(&nn__gemm_arch_avx512);
+    if (!strcmp(name, "avx2") && nn__vm_isa() >= 1) NN__GEMM_ARCH_SET(&nn__gemm_arch_avx2);
+    if (!strcmp(name, "avx512f") && nn__vm_isa() == 2) NN__GEMM_ARCH_SET(&nn__gemm_arch_avx512);
 #endif
 #if NN__GEMM_NEON
     if (!strcmp(name, "neon")) NN__GEMM_ARCH_SET(&nn__gemm_arch_neon);
@@ -13704,6 +13704,32 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     return NN_OK;
 }
 
+/* ---- buffers, through the context's backend ---- */
+
+static void nn__buf_free(nn_context *ctx, nn__buf *b) {
+    ctx->backend->release(ctx, b);
+    memset(b, 0, sizeof *b);
+}
+
+/* A buffer of its own, zero-filled when `zero` (the arena and parameters are written
+   before they are read, and filling a large buffer costs start-up time). */
+static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
+    memset(b, 0, sizeof *b);
+    return ctx->backend->alloc(ctx, b, bytes, zero, what);
+}
+
+static nn_result nn__buf_write(nn_context *ctx, nn__buf *b, const void *data, size_t bytes) {
+    ctx->stats.h2d_bytes += bytes;
+    ctx->stats.h2d_transfers++;
+    return ctx->backend->write(ctx, b, data, bytes);
+}
+
+static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t bytes) {
+    ctx->stats.d2h_bytes += bytes;
+    ctx->stats.d2h_transfers++;
+    return ctx->backend->read(ctx, b, data, bytes);
+}
+
 /* ---- graphs that outlive their context ---- */
 
 /* What a graph whose context was destroyed runs on: every call that would reach a device
@@ -13757,8 +13783,38 @@ static const nn__backend nn__dead_backend = {
     nn__dead_release, nn__dead_write, nn__dead_read, nn__dead_fill, nn__dead_prepare, nn__dead_run, nn__dead_fail,
     nn__dead_release_graph};
 
-static void nn__graph_release_compiled(nn_graph *g); /* engine/graph.c */
-static void nn__params_release_device(nn__params *ps); /* engine/graph.c */
+/* What a context's going takes from its graphs (and nn_graph_destroy from its own). */
+/* The store's device buffers, when its context goes first. */
+static void nn__params_release_device(nn__params *ps) {
+    int i;
+    for (i = 0; i < ps->n; i++) {
+        nn__buf_free(ps->ctx, &ps->p[i].buf);
+        ps->p[i].allocated = 0;
+    }
+}
+
+/* A compiled graph's device objects and plan (the graph keeps its nodes). */
+static void nn__graph_release_compiled(nn_graph *g) {
+    int i, k;
+    for (i = g->n_nodes - 1; i >= 0; i--) { /* views (higher ids) before the buffers they alias */
+        nn__node *n = &g->nodes[i];
+        if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
+        nn__buf_free(g->ctx, &n->scratch_buf);
+        for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
+    }
+    g->ctx->backend->release_graph(g);
+    NN_FREE(g->launches);
+    g->launches = NULL;
+    g->n_launches = g->cap_launches = 0;
+    NN_FREE(g->sched_launch);
+    g->sched_launch = NULL;
+    nn__buf_free(g->ctx, &g->one);
+    nn__buf_free(g->ctx, &g->checks);
+    g->n_checks = g->checks_pending = 0;
+    nn__buf_free(g->ctx, &g->arena);
+    NN_FREE(g->sched);
+    g->sched = NULL;
+}
 
 static void nn__ctx_link(nn_context *ctx, nn_graph *g) {
     g->ctx = ctx;
@@ -13866,32 +13922,6 @@ NN_API int nn_list_devices(nn_device_info *out, int max) {
     return n;
 }
 
-/* ---- buffers, through the context's backend ---- */
-
-static void nn__buf_free(nn_context *ctx, nn__buf *b) {
-    ctx->backend->release(ctx, b);
-    memset(b, 0, sizeof *b);
-}
-
-/* A buffer of its own, zero-filled when `zero` (the arena and parameters are written
-   before they are read, and filling a large buffer costs start-up time). */
-static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
-    memset(b, 0, sizeof *b);
-    return ctx->backend->alloc(ctx, b, bytes, zero, what);
-}
-
-static nn_result nn__buf_write(nn_context *ctx, nn__buf *b, const void *data, size_t bytes) {
-    ctx->stats.h2d_bytes += bytes;
-    ctx->stats.h2d_transfers++;
-    return ctx->backend->write(ctx, b, data, bytes);
-}
-
-static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t bytes) {
-    ctx->stats.d2h_bytes += bytes;
-    ctx->stats.d2h_transfers++;
-    return ctx->backend->read(ctx, b, data, bytes);
-}
-
 /* ======================================================================
    src/engine/graph.c
    ====================================================================== */
@@ -13916,15 +13946,6 @@ static const char *const nn__op_names[] = {
 };
 
 /* ---- graphs and nodes ---- */
-
-/* The store's device buffers, when its context goes first. */
-static void nn__params_release_device(nn__params *ps) {
-    int i;
-    for (i = 0; i < ps->n; i++) {
-        nn__buf_free(ps->ctx, &ps->p[i].buf);
-        ps->p[i].allocated = 0;
-    }
-}
 
 static void nn__params_release(nn__params *ps) {
     int i;
@@ -14034,34 +14055,12 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
     return NN_OK;
 }
 
-static void nn__graph_release_compiled(nn_graph *g) {
-    int i, k;
-    for (i = g->n_nodes - 1; i >= 0; i--) { /* views (higher ids) before the buffers they alias */
-        nn__node *n = &g->nodes[i];
-        if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
-        nn__buf_free(g->ctx, &n->scratch_buf);
-        for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
-    }
-    g->ctx->backend->release_graph(g);
-    NN_FREE(g->launches);
-    g->launches = NULL;
-    g->n_launches = g->cap_launches = 0;
-    NN_FREE(g->sched_launch);
-    g->sched_launch = NULL;
-    nn__buf_free(g->ctx, &g->one);
-    nn__buf_free(g->ctx, &g->checks);
-    g->n_checks = g->checks_pending = 0;
-    nn__buf_free(g->ctx, &g->arena);
-    NN_FREE(g->sched);
-    g->sched = NULL;
-}
-
 NN_API void nn_graph_destroy(nn_graph *g) {
     int i;
     if (!g) return;
     nn__graph_release_compiled(g);
     nn__groups_free(g);
-    nn__datasets_free(g);
+    if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
     NN_FREE(g->param_node);
@@ -15002,7 +15001,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (g->status != NN_OK) return g->status;
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
-    r = nn__optim_configure(g, &d);
+    r = nn__optim()->configure(g, &d);
     if (r != NN_OK) return r;
     n_user = g->n_forward = g->n_nodes;
     if (d.loss.id != 0) {
@@ -15022,10 +15021,10 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         for (i = 0; i < n_user; i++) {
             nn__node *n = &g->nodes[i];
             int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
-                       (n->op == NN__OP_PARAM && (d.keep_grads || !nn__optim_updates(g)));
+                       (n->op == NN__OP_PARAM && (d.keep_grads || !nn__optim()->updates(g)));
             if (keep && n->grad >= 0) g->nodes[n->grad].is_output = 1;
         }
-        if (g->status == NN_OK) nn__add_optimizer(g);
+        if (g->status == NN_OK) nn__optim()->add(g);
     }
     g->compiled = 1;
     if (g->status != NN_OK) return g->status;
@@ -21636,6 +21635,9 @@ typedef char nn__op_table_complete[sizeof nn__op_table / sizeof nn__op_table[0] 
 
 static const nn__op_def *nn__op(int op) { return &nn__op_table[op]; }
 
+static const nn__optim_hooks nn__optim_table = {nn__optim_configure, nn__optim_updates, nn__add_optimizer};
+static const nn__optim_hooks *nn__optim(void) { return &nn__optim_table; }
+
 /* ======================================================================
    src/layers/layers.c
    ====================================================================== */
@@ -24164,6 +24166,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     }
     d->next = g->datasets;
     g->datasets = d;
+    g->datasets_free = nn__datasets_free;
     *out = d;
     return NN_OK;
 }
