@@ -1145,8 +1145,9 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 /* ======================================================================
    src/ops/elementwise.h
    ====================================================================== */
-/* The elementwise family's typed attributes (a node's a.ew), read and written by src/ops/elementwise.c
-   and the CPU loops it calls. */
+/* The elementwise family's typed attributes (a node's a.ew), set by the builders of
+   src/ops/elementwise/ (broadcast.c, unary.c, binary.c, select.c) and read by their
+   gradient rules, CPU bodies and launches; a gradient node copies its forward's whole. */
 #ifndef NN__OPS_ELEMENTWISE_H
 #define NN__OPS_ELEMENTWISE_H
 #include <stdint.h>
@@ -2252,29 +2253,32 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
 /* ======================================================================
    kernels/activation.h
    ====================================================================== */
-/* The activations, each formula written once for both backends. This file is a part of
-   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in
-   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its
-   kernels), so it uses only what the two languages share; the math functions go by
+/* The elementwise functions, each formula written once for both backends. This file is a
+   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the
+   vector ones in src/cpu/simd.c, the builders in src/ops/elementwise/unary.c and
+   binary.c) and is included by kernels/elementwise.cl and kernels/loss.cl (OpenCL C 1.2:
+   their kernels), so it uses only what the two languages share; the math functions go by
    NN__EXP and friends, expf in C and exp in OpenCL C.
 
-   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one
-   X(ENUM, name, params, valid, forward, derivative) each:
-     ENUM        NN__U_ENUM, the op's function (the node's i[0])
+   NN__ACTIVATIONS(X), NN__MATH(X) and NN__NOGRAD(X) list the functions of the unary ops
+   (UNARY; UNARY_NOGRAD for NN__NOGRAD's), one X(ENUM, name, params, valid, forward,
+   derivative) each:
+     ENUM        NN__U_ENUM, the op's function (the node's a.ew.fn)
      name        the builder nn_<name> (declared in src/api/api.h) and the kernels
                  <name>_forward / <name>_backward of kernels/elementwise.cl
      params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1
-                 in the formulas, the node's f[0] and f[1]
+                 in the formulas, the node's a.ew.param[0] and a.ew.param[1]
      valid       what the builder requires of p0 and p1 (1: anything)
      forward     y as an expression of the input v (float), p0 and p1
      derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives
    A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN
    and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities
    give what PyTorch's formula gives (tests/test_nanprop.c).
-   An activation is a line here (with helpers above the table when its formula needs
+   A function is a line here (with helpers above the table when its formula needs
    statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.
    Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is
-   safer in float (softplus without overflow, expm1 near 0) that one is used. */
+   safer in float (softplus without overflow, expm1 near 0) that one is used.
+   NN__BINARY_FNS(X), at the end, lists the binary ops' functions the same way. */
 #ifndef NN__ACTIVATION_H
 #define NN__ACTIVATION_H
 
@@ -3761,12 +3765,14 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
 /* ======================================================================
    src/cpu/elementwise.c
    ====================================================================== */
-/* The elementwise family's CPU loops (src/ops/elementwise.c's bodies; kernels/elementwise.cl
-   has the OpenCL twins): activations, PReLU, scale, broadcasting binary ops, where,
-   masked_fill, expand and the sum back to a broadcast shape. */
+/* The elementwise family's CPU loops, called by the CPU bodies of src/ops/elementwise/
+   (kernels/elementwise.cl has the OpenCL twins): the unary functions, PReLU and scale
+   (unary.c), the broadcast geometry with expand and the sum back to a broadcast shape
+   (broadcast.c), the binary functions (binary.c), where and masked_fill (select.c). */
 
 
-/* ---- activations: the formulas of kernels/activation.h, one loop each ---- */
+/* ---- unary functions (src/ops/elementwise/unary.c): the formulas of kernels/activation.h,
+   one loop each ---- */
 
 /* c ? a : 0.0f without a branch: ReLU's sign test is a coin flip on real activations, and
    a mispredicted branch per element made ReLU cost more than the convolution beside it.
@@ -3867,7 +3873,7 @@ static void nn__scale_forward(float *y, const float *x, float s, int64_t n) {
     for (i = 0; i < n; i++) y[i] = x[i] * s;
 }
 
-/* ---- elementwise ops with broadcasting (NumPy's rules) ----
+/* ---- elementwise ops with broadcasting (NumPy's rules; src/ops/elementwise/broadcast.c) ----
    An output shape and operands whose dims are 1 or the output's, missing leading dims
    counting as 1. nn__bcast_init drops the output's size-1 dims and merges neighbouring
    dims wherever every operand is contiguous (or broadcast) across them, so a same-shape op
@@ -4318,8 +4324,6 @@ static void nn__unary_run(nn__threadpool *pool, int fn, const float *p, float *y
    ====================================================================== */
 /* The softmax family's CPU loops (src/ops/softmax.c's bodies; kernels/softmax.cl has the
    OpenCL twins): rows of length C. */
-
-/* ---- softmax family, rows of length C ---- */
 
 static void nn__softmax_forward(float *y, const float *x, int64_t rows, int64_t C, int log_space) {
     int64_t r, c;
@@ -9242,29 +9246,32 @@ static const char *const nn__cl_src_elementwise[] = {
 "#endif\n",
 "#line 7 \"kernels/elementwise.cl\"\n",
 "#line 1 \"kernels/activation.h\"\n",
-"/* The activations, each formula written once for both backends. This file is a part of\n",
-"   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in\n",
-"   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its\n",
-"   kernels), so it uses only what the two languages share; the math functions go by\n",
+"/* The elementwise functions, each formula written once for both backends. This file is a\n",
+"   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the\n",
+"   vector ones in src/cpu/simd.c, the builders in src/ops/elementwise/unary.c and\n",
+"   binary.c) and is included by kernels/elementwise.cl and kernels/loss.cl (OpenCL C 1.2:\n",
+"   their kernels), so it uses only what the two languages share; the math functions go by\n",
 "   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
 "\n",
-"   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one\n",
-"   X(ENUM, name, params, valid, forward, derivative) each:\n",
-"     ENUM        NN__U_ENUM, the op's function (the node's i[0])\n",
+"   NN__ACTIVATIONS(X), NN__MATH(X) and NN__NOGRAD(X) list the functions of the unary ops\n",
+"   (UNARY; UNARY_NOGRAD for NN__NOGRAD's), one X(ENUM, name, params, valid, forward,\n",
+"   derivative) each:\n",
+"     ENUM        NN__U_ENUM, the op's function (the node's a.ew.fn)\n",
 "     name        the builder nn_<name> (declared in src/api/api.h) and the kernels\n",
 "                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
 "     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
-"                 in the formulas, the node's f[0] and f[1]\n",
+"                 in the formulas, the node's a.ew.param[0] and a.ew.param[1]\n",
 "     valid       what the builder requires of p0 and p1 (1: anything)\n",
 "     forward     y as an expression of the input v (float), p0 and p1\n",
 "     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives\n",
 "   A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN\n",
 "   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
 "   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
-"   An activation is a line here (with helpers above the table when its formula needs\n",
+"   A function is a line here (with helpers above the table when its formula needs\n",
 "   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.\n",
 "   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
-"   safer in float (softplus without overflow, expm1 near 0) that one is used. */\n",
+"   safer in float (softplus without overflow, expm1 near 0) that one is used.\n",
+"   NN__BINARY_FNS(X), at the end, lists the binary ops' functions the same way. */\n",
 "#ifndef NN__ACTIVATION_H\n",
 "#define NN__ACTIVATION_H\n",
 "\n",
@@ -10319,29 +10326,32 @@ static const char *const nn__cl_src_loss[] = {
 "   returns the other operand): comparisons written so that NaN falls through. */\n",
 "\n",
 "#line 1 \"kernels/activation.h\"\n",
-"/* The activations, each formula written once for both backends. This file is a part of\n",
-"   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in\n",
-"   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its\n",
-"   kernels), so it uses only what the two languages share; the math functions go by\n",
+"/* The elementwise functions, each formula written once for both backends. This file is a\n",
+"   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the\n",
+"   vector ones in src/cpu/simd.c, the builders in src/ops/elementwise/unary.c and\n",
+"   binary.c) and is included by kernels/elementwise.cl and kernels/loss.cl (OpenCL C 1.2:\n",
+"   their kernels), so it uses only what the two languages share; the math functions go by\n",
 "   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
 "\n",
-"   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one\n",
-"   X(ENUM, name, params, valid, forward, derivative) each:\n",
-"     ENUM        NN__U_ENUM, the op's function (the node's i[0])\n",
+"   NN__ACTIVATIONS(X), NN__MATH(X) and NN__NOGRAD(X) list the functions of the unary ops\n",
+"   (UNARY; UNARY_NOGRAD for NN__NOGRAD's), one X(ENUM, name, params, valid, forward,\n",
+"   derivative) each:\n",
+"     ENUM        NN__U_ENUM, the op's function (the node's a.ew.fn)\n",
 "     name        the builder nn_<name> (declared in src/api/api.h) and the kernels\n",
 "                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
 "     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
-"                 in the formulas, the node's f[0] and f[1]\n",
+"                 in the formulas, the node's a.ew.param[0] and a.ew.param[1]\n",
 "     valid       what the builder requires of p0 and p1 (1: anything)\n",
 "     forward     y as an expression of the input v (float), p0 and p1\n",
 "     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives\n",
 "   A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN\n",
 "   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
 "   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
-"   An activation is a line here (with helpers above the table when its formula needs\n",
+"   A function is a line here (with helpers above the table when its formula needs\n",
 "   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.\n",
 "   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
-"   safer in float (softplus without overflow, expm1 near 0) that one is used. */\n",
+"   safer in float (softplus without overflow, expm1 near 0) that one is used.\n",
+"   NN__BINARY_FNS(X), at the end, lists the binary ops' functions the same way. */\n",
 "#ifndef NN__ACTIVATION_H\n",
 "#define NN__ACTIVATION_H\n",
 "\n",
@@ -16225,7 +16235,7 @@ static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
     return nn__kargs_unary_backward(l, &k);
 }
 
-/* ==== prelu: y [N, C, S] = x >= 0 ? x : w[c] * x, w [C] over the channels (dim 1) or [1]
+/* ==== prelu: y [N, C, S] = max(0, x) + w[c] * min(0, x), w [C] over the channels (dim 1) or [1]
    (torch.nn.functional.prelu); PRELU_DX (x, w, gy) is dx [x's shape], PRELU_DW (x, gy)
    is dw [C] ==== */
 
@@ -16363,7 +16373,8 @@ static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
     nn__k_prelu_backward_weight_part kp;
     nn__k_prelu_backward_weight kw;
     nn_result r;
-    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight_part", (size_t)n->a.ew.N * (size_t)n->a.ew.C, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight_part", (size_t)n->a.ew.N * (size_t)n->a.ew.C,
+                          &l);
     if (r != NN_OK) return r;
     memset(&kp, 0, sizeof kp);
     kp.x = &g->nodes[n->in[0]].buf;
@@ -16479,7 +16490,9 @@ static nn_tensor nn__binary(nn_graph *g, int op, const char *opname, nn_tensor a
 
 /* The function of a binary node: ADD, SUB and MUL by their op, the others by a.ew.bfn. */
 static int nn__binary_node_fn(const nn__node *n) {
-    return n->op == NN__OP_ADD ? NN__B_ADD : n->op == NN__OP_SUB ? NN__B_SUB : n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
+    if (n->op == NN__OP_ADD) return NN__B_ADD;
+    if (n->op == NN__OP_SUB) return NN__B_SUB;
+    return n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
 }
 
 static nn_result nn__cpu_binary(nn_graph *g, nn__node *n) {
@@ -18155,7 +18168,9 @@ static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
    (torch.log_softmax(x, -1)); LOG_SOFTMAX_GRAD (y, gy) is dx = gy - exp(y) * sum(gy).
    Softmax's loop and kernels in log space ==== */
 
-NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x); }
+NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x) {
+    return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x);
+}
 
 #define nn__cpu_log_softmax nn__cpu_softmax
 #define nn__launch_log_softmax nn__launch_softmax

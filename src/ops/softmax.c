@@ -82,7 +82,9 @@ static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
    (torch.log_softmax(x, -1)); LOG_SOFTMAX_GRAD (y, gy) is dx = gy - exp(y) * sum(gy).
    Softmax's loop and kernels in log space ==== */
 
-NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x); }
+NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x) {
+    return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x);
+}
 
 #define nn__cpu_log_softmax nn__cpu_softmax
 #define nn__launch_log_softmax nn__launch_softmax

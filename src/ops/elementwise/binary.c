@@ -34,7 +34,9 @@ static nn_tensor nn__binary(nn_graph *g, int op, const char *opname, nn_tensor a
 
 /* The function of a binary node: ADD, SUB and MUL by their op, the others by a.ew.bfn. */
 static int nn__binary_node_fn(const nn__node *n) {
-    return n->op == NN__OP_ADD ? NN__B_ADD : n->op == NN__OP_SUB ? NN__B_SUB : n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
+    if (n->op == NN__OP_ADD) return NN__B_ADD;
+    if (n->op == NN__OP_SUB) return NN__B_SUB;
+    return n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
 }
 
 static nn_result nn__cpu_binary(nn_graph *g, nn__node *n) {

@@ -174,7 +174,7 @@ static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
     return nn__kargs_unary_backward(l, &k);
 }
 
-/* ==== prelu: y [N, C, S] = x >= 0 ? x : w[c] * x, w [C] over the channels (dim 1) or [1]
+/* ==== prelu: y [N, C, S] = max(0, x) + w[c] * min(0, x), w [C] over the channels (dim 1) or [1]
    (torch.nn.functional.prelu); PRELU_DX (x, w, gy) is dx [x's shape], PRELU_DW (x, gy)
    is dw [C] ==== */
 
@@ -312,7 +312,8 @@ static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
     nn__k_prelu_backward_weight_part kp;
     nn__k_prelu_backward_weight kw;
     nn_result r;
-    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight_part", (size_t)n->a.ew.N * (size_t)n->a.ew.C, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight_part", (size_t)n->a.ew.N * (size_t)n->a.ew.C,
+                          &l);
     if (r != NN_OK) return r;
     memset(&kp, 0, sizeof kp);
     kp.x = &g->nodes[n->in[0]].buf;
