@@ -2477,6 +2477,100 @@ enum {
 #endif /* NN__ACTIVATION_H */
 
 /* ======================================================================
+   kernels/loss.h
+   ====================================================================== */
+/* The loss kinds, listed once for both backends. This file is a part of nn.h (C99 and C++:
+   the builders in src/ops/loss.c, the loops in src/cpu/loss.c) and is included by
+   kernels/loss.cl (OpenCL C 1.2), so the kind numbers a plan passes and the kernels'
+   switches are one enum.
+
+   NN__LOSS_EW_KINDS(X): the elementwise losses (op LOSS_EW), one X(ENUM, name, of_d) each:
+     ENUM  NN__L_ENUM, the node's a.loss.kind and the kernels' `kind`; its formulas are the
+           case NN__L_ENUM of nn__loss_ew1 / nn__loss_ew1_dx (src/cpu/loss.c) and of
+           nn_loss1 / nn_loss1_dx (kernels/loss.cl)
+     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss.c),
+           and so the op's name in messages
+     of_d  1: a function of d = x - t alone, so d/dt = -d/dx and the target gets that
+           gradient; 0: the target gets none
+   NN__LOSS_ROW_KINDS(X): the losses of op LOSS_ROWS, one per row of [B, ...] inputs,
+   X(ENUM, name): NN__R_ENUM and the builder nn_<name>.
+   NN__L_COUNT and NN__R_COUNT are the range checks' bounds. */
+#ifndef NN__LOSS_H
+#define NN__LOSS_H
+
+#define NN__LOSS_EW_KINDS(X)          \
+    X(MSE, mse_loss, 1)               \
+    X(L1, l1_loss, 1)                 \
+    X(HUBER, huber_loss, 1)           \
+    X(SMOOTH_L1, smooth_l1_loss, 1)   \
+    X(LOG_COSH, log_cosh_loss, 1)     \
+    X(QUANTILE, quantile_loss, 1)     \
+    X(HINGE, hinge_loss, 0)           \
+    X(SQ_HINGE, squared_hinge_loss, 0) \
+    X(BCE, bce_loss, 0)               \
+    X(BCE_LOGITS, bce_with_logits_loss, 0) \
+    X(FOCAL, sigmoid_focal_loss, 0)   \
+    X(KL, kl_div_loss, 0)
+
+#define NN__LOSS_ROW_KINDS(X) \
+    X(DICE, dice_loss)        \
+    X(COSINE, cosine_embedding_loss) \
+    X(TRIPLET, triplet_margin_loss)
+
+#define NN__L_ENUM(E, name, of_d) NN__L_##E,
+#define NN__R_ENUM(E, name) NN__R_##E,
+typedef enum nn__loss_kind { NN__LOSS_EW_KINDS(NN__L_ENUM) NN__L_COUNT } nn__loss_kind;
+typedef enum nn__row_kind { NN__LOSS_ROW_KINDS(NN__R_ENUM) NN__R_COUNT } nn__row_kind;
+
+#endif /* NN__LOSS_H */
+
+/* ======================================================================
+   kernels/optim.h
+   ====================================================================== */
+/* The optimizer kinds, listed once: a part of nn.h (C99 and C++) and included by
+   kernels/optim.cl (OpenCL C 1.2).
+
+   NN__OPTIMIZERS(X): one X(ENUM, name) per nn_optimizer_kind, in its order:
+     ENUM  NN_OPT_ENUM, the public value (src/api/api.h; kernels/optim.cl gets the same
+           names from this list, for opt_step's switch on `kind`)
+     name  the optimizer's name in checkpoint files ("nn.optimizer" in the metadata of
+           nn_save_state, checked by nn_load_state) and in messages
+   NN__OPT_COUNT is the range checks' bound. The public enum stays written out in api.h (its
+   values are the API); in C a compile-time check holds each of it equal to its line here,
+   so the list and the enum cannot drift apart. */
+#ifndef NN__OPTIM_H
+#define NN__OPTIM_H
+
+#define NN__OPTIMIZERS(X)   \
+    X(NONE, "none")         \
+    X(SGD, "sgd")           \
+    X(ADAM, "adam")         \
+    X(ADAMW, "adamw")       \
+    X(ADAMAX, "adamax")     \
+    X(NADAM, "nadam")       \
+    X(RADAM, "radam")       \
+    X(RMSPROP, "rmsprop")   \
+    X(ADAGRAD, "adagrad")   \
+    X(ADADELTA, "adadelta") \
+    X(LION, "lion")         \
+    X(LAMB, "lamb")         \
+    X(LARS, "lars")         \
+    X(FTRL, "ftrl")
+
+#ifdef __OPENCL_VERSION__
+#define NN__OPT_ENUM(E, name) NN_OPT_##E,
+enum nn_optimizer_kind { NN__OPTIMIZERS(NN__OPT_ENUM) NN__OPT_COUNT };
+#else
+#define NN__OPT_INDEX(E, name) NN__OPTI_##E,
+enum nn__optimizer_index { NN__OPTIMIZERS(NN__OPT_INDEX) NN__OPT_COUNT };
+/* a negative array size, a compile error, where nn_optimizer_kind and the list differ */
+#define NN__OPT_SAME(E, name) typedef char nn__opt_same_##E[(int)NN_OPT_##E == (int)NN__OPTI_##E ? 1 : -1];
+NN__OPTIMIZERS(NN__OPT_SAME)
+#endif
+
+#endif /* NN__OPTIM_H */
+
+/* ======================================================================
    src/cpu/simd.c
    ====================================================================== */
 /* The CPU backend's shared machinery: the one CPUID probe, the vector exp (AVX-512 / AVX2+FMA
@@ -5943,9 +6037,10 @@ static void nn__batch_norm_running(float *rmean, float *rvar, const float *stats
 /* ======================================================================
    src/cpu/optim.c
    ====================================================================== */
-/* The optimizer family beyond SGD and Adam (cpu/simd.c keeps those two): defaults, learning-
-   rate schedules, parameter groups, the per-update constants the host computes, and the CPU
-   bodies of the OPT_STEP and GRAD_ACC ops. kernels/optim.cl has the twin of every rule.
+/* The optimizer family's CPU side: SGD's and Adam's loops (OPT_SGD, OPT_ADAM), defaults,
+   learning-rate schedules, parameter groups, the per-update constants the host computes,
+   and the loops of the OPT_STEP and GRAD_ACC ops. kernels/optim.cl has the twin of every
+   rule; the kinds are kernels/optim.h's list.
 
    One OPT_STEP node updates one parameter; its attributes (nn__optim_attr) are the
    nn_optimizer_kind and the parameter's lr and weight-decay multipliers. A rule sees:
@@ -5955,6 +6050,7 @@ static void nn__batch_norm_running(float *rmean, float *rvar, const float *stats
    LAMB and LARS need the L2 norms of whole tensors: LARS reduces |w| and |g| before its
    elementwise pass; LAMB writes its update u into the node's scratch, reduces |w| and |u|,
    then applies p -= lr * trust * u. The norms' sums of squares sit in the scratch too. */
+
 
 /* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
 
@@ -6097,7 +6193,7 @@ static nn_optimizer nn__opt_defaults(nn_optimizer o) {
 
 /* What nn__opt_defaults leaves that no optimizer takes. */
 static nn_result nn__opt_check(nn_graph *g, const nn_optimizer *o) {
-    if ((int)o->kind < NN_OPT_NONE || o->kind > NN_OPT_FTRL)
+    if ((int)o->kind < 0 || (int)o->kind >= NN__OPT_COUNT)
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer kind %d is not one of nn_optimizer_kind",
                         (int)o->kind);
     if (o->accumulate_steps < 1)
@@ -6804,7 +6900,8 @@ static void nn__avg_pool2d_backward(nn__threadpool *pool, const nn__pooling *p, 
    src/cpu/loss.c
    ====================================================================== */
 /* Losses (nn_loss_desc family): CPU bodies. kernels/loss.cl holds their OpenCL twins, with
-   the same formulas in the same order; the kind numbers below are the kernels' too.
+   the same formulas in the same order; the kinds (nn__loss_kind, nn__row_kind) are
+   kernels/loss.h's, the kernels' too.
 
    LOSS_EW       elementwise loss of (pred, target[, pos_weight]) -> pred's shape
    LOSS_EW_GRAD  d/d(pred) of it, given dy
@@ -6815,6 +6912,7 @@ static void nn__avg_pool2d_backward(nn__threadpool *pool, const nn__pooling *p, 
    DIV_SCALAR    a / b[0]: the weighted mean
    LOSS_ROWS     a loss per row of [B, D] inputs (dice, cosine embedding, triplet) -> [B]
    LOSS_ROWS_GRAD its gradient for input i[1] */
+
 
 /* loss [B] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and is
    counted: returns how many (the caller reports them). */
@@ -6912,13 +7010,6 @@ static void nn__bce_rows(nn__threadpool *pool, float *y, const float *x, const f
     nn__par_for(pool, n, n, nn__xent_range, &j);
 }
 
-
-typedef enum nn__loss_kind {
-    NN__L_MSE = 0, NN__L_L1, NN__L_HUBER, NN__L_SMOOTH_L1, NN__L_LOG_COSH, NN__L_QUANTILE, /* of d = x - t */
-    NN__L_HINGE, NN__L_SQ_HINGE, NN__L_BCE, NN__L_BCE_LOGITS, NN__L_FOCAL, NN__L_KL
-} nn__loss_kind;
-
-typedef enum nn__row_kind { NN__R_DICE = 0, NN__R_COSINE, NN__R_TRIPLET } nn__row_kind;
 
 static float nn__sgnf(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; } /* 0 at NaN, as torch.sign */
 
@@ -10261,10 +10352,264 @@ static const char *const nn__cl_src_gemm[] = {
    ====================================================================== */
 static const char *const nn__cl_src_loss[] = {
 "#line 1 \"kernels/loss.cl\"\n",
-"/* Losses: twins of src/cpu/loss.c, same formulas in the same order. Kind numbers are\n",
-"   cpu/loss.c's nn__loss_kind and nn__row_kind. No fmax where NaN must stay NaN (fmax\n",
-"   returns the other operand): comparisons written so that NaN falls through. */\n",
+"/* Losses: twins of src/cpu/loss.c, same formulas in the same order. The kinds are\n",
+"   kernels/loss.h's lists (nn__loss_kind, nn__row_kind), the C side's too. No fmax where NaN\n",
+"   must stay NaN (fmax returns the other operand): comparisons written so that NaN falls\n",
+"   through. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
 "\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 6 \"kernels/loss.cl\"\n",
+"#line 1 \"kernels/loss_args.h\"\n",
+"/* kernels/loss.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__LOSS_ARGS_H\n",
+"#define NN__LOSS_ARGS_H\n",
+"\n",
+"/* the fused softmax cross-entropy, x [B, C], label [B]; bad[slot] counts labels outside [0, C) */\n",
+"#define NN__KARGS_xent_forward(F, P) F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot)\n",
+"NN__KSIG(xent_forward)\n",
+"#define NN__KARGS_xent_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C)\n",
+"NN__KSIG(xent_backward)\n",
+"\n",
+"/* BCE with logits, n elements */\n",
+"#define NN__KARGS_bce_logits_forward(F, P) F(in, x) P(in, t) P(out, y) P(int, n)\n",
+"NN__KSIG(bce_logits_forward)\n",
+"#define NN__KARGS_bce_logits_backward(F, P) F(in, x) P(in, t) P(in, dy) P(out, dx) P(int, n)\n",
+"NN__KSIG(bce_logits_backward)\n",
+"\n",
+"/* the elementwise losses (kind: nn__loss_kind); pw [npw] repeats, a: delta / beta / tau /\n",
+"   margin / alpha, b: gamma */\n",
+"#define NN__KARGS_loss_ew_forward(F, P) \\\n",
+"    F(in, x) P(in, t) P(in, pw) P(out, y) P(int, n) P(int, npw) P(int, kind) P(int, log_target) P(float, a) P(float, b)\n",
+"NN__KSIG(loss_ew_forward)\n",
+"#define NN__KARGS_loss_ew_backward(F, P)                                                                              \\\n",
+"    F(in, x) P(in, t) P(in, pw) P(in, dy) P(out, dx) P(int, n) P(int, npw) P(int, kind) P(int, log_target) P(float, a) \\\n",
+"    P(float, b)\n",
+"NN__KSIG(loss_ew_backward)\n",
+"\n",
+"/* cross-entropy / NLL rows, x [B, C], label [B], w [C] (has_w), eps: label smoothing */\n",
+"#define NN__KARGS_ce_rows_forward(F, P)                                                                           \\\n",
+"    F(in, x) P(iin, label) P(in, w) P(out, loss) P(int, B) P(int, C) P(int, ignore) P(int, log_input) P(int, has_w) \\\n",
+"    P(float, eps) P(iout, bad) P(int, slot)\n",
+"NN__KSIG(ce_rows_forward)\n",
+"#define NN__KARGS_ce_rows_backward(F, P)                                                                            \\\n",
+"    F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \\\n",
+"    P(int, has_w) P(float, eps)\n",
+"NN__KSIG(ce_rows_backward)\n",
+"#define NN__KARGS_ce_weights(F, P) F(iin, label) P(in, w) P(out, y) P(int, B) P(int, C) P(int, ignore) P(int, has_w)\n",
+"NN__KSIG(ce_weights)\n",
+"#define NN__KARGS_div_scalar(F, P) F(in, x) P(in, d) P(out, y) P(int, n)\n",
+"NN__KSIG(div_scalar)\n",
+"\n",
+"/* the row losses of [B, D] inputs (kind: nn__row_kind), a: margin or smooth; which: the\n",
+"   input differentiated */\n",
+"#define NN__KARGS_rows_forward(F, P) F(in, x0) P(in, x1) P(in, x2) P(out, y) P(int, B) P(int, D) P(int, kind) P(float, a)\n",
+"NN__KSIG(rows_forward)\n",
+"#define NN__KARGS_rows_backward(F, P) \\\n",
+"    F(in, x0) P(in, x1) P(in, x2) P(in, dy) P(out, dx) P(int, B) P(int, D) P(int, kind) P(int, which) P(float, a)\n",
+"NN__KSIG(rows_backward)\n",
+"\n",
+"#endif\n",
+"#line 7 \"kernels/loss.cl\"\n",
 "#line 1 \"kernels/activation.h\"\n",
 "/* The activations, each formula written once for both backends. This file is a part of\n",
 "   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in\n",
@@ -10485,23 +10830,53 @@ static const char *const nn__cl_src_loss[] = {
 "    NN__B_COUNT\n",
 "};\n",
 "#endif /* NN__ACTIVATION_H */\n",
-"#line 6 \"kernels/loss.cl\"\n",
+"#line 8 \"kernels/loss.cl\"\n",
+"#line 1 \"kernels/loss.h\"\n",
+"/* The loss kinds, listed once for both backends. This file is a part of nn.h (C99 and C++:\n",
+"   the builders in src/ops/loss.c, the loops in src/cpu/loss.c) and is included by\n",
+"   kernels/loss.cl (OpenCL C 1.2), so the kind numbers a plan passes and the kernels'\n",
+"   switches are one enum.\n",
 "\n",
-"#define L_MSE 0\n",
-"#define L_L1 1\n",
-"#define L_HUBER 2\n",
-"#define L_SMOOTH_L1 3\n",
-"#define L_LOG_COSH 4\n",
-"#define L_QUANTILE 5\n",
-"#define L_HINGE 6\n",
-"#define L_SQ_HINGE 7\n",
-"#define L_BCE 8\n",
-"#define L_BCE_LOGITS 9\n",
-"#define L_FOCAL 10\n",
-"#define L_KL 11\n",
-"#define R_DICE 0\n",
-"#define R_COSINE 1\n",
-"#define R_TRIPLET 2\n",
+"   NN__LOSS_EW_KINDS(X): the elementwise losses (op LOSS_EW), one X(ENUM, name, of_d) each:\n",
+"     ENUM  NN__L_ENUM, the node's a.loss.kind and the kernels' `kind`; its formulas are the\n",
+"           case NN__L_ENUM of nn__loss_ew1 / nn__loss_ew1_dx (src/cpu/loss.c) and of\n",
+"           nn_loss1 / nn_loss1_dx (kernels/loss.cl)\n",
+"     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss.c),\n",
+"           and so the op's name in messages\n",
+"     of_d  1: a function of d = x - t alone, so d/dt = -d/dx and the target gets that\n",
+"           gradient; 0: the target gets none\n",
+"   NN__LOSS_ROW_KINDS(X): the losses of op LOSS_ROWS, one per row of [B, ...] inputs,\n",
+"   X(ENUM, name): NN__R_ENUM and the builder nn_<name>.\n",
+"   NN__L_COUNT and NN__R_COUNT are the range checks' bounds. */\n",
+"#ifndef NN__LOSS_H\n",
+"#define NN__LOSS_H\n",
+"\n",
+"#define NN__LOSS_EW_KINDS(X)          \\\n",
+"    X(MSE, mse_loss, 1)               \\\n",
+"    X(L1, l1_loss, 1)                 \\\n",
+"    X(HUBER, huber_loss, 1)           \\\n",
+"    X(SMOOTH_L1, smooth_l1_loss, 1)   \\\n",
+"    X(LOG_COSH, log_cosh_loss, 1)     \\\n",
+"    X(QUANTILE, quantile_loss, 1)     \\\n",
+"    X(HINGE, hinge_loss, 0)           \\\n",
+"    X(SQ_HINGE, squared_hinge_loss, 0) \\\n",
+"    X(BCE, bce_loss, 0)               \\\n",
+"    X(BCE_LOGITS, bce_with_logits_loss, 0) \\\n",
+"    X(FOCAL, sigmoid_focal_loss, 0)   \\\n",
+"    X(KL, kl_div_loss, 0)\n",
+"\n",
+"#define NN__LOSS_ROW_KINDS(X) \\\n",
+"    X(DICE, dice_loss)        \\\n",
+"    X(COSINE, cosine_embedding_loss) \\\n",
+"    X(TRIPLET, triplet_margin_loss)\n",
+"\n",
+"#define NN__L_ENUM(E, name, of_d) NN__L_##E,\n",
+"#define NN__R_ENUM(E, name) NN__R_##E,\n",
+"typedef enum nn__loss_kind { NN__LOSS_EW_KINDS(NN__L_ENUM) NN__L_COUNT } nn__loss_kind;\n",
+"typedef enum nn__row_kind { NN__LOSS_ROW_KINDS(NN__R_ENUM) NN__R_COUNT } nn__row_kind;\n",
+"\n",
+"#endif /* NN__LOSS_H */\n",
+"#line 9 \"kernels/loss.cl\"\n",
 "\n",
 "inline float nn_sgn(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }\n",
 "\n",
@@ -10512,23 +10887,23 @@ static const char *const nn__cl_src_loss[] = {
 "inline float nn_loss1(int kind, float x, float t, float a, float b, float pw, int log_target) {\n",
 "    float d = x - t, ad = fabs(d), m, p, ce, pt, l;\n",
 "    switch (kind) {\n",
-"    case L_MSE: return d * d;\n",
-"    case L_L1: return ad;\n",
-"    case L_HUBER: return ad < a ? 0.5f * d * d : a * (ad - 0.5f * a);\n",
-"    case L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;\n",
-"    case L_LOG_COSH: return ad + log1p(exp(-2.0f * ad)) - 0.69314718055994531f;\n",
-"    case L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;\n",
-"    case L_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m;\n",
-"    case L_SQ_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m * m;\n",
-"    case L_BCE: return -(t * nn_log_floor(log(x)) + (1.0f - t) * nn_log_floor(log(1.0f - x)));\n",
-"    case L_BCE_LOGITS: return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1p(exp(-fabs(x))) + fmax(-x, 0.0f));\n",
-"    case L_FOCAL:\n",
+"    case NN__L_MSE: return d * d;\n",
+"    case NN__L_L1: return ad;\n",
+"    case NN__L_HUBER: return ad < a ? 0.5f * d * d : a * (ad - 0.5f * a);\n",
+"    case NN__L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;\n",
+"    case NN__L_LOG_COSH: return ad + log1p(exp(-2.0f * ad)) - 0.69314718055994531f;\n",
+"    case NN__L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;\n",
+"    case NN__L_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m;\n",
+"    case NN__L_SQ_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m * m;\n",
+"    case NN__L_BCE: return -(t * nn_log_floor(log(x)) + (1.0f - t) * nn_log_floor(log(1.0f - x)));\n",
+"    case NN__L_BCE_LOGITS: return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1p(exp(-fabs(x))) + fmax(-x, 0.0f));\n",
+"    case NN__L_FOCAL:\n",
 "        p = 1.0f / (1.0f + exp(-x));\n",
 "        ce = (1.0f - t) * x + fmax(-x, 0.0f) + log1p(exp(-fabs(x)));\n",
 "        pt = p * t + (1.0f - p) * (1.0f - t);\n",
 "        l = ce * pow(1.0f - pt, b);\n",
 "        return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;\n",
-"    case L_KL:\n",
+"    case NN__L_KL:\n",
 "        if (log_target) return exp(t) * (t - x);\n",
 "        return (t == 0.0f ? 0.0f : t * log(t)) - t * x;\n",
 "    default: return 0.0f;\n",
@@ -10538,17 +10913,17 @@ static const char *const nn__cl_src_loss[] = {
 "inline float nn_loss1_dx(int kind, float x, float t, float a, float b, float pw, int log_target) {\n",
 "    float d = x - t, ad = fabs(d), m, p, ce, pt, q, at;\n",
 "    switch (kind) {\n",
-"    case L_MSE: return 2.0f * d;\n",
-"    case L_L1: return nn_sgn(d);\n",
-"    case L_HUBER: return ad < a ? d : ad >= a ? a * nn_sgn(d) : d;\n",
-"    case L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn_sgn(d) : d;\n",
-"    case L_LOG_COSH: return tanh(d);\n",
-"    case L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;\n",
-"    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;\n",
-"    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;\n",
-"    case L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);\n",
-"    case L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));\n",
-"    case L_FOCAL:\n",
+"    case NN__L_MSE: return 2.0f * d;\n",
+"    case NN__L_L1: return nn_sgn(d);\n",
+"    case NN__L_HUBER: return ad < a ? d : ad >= a ? a * nn_sgn(d) : d;\n",
+"    case NN__L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn_sgn(d) : d;\n",
+"    case NN__L_LOG_COSH: return tanh(d);\n",
+"    case NN__L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;\n",
+"    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;\n",
+"    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;\n",
+"    case NN__L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);\n",
+"    case NN__L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));\n",
+"    case NN__L_FOCAL:\n",
 "        p = 1.0f / (1.0f + exp(-x));\n",
 "        ce = (1.0f - t) * x + fmax(-x, 0.0f) + log1p(exp(-fabs(x)));\n",
 "        pt = p * t + (1.0f - p) * (1.0f - t);\n",
@@ -10556,7 +10931,7 @@ static const char *const nn__cl_src_loss[] = {
 "        at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;\n",
 "        return at * ((q > 0.0f ? -b * pow(q, b - 1.0f) * (2.0f * t - 1.0f) * p * (1.0f - p) * ce : 0.0f) +\n",
 "                     pow(q, b) * (p - t));\n",
-"    case L_KL:\n",
+"    case NN__L_KL:\n",
 "        if (log_target) return -exp(t);\n",
 "        return -t;\n",
 "    default: return 0.0f;\n",
@@ -10564,16 +10939,12 @@ static const char *const nn__cl_src_loss[] = {
 "}\n",
 "\n",
 "/* y [n] = loss(x, t); pw repeats with period npw */\n",
-"__kernel void loss_ew_forward(__global const float *x, __global const float *t, __global const float *pw,\n",
-"                              __global const float *unused, __global float *y, const int n, const int npw, const int kind,\n",
-"                              const int log_target, const float a, const float b) {\n",
+"__kernel void loss_ew_forward(NN__KPARAMS(loss_ew_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = nn_loss1(kind, x[i], t[i], a, b, pw[i % npw], log_target);\n",
 "}\n",
 "\n",
-"__kernel void loss_ew_backward(__global const float *x, __global const float *t, __global const float *pw,\n",
-"                               __global const float *dy, __global float *dx, const int n, const int npw, const int kind,\n",
-"                               const int log_target, const float a, const float b) {\n",
+"__kernel void loss_ew_backward(NN__KPARAMS(loss_ew_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) dx[i] = dy[i] * nn_loss1_dx(kind, x[i], t[i], a, b, pw[i % npw], log_target);\n",
 "}\n",
@@ -10583,9 +10954,7 @@ static const char *const nn__cl_src_loss[] = {
 "/* One work-item per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c].\n",
 "   A label outside [0, C) that is not ignore_index counts in bad[slot] (reported to the\n",
 "   host at its next read) and gives 0. */\n",
-"__kernel void ce_rows_forward(__global const float *x, __global const int *label, __global const float *w,\n",
-"                              __global float *loss, const int B, const int C, const int ignore, const int log_input,\n",
-"                              const int has_w, const float eps, __global int *bad, const int slot) {\n",
+"__kernel void ce_rows_forward(NN__KPARAMS(ce_rows_forward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
@@ -10602,9 +10971,7 @@ static const char *const nn__cl_src_loss[] = {
 "    loss[b] = (1.0f - eps) * (has_w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;\n",
 "}\n",
 "\n",
-"__kernel void ce_rows_backward(__global const float *x, __global const int *label, __global const float *w,\n",
-"                               __global const float *dloss, __global float *dx, const int B, const int C,\n",
-"                               const int ignore, const int log_input, const int has_w, const float eps) {\n",
+"__kernel void ce_rows_backward(NN__KPARAMS(ce_rows_backward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
@@ -10624,33 +10991,30 @@ static const char *const nn__cl_src_loss[] = {
 "    }\n",
 "}\n",
 "\n",
-"__kernel void ce_weights(__global const int *label, __global const float *w, __global float *y, const int B,\n",
-"                         const int C, const int ignore, const int has_w) {\n",
+"__kernel void ce_weights(NN__KPARAMS(ce_weights)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b < B) y[b] = nn_ce_ignored(label[b], C, ignore) ? 0.0f : has_w ? w[label[b]] : 1.0f;\n",
 "}\n",
 "\n",
-"__kernel void div_scalar(__global const float *x, __global const float *d, __global float *y, const int n) {\n",
+"__kernel void div_scalar(NN__KPARAMS(div_scalar)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[i] / d[0];\n",
 "}\n",
 "\n",
 "/* Row losses of [B, D] inputs, one work-item per row; x2: cosine's target [B], triplet's\n",
 "   negative. */\n",
-"__kernel void rows_forward(__global const float *x0, __global const float *x1, __global const float *x2,\n",
-"                           __global const float *unused, __global float *y, const int B, const int D, const int kind,\n",
-"                           const int which, const float a) {\n",
+"__kernel void rows_forward(NN__KPARAMS(rows_forward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *u = x0 + (size_t)b * D, *v = x1 + (size_t)b * D;\n",
 "    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, r = 0.0f;\n",
-"    if (kind == R_DICE) {\n",
+"    if (kind == NN__R_DICE) {\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            s0 += u[j] * v[j];\n",
 "            s1 += u[j] + v[j];\n",
 "        }\n",
 "        r = 1.0f - (2.0f * s0 + a) / (s1 + a);\n",
-"    } else if (kind == R_COSINE) {\n",
+"    } else if (kind == NN__R_COSINE) {\n",
 "        float yb = x2[b], c;\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            s0 += u[j] * v[j];\n",
@@ -10659,7 +11023,7 @@ static const char *const nn__cl_src_loss[] = {
 "        }\n",
 "        c = s0 / sqrt((s1 + 1e-12f) * (s2 + 1e-12f));\n",
 "        r = yb == 1.0f ? 1.0f - c : yb == -1.0f ? (c - a <= 0.0f ? 0.0f : c - a) : 0.0f;\n",
-"    } else if (kind == R_TRIPLET) {\n",
+"    } else if (kind == NN__R_TRIPLET) {\n",
 "        __global const float *n = x2 + (size_t)b * D;\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;\n",
@@ -10673,22 +11037,20 @@ static const char *const nn__cl_src_loss[] = {
 "}\n",
 "\n",
 "/* d(row loss)/d(input `which`) times dy[b] */\n",
-"__kernel void rows_backward(__global const float *x0, __global const float *x1, __global const float *x2,\n",
-"                            __global const float *dy, __global float *dx, const int B, const int D, const int kind,\n",
-"                            const int which, const float a) {\n",
+"__kernel void rows_backward(NN__KPARAMS(rows_backward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *u = x0 + (size_t)b * D, *v = x1 + (size_t)b * D;\n",
 "    __global float *o = dx + (size_t)b * D;\n",
 "    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, g = dy[b];\n",
-"    if (kind == R_DICE) {\n",
+"    if (kind == NN__R_DICE) {\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            s0 += u[j] * v[j];\n",
 "            s1 += u[j] + v[j];\n",
 "        }\n",
 "        float N = 2.0f * s0 + a, S = s1 + a;\n",
 "        for (int j = 0; j < D; j++) o[j] = g * (N - 2.0f * v[j] * S) / (S * S);\n",
-"    } else if (kind == R_COSINE) {\n",
+"    } else if (kind == NN__R_COSINE) {\n",
 "        float yb = x2[b];\n",
 "        __global const float *self = which == 0 ? u : v, *other = which == 0 ? v : u;\n",
 "        for (int j = 0; j < D; j++) {\n",
@@ -10699,7 +11061,7 @@ static const char *const nn__cl_src_loss[] = {
 "        float m1 = s1 + 1e-12f, m2 = s2 + 1e-12f, den = sqrt(m1 * m2), c = s0 / den;\n",
 "        float k = yb == 1.0f ? -g : (yb == -1.0f && c - a > 0.0f) ? g : 0.0f;\n",
 "        for (int j = 0; j < D; j++) o[j] = k * (other[j] / den - c * self[j] / (which == 0 ? m1 : m2));\n",
-"    } else if (kind == R_TRIPLET) {\n",
+"    } else if (kind == NN__R_TRIPLET) {\n",
 "        __global const float *n = x2 + (size_t)b * D;\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;\n",
@@ -10721,8 +11083,7 @@ static const char *const nn__cl_src_loss[] = {
 "\n",
 "/* loss[b] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and counts in\n",
 "   bad[slot] (reported to the host at its next read) */\n",
-"__kernel void xent_forward(__global const float *x, __global const int *label, __global float *loss,\n",
-"                           const int B, const int C, __global int *bad, const int slot) {\n",
+"__kernel void xent_forward(NN__KPARAMS(xent_forward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
@@ -10734,8 +11095,7 @@ static const char *const nn__cl_src_loss[] = {
 "    loss[b] = log(s) + m - xr[t];\n",
 "}\n",
 "\n",
-"__kernel void xent_backward(__global const float *x, __global const int *label, __global const float *dloss,\n",
-"                            __global float *dx, const int B, const int C) {\n",
+"__kernel void xent_backward(NN__KPARAMS(xent_backward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
@@ -10749,13 +11109,12 @@ static const char *const nn__cl_src_loss[] = {
 "}\n",
 "\n",
 "/* BCE with logits, elementwise, in PyTorch's form: (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) */\n",
-"__kernel void bce_logits_forward(__global const float *x, __global const float *t, __global float *y, const int n) {\n",
+"__kernel void bce_logits_forward(NN__KPARAMS(bce_logits_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) { float v = x[i]; y[i] = (1.0f - t[i]) * v + (v < 0.0f ? -v : 0.0f) + log1p(exp(-fabs(v))); }\n",
 "}\n",
 "\n",
-"__kernel void bce_logits_backward(__global const float *x, __global const float *t, __global const float *dy,\n",
-"                                  __global float *dx, const int n) {\n",
+"__kernel void bce_logits_backward(NN__KPARAMS(bce_logits_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) dx[i] = dy[i] * (nn__act_sigmoid(x[i]) - t[i]);\n",
 "}\n",
@@ -10910,15 +11269,303 @@ static const char *const nn__cl_src_optim[] = {
 "   `cv` clamps each clipped gradient element (FLT_MAX when off). A negative coefficient\n",
 "   (skip_gate: a gradient holds NaN or Inf under skip_nonfinite) skips the update: the\n",
 "   parameter and its state are left as they are. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 7 \"kernels/optim.cl\"\n",
+"#line 1 \"kernels/optim_args.h\"\n",
+"/* kernels/optim.cl's kernel signatures (kernels/kargs.h says how to read them). The step\n",
+"   fields are what changes between updates: the scheduled rate, the bias corrections and\n",
+"   the other per-update constants, whether this is the first step or a new cycle. */\n",
+"#ifndef NN__OPTIM_ARGS_H\n",
+"#define NN__OPTIM_ARGS_H\n",
+"\n",
+"/* one parameter p [n] with its gradient; clip[0]: the clipping coefficient (negative: skip) */\n",
+"#define NN__KARGS_sgd(F, P)                                                                                  \\\n",
+"    F(out, p) P(in, grad) P(out, buf) P(in, clip) P(int, n) P(fstep, lr) P(float, momentum) P(float, dampening) \\\n",
+"    P(float, wd) P(int, nesterov) P(istep, first_step) P(float, cv)\n",
+"NN__KSIG(sgd)\n",
+"#define NN__KARGS_adam(F, P)                                                                                     \\\n",
+"    F(out, p) P(in, grad) P(out, m) P(out, v) P(in, clip) P(int, n) P(fstep, lr) P(float, b1) P(float, b2) \\\n",
+"    P(float, eps) P(float, wd) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)\n",
+"NN__KSIG(adam)\n",
+"/* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's\n",
+"   constants (g->clock.c); s0..s2 the state, norms LARS's sums of squares */\n",
+"#define NN__KARGS_opt_step(F, P)                                                                                    \\\n",
+"    F(out, p) P(in, grad) P(in, clip) P(out, s0) P(out, s1) P(out, s2) P(in, norms) P(int, n) P(int, kind)       \\\n",
+"    P(fstep, lr) P(float, wd) P(float, cv) P(float, h0) P(float, h1) P(float, eps) P(float, h3) P(float, h4)     \\\n",
+"    P(fstep, c0) P(fstep, c1) P(fstep, c2) P(fstep, c3)\n",
+"NN__KSIG(opt_step)\n",
+"/* out[off], out[off + 1]: the sums of squares of p and of x (clipped), one work-group;\n",
+"   tmp: two floats per work-item */\n",
+"#define NN__KARGS_opt_norms(F, P) \\\n",
+"    F(in, p) P(in, x) P(in, clip) P(float, cv) P(int, n) P(out, out) P(int, off) P(lfloat, tmp)\n",
+"NN__KSIG(opt_norms)\n",
+"#define NN__KARGS_lamb_apply(F, P) F(out, p) P(in, u) P(in, clip) P(int, n) P(fstep, lr)\n",
+"NN__KSIG(lamb_apply)\n",
+"\n",
+"/* skip_nonfinite: the count of NaN and Inf over the gradients, then the gate */\n",
+"#define NN__KARGS_nonfinite_count(F, P) F(in, x) P(int, n) P(in, prev) P(int, has_prev) P(out, out) P(lint, tmp)\n",
+"NN__KSIG(nonfinite_count)\n",
+"#define NN__KARGS_skip_gate(F, P) F(in, cnt) P(in, clip) P(out, y)\n",
+"NN__KSIG(skip_gate)\n",
+"\n",
+"/* acc [n] = (reset ? 0 : acc) + g * inv_k */\n",
+"#define NN__KARGS_grad_acc(F, P) F(out, acc) P(in, g) P(int, n) P(float, inv_k) P(istep, reset)\n",
+"NN__KSIG(grad_acc)\n",
+"\n",
+"#endif\n",
+"#line 8 \"kernels/optim.cl\"\n",
+"#line 1 \"kernels/optim.h\"\n",
+"/* The optimizer kinds, listed once: a part of nn.h (C99 and C++) and included by\n",
+"   kernels/optim.cl (OpenCL C 1.2).\n",
+"\n",
+"   NN__OPTIMIZERS(X): one X(ENUM, name) per nn_optimizer_kind, in its order:\n",
+"     ENUM  NN_OPT_ENUM, the public value (src/api/api.h; kernels/optim.cl gets the same\n",
+"           names from this list, for opt_step's switch on `kind`)\n",
+"     name  the optimizer's name in checkpoint files (\"nn.optimizer\" in the metadata of\n",
+"           nn_save_state, checked by nn_load_state) and in messages\n",
+"   NN__OPT_COUNT is the range checks' bound. The public enum stays written out in api.h (its\n",
+"   values are the API); in C a compile-time check holds each of it equal to its line here,\n",
+"   so the list and the enum cannot drift apart. */\n",
+"#ifndef NN__OPTIM_H\n",
+"#define NN__OPTIM_H\n",
+"\n",
+"#define NN__OPTIMIZERS(X)   \\\n",
+"    X(NONE, \"none\")         \\\n",
+"    X(SGD, \"sgd\")           \\\n",
+"    X(ADAM, \"adam\")         \\\n",
+"    X(ADAMW, \"adamw\")       \\\n",
+"    X(ADAMAX, \"adamax\")     \\\n",
+"    X(NADAM, \"nadam\")       \\\n",
+"    X(RADAM, \"radam\")       \\\n",
+"    X(RMSPROP, \"rmsprop\")   \\\n",
+"    X(ADAGRAD, \"adagrad\")   \\\n",
+"    X(ADADELTA, \"adadelta\") \\\n",
+"    X(LION, \"lion\")         \\\n",
+"    X(LAMB, \"lamb\")         \\\n",
+"    X(LARS, \"lars\")         \\\n",
+"    X(FTRL, \"ftrl\")\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"#define NN__OPT_ENUM(E, name) NN_OPT_##E,\n",
+"enum nn_optimizer_kind { NN__OPTIMIZERS(NN__OPT_ENUM) NN__OPT_COUNT };\n",
+"#else\n",
+"#define NN__OPT_INDEX(E, name) NN__OPTI_##E,\n",
+"enum nn__optimizer_index { NN__OPTIMIZERS(NN__OPT_INDEX) NN__OPT_COUNT };\n",
+"/* a negative array size, a compile error, where nn_optimizer_kind and the list differ */\n",
+"#define NN__OPT_SAME(E, name) typedef char nn__opt_same_##E[(int)NN_OPT_##E == (int)NN__OPTI_##E ? 1 : -1];\n",
+"NN__OPTIMIZERS(NN__OPT_SAME)\n",
+"#endif\n",
+"\n",
+"#endif /* NN__OPTIM_H */\n",
+"#line 9 \"kernels/optim.cl\"\n",
 "\n",
 "/* clamp() of OpenCL C may turn NaN into a bound; PyTorch's updates keep NaN (and so make\n",
 "   the parameter NaN), and so does this. */\n",
 "inline float clamp_nan(float x, float lo, float hi) { return x > hi ? hi : x < lo ? lo : x; }\n",
 "\n",
 "/* SGD with momentum, dampening, Nesterov and L2 weight decay (torch.optim.SGD) */\n",
-"__kernel void sgd(__global float *p, __global const float *grad, __global float *buf, __global const float *clip,\n",
-"                  const int n, const float lr, const float momentum, const float dampening, const float wd,\n",
-"                  const int nesterov, const int first_step, const float cv) {\n",
+"__kernel void sgd(NN__KPARAMS(sgd)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float g = clamp_nan(grad[i] * clip[0], -cv, cv) + wd * p[i];\n",
@@ -10932,10 +11579,7 @@ static const char *const nn__cl_src_optim[] = {
 "\n",
 "/* Adam (L2 decay into the gradient) or AdamW (decoupled: p *= 1 - lr*wd); bc1 and bc2 are\n",
 "   1 - beta^t from the host */\n",
-"__kernel void adam(__global float *p, __global const float *grad, __global float *m, __global float *v,\n",
-"                   __global const float *clip, const int n, const float lr, const float b1, const float b2,\n",
-"                   const float eps, const float wd, const int decoupled, const float bc1, const float bc2,\n",
-"                   const float cv) {\n",
+"__kernel void adam(NN__KPARAMS(adam)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];\n",
@@ -10949,32 +11593,16 @@ static const char *const nn__cl_src_optim[] = {
 "}\n",
 "\n",
 "/* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the\n",
-"   same on every work-item). Each rule is the twin of nn__opt_rule in src/cpu/optim.c, which\n",
-"   documents h (compile-time hyperparameters) and c (this update's constants). State s0..s2\n",
-"   is the parameter's aux buffers; unused ones are a dummy never written. */\n",
-"#define NN_ADAM 2\n",
-"#define NN_ADAMW 3\n",
-"#define NN_ADAMAX 4\n",
-"#define NN_NADAM 5\n",
-"#define NN_RADAM 6\n",
-"#define NN_RMSPROP 7\n",
-"#define NN_ADAGRAD 8\n",
-"#define NN_ADADELTA 9\n",
-"#define NN_LION 10\n",
-"#define NN_LAMB 11\n",
-"#define NN_LARS 12\n",
-"#define NN_FTRL 13\n",
-"\n",
-"__kernel void opt_step(__global float *p, __global const float *grad, __global const float *clip,\n",
-"                       __global float *s0, __global float *s1, __global float *s2, __global const float *norms,\n",
-"                       const int n, const int kind, const float lr, const float wd, const float cv,\n",
-"                       const float h0, const float h1, const float eps, const float h3, const float h4,\n",
-"                       const float c0, const float c1, const float c2, const float c3) {\n",
+"   same on every work-item; its NN_OPT_* names from kernels/optim.h). Each rule is the twin\n",
+"   of nn__opt_rule in src/cpu/optim.c, which documents h (compile-time hyperparameters) and\n",
+"   c (this update's constants). State s0..s2 is the parameter's aux buffers; unused ones are\n",
+"   a dummy never written. */\n",
+"__kernel void opt_step(NN__KPARAMS(opt_step)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];\n",
 "    switch (kind) {\n",
-"    case NN_ADAM: case NN_ADAMW: { /* AMSGrad */\n",
+"    case NN_OPT_ADAM: case NN_OPT_ADAMW: { /* AMSGrad */\n",
 "        if (h3 != 0.0f) w *= 1.0f - lr * wd;\n",
 "        else g += wd * w;\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
@@ -10985,7 +11613,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * c0 * m / (sqrt(vmax) * c1 + eps);\n",
 "        break;\n",
 "    }\n",
-"    case NN_ADAMAX: {\n",
+"    case NN_OPT_ADAMAX: {\n",
 "        g += wd * w;\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, u = fmax(h1 * s1[i], fabs(g) + eps);\n",
 "        s0[i] = m;\n",
@@ -10993,7 +11621,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * c0 * m / u;\n",
 "        break;\n",
 "    }\n",
-"    case NN_NADAM: {\n",
+"    case NN_OPT_NADAM: {\n",
 "        if (h3 != 0.0f) w *= 1.0f - lr * wd;\n",
 "        else g += wd * w;\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
@@ -11002,7 +11630,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * (c1 * g + c2 * m) / (sqrt(v * c0) + eps);\n",
 "        break;\n",
 "    }\n",
-"    case NN_RADAM: {\n",
+"    case NN_OPT_RADAM: {\n",
 "        if (h3 != 0.0f) w *= 1.0f - lr * wd;\n",
 "        else g += wd * w;\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
@@ -11011,7 +11639,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = c2 != 0.0f ? w - lr * c0 * m * c1 / (sqrt(v) + eps) : w - lr * c0 * m;\n",
 "        break;\n",
 "    }\n",
-"    case NN_RMSPROP: {\n",
+"    case NN_OPT_RMSPROP: {\n",
 "        g += wd * w;\n",
 "        float sq = h0 * s0[i] + (1.0f - h0) * g * g, avg;\n",
 "        s0[i] = sq;\n",
@@ -11031,14 +11659,14 @@ static const char *const nn__cl_src_optim[] = {
 "        }\n",
 "        break;\n",
 "    }\n",
-"    case NN_ADAGRAD: {\n",
+"    case NN_OPT_ADAGRAD: {\n",
 "        g += wd * w;\n",
 "        float s = (c3 != 0.0f ? h4 : s0[i]) + g * g;\n",
 "        s0[i] = s;\n",
 "        p[i] = w - lr * c0 * g / (sqrt(s) + eps);\n",
 "        break;\n",
 "    }\n",
-"    case NN_ADADELTA: {\n",
+"    case NN_OPT_ADADELTA: {\n",
 "        g += wd * w;\n",
 "        float sq = h0 * s0[i] + (1.0f - h0) * g * g;\n",
 "        float d = sqrt(s1[i] + eps) / sqrt(sq + eps) * g;\n",
@@ -11047,21 +11675,21 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * d;\n",
 "        break;\n",
 "    }\n",
-"    case NN_LION: {\n",
+"    case NN_OPT_LION: {\n",
 "        float u = h0 * s0[i] + (1.0f - h0) * g;\n",
 "        w *= 1.0f - lr * wd;\n",
 "        p[i] = w - lr * (float)((u > 0.0f) - (u < 0.0f));\n",
 "        s0[i] = h1 * s0[i] + (1.0f - h1) * g;\n",
 "        break;\n",
 "    }\n",
-"    case NN_LAMB: { /* first pass: the update u into s2 (the node's scratch) */\n",
+"    case NN_OPT_LAMB: { /* first pass: the update u into s2 (the node's scratch) */\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
 "        s0[i] = m;\n",
 "        s1[i] = v;\n",
 "        s2[i] = m * c0 / (sqrt(v) * c1 + eps) + wd * w;\n",
 "        break;\n",
 "    }\n",
-"    case NN_LARS: { /* norms: sums of squares of w and g from opt_norms */\n",
+"    case NN_OPT_LARS: { /* norms: sums of squares of w and g from opt_norms */\n",
 "        float wn = sqrt(norms[0]), gn = sqrt(norms[1]);\n",
 "        float trust = wn > 0.0f && gn > 0.0f ? h4 * wn / (gn + wd * wn + eps) : 1.0f;\n",
 "        g = (g + wd * w) * trust;\n",
@@ -11073,7 +11701,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * g;\n",
 "        break;\n",
 "    }\n",
-"    case NN_FTRL: {\n",
+"    case NN_OPT_FTRL: {\n",
 "        float n0 = c3 != 0.0f ? h4 : s0[i], n1 = n0 + g * g;\n",
 "        float p1 = pow(n1, -h3), p0 = pow(n0, -h3);\n",
 "        float z = s1[i] + g - (p1 - p0) / lr * w;\n",
@@ -11091,8 +11719,7 @@ static const char *const nn__cl_src_optim[] = {
 "/* out[off] = sum(p^2), out[off + 1] = sum(clamp(x * clip, +-cv)^2): one work-group of a\n",
 "   power-of-two size (tmp holds two floats per item), a strided pass then a tree, so the\n",
 "   order is fixed. LARS: x = the gradient; LAMB: x = its update u. */\n",
-"__kernel void opt_norms(__global const float *p, __global const float *x, __global const float *clip, const float cv,\n",
-"                        const int n, __global float *out, const int off, __local float *tmp) {\n",
+"__kernel void opt_norms(NN__KPARAMS(opt_norms)) {\n",
 "    int l = get_local_id(0), wg = get_local_size(0);\n",
 "    float a = 0.0f, b = 0.0f, c = clip[0];\n",
 "    for (int i = l; i < n; i += wg) {\n",
@@ -11118,8 +11745,7 @@ static const char *const nn__cl_src_optim[] = {
 "\n",
 "/* LAMB's second pass: p -= lr * trust * u, trust = |w| / |u| (1 when either is 0); u and\n",
 "   its norms (at u[n], u[n + 1]) are the scratch the first pass and opt_norms wrote. */\n",
-"__kernel void lamb_apply(__global float *p, __global const float *u, __global const float *clip, const int n,\n",
-"                         const float lr) {\n",
+"__kernel void lamb_apply(NN__KPARAMS(lamb_apply)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float wn = sqrt(u[n]), un = sqrt(u[n + 1]);\n",
@@ -11128,8 +11754,7 @@ static const char *const nn__cl_src_optim[] = {
 "\n",
 "/* skip_nonfinite: out[0] = (has_prev ? prev[0] : 0) + the number of NaN and Inf in x[n].\n",
 "   One work-group; the count is an int tree, exact. */\n",
-"__kernel void nonfinite_count(__global const float *x, const int n, __global const float *prev, const int has_prev,\n",
-"                              __global float *out, __local int *tmp) {\n",
+"__kernel void nonfinite_count(NN__KPARAMS(nonfinite_count)) {\n",
 "    int l = get_local_id(0), wg = get_local_size(0), c = 0;\n",
 "    for (int i = l; i < n; i += wg) c += isfinite(x[i]) ? 0 : 1;\n",
 "    tmp[l] = c;\n",
@@ -11143,7 +11768,7 @@ static const char *const nn__cl_src_optim[] = {
 "\n",
 "/* y[0] = -1 when cnt[0] > 0 (the updates skip), else the clipping coefficient clip[0];\n",
 "   y[1] counts the skipped updates (the node's buffer persists across steps). */\n",
-"__kernel void skip_gate(__global const float *cnt, __global const float *clip, __global float *y) {\n",
+"__kernel void skip_gate(NN__KPARAMS(skip_gate)) {\n",
 "    if (get_global_id(0) != 0) return;\n",
 "    int skip = cnt[0] != 0.0f;\n",
 "    y[0] = skip ? -1.0f : clip[0];\n",
@@ -11151,7 +11776,7 @@ static const char *const nn__cl_src_optim[] = {
 "}\n",
 "\n",
 "/* Gradient accumulation: acc = (reset ? 0 : acc) + g * inv_k, the running mean of a cycle. */\n",
-"__kernel void grad_acc(__global float *acc, __global const float *g, const int n, const float inv_k, const int reset) {\n",
+"__kernel void grad_acc(NN__KPARAMS(grad_acc)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    acc[i] = (reset ? 0.0f : acc[i]) + g[i] * inv_k;\n",
@@ -11583,6 +12208,28 @@ static const char *const nn__cl_src_random[] = {
 "    F(in, x) P(out, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)\n",
 "NN__KSIG(dropout)\n",
 "\n",
+"/* The random ops' last five parameters: element i draws the Philox words of counter (i, key,\n",
+"   step_lo, step_hi) under key (seed_lo, seed_hi); the step is the graph's, each run's. */\n",
+"#define NN__KARGS_RNG(P) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo) P(ustep, step_hi)\n",
+"\n",
+"#define NN__KARGS_rand(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)\n",
+"NN__KSIG(rand)\n",
+"#define NN__KARGS_randn(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)\n",
+"NN__KSIG(randn)\n",
+"/* range_m1 = high - low - 1 */\n",
+"#define NN__KARGS_randint(F, P) F(iout, y) P(int, n) P(int, low) P(uint, range_m1) NN__KARGS_RNG(P)\n",
+"NN__KSIG(randint)\n",
+"/* bad[slot] counts the p outside [0, 1] */\n",
+"#define NN__KARGS_bernoulli(F, P) F(in, p) P(out, y) P(int, n) P(iout, bad) P(int, slot) NN__KARGS_RNG(P)\n",
+"NN__KSIG(bernoulli)\n",
+"#define NN__KARGS_gaussian_noise(F, P) F(in, x) P(out, y) P(int, n) P(float, std) NN__KARGS_RNG(P)\n",
+"NN__KSIG(gaussian_noise)\n",
+"#define NN__KARGS_alpha_dropout(F, P)                                                                        \\\n",
+"    F(in, x) P(out, y) P(int, n) P(float, p) P(float, scale) P(float, shift) P(float, dropped) NN__KARGS_RNG(P)\n",
+"NN__KSIG(alpha_dropout)\n",
+"#define NN__KARGS_alpha_dropout_grad(F, P) F(in, dy) P(out, dx) P(int, n) P(float, p) P(float, scale) NN__KARGS_RNG(P)\n",
+"NN__KSIG(alpha_dropout_grad)\n",
+"\n",
 "#endif\n",
 "#line 6 \"kernels/random.cl\"\n",
 "\n",
@@ -11745,18 +12392,16 @@ static const char *const nn__cl_src_random[] = {
 "#endif /* NN__RANDOM_H */\n",
 "#line 35 \"kernels/random.cl\"\n",
 "\n",
-"#define NN_RNG_ARGS                                                                        \\\n",
-"    const uint seed_lo, const uint seed_hi, const uint key, const uint step_lo, const uint step_hi\n",
 "#define NN_RNG_WORDS(i) nn_philox((uint4)((uint)(i), key, step_lo, step_hi), (uint2)(seed_lo, seed_hi))\n",
 "\n",
-"__kernel void rand(__global float *y, const int n, NN_RNG_ARGS) {\n",
+"__kernel void rand(NN__KPARAMS(rand)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
 "    y[i] = nn__rng_uniform(r.x);\n",
 "}\n",
 "\n",
-"__kernel void randn(__global float *y, const int n, NN_RNG_ARGS) {\n",
+"__kernel void randn(NN__KPARAMS(randn)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -11764,7 +12409,7 @@ static const char *const nn__cl_src_random[] = {
 "}\n",
 "\n",
 "/* range_m1 = high - low - 1 */\n",
-"__kernel void randint(__global int *y, const int n, const int low, const uint range_m1, NN_RNG_ARGS) {\n",
+"__kernel void randint(NN__KPARAMS(randint)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -11773,8 +12418,7 @@ static const char *const nn__cl_src_random[] = {
 "\n",
 "/* y = u < p: 1 with probability p (on a grid of 2^-24); p outside [0, 1] (or NaN) counts\n",
 "   into bad[slot] */\n",
-"__kernel void bernoulli(__global const float *p, __global float *y, const int n, __global int *bad, const int slot,\n",
-"                        NN_RNG_ARGS) {\n",
+"__kernel void bernoulli(NN__KPARAMS(bernoulli)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    float pi = p[i];\n",
@@ -11784,7 +12428,7 @@ static const char *const nn__cl_src_random[] = {
 "}\n",
 "\n",
 "/* y = x + std z */\n",
-"__kernel void gaussian_noise(__global const float *x, __global float *y, const int n, const float std, NN_RNG_ARGS) {\n",
+"__kernel void gaussian_noise(NN__KPARAMS(gaussian_noise)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -11792,8 +12436,7 @@ static const char *const nn__cl_src_random[] = {
 "}\n",
 "\n",
 "/* kept (u >= p): scale x + shift; dropped: the constant */\n",
-"__kernel void alpha_dropout(__global const float *x, __global float *y, const int n, const float p, const float scale,\n",
-"                            const float shift, const float dropped, NN_RNG_ARGS) {\n",
+"__kernel void alpha_dropout(NN__KPARAMS(alpha_dropout)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -11801,8 +12444,7 @@ static const char *const nn__cl_src_random[] = {
 "}\n",
 "\n",
 "/* dx = dy * mask * scale, the forward's mask (same key and step) */\n",
-"__kernel void alpha_dropout_grad(__global const float *dy, __global float *dx, const int n, const float p,\n",
-"                                 const float scale, NN_RNG_ARGS) {\n",
+"__kernel void alpha_dropout_grad(NN__KPARAMS(alpha_dropout_grad)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -15445,6 +16087,50 @@ NN__KSIG(correct_rows)
 #ifndef NN__LOSS_ARGS_H
 #define NN__LOSS_ARGS_H
 
+/* the fused softmax cross-entropy, x [B, C], label [B]; bad[slot] counts labels outside [0, C) */
+#define NN__KARGS_xent_forward(F, P) F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot)
+NN__KSIG(xent_forward)
+#define NN__KARGS_xent_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C)
+NN__KSIG(xent_backward)
+
+/* BCE with logits, n elements */
+#define NN__KARGS_bce_logits_forward(F, P) F(in, x) P(in, t) P(out, y) P(int, n)
+NN__KSIG(bce_logits_forward)
+#define NN__KARGS_bce_logits_backward(F, P) F(in, x) P(in, t) P(in, dy) P(out, dx) P(int, n)
+NN__KSIG(bce_logits_backward)
+
+/* the elementwise losses (kind: nn__loss_kind); pw [npw] repeats, a: delta / beta / tau /
+   margin / alpha, b: gamma */
+#define NN__KARGS_loss_ew_forward(F, P) \
+    F(in, x) P(in, t) P(in, pw) P(out, y) P(int, n) P(int, npw) P(int, kind) P(int, log_target) P(float, a) P(float, b)
+NN__KSIG(loss_ew_forward)
+#define NN__KARGS_loss_ew_backward(F, P)                                                                              \
+    F(in, x) P(in, t) P(in, pw) P(in, dy) P(out, dx) P(int, n) P(int, npw) P(int, kind) P(int, log_target) P(float, a) \
+    P(float, b)
+NN__KSIG(loss_ew_backward)
+
+/* cross-entropy / NLL rows, x [B, C], label [B], w [C] (has_w), eps: label smoothing */
+#define NN__KARGS_ce_rows_forward(F, P)                                                                           \
+    F(in, x) P(iin, label) P(in, w) P(out, loss) P(int, B) P(int, C) P(int, ignore) P(int, log_input) P(int, has_w) \
+    P(float, eps) P(iout, bad) P(int, slot)
+NN__KSIG(ce_rows_forward)
+#define NN__KARGS_ce_rows_backward(F, P)                                                                            \
+    F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \
+    P(int, has_w) P(float, eps)
+NN__KSIG(ce_rows_backward)
+#define NN__KARGS_ce_weights(F, P) F(iin, label) P(in, w) P(out, y) P(int, B) P(int, C) P(int, ignore) P(int, has_w)
+NN__KSIG(ce_weights)
+#define NN__KARGS_div_scalar(F, P) F(in, x) P(in, d) P(out, y) P(int, n)
+NN__KSIG(div_scalar)
+
+/* the row losses of [B, D] inputs (kind: nn__row_kind), a: margin or smooth; which: the
+   input differentiated */
+#define NN__KARGS_rows_forward(F, P) F(in, x0) P(in, x1) P(in, x2) P(out, y) P(int, B) P(int, D) P(int, kind) P(float, a)
+NN__KSIG(rows_forward)
+#define NN__KARGS_rows_backward(F, P) \
+    F(in, x0) P(in, x1) P(in, x2) P(in, dy) P(out, dx) P(int, B) P(int, D) P(int, kind) P(int, which) P(float, a)
+NN__KSIG(rows_backward)
+
 #endif
 
 /* ======================================================================
@@ -15504,9 +16190,45 @@ NN__KSIG(correct_rows)
 /* ======================================================================
    kernels/optim_args.h
    ====================================================================== */
-/* kernels/optim.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/optim.cl's kernel signatures (kernels/kargs.h says how to read them). The step
+   fields are what changes between updates: the scheduled rate, the bias corrections and
+   the other per-update constants, whether this is the first step or a new cycle. */
 #ifndef NN__OPTIM_ARGS_H
 #define NN__OPTIM_ARGS_H
+
+/* one parameter p [n] with its gradient; clip[0]: the clipping coefficient (negative: skip) */
+#define NN__KARGS_sgd(F, P)                                                                                  \
+    F(out, p) P(in, grad) P(out, buf) P(in, clip) P(int, n) P(fstep, lr) P(float, momentum) P(float, dampening) \
+    P(float, wd) P(int, nesterov) P(istep, first_step) P(float, cv)
+NN__KSIG(sgd)
+#define NN__KARGS_adam(F, P)                                                                                     \
+    F(out, p) P(in, grad) P(out, m) P(out, v) P(in, clip) P(int, n) P(fstep, lr) P(float, b1) P(float, b2) \
+    P(float, eps) P(float, wd) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)
+NN__KSIG(adam)
+/* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's
+   constants (g->clock.c); s0..s2 the state, norms LARS's sums of squares */
+#define NN__KARGS_opt_step(F, P)                                                                                    \
+    F(out, p) P(in, grad) P(in, clip) P(out, s0) P(out, s1) P(out, s2) P(in, norms) P(int, n) P(int, kind)       \
+    P(fstep, lr) P(float, wd) P(float, cv) P(float, h0) P(float, h1) P(float, eps) P(float, h3) P(float, h4)     \
+    P(fstep, c0) P(fstep, c1) P(fstep, c2) P(fstep, c3)
+NN__KSIG(opt_step)
+/* out[off], out[off + 1]: the sums of squares of p and of x (clipped), one work-group;
+   tmp: two floats per work-item */
+#define NN__KARGS_opt_norms(F, P) \
+    F(in, p) P(in, x) P(in, clip) P(float, cv) P(int, n) P(out, out) P(int, off) P(lfloat, tmp)
+NN__KSIG(opt_norms)
+#define NN__KARGS_lamb_apply(F, P) F(out, p) P(in, u) P(in, clip) P(int, n) P(fstep, lr)
+NN__KSIG(lamb_apply)
+
+/* skip_nonfinite: the count of NaN and Inf over the gradients, then the gate */
+#define NN__KARGS_nonfinite_count(F, P) F(in, x) P(int, n) P(in, prev) P(int, has_prev) P(out, out) P(lint, tmp)
+NN__KSIG(nonfinite_count)
+#define NN__KARGS_skip_gate(F, P) F(in, cnt) P(in, clip) P(out, y)
+NN__KSIG(skip_gate)
+
+/* acc [n] = (reset ? 0 : acc) + g * inv_k */
+#define NN__KARGS_grad_acc(F, P) F(out, acc) P(in, g) P(int, n) P(float, inv_k) P(istep, reset)
+NN__KSIG(grad_acc)
 
 #endif
 
@@ -15521,6 +16243,28 @@ NN__KSIG(correct_rows)
 #define NN__KARGS_dropout(F, P) \
     F(in, x) P(out, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)
 NN__KSIG(dropout)
+
+/* The random ops' last five parameters: element i draws the Philox words of counter (i, key,
+   step_lo, step_hi) under key (seed_lo, seed_hi); the step is the graph's, each run's. */
+#define NN__KARGS_RNG(P) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo) P(ustep, step_hi)
+
+#define NN__KARGS_rand(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)
+NN__KSIG(rand)
+#define NN__KARGS_randn(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)
+NN__KSIG(randn)
+/* range_m1 = high - low - 1 */
+#define NN__KARGS_randint(F, P) F(iout, y) P(int, n) P(int, low) P(uint, range_m1) NN__KARGS_RNG(P)
+NN__KSIG(randint)
+/* bad[slot] counts the p outside [0, 1] */
+#define NN__KARGS_bernoulli(F, P) F(in, p) P(out, y) P(int, n) P(iout, bad) P(int, slot) NN__KARGS_RNG(P)
+NN__KSIG(bernoulli)
+#define NN__KARGS_gaussian_noise(F, P) F(in, x) P(out, y) P(int, n) P(float, std) NN__KARGS_RNG(P)
+NN__KSIG(gaussian_noise)
+#define NN__KARGS_alpha_dropout(F, P)                                                                        \
+    F(in, x) P(out, y) P(int, n) P(float, p) P(float, scale) P(float, shift) P(float, dropped) NN__KARGS_RNG(P)
+NN__KSIG(alpha_dropout)
+#define NN__KARGS_alpha_dropout_grad(F, P) F(in, dy) P(out, dx) P(int, n) P(float, p) P(float, scale) NN__KARGS_RNG(P)
+NN__KSIG(alpha_dropout_grad)
 
 #endif
 
@@ -17636,43 +18380,18 @@ static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
 }
 
 /* ======================================================================
-   src/ops/loss.c
+   src/ops/loss/elementwise.c
    ====================================================================== */
-/* The loss ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The loss family (the files of src/ops/loss/, attributes nn__loss_attr in src/ops/loss.h), one block
+   per op: builder, registry aliases, autograd rule, CPU body (the loops in src/cpu/loss.c)
+   and kernel launch (kernels/loss.cl); the kinds of the elementwise and row losses are
+   kernels/loss.h's lists. This file: the family's shared checks and the elementwise losses,
+   PyTorch's BCE with logits and MSE shorthands among them; cross_entropy.c: softmax
+   cross-entropy, cross-entropy and NLL; rows.c: the losses of whole rows. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_xent_rows nn__no_plan
-#define nn__grad_xent_grad nn__grad_none
-#define nn__plan_xent_grad nn__no_plan
-#define nn__plan_bce_logits nn__no_plan
-#define nn__grad_bce_logits_grad nn__grad_none
-#define nn__plan_bce_logits_grad nn__no_plan
-#define nn__plan_loss_ew nn__no_plan
-#define nn__launch_loss_ew_grad nn__launch_loss_ew
-#define nn__grad_loss_ew_grad nn__grad_none
-#define nn__plan_loss_ew_grad nn__no_plan
-#define nn__plan_ce_rows nn__no_plan
-#define nn__launch_ce_rows_grad nn__launch_ce_rows
-#define nn__grad_ce_rows_grad nn__grad_none
-#define nn__plan_ce_rows_grad nn__no_plan
-#define nn__grad_ce_weights nn__grad_none
-#define nn__plan_ce_weights nn__no_plan
-#define nn__plan_div_scalar nn__no_plan
-#define nn__plan_loss_rows nn__no_plan
-#define nn__launch_loss_rows_grad nn__launch_loss_rows
-#define nn__grad_loss_rows_grad nn__grad_none
-#define nn__plan_loss_rows_grad nn__no_plan
+/* ==== shared by the family: input checks, nn_loss_desc's reduction, the bad-label count ==== */
 
-
-NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
-    nn_tensor rows;
-    if (!nn__check_logits_labels(g, "nn_softmax_cross_entropy", logits, labels)) return nn__tensor(-1);
-    rows = nn__op2(g, NN__OP_XENT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id);
-    if (rows.id > 0) g->nodes[rows.id].check = "nn_softmax_cross_entropy: labels outside [0, C)";
-    return nn_mean(g, rows);
-}
-
+/* prediction and target: float32 and one shape */
 static int nn__check_same(nn_graph *g, const char *opname, nn_tensor a, nn_tensor b) {
     nn_tensor in[2];
     in[0] = a;
@@ -17689,21 +18408,6 @@ static int nn__check_same(nn_graph *g, const char *opname, nn_tensor a, nn_tenso
     return 1;
 }
 
-NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target) {
-    nn_tensor d;
-    if (!nn__check_same(g, "nn_mse", pred, target)) return nn__tensor(-1);
-    d = nn_sub(g, pred, target);
-    return nn_mean(g, nn_mul(g, d, d));
-}
-
-NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target) {
-    if (!nn__check_same(g, "nn_bce_with_logits", logits, target)) return nn__tensor(-1);
-    return nn_mean(g, nn__op2(g, NN__OP_BCE_LOGITS, NN_F32, nn__n(g, logits)->shape, logits.id, target.id));
-}
-
-
-/* ---- losses with options (nn_loss_desc; bodies in cpu/loss.c) ---- */
-
 /* Checks d's reduction and puts the loss's default (dflt) in place of NN_REDUCTION_DEFAULT. */
 static int nn__loss_desc_ok(nn_graph *g, const char *opname, nn_loss_desc *d, int batchmean_ok, nn_reduction dflt) {
     if ((int)d->reduction < 0 || (int)d->reduction > NN_REDUCTION_BATCHMEAN ||
@@ -17715,7 +18419,7 @@ static int nn__loss_desc_ok(nn_graph *g, const char *opname, nn_loss_desc *d, in
     return 1;
 }
 
-/* Per-element or per-row losses l, reduced as desc asks. */
+/* Per-element or per-row losses l [N] or [B, ...], reduced as desc asks: l itself, or [1]. */
 static nn_tensor nn__reduce_loss(nn_graph *g, nn_tensor l, const nn_loss_desc *d) {
     if (l.id < 0 || d->reduction == NN_REDUCTION_NONE) return l;
     return nn__sum_all_op(g, l.id,
@@ -17723,6 +18427,97 @@ static nn_tensor nn__reduce_loss(nn_graph *g, nn_tensor l, const nn_loss_desc *d
                           : (float)(1.0 / (double)(d->reduction == NN_REDUCTION_BATCHMEAN ? g->nodes[l.id].shape.dim[0]
                                                                                              : g->nodes[l.id].numel)));
 }
+
+/* A checked op's bad inputs, into its counter (a device kernel's atomic_inc on the CPU). */
+static void nn__count_check(nn_graph *g, const nn__node *n, int64_t bad) {
+    int32_t *c = (int32_t *)g->checks.host + n->check_slot;
+    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+}
+
+/* ==== mse (nn_mse): pred, target [any] -> [1], mean((pred - target)^2), composed of sub,
+   mul and mean (nn_mse_loss is the LOSS_EW form) ==== */
+
+NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target) {
+    nn_tensor d;
+    if (!nn__check_same(g, "nn_mse", pred, target)) return nn__tensor(-1);
+    d = nn_sub(g, pred, target);
+    return nn_mean(g, nn_mul(g, d, d));
+}
+
+/* ==== bce with logits (nn_bce_with_logits): logits, target [any] -> BCE_LOGITS [same],
+   (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) (PyTorch's form), then its mean [1];
+   BCE_LOGITS_GRAD, d/dx = dy * (sigmoid(x) - t); d/dt = -dy * x ==== */
+
+NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target) {
+    if (!nn__check_same(g, "nn_bce_with_logits", logits, target)) return nn__tensor(-1);
+    return nn_mean(g, nn__op2(g, NN__OP_BCE_LOGITS, NN_F32, nn__n(g, logits)->shape, logits.id, target.id));
+}
+
+#define nn__plan_bce_logits nn__no_plan
+#define nn__grad_bce_logits_grad nn__grad_none
+#define nn__plan_bce_logits_grad nn__no_plan
+
+static void nn__grad_bce_logits(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_BCE_LOGITS_GRAD, NN_F32, n.shape, a, b, gy.id));
+    if (gb) { /* d/dt = -x */
+        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
+        nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
+    }
+    return;
+}
+
+static nn_result nn__cpu_bce_logits(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NULL, N);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), N);
+    return NN_OK;
+}
+
+static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_bce_logits_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "bce_logits_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.t = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_bce_logits_forward(l, &k);
+}
+
+static nn_result nn__launch_bce_logits_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_bce_logits_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "bce_logits_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.t = &g->nodes[n->in[1]].buf;
+    k.dy = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_bce_logits_backward(l, &k);
+}
+
+/* ==== elementwise losses (nn_mse_loss, nn_l1_loss, ... nn_kl_div_loss: kernels/loss.h's
+   NN__LOSS_EW_KINDS): pred, target [any] (and bce's pos_weight [trailing dims of pred])
+   -> LOSS_EW [pred's shape], the loss of each element by its kind, then weight and the
+   desc's reduction; LOSS_EW_GRAD, d/d(pred) [same] given dy (a loss of d = x - t gives the
+   target its negation) ==== */
 
 static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tensor x, nn_tensor t, const nn_loss_desc *desc) {
     nn_loss_desc d;
@@ -17784,18 +18579,193 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     return nn__reduce_loss(g, l, &d);
 }
 
-NN_API nn_tensor nn_mse_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_mse_loss", NN__L_MSE, p, t, d); }
-NN_API nn_tensor nn_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_l1_loss", NN__L_L1, p, t, d); }
-NN_API nn_tensor nn_huber_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_huber_loss", NN__L_HUBER, p, t, d); }
-NN_API nn_tensor nn_smooth_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_smooth_l1_loss", NN__L_SMOOTH_L1, p, t, d); }
-NN_API nn_tensor nn_log_cosh_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_log_cosh_loss", NN__L_LOG_COSH, p, t, d); }
-NN_API nn_tensor nn_quantile_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_quantile_loss", NN__L_QUANTILE, p, t, d); }
-NN_API nn_tensor nn_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_hinge_loss", NN__L_HINGE, p, t, d); }
-NN_API nn_tensor nn_squared_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_squared_hinge_loss", NN__L_SQ_HINGE, p, t, d); }
-NN_API nn_tensor nn_bce_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_loss", NN__L_BCE, p, t, d); }
-NN_API nn_tensor nn_bce_with_logits_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_with_logits_loss", NN__L_BCE_LOGITS, p, t, d); }
-NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_sigmoid_focal_loss", NN__L_FOCAL, p, t, d); }
-NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_kl_div_loss", NN__L_KL, p, t, d); }
+/* nn_<name>(g, pred, target, desc) for each line of NN__LOSS_EW_KINDS */
+#define NN__L_BUILDER(E, name, of_d)                                                                  \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {       \
+        return nn__loss_ew(g, "nn_" #name, NN__L_##E, p, t, d);                                        \
+    }
+NN__LOSS_EW_KINDS(NN__L_BUILDER)
+#undef NN__L_BUILDER
+
+#define nn__plan_loss_ew nn__no_plan
+#define nn__grad_loss_ew_grad nn__grad_none
+#define nn__plan_loss_ew_grad nn__no_plan
+
+/* whether the target gets a gradient (-dx): the of_d column */
+#define NN__L_OF_D(E, name, of_d) of_d,
+static const unsigned char nn__loss_of_d[NN__L_COUNT] = {NN__LOSS_EW_KINDS(NN__L_OF_D)};
+#undef NN__L_OF_D
+
+static void nn__grad_loss_ew(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* inputs x, t, [pos_weight] */
+    int ins[4], has_pw = n.n_in > 2, gt = gb && nn__loss_of_d[n.a.loss.kind];
+    if (!ga && !gt) return;
+    ins[0] = a;
+    ins[1] = b;
+    ins[2] = gy.id;
+    ins[3] = has_pw ? n.in[2] : -1;
+    t = nn__tensor(nn__new_node(g, NN__OP_LOSS_EW_GRAD, NN_F32, n.shape, ins, has_pw ? 4 : 3));
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    if (ga) nn__acc_grad(g, a, t);
+    if (gt) nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
+    return;
+}
+
+static nn_result nn__cpu_loss_ew(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[2]) : NULL,
+                    n->a.loss.has_pos_weight ? g->nodes[in[2]].numel : 1, NULL, N, n->a.loss.kind, n->a.loss.a, n->a.loss.b,
+                    n->a.loss.log_target);
+    return NN_OK;
+}
+
+/* inputs x, t, dy, [pos_weight] */
+static nn_result nn__cpu_loss_ew_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[3]) : NULL,
+                    n->a.loss.has_pos_weight ? g->nodes[in[3]].numel : 1, NN__F(in[2]), N, n->a.loss.kind, n->a.loss.a,
+                    n->a.loss.b, n->a.loss.log_target);
+    return NN_OK;
+}
+
+static nn_result nn__launch_loss_ew(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    int has_pw = n->a.loss.has_pos_weight;
+    nn__launch *l = NULL;
+    nn__k_loss_ew_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "loss_ew_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.t = &g->nodes[in[1]].buf;
+    k.pw = has_pw ? &g->nodes[in[2]].buf : &g->one;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.npw = has_pw ? (int)g->nodes[in[2]].numel : 1;
+    k.kind = n->a.loss.kind;
+    k.log_target = n->a.loss.log_target;
+    k.a = n->a.loss.a;
+    k.b = n->a.loss.b;
+    return nn__kargs_loss_ew_forward(l, &k);
+}
+
+static nn_result nn__launch_loss_ew_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    int has_pw = n->a.loss.has_pos_weight;
+    nn__launch *l = NULL;
+    nn__k_loss_ew_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "loss_ew_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.t = &g->nodes[in[1]].buf;
+    k.pw = has_pw ? &g->nodes[in[3]].buf : &g->one;
+    k.dy = &g->nodes[in[2]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.npw = has_pw ? (int)g->nodes[in[3]].numel : 1;
+    k.kind = n->a.loss.kind;
+    k.log_target = n->a.loss.log_target;
+    k.a = n->a.loss.a;
+    k.b = n->a.loss.b;
+    return nn__kargs_loss_ew_backward(l, &k);
+}
+
+/* ======================================================================
+   src/ops/loss/cross_entropy.c
+   ====================================================================== */
+/* The loss family's cross-entropies over rows of classes: the fused softmax cross-entropy
+   (nn_softmax_cross_entropy), and nn_cross_entropy_loss / nn_nll_loss with class weights,
+   ignore_index and label smoothing (src/ops/loss/elementwise.c says how the family is laid
+   out). */
+
+/* ==== softmax cross-entropy (nn_softmax_cross_entropy, fused): logits [B, C] float32,
+   labels [B] int32 -> XENT_ROWS [B], logsumexp(x[b]) - x[b, label[b]], then its mean [1];
+   XENT_GRAD, its gradient dx [B, C] = dy[b] * (softmax(x[b]) - onehot(label[b])). A label
+   outside [0, C) gives 0 and counts as a bad input. ==== */
+
+NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
+    nn_tensor rows;
+    if (!nn__check_logits_labels(g, "nn_softmax_cross_entropy", logits, labels)) return nn__tensor(-1);
+    rows = nn__op2(g, NN__OP_XENT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id);
+    if (rows.id > 0) g->nodes[rows.id].check = "nn_softmax_cross_entropy: labels outside [0, C)";
+    return nn_mean(g, rows);
+}
+
+#define nn__plan_xent_rows nn__no_plan
+#define nn__grad_xent_grad nn__grad_none
+#define nn__plan_xent_grad nn__no_plan
+
+static void nn__grad_xent_rows(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_XENT_GRAD, NN_F32, g->nodes[a].shape, a, b, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__count_check(g, n, nn__xent_rows(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), NULL,
+                                         x->shape.dim[0], x->shape.dim[1]));
+    return NN_OK;
+}
+
+static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    (void)nn__xent_rows(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), NN__F(in[2]), n->shape.dim[0], n->shape.dim[1]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_xent_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.loss = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    return nn__kargs_xent_forward(l, &k);
+}
+
+static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_xent_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.dloss = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.B = (int)n->shape.dim[0];
+    k.C = (int)n->shape.dim[1];
+    return nn__kargs_xent_backward(l, &k);
+}
+
+/* ==== cross-entropy and NLL (nn_cross_entropy_loss, nn_nll_loss): x [B, C] (logits, or
+   log-probabilities for NLL), labels [B] int32, class weights w [C] -> CE_ROWS [B],
+   (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c] (eps: label smoothing;
+   0 for ignore_index), then the reduction: the mean divides by the rows' weights
+   (CE_WEIGHTS, DIV_SCALAR below), as PyTorch's. CE_ROWS_GRAD: dx [B, C] given dy [B]. A
+   label outside [0, C) other than ignore_index counts as a bad input. ==== */
 
 static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_tensor x, nn_tensor labels, const nn_loss_desc *desc) {
     nn_loss_desc d;
@@ -17854,8 +18824,178 @@ NN_API nn_tensor nn_nll_loss(nn_graph *g, nn_tensor x, nn_tensor labels, const n
     return nn__ce_loss(g, "nn_nll_loss", 1, x, labels, d);
 }
 
-/* x0, x1 (and x2 for triplet) of one shape [B, ...]; cosine's target [B] float32. */
-static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_in, const nn_tensor *x, const nn_loss_desc *desc) {
+#define nn__plan_ce_rows nn__no_plan
+#define nn__grad_ce_rows_grad nn__grad_none
+#define nn__plan_ce_rows_grad nn__no_plan
+
+static void nn__grad_ce_rows(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* inputs x, labels, [weight] */
+    int ins[4];
+    if (!ga) return;
+    ins[0] = a;
+    ins[1] = b;
+    ins[2] = gy.id;
+    ins[3] = n.n_in > 2 ? n.in[2] : -1;
+    t = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS_GRAD, NN_F32, g->nodes[a].shape, ins, n.n_in > 2 ? 4 : 3));
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__count_check(g, n, nn__ce_rows_run(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL,
+                                          NULL, x->shape.dim[0], x->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input,
+                                          n->a.loss.smoothing));
+    return NN_OK;
+}
+
+/* inputs x, labels, dy, [weight] */
+static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__ce_rows_run(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]),
+                    n->shape.dim[0], n->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing);
+    return NN_OK;
+}
+
+static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_ce_rows_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "ce_rows_forward", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.loss = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.ignore = n->a.loss.ignore_index;
+    k.log_input = n->a.loss.log_input;
+    k.has_w = n->n_in > 2;
+    k.eps = n->a.loss.smoothing;
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    return nn__kargs_ce_rows_forward(l, &k);
+}
+
+/* the backward pass counts nothing: the forward did */
+static nn_result nn__launch_ce_rows_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_ce_rows_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "ce_rows_backward", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;
+    k.dloss = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.ignore = n->a.loss.ignore_index;
+    k.log_input = n->a.loss.log_input;
+    k.has_w = n->n_in > 3;
+    k.eps = n->a.loss.smoothing;
+    return nn__kargs_ce_rows_backward(l, &k);
+}
+
+/* ==== cross-entropy weights: labels [B] int32, w [C] -> CE_WEIGHTS [B], the weight each row
+   counts with in cross-entropy's mean: w[label] (1 without w), 0 for an ignored label.
+   Made by nn__ce_loss above; no gradient flows (the labels are integers). ==== */
+
+#define nn__grad_ce_weights nn__grad_none
+#define nn__plan_ce_weights nn__no_plan
+
+static nn_result nn__cpu_ce_weights(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->a.loss.classes, n->a.loss.ignore_index);
+    return NN_OK;
+}
+
+static nn_result nn__launch_ce_weights(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_ce_weights k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "ce_weights", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.label = &g->nodes[n->in[0]].buf;
+    k.w = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.B = (int)n->numel;
+    k.C = n->a.loss.classes;
+    k.ignore = n->a.loss.ignore_index;
+    k.has_w = n->n_in > 1;
+    return nn__kargs_ce_weights(l, &k);
+}
+
+/* ==== div scalar: x [any], d [1] -> DIV_SCALAR [x's shape], x / d[0]: cross-entropy's
+   weighted mean, the sum over the sum of weights. Its gradient divides dy by the same d
+   (the weights, a count of labels, are not differentiated). ==== */
+
+#define nn__plan_div_scalar nn__no_plan
+
+static void nn__grad_div_scalar(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, n.shape, gy.id, b));
+    return;
+}
+
+static nn_result nn__cpu_div_scalar(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    const float *x = NN__F(in[0]);
+    float d = NN__F(in[1])[0];
+    int64_t i;
+    for (i = 0; i < N; i++) y[i] = x[i] / d;
+    return NN_OK;
+}
+
+static nn_result nn__launch_div_scalar(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_div_scalar k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "div_scalar", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.d = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_div_scalar(l, &k);
+}
+
+/* ======================================================================
+   src/ops/loss/rows.c
+   ====================================================================== */
+/* The loss family's losses of whole rows (src/ops/loss/elementwise.c says how the family is
+   laid out). */
+
+/* ==== row losses (nn_dice_loss, nn_cosine_embedding_loss, nn_triplet_margin_loss:
+   kernels/loss.h's NN__LOSS_ROW_KINDS): dice p, t [B, ...]; cosine x1, x2 [B, D] and
+   target [B] (+-1); triplet anchor, positive, negative [B, D] -> LOSS_ROWS [B], one loss
+   per row, then the desc's reduction. LOSS_ROWS_GRAD: d/d(input `wrt`) [its shape], one
+   op per differentiated input (targets get none). ==== */
+
+#define NN__R_NAME(E, name) "nn_" #name,
+static const char *const nn__row_loss_names[NN__R_COUNT] = {NN__LOSS_ROW_KINDS(NN__R_NAME)};
+#undef NN__R_NAME
+
+static nn_tensor nn__row_loss(nn_graph *g, int kind, int n_in, const nn_tensor *x, const nn_loss_desc *desc) {
+    const char *opname = nn__row_loss_names[kind];
     nn_loss_desc d;
     nn_tensor l;
     int ins[3], k;
@@ -17890,87 +19030,31 @@ NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_lo
     nn_tensor x[2];
     x[0] = p;
     x[1] = t;
-    return nn__row_loss(g, "nn_dice_loss", NN__R_DICE, 2, x, d);
+    return nn__row_loss(g, NN__R_DICE, 2, x, d);
 }
 NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
     nn_tensor x[3];
     x[0] = x1;
     x[1] = x2;
     x[2] = t;
-    return nn__row_loss(g, "nn_cosine_embedding_loss", NN__R_COSINE, 3, x, d);
+    return nn__row_loss(g, NN__R_COSINE, 3, x, d);
 }
 NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
     nn_tensor x[3];
     x[0] = a;
     x[1] = p;
     x[2] = n;
-    return nn__row_loss(g, "nn_triplet_margin_loss", NN__R_TRIPLET, 3, x, d);
+    return nn__row_loss(g, NN__R_TRIPLET, 3, x, d);
 }
 
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_xent_rows(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_XENT_GRAD, NN_F32, g->nodes[a].shape, a, b, gy.id));
-    return;
-}
-
-static void nn__grad_bce_logits(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_BCE_LOGITS_GRAD, NN_F32, n.shape, a, b, gy.id));
-    if (gb) { /* d/dt = -x */
-        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
-        nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
-    }
-    return;
-}
-
-static void nn__grad_loss_ew(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    /* inputs x, t, [pos_weight]; d-based losses give t minus x's gradient */
-    int ins[4], has_pw = n.n_in > 2, gt = gb && n.a.loss.kind <= NN__L_QUANTILE;
-    if (!ga && !gt) return;
-    ins[0] = a;
-    ins[1] = b;
-    ins[2] = gy.id;
-    ins[3] = has_pw ? n.in[2] : -1;
-    t = nn__tensor(nn__new_node(g, NN__OP_LOSS_EW_GRAD, NN_F32, n.shape, ins, has_pw ? 4 : 3));
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    if (ga) nn__acc_grad(g, a, t);
-    if (gt) nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
-    return;
-}
-
-static void nn__grad_ce_rows(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    /* inputs x, labels, [weight] */
-    int ins[4];
-    if (!ga) return;
-    ins[0] = a;
-    ins[1] = b;
-    ins[2] = gy.id;
-    ins[3] = n.n_in > 2 ? n.in[2] : -1;
-    t = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS_GRAD, NN_F32, g->nodes[a].shape, ins, n.n_in > 2 ? 4 : 3));
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_div_scalar(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    /* the divisor (a count of weights) is not differentiated */
-    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, n.shape, gy.id, b));
-    return;
-}
+#define nn__plan_loss_rows nn__no_plan
+#define nn__grad_loss_rows_grad nn__grad_none
+#define nn__plan_loss_rows_grad nn__no_plan
 
 static void nn__grad_loss_rows(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    /* one gradient op per differentiated input; targets get none */
+    /* inputs x0, x1, [x2], then dy */
     int k, ins[4], n_x = n.a.loss.kind == NN__R_COSINE ? 2 : n.a.loss.kind == NN__R_DICE ? 1 : 3;
     for (k = 0; k < n_x; k++) {
         if (!g->nodes[n.in[k]].needs_grad) continue;
@@ -17984,103 +19068,6 @@ static void nn__grad_loss_rows(nn_graph *g, int id) {
         nn__acc_grad(g, n.in[k], t);
     }
     return;
-}
-
-/* ---- CPU bodies ---- */
-
-/* A checked op's bad inputs, into its counter (a device kernel's atomic_inc on the CPU). */
-static void nn__count_check(nn_graph *g, const nn__node *n, int64_t bad) {
-    int32_t *c = (int32_t *)g->checks.host + n->check_slot;
-    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
-}
-
-static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__count_check(g, n, nn__xent_rows(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), NULL,
-                                         x->shape.dim[0], x->shape.dim[1]));
-    return NN_OK;
-}
-
-static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    (void)nn__xent_rows(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), NN__F(in[2]), n->shape.dim[0], n->shape.dim[1]);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_bce_logits(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NULL, N);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), N);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_loss_ew(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[2]) : NULL,
-                    n->a.loss.has_pos_weight ? g->nodes[in[2]].numel : 1, NULL, N, n->a.loss.kind, n->a.loss.a, n->a.loss.b,
-                    n->a.loss.log_target);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_loss_ew_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[3]) : NULL,
-                    n->a.loss.has_pos_weight ? g->nodes[in[3]].numel : 1, NN__F(in[2]), N, n->a.loss.kind, n->a.loss.a,
-                    n->a.loss.b, n->a.loss.log_target);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__count_check(g, n, nn__ce_rows_run(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL,
-                                          NULL, x->shape.dim[0], x->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input,
-                                          n->a.loss.smoothing));
-    return NN_OK;
-}
-
-static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__ce_rows_run(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]),
-                    n->shape.dim[0], n->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_ce_weights(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->a.loss.classes, n->a.loss.ignore_index);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_div_scalar(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    const float *x = NN__F(in[0]);
-    float d = NN__F(in[1])[0];
-    int64_t i;
-    for (i = 0; i < N; i++) y[i] = x[i] / d;
-    return NN_OK;
 }
 
 static nn_result nn__cpu_loss_rows(nn_graph *g, nn__node *n) {
@@ -18101,131 +19088,46 @@ static nn_result nn__cpu_loss_rows_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *x = &g->nodes[in[0]];
-    r = nn__launch_kernel(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiimi", &x->buf, &g->nodes[in[1]].buf, y, (int)x->shape.dim[0], (int)x->shape.dim[1], &g->checks,
-                     n->check_slot);
-    return r;
-}
-
-static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, (int)n->shape.dim[0],
-                        (int)n->shape.dim[1]);
-    return r;
-}
-
-static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "bce_logits_forward", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
-    return r;
-}
-
-static nn_result nn__launch_bce_logits_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "bce_logits_backward", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, N);
-    return r;
-}
-
-static nn_result nn__launch_loss_ew(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
-    const nn__buf *pw = n->a.loss.has_pos_weight ? &g->nodes[in[pwi]].buf : &g->one;
-    int npw = n->a.loss.has_pos_weight ? (int)g->nodes[in[pwi]].numel : 1;
-    r = nn__launch_kernel(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    return nn__args(l, "mmmmmiiiiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, pw, grad ? &g->nodes[in[2]].buf : &g->one, y, N,
-                       npw, n->a.loss.kind, n->a.loss.log_target, (double)n->a.loss.a, (double)n->a.loss.b);
-}
-
-static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
-    r = nn__launch_kernel(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
-    if (r != NN_OK) return r;
-    if (grad) /* the backward pass counts nothing: the forward did */
-        return nn__args(l, "mmmmmiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
-                        &g->nodes[in[2]].buf, y, B, (int)g->nodes[in[0]].shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->n_in > wi,
-                        (double)n->a.loss.smoothing);
-    return nn__args(l, "mmmmiiiiifmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
-                    y, B, (int)g->nodes[in[0]].shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->n_in > wi, (double)n->a.loss.smoothing, &g->checks,
-                    n->check_slot);
-}
-
-static nn_result nn__launch_ce_weights(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "ce_weights", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, N,
-                     n->a.loss.classes, n->a.loss.ignore_index, n->n_in > 1);
-    return r;
-}
-
-static nn_result nn__launch_div_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "div_scalar", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
-    return r;
-}
-
 static nn_result nn__launch_loss_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
+    const nn__node *x0 = &g->nodes[n->in[0]];
+    int B = (int)x0->shape.dim[0];
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int grad = n->op == NN__OP_LOSS_ROWS_GRAD, nx = n->n_in - grad, B = (int)g->nodes[in[0]].shape.dim[0];
-    r = nn__launch_kernel(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
+    nn__k_rows_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmmmmiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, nx > 2 ? &g->nodes[in[2]].buf : &g->one,
-                       grad ? &g->nodes[in[n->n_in - 1]].buf : &g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->a.loss.kind,
-                       grad ? n->a.loss.wrt : 0, (double)n->a.loss.margin);
+    memset(&k, 0, sizeof k);
+    k.x0 = &x0->buf;
+    k.x1 = &g->nodes[n->in[1]].buf;
+    k.x2 = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.y = &n->buf;
+    k.B = B;
+    k.D = (int)(x0->numel / B);
+    k.kind = n->a.loss.kind;
+    k.a = n->a.loss.margin;
+    return nn__kargs_rows_forward(l, &k);
+}
+
+static nn_result nn__launch_loss_rows_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x0 = &g->nodes[n->in[0]];
+    int B = (int)x0->shape.dim[0];
+    nn__launch *l = NULL;
+    nn__k_rows_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "rows_backward", (size_t)B, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x0 = &x0->buf;
+    k.x1 = &g->nodes[n->in[1]].buf;
+    k.x2 = n->n_in - 1 > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.dy = &g->nodes[n->in[n->n_in - 1]].buf;
+    k.dx = &n->buf;
+    k.B = B;
+    k.D = (int)(x0->numel / B);
+    k.kind = n->a.loss.kind;
+    k.which = n->a.loss.wrt;
+    k.a = n->a.loss.margin;
+    return nn__kargs_rows_backward(l, &k);
 }
 
 /* ======================================================================
@@ -23556,6 +24458,7 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
    is a Fisher-Yates shuffle driven by Philox4x32-10 keyed by the dataset's seed with e in
    the counter: a pure function of (seed, epoch), so it can be recomputed on resume. */
 
+
 struct nn_dataset {
     nn_graph *g;
     char *name;
@@ -23767,11 +24670,13 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
     return NN_OK;
 }
 
+/* The optimizer's name in "nn.optimizer" (kernels/optim.h's list, by nn_optimizer_kind). */
+#define NN__OPT_NAME(E, name) name,
 static const char *nn__opt_kind_name(int k) {
-    static const char *const names[] = {"none", "sgd",  "adam",    "adamw",    "adamax", "nadam", "radam",
-                                        "rmsprop", "adagrad", "adadelta", "lion", "lamb",  "lars", "ftrl"};
-    return k >= 0 && k < (int)(sizeof names / sizeof names[0]) ? names[k] : "?";
+    static const char *const names[] = {NN__OPTIMIZERS(NN__OPT_NAME)};
+    return k >= 0 && k < NN__OPT_COUNT ? names[k] : "?";
 }
+#undef NN__OPT_NAME
 
 static void nn__meta_put(nn__st_text *h, int *first, const char *key, const char *value) {
     if (!*first) nn__st_puts(h, ",");
