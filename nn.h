@@ -15599,11 +15599,6 @@ static nn_result nn__args(nn__launch *l, const char *fmt, ...) {
     return *fmt ? NN_ERR_STATE : NN_OK;
 }
 
-/* The argument marked k-th with '@', rewritten by an update. */
-static void nn__arg_f(nn__launch *l, int k, float v) { l->args[l->upd[k]].v.f = v; }
-static void nn__arg_i(nn__launch *l, int k, int v) { l->args[l->upd[k]].v.i = v; }
-static void nn__arg_u(nn__launch *l, int k, unsigned v) { l->args[l->upd[k]].v.u = v; }
-
 /* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
 static size_t nn__reduce_wg(nn_graph *g) {
     size_t wg = 1;
@@ -17657,89 +17652,23 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
 }
 
 /* ======================================================================
-   src/ops/reduce.c
+   src/ops/reduce/all.c
    ====================================================================== */
-/* The reduce ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The reduce family (the files of src/ops/reduce/; attributes nn__reduce_attr in
+   src/ops/reduce.h), one block per op: builder, registry aliases, autograd rule, CPU body
+   (the loops in src/cpu/reduce.c) and kernel launch (kernels/reduce.cl). This file: the
+   reductions of a whole tensor or of rows to one value (sum and mean, the row-wise argmax,
+   accuracy, the optimizer's gradient norm and clipping coefficient); dims.c: reductions
+   along dims and the running sum. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_sum_all nn__no_plan
-#define nn__plan_expand_scalar nn__no_plan
-#define nn__grad_argmax nn__grad_none
-#define nn__plan_argmax nn__no_plan
-#define nn__grad_correct_rows nn__grad_none
-#define nn__plan_correct_rows nn__no_plan
-#define nn__grad_grad_sumsq nn__grad_none
-#define nn__plan_grad_sumsq nn__no_plan
-#define nn__grad_clip_scale nn__grad_none
-#define nn__plan_clip_scale nn__no_plan
-#define nn__cpu_red_sum nn__cpu_reduce
-#define nn__launch_red_sum nn__launch_reduce
-#define nn__grad_red_sum nn__grad_reduce
-#define nn__plan_red_sum nn__no_plan
-#define nn__cpu_red_prod nn__cpu_reduce
-#define nn__launch_red_prod nn__launch_reduce
-#define nn__grad_red_prod nn__grad_reduce
-#define nn__plan_red_prod nn__no_plan
-#define nn__cpu_red_amax nn__cpu_reduce
-#define nn__launch_red_amax nn__launch_reduce
-#define nn__grad_red_amax nn__grad_reduce
-#define nn__plan_red_amax nn__no_plan
-#define nn__cpu_red_amin nn__cpu_reduce
-#define nn__launch_red_amin nn__launch_reduce
-#define nn__grad_red_amin nn__grad_reduce
-#define nn__plan_red_amin nn__no_plan
-#define nn__cpu_red_max nn__cpu_reduce
-#define nn__launch_red_max nn__launch_reduce
-#define nn__grad_red_max nn__grad_reduce
-#define nn__plan_red_max nn__no_plan
-#define nn__cpu_red_min nn__cpu_reduce
-#define nn__launch_red_min nn__launch_reduce
-#define nn__grad_red_min nn__grad_reduce
-#define nn__plan_red_min nn__no_plan
-#define nn__cpu_red_var nn__cpu_reduce
-#define nn__launch_red_var nn__launch_reduce
-#define nn__grad_red_var nn__grad_reduce
-#define nn__plan_red_var nn__no_plan
-#define nn__cpu_red_std nn__cpu_reduce
-#define nn__launch_red_std nn__launch_reduce
-#define nn__grad_red_std nn__grad_reduce
-#define nn__plan_red_std nn__no_plan
-#define nn__cpu_red_lse nn__cpu_reduce
-#define nn__launch_red_lse nn__launch_reduce
-#define nn__grad_red_lse nn__grad_reduce
-#define nn__plan_red_lse nn__no_plan
-#define nn__cpu_red_norm nn__cpu_reduce
-#define nn__launch_red_norm nn__launch_reduce
-#define nn__grad_red_norm nn__grad_reduce
-#define nn__plan_red_norm nn__no_plan
-#define nn__cpu_argmax_dim nn__cpu_reduce
-#define nn__launch_argmax_dim nn__launch_reduce
-#define nn__grad_argmax_dim nn__grad_none
-#define nn__plan_argmax_dim nn__no_plan
-#define nn__cpu_argmin_dim nn__cpu_reduce
-#define nn__launch_argmin_dim nn__launch_reduce
-#define nn__grad_argmin_dim nn__grad_none
-#define nn__plan_argmin_dim nn__no_plan
-#define nn__grad_reduce_grad nn__grad_none
-#define nn__plan_reduce_grad nn__no_plan
-#define nn__plan_cumsum nn__no_plan
-#define nn__cpu_cumsum_rev nn__cpu_cumsum
-#define nn__launch_cumsum_rev nn__launch_cumsum
-#define nn__grad_cumsum_rev nn__grad_cumsum
-#define nn__plan_cumsum_rev nn__no_plan
+/* ==== sum of all elements: x [any] -> SUM_ALL [1], scale * sum(x) (nn_sum: 1, nn_mean:
+   1/numel; the losses' reductions call nn__sum_all_op); its gradient is EXPAND_SCALAR,
+   y [x's shape] = scale * gy[0], whose gradient is SUM_ALL again ==== */
 
 /* scale * the sum of node x's elements, [1] (other families: losses' reductions). */
 static nn_tensor nn__sum_all_op(nn_graph *g, int x, float scale) {
     nn_tensor t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), x);
     if (t.id >= 0) g->nodes[t.id].a.reduce.scale = scale;
-    return t;
-}
-
-/* min(1, max_norm / (sqrt(node sumsq) + 1e-6)), [1]: the optimizer's gradient clipping. */
-static nn_tensor nn__clip_scale_op(nn_graph *g, int sumsq, float max_norm) {
-    nn_tensor t = nn__op1(g, NN__OP_CLIP_SCALE, NN_F32, nn_shape1(1), sumsq);
-    if (t.id >= 0) g->nodes[t.id].a.reduce.max_norm = max_norm;
     return t;
 }
 
@@ -17750,27 +17679,8 @@ static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int m
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_sum", x, 0); }
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_mean", x, 1); }
 
-/* logits [B, C] float32 with labels [B] int32 */
-
-NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
-    nn__node *n = NULL;
-    if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
-    n = nn__n(g, x);
-    if (n->shape.ndim != 2) {
-        char sx[128];
-        nn__shape_str(&n->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x %s must be 2-D [B, C]", sx);
-    }
-    return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
-}
-
-NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
-    if (!nn__check_logits_labels(g, "nn_accuracy", logits, labels)) return nn__tensor(-1);
-    return nn_mean(g, nn__op2(g, NN__OP_CORRECT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id));
-}
-
-
-/* ---- autograd rules ---- */
+#define nn__plan_sum_all nn__no_plan
+#define nn__plan_expand_scalar nn__no_plan
 
 static void nn__grad_sum_all(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -17789,8 +17699,6 @@ static void nn__grad_expand_scalar(nn_graph *g, int id) {
     return;
 }
 
-/* ---- CPU bodies ---- */
-
 static nn_result nn__cpu_sum_all(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
@@ -17802,54 +17710,15 @@ static nn_result nn__cpu_sum_all(nn_graph *g, nn__node *n) {
     ra.scale = n->a.reduce.scale;
     nn__reduce_forward(g->ctx->threads, NN__OP_RED_SUM, &ra, y, NN__F(in[0]));
     return NN_OK;
-
 }
 
 static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__expand_scalar_forward(g->ctx->threads, y, NN__F(in[0]), N, n->a.reduce.scale); return NN_OK;
-
-}
-
-static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__argmax_forward((int32_t *)y, x->buf.host, x->shape.dim[0], x->shape.dim[1]);
+    nn__expand_scalar_forward(g->ctx->threads, y, NN__F(in[0]), N, n->a.reduce.scale);
     return NN_OK;
 }
-
-static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__correct_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
-    return NN_OK;
-}
-
-/* The global gradient norm for clipping (optimizer ops, kernels in reduce.cl). */
-static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    const float *x = NN__F(in[0]);
-    int64_t i, m = g->nodes[in[0]].numel;
-    double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
-    for (i = 0; i < m; i++) s += (double)x[i] * x[i];
-    y[0] = (float)s;
-    return NN_OK;
-}
-
-static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    float c = n->a.reduce.max_norm / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
-    y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -17867,6 +17736,114 @@ static nn_result nn__launch_sum_all(nn_graph *g, int id) {
     k.scale = n->a.reduce.scale;
     k.tmp = wg * 4;
     return nn__kargs_sum_all(l, &k);
+}
+
+static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_expand_scalar k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.s = n->a.reduce.scale;
+    return nn__kargs_expand_scalar(l, &k);
+}
+
+/* ==== argmax of rows: x [B, C] float32 -> ARGMAX [B] int32, the first index of each row's
+   largest value (nn_argmax; nn_argmax_dim is the general form) ==== */
+
+NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
+    nn__node *n = NULL;
+    if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
+    n = nn__n(g, x);
+    if (n->shape.ndim != 2) {
+        char sx[128];
+        nn__shape_str(&n->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x %s must be 2-D [B, C]", sx);
+    }
+    return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
+}
+
+#define nn__grad_argmax nn__grad_none
+#define nn__plan_argmax nn__no_plan
+
+static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__argmax_forward((int32_t *)y, x->buf.host, x->shape.dim[0], x->shape.dim[1]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_argmax(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_argmax_rows k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_argmax_rows(l, &k);
+}
+
+/* ==== accuracy: logits [B, C] float32, labels [B] int32 -> CORRECT_ROWS [B], 1 where the
+   row's argmax is its label, then the mean [1] (nn_accuracy) ==== */
+
+NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
+    if (!nn__check_logits_labels(g, "nn_accuracy", logits, labels)) return nn__tensor(-1);
+    return nn_mean(g, nn__op2(g, NN__OP_CORRECT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id));
+}
+
+#define nn__grad_correct_rows nn__grad_none
+#define nn__plan_correct_rows nn__no_plan
+
+static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__correct_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_correct_rows k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_correct_rows(l, &k);
+}
+
+/* ==== gradient norm: GRAD_SUMSQ, a gradient [any] (and the previous parameters' sum [1])
+   -> [1], the running sum of squares over every gradient: the optimizer's global norm for
+   clipping (src/ops/optim.c's nn__add_optimizer chains one per parameter) ==== */
+
+#define nn__grad_grad_sumsq nn__grad_none
+#define nn__plan_grad_sumsq nn__no_plan
+
+static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    const float *x = NN__F(in[0]);
+    int64_t i, m = g->nodes[in[0]].numel;
+    double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
+    for (i = 0; i < m; i++) s += (double)x[i] * x[i];
+    y[0] = (float)s;
+    return NN_OK;
 }
 
 static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
@@ -17888,49 +17865,25 @@ static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
     return nn__kargs_grad_sumsq(l, &k);
 }
 
-static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_expand_scalar k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &g->nodes[n->in[0]].buf;
-    k.y = &n->buf;
-    k.n = (int)n->numel;
-    k.s = n->a.reduce.scale;
-    return nn__kargs_expand_scalar(l, &k);
+/* ==== clipping coefficient: CLIP_SCALE, the sum of squares [1] -> [1],
+   min(1, max_norm / (sqrt(sumsq) + 1e-6)), what the updates scale each gradient by ==== */
+
+/* min(1, max_norm / (sqrt(node sumsq) + 1e-6)), [1]: the optimizer's gradient clipping. */
+static nn_tensor nn__clip_scale_op(nn_graph *g, int sumsq, float max_norm) {
+    nn_tensor t = nn__op1(g, NN__OP_CLIP_SCALE, NN_F32, nn_shape1(1), sumsq);
+    if (t.id >= 0) g->nodes[t.id].a.reduce.max_norm = max_norm;
+    return t;
 }
 
-static nn_result nn__launch_argmax(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_argmax_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
-    k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
-    return nn__kargs_argmax_rows(l, &k);
-}
+#define nn__grad_clip_scale nn__grad_none
+#define nn__plan_clip_scale nn__no_plan
 
-static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_correct_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
-    k.label = &g->nodes[n->in[1]].buf;
-    k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
-    return nn__kargs_correct_rows(l, &k);
+static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    float c = n->a.reduce.max_norm / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
+    y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
+    return NN_OK;
 }
 
 static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
@@ -17946,10 +17899,15 @@ static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
     return nn__kargs_clip_scale(l, &k);
 }
 
-/* ---- reductions along dims (PyTorch's torch.sum(x, dim, keepdim) and its kin) ----
-   x is viewed as [O, R, I] with the reduced dims in R. When the reduced dims are not
-   adjacent (size-1 dims aside), x is first permuted (nn_permute) so that they come last,
-   in their order, after the kept ones: then I = 1. */
+/* ======================================================================
+   src/ops/reduce/dims.c
+   ====================================================================== */
+/* The reduce family's reductions along dims (PyTorch's torch.sum(x, dim, keepdim) and its
+   kin) and the running sum (src/ops/reduce/all.c says how the family is laid out). */
+
+/* ==== shared by the reductions along dims: x is viewed as [O, R, I] with the reduced dims
+   in R. When the reduced dims are not adjacent (size-1 dims aside), x is first permuted
+   (nn_permute) so that they come last, in their order, after the kept ones: then I = 1. ==== */
 
 /* The kernels' reduction kinds (kernels/reduce.cl's RK_*, the same values). */
 enum { NN__RK_SUM, NN__RK_PROD, NN__RK_AMAX, NN__RK_AMIN, NN__RK_MAX, NN__RK_MIN, NN__RK_VAR, NN__RK_STD,
@@ -18074,6 +18032,14 @@ static nn_tensor nn__red_dim1(nn_graph *g, const char *opname, int op, nn_tensor
     return nn__red_dims(g, opname, op, x, &dim, 1, keepdim, 1.0f, 0.0f, 0.0f);
 }
 
+/* ==== reductions along dims: x [..] -> y [x's shape without the reduced dims, or with them
+   as 1 under keepdim; [1] when every dim goes], over R of the [O, R, I] view: RED_SUM (sum,
+   mean: scale 1/R), RED_PROD, RED_AMAX/AMIN, RED_MAX/MIN (with ARGMAX_DIM/ARGMIN_DIM for
+   their indices, int32), RED_VAR/STD (correction), RED_LSE, RED_NORM (p). One CPU loop and
+   one kernel pair take the kind (nn__red_kind): the ops share nn__cpu_reduce,
+   nn__launch_reduce and nn__grad_reduce. REDUCE_GRAD, dx [x's view] from gy (and x and y
+   where the rule needs them), is their gradient. ==== */
+
 NN_API nn_tensor nn_sum_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
     return nn__red_dims(g, "nn_sum_dim", NN__OP_RED_SUM, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
@@ -18132,32 +18098,56 @@ NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims,
     return nn__red_dims(g, "nn_norm_dim", NN__OP_RED_NORM, x, dims, n_dims, keepdim, 1.0f, p, 0.0f);
 }
 
-NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim) {
-    nn__node *nx;
-    nn_tensor t;
-    int nd, d, k;
-    if (!nn__check(g, "nn_cumsum", 1, &x) || !nn__expect_f32(g, "nn_cumsum", x, "x")) return nn__tensor(-1);
-    nx = nn__n(g, x);
-    nd = nx->shape.ndim;
-    d = dim < 0 ? dim + nd : dim;
-    if (d < 0 || d >= nd) {
-        char sx[128];
-        nn__shape_str(&nx->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_cumsum: dim %d is out of range for x %s (expected %d to %d)",
-                           dim, sx, -nd, nd - 1);
-    }
-    t = nn__op1(g, NN__OP_CUMSUM, NN_F32, nx->shape, x.id);
-    if (t.id >= 0) {
-        nn__reduce_attr *ra = &g->nodes[t.id].a.reduce;
-        int64_t O = 1, I = 1;
-        for (k = 0; k < d; k++) O *= nx->shape.dim[k];
-        for (k = d + 1; k < nd; k++) I *= nx->shape.dim[k];
-        ra->O = (int)O;
-        ra->R = (int)nx->shape.dim[d];
-        ra->I = (int)I;
-    }
-    return t;
-}
+#define nn__cpu_red_sum nn__cpu_reduce
+#define nn__launch_red_sum nn__launch_reduce
+#define nn__grad_red_sum nn__grad_reduce
+#define nn__plan_red_sum nn__no_plan
+#define nn__cpu_red_prod nn__cpu_reduce
+#define nn__launch_red_prod nn__launch_reduce
+#define nn__grad_red_prod nn__grad_reduce
+#define nn__plan_red_prod nn__no_plan
+#define nn__cpu_red_amax nn__cpu_reduce
+#define nn__launch_red_amax nn__launch_reduce
+#define nn__grad_red_amax nn__grad_reduce
+#define nn__plan_red_amax nn__no_plan
+#define nn__cpu_red_amin nn__cpu_reduce
+#define nn__launch_red_amin nn__launch_reduce
+#define nn__grad_red_amin nn__grad_reduce
+#define nn__plan_red_amin nn__no_plan
+#define nn__cpu_red_max nn__cpu_reduce
+#define nn__launch_red_max nn__launch_reduce
+#define nn__grad_red_max nn__grad_reduce
+#define nn__plan_red_max nn__no_plan
+#define nn__cpu_red_min nn__cpu_reduce
+#define nn__launch_red_min nn__launch_reduce
+#define nn__grad_red_min nn__grad_reduce
+#define nn__plan_red_min nn__no_plan
+#define nn__cpu_red_var nn__cpu_reduce
+#define nn__launch_red_var nn__launch_reduce
+#define nn__grad_red_var nn__grad_reduce
+#define nn__plan_red_var nn__no_plan
+#define nn__cpu_red_std nn__cpu_reduce
+#define nn__launch_red_std nn__launch_reduce
+#define nn__grad_red_std nn__grad_reduce
+#define nn__plan_red_std nn__no_plan
+#define nn__cpu_red_lse nn__cpu_reduce
+#define nn__launch_red_lse nn__launch_reduce
+#define nn__grad_red_lse nn__grad_reduce
+#define nn__plan_red_lse nn__no_plan
+#define nn__cpu_red_norm nn__cpu_reduce
+#define nn__launch_red_norm nn__launch_reduce
+#define nn__grad_red_norm nn__grad_reduce
+#define nn__plan_red_norm nn__no_plan
+#define nn__cpu_argmax_dim nn__cpu_reduce
+#define nn__launch_argmax_dim nn__launch_reduce
+#define nn__grad_argmax_dim nn__grad_none
+#define nn__plan_argmax_dim nn__no_plan
+#define nn__cpu_argmin_dim nn__cpu_reduce
+#define nn__launch_argmin_dim nn__launch_reduce
+#define nn__grad_argmin_dim nn__grad_none
+#define nn__plan_argmin_dim nn__no_plan
+#define nn__grad_reduce_grad nn__grad_none
+#define nn__plan_reduce_grad nn__no_plan
 
 /* d(loss)/dx of a reduction: a REDUCE_GRAD node from gy (and x and the output where the
    rule needs them). */
@@ -18173,14 +18163,6 @@ static void nn__grad_reduce(nn_graph *g, int id) {
     nn__acc_grad(g, a, t);
 }
 
-/* cumsum's gradient is the reverse running sum of gy, and the reverse's is cumsum. */
-static void nn__grad_cumsum(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, n.op == NN__OP_CUMSUM ? NN__OP_CUMSUM_REV : NN__OP_CUMSUM, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-}
-
 static nn_result nn__cpu_reduce(nn_graph *g, nn__node *n) {
     nn__reduce_forward(g->ctx->threads, n->op, &n->a.reduce, n->buf.host, NN__F(n->in[0]));
     return NN_OK;
@@ -18189,11 +18171,6 @@ static nn_result nn__cpu_reduce(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_reduce_grad(nn_graph *g, nn__node *n) {
     nn__reduce_backward(g->ctx->threads, &n->a.reduce, n->buf.host, NN__F(n->in[0]),
                         n->n_in > 1 ? NN__F(n->in[1]) : NULL, n->n_in > 2 ? NN__F(n->in[2]) : NULL);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
-    nn__cumsum_forward(n->buf.host, NN__F(n->in[0]), &n->a.reduce, n->op == NN__OP_CUMSUM_REV);
     return NN_OK;
 }
 
@@ -18269,6 +18246,56 @@ static nn_result nn__launch_reduce_grad(nn_graph *g, int id) {
     k.scale = ra->scale;
     k.corr = ra->correction;
     return nn__kargs_reduce_grad(l, &k);
+}
+
+/* ==== cumsum: y [x's shape] = the running sum of x along dim (torch.cumsum), on the
+   [O, R, I] view; CUMSUM_REV, the reverse running sum, is its gradient (and the reverse's
+   gradient is cumsum) ==== */
+
+NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim) {
+    nn__node *nx;
+    nn_tensor t;
+    int nd, d, k;
+    if (!nn__check(g, "nn_cumsum", 1, &x) || !nn__expect_f32(g, "nn_cumsum", x, "x")) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nd = nx->shape.ndim;
+    d = dim < 0 ? dim + nd : dim;
+    if (d < 0 || d >= nd) {
+        char sx[128];
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_cumsum: dim %d is out of range for x %s (expected %d to %d)",
+                           dim, sx, -nd, nd - 1);
+    }
+    t = nn__op1(g, NN__OP_CUMSUM, NN_F32, nx->shape, x.id);
+    if (t.id >= 0) {
+        nn__reduce_attr *ra = &g->nodes[t.id].a.reduce;
+        int64_t O = 1, I = 1;
+        for (k = 0; k < d; k++) O *= nx->shape.dim[k];
+        for (k = d + 1; k < nd; k++) I *= nx->shape.dim[k];
+        ra->O = (int)O;
+        ra->R = (int)nx->shape.dim[d];
+        ra->I = (int)I;
+    }
+    return t;
+}
+
+#define nn__plan_cumsum nn__no_plan
+#define nn__cpu_cumsum_rev nn__cpu_cumsum
+#define nn__launch_cumsum_rev nn__launch_cumsum
+#define nn__grad_cumsum_rev nn__grad_cumsum
+#define nn__plan_cumsum_rev nn__no_plan
+
+/* cumsum's gradient is the reverse running sum of gy, and the reverse's is cumsum. */
+static void nn__grad_cumsum(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, n.op == NN__OP_CUMSUM ? NN__OP_CUMSUM_REV : NN__OP_CUMSUM, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
+
+static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
+    nn__cumsum_forward(n->buf.host, NN__F(n->in[0]), &n->a.reduce, n->op == NN__OP_CUMSUM_REV);
+    return NN_OK;
 }
 
 static nn_result nn__launch_cumsum(nn_graph *g, int id) {
@@ -18382,12 +18409,13 @@ static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
 /* ======================================================================
    src/ops/loss/elementwise.c
    ====================================================================== */
-/* The loss family (the files of src/ops/loss/, attributes nn__loss_attr in src/ops/loss.h), one block
-   per op: builder, registry aliases, autograd rule, CPU body (the loops in src/cpu/loss.c)
-   and kernel launch (kernels/loss.cl); the kinds of the elementwise and row losses are
-   kernels/loss.h's lists. This file: the family's shared checks and the elementwise losses,
-   PyTorch's BCE with logits and MSE shorthands among them; cross_entropy.c: softmax
-   cross-entropy, cross-entropy and NLL; rows.c: the losses of whole rows. */
+/* The loss family (the files of src/ops/loss/; attributes nn__loss_attr in src/ops/loss.h),
+   one block per op: builder, registry aliases, autograd rule, CPU body (the loops in
+   src/cpu/loss.c) and kernel launch (kernels/loss.cl); the kinds of the elementwise and row
+   losses are kernels/loss.h's lists. This file: the family's shared checks and the
+   elementwise losses, PyTorch's BCE with logits and MSE shorthands among them;
+   cross_entropy.c: softmax cross-entropy, cross-entropy and NLL; rows.c: the losses of
+   whole rows. */
 
 /* ==== shared by the family: input checks, nn_loss_desc's reduction, the bad-label count ==== */
 
@@ -21764,22 +21792,15 @@ static nn_result nn__launch_pool2d(nn_graph *g, int id) {
 /* ======================================================================
    src/ops/optim.c
    ====================================================================== */
-/* The optim ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The optimizer ops, one block per op: the parameters' updates (OPT_SGD, OPT_ADAM, OPT_STEP)
+   and what runs before them (GRAD_ACC, NONFINITE_COUNT, SKIP_GATE; the clipping's
+   GRAD_SUMSQ and CLIP_SCALE are in src/ops/reduce.c), each with its registry aliases, CPU
+   body (the rules, defaults and schedules in src/cpu/optim.c) and kernel launches
+   (kernels/optim.cl). No op has a gradient: they run after autograd, added by the compile
+   hooks of the first block. The kinds are kernels/optim.h's list. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__grad_opt_sgd nn__grad_none
-#define nn__plan_opt_sgd nn__no_plan
-#define nn__grad_opt_adam nn__grad_none
-#define nn__plan_opt_adam nn__no_plan
-#define nn__grad_opt_step nn__grad_none
-#define nn__plan_opt_step nn__no_plan
-#define nn__grad_grad_acc nn__grad_none
-#define nn__plan_grad_acc nn__no_plan
-#define nn__grad_nonfinite_count nn__grad_none
-#define nn__plan_nonfinite_count nn__no_plan
-#define nn__grad_skip_gate nn__grad_none
-#define nn__plan_skip_gate nn__no_plan
+/* ==== the optimizer's compile hooks (src/ops/registry.c's nn__optim): settings and
+   schedule, then the update ops after autograd ==== */
 
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     nn_result r;
@@ -21862,17 +21883,12 @@ static nn_result nn__add_optimizer(nn_graph *g) {
     return g->status;
 }
 
-/* An arena item: a node's output (live from its definition to its last use) or its
-   scratch (live during its own run only). */
+/* ==== sgd: OPT_SGD, parameter p [any] and its gradient (and the clipping coefficient [1])
+   -> p updated in place, torch.optim.SGD (momentum, dampening, Nesterov, L2 decay); the
+   momentum buffer is aux[0]. Output: none (a root with an effect). ==== */
 
-
-/* Adam's bias corrections for the update about to run, in double as PyTorch computes them. */
-static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
-    *bc1 = (float)(1.0 - pow((double)g->opt.beta1, (double)g->clock.t));
-    *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->clock.t));
-}
-
-/* ---- CPU bodies ---- */
+#define nn__grad_opt_sgd nn__grad_none
+#define nn__plan_opt_sgd nn__no_plan
 
 static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
     const int *in = n->in;
@@ -21883,6 +21899,52 @@ static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
                    g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->a.optim.wd_mult, g->opt.nesterov, g->clock.t == 1,
                    clip, nn__opt_cv(g));
     return NN_OK;
+}
+
+/* the scheduled rate with the parameter's multiplier, and whether this is the first update */
+static void nn__update_sgd(nn_graph *g, nn__launch *l) {
+    nn__k_sgd k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    k.first_step = g->clock.t == 1;
+    nn__kstep_sgd(l, &k);
+}
+
+static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *p = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_sgd k;
+    nn_result r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)p->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_sgd;
+    memset(&k, 0, sizeof k);
+    k.p = &p->buf;
+    k.grad = &g->nodes[n->in[1]].buf;
+    k.buf = n->n_aux ? &n->aux[0] : &g->one;
+    k.clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.n = (int)p->numel;
+    k.lr = g->lr;
+    k.momentum = g->opt.momentum;
+    k.dampening = g->opt.dampening;
+    k.wd = g->opt.weight_decay * n->a.optim.wd_mult;
+    k.nesterov = g->opt.nesterov;
+    k.first_step = 1;
+    k.cv = nn__opt_cv(g);
+    return nn__kargs_sgd(l, &k);
+}
+
+/* ==== adam: OPT_ADAM, parameter p [any] and its gradient (and the clipping coefficient)
+   -> p updated in place, torch.optim.Adam and AdamW (decoupled decay) without AMSGrad
+   (which runs as OPT_STEP); m and v are aux[0] and aux[1]. ==== */
+
+#define nn__grad_opt_adam nn__grad_none
+#define nn__plan_opt_adam nn__no_plan
+
+/* Adam's bias corrections for the update about to run, in double as PyTorch computes them. */
+static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
+    *bc1 = (float)(1.0 - pow((double)g->opt.beta1, (double)g->clock.t));
+    *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->clock.t));
 }
 
 static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
@@ -21897,10 +21959,198 @@ static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
-    nn__opt_step_cpu(g, n); return NN_OK;
-
+/* the scheduled rate with the parameter's multiplier, and this update's bias corrections */
+static void nn__update_adam(nn_graph *g, nn__launch *l) {
+    nn__k_adam k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    nn__adam_bc(g, &k.bc1, &k.bc2);
+    nn__kstep_adam(l, &k);
 }
+
+static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *p = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_adam k;
+    nn_result r = nn__launch_kernel(g, id, "optim", "adam", (size_t)p->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_adam;
+    memset(&k, 0, sizeof k);
+    k.p = &p->buf;
+    k.grad = &g->nodes[n->in[1]].buf;
+    k.m = &n->aux[0];
+    k.v = &n->aux[1];
+    k.clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.n = (int)p->numel;
+    k.lr = g->lr;
+    k.b1 = g->opt.beta1;
+    k.b2 = g->opt.beta2;
+    k.eps = g->opt.eps;
+    k.wd = g->opt.weight_decay * n->a.optim.wd_mult;
+    k.decoupled = g->opt.kind == NN_OPT_ADAMW;
+    k.bc1 = 1.0f;
+    k.bc2 = 1.0f;
+    k.cv = nn__opt_cv(g);
+    return nn__kargs_adam(l, &k);
+}
+
+/* ==== optimizer step: OPT_STEP, parameter p [any] and its gradient (and the clipping
+   coefficient) -> p updated in place by the rule of a.optim.kind (every kind but SGD and
+   plain Adam/AdamW: src/cpu/optim.c's nn__opt_rule, kernels/optim.cl's opt_step), its state
+   in aux[0..2]. LARS reduces |w| and |g| first; LAMB computes its update u into the node's
+   scratch [numel + 2], reduces |w| and |u| into the scratch's last two floats, then
+   applies. ==== */
+
+#define nn__grad_opt_step nn__grad_none
+#define nn__plan_opt_step nn__no_plan
+
+static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
+    nn__opt_step_cpu(g, n);
+    return NN_OK;
+}
+
+/* the rate (with the parameter's multiplier) and this update's constants c0..c3 */
+static void nn__update_opt(nn_graph *g, nn__launch *l) {
+    nn__k_opt_step k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    k.c0 = g->clock.c[0];
+    k.c1 = g->clock.c[1];
+    k.c2 = g->clock.c[2];
+    k.c3 = g->clock.c[3];
+    nn__kstep_opt_step(l, &k);
+}
+
+static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) {
+    nn__k_lamb_apply k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    nn__kstep_lamb_apply(l, &k);
+}
+
+/* opt_norms over one work-group: out[off], out[off + 1] = the sums of squares of p and of
+   x (clipped by clip and cv) */
+static nn_result nn__launch_opt_norms(nn_graph *g, int id, const nn__buf *p, const nn__buf *x, const nn__buf *clip, float cv,
+                                      int np, const nn__buf *out, int off) {
+    nn__launch *l = NULL;
+    nn__k_opt_norms k;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    memset(&k, 0, sizeof k);
+    k.p = p;
+    k.x = x;
+    k.clip = clip;
+    k.cv = cv;
+    k.n = np;
+    k.out = out;
+    k.off = off;
+    k.tmp = wg * 8;
+    return nn__kargs_opt_norms(l, &k);
+}
+
+static nn_result nn__launch_opt_step(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
+    const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
+    int np = (int)p->numel, k, lamb = n->a.optim.kind == NN_OPT_LAMB;
+    float h[5], cv = nn__opt_cv(g);
+    nn__launch *l = NULL;
+    nn__k_opt_step ks;
+    nn__k_lamb_apply ka;
+    nn_result r;
+    for (k = 0; k < 3; k++) s[k] = k < n->n_aux ? &n->aux[k] : &g->one; /* &g->one: never written */
+    if (lamb) s[2] = &n->scratch_buf;
+    nn__opt_hparams(&g->opt, h);
+    if (n->a.optim.kind == NN_OPT_LARS) {
+        r = nn__launch_opt_norms(g, id, &p->buf, grad, clip, cv, np, norms, 0);
+        if (r != NN_OK) return r;
+    }
+    r = nn__launch_kernel(g, id, "optim", "opt_step", (size_t)np, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_opt;
+    memset(&ks, 0, sizeof ks);
+    ks.p = &p->buf;
+    ks.grad = grad;
+    ks.clip = clip;
+    ks.s0 = s[0];
+    ks.s1 = s[1];
+    ks.s2 = s[2];
+    ks.norms = norms;
+    ks.n = np;
+    ks.kind = n->a.optim.kind;
+    ks.lr = g->lr;
+    ks.wd = g->opt.weight_decay * n->a.optim.wd_mult;
+    ks.cv = cv;
+    ks.h0 = h[0];
+    ks.h1 = h[1];
+    ks.eps = h[2];
+    ks.h3 = h[3];
+    ks.h4 = h[4];
+    r = nn__kargs_opt_step(l, &ks);
+    if (r != NN_OK || !lamb) return r;
+    r = nn__launch_opt_norms(g, id, &p->buf, norms, &g->one, 3.40282347e38f, np, norms, np);
+    if (r != NN_OK) return r;
+    r = nn__launch_kernel(g, id, "optim", "lamb_apply", (size_t)np, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_lamb_apply;
+    memset(&ka, 0, sizeof ka);
+    ka.p = &p->buf;
+    ka.u = norms;
+    ka.clip = clip;
+    ka.n = np;
+    ka.lr = g->lr;
+    return nn__kargs_lamb_apply(l, &ka);
+}
+
+/* ==== gradient accumulation: GRAD_ACC, a gradient [any] -> its running mean over a cycle of
+   accumulate_steps steps [same], acc = (first step of the cycle ? 0 : acc) + g / steps; a
+   persistent output, what the update ops and nn_grad read. ==== */
+
+#define nn__grad_grad_acc nn__grad_none
+#define nn__plan_grad_acc nn__no_plan
+
+static nn_result nn__cpu_grad_acc(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__grad_acc_cpu(y, NN__F(in[0]), N, n->a.optim.inv_steps, (g->step - 1) % (uint64_t)g->accum_steps == 0);
+    return NN_OK;
+}
+
+/* whether this step starts a cycle */
+static void nn__update_grad_acc(nn_graph *g, nn__launch *l) {
+    nn__k_grad_acc k;
+    memset(&k, 0, sizeof k);
+    k.reset = (g->step - 1) % (uint64_t)g->accum_steps == 0;
+    nn__kstep_grad_acc(l, &k);
+}
+
+static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_grad_acc k;
+    nn_result r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_grad_acc;
+    memset(&k, 0, sizeof k);
+    k.acc = &n->buf;
+    k.g = &g->nodes[n->in[0]].buf;
+    k.n = (int)n->numel;
+    k.inv_k = n->a.optim.inv_steps;
+    k.reset = 1;
+    return nn__kargs_grad_acc(l, &k);
+}
+
+/* ==== non-finite count: NONFINITE_COUNT, a gradient [any] (and the previous parameter's
+   count [1]) -> [1], the running count of NaN and Inf over the gradients (skip_nonfinite);
+   one chain of these nodes covers every parameter. ==== */
+
+#define nn__grad_nonfinite_count nn__grad_none
+#define nn__plan_nonfinite_count nn__no_plan
 
 static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
     const float *x = NN__F(n->in[0]);
@@ -21910,6 +22160,33 @@ static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_nonfinite_count k;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.n = (int)g->nodes[n->in[0]].numel;
+    k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.has_prev = n->n_in > 1;
+    k.out = &n->buf;
+    k.tmp = wg * 4;
+    return nn__kargs_nonfinite_count(l, &k);
+}
+
+/* ==== skip gate: SKIP_GATE, the non-finite count [1] (and the clipping coefficient [1]) ->
+   [2]: y[0] = -1 when the count is not 0 (every update skips), else the coefficient (1
+   without clipping); y[1], persistent, counts the skipped updates (nn_graph_skipped_steps
+   reads it). ==== */
+
+#define nn__grad_skip_gate nn__grad_none
+#define nn__plan_skip_gate nn__no_plan
+
 static nn_result nn__cpu_skip_gate(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     int skip = NN__F(n->in[0])[0] != 0.0f;
@@ -21918,145 +22195,17 @@ static nn_result nn__cpu_skip_gate(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_grad_acc(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__grad_acc_cpu(y, NN__F(in[0]), N, n->a.optim.inv_steps, (g->step - 1) % (uint64_t)g->accum_steps == 0); return NN_OK;
-
-}
-
-static void nn__update_sgd(nn_graph *g, nn__launch *l) {
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
-    nn__arg_i(l, 1, g->clock.t == 1);
-}
-
-static void nn__update_adam(nn_graph *g, nn__launch *l) {
-    float bc1, bc2;
-    nn__adam_bc(g, &bc1, &bc2);
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
-    nn__arg_f(l, 1, bc1);
-    nn__arg_f(l, 2, bc2);
-}
-
-/* opt_step: the rate (with the parameter's multiplier) and this update's constants c0..c3 */
-static void nn__update_opt(nn_graph *g, nn__launch *l) {
-    int k;
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
-    for (k = 0; k < 4; k++) nn__arg_f(l, 1 + k, g->clock.c[k]);
-}
-
-static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) { nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult); }
-
-static void nn__update_grad_acc(nn_graph *g, nn__launch *l) { nn__arg_i(l, 0, (g->step - 1) % (uint64_t)g->accum_steps == 0); }
-
-/* OPT_STEP's launches: LARS reduces |w| and |g| first; LAMB computes u, reduces |w| and
-   |u|, then applies (see cpu/optim.c). */
-static nn_result nn__launch_opt_step(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
-    const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
-    const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
-    int np = (int)p->numel, k, lamb = n->a.optim.kind == NN_OPT_LAMB;
-    size_t wg = nn__reduce_wg(g);
-    float h[5], cv = nn__opt_cv(g);
-    nn__launch *l = NULL;
-    nn_result r;
-    for (k = 0; k < 3; k++) s[k] = k < n->n_aux ? &n->aux[k] : &g->one; /* &g->one: never written */
-    if (lamb) s[2] = &n->scratch_buf;
-    nn__opt_hparams(&g->opt, h);
-    if (n->a.optim.kind == NN_OPT_LARS) {
-        r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
-        if (r != NN_OK) return r;
-        l->gws[0] = l->lws[0] = wg;
-        l->use_lws = 1;
-        r = nn__args(l, "mmmfimiL", &p->buf, grad, clip, (double)cv, np, norms, 0, wg * 8);
-        if (r != NN_OK) return r;
-    }
-    r = nn__launch_kernel(g, id, "optim", "opt_step", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_opt;
-    r = nn__args(l, "mmmmmmmii@ffffffff@f@f@f@f", &p->buf, grad, clip, s[0], s[1], s[2], norms, np, n->a.optim.kind,
-                    (double)g->lr, (double)(g->opt.weight_decay * n->a.optim.wd_mult), (double)cv, (double)h[0], (double)h[1],
-                    (double)h[2], (double)h[3], (double)h[4], 0.0, 0.0, 0.0, 0.0);
-    if (r != NN_OK || !lamb) return r;
-    r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    r = nn__args(l, "mmmfimiL", &p->buf, norms, &g->one, (double)3.40282347e38f, np, norms, np, wg * 8);
-    if (r != NN_OK) return r;
-    r = nn__launch_kernel(g, id, "optim", "lamb_apply", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_lamb_apply;
-    return nn__args(l, "mmmi@f", &p->buf, norms, clip, np, (double)g->lr);
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *p = &g->nodes[in[0]];
-    int np = (int)p->numel;
-    r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_sgd;
-    return nn__args(l, "mmmmi@ffffi@if", &p->buf, &g->nodes[in[1]].buf, n->n_aux ? &n->aux[0] : &g->one,
-                       n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.momentum,
-                       (double)g->opt.dampening, (double)(g->opt.weight_decay * n->a.optim.wd_mult), g->opt.nesterov, 1,
-                       (double)nn__opt_cv(g));
-}
-
-static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *p = &g->nodes[in[0]];
-    int np = (int)p->numel;
-    r = nn__launch_kernel(g, id, "optim", "adam", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_adam;
-    return nn__args(l, "mmmmmi@fffffi@f@ff", &p->buf, &g->nodes[in[1]].buf, &n->aux[0], &n->aux[1],
-                       n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.beta1,
-                       (double)g->opt.beta2, (double)g->opt.eps, (double)(g->opt.weight_decay * n->a.optim.wd_mult),
-                       g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0, (double)nn__opt_cv(g));
-}
-
-
-static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_grad_acc;
-    return nn__args(l, "mmif@i", y, &g->nodes[in[0]].buf, N, (double)n->a.optim.inv_steps, 1);
-}
-
-static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    return nn__args(l, "mimimL", &g->nodes[n->in[0]].buf, (int)g->nodes[n->in[0]].numel,
-                    n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, n->n_in > 1, &n->buf, wg * 4);
-}
-
 static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
+    nn__k_skip_gate k;
     nn_result r = nn__launch_kernel(g, id, "optim", "skip_gate", 1, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmm", &g->nodes[n->in[0]].buf, n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, &n->buf);
+    memset(&k, 0, sizeof k);
+    k.cnt = &g->nodes[n->in[0]].buf;
+    k.clip = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    return nn__kargs_skip_gate(l, &k);
 }
 
 /* skip_nonfinite's count of skipped updates, from the gate's persistent y[1]. */
@@ -22208,7 +22357,8 @@ static inline int nn__rng_int(NN__RU32 r0, NN__RU32 r1, int low, NN__RU64 range)
 /* ======================================================================
    src/ops/random.c
    ====================================================================== */
-/* The random ops: builders, autograd rules, CPU bodies and device plans. Element i of a
+/* The random ops, one block per op: builder, registry aliases, autograd rule, CPU body and
+   kernel launch (kernels/random.cl; dropout's loop in src/cpu/random.c). Element i of a
    random node draws the Philox4x32-10 words of counter (i, key, step) under the graph's
    seed (nn__philox, kernels/random.cl's nn_philox) and turns them into a sample with the
    formulas of kernels/random.h, which the kernels share: the CPU and OpenCL backends give
@@ -22216,36 +22366,8 @@ static inline int nn__rng_int(NN__RU32 r0, NN__RU32 r1, int low, NN__RU64 range)
    is the graph's step counter, so each nn_graph_step draws afresh and the same graph built
    the same way with the same seed draws the same sequence. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_rand nn__cpu_random
-#define nn__launch_rand nn__launch_random
-#define nn__grad_rand nn__grad_none
-#define nn__plan_rand nn__no_plan
-#define nn__cpu_randn nn__cpu_random
-#define nn__launch_randn nn__launch_random
-#define nn__grad_randn nn__grad_none
-#define nn__plan_randn nn__no_plan
-#define nn__cpu_randint nn__cpu_random
-#define nn__launch_randint nn__launch_random
-#define nn__grad_randint nn__grad_none
-#define nn__plan_randint nn__no_plan
-#define nn__cpu_bernoulli nn__cpu_random
-#define nn__launch_bernoulli nn__launch_random
-#define nn__grad_bernoulli nn__grad_none
-#define nn__plan_bernoulli nn__no_plan
-#define nn__cpu_gaussian_noise nn__cpu_random
-#define nn__launch_gaussian_noise nn__launch_random
-#define nn__plan_gaussian_noise nn__no_plan
-#define nn__cpu_alpha_dropout nn__cpu_random
-#define nn__launch_alpha_dropout nn__launch_random
-#define nn__plan_alpha_dropout nn__no_plan
-#define nn__cpu_alpha_dropout_grad nn__cpu_random
-#define nn__launch_alpha_dropout_grad nn__launch_random
-#define nn__grad_alpha_dropout_grad nn__grad_none
-#define nn__plan_alpha_dropout_grad nn__no_plan
-
-/* ---- builders ---- */
+/* ==== shared by the family: the sources' builder, the Philox loop of the CPU bodies, the
+   step's update of the launches ==== */
 
 /* A node of op with no inputs and the given shape (rand, randn, randint). */
 static nn_tensor nn__random_source(nn_graph *g, int op, const char *opname, nn_dtype dt, nn_shape shape) {
@@ -22256,21 +22378,153 @@ static nn_tensor nn__random_source(nn_graph *g, int op, const char *opname, nn_d
     return nn__tensor(id);
 }
 
-NN_API nn_tensor nn_rand(nn_graph *g, nn_shape shape) {
-    return nn__random_source(g, NN__OP_RAND, "nn_rand", NN_F32, shape);
-}
-
-NN_API nn_tensor nn_randn(nn_graph *g, nn_shape shape) {
-    return nn__random_source(g, NN__OP_RANDN, "nn_randn", NN_F32, shape);
-}
-
 static nn_tensor nn__random_like(nn_graph *g, int op, const char *opname, nn_tensor x) {
     if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     return nn__random_source(g, op, opname, NN_F32, nn__n(g, x)->shape);
 }
 
+/* One element's sample: y[i] (float, or int32 for randint) from its Philox words r and the
+   input x (p for bernoulli, dy for a gradient; NULL for the sources); returns 1 for a bad
+   input (bernoulli's p outside [0, 1]), else 0. */
+typedef int (*nn__sampler)(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i);
+
+typedef struct nn__random_task {
+    const nn__node *n;
+    nn__sampler sample;
+    const float *x;
+    void *y;
+    int64_t numel, bad[64]; /* bad: the sampler's count, per task */
+    uint64_t seed, step;
+} nn__random_task;
+
+static void nn__random_range(void *arg, int task, int n_tasks) {
+    nn__random_task *rt = (nn__random_task *)arg;
+    const nn__random_attr *ra = &rt->n->a.random;
+    int64_t chunk = (rt->numel + n_tasks - 1) / n_tasks, i = chunk * task, end = i + chunk < rt->numel ? i + chunk : rt->numel;
+    uint32_t key[2];
+    int64_t bad = 0;
+    key[0] = (uint32_t)rt->seed;
+    key[1] = (uint32_t)(rt->seed >> 32);
+    for (; i < end; i++) {
+        uint32_t r[4];
+        r[0] = (uint32_t)i;
+        r[1] = (uint32_t)ra->key;
+        r[2] = (uint32_t)rt->step;
+        r[3] = (uint32_t)(rt->step >> 32);
+        nn__philox(r, key);
+        bad += rt->sample(ra, r, rt->x, rt->y, i);
+    }
+    rt->bad[task] = bad;
+}
+
+/* n's elements in contiguous chunks over the pool's threads (up to 64), each drawing its
+   counter's words: the same bits for any thread count; bad inputs into n's counter. */
+static nn_result nn__random_run(nn_graph *g, nn__node *n, nn__sampler sample) {
+    nn__random_task rt;
+    int tasks = n->numel >= NN__PAR_MIN / 8 ? nn__threadpool_size(g->ctx->threads) : 1, k;
+    int64_t bad = 0;
+    if (tasks > 64) tasks = 64;
+    rt.n = n;
+    rt.sample = sample;
+    rt.x = n->n_in > 0 ? NN__F(n->in[0]) : NULL;
+    rt.y = n->buf.host;
+    rt.numel = n->numel;
+    rt.seed = g->seed;
+    rt.step = g->step;
+    for (k = 0; k < tasks; k++) rt.bad[k] = 0;
+    nn__threadpool_run(g->ctx->threads, nn__random_range, &rt, tasks);
+    for (k = 0; k < tasks; k++) bad += rt.bad[k];
+    if (n->check && bad > 0) {
+        int32_t *c = (int32_t *)g->checks.host + n->check_slot;
+        *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+    }
+    return NN_OK;
+}
+
+/* The launch's Philox fields (NN__KARGS_RNG of kernels/random_args.h): the graph's seed, the
+   node's key; the step is set before each run by nn__update_<sig>, stamped here. */
+#define NN__RNG_FIELDS(k, g, ra)                      \
+    do {                                              \
+        (k).seed_lo = (unsigned)(g)->seed;            \
+        (k).seed_hi = (unsigned)((g)->seed >> 32);    \
+        (k).key = (unsigned)(ra)->key;                \
+    } while (0)
+#define NN__RNG_UPDATE(sig)                                      \
+    static void nn__update_##sig(nn_graph *g, nn__launch *l) {  \
+        nn__k_##sig k;                                           \
+        memset(&k, 0, sizeof k);                                 \
+        k.step_lo = (unsigned)g->step;                           \
+        k.step_hi = (unsigned)(g->step >> 32);                   \
+        nn__kstep_##sig(l, &k);                                  \
+    }
+
+/* ==== rand: y [shape] uniform in [0, 1) on a grid of 2^-24 (torch.rand; nn_rand_like takes
+   x's shape) ==== */
+
+NN_API nn_tensor nn_rand(nn_graph *g, nn_shape shape) {
+    return nn__random_source(g, NN__OP_RAND, "nn_rand", NN_F32, shape);
+}
 NN_API nn_tensor nn_rand_like(nn_graph *g, nn_tensor x) { return nn__random_like(g, NN__OP_RAND, "nn_rand_like", x); }
+
+#define nn__grad_rand nn__grad_none
+#define nn__plan_rand nn__no_plan
+
+static int nn__sample_rand(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)ra, (void)x;
+    ((float *)y)[i] = nn__rng_uniform(r[0]);
+    return 0;
+}
+static nn_result nn__cpu_rand(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_rand); }
+
+NN__RNG_UPDATE(rand)
+static nn_result nn__launch_rand(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_rand k;
+    nn_result r = nn__launch_kernel(g, id, "random", "rand", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_rand;
+    memset(&k, 0, sizeof k);
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_rand(l, &k);
+}
+
+/* ==== randn: y [shape] standard normal, Box-Muller on kernels/random.h's exact formulas
+   (torch.randn; nn_randn_like takes x's shape) ==== */
+
+NN_API nn_tensor nn_randn(nn_graph *g, nn_shape shape) {
+    return nn__random_source(g, NN__OP_RANDN, "nn_randn", NN_F32, shape);
+}
 NN_API nn_tensor nn_randn_like(nn_graph *g, nn_tensor x) { return nn__random_like(g, NN__OP_RANDN, "nn_randn_like", x); }
+
+#define nn__grad_randn nn__grad_none
+#define nn__plan_randn nn__no_plan
+
+static int nn__sample_randn(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)ra, (void)x;
+    ((float *)y)[i] = nn__rng_normal(r[0], r[1]);
+    return 0;
+}
+static nn_result nn__cpu_randn(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randn); }
+
+NN__RNG_UPDATE(randn)
+static nn_result nn__launch_randn(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_randn k;
+    nn_result r = nn__launch_kernel(g, id, "random", "randn", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_randn;
+    memset(&k, 0, sizeof k);
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_randn(l, &k);
+}
+
+/* ==== randint: y [shape] int32 uniform in [low, high) (torch.randint) ==== */
 
 NN_API nn_tensor nn_randint(nn_graph *g, int64_t low, int64_t high, nn_shape shape) {
     nn_tensor t;
@@ -22289,6 +22543,36 @@ NN_API nn_tensor nn_randint(nn_graph *g, int64_t low, int64_t high, nn_shape sha
     return t;
 }
 
+#define nn__grad_randint nn__grad_none
+#define nn__plan_randint nn__no_plan
+
+static int nn__sample_randint(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)x;
+    ((int32_t *)y)[i] = nn__rng_int(r[0], r[1], ra->low, (uint64_t)ra->range + 1);
+    return 0;
+}
+static nn_result nn__cpu_randint(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randint); }
+
+NN__RNG_UPDATE(randint)
+static nn_result nn__launch_randint(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_randint k;
+    nn_result r = nn__launch_kernel(g, id, "random", "randint", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_randint;
+    memset(&k, 0, sizeof k);
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.low = n->a.random.low;
+    k.range_m1 = (unsigned)n->a.random.range;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_randint(l, &k);
+}
+
+/* ==== bernoulli: p [any] -> y [same], 1 with probability p (u < p on a grid of 2^-24),
+   torch.bernoulli; a p outside [0, 1] (or NaN) counts as a bad input ==== */
+
 NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p) {
     nn_tensor t;
     if (!nn__check0(g, "nn_bernoulli", 1, &p) || !nn__expect_f32(g, "nn_bernoulli", p, "p")) return nn__tensor(-1);
@@ -22299,6 +22583,37 @@ NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p) {
     }
     return t;
 }
+
+#define nn__grad_bernoulli nn__grad_none
+#define nn__plan_bernoulli nn__no_plan
+
+static int nn__sample_bernoulli(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)ra;
+    ((float *)y)[i] = nn__rng_uniform(r[0]) < x[i] ? 1.0f : 0.0f;
+    return !(x[i] >= 0.0f && x[i] <= 1.0f);
+}
+static nn_result nn__cpu_bernoulli(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_bernoulli); }
+
+NN__RNG_UPDATE(bernoulli)
+static nn_result nn__launch_bernoulli(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_bernoulli k;
+    nn_result r = nn__launch_kernel(g, id, "random", "bernoulli", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_bernoulli;
+    memset(&k, 0, sizeof k);
+    k.p = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_bernoulli(l, &k);
+}
+
+/* ==== gaussian noise: x [any] -> y [same] = x + std z, z standard normal (the identity in
+   eval mode or at std 0); the gradient passes dy through ==== */
 
 NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std) {
     nn_tensor t;
@@ -22313,6 +22628,40 @@ NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std) {
     }
     return t;
 }
+
+#define nn__plan_gaussian_noise nn__no_plan
+
+static void nn__grad_gaussian_noise(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, gy);
+}
+
+static int nn__sample_gaussian_noise(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    ((float *)y)[i] = fmaf(ra->std, nn__rng_normal(r[0], r[1]), x[i]);
+    return 0;
+}
+static nn_result nn__cpu_gaussian_noise(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_gaussian_noise); }
+
+NN__RNG_UPDATE(gaussian_noise)
+static nn_result nn__launch_gaussian_noise(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_gaussian_noise k;
+    nn_result r = nn__launch_kernel(g, id, "random", "gaussian_noise", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_gaussian_noise;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.std = n->a.random.std;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_gaussian_noise(l, &k);
+}
+
+/* ==== alpha dropout: x [any] -> y [same], kept (u >= p) elements scale x + shift, dropped
+   ones a constant (torch.nn.AlphaDropout in training); ALPHA_DROPOUT_GRAD, dx = dy * scale
+   where kept, 0 where dropped: the forward's mask, drawn again with its key and step ==== */
 
 /* torch.nn.AlphaDropout (ATen's _dropout_impl with alpha_dropout): keep with probability
    1 - p; a = 1 / sqrt((alpha^2 p + 1)(1 - p)), alpha = SELU's scale * alpha; kept
@@ -22339,14 +22688,10 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p) {
     return t;
 }
 
-/* ---- autograd rules ---- */
+#define nn__plan_alpha_dropout nn__no_plan
+#define nn__grad_alpha_dropout_grad nn__grad_none
+#define nn__plan_alpha_dropout_grad nn__no_plan
 
-static void nn__grad_gaussian_noise(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, gy);
-}
-
-/* dx = dy * mask * a: the forward's mask (its key and the same step) */
 static void nn__grad_alpha_dropout(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
@@ -22356,106 +22701,58 @@ static void nn__grad_alpha_dropout(nn_graph *g, int id) {
     nn__acc_grad(g, a, t);
 }
 
-/* ---- CPU bodies ---- */
+static int nn__sample_alpha_dropout(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    ((float *)y)[i] = nn__rng_uniform(r[0]) >= ra->p ? fmaf(ra->scale, x[i], ra->shift) : ra->dropped;
+    return 0;
+}
+static nn_result nn__cpu_alpha_dropout(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_alpha_dropout); }
 
-typedef struct nn__random_task {
-    const nn__node *n;
-    const float *x;   /* the input (p for bernoulli, dy for the gradient), or NULL */
-    void *y;
-    int64_t numel, bad[64]; /* bad: bernoulli's p outside [0, 1], per task */
-    uint64_t seed, step;
-} nn__random_task;
-
-static void nn__random_range(void *arg, int task, int n_tasks) {
-    nn__random_task *rt = (nn__random_task *)arg;
-    const nn__node *n = rt->n;
-    const nn__random_attr *ra = &n->a.random;
-    int64_t chunk = (rt->numel + n_tasks - 1) / n_tasks, i = chunk * task, end = i + chunk < rt->numel ? i + chunk : rt->numel;
-    float *y = (float *)rt->y;
-    int32_t *yi = (int32_t *)rt->y;
-    const float *x = rt->x;
-    uint32_t key[2];
-    int64_t bad = 0;
-    key[0] = (uint32_t)rt->seed;
-    key[1] = (uint32_t)(rt->seed >> 32);
-    for (; i < end; i++) {
-        uint32_t r[4];
-        r[0] = (uint32_t)i;
-        r[1] = (uint32_t)ra->key;
-        r[2] = (uint32_t)rt->step;
-        r[3] = (uint32_t)(rt->step >> 32);
-        nn__philox(r, key);
-        switch (n->op) {
-        case NN__OP_RAND: y[i] = nn__rng_uniform(r[0]); break;
-        case NN__OP_RANDN: y[i] = nn__rng_normal(r[0], r[1]); break;
-        case NN__OP_RANDINT: yi[i] = nn__rng_int(r[0], r[1], ra->low, (uint64_t)ra->range + 1); break;
-        case NN__OP_BERNOULLI:
-            if (!(x[i] >= 0.0f && x[i] <= 1.0f)) bad++;
-            y[i] = nn__rng_uniform(r[0]) < x[i] ? 1.0f : 0.0f;
-            break;
-        case NN__OP_GAUSSIAN_NOISE: y[i] = fmaf(ra->std, nn__rng_normal(r[0], r[1]), x[i]); break;
-        case NN__OP_ALPHA_DROPOUT: y[i] = nn__rng_uniform(r[0]) >= ra->p ? fmaf(ra->scale, x[i], ra->shift) : ra->dropped; break;
-        default: y[i] = nn__rng_uniform(r[0]) >= ra->p ? ra->scale * x[i] : 0.0f; break; /* ALPHA_DROPOUT_GRAD */
-        }
-    }
-    rt->bad[task] = bad;
+static int nn__sample_alpha_dropout_grad(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    ((float *)y)[i] = nn__rng_uniform(r[0]) >= ra->p ? ra->scale * x[i] : 0.0f;
+    return 0;
+}
+static nn_result nn__cpu_alpha_dropout_grad(nn_graph *g, nn__node *n) {
+    return nn__random_run(g, n, nn__sample_alpha_dropout_grad);
 }
 
-static nn_result nn__cpu_random(nn_graph *g, nn__node *n) {
-    nn__random_task rt;
-    int tasks = n->numel >= NN__PAR_MIN / 8 ? nn__threadpool_size(g->ctx->threads) : 1, k;
-    int64_t bad = 0;
-    if (tasks > 64) tasks = 64;
-    rt.n = n;
-    rt.x = n->n_in > 0 ? NN__F(n->in[0]) : NULL;
-    rt.y = n->buf.host;
-    rt.numel = n->numel;
-    rt.seed = g->seed;
-    rt.step = g->step;
-    for (k = 0; k < tasks; k++) rt.bad[k] = 0;
-    nn__threadpool_run(g->ctx->threads, nn__random_range, &rt, tasks);
-    for (k = 0; k < tasks; k++) bad += rt.bad[k];
-    if (n->check && bad > 0) {
-        int32_t *c = (int32_t *)g->checks.host + n->check_slot;
-        *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
-    }
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/random.cl ---- */
-
-/* the step, the last two arguments, rewritten each run */
-static void nn__update_random(nn_graph *g, nn__launch *l) {
-    nn__arg_u(l, 0, (unsigned)g->step);
-    nn__arg_u(l, 1, (unsigned)(g->step >> 32));
-}
-
-static nn_result nn__launch_random(nn_graph *g, int id) {
+NN__RNG_UPDATE(alpha_dropout)
+static nn_result nn__launch_alpha_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__random_attr *ra = &n->a.random;
-    const nn__buf *x = n->n_in > 0 ? &g->nodes[n->in[0]].buf : NULL, *y = &n->buf;
-    int N = (int)n->numel;
-    unsigned s0 = (unsigned)g->seed, s1 = (unsigned)(g->seed >> 32), key = (unsigned)ra->key;
     nn__launch *l = NULL;
-    nn_result r;
-    static const char *const kernels[] = {"rand", "randn", "randint", "bernoulli", "gaussian_noise", "alpha_dropout",
-                                          "alpha_dropout_grad"};
-    r = nn__launch_kernel(g, id, "random", kernels[n->op - NN__OP_RAND], (size_t)N, &l);
+    nn__k_alpha_dropout k;
+    nn_result r = nn__launch_kernel(g, id, "random", "alpha_dropout", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_random;
-    switch (n->op) {
-    case NN__OP_RAND:
-    case NN__OP_RANDN: return nn__args(l, "miuuu@u@u", y, N, s0, s1, key, 0u, 0u);
-    case NN__OP_RANDINT: return nn__args(l, "miiuuuu@u@u", y, N, ra->low, (unsigned)ra->range, s0, s1, key, 0u, 0u);
-    case NN__OP_BERNOULLI:
-        return nn__args(l, "mmimiuuu@u@u", x, y, N, &g->checks, n->check_slot, s0, s1, key, 0u, 0u);
-    case NN__OP_GAUSSIAN_NOISE: return nn__args(l, "mmifuuu@u@u", x, y, N, (double)ra->std, s0, s1, key, 0u, 0u);
-    case NN__OP_ALPHA_DROPOUT:
-        return nn__args(l, "mmiffffuuu@u@u", x, y, N, (double)ra->p, (double)ra->scale, (double)ra->shift,
-                        (double)ra->dropped, s0, s1, key, 0u, 0u);
-    default:
-        return nn__args(l, "mmiffuuu@u@u", x, y, N, (double)ra->p, (double)ra->scale, s0, s1, key, 0u, 0u);
-    }
+    l->update = nn__update_alpha_dropout;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.p = ra->p;
+    k.scale = ra->scale;
+    k.shift = ra->shift;
+    k.dropped = ra->dropped;
+    NN__RNG_FIELDS(k, g, ra);
+    return nn__kargs_alpha_dropout(l, &k);
+}
+
+NN__RNG_UPDATE(alpha_dropout_grad)
+static nn_result nn__launch_alpha_dropout_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__random_attr *ra = &n->a.random;
+    nn__launch *l = NULL;
+    nn__k_alpha_dropout_grad k;
+    nn_result r = nn__launch_kernel(g, id, "random", "alpha_dropout_grad", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_alpha_dropout_grad;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.p = ra->p;
+    k.scale = ra->scale;
+    NN__RNG_FIELDS(k, g, ra);
+    return nn__kargs_alpha_dropout_grad(l, &k);
 }
 
 /* ==== dropout: y [any] = x * mask / (1 - p), mask[i] = uniform(key, step, i) >= p
