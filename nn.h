@@ -1272,8 +1272,8 @@ typedef struct nn__gather_attr {
 /* ======================================================================
    src/ops/conv.h
    ====================================================================== */
-/* The conv family's typed attributes (a node's a.conv), read and written by src/ops/conv.c
-   and the CPU loops it calls. */
+/* The conv family's typed attributes (a node's a.conv), read and written by src/ops/conv/
+   and the CPU loops they call. */
 #ifndef NN__OPS_CONV_H
 #define NN__OPS_CONV_H
 #include <stdint.h>
@@ -6173,10 +6173,9 @@ static void nn__one_hot(float *y, const int32_t *labels, int64_t R, int64_t C) {
    [rows, features, 1] with one group, instance norm has G = C). The affine weight and bias
    are per channel. Every sum runs in one fixed order. kernels/norm.cl has the OpenCL twins.
 
-   Node attributes of every norm op: i[0..4] = A, C, S, G, per_channel; i[5] has gamma,
-   i[6] has beta, i[7] the statistics are constants (eval batch norm); f[0] eps,
-   f[1] momentum (the running-statistics update). Statistics tensors are [2, R]: the mean
-   of each of the R groups, then their biased variance. */
+   A norm node's attributes are an nn__norm_attr (src/ops/norm.h); nn__norm below is its
+   geometry. Statistics tensors are [2, R]: the mean of each of the R groups, then their
+   biased variance. */
 
 typedef struct nn__norm {
     int64_t A, C, S, G;
@@ -9125,6 +9124,256 @@ static int nn__cl_load(void) {
    ====================================================================== */
 static const char *const nn__cl_src_conv[] = {
 "#line 1 \"kernels/conv.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/conv.cl\"\n",
+"#line 1 \"kernels/conv_args.h\"\n",
+"/* kernels/conv.cl's kernel signatures (kernels/kargs.h says how to read them). Layout NCHW,\n",
+"   weights [K, C/G, KH, KW]; geo is (sh, sw, ph, pw, dh, dw, G, unused). */\n",
+"#ifndef NN__CONV_ARGS_H\n",
+"#define NN__CONV_ARGS_H\n",
+"\n",
+"/* the direct kernels: one work-item per element of y, dx or dw */\n",
+"#define NN__KARGS_conv2d_forward(F, P)                                                                  \\\n",
+"    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \\\n",
+"    P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias)\n",
+"NN__KSIG(conv2d_forward)\n",
+"#define NN__KARGS_conv2d_backward_data(F, P)                                                             \\\n",
+"    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
+"    P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(conv2d_backward_data)\n",
+"#define NN__KARGS_conv2d_backward_weight(F, P)                                                           \\\n",
+"    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
+"    P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(conv2d_backward_weight)\n",
+"\n",
+"/* y [C] = sum of x [N, C, S] over N and S */\n",
+"#define NN__KARGS_channel_sum(F, P) F(in, x) P(out, y) P(int, N) P(int, C) P(int, S)\n",
+"NN__KSIG(channel_sum)\n",
+"\n",
+"/* The GEMM path: column matrices [C*KH*KW, ld] at float offset off of the scratch buffer.\n",
+"   Each signature serves the element-wise kernel and its by-rows twin for CPU devices:\n",
+"   conv2d_im2col and conv2d_im2col_rows; conv2d_col2im and conv2d_col2im_planes;\n",
+"   conv2d_unpack and conv2d_unpack_rows; conv2d_pack and conv2d_pack_rows. */\n",
+"#define NN__KARGS_conv2d_im2col(F, P)                                                                    \\\n",
+"    F(in, x) P(out, col) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)     \\\n",
+"    P(int, OH) P(int, OW) P(int8, geo) P(int, ld)\n",
+"NN__KSIG(conv2d_im2col)\n",
+"#define NN__KARGS_conv2d_col2im(F, P)                                                                    \\\n",
+"    F(in, dcol) P(out, dx) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)   \\\n",
+"    P(int, OH) P(int, OW) P(int8, geo) P(int, ld)\n",
+"NN__KSIG(conv2d_col2im)\n",
+"/* y [N, K, S] = out [K, ld] (+ b [K]) */\n",
+"#define NN__KARGS_conv2d_unpack(F, P) \\\n",
+"    F(in, out) P(in, b) P(out, y) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld) P(int, has_bias)\n",
+"NN__KSIG(conv2d_unpack)\n",
+"/* dyg [K, ld] = dy [N, K, S], zero-padded */\n",
+"#define NN__KARGS_conv2d_pack(F, P) F(in, dy) P(out, dyg) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld)\n",
+"NN__KSIG(conv2d_pack)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/conv.cl\"\n",
+"\n",
 "/* Convolutions, direct formulation: one work-item per output element of each pass, so\n",
 "   every sum runs in a fixed order without atomics. Layout NCHW, weights [K, C/G, KH, KW].\n",
 "   The geometry arrives as an int8: (sh, sw, ph, pw, dh, dw, G, unused). */\n",
@@ -9133,10 +9382,7 @@ static const char *const nn__cl_src_conv[] = {
 "   the zero padding adds 0 * w, as the GEMM path (and PyTorch) does: a NaN or inf weight\n",
 "   makes every output of its channel NaN, at the border too; for finite weights it adds\n",
 "   nothing. */\n",
-"__kernel void conv2d_forward(__global const float *x, __global const float *w, __global const float *b,\n",
-"                             __global float *y, const int N, const int C, const int H, const int W,\n",
-"                             const int K, const int KH, const int KW, const int OH, const int OW,\n",
-"                             const int8 geo, const int has_bias) {\n",
+"__kernel void conv2d_forward(NN__KPARAMS(conv2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * K * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, k = (i / (OW * OH)) % K, n = i / (OW * OH * K);\n",
@@ -9159,9 +9405,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* dx [N, C, H, W]: each input pixel sums dy * w over the outputs whose window covers it */\n",
-"__kernel void conv2d_backward_data(__global const float *w, __global const float *dy, __global float *dx,\n",
-"                                   const int N, const int C, const int H, const int W, const int K,\n",
-"                                   const int KH, const int KW, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void conv2d_backward_data(NN__KPARAMS(conv2d_backward_data)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * C * H * W) return;\n",
 "    int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);\n",
@@ -9191,9 +9435,7 @@ static const char *const nn__cl_src_conv[] = {
 "   accumulator over N*OH*OW products loses the small terms to its rounding (the error of a\n",
 "   50176-term sum was ~1e-4 relative, against ~3e-6 this way). x is 0 on the padding, and\n",
 "   dy * 0 is taken there too: a NaN or inf dy is NaN, as on the GEMM path. */\n",
-"__kernel void conv2d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,\n",
-"                                     const int N, const int C, const int H, const int W, const int K,\n",
-"                                     const int KH, const int KW, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void conv2d_backward_weight(NN__KPARAMS(conv2d_backward_weight)) {\n",
 "    int G = geo.s6, Cg = C / G, Kg = K / G;\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= K * Cg * KH * KW) return;\n",
@@ -9219,7 +9461,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* y [C] = sum over N and S of x [N, C, S], a partial sum per n as above */\n",
-"__kernel void channel_sum(__global const float *x, __global float *y, const int N, const int C, const int S) {\n",
+"__kernel void channel_sum(NN__KPARAMS(channel_sum)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= C) return;\n",
 "    float acc = 0.0f;\n",
@@ -9231,16 +9473,14 @@ static const char *const nn__cl_src_conv[] = {
 "    y[c] = acc;\n",
 "}\n",
 "\n",
-"/* ---- the GEMM path (src/cpu/conv.c, nn__cl_conv2d_plan, says when it is used) ----\n",
+"/* ---- the GEMM path (nn__conv2d_dev_plan in src/ops/conv/conv2d.c says when it is used) ----\n",
 "   Column matrices are [C*KH*KW, ld]: row (c*KH + kh)*KW + kw, so the rows of group g are\n",
 "   one contiguous block; column p = (n*OH + oh)*OW + ow runs over the whole batch, and\n",
 "   columns P..ld-1 are zeros (padding for the K slices of the weight gradient). Operands\n",
 "   live at float offsets `off` inside the node's scratch buffer. */\n",
 "\n",
 "/* col = im2col(x) */\n",
-"__kernel void conv2d_im2col(__global const float *x, __global float *col, const int off, const int N, const int C,\n",
-"                            const int H, const int W, const int KH, const int KW, const int OH, const int OW,\n",
-"                            const int8 geo, const int ld) {\n",
+"__kernel void conv2d_im2col(NN__KPARAMS(conv2d_im2col)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= C * KH * KW * ld) return;\n",
 "    int p = i % ld, row = i / ld;\n",
@@ -9256,9 +9496,7 @@ static const char *const nn__cl_src_conv[] = {
 "\n",
 "/* dx = col2im(dcol): each input pixel sums the column entries that read it, in (kh, kw)\n",
 "   order (no atomics, the same order every run) */\n",
-"__kernel void conv2d_col2im(__global const float *dcol, __global float *dx, const int off, const int N, const int C,\n",
-"                            const int H, const int W, const int KH, const int KW, const int OH, const int OW,\n",
-"                            const int8 geo, const int ld) {\n",
+"__kernel void conv2d_col2im(NN__KPARAMS(conv2d_col2im)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * C * H * W) return;\n",
 "    int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);\n",
@@ -9280,8 +9518,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* y [N, K, S] = out [K, ld] (columns n*S + s) + bias */\n",
-"__kernel void conv2d_unpack(__global const float *out, __global const float *b, __global float *y, const int off,\n",
-"                            const int N, const int K, const int S, const int ld, const int has_bias) {\n",
+"__kernel void conv2d_unpack(NN__KPARAMS(conv2d_unpack)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * K * S) return;\n",
 "    int s = i % S, k = (i / S) % K, n = i / (S * K);\n",
@@ -9289,8 +9526,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* dyg [K, ld] (columns n*S + s, zeros past N*S) = dy [N, K, S] */\n",
-"__kernel void conv2d_pack(__global const float *dy, __global float *dyg, const int off, const int N, const int K,\n",
-"                          const int S, const int ld) {\n",
+"__kernel void conv2d_pack(NN__KPARAMS(conv2d_pack)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= K * ld) return;\n",
 "    int p = i % ld, k = i / ld;\n",
@@ -9310,9 +9546,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* conv2d_im2col by rows: item (row, n, oh); items past rows*N*OH zero one row's padding */\n",
-"__kernel void conv2d_im2col_rows(__global const float *x, __global float *col, const int off, const int N,\n",
-"                                 const int C, const int H, const int W, const int KH, const int KW, const int OH,\n",
-"                                 const int OW, const int8 geo, const int ld) {\n",
+"__kernel void conv2d_im2col_rows(NN__KPARAMS(conv2d_im2col)) {\n",
 "    int i = get_global_id(0), rows = C * KH * KW, P = N * OH * OW;\n",
 "    if (i >= rows * N * OH + rows) return;\n",
 "    if (i >= rows * N * OH) {\n",
@@ -9340,9 +9574,7 @@ static const char *const nn__cl_src_conv[] = {
 "\n",
 "/* conv2d_col2im by planes: item (n, c) owns its input plane and adds the column rows into\n",
 "   it in (kh, kw, oh, ow) order */\n",
-"__kernel void conv2d_col2im_planes(__global const float *dcol, __global float *dx, const int off, const int N,\n",
-"                                   const int C, const int H, const int W, const int KH, const int KW, const int OH,\n",
-"                                   const int OW, const int8 geo, const int ld) {\n",
+"__kernel void conv2d_col2im_planes(NN__KPARAMS(conv2d_col2im)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * C) return;\n",
 "    int c = i % C, n = i / C, sw = geo.s1;\n",
@@ -9364,9 +9596,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* conv2d_unpack by rows: item (n, k) */\n",
-"__kernel void conv2d_unpack_rows(__global const float *out, __global const float *b, __global float *y,\n",
-"                                 const int off, const int N, const int K, const int S, const int ld,\n",
-"                                 const int has_bias) {\n",
+"__kernel void conv2d_unpack_rows(NN__KPARAMS(conv2d_unpack)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * K) return;\n",
 "    int k = i % K, n = i / K;\n",
@@ -9377,8 +9607,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* conv2d_pack by rows: item (k, n); item (k, N) zeroes row k's padding */\n",
-"__kernel void conv2d_pack_rows(__global const float *dy, __global float *dyg, const int off, const int N,\n",
-"                               const int K, const int S, const int ld) {\n",
+"__kernel void conv2d_pack_rows(NN__KPARAMS(conv2d_pack)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= K * (N + 1)) return;\n",
 "    int n = i % (N + 1), k = i / (N + 1);\n",
@@ -9398,6 +9627,233 @@ static const char *const nn__cl_src_conv[] = {
    ====================================================================== */
 static const char *const nn__cl_src_conv3d[] = {
 "#line 1 \"kernels/conv3d.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/conv3d.cl\"\n",
+"#line 1 \"kernels/conv3d_args.h\"\n",
+"/* kernels/conv3d.cl's kernel signatures (kernels/kargs.h says how to read them). Layout\n",
+"   NCDHW, weights [K, C/G, KD, KH, KW]; the geometry in two int8s: ga = (sd, sh, sw, pd, ph,\n",
+"   pw, dd, dh), gb = (dw, G, unused...). */\n",
+"#ifndef NN__CONV3D_ARGS_H\n",
+"#define NN__CONV3D_ARGS_H\n",
+"\n",
+"#define NN__KARGS_conv3d_forward(F, P)                                                                  \\\n",
+"    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)  \\\n",
+"    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)         \\\n",
+"    P(int, has_bias)\n",
+"NN__KSIG(conv3d_forward)\n",
+"#define NN__KARGS_conv3d_backward_data(F, P)                                                            \\\n",
+"    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)          \\\n",
+"    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)\n",
+"NN__KSIG(conv3d_backward_data)\n",
+"#define NN__KARGS_conv3d_backward_weight(F, P)                                                          \\\n",
+"    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)          \\\n",
+"    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)\n",
+"NN__KSIG(conv3d_backward_weight)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/conv3d.cl\"\n",
+"\n",
 "/* 3-D convolutions, direct formulation as in conv.cl: one work-item per output element of\n",
 "   each pass, every sum in a fixed order, no atomics. Layout NCDHW, weights\n",
 "   [K, C/G, KD, KH, KW]. The geometry arrives as two int8s: ga = (sd, sh, sw, pd, ph, pw,\n",
@@ -9405,10 +9861,7 @@ static const char *const nn__cl_src_conv3d[] = {
 "\n",
 "/* y [N, K, OD, OH, OW] = sum over the group's input channels and the window, + bias; a\n",
 "   tap on the zero padding adds 0 * w, as conv2d_forward */\n",
-"__kernel void conv3d_forward(__global const float *x, __global const float *w, __global const float *b,\n",
-"                             __global float *y, const int N, const int C, const int D, const int H, const int W,\n",
-"                             const int K, const int KD, const int KH, const int KW, const int OD, const int OH,\n",
-"                             const int OW, const int8 ga, const int8 gb, const int has_bias) {\n",
+"__kernel void conv3d_forward(NN__KPARAMS(conv3d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * K * OD * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, od = (i / (OW * OH)) % OD, k = (i / (OW * OH * OD)) % K;\n",
@@ -9435,10 +9888,7 @@ static const char *const nn__cl_src_conv3d[] = {
 "}\n",
 "\n",
 "/* dx [N, C, D, H, W]: each input voxel sums dy * w over the outputs whose window covers it */\n",
-"__kernel void conv3d_backward_data(__global const float *w, __global const float *dy, __global float *dx,\n",
-"                                   const int N, const int C, const int D, const int H, const int W, const int K,\n",
-"                                   const int KD, const int KH, const int KW, const int OD, const int OH, const int OW,\n",
-"                                   const int8 ga, const int8 gb) {\n",
+"__kernel void conv3d_backward_data(NN__KPARAMS(conv3d_backward_data)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * C * D * H * W) return;\n",
 "    int iw = i % W, ih = (i / W) % H, id = (i / (W * H)) % D, c = (i / (W * H * D)) % C, n = i / (W * H * D * C);\n",
@@ -9472,10 +9922,7 @@ static const char *const nn__cl_src_conv3d[] = {
 "\n",
 "/* dw [K, C/G, KD, KH, KW]: each weight sums dy * x over the batch and the output positions,\n",
 "   x = 0 on the padding (dy * 0: a NaN or inf dy there is NaN, as on the GEMM path) */\n",
-"__kernel void conv3d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,\n",
-"                                     const int N, const int C, const int D, const int H, const int W, const int K,\n",
-"                                     const int KD, const int KH, const int KW, const int OD, const int OH,\n",
-"                                     const int OW, const int8 ga, const int8 gb) {\n",
+"__kernel void conv3d_backward_weight(NN__KPARAMS(conv3d_backward_weight)) {\n",
 "    int G = gb.s1, Cg = C / G, Kg = K / G;\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= K * Cg * KD * KH * KW) return;\n",
@@ -10386,21 +10833,249 @@ static const char *const nn__cl_src_gather[] = {
    ====================================================================== */
 static const char *const nn__cl_src_gemm[] = {
 "#line 1 \"kernels/gemm.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/gemm.cl\"\n",
+"#line 1 \"kernels/gemm_args.h\"\n",
+"/* kernels/gemm.cl's kernel signatures (kernels/kargs.h says how to read them): C [M, N] =\n",
+"   alpha op(A) op(B) + beta C, leading dimensions lda, ldb, ldc. */\n",
+"#ifndef NN__GEMM_ARGS_H\n",
+"#define NN__GEMM_ARGS_H\n",
+"\n",
+"/* gemm_nn, gemm_nt, gemm_tn, gemm_tt (GEMM_KERNEL) */\n",
+"#define NN__KARGS_gemm(F, P)                                                                       \\\n",
+"    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \\\n",
+"    P(float, alpha) P(float, beta)\n",
+"NN__KSIG(gemm)\n",
+"/* gemm_nn_batched ... gemm_tt_batched (GEMM_BATCHED_KERNEL): product z of the grid's\n",
+"   dimension 2 at offA + (z / inner) * sa0 + (z % inner) * sa1 floats into A (B, C alike) */\n",
+"#define NN__KARGS_gemm_batched(F, P)                                                               \\\n",
+"    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \\\n",
+"    P(float, alpha) P(float, beta) P(int, inner) P(int, offA) P(int, sa0) P(int, sa1) P(int, offB) \\\n",
+"    P(int, sb0) P(int, sb1) P(int, offC) P(int, sc0) P(int, sc1)\n",
+"NN__KSIG(gemm_batched)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/gemm.cl\"\n",
+"\n",
 "/* SGEMM: row-major C[M,N] = alpha * op(A) * op(B) + beta * C.\n",
 " *\n",
 " *   op(A) = A   stored [M,K] (lda >= K)   or  A^T, A stored [K,M] (lda >= M)\n",
 " *   op(B) = B   stored [K,N] (ldb >= N)   or  B^T, B stored [N,K] (ldb >= K)\n",
 " *\n",
-" * Kernels gemm_nn, gemm_nt, gemm_tn, gemm_tt are stamped out from one body;\n",
-" * the transpose flags are compile-time constants after inlining, so each\n",
-" * variant gets its own specialised loads at no runtime cost.\n",
+" * Kernels gemm_nn, gemm_nt, gemm_tn, gemm_tt are stamped out from one body\n",
+" * (GEMM_KERNEL, parameters `gemm` of kernels/gemm_args.h), and their batched\n",
+" * twins from another (GEMM_BATCHED_KERNEL, `gemm_batched`); the transpose\n",
+" * flags are compile-time constants after inlining, so each variant gets its\n",
+" * own specialised loads at no runtime cost.\n",
 " *\n",
 " * Each work-item owns WPT_M x WPT_N micro-tiles of C held in registers as\n",
 " * WPT_N/VW float<VW> vectors per row (rows are broadcast scalars of op(A)).\n",
 " * Work-group dim 0 runs along N, dim 1 along M.\n",
 " *\n",
-" * Three strategies, chosen by USE_LOCAL (the host plan must match; see\n",
-" * src/nn_cl_gemm.c):\n",
+" * Three strategies, chosen by USE_LOCAL (the host plan must match: one\n",
+" * nn__gemm_config in src/opencl/gemm_plan.c makes both the build options and\n",
+" * the launch geometry):\n",
 " *   0  direct:  WG_N x WG_M items, one micro-tile each, streamed straight\n",
 " *               from global memory.  Fallback for devices without usable\n",
 " *               local memory.  Slow for large power-of-two ldb on CPUs (the\n",
@@ -10821,11 +11496,7 @@ static const char *const nn__cl_src_gemm[] = {
 "#endif /* USE_LOCAL */\n",
 "\n",
 "#define GEMM_KERNEL(name, ta, tb)                                                    \\\n",
-"    __kernel GEMM_ATTR void name(const int M, const int N, const int K,              \\\n",
-"                                 __global const float *A, const int lda,             \\\n",
-"                                 __global const float *B, const int ldb,             \\\n",
-"                                 __global float *C, const int ldc,                   \\\n",
-"                                 const float alpha, const float beta)                \\\n",
+"    __kernel GEMM_ATTR void name(NN__KPARAMS(gemm))                                 \\\n",
 "    {                                                                                \\\n",
 "        GEMM_LOCALS                                                                  \\\n",
 "        GEMM_CALL(A, B, C, ta, tb);                                                  \\\n",
@@ -10836,15 +11507,7 @@ static const char *const nn__cl_src_gemm[] = {
 " * launch covers the groups of a grouped convolution (outer) and the K slices of a\n",
 " * split-K product (inner).  The offsets let operands live inside one scratch buffer. */\n",
 "#define GEMM_BATCHED_KERNEL(name, ta, tb)                                            \\\n",
-"    __kernel GEMM_ATTR void name(const int M, const int N, const int K,              \\\n",
-"                                 __global const float *A, const int lda,             \\\n",
-"                                 __global const float *B, const int ldb,             \\\n",
-"                                 __global float *C, const int ldc,                   \\\n",
-"                                 const float alpha, const float beta,                \\\n",
-"                                 const int inner, const int offA, const int sa0,     \\\n",
-"                                 const int sa1, const int offB, const int sb0,       \\\n",
-"                                 const int sb1, const int offC, const int sc0,       \\\n",
-"                                 const int sc1)                                      \\\n",
+"    __kernel GEMM_ATTR void name(NN__KPARAMS(gemm_batched))                         \\\n",
 "    {                                                                                \\\n",
 "        GEMM_LOCALS                                                                  \\\n",
 "        const int z = (int)get_global_id(2), zo = z / inner, zi = z - zo * inner;    \\\n",
@@ -11644,6 +12307,242 @@ static const char *const nn__cl_src_loss[] = {
    ====================================================================== */
 static const char *const nn__cl_src_norm[] = {
 "#line 1 \"kernels/norm.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/norm.cl\"\n",
+"#line 1 \"kernels/norm_args.h\"\n",
+"/* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). x is viewed\n",
+"   as [A, C, S]; G statistics groups per a, or per channel over A and S when pc (batch norm);\n",
+"   stats [2, R]: the means, then the biased variances. tmp: the work-group's floats. */\n",
+"#ifndef NN__NORM_ARGS_H\n",
+"#define NN__NORM_ARGS_H\n",
+"\n",
+"#define NN__KARGS_norm_stats(F, P) \\\n",
+"    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(lfloat, tmp)\n",
+"NN__KSIG(norm_stats)\n",
+"#define NN__KARGS_norm_forward(F, P)                                                                     \\\n",
+"    F(in, x) P(in, stats) P(in, gamma) P(in, beta) P(out, y) P(int, A) P(int, C) P(int, S) P(int, G)   \\\n",
+"    P(int, pc) P(int, has_gamma) P(int, has_beta) P(float, eps)\n",
+"NN__KSIG(norm_forward)\n",
+"#define NN__KARGS_norm_backward_data(F, P)                                                               \\\n",
+"    F(in, x) P(in, stats) P(in, dy) P(in, gamma) P(out, dx) P(int, A) P(int, C) P(int, S) P(int, G)    \\\n",
+"    P(int, pc) P(int, has_gamma) P(int, const_stats) P(float, eps) P(lfloat, tmp)\n",
+"NN__KSIG(norm_backward_data)\n",
+"/* out [C]: sum of dy * xhat (with_xhat, gamma's gradient) or of dy (beta's) */\n",
+"#define NN__KARGS_norm_backward_affine(F, P)                                                             \\\n",
+"    F(in, x) P(in, stats) P(in, dy) P(out, out) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc)     \\\n",
+"    P(int, with_xhat) P(float, eps) P(lfloat, tmp)\n",
+"NN__KSIG(norm_backward_affine)\n",
+"/* rmean, rvar [C] updated in place from stats [2, C] */\n",
+"#define NN__KARGS_batch_norm_running(F, P) \\\n",
+"    F(out, rmean) P(out, rvar) P(in, stats) P(int, C) P(float, m) P(float, unbias)\n",
+"NN__KSIG(batch_norm_running)\n",
+"#define NN__KARGS_batch_norm_pack(F, P) F(in, rmean) P(in, rvar) P(out, stats) P(int, C)\n",
+"NN__KSIG(batch_norm_pack)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/norm.cl\"\n",
+"\n",
 "/* Normalisation (batch, layer, group, instance norm), the twins of src/cpu/norm.c: x is\n",
 "   viewed as [A, C, S]; statistics are per channel over A and S when pc (batch norm), else\n",
 "   per (a, group of C/G channels). stats [2, R] holds the means, then the biased variances.\n",
@@ -11679,8 +12578,7 @@ static const char *const nn__cl_src_norm[] = {
 "}\n",
 "\n",
 "/* One work-group per group r: its mean and biased variance (two passes). */\n",
-"__kernel void norm_stats(__global const float *x, __global float *stats, const int A, const int C, const int S,\n",
-"                         const int G, const int pc, __local float *tmp) {\n",
+"__kernel void norm_stats(NN__KPARAMS(norm_stats)) {\n",
 "    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;\n",
 "    int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);\n",
 "    float s = 0.0f;\n",
@@ -11699,9 +12597,7 @@ static const char *const nn__cl_src_norm[] = {
 "}\n",
 "\n",
 "/* y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c], one work-item per element */\n",
-"__kernel void norm_forward(__global const float *x, __global const float *stats, __global const float *gamma,\n",
-"                           __global const float *beta, __global float *y, const int A, const int C, const int S,\n",
-"                           const int G, const int pc, const int has_gamma, const int has_beta, const float eps) {\n",
+"__kernel void norm_forward(NN__KPARAMS(norm_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= A * C * S) return;\n",
 "    int c = (i / S) % C, a = i / (C * S);\n",
@@ -11712,10 +12608,7 @@ static const char *const nn__cl_src_norm[] = {
 "\n",
 "/* dx, one work-group per group r: rstd * (d - mean(d) - xhat * mean(d * xhat)) with\n",
 "   d = dy * gamma[c]; rstd * d alone when the statistics are constants (eval batch norm). */\n",
-"__kernel void norm_backward_data(__global const float *x, __global const float *stats, __global const float *dy,\n",
-"                                 __global const float *gamma, __global float *dx, const int A, const int C,\n",
-"                                 const int S, const int G, const int pc, const int has_gamma, const int const_stats,\n",
-"                                 const float eps, __local float *tmp) {\n",
+"__kernel void norm_backward_data(NN__KPARAMS(norm_backward_data)) {\n",
 "    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;\n",
 "    int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);\n",
 "    float mean = stats[r], rs = 1.0f / sqrt(stats[R + r] + eps), m1 = 0.0f, m2 = 0.0f;\n",
@@ -11739,9 +12632,7 @@ static const char *const nn__cl_src_norm[] = {
 "\n",
 "/* out [C], one work-group per channel c: the sum over A and S of dy * xhat (with_xhat: the\n",
 "   weight's gradient) or of dy (the bias's) */\n",
-"__kernel void norm_backward_affine(__global const float *x, __global const float *stats, __global const float *dy,\n",
-"                                   __global float *out, const int A, const int C, const int S, const int G,\n",
-"                                   const int pc, const int with_xhat, const float eps, __local float *tmp) {\n",
+"__kernel void norm_backward_affine(NN__KPARAMS(norm_backward_affine)) {\n",
 "    int c = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
 "    int R = norm_groups(A, C, G, pc);\n",
 "    float s = 0.0f;\n",
@@ -11760,8 +12651,7 @@ static const char *const nn__cl_src_norm[] = {
 "\n",
 "/* PyTorch's running statistics, one work-item per channel: running = (1 - m) * running +\n",
 "   m * batch, the variance unbiased by unbias = n / (n - 1). */\n",
-"__kernel void batch_norm_running(__global float *rmean, __global float *rvar, __global const float *stats,\n",
-"                                 const int C, const float m, const float unbias) {\n",
+"__kernel void batch_norm_running(NN__KPARAMS(batch_norm_running)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= C) return;\n",
 "    rmean[c] = (1.0f - m) * rmean[c] + m * stats[c];\n",
@@ -11769,8 +12659,7 @@ static const char *const nn__cl_src_norm[] = {
 "}\n",
 "\n",
 "/* stats [2, C] from the running mean and variance, for evaluation graphs */\n",
-"__kernel void batch_norm_pack(__global const float *rmean, __global const float *rvar, __global float *stats,\n",
-"                              const int C) {\n",
+"__kernel void batch_norm_pack(NN__KPARAMS(batch_norm_pack)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= C) return;\n",
 "    stats[c] = rmean[c];\n",
@@ -16679,9 +17568,23 @@ NN__KSIG(masked_fill_bcast)
 /* ======================================================================
    kernels/gemm_args.h
    ====================================================================== */
-/* kernels/gemm.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/gemm.cl's kernel signatures (kernels/kargs.h says how to read them): C [M, N] =
+   alpha op(A) op(B) + beta C, leading dimensions lda, ldb, ldc. */
 #ifndef NN__GEMM_ARGS_H
 #define NN__GEMM_ARGS_H
+
+/* gemm_nn, gemm_nt, gemm_tn, gemm_tt (GEMM_KERNEL) */
+#define NN__KARGS_gemm(F, P)                                                                       \
+    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \
+    P(float, alpha) P(float, beta)
+NN__KSIG(gemm)
+/* gemm_nn_batched ... gemm_tt_batched (GEMM_BATCHED_KERNEL): product z of the grid's
+   dimension 2 at offA + (z / inner) * sa0 + (z % inner) * sa1 floats into A (B, C alike) */
+#define NN__KARGS_gemm_batched(F, P)                                                               \
+    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \
+    P(float, alpha) P(float, beta) P(int, inner) P(int, offA) P(int, sa0) P(int, sa1) P(int, offB) \
+    P(int, sb0) P(int, sb1) P(int, offC) P(int, sc0) P(int, sc1)
+NN__KSIG(gemm_batched)
 
 #endif
 
@@ -16814,27 +17717,107 @@ NN__KSIG(rows_backward)
 /* ======================================================================
    kernels/conv_args.h
    ====================================================================== */
-/* kernels/conv.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/conv.cl's kernel signatures (kernels/kargs.h says how to read them). Layout NCHW,
+   weights [K, C/G, KH, KW]; geo is (sh, sw, ph, pw, dh, dw, G, unused). */
 #ifndef NN__CONV_ARGS_H
 #define NN__CONV_ARGS_H
+
+/* the direct kernels: one work-item per element of y, dx or dw */
+#define NN__KARGS_conv2d_forward(F, P)                                                                  \
+    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \
+    P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias)
+NN__KSIG(conv2d_forward)
+#define NN__KARGS_conv2d_backward_data(F, P)                                                             \
+    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(conv2d_backward_data)
+#define NN__KARGS_conv2d_backward_weight(F, P)                                                           \
+    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(conv2d_backward_weight)
+
+/* y [C] = sum of x [N, C, S] over N and S */
+#define NN__KARGS_channel_sum(F, P) F(in, x) P(out, y) P(int, N) P(int, C) P(int, S)
+NN__KSIG(channel_sum)
+
+/* The GEMM path: column matrices [C*KH*KW, ld] at float offset off of the scratch buffer.
+   Each signature serves the element-wise kernel and its by-rows twin for CPU devices:
+   conv2d_im2col and conv2d_im2col_rows; conv2d_col2im and conv2d_col2im_planes;
+   conv2d_unpack and conv2d_unpack_rows; conv2d_pack and conv2d_pack_rows. */
+#define NN__KARGS_conv2d_im2col(F, P)                                                                    \
+    F(in, x) P(out, col) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)     \
+    P(int, OH) P(int, OW) P(int8, geo) P(int, ld)
+NN__KSIG(conv2d_im2col)
+#define NN__KARGS_conv2d_col2im(F, P)                                                                    \
+    F(in, dcol) P(out, dx) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)   \
+    P(int, OH) P(int, OW) P(int8, geo) P(int, ld)
+NN__KSIG(conv2d_col2im)
+/* y [N, K, S] = out [K, ld] (+ b [K]) */
+#define NN__KARGS_conv2d_unpack(F, P) \
+    F(in, out) P(in, b) P(out, y) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld) P(int, has_bias)
+NN__KSIG(conv2d_unpack)
+/* dyg [K, ld] = dy [N, K, S], zero-padded */
+#define NN__KARGS_conv2d_pack(F, P) F(in, dy) P(out, dyg) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld)
+NN__KSIG(conv2d_pack)
 
 #endif
 
 /* ======================================================================
    kernels/conv3d_args.h
    ====================================================================== */
-/* kernels/conv3d.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/conv3d.cl's kernel signatures (kernels/kargs.h says how to read them). Layout
+   NCDHW, weights [K, C/G, KD, KH, KW]; the geometry in two int8s: ga = (sd, sh, sw, pd, ph,
+   pw, dd, dh), gb = (dw, G, unused...). */
 #ifndef NN__CONV3D_ARGS_H
 #define NN__CONV3D_ARGS_H
+
+#define NN__KARGS_conv3d_forward(F, P)                                                                  \
+    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)  \
+    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)         \
+    P(int, has_bias)
+NN__KSIG(conv3d_forward)
+#define NN__KARGS_conv3d_backward_data(F, P)                                                            \
+    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)          \
+    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)
+NN__KSIG(conv3d_backward_data)
+#define NN__KARGS_conv3d_backward_weight(F, P)                                                          \
+    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)          \
+    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)
+NN__KSIG(conv3d_backward_weight)
 
 #endif
 
 /* ======================================================================
    kernels/norm_args.h
    ====================================================================== */
-/* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). x is viewed
+   as [A, C, S]; G statistics groups per a, or per channel over A and S when pc (batch norm);
+   stats [2, R]: the means, then the biased variances. tmp: the work-group's floats. */
 #ifndef NN__NORM_ARGS_H
 #define NN__NORM_ARGS_H
+
+#define NN__KARGS_norm_stats(F, P) \
+    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(lfloat, tmp)
+NN__KSIG(norm_stats)
+#define NN__KARGS_norm_forward(F, P)                                                                     \
+    F(in, x) P(in, stats) P(in, gamma) P(in, beta) P(out, y) P(int, A) P(int, C) P(int, S) P(int, G)   \
+    P(int, pc) P(int, has_gamma) P(int, has_beta) P(float, eps)
+NN__KSIG(norm_forward)
+#define NN__KARGS_norm_backward_data(F, P)                                                               \
+    F(in, x) P(in, stats) P(in, dy) P(in, gamma) P(out, dx) P(int, A) P(int, C) P(int, S) P(int, G)    \
+    P(int, pc) P(int, has_gamma) P(int, const_stats) P(float, eps) P(lfloat, tmp)
+NN__KSIG(norm_backward_data)
+/* out [C]: sum of dy * xhat (with_xhat, gamma's gradient) or of dy (beta's) */
+#define NN__KARGS_norm_backward_affine(F, P)                                                             \
+    F(in, x) P(in, stats) P(in, dy) P(out, out) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc)     \
+    P(int, with_xhat) P(float, eps) P(lfloat, tmp)
+NN__KSIG(norm_backward_affine)
+/* rmean, rvar [C] updated in place from stats [2, C] */
+#define NN__KARGS_batch_norm_running(F, P) \
+    F(out, rmean) P(out, rvar) P(in, stats) P(int, C) P(float, m) P(float, unbias)
+NN__KSIG(batch_norm_running)
+#define NN__KARGS_batch_norm_pack(F, P) F(in, rmean) P(in, rvar) P(out, stats) P(int, C)
+NN__KSIG(batch_norm_pack)
 
 #endif
 
@@ -17938,10 +18921,71 @@ static nn_result nn__launch_where(nn_graph *g, int id) {
 /* ======================================================================
    src/ops/matmul.c
    ====================================================================== */
-/* The matmul ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The matmul family: torch.matmul's batched products as one op (nn_matmul, and nn_einsum's
+   and nn_dense's products), on the CPU backend's blocked GEMM (src/cpu/gemm.c) or on
+   kernels/gemm.cl with the launch geometry of src/opencl/gemm_plan.c. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+/* ==== GEMM launches (kernels/gemm.cl), shared by matmul and conv2d's GEMM path
+   (src/ops/conv/conv2d.c) ==== */
+
+/* A launch of kernels/gemm.cl with the geometry of a plan (opencl/gemm_plan.c) */
+static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *plan, nn__launch **l) {
+    nn_result r = nn__launch_kernel(g, id, "gemm", plan->kernel, 1, l);
+    if (r != NN_OK) return r;
+    (*l)->dims = plan->dims;
+    memcpy((*l)->gws, plan->gws, sizeof (*l)->gws);
+    memcpy((*l)->lws, plan->lws, sizeof (*l)->lws);
+    (*l)->use_lws = plan->lws[0] != 0;
+    return NN_OK;
+}
+
+/* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
+   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
+static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A,
+                                      const int *a, const nn__buf *B, const int *b, const nn__buf *C, const int *c,
+                                      int outer, int inner, float beta) {
+    nn_context *ctx = g->ctx;
+    nn__gemm_plan plan;
+    nn__launch *l = NULL;
+    nn__k_gemm_batched k;
+    nn_result r;
+    nn__gemm_plan_batched(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, ta, tb, M, Nc, outer * inner, &plan);
+    r = nn__launch_gemm_plan(g, id, &plan, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.M = M;
+    k.N = Nc;
+    k.K = K;
+    k.A = A;
+    k.lda = a[0];
+    k.B = B;
+    k.ldb = b[0];
+    k.C = C;
+    k.ldc = c[0];
+    k.alpha = 1.0f;
+    k.beta = beta;
+    k.inner = inner;
+    k.offA = a[1];
+    k.sa0 = a[2];
+    k.sa1 = a[3];
+    k.offB = b[1];
+    k.sb0 = b[2];
+    k.sb1 = b[3];
+    k.offC = c[1];
+    k.sc0 = c[2];
+    k.sc1 = c[3];
+    return nn__kargs_gemm_batched(l, &k);
+}
+
+/* The same with beta 0 (C = op(A) op(B)). */
+static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A, const int *a,
+                                 const nn__buf *B, const int *b, const nn__buf *C, const int *c, int outer, int inner) {
+    return nn__launch_gemm_beta(g, id, ta, tb, M, Nc, K, A, a, B, b, C, c, outer, inner, 0.0f);
+}
+
+/* ==== matmul: C [..., M, N] = op(A) [..., M, K] op(B) [..., K, N], torch.matmul: a 1-D
+   operand is a row or a column, batch dims broadcast, and a gradient sums over the dims
+   its operand was broadcast along. nn_einsum's one-matmul specs and nn_dense build it ==== */
 
 /* How a matmul node sees each of its tensors (nn__matmul_attr.vec): a stack of matrices,
    or of row or column vectors (torch.matmul's 1-D operands, and the outputs and gradients
@@ -18247,9 +19291,6 @@ NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const 
     return nn_add(g, y, b);
 }
 
-
-/* ---- autograd rules ---- */
-
 /* The gradients of C = op(A) op(B) through the same views, each reduced to its operand's
    batch dims where they were broadcast (nn__matmul_op sums over them). */
 static void nn__grad_matmul(nn_graph *g, int id) {
@@ -18271,8 +19312,6 @@ static void nn__grad_matmul(nn_graph *g, int id) {
     }
 }
 
-/* ---- CPU bodies ---- */
-
 /* The products of G over batch dims [0, nd) of it, split into the dims that step C (kept)
    and those that sum into it (summed); offsets of the kept index `c` and the summed index
    `r` (each lexicographic over its dims, outermost first). */
@@ -18290,6 +19329,29 @@ static void nn__mm_split_make(const nn__mm_geom *G, nn__mm_split *S) {
         if (G->sc[i] != 0) S->keep[S->n_keep++] = i, S->n_c *= G->ext[i];
         else S->sum[S->n_sum++] = i, S->n_r *= G->ext[i];
     }
+}
+
+/* Devices sum a gradient over more broadcast products than this by launches that add onto
+   C in turn; beyond it, every product goes to scratch in one batched launch and a fixed-order
+   sum (elementwise.cl's sum_leading) makes C. */
+#define NN__MM_SUM_LAUNCHES 4
+enum { NN__MM_ALGO_ACCUMULATE = 0, NN__MM_ALGO_SCRATCH = 1 };
+
+
+static void nn__plan_matmul(nn_graph *g, nn__node *n) {
+    nn__mm_geom G;
+    nn__mm_split S;
+    int64_t floats;
+    n->algo = NN__MM_ALGO_ACCUMULATE;
+    n->scratch = 0;
+    if (g->ctx->backend->host_memory) return; /* the CPU body adds in place */
+    nn__mm_geom_node(g, n, &G);
+    nn__mm_split_make(&G, &S);
+    if (S.n_r <= NN__MM_SUM_LAUNCHES) return;
+    floats = S.n_c * S.n_r * G.M * G.N;
+    if (floats >= (int64_t)1 << 31 || (uint64_t)floats * 4 > (uint64_t)g->ctx->dev.max_alloc / 2) return;
+    n->algo = NN__MM_ALGO_SCRATCH;
+    n->scratch = floats;
 }
 
 /* Offsets of index x over the dims listed (innermost last) into A, B and C. */
@@ -18380,63 +19442,6 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* A launch of kernels/gemm.cl with the geometry of a plan (opencl/gemm_plan.c) */
-static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *plan, nn__launch **l) {
-    nn_result r = nn__launch_kernel(g, id, "gemm", plan->kernel, 1, l);
-    if (r != NN_OK) return r;
-    (*l)->dims = plan->dims;
-    memcpy((*l)->gws, plan->gws, sizeof (*l)->gws);
-    memcpy((*l)->lws, plan->lws, sizeof (*l)->lws);
-    (*l)->use_lws = plan->lws[0] != 0;
-    return NN_OK;
-}
-
-/* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
-   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
-static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A,
-                                      const int *a, const nn__buf *B, const int *b, const nn__buf *C, const int *c,
-                                      int outer, int inner, float beta) {
-    nn_context *ctx = g->ctx;
-    nn__gemm_plan plan;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__gemm_plan_batched(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, ta, tb, M, Nc, outer * inner, &plan);
-    r = nn__launch_gemm_plan(g, id, &plan, &l);
-    if (r != NN_OK) return r;
-    return nn__args(l, "iiimimimiffiiiiiiiiii", M, Nc, K, A, a[0], B, b[0], C, c[0], 1.0, (double)beta, inner,
-                       a[1], a[2], a[3], b[1], b[2], b[3], c[1], c[2], c[3]);
-}
-
-/* The same with beta 0 (C = op(A) op(B)). */
-static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A, const int *a,
-                                 const nn__buf *B, const int *b, const nn__buf *C, const int *c, int outer, int inner) {
-    return nn__launch_gemm_beta(g, id, ta, tb, M, Nc, K, A, a, B, b, C, c, outer, inner, 0.0f);
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-/* Devices sum a gradient over more broadcast products than this by launches that add onto
-   C in turn; beyond it, every product goes to scratch in one batched launch and a fixed-order
-   sum (elementwise.cl's sum_leading) makes C. */
-#define NN__MM_SUM_LAUNCHES 4
-enum { NN__MM_ALGO_ACCUMULATE = 0, NN__MM_ALGO_SCRATCH = 1 };
-
-static void nn__plan_matmul(nn_graph *g, nn__node *n) {
-    nn__mm_geom G;
-    nn__mm_split S;
-    int64_t floats;
-    n->algo = NN__MM_ALGO_ACCUMULATE;
-    n->scratch = 0;
-    if (g->ctx->backend->kind == NN_BACKEND_CPU) return; /* the CPU adds in place */
-    nn__mm_geom_node(g, n, &G);
-    nn__mm_split_make(&G, &S);
-    if (S.n_r <= NN__MM_SUM_LAUNCHES) return;
-    floats = S.n_c * S.n_r * G.M * G.N;
-    if (floats >= (int64_t)1 << 31 || (uint64_t)floats * 4 > (uint64_t)g->ctx->dev.max_alloc / 2) return;
-    n->algo = NN__MM_ALGO_SCRATCH;
-    n->scratch = floats;
-}
-
 /* One launch of the plain kernels for a single product; else batched launches of the two
    largest dims that may run at once (those stepping C, or any of them into scratch) for
    every index of the other dims, in order: C takes its first product with beta 0 and adds
@@ -18457,10 +19462,23 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
     nn__mm_geom_node(g, n, &G);
     if (G.nd == 0) {
         nn__gemm_plan plan;
+        nn__k_gemm k;
         nn__gemm_plan_make(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, G.ta, G.tb, G.M, G.N, G.K, &plan);
         r = nn__launch_gemm_plan(g, id, &plan, &l);
         if (r != NN_OK) return r;
-        return nn__args(l, "iiimimimiff", G.M, G.N, G.K, A, G.lda, B, G.ldb, C, G.ldc, 1.0, 0.0);
+        memset(&k, 0, sizeof k);
+        k.M = G.M;
+        k.N = G.N;
+        k.K = G.K;
+        k.A = A;
+        k.lda = G.lda;
+        k.B = B;
+        k.ldb = G.ldb;
+        k.C = C;
+        k.ldc = G.ldc;
+        k.alpha = 1.0f;
+        k.beta = 0.0f;
+        return nn__kargs_gemm(l, &k);
     }
     nn__mm_split_make(&G, &S);
     /* C's strides: its own, or the scratch's [summed..., kept..., M, N] */
@@ -18506,8 +19524,16 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
     }
     if (r == NN_OK && to_scratch) {
         int nb = (int)(S.n_c * G.M * G.N);
+        nn__k_sum_leading k;
         r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)nb, &l);
-        if (r == NN_OK) r = nn__args(l, "mmiii", &n->scratch_buf, C, (int)(S.n_r * nb), nb, 0);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.x = &n->scratch_buf;
+        k.y = C;
+        k.n = (int)(S.n_r * nb);
+        k.nb = nb;
+        k.off = 0;
+        r = nn__kargs_sum_leading(l, &k);
     }
     return r;
 }
@@ -21238,30 +22264,129 @@ static nn_result nn__launch_pad_upsample(nn_graph *g, int id) {
 }
 
 /* ======================================================================
-   src/ops/conv.c
+   src/ops/conv/bias.c
    ====================================================================== */
-/* The conv ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The conv family's per-channel bias and its gradient, x [N, C, ...] with b [C]: used by
+   the convolutions of src/ops/conv/conv2d.c and conv3d.c, so they come first. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_conv2d_dx nn__cpu_conv2d
-#define nn__launch_conv2d_dx nn__launch_conv2d
-#define nn__plan_conv2d_dx nn__plan_conv2d
-#define nn__cpu_conv2d_dw nn__cpu_conv2d
-#define nn__launch_conv2d_dw nn__launch_conv2d
-#define nn__grad_conv2d_dw nn__grad_none
-#define nn__plan_conv2d_dw nn__plan_conv2d
+/* ==== channel_bias: y [N, C, ...] = x + b[c] with b [C] (nn_conv_transpose2d's bias);
+   its gradient is gy for x and channel_sum(gy) [C] for b ==== */
+
+static nn_tensor nn__channel_bias(nn_graph *g, const char *op, nn_tensor x, nn_tensor b) {
+    nn_tensor in[2];
+    nn__node *nx, *nb;
+    in[0] = x;
+    in[1] = b;
+    if (!nn__check(g, op, 2, in)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nb = nn__n(g, b);
+    if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nx->shape.ndim < 2 || nb->shape.dim[0] != nx->shape.dim[1]) {
+        char sb[128], sx[128];
+        nn__shape_str(&nb->shape, sb, sizeof sb);
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: bias %s must be float32 [C] for an output %s", op, sb, sx);
+    }
+    return nn__op2(g, NN__OP_CHANNEL_BIAS, NN_F32, nx->shape, x.id, b.id);
+}
+
 #define nn__plan_channel_bias nn__no_plan
+
+static void nn__grad_channel_bias(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, gy);
+    if (gb) nn__acc_grad(g, b, nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[b].shape, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_channel_bias(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
+    const float *x = NN__F(in[0]), *b = NN__F(in[1]);
+    for (k = 0; k < N / S; k++)
+        for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
+    return NN_OK;
+}
+
+/* elementwise.cl's channel_bias, one work-item per element */
+static nn_result nn__launch_channel_bias(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_channel_bias k;
+    nn_result r = nn__launch_kernel(g, id, "elementwise", "channel_bias", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.b = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.C = (int)n->shape.dim[1];
+    k.S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
+    return nn__kargs_channel_bias(l, &k);
+}
+
+/* ==== channel_sum: y [C] = sum of x [N, C, ...] over N and the spatial dims, in a fixed
+   order (the gradient of every conv bias; built by the gradient rules only) ==== */
+
 #define nn__grad_channel_sum nn__grad_none
 #define nn__plan_channel_sum nn__no_plan
-#define nn__cpu_conv3d_dx nn__cpu_conv3d
-#define nn__launch_conv3d_dx nn__launch_conv3d
-#define nn__grad_conv3d_dx nn__grad_none
-#define nn__plan_conv3d_dx nn__plan_conv3d
-#define nn__cpu_conv3d_dw nn__cpu_conv3d
-#define nn__launch_conv3d_dw nn__launch_conv3d
-#define nn__grad_conv3d_dw nn__grad_none
-#define nn__plan_conv3d_dw nn__plan_conv3d
+
+static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
+    return NN_OK;
+}
+
+/* conv.cl's channel_sum, one work-item per channel */
+static nn_result nn__launch_channel_sum(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_channel_sum k;
+    int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
+    nn_result r = nn__launch_kernel(g, id, "conv", "channel_sum", (size_t)C, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.y = &n->buf;
+    k.N = Nb;
+    k.C = C;
+    k.S = (int)(x->numel / ((int64_t)Nb * C));
+    return nn__kargs_channel_sum(l, &k);
+}
+
+/* ======================================================================
+   src/ops/conv/conv2d.c
+   ====================================================================== */
+/* The 2-D convolutions: conv2d (and conv1d, a conv2d of height 1), its input gradient
+   (also nn_conv_transpose2d's forward) and its weight gradient. The CPU loops are in
+   src/cpu/conv.c (im2col + GEMM) and src/cpu/conv_dw.c (direct, depthwise); the kernels in
+   kernels/conv.cl (direct, and the im2col/pack passes around kernels/gemm.cl's GEMM). */
+
+/* ==== helpers of the conv family's builders (conv3d.c uses them too) ==== */
+
+/* Strides, dilations and groups >= 1 and pads >= 0, over dims spatial dims. */
+static int nn__conv_attr_ok(const nn__conv_attr *at, int dims) {
+    int k, ok = at->groups >= 1;
+    for (k = 0; k < dims; k++) ok = ok && at->stride[k] >= 1 && at->dilation[k] >= 1 && at->pad[k] >= 0;
+    return ok;
+}
+
+/* A bias operand given with no_bias set: the desc and the call disagree. */
+static int nn__no_bias_conflict(nn_graph *g, const char *op, int no_bias, nn_tensor bias) {
+    if (!no_bias || bias.id == 0) return 0;
+    nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a bias operand with no_bias set in the desc", op);
+    return 1;
+}
+
+/* ==== conv2d: y [N, K, OH, OW] = x [N, C, H, W] conv w [K, C/G, KH, KW] (+ bias [K]),
+   torch.nn.functional.conv2d; conv1d is conv2d on [N, C, 1, L]. Its gradients stand here:
+   CONV2D_DX, dx [N, C, H, W] from (w, dy) (nn_conv_transpose2d builds it as a forward op),
+   and CONV2D_DW, dw [K, C/G, KH, KW] from (x, dy). All three share one geometry (the
+   forward's, nn__conv2d in src/cpu/conv.c) and one plan: direct loops or im2col + GEMM ==== */
 
 /* A conv2d node's attributes (h, w), with the desc's defaults. */
 static void nn__conv2d_attrs(const nn_conv2d_desc *d, nn__conv_attr *at) {
@@ -21275,13 +22400,6 @@ static void nn__conv2d_attrs(const nn_conv2d_desc *d, nn__conv_attr *at) {
     at->groups = nn__defi(d->groups, 1);
 }
 
-/* Strides, dilations and groups >= 1 and pads >= 0, over dims spatial dims. */
-static int nn__conv_attr_ok(const nn__conv_attr *at, int dims) {
-    int k, ok = at->groups >= 1;
-    for (k = 0; k < dims; k++) ok = ok && at->stride[k] >= 1 && at->dilation[k] >= 1 && at->pad[k] >= 0;
-    return ok;
-}
-
 /* The 8 ints of a conv2d kernel's geometry: stride h/w, pad h/w, dilation h/w, groups. */
 static void nn__conv2d_geo(const nn__conv_attr *at, int geo[8]) {
     geo[0] = at->stride[0];
@@ -21292,13 +22410,6 @@ static void nn__conv2d_geo(const nn__conv_attr *at, int geo[8]) {
     geo[5] = at->dilation[1];
     geo[6] = at->groups;
     geo[7] = 0;
-}
-
-/* A bias operand given with no_bias set: the desc and the call disagree. */
-static int nn__no_bias_conflict(nn_graph *g, const char *op, int no_bias, nn_tensor bias) {
-    if (!no_bias || bias.id == 0) return 0;
-    nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a bias operand with no_bias set in the desc", op);
-    return 1;
 }
 
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
@@ -21422,24 +22533,6 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     return nn_reshape(g, y, nn_shape3(nn__n(g, y)->shape.dim[0], nn__n(g, y)->shape.dim[1], nn__n(g, y)->shape.dim[3]));
 }
 
-/* y [N, C, ...] = x + b[c]: a per-channel bias (its gradient is channel_sum) */
-static nn_tensor nn__channel_bias(nn_graph *g, const char *op, nn_tensor x, nn_tensor b) {
-    nn_tensor in[2];
-    nn__node *nx, *nb;
-    in[0] = x;
-    in[1] = b;
-    if (!nn__check(g, op, 2, in)) return nn__tensor(-1);
-    nx = nn__n(g, x);
-    nb = nn__n(g, b);
-    if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nx->shape.ndim < 2 || nb->shape.dim[0] != nx->shape.dim[1]) {
-        char sb[128], sx[128];
-        nn__shape_str(&nb->shape, sb, sizeof sb);
-        nn__shape_str(&nx->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "%s: bias %s must be float32 [C] for an output %s", op, sb, sx);
-    }
-    return nn__op2(g, NN__OP_CHANNEL_BIAS, NN_F32, nx->shape, x.id, b.id);
-}
-
 /* nn.Conv1d: NAME.weight [out_channels, C/groups, kernel] and NAME.bias [out_channels]. */
 NN_API nn_tensor nn_conv1d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kernel, const nn_conv1d_desc *desc,
                                  const char *name) {
@@ -21510,6 +22603,434 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     return bias.id != 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
 }
 
+#define nn__grad_conv2d_dw nn__grad_none
+#define nn__plan_conv2d_dx nn__plan_conv2d
+#define nn__plan_conv2d_dw nn__plan_conv2d
+
+static void nn__grad_conv2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, b, t);
+    }
+    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
+        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
+    return;
+}
+
+/* nn_conv_transpose2d's rule: CONV2D_DX as a forward op of (w, x) */
+static void nn__grad_conv2d_dx(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* as a transposed convolution: inputs (w, x) */
+    if (gb) { /* d/dx: the forward convolution of gy */
+        t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, b, t);
+    }
+    if (ga) { /* d/dw: conv2d's weight gradient with gy as the input and x as dy */
+        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[a].shape, gy.id, b);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, a, t);
+    }
+    return;
+}
+
+/* A device's algorithm for a convolution, chosen at compile time (nn__plan_conv2d). */
+typedef struct nn__conv_plan {
+    int algo;        /* NN__CONV_GEMM or NN__CONV_DIRECT */
+    int ld;          /* columns of the column matrices: P = N*OH*OW, padded for the K slices */
+    int split;       /* K slices of the weight gradient's product (1: none) */
+    int64_t scratch; /* floats */
+} nn__conv_plan;
+
+/* Depthwise convolutions (one input channel per group) run the direct kernels: their
+   products are too thin for a GEMM. Everything else is im2col + the tuned GEMM, one
+   batched launch over the groups. The weight gradient reduces over all N*OH*OW columns
+   into a small [K, C/G*KH*KW] result, so its product is cut into K slices (summed after,
+   in a fixed order) until there are enough tiles to fill the device. Shapes whose
+   working memory would not fit the device, or 32-bit indices, fall back to direct. */
+static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d *c, nn__conv_plan *p) {
+    int64_t P = (int64_t)c->N * c->OH * c->OW, Cg = c->C / c->G, Kg = c->K / c->G;
+    int64_t KKg = Cg * c->KH * c->KW, rows = (int64_t)c->C * c->KH * c->KW, chunk, most;
+    nn__gemm_cfg cfg;
+    memset(p, 0, sizeof *p);
+    p->algo = NN__CONV_DIRECT;
+    p->ld = (int)P;
+    p->split = 1;
+    if (nn__conv2d_is_depthwise(c)) return;
+    if (op == NN__OP_CONV2D_DW) {
+        int64_t tile_n, tile_m, tiles, target;
+        nn__gemm_config(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, &cfg);
+        tile_n = (int64_t)cfg.wpt_n * cfg.wg_n;
+        tile_m = (int64_t)cfg.wpt_m * (cfg.use_local == 2 ? 4 : cfg.wg_m);
+        tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
+        target = ctx->dev.cpu_tuned ? NN__GEMM_CPU_ITEMS : 4 * (int64_t)(ctx->dev.units ? ctx->dev.units : 16);
+        p->split = (int)((target + tiles - 1) / tiles);
+        /* slices of at most 1024 columns too: one float accumulator over tens of thousands
+           of products loses the small terms to rounding (the partial sums are exact enough) */
+        if (p->split < (P + 1023) / 1024) p->split = (int)((P + 1023) / 1024);
+        most = P / 256; /* slices of at least 256 columns */
+        if (p->split > most) p->split = (int)(most > 1 ? most : 1);
+        if (p->split > 256) p->split = 256;
+        if (p->split > 1 && (int64_t)p->split * Kg > P) p->split = (int)(P / Kg > 1 ? P / Kg : 1); /* partials <= columns */
+        chunk = (P + p->split - 1) / p->split;
+        chunk = (chunk + 3) / 4 * 4;
+        p->split = (int)((P + chunk - 1) / chunk);
+        p->ld = (int)(chunk * p->split);
+        p->scratch = (rows + c->K) * p->ld + (p->split > 1 ? (int64_t)p->split * c->K * KKg : 0);
+    } else
+        p->scratch = (rows + c->K) * P;
+    if (p->scratch >= (int64_t)1 << 31 || (uint64_t)p->scratch * 4 > (uint64_t)ctx->dev.max_alloc / 2) {
+        p->split = 1;
+        p->ld = (int)P;
+        p->scratch = 0;
+        return;
+    }
+    p->algo = NN__CONV_GEMM;
+}
+
+/* The forward geometry of a conv2d node or of one of its gradients. */
+static void nn__conv2d_node_geom(const nn_graph *g, const nn__node *n, nn__conv2d *c) {
+    if (n->op == NN__OP_CONV2D) nn__conv2d_geom(c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
+    else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(c, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
+    else nn__conv2d_geom(c, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
+}
+
+/* conv2d and its gradients: where the CPU bodies run (host memory), direct loops for
+   depthwise convolutions, else im2col + GEMM; devices choose by nn__conv2d_dev_plan. */
+static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
+    nn__conv2d c;
+    nn__conv2d_node_geom(g, n, &c);
+    if (!g->ctx->backend->host_memory) {
+        nn__conv_plan p;
+        nn__conv2d_dev_plan(g->ctx, n->op, &c, &p);
+        n->algo = p.algo;
+        n->scratch = p.scratch;
+        return;
+    }
+    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : NN__CONV_GEMM; /* direct: no scratch */
+    n->scratch = n->algo == NN__CONV_DIRECT ? 0 : nn__conv2d_scratch(&c);
+}
+
+/* Direct loops (src/cpu/conv_dw.c) when planned, no scratch; else im2col + GEMM. */
+static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__conv2d c;
+    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+    nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+    if (n->algo == NN__CONV_DIRECT)
+        nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
+    else
+        nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                           n->scratch_buf.host);
+    return NN_OK;
+}
+
+/* inputs (w, dy), output dx */
+static nn_result nn__cpu_conv2d_dx(nn_graph *g, nn__node *n) {
+    float *y = n->buf.host;
+    nn__conv2d c;
+    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
+    if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host);
+    else nn__conv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host, n->scratch_buf.host);
+    return NN_OK;
+}
+
+/* inputs (x, dy), output dw */
+static nn_result nn__cpu_conv2d_dw(nn_graph *g, nn__node *n) {
+    float *y = n->buf.host;
+    nn__conv2d c;
+    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host);
+    else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host, n->scratch_buf.host);
+    return NN_OK;
+}
+
+/* The GEMM path (NN__CONV_GEMM): im2col / pack passes of kernels/conv.cl around one
+   batched GEMM over the groups (nn__launch_gemm, src/ops/matmul.c), operands at float
+   offsets of the node's scratch (layouts in kernels/conv.cl). The passes' shapes: by rows
+   on CPU devices, by elements elsewhere. */
+typedef struct nn__conv2d_gemm {
+    nn__conv_plan p;
+    int rowwise;
+    int Kg, KKg, rows; /* K/G; the group's column rows C/G*KH*KW; all of them, C*KH*KW */
+    int P, S;          /* columns N*OH*OW; OH*OW */
+} nn__conv2d_gemm;
+
+static void nn__conv2d_gemm_make(const nn_context *ctx, int op, const nn__conv2d *c, nn__conv2d_gemm *q) {
+    q->rowwise = ctx->dev.cpu_tuned;
+    q->Kg = c->K / c->G;
+    q->KKg = c->C / c->G * c->KH * c->KW;
+    q->rows = c->C * c->KH * c->KW;
+    q->P = c->N * c->OH * c->OW;
+    q->S = c->OH * c->OW;
+    nn__conv2d_dev_plan(ctx, op, c, &q->p);
+}
+
+/* col [C*KH*KW, ld] at scratch offset off = im2col(x) */
+static nn_result nn__launch_conv2d_im2col(nn_graph *g, int id, const nn__conv2d *c, const nn__conv2d_gemm *q,
+                                          const nn__buf *x, int off) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_conv2d_im2col k;
+    int geo[8];
+    size_t items = q->rowwise ? (size_t)q->rows * (c->N * c->OH + 1) : (size_t)q->rows * q->p.ld;
+    nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_im2col_rows" : "conv2d_im2col", items, &l);
+    if (r != NN_OK) return r;
+    nn__conv2d_geo(&n->a.conv, geo);
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.col = &n->scratch_buf;
+    k.off = off;
+    k.N = c->N;
+    k.C = c->C;
+    k.H = c->H;
+    k.W = c->W;
+    k.KH = c->KH;
+    k.KW = c->KW;
+    k.OH = c->OH;
+    k.OW = c->OW;
+    k.geo = geo;
+    k.ld = q->p.ld;
+    return nn__kargs_conv2d_im2col(l, &k);
+}
+
+/* dyg [K, ld] at scratch offset off = dy [N, K, OH*OW] by rows, zero-padded */
+static nn_result nn__launch_conv2d_pack(nn_graph *g, int id, const nn__conv2d *c, const nn__conv2d_gemm *q,
+                                        const nn__buf *dy, int off) {
+    nn__launch *l = NULL;
+    nn__k_conv2d_pack k;
+    size_t items = q->rowwise ? (size_t)c->K * (c->N + 1) : (size_t)c->K * q->p.ld;
+    nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_pack_rows" : "conv2d_pack", items, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = dy;
+    k.dyg = &g->nodes[id].scratch_buf;
+    k.off = off;
+    k.N = c->N;
+    k.K = c->K;
+    k.S = q->S;
+    k.ld = q->p.ld;
+    return nn__kargs_conv2d_pack(l, &k);
+}
+
+/* GEMM path: col = im2col(x); out_g = w_g col_g; y = out + bias. Direct: conv2d_forward,
+   one work-item per output. */
+static nn_result nn__launch_conv2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *x = &g->nodes[n->in[0]], *w = &g->nodes[n->in[1]];
+    const nn__buf *bias = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    nn__launch *l = NULL;
+    nn__conv2d c;
+    nn_result r;
+    int geo[8];
+    nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+    if (n->algo == NN__CONV_GEMM) {
+        nn__conv2d_gemm q;
+        nn__k_conv2d_unpack k;
+        int wa[4], cb[4], oc[4], ld, out;
+        nn__conv2d_gemm_make(g->ctx, n->op, &c, &q);
+        ld = q.p.ld;
+        out = q.rows * ld;
+        wa[0] = q.KKg, wa[1] = 0, wa[2] = q.Kg * q.KKg, wa[3] = 0;
+        cb[0] = ld, cb[1] = 0, cb[2] = q.KKg * ld, cb[3] = 0;
+        oc[0] = ld, oc[1] = out, oc[2] = q.Kg * ld, oc[3] = 0;
+        r = nn__launch_conv2d_im2col(g, id, &c, &q, &x->buf, 0);
+        if (r == NN_OK)
+            r = nn__launch_gemm(g, id, 0, 0, q.Kg, q.P, q.KKg, &w->buf, wa, &n->scratch_buf, cb, &n->scratch_buf, oc, c.G, 1);
+        if (r == NN_OK)
+            r = nn__launch_kernel(g, id, "conv", q.rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
+                                  q.rowwise ? (size_t)c.N * c.K : (size_t)n->numel, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.out = &n->scratch_buf;
+        k.b = bias;
+        k.y = &n->buf;
+        k.off = out;
+        k.N = c.N;
+        k.K = c.K;
+        k.S = q.S;
+        k.ld = ld;
+        k.has_bias = n->n_in > 2;
+        return nn__kargs_conv2d_unpack(l, &k);
+    }
+    r = nn__launch_kernel(g, id, "conv", "conv2d_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    {
+        nn__k_conv2d_forward k;
+        nn__conv2d_geo(&n->a.conv, geo);
+        memset(&k, 0, sizeof k);
+        k.x = &x->buf;
+        k.w = &w->buf;
+        k.b = bias;
+        k.y = &n->buf;
+        k.N = c.N;
+        k.C = c.C;
+        k.H = c.H;
+        k.W = c.W;
+        k.K = c.K;
+        k.KH = c.KH;
+        k.KW = c.KW;
+        k.OH = c.OH;
+        k.OW = c.OW;
+        k.geo = geo;
+        k.has_bias = n->n_in > 2;
+        return nn__kargs_conv2d_forward(l, &k);
+    }
+}
+
+/* GEMM path: dyg = pack(dy); dcol_g = w_g^T dyg_g; dx = col2im(dcol). Direct:
+   conv2d_backward_data, one work-item per element of dx. */
+static nn_result nn__launch_conv2d_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__launch *l = NULL;
+    nn__conv2d c;
+    nn_result r;
+    int geo[8];
+    nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
+    nn__conv2d_geo(&n->a.conv, geo);
+    if (n->algo == NN__CONV_GEMM) {
+        nn__conv2d_gemm q;
+        nn__k_conv2d_col2im k;
+        int wa[4], gb[4], dc[4], ld, dcol;
+        nn__conv2d_gemm_make(g->ctx, n->op, &c, &q);
+        ld = q.p.ld;
+        dcol = c.K * ld;
+        wa[0] = q.KKg, wa[1] = 0, wa[2] = q.Kg * q.KKg, wa[3] = 0;
+        gb[0] = ld, gb[1] = 0, gb[2] = q.Kg * ld, gb[3] = 0;
+        dc[0] = ld, dc[1] = dcol, dc[2] = q.KKg * ld, dc[3] = 0;
+        r = nn__launch_conv2d_pack(g, id, &c, &q, &dy->buf, 0);
+        if (r == NN_OK)
+            r = nn__launch_gemm(g, id, 1, 0, q.KKg, q.P, q.Kg, &w->buf, wa, &n->scratch_buf, gb, &n->scratch_buf, dc, c.G, 1);
+        if (r == NN_OK)
+            r = nn__launch_kernel(g, id, "conv", q.rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
+                                  q.rowwise ? (size_t)c.N * c.C : (size_t)n->numel, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.dcol = &n->scratch_buf;
+        k.dx = &n->buf;
+        k.off = dcol;
+        k.N = c.N;
+        k.C = c.C;
+        k.H = c.H;
+        k.W = c.W;
+        k.KH = c.KH;
+        k.KW = c.KW;
+        k.OH = c.OH;
+        k.OW = c.OW;
+        k.geo = geo;
+        k.ld = ld;
+        return nn__kargs_conv2d_col2im(l, &k);
+    }
+    r = nn__launch_kernel(g, id, "conv", "conv2d_backward_data", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    {
+        nn__k_conv2d_backward_data k;
+        memset(&k, 0, sizeof k);
+        k.w = &w->buf;
+        k.dy = &dy->buf;
+        k.dx = &n->buf;
+        k.N = c.N;
+        k.C = c.C;
+        k.H = c.H;
+        k.W = c.W;
+        k.K = c.K;
+        k.KH = c.KH;
+        k.KW = c.KW;
+        k.OH = c.OH;
+        k.OW = c.OW;
+        k.geo = geo;
+        return nn__kargs_conv2d_backward_data(l, &k);
+    }
+}
+
+/* GEMM path: col = im2col(x), dyg = pack(dy); dw_g = the sum over the plan's K slices of
+   dyg_g col_g^T (elementwise.cl's sum_leading adds the slices in order). Direct:
+   conv2d_backward_weight, one work-item per element of dw. */
+static nn_result nn__launch_conv2d_dw(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__launch *l = NULL;
+    nn__conv2d c;
+    nn_result r;
+    int geo[8];
+    nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    if (n->algo == NN__CONV_GEMM) {
+        nn__conv2d_gemm q;
+        const nn__buf *s = &n->scratch_buf;
+        int ga[4], cb[4], wc[4], ld, chunk, col = 0, dyg, part;
+        nn__conv2d_gemm_make(g->ctx, n->op, &c, &q);
+        ld = q.p.ld;
+        chunk = ld / q.p.split;
+        dyg = q.rows * ld;
+        part = dyg + c.K * ld;
+        ga[0] = ld, ga[1] = dyg, ga[2] = q.Kg * ld, ga[3] = chunk;
+        cb[0] = ld, cb[1] = col, cb[2] = q.KKg * ld, cb[3] = chunk;
+        wc[0] = q.KKg, wc[1] = q.p.split > 1 ? part : 0, wc[2] = q.Kg * q.KKg, wc[3] = c.K * q.KKg;
+        r = nn__launch_conv2d_im2col(g, id, &c, &q, &x->buf, col);
+        if (r == NN_OK) r = nn__launch_conv2d_pack(g, id, &c, &q, &dy->buf, dyg);
+        if (r == NN_OK)
+            r = nn__launch_gemm(g, id, 0, 1, q.Kg, q.KKg, chunk, s, ga, s, cb, q.p.split > 1 ? s : &n->buf, wc, c.G,
+                                q.p.split);
+        if (r == NN_OK && q.p.split > 1) {
+            nn__k_sum_leading k;
+            r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)c.K * q.KKg, &l);
+            if (r != NN_OK) return r;
+            memset(&k, 0, sizeof k);
+            k.x = s;
+            k.y = &n->buf;
+            k.n = q.p.split * c.K * q.KKg;
+            k.nb = c.K * q.KKg;
+            k.off = part;
+            r = nn__kargs_sum_leading(l, &k);
+        }
+        return r;
+    }
+    r = nn__launch_kernel(g, id, "conv", "conv2d_backward_weight", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    {
+        nn__k_conv2d_backward_weight k;
+        nn__conv2d_geo(&n->a.conv, geo);
+        memset(&k, 0, sizeof k);
+        k.x = &x->buf;
+        k.dy = &dy->buf;
+        k.dw = &n->buf;
+        k.N = c.N;
+        k.C = c.C;
+        k.H = c.H;
+        k.W = c.W;
+        k.K = c.K;
+        k.KH = c.KH;
+        k.KW = c.KW;
+        k.OH = c.OH;
+        k.OW = c.OW;
+        k.geo = geo;
+        return nn__kargs_conv2d_backward_weight(l, &k);
+    }
+}
+
+/* ======================================================================
+   src/ops/conv/conv3d.c
+   ====================================================================== */
+/* The 3-D convolutions: conv3d, its input gradient and its weight gradient. The CPU loops
+   are in src/cpu/conv3d.c (im2col + GEMM), the kernels in kernels/conv3d.cl (direct). */
+
+/* ==== conv3d: y [N, K, OD, OH, OW] = x [N, C, D, H, W] conv w [K, C/G, KD, KH, KW]
+   (+ bias [K]), torch.nn.functional.conv3d. Its gradients stand here: CONV3D_DX, dx from
+   (w, dy), and CONV3D_DW, dw from (x, dy); the three share the forward's geometry
+   (nn__conv3d in src/cpu/conv3d.c) and one plan ==== */
 
 NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc) {
     nn_tensor in[3], t;
@@ -21602,134 +23123,10 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     }
 }
 
-
-/* ---- the algorithm per convolution, chosen at compile time ---- */
-
-typedef struct nn__conv_plan {
-    int algo;        /* NN__CONV_GEMM or NN__CONV_DIRECT */
-    int ld;          /* columns of the column matrices: P = N*OH*OW, padded for the K slices */
-    int split;       /* K slices of the weight gradient's product (1: none) */
-    int64_t scratch; /* floats */
-} nn__conv_plan;
-
-/* Depthwise convolutions (one input channel per group) run the direct kernels: their
-   products are too thin for a GEMM. Everything else is im2col + the tuned GEMM, one
-   batched launch over the groups. The weight gradient reduces over all N*OH*OW columns
-   into a small [K, C/G*KH*KW] result, so its product is cut into K slices (summed after,
-   in a fixed order) until there are enough tiles to fill the device. Shapes whose
-   working memory would not fit the device, or 32-bit indices, fall back to direct. */
-static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d *c, nn__conv_plan *p) {
-    int64_t P = (int64_t)c->N * c->OH * c->OW, Cg = c->C / c->G, Kg = c->K / c->G;
-    int64_t KKg = Cg * c->KH * c->KW, rows = (int64_t)c->C * c->KH * c->KW, chunk, most;
-    nn__gemm_cfg cfg;
-    memset(p, 0, sizeof *p);
-    p->algo = NN__CONV_DIRECT;
-    p->ld = (int)P;
-    p->split = 1;
-    if (nn__conv2d_is_depthwise(c)) return;
-    if (op == NN__OP_CONV2D_DW) {
-        int64_t tile_n, tile_m, tiles, target;
-        nn__gemm_config(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, &cfg);
-        tile_n = (int64_t)cfg.wpt_n * cfg.wg_n;
-        tile_m = (int64_t)cfg.wpt_m * (cfg.use_local == 2 ? 4 : cfg.wg_m);
-        tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
-        target = ctx->dev.cpu_tuned ? NN__GEMM_CPU_ITEMS : 4 * (int64_t)(ctx->dev.units ? ctx->dev.units : 16);
-        p->split = (int)((target + tiles - 1) / tiles);
-        /* slices of at most 1024 columns too: one float accumulator over tens of thousands
-           of products loses the small terms to rounding (the partial sums are exact enough) */
-        if (p->split < (P + 1023) / 1024) p->split = (int)((P + 1023) / 1024);
-        most = P / 256; /* slices of at least 256 columns */
-        if (p->split > most) p->split = (int)(most > 1 ? most : 1);
-        if (p->split > 256) p->split = 256;
-        if (p->split > 1 && (int64_t)p->split * Kg > P) p->split = (int)(P / Kg > 1 ? P / Kg : 1); /* partials <= columns */
-        chunk = (P + p->split - 1) / p->split;
-        chunk = (chunk + 3) / 4 * 4;
-        p->split = (int)((P + chunk - 1) / chunk);
-        p->ld = (int)(chunk * p->split);
-        p->scratch = (rows + c->K) * p->ld + (p->split > 1 ? (int64_t)p->split * c->K * KKg : 0);
-    } else
-        p->scratch = (rows + c->K) * P;
-    if (p->scratch >= (int64_t)1 << 31 || (uint64_t)p->scratch * 4 > (uint64_t)ctx->dev.max_alloc / 2) {
-        p->split = 1;
-        p->ld = (int)P;
-        p->scratch = 0;
-        return;
-    }
-    p->algo = NN__CONV_GEMM;
-}
-
-
-/* conv2d and its gradients: direct loops for depthwise convolutions on the CPU, else
-   im2col + GEMM; devices choose by nn__conv2d_dev_plan. */
-static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
-    nn__conv2d c;
-    if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
-    else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
-    else nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
-    if (g->ctx->backend->kind != NN_BACKEND_CPU) {
-        nn__conv_plan p;
-        nn__conv2d_dev_plan(g->ctx, n->op, &c, &p);
-        n->algo = p.algo;
-        n->scratch = p.scratch;
-        return;
-    }
-    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : NN__CONV_GEMM; /* direct: no scratch */
-    n->scratch = n->algo == NN__CONV_DIRECT ? 0 : nn__conv2d_scratch(&c);
-}
-
-/* conv3d: im2col + GEMM on the CPU; direct kernels, no scratch, on devices. */
-static void nn__plan_conv3d(nn_graph *g, nn__node *n) {
-    nn__conv3d c3;
-    if (g->ctx->backend->kind != NN_BACKEND_CPU) return;
-    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
-    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
-    else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
-    n->scratch = nn__conv3d_scratch(&c3);
-}
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_conv2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) {
-        t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    if (gb) {
-        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
-        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
-    return;
-}
-
-static void nn__grad_channel_bias(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, gy);
-    if (gb) nn__acc_grad(g, b, nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[b].shape, gy.id));
-    return;
-}
-
-static void nn__grad_conv2d_dx(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    /* as a transposed convolution: inputs (w, x) */
-    if (gb) { /* d/dx: the forward convolution of gy */
-        t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    if (ga) { /* d/dw: conv2d's weight gradient with gy as the input and x as dy */
-        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[a].shape, gy.id, b);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    return;
-}
+#define nn__grad_conv3d_dx nn__grad_none
+#define nn__grad_conv3d_dw nn__grad_none
+#define nn__plan_conv3d_dx nn__plan_conv3d
+#define nn__plan_conv3d_dw nn__plan_conv3d
 
 static void nn__grad_conv3d(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -21749,270 +23146,163 @@ static void nn__grad_conv3d(nn_graph *g, int id) {
     return;
 }
 
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__conv2d c;
-    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    if (n->op == NN__OP_CONV2D) {
-        nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (cpu/conv_dw.c) */
-            nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
-        else
-            nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                               n->scratch_buf.host);
-    } else if (n->op == NN__OP_CONV2D_DX) { /* inputs (w, dy), output dx */
-        nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host);
-        else nn__conv2d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-    } else { /* inputs (x, dy), output dw */
-        nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host);
-        else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-    }
-    return NN_OK;
-}
-
-static nn_result nn__cpu_channel_bias(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
-    const float *x = NN__F(in[0]), *b = NN__F(in[1]);
-    for (k = 0; k < N / S; k++)
-        for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
-    return NN_OK;
-}
-
-static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
-    return NN_OK;
+/* im2col + GEMM where the CPU bodies run (host memory), with its scratch; direct kernels,
+   no scratch, on devices. */
+static void nn__plan_conv3d(nn_graph *g, nn__node *n) {
+    nn__conv3d c3;
+    if (!g->ctx->backend->host_memory) return;
+    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
+    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
+    else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
+    n->scratch = nn__conv3d_scratch(&c3);
 }
 
 static nn_result nn__cpu_conv3d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
-    float *y = n->buf.host;
     nn__conv3d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    if (n->op == NN__OP_CONV3D) {
-        nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        nn__conv3d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                           n->scratch_buf.host);
-    } else if (n->op == NN__OP_CONV3D_DX) { /* inputs (w, dy), output dx */
-        nn__conv3d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-        nn__conv3d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-    } else { /* inputs (x, dy), output dw */
-        nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-        nn__conv3d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-    }
+    nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+    nn__conv3d_forward(g->ctx->threads, &c, n->buf.host, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                       n->scratch_buf.host);
     return NN_OK;
 }
 
-/* conv2d, its input gradient and its weight gradient as im2col + batched GEMM (the
-   layouts are described in kernels/conv.cl); c is the forward geometry. */
-static nn_result nn__launch_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
-    nn_context *ctx = g->ctx;
-    nn__node *n = &g->nodes[id];
-    const nn__buf *s = &n->scratch_buf, *y = &n->buf, *in0 = &g->nodes[n->in[0]].buf, *in1 = &g->nodes[n->in[1]].buf;
-    nn__conv_plan p;
-    int Cg = c->C / c->G, Kg = c->K / c->G, KKg = Cg * c->KH * c->KW, rows = c->C * c->KH * c->KW;
-    int P = c->N * c->OH * c->OW, S = c->OH * c->OW, geo[8], ld, col, dyg;
-    nn__launch *l = NULL;
-    nn_result r;
-    /* the kernels' shapes: by rows on CPU devices, by elements elsewhere (see conv.cl) */
-    int rowwise = ctx->dev.cpu_tuned;
-    const char *k_im2col = rowwise ? "conv2d_im2col_rows" : "conv2d_im2col";
-    const char *k_pack = rowwise ? "conv2d_pack_rows" : "conv2d_pack";
-    size_t n_im2col = rowwise ? (size_t)rows * (c->N * c->OH + 1) : 0, n_pack = rowwise ? (size_t)c->K * (c->N + 1) : 0;
-    nn__conv2d_geo(&n->a.conv, geo);
-    nn__conv2d_dev_plan(ctx, n->op, c, &p);
-    if (!rowwise) n_im2col = (size_t)rows * p.ld, n_pack = (size_t)c->K * p.ld;
-    ld = p.ld;
-    if (n->op == NN__OP_CONV2D) { /* col = im2col(x); out_g = w_g col_g; y = out + bias */
-        int wa[4], cb[4], oc[4], out = rows * ld;
-        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
-        cb[0] = ld, cb[1] = 0, cb[2] = KKg * ld, cb[3] = 0;
-        oc[0] = ld, oc[1] = out, oc[2] = Kg * ld, oc[3] = 0;
-        r = nn__launch_kernel(g, id, "conv", k_im2col, n_im2col, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmiiiiiiiii8i", in0, s, 0, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
-                            geo, ld);
-        if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 0, Kg, P, KKg, in1, wa, s, cb, s, oc, c->G, 1);
-        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
-                                          rowwise ? (size_t)c->N * c->K : (size_t)n->numel, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmmiiiiii", s, n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one, y, out, c->N, c->K, S,
-                            ld, n->n_in > 2);
-        return r;
-    }
-    if (n->op == NN__OP_CONV2D_DX) { /* dyg = pack(dy); dcol_g = w_g^T dyg_g; dx = col2im(dcol) */
-        int wa[4], gb[4], dc[4], dcol = c->K * ld;
-        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
-        gb[0] = ld, gb[1] = 0, gb[2] = Kg * ld, gb[3] = 0;
-        dc[0] = ld, dc[1] = dcol, dc[2] = KKg * ld, dc[3] = 0;
-        r = nn__launch_kernel(g, id, "conv", k_pack, n_pack, &l);
-        if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, 0, c->N, c->K, S, ld);
-        if (r == NN_OK) r = nn__launch_gemm(g, id, 1, 0, KKg, P, Kg, in0, wa, s, gb, s, dc, c->G, 1);
-        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
-                                          rowwise ? (size_t)c->N * c->C : (size_t)n->numel, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmiiiiiiiii8i", s, y, dcol, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
-                            geo, ld);
-        return r;
-    }
-    { /* dw: col = im2col(x), dyg = pack(dy); dw_g = sum over K slices of dyg_g col_g^T */
-        int ga[4], cb[4], wc[4], chunk = ld / p.split, part;
-        col = 0;
-        dyg = rows * ld;
-        part = dyg + c->K * ld;
-        ga[0] = ld, ga[1] = dyg, ga[2] = Kg * ld, ga[3] = chunk;
-        cb[0] = ld, cb[1] = col, cb[2] = KKg * ld, cb[3] = chunk;
-        wc[0] = KKg, wc[1] = p.split > 1 ? part : 0, wc[2] = Kg * KKg, wc[3] = c->K * KKg;
-        r = nn__launch_kernel(g, id, "conv", k_im2col, n_im2col, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmiiiiiiiii8i", in0, s, col, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH,
-                            c->OW, geo, ld);
-        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", k_pack, n_pack, &l);
-        if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, dyg, c->N, c->K, S, ld);
-        if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 1, Kg, KKg, chunk, s, ga, s, cb, p.split > 1 ? s : y, wc, c->G, p.split);
-        if (r == NN_OK && p.split > 1) {
-            r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)c->K * KKg, &l);
-            if (r == NN_OK) r = nn__args(l, "mmiii", s, y, p.split * c->K * KKg, c->K * KKg, part);
-        }
-        return r;
-    }
+/* inputs (w, dy), output dx */
+static nn_result nn__cpu_conv3d_dx(nn_graph *g, nn__node *n) {
+    nn__conv3d c;
+    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__conv3d_geom(&c, &n->shape, &w->shape, &n->a.conv);
+    nn__conv3d_backward_data(g->ctx->threads, &c, n->buf.host, w->buf.host, dy->buf.host, n->scratch_buf.host);
+    return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_conv2d(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__conv2d c;
-    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    int geo[8];
-    nn__conv2d_geo(&n->a.conv, geo);
-    if (n->algo == NN__CONV_GEMM) {
-        if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-        else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-        return nn__launch_conv2d_gemm(g, id, &c);
-    }
-    if (n->op == NN__OP_CONV2D) {
-        nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        r = nn__launch_kernel(g, id, "conv", "conv2d_forward", (size_t)N, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmmmiiiiiiiii8i", &x->buf, &w->buf, n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one,
-                            y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW, c.OH, c.OW, geo, n->n_in > 2);
-        return r;
-    }
-    if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-    else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    r = nn__launch_kernel(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiiiiiiiii8", &x->buf, &w->buf, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
-                        c.OH, c.OW, geo);
-    return r;
+/* inputs (x, dy), output dw */
+static nn_result nn__cpu_conv3d_dw(nn_graph *g, nn__node *n) {
+    nn__conv3d c;
+    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    nn__conv3d_backward_weight(g->ctx->threads, &c, n->buf.host, x->buf.host, dy->buf.host, n->scratch_buf.host);
+    return NN_OK;
 }
 
-static nn_result nn__launch_channel_bias(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
-    r = nn__launch_kernel(g, id, "elementwise", "channel_bias", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, C, S);
-    return r;
+/* The kernels' geometry, two int8s: ga = stride d/h/w, pad d/h/w, dilation d/h; gb =
+   dilation w, groups. */
+static void nn__conv3d_geo(const nn__conv_attr *at, int geo[16]) {
+    memset(geo, 0, 16 * sizeof(int));
+    memcpy(geo, at->stride, 3 * sizeof(int));
+    memcpy(geo + 3, at->pad, 3 * sizeof(int));
+    memcpy(geo + 6, at->dilation, 3 * sizeof(int));
+    geo[9] = at->groups;
 }
 
-static nn_result nn__launch_channel_sum(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *x = &g->nodes[in[0]];
-    int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    r = nn__launch_kernel(g, id, "conv", "channel_sum", (size_t)C, &l);
-    if (r == NN_OK) r = nn__args(l, "mmiii", &x->buf, y, Nb, C, (int)(x->numel / ((int64_t)Nb * C)));
-    return r;
-}
-
+/* conv3d.cl's kernels, one work-item per element of the output */
 static nn_result nn__launch_conv3d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
+    nn__node *x = &g->nodes[n->in[0]], *w = &g->nodes[n->in[1]];
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
+    nn__k_conv3d_forward k;
     nn__conv3d c;
-    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    int geo[16]; /* ga = stride d/h/w, pad d/h/w, dilation d/h; gb = dilation w, groups */
-    memset(geo, 0, sizeof geo);
-    memcpy(geo, n->a.conv.stride, 3 * sizeof(int));
-    memcpy(geo + 3, n->a.conv.pad, 3 * sizeof(int));
-    memcpy(geo + 6, n->a.conv.dilation, 3 * sizeof(int));
-    geo[9] = n->a.conv.groups;
-    if (n->op == NN__OP_CONV3D) {
-        nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        r = nn__launch_kernel(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmmmiiiiiiiiiiii88i", &x->buf, &w->buf,
-                            n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, y, c.N, c.C, c.D, c.H, c.W, c.K, c.KD, c.KH, c.KW,
-                            c.OD, c.OH, c.OW, geo, geo + 8, n->n_in > 2);
-        return r;
-    }
-    if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-    else nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    r = nn__launch_kernel(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
-                   (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiiiiiiiiiiii88", &x->buf, &w->buf, y, c.N, c.C, c.D, c.H, c.W, c.K,
-                        c.KD, c.KH, c.KW, c.OD, c.OH, c.OW, geo, geo + 8);
-    return r;
+    int geo[16];
+    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+    nn__conv3d_geo(&n->a.conv, geo);
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.w = &w->buf;
+    k.b = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.y = &n->buf;
+    k.N = c.N;
+    k.C = c.C;
+    k.D = c.D;
+    k.H = c.H;
+    k.W = c.W;
+    k.K = c.K;
+    k.KD = c.KD;
+    k.KH = c.KH;
+    k.KW = c.KW;
+    k.OD = c.OD;
+    k.OH = c.OH;
+    k.OW = c.OW;
+    k.ga = geo;
+    k.gb = geo + 8;
+    k.has_bias = n->n_in > 2;
+    return nn__kargs_conv3d_forward(l, &k);
+}
+
+static nn_result nn__launch_conv3d_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__launch *l = NULL;
+    nn__k_conv3d_backward_data k;
+    nn__conv3d c;
+    int geo[16];
+    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_backward_data", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    nn__conv3d_geom(&c, &n->shape, &w->shape, &n->a.conv);
+    nn__conv3d_geo(&n->a.conv, geo);
+    memset(&k, 0, sizeof k);
+    k.w = &w->buf;
+    k.dy = &dy->buf;
+    k.dx = &n->buf;
+    k.N = c.N;
+    k.C = c.C;
+    k.D = c.D;
+    k.H = c.H;
+    k.W = c.W;
+    k.K = c.K;
+    k.KD = c.KD;
+    k.KH = c.KH;
+    k.KW = c.KW;
+    k.OD = c.OD;
+    k.OH = c.OH;
+    k.OW = c.OW;
+    k.ga = geo;
+    k.gb = geo + 8;
+    return nn__kargs_conv3d_backward_data(l, &k);
+}
+
+static nn_result nn__launch_conv3d_dw(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__launch *l = NULL;
+    nn__k_conv3d_backward_weight k;
+    nn__conv3d c;
+    int geo[16];
+    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_backward_weight", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    nn__conv3d_geo(&n->a.conv, geo);
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.dy = &dy->buf;
+    k.dw = &n->buf;
+    k.N = c.N;
+    k.C = c.C;
+    k.D = c.D;
+    k.H = c.H;
+    k.W = c.W;
+    k.K = c.K;
+    k.KD = c.KD;
+    k.KH = c.KH;
+    k.KW = c.KW;
+    k.OD = c.OD;
+    k.OH = c.OH;
+    k.OW = c.OW;
+    k.ga = geo;
+    k.gb = geo + 8;
+    return nn__kargs_conv3d_backward_weight(l, &k);
 }
 
 /* ======================================================================
    src/ops/norm.c
    ====================================================================== */
-/* The norm ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The norm family: batch, layer, group and instance norm as two ops, the statistics
+   (norm_stats) and the normalisation (norm, with its gradients), and batch norm's running
+   statistics. x is viewed as [A, C, S] (nn__norm_attr in src/ops/norm.h); the loops are
+   in src/cpu/norm.c, the kernels in kernels/norm.cl. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_norm_stats nn__cpu_norm
-#define nn__launch_norm_stats nn__launch_norm_reduce
-#define nn__grad_norm_stats nn__grad_none
-#define nn__plan_norm_stats nn__no_plan
-#define nn__cpu_norm_forward nn__cpu_norm
-#define nn__plan_norm_forward nn__no_plan
-#define nn__cpu_norm_dx nn__cpu_norm
-#define nn__launch_norm_dx nn__launch_norm_reduce
-#define nn__grad_norm_dx nn__grad_none
-#define nn__plan_norm_dx nn__no_plan
-#define nn__cpu_norm_dgamma nn__cpu_norm
-#define nn__launch_norm_dgamma nn__launch_norm_reduce
-#define nn__grad_norm_dgamma nn__grad_none
-#define nn__plan_norm_dgamma nn__no_plan
-#define nn__cpu_norm_dbeta nn__cpu_norm
-#define nn__launch_norm_dbeta nn__launch_norm_reduce
-#define nn__grad_norm_dbeta nn__grad_none
-#define nn__plan_norm_dbeta nn__no_plan
-#define nn__grad_bn_running nn__grad_none
-#define nn__plan_bn_running nn__no_plan
-#define nn__grad_bn_pack nn__grad_none
-#define nn__plan_bn_pack nn__no_plan
+/* ==== helpers shared by the family's builders and launches ==== */
 
 /* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
 static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
@@ -22054,6 +23344,73 @@ static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const nn__norm_attr *a
     return t;
 }
 
+/* A launch of one work-group per statistics group (per_group: norm_stats, norm_grad_input)
+   or per channel (the affine gradients), no larger than the power of two that covers the
+   elements it reduces; *wg is its size, the floats of the kernel's tmp. */
+static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel, int per_group, nn__launch **l,
+                                       size_t *wg) {
+    nn__norm q;
+    size_t groups, count;
+    nn_result r;
+    *wg = nn__reduce_wg(g);
+    nn__norm_geom(&q, &g->nodes[id].a.norm);
+    groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
+    count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
+    while (*wg > 1 && *wg / 2 >= count) *wg /= 2;
+    r = nn__launch_kernel(g, id, "norm", kernel, groups * *wg, l);
+    if (r != NN_OK) return r;
+    (*l)->gws[0] = groups * *wg;
+    (*l)->lws[0] = *wg;
+    (*l)->use_lws = 1;
+    return NN_OK;
+}
+
+/* ==== norm_stats: stats [2, R] of x [A, C, S], the means then the biased variances: R =
+   A*G groups of C/G channels each (group, layer and instance norm), or the C channels over
+   A and S (batch norm) ==== */
+
+/* stats [2, R] of x: R groups (channels for batch norm) */
+static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const nn__norm_attr *at) {
+    int64_t R = at->per_channel ? at->C : (int64_t)at->A * at->groups;
+    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), at).id;
+}
+
+#define nn__grad_norm_stats nn__grad_none
+#define nn__plan_norm_stats nn__no_plan
+
+static nn_result nn__cpu_norm_stats(nn_graph *g, nn__node *n) {
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_stats(g->ctx->threads, &q, n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
+
+static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_stats k;
+    size_t wg;
+    nn_result r = nn__launch_norm_groups(g, id, "norm_stats", 1, &l, &wg);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.stats = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.tmp = wg * 4;
+    return nn__kargs_norm_stats(l, &k);
+}
+
+/* ==== norm: y [A, C, S] = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c], inputs x,
+   stats [2, R] (norm_stats of x, or batch norm's running statistics: const_stats),
+   [gamma], [beta]. Its gradients stand here: NORM_DX, dx from (x, stats, dy, [gamma]),
+   through the statistics unless const_stats; NORM_DGAMMA [C] = sum of dy * xhat from
+   (x, stats, dy); NORM_DBETA [C] = sum of dy ==== */
+
 /* y = normalise(x) by stats [2, R] (computed from x unless const_stats) * gamma + beta. */
 static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor gamma, nn_tensor beta, nn__norm_attr *at,
                                 int const_stats) {
@@ -22069,11 +23426,221 @@ static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor g
     return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), at);
 }
 
-/* stats [2, R] of x: R groups (channels for batch norm) */
-static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const nn__norm_attr *at) {
-    int64_t R = at->per_channel ? at->C : (int64_t)at->A * at->groups;
-    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), at).id;
+#define nn__plan_norm_forward nn__no_plan
+#define nn__grad_norm_dx nn__grad_none
+#define nn__plan_norm_dx nn__no_plan
+#define nn__grad_norm_dgamma nn__grad_none
+#define nn__plan_norm_dgamma nn__no_plan
+#define nn__grad_norm_dbeta nn__grad_none
+#define nn__plan_norm_dbeta nn__no_plan
+
+static void nn__grad_norm_forward(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
+    int k = 2, gi = n.a.norm.has_gamma ? n.in[k++] : -1, bi = n.a.norm.has_beta ? n.in[k++] : -1, din[4];
+    din[0] = a;
+    din[1] = b;
+    din[2] = gy.id;
+    din[3] = gi;
+    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
+                                                                             gi >= 0 ? 4 : 3)), &n.a.norm));
+    if (gi >= 0 && g->nodes[gi].needs_grad)
+        nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), &n.a.norm));
+    if (bi >= 0 && g->nodes[bi].needs_grad)
+        nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), &n.a.norm));
+    return;
 }
+
+/* x, stats, [gamma], [beta] */
+static nn_result nn__cpu_norm_forward(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_forward(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), n->a.norm.has_gamma ? NN__F(in[2]) : NULL,
+                     n->a.norm.has_beta ? NN__F(in[2 + n->a.norm.has_gamma]) : NULL, n->a.norm.eps);
+    return NN_OK;
+}
+
+/* x, stats, dy, [gamma] */
+static nn_result nn__cpu_norm_dx(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_backward_data(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]),
+                           n->a.norm.has_gamma ? NN__F(in[3]) : NULL, n->a.norm.const_stats, n->a.norm.eps);
+    return NN_OK;
+}
+
+/* x, stats, dy */
+static nn_result nn__cpu_norm_dgamma(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.eps);
+    return NN_OK;
+}
+
+/* dy */
+static nn_result nn__cpu_norm_dbeta(nn_graph *g, nn__node *n) {
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, NULL, NULL, NN__F(n->in[0]), n->a.norm.eps);
+    return NN_OK;
+}
+
+/* one work-item per element; &g->one stands in for an absent gamma or beta */
+static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_forward k;
+    nn_result r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.stats = &g->nodes[in[1]].buf;
+    k.gamma = a->has_gamma ? &g->nodes[in[2]].buf : &g->one;
+    k.beta = a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one;
+    k.y = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.has_gamma = a->has_gamma;
+    k.has_beta = a->has_beta;
+    k.eps = a->eps;
+    return nn__kargs_norm_forward(l, &k);
+}
+
+/* one work-group per statistics group */
+static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_backward_data k;
+    size_t wg;
+    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_data", 1, &l, &wg);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.stats = &g->nodes[in[1]].buf;
+    k.dy = &g->nodes[in[2]].buf;
+    k.gamma = a->has_gamma ? &g->nodes[in[3]].buf : &g->one;
+    k.dx = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.has_gamma = a->has_gamma;
+    k.const_stats = a->const_stats;
+    k.eps = a->eps;
+    k.tmp = wg * 4;
+    return nn__kargs_norm_backward_data(l, &k);
+}
+
+/* One work-group per channel: norm_backward_affine over x, stats and dy (with_xhat) or dy
+   alone (x and stats are then g->one, unread). */
+static nn_result nn__launch_norm_affine(nn_graph *g, int id, const nn__buf *x, const nn__buf *stats, const nn__buf *dy,
+                                        int with_xhat) {
+    nn__node *n = &g->nodes[id];
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_backward_affine k;
+    size_t wg;
+    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_affine", 0, &l, &wg);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.stats = stats;
+    k.dy = dy;
+    k.out = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.with_xhat = with_xhat;
+    k.eps = a->eps;
+    k.tmp = wg * 4;
+    return nn__kargs_norm_backward_affine(l, &k);
+}
+
+static nn_result nn__launch_norm_dgamma(nn_graph *g, int id) {
+    const int *in = g->nodes[id].in;
+    return nn__launch_norm_affine(g, id, &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, 1);
+}
+
+static nn_result nn__launch_norm_dbeta(nn_graph *g, int id) {
+    return nn__launch_norm_affine(g, id, &g->one, &g->one, &g->nodes[g->nodes[id].in[0]].buf, 0);
+}
+
+/* ==== batch_norm_running_update: running mean and var [C] (inputs 0 and 1, updated in
+   place) += momentum * (stats [2, C] - running), the variance unbiased by n/(n-1); a root
+   with no output, built by nn_batch_norm in training mode ==== */
+
+#define nn__grad_bn_running nn__grad_none
+#define nn__plan_bn_running nn__no_plan
+
+static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    /* running mean, running var (updated in place), stats */
+    nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.C, (int64_t)n->a.norm.A * n->a.norm.S, n->a.norm.momentum);
+    return NN_OK;
+}
+
+static nn_result nn__launch_bn_running(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    nn__launch *l = NULL;
+    nn__k_batch_norm_running k;
+    int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
+    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.rmean = &g->nodes[in[0]].buf;
+    k.rvar = &g->nodes[in[1]].buf;
+    k.stats = &g->nodes[in[2]].buf;
+    k.C = n->a.norm.C;
+    k.m = n->a.norm.momentum;
+    k.unbias = (float)((double)cnt / (double)(cnt - 1));
+    return nn__kargs_batch_norm_running(l, &k);
+}
+
+/* ==== batch_norm_running_stats: stats [2, C] = (running mean, running var), the
+   statistics of eval-mode batch norm (built by nn_batch_norm) ==== */
+
+#define nn__grad_bn_pack nn__grad_none
+#define nn__plan_bn_pack nn__no_plan
+
+static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    memcpy(y, NN__F(in[0]), (size_t)n->a.norm.C * 4);
+    memcpy(y + n->a.norm.C, NN__F(in[1]), (size_t)n->a.norm.C * 4);
+    return NN_OK;
+}
+
+static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_batch_norm_pack k;
+    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.rmean = &g->nodes[n->in[0]].buf;
+    k.rvar = &g->nodes[n->in[1]].buf;
+    k.stats = &n->buf;
+    k.C = n->a.norm.C;
+    return nn__kargs_batch_norm_pack(l, &k);
+}
+
+/* ==== the public norms, made of the ops above: group, instance and layer norm are
+   norm_stats + norm; batch norm adds the running statistics' update in training mode, or
+   normalises by them (batch_norm_running_stats) in eval mode ==== */
 
 /* Group norm, and instance norm (instance: groups = C, x with spatial dims); x [N, C, ...] */
 static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups,
@@ -22235,141 +23802,6 @@ NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const char *nam
 
 NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *name) {
     return nn__batch_norm_layer(g, x, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
-}
-
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_norm_forward(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
-    int k = 2, gi = n.a.norm.has_gamma ? n.in[k++] : -1, bi = n.a.norm.has_beta ? n.in[k++] : -1, din[4];
-    din[0] = a;
-    din[1] = b;
-    din[2] = gy.id;
-    din[3] = gi;
-    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
-                                                                             gi >= 0 ? 4 : 3)), &n.a.norm));
-    if (gi >= 0 && g->nodes[gi].needs_grad)
-        nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), &n.a.norm));
-    if (bi >= 0 && g->nodes[bi].needs_grad)
-        nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), &n.a.norm));
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    /* attributes: see src/cpu/norm.c */
-    nn__norm q;
-    nn__norm_geom(&q, &n->a.norm);
-    if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->threads, &q, y, NN__F(in[0]));
-    else if (n->op == NN__OP_NORM_FORWARD) /* x, stats, [gamma], [beta] */
-        nn__norm_forward(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), n->a.norm.has_gamma ? NN__F(in[2]) : NULL,
-                         n->a.norm.has_beta ? NN__F(in[2 + n->a.norm.has_gamma]) : NULL, n->a.norm.eps);
-    else if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
-        nn__norm_backward_data(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.has_gamma ? NN__F(in[3]) : NULL, n->a.norm.const_stats,
-                               n->a.norm.eps);
-    else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.eps);
-    else nn__norm_backward_affine(g->ctx->threads, &q, y, NULL, NULL, NN__F(in[0]), n->a.norm.eps);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    /* running mean, running var (updated in place), stats */
-    nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.C, (int64_t)n->a.norm.A * n->a.norm.S, n->a.norm.momentum);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    memcpy(y, NN__F(in[0]), (size_t)n->a.norm.C * 4);
-    memcpy(y + n->a.norm.C, NN__F(in[1]), (size_t)n->a.norm.C * 4);
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
-    const nn__norm_attr *a = &n->a.norm;
-    r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmmiiiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, a->has_gamma ? &g->nodes[in[2]].buf : &g->one,
-                     a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one, y, a->A, a->C, a->S, a->groups,
-                     a->per_channel, a->has_gamma, a->has_beta, (double)a->eps);
-    return r;
-}
-
-static nn_result nn__launch_norm_reduce(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    /* one work-group per statistics group (stats, dx) or per channel (dgamma, dbeta), no
-       larger than the power of two that covers the elements it reduces */
-    const nn__norm_attr *a = &n->a.norm;
-    nn__norm q;
-    int per_group = n->op == NN__OP_NORM_STATS || n->op == NN__OP_NORM_DX;
-    size_t wg = nn__reduce_wg(g), groups, count;
-    nn__norm_geom(&q, a);
-    groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
-    count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
-    while (wg > 1 && wg / 2 >= count) wg /= 2;
-    r = nn__launch_kernel(g, id, "norm",
-                   n->op == NN__OP_NORM_STATS ? "norm_stats" : n->op == NN__OP_NORM_DX ? "norm_backward_data" : "norm_backward_affine",
-                   groups * wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = groups * wg;
-    l->lws[0] = wg;
-    l->use_lws = 1;
-    if (n->op == NN__OP_NORM_STATS)
-        return nn__args(l, "mmiiiiiL", &g->nodes[in[0]].buf, y, a->A, a->C, a->S, a->groups, a->per_channel, wg * 4);
-    if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
-        return nn__args(l, "mmmmmiiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf,
-                        a->has_gamma ? &g->nodes[in[3]].buf : &g->one, y, a->A, a->C, a->S, a->groups, a->per_channel,
-                        a->has_gamma, a->const_stats, (double)a->eps, wg * 4);
-    if (n->op == NN__OP_NORM_DGAMMA) /* x, stats, dy */
-        return nn__args(l, "mmmmiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, a->A, a->C, a->S,
-                           a->groups, a->per_channel, 1, (double)a->eps, wg * 4);
-    return nn__args(l, "mmmmiiiiiifL", &g->one, &g->one, &g->nodes[in[0]].buf, y, a->A, a->C, a->S, a->groups,
-                    a->per_channel, 0, (double)a->eps, wg * 4);
-}
-
-static nn_result nn__launch_bn_running(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    /* running mean, running var (updated in place), stats */
-    int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
-    r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->a.norm.C, (double)n->a.norm.momentum,
-                        (double)cnt / (double)(cnt - 1));
-    return r;
-}
-
-static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, n->a.norm.C);
-    return r;
 }
 
 /* ======================================================================
