@@ -4403,7 +4403,8 @@ static void nn__dropout_forward(float *y, const float *x, int64_t n, float p, ui
    src/cpu/gather.c
    ====================================================================== */
 /* The gather family's CPU loops (src/ops/gather.c's bodies; kernels/gather.cl has the
-   OpenCL twins). */
+   OpenCL twins). Scatters are written as gathers or in a fixed order: no atomics, the
+   same bits every run. */
 
 /* y [B, D] = data[idx[b]] of data [N, D] */
 static void nn__gather_rows_forward(float *y, const float *data, const int32_t *idx, int64_t B, int64_t N, int64_t D) {
@@ -4424,6 +4425,108 @@ static void nn__gather_rows_backward(float *ddata, const int32_t *idx, const flo
         if (r < 0 || r >= N) continue;
         for (j = 0; j < D; j++) ddata[(int64_t)r * D + j] += dy[b * D + j];
     }
+}
+
+/* Index values outside [0, L): what PyTorch raises on, counted for the op's check. */
+static int64_t nn__count_outside(const int32_t *idx, int64_t n, int64_t L) {
+    int64_t i, bad = 0;
+    for (i = 0; i < n; i++) bad += idx[i] < 0 || idx[i] >= L;
+    return bad;
+}
+
+/* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k] (an index out of
+   range gives zeros); grad != 0: dx [outer, L, inner] sums dy [outer, K, inner] over the
+   k with idx[k] == j, in order of k. Data moved as bits (either dtype). */
+static void nn__index_select(float *out, const float *in, const int32_t *idx, int64_t outer, int64_t L, int64_t K,
+                             int64_t inner, int grad) {
+    int64_t o, k, i;
+    if (grad) memset(out, 0, (size_t)(outer * L * inner) * sizeof(float));
+    for (o = 0; o < outer; o++)
+        for (k = 0; k < K; k++) {
+            int64_t j = idx[k];
+            int ok = j >= 0 && j < L;
+            if (grad) {
+                if (ok)
+                    for (i = 0; i < inner; i++) out[(o * L + j) * inner + i] += in[(o * K + k) * inner + i];
+            } else if (ok) {
+                memcpy(out + (o * K + k) * inner, in + (o * L + j) * inner, (size_t)inner * sizeof(float));
+            } else {
+                memset(out + (o * K + k) * inner, 0, (size_t)inner * sizeof(float));
+            }
+        }
+}
+
+/* Row-major strides of nd dims. */
+static void nn__strides(const int64_t *dims, int nd, int64_t *st) {
+    int d;
+    st[nd - 1] = 1;
+    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * dims[d + 1];
+}
+
+/* torch.gather along dim: y [ydims] (each dim >= the index's) at a position c inside the
+   index's dims is x at c with c[dim] = idx[c]; elsewhere, and where the index is out of
+   range, zero. */
+static void nn__gather_fwd(float *y, const float *x, const int32_t *idx, int nd, int dim, const int64_t *ydims,
+                           const int64_t *idims, const int64_t *xdims) {
+    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], xst[NN_MAX_DIMS], n = 1, i;
+    int d;
+    nn__strides(ydims, nd, yst);
+    nn__strides(idims, nd, ist);
+    nn__strides(xdims, nd, xst);
+    for (d = 0; d < nd; d++) n *= ydims[d];
+    for (i = 0; i < n; i++) {
+        int64_t r = i, io = 0, xo = 0, j;
+        int inside = 1;
+        for (d = 0; d < nd; d++) {
+            c[d] = r / yst[d];
+            r -= c[d] * yst[d];
+            inside &= c[d] < idims[d];
+            io += c[d] * ist[d];
+            if (d != dim) xo += c[d] * xst[d];
+        }
+        j = inside ? idx[io] : -1;
+        y[i] = (inside && j >= 0 && j < xdims[dim]) ? x[xo + j * xst[dim]] : 0.0f;
+    }
+}
+
+/* torch.scatter_add along dim: y [ydims] = base (NULL: zeros) plus, at each position c
+   inside the index's dims, src at c added to y at c with c[dim] = idx[c]. As a gather:
+   each y element sums its sources in order of the index's dim, so the result is the same
+   bits run to run (and the kernel's order). */
+static void nn__scatter_add_fwd(float *y, const float *base, const int32_t *idx, const float *src, int nd, int dim,
+                                const int64_t *ydims, const int64_t *idims, const int64_t *sdims) {
+    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], sst[NN_MAX_DIMS], n = 1, i, k;
+    int d;
+    nn__strides(ydims, nd, yst);
+    nn__strides(idims, nd, ist);
+    nn__strides(sdims, nd, sst);
+    for (d = 0; d < nd; d++) n *= ydims[d];
+    for (i = 0; i < n; i++) {
+        int64_t r = i, io = 0, so = 0;
+        int inside = 1;
+        float s = base ? base[i] : 0.0f;
+        for (d = 0; d < nd; d++) {
+            c[d] = r / yst[d];
+            r -= c[d] * yst[d];
+            if (d == dim) continue;
+            inside &= c[d] < idims[d];
+            io += c[d] * ist[d];
+            so += c[d] * sst[d];
+        }
+        if (inside)
+            for (k = 0; k < idims[dim]; k++)
+                if (idx[io + k * ist[dim]] == c[dim]) s += src[so + k * sst[dim]];
+        y[i] = s;
+    }
+}
+
+/* torch.nn.functional.one_hot as float32: y [R, C] from labels [R]; a label out of range
+   gives a row of zeros. */
+static void nn__one_hot(float *y, const int32_t *labels, int64_t R, int64_t C) {
+    int64_t r;
+    memset(y, 0, (size_t)(R * C) * sizeof(float));
+    for (r = 0; r < R; r++)
+        if (labels[r] >= 0 && labels[r] < C) y[r * C + labels[r]] = 1.0f;
 }
 
 /* ======================================================================
@@ -5371,9 +5474,9 @@ static void nn__conv3d_backward_weight(nn__threadpool *pool, const nn__conv3d *c
    src/cpu/shape.c
    ====================================================================== */
 /* Shape and structure ops on the CPU backend: permute (and flip: signed strides), concat
-   and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling; then
-   the gather family's loops. A tensor seen along `axis` is [outer, len, inner]. Each has
-   a twin in kernels/shape.cl or kernels/gather.cl. */
+   and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling (the
+   bodies in src/ops/shape/). A tensor seen along `axis` is [outer, len, inner]. Each has a
+   twin in kernels/shape.cl. */
 
 /* Out-of-place transpose: y[j0..jk] = x[j_perm...]: `dims` are y's dims, `xstride[d]` the
    stride in x of y's dim d. */
@@ -5538,110 +5641,6 @@ static void nn__upsample2d(float *out, const float *in, int64_t P, int64_t H, in
                 }
             }
         }
-}
-
-/* ---- the gather family's loops (src/ops/gather.c; twins in kernels/gather.cl) ---- */
-
-/* Index values outside [0, L): what PyTorch raises on, counted for the op's check. */
-static int64_t nn__count_outside(const int32_t *idx, int64_t n, int64_t L) {
-    int64_t i, bad = 0;
-    for (i = 0; i < n; i++) bad += idx[i] < 0 || idx[i] >= L;
-    return bad;
-}
-
-/* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k] (an index out of
-   range gives zeros); grad != 0: dx [outer, L, inner] sums dy [outer, K, inner] over the
-   k with idx[k] == j, in order of k. Data moved as bits (either dtype). */
-static void nn__index_select(float *out, const float *in, const int32_t *idx, int64_t outer, int64_t L, int64_t K,
-                             int64_t inner, int grad) {
-    int64_t o, k, i;
-    if (grad) memset(out, 0, (size_t)(outer * L * inner) * sizeof(float));
-    for (o = 0; o < outer; o++)
-        for (k = 0; k < K; k++) {
-            int64_t j = idx[k];
-            int ok = j >= 0 && j < L;
-            if (grad) {
-                if (ok)
-                    for (i = 0; i < inner; i++) out[(o * L + j) * inner + i] += in[(o * K + k) * inner + i];
-            } else if (ok) {
-                memcpy(out + (o * K + k) * inner, in + (o * L + j) * inner, (size_t)inner * sizeof(float));
-            } else {
-                memset(out + (o * K + k) * inner, 0, (size_t)inner * sizeof(float));
-            }
-        }
-}
-
-/* Row-major strides of nd dims. */
-static void nn__strides(const int64_t *dims, int nd, int64_t *st) {
-    int d;
-    st[nd - 1] = 1;
-    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * dims[d + 1];
-}
-
-/* torch.gather along dim: y [ydims] (each dim >= the index's) at a position c inside the
-   index's dims is x at c with c[dim] = idx[c]; elsewhere, and where the index is out of
-   range, zero. */
-static void nn__gather_fwd(float *y, const float *x, const int32_t *idx, int nd, int dim, const int64_t *ydims,
-                           const int64_t *idims, const int64_t *xdims) {
-    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], xst[NN_MAX_DIMS], n = 1, i;
-    int d;
-    nn__strides(ydims, nd, yst);
-    nn__strides(idims, nd, ist);
-    nn__strides(xdims, nd, xst);
-    for (d = 0; d < nd; d++) n *= ydims[d];
-    for (i = 0; i < n; i++) {
-        int64_t r = i, io = 0, xo = 0, j;
-        int inside = 1;
-        for (d = 0; d < nd; d++) {
-            c[d] = r / yst[d];
-            r -= c[d] * yst[d];
-            inside &= c[d] < idims[d];
-            io += c[d] * ist[d];
-            if (d != dim) xo += c[d] * xst[d];
-        }
-        j = inside ? idx[io] : -1;
-        y[i] = (inside && j >= 0 && j < xdims[dim]) ? x[xo + j * xst[dim]] : 0.0f;
-    }
-}
-
-/* torch.scatter_add along dim: y [ydims] = base (NULL: zeros) plus, at each position c
-   inside the index's dims, src at c added to y at c with c[dim] = idx[c]. As a gather:
-   each y element sums its sources in order of the index's dim, so the result is the same
-   bits run to run (and the kernel's order). */
-static void nn__scatter_add_fwd(float *y, const float *base, const int32_t *idx, const float *src, int nd, int dim,
-                                const int64_t *ydims, const int64_t *idims, const int64_t *sdims) {
-    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], sst[NN_MAX_DIMS], n = 1, i, k;
-    int d;
-    nn__strides(ydims, nd, yst);
-    nn__strides(idims, nd, ist);
-    nn__strides(sdims, nd, sst);
-    for (d = 0; d < nd; d++) n *= ydims[d];
-    for (i = 0; i < n; i++) {
-        int64_t r = i, io = 0, so = 0;
-        int inside = 1;
-        float s = base ? base[i] : 0.0f;
-        for (d = 0; d < nd; d++) {
-            c[d] = r / yst[d];
-            r -= c[d] * yst[d];
-            if (d == dim) continue;
-            inside &= c[d] < idims[d];
-            io += c[d] * ist[d];
-            so += c[d] * sst[d];
-        }
-        if (inside)
-            for (k = 0; k < idims[dim]; k++)
-                if (idx[io + k * ist[dim]] == c[dim]) s += src[so + k * sst[dim]];
-        y[i] = s;
-    }
-}
-
-/* torch.nn.functional.one_hot as float32: y [R, C] from labels [R]; a label out of range
-   gives a row of zeros. */
-static void nn__one_hot(float *y, const int32_t *labels, int64_t R, int64_t C) {
-    int64_t r;
-    memset(y, 0, (size_t)(R * C) * sizeof(float));
-    for (r = 0; r < R; r++)
-        if (labels[r] >= 0 && labels[r] < C) y[r * C + labels[r]] = 1.0f;
 }
 
 /* ======================================================================
@@ -9647,12 +9646,252 @@ static const char *const nn__cl_src_elementwise[] = {
 static const char *const nn__cl_src_gather[] = {
 "#line 1 \"kernels/gather.cl\"\n",
 "/* Gathers: rows of a dataset that lives on the device, index_select, gather, scatter_add\n",
-"   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/cpu/shape.c. */\n",
+"   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/cpu/gather.c. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 4 \"kernels/gather.cl\"\n",
+"#line 1 \"kernels/gather_args.h\"\n",
+"/* kernels/gather.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__GATHER_ARGS_H\n",
+"#define NN__GATHER_ARGS_H\n",
+"\n",
+"/* data [N, D] rows by idx [B], as 32-bit words (float32 or int32 data) */\n",
+"#define NN__KARGS_gather_rows(F, P) F(uin, data) P(iin, idx) P(uout, y) P(int, B) P(int, N) P(int, D)\n",
+"NN__KSIG(gather_rows)\n",
+"#define NN__KARGS_gather_rows_backward(F, P) F(iin, idx) P(in, dy) P(out, ddata) P(int, B) P(int, N) P(int, D)\n",
+"NN__KSIG(gather_rows_backward)\n",
+"\n",
+"/* idx [n] values outside [0, L), counted into bad[slot] (the graph's check counters) */\n",
+"#define NN__KARGS_index_check(F, P) F(iin, idx) P(int, n) P(int, L) P(iout, bad) P(int, slot)\n",
+"NN__KSIG(index_check)\n",
+"\n",
+"/* x [outer, L, inner] at idx [K] (as 32-bit words), and its gradient */\n",
+"#define NN__KARGS_index_select(F, P) \\\n",
+"    F(uin, x) P(iin, idx) P(uout, y) P(int, n) P(int, L) P(int, K) P(int, inner)\n",
+"NN__KSIG(index_select)\n",
+"#define NN__KARGS_index_select_backward(F, P) \\\n",
+"    F(in, dy) P(iin, idx) P(out, dx) P(int, n) P(int, L) P(int, K) P(int, inner)\n",
+"NN__KSIG(index_select_backward)\n",
+"\n",
+"/* the dims of y, of the index and of x (src) as int8, ones after the tensor's */\n",
+"#define NN__KARGS_gather(F, P) \\\n",
+"    F(in, x) P(iin, idx) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, xdims) P(int, dim)\n",
+"NN__KSIG(gather)\n",
+"#define NN__KARGS_scatter_add(F, P)                                                               \\\n",
+"    F(in, base) P(iin, idx) P(in, src) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, sdims) \\\n",
+"    P(int, dim) P(int, has_base)\n",
+"NN__KSIG(scatter_add)\n",
+"\n",
+"/* labels [R] into y [R, C] */\n",
+"#define NN__KARGS_one_hot(F, P) F(iin, labels) P(out, y) P(int, n) P(int, C)\n",
+"NN__KSIG(one_hot)\n",
+"\n",
+"#endif\n",
+"#line 5 \"kernels/gather.cl\"\n",
 "\n",
 "/* y [B, D] = data[idx[b]] of data [N, D]; an index out of range gives zeros. The rows are\n",
 "   copied as bits, so float32 and int32 data share the kernel. */\n",
-"__kernel void gather_rows(__global const uint *data, __global const int *idx, __global uint *y,\n",
-"                          const int B, const int N, const int D) {\n",
+"__kernel void gather_rows(NN__KPARAMS(gather_rows)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= B * D) return;\n",
 "    int b = i / D, j = i - b * D, r = idx[b];\n",
@@ -9661,8 +9900,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* ddata [N, D]: element (r, j) sums dy[b, j] over every b with idx[b] == r, in order of b\n",
 "   (no atomics, so the result is deterministic). */\n",
-"__kernel void gather_rows_backward(__global const int *idx, __global const float *dy, __global float *ddata,\n",
-"                                   const int B, const int N, const int D) {\n",
+"__kernel void gather_rows_backward(NN__KPARAMS(gather_rows_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * D) return;\n",
 "    int r = i / D, j = i - r * D;\n",
@@ -9673,7 +9911,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* A checked op's index values outside [0, L), counted into bad[slot] (PyTorch raises on\n",
 "   them; the op itself reads none of them). */\n",
-"__kernel void index_check(__global const int *idx, const int n, const int L, __global int *bad, const int slot) {\n",
+"__kernel void index_check(NN__KPARAMS(index_check)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    if (idx[i] < 0 || idx[i] >= L) atomic_inc(bad + slot);\n",
@@ -9681,8 +9919,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k]; out of range:\n",
 "   zeros. Bits, so either dtype. */\n",
-"__kernel void index_select(__global const uint *x, __global const int *idx, __global uint *y, const int n, const int L,\n",
-"                           const int K, const int inner) {\n",
+"__kernel void index_select(NN__KPARAMS(index_select)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner, k = (i / inner) % K, o = i / (inner * K), j = idx[k];\n",
@@ -9691,8 +9928,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* dx [outer, L, inner]: element j sums dy [outer, K, inner] over the k with idx[k] == j, in\n",
 "   order of k (as the CPU loop) */\n",
-"__kernel void index_select_backward(__global const float *dy, __global const int *idx, __global float *dx, const int n,\n",
-"                                    const int L, const int K, const int inner) {\n",
+"__kernel void index_select_backward(NN__KPARAMS(index_select_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner, j = (i / inner) % L, o = i / (inner * L);\n",
@@ -9712,8 +9948,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* torch.gather along dim: y [ydims] at c inside the index's dims = x at c with c[dim] =\n",
 "   idx[c]; elsewhere, and for an index out of range, zero */\n",
-"__kernel void gather(__global const float *x, __global const int *idx, __global float *y, const int n, const int8 ydims,\n",
-"                     const int8 idims, const int8 xdims, const int dim) {\n",
+"__kernel void gather(NN__KPARAMS(gather)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int yd[8], id[8], xd[8], c[8];\n",
@@ -9737,8 +9972,7 @@ static const char *const nn__cl_src_gather[] = {
 "/* torch.scatter_add along dim, as a gather: y [ydims] = base (has_base) plus src at every\n",
 "   position c of the index's dims with c[dim] = idx[c] matching, summed in order of the\n",
 "   index's dim (the CPU loop's order: no atomics, the same bits each run) */\n",
-"__kernel void scatter_add(__global const float *base, __global const int *idx, __global const float *src, __global float *y,\n",
-"                          const int n, const int8 ydims, const int8 idims, const int8 sdims, const int dim, const int has_base) {\n",
+"__kernel void scatter_add(NN__KPARAMS(scatter_add)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int yd[8], id[8], sd[8], c[8];\n",
@@ -9767,7 +10001,7 @@ static const char *const nn__cl_src_gather[] = {
 "}\n",
 "\n",
 "/* one_hot as float32: y [R, C] = 1 where c == labels[r] (a label out of range: a zero row) */\n",
-"__kernel void one_hot(__global const int *labels, __global float *y, const int n, const int C) {\n",
+"__kernel void one_hot(NN__KPARAMS(one_hot)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    y[i] = labels[i / C] == i % C ? 1.0f : 0.0f;\n",
@@ -15455,6 +15689,37 @@ NN__KSIG(correct_rows)
 #ifndef NN__GATHER_ARGS_H
 #define NN__GATHER_ARGS_H
 
+/* data [N, D] rows by idx [B], as 32-bit words (float32 or int32 data) */
+#define NN__KARGS_gather_rows(F, P) F(uin, data) P(iin, idx) P(uout, y) P(int, B) P(int, N) P(int, D)
+NN__KSIG(gather_rows)
+#define NN__KARGS_gather_rows_backward(F, P) F(iin, idx) P(in, dy) P(out, ddata) P(int, B) P(int, N) P(int, D)
+NN__KSIG(gather_rows_backward)
+
+/* idx [n] values outside [0, L), counted into bad[slot] (the graph's check counters) */
+#define NN__KARGS_index_check(F, P) F(iin, idx) P(int, n) P(int, L) P(iout, bad) P(int, slot)
+NN__KSIG(index_check)
+
+/* x [outer, L, inner] at idx [K] (as 32-bit words), and its gradient */
+#define NN__KARGS_index_select(F, P) \
+    F(uin, x) P(iin, idx) P(uout, y) P(int, n) P(int, L) P(int, K) P(int, inner)
+NN__KSIG(index_select)
+#define NN__KARGS_index_select_backward(F, P) \
+    F(in, dy) P(iin, idx) P(out, dx) P(int, n) P(int, L) P(int, K) P(int, inner)
+NN__KSIG(index_select_backward)
+
+/* the dims of y, of the index and of x (src) as int8, ones after the tensor's */
+#define NN__KARGS_gather(F, P) \
+    F(in, x) P(iin, idx) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, xdims) P(int, dim)
+NN__KSIG(gather)
+#define NN__KARGS_scatter_add(F, P)                                                               \
+    F(in, base) P(iin, idx) P(in, src) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, sdims) \
+    P(int, dim) P(int, has_base)
+NN__KSIG(scatter_add)
+
+/* labels [R] into y [R, C] */
+#define NN__KARGS_one_hot(F, P) F(iin, labels) P(out, y) P(int, n) P(int, C)
+NN__KSIG(one_hot)
+
 #endif
 
 /* ======================================================================
@@ -18232,43 +18497,13 @@ static nn_result nn__launch_loss_rows(nn_graph *g, int id) {
 /* ======================================================================
    src/ops/gather.c
    ====================================================================== */
-/* The gather ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The gather ops, one block each: builder (shape rule), registry aliases, autograd rule,
+   CPU body (its loop in src/cpu/gather.c) and kernel launch (kernels/gather.cl). Index
+   tensors are int32; an index out of range reads zeros, and a checked op (n->check) also
+   counts such indices, which PyTorch raises on. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_gather_rows nn__no_plan
-#define nn__grad_gather_rows_grad nn__grad_none
-#define nn__plan_gather_rows_grad nn__no_plan
-#define nn__plan_index_select nn__no_plan
-#define nn__cpu_index_select_grad nn__cpu_index_select
-#define nn__launch_index_select_grad nn__launch_index_select
-#define nn__grad_index_select_grad nn__grad_none
-#define nn__plan_index_select_grad nn__no_plan
-#define nn__plan_gather nn__no_plan
-#define nn__plan_scatter_add nn__no_plan
-#define nn__grad_one_hot nn__grad_none
-#define nn__plan_one_hot nn__no_plan
-
-NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
-    nn_tensor in[2];
-    nn__node *d, *ix;
-    nn_shape s;
-    in[0] = data;
-    in[1] = idx;
-    if (!nn__check(g, "nn_gather_rows", 2, in)) return nn__tensor(-1);
-    d = nn__n(g, data);
-    ix = nn__n(g, idx);
-    if (ix->dtype != NN_I32 || ix->shape.ndim != 1) {
-        char sa[128], sb[128];
-        nn__shape_str(&d->shape, sa, sizeof sa);
-        nn__shape_str(&ix->shape, sb, sizeof sb);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gather_rows: needs data [N, ...] and idx [B] int32, got %s %s and %s %s",
-                           sa, nn__dtype_name(d->dtype), sb, nn__dtype_name(ix->dtype));
-    }
-    s = d->shape;
-    s.dim[0] = ix->shape.dim[0];
-    return nn__op2(g, NN__OP_GATHER_ROWS, d->dtype, s, data.id, idx.id);
-}
+/* ==== shared: dims along one axis, the index checks and counters of bad indices, the
+   operands of gather and scatter_add ==== */
 
 /* A shape seen along dim: [outer, len, inner]. */
 static void nn__gather_split(const nn_shape *s, int dim, int64_t *outer, int64_t *len, int64_t *inner) {
@@ -18302,6 +18537,165 @@ static int nn__expect_index(nn_graph *g, const char *op, nn_tensor index, nn_ten
     return 1;
 }
 
+/* A checked op's index values outside [0, L), into its counter (the kernels' atomic_inc). */
+static void nn__gather_count(nn_graph *g, const nn__node *n, const nn__node *idx, int64_t L) {
+    int32_t *c;
+    int64_t bad;
+    if (!n->check) return;
+    bad = nn__count_outside((const int32_t *)idx->buf.host, idx->numel, L);
+    c = (int32_t *)g->checks.host + n->check_slot;
+    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+}
+
+/* A checked op's count of index values outside [0, L) (a launch before its own). */
+static nn_result nn__launch_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
+    nn__launch *l = NULL;
+    nn__k_index_check k;
+    nn_result r;
+    if (!g->nodes[id].check) return NN_OK;
+    r = nn__launch_kernel(g, id, "gather", "index_check", (size_t)idx->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.idx = &idx->buf;
+    k.n = (int)idx->numel;
+    k.L = (int)L;
+    k.bad = &g->checks;
+    k.slot = g->nodes[id].check_slot;
+    return nn__kargs_index_check(l, &k);
+}
+
+/* index has x's number of dims, and is no larger than `other` outside dim (than x for
+   gather; for scatter_add also no larger than src in any dim) */
+static int nn__index_fits(nn_graph *g, const char *op, nn_tensor x, int dim, nn_tensor index, const nn_tensor *src) {
+    const nn_shape *xs = &nn__n(g, x)->shape, *is = &nn__n(g, index)->shape, *ss = src ? &nn__n(g, *src)->shape : NULL;
+    int d, ok = is->ndim == xs->ndim && (!ss || ss->ndim == xs->ndim);
+    for (d = 0; ok && d < xs->ndim; d++) ok = (d == dim || is->dim[d] <= xs->dim[d]) && (!ss || is->dim[d] <= ss->dim[d]);
+    if (!ok) {
+        char sx[128], si[128], sr[128];
+        nn__shape_str(xs, sx, sizeof sx);
+        nn__shape_str(is, si, sizeof si);
+        if (ss) nn__shape_str(ss, sr, sizeof sr);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s does not fit x %s%s%s along dim %d (same number of dims; index.size(d) <= x.size(d) for d != dim%s)",
+                    op, si, sx, ss ? " and src " : "", ss ? sr : "", dim, ss ? ", <= src.size(d) for every d" : "");
+    }
+    return ok;
+}
+
+/* A scatter_add node: out [shape] = base (or zeros) + src scattered by index. */
+static nn_tensor nn__scatter_op(nn_graph *g, const nn__attr *at, nn_shape shape, int base, int index, int src) {
+    nn_tensor t = base >= 0 ? nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, shape, base, index, src)
+                            : nn__op2(g, NN__OP_SCATTER_ADD, NN_F32, shape, index, src);
+    if (t.id >= 0) {
+        g->nodes[t.id].a = *at;
+        g->nodes[t.id].a.gather.has_base = base >= 0;
+    }
+    return t;
+}
+
+/* dims of a node's shape, and the shapes of a gather's or scatter's operands */
+static void nn__dims_of(const nn_shape *s, int64_t *d) {
+    int k;
+    for (k = 0; k < s->ndim; k++) d[k] = s->dim[k];
+}
+
+/* a shape's dims into an int8 argument, ones after them */
+static void nn__gather_dims8(const nn_shape *s, int *v) {
+    int d;
+    for (d = 0; d < 8; d++) v[d] = d < s->ndim ? (int)s->dim[d] : 1;
+}
+
+/* ==== gather_rows: y [B, ...] = data [N, ...] at rows idx [B] (an embedding lookup: a
+   dataset or table on the device, float32 or int32, copied as bits; a row out of range is
+   zeros). GATHER_ROWS_GRAD, its gradient: ddata [N, ...] sums dy's rows by index. ==== */
+
+NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
+    nn_tensor in[2];
+    nn__node *d, *ix;
+    nn_shape s;
+    in[0] = data;
+    in[1] = idx;
+    if (!nn__check(g, "nn_gather_rows", 2, in)) return nn__tensor(-1);
+    d = nn__n(g, data);
+    ix = nn__n(g, idx);
+    if (ix->dtype != NN_I32 || ix->shape.ndim != 1) {
+        char sa[128], sb[128];
+        nn__shape_str(&d->shape, sa, sizeof sa);
+        nn__shape_str(&ix->shape, sb, sizeof sb);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gather_rows: needs data [N, ...] and idx [B] int32, got %s %s and %s %s",
+                           sa, nn__dtype_name(d->dtype), sb, nn__dtype_name(ix->dtype));
+    }
+    s = d->shape;
+    s.dim[0] = ix->shape.dim[0];
+    return nn__op2(g, NN__OP_GATHER_ROWS, d->dtype, s, data.id, idx.id);
+}
+
+#define nn__plan_gather_rows nn__no_plan
+#define nn__grad_gather_rows_grad nn__grad_none
+#define nn__plan_gather_rows_grad nn__no_plan
+
+/* GATHER_ROWS_GRAD's inputs: idx, dy */
+static void nn__grad_gather_rows(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *d = &g->nodes[in[0]];
+    int64_t D = d->numel / d->shape.dim[0];
+    nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__node *gy = &g->nodes[in[1]];
+    nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *d = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_gather_rows k;
+    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.data = &d->buf;
+    k.idx = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.B = (int)n->shape.dim[0];
+    k.N = (int)d->shape.dim[0];
+    k.D = (int)(d->numel / d->shape.dim[0]);
+    return nn__kargs_gather_rows(l, &k);
+}
+
+static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, R = (int)n->shape.dim[0];
+    nn__launch *l = NULL;
+    nn__k_gather_rows_backward k;
+    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.idx = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.ddata = &n->buf;
+    k.B = (int)g->nodes[n->in[1]].shape.dim[0];
+    k.N = R;
+    k.D = N / R;
+    return nn__kargs_gather_rows_backward(l, &k);
+}
+
+/* ==== index_select: y [outer, K, inner] = x [outer, L, inner] at index [K] along dim
+   (torch.index_select; as bits, either dtype). INDEX_SELECT_GRAD: dx [outer, L, inner]
+   sums dy over the k with index[k] == j, in order of k; its inputs dy, index. ==== */
+
 NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
     nn_tensor in[2], t;
     nn_shape s;
@@ -18326,22 +18720,76 @@ NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor in
     return t;
 }
 
-/* index has x's number of dims, and is no larger than `other` outside dim (than x for
-   gather; for scatter_add also no larger than src in any dim) */
-static int nn__index_fits(nn_graph *g, const char *op, nn_tensor x, int dim, nn_tensor index, const nn_tensor *src) {
-    const nn_shape *xs = &nn__n(g, x)->shape, *is = &nn__n(g, index)->shape, *ss = src ? &nn__n(g, *src)->shape : NULL;
-    int d, ok = is->ndim == xs->ndim && (!ss || ss->ndim == xs->ndim);
-    for (d = 0; ok && d < xs->ndim; d++) ok = (d == dim || is->dim[d] <= xs->dim[d]) && (!ss || is->dim[d] <= ss->dim[d]);
-    if (!ok) {
-        char sx[128], si[128], sr[128];
-        nn__shape_str(xs, sx, sizeof sx);
-        nn__shape_str(is, si, sizeof si);
-        if (ss) nn__shape_str(ss, sr, sizeof sr);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s does not fit x %s%s%s along dim %d (same number of dims; index.size(d) <= x.size(d) for d != dim%s)",
-                    op, si, sx, ss ? " and src " : "", ss ? sr : "", dim, ss ? ", <= src.size(d) for every d" : "");
-    }
-    return ok;
+/* one loop for both directions (src/cpu/gather.c's nn__index_select, its grad flag) */
+#define nn__plan_index_select nn__no_plan
+#define nn__cpu_index_select_grad nn__cpu_index_select
+#define nn__grad_index_select_grad nn__grad_none
+#define nn__plan_index_select_grad nn__no_plan
+
+static void nn__grad_index_select(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op2(g, NN__OP_INDEX_SELECT_GRAD, NN_F32, g->nodes[a].shape, gy.id, b);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
 }
+
+static nn_result nn__cpu_index_select(nn_graph *g, nn__node *n) {
+    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
+    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
+    nn__gather_count(g, n, ix, L);
+    nn__index_select(n->buf.host, NN__F(n->in[0]), (const int32_t *)ix->buf.host, o, L, ix->numel, inner, grad);
+    return NN_OK;
+}
+
+static nn_result nn__launch_index_select(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__launch *l = NULL;
+    nn__k_index_select k;
+    nn_result r;
+    nn__gather_split(&g->nodes[n->in[0]].shape, n->a.gather.dim, &o, &L, &inner);
+    r = nn__launch_index_check(g, id, ix, L);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.idx = &ix->buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.L = (int)L;
+    k.K = (int)ix->numel;
+    k.inner = (int)inner;
+    return nn__kargs_index_select(l, &k);
+}
+
+static nn_result nn__launch_index_select_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__launch *l = NULL;
+    nn__k_index_select_backward k;
+    nn_result r;
+    nn__gather_split(&n->shape, n->a.gather.dim, &o, &L, &inner);
+    r = nn__launch_index_check(g, id, ix, L);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.idx = &ix->buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.L = (int)L;
+    k.K = (int)ix->numel;
+    k.inner = (int)inner;
+    return nn__kargs_index_select_backward(l, &k);
+}
+
+/* ==== gather: y [index's shape] = x at c with c[dim] = index[c] along dim (torch.gather; an
+   index out of range reads zero). Its gradient is scatter_add without a base. ==== */
 
 NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
     nn_tensor in[2], t;
@@ -18358,6 +18806,56 @@ NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
     }
     return t;
 }
+
+#define nn__plan_gather nn__no_plan
+
+/* d(gather)/dx: gy scattered back by the index (summed where indices repeat, in a fixed
+   order: a gather over the index's dim, no atomics) */
+static void nn__grad_gather(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__scatter_op(g, &n.a, g->nodes[a].shape, -1, b, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_gather(nn_graph *g, nn__node *n) {
+    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], xd[NN_MAX_DIMS];
+    nn__dims_of(&n->shape, yd);
+    nn__dims_of(&ix->shape, id);
+    nn__dims_of(&x->shape, xd);
+    nn__gather_count(g, n, ix, x->shape.dim[n->a.gather.dim]);
+    nn__gather_fwd(n->buf.host, x->buf.host, (const int32_t *)ix->buf.host, n->shape.ndim, n->a.gather.dim, yd, id, xd);
+    return NN_OK;
+}
+
+static nn_result nn__launch_gather(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int yd[8], idd[8], xd[8];
+    nn__launch *l = NULL;
+    nn__k_gather k;
+    nn_result r = nn__launch_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
+    nn__gather_dims8(&n->shape, yd);
+    nn__gather_dims8(&ix->shape, idd);
+    nn__gather_dims8(&x->shape, xd);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.idx = &ix->buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.ydims = yd;
+    k.idims = idd;
+    k.xdims = xd;
+    k.dim = n->a.gather.dim;
+    return nn__kargs_gather(l, &k);
+}
+
+/* ==== scatter_add: y [x's shape] = x plus src at c added at c[dim] = index[c] along dim
+   (torch.scatter_add); without a base (has_base 0, gather's gradient) zeros plus src.
+   Computed as a gather: each y element sums its sources in order of the index's dim, no
+   atomics. Its gradient is a gather of dy. ==== */
 
 NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src) {
     nn_tensor in[3], t;
@@ -18377,6 +18875,65 @@ NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor ind
     return t;
 }
 
+#define nn__plan_scatter_add nn__no_plan
+
+/* scatter_add: dx = dy; dsrc = dy gathered by the index (src's shape, zeros outside the
+   index's) */
+static void nn__grad_scatter_add(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int has_base = n.a.gather.has_base, index = n.in[has_base], src = n.in[has_base + 1];
+    nn_tensor t;
+    if (has_base && ga) nn__acc_grad(g, a, gy);
+    if (!g->nodes[src].needs_grad) return;
+    t = nn__op2(g, NN__OP_GATHER, NN_F32, g->nodes[src].shape, gy.id, index);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, src, t);
+    return;
+}
+
+static nn_result nn__cpu_scatter_add(nn_graph *g, nn__node *n) {
+    int hb = n->a.gather.has_base;
+    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
+    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], sd[NN_MAX_DIMS];
+    nn__dims_of(&n->shape, yd);
+    nn__dims_of(&ix->shape, id);
+    nn__dims_of(&src->shape, sd);
+    nn__gather_count(g, n, ix, n->shape.dim[n->a.gather.dim]);
+    nn__scatter_add_fwd(n->buf.host, hb ? NN__F(n->in[0]) : NULL, (const int32_t *)ix->buf.host, src->buf.host, n->shape.ndim,
+                        n->a.gather.dim, yd, id, sd);
+    return NN_OK;
+}
+
+static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int hb = n->a.gather.has_base;
+    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
+    int yd[8], idd[8], sd[8];
+    nn__launch *l = NULL;
+    nn__k_scatter_add k;
+    nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
+    nn__gather_dims8(&n->shape, yd);
+    nn__gather_dims8(&ix->shape, idd);
+    nn__gather_dims8(&src->shape, sd);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.base = hb ? &g->nodes[n->in[0]].buf : &g->one; /* unread when has_base is 0 */
+    k.idx = &ix->buf;
+    k.src = &src->buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.ydims = yd;
+    k.idims = idd;
+    k.sdims = sd;
+    k.dim = n->a.gather.dim;
+    k.has_base = hb;
+    return nn__kargs_scatter_add(l, &k);
+}
+
+/* ==== one_hot: y [..., C] float32 = 1 where c == labels [...] (torch.nn.functional.one_hot;
+   a label outside [0, C) gives a row of zeros and is counted) ==== */
+
 NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int num_classes) {
     nn_shape s;
     nn_tensor t;
@@ -18394,124 +18951,8 @@ NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int num_classes) {
     return t;
 }
 
-/* ---- autograd rules ---- */
-
-static void nn__grad_gather_rows(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
-    return;
-}
-
-static void nn__grad_index_select(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op2(g, NN__OP_INDEX_SELECT_GRAD, NN_F32, g->nodes[a].shape, gy.id, b);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-/* A scatter_add node: out [shape] = base (or zeros) + src scattered by index. */
-static nn_tensor nn__scatter_op(nn_graph *g, const nn__attr *at, nn_shape shape, int base, int index, int src) {
-    nn_tensor t = base >= 0 ? nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, shape, base, index, src)
-                            : nn__op2(g, NN__OP_SCATTER_ADD, NN_F32, shape, index, src);
-    if (t.id >= 0) {
-        g->nodes[t.id].a = *at;
-        g->nodes[t.id].a.gather.has_base = base >= 0;
-    }
-    return t;
-}
-
-/* d(gather)/dx: gy scattered back by the index (summed where indices repeat, in a fixed
-   order: a gather over the index's dim, no atomics) */
-static void nn__grad_gather(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__scatter_op(g, &n.a, g->nodes[a].shape, -1, b, gy.id));
-    return;
-}
-
-/* scatter_add: dx = dy; dsrc = dy gathered by the index (src's shape, zeros outside the
-   index's) */
-static void nn__grad_scatter_add(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    int has_base = n.a.gather.has_base, index = n.in[has_base], src = n.in[has_base + 1];
-    nn_tensor t;
-    if (has_base && ga) nn__acc_grad(g, a, gy);
-    if (!g->nodes[src].needs_grad) return;
-    t = nn__op2(g, NN__OP_GATHER, NN_F32, g->nodes[src].shape, gy.id, index);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, src, t);
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *d = &g->nodes[in[0]];
-    int64_t D = d->numel / d->shape.dim[0];
-    nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__node *gy = &g->nodes[in[1]];
-    nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
-    return NN_OK;
-}
-
-/* A checked op's index values outside [0, L), into its counter (the kernels' atomic_inc). */
-static void nn__gather_count(nn_graph *g, const nn__node *n, const nn__node *idx, int64_t L) {
-    int32_t *c;
-    int64_t bad;
-    if (!n->check) return;
-    bad = nn__count_outside((const int32_t *)idx->buf.host, idx->numel, L);
-    c = (int32_t *)g->checks.host + n->check_slot;
-    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
-}
-
-static nn_result nn__cpu_index_select(nn_graph *g, nn__node *n) {
-    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
-    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int64_t o, L, inner;
-    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
-    nn__gather_count(g, n, ix, L);
-    nn__index_select(n->buf.host, NN__F(n->in[0]), (const int32_t *)ix->buf.host, o, L, ix->numel, inner, grad);
-    return NN_OK;
-}
-
-/* dims of a node's shape, and the shapes of a gather's or scatter's operands */
-static void nn__dims_of(const nn_shape *s, int64_t *d) {
-    int k;
-    for (k = 0; k < s->ndim; k++) d[k] = s->dim[k];
-}
-
-static nn_result nn__cpu_gather(nn_graph *g, nn__node *n) {
-    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], xd[NN_MAX_DIMS];
-    nn__dims_of(&n->shape, yd);
-    nn__dims_of(&ix->shape, id);
-    nn__dims_of(&x->shape, xd);
-    nn__gather_count(g, n, ix, x->shape.dim[n->a.gather.dim]);
-    nn__gather_fwd(n->buf.host, x->buf.host, (const int32_t *)ix->buf.host, n->shape.ndim, n->a.gather.dim, yd, id, xd);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_scatter_add(nn_graph *g, nn__node *n) {
-    int hb = n->a.gather.has_base;
-    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
-    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], sd[NN_MAX_DIMS];
-    nn__dims_of(&n->shape, yd);
-    nn__dims_of(&ix->shape, id);
-    nn__dims_of(&src->shape, sd);
-    nn__gather_count(g, n, ix, n->shape.dim[n->a.gather.dim]);
-    nn__scatter_add_fwd(n->buf.host, hb ? NN__F(n->in[0]) : NULL, (const int32_t *)ix->buf.host, src->buf.host, n->shape.ndim,
-                        n->a.gather.dim, yd, id, sd);
-    return NN_OK;
-}
+#define nn__grad_one_hot nn__grad_none
+#define nn__plan_one_hot nn__no_plan
 
 static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
     int64_t C = n->shape.dim[n->shape.ndim - 1];
@@ -18520,105 +18961,20 @@ static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *d = &g->nodes[in[0]];
-    int B = (int)n->shape.dim[0], D = (int)(d->numel / d->shape.dim[0]);
-    r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiii", &d->buf, &g->nodes[in[1]].buf, y, B, (int)d->shape.dim[0], D);
-    return r;
-}
-
-static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int B = (int)g->nodes[in[1]].shape.dim[0], R = (int)n->shape.dim[0];
-    r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, B, R, N / R);
-    return r;
-}
-
-/* A checked op's count of index values outside [0, L) (a launch before its own). */
-static nn_result nn__launch_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
-    nn__launch *l = NULL;
-    nn_result r;
-    if (!g->nodes[id].check) return NN_OK;
-    r = nn__launch_kernel(g, id, "gather", "index_check", (size_t)idx->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "miimi", &idx->buf, (int)idx->numel, (int)L, &g->checks, g->nodes[id].check_slot);
-    return r;
-}
-
-static nn_result nn__launch_index_select(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
-    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int64_t o, L, inner;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
-    r = nn__launch_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", grad ? "index_select_backward" : "index_select", (size_t)n->numel, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiiii", &g->nodes[n->in[0]].buf, &ix->buf, &n->buf, (int)n->numel, (int)L, (int)ix->numel, (int)inner);
-    return r;
-}
-
-/* a shape's dims into an int8 argument, ones after them */
-static void nn__gather_dims8(const nn_shape *s, int *v) {
-    int d;
-    for (d = 0; d < 8; d++) v[d] = d < s->ndim ? (int)s->dim[d] : 1;
-}
-
-static nn_result nn__launch_gather(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int yd[8], idd[8], xd[8];
-    nn__launch *l = NULL;
-    nn_result r = nn__launch_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
-    nn__gather_dims8(&n->shape, yd);
-    nn__gather_dims8(&ix->shape, idd);
-    nn__gather_dims8(&x->shape, xd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi888i", &x->buf, &ix->buf, &n->buf, (int)n->numel, yd, idd, xd, n->a.gather.dim);
-    return r;
-}
-
-static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int hb = n->a.gather.has_base;
-    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
-    int yd[8], idd[8], sd[8];
-    nn__launch *l = NULL;
-    nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
-    nn__gather_dims8(&n->shape, yd);
-    nn__gather_dims8(&ix->shape, idd);
-    nn__gather_dims8(&src->shape, sd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmi888ii", hb ? &g->nodes[n->in[0]].buf : &g->one, &ix->buf, &src->buf, &n->buf, (int)n->numel, yd, idd,
-                     sd, n->a.gather.dim, hb);
-    return r;
-}
-
 static nn_result nn__launch_one_hot(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int C = (int)n->shape.dim[n->shape.ndim - 1];
     nn__launch *l = NULL;
+    nn__k_one_hot k;
     nn_result r = nn__launch_index_check(g, id, &g->nodes[n->in[0]], C);
     if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "one_hot", (size_t)n->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "mmii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, C);
-    return r;
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.labels = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.C = C;
+    return nn__kargs_one_hot(l, &k);
 }
 
 /* ======================================================================
