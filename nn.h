@@ -11402,6 +11402,238 @@ static const char *const nn__cl_src_pool[] = {
 "   work-item per output element. Backward: one work-item per input element, gathering over\n",
 "   the windows that cover it (no atomics, a fixed order). NC = N*C planes;\n",
 "   geo = (kh, kw, sh, sw, ph, pw, dh, dw), dh = dw = 1 for average pooling. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 7 \"kernels/pool.cl\"\n",
+"#line 1 \"kernels/pool_args.h\"\n",
+"/* kernels/pool.cl's kernel signatures (kernels/kargs.h says how to read them). Planes\n",
+"   NC = N*C of x [NC, H, W] and y [NC, OH, OW]; geo = (kh, kw, sh, sw, ph, pw, dh, dw). A\n",
+"   kernel's variant for CPU devices (_rows, _planes) takes the kernel's own signature. */\n",
+"#ifndef NN__POOL_ARGS_H\n",
+"#define NN__POOL_ARGS_H\n",
+"\n",
+"#define NN__KARGS_max_pool2d_forward(F, P) \\\n",
+"    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(max_pool2d_forward)\n",
+"#define NN__KARGS_max_pool2d_argmax(F, P) \\\n",
+"    F(in, x) P(iout, idx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(max_pool2d_argmax)\n",
+"#define NN__KARGS_max_pool2d_backward(F, P) \\\n",
+"    F(iin, idx) P(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(max_pool2d_backward)\n",
+"\n",
+"/* exclude_pad: count_include_pad = False; adaptive: PyTorch's adaptive bins */\n",
+"#define NN__KARGS_avg_pool2d_forward(F, P)                                                         \\\n",
+"    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \\\n",
+"    P(int, adaptive)\n",
+"NN__KSIG(avg_pool2d_forward)\n",
+"#define NN__KARGS_avg_pool2d_backward(F, P)                                                          \\\n",
+"    F(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \\\n",
+"    P(int, adaptive)\n",
+"NN__KSIG(avg_pool2d_backward)\n",
+"\n",
+"#endif\n",
+"#line 8 \"kernels/pool.cl\"\n",
 "\n",
 "/* The first maximum of output (oh, ow)'s window in window order (a NaN wins, as in\n",
 "   PyTorch), as an index ih*W + iw into the plane x, or -1 when the window holds padding\n",
@@ -11428,8 +11660,7 @@ static const char *const nn__cl_src_pool[] = {
 "}\n",
 "\n",
 "/* y [NC, OH, OW] = the maximum of each window */\n",
-"__kernel void max_pool2d_forward(__global const float *x, __global float *y, const int NC, const int H,\n",
-"                                 const int W, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void max_pool2d_forward(NN__KPARAMS(max_pool2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
@@ -11439,8 +11670,7 @@ static const char *const nn__cl_src_pool[] = {
 "}\n",
 "\n",
 "/* idx [NC, OH, OW] = each window's argmax, for the backward pass */\n",
-"__kernel void max_pool2d_argmax(__global const float *x, __global int *idx, const int NC, const int H,\n",
-"                                const int W, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void max_pool2d_argmax(NN__KPARAMS(max_pool2d_argmax)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
@@ -11458,9 +11688,7 @@ static const char *const nn__cl_src_pool[] = {
 "\n",
 "/* dx [NC, H, W]: each input element sums dy over the windows whose argmax it is, in\n",
 "   output order */\n",
-"__kernel void max_pool2d_backward(__global const int *idx, __global const float *dy, __global float *dx,\n",
-"                                  const int NC, const int H, const int W, const int OH, const int OW,\n",
-"                                  const int8 geo) {\n",
+"__kernel void max_pool2d_backward(NN__KPARAMS(max_pool2d_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * H * W) return;\n",
 "    int c = i / (H * W), p = i - c * (H * W), ih = p / W, iw = p - ih * W;\n",
@@ -11476,12 +11704,12 @@ static const char *const nn__cl_src_pool[] = {
 "    dx[i] = acc;\n",
 "}\n",
 "\n",
-"/* CPU devices run these variants of the three above (src/nn_ops.c picks them): one\n",
-"   work-item per output row or per plane, so the index arithmetic is paid per row. The\n",
+"/* Devices tuned as CPUs (dev.cpu_tuned) run these variants of the three above, with their\n",
+"   signatures (src/ops/pool.c's max pooling launches pick them): one work-item per output\n",
+"   row or per plane, so the index arithmetic is paid per row. The\n",
 "   plane-wise backward adds each output's gradient at its argmax in output order, the same\n",
 "   order as the gather above. */\n",
-"__kernel void max_pool2d_forward_rows(__global const float *x, __global float *y, const int NC, const int H,\n",
-"                                      const int W, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void max_pool2d_forward_rows(NN__KPARAMS(max_pool2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH) return;\n",
 "    int oh = i % OH, c = i / OH;\n",
@@ -11493,8 +11721,7 @@ static const char *const nn__cl_src_pool[] = {
 "    }\n",
 "}\n",
 "\n",
-"__kernel void max_pool2d_argmax_rows(__global const float *x, __global int *idx, const int NC, const int H,\n",
-"                                     const int W, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void max_pool2d_argmax_rows(NN__KPARAMS(max_pool2d_argmax)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH) return;\n",
 "    int oh = i % OH, c = i / OH;\n",
@@ -11503,9 +11730,7 @@ static const char *const nn__cl_src_pool[] = {
 "    for (int ow = 0; ow < OW; ow++) idx[(size_t)i * OW + ow] = max_window(xc, H, W, oh, ow, geo, &v);\n",
 "}\n",
 "\n",
-"__kernel void max_pool2d_backward_planes(__global const int *idx, __global const float *dy, __global float *dx,\n",
-"                                         const int NC, const int H, const int W, const int OH, const int OW,\n",
-"                                         const int8 geo) {\n",
+"__kernel void max_pool2d_backward_planes(NN__KPARAMS(max_pool2d_backward)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= NC) return;\n",
 "    __global float *xc = dx + (size_t)c * H * W;\n",
@@ -11547,9 +11772,7 @@ static const char *const nn__cl_src_pool[] = {
 "}\n",
 "\n",
 "/* y [NC, OH, OW] = the mean of each window */\n",
-"__kernel void avg_pool2d_forward(__global const float *x, __global float *y, const int NC, const int H,\n",
-"                                 const int W, const int OH, const int OW, const int8 geo,\n",
-"                                 const int exclude_pad, const int adaptive) {\n",
+"__kernel void avg_pool2d_forward(NN__KPARAMS(avg_pool2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
@@ -11576,9 +11799,7 @@ static const char *const nn__cl_src_pool[] = {
 "\n",
 "/* dx [NC, H, W]: each input element sums dy / divisor over the windows that hold it, in\n",
 "   output order */\n",
-"__kernel void avg_pool2d_backward(__global const float *dy, __global float *dx, const int NC, const int H,\n",
-"                                  const int W, const int OH, const int OW, const int8 geo,\n",
-"                                  const int exclude_pad, const int adaptive) {\n",
+"__kernel void avg_pool2d_backward(NN__KPARAMS(avg_pool2d_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * H * W) return;\n",
 "    int c = i / (H * W), p = i - c * (H * W), ih = p / W, iw = p - ih * W;\n",
@@ -15761,9 +15982,31 @@ NN__KSIG(one_hot)
 /* ======================================================================
    kernels/pool_args.h
    ====================================================================== */
-/* kernels/pool.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/pool.cl's kernel signatures (kernels/kargs.h says how to read them). Planes
+   NC = N*C of x [NC, H, W] and y [NC, OH, OW]; geo = (kh, kw, sh, sw, ph, pw, dh, dw). A
+   kernel's variant for CPU devices (_rows, _planes) takes the kernel's own signature. */
 #ifndef NN__POOL_ARGS_H
 #define NN__POOL_ARGS_H
+
+#define NN__KARGS_max_pool2d_forward(F, P) \
+    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(max_pool2d_forward)
+#define NN__KARGS_max_pool2d_argmax(F, P) \
+    F(in, x) P(iout, idx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(max_pool2d_argmax)
+#define NN__KARGS_max_pool2d_backward(F, P) \
+    F(iin, idx) P(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(max_pool2d_backward)
+
+/* exclude_pad: count_include_pad = False; adaptive: PyTorch's adaptive bins */
+#define NN__KARGS_avg_pool2d_forward(F, P)                                                         \
+    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \
+    P(int, adaptive)
+NN__KSIG(avg_pool2d_forward)
+#define NN__KARGS_avg_pool2d_backward(F, P)                                                          \
+    F(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \
+    P(int, adaptive)
+NN__KSIG(avg_pool2d_backward)
 
 #endif
 
@@ -20932,30 +21175,13 @@ static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
 /* ======================================================================
    src/ops/pool.c
    ====================================================================== */
-/* The pool ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The pool ops, one block each: builder (shape rule), registry aliases, autograd rule, CPU
+   body (its loop in src/cpu/pool.c) and kernel launch (kernels/pool.cl). Max and average
+   pooling over the planes of x [N, C, H, W] (1-D pooling: x [N, C, L] as H = 1), with
+   PyTorch's window rules; attributes in nn__pool_attr (src/ops/pool.h). */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_maxpool2d nn__cpu_pool2d
-#define nn__launch_maxpool2d nn__launch_pool2d
-#define nn__plan_maxpool2d nn__no_plan
-#define nn__cpu_maxpool2d_argmax nn__cpu_pool2d
-#define nn__launch_maxpool2d_argmax nn__launch_pool2d
-#define nn__grad_maxpool2d_argmax nn__grad_none
-#define nn__plan_maxpool2d_argmax nn__no_plan
-#define nn__cpu_maxpool2d_grad nn__cpu_pool2d
-#define nn__launch_maxpool2d_grad nn__launch_pool2d
-#define nn__grad_maxpool2d_grad nn__grad_none
-#define nn__plan_maxpool2d_grad nn__no_plan
-#define nn__cpu_avgpool2d nn__cpu_pool2d
-#define nn__launch_avgpool2d nn__launch_pool2d
-#define nn__plan_avgpool2d nn__no_plan
-#define nn__cpu_avgpool2d_grad nn__cpu_pool2d
-#define nn__launch_avgpool2d_grad nn__launch_pool2d
-#define nn__grad_avgpool2d_grad nn__grad_none
-#define nn__plan_avgpool2d_grad nn__no_plan
-
-/* ---- pooling ---- */
+/* ==== shared: the output size, the checks and the node of every pooling builder, and a
+   node's geometry for its loops and kernels ==== */
 
 /* PyTorch's pooling_output_shape: floor (or ceil) division, and in ceil mode a last window
    that would start in the right padding is dropped. Below 1: the window does not fit. */
@@ -21068,19 +21294,6 @@ static nn_tensor nn__pooling1d(nn_graph *g, const char *opname, int op, nn_tenso
     return nn__pooling_node(g, opname, op, x, 1, &at, d->ceil_mode != 0);
 }
 
-NN_API nn_tensor nn_max_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
-    return nn__pooling2d(g, "nn_max_pool2d", NN__OP_MAXPOOL2D, x, desc);
-}
-NN_API nn_tensor nn_avg_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
-    return nn__pooling2d(g, "nn_avg_pool2d", NN__OP_AVGPOOL2D, x, desc);
-}
-NN_API nn_tensor nn_max_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
-    return nn__pooling1d(g, "nn_max_pool1d", NN__OP_MAXPOOL2D, x, desc);
-}
-NN_API nn_tensor nn_avg_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
-    return nn__pooling1d(g, "nn_avg_pool1d", NN__OP_AVGPOOL2D, x, desc);
-}
-
 /* One window over the whole plane. */
 static nn_tensor nn__global_pool(nn_graph *g, const char *opname, int op, nn_tensor x) {
     nn__node *nx = nn__pool_input(g, opname, x, 2);
@@ -21092,8 +21305,175 @@ static nn_tensor nn__global_pool(nn_graph *g, const char *opname, int op, nn_ten
     at.dilation[0] = at.dilation[1] = 1;
     return nn__pooling_node(g, opname, op, x, 2, &at, 0);
 }
-NN_API nn_tensor nn_global_avg_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_avg_pool2d", NN__OP_AVGPOOL2D, x); }
+
+/* A pooling node's geometry: x is the input of the forward ops and the output of the
+   gradient ops, whose last input is dy. */
+static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p) {
+    int is_max = n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD;
+    if (n->op == NN__OP_MAXPOOL2D_GRAD || n->op == NN__OP_AVGPOOL2D_GRAD)
+        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, &n->a.pool);
+    else
+        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, &n->a.pool);
+}
+
+/* geo, the kernels' int8 = (kh, kw, sh, sw, ph, pw, dh, dw) */
+static void nn__pool_geo(const nn__pooling *p, int *geo) {
+    geo[0] = p->kh;
+    geo[1] = p->kw;
+    geo[2] = p->sh;
+    geo[3] = p->sw;
+    geo[4] = p->ph;
+    geo[5] = p->pw;
+    geo[6] = p->dh;
+    geo[7] = p->dw;
+}
+
+/* ==== max_pool2d: y [N, C, OH, OW] = the maximum of each window (kernel, stride, padding,
+   dilation, ceil mode: torch.nn.functional.max_pool2d, max_pool1d, and the global form).
+   Its gradient recomputes the windows' argmax (MAXPOOL2D_ARGMAX, idx [N, C, OH, OW] int32,
+   so inference keeps no indices) and sends dy there (MAXPOOL2D_GRAD: dx [N, C, H, W], in
+   output order). On devices tuned as CPUs the kernels run by rows or planes. ==== */
+
+NN_API nn_tensor nn_max_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
+    return nn__pooling2d(g, "nn_max_pool2d", NN__OP_MAXPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_max_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
+    return nn__pooling1d(g, "nn_max_pool1d", NN__OP_MAXPOOL2D, x, desc);
+}
 NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_max_pool2d", NN__OP_MAXPOOL2D, x); }
+
+#define nn__plan_maxpool2d nn__no_plan
+#define nn__grad_maxpool2d_argmax nn__grad_none
+#define nn__plan_maxpool2d_argmax nn__no_plan
+#define nn__grad_maxpool2d_grad nn__grad_none
+#define nn__plan_maxpool2d_grad nn__no_plan
+
+static void nn__grad_maxpool2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* dx gathers dy through the windows' argmax, which the backward pass recomputes so
+       inference graphs keep no indices */
+    t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
+    if (t.id < 0) return;
+    g->nodes[t.id].a = n.a;
+    t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static nn_result nn__cpu_maxpool2d(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__max_pool2d_forward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
+
+static nn_result nn__cpu_maxpool2d_argmax(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__max_pool2d_argmax(g->ctx->threads, &p, (int32_t *)n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
+
+/* inputs: idx, dy */
+static nn_result nn__cpu_maxpool2d_grad(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__max_pool2d_backward(g->ctx->threads, &p, n->buf.host, NN__I(n->in[0]), NN__F(n->in[1]));
+    return NN_OK;
+}
+
+/* One work-item per output element, or per output row on a device tuned as a CPU. */
+static nn_result nn__launch_maxpool2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int rows = g->ctx->dev.cpu_tuned;
+    nn__launch *l = NULL;
+    nn__k_max_pool2d_forward k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", rows ? "max_pool2d_forward_rows" : "max_pool2d_forward",
+                          rows ? (size_t)p.NC * p.OH : (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    return nn__kargs_max_pool2d_forward(l, &k);
+}
+
+static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int rows = g->ctx->dev.cpu_tuned;
+    nn__launch *l = NULL;
+    nn__k_max_pool2d_argmax k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", rows ? "max_pool2d_argmax_rows" : "max_pool2d_argmax",
+                          rows ? (size_t)p.NC * p.OH : (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.idx = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    return nn__kargs_max_pool2d_argmax(l, &k);
+}
+
+/* One work-item per input element, or per plane on a device tuned as a CPU. */
+static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int planes = g->ctx->dev.cpu_tuned;
+    nn__launch *l = NULL;
+    nn__k_max_pool2d_backward k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", planes ? "max_pool2d_backward_planes" : "max_pool2d_backward",
+                          planes ? (size_t)p.NC : (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.idx = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.dx = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    return nn__kargs_max_pool2d_backward(l, &k);
+}
+
+/* ==== avg_pool2d: y [N, C, OH, OW] = the mean of each window (count_include_pad unless
+   exclude_pad; torch.nn.functional.avg_pool2d, avg_pool1d, the global form, and
+   adaptive_avg_pool2d's bins). AVGPOOL2D_GRAD: dx [N, C, H, W] = dy / divisor summed over
+   the windows that hold each element, in output order. ==== */
+
+NN_API nn_tensor nn_avg_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
+    return nn__pooling2d(g, "nn_avg_pool2d", NN__OP_AVGPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_avg_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
+    return nn__pooling1d(g, "nn_avg_pool1d", NN__OP_AVGPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_global_avg_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_avg_pool2d", NN__OP_AVGPOOL2D, x); }
 
 NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow) {
     nn__node *nx = nn__pool_input(g, "nn_adaptive_avg_pool2d", x, 2);
@@ -21116,42 +21496,9 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
     return t;
 }
 
-
-static const char *nn__pool_kernel(int op) {
-    switch (op) {
-    case NN__OP_MAXPOOL2D: return "max_pool2d_forward";
-    case NN__OP_MAXPOOL2D_ARGMAX: return "max_pool2d_argmax";
-    case NN__OP_MAXPOOL2D_GRAD: return "max_pool2d_backward";
-    case NN__OP_AVGPOOL2D: return "avg_pool2d_forward";
-    default: return "avg_pool2d_backward";
-    }
-}
-
-/* A pooling node's geometry: x is the input of the forward ops and the output of the
-   gradient ops, whose last input is dy. */
-static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p) {
-    int is_max = n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD;
-    if (n->op == NN__OP_MAXPOOL2D_GRAD || n->op == NN__OP_AVGPOOL2D_GRAD)
-        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, &n->a.pool);
-    else
-        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, &n->a.pool);
-}
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_maxpool2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    /* dx gathers dy through the windows' argmax, which the backward
-                          pass recomputes so inference graphs keep no indices */
-    t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
-    if (t.id < 0) return;
-    g->nodes[t.id].a = n.a;
-    t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+#define nn__plan_avgpool2d nn__no_plan
+#define nn__grad_avgpool2d_grad nn__grad_none
+#define nn__plan_avgpool2d_grad nn__no_plan
 
 static void nn__grad_avgpool2d(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -21162,58 +21509,68 @@ static void nn__grad_avgpool2d(nn_graph *g, int id) {
     return;
 }
 
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_pool2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
+static nn_result nn__cpu_avgpool2d(nn_graph *g, nn__node *n) {
     nn__pooling p;
     nn__pooling_of(g, n, &p);
-    if (n->op == NN__OP_MAXPOOL2D) nn__max_pool2d_forward(g->ctx->threads, &p, y, NN__F(in[0]));
-    else if (n->op == NN__OP_MAXPOOL2D_ARGMAX) nn__max_pool2d_argmax(g->ctx->threads, &p, (int32_t *)y, NN__F(in[0]));
-    else if (n->op == NN__OP_MAXPOOL2D_GRAD) nn__max_pool2d_backward(g->ctx->threads, &p, y, NN__I(in[0]), NN__F(in[1]));
-    else if (n->op == NN__OP_AVGPOOL2D) nn__avg_pool2d_forward(g->ctx->threads, &p, y, NN__F(in[0]));
-    else nn__avg_pool2d_backward(g->ctx->threads, &p, y, NN__F(in[0]));
+    nn__avg_pool2d_forward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
     return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+static nn_result nn__cpu_avgpool2d_grad(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__avg_pool2d_backward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
 
-static nn_result nn__launch_pool2d(nn_graph *g, int id) {
-    nn_context *ctx = g->ctx;
+static nn_result nn__launch_avgpool2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    char kname[64];
-    /* one work-item per element of y */
+    nn__k_avg_pool2d_forward k;
     nn__pooling p;
     int geo[8];
+    nn_result r;
     nn__pooling_of(g, n, &p);
-    geo[0] = p.kh; /* kernel, stride, pad, dilation (h, w) */
-    geo[1] = p.kw;
-    geo[2] = p.sh;
-    geo[3] = p.sw;
-    geo[4] = p.ph;
-    geo[5] = p.pw;
-    geo[6] = p.dh;
-    geo[7] = p.dw;
-    if (ctx->dev.cpu_tuned && (n->op == NN__OP_MAXPOOL2D || n->op == NN__OP_MAXPOOL2D_ARGMAX ||
-                           n->op == NN__OP_MAXPOOL2D_GRAD)) { /* by rows / planes (see pool.cl) */
-        snprintf(kname, sizeof kname, "%s%s", nn__pool_kernel(n->op),
-                 n->op == NN__OP_MAXPOOL2D_GRAD ? "_planes" : "_rows");
-        r = nn__launch_kernel(g, id, "pool", kname, n->op == NN__OP_MAXPOOL2D_GRAD ? (size_t)p.NC : (size_t)p.NC * p.OH, &l);
-    } else
-        r = nn__launch_kernel(g, id, "pool", nn__pool_kernel(n->op), (size_t)N, &l);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", "avg_pool2d_forward", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
-    if (n->op == NN__OP_MAXPOOL2D_GRAD)
-        return nn__args(l, "mmmiiiii8", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);
-    if (n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD)
-        return nn__args(l, "mmiiiii8", &g->nodes[in[0]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);
-    return nn__args(l, "mmiiiii8ii", &g->nodes[in[0]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo, p.exclude_pad,
-                       p.adaptive);
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    k.exclude_pad = p.exclude_pad;
+    k.adaptive = p.adaptive;
+    return nn__kargs_avg_pool2d_forward(l, &k);
+}
+
+static nn_result nn__launch_avgpool2d_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_avg_pool2d_backward k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", "avg_pool2d_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    k.exclude_pad = p.exclude_pad;
+    k.adaptive = p.adaptive;
+    return nn__kargs_avg_pool2d_backward(l, &k);
 }
 
 /* ======================================================================
