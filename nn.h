@@ -1229,8 +1229,8 @@ typedef struct nn__loss_attr {
 /* ======================================================================
    src/ops/shape.h
    ====================================================================== */
-/* The shape family's typed attributes (a node's a.shape), read and written by src/ops/shape.c
-   and the CPU loops it calls. */
+/* The shape family's typed attributes (a node's a.shape), read and written by the files
+   of src/ops/shape/ and the CPU loops they call. */
 #ifndef NN__OPS_SHAPE_H
 #define NN__OPS_SHAPE_H
 #include <stdint.h>
@@ -12847,9 +12847,258 @@ static const char *const nn__cl_src_shape[] = {
 "   repeat, tril/triu, 2-D padding and upsampling. Twins of src/cpu/shape.c; one work-item\n",
 "   per output element, and every backward pass is a gather (each input element sums what\n",
 "   reads it), so no atomics. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 6 \"kernels/shape.cl\"\n",
+"#line 1 \"kernels/shape_args.h\"\n",
+"/* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). The copies\n",
+"   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike. */\n",
+"#ifndef NN__SHAPE_ARGS_H\n",
+"#define NN__SHAPE_ARGS_H\n",
+"\n",
+"/* dims: y's 6 dims (ones in front), xs: x's stride for each y dim */\n",
+"#define NN__KARGS_permute(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, dims) P(int8, xs)\n",
+"NN__KSIG(permute)\n",
+"/* flip: permute's geometry with signed strides, from x's element `base` */\n",
+"#define NN__KARGS_strided(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, dims) P(int8, xs) P(int, base)\n",
+"NN__KSIG(strided)\n",
+"\n",
+"/* one input x [outer, lx, inner] of y [outer, L, inner], at off along the axis */\n",
+"#define NN__KARGS_concat_part(F, P) \\\n",
+"    F(uin, x) P(uout, y) P(int, n) P(int, lx) P(int, L) P(int, off) P(int, inner)\n",
+"NN__KSIG(concat_part)\n",
+"/* y [outer, len, inner] from x [outer, L, inner] (grad: the reverse, zeros elsewhere) */\n",
+"#define NN__KARGS_slice(F, P) \\\n",
+"    F(uin, x) P(uout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)\n",
+"NN__KSIG(slice)\n",
+"\n",
+"/* 6 dims each, ones in front */\n",
+"#define NN__KARGS_repeat_forward(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, ydims) P(int8, xdims)\n",
+"NN__KSIG(repeat_forward)\n",
+"#define NN__KARGS_repeat_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, xdims) P(int8, reps)\n",
+"NN__KSIG(repeat_backward)\n",
+"\n",
+"/* x, y [..., R, C] */\n",
+"#define NN__KARGS_tril(F, P) \\\n",
+"    F(in, x) P(out, y) P(int, n) P(int, R) P(int, C) P(int, diagonal) P(int, upper)\n",
+"NN__KSIG(tril)\n",
+"\n",
+"/* geo = (H, W, OH, OW, top, left, reflect, -) */\n",
+"#define NN__KARGS_pad2d_forward(F, P) F(in, x) P(out, y) P(int, n) P(int8, geo)\n",
+"NN__KSIG(pad2d_forward)\n",
+"#define NN__KARGS_pad2d_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, geo)\n",
+"NN__KSIG(pad2d_backward)\n",
+"/* geo = (H, W, scale_h, scale_w, bilinear, -, -, -) */\n",
+"#define NN__KARGS_upsample2d_forward(F, P) F(in, x) P(out, y) P(int, n) P(int8, geo)\n",
+"NN__KSIG(upsample2d_forward)\n",
+"#define NN__KARGS_upsample2d_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, geo)\n",
+"NN__KSIG(upsample2d_backward)\n",
+"\n",
+"#endif\n",
+"#line 7 \"kernels/shape.cl\"\n",
 "\n",
 "/* y = x permuted: `dims` are y's dims (unused ones 1), `xs` x's stride for each y dim */\n",
-"__kernel void permute(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs) {\n",
+"__kernel void permute(NN__KPARAMS(permute)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int r = i, off = 0;\n",
@@ -12864,8 +13113,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* one input of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)\n",
 "   of the axis; one launch per input, so each is written once */\n",
-"__kernel void concat_part(__global const uint *x, __global uint *y, const int n, const int lx, const int L, const int off,\n",
-"                          const int inner) {\n",
+"__kernel void concat_part(NN__KPARAMS(concat_part)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner, j = (i / inner) % lx, o = i / (inner * lx);\n",
@@ -12874,8 +13122,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* forward: y [outer, len, inner] = x [outer, L, inner] at start + j * step, j < len;\n",
 "   backward (grad): y [outer, L, inner] = dy placed there, zeros elsewhere */\n",
-"__kernel void slice(__global const uint *x, __global uint *y, const int n, const int L, const int len,\n",
-"                    const int inner, const int start, const int grad, const int step) {\n",
+"__kernel void slice(NN__KPARAMS(slice)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner;\n",
@@ -12890,7 +13137,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* y = x read with signed strides from a base offset (flip): `dims` are y's dims (unused\n",
 "   ones 1), `xs` x's stride for each y dim */\n",
-"__kernel void strided(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs, const int base) {\n",
+"__kernel void strided(NN__KPARAMS(strided)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int r = i, off = base;\n",
@@ -12904,7 +13151,7 @@ static const char *const nn__cl_src_shape[] = {
 "}\n",
 "\n",
 "/* torch.Tensor.repeat: y [ydims] tiles x [xdims] (6 dims each, leading ones) */\n",
-"__kernel void repeat_forward(__global const uint *x, __global uint *y, const int n, const int8 ydims, const int8 xdims) {\n",
+"__kernel void repeat_forward(NN__KPARAMS(repeat_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int yd[8], xd[8];\n",
@@ -12920,7 +13167,7 @@ static const char *const nn__cl_src_shape[] = {
 "}\n",
 "\n",
 "/* dx [xdims] = the sum of dy [xdims * reps] over the tiles, in order of y (the CPU's) */\n",
-"__kernel void repeat_backward(__global const float *dy, __global float *dx, const int n, const int8 xdims, const int8 reps) {\n",
+"__kernel void repeat_backward(NN__KPARAMS(repeat_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int xd[8], rp[8], c[8];\n",
@@ -12947,8 +13194,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* torch.tril (upper 0: keeps j - i <= diagonal) / torch.triu (j - i >= diagonal) of each\n",
 "   [R, C] matrix; the rest zero */\n",
-"__kernel void tril(__global const float *x, __global float *y, const int n, const int R, const int C, const int diagonal,\n",
-"                   const int upper) {\n",
+"__kernel void tril(NN__KPARAMS(tril)) {\n",
 "    int k = get_global_id(0);\n",
 "    if (k >= n) return;\n",
 "    int j = k % C, i = (k / C) % R;\n",
@@ -12967,7 +13213,7 @@ static const char *const nn__cl_src_shape[] = {
 "}\n",
 "\n",
 "/* y [P, OH, OW] = x [P, H, W] padded; geo = (H, W, OH, OW, top, left, reflect, -) */\n",
-"__kernel void pad2d_forward(__global const float *x, __global float *y, const int n, const int8 geo) {\n",
+"__kernel void pad2d_forward(NN__KPARAMS(pad2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int ow = i % geo.s3, oh = (i / geo.s3) % geo.s2, p = i / (geo.s3 * geo.s2);\n",
@@ -12977,7 +13223,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* dx [P, H, W]: each input pixel sums the outputs that read it (at most 3 rows x 3 cols\n",
 "   under reflection: itself, its mirror before, its mirror after) */\n",
-"__kernel void pad2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {\n",
+"__kernel void pad2d_backward(NN__KPARAMS(pad2d_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int H = geo.s0, W = geo.s1, OH = geo.s2, OW = geo.s3;\n",
@@ -13015,7 +13261,7 @@ static const char *const nn__cl_src_shape[] = {
 "}\n",
 "\n",
 "/* y [P, H*sh, W*sw]; geo = (H, W, sh, sw, bilinear, -, -, -) */\n",
-"__kernel void upsample2d_forward(__global const float *x, __global float *y, const int n, const int8 geo) {\n",
+"__kernel void upsample2d_forward(NN__KPARAMS(upsample2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int H = geo.s0, W = geo.s1, OH = H * geo.s2, OW = W * geo.s3;\n",
@@ -13037,7 +13283,7 @@ static const char *const nn__cl_src_shape[] = {
 "   Bilinear: each output's four terms (h0, w0), (h0, w1), (h1, w0), (h1, w1) that land on\n",
 "   the pixel, one by one in that order, as cpu/shape.c scatters them and PyTorch does: a\n",
 "   term of weight 0 still carries a NaN or inf dy (0 * inf). */\n",
-"__kernel void upsample2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {\n",
+"__kernel void upsample2d_backward(NN__KPARAMS(upsample2d_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int H = geo.s0, W = geo.s1, sh = geo.s2, sw = geo.s3, OH = H * sh, OW = W * sw;\n",
@@ -15946,9 +16192,48 @@ NN__KSIG(one_hot)
 /* ======================================================================
    kernels/shape_args.h
    ====================================================================== */
-/* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). The copies
+   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike. */
 #ifndef NN__SHAPE_ARGS_H
 #define NN__SHAPE_ARGS_H
+
+/* dims: y's 6 dims (ones in front), xs: x's stride for each y dim */
+#define NN__KARGS_permute(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, dims) P(int8, xs)
+NN__KSIG(permute)
+/* flip: permute's geometry with signed strides, from x's element `base` */
+#define NN__KARGS_strided(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, dims) P(int8, xs) P(int, base)
+NN__KSIG(strided)
+
+/* one input x [outer, lx, inner] of y [outer, L, inner], at off along the axis */
+#define NN__KARGS_concat_part(F, P) \
+    F(uin, x) P(uout, y) P(int, n) P(int, lx) P(int, L) P(int, off) P(int, inner)
+NN__KSIG(concat_part)
+/* y [outer, len, inner] from x [outer, L, inner] (grad: the reverse, zeros elsewhere) */
+#define NN__KARGS_slice(F, P) \
+    F(uin, x) P(uout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)
+NN__KSIG(slice)
+
+/* 6 dims each, ones in front */
+#define NN__KARGS_repeat_forward(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, ydims) P(int8, xdims)
+NN__KSIG(repeat_forward)
+#define NN__KARGS_repeat_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, xdims) P(int8, reps)
+NN__KSIG(repeat_backward)
+
+/* x, y [..., R, C] */
+#define NN__KARGS_tril(F, P) \
+    F(in, x) P(out, y) P(int, n) P(int, R) P(int, C) P(int, diagonal) P(int, upper)
+NN__KSIG(tril)
+
+/* geo = (H, W, OH, OW, top, left, reflect, -) */
+#define NN__KARGS_pad2d_forward(F, P) F(in, x) P(out, y) P(int, n) P(int8, geo)
+NN__KSIG(pad2d_forward)
+#define NN__KARGS_pad2d_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, geo)
+NN__KSIG(pad2d_backward)
+/* geo = (H, W, scale_h, scale_w, bilinear, -, -, -) */
+#define NN__KARGS_upsample2d_forward(F, P) F(in, x) P(out, y) P(int, n) P(int8, geo)
+NN__KSIG(upsample2d_forward)
+#define NN__KARGS_upsample2d_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, geo)
+NN__KSIG(upsample2d_backward)
 
 #endif
 
@@ -19221,43 +19506,39 @@ static nn_result nn__launch_one_hot(nn_graph *g, int id) {
 }
 
 /* ======================================================================
-   src/ops/shape.c
+   src/ops/shape/view.c
    ====================================================================== */
-/* The shape ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The shape family's views and reorderings, one block each: builder (shape rule), registry
+   aliases, autograd rule, CPU body (its loop in src/cpu/shape.c) and kernel launch
+   (kernels/shape.cl). reshape and its forms, permute and its forms, flip. The family's
+   other ops: index.c (slice, concat, repeat, tril), pad.c (pad2d, upsample2d), constant.c
+   (arange, eye); their attributes in nn__shape_attr (src/ops/shape.h). */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_reshape nn__no_plan
-#define nn__plan_permute nn__no_plan
-#define nn__plan_concat nn__no_plan
-#define nn__plan_slice nn__no_plan
-#define nn__cpu_slice_grad nn__cpu_slice
-#define nn__launch_slice_grad nn__launch_slice
-#define nn__grad_slice_grad nn__grad_none
-#define nn__plan_slice_grad nn__no_plan
-#define nn__plan_flip nn__no_plan
-#define nn__plan_repeat nn__no_plan
-#define nn__cpu_repeat_grad nn__cpu_repeat
-#define nn__launch_repeat_grad nn__launch_repeat
-#define nn__grad_repeat_grad nn__grad_none
-#define nn__plan_repeat_grad nn__no_plan
-#define nn__plan_tril nn__no_plan
-#define nn__grad_const nn__grad_none
-#define nn__plan_const nn__no_plan
-#define nn__launch_pad2d nn__launch_pad_upsample
-#define nn__grad_pad2d nn__grad_pad_upsample
-#define nn__plan_pad2d nn__no_plan
-#define nn__cpu_pad2d_grad nn__cpu_pad2d
-#define nn__launch_pad2d_grad nn__launch_pad_upsample
-#define nn__grad_pad2d_grad nn__grad_none
-#define nn__plan_pad2d_grad nn__no_plan
-#define nn__launch_upsample2d nn__launch_pad_upsample
-#define nn__grad_upsample2d nn__grad_pad_upsample
-#define nn__plan_upsample2d nn__no_plan
-#define nn__cpu_upsample2d_grad nn__cpu_upsample2d
-#define nn__launch_upsample2d_grad nn__launch_pad_upsample
-#define nn__grad_upsample2d_grad nn__grad_none
-#define nn__plan_upsample2d_grad nn__no_plan
+/* ==== shared by the shape family's files: an axis argument, dims as an int8 argument ==== */
+
+/* An axis in [0, ndim), a negative one counted from the end; -1 (and a failed op) if out
+   of range. */
+static int nn__axis(nn_graph *g, const char *op, nn_tensor x, int axis) {
+    int nd = nn__n(g, x)->shape.ndim;
+    if (axis < 0) axis += nd;
+    if (axis < 0 || axis >= nd) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: axis out of range for x %s", op, sx);
+        return -1;
+    }
+    return axis;
+}
+
+/* six dims into an int8 argument (the last two unused) */
+static void nn__dims8(const int64_t *dims, int nd, int fill, int *v) {
+    int d;
+    for (d = 0; d < 8; d++) v[d] = d < nd ? (int)dims[d] : fill;
+}
+
+/* ==== reshape: y [shape] = x [any shape of the same numel], in x's own storage (a view,
+   NN__OPF_VIEW; a copy only of a parameter, whose storage is its own). flatten [N, rest],
+   squeeze and unsqueeze are reshapes. Its gradient is dy reshaped back. ==== */
 
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
     char a[128], b[128];
@@ -19276,19 +19557,70 @@ NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x) {
     return nn_reshape(g, x, nn_shape2(nn__n(g, x)->shape.dim[0], nn__n(g, x)->numel / nn__n(g, x)->shape.dim[0]));
 }
 
-/* An axis in [0, ndim), a negative one counted from the end; -1 (and a failed op) if out
-   of range. */
-static int nn__axis(nn_graph *g, const char *op, nn_tensor x, int axis) {
-    int nd = nn__n(g, x)->shape.ndim;
-    if (axis < 0) axis += nd;
-    if (axis < 0 || axis >= nd) {
-        char sx[128];
-        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: axis out of range for x %s", op, sx);
-        return -1;
-    }
-    return axis;
+NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim) {
+    nn_shape s;
+    int d;
+    if (!nn__check0(g, "nn_squeeze", 1, &x)) return nn__tensor(-1);
+    if (nn__n(g, x)->shape.ndim == 0 && (dim == 0 || dim == -1)) return x; /* torch.squeeze of a scalar */
+    if ((dim = nn__axis(g, "nn_squeeze", x, dim)) < 0) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    if (s.dim[dim] != 1) return x; /* torch.squeeze: a dim that is not 1 stays */
+    for (d = dim; d < s.ndim - 1; d++) s.dim[d] = s.dim[d + 1];
+    s.dim[--s.ndim] = 0;
+    return nn_reshape(g, x, s);
 }
+
+NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim) {
+    nn_shape s;
+    int d, nd;
+    if (!nn__check0(g, "nn_unsqueeze", 1, &x)) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    nd = s.ndim;
+    if (dim < -(nd + 1) || dim > nd || nd == NN_MAX_DIMS) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_unsqueeze: dim %d out of range [%d, %d] for x %s (at most %d dims)", dim,
+                           -(nd + 1), nd, sx, NN_MAX_DIMS);
+    }
+    if (dim < 0) dim += nd + 1;
+    for (d = nd; d > dim; d--) s.dim[d] = s.dim[d - 1];
+    s.dim[dim] = 1;
+    s.ndim++;
+    return nn_reshape(g, x, s);
+}
+
+#define nn__plan_reshape nn__no_plan
+
+static void nn__grad_reshape(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
+    if (n->storage != NN__ST_VIEW) memcpy(n->buf.host, NN__F(n->in[0]), (size_t)n->numel * 4); /* a parameter's copy */
+    return NN_OK;
+}
+
+static nn_result nn__launch_reshape(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_copy k;
+    nn_result r;
+    if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
+    r = nn__launch_kernel(g, id, "elementwise", "copy", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_copy(l, &k);
+}
+
+/* ==== permute: y [x.dim[perm[0]], ..., x.dim[perm[nd - 1]]] = x with its dims reordered
+   (torch.permute); transpose swaps two dims, and pixel_shuffle [N, C*r*r, H, W] ->
+   [N, C, H*r, W*r] is a reshape, a permute and a reshape. Its gradient is dy permuted by
+   the inverse permutation. ==== */
 
 NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *perm) {
     nn_shape s;
@@ -19323,6 +19655,306 @@ NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1) {
     perm[dim1] = t;
     return nn_permute(g, x, perm);
 }
+
+NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
+    static const int perm[6] = {0, 1, 4, 2, 5, 3};
+    nn_shape s;
+    int64_t C;
+    if (!nn__check(g, "nn_pixel_shuffle", 1, &x)) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    if (s.ndim != 4 || r < 1 || s.dim[1] % ((int64_t)r * r)) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pixel_shuffle: x %s must be [N, C*r*r, H, W] for r = %d", sx, r);
+    }
+    C = s.dim[1] / ((int64_t)r * r);
+    /* [N, C, r, r, H, W] -> [N, C, H, r, W, r] -> [N, C, H*r, W*r] */
+    {
+        nn_shape s6 = nn_shape4(s.dim[0], C, r, r);
+        s6.ndim = 6;
+        s6.dim[4] = s.dim[2];
+        s6.dim[5] = s.dim[3];
+        x = nn_reshape(g, x, s6);
+    }
+    return nn_reshape(g, nn_permute(g, x, perm), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
+}
+
+#define nn__plan_permute nn__no_plan
+
+static void nn__grad_permute(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int inv[NN_MAX_DIMS], d;
+    for (d = 0; d < n.shape.ndim; d++) inv[n.a.shape.perm[d]] = d;
+    nn__acc_grad(g, a, nn_permute(g, gy, inv));
+    return;
+}
+
+/* permute geometry: y's dims and, for each, x's stride (padded to 6 dims in front) */
+static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dims, int64_t *xstride) {
+    int64_t st[NN_MAX_DIMS];
+    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
+    st[nd - 1] = 1;
+    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * xs->dim[d + 1];
+    for (d = 0; d < NN_MAX_DIMS; d++) {
+        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
+        xstride[d] = d < pad ? 0 : st[n->a.shape.perm[d - pad]];
+    }
+}
+
+static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
+    nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
+    nn__permute_forward(y, NN__F(in[0]), NN_MAX_DIMS, dims, xs);
+    return NN_OK;
+}
+
+static nn_result nn__launch_permute(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_permute k;
+    nn_result r;
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
+    int vd[8], vs[8], d;
+    nn__permute_geom(n, &g->nodes[n->in[0]].shape, dims, xs);
+    for (d = 0; d < 8; d++) {
+        vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
+        vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
+    }
+    r = nn__launch_kernel(g, id, "shape", "permute", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.dims = vd;
+    k.xs = vs;
+    return nn__kargs_permute(l, &k);
+}
+
+/* ==== flip: y [x's shape] = x reversed along dims (torch.flip): a permute's loop and
+   kernel (strided) with negative strides. Its gradient is dy flipped alike. ==== */
+
+NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims) {
+    int k, d, mask = 0;
+    nn_tensor t;
+    if (!nn__check(g, "nn_flip", 1, &x)) return nn__tensor(-1);
+    if (n_dims < 0 || n_dims > NN_MAX_DIMS || (n_dims > 0 && !dims))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: needs 0 to %d dims, not %d%s", NN_MAX_DIMS, n_dims,
+                           n_dims > 0 && !dims ? " (dims is NULL)" : "");
+    for (k = 0; k < n_dims; k++) {
+        if ((d = nn__axis(g, "nn_flip", x, dims[k])) < 0) return nn__tensor(-1);
+        if ((mask >> d) & 1) {
+            char sx[128];
+            nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: dim %d appears twice for x %s", dims[k], sx);
+        }
+        mask |= 1 << d;
+    }
+    for (d = 0; d < nn__n(g, x)->shape.ndim; d++) /* a dim of one element reads the same either way */
+        if (nn__n(g, x)->shape.dim[d] == 1) mask &= ~(1 << d);
+    if (!mask) return x;
+    t = nn__op1(g, NN__OP_FLIP, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) g->nodes[t.id].a.shape.flip = mask;
+    return t;
+}
+
+#define nn__plan_flip nn__no_plan
+
+static void nn__grad_flip(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_FLIP, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* flip geometry: y's dims and x's signed stride for each (6 dims, ones in front), and the
+   offset in x of y's first element */
+static int64_t nn__flip_geom(const nn__node *n, int64_t *dims, int64_t *xstride) {
+    int64_t st = 1, base = 0;
+    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
+    for (d = NN_MAX_DIMS - 1; d >= 0; d--) {
+        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
+        xstride[d] = d < pad ? 0 : st;
+        if (d >= pad && ((n->a.shape.flip >> (d - pad)) & 1)) {
+            base += (dims[d] - 1) * st;
+            xstride[d] = -st;
+        }
+        st *= dims[d];
+    }
+    return base;
+}
+
+static nn_result nn__cpu_flip(nn_graph *g, nn__node *n) {
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
+    nn__permute_forward(n->buf.host, NN__F(n->in[0]) + base, NN_MAX_DIMS, dims, xs);
+    return NN_OK;
+}
+
+static nn_result nn__launch_flip(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
+    int vd[8], vs[8];
+    nn__launch *l = NULL;
+    nn__k_strided k;
+    nn_result r;
+    nn__dims8(dims, NN_MAX_DIMS, 1, vd);
+    nn__dims8(xs, NN_MAX_DIMS, 0, vs);
+    r = nn__launch_kernel(g, id, "shape", "strided", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.dims = vd;
+    k.xs = vs;
+    k.base = (int)base;
+    return nn__kargs_strided(l, &k);
+}
+
+/* ======================================================================
+   src/ops/shape/index.c
+   ====================================================================== */
+/* The shape family's ops that pick elements by index along axes, one block each: builder
+   (shape rule), registry aliases, autograd rule, CPU body (its loop in src/cpu/shape.c)
+   and kernel launch (kernels/shape.cl). slice (and split), concat (and stack), repeat,
+   tril/triu. The family's shared helpers are in view.c. */
+
+/* ==== shared: a shape seen along one axis, [outer, len, inner] ==== */
+
+/* A shape seen along axis: [outer, len, inner]. */
+static void nn__axis_split(const nn_shape *s, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
+    int d;
+    *outer = *inner = 1;
+    for (d = 0; d < axis; d++) *outer *= s->dim[d];
+    for (d = axis + 1; d < s->ndim; d++) *inner *= s->dim[d];
+    *len = s->dim[axis];
+}
+
+/* ==== slice: y [..., len, ...] = x [..., L, ...] at start, start + step, ... along axis
+   (torch.narrow, x[..., start::step] with a length); split cuts x into slices. SLICE_GRAD:
+   dx [..., L, ...] = dy put back at those indices, zeros elsewhere; one loop and one
+   kernel serve both directions (their grad flag). ==== */
+
+/* A SLICE or SLICE_GRAD node (also concat's gradient) */
+static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start, int64_t step) {
+    nn_tensor t = nn__op1(g, op, g->nodes[src].dtype, s, src);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.shape.axis = axis;
+        g->nodes[t.id].a.shape.start = (int)start;
+        g->nodes[t.id].a.shape.step = (int)step;
+    }
+    return t;
+}
+
+static nn_tensor nn__slice_checked(nn_graph *g, const char *op, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
+    nn_shape s;
+    if (!nn__check(g, op, 1, &x)) return nn__tensor(-1);
+    if ((axis = nn__axis(g, op, x, axis)) < 0) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    /* no start + (len - 1) * step: it can overflow */
+    if (step < 1 || start < 0 || len < 1 || start >= s.dim[axis] || (len - 1) > (s.dim[axis] - 1 - start) / step) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: start %lld, length %lld, step %lld is outside dim %d of x %s", op,
+                           (long long)start, (long long)len, (long long)step, axis, sx);
+    }
+    s.dim[axis] = len;
+    if (len == 1) step = 1; /* one index: any step reads the same */
+    return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start, step);
+}
+
+NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len) {
+    return nn__slice_checked(g, "nn_slice", x, axis, start, len, 1);
+}
+
+NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
+    return nn__slice_checked(g, "nn_slice_step", x, axis, start, len, step);
+}
+
+NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out) {
+    int64_t start = 0, total = 0;
+    int k;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!sizes || !out || n < 1) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
+        return g->status;
+    }
+    if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0) {
+        int64_t dim = nn__n(g, x)->shape.dim[axis];
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        for (k = 0; k < n && g->status == NN_OK; k++) { /* each in 1..dim: the total cannot overflow */
+            if (sizes[k] < 1 || sizes[k] > dim)
+                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, axis %d of x %s",
+                            (long long)sizes[k], k, (long long)dim, axis, sx);
+            else
+                total += sizes[k];
+        }
+        if (g->status == NN_OK && total != dim)
+            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, axis %d of x %s is %lld", (long long)total, axis, sx,
+                        (long long)dim);
+    }
+    for (k = 0; k < n; k++) {
+        out[k] = g->status == NN_OK ? nn_slice(g, x, axis, start, sizes[k]) : nn__tensor(-1);
+        if (g->status == NN_OK) start += sizes[k]; /* checked sizes only: no overflow */
+    }
+    return g->status;
+}
+
+#define nn__plan_slice nn__no_plan
+#define nn__cpu_slice_grad nn__cpu_slice
+#define nn__launch_slice_grad nn__launch_slice
+#define nn__grad_slice_grad nn__grad_none
+#define nn__plan_slice_grad nn__no_plan
+
+static void nn__grad_slice(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.a.shape.axis, n.a.shape.start, n.a.shape.step));
+    return;
+}
+
+static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int grad = n->op == NN__OP_SLICE_GRAD;
+    int64_t o, L, inner, len;
+    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
+    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
+    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
+    return NN_OK;
+}
+
+static nn_result nn__launch_slice(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    nn__launch *l = NULL;
+    nn__k_slice k;
+    nn_result r;
+    int grad = n->op == NN__OP_SLICE_GRAD;
+    int64_t o, L, inner, len;
+    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
+    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
+    r = nn__launch_kernel(g, id, "shape", "slice", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.L = (int)L;
+    k.len = (int)len;
+    k.inner = (int)inner;
+    k.start = n->a.shape.start;
+    k.grad = grad;
+    k.step = n->a.shape.step;
+    return nn__kargs_slice(l, &k);
+}
+
+/* ==== concat: y [..., L_0 + L_1 + ..., ...] = the xs [..., L_k, ...] joined along axis
+   (torch.cat); stack joins them along a new dim. Its gradient is a slice of dy per
+   input. ==== */
 
 /* One CONCAT node of k <= NN__MAX_IN inputs, checked by nn_concat. */
 static nn_tensor nn__concat_node(nn_graph *g, const nn_tensor *xs, int k, int axis) {
@@ -19393,96 +20025,62 @@ NN_API nn_tensor nn_stack(nn_graph *g, const nn_tensor *xs, int n, int dim) {
     return nn_concat(g, u, n, dim);
 }
 
-NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim) {
-    nn_shape s;
-    int d;
-    if (!nn__check0(g, "nn_squeeze", 1, &x)) return nn__tensor(-1);
-    if (nn__n(g, x)->shape.ndim == 0 && (dim == 0 || dim == -1)) return x; /* torch.squeeze of a scalar */
-    if ((dim = nn__axis(g, "nn_squeeze", x, dim)) < 0) return nn__tensor(-1);
-    s = nn__n(g, x)->shape;
-    if (s.dim[dim] != 1) return x; /* torch.squeeze: a dim that is not 1 stays */
-    for (d = dim; d < s.ndim - 1; d++) s.dim[d] = s.dim[d + 1];
-    s.dim[--s.ndim] = 0;
-    return nn_reshape(g, x, s);
-}
+#define nn__plan_concat nn__no_plan
 
-NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim) {
-    nn_shape s;
-    int d, nd;
-    if (!nn__check0(g, "nn_unsqueeze", 1, &x)) return nn__tensor(-1);
-    s = nn__n(g, x)->shape;
-    nd = s.ndim;
-    if (dim < -(nd + 1) || dim > nd || nd == NN_MAX_DIMS) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_unsqueeze: dim %d out of range [%d, %d] for x %s (at most %d dims)", dim,
-                           -(nd + 1), nd, sx, NN_MAX_DIMS);
+static void nn__grad_concat(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int ax = n.a.shape.axis, k;
+    int64_t off = 0;
+    for (k = 0; k < n.n_in; k++) {
+        int x = n.in[k];
+        if (g->nodes[x].needs_grad) nn__acc_grad(g, x, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[x].shape, ax, off, 1));
+        off += g->nodes[x].shape.dim[ax];
     }
-    if (dim < 0) dim += nd + 1;
-    for (d = nd; d > dim; d--) s.dim[d] = s.dim[d - 1];
-    s.dim[dim] = 1;
-    s.ndim++;
-    return nn_reshape(g, x, s);
+    return;
 }
 
-static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start, int64_t step) {
-    nn_tensor t = nn__op1(g, op, g->nodes[src].dtype, s, src);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.shape.axis = axis;
-        g->nodes[t.id].a.shape.start = (int)start;
-        g->nodes[t.id].a.shape.step = (int)step;
+static nn_result nn__cpu_concat(nn_graph *g, nn__node *n) {
+    int64_t o, L, inner, off = 0;
+    int k;
+    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
+    for (k = 0; k < n->n_in; k++) {
+        int64_t lx = g->nodes[n->in[k]].shape.dim[n->a.shape.axis];
+        nn__concat_part(n->buf.host, NN__F(n->in[k]), o, lx, L, off, inner);
+        off += lx;
     }
-    return t;
+    return NN_OK;
 }
 
-static nn_tensor nn__slice_checked(nn_graph *g, const char *op, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
-    nn_shape s;
-    if (!nn__check(g, op, 1, &x)) return nn__tensor(-1);
-    if ((axis = nn__axis(g, op, x, axis)) < 0) return nn__tensor(-1);
-    s = nn__n(g, x)->shape;
-    /* no start + (len - 1) * step: it can overflow */
-    if (step < 1 || start < 0 || len < 1 || start >= s.dim[axis] || (len - 1) > (s.dim[axis] - 1 - start) / step) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "%s: start %lld, length %lld, step %lld is outside dim %d of x %s", op,
-                           (long long)start, (long long)len, (long long)step, axis, sx);
+static nn_result nn__launch_concat(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_concat_part k;
+    nn_result r = NN_OK;
+    int64_t o, L, inner, off = 0;
+    int j;
+    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
+    for (j = 0; j < n->n_in && r == NN_OK; j++) { /* one launch per input: each written once */
+        const nn__node *x = &g->nodes[n->in[j]];
+        int64_t lx = x->shape.dim[n->a.shape.axis];
+        r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)x->numel, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.x = &x->buf;
+        k.y = &n->buf;
+        k.n = (int)x->numel;
+        k.lx = (int)lx;
+        k.L = (int)L;
+        k.off = (int)off;
+        k.inner = (int)inner;
+        r = nn__kargs_concat_part(l, &k);
+        off += lx;
     }
-    s.dim[axis] = len;
-    if (len == 1) step = 1; /* one index: any step reads the same */
-    return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start, step);
+    return r;
 }
 
-NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len) {
-    return nn__slice_checked(g, "nn_slice", x, axis, start, len, 1);
-}
-
-NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
-    return nn__slice_checked(g, "nn_slice_step", x, axis, start, len, step);
-}
-
-NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims) {
-    int k, d, mask = 0;
-    nn_tensor t;
-    if (!nn__check(g, "nn_flip", 1, &x)) return nn__tensor(-1);
-    if (n_dims < 0 || n_dims > NN_MAX_DIMS || (n_dims > 0 && !dims))
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: needs 0 to %d dims, not %d%s", NN_MAX_DIMS, n_dims,
-                           n_dims > 0 && !dims ? " (dims is NULL)" : "");
-    for (k = 0; k < n_dims; k++) {
-        if ((d = nn__axis(g, "nn_flip", x, dims[k])) < 0) return nn__tensor(-1);
-        if ((mask >> d) & 1) {
-            char sx[128];
-            nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: dim %d appears twice for x %s", dims[k], sx);
-        }
-        mask |= 1 << d;
-    }
-    for (d = 0; d < nn__n(g, x)->shape.ndim; d++) /* a dim of one element reads the same either way */
-        if (nn__n(g, x)->shape.dim[d] == 1) mask &= ~(1 << d);
-    if (!mask) return x;
-    t = nn__op1(g, NN__OP_FLIP, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id);
-    if (t.id >= 0) g->nodes[t.id].a.shape.flip = mask;
-    return t;
-}
+/* ==== repeat: y [x.dim[d] * repeats[d]] tiles x (torch.Tensor.repeat; more repeats than
+   x's dims put ones in front of x's). REPEAT_GRAD: dx [x's shape] sums dy over the tiles,
+   in order of y; one CPU loop serves both (its grad flag), each has a kernel. ==== */
 
 NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int n) {
     nn_shape s, xs;
@@ -19511,6 +20109,91 @@ NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int
     return nn__op1(g, NN__OP_REPEAT, nn__n(g, x)->dtype, s, x.id); /* the repeats: its dims over x's */
 }
 
+#define nn__plan_repeat nn__no_plan
+#define nn__cpu_repeat_grad nn__cpu_repeat
+#define nn__grad_repeat_grad nn__grad_none
+#define nn__plan_repeat_grad nn__no_plan
+
+static void nn__grad_repeat(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_REPEAT_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* repeat geometry: the output's dims and x's, x padded with leading ones (REPEAT_GRAD:
+   the forward's, from its own shape and its input's) */
+static int nn__repeat_geom(nn_graph *g, const nn__node *n, int64_t *ydims, int64_t *xdims) {
+    const nn_shape *ys = n->op == NN__OP_REPEAT ? &n->shape : &g->nodes[n->in[0]].shape;
+    const nn_shape *xs = n->op == NN__OP_REPEAT ? &g->nodes[n->in[0]].shape : &n->shape;
+    int d, pad = ys->ndim - xs->ndim;
+    for (d = 0; d < ys->ndim; d++) {
+        ydims[d] = ys->dim[d];
+        xdims[d] = d < pad ? 1 : xs->dim[d - pad];
+    }
+    return ys->ndim;
+}
+
+static nn_result nn__cpu_repeat(nn_graph *g, nn__node *n) {
+    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
+    int nd = nn__repeat_geom(g, n, yd, xd);
+    nn__repeat(n->buf.host, NN__F(n->in[0]), nd, yd, xd, n->op == NN__OP_REPEAT_GRAD);
+    return NN_OK;
+}
+
+/* a repeat's nd dims as the kernels' six, ones in front, in an int8 argument */
+static void nn__repeat_dims8(const int64_t *dims, int nd, int *v) {
+    int64_t d6[NN_MAX_DIMS];
+    int d, pad = NN_MAX_DIMS - nd;
+    for (d = 0; d < NN_MAX_DIMS; d++) d6[d] = d < pad ? 1 : dims[d - pad];
+    nn__dims8(d6, NN_MAX_DIMS, 1, v);
+}
+
+static nn_result nn__launch_repeat(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
+    int nd = nn__repeat_geom(g, n, yd, xd), vy[8], vx[8];
+    nn__launch *l = NULL;
+    nn__k_repeat_forward k;
+    nn_result r;
+    nn__repeat_dims8(yd, nd, vy);
+    nn__repeat_dims8(xd, nd, vx);
+    r = nn__launch_kernel(g, id, "shape", "repeat_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.ydims = vy;
+    k.xdims = vx;
+    return nn__kargs_repeat_forward(l, &k);
+}
+
+static nn_result nn__launch_repeat_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], reps[NN_MAX_DIMS];
+    int nd = nn__repeat_geom(g, n, yd, xd), vx[8], vr[8], d;
+    nn__launch *l = NULL;
+    nn__k_repeat_backward k;
+    nn_result r;
+    for (d = 0; d < nd; d++) reps[d] = yd[d] / xd[d];
+    nn__repeat_dims8(xd, nd, vx);
+    nn__repeat_dims8(reps, nd, vr);
+    r = nn__launch_kernel(g, id, "shape", "repeat_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.xdims = vx;
+    k.reps = vr;
+    return nn__kargs_repeat_backward(l, &k);
+}
+
+/* ==== tril: y [..., R, C] = x with the elements above (tril) or below (triu) the
+   diagonal zeroed (torch.tril, torch.triu; float32). Its gradient is dy masked alike. ==== */
+
 static nn_tensor nn__tri(nn_graph *g, const char *op, nn_tensor x, int diagonal, int upper) {
     nn_tensor t;
     if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
@@ -19528,7 +20211,278 @@ static nn_tensor nn__tri(nn_graph *g, const char *op, nn_tensor x, int diagonal,
 }
 
 NN_API nn_tensor nn_tril(nn_graph *g, nn_tensor x, int diagonal) { return nn__tri(g, "nn_tril", x, diagonal, 0); }
+
 NN_API nn_tensor nn_triu(nn_graph *g, nn_tensor x, int diagonal) { return nn__tri(g, "nn_triu", x, diagonal, 1); }
+
+#define nn__plan_tril nn__no_plan
+
+static void nn__grad_tril(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_TRIL, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static nn_result nn__cpu_tril(nn_graph *g, nn__node *n) {
+    int nd = n->shape.ndim;
+    int64_t R = n->shape.dim[nd - 2], C = n->shape.dim[nd - 1];
+    nn__tril(n->buf.host, NN__F(n->in[0]), n->numel / (R * C), R, C, n->a.shape.diagonal, n->a.shape.upper);
+    return NN_OK;
+}
+
+static nn_result nn__launch_tril(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int nd = n->shape.ndim;
+    nn__launch *l = NULL;
+    nn__k_tril k;
+    nn_result r = nn__launch_kernel(g, id, "shape", "tril", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.R = (int)n->shape.dim[nd - 2];
+    k.C = (int)n->shape.dim[nd - 1];
+    k.diagonal = n->a.shape.diagonal;
+    k.upper = n->a.shape.upper;
+    return nn__kargs_tril(l, &k);
+}
+
+/* ======================================================================
+   src/ops/shape/pad.c
+   ====================================================================== */
+/* The shape family's ops on the last two dims as planes, one block each: builder (shape
+   rule), registry aliases, autograd rule, CPU body (its loop in src/cpu/shape.c) and
+   kernel launch (kernels/shape.cl). pad2d and upsample2d; x [..., H, W] is P = numel /
+   (H*W) planes. */
+
+/* ==== pad2d: y [..., top + H + bottom, left + W + right] = x [..., H, W] padded with
+   zeros or by reflection (torch.nn.functional.pad on the last two dims, "constant" 0 or
+   "reflect"). PAD2D_GRAD: dx [..., H, W] sums dy over the outputs that read each pixel
+   (at most three per dim under reflection); its input dy. ==== */
+
+NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode) {
+    nn_shape s;
+    nn_tensor t;
+    int nd;
+    if (!nn__check(g, "nn_pad2d", 1, &x) || !nn__expect_f32(g, "nn_pad2d", x, "x")) return nn__tensor(-1);
+    if (mode != NN_PAD_ZEROS && mode != NN_PAD_REFLECT)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_pad2d: mode %d is not one of nn_pad_mode", (int)mode);
+    s = nn__n(g, x)->shape;
+    nd = s.ndim;
+    if (nd < 2 || top < 0 || bottom < 0 || left < 0 || right < 0 ||
+        (mode == NN_PAD_REFLECT && (top >= s.dim[nd - 2] || bottom >= s.dim[nd - 2] || left >= s.dim[nd - 1] ||
+                                    right >= s.dim[nd - 1]))) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pad2d: pads (left %d, right %d, top %d, bottom %d) do not fit x %s%s", left,
+                           right, top, bottom, sx,
+                           mode == NN_PAD_REFLECT ? " (reflection needs each pad below its dim)" : "");
+    }
+    s.dim[nd - 2] += (int64_t)top + bottom; /* in 64 bits: two int pads can overflow an int */
+    s.dim[nd - 1] += (int64_t)left + right;
+    t = nn__op1(g, NN__OP_PAD2D, NN_F32, s, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.shape.top = top;
+        g->nodes[t.id].a.shape.left = left;
+        g->nodes[t.id].a.shape.reflect = mode == NN_PAD_REFLECT;
+    }
+    return t;
+}
+
+#define nn__plan_pad2d nn__no_plan
+#define nn__grad_pad2d_grad nn__grad_none
+#define nn__plan_pad2d_grad nn__no_plan
+
+static void nn__grad_pad2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_PAD2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* x [..., H, W] padded to y [..., OH, OW]: P planes */
+static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
+    const nn_shape *xs = &g->nodes[n->in[0]].shape, *ys = &n->shape;
+    int nd = xs->ndim;
+    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
+    nn__pad2d_forward(n->buf.host, NN__F(n->in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left,
+                      n->a.shape.reflect);
+    return NN_OK;
+}
+
+/* dx [..., H, W] (this node) from dy [..., OH, OW] (its input) */
+static nn_result nn__cpu_pad2d_grad(nn_graph *g, nn__node *n) {
+    const nn_shape *xs = &n->shape, *ys = &g->nodes[n->in[0]].shape;
+    int nd = xs->ndim;
+    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
+    nn__pad2d_backward(n->buf.host, NN__F(n->in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left,
+                       n->a.shape.reflect);
+    return NN_OK;
+}
+
+/* the kernels' geo = (H, W, OH, OW, top, left, reflect, 0) of x [..., H, W] padded to
+   y [..., OH, OW] */
+static void nn__pad2d_geo(const nn__node *n, const nn_shape *xs, const nn_shape *ys, int *geo) {
+    int nd = xs->ndim;
+    memset(geo, 0, 8 * sizeof *geo);
+    geo[0] = (int)xs->dim[nd - 2];
+    geo[1] = (int)xs->dim[nd - 1];
+    geo[2] = (int)ys->dim[nd - 2];
+    geo[3] = (int)ys->dim[nd - 1];
+    geo[4] = n->a.shape.top;
+    geo[5] = n->a.shape.left;
+    geo[6] = n->a.shape.reflect;
+}
+
+static nn_result nn__launch_pad2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_pad2d_forward k;
+    int geo[8];
+    nn_result r;
+    nn__pad2d_geo(n, &g->nodes[n->in[0]].shape, &n->shape, geo);
+    r = nn__launch_kernel(g, id, "shape", "pad2d_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.geo = geo;
+    return nn__kargs_pad2d_forward(l, &k);
+}
+
+static nn_result nn__launch_pad2d_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_pad2d_backward k;
+    int geo[8];
+    nn_result r;
+    nn__pad2d_geo(n, &n->shape, &g->nodes[n->in[0]].shape, geo);
+    r = nn__launch_kernel(g, id, "shape", "pad2d_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.geo = geo;
+    return nn__kargs_pad2d_backward(l, &k);
+}
+
+/* ==== upsample2d: y [..., H*scale_h, W*scale_w] = x [..., H, W] by nearest or bilinear
+   interpolation (torch.nn.functional.interpolate, align_corners = False).
+   UPSAMPLE2D_GRAD: dx [..., H, W] sums dy's terms that read each pixel, in the forward's
+   order; one CPU loop serves both (its grad flag), each has a kernel. ==== */
+
+NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode) {
+    nn_shape s;
+    nn_tensor t;
+    int nd;
+    if (!nn__check(g, "nn_upsample2d", 1, &x) || !nn__expect_f32(g, "nn_upsample2d", x, "x")) return nn__tensor(-1);
+    if (mode != NN_UPSAMPLE_NEAREST && mode != NN_UPSAMPLE_BILINEAR)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: mode %d is not one of nn_upsample_mode", (int)mode);
+    s = nn__n(g, x)->shape;
+    nd = s.ndim;
+    if (nd < 2) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_upsample2d: x %s needs >= 2 dims", sx);
+    }
+    if (scale_h < 1 || scale_w < 1 || scale_h > 64 || scale_w > 64)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: scales %d, %d are not in 1 to 64", scale_h, scale_w);
+    s.dim[nd - 2] *= scale_h;
+    s.dim[nd - 1] *= scale_w;
+    t = nn__op1(g, NN__OP_UPSAMPLE2D, NN_F32, s, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.shape.scale_h = scale_h;
+        g->nodes[t.id].a.shape.scale_w = scale_w;
+        g->nodes[t.id].a.shape.bilinear = mode == NN_UPSAMPLE_BILINEAR;
+    }
+    return t;
+}
+
+#define nn__plan_upsample2d nn__no_plan
+#define nn__cpu_upsample2d_grad nn__cpu_upsample2d
+#define nn__grad_upsample2d_grad nn__grad_none
+#define nn__plan_upsample2d_grad nn__no_plan
+
+static void nn__grad_upsample2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_UPSAMPLE2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    const nn_shape *xs = n->op == NN__OP_UPSAMPLE2D ? &g->nodes[in[0]].shape : &n->shape;
+    int nd = xs->ndim;
+    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1];
+    nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->a.shape.scale_h, n->a.shape.scale_w, n->a.shape.bilinear,
+                   n->op == NN__OP_UPSAMPLE2D_GRAD);
+    return NN_OK;
+}
+
+/* the kernels' geo = (H, W, scale_h, scale_w, bilinear, 0, 0, 0) of x [..., H, W] */
+static void nn__upsample2d_geo(const nn__node *n, const nn_shape *xs, int *geo) {
+    int nd = xs->ndim;
+    memset(geo, 0, 8 * sizeof *geo);
+    geo[0] = (int)xs->dim[nd - 2];
+    geo[1] = (int)xs->dim[nd - 1];
+    geo[2] = n->a.shape.scale_h;
+    geo[3] = n->a.shape.scale_w;
+    geo[4] = n->a.shape.bilinear;
+}
+
+static nn_result nn__launch_upsample2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_upsample2d_forward k;
+    int geo[8];
+    nn_result r;
+    nn__upsample2d_geo(n, &g->nodes[n->in[0]].shape, geo);
+    r = nn__launch_kernel(g, id, "shape", "upsample2d_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.geo = geo;
+    return nn__kargs_upsample2d_forward(l, &k);
+}
+
+static nn_result nn__launch_upsample2d_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_upsample2d_backward k;
+    int geo[8];
+    nn_result r;
+    nn__upsample2d_geo(n, &n->shape, geo);
+    r = nn__launch_kernel(g, id, "shape", "upsample2d_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.geo = geo;
+    return nn__kargs_upsample2d_backward(l, &k);
+}
+
+/* ======================================================================
+   src/ops/shape/constant.c
+   ====================================================================== */
+/* The shape family's constants: arange and eye, one op (CONST) with a kind. Its block:
+   builder, registry aliases, CPU body; no gradient and no kernel (below). */
+
+/* ==== const: y float32 = arange [ceil((end - start) / step)] (element i start + i * step,
+   torch.arange) or eye [n, m] (torch.eye), computed once at compile time by its CPU body on
+   every backend (NN__OPF_CONST) and written to the device ==== */
 
 enum { NN__CONST_ARANGE = 0, NN__CONST_EYE = 1 };
 
@@ -19560,292 +20514,8 @@ NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m) {
     return t;
 }
 
-NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out) {
-    int64_t start = 0, total = 0;
-    int k;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!sizes || !out || n < 1) {
-        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
-        return g->status;
-    }
-    if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0) {
-        int64_t dim = nn__n(g, x)->shape.dim[axis];
-        char sx[128];
-        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        for (k = 0; k < n && g->status == NN_OK; k++) { /* each in 1..dim: the total cannot overflow */
-            if (sizes[k] < 1 || sizes[k] > dim)
-                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, axis %d of x %s",
-                            (long long)sizes[k], k, (long long)dim, axis, sx);
-            else
-                total += sizes[k];
-        }
-        if (g->status == NN_OK && total != dim)
-            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, axis %d of x %s is %lld", (long long)total, axis, sx,
-                        (long long)dim);
-    }
-    for (k = 0; k < n; k++) {
-        out[k] = g->status == NN_OK ? nn_slice(g, x, axis, start, sizes[k]) : nn__tensor(-1);
-        if (g->status == NN_OK) start += sizes[k]; /* checked sizes only: no overflow */
-    }
-    return g->status;
-}
-
-NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode) {
-    nn_shape s;
-    nn_tensor t;
-    int nd;
-    if (!nn__check(g, "nn_pad2d", 1, &x) || !nn__expect_f32(g, "nn_pad2d", x, "x")) return nn__tensor(-1);
-    if (mode != NN_PAD_ZEROS && mode != NN_PAD_REFLECT)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_pad2d: mode %d is not one of nn_pad_mode", (int)mode);
-    s = nn__n(g, x)->shape;
-    nd = s.ndim;
-    if (nd < 2 || top < 0 || bottom < 0 || left < 0 || right < 0 ||
-        (mode == NN_PAD_REFLECT && (top >= s.dim[nd - 2] || bottom >= s.dim[nd - 2] || left >= s.dim[nd - 1] ||
-                                    right >= s.dim[nd - 1]))) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pad2d: pads (left %d, right %d, top %d, bottom %d) do not fit x %s%s", left,
-                           right, top, bottom, sx,
-                           mode == NN_PAD_REFLECT ? " (reflection needs each pad below its dim)" : "");
-    }
-    s.dim[nd - 2] += (int64_t)top + bottom; /* in 64 bits: two int pads can overflow an int */
-    s.dim[nd - 1] += (int64_t)left + right;
-    t = nn__op1(g, NN__OP_PAD2D, NN_F32, s, x.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.shape.top = top;
-        g->nodes[t.id].a.shape.left = left;
-        g->nodes[t.id].a.shape.reflect = mode == NN_PAD_REFLECT;
-    }
-    return t;
-}
-
-NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode) {
-    nn_shape s;
-    nn_tensor t;
-    int nd;
-    if (!nn__check(g, "nn_upsample2d", 1, &x) || !nn__expect_f32(g, "nn_upsample2d", x, "x")) return nn__tensor(-1);
-    if (mode != NN_UPSAMPLE_NEAREST && mode != NN_UPSAMPLE_BILINEAR)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: mode %d is not one of nn_upsample_mode", (int)mode);
-    s = nn__n(g, x)->shape;
-    nd = s.ndim;
-    if (nd < 2) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_upsample2d: x %s needs >= 2 dims", sx);
-    }
-    if (scale_h < 1 || scale_w < 1 || scale_h > 64 || scale_w > 64)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: scales %d, %d are not in 1 to 64", scale_h, scale_w);
-    s.dim[nd - 2] *= scale_h;
-    s.dim[nd - 1] *= scale_w;
-    t = nn__op1(g, NN__OP_UPSAMPLE2D, NN_F32, s, x.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.shape.scale_h = scale_h;
-        g->nodes[t.id].a.shape.scale_w = scale_w;
-        g->nodes[t.id].a.shape.bilinear = mode == NN_UPSAMPLE_BILINEAR;
-    }
-    return t;
-}
-
-NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
-    static const int perm[6] = {0, 1, 4, 2, 5, 3};
-    nn_shape s;
-    int64_t C;
-    if (!nn__check(g, "nn_pixel_shuffle", 1, &x)) return nn__tensor(-1);
-    s = nn__n(g, x)->shape;
-    if (s.ndim != 4 || r < 1 || s.dim[1] % ((int64_t)r * r)) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pixel_shuffle: x %s must be [N, C*r*r, H, W] for r = %d", sx, r);
-    }
-    C = s.dim[1] / ((int64_t)r * r);
-    /* [N, C, r, r, H, W] -> [N, C, H, r, W, r] -> [N, C, H*r, W*r] */
-    {
-        nn_shape s6 = nn_shape4(s.dim[0], C, r, r);
-        s6.ndim = 6;
-        s6.dim[4] = s.dim[2];
-        s6.dim[5] = s.dim[3];
-        x = nn_reshape(g, x, s6);
-    }
-    return nn_reshape(g, nn_permute(g, x, perm), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
-}
-
-
-/* A shape seen along axis: [outer, len, inner]. */
-static void nn__axis_split(const nn_shape *s, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
-    int d;
-    *outer = *inner = 1;
-    for (d = 0; d < axis; d++) *outer *= s->dim[d];
-    for (d = axis + 1; d < s->ndim; d++) *inner *= s->dim[d];
-    *len = s->dim[axis];
-}
-
-/* permute geometry: y's dims and, for each, x's stride (padded to 6 dims in front) */
-static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dims, int64_t *xstride) {
-    int64_t st[NN_MAX_DIMS];
-    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
-    st[nd - 1] = 1;
-    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * xs->dim[d + 1];
-    for (d = 0; d < NN_MAX_DIMS; d++) {
-        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
-        xstride[d] = d < pad ? 0 : st[n->a.shape.perm[d - pad]];
-    }
-}
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_reshape(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
-    return;
-}
-
-static void nn__grad_permute(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    int inv[NN_MAX_DIMS], d;
-    for (d = 0; d < n.shape.ndim; d++) inv[n.a.shape.perm[d]] = d;
-    nn__acc_grad(g, a, nn_permute(g, gy, inv));
-    return;
-}
-
-static void nn__grad_concat(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    int ax = n.a.shape.axis, k;
-    int64_t off = 0;
-    for (k = 0; k < n.n_in; k++) {
-        int x = n.in[k];
-        if (g->nodes[x].needs_grad) nn__acc_grad(g, x, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[x].shape, ax, off, 1));
-        off += g->nodes[x].shape.dim[ax];
-    }
-    return;
-}
-
-static void nn__grad_slice(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.a.shape.axis, n.a.shape.start, n.a.shape.step));
-    return;
-}
-
-static void nn__grad_flip(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, NN__OP_FLIP, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_repeat(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, NN__OP_REPEAT_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_tril(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, NN__OP_TRIL, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_pad_upsample(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, n.op == NN__OP_PAD2D ? NN__OP_PAD2D_GRAD : NN__OP_UPSAMPLE2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
-    if (n->storage != NN__ST_VIEW) memcpy(n->buf.host, NN__F(n->in[0]), (size_t)n->numel * 4); /* a parameter's copy */
-    return NN_OK;
-}
-
-static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
-    nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
-    nn__permute_forward(y, NN__F(in[0]), NN_MAX_DIMS, dims, xs);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_concat(nn_graph *g, nn__node *n) {
-    int64_t o, L, inner, off = 0;
-    int k;
-    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
-    for (k = 0; k < n->n_in; k++) {
-        int64_t lx = g->nodes[n->in[k]].shape.dim[n->a.shape.axis];
-        nn__concat_part(n->buf.host, NN__F(n->in[k]), o, lx, L, off, inner);
-        off += lx;
-    }
-    return NN_OK;
-}
-
-static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int grad = n->op == NN__OP_SLICE_GRAD;
-    int64_t o, L, inner, len;
-    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
-    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
-    return NN_OK;
-}
-
-/* flip geometry: y's dims and x's signed stride for each (6 dims, ones in front), and the
-   offset in x of y's first element */
-static int64_t nn__flip_geom(const nn__node *n, int64_t *dims, int64_t *xstride) {
-    int64_t st = 1, base = 0;
-    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
-    for (d = NN_MAX_DIMS - 1; d >= 0; d--) {
-        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
-        xstride[d] = d < pad ? 0 : st;
-        if (d >= pad && ((n->a.shape.flip >> (d - pad)) & 1)) {
-            base += (dims[d] - 1) * st;
-            xstride[d] = -st;
-        }
-        st *= dims[d];
-    }
-    return base;
-}
-
-static nn_result nn__cpu_flip(nn_graph *g, nn__node *n) {
-    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
-    nn__permute_forward(n->buf.host, NN__F(n->in[0]) + base, NN_MAX_DIMS, dims, xs);
-    return NN_OK;
-}
-
-/* repeat geometry: the output's dims and x's, x padded with leading ones (REPEAT_GRAD:
-   the forward's, from its own shape and its input's) */
-static int nn__repeat_geom(nn_graph *g, const nn__node *n, int64_t *ydims, int64_t *xdims) {
-    const nn_shape *ys = n->op == NN__OP_REPEAT ? &n->shape : &g->nodes[n->in[0]].shape;
-    const nn_shape *xs = n->op == NN__OP_REPEAT ? &g->nodes[n->in[0]].shape : &n->shape;
-    int d, pad = ys->ndim - xs->ndim;
-    for (d = 0; d < ys->ndim; d++) {
-        ydims[d] = ys->dim[d];
-        xdims[d] = d < pad ? 1 : xs->dim[d - pad];
-    }
-    return ys->ndim;
-}
-
-static nn_result nn__cpu_repeat(nn_graph *g, nn__node *n) {
-    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
-    int nd = nn__repeat_geom(g, n, yd, xd);
-    nn__repeat(n->buf.host, NN__F(n->in[0]), nd, yd, xd, n->op == NN__OP_REPEAT_GRAD);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_tril(nn_graph *g, nn__node *n) {
-    int nd = n->shape.ndim;
-    int64_t R = n->shape.dim[nd - 2], C = n->shape.dim[nd - 1];
-    nn__tril(n->buf.host, NN__F(n->in[0]), n->numel / (R * C), R, C, n->a.shape.diagonal, n->a.shape.upper);
-    return NN_OK;
-}
+#define nn__grad_const nn__grad_none
+#define nn__plan_const nn__no_plan
 
 /* Runs once, at compile time (NN__OPF_CONST), on every backend. */
 static nn_result nn__cpu_const(nn_graph *g, nn__node *n) {
@@ -19862,179 +20532,8 @@ static nn_result nn__cpu_const(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    const nn_shape *xs = n->op == NN__OP_PAD2D ? &g->nodes[in[0]].shape : &n->shape;
-    const nn_shape *ys = n->op == NN__OP_PAD2D ? &n->shape : &g->nodes[in[0]].shape;
-    int nd = xs->ndim;
-    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
-    if (n->op == NN__OP_PAD2D)
-        nn__pad2d_forward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left, n->a.shape.reflect);
-    else
-        nn__pad2d_backward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left, n->a.shape.reflect);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    const nn_shape *xs = n->op == NN__OP_UPSAMPLE2D ? &g->nodes[in[0]].shape : &n->shape;
-    int nd = xs->ndim;
-    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1];
-    nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->a.shape.scale_h, n->a.shape.scale_w, n->a.shape.bilinear,
-                   n->op == NN__OP_UPSAMPLE2D_GRAD);
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_reshape(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r;
-    if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
-    r = nn__launch_kernel(g, id, "elementwise", "copy", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[n->in[0]].buf, &n->buf, N);
-    return r;
-}
-
-static nn_result nn__launch_permute(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
-    int vd[8], vs[8], d;
-    nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
-    for (d = 0; d < 8; d++) {
-        vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
-        vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
-    }
-    r = nn__launch_kernel(g, id, "shape", "permute", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[in[0]].buf, y, N, vd, vs);
-    return r;
-}
-
-static nn_result nn__launch_concat(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int64_t o, L, inner, off = 0;
-    int k;
-    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
-    for (k = 0; k < n->n_in && r == NN_OK; k++) { /* one launch per input: each written once */
-        const nn__node *x = &g->nodes[n->in[k]];
-        int64_t lx = x->shape.dim[n->a.shape.axis];
-        r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)x->numel, &l);
-        if (r == NN_OK) r = nn__args(l, "mmiiiii", &x->buf, &n->buf, (int)x->numel, (int)lx, (int)L, (int)off, (int)inner);
-        off += lx;
-    }
-    return r;
-}
-
-static nn_result nn__launch_slice(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int grad = n->op == NN__OP_SLICE_GRAD;
-    int64_t o, L, inner, len;
-    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
-    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    r = nn__launch_kernel(g, id, "shape", "slice", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmiiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->a.shape.start, grad,
-                     n->a.shape.step);
-    return r;
-}
-
-/* six dims into an int8 argument (the last two unused) */
-static void nn__dims8(const int64_t *dims, int nd, int fill, int *v) {
-    int d;
-    for (d = 0; d < 8; d++) v[d] = d < nd ? (int)dims[d] : fill;
-}
-
-static nn_result nn__launch_flip(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
-    int vd[8], vs[8];
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__dims8(dims, NN_MAX_DIMS, 1, vd);
-    nn__dims8(xs, NN_MAX_DIMS, 0, vs);
-    r = nn__launch_kernel(g, id, "shape", "strided", (size_t)n->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi88i", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, vd, vs, (int)base);
-    return r;
-}
-
-static nn_result nn__launch_repeat(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], p6[NN_MAX_DIMS], q6[NN_MAX_DIMS];
-    int nd = nn__repeat_geom(g, n, yd, xd), pad = NN_MAX_DIMS - nd, d, v1[8], v2[8];
-    nn__launch *l = NULL;
-    nn_result r;
-    for (d = 0; d < NN_MAX_DIMS; d++) { /* ones in front: the kernels read six dims */
-        p6[d] = d < pad ? 1 : (n->op == NN__OP_REPEAT ? yd[d - pad] : xd[d - pad]);
-        q6[d] = d < pad ? 1 : (n->op == NN__OP_REPEAT ? xd[d - pad] : yd[d - pad] / xd[d - pad]);
-    }
-    nn__dims8(p6, NN_MAX_DIMS, 1, v1);
-    nn__dims8(q6, NN_MAX_DIMS, 1, v2);
-    r = nn__launch_kernel(g, id, "shape", n->op == NN__OP_REPEAT ? "repeat_forward" : "repeat_backward", (size_t)n->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, v1, v2);
-    return r;
-}
-
-static nn_result nn__launch_tril(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int nd = n->shape.ndim;
-    nn__launch *l = NULL;
-    nn_result r = nn__launch_kernel(g, id, "shape", "tril", (size_t)n->numel, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmiiiii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, (int)n->shape.dim[nd - 2],
-                     (int)n->shape.dim[nd - 1], n->a.shape.diagonal, n->a.shape.upper);
-    return r;
-}
-
 static nn_result nn__launch_const(nn_graph *g, int id) { /* never scheduled: computed at compile time */
     return nn__fail(g->ctx, NN_ERR_STATE, "%s: a constant has no kernels", nn__op_names[g->nodes[id].op]);
-}
-
-static nn_result nn__launch_pad_upsample(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int fwd = n->op == NN__OP_PAD2D || n->op == NN__OP_UPSAMPLE2D, pad = n->op == NN__OP_PAD2D || n->op == NN__OP_PAD2D_GRAD;
-    const nn_shape *xs = fwd ? &g->nodes[in[0]].shape : &n->shape;
-    const nn_shape *ys = fwd ? &n->shape : &g->nodes[in[0]].shape;
-    int nd = xs->ndim, geo[8];
-    memset(geo, 0, sizeof geo);
-    geo[0] = (int)xs->dim[nd - 2];
-    geo[1] = (int)xs->dim[nd - 1];
-    if (pad) {
-        geo[2] = (int)ys->dim[nd - 2];
-        geo[3] = (int)ys->dim[nd - 1];
-        geo[4] = n->a.shape.top;
-        geo[5] = n->a.shape.left;
-        geo[6] = n->a.shape.reflect;
-    } else {
-        geo[2] = n->a.shape.scale_h;
-        geo[3] = n->a.shape.scale_w;
-        geo[4] = n->a.shape.bilinear;
-    }
-    r = nn__launch_kernel(g, id, "shape",
-                   pad ? (fwd ? "pad2d_forward" : "pad2d_backward") : (fwd ? "upsample2d_forward" : "upsample2d_backward"),
-                   (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi8", &g->nodes[in[0]].buf, y, N, geo);
-    return r;
 }
 
 /* ======================================================================
