@@ -19530,7 +19530,7 @@ static int nn__axis(nn_graph *g, const char *op, nn_tensor x, int axis) {
     return axis;
 }
 
-/* six dims into an int8 argument (the last two unused) */
+/* the first nd of dims into an int8 argument, `fill` after them (the kernels read six) */
 static void nn__dims8(const int64_t *dims, int nd, int fill, int *v) {
     int d;
     for (d = 0; d < 8; d++) v[d] = d < nd ? (int)dims[d] : fill;
@@ -19733,8 +19733,8 @@ static nn_result nn__launch_permute(nn_graph *g, int id) {
     return nn__kargs_permute(l, &k);
 }
 
-/* ==== flip: y [x's shape] = x reversed along dims (torch.flip): a permute's loop and
-   kernel (strided) with negative strides. Its gradient is dy flipped alike. ==== */
+/* ==== flip: y [x's shape] = x reversed along dims (torch.flip): permute's loop, and the
+   kernel strided, reading x with negative strides. Its gradient is dy flipped alike. ==== */
 
 NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims) {
     int k, d, mask = 0;
