@@ -1526,7 +1526,7 @@ typedef struct nn__launch {
 /* What device plans may ask about the device (filled by a device backend's open). */
 typedef struct nn__device {
     int cpu_tuned;              /* kernels and geometry as for a CPU (its type, or desc.tuning) */
-    int gpu;                    /* a GPU: launch sizes rounded to work-groups of 64 */
+    int gpu;                    /* a GPU (the OpenCL backend rounds 1-D launches to work-groups of 64) */
     size_t max_wg;              /* largest work-group */
     uint64_t local_mem;         /* bytes of local memory */
     uint64_t max_alloc;         /* largest buffer in bytes */
@@ -1617,6 +1617,7 @@ struct nn_graph {
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
     struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (files/ckpt.c) */
+    void (*datasets_free)(nn_graph *g); /* their destructor, set with the first (files/ckpt.c) */
     nn__launch *launches;        /* device plans, in schedule order */
     int n_launches, cap_launches;
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
@@ -1626,7 +1627,6 @@ struct nn_graph {
     int checks_pending;          /* a run since the counters were last read */
 };
 
-static void nn__datasets_free(nn_graph *g); /* files/ckpt.c */
 
 /* A desc field's value (api/api.h, NN_ZERO): its default for 0, exactly 0 for NN_ZERO. */
 static float nn__deff(float v, float dflt) { return v == 0.0f ? dflt : v == (float)NN_ZERO ? 0.0f : v; }
@@ -1934,11 +1934,15 @@ static const nn__op_def *nn__op(int op); /* src/ops/registry.c */
     int ga = a >= 0 && (g)->nodes[a].needs_grad, gb = b >= 0 && (g)->nodes[b].needs_grad;  \
     (void)gy, (void)a, (void)b, (void)ga, (void)gb
 
-/* The optimizer's part of compiling (src/ops/optim.c): its settings checked and its
-   schedule set, then its ops added after autograd. */
-static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d);
-static int nn__optim_updates(const nn_graph *g); /* the graph updates its parameters */
-static nn_result nn__add_optimizer(nn_graph *g);
+/* The optimizer's part of compiling (src/ops/optim.c), which the engine reaches through the
+   registry as it reaches ops: its settings checked and its schedule set, whether the graph
+   updates its parameters, then its ops added after autograd. */
+typedef struct nn__optim_hooks {
+    nn_result (*configure)(nn_graph *g, const nn_compile_desc *d);
+    int (*updates)(const nn_graph *g);
+    nn_result (*add)(nn_graph *g);
+} nn__optim_hooks;
+static const nn__optim_hooks *nn__optim(void); /* src/ops/registry.c */
 #endif /* NN__OPS_H */
 
 /* ======================================================================
@@ -2499,8 +2503,8 @@ enum {
 #define NN__VM_X86 1
 
 /* 2: AVX-512F, 1: AVX2 and FMA, 0: neither. The one CPUID probe of the CPU loops
-   (elementwise, vector exp, reductions, Adam, depthwise conv; the GEMM picks its
-   microkernel in cpu/gemm.c): a cached answer, the same for every context; drivers ask
+   (elementwise, vector exp, reductions, Adam, depthwise conv, and the GEMM's microkernel
+   in src/cpu/gemm.c): a cached answer, the same for every context; drivers ask
    before they start threads. */
 static int nn__vm_isa(void) {
     static int isa = -1;
@@ -2871,7 +2875,7 @@ static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range
  * and B columns it needs) but needs exactly one pool dispatch per call and no
  * barriers, which is what matters for the small matrices of MLP training.
  *
- * Microkernels, chosen once at run time (__builtin_cpu_supports):
+ * Microkernels, chosen once at run time (nn__vm_isa, src/cpu/simd.c):
  *   AVX-512F  12 x 32  (24 zmm accumulators)
  *   AVX2+FMA   6 x 16  (12 ymm accumulators)
  *   NEON       8 x 8   (aarch64 only, 16 q-register accumulators)
@@ -3392,10 +3396,9 @@ static const nn__gemm_arch *nn__gemm_pick_arch(void) {
     if (arch) return arch;
     arch = &nn__gemm_arch_generic;
 #if NN__GEMM_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
+    if (nn__vm_isa() == 2) /* the one CPUID probe, src/cpu/simd.c */
         arch = &nn__gemm_arch_avx512;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    else if (nn__vm_isa() == 1)
         arch = &nn__gemm_arch_avx2;
 #endif
 #if NN__GEMM_NEON
@@ -3415,11 +3418,8 @@ static NN__MAYBE_UNUSED const char *nn__sgemm_force_kernel(const char *name) {
     }
     if (!strcmp(name, "generic")) NN__GEMM_ARCH_SET(&nn__gemm_arch_generic);
 #if NN__GEMM_X86
-    __builtin_cpu_init();
-    if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        NN__GEMM_ARCH_SET(&nn__gemm_arch_avx2);
-    if (!strcmp(name, "avx512f") && __builtin_cpu_supports("avx512f"))
-        NN__GEMM_ARCH_SET(&nn__gemm_arch_avx512);
+    if (!strcmp(name, "avx2") && nn__vm_isa() >= 1) NN__GEMM_ARCH_SET(&nn__gemm_arch_avx2);
+    if (!strcmp(name, "avx512f") && nn__vm_isa() == 2) NN__GEMM_ARCH_SET(&nn__gemm_arch_avx512);
 #endif
 #if NN__GEMM_NEON
     if (!strcmp(name, "neon")) NN__GEMM_ARCH_SET(&nn__gemm_arch_neon);
@@ -7928,6 +7928,41 @@ static void nn__gemm_plan_batched(int is_cpu_device, size_t max_wg_size, uint64_
     nn__gemm_cfg c;
     nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
     nn__gemm_cfg_plan_batched(&c, transA, transB, M, N, batch, p);
+}
+
+static void nn__gemm_cfg_options(const nn__gemm_cfg *c, char *buf, size_t bufsize)
+{
+    char tmp[256];
+    size_t n;
+    sprintf(tmp, "-DWPT_M=%d -DWPT_N=%d -DVW=%d -DWG_M=%d -DWG_N=%d "
+            "-DUSE_LOCAL=%d -DTS_K=%d -DSTRIDED=%d -DPAD_A=%d -DPAD_B=%d",
+            c->wpt_m, c->wpt_n, c->vw, c->wg_m, c->wg_n,
+            c->use_local, c->ts_k, c->strided, c->pad_a, c->pad_b);
+    if (bufsize == 0)
+        return;
+    n = strlen(tmp);
+    if (n >= bufsize)
+        n = bufsize - 1;
+    memcpy(buf, tmp, n);
+    buf[n] = '\0';
+}
+
+/* Build options (-D ...) for kernels/gemm.cl on a device; written into buf (NUL-terminated). */
+static void nn__gemm_options(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
+                                char *buf, size_t bufsize)
+{
+    nn__gemm_cfg c;
+    nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
+    nn__gemm_cfg_options(&c, buf, bufsize);
+}
+
+/* The build options (-D ...) of kernels/NAME.cl on a device, from the facts device plans
+   read too (so the kernels' tiles and the plans' launch geometry agree); "" for a file
+   that takes none. The backend asks for every program it builds, and keys its cache on
+   them. */
+static NN__MAYBE_UNUSED void nn__program_options(const char *name, const nn__device *dev, char *buf, size_t n) {
+    if (n) buf[0] = 0;
+    if (strcmp(name, "gemm") == 0) nn__gemm_options(dev->cpu_tuned, dev->max_wg, dev->local_mem, buf, n);
 }
 
 /* ======================================================================
@@ -13414,32 +13449,6 @@ static const nn__cl_source nn__cl_sources[] = {
 #  define NN__O_CLOEXEC 0
 #endif
 
-static void nn__gemm_cfg_options(const nn__gemm_cfg *c, char *buf, size_t bufsize)
-{
-    char tmp[256];
-    size_t n;
-    sprintf(tmp, "-DWPT_M=%d -DWPT_N=%d -DVW=%d -DWG_M=%d -DWG_N=%d "
-            "-DUSE_LOCAL=%d -DTS_K=%d -DSTRIDED=%d -DPAD_A=%d -DPAD_B=%d",
-            c->wpt_m, c->wpt_n, c->vw, c->wg_m, c->wg_n,
-            c->use_local, c->ts_k, c->strided, c->pad_a, c->pad_b);
-    if (bufsize == 0)
-        return;
-    n = strlen(tmp);
-    if (n >= bufsize)
-        n = bufsize - 1;
-    memcpy(buf, tmp, n);
-    buf[n] = '\0';
-}
-
-/* Build options (-D ...) for kernels/gemm.cl on a device; written into buf (NUL-terminated). */
-static void nn__gemm_options(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
-                                char *buf, size_t bufsize)
-{
-    nn__gemm_cfg c;
-    nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
-    nn__gemm_cfg_options(&c, buf, bufsize);
-}
-
 #define NN__CL_MAX_DEVICES 32
 
 /* The backend's state (ctx->bk). */
@@ -13451,7 +13460,6 @@ typedef struct nn__cl {
     char name[128], vendor[128], driver[128], version[128];
     cl_ulong max_alloc;
     cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
-    char gemm_options[512];
 } nn__cl;
 
 #define NN__CL(ctx) ((nn__cl *)(ctx)->bk)
@@ -13660,7 +13668,6 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
     if (!cl->queue)
         return nn__fail(ctx, NN_ERR_DEVICE, "clCreateCommandQueue failed on %s: %s (%d)", cl->name, nn__cl_errstr(err),
                         err);
-    nn__gemm_options(d->cpu_tuned, d->max_wg, d->local_mem, cl->gemm_options, sizeof cl->gemm_options);
     return NN_OK;
 }
 
@@ -14003,7 +14010,7 @@ static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_
 static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *out) {
     nn__cl *cl = NN__CL(ctx);
     int idx = nn__cl_source_index(name);
-    char options[768], path[1100] = "";
+    char options[768], extra[512], path[1100] = "";
     const char **lines;
     char *owned;
     cl_uint count, i;
@@ -14016,8 +14023,8 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
         *out = cl->programs[idx];
         return NN_OK;
     }
-    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s", strcmp(name, "gemm") == 0 ? " " : "",
-             strcmp(name, "gemm") == 0 ? cl->gemm_options : "");
+    nn__program_options(name, &ctx->dev, extra, sizeof extra); /* the plans' tuning of this file, as -D options */
+    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s", extra[0] ? " " : "", extra);
     lines = nn__cl_source_lines(ctx, idx, &count, &owned);
     if (!lines) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory reading kernels/%s.cl", name);
     for (i = 0; i < count; i++) key = nn__fnv(key, lines[i], strlen(lines[i]));
@@ -14145,7 +14152,8 @@ static cl_int nn__cl_set_arg(cl_kernel k, cl_uint i, const nn__karg *a) {
     }
 }
 
-/* Each recorded launch gets its kernel and all its arguments, once. */
+/* Each recorded launch gets its kernel, its work-group shape where its plan left it to the
+   backend, and all its arguments, once. */
 static nn_result nn__cl_prepare(nn_graph *g) {
     nn_context *ctx = g->ctx;
     int i, k;
@@ -14155,6 +14163,12 @@ static nn_result nn__cl_prepare(nn_graph *g) {
         nn_result r = nn__cl_kernel(ctx, l->file, l->kernel, &kern);
         if (r != NN_OK) return r;
         l->bk = kern;
+        if (!l->use_lws && l->dims == 1 && ctx->dev.gpu) { /* a NULL local size can be a poor choice there */
+            size_t wg = ctx->dev.max_wg < 64 ? ctx->dev.max_wg : 64;
+            l->gws[0] = (l->gws[0] + wg - 1) / wg * wg;
+            l->lws[0] = wg;
+            l->use_lws = 1;
+        }
         for (k = 0; k < l->n_args; k++) {
             cl_int err = nn__cl_set_arg(kern, (cl_uint)k, &l->args[k]);
             if (err != CL_SUCCESS)
@@ -14405,6 +14419,32 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     return NN_OK;
 }
 
+/* ---- buffers, through the context's backend ---- */
+
+static void nn__buf_free(nn_context *ctx, nn__buf *b) {
+    ctx->backend->release(ctx, b);
+    memset(b, 0, sizeof *b);
+}
+
+/* A buffer of its own, zero-filled when `zero` (the arena and parameters are written
+   before they are read, and filling a large buffer costs start-up time). */
+static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
+    memset(b, 0, sizeof *b);
+    return ctx->backend->alloc(ctx, b, bytes, zero, what);
+}
+
+static nn_result nn__buf_write(nn_context *ctx, nn__buf *b, const void *data, size_t bytes) {
+    ctx->stats.h2d_bytes += bytes;
+    ctx->stats.h2d_transfers++;
+    return ctx->backend->write(ctx, b, data, bytes);
+}
+
+static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t bytes) {
+    ctx->stats.d2h_bytes += bytes;
+    ctx->stats.d2h_transfers++;
+    return ctx->backend->read(ctx, b, data, bytes);
+}
+
 /* ---- graphs that outlive their context ---- */
 
 /* What a graph whose context was destroyed runs on: every call that would reach a device
@@ -14458,8 +14498,38 @@ static const nn__backend nn__dead_backend = {
     nn__dead_release, nn__dead_write, nn__dead_read, nn__dead_fill, nn__dead_prepare, nn__dead_run, nn__dead_fail,
     nn__dead_release_graph};
 
-static void nn__graph_release_compiled(nn_graph *g); /* engine/graph.c */
-static void nn__params_release_device(nn__params *ps); /* engine/graph.c */
+/* What a context's going takes from its graphs (and nn_graph_destroy from its own). */
+/* The store's device buffers, when its context goes first. */
+static void nn__params_release_device(nn__params *ps) {
+    int i;
+    for (i = 0; i < ps->n; i++) {
+        nn__buf_free(ps->ctx, &ps->p[i].buf);
+        ps->p[i].allocated = 0;
+    }
+}
+
+/* A compiled graph's device objects and plan (the graph keeps its nodes). */
+static void nn__graph_release_compiled(nn_graph *g) {
+    int i, k;
+    for (i = g->n_nodes - 1; i >= 0; i--) { /* views (higher ids) before the buffers they alias */
+        nn__node *n = &g->nodes[i];
+        if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
+        nn__buf_free(g->ctx, &n->scratch_buf);
+        for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
+    }
+    g->ctx->backend->release_graph(g);
+    NN_FREE(g->launches);
+    g->launches = NULL;
+    g->n_launches = g->cap_launches = 0;
+    NN_FREE(g->sched_launch);
+    g->sched_launch = NULL;
+    nn__buf_free(g->ctx, &g->one);
+    nn__buf_free(g->ctx, &g->checks);
+    g->n_checks = g->checks_pending = 0;
+    nn__buf_free(g->ctx, &g->arena);
+    NN_FREE(g->sched);
+    g->sched = NULL;
+}
 
 static void nn__ctx_link(nn_context *ctx, nn_graph *g) {
     g->ctx = ctx;
@@ -14567,32 +14637,6 @@ NN_API int nn_list_devices(nn_device_info *out, int max) {
     return n;
 }
 
-/* ---- buffers, through the context's backend ---- */
-
-static void nn__buf_free(nn_context *ctx, nn__buf *b) {
-    ctx->backend->release(ctx, b);
-    memset(b, 0, sizeof *b);
-}
-
-/* A buffer of its own, zero-filled when `zero` (the arena and parameters are written
-   before they are read, and filling a large buffer costs start-up time). */
-static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
-    memset(b, 0, sizeof *b);
-    return ctx->backend->alloc(ctx, b, bytes, zero, what);
-}
-
-static nn_result nn__buf_write(nn_context *ctx, nn__buf *b, const void *data, size_t bytes) {
-    ctx->stats.h2d_bytes += bytes;
-    ctx->stats.h2d_transfers++;
-    return ctx->backend->write(ctx, b, data, bytes);
-}
-
-static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t bytes) {
-    ctx->stats.d2h_bytes += bytes;
-    ctx->stats.d2h_transfers++;
-    return ctx->backend->read(ctx, b, data, bytes);
-}
-
 /* ======================================================================
    src/engine/graph.c
    ====================================================================== */
@@ -14617,15 +14661,6 @@ static const char *const nn__op_names[] = {
 };
 
 /* ---- graphs and nodes ---- */
-
-/* The store's device buffers, when its context goes first. */
-static void nn__params_release_device(nn__params *ps) {
-    int i;
-    for (i = 0; i < ps->n; i++) {
-        nn__buf_free(ps->ctx, &ps->p[i].buf);
-        ps->p[i].allocated = 0;
-    }
-}
 
 static void nn__params_release(nn__params *ps) {
     int i;
@@ -14735,34 +14770,12 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
     return NN_OK;
 }
 
-static void nn__graph_release_compiled(nn_graph *g) {
-    int i, k;
-    for (i = g->n_nodes - 1; i >= 0; i--) { /* views (higher ids) before the buffers they alias */
-        nn__node *n = &g->nodes[i];
-        if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
-        nn__buf_free(g->ctx, &n->scratch_buf);
-        for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
-    }
-    g->ctx->backend->release_graph(g);
-    NN_FREE(g->launches);
-    g->launches = NULL;
-    g->n_launches = g->cap_launches = 0;
-    NN_FREE(g->sched_launch);
-    g->sched_launch = NULL;
-    nn__buf_free(g->ctx, &g->one);
-    nn__buf_free(g->ctx, &g->checks);
-    g->n_checks = g->checks_pending = 0;
-    nn__buf_free(g->ctx, &g->arena);
-    NN_FREE(g->sched);
-    g->sched = NULL;
-}
-
 NN_API void nn_graph_destroy(nn_graph *g) {
     int i;
     if (!g) return;
     nn__graph_release_compiled(g);
     nn__groups_free(g);
-    nn__datasets_free(g);
+    if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
     NN_FREE(g->param_node);
@@ -15591,8 +15604,9 @@ static nn_result nn__compute_constants(nn_graph *g) {
 #define NN__BUF(id) (&g->nodes[(id)].buf)
 
 /* Appends a launch of kernel `kname` from kernels/FILE.cl for node id, returned via *out,
-   with n work-items (rounded up to a multiple of 64 on GPUs, where a NULL local size can
-   be a poor choice). */
+   with n work-items; a plan that needs a work-group shape sets lws and use_lws, otherwise
+   the backend picks it (on GPUs it rounds the global size up to whole groups of 64: every
+   kernel checks its bound). */
 static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
     nn__launch *l;
     if (g->n_launches == g->cap_launches) {
@@ -15610,15 +15624,7 @@ static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const 
     strcpy(l->kernel, kname);
     l->node = id;
     l->dims = 1;
-    if (n == 0) n = 1;
-    if (g->ctx->dev.gpu) {
-        size_t wg = g->ctx->dev.max_wg < 64 ? g->ctx->dev.max_wg : 64;
-        l->gws[0] = (n + wg - 1) / wg * wg;
-        l->lws[0] = wg;
-        l->use_lws = 1;
-    } else {
-        l->gws[0] = n;
-    }
+    l->gws[0] = n == 0 ? 1 : n; /* the backend chooses the work-groups (and may pad) unless the plan does */
     *out = l;
     return NN_OK;
 }
@@ -15703,7 +15709,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (g->status != NN_OK) return g->status;
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
-    r = nn__optim_configure(g, &d);
+    r = nn__optim()->configure(g, &d);
     if (r != NN_OK) return r;
     n_user = g->n_forward = g->n_nodes;
     if (d.loss.id != 0) {
@@ -15723,10 +15729,10 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         for (i = 0; i < n_user; i++) {
             nn__node *n = &g->nodes[i];
             int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
-                       (n->op == NN__OP_PARAM && (d.keep_grads || !nn__optim_updates(g)));
+                       (n->op == NN__OP_PARAM && (d.keep_grads || !nn__optim()->updates(g)));
             if (keep && n->grad >= 0) g->nodes[n->grad].is_output = 1;
         }
-        if (g->status == NN_OK) nn__add_optimizer(g);
+        if (g->status == NN_OK) nn__optim()->add(g);
     }
     g->compiled = 1;
     if (g->status != NN_OK) return g->status;
@@ -22848,6 +22854,9 @@ typedef char nn__op_table_complete[sizeof nn__op_table / sizeof nn__op_table[0] 
 
 static const nn__op_def *nn__op(int op) { return &nn__op_table[op]; }
 
+static const nn__optim_hooks nn__optim_table = {nn__optim_configure, nn__optim_updates, nn__add_optimizer};
+static const nn__optim_hooks *nn__optim(void) { return &nn__optim_table; }
+
 /* ======================================================================
    src/layers/layers.c
    ====================================================================== */
@@ -25376,6 +25385,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     }
     d->next = g->datasets;
     g->datasets = d;
+    g->datasets_free = nn__datasets_free;
     *out = d;
     return NN_OK;
 }

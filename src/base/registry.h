@@ -209,9 +209,13 @@ static const nn__op_def *nn__op(int op); /* src/ops/registry.c */
     int ga = a >= 0 && (g)->nodes[a].needs_grad, gb = b >= 0 && (g)->nodes[b].needs_grad;  \
     (void)gy, (void)a, (void)b, (void)ga, (void)gb
 
-/* The optimizer's part of compiling (src/ops/optim.c): its settings checked and its
-   schedule set, then its ops added after autograd. */
-static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d);
-static int nn__optim_updates(const nn_graph *g); /* the graph updates its parameters */
-static nn_result nn__add_optimizer(nn_graph *g);
+/* The optimizer's part of compiling (src/ops/optim.c), which the engine reaches through the
+   registry as it reaches ops: its settings checked and its schedule set, whether the graph
+   updates its parameters, then its ops added after autograd. */
+typedef struct nn__optim_hooks {
+    nn_result (*configure)(nn_graph *g, const nn_compile_desc *d);
+    int (*updates)(const nn_graph *g);
+    nn_result (*add)(nn_graph *g);
+} nn__optim_hooks;
+static const nn__optim_hooks *nn__optim(void); /* src/ops/registry.c */
 #endif /* NN__OPS_H */
