@@ -17456,6 +17456,14 @@ static void nn__acc_grad(nn_graph *g, int x, nn_tensor gx) {
     else g->nodes[x].grad = nn__op2(g, NN__OP_ADD, NN_F32, g->nodes[x].shape, g->nodes[x].grad, gx.id).id;
 }
 
+/* The rule of an op whose input's gradient is one node of grad_op on dy alone, with the
+   forward node's attributes and its input's shape (pad2d, upsample2d, avg_pool2d, ...). */
+static void nn__grad_by_op(nn_graph *g, int id, int grad_op) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, grad_op, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
 
 /* The rule of ops through which no gradient flows further (gradient ops, constants). */
 static void nn__grad_none(nn_graph *g, int id) {
@@ -20328,14 +20336,7 @@ NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_m
 #define nn__plan_sum_all nn__no_plan
 #define nn__plan_expand_scalar nn__no_plan
 
-static void nn__grad_sum_all(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_EXPAND_SCALAR, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_sum_all(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_EXPAND_SCALAR); }
 
 static void nn__grad_expand_scalar(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -22905,13 +22906,7 @@ NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int
 #define nn__grad_repeat_grad nn__grad_none
 #define nn__plan_repeat_grad nn__no_plan
 
-static void nn__grad_repeat(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, NN__OP_REPEAT_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_repeat(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_REPEAT_GRAD); }
 
 /* repeat geometry: the output's dims and x's, x padded with leading ones (REPEAT_GRAD:
    the forward's, from its own shape and its input's) */
@@ -23086,14 +23081,7 @@ NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top
 #define nn__grad_pad2d_grad nn__grad_none
 #define nn__plan_pad2d_grad nn__no_plan
 
-static void nn__grad_pad2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_PAD2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_pad2d(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_PAD2D_GRAD); }
 
 /* x [..., H, W] padded to y [..., OH, OW]: P planes */
 static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
@@ -23200,14 +23188,7 @@ NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_
 #define nn__grad_upsample2d_grad nn__grad_none
 #define nn__plan_upsample2d_grad nn__no_plan
 
-static void nn__grad_upsample2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_UPSAMPLE2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_upsample2d(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_UPSAMPLE2D_GRAD); }
 
 static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
@@ -23330,8 +23311,29 @@ static nn_result nn__launch_const(nn_graph *g, int id) { /* never scheduled: com
 /* ======================================================================
    src/ops/conv/bias.c
    ====================================================================== */
-/* The conv family's per-channel bias and its gradient, x [N, C, ...] with b [C]: used by
-   the convolutions of src/ops/conv/conv2d.c and conv3d.c, so they come first. */
+/* The conv family's shared gradient rule and its per-channel bias with its gradient, x
+   [N, C, ...] with b [C]: used by the convolutions of src/ops/conv/conv2d.c and conv3d.c, so
+   they come first. */
+
+/* ==== shared by the convolutions: the rule of conv2d and conv3d, inputs (x, w[, b]): dx by
+   dx_op (w, dy), dw by dw_op (x, dy), each with the forward's attributes, db = channel_sum(dy) ==== */
+
+static void nn__grad_conv(nn_graph *g, int id, int dx_op, int dw_op) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op2(g, dx_op, NN_F32, g->nodes[a].shape, b, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, dw_op, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, b, t);
+    }
+    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
+        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
+}
 
 /* ==== channel_bias: y [N, C, ...] = x + b[c] with b [C] (nn_conv_transpose2d's bias);
    its gradient is gy for x and channel_sum(gy) [C] for b ==== */
@@ -23671,23 +23673,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
 #define nn__plan_conv2d_dx nn__plan_conv2d
 #define nn__plan_conv2d_dw nn__plan_conv2d
 
-static void nn__grad_conv2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) {
-        t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    if (gb) {
-        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
-        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
-    return;
-}
+static void nn__grad_conv2d(nn_graph *g, int id) { nn__grad_conv(g, id, NN__OP_CONV2D_DX, NN__OP_CONV2D_DW); }
 
 /* nn_conv_transpose2d's rule: CONV2D_DX as a forward op of (w, x) */
 static void nn__grad_conv2d_dx(nn_graph *g, int id) {
@@ -24192,23 +24178,7 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
 #define nn__plan_conv3d_dx nn__plan_conv3d
 #define nn__plan_conv3d_dw nn__plan_conv3d
 
-static void nn__grad_conv3d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) {
-        t = nn__op2(g, NN__OP_CONV3D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    if (gb) {
-        t = nn__op2(g, NN__OP_CONV3D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
-        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
-    return;
-}
+static void nn__grad_conv3d(nn_graph *g, int id) { nn__grad_conv(g, id, NN__OP_CONV3D_DX, NN__OP_CONV3D_DW); }
 
 /* im2col + GEMM where the CPU bodies run (host memory), with its scratch; direct kernels,
    no scratch, on devices. */
@@ -25190,14 +25160,7 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
 #define nn__grad_avgpool2d_grad nn__grad_none
 #define nn__plan_avgpool2d_grad nn__no_plan
 
-static void nn__grad_avgpool2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_AVGPOOL2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_avgpool2d(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_AVGPOOL2D_GRAD); }
 
 static nn_result nn__cpu_avgpool2d(nn_graph *g, nn__node *n) {
     nn__pooling p;
