@@ -104,23 +104,7 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
 #define nn__plan_conv3d_dx nn__plan_conv3d
 #define nn__plan_conv3d_dw nn__plan_conv3d
 
-static void nn__grad_conv3d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) {
-        t = nn__op2(g, NN__OP_CONV3D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    if (gb) {
-        t = nn__op2(g, NN__OP_CONV3D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
-        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
-    return;
-}
+static void nn__grad_conv3d(nn_graph *g, int id) { nn__grad_conv(g, id, NN__OP_CONV3D_DX, NN__OP_CONV3D_DW); }
 
 /* im2col + GEMM where the CPU bodies run (host memory), with its scratch; direct kernels,
    no scratch, on devices. */
