@@ -58,14 +58,14 @@ static void result_free(result *r) {
 }
 
 /* Builds the case's graph on ctx, runs one step, returns the op's output and gradients. */
-static result run_case(nn_context *ctx, const spec *s, double *const *in, const double *w) {
+static result run_case(nn_context *ctx, const spec *s, double *const *in, const double *w, int cover) {
     result res;
     nn_graph *g = NULL;
     nn_tensor t[MAXIN], out, wt, loss;
     nn_compile_desc cd;
     nn_graph_desc gd;
     long no = numel(s->out), i;
-    int k;
+    int k, first;
     memset(&res, 0, sizeof res);
     memset(&gd, 0, sizeof gd);
     gd.seed = 1234;
@@ -76,6 +76,7 @@ static result run_case(nn_context *ctx, const spec *s, double *const *in, const 
         t[k] = nn_input(g, name, s->int_range[k] ? NN_I32 : NN_F32, s->shape[k]);
         if (s->grad[k]) nn_requires_grad(g, t[k]);
     }
+    first = s->n_in ? t[s->n_in - 1].id + 1 : 0; /* the op's nodes: first..out */
     out = s->build(g, t, s);
     wt = nn_input(g, "w", NN_F32, s->out);
     nn_output(g, out);
@@ -123,6 +124,7 @@ static result run_case(nn_context *ctx, const spec *s, double *const *in, const 
         free(v);
     }
     res.ok = 1;
+    if (cover) t_cover_graph(g, first, out.id); /* the op's own nodes, compared by the caller */
 done:
     nn_graph_destroy(g);
     return res;
@@ -196,7 +198,7 @@ void check_case(const t_env *e, const spec *s) {
     for (i = 0; i < no; i++) w[i] = (double)(float)t_uniform(-1, 1);
     ref_out = (double *)malloc((size_t)no * sizeof(double));
     tmp = (double *)malloc((size_t)no * sizeof(double));
-    r = run_case(e->ctx, s, in, w);
+    r = run_case(e->ctx, s, in, w, 1);
     s->ref(s, in, ref_out); /* after the build: dropout's reference needs the op's id */
     if (r.ok) {
         double err = t_relerr(r.out, ref_out, no);
@@ -213,7 +215,7 @@ void check_case(const t_env *e, const spec *s) {
                         s->name, k, err, GRAD_TOL, nd, b);
         }
         if (e->cpu) { /* the same graph on the CPU backend */
-            rc = run_case(e->cpu, s, in, w);
+            rc = run_case(e->cpu, s, in, w, 0);
             if (rc.ok) {
                 err = t_relerr(r.out, rc.out, no);
                 T_CHECK(err <= PARITY_TOL, "%s: OpenCL vs CPU forward differ by %.3g", s->name, err);

@@ -71,36 +71,28 @@ void in_i(spec *s, nn_shape sh, int lo, int hi); /* an int32 input in [lo, hi) *
    differences, and CPU parity on OpenCL devices; one ok/FAIL line. */
 void check_case(const t_env *e, const spec *s);
 
-void suite_ops(const t_env *e);
-void suite_matmul(const t_env *e);
-void suite_activation(const t_env *e);
-void suite_elementwise(const t_env *e);
-void suite_conv3d(const t_env *e);
-void suite_loss(const t_env *e);
-void suite_shape(const t_env *e);
-void suite_reduce(const t_env *e);
-void suite_index(const t_env *e);
-void suite_norm(const t_env *e);
-void suite_pool(const t_env *e);
-void suite_layers(const t_env *e);
-void suite_optim(const t_env *e);
-void suite_graph(const t_env *e);
-void suite_errors(const t_env *e);
-void suite_io(const t_env *e);
-void suite_cache(const t_env *e);
-void suite_safetensors(const t_env *e);
-void suite_ckpt(const t_env *e);
-void suite_files(const t_env *e);
-void suite_numerics(const t_env *e);
-void suite_api(const t_env *e);
-void suite_limits(const t_env *e);
-void suite_options(const t_env *e);
-void suite_lifetime(const t_env *e);
-void suite_randexpr(const t_env *e);
-void suite_random(const t_env *e);
-void suite_nanprop(const t_env *e);
-void suite_badinput(const t_env *e);
-void suite_registry(const t_env *e); /* last: every op kind ran on this backend */
+/* The suites, one line each, in the order they run on every backend (tests/nn_test.c):
+   suite_NAME(const t_env *) in tests/test_NAME.c. registry stays last: it checks what the
+   others covered on the backend. */
+#define T_SUITES(X)                                                                             \
+    X(ops) X(matmul) X(activation) X(elementwise) X(conv3d) X(loss) X(shape) X(reduce) X(index) \
+    X(norm) X(pool) X(layers) X(optim) X(graph) X(errors) X(io) X(cache) X(safetensors) X(ckpt) \
+    X(files) X(numerics) X(api) X(limits) X(options) X(lifetime) X(randexpr) X(random)         \
+    X(nanprop) X(badinput) X(registry)
+#define X(name) void suite_##name(const t_env *e);
+T_SUITES(X)
+#undef X
+
+/* Coverage (tests/coverage.c): the (op kind, function) pairs of the library's function
+   tables (unary, binary, loss, row loss, optimizer) compared against a reference on the
+   backend under test. t_cover_graph records the pairs of g's nodes from..to (ids) and of
+   its optimizer's update; the op checker calls it on a graph whose results it compared. */
+void t_cover_graph(const nn_graph *g, int from, int to);
+void t_cover_reset(void);
+int t_cover_count(int *total);   /* pairs covered; *total: pairs in the tables */
+/* pair i of the tables (0 <= i < total): its op kind, function and the graphs that covered
+   it; 0 past the end */
+int t_cover_pair(int i, const char **kind, const char **fn, int *count);
 /* Once, not per backend: how the OpenCL library is found, each case in a child process
    (argv0 run again with NN_TEST_CL_LOAD=<case>, which main hands to t_cl_load_child). */
 void suite_cl_load(const t_env *e, const char *argv0, int with_devices);
