@@ -61,6 +61,9 @@ struct spec {
     int ip[8];            /* free for an op's integer parameters */
     float fp[4];          /* and its float parameters */
     void (*fill)(const spec *s, double *const *in); /* NULL, or adjusts the drawn inputs */
+    int dirs;             /* > 0: each gradient checked along this many dense random
+                             directions over the whole input (directional derivatives), for
+                             ops whose reference is costly (matmul, einsum) */
 };
 long numel(nn_shape s);
 /* A case named `name` whose output has shape `out`; float inputs uniform in [-2, 2). */

@@ -1,8 +1,9 @@
 /* nn_matmul with torch.matmul's semantics, through the op checker (tests/op_check.c): dot
    products, vector-matrix and matrix-vector products, batched products whose batch dims
    broadcast (right-aligned, 1 against n), either operand transposed, at odd shapes (1, 3,
-   7, 33, 127); the gradients reduce over the broadcast batch dims. The 2-D products are
-   in tests/test_ops.c. Tolerances are op_check.c's (1e-4 relative). */
+   7, 33, 127); the gradients reduce over the broadcast batch dims.
+   Gradients along one dense random direction per input (op_check.c's dirs). Tolerances
+   are op_check.c's (1e-4 relative). */
 #include "test.h"
 #include <math.h>
 #include <stdlib.h>
@@ -87,6 +88,7 @@ static void mm_case(const t_env *e, nn_shape a, nn_shape b, nn_shape out, int ta
     s = mk(name, b_mm, r_mm, out);
     s.ta = ta;
     s.tb = tb;
+    s.dirs = 1; /* directional derivatives: one dense random direction per input */
     in_f(&s, as);
     in_f(&s, bs);
     check_case(e, &s);
@@ -192,6 +194,7 @@ static void einsum_cases(const t_env *e) {
         snprintf(name, sizeof name, "einsum \"%s\" %s %s", einsum_specs[cases[k].spec], sa, sb);
         s = mk(name, b_einsum, r_einsum, shp(cases[k].out));
         s.ip[0] = cases[k].spec;
+        s.dirs = 1;
         in_f(&s, a);
         in_f(&s, b);
         check_case(e, &s);
@@ -253,6 +256,27 @@ done:
     free(g2);
     nn_graph_destroy(g);
     t_end();
+}
+
+/* The 2-D products, both operands transposed or not, at odd shapes (1, 3, 7, 33, 129). */
+static void matmul_cases(const t_env *e) {
+    static const int shapes[][3] = {{7, 33, 3}, {1, 129, 7}, {33, 1, 129}, {3, 7, 1}, {129, 33, 33}};
+    char name[96];
+    int k, ta, tb;
+    for (k = 0; k < 5; k++)
+        for (ta = 0; ta < 2; ta++)
+            for (tb = 0; tb < 2; tb++) {
+                int M = shapes[k][0], N = shapes[k][1], K = shapes[k][2];
+                spec s;
+                snprintf(name, sizeof name, "matmul%s%s M=%d N=%d K=%d", ta ? " A^T" : "", tb ? " B^T" : "", M, N, K);
+                s = mk(name, b_mm, r_mm, nn_shape2(M, N));
+                s.ta = ta;
+                s.tb = tb;
+                s.dirs = 1; /* directional derivatives: one dense random direction per input */
+                in_f(&s, ta ? nn_shape2(K, M) : nn_shape2(M, K));
+                in_f(&s, tb ? nn_shape2(N, K) : nn_shape2(K, N));
+                check_case(e, &s);
+            }
 }
 
 void suite_matmul(const t_env *e) {
@@ -321,4 +345,5 @@ void suite_matmul(const t_env *e) {
         einsum_error(e, "ij,jk,kl->il", m34, m45, "expected");
         einsum_error(e, "ij,jk->ijk", m34, m45, "must lead");
     }
+    matmul_cases(e);
 }

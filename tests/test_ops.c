@@ -7,24 +7,6 @@
 
 /* ---- builders and double references ---- */
 
-static nn_tensor b_matmul(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_matmul(g, in[0], in[1], s->ta, s->tb); }
-static void r_matmul(const spec *s, double *const *in, double *out) {
-    /* i-k-j order: independent accumulators (the gradient checks call this ~1000 times) */
-    long M = s->out.dim[0], N = s->out.dim[1], K = s->ta ? s->shape[0].dim[0] : s->shape[0].dim[1], i, j, k;
-    long lda = s->shape[0].dim[1], ldb = s->shape[1].dim[1];
-    for (i = 0; i < M; i++) {
-        double *o = out + i * N;
-        for (j = 0; j < N; j++) o[j] = 0;
-        for (k = 0; k < K; k++) {
-            double a = s->ta ? in[0][k * lda + i] : in[0][i * lda + k];
-            if (s->tb)
-                for (j = 0; j < N; j++) o[j] += a * in[1][j * ldb + k];
-            else
-                for (j = 0; j < N; j++) o[j] += a * in[1][k * ldb + j];
-        }
-    }
-}
-
 static nn_tensor b_add(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_add(g, in[0], in[1]); }
 static nn_tensor b_sub(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_sub(g, in[0], in[1]); }
 static nn_tensor b_mul(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_mul(g, in[0], in[1]); }
@@ -463,25 +445,6 @@ static void conv_cases(const t_env *e) {
     }
 }
 
-static void matmul_cases(const t_env *e) {
-    static const int shapes[][3] = {{7, 33, 3}, {1, 129, 7}, {33, 1, 129}, {3, 7, 1}, {129, 33, 33}};
-    char name[96];
-    int k, ta, tb;
-    for (k = 0; k < 5; k++)
-        for (ta = 0; ta < 2; ta++)
-            for (tb = 0; tb < 2; tb++) {
-                int M = shapes[k][0], N = shapes[k][1], K = shapes[k][2];
-                spec s;
-                snprintf(name, sizeof name, "matmul%s%s M=%d N=%d K=%d", ta ? " A^T" : "", tb ? " B^T" : "", M, N, K);
-                s = mk(name, b_matmul, r_matmul, nn_shape2(M, N));
-                s.ta = ta;
-                s.tb = tb;
-                in_f(&s, ta ? nn_shape2(K, M) : nn_shape2(M, K));
-                in_f(&s, tb ? nn_shape2(N, K) : nn_shape2(K, N));
-                check_case(e, &s);
-            }
-}
-
 void suite_ops(const t_env *e) {
     static const struct { const char *name; build_fn b; ref_fn r; float p; double lo, hi; } unary[] = {
         {"relu", b_relu, r_relu, 0, -2, 2},       {"leaky_relu", b_leaky, r_leaky, 0.1f, -2, 2},
@@ -493,7 +456,6 @@ void suite_ops(const t_env *e) {
     char name[96];
     int k, j;
     spec s;
-    matmul_cases(e);
     conv_cases(e);
     conv_grad_sum_case(e);
     for (k = 0; k < (int)(sizeof unary / sizeof unary[0]); k++)
