@@ -64,6 +64,14 @@ static void result_free(result *r) {
     memset(r, 0, sizeof *r);
 }
 
+static int same_shape(nn_shape a, nn_shape b) {
+    int i;
+    if (a.ndim != b.ndim) return 0;
+    for (i = 0; i < a.ndim; i++)
+        if (a.dim[i] != b.dim[i]) return 0;
+    return 1;
+}
+
 /* Builds the case's graph on ctx, runs one step, returns the op's output and gradients. */
 static result run_case(nn_context *ctx, const spec *s, double *const *in, const double *w, int cover) {
     result res;
@@ -72,24 +80,38 @@ static result run_case(nn_context *ctx, const spec *s, double *const *in, const 
     nn_compile_desc cd;
     nn_graph_desc gd;
     long no = numel(s->out), i;
-    int k, first;
+    int k, first, keep = 0;
     memset(&res, 0, sizeof res);
     memset(&gd, 0, sizeof gd);
     gd.seed = 1234;
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) return res;
+    first = 0;
     for (k = 0; k < s->n_in; k++) {
         char name[16];
+        if (s->param[k][0]) continue; /* made by build */
         snprintf(name, sizeof name, "in%d", k);
         t[k] = nn_input(g, name, s->int_range[k] ? NN_I32 : NN_F32, s->shape[k]);
         if (s->grad[k]) nn_requires_grad(g, t[k]);
+        first = t[k].id + 1; /* the op's nodes: first..out */
     }
-    first = s->n_in ? t[s->n_in - 1].id + 1 : 0; /* the op's nodes: first..out */
     out = s->build(g, t, s);
+    if (!T_OK(nn_graph_status(g), ctx)) goto done;
+    if (!T_CHECK(same_shape(nn_tensor_shape(g, out), s->out), "%s: the output's shape is not the case's", s->name)) goto done;
+    for (k = 0; k < s->n_in; k++) {
+        if (!s->param[k][0]) continue;
+        t[k] = nn_find(g, s->param[k]);
+        if (!T_CHECK(t[k].id > 0, "%s: no parameter %s", s->name, s->param[k])) goto done;
+        if (!T_CHECK(same_shape(nn_tensor_shape(g, t[k]), s->shape[k]), "%s: parameter %s has another shape", s->name,
+                     s->param[k]))
+            goto done;
+        keep = 1;
+    }
     wt = nn_input(g, "w", NN_F32, s->out);
     nn_output(g, out);
     loss = nn_sum(g, nn_mul(g, out, wt));
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
+    cd.keep_grads = keep; /* parameters' gradients readable */
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
     for (k = 0; k < s->n_in; k++) {
         long n = numel(s->shape[k]);
@@ -125,7 +147,7 @@ static result run_case(nn_context *ctx, const spec *s, double *const *in, const 
         if (!s->grad[k]) continue;
         v = (float *)malloc((size_t)n * 4);
         res.grad[k] = (double *)calloc((size_t)n, sizeof(double));
-        if (T_CHECK(nn_grad(g, t[k]).id > 0, "%s: no gradient for input %d", s->name, k) &&
+        if (T_CHECK(nn_grad(g, t[k]).id > 0, "%s: no gradient for %s %d", s->name, s->param[k][0] ? s->param[k] : "input", k) &&
             T_OK(nn_tensor_read(g, nn_grad(g, t[k]), v, (size_t)n * 4), ctx))
             for (i = 0; i < n; i++) res.grad[k][i] = v[i];
         free(v);
@@ -195,15 +217,16 @@ void check_case(const t_env *e, const spec *s) {
     int k;
     result r, rc;
     char label[160];
-    snprintf(label, sizeof label, "op %s", s->name);
+    snprintf(label, sizeof label, "%s %s", s->kind ? s->kind : "op", s->name);
     if (!t_begin(e, label)) return;
     t_seed(0x5eed + (unsigned long long)strlen(s->name) * 977 + (unsigned long long)no);
     for (k = 0; k < s->n_in; k++) {
         long n = numel(s->shape[k]);
         in[k] = (double *)malloc((size_t)n * sizeof(double));
         for (i = 0; i < n; i++)
-            in[k][i] = s->int_range[k] ? (double)(s->lo_int + t_randint(s->int_range[k] - s->lo_int))
-                                       : (double)(float)t_uniform(s->lo, s->hi);
+            in[k][i] = s->int_range[k]            ? (double)(s->lo_int + t_randint(s->int_range[k] - s->lo_int))
+                       : s->in_lo[k] < s->in_hi[k] ? (double)(float)t_uniform(s->in_lo[k], s->in_hi[k])
+                                                   : (double)(float)t_uniform(s->lo, s->hi);
     }
     if (s->fill) s->fill(s, in);
     w = (double *)malloc((size_t)no * sizeof(double));
@@ -220,14 +243,14 @@ void check_case(const t_env *e, const spec *s) {
             if (!s->grad[k] || !r.grad[k]) continue;
             err = grad_error(s, in, k, r.grad[k], w, tmp, &nd, &b);
             if (s->dirs > 0)
-                T_CHECK(err <= GRAD_TOL, "%s d/d(input %d): relative error %.3g > %.1g against finite differences along %ld dense random directions",
-                        s->name, k, err, GRAD_TOL, nd);
+                T_CHECK(err <= GRAD_TOL, "%s d/d(%s %d): relative error %.3g > %.1g against finite differences along %ld dense random directions",
+                        s->name, s->param[k][0] ? s->param[k] : "input", k, err, GRAD_TOL, nd);
             else if (b == 1)
-                T_CHECK(err <= GRAD_TOL, "%s d/d(input %d): relative error %.3g > %.1g against finite differences, element by element",
-                        s->name, k, err, GRAD_TOL);
+                T_CHECK(err <= GRAD_TOL, "%s d/d(%s %d): relative error %.3g > %.1g against finite differences, element by element",
+                        s->name, s->param[k][0] ? s->param[k] : "input", k, err, GRAD_TOL);
             else
-                T_CHECK(err <= GRAD_TOL, "%s d/d(input %d): relative error %.3g > %.1g against finite differences along %ld block directions of %ld elements",
-                        s->name, k, err, GRAD_TOL, nd, b);
+                T_CHECK(err <= GRAD_TOL, "%s d/d(%s %d): relative error %.3g > %.1g against finite differences along %ld block directions of %ld elements",
+                        s->name, s->param[k][0] ? s->param[k] : "input", k, err, GRAD_TOL, nd, b);
         }
         if (e->cpu) { /* the same graph on the CPU backend */
             rc = run_case(e->cpu, s, in, w, 0);
@@ -273,4 +296,13 @@ void in_i(spec *s, nn_shape sh, int lo, int hi) {
     s->int_range[s->n_in] = hi;
     s->lo_int = lo;
     s->n_in++;
+}
+void in_fr(spec *s, nn_shape sh, double lo, double hi) {
+    s->in_lo[s->n_in] = lo;
+    s->in_hi[s->n_in] = hi;
+    in_f(s, sh);
+}
+void in_param(spec *s, const char *name, nn_shape sh, double lo, double hi) {
+    snprintf(s->param[s->n_in], sizeof s->param[s->n_in], "%s", name);
+    in_fr(s, sh, lo, hi);
 }

@@ -40,14 +40,19 @@ void t_philox(unsigned c[4], unsigned k0, unsigned k1);
 double t_relerr(const double *a, const double *b, long n);
 
 /* ---- the op checker (tests/op_check.c) ---- */
-#define MAXIN 4
+#define MAXIN 20 /* inputs and named parameters of a case (a layer's weights) */
 typedef struct spec spec;
 typedef nn_tensor (*build_fn)(nn_graph *g, const nn_tensor *in, const spec *s);
 typedef void (*ref_fn)(const spec *s, double *const *in, double *out);
 struct spec {
     const char *name;
-    int n_in;
+    const char *kind;     /* the case's label is "KIND NAME": "op" (mk's), "layer", ... */
+    int n_in;             /* inputs and parameters: in[0..n_in), in the order added */
     nn_shape shape[MAXIN];
+    char param[MAXIN][64]; /* non-empty: not an input but the parameter of this name that
+                             build created (found with nn_find, its shape checked); its
+                             values are written like an input's and its gradient checked */
+    double in_lo[MAXIN], in_hi[MAXIN]; /* in_lo < in_hi: this one's range instead of lo, hi */
     int int_range[MAXIN]; /* > 0: an int32 input with values in [lo_int, int_range) */
     int lo_int;
     int grad[MAXIN];      /* check d(loss)/d(input) */
@@ -70,6 +75,9 @@ long numel(nn_shape s);
 spec mk(const char *name, build_fn b, ref_fn r, nn_shape out);
 void in_f(spec *s, nn_shape sh);                 /* a float input, gradient checked */
 void in_i(spec *s, nn_shape sh, int lo, int hi); /* an int32 input in [lo, hi) */
+void in_fr(spec *s, nn_shape sh, double lo, double hi); /* a float input in [lo, hi), gradient checked */
+/* the parameter `name` that build creates, values in [lo, hi), gradient checked */
+void in_param(spec *s, const char *name, nn_shape sh, double lo, double hi);
 /* Runs the case on e's backend: forward vs the reference, gradients vs finite
    differences, and CPU parity on OpenCL devices; one ok/FAIL line. */
 void check_case(const t_env *e, const spec *s);
