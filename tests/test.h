@@ -66,6 +66,18 @@ struct spec {
     int ip[8];            /* free for an op's integer parameters */
     float fp[4];          /* and its float parameters */
     void (*fill)(const spec *s, double *const *in); /* NULL, or adjusts the drawn inputs */
+    const void *arg;      /* free for the case's builder and reference */
+    /* Expected-value mode (NaN/Inf propagation, values PyTorch gives): expect set, inputs
+       x[k] given (no draw), the loss's weights w (NULL: ones; the output's shape is the
+       graph's, s->out unused), and the output and each gradient compared element by
+       element with t_expect_compare against y_expect and dx_expect[k] (NULL: that one is
+       not asked for); no finite differences. */
+    int expect;
+    const double *x[MAXIN];
+    const double *y_expect;
+    const double *dx_expect[MAXIN];
+    const double *w;
+    int eval;             /* the graph is an eval graph (nn_graph_desc.eval) */
     int dirs;             /* > 0: each gradient checked along this many dense random
                              directions over the whole input (directional derivatives), for
                              ops whose reference is costly (matmul, einsum) */
@@ -81,6 +93,17 @@ void in_param(spec *s, const char *name, nn_shape sh, double lo, double hi);
 /* Runs the case on e's backend: forward vs the reference, gradients vs finite
    differences, and CPU parity on OpenCL devices; one ok/FAIL line. */
 void check_case(const t_env *e, const spec *s);
+/* Expected-value mode inside a case already begun: runs s (s->expect set) on e's backend
+   and compares; got_y, got_dx0 (optional): the output and input 0's gradient read back
+   (malloc'ed, the caller frees), for checks of their own (dropout's mask). 1 when it ran. */
+int check_values(const t_env *e, const spec *s, double **got_y, double **got_dx0);
+/* got against want element by element: want NaN needs NaN, +-inf the same infinity,
+   T_FINITE any finite value, and a finite want is met within 1e-4 relative + 1e-5
+   absolute; the first four differences are reported, named "name: what[i]". */
+#define T_FINITE 1e300
+int t_expect_compare(const char *name, const char *what, const double *got, const double *want, long n);
+/* "NaN", "+inf", "-inf", "finite" or the number */
+const char *t_expect_desc(double w, char *buf, size_t n);
 
 /* The suites, one line each, in the order they run on every backend (tests/nn_test.c):
    suite_NAME(const t_env *) in tests/test_NAME.c. registry stays last: it checks what the

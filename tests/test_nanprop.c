@@ -35,158 +35,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NP_MAXIN 4
-#define NP_REL 1e-4
-#define NP_ABS 1e-5
-#define FIN 1e300  /* expected: any finite value */
+#define FIN T_FINITE /* expected: any finite value */
 
-typedef nn_tensor (*np_build)(nn_graph *g, const nn_tensor *in, const void *arg);
-
-typedef struct np_case {
-    const char *name;
-    np_build build;
-    const void *arg;
-    int n_in;
-    nn_shape shape[NP_MAXIN];
-    int i32[NP_MAXIN];
-    const double *x[NP_MAXIN];
-    const double *dx[NP_MAXIN]; /* expected d(loss)/d(input); NULL: no gradient asked */
-    const double *y;            /* expected output */
-    const double *w;            /* the loss's weights (NULL: ones) */
-    int eval;
-} np_case;
+/* The rows are cases of the op checker's expected-value mode (tests/op_check.c): np_case
+   is its spec, labelled "nanprop: NAME". */
+typedef spec np_case;
+typedef build_fn np_build;
 
 static void np_init(np_case *c, const char *name, np_build build, const void *arg) {
     memset(c, 0, sizeof *c);
     c->name = name;
+    c->kind = "nanprop:";
     c->build = build;
     c->arg = arg;
+    c->expect = 1;
 }
 static void np_in(np_case *c, nn_shape s, const double *x, const double *dx) {
     c->shape[c->n_in] = s;
     c->x[c->n_in] = x;
-    c->dx[c->n_in] = dx;
+    c->dx_expect[c->n_in] = dx;
+    c->grad[c->n_in] = dx != NULL;
     c->n_in++;
 }
+/* the parameter `name` that the builder creates, its values x, its expected gradient dx */
+static void np_param(np_case *c, const char *name, nn_shape s, const double *x, const double *dx) {
+    snprintf(c->param[c->n_in], sizeof c->param[c->n_in], "%s", name);
+    np_in(c, s, x, dx);
+}
 static void np_in_i(np_case *c, nn_shape s, const double *x) {
-    c->i32[c->n_in] = 1;
+    c->int_range[c->n_in] = 1; /* int32; its values are x */
     np_in(c, s, x, NULL);
 }
-
-static long np_numel(nn_shape s) {
-    long n = 1;
-    int i;
-    for (i = 0; i < s.ndim; i++) n *= (long)s.dim[i];
-    return n;
-}
-
-static const char *np_desc(double w, char *buf, size_t n) {
-    if (isnan(w)) return "NaN";
-    if (w == FIN) return "finite";
-    if (isinf(w)) return w > 0 ? "+inf" : "-inf";
-    snprintf(buf, n, "%.7g", w);
-    return buf;
-}
-
-/* got against want element by element; reports the first few differences */
-static int np_compare(const char *name, const char *what, const float *got, const double *want, long n) {
-    long i, bad = 0;
-    for (i = 0; i < n; i++) {
-        double w = want[i], v = got[i];
-        int ok;
-        char b[40];
-        if (isnan(w)) ok = isnan(v);
-        else if (isinf(w)) ok = v == w;
-        else if (w == FIN) ok = isfinite(v);
-        else ok = isfinite(v) && fabs(v - w) <= NP_REL * fabs(w) + NP_ABS;
-        if (!ok && bad++ < 4) T_CHECK(0, "%s: %s[%ld] = %g, PyTorch gives %s", name, what, i, v, np_desc(w, b, sizeof b));
-    }
-    if (bad > 4) T_CHECK(0, "%s: %s: %ld elements differ in all", name, what, bad);
-    return bad == 0;
-}
-
-static void np_write(nn_context *ctx, nn_graph *g, nn_tensor t, const double *v, long n, int i32) {
-    long i;
-    if (i32) {
-        int32_t *b = (int32_t *)malloc((size_t)n * 4);
-        for (i = 0; i < n; i++) b[i] = (int32_t)v[i];
-        T_OK(nn_tensor_write(g, t, b, (size_t)n * 4), ctx);
-        free(b);
-    } else {
-        float *b = (float *)malloc((size_t)n * 4);
-        for (i = 0; i < n; i++) b[i] = (float)v[i];
-        T_OK(nn_tensor_write(g, t, b, (size_t)n * 4), ctx);
-        free(b);
-    }
-}
-
-/* Builds the case on e's backend, runs one step and compares the output and gradients.
-   got_dx (optional): receives the gradient of input k read back (for dropout's mask). */
-static void np_exec(const t_env *e, const np_case *c, float **got_y, float **got_dx) {
-    nn_context *ctx = e->ctx;
-    nn_graph *g = NULL;
-    nn_graph_desc gd;
-    nn_compile_desc cd;
-    nn_tensor in[NP_MAXIN], out, wt;
-    long ny, k;
-    float *y = NULL;
-    memset(&gd, 0, sizeof gd);
-    gd.seed = 99;
-    gd.eval = c->eval;
-    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) return;
-    for (k = 0; k < c->n_in; k++) {
-        char nm[32];
-        snprintf(nm, sizeof nm, "x%ld", k);
-        in[k] = nn_input(g, nm, c->i32[k] ? NN_I32 : NN_F32, c->shape[k]);
-        if (c->dx[k]) nn_requires_grad(g, in[k]);
-    }
-    out = c->build(g, in, c->arg);
-    if (!T_CHECK(out.id > 0, "%s: the op failed: %s", c->name, nn_last_error(ctx))) goto done;
-    ny = (long)nn_tensor_numel(g, out);
-    nn_output(g, out);
-    wt = c->w ? nn_input(g, "w", NN_F32, nn_tensor_shape(g, out)) : NN_NONE;
-    memset(&cd, 0, sizeof cd);
-    cd.loss = nn_sum(g, c->w ? nn_mul(g, out, wt) : out);
-    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
-    for (k = 0; k < c->n_in; k++) np_write(ctx, g, in[k], c->x[k], np_numel(c->shape[k]), c->i32[k]);
-    if (c->w) np_write(ctx, g, wt, c->w, ny, 0);
-    if (!T_OK(nn_graph_step(g), ctx)) goto done;
-    y = (float *)malloc((size_t)ny * 4);
-    if (T_OK(nn_tensor_read(g, out, y, (size_t)ny * 4), ctx)) {
-        if (c->y) np_compare(c->name, "y", y, c->y, ny);
-        if (got_y) {
-            *got_y = y;
-            y = NULL;
-        }
-    }
-    for (k = 0; k < c->n_in; k++) {
-        long n = np_numel(c->shape[k]);
-        float *d;
-        char what[32];
-        if (!c->dx[k]) continue;
-        d = (float *)malloc((size_t)n * 4);
-        snprintf(what, sizeof what, "d/dx%ld", k);
-        if (T_OK(nn_tensor_read(g, nn_grad(g, in[k]), d, (size_t)n * 4), ctx)) {
-            np_compare(c->name, what, d, c->dx[k], n);
-            if (got_dx && k == 0) {
-                *got_dx = d;
-                d = NULL;
-            }
-        }
-        free(d);
-    }
-done:
-    free(y);
-    nn_graph_destroy(g);
-}
-
-static void np_run(const t_env *e, const np_case *c) {
-    char label[120];
-    snprintf(label, sizeof label, "nanprop: %s", c->name);
-    if (!t_begin(e, label)) return;
-    np_exec(e, c, NULL, NULL);
-    t_end();
-}
+#define np_run check_case
+#define np_desc t_expect_desc
 
 /* A deterministic fill in [lo, hi) */
 static void np_fill(double *v, long n, double lo, double hi, unsigned long long seed) {
@@ -273,7 +154,8 @@ static const np_act np_acts[] = {
 };
 #define NP_N_ACTS ((int)(sizeof np_acts / sizeof np_acts[0]))
 
-static nn_tensor b_act(nn_graph *g, const nn_tensor *in, const void *arg) {
+static nn_tensor b_act(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg;
     const np_act *a = (const np_act *)arg;
     return a->build(g, in[0], a->p);
 }
@@ -308,17 +190,21 @@ static void nanprop_activations(const t_env *e) {
         }
         np_init(&c, A->name, b_act, A);
         np_in(&c, nn_shape1(ACT_N), x, dx);
-        c.y = y;
+        c.y_expect = y;
         np_run(e, &c);
     }
 }
 
 /* ---- binary ops and scale ---- */
 
-static nn_tensor b_add(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_add(g, in[0], in[1]); }
-static nn_tensor b_sub(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_sub(g, in[0], in[1]); }
-static nn_tensor b_mul(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_mul(g, in[0], in[1]); }
-static nn_tensor b_scale(nn_graph *g, const nn_tensor *in, const void *arg) { return nn_scale(g, in[0], *(const float *)arg); }
+static nn_tensor b_add(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg; (void)arg; return nn_add(g, in[0], in[1]); }
+static nn_tensor b_sub(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg; (void)arg; return nn_sub(g, in[0], in[1]); }
+static nn_tensor b_mul(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg; (void)arg; return nn_mul(g, in[0], in[1]); }
+static nn_tensor b_scale(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg; return nn_scale(g, in[0], *(const float *)arg); }
 
 /* a [4, 5] against b [5] (broadcast) or b [4, 5]: inf - inf, inf * 0, NaN + x */
 static void nanprop_binary(const t_env *e) {
@@ -356,7 +242,7 @@ static void nanprop_binary(const t_env *e) {
             np_init(&c, names[op][full], builds[op], NULL);
             np_in(&c, nn_shape2(4, 5), a, da);
             np_in(&c, full ? nn_shape2(4, 5) : nn_shape1(5), b, db);
-            c.y = y;
+            c.y_expect = y;
             np_run(e, &c);
         }
     {
@@ -372,18 +258,19 @@ static void nanprop_binary(const t_env *e) {
         }
         np_init(&c, "scale by 0", b_scale, &s0);
         np_in(&c, nn_shape1(8), x, d0);
-        c.y = y0;
+        c.y_expect = y0;
         np_run(e, &c);
         np_init(&c, "scale by -2.5", b_scale, &s2);
         np_in(&c, nn_shape1(8), x, d2);
-        c.y = y2;
+        c.y_expect = y2;
         np_run(e, &c);
     }
 }
 
 /* ---- PReLU: x [2, 3, 4], a slope per channel ---- */
 
-static nn_tensor b_prelu(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_prelu(g, in[0], in[1]); }
+static nn_tensor b_prelu(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg; (void)arg; return nn_prelu(g, in[0], in[1]); }
 
 static void nanprop_prelu(const t_env *e) {
     double x[24], w[3] = {0.25, -0.5, 0}, y[24], dx[24], dw[3] = {0, 0, 0};
@@ -404,7 +291,7 @@ static void nanprop_prelu(const t_env *e) {
     np_init(&c, "prelu x[2, 3, 4] w[3]", b_prelu, NULL);
     np_in(&c, nn_shape3(2, 3, 4), x, dx);
     np_in(&c, nn_shape1(3), w, dw);
-    c.y = y;
+    c.y_expect = y;
     np_run(e, &c);
 }
 
@@ -412,12 +299,13 @@ static void nanprop_prelu(const t_env *e) {
    and inf, as PyTorch's x * mask / (1 - p)). The mask is read from the gradient
    (dy * mask / (1 - p), dy = 1), which must itself be finite. ---- */
 
-static nn_tensor b_dropout(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_dropout(g, in[0], 0.5f); }
+static nn_tensor b_dropout(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg; (void)arg; return nn_dropout(g, in[0], 0.5f); }
 
 static void nanprop_dropout(const t_env *e) {
     enum { N = 64 };
     double x[N], dx[N];
-    float *y = NULL, *d = NULL;
+    double *y = NULL, *d = NULL;
     np_case c;
     int i, kept = 0, dropped = 0, nonfinite_dropped = 0;
     if (!t_begin(e, "nanprop: dropout p = 0.5")) return;
@@ -426,7 +314,7 @@ static void nanprop_dropout(const t_env *e) {
     for (i = 0; i < N; i++) dx[i] = FIN;
     np_init(&c, "dropout p = 0.5", b_dropout, NULL);
     np_in(&c, nn_shape1(N), x, dx);
-    np_exec(e, &c, &y, &d);
+    check_values(e, &c, &y, &d);
     if (y && d) {
         for (i = 0; i < N; i++) {
             double m = d[i], want;
@@ -451,7 +339,8 @@ static void nanprop_dropout(const t_env *e) {
 /* ---- matmul and dense ---- */
 
 typedef struct np_mm { int ta, tb; } np_mm;
-static nn_tensor b_matmul(nn_graph *g, const nn_tensor *in, const void *arg) {
+static nn_tensor b_matmul(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg;
     const np_mm *m = (const np_mm *)arg;
     return nn_matmul(g, in[0], in[1], m->ta, m->tb);
 }
@@ -499,7 +388,7 @@ static void nanprop_matmul_one(const t_env *e, const char *name, int M, int K, i
     np_init(&c, name, b_matmul, &mm);
     np_in(&c, ta ? nn_shape2(K, M) : nn_shape2(M, K), A, dA);
     np_in(&c, tb ? nn_shape2(N, K) : nn_shape2(K, N), B, dB);
-    c.y = y;
+    c.y_expect = y;
     np_run(e, &c);
     free(A);
     free(B);
@@ -511,15 +400,14 @@ static void nanprop_matmul_one(const t_env *e, const char *name, int M, int K, i
 
 /* nn_dense (x W^T + b with its own parameters fc.weight and fc.bias): x [3, 4] with NaN in
    row 1, inf in W row 2, NaN in b[4]; the parameters written before the step */
+static nn_tensor b_dense(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_dense(g, in[0], 5, NULL, "fc");
+}
 static void nanprop_dense(const t_env *e) {
-    nn_context *ctx = e->ctx;
-    nn_graph *g = NULL;
-    nn_compile_desc cd;
-    nn_tensor x, y, W, bt;
     double xv[12], Wv[20], bv[5], ry[15], w1[15], rdx[12], rdW[20], rdb[5];
-    float f[20];
     int i, j;
-    if (!t_begin(e, "nanprop: dense x[3, 4] -> 5")) return;
+    np_case c;
     np_fill(xv, 12, -1, 1, 56);
     np_fill(Wv, 20, -1, 1, 57);
     np_fill(bv, 5, -1, 1, 58);
@@ -531,27 +419,12 @@ static void nanprop_dense(const t_env *e) {
     for (i = 0; i < 3; i++)
         for (j = 0; j < 5; j++) ry[i * 5 + j] += bv[j];
     for (j = 0; j < 5; j++) rdb[j] = 3;
-    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
-    x = nn_input(g, "x", NN_F32, nn_shape2(3, 4));
-    nn_requires_grad(g, x);
-    y = nn_dense(g, x, 5, NULL, "fc");
-    W = nn_find(g, "fc.weight");
-    bt = nn_find(g, "fc.bias");
-    nn_output(g, y);
-    memset(&cd, 0, sizeof cd);
-    cd.loss = nn_sum(g, y); /* no optimizer: the parameters' gradients are kept */
-    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
-    np_write(ctx, g, x, xv, 12, 0);
-    np_write(ctx, g, W, Wv, 20, 0);
-    np_write(ctx, g, bt, bv, 5, 0);
-    if (!T_OK(nn_graph_step(g), ctx)) goto done;
-    if (T_OK(nn_tensor_read(g, y, f, 15 * 4), ctx)) np_compare("dense", "y", f, ry, 15);
-    if (T_OK(nn_tensor_read(g, nn_grad(g, x), f, 12 * 4), ctx)) np_compare("dense", "d/dx", f, rdx, 12);
-    if (T_OK(nn_tensor_read(g, nn_grad(g, W), f, 20 * 4), ctx)) np_compare("dense", "d/dW", f, rdW, 20);
-    if (T_OK(nn_tensor_read(g, nn_grad(g, bt), f, 5 * 4), ctx)) np_compare("dense", "d/db", f, rdb, 5);
-done:
-    nn_graph_destroy(g);
-    t_end();
+    np_init(&c, "dense x[3, 4] -> 5", b_dense, NULL);
+    np_in(&c, nn_shape2(3, 4), xv, rdx);
+    np_param(&c, "fc.weight", nn_shape2(5, 4), Wv, rdW); /* its own parameters, written before the step */
+    np_param(&c, "fc.bias", nn_shape1(5), bv, rdb);
+    c.y_expect = ry;
+    np_run(e, &c);
 }
 
 static void nanprop_matmul(const t_env *e) {
@@ -565,8 +438,10 @@ static void nanprop_matmul(const t_env *e) {
 
 /* ---- sum and mean ---- */
 
-static nn_tensor b_sum(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_sum(g, in[0]); }
-static nn_tensor b_mean(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_mean(g, in[0]); }
+static nn_tensor b_sum(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg; (void)arg; return nn_sum(g, in[0]); }
+static nn_tensor b_mean(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg; (void)arg; return nn_mean(g, in[0]); }
 
 static void nanprop_reduce(const t_env *e) {
     enum { N = 1000 };
@@ -599,7 +474,7 @@ static void nanprop_reduce(const t_env *e) {
             snprintf(name, sizeof name, "%s of [1000] with %s", m ? "mean" : "sum", cases[k].name);
             np_init(&c, name, m ? b_mean : b_sum, NULL);
             np_in(&c, nn_shape1(N), x, m ? dmean : dsum);
-            c.y = &want;
+            c.y_expect = &want;
             np_run(e, &c);
         }
 }
@@ -636,8 +511,10 @@ done:
 
 /* ---- softmax and log-softmax over rows of 5 ---- */
 
-static nn_tensor b_softmax(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_softmax(g, in[0]); }
-static nn_tensor b_log_softmax(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_log_softmax(g, in[0]); }
+static nn_tensor b_softmax(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg; (void)arg; return nn_softmax(g, in[0]); }
+static nn_tensor b_log_softmax(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg; (void)arg; return nn_log_softmax(g, in[0]); }
 
 static void nanprop_softmax(const t_env *e) {
     enum { R = 7, C = 5 };
@@ -675,7 +552,7 @@ static void nanprop_softmax(const t_env *e) {
         np_case k;
         np_init(&k, lg ? "log_softmax rows with NaN, +-inf" : "softmax rows with NaN, +-inf", lg ? b_log_softmax : b_softmax, NULL);
         np_in(&k, nn_shape2(R, C), x, lg ? dly : dy);
-        k.y = lg ? ly : y;
+        k.y_expect = lg ? ly : y;
         k.w = w;
         np_run(e, &k);
     }
@@ -690,7 +567,8 @@ typedef struct np_loss {
     int pw; /* in[2] is pos_weight, class weights, or a third operand */
 } np_loss;
 
-static nn_tensor b_loss(nn_graph *g, const nn_tensor *in, const void *arg) {
+static nn_tensor b_loss(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg;
     const np_loss *l = (const np_loss *)arg;
     nn_loss_desc d = l->d;
     if (l->pw == 1) d.pos_weight = in[2];
@@ -704,7 +582,7 @@ static void np_loss_case(const t_env *e, const char *name, const np_loss *l, nn_
     np_init(&c, name, b_loss, l);
     np_in(&c, s, x, dx);
     np_in(&c, s, t, NULL);
-    c.y = y;
+    c.y_expect = y;
     np_run(e, &c);
 }
 
@@ -800,7 +678,7 @@ static void nanprop_losses_ew(const t_env *e) {
         np_in(&c, s6, lx, blp_d);
         np_in(&c, s6, lt, NULL);
         np_in(&c, s6, pw, NULL);
-        c.y = bl_y;
+        c.y_expect = bl_y;
         np_run(e, &c);
         l.pw = 0;
     }
@@ -812,11 +690,13 @@ static void nanprop_losses_ew(const t_env *e) {
     np_loss_case(e, "kl_div_loss log_target", &l, s6, klx, klt, kl_y, kl_d);
 }
 
-static nn_tensor b_bce_logits_legacy(nn_graph *g, const nn_tensor *in, const void *arg) {
+static nn_tensor b_bce_logits_legacy(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg;
     (void)arg;
     return nn_bce_with_logits(g, in[0], in[1]);
 }
-static nn_tensor b_mse_legacy(nn_graph *g, const nn_tensor *in, const void *arg) {
+static nn_tensor b_mse_legacy(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg;
     (void)arg;
     return nn_mse(g, in[0], in[1]);
 }
@@ -836,24 +716,26 @@ static void nanprop_losses_mean(const t_env *e) {
     np_init(&c, "mse (nn_mse)", b_mse_legacy, NULL);
     np_in(&c, nn_shape1(4), x, dx);
     np_in(&c, nn_shape1(4), t, NULL);
-    c.y = y;
+    c.y_expect = y;
     np_run(e, &c);
     l.fn = nn_bce_with_logits_loss;
     np_loss_case(e, "bce_with_logits_loss mean", &l, nn_shape1(3), lx, lt, ly, ldx);
     np_init(&c, "bce_with_logits (nn_bce_with_logits)", b_bce_logits_legacy, NULL);
     np_in(&c, nn_shape1(3), lx, ldx);
     np_in(&c, nn_shape1(3), lt, NULL);
-    c.y = ly;
+    c.y_expect = ly;
     np_run(e, &c);
 }
 
-static nn_tensor b_ce(nn_graph *g, const nn_tensor *in, const void *arg) {
+static nn_tensor b_ce(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg;
     const np_loss *l = (const np_loss *)arg;
     nn_loss_desc d = l->d;
     if (l->pw == 2) d.weight = in[2];
     return l->fn(g, in[0], in[1], &d);
 }
-static nn_tensor b_xent_legacy(nn_graph *g, const nn_tensor *in, const void *arg) {
+static nn_tensor b_xent_legacy(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg;
     (void)arg;
     return nn_softmax_cross_entropy(g, in[0], in[1]);
 }
@@ -890,13 +772,13 @@ static void nanprop_losses_rows(const t_env *e) {
     np_init(&c, "cross_entropy_loss", b_ce, &l);
     np_in(&c, nn_shape2(6, 3), x, ce_d);
     np_in_i(&c, nn_shape1(6), lab);
-    c.y = ce_y;
+    c.y_expect = ce_y;
     np_run(e, &c);
     l.d.label_smoothing = 0.1f;
     np_init(&c, "cross_entropy_loss smoothing, ignore_index", b_ce, &l);
     np_in(&c, nn_shape2(6, 3), x, ls_d);
     np_in_i(&c, nn_shape1(6), lab_ign);
-    c.y = ls_y;
+    c.y_expect = ls_y;
     np_run(e, &c);
     l.d.label_smoothing = 0;
     l.pw = 2;
@@ -904,44 +786,47 @@ static void nanprop_losses_rows(const t_env *e) {
     np_in(&c, nn_shape2(6, 3), x, cw_d);
     np_in_i(&c, nn_shape1(6), lab);
     np_in(&c, nn_shape1(3), cw, NULL);
-    c.y = cw_y;
+    c.y_expect = cw_y;
     np_run(e, &c);
     l.pw = 0;
     l.d.reduction = NN_REDUCTION_MEAN;
     np_init(&c, "cross_entropy_loss mean", b_ce, &l);
     np_in(&c, nn_shape2(3, 3), mx, m_d);
     np_in_i(&c, nn_shape1(3), mlab);
-    c.y = m_y;
+    c.y_expect = m_y;
     np_run(e, &c);
     np_init(&c, "softmax_cross_entropy (legacy)", b_xent_legacy, NULL);
     np_in(&c, nn_shape2(3, 3), mx, m_d);
     np_in_i(&c, nn_shape1(3), mlab);
-    c.y = m_y;
+    c.y_expect = m_y;
     np_run(e, &c);
     l.fn = nn_nll_loss;
     l.d.reduction = NN_REDUCTION_NONE;
     np_init(&c, "nll_loss", b_ce, &l);
     np_in(&c, nn_shape2(4, 3), nx, n_d);
     np_in_i(&c, nn_shape1(4), nlab);
-    c.y = n_y;
+    c.y_expect = n_y;
     np_run(e, &c);
 }
 
-static nn_tensor b_cosine(nn_graph *g, const nn_tensor *in, const void *arg) {
+static nn_tensor b_cosine(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg;
     nn_loss_desc d;
     (void)arg;
     memset(&d, 0, sizeof d);
     d.reduction = NN_REDUCTION_NONE;
     return nn_cosine_embedding_loss(g, in[0], in[1], in[2], &d);
 }
-static nn_tensor b_triplet(nn_graph *g, const nn_tensor *in, const void *arg) {
+static nn_tensor b_triplet(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg;
     nn_loss_desc d;
     (void)arg;
     memset(&d, 0, sizeof d);
     d.reduction = NN_REDUCTION_NONE;
     return nn_triplet_margin_loss(g, in[0], in[1], in[2], &d);
 }
-static nn_tensor b_dice(nn_graph *g, const nn_tensor *in, const void *arg) {
+static nn_tensor b_dice(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg;
     nn_loss_desc d;
     (void)arg;
     memset(&d, 0, sizeof d);
@@ -975,18 +860,18 @@ static void nanprop_losses_pairs(const t_env *e) {
     np_in(&c, nn_shape2(5, 2), c1, c_d1);
     np_in(&c, nn_shape2(5, 2), c2, c_d2);
     np_in(&c, nn_shape1(5), ct, NULL);
-    c.y = c_y;
+    c.y_expect = c_y;
     np_run(e, &c);
     np_init(&c, "triplet_margin_loss", b_triplet, NULL);
     np_in(&c, nn_shape2(4, 2), ta, t_da);
     np_in(&c, nn_shape2(4, 2), tp, t_dp);
     np_in(&c, nn_shape2(4, 2), tn, t_dn);
-    c.y = t_y;
+    c.y_expect = t_y;
     np_run(e, &c);
     np_init(&c, "dice_loss", b_dice, NULL);
     np_in(&c, nn_shape2(3, 2), dp, d_d);
     np_in(&c, nn_shape2(3, 2), dt, NULL);
-    c.y = d_y;
+    c.y_expect = d_y;
     np_run(e, &c);
 }
 
@@ -1039,7 +924,8 @@ static void conv_ref(const np_conv *q, const double *x, const double *w, const d
                     }
 }
 
-static nn_tensor b_conv(nn_graph *g, const nn_tensor *in, const void *arg) {
+static nn_tensor b_conv(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg;
     const np_conv *q = (const np_conv *)arg;
     nn_tensor bias = in[2];
     if (q->dims == 2) {
@@ -1100,7 +986,7 @@ static void nanprop_conv_one(const t_env *e, const char *name, const np_conv *q,
         np_in(&c, nn_shape5(q->K, q->C / q->G, q->KD, q->KH, q->KW), w, dw);
     }
     np_in(&c, nn_shape1(q->K), b, db);
-    c.y = y;
+    c.y_expect = y;
     c.w = g;
     np_run(e, &c);
     free(x);
@@ -1200,7 +1086,8 @@ static void nanprop_conv(const t_env *e) {
    not see x ---- */
 
 typedef struct np_norm { int kind, groups; } np_norm; /* kind: 0 batch, 1 layer, 2 group, 3 instance */
-static nn_tensor b_norm(nn_graph *g, const nn_tensor *in, const void *arg) {
+static nn_tensor b_norm(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg;
     const np_norm *q = (const np_norm *)arg;
     nn_batch_norm_desc bd;
     switch (q->kind) {
@@ -1252,7 +1139,7 @@ static void nanprop_norm_one(const t_env *e, const char *name, const np_norm *q,
     np_in(&cs, s, x, dx);
     np_in(&cs, nn_shape1(C), ga, dga);
     np_in(&cs, nn_shape1(C), be, dbe);
-    cs.y = y;
+    cs.y_expect = y;
     {
         double w[96];
         np_fill(w, n, 0.5, 2, 94); /* a dy that is not constant: the gradients are not all 0 */
@@ -1344,7 +1231,8 @@ typedef struct np_pool {
     int max, kh, kw, sh, sw, ph, pw, dh, dw, ceil, exclude, global, adaptive, oh, ow, one_d;
 } np_pool;
 
-static nn_tensor b_pool(nn_graph *g, const nn_tensor *in, const void *arg) {
+static nn_tensor b_pool(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg;
     const np_pool *p = (const np_pool *)arg;
     if (p->global) return p->max ? nn_global_max_pool2d(g, in[0]) : nn_global_avg_pool2d(g, in[0]);
     if (p->adaptive) return nn_adaptive_avg_pool2d(g, in[0], p->oh, p->ow);
@@ -1441,7 +1329,7 @@ static void nanprop_pool_one(const t_env *e, const char *name, const np_pool *p,
     for (c = 0; c < NC; c++) pool_ref(p, x + c * H * W, H, W, OH, OW, w + c * OH * OW, y + c * OH * OW, dx + c * H * W);
     np_init(&cs, name, b_pool, p);
     np_in(&cs, p->one_d ? nn_shape3(1, NC, W) : nn_shape4(1, NC, H, W), x, dx);
-    cs.y = y;
+    cs.y_expect = y;
     cs.w = w;
     np_run(e, &cs);
 }
@@ -1536,7 +1424,8 @@ static void nanprop_pool(const t_env *e) {
    their element); the backward carries an incoming NaN or inf back to its source ---- */
 
 typedef struct np_shape { int kind, a, b, c, d, mode; } np_shape;
-static nn_tensor b_shape(nn_graph *g, const nn_tensor *in, const void *arg) {
+static nn_tensor b_shape(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const void *arg = s_->arg;
     const np_shape *q = (const np_shape *)arg;
     switch (q->kind) {
     case 0: return nn_pad2d(g, in[0], q->a, q->b, q->c, q->d, (nn_pad_mode)q->mode);
@@ -1571,7 +1460,7 @@ static void np_copy_case(const t_env *e, const char *name, const np_shape *q, nn
     copy_ref(src, ny, x, nx, w, y, dx);
     np_init(&c, name, b_shape, q);
     np_in(&c, sx, x, dx);
-    c.y = y;
+    c.y_expect = y;
     c.w = w;
     np_run(e, &c);
 }
@@ -1672,7 +1561,7 @@ static void nanprop_shape(const t_env *e) {
         }
         np_init(&c, p ? "upsample2d bilinear, NaN and inf in dy" : "upsample2d bilinear", b_shape, &ub);
         np_in(&c, nn_shape4(1, P, H, W), x, dx);
-        c.y = y;
+        c.y_expect = y;
         c.w = w;
         np_run(e, &c);
     }
@@ -1699,7 +1588,7 @@ static void nanprop_shape(const t_env *e) {
         np_init(&c, "concat [2, 3, 4] [2, 2, 4] dim 1, NaN and inf in dy", b_shape, &cc);
         np_in(&c, nn_shape3(2, 3, 4), x, dx);
         np_in(&c, nn_shape3(2, 2, 4), x2, dx2);
-        c.y = y;
+        c.y_expect = y;
         c.w = w;
         np_run(e, &c);
     }
@@ -1744,7 +1633,7 @@ static void nanprop_shape(const t_env *e) {
         np_init(&c, "gather_rows, NaN and inf in dy", b_shape, &ga);
         np_in(&c, nn_shape2(6, 4), x, dx);
         np_in_i(&c, nn_shape1(5), idx);
-        c.y = y;
+        c.y_expect = y;
         c.w = w;
         np_run(e, &c);
     }
