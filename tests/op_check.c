@@ -379,3 +379,66 @@ void in_param(spec *s, const char *name, nn_shape sh, double lo, double hi) {
     snprintf(s->param[s->n_in], sizeof s->param[s->n_in], "%s", name);
     in_fr(s, sh, lo, hi);
 }
+
+/* The expected-value mode: NaN and infinity propagation, op family by op family (the
+   "nanprop:" rows of each tests/test_FAMILY.c), against what PyTorch gives: inputs
+   hold NaN, +inf and -inf at chosen positions, and every forward output and gradient
+   element must be NaN where PyTorch's is NaN, the same infinity where PyTorch's is
+   infinite, and finite (within 1e-4 relative, 1e-5 absolute, where a value is given)
+   where PyTorch's is finite. The loss of every case is sum(op(...) * w) with w = 1 or
+   another finite w, or with a w that holds NaN or inf itself where the case says so (the
+   backward passes must carry a non-finite incoming gradient to where PyTorch's do, and
+   nowhere else).
+
+   The expectations are written in the rows, from PyTorch's definitions (ATen's kernels and
+   autograd formulas, PyTorch 1.13): double-precision references that follow those rules
+   element by element (activations, binary ops, matmul, convolutions, pooling, resampling),
+   or the values PyTorch returns, written out (losses). The rules that decide most cases:
+   - comparisons are written so that NaN falls into the propagating branch: relu(NaN),
+     hardtanh(NaN), clamp_min(NaN, 0) (the hinge, cosine-embedding and triplet losses) and
+     BCE's max(log p, -100) are NaN; max pooling takes a NaN as the window's maximum;
+   - products are products: inf * 0 is NaN wherever PyTorch multiplies (dropout's dropped
+     elements are x * 0, matmul and convolution sums, the zero padding of a convolution
+     times a NaN weight), and nowhere it copies (nearest upsampling, padding, gathers);
+   - a statistic over a group holding NaN or inf (softmax and log-softmax rows, norms' means
+     and variances, a sum) is NaN, or +-inf for a sum of one-signed infinities;
+   - gradients follow PyTorch's backward formulas: relu's threshold_backward passes the
+     gradient at NaN (the test of NaN <= 0 is false), leaky ReLU and PReLU send slope * dy,
+     hardsigmoid 0; l1's sign(NaN) is 0 (torch.sign); Huber and smooth L1 give NaN.
+   Where PyTorch 1.13's vectorised and scalar kernels disagree at NaN (the gradients of
+   ELU/SELU/CELU: NaN vs dy; hardswish: NaN vs dy; hardtanh, ReLU6: 0 vs dy), either is
+   PyTorch's: the expectation is the one written in the reference, and it is noted there.
+   Where only finiteness is the point (a norm's other groups) the value is left to the
+   family's own suite.
+   The losses PyTorch lacks (log-cosh, quantile, hinge, squared hinge, dice) are held to the
+   IEEE arithmetic of their formulas (src/api/api.h) in the forward, and to NaN in, NaN out
+   in the gradient (the derivative's own value at +-inf: log-cosh's tanh is +-1 there). */
+void np_init(np_case *c, const char *name, build_fn build, const void *arg) {
+    memset(c, 0, sizeof *c);
+    c->name = name;
+    c->kind = "nanprop:";
+    c->build = build;
+    c->arg = arg;
+    c->expect = 1;
+}
+void np_in(np_case *c, nn_shape s, const double *x, const double *dx) {
+    c->shape[c->n_in] = s;
+    c->x[c->n_in] = x;
+    c->dx_expect[c->n_in] = dx;
+    c->grad[c->n_in] = dx != NULL;
+    c->n_in++;
+}
+void np_param(np_case *c, const char *name, nn_shape s, const double *x, const double *dx) {
+    snprintf(c->param[c->n_in], sizeof c->param[c->n_in], "%s", name);
+    np_in(c, s, x, dx);
+}
+void np_in_i(np_case *c, nn_shape s, const double *x) {
+    c->int_range[c->n_in] = 1; /* int32; its values are x */
+    np_in(c, s, x, NULL);
+}
+void np_fill(double *v, long n, double lo, double hi, unsigned long long seed) {
+    long i;
+    t_seed(seed);
+    for (i = 0; i < n; i++) v[i] = (double)(float)t_uniform(lo, hi);
+}
+

@@ -105,14 +105,31 @@ int t_expect_compare(const char *name, const char *what, const double *got, cons
 /* "NaN", "+inf", "-inf", "finite" or the number */
 const char *t_expect_desc(double w, char *buf, size_t n);
 
+/* NaN and infinity rows (each family's test file, beside its other cases): cases of the
+   expected-value mode labelled "nanprop: NAME", with the inputs and PyTorch's outputs and
+   gradients written out (the rules: tests/op_check.c). */
+typedef spec np_case;
+#define FIN T_FINITE /* expected: any finite value */
+#define np_run check_case
+#define np_desc t_expect_desc
+void np_init(np_case *c, const char *name, build_fn build, const void *arg);
+/* a float input with values x and expected gradient dx (NULL: not asked for) */
+void np_in(np_case *c, nn_shape s, const double *x, const double *dx);
+/* an int32 input with values x */
+void np_in_i(np_case *c, nn_shape s, const double *x);
+/* the parameter `name` that the builder creates, its values x, its expected gradient dx */
+void np_param(np_case *c, const char *name, nn_shape s, const double *x, const double *dx);
+/* a deterministic fill in [lo, hi), float-representable */
+void np_fill(double *v, long n, double lo, double hi, unsigned long long seed);
+
 /* The suites, one line each, in the order they run on every backend (tests/nn_test.c):
    suite_NAME(const t_env *) in tests/test_NAME.c. registry stays last: it checks what the
    others covered on the backend. */
 #define T_SUITES(X)                                                                             \
-    X(ops) X(matmul) X(activation) X(elementwise) X(conv3d) X(loss) X(shape) X(reduce) X(index) \
+    X(ops) X(matmul) X(activation) X(elementwise) X(conv) X(softmax) X(loss) X(shape) X(reduce) X(index) \
     X(norm) X(pool) X(layers) X(optim) X(graph) X(errors) X(io) X(cache) X(safetensors) X(ckpt) \
     X(files) X(numerics) X(api) X(limits) X(options) X(lifetime) X(randexpr) X(random)         \
-    X(nanprop) X(badinput) X(registry)
+    X(badinput) X(registry)
 #define X(name) void suite_##name(const t_env *e);
 T_SUITES(X)
 #undef X

@@ -366,6 +366,152 @@ static void prelu_cases(const t_env *e) {
     prelu_refused(e);
 }
 
+/* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
+   NaN, +-inf and values; the rules in tests/op_check.c) ==== */
+
+/* ---- activations: every line of kernels/activation.h's table ---- */
+
+static double sigm(double v) { return 1 / (1 + exp(-v)); }
+static double np_clamp(double v, double lo, double hi) { return isnan(v) ? v : v < lo ? lo : v > hi ? hi : v; }
+
+typedef struct np_act {
+    const char *name;
+    nn_tensor (*build)(nn_graph *g, nn_tensor x, const float *p);
+    double (*f)(double v, const double *p);
+    double (*d)(double v, const double *p);
+    float p[2];
+} np_act;
+
+#define NP_ACT(ID, BUILD, FWD, DER)                                                                 \
+    static nn_tensor ab_##ID(nn_graph *g, nn_tensor x, const float *p) {                        \
+        (void)p;                                                                                 \
+        return BUILD;                                                                            \
+    }                                                                                            \
+    static double af_##ID(double v, const double *p) {                                           \
+        (void)p;                                                                                 \
+        return FWD;                                                                              \
+    }                                                                                            \
+    static double ad_##ID(double v, const double *p) {                                           \
+        (void)p;                                                                                 \
+        return DER;                                                                              \
+    }
+#define SELU_A 1.6732632423543772848170429916717
+#define SELU_S 1.0507009873554804934193349852946
+/* relu: clamp_min(x, 0) keeps NaN; threshold_backward: 0 where x <= 0, else dy (NaN too) */
+NP_ACT(relu, nn_relu(g, x), isnan(v) ? v : v > 0 ? v : 0, v <= 0 ? 0 : 1)
+NP_ACT(leaky_relu, nn_leaky_relu(g, x, p[0]), v > 0 ? v : p[0] * v, v > 0 ? 1 : p[0])
+NP_ACT(sigmoid, nn_sigmoid(g, x), sigm(v), sigm(v) * (1 - sigm(v)))
+NP_ACT(tanh, nn_tanh(g, x), tanh(v), 1 - tanh(v) * tanh(v))
+/* -inf * 0 at -inf: NaN, as PyTorch's x * 0.5 * (1 + erf(x / sqrt 2)) */
+NP_ACT(gelu, nn_gelu(g, x), 0.5 * v * (1 + erf(v / sqrt(2.0))),
+    0.5 * (1 + erf(v / sqrt(2.0))) + v * exp(-0.5 * v * v) / sqrt(2 * 3.14159265358979323846))
+NP_ACT(silu, nn_silu(g, x), v / (1 + exp(-v)), sigm(v) * (1 + v * (1 - sigm(v))))
+/* ELU family at NaN: the vectorised backward's NaN (the scalar one gives dy) */
+NP_ACT(elu, nn_elu(g, x, p[0]), v > 0 ? v : p[0] * expm1(v), v > 0 ? 1 : p[0] * exp(v))
+NP_ACT(selu, nn_selu(g, x), SELU_S * (v > 0 ? v : SELU_A * expm1(v)), SELU_S * (v > 0 ? 1 : SELU_A * exp(v)))
+NP_ACT(celu, nn_celu(g, x, p[0]), v > 0 ? v : p[0] * expm1(v / p[0]), v > 0 ? 1 : exp(v / p[0]))
+NP_ACT(softplus, nn_softplus(g, x, p[0], p[1]), v * p[0] > p[1] ? v : log1p(exp(v * p[0])) / p[0],
+    v * p[0] > p[1] ? 1 : sigm(v * p[0]))
+NP_ACT(mish, nn_mish(g, x), v * tanh(log1p(exp(v))),
+    tanh(log1p(exp(v))) + v * sigm(v) * (1 - tanh(log1p(exp(v))) * tanh(log1p(exp(v)))))
+/* hardswish: x * clamp(x + 3, 0, 6) / 6 (-inf * 0: NaN); its gradient at NaN is the scalar
+   kernel's dy (the vectorised one gives NaN) */
+NP_ACT(hardswish, nn_hardswish(g, x), v * np_clamp(v + 3, 0, 6) / 6, v < -3 ? 0 : v <= 3 ? v / 3 + 0.5 : 1)
+NP_ACT(hardsigmoid, nn_hardsigmoid(g, x), np_clamp(v + 3, 0, 6) / 6, v > -3 && v < 3 ? 1.0 / 6 : 0)
+/* hardtanh and relu6 at NaN: the scalar kernel's dy (the vectorised one gives 0) */
+NP_ACT(hardtanh, nn_hardtanh(g, x, p[0], p[1]), np_clamp(v, p[0], p[1]), v <= p[0] || v >= p[1] ? 0 : 1)
+NP_ACT(relu6, nn_relu6(g, x), np_clamp(v, 0, 6), v <= 0 || v >= 6 ? 0 : 1)
+/* softsign is composite in PyTorch, x / (1 + |x|): inf / inf is NaN, and so is its autograd
+   1 / (1 + |x|) - x sign(x) / (1 + |x|)^2 at +-inf */
+NP_ACT(softsign, nn_softsign(g, x), v / (1 + fabs(v)), 1 / (1 + fabs(v)) - v * (v > 0 ? 1 : v < 0 ? -1 : 0) / ((1 + fabs(v)) * (1 + fabs(v))))
+NP_ACT(log_sigmoid, nn_log_sigmoid(g, x), (v < 0 ? v : 0) - log1p(exp(-fabs(v))), sigm(-v))
+
+static const np_act np_acts[] = {
+    {"relu", ab_relu, af_relu, ad_relu, {0, 0}},
+    {"leaky_relu", ab_leaky_relu, af_leaky_relu, ad_leaky_relu, {0.1f, 0}},
+    {"sigmoid", ab_sigmoid, af_sigmoid, ad_sigmoid, {0, 0}},
+    {"tanh", ab_tanh, af_tanh, ad_tanh, {0, 0}},
+    {"gelu", ab_gelu, af_gelu, ad_gelu, {0, 0}},
+    {"silu", ab_silu, af_silu, ad_silu, {0, 0}},
+    {"elu", ab_elu, af_elu, ad_elu, {0.7f, 0}},
+    {"selu", ab_selu, af_selu, ad_selu, {0, 0}},
+    {"celu", ab_celu, af_celu, ad_celu, {1.3f, 0}},
+    {"softplus", ab_softplus, af_softplus, ad_softplus, {1, 20}},
+    {"mish", ab_mish, af_mish, ad_mish, {0, 0}},
+    {"hardswish", ab_hardswish, af_hardswish, ad_hardswish, {0, 0}},
+    {"hardsigmoid", ab_hardsigmoid, af_hardsigmoid, ad_hardsigmoid, {0, 0}},
+    {"hardtanh", ab_hardtanh, af_hardtanh, ad_hardtanh, {-1, 1}},
+    {"relu6", ab_relu6, af_relu6, ad_relu6, {0, 0}},
+    {"softsign", ab_softsign, af_softsign, ad_softsign, {0, 0}},
+    {"log_sigmoid", ab_log_sigmoid, af_log_sigmoid, ad_log_sigmoid, {0, 0}},
+};
+#define NP_N_ACTS ((int)(sizeof np_acts / sizeof np_acts[0]))
+
+static nn_tensor b_act(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const np_act *a = (const np_act *)s_->arg;
+    return a->build(g, in[0], a->p);
+}
+
+/* 37 elements: NaN and infinities at the start, in the middle (a vector loop's body) and
+   in the last five (a scalar tail after 32), finite values between */
+#define ACT_N 37
+static void act_inputs(double *x) {
+    static const int at[] = {0, 1, 2, 17, 18, 19, 33, 34, 35};
+    static const double val[] = {NAN, INFINITY, -INFINITY, -INFINITY, NAN, INFINITY, INFINITY, -INFINITY, NAN};
+    int i;
+    np_fill(x, ACT_N, -4, 4, 11);
+    x[3] = 0;
+    x[4] = -3;
+    x[5] = 3;
+    for (i = 0; i < 9; i++) x[at[i]] = val[i];
+}
+
+static void nanprop_activations(const t_env *e) {
+    double x[ACT_N], y[ACT_N], dx[ACT_N];
+    int a, i;
+    act_inputs(x);
+    for (a = 0; a < NP_N_ACTS; a++) {
+        const np_act *A = &np_acts[a];
+        double p[2];
+        np_case c;
+        p[0] = A->p[0];
+        p[1] = A->p[1];
+        for (i = 0; i < ACT_N; i++) {
+            y[i] = A->f(x[i], p);
+            dx[i] = A->d(x[i], p);
+        }
+        np_init(&c, A->name, b_act, A);
+        np_in(&c, nn_shape1(ACT_N), x, dx);
+        c.y_expect = y;
+        np_run(e, &c);
+    }
+}
+
+/* ---- PReLU: x [2, 3, 4], a slope per channel ---- */
+
+static void nanprop_prelu(const t_env *e) {
+    double x[24], w[3] = {0.25, -0.5, 0}, y[24], dx[24], dw[3] = {0, 0, 0};
+    np_case c;
+    int i;
+    np_fill(x, 24, -2, 2, 31);
+    x[1] = NAN;       /* channel 0: dw[0] NaN (x * dy where x <= 0: NaN is not > 0) */
+    x[5] = INFINITY;  /* channel 1: inf > 0, no slope term */
+    x[6] = -INFINITY; /* channel 1: -inf * -0.5 = inf; dw[1] = -inf */
+    x[21] = -INFINITY; /* channel 2 of sample 1, slope 0: 0 * -inf = NaN */
+    for (i = 0; i < 24; i++) {
+        int ch = (i / 4) % 3;
+        double v = x[i];
+        y[i] = v > 0 ? v : w[ch] * v;
+        dx[i] = v > 0 ? 1 : w[ch];
+        dw[ch] += v > 0 ? 0 : v;
+    }
+    np_init(&c, "prelu x[2, 3, 4] w[3]", b_prelu, NULL);
+    np_in(&c, nn_shape3(2, 3, 4), x, dx);
+    np_in(&c, nn_shape1(3), w, dw);
+    c.y_expect = y;
+    np_run(e, &c);
+}
+
 void suite_activation(const t_env *e) {
     static const int shapes[3][2] = {{1, 0}, {7, 33}, {3, 127}};
     char name[160];
@@ -388,4 +534,6 @@ void suite_activation(const t_env *e) {
     }
     act_refused(e);
     prelu_cases(e);
+    nanprop_activations(e);
+    nanprop_prelu(e);
 }

@@ -689,6 +689,131 @@ static void rank0_cases(const t_env *e) {
     t_end();
 }
 
+/* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
+   NaN, +-inf and values; the rules in tests/op_check.c) ==== */
+
+/* ---- binary ops and scale ---- */
+
+static nn_tensor b_add(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_add(g, in[0], in[1]);
+}
+static nn_tensor b_sub(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_sub(g, in[0], in[1]);
+}
+static nn_tensor b_mul(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_mul(g, in[0], in[1]);
+}
+static nn_tensor b_scale(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    return nn_scale(g, in[0], *(const float *)s_->arg);
+}
+
+/* a [4, 5] against b [5] (broadcast) or b [4, 5]: inf - inf, inf * 0, NaN + x */
+static void nanprop_binary(const t_env *e) {
+    double a[20], b[20], y[20], da[20], db[20];
+    static const char *names[3][2] = {{"add a[4, 5] + b[5]", "add a[4, 5] + b[4, 5]"},
+                                      {"sub a[4, 5] - b[5]", "sub a[4, 5] - b[4, 5]"},
+                                      {"mul a[4, 5] * b[5]", "mul a[4, 5] * b[4, 5]"}};
+    static const build_fn builds[3] = {b_add, b_sub, b_mul};
+    int op, full, i;
+    np_fill(a, 20, -2, 2, 21);
+    np_fill(b, 20, -2, 2, 22);
+    a[1] = NAN;
+    a[7] = INFINITY;
+    a[12] = INFINITY;
+    a[13] = -INFINITY;
+    a[19] = -INFINITY;
+    b[2] = INFINITY;  /* a[7] - b[2]: inf - inf */
+    b[3] = -INFINITY; /* a[13] + b[3]: -inf; a[13] - b[3]: NaN */
+    b[4] = 0;         /* a[19] * b[4]: NaN */
+    b[17] = NAN;
+    for (op = 0; op < 3; op++)
+        for (full = 0; full < 2; full++) {
+            long nb = full ? 20 : 5;
+            np_case c;
+            for (i = 0; i < 20; i++) {
+                double u = a[i], v = b[i % nb];
+                y[i] = op == 0 ? u + v : op == 1 ? u - v : u * v;
+                da[i] = op == 2 ? v : 1;
+            }
+            for (i = 0; i < nb; i++) {
+                long r;
+                db[i] = 0;
+                for (r = i; r < 20; r += nb) db[i] += op == 0 ? 1 : op == 1 ? -1 : a[r];
+            }
+            np_init(&c, names[op][full], builds[op], NULL);
+            np_in(&c, nn_shape2(4, 5), a, da);
+            np_in(&c, full ? nn_shape2(4, 5) : nn_shape1(5), b, db);
+            c.y_expect = y;
+            np_run(e, &c);
+        }
+    {
+        static const float s0 = 0.0f, s2 = -2.5f;
+        double x[8] = {NAN, INFINITY, -INFINITY, 1.5, -0.25, 0, INFINITY, 3};
+        double y0[8], y2[8], d0[8], d2[8];
+        np_case c;
+        for (i = 0; i < 8; i++) {
+            y0[i] = x[i] * 0.0; /* inf * 0: NaN */
+            y2[i] = x[i] * -2.5;
+            d0[i] = 0;
+            d2[i] = -2.5;
+        }
+        np_init(&c, "scale by 0", b_scale, &s0);
+        np_in(&c, nn_shape1(8), x, d0);
+        c.y_expect = y0;
+        np_run(e, &c);
+        np_init(&c, "scale by -2.5", b_scale, &s2);
+        np_in(&c, nn_shape1(8), x, d2);
+        c.y_expect = y2;
+        np_run(e, &c);
+    }
+}
+
+/* ---- dropout: the kept elements are x / (1 - p), the dropped ones x * 0 (NaN for NaN
+   and inf, as PyTorch's x * mask / (1 - p)). The mask is read from the gradient
+   (dy * mask / (1 - p), dy = 1), which must itself be finite. ---- */
+
+static nn_tensor b_dropout(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_dropout(g, in[0], 0.5f);
+}
+
+static void nanprop_dropout(const t_env *e) {
+    enum { N = 64 };
+    double x[N], dx[N];
+    double *y = NULL, *d = NULL;
+    np_case c;
+    int i, kept = 0, dropped = 0, nonfinite_dropped = 0;
+    if (!t_begin(e, "nanprop: dropout p = 0.5")) return;
+    np_fill(x, N, -2, 2, 41);
+    for (i = 0; i < N; i += 3) x[i] = i % 2 ? INFINITY : NAN;
+    for (i = 0; i < N; i++) dx[i] = FIN;
+    np_init(&c, "dropout p = 0.5", b_dropout, NULL);
+    np_in(&c, nn_shape1(N), x, dx);
+    check_values(e, &c, &y, &d);
+    if (y && d) {
+        for (i = 0; i < N; i++) {
+            double m = d[i], want;
+            char b[40];
+            if (!T_CHECK(m == 0 || m == 2, "dropout: gradient[%d] = %g, not 0 or 1 / (1 - p)", i, m)) break;
+            kept += m == 2;
+            dropped += m == 0;
+            nonfinite_dropped += m == 0 && !isfinite(x[i]);
+            want = x[i] * m;
+            if (!(isnan(want) ? isnan(y[i]) : y[i] == (float)want))
+                T_CHECK(0, "dropout: y[%d] = %g for x = %g, mask %g: PyTorch gives %s", i, y[i], x[i], m / 2,
+                        np_desc(want, b, sizeof b));
+        }
+        T_CHECK(kept > 0 && nonfinite_dropped > 0, "dropout: %d kept, %d dropped (%d of them NaN or inf): the case tests nothing",
+                kept, dropped, nonfinite_dropped);
+    }
+    free(y);
+    free(d);
+    t_end();
+}
+
 void suite_elementwise(const t_env *e) {
     rank0_cases(e);
     binary_cases(e);
@@ -698,4 +823,6 @@ void suite_elementwise(const t_env *e) {
     gradient_stop_cases(e);
     thread_cases(e);
     error_cases(e);
+    nanprop_binary(e);
+    nanprop_dropout(e);
 }

@@ -279,6 +279,108 @@ static void matmul_cases(const t_env *e) {
             }
 }
 
+/* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
+   NaN, +-inf and values; the rules in tests/op_check.c) ==== */
+
+/* ---- matmul and dense ---- */
+
+typedef struct np_mm { int ta, tb; } np_mm;
+static nn_tensor b_matmul(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const np_mm *m = (const np_mm *)s_->arg;
+    return nn_matmul(g, in[0], in[1], m->ta, m->tb);
+}
+
+/* y [M, N] = op(A) op(B) and the gradients of sum(y * w) in double */
+static void mm_ref(const double *A, const double *B, const double *w, double *y, double *dA, double *dB, int M, int K, int N,
+                   int ta, int tb) {
+    int i, j, k;
+    for (i = 0; i < M * K; i++) dA[i] = 0;
+    for (i = 0; i < K * N; i++) dB[i] = 0;
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            double s = 0;
+            for (k = 0; k < K; k++) {
+                double a = ta ? A[k * M + i] : A[i * K + k], b = tb ? B[j * K + k] : B[k * N + j];
+                s += a * b;
+                if (ta) dA[k * M + i] += w[i * N + j] * b;
+                else dA[i * K + k] += w[i * N + j] * b;
+                if (tb) dB[j * K + k] += w[i * N + j] * a;
+                else dB[k * N + j] += w[i * N + j] * a;
+            }
+            y[i * N + j] = s;
+        }
+}
+
+static void nanprop_matmul_one(const t_env *e, const char *name, int M, int K, int N, int ta, int tb, unsigned seed) {
+    double *A = (double *)malloc(sizeof(double) * M * K), *B = (double *)malloc(sizeof(double) * K * N);
+    double *y = (double *)malloc(sizeof(double) * M * N), *w = (double *)malloc(sizeof(double) * M * N);
+    double *dA = (double *)malloc(sizeof(double) * M * K), *dB = (double *)malloc(sizeof(double) * K * N);
+    np_mm mm;
+    np_case c;
+    int i;
+    np_fill(A, (long)M * K, -1, 1, seed);
+    np_fill(B, (long)K * N, -1, 1, seed + 1);
+    for (i = 0; i < M * N; i++) w[i] = 1;
+    /* a NaN row of op(A) and an inf in another whose column of op(B) holds a 0, a -inf
+       in B, a column of B that meets +inf and -inf */
+    A[(ta ? 2 * M + 1 : 1 * K + 2)] = NAN;
+    A[(ta ? 0 * M + M - 1 : (M - 1) * K)] = INFINITY;
+    B[(tb ? 1 * K + 0 : 0 * N + 1)] = 0;
+    B[(tb ? (N - 1) * K + K - 1 : (K - 1) * N + N - 1)] = -INFINITY;
+    mm_ref(A, B, w, y, dA, dB, M, K, N, ta, tb);
+    mm.ta = ta;
+    mm.tb = tb;
+    np_init(&c, name, b_matmul, &mm);
+    np_in(&c, ta ? nn_shape2(K, M) : nn_shape2(M, K), A, dA);
+    np_in(&c, tb ? nn_shape2(N, K) : nn_shape2(K, N), B, dB);
+    c.y_expect = y;
+    np_run(e, &c);
+    free(A);
+    free(B);
+    free(y);
+    free(w);
+    free(dA);
+    free(dB);
+}
+
+/* nn_dense (x W^T + b with its own parameters fc.weight and fc.bias): x [3, 4] with NaN in
+   row 1, inf in W row 2, NaN in b[4]; the parameters written before the step */
+static nn_tensor b_dense(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_dense(g, in[0], 5, NULL, "fc");
+}
+static void nanprop_dense(const t_env *e) {
+    double xv[12], Wv[20], bv[5], ry[15], w1[15], rdx[12], rdW[20], rdb[5];
+    int i, j;
+    np_case c;
+    np_fill(xv, 12, -1, 1, 56);
+    np_fill(Wv, 20, -1, 1, 57);
+    np_fill(bv, 5, -1, 1, 58);
+    xv[5] = NAN;
+    Wv[9] = INFINITY;
+    bv[4] = NAN;
+    for (i = 0; i < 15; i++) w1[i] = 1;
+    mm_ref(xv, Wv, w1, ry, rdx, rdW, 3, 4, 5, 0, 1);
+    for (i = 0; i < 3; i++)
+        for (j = 0; j < 5; j++) ry[i * 5 + j] += bv[j];
+    for (j = 0; j < 5; j++) rdb[j] = 3;
+    np_init(&c, "dense x[3, 4] -> 5", b_dense, NULL);
+    np_in(&c, nn_shape2(3, 4), xv, rdx);
+    np_param(&c, "fc.weight", nn_shape2(5, 4), Wv, rdW); /* its own parameters, written before the step */
+    np_param(&c, "fc.bias", nn_shape1(5), bv, rdb);
+    c.y_expect = ry;
+    np_run(e, &c);
+}
+
+static void nanprop_matmul(const t_env *e) {
+    nanprop_matmul_one(e, "matmul [5, 7] x [7, 6]", 5, 7, 6, 0, 0, 51);
+    nanprop_matmul_one(e, "matmul [5, 7]^T x [7, 6]^T", 5, 7, 6, 1, 1, 52);
+    nanprop_matmul_one(e, "matmul [37, 70] x [70, 45]", 37, 70, 45, 0, 0, 53); /* the blocked kernels */
+    nanprop_matmul_one(e, "matmul [37, 70] x [45, 70]^T", 37, 70, 45, 0, 1, 54);
+    nanprop_matmul_one(e, "matmul [130, 33]^T x [33, 67]", 130, 33, 67, 1, 0, 55);
+    nanprop_dense(e);
+}
+
 void suite_matmul(const t_env *e) {
     /* untransposed shapes of a, b and the result (0 ends a shape) */
     static const struct { int a[7], b[7], out[7]; int transposes; } cases[] = {
@@ -346,4 +448,5 @@ void suite_matmul(const t_env *e) {
         einsum_error(e, "ij,jk->ijk", m34, m45, "must lead");
     }
     matmul_cases(e);
+    nanprop_matmul(e);
 }

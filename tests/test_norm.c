@@ -482,6 +482,150 @@ done:
     t_end();
 }
 
+/* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
+   NaN, +-inf and values; the rules in tests/op_check.c) ==== */
+
+/* ---- normalisation: a NaN or inf makes its statistics group NaN (mean inf, variance
+   inf - inf), and nothing else; the weight's gradient sums over groups, the bias's does
+   not see x ---- */
+
+typedef struct np_norm { int kind, groups; } np_norm; /* kind: 0 batch, 1 layer, 2 group, 3 instance */
+static nn_tensor b_norm(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const np_norm *q = (const np_norm *)s_->arg;
+    nn_batch_norm_desc bd;
+    switch (q->kind) {
+    case 0:
+        memset(&bd, 0, sizeof bd);
+        return nn_batch_norm(g, in[0], in[1], in[2], &bd);
+    case 1: return nn_layer_norm(g, in[0], 1, in[1], in[2], 0);
+    case 2: return nn_group_norm(g, in[0], q->groups, in[1], in[2], 0);
+    default: return nn_instance_norm(g, in[0], in[1], in[2], 0);
+    }
+}
+
+/* x [A, C, S] with the group of element (a, c) given by group(a, c); bad: groups that hold
+   a NaN or inf. Output and dx: NaN in the bad groups, finite elsewhere; dgamma[c]: NaN when
+   channel c meets a bad group; dbeta: finite. */
+static void nanprop_norm_one(const t_env *e, const char *name, const np_norm *q, nn_shape s, int A, int C, int S,
+                             const long *at, const double *v, int nbad) {
+    double x[96], y[96], dx[96], ga[16], be[16], dga[16], dbe[16];
+    int bad[96], a, c, k, i;
+    long n = (long)A * C * S;
+    np_case cs;
+    np_fill(x, n, -2, 2, 91);
+    np_fill(ga, C, 0.5, 1.5, 92);
+    np_fill(be, C, -1, 1, 93);
+    memset(bad, 0, sizeof bad);
+    for (i = 0; i < nbad; i++) x[at[i]] = v[i];
+    for (k = 0; k < nbad; k++) {
+        int ak = (int)(at[k] / (C * S)), ck = (int)(at[k] / S % C);
+        for (a = 0; a < A; a++)
+            for (c = 0; c < C; c++) {
+                int same = q->kind == 0 ? c == ck
+                         : q->kind == 1 ? a == ak
+                         : q->kind == 2 ? a == ak && c / (C / q->groups) == ck / (C / q->groups)
+                                        : a == ak && c == ck;
+                if (same) bad[a * C + c] = 1;
+            }
+    }
+    for (c = 0; c < C; c++) {
+        dga[c] = FIN;
+        dbe[c] = FIN;
+        for (a = 0; a < A; a++)
+            if (bad[a * C + c]) dga[c] = NAN;
+    }
+    for (i = 0; i < n; i++) {
+        int ac = (int)(i / S);
+        y[i] = dx[i] = bad[ac] ? NAN : FIN;
+    }
+    np_init(&cs, name, b_norm, q);
+    np_in(&cs, s, x, dx);
+    np_in(&cs, nn_shape1(C), ga, dga);
+    np_in(&cs, nn_shape1(C), be, dbe);
+    cs.y_expect = y;
+    {
+        double w[96];
+        np_fill(w, n, 0.5, 2, 94); /* a dy that is not constant: the gradients are not all 0 */
+        cs.w = w;
+        np_run(e, &cs);
+    }
+}
+
+static void nanprop_norm(const t_env *e) {
+    static const np_norm bn = {0, 0}, ln = {1, 0}, gn = {2, 2}, in = {3, 0};
+    long at1[1] = {1 * 12 + 0 * 4 + 2}; /* x [3, 3, 4]: sample 1, channel 0 (layer norm [3, 12]: row 1) */
+    long at2[2] = {1 * 12 + 0 * 4 + 2, 2 * 12 + 2 * 4 + 3}; /* and sample 2, channel 2 (row 2) */
+    long atg[2] = {1 * 12 + 0 * 3 + 1, 0 * 12 + 3 * 3 + 2}; /* x [2, 4, 3]: (1, 0) and (0, 3) */
+    double nan1[1] = {NAN}, naninf[2] = {NAN, INFINITY}, ninf[1] = {-INFINITY};
+    nanprop_norm_one(e, "batch_norm x[3, 3, 4] NaN", &bn, nn_shape3(3, 3, 4), 3, 3, 4, at1, nan1, 1);
+    nanprop_norm_one(e, "batch_norm x[3, 3, 4] NaN, +inf", &bn, nn_shape3(3, 3, 4), 3, 3, 4, at2, naninf, 2);
+    nanprop_norm_one(e, "layer_norm x[3, 12] NaN, +inf", &ln, nn_shape2(3, 12), 3, 12, 1, at2, naninf, 2);
+    nanprop_norm_one(e, "layer_norm x[3, 12] -inf", &ln, nn_shape2(3, 12), 3, 12, 1, at1, ninf, 1);
+    nanprop_norm_one(e, "group_norm x[2, 4, 3] 2 groups", &gn, nn_shape3(2, 4, 3), 2, 4, 3, atg, naninf, 2);
+    nanprop_norm_one(e, "instance_norm x[3, 3, 4]", &in, nn_shape3(3, 3, 4), 3, 3, 4, at2, naninf, 2);
+}
+
+/* batch norm's running statistics take the batch's NaN (PyTorch's too), channel by
+   channel; an eval graph normalising with finite running statistics keeps a NaN to its
+   element */
+static void nanprop_bn_running(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_batch_norm_desc bd;
+    nn_init ones, zeros;
+    nn_tensor x, y, rm, rv;
+    double xv[24];
+    float xf[24], yf[24], m[3], v[3];
+    int i;
+    if (!t_begin(e, "nanprop: batch_norm running statistics, eval")) return;
+    np_fill(xv, 24, -2, 2, 95);
+    xv[1 * 12 + 1 * 4 + 2] = NAN; /* channel 1 */
+    for (i = 0; i < 24; i++) xf[i] = (float)xv[i];
+    memset(&ones, 0, sizeof ones);
+    ones.kind = NN_INIT_CONSTANT;
+    ones.a = 1;
+    memset(&zeros, 0, sizeof zeros);
+    memset(&gd, 0, sizeof gd);
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape3(2, 3, 4));
+    rm = nn_buffer(g, "bn.running_mean", nn_shape1(3), zeros);
+    rv = nn_buffer(g, "bn.running_var", nn_shape1(3), ones);
+    memset(&bd, 0, sizeof bd);
+    bd.running_mean = rm;
+    bd.running_var = rv;
+    y = nn_batch_norm(g, x, NN_NONE, NN_NONE, &bd);
+    nn_output(g, y);
+    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    T_OK(nn_tensor_write(g, x, xf, sizeof xf), ctx);
+    if (!T_OK(nn_graph_forward(g), ctx)) goto done;
+    if (T_OK(nn_tensor_read(g, rm, m, sizeof m), ctx) && T_OK(nn_tensor_read(g, rv, v, sizeof v), ctx))
+        for (i = 0; i < 3; i++)
+            T_CHECK(i == 1 ? isnan(m[i]) && isnan(v[i]) : isfinite(m[i]) && isfinite(v[i]),
+                    "running statistics of channel %d: mean %g, var %g (the NaN is in channel 1)", i, m[i], v[i]);
+    nn_graph_destroy(g);
+    g = NULL;
+    /* eval: the running statistics (0, 1) normalise; the NaN stays where it is */
+    gd.eval = 1;
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape3(2, 3, 4));
+    bd.running_mean = nn_buffer(g, "bn.running_mean", nn_shape1(3), zeros);
+    bd.running_var = nn_buffer(g, "bn.running_var", nn_shape1(3), ones);
+    y = nn_batch_norm(g, x, NN_NONE, NN_NONE, &bd);
+    nn_output(g, y);
+    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    xf[5] = INFINITY;
+    T_OK(nn_tensor_write(g, x, xf, sizeof xf), ctx);
+    if (!T_OK(nn_graph_forward(g), ctx)) goto done;
+    if (T_OK(nn_tensor_read(g, y, yf, sizeof yf), ctx))
+        for (i = 0; i < 24; i++)
+            T_CHECK(i == 18 ? isnan(yf[i]) : i == 5 ? yf[i] == INFINITY : isfinite(yf[i]), "eval batch_norm y[%d] = %g for x = %g", i,
+                    yf[i], xf[i]);
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
 void suite_norm(const t_env *e) {
     checker_cases(e);
     running_case(e, nn_shape4(4, 3, 3, 7), 1);
@@ -490,4 +634,6 @@ void suite_norm(const t_env *e) {
     running_case(e, nn_shape3(2, 5, 3), 3);
     eval_grad_case(e);
     error_cases(e);
+    nanprop_norm(e);
+    nanprop_bn_running(e);
 }
