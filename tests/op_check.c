@@ -442,3 +442,65 @@ void np_fill(double *v, long n, double lo, double hi, unsigned long long seed) {
     for (i = 0; i < n; i++) v[i] = (double)(float)t_uniform(lo, hi);
 }
 
+
+/* ---- bad-input rows (tests/bad_rows.h) ---- */
+
+/* 1 when every '|'-separated part of needle is in msg */
+static int has_all(const char *msg, const char *needle) {
+    char part[160];
+    while (*needle) {
+        size_t n = strcspn(needle, "|");
+        if (n >= sizeof part) n = sizeof part - 1;
+        memcpy(part, needle, n);
+        part[n] = 0;
+        if (!strstr(msg, part)) return 0;
+        needle += n;
+        if (*needle == '|') needle++;
+    }
+    return 1;
+}
+
+static void run_row(const t_env *e, const bad_row *r) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_compile_desc cd;
+    nn_tensor t;
+    nn_result st, rc;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) return;
+    memset(&cd, 0, sizeof cd);
+    t = r->build(g, &cd);
+    st = nn_graph_status(g);
+    if (r->at_compile) {
+        T_CHECK(st == NN_OK && t.id > 0, "%s: the build failed (%d: %s), the compile should refuse", r->label, (int)st,
+                nn_last_error(ctx));
+    } else {
+        T_CHECK(st == r->code, "%s: status %d (%s) after the build, not %d", r->label, (int)st, nn_result_string(st), (int)r->code);
+        T_CHECK(t.id <= 0, "%s: the op returned tensor %d", r->label, t.id);
+        if (st == NN_OK) goto done; /* accepted: reported above */
+        T_CHECK(has_all(nn_last_error(ctx), r->needle), "%s: the message \"%s\" lacks \"%s\"", r->label, nn_last_error(ctx),
+                r->needle);
+    }
+    rc = nn_graph_compile(g, &cd);
+    T_CHECK(rc == r->code, "%s: nn_graph_compile returned %d (%s), not %d (%s)", r->label, (int)rc, nn_result_string(rc),
+            (int)r->code, nn_result_string(r->code));
+    if (r->at_compile)
+        T_CHECK(has_all(nn_last_error(ctx), r->needle), "%s: the message \"%s\" lacks \"%s\"", r->label, nn_last_error(ctx),
+                r->needle);
+    rc = nn_graph_step(g);
+    T_CHECK(rc == NN_ERR_STATE, "%s: nn_graph_step on the refused graph returned %d", r->label, (int)rc);
+done:
+    nn_graph_destroy(g);
+}
+
+void t_bad_rows(const t_env *e, const bad_row *rows, int n) {
+    int i, j;
+    for (i = 0; i < n; i = j) {
+        char name[120];
+        int m = 0;
+        for (j = i; j < n && strcmp(rows[j].family, rows[i].family) == 0; j++) m++;
+        snprintf(name, sizeof name, "badinput: %s (%d rows)", rows[i].family, m);
+        if (!t_begin(e, name)) continue;
+        for (j = i; j < n && strcmp(rows[j].family, rows[i].family) == 0; j++) run_row(e, &rows[j]);
+        t_end();
+    }
+}

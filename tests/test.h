@@ -105,6 +105,21 @@ int t_expect_compare(const char *name, const char *what, const double *got, cons
 /* "NaN", "+inf", "-inf", "finite" or the number */
 const char *t_expect_desc(double w, char *buf, size_t n);
 
+/* Bad-input rows (tests/bad_rows.h): a builder of a refused graph, the code it gives and
+   the words its message holds. */
+typedef nn_tensor (*bad_build)(nn_graph *g, nn_compile_desc *cd);
+
+typedef struct bad_row {
+    const char *family, *label;
+    bad_build build;
+    nn_result code;
+    const char *needle; /* '|'-separated parts, each of which the message must contain */
+    int at_compile;     /* 1: the build succeeds and nn_graph_compile refuses */
+} bad_row;
+/* Runs each row on e's backend, one case per run of rows of the same family, labelled
+   "badinput: FAMILY (N rows)". */
+void t_bad_rows(const t_env *e, const bad_row *rows, int n);
+
 /* NaN and infinity rows (each family's test file, beside its other cases): cases of the
    expected-value mode labelled "nanprop: NAME", with the inputs and PyTorch's outputs and
    gradients written out (the rules: tests/op_check.c). */
@@ -125,11 +140,11 @@ void np_fill(double *v, long n, double lo, double hi, unsigned long long seed);
 /* The suites, one line each, in the order they run on every backend (tests/nn_test.c):
    suite_NAME(const t_env *) in tests/test_NAME.c. registry stays last: it checks what the
    others covered on the backend. */
-#define T_SUITES(X)                                                                             \
-    X(ops) X(matmul) X(activation) X(elementwise) X(conv) X(softmax) X(loss) X(shape) X(reduce) X(index) \
-    X(norm) X(pool) X(layers) X(optim) X(graph) X(errors) X(io) X(cache) X(safetensors) X(ckpt) \
-    X(files) X(numerics) X(api) X(limits) X(options) X(lifetime) X(randexpr) X(random)         \
-    X(badinput) X(registry)
+#define T_SUITES(X)                                                                                \
+    X(ops) X(matmul) X(activation) X(elementwise) X(conv) X(softmax) X(loss) X(shape) X(reduce)    \
+    X(index) X(norm) X(pool) X(layers) X(optim) X(graph) X(errors) X(io) X(cache) X(safetensors)   \
+    X(ckpt) X(files) X(numerics) X(api) X(limits) X(options) X(lifetime) X(randexpr) X(random)     \
+    X(registry)
 #define X(name) void suite_##name(const t_env *e);
 T_SUITES(X)
 #undef X

@@ -4,6 +4,8 @@
    small and odd: the check costs inputs * reference. Their NaN and infinity propagation
    and their refusals below. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -601,10 +603,161 @@ static void nanprop_conv(const t_env *e) {
     }
 }
 
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- convolutions ---- */
+
+static nn_tensor cv2(nn_graph *g, nn_shape xs, nn_shape ws, nn_tensor bias, int s, int p, int d, int groups, int no_bias) {
+    nn_conv2d_desc c;
+    memset(&c, 0, sizeof c);
+    c.stride_h = c.stride_w = s;
+    c.pad_h = c.pad_w = p;
+    c.dilation_h = c.dilation_w = d;
+    c.groups = groups;
+    c.no_bias = no_bias;
+    return nn_conv2d(g, F(g, xs), F(g, ws), bias, &c);
+}
+B(c2_rank, cv2(g, S3(1, 3, 8), S4(4, 3, 3, 3), NN_NONE, 0, 0, 0, 0, 0))
+B(c2_stride0, cv2(g, S4(1, 3, 8, 8), S4(4, 3, 3, 3), NN_NONE, NN_ZERO, 0, 0, 0, 0))
+B(c2_stride_neg, cv2(g, S4(1, 3, 8, 8), S4(4, 3, 3, 3), NN_NONE, -2, 0, 0, 0, 0))
+B(c2_pad_neg, cv2(g, S4(1, 3, 8, 8), S4(4, 3, 3, 3), NN_NONE, 0, -1, 0, 0, 0))
+B(c2_dil0, cv2(g, S4(1, 3, 8, 8), S4(4, 3, 3, 3), NN_NONE, 0, 0, NN_ZERO, 0, 0))
+B(c2_groups_c, cv2(g, S4(1, 3, 8, 8), S4(4, 1, 3, 3), NN_NONE, 0, 0, 0, 2, 0))
+B(c2_groups_k, cv2(g, S4(1, 4, 8, 8), S4(3, 2, 3, 3), NN_NONE, 0, 0, 0, 2, 0))
+B(c2_groups_neg, cv2(g, S4(1, 4, 8, 8), S4(4, 4, 3, 3), NN_NONE, 0, 0, 0, -1, 0))
+B(c2_kernel, cv2(g, S4(1, 3, 4, 4), S4(4, 3, 7, 3), NN_NONE, 0, 1, 0, 0, 0))
+B(c2_dil_kernel, cv2(g, S4(1, 3, 8, 8), S4(4, 3, 3, 3), NN_NONE, 0, 0, 4, 0, 0))
+B(c2_bias, cv2(g, S4(1, 3, 8, 8), S4(4, 3, 3, 3), F(g, S1(5)), 0, 0, 0, 0, 0))
+B(c2_bias_int, cv2(g, S4(1, 3, 8, 8), S4(4, 3, 3, 3), I(g, S1(4)), 0, 0, 0, 0, 0))
+B(c2_no_bias, cv2(g, S4(1, 3, 8, 8), S4(4, 3, 3, 3), F(g, S1(4)), 0, 0, 0, 0, 1))
+B(c2_w_int, nn_conv2d(g, F(g, S4(1, 3, 8, 8)), I(g, S4(4, 3, 3, 3)), NN_NONE, NULL))
+B(c2_bias_failed, nn_conv2d(g, F(g, S4(1, 3, 8, 8)), F(g, S4(4, 3, 3, 3)), T(-2), NULL))
+/* a row pad of 2^30 with stride 2: the output (2^30 + 1 rows of 1) is small enough to
+   build, but row 2^31 of the padded input is past 32-bit index arithmetic */
+static nn_tensor c2_pad_overflow(nn_graph *g, nn_compile_desc *cd) {
+    nn_conv2d_desc c;
+    (void)cd;
+    memset(&c, 0, sizeof c);
+    c.stride_h = 2;
+    c.pad_h = 1 << 30;
+    return nn_conv2d(g, F(g, S4(1, 1, 3, 3)), F(g, S4(1, 1, 3, 3)), NN_NONE, &c);
+}
+static nn_tensor cv1(nn_graph *g, nn_shape xs, nn_shape ws, int s, int p, int d, int groups) {
+    nn_conv1d_desc c;
+    memset(&c, 0, sizeof c);
+    c.stride = s;
+    c.pad = p;
+    c.dilation = d;
+    c.groups = groups;
+    return nn_conv1d(g, F(g, xs), F(g, ws), NN_NONE, &c);
+}
+B(c1_stride0, cv1(g, S3(1, 2, 9), S3(4, 2, 3), NN_ZERO, 0, 0, 0))
+B(c1_rank, cv1(g, S4(1, 2, 3, 4), S3(4, 2, 3), 0, 0, 0, 0))
+B(c1_groups, cv1(g, S3(1, 4, 9), S3(4, 4, 3), 0, 0, 0, 2))
+B(c1_kernel, cv1(g, S3(1, 2, 4), S3(4, 2, 7), 0, 0, 0, 0))
+B(c1_pad_neg, cv1(g, S3(1, 2, 9), S3(4, 2, 3), 0, -2, 0, 0))
+static nn_tensor c2_layer(nn_graph *g, int which) {
+    nn_tensor x = F(g, S4(1, 3, 8, 8));
+    switch (which) {
+    case 0: return nn_conv2d_layer(g, x, 4, 0, 3, NULL, "conv");
+    case 1: return nn_conv2d_layer(g, x, 0, 3, 3, NULL, "conv");
+    case 2: return nn_conv2d_layer(g, x, 4, 3, 3, NULL, NULL);
+    case 3: return nn_conv1d_layer(g, x, 4, 3, NULL, "conv");
+    case 4: return nn_conv3d_layer(g, x, 4, 1, 3, 3, NULL, "conv");
+    default: return T(-1);
+    }
+}
+static nn_tensor c2_layer0(nn_graph *g, nn_compile_desc *cd) { (void)cd; return c2_layer(g, 0); }
+static nn_tensor c2_layer1(nn_graph *g, nn_compile_desc *cd) { (void)cd; return c2_layer(g, 1); }
+static nn_tensor c2_layer2(nn_graph *g, nn_compile_desc *cd) { (void)cd; return c2_layer(g, 2); }
+static nn_tensor c1_layer3(nn_graph *g, nn_compile_desc *cd) { (void)cd; return c2_layer(g, 3); }
+static nn_tensor c3_layer4(nn_graph *g, nn_compile_desc *cd) { (void)cd; return c2_layer(g, 4); }
+static nn_tensor ct(nn_graph *g, nn_shape xs, nn_shape ws, int s, int p, int oph, int opw) {
+    nn_conv2d_desc c;
+    memset(&c, 0, sizeof c);
+    c.stride_h = c.stride_w = s;
+    c.pad_h = c.pad_w = p;
+    return nn_conv_transpose2d(g, F(g, xs), F(g, ws), NN_NONE, &c, oph, opw);
+}
+B(ct_outpad, ct(g, S4(1, 3, 4, 4), S4(3, 2, 3, 3), 2, 0, 2, 0))
+B(ct_outpad_neg, ct(g, S4(1, 3, 4, 4), S4(3, 2, 3, 3), 2, 0, 0, -1))
+B(ct_channels, ct(g, S4(1, 3, 4, 4), S4(4, 2, 3, 3), 1, 0, 0, 0))
+B(ct_empty, ct(g, S4(1, 3, 2, 2), S4(3, 2, 3, 3), 1, 3, 0, 0))
+B(ct_stride0, ct(g, S4(1, 3, 4, 4), S4(3, 2, 3, 3), NN_ZERO, 0, 0, 0))
+/* pads and strides of INT_MAX that cancel in the output size: the gradient arithmetic
+   would still run past 32 bits */
+B(ct_pad_overflow, ct(g, S4(1, 1, 3, 3), S4(1, 1, 3, 3), INT32_MAX, INT32_MAX, 0, 0))
+static nn_tensor cv3(nn_graph *g, nn_shape xs, nn_shape ws, nn_tensor bias, int s, int p, int groups) {
+    nn_conv3d_desc c;
+    memset(&c, 0, sizeof c);
+    c.stride_d = c.stride_h = c.stride_w = s;
+    c.pad_d = c.pad_h = c.pad_w = p;
+    c.groups = groups;
+    return nn_conv3d(g, F(g, xs), F(g, ws), bias, &c);
+}
+B(c3_rank, cv3(g, S4(1, 2, 4, 4), S5(3, 2, 2, 2, 2), NN_NONE, 0, 0, 0))
+B(c3_pad_neg, cv3(g, S5(1, 2, 4, 4, 4), S5(3, 2, 2, 2, 2), NN_NONE, 0, -1, 0))
+B(c3_stride0, cv3(g, S5(1, 2, 4, 4, 4), S5(3, 2, 2, 2, 2), NN_NONE, NN_ZERO, 0, 0))
+B(c3_groups, cv3(g, S5(1, 4, 4, 4, 4), S5(3, 1, 2, 2, 2), NN_NONE, 0, 0, 3))
+B(c3_kernel, cv3(g, S5(1, 2, 4, 4, 4), S5(3, 2, 5, 2, 2), NN_NONE, 0, 0, 0))
+B(c3_bias, cv3(g, S5(1, 2, 4, 4, 4), S5(3, 2, 2, 2, 2), F(g, S2(1, 3)), 0, 0, 0))
+static nn_tensor c3_pad_overflow(nn_graph *g, nn_compile_desc *cd) {
+    nn_conv3d_desc c;
+    (void)cd;
+    memset(&c, 0, sizeof c);
+    c.stride_w = 2;
+    c.pad_w = 1 << 30;
+    return nn_conv3d(g, F(g, S5(1, 1, 1, 1, 3)), F(g, S5(1, 1, 1, 1, 3)), NN_NONE, &c);
+}
+
+static const bad_row conv_bad[] = {
+    {"conv", "conv2d x [1, 3, 8]", c2_rank, R_SHAPE, "nn_conv2d|[1, 3, 8]", 0},
+    {"conv", "conv2d stride 0", c2_stride0, R_INV, "nn_conv2d|stride", 0},
+    {"conv", "conv2d stride -2", c2_stride_neg, R_INV, "nn_conv2d|stride|-2", 0},
+    {"conv", "conv2d padding -1", c2_pad_neg, R_INV, "nn_conv2d|padding|-1", 0},
+    {"conv", "conv2d dilation 0", c2_dil0, R_INV, "nn_conv2d|dilation", 0},
+    {"conv", "conv2d groups 2 of 3 channels", c2_groups_c, R_SHAPE, "nn_conv2d|groups = 2|[1, 3, 8, 8]", 0},
+    {"conv", "conv2d groups 2 of 3 filters", c2_groups_k, R_SHAPE, "nn_conv2d|groups = 2|[3, 2, 3, 3]", 0},
+    {"conv", "conv2d groups -1", c2_groups_neg, R_INV, "nn_conv2d|groups|-1", 0},
+    {"conv", "conv2d kernel 7 over 4 + 2 padding", c2_kernel, R_SHAPE, "nn_conv2d|larger|[4, 3, 7, 3]|[1, 3, 4, 4]", 0},
+    {"conv", "conv2d dilation 4 over 8", c2_dil_kernel, R_SHAPE, "nn_conv2d|larger|[1, 3, 8, 8]", 0},
+    {"conv", "conv2d bias [5] for 4 filters", c2_bias, R_SHAPE, "nn_conv2d|bias [5]|[4]", 0},
+    {"conv", "conv2d bias int32", c2_bias_int, R_SHAPE, "nn_conv2d|bias|float32", 0},
+    {"conv", "conv2d bias with no_bias", c2_no_bias, R_INV, "nn_conv2d|no_bias", 0},
+    {"conv", "conv2d w int32", c2_w_int, R_SHAPE, "nn_conv2d|w|int32", 0},
+    {"conv", "conv2d bias a failed id", c2_bias_failed, R_INV, "nn_conv2d|not a tensor", 0},
+    {"conv", "conv2d pad 2^30, stride 2", c2_pad_overflow, R_SHAPE, "nn_conv2d|1073741824|[1, 1, 3, 3]", 0},
+    {"conv", "conv1d stride 0", c1_stride0, R_INV, "nn_conv1d|stride", 0},
+    {"conv", "conv1d x [1, 2, 3, 4]", c1_rank, R_SHAPE, "nn_conv1d|[1, 2, 3, 4]", 0},
+    {"conv", "conv1d groups 2 with w [4, 4, 3]", c1_groups, R_SHAPE, "nn_conv1d|groups = 2|[1, 4, 9]", 0},
+    {"conv", "conv1d kernel 7 over 4", c1_kernel, R_SHAPE, "nn_conv1d|larger|[4, 2, 7]|[1, 2, 4]", 0},
+    {"conv", "conv1d padding -2", c1_pad_neg, R_INV, "nn_conv1d|padding|-2", 0},
+    {"conv", "conv2d_layer kernel 0x3", c2_layer0, R_SHAPE, "nn_conv2d_layer|conv|0x3", 0},
+    {"conv", "conv2d_layer 0 filters", c2_layer1, R_SHAPE, "nn_conv2d_layer|conv|[1, 3, 8, 8]", 0},
+    {"conv", "conv2d_layer without a name", c2_layer2, R_INV, "nn_conv2d_layer|name", 0},
+    {"conv", "conv1d_layer of [1, 3, 8, 8]", c1_layer3, R_SHAPE, "nn_conv1d_layer|conv|[1, 3, 8, 8]", 0},
+    {"conv", "conv3d_layer of [1, 3, 8, 8]", c3_layer4, R_SHAPE, "nn_conv3d_layer|conv|[1, 3, 8, 8]", 0},
+    {"conv", "conv_transpose2d output padding 2, stride 2", ct_outpad, R_INV, "nn_conv_transpose2d|output padding (2, 0)", 0},
+    {"conv", "conv_transpose2d output padding -1", ct_outpad_neg, R_INV, "nn_conv_transpose2d|output padding (0, -1)", 0},
+    {"conv", "conv_transpose2d w [4, ...] for 3 channels", ct_channels, R_SHAPE, "nn_conv_transpose2d|[1, 3, 4, 4]|[4, 2, 3, 3]", 0},
+    {"conv", "conv_transpose2d empty output", ct_empty, R_SHAPE, "nn_conv_transpose2d|empty|[1, 3, 2, 2]", 0},
+    {"conv", "conv_transpose2d stride 0", ct_stride0, R_INV, "nn_conv_transpose2d|stride", 0},
+    {"conv", "conv_transpose2d pad and stride INT_MAX", ct_pad_overflow, R_SHAPE, "nn_conv_transpose2d|2147483647", 0},
+    {"conv", "conv3d x [1, 2, 4, 4]", c3_rank, R_SHAPE, "nn_conv3d|[1, 2, 4, 4]", 0},
+    {"conv", "conv3d padding -1", c3_pad_neg, R_INV, "nn_conv3d|padding|-1", 0},
+    {"conv", "conv3d stride 0", c3_stride0, R_INV, "nn_conv3d|stride", 0},
+    {"conv", "conv3d groups 3 of 4 channels", c3_groups, R_SHAPE, "nn_conv3d|groups = 3|[1, 4, 4, 4, 4]", 0},
+    {"conv", "conv3d kernel depth 5 over 4", c3_kernel, R_SHAPE, "nn_conv3d|larger|[3, 2, 5, 2, 2]", 0},
+    {"conv", "conv3d bias [1, 3]", c3_bias, R_SHAPE, "nn_conv3d|bias [1, 3]", 0},
+    {"conv", "conv3d pad 2^30, stride 2", c3_pad_overflow, R_SHAPE, "nn_conv3d|1073741824|[1, 1, 1, 1, 3]", 0},
+};
+
 void suite_conv(const t_env *e) {
     conv_cases(e);
     conv_grad_sum_case(e);
     conv3d_cases(e);
     conv3d_layer_case(e);
     nanprop_conv(e);
+    t_bad_rows(e, conv_bad, (int)(sizeof conv_bad / sizeof conv_bad[0]));
 }

@@ -14,6 +14,8 @@
      to be split, broadcasting and its gradient sums included.
    - Shapes that do not broadcast fail with NN_ERR_SHAPE naming the op and the shapes. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -814,6 +816,55 @@ static void nanprop_dropout(const t_env *e) {
     t_end();
 }
 
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- elementwise ---- */
+
+B(e_add_shape, nn_add(g, F(g, S2(3, 4)), F(g, S2(4, 3))))
+B(e_sub_rank, nn_sub(g, F(g, S2(3, 4)), F(g, S2(2, 4))))
+B(e_mul_int, nn_mul(g, I(g, S2(2, 2)), F(g, S2(2, 2))))
+B(e_scale_int, nn_scale(g, I(g, S1(5)), 2.0f))
+B(e_relu_int, nn_relu(g, I(g, S1(5))))
+B(e_gelu_none, nn_gelu(g, NN_NONE))
+B(e_hardtanh_nan, nn_hardtanh(g, F(g, S1(3)), NAN, 1.0f))
+B(e_softplus_neg0, nn_softplus(g, F(g, S1(3)), -0.0f, 20.0f))
+B(e_prelu_size, nn_prelu(g, F(g, S3(2, 3, 4)), F(g, S1(2))))
+B(e_prelu_rank, nn_prelu(g, F(g, S3(2, 3, 4)), F(g, S2(1, 3))))
+B(e_prelu_int, nn_prelu(g, F(g, S3(2, 3, 4)), I(g, S1(3))))
+B(e_prelu_xint, nn_prelu(g, I(g, S3(2, 3, 4)), F(g, S1(3))))
+B(e_prelu_layer_n, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 0, "act"))
+B(e_prelu_layer_c, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 5, "act"))
+B(e_prelu_layer_name, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 1, ""))
+B(e_dropout_neg, nn_dropout(g, F(g, S1(4)), -0.1f))
+B(e_dropout_one, nn_dropout(g, F(g, S1(4)), 1.0f))
+B(e_dropout_nan, nn_dropout(g, F(g, S1(4)), NAN))
+B(e_dropout_int, nn_dropout(g, I(g, S1(4)), 0.5f))
+B(e_accumulate_int, nn_accumulate(g, I(g, S1(4))))
+
+static const bad_row elementwise_bad[] = {
+    {"elementwise", "add [3, 4] + [4, 3]", e_add_shape, R_SHAPE, "nn_add|[3, 4]|[4, 3]", 0},
+    {"elementwise", "sub [3, 4] - [2, 4] (3 against 2 does not broadcast)", e_sub_rank, R_SHAPE, "nn_sub|[3, 4]|[2, 4]", 0},
+    {"elementwise", "mul of int32", e_mul_int, R_SHAPE, "nn_mul|int32", 0},
+    {"elementwise", "scale of int32", e_scale_int, R_SHAPE, "nn_scale|int32", 0},
+    {"elementwise", "relu of int32", e_relu_int, R_SHAPE, "nn_relu|int32", 0},
+    {"elementwise", "gelu of NN_NONE", e_gelu_none, R_INV, "nn_gelu|NN_NONE", 0},
+    {"elementwise", "hardtanh min NaN", e_hardtanh_nan, R_INV, "nn_hardtanh|nan", 0},
+    {"elementwise", "softplus beta -0", e_softplus_neg0, R_INV, "nn_softplus|p0 = -0", 0},
+    {"elementwise", "prelu weight [2] for 3 channels", e_prelu_size, R_SHAPE, "nn_prelu|[2]|[2, 3, 4]", 0},
+    {"elementwise", "prelu weight [1, 3]", e_prelu_rank, R_SHAPE, "nn_prelu|[1, 3]", 0},
+    {"elementwise", "prelu weight int32", e_prelu_int, R_SHAPE, "nn_prelu|weight|int32", 0},
+    {"elementwise", "prelu of int32", e_prelu_xint, R_SHAPE, "nn_prelu|x|int32", 0},
+    {"elementwise", "prelu_layer num_parameters 0", e_prelu_layer_n, R_INV, "nn_prelu_layer|num_parameters = 0", 0},
+    {"elementwise", "prelu_layer num_parameters 5 for 3 channels", e_prelu_layer_c, R_SHAPE, "nn_prelu|[5]|[3]", 0},
+    {"elementwise", "prelu_layer name \"\"", e_prelu_layer_name, R_INV, "nn_prelu_layer|name", 0},
+    {"elementwise", "dropout p -0.1", e_dropout_neg, R_INV, "nn_dropout|-0.1", 0},
+    {"elementwise", "dropout p 1", e_dropout_one, R_INV, "nn_dropout|p = 1 ", 0},
+    {"elementwise", "dropout p NaN", e_dropout_nan, R_INV, "nn_dropout|nan", 0},
+    {"elementwise", "dropout of int32", e_dropout_int, R_SHAPE, "nn_dropout|int32", 0},
+    {"elementwise", "accumulate of int32", e_accumulate_int, R_SHAPE, "nn_accumulate|int32", 0},
+};
+
 void suite_elementwise(const t_env *e) {
     rank0_cases(e);
     binary_cases(e);
@@ -825,4 +876,5 @@ void suite_elementwise(const t_env *e) {
     error_cases(e);
     nanprop_binary(e);
     nanprop_dropout(e);
+    t_bad_rows(e, elementwise_bad, (int)(sizeof elementwise_bad / sizeof elementwise_bad[0]));
 }

@@ -7,6 +7,8 @@
    at compile time; scatters' gradients are the same bits run to run; bad dims, shapes and
    index values fail naming the op and the shapes. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -693,9 +695,25 @@ static void suite_index_errors(const t_env *e) {
     }
 }
 
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- gather ---- */
+
+B(ga_float_idx, nn_gather_rows(g, F(g, S2(5, 3)), F(g, S1(2))))
+B(ga_idx_rank, nn_gather_rows(g, F(g, S2(5, 3)), I(g, S2(2, 2))))
+B(ga_none, nn_gather_rows(g, NN_NONE, I(g, S1(2))))
+
+static const bad_row index_bad[] = {
+    {"gather", "gather_rows float idx", ga_float_idx, R_SHAPE, "nn_gather_rows|[2] float32", 0},
+    {"gather", "gather_rows idx [2, 2]", ga_idx_rank, R_SHAPE, "nn_gather_rows|[2, 2]", 0},
+    {"gather", "gather_rows data NN_NONE", ga_none, R_INV, "nn_gather_rows|NN_NONE", 0},
+};
+
 void suite_index(const t_env *e) {
     suite_index_ops(e);
     suite_index_plan(e);
     suite_index_determinism(e);
     suite_index_errors(e);
+    t_bad_rows(e, index_bad, (int)(sizeof index_bad / sizeof index_bad[0]));
 }

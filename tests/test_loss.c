@@ -3,6 +3,8 @@
    CPU vs OpenCL parity, each reduction. Inputs are drawn away from kinks (|x - t| from 0
    and delta, hinge margins from 0) so finite differences mean something. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -611,6 +613,114 @@ static void nanprop_losses_pairs(const t_env *e) {
     np_run(e, &c);
 }
 
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- losses ---- */
+
+static nn_loss_desc LD(nn_reduction r) {
+    nn_loss_desc d;
+    memset(&d, 0, sizeof d);
+    d.reduction = r;
+    return d;
+}
+static nn_tensor l_opt(nn_graph *g, int which) {
+    nn_loss_desc d = LD(NN_REDUCTION_DEFAULT);
+    nn_tensor p = F(g, S2(4, 3)), t = F(g, S2(4, 3));
+    switch (which) {
+    case 0: d.delta = -1.0f; return nn_huber_loss(g, p, t, &d);
+    case 1: d.delta = NAN; return nn_smooth_l1_loss(g, p, t, &d);
+    case 2: d.tau = 1.5f; return nn_quantile_loss(g, p, t, &d);
+    case 3: d.gamma = -1.0f; return nn_sigmoid_focal_loss(g, p, t, &d);
+    case 4: d.reduction = (nn_reduction)9; return nn_mse_loss(g, p, t, &d);
+    case 5: d.reduction = (nn_reduction)-1; return nn_l1_loss(g, p, t, &d);
+    case 6: d.reduction = NN_REDUCTION_BATCHMEAN; return nn_mse_loss(g, p, t, &d);
+    case 7: d.pos_weight = F(g, S1(3)); return nn_mse_loss(g, p, t, &d);
+    case 8: d.pos_weight = F(g, S1(4)); return nn_bce_with_logits_loss(g, p, t, &d);
+    case 9: d.weight = F(g, S1(4)); return nn_mse_loss(g, p, t, &d);
+    case 10: d.pos_weight = I(g, S1(3)); return nn_bce_with_logits_loss(g, p, t, &d);
+    case 11: d.weight = T(-3); return nn_l1_loss(g, p, t, &d);
+    default: return T(-1);
+    }
+}
+#define LOPT(N) \
+    static nn_tensor l_opt##N(nn_graph *g, nn_compile_desc *cd) { (void)cd; return l_opt(g, N); }
+LOPT(0) LOPT(1) LOPT(2) LOPT(3) LOPT(4) LOPT(5) LOPT(6) LOPT(7) LOPT(8) LOPT(9) LOPT(10) LOPT(11)
+B(l_mse_shape, nn_mse_loss(g, F(g, S2(4, 3)), F(g, S2(3, 4)), NULL))
+B(l_l1_int, nn_l1_loss(g, F(g, S1(4)), I(g, S1(4)), NULL))
+B(l_kl_none, nn_kl_div_loss(g, F(g, S1(4)), NN_NONE, NULL))
+static nn_tensor l_ce(nn_graph *g, int which) {
+    nn_loss_desc d = LD(NN_REDUCTION_DEFAULT);
+    nn_tensor x = F(g, S2(5, 4)), y = I(g, S1(5));
+    switch (which) {
+    case 0: return nn_cross_entropy_loss(g, F(g, S3(2, 3, 4)), I(g, S1(2)), &d);
+    case 1: return nn_cross_entropy_loss(g, x, F(g, S1(5)), &d);
+    case 2: return nn_cross_entropy_loss(g, x, I(g, S1(6)), &d);
+    case 3: d.label_smoothing = 1.5f; return nn_cross_entropy_loss(g, x, y, &d);
+    case 4: d.label_smoothing = NAN; return nn_cross_entropy_loss(g, x, y, &d);
+    case 5: d.weight = F(g, S1(3)); return nn_cross_entropy_loss(g, x, y, &d);
+    case 6: d.label_smoothing = 0.1f; return nn_nll_loss(g, x, y, &d);
+    case 7: d.pos_weight = F(g, S1(4)); return nn_cross_entropy_loss(g, x, y, &d);
+    case 8: d.reduction = NN_REDUCTION_BATCHMEAN; return nn_nll_loss(g, x, y, &d);
+    case 9: d.weight = I(g, S1(4)); return nn_nll_loss(g, x, y, &d);
+    case 10: return nn_cross_entropy_loss(g, x, I(g, S2(5, 1)), &d);
+    default: return T(-1);
+    }
+}
+#define LCE(N) \
+    static nn_tensor l_ce##N(nn_graph *g, nn_compile_desc *cd) { (void)cd; return l_ce(g, N); }
+LCE(0) LCE(1) LCE(2) LCE(3) LCE(4) LCE(5) LCE(6) LCE(7) LCE(8) LCE(9) LCE(10)
+B(l_cos_target, nn_cosine_embedding_loss(g, F(g, S2(4, 3)), F(g, S2(4, 3)), F(g, S2(4, 1)), NULL))
+B(l_cos_rank, nn_cosine_embedding_loss(g, F(g, S1(4)), F(g, S1(4)), F(g, S1(4)), NULL))
+B(l_triplet_shape, nn_triplet_margin_loss(g, F(g, S2(4, 3)), F(g, S2(4, 3)), F(g, S2(4, 2)), NULL))
+B(l_triplet_int, nn_triplet_margin_loss(g, F(g, S2(4, 3)), I(g, S2(4, 3)), F(g, S2(4, 3)), NULL))
+static nn_tensor l_dice_weight(nn_graph *g, nn_compile_desc *cd) {
+    nn_loss_desc d = LD(NN_REDUCTION_DEFAULT);
+    (void)cd;
+    d.weight = F(g, S1(3));
+    return nn_dice_loss(g, F(g, S2(4, 3)), F(g, S2(4, 3)), &d);
+}
+B(l_xent_rank, nn_softmax_cross_entropy(g, F(g, S1(5)), I(g, S1(5))))
+B(l_bcel_shape, nn_bce_with_logits(g, F(g, S2(2, 3)), F(g, S2(3, 2))))
+B(l_mse_legacy, nn_mse(g, F(g, S1(3)), F(g, S1(4))))
+
+static const bad_row loss_bad[] = {
+    {"loss", "huber delta -1", l_opt0, R_INV, "nn_huber_loss|delta -1", 0},
+    {"loss", "smooth_l1 beta NaN", l_opt1, R_INV, "nn_smooth_l1_loss|beta|nan", 0},
+    {"loss", "quantile tau 1.5", l_opt2, R_INV, "nn_quantile_loss|tau 1.5", 0},
+    {"loss", "focal gamma -1", l_opt3, R_INV, "nn_sigmoid_focal_loss|gamma -1", 0},
+    {"loss", "reduction 9", l_opt4, R_INV, "nn_mse_loss|reduction 9", 0},
+    {"loss", "reduction -1", l_opt5, R_INV, "nn_l1_loss|reduction -1", 0},
+    {"loss", "batchmean for mse", l_opt6, R_INV, "nn_mse_loss|reduction 4", 0},
+    {"loss", "pos_weight for mse", l_opt7, R_INV, "nn_mse_loss|pos_weight", 0},
+    {"loss", "pos_weight [4] for logits [4, 3]", l_opt8, R_SHAPE, "nn_bce_with_logits_loss|pos_weight [4]|[4, 3]", 0},
+    {"loss", "weight [4] for [4, 3]", l_opt9, R_SHAPE, "nn_mse_loss|[4, 3]|[4]", 0},
+    {"loss", "pos_weight int32", l_opt10, R_SHAPE, "nn_bce_with_logits_loss|pos_weight|int32", 0},
+    {"loss", "weight of a failed id", l_opt11, R_INV, "nn_l1_loss|not a tensor", 0},
+    {"loss", "mse [4, 3] against [3, 4]", l_mse_shape, R_SHAPE, "nn_mse_loss|[4, 3]|[3, 4]", 0},
+    {"loss", "l1 target int32", l_l1_int, R_SHAPE, "nn_l1_loss|target|int32", 0},
+    {"loss", "kl_div target NN_NONE", l_kl_none, R_INV, "nn_kl_div_loss|NN_NONE", 0},
+    {"loss", "cross_entropy logits [2, 3, 4]", l_ce0, R_SHAPE, "nn_cross_entropy_loss|[2, 3, 4]", 0},
+    {"loss", "cross_entropy float labels", l_ce1, R_SHAPE, "nn_cross_entropy_loss|[5] float32", 0},
+    {"loss", "cross_entropy 6 labels for 5 rows", l_ce2, R_SHAPE, "nn_cross_entropy_loss|[5, 4]|[6]", 0},
+    {"loss", "cross_entropy label_smoothing 1.5", l_ce3, R_INV, "nn_cross_entropy_loss|label_smoothing 1.5", 0},
+    {"loss", "cross_entropy label_smoothing NaN", l_ce4, R_INV, "nn_cross_entropy_loss|label_smoothing nan", 0},
+    {"loss", "cross_entropy weight [3] for 4 classes", l_ce5, R_SHAPE, "nn_cross_entropy_loss|weight [3]|[4]", 0},
+    {"loss", "nll label_smoothing 0.1", l_ce6, R_INV, "nn_nll_loss|label_smoothing 0.1", 0},
+    {"loss", "cross_entropy pos_weight", l_ce7, R_INV, "nn_cross_entropy_loss|pos_weight", 0},
+    {"loss", "nll batchmean", l_ce8, R_INV, "nn_nll_loss|reduction 4", 0},
+    {"loss", "nll weight int32", l_ce9, R_SHAPE, "nn_nll_loss|weight|int32", 0},
+    {"loss", "cross_entropy labels [5, 1]", l_ce10, R_SHAPE, "nn_cross_entropy_loss|[5, 1]", 0},
+    {"loss", "cosine_embedding target [4, 1]", l_cos_target, R_SHAPE, "nn_cosine_embedding_loss|[4, 1]", 0},
+    {"loss", "cosine_embedding of [4]", l_cos_rank, R_SHAPE, "nn_cosine_embedding_loss|[4]", 0},
+    {"loss", "triplet negative [4, 2]", l_triplet_shape, R_SHAPE, "nn_triplet_margin_loss|[4, 2]|[4, 3]", 0},
+    {"loss", "triplet positive int32", l_triplet_int, R_SHAPE, "nn_triplet_margin_loss|int32", 0},
+    {"loss", "dice with a weight", l_dice_weight, R_INV, "nn_dice_loss|weight", 0},
+    {"loss", "softmax_cross_entropy logits [5]", l_xent_rank, R_SHAPE, "nn_softmax_cross_entropy|[5]", 0},
+    {"loss", "bce_with_logits [2, 3] and [3, 2]", l_bcel_shape, R_SHAPE, "nn_bce_with_logits|[2, 3]|[3, 2]", 0},
+    {"loss", "mse [3] and [4]", l_mse_legacy, R_SHAPE, "nn_mse|[3]|[4]", 0},
+};
+
 void suite_loss(const t_env *e) {
     static const long shapes[3][2] = {{7, 33}, {3, 7}, {1, 3}};
     static const int reds[3] = {NN_REDUCTION_DEFAULT, NN_REDUCTION_SUM, NN_REDUCTION_NONE};
@@ -652,6 +762,7 @@ void suite_loss(const t_env *e) {
     nanprop_losses_mean(e);
     nanprop_losses_rows(e);
     nanprop_losses_pairs(e);
+    t_bad_rows(e, loss_bad, (int)(sizeof loss_bad / sizeof loss_bad[0]));
 }
 
 /* Bad options and shapes fail the build with a message that names the loss. */

@@ -5,6 +5,8 @@
    Gradients along one dense random direction per input (op_check.c's dirs). Tolerances
    are op_check.c's (1e-4 relative). */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,6 +383,31 @@ static void nanprop_matmul(const t_env *e) {
     nanprop_dense(e);
 }
 
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- matmul and dense ---- */
+
+B(m_rank, nn_matmul(g, F(g, S3(2, 3, 4)), F(g, S3(3, 4, 5)), 0, 0))
+B(m_trans, nn_matmul(g, F(g, S2(4, 3)), F(g, S2(5, 6)), 1, 0))
+B(m_int, nn_matmul(g, F(g, S2(2, 3)), I(g, S2(3, 2)), 0, 0))
+B(m_dense_rank, nn_dense(g, F(g, S3(2, 3, 4)), 5, NULL, "fc"))
+B(m_dense_zero, nn_dense(g, F(g, S2(2, 3)), 0, NULL, "fc"))
+B(m_dense_neg, nn_dense(g, F(g, S2(2, 3)), -5, NULL, "fc"))
+B(m_dense_name, nn_dense(g, F(g, S2(2, 3)), 4, NULL, NULL))
+B(m_dense_int, nn_dense(g, I(g, S2(2, 3)), 4, NULL, "fc"))
+
+static const bad_row matmul_bad[] = {
+    {"matmul", "matmul batches [2] and [3] of [2, 3, 4] x [3, 4, 5]", m_rank, R_SHAPE, "nn_matmul|[2, 3, 4]|[3, 4, 5]|broadcast", 0},
+    {"matmul", "matmul [4, 3]^T x [5, 6]", m_trans, R_SHAPE, "nn_matmul|[4, 3] (transposed)|[5, 6]", 0},
+    {"matmul", "matmul with int32 b", m_int, R_SHAPE, "nn_matmul|b|int32", 0},
+    {"matmul", "dense of [2, 3, 4]", m_dense_rank, R_SHAPE, "nn_dense|fc|[2, 3, 4]", 0},
+    {"matmul", "dense out_features 0", m_dense_zero, R_INV, "nn_dense|fc|out_features 0", 0},
+    {"matmul", "dense out_features -5", m_dense_neg, R_INV, "nn_dense|fc|out_features -5", 0},
+    {"matmul", "dense without a name", m_dense_name, R_INV, "nn_dense|name", 0},
+    {"matmul", "dense of int32", m_dense_int, R_SHAPE, "nn_dense|int32", 0},
+};
+
 void suite_matmul(const t_env *e) {
     /* untransposed shapes of a, b and the result (0 ends a shape) */
     static const struct { int a[7], b[7], out[7]; int transposes; } cases[] = {
@@ -449,4 +476,5 @@ void suite_matmul(const t_env *e) {
     }
     matmul_cases(e);
     nanprop_matmul(e);
+    t_bad_rows(e, matmul_bad, (int)(sizeof matmul_bad / sizeof matmul_bad[0]));
 }

@@ -4,6 +4,8 @@
    that shares them, and the shape errors. Shapes are odd on purpose (C odd, spatial 1/3/7,
    N = 1 where the statistics allow it). */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -626,6 +628,80 @@ done:
     t_end();
 }
 
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- normalisation ---- */
+
+static nn_tensor bn(nn_graph *g, int which) {
+    nn_batch_norm_desc d;
+    nn_init z;
+    nn_tensor x = F(g, S4(2, 3, 4, 4));
+    memset(&d, 0, sizeof d);
+    memset(&z, 0, sizeof z);
+    switch (which) {
+    case 0: return nn_batch_norm(g, F(g, S1(5)), NN_NONE, NN_NONE, &d);
+    case 1: return nn_batch_norm(g, x, F(g, S1(4)), NN_NONE, &d);
+    case 2: d.momentum = 1.5f; return nn_batch_norm(g, x, NN_NONE, NN_NONE, &d);
+    case 3: d.eps = -1e-5f; return nn_batch_norm(g, x, NN_NONE, NN_NONE, &d);
+    case 4: d.running_mean = nn_buffer(g, "rm", S1(3), z); return nn_batch_norm(g, x, NN_NONE, NN_NONE, &d);
+    case 5:
+        d.running_mean = nn_buffer(g, "rm", S1(3), z);
+        d.running_var = nn_buffer(g, "rv", S1(4), z);
+        return nn_batch_norm(g, x, NN_NONE, NN_NONE, &d);
+    case 6: return nn_batch_norm(g, F(g, S2(1, 3)), NN_NONE, NN_NONE, &d);
+    case 7: return nn_batch_norm(g, I(g, S4(2, 3, 4, 4)), NN_NONE, NN_NONE, &d);
+    case 8: d.momentum = NAN; return nn_batch_norm(g, x, NN_NONE, NN_NONE, &d);
+    case 9: return nn_batch_norm(g, x, NN_NONE, I(g, S1(3)), &d);
+    case 10: return nn_batch_norm1d_layer(g, x, "bn");
+    case 11: return nn_batch_norm2d_layer(g, x, NULL);
+    case 12: return nn_layer_norm(g, F(g, S2(3, 4)), 0, NN_NONE, NN_NONE, 0);
+    case 13: return nn_layer_norm(g, F(g, S2(3, 4)), 3, NN_NONE, NN_NONE, 0);
+    case 14: return nn_layer_norm(g, F(g, S2(3, 4)), 1, F(g, S1(3)), NN_NONE, 0);
+    case 15: return nn_layer_norm(g, F(g, S2(3, 4)), 1, NN_NONE, NN_NONE, NAN);
+    case 16: return nn_group_norm(g, F(g, S3(2, 6, 4)), 0, NN_NONE, NN_NONE, 0);
+    case 17: return nn_group_norm(g, F(g, S3(2, 6, 4)), 4, NN_NONE, NN_NONE, 0);
+    case 18: return nn_group_norm(g, F(g, S3(2, 6, 4)), 3, NN_NONE, I(g, S1(6)), 0);
+    case 19: return nn_instance_norm(g, F(g, S2(4, 3)), NN_NONE, NN_NONE, 0);
+    case 20: return nn_instance_norm(g, F(g, S3(4, 3, 1)), NN_NONE, NN_NONE, 0);
+    case 21: return nn_instance_norm(g, F(g, S3(4, 3, 5)), F(g, S1(4)), NN_NONE, -1.0f);
+    case 22: return nn_group_norm(g, F(g, S3(2, 6, 4)), 3, T(500), NN_NONE, 0);
+    case 23: return nn_layer_norm(g, I(g, S2(3, 4)), 1, NN_NONE, NN_NONE, 0);
+    default: return T(-1);
+    }
+}
+#define BN(N) \
+    static nn_tensor n_bn##N(nn_graph *g, nn_compile_desc *cd) { (void)cd; return bn(g, N); }
+BN(0) BN(1) BN(2) BN(3) BN(4) BN(5) BN(6) BN(7) BN(8) BN(9) BN(10) BN(11) BN(12) BN(13) BN(14) BN(15) BN(16) BN(17)
+BN(18) BN(19) BN(20) BN(21) BN(22) BN(23)
+
+static const bad_row norm_bad[] = {
+    {"norm", "batch_norm of [5]", n_bn0, R_SHAPE, "nn_batch_norm|[5]", 0},
+    {"norm", "batch_norm gamma [4] for 3 channels", n_bn1, R_SHAPE, "nn_batch_norm|gamma [4]|[3]", 0},
+    {"norm", "batch_norm momentum 1.5", n_bn2, R_INV, "nn_batch_norm|momentum 1.5", 0},
+    {"norm", "batch_norm eps -1e-5", n_bn3, R_INV, "nn_batch_norm|eps -1e-05", 0},
+    {"norm", "batch_norm running_mean alone", n_bn4, R_INV, "nn_batch_norm|running_mean|running_var", 0},
+    {"norm", "batch_norm running_var [4]", n_bn5, R_SHAPE, "nn_batch_norm|running_var [4]", 0},
+    {"norm", "batch_norm of [1, 3]", n_bn6, R_SHAPE, "nn_batch_norm|[1, 3]|1 value", 0},
+    {"norm", "batch_norm of int32", n_bn7, R_SHAPE, "nn_batch_norm|int32", 0},
+    {"norm", "batch_norm momentum NaN", n_bn8, R_INV, "nn_batch_norm|momentum nan", 0},
+    {"norm", "batch_norm beta int32", n_bn9, R_SHAPE, "nn_batch_norm|beta|int32", 0},
+    {"norm", "batch_norm1d_layer of [2, 3, 4, 4]", n_bn10, R_SHAPE, "nn_batch_norm1d_layer|[2, 3, 4, 4]", 0},
+    {"norm", "batch_norm2d_layer without a name", n_bn11, R_INV, "nn_batch_norm2d_layer|name", 0},
+    {"norm", "layer_norm n_norm_dims 0", n_bn12, R_SHAPE, "nn_layer_norm|n_norm_dims 0|[3, 4]", 0},
+    {"norm", "layer_norm n_norm_dims 3 of 2-D", n_bn13, R_SHAPE, "nn_layer_norm|n_norm_dims 3", 0},
+    {"norm", "layer_norm gamma [3] for [3, 4]", n_bn14, R_SHAPE, "nn_layer_norm|gamma [3]|[4]", 0},
+    {"norm", "layer_norm eps NaN", n_bn15, R_INV, "nn_layer_norm|eps nan", 0},
+    {"norm", "group_norm groups 0", n_bn16, R_SHAPE, "nn_group_norm|groups = 0", 0},
+    {"norm", "group_norm groups 4 of 6 channels", n_bn17, R_SHAPE, "nn_group_norm|groups = 4|[2, 6, 4]", 0},
+    {"norm", "group_norm beta int32", n_bn18, R_SHAPE, "nn_group_norm|beta|int32", 0},
+    {"norm", "instance_norm of [4, 3]", n_bn19, R_SHAPE, "nn_instance_norm|[4, 3]", 0},
+    {"norm", "instance_norm of 1 spatial value", n_bn20, R_SHAPE, "nn_instance_norm|[4, 3, 1]", 0},
+    {"norm", "instance_norm eps -1", n_bn21, R_INV, "nn_instance_norm|eps -1", 0},
+    {"norm", "group_norm gamma id 500", n_bn22, R_INV, "nn_group_norm|not a tensor of this graph", 0},
+    {"norm", "layer_norm of int32", n_bn23, R_SHAPE, "nn_layer_norm|int32", 0},
+};
+
 void suite_norm(const t_env *e) {
     checker_cases(e);
     running_case(e, nn_shape4(4, 3, 3, 7), 1);
@@ -636,4 +712,5 @@ void suite_norm(const t_env *e) {
     error_cases(e);
     nanprop_norm(e);
     nanprop_bn_running(e);
+    t_bad_rows(e, norm_bad, (int)(sizeof norm_bad / sizeof norm_bad[0]));
 }

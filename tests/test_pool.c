@@ -4,6 +4,8 @@
    error messages. Shapes are odd on purpose: batch 1, H or W 1, 3, 7, 33, strides > 1,
    padding that does not divide evenly, ceil mode with and without a dropped last window. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -679,10 +681,82 @@ static void nanprop_pool(const t_env *e) {
     }
 }
 
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- pooling ---- */
+
+static nn_tensor pl(nn_graph *g, int which) {
+    nn_pool2d_desc d;
+    nn_pool1d_desc e;
+    nn_tensor x = F(g, S4(1, 2, 6, 6));
+    memset(&d, 0, sizeof d);
+    memset(&e, 0, sizeof e);
+    d.kernel_h = d.kernel_w = 2;
+    e.kernel = 3;
+    switch (which) {
+    case 0: return nn_max_pool2d(g, x, NULL);
+    case 1: d.kernel_h = 0; return nn_max_pool2d(g, x, &d);
+    case 2: d.stride_w = NN_ZERO; return nn_max_pool2d(g, x, &d);
+    case 3: d.kernel_h = d.kernel_w = 3; d.pad_h = 2; return nn_max_pool2d(g, x, &d);
+    case 4: d.dilation_h = NN_ZERO; return nn_max_pool2d(g, x, &d);
+    case 5: d.kernel_h = 7; return nn_max_pool2d(g, x, &d);
+    case 6: return nn_max_pool2d(g, F(g, S3(1, 6, 6)), &d);
+    case 7: d.dilation_w = 2; return nn_avg_pool2d(g, x, &d);
+    case 8: return nn_avg_pool2d(g, I(g, S4(1, 2, 6, 6)), &d);
+    case 9: d.pad_w = -1; return nn_avg_pool2d(g, x, &d);
+    case 10: return nn_max_pool1d(g, x, &e);
+    case 11: e.dilation = 2; return nn_avg_pool1d(g, F(g, S3(1, 2, 9)), &e);
+    case 12: e.kernel = 10; return nn_max_pool1d(g, F(g, S3(1, 2, 9)), &e);
+    case 13: return nn_max_pool1d(g, F(g, S3(1, 2, 9)), NULL);
+    case 14: d.kernel_h = 3; d.dilation_h = 4; return nn_max_pool2d(g, x, &d);
+    case 15: return nn_global_max_pool2d(g, F(g, S3(1, 6, 6)));
+    case 16: return nn_global_avg_pool2d(g, I(g, S4(1, 2, 6, 6)));
+    case 17: return nn_adaptive_avg_pool2d(g, x, 0, 3);
+    case 18: return nn_adaptive_avg_pool2d(g, x, (int64_t)1 << 32, (int64_t)1 << 32);
+    case 19: e.kernel = -3; return nn_avg_pool1d(g, F(g, S3(1, 2, 9)), &e);
+    case 20: /* a kernel and padding (at most half of it) of 2^30: past 32-bit indices */
+        d.kernel_h = 1;
+        d.kernel_w = 1 << 30;
+        d.pad_w = 1 << 29;
+        return nn_max_pool2d(g, F(g, S4(1, 1, 1, (1 << 30) + 1)), &d);
+    default: return T(-1);
+    }
+}
+#define PL(N) \
+    static nn_tensor p_##N(nn_graph *g, nn_compile_desc *cd) { (void)cd; return pl(g, N); }
+PL(0) PL(1) PL(2) PL(3) PL(4) PL(5) PL(6) PL(7) PL(8) PL(9) PL(10) PL(11) PL(12) PL(13) PL(14) PL(15) PL(16) PL(17)
+PL(18) PL(19) PL(20)
+
+static const bad_row pool_bad[] = {
+    {"pool", "max_pool2d without a desc", p_0, R_INV, "nn_max_pool2d|desc", 0},
+    {"pool", "max_pool2d kernel 0x2", p_1, R_INV, "nn_max_pool2d|kernel 0x2", 0},
+    {"pool", "max_pool2d stride_w 0", p_2, R_INV, "nn_max_pool2d|stride 2x0", 0},
+    {"pool", "max_pool2d pad 2 of kernel 3", p_3, R_INV, "nn_max_pool2d|padding 2x0|kernel 3x3", 0},
+    {"pool", "max_pool2d dilation 0", p_4, R_INV, "nn_max_pool2d|dilation 0x1", 0},
+    {"pool", "max_pool2d kernel 7 over 6", p_5, R_SHAPE, "nn_max_pool2d|larger|[1, 2, 6, 6]", 0},
+    {"pool", "max_pool2d of [1, 6, 6]", p_6, R_SHAPE, "nn_max_pool2d|[1, 6, 6]", 0},
+    {"pool", "avg_pool2d dilation 2", p_7, R_INV, "nn_avg_pool2d|dilation 1x2", 0},
+    {"pool", "avg_pool2d of int32", p_8, R_SHAPE, "nn_avg_pool2d|int32", 0},
+    {"pool", "avg_pool2d padding -1", p_9, R_INV, "nn_avg_pool2d|padding 0x-1", 0},
+    {"pool", "max_pool1d of [1, 2, 6, 6]", p_10, R_SHAPE, "nn_max_pool1d|[1, 2, 6, 6]", 0},
+    {"pool", "avg_pool1d dilation 2", p_11, R_INV, "nn_avg_pool1d|dilation 2", 0},
+    {"pool", "max_pool1d kernel 10 over 9", p_12, R_SHAPE, "nn_max_pool1d|larger|[1, 2, 9]", 0},
+    {"pool", "max_pool1d without a desc", p_13, R_INV, "nn_max_pool1d|desc", 0},
+    {"pool", "max_pool2d kernel 3, dilation 4 over 6", p_14, R_SHAPE, "nn_max_pool2d|dilation 4x1|[1, 2, 6, 6]", 0},
+    {"pool", "global_max_pool2d of [1, 6, 6]", p_15, R_SHAPE, "nn_global_max_pool2d|[1, 6, 6]", 0},
+    {"pool", "global_avg_pool2d of int32", p_16, R_SHAPE, "nn_global_avg_pool2d|int32", 0},
+    {"pool", "adaptive_avg_pool2d 0x3", p_17, R_SHAPE, "nn_adaptive_avg_pool2d|0x3", 0},
+    {"pool", "adaptive_avg_pool2d 2^32 x 2^32", p_18, R_SHAPE, "nn_adaptive_avg_pool2d|4294967296x4294967296", 0},
+    {"pool", "avg_pool1d kernel -3", p_19, R_INV, "nn_avg_pool1d|kernel -3", 0},
+    {"pool", "max_pool2d kernel and padding past 2^30", p_20, R_SHAPE, "nn_max_pool2d|536870912|[1, 1, 1, 1073741825]", 0},
+};
+
 void suite_pool(const t_env *e) {
     op_cases(e);
     tie_cases(e);
     padding_only_case(e);
     error_cases(e);
     nanprop_pool(e);
+    t_bad_rows(e, pool_bad, (int)(sizeof pool_bad / sizeof pool_bad[0]));
 }

@@ -6,6 +6,8 @@
    indices, sums of 4096 against double, determinism (two runs, 1 or 2 CPU threads), and
    bad dims. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -620,6 +622,25 @@ done:
     t_end();
 }
 
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- reductions, argmax ---- */
+
+B(r_sum_int, nn_sum(g, I(g, S1(3))))
+B(r_mean_none, nn_mean(g, NN_NONE))
+B(r_argmax_rank, nn_argmax(g, F(g, S3(2, 3, 4))))
+B(r_acc_float, nn_accuracy(g, F(g, S2(5, 3)), F(g, S1(5))))
+B(r_acc_len, nn_accuracy(g, F(g, S2(4, 3)), I(g, S1(5))))
+
+static const bad_row reduce_bad[] = {
+    {"reduce", "sum of int32", r_sum_int, R_SHAPE, "nn_sum|int32", 0},
+    {"reduce", "mean of NN_NONE", r_mean_none, R_INV, "nn_mean|NN_NONE", 0},
+    {"reduce", "argmax of [2, 3, 4]", r_argmax_rank, R_SHAPE, "nn_argmax|[2, 3, 4]", 0},
+    {"reduce", "accuracy with float labels", r_acc_float, R_SHAPE, "nn_accuracy|[5] float32", 0},
+    {"reduce", "accuracy labels [5] for 4 rows", r_acc_len, R_SHAPE, "nn_accuracy|[4, 3]|[5]", 0},
+};
+
 void suite_reduce(const t_env *e) {
     check_ops(e);
     test_ties(e);
@@ -629,4 +650,5 @@ void suite_reduce(const t_env *e) {
     test_bad_dims(e);
     nanprop_reduce(e);
     nanprop_argmax(e);
+    t_bad_rows(e, reduce_bad, (int)(sizeof reduce_bad / sizeof reduce_bad[0]));
 }

@@ -1,6 +1,8 @@
 /* Shape and structure ops through the op checker: permute/transpose, concat, slice and
    split, 2-D padding (zeros, reflection), upsampling (nearest, bilinear), pixel shuffle. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,6 +370,128 @@ static void nanprop_shape(const t_env *e) {
     }
 }
 
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- structure ---- */
+
+B(sh_reshape_count, nn_reshape(g, F(g, S2(2, 3)), S2(4, 2)))
+B(sh_reshape_neg, nn_reshape(g, F(g, S2(2, 3)), S2(-1, 6)))
+B(sh_reshape_zero, nn_reshape(g, F(g, S2(2, 3)), S2(0, 6)))
+B(sh_reshape_wrap, nn_reshape(g, F(g, S2(2, 3)), S2((int64_t)1 << 32, (int64_t)1 << 32)))
+static nn_tensor sh_permute(nn_graph *g, int which) {
+    static const int rep[3] = {0, 1, 1}, out[3] = {0, 3, 1};
+    nn_tensor x = F(g, S3(2, 3, 4));
+    return nn_permute(g, x, which == 0 ? rep : which == 1 ? out : NULL);
+}
+static nn_tensor sh_permute0(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_permute(g, 0); }
+static nn_tensor sh_permute1(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_permute(g, 1); }
+static nn_tensor sh_permute2(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_permute(g, 2); }
+B(sh_transpose_axis, nn_transpose(g, F(g, S2(2, 3)), 0, 3))
+static nn_tensor sh_concat(nn_graph *g, int which) {
+    nn_tensor xs[65];
+    int k;
+    for (k = 0; k < 65; k++) xs[k] = F(g, S2(2, 3));
+    switch (which) {
+    case 0: return nn_concat(g, xs, 0, 0);
+    case 1: return nn_concat(g, xs, 65, 0);
+    case 2: xs[1] = F(g, S2(3, 4)); return nn_concat(g, xs, 2, 0);
+    case 3: xs[1] = I(g, S2(2, 3)); return nn_concat(g, xs, 2, 0);
+    case 4: return nn_concat(g, xs, 2, 2);
+    case 5: return nn_concat(g, NULL, 2, 0);
+    case 6: xs[1] = F(g, S3(2, 3, 1)); return nn_concat(g, xs, 2, 1);
+    case 7: /* two of 2^30: the joined tensor would hold 2^31 elements */
+        xs[0] = F(g, S1((int64_t)1 << 30));
+        xs[1] = F(g, S1((int64_t)1 << 30));
+        return nn_concat(g, xs, 2, 0);
+    default: return T(-1);
+    }
+}
+#define SHC(N) \
+    static nn_tensor sh_concat##N(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_concat(g, N); }
+SHC(0) SHC(1) SHC(2) SHC(3) SHC(4) SHC(5) SHC(6) SHC(7)
+B(sh_slice_start, nn_slice(g, F(g, S2(4, 5)), 1, -1, 2))
+B(sh_slice_len0, nn_slice(g, F(g, S2(4, 5)), 1, 0, 0))
+B(sh_slice_past, nn_slice(g, F(g, S2(4, 5)), 0, 4, 1))
+B(sh_slice_axis, nn_slice(g, F(g, S2(4, 5)), -3, 0, 1))
+B(sh_slice_startmax, nn_slice(g, F(g, S2(4, 5)), 1, INT64_MAX, 1))
+static nn_tensor sh_split(nn_graph *g, int which) {
+    static const int64_t sum[2] = {2, 2}, neg[2] = {5, -1}, big[2] = {INT64_MAX, INT64_MAX};
+    nn_tensor out[2];
+    nn_split(g, F(g, S2(4, 5)), 1, which == 0 ? sum : which == 1 ? neg : big, 2, out);
+    return NN_NONE;
+}
+static nn_tensor sh_split0(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_split(g, 0); }
+static nn_tensor sh_split1(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_split(g, 1); }
+static nn_tensor sh_split2(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_split(g, 2); }
+static nn_tensor sh_split_null(nn_graph *g, nn_compile_desc *cd) {
+    nn_tensor out[2];
+    (void)cd;
+    nn_split(g, F(g, S2(4, 5)), 1, NULL, 2, out);
+    return NN_NONE;
+}
+B(sh_pad_neg, nn_pad2d(g, F(g, S4(1, 1, 3, 3)), -1, 0, 0, 0, NN_PAD_ZEROS))
+B(sh_pad_reflect, nn_pad2d(g, F(g, S4(1, 1, 3, 3)), 0, 0, 3, 0, NN_PAD_REFLECT))
+B(sh_pad_rank, nn_pad2d(g, F(g, S1(5)), 1, 1, 0, 0, NN_PAD_ZEROS))
+B(sh_pad_int, nn_pad2d(g, I(g, S4(1, 1, 3, 3)), 1, 1, 1, 1, NN_PAD_ZEROS))
+B(sh_up_zero, nn_upsample2d(g, F(g, S4(1, 1, 3, 3)), 0, 2, NN_UPSAMPLE_NEAREST))
+B(sh_up_big, nn_upsample2d(g, F(g, S4(1, 1, 3, 3)), 2, 65, NN_UPSAMPLE_BILINEAR))
+B(sh_up_int, nn_upsample2d(g, I(g, S4(1, 1, 3, 3)), 2, 2, NN_UPSAMPLE_NEAREST))
+B(sh_up_rank, nn_upsample2d(g, F(g, S1(5)), 2, 2, NN_UPSAMPLE_NEAREST))
+B(sh_up_numel, nn_upsample2d(g, F(g, S4(1, 4, 8192, 8192)), 64, 64, NN_UPSAMPLE_NEAREST))
+B(sh_shuffle_r0, nn_pixel_shuffle(g, F(g, S4(1, 4, 2, 2)), 0))
+B(sh_shuffle_c, nn_pixel_shuffle(g, F(g, S4(1, 5, 2, 2)), 2))
+B(sh_flatten_none, nn_flatten(g, NN_NONE))
+
+/* ---- overflow ---- */
+
+B(o_input_2p31, F(g, S1((int64_t)1 << 31)))
+B(o_input_prod, F(g, S3(1 << 16, 1 << 16, 1)))
+B(o_param_2p31, nn_prelu_layer(g, F(g, S2(2, 2)), (int64_t)1 << 31, "p"))
+
+static const bad_row shape_bad[] = {
+    {"shape", "reshape [2, 3] to [4, 2]", sh_reshape_count, R_SHAPE, "nn_reshape|[2, 3]|[4, 2]", 0},
+    {"shape", "reshape to [-1, 6]", sh_reshape_neg, R_SHAPE, "nn_reshape|[-1, 6]", 0},
+    {"shape", "reshape to [0, 6]", sh_reshape_zero, R_SHAPE, "nn_reshape|[0, 6]", 0},
+    {"shape", "reshape to [2^32, 2^32]", sh_reshape_wrap, R_SHAPE, "nn_reshape|[4294967296, 4294967296]", 0},
+    {"shape", "permute (0, 1, 1)", sh_permute0, R_INV, "nn_permute|[2, 3, 4]", 0},
+    {"shape", "permute (0, 3, 1)", sh_permute1, R_INV, "nn_permute|[2, 3, 4]", 0},
+    {"shape", "permute NULL", sh_permute2, R_INV, "nn_permute|NULL", 0},
+    {"shape", "transpose axis 3 of [2, 3]", sh_transpose_axis, R_SHAPE, "nn_transpose|axis|[2, 3]", 0},
+    {"shape", "concat of 0 tensors", sh_concat0, R_INV, "nn_concat|1 to 64", 0},
+    {"shape", "concat of 65 tensors", sh_concat1, R_INV, "nn_concat|1 to 64", 0},
+    {"shape", "concat [2, 3] and [3, 4] on axis 0", sh_concat2, R_SHAPE, "nn_concat|[2, 3]|[3, 4]", 0},
+    {"shape", "concat float32 and int32", sh_concat3, R_SHAPE, "nn_concat|float32|int32", 0},
+    {"shape", "concat on axis 2 of [2, 3]", sh_concat4, R_SHAPE, "nn_concat|axis|[2, 3]", 0},
+    {"shape", "concat of NULL", sh_concat5, R_INV, "nn_concat", 0},
+    {"shape", "concat [2, 3] and [2, 3, 1]", sh_concat6, R_SHAPE, "nn_concat|[2, 3]|[2, 3, 1]", 0},
+    {"shape", "slice start -1", sh_slice_start, R_SHAPE, "nn_slice|start -1|[4, 5]", 0},
+    {"shape", "slice length 0", sh_slice_len0, R_SHAPE, "nn_slice|length 0", 0},
+    {"shape", "slice from the end", sh_slice_past, R_SHAPE, "nn_slice|start 4", 0},
+    {"shape", "slice axis -3 of [4, 5]", sh_slice_axis, R_SHAPE, "nn_slice|axis|[4, 5]", 0},
+    {"shape", "slice start INT64_MAX", sh_slice_startmax, R_SHAPE, "nn_slice|start 9223372036854775807", 0},
+    {"shape", "split sizes 2 + 2 of 5", sh_split0, R_SHAPE, "nn_split|4|5", 0},
+    {"shape", "split sizes 5 + -1", sh_split1, R_SHAPE, "nn_split|-1", 0},
+    {"shape", "split sizes INT64_MAX + INT64_MAX", sh_split2, R_SHAPE, "nn_split|9223372036854775807", 0},
+    {"shape", "split sizes NULL", sh_split_null, R_INV, "nn_split|sizes", 0},
+    {"shape", "pad2d left -1", sh_pad_neg, R_SHAPE, "nn_pad2d|left -1", 0},
+    {"shape", "pad2d reflect of 3 rows by 3", sh_pad_reflect, R_SHAPE, "nn_pad2d|top 3|reflection", 0},
+    {"shape", "pad2d of [5]", sh_pad_rank, R_SHAPE, "nn_pad2d|[5]", 0},
+    {"shape", "pad2d of int32", sh_pad_int, R_SHAPE, "nn_pad2d|int32", 0},
+    {"shape", "upsample2d scale 0", sh_up_zero, R_INV, "nn_upsample2d|0, 2", 0},
+    {"shape", "upsample2d scale 65", sh_up_big, R_INV, "nn_upsample2d|2, 65", 0},
+    {"shape", "upsample2d of int32", sh_up_int, R_SHAPE, "nn_upsample2d|int32", 0},
+    {"shape", "upsample2d of [5]", sh_up_rank, R_SHAPE, "nn_upsample2d|[5]", 0},
+    {"shape", "pixel_shuffle r 0", sh_shuffle_r0, R_SHAPE, "nn_pixel_shuffle|r = 0", 0},
+    {"shape", "pixel_shuffle of 5 channels by 2", sh_shuffle_c, R_SHAPE, "nn_pixel_shuffle|[1, 5, 2, 2]", 0},
+    {"shape", "flatten NN_NONE", sh_flatten_none, R_INV, "nn_flatten|NN_NONE", 0},
+    {"overflow", "nn_input [2^31]", o_input_2p31, R_SHAPE, "nn_input|[2147483648]", 0},
+    {"overflow", "nn_input [2^16, 2^16, 1]", o_input_prod, R_SHAPE, "nn_input|[65536, 65536, 1]", 0},
+    {"overflow", "concat of two [2^30]", sh_concat7, R_SHAPE, "concat|[2147483648]", 0},
+    {"overflow", "upsample2d x64 of [1, 4, 8192, 8192]", sh_up_numel, R_SHAPE, "upsample2d|[1, 4, 524288, 524288]", 0},
+    {"overflow", "prelu_layer of 2^31 slopes", o_param_2p31, R_SHAPE, "p.weight|[2147483648]", 0},
+};
+
 void suite_shape(const t_env *e) {
     {
         spec s = mk("flatten [3, 2, 5, 7] -> [3, 70]", b_flatten, r_copy, nn_shape2(3, 70));
@@ -439,4 +563,5 @@ void suite_shape(const t_env *e) {
     in_f(&s, nn_shape4(2, 8, 3, 5));
     check_case(e, &s);
     nanprop_shape(e);
+    t_bad_rows(e, shape_bad, (int)(sizeof shape_bad / sizeof shape_bad[0]));
 }

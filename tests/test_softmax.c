@@ -2,6 +2,8 @@
    the op checker (tests/op_check.c) at odd shapes against a double reference; their NaN and
    infinity propagation and their refusals below. Tolerances are op_check.c's. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +89,21 @@ static void nanprop_softmax(const t_env *e) {
     }
 }
 
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- softmax ---- */
+
+B(s_softmax_int, nn_softmax(g, I(g, S2(2, 3))))
+B(s_logsoftmax_id, nn_log_softmax(g, T(99)))
+
+static const bad_row softmax_bad[] = {
+    {"softmax", "softmax of int32", s_softmax_int, R_SHAPE, "nn_softmax|int32", 0},
+    {"softmax", "log_softmax of id 99", s_logsoftmax_id, R_INV, "nn_log_softmax|not a tensor of this graph", 0},
+};
+
 void suite_softmax(const t_env *e) {
     softmax_cases(e);
     nanprop_softmax(e);
+    t_bad_rows(e, softmax_bad, (int)(sizeof softmax_bad / sizeof softmax_bad[0]));
 }
