@@ -1143,6 +1143,225 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 #define NN_IMPLEMENTATION_DONE
 
 /* ======================================================================
+   src/ops/elementwise.h
+   ====================================================================== */
+/* The elementwise family's typed attributes (a node's a.ew), read and written by src/ops/elementwise.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_ELEMENTWISE_H
+#define NN__OPS_ELEMENTWISE_H
+#include <stdint.h>
+
+typedef struct nn__ew_attr {
+    int fn;              /* UNARY, UNARY_GRAD: the activation (NN__U_*, kernels/activation.h) */
+    float param[2];      /*   its parameters */
+    float s;             /* SCALE: the factor; FILL, MASKED_FILL: the value */
+    int C, S, N;         /* PRELU*: the weight's size, elements per channel and sample, samples */
+    int bfn;             /* BINARY, COMPARE, BINARY_GRAD: the function (NN__B_*, kernels/activation.h);
+                            ADD, SUB and MUL go by their op */
+    int wrt;             /* BINARY_GRAD: the operand differentiated (0: a, 1: b) */
+    int invert;          /* MASKED_FILL: fill where the mask is 0 rather than nonzero */
+} nn__ew_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/matmul.h
+   ====================================================================== */
+/* The matmul family's typed attributes (a node's a.matmul), read and written by src/ops/matmul.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_MATMUL_H
+#define NN__OPS_MATMUL_H
+#include <stdint.h>
+
+typedef struct nn__matmul_attr {
+    int trans_a, trans_b; /* the operands' last two dims are swapped */
+    int vec[3];          /* a, b, the output: NN__MM_MATRIX [..., rows, cols], NN__MM_ROW
+                            [..., cols] (1 row), NN__MM_COL [..., rows] (1 column) */
+} nn__matmul_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/reduce.h
+   ====================================================================== */
+/* The reduce family's typed attributes (a node's a.reduce), read and written by src/ops/reduce.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_REDUCE_H
+#define NN__OPS_REDUCE_H
+#include <stdint.h>
+
+typedef struct nn__reduce_attr {
+    float scale;         /* SUM_ALL, EXPAND_SCALAR: the factor (1, or 1/n for a mean) */
+    float max_norm;      /* CLIP_SCALE: the gradient norm clipped to */
+    int O, R, I;         /* RED_*, ARG*_DIM, CUMSUM*, REDUCE_GRAD: x viewed as [O, R, I], reduced
+                            (or scanned) over R; the output is [O, I] */
+    int fwd;             /* REDUCE_GRAD: the forward op (NN__OP_RED_*) */
+    float p;             /* RED_NORM: the order p (INFINITY: the max norm) */
+    float correction;    /* RED_VAR, RED_STD: divisor max(0, R - correction) */
+} nn__reduce_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/loss.h
+   ====================================================================== */
+/* The loss family's typed attributes (a node's a.loss), read and written by src/ops/loss.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_LOSS_H
+#define NN__OPS_LOSS_H
+#include <stdint.h>
+
+typedef struct nn__loss_attr {
+    int kind;            /* LOSS_EW*: NN__L_*; LOSS_ROWS*: NN__R_* */
+    int has_pos_weight;  /* LOSS_EW*: a pos_weight operand (the last before dy) */
+    int log_target;      /* LOSS_EW* (KL divergence): the target is log-probabilities */
+    float a, b;          /* LOSS_EW*: delta, tau, margin or alpha; gamma (focal) */
+    int ignore_index;    /* CE_ROWS*, CE_WEIGHTS: the label that counts for nothing */
+    int log_input;       /* CE_ROWS*: x holds log-probabilities (NLL), not logits */
+    float smoothing;     /* CE_ROWS*: label smoothing */
+    int classes;         /* CE_WEIGHTS: C */
+    int wrt;             /* LOSS_ROWS_GRAD: the input differentiated */
+    float margin;        /* LOSS_ROWS*: margin (cosine, triplet) or smooth (dice) */
+} nn__loss_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/shape.h
+   ====================================================================== */
+/* The shape family's typed attributes (a node's a.shape), read and written by src/ops/shape.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_SHAPE_H
+#define NN__OPS_SHAPE_H
+#include <stdint.h>
+
+typedef struct nn__shape_attr {
+    int perm[NN_MAX_DIMS]; /* PERMUTE: output dim d is input dim perm[d] */
+    int axis;            /* CONCAT, SLICE*: the axis */
+    int start;           /* SLICE*: the first index taken */
+    int step;            /* SLICE*: the distance between indices taken (1: contiguous) */
+    int flip;            /* FLIP: bit d set: dim d reversed */
+    int diagonal, upper; /* TRIL: the diagonal kept (torch.tril/triu's), triu rather than tril */
+    int kind;            /* CONST: NN__CONST_ARANGE or NN__CONST_EYE */
+    double c_start, c_step; /* CONST (arange): element i is c_start + i * c_step */
+    int top, left;       /* PAD2D*: padding before H and W */
+    int reflect;         /* PAD2D*: reflection padding, not zeros */
+    int scale_h, scale_w; /* UPSAMPLE2D*: the factors */
+    int bilinear;        /* UPSAMPLE2D*: bilinear (align_corners = False), not nearest */
+} nn__shape_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/gather.h
+   ====================================================================== */
+/* The gather family's typed attributes (a node's a.gather), read and written by src/ops/gather.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_GATHER_H
+#define NN__OPS_GATHER_H
+#include <stdint.h>
+
+typedef struct nn__gather_attr {
+    int dim;             /* INDEX_SELECT*, GATHER, SCATTER_ADD: the dim indexed */
+    int has_base;        /* SCATTER_ADD: in[0] is the tensor added to (else zeros: gather's backward) */
+} nn__gather_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/conv.h
+   ====================================================================== */
+/* The conv family's typed attributes (a node's a.conv), read and written by src/ops/conv.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_CONV_H
+#define NN__OPS_CONV_H
+#include <stdint.h>
+
+typedef struct nn__conv_attr { /* per spatial dim, (h, w) or (d, h, w) */
+    int stride[3], pad[3], dilation[3];
+    int groups;
+} nn__conv_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/pool.h
+   ====================================================================== */
+/* The pool family's typed attributes (a node's a.pool), read and written by src/ops/pool.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_POOL_H
+#define NN__OPS_POOL_H
+#include <stdint.h>
+
+typedef struct nn__pool_attr { /* (h, w); 1-D pooling has h = 1 */
+    int kernel[2], stride[2], pad[2];
+    int dilation[2];     /* max pooling */
+    int exclude_pad;     /* average pooling: count_include_pad = False */
+    int adaptive;        /* average pooling: PyTorch's adaptive bins, not kernel and stride */
+} nn__pool_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/norm.h
+   ====================================================================== */
+/* The norm family's typed attributes (a node's a.norm), read and written by src/ops/norm.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_NORM_H
+#define NN__OPS_NORM_H
+#include <stdint.h>
+
+typedef struct nn__norm_attr { /* x [A, C, S...] */
+    int A, C, S;         /* leading elements, channels, elements per channel */
+    int groups;          /* statistics groups per leading element (group norm) */
+    int per_channel;     /* statistics per channel over A and S (batch norm) */
+    int has_gamma, has_beta;
+    int const_stats;     /* NORM_FORWARD, NORM_DX: the statistics are not x's (running stats) */
+    float eps, momentum;
+} nn__norm_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/optim.h
+   ====================================================================== */
+/* The optim family's typed attributes (a node's a.optim), read and written by src/ops/optim.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_OPTIM_H
+#define NN__OPS_OPTIM_H
+#include <stdint.h>
+
+typedef struct nn__optim_attr {
+    int kind;            /* OPT_*: the nn_optimizer_kind */
+    float lr_mult, wd_mult; /* OPT_*: the parameter's multipliers of lr and weight decay */
+    float inv_steps;     /* GRAD_ACC: 1 / the accumulation steps */
+} nn__optim_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/random.h
+   ====================================================================== */
+/* The random family's typed attributes (a node's a.random), read and written by src/ops/random.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_RANDOM_H
+#define NN__OPS_RANDOM_H
+#include <stdint.h>
+
+typedef struct nn__random_attr {
+    int key;             /* the draw's Philox key (the forward node's id), shared by its backward op
+                            (DROPOUT's mask too) */
+    int low;             /* RANDINT: the least value */
+    uint32_t range;      /*   high - low - 1 (the count of values, less 1) */
+    float std;           /* GAUSSIAN_NOISE: the noise's standard deviation */
+    float p;             /* DROPOUT, ALPHA_DROPOUT*: the probability of a drop */
+    float scale, shift;  /*   kept elements: scale x + shift; */
+    float dropped;       /*   dropped ones: this value */
+} nn__random_attr;
+
+#endif
+
+/* ======================================================================
    src/base/internal.h
    ====================================================================== */
 /* Private definitions shared by every part of the implementation. */
@@ -1159,6 +1378,15 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 #include <stdarg.h>
 #include <math.h>
 #include <errno.h>
+
+/* Static helpers that a given build of the amalgamation may not call. */
+#ifndef NN__MAYBE_UNUSED
+#if defined(__GNUC__)
+#define NN__MAYBE_UNUSED __attribute__((unused))
+#else
+#define NN__MAYBE_UNUSED
+#endif
+#endif
 
 #if defined(NN_MALLOC) || defined(NN_REALLOC) || defined(NN_FREE)
 #  if !defined(NN_MALLOC) || !defined(NN_REALLOC) || !defined(NN_FREE)
@@ -1203,105 +1431,7 @@ typedef struct nn__buf {
 /* Typed attributes: one struct per op family, each read and written only by its family's
    file (src/ops/FAMILY.c) and the CPU loops it calls. A node holds them in a union; the
    ops of a family and their gradient ops share the family's struct, so a gradient op
-   copies its forward node's `a` whole. */
-typedef struct nn__ew_attr { /* src/ops/elementwise.c */
-    int fn;              /* UNARY, UNARY_GRAD: the activation (NN__U_*, kernels/activation.h) */
-    float param[2];      /*   its parameters */
-    float s;             /* SCALE: the factor; FILL, MASKED_FILL: the value */
-    float p;             /* DROPOUT: the probability of a zero */
-    int key;             /*   the mask's key (the forward node's id), shared by its backward op */
-    int C, S, N;         /* PRELU*: the weight's size, elements per channel and sample, samples */
-    int bfn;             /* BINARY, COMPARE, BINARY_GRAD: the function (NN__B_*, kernels/activation.h);
-                            ADD, SUB and MUL go by their op */
-    int wrt;             /* BINARY_GRAD: the operand differentiated (0: a, 1: b) */
-    int invert;          /* MASKED_FILL: fill where the mask is 0 rather than nonzero */
-} nn__ew_attr;
-
-typedef struct nn__matmul_attr { /* src/ops/matmul.c */
-    int trans_a, trans_b; /* the operands' last two dims are swapped */
-    int vec[3];          /* a, b, the output: NN__MM_MATRIX [..., rows, cols], NN__MM_ROW
-                            [..., cols] (1 row), NN__MM_COL [..., rows] (1 column) */
-} nn__matmul_attr;
-
-typedef struct nn__reduce_attr { /* src/ops/reduce.c */
-    float scale;         /* SUM_ALL, EXPAND_SCALAR: the factor (1, or 1/n for a mean) */
-    float max_norm;      /* CLIP_SCALE: the gradient norm clipped to */
-    int O, R, I;         /* RED_*, ARG*_DIM, CUMSUM*, REDUCE_GRAD: x viewed as [O, R, I], reduced
-                            (or scanned) over R; the output is [O, I] */
-    int fwd;             /* REDUCE_GRAD: the forward op (NN__OP_RED_*) */
-    float p;             /* RED_NORM: the order p (INFINITY: the max norm) */
-    float correction;    /* RED_VAR, RED_STD: divisor max(0, R - correction) */
-} nn__reduce_attr;
-
-typedef struct nn__loss_attr { /* src/ops/loss.c */
-    int kind;            /* LOSS_EW*: NN__L_*; LOSS_ROWS*: NN__R_* */
-    int has_pos_weight;  /* LOSS_EW*: a pos_weight operand (the last before dy) */
-    int log_target;      /* LOSS_EW* (KL divergence): the target is log-probabilities */
-    float a, b;          /* LOSS_EW*: delta, tau, margin or alpha; gamma (focal) */
-    int ignore_index;    /* CE_ROWS*, CE_WEIGHTS: the label that counts for nothing */
-    int log_input;       /* CE_ROWS*: x holds log-probabilities (NLL), not logits */
-    float smoothing;     /* CE_ROWS*: label smoothing */
-    int classes;         /* CE_WEIGHTS: C */
-    int wrt;             /* LOSS_ROWS_GRAD: the input differentiated */
-    float margin;        /* LOSS_ROWS*: margin (cosine, triplet) or smooth (dice) */
-} nn__loss_attr;
-
-typedef struct nn__shape_attr { /* src/ops/shape.c */
-    int perm[NN_MAX_DIMS]; /* PERMUTE: output dim d is input dim perm[d] */
-    int axis;            /* CONCAT, SLICE*: the axis */
-    int start;           /* SLICE*: the first index taken */
-    int step;            /* SLICE*: the distance between indices taken (1: contiguous) */
-    int flip;            /* FLIP: bit d set: dim d reversed */
-    int diagonal, upper; /* TRIL: the diagonal kept (torch.tril/triu's), triu rather than tril */
-    int kind;            /* CONST: NN__CONST_ARANGE or NN__CONST_EYE */
-    double c_start, c_step; /* CONST (arange): element i is c_start + i * c_step */
-    int top, left;       /* PAD2D*: padding before H and W */
-    int reflect;         /* PAD2D*: reflection padding, not zeros */
-    int scale_h, scale_w; /* UPSAMPLE2D*: the factors */
-    int bilinear;        /* UPSAMPLE2D*: bilinear (align_corners = False), not nearest */
-} nn__shape_attr;
-
-typedef struct nn__gather_attr { /* src/ops/gather.c */
-    int dim;             /* INDEX_SELECT*, GATHER, SCATTER_ADD: the dim indexed */
-    int has_base;        /* SCATTER_ADD: in[0] is the tensor added to (else zeros: gather's backward) */
-} nn__gather_attr;
-
-typedef struct nn__conv_attr { /* src/ops/conv.c: per spatial dim, (h, w) or (d, h, w) */
-    int stride[3], pad[3], dilation[3];
-    int groups;
-} nn__conv_attr;
-
-typedef struct nn__pool_attr { /* src/ops/pool.c: (h, w); 1-D pooling has h = 1 */
-    int kernel[2], stride[2], pad[2];
-    int dilation[2];     /* max pooling */
-    int exclude_pad;     /* average pooling: count_include_pad = False */
-    int adaptive;        /* average pooling: PyTorch's adaptive bins, not kernel and stride */
-} nn__pool_attr;
-
-typedef struct nn__norm_attr { /* src/ops/norm.c: x [A, C, S...] */
-    int A, C, S;         /* leading elements, channels, elements per channel */
-    int groups;          /* statistics groups per leading element (group norm) */
-    int per_channel;     /* statistics per channel over A and S (batch norm) */
-    int has_gamma, has_beta;
-    int const_stats;     /* NORM_FORWARD, NORM_DX: the statistics are not x's (running stats) */
-    float eps, momentum;
-} nn__norm_attr;
-
-typedef struct nn__optim_attr { /* src/ops/optim.c */
-    int kind;            /* OPT_*: the nn_optimizer_kind */
-    float lr_mult, wd_mult; /* OPT_*: the parameter's multipliers of lr and weight decay */
-    float inv_steps;     /* GRAD_ACC: 1 / the accumulation steps */
-} nn__optim_attr;
-
-typedef struct nn__random_attr { /* src/ops/random.c */
-    int key;             /* the draw's Philox key (the forward node's id), shared by its backward op */
-    int low;             /* RANDINT: the least value */
-    uint32_t range;      /*   high - low - 1 (the count of values, less 1) */
-    float std;           /* GAUSSIAN_NOISE: the noise's standard deviation */
-    float p;             /* ALPHA_DROPOUT*: the probability of a drop */
-    float scale, shift;  /*   kept elements: scale x + shift; */
-    float dropped;       /*   dropped ones: this value */
-} nn__random_attr;
+   copies its forward node's `a` whole. Each family's struct is in src/ops/FAMILY.h. */
 
 typedef union nn__attr {
     nn__ew_attr ew;
@@ -1389,6 +1519,7 @@ typedef struct nn__launch {
     int n_args;
     int upd[NN__MAX_KUPD], n_upd;
     void (*update)(nn_graph *g, struct nn__launch *l);
+    const char *bad_arg;        /* the argument a plan left unset (kernels/kargs.h), for the message */
     void *bk;                   /* the backend's kernel object */
 } nn__launch;
 
@@ -1486,6 +1617,7 @@ struct nn_graph {
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
     struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (files/ckpt.c) */
+    void (*datasets_free)(nn_graph *g); /* their destructor, set with the first (files/ckpt.c) */
     nn__launch *launches;        /* device plans, in schedule order */
     int n_launches, cap_launches;
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
@@ -1495,7 +1627,6 @@ struct nn_graph {
     int checks_pending;          /* a run since the counters were last read */
 };
 
-static void nn__datasets_free(nn_graph *g); /* files/ckpt.c */
 
 /* A desc field's value (api/api.h, NN_ZERO): its default for 0, exactly 0 for NN_ZERO. */
 static float nn__deff(float v, float dflt) { return v == 0.0f ? dflt : v == (float)NN_ZERO ? 0.0f : v; }
@@ -1593,19 +1724,26 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
 /* ======================================================================
    src/base/registry.h
    ====================================================================== */
-/* The op registry. Each family's list names its ops once: the enum value, the name used
-   in messages, and the functions that define the op, all in src/ops/FAMILY.c:
-     cpu    nn_result f(nn_graph *g, nn__node *n)  the CPU backend's body
-     dev    nn_result f(nn_graph *g, int id)       the device plan: the launches of
-                                                   kernels/FAMILY.cl (nn__launch_add, nn__args)
-     grad   void f(nn_graph *g, int id)            the autograd rule (nn__grad_none: no rule)
-     plan   void f(nn_graph *g, nn__node *n)       compile time, before memory is planned:
-                                                   the algorithm and scratch size (0: none)
-     flags  NN__OPF_*
-   The enum, the names and the table in src/ops/registry.c are all made from these lists,
-   so an op with a missing function does not compile. */
+/* The op registry. Each family's list names its ops once, X(ENUM, "name", stem, flags): the
+   enum value NN__OP_ENUM, the name used in messages, and the stem that names the op's
+   functions in src/ops/FAMILY.c:
+     nn__cpu_STEM     nn_result f(nn_graph *g, nn__node *n)  the CPU backend's body
+     nn__launch_STEM  nn_result f(nn_graph *g, int id)       the kernel launches of kernels/FAMILY.cl
+                                                             for a device backend (nn__launch_kernel
+                                                             and the kernel's nn__kargs_SIG)
+     nn__grad_STEM    void f(nn_graph *g, int id)            the autograd rule
+     nn__plan_STEM    void f(nn_graph *g, nn__node *n)       compile time, before memory is planned:
+                                                             the algorithm and scratch size
+     flags            NN__OPF_*
+   A function an op shares with another, or has none of, is a one-line alias beside the op
+   (#define nn__cpu_sub nn__cpu_binary; nn__grad_none: no gradient rule; nn__no_plan: no
+   compile-time plan). The enum, the names and the table in src/ops/registry.c are made
+   from these lists, so an op with a missing function does not compile. */
 #ifndef NN__OPS_H
 #define NN__OPS_H
+
+/* The plan of an op that needs none (its nn__plan_STEM alias). */
+#define nn__no_plan 0
 
 #define NN__OPF_LEAF 1u    /* an input or parameter: no body, no plan */
 #define NN__OPF_NO_GRAD 2u /* not differentiable: no gradient flows through it */
@@ -1619,149 +1757,145 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
 #define NN__OPF_RANK0 32u  /* takes and makes rank-0 (scalar []) tensors: its shape rule, bodies and plans
                               handle 0 dims; nodes of other ops refuse them when built */
 
-#define NN__OPS_LEAF(X)                                                                                   \
-    X(INPUT, "input", nn__cpu_leaf, nn__dev_leaf, nn__grad_none, 0, NN__OPF_LEAF | NN__OPF_RANK0)                          \
-    X(PARAM, "param", nn__cpu_leaf, nn__dev_leaf, nn__grad_none, 0, NN__OPF_LEAF)
+#define NN__OPS_LEAF(X)                                     \
+    X(INPUT, "input", input, NN__OPF_LEAF | NN__OPF_RANK0)  \
+    X(PARAM, "param", param, NN__OPF_LEAF)
 
-#define NN__OPS_ELEMENTWISE(X)                                                                              \
-    X(ADD, "add", nn__cpu_binary, nn__dev_binary, nn__grad_add_sub, 0, NN__OPF_RANK0)                                  \
-    X(SUB, "sub", nn__cpu_binary, nn__dev_binary, nn__grad_add_sub, 0, NN__OPF_RANK0)                                  \
-    X(MUL, "mul", nn__cpu_binary, nn__dev_binary, nn__grad_mul, 0, NN__OPF_RANK0)                                      \
-    X(SCALE, "scale", nn__cpu_scale, nn__dev_scale, nn__grad_scale, 0, NN__OPF_RANK0)                                  \
-    X(UNARY, "activation", nn__cpu_unary, nn__dev_unary, nn__grad_unary, 0, NN__OPF_RANK0)                             \
-    X(UNARY_GRAD, "activation_grad", nn__cpu_unary_grad, nn__dev_unary_grad, nn__grad_none, 0, NN__OPF_RANK0)          \
-    X(PRELU, "prelu", nn__cpu_prelu, nn__dev_prelu, nn__grad_prelu, 0, 0)                                  \
-    X(PRELU_DX, "prelu_grad_input", nn__cpu_prelu, nn__dev_prelu, nn__grad_none, 0, 0)                     \
-    X(PRELU_DW, "prelu_grad_weight", nn__cpu_prelu_dw, nn__dev_prelu_dw, nn__grad_none, nn__plan_prelu_dw, 0) \
-    X(DROPOUT, "dropout", nn__cpu_dropout, nn__dev_dropout, nn__grad_dropout, 0, NN__OPF_RANK0)                        \
-    X(ACCUMULATE, "accumulate", nn__cpu_accumulate, nn__dev_accumulate, nn__grad_none, 0,                 \
-      NN__OPF_NO_GRAD | NN__OPF_WRITABLE | NN__OPF_RANK0) \
-    X(FILL, "fill", nn__cpu_fill, nn__dev_fill, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)                          \
-    X(BINARY, "binary", nn__cpu_binary, nn__dev_binary, nn__grad_binary, 0, NN__OPF_RANK0)                             \
-    X(BINARY_GRAD, "binary_grad", nn__cpu_binary_grad, nn__dev_binary_grad, nn__grad_none, 0, NN__OPF_RANK0)           \
-    X(COMPARE, "compare", nn__cpu_binary, nn__dev_binary, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)               \
-    X(WHERE, "where", nn__cpu_where, nn__dev_where, nn__grad_where, 0, NN__OPF_RANK0)                                  \
-    X(MASKED_FILL, "masked_fill", nn__cpu_masked_fill, nn__dev_masked_fill, nn__grad_masked_fill, 0, NN__OPF_RANK0)    \
-    X(EXPAND, "expand", nn__cpu_expand, nn__dev_expand, nn__grad_expand, 0, NN__OPF_RANK0)                             \
-    X(SUM_TO, "sum_to", nn__cpu_sum_to, nn__dev_sum_to, nn__grad_sum_to, 0, NN__OPF_RANK0)                             \
-    X(UNARY_NOGRAD, "unary_nograd", nn__cpu_unary, nn__dev_unary, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)
+#define NN__OPS_ELEMENTWISE(X)                                                                   \
+    X(ADD, "add", add, NN__OPF_RANK0)                                                            \
+    X(SUB, "sub", sub, NN__OPF_RANK0)                                                            \
+    X(MUL, "mul", mul, NN__OPF_RANK0)                                                            \
+    X(SCALE, "scale", scale, NN__OPF_RANK0)                                                      \
+    X(UNARY, "activation", unary, NN__OPF_RANK0)                                                 \
+    X(UNARY_GRAD, "activation_grad", unary_grad, NN__OPF_RANK0)                                  \
+    X(PRELU, "prelu", prelu, 0)                                                                  \
+    X(PRELU_DX, "prelu_grad_input", prelu_dx, 0)                                                 \
+    X(PRELU_DW, "prelu_grad_weight", prelu_dw, 0)                                                \
+    X(ACCUMULATE, "accumulate", accumulate, NN__OPF_NO_GRAD | NN__OPF_WRITABLE | NN__OPF_RANK0)  \
+    X(FILL, "fill", fill, NN__OPF_NO_GRAD | NN__OPF_RANK0)                                       \
+    X(BINARY, "binary", binary, NN__OPF_RANK0)                                                   \
+    X(BINARY_GRAD, "binary_grad", binary_grad, NN__OPF_RANK0)                                    \
+    X(COMPARE, "compare", compare, NN__OPF_NO_GRAD | NN__OPF_RANK0)                              \
+    X(WHERE, "where", where, NN__OPF_RANK0)                                                      \
+    X(MASKED_FILL, "masked_fill", masked_fill, NN__OPF_RANK0)                                    \
+    X(EXPAND, "expand", expand, NN__OPF_RANK0)                                                   \
+    X(SUM_TO, "sum_to", sum_to, NN__OPF_RANK0)                                                   \
+    X(UNARY_NOGRAD, "unary_nograd", unary_nograd, NN__OPF_NO_GRAD | NN__OPF_RANK0)
 
-#define NN__OPS_MATMUL(X) X(MATMUL, "matmul", nn__cpu_matmul, nn__dev_matmul, nn__grad_matmul, nn__plan_matmul, 0)
+#define NN__OPS_MATMUL(X)           \
+    X(MATMUL, "matmul", matmul, 0)
 
-#define NN__OPS_REDUCE(X)                                                                                   \
-    X(SUM_ALL, "sum", nn__cpu_sum_all, nn__dev_sum_all, nn__grad_sum_all, 0, NN__OPF_RANK0)                            \
-    X(EXPAND_SCALAR, "expand", nn__cpu_expand_scalar, nn__dev_expand_scalar, nn__grad_expand_scalar, 0, NN__OPF_RANK0) \
-    X(ARGMAX, "argmax", nn__cpu_argmax, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)            \
-    X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD) \
-    X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_sum_all, nn__grad_none, 0, 0)                   \
-    X(CLIP_SCALE, "clip_scale", nn__cpu_clip_scale, nn__dev_clip_scale, nn__grad_none, 0, 0)            \
-    X(RED_SUM, "sum_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
-    X(RED_PROD, "prod_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                        \
-    X(RED_AMAX, "amax", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                            \
-    X(RED_AMIN, "amin", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                            \
-    X(RED_MAX, "max_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
-    X(RED_MIN, "min_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
-    X(RED_VAR, "var_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
-    X(RED_STD, "std_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
-    X(RED_LSE, "logsumexp", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                        \
-    X(RED_NORM, "norm_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                        \
-    X(ARGMAX_DIM, "argmax_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)        \
-    X(ARGMIN_DIM, "argmin_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)        \
-    X(REDUCE_GRAD, "reduce_grad", nn__cpu_reduce_grad, nn__dev_reduce_grad, nn__grad_none, 0, NN__OPF_RANK0)          \
-    X(CUMSUM, "cumsum", nn__cpu_cumsum, nn__dev_cumsum, nn__grad_cumsum, 0, 0)                            \
-    X(CUMSUM_REV, "cumsum_reverse", nn__cpu_cumsum, nn__dev_cumsum, nn__grad_cumsum, 0, 0)
+#define NN__OPS_REDUCE(X)                                                     \
+    X(SUM_ALL, "sum", sum_all, NN__OPF_RANK0)                                 \
+    X(EXPAND_SCALAR, "expand", expand_scalar, NN__OPF_RANK0)                  \
+    X(ARGMAX, "argmax", argmax, NN__OPF_NO_GRAD)                              \
+    X(CORRECT_ROWS, "accuracy", correct_rows, NN__OPF_NO_GRAD)                \
+    X(GRAD_SUMSQ, "grad_norm", grad_sumsq, 0)                                 \
+    X(CLIP_SCALE, "clip_scale", clip_scale, 0)                                \
+    X(RED_SUM, "sum_dim", red_sum, NN__OPF_RANK0)                             \
+    X(RED_PROD, "prod_dim", red_prod, NN__OPF_RANK0)                          \
+    X(RED_AMAX, "amax", red_amax, NN__OPF_RANK0)                              \
+    X(RED_AMIN, "amin", red_amin, NN__OPF_RANK0)                              \
+    X(RED_MAX, "max_dim", red_max, NN__OPF_RANK0)                             \
+    X(RED_MIN, "min_dim", red_min, NN__OPF_RANK0)                             \
+    X(RED_VAR, "var_dim", red_var, NN__OPF_RANK0)                             \
+    X(RED_STD, "std_dim", red_std, NN__OPF_RANK0)                             \
+    X(RED_LSE, "logsumexp", red_lse, NN__OPF_RANK0)                           \
+    X(RED_NORM, "norm_dim", red_norm, NN__OPF_RANK0)                          \
+    X(ARGMAX_DIM, "argmax_dim", argmax_dim, NN__OPF_NO_GRAD | NN__OPF_RANK0)  \
+    X(ARGMIN_DIM, "argmin_dim", argmin_dim, NN__OPF_NO_GRAD | NN__OPF_RANK0)  \
+    X(REDUCE_GRAD, "reduce_grad", reduce_grad, NN__OPF_RANK0)                 \
+    X(CUMSUM, "cumsum", cumsum, 0)                                            \
+    X(CUMSUM_REV, "cumsum_reverse", cumsum_rev, 0)
 
-#define NN__OPS_SOFTMAX(X)                                                                                  \
-    X(SOFTMAX, "softmax", nn__cpu_softmax, nn__dev_softmax, nn__grad_softmax, 0, 0)                        \
-    X(LOG_SOFTMAX, "log_softmax", nn__cpu_softmax, nn__dev_softmax, nn__grad_log_softmax, 0, 0)            \
-    X(SOFTMAX_GRAD, "softmax_grad", nn__cpu_softmax_grad, nn__dev_softmax_grad, nn__grad_none, 0, 0)       \
-    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", nn__cpu_softmax_grad, nn__dev_softmax_grad, nn__grad_none, 0, 0)
+#define NN__OPS_SOFTMAX(X)                                        \
+    X(SOFTMAX, "softmax", softmax, 0)                             \
+    X(LOG_SOFTMAX, "log_softmax", log_softmax, 0)                 \
+    X(SOFTMAX_GRAD, "softmax_grad", softmax_grad, 0)              \
+    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", log_softmax_grad, 0)
 
-#define NN__OPS_LOSS(X)                                                                                     \
-    X(XENT_ROWS, "softmax_cross_entropy", nn__cpu_xent_rows, nn__dev_xent_rows, nn__grad_xent_rows, 0, 0)  \
-    X(XENT_GRAD, "softmax_cross_entropy_grad", nn__cpu_xent_grad, nn__dev_xent_grad, nn__grad_none, 0, 0)  \
-    X(BCE_LOGITS, "bce_with_logits", nn__cpu_bce_logits, nn__dev_bce_logits, nn__grad_bce_logits, 0, 0)    \
-    X(BCE_LOGITS_GRAD, "bce_with_logits_grad", nn__cpu_bce_logits_grad, nn__dev_bce_logits_grad,           \
-      nn__grad_none, 0, 0)                                                                                 \
-    X(LOSS_EW, "loss", nn__cpu_loss_ew, nn__dev_loss_ew, nn__grad_loss_ew, 0, 0)                           \
-    X(LOSS_EW_GRAD, "loss_grad", nn__cpu_loss_ew_grad, nn__dev_loss_ew, nn__grad_none, 0, 0)               \
-    X(CE_ROWS, "cross_entropy", nn__cpu_ce_rows, nn__dev_ce_rows, nn__grad_ce_rows, 0, 0)                  \
-    X(CE_ROWS_GRAD, "cross_entropy_grad", nn__cpu_ce_rows_grad, nn__dev_ce_rows, nn__grad_none, 0, 0)      \
-    X(CE_WEIGHTS, "cross_entropy_weights", nn__cpu_ce_weights, nn__dev_ce_weights, nn__grad_none, 0,       \
-      NN__OPF_NO_GRAD)                                                                                     \
-    X(DIV_SCALAR, "div_scalar", nn__cpu_div_scalar, nn__dev_div_scalar, nn__grad_div_scalar, 0, 0)         \
-    X(LOSS_ROWS, "row_loss", nn__cpu_loss_rows, nn__dev_loss_rows, nn__grad_loss_rows, 0, 0)               \
-    X(LOSS_ROWS_GRAD, "row_loss_grad", nn__cpu_loss_rows_grad, nn__dev_loss_rows, nn__grad_none, 0, 0)
+#define NN__OPS_LOSS(X)                                                  \
+    X(XENT_ROWS, "softmax_cross_entropy", xent_rows, 0)                  \
+    X(XENT_GRAD, "softmax_cross_entropy_grad", xent_grad, 0)             \
+    X(BCE_LOGITS, "bce_with_logits", bce_logits, 0)                      \
+    X(BCE_LOGITS_GRAD, "bce_with_logits_grad", bce_logits_grad, 0)       \
+    X(LOSS_EW, "loss", loss_ew, 0)                                       \
+    X(LOSS_EW_GRAD, "loss_grad", loss_ew_grad, 0)                        \
+    X(CE_ROWS, "cross_entropy", ce_rows, 0)                              \
+    X(CE_ROWS_GRAD, "cross_entropy_grad", ce_rows_grad, 0)               \
+    X(CE_WEIGHTS, "cross_entropy_weights", ce_weights, NN__OPF_NO_GRAD)  \
+    X(DIV_SCALAR, "div_scalar", div_scalar, 0)                           \
+    X(LOSS_ROWS, "row_loss", loss_rows, 0)                               \
+    X(LOSS_ROWS_GRAD, "row_loss_grad", loss_rows_grad, 0)
 
-#define NN__OPS_GATHER(X)                                                                                   \
-    X(GATHER_ROWS, "gather_rows", nn__cpu_gather_rows, nn__dev_gather_rows, nn__grad_gather_rows, 0, 0)    \
-    X(GATHER_ROWS_GRAD, "gather_rows_grad", nn__cpu_gather_rows_grad, nn__dev_gather_rows_grad,            \
-      nn__grad_none, 0, 0)                                                                                 \
-    X(INDEX_SELECT, "index_select", nn__cpu_index_select, nn__dev_index_select, nn__grad_index_select, 0, 0) \
-    X(INDEX_SELECT_GRAD, "index_select_grad", nn__cpu_index_select, nn__dev_index_select, nn__grad_none, 0, 0) \
-    X(GATHER, "gather", nn__cpu_gather, nn__dev_gather, nn__grad_gather, 0, 0)                             \
-    X(SCATTER_ADD, "scatter_add", nn__cpu_scatter_add, nn__dev_scatter_add, nn__grad_scatter_add, 0, 0)    \
-    X(ONE_HOT, "one_hot", nn__cpu_one_hot, nn__dev_one_hot, nn__grad_none, 0, NN__OPF_NO_GRAD)
+#define NN__OPS_GATHER(X)                                            \
+    X(GATHER_ROWS, "gather_rows", gather_rows, 0)                    \
+    X(GATHER_ROWS_GRAD, "gather_rows_grad", gather_rows_grad, 0)     \
+    X(INDEX_SELECT, "index_select", index_select, 0)                 \
+    X(INDEX_SELECT_GRAD, "index_select_grad", index_select_grad, 0)  \
+    X(GATHER, "gather", gather, 0)                                   \
+    X(SCATTER_ADD, "scatter_add", scatter_add, 0)                    \
+    X(ONE_HOT, "one_hot", one_hot, NN__OPF_NO_GRAD)
 
-#define NN__OPS_SHAPE(X)                                                                                    \
-    X(RESHAPE, "reshape", nn__cpu_reshape, nn__dev_reshape, nn__grad_reshape, 0, NN__OPF_VIEW | NN__OPF_RANK0)             \
-    X(PERMUTE, "permute", nn__cpu_permute, nn__dev_permute, nn__grad_permute, 0, 0)                        \
-    X(CONCAT, "concat", nn__cpu_concat, nn__dev_concat, nn__grad_concat, 0, 0)                             \
-    X(SLICE, "slice", nn__cpu_slice, nn__dev_slice, nn__grad_slice, 0, 0)                                  \
-    X(SLICE_GRAD, "slice_grad", nn__cpu_slice, nn__dev_slice, nn__grad_none, 0, 0)                         \
-    X(FLIP, "flip", nn__cpu_flip, nn__dev_flip, nn__grad_flip, 0, 0)                                       \
-    X(REPEAT, "repeat", nn__cpu_repeat, nn__dev_repeat, nn__grad_repeat, 0, 0)                             \
-    X(REPEAT_GRAD, "repeat_grad", nn__cpu_repeat, nn__dev_repeat, nn__grad_none, 0, 0)                     \
-    X(TRIL, "tril_triu", nn__cpu_tril, nn__dev_tril, nn__grad_tril, 0, 0)                                  \
-    X(CONST, "constant", nn__cpu_const, nn__dev_const, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_CONST)  \
-    X(PAD2D, "pad2d", nn__cpu_pad2d, nn__dev_pad_upsample, nn__grad_pad_upsample, 0, 0)                    \
-    X(PAD2D_GRAD, "pad2d_grad", nn__cpu_pad2d, nn__dev_pad_upsample, nn__grad_none, 0, 0)                  \
-    X(UPSAMPLE2D, "upsample2d", nn__cpu_upsample2d, nn__dev_pad_upsample, nn__grad_pad_upsample, 0, 0)     \
-    X(UPSAMPLE2D_GRAD, "upsample2d_grad", nn__cpu_upsample2d, nn__dev_pad_upsample, nn__grad_none, 0, 0)
+#define NN__OPS_SHAPE(X)                                          \
+    X(RESHAPE, "reshape", reshape, NN__OPF_VIEW | NN__OPF_RANK0)  \
+    X(PERMUTE, "permute", permute, 0)                             \
+    X(CONCAT, "concat", concat, 0)                                \
+    X(SLICE, "slice", slice, 0)                                   \
+    X(SLICE_GRAD, "slice_grad", slice_grad, 0)                    \
+    X(FLIP, "flip", flip, 0)                                      \
+    X(REPEAT, "repeat", repeat, 0)                                \
+    X(REPEAT_GRAD, "repeat_grad", repeat_grad, 0)                 \
+    X(TRIL, "tril_triu", tril, 0)                                 \
+    X(CONST, "constant", const, NN__OPF_NO_GRAD | NN__OPF_CONST)  \
+    X(PAD2D, "pad2d", pad2d, 0)                                   \
+    X(PAD2D_GRAD, "pad2d_grad", pad2d_grad, 0)                    \
+    X(UPSAMPLE2D, "upsample2d", upsample2d, 0)                    \
+    X(UPSAMPLE2D_GRAD, "upsample2d_grad", upsample2d_grad, 0)
 
-#define NN__OPS_CONV(X)                                                                                     \
-    X(CONV2D, "conv2d", nn__cpu_conv2d, nn__dev_conv2d, nn__grad_conv2d, nn__plan_conv2d, 0)               \
-    X(CONV2D_DX, "conv2d_grad_input", nn__cpu_conv2d, nn__dev_conv2d, nn__grad_conv2d_dx, nn__plan_conv2d, 0) \
-    X(CONV2D_DW, "conv2d_grad_weight", nn__cpu_conv2d, nn__dev_conv2d, nn__grad_none, nn__plan_conv2d, 0)  \
-    X(CHANNEL_BIAS, "channel_bias", nn__cpu_channel_bias, nn__dev_channel_bias, nn__grad_channel_bias, 0, 0) \
-    X(CHANNEL_SUM, "channel_sum", nn__cpu_channel_sum, nn__dev_channel_sum, nn__grad_none, 0, 0)           \
-    X(CONV3D, "conv3d", nn__cpu_conv3d, nn__dev_conv3d, nn__grad_conv3d, nn__plan_conv3d, 0)               \
-    X(CONV3D_DX, "conv3d_grad_input", nn__cpu_conv3d, nn__dev_conv3d, nn__grad_none, nn__plan_conv3d, 0)   \
-    X(CONV3D_DW, "conv3d_grad_weight", nn__cpu_conv3d, nn__dev_conv3d, nn__grad_none, nn__plan_conv3d, 0)
+#define NN__OPS_CONV(X)                               \
+    X(CONV2D, "conv2d", conv2d, 0)                    \
+    X(CONV2D_DX, "conv2d_grad_input", conv2d_dx, 0)   \
+    X(CONV2D_DW, "conv2d_grad_weight", conv2d_dw, 0)  \
+    X(CHANNEL_BIAS, "channel_bias", channel_bias, 0)  \
+    X(CHANNEL_SUM, "channel_sum", channel_sum, 0)     \
+    X(CONV3D, "conv3d", conv3d, 0)                    \
+    X(CONV3D_DX, "conv3d_grad_input", conv3d_dx, 0)   \
+    X(CONV3D_DW, "conv3d_grad_weight", conv3d_dw, 0)
 
-#define NN__OPS_NORM(X)                                                                                     \
-    X(NORM_STATS, "norm_stats", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)                    \
-    X(NORM_FORWARD, "norm", nn__cpu_norm, nn__dev_norm_forward, nn__grad_norm_forward, 0, 0)               \
-    X(NORM_DX, "norm_grad_input", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)                  \
-    X(NORM_DGAMMA, "norm_grad_weight", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)             \
-    X(NORM_DBETA, "norm_grad_bias", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)                \
-    X(BN_RUNNING, "batch_norm_running_update", nn__cpu_bn_running, nn__dev_bn_running, nn__grad_none, 0, 0) \
-    X(BN_PACK, "batch_norm_running_stats", nn__cpu_bn_pack, nn__dev_bn_pack, nn__grad_none, 0, 0)
+#define NN__OPS_NORM(X)                                        \
+    X(NORM_STATS, "norm_stats", norm_stats, 0)                 \
+    X(NORM_FORWARD, "norm", norm_forward, 0)                   \
+    X(NORM_DX, "norm_grad_input", norm_dx, 0)                  \
+    X(NORM_DGAMMA, "norm_grad_weight", norm_dgamma, 0)         \
+    X(NORM_DBETA, "norm_grad_bias", norm_dbeta, 0)             \
+    X(BN_RUNNING, "batch_norm_running_update", bn_running, 0)  \
+    X(BN_PACK, "batch_norm_running_stats", bn_pack, 0)
 
-#define NN__OPS_POOL(X)                                                                                     \
-    X(MAXPOOL2D, "max_pool2d", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_maxpool2d, 0, 0)                   \
-    X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_none, 0, 0)          \
-    X(MAXPOOL2D_GRAD, "max_pool2d_grad", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_none, 0, 0)              \
-    X(AVGPOOL2D, "avg_pool2d", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_avgpool2d, 0, 0)                   \
-    X(AVGPOOL2D_GRAD, "avg_pool2d_grad", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_none, 0, 0)
+#define NN__OPS_POOL(X)                                            \
+    X(MAXPOOL2D, "max_pool2d", maxpool2d, 0)                       \
+    X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax", maxpool2d_argmax, 0)  \
+    X(MAXPOOL2D_GRAD, "max_pool2d_grad", maxpool2d_grad, 0)        \
+    X(AVGPOOL2D, "avg_pool2d", avgpool2d, 0)                       \
+    X(AVGPOOL2D_GRAD, "avg_pool2d_grad", avgpool2d_grad, 0)
 
-#define NN__OPS_OPTIM(X)                                                                                    \
-    X(OPT_SGD, "sgd", nn__cpu_opt_sgd, nn__dev_opt_sgd, nn__grad_none, 0, 0)                               \
-    X(OPT_ADAM, "adam", nn__cpu_opt_adam, nn__dev_opt_adam, nn__grad_none, 0, 0)                           \
-    X(OPT_STEP, "optimizer", nn__cpu_opt_step, nn__dev_opt_step, nn__grad_none, 0, 0)                      \
-    X(GRAD_ACC, "grad_accumulate", nn__cpu_grad_acc, nn__dev_grad_acc, nn__grad_none, 0, 0)                \
-    X(NONFINITE_COUNT, "nonfinite_count", nn__cpu_nonfinite_count, nn__dev_nonfinite_count, nn__grad_none, 0, \
-      NN__OPF_NO_GRAD)                                                                                     \
-    X(SKIP_GATE, "skip_gate", nn__cpu_skip_gate, nn__dev_skip_gate, nn__grad_none, 0, NN__OPF_NO_GRAD)
+#define NN__OPS_OPTIM(X)                                                     \
+    X(OPT_SGD, "sgd", opt_sgd, 0)                                            \
+    X(OPT_ADAM, "adam", opt_adam, 0)                                         \
+    X(OPT_STEP, "optimizer", opt_step, 0)                                    \
+    X(GRAD_ACC, "grad_accumulate", grad_acc, 0)                              \
+    X(NONFINITE_COUNT, "nonfinite_count", nonfinite_count, NN__OPF_NO_GRAD)  \
+    X(SKIP_GATE, "skip_gate", skip_gate, NN__OPF_NO_GRAD)
 
-#define NN__OPS_RANDOM(X)                                                                                   \
-    X(RAND, "rand", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)                     \
-    X(RANDN, "randn", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)                   \
-    X(RANDINT, "randint", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)               \
-    X(BERNOULLI, "bernoulli", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)           \
-    X(GAUSSIAN_NOISE, "gaussian_noise", nn__cpu_random, nn__dev_random, nn__grad_gaussian_noise, 0, NN__OPF_RANK0)     \
-    X(ALPHA_DROPOUT, "alpha_dropout", nn__cpu_random, nn__dev_random, nn__grad_alpha_dropout, 0, NN__OPF_RANK0)        \
-    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_RANK0)
+#define NN__OPS_RANDOM(X)                                                           \
+    X(RAND, "rand", rand, NN__OPF_NO_GRAD | NN__OPF_RANK0)                          \
+    X(RANDN, "randn", randn, NN__OPF_NO_GRAD | NN__OPF_RANK0)                       \
+    X(RANDINT, "randint", randint, NN__OPF_NO_GRAD | NN__OPF_RANK0)                 \
+    X(BERNOULLI, "bernoulli", bernoulli, NN__OPF_NO_GRAD | NN__OPF_RANK0)           \
+    X(GAUSSIAN_NOISE, "gaussian_noise", gaussian_noise, NN__OPF_RANK0)              \
+    X(ALPHA_DROPOUT, "alpha_dropout", alpha_dropout, NN__OPF_RANK0)                 \
+    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)  \
+    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)
 
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
@@ -1769,7 +1903,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)
 
 typedef enum nn__opcode {
-#define NN__X(e, s, cpu, dev, grad, plan, flags) NN__OP_##e,
+#define NN__X(e, s, stem, flags) NN__OP_##e,
     NN__OPS(NN__X)
 #undef NN__X
     NN__OP_COUNT
@@ -1778,7 +1912,7 @@ typedef enum nn__opcode {
 typedef struct nn__op_def {
     const char *name;
     nn_result (*cpu)(nn_graph *g, nn__node *n);
-    nn_result (*dev)(nn_graph *g, int id);
+    nn_result (*launch)(nn_graph *g, int id);
     void (*grad)(nn_graph *g, int id);
     void (*plan)(nn_graph *g, nn__node *n);
     unsigned flags;
@@ -1800,11 +1934,15 @@ static const nn__op_def *nn__op(int op); /* src/ops/registry.c */
     int ga = a >= 0 && (g)->nodes[a].needs_grad, gb = b >= 0 && (g)->nodes[b].needs_grad;  \
     (void)gy, (void)a, (void)b, (void)ga, (void)gb
 
-/* The optimizer's part of compiling (src/ops/optim.c): its settings checked and its
-   schedule set, then its ops added after autograd. */
-static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d);
-static int nn__optim_updates(const nn_graph *g); /* the graph updates its parameters */
-static nn_result nn__add_optimizer(nn_graph *g);
+/* The optimizer's part of compiling (src/ops/optim.c), which the engine reaches through the
+   registry as it reaches ops: its settings checked and its schedule set, whether the graph
+   updates its parameters, then its ops added after autograd. */
+typedef struct nn__optim_hooks {
+    nn_result (*configure)(nn_graph *g, const nn_compile_desc *d);
+    int (*updates)(const nn_graph *g);
+    nn_result (*add)(nn_graph *g);
+} nn__optim_hooks;
+static const nn__optim_hooks *nn__optim(void); /* src/ops/registry.c */
 #endif /* NN__OPS_H */
 
 /* ======================================================================
@@ -1845,15 +1983,6 @@ static nn_result nn__add_optimizer(nn_graph *g);
 #include <unistd.h>
 #else
 #define NN__POOL_THREADED 0
-#endif
-
-/* Static helpers that a given build of the amalgamation may not call. */
-#ifndef NN__MAYBE_UNUSED
-#if defined(__GNUC__)
-#define NN__MAYBE_UNUSED __attribute__((unused))
-#else
-#define NN__MAYBE_UNUSED
-#endif
 #endif
 
 #define NN__POOL_MAX_THREADS 64
@@ -2374,8 +2503,8 @@ enum {
 #define NN__VM_X86 1
 
 /* 2: AVX-512F, 1: AVX2 and FMA, 0: neither. The one CPUID probe of the CPU loops
-   (elementwise, vector exp, reductions, Adam, depthwise conv; the GEMM picks its
-   microkernel in cpu/gemm.c): a cached answer, the same for every context; drivers ask
+   (elementwise, vector exp, reductions, Adam, depthwise conv, and the GEMM's microkernel
+   in src/cpu/gemm.c): a cached answer, the same for every context; drivers ask
    before they start threads. */
 static int nn__vm_isa(void) {
     static int isa = -1;
@@ -2746,7 +2875,7 @@ static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range
  * and B columns it needs) but needs exactly one pool dispatch per call and no
  * barriers, which is what matters for the small matrices of MLP training.
  *
- * Microkernels, chosen once at run time (__builtin_cpu_supports):
+ * Microkernels, chosen once at run time (nn__vm_isa, src/cpu/simd.c):
  *   AVX-512F  12 x 32  (24 zmm accumulators)
  *   AVX2+FMA   6 x 16  (12 ymm accumulators)
  *   NEON       8 x 8   (aarch64 only, 16 q-register accumulators)
@@ -2779,14 +2908,6 @@ static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range
 #include <arm_neon.h>
 #else
 #define NN__GEMM_NEON 0
-#endif
-
-#ifndef NN__MAYBE_UNUSED
-#if defined(__GNUC__)
-#define NN__MAYBE_UNUSED __attribute__((unused))
-#else
-#define NN__MAYBE_UNUSED
-#endif
 #endif
 
 #define NN__GEMM_MAX_MR 12
@@ -3275,10 +3396,9 @@ static const nn__gemm_arch *nn__gemm_pick_arch(void) {
     if (arch) return arch;
     arch = &nn__gemm_arch_generic;
 #if NN__GEMM_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
+    if (nn__vm_isa() == 2) /* the one CPUID probe, src/cpu/simd.c */
         arch = &nn__gemm_arch_avx512;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    else if (nn__vm_isa() == 1)
         arch = &nn__gemm_arch_avx2;
 #endif
 #if NN__GEMM_NEON
@@ -3298,11 +3418,8 @@ static NN__MAYBE_UNUSED const char *nn__sgemm_force_kernel(const char *name) {
     }
     if (!strcmp(name, "generic")) NN__GEMM_ARCH_SET(&nn__gemm_arch_generic);
 #if NN__GEMM_X86
-    __builtin_cpu_init();
-    if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        NN__GEMM_ARCH_SET(&nn__gemm_arch_avx2);
-    if (!strcmp(name, "avx512f") && __builtin_cpu_supports("avx512f"))
-        NN__GEMM_ARCH_SET(&nn__gemm_arch_avx512);
+    if (!strcmp(name, "avx2") && nn__vm_isa() >= 1) NN__GEMM_ARCH_SET(&nn__gemm_arch_avx2);
+    if (!strcmp(name, "avx512f") && nn__vm_isa() == 2) NN__GEMM_ARCH_SET(&nn__gemm_arch_avx512);
 #endif
 #if NN__GEMM_NEON
     if (!strcmp(name, "neon")) NN__GEMM_ARCH_SET(&nn__gemm_arch_neon);
@@ -7836,14 +7953,6 @@ static void nn__gemm_plan_batched(int is_cpu_device, size_t max_wg_size, uint64_
    Every integer is little-endian. The checksum covers the key and the length, so a file
    renamed to another key, cut short, grown or with any one byte changed is refused. */
 
-#ifndef NN__MAYBE_UNUSED
-#if defined(__GNUC__)
-#define NN__MAYBE_UNUSED __attribute__((unused))
-#else
-#define NN__MAYBE_UNUSED
-#endif
-#endif
-
 #define NN__CACHE_HEADER 40
 #define NN__CACHE_FORMAT 1u
 #define NN__FNV_BASIS 14695981039346656037ULL /* 0xcbf29ce484222325 */
@@ -8851,6 +8960,225 @@ static const char *const nn__cl_src_elementwise[] = {
 "#line 1 \"kernels/elementwise.cl\"\n",
 "/* Elementwise ops. Twins of the loops in src/cpu/simd.c; every kernel guards i < n because\n",
 "   the host may round the global size up to a multiple of the work-group size. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 4 \"kernels/elementwise.cl\"\n",
+"#line 1 \"kernels/elementwise_args.h\"\n",
+"/* kernels/elementwise.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__ELEMENTWISE_ARGS_H\n",
+"#define NN__ELEMENTWISE_ARGS_H\n",
+"\n",
+"/* shared with other families' plans (conv, matmul, shape) */\n",
+"#define NN__KARGS_channel_bias(F, P) F(in, x) P(in, b) P(out, y) P(int, n) P(int, C) P(int, S)\n",
+"NN__KSIG(channel_bias)\n",
+"#define NN__KARGS_copy(F, P) F(uin, x) P(uout, y) P(int, n)\n",
+"NN__KSIG(copy)\n",
+"#define NN__KARGS_sum_leading(F, P) F(in, x) P(out, y) P(int, n) P(int, nb) P(int, off)\n",
+"NN__KSIG(sum_leading)\n",
+"\n",
+"#endif\n",
+"#line 5 \"kernels/elementwise.cl\"\n",
+"\n",
 "\n",
 "#line 1 \"kernels/activation.h\"\n",
 "/* The activations, each formula written once for both backends. This file is a part of\n",
@@ -9072,7 +9400,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "    NN__B_COUNT\n",
 "};\n",
 "#endif /* NN__ACTIVATION_H */\n",
-"#line 5 \"kernels/elementwise.cl\"\n",
+"#line 8 \"kernels/elementwise.cl\"\n",
 "\n",
 "/* Each unary function's pair of kernels, stamped from the tables of kernels/activation.h: v is\n",
 "   the input, p0 and p1 its parameters. */\n",
@@ -9275,8 +9603,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "}\n",
 "\n",
 "/* y [N, C, S] = x + b[c] */\n",
-"__kernel void channel_bias(__global const float *x, __global const float *b, __global float *y, const int n,\n",
-"                           const int C, const int S) {\n",
+"__kernel void channel_bias(NN__KPARAMS(channel_bias)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[i] + b[(i / S) % C];\n",
 "}\n",
@@ -9287,7 +9614,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "}\n",
 "\n",
 "/* a bit copy (reshape), for either dtype */\n",
-"__kernel void copy(__global const uint *x, __global uint *y, const int n) {\n",
+"__kernel void copy(NN__KPARAMS(copy)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[i];\n",
 "}\n",
@@ -9299,7 +9626,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "\n",
 "/* y [nb] = sum over the leading dims of x [n / nb, nb] (at float offset off), in a fixed\n",
 "   order; also the sum of a convolution's weight-gradient slices */\n",
-"__kernel void sum_leading(__global const float *x, __global float *y, const int n, const int nb, const int off) {\n",
+"__kernel void sum_leading(NN__KPARAMS(sum_leading)) {\n",
 "    int j = get_global_id(0);\n",
 "    if (j < nb) {\n",
 "        float s = 0.0f;\n",
@@ -11043,6 +11370,222 @@ static const char *const nn__cl_src_random[] = {
 "/* Philox4x32-10 (Salmon et al., SC'11): counter-based, so element i of a dropout mask is a\n",
 "   pure function of (seed, op, step, i). src/base/internal.h has the same generator for the\n",
 "   CPU backend, and both draw identical masks. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 5 \"kernels/random.cl\"\n",
+"#line 1 \"kernels/random_args.h\"\n",
+"/* kernels/random.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__RANDOM_ARGS_H\n",
+"#define NN__RANDOM_ARGS_H\n",
+"\n",
+"/* the dropout op's mask, counter (i, node, step_lo, step_hi) under key (seed_lo, seed_hi) */\n",
+"#define NN__KARGS_dropout(F, P) \\\n",
+"    F(in, x) P(out, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)\n",
+"NN__KSIG(dropout)\n",
+"\n",
+"#endif\n",
+"#line 6 \"kernels/random.cl\"\n",
+"\n",
 "\n",
 "inline uint4 nn_philox(uint4 c, uint2 k) {\n",
 "    for (int r = 0; r < 10; r++) {\n",
@@ -11057,9 +11600,7 @@ static const char *const nn__cl_src_random[] = {
 "/* y = x * keep / (1 - p), keep = uniform >= p (a product: a dropped NaN or inf is NaN);\n",
 "   the backward pass runs this on dy with the same key and step, so it applies the same\n",
 "   mask. */\n",
-"__kernel void dropout(__global const float *x, __global float *y, const int n, const float p,\n",
-"                      const uint seed_lo, const uint seed_hi, const uint node, const uint step_lo,\n",
-"                      const uint step_hi) {\n",
+"__kernel void dropout(NN__KPARAMS(dropout)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = nn_philox((uint4)((uint)i, node, step_lo, step_hi), (uint2)(seed_lo, seed_hi));\n",
@@ -11202,7 +11743,7 @@ static const char *const nn__cl_src_random[] = {
 "    return (int)((NN__RI64)low + (NN__RI64)v);\n",
 "}\n",
 "#endif /* NN__RANDOM_H */\n",
-"#line 34 \"kernels/random.cl\"\n",
+"#line 35 \"kernels/random.cl\"\n",
 "\n",
 "#define NN_RNG_ARGS                                                                        \\\n",
 "    const uint seed_lo, const uint seed_hi, const uint key, const uint step_lo, const uint step_hi\n",
@@ -11274,6 +11815,248 @@ static const char *const nn__cl_src_random[] = {
    ====================================================================== */
 static const char *const nn__cl_src_reduce[] = {
 "#line 1 \"kernels/reduce.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/reduce.cl\"\n",
+"#line 1 \"kernels/reduce_args.h\"\n",
+"/* kernels/reduce.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__REDUCE_ARGS_H\n",
+"#define NN__REDUCE_ARGS_H\n",
+"\n",
+"/* to a scalar in one work-group; tmp: the work-group's floats */\n",
+"#define NN__KARGS_sum_all(F, P) F(in, x) P(out, y) P(int, n) P(float, scale) P(lfloat, tmp)\n",
+"NN__KSIG(sum_all)\n",
+"#define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)\n",
+"NN__KSIG(grad_sumsq)\n",
+"#define NN__KARGS_clip_scale(F, P) F(in, sumsq) P(out, y) P(float, max_norm)\n",
+"NN__KSIG(clip_scale)\n",
+"\n",
+"/* x [O, R, I] reduced over R; y and yi are one buffer (floats, or ints for argmax/argmin) */\n",
+"#define NN__KARGS_reduce_cols(F, P) \\\n",
+"    F(in, x) P(out, y) P(iout, yi) P(int, O) P(int, R) P(int, I) P(int, kind) P(float, p) P(float, scale) P(float, corr)\n",
+"NN__KSIG(reduce_cols)\n",
+"#define NN__KARGS_reduce_rows(F, P)                                                                  \\\n",
+"    F(in, x) P(out, y) P(iout, yi) P(int, R) P(int, kind) P(float, p) P(float, scale) P(float, corr) \\\n",
+"    P(lfloat, tf) P(lint, ti)\n",
+"NN__KSIG(reduce_rows)\n",
+"/* reduce_grad_elems and reduce_grad_cols */\n",
+"#define NN__KARGS_reduce_grad(F, P)                                                                      \\\n",
+"    F(in, gy) P(in, x) P(in, y) P(out, dx) P(int, O) P(int, R) P(int, I) P(int, kind) P(float, p) \\\n",
+"    P(float, scale) P(float, corr)\n",
+"NN__KSIG(reduce_grad)\n",
+"\n",
+"#define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"NN__KSIG(cumsum)\n",
+"#define NN__KARGS_expand_scalar(F, P) F(in, x) P(out, y) P(int, n) P(float, s)\n",
+"NN__KSIG(expand_scalar)\n",
+"#define NN__KARGS_argmax_rows(F, P) F(in, x) P(iout, y) P(int, B) P(int, C)\n",
+"NN__KSIG(argmax_rows)\n",
+"#define NN__KARGS_correct_rows(F, P) F(in, x) P(iin, label) P(out, y) P(int, B) P(int, C)\n",
+"NN__KSIG(correct_rows)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/reduce.cl\"\n",
+"\n",
 "/* Reductions to a scalar: one work-group, a strided pass then a tree, so the order of the\n",
 "   additions is fixed and the result is the same run to run. The work-group size (a power\n",
 "   of two) is the size of `tmp`. */\n",
@@ -11290,8 +12073,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* y[0] = scale * sum(x) */\n",
-"__kernel void sum_all(__global const float *x, __global float *y, const int n, const float scale,\n",
-"                      __local float *tmp) {\n",
+"__kernel void sum_all(NN__KPARAMS(sum_all)) {\n",
 "    float s = 0.0f;\n",
 "    for (int i = get_local_id(0); i < n; i += get_local_size(0)) s += x[i];\n",
 "    s = nn_tree(tmp, s);\n",
@@ -11299,8 +12081,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* y[0] = (has_prev ? prev[0] : 0) + sum(g^2): a chain over all gradients for clipping */\n",
-"__kernel void grad_sumsq(__global const float *g, __global const float *prev, __global float *y, const int n,\n",
-"                         const int has_prev, __local float *tmp) {\n",
+"__kernel void grad_sumsq(NN__KPARAMS(grad_sumsq)) {\n",
 "    float s = 0.0f;\n",
 "    for (int i = get_local_id(0); i < n; i += get_local_size(0)) s += g[i] * g[i];\n",
 "    s = nn_tree(tmp, s);\n",
@@ -11308,7 +12089,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* PyTorch's clip_grad_norm_: coefficient min(1, max_norm / (norm + 1e-6)) */\n",
-"__kernel void clip_scale(__global const float *sumsq, __global float *y, const float max_norm) {\n",
+"__kernel void clip_scale(NN__KPARAMS(clip_scale)) {\n",
 "    /* not fmin: a NaN norm must give NaN (torch's clamp keeps it), not 1 */\n",
 "    float c = max_norm / (sqrt(sumsq[0]) + 1e-6f);\n",
 "    if (get_global_id(0) == 0) y[0] = c > 1.0f ? 1.0f : c;\n",
@@ -11421,8 +12202,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* One work-item per output element k = (o, i), walking x[o, r, i] over r. */\n",
-"__kernel void reduce_cols(__global const float *x, __global float *y, __global int *yi, const int O, const int R,\n",
-"                          const int I, const int kind, const float p, const float scale, const float corr) {\n",
+"__kernel void reduce_cols(NN__KPARAMS(reduce_cols)) {\n",
 "    int k = get_global_id(0);\n",
 "    if (k >= O * I) return;\n",
 "    int o = k / I, i = k - o * I;\n",
@@ -11456,8 +12236,7 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "/* One work-group per row o of x [O, R] (I = 1): each work-item combines r = lid, lid + wg,\n",
 "   ...; then a tree in local memory (tf, ti: the work-group size, a power of two). */\n",
-"__kernel void reduce_rows(__global const float *x, __global float *y, __global int *yi, const int R, const int kind,\n",
-"                          const float p, const float scale, const float corr, __local float *tf, __local int *ti) {\n",
+"__kernel void reduce_rows(NN__KPARAMS(reduce_rows)) {\n",
 "    int o = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
 "    __global const float *xr = x + o * R;\n",
 "    float a, c = 0.0f;\n",
@@ -11507,9 +12286,7 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "/* dx [O, R, I] element by element, for kinds whose gradient needs only gy, x and y:\n",
 "   sum (and mean), logsumexp, finite-p norms. */\n",
-"__kernel void reduce_grad_elems(__global const float *gy, __global const float *x, __global const float *y,\n",
-"                                __global float *dx, const int O, const int R, const int I, const int kind,\n",
-"                                const float p, const float scale, const float corr) {\n",
+"__kernel void reduce_grad_elems(NN__KPARAMS(reduce_grad)) {\n",
 "    int j = get_global_id(0);\n",
 "    if (j >= O * R * I) return;\n",
 "    int o = j / (R * I), i = j - (j / I) * I, k = o * I + i;\n",
@@ -11521,9 +12298,7 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "/* dx for one row (o, i) of the kinds that need its statistics: ties (amax, amin, the max\n",
 "   norm), the first max (max, min), the mean (var, std), the zeros (prod). */\n",
-"__kernel void reduce_grad_cols(__global const float *gy, __global const float *x, __global const float *y,\n",
-"                               __global float *dx, const int O, const int R, const int I, const int kind,\n",
-"                               const float p, const float scale, const float corr) {\n",
+"__kernel void reduce_grad_cols(NN__KPARAMS(reduce_grad)) {\n",
 "    int k = get_global_id(0);\n",
 "    if (k >= O * I) return;\n",
 "    int o = k / I, i = k - o * I;\n",
@@ -11571,8 +12346,7 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "/* y [O, R, I] = the running sum of x over R (from the end when reverse), one work-item per\n",
 "   (o, i). */\n",
-"__kernel void cumsum(__global const float *x, __global float *y, const int O, const int R, const int I,\n",
-"                     const int reverse) {\n",
+"__kernel void cumsum(NN__KPARAMS(cumsum)) {\n",
 "    int k = get_global_id(0);\n",
 "    if (k >= O * I) return;\n",
 "    int o = k / I, i = k - o * I;\n",
@@ -11585,7 +12359,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* y [n] = x[0] * s: the gradient of a sum */\n",
-"__kernel void expand_scalar(__global const float *x, __global float *y, const int n, const float s) {\n",
+"__kernel void expand_scalar(NN__KPARAMS(expand_scalar)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[0] * s;\n",
 "}\n",
@@ -11598,13 +12372,12 @@ static const char *const nn__cl_src_reduce[] = {
 "    return best;\n",
 "}\n",
 "\n",
-"__kernel void argmax_rows(__global const float *x, __global int *y, const int B, const int C) {\n",
+"__kernel void argmax_rows(NN__KPARAMS(argmax_rows)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b < B) y[b] = nn_argmax_row(x + (size_t)b * C, C);\n",
 "}\n",
 "\n",
-"__kernel void correct_rows(__global const float *x, __global const int *label, __global float *y,\n",
-"                           const int B, const int C) {\n",
+"__kernel void correct_rows(NN__KPARAMS(correct_rows)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b < B) y[b] = nn_argmax_row(x + (size_t)b * C, C) == label[b] ? 1.0f : 0.0f;\n",
 "}\n",
@@ -12931,6 +13704,32 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     return NN_OK;
 }
 
+/* ---- buffers, through the context's backend ---- */
+
+static void nn__buf_free(nn_context *ctx, nn__buf *b) {
+    ctx->backend->release(ctx, b);
+    memset(b, 0, sizeof *b);
+}
+
+/* A buffer of its own, zero-filled when `zero` (the arena and parameters are written
+   before they are read, and filling a large buffer costs start-up time). */
+static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
+    memset(b, 0, sizeof *b);
+    return ctx->backend->alloc(ctx, b, bytes, zero, what);
+}
+
+static nn_result nn__buf_write(nn_context *ctx, nn__buf *b, const void *data, size_t bytes) {
+    ctx->stats.h2d_bytes += bytes;
+    ctx->stats.h2d_transfers++;
+    return ctx->backend->write(ctx, b, data, bytes);
+}
+
+static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t bytes) {
+    ctx->stats.d2h_bytes += bytes;
+    ctx->stats.d2h_transfers++;
+    return ctx->backend->read(ctx, b, data, bytes);
+}
+
 /* ---- graphs that outlive their context ---- */
 
 /* What a graph whose context was destroyed runs on: every call that would reach a device
@@ -12984,8 +13783,38 @@ static const nn__backend nn__dead_backend = {
     nn__dead_release, nn__dead_write, nn__dead_read, nn__dead_fill, nn__dead_prepare, nn__dead_run, nn__dead_fail,
     nn__dead_release_graph};
 
-static void nn__graph_release_compiled(nn_graph *g); /* engine/graph.c */
-static void nn__params_release_device(nn__params *ps); /* engine/graph.c */
+/* What a context's going takes from its graphs (and nn_graph_destroy from its own). */
+/* The store's device buffers, when its context goes first. */
+static void nn__params_release_device(nn__params *ps) {
+    int i;
+    for (i = 0; i < ps->n; i++) {
+        nn__buf_free(ps->ctx, &ps->p[i].buf);
+        ps->p[i].allocated = 0;
+    }
+}
+
+/* A compiled graph's device objects and plan (the graph keeps its nodes). */
+static void nn__graph_release_compiled(nn_graph *g) {
+    int i, k;
+    for (i = g->n_nodes - 1; i >= 0; i--) { /* views (higher ids) before the buffers they alias */
+        nn__node *n = &g->nodes[i];
+        if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
+        nn__buf_free(g->ctx, &n->scratch_buf);
+        for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
+    }
+    g->ctx->backend->release_graph(g);
+    NN_FREE(g->launches);
+    g->launches = NULL;
+    g->n_launches = g->cap_launches = 0;
+    NN_FREE(g->sched_launch);
+    g->sched_launch = NULL;
+    nn__buf_free(g->ctx, &g->one);
+    nn__buf_free(g->ctx, &g->checks);
+    g->n_checks = g->checks_pending = 0;
+    nn__buf_free(g->ctx, &g->arena);
+    NN_FREE(g->sched);
+    g->sched = NULL;
+}
 
 static void nn__ctx_link(nn_context *ctx, nn_graph *g) {
     g->ctx = ctx;
@@ -13093,54 +13922,30 @@ NN_API int nn_list_devices(nn_device_info *out, int max) {
     return n;
 }
 
-/* ---- buffers, through the context's backend ---- */
-
-static void nn__buf_free(nn_context *ctx, nn__buf *b) {
-    ctx->backend->release(ctx, b);
-    memset(b, 0, sizeof *b);
-}
-
-/* A buffer of its own, zero-filled when `zero` (the arena and parameters are written
-   before they are read, and filling a large buffer costs start-up time). */
-static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
-    memset(b, 0, sizeof *b);
-    return ctx->backend->alloc(ctx, b, bytes, zero, what);
-}
-
-static nn_result nn__buf_write(nn_context *ctx, nn__buf *b, const void *data, size_t bytes) {
-    ctx->stats.h2d_bytes += bytes;
-    ctx->stats.h2d_transfers++;
-    return ctx->backend->write(ctx, b, data, bytes);
-}
-
-static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t bytes) {
-    ctx->stats.d2h_bytes += bytes;
-    ctx->stats.d2h_transfers++;
-    return ctx->backend->read(ctx, b, data, bytes);
-}
-
 /* ======================================================================
    src/engine/graph.c
    ====================================================================== */
 /* The graph core: graphs, nodes and the checks every builder uses, parameters and their
    initialisation, and reading and writing tensors. Op builders are in src/ops/. */
 
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_input nn__cpu_leaf
+#define nn__launch_input nn__launch_leaf
+#define nn__grad_input nn__grad_none
+#define nn__plan_input nn__no_plan
+#define nn__cpu_param nn__cpu_leaf
+#define nn__launch_param nn__launch_leaf
+#define nn__grad_param nn__grad_none
+#define nn__plan_param nn__no_plan
+
 static const char *const nn__op_names[] = {
-#define NN__X(e, s, cpu, dev, grad, plan, flags) s,
+#define NN__X(e, s, stem, flags) s,
     NN__OPS(NN__X)
 #undef NN__X
 };
 
 /* ---- graphs and nodes ---- */
-
-/* The store's device buffers, when its context goes first. */
-static void nn__params_release_device(nn__params *ps) {
-    int i;
-    for (i = 0; i < ps->n; i++) {
-        nn__buf_free(ps->ctx, &ps->p[i].buf);
-        ps->p[i].allocated = 0;
-    }
-}
 
 static void nn__params_release(nn__params *ps) {
     int i;
@@ -13250,34 +14055,12 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
     return NN_OK;
 }
 
-static void nn__graph_release_compiled(nn_graph *g) {
-    int i, k;
-    for (i = g->n_nodes - 1; i >= 0; i--) { /* views (higher ids) before the buffers they alias */
-        nn__node *n = &g->nodes[i];
-        if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
-        nn__buf_free(g->ctx, &n->scratch_buf);
-        for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
-    }
-    g->ctx->backend->release_graph(g);
-    NN_FREE(g->launches);
-    g->launches = NULL;
-    g->n_launches = g->cap_launches = 0;
-    NN_FREE(g->sched_launch);
-    g->sched_launch = NULL;
-    nn__buf_free(g->ctx, &g->one);
-    nn__buf_free(g->ctx, &g->checks);
-    g->n_checks = g->checks_pending = 0;
-    nn__buf_free(g->ctx, &g->arena);
-    NN_FREE(g->sched);
-    g->sched = NULL;
-}
-
 NN_API void nn_graph_destroy(nn_graph *g) {
     int i;
     if (!g) return;
     nn__graph_release_compiled(g);
     nn__groups_free(g);
-    nn__datasets_free(g);
+    if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
     NN_FREE(g->param_node);
@@ -13818,7 +14601,7 @@ NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
 static nn_result nn__cpu_leaf(nn_graph *g, nn__node *n) {
     return nn__fail(g->ctx, NN_ERR_STATE, "%s: a leaf has no body", nn__op_names[n->op]);
 }
-static nn_result nn__dev_leaf(nn_graph *g, int id) {
+static nn_result nn__launch_leaf(nn_graph *g, int id) {
     return nn__fail(g->ctx, NN_ERR_STATE, "%s: a leaf has no kernels", nn__op_names[g->nodes[id].op]);
 }
 
@@ -14108,7 +14891,7 @@ static nn_result nn__compute_constants(nn_graph *g) {
 /* Appends a launch of kernel `kname` from kernels/FILE.cl for node id, returned via *out,
    with n work-items (rounded up to a multiple of 64 on GPUs, where a NULL local size can
    be a poor choice). */
-static nn_result nn__launch_add(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
+static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
     nn__launch *l;
     if (g->n_launches == g->cap_launches) {
         int cap = g->cap_launches ? g->cap_launches * 2 : 64;
@@ -14195,9 +14978,15 @@ static nn_result nn__record_launches(nn_graph *g) {
     if (!g->sched_launch) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
         g->sched_launch[i] = g->n_launches;
-        r = nn__op(g->nodes[g->sched[i]].op)->dev(g, g->sched[i]);
-        if (r == NN_ERR_STATE && !g->ctx->err[0])
-            nn__fail(g->ctx, r, "%s: bad launch arguments", nn__op(g->nodes[g->sched[i]].op)->name);
+        r = nn__op(g->nodes[g->sched[i]].op)->launch(g, g->sched[i]);
+        if (r == NN_ERR_STATE && !g->ctx->err[0]) {
+            const nn__launch *l = g->n_launches ? &g->launches[g->n_launches - 1] : NULL;
+            char what[160] = "";
+            if (l && l->node == g->sched[i])
+                snprintf(what, sizeof what, " (kernel %s%s%s)", l->kernel, l->bad_arg ? ", argument " : "",
+                         l->bad_arg ? l->bad_arg : "");
+            nn__fail(g->ctx, r, "%s: bad launch arguments%s", nn__op(g->nodes[g->sched[i]].op)->name, what);
+        }
     }
     g->sched_launch[g->n_sched] = g->n_launches;
     return r;
@@ -14212,7 +15001,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (g->status != NN_OK) return g->status;
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
-    r = nn__optim_configure(g, &d);
+    r = nn__optim()->configure(g, &d);
     if (r != NN_OK) return r;
     n_user = g->n_forward = g->n_nodes;
     if (d.loss.id != 0) {
@@ -14232,10 +15021,10 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         for (i = 0; i < n_user; i++) {
             nn__node *n = &g->nodes[i];
             int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
-                       (n->op == NN__OP_PARAM && (d.keep_grads || !nn__optim_updates(g)));
+                       (n->op == NN__OP_PARAM && (d.keep_grads || !nn__optim()->updates(g)));
             if (keep && n->grad >= 0) g->nodes[n->grad].is_output = 1;
         }
-        if (g->status == NN_OK) nn__add_optimizer(g);
+        if (g->status == NN_OK) nn__optim()->add(g);
     }
     g->compiled = 1;
     if (g->status != NN_OK) return g->status;
@@ -14370,9 +15159,418 @@ NN_API nn_result nn_graph_finish(nn_graph *g) {
 
 
 /* ======================================================================
+   kernels/kargs.h
+   ====================================================================== */
+/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as
+   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;
+   on the C side both are parts of nn.h (gen/parts.txt).
+
+   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the
+   others by P, each as (kind, name):
+
+       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)
+       NN__KSIG(cumsum)
+
+   In OpenCL C the kernel takes its parameter list from it,
+
+       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }
+
+   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the
+   function that records it as a launch's arguments, in the kernel's order:
+
+       nn__k_cumsum k;
+       memset(&k, 0, sizeof k);
+       k.x = &g->nodes[n->in[0]].buf;  ...
+       r = nn__launch_kernel(g, id, "reduce", "cumsum", work_items, &l);
+       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);
+
+   so a field the kernel does not have, or a value of the wrong type, is a compile error.
+   Kernels stamped from one macro (the activations' NAME_forward) share one signature.
+
+   Kinds, with the OpenCL C type and the C field:
+     in, out      __global const float * / __global float *   const nn__buf *
+     iin, iout    __global const int * / __global int *       const nn__buf *
+     uin, uout    __global const uint * / __global uint *     const nn__buf *
+     int, uint    const int / const uint                      int / unsigned
+     float        const float                                 float
+     int8         const int8                                  const int * (eight ints)
+     lfloat, lint __local float * / __local int *             size_t (bytes)
+     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;
+                  in C, set at compile time as the others and again before each run by the
+                  launch's update function through nn__kstep_<sig>(l, &k), which writes only
+                  the step fields. */
+#ifndef NN__KARGS_H
+#define NN__KARGS_H
+
+#ifdef __OPENCL_VERSION__
+
+#define NN__KCL_in __global const float *
+#define NN__KCL_out __global float *
+#define NN__KCL_iin __global const int *
+#define NN__KCL_iout __global int *
+#define NN__KCL_uin __global const uint *
+#define NN__KCL_uout __global uint *
+#define NN__KCL_int const int
+#define NN__KCL_uint const uint
+#define NN__KCL_float const float
+#define NN__KCL_int8 const int8
+#define NN__KCL_lfloat __local float *
+#define NN__KCL_lint __local int *
+#define NN__KCL_fstep const float
+#define NN__KCL_istep const int
+#define NN__KCL_ustep const uint
+#define NN__KCL_F(kind, name) NN__KCL_##kind name
+#define NN__KCL_P(kind, name) , NN__KCL_##kind name
+#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)
+#define NN__KSIG(sig)
+
+#else /* C: the argument structs and their recorders */
+
+#define NN__KC_in const nn__buf *
+#define NN__KC_out const nn__buf *
+#define NN__KC_iin const nn__buf *
+#define NN__KC_iout const nn__buf *
+#define NN__KC_uin const nn__buf *
+#define NN__KC_uout const nn__buf *
+#define NN__KC_int int
+#define NN__KC_uint unsigned
+#define NN__KC_float float
+#define NN__KC_int8 const int *
+#define NN__KC_lfloat size_t
+#define NN__KC_lint size_t
+#define NN__KC_fstep float
+#define NN__KC_istep int
+#define NN__KC_ustep unsigned
+
+/* One argument appended to l, by kind. A buffer left NULL or one argument too many is
+   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */
+static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {
+    l->bad_arg = name;
+    return NN_ERR_STATE;
+}
+static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {
+    nn__karg *a;
+    if (l->n_args == NN__MAX_KARGS) return NULL;
+    a = &l->args[l->n_args++];
+    memset(a, 0, sizeof *a);
+    return a;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a || !b) return nn__karg_bad(l, name);
+    a->kind = 'm';
+    a->v.buf = *b;
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a) return nn__karg_bad(l, name);
+    a->kind = 'i';
+    a->v.i = (int32_t)v;
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a) return nn__karg_bad(l, name);
+    a->kind = 'u';
+    a->v.u = (uint32_t)v;
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a) return nn__karg_bad(l, name);
+    a->kind = 'f';
+    a->v.f = v;
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {
+    nn__karg *a = nn__karg_next(l);
+    int k;
+    if (!a || !v) return nn__karg_bad(l, name);
+    a->kind = '8';
+    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a) return nn__karg_bad(l, name);
+    a->kind = 'L';
+    a->v.local = bytes;
+    return NN_OK;
+}
+/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */
+static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {
+    if (r != NN_OK) return r;
+    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, "(a step argument too many)");
+    l->upd[l->n_upd++] = l->n_args - 1;
+    return NN_OK;
+}
+
+#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)
+#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)
+#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)
+#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)
+#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)
+#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)
+#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))
+#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))
+#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))
+
+/* Before a run: a step field's new value into its recorded argument, the k-th step field. */
+#define NN__KSTEP_in(l_, k_, v_)
+#define NN__KSTEP_out(l_, k_, v_)
+#define NN__KSTEP_iin(l_, k_, v_)
+#define NN__KSTEP_iout(l_, k_, v_)
+#define NN__KSTEP_uin(l_, k_, v_)
+#define NN__KSTEP_uout(l_, k_, v_)
+#define NN__KSTEP_int(l_, k_, v_)
+#define NN__KSTEP_uint(l_, k_, v_)
+#define NN__KSTEP_float(l_, k_, v_)
+#define NN__KSTEP_int8(l_, k_, v_)
+#define NN__KSTEP_lfloat(l_, k_, v_)
+#define NN__KSTEP_lint(l_, k_, v_)
+#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);
+#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);
+#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);
+
+#define NN__KC_FIELD(kind, name) NN__KC_##kind name;
+#define NN__KC_REC(kind, name) \
+    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);
+#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)
+
+/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments
+   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)
+   that rewrites the step fields of a recorded launch. */
+#define NN__KSIG(sig)                                                                             \
+    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \
+    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \
+        nn_result r = NN_OK;                                                                      \
+        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \
+    }                                                                                             \
+    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \
+        int s = 0;                                                                                \
+        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \
+        (void)l;                                                                                  \
+        (void)k;                                                                                  \
+    }
+
+#endif
+#endif
+
+/* ======================================================================
+   kernels/elementwise_args.h
+   ====================================================================== */
+/* kernels/elementwise.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__ELEMENTWISE_ARGS_H
+#define NN__ELEMENTWISE_ARGS_H
+
+/* shared with other families' plans (conv, matmul, shape) */
+#define NN__KARGS_channel_bias(F, P) F(in, x) P(in, b) P(out, y) P(int, n) P(int, C) P(int, S)
+NN__KSIG(channel_bias)
+#define NN__KARGS_copy(F, P) F(uin, x) P(uout, y) P(int, n)
+NN__KSIG(copy)
+#define NN__KARGS_sum_leading(F, P) F(in, x) P(out, y) P(int, n) P(int, nb) P(int, off)
+NN__KSIG(sum_leading)
+
+#endif
+
+/* ======================================================================
+   kernels/gemm_args.h
+   ====================================================================== */
+/* kernels/gemm.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__GEMM_ARGS_H
+#define NN__GEMM_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/reduce_args.h
+   ====================================================================== */
+/* kernels/reduce.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__REDUCE_ARGS_H
+#define NN__REDUCE_ARGS_H
+
+/* to a scalar in one work-group; tmp: the work-group's floats */
+#define NN__KARGS_sum_all(F, P) F(in, x) P(out, y) P(int, n) P(float, scale) P(lfloat, tmp)
+NN__KSIG(sum_all)
+#define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)
+NN__KSIG(grad_sumsq)
+#define NN__KARGS_clip_scale(F, P) F(in, sumsq) P(out, y) P(float, max_norm)
+NN__KSIG(clip_scale)
+
+/* x [O, R, I] reduced over R; y and yi are one buffer (floats, or ints for argmax/argmin) */
+#define NN__KARGS_reduce_cols(F, P) \
+    F(in, x) P(out, y) P(iout, yi) P(int, O) P(int, R) P(int, I) P(int, kind) P(float, p) P(float, scale) P(float, corr)
+NN__KSIG(reduce_cols)
+#define NN__KARGS_reduce_rows(F, P)                                                                  \
+    F(in, x) P(out, y) P(iout, yi) P(int, R) P(int, kind) P(float, p) P(float, scale) P(float, corr) \
+    P(lfloat, tf) P(lint, ti)
+NN__KSIG(reduce_rows)
+/* reduce_grad_elems and reduce_grad_cols */
+#define NN__KARGS_reduce_grad(F, P)                                                                      \
+    F(in, gy) P(in, x) P(in, y) P(out, dx) P(int, O) P(int, R) P(int, I) P(int, kind) P(float, p) \
+    P(float, scale) P(float, corr)
+NN__KSIG(reduce_grad)
+
+#define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)
+NN__KSIG(cumsum)
+#define NN__KARGS_expand_scalar(F, P) F(in, x) P(out, y) P(int, n) P(float, s)
+NN__KSIG(expand_scalar)
+#define NN__KARGS_argmax_rows(F, P) F(in, x) P(iout, y) P(int, B) P(int, C)
+NN__KSIG(argmax_rows)
+#define NN__KARGS_correct_rows(F, P) F(in, x) P(iin, label) P(out, y) P(int, B) P(int, C)
+NN__KSIG(correct_rows)
+
+#endif
+
+/* ======================================================================
+   kernels/softmax_args.h
+   ====================================================================== */
+/* kernels/softmax.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__SOFTMAX_ARGS_H
+#define NN__SOFTMAX_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/loss_args.h
+   ====================================================================== */
+/* kernels/loss.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__LOSS_ARGS_H
+#define NN__LOSS_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/gather_args.h
+   ====================================================================== */
+/* kernels/gather.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__GATHER_ARGS_H
+#define NN__GATHER_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/shape_args.h
+   ====================================================================== */
+/* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__SHAPE_ARGS_H
+#define NN__SHAPE_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/conv_args.h
+   ====================================================================== */
+/* kernels/conv.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__CONV_ARGS_H
+#define NN__CONV_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/conv3d_args.h
+   ====================================================================== */
+/* kernels/conv3d.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__CONV3D_ARGS_H
+#define NN__CONV3D_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/norm_args.h
+   ====================================================================== */
+/* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__NORM_ARGS_H
+#define NN__NORM_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/pool_args.h
+   ====================================================================== */
+/* kernels/pool.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__POOL_ARGS_H
+#define NN__POOL_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/optim_args.h
+   ====================================================================== */
+/* kernels/optim.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__OPTIM_ARGS_H
+#define NN__OPTIM_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/random_args.h
+   ====================================================================== */
+/* kernels/random.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__RANDOM_ARGS_H
+#define NN__RANDOM_ARGS_H
+
+/* the dropout op's mask, counter (i, node, step_lo, step_hi) under key (seed_lo, seed_hi) */
+#define NN__KARGS_dropout(F, P) \
+    F(in, x) P(out, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)
+NN__KSIG(dropout)
+
+#endif
+
+/* ======================================================================
    src/ops/elementwise.c
    ====================================================================== */
 /* The elementwise ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_add nn__cpu_binary
+#define nn__launch_add nn__launch_binary
+#define nn__grad_add nn__grad_add_sub
+#define nn__plan_add nn__no_plan
+#define nn__cpu_sub nn__cpu_binary
+#define nn__launch_sub nn__launch_binary
+#define nn__grad_sub nn__grad_add_sub
+#define nn__plan_sub nn__no_plan
+#define nn__cpu_mul nn__cpu_binary
+#define nn__launch_mul nn__launch_binary
+#define nn__plan_mul nn__no_plan
+#define nn__plan_scale nn__no_plan
+#define nn__plan_unary nn__no_plan
+#define nn__grad_unary_grad nn__grad_none
+#define nn__plan_unary_grad nn__no_plan
+#define nn__plan_prelu nn__no_plan
+#define nn__cpu_prelu_dx nn__cpu_prelu
+#define nn__launch_prelu_dx nn__launch_prelu
+#define nn__grad_prelu_dx nn__grad_none
+#define nn__plan_prelu_dx nn__no_plan
+#define nn__grad_prelu_dw nn__grad_none
+#define nn__grad_accumulate nn__grad_none
+#define nn__plan_accumulate nn__no_plan
+#define nn__grad_fill nn__grad_none
+#define nn__plan_fill nn__no_plan
+#define nn__plan_binary nn__no_plan
+#define nn__grad_binary_grad nn__grad_none
+#define nn__plan_binary_grad nn__no_plan
+#define nn__cpu_compare nn__cpu_binary
+#define nn__launch_compare nn__launch_binary
+#define nn__grad_compare nn__grad_none
+#define nn__plan_compare nn__no_plan
+#define nn__plan_where nn__no_plan
+#define nn__plan_masked_fill nn__no_plan
+#define nn__plan_expand nn__no_plan
+#define nn__plan_sum_to nn__no_plan
+#define nn__cpu_unary_nograd nn__cpu_unary
+#define nn__launch_unary_nograd nn__launch_unary
+#define nn__grad_unary_nograd nn__grad_none
+#define nn__plan_unary_nograd nn__no_plan
 
 /* ---- broadcasting (NumPy's and PyTorch's rules) ---- */
 
@@ -14658,18 +15856,6 @@ NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters
     return nn_prelu(g, x, nn_param(g, wn, nn_shape1(num_parameters), init));
 }
 
-NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
-    nn_tensor t;
-    if (!nn__check0(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
-    if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
-    if (g->eval || p == 0.0f) return x;
-    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.ew.p = p;
-        g->nodes[t.id].a.ew.key = t.id; /* the mask's key, shared with the backward op */
-    }
-    return t;
-}
 
 
 NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x) {
@@ -14792,14 +15978,6 @@ static void nn__grad_prelu(nn_graph *g, int id) {
     return;
 }
 
-static void nn__grad_dropout(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
 
 /* ---- CPU bodies ---- */
 
@@ -14900,13 +16078,6 @@ static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
     n->scratch = (int64_t)n->a.ew.N * n->a.ew.C;
 }
 
-static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__dropout_forward(y, NN__F(in[0]), N, n->a.ew.p, g->seed, n->a.ew.key, g->step); return NN_OK;
-
-}
 
 static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
     const int *in = n->in;
@@ -14934,10 +16105,6 @@ static const char *const nn__unary_names[NN__U_COUNT] = {
 #undef NN__X
 };
 
-static void nn__update_dropout(nn_graph *g, nn__launch *l) {
-    nn__arg_u(l, 0, (unsigned)g->step);
-    nn__arg_u(l, 1, (unsigned)(g->step >> 32));
-}
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
@@ -14965,7 +16132,7 @@ static const char *const nn__same_grad[] = {
 #undef NN__X
 };
 
-static nn_result nn__dev_binary(nn_graph *g, int id) {
+static nn_result nn__launch_binary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
     int fn = n->op == NN__OP_ADD ? NN__B_ADD : n->op == NN__OP_SUB ? NN__B_SUB : n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
@@ -14976,21 +16143,21 @@ static nn_result nn__dev_binary(nn_graph *g, int id) {
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
-        r = nn__launch_add(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
         if (r == NN_OK) r = nn__args(l, "mmmi", a, b, &n->buf, N);
         return r;
     }
     if (bc.nd == 1) {
-        r = nn__launch_add(g, id, "elementwise", "binary_flat", (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "elementwise", "binary_flat", (size_t)N, &l);
         if (r == NN_OK) r = nn__args(l, "mmmiiii", a, b, &n->buf, N, fn, st[0][0], st[1][0]);
         return r;
     }
-    r = nn__launch_add(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii888", a, b, &n->buf, N, fn, bc.nd, dims, st[0], st[1]);
     return r;
 }
 
-static nn_result nn__dev_binary_grad(nn_graph *g, int id) {
+static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
@@ -14999,20 +16166,20 @@ static nn_result nn__dev_binary_grad(nn_graph *g, int id) {
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
-        r = nn__launch_add(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf, N,
                          n->a.ew.wrt);
         return r;
     }
-    r = nn__launch_add(g, id, "elementwise", "binary_grad", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "binary_grad", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmiiii888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf,
                      N, n->a.ew.bfn, n->a.ew.wrt, bc.nd, dims, st[0], st[1]);
     return r;
 }
 
-static nn_result nn__dev_where(nn_graph *g, int id) {
+static nn_result nn__launch_where(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
@@ -15020,14 +16187,14 @@ static nn_result nn__dev_where(nn_graph *g, int id) {
     nn_result r;
     nn__bcast_node(g, n, 3, &bc);
     nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_add(g, id, "elementwise", "where_bcast", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "where_bcast", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmii8888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf,
                      N, bc.nd, dims, st[0], st[1], st[2]);
     return r;
 }
 
-static nn_result nn__dev_masked_fill(nn_graph *g, int id) {
+static nn_result nn__launch_masked_fill(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
@@ -15035,14 +16202,14 @@ static nn_result nn__dev_masked_fill(nn_graph *g, int id) {
     nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_add(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmifii888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->buf, N, (double)n->a.ew.s,
                      n->a.ew.invert, bc.nd, dims, st[0], st[1]);
     return r;
 }
 
-static nn_result nn__dev_expand(nn_graph *g, int id) {
+static nn_result nn__launch_expand(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
@@ -15050,14 +16217,14 @@ static nn_result nn__dev_expand(nn_graph *g, int id) {
     nn_result r;
     nn__bcast_node(g, n, 1, &bc);
     nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_add(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmii88", &g->nodes[n->in[0]].buf, &n->buf, N, bc.nd, dims, st[0]);
     return r;
 }
 
 /* One work item per element of the result, adding its elements of x in index order (the
    CPU backend's order: the same bits). */
-static nn_result nn__dev_sum_to(nn_graph *g, int id) {
+static nn_result nn__launch_sum_to(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int M = (int)n->numel, dims[8], st[3][8], xs[8], d;
     nn__bcast bc;
@@ -15067,25 +16234,25 @@ static nn_result nn__dev_sum_to(nn_graph *g, int id) {
     nn__bcast_ints(&bc, dims, st);
     memset(xs, 0, sizeof xs);
     for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
-    r = nn__launch_add(g, id, "elementwise", "sum_to", (size_t)M, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "sum_to", (size_t)M, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmiii888", &g->nodes[n->in[0]].buf, &n->buf, M, (int)(bc.n / M), bc.nd, dims, st[0], xs);
     return r;
 }
 
-static nn_result nn__dev_scale(nn_graph *g, int id) {
+static nn_result nn__launch_scale(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", "scale", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "scale", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.s);
     return r;
 }
 
-static nn_result nn__dev_unary(nn_graph *g, int id) {
+static nn_result nn__launch_unary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -15094,12 +16261,12 @@ static nn_result nn__dev_unary(nn_graph *g, int id) {
     nn_result r = NN_OK;
     char kname[64];
     snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmiff", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.param[0], (double)n->a.ew.param[1]);
     return r;
 }
 
-static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
+static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -15108,75 +16275,62 @@ static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
     nn_result r = NN_OK;
     char kname[64];
     snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->a.ew.param[0], (double)n->a.ew.param[1]);
     return r;
 }
 
-static nn_result nn__dev_prelu(nn_graph *g, int id) {
+static nn_result nn__launch_prelu(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *x = &g->nodes[n->in[0]].buf, *w = &g->nodes[n->in[1]].buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r;
     if (n->op == NN__OP_PRELU) {
-        r = nn__launch_add(g, id, "elementwise", "prelu_forward", (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "elementwise", "prelu_forward", (size_t)N, &l);
         if (r == NN_OK) r = nn__args(l, "mmmiii", x, w, &n->buf, N, n->a.ew.C, n->a.ew.S);
         return r;
     }
-    r = nn__launch_add(g, id, "elementwise", "prelu_backward_input", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_input", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmmiii", x, w, &g->nodes[n->in[2]].buf, &n->buf, N, n->a.ew.C, n->a.ew.S);
     return r;
 }
 
 /* dw: the partial sums [N, C] into the scratch, then each channel's in n order */
-static nn_result nn__dev_prelu_dw(nn_graph *g, int id) {
+static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int C = n->a.ew.C, S = n->a.ew.S, N = n->a.ew.N;
     nn__launch *l = NULL;
     nn_result r;
-    r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight_part", (size_t)N * (size_t)C, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight_part", (size_t)N * (size_t)C, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->scratch_buf, N, C, S);
-    if (r == NN_OK) r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight", (size_t)C, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight", (size_t)C, &l);
     if (r == NN_OK) r = nn__args(l, "mmii", &n->scratch_buf, &n->buf, N, C);
     return r;
 }
 
-static nn_result nn__dev_dropout(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "random", "dropout", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_dropout;
-    return nn__args(l, "mmifuuu@u@u", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.p, (unsigned)g->seed,
-                       (unsigned)(g->seed >> 32), (unsigned)n->a.ew.key, 0u, 0u);
-}
 
-static nn_result nn__dev_accumulate(nn_graph *g, int id) {
+static nn_result nn__launch_accumulate(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", "accumulate", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "accumulate", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[in[0]].buf, y, N);
     return r;
 }
 
-static nn_result nn__dev_fill(nn_graph *g, int id) {
+static nn_result nn__launch_fill(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", "fill", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "fill", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mif", y, N, (double)n->a.ew.s);
     return r;
 }
@@ -15185,6 +16339,9 @@ static nn_result nn__dev_fill(nn_graph *g, int id) {
    src/ops/matmul.c
    ====================================================================== */
 /* The matmul ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
 
 /* How a matmul node sees each of its tensors (nn__matmul_attr.vec): a stack of matrices,
    or of row or column vectors (torch.matmul's 1-D operands, and the outputs and gradients
@@ -15625,7 +16782,7 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
 
 /* A launch of kernels/gemm.cl with the geometry of a plan (opencl/gemm_plan.c) */
 static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *plan, nn__launch **l) {
-    nn_result r = nn__launch_add(g, id, "gemm", plan->kernel, 1, l);
+    nn_result r = nn__launch_kernel(g, id, "gemm", plan->kernel, 1, l);
     if (r != NN_OK) return r;
     (*l)->dims = plan->dims;
     memcpy((*l)->gws, plan->gws, sizeof (*l)->gws);
@@ -15685,7 +16842,7 @@ static void nn__plan_matmul(nn_graph *g, nn__node *n) {
    every index of the other dims, in order: C takes its first product with beta 0 and adds
    the later ones of the summed dims (beta 1); into scratch, every product has its own
    matrix (summed dims outermost) and sum_leading adds them up in order. */
-static nn_result nn__dev_matmul(nn_graph *g, int id) {
+static nn_result nn__launch_matmul(nn_graph *g, int id) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
     const nn__buf *A = &g->nodes[n->in[0]].buf, *B = &g->nodes[n->in[1]].buf, *C = &n->buf;
@@ -15749,7 +16906,7 @@ static nn_result nn__dev_matmul(nn_graph *g, int id) {
     }
     if (r == NN_OK && to_scratch) {
         int nb = (int)(S.n_c * G.M * G.N);
-        r = nn__launch_add(g, id, "elementwise", "sum_leading", (size_t)nb, &l);
+        r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)nb, &l);
         if (r == NN_OK) r = nn__args(l, "mmiii", &n->scratch_buf, C, (int)(S.n_r * nb), nb, 0);
     }
     return r;
@@ -15759,6 +16916,74 @@ static nn_result nn__dev_matmul(nn_graph *g, int id) {
    src/ops/reduce.c
    ====================================================================== */
 /* The reduce ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_sum_all nn__no_plan
+#define nn__plan_expand_scalar nn__no_plan
+#define nn__grad_argmax nn__grad_none
+#define nn__plan_argmax nn__no_plan
+#define nn__grad_correct_rows nn__grad_none
+#define nn__plan_correct_rows nn__no_plan
+#define nn__grad_grad_sumsq nn__grad_none
+#define nn__plan_grad_sumsq nn__no_plan
+#define nn__grad_clip_scale nn__grad_none
+#define nn__plan_clip_scale nn__no_plan
+#define nn__cpu_red_sum nn__cpu_reduce
+#define nn__launch_red_sum nn__launch_reduce
+#define nn__grad_red_sum nn__grad_reduce
+#define nn__plan_red_sum nn__no_plan
+#define nn__cpu_red_prod nn__cpu_reduce
+#define nn__launch_red_prod nn__launch_reduce
+#define nn__grad_red_prod nn__grad_reduce
+#define nn__plan_red_prod nn__no_plan
+#define nn__cpu_red_amax nn__cpu_reduce
+#define nn__launch_red_amax nn__launch_reduce
+#define nn__grad_red_amax nn__grad_reduce
+#define nn__plan_red_amax nn__no_plan
+#define nn__cpu_red_amin nn__cpu_reduce
+#define nn__launch_red_amin nn__launch_reduce
+#define nn__grad_red_amin nn__grad_reduce
+#define nn__plan_red_amin nn__no_plan
+#define nn__cpu_red_max nn__cpu_reduce
+#define nn__launch_red_max nn__launch_reduce
+#define nn__grad_red_max nn__grad_reduce
+#define nn__plan_red_max nn__no_plan
+#define nn__cpu_red_min nn__cpu_reduce
+#define nn__launch_red_min nn__launch_reduce
+#define nn__grad_red_min nn__grad_reduce
+#define nn__plan_red_min nn__no_plan
+#define nn__cpu_red_var nn__cpu_reduce
+#define nn__launch_red_var nn__launch_reduce
+#define nn__grad_red_var nn__grad_reduce
+#define nn__plan_red_var nn__no_plan
+#define nn__cpu_red_std nn__cpu_reduce
+#define nn__launch_red_std nn__launch_reduce
+#define nn__grad_red_std nn__grad_reduce
+#define nn__plan_red_std nn__no_plan
+#define nn__cpu_red_lse nn__cpu_reduce
+#define nn__launch_red_lse nn__launch_reduce
+#define nn__grad_red_lse nn__grad_reduce
+#define nn__plan_red_lse nn__no_plan
+#define nn__cpu_red_norm nn__cpu_reduce
+#define nn__launch_red_norm nn__launch_reduce
+#define nn__grad_red_norm nn__grad_reduce
+#define nn__plan_red_norm nn__no_plan
+#define nn__cpu_argmax_dim nn__cpu_reduce
+#define nn__launch_argmax_dim nn__launch_reduce
+#define nn__grad_argmax_dim nn__grad_none
+#define nn__plan_argmax_dim nn__no_plan
+#define nn__cpu_argmin_dim nn__cpu_reduce
+#define nn__launch_argmin_dim nn__launch_reduce
+#define nn__grad_argmin_dim nn__grad_none
+#define nn__plan_argmin_dim nn__no_plan
+#define nn__grad_reduce_grad nn__grad_none
+#define nn__plan_reduce_grad nn__no_plan
+#define nn__plan_cumsum nn__no_plan
+#define nn__cpu_cumsum_rev nn__cpu_cumsum
+#define nn__launch_cumsum_rev nn__launch_cumsum
+#define nn__grad_cumsum_rev nn__grad_cumsum
+#define nn__plan_cumsum_rev nn__no_plan
 
 /* scale * the sum of node x's elements, [1] (other families: losses' reductions). */
 static nn_tensor nn__sum_all_op(nn_graph *g, int x, float scale) {
@@ -15882,61 +17107,99 @@ static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_sum_all(nn_graph *g, int id) {
+static nn_result nn__launch_sum_all(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
+    nn__k_sum_all k;
     size_t wg = nn__reduce_wg(g);
-    int m = (int)g->nodes[in[0]].numel;
-    r = nn__launch_add(g, id, "reduce", n->op == NN__OP_SUM_ALL ? "sum_all" : "grad_sumsq", wg, &l);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "sum_all", wg, &l);
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
-    if (n->op == NN__OP_SUM_ALL) return nn__args(l, "mmifL", &g->nodes[in[0]].buf, y, m, (double)n->a.reduce.scale, wg * 4);
-    return nn__args(l, "mmmiiL", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, m, n->n_in > 1, wg * 4);
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)g->nodes[n->in[0]].numel;
+    k.scale = n->a.reduce.scale;
+    k.tmp = wg * 4;
+    return nn__kargs_sum_all(l, &k);
 }
 
-static nn_result nn__dev_expand_scalar(nn_graph *g, int id) {
+static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "reduce", "expand_scalar", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.reduce.scale);
-    return r;
+    nn__k_grad_sumsq k;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "grad_sumsq", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    memset(&k, 0, sizeof k);
+    k.g = &g->nodes[n->in[0]].buf;
+    k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.n = (int)g->nodes[n->in[0]].numel;
+    k.has_prev = n->n_in > 1;
+    k.tmp = wg * 4;
+    return nn__kargs_grad_sumsq(l, &k);
 }
 
-static nn_result nn__dev_argmax_rows(nn_graph *g, int id) {
+static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *x = &g->nodes[in[0]];
-    int B = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    if (n->op == NN__OP_ARGMAX) {
-        r = nn__launch_add(g, id, "reduce", "argmax_rows", (size_t)B, &l);
-        if (r == NN_OK) r = nn__args(l, "mmii", &x->buf, y, B, C);
-    } else {
-        r = nn__launch_add(g, id, "reduce", "correct_rows", (size_t)B, &l);
-        if (r == NN_OK) r = nn__args(l, "mmmii", &x->buf, &g->nodes[in[1]].buf, y, B, C);
-    }
-    return r;
+    nn__k_expand_scalar k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.s = n->a.reduce.scale;
+    return nn__kargs_expand_scalar(l, &k);
 }
 
-static nn_result nn__dev_clip_scale(nn_graph *g, int id) {
+static nn_result nn__launch_argmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
+    const nn__node *x = &g->nodes[n->in[0]];
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "reduce", "clip_scale", 1, &l);
-    if (r == NN_OK) r = nn__args(l, "mmf", &g->nodes[in[0]].buf, y, (double)n->a.reduce.max_norm);
-    return r;
+    nn__k_argmax_rows k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_argmax_rows(l, &k);
+}
+
+static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_correct_rows k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_correct_rows(l, &k);
+}
+
+static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_clip_scale k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "clip_scale", 1, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.sumsq = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.max_norm = n->a.reduce.max_norm;
+    return nn__kargs_clip_scale(l, &k);
 }
 
 /* ---- reductions along dims (PyTorch's torch.sum(x, dim, keepdim) and its kin) ----
@@ -16194,60 +17457,110 @@ static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
    row (a strided pass, then a tree in local memory); otherwise one work-item per output
    element walks its R elements (consecutive work-items: consecutive i, coalesced). CPU
    devices take the second form for every shape. */
-static nn_result nn__dev_reduce(nn_graph *g, int id) {
+static nn_result nn__launch_reduce(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
     nn_result r;
-    const nn__buf *x = &g->nodes[n->in[0]].buf;
     int kind = nn__red_kind(n->op);
     if (ra->I == 1 && ra->R > 32 && !g->ctx->dev.cpu_tuned) {
+        nn__k_reduce_rows k;
         size_t wg = nn__reduce_wg(g);
-        r = nn__launch_add(g, id, "reduce", "reduce_rows", (size_t)ra->O * wg, &l);
+        r = nn__launch_kernel(g, id, "reduce", "reduce_rows", (size_t)ra->O * wg, &l);
         if (r != NN_OK) return r;
         l->gws[0] = (size_t)ra->O * wg;
         l->lws[0] = wg;
         l->use_lws = 1;
-        return nn__args(l, "mmmiifffLL", x, &n->buf, &n->buf, ra->R, kind, (double)ra->p, (double)ra->scale,
-                        (double)ra->correction, wg * 4, wg * 4);
+        memset(&k, 0, sizeof k);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.y = k.yi = &n->buf;
+        k.R = ra->R;
+        k.kind = kind;
+        k.p = ra->p;
+        k.scale = ra->scale;
+        k.corr = ra->correction;
+        k.tf = k.ti = wg * 4;
+        return nn__kargs_reduce_rows(l, &k);
+    } else {
+        nn__k_reduce_cols k;
+        r = nn__launch_kernel(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.y = k.yi = &n->buf;
+        k.O = ra->O;
+        k.R = ra->R;
+        k.I = ra->I;
+        k.kind = kind;
+        k.p = ra->p;
+        k.scale = ra->scale;
+        k.corr = ra->correction;
+        return nn__kargs_reduce_cols(l, &k);
     }
-    r = nn__launch_add(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
-    if (r != NN_OK) return r;
-    return nn__args(l, "mmmiiiifff", x, &n->buf, &n->buf, ra->O, ra->R, ra->I, kind, (double)ra->p,
-                    (double)ra->scale, (double)ra->correction);
 }
 
 /* Gradients that need no statistics of the row (sum, mean, logsumexp, finite-p norms): one
    work-item per element of dx; the others one work-item per row (o, i), which walks it. */
-static nn_result nn__dev_reduce_grad(nn_graph *g, int id) {
+static nn_result nn__launch_reduce_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
+    nn__k_reduce_grad k;
     nn_result r;
-    const nn__buf *gy = &g->nodes[n->in[0]].buf;
-    const nn__buf *x = n->n_in > 1 ? &g->nodes[n->in[1]].buf : gy, *y = n->n_in > 2 ? &g->nodes[n->in[2]].buf : gy;
     int kind = nn__red_kind(ra->fwd);
     int elementwise = kind == NN__RK_SUM || kind == NN__RK_LSE || (kind == NN__RK_NORM && !isinf(ra->p));
-    r = nn__launch_add(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
+    r = nn__launch_kernel(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
                        elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmmmiiiifff", gy, x, y, &n->buf, ra->O, ra->R, ra->I, kind, (double)ra->p, (double)ra->scale,
-                    (double)ra->correction);
+    memset(&k, 0, sizeof k);
+    k.gy = &g->nodes[n->in[0]].buf;
+    k.x = n->n_in > 1 ? &g->nodes[n->in[1]].buf : k.gy;
+    k.y = n->n_in > 2 ? &g->nodes[n->in[2]].buf : k.gy;
+    k.dx = &n->buf;
+    k.O = ra->O;
+    k.R = ra->R;
+    k.I = ra->I;
+    k.kind = kind;
+    k.p = ra->p;
+    k.scale = ra->scale;
+    k.corr = ra->correction;
+    return nn__kargs_reduce_grad(l, &k);
 }
 
-static nn_result nn__dev_cumsum(nn_graph *g, int id) {
+static nn_result nn__launch_cumsum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
-    nn_result r = nn__launch_add(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
+    nn__k_cumsum k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmiiii", &g->nodes[n->in[0]].buf, &n->buf, ra->O, ra->R, ra->I, n->op == NN__OP_CUMSUM_REV);
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.O = ra->O;
+    k.R = ra->R;
+    k.I = ra->I;
+    k.reverse = n->op == NN__OP_CUMSUM_REV;
+    return nn__kargs_cumsum(l, &k);
 }
 
 /* ======================================================================
    src/ops/softmax.c
    ====================================================================== */
 /* The softmax ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_softmax nn__no_plan
+#define nn__cpu_log_softmax nn__cpu_softmax
+#define nn__launch_log_softmax nn__launch_softmax
+#define nn__plan_log_softmax nn__no_plan
+#define nn__grad_softmax_grad nn__grad_none
+#define nn__plan_softmax_grad nn__no_plan
+#define nn__cpu_log_softmax_grad nn__cpu_softmax_grad
+#define nn__launch_log_softmax_grad nn__launch_softmax_grad
+#define nn__grad_log_softmax_grad nn__grad_none
+#define nn__plan_log_softmax_grad nn__no_plan
 
 static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x) {
     if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
@@ -16295,7 +17608,7 @@ static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_softmax(nn_graph *g, int id) {
+static nn_result nn__launch_softmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -16303,12 +17616,12 @@ static nn_result nn__dev_softmax(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int C = (int)nn__last_dim(n);
-    r = nn__launch_add(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
+    r = nn__launch_kernel(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
     if (r == NN_OK) r = nn__args(l, "mmiii", &g->nodes[in[0]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX);
     return r;
 }
 
-static nn_result nn__dev_softmax_grad(nn_graph *g, int id) {
+static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -16316,7 +17629,7 @@ static nn_result nn__dev_softmax_grad(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int C = (int)nn__last_dim(n);
-    r = nn__launch_add(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
+    r = nn__launch_kernel(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX_GRAD);
     return r;
@@ -16326,6 +17639,30 @@ static nn_result nn__dev_softmax_grad(nn_graph *g, int id) {
    src/ops/loss.c
    ====================================================================== */
 /* The loss ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_xent_rows nn__no_plan
+#define nn__grad_xent_grad nn__grad_none
+#define nn__plan_xent_grad nn__no_plan
+#define nn__plan_bce_logits nn__no_plan
+#define nn__grad_bce_logits_grad nn__grad_none
+#define nn__plan_bce_logits_grad nn__no_plan
+#define nn__plan_loss_ew nn__no_plan
+#define nn__launch_loss_ew_grad nn__launch_loss_ew
+#define nn__grad_loss_ew_grad nn__grad_none
+#define nn__plan_loss_ew_grad nn__no_plan
+#define nn__plan_ce_rows nn__no_plan
+#define nn__launch_ce_rows_grad nn__launch_ce_rows
+#define nn__grad_ce_rows_grad nn__grad_none
+#define nn__plan_ce_rows_grad nn__no_plan
+#define nn__grad_ce_weights nn__grad_none
+#define nn__plan_ce_weights nn__no_plan
+#define nn__plan_div_scalar nn__no_plan
+#define nn__plan_loss_rows nn__no_plan
+#define nn__launch_loss_rows_grad nn__launch_loss_rows
+#define nn__grad_loss_rows_grad nn__grad_none
+#define nn__plan_loss_rows_grad nn__no_plan
 
 
 NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
@@ -16766,58 +18103,58 @@ static nn_result nn__cpu_loss_rows_grad(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_xent_rows(nn_graph *g, int id) {
+static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     nn__node *x = &g->nodes[in[0]];
-    r = nn__launch_add(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
+    r = nn__launch_kernel(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiimi", &x->buf, &g->nodes[in[1]].buf, y, (int)x->shape.dim[0], (int)x->shape.dim[1], &g->checks,
                      n->check_slot);
     return r;
 }
 
-static nn_result nn__dev_xent_grad(nn_graph *g, int id) {
+static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
+    r = nn__launch_kernel(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, (int)n->shape.dim[0],
                         (int)n->shape.dim[1]);
     return r;
 }
 
-static nn_result nn__dev_bce_logits(nn_graph *g, int id) {
+static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "bce_logits_forward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", "bce_logits_forward", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
     return r;
 }
 
-static nn_result nn__dev_bce_logits_grad(nn_graph *g, int id) {
+static nn_result nn__launch_bce_logits_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "bce_logits_backward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", "bce_logits_backward", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, N);
     return r;
 }
 
-static nn_result nn__dev_loss_ew(nn_graph *g, int id) {
+static nn_result nn__launch_loss_ew(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -16827,20 +18164,20 @@ static nn_result nn__dev_loss_ew(nn_graph *g, int id) {
     int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
     const nn__buf *pw = n->a.loss.has_pos_weight ? &g->nodes[in[pwi]].buf : &g->one;
     int npw = n->a.loss.has_pos_weight ? (int)g->nodes[in[pwi]].numel : 1;
-    r = nn__launch_add(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmmmmiiiiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, pw, grad ? &g->nodes[in[2]].buf : &g->one, y, N,
                        npw, n->a.loss.kind, n->a.loss.log_target, (double)n->a.loss.a, (double)n->a.loss.b);
 }
 
-static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
+static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
-    r = nn__launch_add(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
+    r = nn__launch_kernel(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
     if (grad) /* the backward pass counts nothing: the forward did */
         return nn__args(l, "mmmmmiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
@@ -16851,40 +18188,40 @@ static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
                     n->check_slot);
 }
 
-static nn_result nn__dev_ce_weights(nn_graph *g, int id) {
+static nn_result nn__launch_ce_weights(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "ce_weights", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", "ce_weights", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, N,
                      n->a.loss.classes, n->a.loss.ignore_index, n->n_in > 1);
     return r;
 }
 
-static nn_result nn__dev_div_scalar(nn_graph *g, int id) {
+static nn_result nn__launch_div_scalar(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "div_scalar", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", "div_scalar", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
     return r;
 }
 
-static nn_result nn__dev_loss_rows(nn_graph *g, int id) {
+static nn_result nn__launch_loss_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int grad = n->op == NN__OP_LOSS_ROWS_GRAD, nx = n->n_in - grad, B = (int)g->nodes[in[0]].shape.dim[0];
-    r = nn__launch_add(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
+    r = nn__launch_kernel(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmmmmiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, nx > 2 ? &g->nodes[in[2]].buf : &g->one,
                        grad ? &g->nodes[in[n->n_in - 1]].buf : &g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->a.loss.kind,
@@ -16895,6 +18232,21 @@ static nn_result nn__dev_loss_rows(nn_graph *g, int id) {
    src/ops/gather.c
    ====================================================================== */
 /* The gather ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_gather_rows nn__no_plan
+#define nn__grad_gather_rows_grad nn__grad_none
+#define nn__plan_gather_rows_grad nn__no_plan
+#define nn__plan_index_select nn__no_plan
+#define nn__cpu_index_select_grad nn__cpu_index_select
+#define nn__launch_index_select_grad nn__launch_index_select
+#define nn__grad_index_select_grad nn__grad_none
+#define nn__plan_index_select_grad nn__no_plan
+#define nn__plan_gather nn__no_plan
+#define nn__plan_scatter_add nn__no_plan
+#define nn__grad_one_hot nn__grad_none
+#define nn__plan_one_hot nn__no_plan
 
 NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
     nn_tensor in[2];
@@ -17169,7 +18521,7 @@ static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_gather_rows(nn_graph *g, int id) {
+static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -17178,12 +18530,12 @@ static nn_result nn__dev_gather_rows(nn_graph *g, int id) {
     nn_result r = NN_OK;
     nn__node *d = &g->nodes[in[0]];
     int B = (int)n->shape.dim[0], D = (int)(d->numel / d->shape.dim[0]);
-    r = nn__launch_add(g, id, "gather", "gather_rows", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &d->buf, &g->nodes[in[1]].buf, y, B, (int)d->shape.dim[0], D);
     return r;
 }
 
-static nn_result nn__dev_gather_rows_grad(nn_graph *g, int id) {
+static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -17191,22 +18543,22 @@ static nn_result nn__dev_gather_rows_grad(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int B = (int)g->nodes[in[1]].shape.dim[0], R = (int)n->shape.dim[0];
-    r = nn__launch_add(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, B, R, N / R);
     return r;
 }
 
 /* A checked op's count of index values outside [0, L) (a launch before its own). */
-static nn_result nn__dev_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
+static nn_result nn__launch_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
     nn__launch *l = NULL;
     nn_result r;
     if (!g->nodes[id].check) return NN_OK;
-    r = nn__launch_add(g, id, "gather", "index_check", (size_t)idx->numel, &l);
+    r = nn__launch_kernel(g, id, "gather", "index_check", (size_t)idx->numel, &l);
     if (r == NN_OK) r = nn__args(l, "miimi", &idx->buf, (int)idx->numel, (int)L, &g->checks, g->nodes[id].check_slot);
     return r;
 }
 
-static nn_result nn__dev_index_select(nn_graph *g, int id) {
+static nn_result nn__launch_index_select(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
     const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
@@ -17214,8 +18566,8 @@ static nn_result nn__dev_index_select(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r;
     nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
-    r = nn__dev_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_add(g, id, "gather", grad ? "index_select_backward" : "index_select", (size_t)n->numel, &l);
+    r = nn__launch_index_check(g, id, ix, L);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", grad ? "index_select_backward" : "index_select", (size_t)n->numel, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiiii", &g->nodes[n->in[0]].buf, &ix->buf, &n->buf, (int)n->numel, (int)L, (int)ix->numel, (int)inner);
     return r;
@@ -17227,43 +18579,43 @@ static void nn__gather_dims8(const nn_shape *s, int *v) {
     for (d = 0; d < 8; d++) v[d] = d < s->ndim ? (int)s->dim[d] : 1;
 }
 
-static nn_result nn__dev_gather(nn_graph *g, int id) {
+static nn_result nn__launch_gather(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
     int yd[8], idd[8], xd[8];
     nn__launch *l = NULL;
-    nn_result r = nn__dev_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
+    nn_result r = nn__launch_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&x->shape, xd);
-    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "gather", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
     if (r == NN_OK) r = nn__args(l, "mmmi888i", &x->buf, &ix->buf, &n->buf, (int)n->numel, yd, idd, xd, n->a.gather.dim);
     return r;
 }
 
-static nn_result nn__dev_scatter_add(nn_graph *g, int id) {
+static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int hb = n->a.gather.has_base;
     const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
     int yd[8], idd[8], sd[8];
     nn__launch *l = NULL;
-    nn_result r = nn__dev_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
+    nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&src->shape, sd);
-    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmi888ii", hb ? &g->nodes[n->in[0]].buf : &g->one, &ix->buf, &src->buf, &n->buf, (int)n->numel, yd, idd,
                      sd, n->a.gather.dim, hb);
     return r;
 }
 
-static nn_result nn__dev_one_hot(nn_graph *g, int id) {
+static nn_result nn__launch_one_hot(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int C = (int)n->shape.dim[n->shape.ndim - 1];
     nn__launch *l = NULL;
-    nn_result r = nn__dev_index_check(g, id, &g->nodes[n->in[0]], C);
-    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "one_hot", (size_t)n->numel, &l);
+    nn_result r = nn__launch_index_check(g, id, &g->nodes[n->in[0]], C);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "one_hot", (size_t)n->numel, &l);
     if (r == NN_OK) r = nn__args(l, "mmii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, C);
     return r;
 }
@@ -17272,6 +18624,40 @@ static nn_result nn__dev_one_hot(nn_graph *g, int id) {
    src/ops/shape.c
    ====================================================================== */
 /* The shape ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_reshape nn__no_plan
+#define nn__plan_permute nn__no_plan
+#define nn__plan_concat nn__no_plan
+#define nn__plan_slice nn__no_plan
+#define nn__cpu_slice_grad nn__cpu_slice
+#define nn__launch_slice_grad nn__launch_slice
+#define nn__grad_slice_grad nn__grad_none
+#define nn__plan_slice_grad nn__no_plan
+#define nn__plan_flip nn__no_plan
+#define nn__plan_repeat nn__no_plan
+#define nn__cpu_repeat_grad nn__cpu_repeat
+#define nn__launch_repeat_grad nn__launch_repeat
+#define nn__grad_repeat_grad nn__grad_none
+#define nn__plan_repeat_grad nn__no_plan
+#define nn__plan_tril nn__no_plan
+#define nn__grad_const nn__grad_none
+#define nn__plan_const nn__no_plan
+#define nn__launch_pad2d nn__launch_pad_upsample
+#define nn__grad_pad2d nn__grad_pad_upsample
+#define nn__plan_pad2d nn__no_plan
+#define nn__cpu_pad2d_grad nn__cpu_pad2d
+#define nn__launch_pad2d_grad nn__launch_pad_upsample
+#define nn__grad_pad2d_grad nn__grad_none
+#define nn__plan_pad2d_grad nn__no_plan
+#define nn__launch_upsample2d nn__launch_pad_upsample
+#define nn__grad_upsample2d nn__grad_pad_upsample
+#define nn__plan_upsample2d nn__no_plan
+#define nn__cpu_upsample2d_grad nn__cpu_upsample2d
+#define nn__launch_upsample2d_grad nn__launch_pad_upsample
+#define nn__grad_upsample2d_grad nn__grad_none
+#define nn__plan_upsample2d_grad nn__no_plan
 
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
     char a[128], b[128];
@@ -17903,18 +19289,18 @@ static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_reshape(nn_graph *g, int id) {
+static nn_result nn__launch_reshape(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r;
     if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
-    r = nn__launch_add(g, id, "elementwise", "copy", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "copy", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[n->in[0]].buf, &n->buf, N);
     return r;
 }
 
-static nn_result nn__dev_permute(nn_graph *g, int id) {
+static nn_result nn__launch_permute(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -17928,12 +19314,12 @@ static nn_result nn__dev_permute(nn_graph *g, int id) {
         vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
         vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
     }
-    r = nn__launch_add(g, id, "shape", "permute", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "shape", "permute", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[in[0]].buf, y, N, vd, vs);
     return r;
 }
 
-static nn_result nn__dev_concat(nn_graph *g, int id) {
+static nn_result nn__launch_concat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn_result r = NN_OK;
@@ -17943,14 +19329,14 @@ static nn_result nn__dev_concat(nn_graph *g, int id) {
     for (k = 0; k < n->n_in && r == NN_OK; k++) { /* one launch per input: each written once */
         const nn__node *x = &g->nodes[n->in[k]];
         int64_t lx = x->shape.dim[n->a.shape.axis];
-        r = nn__launch_add(g, id, "shape", "concat_part", (size_t)x->numel, &l);
+        r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)x->numel, &l);
         if (r == NN_OK) r = nn__args(l, "mmiiiii", &x->buf, &n->buf, (int)x->numel, (int)lx, (int)L, (int)off, (int)inner);
         off += lx;
     }
     return r;
 }
 
-static nn_result nn__dev_slice(nn_graph *g, int id) {
+static nn_result nn__launch_slice(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -17961,7 +19347,7 @@ static nn_result nn__dev_slice(nn_graph *g, int id) {
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    r = nn__launch_add(g, id, "shape", "slice", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "shape", "slice", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmiiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->a.shape.start, grad,
                      n->a.shape.step);
@@ -17974,7 +19360,7 @@ static void nn__dims8(const int64_t *dims, int nd, int fill, int *v) {
     for (d = 0; d < 8; d++) v[d] = d < nd ? (int)dims[d] : fill;
 }
 
-static nn_result nn__dev_flip(nn_graph *g, int id) {
+static nn_result nn__launch_flip(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
     int vd[8], vs[8];
@@ -17982,12 +19368,12 @@ static nn_result nn__dev_flip(nn_graph *g, int id) {
     nn_result r;
     nn__dims8(dims, NN_MAX_DIMS, 1, vd);
     nn__dims8(xs, NN_MAX_DIMS, 0, vs);
-    r = nn__launch_add(g, id, "shape", "strided", (size_t)n->numel, &l);
+    r = nn__launch_kernel(g, id, "shape", "strided", (size_t)n->numel, &l);
     if (r == NN_OK) r = nn__args(l, "mmi88i", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, vd, vs, (int)base);
     return r;
 }
 
-static nn_result nn__dev_repeat(nn_graph *g, int id) {
+static nn_result nn__launch_repeat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], p6[NN_MAX_DIMS], q6[NN_MAX_DIMS];
     int nd = nn__repeat_geom(g, n, yd, xd), pad = NN_MAX_DIMS - nd, d, v1[8], v2[8];
@@ -17999,27 +19385,27 @@ static nn_result nn__dev_repeat(nn_graph *g, int id) {
     }
     nn__dims8(p6, NN_MAX_DIMS, 1, v1);
     nn__dims8(q6, NN_MAX_DIMS, 1, v2);
-    r = nn__launch_add(g, id, "shape", n->op == NN__OP_REPEAT ? "repeat_forward" : "repeat_backward", (size_t)n->numel, &l);
+    r = nn__launch_kernel(g, id, "shape", n->op == NN__OP_REPEAT ? "repeat_forward" : "repeat_backward", (size_t)n->numel, &l);
     if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, v1, v2);
     return r;
 }
 
-static nn_result nn__dev_tril(nn_graph *g, int id) {
+static nn_result nn__launch_tril(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int nd = n->shape.ndim;
     nn__launch *l = NULL;
-    nn_result r = nn__launch_add(g, id, "shape", "tril", (size_t)n->numel, &l);
+    nn_result r = nn__launch_kernel(g, id, "shape", "tril", (size_t)n->numel, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmiiiii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, (int)n->shape.dim[nd - 2],
                      (int)n->shape.dim[nd - 1], n->a.shape.diagonal, n->a.shape.upper);
     return r;
 }
 
-static nn_result nn__dev_const(nn_graph *g, int id) { /* never scheduled: computed at compile time */
+static nn_result nn__launch_const(nn_graph *g, int id) { /* never scheduled: computed at compile time */
     return nn__fail(g->ctx, NN_ERR_STATE, "%s: a constant has no kernels", nn__op_names[g->nodes[id].op]);
 }
 
-static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
+static nn_result nn__launch_pad_upsample(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -18044,7 +19430,7 @@ static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
         geo[3] = n->a.shape.scale_w;
         geo[4] = n->a.shape.bilinear;
     }
-    r = nn__launch_add(g, id, "shape",
+    r = nn__launch_kernel(g, id, "shape",
                    pad ? (fwd ? "pad2d_forward" : "pad2d_backward") : (fwd ? "upsample2d_forward" : "upsample2d_backward"),
                    (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmi8", &g->nodes[in[0]].buf, y, N, geo);
@@ -18055,6 +19441,27 @@ static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
    src/ops/conv.c
    ====================================================================== */
 /* The conv ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_conv2d_dx nn__cpu_conv2d
+#define nn__launch_conv2d_dx nn__launch_conv2d
+#define nn__plan_conv2d_dx nn__plan_conv2d
+#define nn__cpu_conv2d_dw nn__cpu_conv2d
+#define nn__launch_conv2d_dw nn__launch_conv2d
+#define nn__grad_conv2d_dw nn__grad_none
+#define nn__plan_conv2d_dw nn__plan_conv2d
+#define nn__plan_channel_bias nn__no_plan
+#define nn__grad_channel_sum nn__grad_none
+#define nn__plan_channel_sum nn__no_plan
+#define nn__cpu_conv3d_dx nn__cpu_conv3d
+#define nn__launch_conv3d_dx nn__launch_conv3d
+#define nn__grad_conv3d_dx nn__grad_none
+#define nn__plan_conv3d_dx nn__plan_conv3d
+#define nn__cpu_conv3d_dw nn__cpu_conv3d
+#define nn__launch_conv3d_dw nn__launch_conv3d
+#define nn__grad_conv3d_dw nn__grad_none
+#define nn__plan_conv3d_dw nn__plan_conv3d
 
 /* A conv2d node's attributes (h, w), with the desc's defaults. */
 static void nn__conv2d_attrs(const nn_conv2d_desc *d, nn__conv_attr *at) {
@@ -18608,7 +20015,7 @@ static nn_result nn__cpu_conv3d(nn_graph *g, nn__node *n) {
 
 /* conv2d, its input gradient and its weight gradient as im2col + batched GEMM (the
    layouts are described in kernels/conv.cl); c is the forward geometry. */
-static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
+static nn_result nn__launch_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
     const nn__buf *s = &n->scratch_buf, *y = &n->buf, *in0 = &g->nodes[n->in[0]].buf, *in1 = &g->nodes[n->in[1]].buf;
@@ -18631,12 +20038,12 @@ static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
         wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
         cb[0] = ld, cb[1] = 0, cb[2] = KKg * ld, cb[3] = 0;
         oc[0] = ld, oc[1] = out, oc[2] = Kg * ld, oc[3] = 0;
-        r = nn__launch_add(g, id, "conv", k_im2col, n_im2col, &l);
+        r = nn__launch_kernel(g, id, "conv", k_im2col, n_im2col, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmiiiiiiiii8i", in0, s, 0, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
                             geo, ld);
         if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 0, Kg, P, KKg, in1, wa, s, cb, s, oc, c->G, 1);
-        if (r == NN_OK) r = nn__launch_add(g, id, "conv", rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
+        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
                                           rowwise ? (size_t)c->N * c->K : (size_t)n->numel, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmiiiiii", s, n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one, y, out, c->N, c->K, S,
@@ -18648,10 +20055,10 @@ static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
         wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
         gb[0] = ld, gb[1] = 0, gb[2] = Kg * ld, gb[3] = 0;
         dc[0] = ld, dc[1] = dcol, dc[2] = KKg * ld, dc[3] = 0;
-        r = nn__launch_add(g, id, "conv", k_pack, n_pack, &l);
+        r = nn__launch_kernel(g, id, "conv", k_pack, n_pack, &l);
         if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, 0, c->N, c->K, S, ld);
         if (r == NN_OK) r = nn__launch_gemm(g, id, 1, 0, KKg, P, Kg, in0, wa, s, gb, s, dc, c->G, 1);
-        if (r == NN_OK) r = nn__launch_add(g, id, "conv", rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
+        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
                                           rowwise ? (size_t)c->N * c->C : (size_t)n->numel, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmiiiiiiiii8i", s, y, dcol, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
@@ -18666,15 +20073,15 @@ static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
         ga[0] = ld, ga[1] = dyg, ga[2] = Kg * ld, ga[3] = chunk;
         cb[0] = ld, cb[1] = col, cb[2] = KKg * ld, cb[3] = chunk;
         wc[0] = KKg, wc[1] = p.split > 1 ? part : 0, wc[2] = Kg * KKg, wc[3] = c->K * KKg;
-        r = nn__launch_add(g, id, "conv", k_im2col, n_im2col, &l);
+        r = nn__launch_kernel(g, id, "conv", k_im2col, n_im2col, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmiiiiiiiii8i", in0, s, col, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH,
                             c->OW, geo, ld);
-        if (r == NN_OK) r = nn__launch_add(g, id, "conv", k_pack, n_pack, &l);
+        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", k_pack, n_pack, &l);
         if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, dyg, c->N, c->K, S, ld);
         if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 1, Kg, KKg, chunk, s, ga, s, cb, p.split > 1 ? s : y, wc, c->G, p.split);
         if (r == NN_OK && p.split > 1) {
-            r = nn__launch_add(g, id, "elementwise", "sum_leading", (size_t)c->K * KKg, &l);
+            r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)c->K * KKg, &l);
             if (r == NN_OK) r = nn__args(l, "mmiii", s, y, p.split * c->K * KKg, c->K * KKg, part);
         }
         return r;
@@ -18683,7 +20090,7 @@ static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_conv2d(nn_graph *g, int id) {
+static nn_result nn__launch_conv2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -18698,11 +20105,11 @@ static nn_result nn__dev_conv2d(nn_graph *g, int id) {
         if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
         else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
         else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-        return nn__dev_conv2d_gemm(g, id, &c);
+        return nn__launch_conv2d_gemm(g, id, &c);
     }
     if (n->op == NN__OP_CONV2D) {
         nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        r = nn__launch_add(g, id, "conv", "conv2d_forward", (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "conv", "conv2d_forward", (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmiiiiiiiii8i", &x->buf, &w->buf, n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one,
                             y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW, c.OH, c.OW, geo, n->n_in > 2);
@@ -18710,14 +20117,14 @@ static nn_result nn__dev_conv2d(nn_graph *g, int id) {
     }
     if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
     else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    r = nn__launch_add(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiiiiiiiii8", &x->buf, &w->buf, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
                         c.OH, c.OW, geo);
     return r;
 }
 
-static nn_result nn__dev_channel_bias(nn_graph *g, int id) {
+static nn_result nn__launch_channel_bias(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -18725,12 +20132,12 @@ static nn_result nn__dev_channel_bias(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
-    r = nn__launch_add(g, id, "elementwise", "channel_bias", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "channel_bias", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, C, S);
     return r;
 }
 
-static nn_result nn__dev_channel_sum(nn_graph *g, int id) {
+static nn_result nn__launch_channel_sum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -18738,12 +20145,12 @@ static nn_result nn__dev_channel_sum(nn_graph *g, int id) {
     nn_result r = NN_OK;
     nn__node *x = &g->nodes[in[0]];
     int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    r = nn__launch_add(g, id, "conv", "channel_sum", (size_t)C, &l);
+    r = nn__launch_kernel(g, id, "conv", "channel_sum", (size_t)C, &l);
     if (r == NN_OK) r = nn__args(l, "mmiii", &x->buf, y, Nb, C, (int)(x->numel / ((int64_t)Nb * C)));
     return r;
 }
 
-static nn_result nn__dev_conv3d(nn_graph *g, int id) {
+static nn_result nn__launch_conv3d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -18760,7 +20167,7 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
     geo[9] = n->a.conv.groups;
     if (n->op == NN__OP_CONV3D) {
         nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        r = nn__launch_add(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmiiiiiiiiiiii88i", &x->buf, &w->buf,
                             n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, y, c.N, c.C, c.D, c.H, c.W, c.K, c.KD, c.KH, c.KW,
@@ -18769,7 +20176,7 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
     }
     if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, &n->a.conv);
     else nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    r = nn__launch_add(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
+    r = nn__launch_kernel(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
                    (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiiiiiiiiiiii88", &x->buf, &w->buf, y, c.N, c.C, c.D, c.H, c.W, c.K,
@@ -18781,6 +20188,31 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
    src/ops/norm.c
    ====================================================================== */
 /* The norm ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_norm_stats nn__cpu_norm
+#define nn__launch_norm_stats nn__launch_norm_reduce
+#define nn__grad_norm_stats nn__grad_none
+#define nn__plan_norm_stats nn__no_plan
+#define nn__cpu_norm_forward nn__cpu_norm
+#define nn__plan_norm_forward nn__no_plan
+#define nn__cpu_norm_dx nn__cpu_norm
+#define nn__launch_norm_dx nn__launch_norm_reduce
+#define nn__grad_norm_dx nn__grad_none
+#define nn__plan_norm_dx nn__no_plan
+#define nn__cpu_norm_dgamma nn__cpu_norm
+#define nn__launch_norm_dgamma nn__launch_norm_reduce
+#define nn__grad_norm_dgamma nn__grad_none
+#define nn__plan_norm_dgamma nn__no_plan
+#define nn__cpu_norm_dbeta nn__cpu_norm
+#define nn__launch_norm_dbeta nn__launch_norm_reduce
+#define nn__grad_norm_dbeta nn__grad_none
+#define nn__plan_norm_dbeta nn__no_plan
+#define nn__grad_bn_running nn__grad_none
+#define nn__plan_bn_running nn__no_plan
+#define nn__grad_bn_pack nn__grad_none
+#define nn__plan_bn_pack nn__no_plan
 
 /* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
 static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
@@ -19062,7 +20494,7 @@ static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
+static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -19071,7 +20503,7 @@ static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
     nn_result r = NN_OK;
     /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
     const nn__norm_attr *a = &n->a.norm;
-    r = nn__launch_add(g, id, "norm", "norm_forward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmmiiiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, a->has_gamma ? &g->nodes[in[2]].buf : &g->one,
                      a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one, y, a->A, a->C, a->S, a->groups,
@@ -19079,7 +20511,7 @@ static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
     return r;
 }
 
-static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
+static nn_result nn__launch_norm_reduce(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -19095,7 +20527,7 @@ static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
     groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
     count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
     while (wg > 1 && wg / 2 >= count) wg /= 2;
-    r = nn__launch_add(g, id, "norm",
+    r = nn__launch_kernel(g, id, "norm",
                    n->op == NN__OP_NORM_STATS ? "norm_stats" : n->op == NN__OP_NORM_DX ? "norm_backward_data" : "norm_backward_affine",
                    groups * wg, &l);
     if (r != NN_OK) return r;
@@ -19115,27 +20547,27 @@ static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
                     a->per_channel, 0, (double)a->eps, wg * 4);
 }
 
-static nn_result nn__dev_bn_running(nn_graph *g, int id) {
+static nn_result nn__launch_bn_running(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     /* running mean, running var (updated in place), stats */
     int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
-    r = nn__launch_add(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
+    r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->a.norm.C, (double)n->a.norm.momentum,
                         (double)cnt / (double)(cnt - 1));
     return r;
 }
 
-static nn_result nn__dev_bn_pack(nn_graph *g, int id) {
+static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
+    r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
     if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, n->a.norm.C);
     return r;
 }
@@ -19144,6 +20576,27 @@ static nn_result nn__dev_bn_pack(nn_graph *g, int id) {
    src/ops/pool.c
    ====================================================================== */
 /* The pool ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_maxpool2d nn__cpu_pool2d
+#define nn__launch_maxpool2d nn__launch_pool2d
+#define nn__plan_maxpool2d nn__no_plan
+#define nn__cpu_maxpool2d_argmax nn__cpu_pool2d
+#define nn__launch_maxpool2d_argmax nn__launch_pool2d
+#define nn__grad_maxpool2d_argmax nn__grad_none
+#define nn__plan_maxpool2d_argmax nn__no_plan
+#define nn__cpu_maxpool2d_grad nn__cpu_pool2d
+#define nn__launch_maxpool2d_grad nn__launch_pool2d
+#define nn__grad_maxpool2d_grad nn__grad_none
+#define nn__plan_maxpool2d_grad nn__no_plan
+#define nn__cpu_avgpool2d nn__cpu_pool2d
+#define nn__launch_avgpool2d nn__launch_pool2d
+#define nn__plan_avgpool2d nn__no_plan
+#define nn__cpu_avgpool2d_grad nn__cpu_pool2d
+#define nn__launch_avgpool2d_grad nn__launch_pool2d
+#define nn__grad_avgpool2d_grad nn__grad_none
+#define nn__plan_avgpool2d_grad nn__no_plan
 
 /* ---- pooling ---- */
 
@@ -19369,7 +20822,7 @@ static nn_result nn__cpu_pool2d(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_pool2d(nn_graph *g, int id) {
+static nn_result nn__launch_pool2d(nn_graph *g, int id) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
@@ -19394,9 +20847,9 @@ static nn_result nn__dev_pool2d(nn_graph *g, int id) {
                            n->op == NN__OP_MAXPOOL2D_GRAD)) { /* by rows / planes (see pool.cl) */
         snprintf(kname, sizeof kname, "%s%s", nn__pool_kernel(n->op),
                  n->op == NN__OP_MAXPOOL2D_GRAD ? "_planes" : "_rows");
-        r = nn__launch_add(g, id, "pool", kname, n->op == NN__OP_MAXPOOL2D_GRAD ? (size_t)p.NC : (size_t)p.NC * p.OH, &l);
+        r = nn__launch_kernel(g, id, "pool", kname, n->op == NN__OP_MAXPOOL2D_GRAD ? (size_t)p.NC : (size_t)p.NC * p.OH, &l);
     } else
-        r = nn__launch_add(g, id, "pool", nn__pool_kernel(n->op), (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "pool", nn__pool_kernel(n->op), (size_t)N, &l);
     if (r != NN_OK) return r;
     if (n->op == NN__OP_MAXPOOL2D_GRAD)
         return nn__args(l, "mmmiiiii8", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);
@@ -19410,6 +20863,21 @@ static nn_result nn__dev_pool2d(nn_graph *g, int id) {
    src/ops/optim.c
    ====================================================================== */
 /* The optim ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__grad_opt_sgd nn__grad_none
+#define nn__plan_opt_sgd nn__no_plan
+#define nn__grad_opt_adam nn__grad_none
+#define nn__plan_opt_adam nn__no_plan
+#define nn__grad_opt_step nn__grad_none
+#define nn__plan_opt_step nn__no_plan
+#define nn__grad_grad_acc nn__grad_none
+#define nn__plan_grad_acc nn__no_plan
+#define nn__grad_nonfinite_count nn__grad_none
+#define nn__plan_nonfinite_count nn__no_plan
+#define nn__grad_skip_gate nn__grad_none
+#define nn__plan_skip_gate nn__no_plan
 
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     nn_result r;
@@ -19582,7 +21050,7 @@ static void nn__update_grad_acc(nn_graph *g, nn__launch *l) { nn__arg_i(l, 0, (g
 
 /* OPT_STEP's launches: LARS reduces |w| and |g| first; LAMB computes u, reduces |w| and
    |u|, then applies (see cpu/optim.c). */
-static nn_result nn__dev_opt_step(nn_graph *g, int id) {
+static nn_result nn__launch_opt_step(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
     const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
     const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
@@ -19595,27 +21063,27 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
     if (lamb) s[2] = &n->scratch_buf;
     nn__opt_hparams(&g->opt, h);
     if (n->a.optim.kind == NN_OPT_LARS) {
-        r = nn__launch_add(g, id, "optim", "opt_norms", wg, &l);
+        r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
         if (r != NN_OK) return r;
         l->gws[0] = l->lws[0] = wg;
         l->use_lws = 1;
         r = nn__args(l, "mmmfimiL", &p->buf, grad, clip, (double)cv, np, norms, 0, wg * 8);
         if (r != NN_OK) return r;
     }
-    r = nn__launch_add(g, id, "optim", "opt_step", (size_t)np, &l);
+    r = nn__launch_kernel(g, id, "optim", "opt_step", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_opt;
     r = nn__args(l, "mmmmmmmii@ffffffff@f@f@f@f", &p->buf, grad, clip, s[0], s[1], s[2], norms, np, n->a.optim.kind,
                     (double)g->lr, (double)(g->opt.weight_decay * n->a.optim.wd_mult), (double)cv, (double)h[0], (double)h[1],
                     (double)h[2], (double)h[3], (double)h[4], 0.0, 0.0, 0.0, 0.0);
     if (r != NN_OK || !lamb) return r;
-    r = nn__launch_add(g, id, "optim", "opt_norms", wg, &l);
+    r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
     r = nn__args(l, "mmmfimiL", &p->buf, norms, &g->one, (double)3.40282347e38f, np, norms, np, wg * 8);
     if (r != NN_OK) return r;
-    r = nn__launch_add(g, id, "optim", "lamb_apply", (size_t)np, &l);
+    r = nn__launch_kernel(g, id, "optim", "lamb_apply", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_lamb_apply;
     return nn__args(l, "mmmi@f", &p->buf, norms, clip, np, (double)g->lr);
@@ -19623,14 +21091,14 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_opt_sgd(nn_graph *g, int id) {
+static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     nn__node *p = &g->nodes[in[0]];
     int np = (int)p->numel;
-    r = nn__launch_add(g, id, "optim", "sgd", (size_t)np, &l);
+    r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_sgd;
     return nn__args(l, "mmmmi@ffffi@if", &p->buf, &g->nodes[in[1]].buf, n->n_aux ? &n->aux[0] : &g->one,
@@ -19639,14 +21107,14 @@ static nn_result nn__dev_opt_sgd(nn_graph *g, int id) {
                        (double)nn__opt_cv(g));
 }
 
-static nn_result nn__dev_opt_adam(nn_graph *g, int id) {
+static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     nn__node *p = &g->nodes[in[0]];
     int np = (int)p->numel;
-    r = nn__launch_add(g, id, "optim", "adam", (size_t)np, &l);
+    r = nn__launch_kernel(g, id, "optim", "adam", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_adam;
     return nn__args(l, "mmmmmi@fffffi@f@ff", &p->buf, &g->nodes[in[1]].buf, &n->aux[0], &n->aux[1],
@@ -19656,24 +21124,24 @@ static nn_result nn__dev_opt_adam(nn_graph *g, int id) {
 }
 
 
-static nn_result nn__dev_grad_acc(nn_graph *g, int id) {
+static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "optim", "grad_acc", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)N, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_grad_acc;
     return nn__args(l, "mmif@i", y, &g->nodes[in[0]].buf, N, (double)n->a.optim.inv_steps, 1);
 }
 
-static nn_result nn__dev_nonfinite_count(nn_graph *g, int id) {
+static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_add(g, id, "optim", "nonfinite_count", wg, &l);
+    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
@@ -19681,10 +21149,10 @@ static nn_result nn__dev_nonfinite_count(nn_graph *g, int id) {
                     n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, n->n_in > 1, &n->buf, wg * 4);
 }
 
-static nn_result nn__dev_skip_gate(nn_graph *g, int id) {
+static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
-    nn_result r = nn__launch_add(g, id, "optim", "skip_gate", 1, &l);
+    nn_result r = nn__launch_kernel(g, id, "optim", "skip_gate", 1, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmm", &g->nodes[n->in[0]].buf, n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, &n->buf);
 }
@@ -19845,6 +21313,35 @@ static inline int nn__rng_int(NN__RU32 r0, NN__RU32 r1, int low, NN__RU64 range)
    the same bits. The key is the node's id (a backward op reuses its forward's), the step
    is the graph's step counter, so each nn_graph_step draws afresh and the same graph built
    the same way with the same seed draws the same sequence. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_rand nn__cpu_random
+#define nn__launch_rand nn__launch_random
+#define nn__grad_rand nn__grad_none
+#define nn__plan_rand nn__no_plan
+#define nn__cpu_randn nn__cpu_random
+#define nn__launch_randn nn__launch_random
+#define nn__grad_randn nn__grad_none
+#define nn__plan_randn nn__no_plan
+#define nn__cpu_randint nn__cpu_random
+#define nn__launch_randint nn__launch_random
+#define nn__grad_randint nn__grad_none
+#define nn__plan_randint nn__no_plan
+#define nn__cpu_bernoulli nn__cpu_random
+#define nn__launch_bernoulli nn__launch_random
+#define nn__grad_bernoulli nn__grad_none
+#define nn__plan_bernoulli nn__no_plan
+#define nn__cpu_gaussian_noise nn__cpu_random
+#define nn__launch_gaussian_noise nn__launch_random
+#define nn__plan_gaussian_noise nn__no_plan
+#define nn__cpu_alpha_dropout nn__cpu_random
+#define nn__launch_alpha_dropout nn__launch_random
+#define nn__plan_alpha_dropout nn__no_plan
+#define nn__cpu_alpha_dropout_grad nn__cpu_random
+#define nn__launch_alpha_dropout_grad nn__launch_random
+#define nn__grad_alpha_dropout_grad nn__grad_none
+#define nn__plan_alpha_dropout_grad nn__no_plan
 
 /* ---- builders ---- */
 
@@ -20031,7 +21528,7 @@ static void nn__update_random(nn_graph *g, nn__launch *l) {
     nn__arg_u(l, 1, (unsigned)(g->step >> 32));
 }
 
-static nn_result nn__dev_random(nn_graph *g, int id) {
+static nn_result nn__launch_random(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__random_attr *ra = &n->a.random;
     const nn__buf *x = n->n_in > 0 ? &g->nodes[n->in[0]].buf : NULL, *y = &n->buf;
@@ -20041,7 +21538,7 @@ static nn_result nn__dev_random(nn_graph *g, int id) {
     nn_result r;
     static const char *const kernels[] = {"rand", "randn", "randint", "bernoulli", "gaussian_noise", "alpha_dropout",
                                           "alpha_dropout_grad"};
-    r = nn__launch_add(g, id, "random", kernels[n->op - NN__OP_RAND], (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "random", kernels[n->op - NN__OP_RAND], (size_t)N, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_random;
     switch (n->op) {
@@ -20059,6 +21556,68 @@ static nn_result nn__dev_random(nn_graph *g, int id) {
     }
 }
 
+/* ==== dropout: y [any] = x * mask / (1 - p), mask[i] = uniform(key, step, i) >= p
+   (torch.nn.functional.dropout in training; the identity in eval mode or at p = 0). The
+   backward op is this op applied to dy with the same key, so it draws the same mask; the
+   step changes the mask every run (nn__update_dropout). CPU loop in src/cpu/random.c. ==== */
+#define nn__plan_dropout nn__no_plan
+
+NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
+    nn_tensor t;
+    if (!nn__check0(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
+    if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
+    if (g->eval || p == 0.0f) return x;
+    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.random.p = p;
+        g->nodes[t.id].a.random.key = t.id; /* the mask's key, shared with the backward op */
+    }
+    return t;
+}
+
+static void nn__grad_dropout(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
+
+static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__dropout_forward(y, NN__F(in[0]), N, n->a.random.p, g->seed, n->a.random.key, g->step);
+    return NN_OK;
+}
+
+/* The step's counter words, before each run. */
+static void nn__update_dropout(nn_graph *g, nn__launch *l) {
+    nn__k_dropout k;
+    memset(&k, 0, sizeof k);
+    k.step_lo = (unsigned)g->step;
+    k.step_hi = (unsigned)(g->step >> 32);
+    nn__kstep_dropout(l, &k);
+}
+
+static nn_result nn__launch_dropout(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_dropout k;
+    nn_result r = nn__launch_kernel(g, id, "random", "dropout", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_dropout;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.p = n->a.random.p;
+    k.seed_lo = (unsigned)g->seed;
+    k.seed_hi = (unsigned)(g->seed >> 32);
+    k.node = (unsigned)n->a.random.key;
+    return nn__kargs_dropout(l, &k);
+}
+
 /* ======================================================================
    src/ops/registry.c
    ====================================================================== */
@@ -20067,13 +21626,17 @@ static nn_result nn__dev_random(nn_graph *g, int id) {
    are missing does not compile. */
 
 static const nn__op_def nn__op_table[] = {
-#define NN__X(e, s, cpu, dev, grad, plan, flags) {s, cpu, dev, grad, plan, flags},
+#define NN__X(e, s, stem, flags) \
+    {s, nn__cpu_##stem, nn__launch_##stem, nn__grad_##stem, nn__plan_##stem, flags},
     NN__OPS(NN__X)
 #undef NN__X
 };
 typedef char nn__op_table_complete[sizeof nn__op_table / sizeof nn__op_table[0] == NN__OP_COUNT ? 1 : -1];
 
 static const nn__op_def *nn__op(int op) { return &nn__op_table[op]; }
+
+static const nn__optim_hooks nn__optim_table = {nn__optim_configure, nn__optim_updates, nn__add_optimizer};
+static const nn__optim_hooks *nn__optim(void) { return &nn__optim_table; }
 
 /* ======================================================================
    src/layers/layers.c
@@ -22603,6 +24166,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     }
     d->next = g->datasets;
     g->datasets = d;
+    g->datasets_free = nn__datasets_free;
     *out = d;
     return NN_OK;
 }

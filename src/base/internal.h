@@ -14,6 +14,15 @@
 #include <math.h>
 #include <errno.h>
 
+/* Static helpers that a given build of the amalgamation may not call. */
+#ifndef NN__MAYBE_UNUSED
+#if defined(__GNUC__)
+#define NN__MAYBE_UNUSED __attribute__((unused))
+#else
+#define NN__MAYBE_UNUSED
+#endif
+#endif
+
 #if defined(NN_MALLOC) || defined(NN_REALLOC) || defined(NN_FREE)
 #  if !defined(NN_MALLOC) || !defined(NN_REALLOC) || !defined(NN_FREE)
 #    error "nn.h: define all of NN_MALLOC, NN_REALLOC and NN_FREE, or none"
@@ -57,105 +66,18 @@ typedef struct nn__buf {
 /* Typed attributes: one struct per op family, each read and written only by its family's
    file (src/ops/FAMILY.c) and the CPU loops it calls. A node holds them in a union; the
    ops of a family and their gradient ops share the family's struct, so a gradient op
-   copies its forward node's `a` whole. */
-typedef struct nn__ew_attr { /* src/ops/elementwise.c */
-    int fn;              /* UNARY, UNARY_GRAD: the activation (NN__U_*, kernels/activation.h) */
-    float param[2];      /*   its parameters */
-    float s;             /* SCALE: the factor; FILL, MASKED_FILL: the value */
-    float p;             /* DROPOUT: the probability of a zero */
-    int key;             /*   the mask's key (the forward node's id), shared by its backward op */
-    int C, S, N;         /* PRELU*: the weight's size, elements per channel and sample, samples */
-    int bfn;             /* BINARY, COMPARE, BINARY_GRAD: the function (NN__B_*, kernels/activation.h);
-                            ADD, SUB and MUL go by their op */
-    int wrt;             /* BINARY_GRAD: the operand differentiated (0: a, 1: b) */
-    int invert;          /* MASKED_FILL: fill where the mask is 0 rather than nonzero */
-} nn__ew_attr;
-
-typedef struct nn__matmul_attr { /* src/ops/matmul.c */
-    int trans_a, trans_b; /* the operands' last two dims are swapped */
-    int vec[3];          /* a, b, the output: NN__MM_MATRIX [..., rows, cols], NN__MM_ROW
-                            [..., cols] (1 row), NN__MM_COL [..., rows] (1 column) */
-} nn__matmul_attr;
-
-typedef struct nn__reduce_attr { /* src/ops/reduce.c */
-    float scale;         /* SUM_ALL, EXPAND_SCALAR: the factor (1, or 1/n for a mean) */
-    float max_norm;      /* CLIP_SCALE: the gradient norm clipped to */
-    int O, R, I;         /* RED_*, ARG*_DIM, CUMSUM*, REDUCE_GRAD: x viewed as [O, R, I], reduced
-                            (or scanned) over R; the output is [O, I] */
-    int fwd;             /* REDUCE_GRAD: the forward op (NN__OP_RED_*) */
-    float p;             /* RED_NORM: the order p (INFINITY: the max norm) */
-    float correction;    /* RED_VAR, RED_STD: divisor max(0, R - correction) */
-} nn__reduce_attr;
-
-typedef struct nn__loss_attr { /* src/ops/loss.c */
-    int kind;            /* LOSS_EW*: NN__L_*; LOSS_ROWS*: NN__R_* */
-    int has_pos_weight;  /* LOSS_EW*: a pos_weight operand (the last before dy) */
-    int log_target;      /* LOSS_EW* (KL divergence): the target is log-probabilities */
-    float a, b;          /* LOSS_EW*: delta, tau, margin or alpha; gamma (focal) */
-    int ignore_index;    /* CE_ROWS*, CE_WEIGHTS: the label that counts for nothing */
-    int log_input;       /* CE_ROWS*: x holds log-probabilities (NLL), not logits */
-    float smoothing;     /* CE_ROWS*: label smoothing */
-    int classes;         /* CE_WEIGHTS: C */
-    int wrt;             /* LOSS_ROWS_GRAD: the input differentiated */
-    float margin;        /* LOSS_ROWS*: margin (cosine, triplet) or smooth (dice) */
-} nn__loss_attr;
-
-typedef struct nn__shape_attr { /* src/ops/shape.c */
-    int perm[NN_MAX_DIMS]; /* PERMUTE: output dim d is input dim perm[d] */
-    int axis;            /* CONCAT, SLICE*: the axis */
-    int start;           /* SLICE*: the first index taken */
-    int step;            /* SLICE*: the distance between indices taken (1: contiguous) */
-    int flip;            /* FLIP: bit d set: dim d reversed */
-    int diagonal, upper; /* TRIL: the diagonal kept (torch.tril/triu's), triu rather than tril */
-    int kind;            /* CONST: NN__CONST_ARANGE or NN__CONST_EYE */
-    double c_start, c_step; /* CONST (arange): element i is c_start + i * c_step */
-    int top, left;       /* PAD2D*: padding before H and W */
-    int reflect;         /* PAD2D*: reflection padding, not zeros */
-    int scale_h, scale_w; /* UPSAMPLE2D*: the factors */
-    int bilinear;        /* UPSAMPLE2D*: bilinear (align_corners = False), not nearest */
-} nn__shape_attr;
-
-typedef struct nn__gather_attr { /* src/ops/gather.c */
-    int dim;             /* INDEX_SELECT*, GATHER, SCATTER_ADD: the dim indexed */
-    int has_base;        /* SCATTER_ADD: in[0] is the tensor added to (else zeros: gather's backward) */
-} nn__gather_attr;
-
-typedef struct nn__conv_attr { /* src/ops/conv.c: per spatial dim, (h, w) or (d, h, w) */
-    int stride[3], pad[3], dilation[3];
-    int groups;
-} nn__conv_attr;
-
-typedef struct nn__pool_attr { /* src/ops/pool.c: (h, w); 1-D pooling has h = 1 */
-    int kernel[2], stride[2], pad[2];
-    int dilation[2];     /* max pooling */
-    int exclude_pad;     /* average pooling: count_include_pad = False */
-    int adaptive;        /* average pooling: PyTorch's adaptive bins, not kernel and stride */
-} nn__pool_attr;
-
-typedef struct nn__norm_attr { /* src/ops/norm.c: x [A, C, S...] */
-    int A, C, S;         /* leading elements, channels, elements per channel */
-    int groups;          /* statistics groups per leading element (group norm) */
-    int per_channel;     /* statistics per channel over A and S (batch norm) */
-    int has_gamma, has_beta;
-    int const_stats;     /* NORM_FORWARD, NORM_DX: the statistics are not x's (running stats) */
-    float eps, momentum;
-} nn__norm_attr;
-
-typedef struct nn__optim_attr { /* src/ops/optim.c */
-    int kind;            /* OPT_*: the nn_optimizer_kind */
-    float lr_mult, wd_mult; /* OPT_*: the parameter's multipliers of lr and weight decay */
-    float inv_steps;     /* GRAD_ACC: 1 / the accumulation steps */
-} nn__optim_attr;
-
-typedef struct nn__random_attr { /* src/ops/random.c */
-    int key;             /* the draw's Philox key (the forward node's id), shared by its backward op */
-    int low;             /* RANDINT: the least value */
-    uint32_t range;      /*   high - low - 1 (the count of values, less 1) */
-    float std;           /* GAUSSIAN_NOISE: the noise's standard deviation */
-    float p;             /* ALPHA_DROPOUT*: the probability of a drop */
-    float scale, shift;  /*   kept elements: scale x + shift; */
-    float dropped;       /*   dropped ones: this value */
-} nn__random_attr;
+   copies its forward node's `a` whole. Each family's struct is in src/ops/FAMILY.h. */
+#include "../ops/elementwise.h"
+#include "../ops/matmul.h"
+#include "../ops/reduce.h"
+#include "../ops/loss.h"
+#include "../ops/shape.h"
+#include "../ops/gather.h"
+#include "../ops/conv.h"
+#include "../ops/pool.h"
+#include "../ops/norm.h"
+#include "../ops/optim.h"
+#include "../ops/random.h"
 
 typedef union nn__attr {
     nn__ew_attr ew;
@@ -243,6 +165,7 @@ typedef struct nn__launch {
     int n_args;
     int upd[NN__MAX_KUPD], n_upd;
     void (*update)(nn_graph *g, struct nn__launch *l);
+    const char *bad_arg;        /* the argument a plan left unset (kernels/kargs.h), for the message */
     void *bk;                   /* the backend's kernel object */
 } nn__launch;
 
@@ -340,6 +263,7 @@ struct nn_graph {
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
     struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (files/ckpt.c) */
+    void (*datasets_free)(nn_graph *g); /* their destructor, set with the first (files/ckpt.c) */
     nn__launch *launches;        /* device plans, in schedule order */
     int n_launches, cap_launches;
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
@@ -349,7 +273,6 @@ struct nn_graph {
     int checks_pending;          /* a run since the counters were last read */
 };
 
-static void nn__datasets_free(nn_graph *g); /* files/ckpt.c */
 
 /* A desc field's value (api/api.h, NN_ZERO): its default for 0, exactly 0 for NN_ZERO. */
 static float nn__deff(float v, float dflt) { return v == 0.0f ? dflt : v == (float)NN_ZERO ? 0.0f : v; }

@@ -35,15 +35,6 @@
 #define NN__POOL_THREADED 0
 #endif
 
-/* Static helpers that a given build of the amalgamation may not call. */
-#ifndef NN__MAYBE_UNUSED
-#if defined(__GNUC__)
-#define NN__MAYBE_UNUSED __attribute__((unused))
-#else
-#define NN__MAYBE_UNUSED
-#endif
-#endif
-
 #define NN__POOL_MAX_THREADS 64
 
 typedef void (*nn__task_fn)(void *arg, int task, int n_tasks);

@@ -239,7 +239,7 @@ static nn_result nn__compute_constants(nn_graph *g) {
 /* Appends a launch of kernel `kname` from kernels/FILE.cl for node id, returned via *out,
    with n work-items (rounded up to a multiple of 64 on GPUs, where a NULL local size can
    be a poor choice). */
-static nn_result nn__launch_add(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
+static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
     nn__launch *l;
     if (g->n_launches == g->cap_launches) {
         int cap = g->cap_launches ? g->cap_launches * 2 : 64;
@@ -326,9 +326,15 @@ static nn_result nn__record_launches(nn_graph *g) {
     if (!g->sched_launch) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
         g->sched_launch[i] = g->n_launches;
-        r = nn__op(g->nodes[g->sched[i]].op)->dev(g, g->sched[i]);
-        if (r == NN_ERR_STATE && !g->ctx->err[0])
-            nn__fail(g->ctx, r, "%s: bad launch arguments", nn__op(g->nodes[g->sched[i]].op)->name);
+        r = nn__op(g->nodes[g->sched[i]].op)->launch(g, g->sched[i]);
+        if (r == NN_ERR_STATE && !g->ctx->err[0]) {
+            const nn__launch *l = g->n_launches ? &g->launches[g->n_launches - 1] : NULL;
+            char what[160] = "";
+            if (l && l->node == g->sched[i])
+                snprintf(what, sizeof what, " (kernel %s%s%s)", l->kernel, l->bad_arg ? ", argument " : "",
+                         l->bad_arg ? l->bad_arg : "");
+            nn__fail(g->ctx, r, "%s: bad launch arguments%s", nn__op(g->nodes[g->sched[i]].op)->name, what);
+        }
     }
     g->sched_launch[g->n_sched] = g->n_launches;
     return r;
@@ -343,7 +349,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (g->status != NN_OK) return g->status;
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
-    r = nn__optim_configure(g, &d);
+    r = nn__optim()->configure(g, &d);
     if (r != NN_OK) return r;
     n_user = g->n_forward = g->n_nodes;
     if (d.loss.id != 0) {
@@ -363,10 +369,10 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         for (i = 0; i < n_user; i++) {
             nn__node *n = &g->nodes[i];
             int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
-                       (n->op == NN__OP_PARAM && (d.keep_grads || !nn__optim_updates(g)));
+                       (n->op == NN__OP_PARAM && (d.keep_grads || !nn__optim()->updates(g)));
             if (keep && n->grad >= 0) g->nodes[n->grad].is_output = 1;
         }
-        if (g->status == NN_OK) nn__add_optimizer(g);
+        if (g->status == NN_OK) nn__optim()->add(g);
     }
     g->compiled = 1;
     if (g->status != NN_OK) return g->status;

@@ -18,14 +18,6 @@
    renamed to another key, cut short, grown or with any one byte changed is refused. */
 #include "../base/internal.h"
 
-#ifndef NN__MAYBE_UNUSED
-#if defined(__GNUC__)
-#define NN__MAYBE_UNUSED __attribute__((unused))
-#else
-#define NN__MAYBE_UNUSED
-#endif
-#endif
-
 #define NN__CACHE_HEADER 40
 #define NN__CACHE_FORMAT 1u
 #define NN__FNV_BASIS 14695981039346656037ULL /* 0xcbf29ce484222325 */
