@@ -141,7 +141,7 @@ void np_fill(double *v, long n, double lo, double hi, unsigned long long seed);
    suite_NAME(const t_env *) in tests/test_NAME.c. registry stays last: it checks what the
    others covered on the backend. */
 #define T_SUITES(X)                                                                                \
-    X(ops) X(matmul) X(activation) X(elementwise) X(conv) X(softmax) X(loss) X(shape) X(reduce)    \
+    X(matmul) X(activation) X(elementwise) X(conv) X(softmax) X(loss) X(shape) X(reduce)    \
     X(index) X(norm) X(pool) X(layers) X(optim) X(graph) X(errors) X(io) X(cache) X(safetensors)   \
     X(ckpt) X(files) X(numerics) X(api) X(limits) X(options) X(lifetime) X(randexpr) X(random)     \
     X(registry)

@@ -704,12 +704,10 @@ static nn_tensor b_sub(nn_graph *g, const nn_tensor *in, const spec *s_) {
     (void)s_;
     return nn_sub(g, in[0], in[1]);
 }
+static nn_tensor b_scale_p(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_scale(g, in[0], s->p); }
 static nn_tensor b_mul(nn_graph *g, const nn_tensor *in, const spec *s_) {
     (void)s_;
     return nn_mul(g, in[0], in[1]);
-}
-static nn_tensor b_scale(nn_graph *g, const nn_tensor *in, const spec *s_) {
-    return nn_scale(g, in[0], *(const float *)s_->arg);
 }
 
 /* a [4, 5] against b [5] (broadcast) or b [4, 5]: inf - inf, inf * 0, NaN + x */
@@ -752,7 +750,6 @@ static void nanprop_binary(const t_env *e) {
             np_run(e, &c);
         }
     {
-        static const float s0 = 0.0f, s2 = -2.5f;
         double x[8] = {NAN, INFINITY, -INFINITY, 1.5, -0.25, 0, INFINITY, 3};
         double y0[8], y2[8], d0[8], d2[8];
         np_case c;
@@ -762,59 +759,19 @@ static void nanprop_binary(const t_env *e) {
             d0[i] = 0;
             d2[i] = -2.5;
         }
-        np_init(&c, "scale by 0", b_scale, &s0);
+        np_init(&c, "scale by 0", b_scale_p, NULL);
+        c.p = 0.0f;
         np_in(&c, nn_shape1(8), x, d0);
         c.y_expect = y0;
         np_run(e, &c);
-        np_init(&c, "scale by -2.5", b_scale, &s2);
+        np_init(&c, "scale by -2.5", b_scale_p, NULL);
+        c.p = -2.5f;
         np_in(&c, nn_shape1(8), x, d2);
         c.y_expect = y2;
         np_run(e, &c);
     }
 }
 
-/* ---- dropout: the kept elements are x / (1 - p), the dropped ones x * 0 (NaN for NaN
-   and inf, as PyTorch's x * mask / (1 - p)). The mask is read from the gradient
-   (dy * mask / (1 - p), dy = 1), which must itself be finite. ---- */
-
-static nn_tensor b_dropout(nn_graph *g, const nn_tensor *in, const spec *s_) {
-    (void)s_;
-    return nn_dropout(g, in[0], 0.5f);
-}
-
-static void nanprop_dropout(const t_env *e) {
-    enum { N = 64 };
-    double x[N], dx[N];
-    double *y = NULL, *d = NULL;
-    np_case c;
-    int i, kept = 0, dropped = 0, nonfinite_dropped = 0;
-    if (!t_begin(e, "nanprop: dropout p = 0.5")) return;
-    np_fill(x, N, -2, 2, 41);
-    for (i = 0; i < N; i += 3) x[i] = i % 2 ? INFINITY : NAN;
-    for (i = 0; i < N; i++) dx[i] = FIN;
-    np_init(&c, "dropout p = 0.5", b_dropout, NULL);
-    np_in(&c, nn_shape1(N), x, dx);
-    check_values(e, &c, &y, &d);
-    if (y && d) {
-        for (i = 0; i < N; i++) {
-            double m = d[i], want;
-            char b[40];
-            if (!T_CHECK(m == 0 || m == 2, "dropout: gradient[%d] = %g, not 0 or 1 / (1 - p)", i, m)) break;
-            kept += m == 2;
-            dropped += m == 0;
-            nonfinite_dropped += m == 0 && !isfinite(x[i]);
-            want = x[i] * m;
-            if (!(isnan(want) ? isnan(y[i]) : y[i] == (float)want))
-                T_CHECK(0, "dropout: y[%d] = %g for x = %g, mask %g: PyTorch gives %s", i, y[i], x[i], m / 2,
-                        np_desc(want, b, sizeof b));
-        }
-        T_CHECK(kept > 0 && nonfinite_dropped > 0, "dropout: %d kept, %d dropped (%d of them NaN or inf): the case tests nothing",
-                kept, dropped, nonfinite_dropped);
-    }
-    free(y);
-    free(d);
-    t_end();
-}
 
 /* ==== bad input: one row per refusal, the code and the words of the message (run by
    the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
@@ -865,6 +822,53 @@ static const bad_row elementwise_bad[] = {
     {"elementwise", "accumulate of int32", e_accumulate_int, R_SHAPE, "nn_accumulate|int32", 0},
 };
 
+/* ---- add, sub, mul (same shape, a bias, a scalar) and scale through the op checker ---- */
+
+static void r_binary(const spec *s, double *const *in, double *out, int op) {
+    long n = numel(s->shape[0]), nb = numel(s->shape[1]), i;
+    for (i = 0; i < n; i++) {
+        double a = in[0][i], b = in[1][i % nb];
+        out[i] = op == 0 ? a + b : op == 1 ? a - b : a * b;
+    }
+}
+static void r_add(const spec *s, double *const *in, double *out) { r_binary(s, in, out, 0); }
+static void r_sub(const spec *s, double *const *in, double *out) { r_binary(s, in, out, 1); }
+static void r_mul(const spec *s, double *const *in, double *out) { r_binary(s, in, out, 2); }
+
+static void r_scale(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->out);
+    for (i = 0; i < n; i++) out[i] = in[0][i] * (double)s->p;
+}
+
+
+static void arith_cases(const t_env *e) {
+    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
+    char name[96];
+    int j;
+    spec s;
+    for (j = 0; j < 3; j++) {
+        snprintf(name, sizeof name, "scale [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_scale_p, r_scale, nn_shape2(odd[j][0], odd[j][1]));
+        s.p = -0.37f;
+        in_f(&s, s.out);
+        check_case(e, &s);
+    }
+    for (j = 0; j < 3; j++) {
+        static const char *nm[3] = {"add", "sub", "mul"};
+        static const build_fn bb[3] = {b_add, b_sub, b_mul};
+        static const ref_fn rr[3] = {r_add, r_sub, r_mul};
+        int v;
+        for (v = 0; v < 3; v++) { /* same shape, a bias [33], a scalar [1] */
+            nn_shape bs = v == 0 ? nn_shape3(3, 7, 33) : v == 1 ? nn_shape1(33) : nn_shape1(1);
+            snprintf(name, sizeof name, "%s [3, 7, 33] with %s", nm[j], v == 0 ? "[3, 7, 33]" : v == 1 ? "[33]" : "[1]");
+            s = mk(name, bb[j], rr[j], nn_shape3(3, 7, 33));
+            in_f(&s, nn_shape3(3, 7, 33));
+            in_f(&s, bs);
+            check_case(e, &s);
+        }
+    }
+}
+
 void suite_elementwise(const t_env *e) {
     rank0_cases(e);
     binary_cases(e);
@@ -875,6 +879,6 @@ void suite_elementwise(const t_env *e) {
     thread_cases(e);
     error_cases(e);
     nanprop_binary(e);
-    nanprop_dropout(e);
     t_bad_rows(e, elementwise_bad, (int)(sizeof elementwise_bad / sizeof elementwise_bad[0]));
+    arith_cases(e);
 }

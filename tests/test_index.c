@@ -710,10 +710,33 @@ static const bad_row index_bad[] = {
     {"gather", "gather_rows data NN_NONE", ga_none, R_INV, "nn_gather_rows|NN_NONE", 0},
 };
 
+/* ---- gather_rows through the op checker ---- */
+
+static nn_tensor b_gather_rows(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_gather_rows(g, in[0], in[1]); }
+static void r_gather_rows(const spec *s, double *const *in, double *out) {
+    long N = s->shape[0].dim[0], D = numel(s->shape[0]) / N, B = s->shape[1].dim[0], b, j;
+    for (b = 0; b < B; b++) {
+        long r = (long)in[1][b];
+        for (j = 0; j < D; j++) out[b * D + j] = (r >= 0 && r < N) ? in[0][r * D + j] : 0.0;
+    }
+}
+
+static void gather_rows_cases(const t_env *e) {
+    spec s = mk("gather_rows [33, 7] by [129]", b_gather_rows, r_gather_rows, nn_shape2(129, 7));
+    in_f(&s, nn_shape2(33, 7));
+    in_i(&s, nn_shape1(129), -2, 35); /* some out of range: zero rows */
+    check_case(e, &s);
+    s = mk("gather_rows [3, 2, 5] by [1]", b_gather_rows, r_gather_rows, nn_shape3(1, 2, 5));
+    in_f(&s, nn_shape3(3, 2, 5));
+    in_i(&s, nn_shape1(1), 0, 3);
+    check_case(e, &s);
+}
+
 void suite_index(const t_env *e) {
     suite_index_ops(e);
     suite_index_plan(e);
     suite_index_determinism(e);
     suite_index_errors(e);
     t_bad_rows(e, index_bad, (int)(sizeof index_bad / sizeof index_bad[0]));
+    gather_rows_cases(e);
 }

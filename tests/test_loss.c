@@ -721,6 +721,72 @@ static const bad_row loss_bad[] = {
     {"loss", "mse [3] and [4]", l_mse_legacy, R_SHAPE, "nn_mse|[3]|[4]", 0},
 };
 
+/* ---- the shorthands nn_softmax_cross_entropy, nn_mse, nn_bce_with_logits through the op
+   checker ---- */
+
+static void r_xent(const spec *s, double *const *in, double *out) {
+    long B = s->shape[0].dim[0], C = s->shape[0].dim[1], b, c;
+    double total = 0;
+    for (b = 0; b < B; b++) {
+        const double *x = in[0] + b * C;
+        long t = (long)in[1][b];
+        double m = x[0], sum = 0;
+        if (t < 0 || t >= C) continue; /* never here: such labels are errors (tests/test_api.c) */
+        for (c = 1; c < C; c++) m = x[c] > m ? x[c] : m;
+        for (c = 0; c < C; c++) sum += exp(x[c] - m);
+        total += log(sum) + m - x[t];
+    }
+    out[0] = total / (double)B;
+}
+
+static void r_mse(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->shape[0]);
+    out[0] = 0;
+    for (i = 0; i < n; i++) out[0] += (in[0][i] - in[1][i]) * (in[0][i] - in[1][i]);
+    out[0] /= (double)n;
+}
+
+static void r_bce(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->shape[0]);
+    out[0] = 0;
+    for (i = 0; i < n; i++) { /* -[t log sigmoid(x) + (1-t) log(1 - sigmoid(x))] */
+        double x = in[0][i], t = in[1][i], sg = 1 / (1 + exp(-x));
+        out[0] += -(t * log(sg) + (1 - t) * log(1 - sg));
+    }
+    out[0] /= (double)n;
+}
+
+static void shorthand_cases(const t_env *e) {
+    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
+    char name[96];
+    int j;
+    spec s;
+    for (j = 0; j < 3; j++) {
+        nn_shape sh = nn_shape2(odd[j][0], odd[j][1]);
+        snprintf(name, sizeof name, "softmax_cross_entropy [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_xent_legacy, r_xent, nn_shape1(1));
+        s.lo = -4;
+        s.hi = 4;
+        in_f(&s, sh);
+        in_i(&s, nn_shape1(odd[j][0]), 0, odd[j][1]);
+        check_case(e, &s);
+        snprintf(name, sizeof name, "mse [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_mse_legacy, r_mse, nn_shape1(1));
+        in_f(&s, sh);
+        in_f(&s, sh);
+        check_case(e, &s);
+        snprintf(name, sizeof name, "bce_with_logits [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_bce_logits_legacy, r_bce, nn_shape1(1));
+        s.lo = -5;
+        s.hi = 5;
+        in_f(&s, sh);
+        in_f(&s, sh); /* targets in [0, 1) after the range below */
+        s.lo = -3;
+        s.hi = 3;
+        check_case(e, &s);
+    }
+}
+
 void suite_loss(const t_env *e) {
     static const long shapes[3][2] = {{7, 33}, {3, 7}, {1, 3}};
     static const int reds[3] = {NN_REDUCTION_DEFAULT, NN_REDUCTION_SUM, NN_REDUCTION_NONE};
@@ -763,6 +829,7 @@ void suite_loss(const t_env *e) {
     nanprop_losses_rows(e);
     nanprop_losses_pairs(e);
     t_bad_rows(e, loss_bad, (int)(sizeof loss_bad / sizeof loss_bad[0]));
+    shorthand_cases(e);
 }
 
 /* Bad options and shapes fail the build with a message that names the loss. */

@@ -408,6 +408,30 @@ static const bad_row matmul_bad[] = {
     {"matmul", "dense of int32", m_dense_int, R_SHAPE, "nn_dense|int32", 0},
 };
 
+/* ---- x W^T + b (matmul with trans_b, then add) through the op checker ---- */
+
+static nn_tensor b_linear(nn_graph *g, const nn_tensor *in, const spec *s) {
+    (void)s;
+    return nn_add(g, nn_matmul(g, in[0], in[1], 0, 1), in[2]);
+}
+static void r_linear(const spec *s, double *const *in, double *out) {
+    long B = s->shape[0].dim[0], I = s->shape[0].dim[1], O = s->shape[1].dim[0], b, o, i;
+    for (b = 0; b < B; b++)
+        for (o = 0; o < O; o++) {
+            double acc = in[2][o];
+            for (i = 0; i < I; i++) acc += in[0][b * I + i] * in[1][o * I + i];
+            out[b * O + o] = acc;
+        }
+}
+
+static void linear_case(const t_env *e) {
+    spec s = mk("dense [7, 33] -> 129", b_linear, r_linear, nn_shape2(7, 129));
+    in_f(&s, nn_shape2(7, 33));
+    in_f(&s, nn_shape2(129, 33));
+    in_f(&s, nn_shape1(129));
+    check_case(e, &s);
+}
+
 void suite_matmul(const t_env *e) {
     /* untransposed shapes of a, b and the result (0 ends a shape) */
     static const struct { int a[7], b[7], out[7]; int transposes; } cases[] = {
@@ -477,4 +501,5 @@ void suite_matmul(const t_env *e) {
     matmul_cases(e);
     nanprop_matmul(e);
     t_bad_rows(e, matmul_bad, (int)(sizeof matmul_bad / sizeof matmul_bad[0]));
+    linear_case(e);
 }

@@ -641,6 +641,36 @@ static const bad_row reduce_bad[] = {
     {"reduce", "accuracy labels [5] for 4 rows", r_acc_len, R_SHAPE, "nn_accuracy|[4, 3]|[5]", 0},
 };
 
+/* ---- sum and mean of everything through the op checker ---- */
+
+static void r_sum(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->shape[0]);
+    out[0] = 0;
+    for (i = 0; i < n; i++) out[0] += in[0][i];
+}
+static void r_mean(const spec *s, double *const *in, double *out) {
+    r_sum(s, in, out);
+    out[0] /= (double)numel(s->shape[0]);
+}
+
+static void sum_mean_cases(const t_env *e) {
+    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
+    char name[96];
+    int j;
+    spec s;
+    for (j = 0; j < 3; j++) {
+        nn_shape sh = nn_shape2(odd[j][0], odd[j][1]);
+        snprintf(name, sizeof name, "sum [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_sum, r_sum, nn_shape1(1));
+        in_f(&s, sh);
+        check_case(e, &s);
+        snprintf(name, sizeof name, "mean [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_mean, r_mean, nn_shape1(1));
+        in_f(&s, sh);
+        check_case(e, &s);
+    }
+}
+
 void suite_reduce(const t_env *e) {
     check_ops(e);
     test_ties(e);
@@ -651,4 +681,5 @@ void suite_reduce(const t_env *e) {
     nanprop_reduce(e);
     nanprop_argmax(e);
     t_bad_rows(e, reduce_bad, (int)(sizeof reduce_bad / sizeof reduce_bad[0]));
+    sum_mean_cases(e);
 }
