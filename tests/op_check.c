@@ -1,6 +1,15 @@
 /* The op checker every op test uses (see test.h): forward against a double-precision
    reference, gradients against finite differences of that reference, and, on OpenCL
-   devices, the same graph on the CPU backend for parity.
+   devices, the same graph on the CPU backend for parity. One graph builder and runner
+   (run_case) serves three kinds of row, each written in its family's tests/test_FAMILY.c:
+   - check_case: random inputs (and named parameters: a layer's weights, found by name)
+     against the double reference and its finite differences, labelled "op NAME" or
+     "layer NAME";
+   - check_case with expect set (the expected-value mode): given inputs holding NaN and
+     infinities against PyTorch's outputs and gradients, labelled "nanprop: NAME";
+   - t_bad_rows: a refused graph's code and message, labelled "badinput: FAMILY".
+   A graph whose results were compared records its (op kind, function) pairs for
+   suite_registry's coverage (tests/coverage.c).
 
    The loss of every case is L = sum(op(inputs) * w) with a random w, so dL/d(out) = w is
    dense and every output element's gradient path is exercised.
