@@ -172,7 +172,7 @@ typedef struct nn__launch {
 /* What device plans may ask about the device (filled by a device backend's open). */
 typedef struct nn__device {
     int cpu_tuned;              /* kernels and geometry as for a CPU (its type, or desc.tuning) */
-    int gpu;                    /* a GPU: launch sizes rounded to work-groups of 64 */
+    int gpu;                    /* a GPU (the OpenCL backend rounds 1-D launches to work-groups of 64) */
     size_t max_wg;              /* largest work-group */
     uint64_t local_mem;         /* bytes of local memory */
     uint64_t max_alloc;         /* largest buffer in bytes */
