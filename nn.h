@@ -1145,8 +1145,9 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path);
 /* ======================================================================
    src/ops/elementwise.h
    ====================================================================== */
-/* The elementwise family's typed attributes (a node's a.ew), read and written by src/ops/elementwise.c
-   and the CPU loops it calls. */
+/* The elementwise family's typed attributes (a node's a.ew), set by the builders of
+   src/ops/elementwise/ (broadcast.c, unary.c, binary.c, select.c) and read by their
+   gradient rules, CPU bodies and launches; a gradient node copies its forward's whole. */
 #ifndef NN__OPS_ELEMENTWISE_H
 #define NN__OPS_ELEMENTWISE_H
 #include <stdint.h>
@@ -2254,31 +2255,455 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
 }
 
 /* ======================================================================
+   src/base/files.c
+   ====================================================================== */
+/* Reading and writing whole files, and the platform block for files and processes. Every
+   reader treats its input as untrusted: sizes are checked before they are used, and any
+   failure returns NN_ERR_IO naming the file (NN_ERR_OUT_OF_MEMORY when an allocation
+   fails), with nothing allocated.
+
+   Reading: only regular files. A FIFO is opened without waiting for a writer and then
+   refused, so a path to one cannot hang the caller; a directory or a device is refused by
+   name. Writing (nn__wfile): the bytes go to a new temporary file beside the target, which
+   is flushed to disk (fsync) and renamed over the target, so a reader sees the old file or
+   the new one, never a part, and a failed save leaves the old file as it was. An existing
+   target must be a regular file; a symbolic link to one is followed and the file it names
+   is replaced (the link stays, as when PyTorch or numpy write through it); a link that
+   names nothing, a directory, a FIFO or a device node is refused.
+
+   Files are read and written only through these (src/files/ for the formats, the OpenCL
+   backend for its program cache). */
+
+#include <sys/stat.h>
+#include <time.h>
+#if defined(_WIN32)
+#  include <windows.h>
+#  include <direct.h>
+#  include <io.h>
+#  include <fcntl.h>
+#  include <process.h>
+#  define nn__mkdir(p) _mkdir(p)
+#  define nn__getpid() _getpid()
+#  define nn__sleep_ms(ms) Sleep(ms)
+#  define NN__S_ISREG(m) (((m) & _S_IFMT) == _S_IFREG)
+#  define NN__S_ISDIR(m) (((m) & _S_IFMT) == _S_IFDIR)
+#else
+#  include <fcntl.h>
+#  include <unistd.h>
+#  include <poll.h>
+#  define nn__mkdir(p) mkdir(p, 0755)
+#  define nn__getpid() getpid()
+#  define nn__sleep_ms(ms) (void)poll(NULL, 0, ms) /* declared even where a strict -std hides nanosleep */
+#  define NN__S_ISREG(m) S_ISREG(m)
+#  define NN__S_ISDIR(m) S_ISDIR(m)
+/* POSIX.1-2008 (lstat, realpath, O_CLOEXEC) is declared unless a strict ISO mode hides it
+   (-std=c99 with a system header included before nn.h): then a symbolic link is not seen
+   as one, and a save replaces the link itself. */
+#  if defined(O_CLOEXEC)
+#    define NN__POSIX2008 1
+#  else
+#    define NN__POSIX2008 0
+#    define O_CLOEXEC 0
+#  endif
+#  ifndef O_DIRECTORY
+#    define O_DIRECTORY 0
+#  endif
+#endif
+
+/* How a save makes its bytes durable before the rename (a test build may count calls). */
+#ifndef NN__FSYNC
+#  if defined(_WIN32)
+#    define NN__FSYNC(fd) _commit(fd)
+#  else
+#    define NN__FSYNC(fd) fsync(fd)
+#  endif
+#endif
+
+/* What a path that is not a regular file is, for messages. */
+static const char *nn__file_kind(unsigned mode) {
+    if (NN__S_ISDIR(mode)) return "a directory";
+#if !defined(_WIN32)
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+#  ifdef S_ISSOCK
+    if (S_ISSOCK(mode)) return "a socket";
+#  endif
+#endif
+    return "not a regular file";
+}
+
+/* The whole of a regular file, with one byte more (set to 0) after its len bytes. */
+static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char **data, size_t *len) {
+    unsigned char *buf;
+    size_t n, got = 0;
+    *data = NULL;
+    *len = 0;
+    if (!path) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "no path given");
+#if defined(_WIN32)
+    {
+        struct _stat64 st;
+        FILE *f;
+        if (_stat64(path, &st) != 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (!NN__S_ISREG(st.st_mode))
+            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
+        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX)
+            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
+        n = (size_t)st.st_size;
+        f = fopen(path, "rb");
+        if (!f) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        buf = (unsigned char *)NN_MALLOC(n + 1);
+        if (!buf) {
+            fclose(f);
+            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
+                            (unsigned long long)n + 1);
+        }
+        got = fread(buf, 1, n, f);
+        fclose(f);
+        if (got != n) {
+            NN_FREE(buf);
+            return nn__fail(ctx, NN_ERR_IO, "%s: read error (%llu of %llu bytes)", path, (unsigned long long)got,
+                            (unsigned long long)n);
+        }
+    }
+#else
+    {
+        struct stat st;
+        int fd, fl, e = 0;
+        /* O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below) */
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (fstat(fd, &st) != 0) {
+            e = errno;
+            close(fd);
+            return nn__fail(ctx, NN_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+        }
+        if (!S_ISREG(st.st_mode)) {
+            close(fd);
+            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
+        }
+        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX) {
+            close(fd);
+            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
+        }
+        fl = fcntl(fd, F_GETFL);
+        if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        n = (size_t)st.st_size;
+        buf = (unsigned char *)NN_MALLOC(n + 1);
+        if (!buf) {
+            close(fd);
+            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
+                            (unsigned long long)n + 1);
+        }
+        while (got < n) {
+            size_t want = n - got > ((size_t)1 << 30) ? ((size_t)1 << 30) : n - got;
+            ssize_t k = read(fd, buf + got, want);
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) {
+                e = k < 0 ? errno : 0;
+                break;
+            }
+            got += (size_t)k;
+        }
+        close(fd);
+        if (got != n) {
+            NN_FREE(buf);
+            if (e) return nn__fail(ctx, NN_ERR_IO, "%s: read error: %s", path, strerror(e));
+            return nn__fail(ctx, NN_ERR_IO, "%s: read error: the file shrank to %llu of its %llu bytes while read", path,
+                            (unsigned long long)got, (unsigned long long)n);
+        }
+    }
+#endif
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return NN_OK;
+}
+
+/* ---- writing a file in place of another, all at once ---- */
+
+typedef struct nn__wfile {
+    char *target;             /* the file replaced: the path, or the file its symbolic link names */
+    char *tmp;                /* the temporary file beside it, while it exists */
+    int fd;
+    char why[300];            /* the last failure's message (also nn_last_error's when a context is given) */
+} nn__wfile;
+
+/* A writer's failure: its message in w->why, and the context's error when there is one
+   (none: a quiet writer, as the program cache's, which only logs). */
+static nn_result nn__wfail(nn_context *ctx, nn__wfile *w, nn_result code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->why, sizeof w->why, fmt, ap);
+    va_end(ap);
+    return nn__fail(ctx, code, "%s", w->why);
+}
+
+static void nn__wfile_abort(nn__wfile *w) {
+    if (w->fd >= 0) {
+#if defined(_WIN32)
+        _close(w->fd);
+#else
+        close(w->fd);
+#endif
+    }
+    if (w->tmp) remove(w->tmp);
+    NN_FREE(w->tmp);
+    NN_FREE(w->target);
+    w->tmp = w->target = NULL;
+    w->fd = -1;
+}
+
+#if !defined(_WIN32)
+/* The file a save to path replaces: path itself, or where its chain of symbolic links ends
+   (a relative link is read from its link's directory), so the save writes through links as
+   PyTorch's and numpy's do. *target (allocated) and *st: that file's lstat, st_mode 0 when
+   it does not exist yet. */
+static nn_result nn__save_target(nn_context *ctx, nn__wfile *w, const char *path, char **target, struct stat *st) {
+    char *cur = nn__strdup(path);
+    int hops = 0;
+    *target = NULL;
+    if (!cur) return nn__wfail(ctx, w, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+#if !NN__POSIX2008
+    (void)hops;
+    if (stat(cur, st) != 0) { /* links are not seen as such */
+        int e = errno;
+        memset(st, 0, sizeof *st);
+        if (e != ENOENT) {
+            NN_FREE(cur);
+            return nn__wfail(ctx, w, NN_ERR_IO, "%s: %s", path, strerror(e));
+        }
+    }
+#else
+    for (hops = 0;; hops++) {
+        char *link, *next;
+        size_t size, dir;
+        ssize_t k;
+        if (lstat(cur, st) != 0) {
+            int e = errno;
+            memset(st, 0, sizeof *st);
+            if (e == ENOENT) break; /* a new file (or one that a dangling link names) */
+            NN_FREE(cur);
+            return nn__wfail(ctx, w, NN_ERR_IO, "%s: %s", path, strerror(e));
+        }
+        if (!S_ISLNK(st->st_mode)) break;
+        if (hops == 40) {
+            NN_FREE(cur);
+            return nn__wfail(ctx, w, NN_ERR_IO, "%s: more than 40 symbolic links in a row: not replaced", path);
+        }
+        for (size = (size_t)st->st_size + 1 > 256 ? (size_t)st->st_size + 1 : 256;; size *= 2) {
+            link = (char *)NN_MALLOC(size);
+            if (!link) {
+                NN_FREE(cur);
+                return nn__wfail(ctx, w, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+            }
+            k = readlink(cur, link, size);
+            if (k < 0 || (size_t)k < size || size >= 65536) break;
+            NN_FREE(link); /* truncated: try a larger buffer */
+        }
+        if (k < 0 || (size_t)k >= size) {
+            int e = k < 0 ? errno : ENAMETOOLONG;
+            NN_FREE(link);
+            NN_FREE(cur);
+            return nn__wfail(ctx, w, NN_ERR_IO, "%s: cannot read its symbolic link: %s", path, strerror(e));
+        }
+        link[k] = 0;
+        for (dir = strlen(cur); dir > 0 && cur[dir - 1] != '/'; dir--) {}
+        if (link[0] == '/' || dir == 0) next = link;
+        else { /* relative to the link's directory */
+            next = (char *)NN_MALLOC(dir + (size_t)k + 1);
+            if (next) {
+                memcpy(next, cur, dir);
+                memcpy(next + dir, link, (size_t)k + 1);
+            }
+            NN_FREE(link);
+            if (!next) {
+                NN_FREE(cur);
+                return nn__wfail(ctx, w, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+            }
+        }
+        NN_FREE(cur);
+        cur = next;
+    }
+#endif
+    *target = cur;
+    return NN_OK;
+}
+#endif
+
+/* Creates the temporary file for a save to path (nothing is written to path yet). */
+static nn_result nn__wfile_open(nn_context *ctx, const char *path, nn__wfile *w) {
+    size_t tlen;
+    unsigned attempt;
+    long pid;
+    int keep_mode = -1;
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+    if (!path || !path[0]) return nn__wfail(ctx, w, NN_ERR_INVALID_ARGUMENT, "no path given");
+#if defined(_WIN32)
+    {
+        struct _stat64 st;
+        if (_stat64(path, &st) == 0 && !NN__S_ISREG(st.st_mode))
+            return nn__wfail(ctx, w, NN_ERR_IO, "%s: %s, not a regular file: not replaced", path, nn__file_kind((unsigned)st.st_mode));
+        w->target = nn__strdup(path);
+        pid = (long)_getpid();
+    }
+#else
+    {
+        struct stat st;
+        nn_result r = nn__save_target(ctx, w, path, &w->target, &st);
+        if (r != NN_OK) return r;
+        if (st.st_mode != 0 && !S_ISREG(st.st_mode)) {
+            r = nn__wfail(ctx, w, NN_ERR_IO, "%s: %s%s%s, not a regular file: not replaced", path, nn__file_kind((unsigned)st.st_mode),
+                         strcmp(path, w->target) ? " at the end of its symbolic link, " : "",
+                         strcmp(path, w->target) ? w->target : "");
+            NN_FREE(w->target);
+            w->target = NULL;
+            return r;
+        }
+        if (st.st_mode != 0) keep_mode = (int)(st.st_mode & 0777);
+        pid = (long)getpid();
+    }
+#endif
+    if (!w->target) return nn__wfail(ctx, w, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    tlen = strlen(w->target) + 48;
+    w->tmp = (char *)NN_MALLOC(tlen);
+    if (!w->tmp) {
+        nn__wfile_abort(w);
+        return nn__wfail(ctx, w, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    /* TARGET.tmp.PID.N: unique between processes by the pid, between threads by O_EXCL */
+    for (attempt = 0; attempt < 1000; attempt++) {
+        snprintf(w->tmp, tlen, "%s.tmp.%ld.%u", w->target, pid, attempt);
+#if defined(_WIN32)
+        w->fd = _open(w->tmp, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
+#else
+        w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); /* O_EXCL: never through a link */
+#endif
+        if (w->fd >= 0 || errno != EEXIST) break;
+    }
+    if (w->fd < 0) {
+        nn_result r = nn__wfail(ctx, w, NN_ERR_IO, "%s: cannot create a temporary file beside it (%s): %s", path, w->tmp,
+                               strerror(errno));
+        NN_FREE(w->tmp); /* not created: nothing to remove */
+        w->tmp = NULL;
+        nn__wfile_abort(w);
+        return r;
+    }
+#if !defined(_WIN32)
+    if (keep_mode >= 0) (void)chmod(w->tmp, (mode_t)keep_mode); /* the replaced file's permissions */
+#else
+    (void)keep_mode;
+#endif
+    return NN_OK;
+}
+
+static nn_result nn__wfile_write(nn_context *ctx, nn__wfile *w, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    while (n > 0) {
+        size_t want = n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n;
+#if defined(_WIN32)
+        int k = _write(w->fd, p, (unsigned)want);
+#else
+        ssize_t k = write(w->fd, p, want);
+        if (k < 0 && errno == EINTR) continue;
+#endif
+        if (k <= 0) return nn__wfail(ctx, w, NN_ERR_IO, "%s: write error: %s", w->tmp, k < 0 ? strerror(errno) : "nothing written");
+        p += k;
+        n -= (size_t)k;
+    }
+    return NN_OK;
+}
+
+/* Flushes the temporary file to disk and renames it over the target; on failure the
+   temporary file is removed and the target is as it was. Releases w either way. */
+static nn_result nn__wfile_commit(nn_context *ctx, const char *path, nn__wfile *w) {
+    nn_result r = NN_OK;
+    int fd = w->fd;
+    w->fd = -1;
+    if (NN__FSYNC(fd) != 0) r = nn__wfail(ctx, w, NN_ERR_IO, "%s: cannot flush it to disk: %s", w->tmp, strerror(errno));
+#if defined(_WIN32)
+    if (_close(fd) != 0 && r == NN_OK) r = nn__wfail(ctx, w, NN_ERR_IO, "%s: write error: %s", w->tmp, strerror(errno));
+    if (r == NN_OK && rename(w->tmp, w->target) != 0) {
+        remove(w->target); /* Windows' rename does not replace */
+        if (rename(w->tmp, w->target) != 0)
+            r = nn__wfail(ctx, w, NN_ERR_IO, "%s: cannot rename %s to it: %s", path, w->tmp, strerror(errno));
+    }
+#else
+    if (close(fd) != 0 && r == NN_OK) r = nn__wfail(ctx, w, NN_ERR_IO, "%s: write error: %s", w->tmp, strerror(errno));
+    if (r == NN_OK && rename(w->tmp, w->target) != 0)
+        r = nn__wfail(ctx, w, NN_ERR_IO, "%s: cannot rename %s to it: %s", path, w->tmp, strerror(errno));
+    if (r == NN_OK) { /* the directory entry too, so the rename outlives a crash (best effort) */
+        char *slash = strrchr(w->target, '/'), save;
+        const char *dir = ".";
+        int dfd;
+        if (slash) {
+            save = slash[1];
+            slash[1] = 0; /* "/x" keeps its "/" */
+            dir = w->target;
+            dfd = open(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
+            slash[1] = save;
+        } else dfd = open(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
+        if (dfd >= 0) {
+            (void)NN__FSYNC(dfd);
+            close(dfd);
+        }
+    }
+#endif
+    if (r == NN_OK) {
+        NN_FREE(w->tmp); /* renamed: nothing to remove */
+        w->tmp = NULL;
+    }
+    nn__wfile_abort(w);
+    return r;
+}
+
+/* mkdir -p; 0 or -1 (errno set) */
+static NN__MAYBE_UNUSED int nn__mkdirs(const char *path) {
+    char tmp[1024];
+    size_t i, n = strlen(path);
+    if (n >= sizeof tmp) return -1;
+    memcpy(tmp, path, n + 1);
+    for (i = 1; i <= n; i++) {
+        if (tmp[i] == '/' || tmp[i] == 0) {
+            char c = tmp[i];
+            tmp[i] = 0;
+            if (nn__mkdir(tmp) != 0 && errno != EEXIST) return -1;
+            tmp[i] = c;
+        }
+    }
+    return 0;
+}
+
+/* ======================================================================
    kernels/activation.h
    ====================================================================== */
-/* The activations, each formula written once for both backends. This file is a part of
-   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in
-   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its
-   kernels), so it uses only what the two languages share; the math functions go by
+/* The elementwise functions, each formula written once for both backends. This file is a
+   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the
+   vector ones in src/cpu/simd.c, the builders in src/ops/elementwise/unary.c and
+   binary.c) and is included by kernels/elementwise.cl and kernels/loss.cl (OpenCL C 1.2:
+   their kernels), so it uses only what the two languages share; the math functions go by
    NN__EXP and friends, expf in C and exp in OpenCL C.
 
-   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one
-   X(ENUM, name, params, valid, forward, derivative) each:
-     ENUM        NN__U_ENUM, the op's function (the node's i[0])
+   NN__ACTIVATIONS(X), NN__MATH(X) and NN__NOGRAD(X) list the functions of the unary ops
+   (UNARY; UNARY_NOGRAD for NN__NOGRAD's), one X(ENUM, name, params, valid, forward,
+   derivative) each:
+     ENUM        NN__U_ENUM, the op's function (the node's a.ew.fn)
      name        the builder nn_<name> (declared in src/api/api.h) and the kernels
                  <name>_forward / <name>_backward of kernels/elementwise.cl
      params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1
-                 in the formulas, the node's f[0] and f[1]
+                 in the formulas, the node's a.ew.param[0] and a.ew.param[1]
      valid       what the builder requires of p0 and p1 (1: anything)
      forward     y as an expression of the input v (float), p0 and p1
      derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives
    A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN
    and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities
    give what PyTorch's formula gives (tests/test_nanprop.c).
-   An activation is a line here (with helpers above the table when its formula needs
+   A function is a line here (with helpers above the table when its formula needs
    statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.
    Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is
-   safer in float (softplus without overflow, expm1 near 0) that one is used. */
+   safer in float (softplus without overflow, expm1 near 0) that one is used.
+   NN__BINARY_FNS(X), at the end, lists the binary ops' functions the same way. */
 #ifndef NN__ACTIVATION_H
 #define NN__ACTIVATION_H
 
@@ -3761,12 +4186,14 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
 /* ======================================================================
    src/cpu/elementwise.c
    ====================================================================== */
-/* The elementwise family's CPU loops (src/ops/elementwise.c's bodies; kernels/elementwise.cl
-   has the OpenCL twins): activations, PReLU, scale, broadcasting binary ops, where,
-   masked_fill, expand and the sum back to a broadcast shape. */
+/* The elementwise family's CPU loops, called by the CPU bodies of src/ops/elementwise/
+   (kernels/elementwise.cl has the OpenCL twins): the unary functions, PReLU and scale
+   (unary.c), the broadcast geometry with expand and the sum back to a broadcast shape
+   (broadcast.c), the binary functions (binary.c), where and masked_fill (select.c). */
 
 
-/* ---- activations: the formulas of kernels/activation.h, one loop each ---- */
+/* ---- unary functions (src/ops/elementwise/unary.c): the formulas of kernels/activation.h,
+   one loop each ---- */
 
 /* c ? a : 0.0f without a branch: ReLU's sign test is a coin flip on real activations, and
    a mispredicted branch per element made ReLU cost more than the convolution beside it.
@@ -3867,7 +4294,7 @@ static void nn__scale_forward(float *y, const float *x, float s, int64_t n) {
     for (i = 0; i < n; i++) y[i] = x[i] * s;
 }
 
-/* ---- elementwise ops with broadcasting (NumPy's rules) ----
+/* ---- elementwise ops with broadcasting (NumPy's rules; src/ops/elementwise/broadcast.c) ----
    An output shape and operands whose dims are 1 or the output's, missing leading dims
    counting as 1. nn__bcast_init drops the output's size-1 dims and merges neighbouring
    dims wherever every operand is contiguous (or broadcast) across them, so a same-shape op
@@ -4318,8 +4745,6 @@ static void nn__unary_run(nn__threadpool *pool, int fn, const float *p, float *y
    ====================================================================== */
 /* The softmax family's CPU loops (src/ops/softmax.c's bodies; kernels/softmax.cl has the
    OpenCL twins): rows of length C. */
-
-/* ---- softmax family, rows of length C ---- */
 
 static void nn__softmax_forward(float *y, const float *x, int64_t rows, int64_t C, int log_space) {
     int64_t r, c;
@@ -8993,8 +9418,10 @@ static const char *const nn__cl_src_conv3d[] = {
    ====================================================================== */
 static const char *const nn__cl_src_elementwise[] = {
 "#line 1 \"kernels/elementwise.cl\"\n",
-"/* Elementwise ops. Twins of the loops in src/cpu/simd.c; every kernel guards i < n because\n",
-"   the host may round the global size up to a multiple of the work-group size. */\n",
+"/* The elementwise family's kernels (the ops of src/ops/elementwise/ launch them), twins of the\n",
+"   loops in src/cpu/elementwise.c; parameter lists in kernels/elementwise_args.h. Every\n",
+"   kernel guards i < n because the host may round the global size up to a multiple of the\n",
+"   work-group size. */\n",
 "#line 1 \"kernels/kargs.h\"\n",
 "/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
 "   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
@@ -9197,7 +9624,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "\n",
 "#endif\n",
 "#endif\n",
-"#line 4 \"kernels/elementwise.cl\"\n",
+"#line 6 \"kernels/elementwise.cl\"\n",
 "#line 1 \"kernels/elementwise_args.h\"\n",
 "/* kernels/elementwise.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
 "#ifndef NN__ELEMENTWISE_ARGS_H\n",
@@ -9211,34 +9638,96 @@ static const char *const nn__cl_src_elementwise[] = {
 "#define NN__KARGS_sum_leading(F, P) F(in, x) P(out, y) P(int, n) P(int, nb) P(int, off)\n",
 "NN__KSIG(sum_leading)\n",
 "\n",
+"/* The broadcast kernels' geometry (src/cpu/elementwise.c's nn__bcast after merging): nd\n",
+"   dims, outermost first, and each operand's strides in elements (0 where broadcast). */\n",
+"\n",
+"/* expand: y [n] = x at its broadcast offset */\n",
+"#define NN__KARGS_expand_bcast(F, P) F(in, x) P(out, y) P(int, n) P(int, nd) P(int8, dims) P(int8, sx)\n",
+"NN__KSIG(expand_bcast)\n",
+"/* sum_to: y [m] = x summed over the dims where st is 0, `reduced` elements each; xs: x's\n",
+"   contiguous strides */\n",
+"#define NN__KARGS_sum_to(F, P) \\\n",
+"    F(in, x) P(out, y) P(int, m) P(int, reduced) P(int, nd) P(int8, dims) P(int8, st) P(int8, xs)\n",
+"NN__KSIG(sum_to)\n",
+"\n",
+"/* the unary functions of kernels/activation.h: every NAME_forward and NAME_backward */\n",
+"#define NN__KARGS_unary_forward(F, P) F(in, x) P(out, y) P(int, n) P(float, p0) P(float, p1)\n",
+"NN__KSIG(unary_forward)\n",
+"#define NN__KARGS_unary_backward(F, P) F(in, x) P(in, dy) P(out, dx) P(int, n) P(float, p0) P(float, p1)\n",
+"NN__KSIG(unary_backward)\n",
+"#define NN__KARGS_scale(F, P) F(in, x) P(out, y) P(int, n) P(float, s)\n",
+"NN__KSIG(scale)\n",
+"/* PReLU: x [N, C, S], w [C] */\n",
+"#define NN__KARGS_prelu_forward(F, P) F(in, x) P(in, w) P(out, y) P(int, n) P(int, C) P(int, S)\n",
+"NN__KSIG(prelu_forward)\n",
+"#define NN__KARGS_prelu_backward_input(F, P) F(in, x) P(in, w) P(in, dy) P(out, dx) P(int, n) P(int, C) P(int, S)\n",
+"NN__KSIG(prelu_backward_input)\n",
+"#define NN__KARGS_prelu_backward_weight_part(F, P) F(in, x) P(in, dy) P(out, part) P(int, N) P(int, C) P(int, S)\n",
+"NN__KSIG(prelu_backward_weight_part)\n",
+"#define NN__KARGS_prelu_backward_weight(F, P) F(in, part) P(out, dw) P(int, N) P(int, C)\n",
+"NN__KSIG(prelu_backward_weight)\n",
+"#define NN__KARGS_fill(F, P) F(out, y) P(int, n) P(float, v)\n",
+"NN__KSIG(fill)\n",
+"/* acc [n] += x: acc is read and written */\n",
+"#define NN__KARGS_accumulate(F, P) F(in, x) P(out, acc) P(int, n)\n",
+"NN__KSIG(accumulate)\n",
+"\n",
+"/* binary functions (NN__B_*, kernels/activation.h): every binary_same_NAME (same shapes),\n",
+"   and binary_same_grad_NAME */\n",
+"#define NN__KARGS_binary_same(F, P) F(in, a) P(in, b) P(out, y) P(int, n)\n",
+"NN__KSIG(binary_same)\n",
+"#define NN__KARGS_binary_same_grad(F, P) F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, wrt)\n",
+"NN__KSIG(binary_same_grad)\n",
+"/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */\n",
+"#define NN__KARGS_binary_flat(F, P) F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)\n",
+"NN__KSIG(binary_flat)\n",
+"#define NN__KARGS_binary_bcast(F, P) \\\n",
+"    F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)\n",
+"NN__KSIG(binary_bcast)\n",
+"#define NN__KARGS_binary_grad(F, P)                                                                      \\\n",
+"    F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, fn) P(int, wrt) P(int, nd) P(int8, dims) \\\n",
+"    P(int8, sa) P(int8, sb)\n",
+"NN__KSIG(binary_grad)\n",
+"\n",
+"/* where (c, a, b) and masked_fill (m, x) */\n",
+"#define NN__KARGS_where_bcast(F, P)                                                                    \\\n",
+"    F(in, c) P(in, a) P(in, b) P(out, y) P(int, n) P(int, nd) P(int8, dims) P(int8, sc) P(int8, sa) \\\n",
+"    P(int8, sb)\n",
+"NN__KSIG(where_bcast)\n",
+"#define NN__KARGS_masked_fill_bcast(F, P)                                                                  \\\n",
+"    F(in, m) P(in, x) P(out, y) P(int, n) P(float, value) P(int, invert) P(int, nd) P(int8, dims) \\\n",
+"    P(int8, sm) P(int8, sx)\n",
+"NN__KSIG(masked_fill_bcast)\n",
+"\n",
 "#endif\n",
-"#line 5 \"kernels/elementwise.cl\"\n",
-"\n",
-"\n",
+"#line 7 \"kernels/elementwise.cl\"\n",
 "#line 1 \"kernels/activation.h\"\n",
-"/* The activations, each formula written once for both backends. This file is a part of\n",
-"   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in\n",
-"   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its\n",
-"   kernels), so it uses only what the two languages share; the math functions go by\n",
+"/* The elementwise functions, each formula written once for both backends. This file is a\n",
+"   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the\n",
+"   vector ones in src/cpu/simd.c, the builders in src/ops/elementwise/unary.c and\n",
+"   binary.c) and is included by kernels/elementwise.cl and kernels/loss.cl (OpenCL C 1.2:\n",
+"   their kernels), so it uses only what the two languages share; the math functions go by\n",
 "   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
 "\n",
-"   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one\n",
-"   X(ENUM, name, params, valid, forward, derivative) each:\n",
-"     ENUM        NN__U_ENUM, the op's function (the node's i[0])\n",
+"   NN__ACTIVATIONS(X), NN__MATH(X) and NN__NOGRAD(X) list the functions of the unary ops\n",
+"   (UNARY; UNARY_NOGRAD for NN__NOGRAD's), one X(ENUM, name, params, valid, forward,\n",
+"   derivative) each:\n",
+"     ENUM        NN__U_ENUM, the op's function (the node's a.ew.fn)\n",
 "     name        the builder nn_<name> (declared in src/api/api.h) and the kernels\n",
 "                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
 "     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
-"                 in the formulas, the node's f[0] and f[1]\n",
+"                 in the formulas, the node's a.ew.param[0] and a.ew.param[1]\n",
 "     valid       what the builder requires of p0 and p1 (1: anything)\n",
 "     forward     y as an expression of the input v (float), p0 and p1\n",
 "     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives\n",
 "   A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN\n",
 "   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
 "   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
-"   An activation is a line here (with helpers above the table when its formula needs\n",
+"   A function is a line here (with helpers above the table when its formula needs\n",
 "   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.\n",
 "   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
-"   safer in float (softplus without overflow, expm1 near 0) that one is used. */\n",
+"   safer in float (softplus without overflow, expm1 near 0) that one is used.\n",
+"   NN__BINARY_FNS(X), at the end, lists the binary ops' functions the same way. */\n",
 "#ifndef NN__ACTIVATION_H\n",
 "#define NN__ACTIVATION_H\n",
 "\n",
@@ -9437,39 +9926,41 @@ static const char *const nn__cl_src_elementwise[] = {
 "#endif /* NN__ACTIVATION_H */\n",
 "#line 8 \"kernels/elementwise.cl\"\n",
 "\n",
+"/* ---- unary (src/ops/elementwise/unary.c): activations and math, scale, PReLU, fill,\n",
+"   accumulate ---- */\n",
+"\n",
 "/* Each unary function's pair of kernels, stamped from the tables of kernels/activation.h: v is\n",
 "   the input, p0 and p1 its parameters. */\n",
 "#define NN__X(E, NAME, PARAMS, VALID, FWD, DER)                                             \\\n",
-"__kernel void NAME##_forward(__global const float *x, __global float *y, const int n,       \\\n",
-"                             const float p0, const float p1) {                             \\\n",
+"__kernel void NAME##_forward(NN__KPARAMS(unary_forward)) {                                 \\\n",
 "    int i = get_global_id(0);                                                              \\\n",
 "    if (i < n) { float v = x[i]; y[i] = (FWD); }                                           \\\n",
 "}                                                                                          \\\n",
-"__kernel void NAME##_backward(__global const float *x, __global const float *dy,           \\\n",
-"                              __global float *dx, const int n, const float p0,             \\\n",
-"                              const float p1) {                                            \\\n",
+"__kernel void NAME##_backward(NN__KPARAMS(unary_backward)) {                               \\\n",
 "    int i = get_global_id(0);                                                              \\\n",
 "    if (i < n) { float v = x[i]; dx[i] = dy[i] * (DER); }                                  \\\n",
 "}\n",
 "NN__UNARY_ALL(NN__X)\n",
 "#undef NN__X\n",
 "\n",
+"__kernel void scale(NN__KPARAMS(scale)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = x[i] * s;\n",
+"}\n",
+"\n",
 "/* PReLU over x [N, C, S] with the slope w[c] of its channel (C = 1: one shared slope) */\n",
-"__kernel void prelu_forward(__global const float *x, __global const float *w, __global float *y, const int n,\n",
-"                            const int C, const int S) {\n",
+"__kernel void prelu_forward(NN__KPARAMS(prelu_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = nn__act_leaky(x[i], w[(i / S) % C]);\n",
 "}\n",
 "\n",
-"__kernel void prelu_backward_input(__global const float *x, __global const float *w, __global const float *dy,\n",
-"                                   __global float *dx, const int n, const int C, const int S) {\n",
+"__kernel void prelu_backward_input(NN__KPARAMS(prelu_backward_input)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) dx[i] = dy[i] * nn__act_leaky_der(x[i], w[(i / S) % C]);\n",
 "}\n",
 "\n",
 "/* part [N, C] = the sum over s of dy * dy/dw for each (n, c), in s order */\n",
-"__kernel void prelu_backward_weight_part(__global const float *x, __global const float *dy, __global float *part,\n",
-"                                         const int N, const int C, const int S) {\n",
+"__kernel void prelu_backward_weight_part(NN__KPARAMS(prelu_backward_weight_part)) {\n",
 "    int k = get_global_id(0);\n",
 "    if (k >= N * C) return;\n",
 "    size_t base = (size_t)k * S;\n",
@@ -9479,7 +9970,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "}\n",
 "\n",
 "/* dw [C] = the sum over n of part[n, c], in n order: no atomics, the same bits every run */\n",
-"__kernel void prelu_backward_weight(__global const float *part, __global float *dw, const int N, const int C) {\n",
+"__kernel void prelu_backward_weight(NN__KPARAMS(prelu_backward_weight)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= C) return;\n",
 "    float acc = 0.0f;\n",
@@ -9487,26 +9978,19 @@ static const char *const nn__cl_src_elementwise[] = {
 "    dw[c] = acc;\n",
 "}\n",
 "\n",
-"/* ---- broadcasting: the geometry of src/cpu/simd.c's nn__bcast_init, nd merged dims\n",
-"   (outermost first) and each operand's strides (0 where broadcast) as int8s ---- */\n",
+"__kernel void fill(NN__KPARAMS(fill)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = v;\n",
+"}\n",
 "\n",
-"/* f(u, w) and its derivatives, the formulas of kernels/activation.h's NN__BINARY_FNS */\n",
-"static inline float nn__ew_binary(int fn, float u, float w) {\n",
-"    switch (fn) {\n",
-"#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return (FWD);\n",
-"    NN__BINARY_FNS(NN__X)\n",
-"#undef NN__X\n",
-"    }\n",
-"    return 0.0f;\n",
+"__kernel void accumulate(NN__KPARAMS(accumulate)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) acc[i] += x[i];\n",
 "}\n",
-"static inline float nn__ew_binary_der(int fn, int wrt, float u, float w) {\n",
-"    switch (fn) {\n",
-"#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return wrt ? (DB) : (DA);\n",
-"    NN__BINARY_FNS(NN__X)\n",
-"#undef NN__X\n",
-"    }\n",
-"    return 0.0f;\n",
-"}\n",
+"\n",
+"/* ---- broadcasting (src/ops/elementwise/broadcast.c): src/cpu/elementwise.c's\n",
+"   nn__bcast geometry, nd merged dims (outermost first) and each operand's strides (0\n",
+"   where broadcast) as int8s; expand and its gradient sum_to ---- */\n",
 "\n",
 "/* The operands' offsets of output element i. */\n",
 "static inline void nn__bc_offsets(int i, int nd, int8 dims, int8 s0, int8 s1, int8 s2, int *o0, int *o1, int *o2) {\n",
@@ -9527,80 +10011,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "    *o2 = c;\n",
 "}\n",
 "\n",
-"/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */\n",
-"__kernel void binary_flat(__global const float *a, __global const float *b, __global float *y, const int n,\n",
-"                          const int fn, const int sa, const int sb) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i < n) y[i] = nn__ew_binary(fn, a[i * sa], b[i * sb]);\n",
-"}\n",
-"\n",
-"/* same shapes: one kernel per function (binary_same_add, ...), so that a CPU device's\n",
-"   compiler sees straight-line code it can vectorise */\n",
-"#define NN__X(E, NAME, FWD, DA, DB)                                                              \\\n",
-"    __kernel void binary_same_##NAME(__global const float *a, __global const float *b, __global float *y, \\\n",
-"                                     const int n) {                                              \\\n",
-"        int i = get_global_id(0);                                                                \\\n",
-"        if (i < n) {                                                                             \\\n",
-"            float u = a[i], w = b[i];                                                            \\\n",
-"            y[i] = (FWD);                                                                        \\\n",
-"        }                                                                                        \\\n",
-"    }\n",
-"NN__BINARY_FNS(NN__X)\n",
-"#undef NN__X\n",
-"\n",
-"__kernel void binary_bcast(__global const float *a, __global const float *b, __global float *y, const int n,\n",
-"                           const int fn, const int nd, const int8 dims, const int8 sa, const int8 sb) {\n",
-"    int i = get_global_id(0), oa, ob, oc;\n",
-"    if (i >= n) return;\n",
-"    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);\n",
-"    y[i] = nn__ew_binary(fn, a[oa], b[ob]);\n",
-"}\n",
-"\n",
-"/* dx [n] = dy * df/da (wrt 0) or df/db (wrt 1), at the output's shape */\n",
-"/* dx = dy * df/da (wrt 0) or df/db (wrt 1) for same shapes, one kernel per function */\n",
-"#define NN__X(E, NAME, FWD, DA, DB)                                                              \\\n",
-"    __kernel void binary_same_grad_##NAME(__global const float *a, __global const float *b,     \\\n",
-"                                          __global const float *dy, __global float *dx, const int n, \\\n",
-"                                          const int wrt) {                                       \\\n",
-"        int i = get_global_id(0);                                                                \\\n",
-"        if (i < n) {                                                                             \\\n",
-"            float u = a[i], w = b[i];                                                            \\\n",
-"            dx[i] = dy[i] * (wrt ? (DB) : (DA));                                                 \\\n",
-"        }                                                                                        \\\n",
-"    }\n",
-"NN__BINARY_FNS(NN__X)\n",
-"#undef NN__X\n",
-"\n",
-"__kernel void binary_grad(__global const float *a, __global const float *b, __global const float *dy,\n",
-"                          __global float *dx, const int n, const int fn, const int wrt, const int nd, const int8 dims,\n",
-"                          const int8 sa, const int8 sb) {\n",
-"    int i = get_global_id(0), oa, ob, oc;\n",
-"    if (i >= n) return;\n",
-"    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);\n",
-"    dx[i] = dy[i] * nn__ew_binary_der(fn, wrt, a[oa], b[ob]);\n",
-"}\n",
-"\n",
-"__kernel void where_bcast(__global const float *c, __global const float *a, __global const float *b,\n",
-"                          __global float *y, const int n, const int nd, const int8 dims, const int8 sc,\n",
-"                          const int8 sa, const int8 sb) {\n",
-"    int i = get_global_id(0), oc, oa, ob;\n",
-"    if (i >= n) return;\n",
-"    nn__bc_offsets(i, nd, dims, sc, sa, sb, &oc, &oa, &ob);\n",
-"    y[i] = c[oc] != 0.0f ? a[oa] : b[ob];\n",
-"}\n",
-"\n",
-"/* y = (mask != 0) != invert ? value : x */\n",
-"__kernel void masked_fill_bcast(__global const float *m, __global const float *x, __global float *y, const int n,\n",
-"                                const float value, const int invert, const int nd, const int8 dims, const int8 sm,\n",
-"                                const int8 sx) {\n",
-"    int i = get_global_id(0), om, ox, oc;\n",
-"    if (i >= n) return;\n",
-"    nn__bc_offsets(i, nd, dims, sm, sx, (int8)(0), &om, &ox, &oc);\n",
-"    y[i] = (m[om] != 0.0f) != invert ? value : x[ox];\n",
-"}\n",
-"\n",
-"__kernel void expand_bcast(__global const float *x, __global float *y, const int n, const int nd, const int8 dims,\n",
-"                           const int8 sx) {\n",
+"__kernel void expand_bcast(NN__KPARAMS(expand_bcast)) {\n",
 "    int i = get_global_id(0), ox, o1, o2;\n",
 "    if (i >= n) return;\n",
 "    nn__bc_offsets(i, nd, dims, sx, (int8)(0), (int8)(0), &ox, &o1, &o2);\n",
@@ -9609,8 +10020,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "\n",
 "/* y [m] = x summed over the dims where st is 0 (x's strides xs): element j of y is 0 plus\n",
 "   its `reduced` elements of x in increasing index order, as the CPU backend adds them */\n",
-"__kernel void sum_to(__global const float *x, __global float *y, const int m, const int reduced, const int nd,\n",
-"                     const int8 dims, const int8 st, const int8 xs) {\n",
+"__kernel void sum_to(NN__KPARAMS(sum_to)) {\n",
 "    int j = get_global_id(0), D[8], S[8], X[8], idx[8], off = 0, rem;\n",
 "    float acc = 0.0f;\n",
 "    if (j >= m) return;\n",
@@ -9637,26 +10047,102 @@ static const char *const nn__cl_src_elementwise[] = {
 "    y[j] = acc;\n",
 "}\n",
 "\n",
+"/* ---- binary (src/ops/elementwise/binary.c): add, sub, mul, div, minimum, maximum, pow,\n",
+"   comparisons, broadcast ---- */\n",
+"\n",
+"/* f(u, w) and its derivatives, the formulas of kernels/activation.h's NN__BINARY_FNS */\n",
+"static inline float nn__ew_binary(int fn, float u, float w) {\n",
+"    switch (fn) {\n",
+"#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return (FWD);\n",
+"    NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"    }\n",
+"    return 0.0f;\n",
+"}\n",
+"static inline float nn__ew_binary_der(int fn, int wrt, float u, float w) {\n",
+"    switch (fn) {\n",
+"#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return wrt ? (DB) : (DA);\n",
+"    NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"    }\n",
+"    return 0.0f;\n",
+"}\n",
+"\n",
+"/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */\n",
+"__kernel void binary_flat(NN__KPARAMS(binary_flat)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = nn__ew_binary(fn, a[i * sa], b[i * sb]);\n",
+"}\n",
+"\n",
+"/* same shapes: one kernel per function (binary_same_add, ...), so that a CPU device's\n",
+"   compiler sees straight-line code it can vectorise */\n",
+"#define NN__X(E, NAME, FWD, DA, DB)                                                              \\\n",
+"    __kernel void binary_same_##NAME(NN__KPARAMS(binary_same)) {                                 \\\n",
+"        int i = get_global_id(0);                                                                \\\n",
+"        if (i < n) {                                                                             \\\n",
+"            float u = a[i], w = b[i];                                                            \\\n",
+"            y[i] = (FWD);                                                                        \\\n",
+"        }                                                                                        \\\n",
+"    }\n",
+"NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"\n",
+"__kernel void binary_bcast(NN__KPARAMS(binary_bcast)) {\n",
+"    int i = get_global_id(0), oa, ob, oc;\n",
+"    if (i >= n) return;\n",
+"    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);\n",
+"    y[i] = nn__ew_binary(fn, a[oa], b[ob]);\n",
+"}\n",
+"\n",
+"/* dx = dy * df/da (wrt 0) or df/db (wrt 1) for same shapes, one kernel per function */\n",
+"#define NN__X(E, NAME, FWD, DA, DB)                                                              \\\n",
+"    __kernel void binary_same_grad_##NAME(NN__KPARAMS(binary_same_grad)) {                       \\\n",
+"        int i = get_global_id(0);                                                                \\\n",
+"        if (i < n) {                                                                             \\\n",
+"            float u = a[i], w = b[i];                                                            \\\n",
+"            dx[i] = dy[i] * (wrt ? (DB) : (DA));                                                 \\\n",
+"        }                                                                                        \\\n",
+"    }\n",
+"NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"\n",
+"/* dx [n] = dy * df/da (wrt 0) or df/db (wrt 1), at the output's shape */\n",
+"__kernel void binary_grad(NN__KPARAMS(binary_grad)) {\n",
+"    int i = get_global_id(0), oa, ob, oc;\n",
+"    if (i >= n) return;\n",
+"    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);\n",
+"    dx[i] = dy[i] * nn__ew_binary_der(fn, wrt, a[oa], b[ob]);\n",
+"}\n",
+"\n",
+"/* ---- select (src/ops/elementwise/select.c): where, masked_fill ---- */\n",
+"\n",
+"__kernel void where_bcast(NN__KPARAMS(where_bcast)) {\n",
+"    int i = get_global_id(0), oc, oa, ob;\n",
+"    if (i >= n) return;\n",
+"    nn__bc_offsets(i, nd, dims, sc, sa, sb, &oc, &oa, &ob);\n",
+"    y[i] = c[oc] != 0.0f ? a[oa] : b[ob];\n",
+"}\n",
+"\n",
+"/* y = (mask != 0) != invert ? value : x */\n",
+"__kernel void masked_fill_bcast(NN__KPARAMS(masked_fill_bcast)) {\n",
+"    int i = get_global_id(0), om, ox, oc;\n",
+"    if (i >= n) return;\n",
+"    nn__bc_offsets(i, nd, dims, sm, sx, (int8)(0), &om, &ox, &oc);\n",
+"    y[i] = (m[om] != 0.0f) != invert ? value : x[ox];\n",
+"}\n",
+"\n",
+"/* ---- helpers other families launch (conv, matmul, shape) ---- */\n",
+"\n",
 "/* y [N, C, S] = x + b[c] */\n",
 "__kernel void channel_bias(NN__KPARAMS(channel_bias)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[i] + b[(i / S) % C];\n",
 "}\n",
 "\n",
-"__kernel void scale(__global const float *x, __global float *y, const int n, const float s) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i < n) y[i] = x[i] * s;\n",
-"}\n",
-"\n",
 "/* a bit copy (reshape), for either dtype */\n",
 "__kernel void copy(NN__KPARAMS(copy)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[i];\n",
-"}\n",
-"\n",
-"__kernel void fill(__global float *y, const int n, const float v) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i < n) y[i] = v;\n",
 "}\n",
 "\n",
 "/* y [nb] = sum over the leading dims of x [n / nb, nb] (at float offset off), in a fixed\n",
@@ -9668,11 +10154,6 @@ static const char *const nn__cl_src_elementwise[] = {
 "        for (int i = j; i < n; i += nb) s += x[off + i];\n",
 "        y[j] = s;\n",
 "    }\n",
-"}\n",
-"\n",
-"__kernel void accumulate(__global const float *x, __global float *acc, const int n) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i < n) acc[i] += x[i];\n",
 "}\n",
 0 };
 
@@ -10301,29 +10782,32 @@ static const char *const nn__cl_src_loss[] = {
 "   returns the other operand): comparisons written so that NaN falls through. */\n",
 "\n",
 "#line 1 \"kernels/activation.h\"\n",
-"/* The activations, each formula written once for both backends. This file is a part of\n",
-"   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in\n",
-"   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its\n",
-"   kernels), so it uses only what the two languages share; the math functions go by\n",
+"/* The elementwise functions, each formula written once for both backends. This file is a\n",
+"   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the\n",
+"   vector ones in src/cpu/simd.c, the builders in src/ops/elementwise/unary.c and\n",
+"   binary.c) and is included by kernels/elementwise.cl and kernels/loss.cl (OpenCL C 1.2:\n",
+"   their kernels), so it uses only what the two languages share; the math functions go by\n",
 "   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
 "\n",
-"   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one\n",
-"   X(ENUM, name, params, valid, forward, derivative) each:\n",
-"     ENUM        NN__U_ENUM, the op's function (the node's i[0])\n",
+"   NN__ACTIVATIONS(X), NN__MATH(X) and NN__NOGRAD(X) list the functions of the unary ops\n",
+"   (UNARY; UNARY_NOGRAD for NN__NOGRAD's), one X(ENUM, name, params, valid, forward,\n",
+"   derivative) each:\n",
+"     ENUM        NN__U_ENUM, the op's function (the node's a.ew.fn)\n",
 "     name        the builder nn_<name> (declared in src/api/api.h) and the kernels\n",
 "                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
 "     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
-"                 in the formulas, the node's f[0] and f[1]\n",
+"                 in the formulas, the node's a.ew.param[0] and a.ew.param[1]\n",
 "     valid       what the builder requires of p0 and p1 (1: anything)\n",
 "     forward     y as an expression of the input v (float), p0 and p1\n",
 "     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives\n",
 "   A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN\n",
 "   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
 "   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
-"   An activation is a line here (with helpers above the table when its formula needs\n",
+"   A function is a line here (with helpers above the table when its formula needs\n",
 "   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.\n",
 "   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
-"   safer in float (softplus without overflow, expm1 near 0) that one is used. */\n",
+"   safer in float (softplus without overflow, expm1 near 0) that one is used.\n",
+"   NN__BINARY_FNS(X), at the end, lists the binary ops' functions the same way. */\n",
 "#ifndef NN__ACTIVATION_H\n",
 "#define NN__ACTIVATION_H\n",
 "\n",
@@ -12660,9 +13144,224 @@ static const char *const nn__cl_src_softmax[] = {
 "#line 1 \"kernels/softmax.cl\"\n",
 "/* Row-wise ops over the last axis (rows of C values): softmax, log-softmax. One work-item\n",
 "   per row. (The fused cross-entropy is in loss.cl, argmax in reduce.cl.) */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
 "\n",
-"__kernel void softmax_forward(__global const float *x, __global float *y, const int rows, const int C,\n",
-"                              const int log_space) {\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 4 \"kernels/softmax.cl\"\n",
+"#line 1 \"kernels/softmax_args.h\"\n",
+"/* kernels/softmax.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__SOFTMAX_ARGS_H\n",
+"#define NN__SOFTMAX_ARGS_H\n",
+"\n",
+"/* rows of C values, the last dim; log_space: log-softmax */\n",
+"#define NN__KARGS_softmax_forward(F, P) F(in, x) P(out, y) P(int, rows) P(int, C) P(int, log_space)\n",
+"NN__KSIG(softmax_forward)\n",
+"#define NN__KARGS_softmax_backward(F, P) F(in, y) P(in, dy) P(out, dx) P(int, rows) P(int, C) P(int, log_space)\n",
+"NN__KSIG(softmax_backward)\n",
+"\n",
+"#endif\n",
+"#line 5 \"kernels/softmax.cl\"\n",
+"\n",
+"__kernel void softmax_forward(NN__KPARAMS(softmax_forward)) {\n",
 "    int r = get_global_id(0);\n",
 "    if (r >= rows) return;\n",
 "    __global const float *xr = x + (size_t)r * C;\n",
@@ -12680,8 +13379,7 @@ static const char *const nn__cl_src_softmax[] = {
 "}\n",
 "\n",
 "/* softmax: dx = y * (dy - sum(dy * y)); log-softmax: dx = dy - exp(y) * sum(dy) */\n",
-"__kernel void softmax_backward(__global const float *y, __global const float *dy, __global float *dx,\n",
-"                               const int rows, const int C, const int log_space) {\n",
+"__kernel void softmax_backward(NN__KPARAMS(softmax_backward)) {\n",
 "    int r = get_global_id(0);\n",
 "    if (r >= rows) return;\n",
 "    size_t o = (size_t)r * C;\n",
@@ -12723,30 +13421,6 @@ static const nn__cl_source nn__cl_sources[] = {
 /* The OpenCL backend: device discovery, programs built from kernels/NAME.cl with an on-disk
    cache, buffers, and the launches that ops' device plans record (nn__launch) turned into
    kernels with their arguments set once, at compile time, so a step only enqueues. */
-#include <sys/stat.h>
-#include <fcntl.h>
-#include <time.h>
-
-#if defined(_WIN32)
-#  include <windows.h>
-#  include <direct.h>
-#  include <io.h>
-#  include <process.h>
-#  define nn__mkdir(p) _mkdir(p)
-#  define nn__getpid() _getpid()
-#  define nn__sleep_ms(ms) Sleep(ms)
-#else
-#  include <unistd.h>
-#  include <poll.h>
-#  define nn__mkdir(p) mkdir(p, 0755)
-#  define nn__getpid() getpid()
-#  define nn__sleep_ms(ms) (void)poll(NULL, 0, ms) /* declared even where a strict -std hides nanosleep */
-#endif
-#if defined(O_CLOEXEC)
-#  define NN__O_CLOEXEC O_CLOEXEC
-#else
-#  define NN__O_CLOEXEC 0
-#endif
 
 #define NN__CL_MAX_DEVICES 32
 
@@ -13122,23 +13796,6 @@ static int nn__cache_path(nn_context *ctx, const char *name, uint64_t key, char 
     return 0;
 }
 
-/* mkdir -p */
-static int nn__mkdirs(const char *path) {
-    char tmp[1024];
-    size_t i, n = strlen(path);
-    if (n >= sizeof tmp) return -1;
-    memcpy(tmp, path, n + 1);
-    for (i = 1; i <= n; i++) {
-        if (tmp[i] == '/' || tmp[i] == 0) {
-            char c = tmp[i];
-            tmp[i] = 0;
-            if (nn__mkdir(tmp) != 0 && errno != EEXIST) return -1;
-            tmp[i] = c;
-        }
-    }
-    return 0;
-}
-
 /* The cache file at path, read whole and checked (nn__cache_parse) against key: the bytes
    to free, with the program binary at *bin (*size bytes); NULL when there is no file, it
    cannot be read, or it is not valid (an info line says why: the program is then built
@@ -13202,82 +13859,11 @@ static cl_program nn__cache_load(nn_context *ctx, const char *path, uint64_t key
     return prog;
 }
 
-/* A name for a temporary file beside path that no other process, thread or call uses: the
-   process id, a process-wide counter and bits of the clock and the stack address (the
-   file is then created exclusively, so even a repeat cannot overwrite another's file). */
-static int nn__cache_tmp_name(const char *path, char *buf, size_t n) {
-    static unsigned long counter;
-    unsigned long seq;
-    uint64_t h;
-    int k;
-#if defined(__GNUC__) || defined(__clang__)
-    seq = __atomic_add_fetch(&counter, 1UL, __ATOMIC_RELAXED);
-#else
-    seq = ++counter; /* best effort where no atomics are at hand: the other parts still differ */
-#endif
-    {
-        time_t t = time(NULL);
-        clock_t c = clock();
-        const void *where = &seq;
-        h = nn__fnv(NN__FNV_BASIS, &t, sizeof t);
-        h = nn__fnv(h, &c, sizeof c);
-        h = nn__fnv(h, &where, sizeof where);
-        h = nn__fnv(h, &seq, sizeof seq);
-    }
-    k = snprintf(buf, n, "%s.tmp-%ld-%lu-%08lx", path, (long)nn__getpid(), seq,
-                 (unsigned long)(h ^ (h >> 32)) & 0xffffffffUL);
-    return k > 0 && (size_t)k < n;
-}
-
-/* Writes n bytes to a new temporary file beside path, flushes them to the disk, and
-   renames the file over path, so a reader sees the old file or the new one whole. 0, or
-   -1 with *what naming the step that failed; no temporary file is left either way. */
-static int nn__cache_replace(const char *path, const unsigned char *data, size_t n, const char **what) {
-    char tmp[1300];
-    size_t done = 0;
-    int fd, ok = 1;
-    *what = "naming a temporary file";
-    if (!nn__cache_tmp_name(path, tmp, sizeof tmp)) return -1;
-#if defined(_WIN32)
-    *what = "creating a temporary file";
-    if ((fd = _open(tmp, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE)) < 0) return -1;
-    while (ok && done < n) {
-        unsigned chunk = n - done > (1u << 30) ? (1u << 30) : (unsigned)(n - done);
-        int w = _write(fd, data + done, chunk);
-        if (w <= 0) ok = 0, *what = "writing";
-        else done += (size_t)w;
-    }
-    if (ok && _commit(fd) != 0) ok = 0, *what = "flushing to the disk";
-    if (_close(fd) != 0 && ok) ok = 0, *what = "closing";
-    if (ok && !MoveFileExA(tmp, path, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) ok = 0, *what = "renaming";
-#else
-    *what = "creating a temporary file";
-    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | NN__O_CLOEXEC, 0644)) < 0) return -1;
-    while (ok && done < n) {
-        ssize_t w = write(fd, data + done, n - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) ok = 0, *what = "writing";
-        else done += (size_t)w;
-    }
-    if (ok && fsync(fd) != 0) ok = 0, *what = "flushing to the disk";
-    if (close(fd) != 0 && ok) ok = 0, *what = "closing";
-    if (ok && rename(tmp, path) != 0) ok = 0, *what = "renaming";
-#endif
-    if (!ok) {
-        int e = errno;
-        remove(tmp);
-        errno = e;
-        return -1;
-    }
-    return 0;
-}
-
 /* Stores the program's binary in the cache file at path for key. Every failure is only a
    debug line: the cache is an optimisation. */
 static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_program prog) {
     size_t size = 0;
     unsigned char *file, *bin;
-    const char *what = "";
     cl_int err;
     if ((err = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL)) != CL_SUCCESS || size == 0) {
         nn__log(ctx, NN_LOG_DEBUG, "program cache: no binary to store in %s (%s (%d))", path, nn__cl_errstr(err),
@@ -13296,11 +13882,16 @@ static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_
     } else if (nn__mkdirs(ctx->cache_dir) != 0) {
         nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot create %s: %s", ctx->cache_dir, strerror(errno));
     } else {
+        nn__wfile w; /* quiet (no context): a reader sees the old file or the new one whole */
         nn__cache_header(file, key, bin, size);
-        if (nn__cache_replace(path, file, NN__CACHE_HEADER + size, &what) != 0)
-            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot store %s (%s: %s)", path, what, strerror(errno));
-        else
+        if (nn__wfile_open(NULL, path, &w) != NN_OK || nn__wfile_write(NULL, &w, file, NN__CACHE_HEADER + size) != NN_OK) {
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot store %s: %s", path, w.why);
+            nn__wfile_abort(&w);
+        } else if (nn__wfile_commit(NULL, path, &w) != NN_OK) {
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot store %s: %s", path, w.why);
+        } else {
             nn__log(ctx, NN_LOG_DEBUG, "program cache: stored %s", path);
+        }
     }
     NN_FREE(file);
 }
@@ -15385,6 +15976,67 @@ NN__KSIG(copy)
 #define NN__KARGS_sum_leading(F, P) F(in, x) P(out, y) P(int, n) P(int, nb) P(int, off)
 NN__KSIG(sum_leading)
 
+/* The broadcast kernels' geometry (src/cpu/elementwise.c's nn__bcast after merging): nd
+   dims, outermost first, and each operand's strides in elements (0 where broadcast). */
+
+/* expand: y [n] = x at its broadcast offset */
+#define NN__KARGS_expand_bcast(F, P) F(in, x) P(out, y) P(int, n) P(int, nd) P(int8, dims) P(int8, sx)
+NN__KSIG(expand_bcast)
+/* sum_to: y [m] = x summed over the dims where st is 0, `reduced` elements each; xs: x's
+   contiguous strides */
+#define NN__KARGS_sum_to(F, P) \
+    F(in, x) P(out, y) P(int, m) P(int, reduced) P(int, nd) P(int8, dims) P(int8, st) P(int8, xs)
+NN__KSIG(sum_to)
+
+/* the unary functions of kernels/activation.h: every NAME_forward and NAME_backward */
+#define NN__KARGS_unary_forward(F, P) F(in, x) P(out, y) P(int, n) P(float, p0) P(float, p1)
+NN__KSIG(unary_forward)
+#define NN__KARGS_unary_backward(F, P) F(in, x) P(in, dy) P(out, dx) P(int, n) P(float, p0) P(float, p1)
+NN__KSIG(unary_backward)
+#define NN__KARGS_scale(F, P) F(in, x) P(out, y) P(int, n) P(float, s)
+NN__KSIG(scale)
+/* PReLU: x [N, C, S], w [C] */
+#define NN__KARGS_prelu_forward(F, P) F(in, x) P(in, w) P(out, y) P(int, n) P(int, C) P(int, S)
+NN__KSIG(prelu_forward)
+#define NN__KARGS_prelu_backward_input(F, P) F(in, x) P(in, w) P(in, dy) P(out, dx) P(int, n) P(int, C) P(int, S)
+NN__KSIG(prelu_backward_input)
+#define NN__KARGS_prelu_backward_weight_part(F, P) F(in, x) P(in, dy) P(out, part) P(int, N) P(int, C) P(int, S)
+NN__KSIG(prelu_backward_weight_part)
+#define NN__KARGS_prelu_backward_weight(F, P) F(in, part) P(out, dw) P(int, N) P(int, C)
+NN__KSIG(prelu_backward_weight)
+#define NN__KARGS_fill(F, P) F(out, y) P(int, n) P(float, v)
+NN__KSIG(fill)
+/* acc [n] += x: acc is read and written */
+#define NN__KARGS_accumulate(F, P) F(in, x) P(out, acc) P(int, n)
+NN__KSIG(accumulate)
+
+/* binary functions (NN__B_*, kernels/activation.h): every binary_same_NAME (same shapes),
+   and binary_same_grad_NAME */
+#define NN__KARGS_binary_same(F, P) F(in, a) P(in, b) P(out, y) P(int, n)
+NN__KSIG(binary_same)
+#define NN__KARGS_binary_same_grad(F, P) F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, wrt)
+NN__KSIG(binary_same_grad)
+/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */
+#define NN__KARGS_binary_flat(F, P) F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)
+NN__KSIG(binary_flat)
+#define NN__KARGS_binary_bcast(F, P) \
+    F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)
+NN__KSIG(binary_bcast)
+#define NN__KARGS_binary_grad(F, P)                                                                      \
+    F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, fn) P(int, wrt) P(int, nd) P(int8, dims) \
+    P(int8, sa) P(int8, sb)
+NN__KSIG(binary_grad)
+
+/* where (c, a, b) and masked_fill (m, x) */
+#define NN__KARGS_where_bcast(F, P)                                                                    \
+    F(in, c) P(in, a) P(in, b) P(out, y) P(int, n) P(int, nd) P(int8, dims) P(int8, sc) P(int8, sa) \
+    P(int8, sb)
+NN__KSIG(where_bcast)
+#define NN__KARGS_masked_fill_bcast(F, P)                                                                  \
+    F(in, m) P(in, x) P(out, y) P(int, n) P(float, value) P(int, invert) P(int, nd) P(int8, dims) \
+    P(int8, sm) P(int8, sx)
+NN__KSIG(masked_fill_bcast)
+
 #endif
 
 /* ======================================================================
@@ -15442,6 +16094,12 @@ NN__KSIG(correct_rows)
 /* kernels/softmax.cl's kernel signatures (kernels/kargs.h says how to read them). */
 #ifndef NN__SOFTMAX_ARGS_H
 #define NN__SOFTMAX_ARGS_H
+
+/* rows of C values, the last dim; log_space: log-softmax */
+#define NN__KARGS_softmax_forward(F, P) F(in, x) P(out, y) P(int, rows) P(int, C) P(int, log_space)
+NN__KSIG(softmax_forward)
+#define NN__KARGS_softmax_backward(F, P) F(in, y) P(in, dy) P(out, dx) P(int, rows) P(int, C) P(int, log_space)
+NN__KSIG(softmax_backward)
 
 #endif
 
@@ -15532,54 +16190,16 @@ NN__KSIG(dropout)
 #endif
 
 /* ======================================================================
-   src/ops/elementwise.c
+   src/ops/elementwise/broadcast.c
    ====================================================================== */
-/* The elementwise ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The elementwise family's broadcasting (NumPy's and PyTorch's rules): the shape rule and
+   the geometry that the binary ops (binary.c) and where/masked_fill (select.c) share, and
+   the two ops that broadcast alone, expand and its gradient sum_to. The geometry is
+   src/cpu/elementwise.c's nn__bcast: the output's dims merged where every operand allows,
+   each operand's strides 0 where it is broadcast. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_add nn__cpu_binary
-#define nn__launch_add nn__launch_binary
-#define nn__grad_add nn__grad_add_sub
-#define nn__plan_add nn__no_plan
-#define nn__cpu_sub nn__cpu_binary
-#define nn__launch_sub nn__launch_binary
-#define nn__grad_sub nn__grad_add_sub
-#define nn__plan_sub nn__no_plan
-#define nn__cpu_mul nn__cpu_binary
-#define nn__launch_mul nn__launch_binary
-#define nn__plan_mul nn__no_plan
-#define nn__plan_scale nn__no_plan
-#define nn__plan_unary nn__no_plan
-#define nn__grad_unary_grad nn__grad_none
-#define nn__plan_unary_grad nn__no_plan
-#define nn__plan_prelu nn__no_plan
-#define nn__cpu_prelu_dx nn__cpu_prelu
-#define nn__launch_prelu_dx nn__launch_prelu
-#define nn__grad_prelu_dx nn__grad_none
-#define nn__plan_prelu_dx nn__no_plan
-#define nn__grad_prelu_dw nn__grad_none
-#define nn__grad_accumulate nn__grad_none
-#define nn__plan_accumulate nn__no_plan
-#define nn__grad_fill nn__grad_none
-#define nn__plan_fill nn__no_plan
-#define nn__plan_binary nn__no_plan
-#define nn__grad_binary_grad nn__grad_none
-#define nn__plan_binary_grad nn__no_plan
-#define nn__cpu_compare nn__cpu_binary
-#define nn__launch_compare nn__launch_binary
-#define nn__grad_compare nn__grad_none
-#define nn__plan_compare nn__no_plan
-#define nn__plan_where nn__no_plan
-#define nn__plan_masked_fill nn__no_plan
-#define nn__plan_expand nn__no_plan
-#define nn__plan_sum_to nn__no_plan
-#define nn__cpu_unary_nograd nn__cpu_unary
-#define nn__launch_unary_nograd nn__launch_unary
-#define nn__grad_unary_nograd nn__grad_none
-#define nn__plan_unary_nograd nn__no_plan
-
-/* ---- broadcasting (NumPy's and PyTorch's rules) ---- */
+/* ==== shared by the broadcasting ops: the shape rule, the CPU geometry of a node, the
+   kernels' int8 form of it ==== */
 
 /* The shape the n shapes broadcast to: aligned at their last dims, each dim 1 or the
    largest, missing leading dims 1. 0 (and the op fails, naming the operands and shapes)
@@ -15626,104 +16246,75 @@ static void nn__bcast_node(nn_graph *g, const nn__node *n, int n_op, nn__bcast *
     nn__bcast_init(bc, &n->shape, s, n_op);
 }
 
-/* Node x summed to shape sh, which broadcasts to x's (the gradient of a broadcast): x
-   itself when the shapes are the same. Other families' gradients use it too. */
+/* The geometry as kernels/elementwise.cl's broadcast kernels take it: dims and each
+   operand's strides as int8s (dims beyond nd are 1, strides 0). */
+static void nn__bcast_ints(const nn__bcast *bc, int dims[8], int st[3][8]) {
+    int d, k;
+    memset(st, 0, 3 * 8 * sizeof(int));
+    for (d = 0; d < 8; d++) dims[d] = d < bc->nd ? (int)bc->dim[d] : 1;
+    for (k = 0; k < bc->n_op; k++)
+        for (d = 0; d < bc->nd; d++) st[k][d] = (int)bc->st[k][d];
+}
+
+/* ==== sum_to: y [sh] = x [...] summed over the dims where sh is 1 or missing, sh a shape
+   that broadcasts to x's: the gradient of every broadcast (add, mul, where, expand, ...);
+   its own gradient is EXPAND back to x's shape ==== */
+
+/* Node x summed to shape sh: x itself when the shapes are the same. */
 static nn_tensor nn__sum_to_op(nn_graph *g, int x, nn_shape sh) {
     if (nn__shape_eq(&g->nodes[x].shape, &sh)) return nn__tensor(x);
     return nn__op1(g, NN__OP_SUM_TO, NN_F32, sh, x);
 }
 
-/* A binary node (op ADD, SUB, MUL, BINARY or COMPARE with function fn) of a and b
-   broadcast. */
-static nn_tensor nn__binary_fn(nn_graph *g, int op, int fn, const char *opname, nn_tensor a, nn_tensor b) {
-    static const char *const names[2] = {"a", "b"};
-    nn_tensor in[2], t;
-    nn_shape out;
-    in[0] = a;
-    in[1] = b;
-    if (!nn__check0(g, opname, 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b")) return nn__tensor(-1);
-    if (!nn__broadcast_shape(g, opname, 2, in, names, &out)) return nn__tensor(-1);
-    t = nn__op2(g, op, NN_F32, out, a.id, b.id);
-    if (t.id >= 0) g->nodes[t.id].a.ew.bfn = fn;
-    return t;
+#define nn__plan_sum_to nn__no_plan
+
+static void nn__grad_sum_to(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__op1(g, NN__OP_EXPAND, NN_F32, g->nodes[a].shape, gy.id));
 }
 
-static nn_tensor nn__binary(nn_graph *g, int op, const char *opname, nn_tensor a, nn_tensor b) {
-    return nn__binary_fn(g, op, op == NN__OP_ADD ? NN__B_ADD : op == NN__OP_SUB ? NN__B_SUB : NN__B_MUL, opname, a, b);
+/* The geometry of a sum to n's shape: over the input's shape, with n's as its operand. */
+static void nn__sum_to_geometry(nn_graph *g, const nn__node *n, nn__bcast *bc) {
+    const nn_shape *s = &n->shape;
+    nn__bcast_init(bc, &g->nodes[n->in[0]].shape, &s, 1);
 }
 
-NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_ADD, "nn_add", a, b); }
-NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_SUB, "nn_sub", a, b); }
-NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_MUL, "nn_mul", a, b); }
-NN_API nn_tensor nn_div(nn_graph *g, nn_tensor a, nn_tensor b) {
-    return nn__binary_fn(g, NN__OP_BINARY, NN__B_DIV, "nn_div", a, b);
-}
-NN_API nn_tensor nn_minimum(nn_graph *g, nn_tensor a, nn_tensor b) {
-    return nn__binary_fn(g, NN__OP_BINARY, NN__B_MINIMUM, "nn_minimum", a, b);
-}
-NN_API nn_tensor nn_maximum(nn_graph *g, nn_tensor a, nn_tensor b) {
-    return nn__binary_fn(g, NN__OP_BINARY, NN__B_MAXIMUM, "nn_maximum", a, b);
-}
-NN_API nn_tensor nn_pow(nn_graph *g, nn_tensor a, nn_tensor b) {
-    return nn__binary_fn(g, NN__OP_BINARY, NN__B_POW, "nn_pow", a, b);
-}
-NN_API nn_tensor nn_eq(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_EQ, "nn_eq", a, b); }
-NN_API nn_tensor nn_ne(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_NE, "nn_ne", a, b); }
-NN_API nn_tensor nn_lt(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LT, "nn_lt", a, b); }
-NN_API nn_tensor nn_le(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LE, "nn_le", a, b); }
-NN_API nn_tensor nn_gt(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_GT, "nn_gt", a, b); }
-NN_API nn_tensor nn_ge(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_GE, "nn_ge", a, b); }
-NN_API nn_tensor nn_logical_and(nn_graph *g, nn_tensor a, nn_tensor b) {
-    return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LOGICAL_AND, "nn_logical_and", a, b);
-}
-NN_API nn_tensor nn_logical_or(nn_graph *g, nn_tensor a, nn_tensor b) {
-    return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LOGICAL_OR, "nn_logical_or", a, b);
+static nn_result nn__cpu_sum_to(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__sum_to_geometry(g, n, &bc);
+    nn__sum_to_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), &bc);
+    return NN_OK;
 }
 
-NN_API nn_tensor nn_where(nn_graph *g, nn_tensor cond, nn_tensor a, nn_tensor b) {
-    static const char *const names[3] = {"cond", "a", "b"};
-    nn_tensor in[3];
-    nn_shape out;
-    in[0] = cond;
-    in[1] = a;
-    in[2] = b;
-    if (!nn__check0(g, "nn_where", 3, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, "nn_where", cond, "cond") || !nn__expect_f32(g, "nn_where", a, "a") ||
-        !nn__expect_f32(g, "nn_where", b, "b"))
-        return nn__tensor(-1);
-    if (!nn__broadcast_shape(g, "nn_where", 3, in, names, &out)) return nn__tensor(-1);
-    return nn__op3(g, NN__OP_WHERE, NN_F32, out, cond.id, a.id, b.id);
+/* One work item per element of the result, adding its elements of x in index order (the
+   CPU backend's order: the same bits). */
+static nn_result nn__launch_sum_to(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int M = (int)n->numel, dims[8], st[3][8], xs[8], d;
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn__k_sum_to k;
+    nn_result r;
+    nn__sum_to_geometry(g, n, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    memset(xs, 0, sizeof xs);
+    for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
+    r = nn__launch_kernel(g, id, "elementwise", "sum_to", (size_t)M, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.m = M;
+    k.reduced = (int)(bc.n / M);
+    k.nd = bc.nd;
+    k.dims = dims;
+    k.st = st[0];
+    k.xs = xs;
+    return nn__kargs_sum_to(l, &k);
 }
 
-/* y = (mask != 0) != invert ? value : x, of x's shape (mask broadcast to it) */
-static nn_tensor nn__masked_fill_op(nn_graph *g, nn_shape sh, int mask, int x, float value, int invert) {
-    nn_tensor t = nn__op2(g, NN__OP_MASKED_FILL, NN_F32, sh, mask, x);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.ew.s = value;
-        g->nodes[t.id].a.ew.invert = invert;
-    }
-    return t;
-}
-
-NN_API nn_tensor nn_masked_fill(nn_graph *g, nn_tensor x, nn_tensor mask, float value) {
-    static const char *const names[2] = {"x", "mask"};
-    nn_tensor in[2];
-    nn_shape out;
-    in[0] = x;
-    in[1] = mask;
-    if (!nn__check0(g, "nn_masked_fill", 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, "nn_masked_fill", x, "x") || !nn__expect_f32(g, "nn_masked_fill", mask, "mask"))
-        return nn__tensor(-1);
-    if (!nn__broadcast_shape(g, "nn_masked_fill", 2, in, names, &out)) return nn__tensor(-1);
-    if (!nn__shape_eq(&out, &nn__n(g, x)->shape)) {
-        char sx[128], sm[128];
-        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        nn__shape_str(&nn__n(g, mask)->shape, sm, sizeof sm);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_masked_fill: mask %s must broadcast to x's shape %s", sm, sx);
-    }
-    return nn__masked_fill_op(g, out, mask.id, x.id, value, 0);
-}
+/* ==== expand: y [shape] = x broadcast to shape (torch.Tensor.expand: each dim of x 1 or
+   the new size, -1 keeps it, new leading dims); its gradient is SUM_TO x's shape ==== */
 
 NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape) {
     nn__node *nx;
@@ -15755,6 +16346,52 @@ NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape) {
     return nn__op1(g, NN__OP_EXPAND, NN_F32, out, x.id);
 }
 
+#define nn__plan_expand nn__no_plan
+
+static void nn__grad_expand(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__sum_to_op(g, gy.id, g->nodes[a].shape));
+}
+
+static nn_result nn__cpu_expand(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__bcast_node(g, n, 1, &bc);
+    nn__expand_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), &bc);
+    return NN_OK;
+}
+
+static nn_result nn__launch_expand(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn__k_expand_bcast k;
+    nn_result r;
+    nn__bcast_node(g, n, 1, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    r = nn__launch_kernel(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = N;
+    k.nd = bc.nd;
+    k.dims = dims;
+    k.sx = st[0];
+    return nn__kargs_expand_bcast(l, &k);
+}
+
+/* ======================================================================
+   src/ops/elementwise/unary.c
+   ====================================================================== */
+/* The elementwise family's ops of one tensor: scale, the unary functions of
+   kernels/activation.h (activations and math, one op UNARY with the function as an
+   attribute, UNARY_NOGRAD for the ones no gradient flows through), PReLU, and the engine's
+   fill and accumulate. Shapes: y has x's shape throughout. */
+
+/* ==== scale: y = s * x (other families' gradients build it through nn__scale_op: -x and
+   such) ==== */
+
 NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
     nn_tensor t;
     if (!nn__check0(g, "nn_scale", 1, &a) || !nn__expect_f32(g, "nn_scale", a, "x")) return nn__tensor(-1);
@@ -15763,12 +16400,43 @@ NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
     return t;
 }
 
-/* s * node x, of shape sh (other families' gradients: -x and such). */
+/* s * node x, of shape sh */
 static nn_tensor nn__scale_op(nn_graph *g, nn_shape sh, int x, float s) {
     nn_tensor t = nn__op1(g, NN__OP_SCALE, NN_F32, sh, x);
     if (t.id >= 0) g->nodes[t.id].a.ew.s = s;
     return t;
 }
+
+#define nn__plan_scale nn__no_plan
+
+static void nn__grad_scale(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__scale_op(g, n.shape, gy.id, n.a.ew.s));
+}
+
+static nn_result nn__cpu_scale(nn_graph *g, nn__node *n) {
+    nn__scale_forward(n->buf.host, NN__F(n->in[0]), n->a.ew.s, n->numel);
+    return NN_OK;
+}
+
+static nn_result nn__launch_scale(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_scale k;
+    nn_result r = nn__launch_kernel(g, id, "elementwise", "scale", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.s = n->a.ew.s;
+    return nn__kargs_scale(l, &k);
+}
+
+/* ==== unary: y = f(x; p0, p1) for f a line of kernels/activation.h (nn_relu, nn_exp,
+   nn_clamp, ...; the node's a.ew.fn and a.ew.param); UNARY_GRAD (x, gy) is
+   dx = gy * f'(x); UNARY_NOGRAD (detach, logical_not) is UNARY through which no gradient
+   flows. Kernels NAME_forward / NAME_backward, one pair per function ==== */
 
 /* A UNARY node of the activation fn with its n_params parameters; ok: they meet its
    requirement (the text of the condition, for the message). */
@@ -15814,6 +16482,82 @@ NN__MATH(NN__X)
 #define NN__X(E, name, params, valid, fwd, der) NN__ACT_BUILDER##params(NN__OP_UNARY_NOGRAD, E, name, valid)
 NN__NOGRAD(NN__X)
 #undef NN__X
+
+#define nn__plan_unary nn__no_plan
+#define nn__cpu_unary_nograd nn__cpu_unary
+#define nn__launch_unary_nograd nn__launch_unary
+#define nn__grad_unary_nograd nn__grad_none
+#define nn__plan_unary_nograd nn__no_plan
+#define nn__grad_unary_grad nn__grad_none
+#define nn__plan_unary_grad nn__no_plan
+
+static void nn__grad_unary(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op2(g, NN__OP_UNARY_GRAD, NN_F32, n.shape, a, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
+
+static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
+    nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->buf.host, NN__F(n->in[0]), NULL, n->numel);
+    return NN_OK;
+}
+
+/* (x, gy) */
+static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
+    nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
+                  n->numel);
+    return NN_OK;
+}
+
+/* the kernels <name>_forward / <name>_backward of each function, by NN__U_* */
+static const char *const nn__unary_names[NN__U_COUNT] = {
+#define NN__X(E, name, params, valid, fwd, der) #name,
+    NN__UNARY_ALL(NN__X)
+#undef NN__X
+};
+
+static nn_result nn__launch_unary(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_unary_forward k;
+    nn_result r;
+    char kname[64];
+    snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
+    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.p0 = n->a.ew.param[0];
+    k.p1 = n->a.ew.param[1];
+    return nn__kargs_unary_forward(l, &k);
+}
+
+static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_unary_backward k;
+    nn_result r;
+    char kname[64];
+    snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
+    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.p0 = n->a.ew.param[0];
+    k.p1 = n->a.ew.param[1];
+    return nn__kargs_unary_backward(l, &k);
+}
+
+/* ==== prelu: y [N, C, S] = max(0, x) + w[c] * min(0, x), w [C] over the channels (dim 1) or [1]
+   (torch.nn.functional.prelu); PRELU_DX (x, w, gy) is dx [x's shape], PRELU_DW (x, gy)
+   is dw [C] ==== */
 
 /* PReLU: x [N, C, ...] with weight [C] (channels: dim 1) or [1] (one shared slope). The
    node's attributes C (the weight's size), S (elements per channel and sample), N. */
@@ -15863,7 +16607,141 @@ NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters
     return nn_prelu(g, x, nn_param(g, wn, nn_shape1(num_parameters), init));
 }
 
+#define nn__plan_prelu nn__no_plan
+#define nn__grad_prelu_dx nn__grad_none
+#define nn__plan_prelu_dx nn__no_plan
+#define nn__grad_prelu_dw nn__grad_none
 
+/* inputs (x, w): dx = PRELU_DX(x, w, gy) [x's shape], dw = PRELU_DW(x, gy) [w's shape] */
+static void nn__grad_prelu(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op3(g, NN__OP_PRELU_DX, NN_F32, n.shape, a, b, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_PRELU_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, b, t);
+    }
+}
+
+/* The device's partial sums, one per (n, c) (src/cpu/elementwise.c's
+   nn__prelu_backward_weight sums in the same order). */
+static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
+    (void)g;
+    n->scratch = (int64_t)n->a.ew.N * n->a.ew.C;
+}
+
+static nn_result nn__cpu_prelu(nn_graph *g, nn__node *n) {
+    nn__prelu_forward(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
+    return NN_OK;
+}
+
+/* (x, w, gy) */
+static nn_result nn__cpu_prelu_dx(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    nn__prelu_backward_input(n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
+    return NN_OK;
+}
+
+/* (x, gy) */
+static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
+    nn__prelu_backward_weight(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
+    return NN_OK;
+}
+
+static nn_result nn__launch_prelu(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_prelu_forward k;
+    nn_result r = nn__launch_kernel(g, id, "elementwise", "prelu_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.w = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.C = n->a.ew.C;
+    k.S = n->a.ew.S;
+    return nn__kargs_prelu_forward(l, &k);
+}
+
+static nn_result nn__launch_prelu_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_prelu_backward_input k;
+    nn_result r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_input", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.w = &g->nodes[n->in[1]].buf;
+    k.dy = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.C = n->a.ew.C;
+    k.S = n->a.ew.S;
+    return nn__kargs_prelu_backward_input(l, &k);
+}
+
+/* dw: the partial sums [N, C] into the scratch, then each channel's in n order */
+static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_prelu_backward_weight_part kp;
+    nn__k_prelu_backward_weight kw;
+    nn_result r;
+    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight_part", (size_t)n->a.ew.N * (size_t)n->a.ew.C,
+                          &l);
+    if (r != NN_OK) return r;
+    memset(&kp, 0, sizeof kp);
+    kp.x = &g->nodes[n->in[0]].buf;
+    kp.dy = &g->nodes[n->in[1]].buf;
+    kp.part = &n->scratch_buf;
+    kp.N = n->a.ew.N;
+    kp.C = n->a.ew.C;
+    kp.S = n->a.ew.S;
+    r = nn__kargs_prelu_backward_weight_part(l, &kp);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight", (size_t)n->a.ew.C, &l);
+    if (r != NN_OK) return r;
+    memset(&kw, 0, sizeof kw);
+    kw.part = &n->scratch_buf;
+    kw.dw = &n->buf;
+    kw.N = n->a.ew.N;
+    kw.C = n->a.ew.C;
+    return nn__kargs_prelu_backward_weight(l, &kw);
+}
+
+/* ==== fill: y = s, no inputs; the engine's seed of the loss's gradient (ones) ==== */
+
+#define nn__grad_fill nn__grad_none
+#define nn__plan_fill nn__no_plan
+
+static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
+    float *y = n->buf.host;
+    int64_t i;
+    (void)g;
+    for (i = 0; i < n->numel; i++) y[i] = n->a.ew.s;
+    return NN_OK;
+}
+
+static nn_result nn__launch_fill(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_fill k;
+    nn_result r = nn__launch_kernel(g, id, "elementwise", "fill", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.v = n->a.ew.s;
+    return nn__kargs_fill(l, &k);
+}
+
+/* ==== accumulate: y += x at every run, y [x's shape] kept across runs: a running sum on
+   the device, read as an output and reset with nn_tensor_fill ==== */
 
 NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x) {
     nn_tensor t;
@@ -15874,7 +16752,146 @@ NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x) {
 }
 
 
-/* ---- autograd rules ---- */
+#define nn__grad_accumulate nn__grad_none
+#define nn__plan_accumulate nn__no_plan
+
+static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
+    float *y = n->buf.host;
+    const float *x = NN__F(n->in[0]);
+    int64_t i;
+    for (i = 0; i < n->numel; i++) y[i] += x[i];
+    return NN_OK;
+}
+
+static nn_result nn__launch_accumulate(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_accumulate k;
+    nn_result r = nn__launch_kernel(g, id, "elementwise", "accumulate", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.acc = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_accumulate(l, &k);
+}
+
+/* ======================================================================
+   src/ops/elementwise/binary.c
+   ====================================================================== */
+/* The elementwise family's binary ops: y = f(a, b) with a and b broadcast to y's shape
+   (broadcast.c), f one of kernels/activation.h's NN__BINARY_FNS. ADD, SUB and MUL are ops
+   of their own (the engine and other families build them: gradient sums, weights); div,
+   minimum, maximum and pow are op BINARY, the comparisons and logical ops op COMPARE (no
+   gradient), each with the function in the node's a.ew.bfn. */
+
+/* ==== shared by every binary op: the builder, the CPU body and the launch, which differ
+   only by the function (the ops' registry aliases name them) ==== */
+
+/* A binary node (op ADD, SUB, MUL, BINARY or COMPARE with function fn) of a and b
+   broadcast. */
+static nn_tensor nn__binary_fn(nn_graph *g, int op, int fn, const char *opname, nn_tensor a, nn_tensor b) {
+    static const char *const names[2] = {"a", "b"};
+    nn_tensor in[2], t;
+    nn_shape out;
+    in[0] = a;
+    in[1] = b;
+    if (!nn__check0(g, opname, 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b")) return nn__tensor(-1);
+    if (!nn__broadcast_shape(g, opname, 2, in, names, &out)) return nn__tensor(-1);
+    t = nn__op2(g, op, NN_F32, out, a.id, b.id);
+    if (t.id >= 0) g->nodes[t.id].a.ew.bfn = fn;
+    return t;
+}
+
+static nn_tensor nn__binary(nn_graph *g, int op, const char *opname, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, op, op == NN__OP_ADD ? NN__B_ADD : op == NN__OP_SUB ? NN__B_SUB : NN__B_MUL, opname, a, b);
+}
+
+/* The function of a binary node: ADD, SUB and MUL by their op, the others by a.ew.bfn. */
+static int nn__binary_node_fn(const nn__node *n) {
+    if (n->op == NN__OP_ADD) return NN__B_ADD;
+    if (n->op == NN__OP_SUB) return NN__B_SUB;
+    return n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
+}
+
+static nn_result nn__cpu_binary(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__binary_forward(g->ctx->threads, nn__binary_node_fn(n), n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), &bc);
+    return NN_OK;
+}
+
+/* kernels/elementwise.cl's per-function kernels for same-shape operands, by NN__B_* */
+static const char *const nn__same_fwd[] = {
+#define NN__X(E, NAME, FWD, DA, DB) "binary_same_" #NAME,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+};
+
+/* Same shapes: the function's own kernel; one flat dim otherwise (a one-element operand):
+   binary_flat; anything else binary_bcast. */
+static nn_result nn__launch_binary(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
+    int fn = nn__binary_node_fn(n);
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
+        nn__k_binary_same k;
+        r = nn__launch_kernel(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = a;
+        k.b = b;
+        k.y = &n->buf;
+        k.n = N;
+        return nn__kargs_binary_same(l, &k);
+    }
+    if (bc.nd == 1) {
+        nn__k_binary_flat k;
+        r = nn__launch_kernel(g, id, "elementwise", "binary_flat", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = a;
+        k.b = b;
+        k.y = &n->buf;
+        k.n = N;
+        k.fn = fn;
+        k.sa = st[0][0];
+        k.sb = st[1][0];
+        return nn__kargs_binary_flat(l, &k);
+    } else {
+        nn__k_binary_bcast k;
+        r = nn__launch_kernel(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = a;
+        k.b = b;
+        k.y = &n->buf;
+        k.n = N;
+        k.fn = fn;
+        k.nd = bc.nd;
+        k.dims = dims;
+        k.sa = st[0];
+        k.sb = st[1];
+        return nn__kargs_binary_bcast(l, &k);
+    }
+}
+
+/* ==== add: y = a + b (torch.add); its gradient sums gy to each operand's shape (SUM_TO),
+   sub's too with b's negated ==== */
+
+NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_ADD, "nn_add", a, b); }
+
+#define nn__cpu_add nn__cpu_binary
+#define nn__launch_add nn__launch_binary
+#define nn__grad_add nn__grad_add_sub
+#define nn__plan_add nn__no_plan
 
 /* Gradients of broadcast operands: the gradient at the output's shape, summed to the
    operand's (nn__sum_to_op: nothing when the shapes are the same). */
@@ -15888,6 +16905,23 @@ static void nn__grad_add_sub(nn_graph *g, int id) {
         nn__acc_grad(g, b, t);
     }
 }
+
+/* ==== sub: y = a - b (torch.sub) ==== */
+
+NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_SUB, "nn_sub", a, b); }
+
+#define nn__cpu_sub nn__cpu_binary
+#define nn__launch_sub nn__launch_binary
+#define nn__grad_sub nn__grad_add_sub
+#define nn__plan_sub nn__no_plan
+
+/* ==== mul: y = a * b (torch.mul); da = sum_to(gy * b), db = sum_to(gy * a) ==== */
+
+NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_MUL, "nn_mul", a, b); }
+
+#define nn__cpu_mul nn__cpu_binary
+#define nn__launch_mul nn__launch_binary
+#define nn__plan_mul nn__no_plan
 
 static void nn__grad_mul(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -15904,8 +16938,26 @@ static void nn__grad_mul(nn_graph *g, int id) {
     }
 }
 
-/* BINARY (div, minimum, maximum, pow): BINARY_GRAD (a, b, gy) gives gy * df/da or df/db at
-   the output's shape. */
+/* ==== binary: y = f(a, b) for div, minimum, maximum, pow (torch.div, torch.minimum, ...);
+   BINARY_GRAD (a, b, gy) is gy * df/da or df/db (a.ew.wrt) at y's shape, then summed to
+   the operand's ==== */
+
+NN_API nn_tensor nn_div(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_DIV, "nn_div", a, b);
+}
+NN_API nn_tensor nn_minimum(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_MINIMUM, "nn_minimum", a, b);
+}
+NN_API nn_tensor nn_maximum(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_MAXIMUM, "nn_maximum", a, b);
+}
+NN_API nn_tensor nn_pow(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_POW, "nn_pow", a, b);
+}
+#define nn__plan_binary nn__no_plan
+#define nn__grad_binary_grad nn__grad_none
+#define nn__plan_binary_grad nn__no_plan
+
 static void nn__grad_binary(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     int k;
@@ -15921,6 +16973,183 @@ static void nn__grad_binary(nn_graph *g, int id) {
     }
 }
 
+/* (a, b, gy) */
+static nn_result nn__cpu_binary_grad(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__binary_backward(g->ctx->threads, n->a.ew.bfn, n->a.ew.wrt, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
+                        NN__F(n->in[2]), &bc);
+    return NN_OK;
+}
+
+/* kernels/elementwise.cl's per-function gradient kernels for same-shape operands */
+static const char *const nn__same_grad[] = {
+#define NN__X(E, NAME, FWD, DA, DB) "binary_same_grad_" #NAME,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+};
+
+static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
+        nn__k_binary_same_grad k;
+        r = nn__launch_kernel(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = &g->nodes[n->in[0]].buf;
+        k.b = &g->nodes[n->in[1]].buf;
+        k.dy = &g->nodes[n->in[2]].buf;
+        k.dx = &n->buf;
+        k.n = N;
+        k.wrt = n->a.ew.wrt;
+        return nn__kargs_binary_same_grad(l, &k);
+    } else {
+        nn__k_binary_grad k;
+        r = nn__launch_kernel(g, id, "elementwise", "binary_grad", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = &g->nodes[n->in[0]].buf;
+        k.b = &g->nodes[n->in[1]].buf;
+        k.dy = &g->nodes[n->in[2]].buf;
+        k.dx = &n->buf;
+        k.n = N;
+        k.fn = n->a.ew.bfn;
+        k.wrt = n->a.ew.wrt;
+        k.nd = bc.nd;
+        k.dims = dims;
+        k.sa = st[0];
+        k.sb = st[1];
+        return nn__kargs_binary_grad(l, &k);
+    }
+}
+
+/* ==== compare: y = f(a, b) as a float 0/1 mask for eq, ne, lt, le, gt, ge, logical_and,
+   logical_or (torch.eq, ...; nonzero is true); no gradient ==== */
+
+NN_API nn_tensor nn_eq(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_EQ, "nn_eq", a, b); }
+NN_API nn_tensor nn_ne(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_NE, "nn_ne", a, b); }
+NN_API nn_tensor nn_lt(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LT, "nn_lt", a, b); }
+NN_API nn_tensor nn_le(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LE, "nn_le", a, b); }
+NN_API nn_tensor nn_gt(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_GT, "nn_gt", a, b); }
+NN_API nn_tensor nn_ge(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_GE, "nn_ge", a, b); }
+NN_API nn_tensor nn_logical_and(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LOGICAL_AND, "nn_logical_and", a, b);
+}
+NN_API nn_tensor nn_logical_or(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LOGICAL_OR, "nn_logical_or", a, b);
+}
+
+#define nn__cpu_compare nn__cpu_binary
+#define nn__launch_compare nn__launch_binary
+#define nn__grad_compare nn__grad_none
+#define nn__plan_compare nn__no_plan
+
+/* ======================================================================
+   src/ops/elementwise/select.c
+   ====================================================================== */
+/* The elementwise family's selections: masked_fill and where, each operand broadcast to
+   the output's shape (broadcast.c); their gradients pass gy through a mask. */
+
+/* ==== masked_fill: y [x's shape] = (mask != 0) != invert ? value : x, mask broadcast to
+   x's shape (torch.Tensor.masked_fill); inputs (mask, x); its gradient is gy where x was
+   kept, itself a masked fill of 0 ==== */
+
+/* y = (mask != 0) != invert ? value : x, of x's shape (mask broadcast to it) */
+static nn_tensor nn__masked_fill_op(nn_graph *g, nn_shape sh, int mask, int x, float value, int invert) {
+    nn_tensor t = nn__op2(g, NN__OP_MASKED_FILL, NN_F32, sh, mask, x);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.ew.s = value;
+        g->nodes[t.id].a.ew.invert = invert;
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_masked_fill(nn_graph *g, nn_tensor x, nn_tensor mask, float value) {
+    static const char *const names[2] = {"x", "mask"};
+    nn_tensor in[2];
+    nn_shape out;
+    in[0] = x;
+    in[1] = mask;
+    if (!nn__check0(g, "nn_masked_fill", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_masked_fill", x, "x") || !nn__expect_f32(g, "nn_masked_fill", mask, "mask"))
+        return nn__tensor(-1);
+    if (!nn__broadcast_shape(g, "nn_masked_fill", 2, in, names, &out)) return nn__tensor(-1);
+    if (!nn__shape_eq(&out, &nn__n(g, x)->shape)) {
+        char sx[128], sm[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        nn__shape_str(&nn__n(g, mask)->shape, sm, sizeof sm);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_masked_fill: mask %s must broadcast to x's shape %s", sm, sx);
+    }
+    return nn__masked_fill_op(g, out, mask.id, x.id, value, 0);
+}
+
+#define nn__plan_masked_fill nn__no_plan
+
+/* inputs (mask, x): gy where x was kept */
+static void nn__grad_masked_fill(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (gb) nn__acc_grad(g, b, nn__masked_fill_op(g, n.shape, a, gy.id, 0.0f, n.a.ew.invert));
+}
+
+static nn_result nn__cpu_masked_fill(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__masked_fill_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->a.ew.s, n->a.ew.invert, &bc);
+    return NN_OK;
+}
+
+static nn_result nn__launch_masked_fill(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn__k_masked_fill_bcast k;
+    nn_result r;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    r = nn__launch_kernel(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.m = &g->nodes[n->in[0]].buf;
+    k.x = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.n = N;
+    k.value = n->a.ew.s;
+    k.invert = n->a.ew.invert;
+    k.nd = bc.nd;
+    k.dims = dims;
+    k.sm = st[0];
+    k.sx = st[1];
+    return nn__kargs_masked_fill_bcast(l, &k);
+}
+
+/* ==== where: y = cond != 0 ? a : b, the three broadcast together (torch.where); a's
+   gradient is gy where cond is nonzero, b's gy elsewhere (masked fills of gy, summed to
+   each operand's shape); cond gets none ==== */
+
+NN_API nn_tensor nn_where(nn_graph *g, nn_tensor cond, nn_tensor a, nn_tensor b) {
+    static const char *const names[3] = {"cond", "a", "b"};
+    nn_tensor in[3];
+    nn_shape out;
+    in[0] = cond;
+    in[1] = a;
+    in[2] = b;
+    if (!nn__check0(g, "nn_where", 3, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_where", cond, "cond") || !nn__expect_f32(g, "nn_where", a, "a") ||
+        !nn__expect_f32(g, "nn_where", b, "b"))
+        return nn__tensor(-1);
+    if (!nn__broadcast_shape(g, "nn_where", 3, in, names, &out)) return nn__tensor(-1);
+    return nn__op3(g, NN__OP_WHERE, NN_F32, out, cond.id, a.id, b.id);
+}
+
+#define nn__plan_where nn__no_plan
+
 /* inputs (cond, a, b): gy where cond reaches a, gy elsewhere reaches b; cond gets none */
 static void nn__grad_where(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -15935,76 +17164,6 @@ static void nn__grad_where(nn_graph *g, int id) {
     }
 }
 
-/* inputs (mask, x): gy where x was kept */
-static void nn__grad_masked_fill(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (gb) nn__acc_grad(g, b, nn__masked_fill_op(g, n.shape, a, gy.id, 0.0f, n.a.ew.invert));
-}
-
-static void nn__grad_expand(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__sum_to_op(g, gy.id, g->nodes[a].shape));
-}
-
-static void nn__grad_sum_to(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op1(g, NN__OP_EXPAND, NN_F32, g->nodes[a].shape, gy.id));
-}
-
-static void nn__grad_scale(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__scale_op(g, n.shape, gy.id, n.a.ew.s);
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_unary(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op2(g, NN__OP_UNARY_GRAD, NN_F32, n.shape, a, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-/* inputs (x, w): dx = PRELU_DX(x, w, gy) [x's shape], dw = PRELU_DW(x, gy) [w's shape] */
-static void nn__grad_prelu(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) {
-        t = nn__op3(g, NN__OP_PRELU_DX, NN_F32, n.shape, a, b, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    if (gb) {
-        t = nn__op2(g, NN__OP_PRELU_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    return;
-}
-
-
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_binary(nn_graph *g, nn__node *n) {
-    nn__bcast bc;
-    int fn = n->op == NN__OP_ADD ? NN__B_ADD : n->op == NN__OP_SUB ? NN__B_SUB : n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__binary_forward(g->ctx->threads, fn, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), &bc);
-    return NN_OK;
-}
-
-/* (a, b, gy) */
-static nn_result nn__cpu_binary_grad(nn_graph *g, nn__node *n) {
-    nn__bcast bc;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__binary_backward(g->ctx->threads, n->a.ew.bfn, n->a.ew.wrt, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
-                        NN__F(n->in[2]), &bc);
-    return NN_OK;
-}
-
 static nn_result nn__cpu_where(nn_graph *g, nn__node *n) {
     nn__bcast bc;
     nn__bcast_node(g, n, 3, &bc);
@@ -16012,334 +17171,29 @@ static nn_result nn__cpu_where(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_masked_fill(nn_graph *g, nn__node *n) {
-    nn__bcast bc;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__masked_fill_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->a.ew.s, n->a.ew.invert, &bc);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_expand(nn_graph *g, nn__node *n) {
-    nn__bcast bc;
-    nn__bcast_node(g, n, 1, &bc);
-    nn__expand_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), &bc);
-    return NN_OK;
-}
-
-/* The geometry of a sum to n's shape: over the input's shape, with n's as its operand. */
-static void nn__sum_to_geometry(nn_graph *g, const nn__node *n, nn__bcast *bc) {
-    const nn_shape *s = &n->shape;
-    nn__bcast_init(bc, &g->nodes[n->in[0]].shape, &s, 1);
-}
-
-static nn_result nn__cpu_sum_to(nn_graph *g, nn__node *n) {
-    nn__bcast bc;
-    nn__sum_to_geometry(g, n, &bc);
-    nn__sum_to_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), &bc);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_scale(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__scale_forward(y, NN__F(in[0]), n->a.ew.s, N); return NN_OK;
-
-}
-
-static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, y, NN__F(in[0]), NULL, N);
-    return NN_OK;
-
-}
-
-static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, y, NN__F(in[0]), NN__F(in[1]), N);
-    return NN_OK;
-
-}
-
-/* PRELU (x, w) and PRELU_DX (x, w, dy) */
-static nn_result nn__cpu_prelu(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    if (n->op == NN__OP_PRELU) nn__prelu_forward(n->buf.host, NN__F(in[0]), NN__F(in[1]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
-    else nn__prelu_backward_input(n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
-    return NN_OK;
-}
-
-/* PRELU_DW (x, dy) */
-static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
-    nn__prelu_backward_weight(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
-    return NN_OK;
-}
-
-/* The device's partial sums, one per (n, c) (src/cpu/simd.c sums in the same order). */
-static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
-    (void)g;
-    n->scratch = (int64_t)n->a.ew.N * n->a.ew.C;
-}
-
-
-static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    const float *x = NN__F(in[0]);
-    int64_t i;
-    for (i = 0; i < N; i++) y[i] += x[i];
-    return NN_OK;
-}
-
-static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
-    (void)g;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    int64_t i;
-    for (i = 0; i < N; i++) y[i] = n->a.ew.s;
-    return NN_OK;
-}
-
-/* the kernels <name>_forward / <name>_backward of each activation */
-static const char *const nn__unary_names[NN__U_COUNT] = {
-#define NN__X(E, name, params, valid, fwd, der) #name,
-    NN__UNARY_ALL(NN__X)
-#undef NN__X
-};
-
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-/* The geometry of kernels/elementwise.cl's broadcast kernels: dims and each operand's
-   strides as int8s (dims beyond nd unused). */
-static void nn__bcast_ints(const nn__bcast *bc, int dims[8], int st[3][8]) {
-    int d, k;
-    memset(st, 0, 3 * 8 * sizeof(int));
-    for (d = 0; d < 8; d++) dims[d] = d < bc->nd ? (int)bc->dim[d] : 1;
-    for (k = 0; k < bc->n_op; k++)
-        for (d = 0; d < bc->nd; d++) st[k][d] = (int)bc->st[k][d];
-}
-
-/* ADD, SUB, MUL, BINARY, COMPARE: one flat dim (same shapes, or a scalar operand) goes to
-   binary_flat, anything else to binary_bcast. */
-/* kernels/elementwise.cl's per-function kernels for same-shape operands, by NN__B_* */
-static const char *const nn__same_fwd[] = {
-#define NN__X(E, NAME, FWD, DA, DB) "binary_same_" #NAME,
-    NN__BINARY_FNS(NN__X)
-#undef NN__X
-};
-static const char *const nn__same_grad[] = {
-#define NN__X(E, NAME, FWD, DA, DB) "binary_same_grad_" #NAME,
-    NN__BINARY_FNS(NN__X)
-#undef NN__X
-};
-
-static nn_result nn__launch_binary(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
-    int fn = n->op == NN__OP_ADD ? NN__B_ADD : n->op == NN__OP_SUB ? NN__B_SUB : n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
-        r = nn__launch_kernel(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
-        if (r == NN_OK) r = nn__args(l, "mmmi", a, b, &n->buf, N);
-        return r;
-    }
-    if (bc.nd == 1) {
-        r = nn__launch_kernel(g, id, "elementwise", "binary_flat", (size_t)N, &l);
-        if (r == NN_OK) r = nn__args(l, "mmmiiii", a, b, &n->buf, N, fn, st[0][0], st[1][0]);
-        return r;
-    }
-    r = nn__launch_kernel(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiii888", a, b, &n->buf, N, fn, bc.nd, dims, st[0], st[1]);
-    return r;
-}
-
-static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
-        r = nn__launch_kernel(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmmmii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf, N,
-                         n->a.ew.wrt);
-        return r;
-    }
-    r = nn__launch_kernel(g, id, "elementwise", "binary_grad", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmiiii888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf,
-                     N, n->a.ew.bfn, n->a.ew.wrt, bc.nd, dims, st[0], st[1]);
-    return r;
-}
-
 static nn_result nn__launch_where(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
     nn__launch *l = NULL;
+    nn__k_where_bcast k;
     nn_result r;
     nn__bcast_node(g, n, 3, &bc);
     nn__bcast_ints(&bc, dims, st);
     r = nn__launch_kernel(g, id, "elementwise", "where_bcast", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmii8888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf,
-                     N, bc.nd, dims, st[0], st[1], st[2]);
-    return r;
-}
-
-static nn_result nn__launch_masked_fill(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmifii888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->buf, N, (double)n->a.ew.s,
-                     n->a.ew.invert, bc.nd, dims, st[0], st[1]);
-    return r;
-}
-
-static nn_result nn__launch_expand(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__bcast_node(g, n, 1, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmii88", &g->nodes[n->in[0]].buf, &n->buf, N, bc.nd, dims, st[0]);
-    return r;
-}
-
-/* One work item per element of the result, adding its elements of x in index order (the
-   CPU backend's order: the same bits). */
-static nn_result nn__launch_sum_to(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int M = (int)n->numel, dims[8], st[3][8], xs[8], d;
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__sum_to_geometry(g, n, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    memset(xs, 0, sizeof xs);
-    for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
-    r = nn__launch_kernel(g, id, "elementwise", "sum_to", (size_t)M, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmiii888", &g->nodes[n->in[0]].buf, &n->buf, M, (int)(bc.n / M), bc.nd, dims, st[0], xs);
-    return r;
-}
-
-static nn_result nn__launch_scale(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "elementwise", "scale", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.s);
-    return r;
-}
-
-static nn_result nn__launch_unary(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    char kname[64];
-    snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmiff", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.param[0], (double)n->a.ew.param[1]);
-    return r;
-}
-
-static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    char kname[64];
-    snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->a.ew.param[0], (double)n->a.ew.param[1]);
-    return r;
-}
-
-static nn_result nn__launch_prelu(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__buf *x = &g->nodes[n->in[0]].buf, *w = &g->nodes[n->in[1]].buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r;
-    if (n->op == NN__OP_PRELU) {
-        r = nn__launch_kernel(g, id, "elementwise", "prelu_forward", (size_t)N, &l);
-        if (r == NN_OK) r = nn__args(l, "mmmiii", x, w, &n->buf, N, n->a.ew.C, n->a.ew.S);
-        return r;
-    }
-    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_input", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmmiii", x, w, &g->nodes[n->in[2]].buf, &n->buf, N, n->a.ew.C, n->a.ew.S);
-    return r;
-}
-
-/* dw: the partial sums [N, C] into the scratch, then each channel's in n order */
-static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int C = n->a.ew.C, S = n->a.ew.S, N = n->a.ew.N;
-    nn__launch *l = NULL;
-    nn_result r;
-    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight_part", (size_t)N * (size_t)C, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->scratch_buf, N, C, S);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight", (size_t)C, &l);
-    if (r == NN_OK) r = nn__args(l, "mmii", &n->scratch_buf, &n->buf, N, C);
-    return r;
-}
-
-
-static nn_result nn__launch_accumulate(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "elementwise", "accumulate", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[in[0]].buf, y, N);
-    return r;
-}
-
-static nn_result nn__launch_fill(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "elementwise", "fill", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mif", y, N, (double)n->a.ew.s);
-    return r;
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.c = &g->nodes[n->in[0]].buf;
+    k.a = &g->nodes[n->in[1]].buf;
+    k.b = &g->nodes[n->in[2]].buf;
+    k.y = &n->buf;
+    k.n = N;
+    k.nd = bc.nd;
+    k.dims = dims;
+    k.sc = st[0];
+    k.sa = st[1];
+    k.sb = st[2];
+    return nn__kargs_where_bcast(l, &k);
 }
 
 /* ======================================================================
@@ -17554,92 +18408,101 @@ static nn_result nn__launch_cumsum(nn_graph *g, int id) {
 /* ======================================================================
    src/ops/softmax.c
    ====================================================================== */
-/* The softmax ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The softmax family: softmax and log-softmax over the last dim, rows of C values
+   (x [..., C], y of x's shape), and their gradients. One CPU loop and one kernel pair serve
+   both, told apart by a log-space flag (the log-softmax ops' aliases say so). */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_softmax nn__no_plan
-#define nn__cpu_log_softmax nn__cpu_softmax
-#define nn__launch_log_softmax nn__launch_softmax
-#define nn__plan_log_softmax nn__no_plan
-#define nn__grad_softmax_grad nn__grad_none
-#define nn__plan_softmax_grad nn__no_plan
-#define nn__cpu_log_softmax_grad nn__cpu_softmax_grad
-#define nn__launch_log_softmax_grad nn__launch_softmax_grad
-#define nn__grad_log_softmax_grad nn__grad_none
-#define nn__plan_log_softmax_grad nn__no_plan
+/* ==== shared by the family: the builder, and the row length ==== */
 
 static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x) {
     if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     return nn__op1(g, op, NN_F32, nn__n(g, x)->shape, x.id);
 }
-NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x); }
-NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x); }
-
 
 static int64_t nn__last_dim(const nn__node *n) { return n->shape.dim[n->shape.ndim - 1]; }
 
-/* ---- autograd rules ---- */
+/* ==== softmax: y [..., C] = exp(x - max) / sum(exp(x - max)) along the last dim
+   (torch.softmax(x, -1)); SOFTMAX_GRAD (y, gy) is dx = y * (gy - sum(gy * y)) ==== */
+
+NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x); }
+
+#define nn__plan_softmax nn__no_plan
+#define nn__grad_softmax_grad nn__grad_none
+#define nn__plan_softmax_grad nn__no_plan
 
 static void nn__grad_softmax(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn__acc_grad(g, a, nn__op2(g, NN__OP_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
-    return;
 }
 
-static void nn__grad_log_softmax(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op2(g, NN__OP_LOG_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
+/* SOFTMAX and LOG_SOFTMAX */
 static nn_result nn__cpu_softmax(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX, y, NN__F(in[0]), NULL, N / nn__last_dim(n),
-                     nn__last_dim(n));
+    int64_t C = nn__last_dim(n);
+    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX, n->buf.host, NN__F(n->in[0]), NULL, n->numel / C, C);
     return NN_OK;
 }
 
+/* SOFTMAX_GRAD and LOG_SOFTMAX_GRAD: (y, gy) */
 static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX_GRAD, y, NN__F(in[0]), NN__F(in[1]),
-                     N / nn__last_dim(n), nn__last_dim(n));
+    int64_t C = nn__last_dim(n);
+    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX_GRAD, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
+                     n->numel / C, C);
     return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
+/* one work-item per row */
 static nn_result nn__launch_softmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
+    int N = (int)n->numel, C = (int)nn__last_dim(n);
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int C = (int)nn__last_dim(n);
-    r = nn__launch_kernel(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
-    if (r == NN_OK) r = nn__args(l, "mmiii", &g->nodes[in[0]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX);
-    return r;
+    nn__k_softmax_forward k;
+    nn_result r = nn__launch_kernel(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.rows = N / C;
+    k.C = C;
+    k.log_space = n->op == NN__OP_LOG_SOFTMAX;
+    return nn__kargs_softmax_forward(l, &k);
 }
 
 static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
+    int N = (int)n->numel, C = (int)nn__last_dim(n);
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int C = (int)nn__last_dim(n);
-    r = nn__launch_kernel(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX_GRAD);
-    return r;
+    nn__k_softmax_backward k;
+    nn_result r = nn__launch_kernel(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.y = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.dx = &n->buf;
+    k.rows = N / C;
+    k.C = C;
+    k.log_space = n->op == NN__OP_LOG_SOFTMAX_GRAD;
+    return nn__kargs_softmax_backward(l, &k);
+}
+
+/* ==== log_softmax: y [..., C] = x - max - log(sum(exp(x - max))) along the last dim
+   (torch.log_softmax(x, -1)); LOG_SOFTMAX_GRAD (y, gy) is dx = gy - exp(y) * sum(gy).
+   Softmax's loop and kernels in log space ==== */
+
+NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x) {
+    return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x);
+}
+
+#define nn__cpu_log_softmax nn__cpu_softmax
+#define nn__launch_log_softmax nn__launch_softmax
+#define nn__plan_log_softmax nn__no_plan
+#define nn__cpu_log_softmax_grad nn__cpu_softmax_grad
+#define nn__launch_log_softmax_grad nn__launch_softmax_grad
+#define nn__grad_log_softmax_grad nn__grad_none
+#define nn__plan_log_softmax_grad nn__no_plan
+
+static void nn__grad_log_softmax(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__op2(g, NN__OP_LOG_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
 }
 
 /* ======================================================================
@@ -21866,386 +22729,13 @@ NN_API nn_tensor nn_moe(nn_graph *g, nn_tensor x, int n_experts, int top_k, int6
 /* ======================================================================
    src/files/io.c
    ====================================================================== */
-/* File formats. Every reader treats its input as untrusted: sizes are checked before they
-   are used, and any failure returns NN_ERR_IO naming the file (NN_ERR_OUT_OF_MEMORY when an
-   allocation fails), with nothing allocated.
-
-   Reading: only regular files. A FIFO is opened without waiting for a writer and then
-   refused, so a path to one cannot hang the caller; a directory or a device is refused by
-   name. Writing (nn__wfile): the bytes go to a new temporary file beside the target, which
-   is flushed to disk (fsync) and renamed over the target, so a reader sees the old file or
-   the new one, never a part, and a failed save leaves the old file as it was. An existing
-   target must be a regular file; a symbolic link to one is followed and the file it names
-   is replaced (the link stays, as when PyTorch or numpy write through it); a link that
-   names nothing, a directory, a FIFO or a device node is refused.
-
-   Numbers in text (CSV fields, training-state metadata) do not go through strtod or printf's
-   decimal point, which follow the C locale (LC_NUMERIC): under de_DE strtod stops at the
-   '.' of "1.5". nn__parse_real reads them in every locale alike, rounded correctly. */
-
-#include <sys/stat.h>
+/* Text and tensor file formats: CSV, IDX and raw tensors (whole files are read and written
+   by src/base/files.c). Numbers in text (CSV fields, training-state metadata) do not go
+   through strtod or printf's decimal point, which follow the C locale (LC_NUMERIC): under
+   de_DE strtod stops at the '.' of "1.5". nn__parse_real reads them in every locale alike,
+   rounded correctly. */
 #include <float.h>
-#if defined(_WIN32)
-#  include <io.h>
-#  include <fcntl.h>
-#  include <process.h>
-#  define NN__S_ISREG(m) (((m) & _S_IFMT) == _S_IFREG)
-#  define NN__S_ISDIR(m) (((m) & _S_IFMT) == _S_IFDIR)
-#else
-#  include <fcntl.h>
-#  include <unistd.h>
-#  define NN__S_ISREG(m) S_ISREG(m)
-#  define NN__S_ISDIR(m) S_ISDIR(m)
-/* POSIX.1-2008 (lstat, realpath, O_CLOEXEC) is declared unless a strict ISO mode hides it
-   (-std=c99 with a system header included before nn.h): then a symbolic link is not seen
-   as one, and a save replaces the link itself. */
-#  if defined(O_CLOEXEC)
-#    define NN__POSIX2008 1
-#  else
-#    define NN__POSIX2008 0
-#    define O_CLOEXEC 0
-#  endif
-#  ifndef O_DIRECTORY
-#    define O_DIRECTORY 0
-#  endif
-#endif
 
-/* How a save makes its bytes durable before the rename (a test build may count calls). */
-#ifndef NN__FSYNC
-#  if defined(_WIN32)
-#    define NN__FSYNC(fd) _commit(fd)
-#  else
-#    define NN__FSYNC(fd) fsync(fd)
-#  endif
-#endif
-
-/* What a path that is not a regular file is, for messages. */
-static const char *nn__file_kind(unsigned mode) {
-    if (NN__S_ISDIR(mode)) return "a directory";
-#if !defined(_WIN32)
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-#  ifdef S_ISSOCK
-    if (S_ISSOCK(mode)) return "a socket";
-#  endif
-#endif
-    return "not a regular file";
-}
-
-/* The whole of a regular file, with one byte more (set to 0) after its len bytes. */
-static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char **data, size_t *len) {
-    unsigned char *buf;
-    size_t n, got = 0;
-    *data = NULL;
-    *len = 0;
-    if (!path) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "no path given");
-#if defined(_WIN32)
-    {
-        struct _stat64 st;
-        FILE *f;
-        if (_stat64(path, &st) != 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        if (!NN__S_ISREG(st.st_mode))
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
-        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX)
-            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
-        n = (size_t)st.st_size;
-        f = fopen(path, "rb");
-        if (!f) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        buf = (unsigned char *)NN_MALLOC(n + 1);
-        if (!buf) {
-            fclose(f);
-            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
-                            (unsigned long long)n + 1);
-        }
-        got = fread(buf, 1, n, f);
-        fclose(f);
-        if (got != n) {
-            NN_FREE(buf);
-            return nn__fail(ctx, NN_ERR_IO, "%s: read error (%llu of %llu bytes)", path, (unsigned long long)got,
-                            (unsigned long long)n);
-        }
-    }
-#else
-    {
-        struct stat st;
-        int fd, fl, e = 0;
-        /* O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below) */
-        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        if (fstat(fd, &st) != 0) {
-            e = errno;
-            close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
-        }
-        if (!S_ISREG(st.st_mode)) {
-            close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
-        }
-        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX) {
-            close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
-        }
-        fl = fcntl(fd, F_GETFL);
-        if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-        n = (size_t)st.st_size;
-        buf = (unsigned char *)NN_MALLOC(n + 1);
-        if (!buf) {
-            close(fd);
-            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
-                            (unsigned long long)n + 1);
-        }
-        while (got < n) {
-            size_t want = n - got > ((size_t)1 << 30) ? ((size_t)1 << 30) : n - got;
-            ssize_t k = read(fd, buf + got, want);
-            if (k < 0 && errno == EINTR) continue;
-            if (k <= 0) {
-                e = k < 0 ? errno : 0;
-                break;
-            }
-            got += (size_t)k;
-        }
-        close(fd);
-        if (got != n) {
-            NN_FREE(buf);
-            if (e) return nn__fail(ctx, NN_ERR_IO, "%s: read error: %s", path, strerror(e));
-            return nn__fail(ctx, NN_ERR_IO, "%s: read error: the file shrank to %llu of its %llu bytes while read", path,
-                            (unsigned long long)got, (unsigned long long)n);
-        }
-    }
-#endif
-    buf[n] = 0;
-    *data = buf;
-    *len = n;
-    return NN_OK;
-}
-
-/* ---- writing a file in place of another, all at once ---- */
-
-typedef struct nn__wfile {
-    char *target;             /* the file replaced: the path, or the file its symbolic link names */
-    char *tmp;                /* the temporary file beside it, while it exists */
-    int fd;
-} nn__wfile;
-
-static void nn__wfile_abort(nn__wfile *w) {
-    if (w->fd >= 0) {
-#if defined(_WIN32)
-        _close(w->fd);
-#else
-        close(w->fd);
-#endif
-    }
-    if (w->tmp) remove(w->tmp);
-    NN_FREE(w->tmp);
-    NN_FREE(w->target);
-    w->tmp = w->target = NULL;
-    w->fd = -1;
-}
-
-#if !defined(_WIN32)
-/* The file a save to path replaces: path itself, or where its chain of symbolic links ends
-   (a relative link is read from its link's directory), so the save writes through links as
-   PyTorch's and numpy's do. *target (allocated) and *st: that file's lstat, st_mode 0 when
-   it does not exist yet. */
-static nn_result nn__save_target(nn_context *ctx, const char *path, char **target, struct stat *st) {
-    char *cur = nn__strdup(path);
-    int hops = 0;
-    *target = NULL;
-    if (!cur) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-#if !NN__POSIX2008
-    (void)hops;
-    if (stat(cur, st) != 0) { /* links are not seen as such */
-        int e = errno;
-        memset(st, 0, sizeof *st);
-        if (e != ENOENT) {
-            NN_FREE(cur);
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s", path, strerror(e));
-        }
-    }
-#else
-    for (hops = 0;; hops++) {
-        char *link, *next;
-        size_t size, dir;
-        ssize_t k;
-        if (lstat(cur, st) != 0) {
-            int e = errno;
-            memset(st, 0, sizeof *st);
-            if (e == ENOENT) break; /* a new file (or one that a dangling link names) */
-            NN_FREE(cur);
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s", path, strerror(e));
-        }
-        if (!S_ISLNK(st->st_mode)) break;
-        if (hops == 40) {
-            NN_FREE(cur);
-            return nn__fail(ctx, NN_ERR_IO, "%s: more than 40 symbolic links in a row: not replaced", path);
-        }
-        for (size = (size_t)st->st_size + 1 > 256 ? (size_t)st->st_size + 1 : 256;; size *= 2) {
-            link = (char *)NN_MALLOC(size);
-            if (!link) {
-                NN_FREE(cur);
-                return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-            }
-            k = readlink(cur, link, size);
-            if (k < 0 || (size_t)k < size || size >= 65536) break;
-            NN_FREE(link); /* truncated: try a larger buffer */
-        }
-        if (k < 0 || (size_t)k >= size) {
-            int e = k < 0 ? errno : ENAMETOOLONG;
-            NN_FREE(link);
-            NN_FREE(cur);
-            return nn__fail(ctx, NN_ERR_IO, "%s: cannot read its symbolic link: %s", path, strerror(e));
-        }
-        link[k] = 0;
-        for (dir = strlen(cur); dir > 0 && cur[dir - 1] != '/'; dir--) {}
-        if (link[0] == '/' || dir == 0) next = link;
-        else { /* relative to the link's directory */
-            next = (char *)NN_MALLOC(dir + (size_t)k + 1);
-            if (next) {
-                memcpy(next, cur, dir);
-                memcpy(next + dir, link, (size_t)k + 1);
-            }
-            NN_FREE(link);
-            if (!next) {
-                NN_FREE(cur);
-                return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-            }
-        }
-        NN_FREE(cur);
-        cur = next;
-    }
-#endif
-    *target = cur;
-    return NN_OK;
-}
-#endif
-
-/* Creates the temporary file for a save to path (nothing is written to path yet). */
-static nn_result nn__wfile_open(nn_context *ctx, const char *path, nn__wfile *w) {
-    size_t tlen;
-    unsigned attempt;
-    long pid;
-    int keep_mode = -1;
-    memset(w, 0, sizeof *w);
-    w->fd = -1;
-    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "no path given");
-#if defined(_WIN32)
-    {
-        struct _stat64 st;
-        if (_stat64(path, &st) == 0 && !NN__S_ISREG(st.st_mode))
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file: not replaced", path, nn__file_kind((unsigned)st.st_mode));
-        w->target = nn__strdup(path);
-        pid = (long)_getpid();
-    }
-#else
-    {
-        struct stat st;
-        nn_result r = nn__save_target(ctx, path, &w->target, &st);
-        if (r != NN_OK) return r;
-        if (st.st_mode != 0 && !S_ISREG(st.st_mode)) {
-            r = nn__fail(ctx, NN_ERR_IO, "%s: %s%s%s, not a regular file: not replaced", path, nn__file_kind((unsigned)st.st_mode),
-                         strcmp(path, w->target) ? " at the end of its symbolic link, " : "",
-                         strcmp(path, w->target) ? w->target : "");
-            NN_FREE(w->target);
-            w->target = NULL;
-            return r;
-        }
-        if (st.st_mode != 0) keep_mode = (int)(st.st_mode & 0777);
-        pid = (long)getpid();
-    }
-#endif
-    if (!w->target) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    tlen = strlen(w->target) + 48;
-    w->tmp = (char *)NN_MALLOC(tlen);
-    if (!w->tmp) {
-        nn__wfile_abort(w);
-        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    }
-    /* TARGET.tmp.PID.N: unique between processes by the pid, between threads by O_EXCL */
-    for (attempt = 0; attempt < 1000; attempt++) {
-        snprintf(w->tmp, tlen, "%s.tmp.%ld.%u", w->target, pid, attempt);
-#if defined(_WIN32)
-        w->fd = _open(w->tmp, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
-#else
-        w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); /* O_EXCL: never through a link */
-#endif
-        if (w->fd >= 0 || errno != EEXIST) break;
-    }
-    if (w->fd < 0) {
-        nn_result r = nn__fail(ctx, NN_ERR_IO, "%s: cannot create a temporary file beside it (%s): %s", path, w->tmp,
-                               strerror(errno));
-        NN_FREE(w->tmp); /* not created: nothing to remove */
-        w->tmp = NULL;
-        nn__wfile_abort(w);
-        return r;
-    }
-#if !defined(_WIN32)
-    if (keep_mode >= 0) (void)chmod(w->tmp, (mode_t)keep_mode); /* the replaced file's permissions */
-#else
-    (void)keep_mode;
-#endif
-    return NN_OK;
-}
-
-static nn_result nn__wfile_write(nn_context *ctx, nn__wfile *w, const void *data, size_t n) {
-    const unsigned char *p = (const unsigned char *)data;
-    while (n > 0) {
-        size_t want = n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n;
-#if defined(_WIN32)
-        int k = _write(w->fd, p, (unsigned)want);
-#else
-        ssize_t k = write(w->fd, p, want);
-        if (k < 0 && errno == EINTR) continue;
-#endif
-        if (k <= 0) return nn__fail(ctx, NN_ERR_IO, "%s: write error: %s", w->tmp, k < 0 ? strerror(errno) : "nothing written");
-        p += k;
-        n -= (size_t)k;
-    }
-    return NN_OK;
-}
-
-/* Flushes the temporary file to disk and renames it over the target; on failure the
-   temporary file is removed and the target is as it was. Releases w either way. */
-static nn_result nn__wfile_commit(nn_context *ctx, const char *path, nn__wfile *w) {
-    nn_result r = NN_OK;
-    int fd = w->fd;
-    w->fd = -1;
-    if (NN__FSYNC(fd) != 0) r = nn__fail(ctx, NN_ERR_IO, "%s: cannot flush it to disk: %s", w->tmp, strerror(errno));
-#if defined(_WIN32)
-    if (_close(fd) != 0 && r == NN_OK) r = nn__fail(ctx, NN_ERR_IO, "%s: write error: %s", w->tmp, strerror(errno));
-    if (r == NN_OK && rename(w->tmp, w->target) != 0) {
-        remove(w->target); /* Windows' rename does not replace */
-        if (rename(w->tmp, w->target) != 0)
-            r = nn__fail(ctx, NN_ERR_IO, "%s: cannot rename %s to it: %s", path, w->tmp, strerror(errno));
-    }
-#else
-    if (close(fd) != 0 && r == NN_OK) r = nn__fail(ctx, NN_ERR_IO, "%s: write error: %s", w->tmp, strerror(errno));
-    if (r == NN_OK && rename(w->tmp, w->target) != 0)
-        r = nn__fail(ctx, NN_ERR_IO, "%s: cannot rename %s to it: %s", path, w->tmp, strerror(errno));
-    if (r == NN_OK) { /* the directory entry too, so the rename outlives a crash (best effort) */
-        char *slash = strrchr(w->target, '/'), save;
-        const char *dir = ".";
-        int dfd;
-        if (slash) {
-            save = slash[1];
-            slash[1] = 0; /* "/x" keeps its "/" */
-            dir = w->target;
-            dfd = open(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
-            slash[1] = save;
-        } else dfd = open(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
-        if (dfd >= 0) {
-            (void)NN__FSYNC(dfd);
-            close(dfd);
-        }
-    }
-#endif
-    if (r == NN_OK) {
-        NN_FREE(w->tmp); /* renamed: nothing to remove */
-        w->tmp = NULL;
-    }
-    nn__wfile_abort(w);
-    return r;
-}
 
 /* ---- numbers as text, the same in every locale ---- */
 
