@@ -1272,8 +1272,8 @@ typedef struct nn__gather_attr {
 /* ======================================================================
    src/ops/conv.h
    ====================================================================== */
-/* The conv family's typed attributes (a node's a.conv), read and written by src/ops/conv.c
-   and the CPU loops it calls. */
+/* The conv family's typed attributes (a node's a.conv), read and written by src/ops/conv/
+   and the CPU loops they call. */
 #ifndef NN__OPS_CONV_H
 #define NN__OPS_CONV_H
 #include <stdint.h>
@@ -2900,6 +2900,100 @@ enum {
     NN__B_COUNT
 };
 #endif /* NN__ACTIVATION_H */
+
+/* ======================================================================
+   kernels/loss.h
+   ====================================================================== */
+/* The loss kinds, listed once for both backends. This file is a part of nn.h (C99 and C++:
+   the builders in src/ops/loss.c, the loops in src/cpu/loss.c) and is included by
+   kernels/loss.cl (OpenCL C 1.2), so the kind numbers a plan passes and the kernels'
+   switches are one enum.
+
+   NN__LOSS_EW_KINDS(X): the elementwise losses (op LOSS_EW), one X(ENUM, name, of_d) each:
+     ENUM  NN__L_ENUM, the node's a.loss.kind and the kernels' `kind`; its formulas are the
+           case NN__L_ENUM of nn__loss_ew1 / nn__loss_ew1_dx (src/cpu/loss.c) and of
+           nn_loss1 / nn_loss1_dx (kernels/loss.cl)
+     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss.c),
+           and so the op's name in messages
+     of_d  1: a function of d = x - t alone, so d/dt = -d/dx and the target gets that
+           gradient; 0: the target gets none
+   NN__LOSS_ROW_KINDS(X): the losses of op LOSS_ROWS, one per row of [B, ...] inputs,
+   X(ENUM, name): NN__R_ENUM and the builder nn_<name>.
+   NN__L_COUNT and NN__R_COUNT are the range checks' bounds. */
+#ifndef NN__LOSS_H
+#define NN__LOSS_H
+
+#define NN__LOSS_EW_KINDS(X)          \
+    X(MSE, mse_loss, 1)               \
+    X(L1, l1_loss, 1)                 \
+    X(HUBER, huber_loss, 1)           \
+    X(SMOOTH_L1, smooth_l1_loss, 1)   \
+    X(LOG_COSH, log_cosh_loss, 1)     \
+    X(QUANTILE, quantile_loss, 1)     \
+    X(HINGE, hinge_loss, 0)           \
+    X(SQ_HINGE, squared_hinge_loss, 0) \
+    X(BCE, bce_loss, 0)               \
+    X(BCE_LOGITS, bce_with_logits_loss, 0) \
+    X(FOCAL, sigmoid_focal_loss, 0)   \
+    X(KL, kl_div_loss, 0)
+
+#define NN__LOSS_ROW_KINDS(X) \
+    X(DICE, dice_loss)        \
+    X(COSINE, cosine_embedding_loss) \
+    X(TRIPLET, triplet_margin_loss)
+
+#define NN__L_ENUM(E, name, of_d) NN__L_##E,
+#define NN__R_ENUM(E, name) NN__R_##E,
+typedef enum nn__loss_kind { NN__LOSS_EW_KINDS(NN__L_ENUM) NN__L_COUNT } nn__loss_kind;
+typedef enum nn__row_kind { NN__LOSS_ROW_KINDS(NN__R_ENUM) NN__R_COUNT } nn__row_kind;
+
+#endif /* NN__LOSS_H */
+
+/* ======================================================================
+   kernels/optim.h
+   ====================================================================== */
+/* The optimizer kinds, listed once: a part of nn.h (C99 and C++) and included by
+   kernels/optim.cl (OpenCL C 1.2).
+
+   NN__OPTIMIZERS(X): one X(ENUM, name) per nn_optimizer_kind, in its order:
+     ENUM  NN_OPT_ENUM, the public value (src/api/api.h; kernels/optim.cl gets the same
+           names from this list, for opt_step's switch on `kind`)
+     name  the optimizer's name in checkpoint files ("nn.optimizer" in the metadata of
+           nn_save_state, checked by nn_load_state) and in messages
+   NN__OPT_COUNT is the range checks' bound. The public enum stays written out in api.h (its
+   values are the API); in C a compile-time check holds each of it equal to its line here,
+   so the list and the enum cannot drift apart. */
+#ifndef NN__OPTIM_H
+#define NN__OPTIM_H
+
+#define NN__OPTIMIZERS(X)   \
+    X(NONE, "none")         \
+    X(SGD, "sgd")           \
+    X(ADAM, "adam")         \
+    X(ADAMW, "adamw")       \
+    X(ADAMAX, "adamax")     \
+    X(NADAM, "nadam")       \
+    X(RADAM, "radam")       \
+    X(RMSPROP, "rmsprop")   \
+    X(ADAGRAD, "adagrad")   \
+    X(ADADELTA, "adadelta") \
+    X(LION, "lion")         \
+    X(LAMB, "lamb")         \
+    X(LARS, "lars")         \
+    X(FTRL, "ftrl")
+
+#ifdef __OPENCL_VERSION__
+#define NN__OPT_ENUM(E, name) NN_OPT_##E,
+enum nn_optimizer_kind { NN__OPTIMIZERS(NN__OPT_ENUM) NN__OPT_COUNT };
+#else
+#define NN__OPT_INDEX(E, name) NN__OPTI_##E,
+enum nn__optimizer_index { NN__OPTIMIZERS(NN__OPT_INDEX) NN__OPT_COUNT };
+/* a negative array size, a compile error, where nn_optimizer_kind and the list differ */
+#define NN__OPT_SAME(E, name) typedef char nn__opt_same_##E[(int)NN_OPT_##E == (int)NN__OPTI_##E ? 1 : -1];
+NN__OPTIMIZERS(NN__OPT_SAME)
+#endif
+
+#endif /* NN__OPTIM_H */
 
 /* ======================================================================
    src/cpu/simd.c
@@ -6079,10 +6173,9 @@ static void nn__one_hot(float *y, const int32_t *labels, int64_t R, int64_t C) {
    [rows, features, 1] with one group, instance norm has G = C). The affine weight and bias
    are per channel. Every sum runs in one fixed order. kernels/norm.cl has the OpenCL twins.
 
-   Node attributes of every norm op: i[0..4] = A, C, S, G, per_channel; i[5] has gamma,
-   i[6] has beta, i[7] the statistics are constants (eval batch norm); f[0] eps,
-   f[1] momentum (the running-statistics update). Statistics tensors are [2, R]: the mean
-   of each of the R groups, then their biased variance. */
+   A norm node's attributes are an nn__norm_attr (src/ops/norm.h); nn__norm below is its
+   geometry. Statistics tensors are [2, R]: the mean of each of the R groups, then their
+   biased variance. */
 
 typedef struct nn__norm {
     int64_t A, C, S, G;
@@ -6368,9 +6461,10 @@ static void nn__batch_norm_running(float *rmean, float *rvar, const float *stats
 /* ======================================================================
    src/cpu/optim.c
    ====================================================================== */
-/* The optimizer family beyond SGD and Adam (cpu/simd.c keeps those two): defaults, learning-
-   rate schedules, parameter groups, the per-update constants the host computes, and the CPU
-   bodies of the OPT_STEP and GRAD_ACC ops. kernels/optim.cl has the twin of every rule.
+/* The optimizer family's CPU side: SGD's and Adam's loops (OPT_SGD, OPT_ADAM), defaults,
+   learning-rate schedules, parameter groups, the per-update constants the host computes,
+   and the loops of the OPT_STEP and GRAD_ACC ops. kernels/optim.cl has the twin of every
+   rule; the kinds are kernels/optim.h's list.
 
    One OPT_STEP node updates one parameter; its attributes (nn__optim_attr) are the
    nn_optimizer_kind and the parameter's lr and weight-decay multipliers. A rule sees:
@@ -6380,6 +6474,7 @@ static void nn__batch_norm_running(float *rmean, float *rvar, const float *stats
    LAMB and LARS need the L2 norms of whole tensors: LARS reduces |w| and |g| before its
    elementwise pass; LAMB writes its update u into the node's scratch, reduces |w| and |u|,
    then applies p -= lr * trust * u. The norms' sums of squares sit in the scratch too. */
+
 
 /* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
 
@@ -6522,7 +6617,7 @@ static nn_optimizer nn__opt_defaults(nn_optimizer o) {
 
 /* What nn__opt_defaults leaves that no optimizer takes. */
 static nn_result nn__opt_check(nn_graph *g, const nn_optimizer *o) {
-    if ((int)o->kind < NN_OPT_NONE || o->kind > NN_OPT_FTRL)
+    if ((int)o->kind < 0 || (int)o->kind >= NN__OPT_COUNT)
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer kind %d is not one of nn_optimizer_kind",
                         (int)o->kind);
     if (o->accumulate_steps < 1)
@@ -7229,7 +7324,8 @@ static void nn__avg_pool2d_backward(nn__threadpool *pool, const nn__pooling *p, 
    src/cpu/loss.c
    ====================================================================== */
 /* Losses (nn_loss_desc family): CPU bodies. kernels/loss.cl holds their OpenCL twins, with
-   the same formulas in the same order; the kind numbers below are the kernels' too.
+   the same formulas in the same order; the kinds (nn__loss_kind, nn__row_kind) are
+   kernels/loss.h's, the kernels' too.
 
    LOSS_EW       elementwise loss of (pred, target[, pos_weight]) -> pred's shape
    LOSS_EW_GRAD  d/d(pred) of it, given dy
@@ -7240,6 +7336,7 @@ static void nn__avg_pool2d_backward(nn__threadpool *pool, const nn__pooling *p, 
    DIV_SCALAR    a / b[0]: the weighted mean
    LOSS_ROWS     a loss per row of [B, D] inputs (dice, cosine embedding, triplet) -> [B]
    LOSS_ROWS_GRAD its gradient for input i[1] */
+
 
 /* loss [B] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and is
    counted: returns how many (the caller reports them). */
@@ -7337,13 +7434,6 @@ static void nn__bce_rows(nn__threadpool *pool, float *y, const float *x, const f
     nn__par_for(pool, n, n, nn__xent_range, &j);
 }
 
-
-typedef enum nn__loss_kind {
-    NN__L_MSE = 0, NN__L_L1, NN__L_HUBER, NN__L_SMOOTH_L1, NN__L_LOG_COSH, NN__L_QUANTILE, /* of d = x - t */
-    NN__L_HINGE, NN__L_SQ_HINGE, NN__L_BCE, NN__L_BCE_LOGITS, NN__L_FOCAL, NN__L_KL
-} nn__loss_kind;
-
-typedef enum nn__row_kind { NN__R_DICE = 0, NN__R_COSINE, NN__R_TRIPLET } nn__row_kind;
 
 static float nn__sgnf(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; } /* 0 at NaN, as torch.sign */
 
@@ -9034,6 +9124,256 @@ static int nn__cl_load(void) {
    ====================================================================== */
 static const char *const nn__cl_src_conv[] = {
 "#line 1 \"kernels/conv.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/conv.cl\"\n",
+"#line 1 \"kernels/conv_args.h\"\n",
+"/* kernels/conv.cl's kernel signatures (kernels/kargs.h says how to read them). Layout NCHW,\n",
+"   weights [K, C/G, KH, KW]; geo is (sh, sw, ph, pw, dh, dw, G, unused). */\n",
+"#ifndef NN__CONV_ARGS_H\n",
+"#define NN__CONV_ARGS_H\n",
+"\n",
+"/* the direct kernels: one work-item per element of y, dx or dw */\n",
+"#define NN__KARGS_conv2d_forward(F, P)                                                                  \\\n",
+"    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \\\n",
+"    P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias)\n",
+"NN__KSIG(conv2d_forward)\n",
+"#define NN__KARGS_conv2d_backward_data(F, P)                                                             \\\n",
+"    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
+"    P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(conv2d_backward_data)\n",
+"#define NN__KARGS_conv2d_backward_weight(F, P)                                                           \\\n",
+"    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
+"    P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(conv2d_backward_weight)\n",
+"\n",
+"/* y [C] = sum of x [N, C, S] over N and S */\n",
+"#define NN__KARGS_channel_sum(F, P) F(in, x) P(out, y) P(int, N) P(int, C) P(int, S)\n",
+"NN__KSIG(channel_sum)\n",
+"\n",
+"/* The GEMM path: column matrices [C*KH*KW, ld] at float offset off of the scratch buffer.\n",
+"   Each signature serves the element-wise kernel and its by-rows twin for CPU devices:\n",
+"   conv2d_im2col and conv2d_im2col_rows; conv2d_col2im and conv2d_col2im_planes;\n",
+"   conv2d_unpack and conv2d_unpack_rows; conv2d_pack and conv2d_pack_rows. */\n",
+"#define NN__KARGS_conv2d_im2col(F, P)                                                                    \\\n",
+"    F(in, x) P(out, col) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)     \\\n",
+"    P(int, OH) P(int, OW) P(int8, geo) P(int, ld)\n",
+"NN__KSIG(conv2d_im2col)\n",
+"#define NN__KARGS_conv2d_col2im(F, P)                                                                    \\\n",
+"    F(in, dcol) P(out, dx) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)   \\\n",
+"    P(int, OH) P(int, OW) P(int8, geo) P(int, ld)\n",
+"NN__KSIG(conv2d_col2im)\n",
+"/* y [N, K, S] = out [K, ld] (+ b [K]) */\n",
+"#define NN__KARGS_conv2d_unpack(F, P) \\\n",
+"    F(in, out) P(in, b) P(out, y) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld) P(int, has_bias)\n",
+"NN__KSIG(conv2d_unpack)\n",
+"/* dyg [K, ld] = dy [N, K, S], zero-padded */\n",
+"#define NN__KARGS_conv2d_pack(F, P) F(in, dy) P(out, dyg) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld)\n",
+"NN__KSIG(conv2d_pack)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/conv.cl\"\n",
+"\n",
 "/* Convolutions, direct formulation: one work-item per output element of each pass, so\n",
 "   every sum runs in a fixed order without atomics. Layout NCHW, weights [K, C/G, KH, KW].\n",
 "   The geometry arrives as an int8: (sh, sw, ph, pw, dh, dw, G, unused). */\n",
@@ -9042,10 +9382,7 @@ static const char *const nn__cl_src_conv[] = {
 "   the zero padding adds 0 * w, as the GEMM path (and PyTorch) does: a NaN or inf weight\n",
 "   makes every output of its channel NaN, at the border too; for finite weights it adds\n",
 "   nothing. */\n",
-"__kernel void conv2d_forward(__global const float *x, __global const float *w, __global const float *b,\n",
-"                             __global float *y, const int N, const int C, const int H, const int W,\n",
-"                             const int K, const int KH, const int KW, const int OH, const int OW,\n",
-"                             const int8 geo, const int has_bias) {\n",
+"__kernel void conv2d_forward(NN__KPARAMS(conv2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * K * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, k = (i / (OW * OH)) % K, n = i / (OW * OH * K);\n",
@@ -9068,9 +9405,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* dx [N, C, H, W]: each input pixel sums dy * w over the outputs whose window covers it */\n",
-"__kernel void conv2d_backward_data(__global const float *w, __global const float *dy, __global float *dx,\n",
-"                                   const int N, const int C, const int H, const int W, const int K,\n",
-"                                   const int KH, const int KW, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void conv2d_backward_data(NN__KPARAMS(conv2d_backward_data)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * C * H * W) return;\n",
 "    int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);\n",
@@ -9100,9 +9435,7 @@ static const char *const nn__cl_src_conv[] = {
 "   accumulator over N*OH*OW products loses the small terms to its rounding (the error of a\n",
 "   50176-term sum was ~1e-4 relative, against ~3e-6 this way). x is 0 on the padding, and\n",
 "   dy * 0 is taken there too: a NaN or inf dy is NaN, as on the GEMM path. */\n",
-"__kernel void conv2d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,\n",
-"                                     const int N, const int C, const int H, const int W, const int K,\n",
-"                                     const int KH, const int KW, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void conv2d_backward_weight(NN__KPARAMS(conv2d_backward_weight)) {\n",
 "    int G = geo.s6, Cg = C / G, Kg = K / G;\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= K * Cg * KH * KW) return;\n",
@@ -9128,7 +9461,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* y [C] = sum over N and S of x [N, C, S], a partial sum per n as above */\n",
-"__kernel void channel_sum(__global const float *x, __global float *y, const int N, const int C, const int S) {\n",
+"__kernel void channel_sum(NN__KPARAMS(channel_sum)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= C) return;\n",
 "    float acc = 0.0f;\n",
@@ -9140,16 +9473,14 @@ static const char *const nn__cl_src_conv[] = {
 "    y[c] = acc;\n",
 "}\n",
 "\n",
-"/* ---- the GEMM path (src/cpu/conv.c, nn__cl_conv2d_plan, says when it is used) ----\n",
+"/* ---- the GEMM path (nn__conv2d_dev_plan in src/ops/conv/conv2d.c says when it is used) ----\n",
 "   Column matrices are [C*KH*KW, ld]: row (c*KH + kh)*KW + kw, so the rows of group g are\n",
 "   one contiguous block; column p = (n*OH + oh)*OW + ow runs over the whole batch, and\n",
 "   columns P..ld-1 are zeros (padding for the K slices of the weight gradient). Operands\n",
 "   live at float offsets `off` inside the node's scratch buffer. */\n",
 "\n",
 "/* col = im2col(x) */\n",
-"__kernel void conv2d_im2col(__global const float *x, __global float *col, const int off, const int N, const int C,\n",
-"                            const int H, const int W, const int KH, const int KW, const int OH, const int OW,\n",
-"                            const int8 geo, const int ld) {\n",
+"__kernel void conv2d_im2col(NN__KPARAMS(conv2d_im2col)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= C * KH * KW * ld) return;\n",
 "    int p = i % ld, row = i / ld;\n",
@@ -9165,9 +9496,7 @@ static const char *const nn__cl_src_conv[] = {
 "\n",
 "/* dx = col2im(dcol): each input pixel sums the column entries that read it, in (kh, kw)\n",
 "   order (no atomics, the same order every run) */\n",
-"__kernel void conv2d_col2im(__global const float *dcol, __global float *dx, const int off, const int N, const int C,\n",
-"                            const int H, const int W, const int KH, const int KW, const int OH, const int OW,\n",
-"                            const int8 geo, const int ld) {\n",
+"__kernel void conv2d_col2im(NN__KPARAMS(conv2d_col2im)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * C * H * W) return;\n",
 "    int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);\n",
@@ -9189,8 +9518,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* y [N, K, S] = out [K, ld] (columns n*S + s) + bias */\n",
-"__kernel void conv2d_unpack(__global const float *out, __global const float *b, __global float *y, const int off,\n",
-"                            const int N, const int K, const int S, const int ld, const int has_bias) {\n",
+"__kernel void conv2d_unpack(NN__KPARAMS(conv2d_unpack)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * K * S) return;\n",
 "    int s = i % S, k = (i / S) % K, n = i / (S * K);\n",
@@ -9198,8 +9526,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* dyg [K, ld] (columns n*S + s, zeros past N*S) = dy [N, K, S] */\n",
-"__kernel void conv2d_pack(__global const float *dy, __global float *dyg, const int off, const int N, const int K,\n",
-"                          const int S, const int ld) {\n",
+"__kernel void conv2d_pack(NN__KPARAMS(conv2d_pack)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= K * ld) return;\n",
 "    int p = i % ld, k = i / ld;\n",
@@ -9219,9 +9546,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* conv2d_im2col by rows: item (row, n, oh); items past rows*N*OH zero one row's padding */\n",
-"__kernel void conv2d_im2col_rows(__global const float *x, __global float *col, const int off, const int N,\n",
-"                                 const int C, const int H, const int W, const int KH, const int KW, const int OH,\n",
-"                                 const int OW, const int8 geo, const int ld) {\n",
+"__kernel void conv2d_im2col_rows(NN__KPARAMS(conv2d_im2col)) {\n",
 "    int i = get_global_id(0), rows = C * KH * KW, P = N * OH * OW;\n",
 "    if (i >= rows * N * OH + rows) return;\n",
 "    if (i >= rows * N * OH) {\n",
@@ -9249,9 +9574,7 @@ static const char *const nn__cl_src_conv[] = {
 "\n",
 "/* conv2d_col2im by planes: item (n, c) owns its input plane and adds the column rows into\n",
 "   it in (kh, kw, oh, ow) order */\n",
-"__kernel void conv2d_col2im_planes(__global const float *dcol, __global float *dx, const int off, const int N,\n",
-"                                   const int C, const int H, const int W, const int KH, const int KW, const int OH,\n",
-"                                   const int OW, const int8 geo, const int ld) {\n",
+"__kernel void conv2d_col2im_planes(NN__KPARAMS(conv2d_col2im)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * C) return;\n",
 "    int c = i % C, n = i / C, sw = geo.s1;\n",
@@ -9273,9 +9596,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* conv2d_unpack by rows: item (n, k) */\n",
-"__kernel void conv2d_unpack_rows(__global const float *out, __global const float *b, __global float *y,\n",
-"                                 const int off, const int N, const int K, const int S, const int ld,\n",
-"                                 const int has_bias) {\n",
+"__kernel void conv2d_unpack_rows(NN__KPARAMS(conv2d_unpack)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * K) return;\n",
 "    int k = i % K, n = i / K;\n",
@@ -9286,8 +9607,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* conv2d_pack by rows: item (k, n); item (k, N) zeroes row k's padding */\n",
-"__kernel void conv2d_pack_rows(__global const float *dy, __global float *dyg, const int off, const int N,\n",
-"                               const int K, const int S, const int ld) {\n",
+"__kernel void conv2d_pack_rows(NN__KPARAMS(conv2d_pack)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= K * (N + 1)) return;\n",
 "    int n = i % (N + 1), k = i / (N + 1);\n",
@@ -9307,6 +9627,233 @@ static const char *const nn__cl_src_conv[] = {
    ====================================================================== */
 static const char *const nn__cl_src_conv3d[] = {
 "#line 1 \"kernels/conv3d.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/conv3d.cl\"\n",
+"#line 1 \"kernels/conv3d_args.h\"\n",
+"/* kernels/conv3d.cl's kernel signatures (kernels/kargs.h says how to read them). Layout\n",
+"   NCDHW, weights [K, C/G, KD, KH, KW]; the geometry in two int8s: ga = (sd, sh, sw, pd, ph,\n",
+"   pw, dd, dh), gb = (dw, G, unused...). */\n",
+"#ifndef NN__CONV3D_ARGS_H\n",
+"#define NN__CONV3D_ARGS_H\n",
+"\n",
+"#define NN__KARGS_conv3d_forward(F, P)                                                                  \\\n",
+"    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)  \\\n",
+"    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)         \\\n",
+"    P(int, has_bias)\n",
+"NN__KSIG(conv3d_forward)\n",
+"#define NN__KARGS_conv3d_backward_data(F, P)                                                            \\\n",
+"    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)          \\\n",
+"    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)\n",
+"NN__KSIG(conv3d_backward_data)\n",
+"#define NN__KARGS_conv3d_backward_weight(F, P)                                                          \\\n",
+"    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)          \\\n",
+"    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)\n",
+"NN__KSIG(conv3d_backward_weight)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/conv3d.cl\"\n",
+"\n",
 "/* 3-D convolutions, direct formulation as in conv.cl: one work-item per output element of\n",
 "   each pass, every sum in a fixed order, no atomics. Layout NCDHW, weights\n",
 "   [K, C/G, KD, KH, KW]. The geometry arrives as two int8s: ga = (sd, sh, sw, pd, ph, pw,\n",
@@ -9314,10 +9861,7 @@ static const char *const nn__cl_src_conv3d[] = {
 "\n",
 "/* y [N, K, OD, OH, OW] = sum over the group's input channels and the window, + bias; a\n",
 "   tap on the zero padding adds 0 * w, as conv2d_forward */\n",
-"__kernel void conv3d_forward(__global const float *x, __global const float *w, __global const float *b,\n",
-"                             __global float *y, const int N, const int C, const int D, const int H, const int W,\n",
-"                             const int K, const int KD, const int KH, const int KW, const int OD, const int OH,\n",
-"                             const int OW, const int8 ga, const int8 gb, const int has_bias) {\n",
+"__kernel void conv3d_forward(NN__KPARAMS(conv3d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * K * OD * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, od = (i / (OW * OH)) % OD, k = (i / (OW * OH * OD)) % K;\n",
@@ -9344,10 +9888,7 @@ static const char *const nn__cl_src_conv3d[] = {
 "}\n",
 "\n",
 "/* dx [N, C, D, H, W]: each input voxel sums dy * w over the outputs whose window covers it */\n",
-"__kernel void conv3d_backward_data(__global const float *w, __global const float *dy, __global float *dx,\n",
-"                                   const int N, const int C, const int D, const int H, const int W, const int K,\n",
-"                                   const int KD, const int KH, const int KW, const int OD, const int OH, const int OW,\n",
-"                                   const int8 ga, const int8 gb) {\n",
+"__kernel void conv3d_backward_data(NN__KPARAMS(conv3d_backward_data)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * C * D * H * W) return;\n",
 "    int iw = i % W, ih = (i / W) % H, id = (i / (W * H)) % D, c = (i / (W * H * D)) % C, n = i / (W * H * D * C);\n",
@@ -9381,10 +9922,7 @@ static const char *const nn__cl_src_conv3d[] = {
 "\n",
 "/* dw [K, C/G, KD, KH, KW]: each weight sums dy * x over the batch and the output positions,\n",
 "   x = 0 on the padding (dy * 0: a NaN or inf dy there is NaN, as on the GEMM path) */\n",
-"__kernel void conv3d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,\n",
-"                                     const int N, const int C, const int D, const int H, const int W, const int K,\n",
-"                                     const int KD, const int KH, const int KW, const int OD, const int OH,\n",
-"                                     const int OW, const int8 ga, const int8 gb) {\n",
+"__kernel void conv3d_backward_weight(NN__KPARAMS(conv3d_backward_weight)) {\n",
 "    int G = gb.s1, Cg = C / G, Kg = K / G;\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= K * Cg * KD * KH * KW) return;\n",
@@ -10295,21 +10833,249 @@ static const char *const nn__cl_src_gather[] = {
    ====================================================================== */
 static const char *const nn__cl_src_gemm[] = {
 "#line 1 \"kernels/gemm.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/gemm.cl\"\n",
+"#line 1 \"kernels/gemm_args.h\"\n",
+"/* kernels/gemm.cl's kernel signatures (kernels/kargs.h says how to read them): C [M, N] =\n",
+"   alpha op(A) op(B) + beta C, leading dimensions lda, ldb, ldc. */\n",
+"#ifndef NN__GEMM_ARGS_H\n",
+"#define NN__GEMM_ARGS_H\n",
+"\n",
+"/* gemm_nn, gemm_nt, gemm_tn, gemm_tt (GEMM_KERNEL) */\n",
+"#define NN__KARGS_gemm(F, P)                                                                       \\\n",
+"    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \\\n",
+"    P(float, alpha) P(float, beta)\n",
+"NN__KSIG(gemm)\n",
+"/* gemm_nn_batched ... gemm_tt_batched (GEMM_BATCHED_KERNEL): product z of the grid's\n",
+"   dimension 2 at offA + (z / inner) * sa0 + (z % inner) * sa1 floats into A (B, C alike) */\n",
+"#define NN__KARGS_gemm_batched(F, P)                                                               \\\n",
+"    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \\\n",
+"    P(float, alpha) P(float, beta) P(int, inner) P(int, offA) P(int, sa0) P(int, sa1) P(int, offB) \\\n",
+"    P(int, sb0) P(int, sb1) P(int, offC) P(int, sc0) P(int, sc1)\n",
+"NN__KSIG(gemm_batched)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/gemm.cl\"\n",
+"\n",
 "/* SGEMM: row-major C[M,N] = alpha * op(A) * op(B) + beta * C.\n",
 " *\n",
 " *   op(A) = A   stored [M,K] (lda >= K)   or  A^T, A stored [K,M] (lda >= M)\n",
 " *   op(B) = B   stored [K,N] (ldb >= N)   or  B^T, B stored [N,K] (ldb >= K)\n",
 " *\n",
-" * Kernels gemm_nn, gemm_nt, gemm_tn, gemm_tt are stamped out from one body;\n",
-" * the transpose flags are compile-time constants after inlining, so each\n",
-" * variant gets its own specialised loads at no runtime cost.\n",
+" * Kernels gemm_nn, gemm_nt, gemm_tn, gemm_tt are stamped out from one body\n",
+" * (GEMM_KERNEL, parameters `gemm` of kernels/gemm_args.h), and their batched\n",
+" * twins from another (GEMM_BATCHED_KERNEL, `gemm_batched`); the transpose\n",
+" * flags are compile-time constants after inlining, so each variant gets its\n",
+" * own specialised loads at no runtime cost.\n",
 " *\n",
 " * Each work-item owns WPT_M x WPT_N micro-tiles of C held in registers as\n",
 " * WPT_N/VW float<VW> vectors per row (rows are broadcast scalars of op(A)).\n",
 " * Work-group dim 0 runs along N, dim 1 along M.\n",
 " *\n",
-" * Three strategies, chosen by USE_LOCAL (the host plan must match; see\n",
-" * src/nn_cl_gemm.c):\n",
+" * Three strategies, chosen by USE_LOCAL (the host plan must match: one\n",
+" * nn__gemm_config in src/opencl/gemm_plan.c makes both the build options and\n",
+" * the launch geometry):\n",
 " *   0  direct:  WG_N x WG_M items, one micro-tile each, streamed straight\n",
 " *               from global memory.  Fallback for devices without usable\n",
 " *               local memory.  Slow for large power-of-two ldb on CPUs (the\n",
@@ -10730,11 +11496,7 @@ static const char *const nn__cl_src_gemm[] = {
 "#endif /* USE_LOCAL */\n",
 "\n",
 "#define GEMM_KERNEL(name, ta, tb)                                                    \\\n",
-"    __kernel GEMM_ATTR void name(const int M, const int N, const int K,              \\\n",
-"                                 __global const float *A, const int lda,             \\\n",
-"                                 __global const float *B, const int ldb,             \\\n",
-"                                 __global float *C, const int ldc,                   \\\n",
-"                                 const float alpha, const float beta)                \\\n",
+"    __kernel GEMM_ATTR void name(NN__KPARAMS(gemm))                                 \\\n",
 "    {                                                                                \\\n",
 "        GEMM_LOCALS                                                                  \\\n",
 "        GEMM_CALL(A, B, C, ta, tb);                                                  \\\n",
@@ -10745,15 +11507,7 @@ static const char *const nn__cl_src_gemm[] = {
 " * launch covers the groups of a grouped convolution (outer) and the K slices of a\n",
 " * split-K product (inner).  The offsets let operands live inside one scratch buffer. */\n",
 "#define GEMM_BATCHED_KERNEL(name, ta, tb)                                            \\\n",
-"    __kernel GEMM_ATTR void name(const int M, const int N, const int K,              \\\n",
-"                                 __global const float *A, const int lda,             \\\n",
-"                                 __global const float *B, const int ldb,             \\\n",
-"                                 __global float *C, const int ldc,                   \\\n",
-"                                 const float alpha, const float beta,                \\\n",
-"                                 const int inner, const int offA, const int sa0,     \\\n",
-"                                 const int sa1, const int offB, const int sb0,       \\\n",
-"                                 const int sb1, const int offC, const int sc0,       \\\n",
-"                                 const int sc1)                                      \\\n",
+"    __kernel GEMM_ATTR void name(NN__KPARAMS(gemm_batched))                         \\\n",
 "    {                                                                                \\\n",
 "        GEMM_LOCALS                                                                  \\\n",
 "        const int z = (int)get_global_id(2), zo = z / inner, zi = z - zo * inner;    \\\n",
@@ -10777,10 +11531,264 @@ static const char *const nn__cl_src_gemm[] = {
    ====================================================================== */
 static const char *const nn__cl_src_loss[] = {
 "#line 1 \"kernels/loss.cl\"\n",
-"/* Losses: twins of src/cpu/loss.c, same formulas in the same order. Kind numbers are\n",
-"   cpu/loss.c's nn__loss_kind and nn__row_kind. No fmax where NaN must stay NaN (fmax\n",
-"   returns the other operand): comparisons written so that NaN falls through. */\n",
+"/* Losses: twins of src/cpu/loss.c, same formulas in the same order. The kinds are\n",
+"   kernels/loss.h's lists (nn__loss_kind, nn__row_kind), the C side's too. No fmax where NaN\n",
+"   must stay NaN (fmax returns the other operand): comparisons written so that NaN falls\n",
+"   through. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
 "\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 6 \"kernels/loss.cl\"\n",
+"#line 1 \"kernels/loss_args.h\"\n",
+"/* kernels/loss.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__LOSS_ARGS_H\n",
+"#define NN__LOSS_ARGS_H\n",
+"\n",
+"/* the fused softmax cross-entropy, x [B, C], label [B]; bad[slot] counts labels outside [0, C) */\n",
+"#define NN__KARGS_xent_forward(F, P) F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot)\n",
+"NN__KSIG(xent_forward)\n",
+"#define NN__KARGS_xent_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C)\n",
+"NN__KSIG(xent_backward)\n",
+"\n",
+"/* BCE with logits, n elements */\n",
+"#define NN__KARGS_bce_logits_forward(F, P) F(in, x) P(in, t) P(out, y) P(int, n)\n",
+"NN__KSIG(bce_logits_forward)\n",
+"#define NN__KARGS_bce_logits_backward(F, P) F(in, x) P(in, t) P(in, dy) P(out, dx) P(int, n)\n",
+"NN__KSIG(bce_logits_backward)\n",
+"\n",
+"/* the elementwise losses (kind: nn__loss_kind); pw [npw] repeats, a: delta / beta / tau /\n",
+"   margin / alpha, b: gamma */\n",
+"#define NN__KARGS_loss_ew_forward(F, P) \\\n",
+"    F(in, x) P(in, t) P(in, pw) P(out, y) P(int, n) P(int, npw) P(int, kind) P(int, log_target) P(float, a) P(float, b)\n",
+"NN__KSIG(loss_ew_forward)\n",
+"#define NN__KARGS_loss_ew_backward(F, P)                                                                              \\\n",
+"    F(in, x) P(in, t) P(in, pw) P(in, dy) P(out, dx) P(int, n) P(int, npw) P(int, kind) P(int, log_target) P(float, a) \\\n",
+"    P(float, b)\n",
+"NN__KSIG(loss_ew_backward)\n",
+"\n",
+"/* cross-entropy / NLL rows, x [B, C], label [B], w [C] (has_w), eps: label smoothing */\n",
+"#define NN__KARGS_ce_rows_forward(F, P)                                                                           \\\n",
+"    F(in, x) P(iin, label) P(in, w) P(out, loss) P(int, B) P(int, C) P(int, ignore) P(int, log_input) P(int, has_w) \\\n",
+"    P(float, eps) P(iout, bad) P(int, slot)\n",
+"NN__KSIG(ce_rows_forward)\n",
+"#define NN__KARGS_ce_rows_backward(F, P)                                                                            \\\n",
+"    F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \\\n",
+"    P(int, has_w) P(float, eps)\n",
+"NN__KSIG(ce_rows_backward)\n",
+"#define NN__KARGS_ce_weights(F, P) F(iin, label) P(in, w) P(out, y) P(int, B) P(int, C) P(int, ignore) P(int, has_w)\n",
+"NN__KSIG(ce_weights)\n",
+"#define NN__KARGS_div_scalar(F, P) F(in, x) P(in, d) P(out, y) P(int, n)\n",
+"NN__KSIG(div_scalar)\n",
+"\n",
+"/* the row losses of [B, D] inputs (kind: nn__row_kind), a: margin or smooth; which: the\n",
+"   input differentiated */\n",
+"#define NN__KARGS_rows_forward(F, P) F(in, x0) P(in, x1) P(in, x2) P(out, y) P(int, B) P(int, D) P(int, kind) P(float, a)\n",
+"NN__KSIG(rows_forward)\n",
+"#define NN__KARGS_rows_backward(F, P) \\\n",
+"    F(in, x0) P(in, x1) P(in, x2) P(in, dy) P(out, dx) P(int, B) P(int, D) P(int, kind) P(int, which) P(float, a)\n",
+"NN__KSIG(rows_backward)\n",
+"\n",
+"#endif\n",
+"#line 7 \"kernels/loss.cl\"\n",
 "#line 1 \"kernels/activation.h\"\n",
 "/* The elementwise functions, each formula written once for both backends. This file is a\n",
 "   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the\n",
@@ -11004,23 +12012,53 @@ static const char *const nn__cl_src_loss[] = {
 "    NN__B_COUNT\n",
 "};\n",
 "#endif /* NN__ACTIVATION_H */\n",
-"#line 6 \"kernels/loss.cl\"\n",
+"#line 8 \"kernels/loss.cl\"\n",
+"#line 1 \"kernels/loss.h\"\n",
+"/* The loss kinds, listed once for both backends. This file is a part of nn.h (C99 and C++:\n",
+"   the builders in src/ops/loss.c, the loops in src/cpu/loss.c) and is included by\n",
+"   kernels/loss.cl (OpenCL C 1.2), so the kind numbers a plan passes and the kernels'\n",
+"   switches are one enum.\n",
 "\n",
-"#define L_MSE 0\n",
-"#define L_L1 1\n",
-"#define L_HUBER 2\n",
-"#define L_SMOOTH_L1 3\n",
-"#define L_LOG_COSH 4\n",
-"#define L_QUANTILE 5\n",
-"#define L_HINGE 6\n",
-"#define L_SQ_HINGE 7\n",
-"#define L_BCE 8\n",
-"#define L_BCE_LOGITS 9\n",
-"#define L_FOCAL 10\n",
-"#define L_KL 11\n",
-"#define R_DICE 0\n",
-"#define R_COSINE 1\n",
-"#define R_TRIPLET 2\n",
+"   NN__LOSS_EW_KINDS(X): the elementwise losses (op LOSS_EW), one X(ENUM, name, of_d) each:\n",
+"     ENUM  NN__L_ENUM, the node's a.loss.kind and the kernels' `kind`; its formulas are the\n",
+"           case NN__L_ENUM of nn__loss_ew1 / nn__loss_ew1_dx (src/cpu/loss.c) and of\n",
+"           nn_loss1 / nn_loss1_dx (kernels/loss.cl)\n",
+"     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss.c),\n",
+"           and so the op's name in messages\n",
+"     of_d  1: a function of d = x - t alone, so d/dt = -d/dx and the target gets that\n",
+"           gradient; 0: the target gets none\n",
+"   NN__LOSS_ROW_KINDS(X): the losses of op LOSS_ROWS, one per row of [B, ...] inputs,\n",
+"   X(ENUM, name): NN__R_ENUM and the builder nn_<name>.\n",
+"   NN__L_COUNT and NN__R_COUNT are the range checks' bounds. */\n",
+"#ifndef NN__LOSS_H\n",
+"#define NN__LOSS_H\n",
+"\n",
+"#define NN__LOSS_EW_KINDS(X)          \\\n",
+"    X(MSE, mse_loss, 1)               \\\n",
+"    X(L1, l1_loss, 1)                 \\\n",
+"    X(HUBER, huber_loss, 1)           \\\n",
+"    X(SMOOTH_L1, smooth_l1_loss, 1)   \\\n",
+"    X(LOG_COSH, log_cosh_loss, 1)     \\\n",
+"    X(QUANTILE, quantile_loss, 1)     \\\n",
+"    X(HINGE, hinge_loss, 0)           \\\n",
+"    X(SQ_HINGE, squared_hinge_loss, 0) \\\n",
+"    X(BCE, bce_loss, 0)               \\\n",
+"    X(BCE_LOGITS, bce_with_logits_loss, 0) \\\n",
+"    X(FOCAL, sigmoid_focal_loss, 0)   \\\n",
+"    X(KL, kl_div_loss, 0)\n",
+"\n",
+"#define NN__LOSS_ROW_KINDS(X) \\\n",
+"    X(DICE, dice_loss)        \\\n",
+"    X(COSINE, cosine_embedding_loss) \\\n",
+"    X(TRIPLET, triplet_margin_loss)\n",
+"\n",
+"#define NN__L_ENUM(E, name, of_d) NN__L_##E,\n",
+"#define NN__R_ENUM(E, name) NN__R_##E,\n",
+"typedef enum nn__loss_kind { NN__LOSS_EW_KINDS(NN__L_ENUM) NN__L_COUNT } nn__loss_kind;\n",
+"typedef enum nn__row_kind { NN__LOSS_ROW_KINDS(NN__R_ENUM) NN__R_COUNT } nn__row_kind;\n",
+"\n",
+"#endif /* NN__LOSS_H */\n",
+"#line 9 \"kernels/loss.cl\"\n",
 "\n",
 "inline float nn_sgn(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }\n",
 "\n",
@@ -11031,23 +12069,23 @@ static const char *const nn__cl_src_loss[] = {
 "inline float nn_loss1(int kind, float x, float t, float a, float b, float pw, int log_target) {\n",
 "    float d = x - t, ad = fabs(d), m, p, ce, pt, l;\n",
 "    switch (kind) {\n",
-"    case L_MSE: return d * d;\n",
-"    case L_L1: return ad;\n",
-"    case L_HUBER: return ad < a ? 0.5f * d * d : a * (ad - 0.5f * a);\n",
-"    case L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;\n",
-"    case L_LOG_COSH: return ad + log1p(exp(-2.0f * ad)) - 0.69314718055994531f;\n",
-"    case L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;\n",
-"    case L_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m;\n",
-"    case L_SQ_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m * m;\n",
-"    case L_BCE: return -(t * nn_log_floor(log(x)) + (1.0f - t) * nn_log_floor(log(1.0f - x)));\n",
-"    case L_BCE_LOGITS: return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1p(exp(-fabs(x))) + fmax(-x, 0.0f));\n",
-"    case L_FOCAL:\n",
+"    case NN__L_MSE: return d * d;\n",
+"    case NN__L_L1: return ad;\n",
+"    case NN__L_HUBER: return ad < a ? 0.5f * d * d : a * (ad - 0.5f * a);\n",
+"    case NN__L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;\n",
+"    case NN__L_LOG_COSH: return ad + log1p(exp(-2.0f * ad)) - 0.69314718055994531f;\n",
+"    case NN__L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;\n",
+"    case NN__L_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m;\n",
+"    case NN__L_SQ_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m * m;\n",
+"    case NN__L_BCE: return -(t * nn_log_floor(log(x)) + (1.0f - t) * nn_log_floor(log(1.0f - x)));\n",
+"    case NN__L_BCE_LOGITS: return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1p(exp(-fabs(x))) + fmax(-x, 0.0f));\n",
+"    case NN__L_FOCAL:\n",
 "        p = 1.0f / (1.0f + exp(-x));\n",
 "        ce = (1.0f - t) * x + fmax(-x, 0.0f) + log1p(exp(-fabs(x)));\n",
 "        pt = p * t + (1.0f - p) * (1.0f - t);\n",
 "        l = ce * pow(1.0f - pt, b);\n",
 "        return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;\n",
-"    case L_KL:\n",
+"    case NN__L_KL:\n",
 "        if (log_target) return exp(t) * (t - x);\n",
 "        return (t == 0.0f ? 0.0f : t * log(t)) - t * x;\n",
 "    default: return 0.0f;\n",
@@ -11057,17 +12095,17 @@ static const char *const nn__cl_src_loss[] = {
 "inline float nn_loss1_dx(int kind, float x, float t, float a, float b, float pw, int log_target) {\n",
 "    float d = x - t, ad = fabs(d), m, p, ce, pt, q, at;\n",
 "    switch (kind) {\n",
-"    case L_MSE: return 2.0f * d;\n",
-"    case L_L1: return nn_sgn(d);\n",
-"    case L_HUBER: return ad < a ? d : ad >= a ? a * nn_sgn(d) : d;\n",
-"    case L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn_sgn(d) : d;\n",
-"    case L_LOG_COSH: return tanh(d);\n",
-"    case L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;\n",
-"    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;\n",
-"    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;\n",
-"    case L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);\n",
-"    case L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));\n",
-"    case L_FOCAL:\n",
+"    case NN__L_MSE: return 2.0f * d;\n",
+"    case NN__L_L1: return nn_sgn(d);\n",
+"    case NN__L_HUBER: return ad < a ? d : ad >= a ? a * nn_sgn(d) : d;\n",
+"    case NN__L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn_sgn(d) : d;\n",
+"    case NN__L_LOG_COSH: return tanh(d);\n",
+"    case NN__L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;\n",
+"    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;\n",
+"    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;\n",
+"    case NN__L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);\n",
+"    case NN__L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));\n",
+"    case NN__L_FOCAL:\n",
 "        p = 1.0f / (1.0f + exp(-x));\n",
 "        ce = (1.0f - t) * x + fmax(-x, 0.0f) + log1p(exp(-fabs(x)));\n",
 "        pt = p * t + (1.0f - p) * (1.0f - t);\n",
@@ -11075,7 +12113,7 @@ static const char *const nn__cl_src_loss[] = {
 "        at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;\n",
 "        return at * ((q > 0.0f ? -b * pow(q, b - 1.0f) * (2.0f * t - 1.0f) * p * (1.0f - p) * ce : 0.0f) +\n",
 "                     pow(q, b) * (p - t));\n",
-"    case L_KL:\n",
+"    case NN__L_KL:\n",
 "        if (log_target) return -exp(t);\n",
 "        return -t;\n",
 "    default: return 0.0f;\n",
@@ -11083,16 +12121,12 @@ static const char *const nn__cl_src_loss[] = {
 "}\n",
 "\n",
 "/* y [n] = loss(x, t); pw repeats with period npw */\n",
-"__kernel void loss_ew_forward(__global const float *x, __global const float *t, __global const float *pw,\n",
-"                              __global const float *unused, __global float *y, const int n, const int npw, const int kind,\n",
-"                              const int log_target, const float a, const float b) {\n",
+"__kernel void loss_ew_forward(NN__KPARAMS(loss_ew_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = nn_loss1(kind, x[i], t[i], a, b, pw[i % npw], log_target);\n",
 "}\n",
 "\n",
-"__kernel void loss_ew_backward(__global const float *x, __global const float *t, __global const float *pw,\n",
-"                               __global const float *dy, __global float *dx, const int n, const int npw, const int kind,\n",
-"                               const int log_target, const float a, const float b) {\n",
+"__kernel void loss_ew_backward(NN__KPARAMS(loss_ew_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) dx[i] = dy[i] * nn_loss1_dx(kind, x[i], t[i], a, b, pw[i % npw], log_target);\n",
 "}\n",
@@ -11102,9 +12136,7 @@ static const char *const nn__cl_src_loss[] = {
 "/* One work-item per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c].\n",
 "   A label outside [0, C) that is not ignore_index counts in bad[slot] (reported to the\n",
 "   host at its next read) and gives 0. */\n",
-"__kernel void ce_rows_forward(__global const float *x, __global const int *label, __global const float *w,\n",
-"                              __global float *loss, const int B, const int C, const int ignore, const int log_input,\n",
-"                              const int has_w, const float eps, __global int *bad, const int slot) {\n",
+"__kernel void ce_rows_forward(NN__KPARAMS(ce_rows_forward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
@@ -11121,9 +12153,7 @@ static const char *const nn__cl_src_loss[] = {
 "    loss[b] = (1.0f - eps) * (has_w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;\n",
 "}\n",
 "\n",
-"__kernel void ce_rows_backward(__global const float *x, __global const int *label, __global const float *w,\n",
-"                               __global const float *dloss, __global float *dx, const int B, const int C,\n",
-"                               const int ignore, const int log_input, const int has_w, const float eps) {\n",
+"__kernel void ce_rows_backward(NN__KPARAMS(ce_rows_backward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
@@ -11143,33 +12173,30 @@ static const char *const nn__cl_src_loss[] = {
 "    }\n",
 "}\n",
 "\n",
-"__kernel void ce_weights(__global const int *label, __global const float *w, __global float *y, const int B,\n",
-"                         const int C, const int ignore, const int has_w) {\n",
+"__kernel void ce_weights(NN__KPARAMS(ce_weights)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b < B) y[b] = nn_ce_ignored(label[b], C, ignore) ? 0.0f : has_w ? w[label[b]] : 1.0f;\n",
 "}\n",
 "\n",
-"__kernel void div_scalar(__global const float *x, __global const float *d, __global float *y, const int n) {\n",
+"__kernel void div_scalar(NN__KPARAMS(div_scalar)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[i] / d[0];\n",
 "}\n",
 "\n",
 "/* Row losses of [B, D] inputs, one work-item per row; x2: cosine's target [B], triplet's\n",
 "   negative. */\n",
-"__kernel void rows_forward(__global const float *x0, __global const float *x1, __global const float *x2,\n",
-"                           __global const float *unused, __global float *y, const int B, const int D, const int kind,\n",
-"                           const int which, const float a) {\n",
+"__kernel void rows_forward(NN__KPARAMS(rows_forward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *u = x0 + (size_t)b * D, *v = x1 + (size_t)b * D;\n",
 "    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, r = 0.0f;\n",
-"    if (kind == R_DICE) {\n",
+"    if (kind == NN__R_DICE) {\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            s0 += u[j] * v[j];\n",
 "            s1 += u[j] + v[j];\n",
 "        }\n",
 "        r = 1.0f - (2.0f * s0 + a) / (s1 + a);\n",
-"    } else if (kind == R_COSINE) {\n",
+"    } else if (kind == NN__R_COSINE) {\n",
 "        float yb = x2[b], c;\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            s0 += u[j] * v[j];\n",
@@ -11178,7 +12205,7 @@ static const char *const nn__cl_src_loss[] = {
 "        }\n",
 "        c = s0 / sqrt((s1 + 1e-12f) * (s2 + 1e-12f));\n",
 "        r = yb == 1.0f ? 1.0f - c : yb == -1.0f ? (c - a <= 0.0f ? 0.0f : c - a) : 0.0f;\n",
-"    } else if (kind == R_TRIPLET) {\n",
+"    } else if (kind == NN__R_TRIPLET) {\n",
 "        __global const float *n = x2 + (size_t)b * D;\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;\n",
@@ -11192,22 +12219,20 @@ static const char *const nn__cl_src_loss[] = {
 "}\n",
 "\n",
 "/* d(row loss)/d(input `which`) times dy[b] */\n",
-"__kernel void rows_backward(__global const float *x0, __global const float *x1, __global const float *x2,\n",
-"                            __global const float *dy, __global float *dx, const int B, const int D, const int kind,\n",
-"                            const int which, const float a) {\n",
+"__kernel void rows_backward(NN__KPARAMS(rows_backward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *u = x0 + (size_t)b * D, *v = x1 + (size_t)b * D;\n",
 "    __global float *o = dx + (size_t)b * D;\n",
 "    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, g = dy[b];\n",
-"    if (kind == R_DICE) {\n",
+"    if (kind == NN__R_DICE) {\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            s0 += u[j] * v[j];\n",
 "            s1 += u[j] + v[j];\n",
 "        }\n",
 "        float N = 2.0f * s0 + a, S = s1 + a;\n",
 "        for (int j = 0; j < D; j++) o[j] = g * (N - 2.0f * v[j] * S) / (S * S);\n",
-"    } else if (kind == R_COSINE) {\n",
+"    } else if (kind == NN__R_COSINE) {\n",
 "        float yb = x2[b];\n",
 "        __global const float *self = which == 0 ? u : v, *other = which == 0 ? v : u;\n",
 "        for (int j = 0; j < D; j++) {\n",
@@ -11218,7 +12243,7 @@ static const char *const nn__cl_src_loss[] = {
 "        float m1 = s1 + 1e-12f, m2 = s2 + 1e-12f, den = sqrt(m1 * m2), c = s0 / den;\n",
 "        float k = yb == 1.0f ? -g : (yb == -1.0f && c - a > 0.0f) ? g : 0.0f;\n",
 "        for (int j = 0; j < D; j++) o[j] = k * (other[j] / den - c * self[j] / (which == 0 ? m1 : m2));\n",
-"    } else if (kind == R_TRIPLET) {\n",
+"    } else if (kind == NN__R_TRIPLET) {\n",
 "        __global const float *n = x2 + (size_t)b * D;\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;\n",
@@ -11240,8 +12265,7 @@ static const char *const nn__cl_src_loss[] = {
 "\n",
 "/* loss[b] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and counts in\n",
 "   bad[slot] (reported to the host at its next read) */\n",
-"__kernel void xent_forward(__global const float *x, __global const int *label, __global float *loss,\n",
-"                           const int B, const int C, __global int *bad, const int slot) {\n",
+"__kernel void xent_forward(NN__KPARAMS(xent_forward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
@@ -11253,8 +12277,7 @@ static const char *const nn__cl_src_loss[] = {
 "    loss[b] = log(s) + m - xr[t];\n",
 "}\n",
 "\n",
-"__kernel void xent_backward(__global const float *x, __global const int *label, __global const float *dloss,\n",
-"                            __global float *dx, const int B, const int C) {\n",
+"__kernel void xent_backward(NN__KPARAMS(xent_backward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
@@ -11268,13 +12291,12 @@ static const char *const nn__cl_src_loss[] = {
 "}\n",
 "\n",
 "/* BCE with logits, elementwise, in PyTorch's form: (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) */\n",
-"__kernel void bce_logits_forward(__global const float *x, __global const float *t, __global float *y, const int n) {\n",
+"__kernel void bce_logits_forward(NN__KPARAMS(bce_logits_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) { float v = x[i]; y[i] = (1.0f - t[i]) * v + (v < 0.0f ? -v : 0.0f) + log1p(exp(-fabs(v))); }\n",
 "}\n",
 "\n",
-"__kernel void bce_logits_backward(__global const float *x, __global const float *t, __global const float *dy,\n",
-"                                  __global float *dx, const int n) {\n",
+"__kernel void bce_logits_backward(NN__KPARAMS(bce_logits_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) dx[i] = dy[i] * (nn__act_sigmoid(x[i]) - t[i]);\n",
 "}\n",
@@ -11285,6 +12307,242 @@ static const char *const nn__cl_src_loss[] = {
    ====================================================================== */
 static const char *const nn__cl_src_norm[] = {
 "#line 1 \"kernels/norm.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/norm.cl\"\n",
+"#line 1 \"kernels/norm_args.h\"\n",
+"/* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). x is viewed\n",
+"   as [A, C, S]; G statistics groups per a, or per channel over A and S when pc (batch norm);\n",
+"   stats [2, R]: the means, then the biased variances. tmp: the work-group's floats. */\n",
+"#ifndef NN__NORM_ARGS_H\n",
+"#define NN__NORM_ARGS_H\n",
+"\n",
+"#define NN__KARGS_norm_stats(F, P) \\\n",
+"    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(lfloat, tmp)\n",
+"NN__KSIG(norm_stats)\n",
+"#define NN__KARGS_norm_forward(F, P)                                                                     \\\n",
+"    F(in, x) P(in, stats) P(in, gamma) P(in, beta) P(out, y) P(int, A) P(int, C) P(int, S) P(int, G)   \\\n",
+"    P(int, pc) P(int, has_gamma) P(int, has_beta) P(float, eps)\n",
+"NN__KSIG(norm_forward)\n",
+"#define NN__KARGS_norm_backward_data(F, P)                                                               \\\n",
+"    F(in, x) P(in, stats) P(in, dy) P(in, gamma) P(out, dx) P(int, A) P(int, C) P(int, S) P(int, G)    \\\n",
+"    P(int, pc) P(int, has_gamma) P(int, const_stats) P(float, eps) P(lfloat, tmp)\n",
+"NN__KSIG(norm_backward_data)\n",
+"/* out [C]: sum of dy * xhat (with_xhat, gamma's gradient) or of dy (beta's) */\n",
+"#define NN__KARGS_norm_backward_affine(F, P)                                                             \\\n",
+"    F(in, x) P(in, stats) P(in, dy) P(out, out) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc)     \\\n",
+"    P(int, with_xhat) P(float, eps) P(lfloat, tmp)\n",
+"NN__KSIG(norm_backward_affine)\n",
+"/* rmean, rvar [C] updated in place from stats [2, C] */\n",
+"#define NN__KARGS_batch_norm_running(F, P) \\\n",
+"    F(out, rmean) P(out, rvar) P(in, stats) P(int, C) P(float, m) P(float, unbias)\n",
+"NN__KSIG(batch_norm_running)\n",
+"#define NN__KARGS_batch_norm_pack(F, P) F(in, rmean) P(in, rvar) P(out, stats) P(int, C)\n",
+"NN__KSIG(batch_norm_pack)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/norm.cl\"\n",
+"\n",
 "/* Normalisation (batch, layer, group, instance norm), the twins of src/cpu/norm.c: x is\n",
 "   viewed as [A, C, S]; statistics are per channel over A and S when pc (batch norm), else\n",
 "   per (a, group of C/G channels). stats [2, R] holds the means, then the biased variances.\n",
@@ -11320,8 +12578,7 @@ static const char *const nn__cl_src_norm[] = {
 "}\n",
 "\n",
 "/* One work-group per group r: its mean and biased variance (two passes). */\n",
-"__kernel void norm_stats(__global const float *x, __global float *stats, const int A, const int C, const int S,\n",
-"                         const int G, const int pc, __local float *tmp) {\n",
+"__kernel void norm_stats(NN__KPARAMS(norm_stats)) {\n",
 "    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;\n",
 "    int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);\n",
 "    float s = 0.0f;\n",
@@ -11340,9 +12597,7 @@ static const char *const nn__cl_src_norm[] = {
 "}\n",
 "\n",
 "/* y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c], one work-item per element */\n",
-"__kernel void norm_forward(__global const float *x, __global const float *stats, __global const float *gamma,\n",
-"                           __global const float *beta, __global float *y, const int A, const int C, const int S,\n",
-"                           const int G, const int pc, const int has_gamma, const int has_beta, const float eps) {\n",
+"__kernel void norm_forward(NN__KPARAMS(norm_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= A * C * S) return;\n",
 "    int c = (i / S) % C, a = i / (C * S);\n",
@@ -11353,10 +12608,7 @@ static const char *const nn__cl_src_norm[] = {
 "\n",
 "/* dx, one work-group per group r: rstd * (d - mean(d) - xhat * mean(d * xhat)) with\n",
 "   d = dy * gamma[c]; rstd * d alone when the statistics are constants (eval batch norm). */\n",
-"__kernel void norm_backward_data(__global const float *x, __global const float *stats, __global const float *dy,\n",
-"                                 __global const float *gamma, __global float *dx, const int A, const int C,\n",
-"                                 const int S, const int G, const int pc, const int has_gamma, const int const_stats,\n",
-"                                 const float eps, __local float *tmp) {\n",
+"__kernel void norm_backward_data(NN__KPARAMS(norm_backward_data)) {\n",
 "    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;\n",
 "    int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);\n",
 "    float mean = stats[r], rs = 1.0f / sqrt(stats[R + r] + eps), m1 = 0.0f, m2 = 0.0f;\n",
@@ -11380,9 +12632,7 @@ static const char *const nn__cl_src_norm[] = {
 "\n",
 "/* out [C], one work-group per channel c: the sum over A and S of dy * xhat (with_xhat: the\n",
 "   weight's gradient) or of dy (the bias's) */\n",
-"__kernel void norm_backward_affine(__global const float *x, __global const float *stats, __global const float *dy,\n",
-"                                   __global float *out, const int A, const int C, const int S, const int G,\n",
-"                                   const int pc, const int with_xhat, const float eps, __local float *tmp) {\n",
+"__kernel void norm_backward_affine(NN__KPARAMS(norm_backward_affine)) {\n",
 "    int c = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
 "    int R = norm_groups(A, C, G, pc);\n",
 "    float s = 0.0f;\n",
@@ -11401,8 +12651,7 @@ static const char *const nn__cl_src_norm[] = {
 "\n",
 "/* PyTorch's running statistics, one work-item per channel: running = (1 - m) * running +\n",
 "   m * batch, the variance unbiased by unbias = n / (n - 1). */\n",
-"__kernel void batch_norm_running(__global float *rmean, __global float *rvar, __global const float *stats,\n",
-"                                 const int C, const float m, const float unbias) {\n",
+"__kernel void batch_norm_running(NN__KPARAMS(batch_norm_running)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= C) return;\n",
 "    rmean[c] = (1.0f - m) * rmean[c] + m * stats[c];\n",
@@ -11410,8 +12659,7 @@ static const char *const nn__cl_src_norm[] = {
 "}\n",
 "\n",
 "/* stats [2, C] from the running mean and variance, for evaluation graphs */\n",
-"__kernel void batch_norm_pack(__global const float *rmean, __global const float *rvar, __global float *stats,\n",
-"                              const int C) {\n",
+"__kernel void batch_norm_pack(NN__KPARAMS(batch_norm_pack)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= C) return;\n",
 "    stats[c] = rmean[c];\n",
@@ -11429,15 +12677,303 @@ static const char *const nn__cl_src_optim[] = {
 "   `cv` clamps each clipped gradient element (FLT_MAX when off). A negative coefficient\n",
 "   (skip_gate: a gradient holds NaN or Inf under skip_nonfinite) skips the update: the\n",
 "   parameter and its state are left as they are. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 7 \"kernels/optim.cl\"\n",
+"#line 1 \"kernels/optim_args.h\"\n",
+"/* kernels/optim.cl's kernel signatures (kernels/kargs.h says how to read them). The step\n",
+"   fields are what changes between updates: the scheduled rate, the bias corrections and\n",
+"   the other per-update constants, whether this is the first step or a new cycle. */\n",
+"#ifndef NN__OPTIM_ARGS_H\n",
+"#define NN__OPTIM_ARGS_H\n",
+"\n",
+"/* one parameter p [n] with its gradient; clip[0]: the clipping coefficient (negative: skip) */\n",
+"#define NN__KARGS_sgd(F, P)                                                                                  \\\n",
+"    F(out, p) P(in, grad) P(out, buf) P(in, clip) P(int, n) P(fstep, lr) P(float, momentum) P(float, dampening) \\\n",
+"    P(float, wd) P(int, nesterov) P(istep, first_step) P(float, cv)\n",
+"NN__KSIG(sgd)\n",
+"#define NN__KARGS_adam(F, P)                                                                                     \\\n",
+"    F(out, p) P(in, grad) P(out, m) P(out, v) P(in, clip) P(int, n) P(fstep, lr) P(float, b1) P(float, b2) \\\n",
+"    P(float, eps) P(float, wd) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)\n",
+"NN__KSIG(adam)\n",
+"/* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's\n",
+"   constants (g->clock.c); s0..s2 the state, norms LARS's sums of squares */\n",
+"#define NN__KARGS_opt_step(F, P)                                                                                    \\\n",
+"    F(out, p) P(in, grad) P(in, clip) P(out, s0) P(out, s1) P(out, s2) P(in, norms) P(int, n) P(int, kind)       \\\n",
+"    P(fstep, lr) P(float, wd) P(float, cv) P(float, h0) P(float, h1) P(float, eps) P(float, h3) P(float, h4)     \\\n",
+"    P(fstep, c0) P(fstep, c1) P(fstep, c2) P(fstep, c3)\n",
+"NN__KSIG(opt_step)\n",
+"/* out[off], out[off + 1]: the sums of squares of p and of x (clipped), one work-group;\n",
+"   tmp: two floats per work-item */\n",
+"#define NN__KARGS_opt_norms(F, P) \\\n",
+"    F(in, p) P(in, x) P(in, clip) P(float, cv) P(int, n) P(out, out) P(int, off) P(lfloat, tmp)\n",
+"NN__KSIG(opt_norms)\n",
+"#define NN__KARGS_lamb_apply(F, P) F(out, p) P(in, u) P(in, clip) P(int, n) P(fstep, lr)\n",
+"NN__KSIG(lamb_apply)\n",
+"\n",
+"/* skip_nonfinite: the count of NaN and Inf over the gradients, then the gate */\n",
+"#define NN__KARGS_nonfinite_count(F, P) F(in, x) P(int, n) P(in, prev) P(int, has_prev) P(out, out) P(lint, tmp)\n",
+"NN__KSIG(nonfinite_count)\n",
+"#define NN__KARGS_skip_gate(F, P) F(in, cnt) P(in, clip) P(out, y)\n",
+"NN__KSIG(skip_gate)\n",
+"\n",
+"/* acc [n] = (reset ? 0 : acc) + g * inv_k */\n",
+"#define NN__KARGS_grad_acc(F, P) F(out, acc) P(in, g) P(int, n) P(float, inv_k) P(istep, reset)\n",
+"NN__KSIG(grad_acc)\n",
+"\n",
+"#endif\n",
+"#line 8 \"kernels/optim.cl\"\n",
+"#line 1 \"kernels/optim.h\"\n",
+"/* The optimizer kinds, listed once: a part of nn.h (C99 and C++) and included by\n",
+"   kernels/optim.cl (OpenCL C 1.2).\n",
+"\n",
+"   NN__OPTIMIZERS(X): one X(ENUM, name) per nn_optimizer_kind, in its order:\n",
+"     ENUM  NN_OPT_ENUM, the public value (src/api/api.h; kernels/optim.cl gets the same\n",
+"           names from this list, for opt_step's switch on `kind`)\n",
+"     name  the optimizer's name in checkpoint files (\"nn.optimizer\" in the metadata of\n",
+"           nn_save_state, checked by nn_load_state) and in messages\n",
+"   NN__OPT_COUNT is the range checks' bound. The public enum stays written out in api.h (its\n",
+"   values are the API); in C a compile-time check holds each of it equal to its line here,\n",
+"   so the list and the enum cannot drift apart. */\n",
+"#ifndef NN__OPTIM_H\n",
+"#define NN__OPTIM_H\n",
+"\n",
+"#define NN__OPTIMIZERS(X)   \\\n",
+"    X(NONE, \"none\")         \\\n",
+"    X(SGD, \"sgd\")           \\\n",
+"    X(ADAM, \"adam\")         \\\n",
+"    X(ADAMW, \"adamw\")       \\\n",
+"    X(ADAMAX, \"adamax\")     \\\n",
+"    X(NADAM, \"nadam\")       \\\n",
+"    X(RADAM, \"radam\")       \\\n",
+"    X(RMSPROP, \"rmsprop\")   \\\n",
+"    X(ADAGRAD, \"adagrad\")   \\\n",
+"    X(ADADELTA, \"adadelta\") \\\n",
+"    X(LION, \"lion\")         \\\n",
+"    X(LAMB, \"lamb\")         \\\n",
+"    X(LARS, \"lars\")         \\\n",
+"    X(FTRL, \"ftrl\")\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"#define NN__OPT_ENUM(E, name) NN_OPT_##E,\n",
+"enum nn_optimizer_kind { NN__OPTIMIZERS(NN__OPT_ENUM) NN__OPT_COUNT };\n",
+"#else\n",
+"#define NN__OPT_INDEX(E, name) NN__OPTI_##E,\n",
+"enum nn__optimizer_index { NN__OPTIMIZERS(NN__OPT_INDEX) NN__OPT_COUNT };\n",
+"/* a negative array size, a compile error, where nn_optimizer_kind and the list differ */\n",
+"#define NN__OPT_SAME(E, name) typedef char nn__opt_same_##E[(int)NN_OPT_##E == (int)NN__OPTI_##E ? 1 : -1];\n",
+"NN__OPTIMIZERS(NN__OPT_SAME)\n",
+"#endif\n",
+"\n",
+"#endif /* NN__OPTIM_H */\n",
+"#line 9 \"kernels/optim.cl\"\n",
 "\n",
 "/* clamp() of OpenCL C may turn NaN into a bound; PyTorch's updates keep NaN (and so make\n",
 "   the parameter NaN), and so does this. */\n",
 "inline float clamp_nan(float x, float lo, float hi) { return x > hi ? hi : x < lo ? lo : x; }\n",
 "\n",
 "/* SGD with momentum, dampening, Nesterov and L2 weight decay (torch.optim.SGD) */\n",
-"__kernel void sgd(__global float *p, __global const float *grad, __global float *buf, __global const float *clip,\n",
-"                  const int n, const float lr, const float momentum, const float dampening, const float wd,\n",
-"                  const int nesterov, const int first_step, const float cv) {\n",
+"__kernel void sgd(NN__KPARAMS(sgd)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float g = clamp_nan(grad[i] * clip[0], -cv, cv) + wd * p[i];\n",
@@ -11451,10 +12987,7 @@ static const char *const nn__cl_src_optim[] = {
 "\n",
 "/* Adam (L2 decay into the gradient) or AdamW (decoupled: p *= 1 - lr*wd); bc1 and bc2 are\n",
 "   1 - beta^t from the host */\n",
-"__kernel void adam(__global float *p, __global const float *grad, __global float *m, __global float *v,\n",
-"                   __global const float *clip, const int n, const float lr, const float b1, const float b2,\n",
-"                   const float eps, const float wd, const int decoupled, const float bc1, const float bc2,\n",
-"                   const float cv) {\n",
+"__kernel void adam(NN__KPARAMS(adam)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];\n",
@@ -11468,32 +13001,16 @@ static const char *const nn__cl_src_optim[] = {
 "}\n",
 "\n",
 "/* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the\n",
-"   same on every work-item). Each rule is the twin of nn__opt_rule in src/cpu/optim.c, which\n",
-"   documents h (compile-time hyperparameters) and c (this update's constants). State s0..s2\n",
-"   is the parameter's aux buffers; unused ones are a dummy never written. */\n",
-"#define NN_ADAM 2\n",
-"#define NN_ADAMW 3\n",
-"#define NN_ADAMAX 4\n",
-"#define NN_NADAM 5\n",
-"#define NN_RADAM 6\n",
-"#define NN_RMSPROP 7\n",
-"#define NN_ADAGRAD 8\n",
-"#define NN_ADADELTA 9\n",
-"#define NN_LION 10\n",
-"#define NN_LAMB 11\n",
-"#define NN_LARS 12\n",
-"#define NN_FTRL 13\n",
-"\n",
-"__kernel void opt_step(__global float *p, __global const float *grad, __global const float *clip,\n",
-"                       __global float *s0, __global float *s1, __global float *s2, __global const float *norms,\n",
-"                       const int n, const int kind, const float lr, const float wd, const float cv,\n",
-"                       const float h0, const float h1, const float eps, const float h3, const float h4,\n",
-"                       const float c0, const float c1, const float c2, const float c3) {\n",
+"   same on every work-item; its NN_OPT_* names from kernels/optim.h). Each rule is the twin\n",
+"   of nn__opt_rule in src/cpu/optim.c, which documents h (compile-time hyperparameters) and\n",
+"   c (this update's constants). State s0..s2 is the parameter's aux buffers; unused ones are\n",
+"   a dummy never written. */\n",
+"__kernel void opt_step(NN__KPARAMS(opt_step)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];\n",
 "    switch (kind) {\n",
-"    case NN_ADAM: case NN_ADAMW: { /* AMSGrad */\n",
+"    case NN_OPT_ADAM: case NN_OPT_ADAMW: { /* AMSGrad */\n",
 "        if (h3 != 0.0f) w *= 1.0f - lr * wd;\n",
 "        else g += wd * w;\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
@@ -11504,7 +13021,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * c0 * m / (sqrt(vmax) * c1 + eps);\n",
 "        break;\n",
 "    }\n",
-"    case NN_ADAMAX: {\n",
+"    case NN_OPT_ADAMAX: {\n",
 "        g += wd * w;\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, u = fmax(h1 * s1[i], fabs(g) + eps);\n",
 "        s0[i] = m;\n",
@@ -11512,7 +13029,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * c0 * m / u;\n",
 "        break;\n",
 "    }\n",
-"    case NN_NADAM: {\n",
+"    case NN_OPT_NADAM: {\n",
 "        if (h3 != 0.0f) w *= 1.0f - lr * wd;\n",
 "        else g += wd * w;\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
@@ -11521,7 +13038,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * (c1 * g + c2 * m) / (sqrt(v * c0) + eps);\n",
 "        break;\n",
 "    }\n",
-"    case NN_RADAM: {\n",
+"    case NN_OPT_RADAM: {\n",
 "        if (h3 != 0.0f) w *= 1.0f - lr * wd;\n",
 "        else g += wd * w;\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
@@ -11530,7 +13047,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = c2 != 0.0f ? w - lr * c0 * m * c1 / (sqrt(v) + eps) : w - lr * c0 * m;\n",
 "        break;\n",
 "    }\n",
-"    case NN_RMSPROP: {\n",
+"    case NN_OPT_RMSPROP: {\n",
 "        g += wd * w;\n",
 "        float sq = h0 * s0[i] + (1.0f - h0) * g * g, avg;\n",
 "        s0[i] = sq;\n",
@@ -11550,14 +13067,14 @@ static const char *const nn__cl_src_optim[] = {
 "        }\n",
 "        break;\n",
 "    }\n",
-"    case NN_ADAGRAD: {\n",
+"    case NN_OPT_ADAGRAD: {\n",
 "        g += wd * w;\n",
 "        float s = (c3 != 0.0f ? h4 : s0[i]) + g * g;\n",
 "        s0[i] = s;\n",
 "        p[i] = w - lr * c0 * g / (sqrt(s) + eps);\n",
 "        break;\n",
 "    }\n",
-"    case NN_ADADELTA: {\n",
+"    case NN_OPT_ADADELTA: {\n",
 "        g += wd * w;\n",
 "        float sq = h0 * s0[i] + (1.0f - h0) * g * g;\n",
 "        float d = sqrt(s1[i] + eps) / sqrt(sq + eps) * g;\n",
@@ -11566,21 +13083,21 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * d;\n",
 "        break;\n",
 "    }\n",
-"    case NN_LION: {\n",
+"    case NN_OPT_LION: {\n",
 "        float u = h0 * s0[i] + (1.0f - h0) * g;\n",
 "        w *= 1.0f - lr * wd;\n",
 "        p[i] = w - lr * (float)((u > 0.0f) - (u < 0.0f));\n",
 "        s0[i] = h1 * s0[i] + (1.0f - h1) * g;\n",
 "        break;\n",
 "    }\n",
-"    case NN_LAMB: { /* first pass: the update u into s2 (the node's scratch) */\n",
+"    case NN_OPT_LAMB: { /* first pass: the update u into s2 (the node's scratch) */\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
 "        s0[i] = m;\n",
 "        s1[i] = v;\n",
 "        s2[i] = m * c0 / (sqrt(v) * c1 + eps) + wd * w;\n",
 "        break;\n",
 "    }\n",
-"    case NN_LARS: { /* norms: sums of squares of w and g from opt_norms */\n",
+"    case NN_OPT_LARS: { /* norms: sums of squares of w and g from opt_norms */\n",
 "        float wn = sqrt(norms[0]), gn = sqrt(norms[1]);\n",
 "        float trust = wn > 0.0f && gn > 0.0f ? h4 * wn / (gn + wd * wn + eps) : 1.0f;\n",
 "        g = (g + wd * w) * trust;\n",
@@ -11592,7 +13109,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * g;\n",
 "        break;\n",
 "    }\n",
-"    case NN_FTRL: {\n",
+"    case NN_OPT_FTRL: {\n",
 "        float n0 = c3 != 0.0f ? h4 : s0[i], n1 = n0 + g * g;\n",
 "        float p1 = pow(n1, -h3), p0 = pow(n0, -h3);\n",
 "        float z = s1[i] + g - (p1 - p0) / lr * w;\n",
@@ -11610,8 +13127,7 @@ static const char *const nn__cl_src_optim[] = {
 "/* out[off] = sum(p^2), out[off + 1] = sum(clamp(x * clip, +-cv)^2): one work-group of a\n",
 "   power-of-two size (tmp holds two floats per item), a strided pass then a tree, so the\n",
 "   order is fixed. LARS: x = the gradient; LAMB: x = its update u. */\n",
-"__kernel void opt_norms(__global const float *p, __global const float *x, __global const float *clip, const float cv,\n",
-"                        const int n, __global float *out, const int off, __local float *tmp) {\n",
+"__kernel void opt_norms(NN__KPARAMS(opt_norms)) {\n",
 "    int l = get_local_id(0), wg = get_local_size(0);\n",
 "    float a = 0.0f, b = 0.0f, c = clip[0];\n",
 "    for (int i = l; i < n; i += wg) {\n",
@@ -11637,8 +13153,7 @@ static const char *const nn__cl_src_optim[] = {
 "\n",
 "/* LAMB's second pass: p -= lr * trust * u, trust = |w| / |u| (1 when either is 0); u and\n",
 "   its norms (at u[n], u[n + 1]) are the scratch the first pass and opt_norms wrote. */\n",
-"__kernel void lamb_apply(__global float *p, __global const float *u, __global const float *clip, const int n,\n",
-"                         const float lr) {\n",
+"__kernel void lamb_apply(NN__KPARAMS(lamb_apply)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float wn = sqrt(u[n]), un = sqrt(u[n + 1]);\n",
@@ -11647,8 +13162,7 @@ static const char *const nn__cl_src_optim[] = {
 "\n",
 "/* skip_nonfinite: out[0] = (has_prev ? prev[0] : 0) + the number of NaN and Inf in x[n].\n",
 "   One work-group; the count is an int tree, exact. */\n",
-"__kernel void nonfinite_count(__global const float *x, const int n, __global const float *prev, const int has_prev,\n",
-"                              __global float *out, __local int *tmp) {\n",
+"__kernel void nonfinite_count(NN__KPARAMS(nonfinite_count)) {\n",
 "    int l = get_local_id(0), wg = get_local_size(0), c = 0;\n",
 "    for (int i = l; i < n; i += wg) c += isfinite(x[i]) ? 0 : 1;\n",
 "    tmp[l] = c;\n",
@@ -11662,7 +13176,7 @@ static const char *const nn__cl_src_optim[] = {
 "\n",
 "/* y[0] = -1 when cnt[0] > 0 (the updates skip), else the clipping coefficient clip[0];\n",
 "   y[1] counts the skipped updates (the node's buffer persists across steps). */\n",
-"__kernel void skip_gate(__global const float *cnt, __global const float *clip, __global float *y) {\n",
+"__kernel void skip_gate(NN__KPARAMS(skip_gate)) {\n",
 "    if (get_global_id(0) != 0) return;\n",
 "    int skip = cnt[0] != 0.0f;\n",
 "    y[0] = skip ? -1.0f : clip[0];\n",
@@ -11670,7 +13184,7 @@ static const char *const nn__cl_src_optim[] = {
 "}\n",
 "\n",
 "/* Gradient accumulation: acc = (reset ? 0 : acc) + g * inv_k, the running mean of a cycle. */\n",
-"__kernel void grad_acc(__global float *acc, __global const float *g, const int n, const float inv_k, const int reset) {\n",
+"__kernel void grad_acc(NN__KPARAMS(grad_acc)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    acc[i] = (reset ? 0.0f : acc[i]) + g[i] * inv_k;\n",
@@ -12102,6 +13616,28 @@ static const char *const nn__cl_src_random[] = {
 "    F(in, x) P(out, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)\n",
 "NN__KSIG(dropout)\n",
 "\n",
+"/* The random ops' last five parameters: element i draws the Philox words of counter (i, key,\n",
+"   step_lo, step_hi) under key (seed_lo, seed_hi); the step is the graph's, each run's. */\n",
+"#define NN__KARGS_RNG(P) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo) P(ustep, step_hi)\n",
+"\n",
+"#define NN__KARGS_rand(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)\n",
+"NN__KSIG(rand)\n",
+"#define NN__KARGS_randn(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)\n",
+"NN__KSIG(randn)\n",
+"/* range_m1 = high - low - 1 */\n",
+"#define NN__KARGS_randint(F, P) F(iout, y) P(int, n) P(int, low) P(uint, range_m1) NN__KARGS_RNG(P)\n",
+"NN__KSIG(randint)\n",
+"/* bad[slot] counts the p outside [0, 1] */\n",
+"#define NN__KARGS_bernoulli(F, P) F(in, p) P(out, y) P(int, n) P(iout, bad) P(int, slot) NN__KARGS_RNG(P)\n",
+"NN__KSIG(bernoulli)\n",
+"#define NN__KARGS_gaussian_noise(F, P) F(in, x) P(out, y) P(int, n) P(float, std) NN__KARGS_RNG(P)\n",
+"NN__KSIG(gaussian_noise)\n",
+"#define NN__KARGS_alpha_dropout(F, P)                                                                        \\\n",
+"    F(in, x) P(out, y) P(int, n) P(float, p) P(float, scale) P(float, shift) P(float, dropped) NN__KARGS_RNG(P)\n",
+"NN__KSIG(alpha_dropout)\n",
+"#define NN__KARGS_alpha_dropout_grad(F, P) F(in, dy) P(out, dx) P(int, n) P(float, p) P(float, scale) NN__KARGS_RNG(P)\n",
+"NN__KSIG(alpha_dropout_grad)\n",
+"\n",
 "#endif\n",
 "#line 6 \"kernels/random.cl\"\n",
 "\n",
@@ -12264,18 +13800,16 @@ static const char *const nn__cl_src_random[] = {
 "#endif /* NN__RANDOM_H */\n",
 "#line 35 \"kernels/random.cl\"\n",
 "\n",
-"#define NN_RNG_ARGS                                                                        \\\n",
-"    const uint seed_lo, const uint seed_hi, const uint key, const uint step_lo, const uint step_hi\n",
 "#define NN_RNG_WORDS(i) nn_philox((uint4)((uint)(i), key, step_lo, step_hi), (uint2)(seed_lo, seed_hi))\n",
 "\n",
-"__kernel void rand(__global float *y, const int n, NN_RNG_ARGS) {\n",
+"__kernel void rand(NN__KPARAMS(rand)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
 "    y[i] = nn__rng_uniform(r.x);\n",
 "}\n",
 "\n",
-"__kernel void randn(__global float *y, const int n, NN_RNG_ARGS) {\n",
+"__kernel void randn(NN__KPARAMS(randn)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -12283,7 +13817,7 @@ static const char *const nn__cl_src_random[] = {
 "}\n",
 "\n",
 "/* range_m1 = high - low - 1 */\n",
-"__kernel void randint(__global int *y, const int n, const int low, const uint range_m1, NN_RNG_ARGS) {\n",
+"__kernel void randint(NN__KPARAMS(randint)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -12292,8 +13826,7 @@ static const char *const nn__cl_src_random[] = {
 "\n",
 "/* y = u < p: 1 with probability p (on a grid of 2^-24); p outside [0, 1] (or NaN) counts\n",
 "   into bad[slot] */\n",
-"__kernel void bernoulli(__global const float *p, __global float *y, const int n, __global int *bad, const int slot,\n",
-"                        NN_RNG_ARGS) {\n",
+"__kernel void bernoulli(NN__KPARAMS(bernoulli)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    float pi = p[i];\n",
@@ -12303,7 +13836,7 @@ static const char *const nn__cl_src_random[] = {
 "}\n",
 "\n",
 "/* y = x + std z */\n",
-"__kernel void gaussian_noise(__global const float *x, __global float *y, const int n, const float std, NN_RNG_ARGS) {\n",
+"__kernel void gaussian_noise(NN__KPARAMS(gaussian_noise)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -12311,8 +13844,7 @@ static const char *const nn__cl_src_random[] = {
 "}\n",
 "\n",
 "/* kept (u >= p): scale x + shift; dropped: the constant */\n",
-"__kernel void alpha_dropout(__global const float *x, __global float *y, const int n, const float p, const float scale,\n",
-"                            const float shift, const float dropped, NN_RNG_ARGS) {\n",
+"__kernel void alpha_dropout(NN__KPARAMS(alpha_dropout)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -12320,8 +13852,7 @@ static const char *const nn__cl_src_random[] = {
 "}\n",
 "\n",
 "/* dx = dy * mask * scale, the forward's mask (same key and step) */\n",
-"__kernel void alpha_dropout_grad(__global const float *dy, __global float *dx, const int n, const float p,\n",
-"                                 const float scale, NN_RNG_ARGS) {\n",
+"__kernel void alpha_dropout_grad(NN__KPARAMS(alpha_dropout_grad)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -15555,11 +17086,6 @@ static nn_result nn__args(nn__launch *l, const char *fmt, ...) {
     return *fmt ? NN_ERR_STATE : NN_OK;
 }
 
-/* The argument marked k-th with '@', rewritten by an update. */
-static void nn__arg_f(nn__launch *l, int k, float v) { l->args[l->upd[k]].v.f = v; }
-static void nn__arg_i(nn__launch *l, int k, int v) { l->args[l->upd[k]].v.i = v; }
-static void nn__arg_u(nn__launch *l, int k, unsigned v) { l->args[l->upd[k]].v.u = v; }
-
 /* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
 static size_t nn__reduce_wg(nn_graph *g) {
     size_t wg = 1;
@@ -16042,9 +17568,23 @@ NN__KSIG(masked_fill_bcast)
 /* ======================================================================
    kernels/gemm_args.h
    ====================================================================== */
-/* kernels/gemm.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/gemm.cl's kernel signatures (kernels/kargs.h says how to read them): C [M, N] =
+   alpha op(A) op(B) + beta C, leading dimensions lda, ldb, ldc. */
 #ifndef NN__GEMM_ARGS_H
 #define NN__GEMM_ARGS_H
+
+/* gemm_nn, gemm_nt, gemm_tn, gemm_tt (GEMM_KERNEL) */
+#define NN__KARGS_gemm(F, P)                                                                       \
+    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \
+    P(float, alpha) P(float, beta)
+NN__KSIG(gemm)
+/* gemm_nn_batched ... gemm_tt_batched (GEMM_BATCHED_KERNEL): product z of the grid's
+   dimension 2 at offA + (z / inner) * sa0 + (z % inner) * sa1 floats into A (B, C alike) */
+#define NN__KARGS_gemm_batched(F, P)                                                               \
+    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \
+    P(float, alpha) P(float, beta) P(int, inner) P(int, offA) P(int, sa0) P(int, sa1) P(int, offB) \
+    P(int, sb0) P(int, sb1) P(int, offC) P(int, sc0) P(int, sc1)
+NN__KSIG(gemm_batched)
 
 #endif
 
@@ -16110,6 +17650,50 @@ NN__KSIG(softmax_backward)
 #ifndef NN__LOSS_ARGS_H
 #define NN__LOSS_ARGS_H
 
+/* the fused softmax cross-entropy, x [B, C], label [B]; bad[slot] counts labels outside [0, C) */
+#define NN__KARGS_xent_forward(F, P) F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot)
+NN__KSIG(xent_forward)
+#define NN__KARGS_xent_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C)
+NN__KSIG(xent_backward)
+
+/* BCE with logits, n elements */
+#define NN__KARGS_bce_logits_forward(F, P) F(in, x) P(in, t) P(out, y) P(int, n)
+NN__KSIG(bce_logits_forward)
+#define NN__KARGS_bce_logits_backward(F, P) F(in, x) P(in, t) P(in, dy) P(out, dx) P(int, n)
+NN__KSIG(bce_logits_backward)
+
+/* the elementwise losses (kind: nn__loss_kind); pw [npw] repeats, a: delta / beta / tau /
+   margin / alpha, b: gamma */
+#define NN__KARGS_loss_ew_forward(F, P) \
+    F(in, x) P(in, t) P(in, pw) P(out, y) P(int, n) P(int, npw) P(int, kind) P(int, log_target) P(float, a) P(float, b)
+NN__KSIG(loss_ew_forward)
+#define NN__KARGS_loss_ew_backward(F, P)                                                                              \
+    F(in, x) P(in, t) P(in, pw) P(in, dy) P(out, dx) P(int, n) P(int, npw) P(int, kind) P(int, log_target) P(float, a) \
+    P(float, b)
+NN__KSIG(loss_ew_backward)
+
+/* cross-entropy / NLL rows, x [B, C], label [B], w [C] (has_w), eps: label smoothing */
+#define NN__KARGS_ce_rows_forward(F, P)                                                                           \
+    F(in, x) P(iin, label) P(in, w) P(out, loss) P(int, B) P(int, C) P(int, ignore) P(int, log_input) P(int, has_w) \
+    P(float, eps) P(iout, bad) P(int, slot)
+NN__KSIG(ce_rows_forward)
+#define NN__KARGS_ce_rows_backward(F, P)                                                                            \
+    F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \
+    P(int, has_w) P(float, eps)
+NN__KSIG(ce_rows_backward)
+#define NN__KARGS_ce_weights(F, P) F(iin, label) P(in, w) P(out, y) P(int, B) P(int, C) P(int, ignore) P(int, has_w)
+NN__KSIG(ce_weights)
+#define NN__KARGS_div_scalar(F, P) F(in, x) P(in, d) P(out, y) P(int, n)
+NN__KSIG(div_scalar)
+
+/* the row losses of [B, D] inputs (kind: nn__row_kind), a: margin or smooth; which: the
+   input differentiated */
+#define NN__KARGS_rows_forward(F, P) F(in, x0) P(in, x1) P(in, x2) P(out, y) P(int, B) P(int, D) P(int, kind) P(float, a)
+NN__KSIG(rows_forward)
+#define NN__KARGS_rows_backward(F, P) \
+    F(in, x0) P(in, x1) P(in, x2) P(in, dy) P(out, dx) P(int, B) P(int, D) P(int, kind) P(int, which) P(float, a)
+NN__KSIG(rows_backward)
+
 #endif
 
 /* ======================================================================
@@ -16133,27 +17717,107 @@ NN__KSIG(softmax_backward)
 /* ======================================================================
    kernels/conv_args.h
    ====================================================================== */
-/* kernels/conv.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/conv.cl's kernel signatures (kernels/kargs.h says how to read them). Layout NCHW,
+   weights [K, C/G, KH, KW]; geo is (sh, sw, ph, pw, dh, dw, G, unused). */
 #ifndef NN__CONV_ARGS_H
 #define NN__CONV_ARGS_H
+
+/* the direct kernels: one work-item per element of y, dx or dw */
+#define NN__KARGS_conv2d_forward(F, P)                                                                  \
+    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \
+    P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias)
+NN__KSIG(conv2d_forward)
+#define NN__KARGS_conv2d_backward_data(F, P)                                                             \
+    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(conv2d_backward_data)
+#define NN__KARGS_conv2d_backward_weight(F, P)                                                           \
+    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(conv2d_backward_weight)
+
+/* y [C] = sum of x [N, C, S] over N and S */
+#define NN__KARGS_channel_sum(F, P) F(in, x) P(out, y) P(int, N) P(int, C) P(int, S)
+NN__KSIG(channel_sum)
+
+/* The GEMM path: column matrices [C*KH*KW, ld] at float offset off of the scratch buffer.
+   Each signature serves the element-wise kernel and its by-rows twin for CPU devices:
+   conv2d_im2col and conv2d_im2col_rows; conv2d_col2im and conv2d_col2im_planes;
+   conv2d_unpack and conv2d_unpack_rows; conv2d_pack and conv2d_pack_rows. */
+#define NN__KARGS_conv2d_im2col(F, P)                                                                    \
+    F(in, x) P(out, col) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)     \
+    P(int, OH) P(int, OW) P(int8, geo) P(int, ld)
+NN__KSIG(conv2d_im2col)
+#define NN__KARGS_conv2d_col2im(F, P)                                                                    \
+    F(in, dcol) P(out, dx) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)   \
+    P(int, OH) P(int, OW) P(int8, geo) P(int, ld)
+NN__KSIG(conv2d_col2im)
+/* y [N, K, S] = out [K, ld] (+ b [K]) */
+#define NN__KARGS_conv2d_unpack(F, P) \
+    F(in, out) P(in, b) P(out, y) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld) P(int, has_bias)
+NN__KSIG(conv2d_unpack)
+/* dyg [K, ld] = dy [N, K, S], zero-padded */
+#define NN__KARGS_conv2d_pack(F, P) F(in, dy) P(out, dyg) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld)
+NN__KSIG(conv2d_pack)
 
 #endif
 
 /* ======================================================================
    kernels/conv3d_args.h
    ====================================================================== */
-/* kernels/conv3d.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/conv3d.cl's kernel signatures (kernels/kargs.h says how to read them). Layout
+   NCDHW, weights [K, C/G, KD, KH, KW]; the geometry in two int8s: ga = (sd, sh, sw, pd, ph,
+   pw, dd, dh), gb = (dw, G, unused...). */
 #ifndef NN__CONV3D_ARGS_H
 #define NN__CONV3D_ARGS_H
+
+#define NN__KARGS_conv3d_forward(F, P)                                                                  \
+    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)  \
+    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)         \
+    P(int, has_bias)
+NN__KSIG(conv3d_forward)
+#define NN__KARGS_conv3d_backward_data(F, P)                                                            \
+    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)          \
+    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)
+NN__KSIG(conv3d_backward_data)
+#define NN__KARGS_conv3d_backward_weight(F, P)                                                          \
+    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)          \
+    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)
+NN__KSIG(conv3d_backward_weight)
 
 #endif
 
 /* ======================================================================
    kernels/norm_args.h
    ====================================================================== */
-/* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). x is viewed
+   as [A, C, S]; G statistics groups per a, or per channel over A and S when pc (batch norm);
+   stats [2, R]: the means, then the biased variances. tmp: the work-group's floats. */
 #ifndef NN__NORM_ARGS_H
 #define NN__NORM_ARGS_H
+
+#define NN__KARGS_norm_stats(F, P) \
+    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(lfloat, tmp)
+NN__KSIG(norm_stats)
+#define NN__KARGS_norm_forward(F, P)                                                                     \
+    F(in, x) P(in, stats) P(in, gamma) P(in, beta) P(out, y) P(int, A) P(int, C) P(int, S) P(int, G)   \
+    P(int, pc) P(int, has_gamma) P(int, has_beta) P(float, eps)
+NN__KSIG(norm_forward)
+#define NN__KARGS_norm_backward_data(F, P)                                                               \
+    F(in, x) P(in, stats) P(in, dy) P(in, gamma) P(out, dx) P(int, A) P(int, C) P(int, S) P(int, G)    \
+    P(int, pc) P(int, has_gamma) P(int, const_stats) P(float, eps) P(lfloat, tmp)
+NN__KSIG(norm_backward_data)
+/* out [C]: sum of dy * xhat (with_xhat, gamma's gradient) or of dy (beta's) */
+#define NN__KARGS_norm_backward_affine(F, P)                                                             \
+    F(in, x) P(in, stats) P(in, dy) P(out, out) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc)     \
+    P(int, with_xhat) P(float, eps) P(lfloat, tmp)
+NN__KSIG(norm_backward_affine)
+/* rmean, rvar [C] updated in place from stats [2, C] */
+#define NN__KARGS_batch_norm_running(F, P) \
+    F(out, rmean) P(out, rvar) P(in, stats) P(int, C) P(float, m) P(float, unbias)
+NN__KSIG(batch_norm_running)
+#define NN__KARGS_batch_norm_pack(F, P) F(in, rmean) P(in, rvar) P(out, stats) P(int, C)
+NN__KSIG(batch_norm_pack)
 
 #endif
 
@@ -16169,9 +17833,45 @@ NN__KSIG(softmax_backward)
 /* ======================================================================
    kernels/optim_args.h
    ====================================================================== */
-/* kernels/optim.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/optim.cl's kernel signatures (kernels/kargs.h says how to read them). The step
+   fields are what changes between updates: the scheduled rate, the bias corrections and
+   the other per-update constants, whether this is the first step or a new cycle. */
 #ifndef NN__OPTIM_ARGS_H
 #define NN__OPTIM_ARGS_H
+
+/* one parameter p [n] with its gradient; clip[0]: the clipping coefficient (negative: skip) */
+#define NN__KARGS_sgd(F, P)                                                                                  \
+    F(out, p) P(in, grad) P(out, buf) P(in, clip) P(int, n) P(fstep, lr) P(float, momentum) P(float, dampening) \
+    P(float, wd) P(int, nesterov) P(istep, first_step) P(float, cv)
+NN__KSIG(sgd)
+#define NN__KARGS_adam(F, P)                                                                                     \
+    F(out, p) P(in, grad) P(out, m) P(out, v) P(in, clip) P(int, n) P(fstep, lr) P(float, b1) P(float, b2) \
+    P(float, eps) P(float, wd) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)
+NN__KSIG(adam)
+/* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's
+   constants (g->clock.c); s0..s2 the state, norms LARS's sums of squares */
+#define NN__KARGS_opt_step(F, P)                                                                                    \
+    F(out, p) P(in, grad) P(in, clip) P(out, s0) P(out, s1) P(out, s2) P(in, norms) P(int, n) P(int, kind)       \
+    P(fstep, lr) P(float, wd) P(float, cv) P(float, h0) P(float, h1) P(float, eps) P(float, h3) P(float, h4)     \
+    P(fstep, c0) P(fstep, c1) P(fstep, c2) P(fstep, c3)
+NN__KSIG(opt_step)
+/* out[off], out[off + 1]: the sums of squares of p and of x (clipped), one work-group;
+   tmp: two floats per work-item */
+#define NN__KARGS_opt_norms(F, P) \
+    F(in, p) P(in, x) P(in, clip) P(float, cv) P(int, n) P(out, out) P(int, off) P(lfloat, tmp)
+NN__KSIG(opt_norms)
+#define NN__KARGS_lamb_apply(F, P) F(out, p) P(in, u) P(in, clip) P(int, n) P(fstep, lr)
+NN__KSIG(lamb_apply)
+
+/* skip_nonfinite: the count of NaN and Inf over the gradients, then the gate */
+#define NN__KARGS_nonfinite_count(F, P) F(in, x) P(int, n) P(in, prev) P(int, has_prev) P(out, out) P(lint, tmp)
+NN__KSIG(nonfinite_count)
+#define NN__KARGS_skip_gate(F, P) F(in, cnt) P(in, clip) P(out, y)
+NN__KSIG(skip_gate)
+
+/* acc [n] = (reset ? 0 : acc) + g * inv_k */
+#define NN__KARGS_grad_acc(F, P) F(out, acc) P(in, g) P(int, n) P(float, inv_k) P(istep, reset)
+NN__KSIG(grad_acc)
 
 #endif
 
@@ -16186,6 +17886,28 @@ NN__KSIG(softmax_backward)
 #define NN__KARGS_dropout(F, P) \
     F(in, x) P(out, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)
 NN__KSIG(dropout)
+
+/* The random ops' last five parameters: element i draws the Philox words of counter (i, key,
+   step_lo, step_hi) under key (seed_lo, seed_hi); the step is the graph's, each run's. */
+#define NN__KARGS_RNG(P) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo) P(ustep, step_hi)
+
+#define NN__KARGS_rand(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)
+NN__KSIG(rand)
+#define NN__KARGS_randn(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)
+NN__KSIG(randn)
+/* range_m1 = high - low - 1 */
+#define NN__KARGS_randint(F, P) F(iout, y) P(int, n) P(int, low) P(uint, range_m1) NN__KARGS_RNG(P)
+NN__KSIG(randint)
+/* bad[slot] counts the p outside [0, 1] */
+#define NN__KARGS_bernoulli(F, P) F(in, p) P(out, y) P(int, n) P(iout, bad) P(int, slot) NN__KARGS_RNG(P)
+NN__KSIG(bernoulli)
+#define NN__KARGS_gaussian_noise(F, P) F(in, x) P(out, y) P(int, n) P(float, std) NN__KARGS_RNG(P)
+NN__KSIG(gaussian_noise)
+#define NN__KARGS_alpha_dropout(F, P)                                                                        \
+    F(in, x) P(out, y) P(int, n) P(float, p) P(float, scale) P(float, shift) P(float, dropped) NN__KARGS_RNG(P)
+NN__KSIG(alpha_dropout)
+#define NN__KARGS_alpha_dropout_grad(F, P) F(in, dy) P(out, dx) P(int, n) P(float, p) P(float, scale) NN__KARGS_RNG(P)
+NN__KSIG(alpha_dropout_grad)
 
 #endif
 
@@ -17199,10 +18921,71 @@ static nn_result nn__launch_where(nn_graph *g, int id) {
 /* ======================================================================
    src/ops/matmul.c
    ====================================================================== */
-/* The matmul ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The matmul family: torch.matmul's batched products as one op (nn_matmul, and nn_einsum's
+   and nn_dense's products), on the CPU backend's blocked GEMM (src/cpu/gemm.c) or on
+   kernels/gemm.cl with the launch geometry of src/opencl/gemm_plan.c. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+/* ==== GEMM launches (kernels/gemm.cl), shared by matmul and conv2d's GEMM path
+   (src/ops/conv/conv2d.c) ==== */
+
+/* A launch of kernels/gemm.cl with the geometry of a plan (opencl/gemm_plan.c) */
+static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *plan, nn__launch **l) {
+    nn_result r = nn__launch_kernel(g, id, "gemm", plan->kernel, 1, l);
+    if (r != NN_OK) return r;
+    (*l)->dims = plan->dims;
+    memcpy((*l)->gws, plan->gws, sizeof (*l)->gws);
+    memcpy((*l)->lws, plan->lws, sizeof (*l)->lws);
+    (*l)->use_lws = plan->lws[0] != 0;
+    return NN_OK;
+}
+
+/* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
+   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
+static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A,
+                                      const int *a, const nn__buf *B, const int *b, const nn__buf *C, const int *c,
+                                      int outer, int inner, float beta) {
+    nn_context *ctx = g->ctx;
+    nn__gemm_plan plan;
+    nn__launch *l = NULL;
+    nn__k_gemm_batched k;
+    nn_result r;
+    nn__gemm_plan_batched(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, ta, tb, M, Nc, outer * inner, &plan);
+    r = nn__launch_gemm_plan(g, id, &plan, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.M = M;
+    k.N = Nc;
+    k.K = K;
+    k.A = A;
+    k.lda = a[0];
+    k.B = B;
+    k.ldb = b[0];
+    k.C = C;
+    k.ldc = c[0];
+    k.alpha = 1.0f;
+    k.beta = beta;
+    k.inner = inner;
+    k.offA = a[1];
+    k.sa0 = a[2];
+    k.sa1 = a[3];
+    k.offB = b[1];
+    k.sb0 = b[2];
+    k.sb1 = b[3];
+    k.offC = c[1];
+    k.sc0 = c[2];
+    k.sc1 = c[3];
+    return nn__kargs_gemm_batched(l, &k);
+}
+
+/* The same with beta 0 (C = op(A) op(B)). */
+static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A, const int *a,
+                                 const nn__buf *B, const int *b, const nn__buf *C, const int *c, int outer, int inner) {
+    return nn__launch_gemm_beta(g, id, ta, tb, M, Nc, K, A, a, B, b, C, c, outer, inner, 0.0f);
+}
+
+/* ==== matmul: C [..., M, N] = op(A) [..., M, K] op(B) [..., K, N], torch.matmul: a 1-D
+   operand is a row or a column, batch dims broadcast, and a gradient sums over the dims
+   its operand was broadcast along. nn_einsum's one-matmul specs and nn_dense build it ==== */
 
 /* How a matmul node sees each of its tensors (nn__matmul_attr.vec): a stack of matrices,
    or of row or column vectors (torch.matmul's 1-D operands, and the outputs and gradients
@@ -17508,9 +19291,6 @@ NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const 
     return nn_add(g, y, b);
 }
 
-
-/* ---- autograd rules ---- */
-
 /* The gradients of C = op(A) op(B) through the same views, each reduced to its operand's
    batch dims where they were broadcast (nn__matmul_op sums over them). */
 static void nn__grad_matmul(nn_graph *g, int id) {
@@ -17532,8 +19312,6 @@ static void nn__grad_matmul(nn_graph *g, int id) {
     }
 }
 
-/* ---- CPU bodies ---- */
-
 /* The products of G over batch dims [0, nd) of it, split into the dims that step C (kept)
    and those that sum into it (summed); offsets of the kept index `c` and the summed index
    `r` (each lexicographic over its dims, outermost first). */
@@ -17551,6 +19329,29 @@ static void nn__mm_split_make(const nn__mm_geom *G, nn__mm_split *S) {
         if (G->sc[i] != 0) S->keep[S->n_keep++] = i, S->n_c *= G->ext[i];
         else S->sum[S->n_sum++] = i, S->n_r *= G->ext[i];
     }
+}
+
+/* Devices sum a gradient over more broadcast products than this by launches that add onto
+   C in turn; beyond it, every product goes to scratch in one batched launch and a fixed-order
+   sum (elementwise.cl's sum_leading) makes C. */
+#define NN__MM_SUM_LAUNCHES 4
+enum { NN__MM_ALGO_ACCUMULATE = 0, NN__MM_ALGO_SCRATCH = 1 };
+
+
+static void nn__plan_matmul(nn_graph *g, nn__node *n) {
+    nn__mm_geom G;
+    nn__mm_split S;
+    int64_t floats;
+    n->algo = NN__MM_ALGO_ACCUMULATE;
+    n->scratch = 0;
+    if (g->ctx->backend->host_memory) return; /* the CPU body adds in place */
+    nn__mm_geom_node(g, n, &G);
+    nn__mm_split_make(&G, &S);
+    if (S.n_r <= NN__MM_SUM_LAUNCHES) return;
+    floats = S.n_c * S.n_r * G.M * G.N;
+    if (floats >= (int64_t)1 << 31 || (uint64_t)floats * 4 > (uint64_t)g->ctx->dev.max_alloc / 2) return;
+    n->algo = NN__MM_ALGO_SCRATCH;
+    n->scratch = floats;
 }
 
 /* Offsets of index x over the dims listed (innermost last) into A, B and C. */
@@ -17641,63 +19442,6 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* A launch of kernels/gemm.cl with the geometry of a plan (opencl/gemm_plan.c) */
-static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *plan, nn__launch **l) {
-    nn_result r = nn__launch_kernel(g, id, "gemm", plan->kernel, 1, l);
-    if (r != NN_OK) return r;
-    (*l)->dims = plan->dims;
-    memcpy((*l)->gws, plan->gws, sizeof (*l)->gws);
-    memcpy((*l)->lws, plan->lws, sizeof (*l)->lws);
-    (*l)->use_lws = plan->lws[0] != 0;
-    return NN_OK;
-}
-
-/* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
-   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
-static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A,
-                                      const int *a, const nn__buf *B, const int *b, const nn__buf *C, const int *c,
-                                      int outer, int inner, float beta) {
-    nn_context *ctx = g->ctx;
-    nn__gemm_plan plan;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__gemm_plan_batched(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, ta, tb, M, Nc, outer * inner, &plan);
-    r = nn__launch_gemm_plan(g, id, &plan, &l);
-    if (r != NN_OK) return r;
-    return nn__args(l, "iiimimimiffiiiiiiiiii", M, Nc, K, A, a[0], B, b[0], C, c[0], 1.0, (double)beta, inner,
-                       a[1], a[2], a[3], b[1], b[2], b[3], c[1], c[2], c[3]);
-}
-
-/* The same with beta 0 (C = op(A) op(B)). */
-static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A, const int *a,
-                                 const nn__buf *B, const int *b, const nn__buf *C, const int *c, int outer, int inner) {
-    return nn__launch_gemm_beta(g, id, ta, tb, M, Nc, K, A, a, B, b, C, c, outer, inner, 0.0f);
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-/* Devices sum a gradient over more broadcast products than this by launches that add onto
-   C in turn; beyond it, every product goes to scratch in one batched launch and a fixed-order
-   sum (elementwise.cl's sum_leading) makes C. */
-#define NN__MM_SUM_LAUNCHES 4
-enum { NN__MM_ALGO_ACCUMULATE = 0, NN__MM_ALGO_SCRATCH = 1 };
-
-static void nn__plan_matmul(nn_graph *g, nn__node *n) {
-    nn__mm_geom G;
-    nn__mm_split S;
-    int64_t floats;
-    n->algo = NN__MM_ALGO_ACCUMULATE;
-    n->scratch = 0;
-    if (g->ctx->backend->kind == NN_BACKEND_CPU) return; /* the CPU adds in place */
-    nn__mm_geom_node(g, n, &G);
-    nn__mm_split_make(&G, &S);
-    if (S.n_r <= NN__MM_SUM_LAUNCHES) return;
-    floats = S.n_c * S.n_r * G.M * G.N;
-    if (floats >= (int64_t)1 << 31 || (uint64_t)floats * 4 > (uint64_t)g->ctx->dev.max_alloc / 2) return;
-    n->algo = NN__MM_ALGO_SCRATCH;
-    n->scratch = floats;
-}
-
 /* One launch of the plain kernels for a single product; else batched launches of the two
    largest dims that may run at once (those stepping C, or any of them into scratch) for
    every index of the other dims, in order: C takes its first product with beta 0 and adds
@@ -17718,10 +19462,23 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
     nn__mm_geom_node(g, n, &G);
     if (G.nd == 0) {
         nn__gemm_plan plan;
+        nn__k_gemm k;
         nn__gemm_plan_make(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, G.ta, G.tb, G.M, G.N, G.K, &plan);
         r = nn__launch_gemm_plan(g, id, &plan, &l);
         if (r != NN_OK) return r;
-        return nn__args(l, "iiimimimiff", G.M, G.N, G.K, A, G.lda, B, G.ldb, C, G.ldc, 1.0, 0.0);
+        memset(&k, 0, sizeof k);
+        k.M = G.M;
+        k.N = G.N;
+        k.K = G.K;
+        k.A = A;
+        k.lda = G.lda;
+        k.B = B;
+        k.ldb = G.ldb;
+        k.C = C;
+        k.ldc = G.ldc;
+        k.alpha = 1.0f;
+        k.beta = 0.0f;
+        return nn__kargs_gemm(l, &k);
     }
     nn__mm_split_make(&G, &S);
     /* C's strides: its own, or the scratch's [summed..., kept..., M, N] */
@@ -17767,96 +19524,38 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
     }
     if (r == NN_OK && to_scratch) {
         int nb = (int)(S.n_c * G.M * G.N);
+        nn__k_sum_leading k;
         r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)nb, &l);
-        if (r == NN_OK) r = nn__args(l, "mmiii", &n->scratch_buf, C, (int)(S.n_r * nb), nb, 0);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.x = &n->scratch_buf;
+        k.y = C;
+        k.n = (int)(S.n_r * nb);
+        k.nb = nb;
+        k.off = 0;
+        r = nn__kargs_sum_leading(l, &k);
     }
     return r;
 }
 
 /* ======================================================================
-   src/ops/reduce.c
+   src/ops/reduce/all.c
    ====================================================================== */
-/* The reduce ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The reduce family (the files of src/ops/reduce/; attributes nn__reduce_attr in
+   src/ops/reduce.h), one block per op: builder, registry aliases, autograd rule, CPU body
+   (the loops in src/cpu/reduce.c) and kernel launch (kernels/reduce.cl). This file: the
+   reductions of a whole tensor or of rows to one value (sum and mean, the row-wise argmax,
+   accuracy, the optimizer's gradient norm and clipping coefficient); dims.c: reductions
+   along dims and the running sum. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_sum_all nn__no_plan
-#define nn__plan_expand_scalar nn__no_plan
-#define nn__grad_argmax nn__grad_none
-#define nn__plan_argmax nn__no_plan
-#define nn__grad_correct_rows nn__grad_none
-#define nn__plan_correct_rows nn__no_plan
-#define nn__grad_grad_sumsq nn__grad_none
-#define nn__plan_grad_sumsq nn__no_plan
-#define nn__grad_clip_scale nn__grad_none
-#define nn__plan_clip_scale nn__no_plan
-#define nn__cpu_red_sum nn__cpu_reduce
-#define nn__launch_red_sum nn__launch_reduce
-#define nn__grad_red_sum nn__grad_reduce
-#define nn__plan_red_sum nn__no_plan
-#define nn__cpu_red_prod nn__cpu_reduce
-#define nn__launch_red_prod nn__launch_reduce
-#define nn__grad_red_prod nn__grad_reduce
-#define nn__plan_red_prod nn__no_plan
-#define nn__cpu_red_amax nn__cpu_reduce
-#define nn__launch_red_amax nn__launch_reduce
-#define nn__grad_red_amax nn__grad_reduce
-#define nn__plan_red_amax nn__no_plan
-#define nn__cpu_red_amin nn__cpu_reduce
-#define nn__launch_red_amin nn__launch_reduce
-#define nn__grad_red_amin nn__grad_reduce
-#define nn__plan_red_amin nn__no_plan
-#define nn__cpu_red_max nn__cpu_reduce
-#define nn__launch_red_max nn__launch_reduce
-#define nn__grad_red_max nn__grad_reduce
-#define nn__plan_red_max nn__no_plan
-#define nn__cpu_red_min nn__cpu_reduce
-#define nn__launch_red_min nn__launch_reduce
-#define nn__grad_red_min nn__grad_reduce
-#define nn__plan_red_min nn__no_plan
-#define nn__cpu_red_var nn__cpu_reduce
-#define nn__launch_red_var nn__launch_reduce
-#define nn__grad_red_var nn__grad_reduce
-#define nn__plan_red_var nn__no_plan
-#define nn__cpu_red_std nn__cpu_reduce
-#define nn__launch_red_std nn__launch_reduce
-#define nn__grad_red_std nn__grad_reduce
-#define nn__plan_red_std nn__no_plan
-#define nn__cpu_red_lse nn__cpu_reduce
-#define nn__launch_red_lse nn__launch_reduce
-#define nn__grad_red_lse nn__grad_reduce
-#define nn__plan_red_lse nn__no_plan
-#define nn__cpu_red_norm nn__cpu_reduce
-#define nn__launch_red_norm nn__launch_reduce
-#define nn__grad_red_norm nn__grad_reduce
-#define nn__plan_red_norm nn__no_plan
-#define nn__cpu_argmax_dim nn__cpu_reduce
-#define nn__launch_argmax_dim nn__launch_reduce
-#define nn__grad_argmax_dim nn__grad_none
-#define nn__plan_argmax_dim nn__no_plan
-#define nn__cpu_argmin_dim nn__cpu_reduce
-#define nn__launch_argmin_dim nn__launch_reduce
-#define nn__grad_argmin_dim nn__grad_none
-#define nn__plan_argmin_dim nn__no_plan
-#define nn__grad_reduce_grad nn__grad_none
-#define nn__plan_reduce_grad nn__no_plan
-#define nn__plan_cumsum nn__no_plan
-#define nn__cpu_cumsum_rev nn__cpu_cumsum
-#define nn__launch_cumsum_rev nn__launch_cumsum
-#define nn__grad_cumsum_rev nn__grad_cumsum
-#define nn__plan_cumsum_rev nn__no_plan
+/* ==== sum of all elements: x [any] -> SUM_ALL [1], scale * sum(x) (nn_sum: 1, nn_mean:
+   1/numel; the losses' reductions call nn__sum_all_op); its gradient is EXPAND_SCALAR,
+   y [x's shape] = scale * gy[0], whose gradient is SUM_ALL again ==== */
 
 /* scale * the sum of node x's elements, [1] (other families: losses' reductions). */
 static nn_tensor nn__sum_all_op(nn_graph *g, int x, float scale) {
     nn_tensor t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), x);
     if (t.id >= 0) g->nodes[t.id].a.reduce.scale = scale;
-    return t;
-}
-
-/* min(1, max_norm / (sqrt(node sumsq) + 1e-6)), [1]: the optimizer's gradient clipping. */
-static nn_tensor nn__clip_scale_op(nn_graph *g, int sumsq, float max_norm) {
-    nn_tensor t = nn__op1(g, NN__OP_CLIP_SCALE, NN_F32, nn_shape1(1), sumsq);
-    if (t.id >= 0) g->nodes[t.id].a.reduce.max_norm = max_norm;
     return t;
 }
 
@@ -17867,27 +19566,8 @@ static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int m
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_sum", x, 0); }
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_mean", x, 1); }
 
-/* logits [B, C] float32 with labels [B] int32 */
-
-NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
-    nn__node *n = NULL;
-    if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
-    n = nn__n(g, x);
-    if (n->shape.ndim != 2) {
-        char sx[128];
-        nn__shape_str(&n->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x %s must be 2-D [B, C]", sx);
-    }
-    return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
-}
-
-NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
-    if (!nn__check_logits_labels(g, "nn_accuracy", logits, labels)) return nn__tensor(-1);
-    return nn_mean(g, nn__op2(g, NN__OP_CORRECT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id));
-}
-
-
-/* ---- autograd rules ---- */
+#define nn__plan_sum_all nn__no_plan
+#define nn__plan_expand_scalar nn__no_plan
 
 static void nn__grad_sum_all(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -17906,8 +19586,6 @@ static void nn__grad_expand_scalar(nn_graph *g, int id) {
     return;
 }
 
-/* ---- CPU bodies ---- */
-
 static nn_result nn__cpu_sum_all(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
@@ -17919,54 +19597,15 @@ static nn_result nn__cpu_sum_all(nn_graph *g, nn__node *n) {
     ra.scale = n->a.reduce.scale;
     nn__reduce_forward(g->ctx->threads, NN__OP_RED_SUM, &ra, y, NN__F(in[0]));
     return NN_OK;
-
 }
 
 static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__expand_scalar_forward(g->ctx->threads, y, NN__F(in[0]), N, n->a.reduce.scale); return NN_OK;
-
-}
-
-static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__argmax_forward((int32_t *)y, x->buf.host, x->shape.dim[0], x->shape.dim[1]);
+    nn__expand_scalar_forward(g->ctx->threads, y, NN__F(in[0]), N, n->a.reduce.scale);
     return NN_OK;
 }
-
-static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__correct_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
-    return NN_OK;
-}
-
-/* The global gradient norm for clipping (optimizer ops, kernels in reduce.cl). */
-static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    const float *x = NN__F(in[0]);
-    int64_t i, m = g->nodes[in[0]].numel;
-    double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
-    for (i = 0; i < m; i++) s += (double)x[i] * x[i];
-    y[0] = (float)s;
-    return NN_OK;
-}
-
-static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    float c = n->a.reduce.max_norm / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
-    y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -17984,6 +19623,114 @@ static nn_result nn__launch_sum_all(nn_graph *g, int id) {
     k.scale = n->a.reduce.scale;
     k.tmp = wg * 4;
     return nn__kargs_sum_all(l, &k);
+}
+
+static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_expand_scalar k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.s = n->a.reduce.scale;
+    return nn__kargs_expand_scalar(l, &k);
+}
+
+/* ==== argmax of rows: x [B, C] float32 -> ARGMAX [B] int32, the first index of each row's
+   largest value (nn_argmax; nn_argmax_dim is the general form) ==== */
+
+NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
+    nn__node *n = NULL;
+    if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
+    n = nn__n(g, x);
+    if (n->shape.ndim != 2) {
+        char sx[128];
+        nn__shape_str(&n->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x %s must be 2-D [B, C]", sx);
+    }
+    return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
+}
+
+#define nn__grad_argmax nn__grad_none
+#define nn__plan_argmax nn__no_plan
+
+static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__argmax_forward((int32_t *)y, x->buf.host, x->shape.dim[0], x->shape.dim[1]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_argmax(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_argmax_rows k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_argmax_rows(l, &k);
+}
+
+/* ==== accuracy: logits [B, C] float32, labels [B] int32 -> CORRECT_ROWS [B], 1 where the
+   row's argmax is its label, then the mean [1] (nn_accuracy) ==== */
+
+NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
+    if (!nn__check_logits_labels(g, "nn_accuracy", logits, labels)) return nn__tensor(-1);
+    return nn_mean(g, nn__op2(g, NN__OP_CORRECT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id));
+}
+
+#define nn__grad_correct_rows nn__grad_none
+#define nn__plan_correct_rows nn__no_plan
+
+static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__correct_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_correct_rows k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_correct_rows(l, &k);
+}
+
+/* ==== gradient norm: GRAD_SUMSQ, a gradient [any] (and the previous parameters' sum [1])
+   -> [1], the running sum of squares over every gradient: the optimizer's global norm for
+   clipping (src/ops/optim.c's nn__add_optimizer chains one per parameter) ==== */
+
+#define nn__grad_grad_sumsq nn__grad_none
+#define nn__plan_grad_sumsq nn__no_plan
+
+static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    const float *x = NN__F(in[0]);
+    int64_t i, m = g->nodes[in[0]].numel;
+    double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
+    for (i = 0; i < m; i++) s += (double)x[i] * x[i];
+    y[0] = (float)s;
+    return NN_OK;
 }
 
 static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
@@ -18005,49 +19752,25 @@ static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
     return nn__kargs_grad_sumsq(l, &k);
 }
 
-static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_expand_scalar k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &g->nodes[n->in[0]].buf;
-    k.y = &n->buf;
-    k.n = (int)n->numel;
-    k.s = n->a.reduce.scale;
-    return nn__kargs_expand_scalar(l, &k);
+/* ==== clipping coefficient: CLIP_SCALE, the sum of squares [1] -> [1],
+   min(1, max_norm / (sqrt(sumsq) + 1e-6)), what the updates scale each gradient by ==== */
+
+/* min(1, max_norm / (sqrt(node sumsq) + 1e-6)), [1]: the optimizer's gradient clipping. */
+static nn_tensor nn__clip_scale_op(nn_graph *g, int sumsq, float max_norm) {
+    nn_tensor t = nn__op1(g, NN__OP_CLIP_SCALE, NN_F32, nn_shape1(1), sumsq);
+    if (t.id >= 0) g->nodes[t.id].a.reduce.max_norm = max_norm;
+    return t;
 }
 
-static nn_result nn__launch_argmax(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_argmax_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
-    k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
-    return nn__kargs_argmax_rows(l, &k);
-}
+#define nn__grad_clip_scale nn__grad_none
+#define nn__plan_clip_scale nn__no_plan
 
-static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_correct_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
-    k.label = &g->nodes[n->in[1]].buf;
-    k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
-    return nn__kargs_correct_rows(l, &k);
+static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    float c = n->a.reduce.max_norm / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
+    y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
+    return NN_OK;
 }
 
 static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
@@ -18063,10 +19786,15 @@ static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
     return nn__kargs_clip_scale(l, &k);
 }
 
-/* ---- reductions along dims (PyTorch's torch.sum(x, dim, keepdim) and its kin) ----
-   x is viewed as [O, R, I] with the reduced dims in R. When the reduced dims are not
-   adjacent (size-1 dims aside), x is first permuted (nn_permute) so that they come last,
-   in their order, after the kept ones: then I = 1. */
+/* ======================================================================
+   src/ops/reduce/dims.c
+   ====================================================================== */
+/* The reduce family's reductions along dims (PyTorch's torch.sum(x, dim, keepdim) and its
+   kin) and the running sum (src/ops/reduce/all.c says how the family is laid out). */
+
+/* ==== shared by the reductions along dims: x is viewed as [O, R, I] with the reduced dims
+   in R. When the reduced dims are not adjacent (size-1 dims aside), x is first permuted
+   (nn_permute) so that they come last, in their order, after the kept ones: then I = 1. ==== */
 
 /* The kernels' reduction kinds (kernels/reduce.cl's RK_*, the same values). */
 enum { NN__RK_SUM, NN__RK_PROD, NN__RK_AMAX, NN__RK_AMIN, NN__RK_MAX, NN__RK_MIN, NN__RK_VAR, NN__RK_STD,
@@ -18191,6 +19919,14 @@ static nn_tensor nn__red_dim1(nn_graph *g, const char *opname, int op, nn_tensor
     return nn__red_dims(g, opname, op, x, &dim, 1, keepdim, 1.0f, 0.0f, 0.0f);
 }
 
+/* ==== reductions along dims: x [..] -> y [x's shape without the reduced dims, or with them
+   as 1 under keepdim; [1] when every dim goes], over R of the [O, R, I] view: RED_SUM (sum,
+   mean: scale 1/R), RED_PROD, RED_AMAX/AMIN, RED_MAX/MIN (with ARGMAX_DIM/ARGMIN_DIM for
+   their indices, int32), RED_VAR/STD (correction), RED_LSE, RED_NORM (p). One CPU loop and
+   one kernel pair take the kind (nn__red_kind): the ops share nn__cpu_reduce,
+   nn__launch_reduce and nn__grad_reduce. REDUCE_GRAD, dx [x's view] from gy (and x and y
+   where the rule needs them), is their gradient. ==== */
+
 NN_API nn_tensor nn_sum_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
     return nn__red_dims(g, "nn_sum_dim", NN__OP_RED_SUM, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
@@ -18249,32 +19985,56 @@ NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims,
     return nn__red_dims(g, "nn_norm_dim", NN__OP_RED_NORM, x, dims, n_dims, keepdim, 1.0f, p, 0.0f);
 }
 
-NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim) {
-    nn__node *nx;
-    nn_tensor t;
-    int nd, d, k;
-    if (!nn__check(g, "nn_cumsum", 1, &x) || !nn__expect_f32(g, "nn_cumsum", x, "x")) return nn__tensor(-1);
-    nx = nn__n(g, x);
-    nd = nx->shape.ndim;
-    d = dim < 0 ? dim + nd : dim;
-    if (d < 0 || d >= nd) {
-        char sx[128];
-        nn__shape_str(&nx->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_cumsum: dim %d is out of range for x %s (expected %d to %d)",
-                           dim, sx, -nd, nd - 1);
-    }
-    t = nn__op1(g, NN__OP_CUMSUM, NN_F32, nx->shape, x.id);
-    if (t.id >= 0) {
-        nn__reduce_attr *ra = &g->nodes[t.id].a.reduce;
-        int64_t O = 1, I = 1;
-        for (k = 0; k < d; k++) O *= nx->shape.dim[k];
-        for (k = d + 1; k < nd; k++) I *= nx->shape.dim[k];
-        ra->O = (int)O;
-        ra->R = (int)nx->shape.dim[d];
-        ra->I = (int)I;
-    }
-    return t;
-}
+#define nn__cpu_red_sum nn__cpu_reduce
+#define nn__launch_red_sum nn__launch_reduce
+#define nn__grad_red_sum nn__grad_reduce
+#define nn__plan_red_sum nn__no_plan
+#define nn__cpu_red_prod nn__cpu_reduce
+#define nn__launch_red_prod nn__launch_reduce
+#define nn__grad_red_prod nn__grad_reduce
+#define nn__plan_red_prod nn__no_plan
+#define nn__cpu_red_amax nn__cpu_reduce
+#define nn__launch_red_amax nn__launch_reduce
+#define nn__grad_red_amax nn__grad_reduce
+#define nn__plan_red_amax nn__no_plan
+#define nn__cpu_red_amin nn__cpu_reduce
+#define nn__launch_red_amin nn__launch_reduce
+#define nn__grad_red_amin nn__grad_reduce
+#define nn__plan_red_amin nn__no_plan
+#define nn__cpu_red_max nn__cpu_reduce
+#define nn__launch_red_max nn__launch_reduce
+#define nn__grad_red_max nn__grad_reduce
+#define nn__plan_red_max nn__no_plan
+#define nn__cpu_red_min nn__cpu_reduce
+#define nn__launch_red_min nn__launch_reduce
+#define nn__grad_red_min nn__grad_reduce
+#define nn__plan_red_min nn__no_plan
+#define nn__cpu_red_var nn__cpu_reduce
+#define nn__launch_red_var nn__launch_reduce
+#define nn__grad_red_var nn__grad_reduce
+#define nn__plan_red_var nn__no_plan
+#define nn__cpu_red_std nn__cpu_reduce
+#define nn__launch_red_std nn__launch_reduce
+#define nn__grad_red_std nn__grad_reduce
+#define nn__plan_red_std nn__no_plan
+#define nn__cpu_red_lse nn__cpu_reduce
+#define nn__launch_red_lse nn__launch_reduce
+#define nn__grad_red_lse nn__grad_reduce
+#define nn__plan_red_lse nn__no_plan
+#define nn__cpu_red_norm nn__cpu_reduce
+#define nn__launch_red_norm nn__launch_reduce
+#define nn__grad_red_norm nn__grad_reduce
+#define nn__plan_red_norm nn__no_plan
+#define nn__cpu_argmax_dim nn__cpu_reduce
+#define nn__launch_argmax_dim nn__launch_reduce
+#define nn__grad_argmax_dim nn__grad_none
+#define nn__plan_argmax_dim nn__no_plan
+#define nn__cpu_argmin_dim nn__cpu_reduce
+#define nn__launch_argmin_dim nn__launch_reduce
+#define nn__grad_argmin_dim nn__grad_none
+#define nn__plan_argmin_dim nn__no_plan
+#define nn__grad_reduce_grad nn__grad_none
+#define nn__plan_reduce_grad nn__no_plan
 
 /* d(loss)/dx of a reduction: a REDUCE_GRAD node from gy (and x and the output where the
    rule needs them). */
@@ -18290,14 +20050,6 @@ static void nn__grad_reduce(nn_graph *g, int id) {
     nn__acc_grad(g, a, t);
 }
 
-/* cumsum's gradient is the reverse running sum of gy, and the reverse's is cumsum. */
-static void nn__grad_cumsum(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, n.op == NN__OP_CUMSUM ? NN__OP_CUMSUM_REV : NN__OP_CUMSUM, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-}
-
 static nn_result nn__cpu_reduce(nn_graph *g, nn__node *n) {
     nn__reduce_forward(g->ctx->threads, n->op, &n->a.reduce, n->buf.host, NN__F(n->in[0]));
     return NN_OK;
@@ -18306,11 +20058,6 @@ static nn_result nn__cpu_reduce(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_reduce_grad(nn_graph *g, nn__node *n) {
     nn__reduce_backward(g->ctx->threads, &n->a.reduce, n->buf.host, NN__F(n->in[0]),
                         n->n_in > 1 ? NN__F(n->in[1]) : NULL, n->n_in > 2 ? NN__F(n->in[2]) : NULL);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
-    nn__cumsum_forward(n->buf.host, NN__F(n->in[0]), &n->a.reduce, n->op == NN__OP_CUMSUM_REV);
     return NN_OK;
 }
 
@@ -18386,6 +20133,56 @@ static nn_result nn__launch_reduce_grad(nn_graph *g, int id) {
     k.scale = ra->scale;
     k.corr = ra->correction;
     return nn__kargs_reduce_grad(l, &k);
+}
+
+/* ==== cumsum: y [x's shape] = the running sum of x along dim (torch.cumsum), on the
+   [O, R, I] view; CUMSUM_REV, the reverse running sum, is its gradient (and the reverse's
+   gradient is cumsum) ==== */
+
+NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim) {
+    nn__node *nx;
+    nn_tensor t;
+    int nd, d, k;
+    if (!nn__check(g, "nn_cumsum", 1, &x) || !nn__expect_f32(g, "nn_cumsum", x, "x")) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nd = nx->shape.ndim;
+    d = dim < 0 ? dim + nd : dim;
+    if (d < 0 || d >= nd) {
+        char sx[128];
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_cumsum: dim %d is out of range for x %s (expected %d to %d)",
+                           dim, sx, -nd, nd - 1);
+    }
+    t = nn__op1(g, NN__OP_CUMSUM, NN_F32, nx->shape, x.id);
+    if (t.id >= 0) {
+        nn__reduce_attr *ra = &g->nodes[t.id].a.reduce;
+        int64_t O = 1, I = 1;
+        for (k = 0; k < d; k++) O *= nx->shape.dim[k];
+        for (k = d + 1; k < nd; k++) I *= nx->shape.dim[k];
+        ra->O = (int)O;
+        ra->R = (int)nx->shape.dim[d];
+        ra->I = (int)I;
+    }
+    return t;
+}
+
+#define nn__plan_cumsum nn__no_plan
+#define nn__cpu_cumsum_rev nn__cpu_cumsum
+#define nn__launch_cumsum_rev nn__launch_cumsum
+#define nn__grad_cumsum_rev nn__grad_cumsum
+#define nn__plan_cumsum_rev nn__no_plan
+
+/* cumsum's gradient is the reverse running sum of gy, and the reverse's is cumsum. */
+static void nn__grad_cumsum(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, n.op == NN__OP_CUMSUM ? NN__OP_CUMSUM_REV : NN__OP_CUMSUM, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
+
+static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
+    nn__cumsum_forward(n->buf.host, NN__F(n->in[0]), &n->a.reduce, n->op == NN__OP_CUMSUM_REV);
+    return NN_OK;
 }
 
 static nn_result nn__launch_cumsum(nn_graph *g, int id) {
@@ -18506,43 +20303,19 @@ static void nn__grad_log_softmax(nn_graph *g, int id) {
 }
 
 /* ======================================================================
-   src/ops/loss.c
+   src/ops/loss/elementwise.c
    ====================================================================== */
-/* The loss ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The loss family (the files of src/ops/loss/; attributes nn__loss_attr in src/ops/loss.h),
+   one block per op: builder, registry aliases, autograd rule, CPU body (the loops in
+   src/cpu/loss.c) and kernel launch (kernels/loss.cl); the kinds of the elementwise and row
+   losses are kernels/loss.h's lists. This file: the family's shared checks and the
+   elementwise losses, PyTorch's BCE with logits and MSE shorthands among them;
+   cross_entropy.c: softmax cross-entropy, cross-entropy and NLL; rows.c: the losses of
+   whole rows. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_xent_rows nn__no_plan
-#define nn__grad_xent_grad nn__grad_none
-#define nn__plan_xent_grad nn__no_plan
-#define nn__plan_bce_logits nn__no_plan
-#define nn__grad_bce_logits_grad nn__grad_none
-#define nn__plan_bce_logits_grad nn__no_plan
-#define nn__plan_loss_ew nn__no_plan
-#define nn__launch_loss_ew_grad nn__launch_loss_ew
-#define nn__grad_loss_ew_grad nn__grad_none
-#define nn__plan_loss_ew_grad nn__no_plan
-#define nn__plan_ce_rows nn__no_plan
-#define nn__launch_ce_rows_grad nn__launch_ce_rows
-#define nn__grad_ce_rows_grad nn__grad_none
-#define nn__plan_ce_rows_grad nn__no_plan
-#define nn__grad_ce_weights nn__grad_none
-#define nn__plan_ce_weights nn__no_plan
-#define nn__plan_div_scalar nn__no_plan
-#define nn__plan_loss_rows nn__no_plan
-#define nn__launch_loss_rows_grad nn__launch_loss_rows
-#define nn__grad_loss_rows_grad nn__grad_none
-#define nn__plan_loss_rows_grad nn__no_plan
+/* ==== shared by the family: input checks, nn_loss_desc's reduction, the bad-label count ==== */
 
-
-NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
-    nn_tensor rows;
-    if (!nn__check_logits_labels(g, "nn_softmax_cross_entropy", logits, labels)) return nn__tensor(-1);
-    rows = nn__op2(g, NN__OP_XENT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id);
-    if (rows.id > 0) g->nodes[rows.id].check = "nn_softmax_cross_entropy: labels outside [0, C)";
-    return nn_mean(g, rows);
-}
-
+/* prediction and target: float32 and one shape */
 static int nn__check_same(nn_graph *g, const char *opname, nn_tensor a, nn_tensor b) {
     nn_tensor in[2];
     in[0] = a;
@@ -18559,21 +20332,6 @@ static int nn__check_same(nn_graph *g, const char *opname, nn_tensor a, nn_tenso
     return 1;
 }
 
-NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target) {
-    nn_tensor d;
-    if (!nn__check_same(g, "nn_mse", pred, target)) return nn__tensor(-1);
-    d = nn_sub(g, pred, target);
-    return nn_mean(g, nn_mul(g, d, d));
-}
-
-NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target) {
-    if (!nn__check_same(g, "nn_bce_with_logits", logits, target)) return nn__tensor(-1);
-    return nn_mean(g, nn__op2(g, NN__OP_BCE_LOGITS, NN_F32, nn__n(g, logits)->shape, logits.id, target.id));
-}
-
-
-/* ---- losses with options (nn_loss_desc; bodies in cpu/loss.c) ---- */
-
 /* Checks d's reduction and puts the loss's default (dflt) in place of NN_REDUCTION_DEFAULT. */
 static int nn__loss_desc_ok(nn_graph *g, const char *opname, nn_loss_desc *d, int batchmean_ok, nn_reduction dflt) {
     if ((int)d->reduction < 0 || (int)d->reduction > NN_REDUCTION_BATCHMEAN ||
@@ -18585,7 +20343,7 @@ static int nn__loss_desc_ok(nn_graph *g, const char *opname, nn_loss_desc *d, in
     return 1;
 }
 
-/* Per-element or per-row losses l, reduced as desc asks. */
+/* Per-element or per-row losses l [N] or [B, ...], reduced as desc asks: l itself, or [1]. */
 static nn_tensor nn__reduce_loss(nn_graph *g, nn_tensor l, const nn_loss_desc *d) {
     if (l.id < 0 || d->reduction == NN_REDUCTION_NONE) return l;
     return nn__sum_all_op(g, l.id,
@@ -18593,6 +20351,97 @@ static nn_tensor nn__reduce_loss(nn_graph *g, nn_tensor l, const nn_loss_desc *d
                           : (float)(1.0 / (double)(d->reduction == NN_REDUCTION_BATCHMEAN ? g->nodes[l.id].shape.dim[0]
                                                                                              : g->nodes[l.id].numel)));
 }
+
+/* A checked op's bad inputs, into its counter (a device kernel's atomic_inc on the CPU). */
+static void nn__count_check(nn_graph *g, const nn__node *n, int64_t bad) {
+    int32_t *c = (int32_t *)g->checks.host + n->check_slot;
+    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+}
+
+/* ==== mse (nn_mse): pred, target [any] -> [1], mean((pred - target)^2), composed of sub,
+   mul and mean (nn_mse_loss is the LOSS_EW form) ==== */
+
+NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target) {
+    nn_tensor d;
+    if (!nn__check_same(g, "nn_mse", pred, target)) return nn__tensor(-1);
+    d = nn_sub(g, pred, target);
+    return nn_mean(g, nn_mul(g, d, d));
+}
+
+/* ==== bce with logits (nn_bce_with_logits): logits, target [any] -> BCE_LOGITS [same],
+   (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) (PyTorch's form), then its mean [1];
+   BCE_LOGITS_GRAD, d/dx = dy * (sigmoid(x) - t); d/dt = -dy * x ==== */
+
+NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target) {
+    if (!nn__check_same(g, "nn_bce_with_logits", logits, target)) return nn__tensor(-1);
+    return nn_mean(g, nn__op2(g, NN__OP_BCE_LOGITS, NN_F32, nn__n(g, logits)->shape, logits.id, target.id));
+}
+
+#define nn__plan_bce_logits nn__no_plan
+#define nn__grad_bce_logits_grad nn__grad_none
+#define nn__plan_bce_logits_grad nn__no_plan
+
+static void nn__grad_bce_logits(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_BCE_LOGITS_GRAD, NN_F32, n.shape, a, b, gy.id));
+    if (gb) { /* d/dt = -x */
+        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
+        nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
+    }
+    return;
+}
+
+static nn_result nn__cpu_bce_logits(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NULL, N);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), N);
+    return NN_OK;
+}
+
+static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_bce_logits_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "bce_logits_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.t = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_bce_logits_forward(l, &k);
+}
+
+static nn_result nn__launch_bce_logits_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_bce_logits_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "bce_logits_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.t = &g->nodes[n->in[1]].buf;
+    k.dy = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_bce_logits_backward(l, &k);
+}
+
+/* ==== elementwise losses (nn_mse_loss, nn_l1_loss, ... nn_kl_div_loss: kernels/loss.h's
+   NN__LOSS_EW_KINDS): pred, target [any] (and bce's pos_weight [trailing dims of pred])
+   -> LOSS_EW [pred's shape], the loss of each element by its kind, then weight and the
+   desc's reduction; LOSS_EW_GRAD, d/d(pred) [same] given dy (a loss of d = x - t gives the
+   target its negation) ==== */
 
 static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tensor x, nn_tensor t, const nn_loss_desc *desc) {
     nn_loss_desc d;
@@ -18654,18 +20503,193 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     return nn__reduce_loss(g, l, &d);
 }
 
-NN_API nn_tensor nn_mse_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_mse_loss", NN__L_MSE, p, t, d); }
-NN_API nn_tensor nn_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_l1_loss", NN__L_L1, p, t, d); }
-NN_API nn_tensor nn_huber_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_huber_loss", NN__L_HUBER, p, t, d); }
-NN_API nn_tensor nn_smooth_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_smooth_l1_loss", NN__L_SMOOTH_L1, p, t, d); }
-NN_API nn_tensor nn_log_cosh_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_log_cosh_loss", NN__L_LOG_COSH, p, t, d); }
-NN_API nn_tensor nn_quantile_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_quantile_loss", NN__L_QUANTILE, p, t, d); }
-NN_API nn_tensor nn_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_hinge_loss", NN__L_HINGE, p, t, d); }
-NN_API nn_tensor nn_squared_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_squared_hinge_loss", NN__L_SQ_HINGE, p, t, d); }
-NN_API nn_tensor nn_bce_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_loss", NN__L_BCE, p, t, d); }
-NN_API nn_tensor nn_bce_with_logits_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_with_logits_loss", NN__L_BCE_LOGITS, p, t, d); }
-NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_sigmoid_focal_loss", NN__L_FOCAL, p, t, d); }
-NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_kl_div_loss", NN__L_KL, p, t, d); }
+/* nn_<name>(g, pred, target, desc) for each line of NN__LOSS_EW_KINDS */
+#define NN__L_BUILDER(E, name, of_d)                                                                  \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {       \
+        return nn__loss_ew(g, "nn_" #name, NN__L_##E, p, t, d);                                        \
+    }
+NN__LOSS_EW_KINDS(NN__L_BUILDER)
+#undef NN__L_BUILDER
+
+#define nn__plan_loss_ew nn__no_plan
+#define nn__grad_loss_ew_grad nn__grad_none
+#define nn__plan_loss_ew_grad nn__no_plan
+
+/* whether the target gets a gradient (-dx): the of_d column */
+#define NN__L_OF_D(E, name, of_d) of_d,
+static const unsigned char nn__loss_of_d[NN__L_COUNT] = {NN__LOSS_EW_KINDS(NN__L_OF_D)};
+#undef NN__L_OF_D
+
+static void nn__grad_loss_ew(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* inputs x, t, [pos_weight] */
+    int ins[4], has_pw = n.n_in > 2, gt = gb && nn__loss_of_d[n.a.loss.kind];
+    if (!ga && !gt) return;
+    ins[0] = a;
+    ins[1] = b;
+    ins[2] = gy.id;
+    ins[3] = has_pw ? n.in[2] : -1;
+    t = nn__tensor(nn__new_node(g, NN__OP_LOSS_EW_GRAD, NN_F32, n.shape, ins, has_pw ? 4 : 3));
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    if (ga) nn__acc_grad(g, a, t);
+    if (gt) nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
+    return;
+}
+
+static nn_result nn__cpu_loss_ew(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[2]) : NULL,
+                    n->a.loss.has_pos_weight ? g->nodes[in[2]].numel : 1, NULL, N, n->a.loss.kind, n->a.loss.a, n->a.loss.b,
+                    n->a.loss.log_target);
+    return NN_OK;
+}
+
+/* inputs x, t, dy, [pos_weight] */
+static nn_result nn__cpu_loss_ew_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[3]) : NULL,
+                    n->a.loss.has_pos_weight ? g->nodes[in[3]].numel : 1, NN__F(in[2]), N, n->a.loss.kind, n->a.loss.a,
+                    n->a.loss.b, n->a.loss.log_target);
+    return NN_OK;
+}
+
+static nn_result nn__launch_loss_ew(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    int has_pw = n->a.loss.has_pos_weight;
+    nn__launch *l = NULL;
+    nn__k_loss_ew_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "loss_ew_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.t = &g->nodes[in[1]].buf;
+    k.pw = has_pw ? &g->nodes[in[2]].buf : &g->one;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.npw = has_pw ? (int)g->nodes[in[2]].numel : 1;
+    k.kind = n->a.loss.kind;
+    k.log_target = n->a.loss.log_target;
+    k.a = n->a.loss.a;
+    k.b = n->a.loss.b;
+    return nn__kargs_loss_ew_forward(l, &k);
+}
+
+static nn_result nn__launch_loss_ew_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    int has_pw = n->a.loss.has_pos_weight;
+    nn__launch *l = NULL;
+    nn__k_loss_ew_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "loss_ew_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.t = &g->nodes[in[1]].buf;
+    k.pw = has_pw ? &g->nodes[in[3]].buf : &g->one;
+    k.dy = &g->nodes[in[2]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.npw = has_pw ? (int)g->nodes[in[3]].numel : 1;
+    k.kind = n->a.loss.kind;
+    k.log_target = n->a.loss.log_target;
+    k.a = n->a.loss.a;
+    k.b = n->a.loss.b;
+    return nn__kargs_loss_ew_backward(l, &k);
+}
+
+/* ======================================================================
+   src/ops/loss/cross_entropy.c
+   ====================================================================== */
+/* The loss family's cross-entropies over rows of classes: the fused softmax cross-entropy
+   (nn_softmax_cross_entropy), and nn_cross_entropy_loss / nn_nll_loss with class weights,
+   ignore_index and label smoothing (src/ops/loss/elementwise.c says how the family is laid
+   out). */
+
+/* ==== softmax cross-entropy (nn_softmax_cross_entropy, fused): logits [B, C] float32,
+   labels [B] int32 -> XENT_ROWS [B], logsumexp(x[b]) - x[b, label[b]], then its mean [1];
+   XENT_GRAD, its gradient dx [B, C] = dy[b] * (softmax(x[b]) - onehot(label[b])). A label
+   outside [0, C) gives 0 and counts as a bad input. ==== */
+
+NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
+    nn_tensor rows;
+    if (!nn__check_logits_labels(g, "nn_softmax_cross_entropy", logits, labels)) return nn__tensor(-1);
+    rows = nn__op2(g, NN__OP_XENT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id);
+    if (rows.id > 0) g->nodes[rows.id].check = "nn_softmax_cross_entropy: labels outside [0, C)";
+    return nn_mean(g, rows);
+}
+
+#define nn__plan_xent_rows nn__no_plan
+#define nn__grad_xent_grad nn__grad_none
+#define nn__plan_xent_grad nn__no_plan
+
+static void nn__grad_xent_rows(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_XENT_GRAD, NN_F32, g->nodes[a].shape, a, b, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__count_check(g, n, nn__xent_rows(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), NULL,
+                                         x->shape.dim[0], x->shape.dim[1]));
+    return NN_OK;
+}
+
+static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    (void)nn__xent_rows(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), NN__F(in[2]), n->shape.dim[0], n->shape.dim[1]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_xent_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.loss = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    return nn__kargs_xent_forward(l, &k);
+}
+
+static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_xent_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.dloss = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.B = (int)n->shape.dim[0];
+    k.C = (int)n->shape.dim[1];
+    return nn__kargs_xent_backward(l, &k);
+}
+
+/* ==== cross-entropy and NLL (nn_cross_entropy_loss, nn_nll_loss): x [B, C] (logits, or
+   log-probabilities for NLL), labels [B] int32, class weights w [C] -> CE_ROWS [B],
+   (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c] (eps: label smoothing;
+   0 for ignore_index), then the reduction: the mean divides by the rows' weights
+   (CE_WEIGHTS, DIV_SCALAR below), as PyTorch's. CE_ROWS_GRAD: dx [B, C] given dy [B]. A
+   label outside [0, C) other than ignore_index counts as a bad input. ==== */
 
 static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_tensor x, nn_tensor labels, const nn_loss_desc *desc) {
     nn_loss_desc d;
@@ -18724,8 +20748,178 @@ NN_API nn_tensor nn_nll_loss(nn_graph *g, nn_tensor x, nn_tensor labels, const n
     return nn__ce_loss(g, "nn_nll_loss", 1, x, labels, d);
 }
 
-/* x0, x1 (and x2 for triplet) of one shape [B, ...]; cosine's target [B] float32. */
-static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_in, const nn_tensor *x, const nn_loss_desc *desc) {
+#define nn__plan_ce_rows nn__no_plan
+#define nn__grad_ce_rows_grad nn__grad_none
+#define nn__plan_ce_rows_grad nn__no_plan
+
+static void nn__grad_ce_rows(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* inputs x, labels, [weight] */
+    int ins[4];
+    if (!ga) return;
+    ins[0] = a;
+    ins[1] = b;
+    ins[2] = gy.id;
+    ins[3] = n.n_in > 2 ? n.in[2] : -1;
+    t = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS_GRAD, NN_F32, g->nodes[a].shape, ins, n.n_in > 2 ? 4 : 3));
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__count_check(g, n, nn__ce_rows_run(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL,
+                                          NULL, x->shape.dim[0], x->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input,
+                                          n->a.loss.smoothing));
+    return NN_OK;
+}
+
+/* inputs x, labels, dy, [weight] */
+static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__ce_rows_run(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]),
+                    n->shape.dim[0], n->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing);
+    return NN_OK;
+}
+
+static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_ce_rows_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "ce_rows_forward", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.loss = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.ignore = n->a.loss.ignore_index;
+    k.log_input = n->a.loss.log_input;
+    k.has_w = n->n_in > 2;
+    k.eps = n->a.loss.smoothing;
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    return nn__kargs_ce_rows_forward(l, &k);
+}
+
+/* the backward pass counts nothing: the forward did */
+static nn_result nn__launch_ce_rows_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_ce_rows_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "ce_rows_backward", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;
+    k.dloss = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.ignore = n->a.loss.ignore_index;
+    k.log_input = n->a.loss.log_input;
+    k.has_w = n->n_in > 3;
+    k.eps = n->a.loss.smoothing;
+    return nn__kargs_ce_rows_backward(l, &k);
+}
+
+/* ==== cross-entropy weights: labels [B] int32, w [C] -> CE_WEIGHTS [B], the weight each row
+   counts with in cross-entropy's mean: w[label] (1 without w), 0 for an ignored label.
+   Made by nn__ce_loss above; no gradient flows (the labels are integers). ==== */
+
+#define nn__grad_ce_weights nn__grad_none
+#define nn__plan_ce_weights nn__no_plan
+
+static nn_result nn__cpu_ce_weights(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->a.loss.classes, n->a.loss.ignore_index);
+    return NN_OK;
+}
+
+static nn_result nn__launch_ce_weights(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_ce_weights k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "ce_weights", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.label = &g->nodes[n->in[0]].buf;
+    k.w = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.B = (int)n->numel;
+    k.C = n->a.loss.classes;
+    k.ignore = n->a.loss.ignore_index;
+    k.has_w = n->n_in > 1;
+    return nn__kargs_ce_weights(l, &k);
+}
+
+/* ==== div scalar: x [any], d [1] -> DIV_SCALAR [x's shape], x / d[0]: cross-entropy's
+   weighted mean, the sum over the sum of weights. Its gradient divides dy by the same d
+   (the weights, a count of labels, are not differentiated). ==== */
+
+#define nn__plan_div_scalar nn__no_plan
+
+static void nn__grad_div_scalar(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, n.shape, gy.id, b));
+    return;
+}
+
+static nn_result nn__cpu_div_scalar(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    const float *x = NN__F(in[0]);
+    float d = NN__F(in[1])[0];
+    int64_t i;
+    for (i = 0; i < N; i++) y[i] = x[i] / d;
+    return NN_OK;
+}
+
+static nn_result nn__launch_div_scalar(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_div_scalar k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "div_scalar", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.d = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_div_scalar(l, &k);
+}
+
+/* ======================================================================
+   src/ops/loss/rows.c
+   ====================================================================== */
+/* The loss family's losses of whole rows (src/ops/loss/elementwise.c says how the family is
+   laid out). */
+
+/* ==== row losses (nn_dice_loss, nn_cosine_embedding_loss, nn_triplet_margin_loss:
+   kernels/loss.h's NN__LOSS_ROW_KINDS): dice p, t [B, ...]; cosine x1, x2 [B, D] and
+   target [B] (+-1); triplet anchor, positive, negative [B, D] -> LOSS_ROWS [B], one loss
+   per row, then the desc's reduction. LOSS_ROWS_GRAD: d/d(input `wrt`) [its shape], one
+   op per differentiated input (targets get none). ==== */
+
+#define NN__R_NAME(E, name) "nn_" #name,
+static const char *const nn__row_loss_names[NN__R_COUNT] = {NN__LOSS_ROW_KINDS(NN__R_NAME)};
+#undef NN__R_NAME
+
+static nn_tensor nn__row_loss(nn_graph *g, int kind, int n_in, const nn_tensor *x, const nn_loss_desc *desc) {
+    const char *opname = nn__row_loss_names[kind];
     nn_loss_desc d;
     nn_tensor l;
     int ins[3], k;
@@ -18760,87 +20954,31 @@ NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_lo
     nn_tensor x[2];
     x[0] = p;
     x[1] = t;
-    return nn__row_loss(g, "nn_dice_loss", NN__R_DICE, 2, x, d);
+    return nn__row_loss(g, NN__R_DICE, 2, x, d);
 }
 NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
     nn_tensor x[3];
     x[0] = x1;
     x[1] = x2;
     x[2] = t;
-    return nn__row_loss(g, "nn_cosine_embedding_loss", NN__R_COSINE, 3, x, d);
+    return nn__row_loss(g, NN__R_COSINE, 3, x, d);
 }
 NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
     nn_tensor x[3];
     x[0] = a;
     x[1] = p;
     x[2] = n;
-    return nn__row_loss(g, "nn_triplet_margin_loss", NN__R_TRIPLET, 3, x, d);
+    return nn__row_loss(g, NN__R_TRIPLET, 3, x, d);
 }
 
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_xent_rows(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_XENT_GRAD, NN_F32, g->nodes[a].shape, a, b, gy.id));
-    return;
-}
-
-static void nn__grad_bce_logits(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_BCE_LOGITS_GRAD, NN_F32, n.shape, a, b, gy.id));
-    if (gb) { /* d/dt = -x */
-        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
-        nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
-    }
-    return;
-}
-
-static void nn__grad_loss_ew(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    /* inputs x, t, [pos_weight]; d-based losses give t minus x's gradient */
-    int ins[4], has_pw = n.n_in > 2, gt = gb && n.a.loss.kind <= NN__L_QUANTILE;
-    if (!ga && !gt) return;
-    ins[0] = a;
-    ins[1] = b;
-    ins[2] = gy.id;
-    ins[3] = has_pw ? n.in[2] : -1;
-    t = nn__tensor(nn__new_node(g, NN__OP_LOSS_EW_GRAD, NN_F32, n.shape, ins, has_pw ? 4 : 3));
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    if (ga) nn__acc_grad(g, a, t);
-    if (gt) nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
-    return;
-}
-
-static void nn__grad_ce_rows(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    /* inputs x, labels, [weight] */
-    int ins[4];
-    if (!ga) return;
-    ins[0] = a;
-    ins[1] = b;
-    ins[2] = gy.id;
-    ins[3] = n.n_in > 2 ? n.in[2] : -1;
-    t = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS_GRAD, NN_F32, g->nodes[a].shape, ins, n.n_in > 2 ? 4 : 3));
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_div_scalar(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    /* the divisor (a count of weights) is not differentiated */
-    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, n.shape, gy.id, b));
-    return;
-}
+#define nn__plan_loss_rows nn__no_plan
+#define nn__grad_loss_rows_grad nn__grad_none
+#define nn__plan_loss_rows_grad nn__no_plan
 
 static void nn__grad_loss_rows(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    /* one gradient op per differentiated input; targets get none */
+    /* inputs x0, x1, [x2], then dy */
     int k, ins[4], n_x = n.a.loss.kind == NN__R_COSINE ? 2 : n.a.loss.kind == NN__R_DICE ? 1 : 3;
     for (k = 0; k < n_x; k++) {
         if (!g->nodes[n.in[k]].needs_grad) continue;
@@ -18854,103 +20992,6 @@ static void nn__grad_loss_rows(nn_graph *g, int id) {
         nn__acc_grad(g, n.in[k], t);
     }
     return;
-}
-
-/* ---- CPU bodies ---- */
-
-/* A checked op's bad inputs, into its counter (a device kernel's atomic_inc on the CPU). */
-static void nn__count_check(nn_graph *g, const nn__node *n, int64_t bad) {
-    int32_t *c = (int32_t *)g->checks.host + n->check_slot;
-    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
-}
-
-static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__count_check(g, n, nn__xent_rows(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), NULL,
-                                         x->shape.dim[0], x->shape.dim[1]));
-    return NN_OK;
-}
-
-static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    (void)nn__xent_rows(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), NN__F(in[2]), n->shape.dim[0], n->shape.dim[1]);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_bce_logits(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NULL, N);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), N);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_loss_ew(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[2]) : NULL,
-                    n->a.loss.has_pos_weight ? g->nodes[in[2]].numel : 1, NULL, N, n->a.loss.kind, n->a.loss.a, n->a.loss.b,
-                    n->a.loss.log_target);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_loss_ew_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[3]) : NULL,
-                    n->a.loss.has_pos_weight ? g->nodes[in[3]].numel : 1, NN__F(in[2]), N, n->a.loss.kind, n->a.loss.a,
-                    n->a.loss.b, n->a.loss.log_target);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__count_check(g, n, nn__ce_rows_run(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL,
-                                          NULL, x->shape.dim[0], x->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input,
-                                          n->a.loss.smoothing));
-    return NN_OK;
-}
-
-static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__ce_rows_run(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]),
-                    n->shape.dim[0], n->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_ce_weights(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->a.loss.classes, n->a.loss.ignore_index);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_div_scalar(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    const float *x = NN__F(in[0]);
-    float d = NN__F(in[1])[0];
-    int64_t i;
-    for (i = 0; i < N; i++) y[i] = x[i] / d;
-    return NN_OK;
 }
 
 static nn_result nn__cpu_loss_rows(nn_graph *g, nn__node *n) {
@@ -18971,131 +21012,46 @@ static nn_result nn__cpu_loss_rows_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *x = &g->nodes[in[0]];
-    r = nn__launch_kernel(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiimi", &x->buf, &g->nodes[in[1]].buf, y, (int)x->shape.dim[0], (int)x->shape.dim[1], &g->checks,
-                     n->check_slot);
-    return r;
-}
-
-static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, (int)n->shape.dim[0],
-                        (int)n->shape.dim[1]);
-    return r;
-}
-
-static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "bce_logits_forward", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
-    return r;
-}
-
-static nn_result nn__launch_bce_logits_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "bce_logits_backward", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, N);
-    return r;
-}
-
-static nn_result nn__launch_loss_ew(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
-    const nn__buf *pw = n->a.loss.has_pos_weight ? &g->nodes[in[pwi]].buf : &g->one;
-    int npw = n->a.loss.has_pos_weight ? (int)g->nodes[in[pwi]].numel : 1;
-    r = nn__launch_kernel(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    return nn__args(l, "mmmmmiiiiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, pw, grad ? &g->nodes[in[2]].buf : &g->one, y, N,
-                       npw, n->a.loss.kind, n->a.loss.log_target, (double)n->a.loss.a, (double)n->a.loss.b);
-}
-
-static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
-    r = nn__launch_kernel(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
-    if (r != NN_OK) return r;
-    if (grad) /* the backward pass counts nothing: the forward did */
-        return nn__args(l, "mmmmmiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
-                        &g->nodes[in[2]].buf, y, B, (int)g->nodes[in[0]].shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->n_in > wi,
-                        (double)n->a.loss.smoothing);
-    return nn__args(l, "mmmmiiiiifmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
-                    y, B, (int)g->nodes[in[0]].shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->n_in > wi, (double)n->a.loss.smoothing, &g->checks,
-                    n->check_slot);
-}
-
-static nn_result nn__launch_ce_weights(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "ce_weights", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, N,
-                     n->a.loss.classes, n->a.loss.ignore_index, n->n_in > 1);
-    return r;
-}
-
-static nn_result nn__launch_div_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "div_scalar", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
-    return r;
-}
-
 static nn_result nn__launch_loss_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
+    const nn__node *x0 = &g->nodes[n->in[0]];
+    int B = (int)x0->shape.dim[0];
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int grad = n->op == NN__OP_LOSS_ROWS_GRAD, nx = n->n_in - grad, B = (int)g->nodes[in[0]].shape.dim[0];
-    r = nn__launch_kernel(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
+    nn__k_rows_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmmmmiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, nx > 2 ? &g->nodes[in[2]].buf : &g->one,
-                       grad ? &g->nodes[in[n->n_in - 1]].buf : &g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->a.loss.kind,
-                       grad ? n->a.loss.wrt : 0, (double)n->a.loss.margin);
+    memset(&k, 0, sizeof k);
+    k.x0 = &x0->buf;
+    k.x1 = &g->nodes[n->in[1]].buf;
+    k.x2 = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.y = &n->buf;
+    k.B = B;
+    k.D = (int)(x0->numel / B);
+    k.kind = n->a.loss.kind;
+    k.a = n->a.loss.margin;
+    return nn__kargs_rows_forward(l, &k);
+}
+
+static nn_result nn__launch_loss_rows_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x0 = &g->nodes[n->in[0]];
+    int B = (int)x0->shape.dim[0];
+    nn__launch *l = NULL;
+    nn__k_rows_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "rows_backward", (size_t)B, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x0 = &x0->buf;
+    k.x1 = &g->nodes[n->in[1]].buf;
+    k.x2 = n->n_in - 1 > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.dy = &g->nodes[n->in[n->n_in - 1]].buf;
+    k.dx = &n->buf;
+    k.B = B;
+    k.D = (int)(x0->numel / B);
+    k.kind = n->a.loss.kind;
+    k.which = n->a.loss.wrt;
+    k.a = n->a.loss.margin;
+    return nn__kargs_rows_backward(l, &k);
 }
 
 /* ======================================================================
@@ -20308,30 +22264,129 @@ static nn_result nn__launch_pad_upsample(nn_graph *g, int id) {
 }
 
 /* ======================================================================
-   src/ops/conv.c
+   src/ops/conv/bias.c
    ====================================================================== */
-/* The conv ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The conv family's per-channel bias and its gradient, x [N, C, ...] with b [C]: used by
+   the convolutions of src/ops/conv/conv2d.c and conv3d.c, so they come first. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_conv2d_dx nn__cpu_conv2d
-#define nn__launch_conv2d_dx nn__launch_conv2d
-#define nn__plan_conv2d_dx nn__plan_conv2d
-#define nn__cpu_conv2d_dw nn__cpu_conv2d
-#define nn__launch_conv2d_dw nn__launch_conv2d
-#define nn__grad_conv2d_dw nn__grad_none
-#define nn__plan_conv2d_dw nn__plan_conv2d
+/* ==== channel_bias: y [N, C, ...] = x + b[c] with b [C] (nn_conv_transpose2d's bias);
+   its gradient is gy for x and channel_sum(gy) [C] for b ==== */
+
+static nn_tensor nn__channel_bias(nn_graph *g, const char *op, nn_tensor x, nn_tensor b) {
+    nn_tensor in[2];
+    nn__node *nx, *nb;
+    in[0] = x;
+    in[1] = b;
+    if (!nn__check(g, op, 2, in)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nb = nn__n(g, b);
+    if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nx->shape.ndim < 2 || nb->shape.dim[0] != nx->shape.dim[1]) {
+        char sb[128], sx[128];
+        nn__shape_str(&nb->shape, sb, sizeof sb);
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: bias %s must be float32 [C] for an output %s", op, sb, sx);
+    }
+    return nn__op2(g, NN__OP_CHANNEL_BIAS, NN_F32, nx->shape, x.id, b.id);
+}
+
 #define nn__plan_channel_bias nn__no_plan
+
+static void nn__grad_channel_bias(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, gy);
+    if (gb) nn__acc_grad(g, b, nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[b].shape, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_channel_bias(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
+    const float *x = NN__F(in[0]), *b = NN__F(in[1]);
+    for (k = 0; k < N / S; k++)
+        for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
+    return NN_OK;
+}
+
+/* elementwise.cl's channel_bias, one work-item per element */
+static nn_result nn__launch_channel_bias(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_channel_bias k;
+    nn_result r = nn__launch_kernel(g, id, "elementwise", "channel_bias", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.b = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.C = (int)n->shape.dim[1];
+    k.S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
+    return nn__kargs_channel_bias(l, &k);
+}
+
+/* ==== channel_sum: y [C] = sum of x [N, C, ...] over N and the spatial dims, in a fixed
+   order (the gradient of every conv bias; built by the gradient rules only) ==== */
+
 #define nn__grad_channel_sum nn__grad_none
 #define nn__plan_channel_sum nn__no_plan
-#define nn__cpu_conv3d_dx nn__cpu_conv3d
-#define nn__launch_conv3d_dx nn__launch_conv3d
-#define nn__grad_conv3d_dx nn__grad_none
-#define nn__plan_conv3d_dx nn__plan_conv3d
-#define nn__cpu_conv3d_dw nn__cpu_conv3d
-#define nn__launch_conv3d_dw nn__launch_conv3d
-#define nn__grad_conv3d_dw nn__grad_none
-#define nn__plan_conv3d_dw nn__plan_conv3d
+
+static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
+    return NN_OK;
+}
+
+/* conv.cl's channel_sum, one work-item per channel */
+static nn_result nn__launch_channel_sum(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_channel_sum k;
+    int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
+    nn_result r = nn__launch_kernel(g, id, "conv", "channel_sum", (size_t)C, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.y = &n->buf;
+    k.N = Nb;
+    k.C = C;
+    k.S = (int)(x->numel / ((int64_t)Nb * C));
+    return nn__kargs_channel_sum(l, &k);
+}
+
+/* ======================================================================
+   src/ops/conv/conv2d.c
+   ====================================================================== */
+/* The 2-D convolutions: conv2d (and conv1d, a conv2d of height 1), its input gradient
+   (also nn_conv_transpose2d's forward) and its weight gradient. The CPU loops are in
+   src/cpu/conv.c (im2col + GEMM) and src/cpu/conv_dw.c (direct, depthwise); the kernels in
+   kernels/conv.cl (direct, and the im2col/pack passes around kernels/gemm.cl's GEMM). */
+
+/* ==== helpers of the conv family's builders (conv3d.c uses them too) ==== */
+
+/* Strides, dilations and groups >= 1 and pads >= 0, over dims spatial dims. */
+static int nn__conv_attr_ok(const nn__conv_attr *at, int dims) {
+    int k, ok = at->groups >= 1;
+    for (k = 0; k < dims; k++) ok = ok && at->stride[k] >= 1 && at->dilation[k] >= 1 && at->pad[k] >= 0;
+    return ok;
+}
+
+/* A bias operand given with no_bias set: the desc and the call disagree. */
+static int nn__no_bias_conflict(nn_graph *g, const char *op, int no_bias, nn_tensor bias) {
+    if (!no_bias || bias.id == 0) return 0;
+    nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a bias operand with no_bias set in the desc", op);
+    return 1;
+}
+
+/* ==== conv2d: y [N, K, OH, OW] = x [N, C, H, W] conv w [K, C/G, KH, KW] (+ bias [K]),
+   torch.nn.functional.conv2d; conv1d is conv2d on [N, C, 1, L]. Its gradients stand here:
+   CONV2D_DX, dx [N, C, H, W] from (w, dy) (nn_conv_transpose2d builds it as a forward op),
+   and CONV2D_DW, dw [K, C/G, KH, KW] from (x, dy). All three share one geometry (the
+   forward's, nn__conv2d in src/cpu/conv.c) and one plan: direct loops or im2col + GEMM ==== */
 
 /* A conv2d node's attributes (h, w), with the desc's defaults. */
 static void nn__conv2d_attrs(const nn_conv2d_desc *d, nn__conv_attr *at) {
@@ -20345,13 +22400,6 @@ static void nn__conv2d_attrs(const nn_conv2d_desc *d, nn__conv_attr *at) {
     at->groups = nn__defi(d->groups, 1);
 }
 
-/* Strides, dilations and groups >= 1 and pads >= 0, over dims spatial dims. */
-static int nn__conv_attr_ok(const nn__conv_attr *at, int dims) {
-    int k, ok = at->groups >= 1;
-    for (k = 0; k < dims; k++) ok = ok && at->stride[k] >= 1 && at->dilation[k] >= 1 && at->pad[k] >= 0;
-    return ok;
-}
-
 /* The 8 ints of a conv2d kernel's geometry: stride h/w, pad h/w, dilation h/w, groups. */
 static void nn__conv2d_geo(const nn__conv_attr *at, int geo[8]) {
     geo[0] = at->stride[0];
@@ -20362,13 +22410,6 @@ static void nn__conv2d_geo(const nn__conv_attr *at, int geo[8]) {
     geo[5] = at->dilation[1];
     geo[6] = at->groups;
     geo[7] = 0;
-}
-
-/* A bias operand given with no_bias set: the desc and the call disagree. */
-static int nn__no_bias_conflict(nn_graph *g, const char *op, int no_bias, nn_tensor bias) {
-    if (!no_bias || bias.id == 0) return 0;
-    nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a bias operand with no_bias set in the desc", op);
-    return 1;
 }
 
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
@@ -20492,24 +22533,6 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     return nn_reshape(g, y, nn_shape3(nn__n(g, y)->shape.dim[0], nn__n(g, y)->shape.dim[1], nn__n(g, y)->shape.dim[3]));
 }
 
-/* y [N, C, ...] = x + b[c]: a per-channel bias (its gradient is channel_sum) */
-static nn_tensor nn__channel_bias(nn_graph *g, const char *op, nn_tensor x, nn_tensor b) {
-    nn_tensor in[2];
-    nn__node *nx, *nb;
-    in[0] = x;
-    in[1] = b;
-    if (!nn__check(g, op, 2, in)) return nn__tensor(-1);
-    nx = nn__n(g, x);
-    nb = nn__n(g, b);
-    if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nx->shape.ndim < 2 || nb->shape.dim[0] != nx->shape.dim[1]) {
-        char sb[128], sx[128];
-        nn__shape_str(&nb->shape, sb, sizeof sb);
-        nn__shape_str(&nx->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "%s: bias %s must be float32 [C] for an output %s", op, sb, sx);
-    }
-    return nn__op2(g, NN__OP_CHANNEL_BIAS, NN_F32, nx->shape, x.id, b.id);
-}
-
 /* nn.Conv1d: NAME.weight [out_channels, C/groups, kernel] and NAME.bias [out_channels]. */
 NN_API nn_tensor nn_conv1d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kernel, const nn_conv1d_desc *desc,
                                  const char *name) {
@@ -20580,6 +22603,434 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     return bias.id != 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
 }
 
+#define nn__grad_conv2d_dw nn__grad_none
+#define nn__plan_conv2d_dx nn__plan_conv2d
+#define nn__plan_conv2d_dw nn__plan_conv2d
+
+static void nn__grad_conv2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, b, t);
+    }
+    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
+        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
+    return;
+}
+
+/* nn_conv_transpose2d's rule: CONV2D_DX as a forward op of (w, x) */
+static void nn__grad_conv2d_dx(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* as a transposed convolution: inputs (w, x) */
+    if (gb) { /* d/dx: the forward convolution of gy */
+        t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, b, t);
+    }
+    if (ga) { /* d/dw: conv2d's weight gradient with gy as the input and x as dy */
+        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[a].shape, gy.id, b);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, a, t);
+    }
+    return;
+}
+
+/* A device's algorithm for a convolution, chosen at compile time (nn__plan_conv2d). */
+typedef struct nn__conv_plan {
+    int algo;        /* NN__CONV_GEMM or NN__CONV_DIRECT */
+    int ld;          /* columns of the column matrices: P = N*OH*OW, padded for the K slices */
+    int split;       /* K slices of the weight gradient's product (1: none) */
+    int64_t scratch; /* floats */
+} nn__conv_plan;
+
+/* Depthwise convolutions (one input channel per group) run the direct kernels: their
+   products are too thin for a GEMM. Everything else is im2col + the tuned GEMM, one
+   batched launch over the groups. The weight gradient reduces over all N*OH*OW columns
+   into a small [K, C/G*KH*KW] result, so its product is cut into K slices (summed after,
+   in a fixed order) until there are enough tiles to fill the device. Shapes whose
+   working memory would not fit the device, or 32-bit indices, fall back to direct. */
+static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d *c, nn__conv_plan *p) {
+    int64_t P = (int64_t)c->N * c->OH * c->OW, Cg = c->C / c->G, Kg = c->K / c->G;
+    int64_t KKg = Cg * c->KH * c->KW, rows = (int64_t)c->C * c->KH * c->KW, chunk, most;
+    nn__gemm_cfg cfg;
+    memset(p, 0, sizeof *p);
+    p->algo = NN__CONV_DIRECT;
+    p->ld = (int)P;
+    p->split = 1;
+    if (nn__conv2d_is_depthwise(c)) return;
+    if (op == NN__OP_CONV2D_DW) {
+        int64_t tile_n, tile_m, tiles, target;
+        nn__gemm_config(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, &cfg);
+        tile_n = (int64_t)cfg.wpt_n * cfg.wg_n;
+        tile_m = (int64_t)cfg.wpt_m * (cfg.use_local == 2 ? 4 : cfg.wg_m);
+        tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
+        target = ctx->dev.cpu_tuned ? NN__GEMM_CPU_ITEMS : 4 * (int64_t)(ctx->dev.units ? ctx->dev.units : 16);
+        p->split = (int)((target + tiles - 1) / tiles);
+        /* slices of at most 1024 columns too: one float accumulator over tens of thousands
+           of products loses the small terms to rounding (the partial sums are exact enough) */
+        if (p->split < (P + 1023) / 1024) p->split = (int)((P + 1023) / 1024);
+        most = P / 256; /* slices of at least 256 columns */
+        if (p->split > most) p->split = (int)(most > 1 ? most : 1);
+        if (p->split > 256) p->split = 256;
+        if (p->split > 1 && (int64_t)p->split * Kg > P) p->split = (int)(P / Kg > 1 ? P / Kg : 1); /* partials <= columns */
+        chunk = (P + p->split - 1) / p->split;
+        chunk = (chunk + 3) / 4 * 4;
+        p->split = (int)((P + chunk - 1) / chunk);
+        p->ld = (int)(chunk * p->split);
+        p->scratch = (rows + c->K) * p->ld + (p->split > 1 ? (int64_t)p->split * c->K * KKg : 0);
+    } else
+        p->scratch = (rows + c->K) * P;
+    if (p->scratch >= (int64_t)1 << 31 || (uint64_t)p->scratch * 4 > (uint64_t)ctx->dev.max_alloc / 2) {
+        p->split = 1;
+        p->ld = (int)P;
+        p->scratch = 0;
+        return;
+    }
+    p->algo = NN__CONV_GEMM;
+}
+
+/* The forward geometry of a conv2d node or of one of its gradients. */
+static void nn__conv2d_node_geom(const nn_graph *g, const nn__node *n, nn__conv2d *c) {
+    if (n->op == NN__OP_CONV2D) nn__conv2d_geom(c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
+    else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(c, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
+    else nn__conv2d_geom(c, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
+}
+
+/* conv2d and its gradients: where the CPU bodies run (host memory), direct loops for
+   depthwise convolutions, else im2col + GEMM; devices choose by nn__conv2d_dev_plan. */
+static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
+    nn__conv2d c;
+    nn__conv2d_node_geom(g, n, &c);
+    if (!g->ctx->backend->host_memory) {
+        nn__conv_plan p;
+        nn__conv2d_dev_plan(g->ctx, n->op, &c, &p);
+        n->algo = p.algo;
+        n->scratch = p.scratch;
+        return;
+    }
+    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : NN__CONV_GEMM; /* direct: no scratch */
+    n->scratch = n->algo == NN__CONV_DIRECT ? 0 : nn__conv2d_scratch(&c);
+}
+
+/* Direct loops (src/cpu/conv_dw.c) when planned, no scratch; else im2col + GEMM. */
+static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__conv2d c;
+    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+    nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+    if (n->algo == NN__CONV_DIRECT)
+        nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
+    else
+        nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                           n->scratch_buf.host);
+    return NN_OK;
+}
+
+/* inputs (w, dy), output dx */
+static nn_result nn__cpu_conv2d_dx(nn_graph *g, nn__node *n) {
+    float *y = n->buf.host;
+    nn__conv2d c;
+    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
+    if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host);
+    else nn__conv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host, n->scratch_buf.host);
+    return NN_OK;
+}
+
+/* inputs (x, dy), output dw */
+static nn_result nn__cpu_conv2d_dw(nn_graph *g, nn__node *n) {
+    float *y = n->buf.host;
+    nn__conv2d c;
+    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host);
+    else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host, n->scratch_buf.host);
+    return NN_OK;
+}
+
+/* The GEMM path (NN__CONV_GEMM): im2col / pack passes of kernels/conv.cl around one
+   batched GEMM over the groups (nn__launch_gemm, src/ops/matmul.c), operands at float
+   offsets of the node's scratch (layouts in kernels/conv.cl). The passes' shapes: by rows
+   on CPU devices, by elements elsewhere. */
+typedef struct nn__conv2d_gemm {
+    nn__conv_plan p;
+    int rowwise;
+    int Kg, KKg, rows; /* K/G; the group's column rows C/G*KH*KW; all of them, C*KH*KW */
+    int P, S;          /* columns N*OH*OW; OH*OW */
+} nn__conv2d_gemm;
+
+static void nn__conv2d_gemm_make(const nn_context *ctx, int op, const nn__conv2d *c, nn__conv2d_gemm *q) {
+    q->rowwise = ctx->dev.cpu_tuned;
+    q->Kg = c->K / c->G;
+    q->KKg = c->C / c->G * c->KH * c->KW;
+    q->rows = c->C * c->KH * c->KW;
+    q->P = c->N * c->OH * c->OW;
+    q->S = c->OH * c->OW;
+    nn__conv2d_dev_plan(ctx, op, c, &q->p);
+}
+
+/* col [C*KH*KW, ld] at scratch offset off = im2col(x) */
+static nn_result nn__launch_conv2d_im2col(nn_graph *g, int id, const nn__conv2d *c, const nn__conv2d_gemm *q,
+                                          const nn__buf *x, int off) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_conv2d_im2col k;
+    int geo[8];
+    size_t items = q->rowwise ? (size_t)q->rows * (c->N * c->OH + 1) : (size_t)q->rows * q->p.ld;
+    nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_im2col_rows" : "conv2d_im2col", items, &l);
+    if (r != NN_OK) return r;
+    nn__conv2d_geo(&n->a.conv, geo);
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.col = &n->scratch_buf;
+    k.off = off;
+    k.N = c->N;
+    k.C = c->C;
+    k.H = c->H;
+    k.W = c->W;
+    k.KH = c->KH;
+    k.KW = c->KW;
+    k.OH = c->OH;
+    k.OW = c->OW;
+    k.geo = geo;
+    k.ld = q->p.ld;
+    return nn__kargs_conv2d_im2col(l, &k);
+}
+
+/* dyg [K, ld] at scratch offset off = dy [N, K, OH*OW] by rows, zero-padded */
+static nn_result nn__launch_conv2d_pack(nn_graph *g, int id, const nn__conv2d *c, const nn__conv2d_gemm *q,
+                                        const nn__buf *dy, int off) {
+    nn__launch *l = NULL;
+    nn__k_conv2d_pack k;
+    size_t items = q->rowwise ? (size_t)c->K * (c->N + 1) : (size_t)c->K * q->p.ld;
+    nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_pack_rows" : "conv2d_pack", items, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = dy;
+    k.dyg = &g->nodes[id].scratch_buf;
+    k.off = off;
+    k.N = c->N;
+    k.K = c->K;
+    k.S = q->S;
+    k.ld = q->p.ld;
+    return nn__kargs_conv2d_pack(l, &k);
+}
+
+/* GEMM path: col = im2col(x); out_g = w_g col_g; y = out + bias. Direct: conv2d_forward,
+   one work-item per output. */
+static nn_result nn__launch_conv2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *x = &g->nodes[n->in[0]], *w = &g->nodes[n->in[1]];
+    const nn__buf *bias = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    nn__launch *l = NULL;
+    nn__conv2d c;
+    nn_result r;
+    int geo[8];
+    nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+    if (n->algo == NN__CONV_GEMM) {
+        nn__conv2d_gemm q;
+        nn__k_conv2d_unpack k;
+        int wa[4], cb[4], oc[4], ld, out;
+        nn__conv2d_gemm_make(g->ctx, n->op, &c, &q);
+        ld = q.p.ld;
+        out = q.rows * ld;
+        wa[0] = q.KKg, wa[1] = 0, wa[2] = q.Kg * q.KKg, wa[3] = 0;
+        cb[0] = ld, cb[1] = 0, cb[2] = q.KKg * ld, cb[3] = 0;
+        oc[0] = ld, oc[1] = out, oc[2] = q.Kg * ld, oc[3] = 0;
+        r = nn__launch_conv2d_im2col(g, id, &c, &q, &x->buf, 0);
+        if (r == NN_OK)
+            r = nn__launch_gemm(g, id, 0, 0, q.Kg, q.P, q.KKg, &w->buf, wa, &n->scratch_buf, cb, &n->scratch_buf, oc, c.G, 1);
+        if (r == NN_OK)
+            r = nn__launch_kernel(g, id, "conv", q.rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
+                                  q.rowwise ? (size_t)c.N * c.K : (size_t)n->numel, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.out = &n->scratch_buf;
+        k.b = bias;
+        k.y = &n->buf;
+        k.off = out;
+        k.N = c.N;
+        k.K = c.K;
+        k.S = q.S;
+        k.ld = ld;
+        k.has_bias = n->n_in > 2;
+        return nn__kargs_conv2d_unpack(l, &k);
+    }
+    r = nn__launch_kernel(g, id, "conv", "conv2d_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    {
+        nn__k_conv2d_forward k;
+        nn__conv2d_geo(&n->a.conv, geo);
+        memset(&k, 0, sizeof k);
+        k.x = &x->buf;
+        k.w = &w->buf;
+        k.b = bias;
+        k.y = &n->buf;
+        k.N = c.N;
+        k.C = c.C;
+        k.H = c.H;
+        k.W = c.W;
+        k.K = c.K;
+        k.KH = c.KH;
+        k.KW = c.KW;
+        k.OH = c.OH;
+        k.OW = c.OW;
+        k.geo = geo;
+        k.has_bias = n->n_in > 2;
+        return nn__kargs_conv2d_forward(l, &k);
+    }
+}
+
+/* GEMM path: dyg = pack(dy); dcol_g = w_g^T dyg_g; dx = col2im(dcol). Direct:
+   conv2d_backward_data, one work-item per element of dx. */
+static nn_result nn__launch_conv2d_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__launch *l = NULL;
+    nn__conv2d c;
+    nn_result r;
+    int geo[8];
+    nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
+    nn__conv2d_geo(&n->a.conv, geo);
+    if (n->algo == NN__CONV_GEMM) {
+        nn__conv2d_gemm q;
+        nn__k_conv2d_col2im k;
+        int wa[4], gb[4], dc[4], ld, dcol;
+        nn__conv2d_gemm_make(g->ctx, n->op, &c, &q);
+        ld = q.p.ld;
+        dcol = c.K * ld;
+        wa[0] = q.KKg, wa[1] = 0, wa[2] = q.Kg * q.KKg, wa[3] = 0;
+        gb[0] = ld, gb[1] = 0, gb[2] = q.Kg * ld, gb[3] = 0;
+        dc[0] = ld, dc[1] = dcol, dc[2] = q.KKg * ld, dc[3] = 0;
+        r = nn__launch_conv2d_pack(g, id, &c, &q, &dy->buf, 0);
+        if (r == NN_OK)
+            r = nn__launch_gemm(g, id, 1, 0, q.KKg, q.P, q.Kg, &w->buf, wa, &n->scratch_buf, gb, &n->scratch_buf, dc, c.G, 1);
+        if (r == NN_OK)
+            r = nn__launch_kernel(g, id, "conv", q.rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
+                                  q.rowwise ? (size_t)c.N * c.C : (size_t)n->numel, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.dcol = &n->scratch_buf;
+        k.dx = &n->buf;
+        k.off = dcol;
+        k.N = c.N;
+        k.C = c.C;
+        k.H = c.H;
+        k.W = c.W;
+        k.KH = c.KH;
+        k.KW = c.KW;
+        k.OH = c.OH;
+        k.OW = c.OW;
+        k.geo = geo;
+        k.ld = ld;
+        return nn__kargs_conv2d_col2im(l, &k);
+    }
+    r = nn__launch_kernel(g, id, "conv", "conv2d_backward_data", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    {
+        nn__k_conv2d_backward_data k;
+        memset(&k, 0, sizeof k);
+        k.w = &w->buf;
+        k.dy = &dy->buf;
+        k.dx = &n->buf;
+        k.N = c.N;
+        k.C = c.C;
+        k.H = c.H;
+        k.W = c.W;
+        k.K = c.K;
+        k.KH = c.KH;
+        k.KW = c.KW;
+        k.OH = c.OH;
+        k.OW = c.OW;
+        k.geo = geo;
+        return nn__kargs_conv2d_backward_data(l, &k);
+    }
+}
+
+/* GEMM path: col = im2col(x), dyg = pack(dy); dw_g = the sum over the plan's K slices of
+   dyg_g col_g^T (elementwise.cl's sum_leading adds the slices in order). Direct:
+   conv2d_backward_weight, one work-item per element of dw. */
+static nn_result nn__launch_conv2d_dw(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__launch *l = NULL;
+    nn__conv2d c;
+    nn_result r;
+    int geo[8];
+    nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    if (n->algo == NN__CONV_GEMM) {
+        nn__conv2d_gemm q;
+        const nn__buf *s = &n->scratch_buf;
+        int ga[4], cb[4], wc[4], ld, chunk, col = 0, dyg, part;
+        nn__conv2d_gemm_make(g->ctx, n->op, &c, &q);
+        ld = q.p.ld;
+        chunk = ld / q.p.split;
+        dyg = q.rows * ld;
+        part = dyg + c.K * ld;
+        ga[0] = ld, ga[1] = dyg, ga[2] = q.Kg * ld, ga[3] = chunk;
+        cb[0] = ld, cb[1] = col, cb[2] = q.KKg * ld, cb[3] = chunk;
+        wc[0] = q.KKg, wc[1] = q.p.split > 1 ? part : 0, wc[2] = q.Kg * q.KKg, wc[3] = c.K * q.KKg;
+        r = nn__launch_conv2d_im2col(g, id, &c, &q, &x->buf, col);
+        if (r == NN_OK) r = nn__launch_conv2d_pack(g, id, &c, &q, &dy->buf, dyg);
+        if (r == NN_OK)
+            r = nn__launch_gemm(g, id, 0, 1, q.Kg, q.KKg, chunk, s, ga, s, cb, q.p.split > 1 ? s : &n->buf, wc, c.G,
+                                q.p.split);
+        if (r == NN_OK && q.p.split > 1) {
+            nn__k_sum_leading k;
+            r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)c.K * q.KKg, &l);
+            if (r != NN_OK) return r;
+            memset(&k, 0, sizeof k);
+            k.x = s;
+            k.y = &n->buf;
+            k.n = q.p.split * c.K * q.KKg;
+            k.nb = c.K * q.KKg;
+            k.off = part;
+            r = nn__kargs_sum_leading(l, &k);
+        }
+        return r;
+    }
+    r = nn__launch_kernel(g, id, "conv", "conv2d_backward_weight", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    {
+        nn__k_conv2d_backward_weight k;
+        nn__conv2d_geo(&n->a.conv, geo);
+        memset(&k, 0, sizeof k);
+        k.x = &x->buf;
+        k.dy = &dy->buf;
+        k.dw = &n->buf;
+        k.N = c.N;
+        k.C = c.C;
+        k.H = c.H;
+        k.W = c.W;
+        k.K = c.K;
+        k.KH = c.KH;
+        k.KW = c.KW;
+        k.OH = c.OH;
+        k.OW = c.OW;
+        k.geo = geo;
+        return nn__kargs_conv2d_backward_weight(l, &k);
+    }
+}
+
+/* ======================================================================
+   src/ops/conv/conv3d.c
+   ====================================================================== */
+/* The 3-D convolutions: conv3d, its input gradient and its weight gradient. The CPU loops
+   are in src/cpu/conv3d.c (im2col + GEMM), the kernels in kernels/conv3d.cl (direct). */
+
+/* ==== conv3d: y [N, K, OD, OH, OW] = x [N, C, D, H, W] conv w [K, C/G, KD, KH, KW]
+   (+ bias [K]), torch.nn.functional.conv3d. Its gradients stand here: CONV3D_DX, dx from
+   (w, dy), and CONV3D_DW, dw from (x, dy); the three share the forward's geometry
+   (nn__conv3d in src/cpu/conv3d.c) and one plan ==== */
 
 NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc) {
     nn_tensor in[3], t;
@@ -20672,134 +23123,10 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     }
 }
 
-
-/* ---- the algorithm per convolution, chosen at compile time ---- */
-
-typedef struct nn__conv_plan {
-    int algo;        /* NN__CONV_GEMM or NN__CONV_DIRECT */
-    int ld;          /* columns of the column matrices: P = N*OH*OW, padded for the K slices */
-    int split;       /* K slices of the weight gradient's product (1: none) */
-    int64_t scratch; /* floats */
-} nn__conv_plan;
-
-/* Depthwise convolutions (one input channel per group) run the direct kernels: their
-   products are too thin for a GEMM. Everything else is im2col + the tuned GEMM, one
-   batched launch over the groups. The weight gradient reduces over all N*OH*OW columns
-   into a small [K, C/G*KH*KW] result, so its product is cut into K slices (summed after,
-   in a fixed order) until there are enough tiles to fill the device. Shapes whose
-   working memory would not fit the device, or 32-bit indices, fall back to direct. */
-static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d *c, nn__conv_plan *p) {
-    int64_t P = (int64_t)c->N * c->OH * c->OW, Cg = c->C / c->G, Kg = c->K / c->G;
-    int64_t KKg = Cg * c->KH * c->KW, rows = (int64_t)c->C * c->KH * c->KW, chunk, most;
-    nn__gemm_cfg cfg;
-    memset(p, 0, sizeof *p);
-    p->algo = NN__CONV_DIRECT;
-    p->ld = (int)P;
-    p->split = 1;
-    if (nn__conv2d_is_depthwise(c)) return;
-    if (op == NN__OP_CONV2D_DW) {
-        int64_t tile_n, tile_m, tiles, target;
-        nn__gemm_config(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, &cfg);
-        tile_n = (int64_t)cfg.wpt_n * cfg.wg_n;
-        tile_m = (int64_t)cfg.wpt_m * (cfg.use_local == 2 ? 4 : cfg.wg_m);
-        tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
-        target = ctx->dev.cpu_tuned ? NN__GEMM_CPU_ITEMS : 4 * (int64_t)(ctx->dev.units ? ctx->dev.units : 16);
-        p->split = (int)((target + tiles - 1) / tiles);
-        /* slices of at most 1024 columns too: one float accumulator over tens of thousands
-           of products loses the small terms to rounding (the partial sums are exact enough) */
-        if (p->split < (P + 1023) / 1024) p->split = (int)((P + 1023) / 1024);
-        most = P / 256; /* slices of at least 256 columns */
-        if (p->split > most) p->split = (int)(most > 1 ? most : 1);
-        if (p->split > 256) p->split = 256;
-        if (p->split > 1 && (int64_t)p->split * Kg > P) p->split = (int)(P / Kg > 1 ? P / Kg : 1); /* partials <= columns */
-        chunk = (P + p->split - 1) / p->split;
-        chunk = (chunk + 3) / 4 * 4;
-        p->split = (int)((P + chunk - 1) / chunk);
-        p->ld = (int)(chunk * p->split);
-        p->scratch = (rows + c->K) * p->ld + (p->split > 1 ? (int64_t)p->split * c->K * KKg : 0);
-    } else
-        p->scratch = (rows + c->K) * P;
-    if (p->scratch >= (int64_t)1 << 31 || (uint64_t)p->scratch * 4 > (uint64_t)ctx->dev.max_alloc / 2) {
-        p->split = 1;
-        p->ld = (int)P;
-        p->scratch = 0;
-        return;
-    }
-    p->algo = NN__CONV_GEMM;
-}
-
-
-/* conv2d and its gradients: direct loops for depthwise convolutions on the CPU, else
-   im2col + GEMM; devices choose by nn__conv2d_dev_plan. */
-static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
-    nn__conv2d c;
-    if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
-    else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
-    else nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
-    if (g->ctx->backend->kind != NN_BACKEND_CPU) {
-        nn__conv_plan p;
-        nn__conv2d_dev_plan(g->ctx, n->op, &c, &p);
-        n->algo = p.algo;
-        n->scratch = p.scratch;
-        return;
-    }
-    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : NN__CONV_GEMM; /* direct: no scratch */
-    n->scratch = n->algo == NN__CONV_DIRECT ? 0 : nn__conv2d_scratch(&c);
-}
-
-/* conv3d: im2col + GEMM on the CPU; direct kernels, no scratch, on devices. */
-static void nn__plan_conv3d(nn_graph *g, nn__node *n) {
-    nn__conv3d c3;
-    if (g->ctx->backend->kind != NN_BACKEND_CPU) return;
-    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
-    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
-    else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
-    n->scratch = nn__conv3d_scratch(&c3);
-}
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_conv2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) {
-        t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    if (gb) {
-        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
-        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
-    return;
-}
-
-static void nn__grad_channel_bias(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, gy);
-    if (gb) nn__acc_grad(g, b, nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[b].shape, gy.id));
-    return;
-}
-
-static void nn__grad_conv2d_dx(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    /* as a transposed convolution: inputs (w, x) */
-    if (gb) { /* d/dx: the forward convolution of gy */
-        t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    if (ga) { /* d/dw: conv2d's weight gradient with gy as the input and x as dy */
-        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[a].shape, gy.id, b);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    return;
-}
+#define nn__grad_conv3d_dx nn__grad_none
+#define nn__grad_conv3d_dw nn__grad_none
+#define nn__plan_conv3d_dx nn__plan_conv3d
+#define nn__plan_conv3d_dw nn__plan_conv3d
 
 static void nn__grad_conv3d(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -20819,270 +23146,163 @@ static void nn__grad_conv3d(nn_graph *g, int id) {
     return;
 }
 
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__conv2d c;
-    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    if (n->op == NN__OP_CONV2D) {
-        nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (cpu/conv_dw.c) */
-            nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
-        else
-            nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                               n->scratch_buf.host);
-    } else if (n->op == NN__OP_CONV2D_DX) { /* inputs (w, dy), output dx */
-        nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host);
-        else nn__conv2d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-    } else { /* inputs (x, dy), output dw */
-        nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host);
-        else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-    }
-    return NN_OK;
-}
-
-static nn_result nn__cpu_channel_bias(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
-    const float *x = NN__F(in[0]), *b = NN__F(in[1]);
-    for (k = 0; k < N / S; k++)
-        for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
-    return NN_OK;
-}
-
-static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
-    return NN_OK;
+/* im2col + GEMM where the CPU bodies run (host memory), with its scratch; direct kernels,
+   no scratch, on devices. */
+static void nn__plan_conv3d(nn_graph *g, nn__node *n) {
+    nn__conv3d c3;
+    if (!g->ctx->backend->host_memory) return;
+    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
+    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
+    else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
+    n->scratch = nn__conv3d_scratch(&c3);
 }
 
 static nn_result nn__cpu_conv3d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
-    float *y = n->buf.host;
     nn__conv3d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    if (n->op == NN__OP_CONV3D) {
-        nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        nn__conv3d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                           n->scratch_buf.host);
-    } else if (n->op == NN__OP_CONV3D_DX) { /* inputs (w, dy), output dx */
-        nn__conv3d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-        nn__conv3d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-    } else { /* inputs (x, dy), output dw */
-        nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-        nn__conv3d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-    }
+    nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+    nn__conv3d_forward(g->ctx->threads, &c, n->buf.host, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                       n->scratch_buf.host);
     return NN_OK;
 }
 
-/* conv2d, its input gradient and its weight gradient as im2col + batched GEMM (the
-   layouts are described in kernels/conv.cl); c is the forward geometry. */
-static nn_result nn__launch_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
-    nn_context *ctx = g->ctx;
-    nn__node *n = &g->nodes[id];
-    const nn__buf *s = &n->scratch_buf, *y = &n->buf, *in0 = &g->nodes[n->in[0]].buf, *in1 = &g->nodes[n->in[1]].buf;
-    nn__conv_plan p;
-    int Cg = c->C / c->G, Kg = c->K / c->G, KKg = Cg * c->KH * c->KW, rows = c->C * c->KH * c->KW;
-    int P = c->N * c->OH * c->OW, S = c->OH * c->OW, geo[8], ld, col, dyg;
-    nn__launch *l = NULL;
-    nn_result r;
-    /* the kernels' shapes: by rows on CPU devices, by elements elsewhere (see conv.cl) */
-    int rowwise = ctx->dev.cpu_tuned;
-    const char *k_im2col = rowwise ? "conv2d_im2col_rows" : "conv2d_im2col";
-    const char *k_pack = rowwise ? "conv2d_pack_rows" : "conv2d_pack";
-    size_t n_im2col = rowwise ? (size_t)rows * (c->N * c->OH + 1) : 0, n_pack = rowwise ? (size_t)c->K * (c->N + 1) : 0;
-    nn__conv2d_geo(&n->a.conv, geo);
-    nn__conv2d_dev_plan(ctx, n->op, c, &p);
-    if (!rowwise) n_im2col = (size_t)rows * p.ld, n_pack = (size_t)c->K * p.ld;
-    ld = p.ld;
-    if (n->op == NN__OP_CONV2D) { /* col = im2col(x); out_g = w_g col_g; y = out + bias */
-        int wa[4], cb[4], oc[4], out = rows * ld;
-        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
-        cb[0] = ld, cb[1] = 0, cb[2] = KKg * ld, cb[3] = 0;
-        oc[0] = ld, oc[1] = out, oc[2] = Kg * ld, oc[3] = 0;
-        r = nn__launch_kernel(g, id, "conv", k_im2col, n_im2col, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmiiiiiiiii8i", in0, s, 0, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
-                            geo, ld);
-        if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 0, Kg, P, KKg, in1, wa, s, cb, s, oc, c->G, 1);
-        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
-                                          rowwise ? (size_t)c->N * c->K : (size_t)n->numel, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmmiiiiii", s, n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one, y, out, c->N, c->K, S,
-                            ld, n->n_in > 2);
-        return r;
-    }
-    if (n->op == NN__OP_CONV2D_DX) { /* dyg = pack(dy); dcol_g = w_g^T dyg_g; dx = col2im(dcol) */
-        int wa[4], gb[4], dc[4], dcol = c->K * ld;
-        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
-        gb[0] = ld, gb[1] = 0, gb[2] = Kg * ld, gb[3] = 0;
-        dc[0] = ld, dc[1] = dcol, dc[2] = KKg * ld, dc[3] = 0;
-        r = nn__launch_kernel(g, id, "conv", k_pack, n_pack, &l);
-        if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, 0, c->N, c->K, S, ld);
-        if (r == NN_OK) r = nn__launch_gemm(g, id, 1, 0, KKg, P, Kg, in0, wa, s, gb, s, dc, c->G, 1);
-        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
-                                          rowwise ? (size_t)c->N * c->C : (size_t)n->numel, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmiiiiiiiii8i", s, y, dcol, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
-                            geo, ld);
-        return r;
-    }
-    { /* dw: col = im2col(x), dyg = pack(dy); dw_g = sum over K slices of dyg_g col_g^T */
-        int ga[4], cb[4], wc[4], chunk = ld / p.split, part;
-        col = 0;
-        dyg = rows * ld;
-        part = dyg + c->K * ld;
-        ga[0] = ld, ga[1] = dyg, ga[2] = Kg * ld, ga[3] = chunk;
-        cb[0] = ld, cb[1] = col, cb[2] = KKg * ld, cb[3] = chunk;
-        wc[0] = KKg, wc[1] = p.split > 1 ? part : 0, wc[2] = Kg * KKg, wc[3] = c->K * KKg;
-        r = nn__launch_kernel(g, id, "conv", k_im2col, n_im2col, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmiiiiiiiii8i", in0, s, col, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH,
-                            c->OW, geo, ld);
-        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", k_pack, n_pack, &l);
-        if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, dyg, c->N, c->K, S, ld);
-        if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 1, Kg, KKg, chunk, s, ga, s, cb, p.split > 1 ? s : y, wc, c->G, p.split);
-        if (r == NN_OK && p.split > 1) {
-            r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)c->K * KKg, &l);
-            if (r == NN_OK) r = nn__args(l, "mmiii", s, y, p.split * c->K * KKg, c->K * KKg, part);
-        }
-        return r;
-    }
+/* inputs (w, dy), output dx */
+static nn_result nn__cpu_conv3d_dx(nn_graph *g, nn__node *n) {
+    nn__conv3d c;
+    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__conv3d_geom(&c, &n->shape, &w->shape, &n->a.conv);
+    nn__conv3d_backward_data(g->ctx->threads, &c, n->buf.host, w->buf.host, dy->buf.host, n->scratch_buf.host);
+    return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_conv2d(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__conv2d c;
-    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    int geo[8];
-    nn__conv2d_geo(&n->a.conv, geo);
-    if (n->algo == NN__CONV_GEMM) {
-        if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-        else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-        return nn__launch_conv2d_gemm(g, id, &c);
-    }
-    if (n->op == NN__OP_CONV2D) {
-        nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        r = nn__launch_kernel(g, id, "conv", "conv2d_forward", (size_t)N, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmmmiiiiiiiii8i", &x->buf, &w->buf, n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one,
-                            y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW, c.OH, c.OW, geo, n->n_in > 2);
-        return r;
-    }
-    if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-    else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    r = nn__launch_kernel(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiiiiiiiii8", &x->buf, &w->buf, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
-                        c.OH, c.OW, geo);
-    return r;
+/* inputs (x, dy), output dw */
+static nn_result nn__cpu_conv3d_dw(nn_graph *g, nn__node *n) {
+    nn__conv3d c;
+    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    nn__conv3d_backward_weight(g->ctx->threads, &c, n->buf.host, x->buf.host, dy->buf.host, n->scratch_buf.host);
+    return NN_OK;
 }
 
-static nn_result nn__launch_channel_bias(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
-    r = nn__launch_kernel(g, id, "elementwise", "channel_bias", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, C, S);
-    return r;
+/* The kernels' geometry, two int8s: ga = stride d/h/w, pad d/h/w, dilation d/h; gb =
+   dilation w, groups. */
+static void nn__conv3d_geo(const nn__conv_attr *at, int geo[16]) {
+    memset(geo, 0, 16 * sizeof(int));
+    memcpy(geo, at->stride, 3 * sizeof(int));
+    memcpy(geo + 3, at->pad, 3 * sizeof(int));
+    memcpy(geo + 6, at->dilation, 3 * sizeof(int));
+    geo[9] = at->groups;
 }
 
-static nn_result nn__launch_channel_sum(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *x = &g->nodes[in[0]];
-    int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    r = nn__launch_kernel(g, id, "conv", "channel_sum", (size_t)C, &l);
-    if (r == NN_OK) r = nn__args(l, "mmiii", &x->buf, y, Nb, C, (int)(x->numel / ((int64_t)Nb * C)));
-    return r;
-}
-
+/* conv3d.cl's kernels, one work-item per element of the output */
 static nn_result nn__launch_conv3d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
+    nn__node *x = &g->nodes[n->in[0]], *w = &g->nodes[n->in[1]];
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
+    nn__k_conv3d_forward k;
     nn__conv3d c;
-    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    int geo[16]; /* ga = stride d/h/w, pad d/h/w, dilation d/h; gb = dilation w, groups */
-    memset(geo, 0, sizeof geo);
-    memcpy(geo, n->a.conv.stride, 3 * sizeof(int));
-    memcpy(geo + 3, n->a.conv.pad, 3 * sizeof(int));
-    memcpy(geo + 6, n->a.conv.dilation, 3 * sizeof(int));
-    geo[9] = n->a.conv.groups;
-    if (n->op == NN__OP_CONV3D) {
-        nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        r = nn__launch_kernel(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmmmiiiiiiiiiiii88i", &x->buf, &w->buf,
-                            n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, y, c.N, c.C, c.D, c.H, c.W, c.K, c.KD, c.KH, c.KW,
-                            c.OD, c.OH, c.OW, geo, geo + 8, n->n_in > 2);
-        return r;
-    }
-    if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-    else nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    r = nn__launch_kernel(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
-                   (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiiiiiiiiiiii88", &x->buf, &w->buf, y, c.N, c.C, c.D, c.H, c.W, c.K,
-                        c.KD, c.KH, c.KW, c.OD, c.OH, c.OW, geo, geo + 8);
-    return r;
+    int geo[16];
+    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+    nn__conv3d_geo(&n->a.conv, geo);
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.w = &w->buf;
+    k.b = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.y = &n->buf;
+    k.N = c.N;
+    k.C = c.C;
+    k.D = c.D;
+    k.H = c.H;
+    k.W = c.W;
+    k.K = c.K;
+    k.KD = c.KD;
+    k.KH = c.KH;
+    k.KW = c.KW;
+    k.OD = c.OD;
+    k.OH = c.OH;
+    k.OW = c.OW;
+    k.ga = geo;
+    k.gb = geo + 8;
+    k.has_bias = n->n_in > 2;
+    return nn__kargs_conv3d_forward(l, &k);
+}
+
+static nn_result nn__launch_conv3d_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__launch *l = NULL;
+    nn__k_conv3d_backward_data k;
+    nn__conv3d c;
+    int geo[16];
+    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_backward_data", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    nn__conv3d_geom(&c, &n->shape, &w->shape, &n->a.conv);
+    nn__conv3d_geo(&n->a.conv, geo);
+    memset(&k, 0, sizeof k);
+    k.w = &w->buf;
+    k.dy = &dy->buf;
+    k.dx = &n->buf;
+    k.N = c.N;
+    k.C = c.C;
+    k.D = c.D;
+    k.H = c.H;
+    k.W = c.W;
+    k.K = c.K;
+    k.KD = c.KD;
+    k.KH = c.KH;
+    k.KW = c.KW;
+    k.OD = c.OD;
+    k.OH = c.OH;
+    k.OW = c.OW;
+    k.ga = geo;
+    k.gb = geo + 8;
+    return nn__kargs_conv3d_backward_data(l, &k);
+}
+
+static nn_result nn__launch_conv3d_dw(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__launch *l = NULL;
+    nn__k_conv3d_backward_weight k;
+    nn__conv3d c;
+    int geo[16];
+    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_backward_weight", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    nn__conv3d_geo(&n->a.conv, geo);
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.dy = &dy->buf;
+    k.dw = &n->buf;
+    k.N = c.N;
+    k.C = c.C;
+    k.D = c.D;
+    k.H = c.H;
+    k.W = c.W;
+    k.K = c.K;
+    k.KD = c.KD;
+    k.KH = c.KH;
+    k.KW = c.KW;
+    k.OD = c.OD;
+    k.OH = c.OH;
+    k.OW = c.OW;
+    k.ga = geo;
+    k.gb = geo + 8;
+    return nn__kargs_conv3d_backward_weight(l, &k);
 }
 
 /* ======================================================================
    src/ops/norm.c
    ====================================================================== */
-/* The norm ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The norm family: batch, layer, group and instance norm as two ops, the statistics
+   (norm_stats) and the normalisation (norm, with its gradients), and batch norm's running
+   statistics. x is viewed as [A, C, S] (nn__norm_attr in src/ops/norm.h); the loops are
+   in src/cpu/norm.c, the kernels in kernels/norm.cl. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_norm_stats nn__cpu_norm
-#define nn__launch_norm_stats nn__launch_norm_reduce
-#define nn__grad_norm_stats nn__grad_none
-#define nn__plan_norm_stats nn__no_plan
-#define nn__cpu_norm_forward nn__cpu_norm
-#define nn__plan_norm_forward nn__no_plan
-#define nn__cpu_norm_dx nn__cpu_norm
-#define nn__launch_norm_dx nn__launch_norm_reduce
-#define nn__grad_norm_dx nn__grad_none
-#define nn__plan_norm_dx nn__no_plan
-#define nn__cpu_norm_dgamma nn__cpu_norm
-#define nn__launch_norm_dgamma nn__launch_norm_reduce
-#define nn__grad_norm_dgamma nn__grad_none
-#define nn__plan_norm_dgamma nn__no_plan
-#define nn__cpu_norm_dbeta nn__cpu_norm
-#define nn__launch_norm_dbeta nn__launch_norm_reduce
-#define nn__grad_norm_dbeta nn__grad_none
-#define nn__plan_norm_dbeta nn__no_plan
-#define nn__grad_bn_running nn__grad_none
-#define nn__plan_bn_running nn__no_plan
-#define nn__grad_bn_pack nn__grad_none
-#define nn__plan_bn_pack nn__no_plan
+/* ==== helpers shared by the family's builders and launches ==== */
 
 /* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
 static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
@@ -21124,6 +23344,73 @@ static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const nn__norm_attr *a
     return t;
 }
 
+/* A launch of one work-group per statistics group (per_group: norm_stats, norm_grad_input)
+   or per channel (the affine gradients), no larger than the power of two that covers the
+   elements it reduces; *wg is its size, the floats of the kernel's tmp. */
+static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel, int per_group, nn__launch **l,
+                                       size_t *wg) {
+    nn__norm q;
+    size_t groups, count;
+    nn_result r;
+    *wg = nn__reduce_wg(g);
+    nn__norm_geom(&q, &g->nodes[id].a.norm);
+    groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
+    count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
+    while (*wg > 1 && *wg / 2 >= count) *wg /= 2;
+    r = nn__launch_kernel(g, id, "norm", kernel, groups * *wg, l);
+    if (r != NN_OK) return r;
+    (*l)->gws[0] = groups * *wg;
+    (*l)->lws[0] = *wg;
+    (*l)->use_lws = 1;
+    return NN_OK;
+}
+
+/* ==== norm_stats: stats [2, R] of x [A, C, S], the means then the biased variances: R =
+   A*G groups of C/G channels each (group, layer and instance norm), or the C channels over
+   A and S (batch norm) ==== */
+
+/* stats [2, R] of x: R groups (channels for batch norm) */
+static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const nn__norm_attr *at) {
+    int64_t R = at->per_channel ? at->C : (int64_t)at->A * at->groups;
+    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), at).id;
+}
+
+#define nn__grad_norm_stats nn__grad_none
+#define nn__plan_norm_stats nn__no_plan
+
+static nn_result nn__cpu_norm_stats(nn_graph *g, nn__node *n) {
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_stats(g->ctx->threads, &q, n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
+
+static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_stats k;
+    size_t wg;
+    nn_result r = nn__launch_norm_groups(g, id, "norm_stats", 1, &l, &wg);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.stats = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.tmp = wg * 4;
+    return nn__kargs_norm_stats(l, &k);
+}
+
+/* ==== norm: y [A, C, S] = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c], inputs x,
+   stats [2, R] (norm_stats of x, or batch norm's running statistics: const_stats),
+   [gamma], [beta]. Its gradients stand here: NORM_DX, dx from (x, stats, dy, [gamma]),
+   through the statistics unless const_stats; NORM_DGAMMA [C] = sum of dy * xhat from
+   (x, stats, dy); NORM_DBETA [C] = sum of dy ==== */
+
 /* y = normalise(x) by stats [2, R] (computed from x unless const_stats) * gamma + beta. */
 static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor gamma, nn_tensor beta, nn__norm_attr *at,
                                 int const_stats) {
@@ -21139,11 +23426,221 @@ static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor g
     return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), at);
 }
 
-/* stats [2, R] of x: R groups (channels for batch norm) */
-static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const nn__norm_attr *at) {
-    int64_t R = at->per_channel ? at->C : (int64_t)at->A * at->groups;
-    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), at).id;
+#define nn__plan_norm_forward nn__no_plan
+#define nn__grad_norm_dx nn__grad_none
+#define nn__plan_norm_dx nn__no_plan
+#define nn__grad_norm_dgamma nn__grad_none
+#define nn__plan_norm_dgamma nn__no_plan
+#define nn__grad_norm_dbeta nn__grad_none
+#define nn__plan_norm_dbeta nn__no_plan
+
+static void nn__grad_norm_forward(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
+    int k = 2, gi = n.a.norm.has_gamma ? n.in[k++] : -1, bi = n.a.norm.has_beta ? n.in[k++] : -1, din[4];
+    din[0] = a;
+    din[1] = b;
+    din[2] = gy.id;
+    din[3] = gi;
+    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
+                                                                             gi >= 0 ? 4 : 3)), &n.a.norm));
+    if (gi >= 0 && g->nodes[gi].needs_grad)
+        nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), &n.a.norm));
+    if (bi >= 0 && g->nodes[bi].needs_grad)
+        nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), &n.a.norm));
+    return;
 }
+
+/* x, stats, [gamma], [beta] */
+static nn_result nn__cpu_norm_forward(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_forward(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), n->a.norm.has_gamma ? NN__F(in[2]) : NULL,
+                     n->a.norm.has_beta ? NN__F(in[2 + n->a.norm.has_gamma]) : NULL, n->a.norm.eps);
+    return NN_OK;
+}
+
+/* x, stats, dy, [gamma] */
+static nn_result nn__cpu_norm_dx(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_backward_data(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]),
+                           n->a.norm.has_gamma ? NN__F(in[3]) : NULL, n->a.norm.const_stats, n->a.norm.eps);
+    return NN_OK;
+}
+
+/* x, stats, dy */
+static nn_result nn__cpu_norm_dgamma(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.eps);
+    return NN_OK;
+}
+
+/* dy */
+static nn_result nn__cpu_norm_dbeta(nn_graph *g, nn__node *n) {
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, NULL, NULL, NN__F(n->in[0]), n->a.norm.eps);
+    return NN_OK;
+}
+
+/* one work-item per element; &g->one stands in for an absent gamma or beta */
+static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_forward k;
+    nn_result r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.stats = &g->nodes[in[1]].buf;
+    k.gamma = a->has_gamma ? &g->nodes[in[2]].buf : &g->one;
+    k.beta = a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one;
+    k.y = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.has_gamma = a->has_gamma;
+    k.has_beta = a->has_beta;
+    k.eps = a->eps;
+    return nn__kargs_norm_forward(l, &k);
+}
+
+/* one work-group per statistics group */
+static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_backward_data k;
+    size_t wg;
+    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_data", 1, &l, &wg);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.stats = &g->nodes[in[1]].buf;
+    k.dy = &g->nodes[in[2]].buf;
+    k.gamma = a->has_gamma ? &g->nodes[in[3]].buf : &g->one;
+    k.dx = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.has_gamma = a->has_gamma;
+    k.const_stats = a->const_stats;
+    k.eps = a->eps;
+    k.tmp = wg * 4;
+    return nn__kargs_norm_backward_data(l, &k);
+}
+
+/* One work-group per channel: norm_backward_affine over x, stats and dy (with_xhat) or dy
+   alone (x and stats are then g->one, unread). */
+static nn_result nn__launch_norm_affine(nn_graph *g, int id, const nn__buf *x, const nn__buf *stats, const nn__buf *dy,
+                                        int with_xhat) {
+    nn__node *n = &g->nodes[id];
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_backward_affine k;
+    size_t wg;
+    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_affine", 0, &l, &wg);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.stats = stats;
+    k.dy = dy;
+    k.out = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.with_xhat = with_xhat;
+    k.eps = a->eps;
+    k.tmp = wg * 4;
+    return nn__kargs_norm_backward_affine(l, &k);
+}
+
+static nn_result nn__launch_norm_dgamma(nn_graph *g, int id) {
+    const int *in = g->nodes[id].in;
+    return nn__launch_norm_affine(g, id, &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, 1);
+}
+
+static nn_result nn__launch_norm_dbeta(nn_graph *g, int id) {
+    return nn__launch_norm_affine(g, id, &g->one, &g->one, &g->nodes[g->nodes[id].in[0]].buf, 0);
+}
+
+/* ==== batch_norm_running_update: running mean and var [C] (inputs 0 and 1, updated in
+   place) += momentum * (stats [2, C] - running), the variance unbiased by n/(n-1); a root
+   with no output, built by nn_batch_norm in training mode ==== */
+
+#define nn__grad_bn_running nn__grad_none
+#define nn__plan_bn_running nn__no_plan
+
+static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    /* running mean, running var (updated in place), stats */
+    nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.C, (int64_t)n->a.norm.A * n->a.norm.S, n->a.norm.momentum);
+    return NN_OK;
+}
+
+static nn_result nn__launch_bn_running(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    nn__launch *l = NULL;
+    nn__k_batch_norm_running k;
+    int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
+    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.rmean = &g->nodes[in[0]].buf;
+    k.rvar = &g->nodes[in[1]].buf;
+    k.stats = &g->nodes[in[2]].buf;
+    k.C = n->a.norm.C;
+    k.m = n->a.norm.momentum;
+    k.unbias = (float)((double)cnt / (double)(cnt - 1));
+    return nn__kargs_batch_norm_running(l, &k);
+}
+
+/* ==== batch_norm_running_stats: stats [2, C] = (running mean, running var), the
+   statistics of eval-mode batch norm (built by nn_batch_norm) ==== */
+
+#define nn__grad_bn_pack nn__grad_none
+#define nn__plan_bn_pack nn__no_plan
+
+static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    memcpy(y, NN__F(in[0]), (size_t)n->a.norm.C * 4);
+    memcpy(y + n->a.norm.C, NN__F(in[1]), (size_t)n->a.norm.C * 4);
+    return NN_OK;
+}
+
+static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_batch_norm_pack k;
+    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.rmean = &g->nodes[n->in[0]].buf;
+    k.rvar = &g->nodes[n->in[1]].buf;
+    k.stats = &n->buf;
+    k.C = n->a.norm.C;
+    return nn__kargs_batch_norm_pack(l, &k);
+}
+
+/* ==== the public norms, made of the ops above: group, instance and layer norm are
+   norm_stats + norm; batch norm adds the running statistics' update in training mode, or
+   normalises by them (batch_norm_running_stats) in eval mode ==== */
 
 /* Group norm, and instance norm (instance: groups = C, x with spatial dims); x [N, C, ...] */
 static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups,
@@ -21305,141 +23802,6 @@ NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const char *nam
 
 NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *name) {
     return nn__batch_norm_layer(g, x, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
-}
-
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_norm_forward(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
-    int k = 2, gi = n.a.norm.has_gamma ? n.in[k++] : -1, bi = n.a.norm.has_beta ? n.in[k++] : -1, din[4];
-    din[0] = a;
-    din[1] = b;
-    din[2] = gy.id;
-    din[3] = gi;
-    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
-                                                                             gi >= 0 ? 4 : 3)), &n.a.norm));
-    if (gi >= 0 && g->nodes[gi].needs_grad)
-        nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), &n.a.norm));
-    if (bi >= 0 && g->nodes[bi].needs_grad)
-        nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), &n.a.norm));
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    /* attributes: see src/cpu/norm.c */
-    nn__norm q;
-    nn__norm_geom(&q, &n->a.norm);
-    if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->threads, &q, y, NN__F(in[0]));
-    else if (n->op == NN__OP_NORM_FORWARD) /* x, stats, [gamma], [beta] */
-        nn__norm_forward(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), n->a.norm.has_gamma ? NN__F(in[2]) : NULL,
-                         n->a.norm.has_beta ? NN__F(in[2 + n->a.norm.has_gamma]) : NULL, n->a.norm.eps);
-    else if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
-        nn__norm_backward_data(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.has_gamma ? NN__F(in[3]) : NULL, n->a.norm.const_stats,
-                               n->a.norm.eps);
-    else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.eps);
-    else nn__norm_backward_affine(g->ctx->threads, &q, y, NULL, NULL, NN__F(in[0]), n->a.norm.eps);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    /* running mean, running var (updated in place), stats */
-    nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.C, (int64_t)n->a.norm.A * n->a.norm.S, n->a.norm.momentum);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    memcpy(y, NN__F(in[0]), (size_t)n->a.norm.C * 4);
-    memcpy(y + n->a.norm.C, NN__F(in[1]), (size_t)n->a.norm.C * 4);
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
-    const nn__norm_attr *a = &n->a.norm;
-    r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmmiiiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, a->has_gamma ? &g->nodes[in[2]].buf : &g->one,
-                     a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one, y, a->A, a->C, a->S, a->groups,
-                     a->per_channel, a->has_gamma, a->has_beta, (double)a->eps);
-    return r;
-}
-
-static nn_result nn__launch_norm_reduce(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    /* one work-group per statistics group (stats, dx) or per channel (dgamma, dbeta), no
-       larger than the power of two that covers the elements it reduces */
-    const nn__norm_attr *a = &n->a.norm;
-    nn__norm q;
-    int per_group = n->op == NN__OP_NORM_STATS || n->op == NN__OP_NORM_DX;
-    size_t wg = nn__reduce_wg(g), groups, count;
-    nn__norm_geom(&q, a);
-    groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
-    count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
-    while (wg > 1 && wg / 2 >= count) wg /= 2;
-    r = nn__launch_kernel(g, id, "norm",
-                   n->op == NN__OP_NORM_STATS ? "norm_stats" : n->op == NN__OP_NORM_DX ? "norm_backward_data" : "norm_backward_affine",
-                   groups * wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = groups * wg;
-    l->lws[0] = wg;
-    l->use_lws = 1;
-    if (n->op == NN__OP_NORM_STATS)
-        return nn__args(l, "mmiiiiiL", &g->nodes[in[0]].buf, y, a->A, a->C, a->S, a->groups, a->per_channel, wg * 4);
-    if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
-        return nn__args(l, "mmmmmiiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf,
-                        a->has_gamma ? &g->nodes[in[3]].buf : &g->one, y, a->A, a->C, a->S, a->groups, a->per_channel,
-                        a->has_gamma, a->const_stats, (double)a->eps, wg * 4);
-    if (n->op == NN__OP_NORM_DGAMMA) /* x, stats, dy */
-        return nn__args(l, "mmmmiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, a->A, a->C, a->S,
-                           a->groups, a->per_channel, 1, (double)a->eps, wg * 4);
-    return nn__args(l, "mmmmiiiiiifL", &g->one, &g->one, &g->nodes[in[0]].buf, y, a->A, a->C, a->S, a->groups,
-                    a->per_channel, 0, (double)a->eps, wg * 4);
-}
-
-static nn_result nn__launch_bn_running(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    /* running mean, running var (updated in place), stats */
-    int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
-    r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->a.norm.C, (double)n->a.norm.momentum,
-                        (double)cnt / (double)(cnt - 1));
-    return r;
-}
-
-static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, n->a.norm.C);
-    return r;
 }
 
 /* ======================================================================
@@ -21732,22 +24094,15 @@ static nn_result nn__launch_pool2d(nn_graph *g, int id) {
 /* ======================================================================
    src/ops/optim.c
    ====================================================================== */
-/* The optim ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The optimizer ops, one block per op: the parameters' updates (OPT_SGD, OPT_ADAM, OPT_STEP)
+   and what runs before them (GRAD_ACC, NONFINITE_COUNT, SKIP_GATE; the clipping's
+   GRAD_SUMSQ and CLIP_SCALE are in src/ops/reduce.c), each with its registry aliases, CPU
+   body (the rules, defaults and schedules in src/cpu/optim.c) and kernel launches
+   (kernels/optim.cl). No op has a gradient: they run after autograd, added by the compile
+   hooks of the first block. The kinds are kernels/optim.h's list. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__grad_opt_sgd nn__grad_none
-#define nn__plan_opt_sgd nn__no_plan
-#define nn__grad_opt_adam nn__grad_none
-#define nn__plan_opt_adam nn__no_plan
-#define nn__grad_opt_step nn__grad_none
-#define nn__plan_opt_step nn__no_plan
-#define nn__grad_grad_acc nn__grad_none
-#define nn__plan_grad_acc nn__no_plan
-#define nn__grad_nonfinite_count nn__grad_none
-#define nn__plan_nonfinite_count nn__no_plan
-#define nn__grad_skip_gate nn__grad_none
-#define nn__plan_skip_gate nn__no_plan
+/* ==== the optimizer's compile hooks (src/ops/registry.c's nn__optim): settings and
+   schedule, then the update ops after autograd ==== */
 
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     nn_result r;
@@ -21830,17 +24185,12 @@ static nn_result nn__add_optimizer(nn_graph *g) {
     return g->status;
 }
 
-/* An arena item: a node's output (live from its definition to its last use) or its
-   scratch (live during its own run only). */
+/* ==== sgd: OPT_SGD, parameter p [any] and its gradient (and the clipping coefficient [1])
+   -> p updated in place, torch.optim.SGD (momentum, dampening, Nesterov, L2 decay); the
+   momentum buffer is aux[0]. Output: none (a root with an effect). ==== */
 
-
-/* Adam's bias corrections for the update about to run, in double as PyTorch computes them. */
-static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
-    *bc1 = (float)(1.0 - pow((double)g->opt.beta1, (double)g->clock.t));
-    *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->clock.t));
-}
-
-/* ---- CPU bodies ---- */
+#define nn__grad_opt_sgd nn__grad_none
+#define nn__plan_opt_sgd nn__no_plan
 
 static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
     const int *in = n->in;
@@ -21851,6 +24201,52 @@ static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
                    g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->a.optim.wd_mult, g->opt.nesterov, g->clock.t == 1,
                    clip, nn__opt_cv(g));
     return NN_OK;
+}
+
+/* the scheduled rate with the parameter's multiplier, and whether this is the first update */
+static void nn__update_sgd(nn_graph *g, nn__launch *l) {
+    nn__k_sgd k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    k.first_step = g->clock.t == 1;
+    nn__kstep_sgd(l, &k);
+}
+
+static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *p = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_sgd k;
+    nn_result r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)p->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_sgd;
+    memset(&k, 0, sizeof k);
+    k.p = &p->buf;
+    k.grad = &g->nodes[n->in[1]].buf;
+    k.buf = n->n_aux ? &n->aux[0] : &g->one;
+    k.clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.n = (int)p->numel;
+    k.lr = g->lr;
+    k.momentum = g->opt.momentum;
+    k.dampening = g->opt.dampening;
+    k.wd = g->opt.weight_decay * n->a.optim.wd_mult;
+    k.nesterov = g->opt.nesterov;
+    k.first_step = 1;
+    k.cv = nn__opt_cv(g);
+    return nn__kargs_sgd(l, &k);
+}
+
+/* ==== adam: OPT_ADAM, parameter p [any] and its gradient (and the clipping coefficient)
+   -> p updated in place, torch.optim.Adam and AdamW (decoupled decay) without AMSGrad
+   (which runs as OPT_STEP); m and v are aux[0] and aux[1]. ==== */
+
+#define nn__grad_opt_adam nn__grad_none
+#define nn__plan_opt_adam nn__no_plan
+
+/* Adam's bias corrections for the update about to run, in double as PyTorch computes them. */
+static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
+    *bc1 = (float)(1.0 - pow((double)g->opt.beta1, (double)g->clock.t));
+    *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->clock.t));
 }
 
 static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
@@ -21865,10 +24261,198 @@ static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
-    nn__opt_step_cpu(g, n); return NN_OK;
-
+/* the scheduled rate with the parameter's multiplier, and this update's bias corrections */
+static void nn__update_adam(nn_graph *g, nn__launch *l) {
+    nn__k_adam k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    nn__adam_bc(g, &k.bc1, &k.bc2);
+    nn__kstep_adam(l, &k);
 }
+
+static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *p = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_adam k;
+    nn_result r = nn__launch_kernel(g, id, "optim", "adam", (size_t)p->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_adam;
+    memset(&k, 0, sizeof k);
+    k.p = &p->buf;
+    k.grad = &g->nodes[n->in[1]].buf;
+    k.m = &n->aux[0];
+    k.v = &n->aux[1];
+    k.clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.n = (int)p->numel;
+    k.lr = g->lr;
+    k.b1 = g->opt.beta1;
+    k.b2 = g->opt.beta2;
+    k.eps = g->opt.eps;
+    k.wd = g->opt.weight_decay * n->a.optim.wd_mult;
+    k.decoupled = g->opt.kind == NN_OPT_ADAMW;
+    k.bc1 = 1.0f;
+    k.bc2 = 1.0f;
+    k.cv = nn__opt_cv(g);
+    return nn__kargs_adam(l, &k);
+}
+
+/* ==== optimizer step: OPT_STEP, parameter p [any] and its gradient (and the clipping
+   coefficient) -> p updated in place by the rule of a.optim.kind (every kind but SGD and
+   plain Adam/AdamW: src/cpu/optim.c's nn__opt_rule, kernels/optim.cl's opt_step), its state
+   in aux[0..2]. LARS reduces |w| and |g| first; LAMB computes its update u into the node's
+   scratch [numel + 2], reduces |w| and |u| into the scratch's last two floats, then
+   applies. ==== */
+
+#define nn__grad_opt_step nn__grad_none
+#define nn__plan_opt_step nn__no_plan
+
+static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
+    nn__opt_step_cpu(g, n);
+    return NN_OK;
+}
+
+/* the rate (with the parameter's multiplier) and this update's constants c0..c3 */
+static void nn__update_opt(nn_graph *g, nn__launch *l) {
+    nn__k_opt_step k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    k.c0 = g->clock.c[0];
+    k.c1 = g->clock.c[1];
+    k.c2 = g->clock.c[2];
+    k.c3 = g->clock.c[3];
+    nn__kstep_opt_step(l, &k);
+}
+
+static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) {
+    nn__k_lamb_apply k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    nn__kstep_lamb_apply(l, &k);
+}
+
+/* opt_norms over one work-group: out[off], out[off + 1] = the sums of squares of p and of
+   x (clipped by clip and cv) */
+static nn_result nn__launch_opt_norms(nn_graph *g, int id, const nn__buf *p, const nn__buf *x, const nn__buf *clip, float cv,
+                                      int np, const nn__buf *out, int off) {
+    nn__launch *l = NULL;
+    nn__k_opt_norms k;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    memset(&k, 0, sizeof k);
+    k.p = p;
+    k.x = x;
+    k.clip = clip;
+    k.cv = cv;
+    k.n = np;
+    k.out = out;
+    k.off = off;
+    k.tmp = wg * 8;
+    return nn__kargs_opt_norms(l, &k);
+}
+
+static nn_result nn__launch_opt_step(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
+    const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
+    int np = (int)p->numel, k, lamb = n->a.optim.kind == NN_OPT_LAMB;
+    float h[5], cv = nn__opt_cv(g);
+    nn__launch *l = NULL;
+    nn__k_opt_step ks;
+    nn__k_lamb_apply ka;
+    nn_result r;
+    for (k = 0; k < 3; k++) s[k] = k < n->n_aux ? &n->aux[k] : &g->one; /* &g->one: never written */
+    if (lamb) s[2] = &n->scratch_buf;
+    nn__opt_hparams(&g->opt, h);
+    if (n->a.optim.kind == NN_OPT_LARS) {
+        r = nn__launch_opt_norms(g, id, &p->buf, grad, clip, cv, np, norms, 0);
+        if (r != NN_OK) return r;
+    }
+    r = nn__launch_kernel(g, id, "optim", "opt_step", (size_t)np, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_opt;
+    memset(&ks, 0, sizeof ks);
+    ks.p = &p->buf;
+    ks.grad = grad;
+    ks.clip = clip;
+    ks.s0 = s[0];
+    ks.s1 = s[1];
+    ks.s2 = s[2];
+    ks.norms = norms;
+    ks.n = np;
+    ks.kind = n->a.optim.kind;
+    ks.lr = g->lr;
+    ks.wd = g->opt.weight_decay * n->a.optim.wd_mult;
+    ks.cv = cv;
+    ks.h0 = h[0];
+    ks.h1 = h[1];
+    ks.eps = h[2];
+    ks.h3 = h[3];
+    ks.h4 = h[4];
+    r = nn__kargs_opt_step(l, &ks);
+    if (r != NN_OK || !lamb) return r;
+    r = nn__launch_opt_norms(g, id, &p->buf, norms, &g->one, 3.40282347e38f, np, norms, np);
+    if (r != NN_OK) return r;
+    r = nn__launch_kernel(g, id, "optim", "lamb_apply", (size_t)np, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_lamb_apply;
+    memset(&ka, 0, sizeof ka);
+    ka.p = &p->buf;
+    ka.u = norms;
+    ka.clip = clip;
+    ka.n = np;
+    ka.lr = g->lr;
+    return nn__kargs_lamb_apply(l, &ka);
+}
+
+/* ==== gradient accumulation: GRAD_ACC, a gradient [any] -> its running mean over a cycle of
+   accumulate_steps steps [same], acc = (first step of the cycle ? 0 : acc) + g / steps; a
+   persistent output, what the update ops and nn_grad read. ==== */
+
+#define nn__grad_grad_acc nn__grad_none
+#define nn__plan_grad_acc nn__no_plan
+
+static nn_result nn__cpu_grad_acc(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__grad_acc_cpu(y, NN__F(in[0]), N, n->a.optim.inv_steps, (g->step - 1) % (uint64_t)g->accum_steps == 0);
+    return NN_OK;
+}
+
+/* whether this step starts a cycle */
+static void nn__update_grad_acc(nn_graph *g, nn__launch *l) {
+    nn__k_grad_acc k;
+    memset(&k, 0, sizeof k);
+    k.reset = (g->step - 1) % (uint64_t)g->accum_steps == 0;
+    nn__kstep_grad_acc(l, &k);
+}
+
+static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_grad_acc k;
+    nn_result r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_grad_acc;
+    memset(&k, 0, sizeof k);
+    k.acc = &n->buf;
+    k.g = &g->nodes[n->in[0]].buf;
+    k.n = (int)n->numel;
+    k.inv_k = n->a.optim.inv_steps;
+    k.reset = 1;
+    return nn__kargs_grad_acc(l, &k);
+}
+
+/* ==== non-finite count: NONFINITE_COUNT, a gradient [any] (and the previous parameter's
+   count [1]) -> [1], the running count of NaN and Inf over the gradients (skip_nonfinite);
+   one chain of these nodes covers every parameter. ==== */
+
+#define nn__grad_nonfinite_count nn__grad_none
+#define nn__plan_nonfinite_count nn__no_plan
 
 static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
     const float *x = NN__F(n->in[0]);
@@ -21878,6 +24462,33 @@ static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_nonfinite_count k;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.n = (int)g->nodes[n->in[0]].numel;
+    k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.has_prev = n->n_in > 1;
+    k.out = &n->buf;
+    k.tmp = wg * 4;
+    return nn__kargs_nonfinite_count(l, &k);
+}
+
+/* ==== skip gate: SKIP_GATE, the non-finite count [1] (and the clipping coefficient [1]) ->
+   [2]: y[0] = -1 when the count is not 0 (every update skips), else the coefficient (1
+   without clipping); y[1], persistent, counts the skipped updates (nn_graph_skipped_steps
+   reads it). ==== */
+
+#define nn__grad_skip_gate nn__grad_none
+#define nn__plan_skip_gate nn__no_plan
+
 static nn_result nn__cpu_skip_gate(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     int skip = NN__F(n->in[0])[0] != 0.0f;
@@ -21886,145 +24497,17 @@ static nn_result nn__cpu_skip_gate(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_grad_acc(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__grad_acc_cpu(y, NN__F(in[0]), N, n->a.optim.inv_steps, (g->step - 1) % (uint64_t)g->accum_steps == 0); return NN_OK;
-
-}
-
-static void nn__update_sgd(nn_graph *g, nn__launch *l) {
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
-    nn__arg_i(l, 1, g->clock.t == 1);
-}
-
-static void nn__update_adam(nn_graph *g, nn__launch *l) {
-    float bc1, bc2;
-    nn__adam_bc(g, &bc1, &bc2);
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
-    nn__arg_f(l, 1, bc1);
-    nn__arg_f(l, 2, bc2);
-}
-
-/* opt_step: the rate (with the parameter's multiplier) and this update's constants c0..c3 */
-static void nn__update_opt(nn_graph *g, nn__launch *l) {
-    int k;
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
-    for (k = 0; k < 4; k++) nn__arg_f(l, 1 + k, g->clock.c[k]);
-}
-
-static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) { nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult); }
-
-static void nn__update_grad_acc(nn_graph *g, nn__launch *l) { nn__arg_i(l, 0, (g->step - 1) % (uint64_t)g->accum_steps == 0); }
-
-/* OPT_STEP's launches: LARS reduces |w| and |g| first; LAMB computes u, reduces |w| and
-   |u|, then applies (see cpu/optim.c). */
-static nn_result nn__launch_opt_step(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
-    const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
-    const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
-    int np = (int)p->numel, k, lamb = n->a.optim.kind == NN_OPT_LAMB;
-    size_t wg = nn__reduce_wg(g);
-    float h[5], cv = nn__opt_cv(g);
-    nn__launch *l = NULL;
-    nn_result r;
-    for (k = 0; k < 3; k++) s[k] = k < n->n_aux ? &n->aux[k] : &g->one; /* &g->one: never written */
-    if (lamb) s[2] = &n->scratch_buf;
-    nn__opt_hparams(&g->opt, h);
-    if (n->a.optim.kind == NN_OPT_LARS) {
-        r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
-        if (r != NN_OK) return r;
-        l->gws[0] = l->lws[0] = wg;
-        l->use_lws = 1;
-        r = nn__args(l, "mmmfimiL", &p->buf, grad, clip, (double)cv, np, norms, 0, wg * 8);
-        if (r != NN_OK) return r;
-    }
-    r = nn__launch_kernel(g, id, "optim", "opt_step", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_opt;
-    r = nn__args(l, "mmmmmmmii@ffffffff@f@f@f@f", &p->buf, grad, clip, s[0], s[1], s[2], norms, np, n->a.optim.kind,
-                    (double)g->lr, (double)(g->opt.weight_decay * n->a.optim.wd_mult), (double)cv, (double)h[0], (double)h[1],
-                    (double)h[2], (double)h[3], (double)h[4], 0.0, 0.0, 0.0, 0.0);
-    if (r != NN_OK || !lamb) return r;
-    r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    r = nn__args(l, "mmmfimiL", &p->buf, norms, &g->one, (double)3.40282347e38f, np, norms, np, wg * 8);
-    if (r != NN_OK) return r;
-    r = nn__launch_kernel(g, id, "optim", "lamb_apply", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_lamb_apply;
-    return nn__args(l, "mmmi@f", &p->buf, norms, clip, np, (double)g->lr);
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *p = &g->nodes[in[0]];
-    int np = (int)p->numel;
-    r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_sgd;
-    return nn__args(l, "mmmmi@ffffi@if", &p->buf, &g->nodes[in[1]].buf, n->n_aux ? &n->aux[0] : &g->one,
-                       n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.momentum,
-                       (double)g->opt.dampening, (double)(g->opt.weight_decay * n->a.optim.wd_mult), g->opt.nesterov, 1,
-                       (double)nn__opt_cv(g));
-}
-
-static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *p = &g->nodes[in[0]];
-    int np = (int)p->numel;
-    r = nn__launch_kernel(g, id, "optim", "adam", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_adam;
-    return nn__args(l, "mmmmmi@fffffi@f@ff", &p->buf, &g->nodes[in[1]].buf, &n->aux[0], &n->aux[1],
-                       n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.beta1,
-                       (double)g->opt.beta2, (double)g->opt.eps, (double)(g->opt.weight_decay * n->a.optim.wd_mult),
-                       g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0, (double)nn__opt_cv(g));
-}
-
-
-static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_grad_acc;
-    return nn__args(l, "mmif@i", y, &g->nodes[in[0]].buf, N, (double)n->a.optim.inv_steps, 1);
-}
-
-static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    return nn__args(l, "mimimL", &g->nodes[n->in[0]].buf, (int)g->nodes[n->in[0]].numel,
-                    n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, n->n_in > 1, &n->buf, wg * 4);
-}
-
 static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
+    nn__k_skip_gate k;
     nn_result r = nn__launch_kernel(g, id, "optim", "skip_gate", 1, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmm", &g->nodes[n->in[0]].buf, n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, &n->buf);
+    memset(&k, 0, sizeof k);
+    k.cnt = &g->nodes[n->in[0]].buf;
+    k.clip = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    return nn__kargs_skip_gate(l, &k);
 }
 
 /* skip_nonfinite's count of skipped updates, from the gate's persistent y[1]. */
@@ -22176,7 +24659,8 @@ static inline int nn__rng_int(NN__RU32 r0, NN__RU32 r1, int low, NN__RU64 range)
 /* ======================================================================
    src/ops/random.c
    ====================================================================== */
-/* The random ops: builders, autograd rules, CPU bodies and device plans. Element i of a
+/* The random ops, one block per op: builder, registry aliases, autograd rule, CPU body and
+   kernel launch (kernels/random.cl; dropout's loop in src/cpu/random.c). Element i of a
    random node draws the Philox4x32-10 words of counter (i, key, step) under the graph's
    seed (nn__philox, kernels/random.cl's nn_philox) and turns them into a sample with the
    formulas of kernels/random.h, which the kernels share: the CPU and OpenCL backends give
@@ -22184,36 +24668,8 @@ static inline int nn__rng_int(NN__RU32 r0, NN__RU32 r1, int low, NN__RU64 range)
    is the graph's step counter, so each nn_graph_step draws afresh and the same graph built
    the same way with the same seed draws the same sequence. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_rand nn__cpu_random
-#define nn__launch_rand nn__launch_random
-#define nn__grad_rand nn__grad_none
-#define nn__plan_rand nn__no_plan
-#define nn__cpu_randn nn__cpu_random
-#define nn__launch_randn nn__launch_random
-#define nn__grad_randn nn__grad_none
-#define nn__plan_randn nn__no_plan
-#define nn__cpu_randint nn__cpu_random
-#define nn__launch_randint nn__launch_random
-#define nn__grad_randint nn__grad_none
-#define nn__plan_randint nn__no_plan
-#define nn__cpu_bernoulli nn__cpu_random
-#define nn__launch_bernoulli nn__launch_random
-#define nn__grad_bernoulli nn__grad_none
-#define nn__plan_bernoulli nn__no_plan
-#define nn__cpu_gaussian_noise nn__cpu_random
-#define nn__launch_gaussian_noise nn__launch_random
-#define nn__plan_gaussian_noise nn__no_plan
-#define nn__cpu_alpha_dropout nn__cpu_random
-#define nn__launch_alpha_dropout nn__launch_random
-#define nn__plan_alpha_dropout nn__no_plan
-#define nn__cpu_alpha_dropout_grad nn__cpu_random
-#define nn__launch_alpha_dropout_grad nn__launch_random
-#define nn__grad_alpha_dropout_grad nn__grad_none
-#define nn__plan_alpha_dropout_grad nn__no_plan
-
-/* ---- builders ---- */
+/* ==== shared by the family: the sources' builder, the Philox loop of the CPU bodies, the
+   step's update of the launches ==== */
 
 /* A node of op with no inputs and the given shape (rand, randn, randint). */
 static nn_tensor nn__random_source(nn_graph *g, int op, const char *opname, nn_dtype dt, nn_shape shape) {
@@ -22224,21 +24680,153 @@ static nn_tensor nn__random_source(nn_graph *g, int op, const char *opname, nn_d
     return nn__tensor(id);
 }
 
-NN_API nn_tensor nn_rand(nn_graph *g, nn_shape shape) {
-    return nn__random_source(g, NN__OP_RAND, "nn_rand", NN_F32, shape);
-}
-
-NN_API nn_tensor nn_randn(nn_graph *g, nn_shape shape) {
-    return nn__random_source(g, NN__OP_RANDN, "nn_randn", NN_F32, shape);
-}
-
 static nn_tensor nn__random_like(nn_graph *g, int op, const char *opname, nn_tensor x) {
     if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     return nn__random_source(g, op, opname, NN_F32, nn__n(g, x)->shape);
 }
 
+/* One element's sample: y[i] (float, or int32 for randint) from its Philox words r and the
+   input x (p for bernoulli, dy for a gradient; NULL for the sources); returns 1 for a bad
+   input (bernoulli's p outside [0, 1]), else 0. */
+typedef int (*nn__sampler)(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i);
+
+typedef struct nn__random_task {
+    const nn__node *n;
+    nn__sampler sample;
+    const float *x;
+    void *y;
+    int64_t numel, bad[64]; /* bad: the sampler's count, per task */
+    uint64_t seed, step;
+} nn__random_task;
+
+static void nn__random_range(void *arg, int task, int n_tasks) {
+    nn__random_task *rt = (nn__random_task *)arg;
+    const nn__random_attr *ra = &rt->n->a.random;
+    int64_t chunk = (rt->numel + n_tasks - 1) / n_tasks, i = chunk * task, end = i + chunk < rt->numel ? i + chunk : rt->numel;
+    uint32_t key[2];
+    int64_t bad = 0;
+    key[0] = (uint32_t)rt->seed;
+    key[1] = (uint32_t)(rt->seed >> 32);
+    for (; i < end; i++) {
+        uint32_t r[4];
+        r[0] = (uint32_t)i;
+        r[1] = (uint32_t)ra->key;
+        r[2] = (uint32_t)rt->step;
+        r[3] = (uint32_t)(rt->step >> 32);
+        nn__philox(r, key);
+        bad += rt->sample(ra, r, rt->x, rt->y, i);
+    }
+    rt->bad[task] = bad;
+}
+
+/* n's elements in contiguous chunks over the pool's threads (up to 64), each drawing its
+   counter's words: the same bits for any thread count; bad inputs into n's counter. */
+static nn_result nn__random_run(nn_graph *g, nn__node *n, nn__sampler sample) {
+    nn__random_task rt;
+    int tasks = n->numel >= NN__PAR_MIN / 8 ? nn__threadpool_size(g->ctx->threads) : 1, k;
+    int64_t bad = 0;
+    if (tasks > 64) tasks = 64;
+    rt.n = n;
+    rt.sample = sample;
+    rt.x = n->n_in > 0 ? NN__F(n->in[0]) : NULL;
+    rt.y = n->buf.host;
+    rt.numel = n->numel;
+    rt.seed = g->seed;
+    rt.step = g->step;
+    for (k = 0; k < tasks; k++) rt.bad[k] = 0;
+    nn__threadpool_run(g->ctx->threads, nn__random_range, &rt, tasks);
+    for (k = 0; k < tasks; k++) bad += rt.bad[k];
+    if (n->check && bad > 0) {
+        int32_t *c = (int32_t *)g->checks.host + n->check_slot;
+        *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+    }
+    return NN_OK;
+}
+
+/* The launch's Philox fields (NN__KARGS_RNG of kernels/random_args.h): the graph's seed, the
+   node's key; the step is set before each run by nn__update_<sig>, stamped here. */
+#define NN__RNG_FIELDS(k, g, ra)                      \
+    do {                                              \
+        (k).seed_lo = (unsigned)(g)->seed;            \
+        (k).seed_hi = (unsigned)((g)->seed >> 32);    \
+        (k).key = (unsigned)(ra)->key;                \
+    } while (0)
+#define NN__RNG_UPDATE(sig)                                      \
+    static void nn__update_##sig(nn_graph *g, nn__launch *l) {  \
+        nn__k_##sig k;                                           \
+        memset(&k, 0, sizeof k);                                 \
+        k.step_lo = (unsigned)g->step;                           \
+        k.step_hi = (unsigned)(g->step >> 32);                   \
+        nn__kstep_##sig(l, &k);                                  \
+    }
+
+/* ==== rand: y [shape] uniform in [0, 1) on a grid of 2^-24 (torch.rand; nn_rand_like takes
+   x's shape) ==== */
+
+NN_API nn_tensor nn_rand(nn_graph *g, nn_shape shape) {
+    return nn__random_source(g, NN__OP_RAND, "nn_rand", NN_F32, shape);
+}
 NN_API nn_tensor nn_rand_like(nn_graph *g, nn_tensor x) { return nn__random_like(g, NN__OP_RAND, "nn_rand_like", x); }
+
+#define nn__grad_rand nn__grad_none
+#define nn__plan_rand nn__no_plan
+
+static int nn__sample_rand(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)ra, (void)x;
+    ((float *)y)[i] = nn__rng_uniform(r[0]);
+    return 0;
+}
+static nn_result nn__cpu_rand(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_rand); }
+
+NN__RNG_UPDATE(rand)
+static nn_result nn__launch_rand(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_rand k;
+    nn_result r = nn__launch_kernel(g, id, "random", "rand", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_rand;
+    memset(&k, 0, sizeof k);
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_rand(l, &k);
+}
+
+/* ==== randn: y [shape] standard normal, Box-Muller on kernels/random.h's exact formulas
+   (torch.randn; nn_randn_like takes x's shape) ==== */
+
+NN_API nn_tensor nn_randn(nn_graph *g, nn_shape shape) {
+    return nn__random_source(g, NN__OP_RANDN, "nn_randn", NN_F32, shape);
+}
 NN_API nn_tensor nn_randn_like(nn_graph *g, nn_tensor x) { return nn__random_like(g, NN__OP_RANDN, "nn_randn_like", x); }
+
+#define nn__grad_randn nn__grad_none
+#define nn__plan_randn nn__no_plan
+
+static int nn__sample_randn(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)ra, (void)x;
+    ((float *)y)[i] = nn__rng_normal(r[0], r[1]);
+    return 0;
+}
+static nn_result nn__cpu_randn(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randn); }
+
+NN__RNG_UPDATE(randn)
+static nn_result nn__launch_randn(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_randn k;
+    nn_result r = nn__launch_kernel(g, id, "random", "randn", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_randn;
+    memset(&k, 0, sizeof k);
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_randn(l, &k);
+}
+
+/* ==== randint: y [shape] int32 uniform in [low, high) (torch.randint) ==== */
 
 NN_API nn_tensor nn_randint(nn_graph *g, int64_t low, int64_t high, nn_shape shape) {
     nn_tensor t;
@@ -22257,6 +24845,36 @@ NN_API nn_tensor nn_randint(nn_graph *g, int64_t low, int64_t high, nn_shape sha
     return t;
 }
 
+#define nn__grad_randint nn__grad_none
+#define nn__plan_randint nn__no_plan
+
+static int nn__sample_randint(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)x;
+    ((int32_t *)y)[i] = nn__rng_int(r[0], r[1], ra->low, (uint64_t)ra->range + 1);
+    return 0;
+}
+static nn_result nn__cpu_randint(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randint); }
+
+NN__RNG_UPDATE(randint)
+static nn_result nn__launch_randint(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_randint k;
+    nn_result r = nn__launch_kernel(g, id, "random", "randint", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_randint;
+    memset(&k, 0, sizeof k);
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.low = n->a.random.low;
+    k.range_m1 = (unsigned)n->a.random.range;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_randint(l, &k);
+}
+
+/* ==== bernoulli: p [any] -> y [same], 1 with probability p (u < p on a grid of 2^-24),
+   torch.bernoulli; a p outside [0, 1] (or NaN) counts as a bad input ==== */
+
 NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p) {
     nn_tensor t;
     if (!nn__check0(g, "nn_bernoulli", 1, &p) || !nn__expect_f32(g, "nn_bernoulli", p, "p")) return nn__tensor(-1);
@@ -22267,6 +24885,37 @@ NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p) {
     }
     return t;
 }
+
+#define nn__grad_bernoulli nn__grad_none
+#define nn__plan_bernoulli nn__no_plan
+
+static int nn__sample_bernoulli(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)ra;
+    ((float *)y)[i] = nn__rng_uniform(r[0]) < x[i] ? 1.0f : 0.0f;
+    return !(x[i] >= 0.0f && x[i] <= 1.0f);
+}
+static nn_result nn__cpu_bernoulli(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_bernoulli); }
+
+NN__RNG_UPDATE(bernoulli)
+static nn_result nn__launch_bernoulli(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_bernoulli k;
+    nn_result r = nn__launch_kernel(g, id, "random", "bernoulli", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_bernoulli;
+    memset(&k, 0, sizeof k);
+    k.p = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_bernoulli(l, &k);
+}
+
+/* ==== gaussian noise: x [any] -> y [same] = x + std z, z standard normal (the identity in
+   eval mode or at std 0); the gradient passes dy through ==== */
 
 NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std) {
     nn_tensor t;
@@ -22281,6 +24930,40 @@ NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std) {
     }
     return t;
 }
+
+#define nn__plan_gaussian_noise nn__no_plan
+
+static void nn__grad_gaussian_noise(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, gy);
+}
+
+static int nn__sample_gaussian_noise(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    ((float *)y)[i] = fmaf(ra->std, nn__rng_normal(r[0], r[1]), x[i]);
+    return 0;
+}
+static nn_result nn__cpu_gaussian_noise(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_gaussian_noise); }
+
+NN__RNG_UPDATE(gaussian_noise)
+static nn_result nn__launch_gaussian_noise(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_gaussian_noise k;
+    nn_result r = nn__launch_kernel(g, id, "random", "gaussian_noise", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_gaussian_noise;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.std = n->a.random.std;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_gaussian_noise(l, &k);
+}
+
+/* ==== alpha dropout: x [any] -> y [same], kept (u >= p) elements scale x + shift, dropped
+   ones a constant (torch.nn.AlphaDropout in training); ALPHA_DROPOUT_GRAD, dx = dy * scale
+   where kept, 0 where dropped: the forward's mask, drawn again with its key and step ==== */
 
 /* torch.nn.AlphaDropout (ATen's _dropout_impl with alpha_dropout): keep with probability
    1 - p; a = 1 / sqrt((alpha^2 p + 1)(1 - p)), alpha = SELU's scale * alpha; kept
@@ -22307,14 +24990,10 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p) {
     return t;
 }
 
-/* ---- autograd rules ---- */
+#define nn__plan_alpha_dropout nn__no_plan
+#define nn__grad_alpha_dropout_grad nn__grad_none
+#define nn__plan_alpha_dropout_grad nn__no_plan
 
-static void nn__grad_gaussian_noise(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, gy);
-}
-
-/* dx = dy * mask * a: the forward's mask (its key and the same step) */
 static void nn__grad_alpha_dropout(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
@@ -22324,106 +25003,58 @@ static void nn__grad_alpha_dropout(nn_graph *g, int id) {
     nn__acc_grad(g, a, t);
 }
 
-/* ---- CPU bodies ---- */
+static int nn__sample_alpha_dropout(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    ((float *)y)[i] = nn__rng_uniform(r[0]) >= ra->p ? fmaf(ra->scale, x[i], ra->shift) : ra->dropped;
+    return 0;
+}
+static nn_result nn__cpu_alpha_dropout(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_alpha_dropout); }
 
-typedef struct nn__random_task {
-    const nn__node *n;
-    const float *x;   /* the input (p for bernoulli, dy for the gradient), or NULL */
-    void *y;
-    int64_t numel, bad[64]; /* bad: bernoulli's p outside [0, 1], per task */
-    uint64_t seed, step;
-} nn__random_task;
-
-static void nn__random_range(void *arg, int task, int n_tasks) {
-    nn__random_task *rt = (nn__random_task *)arg;
-    const nn__node *n = rt->n;
-    const nn__random_attr *ra = &n->a.random;
-    int64_t chunk = (rt->numel + n_tasks - 1) / n_tasks, i = chunk * task, end = i + chunk < rt->numel ? i + chunk : rt->numel;
-    float *y = (float *)rt->y;
-    int32_t *yi = (int32_t *)rt->y;
-    const float *x = rt->x;
-    uint32_t key[2];
-    int64_t bad = 0;
-    key[0] = (uint32_t)rt->seed;
-    key[1] = (uint32_t)(rt->seed >> 32);
-    for (; i < end; i++) {
-        uint32_t r[4];
-        r[0] = (uint32_t)i;
-        r[1] = (uint32_t)ra->key;
-        r[2] = (uint32_t)rt->step;
-        r[3] = (uint32_t)(rt->step >> 32);
-        nn__philox(r, key);
-        switch (n->op) {
-        case NN__OP_RAND: y[i] = nn__rng_uniform(r[0]); break;
-        case NN__OP_RANDN: y[i] = nn__rng_normal(r[0], r[1]); break;
-        case NN__OP_RANDINT: yi[i] = nn__rng_int(r[0], r[1], ra->low, (uint64_t)ra->range + 1); break;
-        case NN__OP_BERNOULLI:
-            if (!(x[i] >= 0.0f && x[i] <= 1.0f)) bad++;
-            y[i] = nn__rng_uniform(r[0]) < x[i] ? 1.0f : 0.0f;
-            break;
-        case NN__OP_GAUSSIAN_NOISE: y[i] = fmaf(ra->std, nn__rng_normal(r[0], r[1]), x[i]); break;
-        case NN__OP_ALPHA_DROPOUT: y[i] = nn__rng_uniform(r[0]) >= ra->p ? fmaf(ra->scale, x[i], ra->shift) : ra->dropped; break;
-        default: y[i] = nn__rng_uniform(r[0]) >= ra->p ? ra->scale * x[i] : 0.0f; break; /* ALPHA_DROPOUT_GRAD */
-        }
-    }
-    rt->bad[task] = bad;
+static int nn__sample_alpha_dropout_grad(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    ((float *)y)[i] = nn__rng_uniform(r[0]) >= ra->p ? ra->scale * x[i] : 0.0f;
+    return 0;
+}
+static nn_result nn__cpu_alpha_dropout_grad(nn_graph *g, nn__node *n) {
+    return nn__random_run(g, n, nn__sample_alpha_dropout_grad);
 }
 
-static nn_result nn__cpu_random(nn_graph *g, nn__node *n) {
-    nn__random_task rt;
-    int tasks = n->numel >= NN__PAR_MIN / 8 ? nn__threadpool_size(g->ctx->threads) : 1, k;
-    int64_t bad = 0;
-    if (tasks > 64) tasks = 64;
-    rt.n = n;
-    rt.x = n->n_in > 0 ? NN__F(n->in[0]) : NULL;
-    rt.y = n->buf.host;
-    rt.numel = n->numel;
-    rt.seed = g->seed;
-    rt.step = g->step;
-    for (k = 0; k < tasks; k++) rt.bad[k] = 0;
-    nn__threadpool_run(g->ctx->threads, nn__random_range, &rt, tasks);
-    for (k = 0; k < tasks; k++) bad += rt.bad[k];
-    if (n->check && bad > 0) {
-        int32_t *c = (int32_t *)g->checks.host + n->check_slot;
-        *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
-    }
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/random.cl ---- */
-
-/* the step, the last two arguments, rewritten each run */
-static void nn__update_random(nn_graph *g, nn__launch *l) {
-    nn__arg_u(l, 0, (unsigned)g->step);
-    nn__arg_u(l, 1, (unsigned)(g->step >> 32));
-}
-
-static nn_result nn__launch_random(nn_graph *g, int id) {
+NN__RNG_UPDATE(alpha_dropout)
+static nn_result nn__launch_alpha_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__random_attr *ra = &n->a.random;
-    const nn__buf *x = n->n_in > 0 ? &g->nodes[n->in[0]].buf : NULL, *y = &n->buf;
-    int N = (int)n->numel;
-    unsigned s0 = (unsigned)g->seed, s1 = (unsigned)(g->seed >> 32), key = (unsigned)ra->key;
     nn__launch *l = NULL;
-    nn_result r;
-    static const char *const kernels[] = {"rand", "randn", "randint", "bernoulli", "gaussian_noise", "alpha_dropout",
-                                          "alpha_dropout_grad"};
-    r = nn__launch_kernel(g, id, "random", kernels[n->op - NN__OP_RAND], (size_t)N, &l);
+    nn__k_alpha_dropout k;
+    nn_result r = nn__launch_kernel(g, id, "random", "alpha_dropout", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_random;
-    switch (n->op) {
-    case NN__OP_RAND:
-    case NN__OP_RANDN: return nn__args(l, "miuuu@u@u", y, N, s0, s1, key, 0u, 0u);
-    case NN__OP_RANDINT: return nn__args(l, "miiuuuu@u@u", y, N, ra->low, (unsigned)ra->range, s0, s1, key, 0u, 0u);
-    case NN__OP_BERNOULLI:
-        return nn__args(l, "mmimiuuu@u@u", x, y, N, &g->checks, n->check_slot, s0, s1, key, 0u, 0u);
-    case NN__OP_GAUSSIAN_NOISE: return nn__args(l, "mmifuuu@u@u", x, y, N, (double)ra->std, s0, s1, key, 0u, 0u);
-    case NN__OP_ALPHA_DROPOUT:
-        return nn__args(l, "mmiffffuuu@u@u", x, y, N, (double)ra->p, (double)ra->scale, (double)ra->shift,
-                        (double)ra->dropped, s0, s1, key, 0u, 0u);
-    default:
-        return nn__args(l, "mmiffuuu@u@u", x, y, N, (double)ra->p, (double)ra->scale, s0, s1, key, 0u, 0u);
-    }
+    l->update = nn__update_alpha_dropout;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.p = ra->p;
+    k.scale = ra->scale;
+    k.shift = ra->shift;
+    k.dropped = ra->dropped;
+    NN__RNG_FIELDS(k, g, ra);
+    return nn__kargs_alpha_dropout(l, &k);
+}
+
+NN__RNG_UPDATE(alpha_dropout_grad)
+static nn_result nn__launch_alpha_dropout_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__random_attr *ra = &n->a.random;
+    nn__launch *l = NULL;
+    nn__k_alpha_dropout_grad k;
+    nn_result r = nn__launch_kernel(g, id, "random", "alpha_dropout_grad", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_alpha_dropout_grad;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.p = ra->p;
+    k.scale = ra->scale;
+    NN__RNG_FIELDS(k, g, ra);
+    return nn__kargs_alpha_dropout_grad(l, &k);
 }
 
 /* ==== dropout: y [any] = x * mask / (1 - p), mask[i] = uniform(key, step, i) >= p
@@ -24053,6 +26684,7 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
    is a Fisher-Yates shuffle driven by Philox4x32-10 keyed by the dataset's seed with e in
    the counter: a pure function of (seed, epoch), so it can be recomputed on resume. */
 
+
 struct nn_dataset {
     nn_graph *g;
     char *name;
@@ -24264,11 +26896,13 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
     return NN_OK;
 }
 
+/* The optimizer's name in "nn.optimizer" (kernels/optim.h's list, by nn_optimizer_kind). */
+#define NN__OPT_NAME(E, name) name,
 static const char *nn__opt_kind_name(int k) {
-    static const char *const names[] = {"none", "sgd",  "adam",    "adamw",    "adamax", "nadam", "radam",
-                                        "rmsprop", "adagrad", "adadelta", "lion", "lamb",  "lars", "ftrl"};
-    return k >= 0 && k < (int)(sizeof names / sizeof names[0]) ? names[k] : "?";
+    static const char *const names[] = {NN__OPTIMIZERS(NN__OPT_NAME)};
+    return k >= 0 && k < NN__OPT_COUNT ? names[k] : "?";
 }
+#undef NN__OPT_NAME
 
 static void nn__meta_put(nn__st_text *h, int *first, const char *key, const char *value) {
     if (!*first) nn__st_puts(h, ",");

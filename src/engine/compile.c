@@ -298,11 +298,6 @@ static nn_result nn__args(nn__launch *l, const char *fmt, ...) {
     return *fmt ? NN_ERR_STATE : NN_OK;
 }
 
-/* The argument marked k-th with '@', rewritten by an update. */
-static void nn__arg_f(nn__launch *l, int k, float v) { l->args[l->upd[k]].v.f = v; }
-static void nn__arg_i(nn__launch *l, int k, int v) { l->args[l->upd[k]].v.i = v; }
-static void nn__arg_u(nn__launch *l, int k, unsigned v) { l->args[l->upd[k]].v.u = v; }
-
 /* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
 static size_t nn__reduce_wg(nn_graph *g) {
     size_t wg = 1;
