@@ -10,11 +10,10 @@
    - binary: NN__BINARY_FNS; add, sub and mul are ops of their own ("add", "sub", "mul"),
      a function whose two derivative columns are both the literal 0.0f is a comparison
      (op "compare"), the others op "binary";
-   - losses: the elementwise kinds NN__L_MSE..NN__L_KL (op "loss") and the row kinds
-     NN__R_DICE..NN__R_TRIPLET (op "row_loss"), named by the test's table below, which a
-     static check holds to the enums' sizes;
-   - optimizers: NN_OPT_SGD..NN_OPT_FTRL (ops "sgd", "adam", "optimizer": the kind picks
-     the op), named below the same way.
+   - losses: kernels/loss.h's NN__LOSS_EW_KINDS (op "loss") and NN__LOSS_ROW_KINDS (op
+     "row_loss");
+   - optimizers: kernels/optim.h's NN__OPTIMIZERS but "none" (ops "sgd", "adam",
+     "optimizer": the kind picks the op).
    A pair is recorded by t_cover_graph, which the op checker calls on the graph whose
    output and gradients (or, for an optimizer, updated parameters) it has just compared. */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
@@ -49,24 +48,20 @@ static const int unary_nograd[NN__U_COUNT] = {
 #undef X
 };
 static const char *const loss_names[] = {
-    [NN__L_MSE] = "mse", [NN__L_L1] = "l1", [NN__L_HUBER] = "huber", [NN__L_SMOOTH_L1] = "smooth_l1",
-    [NN__L_LOG_COSH] = "log_cosh", [NN__L_QUANTILE] = "quantile", [NN__L_HINGE] = "hinge",
-    [NN__L_SQ_HINGE] = "squared_hinge", [NN__L_BCE] = "bce", [NN__L_BCE_LOGITS] = "bce_with_logits",
-    [NN__L_FOCAL] = "focal", [NN__L_KL] = "kl_div"};
-static const char *const rowloss_names[] = {[NN__R_DICE] = "dice", [NN__R_COSINE] = "cosine_embedding",
-                                            [NN__R_TRIPLET] = "triplet_margin"};
+#define X(E, name, of_d) #name,
+    NN__LOSS_EW_KINDS(X)
+#undef X
+};
+static const char *const rowloss_names[] = {
+#define X(E, name) #name,
+    NN__LOSS_ROW_KINDS(X)
+#undef X
+};
 static const char *const optim_names[] = {
-    [NN_OPT_SGD] = "sgd",         [NN_OPT_ADAM] = "adam",       [NN_OPT_ADAMW] = "adamw",       [NN_OPT_ADAMAX] = "adamax",
-    [NN_OPT_NADAM] = "nadam",     [NN_OPT_RADAM] = "radam",     [NN_OPT_RMSPROP] = "rmsprop",   [NN_OPT_ADAGRAD] = "adagrad",
-    [NN_OPT_ADADELTA] = "adadelta", [NN_OPT_LION] = "lion",     [NN_OPT_LAMB] = "lamb",         [NN_OPT_LARS] = "lars",
-    [NN_OPT_FTRL] = "ftrl"};
-#define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
-/* a kind added after the last one named here lengthens the enum but not the table */
-typedef char loss_table_size[COUNT_OF(loss_names) == NN__L_KL + 1 ? 1 : -1];
-typedef char rowloss_table_size[COUNT_OF(rowloss_names) == NN__R_TRIPLET + 1 ? 1 : -1];
-typedef char optim_table_size[COUNT_OF(optim_names) == NN_OPT_FTRL + 1 ? 1 : -1];
-typedef char unary_table_size[COUNT_OF(unary_names) == NN__U_COUNT ? 1 : -1];
-typedef char binary_table_size[COUNT_OF(binary_names) == NN__B_COUNT ? 1 : -1];
+#define X(E, name) name,
+    NN__OPTIMIZERS(X)
+#undef X
+};
 
 #define MAX_FN 64
 static int covered[FAM_COUNT][MAX_FN]; /* compared on the backend under test: count of graphs */
@@ -75,9 +70,9 @@ static int fam_size(int fam) {
     switch (fam) {
     case FAM_UNARY: return NN__U_COUNT;
     case FAM_BINARY: return NN__B_COUNT;
-    case FAM_LOSS: return NN__L_KL + 1;
-    case FAM_ROWLOSS: return NN__R_TRIPLET + 1;
-    default: return NN_OPT_FTRL + 1;
+    case FAM_LOSS: return NN__L_COUNT;
+    case FAM_ROWLOSS: return NN__R_COUNT;
+    default: return NN__OPT_COUNT;
     }
 }
 
