@@ -1230,8 +1230,8 @@ typedef struct nn__loss_attr {
 /* ======================================================================
    src/ops/shape.h
    ====================================================================== */
-/* The shape family's typed attributes (a node's a.shape), read and written by src/ops/shape.c
-   and the CPU loops it calls. */
+/* The shape family's typed attributes (a node's a.shape), read and written by the files
+   of src/ops/shape/ and the CPU loops they call. */
 #ifndef NN__OPS_SHAPE_H
 #define NN__OPS_SHAPE_H
 #include <stdint.h>
@@ -1497,7 +1497,8 @@ typedef struct nn__params {
     nn_context *ctx;
 } nn__params;
 
-/* One argument of a kernel launch: a buffer, a scalar, a vector of 8 ints or local memory. */
+/* One argument of a kernel launch, as kernels/kargs.h records it: a buffer, a scalar, a
+   vector of 8 ints or local memory. */
 typedef struct nn__karg {
     char kind;                  /* 'm' buffer, 'i' int, 'u' uint, 'f' float, '8' int8, 'L' local bytes */
     union { nn__buf buf; int32_t i; uint32_t u; float f; int32_t v8[8]; size_t local; } v;
@@ -1506,9 +1507,10 @@ typedef struct nn__karg {
 #define NN__MAX_KARGS 24
 #define NN__MAX_KUPD 6
 
-/* A kernel launch that a device plan records at compile time (kernels/FILE.cl, kernel,
-   geometry, arguments) and a device backend turns into its own objects. `update` rewrites
-   the arguments marked '@' in nn__args (upd[] holds their positions) before each run. */
+/* A kernel launch that an op's launch function records at compile time (kernels/FILE.cl,
+   kernel, geometry, arguments: nn__launch_kernel, then the kernel's nn__kargs_SIG of
+   kernels/kargs.h) and a device backend turns into its own objects. `update` rewrites the
+   step arguments (upd[] holds their positions) before each run, via nn__kstep_SIG. */
 typedef struct nn__launch {
     const char *file;
     char kernel[64];
@@ -2905,7 +2907,7 @@ enum {
    kernels/loss.h
    ====================================================================== */
 /* The loss kinds, listed once for both backends. This file is a part of nn.h (C99 and C++:
-   the builders in src/ops/loss.c, the loops in src/cpu/loss.c) and is included by
+   the builders in src/ops/loss/, the loops in src/cpu/loss.c) and is included by
    kernels/loss.cl (OpenCL C 1.2), so the kind numbers a plan passes and the kernels'
    switches are one enum.
 
@@ -2913,7 +2915,7 @@ enum {
      ENUM  NN__L_ENUM, the node's a.loss.kind and the kernels' `kind`; its formulas are the
            case NN__L_ENUM of nn__loss_ew1 / nn__loss_ew1_dx (src/cpu/loss.c) and of
            nn_loss1 / nn_loss1_dx (kernels/loss.cl)
-     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss.c),
+     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss/),
            and so the op's name in messages
      of_d  1: a function of d = x - t alone, so d/dt = -d/dx and the target gets that
            gradient; 0: the target gets none
@@ -4922,7 +4924,8 @@ static void nn__dropout_forward(float *y, const float *x, int64_t n, float p, ui
    src/cpu/gather.c
    ====================================================================== */
 /* The gather family's CPU loops (src/ops/gather.c's bodies; kernels/gather.cl has the
-   OpenCL twins). */
+   OpenCL twins). Scatters are written as gathers or in a fixed order: no atomics, the
+   same bits every run. */
 
 /* y [B, D] = data[idx[b]] of data [N, D] */
 static void nn__gather_rows_forward(float *y, const float *data, const int32_t *idx, int64_t B, int64_t N, int64_t D) {
@@ -4943,6 +4946,108 @@ static void nn__gather_rows_backward(float *ddata, const int32_t *idx, const flo
         if (r < 0 || r >= N) continue;
         for (j = 0; j < D; j++) ddata[(int64_t)r * D + j] += dy[b * D + j];
     }
+}
+
+/* Index values outside [0, L): what PyTorch raises on, counted for the op's check. */
+static int64_t nn__count_outside(const int32_t *idx, int64_t n, int64_t L) {
+    int64_t i, bad = 0;
+    for (i = 0; i < n; i++) bad += idx[i] < 0 || idx[i] >= L;
+    return bad;
+}
+
+/* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k] (an index out of
+   range gives zeros); grad != 0: dx [outer, L, inner] sums dy [outer, K, inner] over the
+   k with idx[k] == j, in order of k. Data moved as bits (either dtype). */
+static void nn__index_select(float *out, const float *in, const int32_t *idx, int64_t outer, int64_t L, int64_t K,
+                             int64_t inner, int grad) {
+    int64_t o, k, i;
+    if (grad) memset(out, 0, (size_t)(outer * L * inner) * sizeof(float));
+    for (o = 0; o < outer; o++)
+        for (k = 0; k < K; k++) {
+            int64_t j = idx[k];
+            int ok = j >= 0 && j < L;
+            if (grad) {
+                if (ok)
+                    for (i = 0; i < inner; i++) out[(o * L + j) * inner + i] += in[(o * K + k) * inner + i];
+            } else if (ok) {
+                memcpy(out + (o * K + k) * inner, in + (o * L + j) * inner, (size_t)inner * sizeof(float));
+            } else {
+                memset(out + (o * K + k) * inner, 0, (size_t)inner * sizeof(float));
+            }
+        }
+}
+
+/* Row-major strides of nd dims. */
+static void nn__strides(const int64_t *dims, int nd, int64_t *st) {
+    int d;
+    st[nd - 1] = 1;
+    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * dims[d + 1];
+}
+
+/* torch.gather along dim: y [ydims] (each dim >= the index's) at a position c inside the
+   index's dims is x at c with c[dim] = idx[c]; elsewhere, and where the index is out of
+   range, zero. */
+static void nn__gather_fwd(float *y, const float *x, const int32_t *idx, int nd, int dim, const int64_t *ydims,
+                           const int64_t *idims, const int64_t *xdims) {
+    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], xst[NN_MAX_DIMS], n = 1, i;
+    int d;
+    nn__strides(ydims, nd, yst);
+    nn__strides(idims, nd, ist);
+    nn__strides(xdims, nd, xst);
+    for (d = 0; d < nd; d++) n *= ydims[d];
+    for (i = 0; i < n; i++) {
+        int64_t r = i, io = 0, xo = 0, j;
+        int inside = 1;
+        for (d = 0; d < nd; d++) {
+            c[d] = r / yst[d];
+            r -= c[d] * yst[d];
+            inside &= c[d] < idims[d];
+            io += c[d] * ist[d];
+            if (d != dim) xo += c[d] * xst[d];
+        }
+        j = inside ? idx[io] : -1;
+        y[i] = (inside && j >= 0 && j < xdims[dim]) ? x[xo + j * xst[dim]] : 0.0f;
+    }
+}
+
+/* torch.scatter_add along dim: y [ydims] = base (NULL: zeros) plus, at each position c
+   inside the index's dims, src at c added to y at c with c[dim] = idx[c]. As a gather:
+   each y element sums its sources in order of the index's dim, so the result is the same
+   bits run to run (and the kernel's order). */
+static void nn__scatter_add_fwd(float *y, const float *base, const int32_t *idx, const float *src, int nd, int dim,
+                                const int64_t *ydims, const int64_t *idims, const int64_t *sdims) {
+    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], sst[NN_MAX_DIMS], n = 1, i, k;
+    int d;
+    nn__strides(ydims, nd, yst);
+    nn__strides(idims, nd, ist);
+    nn__strides(sdims, nd, sst);
+    for (d = 0; d < nd; d++) n *= ydims[d];
+    for (i = 0; i < n; i++) {
+        int64_t r = i, io = 0, so = 0;
+        int inside = 1;
+        float s = base ? base[i] : 0.0f;
+        for (d = 0; d < nd; d++) {
+            c[d] = r / yst[d];
+            r -= c[d] * yst[d];
+            if (d == dim) continue;
+            inside &= c[d] < idims[d];
+            io += c[d] * ist[d];
+            so += c[d] * sst[d];
+        }
+        if (inside)
+            for (k = 0; k < idims[dim]; k++)
+                if (idx[io + k * ist[dim]] == c[dim]) s += src[so + k * sst[dim]];
+        y[i] = s;
+    }
+}
+
+/* torch.nn.functional.one_hot as float32: y [R, C] from labels [R]; a label out of range
+   gives a row of zeros. */
+static void nn__one_hot(float *y, const int32_t *labels, int64_t R, int64_t C) {
+    int64_t r;
+    memset(y, 0, (size_t)(R * C) * sizeof(float));
+    for (r = 0; r < R; r++)
+        if (labels[r] >= 0 && labels[r] < C) y[r * C + labels[r]] = 1.0f;
 }
 
 /* ======================================================================
@@ -5890,9 +5995,9 @@ static void nn__conv3d_backward_weight(nn__threadpool *pool, const nn__conv3d *c
    src/cpu/shape.c
    ====================================================================== */
 /* Shape and structure ops on the CPU backend: permute (and flip: signed strides), concat
-   and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling; then
-   the gather family's loops. A tensor seen along `axis` is [outer, len, inner]. Each has
-   a twin in kernels/shape.cl or kernels/gather.cl. */
+   and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling (the
+   bodies in src/ops/shape/). A tensor seen along `axis` is [outer, len, inner]. Each has a
+   twin in kernels/shape.cl. */
 
 /* Out-of-place transpose: y[j0..jk] = x[j_perm...]: `dims` are y's dims, `xstride[d]` the
    stride in x of y's dim d. */
@@ -6057,110 +6162,6 @@ static void nn__upsample2d(float *out, const float *in, int64_t P, int64_t H, in
                 }
             }
         }
-}
-
-/* ---- the gather family's loops (src/ops/gather.c; twins in kernels/gather.cl) ---- */
-
-/* Index values outside [0, L): what PyTorch raises on, counted for the op's check. */
-static int64_t nn__count_outside(const int32_t *idx, int64_t n, int64_t L) {
-    int64_t i, bad = 0;
-    for (i = 0; i < n; i++) bad += idx[i] < 0 || idx[i] >= L;
-    return bad;
-}
-
-/* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k] (an index out of
-   range gives zeros); grad != 0: dx [outer, L, inner] sums dy [outer, K, inner] over the
-   k with idx[k] == j, in order of k. Data moved as bits (either dtype). */
-static void nn__index_select(float *out, const float *in, const int32_t *idx, int64_t outer, int64_t L, int64_t K,
-                             int64_t inner, int grad) {
-    int64_t o, k, i;
-    if (grad) memset(out, 0, (size_t)(outer * L * inner) * sizeof(float));
-    for (o = 0; o < outer; o++)
-        for (k = 0; k < K; k++) {
-            int64_t j = idx[k];
-            int ok = j >= 0 && j < L;
-            if (grad) {
-                if (ok)
-                    for (i = 0; i < inner; i++) out[(o * L + j) * inner + i] += in[(o * K + k) * inner + i];
-            } else if (ok) {
-                memcpy(out + (o * K + k) * inner, in + (o * L + j) * inner, (size_t)inner * sizeof(float));
-            } else {
-                memset(out + (o * K + k) * inner, 0, (size_t)inner * sizeof(float));
-            }
-        }
-}
-
-/* Row-major strides of nd dims. */
-static void nn__strides(const int64_t *dims, int nd, int64_t *st) {
-    int d;
-    st[nd - 1] = 1;
-    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * dims[d + 1];
-}
-
-/* torch.gather along dim: y [ydims] (each dim >= the index's) at a position c inside the
-   index's dims is x at c with c[dim] = idx[c]; elsewhere, and where the index is out of
-   range, zero. */
-static void nn__gather_fwd(float *y, const float *x, const int32_t *idx, int nd, int dim, const int64_t *ydims,
-                           const int64_t *idims, const int64_t *xdims) {
-    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], xst[NN_MAX_DIMS], n = 1, i;
-    int d;
-    nn__strides(ydims, nd, yst);
-    nn__strides(idims, nd, ist);
-    nn__strides(xdims, nd, xst);
-    for (d = 0; d < nd; d++) n *= ydims[d];
-    for (i = 0; i < n; i++) {
-        int64_t r = i, io = 0, xo = 0, j;
-        int inside = 1;
-        for (d = 0; d < nd; d++) {
-            c[d] = r / yst[d];
-            r -= c[d] * yst[d];
-            inside &= c[d] < idims[d];
-            io += c[d] * ist[d];
-            if (d != dim) xo += c[d] * xst[d];
-        }
-        j = inside ? idx[io] : -1;
-        y[i] = (inside && j >= 0 && j < xdims[dim]) ? x[xo + j * xst[dim]] : 0.0f;
-    }
-}
-
-/* torch.scatter_add along dim: y [ydims] = base (NULL: zeros) plus, at each position c
-   inside the index's dims, src at c added to y at c with c[dim] = idx[c]. As a gather:
-   each y element sums its sources in order of the index's dim, so the result is the same
-   bits run to run (and the kernel's order). */
-static void nn__scatter_add_fwd(float *y, const float *base, const int32_t *idx, const float *src, int nd, int dim,
-                                const int64_t *ydims, const int64_t *idims, const int64_t *sdims) {
-    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], sst[NN_MAX_DIMS], n = 1, i, k;
-    int d;
-    nn__strides(ydims, nd, yst);
-    nn__strides(idims, nd, ist);
-    nn__strides(sdims, nd, sst);
-    for (d = 0; d < nd; d++) n *= ydims[d];
-    for (i = 0; i < n; i++) {
-        int64_t r = i, io = 0, so = 0;
-        int inside = 1;
-        float s = base ? base[i] : 0.0f;
-        for (d = 0; d < nd; d++) {
-            c[d] = r / yst[d];
-            r -= c[d] * yst[d];
-            if (d == dim) continue;
-            inside &= c[d] < idims[d];
-            io += c[d] * ist[d];
-            so += c[d] * sst[d];
-        }
-        if (inside)
-            for (k = 0; k < idims[dim]; k++)
-                if (idx[io + k * ist[dim]] == c[dim]) s += src[so + k * sst[dim]];
-        y[i] = s;
-    }
-}
-
-/* torch.nn.functional.one_hot as float32: y [R, C] from labels [R]; a label out of range
-   gives a row of zeros. */
-static void nn__one_hot(float *y, const int32_t *labels, int64_t R, int64_t C) {
-    int64_t r;
-    memset(y, 0, (size_t)(R * C) * sizeof(float));
-    for (r = 0; r < R; r++)
-        if (labels[r] >= 0 && labels[r] < C) y[r * C + labels[r]] = 1.0f;
 }
 
 /* ======================================================================
@@ -10701,12 +10702,252 @@ static const char *const nn__cl_src_elementwise[] = {
 static const char *const nn__cl_src_gather[] = {
 "#line 1 \"kernels/gather.cl\"\n",
 "/* Gathers: rows of a dataset that lives on the device, index_select, gather, scatter_add\n",
-"   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/cpu/shape.c. */\n",
+"   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/cpu/gather.c. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 4 \"kernels/gather.cl\"\n",
+"#line 1 \"kernels/gather_args.h\"\n",
+"/* kernels/gather.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__GATHER_ARGS_H\n",
+"#define NN__GATHER_ARGS_H\n",
+"\n",
+"/* data [N, D] rows by idx [B], as 32-bit words (float32 or int32 data) */\n",
+"#define NN__KARGS_gather_rows(F, P) F(uin, data) P(iin, idx) P(uout, y) P(int, B) P(int, N) P(int, D)\n",
+"NN__KSIG(gather_rows)\n",
+"#define NN__KARGS_gather_rows_backward(F, P) F(iin, idx) P(in, dy) P(out, ddata) P(int, B) P(int, N) P(int, D)\n",
+"NN__KSIG(gather_rows_backward)\n",
+"\n",
+"/* idx [n] values outside [0, L), counted into bad[slot] (the graph's check counters) */\n",
+"#define NN__KARGS_index_check(F, P) F(iin, idx) P(int, n) P(int, L) P(iout, bad) P(int, slot)\n",
+"NN__KSIG(index_check)\n",
+"\n",
+"/* x [outer, L, inner] at idx [K] (as 32-bit words), and its gradient */\n",
+"#define NN__KARGS_index_select(F, P) \\\n",
+"    F(uin, x) P(iin, idx) P(uout, y) P(int, n) P(int, L) P(int, K) P(int, inner)\n",
+"NN__KSIG(index_select)\n",
+"#define NN__KARGS_index_select_backward(F, P) \\\n",
+"    F(in, dy) P(iin, idx) P(out, dx) P(int, n) P(int, L) P(int, K) P(int, inner)\n",
+"NN__KSIG(index_select_backward)\n",
+"\n",
+"/* the dims of y, of the index and of x (src) as int8, ones after the tensor's */\n",
+"#define NN__KARGS_gather(F, P) \\\n",
+"    F(in, x) P(iin, idx) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, xdims) P(int, dim)\n",
+"NN__KSIG(gather)\n",
+"#define NN__KARGS_scatter_add(F, P)                                                               \\\n",
+"    F(in, base) P(iin, idx) P(in, src) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, sdims) \\\n",
+"    P(int, dim) P(int, has_base)\n",
+"NN__KSIG(scatter_add)\n",
+"\n",
+"/* labels [R] into y [R, C] */\n",
+"#define NN__KARGS_one_hot(F, P) F(iin, labels) P(out, y) P(int, n) P(int, C)\n",
+"NN__KSIG(one_hot)\n",
+"\n",
+"#endif\n",
+"#line 5 \"kernels/gather.cl\"\n",
 "\n",
 "/* y [B, D] = data[idx[b]] of data [N, D]; an index out of range gives zeros. The rows are\n",
 "   copied as bits, so float32 and int32 data share the kernel. */\n",
-"__kernel void gather_rows(__global const uint *data, __global const int *idx, __global uint *y,\n",
-"                          const int B, const int N, const int D) {\n",
+"__kernel void gather_rows(NN__KPARAMS(gather_rows)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= B * D) return;\n",
 "    int b = i / D, j = i - b * D, r = idx[b];\n",
@@ -10715,8 +10956,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* ddata [N, D]: element (r, j) sums dy[b, j] over every b with idx[b] == r, in order of b\n",
 "   (no atomics, so the result is deterministic). */\n",
-"__kernel void gather_rows_backward(__global const int *idx, __global const float *dy, __global float *ddata,\n",
-"                                   const int B, const int N, const int D) {\n",
+"__kernel void gather_rows_backward(NN__KPARAMS(gather_rows_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * D) return;\n",
 "    int r = i / D, j = i - r * D;\n",
@@ -10727,7 +10967,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* A checked op's index values outside [0, L), counted into bad[slot] (PyTorch raises on\n",
 "   them; the op itself reads none of them). */\n",
-"__kernel void index_check(__global const int *idx, const int n, const int L, __global int *bad, const int slot) {\n",
+"__kernel void index_check(NN__KPARAMS(index_check)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    if (idx[i] < 0 || idx[i] >= L) atomic_inc(bad + slot);\n",
@@ -10735,8 +10975,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k]; out of range:\n",
 "   zeros. Bits, so either dtype. */\n",
-"__kernel void index_select(__global const uint *x, __global const int *idx, __global uint *y, const int n, const int L,\n",
-"                           const int K, const int inner) {\n",
+"__kernel void index_select(NN__KPARAMS(index_select)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner, k = (i / inner) % K, o = i / (inner * K), j = idx[k];\n",
@@ -10745,8 +10984,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* dx [outer, L, inner]: element j sums dy [outer, K, inner] over the k with idx[k] == j, in\n",
 "   order of k (as the CPU loop) */\n",
-"__kernel void index_select_backward(__global const float *dy, __global const int *idx, __global float *dx, const int n,\n",
-"                                    const int L, const int K, const int inner) {\n",
+"__kernel void index_select_backward(NN__KPARAMS(index_select_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner, j = (i / inner) % L, o = i / (inner * L);\n",
@@ -10766,8 +11004,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* torch.gather along dim: y [ydims] at c inside the index's dims = x at c with c[dim] =\n",
 "   idx[c]; elsewhere, and for an index out of range, zero */\n",
-"__kernel void gather(__global const float *x, __global const int *idx, __global float *y, const int n, const int8 ydims,\n",
-"                     const int8 idims, const int8 xdims, const int dim) {\n",
+"__kernel void gather(NN__KPARAMS(gather)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int yd[8], id[8], xd[8], c[8];\n",
@@ -10791,8 +11028,7 @@ static const char *const nn__cl_src_gather[] = {
 "/* torch.scatter_add along dim, as a gather: y [ydims] = base (has_base) plus src at every\n",
 "   position c of the index's dims with c[dim] = idx[c] matching, summed in order of the\n",
 "   index's dim (the CPU loop's order: no atomics, the same bits each run) */\n",
-"__kernel void scatter_add(__global const float *base, __global const int *idx, __global const float *src, __global float *y,\n",
-"                          const int n, const int8 ydims, const int8 idims, const int8 sdims, const int dim, const int has_base) {\n",
+"__kernel void scatter_add(NN__KPARAMS(scatter_add)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int yd[8], id[8], sd[8], c[8];\n",
@@ -10821,7 +11057,7 @@ static const char *const nn__cl_src_gather[] = {
 "}\n",
 "\n",
 "/* one_hot as float32: y [R, C] = 1 where c == labels[r] (a label out of range: a zero row) */\n",
-"__kernel void one_hot(__global const int *labels, __global float *y, const int n, const int C) {\n",
+"__kernel void one_hot(NN__KPARAMS(one_hot)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    y[i] = labels[i / C] == i % C ? 1.0f : 0.0f;\n",
@@ -12015,7 +12251,7 @@ static const char *const nn__cl_src_loss[] = {
 "#line 8 \"kernels/loss.cl\"\n",
 "#line 1 \"kernels/loss.h\"\n",
 "/* The loss kinds, listed once for both backends. This file is a part of nn.h (C99 and C++:\n",
-"   the builders in src/ops/loss.c, the loops in src/cpu/loss.c) and is included by\n",
+"   the builders in src/ops/loss/, the loops in src/cpu/loss.c) and is included by\n",
 "   kernels/loss.cl (OpenCL C 1.2), so the kind numbers a plan passes and the kernels'\n",
 "   switches are one enum.\n",
 "\n",
@@ -12023,7 +12259,7 @@ static const char *const nn__cl_src_loss[] = {
 "     ENUM  NN__L_ENUM, the node's a.loss.kind and the kernels' `kind`; its formulas are the\n",
 "           case NN__L_ENUM of nn__loss_ew1 / nn__loss_ew1_dx (src/cpu/loss.c) and of\n",
 "           nn_loss1 / nn_loss1_dx (kernels/loss.cl)\n",
-"     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss.c),\n",
+"     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss/),\n",
 "           and so the op's name in messages\n",
 "     of_d  1: a function of d = x - t alone, so d/dt = -d/dx and the target gets that\n",
 "           gradient; 0: the target gets none\n",
@@ -13201,6 +13437,238 @@ static const char *const nn__cl_src_pool[] = {
 "   work-item per output element. Backward: one work-item per input element, gathering over\n",
 "   the windows that cover it (no atomics, a fixed order). NC = N*C planes;\n",
 "   geo = (kh, kw, sh, sw, ph, pw, dh, dw), dh = dw = 1 for average pooling. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 7 \"kernels/pool.cl\"\n",
+"#line 1 \"kernels/pool_args.h\"\n",
+"/* kernels/pool.cl's kernel signatures (kernels/kargs.h says how to read them). Planes\n",
+"   NC = N*C of x [NC, H, W] and y [NC, OH, OW]; geo = (kh, kw, sh, sw, ph, pw, dh, dw). A\n",
+"   kernel's variant for CPU devices (_rows, _planes) takes the kernel's own signature. */\n",
+"#ifndef NN__POOL_ARGS_H\n",
+"#define NN__POOL_ARGS_H\n",
+"\n",
+"#define NN__KARGS_max_pool2d_forward(F, P) \\\n",
+"    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(max_pool2d_forward)\n",
+"#define NN__KARGS_max_pool2d_argmax(F, P) \\\n",
+"    F(in, x) P(iout, idx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(max_pool2d_argmax)\n",
+"#define NN__KARGS_max_pool2d_backward(F, P) \\\n",
+"    F(iin, idx) P(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(max_pool2d_backward)\n",
+"\n",
+"/* exclude_pad: count_include_pad = False; adaptive: PyTorch's adaptive bins */\n",
+"#define NN__KARGS_avg_pool2d_forward(F, P)                                                         \\\n",
+"    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \\\n",
+"    P(int, adaptive)\n",
+"NN__KSIG(avg_pool2d_forward)\n",
+"#define NN__KARGS_avg_pool2d_backward(F, P)                                                          \\\n",
+"    F(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \\\n",
+"    P(int, adaptive)\n",
+"NN__KSIG(avg_pool2d_backward)\n",
+"\n",
+"#endif\n",
+"#line 8 \"kernels/pool.cl\"\n",
 "\n",
 "/* The first maximum of output (oh, ow)'s window in window order (a NaN wins, as in\n",
 "   PyTorch), as an index ih*W + iw into the plane x, or -1 when the window holds padding\n",
@@ -13227,8 +13695,7 @@ static const char *const nn__cl_src_pool[] = {
 "}\n",
 "\n",
 "/* y [NC, OH, OW] = the maximum of each window */\n",
-"__kernel void max_pool2d_forward(__global const float *x, __global float *y, const int NC, const int H,\n",
-"                                 const int W, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void max_pool2d_forward(NN__KPARAMS(max_pool2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
@@ -13238,8 +13705,7 @@ static const char *const nn__cl_src_pool[] = {
 "}\n",
 "\n",
 "/* idx [NC, OH, OW] = each window's argmax, for the backward pass */\n",
-"__kernel void max_pool2d_argmax(__global const float *x, __global int *idx, const int NC, const int H,\n",
-"                                const int W, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void max_pool2d_argmax(NN__KPARAMS(max_pool2d_argmax)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
@@ -13257,9 +13723,7 @@ static const char *const nn__cl_src_pool[] = {
 "\n",
 "/* dx [NC, H, W]: each input element sums dy over the windows whose argmax it is, in\n",
 "   output order */\n",
-"__kernel void max_pool2d_backward(__global const int *idx, __global const float *dy, __global float *dx,\n",
-"                                  const int NC, const int H, const int W, const int OH, const int OW,\n",
-"                                  const int8 geo) {\n",
+"__kernel void max_pool2d_backward(NN__KPARAMS(max_pool2d_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * H * W) return;\n",
 "    int c = i / (H * W), p = i - c * (H * W), ih = p / W, iw = p - ih * W;\n",
@@ -13275,12 +13739,12 @@ static const char *const nn__cl_src_pool[] = {
 "    dx[i] = acc;\n",
 "}\n",
 "\n",
-"/* CPU devices run these variants of the three above (src/nn_ops.c picks them): one\n",
-"   work-item per output row or per plane, so the index arithmetic is paid per row. The\n",
+"/* Devices tuned as CPUs (dev.cpu_tuned) run these variants of the three above, with their\n",
+"   signatures (src/ops/pool.c's max pooling launches pick them): one work-item per output\n",
+"   row or per plane, so the index arithmetic is paid per row. The\n",
 "   plane-wise backward adds each output's gradient at its argmax in output order, the same\n",
 "   order as the gather above. */\n",
-"__kernel void max_pool2d_forward_rows(__global const float *x, __global float *y, const int NC, const int H,\n",
-"                                      const int W, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void max_pool2d_forward_rows(NN__KPARAMS(max_pool2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH) return;\n",
 "    int oh = i % OH, c = i / OH;\n",
@@ -13292,8 +13756,7 @@ static const char *const nn__cl_src_pool[] = {
 "    }\n",
 "}\n",
 "\n",
-"__kernel void max_pool2d_argmax_rows(__global const float *x, __global int *idx, const int NC, const int H,\n",
-"                                     const int W, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void max_pool2d_argmax_rows(NN__KPARAMS(max_pool2d_argmax)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH) return;\n",
 "    int oh = i % OH, c = i / OH;\n",
@@ -13302,9 +13765,7 @@ static const char *const nn__cl_src_pool[] = {
 "    for (int ow = 0; ow < OW; ow++) idx[(size_t)i * OW + ow] = max_window(xc, H, W, oh, ow, geo, &v);\n",
 "}\n",
 "\n",
-"__kernel void max_pool2d_backward_planes(__global const int *idx, __global const float *dy, __global float *dx,\n",
-"                                         const int NC, const int H, const int W, const int OH, const int OW,\n",
-"                                         const int8 geo) {\n",
+"__kernel void max_pool2d_backward_planes(NN__KPARAMS(max_pool2d_backward)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= NC) return;\n",
 "    __global float *xc = dx + (size_t)c * H * W;\n",
@@ -13346,9 +13807,7 @@ static const char *const nn__cl_src_pool[] = {
 "}\n",
 "\n",
 "/* y [NC, OH, OW] = the mean of each window */\n",
-"__kernel void avg_pool2d_forward(__global const float *x, __global float *y, const int NC, const int H,\n",
-"                                 const int W, const int OH, const int OW, const int8 geo,\n",
-"                                 const int exclude_pad, const int adaptive) {\n",
+"__kernel void avg_pool2d_forward(NN__KPARAMS(avg_pool2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
@@ -13375,9 +13834,7 @@ static const char *const nn__cl_src_pool[] = {
 "\n",
 "/* dx [NC, H, W]: each input element sums dy / divisor over the windows that hold it, in\n",
 "   output order */\n",
-"__kernel void avg_pool2d_backward(__global const float *dy, __global float *dx, const int NC, const int H,\n",
-"                                  const int W, const int OH, const int OW, const int8 geo,\n",
-"                                  const int exclude_pad, const int adaptive) {\n",
+"__kernel void avg_pool2d_backward(NN__KPARAMS(avg_pool2d_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * H * W) return;\n",
 "    int c = i / (H * W), p = i - c * (H * W), ih = p / W, iw = p - ih * W;\n",
@@ -14442,9 +14899,258 @@ static const char *const nn__cl_src_shape[] = {
 "   repeat, tril/triu, 2-D padding and upsampling. Twins of src/cpu/shape.c; one work-item\n",
 "   per output element, and every backward pass is a gather (each input element sums what\n",
 "   reads it), so no atomics. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 6 \"kernels/shape.cl\"\n",
+"#line 1 \"kernels/shape_args.h\"\n",
+"/* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). The copies\n",
+"   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike. */\n",
+"#ifndef NN__SHAPE_ARGS_H\n",
+"#define NN__SHAPE_ARGS_H\n",
+"\n",
+"/* dims: y's 6 dims (ones in front), xs: x's stride for each y dim */\n",
+"#define NN__KARGS_permute(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, dims) P(int8, xs)\n",
+"NN__KSIG(permute)\n",
+"/* flip: permute's geometry with signed strides, from x's element `base` */\n",
+"#define NN__KARGS_strided(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, dims) P(int8, xs) P(int, base)\n",
+"NN__KSIG(strided)\n",
+"\n",
+"/* one input x [outer, lx, inner] of y [outer, L, inner], at off along the axis */\n",
+"#define NN__KARGS_concat_part(F, P) \\\n",
+"    F(uin, x) P(uout, y) P(int, n) P(int, lx) P(int, L) P(int, off) P(int, inner)\n",
+"NN__KSIG(concat_part)\n",
+"/* y [outer, len, inner] from x [outer, L, inner] (grad: the reverse, zeros elsewhere) */\n",
+"#define NN__KARGS_slice(F, P) \\\n",
+"    F(uin, x) P(uout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)\n",
+"NN__KSIG(slice)\n",
+"\n",
+"/* 6 dims each, ones in front */\n",
+"#define NN__KARGS_repeat_forward(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, ydims) P(int8, xdims)\n",
+"NN__KSIG(repeat_forward)\n",
+"#define NN__KARGS_repeat_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, xdims) P(int8, reps)\n",
+"NN__KSIG(repeat_backward)\n",
+"\n",
+"/* x, y [..., R, C] */\n",
+"#define NN__KARGS_tril(F, P) \\\n",
+"    F(in, x) P(out, y) P(int, n) P(int, R) P(int, C) P(int, diagonal) P(int, upper)\n",
+"NN__KSIG(tril)\n",
+"\n",
+"/* geo = (H, W, OH, OW, top, left, reflect, -) */\n",
+"#define NN__KARGS_pad2d_forward(F, P) F(in, x) P(out, y) P(int, n) P(int8, geo)\n",
+"NN__KSIG(pad2d_forward)\n",
+"#define NN__KARGS_pad2d_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, geo)\n",
+"NN__KSIG(pad2d_backward)\n",
+"/* geo = (H, W, scale_h, scale_w, bilinear, -, -, -) */\n",
+"#define NN__KARGS_upsample2d_forward(F, P) F(in, x) P(out, y) P(int, n) P(int8, geo)\n",
+"NN__KSIG(upsample2d_forward)\n",
+"#define NN__KARGS_upsample2d_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, geo)\n",
+"NN__KSIG(upsample2d_backward)\n",
+"\n",
+"#endif\n",
+"#line 7 \"kernels/shape.cl\"\n",
 "\n",
 "/* y = x permuted: `dims` are y's dims (unused ones 1), `xs` x's stride for each y dim */\n",
-"__kernel void permute(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs) {\n",
+"__kernel void permute(NN__KPARAMS(permute)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int r = i, off = 0;\n",
@@ -14459,8 +15165,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* one input of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)\n",
 "   of the axis; one launch per input, so each is written once */\n",
-"__kernel void concat_part(__global const uint *x, __global uint *y, const int n, const int lx, const int L, const int off,\n",
-"                          const int inner) {\n",
+"__kernel void concat_part(NN__KPARAMS(concat_part)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner, j = (i / inner) % lx, o = i / (inner * lx);\n",
@@ -14469,8 +15174,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* forward: y [outer, len, inner] = x [outer, L, inner] at start + j * step, j < len;\n",
 "   backward (grad): y [outer, L, inner] = dy placed there, zeros elsewhere */\n",
-"__kernel void slice(__global const uint *x, __global uint *y, const int n, const int L, const int len,\n",
-"                    const int inner, const int start, const int grad, const int step) {\n",
+"__kernel void slice(NN__KPARAMS(slice)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner;\n",
@@ -14485,7 +15189,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* y = x read with signed strides from a base offset (flip): `dims` are y's dims (unused\n",
 "   ones 1), `xs` x's stride for each y dim */\n",
-"__kernel void strided(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs, const int base) {\n",
+"__kernel void strided(NN__KPARAMS(strided)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int r = i, off = base;\n",
@@ -14499,7 +15203,7 @@ static const char *const nn__cl_src_shape[] = {
 "}\n",
 "\n",
 "/* torch.Tensor.repeat: y [ydims] tiles x [xdims] (6 dims each, leading ones) */\n",
-"__kernel void repeat_forward(__global const uint *x, __global uint *y, const int n, const int8 ydims, const int8 xdims) {\n",
+"__kernel void repeat_forward(NN__KPARAMS(repeat_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int yd[8], xd[8];\n",
@@ -14515,7 +15219,7 @@ static const char *const nn__cl_src_shape[] = {
 "}\n",
 "\n",
 "/* dx [xdims] = the sum of dy [xdims * reps] over the tiles, in order of y (the CPU's) */\n",
-"__kernel void repeat_backward(__global const float *dy, __global float *dx, const int n, const int8 xdims, const int8 reps) {\n",
+"__kernel void repeat_backward(NN__KPARAMS(repeat_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int xd[8], rp[8], c[8];\n",
@@ -14542,8 +15246,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* torch.tril (upper 0: keeps j - i <= diagonal) / torch.triu (j - i >= diagonal) of each\n",
 "   [R, C] matrix; the rest zero */\n",
-"__kernel void tril(__global const float *x, __global float *y, const int n, const int R, const int C, const int diagonal,\n",
-"                   const int upper) {\n",
+"__kernel void tril(NN__KPARAMS(tril)) {\n",
 "    int k = get_global_id(0);\n",
 "    if (k >= n) return;\n",
 "    int j = k % C, i = (k / C) % R;\n",
@@ -14562,7 +15265,7 @@ static const char *const nn__cl_src_shape[] = {
 "}\n",
 "\n",
 "/* y [P, OH, OW] = x [P, H, W] padded; geo = (H, W, OH, OW, top, left, reflect, -) */\n",
-"__kernel void pad2d_forward(__global const float *x, __global float *y, const int n, const int8 geo) {\n",
+"__kernel void pad2d_forward(NN__KPARAMS(pad2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int ow = i % geo.s3, oh = (i / geo.s3) % geo.s2, p = i / (geo.s3 * geo.s2);\n",
@@ -14572,7 +15275,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* dx [P, H, W]: each input pixel sums the outputs that read it (at most 3 rows x 3 cols\n",
 "   under reflection: itself, its mirror before, its mirror after) */\n",
-"__kernel void pad2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {\n",
+"__kernel void pad2d_backward(NN__KPARAMS(pad2d_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int H = geo.s0, W = geo.s1, OH = geo.s2, OW = geo.s3;\n",
@@ -14610,7 +15313,7 @@ static const char *const nn__cl_src_shape[] = {
 "}\n",
 "\n",
 "/* y [P, H*sh, W*sw]; geo = (H, W, sh, sw, bilinear, -, -, -) */\n",
-"__kernel void upsample2d_forward(__global const float *x, __global float *y, const int n, const int8 geo) {\n",
+"__kernel void upsample2d_forward(NN__KPARAMS(upsample2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int H = geo.s0, W = geo.s1, OH = H * geo.s2, OW = W * geo.s3;\n",
@@ -14632,7 +15335,7 @@ static const char *const nn__cl_src_shape[] = {
 "   Bilinear: each output's four terms (h0, w0), (h0, w1), (h1, w0), (h1, w1) that land on\n",
 "   the pixel, one by one in that order, as cpu/shape.c scatters them and PyTorch does: a\n",
 "   term of weight 0 still carries a NaN or inf dy (0 * inf). */\n",
-"__kernel void upsample2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {\n",
+"__kernel void upsample2d_backward(NN__KPARAMS(upsample2d_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int H = geo.s0, W = geo.s1, sh = geo.s2, sw = geo.s3, OH = H * sh, OW = W * sw;\n",
@@ -17050,42 +17753,6 @@ static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const 
     return NN_OK;
 }
 
-/* Records a launch's arguments, one character of fmt each: 'm' a const nn__buf *, 'i' an
-   int, 'u' an unsigned, 'f' a double passed as float, 'L' bytes of local memory (size_t),
-   '8' eight ints (const int *). '@' before one marks it as rewritten by l->update each
-   run; its position goes to l->upd[] in order. */
-static nn_result nn__args(nn__launch *l, const char *fmt, ...) {
-    va_list ap;
-    int mark = 0;
-    va_start(ap, fmt);
-    for (; *fmt; fmt++) {
-        nn__karg *a;
-        if (*fmt == '@') {
-            mark = 1;
-            continue;
-        }
-        if (l->n_args == NN__MAX_KARGS || (mark && l->n_upd == NN__MAX_KUPD)) break;
-        a = &l->args[l->n_args];
-        memset(a, 0, sizeof *a);
-        a->kind = *fmt;
-        switch (*fmt) {
-        case 'm': a->v.buf = *va_arg(ap, const nn__buf *); break;
-        case 'i': a->v.i = (int32_t)va_arg(ap, int); break;
-        case 'u': a->v.u = (uint32_t)va_arg(ap, unsigned); break;
-        case 'f': a->v.f = (float)va_arg(ap, double); break;
-        case 'L': a->v.local = va_arg(ap, size_t); break;
-        case '8': memcpy(a->v.v8, va_arg(ap, const int *), sizeof a->v.v8); break;
-        default: a->kind = 0; break;
-        }
-        if (!a->kind) break;
-        if (mark) l->upd[l->n_upd++] = l->n_args;
-        mark = 0;
-        l->n_args++;
-    }
-    va_end(ap);
-    return *fmt ? NN_ERR_STATE : NN_OK;
-}
-
 /* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
 static size_t nn__reduce_wg(nn_graph *g) {
     size_t wg = 1;
@@ -17703,14 +18370,84 @@ NN__KSIG(rows_backward)
 #ifndef NN__GATHER_ARGS_H
 #define NN__GATHER_ARGS_H
 
+/* data [N, D] rows by idx [B], as 32-bit words (float32 or int32 data) */
+#define NN__KARGS_gather_rows(F, P) F(uin, data) P(iin, idx) P(uout, y) P(int, B) P(int, N) P(int, D)
+NN__KSIG(gather_rows)
+#define NN__KARGS_gather_rows_backward(F, P) F(iin, idx) P(in, dy) P(out, ddata) P(int, B) P(int, N) P(int, D)
+NN__KSIG(gather_rows_backward)
+
+/* idx [n] values outside [0, L), counted into bad[slot] (the graph's check counters) */
+#define NN__KARGS_index_check(F, P) F(iin, idx) P(int, n) P(int, L) P(iout, bad) P(int, slot)
+NN__KSIG(index_check)
+
+/* x [outer, L, inner] at idx [K] (as 32-bit words), and its gradient */
+#define NN__KARGS_index_select(F, P) \
+    F(uin, x) P(iin, idx) P(uout, y) P(int, n) P(int, L) P(int, K) P(int, inner)
+NN__KSIG(index_select)
+#define NN__KARGS_index_select_backward(F, P) \
+    F(in, dy) P(iin, idx) P(out, dx) P(int, n) P(int, L) P(int, K) P(int, inner)
+NN__KSIG(index_select_backward)
+
+/* the dims of y, of the index and of x (src) as int8, ones after the tensor's */
+#define NN__KARGS_gather(F, P) \
+    F(in, x) P(iin, idx) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, xdims) P(int, dim)
+NN__KSIG(gather)
+#define NN__KARGS_scatter_add(F, P)                                                               \
+    F(in, base) P(iin, idx) P(in, src) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, sdims) \
+    P(int, dim) P(int, has_base)
+NN__KSIG(scatter_add)
+
+/* labels [R] into y [R, C] */
+#define NN__KARGS_one_hot(F, P) F(iin, labels) P(out, y) P(int, n) P(int, C)
+NN__KSIG(one_hot)
+
 #endif
 
 /* ======================================================================
    kernels/shape_args.h
    ====================================================================== */
-/* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). The copies
+   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike. */
 #ifndef NN__SHAPE_ARGS_H
 #define NN__SHAPE_ARGS_H
+
+/* dims: y's 6 dims (ones in front), xs: x's stride for each y dim */
+#define NN__KARGS_permute(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, dims) P(int8, xs)
+NN__KSIG(permute)
+/* flip: permute's geometry with signed strides, from x's element `base` */
+#define NN__KARGS_strided(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, dims) P(int8, xs) P(int, base)
+NN__KSIG(strided)
+
+/* one input x [outer, lx, inner] of y [outer, L, inner], at off along the axis */
+#define NN__KARGS_concat_part(F, P) \
+    F(uin, x) P(uout, y) P(int, n) P(int, lx) P(int, L) P(int, off) P(int, inner)
+NN__KSIG(concat_part)
+/* y [outer, len, inner] from x [outer, L, inner] (grad: the reverse, zeros elsewhere) */
+#define NN__KARGS_slice(F, P) \
+    F(uin, x) P(uout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)
+NN__KSIG(slice)
+
+/* 6 dims each, ones in front */
+#define NN__KARGS_repeat_forward(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, ydims) P(int8, xdims)
+NN__KSIG(repeat_forward)
+#define NN__KARGS_repeat_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, xdims) P(int8, reps)
+NN__KSIG(repeat_backward)
+
+/* x, y [..., R, C] */
+#define NN__KARGS_tril(F, P) \
+    F(in, x) P(out, y) P(int, n) P(int, R) P(int, C) P(int, diagonal) P(int, upper)
+NN__KSIG(tril)
+
+/* geo = (H, W, OH, OW, top, left, reflect, -) */
+#define NN__KARGS_pad2d_forward(F, P) F(in, x) P(out, y) P(int, n) P(int8, geo)
+NN__KSIG(pad2d_forward)
+#define NN__KARGS_pad2d_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, geo)
+NN__KSIG(pad2d_backward)
+/* geo = (H, W, scale_h, scale_w, bilinear, -, -, -) */
+#define NN__KARGS_upsample2d_forward(F, P) F(in, x) P(out, y) P(int, n) P(int8, geo)
+NN__KSIG(upsample2d_forward)
+#define NN__KARGS_upsample2d_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, geo)
+NN__KSIG(upsample2d_backward)
 
 #endif
 
@@ -17824,9 +18561,31 @@ NN__KSIG(batch_norm_pack)
 /* ======================================================================
    kernels/pool_args.h
    ====================================================================== */
-/* kernels/pool.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/pool.cl's kernel signatures (kernels/kargs.h says how to read them). Planes
+   NC = N*C of x [NC, H, W] and y [NC, OH, OW]; geo = (kh, kw, sh, sw, ph, pw, dh, dw). A
+   kernel's variant for CPU devices (_rows, _planes) takes the kernel's own signature. */
 #ifndef NN__POOL_ARGS_H
 #define NN__POOL_ARGS_H
+
+#define NN__KARGS_max_pool2d_forward(F, P) \
+    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(max_pool2d_forward)
+#define NN__KARGS_max_pool2d_argmax(F, P) \
+    F(in, x) P(iout, idx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(max_pool2d_argmax)
+#define NN__KARGS_max_pool2d_backward(F, P) \
+    F(iin, idx) P(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(max_pool2d_backward)
+
+/* exclude_pad: count_include_pad = False; adaptive: PyTorch's adaptive bins */
+#define NN__KARGS_avg_pool2d_forward(F, P)                                                         \
+    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \
+    P(int, adaptive)
+NN__KSIG(avg_pool2d_forward)
+#define NN__KARGS_avg_pool2d_backward(F, P)                                                          \
+    F(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \
+    P(int, adaptive)
+NN__KSIG(avg_pool2d_backward)
 
 #endif
 
@@ -21057,43 +21816,13 @@ static nn_result nn__launch_loss_rows_grad(nn_graph *g, int id) {
 /* ======================================================================
    src/ops/gather.c
    ====================================================================== */
-/* The gather ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The gather ops, one block each: builder (shape rule), registry aliases, autograd rule,
+   CPU body (its loop in src/cpu/gather.c) and kernel launch (kernels/gather.cl). Index
+   tensors are int32; an index out of range reads zeros, and a checked op (n->check) also
+   counts such indices, which PyTorch raises on. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_gather_rows nn__no_plan
-#define nn__grad_gather_rows_grad nn__grad_none
-#define nn__plan_gather_rows_grad nn__no_plan
-#define nn__plan_index_select nn__no_plan
-#define nn__cpu_index_select_grad nn__cpu_index_select
-#define nn__launch_index_select_grad nn__launch_index_select
-#define nn__grad_index_select_grad nn__grad_none
-#define nn__plan_index_select_grad nn__no_plan
-#define nn__plan_gather nn__no_plan
-#define nn__plan_scatter_add nn__no_plan
-#define nn__grad_one_hot nn__grad_none
-#define nn__plan_one_hot nn__no_plan
-
-NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
-    nn_tensor in[2];
-    nn__node *d, *ix;
-    nn_shape s;
-    in[0] = data;
-    in[1] = idx;
-    if (!nn__check(g, "nn_gather_rows", 2, in)) return nn__tensor(-1);
-    d = nn__n(g, data);
-    ix = nn__n(g, idx);
-    if (ix->dtype != NN_I32 || ix->shape.ndim != 1) {
-        char sa[128], sb[128];
-        nn__shape_str(&d->shape, sa, sizeof sa);
-        nn__shape_str(&ix->shape, sb, sizeof sb);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gather_rows: needs data [N, ...] and idx [B] int32, got %s %s and %s %s",
-                           sa, nn__dtype_name(d->dtype), sb, nn__dtype_name(ix->dtype));
-    }
-    s = d->shape;
-    s.dim[0] = ix->shape.dim[0];
-    return nn__op2(g, NN__OP_GATHER_ROWS, d->dtype, s, data.id, idx.id);
-}
+/* ==== shared: dims along one axis, the index checks and counters of bad indices, the
+   operands of gather and scatter_add ==== */
 
 /* A shape seen along dim: [outer, len, inner]. */
 static void nn__gather_split(const nn_shape *s, int dim, int64_t *outer, int64_t *len, int64_t *inner) {
@@ -21127,6 +21856,165 @@ static int nn__expect_index(nn_graph *g, const char *op, nn_tensor index, nn_ten
     return 1;
 }
 
+/* A checked op's index values outside [0, L), into its counter (the kernels' atomic_inc). */
+static void nn__gather_count(nn_graph *g, const nn__node *n, const nn__node *idx, int64_t L) {
+    int32_t *c;
+    int64_t bad;
+    if (!n->check) return;
+    bad = nn__count_outside((const int32_t *)idx->buf.host, idx->numel, L);
+    c = (int32_t *)g->checks.host + n->check_slot;
+    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+}
+
+/* A checked op's count of index values outside [0, L) (a launch before its own). */
+static nn_result nn__launch_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
+    nn__launch *l = NULL;
+    nn__k_index_check k;
+    nn_result r;
+    if (!g->nodes[id].check) return NN_OK;
+    r = nn__launch_kernel(g, id, "gather", "index_check", (size_t)idx->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.idx = &idx->buf;
+    k.n = (int)idx->numel;
+    k.L = (int)L;
+    k.bad = &g->checks;
+    k.slot = g->nodes[id].check_slot;
+    return nn__kargs_index_check(l, &k);
+}
+
+/* index has x's number of dims, and is no larger than `other` outside dim (than x for
+   gather; for scatter_add also no larger than src in any dim) */
+static int nn__index_fits(nn_graph *g, const char *op, nn_tensor x, int dim, nn_tensor index, const nn_tensor *src) {
+    const nn_shape *xs = &nn__n(g, x)->shape, *is = &nn__n(g, index)->shape, *ss = src ? &nn__n(g, *src)->shape : NULL;
+    int d, ok = is->ndim == xs->ndim && (!ss || ss->ndim == xs->ndim);
+    for (d = 0; ok && d < xs->ndim; d++) ok = (d == dim || is->dim[d] <= xs->dim[d]) && (!ss || is->dim[d] <= ss->dim[d]);
+    if (!ok) {
+        char sx[128], si[128], sr[128];
+        nn__shape_str(xs, sx, sizeof sx);
+        nn__shape_str(is, si, sizeof si);
+        if (ss) nn__shape_str(ss, sr, sizeof sr);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s does not fit x %s%s%s along dim %d (same number of dims; index.size(d) <= x.size(d) for d != dim%s)",
+                    op, si, sx, ss ? " and src " : "", ss ? sr : "", dim, ss ? ", <= src.size(d) for every d" : "");
+    }
+    return ok;
+}
+
+/* A scatter_add node: out [shape] = base (or zeros) + src scattered by index. */
+static nn_tensor nn__scatter_op(nn_graph *g, const nn__attr *at, nn_shape shape, int base, int index, int src) {
+    nn_tensor t = base >= 0 ? nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, shape, base, index, src)
+                            : nn__op2(g, NN__OP_SCATTER_ADD, NN_F32, shape, index, src);
+    if (t.id >= 0) {
+        g->nodes[t.id].a = *at;
+        g->nodes[t.id].a.gather.has_base = base >= 0;
+    }
+    return t;
+}
+
+/* dims of a node's shape, and the shapes of a gather's or scatter's operands */
+static void nn__dims_of(const nn_shape *s, int64_t *d) {
+    int k;
+    for (k = 0; k < s->ndim; k++) d[k] = s->dim[k];
+}
+
+/* a shape's dims into an int8 argument, ones after them */
+static void nn__gather_dims8(const nn_shape *s, int *v) {
+    int d;
+    for (d = 0; d < 8; d++) v[d] = d < s->ndim ? (int)s->dim[d] : 1;
+}
+
+/* ==== gather_rows: y [B, ...] = data [N, ...] at rows idx [B] (an embedding lookup: a
+   dataset or table on the device, float32 or int32, copied as bits; a row out of range is
+   zeros). GATHER_ROWS_GRAD, its gradient: ddata [N, ...] sums dy's rows by index. ==== */
+
+NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
+    nn_tensor in[2];
+    nn__node *d, *ix;
+    nn_shape s;
+    in[0] = data;
+    in[1] = idx;
+    if (!nn__check(g, "nn_gather_rows", 2, in)) return nn__tensor(-1);
+    d = nn__n(g, data);
+    ix = nn__n(g, idx);
+    if (ix->dtype != NN_I32 || ix->shape.ndim != 1) {
+        char sa[128], sb[128];
+        nn__shape_str(&d->shape, sa, sizeof sa);
+        nn__shape_str(&ix->shape, sb, sizeof sb);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gather_rows: needs data [N, ...] and idx [B] int32, got %s %s and %s %s",
+                           sa, nn__dtype_name(d->dtype), sb, nn__dtype_name(ix->dtype));
+    }
+    s = d->shape;
+    s.dim[0] = ix->shape.dim[0];
+    return nn__op2(g, NN__OP_GATHER_ROWS, d->dtype, s, data.id, idx.id);
+}
+
+#define nn__plan_gather_rows nn__no_plan
+#define nn__grad_gather_rows_grad nn__grad_none
+#define nn__plan_gather_rows_grad nn__no_plan
+
+/* GATHER_ROWS_GRAD's inputs: idx, dy */
+static void nn__grad_gather_rows(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *d = &g->nodes[in[0]];
+    int64_t D = d->numel / d->shape.dim[0];
+    nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__node *gy = &g->nodes[in[1]];
+    nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *d = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_gather_rows k;
+    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.data = &d->buf;
+    k.idx = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.B = (int)n->shape.dim[0];
+    k.N = (int)d->shape.dim[0];
+    k.D = (int)(d->numel / d->shape.dim[0]);
+    return nn__kargs_gather_rows(l, &k);
+}
+
+static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, R = (int)n->shape.dim[0];
+    nn__launch *l = NULL;
+    nn__k_gather_rows_backward k;
+    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.idx = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.ddata = &n->buf;
+    k.B = (int)g->nodes[n->in[1]].shape.dim[0];
+    k.N = R;
+    k.D = N / R;
+    return nn__kargs_gather_rows_backward(l, &k);
+}
+
+/* ==== index_select: y [outer, K, inner] = x [outer, L, inner] at index [K] along dim
+   (torch.index_select; as bits, either dtype). INDEX_SELECT_GRAD: dx [outer, L, inner]
+   sums dy over the k with index[k] == j, in order of k; its inputs dy, index. ==== */
+
 NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
     nn_tensor in[2], t;
     nn_shape s;
@@ -21151,22 +22039,76 @@ NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor in
     return t;
 }
 
-/* index has x's number of dims, and is no larger than `other` outside dim (than x for
-   gather; for scatter_add also no larger than src in any dim) */
-static int nn__index_fits(nn_graph *g, const char *op, nn_tensor x, int dim, nn_tensor index, const nn_tensor *src) {
-    const nn_shape *xs = &nn__n(g, x)->shape, *is = &nn__n(g, index)->shape, *ss = src ? &nn__n(g, *src)->shape : NULL;
-    int d, ok = is->ndim == xs->ndim && (!ss || ss->ndim == xs->ndim);
-    for (d = 0; ok && d < xs->ndim; d++) ok = (d == dim || is->dim[d] <= xs->dim[d]) && (!ss || is->dim[d] <= ss->dim[d]);
-    if (!ok) {
-        char sx[128], si[128], sr[128];
-        nn__shape_str(xs, sx, sizeof sx);
-        nn__shape_str(is, si, sizeof si);
-        if (ss) nn__shape_str(ss, sr, sizeof sr);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s does not fit x %s%s%s along dim %d (same number of dims; index.size(d) <= x.size(d) for d != dim%s)",
-                    op, si, sx, ss ? " and src " : "", ss ? sr : "", dim, ss ? ", <= src.size(d) for every d" : "");
-    }
-    return ok;
+/* one loop for both directions (src/cpu/gather.c's nn__index_select, its grad flag) */
+#define nn__plan_index_select nn__no_plan
+#define nn__cpu_index_select_grad nn__cpu_index_select
+#define nn__grad_index_select_grad nn__grad_none
+#define nn__plan_index_select_grad nn__no_plan
+
+static void nn__grad_index_select(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op2(g, NN__OP_INDEX_SELECT_GRAD, NN_F32, g->nodes[a].shape, gy.id, b);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
 }
+
+static nn_result nn__cpu_index_select(nn_graph *g, nn__node *n) {
+    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
+    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
+    nn__gather_count(g, n, ix, L);
+    nn__index_select(n->buf.host, NN__F(n->in[0]), (const int32_t *)ix->buf.host, o, L, ix->numel, inner, grad);
+    return NN_OK;
+}
+
+static nn_result nn__launch_index_select(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__launch *l = NULL;
+    nn__k_index_select k;
+    nn_result r;
+    nn__gather_split(&g->nodes[n->in[0]].shape, n->a.gather.dim, &o, &L, &inner);
+    r = nn__launch_index_check(g, id, ix, L);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.idx = &ix->buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.L = (int)L;
+    k.K = (int)ix->numel;
+    k.inner = (int)inner;
+    return nn__kargs_index_select(l, &k);
+}
+
+static nn_result nn__launch_index_select_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__launch *l = NULL;
+    nn__k_index_select_backward k;
+    nn_result r;
+    nn__gather_split(&n->shape, n->a.gather.dim, &o, &L, &inner);
+    r = nn__launch_index_check(g, id, ix, L);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.idx = &ix->buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.L = (int)L;
+    k.K = (int)ix->numel;
+    k.inner = (int)inner;
+    return nn__kargs_index_select_backward(l, &k);
+}
+
+/* ==== gather: y [index's shape] = x at c with c[dim] = index[c] along dim (torch.gather; an
+   index out of range reads zero). Its gradient is scatter_add without a base. ==== */
 
 NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
     nn_tensor in[2], t;
@@ -21183,6 +22125,56 @@ NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
     }
     return t;
 }
+
+#define nn__plan_gather nn__no_plan
+
+/* d(gather)/dx: gy scattered back by the index (summed where indices repeat, in a fixed
+   order: a gather over the index's dim, no atomics) */
+static void nn__grad_gather(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__scatter_op(g, &n.a, g->nodes[a].shape, -1, b, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_gather(nn_graph *g, nn__node *n) {
+    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], xd[NN_MAX_DIMS];
+    nn__dims_of(&n->shape, yd);
+    nn__dims_of(&ix->shape, id);
+    nn__dims_of(&x->shape, xd);
+    nn__gather_count(g, n, ix, x->shape.dim[n->a.gather.dim]);
+    nn__gather_fwd(n->buf.host, x->buf.host, (const int32_t *)ix->buf.host, n->shape.ndim, n->a.gather.dim, yd, id, xd);
+    return NN_OK;
+}
+
+static nn_result nn__launch_gather(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int yd[8], idd[8], xd[8];
+    nn__launch *l = NULL;
+    nn__k_gather k;
+    nn_result r = nn__launch_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
+    nn__gather_dims8(&n->shape, yd);
+    nn__gather_dims8(&ix->shape, idd);
+    nn__gather_dims8(&x->shape, xd);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.idx = &ix->buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.ydims = yd;
+    k.idims = idd;
+    k.xdims = xd;
+    k.dim = n->a.gather.dim;
+    return nn__kargs_gather(l, &k);
+}
+
+/* ==== scatter_add: y [x's shape] = x plus src at c added at c[dim] = index[c] along dim
+   (torch.scatter_add); without a base (has_base 0, gather's gradient) zeros plus src.
+   Computed as a gather: each y element sums its sources in order of the index's dim, no
+   atomics. Its gradient is a gather of dy. ==== */
 
 NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src) {
     nn_tensor in[3], t;
@@ -21202,6 +22194,65 @@ NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor ind
     return t;
 }
 
+#define nn__plan_scatter_add nn__no_plan
+
+/* scatter_add: dx = dy; dsrc = dy gathered by the index (src's shape, zeros outside the
+   index's) */
+static void nn__grad_scatter_add(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int has_base = n.a.gather.has_base, index = n.in[has_base], src = n.in[has_base + 1];
+    nn_tensor t;
+    if (has_base && ga) nn__acc_grad(g, a, gy);
+    if (!g->nodes[src].needs_grad) return;
+    t = nn__op2(g, NN__OP_GATHER, NN_F32, g->nodes[src].shape, gy.id, index);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, src, t);
+    return;
+}
+
+static nn_result nn__cpu_scatter_add(nn_graph *g, nn__node *n) {
+    int hb = n->a.gather.has_base;
+    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
+    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], sd[NN_MAX_DIMS];
+    nn__dims_of(&n->shape, yd);
+    nn__dims_of(&ix->shape, id);
+    nn__dims_of(&src->shape, sd);
+    nn__gather_count(g, n, ix, n->shape.dim[n->a.gather.dim]);
+    nn__scatter_add_fwd(n->buf.host, hb ? NN__F(n->in[0]) : NULL, (const int32_t *)ix->buf.host, src->buf.host, n->shape.ndim,
+                        n->a.gather.dim, yd, id, sd);
+    return NN_OK;
+}
+
+static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int hb = n->a.gather.has_base;
+    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
+    int yd[8], idd[8], sd[8];
+    nn__launch *l = NULL;
+    nn__k_scatter_add k;
+    nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
+    nn__gather_dims8(&n->shape, yd);
+    nn__gather_dims8(&ix->shape, idd);
+    nn__gather_dims8(&src->shape, sd);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.base = hb ? &g->nodes[n->in[0]].buf : &g->one; /* unread when has_base is 0 */
+    k.idx = &ix->buf;
+    k.src = &src->buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.ydims = yd;
+    k.idims = idd;
+    k.sdims = sd;
+    k.dim = n->a.gather.dim;
+    k.has_base = hb;
+    return nn__kargs_scatter_add(l, &k);
+}
+
+/* ==== one_hot: y [..., C] float32 = 1 where c == labels [...] (torch.nn.functional.one_hot;
+   a label outside [0, C) gives a row of zeros and is counted) ==== */
+
 NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int num_classes) {
     nn_shape s;
     nn_tensor t;
@@ -21219,124 +22270,8 @@ NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int num_classes) {
     return t;
 }
 
-/* ---- autograd rules ---- */
-
-static void nn__grad_gather_rows(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
-    return;
-}
-
-static void nn__grad_index_select(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op2(g, NN__OP_INDEX_SELECT_GRAD, NN_F32, g->nodes[a].shape, gy.id, b);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-/* A scatter_add node: out [shape] = base (or zeros) + src scattered by index. */
-static nn_tensor nn__scatter_op(nn_graph *g, const nn__attr *at, nn_shape shape, int base, int index, int src) {
-    nn_tensor t = base >= 0 ? nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, shape, base, index, src)
-                            : nn__op2(g, NN__OP_SCATTER_ADD, NN_F32, shape, index, src);
-    if (t.id >= 0) {
-        g->nodes[t.id].a = *at;
-        g->nodes[t.id].a.gather.has_base = base >= 0;
-    }
-    return t;
-}
-
-/* d(gather)/dx: gy scattered back by the index (summed where indices repeat, in a fixed
-   order: a gather over the index's dim, no atomics) */
-static void nn__grad_gather(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__scatter_op(g, &n.a, g->nodes[a].shape, -1, b, gy.id));
-    return;
-}
-
-/* scatter_add: dx = dy; dsrc = dy gathered by the index (src's shape, zeros outside the
-   index's) */
-static void nn__grad_scatter_add(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    int has_base = n.a.gather.has_base, index = n.in[has_base], src = n.in[has_base + 1];
-    nn_tensor t;
-    if (has_base && ga) nn__acc_grad(g, a, gy);
-    if (!g->nodes[src].needs_grad) return;
-    t = nn__op2(g, NN__OP_GATHER, NN_F32, g->nodes[src].shape, gy.id, index);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, src, t);
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *d = &g->nodes[in[0]];
-    int64_t D = d->numel / d->shape.dim[0];
-    nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__node *gy = &g->nodes[in[1]];
-    nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
-    return NN_OK;
-}
-
-/* A checked op's index values outside [0, L), into its counter (the kernels' atomic_inc). */
-static void nn__gather_count(nn_graph *g, const nn__node *n, const nn__node *idx, int64_t L) {
-    int32_t *c;
-    int64_t bad;
-    if (!n->check) return;
-    bad = nn__count_outside((const int32_t *)idx->buf.host, idx->numel, L);
-    c = (int32_t *)g->checks.host + n->check_slot;
-    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
-}
-
-static nn_result nn__cpu_index_select(nn_graph *g, nn__node *n) {
-    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
-    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int64_t o, L, inner;
-    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
-    nn__gather_count(g, n, ix, L);
-    nn__index_select(n->buf.host, NN__F(n->in[0]), (const int32_t *)ix->buf.host, o, L, ix->numel, inner, grad);
-    return NN_OK;
-}
-
-/* dims of a node's shape, and the shapes of a gather's or scatter's operands */
-static void nn__dims_of(const nn_shape *s, int64_t *d) {
-    int k;
-    for (k = 0; k < s->ndim; k++) d[k] = s->dim[k];
-}
-
-static nn_result nn__cpu_gather(nn_graph *g, nn__node *n) {
-    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], xd[NN_MAX_DIMS];
-    nn__dims_of(&n->shape, yd);
-    nn__dims_of(&ix->shape, id);
-    nn__dims_of(&x->shape, xd);
-    nn__gather_count(g, n, ix, x->shape.dim[n->a.gather.dim]);
-    nn__gather_fwd(n->buf.host, x->buf.host, (const int32_t *)ix->buf.host, n->shape.ndim, n->a.gather.dim, yd, id, xd);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_scatter_add(nn_graph *g, nn__node *n) {
-    int hb = n->a.gather.has_base;
-    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
-    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], sd[NN_MAX_DIMS];
-    nn__dims_of(&n->shape, yd);
-    nn__dims_of(&ix->shape, id);
-    nn__dims_of(&src->shape, sd);
-    nn__gather_count(g, n, ix, n->shape.dim[n->a.gather.dim]);
-    nn__scatter_add_fwd(n->buf.host, hb ? NN__F(n->in[0]) : NULL, (const int32_t *)ix->buf.host, src->buf.host, n->shape.ndim,
-                        n->a.gather.dim, yd, id, sd);
-    return NN_OK;
-}
+#define nn__grad_one_hot nn__grad_none
+#define nn__plan_one_hot nn__no_plan
 
 static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
     int64_t C = n->shape.dim[n->shape.ndim - 1];
@@ -21345,145 +22280,56 @@ static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *d = &g->nodes[in[0]];
-    int B = (int)n->shape.dim[0], D = (int)(d->numel / d->shape.dim[0]);
-    r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiii", &d->buf, &g->nodes[in[1]].buf, y, B, (int)d->shape.dim[0], D);
-    return r;
-}
-
-static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int B = (int)g->nodes[in[1]].shape.dim[0], R = (int)n->shape.dim[0];
-    r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, B, R, N / R);
-    return r;
-}
-
-/* A checked op's count of index values outside [0, L) (a launch before its own). */
-static nn_result nn__launch_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
-    nn__launch *l = NULL;
-    nn_result r;
-    if (!g->nodes[id].check) return NN_OK;
-    r = nn__launch_kernel(g, id, "gather", "index_check", (size_t)idx->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "miimi", &idx->buf, (int)idx->numel, (int)L, &g->checks, g->nodes[id].check_slot);
-    return r;
-}
-
-static nn_result nn__launch_index_select(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
-    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int64_t o, L, inner;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
-    r = nn__launch_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", grad ? "index_select_backward" : "index_select", (size_t)n->numel, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiiii", &g->nodes[n->in[0]].buf, &ix->buf, &n->buf, (int)n->numel, (int)L, (int)ix->numel, (int)inner);
-    return r;
-}
-
-/* a shape's dims into an int8 argument, ones after them */
-static void nn__gather_dims8(const nn_shape *s, int *v) {
-    int d;
-    for (d = 0; d < 8; d++) v[d] = d < s->ndim ? (int)s->dim[d] : 1;
-}
-
-static nn_result nn__launch_gather(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int yd[8], idd[8], xd[8];
-    nn__launch *l = NULL;
-    nn_result r = nn__launch_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
-    nn__gather_dims8(&n->shape, yd);
-    nn__gather_dims8(&ix->shape, idd);
-    nn__gather_dims8(&x->shape, xd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi888i", &x->buf, &ix->buf, &n->buf, (int)n->numel, yd, idd, xd, n->a.gather.dim);
-    return r;
-}
-
-static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int hb = n->a.gather.has_base;
-    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
-    int yd[8], idd[8], sd[8];
-    nn__launch *l = NULL;
-    nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
-    nn__gather_dims8(&n->shape, yd);
-    nn__gather_dims8(&ix->shape, idd);
-    nn__gather_dims8(&src->shape, sd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmi888ii", hb ? &g->nodes[n->in[0]].buf : &g->one, &ix->buf, &src->buf, &n->buf, (int)n->numel, yd, idd,
-                     sd, n->a.gather.dim, hb);
-    return r;
-}
-
 static nn_result nn__launch_one_hot(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int C = (int)n->shape.dim[n->shape.ndim - 1];
     nn__launch *l = NULL;
+    nn__k_one_hot k;
     nn_result r = nn__launch_index_check(g, id, &g->nodes[n->in[0]], C);
     if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "one_hot", (size_t)n->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "mmii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, C);
-    return r;
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.labels = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.C = C;
+    return nn__kargs_one_hot(l, &k);
 }
 
 /* ======================================================================
-   src/ops/shape.c
+   src/ops/shape/view.c
    ====================================================================== */
-/* The shape ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The shape family's views and reorderings, one block each: builder (shape rule), registry
+   aliases, autograd rule, CPU body (its loop in src/cpu/shape.c) and kernel launch
+   (kernels/shape.cl). reshape and its forms, permute and its forms, flip. The family's
+   other ops: index.c (slice, concat, repeat, tril), pad.c (pad2d, upsample2d), constant.c
+   (arange, eye); their attributes in nn__shape_attr (src/ops/shape.h). */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_reshape nn__no_plan
-#define nn__plan_permute nn__no_plan
-#define nn__plan_concat nn__no_plan
-#define nn__plan_slice nn__no_plan
-#define nn__cpu_slice_grad nn__cpu_slice
-#define nn__launch_slice_grad nn__launch_slice
-#define nn__grad_slice_grad nn__grad_none
-#define nn__plan_slice_grad nn__no_plan
-#define nn__plan_flip nn__no_plan
-#define nn__plan_repeat nn__no_plan
-#define nn__cpu_repeat_grad nn__cpu_repeat
-#define nn__launch_repeat_grad nn__launch_repeat
-#define nn__grad_repeat_grad nn__grad_none
-#define nn__plan_repeat_grad nn__no_plan
-#define nn__plan_tril nn__no_plan
-#define nn__grad_const nn__grad_none
-#define nn__plan_const nn__no_plan
-#define nn__launch_pad2d nn__launch_pad_upsample
-#define nn__grad_pad2d nn__grad_pad_upsample
-#define nn__plan_pad2d nn__no_plan
-#define nn__cpu_pad2d_grad nn__cpu_pad2d
-#define nn__launch_pad2d_grad nn__launch_pad_upsample
-#define nn__grad_pad2d_grad nn__grad_none
-#define nn__plan_pad2d_grad nn__no_plan
-#define nn__launch_upsample2d nn__launch_pad_upsample
-#define nn__grad_upsample2d nn__grad_pad_upsample
-#define nn__plan_upsample2d nn__no_plan
-#define nn__cpu_upsample2d_grad nn__cpu_upsample2d
-#define nn__launch_upsample2d_grad nn__launch_pad_upsample
-#define nn__grad_upsample2d_grad nn__grad_none
-#define nn__plan_upsample2d_grad nn__no_plan
+/* ==== shared by the shape family's files: an axis argument, dims as an int8 argument ==== */
+
+/* An axis in [0, ndim), a negative one counted from the end; -1 (and a failed op) if out
+   of range. */
+static int nn__axis(nn_graph *g, const char *op, nn_tensor x, int axis) {
+    int nd = nn__n(g, x)->shape.ndim;
+    if (axis < 0) axis += nd;
+    if (axis < 0 || axis >= nd) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: axis out of range for x %s", op, sx);
+        return -1;
+    }
+    return axis;
+}
+
+/* the first nd of dims into an int8 argument, `fill` after them (the kernels read six) */
+static void nn__dims8(const int64_t *dims, int nd, int fill, int *v) {
+    int d;
+    for (d = 0; d < 8; d++) v[d] = d < nd ? (int)dims[d] : fill;
+}
+
+/* ==== reshape: y [shape] = x [any shape of the same numel], in x's own storage (a view,
+   NN__OPF_VIEW; a copy only of a parameter, whose storage is its own). flatten [N, rest],
+   squeeze and unsqueeze are reshapes. Its gradient is dy reshaped back. ==== */
 
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
     char a[128], b[128];
@@ -21502,19 +22348,70 @@ NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x) {
     return nn_reshape(g, x, nn_shape2(nn__n(g, x)->shape.dim[0], nn__n(g, x)->numel / nn__n(g, x)->shape.dim[0]));
 }
 
-/* An axis in [0, ndim), a negative one counted from the end; -1 (and a failed op) if out
-   of range. */
-static int nn__axis(nn_graph *g, const char *op, nn_tensor x, int axis) {
-    int nd = nn__n(g, x)->shape.ndim;
-    if (axis < 0) axis += nd;
-    if (axis < 0 || axis >= nd) {
-        char sx[128];
-        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: axis out of range for x %s", op, sx);
-        return -1;
-    }
-    return axis;
+NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim) {
+    nn_shape s;
+    int d;
+    if (!nn__check0(g, "nn_squeeze", 1, &x)) return nn__tensor(-1);
+    if (nn__n(g, x)->shape.ndim == 0 && (dim == 0 || dim == -1)) return x; /* torch.squeeze of a scalar */
+    if ((dim = nn__axis(g, "nn_squeeze", x, dim)) < 0) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    if (s.dim[dim] != 1) return x; /* torch.squeeze: a dim that is not 1 stays */
+    for (d = dim; d < s.ndim - 1; d++) s.dim[d] = s.dim[d + 1];
+    s.dim[--s.ndim] = 0;
+    return nn_reshape(g, x, s);
 }
+
+NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim) {
+    nn_shape s;
+    int d, nd;
+    if (!nn__check0(g, "nn_unsqueeze", 1, &x)) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    nd = s.ndim;
+    if (dim < -(nd + 1) || dim > nd || nd == NN_MAX_DIMS) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_unsqueeze: dim %d out of range [%d, %d] for x %s (at most %d dims)", dim,
+                           -(nd + 1), nd, sx, NN_MAX_DIMS);
+    }
+    if (dim < 0) dim += nd + 1;
+    for (d = nd; d > dim; d--) s.dim[d] = s.dim[d - 1];
+    s.dim[dim] = 1;
+    s.ndim++;
+    return nn_reshape(g, x, s);
+}
+
+#define nn__plan_reshape nn__no_plan
+
+static void nn__grad_reshape(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
+    if (n->storage != NN__ST_VIEW) memcpy(n->buf.host, NN__F(n->in[0]), (size_t)n->numel * 4); /* a parameter's copy */
+    return NN_OK;
+}
+
+static nn_result nn__launch_reshape(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_copy k;
+    nn_result r;
+    if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
+    r = nn__launch_kernel(g, id, "elementwise", "copy", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_copy(l, &k);
+}
+
+/* ==== permute: y [x.dim[perm[0]], ..., x.dim[perm[nd - 1]]] = x with its dims reordered
+   (torch.permute); transpose swaps two dims, and pixel_shuffle [N, C*r*r, H, W] ->
+   [N, C, H*r, W*r] is a reshape, a permute and a reshape. Its gradient is dy permuted by
+   the inverse permutation. ==== */
 
 NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *perm) {
     nn_shape s;
@@ -21549,6 +22446,306 @@ NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1) {
     perm[dim1] = t;
     return nn_permute(g, x, perm);
 }
+
+NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
+    static const int perm[6] = {0, 1, 4, 2, 5, 3};
+    nn_shape s;
+    int64_t C;
+    if (!nn__check(g, "nn_pixel_shuffle", 1, &x)) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    if (s.ndim != 4 || r < 1 || s.dim[1] % ((int64_t)r * r)) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pixel_shuffle: x %s must be [N, C*r*r, H, W] for r = %d", sx, r);
+    }
+    C = s.dim[1] / ((int64_t)r * r);
+    /* [N, C, r, r, H, W] -> [N, C, H, r, W, r] -> [N, C, H*r, W*r] */
+    {
+        nn_shape s6 = nn_shape4(s.dim[0], C, r, r);
+        s6.ndim = 6;
+        s6.dim[4] = s.dim[2];
+        s6.dim[5] = s.dim[3];
+        x = nn_reshape(g, x, s6);
+    }
+    return nn_reshape(g, nn_permute(g, x, perm), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
+}
+
+#define nn__plan_permute nn__no_plan
+
+static void nn__grad_permute(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int inv[NN_MAX_DIMS], d;
+    for (d = 0; d < n.shape.ndim; d++) inv[n.a.shape.perm[d]] = d;
+    nn__acc_grad(g, a, nn_permute(g, gy, inv));
+    return;
+}
+
+/* permute geometry: y's dims and, for each, x's stride (padded to 6 dims in front) */
+static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dims, int64_t *xstride) {
+    int64_t st[NN_MAX_DIMS];
+    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
+    st[nd - 1] = 1;
+    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * xs->dim[d + 1];
+    for (d = 0; d < NN_MAX_DIMS; d++) {
+        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
+        xstride[d] = d < pad ? 0 : st[n->a.shape.perm[d - pad]];
+    }
+}
+
+static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
+    nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
+    nn__permute_forward(y, NN__F(in[0]), NN_MAX_DIMS, dims, xs);
+    return NN_OK;
+}
+
+static nn_result nn__launch_permute(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_permute k;
+    nn_result r;
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
+    int vd[8], vs[8], d;
+    nn__permute_geom(n, &g->nodes[n->in[0]].shape, dims, xs);
+    for (d = 0; d < 8; d++) {
+        vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
+        vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
+    }
+    r = nn__launch_kernel(g, id, "shape", "permute", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.dims = vd;
+    k.xs = vs;
+    return nn__kargs_permute(l, &k);
+}
+
+/* ==== flip: y [x's shape] = x reversed along dims (torch.flip): permute's loop, and the
+   kernel strided, reading x with negative strides. Its gradient is dy flipped alike. ==== */
+
+NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims) {
+    int k, d, mask = 0;
+    nn_tensor t;
+    if (!nn__check(g, "nn_flip", 1, &x)) return nn__tensor(-1);
+    if (n_dims < 0 || n_dims > NN_MAX_DIMS || (n_dims > 0 && !dims))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: needs 0 to %d dims, not %d%s", NN_MAX_DIMS, n_dims,
+                           n_dims > 0 && !dims ? " (dims is NULL)" : "");
+    for (k = 0; k < n_dims; k++) {
+        if ((d = nn__axis(g, "nn_flip", x, dims[k])) < 0) return nn__tensor(-1);
+        if ((mask >> d) & 1) {
+            char sx[128];
+            nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: dim %d appears twice for x %s", dims[k], sx);
+        }
+        mask |= 1 << d;
+    }
+    for (d = 0; d < nn__n(g, x)->shape.ndim; d++) /* a dim of one element reads the same either way */
+        if (nn__n(g, x)->shape.dim[d] == 1) mask &= ~(1 << d);
+    if (!mask) return x;
+    t = nn__op1(g, NN__OP_FLIP, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) g->nodes[t.id].a.shape.flip = mask;
+    return t;
+}
+
+#define nn__plan_flip nn__no_plan
+
+static void nn__grad_flip(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_FLIP, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* flip geometry: y's dims and x's signed stride for each (6 dims, ones in front), and the
+   offset in x of y's first element */
+static int64_t nn__flip_geom(const nn__node *n, int64_t *dims, int64_t *xstride) {
+    int64_t st = 1, base = 0;
+    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
+    for (d = NN_MAX_DIMS - 1; d >= 0; d--) {
+        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
+        xstride[d] = d < pad ? 0 : st;
+        if (d >= pad && ((n->a.shape.flip >> (d - pad)) & 1)) {
+            base += (dims[d] - 1) * st;
+            xstride[d] = -st;
+        }
+        st *= dims[d];
+    }
+    return base;
+}
+
+static nn_result nn__cpu_flip(nn_graph *g, nn__node *n) {
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
+    nn__permute_forward(n->buf.host, NN__F(n->in[0]) + base, NN_MAX_DIMS, dims, xs);
+    return NN_OK;
+}
+
+static nn_result nn__launch_flip(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
+    int vd[8], vs[8];
+    nn__launch *l = NULL;
+    nn__k_strided k;
+    nn_result r;
+    nn__dims8(dims, NN_MAX_DIMS, 1, vd);
+    nn__dims8(xs, NN_MAX_DIMS, 0, vs);
+    r = nn__launch_kernel(g, id, "shape", "strided", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.dims = vd;
+    k.xs = vs;
+    k.base = (int)base;
+    return nn__kargs_strided(l, &k);
+}
+
+/* ======================================================================
+   src/ops/shape/index.c
+   ====================================================================== */
+/* The shape family's ops that pick elements by index along axes, one block each: builder
+   (shape rule), registry aliases, autograd rule, CPU body (its loop in src/cpu/shape.c)
+   and kernel launch (kernels/shape.cl). slice (and split), concat (and stack), repeat,
+   tril/triu. The family's shared helpers are in view.c. */
+
+/* ==== shared: a shape seen along one axis, [outer, len, inner] ==== */
+
+/* A shape seen along axis: [outer, len, inner]. */
+static void nn__axis_split(const nn_shape *s, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
+    int d;
+    *outer = *inner = 1;
+    for (d = 0; d < axis; d++) *outer *= s->dim[d];
+    for (d = axis + 1; d < s->ndim; d++) *inner *= s->dim[d];
+    *len = s->dim[axis];
+}
+
+/* ==== slice: y [..., len, ...] = x [..., L, ...] at start, start + step, ... along axis
+   (torch.narrow, x[..., start::step] with a length); split cuts x into slices. SLICE_GRAD:
+   dx [..., L, ...] = dy put back at those indices, zeros elsewhere; one loop and one
+   kernel serve both directions (their grad flag). ==== */
+
+/* A SLICE or SLICE_GRAD node (also concat's gradient) */
+static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start, int64_t step) {
+    nn_tensor t = nn__op1(g, op, g->nodes[src].dtype, s, src);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.shape.axis = axis;
+        g->nodes[t.id].a.shape.start = (int)start;
+        g->nodes[t.id].a.shape.step = (int)step;
+    }
+    return t;
+}
+
+static nn_tensor nn__slice_checked(nn_graph *g, const char *op, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
+    nn_shape s;
+    if (!nn__check(g, op, 1, &x)) return nn__tensor(-1);
+    if ((axis = nn__axis(g, op, x, axis)) < 0) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    /* no start + (len - 1) * step: it can overflow */
+    if (step < 1 || start < 0 || len < 1 || start >= s.dim[axis] || (len - 1) > (s.dim[axis] - 1 - start) / step) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: start %lld, length %lld, step %lld is outside dim %d of x %s", op,
+                           (long long)start, (long long)len, (long long)step, axis, sx);
+    }
+    s.dim[axis] = len;
+    if (len == 1) step = 1; /* one index: any step reads the same */
+    return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start, step);
+}
+
+NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len) {
+    return nn__slice_checked(g, "nn_slice", x, axis, start, len, 1);
+}
+
+NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
+    return nn__slice_checked(g, "nn_slice_step", x, axis, start, len, step);
+}
+
+NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out) {
+    int64_t start = 0, total = 0;
+    int k;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!sizes || !out || n < 1) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
+        return g->status;
+    }
+    if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0) {
+        int64_t dim = nn__n(g, x)->shape.dim[axis];
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        for (k = 0; k < n && g->status == NN_OK; k++) { /* each in 1..dim: the total cannot overflow */
+            if (sizes[k] < 1 || sizes[k] > dim)
+                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, axis %d of x %s",
+                            (long long)sizes[k], k, (long long)dim, axis, sx);
+            else
+                total += sizes[k];
+        }
+        if (g->status == NN_OK && total != dim)
+            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, axis %d of x %s is %lld", (long long)total, axis, sx,
+                        (long long)dim);
+    }
+    for (k = 0; k < n; k++) {
+        out[k] = g->status == NN_OK ? nn_slice(g, x, axis, start, sizes[k]) : nn__tensor(-1);
+        if (g->status == NN_OK) start += sizes[k]; /* checked sizes only: no overflow */
+    }
+    return g->status;
+}
+
+#define nn__plan_slice nn__no_plan
+#define nn__cpu_slice_grad nn__cpu_slice
+#define nn__launch_slice_grad nn__launch_slice
+#define nn__grad_slice_grad nn__grad_none
+#define nn__plan_slice_grad nn__no_plan
+
+static void nn__grad_slice(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.a.shape.axis, n.a.shape.start, n.a.shape.step));
+    return;
+}
+
+static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int grad = n->op == NN__OP_SLICE_GRAD;
+    int64_t o, L, inner, len;
+    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
+    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
+    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
+    return NN_OK;
+}
+
+static nn_result nn__launch_slice(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    nn__launch *l = NULL;
+    nn__k_slice k;
+    nn_result r;
+    int grad = n->op == NN__OP_SLICE_GRAD;
+    int64_t o, L, inner, len;
+    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
+    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
+    r = nn__launch_kernel(g, id, "shape", "slice", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.L = (int)L;
+    k.len = (int)len;
+    k.inner = (int)inner;
+    k.start = n->a.shape.start;
+    k.grad = grad;
+    k.step = n->a.shape.step;
+    return nn__kargs_slice(l, &k);
+}
+
+/* ==== concat: y [..., L_0 + L_1 + ..., ...] = the xs [..., L_k, ...] joined along axis
+   (torch.cat); stack joins them along a new dim. Its gradient is a slice of dy per
+   input. ==== */
 
 /* One CONCAT node of k <= NN__MAX_IN inputs, checked by nn_concat. */
 static nn_tensor nn__concat_node(nn_graph *g, const nn_tensor *xs, int k, int axis) {
@@ -21619,96 +22816,62 @@ NN_API nn_tensor nn_stack(nn_graph *g, const nn_tensor *xs, int n, int dim) {
     return nn_concat(g, u, n, dim);
 }
 
-NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim) {
-    nn_shape s;
-    int d;
-    if (!nn__check0(g, "nn_squeeze", 1, &x)) return nn__tensor(-1);
-    if (nn__n(g, x)->shape.ndim == 0 && (dim == 0 || dim == -1)) return x; /* torch.squeeze of a scalar */
-    if ((dim = nn__axis(g, "nn_squeeze", x, dim)) < 0) return nn__tensor(-1);
-    s = nn__n(g, x)->shape;
-    if (s.dim[dim] != 1) return x; /* torch.squeeze: a dim that is not 1 stays */
-    for (d = dim; d < s.ndim - 1; d++) s.dim[d] = s.dim[d + 1];
-    s.dim[--s.ndim] = 0;
-    return nn_reshape(g, x, s);
-}
+#define nn__plan_concat nn__no_plan
 
-NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim) {
-    nn_shape s;
-    int d, nd;
-    if (!nn__check0(g, "nn_unsqueeze", 1, &x)) return nn__tensor(-1);
-    s = nn__n(g, x)->shape;
-    nd = s.ndim;
-    if (dim < -(nd + 1) || dim > nd || nd == NN_MAX_DIMS) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_unsqueeze: dim %d out of range [%d, %d] for x %s (at most %d dims)", dim,
-                           -(nd + 1), nd, sx, NN_MAX_DIMS);
+static void nn__grad_concat(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int ax = n.a.shape.axis, k;
+    int64_t off = 0;
+    for (k = 0; k < n.n_in; k++) {
+        int x = n.in[k];
+        if (g->nodes[x].needs_grad) nn__acc_grad(g, x, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[x].shape, ax, off, 1));
+        off += g->nodes[x].shape.dim[ax];
     }
-    if (dim < 0) dim += nd + 1;
-    for (d = nd; d > dim; d--) s.dim[d] = s.dim[d - 1];
-    s.dim[dim] = 1;
-    s.ndim++;
-    return nn_reshape(g, x, s);
+    return;
 }
 
-static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start, int64_t step) {
-    nn_tensor t = nn__op1(g, op, g->nodes[src].dtype, s, src);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.shape.axis = axis;
-        g->nodes[t.id].a.shape.start = (int)start;
-        g->nodes[t.id].a.shape.step = (int)step;
+static nn_result nn__cpu_concat(nn_graph *g, nn__node *n) {
+    int64_t o, L, inner, off = 0;
+    int k;
+    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
+    for (k = 0; k < n->n_in; k++) {
+        int64_t lx = g->nodes[n->in[k]].shape.dim[n->a.shape.axis];
+        nn__concat_part(n->buf.host, NN__F(n->in[k]), o, lx, L, off, inner);
+        off += lx;
     }
-    return t;
+    return NN_OK;
 }
 
-static nn_tensor nn__slice_checked(nn_graph *g, const char *op, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
-    nn_shape s;
-    if (!nn__check(g, op, 1, &x)) return nn__tensor(-1);
-    if ((axis = nn__axis(g, op, x, axis)) < 0) return nn__tensor(-1);
-    s = nn__n(g, x)->shape;
-    /* no start + (len - 1) * step: it can overflow */
-    if (step < 1 || start < 0 || len < 1 || start >= s.dim[axis] || (len - 1) > (s.dim[axis] - 1 - start) / step) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "%s: start %lld, length %lld, step %lld is outside dim %d of x %s", op,
-                           (long long)start, (long long)len, (long long)step, axis, sx);
+static nn_result nn__launch_concat(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_concat_part k;
+    nn_result r = NN_OK;
+    int64_t o, L, inner, off = 0;
+    int j;
+    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
+    for (j = 0; j < n->n_in && r == NN_OK; j++) { /* one launch per input: each written once */
+        const nn__node *x = &g->nodes[n->in[j]];
+        int64_t lx = x->shape.dim[n->a.shape.axis];
+        r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)x->numel, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.x = &x->buf;
+        k.y = &n->buf;
+        k.n = (int)x->numel;
+        k.lx = (int)lx;
+        k.L = (int)L;
+        k.off = (int)off;
+        k.inner = (int)inner;
+        r = nn__kargs_concat_part(l, &k);
+        off += lx;
     }
-    s.dim[axis] = len;
-    if (len == 1) step = 1; /* one index: any step reads the same */
-    return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start, step);
+    return r;
 }
 
-NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len) {
-    return nn__slice_checked(g, "nn_slice", x, axis, start, len, 1);
-}
-
-NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
-    return nn__slice_checked(g, "nn_slice_step", x, axis, start, len, step);
-}
-
-NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims) {
-    int k, d, mask = 0;
-    nn_tensor t;
-    if (!nn__check(g, "nn_flip", 1, &x)) return nn__tensor(-1);
-    if (n_dims < 0 || n_dims > NN_MAX_DIMS || (n_dims > 0 && !dims))
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: needs 0 to %d dims, not %d%s", NN_MAX_DIMS, n_dims,
-                           n_dims > 0 && !dims ? " (dims is NULL)" : "");
-    for (k = 0; k < n_dims; k++) {
-        if ((d = nn__axis(g, "nn_flip", x, dims[k])) < 0) return nn__tensor(-1);
-        if ((mask >> d) & 1) {
-            char sx[128];
-            nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: dim %d appears twice for x %s", dims[k], sx);
-        }
-        mask |= 1 << d;
-    }
-    for (d = 0; d < nn__n(g, x)->shape.ndim; d++) /* a dim of one element reads the same either way */
-        if (nn__n(g, x)->shape.dim[d] == 1) mask &= ~(1 << d);
-    if (!mask) return x;
-    t = nn__op1(g, NN__OP_FLIP, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id);
-    if (t.id >= 0) g->nodes[t.id].a.shape.flip = mask;
-    return t;
-}
+/* ==== repeat: y [x.dim[d] * repeats[d]] tiles x (torch.Tensor.repeat; more repeats than
+   x's dims put ones in front of x's). REPEAT_GRAD: dx [x's shape] sums dy over the tiles,
+   in order of y; one CPU loop serves both (its grad flag), each has a kernel. ==== */
 
 NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int n) {
     nn_shape s, xs;
@@ -21737,6 +22900,91 @@ NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int
     return nn__op1(g, NN__OP_REPEAT, nn__n(g, x)->dtype, s, x.id); /* the repeats: its dims over x's */
 }
 
+#define nn__plan_repeat nn__no_plan
+#define nn__cpu_repeat_grad nn__cpu_repeat
+#define nn__grad_repeat_grad nn__grad_none
+#define nn__plan_repeat_grad nn__no_plan
+
+static void nn__grad_repeat(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_REPEAT_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* repeat geometry: the output's dims and x's, x padded with leading ones (REPEAT_GRAD:
+   the forward's, from its own shape and its input's) */
+static int nn__repeat_geom(nn_graph *g, const nn__node *n, int64_t *ydims, int64_t *xdims) {
+    const nn_shape *ys = n->op == NN__OP_REPEAT ? &n->shape : &g->nodes[n->in[0]].shape;
+    const nn_shape *xs = n->op == NN__OP_REPEAT ? &g->nodes[n->in[0]].shape : &n->shape;
+    int d, pad = ys->ndim - xs->ndim;
+    for (d = 0; d < ys->ndim; d++) {
+        ydims[d] = ys->dim[d];
+        xdims[d] = d < pad ? 1 : xs->dim[d - pad];
+    }
+    return ys->ndim;
+}
+
+static nn_result nn__cpu_repeat(nn_graph *g, nn__node *n) {
+    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
+    int nd = nn__repeat_geom(g, n, yd, xd);
+    nn__repeat(n->buf.host, NN__F(n->in[0]), nd, yd, xd, n->op == NN__OP_REPEAT_GRAD);
+    return NN_OK;
+}
+
+/* a repeat's nd dims as the kernels' six, ones in front, in an int8 argument */
+static void nn__repeat_dims8(const int64_t *dims, int nd, int *v) {
+    int64_t d6[NN_MAX_DIMS];
+    int d, pad = NN_MAX_DIMS - nd;
+    for (d = 0; d < NN_MAX_DIMS; d++) d6[d] = d < pad ? 1 : dims[d - pad];
+    nn__dims8(d6, NN_MAX_DIMS, 1, v);
+}
+
+static nn_result nn__launch_repeat(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
+    int nd = nn__repeat_geom(g, n, yd, xd), vy[8], vx[8];
+    nn__launch *l = NULL;
+    nn__k_repeat_forward k;
+    nn_result r;
+    nn__repeat_dims8(yd, nd, vy);
+    nn__repeat_dims8(xd, nd, vx);
+    r = nn__launch_kernel(g, id, "shape", "repeat_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.ydims = vy;
+    k.xdims = vx;
+    return nn__kargs_repeat_forward(l, &k);
+}
+
+static nn_result nn__launch_repeat_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], reps[NN_MAX_DIMS];
+    int nd = nn__repeat_geom(g, n, yd, xd), vx[8], vr[8], d;
+    nn__launch *l = NULL;
+    nn__k_repeat_backward k;
+    nn_result r;
+    for (d = 0; d < nd; d++) reps[d] = yd[d] / xd[d];
+    nn__repeat_dims8(xd, nd, vx);
+    nn__repeat_dims8(reps, nd, vr);
+    r = nn__launch_kernel(g, id, "shape", "repeat_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.xdims = vx;
+    k.reps = vr;
+    return nn__kargs_repeat_backward(l, &k);
+}
+
+/* ==== tril: y [..., R, C] = x with the elements above (tril) or below (triu) the
+   diagonal zeroed (torch.tril, torch.triu; float32). Its gradient is dy masked alike. ==== */
+
 static nn_tensor nn__tri(nn_graph *g, const char *op, nn_tensor x, int diagonal, int upper) {
     nn_tensor t;
     if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
@@ -21754,7 +23002,278 @@ static nn_tensor nn__tri(nn_graph *g, const char *op, nn_tensor x, int diagonal,
 }
 
 NN_API nn_tensor nn_tril(nn_graph *g, nn_tensor x, int diagonal) { return nn__tri(g, "nn_tril", x, diagonal, 0); }
+
 NN_API nn_tensor nn_triu(nn_graph *g, nn_tensor x, int diagonal) { return nn__tri(g, "nn_triu", x, diagonal, 1); }
+
+#define nn__plan_tril nn__no_plan
+
+static void nn__grad_tril(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_TRIL, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static nn_result nn__cpu_tril(nn_graph *g, nn__node *n) {
+    int nd = n->shape.ndim;
+    int64_t R = n->shape.dim[nd - 2], C = n->shape.dim[nd - 1];
+    nn__tril(n->buf.host, NN__F(n->in[0]), n->numel / (R * C), R, C, n->a.shape.diagonal, n->a.shape.upper);
+    return NN_OK;
+}
+
+static nn_result nn__launch_tril(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int nd = n->shape.ndim;
+    nn__launch *l = NULL;
+    nn__k_tril k;
+    nn_result r = nn__launch_kernel(g, id, "shape", "tril", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.R = (int)n->shape.dim[nd - 2];
+    k.C = (int)n->shape.dim[nd - 1];
+    k.diagonal = n->a.shape.diagonal;
+    k.upper = n->a.shape.upper;
+    return nn__kargs_tril(l, &k);
+}
+
+/* ======================================================================
+   src/ops/shape/pad.c
+   ====================================================================== */
+/* The shape family's ops on the last two dims as planes, one block each: builder (shape
+   rule), registry aliases, autograd rule, CPU body (its loop in src/cpu/shape.c) and
+   kernel launch (kernels/shape.cl). pad2d and upsample2d; x [..., H, W] is P = numel /
+   (H*W) planes. */
+
+/* ==== pad2d: y [..., top + H + bottom, left + W + right] = x [..., H, W] padded with
+   zeros or by reflection (torch.nn.functional.pad on the last two dims, "constant" 0 or
+   "reflect"). PAD2D_GRAD: dx [..., H, W] sums dy over the outputs that read each pixel
+   (at most three per dim under reflection); its input dy. ==== */
+
+NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode) {
+    nn_shape s;
+    nn_tensor t;
+    int nd;
+    if (!nn__check(g, "nn_pad2d", 1, &x) || !nn__expect_f32(g, "nn_pad2d", x, "x")) return nn__tensor(-1);
+    if (mode != NN_PAD_ZEROS && mode != NN_PAD_REFLECT)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_pad2d: mode %d is not one of nn_pad_mode", (int)mode);
+    s = nn__n(g, x)->shape;
+    nd = s.ndim;
+    if (nd < 2 || top < 0 || bottom < 0 || left < 0 || right < 0 ||
+        (mode == NN_PAD_REFLECT && (top >= s.dim[nd - 2] || bottom >= s.dim[nd - 2] || left >= s.dim[nd - 1] ||
+                                    right >= s.dim[nd - 1]))) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pad2d: pads (left %d, right %d, top %d, bottom %d) do not fit x %s%s", left,
+                           right, top, bottom, sx,
+                           mode == NN_PAD_REFLECT ? " (reflection needs each pad below its dim)" : "");
+    }
+    s.dim[nd - 2] += (int64_t)top + bottom; /* in 64 bits: two int pads can overflow an int */
+    s.dim[nd - 1] += (int64_t)left + right;
+    t = nn__op1(g, NN__OP_PAD2D, NN_F32, s, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.shape.top = top;
+        g->nodes[t.id].a.shape.left = left;
+        g->nodes[t.id].a.shape.reflect = mode == NN_PAD_REFLECT;
+    }
+    return t;
+}
+
+#define nn__plan_pad2d nn__no_plan
+#define nn__grad_pad2d_grad nn__grad_none
+#define nn__plan_pad2d_grad nn__no_plan
+
+static void nn__grad_pad2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_PAD2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* x [..., H, W] padded to y [..., OH, OW]: P planes */
+static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
+    const nn_shape *xs = &g->nodes[n->in[0]].shape, *ys = &n->shape;
+    int nd = xs->ndim;
+    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
+    nn__pad2d_forward(n->buf.host, NN__F(n->in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left,
+                      n->a.shape.reflect);
+    return NN_OK;
+}
+
+/* dx [..., H, W] (this node) from dy [..., OH, OW] (its input) */
+static nn_result nn__cpu_pad2d_grad(nn_graph *g, nn__node *n) {
+    const nn_shape *xs = &n->shape, *ys = &g->nodes[n->in[0]].shape;
+    int nd = xs->ndim;
+    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
+    nn__pad2d_backward(n->buf.host, NN__F(n->in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left,
+                       n->a.shape.reflect);
+    return NN_OK;
+}
+
+/* the kernels' geo = (H, W, OH, OW, top, left, reflect, 0) of x [..., H, W] padded to
+   y [..., OH, OW] */
+static void nn__pad2d_geo(const nn__node *n, const nn_shape *xs, const nn_shape *ys, int *geo) {
+    int nd = xs->ndim;
+    memset(geo, 0, 8 * sizeof *geo);
+    geo[0] = (int)xs->dim[nd - 2];
+    geo[1] = (int)xs->dim[nd - 1];
+    geo[2] = (int)ys->dim[nd - 2];
+    geo[3] = (int)ys->dim[nd - 1];
+    geo[4] = n->a.shape.top;
+    geo[5] = n->a.shape.left;
+    geo[6] = n->a.shape.reflect;
+}
+
+static nn_result nn__launch_pad2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_pad2d_forward k;
+    int geo[8];
+    nn_result r;
+    nn__pad2d_geo(n, &g->nodes[n->in[0]].shape, &n->shape, geo);
+    r = nn__launch_kernel(g, id, "shape", "pad2d_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.geo = geo;
+    return nn__kargs_pad2d_forward(l, &k);
+}
+
+static nn_result nn__launch_pad2d_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_pad2d_backward k;
+    int geo[8];
+    nn_result r;
+    nn__pad2d_geo(n, &n->shape, &g->nodes[n->in[0]].shape, geo);
+    r = nn__launch_kernel(g, id, "shape", "pad2d_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.geo = geo;
+    return nn__kargs_pad2d_backward(l, &k);
+}
+
+/* ==== upsample2d: y [..., H*scale_h, W*scale_w] = x [..., H, W] by nearest or bilinear
+   interpolation (torch.nn.functional.interpolate, align_corners = False).
+   UPSAMPLE2D_GRAD: dx [..., H, W] sums dy's terms that read each pixel, in the forward's
+   order; one CPU loop serves both (its grad flag), each has a kernel. ==== */
+
+NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode) {
+    nn_shape s;
+    nn_tensor t;
+    int nd;
+    if (!nn__check(g, "nn_upsample2d", 1, &x) || !nn__expect_f32(g, "nn_upsample2d", x, "x")) return nn__tensor(-1);
+    if (mode != NN_UPSAMPLE_NEAREST && mode != NN_UPSAMPLE_BILINEAR)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: mode %d is not one of nn_upsample_mode", (int)mode);
+    s = nn__n(g, x)->shape;
+    nd = s.ndim;
+    if (nd < 2) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_upsample2d: x %s needs >= 2 dims", sx);
+    }
+    if (scale_h < 1 || scale_w < 1 || scale_h > 64 || scale_w > 64)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: scales %d, %d are not in 1 to 64", scale_h, scale_w);
+    s.dim[nd - 2] *= scale_h;
+    s.dim[nd - 1] *= scale_w;
+    t = nn__op1(g, NN__OP_UPSAMPLE2D, NN_F32, s, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.shape.scale_h = scale_h;
+        g->nodes[t.id].a.shape.scale_w = scale_w;
+        g->nodes[t.id].a.shape.bilinear = mode == NN_UPSAMPLE_BILINEAR;
+    }
+    return t;
+}
+
+#define nn__plan_upsample2d nn__no_plan
+#define nn__cpu_upsample2d_grad nn__cpu_upsample2d
+#define nn__grad_upsample2d_grad nn__grad_none
+#define nn__plan_upsample2d_grad nn__no_plan
+
+static void nn__grad_upsample2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_UPSAMPLE2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    const nn_shape *xs = n->op == NN__OP_UPSAMPLE2D ? &g->nodes[in[0]].shape : &n->shape;
+    int nd = xs->ndim;
+    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1];
+    nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->a.shape.scale_h, n->a.shape.scale_w, n->a.shape.bilinear,
+                   n->op == NN__OP_UPSAMPLE2D_GRAD);
+    return NN_OK;
+}
+
+/* the kernels' geo = (H, W, scale_h, scale_w, bilinear, 0, 0, 0) of x [..., H, W] */
+static void nn__upsample2d_geo(const nn__node *n, const nn_shape *xs, int *geo) {
+    int nd = xs->ndim;
+    memset(geo, 0, 8 * sizeof *geo);
+    geo[0] = (int)xs->dim[nd - 2];
+    geo[1] = (int)xs->dim[nd - 1];
+    geo[2] = n->a.shape.scale_h;
+    geo[3] = n->a.shape.scale_w;
+    geo[4] = n->a.shape.bilinear;
+}
+
+static nn_result nn__launch_upsample2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_upsample2d_forward k;
+    int geo[8];
+    nn_result r;
+    nn__upsample2d_geo(n, &g->nodes[n->in[0]].shape, geo);
+    r = nn__launch_kernel(g, id, "shape", "upsample2d_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.geo = geo;
+    return nn__kargs_upsample2d_forward(l, &k);
+}
+
+static nn_result nn__launch_upsample2d_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_upsample2d_backward k;
+    int geo[8];
+    nn_result r;
+    nn__upsample2d_geo(n, &n->shape, geo);
+    r = nn__launch_kernel(g, id, "shape", "upsample2d_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.geo = geo;
+    return nn__kargs_upsample2d_backward(l, &k);
+}
+
+/* ======================================================================
+   src/ops/shape/constant.c
+   ====================================================================== */
+/* The shape family's constants: arange and eye, one op (CONST) with a kind. Its block:
+   builder, registry aliases, CPU body; no gradient and no kernel (below). */
+
+/* ==== const: y float32 = arange [ceil((end - start) / step)] (element i start + i * step,
+   torch.arange) or eye [n, m] (torch.eye), computed once at compile time by its CPU body on
+   every backend (NN__OPF_CONST) and written to the device ==== */
 
 enum { NN__CONST_ARANGE = 0, NN__CONST_EYE = 1 };
 
@@ -21786,292 +23305,8 @@ NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m) {
     return t;
 }
 
-NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out) {
-    int64_t start = 0, total = 0;
-    int k;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!sizes || !out || n < 1) {
-        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
-        return g->status;
-    }
-    if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0) {
-        int64_t dim = nn__n(g, x)->shape.dim[axis];
-        char sx[128];
-        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        for (k = 0; k < n && g->status == NN_OK; k++) { /* each in 1..dim: the total cannot overflow */
-            if (sizes[k] < 1 || sizes[k] > dim)
-                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, axis %d of x %s",
-                            (long long)sizes[k], k, (long long)dim, axis, sx);
-            else
-                total += sizes[k];
-        }
-        if (g->status == NN_OK && total != dim)
-            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, axis %d of x %s is %lld", (long long)total, axis, sx,
-                        (long long)dim);
-    }
-    for (k = 0; k < n; k++) {
-        out[k] = g->status == NN_OK ? nn_slice(g, x, axis, start, sizes[k]) : nn__tensor(-1);
-        if (g->status == NN_OK) start += sizes[k]; /* checked sizes only: no overflow */
-    }
-    return g->status;
-}
-
-NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode) {
-    nn_shape s;
-    nn_tensor t;
-    int nd;
-    if (!nn__check(g, "nn_pad2d", 1, &x) || !nn__expect_f32(g, "nn_pad2d", x, "x")) return nn__tensor(-1);
-    if (mode != NN_PAD_ZEROS && mode != NN_PAD_REFLECT)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_pad2d: mode %d is not one of nn_pad_mode", (int)mode);
-    s = nn__n(g, x)->shape;
-    nd = s.ndim;
-    if (nd < 2 || top < 0 || bottom < 0 || left < 0 || right < 0 ||
-        (mode == NN_PAD_REFLECT && (top >= s.dim[nd - 2] || bottom >= s.dim[nd - 2] || left >= s.dim[nd - 1] ||
-                                    right >= s.dim[nd - 1]))) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pad2d: pads (left %d, right %d, top %d, bottom %d) do not fit x %s%s", left,
-                           right, top, bottom, sx,
-                           mode == NN_PAD_REFLECT ? " (reflection needs each pad below its dim)" : "");
-    }
-    s.dim[nd - 2] += (int64_t)top + bottom; /* in 64 bits: two int pads can overflow an int */
-    s.dim[nd - 1] += (int64_t)left + right;
-    t = nn__op1(g, NN__OP_PAD2D, NN_F32, s, x.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.shape.top = top;
-        g->nodes[t.id].a.shape.left = left;
-        g->nodes[t.id].a.shape.reflect = mode == NN_PAD_REFLECT;
-    }
-    return t;
-}
-
-NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode) {
-    nn_shape s;
-    nn_tensor t;
-    int nd;
-    if (!nn__check(g, "nn_upsample2d", 1, &x) || !nn__expect_f32(g, "nn_upsample2d", x, "x")) return nn__tensor(-1);
-    if (mode != NN_UPSAMPLE_NEAREST && mode != NN_UPSAMPLE_BILINEAR)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: mode %d is not one of nn_upsample_mode", (int)mode);
-    s = nn__n(g, x)->shape;
-    nd = s.ndim;
-    if (nd < 2) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_upsample2d: x %s needs >= 2 dims", sx);
-    }
-    if (scale_h < 1 || scale_w < 1 || scale_h > 64 || scale_w > 64)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: scales %d, %d are not in 1 to 64", scale_h, scale_w);
-    s.dim[nd - 2] *= scale_h;
-    s.dim[nd - 1] *= scale_w;
-    t = nn__op1(g, NN__OP_UPSAMPLE2D, NN_F32, s, x.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.shape.scale_h = scale_h;
-        g->nodes[t.id].a.shape.scale_w = scale_w;
-        g->nodes[t.id].a.shape.bilinear = mode == NN_UPSAMPLE_BILINEAR;
-    }
-    return t;
-}
-
-NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
-    static const int perm[6] = {0, 1, 4, 2, 5, 3};
-    nn_shape s;
-    int64_t C;
-    if (!nn__check(g, "nn_pixel_shuffle", 1, &x)) return nn__tensor(-1);
-    s = nn__n(g, x)->shape;
-    if (s.ndim != 4 || r < 1 || s.dim[1] % ((int64_t)r * r)) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pixel_shuffle: x %s must be [N, C*r*r, H, W] for r = %d", sx, r);
-    }
-    C = s.dim[1] / ((int64_t)r * r);
-    /* [N, C, r, r, H, W] -> [N, C, H, r, W, r] -> [N, C, H*r, W*r] */
-    {
-        nn_shape s6 = nn_shape4(s.dim[0], C, r, r);
-        s6.ndim = 6;
-        s6.dim[4] = s.dim[2];
-        s6.dim[5] = s.dim[3];
-        x = nn_reshape(g, x, s6);
-    }
-    return nn_reshape(g, nn_permute(g, x, perm), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
-}
-
-
-/* A shape seen along axis: [outer, len, inner]. */
-static void nn__axis_split(const nn_shape *s, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
-    int d;
-    *outer = *inner = 1;
-    for (d = 0; d < axis; d++) *outer *= s->dim[d];
-    for (d = axis + 1; d < s->ndim; d++) *inner *= s->dim[d];
-    *len = s->dim[axis];
-}
-
-/* permute geometry: y's dims and, for each, x's stride (padded to 6 dims in front) */
-static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dims, int64_t *xstride) {
-    int64_t st[NN_MAX_DIMS];
-    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
-    st[nd - 1] = 1;
-    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * xs->dim[d + 1];
-    for (d = 0; d < NN_MAX_DIMS; d++) {
-        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
-        xstride[d] = d < pad ? 0 : st[n->a.shape.perm[d - pad]];
-    }
-}
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_reshape(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
-    return;
-}
-
-static void nn__grad_permute(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    int inv[NN_MAX_DIMS], d;
-    for (d = 0; d < n.shape.ndim; d++) inv[n.a.shape.perm[d]] = d;
-    nn__acc_grad(g, a, nn_permute(g, gy, inv));
-    return;
-}
-
-static void nn__grad_concat(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    int ax = n.a.shape.axis, k;
-    int64_t off = 0;
-    for (k = 0; k < n.n_in; k++) {
-        int x = n.in[k];
-        if (g->nodes[x].needs_grad) nn__acc_grad(g, x, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[x].shape, ax, off, 1));
-        off += g->nodes[x].shape.dim[ax];
-    }
-    return;
-}
-
-static void nn__grad_slice(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.a.shape.axis, n.a.shape.start, n.a.shape.step));
-    return;
-}
-
-static void nn__grad_flip(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, NN__OP_FLIP, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_repeat(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, NN__OP_REPEAT_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_tril(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, NN__OP_TRIL, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_pad_upsample(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, n.op == NN__OP_PAD2D ? NN__OP_PAD2D_GRAD : NN__OP_UPSAMPLE2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
-    if (n->storage != NN__ST_VIEW) memcpy(n->buf.host, NN__F(n->in[0]), (size_t)n->numel * 4); /* a parameter's copy */
-    return NN_OK;
-}
-
-static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
-    nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
-    nn__permute_forward(y, NN__F(in[0]), NN_MAX_DIMS, dims, xs);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_concat(nn_graph *g, nn__node *n) {
-    int64_t o, L, inner, off = 0;
-    int k;
-    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
-    for (k = 0; k < n->n_in; k++) {
-        int64_t lx = g->nodes[n->in[k]].shape.dim[n->a.shape.axis];
-        nn__concat_part(n->buf.host, NN__F(n->in[k]), o, lx, L, off, inner);
-        off += lx;
-    }
-    return NN_OK;
-}
-
-static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int grad = n->op == NN__OP_SLICE_GRAD;
-    int64_t o, L, inner, len;
-    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
-    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
-    return NN_OK;
-}
-
-/* flip geometry: y's dims and x's signed stride for each (6 dims, ones in front), and the
-   offset in x of y's first element */
-static int64_t nn__flip_geom(const nn__node *n, int64_t *dims, int64_t *xstride) {
-    int64_t st = 1, base = 0;
-    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
-    for (d = NN_MAX_DIMS - 1; d >= 0; d--) {
-        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
-        xstride[d] = d < pad ? 0 : st;
-        if (d >= pad && ((n->a.shape.flip >> (d - pad)) & 1)) {
-            base += (dims[d] - 1) * st;
-            xstride[d] = -st;
-        }
-        st *= dims[d];
-    }
-    return base;
-}
-
-static nn_result nn__cpu_flip(nn_graph *g, nn__node *n) {
-    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
-    nn__permute_forward(n->buf.host, NN__F(n->in[0]) + base, NN_MAX_DIMS, dims, xs);
-    return NN_OK;
-}
-
-/* repeat geometry: the output's dims and x's, x padded with leading ones (REPEAT_GRAD:
-   the forward's, from its own shape and its input's) */
-static int nn__repeat_geom(nn_graph *g, const nn__node *n, int64_t *ydims, int64_t *xdims) {
-    const nn_shape *ys = n->op == NN__OP_REPEAT ? &n->shape : &g->nodes[n->in[0]].shape;
-    const nn_shape *xs = n->op == NN__OP_REPEAT ? &g->nodes[n->in[0]].shape : &n->shape;
-    int d, pad = ys->ndim - xs->ndim;
-    for (d = 0; d < ys->ndim; d++) {
-        ydims[d] = ys->dim[d];
-        xdims[d] = d < pad ? 1 : xs->dim[d - pad];
-    }
-    return ys->ndim;
-}
-
-static nn_result nn__cpu_repeat(nn_graph *g, nn__node *n) {
-    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
-    int nd = nn__repeat_geom(g, n, yd, xd);
-    nn__repeat(n->buf.host, NN__F(n->in[0]), nd, yd, xd, n->op == NN__OP_REPEAT_GRAD);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_tril(nn_graph *g, nn__node *n) {
-    int nd = n->shape.ndim;
-    int64_t R = n->shape.dim[nd - 2], C = n->shape.dim[nd - 1];
-    nn__tril(n->buf.host, NN__F(n->in[0]), n->numel / (R * C), R, C, n->a.shape.diagonal, n->a.shape.upper);
-    return NN_OK;
-}
+#define nn__grad_const nn__grad_none
+#define nn__plan_const nn__no_plan
 
 /* Runs once, at compile time (NN__OPF_CONST), on every backend. */
 static nn_result nn__cpu_const(nn_graph *g, nn__node *n) {
@@ -22088,179 +23323,8 @@ static nn_result nn__cpu_const(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    const nn_shape *xs = n->op == NN__OP_PAD2D ? &g->nodes[in[0]].shape : &n->shape;
-    const nn_shape *ys = n->op == NN__OP_PAD2D ? &n->shape : &g->nodes[in[0]].shape;
-    int nd = xs->ndim;
-    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
-    if (n->op == NN__OP_PAD2D)
-        nn__pad2d_forward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left, n->a.shape.reflect);
-    else
-        nn__pad2d_backward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left, n->a.shape.reflect);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    const nn_shape *xs = n->op == NN__OP_UPSAMPLE2D ? &g->nodes[in[0]].shape : &n->shape;
-    int nd = xs->ndim;
-    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1];
-    nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->a.shape.scale_h, n->a.shape.scale_w, n->a.shape.bilinear,
-                   n->op == NN__OP_UPSAMPLE2D_GRAD);
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_reshape(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r;
-    if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
-    r = nn__launch_kernel(g, id, "elementwise", "copy", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[n->in[0]].buf, &n->buf, N);
-    return r;
-}
-
-static nn_result nn__launch_permute(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
-    int vd[8], vs[8], d;
-    nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
-    for (d = 0; d < 8; d++) {
-        vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
-        vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
-    }
-    r = nn__launch_kernel(g, id, "shape", "permute", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[in[0]].buf, y, N, vd, vs);
-    return r;
-}
-
-static nn_result nn__launch_concat(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int64_t o, L, inner, off = 0;
-    int k;
-    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
-    for (k = 0; k < n->n_in && r == NN_OK; k++) { /* one launch per input: each written once */
-        const nn__node *x = &g->nodes[n->in[k]];
-        int64_t lx = x->shape.dim[n->a.shape.axis];
-        r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)x->numel, &l);
-        if (r == NN_OK) r = nn__args(l, "mmiiiii", &x->buf, &n->buf, (int)x->numel, (int)lx, (int)L, (int)off, (int)inner);
-        off += lx;
-    }
-    return r;
-}
-
-static nn_result nn__launch_slice(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int grad = n->op == NN__OP_SLICE_GRAD;
-    int64_t o, L, inner, len;
-    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
-    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    r = nn__launch_kernel(g, id, "shape", "slice", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmiiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->a.shape.start, grad,
-                     n->a.shape.step);
-    return r;
-}
-
-/* six dims into an int8 argument (the last two unused) */
-static void nn__dims8(const int64_t *dims, int nd, int fill, int *v) {
-    int d;
-    for (d = 0; d < 8; d++) v[d] = d < nd ? (int)dims[d] : fill;
-}
-
-static nn_result nn__launch_flip(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
-    int vd[8], vs[8];
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__dims8(dims, NN_MAX_DIMS, 1, vd);
-    nn__dims8(xs, NN_MAX_DIMS, 0, vs);
-    r = nn__launch_kernel(g, id, "shape", "strided", (size_t)n->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi88i", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, vd, vs, (int)base);
-    return r;
-}
-
-static nn_result nn__launch_repeat(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], p6[NN_MAX_DIMS], q6[NN_MAX_DIMS];
-    int nd = nn__repeat_geom(g, n, yd, xd), pad = NN_MAX_DIMS - nd, d, v1[8], v2[8];
-    nn__launch *l = NULL;
-    nn_result r;
-    for (d = 0; d < NN_MAX_DIMS; d++) { /* ones in front: the kernels read six dims */
-        p6[d] = d < pad ? 1 : (n->op == NN__OP_REPEAT ? yd[d - pad] : xd[d - pad]);
-        q6[d] = d < pad ? 1 : (n->op == NN__OP_REPEAT ? xd[d - pad] : yd[d - pad] / xd[d - pad]);
-    }
-    nn__dims8(p6, NN_MAX_DIMS, 1, v1);
-    nn__dims8(q6, NN_MAX_DIMS, 1, v2);
-    r = nn__launch_kernel(g, id, "shape", n->op == NN__OP_REPEAT ? "repeat_forward" : "repeat_backward", (size_t)n->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, v1, v2);
-    return r;
-}
-
-static nn_result nn__launch_tril(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int nd = n->shape.ndim;
-    nn__launch *l = NULL;
-    nn_result r = nn__launch_kernel(g, id, "shape", "tril", (size_t)n->numel, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmiiiii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, (int)n->shape.dim[nd - 2],
-                     (int)n->shape.dim[nd - 1], n->a.shape.diagonal, n->a.shape.upper);
-    return r;
-}
-
 static nn_result nn__launch_const(nn_graph *g, int id) { /* never scheduled: computed at compile time */
     return nn__fail(g->ctx, NN_ERR_STATE, "%s: a constant has no kernels", nn__op_names[g->nodes[id].op]);
-}
-
-static nn_result nn__launch_pad_upsample(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int fwd = n->op == NN__OP_PAD2D || n->op == NN__OP_UPSAMPLE2D, pad = n->op == NN__OP_PAD2D || n->op == NN__OP_PAD2D_GRAD;
-    const nn_shape *xs = fwd ? &g->nodes[in[0]].shape : &n->shape;
-    const nn_shape *ys = fwd ? &n->shape : &g->nodes[in[0]].shape;
-    int nd = xs->ndim, geo[8];
-    memset(geo, 0, sizeof geo);
-    geo[0] = (int)xs->dim[nd - 2];
-    geo[1] = (int)xs->dim[nd - 1];
-    if (pad) {
-        geo[2] = (int)ys->dim[nd - 2];
-        geo[3] = (int)ys->dim[nd - 1];
-        geo[4] = n->a.shape.top;
-        geo[5] = n->a.shape.left;
-        geo[6] = n->a.shape.reflect;
-    } else {
-        geo[2] = n->a.shape.scale_h;
-        geo[3] = n->a.shape.scale_w;
-        geo[4] = n->a.shape.bilinear;
-    }
-    r = nn__launch_kernel(g, id, "shape",
-                   pad ? (fwd ? "pad2d_forward" : "pad2d_backward") : (fwd ? "upsample2d_forward" : "upsample2d_backward"),
-                   (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi8", &g->nodes[in[0]].buf, y, N, geo);
-    return r;
 }
 
 /* ======================================================================
@@ -23807,30 +24871,13 @@ NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *nam
 /* ======================================================================
    src/ops/pool.c
    ====================================================================== */
-/* The pool ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The pool ops, one block each: builder (shape rule), registry aliases, autograd rule, CPU
+   body (its loop in src/cpu/pool.c) and kernel launch (kernels/pool.cl). Max and average
+   pooling over the planes of x [N, C, H, W] (1-D pooling: x [N, C, L] as H = 1), with
+   PyTorch's window rules; attributes in nn__pool_attr (src/ops/pool.h). */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_maxpool2d nn__cpu_pool2d
-#define nn__launch_maxpool2d nn__launch_pool2d
-#define nn__plan_maxpool2d nn__no_plan
-#define nn__cpu_maxpool2d_argmax nn__cpu_pool2d
-#define nn__launch_maxpool2d_argmax nn__launch_pool2d
-#define nn__grad_maxpool2d_argmax nn__grad_none
-#define nn__plan_maxpool2d_argmax nn__no_plan
-#define nn__cpu_maxpool2d_grad nn__cpu_pool2d
-#define nn__launch_maxpool2d_grad nn__launch_pool2d
-#define nn__grad_maxpool2d_grad nn__grad_none
-#define nn__plan_maxpool2d_grad nn__no_plan
-#define nn__cpu_avgpool2d nn__cpu_pool2d
-#define nn__launch_avgpool2d nn__launch_pool2d
-#define nn__plan_avgpool2d nn__no_plan
-#define nn__cpu_avgpool2d_grad nn__cpu_pool2d
-#define nn__launch_avgpool2d_grad nn__launch_pool2d
-#define nn__grad_avgpool2d_grad nn__grad_none
-#define nn__plan_avgpool2d_grad nn__no_plan
-
-/* ---- pooling ---- */
+/* ==== shared: the output size, the checks and the node of every pooling builder, and a
+   node's geometry for its loops and kernels ==== */
 
 /* PyTorch's pooling_output_shape: floor (or ceil) division, and in ceil mode a last window
    that would start in the right padding is dropped. Below 1: the window does not fit. */
@@ -23943,19 +24990,6 @@ static nn_tensor nn__pooling1d(nn_graph *g, const char *opname, int op, nn_tenso
     return nn__pooling_node(g, opname, op, x, 1, &at, d->ceil_mode != 0);
 }
 
-NN_API nn_tensor nn_max_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
-    return nn__pooling2d(g, "nn_max_pool2d", NN__OP_MAXPOOL2D, x, desc);
-}
-NN_API nn_tensor nn_avg_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
-    return nn__pooling2d(g, "nn_avg_pool2d", NN__OP_AVGPOOL2D, x, desc);
-}
-NN_API nn_tensor nn_max_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
-    return nn__pooling1d(g, "nn_max_pool1d", NN__OP_MAXPOOL2D, x, desc);
-}
-NN_API nn_tensor nn_avg_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
-    return nn__pooling1d(g, "nn_avg_pool1d", NN__OP_AVGPOOL2D, x, desc);
-}
-
 /* One window over the whole plane. */
 static nn_tensor nn__global_pool(nn_graph *g, const char *opname, int op, nn_tensor x) {
     nn__node *nx = nn__pool_input(g, opname, x, 2);
@@ -23967,8 +25001,175 @@ static nn_tensor nn__global_pool(nn_graph *g, const char *opname, int op, nn_ten
     at.dilation[0] = at.dilation[1] = 1;
     return nn__pooling_node(g, opname, op, x, 2, &at, 0);
 }
-NN_API nn_tensor nn_global_avg_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_avg_pool2d", NN__OP_AVGPOOL2D, x); }
+
+/* A pooling node's geometry: x is the input of the forward ops and the output of the
+   gradient ops, whose last input is dy. */
+static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p) {
+    int is_max = n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD;
+    if (n->op == NN__OP_MAXPOOL2D_GRAD || n->op == NN__OP_AVGPOOL2D_GRAD)
+        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, &n->a.pool);
+    else
+        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, &n->a.pool);
+}
+
+/* geo, the kernels' int8 = (kh, kw, sh, sw, ph, pw, dh, dw) */
+static void nn__pool_geo(const nn__pooling *p, int *geo) {
+    geo[0] = p->kh;
+    geo[1] = p->kw;
+    geo[2] = p->sh;
+    geo[3] = p->sw;
+    geo[4] = p->ph;
+    geo[5] = p->pw;
+    geo[6] = p->dh;
+    geo[7] = p->dw;
+}
+
+/* ==== max_pool2d: y [N, C, OH, OW] = the maximum of each window (kernel, stride, padding,
+   dilation, ceil mode: torch.nn.functional.max_pool2d, max_pool1d, and the global form).
+   Its gradient recomputes the windows' argmax (MAXPOOL2D_ARGMAX, idx [N, C, OH, OW] int32,
+   so inference keeps no indices) and sends dy there (MAXPOOL2D_GRAD: dx [N, C, H, W], in
+   output order). On devices tuned as CPUs the kernels run by rows or planes. ==== */
+
+NN_API nn_tensor nn_max_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
+    return nn__pooling2d(g, "nn_max_pool2d", NN__OP_MAXPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_max_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
+    return nn__pooling1d(g, "nn_max_pool1d", NN__OP_MAXPOOL2D, x, desc);
+}
 NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_max_pool2d", NN__OP_MAXPOOL2D, x); }
+
+#define nn__plan_maxpool2d nn__no_plan
+#define nn__grad_maxpool2d_argmax nn__grad_none
+#define nn__plan_maxpool2d_argmax nn__no_plan
+#define nn__grad_maxpool2d_grad nn__grad_none
+#define nn__plan_maxpool2d_grad nn__no_plan
+
+static void nn__grad_maxpool2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* dx gathers dy through the windows' argmax, which the backward pass recomputes so
+       inference graphs keep no indices */
+    t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
+    if (t.id < 0) return;
+    g->nodes[t.id].a = n.a;
+    t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static nn_result nn__cpu_maxpool2d(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__max_pool2d_forward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
+
+static nn_result nn__cpu_maxpool2d_argmax(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__max_pool2d_argmax(g->ctx->threads, &p, (int32_t *)n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
+
+/* inputs: idx, dy */
+static nn_result nn__cpu_maxpool2d_grad(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__max_pool2d_backward(g->ctx->threads, &p, n->buf.host, NN__I(n->in[0]), NN__F(n->in[1]));
+    return NN_OK;
+}
+
+/* One work-item per output element, or per output row on a device tuned as a CPU. */
+static nn_result nn__launch_maxpool2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int rows = g->ctx->dev.cpu_tuned;
+    nn__launch *l = NULL;
+    nn__k_max_pool2d_forward k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", rows ? "max_pool2d_forward_rows" : "max_pool2d_forward",
+                          rows ? (size_t)p.NC * p.OH : (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    return nn__kargs_max_pool2d_forward(l, &k);
+}
+
+static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int rows = g->ctx->dev.cpu_tuned;
+    nn__launch *l = NULL;
+    nn__k_max_pool2d_argmax k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", rows ? "max_pool2d_argmax_rows" : "max_pool2d_argmax",
+                          rows ? (size_t)p.NC * p.OH : (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.idx = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    return nn__kargs_max_pool2d_argmax(l, &k);
+}
+
+/* One work-item per input element, or per plane on a device tuned as a CPU. */
+static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int planes = g->ctx->dev.cpu_tuned;
+    nn__launch *l = NULL;
+    nn__k_max_pool2d_backward k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", planes ? "max_pool2d_backward_planes" : "max_pool2d_backward",
+                          planes ? (size_t)p.NC : (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.idx = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.dx = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    return nn__kargs_max_pool2d_backward(l, &k);
+}
+
+/* ==== avg_pool2d: y [N, C, OH, OW] = the mean of each window (count_include_pad unless
+   exclude_pad; torch.nn.functional.avg_pool2d, avg_pool1d, the global form, and
+   adaptive_avg_pool2d's bins). AVGPOOL2D_GRAD: dx [N, C, H, W] = dy / divisor summed over
+   the windows that hold each element, in output order. ==== */
+
+NN_API nn_tensor nn_avg_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
+    return nn__pooling2d(g, "nn_avg_pool2d", NN__OP_AVGPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_avg_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
+    return nn__pooling1d(g, "nn_avg_pool1d", NN__OP_AVGPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_global_avg_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_avg_pool2d", NN__OP_AVGPOOL2D, x); }
 
 NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow) {
     nn__node *nx = nn__pool_input(g, "nn_adaptive_avg_pool2d", x, 2);
@@ -23991,42 +25192,9 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
     return t;
 }
 
-
-static const char *nn__pool_kernel(int op) {
-    switch (op) {
-    case NN__OP_MAXPOOL2D: return "max_pool2d_forward";
-    case NN__OP_MAXPOOL2D_ARGMAX: return "max_pool2d_argmax";
-    case NN__OP_MAXPOOL2D_GRAD: return "max_pool2d_backward";
-    case NN__OP_AVGPOOL2D: return "avg_pool2d_forward";
-    default: return "avg_pool2d_backward";
-    }
-}
-
-/* A pooling node's geometry: x is the input of the forward ops and the output of the
-   gradient ops, whose last input is dy. */
-static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p) {
-    int is_max = n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD;
-    if (n->op == NN__OP_MAXPOOL2D_GRAD || n->op == NN__OP_AVGPOOL2D_GRAD)
-        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, &n->a.pool);
-    else
-        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, &n->a.pool);
-}
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_maxpool2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    /* dx gathers dy through the windows' argmax, which the backward
-                          pass recomputes so inference graphs keep no indices */
-    t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
-    if (t.id < 0) return;
-    g->nodes[t.id].a = n.a;
-    t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+#define nn__plan_avgpool2d nn__no_plan
+#define nn__grad_avgpool2d_grad nn__grad_none
+#define nn__plan_avgpool2d_grad nn__no_plan
 
 static void nn__grad_avgpool2d(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -24037,58 +25205,68 @@ static void nn__grad_avgpool2d(nn_graph *g, int id) {
     return;
 }
 
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_pool2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
+static nn_result nn__cpu_avgpool2d(nn_graph *g, nn__node *n) {
     nn__pooling p;
     nn__pooling_of(g, n, &p);
-    if (n->op == NN__OP_MAXPOOL2D) nn__max_pool2d_forward(g->ctx->threads, &p, y, NN__F(in[0]));
-    else if (n->op == NN__OP_MAXPOOL2D_ARGMAX) nn__max_pool2d_argmax(g->ctx->threads, &p, (int32_t *)y, NN__F(in[0]));
-    else if (n->op == NN__OP_MAXPOOL2D_GRAD) nn__max_pool2d_backward(g->ctx->threads, &p, y, NN__I(in[0]), NN__F(in[1]));
-    else if (n->op == NN__OP_AVGPOOL2D) nn__avg_pool2d_forward(g->ctx->threads, &p, y, NN__F(in[0]));
-    else nn__avg_pool2d_backward(g->ctx->threads, &p, y, NN__F(in[0]));
+    nn__avg_pool2d_forward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
     return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+static nn_result nn__cpu_avgpool2d_grad(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__avg_pool2d_backward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
 
-static nn_result nn__launch_pool2d(nn_graph *g, int id) {
-    nn_context *ctx = g->ctx;
+static nn_result nn__launch_avgpool2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    char kname[64];
-    /* one work-item per element of y */
+    nn__k_avg_pool2d_forward k;
     nn__pooling p;
     int geo[8];
+    nn_result r;
     nn__pooling_of(g, n, &p);
-    geo[0] = p.kh; /* kernel, stride, pad, dilation (h, w) */
-    geo[1] = p.kw;
-    geo[2] = p.sh;
-    geo[3] = p.sw;
-    geo[4] = p.ph;
-    geo[5] = p.pw;
-    geo[6] = p.dh;
-    geo[7] = p.dw;
-    if (ctx->dev.cpu_tuned && (n->op == NN__OP_MAXPOOL2D || n->op == NN__OP_MAXPOOL2D_ARGMAX ||
-                           n->op == NN__OP_MAXPOOL2D_GRAD)) { /* by rows / planes (see pool.cl) */
-        snprintf(kname, sizeof kname, "%s%s", nn__pool_kernel(n->op),
-                 n->op == NN__OP_MAXPOOL2D_GRAD ? "_planes" : "_rows");
-        r = nn__launch_kernel(g, id, "pool", kname, n->op == NN__OP_MAXPOOL2D_GRAD ? (size_t)p.NC : (size_t)p.NC * p.OH, &l);
-    } else
-        r = nn__launch_kernel(g, id, "pool", nn__pool_kernel(n->op), (size_t)N, &l);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", "avg_pool2d_forward", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
-    if (n->op == NN__OP_MAXPOOL2D_GRAD)
-        return nn__args(l, "mmmiiiii8", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);
-    if (n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD)
-        return nn__args(l, "mmiiiii8", &g->nodes[in[0]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);
-    return nn__args(l, "mmiiiii8ii", &g->nodes[in[0]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo, p.exclude_pad,
-                       p.adaptive);
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    k.exclude_pad = p.exclude_pad;
+    k.adaptive = p.adaptive;
+    return nn__kargs_avg_pool2d_forward(l, &k);
+}
+
+static nn_result nn__launch_avgpool2d_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_avg_pool2d_backward k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", "avg_pool2d_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    k.exclude_pad = p.exclude_pad;
+    k.adaptive = p.adaptive;
+    return nn__kargs_avg_pool2d_backward(l, &k);
 }
 
 /* ======================================================================
