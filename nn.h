@@ -1528,13 +1528,17 @@ typedef struct nn__launch {
 
 /* What device plans may ask about the device (filled by a device backend's open). */
 typedef struct nn__device {
-    int cpu_tuned;              /* kernels and geometry as for a CPU (its type, or desc.tuning) */
-    int gpu;                    /* a GPU (the OpenCL backend rounds 1-D launches to work-groups of 64) */
+    int cpu_tuned;              /* kernels, tiles and launch geometry as for a CPU (its type, or
+                                   desc.tuning); else every GPU choice, the OpenCL backend's
+                                   1-D work-groups of 64 included: no other flag, so the GPU
+                                   tuning of a CPU device (PoCL) runs all of them */
     size_t max_wg;              /* largest work-group */
     uint64_t local_mem;         /* bytes of local memory */
     uint64_t max_alloc;         /* largest buffer in bytes */
     unsigned units;             /* compute units */
     size_t align;               /* view offset alignment in bytes */
+    size_t guard;               /* bytes after each buffer's end that the planner leaves free
+                                   and no kernel may write (NN_CL_GUARDS); 0: none */
 } nn__device;
 
 /* A backend: what the engine asks of one. The engine knows no backend by name; backends
@@ -15667,7 +15671,15 @@ typedef struct nn__cl {
     char name[128], vendor[128], driver[128], version[128];
     cl_ulong max_alloc;
     cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
+    unsigned char *guard_seen;        /* NN_CL_GUARDS: each guard read before and after its launch */
+    size_t guard_cap;                 /* bytes of guard_seen */
 } nn__cl;
+
+/* NN_CL_GUARDS=1 (a debugging aid; the test binary sets it): every buffer gets this many
+   bytes after its end (a whole padded group of 64 floats) that no kernel may write; a run
+   fills them before each launch, reads them before and after it, and fails naming the
+   kernel whose launch changed one (a work-item without its bound check, say). */
+#define NN__CL_GUARD 256
 
 #define NN__CL(ctx) ((nn__cl *)(ctx)->bk)
 
@@ -15804,6 +15816,7 @@ static void nn__cl_close(nn_context *ctx) {
         if (cl->programs[i]) clReleaseProgram(cl->programs[i]);
     if (cl->queue) clReleaseCommandQueue(cl->queue);
     if (cl->context) clReleaseContext(cl->context);
+    NN_FREE(cl->guard_seen);
     NN_FREE(cl);
     ctx->bk = NULL;
 }
@@ -15826,13 +15839,16 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
     cl->device = dev;
     memset(d, 0, sizeof *d);
     d->cpu_tuned = (t & CL_DEVICE_TYPE_CPU) != 0;
-    d->gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
     if (tuning == NN_TUNING_AUTO) { /* the device type decides unless $NN_CL_TUNING says */
         const char *env = getenv("NN_CL_TUNING");
         if (env && strcmp(env, "gpu") == 0) tuning = NN_TUNING_GPU;
         if (env && strcmp(env, "cpu") == 0) tuning = NN_TUNING_CPU;
     }
     if (tuning != NN_TUNING_AUTO) d->cpu_tuned = tuning == NN_TUNING_CPU;
+    {
+        const char *env = getenv("NN_CL_GUARDS");
+        if (env && env[0] && strcmp(env, "0") != 0) d->guard = NN__CL_GUARD;
+    }
     nn__cl_str(dev, CL_DEVICE_NAME, cl->name, sizeof cl->name);
     if (!cl->name[0]) snprintf(cl->name, sizeof cl->name, "OpenCL device %d (no name)", index);
     nn__cl_str(dev, CL_DEVICE_VENDOR, cl->vendor, sizeof cl->vendor);
@@ -16205,7 +16221,7 @@ static nn_result nn__cl_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zer
     if (bytes > cl->max_alloc)
         return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: %llu bytes exceed the device's largest allocation (%llu) on %s",
                         what, (unsigned long long)bytes, (unsigned long long)cl->max_alloc, cl->name);
-    m = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
+    m = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, (bytes ? bytes : 4) + ctx->dev.guard, NULL, &err);
     if (!m)
         return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes on %s: %s (%d)", what,
                         (unsigned long long)bytes, cl->name, nn__cl_errstr(err), err);
@@ -16219,7 +16235,7 @@ static nn_result nn__cl_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zer
     return NN_OK;
 }
 
-/* A view is a sub-buffer: kernels take it as a buffer of its own. */
+/* A view is a sub-buffer: kernels take it as a buffer of its own (its guard included). */
 static nn_result nn__cl_view(nn_context *ctx, const nn__buf *base, size_t offset, size_t bytes, nn__buf *out,
                              const char *what) {
     cl_buffer_region reg;
@@ -16228,7 +16244,7 @@ static nn_result nn__cl_view(nn_context *ctx, const nn__buf *base, size_t offset
     out->bytes = bytes;
     out->offset = offset;
     reg.origin = offset;
-    reg.size = bytes;
+    reg.size = bytes + ctx->dev.guard; /* the planner left the guard free after every view */
     out->handle = clCreateSubBuffer((cl_mem)base->handle, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
     if (!out->handle) return nn__fail(ctx, NN_ERR_DEVICE, "%s: clCreateSubBuffer: %s (%d)", what, nn__cl_errstr(err), err);
     return NN_OK;
@@ -16287,7 +16303,7 @@ static nn_result nn__cl_prepare(nn_graph *g) {
         nn_result r = nn__cl_kernel(ctx, l->file, l->kernel, &kern);
         if (r != NN_OK) return r;
         l->bk = kern;
-        if (!l->use_lws && l->dims == 1 && ctx->dev.gpu) { /* a NULL local size can be a poor choice there */
+        if (!l->use_lws && l->dims == 1 && !ctx->dev.cpu_tuned) { /* a GPU's NULL local size can be a poor choice */
             size_t wg = ctx->dev.max_wg < 64 ? ctx->dev.max_wg : 64;
             l->gws[0] = (l->gws[0] + wg - 1) / wg * wg;
             l->lws[0] = wg;
@@ -16307,11 +16323,91 @@ static nn_result nn__cl_prepare(nn_graph *g) {
     return NN_OK;
 }
 
-/* Enqueues the launches of the first n_sched schedule positions. */
-static nn_result nn__cl_run(nn_graph *g, int n_sched) {
-    cl_command_queue q = NN__CL(g->ctx)->queue;
-    int i, k, n = g->sched_launch[n_sched];
+/* NN_CL_GUARDS: the buffer arguments of a launch, and where its guards are kept in
+   cl->guard_seen (before the launch: m of them at *at; after: the next m). */
+static int nn__cl_guard_bufs(const nn__launch *l) {
+    int k, m = 0;
+    for (k = 0; k < l->n_args; k++) m += l->args[k].kind == 'm' && l->args[k].v.buf.handle;
+    return m;
+}
+
+/* Before launch l (after == 0): each buffer argument's guard filled with a NaN naming the
+   argument (a kernel that copies one argument's guard into another's changes it), then
+   all of them read, as arguments that share a buffer leave them; after l (after == 1),
+   read again. */
+static cl_int nn__cl_guard_enqueue(cl_command_queue q, const nn__launch *l, unsigned char *at, int after) {
+    int k, j, pass, m = nn__cl_guard_bufs(l);
+    cl_int err = CL_SUCCESS;
+    for (pass = after; pass < 2; pass++)
+        for (k = 0, j = 0; k < l->n_args && err == CL_SUCCESS; k++) {
+            cl_mem b = (cl_mem)l->args[k].v.buf.handle;
+            size_t end = l->args[k].v.buf.bytes;
+            if (l->args[k].kind != 'm' || !b) continue;
+            if (pass == 0) {
+                uint32_t bits = 0x7FA5A500u | (uint32_t)k;
+                float v;
+                memcpy(&v, &bits, sizeof v);
+                err = clEnqueueFillBuffer(q, b, &v, sizeof v, end, NN__CL_GUARD, 0, NULL, NULL);
+            } else {
+                err = clEnqueueReadBuffer(q, b, CL_FALSE, end, NN__CL_GUARD, at + (size_t)(after * m + j) * NN__CL_GUARD,
+                                          0, NULL, NULL);
+            }
+            j++;
+        }
+    return err;
+}
+
+/* After a guarded run of launches [0, n): the first launch that changed a guard, named. */
+static nn_result nn__cl_guard_check(nn_graph *g, int n) {
+    const unsigned char *at = NN__CL(g->ctx)->guard_seen;
+    int i, k;
     for (i = 0; i < n; i++) {
+        const nn__launch *l = &g->launches[i];
+        int j = 0, m = nn__cl_guard_bufs(l);
+        for (k = 0; k < l->n_args; k++) {
+            const unsigned char *before = at + (size_t)j * NN__CL_GUARD, *after = at + (size_t)(m + j) * NN__CL_GUARD;
+            int f = 0;
+            if (l->args[k].kind != 'm' || !l->args[k].v.buf.handle) continue;
+            j++;
+            if (memcmp(before, after, NN__CL_GUARD) == 0) continue;
+            while (memcmp(before + 4 * f, after + 4 * f, 4) == 0) f++;
+            return nn__fail(g->ctx, NN_ERR_DEVICE,
+                            "%s: kernels/%s.cl %s wrote past the end of its argument %d (%lu bytes): float %d after "
+                            "the end changed, with %lu x %lu x %lu work-items in groups of %lu x %lu x %lu%s "
+                            "(NN_CL_GUARDS); does each work-item check its bound?",
+                            nn__op(g->nodes[l->node].op)->name, l->file, l->kernel, k,
+                            (unsigned long)l->args[k].v.buf.bytes, f, (unsigned long)l->gws[0],
+                            (unsigned long)(l->dims > 1 ? l->gws[1] : 1), (unsigned long)(l->dims > 2 ? l->gws[2] : 1),
+                            (unsigned long)(l->use_lws ? l->lws[0] : 0),
+                            (unsigned long)(l->use_lws && l->dims > 1 ? l->lws[1] : l->use_lws ? 1 : 0),
+                            (unsigned long)(l->use_lws && l->dims > 2 ? l->lws[2] : l->use_lws ? 1 : 0),
+                            l->use_lws ? "" : " (the driver's)");
+        }
+        at += (size_t)2 * m * NN__CL_GUARD;
+    }
+    return NN_OK;
+}
+
+/* Enqueues the launches of the first n_sched schedule positions (with NN_CL_GUARDS, each
+   between its guards' fills and reads, and waits for them to check). */
+static nn_result nn__cl_run(nn_graph *g, int n_sched) {
+    nn__cl *cl = NN__CL(g->ctx);
+    cl_command_queue q = cl->queue;
+    int i, k, n = g->sched_launch[n_sched], guard = g->ctx->dev.guard != 0;
+    unsigned char *at = NULL;
+    nn_result r = NN_OK;
+    if (guard) {
+        size_t need = 0;
+        for (i = 0; i < n; i++) need += (size_t)2 * nn__cl_guard_bufs(&g->launches[i]) * NN__CL_GUARD;
+        if (need > cl->guard_cap) {
+            unsigned char *p = (unsigned char *)NN_REALLOC(cl->guard_seen, need);
+            if (!p) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "NN_CL_GUARDS: out of memory for %lu bytes", (unsigned long)need);
+            cl->guard_seen = p;
+            cl->guard_cap = need;
+        }
+        at = cl->guard_seen;
+    }
+    for (i = 0; i < n && r == NN_OK; i++) {
         nn__launch *l = &g->launches[i];
         cl_int err = CL_SUCCESS;
         if (l->update) {
@@ -16319,16 +16415,27 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
             for (k = 0; k < l->n_upd && err == CL_SUCCESS; k++)
                 err = nn__cl_set_arg((cl_kernel)l->bk, (cl_uint)l->upd[k], &l->args[l->upd[k]]);
         }
+        if (guard && err == CL_SUCCESS) err = nn__cl_guard_enqueue(q, l, at, 0);
         if (err == CL_SUCCESS)
             err = clEnqueueNDRangeKernel(q, (cl_kernel)l->bk, (cl_uint)l->dims, NULL, l->gws, l->use_lws ? l->lws : NULL, 0,
                                          NULL, NULL);
+        if (guard && err == CL_SUCCESS) {
+            err = nn__cl_guard_enqueue(q, l, at, 1);
+            at += (size_t)2 * nn__cl_guard_bufs(l) * NN__CL_GUARD;
+        }
         if (err != CL_SUCCESS)
-            return nn__fail(g->ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: %s (%d)", nn__op(g->nodes[l->node].op)->name,
-                            l->file, l->kernel, nn__cl_errstr(err), err);
-        g->progress++;
+            r = nn__fail(g->ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: %s (%d)", nn__op(g->nodes[l->node].op)->name,
+                         l->file, l->kernel, nn__cl_errstr(err), err);
+        else
+            g->progress++;
     }
-    g->ctx->stats.kernel_launches += (uint64_t)n;
-    return NN_OK;
+    if (guard) { /* the reads land in guard_seen: none may be pending when it is checked, grown or freed */
+        cl_int err = clFinish(q);
+        if (r == NN_OK && err != CL_SUCCESS) r = nn__fail(g->ctx, NN_ERR_DEVICE, "clFinish: %s (%d)", nn__cl_errstr(err), err);
+        if (r == NN_OK) r = nn__cl_guard_check(g, n);
+    }
+    if (r == NN_OK) g->ctx->stats.kernel_launches += (uint64_t)n;
+    return r;
 }
 
 static nn_result nn__cl_finish(nn_context *ctx) {
@@ -17585,13 +17692,14 @@ static int nn__heap_pop(int *h, int *n, const nn__item *it) {
 /* Places arena items, in order of first use, each at the lowest aligned offset free for
    its whole lifetime (first fit). Items whose last use is before the next item's first
    give their space back; the free space is a short list of gaps, so a graph of n nodes
-   plans in about n log n unless its free space is very fragmented. */
+   plans in about n log n unless its free space is very fragmented. An item takes the
+   device's guard bytes after its end too (none unless NN_CL_GUARDS). */
 static nn_result nn__plan_memory(nn_graph *g, size_t align) {
     nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
     int *heap = (int *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *heap);
     nn__gaps free_space;
     int n = 0, n_heap = 0, i, ok;
-    size_t top = 0;
+    size_t top = 0, guard = g->ctx->dev.guard; /* each item's guard bytes after its end are its own */
     memset(&free_space, 0, sizeof free_space);
     ok = it && heap && nn__gaps_insert(&free_space, 0, 0, (size_t)-1);
     for (i = 0; ok && i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
@@ -17600,13 +17708,13 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align) {
             it[n].id = g->sched[i];
             it[n].first = nd->first;
             it[n].last = nd->last;
-            it[n++].bytes = ((size_t)nd->numel * 4 + align - 1) / align * align;
+            it[n++].bytes = ((size_t)nd->numel * 4 + guard + align - 1) / align * align;
         }
         if (nd->scratch > 0) {
             it[n].id = g->sched[i];
             it[n].scratch = 1;
             it[n].first = it[n].last = nd->first;
-            it[n++].bytes = ((size_t)nd->scratch * 4 + align - 1) / align * align;
+            it[n++].bytes = ((size_t)nd->scratch * 4 + guard + align - 1) / align * align;
         }
     }
     for (i = 0; ok && i < n; i++) {

@@ -173,13 +173,17 @@ typedef struct nn__launch {
 
 /* What device plans may ask about the device (filled by a device backend's open). */
 typedef struct nn__device {
-    int cpu_tuned;              /* kernels and geometry as for a CPU (its type, or desc.tuning) */
-    int gpu;                    /* a GPU (the OpenCL backend rounds 1-D launches to work-groups of 64) */
+    int cpu_tuned;              /* kernels, tiles and launch geometry as for a CPU (its type, or
+                                   desc.tuning); else every GPU choice, the OpenCL backend's
+                                   1-D work-groups of 64 included: no other flag, so the GPU
+                                   tuning of a CPU device (PoCL) runs all of them */
     size_t max_wg;              /* largest work-group */
     uint64_t local_mem;         /* bytes of local memory */
     uint64_t max_alloc;         /* largest buffer in bytes */
     unsigned units;             /* compute units */
     size_t align;               /* view offset alignment in bytes */
+    size_t guard;               /* bytes after each buffer's end that the planner leaves free
+                                   and no kernel may write (NN_CL_GUARDS); 0: none */
 } nn__device;
 
 /* A backend: what the engine asks of one. The engine knows no backend by name; backends

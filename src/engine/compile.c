@@ -86,13 +86,14 @@ static int nn__heap_pop(int *h, int *n, const nn__item *it) {
 /* Places arena items, in order of first use, each at the lowest aligned offset free for
    its whole lifetime (first fit). Items whose last use is before the next item's first
    give their space back; the free space is a short list of gaps, so a graph of n nodes
-   plans in about n log n unless its free space is very fragmented. */
+   plans in about n log n unless its free space is very fragmented. An item takes the
+   device's guard bytes after its end too (none unless NN_CL_GUARDS). */
 static nn_result nn__plan_memory(nn_graph *g, size_t align) {
     nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
     int *heap = (int *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *heap);
     nn__gaps free_space;
     int n = 0, n_heap = 0, i, ok;
-    size_t top = 0;
+    size_t top = 0, guard = g->ctx->dev.guard; /* each item's guard bytes after its end are its own */
     memset(&free_space, 0, sizeof free_space);
     ok = it && heap && nn__gaps_insert(&free_space, 0, 0, (size_t)-1);
     for (i = 0; ok && i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
@@ -101,13 +102,13 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align) {
             it[n].id = g->sched[i];
             it[n].first = nd->first;
             it[n].last = nd->last;
-            it[n++].bytes = ((size_t)nd->numel * 4 + align - 1) / align * align;
+            it[n++].bytes = ((size_t)nd->numel * 4 + guard + align - 1) / align * align;
         }
         if (nd->scratch > 0) {
             it[n].id = g->sched[i];
             it[n].scratch = 1;
             it[n].first = it[n].last = nd->first;
-            it[n++].bytes = ((size_t)nd->scratch * 4 + align - 1) / align * align;
+            it[n++].bytes = ((size_t)nd->scratch * 4 + guard + align - 1) / align * align;
         }
     }
     for (i = 0; ok && i < n; i++) {
