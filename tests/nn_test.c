@@ -8,7 +8,10 @@
    NN_TEST_BACKENDS=list      a comma list of cpu, opencl (each OpenCL device as tuned by
                               default), gpu-tuning (the GPU-tuning pass); unset: all three.
    NN_TEST_TIME=1             each case's line ends with its wall and CPU time (all
-                              threads of the process) in ms. */
+                              threads of the process) in ms.
+   NN_CL_GUARDS               set to 1 unless set: every OpenCL buffer has guard bytes after
+                              its end, and a launch that writes them fails its run, naming
+                              the kernel (tests/test_launch.c). */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #endif
@@ -172,6 +175,11 @@ int main(int argc, char **argv) {
     int n_dev = 0, i;
     (void)argc;
     if (child) return t_cl_load_child(child);
+#ifdef _WIN32
+    if (!getenv("NN_CL_GUARDS")) _putenv("NN_CL_GUARDS=1");
+#else
+    setenv("NN_CL_GUARDS", "1", 0);
+#endif
     filter = getenv("NN_TEST_FILTER");
     if (filter && !filter[0]) filter = NULL;
     show_time = getenv("NN_TEST_TIME") && atoi(getenv("NN_TEST_TIME")) > 0;

@@ -14,7 +14,9 @@ typedef struct t_env {
     int tuning;
 } t_env;
 
-/* A zeroed desc for another context on e's backend (device, tuning), quiet. */
+/* A zeroed desc for another context on e's backend (device, tuning), quiet. Every context a
+   case opens on e's backend starts from it, so the gpu-tuning pass's contexts are all tuned
+   for a GPU; a context on "cpu" (a CPU-backend setting under test) needs no tuning. */
 void t_context_desc(const t_env *e, nn_context_desc *d);
 
 /* Begins a case; 0 when NN_TEST_FILTER excludes it: return without running any of it
@@ -144,7 +146,7 @@ void np_fill(double *v, long n, double lo, double hi, unsigned long long seed);
     X(matmul) X(activation) X(elementwise) X(conv) X(softmax) X(loss) X(shape) X(reduce)    \
     X(index) X(norm) X(pool) X(layers) X(optim) X(graph) X(errors) X(io) X(cache) X(safetensors)   \
     X(ckpt) X(files) X(numerics) X(api) X(limits) X(options) X(lifetime) X(randexpr) X(random)     \
-    X(registry)
+    X(launch) X(registry)
 #define X(name) void suite_##name(const t_env *e);
 T_SUITES(X)
 #undef X

@@ -40,8 +40,7 @@ void suite_lifetime(const t_env *e) {
         if (!t_begin(e, order ? "lifetime: graphs destroyed after their context, shared parameters, other order"
                               : "lifetime: graphs destroyed after their context, shared parameters"))
             continue;
-        memset(&d, 0, sizeof d);
-        d.device = e->device ? e->device : "cpu";
+        t_context_desc(e, &d); /* e's device and tuning */
         d.log_level = NN_LOG_ERROR;
         if (!T_CHECK(nn_context_create(&d, &ctx) == NN_OK, "cannot create a context on %s", d.device)) {
             t_end();

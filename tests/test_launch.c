@@ -1,0 +1,142 @@
+/* Launch geometry and the guards after every device buffer (NN_CL_GUARDS, which main turns
+   on): a context tuned for a GPU (a GPU, or PoCL in the gpu-tuning pass) runs the 1-D
+   launches that a plan leaves to the backend in work-groups of 64, the global size rounded
+   up, so the padded work-items of a kernel without its bound check write past its output's
+   end, and the guards make that a run's error naming the kernel. Kernels planted through
+   nn_context_desc.kernel_dir (an elementwise.cl of three unary kernels). */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#endif
+#include "test.h"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The unary kernels' parameters (kernels/elementwise_args.h: unary_forward) written out:
+   relu reports its launch's global and local sizes, sigmoid writes every work-item's
+   element with no bound check, tanh writes one element past its own. */
+static const char planted[] =
+    "#define P __global const float *x, __global float *y, const int n, const float p0, const float p1\n"
+    "__kernel void relu_forward(P) {\n"
+    "    int i = get_global_id(0);\n"
+    "    if (i < n) y[i] = (float)(get_global_size(0) * 1000 + get_local_size(0));\n"
+    "}\n"
+    "__kernel void sigmoid_forward(P) { /* planted: no bound check */\n"
+    "    int i = get_global_id(0);\n"
+    "    y[i] = x[i];\n"
+    "}\n"
+    "__kernel void tanh_forward(P) { /* planted: one element to the right */\n"
+    "    int i = get_global_id(0);\n"
+    "    if (i < n) y[i + 1] = x[i];\n"
+    "}\n";
+
+/* Whether e's OpenCL context is tuned for a GPU, as nn_context_desc.tuning says: explicitly,
+   or by $NN_CL_TUNING, or by the device's type (not a CPU). */
+static int gpu_tuned(const t_env *e) {
+    const char *env = getenv("NN_CL_TUNING");
+    nn_device_info info[32];
+    int n, i = e->device ? atoi(e->device) : 0;
+    if (e->tuning != NN_TUNING_AUTO) return e->tuning == NN_TUNING_GPU;
+    if (env && strcmp(env, "gpu") == 0) return 1;
+    if (env && strcmp(env, "cpu") == 0) return 0;
+    n = nn_list_devices(info, 32);
+    return i >= 0 && i < n && i < 32 && !info[i].is_cpu;
+}
+
+/* y = fn(x) for x of n elements on a context of e's device and tuning with the planted
+   kernels: its forward pass's result, y (n floats) and the context's last error. */
+static nn_result run_planted(const t_env *e, const char *dir, nn_tensor (*fn)(nn_graph *, nn_tensor), int n, float *y,
+                             char *err, size_t err_n) {
+    nn_context_desc d;
+    nn_context *ctx = NULL;
+    nn_graph *g = NULL;
+    nn_result r;
+    float x[8];
+    int i;
+    for (i = 0; i < n; i++) x[i] = (float)(i + 1);
+    t_context_desc(e, &d);
+    d.kernel_dir = dir;
+    d.cache_dir = "off";
+    d.log_level = NN_LOG_ERROR; /* the run's error is the case's to check */
+    r = nn_context_create(&d, &ctx);
+    if (r == NN_OK) r = nn_graph_create(ctx, NULL, &g);
+    if (r == NN_OK) {
+        nn_tensor in = nn_input(g, "x", NN_F32, nn_shape1(n)), out = fn(g, in);
+        nn_output(g, out);
+        r = nn_graph_compile(g, NULL);
+        if (r == NN_OK) r = nn_tensor_write(g, in, x, (size_t)n * 4);
+        if (r == NN_OK) r = nn_graph_forward(g);
+        if (r == NN_OK) r = nn_tensor_read(g, out, y, (size_t)n * 4);
+    }
+    snprintf(err, err_n, "%s", ctx ? nn_last_error(ctx) : "no context");
+    nn_graph_destroy(g);
+    nn_context_destroy(ctx);
+    return r;
+}
+
+void suite_launch(const t_env *e) {
+    char dir[] = "/tmp/nn-test-launch-XXXXXX", path[300], err[1024];
+    const char *guards = getenv("NN_CL_GUARDS");
+    int gpu, ok = 1, i;
+    float y[8];
+    nn_result r;
+    FILE *f;
+    if (!e->opencl) return; /* no launches on the CPU backend */
+    gpu = gpu_tuned(e);
+    if (!mkdtemp(dir)) ok = 0;
+    snprintf(path, sizeof path, "%s/elementwise.cl", dir);
+    if (ok && (f = fopen(path, "w")) != NULL) {
+        ok = fputs(planted, f) >= 0;
+        ok = fclose(f) == 0 && ok;
+    } else {
+        ok = 0;
+    }
+
+    if (t_begin(e, "launch: 1-D launches in work-groups of 64 when tuned for a GPU")) {
+        if (T_CHECK(ok, "cannot write %s", path)) {
+            r = run_planted(e, dir, nn_relu, 3, y, err, sizeof err);
+            if (T_CHECK(r == NN_OK, "relu with the geometry kernel: %s", err)) {
+                for (i = 0; i < 3; i++)
+                    if (gpu)
+                        T_CHECK(y[i] == 64064.0f, "y[%d] = %.0f: global size * 1000 + local size, not 64 * 1000 + 64", i, y[i]);
+                    else /* the driver chooses the groups of an unpadded launch of 3 */
+                        T_CHECK(y[i] > 3000.0f && y[i] <= 3003.0f, "y[%d] = %.0f: global size * 1000 + local size, not 3 * 1000 + 1..3",
+                                i, y[i]);
+            }
+        }
+        t_end();
+    }
+
+    if (t_begin(e, "launch: a kernel without its bound check fails when tuned for a GPU (NN_CL_GUARDS)")) {
+        if (!guards || strcmp(guards, "0") == 0) {
+            t_skip("NN_CL_GUARDS=0");
+        } else if (T_CHECK(ok, "cannot write %s", path)) {
+            r = run_planted(e, dir, nn_sigmoid, 3, y, err, sizeof err);
+            if (gpu) {
+                T_CHECK(r == NN_ERR_DEVICE, "the padded launch of sigmoid_forward without its bound check returned %d (%s)", r,
+                        nn_result_string(r));
+                T_CHECK(strstr(err, "kernels/elementwise.cl sigmoid_forward wrote past the end of its argument 1 (12 bytes): "
+                                    "float 0 after the end changed, with 64 x 1 x 1 work-items in groups of 64 x 1 x 1") != NULL,
+                        "the message does not name the kernel, its output and the geometry: %s", err);
+            } else if (T_CHECK(r == NN_OK, "an unpadded launch without the bound check failed: %s", err)) {
+                for (i = 0; i < 3; i++) T_CHECK(y[i] == (float)(i + 1), "y[%d] = %g, not %d", i, y[i], i + 1);
+            }
+        }
+        t_end();
+    }
+
+    if (t_begin(e, "launch: a kernel writing one past its output's end fails (NN_CL_GUARDS)")) {
+        if (!guards || strcmp(guards, "0") == 0) {
+            t_skip("NN_CL_GUARDS=0");
+        } else if (T_CHECK(ok, "cannot write %s", path)) {
+            r = run_planted(e, dir, nn_tanh, 5, y, err, sizeof err);
+            T_CHECK(r == NN_ERR_DEVICE, "tanh_forward writing y[n] returned %d (%s)", r, nn_result_string(r));
+            T_CHECK(strstr(err, "kernels/elementwise.cl tanh_forward wrote past the end of its argument 1 (20 bytes): float 0 "
+                                "after the end changed") != NULL,
+                    "the message does not name the kernel and its output: %s", err);
+        }
+        t_end();
+    }
+    remove(path);
+    rmdir(dir);
+}
