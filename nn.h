@@ -21,7 +21,7 @@ HOW IT WORKS
     checked, the backward and optimizer ops are added, memory is planned, kernels are built
     and their arguments bound), then run steps. A step enqueues forward, backward and the
     optimizer update on the device; parameters, gradients, optimizer state and activations
-    stay there. The host reads back only what it asks for. nn_get_stats() counts bytes moved
+    stay there. The host reads back only what it asks for. nn_context_stats() counts bytes moved
     and kernels launched, so what a step costs can be checked.
 
     nn_context *ctx; nn_graph *g;
@@ -29,11 +29,11 @@ HOW IT WORKS
     nn_graph_create(ctx, NULL, &g);
     nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(128, 784));
     nn_tensor y = nn_input(g, "y", NN_I32, nn_shape1(128));
-    nn_tensor h = nn_relu(g, nn_dense(g, x, 256, NULL, "fc1"));
-    nn_tensor loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 10, NULL, "fc2"), y);
+    nn_tensor h = nn_relu(g, nn_linear_layer(g, x, 256, NULL, "fc1"));
+    nn_tensor loss = nn_softmax_cross_entropy(g, nn_linear_layer(g, h, 10, NULL, "fc2"), y);
     nn_compile_desc cd = {0}; cd.loss = loss;     // loss left NN_NONE: inference only
     cd.optimizer.kind = NN_OPT_ADAM;              // zero fields: torch.optim.Adam's defaults
-    if (nn_graph_compile(g, &cd) != NN_OK) puts(nn_last_error(ctx));
+    if (nn_graph_compile(g, &cd) != NN_OK) puts(nn_context_last_error(ctx));
     nn_tensor_write(g, x, xs, sizeof xs); nn_tensor_write(g, y, ys, sizeof ys);
     nn_graph_step(g);
 
@@ -89,7 +89,7 @@ CONFIGURATION (define before including)
     and nn.h then uses its types; not after nn.h.
 
 ERRORS
-    Functions return nn_result; nn_last_error(ctx) explains the last failure (the op and its
+    Functions return nn_result; nn_context_last_error(ctx) explains the last failure (the op and its
     shapes, or the kernels/FILE.cl:LINE of a build error). Ops given bad input return a
     failed tensor (id < 0) and the graph remembers the first error, which
     nn_graph_compile() returns. Nothing aborts and nothing leaks on an error path.
@@ -187,7 +187,7 @@ typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
 
 /* "No tensor": what an optional operand takes to be absent (a bias, gamma and beta, class
    weights), and what a zeroed desc's tensor fields already are (nn_compile_desc.loss,
-   nn_loss_desc.weight, ...): id 0 is never a tensor. nn_find and nn_grad return it when
+   nn_loss_desc.weight, ...): id 0 is never a tensor. nn_graph_find and nn_graph_grad return it when
    there is no such tensor. A failed tensor (id < 0) is not NN_NONE: given as an optional
    operand it fails the op too. In a static initializer write {0}. */
 #ifdef __cplusplus
@@ -255,11 +255,11 @@ enum { NN_TUNING_AUTO = 0, NN_TUNING_CPU = 1, NN_TUNING_GPU = 2 };
    no OpenCL platform at all, when none was requested, means the CPU backend). */
 NN_API nn_result nn_context_create(const nn_context_desc *desc, nn_context **out);
 NN_API void nn_context_destroy(nn_context *ctx);
-NN_API const char *nn_last_error(const nn_context *ctx); /* "" when there is none */
+NN_API const char *nn_context_last_error(const nn_context *ctx); /* "" when there is none */
 NN_API const char *nn_result_string(nn_result r);
-NN_API const char *nn_backend_name(const nn_context *ctx); /* "cpu" or the device's name */
+NN_API const char *nn_context_backend_name(const nn_context *ctx); /* "cpu" or the device's name */
 typedef enum nn_backend_kind { NN_BACKEND_CPU = 0, NN_BACKEND_OPENCL = 1 } nn_backend_kind;
-NN_API nn_backend_kind nn_backend(const nn_context *ctx); /* which backend the context runs on */
+NN_API nn_backend_kind nn_context_backend(const nn_context *ctx); /* which backend the context runs on */
 
 typedef struct nn_device_info {
     int index;          /* what NN_DEVICE=<index> takes */
@@ -278,15 +278,15 @@ typedef struct nn_stats {
     uint64_t h2d_transfers, d2h_transfers;
     uint64_t kernel_launches;
 } nn_stats;
-NN_API nn_stats nn_get_stats(const nn_context *ctx);
-NN_API void nn_reset_stats(nn_context *ctx);
+NN_API nn_stats nn_context_stats(const nn_context *ctx);
+NN_API void nn_context_reset_stats(nn_context *ctx);
 
 /* The op registry, for tools and tests: how many op kinds exist, each one's name (as in
    error messages), and how many nodes of kind op this context has compiled into graphs
    (forward, backward and optimizer ops alike). */
 NN_API int nn_op_count(void);
 NN_API const char *nn_op_name(int op); /* NULL when op is out of range */
-NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op);
+NN_API uint64_t nn_context_op_compiled(const nn_context *ctx, int op);
 
 /* ---- graphs ---------------------------------------------------------------------------- */
 
@@ -320,8 +320,8 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
    input's contents are unspecified (zeros on the CPU backend). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
-NN_API void nn_requires_grad(nn_graph *g, nn_tensor t); /* ask for d(loss)/d(input); float32 only */
-NN_API void nn_output(nn_graph *g, nn_tensor t);        /* keep t readable after a run */
+NN_API void nn_graph_requires_grad(nn_graph *g, nn_tensor t); /* ask for d(loss)/d(input); float32 only */
+NN_API void nn_graph_output(nn_graph *g, nn_tensor t);        /* keep t readable after a run */
 
 /* Linear algebra and elementwise ops. */
 /* nn_matmul: torch.matmul(op(a), op(b)), where trans_a / trans_b swap the last two dims of
@@ -367,7 +367,7 @@ NN_API nn_tensor nn_maximum(nn_graph *g, nn_tensor a, nn_tensor b);
 /* torch.pow(a, b) with a tensor exponent: d/da = b * a^(b-1) (0 where b == 0), d/db =
    a^b * log(a) (0 where a == 0 and b >= 0; NaN for a < 0, as PyTorch's). */
 NN_API nn_tensor nn_pow(nn_graph *g, nn_tensor a, nn_tensor b);
-NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s);     /* a * s */
+NN_API nn_tensor nn_mul_scalar(nn_graph *g, nn_tensor a, float s);     /* a * s */
 NN_API nn_tensor nn_add_scalar(nn_graph *g, nn_tensor x, float s); /* x + s (x - s: add -s) */
 NN_API nn_tensor nn_pow_scalar(nn_graph *g, nn_tensor x, float p); /* x ** p; gradient p * x^(p-1), 0 for p = 0 */
 
@@ -490,8 +490,8 @@ NN_API nn_tensor nn_mean_dim(nn_graph *g, nn_tensor x, const int *dims, int n_di
 NN_API nn_tensor nn_prod_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
 /* torch.amax / torch.amin: a NaN in a row gives NaN; the gradient is split evenly among
    the elements equal to the result (ties), as PyTorch's. */
-NN_API nn_tensor nn_amax(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
-NN_API nn_tensor nn_amin(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+NN_API nn_tensor nn_amax_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+NN_API nn_tensor nn_amin_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
 /* torch.max(x, dim, keepdim) / torch.min: the values, and when indices is not NULL, the
    int32 indices into *indices (the first of ties; a NaN counts as the max and the min, the
    first NaN). The gradient goes to that first element alone, as PyTorch's. */
@@ -509,7 +509,7 @@ NN_API nn_tensor nn_var_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dim
 NN_API nn_tensor nn_std_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim);
 /* torch.logsumexp: max + log(sum(exp(x - max))), an infinite max not subtracted (PyTorch's
    rule); n_dims = 0 reduces every dim (torch 1.13 raises there; later versions reduce all). */
-NN_API nn_tensor nn_logsumexp(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+NN_API nn_tensor nn_logsumexp_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
 /* torch.linalg.vector_norm(x, p, dims, keepdim) (torch.norm's p-norm): p >= 0 or
    INFINITY (the max of |x|; the gradient split among ties); p = 0 counts the nonzero
    elements (no gradient). The gradient is 0 where the norm is 0, and for p < 1 at zero
@@ -551,7 +551,7 @@ NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor in
 NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
 NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src);
 NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int num_classes);
-NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x); /* [B, C] -> int32 [B] */
+NN_API nn_tensor nn_argmax_rows(nn_graph *g, nn_tensor x); /* [B, C] -> int32 [B] */
 /* Fraction of rows whose argmax equals the label (a scalar; no gradient). */
 NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels);
 /* A running sum kept on the device: each run adds x to it. Reset with nn_tensor_fill(). */
@@ -679,13 +679,13 @@ NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_ini
    unbiased variance for running_var. Evaluation graphs (nn_graph_desc.eval) normalise with
    the running statistics, or with the batch's when there are none (PyTorch's
    track_running_stats=False). Zero fields: momentum 0.1, eps 1e-5 (NN_ZERO: exactly 0). */
-typedef struct nn_batch_norm_desc {
+typedef struct nn_norm_desc {
     float momentum;
     float eps;
     nn_tensor running_mean, running_var;  /* [C] buffers (nn_buffer); both or neither
                                              (NN_NONE: no running statistics) */
-} nn_batch_norm_desc;
-NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc);
+} nn_norm_desc;
+NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
 /* PyTorch's BatchNorm2d / BatchNorm1d modules: NAME.weight (ones), NAME.bias (zeros) and
    the buffers NAME.running_mean (zeros), NAME.running_var (ones), all [C]; momentum 0.1,
    eps 1e-5. 2d takes x [N, C, H, W]; 1d takes [N, C] or [N, C, L]. */
@@ -813,33 +813,33 @@ NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor anchor, nn_tensor
 /* A fully connected layer (PyTorch's nn.Linear): x [B, in] -> [B, out] with parameters
    NAME.weight [out, in] and NAME.bias [out] (PyTorch's names and layout), initialised as
    nn.Linear. desc NULL or zeroed: PyTorch's defaults. */
-typedef struct nn_dense_desc {
+typedef struct nn_linear_desc {
     int no_bias;         /* 1: no NAME.bias (PyTorch's bias=False) */
-} nn_dense_desc;
-NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name);
+} nn_linear_desc;
+NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features, const nn_linear_desc *desc, const char *name);
 
 /* ---- composed layers ----------------------------------------------------------------------
    Layers written as short functions of the builders above (src/nn_layers.c): no op kinds
    of their own, their gradients the ops'. Parameters take PyTorch's names under NAME
    (NAME.fc1.weight [out, in], NAME.fc1.bias [out], nn.Linear's layout and initialisation,
-   as nn_dense). A layer taking x [..., D] runs its dense layers on the rows of x. */
+   as nn_linear_layer). A layer taking x [..., D] runs its dense layers on the rows of x. */
 
 /* Squeeze-and-excitation (Hu et al. 2018) on x [N, C, H, W]: the channel means, NAME.fc1
    (C -> max(1, C / reduction)), ReLU, NAME.fc2 (-> C), sigmoid, and x scaled by the result
    per channel. fc1 and fc2 are nn.Linear layers ([out, in] weights; torchvision's
    SqueezeExcitation stores the same numbers as 1x1 convolutions [out, in, 1, 1]). */
-NN_API nn_tensor nn_se_block(nn_graph *g, nn_tensor x, int reduction, const char *name);
+NN_API nn_tensor nn_se_layer(nn_graph *g, nn_tensor x, int reduction, const char *name);
 /* torch.nn.functional.glu(x, dim): x cut in halves a, b along dim (an even size; dim
    negative: from the end), a * sigmoid(b). */
 NN_API nn_tensor nn_glu(nn_graph *g, nn_tensor x, int dim);
 /* The LLaMA feed-forward on x [..., D]: NAME.w2(silu(NAME.w1(x)) * NAME.w3(x)), w1 and w3
    [hidden, D], w2 [D, hidden], no biases (NAME.w1.weight, ...). */
-NN_API nn_tensor nn_swiglu_ffn(nn_graph *g, nn_tensor x, int64_t hidden, const char *name);
+NN_API nn_tensor nn_swiglu_layer(nn_graph *g, nn_tensor x, int64_t hidden, const char *name);
 /* A highway layer (Srivastava et al. 2015) on x [..., D]: t * relu(H(x)) + (1 - t) * x,
    t = sigmoid(T(x)), H and T D -> D linear layers with biases (NAME.H.weight, NAME.H.bias,
    NAME.T.weight, NAME.T.bias, nn.Linear's initialisation; the paper starts T.bias
-   negative, e.g. nn_tensor_fill(g, nn_find(g, "NAME.T.bias"), -2) after compile). */
-NN_API nn_tensor nn_highway(nn_graph *g, nn_tensor x, const char *name);
+   negative, e.g. nn_tensor_fill(g, nn_graph_find(g, "NAME.T.bias"), -2) after compile). */
+NN_API nn_tensor nn_highway_layer(nn_graph *g, nn_tensor x, const char *name);
 /* sqrt(mse_loss(pred, target)), the mean over every element (a scalar); its gradient is
    infinite or NaN where the loss is 0, as torch.sqrt's. */
 NN_API nn_tensor nn_rmse_loss(nn_graph *g, nn_tensor pred, nn_tensor target);
@@ -863,7 +863,7 @@ NN_API nn_tensor nn_rbf_layer(nn_graph *g, nn_tensor x, int64_t n_centers, const
    Hugging Face's load_balancing_loss_func), P_e = the mean of p[:, e]; its gradient flows
    through P. Every expert runs on every row (dense: the ops have no dispatch), so a step
    costs n_experts full feed-forwards, not top_k. */
-NN_API nn_tensor nn_moe(nn_graph *g, nn_tensor x, int n_experts, int top_k, int64_t hidden, const char *name,
+NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int n_experts, int top_k, int64_t hidden, const char *name,
                         nn_tensor *aux_loss);
 
 /* ---- random ------------------------------------------------------------------------------
@@ -880,7 +880,7 @@ NN_API nn_tensor nn_moe(nn_graph *g, nn_tensor x, int n_experts, int top_k, int6
      last step's draw (the first forwards, before any step, draw step 0);
    - the same seed and the same graph built in the same order (the key is the op's node
      id) give the same sequence, in any graph, on any backend, with any thread count;
-   - training state saved and loaded (nn_save_state) carries the step, so a resumed run
+   - training state saved and loaded (nn_graph_save_state) carries the step, so a resumed run
      draws what the original would have.
    Uniforms are multiples of 2^-24 in [0, 1); normals are Box-Muller (one of the pair) on
    24-bit uniforms, so |z| <= 5.77 (the tail beyond it, 8e-9 of the mass, is cut). */
@@ -964,7 +964,7 @@ typedef struct nn_optimizer {
     float lr_power;            /* FTRL; 0: -0.5 */
     int no_decay_1d;           /* no weight decay on parameters of one dimension (biases, norms) */
     int accumulate_steps;      /* > 1: average gradients over this many nn_graph_step calls and
-                                  update on every k-th (nn_grad then reads the running mean);
+                                  update on every k-th (nn_graph_grad then reads the running mean);
                                   0: 1; below 1: an invalid argument */
     int skip_nonfinite;        /* 1: an update whose (clipped, accumulated) gradients hold a NaN
                                   or an Inf is skipped, as torch.cuda.amp.GradScaler skips
@@ -1017,12 +1017,12 @@ typedef struct nn_lr_schedule {
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;
 /* The rate a schedule gives update t (counted from 0). */
-NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t);
+NN_API float nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t);
 
 typedef struct nn_compile_desc {
     nn_tensor loss;      /* a float32 scalar; NN_NONE (a zeroed desc): a forward-only graph */
     nn_optimizer optimizer;
-    int keep_grads;      /* keep every parameter's gradient readable (nn_grad) */
+    int keep_grads;      /* keep every parameter's gradient readable (nn_graph_grad) */
     nn_lr_schedule schedule; /* kind 0: the constant optimizer.lr */
 } nn_compile_desc;
 
@@ -1033,22 +1033,22 @@ NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
 /* Waits for queued work; then, as nn_tensor_read does, reports inputs that PyTorch would
    have raised on in the runs since the last report (labels out of range: see
    nn_cross_entropy_loss) as NN_ERR_INVALID_ARGUMENT. Reading those counters is 4 bytes per
-   checking op, once per read or finish after a run (nn_get_stats counts it). */
+   checking op, once per read or finish after a run (nn_context_stats counts it). */
 NN_API nn_result nn_graph_finish(nn_graph *g);
 /* The updates skip_nonfinite skipped since compile (a read of 8 bytes; 0 without it). */
 NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count);
 /* Sets the schedule's base rate (the rate itself for the default constant schedule). */
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr);
 /* Replaces the schedule (after compile too); s->lr 0 keeps the current base rate. The
-   next update uses nn_lr_at(s, number of updates done so far). */
+   next update uses nn_lr_schedule_at(s, number of updates done so far). */
 NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s);
 /* Before compile: parameters whose name starts with prefix get lr * lr_mult and
    weight_decay * wd_mult (the last group added that matches wins; no_decay_1d still
    zeroes one-dimensional parameters' decay). Parameters in no group: 1 and 1. */
 NN_API nn_result nn_graph_param_group(nn_graph *g, const char *prefix, float lr_mult, float wd_mult);
 
-NN_API nn_tensor nn_find(nn_graph *g, const char *name);
-NN_API nn_tensor nn_grad(nn_graph *g, nn_tensor t); /* after compile */
+NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name);
+NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t); /* after compile */
 NN_API nn_shape nn_tensor_shape(nn_graph *g, nn_tensor t);
 NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t);
 /* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
@@ -1067,7 +1067,7 @@ typedef struct nn_array {
     nn_shape shape;
     void *data;          /* float or int32_t, numel elements; free with nn_array_free */
 } nn_array;
-NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
+NN_API nn_result nn_array_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
 NN_API void nn_array_free(nn_array *a);
 
 /* A CSV file of numbers into a float32 array [rows, columns]: every row (after the header
@@ -1081,7 +1081,7 @@ typedef struct nn_csv_desc {
     char delimiter;      /* 0: ',' */
     int header;          /* 1: the first line names the columns and is skipped */
 } nn_csv_desc;
-NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out);
+NN_API nn_result nn_array_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out);
 
 /* A dataset that lives on the device: its samples x [N, ...] and labels y [N, ...] (either
    dtype) become the inputs NAME.x and NAME.y, written once (at the first batch), and
@@ -1090,7 +1090,7 @@ NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_des
    batches (the last partial batch is dropped); with shuffle, epoch e's order is a
    Fisher-Yates shuffle drawn from Philox4x32-10 keyed by (seed, e): reproducible, and
    recomputed on resume. The dataset belongs to the graph (freed with it); create it before
-   compiling. Its seed, epoch and position are part of nn_save_state's training state. */
+   compiling. Its seed, epoch and position are part of nn_graph_save_state's training state. */
 typedef struct nn_dataset nn_dataset;
 typedef struct nn_dataset_desc {
     const char *name;    /* NULL: "data" */
@@ -1112,27 +1112,27 @@ NN_API int64_t nn_dataset_epoch(const nn_dataset *ds);  /* of the batch taken la
    Works before and after compile. Writes a temporary file beside path, flushes it to disk
    and renames it over path, so a failed save leaves the old file. An existing path must be
    a regular file (a directory, FIFO or device is NN_ERR_IO, left as it is); a symbolic link
-   is followed and the file it names is replaced, keeping its permissions. nn_save_state
+   is followed and the file it names is replaced, keeping its permissions. nn_graph_save_state
    saves alike. */
-NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path);
+NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path);
 /* Loads parameters by name into g (before or after compile). A tensor in the file whose
    name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,
    F16, BF16 or F64 (converted to float32); a parameter missing from the file is NN_ERR_IO
    unless allow_missing; other tensors in the file are ignored. The file is untrusted: a
    malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
    every check passes. */
-NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing);
+NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing);
 
 /* The whole training state of a compiled graph, for exact resume: parameters and buffers
    (their own names), each optimizer state tensor (NAME.__opt.K, K in the optimizer's state
    order), gradient-accumulation means (NAME.__grad_acc), and as metadata strings the
    optimizer kind, step and update counters, the graph seed and every dataset's seed, epoch
-   and position. nn_load_state() into a graph built and compiled the same way continues
+   and position. nn_graph_load_state() into a graph built and compiled the same way continues
    exactly as the saved run would have: the same bits on the CPU backend. It checks the
    optimizer kind and options, accumulate_steps and every tensor's presence and shape
    (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything. */
-NN_API nn_result nn_save_state(nn_graph *g, const char *path);
-NN_API nn_result nn_load_state(nn_graph *g, const char *path);
+NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
+NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
 
 #ifdef __cplusplus
 }
@@ -1437,7 +1437,7 @@ struct nn_context {
     char *cache_dir;             /* NULL: cache off */
     char *kernel_dir;
     nn_stats stats;
-    uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_op_compiled) */
+    uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_context_op_compiled) */
     nn_graph *graphs;            /* graphs created on it, not yet destroyed */
     int dead_refs;               /* a destroyed context's stand-in: graphs still holding it */
     volatile int busy;           /* a call is running on it (one thread at a time) */
@@ -1528,7 +1528,7 @@ static void nn__log(nn_context *ctx, nn_log_level level, const char *fmt, ...) {
     else fprintf(stderr, "nn: %s\n", msg);
 }
 
-/* Records the message for nn_last_error() and returns the code. */
+/* Records the message for nn_context_last_error() and returns the code. */
 static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...) {
     va_list ap;
     if (!ctx) return code;
@@ -6148,7 +6148,7 @@ static nn_lr_schedule nn__schedule_defaults(const nn_lr_schedule *in) {
     return s;
 }
 
-NN_API float nn_lr_at(const nn_lr_schedule *sched, int64_t t) {
+NN_API float nn_lr_schedule_at(const nn_lr_schedule *sched, int64_t t) {
     nn_lr_schedule d;
     const nn_lr_schedule *s = &d;
     double lr, gamma, f;
@@ -6262,7 +6262,7 @@ static int nn__opt_begin(nn_graph *g) {
     if (g->step % (uint64_t)g->accum_steps) return 0;
     k->t++;
     t = (double)k->t;
-    g->lr = nn_lr_at(&g->schedule, (int64_t)k->t - 1);
+    g->lr = nn_lr_schedule_at(&g->schedule, (int64_t)k->t - 1);
     bc1 = 1.0 - pow(b1, t);
     bc2 = 1.0 - pow(b2, t);
     memset(k->c, 0, sizeof k->c);
@@ -12996,21 +12996,21 @@ static void nn__ctx_leave(nn_context *ctx) {
 #endif
 }
 
-NN_API const char *nn_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
-NN_API const char *nn_backend_name(const nn_context *ctx) { return ctx ? ctx->backend_name : ""; }
-NN_API nn_backend_kind nn_backend(const nn_context *ctx) { return ctx && ctx->backend ? ctx->backend->kind : NN_BACKEND_CPU; }
-NN_API nn_stats nn_get_stats(const nn_context *ctx) {
+NN_API const char *nn_context_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
+NN_API const char *nn_context_backend_name(const nn_context *ctx) { return ctx ? ctx->backend_name : ""; }
+NN_API nn_backend_kind nn_context_backend(const nn_context *ctx) { return ctx && ctx->backend ? ctx->backend->kind : NN_BACKEND_CPU; }
+NN_API nn_stats nn_context_stats(const nn_context *ctx) {
     nn_stats s;
     memset(&s, 0, sizeof s);
     return ctx ? ctx->stats : s;
 }
-NN_API void nn_reset_stats(nn_context *ctx) {
+NN_API void nn_context_reset_stats(nn_context *ctx) {
     if (ctx) memset(&ctx->stats, 0, sizeof ctx->stats);
 }
 
 NN_API int nn_op_count(void) { return NN__OP_COUNT; }
 NN_API const char *nn_op_name(int op) { return op >= 0 && op < NN__OP_COUNT ? nn__op(op)->name : NULL; }
-NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op) {
+NN_API uint64_t nn_context_op_compiled(const nn_context *ctx, int op) {
     return ctx && op >= 0 && op < NN__OP_COUNT ? ctx->op_compiled[op] : 0;
 }
 
@@ -13425,18 +13425,18 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
     return nn__tensor(id);
 }
 
-NN_API void nn_requires_grad(nn_graph *g, nn_tensor t) {
-    if (!nn__check0(g, "nn_requires_grad", 1, &t)) return;
+NN_API void nn_graph_requires_grad(nn_graph *g, nn_tensor t) {
+    if (!nn__check0(g, "nn_graph_requires_grad", 1, &t)) return;
     if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
-        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_requires_grad: %s is int32; only float32 tensors have gradients",
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_graph_requires_grad: %s is int32; only float32 tensors have gradients",
                     nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
         return;
     }
     nn__n(g, t)->requires_grad = 1;
 }
 
-NN_API void nn_output(nn_graph *g, nn_tensor t) {
-    if (nn__check0(g, "nn_output", 1, &t)) nn__n(g, t)->is_output = 1;
+NN_API void nn_graph_output(nn_graph *g, nn_tensor t) {
+    if (nn__check0(g, "nn_graph_output", 1, &t)) nn__n(g, t)->is_output = 1;
 }
 
 /* Uniform [0,1) and standard normal draws for initialisation, from Philox keyed by the
@@ -13627,11 +13627,11 @@ NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!(lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_lr: lr %g is not >= 0", lr);
     g->schedule.lr = lr;
-    g->lr = nn_lr_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);
+    g->lr = nn_lr_schedule_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);
     return NN_OK;
 }
 
-NN_API nn_tensor nn_find(nn_graph *g, const char *name) {
+NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name) {
     int i;
     if (!g || !name) return nn__tensor(-1);
     for (i = 1; i < g->n_nodes; i++)
@@ -13639,7 +13639,7 @@ NN_API nn_tensor nn_find(nn_graph *g, const char *name) {
     return nn__tensor(0);
 }
 
-NN_API nn_tensor nn_grad(nn_graph *g, nn_tensor t) {
+NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t) {
     if (!nn__is_tensor(g, t)) return nn__tensor(-1);
     return nn__tensor(g->nodes[t.id].grad > 0 ? g->nodes[t.id].grad : 0);
 }
@@ -13669,7 +13669,7 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
     if (write && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM && !(nn__op(n->op)->flags & NN__OPF_WRITABLE))
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: only inputs, parameters and accumulators can be written", fn);
     if (!write && (n->storage == NN__ST_ARENA || (n->storage == NN__ST_VIEW && g->nodes[n->view_of].storage == NN__ST_ARENA)))
-        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_output()", fn,
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_graph_output()", fn,
                         nn__op_names[n->op]);
     if (bytes != (size_t)n->numel * 4) {
         char s[128];
@@ -14254,7 +14254,7 @@ static nn_result nn__run(nn_graph *g, int n_sched) {
     }
     if (g->broken)
         return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
-                                              "partly updated: load a training state (nn_load_state) to go on");
+                                              "partly updated: load a training state (nn_graph_load_state) to go on");
     r = nn__ctx_enter(g->ctx, "nn_graph_step");
     if (r != NN_OK) return r;
     g->progress = 0;
@@ -14481,9 +14481,9 @@ NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape) {
     return nn__op1(g, NN__OP_EXPAND, NN_F32, out, x.id);
 }
 
-NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
+NN_API nn_tensor nn_mul_scalar(nn_graph *g, nn_tensor a, float s) {
     nn_tensor t;
-    if (!nn__check0(g, "nn_scale", 1, &a) || !nn__expect_f32(g, "nn_scale", a, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_mul_scalar", 1, &a) || !nn__expect_f32(g, "nn_mul_scalar", a, "x")) return nn__tensor(-1);
     t = nn__op1(g, NN__OP_SCALE, NN_F32, nn__n(g, a)->shape, a.id);
     if (t.id >= 0) g->nodes[t.id].a.ew.s = s;
     return t;
@@ -15393,20 +15393,20 @@ NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor
 }
 
 
-NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name) {
+NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features, const nn_linear_desc *desc, const char *name) {
     char wn[256], bn[256];
     nn_tensor w, b, y;
     nn_init init;
     int64_t in_features;
-    if (!nn__check(g, "nn_dense", 1, &x) || !nn__expect_f32(g, "nn_dense", x, "x")) return nn__tensor(-1);
+    if (!nn__check(g, "nn_linear_layer", 1, &x) || !nn__expect_f32(g, "nn_linear_layer", x, "x")) return nn__tensor(-1);
     if (nn__n(g, x)->shape.ndim != 2) {
         char s[128];
         nn__shape_str(&nn__n(g, x)->shape, s, sizeof s);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_dense %s: x %s must be 2-D [B, in]", name ? name : "", s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_linear_layer %s: x %s must be 2-D [B, in]", name ? name : "", s);
     }
-    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense: needs a name (at most 200 chars)");
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_linear_layer: needs a name (at most 200 chars)");
     if (out_features < 1)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense %s: out_features %lld is not >= 1", name, (long long)out_features);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_linear_layer %s: out_features %lld is not >= 1", name, (long long)out_features);
     in_features = nn__n(g, x)->shape.dim[1];
     /* nn.Linear: kaiming_uniform(a=sqrt(5)) for the weight is U(+-1/sqrt(in)), the bias too */
     init.kind = NN_INIT_UNIFORM;
@@ -15714,14 +15714,14 @@ NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_m
 
 /* logits [B, C] float32 with labels [B] int32 */
 
-NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
+NN_API nn_tensor nn_argmax_rows(nn_graph *g, nn_tensor x) {
     nn__node *n = NULL;
-    if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
+    if (!nn__check(g, "nn_argmax_rows", 1, &x) || !nn__expect_f32(g, "nn_argmax_rows", x, "x")) return nn__tensor(-1);
     n = nn__n(g, x);
     if (n->shape.ndim != 2) {
         char sx[128];
         nn__shape_str(&n->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x %s must be 2-D [B, C]", sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax_rows: x %s must be 2-D [B, C]", sx);
     }
     return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
 }
@@ -16007,11 +16007,11 @@ NN_API nn_tensor nn_mean_dim(nn_graph *g, nn_tensor x, const int *dims, int n_di
 NN_API nn_tensor nn_prod_dim(nn_graph *g, nn_tensor x, int dim, int keepdim) {
     return nn__red_dim1(g, "nn_prod_dim", NN__OP_RED_PROD, x, dim, keepdim);
 }
-NN_API nn_tensor nn_amax(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
-    return nn__red_dims(g, "nn_amax", NN__OP_RED_AMAX, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+NN_API nn_tensor nn_amax_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_amax_dim", NN__OP_RED_AMAX, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
-NN_API nn_tensor nn_amin(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
-    return nn__red_dims(g, "nn_amin", NN__OP_RED_AMIN, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+NN_API nn_tensor nn_amin_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_amin_dim", NN__OP_RED_AMIN, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
 
 static nn_tensor nn__max_min_dim(nn_graph *g, const char *opname, int op, int arg_op, nn_tensor x, int dim, int keepdim,
@@ -16046,8 +16046,8 @@ NN_API nn_tensor nn_var_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dim
 NN_API nn_tensor nn_std_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim) {
     return nn__var_std(g, "nn_std_dim", NN__OP_RED_STD, x, dims, n_dims, correction, keepdim);
 }
-NN_API nn_tensor nn_logsumexp(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
-    return nn__red_dims(g, "nn_logsumexp", NN__OP_RED_LSE, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+NN_API nn_tensor nn_logsumexp_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_logsumexp_dim", NN__OP_RED_LSE, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
 NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims, int n_dims, int keepdim) {
     if (!nn__check0(g, "nn_norm_dim", 1, &x)) return nn__tensor(-1);
@@ -18843,8 +18843,8 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
     return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
 }
 
-NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc) {
-    nn_batch_norm_desc d;
+NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc) {
+    nn_norm_desc d;
     char sx[128];
     nn__node *nx;
     nn_shape c;
@@ -18906,7 +18906,7 @@ static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const char *name
                                       const char *layout) {
     char nm[4][256], sx[128];
     static const char *const suffix[4] = {"weight", "bias", "running_mean", "running_var"};
-    nn_batch_norm_desc d;
+    nn_norm_desc d;
     nn_tensor t[4];
     nn_init init;
     nn_shape c;
@@ -19353,7 +19353,7 @@ static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     g->schedule.lr = g->opt.lr;
     r = nn_graph_set_schedule(g, &d->schedule);
     if (r != NN_OK) return r;
-    g->lr = nn_lr_at(&g->schedule, 0);
+    g->lr = nn_lr_schedule_at(&g->schedule, 0);
     return NN_OK;
 }
 
@@ -19372,7 +19372,7 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         a = nn__op1(g, NN__OP_GRAD_ACC, NN_F32, g->nodes[i].shape, g->nodes[i].grad).id;
         if (a < 0) return g->status;
         g->nodes[a].a.optim.inv_steps = 1.0f / (float)k;
-        g->nodes[a].is_output = 1; /* persistent across the cycle, and what nn_grad reads */
+        g->nodes[a].is_output = 1; /* persistent across the cycle, and what nn_graph_grad reads */
         g->nodes[i].grad = a;
     }
     g->first_update_node = g->n_nodes;
@@ -19858,7 +19858,7 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p) {
     if (!(p >= 0.0f && p <= 1.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_alpha_dropout: p = %g is outside [0, 1]", p);
     if (g->eval || p == 0.0f) return x;
-    if (p == 1.0f) return nn_scale(g, x, 0.0f);
+    if (p == 1.0f) return nn_mul_scalar(g, x, 0.0f);
     t = nn__op1(g, NN__OP_ALPHA_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         nn__random_attr *r = &g->nodes[t.id].a.random;
@@ -20037,21 +20037,21 @@ static int nn__layer_name(nn_graph *g, const char *op, const char *name) {
     return 1;
 }
 
-NN_API nn_tensor nn_se_block(nn_graph *g, nn_tensor x, int reduction, const char *name) {
+NN_API nn_tensor nn_se_layer(nn_graph *g, nn_tensor x, int reduction, const char *name) {
     char n1[256], n2[256];
     nn_tensor s;
     int64_t c, n, hidden;
-    if (!nn__layer_x(g, "nn_se_block", name, x, 4, "4-D [N, C, H, W]") || !nn__layer_name(g, "nn_se_block", name))
+    if (!nn__layer_x(g, "nn_se_layer", name, x, 4, "4-D [N, C, H, W]") || !nn__layer_name(g, "nn_se_layer", name))
         return nn__tensor(-1);
-    if (reduction < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_se_block %s: reduction %d is not >= 1", name, reduction);
+    if (reduction < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_se_layer %s: reduction %d is not >= 1", name, reduction);
     n = nn__n(g, x)->shape.dim[0];
     c = nn__n(g, x)->shape.dim[1];
     hidden = c / reduction > 0 ? c / reduction : 1;
     snprintf(n1, sizeof n1, "%s.fc1", name);
     snprintf(n2, sizeof n2, "%s.fc2", name);
     s = nn_reshape(g, nn_global_avg_pool2d(g, x), nn_shape2(n, c));
-    s = nn_relu(g, nn_dense(g, s, hidden, NULL, n1));
-    s = nn_sigmoid(g, nn_dense(g, s, c, NULL, n2));
+    s = nn_relu(g, nn_linear_layer(g, s, hidden, NULL, n1));
+    s = nn_sigmoid(g, nn_linear_layer(g, s, c, NULL, n2));
     return nn_mul(g, x, nn_reshape(g, s, nn_shape4(n, c, 1, 1)));
 }
 
@@ -20075,7 +20075,7 @@ NN_API nn_tensor nn_glu(nn_graph *g, nn_tensor x, int dim) {
     return nn_mul(g, nn_slice(g, x, dim, 0, h), nn_sigmoid(g, nn_slice(g, x, dim, h, h)));
 }
 
-/* x [..., D] as [rows, D] for nn_dense; *rows_shape keeps the leading dims. */
+/* x [..., D] as [rows, D] for nn_linear_layer; *rows_shape keeps the leading dims. */
 static nn_tensor nn__layer_rows(nn_graph *g, nn_tensor x, nn_shape *lead) {
     nn_shape s = nn__n(g, x)->shape;
     int64_t rows = 1;
@@ -20091,36 +20091,36 @@ static nn_tensor nn__layer_unrows(nn_graph *g, nn_tensor y, nn_shape lead) {
     return nn_reshape(g, y, lead);
 }
 
-NN_API nn_tensor nn_swiglu_ffn(nn_graph *g, nn_tensor x, int64_t hidden, const char *name) {
+NN_API nn_tensor nn_swiglu_layer(nn_graph *g, nn_tensor x, int64_t hidden, const char *name) {
     char n1[256], n2[256], n3[256];
-    nn_dense_desc nb;
+    nn_linear_desc nb;
     nn_shape lead;
     nn_tensor r, a, b;
-    if (!nn__layer_x(g, "nn_swiglu_ffn", name, x, 0, "") || !nn__layer_name(g, "nn_swiglu_ffn", name)) return nn__tensor(-1);
-    if (hidden < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_swiglu_ffn %s: hidden %lld is not >= 1", name, (long long)hidden);
+    if (!nn__layer_x(g, "nn_swiglu_layer", name, x, 0, "") || !nn__layer_name(g, "nn_swiglu_layer", name)) return nn__tensor(-1);
+    if (hidden < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_swiglu_layer %s: hidden %lld is not >= 1", name, (long long)hidden);
     memset(&nb, 0, sizeof nb);
     nb.no_bias = 1;
     snprintf(n1, sizeof n1, "%s.w1", name);
     snprintf(n2, sizeof n2, "%s.w2", name);
     snprintf(n3, sizeof n3, "%s.w3", name);
     r = nn__layer_rows(g, x, &lead);
-    a = nn_silu(g, nn_dense(g, r, hidden, &nb, n1));
-    b = nn_dense(g, r, hidden, &nb, n3);
-    return nn__layer_unrows(g, nn_dense(g, nn_mul(g, a, b), lead.dim[lead.ndim - 1], &nb, n2), lead);
+    a = nn_silu(g, nn_linear_layer(g, r, hidden, &nb, n1));
+    b = nn_linear_layer(g, r, hidden, &nb, n3);
+    return nn__layer_unrows(g, nn_linear_layer(g, nn_mul(g, a, b), lead.dim[lead.ndim - 1], &nb, n2), lead);
 }
 
-NN_API nn_tensor nn_highway(nn_graph *g, nn_tensor x, const char *name) {
+NN_API nn_tensor nn_highway_layer(nn_graph *g, nn_tensor x, const char *name) {
     char nh[256], nt[256];
     nn_shape lead;
     nn_tensor r, h, t;
     int64_t d;
-    if (!nn__layer_x(g, "nn_highway", name, x, 0, "") || !nn__layer_name(g, "nn_highway", name)) return nn__tensor(-1);
+    if (!nn__layer_x(g, "nn_highway_layer", name, x, 0, "") || !nn__layer_name(g, "nn_highway_layer", name)) return nn__tensor(-1);
     snprintf(nh, sizeof nh, "%s.H", name);
     snprintf(nt, sizeof nt, "%s.T", name);
     r = nn__layer_rows(g, x, &lead);
     d = lead.dim[lead.ndim - 1];
-    h = nn_relu(g, nn_dense(g, r, d, NULL, nh));
-    t = nn_sigmoid(g, nn_dense(g, r, d, NULL, nt));
+    h = nn_relu(g, nn_linear_layer(g, r, d, NULL, nh));
+    t = nn_sigmoid(g, nn_linear_layer(g, r, d, NULL, nt));
     /* t * h + (1 - t) * x = x + t * (h - x) */
     return nn__layer_unrows(g, nn_add(g, r, nn_mul(g, t, nn_sub(g, h, r))), lead);
 }
@@ -20151,9 +20151,9 @@ NN_API nn_tensor nn_info_nce_loss(nn_graph *g, nn_tensor z1, nn_tensor z2, float
     }
     a = nn__layer_normalize(g, z1);
     b = nn__layer_normalize(g, z2);
-    logits = nn_scale(g, nn_matmul(g, a, b, 0, 1), 1.0f / temperature);
-    diag = nn_scale(g, nn_sum_dim(g, nn_mul(g, a, b), &d1, 1, 0), 1.0f / temperature);
-    return nn_mean(g, nn_sub(g, nn_logsumexp(g, logits, &d1, 1, 0), diag));
+    logits = nn_mul_scalar(g, nn_matmul(g, a, b, 0, 1), 1.0f / temperature);
+    diag = nn_mul_scalar(g, nn_sum_dim(g, nn_mul(g, a, b), &d1, 1, 0), 1.0f / temperature);
+    return nn_mean(g, nn_sub(g, nn_logsumexp_dim(g, logits, &d1, 1, 0), diag));
 }
 
 NN_API nn_tensor nn_rbf_layer(nn_graph *g, nn_tensor x, int64_t n_centers, const char *name) {
@@ -20178,49 +20178,49 @@ NN_API nn_tensor nn_rbf_layer(nn_graph *g, nn_tensor x, int64_t n_centers, const
     return nn_exp(g, nn_neg(g, nn_mul(g, d2, nn_exp(g, lg))));
 }
 
-NN_API nn_tensor nn_moe(nn_graph *g, nn_tensor x, int n_experts, int top_k, int64_t hidden, const char *name,
+NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int n_experts, int top_k, int64_t hidden, const char *name,
                         nn_tensor *aux_loss) {
     char nb[256];
     nn_tensor logits, probs, m, kth = NN_NONE, mask, wts, y = NN_NONE;
     int64_t d;
     int i, d1 = 1, d0 = 0;
     if (aux_loss) *aux_loss = nn__tensor(-1);
-    if (!nn__layer_x(g, "nn_moe", name, x, 2, "2-D [B, D]") || !nn__layer_name(g, "nn_moe", name)) return nn__tensor(-1);
+    if (!nn__layer_x(g, "nn_moe_layer", name, x, 2, "2-D [B, D]") || !nn__layer_name(g, "nn_moe_layer", name)) return nn__tensor(-1);
     if (n_experts < 1 || top_k < 1 || top_k > n_experts || hidden < 1)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
-                           "nn_moe %s: needs n_experts >= 1 (%d), 1 <= top_k <= n_experts (%d) and hidden >= 1 (%lld)", name,
+                           "nn_moe_layer %s: needs n_experts >= 1 (%d), 1 <= top_k <= n_experts (%d) and hidden >= 1 (%lld)", name,
                            n_experts, top_k, (long long)hidden);
     d = nn__n(g, x)->shape.dim[1];
     {
-        nn_dense_desc nob;
+        nn_linear_desc nob;
         memset(&nob, 0, sizeof nob);
         nob.no_bias = 1;
         snprintf(nb, sizeof nb, "%s.gate", name);
-        logits = nn_dense(g, x, n_experts, &nob, nb);
+        logits = nn_linear_layer(g, x, n_experts, &nob, nb);
     }
     probs = nn_softmax(g, logits);
     /* the k-th largest probability of each row: the row max, k times, each time pushing the
        maxima found below every probability (probabilities lie in [0, 1]) */
     m = nn_detach(g, probs);
     for (i = 0; i < top_k; i++) {
-        kth = nn_amax(g, m, &d1, 1, 1);
-        if (i + 1 < top_k) m = nn_sub(g, m, nn_scale(g, nn_ge(g, m, kth), 2.0f));
+        kth = nn_amax_dim(g, m, &d1, 1, 1);
+        if (i + 1 < top_k) m = nn_sub(g, m, nn_mul_scalar(g, nn_ge(g, m, kth), 2.0f));
     }
     mask = nn_ge(g, nn_detach(g, probs), kth); /* [B, E]: 1 for the kept experts */
     wts = nn_mul(g, probs, mask);
     for (i = 0; i < n_experts; i++) {
         nn_tensor h;
         snprintf(nb, sizeof nb, "%s.experts.%d.fc1", name, i);
-        h = nn_relu(g, nn_dense(g, x, hidden, NULL, nb));
+        h = nn_relu(g, nn_linear_layer(g, x, hidden, NULL, nb));
         snprintf(nb, sizeof nb, "%s.experts.%d.fc2", name, i);
-        h = nn_mul(g, nn_dense(g, h, d, NULL, nb), nn_slice(g, wts, 1, i, 1));
+        h = nn_mul(g, nn_linear_layer(g, h, d, NULL, nb), nn_slice(g, wts, 1, i, 1));
         y = i ? nn_add(g, y, h) : h;
     }
     if (aux_loss) {
         /* Switch Transformer: E * sum_e f_e P_e, f_e the fraction of rows routed to e
            (counted over the k slots), P_e the mean gate probability */
         nn_tensor f = nn_mean_dim(g, mask, &d0, 1, 0), p = nn_mean_dim(g, probs, &d0, 1, 0);
-        *aux_loss = nn_scale(g, nn_sum(g, nn_mul(g, f, p)), (float)n_experts);
+        *aux_loss = nn_mul_scalar(g, nn_sum(g, nn_mul(g, f, p)), (float)n_experts);
     }
     return y;
 }
@@ -20931,13 +20931,13 @@ static nn_result nn__idx_parse(nn_context *ctx, const char *path, const unsigned
     return NN_OK;
 }
 
-NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out) {
+NN_API nn_result nn_array_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out) {
     unsigned char *buf;
     size_t len;
     nn_result r;
-    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_idx: out is NULL");
+    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_array_load_idx: out is NULL");
     memset(out, 0, sizeof *out);
-    if (as != NN_F32 && as != NN_I32) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_idx: unknown dtype");
+    if (as != NN_F32 && as != NN_I32) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_array_load_idx: unknown dtype");
     r = nn__read_file(ctx, path, &buf, &len);
     if (r != NN_OK) return r;
     r = nn__idx_parse(ctx, path, buf, len, as, out);
@@ -20957,7 +20957,7 @@ static int nn__csv_blank(const char *s, const char *e) {
 
 static nn_result nn__csv_check_delimiter(nn_context *ctx, const char *path, char delim) {
     if (delim == '\n' || delim == '\r' || delim == '.' || delim == '-' || delim == '+' || (delim >= '0' && delim <= '9'))
-        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_csv: %s: delimiter '%c' cannot separate numbers", path ? path : "",
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_array_load_csv: %s: delimiter '%c' cannot separate numbers", path ? path : "",
                         delim);
     return NN_OK;
 }
@@ -21041,11 +21041,11 @@ static nn_result nn__csv_parse(nn_context *ctx, const char *path, const unsigned
     return NN_OK;
 }
 
-NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out) {
+NN_API nn_result nn_array_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out) {
     unsigned char *buf;
     size_t len;
     nn_result r;
-    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_csv: out is NULL");
+    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_array_load_csv: out is NULL");
     memset(out, 0, sizeof *out);
     r = nn__csv_check_delimiter(ctx, path, desc && desc->delimiter ? desc->delimiter : ',');
     if (r != NN_OK) return r;
@@ -21714,7 +21714,7 @@ done:
     return r;
 }
 
-NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
+NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
     unsigned char *buf = NULL;
     size_t len = 0;
     nn_result r;
@@ -21785,7 +21785,7 @@ static int nn__st_put_string(nn__st_text *t, const char *name) {
     return 1;
 }
 
-/* A tensor to save (or, for nn_load_state, to load): its name, shape, and where its float32
+/* A tensor to save (or, for nn_graph_load_state, to load): its name, shape, and where its float32
    data lives, a backend buffer or a host copy (a parameter before its first upload). */
 typedef struct nn__st_item {
     char *name;
@@ -21872,7 +21872,7 @@ done:
     return r;
 }
 
-NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
+NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__params *ps;
     nn__st_item *items;
@@ -21881,7 +21881,7 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
     ps = g->params;
-    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_save_safetensors: no path given");
+    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_save_safetensors: no path given");
     items = (nn__st_item *)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *items);
     if (!items) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     for (i = 0; i < ps->n; i++) {
@@ -21907,9 +21907,9 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
    ====================================================================== */
 /* Training state for exact resume, and datasets that live on the device.
 
-   nn_save_state() writes one safetensors file holding everything a compiled training graph
+   nn_graph_save_state() writes one safetensors file holding everything a compiled training graph
    carries from one step to the next:
-     NAME                  every parameter and buffer (PyTorch's names, as nn_save_safetensors)
+     NAME                  every parameter and buffer (PyTorch's names, as nn_graph_save_safetensors)
      NAME.__opt.K          the optimizer's K-th state tensor for parameter NAME, in the order
                            of nn__opt_n_aux (Adam: 0 m, 1 v, 2 max v; SGD: 0 momentum, ...)
      NAME.__grad_acc       the running gradient mean when accumulate_steps > 1
@@ -21917,7 +21917,7 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
    step and update counters (g->step, the optimizer clock, NAdam's momentum product), the
    graph seed, accumulate_steps, and each dataset's seed, epoch and position. Doubles are
    written with 17 significant digits and integers in decimal, so they round-trip exactly.
-   nn_load_state() checks all of it against the graph (optimizer kind, state count, every
+   nn_graph_load_state() checks all of it against the graph (optimizer kind, state count, every
    tensor present with its shape) before it writes anything.
 
    A dataset (nn_dataset_create) is owned by its graph. Its samples are two inputs written
@@ -22170,7 +22170,7 @@ static int nn__parse_u64(const char *s, uint64_t *out) {
     return 1;
 }
 
-NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
+NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__state_list l;
     nn__st_text h;
@@ -22180,9 +22180,9 @@ NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
-    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_save_state: no path given");
+    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_save_state: no path given");
     if (!g->compiled || g->status != NN_OK)
-        return nn__fail(ctx, NN_ERR_STATE, "nn_save_state: %s: compile the graph first", path);
+        return nn__fail(ctx, NN_ERR_STATE, "nn_graph_save_state: %s: compile the graph first", path);
     r = nn__state_collect(g, path, &l);
     if (r != NN_OK) return r;
     memset(&h, 0, sizeof h);
@@ -22357,7 +22357,7 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
     g->step = step;
     g->clock.t = updates;
     g->clock.mu_prod = mu;
-    g->lr = nn_lr_at(&g->schedule, updates > 0 ? (int64_t)updates - 1 : 0);
+    g->lr = nn_lr_schedule_at(&g->schedule, updates > 0 ? (int64_t)updates - 1 : 0);
     for (d = g->datasets; d && r == NN_OK; d = d->next) {
         char key[300];
         uint64_t v;
@@ -22381,14 +22381,14 @@ done:
     return r;
 }
 
-NN_API nn_result nn_load_state(nn_graph *g, const char *path) {
+NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path) {
     unsigned char *buf = NULL;
     size_t len = 0;
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!path || !path[0]) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_state: no path given");
+    if (!path || !path[0]) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_load_state: no path given");
     if (!g->compiled || g->status != NN_OK)
-        return nn__fail(g->ctx, NN_ERR_STATE, "nn_load_state: %s: compile the graph first", path);
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_load_state: %s: compile the graph first", path);
     r = nn__read_file(g->ctx, path, &buf, &len);
     if (r != NN_OK) return r;
     r = nn__load_state_mem(g, path, buf, len);

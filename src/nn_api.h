@@ -57,7 +57,7 @@ typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
 
 /* "No tensor": what an optional operand takes to be absent (a bias, gamma and beta, class
    weights), and what a zeroed desc's tensor fields already are (nn_compile_desc.loss,
-   nn_loss_desc.weight, ...): id 0 is never a tensor. nn_find and nn_grad return it when
+   nn_loss_desc.weight, ...): id 0 is never a tensor. nn_graph_find and nn_graph_grad return it when
    there is no such tensor. A failed tensor (id < 0) is not NN_NONE: given as an optional
    operand it fails the op too. In a static initializer write {0}. */
 #ifdef __cplusplus
@@ -125,11 +125,11 @@ enum { NN_TUNING_AUTO = 0, NN_TUNING_CPU = 1, NN_TUNING_GPU = 2 };
    no OpenCL platform at all, when none was requested, means the CPU backend). */
 NN_API nn_result nn_context_create(const nn_context_desc *desc, nn_context **out);
 NN_API void nn_context_destroy(nn_context *ctx);
-NN_API const char *nn_last_error(const nn_context *ctx); /* "" when there is none */
+NN_API const char *nn_context_last_error(const nn_context *ctx); /* "" when there is none */
 NN_API const char *nn_result_string(nn_result r);
-NN_API const char *nn_backend_name(const nn_context *ctx); /* "cpu" or the device's name */
+NN_API const char *nn_context_backend_name(const nn_context *ctx); /* "cpu" or the device's name */
 typedef enum nn_backend_kind { NN_BACKEND_CPU = 0, NN_BACKEND_OPENCL = 1 } nn_backend_kind;
-NN_API nn_backend_kind nn_backend(const nn_context *ctx); /* which backend the context runs on */
+NN_API nn_backend_kind nn_context_backend(const nn_context *ctx); /* which backend the context runs on */
 
 typedef struct nn_device_info {
     int index;          /* what NN_DEVICE=<index> takes */
@@ -148,15 +148,15 @@ typedef struct nn_stats {
     uint64_t h2d_transfers, d2h_transfers;
     uint64_t kernel_launches;
 } nn_stats;
-NN_API nn_stats nn_get_stats(const nn_context *ctx);
-NN_API void nn_reset_stats(nn_context *ctx);
+NN_API nn_stats nn_context_stats(const nn_context *ctx);
+NN_API void nn_context_reset_stats(nn_context *ctx);
 
 /* The op registry, for tools and tests: how many op kinds exist, each one's name (as in
    error messages), and how many nodes of kind op this context has compiled into graphs
    (forward, backward and optimizer ops alike). */
 NN_API int nn_op_count(void);
 NN_API const char *nn_op_name(int op); /* NULL when op is out of range */
-NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op);
+NN_API uint64_t nn_context_op_compiled(const nn_context *ctx, int op);
 
 /* ---- graphs ---------------------------------------------------------------------------- */
 
@@ -190,8 +190,8 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
    input's contents are unspecified (zeros on the CPU backend). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
-NN_API void nn_requires_grad(nn_graph *g, nn_tensor t); /* ask for d(loss)/d(input); float32 only */
-NN_API void nn_output(nn_graph *g, nn_tensor t);        /* keep t readable after a run */
+NN_API void nn_graph_requires_grad(nn_graph *g, nn_tensor t); /* ask for d(loss)/d(input); float32 only */
+NN_API void nn_graph_output(nn_graph *g, nn_tensor t);        /* keep t readable after a run */
 
 /* Linear algebra and elementwise ops. */
 /* nn_matmul: torch.matmul(op(a), op(b)), where trans_a / trans_b swap the last two dims of
@@ -237,7 +237,7 @@ NN_API nn_tensor nn_maximum(nn_graph *g, nn_tensor a, nn_tensor b);
 /* torch.pow(a, b) with a tensor exponent: d/da = b * a^(b-1) (0 where b == 0), d/db =
    a^b * log(a) (0 where a == 0 and b >= 0; NaN for a < 0, as PyTorch's). */
 NN_API nn_tensor nn_pow(nn_graph *g, nn_tensor a, nn_tensor b);
-NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s);     /* a * s */
+NN_API nn_tensor nn_mul_scalar(nn_graph *g, nn_tensor a, float s);     /* a * s */
 NN_API nn_tensor nn_add_scalar(nn_graph *g, nn_tensor x, float s); /* x + s (x - s: add -s) */
 NN_API nn_tensor nn_pow_scalar(nn_graph *g, nn_tensor x, float p); /* x ** p; gradient p * x^(p-1), 0 for p = 0 */
 
@@ -360,8 +360,8 @@ NN_API nn_tensor nn_mean_dim(nn_graph *g, nn_tensor x, const int *dims, int n_di
 NN_API nn_tensor nn_prod_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
 /* torch.amax / torch.amin: a NaN in a row gives NaN; the gradient is split evenly among
    the elements equal to the result (ties), as PyTorch's. */
-NN_API nn_tensor nn_amax(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
-NN_API nn_tensor nn_amin(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+NN_API nn_tensor nn_amax_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+NN_API nn_tensor nn_amin_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
 /* torch.max(x, dim, keepdim) / torch.min: the values, and when indices is not NULL, the
    int32 indices into *indices (the first of ties; a NaN counts as the max and the min, the
    first NaN). The gradient goes to that first element alone, as PyTorch's. */
@@ -379,7 +379,7 @@ NN_API nn_tensor nn_var_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dim
 NN_API nn_tensor nn_std_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim);
 /* torch.logsumexp: max + log(sum(exp(x - max))), an infinite max not subtracted (PyTorch's
    rule); n_dims = 0 reduces every dim (torch 1.13 raises there; later versions reduce all). */
-NN_API nn_tensor nn_logsumexp(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+NN_API nn_tensor nn_logsumexp_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
 /* torch.linalg.vector_norm(x, p, dims, keepdim) (torch.norm's p-norm): p >= 0 or
    INFINITY (the max of |x|; the gradient split among ties); p = 0 counts the nonzero
    elements (no gradient). The gradient is 0 where the norm is 0, and for p < 1 at zero
@@ -421,7 +421,7 @@ NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor in
 NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
 NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src);
 NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int num_classes);
-NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x); /* [B, C] -> int32 [B] */
+NN_API nn_tensor nn_argmax_rows(nn_graph *g, nn_tensor x); /* [B, C] -> int32 [B] */
 /* Fraction of rows whose argmax equals the label (a scalar; no gradient). */
 NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels);
 /* A running sum kept on the device: each run adds x to it. Reset with nn_tensor_fill(). */
@@ -549,13 +549,13 @@ NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_ini
    unbiased variance for running_var. Evaluation graphs (nn_graph_desc.eval) normalise with
    the running statistics, or with the batch's when there are none (PyTorch's
    track_running_stats=False). Zero fields: momentum 0.1, eps 1e-5 (NN_ZERO: exactly 0). */
-typedef struct nn_batch_norm_desc {
+typedef struct nn_norm_desc {
     float momentum;
     float eps;
     nn_tensor running_mean, running_var;  /* [C] buffers (nn_buffer); both or neither
                                              (NN_NONE: no running statistics) */
-} nn_batch_norm_desc;
-NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc);
+} nn_norm_desc;
+NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
 /* PyTorch's BatchNorm2d / BatchNorm1d modules: NAME.weight (ones), NAME.bias (zeros) and
    the buffers NAME.running_mean (zeros), NAME.running_var (ones), all [C]; momentum 0.1,
    eps 1e-5. 2d takes x [N, C, H, W]; 1d takes [N, C] or [N, C, L]. */
@@ -683,33 +683,33 @@ NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor anchor, nn_tensor
 /* A fully connected layer (PyTorch's nn.Linear): x [B, in] -> [B, out] with parameters
    NAME.weight [out, in] and NAME.bias [out] (PyTorch's names and layout), initialised as
    nn.Linear. desc NULL or zeroed: PyTorch's defaults. */
-typedef struct nn_dense_desc {
+typedef struct nn_linear_desc {
     int no_bias;         /* 1: no NAME.bias (PyTorch's bias=False) */
-} nn_dense_desc;
-NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name);
+} nn_linear_desc;
+NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features, const nn_linear_desc *desc, const char *name);
 
 /* ---- composed layers ----------------------------------------------------------------------
    Layers written as short functions of the builders above (src/nn_layers.c): no op kinds
    of their own, their gradients the ops'. Parameters take PyTorch's names under NAME
    (NAME.fc1.weight [out, in], NAME.fc1.bias [out], nn.Linear's layout and initialisation,
-   as nn_dense). A layer taking x [..., D] runs its dense layers on the rows of x. */
+   as nn_linear_layer). A layer taking x [..., D] runs its dense layers on the rows of x. */
 
 /* Squeeze-and-excitation (Hu et al. 2018) on x [N, C, H, W]: the channel means, NAME.fc1
    (C -> max(1, C / reduction)), ReLU, NAME.fc2 (-> C), sigmoid, and x scaled by the result
    per channel. fc1 and fc2 are nn.Linear layers ([out, in] weights; torchvision's
    SqueezeExcitation stores the same numbers as 1x1 convolutions [out, in, 1, 1]). */
-NN_API nn_tensor nn_se_block(nn_graph *g, nn_tensor x, int reduction, const char *name);
+NN_API nn_tensor nn_se_layer(nn_graph *g, nn_tensor x, int reduction, const char *name);
 /* torch.nn.functional.glu(x, dim): x cut in halves a, b along dim (an even size; dim
    negative: from the end), a * sigmoid(b). */
 NN_API nn_tensor nn_glu(nn_graph *g, nn_tensor x, int dim);
 /* The LLaMA feed-forward on x [..., D]: NAME.w2(silu(NAME.w1(x)) * NAME.w3(x)), w1 and w3
    [hidden, D], w2 [D, hidden], no biases (NAME.w1.weight, ...). */
-NN_API nn_tensor nn_swiglu_ffn(nn_graph *g, nn_tensor x, int64_t hidden, const char *name);
+NN_API nn_tensor nn_swiglu_layer(nn_graph *g, nn_tensor x, int64_t hidden, const char *name);
 /* A highway layer (Srivastava et al. 2015) on x [..., D]: t * relu(H(x)) + (1 - t) * x,
    t = sigmoid(T(x)), H and T D -> D linear layers with biases (NAME.H.weight, NAME.H.bias,
    NAME.T.weight, NAME.T.bias, nn.Linear's initialisation; the paper starts T.bias
-   negative, e.g. nn_tensor_fill(g, nn_find(g, "NAME.T.bias"), -2) after compile). */
-NN_API nn_tensor nn_highway(nn_graph *g, nn_tensor x, const char *name);
+   negative, e.g. nn_tensor_fill(g, nn_graph_find(g, "NAME.T.bias"), -2) after compile). */
+NN_API nn_tensor nn_highway_layer(nn_graph *g, nn_tensor x, const char *name);
 /* sqrt(mse_loss(pred, target)), the mean over every element (a scalar); its gradient is
    infinite or NaN where the loss is 0, as torch.sqrt's. */
 NN_API nn_tensor nn_rmse_loss(nn_graph *g, nn_tensor pred, nn_tensor target);
@@ -733,7 +733,7 @@ NN_API nn_tensor nn_rbf_layer(nn_graph *g, nn_tensor x, int64_t n_centers, const
    Hugging Face's load_balancing_loss_func), P_e = the mean of p[:, e]; its gradient flows
    through P. Every expert runs on every row (dense: the ops have no dispatch), so a step
    costs n_experts full feed-forwards, not top_k. */
-NN_API nn_tensor nn_moe(nn_graph *g, nn_tensor x, int n_experts, int top_k, int64_t hidden, const char *name,
+NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int n_experts, int top_k, int64_t hidden, const char *name,
                         nn_tensor *aux_loss);
 
 /* ---- random ------------------------------------------------------------------------------
@@ -750,7 +750,7 @@ NN_API nn_tensor nn_moe(nn_graph *g, nn_tensor x, int n_experts, int top_k, int6
      last step's draw (the first forwards, before any step, draw step 0);
    - the same seed and the same graph built in the same order (the key is the op's node
      id) give the same sequence, in any graph, on any backend, with any thread count;
-   - training state saved and loaded (nn_save_state) carries the step, so a resumed run
+   - training state saved and loaded (nn_graph_save_state) carries the step, so a resumed run
      draws what the original would have.
    Uniforms are multiples of 2^-24 in [0, 1); normals are Box-Muller (one of the pair) on
    24-bit uniforms, so |z| <= 5.77 (the tail beyond it, 8e-9 of the mass, is cut). */
@@ -834,7 +834,7 @@ typedef struct nn_optimizer {
     float lr_power;            /* FTRL; 0: -0.5 */
     int no_decay_1d;           /* no weight decay on parameters of one dimension (biases, norms) */
     int accumulate_steps;      /* > 1: average gradients over this many nn_graph_step calls and
-                                  update on every k-th (nn_grad then reads the running mean);
+                                  update on every k-th (nn_graph_grad then reads the running mean);
                                   0: 1; below 1: an invalid argument */
     int skip_nonfinite;        /* 1: an update whose (clipped, accumulated) gradients hold a NaN
                                   or an Inf is skipped, as torch.cuda.amp.GradScaler skips
@@ -887,12 +887,12 @@ typedef struct nn_lr_schedule {
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;
 /* The rate a schedule gives update t (counted from 0). */
-NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t);
+NN_API float nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t);
 
 typedef struct nn_compile_desc {
     nn_tensor loss;      /* a float32 scalar; NN_NONE (a zeroed desc): a forward-only graph */
     nn_optimizer optimizer;
-    int keep_grads;      /* keep every parameter's gradient readable (nn_grad) */
+    int keep_grads;      /* keep every parameter's gradient readable (nn_graph_grad) */
     nn_lr_schedule schedule; /* kind 0: the constant optimizer.lr */
 } nn_compile_desc;
 
@@ -903,22 +903,22 @@ NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
 /* Waits for queued work; then, as nn_tensor_read does, reports inputs that PyTorch would
    have raised on in the runs since the last report (labels out of range: see
    nn_cross_entropy_loss) as NN_ERR_INVALID_ARGUMENT. Reading those counters is 4 bytes per
-   checking op, once per read or finish after a run (nn_get_stats counts it). */
+   checking op, once per read or finish after a run (nn_context_stats counts it). */
 NN_API nn_result nn_graph_finish(nn_graph *g);
 /* The updates skip_nonfinite skipped since compile (a read of 8 bytes; 0 without it). */
 NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count);
 /* Sets the schedule's base rate (the rate itself for the default constant schedule). */
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr);
 /* Replaces the schedule (after compile too); s->lr 0 keeps the current base rate. The
-   next update uses nn_lr_at(s, number of updates done so far). */
+   next update uses nn_lr_schedule_at(s, number of updates done so far). */
 NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s);
 /* Before compile: parameters whose name starts with prefix get lr * lr_mult and
    weight_decay * wd_mult (the last group added that matches wins; no_decay_1d still
    zeroes one-dimensional parameters' decay). Parameters in no group: 1 and 1. */
 NN_API nn_result nn_graph_param_group(nn_graph *g, const char *prefix, float lr_mult, float wd_mult);
 
-NN_API nn_tensor nn_find(nn_graph *g, const char *name);
-NN_API nn_tensor nn_grad(nn_graph *g, nn_tensor t); /* after compile */
+NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name);
+NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t); /* after compile */
 NN_API nn_shape nn_tensor_shape(nn_graph *g, nn_tensor t);
 NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t);
 /* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
@@ -937,7 +937,7 @@ typedef struct nn_array {
     nn_shape shape;
     void *data;          /* float or int32_t, numel elements; free with nn_array_free */
 } nn_array;
-NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
+NN_API nn_result nn_array_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
 NN_API void nn_array_free(nn_array *a);
 
 /* A CSV file of numbers into a float32 array [rows, columns]: every row (after the header
@@ -951,7 +951,7 @@ typedef struct nn_csv_desc {
     char delimiter;      /* 0: ',' */
     int header;          /* 1: the first line names the columns and is skipped */
 } nn_csv_desc;
-NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out);
+NN_API nn_result nn_array_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out);
 
 /* A dataset that lives on the device: its samples x [N, ...] and labels y [N, ...] (either
    dtype) become the inputs NAME.x and NAME.y, written once (at the first batch), and
@@ -960,7 +960,7 @@ NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_des
    batches (the last partial batch is dropped); with shuffle, epoch e's order is a
    Fisher-Yates shuffle drawn from Philox4x32-10 keyed by (seed, e): reproducible, and
    recomputed on resume. The dataset belongs to the graph (freed with it); create it before
-   compiling. Its seed, epoch and position are part of nn_save_state's training state. */
+   compiling. Its seed, epoch and position are part of nn_graph_save_state's training state. */
 typedef struct nn_dataset nn_dataset;
 typedef struct nn_dataset_desc {
     const char *name;    /* NULL: "data" */
@@ -982,27 +982,27 @@ NN_API int64_t nn_dataset_epoch(const nn_dataset *ds);  /* of the batch taken la
    Works before and after compile. Writes a temporary file beside path, flushes it to disk
    and renames it over path, so a failed save leaves the old file. An existing path must be
    a regular file (a directory, FIFO or device is NN_ERR_IO, left as it is); a symbolic link
-   is followed and the file it names is replaced, keeping its permissions. nn_save_state
+   is followed and the file it names is replaced, keeping its permissions. nn_graph_save_state
    saves alike. */
-NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path);
+NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path);
 /* Loads parameters by name into g (before or after compile). A tensor in the file whose
    name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,
    F16, BF16 or F64 (converted to float32); a parameter missing from the file is NN_ERR_IO
    unless allow_missing; other tensors in the file are ignored. The file is untrusted: a
    malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
    every check passes. */
-NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing);
+NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing);
 
 /* The whole training state of a compiled graph, for exact resume: parameters and buffers
    (their own names), each optimizer state tensor (NAME.__opt.K, K in the optimizer's state
    order), gradient-accumulation means (NAME.__grad_acc), and as metadata strings the
    optimizer kind, step and update counters, the graph seed and every dataset's seed, epoch
-   and position. nn_load_state() into a graph built and compiled the same way continues
+   and position. nn_graph_load_state() into a graph built and compiled the same way continues
    exactly as the saved run would have: the same bits on the CPU backend. It checks the
    optimizer kind and options, accumulate_steps and every tensor's presence and shape
    (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything. */
-NN_API nn_result nn_save_state(nn_graph *g, const char *path);
-NN_API nn_result nn_load_state(nn_graph *g, const char *path);
+NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
+NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
 
 #ifdef __cplusplus
 }

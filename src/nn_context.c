@@ -296,21 +296,21 @@ static void nn__ctx_leave(nn_context *ctx) {
 #endif
 }
 
-NN_API const char *nn_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
-NN_API const char *nn_backend_name(const nn_context *ctx) { return ctx ? ctx->backend_name : ""; }
-NN_API nn_backend_kind nn_backend(const nn_context *ctx) { return ctx && ctx->backend ? ctx->backend->kind : NN_BACKEND_CPU; }
-NN_API nn_stats nn_get_stats(const nn_context *ctx) {
+NN_API const char *nn_context_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
+NN_API const char *nn_context_backend_name(const nn_context *ctx) { return ctx ? ctx->backend_name : ""; }
+NN_API nn_backend_kind nn_context_backend(const nn_context *ctx) { return ctx && ctx->backend ? ctx->backend->kind : NN_BACKEND_CPU; }
+NN_API nn_stats nn_context_stats(const nn_context *ctx) {
     nn_stats s;
     memset(&s, 0, sizeof s);
     return ctx ? ctx->stats : s;
 }
-NN_API void nn_reset_stats(nn_context *ctx) {
+NN_API void nn_context_reset_stats(nn_context *ctx) {
     if (ctx) memset(&ctx->stats, 0, sizeof ctx->stats);
 }
 
 NN_API int nn_op_count(void) { return NN__OP_COUNT; }
 NN_API const char *nn_op_name(int op) { return op >= 0 && op < NN__OP_COUNT ? nn__op(op)->name : NULL; }
-NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op) {
+NN_API uint64_t nn_context_op_compiled(const nn_context *ctx, int op) {
     return ctx && op >= 0 && op < NN__OP_COUNT ? ctx->op_compiled[op] : 0;
 }
 

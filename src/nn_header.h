@@ -15,7 +15,7 @@ HOW IT WORKS
     checked, the backward and optimizer ops are added, memory is planned, kernels are built
     and their arguments bound), then run steps. A step enqueues forward, backward and the
     optimizer update on the device; parameters, gradients, optimizer state and activations
-    stay there. The host reads back only what it asks for. nn_get_stats() counts bytes moved
+    stay there. The host reads back only what it asks for. nn_context_stats() counts bytes moved
     and kernels launched, so what a step costs can be checked.
 
     nn_context *ctx; nn_graph *g;
@@ -23,11 +23,11 @@ HOW IT WORKS
     nn_graph_create(ctx, NULL, &g);
     nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(128, 784));
     nn_tensor y = nn_input(g, "y", NN_I32, nn_shape1(128));
-    nn_tensor h = nn_relu(g, nn_dense(g, x, 256, NULL, "fc1"));
-    nn_tensor loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 10, NULL, "fc2"), y);
+    nn_tensor h = nn_relu(g, nn_linear_layer(g, x, 256, NULL, "fc1"));
+    nn_tensor loss = nn_softmax_cross_entropy(g, nn_linear_layer(g, h, 10, NULL, "fc2"), y);
     nn_compile_desc cd = {0}; cd.loss = loss;     // loss left NN_NONE: inference only
     cd.optimizer.kind = NN_OPT_ADAM;              // zero fields: torch.optim.Adam's defaults
-    if (nn_graph_compile(g, &cd) != NN_OK) puts(nn_last_error(ctx));
+    if (nn_graph_compile(g, &cd) != NN_OK) puts(nn_context_last_error(ctx));
     nn_tensor_write(g, x, xs, sizeof xs); nn_tensor_write(g, y, ys, sizeof ys);
     nn_graph_step(g);
 
@@ -83,7 +83,7 @@ CONFIGURATION (define before including)
     and nn.h then uses its types; not after nn.h.
 
 ERRORS
-    Functions return nn_result; nn_last_error(ctx) explains the last failure (the op and its
+    Functions return nn_result; nn_context_last_error(ctx) explains the last failure (the op and its
     shapes, or the kernels/FILE.cl:LINE of a build error). Ops given bad input return a
     failed tensor (id < 0) and the graph remembers the first error, which
     nn_graph_compile() returns. Nothing aborts and nothing leaks on an error path.

@@ -291,7 +291,7 @@ struct nn_context {
     char *cache_dir;             /* NULL: cache off */
     char *kernel_dir;
     nn_stats stats;
-    uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_op_compiled) */
+    uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_context_op_compiled) */
     nn_graph *graphs;            /* graphs created on it, not yet destroyed */
     int dead_refs;               /* a destroyed context's stand-in: graphs still holding it */
     volatile int busy;           /* a call is running on it (one thread at a time) */
@@ -382,7 +382,7 @@ static void nn__log(nn_context *ctx, nn_log_level level, const char *fmt, ...) {
     else fprintf(stderr, "nn: %s\n", msg);
 }
 
-/* Records the message for nn_last_error() and returns the code. */
+/* Records the message for nn_context_last_error() and returns the code. */
 static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...) {
     va_list ap;
     if (!ctx) return code;

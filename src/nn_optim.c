@@ -149,7 +149,7 @@ static nn_lr_schedule nn__schedule_defaults(const nn_lr_schedule *in) {
     return s;
 }
 
-NN_API float nn_lr_at(const nn_lr_schedule *sched, int64_t t) {
+NN_API float nn_lr_schedule_at(const nn_lr_schedule *sched, int64_t t) {
     nn_lr_schedule d;
     const nn_lr_schedule *s = &d;
     double lr, gamma, f;
@@ -263,7 +263,7 @@ static int nn__opt_begin(nn_graph *g) {
     if (g->step % (uint64_t)g->accum_steps) return 0;
     k->t++;
     t = (double)k->t;
-    g->lr = nn_lr_at(&g->schedule, (int64_t)k->t - 1);
+    g->lr = nn_lr_schedule_at(&g->schedule, (int64_t)k->t - 1);
     bc1 = 1.0 - pow(b1, t);
     bc2 = 1.0 - pow(b2, t);
     memset(k->c, 0, sizeof k->c);

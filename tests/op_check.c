@@ -74,11 +74,11 @@ static result run_case(nn_context *ctx, const spec *s, double *const *in, const 
         char name[16];
         snprintf(name, sizeof name, "in%d", k);
         t[k] = nn_input(g, name, s->int_range[k] ? NN_I32 : NN_F32, s->shape[k]);
-        if (s->grad[k]) nn_requires_grad(g, t[k]);
+        if (s->grad[k]) nn_graph_requires_grad(g, t[k]);
     }
     out = s->build(g, t, s);
     wt = nn_input(g, "w", NN_F32, s->out);
-    nn_output(g, out);
+    nn_graph_output(g, out);
     loss = nn_sum(g, nn_mul(g, out, wt));
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
@@ -117,8 +117,8 @@ static result run_case(nn_context *ctx, const spec *s, double *const *in, const 
         if (!s->grad[k]) continue;
         v = (float *)malloc((size_t)n * 4);
         res.grad[k] = (double *)calloc((size_t)n, sizeof(double));
-        if (T_CHECK(nn_grad(g, t[k]).id > 0, "%s: no gradient for input %d", s->name, k) &&
-            T_OK(nn_tensor_read(g, nn_grad(g, t[k]), v, (size_t)n * 4), ctx))
+        if (T_CHECK(nn_graph_grad(g, t[k]).id > 0, "%s: no gradient for input %d", s->name, k) &&
+            T_OK(nn_tensor_read(g, nn_graph_grad(g, t[k]), v, (size_t)n * 4), ctx))
             for (i = 0; i < n; i++) res.grad[k][i] = v[i];
         free(v);
     }

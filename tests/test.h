@@ -24,7 +24,7 @@ void t_end(void);                 /* prints ok/FAIL/skipped for the case begun l
 void t_skip(const char *why);     /* the current case is counted as skipped */
 int t_fail(const char *file, int line, const char *fmt, ...);
 #define T_CHECK(cond, ...) ((cond) ? 1 : t_fail(__FILE__, __LINE__, __VA_ARGS__))
-#define T_OK(call, ctx) T_CHECK((call) == NN_OK, "%s failed: %s", #call, nn_last_error(ctx))
+#define T_OK(call, ctx) T_CHECK((call) == NN_OK, "%s failed: %s", #call, nn_context_last_error(ctx))
 
 /* Deterministic test data. */
 void t_seed(unsigned long long s);

@@ -117,19 +117,19 @@ static nn_tensor g_buffer_clash(nn_graph *g, nn_compile_desc *cd) {
 }
 static nn_tensor g_grad_int(nn_graph *g, nn_compile_desc *cd) {
     (void)cd;
-    nn_requires_grad(g, I(g, S1(4)));
+    nn_graph_requires_grad(g, I(g, S1(4)));
     return NN_NONE;
 }
 static nn_tensor g_output_none(nn_graph *g, nn_compile_desc *cd) {
     (void)cd;
     F(g, S1(2));
-    nn_output(g, NN_NONE);
+    nn_graph_output(g, NN_NONE);
     return NN_NONE;
 }
 /* leaves and ops on a compiled graph */
 static nn_tensor g_compiled(nn_graph *g, int which) {
     nn_tensor x = F(g, S2(2, 3));
-    nn_output(g, nn_sigmoid(g, x));
+    nn_graph_output(g, nn_sigmoid(g, x));
     if (nn_graph_compile(g, NULL) != NN_OK) return T(-1);
     if (which == 0) return F(g, S1(3));
     if (which == 1) {
@@ -153,7 +153,7 @@ static nn_tensor g_compiled_op(nn_graph *g, nn_compile_desc *cd) {
 }
 /* compile-time refusals */
 static nn_tensor c_loss_int(nn_graph *g, nn_compile_desc *cd) {
-    nn_tensor a = nn_argmax(g, F(g, S2(1, 4)));
+    nn_tensor a = nn_argmax_rows(g, F(g, S2(1, 4)));
     cd->loss = a;
     return a;
 }
@@ -197,7 +197,7 @@ static nn_tensor c_schedule_step(nn_graph *g, nn_compile_desc *cd) {
 B(e_add_shape, nn_add(g, F(g, S2(3, 4)), F(g, S2(4, 3))))
 B(e_sub_rank, nn_sub(g, F(g, S2(3, 4)), F(g, S2(2, 4))))
 B(e_mul_int, nn_mul(g, I(g, S2(2, 2)), F(g, S2(2, 2))))
-B(e_scale_int, nn_scale(g, I(g, S1(5)), 2.0f))
+B(e_scale_int, nn_mul_scalar(g, I(g, S1(5)), 2.0f))
 B(e_relu_int, nn_relu(g, I(g, S1(5))))
 B(e_gelu_none, nn_gelu(g, NN_NONE))
 B(e_hardtanh_nan, nn_hardtanh(g, F(g, S1(3)), NAN, 1.0f))
@@ -220,17 +220,17 @@ B(e_accumulate_int, nn_accumulate(g, I(g, S1(4))))
 B(m_rank, nn_matmul(g, F(g, S3(2, 3, 4)), F(g, S3(3, 4, 5)), 0, 0))
 B(m_trans, nn_matmul(g, F(g, S2(4, 3)), F(g, S2(5, 6)), 1, 0))
 B(m_int, nn_matmul(g, F(g, S2(2, 3)), I(g, S2(3, 2)), 0, 0))
-B(m_dense_rank, nn_dense(g, F(g, S3(2, 3, 4)), 5, NULL, "fc"))
-B(m_dense_zero, nn_dense(g, F(g, S2(2, 3)), 0, NULL, "fc"))
-B(m_dense_neg, nn_dense(g, F(g, S2(2, 3)), -5, NULL, "fc"))
-B(m_dense_name, nn_dense(g, F(g, S2(2, 3)), 4, NULL, NULL))
-B(m_dense_int, nn_dense(g, I(g, S2(2, 3)), 4, NULL, "fc"))
+B(m_dense_rank, nn_linear_layer(g, F(g, S3(2, 3, 4)), 5, NULL, "fc"))
+B(m_dense_zero, nn_linear_layer(g, F(g, S2(2, 3)), 0, NULL, "fc"))
+B(m_dense_neg, nn_linear_layer(g, F(g, S2(2, 3)), -5, NULL, "fc"))
+B(m_dense_name, nn_linear_layer(g, F(g, S2(2, 3)), 4, NULL, NULL))
+B(m_dense_int, nn_linear_layer(g, I(g, S2(2, 3)), 4, NULL, "fc"))
 
 /* ---- reductions, softmax, argmax ---- */
 
 B(r_sum_int, nn_sum(g, I(g, S1(3))))
 B(r_mean_none, nn_mean(g, NN_NONE))
-B(r_argmax_rank, nn_argmax(g, F(g, S3(2, 3, 4))))
+B(r_argmax_rank, nn_argmax_rows(g, F(g, S3(2, 3, 4))))
 B(r_acc_float, nn_accuracy(g, F(g, S2(5, 3)), F(g, S1(5))))
 B(r_acc_len, nn_accuracy(g, F(g, S2(4, 3)), I(g, S1(5))))
 B(s_softmax_int, nn_softmax(g, I(g, S2(2, 3))))
@@ -488,7 +488,7 @@ static nn_tensor c3_pad_overflow(nn_graph *g, nn_compile_desc *cd) {
 /* ---- normalisation ---- */
 
 static nn_tensor bn(nn_graph *g, int which) {
-    nn_batch_norm_desc d;
+    nn_norm_desc d;
     nn_init z;
     nn_tensor x = F(g, S4(2, 3, 4, 4));
     memset(&d, 0, sizeof d);
@@ -598,8 +598,8 @@ static const bad_row rows[] = {
     {"graph", "nn_param without a name", g_param_noname, R_INV, "nn_param|name", 0},
     {"graph", "nn_param again with another shape", g_param_reshape, R_SHAPE, "nn_param|fc.weight|[4, 3]|[3, 4]", 0},
     {"graph", "nn_buffer over a parameter's name", g_buffer_clash, R_INV, "nn_buffer|bn.weight", 0},
-    {"graph", "nn_requires_grad on int32", g_grad_int, R_INV, "nn_requires_grad|int32", 0},
-    {"graph", "nn_output(NN_NONE)", g_output_none, R_INV, "nn_output|NN_NONE", 0},
+    {"graph", "nn_graph_requires_grad on int32", g_grad_int, R_INV, "nn_graph_requires_grad|int32", 0},
+    {"graph", "nn_graph_output(NN_NONE)", g_output_none, R_INV, "nn_graph_output|NN_NONE", 0},
     {"graph", "nn_input on a compiled graph", g_compiled_input, R_STATE, "nn_input|compiled", 0},
     {"graph", "nn_param on a compiled graph", g_compiled_param, R_STATE, "nn_param|compiled", 0},
     {"graph", "nn_softmax on a compiled graph", g_compiled_op, R_STATE, "nn_softmax|compiled", 0},
@@ -613,7 +613,7 @@ static const bad_row rows[] = {
     {"elementwise", "add [3, 4] + [4, 3]", e_add_shape, R_SHAPE, "nn_add|[3, 4]|[4, 3]", 0},
     {"elementwise", "sub [3, 4] - [2, 4] (3 against 2 does not broadcast)", e_sub_rank, R_SHAPE, "nn_sub|[3, 4]|[2, 4]", 0},
     {"elementwise", "mul of int32", e_mul_int, R_SHAPE, "nn_mul|int32", 0},
-    {"elementwise", "scale of int32", e_scale_int, R_SHAPE, "nn_scale|int32", 0},
+    {"elementwise", "scale of int32", e_scale_int, R_SHAPE, "nn_mul_scalar|int32", 0},
     {"elementwise", "relu of int32", e_relu_int, R_SHAPE, "nn_relu|int32", 0},
     {"elementwise", "gelu of NN_NONE", e_gelu_none, R_INV, "nn_gelu|NN_NONE", 0},
     {"elementwise", "hardtanh min NaN", e_hardtanh_nan, R_INV, "nn_hardtanh|nan", 0},
@@ -634,15 +634,15 @@ static const bad_row rows[] = {
     {"matmul", "matmul batches [2] and [3] of [2, 3, 4] x [3, 4, 5]", m_rank, R_SHAPE, "nn_matmul|[2, 3, 4]|[3, 4, 5]|broadcast", 0},
     {"matmul", "matmul [4, 3]^T x [5, 6]", m_trans, R_SHAPE, "nn_matmul|[4, 3] (transposed)|[5, 6]", 0},
     {"matmul", "matmul with int32 b", m_int, R_SHAPE, "nn_matmul|b|int32", 0},
-    {"matmul", "dense of [2, 3, 4]", m_dense_rank, R_SHAPE, "nn_dense|fc|[2, 3, 4]", 0},
-    {"matmul", "dense out_features 0", m_dense_zero, R_INV, "nn_dense|fc|out_features 0", 0},
-    {"matmul", "dense out_features -5", m_dense_neg, R_INV, "nn_dense|fc|out_features -5", 0},
-    {"matmul", "dense without a name", m_dense_name, R_INV, "nn_dense|name", 0},
-    {"matmul", "dense of int32", m_dense_int, R_SHAPE, "nn_dense|int32", 0},
+    {"matmul", "dense of [2, 3, 4]", m_dense_rank, R_SHAPE, "nn_linear_layer|fc|[2, 3, 4]", 0},
+    {"matmul", "dense out_features 0", m_dense_zero, R_INV, "nn_linear_layer|fc|out_features 0", 0},
+    {"matmul", "dense out_features -5", m_dense_neg, R_INV, "nn_linear_layer|fc|out_features -5", 0},
+    {"matmul", "dense without a name", m_dense_name, R_INV, "nn_linear_layer|name", 0},
+    {"matmul", "dense of int32", m_dense_int, R_SHAPE, "nn_linear_layer|int32", 0},
 
     {"reduce", "sum of int32", r_sum_int, R_SHAPE, "nn_sum|int32", 0},
     {"reduce", "mean of NN_NONE", r_mean_none, R_INV, "nn_mean|NN_NONE", 0},
-    {"reduce", "argmax of [2, 3, 4]", r_argmax_rank, R_SHAPE, "nn_argmax|[2, 3, 4]", 0},
+    {"reduce", "argmax of [2, 3, 4]", r_argmax_rank, R_SHAPE, "nn_argmax_rows|[2, 3, 4]", 0},
     {"reduce", "accuracy with float labels", r_acc_float, R_SHAPE, "nn_accuracy|[5] float32", 0},
     {"reduce", "accuracy labels [5] for 4 rows", r_acc_len, R_SHAPE, "nn_accuracy|[4, 3]|[5]", 0},
     {"softmax", "softmax of int32", s_softmax_int, R_SHAPE, "nn_softmax|int32", 0},
@@ -845,19 +845,19 @@ static void run_row(const t_env *e, const bad_row *r) {
     st = nn_graph_status(g);
     if (r->at_compile) {
         T_CHECK(st == NN_OK && t.id > 0, "%s: the build failed (%d: %s), the compile should refuse", r->label, (int)st,
-                nn_last_error(ctx));
+                nn_context_last_error(ctx));
     } else {
         T_CHECK(st == r->code, "%s: status %d (%s) after the build, not %d", r->label, (int)st, nn_result_string(st), (int)r->code);
         T_CHECK(t.id <= 0, "%s: the op returned tensor %d", r->label, t.id);
         if (st == NN_OK) goto done; /* accepted: reported above */
-        T_CHECK(has_all(nn_last_error(ctx), r->needle), "%s: the message \"%s\" lacks \"%s\"", r->label, nn_last_error(ctx),
+        T_CHECK(has_all(nn_context_last_error(ctx), r->needle), "%s: the message \"%s\" lacks \"%s\"", r->label, nn_context_last_error(ctx),
                 r->needle);
     }
     rc = nn_graph_compile(g, &cd);
     T_CHECK(rc == r->code, "%s: nn_graph_compile returned %d (%s), not %d (%s)", r->label, (int)rc, nn_result_string(rc),
             (int)r->code, nn_result_string(r->code));
     if (r->at_compile)
-        T_CHECK(has_all(nn_last_error(ctx), r->needle), "%s: the message \"%s\" lacks \"%s\"", r->label, nn_last_error(ctx),
+        T_CHECK(has_all(nn_context_last_error(ctx), r->needle), "%s: the message \"%s\" lacks \"%s\"", r->label, nn_context_last_error(ctx),
                 r->needle);
     rc = nn_graph_step(g);
     T_CHECK(rc == NN_ERR_STATE, "%s: nn_graph_step on the refused graph returned %d", r->label, (int)rc);

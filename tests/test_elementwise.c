@@ -420,7 +420,7 @@ static int run_pair(const t_env *e, pair_fn f, const float *a, const float *b, f
     ta = nn_input(g, "a", NN_F32, nn_shape1(n));
     tb = b ? nn_input(g, "b", NN_F32, nn_shape1(n)) : NN_NONE;
     ty = f(g, ta, tb);
-    nn_output(g, ty);
+    nn_graph_output(g, ty);
     memset(&cd, 0, sizeof cd);
     ok = T_OK(nn_graph_compile(g, &cd), e->ctx) && T_OK(nn_tensor_write(g, ta, a, (size_t)n * 4), e->ctx) &&
          (!b || T_OK(nn_tensor_write(g, tb, b, (size_t)n * 4), e->ctx)) && T_OK(nn_graph_forward(g), e->ctx) &&
@@ -502,20 +502,20 @@ static void gradient_stop_cases(const t_env *e) {
     if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
         x = nn_input(g, "x", NN_F32, nn_shape1(N));
         z = nn_input(g, "z", NN_F32, nn_shape1(N));
-        nn_requires_grad(g, x);
-        nn_requires_grad(g, z);
-        y = nn_add(g, nn_scale(g, nn_detach(g, x), 3.0f), nn_mul(g, x, x));
+        nn_graph_requires_grad(g, x);
+        nn_graph_requires_grad(g, z);
+        y = nn_add(g, nn_mul_scalar(g, nn_detach(g, x), 3.0f), nn_mul(g, x, x));
         y = nn_add(g, y, nn_where(g, nn_gt(g, z, nn_detach(g, x)), z, nn_neg(g, z)));
         memset(&cd, 0, sizeof cd);
         cd.loss = nn_sum(g, y);
         if (T_OK(nn_graph_compile(g, &cd), e->ctx) && T_OK(nn_tensor_write(g, x, xs, sizeof xs), e->ctx) &&
             T_OK(nn_tensor_write(g, z, xs, sizeof xs), e->ctx) && T_OK(nn_graph_step(g), e->ctx) &&
-            T_CHECK(nn_grad(g, x).id > 0, "no gradient for x") &&
-            T_OK(nn_tensor_read(g, nn_grad(g, x), gx, sizeof gx), e->ctx)) {
+            T_CHECK(nn_graph_grad(g, x).id > 0, "no gradient for x") &&
+            T_OK(nn_tensor_read(g, nn_graph_grad(g, x), gx, sizeof gx), e->ctx)) {
             for (i = 0; i < N; i++)
                 if (!T_CHECK(fabs(gx[i] - 2.0 * xs[i]) <= 1e-6, "d/dx[%d] = %g, want 2x = %g", i, gx[i], 2.0 * xs[i])) break;
             /* z > x never holds (z == x): the gradient of z is -1 throughout */
-            if (T_CHECK(nn_grad(g, z).id > 0, "no gradient for z") && T_OK(nn_tensor_read(g, nn_grad(g, z), gx, sizeof gx), e->ctx))
+            if (T_CHECK(nn_graph_grad(g, z).id > 0, "no gradient for z") && T_OK(nn_tensor_read(g, nn_graph_grad(g, z), gx, sizeof gx), e->ctx))
                 for (i = 0; i < N; i++)
                     if (!T_CHECK(gx[i] == -1.0f, "d/dz[%d] = %g, want -1", i, gx[i])) break;
         }
@@ -525,11 +525,11 @@ static void gradient_stop_cases(const t_env *e) {
     if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
         x = nn_input(g, "x", NN_F32, nn_shape1(N));
         z = nn_input(g, "z", NN_F32, nn_shape1(N));
-        nn_requires_grad(g, x);
+        nn_graph_requires_grad(g, x);
         memset(&cd, 0, sizeof cd);
         cd.loss = nn_sum(g, nn_add(g, nn_mul(g, nn_ge(g, x, z), z), z));
         if (T_OK(nn_graph_compile(g, &cd), e->ctx))
-            T_CHECK(nn_grad(g, x).id == 0, "x reaches the loss only through a comparison, yet has a gradient");
+            T_CHECK(nn_graph_grad(g, x).id == 0, "x reaches the loss only through a comparison, yet has a gradient");
     }
     nn_graph_destroy(g);
     t_end();
@@ -570,9 +570,9 @@ static void thread_cases(const t_env *e) {
             b = nn_input(g, "b", NN_F32, nn_shape2(A1, 1));
             c = nn_input(g, "c", NN_F32, nn_shape1(A2));
             w = nn_input(g, "w", NN_F32, nn_shape3(A0, A1, A2));
-            for (k = 0; k < 3; k++) nn_requires_grad(g, k == 0 ? a : k == 1 ? b : c);
+            for (k = 0; k < 3; k++) nn_graph_requires_grad(g, k == 0 ? a : k == 1 ? b : c);
             y = nn_div(g, nn_maximum(g, nn_add(g, nn_mul(g, a, b), c), a), nn_add_scalar(g, b, 1.0f));
-            y = nn_exp(g, nn_scale(g, y, 0.1f));
+            y = nn_exp(g, nn_mul_scalar(g, y, 0.1f));
             memset(&cd, 0, sizeof cd);
             cd.loss = nn_sum(g, nn_mul(g, y, w));
             if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_tensor_write(g, a, av, sizeof av), ctx) &&
@@ -580,7 +580,7 @@ static void thread_cases(const t_env *e) {
                 T_OK(nn_tensor_write(g, w, wv, sizeof wv), ctx) && T_OK(nn_graph_step(g), ctx)) {
                 t[0] = a, t[1] = b, t[2] = c;
                 for (k = 0; k < 3; k++) {
-                    if (!T_OK(nn_tensor_read(g, nn_grad(g, t[k]), threads == 1 ? ref[k] : got, (size_t)sizes[k] * 4), ctx)) break;
+                    if (!T_OK(nn_tensor_read(g, nn_graph_grad(g, t[k]), threads == 1 ? ref[k] : got, (size_t)sizes[k] * 4), ctx)) break;
                     if (threads > 1)
                         for (i = 0; i < sizes[k]; i++)
                             if (!T_CHECK(memcmp(&ref[k][i], &got[i], 4) == 0, "%d threads: gradient %d [%d] = %.9g, 1 thread: %.9g",
@@ -606,9 +606,9 @@ static void error_cases(const t_env *e) {
         b = nn_input(g, "b", NN_F32, nn_shape1(5));
         t = nn_add(g, a, b);
         T_CHECK(t.id < 0 && nn_graph_status(g) == NN_ERR_SHAPE, "nn_add [3, 4] + [5] did not fail with NN_ERR_SHAPE");
-        T_CHECK(strstr(nn_last_error(e->ctx), "nn_add") && strstr(nn_last_error(e->ctx), "[3, 4]") &&
-                    strstr(nn_last_error(e->ctx), "[5]"),
-                "the message names neither the op nor the shapes: %s", nn_last_error(e->ctx));
+        T_CHECK(strstr(nn_context_last_error(e->ctx), "nn_add") && strstr(nn_context_last_error(e->ctx), "[3, 4]") &&
+                    strstr(nn_context_last_error(e->ctx), "[5]"),
+                "the message names neither the op nor the shapes: %s", nn_context_last_error(e->ctx));
     }
     nn_graph_destroy(g);
     g = NULL;
@@ -617,7 +617,7 @@ static void error_cases(const t_env *e) {
         b = nn_input(g, "b", NN_F32, nn_shape2(3, 4));
         t = nn_masked_fill(g, a, b, 0.0f); /* the mask is larger than x */
         T_CHECK(t.id < 0 && nn_graph_status(g) == NN_ERR_SHAPE, "nn_masked_fill with a larger mask did not fail");
-        T_CHECK(strstr(nn_last_error(e->ctx), "nn_masked_fill") != NULL, "message: %s", nn_last_error(e->ctx));
+        T_CHECK(strstr(nn_context_last_error(e->ctx), "nn_masked_fill") != NULL, "message: %s", nn_context_last_error(e->ctx));
     }
     nn_graph_destroy(g);
     g = NULL;
@@ -625,8 +625,8 @@ static void error_cases(const t_env *e) {
         a = nn_input(g, "a", NN_F32, nn_shape2(3, 2));
         t = nn_expand(g, a, nn_shape2(3, 4));
         T_CHECK(t.id < 0 && nn_graph_status(g) == NN_ERR_SHAPE, "nn_expand [3, 2] to [3, 4] did not fail");
-        T_CHECK(strstr(nn_last_error(e->ctx), "nn_expand") && strstr(nn_last_error(e->ctx), "[3, 2]"), "message: %s",
-                nn_last_error(e->ctx));
+        T_CHECK(strstr(nn_context_last_error(e->ctx), "nn_expand") && strstr(nn_context_last_error(e->ctx), "[3, 2]"), "message: %s",
+                nn_context_last_error(e->ctx));
     }
     nn_graph_destroy(g);
     g = NULL;
@@ -642,8 +642,8 @@ static void error_cases(const t_env *e) {
         b = nn_input(g, "b", NN_F32, nn_shape2(3, 1));
         t = nn_where(g, nn_input(g, "c", NN_F32, nn_shape1(5)), a, b);
         T_CHECK(t.id < 0 && nn_graph_status(g) == NN_ERR_SHAPE, "nn_where with cond [5] against [2, 3, 4] did not fail");
-        T_CHECK(strstr(nn_last_error(e->ctx), "nn_where") && strstr(nn_last_error(e->ctx), "cond [5]"), "message: %s",
-                nn_last_error(e->ctx));
+        T_CHECK(strstr(nn_context_last_error(e->ctx), "nn_where") && strstr(nn_context_last_error(e->ctx), "cond [5]"), "message: %s",
+                nn_context_last_error(e->ctx));
     }
     nn_graph_destroy(g);
     t_end();
@@ -662,7 +662,7 @@ static void rank0_cases(const t_env *e) {
     if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
         r = nn_input(g, "r", NN_F32, z);
         one = nn_input(g, "one", NN_F32, nn_shape1(1));
-        nn_requires_grad(g, r);
+        nn_graph_requires_grad(g, r);
         sq = nn_squeeze(g, one, 0);
         un = nn_unsqueeze(g, r, 0);
         b = nn_add(g, r, nn_input(g, "m", NN_F32, nn_shape2(2, 3)));
@@ -675,12 +675,12 @@ static void rank0_cases(const t_env *e) {
         T_CHECK(b.id > 0 && s.ndim == 2 && s.dim[0] == 2 && s.dim[1] == 3, "[] + [2, 3]: ndim %d", s.ndim);
         s = nn_tensor_shape(g, loss);
         T_CHECK(s.ndim == 0, "[] * []: ndim %d", s.ndim);
-        nn_output(g, loss);
+        nn_graph_output(g, loss);
         memset(&cd, 0, sizeof cd);
         cd.loss = loss;
         if (T_OK(nn_graph_compile(g, &cd), e->ctx) && T_OK(nn_tensor_write(g, r, &v, 4), e->ctx) &&
             T_OK(nn_graph_step(g), e->ctx) && T_OK(nn_tensor_read(g, loss, &lv, 4), e->ctx) &&
-            T_OK(nn_tensor_read(g, nn_grad(g, r), &gr, 4), e->ctx)) {
+            T_OK(nn_tensor_read(g, nn_graph_grad(g, r), &gr, 4), e->ctx)) {
             T_CHECK(lv == 9.0f, "loss r * r at 3: %g, expected 9", (double)lv);
             T_CHECK(gr == 6.0f, "d(r * r)/dr at 3: %g, expected 6", (double)gr);
         }

@@ -2,7 +2,7 @@
    forward values, and the gradients of L = sum(out * w) (w random) with respect to every
    input and every parameter against central differences of the reference, element by
    element (h = 1e-6 max(1, |x|)); on OpenCL devices the same graph on the CPU backend too.
-   Parameters are the layer's own (found by their PyTorch names with nn_find, their shapes
+   Parameters are the layer's own (found by their PyTorch names with nn_graph_find, their shapes
    checked) with values written by the test. Shapes are small and odd.
    Tolerances (float32 against double): forward and gradients 1e-4 relative (t_relerr);
    OpenCL vs CPU 1e-4 relative, element by element. */
@@ -83,20 +83,20 @@ static lres l_run(nn_context *ctx, const lcase *c, double *const *v, const doubl
         char name[16];
         snprintf(name, sizeof name, "in%d", k);
         t[k] = nn_input(g, name, NN_F32, c->shape[k]);
-        if (!c->nograd[k]) nn_requires_grad(g, t[k]);
+        if (!c->nograd[k]) nn_graph_requires_grad(g, t[k]);
     }
     out = c->build(g, t, c);
     if (!T_OK(nn_graph_status(g), ctx)) goto done;
     if (!T_CHECK(same_shape(nn_tensor_shape(g, out), c->out), "%s: output shape differs", c->name)) goto done;
     for (k = c->n_in; k < c->n; k++) {
-        t[k] = nn_find(g, c->pbuf[k]);
+        t[k] = nn_graph_find(g, c->pbuf[k]);
         if (!T_CHECK(t[k].id > 0, "%s: no parameter %s", c->name, c->pbuf[k])) goto done;
         if (!T_CHECK(same_shape(nn_tensor_shape(g, t[k]), c->shape[k]), "%s: parameter %s has another shape", c->name,
                      c->pbuf[k]))
             goto done;
     }
     wt = nn_input(g, "w", NN_F32, c->out);
-    nn_output(g, out);
+    nn_graph_output(g, out);
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_sum(g, nn_mul(g, out, wt));
     cd.keep_grads = 1;
@@ -122,7 +122,7 @@ static lres l_run(nn_context *ctx, const lcase *c, double *const *v, const doubl
         long n = numel(c->shape[k]);
         nn_tensor gr;
         if (c->nograd[k]) continue;
-        gr = nn_grad(g, t[k]);
+        gr = nn_graph_grad(g, t[k]);
         r.grad[k] = (double *)calloc((size_t)n, sizeof(double));
         buf = (float *)malloc((size_t)n * 4);
         if (T_CHECK(gr.id > 0, "%s: no gradient for tensor %d", c->name, k) &&
@@ -233,7 +233,7 @@ static void dense_ref(const double *x, const double *W, const double *b, long ro
 }
 
 /* ---- squeeze-and-excitation ---- */
-static nn_tensor b_se(nn_graph *g, const nn_tensor *in, const lcase *c) { return nn_se_block(g, in[0], c->ip[0], "se"); }
+static nn_tensor b_se(nn_graph *g, const nn_tensor *in, const lcase *c) { return nn_se_layer(g, in[0], c->ip[0], "se"); }
 static void r_se(const lcase *c, double *const *t, double *out) {
     long N = c->shape[0].dim[0], C = c->shape[0].dim[1], HW = c->shape[0].dim[2] * c->shape[0].dim[3];
     long Hd = c->shape[1].dim[0], n, ch, j, p;
@@ -269,7 +269,7 @@ static void r_glu(const lcase *c, double *const *t, double *out) {
 }
 
 /* ---- SwiGLU feed-forward ---- */
-static nn_tensor b_swiglu(nn_graph *g, const nn_tensor *in, const lcase *c) { return nn_swiglu_ffn(g, in[0], c->ip[0], "ffn"); }
+static nn_tensor b_swiglu(nn_graph *g, const nn_tensor *in, const lcase *c) { return nn_swiglu_layer(g, in[0], c->ip[0], "ffn"); }
 static void r_swiglu(const lcase *c, double *const *t, double *out) {
     long D = c->shape[0].dim[c->shape[0].ndim - 1], rows = numel(c->shape[0]) / D, Hd = c->ip[0], i;
     double *a = (double *)malloc((size_t)(rows * Hd) * sizeof(double)), *b = (double *)malloc((size_t)(rows * Hd) * sizeof(double));
@@ -284,7 +284,7 @@ static void r_swiglu(const lcase *c, double *const *t, double *out) {
 /* ---- highway ---- */
 static nn_tensor b_highway(nn_graph *g, const nn_tensor *in, const lcase *c) {
     (void)c;
-    return nn_highway(g, in[0], "hw");
+    return nn_highway_layer(g, in[0], "hw");
 }
 static void r_highway(const lcase *c, double *const *t, double *out) {
     long D = c->shape[0].dim[c->shape[0].ndim - 1], rows = numel(c->shape[0]) / D, i;
@@ -359,7 +359,7 @@ static void r_rbf(const lcase *c, double *const *t, double *out) {
 
 /* ---- mixture of experts: out = [y flattened, aux_loss] ---- */
 static nn_tensor b_moe(nn_graph *g, const nn_tensor *in, const lcase *c) {
-    nn_tensor aux, y = nn_moe(g, in[0], c->ip[0], c->ip[1], c->ip[2], "moe", &aux), parts[2];
+    nn_tensor aux, y = nn_moe_layer(g, in[0], c->ip[0], c->ip[1], c->ip[2], "moe", &aux), parts[2];
     parts[0] = nn_reshape(g, y, nn_shape1(numel(c->shape[0])));
     parts[1] = aux;
     return nn_concat(g, parts, 2, 0);
@@ -422,7 +422,7 @@ static void l_bad(const t_env *e) {
     if (!t_begin(e, "layer refusals")) return;
     if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
         struct { int which; nn_result code; const char *word; } rows[] = {
-            {0, NN_ERR_SHAPE, "nn_se_block"},       {1, NN_ERR_SHAPE, "odd size"},
+            {0, NN_ERR_SHAPE, "nn_se_layer"},       {1, NN_ERR_SHAPE, "odd size"},
             {2, NN_ERR_INVALID_ARGUMENT, "top_k"},  {3, NN_ERR_SHAPE, "nn_info_nce_loss"},
             {4, NN_ERR_INVALID_ARGUMENT, "name"},   {5, NN_ERR_INVALID_ARGUMENT, "temperature"},
         };
@@ -434,18 +434,18 @@ static void l_bad(const t_env *e) {
             x2 = nn_input(g, "x2", NN_F32, nn_shape2(3, 5));
             x4 = nn_input(g, "x4", NN_F32, nn_shape4(2, 3, 2, 2));
             switch (rows[i].which) {
-            case 0: t = nn_se_block(g, x2, 2, "se"); break;
+            case 0: t = nn_se_layer(g, x2, 2, "se"); break;
             case 1: t = nn_glu(g, x2, 1); break;
-            case 2: t = nn_moe(g, x2, 2, 3, 4, "moe", &aux); break;
+            case 2: t = nn_moe_layer(g, x2, 2, 3, 4, "moe", &aux); break;
             case 3: t = nn_info_nce_loss(g, x2, nn_input(g, "y", NN_F32, nn_shape2(3, 4)), 0.1f); break;
-            case 4: t = nn_swiglu_ffn(g, x2, 4, NULL); break;
+            case 4: t = nn_swiglu_layer(g, x2, 4, NULL); break;
             default: t = nn_info_nce_loss(g, x2, x2, 0.0f); break;
             }
             (void)x4;
-            err = nn_last_error(e->ctx);
+            err = nn_context_last_error(e->ctx);
             T_CHECK(t.id < 0 && nn_graph_status(g) == rows[i].code && strstr(err, rows[i].word),
                     "refusal %d: got id %d, status %d, message \"%s\"", rows[i].which, t.id, (int)nn_graph_status(g), err);
-            if (rows[i].which == 2) T_CHECK(aux.id < 0, "nn_moe refused but aux_loss is a tensor");
+            if (rows[i].which == 2) T_CHECK(aux.id < 0, "nn_moe_layer refused but aux_loss is a tensor");
         }
     }
     nn_graph_destroy(g);

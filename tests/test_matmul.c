@@ -105,7 +105,7 @@ static void mm_error(const t_env *e, const int *da, const int *db, int ta, int t
     memset(&gd, 0, sizeof gd);
     if (T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) {
         nn_tensor x = nn_input(g, "a", NN_F32, a), y = nn_input(g, "b", NN_F32, b), c = nn_matmul(g, x, y, ta, tb);
-        const char *msg = nn_last_error(e->ctx);
+        const char *msg = nn_context_last_error(e->ctx);
         char ea[64], eb[64];
         int i;
         size_t len = 0;
@@ -206,7 +206,7 @@ static void einsum_error(const t_env *e, const char *sp, const int *da, const in
     if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
         nn_tensor x = nn_input(g, "a", NN_F32, shp(da)), y = nn_input(g, "b", NN_F32, shp(db));
         nn_tensor c = nn_einsum(g, sp, x, y);
-        const char *msg = nn_last_error(e->ctx);
+        const char *msg = nn_context_last_error(e->ctx);
         T_CHECK(c.id < 0, "gave a tensor");
         T_CHECK(strstr(msg, "nn_einsum") && strstr(msg, sp) && strstr(msg, what), "the error does not name the op, the spec and \"%s\": %s", what, msg);
         nn_graph_destroy(g);
@@ -226,8 +226,8 @@ static void mm_deterministic(const t_env *e) {
     if (!T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) goto done;
     a = nn_input(g, "a", NN_F32, nn_shape2(7, 33));
     b = nn_input(g, "b", NN_F32, nn_shape3(127, 33, 3));
-    nn_requires_grad(g, a);
-    nn_requires_grad(g, b);
+    nn_graph_requires_grad(g, a);
+    nn_graph_requires_grad(g, b);
     c = nn_matmul(g, a, b, 0, 0);
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_sum(g, nn_mul(g, c, c));
@@ -243,7 +243,7 @@ static void mm_deterministic(const t_env *e) {
         T_OK(nn_tensor_write(g, a, va, (size_t)na * 4), e->ctx);
         T_OK(nn_tensor_write(g, b, vb, (size_t)nb * 4), e->ctx);
         T_OK(nn_graph_step(g), e->ctx);
-        T_OK(nn_tensor_read(g, nn_grad(g, a), run ? g2 : g1, (size_t)na * 4), e->ctx);
+        T_OK(nn_tensor_read(g, nn_graph_grad(g, a), run ? g2 : g1, (size_t)na * 4), e->ctx);
     }
     T_CHECK(memcmp(g1, g2, (size_t)na * 4) == 0, "two steps gave different gradients");
 done:

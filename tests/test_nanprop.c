@@ -138,12 +138,12 @@ static void np_exec(const t_env *e, const np_case *c, float **got_y, float **got
         char nm[32];
         snprintf(nm, sizeof nm, "x%ld", k);
         in[k] = nn_input(g, nm, c->i32[k] ? NN_I32 : NN_F32, c->shape[k]);
-        if (c->dx[k]) nn_requires_grad(g, in[k]);
+        if (c->dx[k]) nn_graph_requires_grad(g, in[k]);
     }
     out = c->build(g, in, c->arg);
-    if (!T_CHECK(out.id > 0, "%s: the op failed: %s", c->name, nn_last_error(ctx))) goto done;
+    if (!T_CHECK(out.id > 0, "%s: the op failed: %s", c->name, nn_context_last_error(ctx))) goto done;
     ny = (long)nn_tensor_numel(g, out);
-    nn_output(g, out);
+    nn_graph_output(g, out);
     wt = c->w ? nn_input(g, "w", NN_F32, nn_tensor_shape(g, out)) : NN_NONE;
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_sum(g, c->w ? nn_mul(g, out, wt) : out);
@@ -166,7 +166,7 @@ static void np_exec(const t_env *e, const np_case *c, float **got_y, float **got
         if (!c->dx[k]) continue;
         d = (float *)malloc((size_t)n * 4);
         snprintf(what, sizeof what, "d/dx%ld", k);
-        if (T_OK(nn_tensor_read(g, nn_grad(g, in[k]), d, (size_t)n * 4), ctx)) {
+        if (T_OK(nn_tensor_read(g, nn_graph_grad(g, in[k]), d, (size_t)n * 4), ctx)) {
             np_compare(c->name, what, d, c->dx[k], n);
             if (got_dx && k == 0) {
                 *got_dx = d;
@@ -318,7 +318,7 @@ static void nanprop_activations(const t_env *e) {
 static nn_tensor b_add(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_add(g, in[0], in[1]); }
 static nn_tensor b_sub(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_sub(g, in[0], in[1]); }
 static nn_tensor b_mul(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_mul(g, in[0], in[1]); }
-static nn_tensor b_scale(nn_graph *g, const nn_tensor *in, const void *arg) { return nn_scale(g, in[0], *(const float *)arg); }
+static nn_tensor b_scale(nn_graph *g, const nn_tensor *in, const void *arg) { return nn_mul_scalar(g, in[0], *(const float *)arg); }
 
 /* a [4, 5] against b [5] (broadcast) or b [4, 5]: inf - inf, inf * 0, NaN + x */
 static void nanprop_binary(const t_env *e) {
@@ -509,7 +509,7 @@ static void nanprop_matmul_one(const t_env *e, const char *name, int M, int K, i
     free(dB);
 }
 
-/* nn_dense (x W^T + b with its own parameters fc.weight and fc.bias): x [3, 4] with NaN in
+/* nn_linear_layer (x W^T + b with its own parameters fc.weight and fc.bias): x [3, 4] with NaN in
    row 1, inf in W row 2, NaN in b[4]; the parameters written before the step */
 static void nanprop_dense(const t_env *e) {
     nn_context *ctx = e->ctx;
@@ -533,11 +533,11 @@ static void nanprop_dense(const t_env *e) {
     for (j = 0; j < 5; j++) rdb[j] = 3;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape2(3, 4));
-    nn_requires_grad(g, x);
-    y = nn_dense(g, x, 5, NULL, "fc");
-    W = nn_find(g, "fc.weight");
-    bt = nn_find(g, "fc.bias");
-    nn_output(g, y);
+    nn_graph_requires_grad(g, x);
+    y = nn_linear_layer(g, x, 5, NULL, "fc");
+    W = nn_graph_find(g, "fc.weight");
+    bt = nn_graph_find(g, "fc.bias");
+    nn_graph_output(g, y);
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_sum(g, y); /* no optimizer: the parameters' gradients are kept */
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
@@ -546,9 +546,9 @@ static void nanprop_dense(const t_env *e) {
     np_write(ctx, g, bt, bv, 5, 0);
     if (!T_OK(nn_graph_step(g), ctx)) goto done;
     if (T_OK(nn_tensor_read(g, y, f, 15 * 4), ctx)) np_compare("dense", "y", f, ry, 15);
-    if (T_OK(nn_tensor_read(g, nn_grad(g, x), f, 12 * 4), ctx)) np_compare("dense", "d/dx", f, rdx, 12);
-    if (T_OK(nn_tensor_read(g, nn_grad(g, W), f, 20 * 4), ctx)) np_compare("dense", "d/dW", f, rdW, 20);
-    if (T_OK(nn_tensor_read(g, nn_grad(g, bt), f, 5 * 4), ctx)) np_compare("dense", "d/db", f, rdb, 5);
+    if (T_OK(nn_tensor_read(g, nn_graph_grad(g, x), f, 12 * 4), ctx)) np_compare("dense", "d/dx", f, rdx, 12);
+    if (T_OK(nn_tensor_read(g, nn_graph_grad(g, W), f, 20 * 4), ctx)) np_compare("dense", "d/dW", f, rdW, 20);
+    if (T_OK(nn_tensor_read(g, nn_graph_grad(g, bt), f, 5 * 4), ctx)) np_compare("dense", "d/db", f, rdb, 5);
 done:
     nn_graph_destroy(g);
     t_end();
@@ -618,10 +618,10 @@ static void nanprop_argmax(const t_env *e) {
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     xt = nn_input(g, "x", NN_F32, nn_shape2(4, 4));
     lt = nn_input(g, "labels", NN_I32, nn_shape1(4));
-    am = nn_argmax(g, xt);
+    am = nn_argmax_rows(g, xt);
     acc = nn_accuracy(g, xt, lt);
-    nn_output(g, am);
-    nn_output(g, acc);
+    nn_graph_output(g, am);
+    nn_graph_output(g, acc);
     if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
     T_OK(nn_tensor_write(g, xt, x, sizeof x), ctx);
     T_OK(nn_tensor_write(g, lt, labels, sizeof labels), ctx);
@@ -1202,7 +1202,7 @@ static void nanprop_conv(const t_env *e) {
 typedef struct np_norm { int kind, groups; } np_norm; /* kind: 0 batch, 1 layer, 2 group, 3 instance */
 static nn_tensor b_norm(nn_graph *g, const nn_tensor *in, const void *arg) {
     const np_norm *q = (const np_norm *)arg;
-    nn_batch_norm_desc bd;
+    nn_norm_desc bd;
     switch (q->kind) {
     case 0:
         memset(&bd, 0, sizeof bd);
@@ -1282,7 +1282,7 @@ static void nanprop_bn_running(const t_env *e) {
     nn_context *ctx = e->ctx;
     nn_graph *g = NULL;
     nn_graph_desc gd;
-    nn_batch_norm_desc bd;
+    nn_norm_desc bd;
     nn_init ones, zeros;
     nn_tensor x, y, rm, rv;
     double xv[24];
@@ -1305,7 +1305,7 @@ static void nanprop_bn_running(const t_env *e) {
     bd.running_mean = rm;
     bd.running_var = rv;
     y = nn_batch_norm(g, x, NN_NONE, NN_NONE, &bd);
-    nn_output(g, y);
+    nn_graph_output(g, y);
     if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
     T_OK(nn_tensor_write(g, x, xf, sizeof xf), ctx);
     if (!T_OK(nn_graph_forward(g), ctx)) goto done;
@@ -1322,7 +1322,7 @@ static void nanprop_bn_running(const t_env *e) {
     bd.running_mean = nn_buffer(g, "bn.running_mean", nn_shape1(3), zeros);
     bd.running_var = nn_buffer(g, "bn.running_var", nn_shape1(3), ones);
     y = nn_batch_norm(g, x, NN_NONE, NN_NONE, &bd);
-    nn_output(g, y);
+    nn_graph_output(g, y);
     if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
     xf[5] = INFINITY;
     T_OK(nn_tensor_write(g, x, xf, sizeof xf), ctx);

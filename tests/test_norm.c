@@ -89,7 +89,7 @@ static geo geo_nc(const nn_shape *x, long G, int pc) {
 }
 
 static nn_tensor b_batch_norm(nn_graph *g, const nn_tensor *in, const spec *s) {
-    nn_batch_norm_desc d;
+    nn_norm_desc d;
     nn_tensor gamma, beta;
     nn_init zeros, ones;
     nn_shape c = nn_shape1(s->shape[0].dim[1]);
@@ -251,7 +251,7 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
     cd.optimizer.kind = NN_OPT_SGD;
     cd.optimizer.lr = 0.1f;
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
-    T_CHECK(nn_grad(g, nn_find(g, "bn1.running_mean")).id == 0 && nn_grad(g, nn_find(g, "bn1.weight")).id > 0,
+    T_CHECK(nn_graph_grad(g, nn_graph_find(g, "bn1.running_mean")).id == 0 && nn_graph_grad(g, nn_graph_find(g, "bn1.weight")).id > 0,
             "a buffer got a gradient, or the weight none");
     wv = random_floats(n, -1, 1);
     T_OK(nn_tensor_write(g, w, wv, (size_t)n * 4), ctx);
@@ -271,9 +271,9 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
         free(xd);
         if (step == 1 || step == steps) {
             double gm[64], gv[64], err;
-            T_OK(nn_tensor_read(g, nn_find(g, "bn1.running_mean"), got, (size_t)C * 4), ctx);
+            T_OK(nn_tensor_read(g, nn_graph_find(g, "bn1.running_mean"), got, (size_t)C * 4), ctx);
             for (i = 0; i < C; i++) gm[i] = got[i];
-            T_OK(nn_tensor_read(g, nn_find(g, "bn1.running_var"), got, (size_t)C * 4), ctx);
+            T_OK(nn_tensor_read(g, nn_graph_find(g, "bn1.running_var"), got, (size_t)C * 4), ctx);
             for (i = 0; i < C; i++) gv[i] = got[i];
             err = t_relerr(gm, rm, C);
             T_CHECK(err <= 1e-5, "running_mean after step %ld: relative error %.3g", step, err);
@@ -299,7 +299,7 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
         }
         ex = nn_input(ev, "x", NN_F32, es);
         ey = four ? nn_batch_norm2d_layer(ev, ex, "bn1") : nn_batch_norm1d_layer(ev, ex, "bn1");
-        nn_output(ev, ey);
+        nn_graph_output(ev, ey);
         if (T_OK(nn_graph_compile(ev, NULL), ctx)) {
             exv = random_floats(en, -3, 5);
             eyv = (float *)malloc((size_t)en * 4);
@@ -309,8 +309,8 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
             T_OK(nn_tensor_write(ev, ex, exv, (size_t)en * 4), ctx);
             T_OK(nn_graph_forward(ev), ctx);
             T_OK(nn_tensor_read(ev, ey, eyv, (size_t)en * 4), ctx);
-            T_OK(nn_tensor_read(g, nn_find(g, "bn1.weight"), gam, (size_t)C * 4), ctx);
-            T_OK(nn_tensor_read(g, nn_find(g, "bn1.bias"), bet, (size_t)C * 4), ctx);
+            T_OK(nn_tensor_read(g, nn_graph_find(g, "bn1.weight"), gam, (size_t)C * 4), ctx);
+            T_OK(nn_tensor_read(g, nn_graph_find(g, "bn1.bias"), bet, (size_t)C * 4), ctx);
             for (k = 0; k < C; k++) {
                 gd64[k] = gam[k];
                 bd64[k] = bet[k];
@@ -326,7 +326,7 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
             err = t_relerr(eyd, ref, en);
             T_CHECK(err <= 1e-4, "eval graph vs the running-statistics reference: relative error %.3g", err);
             /* and the eval graph left the running statistics alone */
-            T_OK(nn_tensor_read(g, nn_find(g, "bn1.running_mean"), got, (size_t)C * 4), ctx);
+            T_OK(nn_tensor_read(g, nn_graph_find(g, "bn1.running_mean"), got, (size_t)C * 4), ctx);
             for (k = 0; k < C; k++) gd64[k] = got[k];
             err = t_relerr(gd64, rm, C);
             T_CHECK(err <= 1e-5, "running_mean changed by an eval run: %.3g", err);
@@ -370,7 +370,7 @@ static void eval_grad_case(const t_env *e) {
     gd.eval = 1;
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape3(N, C, S));
-    nn_requires_grad(g, x);
+    nn_graph_requires_grad(g, x);
     y = nn_batch_norm1d_layer(g, x, "bn");
     w = nn_input(g, "w", NN_F32, nn_shape3(N, C, S));
     memset(&cd, 0, sizeof cd);
@@ -390,12 +390,12 @@ static void eval_grad_case(const t_env *e) {
         var[c] = rvv[c];
         dg[c] = db[c] = 0;
     }
-    gam = nn_find(g, "bn.weight");
-    bet = nn_find(g, "bn.bias");
+    gam = nn_graph_find(g, "bn.weight");
+    bet = nn_graph_find(g, "bn.bias");
     T_OK(nn_tensor_write(g, x, xv, sizeof xv), ctx);
     T_OK(nn_tensor_write(g, w, wv, sizeof wv), ctx);
-    T_OK(nn_tensor_write(g, nn_find(g, "bn.running_mean"), rmv, sizeof rmv), ctx);
-    T_OK(nn_tensor_write(g, nn_find(g, "bn.running_var"), rvv, sizeof rvv), ctx);
+    T_OK(nn_tensor_write(g, nn_graph_find(g, "bn.running_mean"), rmv, sizeof rmv), ctx);
+    T_OK(nn_tensor_write(g, nn_graph_find(g, "bn.running_var"), rvv, sizeof rvv), ctx);
     T_OK(nn_tensor_write(g, gam, gv, sizeof gv), ctx);
     T_OK(nn_tensor_write(g, bet, bv, sizeof bv), ctx);
     if (!T_OK(nn_graph_step(g), ctx)) goto done;
@@ -406,19 +406,19 @@ static void eval_grad_case(const t_env *e) {
         dg[ch] += wv[i] * (xd[i] - mean[ch]) * rs;
         db[ch] += wv[i];
     }
-    T_OK(nn_tensor_read(g, nn_grad(g, x), got, sizeof got), ctx);
+    T_OK(nn_tensor_read(g, nn_graph_grad(g, x), got, sizeof got), ctx);
     for (i = 0; i < n; i++) gd64[i] = got[i];
     err = t_relerr(gd64, dx, n);
     T_CHECK(err <= 1e-5, "dx: relative error %.3g", err);
-    T_OK(nn_tensor_read(g, nn_grad(g, gam), got, C * 4), ctx);
+    T_OK(nn_tensor_read(g, nn_graph_grad(g, gam), got, C * 4), ctx);
     for (i = 0; i < C; i++) gd64[i] = got[i];
     err = t_relerr(gd64, dg, C);
     T_CHECK(err <= 1e-5, "dgamma: relative error %.3g", err);
-    T_OK(nn_tensor_read(g, nn_grad(g, bet), got, C * 4), ctx);
+    T_OK(nn_tensor_read(g, nn_graph_grad(g, bet), got, C * 4), ctx);
     for (i = 0; i < C; i++) gd64[i] = got[i];
     err = t_relerr(gd64, db, C);
     T_CHECK(err <= 1e-5, "dbeta: relative error %.3g", err);
-    T_CHECK(nn_grad(g, nn_find(g, "bn.running_var")).id == 0, "a buffer got a gradient");
+    T_CHECK(nn_graph_grad(g, nn_graph_find(g, "bn.running_var")).id == 0, "a buffer got a gradient");
 done:
     nn_graph_destroy(g);
     t_end();
@@ -427,7 +427,7 @@ done:
 /* ---- errors ---- */
 
 static int msg_has(nn_context *ctx, const char *a, const char *b, const char *c) {
-    const char *m = nn_last_error(ctx);
+    const char *m = nn_context_last_error(ctx);
     return strstr(m, a) && strstr(m, b) && (!c || strstr(m, c));
 }
 
@@ -445,38 +445,38 @@ static void error_cases(const t_env *e) {
     x = nn_input(g, "x", NN_F32, nn_shape4(2, 3, 5, 5));
     gm = nn_input(g, "gamma", NN_F32, nn_shape1(4));
     T_CHECK(nn_batch_norm(g, x, gm, none, NULL).id < 0, "batch_norm with gamma [4] for C = 3");
-    T_CHECK(msg_has(ctx, "nn_batch_norm", "[4]", "[2, 3, 5, 5]"), "message: %s", nn_last_error(ctx));
+    T_CHECK(msg_has(ctx, "nn_batch_norm", "[4]", "[2, 3, 5, 5]"), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape4(2, 6, 5, 5));
     T_CHECK(nn_group_norm(g, x, 4, none, none, 1e-5f).id < 0, "group_norm with 4 groups of 6 channels");
-    T_CHECK(msg_has(ctx, "nn_group_norm", "[2, 6, 5, 5]", "4"), "message: %s", nn_last_error(ctx));
+    T_CHECK(msg_has(ctx, "nn_group_norm", "[2, 6, 5, 5]", "4"), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape3(2, 6, 5));
     bt = nn_input(g, "beta", NN_F32, nn_shape1(6));
     T_CHECK(nn_layer_norm(g, x, 2, none, bt, 1e-5f).id < 0, "layer_norm over [6, 5] with beta [6]");
-    T_CHECK(msg_has(ctx, "nn_layer_norm", "[6]", "[6, 5]"), "message: %s", nn_last_error(ctx));
+    T_CHECK(msg_has(ctx, "nn_layer_norm", "[6]", "[6, 5]"), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape2(2, 6));
     T_CHECK(nn_instance_norm(g, x, none, none, 1e-5f).id < 0, "instance_norm of [2, 6] (no spatial dims)");
-    T_CHECK(msg_has(ctx, "nn_instance_norm", "[2, 6]", NULL), "message: %s", nn_last_error(ctx));
+    T_CHECK(msg_has(ctx, "nn_instance_norm", "[2, 6]", NULL), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape2(1, 6));
     T_CHECK(nn_batch_norm1d_layer(g, x, "bn").id < 0, "training batch_norm of [1, 6] (1 value per channel)");
-    T_CHECK(msg_has(ctx, "nn_batch_norm", "[1, 6]", NULL), "message: %s", nn_last_error(ctx));
+    T_CHECK(msg_has(ctx, "nn_batch_norm", "[1, 6]", NULL), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape3(2, 6, 3));
     T_CHECK(nn_batch_norm2d_layer(g, x, "bn").id < 0, "batch_norm2d of [2, 6, 3]");
-    T_CHECK(msg_has(ctx, "nn_batch_norm2d_layer", "[2, 6, 3]", NULL), "message: %s", nn_last_error(ctx));
+    T_CHECK(msg_has(ctx, "nn_batch_norm2d_layer", "[2, 6, 3]", NULL), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     nn_buffer(g, "s", nn_shape1(3), ones);
     T_CHECK(nn_param(g, "s", nn_shape1(3), ones).id < 0, "a buffer's name reused for a parameter");
-    T_CHECK(msg_has(ctx, "nn_param", "buffer", NULL), "message: %s", nn_last_error(ctx));
+    T_CHECK(msg_has(ctx, "nn_param", "buffer", NULL), "message: %s", nn_context_last_error(ctx));
 done:
     nn_graph_destroy(g);
     t_end();

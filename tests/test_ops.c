@@ -39,7 +39,7 @@ static void r_add(const spec *s, double *const *in, double *out) { r_binary(s, i
 static void r_sub(const spec *s, double *const *in, double *out) { r_binary(s, in, out, 1); }
 static void r_mul(const spec *s, double *const *in, double *out) { r_binary(s, in, out, 2); }
 
-static nn_tensor b_scale(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_scale(g, in[0], s->p); }
+static nn_tensor b_scale(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_mul_scalar(g, in[0], s->p); }
 static void r_scale(const spec *s, double *const *in, double *out) {
     long i, n = numel(s->out);
     for (i = 0; i < n; i++) out[i] = in[0][i] * (double)s->p;
@@ -359,7 +359,7 @@ static void conv_grad_sum_case(const t_env *e) {
     T_OK(nn_tensor_write(g, w, wv, sizeof wv), ctx);
     T_OK(nn_tensor_write(g, b, bv, sizeof bv), ctx);
     if (!T_OK(nn_graph_step(g), ctx)) goto done;
-    if (!T_OK(nn_tensor_read(g, nn_grad(g, w), dw, sizeof dw), ctx) || !T_OK(nn_tensor_read(g, nn_grad(g, b), db, sizeof db), ctx))
+    if (!T_OK(nn_tensor_read(g, nn_graph_grad(g, w), dw, sizeof dw), ctx) || !T_OK(nn_tensor_read(g, nn_graph_grad(g, b), db, sizeof db), ctx))
         goto done;
     for (i = 0; i < K * 9; i++)
         if (fabs(dw[i] - rw[i]) / mw > ew) ew = fabs(dw[i] - rw[i]) / mw;

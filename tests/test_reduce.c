@@ -139,13 +139,13 @@ static nn_tensor b_reduce(nn_graph *g, const nn_tensor *in, const spec *s) {
     case T_SUM: return nn_sum_dim(g, in[0], dims, nd, k);
     case T_MEAN: return nn_mean_dim(g, in[0], dims, nd, k);
     case T_PROD: return nn_prod_dim(g, in[0], dims[0], k);
-    case T_AMAX: return nn_amax(g, in[0], dims, nd, k);
-    case T_AMIN: return nn_amin(g, in[0], dims, nd, k);
+    case T_AMAX: return nn_amax_dim(g, in[0], dims, nd, k);
+    case T_AMIN: return nn_amin_dim(g, in[0], dims, nd, k);
     case T_MAX: return nn_max_dim(g, in[0], dims[0], k, NULL);
     case T_MIN: return nn_min_dim(g, in[0], dims[0], k, NULL);
     case T_VAR: return nn_var_dim(g, in[0], dims, nd, (int)s->fp[1], k);
     case T_STD: return nn_std_dim(g, in[0], dims, nd, (int)s->fp[1], k);
-    case T_LSE: return nn_logsumexp(g, in[0], dims, nd, k);
+    case T_LSE: return nn_logsumexp_dim(g, in[0], dims, nd, k);
     case T_NORM: return nn_norm_dim(g, in[0], s->fp[0], dims, nd, k);
     default: return nn_cumsum(g, in[0], dims[0]);
     }
@@ -298,9 +298,9 @@ static int run_one(const t_env *e, nn_context *ctx, nn_shape xs, const float *xv
     (void)e;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) return 0;
     x = nn_input(g, "x", NN_F32, xs);
-    if (dxv) nn_requires_grad(g, x);
+    if (dxv) nn_graph_requires_grad(g, x);
     y = f(g, x, arg);
-    nn_output(g, y);
+    nn_graph_output(g, y);
     if (dxv) loss = nn_sum(g, y);
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
@@ -308,15 +308,15 @@ static int run_one(const t_env *e, nn_context *ctx, nn_shape xs, const float *xv
     if (!T_OK(nn_tensor_write(g, x, xv, (size_t)numel(xs) * 4), ctx)) goto done;
     if (!T_OK(dxv ? nn_graph_step(g) : nn_graph_forward(g), ctx)) goto done;
     if (!T_OK(nn_tensor_read(g, y, yv, ybytes), ctx)) goto done;
-    if (dxv && !T_OK(nn_tensor_read(g, nn_grad(g, x), dxv, (size_t)numel(xs) * 4), ctx)) goto done;
+    if (dxv && !T_OK(nn_tensor_read(g, nn_graph_grad(g, x), dxv, (size_t)numel(xs) * 4), ctx)) goto done;
     ok = 1;
 done:
     nn_graph_destroy(g);
     return ok;
 }
 
-static nn_tensor f_amax1(nn_graph *g, nn_tensor x, void *arg) { int d = 1; (void)arg; return nn_amax(g, x, &d, 1, 0); }
-static nn_tensor f_amin1(nn_graph *g, nn_tensor x, void *arg) { int d = -1; (void)arg; return nn_amin(g, x, &d, 1, 0); }
+static nn_tensor f_amax1(nn_graph *g, nn_tensor x, void *arg) { int d = 1; (void)arg; return nn_amax_dim(g, x, &d, 1, 0); }
+static nn_tensor f_amin1(nn_graph *g, nn_tensor x, void *arg) { int d = -1; (void)arg; return nn_amin_dim(g, x, &d, 1, 0); }
 static nn_tensor f_max1(nn_graph *g, nn_tensor x, void *arg) { (void)arg; return nn_max_dim(g, x, 1, 0, NULL); }
 static nn_tensor f_min1(nn_graph *g, nn_tensor x, void *arg) { (void)arg; return nn_min_dim(g, x, 1, 0, NULL); }
 static nn_tensor f_norminf1(nn_graph *g, nn_tensor x, void *arg) { int d = 1; (void)arg; return nn_norm_dim(g, x, INFINITY, &d, 1, 0); }
@@ -524,7 +524,7 @@ static void test_bad_dims(const t_env *e) {
         x = nn_input(g, "x", NN_F32, nn_shape3(2, 7, 33));
         switch (k) {
         case 0: y = nn_sum_dim(g, x, bad_range, 2, 0); want = "nn_sum_dim"; break;
-        case 1: y = nn_amax(g, x, rep, 2, 1); want = "nn_amax"; break;
+        case 1: y = nn_amax_dim(g, x, rep, 2, 1); want = "nn_amax_dim"; break;
         case 2: y = nn_argmax_dim(g, x, -4, 0); want = "nn_argmax_dim"; break;
         case 3: y = nn_cumsum(g, x, 3); want = "nn_cumsum"; break;
         case 4: y = nn_var_dim(g, x, rep, 1, -1, 0); want = "nn_var_dim"; break;
@@ -533,8 +533,8 @@ static void test_bad_dims(const t_env *e) {
         }
         T_CHECK(y.id < 0, "case %d gave a tensor", k);
         T_CHECK(nn_graph_status(g) == NN_ERR_INVALID_ARGUMENT, "case %d: status %d", k, nn_graph_status(g));
-        T_CHECK(strstr(nn_last_error(ctx), want) != NULL && (k == 4 || k == 5 || strstr(nn_last_error(ctx), "[2, 7, 33]")),
-                "case %d: message \"%s\" does not name %s and [2, 7, 33]", k, nn_last_error(ctx), want);
+        T_CHECK(strstr(nn_context_last_error(ctx), want) != NULL && (k == 4 || k == 5 || strstr(nn_context_last_error(ctx), "[2, 7, 33]")),
+                "case %d: message \"%s\" does not name %s and [2, 7, 33]", k, nn_context_last_error(ctx), want);
         nn_graph_destroy(g);
     }
     t_end();

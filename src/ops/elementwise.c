@@ -179,9 +179,9 @@ NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape) {
     return nn__op1(g, NN__OP_EXPAND, NN_F32, out, x.id);
 }
 
-NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
+NN_API nn_tensor nn_mul_scalar(nn_graph *g, nn_tensor a, float s) {
     nn_tensor t;
-    if (!nn__check0(g, "nn_scale", 1, &a) || !nn__expect_f32(g, "nn_scale", a, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_mul_scalar", 1, &a) || !nn__expect_f32(g, "nn_mul_scalar", a, "x")) return nn__tensor(-1);
     t = nn__op1(g, NN__OP_SCALE, NN_F32, nn__n(g, a)->shape, a.id);
     if (t.id >= 0) g->nodes[t.id].a.ew.s = s;
     return t;

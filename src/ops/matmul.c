@@ -278,20 +278,20 @@ NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor
 }
 
 
-NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name) {
+NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features, const nn_linear_desc *desc, const char *name) {
     char wn[256], bn[256];
     nn_tensor w, b, y;
     nn_init init;
     int64_t in_features;
-    if (!nn__check(g, "nn_dense", 1, &x) || !nn__expect_f32(g, "nn_dense", x, "x")) return nn__tensor(-1);
+    if (!nn__check(g, "nn_linear_layer", 1, &x) || !nn__expect_f32(g, "nn_linear_layer", x, "x")) return nn__tensor(-1);
     if (nn__n(g, x)->shape.ndim != 2) {
         char s[128];
         nn__shape_str(&nn__n(g, x)->shape, s, sizeof s);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_dense %s: x %s must be 2-D [B, in]", name ? name : "", s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_linear_layer %s: x %s must be 2-D [B, in]", name ? name : "", s);
     }
-    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense: needs a name (at most 200 chars)");
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_linear_layer: needs a name (at most 200 chars)");
     if (out_features < 1)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense %s: out_features %lld is not >= 1", name, (long long)out_features);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_linear_layer %s: out_features %lld is not >= 1", name, (long long)out_features);
     in_features = nn__n(g, x)->shape.dim[1];
     /* nn.Linear: kaiming_uniform(a=sqrt(5)) for the weight is U(+-1/sqrt(in)), the bias too */
     init.kind = NN_INIT_UNIFORM;

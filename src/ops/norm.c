@@ -131,8 +131,8 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
     return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
 }
 
-NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc) {
-    nn_batch_norm_desc d;
+NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc) {
+    nn_norm_desc d;
     char sx[128];
     nn__node *nx;
     nn_shape c;
@@ -194,7 +194,7 @@ static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const char *name
                                       const char *layout) {
     char nm[4][256], sx[128];
     static const char *const suffix[4] = {"weight", "bias", "running_mean", "running_var"};
-    nn_batch_norm_desc d;
+    nn_norm_desc d;
     nn_tensor t[4];
     nn_init init;
     nn_shape c;

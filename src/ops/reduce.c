@@ -25,14 +25,14 @@ NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_m
 
 /* logits [B, C] float32 with labels [B] int32 */
 
-NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
+NN_API nn_tensor nn_argmax_rows(nn_graph *g, nn_tensor x) {
     nn__node *n = NULL;
-    if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
+    if (!nn__check(g, "nn_argmax_rows", 1, &x) || !nn__expect_f32(g, "nn_argmax_rows", x, "x")) return nn__tensor(-1);
     n = nn__n(g, x);
     if (n->shape.ndim != 2) {
         char sx[128];
         nn__shape_str(&n->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x %s must be 2-D [B, C]", sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax_rows: x %s must be 2-D [B, C]", sx);
     }
     return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
 }
@@ -318,11 +318,11 @@ NN_API nn_tensor nn_mean_dim(nn_graph *g, nn_tensor x, const int *dims, int n_di
 NN_API nn_tensor nn_prod_dim(nn_graph *g, nn_tensor x, int dim, int keepdim) {
     return nn__red_dim1(g, "nn_prod_dim", NN__OP_RED_PROD, x, dim, keepdim);
 }
-NN_API nn_tensor nn_amax(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
-    return nn__red_dims(g, "nn_amax", NN__OP_RED_AMAX, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+NN_API nn_tensor nn_amax_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_amax_dim", NN__OP_RED_AMAX, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
-NN_API nn_tensor nn_amin(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
-    return nn__red_dims(g, "nn_amin", NN__OP_RED_AMIN, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+NN_API nn_tensor nn_amin_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_amin_dim", NN__OP_RED_AMIN, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
 
 static nn_tensor nn__max_min_dim(nn_graph *g, const char *opname, int op, int arg_op, nn_tensor x, int dim, int keepdim,
@@ -357,8 +357,8 @@ NN_API nn_tensor nn_var_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dim
 NN_API nn_tensor nn_std_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim) {
     return nn__var_std(g, "nn_std_dim", NN__OP_RED_STD, x, dims, n_dims, correction, keepdim);
 }
-NN_API nn_tensor nn_logsumexp(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
-    return nn__red_dims(g, "nn_logsumexp", NN__OP_RED_LSE, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+NN_API nn_tensor nn_logsumexp_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_logsumexp_dim", NN__OP_RED_LSE, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
 NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims, int n_dims, int keepdim) {
     if (!nn__check0(g, "nn_norm_dim", 1, &x)) return nn__tensor(-1);
