@@ -97,7 +97,11 @@ static nn_context *open_ctx(const char *sel, char *name, size_t n) {
         fprintf(stderr, "nn_bench: cannot open device %s: %s\n", sel, nn_result_string(r));
         return NULL;
     }
-    bench_name(nn_context_backend_name(ctx), name, n);
+    {
+        nn_device_info dev;
+        nn_context_device(ctx, &dev);
+        bench_name(dev.name, name, n);
+    }
     return ctx;
 }
 
@@ -366,7 +370,7 @@ static nn_tensor cnn_block(nn_graph *g, nn_tensor x, int64_t channels, const cha
     cd.pad_h = cd.pad_w = 1;
     pd.kernel_h = pd.kernel_w = 2;
     x = nn_conv2d_layer(g, x, channels, 3, 3, &cd, conv);
-    x = nn_relu(g, nn_batch_norm2d_layer(g, x, bn));
+    x = nn_relu(g, nn_batch_norm2d_layer(g, x, NULL, bn));
     return nn_max_pool2d(g, x, &pd);
 }
 
@@ -648,7 +652,7 @@ static nn_tensor layer_loss(nn_graph *g, int k, nn_tensor *in, int *nin, int *pa
         in[0] = nn_input(g, "pred", NN_F32, nn_shape2(256, 512));
         in[1] = nn_input(g, "target", NN_F32, nn_shape2(256, 512));
         nn_graph_requires_grad(g, in[0]);
-        return nn_rmse_loss(g, in[0], in[1]);
+        return nn_rmse_loss(g, in[0], in[1], NULL);
     case 5:
         *params = 0;
         *nin = 2;
@@ -656,13 +660,13 @@ static nn_tensor layer_loss(nn_graph *g, int k, nn_tensor *in, int *nin, int *pa
         in[1] = nn_input(g, "z2", NN_F32, nn_shape2(256, 128));
         nn_graph_requires_grad(g, in[0]);
         nn_graph_requires_grad(g, in[1]);
-        return nn_info_nce_loss(g, in[0], in[1], 0.1f);
+        return nn_info_nce_loss(g, in[0], in[1], 0.1f, NULL);
     case 6:
         in[0] = nn_input(g, "x", NN_F32, nn_shape2(256, 32));
         return nn_mean(g, nn_rbf_layer(g, in[0], 128, "rbf"));
     default:
         in[0] = nn_input(g, "x", NN_F32, nn_shape2(256, 256));
-        y = nn_mean(g, nn_moe_layer(g, in[0], 8, 2, 512, "moe", &aux));
+        y = nn_mean(g, nn_moe_layer(g, in[0], 8, 2, 512, &(nn_moe_desc){&aux}, "moe"));
         return nn_add(g, y, nn_mul_scalar(g, aux, 0.01f));
     }
 }
@@ -690,7 +694,10 @@ static int bench_layers(const char *sel) {
             r = nn_graph_compile(g, &cd);
         }
         for (i = 0; i < nin && r == NN_OK; i++) {
-            size_t n = (size_t)nn_tensor_numel(g, in[i]);
+            int64_t numel = 0;
+            size_t n;
+            nn_tensor_numel(g, in[i], &numel);
+            n = (size_t)numel;
             float *p = (float *)realloc(host, n * sizeof(float));
             if (!p) {
                 r = NN_ERR_OUT_OF_MEMORY;
@@ -722,7 +729,8 @@ static int bench_layers(const char *sel) {
 static int list_devices(void) {
     nn_device_info info[16];
     char name[256];
-    int n = nn_list_devices(info, 16), i;
+    int n = 0, i;
+    nn_list_devices(info, 16, &n);
     printf("cpu cpu\n");
     for (i = 0; i < n && i < 16; i++) {
         bench_name(info[i].name, name, sizeof name);

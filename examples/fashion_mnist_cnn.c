@@ -52,7 +52,7 @@ static nn_tensor conv_block(nn_graph *g, nn_tensor x, int64_t channels, const ch
     cd.pad_h = cd.pad_w = 1;
     pd.kernel_h = pd.kernel_w = 2;
     x = nn_conv2d_layer(g, x, channels, 3, 3, &cd, conv);
-    x = nn_relu(g, nn_batch_norm2d_layer(g, x, bn));
+    x = nn_relu(g, nn_batch_norm2d_layer(g, x, NULL, bn));
     return nn_max_pool2d(g, x, &pd);
 }
 
@@ -119,8 +119,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fashion_mnist: nn_context_create: %s\n", nn_result_string(r));
         goto done;
     }
-    fmnist_device_name(nn_context_backend_name(ctx), devname, sizeof devname);
-    printf("backend: %s\n", nn_context_backend_name(ctx));
+    {
+        nn_device_info dev; /* the device the context runs on, with its backend */
+        nn_context_device(ctx, &dev);
+        fmnist_device_name(dev.name, devname, sizeof devname);
+        printf("backend: %s\n", dev.name);
+    }
 
     /* The training graph: the batch's images and labels are gathered on the device from the
        resident dataset with the same indices. */
@@ -170,7 +174,7 @@ int main(int argc, char **argv) {
             goto fail;
 
         t0 = fmnist_now();
-        s0 = nn_context_stats(ctx);
+        nn_context_stats(ctx, &s0);
         for (step = 0; step < steps; step++) {
             /* The step's only transfer: 64 indices into the resident dataset (images and
                labels). The learning rate is a kernel argument: setting it moves nothing. */
@@ -181,7 +185,7 @@ int main(int argc, char **argv) {
                 goto fail;
         }
         if ((r = nn_graph_finish(g)) != NN_OK) goto fail;
-        s1 = nn_context_stats(ctx);
+        nn_context_stats(ctx, &s1);
         secs = fmnist_now() - t0;
         train_secs += secs;
         h2d += s1.h2d_bytes - s0.h2d_bytes;

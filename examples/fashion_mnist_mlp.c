@@ -94,8 +94,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fashion_mnist: nn_context_create: %s\n", nn_result_string(r));
         goto done;
     }
-    fmnist_device_name(nn_context_backend_name(ctx), devname, sizeof devname);
-    printf("backend: %s\n", nn_context_backend_name(ctx));
+    {
+        nn_device_info dev; /* the device the context runs on, with its backend */
+        nn_context_device(ctx, &dev);
+        fmnist_device_name(dev.name, devname, sizeof devname);
+        printf("backend: %s\n", dev.name);
+    }
 
     /* The training graph: the batch's images and labels are gathered on the device from the
        resident dataset with the same indices. */
@@ -143,7 +147,7 @@ int main(int argc, char **argv) {
             goto fail;
 
         t0 = fmnist_now();
-        s0 = nn_context_stats(ctx);
+        nn_context_stats(ctx, &s0);
         for (step = 0; step < steps; step++) {
             /* The step's only transfer: 128 indices into the resident dataset (images and
                labels). The learning rate is a kernel argument: setting it moves nothing. */
@@ -154,7 +158,7 @@ int main(int argc, char **argv) {
                 goto fail;
         }
         if ((r = nn_graph_finish(g)) != NN_OK) goto fail;
-        s1 = nn_context_stats(ctx);
+        nn_context_stats(ctx, &s1);
         secs = fmnist_now() - t0;
         train_secs += secs;
         h2d += s1.h2d_bytes - s0.h2d_bytes;

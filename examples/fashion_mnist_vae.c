@@ -135,8 +135,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fashion_mnist_vae: nn_context_create: %s\n", nn_result_string(r));
         goto done;
     }
-    fmnist_device_name(nn_context_backend_name(ctx), devname, sizeof devname);
-    printf("backend: %s\n", nn_context_backend_name(ctx));
+    {
+        nn_device_info dev; /* the device the context runs on, with its backend */
+        nn_context_device(ctx, &dev);
+        fmnist_device_name(dev.name, devname, sizeof devname);
+        printf("backend: %s\n", dev.name);
+    }
 
     /* The training graph: the batch is gathered on the device from the resident images. */
     gd.seed = 1;

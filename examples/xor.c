@@ -33,7 +33,11 @@ int main(void) {
         fprintf(stderr, "xor: nn_context_create: %s\n", nn_result_string(r));
         return 1;
     }
-    printf("backend: %s\n", nn_context_backend_name(ctx));
+    {
+        nn_device_info dev; /* the device the context runs on, with its backend */
+        nn_context_device(ctx, &dev);
+        printf("backend: %s\n", dev.name);
+    }
 
     gd.seed = 42; /* parameter initialisation */
     r = nn_graph_create(ctx, &gd, &g);

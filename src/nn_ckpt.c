@@ -450,7 +450,7 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
     g->step = step;
     g->clock.t = updates;
     g->clock.mu_prod = mu;
-    g->lr = nn_lr_schedule_at(&g->schedule, updates > 0 ? (int64_t)updates - 1 : 0);
+    g->lr = nn__lr_at(&g->schedule, updates > 0 ? (int64_t)updates - 1 : 0);
     for (d = g->datasets; d && r == NN_OK; d = d->next) {
         char key[300];
         uint64_t v;
@@ -634,7 +634,11 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
 
 NN_API nn_tensor nn_dataset_x(const nn_dataset *d) { return d ? d->xb : nn__tensor_of(NULL, -1); }
 NN_API nn_tensor nn_dataset_y(const nn_dataset *d) { return d ? d->yb : nn__tensor_of(NULL, -1); }
-NN_API int64_t nn_dataset_epoch(const nn_dataset *d) { return d ? d->epoch : -1; }
+NN_API nn_result nn_dataset_epoch(const nn_dataset *d, int64_t *epoch) {
+    if (!epoch) return NN_ERR_INVALID_ARGUMENT;
+    *epoch = d ? d->epoch : -1;
+    return d ? NN_OK : NN_ERR_INVALID_ARGUMENT;
+}
 
 NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
     nn_graph *g;

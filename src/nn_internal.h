@@ -255,6 +255,7 @@ typedef struct nn__device {
     uint64_t max_alloc;         /* largest buffer in bytes */
     unsigned units;             /* compute units */
     size_t align;               /* view offset alignment in bytes */
+    nn_device_info info;        /* what nn_context_device reports (the backend's open fills it) */
 } nn__device;
 
 /* A backend: what the engine asks of one. The engine knows no backend by name; backends

@@ -114,8 +114,8 @@ NN_API nn_tensor nn_highway_layer(nn_graph *g, nn_tensor x, const char *name) {
     return nn__layer_unrows(g, nn_add(g, r, nn_mul(g, t, nn_sub(g, h, r))), lead);
 }
 
-NN_API nn_tensor nn_rmse_loss(nn_graph *g, nn_tensor pred, nn_tensor target) {
-    return nn_sqrt(g, nn_mse_loss(g, pred, target, NULL));
+NN_API nn_tensor nn_rmse_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc) {
+    return nn_sqrt(g, nn_mse_loss(g, pred, target, desc));
 }
 
 /* Rows divided by their L2 norms clamped below at 1e-12 (F.normalize's eps). */
@@ -124,14 +124,17 @@ static nn_tensor nn__layer_normalize(nn_graph *g, nn_tensor z) {
     return nn_div(g, z, nn_clamp(g, nn_norm_dim(g, z, 2.0f, &d1, 1, 1), 1e-12f, NAN));
 }
 
-NN_API nn_tensor nn_info_nce_loss(nn_graph *g, nn_tensor z1, nn_tensor z2, float temperature) {
-    nn_tensor a, b, logits, diag;
+NN_API nn_tensor nn_info_nce_loss(nn_graph *g, nn_tensor z1, nn_tensor z2, float temperature, const nn_loss_desc *desc) {
+    nn_tensor a, b, logits, diag, rows;
+    nn_reduction r = desc ? desc->reduction : NN_REDUCTION_DEFAULT;
     int d1 = 1;
     if (!nn__layer_x(g, "nn_info_nce_loss", NULL, z1, 2, "2-D [B, D]") ||
         !nn__layer_x(g, "nn_info_nce_loss", NULL, z2, 2, "2-D [B, D]"))
         return nn__tensor(-1);
     if (!(temperature > 0) || !isfinite(temperature))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_info_nce_loss: temperature %g is not > 0 and finite", (double)temperature);
+    if (r != NN_REDUCTION_DEFAULT && r != NN_REDUCTION_MEAN && r != NN_REDUCTION_SUM && r != NN_REDUCTION_NONE)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_info_nce_loss: reduction %d is not one this loss takes", (int)r);
     if (!nn__shape_eq(&nn__n(g, z1)->shape, &nn__n(g, z2)->shape)) {
         char s1[128], s2[128];
         nn__shape_str(&nn__n(g, z1)->shape, s1, sizeof s1);
@@ -142,7 +145,8 @@ NN_API nn_tensor nn_info_nce_loss(nn_graph *g, nn_tensor z1, nn_tensor z2, float
     b = nn__layer_normalize(g, z2);
     logits = nn_mul_scalar(g, nn_matmul(g, a, b, 0, 1), 1.0f / temperature);
     diag = nn_mul_scalar(g, nn_sum_dim(g, nn_mul(g, a, b), &d1, 1, 0), 1.0f / temperature);
-    return nn_mean(g, nn_sub(g, nn_logsumexp_dim(g, logits, &d1, 1, 0), diag));
+    rows = nn_sub(g, nn_logsumexp_dim(g, logits, &d1, 1, 0), diag); /* [B] */
+    return r == NN_REDUCTION_NONE ? rows : r == NN_REDUCTION_SUM ? nn_sum(g, rows) : nn_mean(g, rows);
 }
 
 NN_API nn_tensor nn_rbf_layer(nn_graph *g, nn_tensor x, int64_t n_centers, const char *name) {
@@ -167,8 +171,9 @@ NN_API nn_tensor nn_rbf_layer(nn_graph *g, nn_tensor x, int64_t n_centers, const
     return nn_exp(g, nn_neg(g, nn_mul(g, d2, nn_exp(g, lg))));
 }
 
-NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int n_experts, int top_k, int64_t hidden, const char *name,
-                        nn_tensor *aux_loss) {
+NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64_t top_k, int64_t hidden, const nn_moe_desc *desc,
+                              const char *name) {
+    nn_tensor *aux_loss = desc ? desc->aux_loss : NULL;
     char nb[256];
     nn_tensor logits, probs, m, kth = NN_NONE, mask, wts, y = NN_NONE;
     int64_t d;
@@ -177,8 +182,8 @@ NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int n_experts, int top_k
     if (!nn__layer_x(g, "nn_moe_layer", name, x, 2, "2-D [B, D]") || !nn__layer_name(g, "nn_moe_layer", name)) return nn__tensor(-1);
     if (n_experts < 1 || top_k < 1 || top_k > n_experts || hidden < 1)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
-                           "nn_moe_layer %s: needs n_experts >= 1 (%d), 1 <= top_k <= n_experts (%d) and hidden >= 1 (%lld)", name,
-                           n_experts, top_k, (long long)hidden);
+                           "nn_moe_layer %s: needs n_experts >= 1 (%lld), 1 <= top_k <= n_experts (%lld) and hidden >= 1 (%lld)",
+                           name, (long long)n_experts, (long long)top_k, (long long)hidden);
     d = nn__n(g, x)->shape.dim[1];
     {
         nn_linear_desc nob;
@@ -187,7 +192,7 @@ NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int n_experts, int top_k
         snprintf(nb, sizeof nb, "%s.gate", name);
         logits = nn_linear_layer(g, x, n_experts, &nob, nb);
     }
-    probs = nn_softmax(g, logits);
+    probs = nn_softmax(g, logits, -1);
     /* the k-th largest probability of each row: the row max, k times, each time pushing the
        maxima found below every probability (probabilities lie in [0, 1]) */
     m = nn_detach(g, probs);

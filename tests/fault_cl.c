@@ -154,7 +154,10 @@ static int scenario(outcome *o) {
             note(o, r);
             {
                 nn_tensor p = nn_graph_find(g, "fc2.weight");
-                long n = (long)nn_tensor_numel(g, p);
+                int64_t n64 = 0;
+                long n;
+                nn_tensor_numel(g, p, &n64);
+                n = (long)n64;
                 if (n > NOUT) n = NOUT;
                 r = nn_tensor_read(g, p, buf, (size_t)n * 4);
                 note(o, r);
@@ -177,7 +180,9 @@ int main(void) {
          unretried = 0;
     nn_device_info info[4];
     setenv("NN_CACHE_DIR", "/tmp/nn-fault-cl-cache", 1);
-    if (nn_list_devices(info, 4) < 1) {
+    int n_devices = 0;
+    nn_list_devices(info, 4, &n_devices);
+    if (n_devices < 1) {
         puts("FAULT skipped: no OpenCL device");
         return 0;
     }

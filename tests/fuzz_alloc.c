@@ -418,7 +418,7 @@ static int fa_cnn_build(nn_context *ctx, fa_cnn *m) {
     m->x = fa_t(G, "nn_input x", nn_input(G->g, "x", NN_F32, nn_shape4(FA_B, 1, 8, 8)));
     m->y = fa_t(G, "nn_input y", nn_input(G->g, "y", NN_I32, nn_shape1(FA_B)));
     h = fa_t(G, "nn_conv2d_layer conv1", nn_conv2d_layer(G->g, m->x, 4, 3, 3, &conv, "conv1"));
-    h = fa_t(G, "nn_batch_norm2d_layer bn1", nn_batch_norm2d_layer(G->g, h, "bn1"));
+    h = fa_t(G, "nn_batch_norm2d_layer bn1", nn_batch_norm2d_layer(G->g, h, NULL, "bn1"));
     h = fa_t(G, "nn_relu", nn_relu(G->g, h));
     h = fa_t(G, "nn_max_pool2d", nn_max_pool2d(G->g, h, &pool));
     h = fa_t(G, "nn_conv2d_layer conv2", nn_conv2d_layer(G->g, h, 8, 3, 3, &conv, "conv2"));

@@ -79,7 +79,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (nn_context_create(&cdesc, &ctx) != NN_OK) return fail(NULL, "nn_context_create");
-    fprintf(stderr, "interop_mlp: backend %s\n", nn_context_backend_name(ctx));
+    {
+        nn_device_info dev;
+        nn_context_device(ctx, &dev);
+        fprintf(stderr, "interop_mlp: backend %s\n", dev.name);
+    }
     if (strcmp(argv[1], "init") == 0) {
         if (build(ctx, &m, 0) != NN_OK) rc = fail(ctx, "build");
         else if (nn_graph_save_safetensors(m.g, argv[2]) != NN_OK) rc = fail(ctx, "save");

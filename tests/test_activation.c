@@ -303,7 +303,7 @@ static void prelu_layer(const t_env *e) {
         return;
     }
     x = nn_input(g, "x", NN_F32, nn_shape3(3, 7, 5));
-    y = nn_prelu_layer(g, x, 7, "act");
+    y = nn_prelu_layer(g, x, 7, NULL, "act");
     nn_graph_output(g, y);
     w = nn_graph_find(g, "act.weight");
     if (T_CHECK(y.id > 0 && w.id > 0, "no layer: %s", nn_context_last_error(e->ctx)) && T_OK(nn_graph_compile(g, &cd), e->ctx)) {
@@ -332,7 +332,7 @@ static void prelu_refused(const t_env *e) {
         if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) break;
         x = nn_input(g, "x", NN_F32, k < 3 ? bad[k].x : nn_shape2(3, 7));
         if (k < 3) t = nn_prelu(g, x, nn_input(g, "w", NN_F32, bad[k].w));
-        else t = nn_prelu_layer(g, x, k == 3 ? 0 : 7, k == 3 ? "act" : NULL);
+        else t = nn_prelu_layer(g, x, k == 3 ? 0 : 7, NULL, k == 3 ? "act" : NULL);
         T_CHECK(t.id < 0 && nn_graph_status(g) != NN_OK && strstr(nn_context_last_error(e->ctx), k < 3 ? "nn_prelu" : "nn_prelu_layer"),
                 "case %d not refused (%s)", k, nn_context_last_error(e->ctx));
         nn_graph_destroy(g);

@@ -18,7 +18,7 @@ static int run_forward(nn_context *ctx, nn_shape xs, const float *xv, api_build 
     x = nn_input(g, "x", NN_F32, xs);
     y = build(g, x, arg);
     if (!T_CHECK(y.id >= 0, "build failed: %s", nn_context_last_error(ctx))) goto done;
-    if (!T_CHECK(nn_tensor_numel(g, y) == n, "output of %lld elements, not %ld", (long long)nn_tensor_numel(g, y), n)) goto done;
+    if (!T_CHECK(t_numel(g, y) == n, "output of %lld elements, not %ld", (long long)t_numel(g, y), n)) goto done;
     nn_graph_output(g, y);
     memset(&cd, 0, sizeof cd);
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
@@ -38,9 +38,9 @@ static nn_tensor b_norm(nn_graph *g, nn_tensor x, const void *p) {
     nn_tensor none = NN_NONE;
     nn_norm_desc bd;
     switch (a->kind) {
-    case 0: return nn_layer_norm(g, x, 2, none, none, a->eps);
-    case 1: return nn_group_norm(g, x, 2, none, none, a->eps);
-    case 2: return nn_instance_norm(g, x, none, none, a->eps);
+    case 0: return nn_layer_norm(g, x, 2, none, none, &(nn_norm_desc){.eps = a->eps});
+    case 1: return nn_group_norm(g, x, 2, none, none, &(nn_norm_desc){.eps = a->eps});
+    case 2: return nn_instance_norm(g, x, none, none, &(nn_norm_desc){.eps = a->eps});
     default:
         memset(&bd, 0, sizeof bd);
         bd.eps = a->eps;
@@ -159,19 +159,19 @@ static void check_schedule_zero(const t_env *e) {
     s.kind = NN_LR_STEP;
     s.lr = 0.5f;
     s.step_size = 2;
-    T_CHECK(fabsf(nn_lr_schedule_at(&s, 2) - 0.05f) < 1e-7f, "step gamma 0 (0.1): %g", nn_lr_schedule_at(&s, 2));
+    T_CHECK(fabsf(t_lr_at(&s, 2) - 0.05f) < 1e-7f, "step gamma 0 (0.1): %g", t_lr_at(&s, 2));
     s.gamma = NN_ZERO;
-    T_CHECK(nn_lr_schedule_at(&s, 1) == 0.5f && nn_lr_schedule_at(&s, 2) == 0.0f, "step gamma NN_ZERO: %g, %g", nn_lr_schedule_at(&s, 1), nn_lr_schedule_at(&s, 2));
+    T_CHECK(t_lr_at(&s, 1) == 0.5f && t_lr_at(&s, 2) == 0.0f, "step gamma NN_ZERO: %g, %g", t_lr_at(&s, 1), t_lr_at(&s, 2));
     memset(&s, 0, sizeof s);
     s.kind = NN_LR_LINEAR;
     s.lr = 0.3f;
     s.warmup_steps = 4;
     s.total_steps = 8;
     s.min_lr = 0.3f;
-    T_CHECK(fabsf(nn_lr_schedule_at(&s, 0) - 0.1f) < 1e-7f, "warm-up factor 0 (1/3): %g", nn_lr_schedule_at(&s, 0));
+    T_CHECK(fabsf(t_lr_at(&s, 0) - 0.1f) < 1e-7f, "warm-up factor 0 (1/3): %g", t_lr_at(&s, 0));
     s.warmup_start_factor = NN_ZERO;
-    T_CHECK(nn_lr_schedule_at(&s, 0) == 0.0f && fabsf(nn_lr_schedule_at(&s, 2) - 0.15f) < 1e-7f, "warm-up factor NN_ZERO: %g, %g",
-            nn_lr_schedule_at(&s, 0), nn_lr_schedule_at(&s, 2));
+    T_CHECK(t_lr_at(&s, 0) == 0.0f && fabsf(t_lr_at(&s, 2) - 0.15f) < 1e-7f, "warm-up factor NN_ZERO: %g, %g",
+            t_lr_at(&s, 0), t_lr_at(&s, 2));
     t_end();
 }
 
@@ -306,7 +306,7 @@ static void check_none_operands(const t_env *e) {
     T_CHECK(y.id > 0, "conv2d without a bias: %s", nn_context_last_error(ctx));
     T_CHECK(nn_graph_find(g, "nothing").id == 0 && nn_graph_find(g, "w").id == w.id, "nn_graph_find: %d, %d", nn_graph_find(g, "nothing").id,
             nn_graph_find(g, "w").id);
-    T_CHECK(nn_layer_norm(g, nn_input(g, "z", NN_F32, nn_shape2(2, 3)), 1, NN_NONE, NN_NONE, 0).id > 0, "layer_norm: %s",
+    T_CHECK(nn_layer_norm(g, nn_input(g, "z", NN_F32, nn_shape2(2, 3)), 1, NN_NONE, NN_NONE, NULL).id > 0, "layer_norm: %s",
             nn_context_last_error(ctx));
     T_CHECK(nn_graph_status(g) == NN_OK, "status %d", (int)nn_graph_status(g));
     bad = nn_reshape(g, x, nn_shape1(7)); /* fails: 50 elements */
@@ -470,7 +470,7 @@ static void check_label_errors(const t_env *e) {
     memset(&nd, 0, sizeof nd);
     nd.ignore_index = NN_ZERO;
     l[0] = nn_cross_entropy_loss(g, x, y, NULL);
-    l[1] = nn_nll_loss(g, nn_log_softmax(g, x), y, &nd);
+    l[1] = nn_nll_loss(g, nn_log_softmax(g, x, -1), y, &nd);
     l[2] = nn_softmax_cross_entropy(g, x, y);
     for (k = 0; k < 3; k++) nn_graph_output(g, l[k]);
     memset(&cd, 0, sizeof cd);

@@ -65,7 +65,7 @@ static nn_tensor g_input_ndim0(nn_graph *g, nn_compile_desc *cd) {
     nn_shape s;
     (void)cd;
     memset(&s, 0, sizeof s);
-    return nn_softmax(g, nn_input(g, "x0", NN_F32, s));
+    return nn_softmax(g, nn_input(g, "x0", NN_F32, s), -1);
 }
 static nn_tensor g_param_ndim0(nn_graph *g, nn_compile_desc *cd) {
     nn_shape s;
@@ -137,7 +137,7 @@ static nn_tensor g_compiled(nn_graph *g, int which) {
         memset(&z, 0, sizeof z);
         return nn_param(g, "late", S1(3), z);
     }
-    return nn_softmax(g, x);
+    return nn_softmax(g, x, -1);
 }
 static nn_tensor g_compiled_input(nn_graph *g, nn_compile_desc *cd) {
     (void)cd;
@@ -206,9 +206,9 @@ B(e_prelu_size, nn_prelu(g, F(g, S3(2, 3, 4)), F(g, S1(2))))
 B(e_prelu_rank, nn_prelu(g, F(g, S3(2, 3, 4)), F(g, S2(1, 3))))
 B(e_prelu_int, nn_prelu(g, F(g, S3(2, 3, 4)), I(g, S1(3))))
 B(e_prelu_xint, nn_prelu(g, I(g, S3(2, 3, 4)), F(g, S1(3))))
-B(e_prelu_layer_n, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 0, "act"))
-B(e_prelu_layer_c, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 5, "act"))
-B(e_prelu_layer_name, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 1, ""))
+B(e_prelu_layer_n, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 0, NULL, "act"))
+B(e_prelu_layer_c, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 5, NULL, "act"))
+B(e_prelu_layer_name, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 1, NULL, ""))
 B(e_dropout_neg, nn_dropout(g, F(g, S1(4)), -0.1f))
 B(e_dropout_one, nn_dropout(g, F(g, S1(4)), 1.0f))
 B(e_dropout_nan, nn_dropout(g, F(g, S1(4)), NAN))
@@ -233,8 +233,8 @@ B(r_mean_none, nn_mean(g, NN_NONE))
 B(r_argmax_rank, nn_argmax_rows(g, F(g, S3(2, 3, 4))))
 B(r_acc_float, nn_accuracy(g, F(g, S2(5, 3)), F(g, S1(5))))
 B(r_acc_len, nn_accuracy(g, F(g, S2(4, 3)), I(g, S1(5))))
-B(s_softmax_int, nn_softmax(g, I(g, S2(2, 3))))
-B(s_logsoftmax_id, nn_log_softmax(g, T(99)))
+B(s_softmax_int, nn_softmax(g, I(g, S2(2, 3)), -1))
+B(s_logsoftmax_id, nn_log_softmax(g, T(99), -1))
 
 /* ---- losses ---- */
 
@@ -319,7 +319,7 @@ B(sh_reshape_wrap, nn_reshape(g, F(g, S2(2, 3)), S2((int64_t)1 << 32, (int64_t)1
 static nn_tensor sh_permute(nn_graph *g, int which) {
     static const int rep[3] = {0, 1, 1}, out[3] = {0, 3, 1};
     nn_tensor x = F(g, S3(2, 3, 4));
-    return nn_permute(g, x, which == 0 ? rep : which == 1 ? out : NULL);
+    return nn_permute(g, x, which == 0 ? rep : which == 1 ? out : NULL, 3);
 }
 static nn_tensor sh_permute0(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_permute(g, 0); }
 static nn_tensor sh_permute1(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_permute(g, 1); }
@@ -355,7 +355,7 @@ B(sh_slice_startmax, nn_slice(g, F(g, S2(4, 5)), 1, INT64_MAX, 1))
 static nn_tensor sh_split(nn_graph *g, int which) {
     static const int64_t sum[2] = {2, 2}, neg[2] = {5, -1}, big[2] = {INT64_MAX, INT64_MAX};
     nn_tensor out[2];
-    nn_split(g, F(g, S2(4, 5)), 1, which == 0 ? sum : which == 1 ? neg : big, 2, out);
+    nn_split(g, F(g, S2(4, 5)), which == 0 ? sum : which == 1 ? neg : big, 2, 1, out);
     return NN_NONE;
 }
 static nn_tensor sh_split0(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_split(g, 0); }
@@ -364,7 +364,7 @@ static nn_tensor sh_split2(nn_graph *g, nn_compile_desc *cd) { (void)cd; return 
 static nn_tensor sh_split_null(nn_graph *g, nn_compile_desc *cd) {
     nn_tensor out[2];
     (void)cd;
-    nn_split(g, F(g, S2(4, 5)), 1, NULL, 2, out);
+    nn_split(g, F(g, S2(4, 5)), NULL, 2, 1, out);
     return NN_NONE;
 }
 B(sh_pad_neg, nn_pad2d(g, F(g, S4(1, 1, 3, 3)), -1, 0, 0, 0, NN_PAD_ZEROS))
@@ -448,11 +448,13 @@ static nn_tensor c2_layer2(nn_graph *g, nn_compile_desc *cd) { (void)cd; return 
 static nn_tensor c1_layer3(nn_graph *g, nn_compile_desc *cd) { (void)cd; return c2_layer(g, 3); }
 static nn_tensor c3_layer4(nn_graph *g, nn_compile_desc *cd) { (void)cd; return c2_layer(g, 4); }
 static nn_tensor ct(nn_graph *g, nn_shape xs, nn_shape ws, int s, int p, int oph, int opw) {
-    nn_conv2d_desc c;
+    nn_conv_transpose2d_desc c;
     memset(&c, 0, sizeof c);
     c.stride_h = c.stride_w = s;
     c.pad_h = c.pad_w = p;
-    return nn_conv_transpose2d(g, F(g, xs), F(g, ws), NN_NONE, &c, oph, opw);
+    c.output_pad_h = oph;
+    c.output_pad_w = opw;
+    return nn_conv_transpose2d(g, F(g, xs), F(g, ws), NN_NONE, &c);
 }
 B(ct_outpad, ct(g, S4(1, 3, 4, 4), S4(3, 2, 3, 3), 2, 0, 2, 0))
 B(ct_outpad_neg, ct(g, S4(1, 3, 4, 4), S4(3, 2, 3, 3), 2, 0, 0, -1))
@@ -507,20 +509,20 @@ static nn_tensor bn(nn_graph *g, int which) {
     case 7: return nn_batch_norm(g, I(g, S4(2, 3, 4, 4)), NN_NONE, NN_NONE, &d);
     case 8: d.momentum = NAN; return nn_batch_norm(g, x, NN_NONE, NN_NONE, &d);
     case 9: return nn_batch_norm(g, x, NN_NONE, I(g, S1(3)), &d);
-    case 10: return nn_batch_norm1d_layer(g, x, "bn");
-    case 11: return nn_batch_norm2d_layer(g, x, NULL);
-    case 12: return nn_layer_norm(g, F(g, S2(3, 4)), 0, NN_NONE, NN_NONE, 0);
-    case 13: return nn_layer_norm(g, F(g, S2(3, 4)), 3, NN_NONE, NN_NONE, 0);
-    case 14: return nn_layer_norm(g, F(g, S2(3, 4)), 1, F(g, S1(3)), NN_NONE, 0);
-    case 15: return nn_layer_norm(g, F(g, S2(3, 4)), 1, NN_NONE, NN_NONE, NAN);
-    case 16: return nn_group_norm(g, F(g, S3(2, 6, 4)), 0, NN_NONE, NN_NONE, 0);
-    case 17: return nn_group_norm(g, F(g, S3(2, 6, 4)), 4, NN_NONE, NN_NONE, 0);
-    case 18: return nn_group_norm(g, F(g, S3(2, 6, 4)), 3, NN_NONE, I(g, S1(6)), 0);
-    case 19: return nn_instance_norm(g, F(g, S2(4, 3)), NN_NONE, NN_NONE, 0);
-    case 20: return nn_instance_norm(g, F(g, S3(4, 3, 1)), NN_NONE, NN_NONE, 0);
-    case 21: return nn_instance_norm(g, F(g, S3(4, 3, 5)), F(g, S1(4)), NN_NONE, -1.0f);
-    case 22: return nn_group_norm(g, F(g, S3(2, 6, 4)), 3, T(500), NN_NONE, 0);
-    case 23: return nn_layer_norm(g, I(g, S2(3, 4)), 1, NN_NONE, NN_NONE, 0);
+    case 10: return nn_batch_norm1d_layer(g, x, NULL, "bn");
+    case 11: return nn_batch_norm2d_layer(g, x, NULL, NULL);
+    case 12: return nn_layer_norm(g, F(g, S2(3, 4)), 0, NN_NONE, NN_NONE, NULL);
+    case 13: return nn_layer_norm(g, F(g, S2(3, 4)), 3, NN_NONE, NN_NONE, NULL);
+    case 14: return nn_layer_norm(g, F(g, S2(3, 4)), 1, F(g, S1(3)), NN_NONE, NULL);
+    case 15: return nn_layer_norm(g, F(g, S2(3, 4)), 1, NN_NONE, NN_NONE, &(nn_norm_desc){.eps = NAN});
+    case 16: return nn_group_norm(g, F(g, S3(2, 6, 4)), 0, NN_NONE, NN_NONE, NULL);
+    case 17: return nn_group_norm(g, F(g, S3(2, 6, 4)), 4, NN_NONE, NN_NONE, NULL);
+    case 18: return nn_group_norm(g, F(g, S3(2, 6, 4)), 3, NN_NONE, I(g, S1(6)), NULL);
+    case 19: return nn_instance_norm(g, F(g, S2(4, 3)), NN_NONE, NN_NONE, NULL);
+    case 20: return nn_instance_norm(g, F(g, S3(4, 3, 1)), NN_NONE, NN_NONE, NULL);
+    case 21: return nn_instance_norm(g, F(g, S3(4, 3, 5)), F(g, S1(4)), NN_NONE, &(nn_norm_desc){.eps = -1.0f});
+    case 22: return nn_group_norm(g, F(g, S3(2, 6, 4)), 3, T(500), NN_NONE, NULL);
+    case 23: return nn_layer_norm(g, I(g, S2(3, 4)), 1, NN_NONE, NN_NONE, NULL);
     default: return T(-1);
     }
 }
@@ -577,7 +579,7 @@ PL(18) PL(19) PL(20)
 
 B(o_input_2p31, F(g, S1((int64_t)1 << 31)))
 B(o_input_prod, F(g, S3(1 << 16, 1 << 16, 1)))
-B(o_param_2p31, nn_prelu_layer(g, F(g, S2(2, 2)), (int64_t)1 << 31, "p"))
+B(o_param_2p31, nn_prelu_layer(g, F(g, S2(2, 2)), (int64_t)1 << 31, NULL, "p"))
 
 #define R_INV NN_ERR_INVALID_ARGUMENT
 #define R_SHAPE NN_ERR_SHAPE
@@ -694,18 +696,18 @@ static const bad_row rows[] = {
     {"shape", "permute (0, 1, 1)", sh_permute0, R_INV, "nn_permute|[2, 3, 4]", 0},
     {"shape", "permute (0, 3, 1)", sh_permute1, R_INV, "nn_permute|[2, 3, 4]", 0},
     {"shape", "permute NULL", sh_permute2, R_INV, "nn_permute|NULL", 0},
-    {"shape", "transpose axis 3 of [2, 3]", sh_transpose_axis, R_SHAPE, "nn_transpose|axis|[2, 3]", 0},
+    {"shape", "transpose axis 3 of [2, 3]", sh_transpose_axis, R_SHAPE, "nn_transpose|dim|[2, 3]", 0},
     {"shape", "concat of 0 tensors", sh_concat0, R_INV, "nn_concat|1 to 64", 0},
     {"shape", "concat of 65 tensors", sh_concat1, R_INV, "nn_concat|1 to 64", 0},
     {"shape", "concat [2, 3] and [3, 4] on axis 0", sh_concat2, R_SHAPE, "nn_concat|[2, 3]|[3, 4]", 0},
     {"shape", "concat float32 and int32", sh_concat3, R_SHAPE, "nn_concat|float32|int32", 0},
-    {"shape", "concat on axis 2 of [2, 3]", sh_concat4, R_SHAPE, "nn_concat|axis|[2, 3]", 0},
+    {"shape", "concat on axis 2 of [2, 3]", sh_concat4, R_SHAPE, "nn_concat|dim|[2, 3]", 0},
     {"shape", "concat of NULL", sh_concat5, R_INV, "nn_concat", 0},
     {"shape", "concat [2, 3] and [2, 3, 1]", sh_concat6, R_SHAPE, "nn_concat|[2, 3]|[2, 3, 1]", 0},
     {"shape", "slice start -1", sh_slice_start, R_SHAPE, "nn_slice|start -1|[4, 5]", 0},
     {"shape", "slice length 0", sh_slice_len0, R_SHAPE, "nn_slice|length 0", 0},
     {"shape", "slice from the end", sh_slice_past, R_SHAPE, "nn_slice|start 4", 0},
-    {"shape", "slice axis -3 of [4, 5]", sh_slice_axis, R_SHAPE, "nn_slice|axis|[4, 5]", 0},
+    {"shape", "slice axis -3 of [4, 5]", sh_slice_axis, R_SHAPE, "nn_slice|dim|[4, 5]", 0},
     {"shape", "slice start INT64_MAX", sh_slice_startmax, R_SHAPE, "nn_slice|start 9223372036854775807", 0},
     {"shape", "split sizes 2 + 2 of 5", sh_split0, R_SHAPE, "nn_split|4|5", 0},
     {"shape", "split sizes 5 + -1", sh_split1, R_SHAPE, "nn_split|-1", 0},

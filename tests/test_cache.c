@@ -168,7 +168,7 @@ static int t_run(const t_env *e, const char *dir, t_log *log, const char *when) 
     int i, j, k;
     for (i = 0; i < 12; i++) w[i] = (float)((i * 7) % 5) * 0.25f - 0.5f;
     t_context_desc(e, &d);
-    d.cache_dir = dir;
+    d.backend.cache_dir = dir;
     d.log = t_logger;
     d.log_user = log;
     d.log_level = NN_LOG_DEBUG;

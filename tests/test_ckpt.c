@@ -144,7 +144,7 @@ static void ck_resume_case(const t_env *e, const char *name, const nn_optimizer 
         err = t_relerr(sa, sb, CK_TOTAL);
         T_CHECK(err <= 1e-6, "relative error %g against the run straight through", err);
     }
-    T_CHECK(nn_dataset_epoch(b.ds) == (n + m - 1) / 5, "epoch %lld after %d batches", (long long)nn_dataset_epoch(b.ds), n + m);
+    T_CHECK(t_epoch(b.ds) == (n + m - 1) / 5, "epoch %lld after %d batches", (long long)t_epoch(b.ds), n + m);
 done:
     if (b.g) nn_graph_destroy(b.g);
     if (c1) nn_context_destroy(c1);
@@ -309,7 +309,7 @@ static void ck_dataset_order(const t_env *e) {
                 for (j = 0; j < CK_N / 4; j++) seen[k][(int)order[k][epoch][i * (CK_N / 4) + j]]++;
             }
             for (i = 0; i < CK_N; i++) T_CHECK(seen[k][i] == 1, "epoch %d: sample %d seen %d times", epoch, i, seen[k][i]);
-            T_CHECK(nn_dataset_epoch(ds[k]) == epoch, "epoch %lld, want %d", (long long)nn_dataset_epoch(ds[k]), epoch);
+            T_CHECK(t_epoch(ds[k]) == epoch, "epoch %lld, want %d", (long long)t_epoch(ds[k]), epoch);
         }
     }
     T_CHECK(memcmp(order[0], order[1], sizeof order[0]) == 0, "two datasets of one seed disagree");

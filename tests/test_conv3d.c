@@ -97,7 +97,7 @@ static void conv3d_layer_case(const t_env *e) {
     x = nn_input(g, "x", NN_F32, nn_shape5(2, 4, 3, 5, 6));
     y = nn_conv3d_layer(g, x, 6, 2, 3, 3, &d, "c3");
     if (!T_CHECK(y.id >= 0, "nn_conv3d_layer failed: %s", nn_context_last_error(ctx))) goto done;
-    ys = nn_tensor_shape(g, y);
+    ys = t_shape(g, y);
     T_CHECK(ys.ndim == 5 && ys.dim[0] == 2 && ys.dim[1] == 6 && ys.dim[2] == 2 && ys.dim[3] == 3 && ys.dim[4] == 3,
             "output shape [%lld, %lld, %lld, %lld, %lld]", (long long)ys.dim[0], (long long)ys.dim[1],
             (long long)ys.dim[2], (long long)ys.dim[3], (long long)ys.dim[4]);

@@ -667,13 +667,13 @@ static void rank0_cases(const t_env *e) {
         un = nn_unsqueeze(g, r, 0);
         b = nn_add(g, r, nn_input(g, "m", NN_F32, nn_shape2(2, 3)));
         loss = nn_mul(g, r, r);
-        s = nn_tensor_shape(g, sq);
+        s = t_shape(g, sq);
         T_CHECK(sq.id > 0 && s.ndim == 0, "squeeze([1], 0): ndim %d", s.ndim);
-        s = nn_tensor_shape(g, un);
+        s = t_shape(g, un);
         T_CHECK(un.id > 0 && s.ndim == 1 && s.dim[0] == 1, "unsqueeze([], 0): ndim %d", s.ndim);
-        s = nn_tensor_shape(g, b);
+        s = t_shape(g, b);
         T_CHECK(b.id > 0 && s.ndim == 2 && s.dim[0] == 2 && s.dim[1] == 3, "[] + [2, 3]: ndim %d", s.ndim);
-        s = nn_tensor_shape(g, loss);
+        s = t_shape(g, loss);
         T_CHECK(s.ndim == 0, "[] * []: ndim %d", s.ndim);
         nn_graph_output(g, loss);
         memset(&cd, 0, sizeof cd);

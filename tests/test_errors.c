@@ -114,8 +114,8 @@ static void test_build_error(const t_env *e) {
         fclose(f);
     }
     t_context_desc(e, &d); /* the same device and tuning as e->ctx */
-    d.kernel_dir = dir;
-    d.cache_dir = "off";
+    d.backend.kernel_dir = dir;
+    d.backend.cache_dir = "off";
     if (T_OK(nn_context_create(&d, &ctx), ctx) && T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
         nn_graph_output(g, nn_relu(g, nn_input(g, "x", NN_F32, nn_shape1(3))));
         r = nn_graph_compile(g, NULL);

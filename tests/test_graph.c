@@ -87,13 +87,13 @@ static void test_resident_training(const t_env *e) {
         }
         if (step == 100) {
             nn_graph_finish(g);
-            s0 = nn_context_stats(ctx);
+            s0 = t_stats(ctx);
         }
         T_OK(nn_tensor_write(g, idx, I, sizeof I), ctx);
         T_OK(nn_tensor_write(g, yb, yv, sizeof yv), ctx);
         if (!T_OK(nn_graph_step(g), ctx)) goto done;
         if (step == 100) { /* the step alone: finish then reads the loss's label-check counter (4 bytes) */
-            s1 = nn_context_stats(ctx);
+            s1 = t_stats(ctx);
             nn_graph_finish(g);
             T_CHECK(s1.h2d_bytes - s0.h2d_bytes == 2 * B * 4, "a step moved %llu bytes up, not the %d written",
                     (unsigned long long)(s1.h2d_bytes - s0.h2d_bytes), 2 * B * 4);
@@ -271,7 +271,7 @@ static void test_init(const t_env *e) {
     }
     {
         nn_tensor w = nn_graph_find(g, "conv.weight"), b = nn_graph_find(g, "conv.bias");
-        nn_shape ws = nn_tensor_shape(g, w);
+        nn_shape ws = t_shape(g, w);
         float wv[4 * 3 * 3 * 3];
         T_CHECK(w.id > 0 && b.id > 0 && ws.ndim == 4 && ws.dim[0] == 4 && ws.dim[1] == 3 && ws.dim[2] == 3 && ws.dim[3] == 3,
                 "conv layer parameters");

@@ -435,7 +435,7 @@ static int view_graph(nn_context *ctx, int reshapes, arena_log *log, uint64_t *l
     if (ok) ok = T_OK(nn_tensor_write(g, x, v, 64 * 64 * 4), ctx);
     nn_context_reset_stats(ctx);
     if (ok) ok = T_OK(nn_graph_forward(g), ctx);
-    *launches = nn_context_stats(ctx).kernel_launches;
+    *launches = t_stats(ctx).kernel_launches;
     if (ok) ok = T_OK(nn_tensor_read(g, y, r, 64 * 64 * 4), ctx);
     if (ok) ok = T_CHECK(memcmp(r, v, 64 * 64 * 4) == 0, "flip twice is not x (reshapes %d)", reshapes);
     *out_first = r[0];
@@ -526,13 +526,13 @@ static void suite_index_plan(const t_env *e) {
             nn_graph_output(g, y);
             nn_graph_output(g, ar);
             nn_graph_output(g, ey);
-            c0 = nn_context_op_compiled(e->ctx, concat);
-            k0 = nn_context_op_compiled(e->ctx, constant);
+            c0 = t_op_compiled(e->ctx, concat);
+            k0 = t_op_compiled(e->ctx, constant);
             if (T_OK(nn_graph_compile(g, NULL), e->ctx)) {
-                T_CHECK(nn_context_op_compiled(e->ctx, concat) - c0 == 1, "concat of 16 compiled into %llu nodes",
-                        (unsigned long long)(nn_context_op_compiled(e->ctx, concat) - c0));
-                T_CHECK(nn_context_op_compiled(e->ctx, constant) - k0 == 2, "%llu constants compiled",
-                        (unsigned long long)(nn_context_op_compiled(e->ctx, constant) - k0));
+                T_CHECK(t_op_compiled(e->ctx, concat) - c0 == 1, "concat of 16 compiled into %llu nodes",
+                        (unsigned long long)(t_op_compiled(e->ctx, concat) - c0));
+                T_CHECK(t_op_compiled(e->ctx, constant) - k0 == 2, "%llu constants compiled",
+                        (unsigned long long)(t_op_compiled(e->ctx, constant) - k0));
                 /* before any run: the constants are there already */
                 if (T_OK(nn_tensor_read(g, ar, a, sizeof a), e->ctx))
                     for (k = 0; k < 5; k++) T_CHECK(a[k] == (float)k, "arange[%d] = %g before any run", k, a[k]);
@@ -544,8 +544,8 @@ static void suite_index_plan(const t_env *e) {
                 if (T_OK(nn_graph_forward(g), e->ctx) && T_OK(nn_tensor_read(g, y, r, sizeof r), e->ctx)) {
                     T_CHECK(memcmp(r, v, sizeof r) == 0, "concat of 16 rows is not the rows");
                     if (e->opencl) /* one launch per input, none for the constants */
-                        T_CHECK(nn_context_stats(e->ctx).kernel_launches == 16, "%llu launches for a concat of 16",
-                                (unsigned long long)nn_context_stats(e->ctx).kernel_launches);
+                        T_CHECK(t_stats(e->ctx).kernel_launches == 16, "%llu launches for a concat of 16",
+                                (unsigned long long)t_stats(e->ctx).kernel_launches);
                 }
             }
             nn_graph_destroy(g);
@@ -601,7 +601,7 @@ static void suite_index_determinism(const t_env *e) {
 /* Bad dims, shapes and index values fail naming the op and the shapes. */
 static void suite_index_errors(const t_env *e) {
     static const struct { int what; nn_result code; const char *needle; } cases[] = {
-        {0, NN_ERR_SHAPE, "nn_squeeze: axis out of range for x [3, 7]"},
+        {0, NN_ERR_SHAPE, "nn_squeeze: dim out of range for x [3, 7]"},
         {1, NN_ERR_SHAPE, "nn_unsqueeze: dim 3 out of range [-3, 2] for x [3, 7]"},
         {2, NN_ERR_INVALID_ARGUMENT, "nn_flip: dim -2 appears twice for x [3, 7]"},
         {3, NN_ERR_INVALID_ARGUMENT, "nn_repeat: 1 repeats for x [3, 7]"},
@@ -681,11 +681,11 @@ static void suite_index_errors(const t_env *e) {
             if (T_OK(nn_graph_compile(g, NULL), e->ctx) && (which == 3 || T_OK(nn_tensor_write(g, x, xv, sizeof xv), e->ctx)) &&
                 (which != 0 || T_OK(nn_tensor_write(g, i1, iv1, sizeof iv1), e->ctx)) &&
                 (which == 0 || T_OK(nn_tensor_write(g, i2, iv2, sizeof iv2), e->ctx)) && T_OK(nn_graph_forward(g), e->ctx)) {
-                r = nn_tensor_read(g, y, out, (size_t)nn_tensor_numel(g, y) * 4);
+                r = nn_tensor_read(g, y, out, (size_t)t_numel(g, y) * 4);
                 T_CHECK(r == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(e->ctx), needles[which]) &&
                             strstr(nn_context_last_error(e->ctx), which == 0 ? "1 of them" : "2 of them"),
                         "op %d: %d, \"%s\"", which, (int)r, nn_context_last_error(e->ctx));
-                T_OK(nn_tensor_read(g, y, out, (size_t)nn_tensor_numel(g, y) * 4), e->ctx); /* reported once */
+                T_OK(nn_tensor_read(g, y, out, (size_t)t_numel(g, y) * 4), e->ctx); /* reported once */
             }
             nn_graph_destroy(g);
         }

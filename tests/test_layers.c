@@ -87,11 +87,11 @@ static lres l_run(nn_context *ctx, const lcase *c, double *const *v, const doubl
     }
     out = c->build(g, t, c);
     if (!T_OK(nn_graph_status(g), ctx)) goto done;
-    if (!T_CHECK(same_shape(nn_tensor_shape(g, out), c->out), "%s: output shape differs", c->name)) goto done;
+    if (!T_CHECK(same_shape(t_shape(g, out), c->out), "%s: output shape differs", c->name)) goto done;
     for (k = c->n_in; k < c->n; k++) {
         t[k] = nn_graph_find(g, c->pbuf[k]);
         if (!T_CHECK(t[k].id > 0, "%s: no parameter %s", c->name, c->pbuf[k])) goto done;
-        if (!T_CHECK(same_shape(nn_tensor_shape(g, t[k]), c->shape[k]), "%s: parameter %s has another shape", c->name,
+        if (!T_CHECK(same_shape(t_shape(g, t[k]), c->shape[k]), "%s: parameter %s has another shape", c->name,
                      c->pbuf[k]))
             goto done;
     }
@@ -302,7 +302,7 @@ static void r_highway(const lcase *c, double *const *t, double *out) {
 /* ---- RMSE ---- */
 static nn_tensor b_rmse(nn_graph *g, const nn_tensor *in, const lcase *c) {
     (void)c;
-    return nn_rmse_loss(g, in[0], in[1]);
+    return nn_rmse_loss(g, in[0], in[1], NULL);
 }
 static void r_rmse(const lcase *c, double *const *t, double *out) {
     long n = numel(c->shape[0]), i;
@@ -313,7 +313,7 @@ static void r_rmse(const lcase *c, double *const *t, double *out) {
 
 /* ---- InfoNCE ---- */
 static nn_tensor b_nce(nn_graph *g, const nn_tensor *in, const lcase *c) {
-    return nn_info_nce_loss(g, in[0], in[1], (float)c->fp[0]);
+    return nn_info_nce_loss(g, in[0], in[1], (float)c->fp[0], NULL);
 }
 static void r_nce(const lcase *c, double *const *t, double *out) {
     long B = c->shape[0].dim[0], D = c->shape[0].dim[1], i, j, d;
@@ -359,7 +359,10 @@ static void r_rbf(const lcase *c, double *const *t, double *out) {
 
 /* ---- mixture of experts: out = [y flattened, aux_loss] ---- */
 static nn_tensor b_moe(nn_graph *g, const nn_tensor *in, const lcase *c) {
-    nn_tensor aux, y = nn_moe_layer(g, in[0], c->ip[0], c->ip[1], c->ip[2], "moe", &aux), parts[2];
+    nn_tensor aux, y, parts[2];
+    nn_moe_desc md;
+    md.aux_loss = &aux;
+    y = nn_moe_layer(g, in[0], c->ip[0], c->ip[1], c->ip[2], &md, "moe");
     parts[0] = nn_reshape(g, y, nn_shape1(numel(c->shape[0])));
     parts[1] = aux;
     return nn_concat(g, parts, 2, 0);
@@ -436,10 +439,10 @@ static void l_bad(const t_env *e) {
             switch (rows[i].which) {
             case 0: t = nn_se_layer(g, x2, 2, "se"); break;
             case 1: t = nn_glu(g, x2, 1); break;
-            case 2: t = nn_moe_layer(g, x2, 2, 3, 4, "moe", &aux); break;
-            case 3: t = nn_info_nce_loss(g, x2, nn_input(g, "y", NN_F32, nn_shape2(3, 4)), 0.1f); break;
+            case 2: t = nn_moe_layer(g, x2, 2, 3, 4, &(nn_moe_desc){&aux}, "moe"); break;
+            case 3: t = nn_info_nce_loss(g, x2, nn_input(g, "y", NN_F32, nn_shape2(3, 4)), 0.1f, NULL); break;
             case 4: t = nn_swiglu_layer(g, x2, 4, NULL); break;
-            default: t = nn_info_nce_loss(g, x2, x2, 0.0f); break;
+            default: t = nn_info_nce_loss(g, x2, x2, 0.0f, NULL); break;
             }
             (void)x4;
             err = nn_context_last_error(e->ctx);

@@ -142,9 +142,9 @@ static void np_exec(const t_env *e, const np_case *c, float **got_y, float **got
     }
     out = c->build(g, in, c->arg);
     if (!T_CHECK(out.id > 0, "%s: the op failed: %s", c->name, nn_context_last_error(ctx))) goto done;
-    ny = (long)nn_tensor_numel(g, out);
+    ny = (long)t_numel(g, out);
     nn_graph_output(g, out);
-    wt = c->w ? nn_input(g, "w", NN_F32, nn_tensor_shape(g, out)) : NN_NONE;
+    wt = c->w ? nn_input(g, "w", NN_F32, t_shape(g, out)) : NN_NONE;
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_sum(g, c->w ? nn_mul(g, out, wt) : out);
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
@@ -636,8 +636,8 @@ done:
 
 /* ---- softmax and log-softmax over rows of 5 ---- */
 
-static nn_tensor b_softmax(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_softmax(g, in[0]); }
-static nn_tensor b_log_softmax(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_log_softmax(g, in[0]); }
+static nn_tensor b_softmax(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_softmax(g, in[0], -1); }
+static nn_tensor b_log_softmax(nn_graph *g, const nn_tensor *in, const void *arg) { (void)arg; return nn_log_softmax(g, in[0], -1); }
 
 static void nanprop_softmax(const t_env *e) {
     enum { R = 7, C = 5 };
@@ -1207,9 +1207,9 @@ static nn_tensor b_norm(nn_graph *g, const nn_tensor *in, const void *arg) {
     case 0:
         memset(&bd, 0, sizeof bd);
         return nn_batch_norm(g, in[0], in[1], in[2], &bd);
-    case 1: return nn_layer_norm(g, in[0], 1, in[1], in[2], 0);
-    case 2: return nn_group_norm(g, in[0], q->groups, in[1], in[2], 0);
-    default: return nn_instance_norm(g, in[0], in[1], in[2], 0);
+    case 1: return nn_layer_norm(g, in[0], 1, in[1], in[2], NULL);
+    case 2: return nn_group_norm(g, in[0], q->groups, in[1], in[2], NULL);
+    default: return nn_instance_norm(g, in[0], in[1], in[2], NULL);
     }
 }
 
@@ -1548,7 +1548,7 @@ static nn_tensor b_shape(nn_graph *g, const nn_tensor *in, const void *arg) {
         perm[0] = q->a;
         perm[1] = q->b;
         perm[2] = q->c;
-        return nn_permute(g, in[0], perm);
+        return nn_permute(g, in[0], perm, 3);
     }
     default: return nn_gather_rows(g, in[0], in[1]);
     }

@@ -114,7 +114,7 @@ static void r_batch_norm(const spec *s, double *const *in, double *out) {
 static nn_tensor b_layer_norm(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_tensor gamma, beta;
     affine_of(s, in, &gamma, &beta);
-    return nn_layer_norm(g, in[0], s->ip[2], gamma, beta, s->fp[0]);
+    return nn_layer_norm(g, in[0], s->ip[2], gamma, beta, &(nn_norm_desc){.eps = s->fp[0]});
 }
 static void r_layer_norm(const spec *s, double *const *in, double *out) {
     const double *gamma, *beta;
@@ -132,7 +132,7 @@ static void r_layer_norm(const spec *s, double *const *in, double *out) {
 static nn_tensor b_group_norm(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_tensor gamma, beta;
     affine_of(s, in, &gamma, &beta);
-    return nn_group_norm(g, in[0], s->ip[2], gamma, beta, s->fp[0]);
+    return nn_group_norm(g, in[0], s->ip[2], gamma, beta, &(nn_norm_desc){.eps = s->fp[0]});
 }
 static void r_group_norm(const spec *s, double *const *in, double *out) {
     const double *gamma, *beta;
@@ -144,7 +144,7 @@ static void r_group_norm(const spec *s, double *const *in, double *out) {
 static nn_tensor b_instance_norm(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_tensor gamma, beta;
     affine_of(s, in, &gamma, &beta);
-    return nn_instance_norm(g, in[0], gamma, beta, s->fp[0]);
+    return nn_instance_norm(g, in[0], gamma, beta, &(nn_norm_desc){.eps = s->fp[0]});
 }
 static void r_instance_norm(const spec *s, double *const *in, double *out) {
     const double *gamma, *beta;
@@ -243,7 +243,7 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
     memset(&gd, 0, sizeof gd);
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, xs);
-    y = four ? nn_batch_norm2d_layer(g, x, "bn1") : nn_batch_norm1d_layer(g, x, "bn1");
+    y = four ? nn_batch_norm2d_layer(g, x, NULL, "bn1") : nn_batch_norm1d_layer(g, x, NULL, "bn1");
     w = nn_input(g, "w", NN_F32, xs);
     loss = nn_sum(g, nn_mul(g, y, w));
     memset(&cd, 0, sizeof cd);
@@ -298,7 +298,7 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
             goto done;
         }
         ex = nn_input(ev, "x", NN_F32, es);
-        ey = four ? nn_batch_norm2d_layer(ev, ex, "bn1") : nn_batch_norm1d_layer(ev, ex, "bn1");
+        ey = four ? nn_batch_norm2d_layer(ev, ex, NULL, "bn1") : nn_batch_norm1d_layer(ev, ex, NULL, "bn1");
         nn_graph_output(ev, ey);
         if (T_OK(nn_graph_compile(ev, NULL), ctx)) {
             exv = random_floats(en, -3, 5);
@@ -371,7 +371,7 @@ static void eval_grad_case(const t_env *e) {
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape3(N, C, S));
     nn_graph_requires_grad(g, x);
-    y = nn_batch_norm1d_layer(g, x, "bn");
+    y = nn_batch_norm1d_layer(g, x, NULL, "bn");
     w = nn_input(g, "w", NN_F32, nn_shape3(N, C, S));
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_sum(g, nn_mul(g, y, w)); /* no optimizer: the parameters' gradients are kept */
@@ -449,28 +449,28 @@ static void error_cases(const t_env *e) {
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape4(2, 6, 5, 5));
-    T_CHECK(nn_group_norm(g, x, 4, none, none, 1e-5f).id < 0, "group_norm with 4 groups of 6 channels");
+    T_CHECK(nn_group_norm(g, x, 4, none, none, &(nn_norm_desc){.eps = 1e-5f}).id < 0, "group_norm with 4 groups of 6 channels");
     T_CHECK(msg_has(ctx, "nn_group_norm", "[2, 6, 5, 5]", "4"), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape3(2, 6, 5));
     bt = nn_input(g, "beta", NN_F32, nn_shape1(6));
-    T_CHECK(nn_layer_norm(g, x, 2, none, bt, 1e-5f).id < 0, "layer_norm over [6, 5] with beta [6]");
+    T_CHECK(nn_layer_norm(g, x, 2, none, bt, &(nn_norm_desc){.eps = 1e-5f}).id < 0, "layer_norm over [6, 5] with beta [6]");
     T_CHECK(msg_has(ctx, "nn_layer_norm", "[6]", "[6, 5]"), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape2(2, 6));
-    T_CHECK(nn_instance_norm(g, x, none, none, 1e-5f).id < 0, "instance_norm of [2, 6] (no spatial dims)");
+    T_CHECK(nn_instance_norm(g, x, none, none, &(nn_norm_desc){.eps = 1e-5f}).id < 0, "instance_norm of [2, 6] (no spatial dims)");
     T_CHECK(msg_has(ctx, "nn_instance_norm", "[2, 6]", NULL), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape2(1, 6));
-    T_CHECK(nn_batch_norm1d_layer(g, x, "bn").id < 0, "training batch_norm of [1, 6] (1 value per channel)");
+    T_CHECK(nn_batch_norm1d_layer(g, x, NULL, "bn").id < 0, "training batch_norm of [1, 6] (1 value per channel)");
     T_CHECK(msg_has(ctx, "nn_batch_norm", "[1, 6]", NULL), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape3(2, 6, 3));
-    T_CHECK(nn_batch_norm2d_layer(g, x, "bn").id < 0, "batch_norm2d of [2, 6, 3]");
+    T_CHECK(nn_batch_norm2d_layer(g, x, NULL, "bn").id < 0, "batch_norm2d of [2, 6, 3]");
     T_CHECK(msg_has(ctx, "nn_batch_norm2d_layer", "[2, 6, 3]", NULL), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;

@@ -145,7 +145,7 @@ static void check_cnn_threads(const t_env *e) {
             pool.kernel_h = pool.kernel_w = 2;
             x = nn_input(g, "x", NN_F32, nn_shape4(B, 3, H, W));
             y = nn_input(g, "y", NN_I32, nn_shape1(B));
-            h = nn_relu(g, nn_batch_norm2d_layer(g, nn_conv2d_layer(g, x, C, 3, 3, &conv, "conv"), "bn"));
+            h = nn_relu(g, nn_batch_norm2d_layer(g, nn_conv2d_layer(g, x, C, 3, 3, &conv, "conv"), NULL, "bn"));
             h = nn_linear_layer(g, nn_flatten(g, nn_max_pool2d(g, h, &pool)), K, NULL, "fc");
             memset(&cd, 0, sizeof cd);
             cd.loss = nn_softmax_cross_entropy(g, h, y);
@@ -290,8 +290,8 @@ static void check_exp_rows_threads(const t_env *e) {
             l = nn_add(g, nn_mse_loss(g, h, t, NULL), nn_softmax_cross_entropy(g, h, y));
             l = nn_add(g, l, nn_cross_entropy_loss(g, x, y, &ld));
             l = nn_add(g, l, nn_bce_with_logits_loss(g, h, t, NULL));
-            l = nn_add(g, l, nn_mean(g, nn_mul(g, nn_log_softmax(g, h), t)));
-            l = nn_add(g, l, nn_mean(g, nn_mul(g, nn_softmax(g, x), t)));
+            l = nn_add(g, l, nn_mean(g, nn_mul(g, nn_log_softmax(g, h, -1), t)));
+            l = nn_add(g, l, nn_mean(g, nn_mul(g, nn_softmax(g, x, -1), t)));
             memset(&cd, 0, sizeof cd);
             cd.loss = l;
             if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_tensor_write(g, x, xs, sizeof xs), ctx) &&

@@ -65,8 +65,8 @@ UNARY_REF(r_tanh, tanh(v))
 UNARY_REF(r_gelu, 0.5 * v * (1 + erf(v / sqrt(2.0))))
 UNARY_REF(r_silu, v / (1 + exp(-v)))
 
-static nn_tensor b_softmax(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_softmax(g, in[0]); }
-static nn_tensor b_log_softmax(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_log_softmax(g, in[0]); }
+static nn_tensor b_softmax(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_softmax(g, in[0], -1); }
+static nn_tensor b_log_softmax(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_log_softmax(g, in[0], -1); }
 static void r_softmax_any(const spec *s, double *const *in, double *out, int log_space) {
     long C = s->out.dim[s->out.ndim - 1], rows = numel(s->out) / C, r, c;
     for (r = 0; r < rows; r++) {
@@ -238,9 +238,11 @@ static void r_conv1d(const spec *s, double *const *in, double *out) {
 
 /* conv_transpose2d: x [N, Cin, H, W], w [Cin, Cout/G, KH, KW]; ip[0..1] output padding */
 static nn_tensor b_convt(nn_graph *g, const nn_tensor *in, const spec *s) {
-    nn_conv2d_desc d;
+    nn_conv_transpose2d_desc d;
     nn_tensor none = NN_NONE;
     memset(&d, 0, sizeof d);
+    d.output_pad_h = s->ip[0];
+    d.output_pad_w = s->ip[1];
     d.stride_h = s->conv[0];
     d.stride_w = s->conv[1];
     d.pad_h = s->conv[2];
@@ -248,7 +250,7 @@ static nn_tensor b_convt(nn_graph *g, const nn_tensor *in, const spec *s) {
     d.dilation_h = s->conv[4];
     d.dilation_w = s->conv[5];
     d.groups = s->conv[6];
-    return nn_conv_transpose2d(g, in[0], in[1], s->n_in > 2 ? in[2] : none, &d, s->ip[0], s->ip[1]);
+    return nn_conv_transpose2d(g, in[0], in[1], s->n_in > 2 ? in[2] : none, &d);
 }
 static void r_convt(const spec *s, double *const *in, double *out) {
     long N = s->shape[0].dim[0], Cin = s->shape[0].dim[1], H = s->shape[0].dim[2], W = s->shape[0].dim[3];

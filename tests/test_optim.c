@@ -363,7 +363,7 @@ static void check_schedules(const t_env *e) {
     for (k = 0; k < 7; k++) {
         ref_lrs(&sc[k], ref, 40);
         for (t = 0; t < 40; t++) {
-            double got = nn_lr_schedule_at(&sc[k], t);
+            double got = t_lr_at(&sc[k], t);
             if (!T_CHECK(fabs(got - ref[t]) <= 1e-6 * ref[0] + 1e-5 * fabs(ref[t]), "%s: update %d: %.9g, PyTorch %.9g",
                          names[k], t, got, ref[t]))
                 break;
@@ -371,8 +371,8 @@ static void check_schedules(const t_env *e) {
     }
     /* the default warm-up factor is LinearLR's 1/3; the cosine stays at min_lr after total */
     sc[4].warmup_start_factor = 0;
-    T_CHECK(fabs(nn_lr_schedule_at(&sc[4], 0) - 0.1 / 3) < 1e-8, "default warm-up start %.9g", nn_lr_schedule_at(&sc[4], 0));
-    T_CHECK(fabs(nn_lr_schedule_at(&sc[4], 100) - 0.001) < 1e-8, "cosine after total_steps %.9g", nn_lr_schedule_at(&sc[4], 100));
+    T_CHECK(fabs(t_lr_at(&sc[4], 0) - 0.1 / 3) < 1e-8, "default warm-up start %.9g", t_lr_at(&sc[4], 0));
+    T_CHECK(fabs(t_lr_at(&sc[4], 100) - 0.001) < 1e-8, "cosine after total_steps %.9g", t_lr_at(&sc[4], 100));
     t_end();
 }
 
@@ -406,7 +406,7 @@ static void check_accumulation_launches(const t_env *e) {
     for (i = 0; i < 4; i++) { /* steps 1, 2: no update; 3: update; 4: none */
         nn_context_reset_stats(ctx);
         T_OK(nn_graph_step(g), ctx);
-        st[i] = nn_context_stats(ctx);
+        st[i] = t_stats(ctx);
         T_CHECK(st[i].h2d_transfers == 0 && st[i].d2h_transfers == 0, "step %d transferred %llu/%llu times", i + 1,
                 (unsigned long long)st[i].h2d_transfers, (unsigned long long)st[i].d2h_transfers);
     }

@@ -229,8 +229,8 @@ static nn_tensor rx_build_op(nn_graph *g, const rx_op *o, const nn_tensor *v) {
     case RX_LOG1SQ: return nn_log(g, nn_add_scalar(g, nn_square(g, a), 1.0f));
     case RX_MATMUL: return nn_matmul(g, a, b, o->ta, o->tb);
     case RX_TRANSPOSE: return nn_transpose(g, a, 0, 1);
-    case RX_SOFTMAX: return nn_softmax(g, a);
-    case RX_LOG_SOFTMAX: return nn_log_softmax(g, a);
+    case RX_SOFTMAX: return nn_softmax(g, a, -1);
+    case RX_LOG_SOFTMAX: return nn_log_softmax(g, a, -1);
     case RX_SUM_DIM: return nn_sum_dim(g, a, &d, 1, 1);
     case RX_MEAN_DIM: return nn_mean_dim(g, a, &d, 1, 1);
     case RX_LSE_DIM: return nn_logsumexp_dim(g, a, &d, 1, 1);

@@ -115,10 +115,10 @@ static int st_same_params(nn_context *ctx, nn_graph *a, nn_graph *b, const char 
     int i, ok = 1;
     for (i = 0; i < 4; i++) {
         nn_tensor ta = nn_graph_find(a, st_names[i]), tb = nn_graph_find(b, st_names[i]);
-        size_t bytes = (size_t)nn_tensor_numel(a, ta) * 4;
+        size_t bytes = (size_t)t_numel(a, ta) * 4;
         memset(pa, 0, sizeof pa);
         memset(pb, 0, sizeof pb);
-        if (!T_CHECK(bytes > 0 && bytes <= sizeof pa && bytes == (size_t)nn_tensor_numel(b, tb) * 4, "%s: %s sizes", what,
+        if (!T_CHECK(bytes > 0 && bytes <= sizeof pa && bytes == (size_t)t_numel(b, tb) * 4, "%s: %s sizes", what,
                      st_names[i]))
             return 0;
         if (!T_CHECK(nn_tensor_read(a, ta, pa, bytes) == NN_OK && nn_tensor_read(b, tb, pb, bytes) == NN_OK,

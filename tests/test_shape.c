@@ -12,7 +12,7 @@ static void strides(const nn_shape *s, long *st) {
 }
 
 /* ip[0..5]: the permutation */
-static nn_tensor b_permute(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_permute(g, in[0], s->ip); }
+static nn_tensor b_permute(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_permute(g, in[0], s->ip, s->shape[0].ndim); }
 static void r_permute(const spec *s, double *const *in, double *out) {
     long xs[NN_MAX_DIMS], n = numel(s->out), i;
     int nd = s->out.ndim, d;
@@ -63,7 +63,7 @@ static nn_tensor b_split_swap(nn_graph *g, const nn_tensor *in, const spec *s) {
     int nd = s->shape[0].ndim;
     sizes[0] = 1;
     sizes[1] = s->shape[0].dim[nd - 1] - 1;
-    if (nn_split(g, in[0], -1, sizes, 2, parts) != NN_OK) return parts[0];
+    if (nn_split(g, in[0], sizes, 2, -1, parts).id < 0) return parts[0];
     sw[0] = parts[1];
     sw[1] = parts[0];
     return nn_concat(g, sw, 2, -1);

@@ -52,7 +52,10 @@ int main(void) {
         const char *names[] = {"conv.weight", "conv.bias", "fc.weight", "fc.bias"};
         for (k = 0; k < 4; k++) {
             nn_tensor p = nn_graph_find(g, names[k]);
-            long m = (long)nn_tensor_numel(g, p);
+            int64_t m64 = 0;
+            long m;
+            nn_tensor_numel(g, p, &m64);
+            m = (long)m64;
             if (m <= 0 || m > 4096 || nn_tensor_read(g, p, buf, (size_t)m * 4) != NN_OK) {
                 printf("cannot read %s\n", names[k]);
                 return 1;

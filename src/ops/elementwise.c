@@ -270,8 +270,8 @@ NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight) {
     return t;
 }
 
-/* PyTorch's nn.PReLU(num_parameters): NAME.weight [num_parameters], all 0.25. */
-NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const char *name) {
+/* PyTorch's nn.PReLU(num_parameters, init): NAME.weight [num_parameters], all init (0.25). */
+NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const nn_prelu_desc *desc, const char *name) {
     char wn[256];
     nn_init init;
     if (!nn__check(g, "nn_prelu_layer", 1, &x)) return nn__tensor(-1);
@@ -281,7 +281,7 @@ NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_prelu_layer %s: num_parameters = %lld, not >= 1", name,
                            (long long)num_parameters);
     init.kind = NN_INIT_CONSTANT;
-    init.a = 0.25f;
+    init.a = nn__deff(desc ? desc->init : 0.0f, 0.25f);
     init.b = 0.0f;
     snprintf(wn, sizeof wn, "%s.weight", name);
     return nn_prelu(g, x, nn_param(g, wn, nn_shape1(num_parameters), init));

@@ -12,7 +12,7 @@ static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     g->schedule.lr = g->opt.lr;
     r = nn_graph_set_schedule(g, &d->schedule);
     if (r != NN_OK) return r;
-    g->lr = nn_lr_schedule_at(&g->schedule, 0);
+    g->lr = nn__lr_at(&g->schedule, 0);
     return NN_OK;
 }
 

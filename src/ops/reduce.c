@@ -267,7 +267,7 @@ static nn_tensor nn__red_build(nn_graph *g, int op, nn_tensor x, const int *mask
             if (mask[d]) R *= xs.dim[d];
             else O *= xs.dim[d];
         }
-        src = nn_permute(g, x, perm);
+        src = nn_permute(g, x, perm, nd);
         if (src.id < 0) return src;
     } else if (first < 0) {
         O = nx->numel;

@@ -27,25 +27,31 @@ static int nn__axis(nn_graph *g, const char *op, nn_tensor x, int axis) {
     if (axis < 0 || axis >= nd) {
         char sx[128];
         nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: axis out of range for x %s", op, sx);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: dim out of range for x %s", op, sx);
         return -1;
     }
     return axis;
 }
 
-NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *perm) {
+NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *dims, int n_dims) {
     nn_shape s;
-    int d, seen = 0, nd;
+    int d, seen = 0, nd, perm[NN_MAX_DIMS];
     nn_tensor t;
     if (!nn__check(g, "nn_permute", 1, &x)) return nn__tensor(-1);
-    if (!perm) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: perm is NULL");
+    if (!dims) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: dims is NULL");
     s = nn__n(g, x)->shape;
     nd = s.ndim;
-    for (d = 0; d < nd; d++) {
+    if (n_dims != nd) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: %d dims given for x %s of %d dims", n_dims, sx, nd);
+    }
+    for (d = 0; d < nd; d++) { /* negative dims count from the end, as torch.permute's */
+        perm[d] = dims[d] < 0 ? dims[d] + nd : dims[d];
         if (perm[d] < 0 || perm[d] >= nd || (seen >> perm[d]) & 1) {
             char sx[128];
             nn__shape_str(&s, sx, sizeof sx);
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: perm is not a permutation of x %s's dims", sx);
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: dims is not a permutation of x %s's dims", sx);
         }
         seen |= 1 << perm[d];
         s.dim[d] = nn__n(g, x)->shape.dim[perm[d]];
@@ -64,7 +70,7 @@ NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1) {
     t = perm[dim0];
     perm[dim0] = perm[dim1];
     perm[dim1] = t;
-    return nn_permute(g, x, perm);
+    return nn_permute(g, x, perm, nn__n(g, x)->shape.ndim);
 }
 
 /* One CONCAT node of k <= NN__MAX_IN inputs, checked by nn_concat. */
@@ -82,13 +88,13 @@ static nn_tensor nn__concat_node(nn_graph *g, const nn_tensor *xs, int k, int ax
     return t;
 }
 
-NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis) {
+NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int dim) {
     nn_tensor part[(64 + NN__MAX_IN - 1) / NN__MAX_IN];
-    int k, d, parts;
+    int k, d, parts, axis;
     if (!g) return nn__tensor(-1);
     if (!xs || n < 1 || n > 64) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_concat: needs 1 to 64 tensors, not %d", n);
     if (!nn__check(g, "nn_concat", n, xs)) return nn__tensor(-1);
-    if ((axis = nn__axis(g, "nn_concat", xs[0], axis)) < 0) return nn__tensor(-1);
+    if ((axis = nn__axis(g, "nn_concat", xs[0], dim)) < 0) return nn__tensor(-1);
     for (k = 1; k < n; k++) {
         const nn__node *a = nn__n(g, xs[0]), *b = nn__n(g, xs[k]);
         for (d = 0; d < a->shape.ndim && a->shape.ndim == b->shape.ndim; d++)
@@ -195,12 +201,12 @@ static nn_tensor nn__slice_checked(nn_graph *g, const char *op, nn_tensor x, int
     return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start, step);
 }
 
-NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len) {
-    return nn__slice_checked(g, "nn_slice", x, axis, start, len, 1);
+NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int dim, int64_t start, int64_t len) {
+    return nn__slice_checked(g, "nn_slice", x, dim, start, len, 1);
 }
 
-NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
-    return nn__slice_checked(g, "nn_slice_step", x, axis, start, len, step);
+NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int dim, int64_t start, int64_t len, int64_t step) {
+    return nn__slice_checked(g, "nn_slice_step", x, dim, start, len, step);
 }
 
 NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims) {
@@ -303,34 +309,31 @@ NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m) {
     return t;
 }
 
-NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out) {
+NN_API nn_tensor nn_split(nn_graph *g, nn_tensor x, const int64_t *sizes, int n, int dim, nn_tensor *out) {
     int64_t start = 0, total = 0;
-    int k;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!sizes || !out || n < 1) {
-        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
-        return g->status;
-    }
+    int k, axis = dim;
+    if (!g) return nn__tensor(-1);
+    if (!sizes || !out || n < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
     if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0) {
         int64_t dim = nn__n(g, x)->shape.dim[axis];
         char sx[128];
         nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
         for (k = 0; k < n && g->status == NN_OK; k++) { /* each in 1..dim: the total cannot overflow */
             if (sizes[k] < 1 || sizes[k] > dim)
-                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, axis %d of x %s",
+                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, dim %d of x %s",
                             (long long)sizes[k], k, (long long)dim, axis, sx);
             else
                 total += sizes[k];
         }
         if (g->status == NN_OK && total != dim)
-            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, axis %d of x %s is %lld", (long long)total, axis, sx,
+            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, dim %d of x %s is %lld", (long long)total, axis, sx,
                         (long long)dim);
     }
     for (k = 0; k < n; k++) {
         out[k] = g->status == NN_OK ? nn_slice(g, x, axis, start, sizes[k]) : nn__tensor(-1);
         if (g->status == NN_OK) start += sizes[k]; /* checked sizes only: no overflow */
     }
-    return g->status;
+    return out[0];
 }
 
 NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode) {
@@ -409,7 +412,7 @@ NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
         s6.dim[5] = s.dim[3];
         x = nn_reshape(g, x, s6);
     }
-    return nn_reshape(g, nn_permute(g, x, perm), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
+    return nn_reshape(g, nn_permute(g, x, perm, 6), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
 }
 
 
@@ -446,7 +449,7 @@ static void nn__grad_permute(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     int inv[NN_MAX_DIMS], d;
     for (d = 0; d < n.shape.ndim; d++) inv[n.a.shape.perm[d]] = d;
-    nn__acc_grad(g, a, nn_permute(g, gy, inv));
+    nn__acc_grad(g, a, nn_permute(g, gy, inv, n.shape.ndim));
     return;
 }
 

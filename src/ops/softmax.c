@@ -2,12 +2,22 @@
 #include "../nn_internal.h"
 #include "../nn_ops.h"
 
-static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x) {
+/* The op normalises the last dim; another dim is moved last and back (two permutes). */
+static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x, int dim) {
+    int nd;
     if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    nd = nn__n(g, x)->shape.ndim;
+    if (dim < -nd || dim >= nd) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: dim %d out of range for x %s", opname, dim, sx);
+    }
+    if (dim < 0) dim += nd;
+    if (dim != nd - 1) return nn_transpose(g, nn__rowwise(g, opname, op, nn_transpose(g, x, dim, nd - 1), nd - 1), dim, nd - 1);
     return nn__op1(g, op, NN_F32, nn__n(g, x)->shape, x.id);
 }
-NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x); }
-NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x); }
+NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x, int dim) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x, dim); }
+NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x, int dim) { return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x, dim); }
 
 
 static int64_t nn__last_dim(const nn__node *n) { return n->shape.dim[n->shape.ndim - 1]; }
