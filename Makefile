@@ -3,7 +3,7 @@ CC      ?= cc
 CFLAGS  ?= -O2
 WARN     = -std=c99 -Wall -Wextra -pedantic -Werror
 KERNELS  = $(wildcard kernels/*.cl kernels/*.h)
-SOURCES  = $(wildcard src/*.c src/*.h src/ops/*.c) gen/parts.txt
+SOURCES  = $(wildcard src/*/*.c src/*/*.h) gen/parts.txt
 TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c tests/fault_%.c,$(wildcard tests/*.c))
 DATA_DIR ?= data/fashion-mnist
 
@@ -127,7 +127,7 @@ bench: bench/nn_bench
 bench-mem: bench/nn_bench
 	FIGURES=mem ./bench/run.sh
 
-# ms per training step of each composed layer (src/nn_layers.c) on every backend beside
+# ms per training step of each composed layer (src/layers/layers.c) on every backend beside
 # PyTorch's (bench/layers_torch.py) at 1 and 2 threads: `make bench-layers [ROUNDS=n]`.
 bench-layers: bench/nn_bench
 	FIGURES=layers ./bench/run.sh

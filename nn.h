@@ -3,7 +3,7 @@
    Documentation and licence follow. */
 
 /* ======================================================================
-   src/nn_header.h
+   src/api/header.h
    ====================================================================== */
 /*
 nn.h - train and run neural networks from C, on any OpenCL device or on the CPU.
@@ -129,7 +129,7 @@ LICENCE
 #endif
 
 /* ======================================================================
-   src/nn_api.h
+   src/api/api.h
    ====================================================================== */
 #ifndef NN_H_INCLUDED
 #define NN_H_INCLUDED
@@ -946,7 +946,7 @@ NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor tar
    that has no options yet takes no desc. Parameters are made once per name: a second call
    with the same name reuses them (their shapes must agree), and graphs made with
    share_params share them. The composed layers (SE, SwiGLU, highway, RBF, MoE) are short
-   functions of the builders above (src/nn_layers.c): no op kinds of their own, their
+   functions of the builders above (src/layers/layers.c): no op kinds of their own, their
    gradients the ops'. A layer taking x [..., D] runs its linear layers on the rows of x. */
 
 /* A fully connected layer (PyTorch's nn.Linear): x [B, in] -> [B, out] with parameters
@@ -1283,7 +1283,227 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
 #define NN_IMPLEMENTATION_DONE
 
 /* ======================================================================
-   src/nn_internal.h
+   src/ops/elementwise.h
+   ====================================================================== */
+/* The elementwise family's typed attributes (a node's a.ew), read and written by src/ops/elementwise.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_ELEMENTWISE_H
+#define NN__OPS_ELEMENTWISE_H
+#include <stdint.h>
+
+typedef struct nn__ew_attr {
+    int fn;              /* UNARY, UNARY_GRAD: the activation (NN__U_*, kernels/activation.h) */
+    float param[2];      /*   its parameters */
+    float s;             /* SCALE: the factor; FILL, MASKED_FILL: the value */
+    float p;             /* DROPOUT: the probability of a zero */
+    int key;             /*   the mask's key (the forward node's id), shared by its backward op */
+    int C, S, N;         /* PRELU*: the weight's size, elements per channel and sample, samples */
+    int bfn;             /* BINARY, COMPARE, BINARY_GRAD: the function (NN__B_*, kernels/activation.h);
+                            ADD, SUB and MUL go by their op */
+    int wrt;             /* BINARY_GRAD: the operand differentiated (0: a, 1: b) */
+    int invert;          /* MASKED_FILL: fill where the mask is 0 rather than nonzero */
+} nn__ew_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/matmul.h
+   ====================================================================== */
+/* The matmul family's typed attributes (a node's a.matmul), read and written by src/ops/matmul.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_MATMUL_H
+#define NN__OPS_MATMUL_H
+#include <stdint.h>
+
+typedef struct nn__matmul_attr {
+    int trans_a, trans_b; /* the operands' last two dims are swapped */
+    int vec[3];          /* a, b, the output: NN__MM_MATRIX [..., rows, cols], NN__MM_ROW
+                            [..., cols] (1 row), NN__MM_COL [..., rows] (1 column) */
+} nn__matmul_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/reduce.h
+   ====================================================================== */
+/* The reduce family's typed attributes (a node's a.reduce), read and written by src/ops/reduce.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_REDUCE_H
+#define NN__OPS_REDUCE_H
+#include <stdint.h>
+
+typedef struct nn__reduce_attr {
+    float scale;         /* SUM_ALL, EXPAND_SCALAR: the factor (1, or 1/n for a mean) */
+    float max_norm;      /* CLIP_SCALE: the gradient norm clipped to */
+    int O, R, I;         /* RED_*, ARG*_DIM, CUMSUM*, REDUCE_GRAD: x viewed as [O, R, I], reduced
+                            (or scanned) over R; the output is [O, I] */
+    int fwd;             /* REDUCE_GRAD: the forward op (NN__OP_RED_*) */
+    float p;             /* RED_NORM: the order p (INFINITY: the max norm) */
+    float correction;    /* RED_VAR, RED_STD: divisor max(0, R - correction) */
+} nn__reduce_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/loss.h
+   ====================================================================== */
+/* The loss family's typed attributes (a node's a.loss), read and written by src/ops/loss.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_LOSS_H
+#define NN__OPS_LOSS_H
+#include <stdint.h>
+
+typedef struct nn__loss_attr {
+    int kind;            /* LOSS_EW*: NN__L_*; LOSS_ROWS*: NN__R_* */
+    int has_pos_weight;  /* LOSS_EW*: a pos_weight operand (the last before dy) */
+    int log_target;      /* LOSS_EW* (KL divergence): the target is log-probabilities */
+    float a, b;          /* LOSS_EW*: delta, tau, margin or alpha; gamma (focal) */
+    int ignore_index;    /* CE_ROWS*, CE_WEIGHTS: the label that counts for nothing */
+    int log_input;       /* CE_ROWS*: x holds log-probabilities (NLL), not logits */
+    float smoothing;     /* CE_ROWS*: label smoothing */
+    int classes;         /* CE_WEIGHTS: C */
+    int wrt;             /* LOSS_ROWS_GRAD: the input differentiated */
+    float margin;        /* LOSS_ROWS*: margin (cosine, triplet) or smooth (dice) */
+} nn__loss_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/shape.h
+   ====================================================================== */
+/* The shape family's typed attributes (a node's a.shape), read and written by src/ops/shape.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_SHAPE_H
+#define NN__OPS_SHAPE_H
+#include <stdint.h>
+
+typedef struct nn__shape_attr {
+    int perm[NN_MAX_DIMS]; /* PERMUTE: output dim d is input dim perm[d] */
+    int axis;            /* CONCAT, SLICE*: the axis */
+    int start;           /* SLICE*: the first index taken */
+    int step;            /* SLICE*: the distance between indices taken (1: contiguous) */
+    int flip;            /* FLIP: bit d set: dim d reversed */
+    int diagonal, upper; /* TRIL: the diagonal kept (torch.tril/triu's), triu rather than tril */
+    int kind;            /* CONST: NN__CONST_ARANGE or NN__CONST_EYE */
+    double c_start, c_step; /* CONST (arange): element i is c_start + i * c_step */
+    int top, left;       /* PAD2D*: padding before H and W */
+    int reflect;         /* PAD2D*: reflection padding, not zeros */
+    int scale_h, scale_w; /* UPSAMPLE2D*: the factors */
+    int bilinear;        /* UPSAMPLE2D*: bilinear (align_corners = False), not nearest */
+} nn__shape_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/gather.h
+   ====================================================================== */
+/* The gather family's typed attributes (a node's a.gather), read and written by src/ops/gather.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_GATHER_H
+#define NN__OPS_GATHER_H
+#include <stdint.h>
+
+typedef struct nn__gather_attr {
+    int dim;             /* INDEX_SELECT*, GATHER, SCATTER_ADD: the dim indexed */
+    int has_base;        /* SCATTER_ADD: in[0] is the tensor added to (else zeros: gather's backward) */
+} nn__gather_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/conv.h
+   ====================================================================== */
+/* The conv family's typed attributes (a node's a.conv), read and written by src/ops/conv.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_CONV_H
+#define NN__OPS_CONV_H
+#include <stdint.h>
+
+typedef struct nn__conv_attr { /* per spatial dim, (h, w) or (d, h, w) */
+    int stride[3], pad[3], dilation[3];
+    int groups;
+} nn__conv_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/pool.h
+   ====================================================================== */
+/* The pool family's typed attributes (a node's a.pool), read and written by src/ops/pool.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_POOL_H
+#define NN__OPS_POOL_H
+#include <stdint.h>
+
+typedef struct nn__pool_attr { /* (h, w); 1-D pooling has h = 1 */
+    int kernel[2], stride[2], pad[2];
+    int dilation[2];     /* max pooling */
+    int exclude_pad;     /* average pooling: count_include_pad = False */
+    int adaptive;        /* average pooling: PyTorch's adaptive bins, not kernel and stride */
+} nn__pool_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/norm.h
+   ====================================================================== */
+/* The norm family's typed attributes (a node's a.norm), read and written by src/ops/norm.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_NORM_H
+#define NN__OPS_NORM_H
+#include <stdint.h>
+
+typedef struct nn__norm_attr { /* x [A, C, S...] */
+    int A, C, S;         /* leading elements, channels, elements per channel */
+    int groups;          /* statistics groups per leading element (group norm) */
+    int per_channel;     /* statistics per channel over A and S (batch norm) */
+    int has_gamma, has_beta;
+    int const_stats;     /* NORM_FORWARD, NORM_DX: the statistics are not x's (running stats) */
+    float eps, momentum;
+} nn__norm_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/optim.h
+   ====================================================================== */
+/* The optim family's typed attributes (a node's a.optim), read and written by src/ops/optim.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_OPTIM_H
+#define NN__OPS_OPTIM_H
+#include <stdint.h>
+
+typedef struct nn__optim_attr {
+    int kind;            /* OPT_*: the nn_optimizer_kind */
+    float lr_mult, wd_mult; /* OPT_*: the parameter's multipliers of lr and weight decay */
+    float inv_steps;     /* GRAD_ACC: 1 / the accumulation steps */
+} nn__optim_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/random.h
+   ====================================================================== */
+/* The random family's typed attributes (a node's a.random), read and written by src/ops/random.c
+   and the CPU loops it calls. */
+#ifndef NN__OPS_RANDOM_H
+#define NN__OPS_RANDOM_H
+#include <stdint.h>
+
+typedef struct nn__random_attr {
+    int key;             /* the draw's Philox key (the forward node's id), shared by its backward op */
+    int low;             /* RANDINT: the least value */
+    uint32_t range;      /*   high - low - 1 (the count of values, less 1) */
+    float std;           /* GAUSSIAN_NOISE: the noise's standard deviation */
+    float p;             /* ALPHA_DROPOUT*: the probability of a drop */
+    float scale, shift;  /*   kept elements: scale x + shift; */
+    float dropped;       /*   dropped ones: this value */
+} nn__random_attr;
+
+#endif
+
+/* ======================================================================
+   src/base/internal.h
    ====================================================================== */
 /* Private definitions shared by every part of the implementation. */
 #ifndef NN__INTERNAL_H
@@ -1299,6 +1519,15 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
 #include <stdarg.h>
 #include <math.h>
 #include <errno.h>
+
+/* Static helpers that a given build of the amalgamation may not call. */
+#ifndef NN__MAYBE_UNUSED
+#if defined(__GNUC__)
+#define NN__MAYBE_UNUSED __attribute__((unused))
+#else
+#define NN__MAYBE_UNUSED
+#endif
+#endif
 
 #if defined(NN_MALLOC) || defined(NN_REALLOC) || defined(NN_FREE)
 #  if !defined(NN_MALLOC) || !defined(NN_REALLOC) || !defined(NN_FREE)
@@ -1343,105 +1572,7 @@ typedef struct nn__buf {
 /* Typed attributes: one struct per op family, each read and written only by its family's
    file (src/ops/FAMILY.c) and the CPU loops it calls. A node holds them in a union; the
    ops of a family and their gradient ops share the family's struct, so a gradient op
-   copies its forward node's `a` whole. */
-typedef struct nn__ew_attr { /* src/ops/elementwise.c */
-    int fn;              /* UNARY, UNARY_GRAD: the activation (NN__U_*, kernels/activation.h) */
-    float param[2];      /*   its parameters */
-    float s;             /* SCALE: the factor; FILL, MASKED_FILL: the value */
-    float p;             /* DROPOUT: the probability of a zero */
-    int key;             /*   the mask's key (the forward node's id), shared by its backward op */
-    int C, S, N;         /* PRELU*: the weight's size, elements per channel and sample, samples */
-    int bfn;             /* BINARY, COMPARE, BINARY_GRAD: the function (NN__B_*, kernels/activation.h);
-                            ADD, SUB and MUL go by their op */
-    int wrt;             /* BINARY_GRAD: the operand differentiated (0: a, 1: b) */
-    int invert;          /* MASKED_FILL: fill where the mask is 0 rather than nonzero */
-} nn__ew_attr;
-
-typedef struct nn__matmul_attr { /* src/ops/matmul.c */
-    int trans_a, trans_b; /* the operands' last two dims are swapped */
-    int vec[3];          /* a, b, the output: NN__MM_MATRIX [..., rows, cols], NN__MM_ROW
-                            [..., cols] (1 row), NN__MM_COL [..., rows] (1 column) */
-} nn__matmul_attr;
-
-typedef struct nn__reduce_attr { /* src/ops/reduce.c */
-    float scale;         /* SUM_ALL, EXPAND_SCALAR: the factor (1, or 1/n for a mean) */
-    float max_norm;      /* CLIP_SCALE: the gradient norm clipped to */
-    int O, R, I;         /* RED_*, ARG*_DIM, CUMSUM*, REDUCE_GRAD: x viewed as [O, R, I], reduced
-                            (or scanned) over R; the output is [O, I] */
-    int fwd;             /* REDUCE_GRAD: the forward op (NN__OP_RED_*) */
-    float p;             /* RED_NORM: the order p (INFINITY: the max norm) */
-    float correction;    /* RED_VAR, RED_STD: divisor max(0, R - correction) */
-} nn__reduce_attr;
-
-typedef struct nn__loss_attr { /* src/ops/loss.c */
-    int kind;            /* LOSS_EW*: NN__L_*; LOSS_ROWS*: NN__R_* */
-    int has_pos_weight;  /* LOSS_EW*: a pos_weight operand (the last before dy) */
-    int log_target;      /* LOSS_EW* (KL divergence): the target is log-probabilities */
-    float a, b;          /* LOSS_EW*: delta, tau, margin or alpha; gamma (focal) */
-    int ignore_index;    /* CE_ROWS*, CE_WEIGHTS: the label that counts for nothing */
-    int log_input;       /* CE_ROWS*: x holds log-probabilities (NLL), not logits */
-    float smoothing;     /* CE_ROWS*: label smoothing */
-    int classes;         /* CE_WEIGHTS: C */
-    int wrt;             /* LOSS_ROWS_GRAD: the input differentiated */
-    float margin;        /* LOSS_ROWS*: margin (cosine, triplet) or smooth (dice) */
-} nn__loss_attr;
-
-typedef struct nn__shape_attr { /* src/ops/shape.c */
-    int perm[NN_MAX_DIMS]; /* PERMUTE: output dim d is input dim perm[d] */
-    int axis;            /* CONCAT, SLICE*: the axis */
-    int start;           /* SLICE*: the first index taken */
-    int step;            /* SLICE*: the distance between indices taken (1: contiguous) */
-    int flip;            /* FLIP: bit d set: dim d reversed */
-    int diagonal, upper; /* TRIL: the diagonal kept (torch.tril/triu's), triu rather than tril */
-    int kind;            /* CONST: NN__CONST_ARANGE or NN__CONST_EYE */
-    double c_start, c_step; /* CONST (arange): element i is c_start + i * c_step */
-    int top, left;       /* PAD2D*: padding before H and W */
-    int reflect;         /* PAD2D*: reflection padding, not zeros */
-    int scale_h, scale_w; /* UPSAMPLE2D*: the factors */
-    int bilinear;        /* UPSAMPLE2D*: bilinear (align_corners = False), not nearest */
-} nn__shape_attr;
-
-typedef struct nn__gather_attr { /* src/ops/gather.c */
-    int dim;             /* INDEX_SELECT*, GATHER, SCATTER_ADD: the dim indexed */
-    int has_base;        /* SCATTER_ADD: in[0] is the tensor added to (else zeros: gather's backward) */
-} nn__gather_attr;
-
-typedef struct nn__conv_attr { /* src/ops/conv.c: per spatial dim, (h, w) or (d, h, w) */
-    int stride[3], pad[3], dilation[3];
-    int groups;
-} nn__conv_attr;
-
-typedef struct nn__pool_attr { /* src/ops/pool.c: (h, w); 1-D pooling has h = 1 */
-    int kernel[2], stride[2], pad[2];
-    int dilation[2];     /* max pooling */
-    int exclude_pad;     /* average pooling: count_include_pad = False */
-    int adaptive;        /* average pooling: PyTorch's adaptive bins, not kernel and stride */
-} nn__pool_attr;
-
-typedef struct nn__norm_attr { /* src/ops/norm.c: x [A, C, S...] */
-    int A, C, S;         /* leading elements, channels, elements per channel */
-    int groups;          /* statistics groups per leading element (group norm) */
-    int per_channel;     /* statistics per channel over A and S (batch norm) */
-    int has_gamma, has_beta;
-    int const_stats;     /* NORM_FORWARD, NORM_DX: the statistics are not x's (running stats) */
-    float eps, momentum;
-} nn__norm_attr;
-
-typedef struct nn__optim_attr { /* src/ops/optim.c */
-    int kind;            /* OPT_*: the nn_optimizer_kind */
-    float lr_mult, wd_mult; /* OPT_*: the parameter's multipliers of lr and weight decay */
-    float inv_steps;     /* GRAD_ACC: 1 / the accumulation steps */
-} nn__optim_attr;
-
-typedef struct nn__random_attr { /* src/ops/random.c */
-    int key;             /* the draw's Philox key (the forward node's id), shared by its backward op */
-    int low;             /* RANDINT: the least value */
-    uint32_t range;      /*   high - low - 1 (the count of values, less 1) */
-    float std;           /* GAUSSIAN_NOISE: the noise's standard deviation */
-    float p;             /* ALPHA_DROPOUT*: the probability of a drop */
-    float scale, shift;  /*   kept elements: scale x + shift; */
-    float dropped;       /*   dropped ones: this value */
-} nn__random_attr;
+   copies its forward node's `a` whole. Each family's struct is in src/ops/FAMILY.h. */
 
 typedef union nn__attr {
     nn__ew_attr ew;
@@ -1529,6 +1660,7 @@ typedef struct nn__launch {
     int n_args;
     int upd[NN__MAX_KUPD], n_upd;
     void (*update)(nn_graph *g, struct nn__launch *l);
+    const char *bad_arg;        /* the argument a plan left unset (kernels/kargs.h), for the message */
     void *bk;                   /* the backend's kernel object */
 } nn__launch;
 
@@ -1545,7 +1677,7 @@ typedef struct nn__device {
 } nn__device;
 
 /* A backend: what the engine asks of one. The engine knows no backend by name; backends
-   are tried in the order of nn__backends[] (nn_context.c), the CPU last. */
+   are tried in the order of nn__backends[] (engine/context.c), the CPU last. */
 typedef struct nn__backend {
     const char *name;
     nn_backend_kind kind;
@@ -1585,7 +1717,7 @@ struct nn_context {
     struct nn__threadpool *threads;
 };
 
-/* What each optimizer update advances (nn_optim.c), restored if a step fails. */
+/* What each optimizer update advances (cpu/optim.c), restored if a step fails. */
 typedef struct nn__opt_clock {
     uint64_t t;                  /* updates done, the running one included */
     double mu_prod;              /* NAdam's product of momentum coefficients */
@@ -1617,7 +1749,7 @@ struct nn_graph {
     size_t arena_bytes;
     int clip_node;               /* CLIP_SCALE node or -1 */
     float lr;                    /* the rate of the update running (the schedule's) */
-    /* optimizer extras (nn_optim.c) */
+    /* optimizer extras (cpu/optim.c) */
     nn_lr_schedule schedule;
     struct nn__pgroup *groups;   /* nn_graph_param_group, in the order added */
     int n_groups;
@@ -1626,7 +1758,7 @@ struct nn_graph {
     int first_update_node;       /* nodes from here on run on update steps only */
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
-    struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (nn_ckpt.c) */
+    struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (files/ckpt.c) */
     nn__launch *launches;        /* device plans, in schedule order */
     int n_launches, cap_launches;
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
@@ -1636,9 +1768,9 @@ struct nn_graph {
     int checks_pending;          /* a run since the counters were last read */
 };
 
-static void nn__datasets_free(nn_graph *g); /* nn_ckpt.c */
+static void nn__datasets_free(nn_graph *g); /* files/ckpt.c */
 
-/* A desc field's value (nn_api.h, NN_ZERO): its default for 0, exactly 0 for NN_ZERO. */
+/* A desc field's value (api/api.h, NN_ZERO): its default for 0, exactly 0 for NN_ZERO. */
 static float nn__deff(float v, float dflt) { return v == 0.0f ? dflt : v == (float)NN_ZERO ? 0.0f : v; }
 static int nn__defi(int v, int dflt) { return v == 0 ? dflt : v == NN_ZERO ? 0 : v; }
 static uint64_t nn__defu64(uint64_t v, uint64_t dflt) { return v == 0 ? dflt : v == (uint64_t)(int64_t)NN_ZERO ? 0 : v; }
@@ -1732,21 +1864,28 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
 #endif /* NN__INTERNAL_H */
 
 /* ======================================================================
-   src/nn_ops.h
+   src/base/registry.h
    ====================================================================== */
-/* The op registry. Each family's list names its ops once: the enum value, the name used
-   in messages, and the functions that define the op, all in src/ops/FAMILY.c:
-     cpu    nn_result f(nn_graph *g, nn__node *n)  the CPU backend's body
-     dev    nn_result f(nn_graph *g, int id)       the device plan: the launches of
-                                                   kernels/FAMILY.cl (nn__launch_add, nn__args)
-     grad   void f(nn_graph *g, int id)            the autograd rule (nn__grad_none: no rule)
-     plan   void f(nn_graph *g, nn__node *n)       compile time, before memory is planned:
-                                                   the algorithm and scratch size (0: none)
-     flags  NN__OPF_*
-   The enum, the names and the table in src/nn_registry.c are all made from these lists,
-   so an op with a missing function does not compile. */
+/* The op registry. Each family's list names its ops once, X(ENUM, "name", stem, flags): the
+   enum value NN__OP_ENUM, the name used in messages, and the stem that names the op's
+   functions in src/ops/FAMILY.c:
+     nn__cpu_STEM     nn_result f(nn_graph *g, nn__node *n)  the CPU backend's body
+     nn__launch_STEM  nn_result f(nn_graph *g, int id)       the kernel launches of kernels/FAMILY.cl
+                                                             for a device backend (nn__launch_kernel
+                                                             and the kernel's nn__kargs_SIG)
+     nn__grad_STEM    void f(nn_graph *g, int id)            the autograd rule
+     nn__plan_STEM    void f(nn_graph *g, nn__node *n)       compile time, before memory is planned:
+                                                             the algorithm and scratch size
+     flags            NN__OPF_*
+   A function an op shares with another, or has none of, is a one-line alias beside the op
+   (#define nn__cpu_sub nn__cpu_binary; nn__grad_none: no gradient rule; nn__no_plan: no
+   compile-time plan). The enum, the names and the table in src/ops/registry.c are made
+   from these lists, so an op with a missing function does not compile. */
 #ifndef NN__OPS_H
 #define NN__OPS_H
+
+/* The plan of an op that needs none (its nn__plan_STEM alias). */
+#define nn__no_plan 0
 
 #define NN__OPF_LEAF 1u    /* an input or parameter: no body, no plan */
 #define NN__OPF_NO_GRAD 2u /* not differentiable: no gradient flows through it */
@@ -1760,149 +1899,145 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
 #define NN__OPF_RANK0 32u  /* takes and makes rank-0 (scalar []) tensors: its shape rule, bodies and plans
                               handle 0 dims; nodes of other ops refuse them when built */
 
-#define NN__OPS_LEAF(X)                                                                                   \
-    X(INPUT, "input", nn__cpu_leaf, nn__dev_leaf, nn__grad_none, 0, NN__OPF_LEAF | NN__OPF_RANK0)                          \
-    X(PARAM, "param", nn__cpu_leaf, nn__dev_leaf, nn__grad_none, 0, NN__OPF_LEAF)
+#define NN__OPS_LEAF(X)                                     \
+    X(INPUT, "input", input, NN__OPF_LEAF | NN__OPF_RANK0)  \
+    X(PARAM, "param", param, NN__OPF_LEAF)
 
-#define NN__OPS_ELEMENTWISE(X)                                                                              \
-    X(ADD, "add", nn__cpu_binary, nn__dev_binary, nn__grad_add_sub, 0, NN__OPF_RANK0)                                  \
-    X(SUB, "sub", nn__cpu_binary, nn__dev_binary, nn__grad_add_sub, 0, NN__OPF_RANK0)                                  \
-    X(MUL, "mul", nn__cpu_binary, nn__dev_binary, nn__grad_mul, 0, NN__OPF_RANK0)                                      \
-    X(SCALE, "scale", nn__cpu_scale, nn__dev_scale, nn__grad_scale, 0, NN__OPF_RANK0)                                  \
-    X(UNARY, "activation", nn__cpu_unary, nn__dev_unary, nn__grad_unary, 0, NN__OPF_RANK0)                             \
-    X(UNARY_GRAD, "activation_grad", nn__cpu_unary_grad, nn__dev_unary_grad, nn__grad_none, 0, NN__OPF_RANK0)          \
-    X(PRELU, "prelu", nn__cpu_prelu, nn__dev_prelu, nn__grad_prelu, 0, 0)                                  \
-    X(PRELU_DX, "prelu_grad_input", nn__cpu_prelu, nn__dev_prelu, nn__grad_none, 0, 0)                     \
-    X(PRELU_DW, "prelu_grad_weight", nn__cpu_prelu_dw, nn__dev_prelu_dw, nn__grad_none, nn__plan_prelu_dw, 0) \
-    X(DROPOUT, "dropout", nn__cpu_dropout, nn__dev_dropout, nn__grad_dropout, 0, NN__OPF_RANK0)                        \
-    X(ACCUMULATE, "accumulate", nn__cpu_accumulate, nn__dev_accumulate, nn__grad_none, 0,                 \
-      NN__OPF_NO_GRAD | NN__OPF_WRITABLE | NN__OPF_RANK0) \
-    X(FILL, "fill", nn__cpu_fill, nn__dev_fill, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)                          \
-    X(BINARY, "binary", nn__cpu_binary, nn__dev_binary, nn__grad_binary, 0, NN__OPF_RANK0)                             \
-    X(BINARY_GRAD, "binary_grad", nn__cpu_binary_grad, nn__dev_binary_grad, nn__grad_none, 0, NN__OPF_RANK0)           \
-    X(COMPARE, "compare", nn__cpu_binary, nn__dev_binary, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)               \
-    X(WHERE, "where", nn__cpu_where, nn__dev_where, nn__grad_where, 0, NN__OPF_RANK0)                                  \
-    X(MASKED_FILL, "masked_fill", nn__cpu_masked_fill, nn__dev_masked_fill, nn__grad_masked_fill, 0, NN__OPF_RANK0)    \
-    X(EXPAND, "expand", nn__cpu_expand, nn__dev_expand, nn__grad_expand, 0, NN__OPF_RANK0)                             \
-    X(SUM_TO, "sum_to", nn__cpu_sum_to, nn__dev_sum_to, nn__grad_sum_to, 0, NN__OPF_RANK0)                             \
-    X(UNARY_NOGRAD, "unary_nograd", nn__cpu_unary, nn__dev_unary, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)
+#define NN__OPS_ELEMENTWISE(X)                                                                   \
+    X(ADD, "add", add, NN__OPF_RANK0)                                                            \
+    X(SUB, "sub", sub, NN__OPF_RANK0)                                                            \
+    X(MUL, "mul", mul, NN__OPF_RANK0)                                                            \
+    X(SCALE, "scale", scale, NN__OPF_RANK0)                                                      \
+    X(UNARY, "activation", unary, NN__OPF_RANK0)                                                 \
+    X(UNARY_GRAD, "activation_grad", unary_grad, NN__OPF_RANK0)                                  \
+    X(PRELU, "prelu", prelu, 0)                                                                  \
+    X(PRELU_DX, "prelu_grad_input", prelu_dx, 0)                                                 \
+    X(PRELU_DW, "prelu_grad_weight", prelu_dw, 0)                                                \
+    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)                                                \
+    X(ACCUMULATE, "accumulate", accumulate, NN__OPF_NO_GRAD | NN__OPF_WRITABLE | NN__OPF_RANK0)  \
+    X(FILL, "fill", fill, NN__OPF_NO_GRAD | NN__OPF_RANK0)                                       \
+    X(BINARY, "binary", binary, NN__OPF_RANK0)                                                   \
+    X(BINARY_GRAD, "binary_grad", binary_grad, NN__OPF_RANK0)                                    \
+    X(COMPARE, "compare", compare, NN__OPF_NO_GRAD | NN__OPF_RANK0)                              \
+    X(WHERE, "where", where, NN__OPF_RANK0)                                                      \
+    X(MASKED_FILL, "masked_fill", masked_fill, NN__OPF_RANK0)                                    \
+    X(EXPAND, "expand", expand, NN__OPF_RANK0)                                                   \
+    X(SUM_TO, "sum_to", sum_to, NN__OPF_RANK0)                                                   \
+    X(UNARY_NOGRAD, "unary_nograd", unary_nograd, NN__OPF_NO_GRAD | NN__OPF_RANK0)
 
-#define NN__OPS_MATMUL(X) X(MATMUL, "matmul", nn__cpu_matmul, nn__dev_matmul, nn__grad_matmul, nn__plan_matmul, 0)
+#define NN__OPS_MATMUL(X)           \
+    X(MATMUL, "matmul", matmul, 0)
 
-#define NN__OPS_REDUCE(X)                                                                                   \
-    X(SUM_ALL, "sum", nn__cpu_sum_all, nn__dev_sum_all, nn__grad_sum_all, 0, NN__OPF_RANK0)                            \
-    X(EXPAND_SCALAR, "expand", nn__cpu_expand_scalar, nn__dev_expand_scalar, nn__grad_expand_scalar, 0, NN__OPF_RANK0) \
-    X(ARGMAX, "argmax", nn__cpu_argmax, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD)            \
-    X(CORRECT_ROWS, "accuracy", nn__cpu_correct_rows, nn__dev_argmax_rows, nn__grad_none, 0, NN__OPF_NO_GRAD) \
-    X(GRAD_SUMSQ, "grad_norm", nn__cpu_grad_sumsq, nn__dev_sum_all, nn__grad_none, 0, 0)                   \
-    X(CLIP_SCALE, "clip_scale", nn__cpu_clip_scale, nn__dev_clip_scale, nn__grad_none, 0, 0)            \
-    X(RED_SUM, "sum_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
-    X(RED_PROD, "prod_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                        \
-    X(RED_AMAX, "amax", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                            \
-    X(RED_AMIN, "amin", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                            \
-    X(RED_MAX, "max_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
-    X(RED_MIN, "min_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
-    X(RED_VAR, "var_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
-    X(RED_STD, "std_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                          \
-    X(RED_LSE, "logsumexp", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                        \
-    X(RED_NORM, "norm_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_reduce, 0, NN__OPF_RANK0)                        \
-    X(ARGMAX_DIM, "argmax_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)        \
-    X(ARGMIN_DIM, "argmin_dim", nn__cpu_reduce, nn__dev_reduce, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)        \
-    X(REDUCE_GRAD, "reduce_grad", nn__cpu_reduce_grad, nn__dev_reduce_grad, nn__grad_none, 0, NN__OPF_RANK0)          \
-    X(CUMSUM, "cumsum", nn__cpu_cumsum, nn__dev_cumsum, nn__grad_cumsum, 0, 0)                            \
-    X(CUMSUM_REV, "cumsum_reverse", nn__cpu_cumsum, nn__dev_cumsum, nn__grad_cumsum, 0, 0)
+#define NN__OPS_REDUCE(X)                                                     \
+    X(SUM_ALL, "sum", sum_all, NN__OPF_RANK0)                                 \
+    X(EXPAND_SCALAR, "expand", expand_scalar, NN__OPF_RANK0)                  \
+    X(ARGMAX, "argmax", argmax, NN__OPF_NO_GRAD)                              \
+    X(CORRECT_ROWS, "accuracy", correct_rows, NN__OPF_NO_GRAD)                \
+    X(GRAD_SUMSQ, "grad_norm", grad_sumsq, 0)                                 \
+    X(CLIP_SCALE, "clip_scale", clip_scale, 0)                                \
+    X(RED_SUM, "sum_dim", red_sum, NN__OPF_RANK0)                             \
+    X(RED_PROD, "prod_dim", red_prod, NN__OPF_RANK0)                          \
+    X(RED_AMAX, "amax", red_amax, NN__OPF_RANK0)                              \
+    X(RED_AMIN, "amin", red_amin, NN__OPF_RANK0)                              \
+    X(RED_MAX, "max_dim", red_max, NN__OPF_RANK0)                             \
+    X(RED_MIN, "min_dim", red_min, NN__OPF_RANK0)                             \
+    X(RED_VAR, "var_dim", red_var, NN__OPF_RANK0)                             \
+    X(RED_STD, "std_dim", red_std, NN__OPF_RANK0)                             \
+    X(RED_LSE, "logsumexp", red_lse, NN__OPF_RANK0)                           \
+    X(RED_NORM, "norm_dim", red_norm, NN__OPF_RANK0)                          \
+    X(ARGMAX_DIM, "argmax_dim", argmax_dim, NN__OPF_NO_GRAD | NN__OPF_RANK0)  \
+    X(ARGMIN_DIM, "argmin_dim", argmin_dim, NN__OPF_NO_GRAD | NN__OPF_RANK0)  \
+    X(REDUCE_GRAD, "reduce_grad", reduce_grad, NN__OPF_RANK0)                 \
+    X(CUMSUM, "cumsum", cumsum, 0)                                            \
+    X(CUMSUM_REV, "cumsum_reverse", cumsum_rev, 0)
 
-#define NN__OPS_SOFTMAX(X)                                                                                  \
-    X(SOFTMAX, "softmax", nn__cpu_softmax, nn__dev_softmax, nn__grad_softmax, 0, 0)                        \
-    X(LOG_SOFTMAX, "log_softmax", nn__cpu_softmax, nn__dev_softmax, nn__grad_log_softmax, 0, 0)            \
-    X(SOFTMAX_GRAD, "softmax_grad", nn__cpu_softmax_grad, nn__dev_softmax_grad, nn__grad_none, 0, 0)       \
-    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", nn__cpu_softmax_grad, nn__dev_softmax_grad, nn__grad_none, 0, 0)
+#define NN__OPS_SOFTMAX(X)                                        \
+    X(SOFTMAX, "softmax", softmax, 0)                             \
+    X(LOG_SOFTMAX, "log_softmax", log_softmax, 0)                 \
+    X(SOFTMAX_GRAD, "softmax_grad", softmax_grad, 0)              \
+    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", log_softmax_grad, 0)
 
-#define NN__OPS_LOSS(X)                                                                                     \
-    X(XENT_ROWS, "softmax_cross_entropy", nn__cpu_xent_rows, nn__dev_xent_rows, nn__grad_xent_rows, 0, 0)  \
-    X(XENT_GRAD, "softmax_cross_entropy_grad", nn__cpu_xent_grad, nn__dev_xent_grad, nn__grad_none, 0, 0)  \
-    X(BCE_LOGITS, "bce_with_logits", nn__cpu_bce_logits, nn__dev_bce_logits, nn__grad_bce_logits, 0, 0)    \
-    X(BCE_LOGITS_GRAD, "bce_with_logits_grad", nn__cpu_bce_logits_grad, nn__dev_bce_logits_grad,           \
-      nn__grad_none, 0, 0)                                                                                 \
-    X(LOSS_EW, "loss", nn__cpu_loss_ew, nn__dev_loss_ew, nn__grad_loss_ew, 0, 0)                           \
-    X(LOSS_EW_GRAD, "loss_grad", nn__cpu_loss_ew_grad, nn__dev_loss_ew, nn__grad_none, 0, 0)               \
-    X(CE_ROWS, "cross_entropy", nn__cpu_ce_rows, nn__dev_ce_rows, nn__grad_ce_rows, 0, 0)                  \
-    X(CE_ROWS_GRAD, "cross_entropy_grad", nn__cpu_ce_rows_grad, nn__dev_ce_rows, nn__grad_none, 0, 0)      \
-    X(CE_WEIGHTS, "cross_entropy_weights", nn__cpu_ce_weights, nn__dev_ce_weights, nn__grad_none, 0,       \
-      NN__OPF_NO_GRAD)                                                                                     \
-    X(DIV_SCALAR, "div_scalar", nn__cpu_div_scalar, nn__dev_div_scalar, nn__grad_div_scalar, 0, 0)         \
-    X(LOSS_ROWS, "row_loss", nn__cpu_loss_rows, nn__dev_loss_rows, nn__grad_loss_rows, 0, 0)               \
-    X(LOSS_ROWS_GRAD, "row_loss_grad", nn__cpu_loss_rows_grad, nn__dev_loss_rows, nn__grad_none, 0, 0)
+#define NN__OPS_LOSS(X)                                                  \
+    X(XENT_ROWS, "softmax_cross_entropy", xent_rows, 0)                  \
+    X(XENT_GRAD, "softmax_cross_entropy_grad", xent_grad, 0)             \
+    X(BCE_LOGITS, "bce_with_logits", bce_logits, 0)                      \
+    X(BCE_LOGITS_GRAD, "bce_with_logits_grad", bce_logits_grad, 0)       \
+    X(LOSS_EW, "loss", loss_ew, 0)                                       \
+    X(LOSS_EW_GRAD, "loss_grad", loss_ew_grad, 0)                        \
+    X(CE_ROWS, "cross_entropy", ce_rows, 0)                              \
+    X(CE_ROWS_GRAD, "cross_entropy_grad", ce_rows_grad, 0)               \
+    X(CE_WEIGHTS, "cross_entropy_weights", ce_weights, NN__OPF_NO_GRAD)  \
+    X(DIV_SCALAR, "div_scalar", div_scalar, 0)                           \
+    X(LOSS_ROWS, "row_loss", loss_rows, 0)                               \
+    X(LOSS_ROWS_GRAD, "row_loss_grad", loss_rows_grad, 0)
 
-#define NN__OPS_GATHER(X)                                                                                   \
-    X(GATHER_ROWS, "gather_rows", nn__cpu_gather_rows, nn__dev_gather_rows, nn__grad_gather_rows, 0, 0)    \
-    X(GATHER_ROWS_GRAD, "gather_rows_grad", nn__cpu_gather_rows_grad, nn__dev_gather_rows_grad,            \
-      nn__grad_none, 0, 0)                                                                                 \
-    X(INDEX_SELECT, "index_select", nn__cpu_index_select, nn__dev_index_select, nn__grad_index_select, 0, 0) \
-    X(INDEX_SELECT_GRAD, "index_select_grad", nn__cpu_index_select, nn__dev_index_select, nn__grad_none, 0, 0) \
-    X(GATHER, "gather", nn__cpu_gather, nn__dev_gather, nn__grad_gather, 0, 0)                             \
-    X(SCATTER_ADD, "scatter_add", nn__cpu_scatter_add, nn__dev_scatter_add, nn__grad_scatter_add, 0, 0)    \
-    X(ONE_HOT, "one_hot", nn__cpu_one_hot, nn__dev_one_hot, nn__grad_none, 0, NN__OPF_NO_GRAD)
+#define NN__OPS_GATHER(X)                                            \
+    X(GATHER_ROWS, "gather_rows", gather_rows, 0)                    \
+    X(GATHER_ROWS_GRAD, "gather_rows_grad", gather_rows_grad, 0)     \
+    X(INDEX_SELECT, "index_select", index_select, 0)                 \
+    X(INDEX_SELECT_GRAD, "index_select_grad", index_select_grad, 0)  \
+    X(GATHER, "gather", gather, 0)                                   \
+    X(SCATTER_ADD, "scatter_add", scatter_add, 0)                    \
+    X(ONE_HOT, "one_hot", one_hot, NN__OPF_NO_GRAD)
 
-#define NN__OPS_SHAPE(X)                                                                                    \
-    X(RESHAPE, "reshape", nn__cpu_reshape, nn__dev_reshape, nn__grad_reshape, 0, NN__OPF_VIEW | NN__OPF_RANK0)             \
-    X(PERMUTE, "permute", nn__cpu_permute, nn__dev_permute, nn__grad_permute, 0, 0)                        \
-    X(CONCAT, "concat", nn__cpu_concat, nn__dev_concat, nn__grad_concat, 0, 0)                             \
-    X(SLICE, "slice", nn__cpu_slice, nn__dev_slice, nn__grad_slice, 0, 0)                                  \
-    X(SLICE_GRAD, "slice_grad", nn__cpu_slice, nn__dev_slice, nn__grad_none, 0, 0)                         \
-    X(FLIP, "flip", nn__cpu_flip, nn__dev_flip, nn__grad_flip, 0, 0)                                       \
-    X(REPEAT, "repeat", nn__cpu_repeat, nn__dev_repeat, nn__grad_repeat, 0, 0)                             \
-    X(REPEAT_GRAD, "repeat_grad", nn__cpu_repeat, nn__dev_repeat, nn__grad_none, 0, 0)                     \
-    X(TRIL, "tril_triu", nn__cpu_tril, nn__dev_tril, nn__grad_tril, 0, 0)                                  \
-    X(CONST, "constant", nn__cpu_const, nn__dev_const, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_CONST)  \
-    X(PAD2D, "pad2d", nn__cpu_pad2d, nn__dev_pad_upsample, nn__grad_pad_upsample, 0, 0)                    \
-    X(PAD2D_GRAD, "pad2d_grad", nn__cpu_pad2d, nn__dev_pad_upsample, nn__grad_none, 0, 0)                  \
-    X(UPSAMPLE2D, "upsample2d", nn__cpu_upsample2d, nn__dev_pad_upsample, nn__grad_pad_upsample, 0, 0)     \
-    X(UPSAMPLE2D_GRAD, "upsample2d_grad", nn__cpu_upsample2d, nn__dev_pad_upsample, nn__grad_none, 0, 0)
+#define NN__OPS_SHAPE(X)                                          \
+    X(RESHAPE, "reshape", reshape, NN__OPF_VIEW | NN__OPF_RANK0)  \
+    X(PERMUTE, "permute", permute, 0)                             \
+    X(CONCAT, "concat", concat, 0)                                \
+    X(SLICE, "slice", slice, 0)                                   \
+    X(SLICE_GRAD, "slice_grad", slice_grad, 0)                    \
+    X(FLIP, "flip", flip, 0)                                      \
+    X(REPEAT, "repeat", repeat, 0)                                \
+    X(REPEAT_GRAD, "repeat_grad", repeat_grad, 0)                 \
+    X(TRIL, "tril_triu", tril, 0)                                 \
+    X(CONST, "constant", const, NN__OPF_NO_GRAD | NN__OPF_CONST)  \
+    X(PAD2D, "pad2d", pad2d, 0)                                   \
+    X(PAD2D_GRAD, "pad2d_grad", pad2d_grad, 0)                    \
+    X(UPSAMPLE2D, "upsample2d", upsample2d, 0)                    \
+    X(UPSAMPLE2D_GRAD, "upsample2d_grad", upsample2d_grad, 0)
 
-#define NN__OPS_CONV(X)                                                                                     \
-    X(CONV2D, "conv2d", nn__cpu_conv2d, nn__dev_conv2d, nn__grad_conv2d, nn__plan_conv2d, 0)               \
-    X(CONV2D_DX, "conv2d_grad_input", nn__cpu_conv2d, nn__dev_conv2d, nn__grad_conv2d_dx, nn__plan_conv2d, 0) \
-    X(CONV2D_DW, "conv2d_grad_weight", nn__cpu_conv2d, nn__dev_conv2d, nn__grad_none, nn__plan_conv2d, 0)  \
-    X(CHANNEL_BIAS, "channel_bias", nn__cpu_channel_bias, nn__dev_channel_bias, nn__grad_channel_bias, 0, 0) \
-    X(CHANNEL_SUM, "channel_sum", nn__cpu_channel_sum, nn__dev_channel_sum, nn__grad_none, 0, 0)           \
-    X(CONV3D, "conv3d", nn__cpu_conv3d, nn__dev_conv3d, nn__grad_conv3d, nn__plan_conv3d, 0)               \
-    X(CONV3D_DX, "conv3d_grad_input", nn__cpu_conv3d, nn__dev_conv3d, nn__grad_none, nn__plan_conv3d, 0)   \
-    X(CONV3D_DW, "conv3d_grad_weight", nn__cpu_conv3d, nn__dev_conv3d, nn__grad_none, nn__plan_conv3d, 0)
+#define NN__OPS_CONV(X)                               \
+    X(CONV2D, "conv2d", conv2d, 0)                    \
+    X(CONV2D_DX, "conv2d_grad_input", conv2d_dx, 0)   \
+    X(CONV2D_DW, "conv2d_grad_weight", conv2d_dw, 0)  \
+    X(CHANNEL_BIAS, "channel_bias", channel_bias, 0)  \
+    X(CHANNEL_SUM, "channel_sum", channel_sum, 0)     \
+    X(CONV3D, "conv3d", conv3d, 0)                    \
+    X(CONV3D_DX, "conv3d_grad_input", conv3d_dx, 0)   \
+    X(CONV3D_DW, "conv3d_grad_weight", conv3d_dw, 0)
 
-#define NN__OPS_NORM(X)                                                                                     \
-    X(NORM_STATS, "norm_stats", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)                    \
-    X(NORM_FORWARD, "norm", nn__cpu_norm, nn__dev_norm_forward, nn__grad_norm_forward, 0, 0)               \
-    X(NORM_DX, "norm_grad_input", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)                  \
-    X(NORM_DGAMMA, "norm_grad_weight", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)             \
-    X(NORM_DBETA, "norm_grad_bias", nn__cpu_norm, nn__dev_norm_reduce, nn__grad_none, 0, 0)                \
-    X(BN_RUNNING, "batch_norm_running_update", nn__cpu_bn_running, nn__dev_bn_running, nn__grad_none, 0, 0) \
-    X(BN_PACK, "batch_norm_running_stats", nn__cpu_bn_pack, nn__dev_bn_pack, nn__grad_none, 0, 0)
+#define NN__OPS_NORM(X)                                        \
+    X(NORM_STATS, "norm_stats", norm_stats, 0)                 \
+    X(NORM_FORWARD, "norm", norm_forward, 0)                   \
+    X(NORM_DX, "norm_grad_input", norm_dx, 0)                  \
+    X(NORM_DGAMMA, "norm_grad_weight", norm_dgamma, 0)         \
+    X(NORM_DBETA, "norm_grad_bias", norm_dbeta, 0)             \
+    X(BN_RUNNING, "batch_norm_running_update", bn_running, 0)  \
+    X(BN_PACK, "batch_norm_running_stats", bn_pack, 0)
 
-#define NN__OPS_POOL(X)                                                                                     \
-    X(MAXPOOL2D, "max_pool2d", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_maxpool2d, 0, 0)                   \
-    X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_none, 0, 0)          \
-    X(MAXPOOL2D_GRAD, "max_pool2d_grad", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_none, 0, 0)              \
-    X(AVGPOOL2D, "avg_pool2d", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_avgpool2d, 0, 0)                   \
-    X(AVGPOOL2D_GRAD, "avg_pool2d_grad", nn__cpu_pool2d, nn__dev_pool2d, nn__grad_none, 0, 0)
+#define NN__OPS_POOL(X)                                            \
+    X(MAXPOOL2D, "max_pool2d", maxpool2d, 0)                       \
+    X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax", maxpool2d_argmax, 0)  \
+    X(MAXPOOL2D_GRAD, "max_pool2d_grad", maxpool2d_grad, 0)        \
+    X(AVGPOOL2D, "avg_pool2d", avgpool2d, 0)                       \
+    X(AVGPOOL2D_GRAD, "avg_pool2d_grad", avgpool2d_grad, 0)
 
-#define NN__OPS_OPTIM(X)                                                                                    \
-    X(OPT_SGD, "sgd", nn__cpu_opt_sgd, nn__dev_opt_sgd, nn__grad_none, 0, 0)                               \
-    X(OPT_ADAM, "adam", nn__cpu_opt_adam, nn__dev_opt_adam, nn__grad_none, 0, 0)                           \
-    X(OPT_STEP, "optimizer", nn__cpu_opt_step, nn__dev_opt_step, nn__grad_none, 0, 0)                      \
-    X(GRAD_ACC, "grad_accumulate", nn__cpu_grad_acc, nn__dev_grad_acc, nn__grad_none, 0, 0)                \
-    X(NONFINITE_COUNT, "nonfinite_count", nn__cpu_nonfinite_count, nn__dev_nonfinite_count, nn__grad_none, 0, \
-      NN__OPF_NO_GRAD)                                                                                     \
-    X(SKIP_GATE, "skip_gate", nn__cpu_skip_gate, nn__dev_skip_gate, nn__grad_none, 0, NN__OPF_NO_GRAD)
+#define NN__OPS_OPTIM(X)                                                     \
+    X(OPT_SGD, "sgd", opt_sgd, 0)                                            \
+    X(OPT_ADAM, "adam", opt_adam, 0)                                         \
+    X(OPT_STEP, "optimizer", opt_step, 0)                                    \
+    X(GRAD_ACC, "grad_accumulate", grad_acc, 0)                              \
+    X(NONFINITE_COUNT, "nonfinite_count", nonfinite_count, NN__OPF_NO_GRAD)  \
+    X(SKIP_GATE, "skip_gate", skip_gate, NN__OPF_NO_GRAD)
 
-#define NN__OPS_RANDOM(X)                                                                                   \
-    X(RAND, "rand", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)                     \
-    X(RANDN, "randn", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)                   \
-    X(RANDINT, "randint", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)               \
-    X(BERNOULLI, "bernoulli", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_NO_GRAD | NN__OPF_RANK0)           \
-    X(GAUSSIAN_NOISE, "gaussian_noise", nn__cpu_random, nn__dev_random, nn__grad_gaussian_noise, 0, NN__OPF_RANK0)     \
-    X(ALPHA_DROPOUT, "alpha_dropout", nn__cpu_random, nn__dev_random, nn__grad_alpha_dropout, 0, NN__OPF_RANK0)        \
-    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", nn__cpu_random, nn__dev_random, nn__grad_none, 0, NN__OPF_RANK0)
+#define NN__OPS_RANDOM(X)                                                           \
+    X(RAND, "rand", rand, NN__OPF_NO_GRAD | NN__OPF_RANK0)                          \
+    X(RANDN, "randn", randn, NN__OPF_NO_GRAD | NN__OPF_RANK0)                       \
+    X(RANDINT, "randint", randint, NN__OPF_NO_GRAD | NN__OPF_RANK0)                 \
+    X(BERNOULLI, "bernoulli", bernoulli, NN__OPF_NO_GRAD | NN__OPF_RANK0)           \
+    X(GAUSSIAN_NOISE, "gaussian_noise", gaussian_noise, NN__OPF_RANK0)              \
+    X(ALPHA_DROPOUT, "alpha_dropout", alpha_dropout, NN__OPF_RANK0)                 \
+    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)
 
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
@@ -1910,7 +2045,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)
 
 typedef enum nn__opcode {
-#define NN__X(e, s, cpu, dev, grad, plan, flags) NN__OP_##e,
+#define NN__X(e, s, stem, flags) NN__OP_##e,
     NN__OPS(NN__X)
 #undef NN__X
     NN__OP_COUNT
@@ -1919,13 +2054,13 @@ typedef enum nn__opcode {
 typedef struct nn__op_def {
     const char *name;
     nn_result (*cpu)(nn_graph *g, nn__node *n);
-    nn_result (*dev)(nn_graph *g, int id);
+    nn_result (*launch)(nn_graph *g, int id);
     void (*grad)(nn_graph *g, int id);
     void (*plan)(nn_graph *g, nn__node *n);
     unsigned flags;
 } nn__op_def;
 
-static const nn__op_def *nn__op(int op); /* src/nn_registry.c */
+static const nn__op_def *nn__op(int op); /* src/ops/registry.c */
 
 /* In CPU bodies: node id's data as float and as int32. */
 #define NN__F(id) (g->nodes[(id)].buf.host)
@@ -1949,10 +2084,10 @@ static nn_result nn__add_optimizer(nn_graph *g);
 #endif /* NN__OPS_H */
 
 /* ======================================================================
-   src/nn_threads.c
+   src/base/threads.c
    ====================================================================== */
 /* ---------------------------------------------------------------------------
- * nn_threads.c -- tiny persistent fork/join thread pool.
+ * base/threads.c -- tiny persistent fork/join thread pool.
  *
  * One job at a time: nn__threadpool_run() publishes (fn, arg, n_tasks) and a new
  * 64-bit "ticket" word = generation << 32 | next task index.  The caller and
@@ -1986,15 +2121,6 @@ static nn_result nn__add_optimizer(nn_graph *g);
 #include <unistd.h>
 #else
 #define NN__POOL_THREADED 0
-#endif
-
-/* Static helpers that a given build of the amalgamation may not call. */
-#ifndef NN__MAYBE_UNUSED
-#if defined(__GNUC__)
-#define NN__MAYBE_UNUSED __attribute__((unused))
-#else
-#define NN__MAYBE_UNUSED
-#endif
 #endif
 
 #define NN__POOL_MAX_THREADS 64
@@ -2269,7 +2395,7 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
    kernels/activation.h
    ====================================================================== */
 /* The activations, each formula written once for both backends. This file is a part of
-   nn.h (C99 and C++: the CPU backend's loops in src/nn_cpu.c, the builders in
+   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in
    src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its
    kernels), so it uses only what the two languages share; the math functions go by
    NN__EXP and friends, expf in C and exp in OpenCL C.
@@ -2277,7 +2403,7 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
    NN__ACTIVATIONS(X) lists the functions of the UNARY op, one
    X(ENUM, name, params, valid, forward, derivative) each:
      ENUM        NN__U_ENUM, the op's function (the node's i[0])
-     name        the builder nn_<name> (declared in src/nn_api.h) and the kernels
+     name        the builder nn_<name> (declared in src/api/api.h) and the kernels
                  <name>_forward / <name>_backward of kernels/elementwise.cl
      params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1
                  in the formulas, the node's f[0] and f[1]
@@ -2288,7 +2414,7 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
    and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities
    give what PyTorch's formula gives (tests/test_nanprop.c).
    An activation is a line here (with helpers above the table when its formula needs
-   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.
+   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.
    Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is
    safer in float (softplus without overflow, expm1 near 0) that one is used. */
 #ifndef NN__ACTIVATION_H
@@ -2489,10 +2615,379 @@ enum {
 #endif /* NN__ACTIVATION_H */
 
 /* ======================================================================
-   src/nn_cpu_gemm.c
+   src/cpu/simd.c
+   ====================================================================== */
+/* The CPU backend's shared machinery: the one CPUID probe, the vector exp (AVX-512 / AVX2+FMA
+   chosen at run time) that the exp-based loops of every family use, and the parallel-for
+   over the pool's threads. Each family's loops are in src/cpu/FAMILY.c, beside
+   src/ops/FAMILY.c and kernels/FAMILY.cl; GEMM is src/cpu/gemm.c. */
+
+
+/* ---- vectorised exp: the CPU backend's exp, expm1 and the activations and rows built on
+   them, AVX-512 or AVX2+FMA chosen at run time (libm's expf elsewhere) ----
+   exp(x) = 2^n * e^r, n = rint(x / ln 2), r = x - n ln 2 in two steps (Cody and Waite: n *
+   0.693359375 is exact, so r is exact but for n * 2.1e-4's rounding), e^r by Cephes's
+   degree-7 polynomial on |r| <= ln 2 / 2, and the scaling by 2^n rounded once, into the
+   denormals too (AVX-512's scalef; with AVX2, two exact halves of n, the second product
+   rounding). x is first clamped to [-104, 89] (beyond, e^x is 0 or inf in float) by selects
+   that keep NaN, which then runs through the arithmetic. The error is about 1 ulp over the
+   float range away from the denormals (relative 8.4e-8 at most over every 7th float, 1.2e-7
+   for expm1; tests/test_numerics.c sweeps them against double exp and expm1). AVX2 and
+   AVX-512 give the same bits. Every element of a loop goes through the same vector code, the last partial
+   vector by masked loads and stores, so an element's bits do not depend on where a
+   thread's chunk starts. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define NN__VM_X86 1
+
+/* 2: AVX-512F, 1: AVX2 and FMA, 0: neither. The one CPUID probe of the CPU loops
+   (elementwise, vector exp, reductions, Adam, depthwise conv; the GEMM picks its
+   microkernel in cpu/gemm.c): a cached answer, the same for every context; drivers ask
+   before they start threads. */
+static int nn__vm_isa(void) {
+    static int isa = -1;
+    if (isa < 0)
+        isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
+    return isa;
+}
+
+__attribute__((target("avx512f"))) static inline __mmask16 nn__vmask_avx512(int64_t k) {
+    return (__mmask16)(k >= 16 ? 0xFFFFu : (1u << k) - 1u);
+}
+/* p * 2^n, n integral, rounded once */
+__attribute__((target("avx512f"))) static inline __m512 nn__vscale_avx512(__m512 p, __m512 n) {
+    return _mm512_maskz_scalef_ps(0xFFFF, p, n); /* maskz: g++ warns on the undefined pass-through */
+}
+__attribute__((target("avx2,fma"))) static inline __m256i nn__vmask_avx2(int64_t k) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(k >= 8 ? 8 : k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+/* p * 2^n1 * 2^n2 with n1 = n >> 1: both factors normal for n in [-150, 128], the first
+   product exact, the second rounding once; a NaN p stays NaN */
+__attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 p, __m256 n) {
+    __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1), b = _mm256_set1_epi32(127);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, b), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, b), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+/* What the rows below do to each element (a, b, c the inputs, s0, s1 scalars), and the
+   sum of the results they return:
+     EXP_SHIFT   y = exp(a - s0)                (softmax's exponentials; y may be NULL)
+     SUB_EXP     y = a - exp(b) * s0            (log_softmax's gradient)
+     SIGMOID_SUB y = c * (sigmoid(a) - b)       (BCE with logits' gradient)
+     BCE         y = (1 - b) a + (a < 0 ? -a : 0) + log1p(exp(-|a|))   (BCE with logits, b the target)
+     BCE_LOSS    y = (1 - b) a + (1 + (s0 - 1) b) (log1p(exp(-|a|)) + fmaxf(-a, 0)), s0 the
+                 pos_weight (the elementwise loss's formula, src/cpu/loss.c)
+     BCE_LOSS_DX y = c ((1 - b) - (1 + (s0 - 1) b) / (1 + exp(a)))  (its gradient)
+     MSE         y = (a - b) (a - b)             (the elementwise MSE loss, src/cpu/loss.c)
+     MSE_DX      y = c (2 (a - b))               (its gradient) */
+enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_BCE_LOSS, NN__VE_BCE_LOSS_DX, NN__VE_MSE,
+       NN__VE_MSE_DX };
+
+/* The template: one set of functions per instruction set, from the primitives NN__V (the
+   vector type), NN__VW (its lanes), NN__SET1, NN__LOAD/NN__STORE (whole vectors),
+   NN__LOADN/NN__STOREN (the first k lanes), NN__FMA, NN__ROUND (to nearest), NN__SCALE,
+   NN__SEL(a, b, P, x, y) (x where a P b, else y), NN__ABS, NN__LANEF (0, 1, ...) and
+   NN__HSUM (lanes 0.. in order). */
+#define NN__VM_DEFINE(S, TGT)                                                                                    \
+    TGT static inline NN__V nn__vexp_core_##S(NN__V x, NN__V *n, NN__V *em1) {                                 \
+        NN__V r, q;                                                                                              \
+        x = NN__SEL(x, NN__SET1(-104.0f), _CMP_LT_OQ, NN__SET1(-104.0f), x);                                     \
+        x = NN__SEL(x, NN__SET1(89.0f), _CMP_GT_OQ, NN__SET1(89.0f), x);                                         \
+        *n = NN__ROUND(x * NN__SET1(1.44269504088896341f));                                                      \
+        r = NN__FMA(*n, NN__SET1(-0.693359375f), x);                                                             \
+        r = NN__FMA(*n, NN__SET1(2.12194440e-4f), r);                                                            \
+        q = NN__FMA(NN__SET1(1.9875691500e-4f), r, NN__SET1(1.3981999507e-3f));                                  \
+        q = NN__FMA(q, r, NN__SET1(8.3334519073e-3f));                                                           \
+        q = NN__FMA(q, r, NN__SET1(4.1665795894e-2f));                                                           \
+        q = NN__FMA(q, r, NN__SET1(1.6666665459e-1f));                                                           \
+        q = NN__FMA(q, r, NN__SET1(5.0000001201e-1f));                                                           \
+        *em1 = NN__FMA(q, r * r, r); /* e^r - 1 */                                                               \
+        return x;                                                                                                \
+    }                                                                                                            \
+    TGT static inline NN__V nn__vexp_##S(NN__V x) {                                                              \
+        NN__V n, em1;                                                                                            \
+        (void)nn__vexp_core_##S(x, &n, &em1);                                                                    \
+        return NN__SCALE(em1 + NN__SET1(1.0f), n);                                                               \
+    }                                                                                                            \
+    /* exp(x) - 1 = 2^n (e^r - 1) + (2^n - 1), one rounding, where 2^n - 1 is exact (|n| <= 24; \
+       e^r - 1 itself at n = 0, keeping x's sign of zero); exp(x) - 1 beyond */                                  \
+    TGT static inline NN__V nn__vexpm1_##S(NN__V x) {                                                            \
+        NN__V n, em1, xc = nn__vexp_core_##S(x, &n, &em1), one = NN__SET1(1.0f), s = NN__SCALE(one, n);         \
+        NN__V big = NN__SCALE(em1 + one, n) - one, r = NN__FMA(s, em1, s - one);                                 \
+        r = NN__SEL(n, NN__SET1(25.0f), _CMP_LT_OQ, r, big);                                                     \
+        r = NN__SEL(n, NN__SET1(-25.0f), _CMP_GT_OQ, r, big);                                                    \
+        return NN__SEL(xc, NN__SET1(0.0f), _CMP_EQ_OQ, xc, r);                                                   \
+    }                                                                                                            \
+    TGT static inline NN__V nn__vsigmoid_##S(NN__V v) {                                                          \
+        NN__V one = NN__SET1(1.0f);                                                                              \
+        return one / (one + nn__vexp_##S(-v));                                                                   \
+    }                                                                                                            \
+    /* log1p(u) for u in [0, 1] (the exp(-|z|) of softplus and BCE): log(w), w = 1 + u       \
+       rounded, by Cephes's logf (w, or w / 2 above sqrt 2, as 1 + f), plus the rounding's     \
+       part (u - (w - 1)) / w; NaN stays NaN */                                                                  \
+    TGT static inline NN__V nn__vlog1p01_##S(NN__V u) {                                                          \
+        NN__V one = NN__SET1(1.0f), w = one + u, e, f, z, y;                                                    \
+        e = NN__SEL(w, NN__SET1(1.41421356f), _CMP_GT_OQ, one, NN__SET1(0.0f));                                  \
+        f = NN__SEL(w, NN__SET1(1.41421356f), _CMP_GT_OQ, w * NN__SET1(0.5f), w) - one;                          \
+        z = f * f;                                                                                               \
+        y = NN__FMA(NN__SET1(7.0376836292e-2f), f, NN__SET1(-1.1514610310e-1f));                                 \
+        y = NN__FMA(y, f, NN__SET1(1.1676998740e-1f));                                                           \
+        y = NN__FMA(y, f, NN__SET1(-1.2420140846e-1f));                                                          \
+        y = NN__FMA(y, f, NN__SET1(1.4249322787e-1f));                                                           \
+        y = NN__FMA(y, f, NN__SET1(-1.6668057665e-1f));                                                          \
+        y = NN__FMA(y, f, NN__SET1(2.0000714765e-1f));                                                           \
+        y = NN__FMA(y, f, NN__SET1(-2.4999993993e-1f));                                                          \
+        y = NN__FMA(y, f, NN__SET1(3.3333331174e-1f));                                                           \
+        y = NN__FMA(e, NN__SET1(-2.12194440e-4f), y * f * z);                                                    \
+        y = f + NN__FMA(z, NN__SET1(-0.5f), y);                                                                  \
+        return NN__FMA(e, NN__SET1(0.693359375f), y) + (u - (w - one)) / w;                                      \
+    }                                                                                                            \
+    /* log(1 + exp(-|z|)), the tail of softplus and BCE with logits */                                           \
+    TGT static inline NN__V nn__vlog1pexp_##S(NN__V z) {                                                         \
+        return nn__vlog1p01_##S(nn__vexp_##S(-NN__ABS(z)));                                                      \
+    }                                                                                                            \
+    /* y = f(x) (dy NULL) or dy * f'(x) for the activations and math whose formulas in        \
+       kernels/activation.h are built on exp (the same operations, vector for scalar); 0 for \
+       the others */                                                                                             \
+    TGT static int nn__vunary_##S(int fn, float p0, float p1, float *y, const float *x, const float *dy, int64_t n) { \
+        NN__V one = NN__SET1(1.0f), zero = NN__SET1(0.0f), vp0 = NN__SET1(p0), vp1 = NN__SET1(p1), v, d, r, s;   \
+        NN__V sc = NN__SET1(1.05070098735548049342f), sa = NN__SET1(1.75809934084737685994f);                   \
+        int64_t i, k;                                                                                            \
+        for (i = 0; i < n; i += NN__VW) {                                                                        \
+            k = n - i;                                                                                           \
+            v = k >= NN__VW ? NN__LOAD(x + i) : NN__LOADN(x + i, k);                                             \
+            if (!dy) {                                                                                           \
+                switch (fn) {                                                                                    \
+                case NN__U_SIGMOID: r = nn__vsigmoid_##S(v); break;                                              \
+                case NN__U_SILU: r = v / (one + nn__vexp_##S(-v)); break;                                        \
+                case NN__U_ELU: r = NN__SEL(v, zero, _CMP_GT_OQ, v, vp0 * nn__vexpm1_##S(v)); break;             \
+                case NN__U_SELU: r = NN__SEL(v, zero, _CMP_GT_OQ, sc * v, sa * nn__vexpm1_##S(v)); break;        \
+                case NN__U_CELU: r = NN__SEL(v, zero, _CMP_GT_OQ, v, vp0 * nn__vexpm1_##S(v / vp0)); break;      \
+                case NN__U_EXP: r = nn__vexp_##S(v); break;                                                      \
+                case NN__U_EXPM1: r = nn__vexpm1_##S(v); break;                                                  \
+                case NN__U_SOFTPLUS:                                                                             \
+                    s = v * vp0;                                                                                 \
+                    r = NN__SEL(s, vp1, _CMP_GT_OQ, v, (NN__SEL(s, zero, _CMP_GT_OQ, s, zero) + nn__vlog1pexp_##S(s)) / vp0); \
+                    break;                                                                                       \
+                case NN__U_LOG_SIGMOID: r = NN__SEL(v, zero, _CMP_LT_OQ, v, zero) - nn__vlog1pexp_##S(v); break;  \
+                default: return 0;                                                                               \
+                }                                                                                                \
+            } else {                                                                                             \
+                d = k >= NN__VW ? NN__LOAD(dy + i) : NN__LOADN(dy + i, k);                                       \
+                switch (fn) {                                                                                    \
+                case NN__U_SIGMOID: s = nn__vsigmoid_##S(v); r = d * (s * (one - s)); break;                     \
+                case NN__U_SILU: s = nn__vsigmoid_##S(v); r = d * (s * (one + v * (one - s))); break;            \
+                case NN__U_ELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, one, vp0 * nn__vexp_##S(v)); break;         \
+                case NN__U_SELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, sc, sa * nn__vexp_##S(v)); break;          \
+                case NN__U_CELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, one, nn__vexp_##S(v / vp0)); break;        \
+                case NN__U_SOFTPLUS:                                                                             \
+                    r = d * NN__SEL(v * vp0, vp1, _CMP_GT_OQ, one, nn__vsigmoid_##S(v * vp0));                   \
+                    break;                                                                                       \
+                case NN__U_LOG_SIGMOID: r = d * nn__vsigmoid_##S(-v); break;                                     \
+                case NN__U_EXP: case NN__U_EXPM1: r = d * nn__vexp_##S(v); break;                                \
+                default: return 0;                                                                               \
+                }                                                                                                \
+            }                                                                                                    \
+            if (k >= NN__VW) NN__STORE(y + i, r);                                                                \
+            else NN__STOREN(y + i, r, k);                                                                        \
+        }                                                                                                        \
+        return 1;                                                                                                \
+    }                                                                                                            \
+    /* op one of NN__VE_*: y [n] from a, b, c and s0; returns the sum of y (lanes in a fixed  \
+       order, the same for a row whichever thread does it) */                                                    \
+    TGT static float nn__vexp_map_##S(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) { \
+        NN__V acc = NN__SET1(0.0f), vs0 = NN__SET1(s0), one = NN__SET1(1.0f), va, r;                             \
+        int64_t i, k;                                                                                            \
+        for (i = 0; i < n; i += NN__VW) {                                                                        \
+            k = n - i;                                                                                           \
+            va = k >= NN__VW ? NN__LOAD(a + i) : NN__LOADN(a + i, k);                                            \
+            if (op == NN__VE_EXP_SHIFT) r = nn__vexp_##S(va - vs0);                                              \
+            else {                                                                                               \
+                NN__V vb = k >= NN__VW ? NN__LOAD(b + i) : NN__LOADN(b + i, k), zero = NN__SET1(0.0f), vc = zero; \
+                if (op == NN__VE_SIGMOID_SUB || op == NN__VE_BCE_LOSS_DX || op == NN__VE_MSE_DX)                 \
+                    vc = k >= NN__VW ? NN__LOAD(c + i) : NN__LOADN(c + i, k);                                    \
+                switch (op) {                                                                                    \
+                case NN__VE_SUB_EXP: r = va - nn__vexp_##S(vb) * vs0; break;                                     \
+                case NN__VE_SIGMOID_SUB: r = vc * (one / (one + nn__vexp_##S(-va)) - vb); break;                 \
+                case NN__VE_BCE:                                                                                 \
+                    r = (one - vb) * va + NN__SEL(va, zero, _CMP_LT_OQ, -va, zero) + nn__vlog1pexp_##S(va);      \
+                    break;                                                                                       \
+                case NN__VE_BCE_LOSS:                                                                            \
+                    r = (one - vb) * va +                                                                        \
+                        (one + (vs0 - one) * vb) * (nn__vlog1pexp_##S(va) + NN__SEL(-va, zero, _CMP_GT_OQ, -va, zero)); \
+                    break;                                                                                       \
+                case NN__VE_BCE_LOSS_DX:                                                                         \
+                    r = vc * ((one - vb) - (one + (vs0 - one) * vb) / (one + nn__vexp_##S(va)));                 \
+                    break;                                                                                       \
+                case NN__VE_MSE: r = (va - vb) * (va - vb); break;                                               \
+                default: r = vc * (NN__SET1(2.0f) * (va - vb)); break;                                           \
+                }                                                                                                \
+            }                                                                                                    \
+            if (k < NN__VW) r = NN__SEL(NN__SET1((float)k), NN__LANEF, _CMP_GT_OQ, r, NN__SET1(0.0f));          \
+            acc = acc + r;                                                                                       \
+            if (!y) continue;                                                                                    \
+            if (k >= NN__VW) NN__STORE(y + i, r);                                                                \
+            else NN__STOREN(y + i, r, k);                                                                        \
+        }                                                                                                        \
+        return NN__HSUM(acc);                                                                                    \
+    }
+
+#define NN__V __m512
+#define NN__VW 16
+#define NN__SET1 _mm512_set1_ps
+#define NN__LOAD _mm512_loadu_ps
+#define NN__STORE _mm512_storeu_ps
+#define NN__LOADN(p, k) _mm512_maskz_loadu_ps(nn__vmask_avx512(k), p)
+#define NN__STOREN(p, v, k) _mm512_mask_storeu_ps(p, nn__vmask_avx512(k), v)
+#define NN__FMA _mm512_fmadd_ps
+#define NN__ROUND(v) _mm512_maskz_roundscale_ps(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define NN__SCALE nn__vscale_avx512
+#define NN__SEL(a, b, P, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, P), y, x)
+#define NN__LANEF _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#define NN__ABS(v) _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF)))
+#define NN__HSUM nn__vhsum_avx512
+__attribute__((target("avx512f"))) static inline float nn__vhsum_avx512(__m512 v) {
+    float l[16], s = 0.0f;
+    int i;
+    _mm512_storeu_ps(l, v);
+    for (i = 0; i < 16; i++) s += l[i];
+    return s;
+}
+NN__VM_DEFINE(avx512, __attribute__((target("avx512f"))))
+#undef NN__V
+#undef NN__VW
+#undef NN__SET1
+#undef NN__LOAD
+#undef NN__STORE
+#undef NN__LOADN
+#undef NN__STOREN
+#undef NN__FMA
+#undef NN__ROUND
+#undef NN__SCALE
+#undef NN__SEL
+#undef NN__LANEF
+#undef NN__ABS
+#undef NN__HSUM
+
+#define NN__V __m256
+#define NN__VW 8
+#define NN__SET1 _mm256_set1_ps
+#define NN__LOAD _mm256_loadu_ps
+#define NN__STORE _mm256_storeu_ps
+#define NN__LOADN(p, k) _mm256_maskload_ps(p, nn__vmask_avx2(k))
+#define NN__STOREN(p, v, k) _mm256_maskstore_ps(p, nn__vmask_avx2(k), v)
+#define NN__FMA _mm256_fmadd_ps
+#define NN__ROUND(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define NN__SCALE nn__vscale_avx2
+#define NN__SEL(a, b, P, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, P))
+#define NN__LANEF _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7)
+#define NN__ABS(v) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)))
+#define NN__HSUM nn__vhsum_avx2
+__attribute__((target("avx2,fma"))) static inline float nn__vhsum_avx2(__m256 v) {
+    float l[8], s = 0.0f;
+    int i;
+    _mm256_storeu_ps(l, v);
+    for (i = 0; i < 8; i++) s += l[i];
+    return s;
+}
+NN__VM_DEFINE(avx2, __attribute__((target("avx2,fma"))))
+#undef NN__V
+#undef NN__VW
+#undef NN__SET1
+#undef NN__LOAD
+#undef NN__STORE
+#undef NN__LOADN
+#undef NN__STOREN
+#undef NN__FMA
+#undef NN__ROUND
+#undef NN__SCALE
+#undef NN__SEL
+#undef NN__LANEF
+#undef NN__ABS
+#undef NN__HSUM
+#undef NN__VM_DEFINE
+#endif /* NN__VM_X86 */
+
+/* The rows' scalar twins (libm's expf): the CPU backend without AVX2 and FMA. */
+static float nn__vexp_map_scalar(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) {
+    float acc = 0.0f, r;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        if (op == NN__VE_EXP_SHIFT) r = expf(a[i] - s0);
+        else if (op == NN__VE_SUB_EXP) r = a[i] - expf(b[i]) * s0;
+        else if (op == NN__VE_SIGMOID_SUB) r = c[i] * (1.0f / (1.0f + expf(-a[i])) - b[i]);
+        else if (op == NN__VE_BCE) r = (1.0f - b[i]) * a[i] + (a[i] < 0.0f ? -a[i] : 0.0f) + log1pf(expf(-fabsf(a[i])));
+        else if (op == NN__VE_BCE_LOSS)
+            r = (1.0f - b[i]) * a[i] + (1.0f + (s0 - 1.0f) * b[i]) * (log1pf(expf(-fabsf(a[i]))) + fmaxf(-a[i], 0.0f));
+        else if (op == NN__VE_BCE_LOSS_DX) r = c[i] * ((1.0f - b[i]) - (1.0f + (s0 - 1.0f) * b[i]) / (1.0f + expf(a[i])));
+        else if (op == NN__VE_MSE) r = (a[i] - b[i]) * (a[i] - b[i]);
+        else r = c[i] * (2.0f * (a[i] - b[i]));
+        acc += r;
+        if (y) y[i] = r;
+    }
+    return acc;
+}
+
+static float nn__vexp_map(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) {
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() == 2) return nn__vexp_map_avx512(op, y, a, b, c, s0, n);
+    if (nn__vm_isa() == 1) return nn__vexp_map_avx2(op, y, a, b, c, s0, n);
+#endif
+    return nn__vexp_map_scalar(op, y, a, b, c, s0, n);
+}
+
+/* exp(v) for one element, the same bits as the vector lanes give it */
+static NN__MAYBE_UNUSED float nn__vexp1(float v) {
+    float y;
+    (void)nn__vexp_map(NN__VE_EXP_SHIFT, &y, &v, NULL, NULL, 0.0f, 1);
+    return y;
+}
+
+/* fn(arg, i0, i1) over [0, n) in contiguous ranges, one per thread of the pool when the
+   work (elements touched, about) is at least NN__ROWS_PAR_MIN, else one call. Each index
+   is done by exactly one call, and fn must compute it the same whichever range it is in
+   (rows, elements: the bits do not depend on the thread count). */
+#define NN__ROWS_PAR_MIN 32768
+typedef void (*nn__range_fn)(void *arg, int64_t i0, int64_t i1);
+typedef struct nn__par_job {
+    nn__range_fn fn;
+    void *arg;
+    int64_t n, per;
+} nn__par_job;
+
+static void nn__par_task(void *arg, int t, int n_tasks) {
+    const nn__par_job *j = (const nn__par_job *)arg;
+    int64_t i0 = j->per * t, i1 = i0 + j->per < j->n ? i0 + j->per : j->n;
+    (void)n_tasks;
+    if (i0 < i1) j->fn(j->arg, i0, i1);
+}
+
+static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range_fn fn, void *arg) {
+    nn__par_job j;
+    int tasks = work >= NN__ROWS_PAR_MIN ? nn__threadpool_size(pool) : 1;
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa();
+#endif
+    if (tasks <= 1 || n <= 1) {
+        if (n > 0) fn(arg, 0, n);
+        return;
+    }
+    j.fn = fn;
+    j.arg = arg;
+    j.n = n;
+    j.per = (n + tasks - 1) / tasks;
+    nn__threadpool_run(pool, nn__par_task, &j, (int)((n + j.per - 1) / j.per));
+}
+
+/* Element counts below which splitting a loop over threads costs more than it saves. */
+#define NN__PAR_MIN 32768
+
+/* ======================================================================
+   src/cpu/gemm.c
    ====================================================================== */
 /* ---------------------------------------------------------------------------
- * nn_cpu_gemm.c -- single-precision GEMM for the CPU backend.
+ * cpu/gemm.c -- single-precision GEMM for the CPU backend.
  *
  *   C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C      (row-major)
  *
@@ -2551,14 +3046,6 @@ enum {
 #include <arm_neon.h>
 #else
 #define NN__GEMM_NEON 0
-#endif
-
-#ifndef NN__MAYBE_UNUSED
-#if defined(__GNUC__)
-#define NN__MAYBE_UNUSED __attribute__((unused))
-#else
-#define NN__MAYBE_UNUSED
-#endif
 #endif
 
 #define NN__GEMM_MAX_MR 12
@@ -3414,333 +3901,12 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
 }
 
 /* ======================================================================
-   src/nn_cpu.c
+   src/cpu/elementwise.c
    ====================================================================== */
-/* The CPU backend's op bodies (GEMM is in nn_cpu_gemm.c). Plain loops over flat arrays,
-   llm.c style: one _forward / _backward pair per op, shapes in the comments. Each has a
-   twin kernel in kernels/ that must compute the same thing. */
+/* The elementwise family's CPU loops (src/ops/elementwise.c's bodies; kernels/elementwise.cl
+   has the OpenCL twins): activations, PReLU, scale, broadcasting binary ops, where,
+   masked_fill, expand and the sum back to a broadcast shape. */
 
-
-/* ---- vectorised exp: the CPU backend's exp, expm1 and the activations and rows built on
-   them, AVX-512 or AVX2+FMA chosen at run time (libm's expf elsewhere) ----
-   exp(x) = 2^n * e^r, n = rint(x / ln 2), r = x - n ln 2 in two steps (Cody and Waite: n *
-   0.693359375 is exact, so r is exact but for n * 2.1e-4's rounding), e^r by Cephes's
-   degree-7 polynomial on |r| <= ln 2 / 2, and the scaling by 2^n rounded once, into the
-   denormals too (AVX-512's scalef; with AVX2, two exact halves of n, the second product
-   rounding). x is first clamped to [-104, 89] (beyond, e^x is 0 or inf in float) by selects
-   that keep NaN, which then runs through the arithmetic. The error is about 1 ulp over the
-   float range away from the denormals (relative 8.4e-8 at most over every 7th float, 1.2e-7
-   for expm1; tests/test_numerics.c sweeps them against double exp and expm1). AVX2 and
-   AVX-512 give the same bits. Every element of a loop goes through the same vector code, the last partial
-   vector by masked loads and stores, so an element's bits do not depend on where a
-   thread's chunk starts. */
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#include <immintrin.h>
-#define NN__VM_X86 1
-
-/* 2: AVX-512F, 1: AVX2 and FMA, 0: neither. The one CPUID probe of the CPU loops
-   (elementwise, vector exp, reductions, Adam, depthwise conv; the GEMM picks its
-   microkernel in nn_cpu_gemm.c): a cached answer, the same for every context; drivers ask
-   before they start threads. */
-static int nn__vm_isa(void) {
-    static int isa = -1;
-    if (isa < 0)
-        isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
-    return isa;
-}
-
-__attribute__((target("avx512f"))) static inline __mmask16 nn__vmask_avx512(int64_t k) {
-    return (__mmask16)(k >= 16 ? 0xFFFFu : (1u << k) - 1u);
-}
-/* p * 2^n, n integral, rounded once */
-__attribute__((target("avx512f"))) static inline __m512 nn__vscale_avx512(__m512 p, __m512 n) {
-    return _mm512_maskz_scalef_ps(0xFFFF, p, n); /* maskz: g++ warns on the undefined pass-through */
-}
-__attribute__((target("avx2,fma"))) static inline __m256i nn__vmask_avx2(int64_t k) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(k >= 8 ? 8 : k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-/* p * 2^n1 * 2^n2 with n1 = n >> 1: both factors normal for n in [-150, 128], the first
-   product exact, the second rounding once; a NaN p stays NaN */
-__attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 p, __m256 n) {
-    __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1), b = _mm256_set1_epi32(127);
-    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, b), 23));
-    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, b), 23));
-    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
-}
-
-/* What the rows below do to each element (a, b, c the inputs, s0, s1 scalars), and the
-   sum of the results they return:
-     EXP_SHIFT   y = exp(a - s0)                (softmax's exponentials; y may be NULL)
-     SUB_EXP     y = a - exp(b) * s0            (log_softmax's gradient)
-     SIGMOID_SUB y = c * (sigmoid(a) - b)       (BCE with logits' gradient)
-     BCE         y = (1 - b) a + (a < 0 ? -a : 0) + log1p(exp(-|a|))   (BCE with logits, b the target)
-     BCE_LOSS    y = (1 - b) a + (1 + (s0 - 1) b) (log1p(exp(-|a|)) + fmaxf(-a, 0)), s0 the
-                 pos_weight (the elementwise loss's formula, src/nn_loss.c)
-     BCE_LOSS_DX y = c ((1 - b) - (1 + (s0 - 1) b) / (1 + exp(a)))  (its gradient)
-     MSE         y = (a - b) (a - b)             (the elementwise MSE loss, src/nn_loss.c)
-     MSE_DX      y = c (2 (a - b))               (its gradient) */
-enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_BCE_LOSS, NN__VE_BCE_LOSS_DX, NN__VE_MSE,
-       NN__VE_MSE_DX };
-
-/* The template: one set of functions per instruction set, from the primitives NN__V (the
-   vector type), NN__VW (its lanes), NN__SET1, NN__LOAD/NN__STORE (whole vectors),
-   NN__LOADN/NN__STOREN (the first k lanes), NN__FMA, NN__ROUND (to nearest), NN__SCALE,
-   NN__SEL(a, b, P, x, y) (x where a P b, else y), NN__ABS, NN__LANEF (0, 1, ...) and
-   NN__HSUM (lanes 0.. in order). */
-#define NN__VM_DEFINE(S, TGT)                                                                                    \
-    TGT static inline NN__V nn__vexp_core_##S(NN__V x, NN__V *n, NN__V *em1) {                                 \
-        NN__V r, q;                                                                                              \
-        x = NN__SEL(x, NN__SET1(-104.0f), _CMP_LT_OQ, NN__SET1(-104.0f), x);                                     \
-        x = NN__SEL(x, NN__SET1(89.0f), _CMP_GT_OQ, NN__SET1(89.0f), x);                                         \
-        *n = NN__ROUND(x * NN__SET1(1.44269504088896341f));                                                      \
-        r = NN__FMA(*n, NN__SET1(-0.693359375f), x);                                                             \
-        r = NN__FMA(*n, NN__SET1(2.12194440e-4f), r);                                                            \
-        q = NN__FMA(NN__SET1(1.9875691500e-4f), r, NN__SET1(1.3981999507e-3f));                                  \
-        q = NN__FMA(q, r, NN__SET1(8.3334519073e-3f));                                                           \
-        q = NN__FMA(q, r, NN__SET1(4.1665795894e-2f));                                                           \
-        q = NN__FMA(q, r, NN__SET1(1.6666665459e-1f));                                                           \
-        q = NN__FMA(q, r, NN__SET1(5.0000001201e-1f));                                                           \
-        *em1 = NN__FMA(q, r * r, r); /* e^r - 1 */                                                               \
-        return x;                                                                                                \
-    }                                                                                                            \
-    TGT static inline NN__V nn__vexp_##S(NN__V x) {                                                              \
-        NN__V n, em1;                                                                                            \
-        (void)nn__vexp_core_##S(x, &n, &em1);                                                                    \
-        return NN__SCALE(em1 + NN__SET1(1.0f), n);                                                               \
-    }                                                                                                            \
-    /* exp(x) - 1 = 2^n (e^r - 1) + (2^n - 1), one rounding, where 2^n - 1 is exact (|n| <= 24; \
-       e^r - 1 itself at n = 0, keeping x's sign of zero); exp(x) - 1 beyond */                                  \
-    TGT static inline NN__V nn__vexpm1_##S(NN__V x) {                                                            \
-        NN__V n, em1, xc = nn__vexp_core_##S(x, &n, &em1), one = NN__SET1(1.0f), s = NN__SCALE(one, n);         \
-        NN__V big = NN__SCALE(em1 + one, n) - one, r = NN__FMA(s, em1, s - one);                                 \
-        r = NN__SEL(n, NN__SET1(25.0f), _CMP_LT_OQ, r, big);                                                     \
-        r = NN__SEL(n, NN__SET1(-25.0f), _CMP_GT_OQ, r, big);                                                    \
-        return NN__SEL(xc, NN__SET1(0.0f), _CMP_EQ_OQ, xc, r);                                                   \
-    }                                                                                                            \
-    TGT static inline NN__V nn__vsigmoid_##S(NN__V v) {                                                          \
-        NN__V one = NN__SET1(1.0f);                                                                              \
-        return one / (one + nn__vexp_##S(-v));                                                                   \
-    }                                                                                                            \
-    /* log1p(u) for u in [0, 1] (the exp(-|z|) of softplus and BCE): log(w), w = 1 + u       \
-       rounded, by Cephes's logf (w, or w / 2 above sqrt 2, as 1 + f), plus the rounding's     \
-       part (u - (w - 1)) / w; NaN stays NaN */                                                                  \
-    TGT static inline NN__V nn__vlog1p01_##S(NN__V u) {                                                          \
-        NN__V one = NN__SET1(1.0f), w = one + u, e, f, z, y;                                                    \
-        e = NN__SEL(w, NN__SET1(1.41421356f), _CMP_GT_OQ, one, NN__SET1(0.0f));                                  \
-        f = NN__SEL(w, NN__SET1(1.41421356f), _CMP_GT_OQ, w * NN__SET1(0.5f), w) - one;                          \
-        z = f * f;                                                                                               \
-        y = NN__FMA(NN__SET1(7.0376836292e-2f), f, NN__SET1(-1.1514610310e-1f));                                 \
-        y = NN__FMA(y, f, NN__SET1(1.1676998740e-1f));                                                           \
-        y = NN__FMA(y, f, NN__SET1(-1.2420140846e-1f));                                                          \
-        y = NN__FMA(y, f, NN__SET1(1.4249322787e-1f));                                                           \
-        y = NN__FMA(y, f, NN__SET1(-1.6668057665e-1f));                                                          \
-        y = NN__FMA(y, f, NN__SET1(2.0000714765e-1f));                                                           \
-        y = NN__FMA(y, f, NN__SET1(-2.4999993993e-1f));                                                          \
-        y = NN__FMA(y, f, NN__SET1(3.3333331174e-1f));                                                           \
-        y = NN__FMA(e, NN__SET1(-2.12194440e-4f), y * f * z);                                                    \
-        y = f + NN__FMA(z, NN__SET1(-0.5f), y);                                                                  \
-        return NN__FMA(e, NN__SET1(0.693359375f), y) + (u - (w - one)) / w;                                      \
-    }                                                                                                            \
-    /* log(1 + exp(-|z|)), the tail of softplus and BCE with logits */                                           \
-    TGT static inline NN__V nn__vlog1pexp_##S(NN__V z) {                                                         \
-        return nn__vlog1p01_##S(nn__vexp_##S(-NN__ABS(z)));                                                      \
-    }                                                                                                            \
-    /* y = f(x) (dy NULL) or dy * f'(x) for the activations and math whose formulas in        \
-       kernels/activation.h are built on exp (the same operations, vector for scalar); 0 for \
-       the others */                                                                                             \
-    TGT static int nn__vunary_##S(int fn, float p0, float p1, float *y, const float *x, const float *dy, int64_t n) { \
-        NN__V one = NN__SET1(1.0f), zero = NN__SET1(0.0f), vp0 = NN__SET1(p0), vp1 = NN__SET1(p1), v, d, r, s;   \
-        NN__V sc = NN__SET1(1.05070098735548049342f), sa = NN__SET1(1.75809934084737685994f);                   \
-        int64_t i, k;                                                                                            \
-        for (i = 0; i < n; i += NN__VW) {                                                                        \
-            k = n - i;                                                                                           \
-            v = k >= NN__VW ? NN__LOAD(x + i) : NN__LOADN(x + i, k);                                             \
-            if (!dy) {                                                                                           \
-                switch (fn) {                                                                                    \
-                case NN__U_SIGMOID: r = nn__vsigmoid_##S(v); break;                                              \
-                case NN__U_SILU: r = v / (one + nn__vexp_##S(-v)); break;                                        \
-                case NN__U_ELU: r = NN__SEL(v, zero, _CMP_GT_OQ, v, vp0 * nn__vexpm1_##S(v)); break;             \
-                case NN__U_SELU: r = NN__SEL(v, zero, _CMP_GT_OQ, sc * v, sa * nn__vexpm1_##S(v)); break;        \
-                case NN__U_CELU: r = NN__SEL(v, zero, _CMP_GT_OQ, v, vp0 * nn__vexpm1_##S(v / vp0)); break;      \
-                case NN__U_EXP: r = nn__vexp_##S(v); break;                                                      \
-                case NN__U_EXPM1: r = nn__vexpm1_##S(v); break;                                                  \
-                case NN__U_SOFTPLUS:                                                                             \
-                    s = v * vp0;                                                                                 \
-                    r = NN__SEL(s, vp1, _CMP_GT_OQ, v, (NN__SEL(s, zero, _CMP_GT_OQ, s, zero) + nn__vlog1pexp_##S(s)) / vp0); \
-                    break;                                                                                       \
-                case NN__U_LOG_SIGMOID: r = NN__SEL(v, zero, _CMP_LT_OQ, v, zero) - nn__vlog1pexp_##S(v); break;  \
-                default: return 0;                                                                               \
-                }                                                                                                \
-            } else {                                                                                             \
-                d = k >= NN__VW ? NN__LOAD(dy + i) : NN__LOADN(dy + i, k);                                       \
-                switch (fn) {                                                                                    \
-                case NN__U_SIGMOID: s = nn__vsigmoid_##S(v); r = d * (s * (one - s)); break;                     \
-                case NN__U_SILU: s = nn__vsigmoid_##S(v); r = d * (s * (one + v * (one - s))); break;            \
-                case NN__U_ELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, one, vp0 * nn__vexp_##S(v)); break;         \
-                case NN__U_SELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, sc, sa * nn__vexp_##S(v)); break;          \
-                case NN__U_CELU: r = d * NN__SEL(v, zero, _CMP_GT_OQ, one, nn__vexp_##S(v / vp0)); break;        \
-                case NN__U_SOFTPLUS:                                                                             \
-                    r = d * NN__SEL(v * vp0, vp1, _CMP_GT_OQ, one, nn__vsigmoid_##S(v * vp0));                   \
-                    break;                                                                                       \
-                case NN__U_LOG_SIGMOID: r = d * nn__vsigmoid_##S(-v); break;                                     \
-                case NN__U_EXP: case NN__U_EXPM1: r = d * nn__vexp_##S(v); break;                                \
-                default: return 0;                                                                               \
-                }                                                                                                \
-            }                                                                                                    \
-            if (k >= NN__VW) NN__STORE(y + i, r);                                                                \
-            else NN__STOREN(y + i, r, k);                                                                        \
-        }                                                                                                        \
-        return 1;                                                                                                \
-    }                                                                                                            \
-    /* op one of NN__VE_*: y [n] from a, b, c and s0; returns the sum of y (lanes in a fixed  \
-       order, the same for a row whichever thread does it) */                                                    \
-    TGT static float nn__vexp_map_##S(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) { \
-        NN__V acc = NN__SET1(0.0f), vs0 = NN__SET1(s0), one = NN__SET1(1.0f), va, r;                             \
-        int64_t i, k;                                                                                            \
-        for (i = 0; i < n; i += NN__VW) {                                                                        \
-            k = n - i;                                                                                           \
-            va = k >= NN__VW ? NN__LOAD(a + i) : NN__LOADN(a + i, k);                                            \
-            if (op == NN__VE_EXP_SHIFT) r = nn__vexp_##S(va - vs0);                                              \
-            else {                                                                                               \
-                NN__V vb = k >= NN__VW ? NN__LOAD(b + i) : NN__LOADN(b + i, k), zero = NN__SET1(0.0f), vc = zero; \
-                if (op == NN__VE_SIGMOID_SUB || op == NN__VE_BCE_LOSS_DX || op == NN__VE_MSE_DX)                 \
-                    vc = k >= NN__VW ? NN__LOAD(c + i) : NN__LOADN(c + i, k);                                    \
-                switch (op) {                                                                                    \
-                case NN__VE_SUB_EXP: r = va - nn__vexp_##S(vb) * vs0; break;                                     \
-                case NN__VE_SIGMOID_SUB: r = vc * (one / (one + nn__vexp_##S(-va)) - vb); break;                 \
-                case NN__VE_BCE:                                                                                 \
-                    r = (one - vb) * va + NN__SEL(va, zero, _CMP_LT_OQ, -va, zero) + nn__vlog1pexp_##S(va);      \
-                    break;                                                                                       \
-                case NN__VE_BCE_LOSS:                                                                            \
-                    r = (one - vb) * va +                                                                        \
-                        (one + (vs0 - one) * vb) * (nn__vlog1pexp_##S(va) + NN__SEL(-va, zero, _CMP_GT_OQ, -va, zero)); \
-                    break;                                                                                       \
-                case NN__VE_BCE_LOSS_DX:                                                                         \
-                    r = vc * ((one - vb) - (one + (vs0 - one) * vb) / (one + nn__vexp_##S(va)));                 \
-                    break;                                                                                       \
-                case NN__VE_MSE: r = (va - vb) * (va - vb); break;                                               \
-                default: r = vc * (NN__SET1(2.0f) * (va - vb)); break;                                           \
-                }                                                                                                \
-            }                                                                                                    \
-            if (k < NN__VW) r = NN__SEL(NN__SET1((float)k), NN__LANEF, _CMP_GT_OQ, r, NN__SET1(0.0f));          \
-            acc = acc + r;                                                                                       \
-            if (!y) continue;                                                                                    \
-            if (k >= NN__VW) NN__STORE(y + i, r);                                                                \
-            else NN__STOREN(y + i, r, k);                                                                        \
-        }                                                                                                        \
-        return NN__HSUM(acc);                                                                                    \
-    }
-
-#define NN__V __m512
-#define NN__VW 16
-#define NN__SET1 _mm512_set1_ps
-#define NN__LOAD _mm512_loadu_ps
-#define NN__STORE _mm512_storeu_ps
-#define NN__LOADN(p, k) _mm512_maskz_loadu_ps(nn__vmask_avx512(k), p)
-#define NN__STOREN(p, v, k) _mm512_mask_storeu_ps(p, nn__vmask_avx512(k), v)
-#define NN__FMA _mm512_fmadd_ps
-#define NN__ROUND(v) _mm512_maskz_roundscale_ps(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define NN__SCALE nn__vscale_avx512
-#define NN__SEL(a, b, P, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, P), y, x)
-#define NN__LANEF _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
-#define NN__ABS(v) _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF)))
-#define NN__HSUM nn__vhsum_avx512
-__attribute__((target("avx512f"))) static inline float nn__vhsum_avx512(__m512 v) {
-    float l[16], s = 0.0f;
-    int i;
-    _mm512_storeu_ps(l, v);
-    for (i = 0; i < 16; i++) s += l[i];
-    return s;
-}
-NN__VM_DEFINE(avx512, __attribute__((target("avx512f"))))
-#undef NN__V
-#undef NN__VW
-#undef NN__SET1
-#undef NN__LOAD
-#undef NN__STORE
-#undef NN__LOADN
-#undef NN__STOREN
-#undef NN__FMA
-#undef NN__ROUND
-#undef NN__SCALE
-#undef NN__SEL
-#undef NN__LANEF
-#undef NN__ABS
-#undef NN__HSUM
-
-#define NN__V __m256
-#define NN__VW 8
-#define NN__SET1 _mm256_set1_ps
-#define NN__LOAD _mm256_loadu_ps
-#define NN__STORE _mm256_storeu_ps
-#define NN__LOADN(p, k) _mm256_maskload_ps(p, nn__vmask_avx2(k))
-#define NN__STOREN(p, v, k) _mm256_maskstore_ps(p, nn__vmask_avx2(k), v)
-#define NN__FMA _mm256_fmadd_ps
-#define NN__ROUND(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define NN__SCALE nn__vscale_avx2
-#define NN__SEL(a, b, P, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, P))
-#define NN__LANEF _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7)
-#define NN__ABS(v) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)))
-#define NN__HSUM nn__vhsum_avx2
-__attribute__((target("avx2,fma"))) static inline float nn__vhsum_avx2(__m256 v) {
-    float l[8], s = 0.0f;
-    int i;
-    _mm256_storeu_ps(l, v);
-    for (i = 0; i < 8; i++) s += l[i];
-    return s;
-}
-NN__VM_DEFINE(avx2, __attribute__((target("avx2,fma"))))
-#undef NN__V
-#undef NN__VW
-#undef NN__SET1
-#undef NN__LOAD
-#undef NN__STORE
-#undef NN__LOADN
-#undef NN__STOREN
-#undef NN__FMA
-#undef NN__ROUND
-#undef NN__SCALE
-#undef NN__SEL
-#undef NN__LANEF
-#undef NN__ABS
-#undef NN__HSUM
-#undef NN__VM_DEFINE
-#endif /* NN__VM_X86 */
-
-/* The rows' scalar twins (libm's expf): the CPU backend without AVX2 and FMA. */
-static float nn__vexp_map_scalar(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) {
-    float acc = 0.0f, r;
-    int64_t i;
-    for (i = 0; i < n; i++) {
-        if (op == NN__VE_EXP_SHIFT) r = expf(a[i] - s0);
-        else if (op == NN__VE_SUB_EXP) r = a[i] - expf(b[i]) * s0;
-        else if (op == NN__VE_SIGMOID_SUB) r = c[i] * (1.0f / (1.0f + expf(-a[i])) - b[i]);
-        else if (op == NN__VE_BCE) r = (1.0f - b[i]) * a[i] + (a[i] < 0.0f ? -a[i] : 0.0f) + log1pf(expf(-fabsf(a[i])));
-        else if (op == NN__VE_BCE_LOSS)
-            r = (1.0f - b[i]) * a[i] + (1.0f + (s0 - 1.0f) * b[i]) * (log1pf(expf(-fabsf(a[i]))) + fmaxf(-a[i], 0.0f));
-        else if (op == NN__VE_BCE_LOSS_DX) r = c[i] * ((1.0f - b[i]) - (1.0f + (s0 - 1.0f) * b[i]) / (1.0f + expf(a[i])));
-        else if (op == NN__VE_MSE) r = (a[i] - b[i]) * (a[i] - b[i]);
-        else r = c[i] * (2.0f * (a[i] - b[i]));
-        acc += r;
-        if (y) y[i] = r;
-    }
-    return acc;
-}
-
-static float nn__vexp_map(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) {
-#if defined(NN__VM_X86)
-    if (nn__vm_isa() == 2) return nn__vexp_map_avx512(op, y, a, b, c, s0, n);
-    if (nn__vm_isa() == 1) return nn__vexp_map_avx2(op, y, a, b, c, s0, n);
-#endif
-    return nn__vexp_map_scalar(op, y, a, b, c, s0, n);
-}
-
-/* exp(v) for one element, the same bits as the vector lanes give it */
-static NN__MAYBE_UNUSED float nn__vexp1(float v) {
-    float y;
-    (void)nn__vexp_map(NN__VE_EXP_SHIFT, &y, &v, NULL, NULL, 0.0f, 1);
-    return y;
-}
 
 /* ---- activations: the formulas of kernels/activation.h, one loop each ---- */
 
@@ -4289,61 +4455,11 @@ static void nn__unary_run(nn__threadpool *pool, int fn, const float *p, float *y
     nn__threadpool_run(pool, nn__unary_task, &j, (int)((n + j.chunk - 1) / j.chunk));
 }
 
-/* fn(arg, i0, i1) over [0, n) in contiguous ranges, one per thread of the pool when the
-   work (elements touched, about) is at least NN__ROWS_PAR_MIN, else one call. Each index
-   is done by exactly one call, and fn must compute it the same whichever range it is in
-   (rows, elements: the bits do not depend on the thread count). */
-#define NN__ROWS_PAR_MIN 32768
-typedef void (*nn__range_fn)(void *arg, int64_t i0, int64_t i1);
-typedef struct nn__par_job {
-    nn__range_fn fn;
-    void *arg;
-    int64_t n, per;
-} nn__par_job;
-
-static void nn__par_task(void *arg, int t, int n_tasks) {
-    const nn__par_job *j = (const nn__par_job *)arg;
-    int64_t i0 = j->per * t, i1 = i0 + j->per < j->n ? i0 + j->per : j->n;
-    (void)n_tasks;
-    if (i0 < i1) j->fn(j->arg, i0, i1);
-}
-
-static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range_fn fn, void *arg) {
-    nn__par_job j;
-    int tasks = work >= NN__ROWS_PAR_MIN ? nn__threadpool_size(pool) : 1;
-#if defined(NN__VM_X86)
-    (void)nn__vm_isa();
-#endif
-    if (tasks <= 1 || n <= 1) {
-        if (n > 0) fn(arg, 0, n);
-        return;
-    }
-    j.fn = fn;
-    j.arg = arg;
-    j.n = n;
-    j.per = (n + tasks - 1) / tasks;
-    nn__threadpool_run(pool, nn__par_task, &j, (int)((n + j.per - 1) / j.per));
-}
-
-typedef struct nn__fill_job {
-    float *y;
-    float v;
-} nn__fill_job;
-
-static void nn__fill_range(void *arg, int64_t i0, int64_t i1) {
-    const nn__fill_job *j = (const nn__fill_job *)arg;
-    float *y = j->y, v = j->v;
-    int64_t i;
-    for (i = i0; i < i1; i++) y[i] = v;
-}
-
-/* y [n] = x[0] * scale (a mean's gradient): over the pool's threads when large */
-static void nn__expand_scalar_forward(nn__threadpool *pool, float *y, const float *x, int64_t n, float scale) {
-    nn__fill_job j;
-    j.y = y;
-    j.v = x[0] * scale;
-    nn__par_for(pool, n, n / 2, nn__fill_range, &j);
-}
+/* ======================================================================
+   src/cpu/softmax.c
+   ====================================================================== */
+/* The softmax family's CPU loops (src/ops/softmax.c's bodies; kernels/softmax.cl has the
+   OpenCL twins): rows of length C. */
 
 /* ---- softmax family, rows of length C ---- */
 
@@ -4382,90 +4498,39 @@ static void nn__softmax_backward(float *dx, const float *y, const float *dy, int
     }
 }
 
-/* loss [B] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and is
-   counted: returns how many (the caller reports them). */
-static int64_t nn__xent_forward(float *loss, const float *x, const int32_t *label, int64_t B, int64_t C) {
-    int64_t b, c, bad = 0;
-    for (b = 0; b < B; b++) {
-        const float *xr = x + b * C;
-        float m = xr[0], s = 0.0f;
-        int32_t t = label[b];
-        if (t < 0 || t >= C) { loss[b] = 0.0f; bad++; continue; }
-        for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
-        s = nn__vexp_map(NN__VE_EXP_SHIFT, NULL, xr, NULL, NULL, m, C);
-        loss[b] = logf(s) + m - xr[t];
-    }
-    return bad;
-}
-
-/* dx [B, C] = dloss[b] * (softmax(x[b]) - onehot(label[b])) */
-static void nn__xent_backward(float *dx, const float *x, const int32_t *label, const float *dloss, int64_t B, int64_t C) {
-    int64_t b, c;
-    for (b = 0; b < B; b++) {
-        const float *xr = x + b * C;
-        float *dxr = dx + b * C;
-        float m = xr[0], s = 0.0f, g = dloss[b];
-        int32_t t = label[b];
-        if (t < 0 || t >= C) { for (c = 0; c < C; c++) dxr[c] = 0.0f; continue; }
-        for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
-        s = nn__vexp_map(NN__VE_EXP_SHIFT, dxr, xr, NULL, NULL, m, C); /* dxr = exp(x - m) */
-        for (c = 0; c < C; c++) dxr[c] = g * (dxr[c] / s - (c == t ? 1.0f : 0.0f));
-    }
-}
-
-/* elementwise BCE with logits in PyTorch's form, (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)),
-   which is NaN where PyTorch's is (-inf logits: -inf + inf) */
-static void nn__bce_forward(float *y, const float *x, const float *t, int64_t n) {
-    (void)nn__vexp_map(NN__VE_BCE, y, x, t, NULL, 0.0f, n); /* the formula above, vector or scalar */
-}
-
-static void nn__bce_backward(float *dx, const float *x, const float *t, const float *dy, int64_t n) {
-    (void)nn__vexp_map(NN__VE_SIGMOID_SUB, dx, x, t, dy, 0.0f, n);
-}
-
-/* The row and element loops above over the pool's threads: rows [r0, r1) (elements for
-   BCE) each, by the loops above at an offset. */
-enum { NN__RJ_SOFTMAX, NN__RJ_SOFTMAX_GRAD, NN__RJ_XENT, NN__RJ_XENT_GRAD, NN__RJ_BCE, NN__RJ_BCE_GRAD };
-typedef struct nn__rows_job {
-    int kind, flag;
+/* The rows over the pool's threads: rows [r0, r1) each, by the loops above at an offset. */
+typedef struct nn__softmax_job {
+    int log_space;
     float *y;
-    const float *x, *b, *c;
-    const int32_t *label;
+    const float *x, *dy;
     int64_t C;
-} nn__rows_job;
+} nn__softmax_job;
 
-static void nn__rows_range(void *arg, int64_t r0, int64_t r1) {
-    const nn__rows_job *j = (const nn__rows_job *)arg;
-    int64_t o = r0 * j->C, n = r1 - r0;
-    switch (j->kind) {
-    case NN__RJ_SOFTMAX: nn__softmax_forward(j->y + o, j->x + o, n, j->C, j->flag); break;
-    case NN__RJ_SOFTMAX_GRAD: nn__softmax_backward(j->y + o, j->x + o, j->b + o, n, j->C, j->flag); break;
-    case NN__RJ_XENT: (void)nn__xent_forward(j->y + r0, j->x + o, j->label + r0, n, j->C); break;
-    case NN__RJ_XENT_GRAD: nn__xent_backward(j->y + o, j->x + o, j->label + r0, j->b + r0, n, j->C); break;
-    case NN__RJ_BCE: nn__bce_forward(j->y + o, j->x + o, j->b + o, n); break;
-    default: nn__bce_backward(j->y + o, j->x + o, j->b + o, j->c + o, n); break;
-    }
+static void nn__softmax_range(void *arg, int64_t r0, int64_t r1) {
+    const nn__softmax_job *j = (const nn__softmax_job *)arg;
+    int64_t o = r0 * j->C;
+    if (j->dy) nn__softmax_backward(j->y + o, j->x + o, j->dy + o, r1 - r0, j->C, j->log_space);
+    else nn__softmax_forward(j->y + o, j->x + o, r1 - r0, j->C, j->log_space);
 }
 
-/* kind's loop over rows [rows, C] (BCE: C = 1, rows the elements); returns the count of
-   labels outside [0, C) for XENT */
-static int64_t nn__rows_run(nn__threadpool *pool, int kind, int flag, float *y, const float *x, const float *b,
-                            const float *c, const int32_t *label, int64_t rows, int64_t C) {
-    nn__rows_job j;
-    int64_t bad = 0, r;
-    j.kind = kind;
-    j.flag = flag;
+/* y [rows, C] = (log_)softmax(x) when dy is NULL; else y = dx of the rows given the forward
+   output x and dy */
+static void nn__softmax_rows(nn__threadpool *pool, int log_space, float *y, const float *x, const float *dy, int64_t rows,
+                             int64_t C) {
+    nn__softmax_job j;
+    j.log_space = log_space;
     j.y = y;
     j.x = x;
-    j.b = b;
-    j.c = c;
-    j.label = label;
+    j.dy = dy;
     j.C = C;
-    nn__par_for(pool, rows, rows * C * (kind == NN__RJ_BCE || kind == NN__RJ_BCE_GRAD ? 1 : 4), nn__rows_range, &j);
-    if (kind == NN__RJ_XENT)
-        for (r = 0; r < rows; r++) bad += label[r] < 0 || label[r] >= C;
-    return bad;
+    nn__par_for(pool, rows, rows * C * 4, nn__softmax_range, &j);
 }
+
+/* ======================================================================
+   src/cpu/random.c
+   ====================================================================== */
+/* The random family's CPU loops beside src/ops/random.c (the samplers' own bodies are there,
+   on kernels/random.h's formulas): dropout's mask. */
 
 /* y = x * mask / (1 - p), mask from Philox (see nn__dropout_uniform): a product, so a
    dropped NaN or inf is NaN, as PyTorch's. Backward is the same op applied to dy with the
@@ -4475,6 +4540,12 @@ static void nn__dropout_forward(float *y, const float *x, int64_t n, float p, ui
     int64_t i;
     for (i = 0; i < n; i++) y[i] = x[i] * (nn__dropout_uniform(seed, node, step, (uint32_t)i) >= p ? scale : 0.0f);
 }
+
+/* ======================================================================
+   src/cpu/gather.c
+   ====================================================================== */
+/* The gather family's CPU loops (src/ops/gather.c's bodies; kernels/gather.cl has the
+   OpenCL twins). */
 
 /* y [B, D] = data[idx[b]] of data [N, D] */
 static void nn__gather_rows_forward(float *y, const float *data, const int32_t *idx, int64_t B, int64_t N, int64_t D) {
@@ -4497,132 +4568,8 @@ static void nn__gather_rows_backward(float *ddata, const int32_t *idx, const flo
     }
 }
 
-/* first index of the row maximum, a NaN counting as the maximum (torch.argmax) */
-static int64_t nn__argmax_row(const float *xr, int64_t C) {
-    int64_t c, best = 0;
-    for (c = 1; c < C; c++)
-        if (xr[c] > xr[best] || (xr[c] != xr[c] && xr[best] == xr[best])) best = c;
-    return best;
-}
-
-static void nn__argmax_forward(int32_t *y, const float *x, int64_t B, int64_t C) {
-    int64_t b;
-    for (b = 0; b < B; b++) y[b] = (int32_t)nn__argmax_row(x + b * C, C);
-}
-
-static void nn__correct_forward(float *y, const float *x, const int32_t *label, int64_t B, int64_t C) {
-    int64_t b;
-    for (b = 0; b < B; b++) y[b] = nn__argmax_row(x + b * C, C) == label[b] ? 1.0f : 0.0f;
-}
-
-/* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
-
-static void nn__sgd_update(float *p, const float *grad, float *buf, int64_t n, float lr, float momentum,
-                           float dampening, float wd, int nesterov, int first_step, float clip, float cv) {
-    int64_t i;
-    for (i = 0; i < n; i++) {
-        float g = grad[i] * clip;
-        g = (g > cv ? cv : g < -cv ? -cv : g) + wd * p[i];
-        if (momentum != 0.0f) {
-            float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;
-            buf[i] = b;
-            g = nesterov ? g + momentum * b : b;
-        }
-        p[i] -= lr * g;
-    }
-}
-
-/* Adam and AdamW, one parameter tensor. keep = 1 - lr*wd for AdamW (decoupled decay) and
-   l2 = wd for Adam; step = lr / (1 - beta1^t); inv_sbc2 = 1 / sqrt(1 - beta2^t):
-   p = p*keep - step * m / (sqrt(v) * inv_sbc2 + eps), with g = clamp(grad*clip, +-cv) + l2*p. */
-typedef struct nn__adam_args {
-    float *p, *m, *v;
-    const float *g;
-    int64_t n;
-    float clip, b1, b2, step, inv_sbc2, eps, keep, l2, cv;
-} nn__adam_args;
-
-static void nn__adam_range(const nn__adam_args *a, int64_t i0, int64_t i1) {
-    int64_t i;
-    for (i = i0; i < i1; i++) {
-        float w = a->p[i], g = a->g[i] * a->clip;
-        g = (g > a->cv ? a->cv : g < -a->cv ? -a->cv : g) + a->l2 * w;
-        float m = a->b1 * a->m[i] + (1.0f - a->b1) * g;
-        float v = a->b2 * a->v[i] + (1.0f - a->b2) * g * g;
-        a->m[i] = m;
-        a->v[i] = v;
-        a->p[i] = w * a->keep - a->step * m / (sqrtf(v) * a->inv_sbc2 + a->eps);
-    }
-}
-
-#if defined(NN__VM_X86)
-/* The same update eight lanes at a time: sqrtf's errno semantics keep compilers from
-   vectorising the scalar loop at -O2. */
-__attribute__((target("avx2,fma"))) static void nn__adam_range_avx2(const nn__adam_args *a, int64_t i0, int64_t i1) {
-    __m256 clip = _mm256_set1_ps(a->clip), l2 = _mm256_set1_ps(a->l2), b1 = _mm256_set1_ps(a->b1);
-    __m256 c1 = _mm256_set1_ps(1.0f - a->b1), b2 = _mm256_set1_ps(a->b2), c2 = _mm256_set1_ps(1.0f - a->b2);
-    __m256 keep = _mm256_set1_ps(a->keep), step = _mm256_set1_ps(a->step), isb = _mm256_set1_ps(a->inv_sbc2);
-    __m256 eps = _mm256_set1_ps(a->eps), cv = _mm256_set1_ps(a->cv), ncv = _mm256_set1_ps(-a->cv);
-    int64_t i = i0;
-    for (; i + 8 <= i1; i += 8) {
-        __m256 w = _mm256_loadu_ps(a->p + i);
-        /* min/max return their second operand when one is NaN: x second, so NaN stays */
-        __m256 gc = _mm256_max_ps(ncv, _mm256_min_ps(cv, _mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip)));
-        __m256 g = _mm256_add_ps(gc, _mm256_mul_ps(l2, w));
-        __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(a->m + i)), _mm256_mul_ps(c1, g));
-        __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(a->v + i)), _mm256_mul_ps(c2, _mm256_mul_ps(g, g)));
-        __m256 den = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(v), isb), eps);
-        _mm256_storeu_ps(a->m + i, m);
-        _mm256_storeu_ps(a->v + i, v);
-        _mm256_storeu_ps(a->p + i, _mm256_sub_ps(_mm256_mul_ps(w, keep), _mm256_div_ps(_mm256_mul_ps(step, m), den)));
-    }
-    nn__adam_range(a, i, i1);
-}
-#endif
-
-/* Chunks are whole multiples of 8 elements, so the vector and scalar code see the same
-   elements for any thread count (the scalar tail is always the tensor's last n % 8) and
-   the result has the same bits with 1 thread or 8. */
-static void nn__adam_task(void *arg, int t, int n_tasks) {
-    const nn__adam_args *a = (const nn__adam_args *)arg;
-    int64_t chunk = ((a->n + n_tasks - 1) / n_tasks + 7) / 8 * 8, i0 = chunk * t;
-    int64_t i1 = i0 + chunk < a->n ? i0 + chunk : a->n;
-    if (i0 >= i1) return;
-#if defined(NN__VM_X86)
-    if (nn__vm_isa() >= 1) {
-        nn__adam_range_avx2(a, i0, i1);
-        return;
-    }
-#endif
-    nn__adam_range(a, i0, i1);
-}
-
-/* Element counts below which splitting a loop over threads costs more than it saves. */
-#define NN__PAR_MIN 32768
-
-static void nn__adam_update(nn__threadpool *pool, float *p, const float *grad, float *m, float *v, int64_t n, float lr,
-                            float b1, float b2, float eps, float wd, int decoupled, float bc1, float bc2, float clip,
-                            float cv) {
-    nn__adam_args a;
-    a.p = p;
-    a.g = grad;
-    a.m = m;
-    a.v = v;
-    a.n = n;
-    a.clip = clip;
-    a.b1 = b1;
-    a.b2 = b2;
-    a.step = lr / bc1;
-    a.inv_sbc2 = 1.0f / sqrtf(bc2);
-    a.eps = eps;
-    a.keep = decoupled ? 1.0f - lr * wd : 1.0f;
-    a.l2 = decoupled ? 0.0f : wd;
-    a.cv = cv;
-    nn__threadpool_run(pool, nn__adam_task, &a, n >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1);
-}
-
 /* ======================================================================
-   src/nn_conv.c
+   src/cpu/conv.c
    ====================================================================== */
 /* Convolutions on the CPU backend: im2col + the blocked GEMM, one group at a time. The
    column matrix of a group is [Cg*KH*KW, N*OH*OW], so each layer is one large GEMM per
@@ -4836,13 +4783,13 @@ static void nn__channel_sum(float *y, const float *x, int64_t N, int64_t C, int6
 }
 
 /* ======================================================================
-   src/nn_conv_dw.c
+   src/cpu/conv_dw.c
    ====================================================================== */
 /* Depthwise convolutions on the CPU backend: direct loops, no im2col, no scratch.
 
    A convolution is depthwise when every group has one input channel (C/G == 1, G > 1):
    output channel k then reads input channel k / M alone, M = K/G being the channel
-   multiplier. The im2col + GEMM path of nn_conv.c would copy the input KH*KW times and
+   multiplier. The im2col + GEMM path of cpu/conv.c would copy the input KH*KW times and
    then run G GEMMs of M rows by KH*KW, far too small to pay for their packing. (C == 1,
    G == 1 stays there: one GEMM with all K output channels as its rows is no such waste.)
 
@@ -4857,7 +4804,7 @@ static void nn__channel_sum(float *y, const float *x, int64_t N, int64_t C, int6
    holding all their taps, stored once; at the edges over each output's valid taps only.
    The weight gradient is one dot product per tap over the batch, over the rows and
    columns where that tap is inside the image (nn__dw_span). The AVX2 code is compiled
-   with __attribute__((target)), as in nn_cpu.c, so a plain -O2 build has it; other CPUs
+   with __attribute__((target)), as in cpu/simd.c, so a plain -O2 build has it; other CPUs
    and strides > 1 take the plain C loops. */
 
 static int nn__conv2d_is_depthwise(const nn__conv2d *c) { return c->G > 1 && c->C == c->G; }
@@ -5397,9 +5344,9 @@ static void nn__dwconv2d_backward_weight(nn__threadpool *pool, const nn__conv2d 
 }
 
 /* ======================================================================
-   src/nn_conv3d.c
+   src/cpu/conv3d.c
    ====================================================================== */
-/* 3-D convolutions on the CPU backend, built like the 2-D ones in nn_conv.c: im2col +
+/* 3-D convolutions on the CPU backend, built like the 2-D ones in cpu/conv.c: im2col +
    the blocked GEMM, one group at a time, the column matrix of a group being
    [Cg*KD*KH*KW, N*OD*OH*OW]. kernels/conv3d.cl has the OpenCL twins. */
 
@@ -5563,7 +5510,7 @@ static void nn__conv3d_backward_weight(nn__threadpool *pool, const nn__conv3d *c
 }
 
 /* ======================================================================
-   src/nn_shape.c
+   src/cpu/shape.c
    ====================================================================== */
 /* Shape and structure ops on the CPU backend: permute (and flip: signed strides), concat
    and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling; then
@@ -5840,7 +5787,7 @@ static void nn__one_hot(float *y, const int32_t *labels, int64_t R, int64_t C) {
 }
 
 /* ======================================================================
-   src/nn_norm.c
+   src/cpu/norm.c
    ====================================================================== */
 /* Normalisation layers on the CPU backend: batch, layer, group and instance norm are one
    family. x is viewed as [A, C, S] (A leading elements, C channels, S trailing elements per
@@ -6136,9 +6083,9 @@ static void nn__batch_norm_running(float *rmean, float *rvar, const float *stats
 }
 
 /* ======================================================================
-   src/nn_optim.c
+   src/cpu/optim.c
    ====================================================================== */
-/* The optimizer family beyond SGD and Adam (nn_cpu.c keeps those two): defaults, learning-
+/* The optimizer family beyond SGD and Adam (cpu/simd.c keeps those two): defaults, learning-
    rate schedules, parameter groups, the per-update constants the host computes, and the CPU
    bodies of the OPT_STEP and GRAD_ACC ops. kernels/optim.cl has the twin of every rule.
 
@@ -6150,6 +6097,110 @@ static void nn__batch_norm_running(float *rmean, float *rvar, const float *stats
    LAMB and LARS need the L2 norms of whole tensors: LARS reduces |w| and |g| before its
    elementwise pass; LAMB writes its update u into the node's scratch, reduces |w| and |u|,
    then applies p -= lr * trust * u. The norms' sums of squares sit in the scratch too. */
+
+/* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
+
+static void nn__sgd_update(float *p, const float *grad, float *buf, int64_t n, float lr, float momentum,
+                           float dampening, float wd, int nesterov, int first_step, float clip, float cv) {
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        float g = grad[i] * clip;
+        g = (g > cv ? cv : g < -cv ? -cv : g) + wd * p[i];
+        if (momentum != 0.0f) {
+            float b = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;
+            buf[i] = b;
+            g = nesterov ? g + momentum * b : b;
+        }
+        p[i] -= lr * g;
+    }
+}
+
+/* Adam and AdamW, one parameter tensor. keep = 1 - lr*wd for AdamW (decoupled decay) and
+   l2 = wd for Adam; step = lr / (1 - beta1^t); inv_sbc2 = 1 / sqrt(1 - beta2^t):
+   p = p*keep - step * m / (sqrt(v) * inv_sbc2 + eps), with g = clamp(grad*clip, +-cv) + l2*p. */
+typedef struct nn__adam_args {
+    float *p, *m, *v;
+    const float *g;
+    int64_t n;
+    float clip, b1, b2, step, inv_sbc2, eps, keep, l2, cv;
+} nn__adam_args;
+
+static void nn__adam_range(const nn__adam_args *a, int64_t i0, int64_t i1) {
+    int64_t i;
+    for (i = i0; i < i1; i++) {
+        float w = a->p[i], g = a->g[i] * a->clip;
+        g = (g > a->cv ? a->cv : g < -a->cv ? -a->cv : g) + a->l2 * w;
+        float m = a->b1 * a->m[i] + (1.0f - a->b1) * g;
+        float v = a->b2 * a->v[i] + (1.0f - a->b2) * g * g;
+        a->m[i] = m;
+        a->v[i] = v;
+        a->p[i] = w * a->keep - a->step * m / (sqrtf(v) * a->inv_sbc2 + a->eps);
+    }
+}
+
+#if defined(NN__VM_X86)
+/* The same update eight lanes at a time: sqrtf's errno semantics keep compilers from
+   vectorising the scalar loop at -O2. */
+__attribute__((target("avx2,fma"))) static void nn__adam_range_avx2(const nn__adam_args *a, int64_t i0, int64_t i1) {
+    __m256 clip = _mm256_set1_ps(a->clip), l2 = _mm256_set1_ps(a->l2), b1 = _mm256_set1_ps(a->b1);
+    __m256 c1 = _mm256_set1_ps(1.0f - a->b1), b2 = _mm256_set1_ps(a->b2), c2 = _mm256_set1_ps(1.0f - a->b2);
+    __m256 keep = _mm256_set1_ps(a->keep), step = _mm256_set1_ps(a->step), isb = _mm256_set1_ps(a->inv_sbc2);
+    __m256 eps = _mm256_set1_ps(a->eps), cv = _mm256_set1_ps(a->cv), ncv = _mm256_set1_ps(-a->cv);
+    int64_t i = i0;
+    for (; i + 8 <= i1; i += 8) {
+        __m256 w = _mm256_loadu_ps(a->p + i);
+        /* min/max return their second operand when one is NaN: x second, so NaN stays */
+        __m256 gc = _mm256_max_ps(ncv, _mm256_min_ps(cv, _mm256_mul_ps(_mm256_loadu_ps(a->g + i), clip)));
+        __m256 g = _mm256_add_ps(gc, _mm256_mul_ps(l2, w));
+        __m256 m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(a->m + i)), _mm256_mul_ps(c1, g));
+        __m256 v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(a->v + i)), _mm256_mul_ps(c2, _mm256_mul_ps(g, g)));
+        __m256 den = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(v), isb), eps);
+        _mm256_storeu_ps(a->m + i, m);
+        _mm256_storeu_ps(a->v + i, v);
+        _mm256_storeu_ps(a->p + i, _mm256_sub_ps(_mm256_mul_ps(w, keep), _mm256_div_ps(_mm256_mul_ps(step, m), den)));
+    }
+    nn__adam_range(a, i, i1);
+}
+#endif
+
+/* Chunks are whole multiples of 8 elements, so the vector and scalar code see the same
+   elements for any thread count (the scalar tail is always the tensor's last n % 8) and
+   the result has the same bits with 1 thread or 8. */
+static void nn__adam_task(void *arg, int t, int n_tasks) {
+    const nn__adam_args *a = (const nn__adam_args *)arg;
+    int64_t chunk = ((a->n + n_tasks - 1) / n_tasks + 7) / 8 * 8, i0 = chunk * t;
+    int64_t i1 = i0 + chunk < a->n ? i0 + chunk : a->n;
+    if (i0 >= i1) return;
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() >= 1) {
+        nn__adam_range_avx2(a, i0, i1);
+        return;
+    }
+#endif
+    nn__adam_range(a, i0, i1);
+}
+
+static void nn__adam_update(nn__threadpool *pool, float *p, const float *grad, float *m, float *v, int64_t n, float lr,
+                            float b1, float b2, float eps, float wd, int decoupled, float bc1, float bc2, float clip,
+                            float cv) {
+    nn__adam_args a;
+    a.p = p;
+    a.g = grad;
+    a.m = m;
+    a.v = v;
+    a.n = n;
+    a.clip = clip;
+    a.b1 = b1;
+    a.b2 = b2;
+    a.step = lr / bc1;
+    a.inv_sbc2 = 1.0f / sqrtf(bc2);
+    a.eps = eps;
+    a.keep = decoupled ? 1.0f - lr * wd : 1.0f;
+    a.l2 = decoupled ? 0.0f : wd;
+    a.cv = cv;
+    nn__threadpool_run(pool, nn__adam_task, &a, n >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1);
+}
+
 
 /* ---- defaults ---- */
 
@@ -6637,7 +6688,7 @@ static void nn__grad_acc_cpu(float *acc, const float *g, int64_t n, float inv_k,
 }
 
 /* ======================================================================
-   src/nn_pool.c
+   src/cpu/pool.c
    ====================================================================== */
 /* Pooling on the CPU backend: max and average pooling over the planes of NCHW tensors
    (1-D pooling is H = 1), with PyTorch's window rules. kernels/pool.cl has the OpenCL
@@ -6898,7 +6949,7 @@ static void nn__avg_pool2d_backward(nn__threadpool *pool, const nn__pooling *p, 
 }
 
 /* ======================================================================
-   src/nn_loss.c
+   src/cpu/loss.c
    ====================================================================== */
 /* Losses (nn_loss_desc family): CPU bodies. kernels/loss.cl holds their OpenCL twins, with
    the same formulas in the same order; the kind numbers below are the kernels' too.
@@ -6912,6 +6963,103 @@ static void nn__avg_pool2d_backward(nn__threadpool *pool, const nn__pooling *p, 
    DIV_SCALAR    a / b[0]: the weighted mean
    LOSS_ROWS     a loss per row of [B, D] inputs (dice, cosine embedding, triplet) -> [B]
    LOSS_ROWS_GRAD its gradient for input i[1] */
+
+/* loss [B] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and is
+   counted: returns how many (the caller reports them). */
+static int64_t nn__xent_forward(float *loss, const float *x, const int32_t *label, int64_t B, int64_t C) {
+    int64_t b, c, bad = 0;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        float m = xr[0], s = 0.0f;
+        int32_t t = label[b];
+        if (t < 0 || t >= C) { loss[b] = 0.0f; bad++; continue; }
+        for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+        s = nn__vexp_map(NN__VE_EXP_SHIFT, NULL, xr, NULL, NULL, m, C);
+        loss[b] = logf(s) + m - xr[t];
+    }
+    return bad;
+}
+
+/* dx [B, C] = dloss[b] * (softmax(x[b]) - onehot(label[b])) */
+static void nn__xent_backward(float *dx, const float *x, const int32_t *label, const float *dloss, int64_t B, int64_t C) {
+    int64_t b, c;
+    for (b = 0; b < B; b++) {
+        const float *xr = x + b * C;
+        float *dxr = dx + b * C;
+        float m = xr[0], s = 0.0f, g = dloss[b];
+        int32_t t = label[b];
+        if (t < 0 || t >= C) { for (c = 0; c < C; c++) dxr[c] = 0.0f; continue; }
+        for (c = 1; c < C; c++) m = xr[c] > m ? xr[c] : m;
+        s = nn__vexp_map(NN__VE_EXP_SHIFT, dxr, xr, NULL, NULL, m, C); /* dxr = exp(x - m) */
+        for (c = 0; c < C; c++) dxr[c] = g * (dxr[c] / s - (c == t ? 1.0f : 0.0f));
+    }
+}
+
+/* elementwise BCE with logits in PyTorch's form, (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)),
+   which is NaN where PyTorch's is (-inf logits: -inf + inf) */
+static void nn__bce_forward(float *y, const float *x, const float *t, int64_t n) {
+    (void)nn__vexp_map(NN__VE_BCE, y, x, t, NULL, 0.0f, n); /* the formula above, vector or scalar */
+}
+
+static void nn__bce_backward(float *dx, const float *x, const float *t, const float *dy, int64_t n) {
+    (void)nn__vexp_map(NN__VE_SIGMOID_SUB, dx, x, t, dy, 0.0f, n);
+}
+
+/* The cross-entropy and BCE loops over the pool's threads: rows [r0, r1) (elements for BCE)
+   each, by the loops above at an offset. */
+typedef struct nn__xent_job {
+    int bce;
+    float *y;
+    const float *x, *b, *c;
+    const int32_t *label;
+    int64_t C;
+} nn__xent_job;
+
+static void nn__xent_range(void *arg, int64_t r0, int64_t r1) {
+    const nn__xent_job *j = (const nn__xent_job *)arg;
+    int64_t o = r0 * j->C, n = r1 - r0;
+    if (j->bce) {
+        if (j->c) nn__bce_backward(j->y + o, j->x + o, j->b + o, j->c + o, n);
+        else nn__bce_forward(j->y + o, j->x + o, j->b + o, n);
+    } else if (j->b) {
+        nn__xent_backward(j->y + o, j->x + o, j->label + r0, j->b + r0, n, j->C);
+    } else {
+        (void)nn__xent_forward(j->y + r0, j->x + o, j->label + r0, n, j->C);
+    }
+}
+
+/* loss [B] of the fused cross-entropy of x [B, C] and labels (dloss NULL), or dx [B, C]
+   given dloss [B]; returns the count of labels outside [0, C) */
+static int64_t nn__xent_rows(nn__threadpool *pool, float *y, const float *x, const int32_t *label, const float *dloss,
+                             int64_t B, int64_t C) {
+    nn__xent_job j;
+    int64_t bad = 0, r;
+    j.bce = 0;
+    j.y = y;
+    j.x = x;
+    j.b = dloss;
+    j.c = NULL;
+    j.label = label;
+    j.C = C;
+    nn__par_for(pool, B, B * C * 4, nn__xent_range, &j);
+    if (!dloss)
+        for (r = 0; r < B; r++) bad += label[r] < 0 || label[r] >= C;
+    return bad;
+}
+
+/* y [n] = BCE with logits of (x, t) (dy NULL), or its gradient dy * (sigmoid(x) - t) */
+static void nn__bce_rows(nn__threadpool *pool, float *y, const float *x, const float *t, const float *dy, int64_t n) {
+    nn__xent_job j;
+    j.bce = 1;
+    j.y = y;
+    j.x = x;
+    j.b = t;
+    j.c = dy;
+    j.label = NULL;
+    j.C = 1;
+    nn__par_for(pool, n, n, nn__xent_range, &j);
+}
+
 
 typedef enum nn__loss_kind {
     NN__L_MSE = 0, NN__L_L1, NN__L_HUBER, NN__L_SMOOTH_L1, NN__L_LOG_COSH, NN__L_QUANTILE, /* of d = x - t */
@@ -6987,7 +7135,7 @@ static float nn__loss_ew1_dx(int kind, float x, float t, float a, float b, float
 
 /* The elementwise losses over the pool's threads: elements [i0, i1) per task, each computed
    the same whichever task does it. MSE and BCE with logits without pos_weight run as the
-   vector rows of src/nn_cpu.c (nn__vexp_map: nn__loss_ew1's and nn__loss_ew1_dx's
+   vector rows of src/cpu/simd.c (nn__vexp_map: nn__loss_ew1's and nn__loss_ew1_dx's
    formulas, without the switch per element). */
 typedef struct nn__loss_ew_job {
     float *y;
@@ -7230,7 +7378,7 @@ static void nn__row_loss_backward(float *dx, int kind, int which, const float *x
 }
 
 /* ======================================================================
-   src/nn_reduce.c
+   src/cpu/reduce.c
    ====================================================================== */
 /* The reduce family's CPU loops (src/ops/reduce.c's bodies; kernels/reduce.cl has the
    OpenCL twins). x is viewed as [O, R, I] and reduced over R: output element (o, i) walks
@@ -7239,6 +7387,45 @@ static void nn__row_loss_backward(float *dx, int kind, int which, const float *x
    count. A long row (I = 1) is summed as blocks of NN__RED_BLOCK elements, each block's
    double sum added in block order, whether the blocks run on one thread or several.
    The sums are vectorised (AVX-512 or AVX2, chosen at run time, scalar otherwise). */
+
+typedef struct nn__fill_job {
+    float *y;
+    float v;
+} nn__fill_job;
+
+static void nn__fill_range(void *arg, int64_t i0, int64_t i1) {
+    const nn__fill_job *j = (const nn__fill_job *)arg;
+    float *y = j->y, v = j->v;
+    int64_t i;
+    for (i = i0; i < i1; i++) y[i] = v;
+}
+
+/* y [n] = x[0] * scale (a mean's gradient): over the pool's threads when large */
+static void nn__expand_scalar_forward(nn__threadpool *pool, float *y, const float *x, int64_t n, float scale) {
+    nn__fill_job j;
+    j.y = y;
+    j.v = x[0] * scale;
+    nn__par_for(pool, n, n / 2, nn__fill_range, &j);
+}
+
+/* first index of the row maximum, a NaN counting as the maximum (torch.argmax) */
+static int64_t nn__argmax_row(const float *xr, int64_t C) {
+    int64_t c, best = 0;
+    for (c = 1; c < C; c++)
+        if (xr[c] > xr[best] || (xr[c] != xr[c] && xr[best] == xr[best])) best = c;
+    return best;
+}
+
+static void nn__argmax_forward(int32_t *y, const float *x, int64_t B, int64_t C) {
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = (int32_t)nn__argmax_row(x + b * C, C);
+}
+
+static void nn__correct_forward(float *y, const float *x, const int32_t *label, int64_t B, int64_t C) {
+    int64_t b;
+    for (b = 0; b < B; b++) y[b] = nn__argmax_row(x + b * C, C) == label[b] ? 1.0f : 0.0f;
+}
+
 
 #define NN__RED_BLOCK 16384 /* elements of a row per block of its sum */
 #define NN__RED_CW 512      /* columns (i) per task when reducing an outer axis */
@@ -7648,7 +7835,7 @@ static void nn__cumsum_forward(float *y, const float *x, const nn__reduce_attr *
 }
 
 /* ======================================================================
-   src/nn_cpu_backend.c
+   src/cpu/backend.c
    ====================================================================== */
 /* The CPU backend: buffers are host memory, and a run calls each scheduled op's CPU body
    (src/ops/FAMILY.c) in order. Always present, and tried last. */
@@ -7757,7 +7944,7 @@ static const nn__backend nn__cpu_backend = {
     nn__cpub_write, nn__cpub_read, nn__cpub_fill, nn__cpub_prepare, nn__cpub_run, nn__cpub_finish, nn__cpub_release_graph};
 
 /* ======================================================================
-   src/nn_gemm_plan.c
+   src/opencl/gemm_plan.c
    ====================================================================== */
 /* Launch planning for kernels/gemm.cl, for device plans (backend-neutral arithmetic).
  *
@@ -7897,10 +8084,10 @@ static void nn__gemm_plan_batched(int is_cpu_device, size_t max_wg_size, uint64_
 }
 
 /* ======================================================================
-   src/nn_cache.c
+   src/opencl/cache.c
    ====================================================================== */
 /* The file format of the compiled-program cache (the OpenCL backend's program binaries,
-   src/nn_opencl.c), as pure functions over bytes: no I/O, no allocation, no OpenCL, so
+   src/opencl/backend.c), as pure functions over bytes: no I/O, no allocation, no OpenCL, so
    tests/fuzz_cache.c fuzzes the parser in a build without OpenCL.
 
    A cache file is a 40-byte header, then the payload (the driver's program binary):
@@ -7917,14 +8104,6 @@ static void nn__gemm_plan_batched(int is_cpu_device, size_t max_wg_size, uint64_
 
    Every integer is little-endian. The checksum covers the key and the length, so a file
    renamed to another key, cut short, grown or with any one byte changed is refused. */
-
-#ifndef NN__MAYBE_UNUSED
-#if defined(__GNUC__)
-#define NN__MAYBE_UNUSED __attribute__((unused))
-#else
-#define NN__MAYBE_UNUSED
-#endif
-#endif
 
 #define NN__CACHE_HEADER 40
 #define NN__CACHE_FORMAT 1u
@@ -8048,13 +8227,13 @@ static NN__MAYBE_UNUSED int nn__cache_parse(const unsigned char *data, size_t si
 #if !defined(NN_NO_OPENCL)
 
 /* ======================================================================
-   src/nn_cl_api.h
+   src/opencl/cl_api.h
    ====================================================================== */
 /* The part of OpenCL 1.2 that nn.h calls, declared here so that a program needs neither
-   OpenCL headers nor link flags: src/nn_cl_load.c loads the library at run time into the
-   table nn__clfn, and the calls in src/nn_opencl.c, spelled clFoo(...) as in any OpenCL
+   OpenCL headers nor link flags: src/opencl/loader.c loads the library at run time into the
+   table nn__clfn, and the calls in src/opencl/backend.c, spelled clFoo(...) as in any OpenCL
    program, reach the table through the macros at the end of this file (as clew does).
-   src/nn_opencl.c takes the macros back at its end, so the program's own OpenCL calls below
+   src/opencl/backend.c takes the macros back at its end, so the program's own OpenCL calls below
    nn.h are not redirected.
 
    When the program included <CL/cl.h> (1.2 or later) before nn.h, its types and constants
@@ -8161,7 +8340,7 @@ typedef struct _cl_buffer_region { size_t origin; size_t size; } cl_buffer_regio
 
 /* Every OpenCL function nn.h calls, as
    X(return type, name without "cl", parameters, arguments, an object of the call, index)
-   where the last two serve a vendor driver used without an ICD loader (nn_cl_load.c): the
+   where the last two serve a vendor driver used without an ICD loader (opencl/loader.c): the
    call goes through that object's dispatch table, whose entries are in the order the
    Khronos ICD extension fixes (CL/cl_icd.h's struct _cl_icd_dispatch). clGetPlatformIDs
    has no object: the driver's clIcdGetPlatformIDsKHR takes its place. */
@@ -8237,7 +8416,7 @@ typedef struct nn__cl_api {
 } nn__cl_api;
 #undef NN__CL_FIELD
 
-/* Filled once per process by nn__cl_load() (nn_cl_load.c); read only after it succeeded. */
+/* Filled once per process by nn__cl_load() (opencl/loader.c); read only after it succeeded. */
 static nn__cl_api nn__clfn;
 
 #define clGetPlatformIDs nn__clfn.GetPlatformIDs
@@ -8268,9 +8447,9 @@ static nn__cl_api nn__clfn;
 #endif /* NN__CL_API_H */
 
 /* ======================================================================
-   src/nn_cl_load.c
+   src/opencl/loader.c
    ====================================================================== */
-/* Loading the OpenCL library at run time, once per process, into nn__clfn (nn_cl_api.h).
+/* Loading the OpenCL library at run time, once per process, into nn__clfn (opencl/cl_api.h).
 
    Which library: $NN_OPENCL_LIBRARY when set (that one alone); else the system's ICD loader
    (libOpenCL.so.1, then libOpenCL.so; OpenCL.dll; the OpenCL framework on macOS); else, on
@@ -8653,7 +8832,7 @@ static const char *const nn__cl_src_conv[] = {
 "    y[c] = acc;\n",
 "}\n",
 "\n",
-"/* ---- the GEMM path (src/nn_conv.c, nn__cl_conv2d_plan, says when it is used) ----\n",
+"/* ---- the GEMM path (src/cpu/conv.c, nn__cl_conv2d_plan, says when it is used) ----\n",
 "   Column matrices are [C*KH*KW, ld]: row (c*KH + kh)*KW + kw, so the rows of group g are\n",
 "   one contiguous block; column p = (n*OH + oh)*OW + ow runs over the whole batch, and\n",
 "   columns P..ld-1 are zeros (padding for the K slices of the weight gradient). Operands\n",
@@ -8931,12 +9110,12 @@ static const char *const nn__cl_src_conv3d[] = {
    ====================================================================== */
 static const char *const nn__cl_src_elementwise[] = {
 "#line 1 \"kernels/elementwise.cl\"\n",
-"/* Elementwise ops. Twins of the loops in src/nn_cpu.c; every kernel guards i < n because\n",
+"/* Elementwise ops. Twins of the loops in src/cpu/simd.c; every kernel guards i < n because\n",
 "   the host may round the global size up to a multiple of the work-group size. */\n",
 "\n",
 "#line 1 \"kernels/activation.h\"\n",
 "/* The activations, each formula written once for both backends. This file is a part of\n",
-"   nn.h (C99 and C++: the CPU backend's loops in src/nn_cpu.c, the builders in\n",
+"   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in\n",
 "   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its\n",
 "   kernels), so it uses only what the two languages share; the math functions go by\n",
 "   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
@@ -8944,7 +9123,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one\n",
 "   X(ENUM, name, params, valid, forward, derivative) each:\n",
 "     ENUM        NN__U_ENUM, the op's function (the node's i[0])\n",
-"     name        the builder nn_<name> (declared in src/nn_api.h) and the kernels\n",
+"     name        the builder nn_<name> (declared in src/api/api.h) and the kernels\n",
 "                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
 "     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
 "                 in the formulas, the node's f[0] and f[1]\n",
@@ -8955,7 +9134,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
 "   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
 "   An activation is a line here (with helpers above the table when its formula needs\n",
-"   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.\n",
+"   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.\n",
 "   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
 "   safer in float (softplus without overflow, expm1 near 0) that one is used. */\n",
 "#ifndef NN__ACTIVATION_H\n",
@@ -9206,7 +9385,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "    dw[c] = acc;\n",
 "}\n",
 "\n",
-"/* ---- broadcasting: the geometry of src/nn_cpu.c's nn__bcast_init, nd merged dims\n",
+"/* ---- broadcasting: the geometry of src/cpu/simd.c's nn__bcast_init, nd merged dims\n",
 "   (outermost first) and each operand's strides (0 where broadcast) as int8s ---- */\n",
 "\n",
 "/* f(u, w) and its derivatives, the formulas of kernels/activation.h's NN__BINARY_FNS */\n",
@@ -9402,7 +9581,7 @@ static const char *const nn__cl_src_elementwise[] = {
 static const char *const nn__cl_src_gather[] = {
 "#line 1 \"kernels/gather.cl\"\n",
 "/* Gathers: rows of a dataset that lives on the device, index_select, gather, scatter_add\n",
-"   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/nn_shape.c. */\n",
+"   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/cpu/shape.c. */\n",
 "\n",
 "/* y [B, D] = data[idx[b]] of data [N, D]; an index out of range gives zeros. The rows are\n",
 "   copied as bits, so float32 and int32 data share the kernel. */\n",
@@ -10016,13 +10195,13 @@ static const char *const nn__cl_src_gemm[] = {
    ====================================================================== */
 static const char *const nn__cl_src_loss[] = {
 "#line 1 \"kernels/loss.cl\"\n",
-"/* Losses: twins of src/nn_loss.c, same formulas in the same order. Kind numbers are\n",
-"   nn_loss.c's nn__loss_kind and nn__row_kind. No fmax where NaN must stay NaN (fmax\n",
+"/* Losses: twins of src/cpu/loss.c, same formulas in the same order. Kind numbers are\n",
+"   cpu/loss.c's nn__loss_kind and nn__row_kind. No fmax where NaN must stay NaN (fmax\n",
 "   returns the other operand): comparisons written so that NaN falls through. */\n",
 "\n",
 "#line 1 \"kernels/activation.h\"\n",
 "/* The activations, each formula written once for both backends. This file is a part of\n",
-"   nn.h (C99 and C++: the CPU backend's loops in src/nn_cpu.c, the builders in\n",
+"   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in\n",
 "   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its\n",
 "   kernels), so it uses only what the two languages share; the math functions go by\n",
 "   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
@@ -10030,7 +10209,7 @@ static const char *const nn__cl_src_loss[] = {
 "   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one\n",
 "   X(ENUM, name, params, valid, forward, derivative) each:\n",
 "     ENUM        NN__U_ENUM, the op's function (the node's i[0])\n",
-"     name        the builder nn_<name> (declared in src/nn_api.h) and the kernels\n",
+"     name        the builder nn_<name> (declared in src/api/api.h) and the kernels\n",
 "                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
 "     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
 "                 in the formulas, the node's f[0] and f[1]\n",
@@ -10041,7 +10220,7 @@ static const char *const nn__cl_src_loss[] = {
 "   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
 "   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
 "   An activation is a line here (with helpers above the table when its formula needs\n",
-"   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.\n",
+"   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.\n",
 "   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
 "   safer in float (softplus without overflow, expm1 near 0) that one is used. */\n",
 "#ifndef NN__ACTIVATION_H\n",
@@ -10521,7 +10700,7 @@ static const char *const nn__cl_src_loss[] = {
    ====================================================================== */
 static const char *const nn__cl_src_norm[] = {
 "#line 1 \"kernels/norm.cl\"\n",
-"/* Normalisation (batch, layer, group, instance norm), the twins of src/nn_norm.c: x is\n",
+"/* Normalisation (batch, layer, group, instance norm), the twins of src/cpu/norm.c: x is\n",
 "   viewed as [A, C, S]; statistics are per channel over A and S when pc (batch norm), else\n",
 "   per (a, group of C/G channels). stats [2, R] holds the means, then the biased variances.\n",
 "   Reductions: one work-group per statistics group (or channel), a strided pass then a tree\n",
@@ -10704,7 +10883,7 @@ static const char *const nn__cl_src_optim[] = {
 "}\n",
 "\n",
 "/* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the\n",
-"   same on every work-item). Each rule is the twin of nn__opt_rule in src/nn_optim.c, which\n",
+"   same on every work-item). Each rule is the twin of nn__opt_rule in src/cpu/optim.c, which\n",
 "   documents h (compile-time hyperparameters) and c (this update's constants). State s0..s2\n",
 "   is the parameter's aux buffers; unused ones are a dummy never written. */\n",
 "#define NN_ADAM 2\n",
@@ -10918,7 +11097,7 @@ static const char *const nn__cl_src_optim[] = {
    ====================================================================== */
 static const char *const nn__cl_src_pool[] = {
 "#line 1 \"kernels/pool.cl\"\n",
-"/* Pooling over the planes of NCHW tensors (1-D pooling: H = 1), twins of src/nn_pool.c with\n",
+"/* Pooling over the planes of NCHW tensors (1-D pooling: H = 1), twins of src/cpu/pool.c with\n",
 "   the same window rules (PyTorch's) and the same order of every sum. Forward: one\n",
 "   work-item per output element. Backward: one work-item per input element, gathering over\n",
 "   the windows that cover it (no atomics, a fixed order). NC = N*C planes;\n",
@@ -11123,7 +11302,7 @@ static const char *const nn__cl_src_pool[] = {
 static const char *const nn__cl_src_random[] = {
 "#line 1 \"kernels/random.cl\"\n",
 "/* Philox4x32-10 (Salmon et al., SC'11): counter-based, so element i of a dropout mask is a\n",
-"   pure function of (seed, op, step, i). src/nn_internal.h has the same generator for the\n",
+"   pure function of (seed, op, step, i). src/base/internal.h has the same generator for the\n",
 "   CPU backend, and both draw identical masks. */\n",
 "\n",
 "inline uint4 nn_philox(uint4 c, uint2 k) {\n",
@@ -11157,7 +11336,7 @@ static const char *const nn__cl_src_random[] = {
 "#line 1 \"kernels/random.h\"\n",
 "/* The random ops' formulas, written once for both backends: a part of nn.h (C99 and C++:\n",
 "   the CPU bodies in src/ops/random.c) and included by kernels/random.cl (OpenCL C 1.2).\n",
-"   Each turns Philox4x32-10 output words (the generator of src/nn_internal.h and\n",
+"   Each turns Philox4x32-10 output words (the generator of src/base/internal.h and\n",
 "   kernels/random.cl, counter (element, key, step) and key (seed)) into a sample.\n",
 "\n",
 "   Identical bits on every backend: these functions use only operations that IEEE 754 and\n",
@@ -11356,6 +11535,248 @@ static const char *const nn__cl_src_random[] = {
    ====================================================================== */
 static const char *const nn__cl_src_reduce[] = {
 "#line 1 \"kernels/reduce.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l, k, v)\n",
+"#define NN__KSTEP_out(l, k, v)\n",
+"#define NN__KSTEP_iin(l, k, v)\n",
+"#define NN__KSTEP_iout(l, k, v)\n",
+"#define NN__KSTEP_uin(l, k, v)\n",
+"#define NN__KSTEP_uout(l, k, v)\n",
+"#define NN__KSTEP_int(l, k, v)\n",
+"#define NN__KSTEP_uint(l, k, v)\n",
+"#define NN__KSTEP_float(l, k, v)\n",
+"#define NN__KSTEP_int8(l, k, v)\n",
+"#define NN__KSTEP_lfloat(l, k, v)\n",
+"#define NN__KSTEP_lint(l, k, v)\n",
+"#define NN__KSTEP_fstep(l, k, v) (l)->args[(l)->upd[(k)++]].v.f = (v);\n",
+"#define NN__KSTEP_istep(l, k, v) (l)->args[(l)->upd[(k)++]].v.i = (int32_t)(v);\n",
+"#define NN__KSTEP_ustep(l, k, v) (l)->args[(l)->upd[(k)++]].v.u = (uint32_t)(v);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/reduce.cl\"\n",
+"#line 1 \"kernels/reduce_args.h\"\n",
+"/* kernels/reduce.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__REDUCE_ARGS_H\n",
+"#define NN__REDUCE_ARGS_H\n",
+"\n",
+"/* to a scalar in one work-group; tmp: the work-group's floats */\n",
+"#define NN__KARGS_sum_all(F, P) F(in, x) P(out, y) P(int, n) P(float, scale) P(lfloat, tmp)\n",
+"NN__KSIG(sum_all)\n",
+"#define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)\n",
+"NN__KSIG(grad_sumsq)\n",
+"#define NN__KARGS_clip_scale(F, P) F(in, sumsq) P(out, y) P(float, max_norm)\n",
+"NN__KSIG(clip_scale)\n",
+"\n",
+"/* x [O, R, I] reduced over R; y and yi are one buffer (floats, or ints for argmax/argmin) */\n",
+"#define NN__KARGS_reduce_cols(F, P) \\\n",
+"    F(in, x) P(out, y) P(iout, yi) P(int, O) P(int, R) P(int, I) P(int, kind) P(float, p) P(float, scale) P(float, corr)\n",
+"NN__KSIG(reduce_cols)\n",
+"#define NN__KARGS_reduce_rows(F, P)                                                                  \\\n",
+"    F(in, x) P(out, y) P(iout, yi) P(int, R) P(int, kind) P(float, p) P(float, scale) P(float, corr) \\\n",
+"    P(lfloat, tf) P(lint, ti)\n",
+"NN__KSIG(reduce_rows)\n",
+"/* reduce_grad_elems and reduce_grad_cols */\n",
+"#define NN__KARGS_reduce_grad(F, P)                                                                      \\\n",
+"    F(in, gy) P(in, x) P(in, y) P(out, dx) P(int, O) P(int, R) P(int, I) P(int, kind) P(float, p) \\\n",
+"    P(float, scale) P(float, corr)\n",
+"NN__KSIG(reduce_grad)\n",
+"\n",
+"#define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"NN__KSIG(cumsum)\n",
+"#define NN__KARGS_expand_scalar(F, P) F(in, x) P(out, y) P(int, n) P(float, s)\n",
+"NN__KSIG(expand_scalar)\n",
+"#define NN__KARGS_argmax_rows(F, P) F(in, x) P(iout, y) P(int, B) P(int, C)\n",
+"NN__KSIG(argmax_rows)\n",
+"#define NN__KARGS_correct_rows(F, P) F(in, x) P(iin, label) P(out, y) P(int, B) P(int, C)\n",
+"NN__KSIG(correct_rows)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/reduce.cl\"\n",
+"\n",
 "/* Reductions to a scalar: one work-group, a strided pass then a tree, so the order of the\n",
 "   additions is fixed and the result is the same run to run. The work-group size (a power\n",
 "   of two) is the size of `tmp`. */\n",
@@ -11372,8 +11793,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* y[0] = scale * sum(x) */\n",
-"__kernel void sum_all(__global const float *x, __global float *y, const int n, const float scale,\n",
-"                      __local float *tmp) {\n",
+"__kernel void sum_all(NN__KPARAMS(sum_all)) {\n",
 "    float s = 0.0f;\n",
 "    for (int i = get_local_id(0); i < n; i += get_local_size(0)) s += x[i];\n",
 "    s = nn_tree(tmp, s);\n",
@@ -11381,8 +11801,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* y[0] = (has_prev ? prev[0] : 0) + sum(g^2): a chain over all gradients for clipping */\n",
-"__kernel void grad_sumsq(__global const float *g, __global const float *prev, __global float *y, const int n,\n",
-"                         const int has_prev, __local float *tmp) {\n",
+"__kernel void grad_sumsq(NN__KPARAMS(grad_sumsq)) {\n",
 "    float s = 0.0f;\n",
 "    for (int i = get_local_id(0); i < n; i += get_local_size(0)) s += g[i] * g[i];\n",
 "    s = nn_tree(tmp, s);\n",
@@ -11390,7 +11809,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* PyTorch's clip_grad_norm_: coefficient min(1, max_norm / (norm + 1e-6)) */\n",
-"__kernel void clip_scale(__global const float *sumsq, __global float *y, const float max_norm) {\n",
+"__kernel void clip_scale(NN__KPARAMS(clip_scale)) {\n",
 "    /* not fmin: a NaN norm must give NaN (torch's clamp keeps it), not 1 */\n",
 "    float c = max_norm / (sqrt(sumsq[0]) + 1e-6f);\n",
 "    if (get_global_id(0) == 0) y[0] = c > 1.0f ? 1.0f : c;\n",
@@ -11503,8 +11922,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* One work-item per output element k = (o, i), walking x[o, r, i] over r. */\n",
-"__kernel void reduce_cols(__global const float *x, __global float *y, __global int *yi, const int O, const int R,\n",
-"                          const int I, const int kind, const float p, const float scale, const float corr) {\n",
+"__kernel void reduce_cols(NN__KPARAMS(reduce_cols)) {\n",
 "    int k = get_global_id(0);\n",
 "    if (k >= O * I) return;\n",
 "    int o = k / I, i = k - o * I;\n",
@@ -11538,8 +11956,7 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "/* One work-group per row o of x [O, R] (I = 1): each work-item combines r = lid, lid + wg,\n",
 "   ...; then a tree in local memory (tf, ti: the work-group size, a power of two). */\n",
-"__kernel void reduce_rows(__global const float *x, __global float *y, __global int *yi, const int R, const int kind,\n",
-"                          const float p, const float scale, const float corr, __local float *tf, __local int *ti) {\n",
+"__kernel void reduce_rows(NN__KPARAMS(reduce_rows)) {\n",
 "    int o = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
 "    __global const float *xr = x + o * R;\n",
 "    float a, c = 0.0f;\n",
@@ -11589,9 +12006,7 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "/* dx [O, R, I] element by element, for kinds whose gradient needs only gy, x and y:\n",
 "   sum (and mean), logsumexp, finite-p norms. */\n",
-"__kernel void reduce_grad_elems(__global const float *gy, __global const float *x, __global const float *y,\n",
-"                                __global float *dx, const int O, const int R, const int I, const int kind,\n",
-"                                const float p, const float scale, const float corr) {\n",
+"__kernel void reduce_grad_elems(NN__KPARAMS(reduce_grad)) {\n",
 "    int j = get_global_id(0);\n",
 "    if (j >= O * R * I) return;\n",
 "    int o = j / (R * I), i = j - (j / I) * I, k = o * I + i;\n",
@@ -11603,9 +12018,7 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "/* dx for one row (o, i) of the kinds that need its statistics: ties (amax, amin, the max\n",
 "   norm), the first max (max, min), the mean (var, std), the zeros (prod). */\n",
-"__kernel void reduce_grad_cols(__global const float *gy, __global const float *x, __global const float *y,\n",
-"                               __global float *dx, const int O, const int R, const int I, const int kind,\n",
-"                               const float p, const float scale, const float corr) {\n",
+"__kernel void reduce_grad_cols(NN__KPARAMS(reduce_grad)) {\n",
 "    int k = get_global_id(0);\n",
 "    if (k >= O * I) return;\n",
 "    int o = k / I, i = k - o * I;\n",
@@ -11653,8 +12066,7 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "/* y [O, R, I] = the running sum of x over R (from the end when reverse), one work-item per\n",
 "   (o, i). */\n",
-"__kernel void cumsum(__global const float *x, __global float *y, const int O, const int R, const int I,\n",
-"                     const int reverse) {\n",
+"__kernel void cumsum(NN__KPARAMS(cumsum)) {\n",
 "    int k = get_global_id(0);\n",
 "    if (k >= O * I) return;\n",
 "    int o = k / I, i = k - o * I;\n",
@@ -11667,7 +12079,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* y [n] = x[0] * s: the gradient of a sum */\n",
-"__kernel void expand_scalar(__global const float *x, __global float *y, const int n, const float s) {\n",
+"__kernel void expand_scalar(NN__KPARAMS(expand_scalar)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[0] * s;\n",
 "}\n",
@@ -11680,13 +12092,12 @@ static const char *const nn__cl_src_reduce[] = {
 "    return best;\n",
 "}\n",
 "\n",
-"__kernel void argmax_rows(__global const float *x, __global int *y, const int B, const int C) {\n",
+"__kernel void argmax_rows(NN__KPARAMS(argmax_rows)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b < B) y[b] = nn_argmax_row(x + (size_t)b * C, C);\n",
 "}\n",
 "\n",
-"__kernel void correct_rows(__global const float *x, __global const int *label, __global float *y,\n",
-"                           const int B, const int C) {\n",
+"__kernel void correct_rows(NN__KPARAMS(correct_rows)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b < B) y[b] = nn_argmax_row(x + (size_t)b * C, C) == label[b] ? 1.0f : 0.0f;\n",
 "}\n",
@@ -11698,7 +12109,7 @@ static const char *const nn__cl_src_reduce[] = {
 static const char *const nn__cl_src_shape[] = {
 "#line 1 \"kernels/shape.cl\"\n",
 "/* Shape and structure ops: permute and flip, concat and strided slices along an axis,\n",
-"   repeat, tril/triu, 2-D padding and upsampling. Twins of src/nn_shape.c; one work-item\n",
+"   repeat, tril/triu, 2-D padding and upsampling. Twins of src/cpu/shape.c; one work-item\n",
 "   per output element, and every backward pass is a gather (each input element sums what\n",
 "   reads it), so no atomics. */\n",
 "\n",
@@ -11860,7 +12271,7 @@ static const char *const nn__cl_src_shape[] = {
 "    dx[i] = s;\n",
 "}\n",
 "\n",
-"/* bilinear source of output o at scale s (align_corners = False), as in nn_shape.c */\n",
+"/* bilinear source of output o at scale s (align_corners = False), as in cpu/shape.c */\n",
 "inline void nn_bilinear_src(int o, int s, int n, int *i0, int *i1, float *frac) {\n",
 "    float src = fmax(((float)o + 0.5f) / (float)s - 0.5f, 0.0f);\n",
 "    *i0 = min((int)src, n - 1);\n",
@@ -11889,7 +12300,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* dx [P, H, W]: each input pixel sums dy over the outputs within two input cells of it.\n",
 "   Bilinear: each output's four terms (h0, w0), (h0, w1), (h1, w0), (h1, w1) that land on\n",
-"   the pixel, one by one in that order, as nn_shape.c scatters them and PyTorch does: a\n",
+"   the pixel, one by one in that order, as cpu/shape.c scatters them and PyTorch does: a\n",
 "   term of weight 0 still carries a NaN or inf dy (0 * inf). */\n",
 "__kernel void upsample2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {\n",
 "    int i = get_global_id(0);\n",
@@ -11992,7 +12403,7 @@ static const nn__cl_source nn__cl_sources[] = {
 #define NN__CL_NSOURCES 13
 
 /* ======================================================================
-   src/nn_opencl.c
+   src/opencl/backend.c
    ====================================================================== */
 /* The OpenCL backend: device discovery, programs built from kernels/NAME.cl with an on-disk
    cache, buffers, and the launches that ops' device plans record (nn__launch) turned into
@@ -12416,7 +12827,7 @@ static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count
     return out;
 }
 
-/* ---- the program cache: files in the format of nn_cache.c, one per program ---- */
+/* ---- the program cache: files in the format of opencl/cache.c, one per program ---- */
 
 #define NN__CACHE_MAX_BYTES ((long)1 << 30) /* a larger file is no program binary of ours */
 
@@ -12823,7 +13234,7 @@ static const nn__backend nn__opencl_backend = {
     nn__cl_release_graph};
 #define NN__BACKEND_OPENCL &nn__opencl_backend,
 
-/* The cl* names back to the program (nn_cl_api.h): its own OpenCL calls below nn.h go to
+/* The cl* names back to the program (opencl/cl_api.h): its own OpenCL calls below nn.h go to
    the library it links, not to nn.h's table. */
 #undef clGetPlatformIDs
 #undef clGetPlatformInfo
@@ -12853,7 +13264,7 @@ static const nn__backend nn__opencl_backend = {
 #endif
 
 /* ======================================================================
-   src/nn_context.c
+   src/engine/context.c
    ====================================================================== */
 /* Contexts: the backend chosen once per context (nn__backends[], tried in order, the CPU
    last), its buffers, and what a program asks of a context (its name, errors, counters). */
@@ -13070,8 +13481,8 @@ static const nn__backend nn__dead_backend = {
     nn__dead_release, nn__dead_write, nn__dead_read, nn__dead_fill, nn__dead_prepare, nn__dead_run, nn__dead_fail,
     nn__dead_release_graph};
 
-static void nn__graph_release_compiled(nn_graph *g); /* nn_graph.c */
-static void nn__params_release_device(nn__params *ps); /* nn_graph.c */
+static void nn__graph_release_compiled(nn_graph *g); /* engine/graph.c */
+static void nn__params_release_device(nn__params *ps); /* engine/graph.c */
 
 static void nn__ctx_link(nn_context *ctx, nn_graph *g) {
     g->ctx = ctx;
@@ -13224,13 +13635,24 @@ static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t by
 }
 
 /* ======================================================================
-   src/nn_graph.c
+   src/engine/graph.c
    ====================================================================== */
 /* The graph core: graphs, nodes and the checks every builder uses, parameters and their
    initialisation, and reading and writing tensors. Op builders are in src/ops/. */
 
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_input nn__cpu_leaf
+#define nn__launch_input nn__launch_leaf
+#define nn__grad_input nn__grad_none
+#define nn__plan_input nn__no_plan
+#define nn__cpu_param nn__cpu_leaf
+#define nn__launch_param nn__launch_leaf
+#define nn__grad_param nn__grad_none
+#define nn__plan_param nn__no_plan
+
 static const char *const nn__op_names[] = {
-#define NN__X(e, s, cpu, dev, grad, plan, flags) s,
+#define NN__X(e, s, stem, flags) s,
     NN__OPS(NN__X)
 #undef NN__X
 };
@@ -13929,12 +14351,12 @@ NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
 static nn_result nn__cpu_leaf(nn_graph *g, nn__node *n) {
     return nn__fail(g->ctx, NN_ERR_STATE, "%s: a leaf has no body", nn__op_names[n->op]);
 }
-static nn_result nn__dev_leaf(nn_graph *g, int id) {
+static nn_result nn__launch_leaf(nn_graph *g, int id) {
     return nn__fail(g->ctx, NN_ERR_STATE, "%s: a leaf has no kernels", nn__op_names[g->nodes[id].op]);
 }
 
 /* ======================================================================
-   src/nn_autograd.c
+   src/engine/autograd.c
    ====================================================================== */
 /* Reverse-mode autograd: which nodes need a gradient, and the rules of src/ops/ called
    from the loss backwards. Each rule adds the backward ops of one node. */
@@ -13978,7 +14400,7 @@ static void nn__autograd(nn_graph *g, int loss, int n_user) {
 }
 
 /* ======================================================================
-   src/nn_compile.c
+   src/engine/compile.c
    ====================================================================== */
 /* Compiling and running a graph: autograd and the optimizer's ops added, the schedule,
    the memory plan (an arena placed by liveness), buffers, the backend's preparation; then
@@ -14219,7 +14641,7 @@ static nn_result nn__compute_constants(nn_graph *g) {
 /* Appends a launch of kernel `kname` from kernels/FILE.cl for node id, returned via *out,
    with n work-items (rounded up to a multiple of 64 on GPUs, where a NULL local size can
    be a poor choice). */
-static nn_result nn__launch_add(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
+static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
     nn__launch *l;
     if (g->n_launches == g->cap_launches) {
         int cap = g->cap_launches ? g->cap_launches * 2 : 64;
@@ -14306,9 +14728,15 @@ static nn_result nn__record_launches(nn_graph *g) {
     if (!g->sched_launch) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
         g->sched_launch[i] = g->n_launches;
-        r = nn__op(g->nodes[g->sched[i]].op)->dev(g, g->sched[i]);
-        if (r == NN_ERR_STATE && !g->ctx->err[0])
-            nn__fail(g->ctx, r, "%s: bad launch arguments", nn__op(g->nodes[g->sched[i]].op)->name);
+        r = nn__op(g->nodes[g->sched[i]].op)->launch(g, g->sched[i]);
+        if (r == NN_ERR_STATE && !g->ctx->err[0]) {
+            const nn__launch *l = g->n_launches ? &g->launches[g->n_launches - 1] : NULL;
+            char what[160] = "";
+            if (l && l->node == g->sched[i])
+                snprintf(what, sizeof what, " (kernel %s%s%s)", l->kernel, l->bad_arg ? ", argument " : "",
+                         l->bad_arg ? l->bad_arg : "");
+            nn__fail(g->ctx, r, "%s: bad launch arguments%s", nn__op(g->nodes[g->sched[i]].op)->name, what);
+        }
     }
     g->sched_launch[g->n_sched] = g->n_launches;
     return r;
@@ -14481,9 +14909,406 @@ NN_API nn_result nn_graph_finish(nn_graph *g) {
 
 
 /* ======================================================================
+   kernels/kargs.h
+   ====================================================================== */
+/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as
+   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;
+   on the C side both are parts of nn.h (gen/parts.txt).
+
+   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the
+   others by P, each as (kind, name):
+
+       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)
+       NN__KSIG(cumsum)
+
+   In OpenCL C the kernel takes its parameter list from it,
+
+       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }
+
+   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the
+   function that records it as a launch's arguments, in the kernel's order:
+
+       nn__k_cumsum k;
+       memset(&k, 0, sizeof k);
+       k.x = &g->nodes[n->in[0]].buf;  ...
+       r = nn__launch_kernel(g, id, "reduce", "cumsum", work_items, &l);
+       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);
+
+   so a field the kernel does not have, or a value of the wrong type, is a compile error.
+   Kernels stamped from one macro (the activations' NAME_forward) share one signature.
+
+   Kinds, with the OpenCL C type and the C field:
+     in, out      __global const float * / __global float *   const nn__buf *
+     iin, iout    __global const int * / __global int *       const nn__buf *
+     uin, uout    __global const uint * / __global uint *     const nn__buf *
+     int, uint    const int / const uint                      int / unsigned
+     float        const float                                 float
+     int8         const int8                                  const int * (eight ints)
+     lfloat, lint __local float * / __local int *             size_t (bytes)
+     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;
+                  in C, set at compile time as the others and again before each run by the
+                  launch's update function through nn__kstep_<sig>(l, &k), which writes only
+                  the step fields. */
+#ifndef NN__KARGS_H
+#define NN__KARGS_H
+
+#ifdef __OPENCL_VERSION__
+
+#define NN__KCL_in __global const float *
+#define NN__KCL_out __global float *
+#define NN__KCL_iin __global const int *
+#define NN__KCL_iout __global int *
+#define NN__KCL_uin __global const uint *
+#define NN__KCL_uout __global uint *
+#define NN__KCL_int const int
+#define NN__KCL_uint const uint
+#define NN__KCL_float const float
+#define NN__KCL_int8 const int8
+#define NN__KCL_lfloat __local float *
+#define NN__KCL_lint __local int *
+#define NN__KCL_fstep const float
+#define NN__KCL_istep const int
+#define NN__KCL_ustep const uint
+#define NN__KCL_F(kind, name) NN__KCL_##kind name
+#define NN__KCL_P(kind, name) , NN__KCL_##kind name
+#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)
+#define NN__KSIG(sig)
+
+#else /* C: the argument structs and their recorders */
+
+#define NN__KC_in const nn__buf *
+#define NN__KC_out const nn__buf *
+#define NN__KC_iin const nn__buf *
+#define NN__KC_iout const nn__buf *
+#define NN__KC_uin const nn__buf *
+#define NN__KC_uout const nn__buf *
+#define NN__KC_int int
+#define NN__KC_uint unsigned
+#define NN__KC_float float
+#define NN__KC_int8 const int *
+#define NN__KC_lfloat size_t
+#define NN__KC_lint size_t
+#define NN__KC_fstep float
+#define NN__KC_istep int
+#define NN__KC_ustep unsigned
+
+/* One argument appended to l, by kind. A buffer left NULL or one argument too many is
+   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */
+static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {
+    l->bad_arg = name;
+    return NN_ERR_STATE;
+}
+static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {
+    nn__karg *a;
+    if (l->n_args == NN__MAX_KARGS) return NULL;
+    a = &l->args[l->n_args++];
+    memset(a, 0, sizeof *a);
+    return a;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a || !b) return nn__karg_bad(l, name);
+    a->kind = 'm';
+    a->v.buf = *b;
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a) return nn__karg_bad(l, name);
+    a->kind = 'i';
+    a->v.i = (int32_t)v;
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a) return nn__karg_bad(l, name);
+    a->kind = 'u';
+    a->v.u = (uint32_t)v;
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a) return nn__karg_bad(l, name);
+    a->kind = 'f';
+    a->v.f = v;
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {
+    nn__karg *a = nn__karg_next(l);
+    int k;
+    if (!a || !v) return nn__karg_bad(l, name);
+    a->kind = '8';
+    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];
+    return NN_OK;
+}
+static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {
+    nn__karg *a = nn__karg_next(l);
+    if (!a) return nn__karg_bad(l, name);
+    a->kind = 'L';
+    a->v.local = bytes;
+    return NN_OK;
+}
+/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */
+static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {
+    if (r != NN_OK) return r;
+    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, "(a step argument too many)");
+    l->upd[l->n_upd++] = l->n_args - 1;
+    return NN_OK;
+}
+
+#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)
+#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)
+#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)
+#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)
+#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)
+#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)
+#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))
+#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))
+#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))
+
+/* Before a run: a step field's new value into its recorded argument, the k-th step field. */
+#define NN__KSTEP_in(l, k, v)
+#define NN__KSTEP_out(l, k, v)
+#define NN__KSTEP_iin(l, k, v)
+#define NN__KSTEP_iout(l, k, v)
+#define NN__KSTEP_uin(l, k, v)
+#define NN__KSTEP_uout(l, k, v)
+#define NN__KSTEP_int(l, k, v)
+#define NN__KSTEP_uint(l, k, v)
+#define NN__KSTEP_float(l, k, v)
+#define NN__KSTEP_int8(l, k, v)
+#define NN__KSTEP_lfloat(l, k, v)
+#define NN__KSTEP_lint(l, k, v)
+#define NN__KSTEP_fstep(l, k, v) (l)->args[(l)->upd[(k)++]].v.f = (v);
+#define NN__KSTEP_istep(l, k, v) (l)->args[(l)->upd[(k)++]].v.i = (int32_t)(v);
+#define NN__KSTEP_ustep(l, k, v) (l)->args[(l)->upd[(k)++]].v.u = (uint32_t)(v);
+
+#define NN__KC_FIELD(kind, name) NN__KC_##kind name;
+#define NN__KC_REC(kind, name) \
+    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);
+#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)
+
+/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments
+   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)
+   that rewrites the step fields of a recorded launch. */
+#define NN__KSIG(sig)                                                                             \
+    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \
+    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \
+        nn_result r = NN_OK;                                                                      \
+        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \
+    }                                                                                             \
+    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \
+        int s = 0;                                                                                \
+        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \
+        (void)l;                                                                                  \
+        (void)k;                                                                                  \
+    }
+
+#endif
+#endif
+
+/* ======================================================================
+   kernels/elementwise_args.h
+   ====================================================================== */
+/* kernels/elementwise.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__ELEMENTWISE_ARGS_H
+#define NN__ELEMENTWISE_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/gemm_args.h
+   ====================================================================== */
+/* kernels/gemm.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__GEMM_ARGS_H
+#define NN__GEMM_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/reduce_args.h
+   ====================================================================== */
+/* kernels/reduce.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__REDUCE_ARGS_H
+#define NN__REDUCE_ARGS_H
+
+/* to a scalar in one work-group; tmp: the work-group's floats */
+#define NN__KARGS_sum_all(F, P) F(in, x) P(out, y) P(int, n) P(float, scale) P(lfloat, tmp)
+NN__KSIG(sum_all)
+#define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)
+NN__KSIG(grad_sumsq)
+#define NN__KARGS_clip_scale(F, P) F(in, sumsq) P(out, y) P(float, max_norm)
+NN__KSIG(clip_scale)
+
+/* x [O, R, I] reduced over R; y and yi are one buffer (floats, or ints for argmax/argmin) */
+#define NN__KARGS_reduce_cols(F, P) \
+    F(in, x) P(out, y) P(iout, yi) P(int, O) P(int, R) P(int, I) P(int, kind) P(float, p) P(float, scale) P(float, corr)
+NN__KSIG(reduce_cols)
+#define NN__KARGS_reduce_rows(F, P)                                                                  \
+    F(in, x) P(out, y) P(iout, yi) P(int, R) P(int, kind) P(float, p) P(float, scale) P(float, corr) \
+    P(lfloat, tf) P(lint, ti)
+NN__KSIG(reduce_rows)
+/* reduce_grad_elems and reduce_grad_cols */
+#define NN__KARGS_reduce_grad(F, P)                                                                      \
+    F(in, gy) P(in, x) P(in, y) P(out, dx) P(int, O) P(int, R) P(int, I) P(int, kind) P(float, p) \
+    P(float, scale) P(float, corr)
+NN__KSIG(reduce_grad)
+
+#define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)
+NN__KSIG(cumsum)
+#define NN__KARGS_expand_scalar(F, P) F(in, x) P(out, y) P(int, n) P(float, s)
+NN__KSIG(expand_scalar)
+#define NN__KARGS_argmax_rows(F, P) F(in, x) P(iout, y) P(int, B) P(int, C)
+NN__KSIG(argmax_rows)
+#define NN__KARGS_correct_rows(F, P) F(in, x) P(iin, label) P(out, y) P(int, B) P(int, C)
+NN__KSIG(correct_rows)
+
+#endif
+
+/* ======================================================================
+   kernels/softmax_args.h
+   ====================================================================== */
+/* kernels/softmax.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__SOFTMAX_ARGS_H
+#define NN__SOFTMAX_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/loss_args.h
+   ====================================================================== */
+/* kernels/loss.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__LOSS_ARGS_H
+#define NN__LOSS_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/gather_args.h
+   ====================================================================== */
+/* kernels/gather.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__GATHER_ARGS_H
+#define NN__GATHER_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/shape_args.h
+   ====================================================================== */
+/* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__SHAPE_ARGS_H
+#define NN__SHAPE_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/conv_args.h
+   ====================================================================== */
+/* kernels/conv.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__CONV_ARGS_H
+#define NN__CONV_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/conv3d_args.h
+   ====================================================================== */
+/* kernels/conv3d.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__CONV3D_ARGS_H
+#define NN__CONV3D_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/norm_args.h
+   ====================================================================== */
+/* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__NORM_ARGS_H
+#define NN__NORM_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/pool_args.h
+   ====================================================================== */
+/* kernels/pool.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__POOL_ARGS_H
+#define NN__POOL_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/optim_args.h
+   ====================================================================== */
+/* kernels/optim.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__OPTIM_ARGS_H
+#define NN__OPTIM_ARGS_H
+
+#endif
+
+/* ======================================================================
+   kernels/random_args.h
+   ====================================================================== */
+/* kernels/random.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__RANDOM_ARGS_H
+#define NN__RANDOM_ARGS_H
+
+#endif
+
+/* ======================================================================
    src/ops/elementwise.c
    ====================================================================== */
 /* The elementwise ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_add nn__cpu_binary
+#define nn__launch_add nn__launch_binary
+#define nn__grad_add nn__grad_add_sub
+#define nn__plan_add nn__no_plan
+#define nn__cpu_sub nn__cpu_binary
+#define nn__launch_sub nn__launch_binary
+#define nn__grad_sub nn__grad_add_sub
+#define nn__plan_sub nn__no_plan
+#define nn__cpu_mul nn__cpu_binary
+#define nn__launch_mul nn__launch_binary
+#define nn__plan_mul nn__no_plan
+#define nn__plan_scale nn__no_plan
+#define nn__plan_unary nn__no_plan
+#define nn__grad_unary_grad nn__grad_none
+#define nn__plan_unary_grad nn__no_plan
+#define nn__plan_prelu nn__no_plan
+#define nn__cpu_prelu_dx nn__cpu_prelu
+#define nn__launch_prelu_dx nn__launch_prelu
+#define nn__grad_prelu_dx nn__grad_none
+#define nn__plan_prelu_dx nn__no_plan
+#define nn__grad_prelu_dw nn__grad_none
+#define nn__plan_dropout nn__no_plan
+#define nn__grad_accumulate nn__grad_none
+#define nn__plan_accumulate nn__no_plan
+#define nn__grad_fill nn__grad_none
+#define nn__plan_fill nn__no_plan
+#define nn__plan_binary nn__no_plan
+#define nn__grad_binary_grad nn__grad_none
+#define nn__plan_binary_grad nn__no_plan
+#define nn__cpu_compare nn__cpu_binary
+#define nn__launch_compare nn__launch_binary
+#define nn__grad_compare nn__grad_none
+#define nn__plan_compare nn__no_plan
+#define nn__plan_where nn__no_plan
+#define nn__plan_masked_fill nn__no_plan
+#define nn__plan_expand nn__no_plan
+#define nn__plan_sum_to nn__no_plan
+#define nn__cpu_unary_nograd nn__cpu_unary
+#define nn__launch_unary_nograd nn__launch_unary
+#define nn__grad_unary_nograd nn__grad_none
+#define nn__plan_unary_nograd nn__no_plan
 
 /* ---- broadcasting (NumPy's and PyTorch's rules) ---- */
 
@@ -14699,7 +15524,7 @@ static nn_tensor nn__activation(nn_graph *g, int op, const char *opname, int fn,
 
 /* The builders nn_relu, nn_elu, nn_exp, nn_clamp, ...: one for each line of
    kernels/activation.h, with as many float parameters as its line says (their names and
-   docs are in src/nn_api.h); NN__NOGRAD's lines build the op through which no gradient
+   docs are in src/api/api.h); NN__NOGRAD's lines build the op through which no gradient
    flows. */
 #define NN__ACT_BUILDER0(OP, E, name, valid)                                                                \
     NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x) {                                                  \
@@ -15005,7 +15830,7 @@ static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* The device's partial sums, one per (n, c) (src/nn_cpu.c sums in the same order). */
+/* The device's partial sums, one per (n, c) (src/cpu/simd.c sums in the same order). */
 static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
     (void)g;
     n->scratch = (int64_t)n->a.ew.N * n->a.ew.C;
@@ -15076,7 +15901,7 @@ static const char *const nn__same_grad[] = {
 #undef NN__X
 };
 
-static nn_result nn__dev_binary(nn_graph *g, int id) {
+static nn_result nn__launch_binary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
     int fn = n->op == NN__OP_ADD ? NN__B_ADD : n->op == NN__OP_SUB ? NN__B_SUB : n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
@@ -15087,21 +15912,21 @@ static nn_result nn__dev_binary(nn_graph *g, int id) {
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
-        r = nn__launch_add(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
         if (r == NN_OK) r = nn__args(l, "mmmi", a, b, &n->buf, N);
         return r;
     }
     if (bc.nd == 1) {
-        r = nn__launch_add(g, id, "elementwise", "binary_flat", (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "elementwise", "binary_flat", (size_t)N, &l);
         if (r == NN_OK) r = nn__args(l, "mmmiiii", a, b, &n->buf, N, fn, st[0][0], st[1][0]);
         return r;
     }
-    r = nn__launch_add(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii888", a, b, &n->buf, N, fn, bc.nd, dims, st[0], st[1]);
     return r;
 }
 
-static nn_result nn__dev_binary_grad(nn_graph *g, int id) {
+static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
@@ -15110,20 +15935,20 @@ static nn_result nn__dev_binary_grad(nn_graph *g, int id) {
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
-        r = nn__launch_add(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf, N,
                          n->a.ew.wrt);
         return r;
     }
-    r = nn__launch_add(g, id, "elementwise", "binary_grad", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "binary_grad", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmiiii888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf,
                      N, n->a.ew.bfn, n->a.ew.wrt, bc.nd, dims, st[0], st[1]);
     return r;
 }
 
-static nn_result nn__dev_where(nn_graph *g, int id) {
+static nn_result nn__launch_where(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
@@ -15131,14 +15956,14 @@ static nn_result nn__dev_where(nn_graph *g, int id) {
     nn_result r;
     nn__bcast_node(g, n, 3, &bc);
     nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_add(g, id, "elementwise", "where_bcast", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "where_bcast", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmii8888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf,
                      N, bc.nd, dims, st[0], st[1], st[2]);
     return r;
 }
 
-static nn_result nn__dev_masked_fill(nn_graph *g, int id) {
+static nn_result nn__launch_masked_fill(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
@@ -15146,14 +15971,14 @@ static nn_result nn__dev_masked_fill(nn_graph *g, int id) {
     nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_add(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmifii888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->buf, N, (double)n->a.ew.s,
                      n->a.ew.invert, bc.nd, dims, st[0], st[1]);
     return r;
 }
 
-static nn_result nn__dev_expand(nn_graph *g, int id) {
+static nn_result nn__launch_expand(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
@@ -15161,14 +15986,14 @@ static nn_result nn__dev_expand(nn_graph *g, int id) {
     nn_result r;
     nn__bcast_node(g, n, 1, &bc);
     nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_add(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmii88", &g->nodes[n->in[0]].buf, &n->buf, N, bc.nd, dims, st[0]);
     return r;
 }
 
 /* One work item per element of the result, adding its elements of x in index order (the
    CPU backend's order: the same bits). */
-static nn_result nn__dev_sum_to(nn_graph *g, int id) {
+static nn_result nn__launch_sum_to(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int M = (int)n->numel, dims[8], st[3][8], xs[8], d;
     nn__bcast bc;
@@ -15178,25 +16003,25 @@ static nn_result nn__dev_sum_to(nn_graph *g, int id) {
     nn__bcast_ints(&bc, dims, st);
     memset(xs, 0, sizeof xs);
     for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
-    r = nn__launch_add(g, id, "elementwise", "sum_to", (size_t)M, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "sum_to", (size_t)M, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmiii888", &g->nodes[n->in[0]].buf, &n->buf, M, (int)(bc.n / M), bc.nd, dims, st[0], xs);
     return r;
 }
 
-static nn_result nn__dev_scale(nn_graph *g, int id) {
+static nn_result nn__launch_scale(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", "scale", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "scale", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.s);
     return r;
 }
 
-static nn_result nn__dev_unary(nn_graph *g, int id) {
+static nn_result nn__launch_unary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -15205,12 +16030,12 @@ static nn_result nn__dev_unary(nn_graph *g, int id) {
     nn_result r = NN_OK;
     char kname[64];
     snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmiff", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.param[0], (double)n->a.ew.param[1]);
     return r;
 }
 
-static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
+static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -15219,75 +16044,75 @@ static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
     nn_result r = NN_OK;
     char kname[64];
     snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->a.ew.param[0], (double)n->a.ew.param[1]);
     return r;
 }
 
-static nn_result nn__dev_prelu(nn_graph *g, int id) {
+static nn_result nn__launch_prelu(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *x = &g->nodes[n->in[0]].buf, *w = &g->nodes[n->in[1]].buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r;
     if (n->op == NN__OP_PRELU) {
-        r = nn__launch_add(g, id, "elementwise", "prelu_forward", (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "elementwise", "prelu_forward", (size_t)N, &l);
         if (r == NN_OK) r = nn__args(l, "mmmiii", x, w, &n->buf, N, n->a.ew.C, n->a.ew.S);
         return r;
     }
-    r = nn__launch_add(g, id, "elementwise", "prelu_backward_input", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_input", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmmiii", x, w, &g->nodes[n->in[2]].buf, &n->buf, N, n->a.ew.C, n->a.ew.S);
     return r;
 }
 
 /* dw: the partial sums [N, C] into the scratch, then each channel's in n order */
-static nn_result nn__dev_prelu_dw(nn_graph *g, int id) {
+static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int C = n->a.ew.C, S = n->a.ew.S, N = n->a.ew.N;
     nn__launch *l = NULL;
     nn_result r;
-    r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight_part", (size_t)N * (size_t)C, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight_part", (size_t)N * (size_t)C, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->scratch_buf, N, C, S);
-    if (r == NN_OK) r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight", (size_t)C, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight", (size_t)C, &l);
     if (r == NN_OK) r = nn__args(l, "mmii", &n->scratch_buf, &n->buf, N, C);
     return r;
 }
 
-static nn_result nn__dev_dropout(nn_graph *g, int id) {
+static nn_result nn__launch_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "random", "dropout", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "random", "dropout", (size_t)N, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_dropout;
     return nn__args(l, "mmifuuu@u@u", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.p, (unsigned)g->seed,
                        (unsigned)(g->seed >> 32), (unsigned)n->a.ew.key, 0u, 0u);
 }
 
-static nn_result nn__dev_accumulate(nn_graph *g, int id) {
+static nn_result nn__launch_accumulate(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", "accumulate", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "accumulate", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[in[0]].buf, y, N);
     return r;
 }
 
-static nn_result nn__dev_fill(nn_graph *g, int id) {
+static nn_result nn__launch_fill(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", "fill", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "fill", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mif", y, N, (double)n->a.ew.s);
     return r;
 }
@@ -15296,6 +16121,9 @@ static nn_result nn__dev_fill(nn_graph *g, int id) {
    src/ops/matmul.c
    ====================================================================== */
 /* The matmul ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
 
 /* How a matmul node sees each of its tensors (nn__matmul_attr.vec): a stack of matrices,
    or of row or column vectors (torch.matmul's 1-D operands, and the outputs and gradients
@@ -15734,9 +16562,9 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* A launch of kernels/gemm.cl with the geometry of a plan (nn_gemm_plan.c) */
+/* A launch of kernels/gemm.cl with the geometry of a plan (opencl/gemm_plan.c) */
 static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *plan, nn__launch **l) {
-    nn_result r = nn__launch_add(g, id, "gemm", plan->kernel, 1, l);
+    nn_result r = nn__launch_kernel(g, id, "gemm", plan->kernel, 1, l);
     if (r != NN_OK) return r;
     (*l)->dims = plan->dims;
     memcpy((*l)->gws, plan->gws, sizeof (*l)->gws);
@@ -15796,7 +16624,7 @@ static void nn__plan_matmul(nn_graph *g, nn__node *n) {
    every index of the other dims, in order: C takes its first product with beta 0 and adds
    the later ones of the summed dims (beta 1); into scratch, every product has its own
    matrix (summed dims outermost) and sum_leading adds them up in order. */
-static nn_result nn__dev_matmul(nn_graph *g, int id) {
+static nn_result nn__launch_matmul(nn_graph *g, int id) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
     const nn__buf *A = &g->nodes[n->in[0]].buf, *B = &g->nodes[n->in[1]].buf, *C = &n->buf;
@@ -15860,7 +16688,7 @@ static nn_result nn__dev_matmul(nn_graph *g, int id) {
     }
     if (r == NN_OK && to_scratch) {
         int nb = (int)(S.n_c * G.M * G.N);
-        r = nn__launch_add(g, id, "elementwise", "sum_leading", (size_t)nb, &l);
+        r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)nb, &l);
         if (r == NN_OK) r = nn__args(l, "mmiii", &n->scratch_buf, C, (int)(S.n_r * nb), nb, 0);
     }
     return r;
@@ -15870,6 +16698,74 @@ static nn_result nn__dev_matmul(nn_graph *g, int id) {
    src/ops/reduce.c
    ====================================================================== */
 /* The reduce ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_sum_all nn__no_plan
+#define nn__plan_expand_scalar nn__no_plan
+#define nn__grad_argmax nn__grad_none
+#define nn__plan_argmax nn__no_plan
+#define nn__grad_correct_rows nn__grad_none
+#define nn__plan_correct_rows nn__no_plan
+#define nn__grad_grad_sumsq nn__grad_none
+#define nn__plan_grad_sumsq nn__no_plan
+#define nn__grad_clip_scale nn__grad_none
+#define nn__plan_clip_scale nn__no_plan
+#define nn__cpu_red_sum nn__cpu_reduce
+#define nn__launch_red_sum nn__launch_reduce
+#define nn__grad_red_sum nn__grad_reduce
+#define nn__plan_red_sum nn__no_plan
+#define nn__cpu_red_prod nn__cpu_reduce
+#define nn__launch_red_prod nn__launch_reduce
+#define nn__grad_red_prod nn__grad_reduce
+#define nn__plan_red_prod nn__no_plan
+#define nn__cpu_red_amax nn__cpu_reduce
+#define nn__launch_red_amax nn__launch_reduce
+#define nn__grad_red_amax nn__grad_reduce
+#define nn__plan_red_amax nn__no_plan
+#define nn__cpu_red_amin nn__cpu_reduce
+#define nn__launch_red_amin nn__launch_reduce
+#define nn__grad_red_amin nn__grad_reduce
+#define nn__plan_red_amin nn__no_plan
+#define nn__cpu_red_max nn__cpu_reduce
+#define nn__launch_red_max nn__launch_reduce
+#define nn__grad_red_max nn__grad_reduce
+#define nn__plan_red_max nn__no_plan
+#define nn__cpu_red_min nn__cpu_reduce
+#define nn__launch_red_min nn__launch_reduce
+#define nn__grad_red_min nn__grad_reduce
+#define nn__plan_red_min nn__no_plan
+#define nn__cpu_red_var nn__cpu_reduce
+#define nn__launch_red_var nn__launch_reduce
+#define nn__grad_red_var nn__grad_reduce
+#define nn__plan_red_var nn__no_plan
+#define nn__cpu_red_std nn__cpu_reduce
+#define nn__launch_red_std nn__launch_reduce
+#define nn__grad_red_std nn__grad_reduce
+#define nn__plan_red_std nn__no_plan
+#define nn__cpu_red_lse nn__cpu_reduce
+#define nn__launch_red_lse nn__launch_reduce
+#define nn__grad_red_lse nn__grad_reduce
+#define nn__plan_red_lse nn__no_plan
+#define nn__cpu_red_norm nn__cpu_reduce
+#define nn__launch_red_norm nn__launch_reduce
+#define nn__grad_red_norm nn__grad_reduce
+#define nn__plan_red_norm nn__no_plan
+#define nn__cpu_argmax_dim nn__cpu_reduce
+#define nn__launch_argmax_dim nn__launch_reduce
+#define nn__grad_argmax_dim nn__grad_none
+#define nn__plan_argmax_dim nn__no_plan
+#define nn__cpu_argmin_dim nn__cpu_reduce
+#define nn__launch_argmin_dim nn__launch_reduce
+#define nn__grad_argmin_dim nn__grad_none
+#define nn__plan_argmin_dim nn__no_plan
+#define nn__grad_reduce_grad nn__grad_none
+#define nn__plan_reduce_grad nn__no_plan
+#define nn__plan_cumsum nn__no_plan
+#define nn__cpu_cumsum_rev nn__cpu_cumsum
+#define nn__launch_cumsum_rev nn__launch_cumsum
+#define nn__grad_cumsum_rev nn__grad_cumsum
+#define nn__plan_cumsum_rev nn__no_plan
 
 /* scale * the sum of node x's elements, [1] (other families: losses' reductions). */
 static nn_tensor nn__sum_all_op(nn_graph *g, int x, float scale) {
@@ -15993,61 +16889,99 @@ static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_sum_all(nn_graph *g, int id) {
+static nn_result nn__launch_sum_all(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
+    nn__k_sum_all k;
     size_t wg = nn__reduce_wg(g);
-    int m = (int)g->nodes[in[0]].numel;
-    r = nn__launch_add(g, id, "reduce", n->op == NN__OP_SUM_ALL ? "sum_all" : "grad_sumsq", wg, &l);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "sum_all", wg, &l);
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
-    if (n->op == NN__OP_SUM_ALL) return nn__args(l, "mmifL", &g->nodes[in[0]].buf, y, m, (double)n->a.reduce.scale, wg * 4);
-    return nn__args(l, "mmmiiL", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, m, n->n_in > 1, wg * 4);
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)g->nodes[n->in[0]].numel;
+    k.scale = n->a.reduce.scale;
+    k.tmp = wg * 4;
+    return nn__kargs_sum_all(l, &k);
 }
 
-static nn_result nn__dev_expand_scalar(nn_graph *g, int id) {
+static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "reduce", "expand_scalar", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.reduce.scale);
-    return r;
+    nn__k_grad_sumsq k;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "grad_sumsq", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    memset(&k, 0, sizeof k);
+    k.g = &g->nodes[n->in[0]].buf;
+    k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.n = (int)g->nodes[n->in[0]].numel;
+    k.has_prev = n->n_in > 1;
+    k.tmp = wg * 4;
+    return nn__kargs_grad_sumsq(l, &k);
 }
 
-static nn_result nn__dev_argmax_rows(nn_graph *g, int id) {
+static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *x = &g->nodes[in[0]];
-    int B = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    if (n->op == NN__OP_ARGMAX) {
-        r = nn__launch_add(g, id, "reduce", "argmax_rows", (size_t)B, &l);
-        if (r == NN_OK) r = nn__args(l, "mmii", &x->buf, y, B, C);
-    } else {
-        r = nn__launch_add(g, id, "reduce", "correct_rows", (size_t)B, &l);
-        if (r == NN_OK) r = nn__args(l, "mmmii", &x->buf, &g->nodes[in[1]].buf, y, B, C);
-    }
-    return r;
+    nn__k_expand_scalar k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.s = n->a.reduce.scale;
+    return nn__kargs_expand_scalar(l, &k);
 }
 
-static nn_result nn__dev_clip_scale(nn_graph *g, int id) {
+static nn_result nn__launch_argmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
+    const nn__node *x = &g->nodes[n->in[0]];
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "reduce", "clip_scale", 1, &l);
-    if (r == NN_OK) r = nn__args(l, "mmf", &g->nodes[in[0]].buf, y, (double)n->a.reduce.max_norm);
-    return r;
+    nn__k_argmax_rows k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_argmax_rows(l, &k);
+}
+
+static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_correct_rows k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_correct_rows(l, &k);
+}
+
+static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_clip_scale k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "clip_scale", 1, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.sumsq = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.max_norm = n->a.reduce.max_norm;
+    return nn__kargs_clip_scale(l, &k);
 }
 
 /* ---- reductions along dims (PyTorch's torch.sum(x, dim, keepdim) and its kin) ----
@@ -16305,60 +17239,110 @@ static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
    row (a strided pass, then a tree in local memory); otherwise one work-item per output
    element walks its R elements (consecutive work-items: consecutive i, coalesced). CPU
    devices take the second form for every shape. */
-static nn_result nn__dev_reduce(nn_graph *g, int id) {
+static nn_result nn__launch_reduce(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
     nn_result r;
-    const nn__buf *x = &g->nodes[n->in[0]].buf;
     int kind = nn__red_kind(n->op);
     if (ra->I == 1 && ra->R > 32 && !g->ctx->dev.cpu_tuned) {
+        nn__k_reduce_rows k;
         size_t wg = nn__reduce_wg(g);
-        r = nn__launch_add(g, id, "reduce", "reduce_rows", (size_t)ra->O * wg, &l);
+        r = nn__launch_kernel(g, id, "reduce", "reduce_rows", (size_t)ra->O * wg, &l);
         if (r != NN_OK) return r;
         l->gws[0] = (size_t)ra->O * wg;
         l->lws[0] = wg;
         l->use_lws = 1;
-        return nn__args(l, "mmmiifffLL", x, &n->buf, &n->buf, ra->R, kind, (double)ra->p, (double)ra->scale,
-                        (double)ra->correction, wg * 4, wg * 4);
+        memset(&k, 0, sizeof k);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.y = k.yi = &n->buf;
+        k.R = ra->R;
+        k.kind = kind;
+        k.p = ra->p;
+        k.scale = ra->scale;
+        k.corr = ra->correction;
+        k.tf = k.ti = wg * 4;
+        return nn__kargs_reduce_rows(l, &k);
+    } else {
+        nn__k_reduce_cols k;
+        r = nn__launch_kernel(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.y = k.yi = &n->buf;
+        k.O = ra->O;
+        k.R = ra->R;
+        k.I = ra->I;
+        k.kind = kind;
+        k.p = ra->p;
+        k.scale = ra->scale;
+        k.corr = ra->correction;
+        return nn__kargs_reduce_cols(l, &k);
     }
-    r = nn__launch_add(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
-    if (r != NN_OK) return r;
-    return nn__args(l, "mmmiiiifff", x, &n->buf, &n->buf, ra->O, ra->R, ra->I, kind, (double)ra->p,
-                    (double)ra->scale, (double)ra->correction);
 }
 
 /* Gradients that need no statistics of the row (sum, mean, logsumexp, finite-p norms): one
    work-item per element of dx; the others one work-item per row (o, i), which walks it. */
-static nn_result nn__dev_reduce_grad(nn_graph *g, int id) {
+static nn_result nn__launch_reduce_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
+    nn__k_reduce_grad k;
     nn_result r;
-    const nn__buf *gy = &g->nodes[n->in[0]].buf;
-    const nn__buf *x = n->n_in > 1 ? &g->nodes[n->in[1]].buf : gy, *y = n->n_in > 2 ? &g->nodes[n->in[2]].buf : gy;
     int kind = nn__red_kind(ra->fwd);
     int elementwise = kind == NN__RK_SUM || kind == NN__RK_LSE || (kind == NN__RK_NORM && !isinf(ra->p));
-    r = nn__launch_add(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
+    r = nn__launch_kernel(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
                        elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmmmiiiifff", gy, x, y, &n->buf, ra->O, ra->R, ra->I, kind, (double)ra->p, (double)ra->scale,
-                    (double)ra->correction);
+    memset(&k, 0, sizeof k);
+    k.gy = &g->nodes[n->in[0]].buf;
+    k.x = n->n_in > 1 ? &g->nodes[n->in[1]].buf : k.gy;
+    k.y = n->n_in > 2 ? &g->nodes[n->in[2]].buf : k.gy;
+    k.dx = &n->buf;
+    k.O = ra->O;
+    k.R = ra->R;
+    k.I = ra->I;
+    k.kind = kind;
+    k.p = ra->p;
+    k.scale = ra->scale;
+    k.corr = ra->correction;
+    return nn__kargs_reduce_grad(l, &k);
 }
 
-static nn_result nn__dev_cumsum(nn_graph *g, int id) {
+static nn_result nn__launch_cumsum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
-    nn_result r = nn__launch_add(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
+    nn__k_cumsum k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmiiii", &g->nodes[n->in[0]].buf, &n->buf, ra->O, ra->R, ra->I, n->op == NN__OP_CUMSUM_REV);
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.O = ra->O;
+    k.R = ra->R;
+    k.I = ra->I;
+    k.reverse = n->op == NN__OP_CUMSUM_REV;
+    return nn__kargs_cumsum(l, &k);
 }
 
 /* ======================================================================
    src/ops/softmax.c
    ====================================================================== */
 /* The softmax ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_softmax nn__no_plan
+#define nn__cpu_log_softmax nn__cpu_softmax
+#define nn__launch_log_softmax nn__launch_softmax
+#define nn__plan_log_softmax nn__no_plan
+#define nn__grad_softmax_grad nn__grad_none
+#define nn__plan_softmax_grad nn__no_plan
+#define nn__cpu_log_softmax_grad nn__cpu_softmax_grad
+#define nn__launch_log_softmax_grad nn__launch_softmax_grad
+#define nn__grad_log_softmax_grad nn__grad_none
+#define nn__plan_log_softmax_grad nn__no_plan
 
 /* The op normalises the last dim; another dim is moved last and back (two permutes). */
 static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x, int dim) {
@@ -16400,8 +17384,8 @@ static nn_result nn__cpu_softmax(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__rows_run(g->ctx->threads, NN__RJ_SOFTMAX, n->op == NN__OP_LOG_SOFTMAX, y, NN__F(in[0]), NULL, NULL, NULL,
-                 N / nn__last_dim(n), nn__last_dim(n));
+    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX, y, NN__F(in[0]), NULL, N / nn__last_dim(n),
+                     nn__last_dim(n));
     return NN_OK;
 }
 
@@ -16409,14 +17393,14 @@ static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__rows_run(g->ctx->threads, NN__RJ_SOFTMAX_GRAD, n->op == NN__OP_LOG_SOFTMAX_GRAD, y, NN__F(in[0]), NN__F(in[1]), NULL,
-                 NULL, N / nn__last_dim(n), nn__last_dim(n));
+    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX_GRAD, y, NN__F(in[0]), NN__F(in[1]),
+                     N / nn__last_dim(n), nn__last_dim(n));
     return NN_OK;
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_softmax(nn_graph *g, int id) {
+static nn_result nn__launch_softmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -16424,12 +17408,12 @@ static nn_result nn__dev_softmax(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int C = (int)nn__last_dim(n);
-    r = nn__launch_add(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
+    r = nn__launch_kernel(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
     if (r == NN_OK) r = nn__args(l, "mmiii", &g->nodes[in[0]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX);
     return r;
 }
 
-static nn_result nn__dev_softmax_grad(nn_graph *g, int id) {
+static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -16437,7 +17421,7 @@ static nn_result nn__dev_softmax_grad(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int C = (int)nn__last_dim(n);
-    r = nn__launch_add(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
+    r = nn__launch_kernel(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX_GRAD);
     return r;
@@ -16447,6 +17431,30 @@ static nn_result nn__dev_softmax_grad(nn_graph *g, int id) {
    src/ops/loss.c
    ====================================================================== */
 /* The loss ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_xent_rows nn__no_plan
+#define nn__grad_xent_grad nn__grad_none
+#define nn__plan_xent_grad nn__no_plan
+#define nn__plan_bce_logits nn__no_plan
+#define nn__grad_bce_logits_grad nn__grad_none
+#define nn__plan_bce_logits_grad nn__no_plan
+#define nn__plan_loss_ew nn__no_plan
+#define nn__launch_loss_ew_grad nn__launch_loss_ew
+#define nn__grad_loss_ew_grad nn__grad_none
+#define nn__plan_loss_ew_grad nn__no_plan
+#define nn__plan_ce_rows nn__no_plan
+#define nn__launch_ce_rows_grad nn__launch_ce_rows
+#define nn__grad_ce_rows_grad nn__grad_none
+#define nn__plan_ce_rows_grad nn__no_plan
+#define nn__grad_ce_weights nn__grad_none
+#define nn__plan_ce_weights nn__no_plan
+#define nn__plan_div_scalar nn__no_plan
+#define nn__plan_loss_rows nn__no_plan
+#define nn__launch_loss_rows_grad nn__launch_loss_rows
+#define nn__grad_loss_rows_grad nn__grad_none
+#define nn__plan_loss_rows_grad nn__no_plan
 
 
 NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
@@ -16486,7 +17494,7 @@ NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor tar
 }
 
 
-/* ---- losses with options (nn_loss_desc; bodies in nn_loss.c) ---- */
+/* ---- losses with options (nn_loss_desc; bodies in cpu/loss.c) ---- */
 
 /* Checks d's reduction and puts the loss's default (dflt) in place of NN_REDUCTION_DEFAULT. */
 static int nn__loss_desc_ok(nn_graph *g, const char *opname, nn_loss_desc *d, int batchmean_ok, nn_reduction dflt) {
@@ -16782,16 +17790,15 @@ static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     nn__node *x = &g->nodes[in[0]];
-    nn__count_check(g, n, nn__rows_run(g->ctx->threads, NN__RJ_XENT, 0, y, (const float *)x->buf.host, NULL, NULL, NN__I(in[1]),
-                                        x->shape.dim[0], x->shape.dim[1]));
+    nn__count_check(g, n, nn__xent_rows(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), NULL,
+                                         x->shape.dim[0], x->shape.dim[1]));
     return NN_OK;
 }
 
 static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    nn__rows_run(g->ctx->threads, NN__RJ_XENT_GRAD, 0, y, NN__F(in[0]), NN__F(in[2]), NULL, NN__I(in[1]), n->shape.dim[0],
-                 n->shape.dim[1]);
+    (void)nn__xent_rows(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), NN__F(in[2]), n->shape.dim[0], n->shape.dim[1]);
     return NN_OK;
 }
 
@@ -16799,16 +17806,16 @@ static nn_result nn__cpu_bce_logits(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__rows_run(g->ctx->threads, NN__RJ_BCE, 0, y, NN__F(in[0]), NN__F(in[1]), NULL, NULL, N, 1); return NN_OK;
-
+    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NULL, N);
+    return NN_OK;
 }
 
 static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__rows_run(g->ctx->threads, NN__RJ_BCE_GRAD, 0, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), NULL, N, 1); return NN_OK;
-
+    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), N);
+    return NN_OK;
 }
 
 static nn_result nn__cpu_loss_ew(nn_graph *g, nn__node *n) {
@@ -16888,58 +17895,58 @@ static nn_result nn__cpu_loss_rows_grad(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_xent_rows(nn_graph *g, int id) {
+static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     nn__node *x = &g->nodes[in[0]];
-    r = nn__launch_add(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
+    r = nn__launch_kernel(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiimi", &x->buf, &g->nodes[in[1]].buf, y, (int)x->shape.dim[0], (int)x->shape.dim[1], &g->checks,
                      n->check_slot);
     return r;
 }
 
-static nn_result nn__dev_xent_grad(nn_graph *g, int id) {
+static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
+    r = nn__launch_kernel(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, (int)n->shape.dim[0],
                         (int)n->shape.dim[1]);
     return r;
 }
 
-static nn_result nn__dev_bce_logits(nn_graph *g, int id) {
+static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "bce_logits_forward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", "bce_logits_forward", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
     return r;
 }
 
-static nn_result nn__dev_bce_logits_grad(nn_graph *g, int id) {
+static nn_result nn__launch_bce_logits_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "bce_logits_backward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", "bce_logits_backward", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, N);
     return r;
 }
 
-static nn_result nn__dev_loss_ew(nn_graph *g, int id) {
+static nn_result nn__launch_loss_ew(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -16949,20 +17956,20 @@ static nn_result nn__dev_loss_ew(nn_graph *g, int id) {
     int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
     const nn__buf *pw = n->a.loss.has_pos_weight ? &g->nodes[in[pwi]].buf : &g->one;
     int npw = n->a.loss.has_pos_weight ? (int)g->nodes[in[pwi]].numel : 1;
-    r = nn__launch_add(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmmmmiiiiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, pw, grad ? &g->nodes[in[2]].buf : &g->one, y, N,
                        npw, n->a.loss.kind, n->a.loss.log_target, (double)n->a.loss.a, (double)n->a.loss.b);
 }
 
-static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
+static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
-    r = nn__launch_add(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
+    r = nn__launch_kernel(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
     if (grad) /* the backward pass counts nothing: the forward did */
         return nn__args(l, "mmmmmiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
@@ -16973,40 +17980,40 @@ static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
                     n->check_slot);
 }
 
-static nn_result nn__dev_ce_weights(nn_graph *g, int id) {
+static nn_result nn__launch_ce_weights(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "ce_weights", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", "ce_weights", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, N,
                      n->a.loss.classes, n->a.loss.ignore_index, n->n_in > 1);
     return r;
 }
 
-static nn_result nn__dev_div_scalar(nn_graph *g, int id) {
+static nn_result nn__launch_div_scalar(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "div_scalar", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", "div_scalar", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
     return r;
 }
 
-static nn_result nn__dev_loss_rows(nn_graph *g, int id) {
+static nn_result nn__launch_loss_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int grad = n->op == NN__OP_LOSS_ROWS_GRAD, nx = n->n_in - grad, B = (int)g->nodes[in[0]].shape.dim[0];
-    r = nn__launch_add(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
+    r = nn__launch_kernel(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmmmmiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, nx > 2 ? &g->nodes[in[2]].buf : &g->one,
                        grad ? &g->nodes[in[n->n_in - 1]].buf : &g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->a.loss.kind,
@@ -17017,6 +18024,21 @@ static nn_result nn__dev_loss_rows(nn_graph *g, int id) {
    src/ops/gather.c
    ====================================================================== */
 /* The gather ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_gather_rows nn__no_plan
+#define nn__grad_gather_rows_grad nn__grad_none
+#define nn__plan_gather_rows_grad nn__no_plan
+#define nn__plan_index_select nn__no_plan
+#define nn__cpu_index_select_grad nn__cpu_index_select
+#define nn__launch_index_select_grad nn__launch_index_select
+#define nn__grad_index_select_grad nn__grad_none
+#define nn__plan_index_select_grad nn__no_plan
+#define nn__plan_gather nn__no_plan
+#define nn__plan_scatter_add nn__no_plan
+#define nn__grad_one_hot nn__grad_none
+#define nn__plan_one_hot nn__no_plan
 
 NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
     nn_tensor in[2];
@@ -17291,7 +18313,7 @@ static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_gather_rows(nn_graph *g, int id) {
+static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -17300,12 +18322,12 @@ static nn_result nn__dev_gather_rows(nn_graph *g, int id) {
     nn_result r = NN_OK;
     nn__node *d = &g->nodes[in[0]];
     int B = (int)n->shape.dim[0], D = (int)(d->numel / d->shape.dim[0]);
-    r = nn__launch_add(g, id, "gather", "gather_rows", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &d->buf, &g->nodes[in[1]].buf, y, B, (int)d->shape.dim[0], D);
     return r;
 }
 
-static nn_result nn__dev_gather_rows_grad(nn_graph *g, int id) {
+static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -17313,22 +18335,22 @@ static nn_result nn__dev_gather_rows_grad(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int B = (int)g->nodes[in[1]].shape.dim[0], R = (int)n->shape.dim[0];
-    r = nn__launch_add(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, B, R, N / R);
     return r;
 }
 
 /* A checked op's count of index values outside [0, L) (a launch before its own). */
-static nn_result nn__dev_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
+static nn_result nn__launch_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
     nn__launch *l = NULL;
     nn_result r;
     if (!g->nodes[id].check) return NN_OK;
-    r = nn__launch_add(g, id, "gather", "index_check", (size_t)idx->numel, &l);
+    r = nn__launch_kernel(g, id, "gather", "index_check", (size_t)idx->numel, &l);
     if (r == NN_OK) r = nn__args(l, "miimi", &idx->buf, (int)idx->numel, (int)L, &g->checks, g->nodes[id].check_slot);
     return r;
 }
 
-static nn_result nn__dev_index_select(nn_graph *g, int id) {
+static nn_result nn__launch_index_select(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
     const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
@@ -17336,8 +18358,8 @@ static nn_result nn__dev_index_select(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r;
     nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
-    r = nn__dev_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_add(g, id, "gather", grad ? "index_select_backward" : "index_select", (size_t)n->numel, &l);
+    r = nn__launch_index_check(g, id, ix, L);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", grad ? "index_select_backward" : "index_select", (size_t)n->numel, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiiii", &g->nodes[n->in[0]].buf, &ix->buf, &n->buf, (int)n->numel, (int)L, (int)ix->numel, (int)inner);
     return r;
@@ -17349,43 +18371,43 @@ static void nn__gather_dims8(const nn_shape *s, int *v) {
     for (d = 0; d < 8; d++) v[d] = d < s->ndim ? (int)s->dim[d] : 1;
 }
 
-static nn_result nn__dev_gather(nn_graph *g, int id) {
+static nn_result nn__launch_gather(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
     int yd[8], idd[8], xd[8];
     nn__launch *l = NULL;
-    nn_result r = nn__dev_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
+    nn_result r = nn__launch_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&x->shape, xd);
-    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "gather", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
     if (r == NN_OK) r = nn__args(l, "mmmi888i", &x->buf, &ix->buf, &n->buf, (int)n->numel, yd, idd, xd, n->a.gather.dim);
     return r;
 }
 
-static nn_result nn__dev_scatter_add(nn_graph *g, int id) {
+static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int hb = n->a.gather.has_base;
     const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
     int yd[8], idd[8], sd[8];
     nn__launch *l = NULL;
-    nn_result r = nn__dev_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
+    nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&src->shape, sd);
-    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmi888ii", hb ? &g->nodes[n->in[0]].buf : &g->one, &ix->buf, &src->buf, &n->buf, (int)n->numel, yd, idd,
                      sd, n->a.gather.dim, hb);
     return r;
 }
 
-static nn_result nn__dev_one_hot(nn_graph *g, int id) {
+static nn_result nn__launch_one_hot(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int C = (int)n->shape.dim[n->shape.ndim - 1];
     nn__launch *l = NULL;
-    nn_result r = nn__dev_index_check(g, id, &g->nodes[n->in[0]], C);
-    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "one_hot", (size_t)n->numel, &l);
+    nn_result r = nn__launch_index_check(g, id, &g->nodes[n->in[0]], C);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "one_hot", (size_t)n->numel, &l);
     if (r == NN_OK) r = nn__args(l, "mmii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, C);
     return r;
 }
@@ -17394,6 +18416,40 @@ static nn_result nn__dev_one_hot(nn_graph *g, int id) {
    src/ops/shape.c
    ====================================================================== */
 /* The shape ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_reshape nn__no_plan
+#define nn__plan_permute nn__no_plan
+#define nn__plan_concat nn__no_plan
+#define nn__plan_slice nn__no_plan
+#define nn__cpu_slice_grad nn__cpu_slice
+#define nn__launch_slice_grad nn__launch_slice
+#define nn__grad_slice_grad nn__grad_none
+#define nn__plan_slice_grad nn__no_plan
+#define nn__plan_flip nn__no_plan
+#define nn__plan_repeat nn__no_plan
+#define nn__cpu_repeat_grad nn__cpu_repeat
+#define nn__launch_repeat_grad nn__launch_repeat
+#define nn__grad_repeat_grad nn__grad_none
+#define nn__plan_repeat_grad nn__no_plan
+#define nn__plan_tril nn__no_plan
+#define nn__grad_const nn__grad_none
+#define nn__plan_const nn__no_plan
+#define nn__launch_pad2d nn__launch_pad_upsample
+#define nn__grad_pad2d nn__grad_pad_upsample
+#define nn__plan_pad2d nn__no_plan
+#define nn__cpu_pad2d_grad nn__cpu_pad2d
+#define nn__launch_pad2d_grad nn__launch_pad_upsample
+#define nn__grad_pad2d_grad nn__grad_none
+#define nn__plan_pad2d_grad nn__no_plan
+#define nn__launch_upsample2d nn__launch_pad_upsample
+#define nn__grad_upsample2d nn__grad_pad_upsample
+#define nn__plan_upsample2d nn__no_plan
+#define nn__cpu_upsample2d_grad nn__cpu_upsample2d
+#define nn__launch_upsample2d_grad nn__launch_pad_upsample
+#define nn__grad_upsample2d_grad nn__grad_none
+#define nn__plan_upsample2d_grad nn__no_plan
 
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
     char a[128], b[128];
@@ -18028,18 +19084,18 @@ static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_reshape(nn_graph *g, int id) {
+static nn_result nn__launch_reshape(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r;
     if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
-    r = nn__launch_add(g, id, "elementwise", "copy", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "copy", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[n->in[0]].buf, &n->buf, N);
     return r;
 }
 
-static nn_result nn__dev_permute(nn_graph *g, int id) {
+static nn_result nn__launch_permute(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -18053,12 +19109,12 @@ static nn_result nn__dev_permute(nn_graph *g, int id) {
         vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
         vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
     }
-    r = nn__launch_add(g, id, "shape", "permute", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "shape", "permute", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[in[0]].buf, y, N, vd, vs);
     return r;
 }
 
-static nn_result nn__dev_concat(nn_graph *g, int id) {
+static nn_result nn__launch_concat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn_result r = NN_OK;
@@ -18068,14 +19124,14 @@ static nn_result nn__dev_concat(nn_graph *g, int id) {
     for (k = 0; k < n->n_in && r == NN_OK; k++) { /* one launch per input: each written once */
         const nn__node *x = &g->nodes[n->in[k]];
         int64_t lx = x->shape.dim[n->a.shape.axis];
-        r = nn__launch_add(g, id, "shape", "concat_part", (size_t)x->numel, &l);
+        r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)x->numel, &l);
         if (r == NN_OK) r = nn__args(l, "mmiiiii", &x->buf, &n->buf, (int)x->numel, (int)lx, (int)L, (int)off, (int)inner);
         off += lx;
     }
     return r;
 }
 
-static nn_result nn__dev_slice(nn_graph *g, int id) {
+static nn_result nn__launch_slice(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -18086,7 +19142,7 @@ static nn_result nn__dev_slice(nn_graph *g, int id) {
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    r = nn__launch_add(g, id, "shape", "slice", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "shape", "slice", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmiiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->a.shape.start, grad,
                      n->a.shape.step);
@@ -18099,7 +19155,7 @@ static void nn__dims8(const int64_t *dims, int nd, int fill, int *v) {
     for (d = 0; d < 8; d++) v[d] = d < nd ? (int)dims[d] : fill;
 }
 
-static nn_result nn__dev_flip(nn_graph *g, int id) {
+static nn_result nn__launch_flip(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
     int vd[8], vs[8];
@@ -18107,12 +19163,12 @@ static nn_result nn__dev_flip(nn_graph *g, int id) {
     nn_result r;
     nn__dims8(dims, NN_MAX_DIMS, 1, vd);
     nn__dims8(xs, NN_MAX_DIMS, 0, vs);
-    r = nn__launch_add(g, id, "shape", "strided", (size_t)n->numel, &l);
+    r = nn__launch_kernel(g, id, "shape", "strided", (size_t)n->numel, &l);
     if (r == NN_OK) r = nn__args(l, "mmi88i", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, vd, vs, (int)base);
     return r;
 }
 
-static nn_result nn__dev_repeat(nn_graph *g, int id) {
+static nn_result nn__launch_repeat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], p6[NN_MAX_DIMS], q6[NN_MAX_DIMS];
     int nd = nn__repeat_geom(g, n, yd, xd), pad = NN_MAX_DIMS - nd, d, v1[8], v2[8];
@@ -18124,27 +19180,27 @@ static nn_result nn__dev_repeat(nn_graph *g, int id) {
     }
     nn__dims8(p6, NN_MAX_DIMS, 1, v1);
     nn__dims8(q6, NN_MAX_DIMS, 1, v2);
-    r = nn__launch_add(g, id, "shape", n->op == NN__OP_REPEAT ? "repeat_forward" : "repeat_backward", (size_t)n->numel, &l);
+    r = nn__launch_kernel(g, id, "shape", n->op == NN__OP_REPEAT ? "repeat_forward" : "repeat_backward", (size_t)n->numel, &l);
     if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, v1, v2);
     return r;
 }
 
-static nn_result nn__dev_tril(nn_graph *g, int id) {
+static nn_result nn__launch_tril(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int nd = n->shape.ndim;
     nn__launch *l = NULL;
-    nn_result r = nn__launch_add(g, id, "shape", "tril", (size_t)n->numel, &l);
+    nn_result r = nn__launch_kernel(g, id, "shape", "tril", (size_t)n->numel, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmiiiii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, (int)n->shape.dim[nd - 2],
                      (int)n->shape.dim[nd - 1], n->a.shape.diagonal, n->a.shape.upper);
     return r;
 }
 
-static nn_result nn__dev_const(nn_graph *g, int id) { /* never scheduled: computed at compile time */
+static nn_result nn__launch_const(nn_graph *g, int id) { /* never scheduled: computed at compile time */
     return nn__fail(g->ctx, NN_ERR_STATE, "%s: a constant has no kernels", nn__op_names[g->nodes[id].op]);
 }
 
-static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
+static nn_result nn__launch_pad_upsample(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -18169,7 +19225,7 @@ static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
         geo[3] = n->a.shape.scale_w;
         geo[4] = n->a.shape.bilinear;
     }
-    r = nn__launch_add(g, id, "shape",
+    r = nn__launch_kernel(g, id, "shape",
                    pad ? (fwd ? "pad2d_forward" : "pad2d_backward") : (fwd ? "upsample2d_forward" : "upsample2d_backward"),
                    (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmi8", &g->nodes[in[0]].buf, y, N, geo);
@@ -18180,6 +19236,27 @@ static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
    src/ops/conv.c
    ====================================================================== */
 /* The conv ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_conv2d_dx nn__cpu_conv2d
+#define nn__launch_conv2d_dx nn__launch_conv2d
+#define nn__plan_conv2d_dx nn__plan_conv2d
+#define nn__cpu_conv2d_dw nn__cpu_conv2d
+#define nn__launch_conv2d_dw nn__launch_conv2d
+#define nn__grad_conv2d_dw nn__grad_none
+#define nn__plan_conv2d_dw nn__plan_conv2d
+#define nn__plan_channel_bias nn__no_plan
+#define nn__grad_channel_sum nn__grad_none
+#define nn__plan_channel_sum nn__no_plan
+#define nn__cpu_conv3d_dx nn__cpu_conv3d
+#define nn__launch_conv3d_dx nn__launch_conv3d
+#define nn__grad_conv3d_dx nn__grad_none
+#define nn__plan_conv3d_dx nn__plan_conv3d
+#define nn__cpu_conv3d_dw nn__cpu_conv3d
+#define nn__launch_conv3d_dw nn__launch_conv3d
+#define nn__grad_conv3d_dw nn__grad_none
+#define nn__plan_conv3d_dw nn__plan_conv3d
 
 /* A conv2d node's attributes (h, w), with the desc's defaults. */
 static void nn__conv2d_attrs(const nn_conv2d_desc *d, nn__conv_attr *at) {
@@ -18685,7 +19762,7 @@ static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     if (n->op == NN__OP_CONV2D) {
         nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (nn_conv_dw.c) */
+        if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (cpu/conv_dw.c) */
             nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
         else
             nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
@@ -18742,7 +19819,7 @@ static nn_result nn__cpu_conv3d(nn_graph *g, nn__node *n) {
 
 /* conv2d, its input gradient and its weight gradient as im2col + batched GEMM (the
    layouts are described in kernels/conv.cl); c is the forward geometry. */
-static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
+static nn_result nn__launch_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
     const nn__buf *s = &n->scratch_buf, *y = &n->buf, *in0 = &g->nodes[n->in[0]].buf, *in1 = &g->nodes[n->in[1]].buf;
@@ -18765,12 +19842,12 @@ static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
         wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
         cb[0] = ld, cb[1] = 0, cb[2] = KKg * ld, cb[3] = 0;
         oc[0] = ld, oc[1] = out, oc[2] = Kg * ld, oc[3] = 0;
-        r = nn__launch_add(g, id, "conv", k_im2col, n_im2col, &l);
+        r = nn__launch_kernel(g, id, "conv", k_im2col, n_im2col, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmiiiiiiiii8i", in0, s, 0, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
                             geo, ld);
         if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 0, Kg, P, KKg, in1, wa, s, cb, s, oc, c->G, 1);
-        if (r == NN_OK) r = nn__launch_add(g, id, "conv", rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
+        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
                                           rowwise ? (size_t)c->N * c->K : (size_t)n->numel, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmiiiiii", s, n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one, y, out, c->N, c->K, S,
@@ -18782,10 +19859,10 @@ static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
         wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
         gb[0] = ld, gb[1] = 0, gb[2] = Kg * ld, gb[3] = 0;
         dc[0] = ld, dc[1] = dcol, dc[2] = KKg * ld, dc[3] = 0;
-        r = nn__launch_add(g, id, "conv", k_pack, n_pack, &l);
+        r = nn__launch_kernel(g, id, "conv", k_pack, n_pack, &l);
         if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, 0, c->N, c->K, S, ld);
         if (r == NN_OK) r = nn__launch_gemm(g, id, 1, 0, KKg, P, Kg, in0, wa, s, gb, s, dc, c->G, 1);
-        if (r == NN_OK) r = nn__launch_add(g, id, "conv", rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
+        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
                                           rowwise ? (size_t)c->N * c->C : (size_t)n->numel, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmiiiiiiiii8i", s, y, dcol, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
@@ -18800,15 +19877,15 @@ static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
         ga[0] = ld, ga[1] = dyg, ga[2] = Kg * ld, ga[3] = chunk;
         cb[0] = ld, cb[1] = col, cb[2] = KKg * ld, cb[3] = chunk;
         wc[0] = KKg, wc[1] = p.split > 1 ? part : 0, wc[2] = Kg * KKg, wc[3] = c->K * KKg;
-        r = nn__launch_add(g, id, "conv", k_im2col, n_im2col, &l);
+        r = nn__launch_kernel(g, id, "conv", k_im2col, n_im2col, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmiiiiiiiii8i", in0, s, col, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH,
                             c->OW, geo, ld);
-        if (r == NN_OK) r = nn__launch_add(g, id, "conv", k_pack, n_pack, &l);
+        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", k_pack, n_pack, &l);
         if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, dyg, c->N, c->K, S, ld);
         if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 1, Kg, KKg, chunk, s, ga, s, cb, p.split > 1 ? s : y, wc, c->G, p.split);
         if (r == NN_OK && p.split > 1) {
-            r = nn__launch_add(g, id, "elementwise", "sum_leading", (size_t)c->K * KKg, &l);
+            r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)c->K * KKg, &l);
             if (r == NN_OK) r = nn__args(l, "mmiii", s, y, p.split * c->K * KKg, c->K * KKg, part);
         }
         return r;
@@ -18817,7 +19894,7 @@ static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_conv2d(nn_graph *g, int id) {
+static nn_result nn__launch_conv2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -18832,11 +19909,11 @@ static nn_result nn__dev_conv2d(nn_graph *g, int id) {
         if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
         else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
         else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-        return nn__dev_conv2d_gemm(g, id, &c);
+        return nn__launch_conv2d_gemm(g, id, &c);
     }
     if (n->op == NN__OP_CONV2D) {
         nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        r = nn__launch_add(g, id, "conv", "conv2d_forward", (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "conv", "conv2d_forward", (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmiiiiiiiii8i", &x->buf, &w->buf, n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one,
                             y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW, c.OH, c.OW, geo, n->n_in > 2);
@@ -18844,14 +19921,14 @@ static nn_result nn__dev_conv2d(nn_graph *g, int id) {
     }
     if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
     else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    r = nn__launch_add(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiiiiiiiii8", &x->buf, &w->buf, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
                         c.OH, c.OW, geo);
     return r;
 }
 
-static nn_result nn__dev_channel_bias(nn_graph *g, int id) {
+static nn_result nn__launch_channel_bias(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -18859,12 +19936,12 @@ static nn_result nn__dev_channel_bias(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
-    r = nn__launch_add(g, id, "elementwise", "channel_bias", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "channel_bias", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, C, S);
     return r;
 }
 
-static nn_result nn__dev_channel_sum(nn_graph *g, int id) {
+static nn_result nn__launch_channel_sum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -18872,12 +19949,12 @@ static nn_result nn__dev_channel_sum(nn_graph *g, int id) {
     nn_result r = NN_OK;
     nn__node *x = &g->nodes[in[0]];
     int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    r = nn__launch_add(g, id, "conv", "channel_sum", (size_t)C, &l);
+    r = nn__launch_kernel(g, id, "conv", "channel_sum", (size_t)C, &l);
     if (r == NN_OK) r = nn__args(l, "mmiii", &x->buf, y, Nb, C, (int)(x->numel / ((int64_t)Nb * C)));
     return r;
 }
 
-static nn_result nn__dev_conv3d(nn_graph *g, int id) {
+static nn_result nn__launch_conv3d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -18894,7 +19971,7 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
     geo[9] = n->a.conv.groups;
     if (n->op == NN__OP_CONV3D) {
         nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        r = nn__launch_add(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmiiiiiiiiiiii88i", &x->buf, &w->buf,
                             n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, y, c.N, c.C, c.D, c.H, c.W, c.K, c.KD, c.KH, c.KW,
@@ -18903,7 +19980,7 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
     }
     if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, &n->a.conv);
     else nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    r = nn__launch_add(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
+    r = nn__launch_kernel(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
                    (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiiiiiiiiiiii88", &x->buf, &w->buf, y, c.N, c.C, c.D, c.H, c.W, c.K,
@@ -18915,6 +19992,31 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
    src/ops/norm.c
    ====================================================================== */
 /* The norm ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_norm_stats nn__cpu_norm
+#define nn__launch_norm_stats nn__launch_norm_reduce
+#define nn__grad_norm_stats nn__grad_none
+#define nn__plan_norm_stats nn__no_plan
+#define nn__cpu_norm_forward nn__cpu_norm
+#define nn__plan_norm_forward nn__no_plan
+#define nn__cpu_norm_dx nn__cpu_norm
+#define nn__launch_norm_dx nn__launch_norm_reduce
+#define nn__grad_norm_dx nn__grad_none
+#define nn__plan_norm_dx nn__no_plan
+#define nn__cpu_norm_dgamma nn__cpu_norm
+#define nn__launch_norm_dgamma nn__launch_norm_reduce
+#define nn__grad_norm_dgamma nn__grad_none
+#define nn__plan_norm_dgamma nn__no_plan
+#define nn__cpu_norm_dbeta nn__cpu_norm
+#define nn__launch_norm_dbeta nn__launch_norm_reduce
+#define nn__grad_norm_dbeta nn__grad_none
+#define nn__plan_norm_dbeta nn__no_plan
+#define nn__grad_bn_running nn__grad_none
+#define nn__plan_bn_running nn__no_plan
+#define nn__grad_bn_pack nn__grad_none
+#define nn__plan_bn_pack nn__no_plan
 
 /* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
 static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
@@ -19168,7 +20270,7 @@ static void nn__grad_norm_forward(nn_graph *g, int id) {
 static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    /* attributes: see src/nn_norm.c */
+    /* attributes: see src/cpu/norm.c */
     nn__norm q;
     nn__norm_geom(&q, &n->a.norm);
     if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->threads, &q, y, NN__F(in[0]));
@@ -19200,7 +20302,7 @@ static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
+static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -19209,7 +20311,7 @@ static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
     nn_result r = NN_OK;
     /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
     const nn__norm_attr *a = &n->a.norm;
-    r = nn__launch_add(g, id, "norm", "norm_forward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmmiiiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, a->has_gamma ? &g->nodes[in[2]].buf : &g->one,
                      a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one, y, a->A, a->C, a->S, a->groups,
@@ -19217,7 +20319,7 @@ static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
     return r;
 }
 
-static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
+static nn_result nn__launch_norm_reduce(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -19233,7 +20335,7 @@ static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
     groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
     count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
     while (wg > 1 && wg / 2 >= count) wg /= 2;
-    r = nn__launch_add(g, id, "norm",
+    r = nn__launch_kernel(g, id, "norm",
                    n->op == NN__OP_NORM_STATS ? "norm_stats" : n->op == NN__OP_NORM_DX ? "norm_backward_data" : "norm_backward_affine",
                    groups * wg, &l);
     if (r != NN_OK) return r;
@@ -19253,27 +20355,27 @@ static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
                     a->per_channel, 0, (double)a->eps, wg * 4);
 }
 
-static nn_result nn__dev_bn_running(nn_graph *g, int id) {
+static nn_result nn__launch_bn_running(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     /* running mean, running var (updated in place), stats */
     int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
-    r = nn__launch_add(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
+    r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->a.norm.C, (double)n->a.norm.momentum,
                         (double)cnt / (double)(cnt - 1));
     return r;
 }
 
-static nn_result nn__dev_bn_pack(nn_graph *g, int id) {
+static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
+    r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
     if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, n->a.norm.C);
     return r;
 }
@@ -19282,6 +20384,27 @@ static nn_result nn__dev_bn_pack(nn_graph *g, int id) {
    src/ops/pool.c
    ====================================================================== */
 /* The pool ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_maxpool2d nn__cpu_pool2d
+#define nn__launch_maxpool2d nn__launch_pool2d
+#define nn__plan_maxpool2d nn__no_plan
+#define nn__cpu_maxpool2d_argmax nn__cpu_pool2d
+#define nn__launch_maxpool2d_argmax nn__launch_pool2d
+#define nn__grad_maxpool2d_argmax nn__grad_none
+#define nn__plan_maxpool2d_argmax nn__no_plan
+#define nn__cpu_maxpool2d_grad nn__cpu_pool2d
+#define nn__launch_maxpool2d_grad nn__launch_pool2d
+#define nn__grad_maxpool2d_grad nn__grad_none
+#define nn__plan_maxpool2d_grad nn__no_plan
+#define nn__cpu_avgpool2d nn__cpu_pool2d
+#define nn__launch_avgpool2d nn__launch_pool2d
+#define nn__plan_avgpool2d nn__no_plan
+#define nn__cpu_avgpool2d_grad nn__cpu_pool2d
+#define nn__launch_avgpool2d_grad nn__launch_pool2d
+#define nn__grad_avgpool2d_grad nn__grad_none
+#define nn__plan_avgpool2d_grad nn__no_plan
 
 /* ---- pooling ---- */
 
@@ -19507,7 +20630,7 @@ static nn_result nn__cpu_pool2d(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_pool2d(nn_graph *g, int id) {
+static nn_result nn__launch_pool2d(nn_graph *g, int id) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
@@ -19532,9 +20655,9 @@ static nn_result nn__dev_pool2d(nn_graph *g, int id) {
                            n->op == NN__OP_MAXPOOL2D_GRAD)) { /* by rows / planes (see pool.cl) */
         snprintf(kname, sizeof kname, "%s%s", nn__pool_kernel(n->op),
                  n->op == NN__OP_MAXPOOL2D_GRAD ? "_planes" : "_rows");
-        r = nn__launch_add(g, id, "pool", kname, n->op == NN__OP_MAXPOOL2D_GRAD ? (size_t)p.NC : (size_t)p.NC * p.OH, &l);
+        r = nn__launch_kernel(g, id, "pool", kname, n->op == NN__OP_MAXPOOL2D_GRAD ? (size_t)p.NC : (size_t)p.NC * p.OH, &l);
     } else
-        r = nn__launch_add(g, id, "pool", nn__pool_kernel(n->op), (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "pool", nn__pool_kernel(n->op), (size_t)N, &l);
     if (r != NN_OK) return r;
     if (n->op == NN__OP_MAXPOOL2D_GRAD)
         return nn__args(l, "mmmiiiii8", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);
@@ -19548,6 +20671,21 @@ static nn_result nn__dev_pool2d(nn_graph *g, int id) {
    src/ops/optim.c
    ====================================================================== */
 /* The optim ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__grad_opt_sgd nn__grad_none
+#define nn__plan_opt_sgd nn__no_plan
+#define nn__grad_opt_adam nn__grad_none
+#define nn__plan_opt_adam nn__no_plan
+#define nn__grad_opt_step nn__grad_none
+#define nn__plan_opt_step nn__no_plan
+#define nn__grad_grad_acc nn__grad_none
+#define nn__plan_grad_acc nn__no_plan
+#define nn__grad_nonfinite_count nn__grad_none
+#define nn__plan_nonfinite_count nn__no_plan
+#define nn__grad_skip_gate nn__grad_none
+#define nn__plan_skip_gate nn__no_plan
 
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     nn_result r;
@@ -19566,7 +20704,7 @@ static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
 static int nn__optim_updates(const nn_graph *g) { return g->opt.kind != NN_OPT_NONE; }
 
 /* Adds gradient accumulation, clipping and one update op per trainable parameter (the
-   rules, defaults and multipliers are in nn_optim.c). Nodes from g->first_update_node on
+   rules, defaults and multipliers are in cpu/optim.c). Nodes from g->first_update_node on
    run on update steps only. */
 static nn_result nn__add_optimizer(nn_graph *g) {
     int i, n0 = g->n_nodes, scale = -1, acc = -1, k = g->accum_steps;
@@ -19719,8 +20857,8 @@ static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) { nn__arg_f(l, 0, 
 static void nn__update_grad_acc(nn_graph *g, nn__launch *l) { nn__arg_i(l, 0, (g->step - 1) % (uint64_t)g->accum_steps == 0); }
 
 /* OPT_STEP's launches: LARS reduces |w| and |g| first; LAMB computes u, reduces |w| and
-   |u|, then applies (see nn_optim.c). */
-static nn_result nn__dev_opt_step(nn_graph *g, int id) {
+   |u|, then applies (see cpu/optim.c). */
+static nn_result nn__launch_opt_step(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
     const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
     const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
@@ -19733,27 +20871,27 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
     if (lamb) s[2] = &n->scratch_buf;
     nn__opt_hparams(&g->opt, h);
     if (n->a.optim.kind == NN_OPT_LARS) {
-        r = nn__launch_add(g, id, "optim", "opt_norms", wg, &l);
+        r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
         if (r != NN_OK) return r;
         l->gws[0] = l->lws[0] = wg;
         l->use_lws = 1;
         r = nn__args(l, "mmmfimiL", &p->buf, grad, clip, (double)cv, np, norms, 0, wg * 8);
         if (r != NN_OK) return r;
     }
-    r = nn__launch_add(g, id, "optim", "opt_step", (size_t)np, &l);
+    r = nn__launch_kernel(g, id, "optim", "opt_step", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_opt;
     r = nn__args(l, "mmmmmmmii@ffffffff@f@f@f@f", &p->buf, grad, clip, s[0], s[1], s[2], norms, np, n->a.optim.kind,
                     (double)g->lr, (double)(g->opt.weight_decay * n->a.optim.wd_mult), (double)cv, (double)h[0], (double)h[1],
                     (double)h[2], (double)h[3], (double)h[4], 0.0, 0.0, 0.0, 0.0);
     if (r != NN_OK || !lamb) return r;
-    r = nn__launch_add(g, id, "optim", "opt_norms", wg, &l);
+    r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
     r = nn__args(l, "mmmfimiL", &p->buf, norms, &g->one, (double)3.40282347e38f, np, norms, np, wg * 8);
     if (r != NN_OK) return r;
-    r = nn__launch_add(g, id, "optim", "lamb_apply", (size_t)np, &l);
+    r = nn__launch_kernel(g, id, "optim", "lamb_apply", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_lamb_apply;
     return nn__args(l, "mmmi@f", &p->buf, norms, clip, np, (double)g->lr);
@@ -19761,14 +20899,14 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_opt_sgd(nn_graph *g, int id) {
+static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     nn__node *p = &g->nodes[in[0]];
     int np = (int)p->numel;
-    r = nn__launch_add(g, id, "optim", "sgd", (size_t)np, &l);
+    r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_sgd;
     return nn__args(l, "mmmmi@ffffi@if", &p->buf, &g->nodes[in[1]].buf, n->n_aux ? &n->aux[0] : &g->one,
@@ -19777,14 +20915,14 @@ static nn_result nn__dev_opt_sgd(nn_graph *g, int id) {
                        (double)nn__opt_cv(g));
 }
 
-static nn_result nn__dev_opt_adam(nn_graph *g, int id) {
+static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     nn__node *p = &g->nodes[in[0]];
     int np = (int)p->numel;
-    r = nn__launch_add(g, id, "optim", "adam", (size_t)np, &l);
+    r = nn__launch_kernel(g, id, "optim", "adam", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_adam;
     return nn__args(l, "mmmmmi@fffffi@f@ff", &p->buf, &g->nodes[in[1]].buf, &n->aux[0], &n->aux[1],
@@ -19794,24 +20932,24 @@ static nn_result nn__dev_opt_adam(nn_graph *g, int id) {
 }
 
 
-static nn_result nn__dev_grad_acc(nn_graph *g, int id) {
+static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "optim", "grad_acc", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)N, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_grad_acc;
     return nn__args(l, "mmif@i", y, &g->nodes[in[0]].buf, N, (double)n->a.optim.inv_steps, 1);
 }
 
-static nn_result nn__dev_nonfinite_count(nn_graph *g, int id) {
+static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_add(g, id, "optim", "nonfinite_count", wg, &l);
+    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
@@ -19819,10 +20957,10 @@ static nn_result nn__dev_nonfinite_count(nn_graph *g, int id) {
                     n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, n->n_in > 1, &n->buf, wg * 4);
 }
 
-static nn_result nn__dev_skip_gate(nn_graph *g, int id) {
+static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
-    nn_result r = nn__launch_add(g, id, "optim", "skip_gate", 1, &l);
+    nn_result r = nn__launch_kernel(g, id, "optim", "skip_gate", 1, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmm", &g->nodes[n->in[0]].buf, n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, &n->buf);
 }
@@ -19845,7 +20983,7 @@ NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
    ====================================================================== */
 /* The random ops' formulas, written once for both backends: a part of nn.h (C99 and C++:
    the CPU bodies in src/ops/random.c) and included by kernels/random.cl (OpenCL C 1.2).
-   Each turns Philox4x32-10 output words (the generator of src/nn_internal.h and
+   Each turns Philox4x32-10 output words (the generator of src/base/internal.h and
    kernels/random.cl, counter (element, key, step) and key (seed)) into a sample.
 
    Identical bits on every backend: these functions use only operations that IEEE 754 and
@@ -19983,6 +21121,35 @@ static inline int nn__rng_int(NN__RU32 r0, NN__RU32 r1, int low, NN__RU64 range)
    the same bits. The key is the node's id (a backward op reuses its forward's), the step
    is the graph's step counter, so each nn_graph_step draws afresh and the same graph built
    the same way with the same seed draws the same sequence. */
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_rand nn__cpu_random
+#define nn__launch_rand nn__launch_random
+#define nn__grad_rand nn__grad_none
+#define nn__plan_rand nn__no_plan
+#define nn__cpu_randn nn__cpu_random
+#define nn__launch_randn nn__launch_random
+#define nn__grad_randn nn__grad_none
+#define nn__plan_randn nn__no_plan
+#define nn__cpu_randint nn__cpu_random
+#define nn__launch_randint nn__launch_random
+#define nn__grad_randint nn__grad_none
+#define nn__plan_randint nn__no_plan
+#define nn__cpu_bernoulli nn__cpu_random
+#define nn__launch_bernoulli nn__launch_random
+#define nn__grad_bernoulli nn__grad_none
+#define nn__plan_bernoulli nn__no_plan
+#define nn__cpu_gaussian_noise nn__cpu_random
+#define nn__launch_gaussian_noise nn__launch_random
+#define nn__plan_gaussian_noise nn__no_plan
+#define nn__cpu_alpha_dropout nn__cpu_random
+#define nn__launch_alpha_dropout nn__launch_random
+#define nn__plan_alpha_dropout nn__no_plan
+#define nn__cpu_alpha_dropout_grad nn__cpu_random
+#define nn__launch_alpha_dropout_grad nn__launch_random
+#define nn__grad_alpha_dropout_grad nn__grad_none
+#define nn__plan_alpha_dropout_grad nn__no_plan
 
 /* ---- builders ---- */
 
@@ -20169,7 +21336,7 @@ static void nn__update_random(nn_graph *g, nn__launch *l) {
     nn__arg_u(l, 1, (unsigned)(g->step >> 32));
 }
 
-static nn_result nn__dev_random(nn_graph *g, int id) {
+static nn_result nn__launch_random(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__random_attr *ra = &n->a.random;
     const nn__buf *x = n->n_in > 0 ? &g->nodes[n->in[0]].buf : NULL, *y = &n->buf;
@@ -20179,7 +21346,7 @@ static nn_result nn__dev_random(nn_graph *g, int id) {
     nn_result r;
     static const char *const kernels[] = {"rand", "randn", "randint", "bernoulli", "gaussian_noise", "alpha_dropout",
                                           "alpha_dropout_grad"};
-    r = nn__launch_add(g, id, "random", kernels[n->op - NN__OP_RAND], (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "random", kernels[n->op - NN__OP_RAND], (size_t)N, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_random;
     switch (n->op) {
@@ -20198,14 +21365,15 @@ static nn_result nn__dev_random(nn_graph *g, int id) {
 }
 
 /* ======================================================================
-   src/nn_registry.c
+   src/ops/registry.c
    ====================================================================== */
-/* The op table, made from the registry lists of src/nn_ops.h: one entry per op, in enum
+/* The op table, made from the registry lists of src/base/registry.h: one entry per op, in enum
    order, so the table cannot fall out of step with the enum, and an op whose functions
    are missing does not compile. */
 
 static const nn__op_def nn__op_table[] = {
-#define NN__X(e, s, cpu, dev, grad, plan, flags) {s, cpu, dev, grad, plan, flags},
+#define NN__X(e, s, stem, flags) \
+    {s, nn__cpu_##stem, nn__launch_##stem, nn__grad_##stem, nn__plan_##stem, flags},
     NN__OPS(NN__X)
 #undef NN__X
 };
@@ -20214,7 +21382,7 @@ typedef char nn__op_table_complete[sizeof nn__op_table / sizeof nn__op_table[0] 
 static const nn__op_def *nn__op(int op) { return &nn__op_table[op]; }
 
 /* ======================================================================
-   src/nn_layers.c
+   src/layers/layers.c
    ====================================================================== */
 /* Composed layers: each a short function of the public builders above (no op kind of its
    own, no kernel), with PyTorch's parameter names. Their gradients are the ops' own. */
@@ -20437,7 +21605,7 @@ NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64
 }
 
 /* ======================================================================
-   src/nn_io.c
+   src/files/io.c
    ====================================================================== */
 /* File formats. Every reader treats its input as untrusted: sizes are checked before they
    are used, and any failure returns NN_ERR_IO naming the file (NN_ERR_OUT_OF_MEMORY when an
@@ -21268,7 +22436,7 @@ NN_API nn_result nn_array_load_csv(nn_context *ctx, const char *path, const nn_c
 }
 
 /* ======================================================================
-   src/nn_safetensors.c
+   src/files/safetensors.c
    ====================================================================== */
 /* safetensors checkpoints (https://github.com/huggingface/safetensors): an 8-byte
    little-endian header length N, N bytes of JSON naming each tensor's dtype, shape and byte
@@ -22114,7 +23282,7 @@ NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
 }
 
 /* ======================================================================
-   src/nn_ckpt.c
+   src/files/ckpt.c
    ====================================================================== */
 /* Training state for exact resume, and datasets that live on the device.
 

@@ -35,7 +35,7 @@
                                   7 timed runs after 2 warm-ups (copy: the median of 7)
           nn_bench layers SEL     BENCH name=layer backend=NAME layer=L ms_per_step=X: a
                                   training step (nn_graph_step: forward, backward, Adam lr
-                                  1e-3) of each composed layer (src/nn_layers.c) at a
+                                  1e-3) of each composed layer (src/layers/layers.c) at a
                                   moderate size, the loss the mean of its output (the loss
                                   itself for the losses): se_block x [32, 64, 16, 16]
                                   reduction 16; glu x [256, 1024] dim -1; swiglu_ffn x

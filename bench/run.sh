@@ -15,7 +15,7 @@
 #   FIGURES=mem ...                             # only the memory-bound lines (make bench-mem):
 #       the host's copy bandwidth, y = a*b + c and a sum over the last axis per backend, GB/s
 #   FIGURES=layers ...                          # only the composed layers (make bench-layers):
-#       ms per training step of each layer of src/nn_layers.c per backend, and PyTorch's at
+#       ms per training step of each layer of src/layers/layers.c per backend, and PyTorch's at
 #       each of BLAS_THREADS threads (bench/layers_torch.py)
 #
 # Each round measures, figure by figure: nn.h on every backend (and the baseline), then the

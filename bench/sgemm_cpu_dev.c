@@ -1,4 +1,4 @@
-/* Development harness for src/nn_threads.c + src/nn_cpu_gemm.c (not part of
+/* Development harness for src/base/threads.c + src/cpu/gemm.c (not part of
  * the library).
  *
  *   # correctness only (also under sanitizers):
@@ -24,8 +24,8 @@ static int test_fail_alloc = 0;
 #define NN_MALLOC(sz) (test_fail_alloc ? NULL : malloc(sz))
 #define NN_FREE(p) free(p)
 
-#include "../src/nn_threads.c"
-#include "../src/nn_cpu_gemm.c"
+#include "../src/base/threads.c"
+#include "../src/cpu/gemm.c"
 
 #ifdef NN_BENCH_OPENBLAS
 #include <cblas.h>

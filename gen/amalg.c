@@ -114,7 +114,7 @@ static void include_name(const char *line, long n, char *name, size_t size) {
 /* The lines of DIR/FILE as literals; an #include "x.h" line becomes the lines of DIR/x.h
    between #line directives, so a device compiler's error names the header's own line
    and, after it, the including file's. (The runtime loader does the same with
-   NN_KERNEL_DIR: src/nn_opencl.c.) */
+   NN_KERNEL_DIR: src/opencl/backend.c.) */
 static int embed_lines(FILE *out, const char *dir, const char *file, int depth) {
     char path[1024], inc[256], dir_line[600];
     long len, i, start, lineno = 1;

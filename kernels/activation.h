@@ -1,5 +1,5 @@
 /* The activations, each formula written once for both backends. This file is a part of
-   nn.h (C99 and C++: the CPU backend's loops in src/nn_cpu.c, the builders in
+   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in
    src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its
    kernels), so it uses only what the two languages share; the math functions go by
    NN__EXP and friends, expf in C and exp in OpenCL C.
@@ -7,7 +7,7 @@
    NN__ACTIVATIONS(X) lists the functions of the UNARY op, one
    X(ENUM, name, params, valid, forward, derivative) each:
      ENUM        NN__U_ENUM, the op's function (the node's i[0])
-     name        the builder nn_<name> (declared in src/nn_api.h) and the kernels
+     name        the builder nn_<name> (declared in src/api/api.h) and the kernels
                  <name>_forward / <name>_backward of kernels/elementwise.cl
      params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1
                  in the formulas, the node's f[0] and f[1]
@@ -18,7 +18,7 @@
    and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities
    give what PyTorch's formula gives (tests/test_nanprop.c).
    An activation is a line here (with helpers above the table when its formula needs
-   statements), its declaration in src/nn_api.h and its cases in tests/test_activation.c.
+   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.
    Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is
    safer in float (softplus without overflow, expm1 near 0) that one is used. */
 #ifndef NN__ACTIVATION_H

@@ -104,7 +104,7 @@ __kernel void channel_sum(__global const float *x, __global float *y, const int 
     y[c] = acc;
 }
 
-/* ---- the GEMM path (src/nn_conv.c, nn__cl_conv2d_plan, says when it is used) ----
+/* ---- the GEMM path (src/cpu/conv.c, nn__cl_conv2d_plan, says when it is used) ----
    Column matrices are [C*KH*KW, ld]: row (c*KH + kh)*KW + kw, so the rows of group g are
    one contiguous block; column p = (n*OH + oh)*OW + ow runs over the whole batch, and
    columns P..ld-1 are zeros (padding for the K slices of the weight gradient). Operands

@@ -1,4 +1,4 @@
-/* Elementwise ops. Twins of the loops in src/nn_cpu.c; every kernel guards i < n because
+/* Elementwise ops. Twins of the loops in src/cpu/simd.c; every kernel guards i < n because
    the host may round the global size up to a multiple of the work-group size. */
 
 #include "activation.h"
@@ -53,7 +53,7 @@ __kernel void prelu_backward_weight(__global const float *part, __global float *
     dw[c] = acc;
 }
 
-/* ---- broadcasting: the geometry of src/nn_cpu.c's nn__bcast_init, nd merged dims
+/* ---- broadcasting: the geometry of src/cpu/simd.c's nn__bcast_init, nd merged dims
    (outermost first) and each operand's strides (0 where broadcast) as int8s ---- */
 
 /* f(u, w) and its derivatives, the formulas of kernels/activation.h's NN__BINARY_FNS */

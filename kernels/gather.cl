@@ -1,5 +1,5 @@
 /* Gathers: rows of a dataset that lives on the device, index_select, gather, scatter_add
-   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/nn_shape.c. */
+   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/cpu/shape.c. */
 
 /* y [B, D] = data[idx[b]] of data [N, D]; an index out of range gives zeros. The rows are
    copied as bits, so float32 and int32 data share the kernel. */

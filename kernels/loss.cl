@@ -1,5 +1,5 @@
-/* Losses: twins of src/nn_loss.c, same formulas in the same order. Kind numbers are
-   nn_loss.c's nn__loss_kind and nn__row_kind. No fmax where NaN must stay NaN (fmax
+/* Losses: twins of src/cpu/loss.c, same formulas in the same order. Kind numbers are
+   cpu/loss.c's nn__loss_kind and nn__row_kind. No fmax where NaN must stay NaN (fmax
    returns the other operand): comparisons written so that NaN falls through. */
 
 #include "activation.h"

@@ -1,4 +1,4 @@
-/* Normalisation (batch, layer, group, instance norm), the twins of src/nn_norm.c: x is
+/* Normalisation (batch, layer, group, instance norm), the twins of src/cpu/norm.c: x is
    viewed as [A, C, S]; statistics are per channel over A and S when pc (batch norm), else
    per (a, group of C/G channels). stats [2, R] holds the means, then the biased variances.
    Reductions: one work-group per statistics group (or channel), a strided pass then a tree

@@ -42,7 +42,7 @@ __kernel void adam(__global float *p, __global const float *grad, __global float
 }
 
 /* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the
-   same on every work-item). Each rule is the twin of nn__opt_rule in src/nn_optim.c, which
+   same on every work-item). Each rule is the twin of nn__opt_rule in src/cpu/optim.c, which
    documents h (compile-time hyperparameters) and c (this update's constants). State s0..s2
    is the parameter's aux buffers; unused ones are a dummy never written. */
 #define NN_ADAM 2

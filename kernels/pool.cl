@@ -1,4 +1,4 @@
-/* Pooling over the planes of NCHW tensors (1-D pooling: H = 1), twins of src/nn_pool.c with
+/* Pooling over the planes of NCHW tensors (1-D pooling: H = 1), twins of src/cpu/pool.c with
    the same window rules (PyTorch's) and the same order of every sum. Forward: one
    work-item per output element. Backward: one work-item per input element, gathering over
    the windows that cover it (no atomics, a fixed order). NC = N*C planes;

@@ -1,5 +1,5 @@
 /* Philox4x32-10 (Salmon et al., SC'11): counter-based, so element i of a dropout mask is a
-   pure function of (seed, op, step, i). src/nn_internal.h has the same generator for the
+   pure function of (seed, op, step, i). src/base/internal.h has the same generator for the
    CPU backend, and both draw identical masks. */
 
 inline uint4 nn_philox(uint4 c, uint2 k) {

@@ -1,6 +1,6 @@
 /* The random ops' formulas, written once for both backends: a part of nn.h (C99 and C++:
    the CPU bodies in src/ops/random.c) and included by kernels/random.cl (OpenCL C 1.2).
-   Each turns Philox4x32-10 output words (the generator of src/nn_internal.h and
+   Each turns Philox4x32-10 output words (the generator of src/base/internal.h and
    kernels/random.cl, counter (element, key, step) and key (seed)) into a sample.
 
    Identical bits on every backend: these functions use only operations that IEEE 754 and

@@ -1,3 +1,6 @@
+#include "kargs.h"
+#include "reduce_args.h"
+
 /* Reductions to a scalar: one work-group, a strided pass then a tree, so the order of the
    additions is fixed and the result is the same run to run. The work-group size (a power
    of two) is the size of `tmp`. */
@@ -14,8 +17,7 @@ inline float nn_tree(__local float *tmp, float s) {
 }
 
 /* y[0] = scale * sum(x) */
-__kernel void sum_all(__global const float *x, __global float *y, const int n, const float scale,
-                      __local float *tmp) {
+__kernel void sum_all(NN__KPARAMS(sum_all)) {
     float s = 0.0f;
     for (int i = get_local_id(0); i < n; i += get_local_size(0)) s += x[i];
     s = nn_tree(tmp, s);
@@ -23,8 +25,7 @@ __kernel void sum_all(__global const float *x, __global float *y, const int n, c
 }
 
 /* y[0] = (has_prev ? prev[0] : 0) + sum(g^2): a chain over all gradients for clipping */
-__kernel void grad_sumsq(__global const float *g, __global const float *prev, __global float *y, const int n,
-                         const int has_prev, __local float *tmp) {
+__kernel void grad_sumsq(NN__KPARAMS(grad_sumsq)) {
     float s = 0.0f;
     for (int i = get_local_id(0); i < n; i += get_local_size(0)) s += g[i] * g[i];
     s = nn_tree(tmp, s);
@@ -32,7 +33,7 @@ __kernel void grad_sumsq(__global const float *g, __global const float *prev, __
 }
 
 /* PyTorch's clip_grad_norm_: coefficient min(1, max_norm / (norm + 1e-6)) */
-__kernel void clip_scale(__global const float *sumsq, __global float *y, const float max_norm) {
+__kernel void clip_scale(NN__KPARAMS(clip_scale)) {
     /* not fmin: a NaN norm must give NaN (torch's clamp keeps it), not 1 */
     float c = max_norm / (sqrt(sumsq[0]) + 1e-6f);
     if (get_global_id(0) == 0) y[0] = c > 1.0f ? 1.0f : c;
@@ -145,8 +146,7 @@ inline void red_store(int kind, __global float *y, __global int *yi, int k, floa
 }
 
 /* One work-item per output element k = (o, i), walking x[o, r, i] over r. */
-__kernel void reduce_cols(__global const float *x, __global float *y, __global int *yi, const int O, const int R,
-                          const int I, const int kind, const float p, const float scale, const float corr) {
+__kernel void reduce_cols(NN__KPARAMS(reduce_cols)) {
     int k = get_global_id(0);
     if (k >= O * I) return;
     int o = k / I, i = k - o * I;
@@ -180,8 +180,7 @@ __kernel void reduce_cols(__global const float *x, __global float *y, __global i
 
 /* One work-group per row o of x [O, R] (I = 1): each work-item combines r = lid, lid + wg,
    ...; then a tree in local memory (tf, ti: the work-group size, a power of two). */
-__kernel void reduce_rows(__global const float *x, __global float *y, __global int *yi, const int R, const int kind,
-                          const float p, const float scale, const float corr, __local float *tf, __local int *ti) {
+__kernel void reduce_rows(NN__KPARAMS(reduce_rows)) {
     int o = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
     __global const float *xr = x + o * R;
     float a, c = 0.0f;
@@ -231,9 +230,7 @@ inline float red_norm_grad(float g, float v, float y, float p) {
 
 /* dx [O, R, I] element by element, for kinds whose gradient needs only gy, x and y:
    sum (and mean), logsumexp, finite-p norms. */
-__kernel void reduce_grad_elems(__global const float *gy, __global const float *x, __global const float *y,
-                                __global float *dx, const int O, const int R, const int I, const int kind,
-                                const float p, const float scale, const float corr) {
+__kernel void reduce_grad_elems(NN__KPARAMS(reduce_grad)) {
     int j = get_global_id(0);
     if (j >= O * R * I) return;
     int o = j / (R * I), i = j - (j / I) * I, k = o * I + i;
@@ -245,9 +242,7 @@ __kernel void reduce_grad_elems(__global const float *gy, __global const float *
 
 /* dx for one row (o, i) of the kinds that need its statistics: ties (amax, amin, the max
    norm), the first max (max, min), the mean (var, std), the zeros (prod). */
-__kernel void reduce_grad_cols(__global const float *gy, __global const float *x, __global const float *y,
-                               __global float *dx, const int O, const int R, const int I, const int kind,
-                               const float p, const float scale, const float corr) {
+__kernel void reduce_grad_cols(NN__KPARAMS(reduce_grad)) {
     int k = get_global_id(0);
     if (k >= O * I) return;
     int o = k / I, i = k - o * I;
@@ -295,8 +290,7 @@ __kernel void reduce_grad_cols(__global const float *gy, __global const float *x
 
 /* y [O, R, I] = the running sum of x over R (from the end when reverse), one work-item per
    (o, i). */
-__kernel void cumsum(__global const float *x, __global float *y, const int O, const int R, const int I,
-                     const int reverse) {
+__kernel void cumsum(NN__KPARAMS(cumsum)) {
     int k = get_global_id(0);
     if (k >= O * I) return;
     int o = k / I, i = k - o * I;
@@ -309,7 +303,7 @@ __kernel void cumsum(__global const float *x, __global float *y, const int O, co
 }
 
 /* y [n] = x[0] * s: the gradient of a sum */
-__kernel void expand_scalar(__global const float *x, __global float *y, const int n, const float s) {
+__kernel void expand_scalar(NN__KPARAMS(expand_scalar)) {
     int i = get_global_id(0);
     if (i < n) y[i] = x[0] * s;
 }
@@ -322,13 +316,12 @@ inline int nn_argmax_row(__global const float *xr, int C) {
     return best;
 }
 
-__kernel void argmax_rows(__global const float *x, __global int *y, const int B, const int C) {
+__kernel void argmax_rows(NN__KPARAMS(argmax_rows)) {
     int b = get_global_id(0);
     if (b < B) y[b] = nn_argmax_row(x + (size_t)b * C, C);
 }
 
-__kernel void correct_rows(__global const float *x, __global const int *label, __global float *y,
-                           const int B, const int C) {
+__kernel void correct_rows(NN__KPARAMS(correct_rows)) {
     int b = get_global_id(0);
     if (b < B) y[b] = nn_argmax_row(x + (size_t)b * C, C) == label[b] ? 1.0f : 0.0f;
 }

@@ -1,5 +1,5 @@
 /* Shape and structure ops: permute and flip, concat and strided slices along an axis,
-   repeat, tril/triu, 2-D padding and upsampling. Twins of src/nn_shape.c; one work-item
+   repeat, tril/triu, 2-D padding and upsampling. Twins of src/cpu/shape.c; one work-item
    per output element, and every backward pass is a gather (each input element sums what
    reads it), so no atomics. */
 
@@ -161,7 +161,7 @@ __kernel void pad2d_backward(__global const float *dy, __global float *dx, const
     dx[i] = s;
 }
 
-/* bilinear source of output o at scale s (align_corners = False), as in nn_shape.c */
+/* bilinear source of output o at scale s (align_corners = False), as in cpu/shape.c */
 inline void nn_bilinear_src(int o, int s, int n, int *i0, int *i1, float *frac) {
     float src = fmax(((float)o + 0.5f) / (float)s - 0.5f, 0.0f);
     *i0 = min((int)src, n - 1);
@@ -190,7 +190,7 @@ __kernel void upsample2d_forward(__global const float *x, __global float *y, con
 
 /* dx [P, H, W]: each input pixel sums dy over the outputs within two input cells of it.
    Bilinear: each output's four terms (h0, w0), (h0, w1), (h1, w0), (h1, w1) that land on
-   the pixel, one by one in that order, as nn_shape.c scatters them and PyTorch does: a
+   the pixel, one by one in that order, as cpu/shape.c scatters them and PyTorch does: a
    term of weight 0 still carries a NaN or inf dy (0 * inf). */
 __kernel void upsample2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {
     int i = get_global_id(0);

@@ -1,5 +1,5 @@
 /* tests/fault_cl: device-call fault injection. Every OpenCL call nn.h makes goes through
-   its runtime-loaded table (src/nn_cl_api.h); this program wraps the table, runs a
+   its runtime-loaded table (src/opencl/cl_api.h); this program wraps the table, runs a
    training scenario (an MLP and a small CNN: build, compile, write, steps with a retry,
    read) once cleanly, then once for every N with the N-th OpenCL call failing
    (CL_OUT_OF_RESOURCES), and checks each run: an error code and a message, never a crash

@@ -327,7 +327,7 @@ static void fa_make_data(void) {
     }
 }
 
-/* A *_create call: on failure, *out must be NULL (nn_api.h). */
+/* A *_create call: on failure, *out must be NULL (api/api.h). */
 static int fa_created(const char *call, nn_result r, const void *obj, long f0) {
     int ok = fa_check(call, r, NULL, 0, f0);
     if (!ok && obj) fa_broke(call, "failed and gave an object", r);

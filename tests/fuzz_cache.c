@@ -1,5 +1,5 @@
 /* libFuzzer target for the compiled-program cache's file parser (nn__cache_parse, in
-   src/nn_cache.c, which is pure and outside the OpenCL part): `make fuzz` (clang,
+   src/opencl/cache.c, which is pure and outside the OpenCL part): `make fuzz` (clang,
    -DNN_FUZZ, -DNN_NO_OPENCL). Each input is checked twice:
    - as a cache file, for a fixed key and for the key its bytes 16..23 hold: a parse that
      succeeds must give the payload inside the input (bytes 40 to the end, at least one),

@@ -1,4 +1,4 @@
-/* The compiled-program cache (src/nn_cache.c, src/nn_opencl.c) on an OpenCL device: a
+/* The compiled-program cache (src/opencl/cache.c, src/opencl/backend.c) on an OpenCL device: a
    compile writes one valid file per program; a later context loads them; a file cut short,
    with a byte changed, made for another key, replaced by garbage or emptied is ignored
    (an info line), the program is built from source, gives the same results, and the file

@@ -1,5 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
-/* How nn.h finds the OpenCL library (src/nn_cl_load.c). The library is loaded once per
+/* How nn.h finds the OpenCL library (src/opencl/loader.c). The library is loaded once per
    process, so each case runs this binary again with its own environment; the child
    (NN_TEST_CL_LOAD=<case>, dispatched from main) checks what nn_context_create returns and
    logs, prints what differs, and exits 0 when all is as expected. */

@@ -1,4 +1,4 @@
-/* The composed layers (src/nn_layers.c) against double-precision references written here:
+/* The composed layers (src/layers/layers.c) against double-precision references written here:
    forward values, and the gradients of L = sum(out * w) (w random) with respect to every
    input and every parameter against central differences of the reference, element by
    element (h = 1e-6 max(1, |x|)); on OpenCL devices the same graph on the CPU backend too.

@@ -28,7 +28,7 @@
    Where only finiteness is the point (a norm's other groups) the value is left to the
    family's own suite.
    The losses PyTorch lacks (log-cosh, quantile, hinge, squared hinge, dice) are held to the
-   IEEE arithmetic of their formulas (src/nn_api.h) in the forward, and to NaN in, NaN out
+   IEEE arithmetic of their formulas (src/api/api.h) in the forward, and to NaN in, NaN out
    in the gradient (the derivative's own value at +-inf: log-cosh's tanh is +-1 there). */
 #include "test.h"
 #include <math.h>

@@ -389,7 +389,7 @@ static void conv_cases(const t_env *e) {
         {2, 1, 17, 19, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
         {3, 2, 13, 21, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
         {2, 4, 15, 18, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2, 0}, /* ... with groups */
-        /* depthwise (C/G == 1): direct loops on the CPU (nn_conv_dw.c), direct kernels on OpenCL */
+        /* depthwise (C/G == 1): direct loops on the CPU (cpu/conv_dw.c), direct kernels on OpenCL */
         {1, 4, 7, 7, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4, 1},     /* channel multiplier 2, batch 1, 'same' */
         {3, 3, 13, 13, 3, 3, 3, 2, 2, 1, 0, 1, 1, 3, 0},   /* stride 2, uneven padding, batch 3, no bias */
         {1, 5, 13, 11, 10, 3, 3, 1, 1, 2, 2, 2, 2, 5, 1},  /* dilation 2, multiplier 2 */

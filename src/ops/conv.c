@@ -1,6 +1,27 @@
 /* The conv ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_conv2d_dx nn__cpu_conv2d
+#define nn__launch_conv2d_dx nn__launch_conv2d
+#define nn__plan_conv2d_dx nn__plan_conv2d
+#define nn__cpu_conv2d_dw nn__cpu_conv2d
+#define nn__launch_conv2d_dw nn__launch_conv2d
+#define nn__grad_conv2d_dw nn__grad_none
+#define nn__plan_conv2d_dw nn__plan_conv2d
+#define nn__plan_channel_bias nn__no_plan
+#define nn__grad_channel_sum nn__grad_none
+#define nn__plan_channel_sum nn__no_plan
+#define nn__cpu_conv3d_dx nn__cpu_conv3d
+#define nn__launch_conv3d_dx nn__launch_conv3d
+#define nn__grad_conv3d_dx nn__grad_none
+#define nn__plan_conv3d_dx nn__plan_conv3d
+#define nn__cpu_conv3d_dw nn__cpu_conv3d
+#define nn__launch_conv3d_dw nn__launch_conv3d
+#define nn__grad_conv3d_dw nn__grad_none
+#define nn__plan_conv3d_dw nn__plan_conv3d
 
 /* A conv2d node's attributes (h, w), with the desc's defaults. */
 static void nn__conv2d_attrs(const nn_conv2d_desc *d, nn__conv_attr *at) {
@@ -506,7 +527,7 @@ static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
     if (n->op == NN__OP_CONV2D) {
         nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (nn_conv_dw.c) */
+        if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (cpu/conv_dw.c) */
             nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
         else
             nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
@@ -563,7 +584,7 @@ static nn_result nn__cpu_conv3d(nn_graph *g, nn__node *n) {
 
 /* conv2d, its input gradient and its weight gradient as im2col + batched GEMM (the
    layouts are described in kernels/conv.cl); c is the forward geometry. */
-static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
+static nn_result nn__launch_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
     const nn__buf *s = &n->scratch_buf, *y = &n->buf, *in0 = &g->nodes[n->in[0]].buf, *in1 = &g->nodes[n->in[1]].buf;
@@ -586,12 +607,12 @@ static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
         wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
         cb[0] = ld, cb[1] = 0, cb[2] = KKg * ld, cb[3] = 0;
         oc[0] = ld, oc[1] = out, oc[2] = Kg * ld, oc[3] = 0;
-        r = nn__launch_add(g, id, "conv", k_im2col, n_im2col, &l);
+        r = nn__launch_kernel(g, id, "conv", k_im2col, n_im2col, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmiiiiiiiii8i", in0, s, 0, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
                             geo, ld);
         if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 0, Kg, P, KKg, in1, wa, s, cb, s, oc, c->G, 1);
-        if (r == NN_OK) r = nn__launch_add(g, id, "conv", rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
+        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
                                           rowwise ? (size_t)c->N * c->K : (size_t)n->numel, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmiiiiii", s, n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one, y, out, c->N, c->K, S,
@@ -603,10 +624,10 @@ static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
         wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
         gb[0] = ld, gb[1] = 0, gb[2] = Kg * ld, gb[3] = 0;
         dc[0] = ld, dc[1] = dcol, dc[2] = KKg * ld, dc[3] = 0;
-        r = nn__launch_add(g, id, "conv", k_pack, n_pack, &l);
+        r = nn__launch_kernel(g, id, "conv", k_pack, n_pack, &l);
         if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, 0, c->N, c->K, S, ld);
         if (r == NN_OK) r = nn__launch_gemm(g, id, 1, 0, KKg, P, Kg, in0, wa, s, gb, s, dc, c->G, 1);
-        if (r == NN_OK) r = nn__launch_add(g, id, "conv", rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
+        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
                                           rowwise ? (size_t)c->N * c->C : (size_t)n->numel, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmiiiiiiiii8i", s, y, dcol, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
@@ -621,15 +642,15 @@ static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
         ga[0] = ld, ga[1] = dyg, ga[2] = Kg * ld, ga[3] = chunk;
         cb[0] = ld, cb[1] = col, cb[2] = KKg * ld, cb[3] = chunk;
         wc[0] = KKg, wc[1] = p.split > 1 ? part : 0, wc[2] = Kg * KKg, wc[3] = c->K * KKg;
-        r = nn__launch_add(g, id, "conv", k_im2col, n_im2col, &l);
+        r = nn__launch_kernel(g, id, "conv", k_im2col, n_im2col, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmiiiiiiiii8i", in0, s, col, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH,
                             c->OW, geo, ld);
-        if (r == NN_OK) r = nn__launch_add(g, id, "conv", k_pack, n_pack, &l);
+        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", k_pack, n_pack, &l);
         if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, dyg, c->N, c->K, S, ld);
         if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 1, Kg, KKg, chunk, s, ga, s, cb, p.split > 1 ? s : y, wc, c->G, p.split);
         if (r == NN_OK && p.split > 1) {
-            r = nn__launch_add(g, id, "elementwise", "sum_leading", (size_t)c->K * KKg, &l);
+            r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)c->K * KKg, &l);
             if (r == NN_OK) r = nn__args(l, "mmiii", s, y, p.split * c->K * KKg, c->K * KKg, part);
         }
         return r;
@@ -638,7 +659,7 @@ static nn_result nn__dev_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_conv2d(nn_graph *g, int id) {
+static nn_result nn__launch_conv2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -653,11 +674,11 @@ static nn_result nn__dev_conv2d(nn_graph *g, int id) {
         if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
         else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
         else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-        return nn__dev_conv2d_gemm(g, id, &c);
+        return nn__launch_conv2d_gemm(g, id, &c);
     }
     if (n->op == NN__OP_CONV2D) {
         nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        r = nn__launch_add(g, id, "conv", "conv2d_forward", (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "conv", "conv2d_forward", (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmiiiiiiiii8i", &x->buf, &w->buf, n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one,
                             y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW, c.OH, c.OW, geo, n->n_in > 2);
@@ -665,14 +686,14 @@ static nn_result nn__dev_conv2d(nn_graph *g, int id) {
     }
     if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
     else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    r = nn__launch_add(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiiiiiiiii8", &x->buf, &w->buf, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
                         c.OH, c.OW, geo);
     return r;
 }
 
-static nn_result nn__dev_channel_bias(nn_graph *g, int id) {
+static nn_result nn__launch_channel_bias(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -680,12 +701,12 @@ static nn_result nn__dev_channel_bias(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
-    r = nn__launch_add(g, id, "elementwise", "channel_bias", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "channel_bias", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, C, S);
     return r;
 }
 
-static nn_result nn__dev_channel_sum(nn_graph *g, int id) {
+static nn_result nn__launch_channel_sum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -693,12 +714,12 @@ static nn_result nn__dev_channel_sum(nn_graph *g, int id) {
     nn_result r = NN_OK;
     nn__node *x = &g->nodes[in[0]];
     int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    r = nn__launch_add(g, id, "conv", "channel_sum", (size_t)C, &l);
+    r = nn__launch_kernel(g, id, "conv", "channel_sum", (size_t)C, &l);
     if (r == NN_OK) r = nn__args(l, "mmiii", &x->buf, y, Nb, C, (int)(x->numel / ((int64_t)Nb * C)));
     return r;
 }
 
-static nn_result nn__dev_conv3d(nn_graph *g, int id) {
+static nn_result nn__launch_conv3d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -715,7 +736,7 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
     geo[9] = n->a.conv.groups;
     if (n->op == NN__OP_CONV3D) {
         nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        r = nn__launch_add(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmiiiiiiiiiiii88i", &x->buf, &w->buf,
                             n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, y, c.N, c.C, c.D, c.H, c.W, c.K, c.KD, c.KH, c.KW,
@@ -724,7 +745,7 @@ static nn_result nn__dev_conv3d(nn_graph *g, int id) {
     }
     if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, &n->a.conv);
     else nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    r = nn__launch_add(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
+    r = nn__launch_kernel(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
                    (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiiiiiiiiiiii88", &x->buf, &w->buf, y, c.N, c.C, c.D, c.H, c.W, c.K,

@@ -1,7 +1,51 @@
 /* The elementwise ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
 #include "../../kernels/activation.h"
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_add nn__cpu_binary
+#define nn__launch_add nn__launch_binary
+#define nn__grad_add nn__grad_add_sub
+#define nn__plan_add nn__no_plan
+#define nn__cpu_sub nn__cpu_binary
+#define nn__launch_sub nn__launch_binary
+#define nn__grad_sub nn__grad_add_sub
+#define nn__plan_sub nn__no_plan
+#define nn__cpu_mul nn__cpu_binary
+#define nn__launch_mul nn__launch_binary
+#define nn__plan_mul nn__no_plan
+#define nn__plan_scale nn__no_plan
+#define nn__plan_unary nn__no_plan
+#define nn__grad_unary_grad nn__grad_none
+#define nn__plan_unary_grad nn__no_plan
+#define nn__plan_prelu nn__no_plan
+#define nn__cpu_prelu_dx nn__cpu_prelu
+#define nn__launch_prelu_dx nn__launch_prelu
+#define nn__grad_prelu_dx nn__grad_none
+#define nn__plan_prelu_dx nn__no_plan
+#define nn__grad_prelu_dw nn__grad_none
+#define nn__plan_dropout nn__no_plan
+#define nn__grad_accumulate nn__grad_none
+#define nn__plan_accumulate nn__no_plan
+#define nn__grad_fill nn__grad_none
+#define nn__plan_fill nn__no_plan
+#define nn__plan_binary nn__no_plan
+#define nn__grad_binary_grad nn__grad_none
+#define nn__plan_binary_grad nn__no_plan
+#define nn__cpu_compare nn__cpu_binary
+#define nn__launch_compare nn__launch_binary
+#define nn__grad_compare nn__grad_none
+#define nn__plan_compare nn__no_plan
+#define nn__plan_where nn__no_plan
+#define nn__plan_masked_fill nn__no_plan
+#define nn__plan_expand nn__no_plan
+#define nn__plan_sum_to nn__no_plan
+#define nn__cpu_unary_nograd nn__cpu_unary
+#define nn__launch_unary_nograd nn__launch_unary
+#define nn__grad_unary_nograd nn__grad_none
+#define nn__plan_unary_nograd nn__no_plan
 
 /* ---- broadcasting (NumPy's and PyTorch's rules) ---- */
 
@@ -217,7 +261,7 @@ static nn_tensor nn__activation(nn_graph *g, int op, const char *opname, int fn,
 
 /* The builders nn_relu, nn_elu, nn_exp, nn_clamp, ...: one for each line of
    kernels/activation.h, with as many float parameters as its line says (their names and
-   docs are in src/nn_api.h); NN__NOGRAD's lines build the op through which no gradient
+   docs are in src/api/api.h); NN__NOGRAD's lines build the op through which no gradient
    flows. */
 #define NN__ACT_BUILDER0(OP, E, name, valid)                                                                \
     NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor x) {                                                  \
@@ -523,7 +567,7 @@ static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* The device's partial sums, one per (n, c) (src/nn_cpu.c sums in the same order). */
+/* The device's partial sums, one per (n, c) (src/cpu/simd.c sums in the same order). */
 static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
     (void)g;
     n->scratch = (int64_t)n->a.ew.N * n->a.ew.C;
@@ -594,7 +638,7 @@ static const char *const nn__same_grad[] = {
 #undef NN__X
 };
 
-static nn_result nn__dev_binary(nn_graph *g, int id) {
+static nn_result nn__launch_binary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
     int fn = n->op == NN__OP_ADD ? NN__B_ADD : n->op == NN__OP_SUB ? NN__B_SUB : n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
@@ -605,21 +649,21 @@ static nn_result nn__dev_binary(nn_graph *g, int id) {
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
-        r = nn__launch_add(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
         if (r == NN_OK) r = nn__args(l, "mmmi", a, b, &n->buf, N);
         return r;
     }
     if (bc.nd == 1) {
-        r = nn__launch_add(g, id, "elementwise", "binary_flat", (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "elementwise", "binary_flat", (size_t)N, &l);
         if (r == NN_OK) r = nn__args(l, "mmmiiii", a, b, &n->buf, N, fn, st[0][0], st[1][0]);
         return r;
     }
-    r = nn__launch_add(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii888", a, b, &n->buf, N, fn, bc.nd, dims, st[0], st[1]);
     return r;
 }
 
-static nn_result nn__dev_binary_grad(nn_graph *g, int id) {
+static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
@@ -628,20 +672,20 @@ static nn_result nn__dev_binary_grad(nn_graph *g, int id) {
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
-        r = nn__launch_add(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
         if (r == NN_OK)
             r = nn__args(l, "mmmmii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf, N,
                          n->a.ew.wrt);
         return r;
     }
-    r = nn__launch_add(g, id, "elementwise", "binary_grad", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "binary_grad", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmiiii888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf,
                      N, n->a.ew.bfn, n->a.ew.wrt, bc.nd, dims, st[0], st[1]);
     return r;
 }
 
-static nn_result nn__dev_where(nn_graph *g, int id) {
+static nn_result nn__launch_where(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
@@ -649,14 +693,14 @@ static nn_result nn__dev_where(nn_graph *g, int id) {
     nn_result r;
     nn__bcast_node(g, n, 3, &bc);
     nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_add(g, id, "elementwise", "where_bcast", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "where_bcast", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmii8888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf,
                      N, bc.nd, dims, st[0], st[1], st[2]);
     return r;
 }
 
-static nn_result nn__dev_masked_fill(nn_graph *g, int id) {
+static nn_result nn__launch_masked_fill(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
@@ -664,14 +708,14 @@ static nn_result nn__dev_masked_fill(nn_graph *g, int id) {
     nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_add(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmifii888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->buf, N, (double)n->a.ew.s,
                      n->a.ew.invert, bc.nd, dims, st[0], st[1]);
     return r;
 }
 
-static nn_result nn__dev_expand(nn_graph *g, int id) {
+static nn_result nn__launch_expand(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
@@ -679,14 +723,14 @@ static nn_result nn__dev_expand(nn_graph *g, int id) {
     nn_result r;
     nn__bcast_node(g, n, 1, &bc);
     nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_add(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmii88", &g->nodes[n->in[0]].buf, &n->buf, N, bc.nd, dims, st[0]);
     return r;
 }
 
 /* One work item per element of the result, adding its elements of x in index order (the
    CPU backend's order: the same bits). */
-static nn_result nn__dev_sum_to(nn_graph *g, int id) {
+static nn_result nn__launch_sum_to(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int M = (int)n->numel, dims[8], st[3][8], xs[8], d;
     nn__bcast bc;
@@ -696,25 +740,25 @@ static nn_result nn__dev_sum_to(nn_graph *g, int id) {
     nn__bcast_ints(&bc, dims, st);
     memset(xs, 0, sizeof xs);
     for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
-    r = nn__launch_add(g, id, "elementwise", "sum_to", (size_t)M, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "sum_to", (size_t)M, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmiii888", &g->nodes[n->in[0]].buf, &n->buf, M, (int)(bc.n / M), bc.nd, dims, st[0], xs);
     return r;
 }
 
-static nn_result nn__dev_scale(nn_graph *g, int id) {
+static nn_result nn__launch_scale(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", "scale", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "scale", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.s);
     return r;
 }
 
-static nn_result nn__dev_unary(nn_graph *g, int id) {
+static nn_result nn__launch_unary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -723,12 +767,12 @@ static nn_result nn__dev_unary(nn_graph *g, int id) {
     nn_result r = NN_OK;
     char kname[64];
     snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmiff", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.param[0], (double)n->a.ew.param[1]);
     return r;
 }
 
-static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
+static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -737,75 +781,75 @@ static nn_result nn__dev_unary_grad(nn_graph *g, int id) {
     nn_result r = NN_OK;
     char kname[64];
     snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_add(g, id, "elementwise", kname, (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->a.ew.param[0], (double)n->a.ew.param[1]);
     return r;
 }
 
-static nn_result nn__dev_prelu(nn_graph *g, int id) {
+static nn_result nn__launch_prelu(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *x = &g->nodes[n->in[0]].buf, *w = &g->nodes[n->in[1]].buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r;
     if (n->op == NN__OP_PRELU) {
-        r = nn__launch_add(g, id, "elementwise", "prelu_forward", (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "elementwise", "prelu_forward", (size_t)N, &l);
         if (r == NN_OK) r = nn__args(l, "mmmiii", x, w, &n->buf, N, n->a.ew.C, n->a.ew.S);
         return r;
     }
-    r = nn__launch_add(g, id, "elementwise", "prelu_backward_input", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_input", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmmiii", x, w, &g->nodes[n->in[2]].buf, &n->buf, N, n->a.ew.C, n->a.ew.S);
     return r;
 }
 
 /* dw: the partial sums [N, C] into the scratch, then each channel's in n order */
-static nn_result nn__dev_prelu_dw(nn_graph *g, int id) {
+static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int C = n->a.ew.C, S = n->a.ew.S, N = n->a.ew.N;
     nn__launch *l = NULL;
     nn_result r;
-    r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight_part", (size_t)N * (size_t)C, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight_part", (size_t)N * (size_t)C, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->scratch_buf, N, C, S);
-    if (r == NN_OK) r = nn__launch_add(g, id, "elementwise", "prelu_backward_weight", (size_t)C, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight", (size_t)C, &l);
     if (r == NN_OK) r = nn__args(l, "mmii", &n->scratch_buf, &n->buf, N, C);
     return r;
 }
 
-static nn_result nn__dev_dropout(nn_graph *g, int id) {
+static nn_result nn__launch_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "random", "dropout", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "random", "dropout", (size_t)N, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_dropout;
     return nn__args(l, "mmifuuu@u@u", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.p, (unsigned)g->seed,
                        (unsigned)(g->seed >> 32), (unsigned)n->a.ew.key, 0u, 0u);
 }
 
-static nn_result nn__dev_accumulate(nn_graph *g, int id) {
+static nn_result nn__launch_accumulate(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", "accumulate", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "accumulate", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[in[0]].buf, y, N);
     return r;
 }
 
-static nn_result nn__dev_fill(nn_graph *g, int id) {
+static nn_result nn__launch_fill(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "elementwise", "fill", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "fill", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mif", y, N, (double)n->a.ew.s);
     return r;
 }

@@ -1,6 +1,21 @@
 /* The gather ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_gather_rows nn__no_plan
+#define nn__grad_gather_rows_grad nn__grad_none
+#define nn__plan_gather_rows_grad nn__no_plan
+#define nn__plan_index_select nn__no_plan
+#define nn__cpu_index_select_grad nn__cpu_index_select
+#define nn__launch_index_select_grad nn__launch_index_select
+#define nn__grad_index_select_grad nn__grad_none
+#define nn__plan_index_select_grad nn__no_plan
+#define nn__plan_gather nn__no_plan
+#define nn__plan_scatter_add nn__no_plan
+#define nn__grad_one_hot nn__grad_none
+#define nn__plan_one_hot nn__no_plan
 
 NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
     nn_tensor in[2];
@@ -275,7 +290,7 @@ static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_gather_rows(nn_graph *g, int id) {
+static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -284,12 +299,12 @@ static nn_result nn__dev_gather_rows(nn_graph *g, int id) {
     nn_result r = NN_OK;
     nn__node *d = &g->nodes[in[0]];
     int B = (int)n->shape.dim[0], D = (int)(d->numel / d->shape.dim[0]);
-    r = nn__launch_add(g, id, "gather", "gather_rows", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &d->buf, &g->nodes[in[1]].buf, y, B, (int)d->shape.dim[0], D);
     return r;
 }
 
-static nn_result nn__dev_gather_rows_grad(nn_graph *g, int id) {
+static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -297,22 +312,22 @@ static nn_result nn__dev_gather_rows_grad(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int B = (int)g->nodes[in[1]].shape.dim[0], R = (int)n->shape.dim[0];
-    r = nn__launch_add(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, B, R, N / R);
     return r;
 }
 
 /* A checked op's count of index values outside [0, L) (a launch before its own). */
-static nn_result nn__dev_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
+static nn_result nn__launch_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
     nn__launch *l = NULL;
     nn_result r;
     if (!g->nodes[id].check) return NN_OK;
-    r = nn__launch_add(g, id, "gather", "index_check", (size_t)idx->numel, &l);
+    r = nn__launch_kernel(g, id, "gather", "index_check", (size_t)idx->numel, &l);
     if (r == NN_OK) r = nn__args(l, "miimi", &idx->buf, (int)idx->numel, (int)L, &g->checks, g->nodes[id].check_slot);
     return r;
 }
 
-static nn_result nn__dev_index_select(nn_graph *g, int id) {
+static nn_result nn__launch_index_select(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
     const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
@@ -320,8 +335,8 @@ static nn_result nn__dev_index_select(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r;
     nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
-    r = nn__dev_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_add(g, id, "gather", grad ? "index_select_backward" : "index_select", (size_t)n->numel, &l);
+    r = nn__launch_index_check(g, id, ix, L);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", grad ? "index_select_backward" : "index_select", (size_t)n->numel, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiiii", &g->nodes[n->in[0]].buf, &ix->buf, &n->buf, (int)n->numel, (int)L, (int)ix->numel, (int)inner);
     return r;
@@ -333,43 +348,43 @@ static void nn__gather_dims8(const nn_shape *s, int *v) {
     for (d = 0; d < 8; d++) v[d] = d < s->ndim ? (int)s->dim[d] : 1;
 }
 
-static nn_result nn__dev_gather(nn_graph *g, int id) {
+static nn_result nn__launch_gather(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
     int yd[8], idd[8], xd[8];
     nn__launch *l = NULL;
-    nn_result r = nn__dev_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
+    nn_result r = nn__launch_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&x->shape, xd);
-    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "gather", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
     if (r == NN_OK) r = nn__args(l, "mmmi888i", &x->buf, &ix->buf, &n->buf, (int)n->numel, yd, idd, xd, n->a.gather.dim);
     return r;
 }
 
-static nn_result nn__dev_scatter_add(nn_graph *g, int id) {
+static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int hb = n->a.gather.has_base;
     const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
     int yd[8], idd[8], sd[8];
     nn__launch *l = NULL;
-    nn_result r = nn__dev_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
+    nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&src->shape, sd);
-    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmi888ii", hb ? &g->nodes[n->in[0]].buf : &g->one, &ix->buf, &src->buf, &n->buf, (int)n->numel, yd, idd,
                      sd, n->a.gather.dim, hb);
     return r;
 }
 
-static nn_result nn__dev_one_hot(nn_graph *g, int id) {
+static nn_result nn__launch_one_hot(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int C = (int)n->shape.dim[n->shape.ndim - 1];
     nn__launch *l = NULL;
-    nn_result r = nn__dev_index_check(g, id, &g->nodes[n->in[0]], C);
-    if (r == NN_OK) r = nn__launch_add(g, id, "gather", "one_hot", (size_t)n->numel, &l);
+    nn_result r = nn__launch_index_check(g, id, &g->nodes[n->in[0]], C);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "one_hot", (size_t)n->numel, &l);
     if (r == NN_OK) r = nn__args(l, "mmii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, C);
     return r;
 }

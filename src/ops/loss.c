@@ -1,6 +1,30 @@
 /* The loss ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_xent_rows nn__no_plan
+#define nn__grad_xent_grad nn__grad_none
+#define nn__plan_xent_grad nn__no_plan
+#define nn__plan_bce_logits nn__no_plan
+#define nn__grad_bce_logits_grad nn__grad_none
+#define nn__plan_bce_logits_grad nn__no_plan
+#define nn__plan_loss_ew nn__no_plan
+#define nn__launch_loss_ew_grad nn__launch_loss_ew
+#define nn__grad_loss_ew_grad nn__grad_none
+#define nn__plan_loss_ew_grad nn__no_plan
+#define nn__plan_ce_rows nn__no_plan
+#define nn__launch_ce_rows_grad nn__launch_ce_rows
+#define nn__grad_ce_rows_grad nn__grad_none
+#define nn__plan_ce_rows_grad nn__no_plan
+#define nn__grad_ce_weights nn__grad_none
+#define nn__plan_ce_weights nn__no_plan
+#define nn__plan_div_scalar nn__no_plan
+#define nn__plan_loss_rows nn__no_plan
+#define nn__launch_loss_rows_grad nn__launch_loss_rows
+#define nn__grad_loss_rows_grad nn__grad_none
+#define nn__plan_loss_rows_grad nn__no_plan
 
 
 NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
@@ -40,7 +64,7 @@ NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor tar
 }
 
 
-/* ---- losses with options (nn_loss_desc; bodies in nn_loss.c) ---- */
+/* ---- losses with options (nn_loss_desc; bodies in cpu/loss.c) ---- */
 
 /* Checks d's reduction and puts the loss's default (dflt) in place of NN_REDUCTION_DEFAULT. */
 static int nn__loss_desc_ok(nn_graph *g, const char *opname, nn_loss_desc *d, int batchmean_ok, nn_reduction dflt) {
@@ -336,16 +360,15 @@ static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     nn__node *x = &g->nodes[in[0]];
-    nn__count_check(g, n, nn__rows_run(g->ctx->threads, NN__RJ_XENT, 0, y, (const float *)x->buf.host, NULL, NULL, NN__I(in[1]),
-                                        x->shape.dim[0], x->shape.dim[1]));
+    nn__count_check(g, n, nn__xent_rows(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), NULL,
+                                         x->shape.dim[0], x->shape.dim[1]));
     return NN_OK;
 }
 
 static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    nn__rows_run(g->ctx->threads, NN__RJ_XENT_GRAD, 0, y, NN__F(in[0]), NN__F(in[2]), NULL, NN__I(in[1]), n->shape.dim[0],
-                 n->shape.dim[1]);
+    (void)nn__xent_rows(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), NN__F(in[2]), n->shape.dim[0], n->shape.dim[1]);
     return NN_OK;
 }
 
@@ -353,16 +376,16 @@ static nn_result nn__cpu_bce_logits(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__rows_run(g->ctx->threads, NN__RJ_BCE, 0, y, NN__F(in[0]), NN__F(in[1]), NULL, NULL, N, 1); return NN_OK;
-
+    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NULL, N);
+    return NN_OK;
 }
 
 static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__rows_run(g->ctx->threads, NN__RJ_BCE_GRAD, 0, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), NULL, N, 1); return NN_OK;
-
+    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), N);
+    return NN_OK;
 }
 
 static nn_result nn__cpu_loss_ew(nn_graph *g, nn__node *n) {
@@ -442,58 +465,58 @@ static nn_result nn__cpu_loss_rows_grad(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_xent_rows(nn_graph *g, int id) {
+static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     nn__node *x = &g->nodes[in[0]];
-    r = nn__launch_add(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
+    r = nn__launch_kernel(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiimi", &x->buf, &g->nodes[in[1]].buf, y, (int)x->shape.dim[0], (int)x->shape.dim[1], &g->checks,
                      n->check_slot);
     return r;
 }
 
-static nn_result nn__dev_xent_grad(nn_graph *g, int id) {
+static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
+    r = nn__launch_kernel(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, (int)n->shape.dim[0],
                         (int)n->shape.dim[1]);
     return r;
 }
 
-static nn_result nn__dev_bce_logits(nn_graph *g, int id) {
+static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "bce_logits_forward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", "bce_logits_forward", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
     return r;
 }
 
-static nn_result nn__dev_bce_logits_grad(nn_graph *g, int id) {
+static nn_result nn__launch_bce_logits_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "bce_logits_backward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", "bce_logits_backward", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, N);
     return r;
 }
 
-static nn_result nn__dev_loss_ew(nn_graph *g, int id) {
+static nn_result nn__launch_loss_ew(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -503,20 +526,20 @@ static nn_result nn__dev_loss_ew(nn_graph *g, int id) {
     int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
     const nn__buf *pw = n->a.loss.has_pos_weight ? &g->nodes[in[pwi]].buf : &g->one;
     int npw = n->a.loss.has_pos_weight ? (int)g->nodes[in[pwi]].numel : 1;
-    r = nn__launch_add(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmmmmiiiiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, pw, grad ? &g->nodes[in[2]].buf : &g->one, y, N,
                        npw, n->a.loss.kind, n->a.loss.log_target, (double)n->a.loss.a, (double)n->a.loss.b);
 }
 
-static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
+static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
-    r = nn__launch_add(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
+    r = nn__launch_kernel(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
     if (grad) /* the backward pass counts nothing: the forward did */
         return nn__args(l, "mmmmmiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
@@ -527,40 +550,40 @@ static nn_result nn__dev_ce_rows(nn_graph *g, int id) {
                     n->check_slot);
 }
 
-static nn_result nn__dev_ce_weights(nn_graph *g, int id) {
+static nn_result nn__launch_ce_weights(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "ce_weights", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", "ce_weights", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, N,
                      n->a.loss.classes, n->a.loss.ignore_index, n->n_in > 1);
     return r;
 }
 
-static nn_result nn__dev_div_scalar(nn_graph *g, int id) {
+static nn_result nn__launch_div_scalar(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "loss", "div_scalar", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "loss", "div_scalar", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
     return r;
 }
 
-static nn_result nn__dev_loss_rows(nn_graph *g, int id) {
+static nn_result nn__launch_loss_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int grad = n->op == NN__OP_LOSS_ROWS_GRAD, nx = n->n_in - grad, B = (int)g->nodes[in[0]].shape.dim[0];
-    r = nn__launch_add(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
+    r = nn__launch_kernel(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmmmmiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, nx > 2 ? &g->nodes[in[2]].buf : &g->one,
                        grad ? &g->nodes[in[n->n_in - 1]].buf : &g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->a.loss.kind,

@@ -1,6 +1,9 @@
 /* The matmul ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
 
 /* How a matmul node sees each of its tensors (nn__matmul_attr.vec): a stack of matrices,
    or of row or column vectors (torch.matmul's 1-D operands, and the outputs and gradients
@@ -439,9 +442,9 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* A launch of kernels/gemm.cl with the geometry of a plan (nn_gemm_plan.c) */
+/* A launch of kernels/gemm.cl with the geometry of a plan (opencl/gemm_plan.c) */
 static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *plan, nn__launch **l) {
-    nn_result r = nn__launch_add(g, id, "gemm", plan->kernel, 1, l);
+    nn_result r = nn__launch_kernel(g, id, "gemm", plan->kernel, 1, l);
     if (r != NN_OK) return r;
     (*l)->dims = plan->dims;
     memcpy((*l)->gws, plan->gws, sizeof (*l)->gws);
@@ -501,7 +504,7 @@ static void nn__plan_matmul(nn_graph *g, nn__node *n) {
    every index of the other dims, in order: C takes its first product with beta 0 and adds
    the later ones of the summed dims (beta 1); into scratch, every product has its own
    matrix (summed dims outermost) and sum_leading adds them up in order. */
-static nn_result nn__dev_matmul(nn_graph *g, int id) {
+static nn_result nn__launch_matmul(nn_graph *g, int id) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
     const nn__buf *A = &g->nodes[n->in[0]].buf, *B = &g->nodes[n->in[1]].buf, *C = &n->buf;
@@ -565,7 +568,7 @@ static nn_result nn__dev_matmul(nn_graph *g, int id) {
     }
     if (r == NN_OK && to_scratch) {
         int nb = (int)(S.n_c * G.M * G.N);
-        r = nn__launch_add(g, id, "elementwise", "sum_leading", (size_t)nb, &l);
+        r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)nb, &l);
         if (r == NN_OK) r = nn__args(l, "mmiii", &n->scratch_buf, C, (int)(S.n_r * nb), nb, 0);
     }
     return r;

@@ -1,6 +1,31 @@
 /* The norm ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_norm_stats nn__cpu_norm
+#define nn__launch_norm_stats nn__launch_norm_reduce
+#define nn__grad_norm_stats nn__grad_none
+#define nn__plan_norm_stats nn__no_plan
+#define nn__cpu_norm_forward nn__cpu_norm
+#define nn__plan_norm_forward nn__no_plan
+#define nn__cpu_norm_dx nn__cpu_norm
+#define nn__launch_norm_dx nn__launch_norm_reduce
+#define nn__grad_norm_dx nn__grad_none
+#define nn__plan_norm_dx nn__no_plan
+#define nn__cpu_norm_dgamma nn__cpu_norm
+#define nn__launch_norm_dgamma nn__launch_norm_reduce
+#define nn__grad_norm_dgamma nn__grad_none
+#define nn__plan_norm_dgamma nn__no_plan
+#define nn__cpu_norm_dbeta nn__cpu_norm
+#define nn__launch_norm_dbeta nn__launch_norm_reduce
+#define nn__grad_norm_dbeta nn__grad_none
+#define nn__plan_norm_dbeta nn__no_plan
+#define nn__grad_bn_running nn__grad_none
+#define nn__plan_bn_running nn__no_plan
+#define nn__grad_bn_pack nn__grad_none
+#define nn__plan_bn_pack nn__no_plan
 
 /* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
 static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
@@ -254,7 +279,7 @@ static void nn__grad_norm_forward(nn_graph *g, int id) {
 static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
-    /* attributes: see src/nn_norm.c */
+    /* attributes: see src/cpu/norm.c */
     nn__norm q;
     nn__norm_geom(&q, &n->a.norm);
     if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->threads, &q, y, NN__F(in[0]));
@@ -286,7 +311,7 @@ static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
+static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -295,7 +320,7 @@ static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
     nn_result r = NN_OK;
     /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
     const nn__norm_attr *a = &n->a.norm;
-    r = nn__launch_add(g, id, "norm", "norm_forward", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmmmiiiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, a->has_gamma ? &g->nodes[in[2]].buf : &g->one,
                      a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one, y, a->A, a->C, a->S, a->groups,
@@ -303,7 +328,7 @@ static nn_result nn__dev_norm_forward(nn_graph *g, int id) {
     return r;
 }
 
-static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
+static nn_result nn__launch_norm_reduce(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -319,7 +344,7 @@ static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
     groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
     count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
     while (wg > 1 && wg / 2 >= count) wg /= 2;
-    r = nn__launch_add(g, id, "norm",
+    r = nn__launch_kernel(g, id, "norm",
                    n->op == NN__OP_NORM_STATS ? "norm_stats" : n->op == NN__OP_NORM_DX ? "norm_backward_data" : "norm_backward_affine",
                    groups * wg, &l);
     if (r != NN_OK) return r;
@@ -339,27 +364,27 @@ static nn_result nn__dev_norm_reduce(nn_graph *g, int id) {
                     a->per_channel, 0, (double)a->eps, wg * 4);
 }
 
-static nn_result nn__dev_bn_running(nn_graph *g, int id) {
+static nn_result nn__launch_bn_running(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     /* running mean, running var (updated in place), stats */
     int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
-    r = nn__launch_add(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
+    r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->a.norm.C, (double)n->a.norm.momentum,
                         (double)cnt / (double)(cnt - 1));
     return r;
 }
 
-static nn_result nn__dev_bn_pack(nn_graph *g, int id) {
+static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
+    r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
     if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, n->a.norm.C);
     return r;
 }

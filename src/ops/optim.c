@@ -1,6 +1,21 @@
 /* The optim ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__grad_opt_sgd nn__grad_none
+#define nn__plan_opt_sgd nn__no_plan
+#define nn__grad_opt_adam nn__grad_none
+#define nn__plan_opt_adam nn__no_plan
+#define nn__grad_opt_step nn__grad_none
+#define nn__plan_opt_step nn__no_plan
+#define nn__grad_grad_acc nn__grad_none
+#define nn__plan_grad_acc nn__no_plan
+#define nn__grad_nonfinite_count nn__grad_none
+#define nn__plan_nonfinite_count nn__no_plan
+#define nn__grad_skip_gate nn__grad_none
+#define nn__plan_skip_gate nn__no_plan
 
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     nn_result r;
@@ -19,7 +34,7 @@ static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
 static int nn__optim_updates(const nn_graph *g) { return g->opt.kind != NN_OPT_NONE; }
 
 /* Adds gradient accumulation, clipping and one update op per trainable parameter (the
-   rules, defaults and multipliers are in nn_optim.c). Nodes from g->first_update_node on
+   rules, defaults and multipliers are in cpu/optim.c). Nodes from g->first_update_node on
    run on update steps only. */
 static nn_result nn__add_optimizer(nn_graph *g) {
     int i, n0 = g->n_nodes, scale = -1, acc = -1, k = g->accum_steps;
@@ -172,8 +187,8 @@ static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) { nn__arg_f(l, 0, 
 static void nn__update_grad_acc(nn_graph *g, nn__launch *l) { nn__arg_i(l, 0, (g->step - 1) % (uint64_t)g->accum_steps == 0); }
 
 /* OPT_STEP's launches: LARS reduces |w| and |g| first; LAMB computes u, reduces |w| and
-   |u|, then applies (see nn_optim.c). */
-static nn_result nn__dev_opt_step(nn_graph *g, int id) {
+   |u|, then applies (see cpu/optim.c). */
+static nn_result nn__launch_opt_step(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
     const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
     const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
@@ -186,27 +201,27 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
     if (lamb) s[2] = &n->scratch_buf;
     nn__opt_hparams(&g->opt, h);
     if (n->a.optim.kind == NN_OPT_LARS) {
-        r = nn__launch_add(g, id, "optim", "opt_norms", wg, &l);
+        r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
         if (r != NN_OK) return r;
         l->gws[0] = l->lws[0] = wg;
         l->use_lws = 1;
         r = nn__args(l, "mmmfimiL", &p->buf, grad, clip, (double)cv, np, norms, 0, wg * 8);
         if (r != NN_OK) return r;
     }
-    r = nn__launch_add(g, id, "optim", "opt_step", (size_t)np, &l);
+    r = nn__launch_kernel(g, id, "optim", "opt_step", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_opt;
     r = nn__args(l, "mmmmmmmii@ffffffff@f@f@f@f", &p->buf, grad, clip, s[0], s[1], s[2], norms, np, n->a.optim.kind,
                     (double)g->lr, (double)(g->opt.weight_decay * n->a.optim.wd_mult), (double)cv, (double)h[0], (double)h[1],
                     (double)h[2], (double)h[3], (double)h[4], 0.0, 0.0, 0.0, 0.0);
     if (r != NN_OK || !lamb) return r;
-    r = nn__launch_add(g, id, "optim", "opt_norms", wg, &l);
+    r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
     r = nn__args(l, "mmmfimiL", &p->buf, norms, &g->one, (double)3.40282347e38f, np, norms, np, wg * 8);
     if (r != NN_OK) return r;
-    r = nn__launch_add(g, id, "optim", "lamb_apply", (size_t)np, &l);
+    r = nn__launch_kernel(g, id, "optim", "lamb_apply", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_lamb_apply;
     return nn__args(l, "mmmi@f", &p->buf, norms, clip, np, (double)g->lr);
@@ -214,14 +229,14 @@ static nn_result nn__dev_opt_step(nn_graph *g, int id) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_opt_sgd(nn_graph *g, int id) {
+static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     nn__node *p = &g->nodes[in[0]];
     int np = (int)p->numel;
-    r = nn__launch_add(g, id, "optim", "sgd", (size_t)np, &l);
+    r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_sgd;
     return nn__args(l, "mmmmi@ffffi@if", &p->buf, &g->nodes[in[1]].buf, n->n_aux ? &n->aux[0] : &g->one,
@@ -230,14 +245,14 @@ static nn_result nn__dev_opt_sgd(nn_graph *g, int id) {
                        (double)nn__opt_cv(g));
 }
 
-static nn_result nn__dev_opt_adam(nn_graph *g, int id) {
+static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     nn__node *p = &g->nodes[in[0]];
     int np = (int)p->numel;
-    r = nn__launch_add(g, id, "optim", "adam", (size_t)np, &l);
+    r = nn__launch_kernel(g, id, "optim", "adam", (size_t)np, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_adam;
     return nn__args(l, "mmmmmi@fffffi@f@ff", &p->buf, &g->nodes[in[1]].buf, &n->aux[0], &n->aux[1],
@@ -247,24 +262,24 @@ static nn_result nn__dev_opt_adam(nn_graph *g, int id) {
 }
 
 
-static nn_result nn__dev_grad_acc(nn_graph *g, int id) {
+static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "optim", "grad_acc", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)N, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_grad_acc;
     return nn__args(l, "mmif@i", y, &g->nodes[in[0]].buf, N, (double)n->a.optim.inv_steps, 1);
 }
 
-static nn_result nn__dev_nonfinite_count(nn_graph *g, int id) {
+static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_add(g, id, "optim", "nonfinite_count", wg, &l);
+    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
@@ -272,10 +287,10 @@ static nn_result nn__dev_nonfinite_count(nn_graph *g, int id) {
                     n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, n->n_in > 1, &n->buf, wg * 4);
 }
 
-static nn_result nn__dev_skip_gate(nn_graph *g, int id) {
+static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
-    nn_result r = nn__launch_add(g, id, "optim", "skip_gate", 1, &l);
+    nn_result r = nn__launch_kernel(g, id, "optim", "skip_gate", 1, &l);
     if (r != NN_OK) return r;
     return nn__args(l, "mmm", &g->nodes[n->in[0]].buf, n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, &n->buf);
 }

@@ -1,6 +1,27 @@
 /* The pool ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_maxpool2d nn__cpu_pool2d
+#define nn__launch_maxpool2d nn__launch_pool2d
+#define nn__plan_maxpool2d nn__no_plan
+#define nn__cpu_maxpool2d_argmax nn__cpu_pool2d
+#define nn__launch_maxpool2d_argmax nn__launch_pool2d
+#define nn__grad_maxpool2d_argmax nn__grad_none
+#define nn__plan_maxpool2d_argmax nn__no_plan
+#define nn__cpu_maxpool2d_grad nn__cpu_pool2d
+#define nn__launch_maxpool2d_grad nn__launch_pool2d
+#define nn__grad_maxpool2d_grad nn__grad_none
+#define nn__plan_maxpool2d_grad nn__no_plan
+#define nn__cpu_avgpool2d nn__cpu_pool2d
+#define nn__launch_avgpool2d nn__launch_pool2d
+#define nn__plan_avgpool2d nn__no_plan
+#define nn__cpu_avgpool2d_grad nn__cpu_pool2d
+#define nn__launch_avgpool2d_grad nn__launch_pool2d
+#define nn__grad_avgpool2d_grad nn__grad_none
+#define nn__plan_avgpool2d_grad nn__no_plan
 
 /* ---- pooling ---- */
 
@@ -226,7 +247,7 @@ static nn_result nn__cpu_pool2d(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_pool2d(nn_graph *g, int id) {
+static nn_result nn__launch_pool2d(nn_graph *g, int id) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
@@ -251,9 +272,9 @@ static nn_result nn__dev_pool2d(nn_graph *g, int id) {
                            n->op == NN__OP_MAXPOOL2D_GRAD)) { /* by rows / planes (see pool.cl) */
         snprintf(kname, sizeof kname, "%s%s", nn__pool_kernel(n->op),
                  n->op == NN__OP_MAXPOOL2D_GRAD ? "_planes" : "_rows");
-        r = nn__launch_add(g, id, "pool", kname, n->op == NN__OP_MAXPOOL2D_GRAD ? (size_t)p.NC : (size_t)p.NC * p.OH, &l);
+        r = nn__launch_kernel(g, id, "pool", kname, n->op == NN__OP_MAXPOOL2D_GRAD ? (size_t)p.NC : (size_t)p.NC * p.OH, &l);
     } else
-        r = nn__launch_add(g, id, "pool", nn__pool_kernel(n->op), (size_t)N, &l);
+        r = nn__launch_kernel(g, id, "pool", nn__pool_kernel(n->op), (size_t)N, &l);
     if (r != NN_OK) return r;
     if (n->op == NN__OP_MAXPOOL2D_GRAD)
         return nn__args(l, "mmmiiiii8", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);

@@ -5,9 +5,38 @@
    the same bits. The key is the node's id (a backward op reuses its forward's), the step
    is the graph's step counter, so each nn_graph_step draws afresh and the same graph built
    the same way with the same seed draws the same sequence. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
 #include "../../kernels/random.h"
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_rand nn__cpu_random
+#define nn__launch_rand nn__launch_random
+#define nn__grad_rand nn__grad_none
+#define nn__plan_rand nn__no_plan
+#define nn__cpu_randn nn__cpu_random
+#define nn__launch_randn nn__launch_random
+#define nn__grad_randn nn__grad_none
+#define nn__plan_randn nn__no_plan
+#define nn__cpu_randint nn__cpu_random
+#define nn__launch_randint nn__launch_random
+#define nn__grad_randint nn__grad_none
+#define nn__plan_randint nn__no_plan
+#define nn__cpu_bernoulli nn__cpu_random
+#define nn__launch_bernoulli nn__launch_random
+#define nn__grad_bernoulli nn__grad_none
+#define nn__plan_bernoulli nn__no_plan
+#define nn__cpu_gaussian_noise nn__cpu_random
+#define nn__launch_gaussian_noise nn__launch_random
+#define nn__plan_gaussian_noise nn__no_plan
+#define nn__cpu_alpha_dropout nn__cpu_random
+#define nn__launch_alpha_dropout nn__launch_random
+#define nn__plan_alpha_dropout nn__no_plan
+#define nn__cpu_alpha_dropout_grad nn__cpu_random
+#define nn__launch_alpha_dropout_grad nn__launch_random
+#define nn__grad_alpha_dropout_grad nn__grad_none
+#define nn__plan_alpha_dropout_grad nn__no_plan
 
 /* ---- builders ---- */
 
@@ -194,7 +223,7 @@ static void nn__update_random(nn_graph *g, nn__launch *l) {
     nn__arg_u(l, 1, (unsigned)(g->step >> 32));
 }
 
-static nn_result nn__dev_random(nn_graph *g, int id) {
+static nn_result nn__launch_random(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__random_attr *ra = &n->a.random;
     const nn__buf *x = n->n_in > 0 ? &g->nodes[n->in[0]].buf : NULL, *y = &n->buf;
@@ -204,7 +233,7 @@ static nn_result nn__dev_random(nn_graph *g, int id) {
     nn_result r;
     static const char *const kernels[] = {"rand", "randn", "randint", "bernoulli", "gaussian_noise", "alpha_dropout",
                                           "alpha_dropout_grad"};
-    r = nn__launch_add(g, id, "random", kernels[n->op - NN__OP_RAND], (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "random", kernels[n->op - NN__OP_RAND], (size_t)N, &l);
     if (r != NN_OK) return r;
     l->update = nn__update_random;
     switch (n->op) {

@@ -1,6 +1,74 @@
 /* The reduce ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_sum_all nn__no_plan
+#define nn__plan_expand_scalar nn__no_plan
+#define nn__grad_argmax nn__grad_none
+#define nn__plan_argmax nn__no_plan
+#define nn__grad_correct_rows nn__grad_none
+#define nn__plan_correct_rows nn__no_plan
+#define nn__grad_grad_sumsq nn__grad_none
+#define nn__plan_grad_sumsq nn__no_plan
+#define nn__grad_clip_scale nn__grad_none
+#define nn__plan_clip_scale nn__no_plan
+#define nn__cpu_red_sum nn__cpu_reduce
+#define nn__launch_red_sum nn__launch_reduce
+#define nn__grad_red_sum nn__grad_reduce
+#define nn__plan_red_sum nn__no_plan
+#define nn__cpu_red_prod nn__cpu_reduce
+#define nn__launch_red_prod nn__launch_reduce
+#define nn__grad_red_prod nn__grad_reduce
+#define nn__plan_red_prod nn__no_plan
+#define nn__cpu_red_amax nn__cpu_reduce
+#define nn__launch_red_amax nn__launch_reduce
+#define nn__grad_red_amax nn__grad_reduce
+#define nn__plan_red_amax nn__no_plan
+#define nn__cpu_red_amin nn__cpu_reduce
+#define nn__launch_red_amin nn__launch_reduce
+#define nn__grad_red_amin nn__grad_reduce
+#define nn__plan_red_amin nn__no_plan
+#define nn__cpu_red_max nn__cpu_reduce
+#define nn__launch_red_max nn__launch_reduce
+#define nn__grad_red_max nn__grad_reduce
+#define nn__plan_red_max nn__no_plan
+#define nn__cpu_red_min nn__cpu_reduce
+#define nn__launch_red_min nn__launch_reduce
+#define nn__grad_red_min nn__grad_reduce
+#define nn__plan_red_min nn__no_plan
+#define nn__cpu_red_var nn__cpu_reduce
+#define nn__launch_red_var nn__launch_reduce
+#define nn__grad_red_var nn__grad_reduce
+#define nn__plan_red_var nn__no_plan
+#define nn__cpu_red_std nn__cpu_reduce
+#define nn__launch_red_std nn__launch_reduce
+#define nn__grad_red_std nn__grad_reduce
+#define nn__plan_red_std nn__no_plan
+#define nn__cpu_red_lse nn__cpu_reduce
+#define nn__launch_red_lse nn__launch_reduce
+#define nn__grad_red_lse nn__grad_reduce
+#define nn__plan_red_lse nn__no_plan
+#define nn__cpu_red_norm nn__cpu_reduce
+#define nn__launch_red_norm nn__launch_reduce
+#define nn__grad_red_norm nn__grad_reduce
+#define nn__plan_red_norm nn__no_plan
+#define nn__cpu_argmax_dim nn__cpu_reduce
+#define nn__launch_argmax_dim nn__launch_reduce
+#define nn__grad_argmax_dim nn__grad_none
+#define nn__plan_argmax_dim nn__no_plan
+#define nn__cpu_argmin_dim nn__cpu_reduce
+#define nn__launch_argmin_dim nn__launch_reduce
+#define nn__grad_argmin_dim nn__grad_none
+#define nn__plan_argmin_dim nn__no_plan
+#define nn__grad_reduce_grad nn__grad_none
+#define nn__plan_reduce_grad nn__no_plan
+#define nn__plan_cumsum nn__no_plan
+#define nn__cpu_cumsum_rev nn__cpu_cumsum
+#define nn__launch_cumsum_rev nn__launch_cumsum
+#define nn__grad_cumsum_rev nn__grad_cumsum
+#define nn__plan_cumsum_rev nn__no_plan
 
 /* scale * the sum of node x's elements, [1] (other families: losses' reductions). */
 static nn_tensor nn__sum_all_op(nn_graph *g, int x, float scale) {
@@ -124,61 +192,99 @@ static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_sum_all(nn_graph *g, int id) {
+static nn_result nn__launch_sum_all(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
+    nn__k_sum_all k;
     size_t wg = nn__reduce_wg(g);
-    int m = (int)g->nodes[in[0]].numel;
-    r = nn__launch_add(g, id, "reduce", n->op == NN__OP_SUM_ALL ? "sum_all" : "grad_sumsq", wg, &l);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "sum_all", wg, &l);
     if (r != NN_OK) return r;
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
-    if (n->op == NN__OP_SUM_ALL) return nn__args(l, "mmifL", &g->nodes[in[0]].buf, y, m, (double)n->a.reduce.scale, wg * 4);
-    return nn__args(l, "mmmiiL", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, m, n->n_in > 1, wg * 4);
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)g->nodes[n->in[0]].numel;
+    k.scale = n->a.reduce.scale;
+    k.tmp = wg * 4;
+    return nn__kargs_sum_all(l, &k);
 }
 
-static nn_result nn__dev_expand_scalar(nn_graph *g, int id) {
+static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "reduce", "expand_scalar", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.reduce.scale);
-    return r;
+    nn__k_grad_sumsq k;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "grad_sumsq", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    memset(&k, 0, sizeof k);
+    k.g = &g->nodes[n->in[0]].buf;
+    k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.n = (int)g->nodes[n->in[0]].numel;
+    k.has_prev = n->n_in > 1;
+    k.tmp = wg * 4;
+    return nn__kargs_grad_sumsq(l, &k);
 }
 
-static nn_result nn__dev_argmax_rows(nn_graph *g, int id) {
+static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *x = &g->nodes[in[0]];
-    int B = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    if (n->op == NN__OP_ARGMAX) {
-        r = nn__launch_add(g, id, "reduce", "argmax_rows", (size_t)B, &l);
-        if (r == NN_OK) r = nn__args(l, "mmii", &x->buf, y, B, C);
-    } else {
-        r = nn__launch_add(g, id, "reduce", "correct_rows", (size_t)B, &l);
-        if (r == NN_OK) r = nn__args(l, "mmmii", &x->buf, &g->nodes[in[1]].buf, y, B, C);
-    }
-    return r;
+    nn__k_expand_scalar k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.s = n->a.reduce.scale;
+    return nn__kargs_expand_scalar(l, &k);
 }
 
-static nn_result nn__dev_clip_scale(nn_graph *g, int id) {
+static nn_result nn__launch_argmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
+    const nn__node *x = &g->nodes[n->in[0]];
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_add(g, id, "reduce", "clip_scale", 1, &l);
-    if (r == NN_OK) r = nn__args(l, "mmf", &g->nodes[in[0]].buf, y, (double)n->a.reduce.max_norm);
-    return r;
+    nn__k_argmax_rows k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_argmax_rows(l, &k);
+}
+
+static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_correct_rows k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_correct_rows(l, &k);
+}
+
+static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_clip_scale k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "clip_scale", 1, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.sumsq = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.max_norm = n->a.reduce.max_norm;
+    return nn__kargs_clip_scale(l, &k);
 }
 
 /* ---- reductions along dims (PyTorch's torch.sum(x, dim, keepdim) and its kin) ----
@@ -436,52 +542,89 @@ static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
    row (a strided pass, then a tree in local memory); otherwise one work-item per output
    element walks its R elements (consecutive work-items: consecutive i, coalesced). CPU
    devices take the second form for every shape. */
-static nn_result nn__dev_reduce(nn_graph *g, int id) {
+static nn_result nn__launch_reduce(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
     nn_result r;
-    const nn__buf *x = &g->nodes[n->in[0]].buf;
     int kind = nn__red_kind(n->op);
     if (ra->I == 1 && ra->R > 32 && !g->ctx->dev.cpu_tuned) {
+        nn__k_reduce_rows k;
         size_t wg = nn__reduce_wg(g);
-        r = nn__launch_add(g, id, "reduce", "reduce_rows", (size_t)ra->O * wg, &l);
+        r = nn__launch_kernel(g, id, "reduce", "reduce_rows", (size_t)ra->O * wg, &l);
         if (r != NN_OK) return r;
         l->gws[0] = (size_t)ra->O * wg;
         l->lws[0] = wg;
         l->use_lws = 1;
-        return nn__args(l, "mmmiifffLL", x, &n->buf, &n->buf, ra->R, kind, (double)ra->p, (double)ra->scale,
-                        (double)ra->correction, wg * 4, wg * 4);
+        memset(&k, 0, sizeof k);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.y = k.yi = &n->buf;
+        k.R = ra->R;
+        k.kind = kind;
+        k.p = ra->p;
+        k.scale = ra->scale;
+        k.corr = ra->correction;
+        k.tf = k.ti = wg * 4;
+        return nn__kargs_reduce_rows(l, &k);
+    } else {
+        nn__k_reduce_cols k;
+        r = nn__launch_kernel(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.y = k.yi = &n->buf;
+        k.O = ra->O;
+        k.R = ra->R;
+        k.I = ra->I;
+        k.kind = kind;
+        k.p = ra->p;
+        k.scale = ra->scale;
+        k.corr = ra->correction;
+        return nn__kargs_reduce_cols(l, &k);
     }
-    r = nn__launch_add(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
-    if (r != NN_OK) return r;
-    return nn__args(l, "mmmiiiifff", x, &n->buf, &n->buf, ra->O, ra->R, ra->I, kind, (double)ra->p,
-                    (double)ra->scale, (double)ra->correction);
 }
 
 /* Gradients that need no statistics of the row (sum, mean, logsumexp, finite-p norms): one
    work-item per element of dx; the others one work-item per row (o, i), which walks it. */
-static nn_result nn__dev_reduce_grad(nn_graph *g, int id) {
+static nn_result nn__launch_reduce_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
+    nn__k_reduce_grad k;
     nn_result r;
-    const nn__buf *gy = &g->nodes[n->in[0]].buf;
-    const nn__buf *x = n->n_in > 1 ? &g->nodes[n->in[1]].buf : gy, *y = n->n_in > 2 ? &g->nodes[n->in[2]].buf : gy;
     int kind = nn__red_kind(ra->fwd);
     int elementwise = kind == NN__RK_SUM || kind == NN__RK_LSE || (kind == NN__RK_NORM && !isinf(ra->p));
-    r = nn__launch_add(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
+    r = nn__launch_kernel(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
                        elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmmmiiiifff", gy, x, y, &n->buf, ra->O, ra->R, ra->I, kind, (double)ra->p, (double)ra->scale,
-                    (double)ra->correction);
+    memset(&k, 0, sizeof k);
+    k.gy = &g->nodes[n->in[0]].buf;
+    k.x = n->n_in > 1 ? &g->nodes[n->in[1]].buf : k.gy;
+    k.y = n->n_in > 2 ? &g->nodes[n->in[2]].buf : k.gy;
+    k.dx = &n->buf;
+    k.O = ra->O;
+    k.R = ra->R;
+    k.I = ra->I;
+    k.kind = kind;
+    k.p = ra->p;
+    k.scale = ra->scale;
+    k.corr = ra->correction;
+    return nn__kargs_reduce_grad(l, &k);
 }
 
-static nn_result nn__dev_cumsum(nn_graph *g, int id) {
+static nn_result nn__launch_cumsum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
     nn__launch *l = NULL;
-    nn_result r = nn__launch_add(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
+    nn__k_cumsum k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmiiii", &g->nodes[n->in[0]].buf, &n->buf, ra->O, ra->R, ra->I, n->op == NN__OP_CUMSUM_REV);
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.O = ra->O;
+    k.R = ra->R;
+    k.I = ra->I;
+    k.reverse = n->op == NN__OP_CUMSUM_REV;
+    return nn__kargs_cumsum(l, &k);
 }

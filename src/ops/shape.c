@@ -1,6 +1,40 @@
 /* The shape ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_reshape nn__no_plan
+#define nn__plan_permute nn__no_plan
+#define nn__plan_concat nn__no_plan
+#define nn__plan_slice nn__no_plan
+#define nn__cpu_slice_grad nn__cpu_slice
+#define nn__launch_slice_grad nn__launch_slice
+#define nn__grad_slice_grad nn__grad_none
+#define nn__plan_slice_grad nn__no_plan
+#define nn__plan_flip nn__no_plan
+#define nn__plan_repeat nn__no_plan
+#define nn__cpu_repeat_grad nn__cpu_repeat
+#define nn__launch_repeat_grad nn__launch_repeat
+#define nn__grad_repeat_grad nn__grad_none
+#define nn__plan_repeat_grad nn__no_plan
+#define nn__plan_tril nn__no_plan
+#define nn__grad_const nn__grad_none
+#define nn__plan_const nn__no_plan
+#define nn__launch_pad2d nn__launch_pad_upsample
+#define nn__grad_pad2d nn__grad_pad_upsample
+#define nn__plan_pad2d nn__no_plan
+#define nn__cpu_pad2d_grad nn__cpu_pad2d
+#define nn__launch_pad2d_grad nn__launch_pad_upsample
+#define nn__grad_pad2d_grad nn__grad_none
+#define nn__plan_pad2d_grad nn__no_plan
+#define nn__launch_upsample2d nn__launch_pad_upsample
+#define nn__grad_upsample2d nn__grad_pad_upsample
+#define nn__plan_upsample2d nn__no_plan
+#define nn__cpu_upsample2d_grad nn__cpu_upsample2d
+#define nn__launch_upsample2d_grad nn__launch_pad_upsample
+#define nn__grad_upsample2d_grad nn__grad_none
+#define nn__plan_upsample2d_grad nn__no_plan
 
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
     char a[128], b[128];
@@ -635,18 +669,18 @@ static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_reshape(nn_graph *g, int id) {
+static nn_result nn__launch_reshape(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel;
     nn__launch *l = NULL;
     nn_result r;
     if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
-    r = nn__launch_add(g, id, "elementwise", "copy", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "elementwise", "copy", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[n->in[0]].buf, &n->buf, N);
     return r;
 }
 
-static nn_result nn__dev_permute(nn_graph *g, int id) {
+static nn_result nn__launch_permute(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -660,12 +694,12 @@ static nn_result nn__dev_permute(nn_graph *g, int id) {
         vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
         vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
     }
-    r = nn__launch_add(g, id, "shape", "permute", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "shape", "permute", (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[in[0]].buf, y, N, vd, vs);
     return r;
 }
 
-static nn_result nn__dev_concat(nn_graph *g, int id) {
+static nn_result nn__launch_concat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn_result r = NN_OK;
@@ -675,14 +709,14 @@ static nn_result nn__dev_concat(nn_graph *g, int id) {
     for (k = 0; k < n->n_in && r == NN_OK; k++) { /* one launch per input: each written once */
         const nn__node *x = &g->nodes[n->in[k]];
         int64_t lx = x->shape.dim[n->a.shape.axis];
-        r = nn__launch_add(g, id, "shape", "concat_part", (size_t)x->numel, &l);
+        r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)x->numel, &l);
         if (r == NN_OK) r = nn__args(l, "mmiiiii", &x->buf, &n->buf, (int)x->numel, (int)lx, (int)L, (int)off, (int)inner);
         off += lx;
     }
     return r;
 }
 
-static nn_result nn__dev_slice(nn_graph *g, int id) {
+static nn_result nn__launch_slice(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -693,7 +727,7 @@ static nn_result nn__dev_slice(nn_graph *g, int id) {
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    r = nn__launch_add(g, id, "shape", "slice", (size_t)N, &l);
+    r = nn__launch_kernel(g, id, "shape", "slice", (size_t)N, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmiiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->a.shape.start, grad,
                      n->a.shape.step);
@@ -706,7 +740,7 @@ static void nn__dims8(const int64_t *dims, int nd, int fill, int *v) {
     for (d = 0; d < 8; d++) v[d] = d < nd ? (int)dims[d] : fill;
 }
 
-static nn_result nn__dev_flip(nn_graph *g, int id) {
+static nn_result nn__launch_flip(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
     int vd[8], vs[8];
@@ -714,12 +748,12 @@ static nn_result nn__dev_flip(nn_graph *g, int id) {
     nn_result r;
     nn__dims8(dims, NN_MAX_DIMS, 1, vd);
     nn__dims8(xs, NN_MAX_DIMS, 0, vs);
-    r = nn__launch_add(g, id, "shape", "strided", (size_t)n->numel, &l);
+    r = nn__launch_kernel(g, id, "shape", "strided", (size_t)n->numel, &l);
     if (r == NN_OK) r = nn__args(l, "mmi88i", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, vd, vs, (int)base);
     return r;
 }
 
-static nn_result nn__dev_repeat(nn_graph *g, int id) {
+static nn_result nn__launch_repeat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], p6[NN_MAX_DIMS], q6[NN_MAX_DIMS];
     int nd = nn__repeat_geom(g, n, yd, xd), pad = NN_MAX_DIMS - nd, d, v1[8], v2[8];
@@ -731,27 +765,27 @@ static nn_result nn__dev_repeat(nn_graph *g, int id) {
     }
     nn__dims8(p6, NN_MAX_DIMS, 1, v1);
     nn__dims8(q6, NN_MAX_DIMS, 1, v2);
-    r = nn__launch_add(g, id, "shape", n->op == NN__OP_REPEAT ? "repeat_forward" : "repeat_backward", (size_t)n->numel, &l);
+    r = nn__launch_kernel(g, id, "shape", n->op == NN__OP_REPEAT ? "repeat_forward" : "repeat_backward", (size_t)n->numel, &l);
     if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, v1, v2);
     return r;
 }
 
-static nn_result nn__dev_tril(nn_graph *g, int id) {
+static nn_result nn__launch_tril(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int nd = n->shape.ndim;
     nn__launch *l = NULL;
-    nn_result r = nn__launch_add(g, id, "shape", "tril", (size_t)n->numel, &l);
+    nn_result r = nn__launch_kernel(g, id, "shape", "tril", (size_t)n->numel, &l);
     if (r == NN_OK)
         r = nn__args(l, "mmiiiii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, (int)n->shape.dim[nd - 2],
                      (int)n->shape.dim[nd - 1], n->a.shape.diagonal, n->a.shape.upper);
     return r;
 }
 
-static nn_result nn__dev_const(nn_graph *g, int id) { /* never scheduled: computed at compile time */
+static nn_result nn__launch_const(nn_graph *g, int id) { /* never scheduled: computed at compile time */
     return nn__fail(g->ctx, NN_ERR_STATE, "%s: a constant has no kernels", nn__op_names[g->nodes[id].op]);
 }
 
-static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
+static nn_result nn__launch_pad_upsample(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -776,7 +810,7 @@ static nn_result nn__dev_pad_upsample(nn_graph *g, int id) {
         geo[3] = n->a.shape.scale_w;
         geo[4] = n->a.shape.bilinear;
     }
-    r = nn__launch_add(g, id, "shape",
+    r = nn__launch_kernel(g, id, "shape",
                    pad ? (fwd ? "pad2d_forward" : "pad2d_backward") : (fwd ? "upsample2d_forward" : "upsample2d_backward"),
                    (size_t)N, &l);
     if (r == NN_OK) r = nn__args(l, "mmi8", &g->nodes[in[0]].buf, y, N, geo);

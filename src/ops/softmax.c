@@ -1,6 +1,19 @@
 /* The softmax ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../nn_internal.h"
-#include "../nn_ops.h"
+#include "../base/internal.h"
+#include "../base/registry.h"
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__plan_softmax nn__no_plan
+#define nn__cpu_log_softmax nn__cpu_softmax
+#define nn__launch_log_softmax nn__launch_softmax
+#define nn__plan_log_softmax nn__no_plan
+#define nn__grad_softmax_grad nn__grad_none
+#define nn__plan_softmax_grad nn__no_plan
+#define nn__cpu_log_softmax_grad nn__cpu_softmax_grad
+#define nn__launch_log_softmax_grad nn__launch_softmax_grad
+#define nn__grad_log_softmax_grad nn__grad_none
+#define nn__plan_log_softmax_grad nn__no_plan
 
 /* The op normalises the last dim; another dim is moved last and back (two permutes). */
 static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x, int dim) {
@@ -42,8 +55,8 @@ static nn_result nn__cpu_softmax(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__rows_run(g->ctx->threads, NN__RJ_SOFTMAX, n->op == NN__OP_LOG_SOFTMAX, y, NN__F(in[0]), NULL, NULL, NULL,
-                 N / nn__last_dim(n), nn__last_dim(n));
+    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX, y, NN__F(in[0]), NULL, N / nn__last_dim(n),
+                     nn__last_dim(n));
     return NN_OK;
 }
 
@@ -51,14 +64,14 @@ static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__rows_run(g->ctx->threads, NN__RJ_SOFTMAX_GRAD, n->op == NN__OP_LOG_SOFTMAX_GRAD, y, NN__F(in[0]), NN__F(in[1]), NULL,
-                 NULL, N / nn__last_dim(n), nn__last_dim(n));
+    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX_GRAD, y, NN__F(in[0]), NN__F(in[1]),
+                     N / nn__last_dim(n), nn__last_dim(n));
     return NN_OK;
 }
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
-static nn_result nn__dev_softmax(nn_graph *g, int id) {
+static nn_result nn__launch_softmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -66,12 +79,12 @@ static nn_result nn__dev_softmax(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int C = (int)nn__last_dim(n);
-    r = nn__launch_add(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
+    r = nn__launch_kernel(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
     if (r == NN_OK) r = nn__args(l, "mmiii", &g->nodes[in[0]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX);
     return r;
 }
 
-static nn_result nn__dev_softmax_grad(nn_graph *g, int id) {
+static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__buf *y = &n->buf;
@@ -79,7 +92,7 @@ static nn_result nn__dev_softmax_grad(nn_graph *g, int id) {
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     int C = (int)nn__last_dim(n);
-    r = nn__launch_add(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
+    r = nn__launch_kernel(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
     if (r == NN_OK)
         r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX_GRAD);
     return r;

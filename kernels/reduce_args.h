@@ -1,0 +1,36 @@
+/* kernels/reduce.cl's kernel signatures (kernels/kargs.h says how to read them). */
+#ifndef NN__REDUCE_ARGS_H
+#define NN__REDUCE_ARGS_H
+
+/* to a scalar in one work-group; tmp: the work-group's floats */
+#define NN__KARGS_sum_all(F, P) F(in, x) P(out, y) P(int, n) P(float, scale) P(lfloat, tmp)
+NN__KSIG(sum_all)
+#define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)
+NN__KSIG(grad_sumsq)
+#define NN__KARGS_clip_scale(F, P) F(in, sumsq) P(out, y) P(float, max_norm)
+NN__KSIG(clip_scale)
+
+/* x [O, R, I] reduced over R; y and yi are one buffer (floats, or ints for argmax/argmin) */
+#define NN__KARGS_reduce_cols(F, P) \
+    F(in, x) P(out, y) P(iout, yi) P(int, O) P(int, R) P(int, I) P(int, kind) P(float, p) P(float, scale) P(float, corr)
+NN__KSIG(reduce_cols)
+#define NN__KARGS_reduce_rows(F, P)                                                                  \
+    F(in, x) P(out, y) P(iout, yi) P(int, R) P(int, kind) P(float, p) P(float, scale) P(float, corr) \
+    P(lfloat, tf) P(lint, ti)
+NN__KSIG(reduce_rows)
+/* reduce_grad_elems and reduce_grad_cols */
+#define NN__KARGS_reduce_grad(F, P)                                                                      \
+    F(in, gy) P(in, x) P(in, y) P(out, dx) P(int, O) P(int, R) P(int, I) P(int, kind) P(float, p) \
+    P(float, scale) P(float, corr)
+NN__KSIG(reduce_grad)
+
+#define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)
+NN__KSIG(cumsum)
+#define NN__KARGS_expand_scalar(F, P) F(in, x) P(out, y) P(int, n) P(float, s)
+NN__KSIG(expand_scalar)
+#define NN__KARGS_argmax_rows(F, P) F(in, x) P(iout, y) P(int, B) P(int, C)
+NN__KSIG(argmax_rows)
+#define NN__KARGS_correct_rows(F, P) F(in, x) P(iin, label) P(out, y) P(int, B) P(int, C)
+NN__KSIG(correct_rows)
+
+#endif

@@ -1,0 +1,217 @@
+/* The op registry. Each family's list names its ops once, X(ENUM, "name", stem, flags): the
+   enum value NN__OP_ENUM, the name used in messages, and the stem that names the op's
+   functions in src/ops/FAMILY.c:
+     nn__cpu_STEM     nn_result f(nn_graph *g, nn__node *n)  the CPU backend's body
+     nn__launch_STEM  nn_result f(nn_graph *g, int id)       the kernel launches of kernels/FAMILY.cl
+                                                             for a device backend (nn__launch_kernel
+                                                             and the kernel's nn__kargs_SIG)
+     nn__grad_STEM    void f(nn_graph *g, int id)            the autograd rule
+     nn__plan_STEM    void f(nn_graph *g, nn__node *n)       compile time, before memory is planned:
+                                                             the algorithm and scratch size
+     flags            NN__OPF_*
+   A function an op shares with another, or has none of, is a one-line alias beside the op
+   (#define nn__cpu_sub nn__cpu_binary; nn__grad_none: no gradient rule; nn__no_plan: no
+   compile-time plan). The enum, the names and the table in src/ops/registry.c are made
+   from these lists, so an op with a missing function does not compile. */
+#ifndef NN__OPS_H
+#define NN__OPS_H
+#include "internal.h"
+
+/* The plan of an op that needs none (its nn__plan_STEM alias). */
+#define nn__no_plan 0
+
+#define NN__OPF_LEAF 1u    /* an input or parameter: no body, no plan */
+#define NN__OPF_NO_GRAD 2u /* not differentiable: no gradient flows through it */
+#define NN__OPF_WRITABLE 4u /* its value persists across runs and the user may write it (accumulators) */
+#define NN__OPF_VIEW 8u    /* its output is its first input's data in another shape: the planner gives it
+                              that input's storage (NN__ST_VIEW) unless the input is a parameter; its
+                              body and device plan then do nothing (n->storage == NN__ST_VIEW) */
+#define NN__OPF_CONST 16u  /* no inputs: computed once at compile time by its CPU body (into a host
+                              copy written to the device), never scheduled; its own storage */
+
+#define NN__OPF_RANK0 32u  /* takes and makes rank-0 (scalar []) tensors: its shape rule, bodies and plans
+                              handle 0 dims; nodes of other ops refuse them when built */
+
+#define NN__OPS_LEAF(X)                                     \
+    X(INPUT, "input", input, NN__OPF_LEAF | NN__OPF_RANK0)  \
+    X(PARAM, "param", param, NN__OPF_LEAF)
+
+#define NN__OPS_ELEMENTWISE(X)                                                                   \
+    X(ADD, "add", add, NN__OPF_RANK0)                                                            \
+    X(SUB, "sub", sub, NN__OPF_RANK0)                                                            \
+    X(MUL, "mul", mul, NN__OPF_RANK0)                                                            \
+    X(SCALE, "scale", scale, NN__OPF_RANK0)                                                      \
+    X(UNARY, "activation", unary, NN__OPF_RANK0)                                                 \
+    X(UNARY_GRAD, "activation_grad", unary_grad, NN__OPF_RANK0)                                  \
+    X(PRELU, "prelu", prelu, 0)                                                                  \
+    X(PRELU_DX, "prelu_grad_input", prelu_dx, 0)                                                 \
+    X(PRELU_DW, "prelu_grad_weight", prelu_dw, 0)                                                \
+    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)                                                \
+    X(ACCUMULATE, "accumulate", accumulate, NN__OPF_NO_GRAD | NN__OPF_WRITABLE | NN__OPF_RANK0)  \
+    X(FILL, "fill", fill, NN__OPF_NO_GRAD | NN__OPF_RANK0)                                       \
+    X(BINARY, "binary", binary, NN__OPF_RANK0)                                                   \
+    X(BINARY_GRAD, "binary_grad", binary_grad, NN__OPF_RANK0)                                    \
+    X(COMPARE, "compare", compare, NN__OPF_NO_GRAD | NN__OPF_RANK0)                              \
+    X(WHERE, "where", where, NN__OPF_RANK0)                                                      \
+    X(MASKED_FILL, "masked_fill", masked_fill, NN__OPF_RANK0)                                    \
+    X(EXPAND, "expand", expand, NN__OPF_RANK0)                                                   \
+    X(SUM_TO, "sum_to", sum_to, NN__OPF_RANK0)                                                   \
+    X(UNARY_NOGRAD, "unary_nograd", unary_nograd, NN__OPF_NO_GRAD | NN__OPF_RANK0)
+
+#define NN__OPS_MATMUL(X)           \
+    X(MATMUL, "matmul", matmul, 0)
+
+#define NN__OPS_REDUCE(X)                                                     \
+    X(SUM_ALL, "sum", sum_all, NN__OPF_RANK0)                                 \
+    X(EXPAND_SCALAR, "expand", expand_scalar, NN__OPF_RANK0)                  \
+    X(ARGMAX, "argmax", argmax, NN__OPF_NO_GRAD)                              \
+    X(CORRECT_ROWS, "accuracy", correct_rows, NN__OPF_NO_GRAD)                \
+    X(GRAD_SUMSQ, "grad_norm", grad_sumsq, 0)                                 \
+    X(CLIP_SCALE, "clip_scale", clip_scale, 0)                                \
+    X(RED_SUM, "sum_dim", red_sum, NN__OPF_RANK0)                             \
+    X(RED_PROD, "prod_dim", red_prod, NN__OPF_RANK0)                          \
+    X(RED_AMAX, "amax", red_amax, NN__OPF_RANK0)                              \
+    X(RED_AMIN, "amin", red_amin, NN__OPF_RANK0)                              \
+    X(RED_MAX, "max_dim", red_max, NN__OPF_RANK0)                             \
+    X(RED_MIN, "min_dim", red_min, NN__OPF_RANK0)                             \
+    X(RED_VAR, "var_dim", red_var, NN__OPF_RANK0)                             \
+    X(RED_STD, "std_dim", red_std, NN__OPF_RANK0)                             \
+    X(RED_LSE, "logsumexp", red_lse, NN__OPF_RANK0)                           \
+    X(RED_NORM, "norm_dim", red_norm, NN__OPF_RANK0)                          \
+    X(ARGMAX_DIM, "argmax_dim", argmax_dim, NN__OPF_NO_GRAD | NN__OPF_RANK0)  \
+    X(ARGMIN_DIM, "argmin_dim", argmin_dim, NN__OPF_NO_GRAD | NN__OPF_RANK0)  \
+    X(REDUCE_GRAD, "reduce_grad", reduce_grad, NN__OPF_RANK0)                 \
+    X(CUMSUM, "cumsum", cumsum, 0)                                            \
+    X(CUMSUM_REV, "cumsum_reverse", cumsum_rev, 0)
+
+#define NN__OPS_SOFTMAX(X)                                        \
+    X(SOFTMAX, "softmax", softmax, 0)                             \
+    X(LOG_SOFTMAX, "log_softmax", log_softmax, 0)                 \
+    X(SOFTMAX_GRAD, "softmax_grad", softmax_grad, 0)              \
+    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", log_softmax_grad, 0)
+
+#define NN__OPS_LOSS(X)                                                  \
+    X(XENT_ROWS, "softmax_cross_entropy", xent_rows, 0)                  \
+    X(XENT_GRAD, "softmax_cross_entropy_grad", xent_grad, 0)             \
+    X(BCE_LOGITS, "bce_with_logits", bce_logits, 0)                      \
+    X(BCE_LOGITS_GRAD, "bce_with_logits_grad", bce_logits_grad, 0)       \
+    X(LOSS_EW, "loss", loss_ew, 0)                                       \
+    X(LOSS_EW_GRAD, "loss_grad", loss_ew_grad, 0)                        \
+    X(CE_ROWS, "cross_entropy", ce_rows, 0)                              \
+    X(CE_ROWS_GRAD, "cross_entropy_grad", ce_rows_grad, 0)               \
+    X(CE_WEIGHTS, "cross_entropy_weights", ce_weights, NN__OPF_NO_GRAD)  \
+    X(DIV_SCALAR, "div_scalar", div_scalar, 0)                           \
+    X(LOSS_ROWS, "row_loss", loss_rows, 0)                               \
+    X(LOSS_ROWS_GRAD, "row_loss_grad", loss_rows_grad, 0)
+
+#define NN__OPS_GATHER(X)                                            \
+    X(GATHER_ROWS, "gather_rows", gather_rows, 0)                    \
+    X(GATHER_ROWS_GRAD, "gather_rows_grad", gather_rows_grad, 0)     \
+    X(INDEX_SELECT, "index_select", index_select, 0)                 \
+    X(INDEX_SELECT_GRAD, "index_select_grad", index_select_grad, 0)  \
+    X(GATHER, "gather", gather, 0)                                   \
+    X(SCATTER_ADD, "scatter_add", scatter_add, 0)                    \
+    X(ONE_HOT, "one_hot", one_hot, NN__OPF_NO_GRAD)
+
+#define NN__OPS_SHAPE(X)                                          \
+    X(RESHAPE, "reshape", reshape, NN__OPF_VIEW | NN__OPF_RANK0)  \
+    X(PERMUTE, "permute", permute, 0)                             \
+    X(CONCAT, "concat", concat, 0)                                \
+    X(SLICE, "slice", slice, 0)                                   \
+    X(SLICE_GRAD, "slice_grad", slice_grad, 0)                    \
+    X(FLIP, "flip", flip, 0)                                      \
+    X(REPEAT, "repeat", repeat, 0)                                \
+    X(REPEAT_GRAD, "repeat_grad", repeat_grad, 0)                 \
+    X(TRIL, "tril_triu", tril, 0)                                 \
+    X(CONST, "constant", const, NN__OPF_NO_GRAD | NN__OPF_CONST)  \
+    X(PAD2D, "pad2d", pad2d, 0)                                   \
+    X(PAD2D_GRAD, "pad2d_grad", pad2d_grad, 0)                    \
+    X(UPSAMPLE2D, "upsample2d", upsample2d, 0)                    \
+    X(UPSAMPLE2D_GRAD, "upsample2d_grad", upsample2d_grad, 0)
+
+#define NN__OPS_CONV(X)                               \
+    X(CONV2D, "conv2d", conv2d, 0)                    \
+    X(CONV2D_DX, "conv2d_grad_input", conv2d_dx, 0)   \
+    X(CONV2D_DW, "conv2d_grad_weight", conv2d_dw, 0)  \
+    X(CHANNEL_BIAS, "channel_bias", channel_bias, 0)  \
+    X(CHANNEL_SUM, "channel_sum", channel_sum, 0)     \
+    X(CONV3D, "conv3d", conv3d, 0)                    \
+    X(CONV3D_DX, "conv3d_grad_input", conv3d_dx, 0)   \
+    X(CONV3D_DW, "conv3d_grad_weight", conv3d_dw, 0)
+
+#define NN__OPS_NORM(X)                                        \
+    X(NORM_STATS, "norm_stats", norm_stats, 0)                 \
+    X(NORM_FORWARD, "norm", norm_forward, 0)                   \
+    X(NORM_DX, "norm_grad_input", norm_dx, 0)                  \
+    X(NORM_DGAMMA, "norm_grad_weight", norm_dgamma, 0)         \
+    X(NORM_DBETA, "norm_grad_bias", norm_dbeta, 0)             \
+    X(BN_RUNNING, "batch_norm_running_update", bn_running, 0)  \
+    X(BN_PACK, "batch_norm_running_stats", bn_pack, 0)
+
+#define NN__OPS_POOL(X)                                            \
+    X(MAXPOOL2D, "max_pool2d", maxpool2d, 0)                       \
+    X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax", maxpool2d_argmax, 0)  \
+    X(MAXPOOL2D_GRAD, "max_pool2d_grad", maxpool2d_grad, 0)        \
+    X(AVGPOOL2D, "avg_pool2d", avgpool2d, 0)                       \
+    X(AVGPOOL2D_GRAD, "avg_pool2d_grad", avgpool2d_grad, 0)
+
+#define NN__OPS_OPTIM(X)                                                     \
+    X(OPT_SGD, "sgd", opt_sgd, 0)                                            \
+    X(OPT_ADAM, "adam", opt_adam, 0)                                         \
+    X(OPT_STEP, "optimizer", opt_step, 0)                                    \
+    X(GRAD_ACC, "grad_accumulate", grad_acc, 0)                              \
+    X(NONFINITE_COUNT, "nonfinite_count", nonfinite_count, NN__OPF_NO_GRAD)  \
+    X(SKIP_GATE, "skip_gate", skip_gate, NN__OPF_NO_GRAD)
+
+#define NN__OPS_RANDOM(X)                                                           \
+    X(RAND, "rand", rand, NN__OPF_NO_GRAD | NN__OPF_RANK0)                          \
+    X(RANDN, "randn", randn, NN__OPF_NO_GRAD | NN__OPF_RANK0)                       \
+    X(RANDINT, "randint", randint, NN__OPF_NO_GRAD | NN__OPF_RANK0)                 \
+    X(BERNOULLI, "bernoulli", bernoulli, NN__OPF_NO_GRAD | NN__OPF_RANK0)           \
+    X(GAUSSIAN_NOISE, "gaussian_noise", gaussian_noise, NN__OPF_RANK0)              \
+    X(ALPHA_DROPOUT, "alpha_dropout", alpha_dropout, NN__OPF_RANK0)                 \
+    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)
+
+#define NN__OPS(X)                                                                                          \
+    NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
+    NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
+    NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)
+
+typedef enum nn__opcode {
+#define NN__X(e, s, stem, flags) NN__OP_##e,
+    NN__OPS(NN__X)
+#undef NN__X
+    NN__OP_COUNT
+} nn__opcode;
+
+typedef struct nn__op_def {
+    const char *name;
+    nn_result (*cpu)(nn_graph *g, nn__node *n);
+    nn_result (*launch)(nn_graph *g, int id);
+    void (*grad)(nn_graph *g, int id);
+    void (*plan)(nn_graph *g, nn__node *n);
+    unsigned flags;
+} nn__op_def;
+
+static const nn__op_def *nn__op(int op); /* src/ops/registry.c */
+
+/* In CPU bodies: node id's data as float and as int32. */
+#define NN__F(id) (g->nodes[(id)].buf.host)
+#define NN__I(id) ((int32_t *)g->nodes[(id)].buf.host)
+
+/* The locals every autograd rule starts from: n (a copy: nodes may move while the rule
+   adds nodes), gy = d(loss)/d(n), the first two inputs a and b, and whether each needs a
+   gradient (ga, gb). */
+#define NN__GRAD_RULE(g, id)                                                                \
+    nn__node n = (g)->nodes[(id)];                                                          \
+    nn_tensor gy = nn__tensor(n.grad);                                                      \
+    int a = n.in[0], b = n.n_in > 1 ? n.in[1] : -1;                                         \
+    int ga = a >= 0 && (g)->nodes[a].needs_grad, gb = b >= 0 && (g)->nodes[b].needs_grad;  \
+    (void)gy, (void)a, (void)b, (void)ga, (void)gb
+
+/* The optimizer's part of compiling (src/ops/optim.c): its settings checked and its
+   schedule set, then its ops added after autograd. */
+static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d);
+static int nn__optim_updates(const nn_graph *g); /* the graph updates its parameters */
+static nn_result nn__add_optimizer(nn_graph *g);
+#endif /* NN__OPS_H */

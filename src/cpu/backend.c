@@ -1,0 +1,107 @@
+/* The CPU backend: buffers are host memory, and a run calls each scheduled op's CPU body
+   (src/ops/FAMILY.c) in order. Always present, and tried last. */
+#include "../base/internal.h"
+#include "../base/registry.h"
+
+static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+    if (device && strcmp(device, "cpu") != 0) {
+        nn__fail(ctx, NN_ERR_UNAVAILABLE, "the CPU backend takes only \"cpu\"");
+        return NN_ERR_UNAVAILABLE;
+    }
+    /* the pool, and in it the workspace that GEMMs fall back on when their packing buffers
+       cannot be allocated (nn__gemm_small): a run never depends on an allocation for its
+       results */
+    ctx->threads = nn__threadpool_create(desc->threads);
+    if (!ctx->threads || !nn__threadpool_workspace(ctx->threads, nn__sgemm_small_bytes())) {
+        nn__threadpool_destroy(ctx->threads);
+        ctx->threads = NULL;
+        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "the CPU backend: out of memory for its thread pool");
+    }
+    strcpy(ctx->backend_name, "cpu");
+    memset(&ctx->dev, 0, sizeof ctx->dev);
+    ctx->dev.cpu_tuned = 1;
+    ctx->dev.align = 64;
+    ctx->dev.info.backend = NN_BACKEND_CPU;
+    ctx->dev.info.index = -1;
+    ctx->dev.info.is_cpu = 1;
+    strcpy(ctx->dev.info.name, "cpu");
+    return NN_OK;
+}
+
+static void nn__cpub_close(nn_context *ctx) {
+    nn__threadpool_destroy(ctx->threads);
+    ctx->threads = NULL;
+}
+
+static nn_result nn__cpub_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
+    (void)zero; /* calloc'd either way */
+    b->bytes = bytes;
+    b->host = (float *)nn__calloc(1, bytes ? bytes : 4);
+    if (!b->host)
+        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes", what, (unsigned long long)bytes);
+    b->owned = 1;
+    return NN_OK;
+}
+
+static nn_result nn__cpub_view(nn_context *ctx, const nn__buf *base, size_t offset, size_t bytes, nn__buf *out,
+                              const char *what) {
+    (void)ctx;
+    (void)what;
+    memset(out, 0, sizeof *out);
+    out->bytes = bytes;
+    out->offset = offset;
+    out->host = (float *)((char *)base->host + offset);
+    return NN_OK;
+}
+
+static void nn__cpub_release(nn_context *ctx, nn__buf *b) {
+    (void)ctx;
+    if (b->owned) NN_FREE(b->host);
+}
+
+static nn_result nn__cpub_write(nn_context *ctx, nn__buf *b, const void *src, size_t bytes) {
+    (void)ctx;
+    memcpy(b->host, src, bytes);
+    return NN_OK;
+}
+
+static nn_result nn__cpub_read(nn_context *ctx, const nn__buf *b, void *dst, size_t bytes) {
+    (void)ctx;
+    memcpy(dst, b->host, bytes);
+    return NN_OK;
+}
+
+static nn_result nn__cpub_fill(nn_context *ctx, nn__buf *b, float value, size_t bytes) {
+    size_t i, n = bytes / sizeof(float);
+    (void)ctx;
+    for (i = 0; i < n; i++) b->host[i] = value;
+    return NN_OK;
+}
+
+static nn_result nn__cpub_prepare(nn_graph *g) {
+    (void)g;
+    return NN_OK;
+}
+
+static nn_result nn__cpub_run(nn_graph *g, int n_sched) {
+    int i;
+    for (i = 0; i < n_sched; i++) {
+        nn__node *n = &g->nodes[g->sched[i]];
+        nn_result r = nn__op(n->op)->cpu(g, n);
+        if (r != NN_OK) return r;
+        g->progress++;
+    }
+    g->ctx->stats.kernel_launches += (uint64_t)n_sched;
+    return NN_OK;
+}
+
+static nn_result nn__cpub_finish(nn_context *ctx) {
+    (void)ctx;
+    return NN_OK;
+}
+
+static void nn__cpub_release_graph(nn_graph *g) { (void)g; }
+
+static const nn__backend nn__cpu_backend = {
+    "cpu", NN_BACKEND_CPU, 1, nn__cpub_open, nn__cpub_close, NULL, nn__cpub_alloc, nn__cpub_view, nn__cpub_release,
+    nn__cpub_write, nn__cpub_read, nn__cpub_fill, nn__cpub_prepare, nn__cpub_run, nn__cpub_finish, nn__cpub_release_graph};

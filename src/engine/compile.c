@@ -1,0 +1,507 @@
+/* Compiling and running a graph: autograd and the optimizer's ops added, the schedule,
+   the memory plan (an arena placed by liveness), buffers, the backend's preparation; then
+   runs of the schedule or its forward part. */
+#include "../base/internal.h"
+#include "../base/registry.h"
+
+typedef struct nn__item { int id, scratch, first, last; size_t bytes, offset; } nn__item;
+
+/* The free space of the arena while items are placed: gaps sorted by offset, coalesced;
+   the last one is unbounded. */
+typedef struct nn__gaps { size_t *off, *len; int n, cap; } nn__gaps;
+
+static int nn__gaps_insert(nn__gaps *f, int at, size_t off, size_t len) {
+    if (f->n == f->cap) {
+        int cap = f->cap ? f->cap * 2 : 64;
+        size_t *o = (size_t *)NN_REALLOC(f->off, (size_t)cap * sizeof *o), *l;
+        if (!o) return 0;
+        f->off = o;
+        l = (size_t *)NN_REALLOC(f->len, (size_t)cap * sizeof *l);
+        if (!l) return 0;
+        f->len = l;
+        f->cap = cap;
+    }
+    memmove(f->off + at + 1, f->off + at, (size_t)(f->n - at) * sizeof *f->off);
+    memmove(f->len + at + 1, f->len + at, (size_t)(f->n - at) * sizeof *f->len);
+    f->off[at] = off;
+    f->len[at] = len;
+    f->n++;
+    return 1;
+}
+
+static void nn__gaps_remove(nn__gaps *f, int at) {
+    memmove(f->off + at, f->off + at + 1, (size_t)(f->n - at - 1) * sizeof *f->off);
+    memmove(f->len + at, f->len + at + 1, (size_t)(f->n - at - 1) * sizeof *f->len);
+    f->n--;
+}
+
+/* Returns [off, off + len) to the free space, merged with its neighbours. */
+static int nn__gaps_free(nn__gaps *f, size_t off, size_t len) {
+    int lo = 0, hi = f->n; /* the first gap after off */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (f->off[mid] < off) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo > 0 && f->off[lo - 1] + f->len[lo - 1] == off) { /* extends the gap before */
+        f->len[lo - 1] += len;
+        if (lo < f->n && off + len == f->off[lo]) {
+            f->len[lo - 1] = f->len[lo] == (size_t)-1 ? (size_t)-1 : f->len[lo - 1] + f->len[lo];
+            nn__gaps_remove(f, lo);
+        }
+        return 1;
+    }
+    if (lo < f->n && off + len == f->off[lo]) { /* extends the gap after */
+        f->off[lo] = off;
+        if (f->len[lo] != (size_t)-1) f->len[lo] += len;
+        return 1;
+    }
+    return nn__gaps_insert(f, lo, off, len);
+}
+
+/* Items alive, as a min-heap of their last use. */
+static void nn__heap_push(int *h, int *n, const nn__item *it, int x) {
+    int i = (*n)++;
+    while (i > 0 && it[h[(i - 1) / 2]].last > it[x].last) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = x;
+}
+
+static int nn__heap_pop(int *h, int *n, const nn__item *it) {
+    int top = h[0], x = h[--(*n)], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && it[h[c + 1]].last < it[h[c]].last) c++;
+        if (it[h[c]].last >= it[x].last) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0) h[i] = x;
+    return top;
+}
+
+/* Places arena items, in order of first use, each at the lowest aligned offset free for
+   its whole lifetime (first fit). Items whose last use is before the next item's first
+   give their space back; the free space is a short list of gaps, so a graph of n nodes
+   plans in about n log n unless its free space is very fragmented. */
+static nn_result nn__plan_memory(nn_graph *g, size_t align) {
+    nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
+    int *heap = (int *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *heap);
+    nn__gaps free_space;
+    int n = 0, n_heap = 0, i, ok;
+    size_t top = 0;
+    memset(&free_space, 0, sizeof free_space);
+    ok = it && heap && nn__gaps_insert(&free_space, 0, 0, (size_t)-1);
+    for (i = 0; ok && i < g->n_sched; i++) { /* in schedule order, so sorted by first use */
+        nn__node *nd = &g->nodes[g->sched[i]];
+        if (nd->storage == NN__ST_ARENA && nd->numel > 0) {
+            it[n].id = g->sched[i];
+            it[n].first = nd->first;
+            it[n].last = nd->last;
+            it[n++].bytes = ((size_t)nd->numel * 4 + align - 1) / align * align;
+        }
+        if (nd->scratch > 0) {
+            it[n].id = g->sched[i];
+            it[n].scratch = 1;
+            it[n].first = it[n].last = nd->first;
+            it[n++].bytes = ((size_t)nd->scratch * 4 + align - 1) / align * align;
+        }
+    }
+    for (i = 0; ok && i < n; i++) {
+        nn__item *a = &it[i];
+        int k;
+        while (ok && n_heap > 0 && it[heap[0]].last < a->first) {
+            nn__item *b = &it[nn__heap_pop(heap, &n_heap, it)];
+            ok = nn__gaps_free(&free_space, b->offset, b->bytes);
+        }
+        for (k = 0; ok && free_space.len[k] < a->bytes; k++) {} /* the last gap is unbounded */
+        if (!ok) break;
+        a->offset = free_space.off[k];
+        if (free_space.len[k] == (size_t)-1 || free_space.len[k] > a->bytes) {
+            free_space.off[k] += a->bytes;
+            if (free_space.len[k] != (size_t)-1) free_space.len[k] -= a->bytes;
+        } else {
+            nn__gaps_remove(&free_space, k);
+        }
+        nn__heap_push(heap, &n_heap, it, i);
+        if (a->scratch) g->nodes[a->id].scratch_offset = a->offset;
+        else g->nodes[a->id].offset = a->offset;
+        if (a->offset + a->bytes > top) top = a->offset + a->bytes;
+    }
+    g->arena_bytes = top;
+    NN_FREE(it);
+    NN_FREE(heap);
+    NN_FREE(free_space.off);
+    NN_FREE(free_space.len);
+    if (!ok) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    return NN_OK;
+}
+
+static nn_result nn__allocate(nn_graph *g) {
+    nn_context *ctx = g->ctx;
+    nn_result r = NN_OK;
+    int i, k;
+    char what[300];
+    if (g->arena_bytes) {
+        r = nn__buf_alloc(ctx, &g->arena, g->arena_bytes, 0, "the activation arena");
+        if (r != NN_OK) return r;
+    }
+    for (i = 0; i < g->n_nodes && r == NN_OK; i++) {
+        nn__node *n = &g->nodes[i];
+        if (!n->live) continue;
+        snprintf(what, sizeof what, "%s %s", nn__op(n->op)->name, n->name ? n->name : "");
+        if (n->storage == NN__ST_PARAM) {
+            nn__param *p = &g->params->p[n->param];
+            if (!p->allocated) {
+                r = nn__buf_alloc(ctx, &p->buf, (size_t)p->numel * 4, 0, what);
+                if (r == NN_OK) r = nn__buf_write(ctx, &p->buf, p->init, (size_t)p->numel * 4);
+                if (r != NN_OK) break;
+                p->allocated = 1;
+                if (!ctx->backend->host_memory) { /* the device holds it now */
+                    NN_FREE(p->init);
+                    p->init = NULL;
+                }
+            }
+            n->buf = p->buf;
+        } else if (n->storage == NN__ST_OWN) { /* inputs are written before use: no fill */
+            r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, n->op != NN__OP_INPUT, what);
+        } else if (n->storage == NN__ST_VIEW) { /* the storage of view_of (a lower id: allocated already) */
+            const nn__node *v = &g->nodes[n->view_of];
+            if (v->storage == NN__ST_ARENA) r = ctx->backend->view(ctx, &g->arena, v->offset, (size_t)n->numel * 4, &n->buf, what);
+            else r = ctx->backend->view(ctx, &v->buf, 0, (size_t)n->numel * 4, &n->buf, what);
+        } else if (n->numel > 0) {
+            r = ctx->backend->view(ctx, &g->arena, n->offset, (size_t)n->numel * 4, &n->buf, what);
+        }
+        if (n->scratch > 0 && r == NN_OK) r = ctx->backend->view(ctx, &g->arena, n->scratch_offset, (size_t)n->scratch * 4, &n->scratch_buf, what);
+        for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], (size_t)g->nodes[n->in[0]].numel * 4, 1, what);
+    }
+    return r;
+}
+
+/* Views (ops flagged NN__OPF_VIEW: a reshape): a view takes the storage of the node it
+   reads, or of that node's own source when it is a view too, so a chain of reshapes
+   shares one buffer and nothing is copied. The source then lives as long as its last view
+   is used, and is kept after a run (NN__ST_OWN) when a view is an output. A parameter is
+   not viewed: the optimizer updates it in place, after which a view would no longer hold
+   the value of its step; the op copies it instead. */
+static void nn__plan_views(nn_graph *g) {
+    int i;
+    for (i = 0; i < g->n_sched; i++) { /* in schedule order: a view's source is settled first */
+        nn__node *n = &g->nodes[g->sched[i]], *src;
+        int s;
+        if (!(nn__op(n->op)->flags & NN__OPF_VIEW)) continue;
+        s = g->nodes[n->in[0]].storage == NN__ST_VIEW ? g->nodes[n->in[0]].view_of : n->in[0];
+        src = &g->nodes[s];
+        if (src->storage == NN__ST_PARAM || src->numel != n->numel) continue;
+        if (n->is_output && src->storage == NN__ST_ARENA) src->storage = NN__ST_OWN;
+        n->storage = NN__ST_VIEW;
+        n->view_of = s;
+    }
+    for (i = 0; i < g->n_sched; i++) {
+        nn__node *n = &g->nodes[g->sched[i]];
+        if (n->storage == NN__ST_VIEW && g->nodes[n->view_of].last < n->last) g->nodes[n->view_of].last = n->last;
+    }
+}
+
+/* Constants (ops flagged NN__OPF_CONST): each computed once by its CPU body, into its
+   buffer on a host-memory backend, else into a host copy written to the device. */
+static nn_result nn__compute_constants(nn_graph *g) {
+    nn_result r = NN_OK;
+    int i;
+    for (i = 0; i < g->n_nodes && r == NN_OK; i++) {
+        nn__node *n = &g->nodes[i];
+        nn__buf dev;
+        float *host;
+        if (!n->live || !(nn__op(n->op)->flags & NN__OPF_CONST)) continue;
+        if (g->ctx->backend->host_memory) {
+            r = nn__op(n->op)->cpu(g, n);
+            continue;
+        }
+        host = (float *)nn__calloc((size_t)n->numel, sizeof(float));
+        if (!host) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        dev = n->buf;
+        n->buf.host = host;
+        r = nn__op(n->op)->cpu(g, n);
+        n->buf = dev;
+        if (r == NN_OK) r = nn__buf_write(g->ctx, &n->buf, host, (size_t)n->numel * 4);
+        NN_FREE(host);
+    }
+    return r;
+}
+
+/* ---- device plans: the launches an op records for a device backend ---- */
+
+#define NN__BUF(id) (&g->nodes[(id)].buf)
+
+/* Appends a launch of kernel `kname` from kernels/FILE.cl for node id, returned via *out,
+   with n work-items (rounded up to a multiple of 64 on GPUs, where a NULL local size can
+   be a poor choice). */
+static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
+    nn__launch *l;
+    if (g->n_launches == g->cap_launches) {
+        int cap = g->cap_launches ? g->cap_launches * 2 : 64;
+        nn__launch *p = (nn__launch *)NN_REALLOC(g->launches, (size_t)cap * sizeof *p);
+        if (!p) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        g->launches = p;
+        g->cap_launches = cap;
+    }
+    if (strlen(kname) >= sizeof l->kernel)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: kernel name %s is too long", nn__op(g->nodes[id].op)->name, kname);
+    l = &g->launches[g->n_launches++];
+    memset(l, 0, sizeof *l);
+    l->file = file;
+    strcpy(l->kernel, kname);
+    l->node = id;
+    l->dims = 1;
+    if (n == 0) n = 1;
+    if (g->ctx->dev.gpu) {
+        size_t wg = g->ctx->dev.max_wg < 64 ? g->ctx->dev.max_wg : 64;
+        l->gws[0] = (n + wg - 1) / wg * wg;
+        l->lws[0] = wg;
+        l->use_lws = 1;
+    } else {
+        l->gws[0] = n;
+    }
+    *out = l;
+    return NN_OK;
+}
+
+/* Records a launch's arguments, one character of fmt each: 'm' a const nn__buf *, 'i' an
+   int, 'u' an unsigned, 'f' a double passed as float, 'L' bytes of local memory (size_t),
+   '8' eight ints (const int *). '@' before one marks it as rewritten by l->update each
+   run; its position goes to l->upd[] in order. */
+static nn_result nn__args(nn__launch *l, const char *fmt, ...) {
+    va_list ap;
+    int mark = 0;
+    va_start(ap, fmt);
+    for (; *fmt; fmt++) {
+        nn__karg *a;
+        if (*fmt == '@') {
+            mark = 1;
+            continue;
+        }
+        if (l->n_args == NN__MAX_KARGS || (mark && l->n_upd == NN__MAX_KUPD)) break;
+        a = &l->args[l->n_args];
+        memset(a, 0, sizeof *a);
+        a->kind = *fmt;
+        switch (*fmt) {
+        case 'm': a->v.buf = *va_arg(ap, const nn__buf *); break;
+        case 'i': a->v.i = (int32_t)va_arg(ap, int); break;
+        case 'u': a->v.u = (uint32_t)va_arg(ap, unsigned); break;
+        case 'f': a->v.f = (float)va_arg(ap, double); break;
+        case 'L': a->v.local = va_arg(ap, size_t); break;
+        case '8': memcpy(a->v.v8, va_arg(ap, const int *), sizeof a->v.v8); break;
+        default: a->kind = 0; break;
+        }
+        if (!a->kind) break;
+        if (mark) l->upd[l->n_upd++] = l->n_args;
+        mark = 0;
+        l->n_args++;
+    }
+    va_end(ap);
+    return *fmt ? NN_ERR_STATE : NN_OK;
+}
+
+/* The argument marked k-th with '@', rewritten by an update. */
+static void nn__arg_f(nn__launch *l, int k, float v) { l->args[l->upd[k]].v.f = v; }
+static void nn__arg_i(nn__launch *l, int k, int v) { l->args[l->upd[k]].v.i = v; }
+static void nn__arg_u(nn__launch *l, int k, unsigned v) { l->args[l->upd[k]].v.u = v; }
+
+/* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
+static size_t nn__reduce_wg(nn_graph *g) {
+    size_t wg = 1;
+    while (wg * 2 <= g->ctx->dev.max_wg && wg * 2 <= 256) wg *= 2;
+    return wg;
+}
+
+/* Records every scheduled op's launches, in schedule order; sched_launch[i] is the first
+   launch of schedule position i. For device backends' prepare. */
+static nn_result nn__record_launches(nn_graph *g) {
+    int i;
+    nn_result r = NN_OK;
+    g->sched_launch = (int *)nn__calloc((size_t)g->n_sched + 1, sizeof(int));
+    if (!g->sched_launch) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    for (i = 0; i < g->n_sched && r == NN_OK; i++) {
+        g->sched_launch[i] = g->n_launches;
+        r = nn__op(g->nodes[g->sched[i]].op)->launch(g, g->sched[i]);
+        if (r == NN_ERR_STATE && !g->ctx->err[0]) {
+            const nn__launch *l = g->n_launches ? &g->launches[g->n_launches - 1] : NULL;
+            char what[160] = "";
+            if (l && l->node == g->sched[i])
+                snprintf(what, sizeof what, " (kernel %s%s%s)", l->kernel, l->bad_arg ? ", argument " : "",
+                         l->bad_arg ? l->bad_arg : "");
+            nn__fail(g->ctx, r, "%s: bad launch arguments%s", nn__op(g->nodes[g->sched[i]].op)->name, what);
+        }
+    }
+    g->sched_launch[g->n_sched] = g->n_launches;
+    return r;
+}
+
+static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
+    nn_compile_desc d;
+    nn_result r;
+    int i, k, n_user;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_compile: the graph is already compiled");
+    if (g->status != NN_OK) return g->status;
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    r = nn__optim_configure(g, &d);
+    if (r != NN_OK) return r;
+    n_user = g->n_forward = g->n_nodes;
+    if (d.loss.id != 0) {
+        nn__node *L;
+        if (!nn__is_tensor(g, d.loss))
+            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph");
+        L = &g->nodes[d.loss.id];
+        if (L->numel != 1 || L->dtype != NN_F32) {
+            char s[128];
+            nn__shape_str(&L->shape, s, sizeof s);
+            return nn__fail(g->ctx, NN_ERR_SHAPE, "nn_graph_compile: the loss must be a float32 scalar, not %s %s", s,
+                            nn__dtype_name(L->dtype));
+        }
+        g->loss = d.loss.id;
+        L->is_output = 1;
+        nn__autograd(g, g->loss, n_user);
+        for (i = 0; i < n_user; i++) {
+            nn__node *n = &g->nodes[i];
+            int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
+                       (n->op == NN__OP_PARAM && (d.keep_grads || !nn__optim_updates(g)));
+            if (keep && n->grad >= 0) g->nodes[n->grad].is_output = 1;
+        }
+        if (g->status == NN_OK) nn__add_optimizer(g);
+    }
+    g->compiled = 1;
+    if (g->status != NN_OK) return g->status;
+
+    /* liveness: everything a root depends on; roots are outputs (loss, accumulators,
+       kept gradients, updates) */
+    for (i = g->n_nodes - 1; i >= 0; i--) {
+        nn__node *n = &g->nodes[i];
+        if (n->is_output) n->live = 1;
+        if (n->live)
+            for (k = 0; k < n->n_in; k++) g->nodes[n->in[k]].live = 1;
+    }
+    g->sched = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
+    if (!g->sched) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    g->n_sched = g->n_sched_forward = 0;
+    for (i = 0; i < g->n_nodes; i++) {
+        nn__node *n = &g->nodes[i];
+        unsigned flags = nn__op(n->op)->flags;
+        n->first = n->last = -1;
+        if (n->op == NN__OP_INPUT || (flags & NN__OPF_CONST)) n->storage = NN__ST_OWN;
+        else if (n->op != NN__OP_PARAM) n->storage = (n->is_output && n->numel > 0) ? NN__ST_OWN : NN__ST_ARENA;
+        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM || (flags & NN__OPF_CONST)) continue;
+        n->first = n->last = g->n_sched;
+        for (k = 0; k < n->n_in; k++) {
+            nn__node *in = &g->nodes[n->in[k]];
+            if (in->last < g->n_sched) in->last = g->n_sched;
+        }
+        g->sched[g->n_sched++] = i;
+        if (i < n_user) g->n_sched_forward = g->n_sched;
+    }
+    nn__plan_views(g);
+    g->n_sched_update = g->n_sched; /* where the part that runs on update steps only starts */
+    for (i = 0; i < g->n_sched && g->first_update_node >= 0; i++)
+        if (g->sched[i] >= g->first_update_node) {
+            g->n_sched_update = i;
+            break;
+        }
+    for (i = 0; i < g->n_sched; i++) { /* algorithms and working memory chosen per op */
+        nn__node *n = &g->nodes[g->sched[i]];
+        if (nn__op(n->op)->plan) nn__op(n->op)->plan(g, n);
+    }
+    r = nn__plan_memory(g, g->ctx->dev.align);
+    if (r == NN_OK) r = nn__allocate(g);
+    if (r == NN_OK) r = nn__compute_constants(g);
+    if (r == NN_OK) r = nn__buf_alloc(g->ctx, &g->one, 4, 0, "a constant");
+    if (r == NN_OK) r = g->ctx->backend->fill(g->ctx, &g->one, 1.0f, 4);
+    for (i = 0; i < g->n_sched; i++) { /* a counter for each checked op (nn__report_checks) */
+        nn__node *n = &g->nodes[g->sched[i]];
+        if (n->check) n->check_slot = g->n_checks++;
+    }
+    if (r == NN_OK && g->n_checks) r = nn__buf_alloc(g->ctx, &g->checks, (size_t)g->n_checks * 4, 1, "the input checks");
+    if (r == NN_OK && g->n_checks) r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, (size_t)g->n_checks * 4);
+    if (r == NN_OK && !g->ctx->backend->host_memory) r = nn__record_launches(g);
+    if (r == NN_OK) r = g->ctx->backend->prepare(g);
+    if (r != NN_OK) {
+        g->status = r;
+        return r;
+    }
+    for (i = 0; i < g->n_sched; i++) g->ctx->op_compiled[g->nodes[g->sched[i]].op]++;
+    for (i = 0; i < g->n_nodes; i++) /* constants: computed at compile time, not scheduled */
+        if (g->nodes[i].live && (nn__op(g->nodes[i].op)->flags & NN__OPF_CONST)) g->ctx->op_compiled[g->nodes[i].op]++;
+    nn__log(g->ctx, NN_LOG_DEBUG, "compiled: %d nodes, %d scheduled, arena %llu bytes", g->n_nodes, g->n_sched,
+            (unsigned long long)g->arena_bytes);
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    r = nn__ctx_enter(g->ctx, "nn_graph_compile");
+    if (r != NN_OK) return r;
+    r = nn__graph_compile(g, desc);
+    nn__ctx_leave(g->ctx);
+    return r;
+}
+
+/* ---- running ---- */
+
+static nn_result nn__run(nn_graph *g, int n_sched) {
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!g->compiled || g->status != NN_OK) {
+        if (g->ctx->dead_refs) return g->status;
+        return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
+    }
+    if (g->broken)
+        return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
+                                              "partly updated: load a training state (nn_graph_load_state) to go on");
+    r = nn__ctx_enter(g->ctx, "nn_graph_step");
+    if (r != NN_OK) return r;
+    g->progress = 0;
+    g->checks_pending = g->n_checks > 0;
+    r = g->ctx->backend->run(g, n_sched);
+    nn__ctx_leave(g->ctx);
+    return r;
+}
+
+/* forward, backward (and gradient accumulation); the update on update steps only. A step
+   that fails before anything ran leaves the graph as it was (counters restored); one that
+   fails part way leaves it broken until a training state is loaded. */
+NN_API nn_result nn_graph_step(nn_graph *g) {
+    nn_result r;
+    nn__opt_clock clock;
+    float lr;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
+    g->step++;
+    g->progress = 0;
+    clock = g->clock;
+    lr = g->lr;
+    r = nn__run(g, nn__opt_begin(g) ? g->n_sched : g->n_sched_update);
+    if (r != NN_OK && g->progress > 0 && !g->broken) g->broken = 1; /* some of it ran: a retry would update twice */
+    if (r != NN_OK) {
+        g->step--;
+        g->clock = clock;
+        g->lr = lr;
+    }
+    return r;
+}
+
+NN_API nn_result nn_graph_forward(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return nn__run(g, g->n_sched_forward);
+}
+
+NN_API nn_result nn_graph_finish(nn_graph *g) {
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    r = g->ctx->backend->finish(g->ctx);
+    return r == NN_OK ? nn__report_checks(g, "nn_graph_finish") : r;
+}
+

@@ -1,0 +1,719 @@
+/* The graph core: graphs, nodes and the checks every builder uses, parameters and their
+   initialisation, and reading and writing tensors. Op builders are in src/ops/. */
+#include "../base/internal.h"
+#include "../base/registry.h"
+
+/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
+   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+#define nn__cpu_input nn__cpu_leaf
+#define nn__launch_input nn__launch_leaf
+#define nn__grad_input nn__grad_none
+#define nn__plan_input nn__no_plan
+#define nn__cpu_param nn__cpu_leaf
+#define nn__launch_param nn__launch_leaf
+#define nn__grad_param nn__grad_none
+#define nn__plan_param nn__no_plan
+
+static const char *const nn__op_names[] = {
+#define NN__X(e, s, stem, flags) s,
+    NN__OPS(NN__X)
+#undef NN__X
+};
+
+/* ---- graphs and nodes ---- */
+
+/* The store's device buffers, when its context goes first. */
+static void nn__params_release_device(nn__params *ps) {
+    int i;
+    for (i = 0; i < ps->n; i++) {
+        nn__buf_free(ps->ctx, &ps->p[i].buf);
+        ps->p[i].allocated = 0;
+    }
+}
+
+static void nn__params_release(nn__params *ps) {
+    int i;
+    if (!ps || --ps->refs > 0) return;
+    for (i = 0; i < ps->n; i++) {
+        NN_FREE(ps->p[i].name);
+        NN_FREE(ps->p[i].init);
+        nn__buf_free(ps->ctx, &ps->p[i].buf);
+    }
+    NN_FREE(ps->p);
+    NN_FREE(ps->index);
+    NN_FREE(ps);
+}
+
+static uint32_t nn__name_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The entry named name, or -1; lookups are a hash probe, so a network of thousands of
+   parameters builds in linear time. */
+static int nn__params_find(const nn__params *ps, const char *name) {
+    uint32_t mask, k;
+    if (!ps->index_cap) return -1;
+    mask = (uint32_t)ps->index_cap - 1;
+    for (k = nn__name_hash(name) & mask; ps->index[k]; k = (k + 1) & mask)
+        if (strcmp(ps->p[ps->index[k] - 1].name, name) == 0) return ps->index[k] - 1;
+    return -1;
+}
+
+/* Indexes entry i (its name is new); grows the table to keep it at most half full. */
+static int nn__params_index(nn__params *ps, int i) {
+    uint32_t mask, k;
+    if (2 * (ps->n + 1) > ps->index_cap) {
+        int cap = ps->index_cap ? ps->index_cap * 2 : 64, j;
+        int *t = (int *)nn__calloc((size_t)cap, sizeof *t);
+        if (!t) return 0;
+        NN_FREE(ps->index);
+        ps->index = t;
+        ps->index_cap = cap;
+        for (j = 0; j < ps->n; j++)
+            if (j != i) nn__params_index(ps, j);
+    }
+    mask = (uint32_t)ps->index_cap - 1;
+    for (k = nn__name_hash(ps->p[i].name) & mask; ps->index[k]; k = (k + 1) & mask) {}
+    ps->index[k] = i + 1;
+    return 1;
+}
+
+static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in);
+
+/* A serial number for a new graph: distinct among the last 2^32 - 1 graphs of the process,
+   never 0. */
+static uint32_t nn__graph_serial(void) {
+    static uint32_t last;
+    uint32_t s;
+#if defined(__GNUC__) || defined(__clang__)
+    do s = __atomic_add_fetch(&last, 1u, __ATOMIC_RELAXED);
+    while (s == 0);
+#else
+    do s = ++last; /* compilers without __atomic: graphs created from one thread at a time */
+    while (s == 0);
+#endif
+    return s;
+}
+
+NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
+    nn_graph *g;
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ctx) return NN_ERR_INVALID_ARGUMENT;
+    g = (nn_graph *)nn__calloc(1, sizeof *g);
+    if (!g) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
+    g->ctx = ctx;
+    g->serial = nn__graph_serial();
+    g->loss = -1;
+    g->clip_node = -1;
+    g->seed = 1;
+    if (desc) {
+        g->eval = desc->eval;
+        g->seed = nn__defu64(desc->seed, 1);
+        if (desc->share_params) {
+            if (desc->share_params->ctx != ctx) {
+                NN_FREE(g);
+                return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_create: share_params is a graph of another context");
+            }
+            g->params = desc->share_params->params;
+            g->params->refs++;
+        }
+    }
+    if (!g->params) {
+        g->params = (nn__params *)nn__calloc(1, sizeof *g->params);
+        if (!g->params) {
+            NN_FREE(g);
+            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
+        }
+        g->params->refs = 1;
+        g->params->ctx = ctx;
+    }
+    nn__ctx_link(ctx, g);
+    if (nn__new_node(g, NN__OP_INPUT, NN_F32, nn_shape1(1), NULL, 0) != 0) { /* node 0: NN_NONE, never live */
+        nn_graph_destroy(g);
+        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
+    }
+    *out = g;
+    return NN_OK;
+}
+
+static void nn__graph_release_compiled(nn_graph *g) {
+    int i, k;
+    for (i = g->n_nodes - 1; i >= 0; i--) { /* views (higher ids) before the buffers they alias */
+        nn__node *n = &g->nodes[i];
+        if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
+        nn__buf_free(g->ctx, &n->scratch_buf);
+        for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
+    }
+    g->ctx->backend->release_graph(g);
+    NN_FREE(g->launches);
+    g->launches = NULL;
+    g->n_launches = g->cap_launches = 0;
+    NN_FREE(g->sched_launch);
+    g->sched_launch = NULL;
+    nn__buf_free(g->ctx, &g->one);
+    nn__buf_free(g->ctx, &g->checks);
+    g->n_checks = g->checks_pending = 0;
+    nn__buf_free(g->ctx, &g->arena);
+    NN_FREE(g->sched);
+    g->sched = NULL;
+}
+
+NN_API void nn_graph_destroy(nn_graph *g) {
+    int i;
+    if (!g) return;
+    nn__graph_release_compiled(g);
+    nn__groups_free(g);
+    nn__datasets_free(g);
+    for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
+    NN_FREE(g->nodes);
+    NN_FREE(g->param_node);
+    nn__params_release(g->params);
+    {
+        nn_context *ctx = g->ctx;
+        nn__ctx_unlink(g);
+        if (ctx->dead_refs > 0 && --ctx->dead_refs == 0) nn__ctx_free(ctx); /* the last graph of a destroyed context */
+    }
+    NN_FREE(g);
+}
+
+NN_API nn_result nn_graph_status(const nn_graph *g) { return g ? g->status : NN_ERR_INVALID_ARGUMENT; }
+
+/* The handle of node id of g, stamped with g's serial number (a failed or absent handle:
+   0). Within the library nn__tensor(id) is the handle of a node of the g in scope. */
+static nn_tensor nn__tensor_of(const nn_graph *g, int id) {
+    nn_tensor t;
+    t.id = id;
+    t.graph = g && id > 0 ? g->serial : 0;
+    return t;
+}
+#define nn__tensor(id) nn__tensor_of(g, (id))
+
+/* Records the graph's first error (later ones are consequences) and returns a failed tensor. */
+static nn_tensor nn__op_fail(nn_graph *g, nn_result code, const char *fmt, ...) {
+    if (g->status == NN_OK) {
+        va_list ap;
+        g->status = code;
+        va_start(ap, fmt);
+        vsnprintf(g->ctx->err, sizeof g->ctx->err, fmt, ap);
+        va_end(ap);
+    }
+    return nn__tensor(-1);
+}
+
+/* 1 when every tensor is a usable node of g; else the op fails (quietly if an input had
+   already failed, since that error is on record). */
+/* The inputs of an op: tensors of g, and not rank 0 unless rank0 (the ops whose code
+   handles a scalar [] call nn__check0; every other builder refuses one here, before it
+   reads a dim). */
+static int nn__check_in(nn_graph *g, const char *op, int n, const nn_tensor *t, int rank0) {
+    int i;
+    if (!g) return 0;
+    if (g->compiled) {
+        nn__op_fail(g, NN_ERR_STATE, "%s: the graph is already compiled", op);
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (t[i].id < 0) {
+            if (g->status == NN_OK) nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is not a tensor", op, i);
+            return 0;
+        }
+        if (t[i].id == 0) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is NN_NONE, and it is not optional", op, i);
+            return 0;
+        }
+        if (t[i].graph != 0 && t[i].graph != g->serial) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is a tensor of another graph", op, i);
+            return 0;
+        }
+        if (t[i].id >= g->n_nodes) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is not a tensor of this graph", op, i);
+            return 0;
+        }
+        if (!rank0 && g->nodes[t[i].id].shape.ndim == 0) {
+            nn__op_fail(g, NN_ERR_SHAPE, "%s: input %d is rank 0 (a scalar []), which this op does not take; nn_reshape it to [1]",
+                        op, i);
+            return 0;
+        }
+    }
+    return 1;
+}
+static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) { return nn__check_in(g, op, n, t, 0); }
+static int nn__check0(nn_graph *g, const char *op, int n, const nn_tensor *t) { return nn__check_in(g, op, n, t, 1); }
+
+/* Tensors hold at most NN__MAX_NUMEL elements: kernels and CPU loops index them with
+   32-bit ints, so a larger one is refused when it is built, before anything is allocated,
+   rather than wrapping around later. The product is checked without overflowing. */
+static int nn__shape_fits(nn_graph *g, const char *op, const nn_shape *s) {
+    int64_t n = 1;
+    int i;
+    for (i = 0; i < s->ndim; i++) {
+        if (s->dim[i] < 0 || (s->dim[i] > 0 && n > NN__MAX_NUMEL / s->dim[i])) {
+            char b[128];
+            nn__shape_str(s, b, sizeof b);
+            nn__op_fail(g, NN_ERR_SHAPE, "%s: shape %s has more than %lld elements, the most a tensor can hold", op,
+                        b, (long long)NN__MAX_NUMEL);
+            return 0;
+        }
+        n *= s->dim[i];
+    }
+    return 1;
+}
+
+static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
+    nn__node *n = NULL;
+    int i;
+    if (!nn__shape_fits(g, nn__op_names[op], &shape)) return -1;
+    if (!(nn__op(op)->flags & NN__OPF_RANK0)) { /* a scalar (rank 0) input only where the op's code handles one
+                                                    (the optimizers' nodes have no shape: their 0 dims are no scalar) */
+        int bad = 0;
+        for (i = 0; i < n_in; i++) bad |= in[i] >= 0 && in[i] < g->n_nodes && g->nodes[in[i]].shape.ndim == 0;
+        if (bad) {
+            nn__op_fail(g, NN_ERR_SHAPE, "%s: takes no rank 0 (scalar []) tensor; nn_reshape it to [1]", nn__op_names[op]);
+            return -1;
+        }
+    }
+    if (g->n_nodes == g->cap_nodes) {
+        int cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
+        nn__node *p = (nn__node *)NN_REALLOC(g->nodes, (size_t)cap * sizeof *p);
+        if (!p) {
+            nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", nn__op_names[op]);
+            return -1;
+        }
+        g->nodes = p;
+        g->cap_nodes = cap;
+    }
+    n = &g->nodes[g->n_nodes];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->dtype = dt;
+    n->shape = shape;
+    n->numel = nn__numel(&shape);
+    n->n_in = n_in;
+    for (i = 0; i < n_in; i++) n->in[i] = in[i];
+    n->grad = -1;
+    n->param = -1;
+    return g->n_nodes++;
+}
+
+static nn__node *nn__n(nn_graph *g, nn_tensor t) { return &g->nodes[t.id]; }
+
+/* An optional operand: 0 when it is NN_NONE, 1 when it is a tensor of g, and -1 (the op
+   fails, quietly if t had failed) otherwise. */
+static int nn__optional(nn_graph *g, const char *op, nn_tensor t) {
+    if (t.id == 0) return 0;
+    return nn__check(g, op, 1, &t) ? 1 : -1;
+}
+
+/* A user's handle names a tensor of g: not NN_NONE, not failed, not out of range. */
+static int nn__is_tensor(const nn_graph *g, nn_tensor t) {
+    return g && t.id > 0 && t.id < g->n_nodes && (t.graph == 0 || t.graph == g->serial);
+}
+
+static const char *nn__dtype_name(nn_dtype d) { return d == NN_I32 ? "int32" : "float32"; }
+
+static int nn__shape_eq(const nn_shape *a, const nn_shape *b) {
+    int i;
+    if (a->ndim != b->ndim) return 0;
+    for (i = 0; i < a->ndim; i++) if (a->dim[i] != b->dim[i]) return 0;
+    return 1;
+}
+
+/* A shape of 0 (a scalar, PyTorch's rank 0) to NN_MAX_DIMS dims, each 1 or more. */
+static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
+    int i;
+    if (s.ndim < 0 || s.ndim > NN_MAX_DIMS) {
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: a shape needs 0 to %d dims, not %d", op, NN_MAX_DIMS, s.ndim);
+        return 0;
+    }
+    for (i = 0; i < s.ndim; i++) {
+        if (s.dim[i] < 1 || s.dim[i] > NN__MAX_NUMEL) {
+            char b[128];
+            nn__shape_str(&s, b, sizeof b);
+            nn__op_fail(g, NN_ERR_SHAPE, "%s: shape %s has a dim out of range", op, b);
+            return 0;
+        }
+    }
+    return nn__shape_fits(g, op, &s);
+}
+
+static int nn__expect_f32(nn_graph *g, const char *op, nn_tensor t, const char *what) {
+    if (nn__n(g, t)->dtype != NN_F32) {
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: %s must be float32, not %s", op, what, nn__dtype_name(nn__n(g, t)->dtype));
+        return 0;
+    }
+    return 1;
+}
+
+static int nn__check_logits_labels(nn_graph *g, const char *opname, nn_tensor logits, nn_tensor labels) {
+    nn_tensor in[2];
+    nn__node *a, *b;
+    in[0] = logits;
+    in[1] = labels;
+    if (!nn__check(g, opname, 2, in)) return 0;
+    a = nn__n(g, logits);
+    b = nn__n(g, labels);
+    if (a->dtype != NN_F32 || a->shape.ndim != 2 || b->dtype != NN_I32 || b->shape.ndim != 1 ||
+        b->shape.dim[0] != a->shape.dim[0]) {
+        char sa[128], sb[128];
+        nn__shape_str(&a->shape, sa, sizeof sa);
+        nn__shape_str(&b->shape, sb, sizeof sb);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: needs logits [B, C] float32 and labels [B] int32, got %s %s and %s %s",
+                    opname, sa, nn__dtype_name(a->dtype), sb, nn__dtype_name(b->dtype));
+        return 0;
+    }
+    return 1;
+}
+
+NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape) {
+    int id;
+    if (!nn__check(g, "nn_input", 0, NULL)) return nn__tensor(-1);
+    {
+        char label[160];
+        snprintf(label, sizeof label, "nn_input \"%s\"", name ? name : "");
+        if (!nn__check_shape(g, label, shape)) return nn__tensor(-1);
+    }
+    if (dtype != NN_F32 && dtype != NN_I32) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_input: unknown dtype %d", (int)dtype);
+    id = nn__new_node(g, NN__OP_INPUT, dtype, shape, NULL, 0);
+    if (id < 0) return nn__tensor(-1);
+    g->nodes[id].name = nn__strdup(name ? name : "input");
+    if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_input: out of memory");
+    return nn__tensor(id);
+}
+
+NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t) {
+    if (!nn__check0(g, "nn_graph_requires_grad", 1, &t)) return g ? g->status : NN_ERR_INVALID_ARGUMENT;
+    if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_graph_requires_grad: %s is int32; only float32 tensors have gradients",
+                    nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
+        return NN_ERR_INVALID_ARGUMENT;
+    }
+    nn__n(g, t)->requires_grad = 1;
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_output(nn_graph *g, nn_tensor t) {
+    if (!nn__check0(g, "nn_graph_output", 1, &t)) return g ? g->status : NN_ERR_INVALID_ARGUMENT;
+    nn__n(g, t)->is_output = 1;
+    return NN_OK;
+}
+
+/* Uniform [0,1) and standard normal draws for initialisation, from Philox keyed by the
+   graph's seed: the same on every backend and machine. One Philox call gives four
+   uniforms (elements 4k..4k+3) or two normals (Box-Muller's cos and sin). */
+static void nn__init_block(uint64_t seed, int param, uint64_t block, float u[4]) {
+    uint32_t ctr[4], key[2];
+    int k;
+    ctr[0] = (uint32_t)block;
+    ctr[1] = (uint32_t)(block >> 32);
+    ctr[2] = (uint32_t)param;
+    ctr[3] = 0x1A17u;
+    key[0] = (uint32_t)seed;
+    key[1] = (uint32_t)(seed >> 32);
+    nn__philox(ctr, key);
+    for (k = 0; k < 4; k++) u[k] = (float)(ctr[k] >> 8) * (1.0f / 16777216.0f);
+}
+
+/* Draw i of a parameter; *cached remembers the last block so a fill calls Philox once per
+   four uniforms or two normals. */
+static float nn__init_draw(uint64_t seed, int param, uint64_t i, int normal, float u[4], uint64_t *cached) {
+    uint64_t block = normal ? i >> 1 : i >> 2;
+    double r, a;
+    if (block != *cached) {
+        nn__init_block(seed, param, block, u);
+        *cached = block;
+    }
+    if (!normal) return u[i & 3];
+    r = sqrt(-2.0 * log(u[0] + 1.0 / 33554432.0));
+    a = 6.283185307179586 * u[1];
+    return (float)(r * ((i & 1) ? sin(a) : cos(a)));
+}
+
+static void nn__init_fill(float *p, const nn_shape *s, nn_init init, uint64_t seed, int param) {
+    int64_t n = nn__numel(s), i, rf = 1;
+    double fan_in, fan_out, bound = 0, std = 0, gain;
+    uint64_t cached = ~(uint64_t)0;
+    float u[4];
+    int k;
+    for (k = 2; k < s->ndim; k++) rf *= s->dim[k];
+    fan_in = s->ndim >= 2 ? (double)(s->dim[1] * rf) : (double)s->dim[0];
+    fan_out = (double)(s->dim[0] * rf);
+    switch (init.kind) { /* the gains: 0 is the default, NN_ZERO an exact 0 */
+    case NN_INIT_KAIMING_UNIFORM: gain = init.a == 0.0f ? sqrt(2.0) : nn__deff(init.a, 0.0f); bound = gain * sqrt(3.0 / fan_in); break;
+    case NN_INIT_KAIMING_NORMAL: gain = init.a == 0.0f ? sqrt(2.0) : nn__deff(init.a, 0.0f); std = gain / sqrt(fan_in); break;
+    case NN_INIT_XAVIER_UNIFORM: gain = nn__deff(init.a, 1.0f); bound = gain * sqrt(6.0 / (fan_in + fan_out)); break;
+    case NN_INIT_XAVIER_NORMAL: gain = nn__deff(init.a, 1.0f); std = gain * sqrt(2.0 / (fan_in + fan_out)); break;
+    default: /* values, not options: 0 and NN_ZERO are both 0 */
+        init.a = nn__deff(init.a, 0.0f);
+        init.b = nn__deff(init.b, 0.0f);
+        break;
+    }
+    for (i = 0; i < n; i++) {
+        switch (init.kind) {
+        case NN_INIT_ZEROS: p[i] = 0.0f; break;
+        case NN_INIT_CONSTANT: p[i] = init.a; break;
+        /* in double: a product of two floats is exact there, so a compiler that fuses the
+           multiply and add (-march=native, -ffp-contract=fast) gives the same bits */
+        case NN_INIT_UNIFORM:
+            p[i] = (float)((double)init.a + (double)(init.b - init.a) * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached));
+            break;
+        case NN_INIT_NORMAL:
+            p[i] = (float)((double)init.a + (double)init.b * nn__init_draw(seed, param, (uint64_t)i, 1, u, &cached));
+            break;
+        case NN_INIT_KAIMING_UNIFORM:
+        case NN_INIT_XAVIER_UNIFORM:
+            p[i] = (float)(bound * (2.0 * nn__init_draw(seed, param, (uint64_t)i, 0, u, &cached) - 1.0));
+            break;
+        default: p[i] = (float)(std * nn__init_draw(seed, param, (uint64_t)i, 1, u, &cached)); break;
+        }
+    }
+}
+
+/* A parameter-store entry and its node; buffer: state that is not trained (nn_buffer). */
+static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, nn_shape shape, nn_init init, int buffer) {
+    nn__params *ps;
+    int i, id, pi = -1;
+    if (!nn__check(g, fn, 0, NULL)) return nn__tensor(-1);
+    if (!name || !name[0]) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a parameter needs a name", fn);
+    if ((int)init.kind < NN_INIT_ZEROS || (int)init.kind > NN_INIT_XAVIER_NORMAL)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s \"%s\": init kind %d is not one of nn_init_kind", fn, name,
+                           (int)init.kind);
+    {
+        char label[160];
+        snprintf(label, sizeof label, "%s \"%s\"", fn, name);
+        if (!nn__check_shape(g, label, shape)) return nn__tensor(-1);
+        if (shape.ndim == 0) return nn__op_fail(g, NN_ERR_SHAPE, "%s: a parameter needs 1 to %d dims, not 0 (make a scalar [1])", label, NN_MAX_DIMS);
+    }
+    ps = g->params;
+    i = nn__params_find(ps, name);
+    if (i >= 0) {
+        char a[128], b[128];
+        if (ps->p[i].buffer != buffer)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: %s exists as a %s", fn, name,
+                               ps->p[i].buffer ? "buffer" : "trainable parameter");
+        if (!nn__shape_eq(&ps->p[i].shape, &shape)) {
+            nn__shape_str(&ps->p[i].shape, a, sizeof a);
+            nn__shape_str(&shape, b, sizeof b);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: %s exists with shape %s, asked for %s", fn, name, a, b);
+        }
+        pi = i;
+        if (pi < g->param_node_cap && g->param_node[pi]) /* the same name twice in one graph: the same tensor */
+            return nn__tensor(g->param_node[pi] - 1);
+    }
+    if (pi < 0) {
+        nn__param *p;
+        if (ps->n == ps->cap) {
+            int cap = ps->cap ? ps->cap * 2 : 16;
+            nn__param *np = (nn__param *)NN_REALLOC(ps->p, (size_t)cap * sizeof *np);
+            if (!np) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+            ps->p = np;
+            ps->cap = cap;
+        }
+        p = &ps->p[ps->n];
+        memset(p, 0, sizeof *p);
+        p->shape = shape;
+        p->numel = nn__numel(&shape);
+        p->name = nn__strdup(name);
+        p->init = (float *)nn__calloc((size_t)p->numel, sizeof(float));
+        if (!p->name || !p->init) {
+            NN_FREE(p->name);
+            NN_FREE(p->init);
+            return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: %s: out of memory", fn, name);
+        }
+        p->buffer = buffer;
+        if (!nn__params_index(ps, ps->n)) {
+            NN_FREE(p->name);
+            NN_FREE(p->init);
+            return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: %s: out of memory", fn, name);
+        }
+        nn__init_fill(p->init, &shape, init, g->seed, ps->n);
+        pi = ps->n++;
+    }
+    if (pi >= g->param_node_cap) {
+        int cap = g->param_node_cap ? g->param_node_cap : 64, *t;
+        while (cap <= pi) cap *= 2;
+        t = (int *)NN_REALLOC(g->param_node, (size_t)cap * sizeof *t);
+        if (!t) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        memset(t + g->param_node_cap, 0, (size_t)(cap - g->param_node_cap) * sizeof *t);
+        g->param_node = t;
+        g->param_node_cap = cap;
+    }
+    id = nn__new_node(g, NN__OP_PARAM, NN_F32, shape, NULL, 0);
+    if (id < 0) return nn__tensor(-1);
+    g->nodes[id].param = pi;
+    g->param_node[pi] = id + 1;
+    g->nodes[id].storage = NN__ST_PARAM;
+    g->nodes[id].name = nn__strdup(name);
+    if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    return nn__tensor(id);
+}
+
+NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
+    return nn__store_entry(g, "nn_param", name, shape, init, 0);
+}
+
+/* ---- ops: shape rules ---- */
+
+static nn_tensor nn__op1(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a) {
+    int in[1];
+    in[0] = a;
+    return nn__tensor(nn__new_node(g, op, dt, s, in, 1));
+}
+
+static nn_tensor nn__op2(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a, int b) {
+    int in[2];
+    in[0] = a;
+    in[1] = b;
+    return nn__tensor(nn__new_node(g, op, dt, s, in, 2));
+}
+
+static nn_tensor nn__op3(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a, int b, int c) {
+    int in[3];
+    in[0] = a;
+    in[1] = b;
+    in[2] = c;
+    return nn__tensor(nn__new_node(g, op, dt, s, in, 3));
+}
+
+
+NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
+    return nn__store_entry(g, "nn_buffer", name, shape, init, 1);
+}
+
+
+
+NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!(lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_lr: lr %g is not >= 0", lr);
+    g->schedule.lr = lr;
+    g->lr = nn__lr_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);
+    return NN_OK;
+}
+
+NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name) {
+    int i;
+    if (!g || !name) return nn__tensor(-1);
+    for (i = 1; i < g->n_nodes; i++)
+        if (g->nodes[i].name && strcmp(g->nodes[i].name, name) == 0) return nn__tensor(i);
+    return nn__tensor(0);
+}
+
+NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t) {
+    if (!nn__is_tensor(g, t)) return nn__tensor(-1);
+    return nn__tensor(g->nodes[t.id].grad > 0 ? g->nodes[t.id].grad : 0);
+}
+
+NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out) {
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!nn__is_tensor(g, t)) return NN_ERR_INVALID_ARGUMENT;
+    *out = g->nodes[t.id].shape;
+    return NN_OK;
+}
+
+NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out) {
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    *out = 0;
+    if (!nn__is_tensor(g, t)) return NN_ERR_INVALID_ARGUMENT;
+    *out = g->nodes[t.id].numel;
+    return NN_OK;
+}
+
+/* The node's buffer if the user may touch it (write: inputs and params only). */
+static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write, const char *fn, nn__node **out) {
+    nn__node *n = NULL;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!nn__is_tensor(g, t))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: %s", fn, t.id == 0 ? "the tensor is NN_NONE" : "not a tensor of this graph");
+    if (!g->compiled || g->status != NN_OK) return nn__fail(g->ctx, NN_ERR_STATE, "%s: compile the graph first", fn);
+    n = &g->nodes[t.id];
+    if (!n->live && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: %s is not used by the compiled graph", fn, nn__op_names[n->op]);
+    if (write && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM && !(nn__op(n->op)->flags & NN__OPF_WRITABLE))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: only inputs, parameters and accumulators can be written", fn);
+    if (!write && (n->storage == NN__ST_ARENA || (n->storage == NN__ST_VIEW && g->nodes[n->view_of].storage == NN__ST_ARENA)))
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_graph_output()", fn,
+                        nn__op_names[n->op]);
+    if (bytes != (size_t)n->numel * 4) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__fail(g->ctx, NN_ERR_SHAPE, "%s: %llu bytes given for a tensor %s of %llu bytes", fn,
+                        (unsigned long long)bytes, s, (unsigned long long)n->numel * 4);
+    }
+    if (!n->live && n->op == NN__OP_INPUT) /* no storage was planned for it */
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: input %s is not used by the compiled graph", fn, n->name);
+    if (n->storage == NN__ST_PARAM && !g->params->p[n->param].allocated)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: parameter %s is not used by the compiled graph", fn, n->name);
+    if (n->storage == NN__ST_PARAM) n->buf = g->params->p[n->param].buf;
+    *out = n;
+    return NN_OK;
+}
+
+NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
+    nn__node *n = NULL;
+    nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
+    if (r != NN_OK) return r;
+    if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_write: data is NULL");
+    return nn__buf_write(g->ctx, &n->buf, data, bytes);
+}
+
+/* The counters of the checked ops (nn__node.check), read when a run has happened since the
+   last time: inputs PyTorch raises on (a label out of range) are counted on the device,
+   never read out of bounds, and reported here, at the next read or finish. Reported
+   counts start again from 0. */
+static nn_result nn__report_checks(nn_graph *g, const char *fn) {
+    int32_t counts[64];
+    char msg[NN__ERRLEN];
+    size_t used = 0;
+    int i, k, n = g->n_checks < 64 ? g->n_checks : 64;
+    nn_result r;
+    if (!g->checks_pending || n == 0) return NN_OK;
+    g->checks_pending = 0;
+    r = nn__buf_read(g->ctx, &g->checks, counts, (size_t)n * 4);
+    if (r != NN_OK) return r;
+    msg[0] = 0;
+    for (k = 0; k < n; k++) {
+        if (counts[k] == 0) continue;
+        for (i = 0; i < g->n_nodes && !(g->nodes[i].check && g->nodes[i].live && g->nodes[i].check_slot == k); i++) {}
+        if (i < g->n_nodes && used < sizeof msg)
+            used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s: %lu of them", used ? "; " : "", g->nodes[i].check,
+                                     (unsigned long)(uint32_t)counts[k]);
+    }
+    if (!msg[0]) return NN_OK;
+    r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, (size_t)g->n_checks * 4);
+    if (r != NN_OK) return r;
+    return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: %s in the runs since the last read or finish (PyTorch raises on these)",
+                    fn, msg);
+}
+
+NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
+    nn__node *n = NULL;
+    nn_result r = nn__user_buf(g, t, bytes, 0, "nn_tensor_read", &n);
+    if (r != NN_OK) return r;
+    if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_read: data is NULL");
+    r = nn__report_checks(g, "nn_tensor_read");
+    if (r != NN_OK) return r;
+    return nn__buf_read(g->ctx, &n->buf, data, bytes);
+}
+
+NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
+    nn__node *n = NULL;
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!nn__is_tensor(g, t)) return nn__user_buf(g, t, 0, 1, "nn_tensor_fill", &n);
+    r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
+    if (r != NN_OK) return r;
+    if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
+    return g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+}
+
+
+/* Inputs and parameters are storage, not computation: they never run. */
+static nn_result nn__cpu_leaf(nn_graph *g, nn__node *n) {
+    return nn__fail(g->ctx, NN_ERR_STATE, "%s: a leaf has no body", nn__op_names[n->op]);
+}
+static nn_result nn__launch_leaf(nn_graph *g, int id) {
+    return nn__fail(g->ctx, NN_ERR_STATE, "%s: a leaf has no kernels", nn__op_names[g->nodes[id].op]);
+}

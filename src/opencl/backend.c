@@ -1,0 +1,859 @@
+/* The OpenCL backend: device discovery, programs built from kernels/NAME.cl with an on-disk
+   cache, buffers, and the launches that ops' device plans record (nn__launch) turned into
+   kernels with their arguments set once, at compile time, so a step only enqueues. */
+#include "../base/internal.h"
+#include "../base/registry.h"
+#include "cl_api.h" /* the cl* declarations; the library is loaded by nn__cl_load() (opencl/loader.c) */
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <time.h>
+
+#if defined(_WIN32)
+#  include <windows.h>
+#  include <direct.h>
+#  include <io.h>
+#  include <process.h>
+#  define nn__mkdir(p) _mkdir(p)
+#  define nn__getpid() _getpid()
+#  define nn__sleep_ms(ms) Sleep(ms)
+#else
+#  include <unistd.h>
+#  include <poll.h>
+#  define nn__mkdir(p) mkdir(p, 0755)
+#  define nn__getpid() getpid()
+#  define nn__sleep_ms(ms) (void)poll(NULL, 0, ms) /* declared even where a strict -std hides nanosleep */
+#endif
+#if defined(O_CLOEXEC)
+#  define NN__O_CLOEXEC O_CLOEXEC
+#else
+#  define NN__O_CLOEXEC 0
+#endif
+
+static void nn__gemm_cfg_options(const nn__gemm_cfg *c, char *buf, size_t bufsize)
+{
+    char tmp[256];
+    size_t n;
+    sprintf(tmp, "-DWPT_M=%d -DWPT_N=%d -DVW=%d -DWG_M=%d -DWG_N=%d "
+            "-DUSE_LOCAL=%d -DTS_K=%d -DSTRIDED=%d -DPAD_A=%d -DPAD_B=%d",
+            c->wpt_m, c->wpt_n, c->vw, c->wg_m, c->wg_n,
+            c->use_local, c->ts_k, c->strided, c->pad_a, c->pad_b);
+    if (bufsize == 0)
+        return;
+    n = strlen(tmp);
+    if (n >= bufsize)
+        n = bufsize - 1;
+    memcpy(buf, tmp, n);
+    buf[n] = '\0';
+}
+
+/* Build options (-D ...) for kernels/gemm.cl on a device; written into buf (NUL-terminated). */
+static void nn__gemm_options(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
+                                char *buf, size_t bufsize)
+{
+    nn__gemm_cfg c;
+    nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
+    nn__gemm_cfg_options(&c, buf, bufsize);
+}
+
+#define NN__CL_MAX_DEVICES 32
+
+/* The backend's state (ctx->bk). */
+typedef struct nn__cl {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    char name[128], vendor[128], driver[128], version[128];
+    cl_ulong max_alloc;
+    cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
+    char gemm_options[512];
+} nn__cl;
+
+#define NN__CL(ctx) ((nn__cl *)(ctx)->bk)
+
+/* The name of an OpenCL error code (OpenCL 1.2's, and cl_khr_icd's -1001). */
+static const char *nn__cl_errstr(cl_int e) {
+    static const char *const low[] = { /* 0 .. -19 */
+        "CL_SUCCESS", "CL_DEVICE_NOT_FOUND", "CL_DEVICE_NOT_AVAILABLE", "CL_COMPILER_NOT_AVAILABLE",
+        "CL_MEM_OBJECT_ALLOCATION_FAILURE", "CL_OUT_OF_RESOURCES", "CL_OUT_OF_HOST_MEMORY",
+        "CL_PROFILING_INFO_NOT_AVAILABLE", "CL_MEM_COPY_OVERLAP", "CL_IMAGE_FORMAT_MISMATCH",
+        "CL_IMAGE_FORMAT_NOT_SUPPORTED", "CL_BUILD_PROGRAM_FAILURE", "CL_MAP_FAILURE",
+        "CL_MISALIGNED_SUB_BUFFER_OFFSET", "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST",
+        "CL_COMPILE_PROGRAM_FAILURE", "CL_LINKER_NOT_AVAILABLE", "CL_LINK_PROGRAM_FAILURE", "CL_DEVICE_PARTITION_FAILED",
+        "CL_KERNEL_ARG_INFO_NOT_AVAILABLE"};
+    static const char *const invalid[] = { /* -30 .. -68 */
+        "CL_INVALID_VALUE", "CL_INVALID_DEVICE_TYPE", "CL_INVALID_PLATFORM", "CL_INVALID_DEVICE",
+        "CL_INVALID_CONTEXT", "CL_INVALID_QUEUE_PROPERTIES", "CL_INVALID_COMMAND_QUEUE", "CL_INVALID_HOST_PTR",
+        "CL_INVALID_MEM_OBJECT", "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR", "CL_INVALID_IMAGE_SIZE", "CL_INVALID_SAMPLER",
+        "CL_INVALID_BINARY", "CL_INVALID_BUILD_OPTIONS", "CL_INVALID_PROGRAM", "CL_INVALID_PROGRAM_EXECUTABLE",
+        "CL_INVALID_KERNEL_NAME", "CL_INVALID_KERNEL_DEFINITION", "CL_INVALID_KERNEL", "CL_INVALID_ARG_INDEX",
+        "CL_INVALID_ARG_VALUE", "CL_INVALID_ARG_SIZE", "CL_INVALID_KERNEL_ARGS", "CL_INVALID_WORK_DIMENSION",
+        "CL_INVALID_WORK_GROUP_SIZE", "CL_INVALID_WORK_ITEM_SIZE", "CL_INVALID_GLOBAL_OFFSET",
+        "CL_INVALID_EVENT_WAIT_LIST", "CL_INVALID_EVENT", "CL_INVALID_OPERATION", "CL_INVALID_GL_OBJECT",
+        "CL_INVALID_BUFFER_SIZE", "CL_INVALID_MIP_LEVEL", "CL_INVALID_GLOBAL_WORK_SIZE", "CL_INVALID_PROPERTY",
+        "CL_INVALID_IMAGE_DESCRIPTOR", "CL_INVALID_COMPILER_OPTIONS", "CL_INVALID_LINKER_OPTIONS",
+        "CL_INVALID_DEVICE_PARTITION_COUNT"};
+    if (e <= 0 && e > -(cl_int)(sizeof low / sizeof low[0])) return low[-e];
+    if (e <= -30 && e > -30 - (cl_int)(sizeof invalid / sizeof invalid[0])) return invalid[-30 - e];
+    if (e == -1001) return "CL_PLATFORM_NOT_FOUND_KHR";
+    return "an unknown OpenCL error";
+}
+
+/* Every OpenCL device of every platform, in the order NN_DEVICE=<index> counts them. A
+   failed clGetPlatformIDs, or clGetDeviceIDs of a platform, is described in why (the
+   first such failure; empty when there was none): "no platform" (CL_PLATFORM_NOT_FOUND_KHR)
+   and "no device" (CL_DEVICE_NOT_FOUND) are answers, not failures. */
+static int nn__cl_enumerate(cl_platform_id *plat_out, cl_device_id *dev_out, int max, char *why, size_t why_n) {
+    cl_platform_id plats[16];
+    cl_uint np = 0, p;
+    cl_int err;
+    int n = 0;
+    why[0] = 0;
+    err = clGetPlatformIDs(16, plats, &np);
+    if (err != CL_SUCCESS) {
+        if (err != CL_PLATFORM_NOT_FOUND_KHR)
+            snprintf(why, why_n, "clGetPlatformIDs failed: %s (%d)", nn__cl_errstr(err), (int)err);
+        return 0;
+    }
+    if (np > 16) np = 16;
+    for (p = 0; p < np; p++) {
+        cl_device_id devs[NN__CL_MAX_DEVICES];
+        cl_uint nd = 0, d;
+        err = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, NN__CL_MAX_DEVICES, devs, &nd);
+        if (err != CL_SUCCESS) {
+            if (err != CL_DEVICE_NOT_FOUND && !why[0]) {
+                char pname[128];
+                if (clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL) != CL_SUCCESS)
+                    pname[0] = 0;
+                pname[sizeof pname - 1] = 0;
+                snprintf(why, why_n, "clGetDeviceIDs failed on OpenCL platform %u%s%s%s: %s (%d)", (unsigned)p,
+                         pname[0] ? " (" : "", pname, pname[0] ? ")" : "", nn__cl_errstr(err), (int)err);
+            }
+            continue;
+        }
+        if (nd > NN__CL_MAX_DEVICES) nd = NN__CL_MAX_DEVICES;
+        for (d = 0; d < nd && n < max; d++) {
+            plat_out[n] = plats[p];
+            dev_out[n] = devs[d];
+            n++;
+        }
+    }
+    return n;
+}
+
+static cl_device_type nn__cl_type(cl_device_id d) {
+    cl_device_type t = 0;
+    clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof t, &t, NULL);
+    return t;
+}
+
+static void nn__cl_str(cl_device_id d, cl_device_info what, char *buf, size_t n) {
+    buf[0] = 0;
+    if (clGetDeviceInfo(d, what, n, buf, NULL) != CL_SUCCESS) buf[0] = 0;
+    buf[n - 1] = 0;
+}
+
+/* What nn_list_devices and nn_context_device report of device index. */
+static void nn__cl_info(cl_platform_id plat, cl_device_id dev, int index, nn_device_info *out) {
+    cl_device_type t = nn__cl_type(dev);
+    memset(out, 0, sizeof *out);
+    out->backend = NN_BACKEND_OPENCL;
+    out->index = index;
+    out->is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
+    out->is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
+    nn__cl_str(dev, CL_DEVICE_NAME, out->name, sizeof out->name);
+    if (clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof out->platform, out->platform, NULL) != CL_SUCCESS) out->platform[0] = 0;
+    out->platform[sizeof out->platform - 1] = 0;
+}
+
+static int nn__cl_list_devices(nn_device_info *out, int max) {
+    cl_platform_id plats[NN__CL_MAX_DEVICES];
+    cl_device_id devs[NN__CL_MAX_DEVICES];
+    char why[300];
+    int n, i;
+    if (!nn__cl_load()) return 0;
+    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
+    for (i = 0; i < n && out && i < max; i++) nn__cl_info(plats[i], devs[i], i, &out[i]);
+    return n;
+}
+
+/* Picks a device for the request: "opencl" (first GPU, else first device), an index, or a
+   name substring; NULL: the first GPU or -1. Returns the index or -1. */
+static int nn__cl_pick(const char *req, cl_platform_id *plats, cl_device_id *devs, int n) {
+    int i;
+    (void)plats;
+    if (!req || strcmp(req, "opencl") == 0 || strcmp(req, "gpu") == 0) {
+        for (i = 0; i < n; i++) if (nn__cl_type(devs[i]) & CL_DEVICE_TYPE_GPU) return i;
+        return (req && strcmp(req, "opencl") == 0 && n > 0) ? 0 : -1;
+    }
+    if (req[0] >= '0' && req[0] <= '9') {
+        char *end;
+        long k = strtol(req, &end, 10);
+        return (*end == 0 && k >= 0 && k < n) ? (int)k : -1;
+    }
+    for (i = 0; i < n; i++) {
+        char name[256];
+        nn__cl_str(devs[i], CL_DEVICE_NAME, name, sizeof name);
+        if (strstr(name, req)) return i;
+    }
+    return -1;
+}
+
+static void nn__cl_close(nn_context *ctx) {
+    nn__cl *cl = NN__CL(ctx);
+    int i;
+    if (!cl) return;
+    for (i = 0; i < 64; i++)
+        if (cl->programs[i]) clReleaseProgram(cl->programs[i]);
+    if (cl->queue) clReleaseCommandQueue(cl->queue);
+    if (cl->context) clReleaseContext(cl->context);
+    NN_FREE(cl);
+    ctx->bk = NULL;
+}
+
+/* Opens device dev (number index in NN_DEVICE's count) of platform plat. */
+static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_device_id dev, int index, int tuning) {
+    nn__cl *cl = (nn__cl *)nn__calloc(1, sizeof *cl);
+    nn__device *d = &ctx->dev;
+    cl_int err;
+    cl_uint align_bits = 0, units = 0;
+    cl_ulong local_mem = 0;
+    cl_context_properties props[3];
+    cl_device_type t = nn__cl_type(dev);
+    if (!cl) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "OpenCL: out of memory");
+    ctx->bk = cl;
+    props[0] = CL_CONTEXT_PLATFORM;
+    props[1] = (cl_context_properties)plat;
+    props[2] = 0;
+    cl->platform = plat;
+    cl->device = dev;
+    memset(d, 0, sizeof *d);
+    d->cpu_tuned = (t & CL_DEVICE_TYPE_CPU) != 0;
+    d->gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
+    nn__cl_info(plat, dev, index, &d->info);
+    if (tuning == NN_TUNING_AUTO) { /* the device type decides unless $NN_CL_TUNING says */
+        const char *env = getenv("NN_CL_TUNING");
+        if (env && strcmp(env, "gpu") == 0) tuning = NN_TUNING_GPU;
+        if (env && strcmp(env, "cpu") == 0) tuning = NN_TUNING_CPU;
+    }
+    if (tuning != NN_TUNING_AUTO) d->cpu_tuned = tuning == NN_TUNING_CPU;
+    nn__cl_str(dev, CL_DEVICE_NAME, cl->name, sizeof cl->name);
+    if (!cl->name[0]) snprintf(cl->name, sizeof cl->name, "OpenCL device %d (no name)", index);
+    nn__cl_str(dev, CL_DEVICE_VENDOR, cl->vendor, sizeof cl->vendor);
+    nn__cl_str(dev, CL_DRIVER_VERSION, cl->driver, sizeof cl->driver);
+    nn__cl_str(dev, CL_DEVICE_VERSION, cl->version, sizeof cl->version);
+    /* what device plans and allocations go by: a failed query is an error, not a zero */
+#define NN__CL_INFO(what, var)                                                                              \
+    if ((err = clGetDeviceInfo(dev, what, sizeof(var), &(var), NULL)) != CL_SUCCESS)                        \
+    return nn__fail(ctx, NN_ERR_DEVICE, "clGetDeviceInfo(" #what ") failed on %s: %s (%d)", cl->name,        \
+                    nn__cl_errstr(err), (int)err)
+    NN__CL_INFO(CL_DEVICE_MAX_WORK_GROUP_SIZE, d->max_wg);
+    NN__CL_INFO(CL_DEVICE_LOCAL_MEM_SIZE, local_mem);
+    NN__CL_INFO(CL_DEVICE_MAX_COMPUTE_UNITS, units);
+    NN__CL_INFO(CL_DEVICE_MAX_MEM_ALLOC_SIZE, cl->max_alloc);
+    NN__CL_INFO(CL_DEVICE_MEM_BASE_ADDR_ALIGN, align_bits);
+#undef NN__CL_INFO
+    d->local_mem = local_mem;
+    d->units = units;
+    d->max_alloc = cl->max_alloc;
+    d->align = align_bits / 8 > 256 ? align_bits / 8 : 256;
+    if (d->max_wg == 0) d->max_wg = 1;
+    snprintf(ctx->backend_name, sizeof ctx->backend_name, "%s", cl->name);
+    err = CL_SUCCESS;
+    cl->context = clCreateContext(props, 1, &dev, NULL, NULL, &err);
+    if (!cl->context && (err == CL_OUT_OF_HOST_MEMORY || err == CL_OUT_OF_RESOURCES)) {
+        /* drivers (PoCL) sometimes refuse a context while other threads create theirs: once more */
+        nn__log(ctx, NN_LOG_WARN, "clCreateContext failed on %s: %s (%d); trying once more in 50 ms", cl->name,
+                nn__cl_errstr(err), (int)err);
+        nn__sleep_ms(50);
+        err = CL_SUCCESS;
+        cl->context = clCreateContext(props, 1, &dev, NULL, NULL, &err);
+        if (!cl->context)
+            return nn__fail(ctx, NN_ERR_DEVICE, "clCreateContext failed on %s twice: %s (%d)", cl->name,
+                            nn__cl_errstr(err), (int)err);
+    }
+    if (!cl->context)
+        return nn__fail(ctx, NN_ERR_DEVICE, "clCreateContext failed on %s: %s (%d)", cl->name, nn__cl_errstr(err),
+                        (int)err);
+    cl->queue = clCreateCommandQueue(cl->context, dev, 0, &err);
+    if (!cl->queue)
+        return nn__fail(ctx, NN_ERR_DEVICE, "clCreateCommandQueue failed on %s: %s (%d)", cl->name, nn__cl_errstr(err),
+                        err);
+    nn__gemm_options(d->cpu_tuned, d->max_wg, d->local_mem, cl->gemm_options, sizeof cl->gemm_options);
+    return NN_OK;
+}
+
+/* device: NULL (the first GPU, else the first device), "opencl", an index or a name
+   substring. Not finding one is NN_ERR_UNAVAILABLE unless it was named; a named one that
+   is not found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is
+   NN_ERR_DEVICE with the call and its error. */
+static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+    cl_platform_id plats[NN__CL_MAX_DEVICES];
+    cl_device_id devs[NN__CL_MAX_DEVICES];
+    char why[300];
+    int n, pick;
+    nn_result r;
+    if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
+    if (!nn__cl_load()) {
+        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: %s", device, nn__cl_ld.why);
+    }
+    n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
+    pick = nn__cl_pick(device, plats, devs, n);
+    if (pick < 0) { /* what the driver said, when it failed, else that there is no such device */
+        if (!device && why[0]) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %s: using the CPU backend", why);
+        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no OpenCL device found: using the CPU backend");
+        if (why[0] && n == 0) return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: %s", device, why);
+        if (why[0])
+            return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: no such OpenCL device among the %d found; %s", device, n,
+                            why);
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: no such OpenCL device (%d found)", device, n);
+    }
+    if (why[0]) nn__log(ctx, NN_LOG_WARN, "OpenCL: %s; using the %d device%s found", why, n, n == 1 ? "" : "s");
+    r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->backend.tuning);
+    if (r != NN_OK) nn__cl_close(ctx);
+    else if (nn__cl_ld.note[0]) nn__log(ctx, NN_LOG_INFO, "%s", nn__cl_ld.note);
+    return r;
+}
+
+/* ---- programs: source lines, the disk cache, building ---- */
+
+static int nn__cl_source_index(const char *name) {
+    int i;
+    for (i = 0; i < NN__CL_NSOURCES; i++)
+        if (strcmp(nn__cl_sources[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* Appends n bytes of s to the growing string *buf (length *len, capacity *cap). */
+static int nn__cl_cat(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
+    if (*len + n + 1 > *cap) {
+        size_t c = (*len + n + 1) * 2;
+        char *p = (char *)NN_REALLOC(*buf, c);
+        if (!p) return 0;
+        *buf = p;
+        *cap = c;
+    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    (*buf)[*len] = 0;
+    return 1;
+}
+
+/* dir/file as one string that starts with #line 1 "kernels/file", its #include "x.h"
+   lines replaced by dir/x.h between #line directives, as gen/amalg.c embeds them; NULL
+   when a file cannot be read. */
+static char *nn__cl_read_kernel(const char *dir, const char *file, int depth) {
+    char path[1024], line[300];
+    char *text = NULL, *out = NULL;
+    size_t len = 0, cap = 0, at = 0, end;
+    long size = -1;
+    int lineno = 1, ok;
+    FILE *f;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    if (depth > 8 || !(f = fopen(path, "rb"))) return NULL;
+    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0) text = (char *)NN_MALLOC((size_t)size + 1);
+    ok = text && fread(text, 1, (size_t)size, f) == (size_t)size;
+    fclose(f);
+    if (ok) text[size] = 0;
+    snprintf(line, sizeof line, "#line 1 \"kernels/%s\"\n", file);
+    ok = ok && nn__cl_cat(&out, &len, &cap, line, strlen(line));
+    while (ok && at < (size_t)size) {
+        const char *l = text + at, *q;
+        size_t k = 0;
+        for (end = at; end < (size_t)size && text[end] != '\n'; end++) {}
+        if (end < (size_t)size) end++;
+        while (l + k < text + end && (l[k] == ' ' || l[k] == '\t')) k++;
+        q = l[k] == '#' ? (const char *)memchr(l, '"', end - at) : NULL;
+        if (q && strncmp(l + k + 1 + strspn(l + k + 1, " \t"), "include", 7) == 0) {
+            const char *e = (const char *)memchr(q + 1, '"', (size_t)(text + end - q - 1));
+            char inc[200], *sub;
+            if (!e || (size_t)(e - q - 1) >= sizeof inc) break;
+            memcpy(inc, q + 1, (size_t)(e - q - 1));
+            inc[e - q - 1] = 0;
+            sub = nn__cl_read_kernel(dir, inc, depth + 1);
+            snprintf(line, sizeof line, "\n#line %d \"kernels/%s\"\n", lineno + 1, file);
+            ok = sub && nn__cl_cat(&out, &len, &cap, sub, strlen(sub)) && nn__cl_cat(&out, &len, &cap, line, strlen(line));
+            NN_FREE(sub);
+        } else {
+            ok = nn__cl_cat(&out, &len, &cap, l, end - at);
+        }
+        at = end;
+        lineno++;
+    }
+    NN_FREE(text);
+    if (!ok || at < (size_t)size) {
+        NN_FREE(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* The source as an array of strings: embedded, or read from kernel_dir (one string). */
+static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count, char **owned) {
+    const char *const *lines = nn__cl_sources[idx].lines;
+    const char **out;
+    cl_uint n = 0;
+    *owned = NULL;
+    if (ctx->kernel_dir) {
+        char file[128];
+        char *text;
+        snprintf(file, sizeof file, "%s.cl", nn__cl_sources[idx].name);
+        text = nn__cl_read_kernel(ctx->kernel_dir, file, 0);
+        if (text) {
+            out = (const char **)NN_MALLOC(sizeof(char *));
+            if (!out) {
+                NN_FREE(text);
+                return NULL;
+            }
+            out[0] = text;
+            *owned = text;
+            *count = 1;
+            return out;
+        }
+        nn__log(ctx, NN_LOG_WARN, "cannot read %s/%s (or a file it includes); using the embedded source",
+                ctx->kernel_dir, file);
+    }
+    while (lines[n]) n++;
+    out = (const char **)NN_MALLOC(n * sizeof(char *) + 1);
+    if (!out) return NULL;
+    memcpy((void *)out, lines, n * sizeof(char *));
+    *count = n;
+    return out;
+}
+
+/* ---- the program cache: files in the format of opencl/cache.c, one per program ---- */
+
+#define NN__CACHE_MAX_BYTES ((long)1 << 30) /* a larger file is no program binary of ours */
+
+/* dir/NAME-KEY.bin; 0 when it does not fit in buf (then the program is not cached). */
+static int nn__cache_path(nn_context *ctx, const char *name, uint64_t key, char *buf, size_t n) {
+    int k = snprintf(buf, n, "%s/%s-%016llx.bin", ctx->cache_dir, name, (unsigned long long)key);
+    if (k > 0 && (size_t)k < n) return 1;
+    buf[0] = 0;
+    return 0;
+}
+
+/* mkdir -p */
+static int nn__mkdirs(const char *path) {
+    char tmp[1024];
+    size_t i, n = strlen(path);
+    if (n >= sizeof tmp) return -1;
+    memcpy(tmp, path, n + 1);
+    for (i = 1; i <= n; i++) {
+        if (tmp[i] == '/' || tmp[i] == 0) {
+            char c = tmp[i];
+            tmp[i] = 0;
+            if (nn__mkdir(tmp) != 0 && errno != EEXIST) return -1;
+            tmp[i] = c;
+        }
+    }
+    return 0;
+}
+
+/* The cache file at path, read whole and checked (nn__cache_parse) against key: the bytes
+   to free, with the program binary at *bin (*size bytes); NULL when there is no file, it
+   cannot be read, or it is not valid (an info line says why: the program is then built
+   from source and its store replaces the file). */
+static unsigned char *nn__cache_read(nn_context *ctx, const char *path, uint64_t key, const unsigned char **bin,
+                                     size_t *size) {
+    FILE *f = fopen(path, "rb");
+    unsigned char *data = NULL;
+    long len = -1;
+    int st;
+    *bin = NULL;
+    *size = 0;
+    if (!f) {
+        if (errno != ENOENT) nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot read %s", path);
+    } else if (len > NN__CACHE_MAX_BYTES) {
+        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s: %ld bytes, more than a cached program may have; "
+                "building from source", path, len);
+    } else if (!(data = (unsigned char *)NN_MALLOC((size_t)len + 1))) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: no memory to read %s (%ld bytes)", path, len);
+    } else if (fread(data, 1, (size_t)len, f) != (size_t)len || fgetc(f) != EOF) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: %s changed while it was read", path);
+        NN_FREE(data);
+        data = NULL;
+    } else if ((st = nn__cache_parse(data, (size_t)len, key, bin, size)) != NN__CACHE_OK) {
+        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s (%ld bytes): %s; building from source", path, len,
+                nn__cache_status_str(st));
+        NN_FREE(data);
+        data = NULL;
+    }
+    fclose(f);
+    return data;
+}
+
+/* The program in the cache file at path, built for the device; NULL when there is none
+   or it is not valid, or the driver refuses it (then it is built from source). */
+static cl_program nn__cache_load(nn_context *ctx, const char *path, uint64_t key, const char *options) {
+    nn__cl *cl = NN__CL(ctx);
+    const unsigned char *bin;
+    size_t size;
+    unsigned char *data = nn__cache_read(ctx, path, key, &bin, &size);
+    cl_program prog;
+    cl_int err = CL_SUCCESS, status = CL_SUCCESS;
+    if (!data) return NULL;
+    prog = clCreateProgramWithBinary(cl->context, 1, &cl->device, &size, &bin, &status, &err);
+    if (prog && err == CL_SUCCESS && status == CL_SUCCESS)
+        err = clBuildProgram(prog, 1, &cl->device, options, NULL, NULL);
+    if (!prog || err != CL_SUCCESS || status != CL_SUCCESS) {
+        nn__log(ctx, NN_LOG_INFO, "program cache: %s: the driver refuses the binary (%s (%d)); building from source",
+                path, nn__cl_errstr(err != CL_SUCCESS ? err : status), (int)(err != CL_SUCCESS ? err : status));
+        if (prog) clReleaseProgram(prog);
+        prog = NULL;
+    } else {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: loaded %s", path);
+    }
+    NN_FREE(data);
+    return prog;
+}
+
+/* A name for a temporary file beside path that no other process, thread or call uses: the
+   process id, a process-wide counter and bits of the clock and the stack address (the
+   file is then created exclusively, so even a repeat cannot overwrite another's file). */
+static int nn__cache_tmp_name(const char *path, char *buf, size_t n) {
+    static unsigned long counter;
+    unsigned long seq;
+    uint64_t h;
+    int k;
+#if defined(__GNUC__) || defined(__clang__)
+    seq = __atomic_add_fetch(&counter, 1UL, __ATOMIC_RELAXED);
+#else
+    seq = ++counter; /* best effort where no atomics are at hand: the other parts still differ */
+#endif
+    {
+        time_t t = time(NULL);
+        clock_t c = clock();
+        const void *where = &seq;
+        h = nn__fnv(NN__FNV_BASIS, &t, sizeof t);
+        h = nn__fnv(h, &c, sizeof c);
+        h = nn__fnv(h, &where, sizeof where);
+        h = nn__fnv(h, &seq, sizeof seq);
+    }
+    k = snprintf(buf, n, "%s.tmp-%ld-%lu-%08lx", path, (long)nn__getpid(), seq,
+                 (unsigned long)(h ^ (h >> 32)) & 0xffffffffUL);
+    return k > 0 && (size_t)k < n;
+}
+
+/* Writes n bytes to a new temporary file beside path, flushes them to the disk, and
+   renames the file over path, so a reader sees the old file or the new one whole. 0, or
+   -1 with *what naming the step that failed; no temporary file is left either way. */
+static int nn__cache_replace(const char *path, const unsigned char *data, size_t n, const char **what) {
+    char tmp[1300];
+    size_t done = 0;
+    int fd, ok = 1;
+    *what = "naming a temporary file";
+    if (!nn__cache_tmp_name(path, tmp, sizeof tmp)) return -1;
+#if defined(_WIN32)
+    *what = "creating a temporary file";
+    if ((fd = _open(tmp, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE)) < 0) return -1;
+    while (ok && done < n) {
+        unsigned chunk = n - done > (1u << 30) ? (1u << 30) : (unsigned)(n - done);
+        int w = _write(fd, data + done, chunk);
+        if (w <= 0) ok = 0, *what = "writing";
+        else done += (size_t)w;
+    }
+    if (ok && _commit(fd) != 0) ok = 0, *what = "flushing to the disk";
+    if (_close(fd) != 0 && ok) ok = 0, *what = "closing";
+    if (ok && !MoveFileExA(tmp, path, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) ok = 0, *what = "renaming";
+#else
+    *what = "creating a temporary file";
+    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | NN__O_CLOEXEC, 0644)) < 0) return -1;
+    while (ok && done < n) {
+        ssize_t w = write(fd, data + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) ok = 0, *what = "writing";
+        else done += (size_t)w;
+    }
+    if (ok && fsync(fd) != 0) ok = 0, *what = "flushing to the disk";
+    if (close(fd) != 0 && ok) ok = 0, *what = "closing";
+    if (ok && rename(tmp, path) != 0) ok = 0, *what = "renaming";
+#endif
+    if (!ok) {
+        int e = errno;
+        remove(tmp);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+/* Stores the program's binary in the cache file at path for key. Every failure is only a
+   debug line: the cache is an optimisation. */
+static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_program prog) {
+    size_t size = 0;
+    unsigned char *file, *bin;
+    const char *what = "";
+    cl_int err;
+    if ((err = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL)) != CL_SUCCESS || size == 0) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: no binary to store in %s (%s (%d))", path, nn__cl_errstr(err),
+                (int)err);
+        return;
+    }
+    if (size > (size_t)NN__CACHE_MAX_BYTES - NN__CACHE_HEADER ||
+        !(file = (unsigned char *)NN_MALLOC(NN__CACHE_HEADER + size))) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: no memory for the %lu-byte binary of %s", (unsigned long)size, path);
+        return;
+    }
+    bin = file + NN__CACHE_HEADER;
+    if ((err = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL)) != CL_SUCCESS) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot get the binary for %s: %s (%d)", path, nn__cl_errstr(err),
+                (int)err);
+    } else if (nn__mkdirs(ctx->cache_dir) != 0) {
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot create %s: %s", ctx->cache_dir, strerror(errno));
+    } else {
+        nn__cache_header(file, key, bin, size);
+        if (nn__cache_replace(path, file, NN__CACHE_HEADER + size, &what) != 0)
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot store %s (%s: %s)", path, what, strerror(errno));
+        else
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: stored %s", path);
+    }
+    NN_FREE(file);
+}
+
+/* The program of kernels/NAME.cl for this context's device, built once. */
+static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *out) {
+    nn__cl *cl = NN__CL(ctx);
+    int idx = nn__cl_source_index(name);
+    char options[768], path[1100] = "";
+    const char **lines;
+    char *owned;
+    cl_uint count, i;
+    uint64_t key = NN__FNV_BASIS;
+    cl_program prog;
+    cl_int err;
+    nn_result r = NN_OK;
+    if (idx < 0) return nn__fail(ctx, NN_ERR_BUILD, "no kernel source kernels/%s.cl", name);
+    if (cl->programs[idx]) {
+        *out = cl->programs[idx];
+        return NN_OK;
+    }
+    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s", strcmp(name, "gemm") == 0 ? " " : "",
+             strcmp(name, "gemm") == 0 ? cl->gemm_options : "");
+    lines = nn__cl_source_lines(ctx, idx, &count, &owned);
+    if (!lines) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory reading kernels/%s.cl", name);
+    for (i = 0; i < count; i++) key = nn__fnv(key, lines[i], strlen(lines[i]));
+    key = nn__fnv(key, options, strlen(options) + 1);
+    key = nn__fnv(key, cl->name, strlen(cl->name) + 1);
+    key = nn__fnv(key, cl->driver, strlen(cl->driver) + 1);
+    key = nn__fnv(key, cl->version, strlen(cl->version) + 1);
+    prog = NULL;
+    if (ctx->cache_dir && nn__cache_path(ctx, name, key, path, sizeof path))
+        prog = nn__cache_load(ctx, path, key, options);
+    if (!prog) {
+        prog = clCreateProgramWithSource(cl->context, count, lines, NULL, &err);
+        if (!prog) {
+            r = nn__fail(ctx, NN_ERR_BUILD, "kernels/%s.cl: clCreateProgramWithSource: %s (%d)", name, nn__cl_errstr(err), err);
+        } else if ((err = clBuildProgram(prog, 1, &cl->device, options, NULL, NULL)) != CL_SUCCESS) {
+            char log[3000];
+            size_t n = 0;
+            log[0] = 0;
+            clGetProgramBuildInfo(prog, cl->device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &n);
+            log[sizeof log - 1] = 0;
+            r = nn__fail(ctx, NN_ERR_BUILD, "kernels/%s.cl failed to build on %s (%s):\n%s", name, cl->name,
+                         nn__cl_errstr(err), log);
+            clReleaseProgram(prog);
+            prog = NULL;
+        } else if (path[0]) {
+            nn__cache_store(ctx, path, key, prog);
+        }
+    }
+    NN_FREE((void *)lines);
+    NN_FREE(owned);
+    if (r != NN_OK) return r;
+    cl->programs[idx] = prog;
+    *out = prog;
+    return NN_OK;
+}
+
+static nn_result nn__cl_kernel(nn_context *ctx, const char *file, const char *kname, cl_kernel *out) {
+    cl_program prog;
+    cl_int err;
+    nn_result r = nn__cl_program(ctx, file, &prog);
+    if (r != NN_OK) return r;
+    *out = clCreateKernel(prog, kname, &err);
+    if (!*out) return nn__fail(ctx, NN_ERR_BUILD, "kernels/%s.cl: no kernel %s (%s)", file, kname, nn__cl_errstr(err));
+    return NN_OK;
+}
+
+/* ---- buffers ---- */
+
+static nn_result nn__cl_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
+    nn__cl *cl = NN__CL(ctx);
+    cl_int err;
+    cl_mem m;
+    b->bytes = bytes;
+    if (bytes > cl->max_alloc)
+        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: %llu bytes exceed the device's largest allocation (%llu) on %s",
+                        what, (unsigned long long)bytes, (unsigned long long)cl->max_alloc, cl->name);
+    m = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
+    if (!m)
+        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes on %s: %s (%d)", what,
+                        (unsigned long long)bytes, cl->name, nn__cl_errstr(err), err);
+    b->handle = m;
+    if (!zero) return NN_OK;
+    {
+        float v = 0.0f;
+        err = clEnqueueFillBuffer(cl->queue, m, &v, sizeof v, 0, bytes ? bytes : 4, 0, NULL, NULL);
+    }
+    if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueFillBuffer: %s (%d)", nn__cl_errstr(err), err);
+    return NN_OK;
+}
+
+/* A view is a sub-buffer: kernels take it as a buffer of its own. */
+static nn_result nn__cl_view(nn_context *ctx, const nn__buf *base, size_t offset, size_t bytes, nn__buf *out,
+                             const char *what) {
+    cl_buffer_region reg;
+    cl_int err;
+    memset(out, 0, sizeof *out);
+    out->bytes = bytes;
+    out->offset = offset;
+    reg.origin = offset;
+    reg.size = bytes;
+    out->handle = clCreateSubBuffer((cl_mem)base->handle, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
+    if (!out->handle) return nn__fail(ctx, NN_ERR_DEVICE, "%s: clCreateSubBuffer: %s (%d)", what, nn__cl_errstr(err), err);
+    return NN_OK;
+}
+
+static void nn__cl_release(nn_context *ctx, nn__buf *b) {
+    (void)ctx;
+    if (b->handle) clReleaseMemObject((cl_mem)b->handle);
+    if (b->owned) NN_FREE(b->host);
+}
+
+static nn_result nn__cl_write(nn_context *ctx, nn__buf *b, const void *src, size_t bytes) {
+    cl_int err = clEnqueueWriteBuffer(NN__CL(ctx)->queue, (cl_mem)b->handle, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
+    if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueWriteBuffer: %s (%d)", nn__cl_errstr(err), err);
+    return NN_OK;
+}
+
+static nn_result nn__cl_read(nn_context *ctx, const nn__buf *b, void *dst, size_t bytes) {
+    cl_int err = clEnqueueReadBuffer(NN__CL(ctx)->queue, (cl_mem)b->handle, CL_TRUE, 0, bytes, dst, 0, NULL, NULL);
+    if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueReadBuffer: %s (%d)", nn__cl_errstr(err), err);
+    return NN_OK;
+}
+
+static nn_result nn__cl_fill(nn_context *ctx, nn__buf *b, float v, size_t bytes) {
+    cl_int err = clEnqueueFillBuffer(NN__CL(ctx)->queue, (cl_mem)b->handle, &v, sizeof v, 0, bytes ? bytes : 4, 0, NULL,
+                                     NULL);
+    if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueFillBuffer: %s (%d)", nn__cl_errstr(err), err);
+    return NN_OK;
+}
+
+/* ---- launches ---- */
+
+static cl_int nn__cl_set_arg(cl_kernel k, cl_uint i, const nn__karg *a) {
+    switch (a->kind) {
+    case 'm': {
+        cl_mem m = (cl_mem)a->v.buf.handle;
+        return clSetKernelArg(k, i, sizeof m, &m);
+    }
+    case 'i': return clSetKernelArg(k, i, sizeof(cl_int), &a->v.i);
+    case 'u': return clSetKernelArg(k, i, sizeof(cl_uint), &a->v.u);
+    case 'f': return clSetKernelArg(k, i, sizeof(cl_float), &a->v.f);
+    case 'L': return clSetKernelArg(k, i, a->v.local, NULL);
+    case '8': return clSetKernelArg(k, i, sizeof(cl_int8), a->v.v8);
+    default: return CL_INVALID_VALUE;
+    }
+}
+
+/* Each recorded launch gets its kernel and all its arguments, once. */
+static nn_result nn__cl_prepare(nn_graph *g) {
+    nn_context *ctx = g->ctx;
+    int i, k;
+    for (i = 0; i < g->n_launches; i++) {
+        nn__launch *l = &g->launches[i];
+        cl_kernel kern;
+        nn_result r = nn__cl_kernel(ctx, l->file, l->kernel, &kern);
+        if (r != NN_OK) return r;
+        l->bk = kern;
+        for (k = 0; k < l->n_args; k++) {
+            cl_int err = nn__cl_set_arg(kern, (cl_uint)k, &l->args[k]);
+            if (err != CL_SUCCESS)
+                return nn__fail(ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: clSetKernelArg %d failed: %s (%d)",
+                                nn__op(g->nodes[l->node].op)->name, l->file, l->kernel, k, nn__cl_errstr(err), err);
+        }
+    }
+    {
+        cl_int err = clFinish(NN__CL(ctx)->queue);
+        if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "nn_graph_compile: clFinish: %s (%d)", nn__cl_errstr(err), err);
+    }
+    return NN_OK;
+}
+
+/* Enqueues the launches of the first n_sched schedule positions. */
+static nn_result nn__cl_run(nn_graph *g, int n_sched) {
+    cl_command_queue q = NN__CL(g->ctx)->queue;
+    int i, k, n = g->sched_launch[n_sched];
+    for (i = 0; i < n; i++) {
+        nn__launch *l = &g->launches[i];
+        cl_int err = CL_SUCCESS;
+        if (l->update) {
+            l->update(g, l);
+            for (k = 0; k < l->n_upd && err == CL_SUCCESS; k++)
+                err = nn__cl_set_arg((cl_kernel)l->bk, (cl_uint)l->upd[k], &l->args[l->upd[k]]);
+        }
+        if (err == CL_SUCCESS)
+            err = clEnqueueNDRangeKernel(q, (cl_kernel)l->bk, (cl_uint)l->dims, NULL, l->gws, l->use_lws ? l->lws : NULL, 0,
+                                         NULL, NULL);
+        if (err != CL_SUCCESS)
+            return nn__fail(g->ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: %s (%d)", nn__op(g->nodes[l->node].op)->name,
+                            l->file, l->kernel, nn__cl_errstr(err), err);
+        g->progress++;
+    }
+    g->ctx->stats.kernel_launches += (uint64_t)n;
+    return NN_OK;
+}
+
+static nn_result nn__cl_finish(nn_context *ctx) {
+    cl_int err = clFinish(NN__CL(ctx)->queue);
+    if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clFinish: %s (%d)", nn__cl_errstr(err), err);
+    return NN_OK;
+}
+
+static void nn__cl_release_graph(nn_graph *g) {
+    int i;
+    for (i = 0; i < g->n_launches; i++)
+        if (g->launches[i].bk) clReleaseKernel((cl_kernel)g->launches[i].bk);
+}
+
+static const nn__backend nn__opencl_backend = {
+    "opencl", NN_BACKEND_OPENCL, 0, nn__cl_open, nn__cl_close, nn__cl_list_devices, nn__cl_alloc, nn__cl_view,
+    nn__cl_release, nn__cl_write, nn__cl_read, nn__cl_fill, nn__cl_prepare, nn__cl_run, nn__cl_finish,
+    nn__cl_release_graph};
+#define NN__BACKEND_OPENCL &nn__opencl_backend,
+
+/* The cl* names back to the program (opencl/cl_api.h): its own OpenCL calls below nn.h go to
+   the library it links, not to nn.h's table. */
+#undef clGetPlatformIDs
+#undef clGetPlatformInfo
+#undef clGetDeviceIDs
+#undef clGetDeviceInfo
+#undef clCreateContext
+#undef clReleaseContext
+#undef clCreateCommandQueue
+#undef clReleaseCommandQueue
+#undef clCreateBuffer
+#undef clReleaseMemObject
+#undef clCreateProgramWithSource
+#undef clCreateProgramWithBinary
+#undef clReleaseProgram
+#undef clBuildProgram
+#undef clGetProgramInfo
+#undef clGetProgramBuildInfo
+#undef clCreateKernel
+#undef clReleaseKernel
+#undef clSetKernelArg
+#undef clFinish
+#undef clEnqueueReadBuffer
+#undef clEnqueueWriteBuffer
+#undef clEnqueueNDRangeKernel
+#undef clCreateSubBuffer
+#undef clEnqueueFillBuffer

@@ -1,0 +1,137 @@
+/* Launch planning for kernels/gemm.cl, for device plans (backend-neutral arithmetic).
+ *
+ * The build options and
+ * the launch geometry are both derived from one per-device configuration
+ * (nn__gemm_config), so they always agree: the kernels carry
+ * reqd_work_group_size(WG_N, WG_M, 1) and must be launched with exactly that
+ * local size.
+ */
+#include "../base/internal.h"
+
+typedef struct nn__gemm_plan {
+    const char *kernel;   /* kernel name in kernels/gemm.cl */
+    int dims;             /* 2, or 3 for a batch (dimension 2 numbers the products) */
+    size_t gws[3];        /* global size (already rounded up to a multiple of lws) */
+    size_t lws[3];        /* local size; lws[0]==0 means pass NULL (let the runtime choose) */
+} nn__gemm_plan;
+
+#ifndef NN__GEMM_CPU_ITEMS
+#define NN__GEMM_CPU_ITEMS 16
+#endif
+
+/* Tunables of kernels/gemm.cl (see the comment at its top). */
+typedef struct nn__gemm_cfg {
+    int wpt_m, wpt_n, vw;      /* per-item register tile, vector width along N */
+    int wg_m, wg_n;            /* work-group shape (dim 1 = M, dim 0 = N) */
+    int use_local, ts_k;       /* local-memory panels and their K depth */
+    int strided, pad_a, pad_b;
+} nn__gemm_cfg;
+
+static void nn__gemm_cfg_set(nn__gemm_cfg *c, int wpt_m, int wpt_n, int vw,
+                                int wg_m, int wg_n, int use_local, int ts_k,
+                                int strided, int pad_a, int pad_b)
+{
+    c->wpt_m = wpt_m; c->wpt_n = wpt_n; c->vw = vw;
+    c->wg_m = wg_m; c->wg_n = wg_n;
+    c->use_local = use_local; c->ts_k = ts_k;
+    c->strided = strided; c->pad_a = pad_a; c->pad_b = pad_b;
+}
+
+static void nn__gemm_config(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
+                               nn__gemm_cfg *c)
+{
+    if (is_cpu_device) {
+        /* CPU runtimes (PoCL): the packed path, one item per group.  A 6x16
+         * micro-tile is 12 accumulators of 8 floats, which with the two B
+         * vectors and the A broadcast fills AVX2's 16 registers (the same
+         * shape as BLIS's Haswell kernel).  Items cover up to 96 x 64 of C;
+         * the B panel is TS_K x 64 floats of local memory (64 KiB at
+         * TS_K=256; less where the device offers less). */
+        uint64_t kmax = local_mem_bytes / (64 * sizeof(float));
+        int ts_k = kmax >= 256 ? 256 : (int)(kmax / 16 * 16);
+        if (ts_k >= 16)
+            nn__gemm_cfg_set(c, 6, 16, 8, 16, 4, 2, ts_k, 0, 0, 0);
+        else   /* no useful local memory: stream everything from global */
+            nn__gemm_cfg_set(c, 6, 16, 8, 4, 4, 0, 16, 0, 0, 0);
+    } else if (max_wg_size >= 256 && local_mem_bytes >= 16 * 1024) {
+        /* GPUs: 16x16 items, 4x4 each (float4 along N), 64x64 tiles, K panels
+         * of 16 in local memory (8.3 KiB).  Strided ownership keeps local
+         * reads conflict-free and global stores coalesced; the A panel is
+         * padded because its staging writes stride by the tile height. */
+        nn__gemm_cfg_set(c, 4, 4, 4, 16, 16, 1, 16, 1, 1, 0);
+    } else if (max_wg_size >= 64 && local_mem_bytes >= 8 * 1024) {
+        /* Smaller GPUs / limited work-group size: 8x8 items, 8x8 each. */
+        nn__gemm_cfg_set(c, 8, 8, 4, 8, 8, 1, 8, 1, 1, 0);
+    } else {
+        /* Anything else: the direct path with whatever group fits. */
+        int wg = max_wg_size >= 16 ? 4 : (max_wg_size >= 4 ? 2 : 1);
+        nn__gemm_cfg_set(c, 4, 4, 4, wg, wg, 0, 16, 0, 0, 0);
+    }
+}
+
+
+/* Geometry of `batch` products of M x N each with the batched kernels (grid dimension 2
+   numbers them); batch 0 means one product with the plain 2-D kernels. */
+static void nn__gemm_cfg_plan_batched(const nn__gemm_cfg *c, int transA, int transB,
+                                         int M, int N, int batch, nn__gemm_plan *p)
+{
+    static const char *const names[8] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt",
+                                          "gemm_nn_batched", "gemm_nt_batched", "gemm_tn_batched",
+                                          "gemm_tt_batched" };
+    int packed = c->use_local == 2;
+    size_t tile_n = (size_t)c->wpt_n * (size_t)(packed ? c->wg_n : 1);
+    size_t tile_m = (size_t)c->wpt_m * (size_t)(packed ? c->wg_m : 1);
+    size_t items_n = ((size_t)N + tile_n - 1) / tile_n;
+    size_t items_m = ((size_t)M + tile_m - 1) / tile_m;
+    size_t nb = batch > 0 ? (size_t)batch : 1;
+    if (packed) {
+        /* One item per group covers wg_n*wpt_n columns and an equal share of
+         * the rows (the kernel derives it from the grid height).  Tiles of
+         * up to wg_m*wpt_m rows amortise the B packing best, but small
+         * problems are split further (down to 4 micro-tiles of rows) so that
+         * there are about NN__GEMM_CPU_ITEMS items to spread over the
+         * cores: the core count is not known here, and the runtime schedules
+         * groups dynamically, so a few items per core balance well. */
+        size_t min_rows = (size_t)c->wpt_m * 4;
+        size_t most = ((size_t)M + min_rows - 1) / min_rows;
+        size_t want = (NN__GEMM_CPU_ITEMS + items_n * nb - 1) / (items_n * nb);
+        if (want > most) want = most;
+        if (want > items_m) items_m = want;
+    }
+    p->kernel = names[(transA ? 2 : 0) + (transB ? 1 : 0) + (batch > 0 ? 4 : 0)];
+    p->dims = batch > 0 ? 3 : 2;
+    p->lws[0] = packed ? 1 : (size_t)c->wg_n;
+    p->lws[1] = packed ? 1 : (size_t)c->wg_m;
+    p->lws[2] = 1;
+    p->gws[0] = (items_n + p->lws[0] - 1) / p->lws[0] * p->lws[0];
+    p->gws[1] = (items_m + p->lws[1] - 1) / p->lws[1] * p->lws[1];
+    p->gws[2] = nb;
+}
+
+static void nn__gemm_cfg_plan(const nn__gemm_cfg *c, int transA, int transB,
+                                 int M, int N, nn__gemm_plan *p)
+{
+    nn__gemm_cfg_plan_batched(c, transA, transB, M, N, 0, p);
+}
+
+
+/* Launch geometry for one GEMM with the options above. */
+static void nn__gemm_plan_make(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
+                                  int transA, int transB, int M, int N, int K,
+                                  nn__gemm_plan *p)
+{
+    nn__gemm_cfg c;
+    (void)K;
+    nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
+    nn__gemm_cfg_plan(&c, transA, transB, M, N, p);
+}
+
+/* Launch geometry for `batch` products of the batched kernels (see kernels/gemm.cl). */
+static void nn__gemm_plan_batched(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
+                                     int transA, int transB, int M, int N, int batch,
+                                     nn__gemm_plan *p)
+{
+    nn__gemm_cfg c;
+    nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
+    nn__gemm_cfg_plan_batched(&c, transA, transB, M, N, batch, p);
+}
