@@ -554,7 +554,78 @@ static void check_pad_order(const t_env *e) {
     t_end();
 }
 
+/* ---- item 7 of issue 15: dim arguments, queries through their last argument ---- */
+
+static nn_tensor b_softmax_dim(nn_graph *g, nn_tensor x, const void *p) { return nn_softmax(g, x, *(const int *)p); }
+static nn_tensor b_log_softmax_dim(nn_graph *g, nn_tensor x, const void *p) { return nn_log_softmax(g, x, *(const int *)p); }
+static nn_tensor b_permute_neg(nn_graph *g, nn_tensor x, const void *p) {
+    static const int dims[3] = {-1, 0, 1}; /* [2, 3, 4] -> [4, 2, 3] */
+    (void)p;
+    return nn_permute(g, x, dims, 3);
+}
+
+static void check_dims_and_queries(const t_env *e) {
+    float x[24], y[24];
+    int i, j, k, dim;
+    if (!t_begin(e, "API: softmax/log_softmax along any dim, permute with negative dims, queries write through their last argument"))
+        return;
+    for (i = 0; i < 24; i++) x[i] = (float)((i * 7) % 11) * 0.25f - 1.0f;
+    for (dim = -3; dim < 3; dim++) { /* x [2, 3, 4]: softmax along dim against double */
+        int d = dim < 0 ? dim + 3 : dim, lg;
+        for (lg = 0; lg < 2; lg++) {
+            if (!run_forward(e->ctx, nn_shape3(2, 3, 4), x, lg ? b_log_softmax_dim : b_softmax_dim, &dim, y, 24)) continue;
+            for (i = 0; i < 24; i++) {
+                int c[3] = {i / 12, i / 4 % 3, i % 4}, n = d == 0 ? 2 : d == 1 ? 3 : 4;
+                double m = -1e30, s = 0, v;
+                for (j = 0; j < n; j++) {
+                    int q[3] = {c[0], c[1], c[2]};
+                    q[d] = j;
+                    v = x[q[0] * 12 + q[1] * 4 + q[2]];
+                    if (v > m) m = v;
+                }
+                for (j = 0; j < n; j++) {
+                    int q[3] = {c[0], c[1], c[2]};
+                    q[d] = j;
+                    s += exp(x[q[0] * 12 + q[1] * 4 + q[2]] - m);
+                }
+                v = lg ? x[i] - m - log(s) : exp(x[i] - m) / s;
+                T_CHECK(fabs(y[i] - v) <= 1e-6 * (1 + fabs(v)), "%s dim %d: y[%d] = %.9g, want %.9g", lg ? "log_softmax" : "softmax",
+                        dim, i, y[i], v);
+            }
+        }
+    }
+    if (run_forward(e->ctx, nn_shape3(2, 3, 4), x, b_permute_neg, NULL, y, 24))
+        for (k = 0; k < 4; k++)
+            for (i = 0; i < 2; i++)
+                for (j = 0; j < 3; j++)
+                    T_CHECK(y[k * 6 + i * 3 + j] == x[i * 12 + j * 4 + k], "permute (-1, 0, 1): y[%d, %d, %d]", k, i, j);
+    {
+        nn_graph *g = NULL;
+        nn_device_info dev;
+        nn_shape s;
+        int64_t n = 5;
+        nn_tensor t, parts[2];
+        static const int64_t sizes[2] = {1, 3};
+        if (T_OK(nn_context_device(e->ctx, &dev), e->ctx))
+            T_CHECK(dev.backend == (e->opencl ? NN_BACKEND_OPENCL : NN_BACKEND_CPU) && dev.name[0], "nn_context_device: backend %d, name '%s'",
+                    (int)dev.backend, dev.name);
+        if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
+            t = nn_input(g, "t", NN_F32, nn_shape2(3, 4));
+            T_CHECK(nn_tensor_shape(g, t, &s) == NN_OK && s.ndim == 2 && s.dim[1] == 4, "nn_tensor_shape");
+            T_CHECK(nn_tensor_numel(g, t, &n) == NN_OK && n == 12, "nn_tensor_numel gave %lld", (long long)n);
+            T_CHECK(nn_tensor_numel(g, NN_NONE, &n) == NN_ERR_INVALID_ARGUMENT && n == 0, "nn_tensor_numel of NN_NONE");
+            T_CHECK(nn_split(g, t, sizes, 2, -1, parts).id == parts[0].id && parts[1].id > 0 &&
+                        nn_tensor_shape(g, parts[1], &s) == NN_OK && s.dim[1] == 3,
+                    "nn_split(g, x, sizes, n, dim, out)");
+            T_CHECK(nn_graph_output(g, NN_NONE) != NN_OK, "nn_graph_output of NN_NONE");
+            nn_graph_destroy(g);
+        }
+    }
+    t_end();
+}
+
 void suite_api(const t_env *e) {
+    check_dims_and_queries(e);
     check_norm_eps(e);
     check_loss_zero(e);
     check_schedule_zero(e);
