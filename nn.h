@@ -1295,8 +1295,6 @@ typedef struct nn__ew_attr {
     int fn;              /* UNARY, UNARY_GRAD: the activation (NN__U_*, kernels/activation.h) */
     float param[2];      /*   its parameters */
     float s;             /* SCALE: the factor; FILL, MASKED_FILL: the value */
-    float p;             /* DROPOUT: the probability of a zero */
-    int key;             /*   the mask's key (the forward node's id), shared by its backward op */
     int C, S, N;         /* PRELU*: the weight's size, elements per channel and sample, samples */
     int bfn;             /* BINARY, COMPARE, BINARY_GRAD: the function (NN__B_*, kernels/activation.h);
                             ADD, SUB and MUL go by their op */
@@ -1491,11 +1489,12 @@ typedef struct nn__optim_attr {
 #include <stdint.h>
 
 typedef struct nn__random_attr {
-    int key;             /* the draw's Philox key (the forward node's id), shared by its backward op */
+    int key;             /* the draw's Philox key (the forward node's id), shared by its backward op
+                            (DROPOUT's mask too) */
     int low;             /* RANDINT: the least value */
     uint32_t range;      /*   high - low - 1 (the count of values, less 1) */
     float std;           /* GAUSSIAN_NOISE: the noise's standard deviation */
-    float p;             /* ALPHA_DROPOUT*: the probability of a drop */
+    float p;             /* DROPOUT, ALPHA_DROPOUT*: the probability of a drop */
     float scale, shift;  /*   kept elements: scale x + shift; */
     float dropped;       /*   dropped ones: this value */
 } nn__random_attr;
@@ -1667,7 +1666,7 @@ typedef struct nn__launch {
 /* What device plans may ask about the device (filled by a device backend's open). */
 typedef struct nn__device {
     int cpu_tuned;              /* kernels and geometry as for a CPU (its type, or desc.tuning) */
-    int gpu;                    /* a GPU: launch sizes rounded to work-groups of 64 */
+    int gpu;                    /* a GPU (the OpenCL backend rounds 1-D launches to work-groups of 64) */
     size_t max_wg;              /* largest work-group */
     uint64_t local_mem;         /* bytes of local memory */
     uint64_t max_alloc;         /* largest buffer in bytes */
@@ -1759,6 +1758,7 @@ struct nn_graph {
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
     struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (files/ckpt.c) */
+    void (*datasets_free)(nn_graph *g); /* their destructor, set with the first (files/ckpt.c) */
     nn__launch *launches;        /* device plans, in schedule order */
     int n_launches, cap_launches;
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
@@ -1768,7 +1768,6 @@ struct nn_graph {
     int checks_pending;          /* a run since the counters were last read */
 };
 
-static void nn__datasets_free(nn_graph *g); /* files/ckpt.c */
 
 /* A desc field's value (api/api.h, NN_ZERO): its default for 0, exactly 0 for NN_ZERO. */
 static float nn__deff(float v, float dflt) { return v == 0.0f ? dflt : v == (float)NN_ZERO ? 0.0f : v; }
@@ -1913,7 +1912,6 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(PRELU, "prelu", prelu, 0)                                                                  \
     X(PRELU_DX, "prelu_grad_input", prelu_dx, 0)                                                 \
     X(PRELU_DW, "prelu_grad_weight", prelu_dw, 0)                                                \
-    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)                                                \
     X(ACCUMULATE, "accumulate", accumulate, NN__OPF_NO_GRAD | NN__OPF_WRITABLE | NN__OPF_RANK0)  \
     X(FILL, "fill", fill, NN__OPF_NO_GRAD | NN__OPF_RANK0)                                       \
     X(BINARY, "binary", binary, NN__OPF_RANK0)                                                   \
@@ -2037,7 +2035,8 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(BERNOULLI, "bernoulli", bernoulli, NN__OPF_NO_GRAD | NN__OPF_RANK0)           \
     X(GAUSSIAN_NOISE, "gaussian_noise", gaussian_noise, NN__OPF_RANK0)              \
     X(ALPHA_DROPOUT, "alpha_dropout", alpha_dropout, NN__OPF_RANK0)                 \
-    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)
+    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)  \
+    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)
 
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
@@ -2076,11 +2075,15 @@ static const nn__op_def *nn__op(int op); /* src/ops/registry.c */
     int ga = a >= 0 && (g)->nodes[a].needs_grad, gb = b >= 0 && (g)->nodes[b].needs_grad;  \
     (void)gy, (void)a, (void)b, (void)ga, (void)gb
 
-/* The optimizer's part of compiling (src/ops/optim.c): its settings checked and its
-   schedule set, then its ops added after autograd. */
-static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d);
-static int nn__optim_updates(const nn_graph *g); /* the graph updates its parameters */
-static nn_result nn__add_optimizer(nn_graph *g);
+/* The optimizer's part of compiling (src/ops/optim.c), which the engine reaches through the
+   registry as it reaches ops: its settings checked and its schedule set, whether the graph
+   updates its parameters, then its ops added after autograd. */
+typedef struct nn__optim_hooks {
+    nn_result (*configure)(nn_graph *g, const nn_compile_desc *d);
+    int (*updates)(const nn_graph *g);
+    nn_result (*add)(nn_graph *g);
+} nn__optim_hooks;
+static const nn__optim_hooks *nn__optim(void); /* src/ops/registry.c */
 #endif /* NN__OPS_H */
 
 /* ======================================================================
@@ -2641,8 +2644,8 @@ enum {
 #define NN__VM_X86 1
 
 /* 2: AVX-512F, 1: AVX2 and FMA, 0: neither. The one CPUID probe of the CPU loops
-   (elementwise, vector exp, reductions, Adam, depthwise conv; the GEMM picks its
-   microkernel in cpu/gemm.c): a cached answer, the same for every context; drivers ask
+   (elementwise, vector exp, reductions, Adam, depthwise conv, and the GEMM's microkernel
+   in src/cpu/gemm.c): a cached answer, the same for every context; drivers ask
    before they start threads. */
 static int nn__vm_isa(void) {
     static int isa = -1;
@@ -3013,7 +3016,7 @@ static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range
  * and B columns it needs) but needs exactly one pool dispatch per call and no
  * barriers, which is what matters for the small matrices of MLP training.
  *
- * Microkernels, chosen once at run time (__builtin_cpu_supports):
+ * Microkernels, chosen once at run time (nn__vm_isa, src/cpu/simd.c):
  *   AVX-512F  12 x 32  (24 zmm accumulators)
  *   AVX2+FMA   6 x 16  (12 ymm accumulators)
  *   NEON       8 x 8   (aarch64 only, 16 q-register accumulators)
@@ -3534,10 +3537,9 @@ static const nn__gemm_arch *nn__gemm_pick_arch(void) {
     if (arch) return arch;
     arch = &nn__gemm_arch_generic;
 #if NN__GEMM_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
+    if (nn__vm_isa() == 2) /* the one CPUID probe, src/cpu/simd.c */
         arch = &nn__gemm_arch_avx512;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    else if (nn__vm_isa() == 1)
         arch = &nn__gemm_arch_avx2;
 #endif
 #if NN__GEMM_NEON
@@ -3557,11 +3559,8 @@ static NN__MAYBE_UNUSED const char *nn__sgemm_force_kernel(const char *name) {
     }
     if (!strcmp(name, "generic")) NN__GEMM_ARCH_SET(&nn__gemm_arch_generic);
 #if NN__GEMM_X86
-    __builtin_cpu_init();
-    if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        NN__GEMM_ARCH_SET(&nn__gemm_arch_avx2);
-    if (!strcmp(name, "avx512f") && __builtin_cpu_supports("avx512f"))
-        NN__GEMM_ARCH_SET(&nn__gemm_arch_avx512);
+    if (!strcmp(name, "avx2") && nn__vm_isa() >= 1) NN__GEMM_ARCH_SET(&nn__gemm_arch_avx2);
+    if (!strcmp(name, "avx512f") && nn__vm_isa() == 2) NN__GEMM_ARCH_SET(&nn__gemm_arch_avx512);
 #endif
 #if NN__GEMM_NEON
     if (!strcmp(name, "neon")) NN__GEMM_ARCH_SET(&nn__gemm_arch_neon);
@@ -8083,6 +8082,41 @@ static void nn__gemm_plan_batched(int is_cpu_device, size_t max_wg_size, uint64_
     nn__gemm_cfg_plan_batched(&c, transA, transB, M, N, batch, p);
 }
 
+static void nn__gemm_cfg_options(const nn__gemm_cfg *c, char *buf, size_t bufsize)
+{
+    char tmp[256];
+    size_t n;
+    sprintf(tmp, "-DWPT_M=%d -DWPT_N=%d -DVW=%d -DWG_M=%d -DWG_N=%d "
+            "-DUSE_LOCAL=%d -DTS_K=%d -DSTRIDED=%d -DPAD_A=%d -DPAD_B=%d",
+            c->wpt_m, c->wpt_n, c->vw, c->wg_m, c->wg_n,
+            c->use_local, c->ts_k, c->strided, c->pad_a, c->pad_b);
+    if (bufsize == 0)
+        return;
+    n = strlen(tmp);
+    if (n >= bufsize)
+        n = bufsize - 1;
+    memcpy(buf, tmp, n);
+    buf[n] = '\0';
+}
+
+/* Build options (-D ...) for kernels/gemm.cl on a device; written into buf (NUL-terminated). */
+static void nn__gemm_options(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
+                                char *buf, size_t bufsize)
+{
+    nn__gemm_cfg c;
+    nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
+    nn__gemm_cfg_options(&c, buf, bufsize);
+}
+
+/* The build options (-D ...) of kernels/NAME.cl on a device, from the facts device plans
+   read too (so the kernels' tiles and the plans' launch geometry agree); "" for a file
+   that takes none. The backend asks for every program it builds, and keys its cache on
+   them. */
+static NN__MAYBE_UNUSED void nn__program_options(const char *name, const nn__device *dev, char *buf, size_t n) {
+    if (n) buf[0] = 0;
+    if (strcmp(name, "gemm") == 0) nn__gemm_options(dev->cpu_tuned, dev->max_wg, dev->local_mem, buf, n);
+}
+
 /* ======================================================================
    src/opencl/cache.c
    ====================================================================== */
@@ -9112,6 +9146,225 @@ static const char *const nn__cl_src_elementwise[] = {
 "#line 1 \"kernels/elementwise.cl\"\n",
 "/* Elementwise ops. Twins of the loops in src/cpu/simd.c; every kernel guards i < n because\n",
 "   the host may round the global size up to a multiple of the work-group size. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 4 \"kernels/elementwise.cl\"\n",
+"#line 1 \"kernels/elementwise_args.h\"\n",
+"/* kernels/elementwise.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__ELEMENTWISE_ARGS_H\n",
+"#define NN__ELEMENTWISE_ARGS_H\n",
+"\n",
+"/* shared with other families' plans (conv, matmul, shape) */\n",
+"#define NN__KARGS_channel_bias(F, P) F(in, x) P(in, b) P(out, y) P(int, n) P(int, C) P(int, S)\n",
+"NN__KSIG(channel_bias)\n",
+"#define NN__KARGS_copy(F, P) F(uin, x) P(uout, y) P(int, n)\n",
+"NN__KSIG(copy)\n",
+"#define NN__KARGS_sum_leading(F, P) F(in, x) P(out, y) P(int, n) P(int, nb) P(int, off)\n",
+"NN__KSIG(sum_leading)\n",
+"\n",
+"#endif\n",
+"#line 5 \"kernels/elementwise.cl\"\n",
+"\n",
 "\n",
 "#line 1 \"kernels/activation.h\"\n",
 "/* The activations, each formula written once for both backends. This file is a part of\n",
@@ -9333,7 +9586,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "    NN__B_COUNT\n",
 "};\n",
 "#endif /* NN__ACTIVATION_H */\n",
-"#line 5 \"kernels/elementwise.cl\"\n",
+"#line 8 \"kernels/elementwise.cl\"\n",
 "\n",
 "/* Each unary function's pair of kernels, stamped from the tables of kernels/activation.h: v is\n",
 "   the input, p0 and p1 its parameters. */\n",
@@ -9536,8 +9789,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "}\n",
 "\n",
 "/* y [N, C, S] = x + b[c] */\n",
-"__kernel void channel_bias(__global const float *x, __global const float *b, __global float *y, const int n,\n",
-"                           const int C, const int S) {\n",
+"__kernel void channel_bias(NN__KPARAMS(channel_bias)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[i] + b[(i / S) % C];\n",
 "}\n",
@@ -9548,7 +9800,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "}\n",
 "\n",
 "/* a bit copy (reshape), for either dtype */\n",
-"__kernel void copy(__global const uint *x, __global uint *y, const int n) {\n",
+"__kernel void copy(NN__KPARAMS(copy)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[i];\n",
 "}\n",
@@ -9560,7 +9812,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "\n",
 "/* y [nb] = sum over the leading dims of x [n / nb, nb] (at float offset off), in a fixed\n",
 "   order; also the sum of a convolution's weight-gradient slices */\n",
-"__kernel void sum_leading(__global const float *x, __global float *y, const int n, const int nb, const int off) {\n",
+"__kernel void sum_leading(NN__KPARAMS(sum_leading)) {\n",
 "    int j = get_global_id(0);\n",
 "    if (j < nb) {\n",
 "        float s = 0.0f;\n",
@@ -11304,6 +11556,222 @@ static const char *const nn__cl_src_random[] = {
 "/* Philox4x32-10 (Salmon et al., SC'11): counter-based, so element i of a dropout mask is a\n",
 "   pure function of (seed, op, step, i). src/base/internal.h has the same generator for the\n",
 "   CPU backend, and both draw identical masks. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 5 \"kernels/random.cl\"\n",
+"#line 1 \"kernels/random_args.h\"\n",
+"/* kernels/random.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__RANDOM_ARGS_H\n",
+"#define NN__RANDOM_ARGS_H\n",
+"\n",
+"/* the dropout op's mask, counter (i, node, step_lo, step_hi) under key (seed_lo, seed_hi) */\n",
+"#define NN__KARGS_dropout(F, P) \\\n",
+"    F(in, x) P(out, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)\n",
+"NN__KSIG(dropout)\n",
+"\n",
+"#endif\n",
+"#line 6 \"kernels/random.cl\"\n",
+"\n",
 "\n",
 "inline uint4 nn_philox(uint4 c, uint2 k) {\n",
 "    for (int r = 0; r < 10; r++) {\n",
@@ -11318,9 +11786,7 @@ static const char *const nn__cl_src_random[] = {
 "/* y = x * keep / (1 - p), keep = uniform >= p (a product: a dropped NaN or inf is NaN);\n",
 "   the backward pass runs this on dy with the same key and step, so it applies the same\n",
 "   mask. */\n",
-"__kernel void dropout(__global const float *x, __global float *y, const int n, const float p,\n",
-"                      const uint seed_lo, const uint seed_hi, const uint node, const uint step_lo,\n",
-"                      const uint step_hi) {\n",
+"__kernel void dropout(NN__KPARAMS(dropout)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = nn_philox((uint4)((uint)i, node, step_lo, step_hi), (uint2)(seed_lo, seed_hi));\n",
@@ -11463,7 +11929,7 @@ static const char *const nn__cl_src_random[] = {
 "    return (int)((NN__RI64)low + (NN__RI64)v);\n",
 "}\n",
 "#endif /* NN__RANDOM_H */\n",
-"#line 34 \"kernels/random.cl\"\n",
+"#line 35 \"kernels/random.cl\"\n",
 "\n",
 "#define NN_RNG_ARGS                                                                        \\\n",
 "    const uint seed_lo, const uint seed_hi, const uint key, const uint step_lo, const uint step_hi\n",
@@ -11698,21 +12164,21 @@ static const char *const nn__cl_src_reduce[] = {
 "#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
 "\n",
 "/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
-"#define NN__KSTEP_in(l, k, v)\n",
-"#define NN__KSTEP_out(l, k, v)\n",
-"#define NN__KSTEP_iin(l, k, v)\n",
-"#define NN__KSTEP_iout(l, k, v)\n",
-"#define NN__KSTEP_uin(l, k, v)\n",
-"#define NN__KSTEP_uout(l, k, v)\n",
-"#define NN__KSTEP_int(l, k, v)\n",
-"#define NN__KSTEP_uint(l, k, v)\n",
-"#define NN__KSTEP_float(l, k, v)\n",
-"#define NN__KSTEP_int8(l, k, v)\n",
-"#define NN__KSTEP_lfloat(l, k, v)\n",
-"#define NN__KSTEP_lint(l, k, v)\n",
-"#define NN__KSTEP_fstep(l, k, v) (l)->args[(l)->upd[(k)++]].v.f = (v);\n",
-"#define NN__KSTEP_istep(l, k, v) (l)->args[(l)->upd[(k)++]].v.i = (int32_t)(v);\n",
-"#define NN__KSTEP_ustep(l, k, v) (l)->args[(l)->upd[(k)++]].v.u = (uint32_t)(v);\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
 "\n",
 "#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
 "#define NN__KC_REC(kind, name) \\\n",
@@ -12433,32 +12899,6 @@ static const nn__cl_source nn__cl_sources[] = {
 #  define NN__O_CLOEXEC 0
 #endif
 
-static void nn__gemm_cfg_options(const nn__gemm_cfg *c, char *buf, size_t bufsize)
-{
-    char tmp[256];
-    size_t n;
-    sprintf(tmp, "-DWPT_M=%d -DWPT_N=%d -DVW=%d -DWG_M=%d -DWG_N=%d "
-            "-DUSE_LOCAL=%d -DTS_K=%d -DSTRIDED=%d -DPAD_A=%d -DPAD_B=%d",
-            c->wpt_m, c->wpt_n, c->vw, c->wg_m, c->wg_n,
-            c->use_local, c->ts_k, c->strided, c->pad_a, c->pad_b);
-    if (bufsize == 0)
-        return;
-    n = strlen(tmp);
-    if (n >= bufsize)
-        n = bufsize - 1;
-    memcpy(buf, tmp, n);
-    buf[n] = '\0';
-}
-
-/* Build options (-D ...) for kernels/gemm.cl on a device; written into buf (NUL-terminated). */
-static void nn__gemm_options(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
-                                char *buf, size_t bufsize)
-{
-    nn__gemm_cfg c;
-    nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
-    nn__gemm_cfg_options(&c, buf, bufsize);
-}
-
 #define NN__CL_MAX_DEVICES 32
 
 /* The backend's state (ctx->bk). */
@@ -12470,7 +12910,6 @@ typedef struct nn__cl {
     char name[128], vendor[128], driver[128], version[128];
     cl_ulong max_alloc;
     cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
-    char gemm_options[512];
 } nn__cl;
 
 #define NN__CL(ctx) ((nn__cl *)(ctx)->bk)
@@ -12683,7 +13122,6 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
     if (!cl->queue)
         return nn__fail(ctx, NN_ERR_DEVICE, "clCreateCommandQueue failed on %s: %s (%d)", cl->name, nn__cl_errstr(err),
                         err);
-    nn__gemm_options(d->cpu_tuned, d->max_wg, d->local_mem, cl->gemm_options, sizeof cl->gemm_options);
     return NN_OK;
 }
 
@@ -13026,7 +13464,7 @@ static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_
 static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *out) {
     nn__cl *cl = NN__CL(ctx);
     int idx = nn__cl_source_index(name);
-    char options[768], path[1100] = "";
+    char options[768], extra[512], path[1100] = "";
     const char **lines;
     char *owned;
     cl_uint count, i;
@@ -13039,8 +13477,8 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
         *out = cl->programs[idx];
         return NN_OK;
     }
-    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s", strcmp(name, "gemm") == 0 ? " " : "",
-             strcmp(name, "gemm") == 0 ? cl->gemm_options : "");
+    nn__program_options(name, &ctx->dev, extra, sizeof extra); /* the plans' tuning of this file, as -D options */
+    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s", extra[0] ? " " : "", extra);
     lines = nn__cl_source_lines(ctx, idx, &count, &owned);
     if (!lines) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory reading kernels/%s.cl", name);
     for (i = 0; i < count; i++) key = nn__fnv(key, lines[i], strlen(lines[i]));
@@ -13168,7 +13606,8 @@ static cl_int nn__cl_set_arg(cl_kernel k, cl_uint i, const nn__karg *a) {
     }
 }
 
-/* Each recorded launch gets its kernel and all its arguments, once. */
+/* Each recorded launch gets its kernel, its work-group shape where its plan left it to the
+   backend, and all its arguments, once. */
 static nn_result nn__cl_prepare(nn_graph *g) {
     nn_context *ctx = g->ctx;
     int i, k;
@@ -13178,6 +13617,12 @@ static nn_result nn__cl_prepare(nn_graph *g) {
         nn_result r = nn__cl_kernel(ctx, l->file, l->kernel, &kern);
         if (r != NN_OK) return r;
         l->bk = kern;
+        if (!l->use_lws && l->dims == 1 && ctx->dev.gpu) { /* a NULL local size can be a poor choice there */
+            size_t wg = ctx->dev.max_wg < 64 ? ctx->dev.max_wg : 64;
+            l->gws[0] = (l->gws[0] + wg - 1) / wg * wg;
+            l->lws[0] = wg;
+            l->use_lws = 1;
+        }
         for (k = 0; k < l->n_args; k++) {
             cl_int err = nn__cl_set_arg(kern, (cl_uint)k, &l->args[k]);
             if (err != CL_SUCCESS)
@@ -13428,6 +13873,32 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     return NN_OK;
 }
 
+/* ---- buffers, through the context's backend ---- */
+
+static void nn__buf_free(nn_context *ctx, nn__buf *b) {
+    ctx->backend->release(ctx, b);
+    memset(b, 0, sizeof *b);
+}
+
+/* A buffer of its own, zero-filled when `zero` (the arena and parameters are written
+   before they are read, and filling a large buffer costs start-up time). */
+static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
+    memset(b, 0, sizeof *b);
+    return ctx->backend->alloc(ctx, b, bytes, zero, what);
+}
+
+static nn_result nn__buf_write(nn_context *ctx, nn__buf *b, const void *data, size_t bytes) {
+    ctx->stats.h2d_bytes += bytes;
+    ctx->stats.h2d_transfers++;
+    return ctx->backend->write(ctx, b, data, bytes);
+}
+
+static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t bytes) {
+    ctx->stats.d2h_bytes += bytes;
+    ctx->stats.d2h_transfers++;
+    return ctx->backend->read(ctx, b, data, bytes);
+}
+
 /* ---- graphs that outlive their context ---- */
 
 /* What a graph whose context was destroyed runs on: every call that would reach a device
@@ -13481,8 +13952,38 @@ static const nn__backend nn__dead_backend = {
     nn__dead_release, nn__dead_write, nn__dead_read, nn__dead_fill, nn__dead_prepare, nn__dead_run, nn__dead_fail,
     nn__dead_release_graph};
 
-static void nn__graph_release_compiled(nn_graph *g); /* engine/graph.c */
-static void nn__params_release_device(nn__params *ps); /* engine/graph.c */
+/* What a context's going takes from its graphs (and nn_graph_destroy from its own). */
+/* The store's device buffers, when its context goes first. */
+static void nn__params_release_device(nn__params *ps) {
+    int i;
+    for (i = 0; i < ps->n; i++) {
+        nn__buf_free(ps->ctx, &ps->p[i].buf);
+        ps->p[i].allocated = 0;
+    }
+}
+
+/* A compiled graph's device objects and plan (the graph keeps its nodes). */
+static void nn__graph_release_compiled(nn_graph *g) {
+    int i, k;
+    for (i = g->n_nodes - 1; i >= 0; i--) { /* views (higher ids) before the buffers they alias */
+        nn__node *n = &g->nodes[i];
+        if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
+        nn__buf_free(g->ctx, &n->scratch_buf);
+        for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
+    }
+    g->ctx->backend->release_graph(g);
+    NN_FREE(g->launches);
+    g->launches = NULL;
+    g->n_launches = g->cap_launches = 0;
+    NN_FREE(g->sched_launch);
+    g->sched_launch = NULL;
+    nn__buf_free(g->ctx, &g->one);
+    nn__buf_free(g->ctx, &g->checks);
+    g->n_checks = g->checks_pending = 0;
+    nn__buf_free(g->ctx, &g->arena);
+    NN_FREE(g->sched);
+    g->sched = NULL;
+}
 
 static void nn__ctx_link(nn_context *ctx, nn_graph *g) {
     g->ctx = ctx;
@@ -13608,32 +14109,6 @@ NN_API nn_result nn_list_devices(nn_device_info *out, int max, int *count) {
     return NN_OK;
 }
 
-/* ---- buffers, through the context's backend ---- */
-
-static void nn__buf_free(nn_context *ctx, nn__buf *b) {
-    ctx->backend->release(ctx, b);
-    memset(b, 0, sizeof *b);
-}
-
-/* A buffer of its own, zero-filled when `zero` (the arena and parameters are written
-   before they are read, and filling a large buffer costs start-up time). */
-static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
-    memset(b, 0, sizeof *b);
-    return ctx->backend->alloc(ctx, b, bytes, zero, what);
-}
-
-static nn_result nn__buf_write(nn_context *ctx, nn__buf *b, const void *data, size_t bytes) {
-    ctx->stats.h2d_bytes += bytes;
-    ctx->stats.h2d_transfers++;
-    return ctx->backend->write(ctx, b, data, bytes);
-}
-
-static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t bytes) {
-    ctx->stats.d2h_bytes += bytes;
-    ctx->stats.d2h_transfers++;
-    return ctx->backend->read(ctx, b, data, bytes);
-}
-
 /* ======================================================================
    src/engine/graph.c
    ====================================================================== */
@@ -13658,15 +14133,6 @@ static const char *const nn__op_names[] = {
 };
 
 /* ---- graphs and nodes ---- */
-
-/* The store's device buffers, when its context goes first. */
-static void nn__params_release_device(nn__params *ps) {
-    int i;
-    for (i = 0; i < ps->n; i++) {
-        nn__buf_free(ps->ctx, &ps->p[i].buf);
-        ps->p[i].allocated = 0;
-    }
-}
 
 static void nn__params_release(nn__params *ps) {
     int i;
@@ -13776,34 +14242,12 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
     return NN_OK;
 }
 
-static void nn__graph_release_compiled(nn_graph *g) {
-    int i, k;
-    for (i = g->n_nodes - 1; i >= 0; i--) { /* views (higher ids) before the buffers they alias */
-        nn__node *n = &g->nodes[i];
-        if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
-        nn__buf_free(g->ctx, &n->scratch_buf);
-        for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
-    }
-    g->ctx->backend->release_graph(g);
-    NN_FREE(g->launches);
-    g->launches = NULL;
-    g->n_launches = g->cap_launches = 0;
-    NN_FREE(g->sched_launch);
-    g->sched_launch = NULL;
-    nn__buf_free(g->ctx, &g->one);
-    nn__buf_free(g->ctx, &g->checks);
-    g->n_checks = g->checks_pending = 0;
-    nn__buf_free(g->ctx, &g->arena);
-    NN_FREE(g->sched);
-    g->sched = NULL;
-}
-
 NN_API void nn_graph_destroy(nn_graph *g) {
     int i;
     if (!g) return;
     nn__graph_release_compiled(g);
     nn__groups_free(g);
-    nn__datasets_free(g);
+    if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
     NN_FREE(g->param_node);
@@ -14639,8 +15083,9 @@ static nn_result nn__compute_constants(nn_graph *g) {
 #define NN__BUF(id) (&g->nodes[(id)].buf)
 
 /* Appends a launch of kernel `kname` from kernels/FILE.cl for node id, returned via *out,
-   with n work-items (rounded up to a multiple of 64 on GPUs, where a NULL local size can
-   be a poor choice). */
+   with n work-items; a plan that needs a work-group shape sets lws and use_lws, otherwise
+   the backend picks it (on GPUs it rounds the global size up to whole groups of 64: every
+   kernel checks its bound). */
 static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
     nn__launch *l;
     if (g->n_launches == g->cap_launches) {
@@ -14658,15 +15103,7 @@ static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const 
     strcpy(l->kernel, kname);
     l->node = id;
     l->dims = 1;
-    if (n == 0) n = 1;
-    if (g->ctx->dev.gpu) {
-        size_t wg = g->ctx->dev.max_wg < 64 ? g->ctx->dev.max_wg : 64;
-        l->gws[0] = (n + wg - 1) / wg * wg;
-        l->lws[0] = wg;
-        l->use_lws = 1;
-    } else {
-        l->gws[0] = n;
-    }
+    l->gws[0] = n == 0 ? 1 : n; /* the backend chooses the work-groups (and may pad) unless the plan does */
     *out = l;
     return NN_OK;
 }
@@ -14751,7 +15188,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (g->status != NN_OK) return g->status;
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
-    r = nn__optim_configure(g, &d);
+    r = nn__optim()->configure(g, &d);
     if (r != NN_OK) return r;
     n_user = g->n_forward = g->n_nodes;
     if (d.loss.id != 0) {
@@ -14771,10 +15208,10 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         for (i = 0; i < n_user; i++) {
             nn__node *n = &g->nodes[i];
             int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
-                       (n->op == NN__OP_PARAM && (d.keep_grads || !nn__optim_updates(g)));
+                       (n->op == NN__OP_PARAM && (d.keep_grads || !nn__optim()->updates(g)));
             if (keep && n->grad >= 0) g->nodes[n->grad].is_output = 1;
         }
-        if (g->status == NN_OK) nn__add_optimizer(g);
+        if (g->status == NN_OK) nn__optim()->add(g);
     }
     g->compiled = 1;
     if (g->status != NN_OK) return g->status;
@@ -15073,21 +15510,21 @@ static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {
 #define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))
 
 /* Before a run: a step field's new value into its recorded argument, the k-th step field. */
-#define NN__KSTEP_in(l, k, v)
-#define NN__KSTEP_out(l, k, v)
-#define NN__KSTEP_iin(l, k, v)
-#define NN__KSTEP_iout(l, k, v)
-#define NN__KSTEP_uin(l, k, v)
-#define NN__KSTEP_uout(l, k, v)
-#define NN__KSTEP_int(l, k, v)
-#define NN__KSTEP_uint(l, k, v)
-#define NN__KSTEP_float(l, k, v)
-#define NN__KSTEP_int8(l, k, v)
-#define NN__KSTEP_lfloat(l, k, v)
-#define NN__KSTEP_lint(l, k, v)
-#define NN__KSTEP_fstep(l, k, v) (l)->args[(l)->upd[(k)++]].v.f = (v);
-#define NN__KSTEP_istep(l, k, v) (l)->args[(l)->upd[(k)++]].v.i = (int32_t)(v);
-#define NN__KSTEP_ustep(l, k, v) (l)->args[(l)->upd[(k)++]].v.u = (uint32_t)(v);
+#define NN__KSTEP_in(l_, k_, v_)
+#define NN__KSTEP_out(l_, k_, v_)
+#define NN__KSTEP_iin(l_, k_, v_)
+#define NN__KSTEP_iout(l_, k_, v_)
+#define NN__KSTEP_uin(l_, k_, v_)
+#define NN__KSTEP_uout(l_, k_, v_)
+#define NN__KSTEP_int(l_, k_, v_)
+#define NN__KSTEP_uint(l_, k_, v_)
+#define NN__KSTEP_float(l_, k_, v_)
+#define NN__KSTEP_int8(l_, k_, v_)
+#define NN__KSTEP_lfloat(l_, k_, v_)
+#define NN__KSTEP_lint(l_, k_, v_)
+#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);
+#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);
+#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);
 
 #define NN__KC_FIELD(kind, name) NN__KC_##kind name;
 #define NN__KC_REC(kind, name) \
@@ -15119,6 +15556,14 @@ static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {
 /* kernels/elementwise.cl's kernel signatures (kernels/kargs.h says how to read them). */
 #ifndef NN__ELEMENTWISE_ARGS_H
 #define NN__ELEMENTWISE_ARGS_H
+
+/* shared with other families' plans (conv, matmul, shape) */
+#define NN__KARGS_channel_bias(F, P) F(in, x) P(in, b) P(out, y) P(int, n) P(int, C) P(int, S)
+NN__KSIG(channel_bias)
+#define NN__KARGS_copy(F, P) F(uin, x) P(uout, y) P(int, n)
+NN__KSIG(copy)
+#define NN__KARGS_sum_leading(F, P) F(in, x) P(out, y) P(int, n) P(int, nb) P(int, off)
+NN__KSIG(sum_leading)
 
 #endif
 
@@ -15259,6 +15704,11 @@ NN__KSIG(correct_rows)
 #ifndef NN__RANDOM_ARGS_H
 #define NN__RANDOM_ARGS_H
 
+/* the dropout op's mask, counter (i, node, step_lo, step_hi) under key (seed_lo, seed_hi) */
+#define NN__KARGS_dropout(F, P) \
+    F(in, x) P(out, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)
+NN__KSIG(dropout)
+
 #endif
 
 /* ======================================================================
@@ -15289,7 +15739,6 @@ NN__KSIG(correct_rows)
 #define nn__grad_prelu_dx nn__grad_none
 #define nn__plan_prelu_dx nn__no_plan
 #define nn__grad_prelu_dw nn__grad_none
-#define nn__plan_dropout nn__no_plan
 #define nn__grad_accumulate nn__grad_none
 #define nn__plan_accumulate nn__no_plan
 #define nn__grad_fill nn__grad_none
@@ -15594,18 +16043,6 @@ NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters
     return nn_prelu(g, x, nn_param(g, wn, nn_shape1(num_parameters), init));
 }
 
-NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
-    nn_tensor t;
-    if (!nn__check0(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
-    if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
-    if (g->eval || p == 0.0f) return x;
-    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.ew.p = p;
-        g->nodes[t.id].a.ew.key = t.id; /* the mask's key, shared with the backward op */
-    }
-    return t;
-}
 
 
 NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x) {
@@ -15728,14 +16165,6 @@ static void nn__grad_prelu(nn_graph *g, int id) {
     return;
 }
 
-static void nn__grad_dropout(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
 
 /* ---- CPU bodies ---- */
 
@@ -15836,13 +16265,6 @@ static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
     n->scratch = (int64_t)n->a.ew.N * n->a.ew.C;
 }
 
-static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__dropout_forward(y, NN__F(in[0]), N, n->a.ew.p, g->seed, n->a.ew.key, g->step); return NN_OK;
-
-}
 
 static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
     const int *in = n->in;
@@ -15870,10 +16292,6 @@ static const char *const nn__unary_names[NN__U_COUNT] = {
 #undef NN__X
 };
 
-static void nn__update_dropout(nn_graph *g, nn__launch *l) {
-    nn__arg_u(l, 0, (unsigned)g->step);
-    nn__arg_u(l, 1, (unsigned)(g->step >> 32));
-}
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
@@ -16080,19 +16498,6 @@ static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
     return r;
 }
 
-static nn_result nn__launch_dropout(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "random", "dropout", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_dropout;
-    return nn__args(l, "mmifuuu@u@u", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.p, (unsigned)g->seed,
-                       (unsigned)(g->seed >> 32), (unsigned)n->a.ew.key, 0u, 0u);
-}
 
 static nn_result nn__launch_accumulate(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -21364,6 +21769,68 @@ static nn_result nn__launch_random(nn_graph *g, int id) {
     }
 }
 
+/* ==== dropout: y [any] = x * mask / (1 - p), mask[i] = uniform(key, step, i) >= p
+   (torch.nn.functional.dropout in training; the identity in eval mode or at p = 0). The
+   backward op is this op applied to dy with the same key, so it draws the same mask; the
+   step changes the mask every run (nn__update_dropout). CPU loop in src/cpu/random.c. ==== */
+#define nn__plan_dropout nn__no_plan
+
+NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
+    nn_tensor t;
+    if (!nn__check0(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
+    if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
+    if (g->eval || p == 0.0f) return x;
+    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.random.p = p;
+        g->nodes[t.id].a.random.key = t.id; /* the mask's key, shared with the backward op */
+    }
+    return t;
+}
+
+static void nn__grad_dropout(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
+
+static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__dropout_forward(y, NN__F(in[0]), N, n->a.random.p, g->seed, n->a.random.key, g->step);
+    return NN_OK;
+}
+
+/* The step's counter words, before each run. */
+static void nn__update_dropout(nn_graph *g, nn__launch *l) {
+    nn__k_dropout k;
+    memset(&k, 0, sizeof k);
+    k.step_lo = (unsigned)g->step;
+    k.step_hi = (unsigned)(g->step >> 32);
+    nn__kstep_dropout(l, &k);
+}
+
+static nn_result nn__launch_dropout(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_dropout k;
+    nn_result r = nn__launch_kernel(g, id, "random", "dropout", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_dropout;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.p = n->a.random.p;
+    k.seed_lo = (unsigned)g->seed;
+    k.seed_hi = (unsigned)(g->seed >> 32);
+    k.node = (unsigned)n->a.random.key;
+    return nn__kargs_dropout(l, &k);
+}
+
 /* ======================================================================
    src/ops/registry.c
    ====================================================================== */
@@ -21380,6 +21847,9 @@ static const nn__op_def nn__op_table[] = {
 typedef char nn__op_table_complete[sizeof nn__op_table / sizeof nn__op_table[0] == NN__OP_COUNT ? 1 : -1];
 
 static const nn__op_def *nn__op(int op) { return &nn__op_table[op]; }
+
+static const nn__optim_hooks nn__optim_table = {nn__optim_configure, nn__optim_updates, nn__add_optimizer};
+static const nn__optim_hooks *nn__optim(void) { return &nn__optim_table; }
 
 /* ======================================================================
    src/layers/layers.c
@@ -23914,6 +24384,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     }
     d->next = g->datasets;
     g->datasets = d;
+    g->datasets_free = nn__datasets_free;
     *out = d;
     return NN_OK;
 }

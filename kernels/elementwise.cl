@@ -1,5 +1,8 @@
 /* Elementwise ops. Twins of the loops in src/cpu/simd.c; every kernel guards i < n because
    the host may round the global size up to a multiple of the work-group size. */
+#include "kargs.h"
+#include "elementwise_args.h"
+
 
 #include "activation.h"
 
@@ -204,8 +207,7 @@ __kernel void sum_to(__global const float *x, __global float *y, const int m, co
 }
 
 /* y [N, C, S] = x + b[c] */
-__kernel void channel_bias(__global const float *x, __global const float *b, __global float *y, const int n,
-                           const int C, const int S) {
+__kernel void channel_bias(NN__KPARAMS(channel_bias)) {
     int i = get_global_id(0);
     if (i < n) y[i] = x[i] + b[(i / S) % C];
 }
@@ -216,7 +218,7 @@ __kernel void scale(__global const float *x, __global float *y, const int n, con
 }
 
 /* a bit copy (reshape), for either dtype */
-__kernel void copy(__global const uint *x, __global uint *y, const int n) {
+__kernel void copy(NN__KPARAMS(copy)) {
     int i = get_global_id(0);
     if (i < n) y[i] = x[i];
 }
@@ -228,7 +230,7 @@ __kernel void fill(__global float *y, const int n, const float v) {
 
 /* y [nb] = sum over the leading dims of x [n / nb, nb] (at float offset off), in a fixed
    order; also the sum of a convolution's weight-gradient slices */
-__kernel void sum_leading(__global const float *x, __global float *y, const int n, const int nb, const int off) {
+__kernel void sum_leading(NN__KPARAMS(sum_leading)) {
     int j = get_global_id(0);
     if (j < nb) {
         float s = 0.0f;

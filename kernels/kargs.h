@@ -160,21 +160,21 @@ static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {
 #define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))
 
 /* Before a run: a step field's new value into its recorded argument, the k-th step field. */
-#define NN__KSTEP_in(l, k, v)
-#define NN__KSTEP_out(l, k, v)
-#define NN__KSTEP_iin(l, k, v)
-#define NN__KSTEP_iout(l, k, v)
-#define NN__KSTEP_uin(l, k, v)
-#define NN__KSTEP_uout(l, k, v)
-#define NN__KSTEP_int(l, k, v)
-#define NN__KSTEP_uint(l, k, v)
-#define NN__KSTEP_float(l, k, v)
-#define NN__KSTEP_int8(l, k, v)
-#define NN__KSTEP_lfloat(l, k, v)
-#define NN__KSTEP_lint(l, k, v)
-#define NN__KSTEP_fstep(l, k, v) (l)->args[(l)->upd[(k)++]].v.f = (v);
-#define NN__KSTEP_istep(l, k, v) (l)->args[(l)->upd[(k)++]].v.i = (int32_t)(v);
-#define NN__KSTEP_ustep(l, k, v) (l)->args[(l)->upd[(k)++]].v.u = (uint32_t)(v);
+#define NN__KSTEP_in(l_, k_, v_)
+#define NN__KSTEP_out(l_, k_, v_)
+#define NN__KSTEP_iin(l_, k_, v_)
+#define NN__KSTEP_iout(l_, k_, v_)
+#define NN__KSTEP_uin(l_, k_, v_)
+#define NN__KSTEP_uout(l_, k_, v_)
+#define NN__KSTEP_int(l_, k_, v_)
+#define NN__KSTEP_uint(l_, k_, v_)
+#define NN__KSTEP_float(l_, k_, v_)
+#define NN__KSTEP_int8(l_, k_, v_)
+#define NN__KSTEP_lfloat(l_, k_, v_)
+#define NN__KSTEP_lint(l_, k_, v_)
+#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);
+#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);
+#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);
 
 #define NN__KC_FIELD(kind, name) NN__KC_##kind name;
 #define NN__KC_REC(kind, name) \

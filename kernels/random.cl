@@ -1,6 +1,9 @@
 /* Philox4x32-10 (Salmon et al., SC'11): counter-based, so element i of a dropout mask is a
    pure function of (seed, op, step, i). src/base/internal.h has the same generator for the
    CPU backend, and both draw identical masks. */
+#include "kargs.h"
+#include "random_args.h"
+
 
 inline uint4 nn_philox(uint4 c, uint2 k) {
     for (int r = 0; r < 10; r++) {
@@ -15,9 +18,7 @@ inline uint4 nn_philox(uint4 c, uint2 k) {
 /* y = x * keep / (1 - p), keep = uniform >= p (a product: a dropped NaN or inf is NaN);
    the backward pass runs this on dy with the same key and step, so it applies the same
    mask. */
-__kernel void dropout(__global const float *x, __global float *y, const int n, const float p,
-                      const uint seed_lo, const uint seed_hi, const uint node, const uint step_lo,
-                      const uint step_hi) {
+__kernel void dropout(NN__KPARAMS(dropout)) {
     int i = get_global_id(0);
     if (i >= n) return;
     uint4 r = nn_philox((uint4)((uint)i, node, step_lo, step_hi), (uint2)(seed_lo, seed_hi));

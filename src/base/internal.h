@@ -172,7 +172,7 @@ typedef struct nn__launch {
 /* What device plans may ask about the device (filled by a device backend's open). */
 typedef struct nn__device {
     int cpu_tuned;              /* kernels and geometry as for a CPU (its type, or desc.tuning) */
-    int gpu;                    /* a GPU: launch sizes rounded to work-groups of 64 */
+    int gpu;                    /* a GPU (the OpenCL backend rounds 1-D launches to work-groups of 64) */
     size_t max_wg;              /* largest work-group */
     uint64_t local_mem;         /* bytes of local memory */
     uint64_t max_alloc;         /* largest buffer in bytes */
@@ -264,6 +264,7 @@ struct nn_graph {
     int n_sched_update;          /* their first schedule position */
     nn__opt_clock clock;
     struct nn_dataset *datasets; /* nn_dataset_create, owned by the graph (files/ckpt.c) */
+    void (*datasets_free)(nn_graph *g); /* their destructor, set with the first (files/ckpt.c) */
     nn__launch *launches;        /* device plans, in schedule order */
     int n_launches, cap_launches;
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
@@ -273,7 +274,6 @@ struct nn_graph {
     int checks_pending;          /* a run since the counters were last read */
 };
 
-static void nn__datasets_free(nn_graph *g); /* files/ckpt.c */
 
 /* A desc field's value (api/api.h, NN_ZERO): its default for 0, exactly 0 for NN_ZERO. */
 static float nn__deff(float v, float dflt) { return v == 0.0f ? dflt : v == (float)NN_ZERO ? 0.0f : v; }

@@ -46,7 +46,6 @@
     X(PRELU, "prelu", prelu, 0)                                                                  \
     X(PRELU_DX, "prelu_grad_input", prelu_dx, 0)                                                 \
     X(PRELU_DW, "prelu_grad_weight", prelu_dw, 0)                                                \
-    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)                                                \
     X(ACCUMULATE, "accumulate", accumulate, NN__OPF_NO_GRAD | NN__OPF_WRITABLE | NN__OPF_RANK0)  \
     X(FILL, "fill", fill, NN__OPF_NO_GRAD | NN__OPF_RANK0)                                       \
     X(BINARY, "binary", binary, NN__OPF_RANK0)                                                   \
@@ -170,7 +169,8 @@
     X(BERNOULLI, "bernoulli", bernoulli, NN__OPF_NO_GRAD | NN__OPF_RANK0)           \
     X(GAUSSIAN_NOISE, "gaussian_noise", gaussian_noise, NN__OPF_RANK0)              \
     X(ALPHA_DROPOUT, "alpha_dropout", alpha_dropout, NN__OPF_RANK0)                 \
-    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)
+    X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)  \
+    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)
 
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
@@ -209,9 +209,13 @@ static const nn__op_def *nn__op(int op); /* src/ops/registry.c */
     int ga = a >= 0 && (g)->nodes[a].needs_grad, gb = b >= 0 && (g)->nodes[b].needs_grad;  \
     (void)gy, (void)a, (void)b, (void)ga, (void)gb
 
-/* The optimizer's part of compiling (src/ops/optim.c): its settings checked and its
-   schedule set, then its ops added after autograd. */
-static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d);
-static int nn__optim_updates(const nn_graph *g); /* the graph updates its parameters */
-static nn_result nn__add_optimizer(nn_graph *g);
+/* The optimizer's part of compiling (src/ops/optim.c), which the engine reaches through the
+   registry as it reaches ops: its settings checked and its schedule set, whether the graph
+   updates its parameters, then its ops added after autograd. */
+typedef struct nn__optim_hooks {
+    nn_result (*configure)(nn_graph *g, const nn_compile_desc *d);
+    int (*updates)(const nn_graph *g);
+    nn_result (*add)(nn_graph *g);
+} nn__optim_hooks;
+static const nn__optim_hooks *nn__optim(void); /* src/ops/registry.c */
 #endif /* NN__OPS_H */

@@ -25,7 +25,7 @@
  * and B columns it needs) but needs exactly one pool dispatch per call and no
  * barriers, which is what matters for the small matrices of MLP training.
  *
- * Microkernels, chosen once at run time (__builtin_cpu_supports):
+ * Microkernels, chosen once at run time (nn__vm_isa, src/cpu/simd.c):
  *   AVX-512F  12 x 32  (24 zmm accumulators)
  *   AVX2+FMA   6 x 16  (12 ymm accumulators)
  *   NEON       8 x 8   (aarch64 only, 16 q-register accumulators)
@@ -546,10 +546,9 @@ static const nn__gemm_arch *nn__gemm_pick_arch(void) {
     if (arch) return arch;
     arch = &nn__gemm_arch_generic;
 #if NN__GEMM_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
+    if (nn__vm_isa() == 2) /* the one CPUID probe, src/cpu/simd.c */
         arch = &nn__gemm_arch_avx512;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    else if (nn__vm_isa() == 1)
         arch = &nn__gemm_arch_avx2;
 #endif
 #if NN__GEMM_NEON
@@ -569,11 +568,8 @@ static NN__MAYBE_UNUSED const char *nn__sgemm_force_kernel(const char *name) {
     }
     if (!strcmp(name, "generic")) NN__GEMM_ARCH_SET(&nn__gemm_arch_generic);
 #if NN__GEMM_X86
-    __builtin_cpu_init();
-    if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        NN__GEMM_ARCH_SET(&nn__gemm_arch_avx2);
-    if (!strcmp(name, "avx512f") && __builtin_cpu_supports("avx512f"))
-        NN__GEMM_ARCH_SET(&nn__gemm_arch_avx512);
+    if (!strcmp(name, "avx2") && nn__vm_isa() >= 1) NN__GEMM_ARCH_SET(&nn__gemm_arch_avx2);
+    if (!strcmp(name, "avx512f") && nn__vm_isa() == 2) NN__GEMM_ARCH_SET(&nn__gemm_arch_avx512);
 #endif
 #if NN__GEMM_NEON
     if (!strcmp(name, "neon")) NN__GEMM_ARCH_SET(&nn__gemm_arch_neon);

@@ -22,8 +22,8 @@
 #define NN__VM_X86 1
 
 /* 2: AVX-512F, 1: AVX2 and FMA, 0: neither. The one CPUID probe of the CPU loops
-   (elementwise, vector exp, reductions, Adam, depthwise conv; the GEMM picks its
-   microkernel in cpu/gemm.c): a cached answer, the same for every context; drivers ask
+   (elementwise, vector exp, reductions, Adam, depthwise conv, and the GEMM's microkernel
+   in src/cpu/gemm.c): a cached answer, the same for every context; drivers ask
    before they start threads. */
 static int nn__vm_isa(void) {
     static int isa = -1;

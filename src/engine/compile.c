@@ -237,8 +237,9 @@ static nn_result nn__compute_constants(nn_graph *g) {
 #define NN__BUF(id) (&g->nodes[(id)].buf)
 
 /* Appends a launch of kernel `kname` from kernels/FILE.cl for node id, returned via *out,
-   with n work-items (rounded up to a multiple of 64 on GPUs, where a NULL local size can
-   be a poor choice). */
+   with n work-items; a plan that needs a work-group shape sets lws and use_lws, otherwise
+   the backend picks it (on GPUs it rounds the global size up to whole groups of 64: every
+   kernel checks its bound). */
 static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const char *kname, size_t n, nn__launch **out) {
     nn__launch *l;
     if (g->n_launches == g->cap_launches) {
@@ -256,15 +257,7 @@ static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const 
     strcpy(l->kernel, kname);
     l->node = id;
     l->dims = 1;
-    if (n == 0) n = 1;
-    if (g->ctx->dev.gpu) {
-        size_t wg = g->ctx->dev.max_wg < 64 ? g->ctx->dev.max_wg : 64;
-        l->gws[0] = (n + wg - 1) / wg * wg;
-        l->lws[0] = wg;
-        l->use_lws = 1;
-    } else {
-        l->gws[0] = n;
-    }
+    l->gws[0] = n == 0 ? 1 : n; /* the backend chooses the work-groups (and may pad) unless the plan does */
     *out = l;
     return NN_OK;
 }
@@ -349,7 +342,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (g->status != NN_OK) return g->status;
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
-    r = nn__optim_configure(g, &d);
+    r = nn__optim()->configure(g, &d);
     if (r != NN_OK) return r;
     n_user = g->n_forward = g->n_nodes;
     if (d.loss.id != 0) {
@@ -369,10 +362,10 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         for (i = 0; i < n_user; i++) {
             nn__node *n = &g->nodes[i];
             int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
-                       (n->op == NN__OP_PARAM && (d.keep_grads || !nn__optim_updates(g)));
+                       (n->op == NN__OP_PARAM && (d.keep_grads || !nn__optim()->updates(g)));
             if (keep && n->grad >= 0) g->nodes[n->grad].is_output = 1;
         }
-        if (g->status == NN_OK) nn__add_optimizer(g);
+        if (g->status == NN_OK) nn__optim()->add(g);
     }
     g->compiled = 1;
     if (g->status != NN_OK) return g->status;

@@ -162,6 +162,32 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     return NN_OK;
 }
 
+/* ---- buffers, through the context's backend ---- */
+
+static void nn__buf_free(nn_context *ctx, nn__buf *b) {
+    ctx->backend->release(ctx, b);
+    memset(b, 0, sizeof *b);
+}
+
+/* A buffer of its own, zero-filled when `zero` (the arena and parameters are written
+   before they are read, and filling a large buffer costs start-up time). */
+static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
+    memset(b, 0, sizeof *b);
+    return ctx->backend->alloc(ctx, b, bytes, zero, what);
+}
+
+static nn_result nn__buf_write(nn_context *ctx, nn__buf *b, const void *data, size_t bytes) {
+    ctx->stats.h2d_bytes += bytes;
+    ctx->stats.h2d_transfers++;
+    return ctx->backend->write(ctx, b, data, bytes);
+}
+
+static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t bytes) {
+    ctx->stats.d2h_bytes += bytes;
+    ctx->stats.d2h_transfers++;
+    return ctx->backend->read(ctx, b, data, bytes);
+}
+
 /* ---- graphs that outlive their context ---- */
 
 /* What a graph whose context was destroyed runs on: every call that would reach a device
@@ -215,8 +241,38 @@ static const nn__backend nn__dead_backend = {
     nn__dead_release, nn__dead_write, nn__dead_read, nn__dead_fill, nn__dead_prepare, nn__dead_run, nn__dead_fail,
     nn__dead_release_graph};
 
-static void nn__graph_release_compiled(nn_graph *g); /* engine/graph.c */
-static void nn__params_release_device(nn__params *ps); /* engine/graph.c */
+/* What a context's going takes from its graphs (and nn_graph_destroy from its own). */
+/* The store's device buffers, when its context goes first. */
+static void nn__params_release_device(nn__params *ps) {
+    int i;
+    for (i = 0; i < ps->n; i++) {
+        nn__buf_free(ps->ctx, &ps->p[i].buf);
+        ps->p[i].allocated = 0;
+    }
+}
+
+/* A compiled graph's device objects and plan (the graph keeps its nodes). */
+static void nn__graph_release_compiled(nn_graph *g) {
+    int i, k;
+    for (i = g->n_nodes - 1; i >= 0; i--) { /* views (higher ids) before the buffers they alias */
+        nn__node *n = &g->nodes[i];
+        if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
+        nn__buf_free(g->ctx, &n->scratch_buf);
+        for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
+    }
+    g->ctx->backend->release_graph(g);
+    NN_FREE(g->launches);
+    g->launches = NULL;
+    g->n_launches = g->cap_launches = 0;
+    NN_FREE(g->sched_launch);
+    g->sched_launch = NULL;
+    nn__buf_free(g->ctx, &g->one);
+    nn__buf_free(g->ctx, &g->checks);
+    g->n_checks = g->checks_pending = 0;
+    nn__buf_free(g->ctx, &g->arena);
+    NN_FREE(g->sched);
+    g->sched = NULL;
+}
 
 static void nn__ctx_link(nn_context *ctx, nn_graph *g) {
     g->ctx = ctx;
@@ -340,30 +396,4 @@ NN_API nn_result nn_list_devices(nn_device_info *out, int max, int *count) {
     }
     *count = n;
     return NN_OK;
-}
-
-/* ---- buffers, through the context's backend ---- */
-
-static void nn__buf_free(nn_context *ctx, nn__buf *b) {
-    ctx->backend->release(ctx, b);
-    memset(b, 0, sizeof *b);
-}
-
-/* A buffer of its own, zero-filled when `zero` (the arena and parameters are written
-   before they are read, and filling a large buffer costs start-up time). */
-static nn_result nn__buf_alloc(nn_context *ctx, nn__buf *b, size_t bytes, int zero, const char *what) {
-    memset(b, 0, sizeof *b);
-    return ctx->backend->alloc(ctx, b, bytes, zero, what);
-}
-
-static nn_result nn__buf_write(nn_context *ctx, nn__buf *b, const void *data, size_t bytes) {
-    ctx->stats.h2d_bytes += bytes;
-    ctx->stats.h2d_transfers++;
-    return ctx->backend->write(ctx, b, data, bytes);
-}
-
-static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t bytes) {
-    ctx->stats.d2h_bytes += bytes;
-    ctx->stats.d2h_transfers++;
-    return ctx->backend->read(ctx, b, data, bytes);
 }

@@ -22,15 +22,6 @@ static const char *const nn__op_names[] = {
 
 /* ---- graphs and nodes ---- */
 
-/* The store's device buffers, when its context goes first. */
-static void nn__params_release_device(nn__params *ps) {
-    int i;
-    for (i = 0; i < ps->n; i++) {
-        nn__buf_free(ps->ctx, &ps->p[i].buf);
-        ps->p[i].allocated = 0;
-    }
-}
-
 static void nn__params_release(nn__params *ps) {
     int i;
     if (!ps || --ps->refs > 0) return;
@@ -139,34 +130,12 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
     return NN_OK;
 }
 
-static void nn__graph_release_compiled(nn_graph *g) {
-    int i, k;
-    for (i = g->n_nodes - 1; i >= 0; i--) { /* views (higher ids) before the buffers they alias */
-        nn__node *n = &g->nodes[i];
-        if (n->storage != NN__ST_PARAM) nn__buf_free(g->ctx, &n->buf);
-        nn__buf_free(g->ctx, &n->scratch_buf);
-        for (k = 0; k < n->n_aux; k++) nn__buf_free(g->ctx, &n->aux[k]);
-    }
-    g->ctx->backend->release_graph(g);
-    NN_FREE(g->launches);
-    g->launches = NULL;
-    g->n_launches = g->cap_launches = 0;
-    NN_FREE(g->sched_launch);
-    g->sched_launch = NULL;
-    nn__buf_free(g->ctx, &g->one);
-    nn__buf_free(g->ctx, &g->checks);
-    g->n_checks = g->checks_pending = 0;
-    nn__buf_free(g->ctx, &g->arena);
-    NN_FREE(g->sched);
-    g->sched = NULL;
-}
-
 NN_API void nn_graph_destroy(nn_graph *g) {
     int i;
     if (!g) return;
     nn__graph_release_compiled(g);
     nn__groups_free(g);
-    nn__datasets_free(g);
+    if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
     NN_FREE(g->param_node);

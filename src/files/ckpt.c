@@ -628,6 +628,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     }
     d->next = g->datasets;
     g->datasets = d;
+    g->datasets_free = nn__datasets_free;
     *out = d;
     return NN_OK;
 }

@@ -29,32 +29,6 @@
 #  define NN__O_CLOEXEC 0
 #endif
 
-static void nn__gemm_cfg_options(const nn__gemm_cfg *c, char *buf, size_t bufsize)
-{
-    char tmp[256];
-    size_t n;
-    sprintf(tmp, "-DWPT_M=%d -DWPT_N=%d -DVW=%d -DWG_M=%d -DWG_N=%d "
-            "-DUSE_LOCAL=%d -DTS_K=%d -DSTRIDED=%d -DPAD_A=%d -DPAD_B=%d",
-            c->wpt_m, c->wpt_n, c->vw, c->wg_m, c->wg_n,
-            c->use_local, c->ts_k, c->strided, c->pad_a, c->pad_b);
-    if (bufsize == 0)
-        return;
-    n = strlen(tmp);
-    if (n >= bufsize)
-        n = bufsize - 1;
-    memcpy(buf, tmp, n);
-    buf[n] = '\0';
-}
-
-/* Build options (-D ...) for kernels/gemm.cl on a device; written into buf (NUL-terminated). */
-static void nn__gemm_options(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
-                                char *buf, size_t bufsize)
-{
-    nn__gemm_cfg c;
-    nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
-    nn__gemm_cfg_options(&c, buf, bufsize);
-}
-
 #define NN__CL_MAX_DEVICES 32
 
 /* The backend's state (ctx->bk). */
@@ -66,7 +40,6 @@ typedef struct nn__cl {
     char name[128], vendor[128], driver[128], version[128];
     cl_ulong max_alloc;
     cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
-    char gemm_options[512];
 } nn__cl;
 
 #define NN__CL(ctx) ((nn__cl *)(ctx)->bk)
@@ -279,7 +252,6 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
     if (!cl->queue)
         return nn__fail(ctx, NN_ERR_DEVICE, "clCreateCommandQueue failed on %s: %s (%d)", cl->name, nn__cl_errstr(err),
                         err);
-    nn__gemm_options(d->cpu_tuned, d->max_wg, d->local_mem, cl->gemm_options, sizeof cl->gemm_options);
     return NN_OK;
 }
 
@@ -622,7 +594,7 @@ static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_
 static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *out) {
     nn__cl *cl = NN__CL(ctx);
     int idx = nn__cl_source_index(name);
-    char options[768], path[1100] = "";
+    char options[768], extra[512], path[1100] = "";
     const char **lines;
     char *owned;
     cl_uint count, i;
@@ -635,8 +607,8 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
         *out = cl->programs[idx];
         return NN_OK;
     }
-    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s", strcmp(name, "gemm") == 0 ? " " : "",
-             strcmp(name, "gemm") == 0 ? cl->gemm_options : "");
+    nn__program_options(name, &ctx->dev, extra, sizeof extra); /* the plans' tuning of this file, as -D options */
+    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s", extra[0] ? " " : "", extra);
     lines = nn__cl_source_lines(ctx, idx, &count, &owned);
     if (!lines) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory reading kernels/%s.cl", name);
     for (i = 0; i < count; i++) key = nn__fnv(key, lines[i], strlen(lines[i]));
@@ -764,7 +736,8 @@ static cl_int nn__cl_set_arg(cl_kernel k, cl_uint i, const nn__karg *a) {
     }
 }
 
-/* Each recorded launch gets its kernel and all its arguments, once. */
+/* Each recorded launch gets its kernel, its work-group shape where its plan left it to the
+   backend, and all its arguments, once. */
 static nn_result nn__cl_prepare(nn_graph *g) {
     nn_context *ctx = g->ctx;
     int i, k;
@@ -774,6 +747,12 @@ static nn_result nn__cl_prepare(nn_graph *g) {
         nn_result r = nn__cl_kernel(ctx, l->file, l->kernel, &kern);
         if (r != NN_OK) return r;
         l->bk = kern;
+        if (!l->use_lws && l->dims == 1 && ctx->dev.gpu) { /* a NULL local size can be a poor choice there */
+            size_t wg = ctx->dev.max_wg < 64 ? ctx->dev.max_wg : 64;
+            l->gws[0] = (l->gws[0] + wg - 1) / wg * wg;
+            l->lws[0] = wg;
+            l->use_lws = 1;
+        }
         for (k = 0; k < l->n_args; k++) {
             cl_int err = nn__cl_set_arg(kern, (cl_uint)k, &l->args[k]);
             if (err != CL_SUCCESS)

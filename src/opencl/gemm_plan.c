@@ -135,3 +135,38 @@ static void nn__gemm_plan_batched(int is_cpu_device, size_t max_wg_size, uint64_
     nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
     nn__gemm_cfg_plan_batched(&c, transA, transB, M, N, batch, p);
 }
+
+static void nn__gemm_cfg_options(const nn__gemm_cfg *c, char *buf, size_t bufsize)
+{
+    char tmp[256];
+    size_t n;
+    sprintf(tmp, "-DWPT_M=%d -DWPT_N=%d -DVW=%d -DWG_M=%d -DWG_N=%d "
+            "-DUSE_LOCAL=%d -DTS_K=%d -DSTRIDED=%d -DPAD_A=%d -DPAD_B=%d",
+            c->wpt_m, c->wpt_n, c->vw, c->wg_m, c->wg_n,
+            c->use_local, c->ts_k, c->strided, c->pad_a, c->pad_b);
+    if (bufsize == 0)
+        return;
+    n = strlen(tmp);
+    if (n >= bufsize)
+        n = bufsize - 1;
+    memcpy(buf, tmp, n);
+    buf[n] = '\0';
+}
+
+/* Build options (-D ...) for kernels/gemm.cl on a device; written into buf (NUL-terminated). */
+static void nn__gemm_options(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
+                                char *buf, size_t bufsize)
+{
+    nn__gemm_cfg c;
+    nn__gemm_config(is_cpu_device, max_wg_size, local_mem_bytes, &c);
+    nn__gemm_cfg_options(&c, buf, bufsize);
+}
+
+/* The build options (-D ...) of kernels/NAME.cl on a device, from the facts device plans
+   read too (so the kernels' tiles and the plans' launch geometry agree); "" for a file
+   that takes none. The backend asks for every program it builds, and keys its cache on
+   them. */
+static NN__MAYBE_UNUSED void nn__program_options(const char *name, const nn__device *dev, char *buf, size_t n) {
+    if (n) buf[0] = 0;
+    if (strcmp(name, "gemm") == 0) nn__gemm_options(dev->cpu_tuned, dev->max_wg, dev->local_mem, buf, n);
+}

@@ -26,7 +26,6 @@
 #define nn__grad_prelu_dx nn__grad_none
 #define nn__plan_prelu_dx nn__no_plan
 #define nn__grad_prelu_dw nn__grad_none
-#define nn__plan_dropout nn__no_plan
 #define nn__grad_accumulate nn__grad_none
 #define nn__plan_accumulate nn__no_plan
 #define nn__grad_fill nn__grad_none
@@ -331,18 +330,6 @@ NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters
     return nn_prelu(g, x, nn_param(g, wn, nn_shape1(num_parameters), init));
 }
 
-NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
-    nn_tensor t;
-    if (!nn__check0(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
-    if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
-    if (g->eval || p == 0.0f) return x;
-    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.ew.p = p;
-        g->nodes[t.id].a.ew.key = t.id; /* the mask's key, shared with the backward op */
-    }
-    return t;
-}
 
 
 NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x) {
@@ -465,14 +452,6 @@ static void nn__grad_prelu(nn_graph *g, int id) {
     return;
 }
 
-static void nn__grad_dropout(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
 
 /* ---- CPU bodies ---- */
 
@@ -573,13 +552,6 @@ static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
     n->scratch = (int64_t)n->a.ew.N * n->a.ew.C;
 }
 
-static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__dropout_forward(y, NN__F(in[0]), N, n->a.ew.p, g->seed, n->a.ew.key, g->step); return NN_OK;
-
-}
 
 static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
     const int *in = n->in;
@@ -607,10 +579,6 @@ static const char *const nn__unary_names[NN__U_COUNT] = {
 #undef NN__X
 };
 
-static void nn__update_dropout(nn_graph *g, nn__launch *l) {
-    nn__arg_u(l, 0, (unsigned)g->step);
-    nn__arg_u(l, 1, (unsigned)(g->step >> 32));
-}
 
 /* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
@@ -817,19 +785,6 @@ static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
     return r;
 }
 
-static nn_result nn__launch_dropout(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "random", "dropout", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_dropout;
-    return nn__args(l, "mmifuuu@u@u", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.p, (unsigned)g->seed,
-                       (unsigned)(g->seed >> 32), (unsigned)n->a.ew.key, 0u, 0u);
-}
 
 static nn_result nn__launch_accumulate(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];

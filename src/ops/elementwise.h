@@ -8,8 +8,6 @@ typedef struct nn__ew_attr {
     int fn;              /* UNARY, UNARY_GRAD: the activation (NN__U_*, kernels/activation.h) */
     float param[2];      /*   its parameters */
     float s;             /* SCALE: the factor; FILL, MASKED_FILL: the value */
-    float p;             /* DROPOUT: the probability of a zero */
-    int key;             /*   the mask's key (the forward node's id), shared by its backward op */
     int C, S, N;         /* PRELU*: the weight's size, elements per channel and sample, samples */
     int bfn;             /* BINARY, COMPARE, BINARY_GRAD: the function (NN__B_*, kernels/activation.h);
                             ADD, SUB and MUL go by their op */

@@ -250,3 +250,65 @@ static nn_result nn__launch_random(nn_graph *g, int id) {
         return nn__args(l, "mmiffuuu@u@u", x, y, N, (double)ra->p, (double)ra->scale, s0, s1, key, 0u, 0u);
     }
 }
+
+/* ==== dropout: y [any] = x * mask / (1 - p), mask[i] = uniform(key, step, i) >= p
+   (torch.nn.functional.dropout in training; the identity in eval mode or at p = 0). The
+   backward op is this op applied to dy with the same key, so it draws the same mask; the
+   step changes the mask every run (nn__update_dropout). CPU loop in src/cpu/random.c. ==== */
+#define nn__plan_dropout nn__no_plan
+
+NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
+    nn_tensor t;
+    if (!nn__check0(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
+    if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
+    if (g->eval || p == 0.0f) return x;
+    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.random.p = p;
+        g->nodes[t.id].a.random.key = t.id; /* the mask's key, shared with the backward op */
+    }
+    return t;
+}
+
+static void nn__grad_dropout(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
+
+static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__dropout_forward(y, NN__F(in[0]), N, n->a.random.p, g->seed, n->a.random.key, g->step);
+    return NN_OK;
+}
+
+/* The step's counter words, before each run. */
+static void nn__update_dropout(nn_graph *g, nn__launch *l) {
+    nn__k_dropout k;
+    memset(&k, 0, sizeof k);
+    k.step_lo = (unsigned)g->step;
+    k.step_hi = (unsigned)(g->step >> 32);
+    nn__kstep_dropout(l, &k);
+}
+
+static nn_result nn__launch_dropout(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_dropout k;
+    nn_result r = nn__launch_kernel(g, id, "random", "dropout", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_dropout;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.p = n->a.random.p;
+    k.seed_lo = (unsigned)g->seed;
+    k.seed_hi = (unsigned)(g->seed >> 32);
+    k.node = (unsigned)n->a.random.key;
+    return nn__kargs_dropout(l, &k);
+}

@@ -5,11 +5,12 @@
 #include <stdint.h>
 
 typedef struct nn__random_attr {
-    int key;             /* the draw's Philox key (the forward node's id), shared by its backward op */
+    int key;             /* the draw's Philox key (the forward node's id), shared by its backward op
+                            (DROPOUT's mask too) */
     int low;             /* RANDINT: the least value */
     uint32_t range;      /*   high - low - 1 (the count of values, less 1) */
     float std;           /* GAUSSIAN_NOISE: the noise's standard deviation */
-    float p;             /* ALPHA_DROPOUT*: the probability of a drop */
+    float p;             /* DROPOUT, ALPHA_DROPOUT*: the probability of a drop */
     float scale, shift;  /*   kept elements: scale x + shift; */
     float dropped;       /*   dropped ones: this value */
 } nn__random_attr;

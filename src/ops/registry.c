@@ -13,3 +13,6 @@ static const nn__op_def nn__op_table[] = {
 typedef char nn__op_table_complete[sizeof nn__op_table / sizeof nn__op_table[0] == NN__OP_COUNT ? 1 : -1];
 
 static const nn__op_def *nn__op(int op) { return &nn__op_table[op]; }
+
+static const nn__optim_hooks nn__optim_table = {nn__optim_configure, nn__optim_updates, nn__add_optimizer};
+static const nn__optim_hooks *nn__optim(void) { return &nn__optim_table; }
