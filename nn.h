@@ -427,9 +427,9 @@ NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t byt
 NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value); /* no transfer */
 
 /* ==== 4. Elementwise ops ===================================================================
-   torch's functions of the same names, forward and gradient, on float32 tensors (the
-   comparisons, where and masked_fill take int32 too where they say so). Binary ops
-   broadcast (below); the _scalar forms take a float for the second operand. */
+   torch's functions of the same names, forward and gradient, on float32 tensors unless
+   an op says otherwise. Binary ops broadcast (below); the _scalar forms take a float for
+   the second operand. */
 
 /* Binary elementwise ops broadcast both operands by NumPy's and PyTorch's rules: shapes are
    aligned at their last dims, a missing leading dim counts as 1, and each dim must be 1 or
