@@ -3,7 +3,7 @@ CC      ?= cc
 CFLAGS  ?= -O2
 WARN     = -std=c99 -Wall -Wextra -pedantic -Werror
 KERNELS  = $(wildcard kernels/*.cl kernels/*.h)
-SOURCES  = $(wildcard src/*/*.c src/*/*.h) gen/parts.txt
+SOURCES  = $(wildcard src/*/*.c src/*/*.h src/*/*/*.c src/*/*/*.h) gen/parts.txt
 TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c tests/fault_%.c,$(wildcard tests/*.c))
 DATA_DIR ?= data/fashion-mnist
 

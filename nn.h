@@ -1285,8 +1285,9 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
 /* ======================================================================
    src/ops/elementwise.h
    ====================================================================== */
-/* The elementwise family's typed attributes (a node's a.ew), read and written by src/ops/elementwise.c
-   and the CPU loops it calls. */
+/* The elementwise family's typed attributes (a node's a.ew), set by the builders of
+   src/ops/elementwise/ (broadcast.c, unary.c, binary.c, select.c) and read by their
+   gradient rules, CPU bodies and launches; a gradient node copies its forward's whole. */
 #ifndef NN__OPS_ELEMENTWISE_H
 #define NN__OPS_ELEMENTWISE_H
 #include <stdint.h>
@@ -1369,8 +1370,8 @@ typedef struct nn__loss_attr {
 /* ======================================================================
    src/ops/shape.h
    ====================================================================== */
-/* The shape family's typed attributes (a node's a.shape), read and written by src/ops/shape.c
-   and the CPU loops it calls. */
+/* The shape family's typed attributes (a node's a.shape), read and written by the files
+   of src/ops/shape/ and the CPU loops they call. */
 #ifndef NN__OPS_SHAPE_H
 #define NN__OPS_SHAPE_H
 #include <stdint.h>
@@ -1411,8 +1412,8 @@ typedef struct nn__gather_attr {
 /* ======================================================================
    src/ops/conv.h
    ====================================================================== */
-/* The conv family's typed attributes (a node's a.conv), read and written by src/ops/conv.c
-   and the CPU loops it calls. */
+/* The conv family's typed attributes (a node's a.conv), read and written by src/ops/conv/
+   and the CPU loops they call. */
 #ifndef NN__OPS_CONV_H
 #define NN__OPS_CONV_H
 #include <stdint.h>
@@ -1636,7 +1637,8 @@ typedef struct nn__params {
     nn_context *ctx;
 } nn__params;
 
-/* One argument of a kernel launch: a buffer, a scalar, a vector of 8 ints or local memory. */
+/* One argument of a kernel launch, as kernels/kargs.h records it: a buffer, a scalar, a
+   vector of 8 ints or local memory. */
 typedef struct nn__karg {
     char kind;                  /* 'm' buffer, 'i' int, 'u' uint, 'f' float, '8' int8, 'L' local bytes */
     union { nn__buf buf; int32_t i; uint32_t u; float f; int32_t v8[8]; size_t local; } v;
@@ -1645,9 +1647,10 @@ typedef struct nn__karg {
 #define NN__MAX_KARGS 24
 #define NN__MAX_KUPD 6
 
-/* A kernel launch that a device plan records at compile time (kernels/FILE.cl, kernel,
-   geometry, arguments) and a device backend turns into its own objects. `update` rewrites
-   the arguments marked '@' in nn__args (upd[] holds their positions) before each run. */
+/* A kernel launch that an op's launch function records at compile time (kernels/FILE.cl,
+   kernel, geometry, arguments: nn__launch_kernel, then the kernel's nn__kargs_SIG of
+   kernels/kargs.h) and a device backend turns into its own objects. `update` rewrites the
+   step arguments (upd[] holds their positions) before each run, via nn__kstep_SIG. */
 typedef struct nn__launch {
     const char *file;
     char kernel[64];
@@ -2395,31 +2398,455 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
 }
 
 /* ======================================================================
+   src/base/files.c
+   ====================================================================== */
+/* Reading and writing whole files, and the platform block for files and processes. Every
+   reader treats its input as untrusted: sizes are checked before they are used, and any
+   failure returns NN_ERR_IO naming the file (NN_ERR_OUT_OF_MEMORY when an allocation
+   fails), with nothing allocated.
+
+   Reading: only regular files. A FIFO is opened without waiting for a writer and then
+   refused, so a path to one cannot hang the caller; a directory or a device is refused by
+   name. Writing (nn__wfile): the bytes go to a new temporary file beside the target, which
+   is flushed to disk (fsync) and renamed over the target, so a reader sees the old file or
+   the new one, never a part, and a failed save leaves the old file as it was. An existing
+   target must be a regular file; a symbolic link to one is followed and the file it names
+   is replaced (the link stays, as when PyTorch or numpy write through it); a link that
+   names nothing, a directory, a FIFO or a device node is refused.
+
+   Files are read and written only through these (src/files/ for the formats, the OpenCL
+   backend for its program cache). */
+
+#include <sys/stat.h>
+#include <time.h>
+#if defined(_WIN32)
+#  include <windows.h>
+#  include <direct.h>
+#  include <io.h>
+#  include <fcntl.h>
+#  include <process.h>
+#  define nn__mkdir(p) _mkdir(p)
+#  define nn__getpid() _getpid()
+#  define nn__sleep_ms(ms) Sleep(ms)
+#  define NN__S_ISREG(m) (((m) & _S_IFMT) == _S_IFREG)
+#  define NN__S_ISDIR(m) (((m) & _S_IFMT) == _S_IFDIR)
+#else
+#  include <fcntl.h>
+#  include <unistd.h>
+#  include <poll.h>
+#  define nn__mkdir(p) mkdir(p, 0755)
+#  define nn__getpid() getpid()
+#  define nn__sleep_ms(ms) (void)poll(NULL, 0, ms) /* declared even where a strict -std hides nanosleep */
+#  define NN__S_ISREG(m) S_ISREG(m)
+#  define NN__S_ISDIR(m) S_ISDIR(m)
+/* POSIX.1-2008 (lstat, realpath, O_CLOEXEC) is declared unless a strict ISO mode hides it
+   (-std=c99 with a system header included before nn.h): then a symbolic link is not seen
+   as one, and a save replaces the link itself. */
+#  if defined(O_CLOEXEC)
+#    define NN__POSIX2008 1
+#  else
+#    define NN__POSIX2008 0
+#    define O_CLOEXEC 0
+#  endif
+#  ifndef O_DIRECTORY
+#    define O_DIRECTORY 0
+#  endif
+#endif
+
+/* How a save makes its bytes durable before the rename (a test build may count calls). */
+#ifndef NN__FSYNC
+#  if defined(_WIN32)
+#    define NN__FSYNC(fd) _commit(fd)
+#  else
+#    define NN__FSYNC(fd) fsync(fd)
+#  endif
+#endif
+
+/* What a path that is not a regular file is, for messages. */
+static const char *nn__file_kind(unsigned mode) {
+    if (NN__S_ISDIR(mode)) return "a directory";
+#if !defined(_WIN32)
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+#  ifdef S_ISSOCK
+    if (S_ISSOCK(mode)) return "a socket";
+#  endif
+#endif
+    return "not a regular file";
+}
+
+/* The whole of a regular file, with one byte more (set to 0) after its len bytes. */
+static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char **data, size_t *len) {
+    unsigned char *buf;
+    size_t n, got = 0;
+    *data = NULL;
+    *len = 0;
+    if (!path) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "no path given");
+#if defined(_WIN32)
+    {
+        struct _stat64 st;
+        FILE *f;
+        if (_stat64(path, &st) != 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (!NN__S_ISREG(st.st_mode))
+            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
+        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX)
+            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
+        n = (size_t)st.st_size;
+        f = fopen(path, "rb");
+        if (!f) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        buf = (unsigned char *)NN_MALLOC(n + 1);
+        if (!buf) {
+            fclose(f);
+            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
+                            (unsigned long long)n + 1);
+        }
+        got = fread(buf, 1, n, f);
+        fclose(f);
+        if (got != n) {
+            NN_FREE(buf);
+            return nn__fail(ctx, NN_ERR_IO, "%s: read error (%llu of %llu bytes)", path, (unsigned long long)got,
+                            (unsigned long long)n);
+        }
+    }
+#else
+    {
+        struct stat st;
+        int fd, fl, e = 0;
+        /* O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below) */
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (fstat(fd, &st) != 0) {
+            e = errno;
+            close(fd);
+            return nn__fail(ctx, NN_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+        }
+        if (!S_ISREG(st.st_mode)) {
+            close(fd);
+            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
+        }
+        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX) {
+            close(fd);
+            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
+        }
+        fl = fcntl(fd, F_GETFL);
+        if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        n = (size_t)st.st_size;
+        buf = (unsigned char *)NN_MALLOC(n + 1);
+        if (!buf) {
+            close(fd);
+            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
+                            (unsigned long long)n + 1);
+        }
+        while (got < n) {
+            size_t want = n - got > ((size_t)1 << 30) ? ((size_t)1 << 30) : n - got;
+            ssize_t k = read(fd, buf + got, want);
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) {
+                e = k < 0 ? errno : 0;
+                break;
+            }
+            got += (size_t)k;
+        }
+        close(fd);
+        if (got != n) {
+            NN_FREE(buf);
+            if (e) return nn__fail(ctx, NN_ERR_IO, "%s: read error: %s", path, strerror(e));
+            return nn__fail(ctx, NN_ERR_IO, "%s: read error: the file shrank to %llu of its %llu bytes while read", path,
+                            (unsigned long long)got, (unsigned long long)n);
+        }
+    }
+#endif
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return NN_OK;
+}
+
+/* ---- writing a file in place of another, all at once ---- */
+
+typedef struct nn__wfile {
+    char *target;             /* the file replaced: the path, or the file its symbolic link names */
+    char *tmp;                /* the temporary file beside it, while it exists */
+    int fd;
+    char why[300];            /* the last failure's message (also nn_context_last_error's when a context is given) */
+} nn__wfile;
+
+/* A writer's failure: its message in w->why, and the context's error when there is one
+   (none: a quiet writer, as the program cache's, which only logs). */
+static nn_result nn__wfail(nn_context *ctx, nn__wfile *w, nn_result code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->why, sizeof w->why, fmt, ap);
+    va_end(ap);
+    return nn__fail(ctx, code, "%s", w->why);
+}
+
+static void nn__wfile_abort(nn__wfile *w) {
+    if (w->fd >= 0) {
+#if defined(_WIN32)
+        _close(w->fd);
+#else
+        close(w->fd);
+#endif
+    }
+    if (w->tmp) remove(w->tmp);
+    NN_FREE(w->tmp);
+    NN_FREE(w->target);
+    w->tmp = w->target = NULL;
+    w->fd = -1;
+}
+
+#if !defined(_WIN32)
+/* The file a save to path replaces: path itself, or where its chain of symbolic links ends
+   (a relative link is read from its link's directory), so the save writes through links as
+   PyTorch's and numpy's do. *target (allocated) and *st: that file's lstat, st_mode 0 when
+   it does not exist yet. */
+static nn_result nn__save_target(nn_context *ctx, nn__wfile *w, const char *path, char **target, struct stat *st) {
+    char *cur = nn__strdup(path);
+    int hops = 0;
+    *target = NULL;
+    if (!cur) return nn__wfail(ctx, w, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+#if !NN__POSIX2008
+    (void)hops;
+    if (stat(cur, st) != 0) { /* links are not seen as such */
+        int e = errno;
+        memset(st, 0, sizeof *st);
+        if (e != ENOENT) {
+            NN_FREE(cur);
+            return nn__wfail(ctx, w, NN_ERR_IO, "%s: %s", path, strerror(e));
+        }
+    }
+#else
+    for (hops = 0;; hops++) {
+        char *link, *next;
+        size_t size, dir;
+        ssize_t k;
+        if (lstat(cur, st) != 0) {
+            int e = errno;
+            memset(st, 0, sizeof *st);
+            if (e == ENOENT) break; /* a new file (or one that a dangling link names) */
+            NN_FREE(cur);
+            return nn__wfail(ctx, w, NN_ERR_IO, "%s: %s", path, strerror(e));
+        }
+        if (!S_ISLNK(st->st_mode)) break;
+        if (hops == 40) {
+            NN_FREE(cur);
+            return nn__wfail(ctx, w, NN_ERR_IO, "%s: more than 40 symbolic links in a row: not replaced", path);
+        }
+        for (size = (size_t)st->st_size + 1 > 256 ? (size_t)st->st_size + 1 : 256;; size *= 2) {
+            link = (char *)NN_MALLOC(size);
+            if (!link) {
+                NN_FREE(cur);
+                return nn__wfail(ctx, w, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+            }
+            k = readlink(cur, link, size);
+            if (k < 0 || (size_t)k < size || size >= 65536) break;
+            NN_FREE(link); /* truncated: try a larger buffer */
+        }
+        if (k < 0 || (size_t)k >= size) {
+            int e = k < 0 ? errno : ENAMETOOLONG;
+            NN_FREE(link);
+            NN_FREE(cur);
+            return nn__wfail(ctx, w, NN_ERR_IO, "%s: cannot read its symbolic link: %s", path, strerror(e));
+        }
+        link[k] = 0;
+        for (dir = strlen(cur); dir > 0 && cur[dir - 1] != '/'; dir--) {}
+        if (link[0] == '/' || dir == 0) next = link;
+        else { /* relative to the link's directory */
+            next = (char *)NN_MALLOC(dir + (size_t)k + 1);
+            if (next) {
+                memcpy(next, cur, dir);
+                memcpy(next + dir, link, (size_t)k + 1);
+            }
+            NN_FREE(link);
+            if (!next) {
+                NN_FREE(cur);
+                return nn__wfail(ctx, w, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+            }
+        }
+        NN_FREE(cur);
+        cur = next;
+    }
+#endif
+    *target = cur;
+    return NN_OK;
+}
+#endif
+
+/* Creates the temporary file for a save to path (nothing is written to path yet). */
+static nn_result nn__wfile_open(nn_context *ctx, const char *path, nn__wfile *w) {
+    size_t tlen;
+    unsigned attempt;
+    long pid;
+    int keep_mode = -1;
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+    if (!path || !path[0]) return nn__wfail(ctx, w, NN_ERR_INVALID_ARGUMENT, "no path given");
+#if defined(_WIN32)
+    {
+        struct _stat64 st;
+        if (_stat64(path, &st) == 0 && !NN__S_ISREG(st.st_mode))
+            return nn__wfail(ctx, w, NN_ERR_IO, "%s: %s, not a regular file: not replaced", path, nn__file_kind((unsigned)st.st_mode));
+        w->target = nn__strdup(path);
+        pid = (long)_getpid();
+    }
+#else
+    {
+        struct stat st;
+        nn_result r = nn__save_target(ctx, w, path, &w->target, &st);
+        if (r != NN_OK) return r;
+        if (st.st_mode != 0 && !S_ISREG(st.st_mode)) {
+            r = nn__wfail(ctx, w, NN_ERR_IO, "%s: %s%s%s, not a regular file: not replaced", path, nn__file_kind((unsigned)st.st_mode),
+                         strcmp(path, w->target) ? " at the end of its symbolic link, " : "",
+                         strcmp(path, w->target) ? w->target : "");
+            NN_FREE(w->target);
+            w->target = NULL;
+            return r;
+        }
+        if (st.st_mode != 0) keep_mode = (int)(st.st_mode & 0777);
+        pid = (long)getpid();
+    }
+#endif
+    if (!w->target) return nn__wfail(ctx, w, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    tlen = strlen(w->target) + 48;
+    w->tmp = (char *)NN_MALLOC(tlen);
+    if (!w->tmp) {
+        nn__wfile_abort(w);
+        return nn__wfail(ctx, w, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    /* TARGET.tmp.PID.N: unique between processes by the pid, between threads by O_EXCL */
+    for (attempt = 0; attempt < 1000; attempt++) {
+        snprintf(w->tmp, tlen, "%s.tmp.%ld.%u", w->target, pid, attempt);
+#if defined(_WIN32)
+        w->fd = _open(w->tmp, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
+#else
+        w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); /* O_EXCL: never through a link */
+#endif
+        if (w->fd >= 0 || errno != EEXIST) break;
+    }
+    if (w->fd < 0) {
+        nn_result r = nn__wfail(ctx, w, NN_ERR_IO, "%s: cannot create a temporary file beside it (%s): %s", path, w->tmp,
+                               strerror(errno));
+        NN_FREE(w->tmp); /* not created: nothing to remove */
+        w->tmp = NULL;
+        nn__wfile_abort(w);
+        return r;
+    }
+#if !defined(_WIN32)
+    if (keep_mode >= 0) (void)chmod(w->tmp, (mode_t)keep_mode); /* the replaced file's permissions */
+#else
+    (void)keep_mode;
+#endif
+    return NN_OK;
+}
+
+static nn_result nn__wfile_write(nn_context *ctx, nn__wfile *w, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    while (n > 0) {
+        size_t want = n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n;
+#if defined(_WIN32)
+        int k = _write(w->fd, p, (unsigned)want);
+#else
+        ssize_t k = write(w->fd, p, want);
+        if (k < 0 && errno == EINTR) continue;
+#endif
+        if (k <= 0) return nn__wfail(ctx, w, NN_ERR_IO, "%s: write error: %s", w->tmp, k < 0 ? strerror(errno) : "nothing written");
+        p += k;
+        n -= (size_t)k;
+    }
+    return NN_OK;
+}
+
+/* Flushes the temporary file to disk and renames it over the target; on failure the
+   temporary file is removed and the target is as it was. Releases w either way. */
+static nn_result nn__wfile_commit(nn_context *ctx, const char *path, nn__wfile *w) {
+    nn_result r = NN_OK;
+    int fd = w->fd;
+    w->fd = -1;
+    if (NN__FSYNC(fd) != 0) r = nn__wfail(ctx, w, NN_ERR_IO, "%s: cannot flush it to disk: %s", w->tmp, strerror(errno));
+#if defined(_WIN32)
+    if (_close(fd) != 0 && r == NN_OK) r = nn__wfail(ctx, w, NN_ERR_IO, "%s: write error: %s", w->tmp, strerror(errno));
+    if (r == NN_OK && rename(w->tmp, w->target) != 0) {
+        remove(w->target); /* Windows' rename does not replace */
+        if (rename(w->tmp, w->target) != 0)
+            r = nn__wfail(ctx, w, NN_ERR_IO, "%s: cannot rename %s to it: %s", path, w->tmp, strerror(errno));
+    }
+#else
+    if (close(fd) != 0 && r == NN_OK) r = nn__wfail(ctx, w, NN_ERR_IO, "%s: write error: %s", w->tmp, strerror(errno));
+    if (r == NN_OK && rename(w->tmp, w->target) != 0)
+        r = nn__wfail(ctx, w, NN_ERR_IO, "%s: cannot rename %s to it: %s", path, w->tmp, strerror(errno));
+    if (r == NN_OK) { /* the directory entry too, so the rename outlives a crash (best effort) */
+        char *slash = strrchr(w->target, '/'), save;
+        const char *dir = ".";
+        int dfd;
+        if (slash) {
+            save = slash[1];
+            slash[1] = 0; /* "/x" keeps its "/" */
+            dir = w->target;
+            dfd = open(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
+            slash[1] = save;
+        } else dfd = open(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
+        if (dfd >= 0) {
+            (void)NN__FSYNC(dfd);
+            close(dfd);
+        }
+    }
+#endif
+    if (r == NN_OK) {
+        NN_FREE(w->tmp); /* renamed: nothing to remove */
+        w->tmp = NULL;
+    }
+    nn__wfile_abort(w);
+    return r;
+}
+
+/* mkdir -p; 0 or -1 (errno set) */
+static NN__MAYBE_UNUSED int nn__mkdirs(const char *path) {
+    char tmp[1024];
+    size_t i, n = strlen(path);
+    if (n >= sizeof tmp) return -1;
+    memcpy(tmp, path, n + 1);
+    for (i = 1; i <= n; i++) {
+        if (tmp[i] == '/' || tmp[i] == 0) {
+            char c = tmp[i];
+            tmp[i] = 0;
+            if (nn__mkdir(tmp) != 0 && errno != EEXIST) return -1;
+            tmp[i] = c;
+        }
+    }
+    return 0;
+}
+
+/* ======================================================================
    kernels/activation.h
    ====================================================================== */
-/* The activations, each formula written once for both backends. This file is a part of
-   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in
-   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its
-   kernels), so it uses only what the two languages share; the math functions go by
+/* The elementwise functions, each formula written once for both backends. This file is a
+   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the
+   vector ones in src/cpu/simd.c, the builders in src/ops/elementwise/unary.c and
+   binary.c) and is included by kernels/elementwise.cl and kernels/loss.cl (OpenCL C 1.2:
+   their kernels), so it uses only what the two languages share; the math functions go by
    NN__EXP and friends, expf in C and exp in OpenCL C.
 
-   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one
-   X(ENUM, name, params, valid, forward, derivative) each:
-     ENUM        NN__U_ENUM, the op's function (the node's i[0])
+   NN__ACTIVATIONS(X), NN__MATH(X) and NN__NOGRAD(X) list the functions of the unary ops
+   (UNARY; UNARY_NOGRAD for NN__NOGRAD's), one X(ENUM, name, params, valid, forward,
+   derivative) each:
+     ENUM        NN__U_ENUM, the op's function (the node's a.ew.fn)
      name        the builder nn_<name> (declared in src/api/api.h) and the kernels
                  <name>_forward / <name>_backward of kernels/elementwise.cl
      params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1
-                 in the formulas, the node's f[0] and f[1]
+                 in the formulas, the node's a.ew.param[0] and a.ew.param[1]
      valid       what the builder requires of p0 and p1 (1: anything)
      forward     y as an expression of the input v (float), p0 and p1
      derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives
    A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN
    and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities
    give what PyTorch's formula gives (tests/test_nanprop.c).
-   An activation is a line here (with helpers above the table when its formula needs
+   A function is a line here (with helpers above the table when its formula needs
    statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.
    Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is
-   safer in float (softplus without overflow, expm1 near 0) that one is used. */
+   safer in float (softplus without overflow, expm1 near 0) that one is used.
+   NN__BINARY_FNS(X), at the end, lists the binary ops' functions the same way. */
 #ifndef NN__ACTIVATION_H
 #define NN__ACTIVATION_H
 
@@ -2616,6 +3043,100 @@ enum {
     NN__B_COUNT
 };
 #endif /* NN__ACTIVATION_H */
+
+/* ======================================================================
+   kernels/loss.h
+   ====================================================================== */
+/* The loss kinds, listed once for both backends. This file is a part of nn.h (C99 and C++:
+   the builders in src/ops/loss.c, the loops in src/cpu/loss.c) and is included by
+   kernels/loss.cl (OpenCL C 1.2), so the kind numbers a plan passes and the kernels'
+   switches are one enum.
+
+   NN__LOSS_EW_KINDS(X): the elementwise losses (op LOSS_EW), one X(ENUM, name, of_d) each:
+     ENUM  NN__L_ENUM, the node's a.loss.kind and the kernels' `kind`; its formulas are the
+           case NN__L_ENUM of nn__loss_ew1 / nn__loss_ew1_dx (src/cpu/loss.c) and of
+           nn_loss1 / nn_loss1_dx (kernels/loss.cl)
+     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss.c),
+           and so the op's name in messages
+     of_d  1: a function of d = x - t alone, so d/dt = -d/dx and the target gets that
+           gradient; 0: the target gets none
+   NN__LOSS_ROW_KINDS(X): the losses of op LOSS_ROWS, one per row of [B, ...] inputs,
+   X(ENUM, name): NN__R_ENUM and the builder nn_<name>.
+   NN__L_COUNT and NN__R_COUNT are the range checks' bounds. */
+#ifndef NN__LOSS_H
+#define NN__LOSS_H
+
+#define NN__LOSS_EW_KINDS(X)          \
+    X(MSE, mse_loss, 1)               \
+    X(L1, l1_loss, 1)                 \
+    X(HUBER, huber_loss, 1)           \
+    X(SMOOTH_L1, smooth_l1_loss, 1)   \
+    X(LOG_COSH, log_cosh_loss, 1)     \
+    X(QUANTILE, quantile_loss, 1)     \
+    X(HINGE, hinge_loss, 0)           \
+    X(SQ_HINGE, squared_hinge_loss, 0) \
+    X(BCE, bce_loss, 0)               \
+    X(BCE_LOGITS, bce_with_logits_loss, 0) \
+    X(FOCAL, sigmoid_focal_loss, 0)   \
+    X(KL, kl_div_loss, 0)
+
+#define NN__LOSS_ROW_KINDS(X) \
+    X(DICE, dice_loss)        \
+    X(COSINE, cosine_embedding_loss) \
+    X(TRIPLET, triplet_margin_loss)
+
+#define NN__L_ENUM(E, name, of_d) NN__L_##E,
+#define NN__R_ENUM(E, name) NN__R_##E,
+typedef enum nn__loss_kind { NN__LOSS_EW_KINDS(NN__L_ENUM) NN__L_COUNT } nn__loss_kind;
+typedef enum nn__row_kind { NN__LOSS_ROW_KINDS(NN__R_ENUM) NN__R_COUNT } nn__row_kind;
+
+#endif /* NN__LOSS_H */
+
+/* ======================================================================
+   kernels/optim.h
+   ====================================================================== */
+/* The optimizer kinds, listed once: a part of nn.h (C99 and C++) and included by
+   kernels/optim.cl (OpenCL C 1.2).
+
+   NN__OPTIMIZERS(X): one X(ENUM, name) per nn_optimizer_kind, in its order:
+     ENUM  NN_OPT_ENUM, the public value (src/api/api.h; kernels/optim.cl gets the same
+           names from this list, for opt_step's switch on `kind`)
+     name  the optimizer's name in checkpoint files ("nn.optimizer" in the metadata of
+           nn_graph_save_state, checked by nn_graph_load_state) and in messages
+   NN__OPT_COUNT is the range checks' bound. The public enum stays written out in api.h (its
+   values are the API); in C a compile-time check holds each of it equal to its line here,
+   so the list and the enum cannot drift apart. */
+#ifndef NN__OPTIM_H
+#define NN__OPTIM_H
+
+#define NN__OPTIMIZERS(X)   \
+    X(NONE, "none")         \
+    X(SGD, "sgd")           \
+    X(ADAM, "adam")         \
+    X(ADAMW, "adamw")       \
+    X(ADAMAX, "adamax")     \
+    X(NADAM, "nadam")       \
+    X(RADAM, "radam")       \
+    X(RMSPROP, "rmsprop")   \
+    X(ADAGRAD, "adagrad")   \
+    X(ADADELTA, "adadelta") \
+    X(LION, "lion")         \
+    X(LAMB, "lamb")         \
+    X(LARS, "lars")         \
+    X(FTRL, "ftrl")
+
+#ifdef __OPENCL_VERSION__
+#define NN__OPT_ENUM(E, name) NN_OPT_##E,
+enum nn_optimizer_kind { NN__OPTIMIZERS(NN__OPT_ENUM) NN__OPT_COUNT };
+#else
+#define NN__OPT_INDEX(E, name) NN__OPTI_##E,
+enum nn__optimizer_index { NN__OPTIMIZERS(NN__OPT_INDEX) NN__OPT_COUNT };
+/* a negative array size, a compile error, where nn_optimizer_kind and the list differ */
+#define NN__OPT_SAME(E, name) typedef char nn__opt_same_##E[(int)NN_OPT_##E == (int)NN__OPTI_##E ? 1 : -1];
+NN__OPTIMIZERS(NN__OPT_SAME)
+#endif
+
+#endif /* NN__OPTIM_H */
 
 /* ======================================================================
    src/cpu/simd.c
@@ -3902,12 +4423,14 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
 /* ======================================================================
    src/cpu/elementwise.c
    ====================================================================== */
-/* The elementwise family's CPU loops (src/ops/elementwise.c's bodies; kernels/elementwise.cl
-   has the OpenCL twins): activations, PReLU, scale, broadcasting binary ops, where,
-   masked_fill, expand and the sum back to a broadcast shape. */
+/* The elementwise family's CPU loops, called by the CPU bodies of src/ops/elementwise/
+   (kernels/elementwise.cl has the OpenCL twins): the unary functions, PReLU and scale
+   (unary.c), the broadcast geometry with expand and the sum back to a broadcast shape
+   (broadcast.c), the binary functions (binary.c), where and masked_fill (select.c). */
 
 
-/* ---- activations: the formulas of kernels/activation.h, one loop each ---- */
+/* ---- unary functions (src/ops/elementwise/unary.c): the formulas of kernels/activation.h,
+   one loop each ---- */
 
 /* c ? a : 0.0f without a branch: ReLU's sign test is a coin flip on real activations, and
    a mispredicted branch per element made ReLU cost more than the convolution beside it.
@@ -4008,7 +4531,7 @@ static void nn__scale_forward(float *y, const float *x, float s, int64_t n) {
     for (i = 0; i < n; i++) y[i] = x[i] * s;
 }
 
-/* ---- elementwise ops with broadcasting (NumPy's rules) ----
+/* ---- elementwise ops with broadcasting (NumPy's rules; src/ops/elementwise/broadcast.c) ----
    An output shape and operands whose dims are 1 or the output's, missing leading dims
    counting as 1. nn__bcast_init drops the output's size-1 dims and merges neighbouring
    dims wherever every operand is contiguous (or broadcast) across them, so a same-shape op
@@ -4460,8 +4983,6 @@ static void nn__unary_run(nn__threadpool *pool, int fn, const float *p, float *y
 /* The softmax family's CPU loops (src/ops/softmax.c's bodies; kernels/softmax.cl has the
    OpenCL twins): rows of length C. */
 
-/* ---- softmax family, rows of length C ---- */
-
 static void nn__softmax_forward(float *y, const float *x, int64_t rows, int64_t C, int log_space) {
     int64_t r, c;
     for (r = 0; r < rows; r++) {
@@ -4544,7 +5065,8 @@ static void nn__dropout_forward(float *y, const float *x, int64_t n, float p, ui
    src/cpu/gather.c
    ====================================================================== */
 /* The gather family's CPU loops (src/ops/gather.c's bodies; kernels/gather.cl has the
-   OpenCL twins). */
+   OpenCL twins). Scatters are written as gathers or in a fixed order: no atomics, the
+   same bits every run. */
 
 /* y [B, D] = data[idx[b]] of data [N, D] */
 static void nn__gather_rows_forward(float *y, const float *data, const int32_t *idx, int64_t B, int64_t N, int64_t D) {
@@ -4565,6 +5087,108 @@ static void nn__gather_rows_backward(float *ddata, const int32_t *idx, const flo
         if (r < 0 || r >= N) continue;
         for (j = 0; j < D; j++) ddata[(int64_t)r * D + j] += dy[b * D + j];
     }
+}
+
+/* Index values outside [0, L): what PyTorch raises on, counted for the op's check. */
+static int64_t nn__count_outside(const int32_t *idx, int64_t n, int64_t L) {
+    int64_t i, bad = 0;
+    for (i = 0; i < n; i++) bad += idx[i] < 0 || idx[i] >= L;
+    return bad;
+}
+
+/* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k] (an index out of
+   range gives zeros); grad != 0: dx [outer, L, inner] sums dy [outer, K, inner] over the
+   k with idx[k] == j, in order of k. Data moved as bits (either dtype). */
+static void nn__index_select(float *out, const float *in, const int32_t *idx, int64_t outer, int64_t L, int64_t K,
+                             int64_t inner, int grad) {
+    int64_t o, k, i;
+    if (grad) memset(out, 0, (size_t)(outer * L * inner) * sizeof(float));
+    for (o = 0; o < outer; o++)
+        for (k = 0; k < K; k++) {
+            int64_t j = idx[k];
+            int ok = j >= 0 && j < L;
+            if (grad) {
+                if (ok)
+                    for (i = 0; i < inner; i++) out[(o * L + j) * inner + i] += in[(o * K + k) * inner + i];
+            } else if (ok) {
+                memcpy(out + (o * K + k) * inner, in + (o * L + j) * inner, (size_t)inner * sizeof(float));
+            } else {
+                memset(out + (o * K + k) * inner, 0, (size_t)inner * sizeof(float));
+            }
+        }
+}
+
+/* Row-major strides of nd dims. */
+static void nn__strides(const int64_t *dims, int nd, int64_t *st) {
+    int d;
+    st[nd - 1] = 1;
+    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * dims[d + 1];
+}
+
+/* torch.gather along dim: y [ydims] (each dim >= the index's) at a position c inside the
+   index's dims is x at c with c[dim] = idx[c]; elsewhere, and where the index is out of
+   range, zero. */
+static void nn__gather_fwd(float *y, const float *x, const int32_t *idx, int nd, int dim, const int64_t *ydims,
+                           const int64_t *idims, const int64_t *xdims) {
+    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], xst[NN_MAX_DIMS], n = 1, i;
+    int d;
+    nn__strides(ydims, nd, yst);
+    nn__strides(idims, nd, ist);
+    nn__strides(xdims, nd, xst);
+    for (d = 0; d < nd; d++) n *= ydims[d];
+    for (i = 0; i < n; i++) {
+        int64_t r = i, io = 0, xo = 0, j;
+        int inside = 1;
+        for (d = 0; d < nd; d++) {
+            c[d] = r / yst[d];
+            r -= c[d] * yst[d];
+            inside &= c[d] < idims[d];
+            io += c[d] * ist[d];
+            if (d != dim) xo += c[d] * xst[d];
+        }
+        j = inside ? idx[io] : -1;
+        y[i] = (inside && j >= 0 && j < xdims[dim]) ? x[xo + j * xst[dim]] : 0.0f;
+    }
+}
+
+/* torch.scatter_add along dim: y [ydims] = base (NULL: zeros) plus, at each position c
+   inside the index's dims, src at c added to y at c with c[dim] = idx[c]. As a gather:
+   each y element sums its sources in order of the index's dim, so the result is the same
+   bits run to run (and the kernel's order). */
+static void nn__scatter_add_fwd(float *y, const float *base, const int32_t *idx, const float *src, int nd, int dim,
+                                const int64_t *ydims, const int64_t *idims, const int64_t *sdims) {
+    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], sst[NN_MAX_DIMS], n = 1, i, k;
+    int d;
+    nn__strides(ydims, nd, yst);
+    nn__strides(idims, nd, ist);
+    nn__strides(sdims, nd, sst);
+    for (d = 0; d < nd; d++) n *= ydims[d];
+    for (i = 0; i < n; i++) {
+        int64_t r = i, io = 0, so = 0;
+        int inside = 1;
+        float s = base ? base[i] : 0.0f;
+        for (d = 0; d < nd; d++) {
+            c[d] = r / yst[d];
+            r -= c[d] * yst[d];
+            if (d == dim) continue;
+            inside &= c[d] < idims[d];
+            io += c[d] * ist[d];
+            so += c[d] * sst[d];
+        }
+        if (inside)
+            for (k = 0; k < idims[dim]; k++)
+                if (idx[io + k * ist[dim]] == c[dim]) s += src[so + k * sst[dim]];
+        y[i] = s;
+    }
+}
+
+/* torch.nn.functional.one_hot as float32: y [R, C] from labels [R]; a label out of range
+   gives a row of zeros. */
+static void nn__one_hot(float *y, const int32_t *labels, int64_t R, int64_t C) {
+    int64_t r;
+    memset(y, 0, (size_t)(R * C) * sizeof(float));
+    for (r = 0; r < R; r++)
+        if (labels[r] >= 0 && labels[r] < C) y[r * C + labels[r]] = 1.0f;
 }
 
 /* ======================================================================
@@ -5512,9 +6136,9 @@ static void nn__conv3d_backward_weight(nn__threadpool *pool, const nn__conv3d *c
    src/cpu/shape.c
    ====================================================================== */
 /* Shape and structure ops on the CPU backend: permute (and flip: signed strides), concat
-   and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling; then
-   the gather family's loops. A tensor seen along `axis` is [outer, len, inner]. Each has
-   a twin in kernels/shape.cl or kernels/gather.cl. */
+   and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling (the
+   bodies in src/ops/shape/). A tensor seen along `axis` is [outer, len, inner]. Each has a
+   twin in kernels/shape.cl. */
 
 /* Out-of-place transpose: y[j0..jk] = x[j_perm...]: `dims` are y's dims, `xstride[d]` the
    stride in x of y's dim d. */
@@ -5681,110 +6305,6 @@ static void nn__upsample2d(float *out, const float *in, int64_t P, int64_t H, in
         }
 }
 
-/* ---- the gather family's loops (src/ops/gather.c; twins in kernels/gather.cl) ---- */
-
-/* Index values outside [0, L): what PyTorch raises on, counted for the op's check. */
-static int64_t nn__count_outside(const int32_t *idx, int64_t n, int64_t L) {
-    int64_t i, bad = 0;
-    for (i = 0; i < n; i++) bad += idx[i] < 0 || idx[i] >= L;
-    return bad;
-}
-
-/* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k] (an index out of
-   range gives zeros); grad != 0: dx [outer, L, inner] sums dy [outer, K, inner] over the
-   k with idx[k] == j, in order of k. Data moved as bits (either dtype). */
-static void nn__index_select(float *out, const float *in, const int32_t *idx, int64_t outer, int64_t L, int64_t K,
-                             int64_t inner, int grad) {
-    int64_t o, k, i;
-    if (grad) memset(out, 0, (size_t)(outer * L * inner) * sizeof(float));
-    for (o = 0; o < outer; o++)
-        for (k = 0; k < K; k++) {
-            int64_t j = idx[k];
-            int ok = j >= 0 && j < L;
-            if (grad) {
-                if (ok)
-                    for (i = 0; i < inner; i++) out[(o * L + j) * inner + i] += in[(o * K + k) * inner + i];
-            } else if (ok) {
-                memcpy(out + (o * K + k) * inner, in + (o * L + j) * inner, (size_t)inner * sizeof(float));
-            } else {
-                memset(out + (o * K + k) * inner, 0, (size_t)inner * sizeof(float));
-            }
-        }
-}
-
-/* Row-major strides of nd dims. */
-static void nn__strides(const int64_t *dims, int nd, int64_t *st) {
-    int d;
-    st[nd - 1] = 1;
-    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * dims[d + 1];
-}
-
-/* torch.gather along dim: y [ydims] (each dim >= the index's) at a position c inside the
-   index's dims is x at c with c[dim] = idx[c]; elsewhere, and where the index is out of
-   range, zero. */
-static void nn__gather_fwd(float *y, const float *x, const int32_t *idx, int nd, int dim, const int64_t *ydims,
-                           const int64_t *idims, const int64_t *xdims) {
-    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], xst[NN_MAX_DIMS], n = 1, i;
-    int d;
-    nn__strides(ydims, nd, yst);
-    nn__strides(idims, nd, ist);
-    nn__strides(xdims, nd, xst);
-    for (d = 0; d < nd; d++) n *= ydims[d];
-    for (i = 0; i < n; i++) {
-        int64_t r = i, io = 0, xo = 0, j;
-        int inside = 1;
-        for (d = 0; d < nd; d++) {
-            c[d] = r / yst[d];
-            r -= c[d] * yst[d];
-            inside &= c[d] < idims[d];
-            io += c[d] * ist[d];
-            if (d != dim) xo += c[d] * xst[d];
-        }
-        j = inside ? idx[io] : -1;
-        y[i] = (inside && j >= 0 && j < xdims[dim]) ? x[xo + j * xst[dim]] : 0.0f;
-    }
-}
-
-/* torch.scatter_add along dim: y [ydims] = base (NULL: zeros) plus, at each position c
-   inside the index's dims, src at c added to y at c with c[dim] = idx[c]. As a gather:
-   each y element sums its sources in order of the index's dim, so the result is the same
-   bits run to run (and the kernel's order). */
-static void nn__scatter_add_fwd(float *y, const float *base, const int32_t *idx, const float *src, int nd, int dim,
-                                const int64_t *ydims, const int64_t *idims, const int64_t *sdims) {
-    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], sst[NN_MAX_DIMS], n = 1, i, k;
-    int d;
-    nn__strides(ydims, nd, yst);
-    nn__strides(idims, nd, ist);
-    nn__strides(sdims, nd, sst);
-    for (d = 0; d < nd; d++) n *= ydims[d];
-    for (i = 0; i < n; i++) {
-        int64_t r = i, io = 0, so = 0;
-        int inside = 1;
-        float s = base ? base[i] : 0.0f;
-        for (d = 0; d < nd; d++) {
-            c[d] = r / yst[d];
-            r -= c[d] * yst[d];
-            if (d == dim) continue;
-            inside &= c[d] < idims[d];
-            io += c[d] * ist[d];
-            so += c[d] * sst[d];
-        }
-        if (inside)
-            for (k = 0; k < idims[dim]; k++)
-                if (idx[io + k * ist[dim]] == c[dim]) s += src[so + k * sst[dim]];
-        y[i] = s;
-    }
-}
-
-/* torch.nn.functional.one_hot as float32: y [R, C] from labels [R]; a label out of range
-   gives a row of zeros. */
-static void nn__one_hot(float *y, const int32_t *labels, int64_t R, int64_t C) {
-    int64_t r;
-    memset(y, 0, (size_t)(R * C) * sizeof(float));
-    for (r = 0; r < R; r++)
-        if (labels[r] >= 0 && labels[r] < C) y[r * C + labels[r]] = 1.0f;
-}
-
 /* ======================================================================
    src/cpu/norm.c
    ====================================================================== */
@@ -5795,10 +6315,9 @@ static void nn__one_hot(float *y, const int32_t *labels, int64_t R, int64_t C) {
    [rows, features, 1] with one group, instance norm has G = C). The affine weight and bias
    are per channel. Every sum runs in one fixed order. kernels/norm.cl has the OpenCL twins.
 
-   Node attributes of every norm op: i[0..4] = A, C, S, G, per_channel; i[5] has gamma,
-   i[6] has beta, i[7] the statistics are constants (eval batch norm); f[0] eps,
-   f[1] momentum (the running-statistics update). Statistics tensors are [2, R]: the mean
-   of each of the R groups, then their biased variance. */
+   A norm node's attributes are an nn__norm_attr (src/ops/norm.h); nn__norm below is its
+   geometry. Statistics tensors are [2, R]: the mean of each of the R groups, then their
+   biased variance. */
 
 typedef struct nn__norm {
     int64_t A, C, S, G;
@@ -6084,9 +6603,10 @@ static void nn__batch_norm_running(float *rmean, float *rvar, const float *stats
 /* ======================================================================
    src/cpu/optim.c
    ====================================================================== */
-/* The optimizer family beyond SGD and Adam (cpu/simd.c keeps those two): defaults, learning-
-   rate schedules, parameter groups, the per-update constants the host computes, and the CPU
-   bodies of the OPT_STEP and GRAD_ACC ops. kernels/optim.cl has the twin of every rule.
+/* The optimizer family's CPU side: SGD's and Adam's loops (OPT_SGD, OPT_ADAM), defaults,
+   learning-rate schedules, parameter groups, the per-update constants the host computes,
+   and the loops of the OPT_STEP and GRAD_ACC ops. kernels/optim.cl has the twin of every
+   rule; the kinds are kernels/optim.h's list.
 
    One OPT_STEP node updates one parameter; its attributes (nn__optim_attr) are the
    nn_optimizer_kind and the parameter's lr and weight-decay multipliers. A rule sees:
@@ -6096,6 +6616,7 @@ static void nn__batch_norm_running(float *rmean, float *rvar, const float *stats
    LAMB and LARS need the L2 norms of whole tensors: LARS reduces |w| and |g| before its
    elementwise pass; LAMB writes its update u into the node's scratch, reduces |w| and |u|,
    then applies p -= lr * trust * u. The norms' sums of squares sit in the scratch too. */
+
 
 /* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
 
@@ -6238,7 +6759,7 @@ static nn_optimizer nn__opt_defaults(nn_optimizer o) {
 
 /* What nn__opt_defaults leaves that no optimizer takes. */
 static nn_result nn__opt_check(nn_graph *g, const nn_optimizer *o) {
-    if ((int)o->kind < NN_OPT_NONE || o->kind > NN_OPT_FTRL)
+    if ((int)o->kind < 0 || (int)o->kind >= NN__OPT_COUNT)
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer kind %d is not one of nn_optimizer_kind",
                         (int)o->kind);
     if (o->accumulate_steps < 1)
@@ -6951,7 +7472,8 @@ static void nn__avg_pool2d_backward(nn__threadpool *pool, const nn__pooling *p, 
    src/cpu/loss.c
    ====================================================================== */
 /* Losses (nn_loss_desc family): CPU bodies. kernels/loss.cl holds their OpenCL twins, with
-   the same formulas in the same order; the kind numbers below are the kernels' too.
+   the same formulas in the same order; the kinds (nn__loss_kind, nn__row_kind) are
+   kernels/loss.h's, the kernels' too.
 
    LOSS_EW       elementwise loss of (pred, target[, pos_weight]) -> pred's shape
    LOSS_EW_GRAD  d/d(pred) of it, given dy
@@ -6962,6 +7484,7 @@ static void nn__avg_pool2d_backward(nn__threadpool *pool, const nn__pooling *p, 
    DIV_SCALAR    a / b[0]: the weighted mean
    LOSS_ROWS     a loss per row of [B, D] inputs (dice, cosine embedding, triplet) -> [B]
    LOSS_ROWS_GRAD its gradient for input i[1] */
+
 
 /* loss [B] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and is
    counted: returns how many (the caller reports them). */
@@ -7059,13 +7582,6 @@ static void nn__bce_rows(nn__threadpool *pool, float *y, const float *x, const f
     nn__par_for(pool, n, n, nn__xent_range, &j);
 }
 
-
-typedef enum nn__loss_kind {
-    NN__L_MSE = 0, NN__L_L1, NN__L_HUBER, NN__L_SMOOTH_L1, NN__L_LOG_COSH, NN__L_QUANTILE, /* of d = x - t */
-    NN__L_HINGE, NN__L_SQ_HINGE, NN__L_BCE, NN__L_BCE_LOGITS, NN__L_FOCAL, NN__L_KL
-} nn__loss_kind;
-
-typedef enum nn__row_kind { NN__R_DICE = 0, NN__R_COSINE, NN__R_TRIPLET } nn__row_kind;
 
 static float nn__sgnf(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; } /* 0 at NaN, as torch.sign */
 
@@ -8760,392 +9276,6 @@ static int nn__cl_load(void) {
    ====================================================================== */
 static const char *const nn__cl_src_conv[] = {
 "#line 1 \"kernels/conv.cl\"\n",
-"/* Convolutions, direct formulation: one work-item per output element of each pass, so\n",
-"   every sum runs in a fixed order without atomics. Layout NCHW, weights [K, C/G, KH, KW].\n",
-"   The geometry arrives as an int8: (sh, sw, ph, pw, dh, dw, G, unused). */\n",
-"\n",
-"/* y [N, K, OH, OW] = sum over the group's input channels and the window, + bias. A tap on\n",
-"   the zero padding adds 0 * w, as the GEMM path (and PyTorch) does: a NaN or inf weight\n",
-"   makes every output of its channel NaN, at the border too; for finite weights it adds\n",
-"   nothing. */\n",
-"__kernel void conv2d_forward(__global const float *x, __global const float *w, __global const float *b,\n",
-"                             __global float *y, const int N, const int C, const int H, const int W,\n",
-"                             const int K, const int KH, const int KW, const int OH, const int OW,\n",
-"                             const int8 geo, const int has_bias) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= N * K * OH * OW) return;\n",
-"    int ow = i % OW, oh = (i / OW) % OH, k = (i / (OW * OH)) % K, n = i / (OW * OH * K);\n",
-"    int G = geo.s6, Cg = C / G, Kg = K / G, g = k / Kg;\n",
-"    float acc = has_bias ? b[k] : 0.0f;\n",
-"    for (int ci = 0; ci < Cg; ci++) {\n",
-"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;\n",
-"        __global const float *wc = w + ((size_t)k * Cg + ci) * KH * KW;\n",
-"        for (int kh = 0; kh < KH; kh++) {\n",
-"            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;\n",
-"            for (int kw = 0; kw < KW; kw++) {\n",
-"                int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
-"                float xv = 0.0f;\n",
-"                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];\n",
-"                acc += xv * wc[kh * KW + kw];\n",
-"            }\n",
-"        }\n",
-"    }\n",
-"    y[i] = acc;\n",
-"}\n",
-"\n",
-"/* dx [N, C, H, W]: each input pixel sums dy * w over the outputs whose window covers it */\n",
-"__kernel void conv2d_backward_data(__global const float *w, __global const float *dy, __global float *dx,\n",
-"                                   const int N, const int C, const int H, const int W, const int K,\n",
-"                                   const int KH, const int KW, const int OH, const int OW, const int8 geo) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= N * C * H * W) return;\n",
-"    int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);\n",
-"    int G = geo.s6, Cg = C / G, Kg = K / G, g = c / Cg, ci = c - g * Cg;\n",
-"    float acc = 0.0f;\n",
-"    for (int kh = 0; kh < KH; kh++) {\n",
-"        int th = ih + geo.s2 - kh * geo.s4; /* = oh * sh */\n",
-"        if (th < 0 || th % geo.s0) continue;\n",
-"        int oh = th / geo.s0;\n",
-"        if (oh >= OH) continue;\n",
-"        for (int kw = 0; kw < KW; kw++) {\n",
-"            int tw = iw + geo.s3 - kw * geo.s5;\n",
-"            if (tw < 0 || tw % geo.s1) continue;\n",
-"            int ow = tw / geo.s1;\n",
-"            if (ow >= OW) continue;\n",
-"            for (int kk = 0; kk < Kg; kk++) {\n",
-"                int k = g * Kg + kk;\n",
-"                acc += dy[(((size_t)n * K + k) * OH + oh) * OW + ow] * w[(((size_t)k * Cg + ci) * KH + kh) * KW + kw];\n",
-"            }\n",
-"        }\n",
-"    }\n",
-"    dx[i] = acc;\n",
-"}\n",
-"\n",
-"/* dw [K, C/G, KH, KW]: each weight sums dy * x over the batch and the output positions,\n",
-"   one image at a time into its own partial sum, then the images' partial sums: a single\n",
-"   accumulator over N*OH*OW products loses the small terms to its rounding (the error of a\n",
-"   50176-term sum was ~1e-4 relative, against ~3e-6 this way). x is 0 on the padding, and\n",
-"   dy * 0 is taken there too: a NaN or inf dy is NaN, as on the GEMM path. */\n",
-"__kernel void conv2d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,\n",
-"                                     const int N, const int C, const int H, const int W, const int K,\n",
-"                                     const int KH, const int KW, const int OH, const int OW, const int8 geo) {\n",
-"    int G = geo.s6, Cg = C / G, Kg = K / G;\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= K * Cg * KH * KW) return;\n",
-"    int kw = i % KW, kh = (i / KW) % KH, ci = (i / (KW * KH)) % Cg, k = i / (KW * KH * Cg);\n",
-"    int g = k / Kg;\n",
-"    float acc = 0.0f;\n",
-"    for (int n = 0; n < N; n++) {\n",
-"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;\n",
-"        __global const float *dyk = dy + ((size_t)n * K + k) * OH * OW;\n",
-"        float part = 0.0f;\n",
-"        for (int oh = 0; oh < OH; oh++) {\n",
-"            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;\n",
-"            for (int ow = 0; ow < OW; ow++) {\n",
-"                int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
-"                float xv = 0.0f;\n",
-"                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];\n",
-"                part += dyk[oh * OW + ow] * xv;\n",
-"            }\n",
-"        }\n",
-"        acc += part;\n",
-"    }\n",
-"    dw[i] = acc;\n",
-"}\n",
-"\n",
-"/* y [C] = sum over N and S of x [N, C, S], a partial sum per n as above */\n",
-"__kernel void channel_sum(__global const float *x, __global float *y, const int N, const int C, const int S) {\n",
-"    int c = get_global_id(0);\n",
-"    if (c >= C) return;\n",
-"    float acc = 0.0f;\n",
-"    for (int n = 0; n < N; n++) {\n",
-"        float part = 0.0f;\n",
-"        for (int s = 0; s < S; s++) part += x[((size_t)n * C + c) * S + s];\n",
-"        acc += part;\n",
-"    }\n",
-"    y[c] = acc;\n",
-"}\n",
-"\n",
-"/* ---- the GEMM path (src/cpu/conv.c, nn__cl_conv2d_plan, says when it is used) ----\n",
-"   Column matrices are [C*KH*KW, ld]: row (c*KH + kh)*KW + kw, so the rows of group g are\n",
-"   one contiguous block; column p = (n*OH + oh)*OW + ow runs over the whole batch, and\n",
-"   columns P..ld-1 are zeros (padding for the K slices of the weight gradient). Operands\n",
-"   live at float offsets `off` inside the node's scratch buffer. */\n",
-"\n",
-"/* col = im2col(x) */\n",
-"__kernel void conv2d_im2col(__global const float *x, __global float *col, const int off, const int N, const int C,\n",
-"                            const int H, const int W, const int KH, const int KW, const int OH, const int OW,\n",
-"                            const int8 geo, const int ld) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= C * KH * KW * ld) return;\n",
-"    int p = i % ld, row = i / ld;\n",
-"    int kw = row % KW, kh = (row / KW) % KH, c = row / (KW * KH);\n",
-"    float v = 0.0f;\n",
-"    if (p < N * OH * OW) {\n",
-"        int ow = p % OW, oh = (p / OW) % OH, n = p / (OW * OH);\n",
-"        int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
-"        if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = x[(((size_t)n * C + c) * H + ih) * W + iw];\n",
-"    }\n",
-"    col[off + (size_t)i] = v;\n",
-"}\n",
-"\n",
-"/* dx = col2im(dcol): each input pixel sums the column entries that read it, in (kh, kw)\n",
-"   order (no atomics, the same order every run) */\n",
-"__kernel void conv2d_col2im(__global const float *dcol, __global float *dx, const int off, const int N, const int C,\n",
-"                            const int H, const int W, const int KH, const int KW, const int OH, const int OW,\n",
-"                            const int8 geo, const int ld) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= N * C * H * W) return;\n",
-"    int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);\n",
-"    float acc = 0.0f;\n",
-"    for (int kh = 0; kh < KH; kh++) {\n",
-"        int th = ih + geo.s2 - kh * geo.s4;\n",
-"        if (th < 0 || th % geo.s0) continue;\n",
-"        int oh = th / geo.s0;\n",
-"        if (oh >= OH) continue;\n",
-"        for (int kw = 0; kw < KW; kw++) {\n",
-"            int tw = iw + geo.s3 - kw * geo.s5;\n",
-"            if (tw < 0 || tw % geo.s1) continue;\n",
-"            int ow = tw / geo.s1;\n",
-"            if (ow >= OW) continue;\n",
-"            acc += dcol[off + (size_t)((c * KH + kh) * KW + kw) * ld + ((size_t)n * OH + oh) * OW + ow];\n",
-"        }\n",
-"    }\n",
-"    dx[i] = acc;\n",
-"}\n",
-"\n",
-"/* y [N, K, S] = out [K, ld] (columns n*S + s) + bias */\n",
-"__kernel void conv2d_unpack(__global const float *out, __global const float *b, __global float *y, const int off,\n",
-"                            const int N, const int K, const int S, const int ld, const int has_bias) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= N * K * S) return;\n",
-"    int s = i % S, k = (i / S) % K, n = i / (S * K);\n",
-"    y[i] = out[off + (size_t)k * ld + (size_t)n * S + s] + (has_bias ? b[k] : 0.0f);\n",
-"}\n",
-"\n",
-"/* dyg [K, ld] (columns n*S + s, zeros past N*S) = dy [N, K, S] */\n",
-"__kernel void conv2d_pack(__global const float *dy, __global float *dyg, const int off, const int N, const int K,\n",
-"                          const int S, const int ld) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= K * ld) return;\n",
-"    int p = i % ld, k = i / ld;\n",
-"    dyg[off + (size_t)i] = p < N * S ? dy[((size_t)(p / S) * K + k) * S + p % S] : 0.0f;\n",
-"}\n",
-"\n",
-"/* CPU devices (PoCL and the like) run the variants below: one work-item per row of\n",
-"   contiguous floats, so the index arithmetic (divisions by runtime sizes) is paid once per\n",
-"   row instead of once per float, and the inner loops are plain copies. */\n",
-"\n",
-"/* the ow in [lo, hi) for which iw = ow*sw + off lies in [0, W) */\n",
-"inline int2 ow_span(const int off, const int sw, const int W, const int OW) {\n",
-"    int lo = off >= 0 ? 0 : (-off + sw - 1) / sw;\n",
-"    int hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;\n",
-"    hi = min(hi, OW);\n",
-"    return (int2)(min(lo, hi), hi);\n",
-"}\n",
-"\n",
-"/* conv2d_im2col by rows: item (row, n, oh); items past rows*N*OH zero one row's padding */\n",
-"__kernel void conv2d_im2col_rows(__global const float *x, __global float *col, const int off, const int N,\n",
-"                                 const int C, const int H, const int W, const int KH, const int KW, const int OH,\n",
-"                                 const int OW, const int8 geo, const int ld) {\n",
-"    int i = get_global_id(0), rows = C * KH * KW, P = N * OH * OW;\n",
-"    if (i >= rows * N * OH + rows) return;\n",
-"    if (i >= rows * N * OH) {\n",
-"        __global float *r = col + off + (size_t)(i - rows * N * OH) * ld;\n",
-"        for (int p = P; p < ld; p++) r[p] = 0.0f;\n",
-"        return;\n",
-"    }\n",
-"    int oh = i % OH, n = (i / OH) % N, row = i / (OH * N);\n",
-"    int kw = row % KW, kh = (row / KW) % KH, c = row / (KW * KH);\n",
-"    int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, o = kw * geo.s5 - geo.s3, sw = geo.s1;\n",
-"    __global float *r = col + off + (size_t)row * ld + ((size_t)n * OH + oh) * OW;\n",
-"    if (ih < 0 || ih >= H) {\n",
-"        for (int ow = 0; ow < OW; ow++) r[ow] = 0.0f;\n",
-"        return;\n",
-"    }\n",
-"    __global const float *xr = x + (((size_t)n * C + c) * H + ih) * W;\n",
-"    int2 s = ow_span(o, sw, W, OW);\n",
-"    for (int ow = 0; ow < s.x; ow++) r[ow] = 0.0f;\n",
-"    if (sw == 1)\n",
-"        for (int ow = s.x; ow < s.y; ow++) r[ow] = xr[ow + o];\n",
-"    else\n",
-"        for (int ow = s.x; ow < s.y; ow++) r[ow] = xr[ow * sw + o];\n",
-"    for (int ow = s.y; ow < OW; ow++) r[ow] = 0.0f;\n",
-"}\n",
-"\n",
-"/* conv2d_col2im by planes: item (n, c) owns its input plane and adds the column rows into\n",
-"   it in (kh, kw, oh, ow) order */\n",
-"__kernel void conv2d_col2im_planes(__global const float *dcol, __global float *dx, const int off, const int N,\n",
-"                                   const int C, const int H, const int W, const int KH, const int KW, const int OH,\n",
-"                                   const int OW, const int8 geo, const int ld) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= N * C) return;\n",
-"    int c = i % C, n = i / C, sw = geo.s1;\n",
-"    __global float *xp = dx + (size_t)i * H * W;\n",
-"    for (int j = 0; j < H * W; j++) xp[j] = 0.0f;\n",
-"    for (int kh = 0; kh < KH; kh++)\n",
-"        for (int kw = 0; kw < KW; kw++) {\n",
-"            int o = kw * geo.s5 - geo.s3;\n",
-"            int2 s = ow_span(o, sw, W, OW);\n",
-"            __global const float *rr = dcol + off + (size_t)((c * KH + kh) * KW + kw) * ld + (size_t)n * OH * OW;\n",
-"            for (int oh = 0; oh < OH; oh++) {\n",
-"                int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;\n",
-"                if (ih < 0 || ih >= H) continue;\n",
-"                __global float *xr = xp + (size_t)ih * W;\n",
-"                __global const float *r = rr + (size_t)oh * OW;\n",
-"                for (int ow = s.x; ow < s.y; ow++) xr[ow * sw + o] += r[ow];\n",
-"            }\n",
-"        }\n",
-"}\n",
-"\n",
-"/* conv2d_unpack by rows: item (n, k) */\n",
-"__kernel void conv2d_unpack_rows(__global const float *out, __global const float *b, __global float *y,\n",
-"                                 const int off, const int N, const int K, const int S, const int ld,\n",
-"                                 const int has_bias) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= N * K) return;\n",
-"    int k = i % K, n = i / K;\n",
-"    float bias = has_bias ? b[k] : 0.0f;\n",
-"    __global const float *o = out + off + (size_t)k * ld + (size_t)n * S;\n",
-"    __global float *yy = y + (size_t)i * S;\n",
-"    for (int s = 0; s < S; s++) yy[s] = o[s] + bias;\n",
-"}\n",
-"\n",
-"/* conv2d_pack by rows: item (k, n); item (k, N) zeroes row k's padding */\n",
-"__kernel void conv2d_pack_rows(__global const float *dy, __global float *dyg, const int off, const int N,\n",
-"                               const int K, const int S, const int ld) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= K * (N + 1)) return;\n",
-"    int n = i % (N + 1), k = i / (N + 1);\n",
-"    __global float *d = dyg + off + (size_t)k * ld;\n",
-"    if (n == N) {\n",
-"        for (int p = N * S; p < ld; p++) d[p] = 0.0f;\n",
-"        return;\n",
-"    }\n",
-"    __global const float *src = dy + ((size_t)n * K + k) * S;\n",
-"    d += (size_t)n * S;\n",
-"    for (int s = 0; s < S; s++) d[s] = src[s];\n",
-"}\n",
-0 };
-
-/* ======================================================================
-   kernels/conv3d.cl
-   ====================================================================== */
-static const char *const nn__cl_src_conv3d[] = {
-"#line 1 \"kernels/conv3d.cl\"\n",
-"/* 3-D convolutions, direct formulation as in conv.cl: one work-item per output element of\n",
-"   each pass, every sum in a fixed order, no atomics. Layout NCDHW, weights\n",
-"   [K, C/G, KD, KH, KW]. The geometry arrives as two int8s: ga = (sd, sh, sw, pd, ph, pw,\n",
-"   dd, dh) and gb = (dw, G, unused...). */\n",
-"\n",
-"/* y [N, K, OD, OH, OW] = sum over the group's input channels and the window, + bias; a\n",
-"   tap on the zero padding adds 0 * w, as conv2d_forward */\n",
-"__kernel void conv3d_forward(__global const float *x, __global const float *w, __global const float *b,\n",
-"                             __global float *y, const int N, const int C, const int D, const int H, const int W,\n",
-"                             const int K, const int KD, const int KH, const int KW, const int OD, const int OH,\n",
-"                             const int OW, const int8 ga, const int8 gb, const int has_bias) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= N * K * OD * OH * OW) return;\n",
-"    int ow = i % OW, oh = (i / OW) % OH, od = (i / (OW * OH)) % OD, k = (i / (OW * OH * OD)) % K;\n",
-"    int n = i / (OW * OH * OD * K);\n",
-"    int G = gb.s1, Cg = C / G, Kg = K / G, g = k / Kg;\n",
-"    float acc = has_bias ? b[k] : 0.0f;\n",
-"    for (int ci = 0; ci < Cg; ci++) {\n",
-"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * D * H * W;\n",
-"        __global const float *wc = w + ((size_t)k * Cg + ci) * KD * KH * KW;\n",
-"        for (int kd = 0; kd < KD; kd++) {\n",
-"            int id = od * ga.s0 - ga.s3 + kd * ga.s6, in_d = id >= 0 && id < D;\n",
-"            for (int kh = 0; kh < KH; kh++) {\n",
-"                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7, in_dh = in_d && ih >= 0 && ih < H;\n",
-"                for (int kw = 0; kw < KW; kw++) {\n",
-"                    int iw = ow * ga.s2 - ga.s5 + kw * gb.s0;\n",
-"                    float xv = 0.0f;\n",
-"                    if (in_dh && iw >= 0 && iw < W) xv = xc[(id * H + ih) * W + iw];\n",
-"                    acc += xv * wc[(kd * KH + kh) * KW + kw];\n",
-"                }\n",
-"            }\n",
-"        }\n",
-"    }\n",
-"    y[i] = acc;\n",
-"}\n",
-"\n",
-"/* dx [N, C, D, H, W]: each input voxel sums dy * w over the outputs whose window covers it */\n",
-"__kernel void conv3d_backward_data(__global const float *w, __global const float *dy, __global float *dx,\n",
-"                                   const int N, const int C, const int D, const int H, const int W, const int K,\n",
-"                                   const int KD, const int KH, const int KW, const int OD, const int OH, const int OW,\n",
-"                                   const int8 ga, const int8 gb) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= N * C * D * H * W) return;\n",
-"    int iw = i % W, ih = (i / W) % H, id = (i / (W * H)) % D, c = (i / (W * H * D)) % C, n = i / (W * H * D * C);\n",
-"    int G = gb.s1, Cg = C / G, Kg = K / G, g = c / Cg, ci = c - g * Cg;\n",
-"    float acc = 0.0f;\n",
-"    for (int kd = 0; kd < KD; kd++) {\n",
-"        int td = id + ga.s3 - kd * ga.s6; /* = od * sd */\n",
-"        if (td < 0 || td % ga.s0) continue;\n",
-"        int od = td / ga.s0;\n",
-"        if (od >= OD) continue;\n",
-"        for (int kh = 0; kh < KH; kh++) {\n",
-"            int th = ih + ga.s4 - kh * ga.s7;\n",
-"            if (th < 0 || th % ga.s1) continue;\n",
-"            int oh = th / ga.s1;\n",
-"            if (oh >= OH) continue;\n",
-"            for (int kw = 0; kw < KW; kw++) {\n",
-"                int tw = iw + ga.s5 - kw * gb.s0;\n",
-"                if (tw < 0 || tw % ga.s2) continue;\n",
-"                int ow = tw / ga.s2;\n",
-"                if (ow >= OW) continue;\n",
-"                for (int kk = 0; kk < Kg; kk++) {\n",
-"                    int k = g * Kg + kk;\n",
-"                    acc += dy[((((size_t)n * K + k) * OD + od) * OH + oh) * OW + ow] *\n",
-"                           w[((((size_t)k * Cg + ci) * KD + kd) * KH + kh) * KW + kw];\n",
-"                }\n",
-"            }\n",
-"        }\n",
-"    }\n",
-"    dx[i] = acc;\n",
-"}\n",
-"\n",
-"/* dw [K, C/G, KD, KH, KW]: each weight sums dy * x over the batch and the output positions,\n",
-"   x = 0 on the padding (dy * 0: a NaN or inf dy there is NaN, as on the GEMM path) */\n",
-"__kernel void conv3d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,\n",
-"                                     const int N, const int C, const int D, const int H, const int W, const int K,\n",
-"                                     const int KD, const int KH, const int KW, const int OD, const int OH,\n",
-"                                     const int OW, const int8 ga, const int8 gb) {\n",
-"    int G = gb.s1, Cg = C / G, Kg = K / G;\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= K * Cg * KD * KH * KW) return;\n",
-"    int kw = i % KW, kh = (i / KW) % KH, kd = (i / (KW * KH)) % KD, ci = (i / (KW * KH * KD)) % Cg;\n",
-"    int k = i / (KW * KH * KD * Cg), g = k / Kg;\n",
-"    float acc = 0.0f;\n",
-"    for (int n = 0; n < N; n++) {\n",
-"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * D * H * W;\n",
-"        __global const float *dyk = dy + ((size_t)n * K + k) * OD * OH * OW;\n",
-"        float part = 0.0f; /* per image, as conv.cl's conv2d_backward_weight */\n",
-"        for (int od = 0; od < OD; od++) {\n",
-"            int id = od * ga.s0 - ga.s3 + kd * ga.s6, in_d = id >= 0 && id < D;\n",
-"            for (int oh = 0; oh < OH; oh++) {\n",
-"                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7, in_dh = in_d && ih >= 0 && ih < H;\n",
-"                for (int ow = 0; ow < OW; ow++) {\n",
-"                    int iw = ow * ga.s2 - ga.s5 + kw * gb.s0;\n",
-"                    float xv = 0.0f;\n",
-"                    if (in_dh && iw >= 0 && iw < W) xv = xc[(id * H + ih) * W + iw];\n",
-"                    part += dyk[(od * OH + oh) * OW + ow] * xv;\n",
-"                }\n",
-"            }\n",
-"        }\n",
-"        acc += part;\n",
-"    }\n",
-"    dw[i] = acc;\n",
-"}\n",
-0 };
-
-/* ======================================================================
-   kernels/elementwise.cl
-   ====================================================================== */
-static const char *const nn__cl_src_elementwise[] = {
-"#line 1 \"kernels/elementwise.cl\"\n",
-"/* Elementwise ops. Twins of the loops in src/cpu/simd.c; every kernel guards i < n because\n",
-"   the host may round the global size up to a multiple of the work-group size. */\n",
 "#line 1 \"kernels/kargs.h\"\n",
 "/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
 "   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
@@ -9348,7 +9478,843 @@ static const char *const nn__cl_src_elementwise[] = {
 "\n",
 "#endif\n",
 "#endif\n",
-"#line 4 \"kernels/elementwise.cl\"\n",
+"#line 2 \"kernels/conv.cl\"\n",
+"#line 1 \"kernels/conv_args.h\"\n",
+"/* kernels/conv.cl's kernel signatures (kernels/kargs.h says how to read them). Layout NCHW,\n",
+"   weights [K, C/G, KH, KW]; geo is (sh, sw, ph, pw, dh, dw, G, unused). */\n",
+"#ifndef NN__CONV_ARGS_H\n",
+"#define NN__CONV_ARGS_H\n",
+"\n",
+"/* the direct kernels: one work-item per element of y, dx or dw */\n",
+"#define NN__KARGS_conv2d_forward(F, P)                                                                  \\\n",
+"    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \\\n",
+"    P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias)\n",
+"NN__KSIG(conv2d_forward)\n",
+"#define NN__KARGS_conv2d_backward_data(F, P)                                                             \\\n",
+"    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
+"    P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(conv2d_backward_data)\n",
+"#define NN__KARGS_conv2d_backward_weight(F, P)                                                           \\\n",
+"    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
+"    P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(conv2d_backward_weight)\n",
+"\n",
+"/* y [C] = sum of x [N, C, S] over N and S */\n",
+"#define NN__KARGS_channel_sum(F, P) F(in, x) P(out, y) P(int, N) P(int, C) P(int, S)\n",
+"NN__KSIG(channel_sum)\n",
+"\n",
+"/* The GEMM path: column matrices [C*KH*KW, ld] at float offset off of the scratch buffer.\n",
+"   Each signature serves the element-wise kernel and its by-rows twin for CPU devices:\n",
+"   conv2d_im2col and conv2d_im2col_rows; conv2d_col2im and conv2d_col2im_planes;\n",
+"   conv2d_unpack and conv2d_unpack_rows; conv2d_pack and conv2d_pack_rows. */\n",
+"#define NN__KARGS_conv2d_im2col(F, P)                                                                    \\\n",
+"    F(in, x) P(out, col) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)     \\\n",
+"    P(int, OH) P(int, OW) P(int8, geo) P(int, ld)\n",
+"NN__KSIG(conv2d_im2col)\n",
+"#define NN__KARGS_conv2d_col2im(F, P)                                                                    \\\n",
+"    F(in, dcol) P(out, dx) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)   \\\n",
+"    P(int, OH) P(int, OW) P(int8, geo) P(int, ld)\n",
+"NN__KSIG(conv2d_col2im)\n",
+"/* y [N, K, S] = out [K, ld] (+ b [K]) */\n",
+"#define NN__KARGS_conv2d_unpack(F, P) \\\n",
+"    F(in, out) P(in, b) P(out, y) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld) P(int, has_bias)\n",
+"NN__KSIG(conv2d_unpack)\n",
+"/* dyg [K, ld] = dy [N, K, S], zero-padded */\n",
+"#define NN__KARGS_conv2d_pack(F, P) F(in, dy) P(out, dyg) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld)\n",
+"NN__KSIG(conv2d_pack)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/conv.cl\"\n",
+"\n",
+"/* Convolutions, direct formulation: one work-item per output element of each pass, so\n",
+"   every sum runs in a fixed order without atomics. Layout NCHW, weights [K, C/G, KH, KW].\n",
+"   The geometry arrives as an int8: (sh, sw, ph, pw, dh, dw, G, unused). */\n",
+"\n",
+"/* y [N, K, OH, OW] = sum over the group's input channels and the window, + bias. A tap on\n",
+"   the zero padding adds 0 * w, as the GEMM path (and PyTorch) does: a NaN or inf weight\n",
+"   makes every output of its channel NaN, at the border too; for finite weights it adds\n",
+"   nothing. */\n",
+"__kernel void conv2d_forward(NN__KPARAMS(conv2d_forward)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * K * OH * OW) return;\n",
+"    int ow = i % OW, oh = (i / OW) % OH, k = (i / (OW * OH)) % K, n = i / (OW * OH * K);\n",
+"    int G = geo.s6, Cg = C / G, Kg = K / G, g = k / Kg;\n",
+"    float acc = has_bias ? b[k] : 0.0f;\n",
+"    for (int ci = 0; ci < Cg; ci++) {\n",
+"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;\n",
+"        __global const float *wc = w + ((size_t)k * Cg + ci) * KH * KW;\n",
+"        for (int kh = 0; kh < KH; kh++) {\n",
+"            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;\n",
+"            for (int kw = 0; kw < KW; kw++) {\n",
+"                int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
+"                float xv = 0.0f;\n",
+"                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];\n",
+"                acc += xv * wc[kh * KW + kw];\n",
+"            }\n",
+"        }\n",
+"    }\n",
+"    y[i] = acc;\n",
+"}\n",
+"\n",
+"/* dx [N, C, H, W]: each input pixel sums dy * w over the outputs whose window covers it */\n",
+"__kernel void conv2d_backward_data(NN__KPARAMS(conv2d_backward_data)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * C * H * W) return;\n",
+"    int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);\n",
+"    int G = geo.s6, Cg = C / G, Kg = K / G, g = c / Cg, ci = c - g * Cg;\n",
+"    float acc = 0.0f;\n",
+"    for (int kh = 0; kh < KH; kh++) {\n",
+"        int th = ih + geo.s2 - kh * geo.s4; /* = oh * sh */\n",
+"        if (th < 0 || th % geo.s0) continue;\n",
+"        int oh = th / geo.s0;\n",
+"        if (oh >= OH) continue;\n",
+"        for (int kw = 0; kw < KW; kw++) {\n",
+"            int tw = iw + geo.s3 - kw * geo.s5;\n",
+"            if (tw < 0 || tw % geo.s1) continue;\n",
+"            int ow = tw / geo.s1;\n",
+"            if (ow >= OW) continue;\n",
+"            for (int kk = 0; kk < Kg; kk++) {\n",
+"                int k = g * Kg + kk;\n",
+"                acc += dy[(((size_t)n * K + k) * OH + oh) * OW + ow] * w[(((size_t)k * Cg + ci) * KH + kh) * KW + kw];\n",
+"            }\n",
+"        }\n",
+"    }\n",
+"    dx[i] = acc;\n",
+"}\n",
+"\n",
+"/* dw [K, C/G, KH, KW]: each weight sums dy * x over the batch and the output positions,\n",
+"   one image at a time into its own partial sum, then the images' partial sums: a single\n",
+"   accumulator over N*OH*OW products loses the small terms to its rounding (the error of a\n",
+"   50176-term sum was ~1e-4 relative, against ~3e-6 this way). x is 0 on the padding, and\n",
+"   dy * 0 is taken there too: a NaN or inf dy is NaN, as on the GEMM path. */\n",
+"__kernel void conv2d_backward_weight(NN__KPARAMS(conv2d_backward_weight)) {\n",
+"    int G = geo.s6, Cg = C / G, Kg = K / G;\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= K * Cg * KH * KW) return;\n",
+"    int kw = i % KW, kh = (i / KW) % KH, ci = (i / (KW * KH)) % Cg, k = i / (KW * KH * Cg);\n",
+"    int g = k / Kg;\n",
+"    float acc = 0.0f;\n",
+"    for (int n = 0; n < N; n++) {\n",
+"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;\n",
+"        __global const float *dyk = dy + ((size_t)n * K + k) * OH * OW;\n",
+"        float part = 0.0f;\n",
+"        for (int oh = 0; oh < OH; oh++) {\n",
+"            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;\n",
+"            for (int ow = 0; ow < OW; ow++) {\n",
+"                int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
+"                float xv = 0.0f;\n",
+"                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];\n",
+"                part += dyk[oh * OW + ow] * xv;\n",
+"            }\n",
+"        }\n",
+"        acc += part;\n",
+"    }\n",
+"    dw[i] = acc;\n",
+"}\n",
+"\n",
+"/* y [C] = sum over N and S of x [N, C, S], a partial sum per n as above */\n",
+"__kernel void channel_sum(NN__KPARAMS(channel_sum)) {\n",
+"    int c = get_global_id(0);\n",
+"    if (c >= C) return;\n",
+"    float acc = 0.0f;\n",
+"    for (int n = 0; n < N; n++) {\n",
+"        float part = 0.0f;\n",
+"        for (int s = 0; s < S; s++) part += x[((size_t)n * C + c) * S + s];\n",
+"        acc += part;\n",
+"    }\n",
+"    y[c] = acc;\n",
+"}\n",
+"\n",
+"/* ---- the GEMM path (nn__conv2d_dev_plan in src/ops/conv/conv2d.c says when it is used) ----\n",
+"   Column matrices are [C*KH*KW, ld]: row (c*KH + kh)*KW + kw, so the rows of group g are\n",
+"   one contiguous block; column p = (n*OH + oh)*OW + ow runs over the whole batch, and\n",
+"   columns P..ld-1 are zeros (padding for the K slices of the weight gradient). Operands\n",
+"   live at float offsets `off` inside the node's scratch buffer. */\n",
+"\n",
+"/* col = im2col(x) */\n",
+"__kernel void conv2d_im2col(NN__KPARAMS(conv2d_im2col)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= C * KH * KW * ld) return;\n",
+"    int p = i % ld, row = i / ld;\n",
+"    int kw = row % KW, kh = (row / KW) % KH, c = row / (KW * KH);\n",
+"    float v = 0.0f;\n",
+"    if (p < N * OH * OW) {\n",
+"        int ow = p % OW, oh = (p / OW) % OH, n = p / (OW * OH);\n",
+"        int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
+"        if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = x[(((size_t)n * C + c) * H + ih) * W + iw];\n",
+"    }\n",
+"    col[off + (size_t)i] = v;\n",
+"}\n",
+"\n",
+"/* dx = col2im(dcol): each input pixel sums the column entries that read it, in (kh, kw)\n",
+"   order (no atomics, the same order every run) */\n",
+"__kernel void conv2d_col2im(NN__KPARAMS(conv2d_col2im)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * C * H * W) return;\n",
+"    int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);\n",
+"    float acc = 0.0f;\n",
+"    for (int kh = 0; kh < KH; kh++) {\n",
+"        int th = ih + geo.s2 - kh * geo.s4;\n",
+"        if (th < 0 || th % geo.s0) continue;\n",
+"        int oh = th / geo.s0;\n",
+"        if (oh >= OH) continue;\n",
+"        for (int kw = 0; kw < KW; kw++) {\n",
+"            int tw = iw + geo.s3 - kw * geo.s5;\n",
+"            if (tw < 0 || tw % geo.s1) continue;\n",
+"            int ow = tw / geo.s1;\n",
+"            if (ow >= OW) continue;\n",
+"            acc += dcol[off + (size_t)((c * KH + kh) * KW + kw) * ld + ((size_t)n * OH + oh) * OW + ow];\n",
+"        }\n",
+"    }\n",
+"    dx[i] = acc;\n",
+"}\n",
+"\n",
+"/* y [N, K, S] = out [K, ld] (columns n*S + s) + bias */\n",
+"__kernel void conv2d_unpack(NN__KPARAMS(conv2d_unpack)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * K * S) return;\n",
+"    int s = i % S, k = (i / S) % K, n = i / (S * K);\n",
+"    y[i] = out[off + (size_t)k * ld + (size_t)n * S + s] + (has_bias ? b[k] : 0.0f);\n",
+"}\n",
+"\n",
+"/* dyg [K, ld] (columns n*S + s, zeros past N*S) = dy [N, K, S] */\n",
+"__kernel void conv2d_pack(NN__KPARAMS(conv2d_pack)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= K * ld) return;\n",
+"    int p = i % ld, k = i / ld;\n",
+"    dyg[off + (size_t)i] = p < N * S ? dy[((size_t)(p / S) * K + k) * S + p % S] : 0.0f;\n",
+"}\n",
+"\n",
+"/* CPU devices (PoCL and the like) run the variants below: one work-item per row of\n",
+"   contiguous floats, so the index arithmetic (divisions by runtime sizes) is paid once per\n",
+"   row instead of once per float, and the inner loops are plain copies. */\n",
+"\n",
+"/* the ow in [lo, hi) for which iw = ow*sw + off lies in [0, W) */\n",
+"inline int2 ow_span(const int off, const int sw, const int W, const int OW) {\n",
+"    int lo = off >= 0 ? 0 : (-off + sw - 1) / sw;\n",
+"    int hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / sw + 1;\n",
+"    hi = min(hi, OW);\n",
+"    return (int2)(min(lo, hi), hi);\n",
+"}\n",
+"\n",
+"/* conv2d_im2col by rows: item (row, n, oh); items past rows*N*OH zero one row's padding */\n",
+"__kernel void conv2d_im2col_rows(NN__KPARAMS(conv2d_im2col)) {\n",
+"    int i = get_global_id(0), rows = C * KH * KW, P = N * OH * OW;\n",
+"    if (i >= rows * N * OH + rows) return;\n",
+"    if (i >= rows * N * OH) {\n",
+"        __global float *r = col + off + (size_t)(i - rows * N * OH) * ld;\n",
+"        for (int p = P; p < ld; p++) r[p] = 0.0f;\n",
+"        return;\n",
+"    }\n",
+"    int oh = i % OH, n = (i / OH) % N, row = i / (OH * N);\n",
+"    int kw = row % KW, kh = (row / KW) % KH, c = row / (KW * KH);\n",
+"    int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, o = kw * geo.s5 - geo.s3, sw = geo.s1;\n",
+"    __global float *r = col + off + (size_t)row * ld + ((size_t)n * OH + oh) * OW;\n",
+"    if (ih < 0 || ih >= H) {\n",
+"        for (int ow = 0; ow < OW; ow++) r[ow] = 0.0f;\n",
+"        return;\n",
+"    }\n",
+"    __global const float *xr = x + (((size_t)n * C + c) * H + ih) * W;\n",
+"    int2 s = ow_span(o, sw, W, OW);\n",
+"    for (int ow = 0; ow < s.x; ow++) r[ow] = 0.0f;\n",
+"    if (sw == 1)\n",
+"        for (int ow = s.x; ow < s.y; ow++) r[ow] = xr[ow + o];\n",
+"    else\n",
+"        for (int ow = s.x; ow < s.y; ow++) r[ow] = xr[ow * sw + o];\n",
+"    for (int ow = s.y; ow < OW; ow++) r[ow] = 0.0f;\n",
+"}\n",
+"\n",
+"/* conv2d_col2im by planes: item (n, c) owns its input plane and adds the column rows into\n",
+"   it in (kh, kw, oh, ow) order */\n",
+"__kernel void conv2d_col2im_planes(NN__KPARAMS(conv2d_col2im)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * C) return;\n",
+"    int c = i % C, n = i / C, sw = geo.s1;\n",
+"    __global float *xp = dx + (size_t)i * H * W;\n",
+"    for (int j = 0; j < H * W; j++) xp[j] = 0.0f;\n",
+"    for (int kh = 0; kh < KH; kh++)\n",
+"        for (int kw = 0; kw < KW; kw++) {\n",
+"            int o = kw * geo.s5 - geo.s3;\n",
+"            int2 s = ow_span(o, sw, W, OW);\n",
+"            __global const float *rr = dcol + off + (size_t)((c * KH + kh) * KW + kw) * ld + (size_t)n * OH * OW;\n",
+"            for (int oh = 0; oh < OH; oh++) {\n",
+"                int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;\n",
+"                if (ih < 0 || ih >= H) continue;\n",
+"                __global float *xr = xp + (size_t)ih * W;\n",
+"                __global const float *r = rr + (size_t)oh * OW;\n",
+"                for (int ow = s.x; ow < s.y; ow++) xr[ow * sw + o] += r[ow];\n",
+"            }\n",
+"        }\n",
+"}\n",
+"\n",
+"/* conv2d_unpack by rows: item (n, k) */\n",
+"__kernel void conv2d_unpack_rows(NN__KPARAMS(conv2d_unpack)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * K) return;\n",
+"    int k = i % K, n = i / K;\n",
+"    float bias = has_bias ? b[k] : 0.0f;\n",
+"    __global const float *o = out + off + (size_t)k * ld + (size_t)n * S;\n",
+"    __global float *yy = y + (size_t)i * S;\n",
+"    for (int s = 0; s < S; s++) yy[s] = o[s] + bias;\n",
+"}\n",
+"\n",
+"/* conv2d_pack by rows: item (k, n); item (k, N) zeroes row k's padding */\n",
+"__kernel void conv2d_pack_rows(NN__KPARAMS(conv2d_pack)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= K * (N + 1)) return;\n",
+"    int n = i % (N + 1), k = i / (N + 1);\n",
+"    __global float *d = dyg + off + (size_t)k * ld;\n",
+"    if (n == N) {\n",
+"        for (int p = N * S; p < ld; p++) d[p] = 0.0f;\n",
+"        return;\n",
+"    }\n",
+"    __global const float *src = dy + ((size_t)n * K + k) * S;\n",
+"    d += (size_t)n * S;\n",
+"    for (int s = 0; s < S; s++) d[s] = src[s];\n",
+"}\n",
+0 };
+
+/* ======================================================================
+   kernels/conv3d.cl
+   ====================================================================== */
+static const char *const nn__cl_src_conv3d[] = {
+"#line 1 \"kernels/conv3d.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/conv3d.cl\"\n",
+"#line 1 \"kernels/conv3d_args.h\"\n",
+"/* kernels/conv3d.cl's kernel signatures (kernels/kargs.h says how to read them). Layout\n",
+"   NCDHW, weights [K, C/G, KD, KH, KW]; the geometry in two int8s: ga = (sd, sh, sw, pd, ph,\n",
+"   pw, dd, dh), gb = (dw, G, unused...). */\n",
+"#ifndef NN__CONV3D_ARGS_H\n",
+"#define NN__CONV3D_ARGS_H\n",
+"\n",
+"#define NN__KARGS_conv3d_forward(F, P)                                                                  \\\n",
+"    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)  \\\n",
+"    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)         \\\n",
+"    P(int, has_bias)\n",
+"NN__KSIG(conv3d_forward)\n",
+"#define NN__KARGS_conv3d_backward_data(F, P)                                                            \\\n",
+"    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)          \\\n",
+"    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)\n",
+"NN__KSIG(conv3d_backward_data)\n",
+"#define NN__KARGS_conv3d_backward_weight(F, P)                                                          \\\n",
+"    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)          \\\n",
+"    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)\n",
+"NN__KSIG(conv3d_backward_weight)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/conv3d.cl\"\n",
+"\n",
+"/* 3-D convolutions, direct formulation as in conv.cl: one work-item per output element of\n",
+"   each pass, every sum in a fixed order, no atomics. Layout NCDHW, weights\n",
+"   [K, C/G, KD, KH, KW]. The geometry arrives as two int8s: ga = (sd, sh, sw, pd, ph, pw,\n",
+"   dd, dh) and gb = (dw, G, unused...). */\n",
+"\n",
+"/* y [N, K, OD, OH, OW] = sum over the group's input channels and the window, + bias; a\n",
+"   tap on the zero padding adds 0 * w, as conv2d_forward */\n",
+"__kernel void conv3d_forward(NN__KPARAMS(conv3d_forward)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * K * OD * OH * OW) return;\n",
+"    int ow = i % OW, oh = (i / OW) % OH, od = (i / (OW * OH)) % OD, k = (i / (OW * OH * OD)) % K;\n",
+"    int n = i / (OW * OH * OD * K);\n",
+"    int G = gb.s1, Cg = C / G, Kg = K / G, g = k / Kg;\n",
+"    float acc = has_bias ? b[k] : 0.0f;\n",
+"    for (int ci = 0; ci < Cg; ci++) {\n",
+"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * D * H * W;\n",
+"        __global const float *wc = w + ((size_t)k * Cg + ci) * KD * KH * KW;\n",
+"        for (int kd = 0; kd < KD; kd++) {\n",
+"            int id = od * ga.s0 - ga.s3 + kd * ga.s6, in_d = id >= 0 && id < D;\n",
+"            for (int kh = 0; kh < KH; kh++) {\n",
+"                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7, in_dh = in_d && ih >= 0 && ih < H;\n",
+"                for (int kw = 0; kw < KW; kw++) {\n",
+"                    int iw = ow * ga.s2 - ga.s5 + kw * gb.s0;\n",
+"                    float xv = 0.0f;\n",
+"                    if (in_dh && iw >= 0 && iw < W) xv = xc[(id * H + ih) * W + iw];\n",
+"                    acc += xv * wc[(kd * KH + kh) * KW + kw];\n",
+"                }\n",
+"            }\n",
+"        }\n",
+"    }\n",
+"    y[i] = acc;\n",
+"}\n",
+"\n",
+"/* dx [N, C, D, H, W]: each input voxel sums dy * w over the outputs whose window covers it */\n",
+"__kernel void conv3d_backward_data(NN__KPARAMS(conv3d_backward_data)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= N * C * D * H * W) return;\n",
+"    int iw = i % W, ih = (i / W) % H, id = (i / (W * H)) % D, c = (i / (W * H * D)) % C, n = i / (W * H * D * C);\n",
+"    int G = gb.s1, Cg = C / G, Kg = K / G, g = c / Cg, ci = c - g * Cg;\n",
+"    float acc = 0.0f;\n",
+"    for (int kd = 0; kd < KD; kd++) {\n",
+"        int td = id + ga.s3 - kd * ga.s6; /* = od * sd */\n",
+"        if (td < 0 || td % ga.s0) continue;\n",
+"        int od = td / ga.s0;\n",
+"        if (od >= OD) continue;\n",
+"        for (int kh = 0; kh < KH; kh++) {\n",
+"            int th = ih + ga.s4 - kh * ga.s7;\n",
+"            if (th < 0 || th % ga.s1) continue;\n",
+"            int oh = th / ga.s1;\n",
+"            if (oh >= OH) continue;\n",
+"            for (int kw = 0; kw < KW; kw++) {\n",
+"                int tw = iw + ga.s5 - kw * gb.s0;\n",
+"                if (tw < 0 || tw % ga.s2) continue;\n",
+"                int ow = tw / ga.s2;\n",
+"                if (ow >= OW) continue;\n",
+"                for (int kk = 0; kk < Kg; kk++) {\n",
+"                    int k = g * Kg + kk;\n",
+"                    acc += dy[((((size_t)n * K + k) * OD + od) * OH + oh) * OW + ow] *\n",
+"                           w[((((size_t)k * Cg + ci) * KD + kd) * KH + kh) * KW + kw];\n",
+"                }\n",
+"            }\n",
+"        }\n",
+"    }\n",
+"    dx[i] = acc;\n",
+"}\n",
+"\n",
+"/* dw [K, C/G, KD, KH, KW]: each weight sums dy * x over the batch and the output positions,\n",
+"   x = 0 on the padding (dy * 0: a NaN or inf dy there is NaN, as on the GEMM path) */\n",
+"__kernel void conv3d_backward_weight(NN__KPARAMS(conv3d_backward_weight)) {\n",
+"    int G = gb.s1, Cg = C / G, Kg = K / G;\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= K * Cg * KD * KH * KW) return;\n",
+"    int kw = i % KW, kh = (i / KW) % KH, kd = (i / (KW * KH)) % KD, ci = (i / (KW * KH * KD)) % Cg;\n",
+"    int k = i / (KW * KH * KD * Cg), g = k / Kg;\n",
+"    float acc = 0.0f;\n",
+"    for (int n = 0; n < N; n++) {\n",
+"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * D * H * W;\n",
+"        __global const float *dyk = dy + ((size_t)n * K + k) * OD * OH * OW;\n",
+"        float part = 0.0f; /* per image, as conv.cl's conv2d_backward_weight */\n",
+"        for (int od = 0; od < OD; od++) {\n",
+"            int id = od * ga.s0 - ga.s3 + kd * ga.s6, in_d = id >= 0 && id < D;\n",
+"            for (int oh = 0; oh < OH; oh++) {\n",
+"                int ih = oh * ga.s1 - ga.s4 + kh * ga.s7, in_dh = in_d && ih >= 0 && ih < H;\n",
+"                for (int ow = 0; ow < OW; ow++) {\n",
+"                    int iw = ow * ga.s2 - ga.s5 + kw * gb.s0;\n",
+"                    float xv = 0.0f;\n",
+"                    if (in_dh && iw >= 0 && iw < W) xv = xc[(id * H + ih) * W + iw];\n",
+"                    part += dyk[(od * OH + oh) * OW + ow] * xv;\n",
+"                }\n",
+"            }\n",
+"        }\n",
+"        acc += part;\n",
+"    }\n",
+"    dw[i] = acc;\n",
+"}\n",
+0 };
+
+/* ======================================================================
+   kernels/elementwise.cl
+   ====================================================================== */
+static const char *const nn__cl_src_elementwise[] = {
+"#line 1 \"kernels/elementwise.cl\"\n",
+"/* The elementwise family's kernels (the ops of src/ops/elementwise/ launch them), twins of the\n",
+"   loops in src/cpu/elementwise.c; parameter lists in kernels/elementwise_args.h. Every\n",
+"   kernel guards i < n because the host may round the global size up to a multiple of the\n",
+"   work-group size. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 6 \"kernels/elementwise.cl\"\n",
 "#line 1 \"kernels/elementwise_args.h\"\n",
 "/* kernels/elementwise.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
 "#ifndef NN__ELEMENTWISE_ARGS_H\n",
@@ -9362,34 +10328,96 @@ static const char *const nn__cl_src_elementwise[] = {
 "#define NN__KARGS_sum_leading(F, P) F(in, x) P(out, y) P(int, n) P(int, nb) P(int, off)\n",
 "NN__KSIG(sum_leading)\n",
 "\n",
+"/* The broadcast kernels' geometry (src/cpu/elementwise.c's nn__bcast after merging): nd\n",
+"   dims, outermost first, and each operand's strides in elements (0 where broadcast). */\n",
+"\n",
+"/* expand: y [n] = x at its broadcast offset */\n",
+"#define NN__KARGS_expand_bcast(F, P) F(in, x) P(out, y) P(int, n) P(int, nd) P(int8, dims) P(int8, sx)\n",
+"NN__KSIG(expand_bcast)\n",
+"/* sum_to: y [m] = x summed over the dims where st is 0, `reduced` elements each; xs: x's\n",
+"   contiguous strides */\n",
+"#define NN__KARGS_sum_to(F, P) \\\n",
+"    F(in, x) P(out, y) P(int, m) P(int, reduced) P(int, nd) P(int8, dims) P(int8, st) P(int8, xs)\n",
+"NN__KSIG(sum_to)\n",
+"\n",
+"/* the unary functions of kernels/activation.h: every NAME_forward and NAME_backward */\n",
+"#define NN__KARGS_unary_forward(F, P) F(in, x) P(out, y) P(int, n) P(float, p0) P(float, p1)\n",
+"NN__KSIG(unary_forward)\n",
+"#define NN__KARGS_unary_backward(F, P) F(in, x) P(in, dy) P(out, dx) P(int, n) P(float, p0) P(float, p1)\n",
+"NN__KSIG(unary_backward)\n",
+"#define NN__KARGS_scale(F, P) F(in, x) P(out, y) P(int, n) P(float, s)\n",
+"NN__KSIG(scale)\n",
+"/* PReLU: x [N, C, S], w [C] */\n",
+"#define NN__KARGS_prelu_forward(F, P) F(in, x) P(in, w) P(out, y) P(int, n) P(int, C) P(int, S)\n",
+"NN__KSIG(prelu_forward)\n",
+"#define NN__KARGS_prelu_backward_input(F, P) F(in, x) P(in, w) P(in, dy) P(out, dx) P(int, n) P(int, C) P(int, S)\n",
+"NN__KSIG(prelu_backward_input)\n",
+"#define NN__KARGS_prelu_backward_weight_part(F, P) F(in, x) P(in, dy) P(out, part) P(int, N) P(int, C) P(int, S)\n",
+"NN__KSIG(prelu_backward_weight_part)\n",
+"#define NN__KARGS_prelu_backward_weight(F, P) F(in, part) P(out, dw) P(int, N) P(int, C)\n",
+"NN__KSIG(prelu_backward_weight)\n",
+"#define NN__KARGS_fill(F, P) F(out, y) P(int, n) P(float, v)\n",
+"NN__KSIG(fill)\n",
+"/* acc [n] += x: acc is read and written */\n",
+"#define NN__KARGS_accumulate(F, P) F(in, x) P(out, acc) P(int, n)\n",
+"NN__KSIG(accumulate)\n",
+"\n",
+"/* binary functions (NN__B_*, kernels/activation.h): every binary_same_NAME (same shapes),\n",
+"   and binary_same_grad_NAME */\n",
+"#define NN__KARGS_binary_same(F, P) F(in, a) P(in, b) P(out, y) P(int, n)\n",
+"NN__KSIG(binary_same)\n",
+"#define NN__KARGS_binary_same_grad(F, P) F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, wrt)\n",
+"NN__KSIG(binary_same_grad)\n",
+"/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */\n",
+"#define NN__KARGS_binary_flat(F, P) F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)\n",
+"NN__KSIG(binary_flat)\n",
+"#define NN__KARGS_binary_bcast(F, P) \\\n",
+"    F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)\n",
+"NN__KSIG(binary_bcast)\n",
+"#define NN__KARGS_binary_grad(F, P)                                                                      \\\n",
+"    F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, fn) P(int, wrt) P(int, nd) P(int8, dims) \\\n",
+"    P(int8, sa) P(int8, sb)\n",
+"NN__KSIG(binary_grad)\n",
+"\n",
+"/* where (c, a, b) and masked_fill (m, x) */\n",
+"#define NN__KARGS_where_bcast(F, P)                                                                    \\\n",
+"    F(in, c) P(in, a) P(in, b) P(out, y) P(int, n) P(int, nd) P(int8, dims) P(int8, sc) P(int8, sa) \\\n",
+"    P(int8, sb)\n",
+"NN__KSIG(where_bcast)\n",
+"#define NN__KARGS_masked_fill_bcast(F, P)                                                                  \\\n",
+"    F(in, m) P(in, x) P(out, y) P(int, n) P(float, value) P(int, invert) P(int, nd) P(int8, dims) \\\n",
+"    P(int8, sm) P(int8, sx)\n",
+"NN__KSIG(masked_fill_bcast)\n",
+"\n",
 "#endif\n",
-"#line 5 \"kernels/elementwise.cl\"\n",
-"\n",
-"\n",
+"#line 7 \"kernels/elementwise.cl\"\n",
 "#line 1 \"kernels/activation.h\"\n",
-"/* The activations, each formula written once for both backends. This file is a part of\n",
-"   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in\n",
-"   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its\n",
-"   kernels), so it uses only what the two languages share; the math functions go by\n",
+"/* The elementwise functions, each formula written once for both backends. This file is a\n",
+"   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the\n",
+"   vector ones in src/cpu/simd.c, the builders in src/ops/elementwise/unary.c and\n",
+"   binary.c) and is included by kernels/elementwise.cl and kernels/loss.cl (OpenCL C 1.2:\n",
+"   their kernels), so it uses only what the two languages share; the math functions go by\n",
 "   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
 "\n",
-"   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one\n",
-"   X(ENUM, name, params, valid, forward, derivative) each:\n",
-"     ENUM        NN__U_ENUM, the op's function (the node's i[0])\n",
+"   NN__ACTIVATIONS(X), NN__MATH(X) and NN__NOGRAD(X) list the functions of the unary ops\n",
+"   (UNARY; UNARY_NOGRAD for NN__NOGRAD's), one X(ENUM, name, params, valid, forward,\n",
+"   derivative) each:\n",
+"     ENUM        NN__U_ENUM, the op's function (the node's a.ew.fn)\n",
 "     name        the builder nn_<name> (declared in src/api/api.h) and the kernels\n",
 "                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
 "     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
-"                 in the formulas, the node's f[0] and f[1]\n",
+"                 in the formulas, the node's a.ew.param[0] and a.ew.param[1]\n",
 "     valid       what the builder requires of p0 and p1 (1: anything)\n",
 "     forward     y as an expression of the input v (float), p0 and p1\n",
 "     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives\n",
 "   A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN\n",
 "   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
 "   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
-"   An activation is a line here (with helpers above the table when its formula needs\n",
+"   A function is a line here (with helpers above the table when its formula needs\n",
 "   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.\n",
 "   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
-"   safer in float (softplus without overflow, expm1 near 0) that one is used. */\n",
+"   safer in float (softplus without overflow, expm1 near 0) that one is used.\n",
+"   NN__BINARY_FNS(X), at the end, lists the binary ops' functions the same way. */\n",
 "#ifndef NN__ACTIVATION_H\n",
 "#define NN__ACTIVATION_H\n",
 "\n",
@@ -9588,39 +10616,41 @@ static const char *const nn__cl_src_elementwise[] = {
 "#endif /* NN__ACTIVATION_H */\n",
 "#line 8 \"kernels/elementwise.cl\"\n",
 "\n",
+"/* ---- unary (src/ops/elementwise/unary.c): activations and math, scale, PReLU, fill,\n",
+"   accumulate ---- */\n",
+"\n",
 "/* Each unary function's pair of kernels, stamped from the tables of kernels/activation.h: v is\n",
 "   the input, p0 and p1 its parameters. */\n",
 "#define NN__X(E, NAME, PARAMS, VALID, FWD, DER)                                             \\\n",
-"__kernel void NAME##_forward(__global const float *x, __global float *y, const int n,       \\\n",
-"                             const float p0, const float p1) {                             \\\n",
+"__kernel void NAME##_forward(NN__KPARAMS(unary_forward)) {                                 \\\n",
 "    int i = get_global_id(0);                                                              \\\n",
 "    if (i < n) { float v = x[i]; y[i] = (FWD); }                                           \\\n",
 "}                                                                                          \\\n",
-"__kernel void NAME##_backward(__global const float *x, __global const float *dy,           \\\n",
-"                              __global float *dx, const int n, const float p0,             \\\n",
-"                              const float p1) {                                            \\\n",
+"__kernel void NAME##_backward(NN__KPARAMS(unary_backward)) {                               \\\n",
 "    int i = get_global_id(0);                                                              \\\n",
 "    if (i < n) { float v = x[i]; dx[i] = dy[i] * (DER); }                                  \\\n",
 "}\n",
 "NN__UNARY_ALL(NN__X)\n",
 "#undef NN__X\n",
 "\n",
+"__kernel void scale(NN__KPARAMS(scale)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = x[i] * s;\n",
+"}\n",
+"\n",
 "/* PReLU over x [N, C, S] with the slope w[c] of its channel (C = 1: one shared slope) */\n",
-"__kernel void prelu_forward(__global const float *x, __global const float *w, __global float *y, const int n,\n",
-"                            const int C, const int S) {\n",
+"__kernel void prelu_forward(NN__KPARAMS(prelu_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = nn__act_leaky(x[i], w[(i / S) % C]);\n",
 "}\n",
 "\n",
-"__kernel void prelu_backward_input(__global const float *x, __global const float *w, __global const float *dy,\n",
-"                                   __global float *dx, const int n, const int C, const int S) {\n",
+"__kernel void prelu_backward_input(NN__KPARAMS(prelu_backward_input)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) dx[i] = dy[i] * nn__act_leaky_der(x[i], w[(i / S) % C]);\n",
 "}\n",
 "\n",
 "/* part [N, C] = the sum over s of dy * dy/dw for each (n, c), in s order */\n",
-"__kernel void prelu_backward_weight_part(__global const float *x, __global const float *dy, __global float *part,\n",
-"                                         const int N, const int C, const int S) {\n",
+"__kernel void prelu_backward_weight_part(NN__KPARAMS(prelu_backward_weight_part)) {\n",
 "    int k = get_global_id(0);\n",
 "    if (k >= N * C) return;\n",
 "    size_t base = (size_t)k * S;\n",
@@ -9630,7 +10660,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "}\n",
 "\n",
 "/* dw [C] = the sum over n of part[n, c], in n order: no atomics, the same bits every run */\n",
-"__kernel void prelu_backward_weight(__global const float *part, __global float *dw, const int N, const int C) {\n",
+"__kernel void prelu_backward_weight(NN__KPARAMS(prelu_backward_weight)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= C) return;\n",
 "    float acc = 0.0f;\n",
@@ -9638,26 +10668,19 @@ static const char *const nn__cl_src_elementwise[] = {
 "    dw[c] = acc;\n",
 "}\n",
 "\n",
-"/* ---- broadcasting: the geometry of src/cpu/simd.c's nn__bcast_init, nd merged dims\n",
-"   (outermost first) and each operand's strides (0 where broadcast) as int8s ---- */\n",
+"__kernel void fill(NN__KPARAMS(fill)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = v;\n",
+"}\n",
 "\n",
-"/* f(u, w) and its derivatives, the formulas of kernels/activation.h's NN__BINARY_FNS */\n",
-"static inline float nn__ew_binary(int fn, float u, float w) {\n",
-"    switch (fn) {\n",
-"#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return (FWD);\n",
-"    NN__BINARY_FNS(NN__X)\n",
-"#undef NN__X\n",
-"    }\n",
-"    return 0.0f;\n",
+"__kernel void accumulate(NN__KPARAMS(accumulate)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) acc[i] += x[i];\n",
 "}\n",
-"static inline float nn__ew_binary_der(int fn, int wrt, float u, float w) {\n",
-"    switch (fn) {\n",
-"#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return wrt ? (DB) : (DA);\n",
-"    NN__BINARY_FNS(NN__X)\n",
-"#undef NN__X\n",
-"    }\n",
-"    return 0.0f;\n",
-"}\n",
+"\n",
+"/* ---- broadcasting (src/ops/elementwise/broadcast.c): src/cpu/elementwise.c's\n",
+"   nn__bcast geometry, nd merged dims (outermost first) and each operand's strides (0\n",
+"   where broadcast) as int8s; expand and its gradient sum_to ---- */\n",
 "\n",
 "/* The operands' offsets of output element i. */\n",
 "static inline void nn__bc_offsets(int i, int nd, int8 dims, int8 s0, int8 s1, int8 s2, int *o0, int *o1, int *o2) {\n",
@@ -9678,80 +10701,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "    *o2 = c;\n",
 "}\n",
 "\n",
-"/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */\n",
-"__kernel void binary_flat(__global const float *a, __global const float *b, __global float *y, const int n,\n",
-"                          const int fn, const int sa, const int sb) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i < n) y[i] = nn__ew_binary(fn, a[i * sa], b[i * sb]);\n",
-"}\n",
-"\n",
-"/* same shapes: one kernel per function (binary_same_add, ...), so that a CPU device's\n",
-"   compiler sees straight-line code it can vectorise */\n",
-"#define NN__X(E, NAME, FWD, DA, DB)                                                              \\\n",
-"    __kernel void binary_same_##NAME(__global const float *a, __global const float *b, __global float *y, \\\n",
-"                                     const int n) {                                              \\\n",
-"        int i = get_global_id(0);                                                                \\\n",
-"        if (i < n) {                                                                             \\\n",
-"            float u = a[i], w = b[i];                                                            \\\n",
-"            y[i] = (FWD);                                                                        \\\n",
-"        }                                                                                        \\\n",
-"    }\n",
-"NN__BINARY_FNS(NN__X)\n",
-"#undef NN__X\n",
-"\n",
-"__kernel void binary_bcast(__global const float *a, __global const float *b, __global float *y, const int n,\n",
-"                           const int fn, const int nd, const int8 dims, const int8 sa, const int8 sb) {\n",
-"    int i = get_global_id(0), oa, ob, oc;\n",
-"    if (i >= n) return;\n",
-"    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);\n",
-"    y[i] = nn__ew_binary(fn, a[oa], b[ob]);\n",
-"}\n",
-"\n",
-"/* dx [n] = dy * df/da (wrt 0) or df/db (wrt 1), at the output's shape */\n",
-"/* dx = dy * df/da (wrt 0) or df/db (wrt 1) for same shapes, one kernel per function */\n",
-"#define NN__X(E, NAME, FWD, DA, DB)                                                              \\\n",
-"    __kernel void binary_same_grad_##NAME(__global const float *a, __global const float *b,     \\\n",
-"                                          __global const float *dy, __global float *dx, const int n, \\\n",
-"                                          const int wrt) {                                       \\\n",
-"        int i = get_global_id(0);                                                                \\\n",
-"        if (i < n) {                                                                             \\\n",
-"            float u = a[i], w = b[i];                                                            \\\n",
-"            dx[i] = dy[i] * (wrt ? (DB) : (DA));                                                 \\\n",
-"        }                                                                                        \\\n",
-"    }\n",
-"NN__BINARY_FNS(NN__X)\n",
-"#undef NN__X\n",
-"\n",
-"__kernel void binary_grad(__global const float *a, __global const float *b, __global const float *dy,\n",
-"                          __global float *dx, const int n, const int fn, const int wrt, const int nd, const int8 dims,\n",
-"                          const int8 sa, const int8 sb) {\n",
-"    int i = get_global_id(0), oa, ob, oc;\n",
-"    if (i >= n) return;\n",
-"    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);\n",
-"    dx[i] = dy[i] * nn__ew_binary_der(fn, wrt, a[oa], b[ob]);\n",
-"}\n",
-"\n",
-"__kernel void where_bcast(__global const float *c, __global const float *a, __global const float *b,\n",
-"                          __global float *y, const int n, const int nd, const int8 dims, const int8 sc,\n",
-"                          const int8 sa, const int8 sb) {\n",
-"    int i = get_global_id(0), oc, oa, ob;\n",
-"    if (i >= n) return;\n",
-"    nn__bc_offsets(i, nd, dims, sc, sa, sb, &oc, &oa, &ob);\n",
-"    y[i] = c[oc] != 0.0f ? a[oa] : b[ob];\n",
-"}\n",
-"\n",
-"/* y = (mask != 0) != invert ? value : x */\n",
-"__kernel void masked_fill_bcast(__global const float *m, __global const float *x, __global float *y, const int n,\n",
-"                                const float value, const int invert, const int nd, const int8 dims, const int8 sm,\n",
-"                                const int8 sx) {\n",
-"    int i = get_global_id(0), om, ox, oc;\n",
-"    if (i >= n) return;\n",
-"    nn__bc_offsets(i, nd, dims, sm, sx, (int8)(0), &om, &ox, &oc);\n",
-"    y[i] = (m[om] != 0.0f) != invert ? value : x[ox];\n",
-"}\n",
-"\n",
-"__kernel void expand_bcast(__global const float *x, __global float *y, const int n, const int nd, const int8 dims,\n",
-"                           const int8 sx) {\n",
+"__kernel void expand_bcast(NN__KPARAMS(expand_bcast)) {\n",
 "    int i = get_global_id(0), ox, o1, o2;\n",
 "    if (i >= n) return;\n",
 "    nn__bc_offsets(i, nd, dims, sx, (int8)(0), (int8)(0), &ox, &o1, &o2);\n",
@@ -9760,8 +10710,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "\n",
 "/* y [m] = x summed over the dims where st is 0 (x's strides xs): element j of y is 0 plus\n",
 "   its `reduced` elements of x in increasing index order, as the CPU backend adds them */\n",
-"__kernel void sum_to(__global const float *x, __global float *y, const int m, const int reduced, const int nd,\n",
-"                     const int8 dims, const int8 st, const int8 xs) {\n",
+"__kernel void sum_to(NN__KPARAMS(sum_to)) {\n",
 "    int j = get_global_id(0), D[8], S[8], X[8], idx[8], off = 0, rem;\n",
 "    float acc = 0.0f;\n",
 "    if (j >= m) return;\n",
@@ -9788,26 +10737,102 @@ static const char *const nn__cl_src_elementwise[] = {
 "    y[j] = acc;\n",
 "}\n",
 "\n",
+"/* ---- binary (src/ops/elementwise/binary.c): add, sub, mul, div, minimum, maximum, pow,\n",
+"   comparisons, broadcast ---- */\n",
+"\n",
+"/* f(u, w) and its derivatives, the formulas of kernels/activation.h's NN__BINARY_FNS */\n",
+"static inline float nn__ew_binary(int fn, float u, float w) {\n",
+"    switch (fn) {\n",
+"#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return (FWD);\n",
+"    NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"    }\n",
+"    return 0.0f;\n",
+"}\n",
+"static inline float nn__ew_binary_der(int fn, int wrt, float u, float w) {\n",
+"    switch (fn) {\n",
+"#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return wrt ? (DB) : (DA);\n",
+"    NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"    }\n",
+"    return 0.0f;\n",
+"}\n",
+"\n",
+"/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */\n",
+"__kernel void binary_flat(NN__KPARAMS(binary_flat)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = nn__ew_binary(fn, a[i * sa], b[i * sb]);\n",
+"}\n",
+"\n",
+"/* same shapes: one kernel per function (binary_same_add, ...), so that a CPU device's\n",
+"   compiler sees straight-line code it can vectorise */\n",
+"#define NN__X(E, NAME, FWD, DA, DB)                                                              \\\n",
+"    __kernel void binary_same_##NAME(NN__KPARAMS(binary_same)) {                                 \\\n",
+"        int i = get_global_id(0);                                                                \\\n",
+"        if (i < n) {                                                                             \\\n",
+"            float u = a[i], w = b[i];                                                            \\\n",
+"            y[i] = (FWD);                                                                        \\\n",
+"        }                                                                                        \\\n",
+"    }\n",
+"NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"\n",
+"__kernel void binary_bcast(NN__KPARAMS(binary_bcast)) {\n",
+"    int i = get_global_id(0), oa, ob, oc;\n",
+"    if (i >= n) return;\n",
+"    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);\n",
+"    y[i] = nn__ew_binary(fn, a[oa], b[ob]);\n",
+"}\n",
+"\n",
+"/* dx = dy * df/da (wrt 0) or df/db (wrt 1) for same shapes, one kernel per function */\n",
+"#define NN__X(E, NAME, FWD, DA, DB)                                                              \\\n",
+"    __kernel void binary_same_grad_##NAME(NN__KPARAMS(binary_same_grad)) {                       \\\n",
+"        int i = get_global_id(0);                                                                \\\n",
+"        if (i < n) {                                                                             \\\n",
+"            float u = a[i], w = b[i];                                                            \\\n",
+"            dx[i] = dy[i] * (wrt ? (DB) : (DA));                                                 \\\n",
+"        }                                                                                        \\\n",
+"    }\n",
+"NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"\n",
+"/* dx [n] = dy * df/da (wrt 0) or df/db (wrt 1), at the output's shape */\n",
+"__kernel void binary_grad(NN__KPARAMS(binary_grad)) {\n",
+"    int i = get_global_id(0), oa, ob, oc;\n",
+"    if (i >= n) return;\n",
+"    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);\n",
+"    dx[i] = dy[i] * nn__ew_binary_der(fn, wrt, a[oa], b[ob]);\n",
+"}\n",
+"\n",
+"/* ---- select (src/ops/elementwise/select.c): where, masked_fill ---- */\n",
+"\n",
+"__kernel void where_bcast(NN__KPARAMS(where_bcast)) {\n",
+"    int i = get_global_id(0), oc, oa, ob;\n",
+"    if (i >= n) return;\n",
+"    nn__bc_offsets(i, nd, dims, sc, sa, sb, &oc, &oa, &ob);\n",
+"    y[i] = c[oc] != 0.0f ? a[oa] : b[ob];\n",
+"}\n",
+"\n",
+"/* y = (mask != 0) != invert ? value : x */\n",
+"__kernel void masked_fill_bcast(NN__KPARAMS(masked_fill_bcast)) {\n",
+"    int i = get_global_id(0), om, ox, oc;\n",
+"    if (i >= n) return;\n",
+"    nn__bc_offsets(i, nd, dims, sm, sx, (int8)(0), &om, &ox, &oc);\n",
+"    y[i] = (m[om] != 0.0f) != invert ? value : x[ox];\n",
+"}\n",
+"\n",
+"/* ---- helpers other families launch (conv, matmul, shape) ---- */\n",
+"\n",
 "/* y [N, C, S] = x + b[c] */\n",
 "__kernel void channel_bias(NN__KPARAMS(channel_bias)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[i] + b[(i / S) % C];\n",
 "}\n",
 "\n",
-"__kernel void scale(__global const float *x, __global float *y, const int n, const float s) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i < n) y[i] = x[i] * s;\n",
-"}\n",
-"\n",
 "/* a bit copy (reshape), for either dtype */\n",
 "__kernel void copy(NN__KPARAMS(copy)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[i];\n",
-"}\n",
-"\n",
-"__kernel void fill(__global float *y, const int n, const float v) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i < n) y[i] = v;\n",
 "}\n",
 "\n",
 "/* y [nb] = sum over the leading dims of x [n / nb, nb] (at float offset off), in a fixed\n",
@@ -9820,11 +10845,6 @@ static const char *const nn__cl_src_elementwise[] = {
 "        y[j] = s;\n",
 "    }\n",
 "}\n",
-"\n",
-"__kernel void accumulate(__global const float *x, __global float *acc, const int n) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i < n) acc[i] += x[i];\n",
-"}\n",
 0 };
 
 /* ======================================================================
@@ -9833,12 +10853,252 @@ static const char *const nn__cl_src_elementwise[] = {
 static const char *const nn__cl_src_gather[] = {
 "#line 1 \"kernels/gather.cl\"\n",
 "/* Gathers: rows of a dataset that lives on the device, index_select, gather, scatter_add\n",
-"   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/cpu/shape.c. */\n",
+"   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/cpu/gather.c. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 4 \"kernels/gather.cl\"\n",
+"#line 1 \"kernels/gather_args.h\"\n",
+"/* kernels/gather.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__GATHER_ARGS_H\n",
+"#define NN__GATHER_ARGS_H\n",
+"\n",
+"/* data [N, D] rows by idx [B], as 32-bit words (float32 or int32 data) */\n",
+"#define NN__KARGS_gather_rows(F, P) F(uin, data) P(iin, idx) P(uout, y) P(int, B) P(int, N) P(int, D)\n",
+"NN__KSIG(gather_rows)\n",
+"#define NN__KARGS_gather_rows_backward(F, P) F(iin, idx) P(in, dy) P(out, ddata) P(int, B) P(int, N) P(int, D)\n",
+"NN__KSIG(gather_rows_backward)\n",
+"\n",
+"/* idx [n] values outside [0, L), counted into bad[slot] (the graph's check counters) */\n",
+"#define NN__KARGS_index_check(F, P) F(iin, idx) P(int, n) P(int, L) P(iout, bad) P(int, slot)\n",
+"NN__KSIG(index_check)\n",
+"\n",
+"/* x [outer, L, inner] at idx [K] (as 32-bit words), and its gradient */\n",
+"#define NN__KARGS_index_select(F, P) \\\n",
+"    F(uin, x) P(iin, idx) P(uout, y) P(int, n) P(int, L) P(int, K) P(int, inner)\n",
+"NN__KSIG(index_select)\n",
+"#define NN__KARGS_index_select_backward(F, P) \\\n",
+"    F(in, dy) P(iin, idx) P(out, dx) P(int, n) P(int, L) P(int, K) P(int, inner)\n",
+"NN__KSIG(index_select_backward)\n",
+"\n",
+"/* the dims of y, of the index and of x (src) as int8, ones after the tensor's */\n",
+"#define NN__KARGS_gather(F, P) \\\n",
+"    F(in, x) P(iin, idx) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, xdims) P(int, dim)\n",
+"NN__KSIG(gather)\n",
+"#define NN__KARGS_scatter_add(F, P)                                                               \\\n",
+"    F(in, base) P(iin, idx) P(in, src) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, sdims) \\\n",
+"    P(int, dim) P(int, has_base)\n",
+"NN__KSIG(scatter_add)\n",
+"\n",
+"/* labels [R] into y [R, C] */\n",
+"#define NN__KARGS_one_hot(F, P) F(iin, labels) P(out, y) P(int, n) P(int, C)\n",
+"NN__KSIG(one_hot)\n",
+"\n",
+"#endif\n",
+"#line 5 \"kernels/gather.cl\"\n",
 "\n",
 "/* y [B, D] = data[idx[b]] of data [N, D]; an index out of range gives zeros. The rows are\n",
 "   copied as bits, so float32 and int32 data share the kernel. */\n",
-"__kernel void gather_rows(__global const uint *data, __global const int *idx, __global uint *y,\n",
-"                          const int B, const int N, const int D) {\n",
+"__kernel void gather_rows(NN__KPARAMS(gather_rows)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= B * D) return;\n",
 "    int b = i / D, j = i - b * D, r = idx[b];\n",
@@ -9847,8 +11107,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* ddata [N, D]: element (r, j) sums dy[b, j] over every b with idx[b] == r, in order of b\n",
 "   (no atomics, so the result is deterministic). */\n",
-"__kernel void gather_rows_backward(__global const int *idx, __global const float *dy, __global float *ddata,\n",
-"                                   const int B, const int N, const int D) {\n",
+"__kernel void gather_rows_backward(NN__KPARAMS(gather_rows_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * D) return;\n",
 "    int r = i / D, j = i - r * D;\n",
@@ -9859,7 +11118,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* A checked op's index values outside [0, L), counted into bad[slot] (PyTorch raises on\n",
 "   them; the op itself reads none of them). */\n",
-"__kernel void index_check(__global const int *idx, const int n, const int L, __global int *bad, const int slot) {\n",
+"__kernel void index_check(NN__KPARAMS(index_check)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    if (idx[i] < 0 || idx[i] >= L) atomic_inc(bad + slot);\n",
@@ -9867,8 +11126,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k]; out of range:\n",
 "   zeros. Bits, so either dtype. */\n",
-"__kernel void index_select(__global const uint *x, __global const int *idx, __global uint *y, const int n, const int L,\n",
-"                           const int K, const int inner) {\n",
+"__kernel void index_select(NN__KPARAMS(index_select)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner, k = (i / inner) % K, o = i / (inner * K), j = idx[k];\n",
@@ -9877,8 +11135,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* dx [outer, L, inner]: element j sums dy [outer, K, inner] over the k with idx[k] == j, in\n",
 "   order of k (as the CPU loop) */\n",
-"__kernel void index_select_backward(__global const float *dy, __global const int *idx, __global float *dx, const int n,\n",
-"                                    const int L, const int K, const int inner) {\n",
+"__kernel void index_select_backward(NN__KPARAMS(index_select_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner, j = (i / inner) % L, o = i / (inner * L);\n",
@@ -9898,8 +11155,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* torch.gather along dim: y [ydims] at c inside the index's dims = x at c with c[dim] =\n",
 "   idx[c]; elsewhere, and for an index out of range, zero */\n",
-"__kernel void gather(__global const float *x, __global const int *idx, __global float *y, const int n, const int8 ydims,\n",
-"                     const int8 idims, const int8 xdims, const int dim) {\n",
+"__kernel void gather(NN__KPARAMS(gather)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int yd[8], id[8], xd[8], c[8];\n",
@@ -9923,8 +11179,7 @@ static const char *const nn__cl_src_gather[] = {
 "/* torch.scatter_add along dim, as a gather: y [ydims] = base (has_base) plus src at every\n",
 "   position c of the index's dims with c[dim] = idx[c] matching, summed in order of the\n",
 "   index's dim (the CPU loop's order: no atomics, the same bits each run) */\n",
-"__kernel void scatter_add(__global const float *base, __global const int *idx, __global const float *src, __global float *y,\n",
-"                          const int n, const int8 ydims, const int8 idims, const int8 sdims, const int dim, const int has_base) {\n",
+"__kernel void scatter_add(NN__KPARAMS(scatter_add)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int yd[8], id[8], sd[8], c[8];\n",
@@ -9953,7 +11208,7 @@ static const char *const nn__cl_src_gather[] = {
 "}\n",
 "\n",
 "/* one_hot as float32: y [R, C] = 1 where c == labels[r] (a label out of range: a zero row) */\n",
-"__kernel void one_hot(__global const int *labels, __global float *y, const int n, const int C) {\n",
+"__kernel void one_hot(NN__KPARAMS(one_hot)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    y[i] = labels[i / C] == i % C ? 1.0f : 0.0f;\n",
@@ -9965,21 +11220,249 @@ static const char *const nn__cl_src_gather[] = {
    ====================================================================== */
 static const char *const nn__cl_src_gemm[] = {
 "#line 1 \"kernels/gemm.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/gemm.cl\"\n",
+"#line 1 \"kernels/gemm_args.h\"\n",
+"/* kernels/gemm.cl's kernel signatures (kernels/kargs.h says how to read them): C [M, N] =\n",
+"   alpha op(A) op(B) + beta C, leading dimensions lda, ldb, ldc. */\n",
+"#ifndef NN__GEMM_ARGS_H\n",
+"#define NN__GEMM_ARGS_H\n",
+"\n",
+"/* gemm_nn, gemm_nt, gemm_tn, gemm_tt (GEMM_KERNEL) */\n",
+"#define NN__KARGS_gemm(F, P)                                                                       \\\n",
+"    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \\\n",
+"    P(float, alpha) P(float, beta)\n",
+"NN__KSIG(gemm)\n",
+"/* gemm_nn_batched ... gemm_tt_batched (GEMM_BATCHED_KERNEL): product z of the grid's\n",
+"   dimension 2 at offA + (z / inner) * sa0 + (z % inner) * sa1 floats into A (B, C alike) */\n",
+"#define NN__KARGS_gemm_batched(F, P)                                                               \\\n",
+"    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \\\n",
+"    P(float, alpha) P(float, beta) P(int, inner) P(int, offA) P(int, sa0) P(int, sa1) P(int, offB) \\\n",
+"    P(int, sb0) P(int, sb1) P(int, offC) P(int, sc0) P(int, sc1)\n",
+"NN__KSIG(gemm_batched)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/gemm.cl\"\n",
+"\n",
 "/* SGEMM: row-major C[M,N] = alpha * op(A) * op(B) + beta * C.\n",
 " *\n",
 " *   op(A) = A   stored [M,K] (lda >= K)   or  A^T, A stored [K,M] (lda >= M)\n",
 " *   op(B) = B   stored [K,N] (ldb >= N)   or  B^T, B stored [N,K] (ldb >= K)\n",
 " *\n",
-" * Kernels gemm_nn, gemm_nt, gemm_tn, gemm_tt are stamped out from one body;\n",
-" * the transpose flags are compile-time constants after inlining, so each\n",
-" * variant gets its own specialised loads at no runtime cost.\n",
+" * Kernels gemm_nn, gemm_nt, gemm_tn, gemm_tt are stamped out from one body\n",
+" * (GEMM_KERNEL, parameters `gemm` of kernels/gemm_args.h), and their batched\n",
+" * twins from another (GEMM_BATCHED_KERNEL, `gemm_batched`); the transpose\n",
+" * flags are compile-time constants after inlining, so each variant gets its\n",
+" * own specialised loads at no runtime cost.\n",
 " *\n",
 " * Each work-item owns WPT_M x WPT_N micro-tiles of C held in registers as\n",
 " * WPT_N/VW float<VW> vectors per row (rows are broadcast scalars of op(A)).\n",
 " * Work-group dim 0 runs along N, dim 1 along M.\n",
 " *\n",
-" * Three strategies, chosen by USE_LOCAL (the host plan must match; see\n",
-" * src/nn_cl_gemm.c):\n",
+" * Three strategies, chosen by USE_LOCAL (the host plan must match: one\n",
+" * nn__gemm_config in src/opencl/gemm_plan.c makes both the build options and\n",
+" * the launch geometry):\n",
 " *   0  direct:  WG_N x WG_M items, one micro-tile each, streamed straight\n",
 " *               from global memory.  Fallback for devices without usable\n",
 " *               local memory.  Slow for large power-of-two ldb on CPUs (the\n",
@@ -10400,11 +11883,7 @@ static const char *const nn__cl_src_gemm[] = {
 "#endif /* USE_LOCAL */\n",
 "\n",
 "#define GEMM_KERNEL(name, ta, tb)                                                    \\\n",
-"    __kernel GEMM_ATTR void name(const int M, const int N, const int K,              \\\n",
-"                                 __global const float *A, const int lda,             \\\n",
-"                                 __global const float *B, const int ldb,             \\\n",
-"                                 __global float *C, const int ldc,                   \\\n",
-"                                 const float alpha, const float beta)                \\\n",
+"    __kernel GEMM_ATTR void name(NN__KPARAMS(gemm))                                 \\\n",
 "    {                                                                                \\\n",
 "        GEMM_LOCALS                                                                  \\\n",
 "        GEMM_CALL(A, B, C, ta, tb);                                                  \\\n",
@@ -10415,15 +11894,7 @@ static const char *const nn__cl_src_gemm[] = {
 " * launch covers the groups of a grouped convolution (outer) and the K slices of a\n",
 " * split-K product (inner).  The offsets let operands live inside one scratch buffer. */\n",
 "#define GEMM_BATCHED_KERNEL(name, ta, tb)                                            \\\n",
-"    __kernel GEMM_ATTR void name(const int M, const int N, const int K,              \\\n",
-"                                 __global const float *A, const int lda,             \\\n",
-"                                 __global const float *B, const int ldb,             \\\n",
-"                                 __global float *C, const int ldc,                   \\\n",
-"                                 const float alpha, const float beta,                \\\n",
-"                                 const int inner, const int offA, const int sa0,     \\\n",
-"                                 const int sa1, const int offB, const int sb0,       \\\n",
-"                                 const int sb1, const int offC, const int sc0,       \\\n",
-"                                 const int sc1)                                      \\\n",
+"    __kernel GEMM_ATTR void name(NN__KPARAMS(gemm_batched))                         \\\n",
 "    {                                                                                \\\n",
 "        GEMM_LOCALS                                                                  \\\n",
 "        const int z = (int)get_global_id(2), zo = z / inner, zi = z - zo * inner;    \\\n",
@@ -10447,34 +11918,291 @@ static const char *const nn__cl_src_gemm[] = {
    ====================================================================== */
 static const char *const nn__cl_src_loss[] = {
 "#line 1 \"kernels/loss.cl\"\n",
-"/* Losses: twins of src/cpu/loss.c, same formulas in the same order. Kind numbers are\n",
-"   cpu/loss.c's nn__loss_kind and nn__row_kind. No fmax where NaN must stay NaN (fmax\n",
-"   returns the other operand): comparisons written so that NaN falls through. */\n",
+"/* Losses: twins of src/cpu/loss.c, same formulas in the same order. The kinds are\n",
+"   kernels/loss.h's lists (nn__loss_kind, nn__row_kind), the C side's too. No fmax where NaN\n",
+"   must stay NaN (fmax returns the other operand): comparisons written so that NaN falls\n",
+"   through. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
 "\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 6 \"kernels/loss.cl\"\n",
+"#line 1 \"kernels/loss_args.h\"\n",
+"/* kernels/loss.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__LOSS_ARGS_H\n",
+"#define NN__LOSS_ARGS_H\n",
+"\n",
+"/* the fused softmax cross-entropy, x [B, C], label [B]; bad[slot] counts labels outside [0, C) */\n",
+"#define NN__KARGS_xent_forward(F, P) F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot)\n",
+"NN__KSIG(xent_forward)\n",
+"#define NN__KARGS_xent_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C)\n",
+"NN__KSIG(xent_backward)\n",
+"\n",
+"/* BCE with logits, n elements */\n",
+"#define NN__KARGS_bce_logits_forward(F, P) F(in, x) P(in, t) P(out, y) P(int, n)\n",
+"NN__KSIG(bce_logits_forward)\n",
+"#define NN__KARGS_bce_logits_backward(F, P) F(in, x) P(in, t) P(in, dy) P(out, dx) P(int, n)\n",
+"NN__KSIG(bce_logits_backward)\n",
+"\n",
+"/* the elementwise losses (kind: nn__loss_kind); pw [npw] repeats, a: delta / beta / tau /\n",
+"   margin / alpha, b: gamma */\n",
+"#define NN__KARGS_loss_ew_forward(F, P) \\\n",
+"    F(in, x) P(in, t) P(in, pw) P(out, y) P(int, n) P(int, npw) P(int, kind) P(int, log_target) P(float, a) P(float, b)\n",
+"NN__KSIG(loss_ew_forward)\n",
+"#define NN__KARGS_loss_ew_backward(F, P)                                                                              \\\n",
+"    F(in, x) P(in, t) P(in, pw) P(in, dy) P(out, dx) P(int, n) P(int, npw) P(int, kind) P(int, log_target) P(float, a) \\\n",
+"    P(float, b)\n",
+"NN__KSIG(loss_ew_backward)\n",
+"\n",
+"/* cross-entropy / NLL rows, x [B, C], label [B], w [C] (has_w), eps: label smoothing */\n",
+"#define NN__KARGS_ce_rows_forward(F, P)                                                                           \\\n",
+"    F(in, x) P(iin, label) P(in, w) P(out, loss) P(int, B) P(int, C) P(int, ignore) P(int, log_input) P(int, has_w) \\\n",
+"    P(float, eps) P(iout, bad) P(int, slot)\n",
+"NN__KSIG(ce_rows_forward)\n",
+"#define NN__KARGS_ce_rows_backward(F, P)                                                                            \\\n",
+"    F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \\\n",
+"    P(int, has_w) P(float, eps)\n",
+"NN__KSIG(ce_rows_backward)\n",
+"#define NN__KARGS_ce_weights(F, P) F(iin, label) P(in, w) P(out, y) P(int, B) P(int, C) P(int, ignore) P(int, has_w)\n",
+"NN__KSIG(ce_weights)\n",
+"#define NN__KARGS_div_scalar(F, P) F(in, x) P(in, d) P(out, y) P(int, n)\n",
+"NN__KSIG(div_scalar)\n",
+"\n",
+"/* the row losses of [B, D] inputs (kind: nn__row_kind), a: margin or smooth; which: the\n",
+"   input differentiated */\n",
+"#define NN__KARGS_rows_forward(F, P) F(in, x0) P(in, x1) P(in, x2) P(out, y) P(int, B) P(int, D) P(int, kind) P(float, a)\n",
+"NN__KSIG(rows_forward)\n",
+"#define NN__KARGS_rows_backward(F, P) \\\n",
+"    F(in, x0) P(in, x1) P(in, x2) P(in, dy) P(out, dx) P(int, B) P(int, D) P(int, kind) P(int, which) P(float, a)\n",
+"NN__KSIG(rows_backward)\n",
+"\n",
+"#endif\n",
+"#line 7 \"kernels/loss.cl\"\n",
 "#line 1 \"kernels/activation.h\"\n",
-"/* The activations, each formula written once for both backends. This file is a part of\n",
-"   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in\n",
-"   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its\n",
-"   kernels), so it uses only what the two languages share; the math functions go by\n",
+"/* The elementwise functions, each formula written once for both backends. This file is a\n",
+"   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the\n",
+"   vector ones in src/cpu/simd.c, the builders in src/ops/elementwise/unary.c and\n",
+"   binary.c) and is included by kernels/elementwise.cl and kernels/loss.cl (OpenCL C 1.2:\n",
+"   their kernels), so it uses only what the two languages share; the math functions go by\n",
 "   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
 "\n",
-"   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one\n",
-"   X(ENUM, name, params, valid, forward, derivative) each:\n",
-"     ENUM        NN__U_ENUM, the op's function (the node's i[0])\n",
+"   NN__ACTIVATIONS(X), NN__MATH(X) and NN__NOGRAD(X) list the functions of the unary ops\n",
+"   (UNARY; UNARY_NOGRAD for NN__NOGRAD's), one X(ENUM, name, params, valid, forward,\n",
+"   derivative) each:\n",
+"     ENUM        NN__U_ENUM, the op's function (the node's a.ew.fn)\n",
 "     name        the builder nn_<name> (declared in src/api/api.h) and the kernels\n",
 "                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
 "     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
-"                 in the formulas, the node's f[0] and f[1]\n",
+"                 in the formulas, the node's a.ew.param[0] and a.ew.param[1]\n",
 "     valid       what the builder requires of p0 and p1 (1: anything)\n",
 "     forward     y as an expression of the input v (float), p0 and p1\n",
 "     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives\n",
 "   A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN\n",
 "   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
 "   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
-"   An activation is a line here (with helpers above the table when its formula needs\n",
+"   A function is a line here (with helpers above the table when its formula needs\n",
 "   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.\n",
 "   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
-"   safer in float (softplus without overflow, expm1 near 0) that one is used. */\n",
+"   safer in float (softplus without overflow, expm1 near 0) that one is used.\n",
+"   NN__BINARY_FNS(X), at the end, lists the binary ops' functions the same way. */\n",
 "#ifndef NN__ACTIVATION_H\n",
 "#define NN__ACTIVATION_H\n",
 "\n",
@@ -10671,23 +12399,53 @@ static const char *const nn__cl_src_loss[] = {
 "    NN__B_COUNT\n",
 "};\n",
 "#endif /* NN__ACTIVATION_H */\n",
-"#line 6 \"kernels/loss.cl\"\n",
+"#line 8 \"kernels/loss.cl\"\n",
+"#line 1 \"kernels/loss.h\"\n",
+"/* The loss kinds, listed once for both backends. This file is a part of nn.h (C99 and C++:\n",
+"   the builders in src/ops/loss.c, the loops in src/cpu/loss.c) and is included by\n",
+"   kernels/loss.cl (OpenCL C 1.2), so the kind numbers a plan passes and the kernels'\n",
+"   switches are one enum.\n",
 "\n",
-"#define L_MSE 0\n",
-"#define L_L1 1\n",
-"#define L_HUBER 2\n",
-"#define L_SMOOTH_L1 3\n",
-"#define L_LOG_COSH 4\n",
-"#define L_QUANTILE 5\n",
-"#define L_HINGE 6\n",
-"#define L_SQ_HINGE 7\n",
-"#define L_BCE 8\n",
-"#define L_BCE_LOGITS 9\n",
-"#define L_FOCAL 10\n",
-"#define L_KL 11\n",
-"#define R_DICE 0\n",
-"#define R_COSINE 1\n",
-"#define R_TRIPLET 2\n",
+"   NN__LOSS_EW_KINDS(X): the elementwise losses (op LOSS_EW), one X(ENUM, name, of_d) each:\n",
+"     ENUM  NN__L_ENUM, the node's a.loss.kind and the kernels' `kind`; its formulas are the\n",
+"           case NN__L_ENUM of nn__loss_ew1 / nn__loss_ew1_dx (src/cpu/loss.c) and of\n",
+"           nn_loss1 / nn_loss1_dx (kernels/loss.cl)\n",
+"     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss.c),\n",
+"           and so the op's name in messages\n",
+"     of_d  1: a function of d = x - t alone, so d/dt = -d/dx and the target gets that\n",
+"           gradient; 0: the target gets none\n",
+"   NN__LOSS_ROW_KINDS(X): the losses of op LOSS_ROWS, one per row of [B, ...] inputs,\n",
+"   X(ENUM, name): NN__R_ENUM and the builder nn_<name>.\n",
+"   NN__L_COUNT and NN__R_COUNT are the range checks' bounds. */\n",
+"#ifndef NN__LOSS_H\n",
+"#define NN__LOSS_H\n",
+"\n",
+"#define NN__LOSS_EW_KINDS(X)          \\\n",
+"    X(MSE, mse_loss, 1)               \\\n",
+"    X(L1, l1_loss, 1)                 \\\n",
+"    X(HUBER, huber_loss, 1)           \\\n",
+"    X(SMOOTH_L1, smooth_l1_loss, 1)   \\\n",
+"    X(LOG_COSH, log_cosh_loss, 1)     \\\n",
+"    X(QUANTILE, quantile_loss, 1)     \\\n",
+"    X(HINGE, hinge_loss, 0)           \\\n",
+"    X(SQ_HINGE, squared_hinge_loss, 0) \\\n",
+"    X(BCE, bce_loss, 0)               \\\n",
+"    X(BCE_LOGITS, bce_with_logits_loss, 0) \\\n",
+"    X(FOCAL, sigmoid_focal_loss, 0)   \\\n",
+"    X(KL, kl_div_loss, 0)\n",
+"\n",
+"#define NN__LOSS_ROW_KINDS(X) \\\n",
+"    X(DICE, dice_loss)        \\\n",
+"    X(COSINE, cosine_embedding_loss) \\\n",
+"    X(TRIPLET, triplet_margin_loss)\n",
+"\n",
+"#define NN__L_ENUM(E, name, of_d) NN__L_##E,\n",
+"#define NN__R_ENUM(E, name) NN__R_##E,\n",
+"typedef enum nn__loss_kind { NN__LOSS_EW_KINDS(NN__L_ENUM) NN__L_COUNT } nn__loss_kind;\n",
+"typedef enum nn__row_kind { NN__LOSS_ROW_KINDS(NN__R_ENUM) NN__R_COUNT } nn__row_kind;\n",
+"\n",
+"#endif /* NN__LOSS_H */\n",
+"#line 9 \"kernels/loss.cl\"\n",
 "\n",
 "inline float nn_sgn(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }\n",
 "\n",
@@ -10698,23 +12456,23 @@ static const char *const nn__cl_src_loss[] = {
 "inline float nn_loss1(int kind, float x, float t, float a, float b, float pw, int log_target) {\n",
 "    float d = x - t, ad = fabs(d), m, p, ce, pt, l;\n",
 "    switch (kind) {\n",
-"    case L_MSE: return d * d;\n",
-"    case L_L1: return ad;\n",
-"    case L_HUBER: return ad < a ? 0.5f * d * d : a * (ad - 0.5f * a);\n",
-"    case L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;\n",
-"    case L_LOG_COSH: return ad + log1p(exp(-2.0f * ad)) - 0.69314718055994531f;\n",
-"    case L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;\n",
-"    case L_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m;\n",
-"    case L_SQ_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m * m;\n",
-"    case L_BCE: return -(t * nn_log_floor(log(x)) + (1.0f - t) * nn_log_floor(log(1.0f - x)));\n",
-"    case L_BCE_LOGITS: return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1p(exp(-fabs(x))) + fmax(-x, 0.0f));\n",
-"    case L_FOCAL:\n",
+"    case NN__L_MSE: return d * d;\n",
+"    case NN__L_L1: return ad;\n",
+"    case NN__L_HUBER: return ad < a ? 0.5f * d * d : a * (ad - 0.5f * a);\n",
+"    case NN__L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;\n",
+"    case NN__L_LOG_COSH: return ad + log1p(exp(-2.0f * ad)) - 0.69314718055994531f;\n",
+"    case NN__L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;\n",
+"    case NN__L_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m;\n",
+"    case NN__L_SQ_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m * m;\n",
+"    case NN__L_BCE: return -(t * nn_log_floor(log(x)) + (1.0f - t) * nn_log_floor(log(1.0f - x)));\n",
+"    case NN__L_BCE_LOGITS: return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1p(exp(-fabs(x))) + fmax(-x, 0.0f));\n",
+"    case NN__L_FOCAL:\n",
 "        p = 1.0f / (1.0f + exp(-x));\n",
 "        ce = (1.0f - t) * x + fmax(-x, 0.0f) + log1p(exp(-fabs(x)));\n",
 "        pt = p * t + (1.0f - p) * (1.0f - t);\n",
 "        l = ce * pow(1.0f - pt, b);\n",
 "        return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;\n",
-"    case L_KL:\n",
+"    case NN__L_KL:\n",
 "        if (log_target) return exp(t) * (t - x);\n",
 "        return (t == 0.0f ? 0.0f : t * log(t)) - t * x;\n",
 "    default: return 0.0f;\n",
@@ -10724,17 +12482,17 @@ static const char *const nn__cl_src_loss[] = {
 "inline float nn_loss1_dx(int kind, float x, float t, float a, float b, float pw, int log_target) {\n",
 "    float d = x - t, ad = fabs(d), m, p, ce, pt, q, at;\n",
 "    switch (kind) {\n",
-"    case L_MSE: return 2.0f * d;\n",
-"    case L_L1: return nn_sgn(d);\n",
-"    case L_HUBER: return ad < a ? d : ad >= a ? a * nn_sgn(d) : d;\n",
-"    case L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn_sgn(d) : d;\n",
-"    case L_LOG_COSH: return tanh(d);\n",
-"    case L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;\n",
-"    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;\n",
-"    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;\n",
-"    case L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);\n",
-"    case L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));\n",
-"    case L_FOCAL:\n",
+"    case NN__L_MSE: return 2.0f * d;\n",
+"    case NN__L_L1: return nn_sgn(d);\n",
+"    case NN__L_HUBER: return ad < a ? d : ad >= a ? a * nn_sgn(d) : d;\n",
+"    case NN__L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn_sgn(d) : d;\n",
+"    case NN__L_LOG_COSH: return tanh(d);\n",
+"    case NN__L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;\n",
+"    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;\n",
+"    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;\n",
+"    case NN__L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);\n",
+"    case NN__L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));\n",
+"    case NN__L_FOCAL:\n",
 "        p = 1.0f / (1.0f + exp(-x));\n",
 "        ce = (1.0f - t) * x + fmax(-x, 0.0f) + log1p(exp(-fabs(x)));\n",
 "        pt = p * t + (1.0f - p) * (1.0f - t);\n",
@@ -10742,7 +12500,7 @@ static const char *const nn__cl_src_loss[] = {
 "        at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;\n",
 "        return at * ((q > 0.0f ? -b * pow(q, b - 1.0f) * (2.0f * t - 1.0f) * p * (1.0f - p) * ce : 0.0f) +\n",
 "                     pow(q, b) * (p - t));\n",
-"    case L_KL:\n",
+"    case NN__L_KL:\n",
 "        if (log_target) return -exp(t);\n",
 "        return -t;\n",
 "    default: return 0.0f;\n",
@@ -10750,16 +12508,12 @@ static const char *const nn__cl_src_loss[] = {
 "}\n",
 "\n",
 "/* y [n] = loss(x, t); pw repeats with period npw */\n",
-"__kernel void loss_ew_forward(__global const float *x, __global const float *t, __global const float *pw,\n",
-"                              __global const float *unused, __global float *y, const int n, const int npw, const int kind,\n",
-"                              const int log_target, const float a, const float b) {\n",
+"__kernel void loss_ew_forward(NN__KPARAMS(loss_ew_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = nn_loss1(kind, x[i], t[i], a, b, pw[i % npw], log_target);\n",
 "}\n",
 "\n",
-"__kernel void loss_ew_backward(__global const float *x, __global const float *t, __global const float *pw,\n",
-"                               __global const float *dy, __global float *dx, const int n, const int npw, const int kind,\n",
-"                               const int log_target, const float a, const float b) {\n",
+"__kernel void loss_ew_backward(NN__KPARAMS(loss_ew_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) dx[i] = dy[i] * nn_loss1_dx(kind, x[i], t[i], a, b, pw[i % npw], log_target);\n",
 "}\n",
@@ -10769,9 +12523,7 @@ static const char *const nn__cl_src_loss[] = {
 "/* One work-item per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c].\n",
 "   A label outside [0, C) that is not ignore_index counts in bad[slot] (reported to the\n",
 "   host at its next read) and gives 0. */\n",
-"__kernel void ce_rows_forward(__global const float *x, __global const int *label, __global const float *w,\n",
-"                              __global float *loss, const int B, const int C, const int ignore, const int log_input,\n",
-"                              const int has_w, const float eps, __global int *bad, const int slot) {\n",
+"__kernel void ce_rows_forward(NN__KPARAMS(ce_rows_forward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
@@ -10788,9 +12540,7 @@ static const char *const nn__cl_src_loss[] = {
 "    loss[b] = (1.0f - eps) * (has_w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;\n",
 "}\n",
 "\n",
-"__kernel void ce_rows_backward(__global const float *x, __global const int *label, __global const float *w,\n",
-"                               __global const float *dloss, __global float *dx, const int B, const int C,\n",
-"                               const int ignore, const int log_input, const int has_w, const float eps) {\n",
+"__kernel void ce_rows_backward(NN__KPARAMS(ce_rows_backward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
@@ -10810,33 +12560,30 @@ static const char *const nn__cl_src_loss[] = {
 "    }\n",
 "}\n",
 "\n",
-"__kernel void ce_weights(__global const int *label, __global const float *w, __global float *y, const int B,\n",
-"                         const int C, const int ignore, const int has_w) {\n",
+"__kernel void ce_weights(NN__KPARAMS(ce_weights)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b < B) y[b] = nn_ce_ignored(label[b], C, ignore) ? 0.0f : has_w ? w[label[b]] : 1.0f;\n",
 "}\n",
 "\n",
-"__kernel void div_scalar(__global const float *x, __global const float *d, __global float *y, const int n) {\n",
+"__kernel void div_scalar(NN__KPARAMS(div_scalar)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) y[i] = x[i] / d[0];\n",
 "}\n",
 "\n",
 "/* Row losses of [B, D] inputs, one work-item per row; x2: cosine's target [B], triplet's\n",
 "   negative. */\n",
-"__kernel void rows_forward(__global const float *x0, __global const float *x1, __global const float *x2,\n",
-"                           __global const float *unused, __global float *y, const int B, const int D, const int kind,\n",
-"                           const int which, const float a) {\n",
+"__kernel void rows_forward(NN__KPARAMS(rows_forward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *u = x0 + (size_t)b * D, *v = x1 + (size_t)b * D;\n",
 "    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, r = 0.0f;\n",
-"    if (kind == R_DICE) {\n",
+"    if (kind == NN__R_DICE) {\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            s0 += u[j] * v[j];\n",
 "            s1 += u[j] + v[j];\n",
 "        }\n",
 "        r = 1.0f - (2.0f * s0 + a) / (s1 + a);\n",
-"    } else if (kind == R_COSINE) {\n",
+"    } else if (kind == NN__R_COSINE) {\n",
 "        float yb = x2[b], c;\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            s0 += u[j] * v[j];\n",
@@ -10845,7 +12592,7 @@ static const char *const nn__cl_src_loss[] = {
 "        }\n",
 "        c = s0 / sqrt((s1 + 1e-12f) * (s2 + 1e-12f));\n",
 "        r = yb == 1.0f ? 1.0f - c : yb == -1.0f ? (c - a <= 0.0f ? 0.0f : c - a) : 0.0f;\n",
-"    } else if (kind == R_TRIPLET) {\n",
+"    } else if (kind == NN__R_TRIPLET) {\n",
 "        __global const float *n = x2 + (size_t)b * D;\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;\n",
@@ -10859,22 +12606,20 @@ static const char *const nn__cl_src_loss[] = {
 "}\n",
 "\n",
 "/* d(row loss)/d(input `which`) times dy[b] */\n",
-"__kernel void rows_backward(__global const float *x0, __global const float *x1, __global const float *x2,\n",
-"                            __global const float *dy, __global float *dx, const int B, const int D, const int kind,\n",
-"                            const int which, const float a) {\n",
+"__kernel void rows_backward(NN__KPARAMS(rows_backward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *u = x0 + (size_t)b * D, *v = x1 + (size_t)b * D;\n",
 "    __global float *o = dx + (size_t)b * D;\n",
 "    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, g = dy[b];\n",
-"    if (kind == R_DICE) {\n",
+"    if (kind == NN__R_DICE) {\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            s0 += u[j] * v[j];\n",
 "            s1 += u[j] + v[j];\n",
 "        }\n",
 "        float N = 2.0f * s0 + a, S = s1 + a;\n",
 "        for (int j = 0; j < D; j++) o[j] = g * (N - 2.0f * v[j] * S) / (S * S);\n",
-"    } else if (kind == R_COSINE) {\n",
+"    } else if (kind == NN__R_COSINE) {\n",
 "        float yb = x2[b];\n",
 "        __global const float *self = which == 0 ? u : v, *other = which == 0 ? v : u;\n",
 "        for (int j = 0; j < D; j++) {\n",
@@ -10885,7 +12630,7 @@ static const char *const nn__cl_src_loss[] = {
 "        float m1 = s1 + 1e-12f, m2 = s2 + 1e-12f, den = sqrt(m1 * m2), c = s0 / den;\n",
 "        float k = yb == 1.0f ? -g : (yb == -1.0f && c - a > 0.0f) ? g : 0.0f;\n",
 "        for (int j = 0; j < D; j++) o[j] = k * (other[j] / den - c * self[j] / (which == 0 ? m1 : m2));\n",
-"    } else if (kind == R_TRIPLET) {\n",
+"    } else if (kind == NN__R_TRIPLET) {\n",
 "        __global const float *n = x2 + (size_t)b * D;\n",
 "        for (int j = 0; j < D; j++) {\n",
 "            float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;\n",
@@ -10907,8 +12652,7 @@ static const char *const nn__cl_src_loss[] = {
 "\n",
 "/* loss[b] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and counts in\n",
 "   bad[slot] (reported to the host at its next read) */\n",
-"__kernel void xent_forward(__global const float *x, __global const int *label, __global float *loss,\n",
-"                           const int B, const int C, __global int *bad, const int slot) {\n",
+"__kernel void xent_forward(NN__KPARAMS(xent_forward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
@@ -10920,8 +12664,7 @@ static const char *const nn__cl_src_loss[] = {
 "    loss[b] = log(s) + m - xr[t];\n",
 "}\n",
 "\n",
-"__kernel void xent_backward(__global const float *x, __global const int *label, __global const float *dloss,\n",
-"                            __global float *dx, const int B, const int C) {\n",
+"__kernel void xent_backward(NN__KPARAMS(xent_backward)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
@@ -10935,13 +12678,12 @@ static const char *const nn__cl_src_loss[] = {
 "}\n",
 "\n",
 "/* BCE with logits, elementwise, in PyTorch's form: (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) */\n",
-"__kernel void bce_logits_forward(__global const float *x, __global const float *t, __global float *y, const int n) {\n",
+"__kernel void bce_logits_forward(NN__KPARAMS(bce_logits_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) { float v = x[i]; y[i] = (1.0f - t[i]) * v + (v < 0.0f ? -v : 0.0f) + log1p(exp(-fabs(v))); }\n",
 "}\n",
 "\n",
-"__kernel void bce_logits_backward(__global const float *x, __global const float *t, __global const float *dy,\n",
-"                                  __global float *dx, const int n) {\n",
+"__kernel void bce_logits_backward(NN__KPARAMS(bce_logits_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i < n) dx[i] = dy[i] * (nn__act_sigmoid(x[i]) - t[i]);\n",
 "}\n",
@@ -10952,6 +12694,242 @@ static const char *const nn__cl_src_loss[] = {
    ====================================================================== */
 static const char *const nn__cl_src_norm[] = {
 "#line 1 \"kernels/norm.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/norm.cl\"\n",
+"#line 1 \"kernels/norm_args.h\"\n",
+"/* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). x is viewed\n",
+"   as [A, C, S]; G statistics groups per a, or per channel over A and S when pc (batch norm);\n",
+"   stats [2, R]: the means, then the biased variances. tmp: the work-group's floats. */\n",
+"#ifndef NN__NORM_ARGS_H\n",
+"#define NN__NORM_ARGS_H\n",
+"\n",
+"#define NN__KARGS_norm_stats(F, P) \\\n",
+"    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(lfloat, tmp)\n",
+"NN__KSIG(norm_stats)\n",
+"#define NN__KARGS_norm_forward(F, P)                                                                     \\\n",
+"    F(in, x) P(in, stats) P(in, gamma) P(in, beta) P(out, y) P(int, A) P(int, C) P(int, S) P(int, G)   \\\n",
+"    P(int, pc) P(int, has_gamma) P(int, has_beta) P(float, eps)\n",
+"NN__KSIG(norm_forward)\n",
+"#define NN__KARGS_norm_backward_data(F, P)                                                               \\\n",
+"    F(in, x) P(in, stats) P(in, dy) P(in, gamma) P(out, dx) P(int, A) P(int, C) P(int, S) P(int, G)    \\\n",
+"    P(int, pc) P(int, has_gamma) P(int, const_stats) P(float, eps) P(lfloat, tmp)\n",
+"NN__KSIG(norm_backward_data)\n",
+"/* out [C]: sum of dy * xhat (with_xhat, gamma's gradient) or of dy (beta's) */\n",
+"#define NN__KARGS_norm_backward_affine(F, P)                                                             \\\n",
+"    F(in, x) P(in, stats) P(in, dy) P(out, out) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc)     \\\n",
+"    P(int, with_xhat) P(float, eps) P(lfloat, tmp)\n",
+"NN__KSIG(norm_backward_affine)\n",
+"/* rmean, rvar [C] updated in place from stats [2, C] */\n",
+"#define NN__KARGS_batch_norm_running(F, P) \\\n",
+"    F(out, rmean) P(out, rvar) P(in, stats) P(int, C) P(float, m) P(float, unbias)\n",
+"NN__KSIG(batch_norm_running)\n",
+"#define NN__KARGS_batch_norm_pack(F, P) F(in, rmean) P(in, rvar) P(out, stats) P(int, C)\n",
+"NN__KSIG(batch_norm_pack)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/norm.cl\"\n",
+"\n",
 "/* Normalisation (batch, layer, group, instance norm), the twins of src/cpu/norm.c: x is\n",
 "   viewed as [A, C, S]; statistics are per channel over A and S when pc (batch norm), else\n",
 "   per (a, group of C/G channels). stats [2, R] holds the means, then the biased variances.\n",
@@ -10987,8 +12965,7 @@ static const char *const nn__cl_src_norm[] = {
 "}\n",
 "\n",
 "/* One work-group per group r: its mean and biased variance (two passes). */\n",
-"__kernel void norm_stats(__global const float *x, __global float *stats, const int A, const int C, const int S,\n",
-"                         const int G, const int pc, __local float *tmp) {\n",
+"__kernel void norm_stats(NN__KPARAMS(norm_stats)) {\n",
 "    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;\n",
 "    int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);\n",
 "    float s = 0.0f;\n",
@@ -11007,9 +12984,7 @@ static const char *const nn__cl_src_norm[] = {
 "}\n",
 "\n",
 "/* y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c], one work-item per element */\n",
-"__kernel void norm_forward(__global const float *x, __global const float *stats, __global const float *gamma,\n",
-"                           __global const float *beta, __global float *y, const int A, const int C, const int S,\n",
-"                           const int G, const int pc, const int has_gamma, const int has_beta, const float eps) {\n",
+"__kernel void norm_forward(NN__KPARAMS(norm_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= A * C * S) return;\n",
 "    int c = (i / S) % C, a = i / (C * S);\n",
@@ -11020,10 +12995,7 @@ static const char *const nn__cl_src_norm[] = {
 "\n",
 "/* dx, one work-group per group r: rstd * (d - mean(d) - xhat * mean(d * xhat)) with\n",
 "   d = dy * gamma[c]; rstd * d alone when the statistics are constants (eval batch norm). */\n",
-"__kernel void norm_backward_data(__global const float *x, __global const float *stats, __global const float *dy,\n",
-"                                 __global const float *gamma, __global float *dx, const int A, const int C,\n",
-"                                 const int S, const int G, const int pc, const int has_gamma, const int const_stats,\n",
-"                                 const float eps, __local float *tmp) {\n",
+"__kernel void norm_backward_data(NN__KPARAMS(norm_backward_data)) {\n",
 "    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;\n",
 "    int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);\n",
 "    float mean = stats[r], rs = 1.0f / sqrt(stats[R + r] + eps), m1 = 0.0f, m2 = 0.0f;\n",
@@ -11047,9 +13019,7 @@ static const char *const nn__cl_src_norm[] = {
 "\n",
 "/* out [C], one work-group per channel c: the sum over A and S of dy * xhat (with_xhat: the\n",
 "   weight's gradient) or of dy (the bias's) */\n",
-"__kernel void norm_backward_affine(__global const float *x, __global const float *stats, __global const float *dy,\n",
-"                                   __global float *out, const int A, const int C, const int S, const int G,\n",
-"                                   const int pc, const int with_xhat, const float eps, __local float *tmp) {\n",
+"__kernel void norm_backward_affine(NN__KPARAMS(norm_backward_affine)) {\n",
 "    int c = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
 "    int R = norm_groups(A, C, G, pc);\n",
 "    float s = 0.0f;\n",
@@ -11068,8 +13038,7 @@ static const char *const nn__cl_src_norm[] = {
 "\n",
 "/* PyTorch's running statistics, one work-item per channel: running = (1 - m) * running +\n",
 "   m * batch, the variance unbiased by unbias = n / (n - 1). */\n",
-"__kernel void batch_norm_running(__global float *rmean, __global float *rvar, __global const float *stats,\n",
-"                                 const int C, const float m, const float unbias) {\n",
+"__kernel void batch_norm_running(NN__KPARAMS(batch_norm_running)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= C) return;\n",
 "    rmean[c] = (1.0f - m) * rmean[c] + m * stats[c];\n",
@@ -11077,8 +13046,7 @@ static const char *const nn__cl_src_norm[] = {
 "}\n",
 "\n",
 "/* stats [2, C] from the running mean and variance, for evaluation graphs */\n",
-"__kernel void batch_norm_pack(__global const float *rmean, __global const float *rvar, __global float *stats,\n",
-"                              const int C) {\n",
+"__kernel void batch_norm_pack(NN__KPARAMS(batch_norm_pack)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= C) return;\n",
 "    stats[c] = rmean[c];\n",
@@ -11096,15 +13064,303 @@ static const char *const nn__cl_src_optim[] = {
 "   `cv` clamps each clipped gradient element (FLT_MAX when off). A negative coefficient\n",
 "   (skip_gate: a gradient holds NaN or Inf under skip_nonfinite) skips the update: the\n",
 "   parameter and its state are left as they are. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 7 \"kernels/optim.cl\"\n",
+"#line 1 \"kernels/optim_args.h\"\n",
+"/* kernels/optim.cl's kernel signatures (kernels/kargs.h says how to read them). The step\n",
+"   fields are what changes between updates: the scheduled rate, the bias corrections and\n",
+"   the other per-update constants, whether this is the first step or a new cycle. */\n",
+"#ifndef NN__OPTIM_ARGS_H\n",
+"#define NN__OPTIM_ARGS_H\n",
+"\n",
+"/* one parameter p [n] with its gradient; clip[0]: the clipping coefficient (negative: skip) */\n",
+"#define NN__KARGS_sgd(F, P)                                                                                  \\\n",
+"    F(out, p) P(in, grad) P(out, buf) P(in, clip) P(int, n) P(fstep, lr) P(float, momentum) P(float, dampening) \\\n",
+"    P(float, wd) P(int, nesterov) P(istep, first_step) P(float, cv)\n",
+"NN__KSIG(sgd)\n",
+"#define NN__KARGS_adam(F, P)                                                                                     \\\n",
+"    F(out, p) P(in, grad) P(out, m) P(out, v) P(in, clip) P(int, n) P(fstep, lr) P(float, b1) P(float, b2) \\\n",
+"    P(float, eps) P(float, wd) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)\n",
+"NN__KSIG(adam)\n",
+"/* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's\n",
+"   constants (g->clock.c); s0..s2 the state, norms LARS's sums of squares */\n",
+"#define NN__KARGS_opt_step(F, P)                                                                                    \\\n",
+"    F(out, p) P(in, grad) P(in, clip) P(out, s0) P(out, s1) P(out, s2) P(in, norms) P(int, n) P(int, kind)       \\\n",
+"    P(fstep, lr) P(float, wd) P(float, cv) P(float, h0) P(float, h1) P(float, eps) P(float, h3) P(float, h4)     \\\n",
+"    P(fstep, c0) P(fstep, c1) P(fstep, c2) P(fstep, c3)\n",
+"NN__KSIG(opt_step)\n",
+"/* out[off], out[off + 1]: the sums of squares of p and of x (clipped), one work-group;\n",
+"   tmp: two floats per work-item */\n",
+"#define NN__KARGS_opt_norms(F, P) \\\n",
+"    F(in, p) P(in, x) P(in, clip) P(float, cv) P(int, n) P(out, out) P(int, off) P(lfloat, tmp)\n",
+"NN__KSIG(opt_norms)\n",
+"#define NN__KARGS_lamb_apply(F, P) F(out, p) P(in, u) P(in, clip) P(int, n) P(fstep, lr)\n",
+"NN__KSIG(lamb_apply)\n",
+"\n",
+"/* skip_nonfinite: the count of NaN and Inf over the gradients, then the gate */\n",
+"#define NN__KARGS_nonfinite_count(F, P) F(in, x) P(int, n) P(in, prev) P(int, has_prev) P(out, out) P(lint, tmp)\n",
+"NN__KSIG(nonfinite_count)\n",
+"#define NN__KARGS_skip_gate(F, P) F(in, cnt) P(in, clip) P(out, y)\n",
+"NN__KSIG(skip_gate)\n",
+"\n",
+"/* acc [n] = (reset ? 0 : acc) + g * inv_k */\n",
+"#define NN__KARGS_grad_acc(F, P) F(out, acc) P(in, g) P(int, n) P(float, inv_k) P(istep, reset)\n",
+"NN__KSIG(grad_acc)\n",
+"\n",
+"#endif\n",
+"#line 8 \"kernels/optim.cl\"\n",
+"#line 1 \"kernels/optim.h\"\n",
+"/* The optimizer kinds, listed once: a part of nn.h (C99 and C++) and included by\n",
+"   kernels/optim.cl (OpenCL C 1.2).\n",
+"\n",
+"   NN__OPTIMIZERS(X): one X(ENUM, name) per nn_optimizer_kind, in its order:\n",
+"     ENUM  NN_OPT_ENUM, the public value (src/api/api.h; kernels/optim.cl gets the same\n",
+"           names from this list, for opt_step's switch on `kind`)\n",
+"     name  the optimizer's name in checkpoint files (\"nn.optimizer\" in the metadata of\n",
+"           nn_graph_save_state, checked by nn_graph_load_state) and in messages\n",
+"   NN__OPT_COUNT is the range checks' bound. The public enum stays written out in api.h (its\n",
+"   values are the API); in C a compile-time check holds each of it equal to its line here,\n",
+"   so the list and the enum cannot drift apart. */\n",
+"#ifndef NN__OPTIM_H\n",
+"#define NN__OPTIM_H\n",
+"\n",
+"#define NN__OPTIMIZERS(X)   \\\n",
+"    X(NONE, \"none\")         \\\n",
+"    X(SGD, \"sgd\")           \\\n",
+"    X(ADAM, \"adam\")         \\\n",
+"    X(ADAMW, \"adamw\")       \\\n",
+"    X(ADAMAX, \"adamax\")     \\\n",
+"    X(NADAM, \"nadam\")       \\\n",
+"    X(RADAM, \"radam\")       \\\n",
+"    X(RMSPROP, \"rmsprop\")   \\\n",
+"    X(ADAGRAD, \"adagrad\")   \\\n",
+"    X(ADADELTA, \"adadelta\") \\\n",
+"    X(LION, \"lion\")         \\\n",
+"    X(LAMB, \"lamb\")         \\\n",
+"    X(LARS, \"lars\")         \\\n",
+"    X(FTRL, \"ftrl\")\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"#define NN__OPT_ENUM(E, name) NN_OPT_##E,\n",
+"enum nn_optimizer_kind { NN__OPTIMIZERS(NN__OPT_ENUM) NN__OPT_COUNT };\n",
+"#else\n",
+"#define NN__OPT_INDEX(E, name) NN__OPTI_##E,\n",
+"enum nn__optimizer_index { NN__OPTIMIZERS(NN__OPT_INDEX) NN__OPT_COUNT };\n",
+"/* a negative array size, a compile error, where nn_optimizer_kind and the list differ */\n",
+"#define NN__OPT_SAME(E, name) typedef char nn__opt_same_##E[(int)NN_OPT_##E == (int)NN__OPTI_##E ? 1 : -1];\n",
+"NN__OPTIMIZERS(NN__OPT_SAME)\n",
+"#endif\n",
+"\n",
+"#endif /* NN__OPTIM_H */\n",
+"#line 9 \"kernels/optim.cl\"\n",
 "\n",
 "/* clamp() of OpenCL C may turn NaN into a bound; PyTorch's updates keep NaN (and so make\n",
 "   the parameter NaN), and so does this. */\n",
 "inline float clamp_nan(float x, float lo, float hi) { return x > hi ? hi : x < lo ? lo : x; }\n",
 "\n",
 "/* SGD with momentum, dampening, Nesterov and L2 weight decay (torch.optim.SGD) */\n",
-"__kernel void sgd(__global float *p, __global const float *grad, __global float *buf, __global const float *clip,\n",
-"                  const int n, const float lr, const float momentum, const float dampening, const float wd,\n",
-"                  const int nesterov, const int first_step, const float cv) {\n",
+"__kernel void sgd(NN__KPARAMS(sgd)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float g = clamp_nan(grad[i] * clip[0], -cv, cv) + wd * p[i];\n",
@@ -11118,10 +13374,7 @@ static const char *const nn__cl_src_optim[] = {
 "\n",
 "/* Adam (L2 decay into the gradient) or AdamW (decoupled: p *= 1 - lr*wd); bc1 and bc2 are\n",
 "   1 - beta^t from the host */\n",
-"__kernel void adam(__global float *p, __global const float *grad, __global float *m, __global float *v,\n",
-"                   __global const float *clip, const int n, const float lr, const float b1, const float b2,\n",
-"                   const float eps, const float wd, const int decoupled, const float bc1, const float bc2,\n",
-"                   const float cv) {\n",
+"__kernel void adam(NN__KPARAMS(adam)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];\n",
@@ -11135,32 +13388,16 @@ static const char *const nn__cl_src_optim[] = {
 "}\n",
 "\n",
 "/* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the\n",
-"   same on every work-item). Each rule is the twin of nn__opt_rule in src/cpu/optim.c, which\n",
-"   documents h (compile-time hyperparameters) and c (this update's constants). State s0..s2\n",
-"   is the parameter's aux buffers; unused ones are a dummy never written. */\n",
-"#define NN_ADAM 2\n",
-"#define NN_ADAMW 3\n",
-"#define NN_ADAMAX 4\n",
-"#define NN_NADAM 5\n",
-"#define NN_RADAM 6\n",
-"#define NN_RMSPROP 7\n",
-"#define NN_ADAGRAD 8\n",
-"#define NN_ADADELTA 9\n",
-"#define NN_LION 10\n",
-"#define NN_LAMB 11\n",
-"#define NN_LARS 12\n",
-"#define NN_FTRL 13\n",
-"\n",
-"__kernel void opt_step(__global float *p, __global const float *grad, __global const float *clip,\n",
-"                       __global float *s0, __global float *s1, __global float *s2, __global const float *norms,\n",
-"                       const int n, const int kind, const float lr, const float wd, const float cv,\n",
-"                       const float h0, const float h1, const float eps, const float h3, const float h4,\n",
-"                       const float c0, const float c1, const float c2, const float c3) {\n",
+"   same on every work-item; its NN_OPT_* names from kernels/optim.h). Each rule is the twin\n",
+"   of nn__opt_rule in src/cpu/optim.c, which documents h (compile-time hyperparameters) and\n",
+"   c (this update's constants). State s0..s2 is the parameter's aux buffers; unused ones are\n",
+"   a dummy never written. */\n",
+"__kernel void opt_step(NN__KPARAMS(opt_step)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];\n",
 "    switch (kind) {\n",
-"    case NN_ADAM: case NN_ADAMW: { /* AMSGrad */\n",
+"    case NN_OPT_ADAM: case NN_OPT_ADAMW: { /* AMSGrad */\n",
 "        if (h3 != 0.0f) w *= 1.0f - lr * wd;\n",
 "        else g += wd * w;\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
@@ -11171,7 +13408,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * c0 * m / (sqrt(vmax) * c1 + eps);\n",
 "        break;\n",
 "    }\n",
-"    case NN_ADAMAX: {\n",
+"    case NN_OPT_ADAMAX: {\n",
 "        g += wd * w;\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, u = fmax(h1 * s1[i], fabs(g) + eps);\n",
 "        s0[i] = m;\n",
@@ -11179,7 +13416,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * c0 * m / u;\n",
 "        break;\n",
 "    }\n",
-"    case NN_NADAM: {\n",
+"    case NN_OPT_NADAM: {\n",
 "        if (h3 != 0.0f) w *= 1.0f - lr * wd;\n",
 "        else g += wd * w;\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
@@ -11188,7 +13425,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * (c1 * g + c2 * m) / (sqrt(v * c0) + eps);\n",
 "        break;\n",
 "    }\n",
-"    case NN_RADAM: {\n",
+"    case NN_OPT_RADAM: {\n",
 "        if (h3 != 0.0f) w *= 1.0f - lr * wd;\n",
 "        else g += wd * w;\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
@@ -11197,7 +13434,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = c2 != 0.0f ? w - lr * c0 * m * c1 / (sqrt(v) + eps) : w - lr * c0 * m;\n",
 "        break;\n",
 "    }\n",
-"    case NN_RMSPROP: {\n",
+"    case NN_OPT_RMSPROP: {\n",
 "        g += wd * w;\n",
 "        float sq = h0 * s0[i] + (1.0f - h0) * g * g, avg;\n",
 "        s0[i] = sq;\n",
@@ -11217,14 +13454,14 @@ static const char *const nn__cl_src_optim[] = {
 "        }\n",
 "        break;\n",
 "    }\n",
-"    case NN_ADAGRAD: {\n",
+"    case NN_OPT_ADAGRAD: {\n",
 "        g += wd * w;\n",
 "        float s = (c3 != 0.0f ? h4 : s0[i]) + g * g;\n",
 "        s0[i] = s;\n",
 "        p[i] = w - lr * c0 * g / (sqrt(s) + eps);\n",
 "        break;\n",
 "    }\n",
-"    case NN_ADADELTA: {\n",
+"    case NN_OPT_ADADELTA: {\n",
 "        g += wd * w;\n",
 "        float sq = h0 * s0[i] + (1.0f - h0) * g * g;\n",
 "        float d = sqrt(s1[i] + eps) / sqrt(sq + eps) * g;\n",
@@ -11233,21 +13470,21 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * d;\n",
 "        break;\n",
 "    }\n",
-"    case NN_LION: {\n",
+"    case NN_OPT_LION: {\n",
 "        float u = h0 * s0[i] + (1.0f - h0) * g;\n",
 "        w *= 1.0f - lr * wd;\n",
 "        p[i] = w - lr * (float)((u > 0.0f) - (u < 0.0f));\n",
 "        s0[i] = h1 * s0[i] + (1.0f - h1) * g;\n",
 "        break;\n",
 "    }\n",
-"    case NN_LAMB: { /* first pass: the update u into s2 (the node's scratch) */\n",
+"    case NN_OPT_LAMB: { /* first pass: the update u into s2 (the node's scratch) */\n",
 "        float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;\n",
 "        s0[i] = m;\n",
 "        s1[i] = v;\n",
 "        s2[i] = m * c0 / (sqrt(v) * c1 + eps) + wd * w;\n",
 "        break;\n",
 "    }\n",
-"    case NN_LARS: { /* norms: sums of squares of w and g from opt_norms */\n",
+"    case NN_OPT_LARS: { /* norms: sums of squares of w and g from opt_norms */\n",
 "        float wn = sqrt(norms[0]), gn = sqrt(norms[1]);\n",
 "        float trust = wn > 0.0f && gn > 0.0f ? h4 * wn / (gn + wd * wn + eps) : 1.0f;\n",
 "        g = (g + wd * w) * trust;\n",
@@ -11259,7 +13496,7 @@ static const char *const nn__cl_src_optim[] = {
 "        p[i] = w - lr * g;\n",
 "        break;\n",
 "    }\n",
-"    case NN_FTRL: {\n",
+"    case NN_OPT_FTRL: {\n",
 "        float n0 = c3 != 0.0f ? h4 : s0[i], n1 = n0 + g * g;\n",
 "        float p1 = pow(n1, -h3), p0 = pow(n0, -h3);\n",
 "        float z = s1[i] + g - (p1 - p0) / lr * w;\n",
@@ -11277,8 +13514,7 @@ static const char *const nn__cl_src_optim[] = {
 "/* out[off] = sum(p^2), out[off + 1] = sum(clamp(x * clip, +-cv)^2): one work-group of a\n",
 "   power-of-two size (tmp holds two floats per item), a strided pass then a tree, so the\n",
 "   order is fixed. LARS: x = the gradient; LAMB: x = its update u. */\n",
-"__kernel void opt_norms(__global const float *p, __global const float *x, __global const float *clip, const float cv,\n",
-"                        const int n, __global float *out, const int off, __local float *tmp) {\n",
+"__kernel void opt_norms(NN__KPARAMS(opt_norms)) {\n",
 "    int l = get_local_id(0), wg = get_local_size(0);\n",
 "    float a = 0.0f, b = 0.0f, c = clip[0];\n",
 "    for (int i = l; i < n; i += wg) {\n",
@@ -11304,8 +13540,7 @@ static const char *const nn__cl_src_optim[] = {
 "\n",
 "/* LAMB's second pass: p -= lr * trust * u, trust = |w| / |u| (1 when either is 0); u and\n",
 "   its norms (at u[n], u[n + 1]) are the scratch the first pass and opt_norms wrote. */\n",
-"__kernel void lamb_apply(__global float *p, __global const float *u, __global const float *clip, const int n,\n",
-"                         const float lr) {\n",
+"__kernel void lamb_apply(NN__KPARAMS(lamb_apply)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n || clip[0] < 0.0f) return;\n",
 "    float wn = sqrt(u[n]), un = sqrt(u[n + 1]);\n",
@@ -11314,8 +13549,7 @@ static const char *const nn__cl_src_optim[] = {
 "\n",
 "/* skip_nonfinite: out[0] = (has_prev ? prev[0] : 0) + the number of NaN and Inf in x[n].\n",
 "   One work-group; the count is an int tree, exact. */\n",
-"__kernel void nonfinite_count(__global const float *x, const int n, __global const float *prev, const int has_prev,\n",
-"                              __global float *out, __local int *tmp) {\n",
+"__kernel void nonfinite_count(NN__KPARAMS(nonfinite_count)) {\n",
 "    int l = get_local_id(0), wg = get_local_size(0), c = 0;\n",
 "    for (int i = l; i < n; i += wg) c += isfinite(x[i]) ? 0 : 1;\n",
 "    tmp[l] = c;\n",
@@ -11329,7 +13563,7 @@ static const char *const nn__cl_src_optim[] = {
 "\n",
 "/* y[0] = -1 when cnt[0] > 0 (the updates skip), else the clipping coefficient clip[0];\n",
 "   y[1] counts the skipped updates (the node's buffer persists across steps). */\n",
-"__kernel void skip_gate(__global const float *cnt, __global const float *clip, __global float *y) {\n",
+"__kernel void skip_gate(NN__KPARAMS(skip_gate)) {\n",
 "    if (get_global_id(0) != 0) return;\n",
 "    int skip = cnt[0] != 0.0f;\n",
 "    y[0] = skip ? -1.0f : clip[0];\n",
@@ -11337,7 +13571,7 @@ static const char *const nn__cl_src_optim[] = {
 "}\n",
 "\n",
 "/* Gradient accumulation: acc = (reset ? 0 : acc) + g * inv_k, the running mean of a cycle. */\n",
-"__kernel void grad_acc(__global float *acc, __global const float *g, const int n, const float inv_k, const int reset) {\n",
+"__kernel void grad_acc(NN__KPARAMS(grad_acc)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    acc[i] = (reset ? 0.0f : acc[i]) + g[i] * inv_k;\n",
@@ -11354,6 +13588,238 @@ static const char *const nn__cl_src_pool[] = {
 "   work-item per output element. Backward: one work-item per input element, gathering over\n",
 "   the windows that cover it (no atomics, a fixed order). NC = N*C planes;\n",
 "   geo = (kh, kw, sh, sw, ph, pw, dh, dw), dh = dw = 1 for average pooling. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 7 \"kernels/pool.cl\"\n",
+"#line 1 \"kernels/pool_args.h\"\n",
+"/* kernels/pool.cl's kernel signatures (kernels/kargs.h says how to read them). Planes\n",
+"   NC = N*C of x [NC, H, W] and y [NC, OH, OW]; geo = (kh, kw, sh, sw, ph, pw, dh, dw). A\n",
+"   kernel's variant for CPU devices (_rows, _planes) takes the kernel's own signature. */\n",
+"#ifndef NN__POOL_ARGS_H\n",
+"#define NN__POOL_ARGS_H\n",
+"\n",
+"#define NN__KARGS_max_pool2d_forward(F, P) \\\n",
+"    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(max_pool2d_forward)\n",
+"#define NN__KARGS_max_pool2d_argmax(F, P) \\\n",
+"    F(in, x) P(iout, idx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(max_pool2d_argmax)\n",
+"#define NN__KARGS_max_pool2d_backward(F, P) \\\n",
+"    F(iin, idx) P(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
+"NN__KSIG(max_pool2d_backward)\n",
+"\n",
+"/* exclude_pad: count_include_pad = False; adaptive: PyTorch's adaptive bins */\n",
+"#define NN__KARGS_avg_pool2d_forward(F, P)                                                         \\\n",
+"    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \\\n",
+"    P(int, adaptive)\n",
+"NN__KSIG(avg_pool2d_forward)\n",
+"#define NN__KARGS_avg_pool2d_backward(F, P)                                                          \\\n",
+"    F(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \\\n",
+"    P(int, adaptive)\n",
+"NN__KSIG(avg_pool2d_backward)\n",
+"\n",
+"#endif\n",
+"#line 8 \"kernels/pool.cl\"\n",
 "\n",
 "/* The first maximum of output (oh, ow)'s window in window order (a NaN wins, as in\n",
 "   PyTorch), as an index ih*W + iw into the plane x, or -1 when the window holds padding\n",
@@ -11380,8 +13846,7 @@ static const char *const nn__cl_src_pool[] = {
 "}\n",
 "\n",
 "/* y [NC, OH, OW] = the maximum of each window */\n",
-"__kernel void max_pool2d_forward(__global const float *x, __global float *y, const int NC, const int H,\n",
-"                                 const int W, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void max_pool2d_forward(NN__KPARAMS(max_pool2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
@@ -11391,8 +13856,7 @@ static const char *const nn__cl_src_pool[] = {
 "}\n",
 "\n",
 "/* idx [NC, OH, OW] = each window's argmax, for the backward pass */\n",
-"__kernel void max_pool2d_argmax(__global const float *x, __global int *idx, const int NC, const int H,\n",
-"                                const int W, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void max_pool2d_argmax(NN__KPARAMS(max_pool2d_argmax)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
@@ -11410,9 +13874,7 @@ static const char *const nn__cl_src_pool[] = {
 "\n",
 "/* dx [NC, H, W]: each input element sums dy over the windows whose argmax it is, in\n",
 "   output order */\n",
-"__kernel void max_pool2d_backward(__global const int *idx, __global const float *dy, __global float *dx,\n",
-"                                  const int NC, const int H, const int W, const int OH, const int OW,\n",
-"                                  const int8 geo) {\n",
+"__kernel void max_pool2d_backward(NN__KPARAMS(max_pool2d_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * H * W) return;\n",
 "    int c = i / (H * W), p = i - c * (H * W), ih = p / W, iw = p - ih * W;\n",
@@ -11428,12 +13890,12 @@ static const char *const nn__cl_src_pool[] = {
 "    dx[i] = acc;\n",
 "}\n",
 "\n",
-"/* CPU devices run these variants of the three above (src/nn_ops.c picks them): one\n",
-"   work-item per output row or per plane, so the index arithmetic is paid per row. The\n",
+"/* Devices tuned as CPUs (dev.cpu_tuned) run these variants of the three above, with their\n",
+"   signatures (src/ops/pool.c's max pooling launches pick them): one work-item per output\n",
+"   row or per plane, so the index arithmetic is paid per row. The\n",
 "   plane-wise backward adds each output's gradient at its argmax in output order, the same\n",
 "   order as the gather above. */\n",
-"__kernel void max_pool2d_forward_rows(__global const float *x, __global float *y, const int NC, const int H,\n",
-"                                      const int W, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void max_pool2d_forward_rows(NN__KPARAMS(max_pool2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH) return;\n",
 "    int oh = i % OH, c = i / OH;\n",
@@ -11445,8 +13907,7 @@ static const char *const nn__cl_src_pool[] = {
 "    }\n",
 "}\n",
 "\n",
-"__kernel void max_pool2d_argmax_rows(__global const float *x, __global int *idx, const int NC, const int H,\n",
-"                                     const int W, const int OH, const int OW, const int8 geo) {\n",
+"__kernel void max_pool2d_argmax_rows(NN__KPARAMS(max_pool2d_argmax)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH) return;\n",
 "    int oh = i % OH, c = i / OH;\n",
@@ -11455,9 +13916,7 @@ static const char *const nn__cl_src_pool[] = {
 "    for (int ow = 0; ow < OW; ow++) idx[(size_t)i * OW + ow] = max_window(xc, H, W, oh, ow, geo, &v);\n",
 "}\n",
 "\n",
-"__kernel void max_pool2d_backward_planes(__global const int *idx, __global const float *dy, __global float *dx,\n",
-"                                         const int NC, const int H, const int W, const int OH, const int OW,\n",
-"                                         const int8 geo) {\n",
+"__kernel void max_pool2d_backward_planes(NN__KPARAMS(max_pool2d_backward)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= NC) return;\n",
 "    __global float *xc = dx + (size_t)c * H * W;\n",
@@ -11499,9 +13958,7 @@ static const char *const nn__cl_src_pool[] = {
 "}\n",
 "\n",
 "/* y [NC, OH, OW] = the mean of each window */\n",
-"__kernel void avg_pool2d_forward(__global const float *x, __global float *y, const int NC, const int H,\n",
-"                                 const int W, const int OH, const int OW, const int8 geo,\n",
-"                                 const int exclude_pad, const int adaptive) {\n",
+"__kernel void avg_pool2d_forward(NN__KPARAMS(avg_pool2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
@@ -11528,9 +13985,7 @@ static const char *const nn__cl_src_pool[] = {
 "\n",
 "/* dx [NC, H, W]: each input element sums dy / divisor over the windows that hold it, in\n",
 "   output order */\n",
-"__kernel void avg_pool2d_backward(__global const float *dy, __global float *dx, const int NC, const int H,\n",
-"                                  const int W, const int OH, const int OW, const int8 geo,\n",
-"                                  const int exclude_pad, const int adaptive) {\n",
+"__kernel void avg_pool2d_backward(NN__KPARAMS(avg_pool2d_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * H * W) return;\n",
 "    int c = i / (H * W), p = i - c * (H * W), ih = p / W, iw = p - ih * W;\n",
@@ -11769,6 +14224,28 @@ static const char *const nn__cl_src_random[] = {
 "    F(in, x) P(out, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)\n",
 "NN__KSIG(dropout)\n",
 "\n",
+"/* The random ops' last five parameters: element i draws the Philox words of counter (i, key,\n",
+"   step_lo, step_hi) under key (seed_lo, seed_hi); the step is the graph's, each run's. */\n",
+"#define NN__KARGS_RNG(P) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo) P(ustep, step_hi)\n",
+"\n",
+"#define NN__KARGS_rand(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)\n",
+"NN__KSIG(rand)\n",
+"#define NN__KARGS_randn(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)\n",
+"NN__KSIG(randn)\n",
+"/* range_m1 = high - low - 1 */\n",
+"#define NN__KARGS_randint(F, P) F(iout, y) P(int, n) P(int, low) P(uint, range_m1) NN__KARGS_RNG(P)\n",
+"NN__KSIG(randint)\n",
+"/* bad[slot] counts the p outside [0, 1] */\n",
+"#define NN__KARGS_bernoulli(F, P) F(in, p) P(out, y) P(int, n) P(iout, bad) P(int, slot) NN__KARGS_RNG(P)\n",
+"NN__KSIG(bernoulli)\n",
+"#define NN__KARGS_gaussian_noise(F, P) F(in, x) P(out, y) P(int, n) P(float, std) NN__KARGS_RNG(P)\n",
+"NN__KSIG(gaussian_noise)\n",
+"#define NN__KARGS_alpha_dropout(F, P)                                                                        \\\n",
+"    F(in, x) P(out, y) P(int, n) P(float, p) P(float, scale) P(float, shift) P(float, dropped) NN__KARGS_RNG(P)\n",
+"NN__KSIG(alpha_dropout)\n",
+"#define NN__KARGS_alpha_dropout_grad(F, P) F(in, dy) P(out, dx) P(int, n) P(float, p) P(float, scale) NN__KARGS_RNG(P)\n",
+"NN__KSIG(alpha_dropout_grad)\n",
+"\n",
 "#endif\n",
 "#line 6 \"kernels/random.cl\"\n",
 "\n",
@@ -11931,18 +14408,16 @@ static const char *const nn__cl_src_random[] = {
 "#endif /* NN__RANDOM_H */\n",
 "#line 35 \"kernels/random.cl\"\n",
 "\n",
-"#define NN_RNG_ARGS                                                                        \\\n",
-"    const uint seed_lo, const uint seed_hi, const uint key, const uint step_lo, const uint step_hi\n",
 "#define NN_RNG_WORDS(i) nn_philox((uint4)((uint)(i), key, step_lo, step_hi), (uint2)(seed_lo, seed_hi))\n",
 "\n",
-"__kernel void rand(__global float *y, const int n, NN_RNG_ARGS) {\n",
+"__kernel void rand(NN__KPARAMS(rand)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
 "    y[i] = nn__rng_uniform(r.x);\n",
 "}\n",
 "\n",
-"__kernel void randn(__global float *y, const int n, NN_RNG_ARGS) {\n",
+"__kernel void randn(NN__KPARAMS(randn)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -11950,7 +14425,7 @@ static const char *const nn__cl_src_random[] = {
 "}\n",
 "\n",
 "/* range_m1 = high - low - 1 */\n",
-"__kernel void randint(__global int *y, const int n, const int low, const uint range_m1, NN_RNG_ARGS) {\n",
+"__kernel void randint(NN__KPARAMS(randint)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -11959,8 +14434,7 @@ static const char *const nn__cl_src_random[] = {
 "\n",
 "/* y = u < p: 1 with probability p (on a grid of 2^-24); p outside [0, 1] (or NaN) counts\n",
 "   into bad[slot] */\n",
-"__kernel void bernoulli(__global const float *p, __global float *y, const int n, __global int *bad, const int slot,\n",
-"                        NN_RNG_ARGS) {\n",
+"__kernel void bernoulli(NN__KPARAMS(bernoulli)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    float pi = p[i];\n",
@@ -11970,7 +14444,7 @@ static const char *const nn__cl_src_random[] = {
 "}\n",
 "\n",
 "/* y = x + std z */\n",
-"__kernel void gaussian_noise(__global const float *x, __global float *y, const int n, const float std, NN_RNG_ARGS) {\n",
+"__kernel void gaussian_noise(NN__KPARAMS(gaussian_noise)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -11978,8 +14452,7 @@ static const char *const nn__cl_src_random[] = {
 "}\n",
 "\n",
 "/* kept (u >= p): scale x + shift; dropped: the constant */\n",
-"__kernel void alpha_dropout(__global const float *x, __global float *y, const int n, const float p, const float scale,\n",
-"                            const float shift, const float dropped, NN_RNG_ARGS) {\n",
+"__kernel void alpha_dropout(NN__KPARAMS(alpha_dropout)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -11987,8 +14460,7 @@ static const char *const nn__cl_src_random[] = {
 "}\n",
 "\n",
 "/* dx = dy * mask * scale, the forward's mask (same key and step) */\n",
-"__kernel void alpha_dropout_grad(__global const float *dy, __global float *dx, const int n, const float p,\n",
-"                                 const float scale, NN_RNG_ARGS) {\n",
+"__kernel void alpha_dropout_grad(NN__KPARAMS(alpha_dropout_grad)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -12578,9 +15050,258 @@ static const char *const nn__cl_src_shape[] = {
 "   repeat, tril/triu, 2-D padding and upsampling. Twins of src/cpu/shape.c; one work-item\n",
 "   per output element, and every backward pass is a gather (each input element sums what\n",
 "   reads it), so no atomics. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 6 \"kernels/shape.cl\"\n",
+"#line 1 \"kernels/shape_args.h\"\n",
+"/* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). The copies\n",
+"   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike. */\n",
+"#ifndef NN__SHAPE_ARGS_H\n",
+"#define NN__SHAPE_ARGS_H\n",
+"\n",
+"/* dims: y's 6 dims (ones in front), xs: x's stride for each y dim */\n",
+"#define NN__KARGS_permute(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, dims) P(int8, xs)\n",
+"NN__KSIG(permute)\n",
+"/* flip: permute's geometry with signed strides, from x's element `base` */\n",
+"#define NN__KARGS_strided(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, dims) P(int8, xs) P(int, base)\n",
+"NN__KSIG(strided)\n",
+"\n",
+"/* one input x [outer, lx, inner] of y [outer, L, inner], at off along the axis */\n",
+"#define NN__KARGS_concat_part(F, P) \\\n",
+"    F(uin, x) P(uout, y) P(int, n) P(int, lx) P(int, L) P(int, off) P(int, inner)\n",
+"NN__KSIG(concat_part)\n",
+"/* y [outer, len, inner] from x [outer, L, inner] (grad: the reverse, zeros elsewhere) */\n",
+"#define NN__KARGS_slice(F, P) \\\n",
+"    F(uin, x) P(uout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)\n",
+"NN__KSIG(slice)\n",
+"\n",
+"/* 6 dims each, ones in front */\n",
+"#define NN__KARGS_repeat_forward(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, ydims) P(int8, xdims)\n",
+"NN__KSIG(repeat_forward)\n",
+"#define NN__KARGS_repeat_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, xdims) P(int8, reps)\n",
+"NN__KSIG(repeat_backward)\n",
+"\n",
+"/* x, y [..., R, C] */\n",
+"#define NN__KARGS_tril(F, P) \\\n",
+"    F(in, x) P(out, y) P(int, n) P(int, R) P(int, C) P(int, diagonal) P(int, upper)\n",
+"NN__KSIG(tril)\n",
+"\n",
+"/* geo = (H, W, OH, OW, top, left, reflect, -) */\n",
+"#define NN__KARGS_pad2d_forward(F, P) F(in, x) P(out, y) P(int, n) P(int8, geo)\n",
+"NN__KSIG(pad2d_forward)\n",
+"#define NN__KARGS_pad2d_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, geo)\n",
+"NN__KSIG(pad2d_backward)\n",
+"/* geo = (H, W, scale_h, scale_w, bilinear, -, -, -) */\n",
+"#define NN__KARGS_upsample2d_forward(F, P) F(in, x) P(out, y) P(int, n) P(int8, geo)\n",
+"NN__KSIG(upsample2d_forward)\n",
+"#define NN__KARGS_upsample2d_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, geo)\n",
+"NN__KSIG(upsample2d_backward)\n",
+"\n",
+"#endif\n",
+"#line 7 \"kernels/shape.cl\"\n",
 "\n",
 "/* y = x permuted: `dims` are y's dims (unused ones 1), `xs` x's stride for each y dim */\n",
-"__kernel void permute(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs) {\n",
+"__kernel void permute(NN__KPARAMS(permute)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int r = i, off = 0;\n",
@@ -12595,8 +15316,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* one input of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)\n",
 "   of the axis; one launch per input, so each is written once */\n",
-"__kernel void concat_part(__global const uint *x, __global uint *y, const int n, const int lx, const int L, const int off,\n",
-"                          const int inner) {\n",
+"__kernel void concat_part(NN__KPARAMS(concat_part)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner, j = (i / inner) % lx, o = i / (inner * lx);\n",
@@ -12605,8 +15325,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* forward: y [outer, len, inner] = x [outer, L, inner] at start + j * step, j < len;\n",
 "   backward (grad): y [outer, L, inner] = dy placed there, zeros elsewhere */\n",
-"__kernel void slice(__global const uint *x, __global uint *y, const int n, const int L, const int len,\n",
-"                    const int inner, const int start, const int grad, const int step) {\n",
+"__kernel void slice(NN__KPARAMS(slice)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner;\n",
@@ -12621,7 +15340,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* y = x read with signed strides from a base offset (flip): `dims` are y's dims (unused\n",
 "   ones 1), `xs` x's stride for each y dim */\n",
-"__kernel void strided(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs, const int base) {\n",
+"__kernel void strided(NN__KPARAMS(strided)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int r = i, off = base;\n",
@@ -12635,7 +15354,7 @@ static const char *const nn__cl_src_shape[] = {
 "}\n",
 "\n",
 "/* torch.Tensor.repeat: y [ydims] tiles x [xdims] (6 dims each, leading ones) */\n",
-"__kernel void repeat_forward(__global const uint *x, __global uint *y, const int n, const int8 ydims, const int8 xdims) {\n",
+"__kernel void repeat_forward(NN__KPARAMS(repeat_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int yd[8], xd[8];\n",
@@ -12651,7 +15370,7 @@ static const char *const nn__cl_src_shape[] = {
 "}\n",
 "\n",
 "/* dx [xdims] = the sum of dy [xdims * reps] over the tiles, in order of y (the CPU's) */\n",
-"__kernel void repeat_backward(__global const float *dy, __global float *dx, const int n, const int8 xdims, const int8 reps) {\n",
+"__kernel void repeat_backward(NN__KPARAMS(repeat_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int xd[8], rp[8], c[8];\n",
@@ -12678,8 +15397,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* torch.tril (upper 0: keeps j - i <= diagonal) / torch.triu (j - i >= diagonal) of each\n",
 "   [R, C] matrix; the rest zero */\n",
-"__kernel void tril(__global const float *x, __global float *y, const int n, const int R, const int C, const int diagonal,\n",
-"                   const int upper) {\n",
+"__kernel void tril(NN__KPARAMS(tril)) {\n",
 "    int k = get_global_id(0);\n",
 "    if (k >= n) return;\n",
 "    int j = k % C, i = (k / C) % R;\n",
@@ -12698,7 +15416,7 @@ static const char *const nn__cl_src_shape[] = {
 "}\n",
 "\n",
 "/* y [P, OH, OW] = x [P, H, W] padded; geo = (H, W, OH, OW, top, left, reflect, -) */\n",
-"__kernel void pad2d_forward(__global const float *x, __global float *y, const int n, const int8 geo) {\n",
+"__kernel void pad2d_forward(NN__KPARAMS(pad2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int ow = i % geo.s3, oh = (i / geo.s3) % geo.s2, p = i / (geo.s3 * geo.s2);\n",
@@ -12708,7 +15426,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* dx [P, H, W]: each input pixel sums the outputs that read it (at most 3 rows x 3 cols\n",
 "   under reflection: itself, its mirror before, its mirror after) */\n",
-"__kernel void pad2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {\n",
+"__kernel void pad2d_backward(NN__KPARAMS(pad2d_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int H = geo.s0, W = geo.s1, OH = geo.s2, OW = geo.s3;\n",
@@ -12746,7 +15464,7 @@ static const char *const nn__cl_src_shape[] = {
 "}\n",
 "\n",
 "/* y [P, H*sh, W*sw]; geo = (H, W, sh, sw, bilinear, -, -, -) */\n",
-"__kernel void upsample2d_forward(__global const float *x, __global float *y, const int n, const int8 geo) {\n",
+"__kernel void upsample2d_forward(NN__KPARAMS(upsample2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int H = geo.s0, W = geo.s1, OH = H * geo.s2, OW = W * geo.s3;\n",
@@ -12768,7 +15486,7 @@ static const char *const nn__cl_src_shape[] = {
 "   Bilinear: each output's four terms (h0, w0), (h0, w1), (h1, w0), (h1, w1) that land on\n",
 "   the pixel, one by one in that order, as cpu/shape.c scatters them and PyTorch does: a\n",
 "   term of weight 0 still carries a NaN or inf dy (0 * inf). */\n",
-"__kernel void upsample2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {\n",
+"__kernel void upsample2d_backward(NN__KPARAMS(upsample2d_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int H = geo.s0, W = geo.s1, sh = geo.s2, sw = geo.s3, OH = H * sh, OW = W * sw;\n",
@@ -12811,9 +15529,224 @@ static const char *const nn__cl_src_softmax[] = {
 "#line 1 \"kernels/softmax.cl\"\n",
 "/* Row-wise ops over the last axis (rows of C values): softmax, log-softmax. One work-item\n",
 "   per row. (The fused cross-entropy is in loss.cl, argmax in reduce.cl.) */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
 "\n",
-"__kernel void softmax_forward(__global const float *x, __global float *y, const int rows, const int C,\n",
-"                              const int log_space) {\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 4 \"kernels/softmax.cl\"\n",
+"#line 1 \"kernels/softmax_args.h\"\n",
+"/* kernels/softmax.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
+"#ifndef NN__SOFTMAX_ARGS_H\n",
+"#define NN__SOFTMAX_ARGS_H\n",
+"\n",
+"/* rows of C values, the last dim; log_space: log-softmax */\n",
+"#define NN__KARGS_softmax_forward(F, P) F(in, x) P(out, y) P(int, rows) P(int, C) P(int, log_space)\n",
+"NN__KSIG(softmax_forward)\n",
+"#define NN__KARGS_softmax_backward(F, P) F(in, y) P(in, dy) P(out, dx) P(int, rows) P(int, C) P(int, log_space)\n",
+"NN__KSIG(softmax_backward)\n",
+"\n",
+"#endif\n",
+"#line 5 \"kernels/softmax.cl\"\n",
+"\n",
+"__kernel void softmax_forward(NN__KPARAMS(softmax_forward)) {\n",
 "    int r = get_global_id(0);\n",
 "    if (r >= rows) return;\n",
 "    __global const float *xr = x + (size_t)r * C;\n",
@@ -12831,8 +15764,7 @@ static const char *const nn__cl_src_softmax[] = {
 "}\n",
 "\n",
 "/* softmax: dx = y * (dy - sum(dy * y)); log-softmax: dx = dy - exp(y) * sum(dy) */\n",
-"__kernel void softmax_backward(__global const float *y, __global const float *dy, __global float *dx,\n",
-"                               const int rows, const int C, const int log_space) {\n",
+"__kernel void softmax_backward(NN__KPARAMS(softmax_backward)) {\n",
 "    int r = get_global_id(0);\n",
 "    if (r >= rows) return;\n",
 "    size_t o = (size_t)r * C;\n",
@@ -12874,30 +15806,6 @@ static const nn__cl_source nn__cl_sources[] = {
 /* The OpenCL backend: device discovery, programs built from kernels/NAME.cl with an on-disk
    cache, buffers, and the launches that ops' device plans record (nn__launch) turned into
    kernels with their arguments set once, at compile time, so a step only enqueues. */
-#include <sys/stat.h>
-#include <fcntl.h>
-#include <time.h>
-
-#if defined(_WIN32)
-#  include <windows.h>
-#  include <direct.h>
-#  include <io.h>
-#  include <process.h>
-#  define nn__mkdir(p) _mkdir(p)
-#  define nn__getpid() _getpid()
-#  define nn__sleep_ms(ms) Sleep(ms)
-#else
-#  include <unistd.h>
-#  include <poll.h>
-#  define nn__mkdir(p) mkdir(p, 0755)
-#  define nn__getpid() getpid()
-#  define nn__sleep_ms(ms) (void)poll(NULL, 0, ms) /* declared even where a strict -std hides nanosleep */
-#endif
-#if defined(O_CLOEXEC)
-#  define NN__O_CLOEXEC O_CLOEXEC
-#else
-#  define NN__O_CLOEXEC 0
-#endif
 
 #define NN__CL_MAX_DEVICES 32
 
@@ -13277,23 +16185,6 @@ static int nn__cache_path(nn_context *ctx, const char *name, uint64_t key, char 
     return 0;
 }
 
-/* mkdir -p */
-static int nn__mkdirs(const char *path) {
-    char tmp[1024];
-    size_t i, n = strlen(path);
-    if (n >= sizeof tmp) return -1;
-    memcpy(tmp, path, n + 1);
-    for (i = 1; i <= n; i++) {
-        if (tmp[i] == '/' || tmp[i] == 0) {
-            char c = tmp[i];
-            tmp[i] = 0;
-            if (nn__mkdir(tmp) != 0 && errno != EEXIST) return -1;
-            tmp[i] = c;
-        }
-    }
-    return 0;
-}
-
 /* The cache file at path, read whole and checked (nn__cache_parse) against key: the bytes
    to free, with the program binary at *bin (*size bytes); NULL when there is no file, it
    cannot be read, or it is not valid (an info line says why: the program is then built
@@ -13357,82 +16248,11 @@ static cl_program nn__cache_load(nn_context *ctx, const char *path, uint64_t key
     return prog;
 }
 
-/* A name for a temporary file beside path that no other process, thread or call uses: the
-   process id, a process-wide counter and bits of the clock and the stack address (the
-   file is then created exclusively, so even a repeat cannot overwrite another's file). */
-static int nn__cache_tmp_name(const char *path, char *buf, size_t n) {
-    static unsigned long counter;
-    unsigned long seq;
-    uint64_t h;
-    int k;
-#if defined(__GNUC__) || defined(__clang__)
-    seq = __atomic_add_fetch(&counter, 1UL, __ATOMIC_RELAXED);
-#else
-    seq = ++counter; /* best effort where no atomics are at hand: the other parts still differ */
-#endif
-    {
-        time_t t = time(NULL);
-        clock_t c = clock();
-        const void *where = &seq;
-        h = nn__fnv(NN__FNV_BASIS, &t, sizeof t);
-        h = nn__fnv(h, &c, sizeof c);
-        h = nn__fnv(h, &where, sizeof where);
-        h = nn__fnv(h, &seq, sizeof seq);
-    }
-    k = snprintf(buf, n, "%s.tmp-%ld-%lu-%08lx", path, (long)nn__getpid(), seq,
-                 (unsigned long)(h ^ (h >> 32)) & 0xffffffffUL);
-    return k > 0 && (size_t)k < n;
-}
-
-/* Writes n bytes to a new temporary file beside path, flushes them to the disk, and
-   renames the file over path, so a reader sees the old file or the new one whole. 0, or
-   -1 with *what naming the step that failed; no temporary file is left either way. */
-static int nn__cache_replace(const char *path, const unsigned char *data, size_t n, const char **what) {
-    char tmp[1300];
-    size_t done = 0;
-    int fd, ok = 1;
-    *what = "naming a temporary file";
-    if (!nn__cache_tmp_name(path, tmp, sizeof tmp)) return -1;
-#if defined(_WIN32)
-    *what = "creating a temporary file";
-    if ((fd = _open(tmp, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE)) < 0) return -1;
-    while (ok && done < n) {
-        unsigned chunk = n - done > (1u << 30) ? (1u << 30) : (unsigned)(n - done);
-        int w = _write(fd, data + done, chunk);
-        if (w <= 0) ok = 0, *what = "writing";
-        else done += (size_t)w;
-    }
-    if (ok && _commit(fd) != 0) ok = 0, *what = "flushing to the disk";
-    if (_close(fd) != 0 && ok) ok = 0, *what = "closing";
-    if (ok && !MoveFileExA(tmp, path, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) ok = 0, *what = "renaming";
-#else
-    *what = "creating a temporary file";
-    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | NN__O_CLOEXEC, 0644)) < 0) return -1;
-    while (ok && done < n) {
-        ssize_t w = write(fd, data + done, n - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) ok = 0, *what = "writing";
-        else done += (size_t)w;
-    }
-    if (ok && fsync(fd) != 0) ok = 0, *what = "flushing to the disk";
-    if (close(fd) != 0 && ok) ok = 0, *what = "closing";
-    if (ok && rename(tmp, path) != 0) ok = 0, *what = "renaming";
-#endif
-    if (!ok) {
-        int e = errno;
-        remove(tmp);
-        errno = e;
-        return -1;
-    }
-    return 0;
-}
-
 /* Stores the program's binary in the cache file at path for key. Every failure is only a
    debug line: the cache is an optimisation. */
 static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_program prog) {
     size_t size = 0;
     unsigned char *file, *bin;
-    const char *what = "";
     cl_int err;
     if ((err = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL)) != CL_SUCCESS || size == 0) {
         nn__log(ctx, NN_LOG_DEBUG, "program cache: no binary to store in %s (%s (%d))", path, nn__cl_errstr(err),
@@ -13451,11 +16271,16 @@ static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_
     } else if (nn__mkdirs(ctx->cache_dir) != 0) {
         nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot create %s: %s", ctx->cache_dir, strerror(errno));
     } else {
+        nn__wfile w; /* quiet (no context): a reader sees the old file or the new one whole */
         nn__cache_header(file, key, bin, size);
-        if (nn__cache_replace(path, file, NN__CACHE_HEADER + size, &what) != 0)
-            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot store %s (%s: %s)", path, what, strerror(errno));
-        else
+        if (nn__wfile_open(NULL, path, &w) != NN_OK || nn__wfile_write(NULL, &w, file, NN__CACHE_HEADER + size) != NN_OK) {
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot store %s: %s", path, w.why);
+            nn__wfile_abort(&w);
+        } else if (nn__wfile_commit(NULL, path, &w) != NN_OK) {
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot store %s: %s", path, w.why);
+        } else {
             nn__log(ctx, NN_LOG_DEBUG, "program cache: stored %s", path);
+        }
     }
     NN_FREE(file);
 }
@@ -15108,47 +17933,6 @@ static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const 
     return NN_OK;
 }
 
-/* Records a launch's arguments, one character of fmt each: 'm' a const nn__buf *, 'i' an
-   int, 'u' an unsigned, 'f' a double passed as float, 'L' bytes of local memory (size_t),
-   '8' eight ints (const int *). '@' before one marks it as rewritten by l->update each
-   run; its position goes to l->upd[] in order. */
-static nn_result nn__args(nn__launch *l, const char *fmt, ...) {
-    va_list ap;
-    int mark = 0;
-    va_start(ap, fmt);
-    for (; *fmt; fmt++) {
-        nn__karg *a;
-        if (*fmt == '@') {
-            mark = 1;
-            continue;
-        }
-        if (l->n_args == NN__MAX_KARGS || (mark && l->n_upd == NN__MAX_KUPD)) break;
-        a = &l->args[l->n_args];
-        memset(a, 0, sizeof *a);
-        a->kind = *fmt;
-        switch (*fmt) {
-        case 'm': a->v.buf = *va_arg(ap, const nn__buf *); break;
-        case 'i': a->v.i = (int32_t)va_arg(ap, int); break;
-        case 'u': a->v.u = (uint32_t)va_arg(ap, unsigned); break;
-        case 'f': a->v.f = (float)va_arg(ap, double); break;
-        case 'L': a->v.local = va_arg(ap, size_t); break;
-        case '8': memcpy(a->v.v8, va_arg(ap, const int *), sizeof a->v.v8); break;
-        default: a->kind = 0; break;
-        }
-        if (!a->kind) break;
-        if (mark) l->upd[l->n_upd++] = l->n_args;
-        mark = 0;
-        l->n_args++;
-    }
-    va_end(ap);
-    return *fmt ? NN_ERR_STATE : NN_OK;
-}
-
-/* The argument marked k-th with '@', rewritten by an update. */
-static void nn__arg_f(nn__launch *l, int k, float v) { l->args[l->upd[k]].v.f = v; }
-static void nn__arg_i(nn__launch *l, int k, int v) { l->args[l->upd[k]].v.i = v; }
-static void nn__arg_u(nn__launch *l, int k, unsigned v) { l->args[l->upd[k]].v.u = v; }
-
 /* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
 static size_t nn__reduce_wg(nn_graph *g) {
     size_t wg = 1;
@@ -15565,14 +18349,89 @@ NN__KSIG(copy)
 #define NN__KARGS_sum_leading(F, P) F(in, x) P(out, y) P(int, n) P(int, nb) P(int, off)
 NN__KSIG(sum_leading)
 
+/* The broadcast kernels' geometry (src/cpu/elementwise.c's nn__bcast after merging): nd
+   dims, outermost first, and each operand's strides in elements (0 where broadcast). */
+
+/* expand: y [n] = x at its broadcast offset */
+#define NN__KARGS_expand_bcast(F, P) F(in, x) P(out, y) P(int, n) P(int, nd) P(int8, dims) P(int8, sx)
+NN__KSIG(expand_bcast)
+/* sum_to: y [m] = x summed over the dims where st is 0, `reduced` elements each; xs: x's
+   contiguous strides */
+#define NN__KARGS_sum_to(F, P) \
+    F(in, x) P(out, y) P(int, m) P(int, reduced) P(int, nd) P(int8, dims) P(int8, st) P(int8, xs)
+NN__KSIG(sum_to)
+
+/* the unary functions of kernels/activation.h: every NAME_forward and NAME_backward */
+#define NN__KARGS_unary_forward(F, P) F(in, x) P(out, y) P(int, n) P(float, p0) P(float, p1)
+NN__KSIG(unary_forward)
+#define NN__KARGS_unary_backward(F, P) F(in, x) P(in, dy) P(out, dx) P(int, n) P(float, p0) P(float, p1)
+NN__KSIG(unary_backward)
+#define NN__KARGS_scale(F, P) F(in, x) P(out, y) P(int, n) P(float, s)
+NN__KSIG(scale)
+/* PReLU: x [N, C, S], w [C] */
+#define NN__KARGS_prelu_forward(F, P) F(in, x) P(in, w) P(out, y) P(int, n) P(int, C) P(int, S)
+NN__KSIG(prelu_forward)
+#define NN__KARGS_prelu_backward_input(F, P) F(in, x) P(in, w) P(in, dy) P(out, dx) P(int, n) P(int, C) P(int, S)
+NN__KSIG(prelu_backward_input)
+#define NN__KARGS_prelu_backward_weight_part(F, P) F(in, x) P(in, dy) P(out, part) P(int, N) P(int, C) P(int, S)
+NN__KSIG(prelu_backward_weight_part)
+#define NN__KARGS_prelu_backward_weight(F, P) F(in, part) P(out, dw) P(int, N) P(int, C)
+NN__KSIG(prelu_backward_weight)
+#define NN__KARGS_fill(F, P) F(out, y) P(int, n) P(float, v)
+NN__KSIG(fill)
+/* acc [n] += x: acc is read and written */
+#define NN__KARGS_accumulate(F, P) F(in, x) P(out, acc) P(int, n)
+NN__KSIG(accumulate)
+
+/* binary functions (NN__B_*, kernels/activation.h): every binary_same_NAME (same shapes),
+   and binary_same_grad_NAME */
+#define NN__KARGS_binary_same(F, P) F(in, a) P(in, b) P(out, y) P(int, n)
+NN__KSIG(binary_same)
+#define NN__KARGS_binary_same_grad(F, P) F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, wrt)
+NN__KSIG(binary_same_grad)
+/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */
+#define NN__KARGS_binary_flat(F, P) F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)
+NN__KSIG(binary_flat)
+#define NN__KARGS_binary_bcast(F, P) \
+    F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)
+NN__KSIG(binary_bcast)
+#define NN__KARGS_binary_grad(F, P)                                                                      \
+    F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, fn) P(int, wrt) P(int, nd) P(int8, dims) \
+    P(int8, sa) P(int8, sb)
+NN__KSIG(binary_grad)
+
+/* where (c, a, b) and masked_fill (m, x) */
+#define NN__KARGS_where_bcast(F, P)                                                                    \
+    F(in, c) P(in, a) P(in, b) P(out, y) P(int, n) P(int, nd) P(int8, dims) P(int8, sc) P(int8, sa) \
+    P(int8, sb)
+NN__KSIG(where_bcast)
+#define NN__KARGS_masked_fill_bcast(F, P)                                                                  \
+    F(in, m) P(in, x) P(out, y) P(int, n) P(float, value) P(int, invert) P(int, nd) P(int8, dims) \
+    P(int8, sm) P(int8, sx)
+NN__KSIG(masked_fill_bcast)
+
 #endif
 
 /* ======================================================================
    kernels/gemm_args.h
    ====================================================================== */
-/* kernels/gemm.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/gemm.cl's kernel signatures (kernels/kargs.h says how to read them): C [M, N] =
+   alpha op(A) op(B) + beta C, leading dimensions lda, ldb, ldc. */
 #ifndef NN__GEMM_ARGS_H
 #define NN__GEMM_ARGS_H
+
+/* gemm_nn, gemm_nt, gemm_tn, gemm_tt (GEMM_KERNEL) */
+#define NN__KARGS_gemm(F, P)                                                                       \
+    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \
+    P(float, alpha) P(float, beta)
+NN__KSIG(gemm)
+/* gemm_nn_batched ... gemm_tt_batched (GEMM_BATCHED_KERNEL): product z of the grid's
+   dimension 2 at offA + (z / inner) * sa0 + (z % inner) * sa1 floats into A (B, C alike) */
+#define NN__KARGS_gemm_batched(F, P)                                                               \
+    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \
+    P(float, alpha) P(float, beta) P(int, inner) P(int, offA) P(int, sa0) P(int, sa1) P(int, offB) \
+    P(int, sb0) P(int, sb1) P(int, offC) P(int, sc0) P(int, sc1)
+NN__KSIG(gemm_batched)
 
 #endif
 
@@ -15623,6 +18482,12 @@ NN__KSIG(correct_rows)
 #ifndef NN__SOFTMAX_ARGS_H
 #define NN__SOFTMAX_ARGS_H
 
+/* rows of C values, the last dim; log_space: log-softmax */
+#define NN__KARGS_softmax_forward(F, P) F(in, x) P(out, y) P(int, rows) P(int, C) P(int, log_space)
+NN__KSIG(softmax_forward)
+#define NN__KARGS_softmax_backward(F, P) F(in, y) P(in, dy) P(out, dx) P(int, rows) P(int, C) P(int, log_space)
+NN__KSIG(softmax_backward)
+
 #endif
 
 /* ======================================================================
@@ -15631,6 +18496,50 @@ NN__KSIG(correct_rows)
 /* kernels/loss.cl's kernel signatures (kernels/kargs.h says how to read them). */
 #ifndef NN__LOSS_ARGS_H
 #define NN__LOSS_ARGS_H
+
+/* the fused softmax cross-entropy, x [B, C], label [B]; bad[slot] counts labels outside [0, C) */
+#define NN__KARGS_xent_forward(F, P) F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot)
+NN__KSIG(xent_forward)
+#define NN__KARGS_xent_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C)
+NN__KSIG(xent_backward)
+
+/* BCE with logits, n elements */
+#define NN__KARGS_bce_logits_forward(F, P) F(in, x) P(in, t) P(out, y) P(int, n)
+NN__KSIG(bce_logits_forward)
+#define NN__KARGS_bce_logits_backward(F, P) F(in, x) P(in, t) P(in, dy) P(out, dx) P(int, n)
+NN__KSIG(bce_logits_backward)
+
+/* the elementwise losses (kind: nn__loss_kind); pw [npw] repeats, a: delta / beta / tau /
+   margin / alpha, b: gamma */
+#define NN__KARGS_loss_ew_forward(F, P) \
+    F(in, x) P(in, t) P(in, pw) P(out, y) P(int, n) P(int, npw) P(int, kind) P(int, log_target) P(float, a) P(float, b)
+NN__KSIG(loss_ew_forward)
+#define NN__KARGS_loss_ew_backward(F, P)                                                                              \
+    F(in, x) P(in, t) P(in, pw) P(in, dy) P(out, dx) P(int, n) P(int, npw) P(int, kind) P(int, log_target) P(float, a) \
+    P(float, b)
+NN__KSIG(loss_ew_backward)
+
+/* cross-entropy / NLL rows, x [B, C], label [B], w [C] (has_w), eps: label smoothing */
+#define NN__KARGS_ce_rows_forward(F, P)                                                                           \
+    F(in, x) P(iin, label) P(in, w) P(out, loss) P(int, B) P(int, C) P(int, ignore) P(int, log_input) P(int, has_w) \
+    P(float, eps) P(iout, bad) P(int, slot)
+NN__KSIG(ce_rows_forward)
+#define NN__KARGS_ce_rows_backward(F, P)                                                                            \
+    F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \
+    P(int, has_w) P(float, eps)
+NN__KSIG(ce_rows_backward)
+#define NN__KARGS_ce_weights(F, P) F(iin, label) P(in, w) P(out, y) P(int, B) P(int, C) P(int, ignore) P(int, has_w)
+NN__KSIG(ce_weights)
+#define NN__KARGS_div_scalar(F, P) F(in, x) P(in, d) P(out, y) P(int, n)
+NN__KSIG(div_scalar)
+
+/* the row losses of [B, D] inputs (kind: nn__row_kind), a: margin or smooth; which: the
+   input differentiated */
+#define NN__KARGS_rows_forward(F, P) F(in, x0) P(in, x1) P(in, x2) P(out, y) P(int, B) P(int, D) P(int, kind) P(float, a)
+NN__KSIG(rows_forward)
+#define NN__KARGS_rows_backward(F, P) \
+    F(in, x0) P(in, x1) P(in, x2) P(in, dy) P(out, dx) P(int, B) P(int, D) P(int, kind) P(int, which) P(float, a)
+NN__KSIG(rows_backward)
 
 #endif
 
@@ -15641,59 +18550,267 @@ NN__KSIG(correct_rows)
 #ifndef NN__GATHER_ARGS_H
 #define NN__GATHER_ARGS_H
 
+/* data [N, D] rows by idx [B], as 32-bit words (float32 or int32 data) */
+#define NN__KARGS_gather_rows(F, P) F(uin, data) P(iin, idx) P(uout, y) P(int, B) P(int, N) P(int, D)
+NN__KSIG(gather_rows)
+#define NN__KARGS_gather_rows_backward(F, P) F(iin, idx) P(in, dy) P(out, ddata) P(int, B) P(int, N) P(int, D)
+NN__KSIG(gather_rows_backward)
+
+/* idx [n] values outside [0, L), counted into bad[slot] (the graph's check counters) */
+#define NN__KARGS_index_check(F, P) F(iin, idx) P(int, n) P(int, L) P(iout, bad) P(int, slot)
+NN__KSIG(index_check)
+
+/* x [outer, L, inner] at idx [K] (as 32-bit words), and its gradient */
+#define NN__KARGS_index_select(F, P) \
+    F(uin, x) P(iin, idx) P(uout, y) P(int, n) P(int, L) P(int, K) P(int, inner)
+NN__KSIG(index_select)
+#define NN__KARGS_index_select_backward(F, P) \
+    F(in, dy) P(iin, idx) P(out, dx) P(int, n) P(int, L) P(int, K) P(int, inner)
+NN__KSIG(index_select_backward)
+
+/* the dims of y, of the index and of x (src) as int8, ones after the tensor's */
+#define NN__KARGS_gather(F, P) \
+    F(in, x) P(iin, idx) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, xdims) P(int, dim)
+NN__KSIG(gather)
+#define NN__KARGS_scatter_add(F, P)                                                               \
+    F(in, base) P(iin, idx) P(in, src) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, sdims) \
+    P(int, dim) P(int, has_base)
+NN__KSIG(scatter_add)
+
+/* labels [R] into y [R, C] */
+#define NN__KARGS_one_hot(F, P) F(iin, labels) P(out, y) P(int, n) P(int, C)
+NN__KSIG(one_hot)
+
 #endif
 
 /* ======================================================================
    kernels/shape_args.h
    ====================================================================== */
-/* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). The copies
+   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike. */
 #ifndef NN__SHAPE_ARGS_H
 #define NN__SHAPE_ARGS_H
+
+/* dims: y's 6 dims (ones in front), xs: x's stride for each y dim */
+#define NN__KARGS_permute(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, dims) P(int8, xs)
+NN__KSIG(permute)
+/* flip: permute's geometry with signed strides, from x's element `base` */
+#define NN__KARGS_strided(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, dims) P(int8, xs) P(int, base)
+NN__KSIG(strided)
+
+/* one input x [outer, lx, inner] of y [outer, L, inner], at off along the axis */
+#define NN__KARGS_concat_part(F, P) \
+    F(uin, x) P(uout, y) P(int, n) P(int, lx) P(int, L) P(int, off) P(int, inner)
+NN__KSIG(concat_part)
+/* y [outer, len, inner] from x [outer, L, inner] (grad: the reverse, zeros elsewhere) */
+#define NN__KARGS_slice(F, P) \
+    F(uin, x) P(uout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)
+NN__KSIG(slice)
+
+/* 6 dims each, ones in front */
+#define NN__KARGS_repeat_forward(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, ydims) P(int8, xdims)
+NN__KSIG(repeat_forward)
+#define NN__KARGS_repeat_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, xdims) P(int8, reps)
+NN__KSIG(repeat_backward)
+
+/* x, y [..., R, C] */
+#define NN__KARGS_tril(F, P) \
+    F(in, x) P(out, y) P(int, n) P(int, R) P(int, C) P(int, diagonal) P(int, upper)
+NN__KSIG(tril)
+
+/* geo = (H, W, OH, OW, top, left, reflect, -) */
+#define NN__KARGS_pad2d_forward(F, P) F(in, x) P(out, y) P(int, n) P(int8, geo)
+NN__KSIG(pad2d_forward)
+#define NN__KARGS_pad2d_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, geo)
+NN__KSIG(pad2d_backward)
+/* geo = (H, W, scale_h, scale_w, bilinear, -, -, -) */
+#define NN__KARGS_upsample2d_forward(F, P) F(in, x) P(out, y) P(int, n) P(int8, geo)
+NN__KSIG(upsample2d_forward)
+#define NN__KARGS_upsample2d_backward(F, P) F(in, dy) P(out, dx) P(int, n) P(int8, geo)
+NN__KSIG(upsample2d_backward)
 
 #endif
 
 /* ======================================================================
    kernels/conv_args.h
    ====================================================================== */
-/* kernels/conv.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/conv.cl's kernel signatures (kernels/kargs.h says how to read them). Layout NCHW,
+   weights [K, C/G, KH, KW]; geo is (sh, sw, ph, pw, dh, dw, G, unused). */
 #ifndef NN__CONV_ARGS_H
 #define NN__CONV_ARGS_H
+
+/* the direct kernels: one work-item per element of y, dx or dw */
+#define NN__KARGS_conv2d_forward(F, P)                                                                  \
+    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \
+    P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias)
+NN__KSIG(conv2d_forward)
+#define NN__KARGS_conv2d_backward_data(F, P)                                                             \
+    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(conv2d_backward_data)
+#define NN__KARGS_conv2d_backward_weight(F, P)                                                           \
+    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(conv2d_backward_weight)
+
+/* y [C] = sum of x [N, C, S] over N and S */
+#define NN__KARGS_channel_sum(F, P) F(in, x) P(out, y) P(int, N) P(int, C) P(int, S)
+NN__KSIG(channel_sum)
+
+/* The GEMM path: column matrices [C*KH*KW, ld] at float offset off of the scratch buffer.
+   Each signature serves the element-wise kernel and its by-rows twin for CPU devices:
+   conv2d_im2col and conv2d_im2col_rows; conv2d_col2im and conv2d_col2im_planes;
+   conv2d_unpack and conv2d_unpack_rows; conv2d_pack and conv2d_pack_rows. */
+#define NN__KARGS_conv2d_im2col(F, P)                                                                    \
+    F(in, x) P(out, col) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)     \
+    P(int, OH) P(int, OW) P(int8, geo) P(int, ld)
+NN__KSIG(conv2d_im2col)
+#define NN__KARGS_conv2d_col2im(F, P)                                                                    \
+    F(in, dcol) P(out, dx) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)   \
+    P(int, OH) P(int, OW) P(int8, geo) P(int, ld)
+NN__KSIG(conv2d_col2im)
+/* y [N, K, S] = out [K, ld] (+ b [K]) */
+#define NN__KARGS_conv2d_unpack(F, P) \
+    F(in, out) P(in, b) P(out, y) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld) P(int, has_bias)
+NN__KSIG(conv2d_unpack)
+/* dyg [K, ld] = dy [N, K, S], zero-padded */
+#define NN__KARGS_conv2d_pack(F, P) F(in, dy) P(out, dyg) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld)
+NN__KSIG(conv2d_pack)
 
 #endif
 
 /* ======================================================================
    kernels/conv3d_args.h
    ====================================================================== */
-/* kernels/conv3d.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/conv3d.cl's kernel signatures (kernels/kargs.h says how to read them). Layout
+   NCDHW, weights [K, C/G, KD, KH, KW]; the geometry in two int8s: ga = (sd, sh, sw, pd, ph,
+   pw, dd, dh), gb = (dw, G, unused...). */
 #ifndef NN__CONV3D_ARGS_H
 #define NN__CONV3D_ARGS_H
+
+#define NN__KARGS_conv3d_forward(F, P)                                                                  \
+    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)  \
+    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)         \
+    P(int, has_bias)
+NN__KSIG(conv3d_forward)
+#define NN__KARGS_conv3d_backward_data(F, P)                                                            \
+    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)          \
+    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)
+NN__KSIG(conv3d_backward_data)
+#define NN__KARGS_conv3d_backward_weight(F, P)                                                          \
+    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, D) P(int, H) P(int, W) P(int, K)          \
+    P(int, KD) P(int, KH) P(int, KW) P(int, OD) P(int, OH) P(int, OW) P(int8, ga) P(int8, gb)
+NN__KSIG(conv3d_backward_weight)
 
 #endif
 
 /* ======================================================================
    kernels/norm_args.h
    ====================================================================== */
-/* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). x is viewed
+   as [A, C, S]; G statistics groups per a, or per channel over A and S when pc (batch norm);
+   stats [2, R]: the means, then the biased variances. tmp: the work-group's floats. */
 #ifndef NN__NORM_ARGS_H
 #define NN__NORM_ARGS_H
+
+#define NN__KARGS_norm_stats(F, P) \
+    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(lfloat, tmp)
+NN__KSIG(norm_stats)
+#define NN__KARGS_norm_forward(F, P)                                                                     \
+    F(in, x) P(in, stats) P(in, gamma) P(in, beta) P(out, y) P(int, A) P(int, C) P(int, S) P(int, G)   \
+    P(int, pc) P(int, has_gamma) P(int, has_beta) P(float, eps)
+NN__KSIG(norm_forward)
+#define NN__KARGS_norm_backward_data(F, P)                                                               \
+    F(in, x) P(in, stats) P(in, dy) P(in, gamma) P(out, dx) P(int, A) P(int, C) P(int, S) P(int, G)    \
+    P(int, pc) P(int, has_gamma) P(int, const_stats) P(float, eps) P(lfloat, tmp)
+NN__KSIG(norm_backward_data)
+/* out [C]: sum of dy * xhat (with_xhat, gamma's gradient) or of dy (beta's) */
+#define NN__KARGS_norm_backward_affine(F, P)                                                             \
+    F(in, x) P(in, stats) P(in, dy) P(out, out) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc)     \
+    P(int, with_xhat) P(float, eps) P(lfloat, tmp)
+NN__KSIG(norm_backward_affine)
+/* rmean, rvar [C] updated in place from stats [2, C] */
+#define NN__KARGS_batch_norm_running(F, P) \
+    F(out, rmean) P(out, rvar) P(in, stats) P(int, C) P(float, m) P(float, unbias)
+NN__KSIG(batch_norm_running)
+#define NN__KARGS_batch_norm_pack(F, P) F(in, rmean) P(in, rvar) P(out, stats) P(int, C)
+NN__KSIG(batch_norm_pack)
 
 #endif
 
 /* ======================================================================
    kernels/pool_args.h
    ====================================================================== */
-/* kernels/pool.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/pool.cl's kernel signatures (kernels/kargs.h says how to read them). Planes
+   NC = N*C of x [NC, H, W] and y [NC, OH, OW]; geo = (kh, kw, sh, sw, ph, pw, dh, dw). A
+   kernel's variant for CPU devices (_rows, _planes) takes the kernel's own signature. */
 #ifndef NN__POOL_ARGS_H
 #define NN__POOL_ARGS_H
+
+#define NN__KARGS_max_pool2d_forward(F, P) \
+    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(max_pool2d_forward)
+#define NN__KARGS_max_pool2d_argmax(F, P) \
+    F(in, x) P(iout, idx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(max_pool2d_argmax)
+#define NN__KARGS_max_pool2d_backward(F, P) \
+    F(iin, idx) P(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
+NN__KSIG(max_pool2d_backward)
+
+/* exclude_pad: count_include_pad = False; adaptive: PyTorch's adaptive bins */
+#define NN__KARGS_avg_pool2d_forward(F, P)                                                         \
+    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \
+    P(int, adaptive)
+NN__KSIG(avg_pool2d_forward)
+#define NN__KARGS_avg_pool2d_backward(F, P)                                                          \
+    F(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \
+    P(int, adaptive)
+NN__KSIG(avg_pool2d_backward)
 
 #endif
 
 /* ======================================================================
    kernels/optim_args.h
    ====================================================================== */
-/* kernels/optim.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/optim.cl's kernel signatures (kernels/kargs.h says how to read them). The step
+   fields are what changes between updates: the scheduled rate, the bias corrections and
+   the other per-update constants, whether this is the first step or a new cycle. */
 #ifndef NN__OPTIM_ARGS_H
 #define NN__OPTIM_ARGS_H
+
+/* one parameter p [n] with its gradient; clip[0]: the clipping coefficient (negative: skip) */
+#define NN__KARGS_sgd(F, P)                                                                                  \
+    F(out, p) P(in, grad) P(out, buf) P(in, clip) P(int, n) P(fstep, lr) P(float, momentum) P(float, dampening) \
+    P(float, wd) P(int, nesterov) P(istep, first_step) P(float, cv)
+NN__KSIG(sgd)
+#define NN__KARGS_adam(F, P)                                                                                     \
+    F(out, p) P(in, grad) P(out, m) P(out, v) P(in, clip) P(int, n) P(fstep, lr) P(float, b1) P(float, b2) \
+    P(float, eps) P(float, wd) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)
+NN__KSIG(adam)
+/* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's
+   constants (g->clock.c); s0..s2 the state, norms LARS's sums of squares */
+#define NN__KARGS_opt_step(F, P)                                                                                    \
+    F(out, p) P(in, grad) P(in, clip) P(out, s0) P(out, s1) P(out, s2) P(in, norms) P(int, n) P(int, kind)       \
+    P(fstep, lr) P(float, wd) P(float, cv) P(float, h0) P(float, h1) P(float, eps) P(float, h3) P(float, h4)     \
+    P(fstep, c0) P(fstep, c1) P(fstep, c2) P(fstep, c3)
+NN__KSIG(opt_step)
+/* out[off], out[off + 1]: the sums of squares of p and of x (clipped), one work-group;
+   tmp: two floats per work-item */
+#define NN__KARGS_opt_norms(F, P) \
+    F(in, p) P(in, x) P(in, clip) P(float, cv) P(int, n) P(out, out) P(int, off) P(lfloat, tmp)
+NN__KSIG(opt_norms)
+#define NN__KARGS_lamb_apply(F, P) F(out, p) P(in, u) P(in, clip) P(int, n) P(fstep, lr)
+NN__KSIG(lamb_apply)
+
+/* skip_nonfinite: the count of NaN and Inf over the gradients, then the gate */
+#define NN__KARGS_nonfinite_count(F, P) F(in, x) P(int, n) P(in, prev) P(int, has_prev) P(out, out) P(lint, tmp)
+NN__KSIG(nonfinite_count)
+#define NN__KARGS_skip_gate(F, P) F(in, cnt) P(in, clip) P(out, y)
+NN__KSIG(skip_gate)
+
+/* acc [n] = (reset ? 0 : acc) + g * inv_k */
+#define NN__KARGS_grad_acc(F, P) F(out, acc) P(in, g) P(int, n) P(float, inv_k) P(istep, reset)
+NN__KSIG(grad_acc)
 
 #endif
 
@@ -15709,57 +18826,41 @@ NN__KSIG(correct_rows)
     F(in, x) P(out, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)
 NN__KSIG(dropout)
 
+/* The random ops' last five parameters: element i draws the Philox words of counter (i, key,
+   step_lo, step_hi) under key (seed_lo, seed_hi); the step is the graph's, each run's. */
+#define NN__KARGS_RNG(P) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo) P(ustep, step_hi)
+
+#define NN__KARGS_rand(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)
+NN__KSIG(rand)
+#define NN__KARGS_randn(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)
+NN__KSIG(randn)
+/* range_m1 = high - low - 1 */
+#define NN__KARGS_randint(F, P) F(iout, y) P(int, n) P(int, low) P(uint, range_m1) NN__KARGS_RNG(P)
+NN__KSIG(randint)
+/* bad[slot] counts the p outside [0, 1] */
+#define NN__KARGS_bernoulli(F, P) F(in, p) P(out, y) P(int, n) P(iout, bad) P(int, slot) NN__KARGS_RNG(P)
+NN__KSIG(bernoulli)
+#define NN__KARGS_gaussian_noise(F, P) F(in, x) P(out, y) P(int, n) P(float, std) NN__KARGS_RNG(P)
+NN__KSIG(gaussian_noise)
+#define NN__KARGS_alpha_dropout(F, P)                                                                        \
+    F(in, x) P(out, y) P(int, n) P(float, p) P(float, scale) P(float, shift) P(float, dropped) NN__KARGS_RNG(P)
+NN__KSIG(alpha_dropout)
+#define NN__KARGS_alpha_dropout_grad(F, P) F(in, dy) P(out, dx) P(int, n) P(float, p) P(float, scale) NN__KARGS_RNG(P)
+NN__KSIG(alpha_dropout_grad)
+
 #endif
 
 /* ======================================================================
-   src/ops/elementwise.c
+   src/ops/elementwise/broadcast.c
    ====================================================================== */
-/* The elementwise ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The elementwise family's broadcasting (NumPy's and PyTorch's rules): the shape rule and
+   the geometry that the binary ops (binary.c) and where/masked_fill (select.c) share, and
+   the two ops that broadcast alone, expand and its gradient sum_to. The geometry is
+   src/cpu/elementwise.c's nn__bcast: the output's dims merged where every operand allows,
+   each operand's strides 0 where it is broadcast. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_add nn__cpu_binary
-#define nn__launch_add nn__launch_binary
-#define nn__grad_add nn__grad_add_sub
-#define nn__plan_add nn__no_plan
-#define nn__cpu_sub nn__cpu_binary
-#define nn__launch_sub nn__launch_binary
-#define nn__grad_sub nn__grad_add_sub
-#define nn__plan_sub nn__no_plan
-#define nn__cpu_mul nn__cpu_binary
-#define nn__launch_mul nn__launch_binary
-#define nn__plan_mul nn__no_plan
-#define nn__plan_scale nn__no_plan
-#define nn__plan_unary nn__no_plan
-#define nn__grad_unary_grad nn__grad_none
-#define nn__plan_unary_grad nn__no_plan
-#define nn__plan_prelu nn__no_plan
-#define nn__cpu_prelu_dx nn__cpu_prelu
-#define nn__launch_prelu_dx nn__launch_prelu
-#define nn__grad_prelu_dx nn__grad_none
-#define nn__plan_prelu_dx nn__no_plan
-#define nn__grad_prelu_dw nn__grad_none
-#define nn__grad_accumulate nn__grad_none
-#define nn__plan_accumulate nn__no_plan
-#define nn__grad_fill nn__grad_none
-#define nn__plan_fill nn__no_plan
-#define nn__plan_binary nn__no_plan
-#define nn__grad_binary_grad nn__grad_none
-#define nn__plan_binary_grad nn__no_plan
-#define nn__cpu_compare nn__cpu_binary
-#define nn__launch_compare nn__launch_binary
-#define nn__grad_compare nn__grad_none
-#define nn__plan_compare nn__no_plan
-#define nn__plan_where nn__no_plan
-#define nn__plan_masked_fill nn__no_plan
-#define nn__plan_expand nn__no_plan
-#define nn__plan_sum_to nn__no_plan
-#define nn__cpu_unary_nograd nn__cpu_unary
-#define nn__launch_unary_nograd nn__launch_unary
-#define nn__grad_unary_nograd nn__grad_none
-#define nn__plan_unary_nograd nn__no_plan
-
-/* ---- broadcasting (NumPy's and PyTorch's rules) ---- */
+/* ==== shared by the broadcasting ops: the shape rule, the CPU geometry of a node, the
+   kernels' int8 form of it ==== */
 
 /* The shape the n shapes broadcast to: aligned at their last dims, each dim 1 or the
    largest, missing leading dims 1. 0 (and the op fails, naming the operands and shapes)
@@ -15806,104 +18907,75 @@ static void nn__bcast_node(nn_graph *g, const nn__node *n, int n_op, nn__bcast *
     nn__bcast_init(bc, &n->shape, s, n_op);
 }
 
-/* Node x summed to shape sh, which broadcasts to x's (the gradient of a broadcast): x
-   itself when the shapes are the same. Other families' gradients use it too. */
+/* The geometry as kernels/elementwise.cl's broadcast kernels take it: dims and each
+   operand's strides as int8s (dims beyond nd are 1, strides 0). */
+static void nn__bcast_ints(const nn__bcast *bc, int dims[8], int st[3][8]) {
+    int d, k;
+    memset(st, 0, 3 * 8 * sizeof(int));
+    for (d = 0; d < 8; d++) dims[d] = d < bc->nd ? (int)bc->dim[d] : 1;
+    for (k = 0; k < bc->n_op; k++)
+        for (d = 0; d < bc->nd; d++) st[k][d] = (int)bc->st[k][d];
+}
+
+/* ==== sum_to: y [sh] = x [...] summed over the dims where sh is 1 or missing, sh a shape
+   that broadcasts to x's: the gradient of every broadcast (add, mul, where, expand, ...);
+   its own gradient is EXPAND back to x's shape ==== */
+
+/* Node x summed to shape sh: x itself when the shapes are the same. */
 static nn_tensor nn__sum_to_op(nn_graph *g, int x, nn_shape sh) {
     if (nn__shape_eq(&g->nodes[x].shape, &sh)) return nn__tensor(x);
     return nn__op1(g, NN__OP_SUM_TO, NN_F32, sh, x);
 }
 
-/* A binary node (op ADD, SUB, MUL, BINARY or COMPARE with function fn) of a and b
-   broadcast. */
-static nn_tensor nn__binary_fn(nn_graph *g, int op, int fn, const char *opname, nn_tensor a, nn_tensor b) {
-    static const char *const names[2] = {"a", "b"};
-    nn_tensor in[2], t;
-    nn_shape out;
-    in[0] = a;
-    in[1] = b;
-    if (!nn__check0(g, opname, 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b")) return nn__tensor(-1);
-    if (!nn__broadcast_shape(g, opname, 2, in, names, &out)) return nn__tensor(-1);
-    t = nn__op2(g, op, NN_F32, out, a.id, b.id);
-    if (t.id >= 0) g->nodes[t.id].a.ew.bfn = fn;
-    return t;
+#define nn__plan_sum_to nn__no_plan
+
+static void nn__grad_sum_to(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__op1(g, NN__OP_EXPAND, NN_F32, g->nodes[a].shape, gy.id));
 }
 
-static nn_tensor nn__binary(nn_graph *g, int op, const char *opname, nn_tensor a, nn_tensor b) {
-    return nn__binary_fn(g, op, op == NN__OP_ADD ? NN__B_ADD : op == NN__OP_SUB ? NN__B_SUB : NN__B_MUL, opname, a, b);
+/* The geometry of a sum to n's shape: over the input's shape, with n's as its operand. */
+static void nn__sum_to_geometry(nn_graph *g, const nn__node *n, nn__bcast *bc) {
+    const nn_shape *s = &n->shape;
+    nn__bcast_init(bc, &g->nodes[n->in[0]].shape, &s, 1);
 }
 
-NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_ADD, "nn_add", a, b); }
-NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_SUB, "nn_sub", a, b); }
-NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_MUL, "nn_mul", a, b); }
-NN_API nn_tensor nn_div(nn_graph *g, nn_tensor a, nn_tensor b) {
-    return nn__binary_fn(g, NN__OP_BINARY, NN__B_DIV, "nn_div", a, b);
-}
-NN_API nn_tensor nn_minimum(nn_graph *g, nn_tensor a, nn_tensor b) {
-    return nn__binary_fn(g, NN__OP_BINARY, NN__B_MINIMUM, "nn_minimum", a, b);
-}
-NN_API nn_tensor nn_maximum(nn_graph *g, nn_tensor a, nn_tensor b) {
-    return nn__binary_fn(g, NN__OP_BINARY, NN__B_MAXIMUM, "nn_maximum", a, b);
-}
-NN_API nn_tensor nn_pow(nn_graph *g, nn_tensor a, nn_tensor b) {
-    return nn__binary_fn(g, NN__OP_BINARY, NN__B_POW, "nn_pow", a, b);
-}
-NN_API nn_tensor nn_eq(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_EQ, "nn_eq", a, b); }
-NN_API nn_tensor nn_ne(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_NE, "nn_ne", a, b); }
-NN_API nn_tensor nn_lt(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LT, "nn_lt", a, b); }
-NN_API nn_tensor nn_le(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LE, "nn_le", a, b); }
-NN_API nn_tensor nn_gt(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_GT, "nn_gt", a, b); }
-NN_API nn_tensor nn_ge(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_GE, "nn_ge", a, b); }
-NN_API nn_tensor nn_logical_and(nn_graph *g, nn_tensor a, nn_tensor b) {
-    return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LOGICAL_AND, "nn_logical_and", a, b);
-}
-NN_API nn_tensor nn_logical_or(nn_graph *g, nn_tensor a, nn_tensor b) {
-    return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LOGICAL_OR, "nn_logical_or", a, b);
+static nn_result nn__cpu_sum_to(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__sum_to_geometry(g, n, &bc);
+    nn__sum_to_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), &bc);
+    return NN_OK;
 }
 
-NN_API nn_tensor nn_where(nn_graph *g, nn_tensor cond, nn_tensor a, nn_tensor b) {
-    static const char *const names[3] = {"cond", "a", "b"};
-    nn_tensor in[3];
-    nn_shape out;
-    in[0] = cond;
-    in[1] = a;
-    in[2] = b;
-    if (!nn__check0(g, "nn_where", 3, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, "nn_where", cond, "cond") || !nn__expect_f32(g, "nn_where", a, "a") ||
-        !nn__expect_f32(g, "nn_where", b, "b"))
-        return nn__tensor(-1);
-    if (!nn__broadcast_shape(g, "nn_where", 3, in, names, &out)) return nn__tensor(-1);
-    return nn__op3(g, NN__OP_WHERE, NN_F32, out, cond.id, a.id, b.id);
+/* One work item per element of the result, adding its elements of x in index order (the
+   CPU backend's order: the same bits). */
+static nn_result nn__launch_sum_to(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int M = (int)n->numel, dims[8], st[3][8], xs[8], d;
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn__k_sum_to k;
+    nn_result r;
+    nn__sum_to_geometry(g, n, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    memset(xs, 0, sizeof xs);
+    for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
+    r = nn__launch_kernel(g, id, "elementwise", "sum_to", (size_t)M, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.m = M;
+    k.reduced = (int)(bc.n / M);
+    k.nd = bc.nd;
+    k.dims = dims;
+    k.st = st[0];
+    k.xs = xs;
+    return nn__kargs_sum_to(l, &k);
 }
 
-/* y = (mask != 0) != invert ? value : x, of x's shape (mask broadcast to it) */
-static nn_tensor nn__masked_fill_op(nn_graph *g, nn_shape sh, int mask, int x, float value, int invert) {
-    nn_tensor t = nn__op2(g, NN__OP_MASKED_FILL, NN_F32, sh, mask, x);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.ew.s = value;
-        g->nodes[t.id].a.ew.invert = invert;
-    }
-    return t;
-}
-
-NN_API nn_tensor nn_masked_fill(nn_graph *g, nn_tensor x, nn_tensor mask, float value) {
-    static const char *const names[2] = {"x", "mask"};
-    nn_tensor in[2];
-    nn_shape out;
-    in[0] = x;
-    in[1] = mask;
-    if (!nn__check0(g, "nn_masked_fill", 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, "nn_masked_fill", x, "x") || !nn__expect_f32(g, "nn_masked_fill", mask, "mask"))
-        return nn__tensor(-1);
-    if (!nn__broadcast_shape(g, "nn_masked_fill", 2, in, names, &out)) return nn__tensor(-1);
-    if (!nn__shape_eq(&out, &nn__n(g, x)->shape)) {
-        char sx[128], sm[128];
-        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        nn__shape_str(&nn__n(g, mask)->shape, sm, sizeof sm);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_masked_fill: mask %s must broadcast to x's shape %s", sm, sx);
-    }
-    return nn__masked_fill_op(g, out, mask.id, x.id, value, 0);
-}
+/* ==== expand: y [shape] = x broadcast to shape (torch.Tensor.expand: each dim of x 1 or
+   the new size, -1 keeps it, new leading dims); its gradient is SUM_TO x's shape ==== */
 
 NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape) {
     nn__node *nx;
@@ -15935,6 +19007,52 @@ NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape) {
     return nn__op1(g, NN__OP_EXPAND, NN_F32, out, x.id);
 }
 
+#define nn__plan_expand nn__no_plan
+
+static void nn__grad_expand(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__sum_to_op(g, gy.id, g->nodes[a].shape));
+}
+
+static nn_result nn__cpu_expand(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__bcast_node(g, n, 1, &bc);
+    nn__expand_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), &bc);
+    return NN_OK;
+}
+
+static nn_result nn__launch_expand(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn__k_expand_bcast k;
+    nn_result r;
+    nn__bcast_node(g, n, 1, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    r = nn__launch_kernel(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = N;
+    k.nd = bc.nd;
+    k.dims = dims;
+    k.sx = st[0];
+    return nn__kargs_expand_bcast(l, &k);
+}
+
+/* ======================================================================
+   src/ops/elementwise/unary.c
+   ====================================================================== */
+/* The elementwise family's ops of one tensor: scale, the unary functions of
+   kernels/activation.h (activations and math, one op UNARY with the function as an
+   attribute, UNARY_NOGRAD for the ones no gradient flows through), PReLU, and the engine's
+   fill and accumulate. Shapes: y has x's shape throughout. */
+
+/* ==== scale: y = s * x (other families' gradients build it through nn__scale_op: -x and
+   such) ==== */
+
 NN_API nn_tensor nn_mul_scalar(nn_graph *g, nn_tensor a, float s) {
     nn_tensor t;
     if (!nn__check0(g, "nn_mul_scalar", 1, &a) || !nn__expect_f32(g, "nn_mul_scalar", a, "x")) return nn__tensor(-1);
@@ -15943,12 +19061,43 @@ NN_API nn_tensor nn_mul_scalar(nn_graph *g, nn_tensor a, float s) {
     return t;
 }
 
-/* s * node x, of shape sh (other families' gradients: -x and such). */
+/* s * node x, of shape sh */
 static nn_tensor nn__scale_op(nn_graph *g, nn_shape sh, int x, float s) {
     nn_tensor t = nn__op1(g, NN__OP_SCALE, NN_F32, sh, x);
     if (t.id >= 0) g->nodes[t.id].a.ew.s = s;
     return t;
 }
+
+#define nn__plan_scale nn__no_plan
+
+static void nn__grad_scale(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__scale_op(g, n.shape, gy.id, n.a.ew.s));
+}
+
+static nn_result nn__cpu_scale(nn_graph *g, nn__node *n) {
+    nn__scale_forward(n->buf.host, NN__F(n->in[0]), n->a.ew.s, n->numel);
+    return NN_OK;
+}
+
+static nn_result nn__launch_scale(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_scale k;
+    nn_result r = nn__launch_kernel(g, id, "elementwise", "scale", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.s = n->a.ew.s;
+    return nn__kargs_scale(l, &k);
+}
+
+/* ==== unary: y = f(x; p0, p1) for f a line of kernels/activation.h (nn_relu, nn_exp,
+   nn_clamp, ...; the node's a.ew.fn and a.ew.param); UNARY_GRAD (x, gy) is
+   dx = gy * f'(x); UNARY_NOGRAD (detach, logical_not) is UNARY through which no gradient
+   flows. Kernels NAME_forward / NAME_backward, one pair per function ==== */
 
 /* A UNARY node of the activation fn with its n_params parameters; ok: they meet its
    requirement (the text of the condition, for the message). */
@@ -15994,6 +19143,82 @@ NN__MATH(NN__X)
 #define NN__X(E, name, params, valid, fwd, der) NN__ACT_BUILDER##params(NN__OP_UNARY_NOGRAD, E, name, valid)
 NN__NOGRAD(NN__X)
 #undef NN__X
+
+#define nn__plan_unary nn__no_plan
+#define nn__cpu_unary_nograd nn__cpu_unary
+#define nn__launch_unary_nograd nn__launch_unary
+#define nn__grad_unary_nograd nn__grad_none
+#define nn__plan_unary_nograd nn__no_plan
+#define nn__grad_unary_grad nn__grad_none
+#define nn__plan_unary_grad nn__no_plan
+
+static void nn__grad_unary(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op2(g, NN__OP_UNARY_GRAD, NN_F32, n.shape, a, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
+
+static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
+    nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->buf.host, NN__F(n->in[0]), NULL, n->numel);
+    return NN_OK;
+}
+
+/* (x, gy) */
+static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
+    nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
+                  n->numel);
+    return NN_OK;
+}
+
+/* the kernels <name>_forward / <name>_backward of each function, by NN__U_* */
+static const char *const nn__unary_names[NN__U_COUNT] = {
+#define NN__X(E, name, params, valid, fwd, der) #name,
+    NN__UNARY_ALL(NN__X)
+#undef NN__X
+};
+
+static nn_result nn__launch_unary(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_unary_forward k;
+    nn_result r;
+    char kname[64];
+    snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
+    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.p0 = n->a.ew.param[0];
+    k.p1 = n->a.ew.param[1];
+    return nn__kargs_unary_forward(l, &k);
+}
+
+static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_unary_backward k;
+    nn_result r;
+    char kname[64];
+    snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
+    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.p0 = n->a.ew.param[0];
+    k.p1 = n->a.ew.param[1];
+    return nn__kargs_unary_backward(l, &k);
+}
+
+/* ==== prelu: y [N, C, S] = max(0, x) + w[c] * min(0, x), w [C] over the channels (dim 1) or [1]
+   (torch.nn.functional.prelu); PRELU_DX (x, w, gy) is dx [x's shape], PRELU_DW (x, gy)
+   is dw [C] ==== */
 
 /* PReLU: x [N, C, ...] with weight [C] (channels: dim 1) or [1] (one shared slope). The
    node's attributes C (the weight's size), S (elements per channel and sample), N. */
@@ -16043,7 +19268,141 @@ NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters
     return nn_prelu(g, x, nn_param(g, wn, nn_shape1(num_parameters), init));
 }
 
+#define nn__plan_prelu nn__no_plan
+#define nn__grad_prelu_dx nn__grad_none
+#define nn__plan_prelu_dx nn__no_plan
+#define nn__grad_prelu_dw nn__grad_none
 
+/* inputs (x, w): dx = PRELU_DX(x, w, gy) [x's shape], dw = PRELU_DW(x, gy) [w's shape] */
+static void nn__grad_prelu(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op3(g, NN__OP_PRELU_DX, NN_F32, n.shape, a, b, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_PRELU_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, b, t);
+    }
+}
+
+/* The device's partial sums, one per (n, c) (src/cpu/elementwise.c's
+   nn__prelu_backward_weight sums in the same order). */
+static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
+    (void)g;
+    n->scratch = (int64_t)n->a.ew.N * n->a.ew.C;
+}
+
+static nn_result nn__cpu_prelu(nn_graph *g, nn__node *n) {
+    nn__prelu_forward(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
+    return NN_OK;
+}
+
+/* (x, w, gy) */
+static nn_result nn__cpu_prelu_dx(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    nn__prelu_backward_input(n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
+    return NN_OK;
+}
+
+/* (x, gy) */
+static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
+    nn__prelu_backward_weight(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
+    return NN_OK;
+}
+
+static nn_result nn__launch_prelu(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_prelu_forward k;
+    nn_result r = nn__launch_kernel(g, id, "elementwise", "prelu_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.w = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.C = n->a.ew.C;
+    k.S = n->a.ew.S;
+    return nn__kargs_prelu_forward(l, &k);
+}
+
+static nn_result nn__launch_prelu_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_prelu_backward_input k;
+    nn_result r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_input", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.w = &g->nodes[n->in[1]].buf;
+    k.dy = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.C = n->a.ew.C;
+    k.S = n->a.ew.S;
+    return nn__kargs_prelu_backward_input(l, &k);
+}
+
+/* dw: the partial sums [N, C] into the scratch, then each channel's in n order */
+static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_prelu_backward_weight_part kp;
+    nn__k_prelu_backward_weight kw;
+    nn_result r;
+    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight_part", (size_t)n->a.ew.N * (size_t)n->a.ew.C,
+                          &l);
+    if (r != NN_OK) return r;
+    memset(&kp, 0, sizeof kp);
+    kp.x = &g->nodes[n->in[0]].buf;
+    kp.dy = &g->nodes[n->in[1]].buf;
+    kp.part = &n->scratch_buf;
+    kp.N = n->a.ew.N;
+    kp.C = n->a.ew.C;
+    kp.S = n->a.ew.S;
+    r = nn__kargs_prelu_backward_weight_part(l, &kp);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight", (size_t)n->a.ew.C, &l);
+    if (r != NN_OK) return r;
+    memset(&kw, 0, sizeof kw);
+    kw.part = &n->scratch_buf;
+    kw.dw = &n->buf;
+    kw.N = n->a.ew.N;
+    kw.C = n->a.ew.C;
+    return nn__kargs_prelu_backward_weight(l, &kw);
+}
+
+/* ==== fill: y = s, no inputs; the engine's seed of the loss's gradient (ones) ==== */
+
+#define nn__grad_fill nn__grad_none
+#define nn__plan_fill nn__no_plan
+
+static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
+    float *y = n->buf.host;
+    int64_t i;
+    (void)g;
+    for (i = 0; i < n->numel; i++) y[i] = n->a.ew.s;
+    return NN_OK;
+}
+
+static nn_result nn__launch_fill(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_fill k;
+    nn_result r = nn__launch_kernel(g, id, "elementwise", "fill", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.v = n->a.ew.s;
+    return nn__kargs_fill(l, &k);
+}
+
+/* ==== accumulate: y += x at every run, y [x's shape] kept across runs: a running sum on
+   the device, read as an output and reset with nn_tensor_fill ==== */
 
 NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x) {
     nn_tensor t;
@@ -16054,7 +19413,146 @@ NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x) {
 }
 
 
-/* ---- autograd rules ---- */
+#define nn__grad_accumulate nn__grad_none
+#define nn__plan_accumulate nn__no_plan
+
+static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
+    float *y = n->buf.host;
+    const float *x = NN__F(n->in[0]);
+    int64_t i;
+    for (i = 0; i < n->numel; i++) y[i] += x[i];
+    return NN_OK;
+}
+
+static nn_result nn__launch_accumulate(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_accumulate k;
+    nn_result r = nn__launch_kernel(g, id, "elementwise", "accumulate", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.acc = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_accumulate(l, &k);
+}
+
+/* ======================================================================
+   src/ops/elementwise/binary.c
+   ====================================================================== */
+/* The elementwise family's binary ops: y = f(a, b) with a and b broadcast to y's shape
+   (broadcast.c), f one of kernels/activation.h's NN__BINARY_FNS. ADD, SUB and MUL are ops
+   of their own (the engine and other families build them: gradient sums, weights); div,
+   minimum, maximum and pow are op BINARY, the comparisons and logical ops op COMPARE (no
+   gradient), each with the function in the node's a.ew.bfn. */
+
+/* ==== shared by every binary op: the builder, the CPU body and the launch, which differ
+   only by the function (the ops' registry aliases name them) ==== */
+
+/* A binary node (op ADD, SUB, MUL, BINARY or COMPARE with function fn) of a and b
+   broadcast. */
+static nn_tensor nn__binary_fn(nn_graph *g, int op, int fn, const char *opname, nn_tensor a, nn_tensor b) {
+    static const char *const names[2] = {"a", "b"};
+    nn_tensor in[2], t;
+    nn_shape out;
+    in[0] = a;
+    in[1] = b;
+    if (!nn__check0(g, opname, 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b")) return nn__tensor(-1);
+    if (!nn__broadcast_shape(g, opname, 2, in, names, &out)) return nn__tensor(-1);
+    t = nn__op2(g, op, NN_F32, out, a.id, b.id);
+    if (t.id >= 0) g->nodes[t.id].a.ew.bfn = fn;
+    return t;
+}
+
+static nn_tensor nn__binary(nn_graph *g, int op, const char *opname, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, op, op == NN__OP_ADD ? NN__B_ADD : op == NN__OP_SUB ? NN__B_SUB : NN__B_MUL, opname, a, b);
+}
+
+/* The function of a binary node: ADD, SUB and MUL by their op, the others by a.ew.bfn. */
+static int nn__binary_node_fn(const nn__node *n) {
+    if (n->op == NN__OP_ADD) return NN__B_ADD;
+    if (n->op == NN__OP_SUB) return NN__B_SUB;
+    return n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
+}
+
+static nn_result nn__cpu_binary(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__binary_forward(g->ctx->threads, nn__binary_node_fn(n), n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), &bc);
+    return NN_OK;
+}
+
+/* kernels/elementwise.cl's per-function kernels for same-shape operands, by NN__B_* */
+static const char *const nn__same_fwd[] = {
+#define NN__X(E, NAME, FWD, DA, DB) "binary_same_" #NAME,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+};
+
+/* Same shapes: the function's own kernel; one flat dim otherwise (a one-element operand):
+   binary_flat; anything else binary_bcast. */
+static nn_result nn__launch_binary(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
+    int fn = nn__binary_node_fn(n);
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
+        nn__k_binary_same k;
+        r = nn__launch_kernel(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = a;
+        k.b = b;
+        k.y = &n->buf;
+        k.n = N;
+        return nn__kargs_binary_same(l, &k);
+    }
+    if (bc.nd == 1) {
+        nn__k_binary_flat k;
+        r = nn__launch_kernel(g, id, "elementwise", "binary_flat", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = a;
+        k.b = b;
+        k.y = &n->buf;
+        k.n = N;
+        k.fn = fn;
+        k.sa = st[0][0];
+        k.sb = st[1][0];
+        return nn__kargs_binary_flat(l, &k);
+    } else {
+        nn__k_binary_bcast k;
+        r = nn__launch_kernel(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = a;
+        k.b = b;
+        k.y = &n->buf;
+        k.n = N;
+        k.fn = fn;
+        k.nd = bc.nd;
+        k.dims = dims;
+        k.sa = st[0];
+        k.sb = st[1];
+        return nn__kargs_binary_bcast(l, &k);
+    }
+}
+
+/* ==== add: y = a + b (torch.add); its gradient sums gy to each operand's shape (SUM_TO),
+   sub's too with b's negated ==== */
+
+NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_ADD, "nn_add", a, b); }
+
+#define nn__cpu_add nn__cpu_binary
+#define nn__launch_add nn__launch_binary
+#define nn__grad_add nn__grad_add_sub
+#define nn__plan_add nn__no_plan
 
 /* Gradients of broadcast operands: the gradient at the output's shape, summed to the
    operand's (nn__sum_to_op: nothing when the shapes are the same). */
@@ -16068,6 +19566,23 @@ static void nn__grad_add_sub(nn_graph *g, int id) {
         nn__acc_grad(g, b, t);
     }
 }
+
+/* ==== sub: y = a - b (torch.sub) ==== */
+
+NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_SUB, "nn_sub", a, b); }
+
+#define nn__cpu_sub nn__cpu_binary
+#define nn__launch_sub nn__launch_binary
+#define nn__grad_sub nn__grad_add_sub
+#define nn__plan_sub nn__no_plan
+
+/* ==== mul: y = a * b (torch.mul); da = sum_to(gy * b), db = sum_to(gy * a) ==== */
+
+NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_MUL, "nn_mul", a, b); }
+
+#define nn__cpu_mul nn__cpu_binary
+#define nn__launch_mul nn__launch_binary
+#define nn__plan_mul nn__no_plan
 
 static void nn__grad_mul(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -16084,8 +19599,26 @@ static void nn__grad_mul(nn_graph *g, int id) {
     }
 }
 
-/* BINARY (div, minimum, maximum, pow): BINARY_GRAD (a, b, gy) gives gy * df/da or df/db at
-   the output's shape. */
+/* ==== binary: y = f(a, b) for div, minimum, maximum, pow (torch.div, torch.minimum, ...);
+   BINARY_GRAD (a, b, gy) is gy * df/da or df/db (a.ew.wrt) at y's shape, then summed to
+   the operand's ==== */
+
+NN_API nn_tensor nn_div(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_DIV, "nn_div", a, b);
+}
+NN_API nn_tensor nn_minimum(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_MINIMUM, "nn_minimum", a, b);
+}
+NN_API nn_tensor nn_maximum(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_MAXIMUM, "nn_maximum", a, b);
+}
+NN_API nn_tensor nn_pow(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_POW, "nn_pow", a, b);
+}
+#define nn__plan_binary nn__no_plan
+#define nn__grad_binary_grad nn__grad_none
+#define nn__plan_binary_grad nn__no_plan
+
 static void nn__grad_binary(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     int k;
@@ -16101,6 +19634,183 @@ static void nn__grad_binary(nn_graph *g, int id) {
     }
 }
 
+/* (a, b, gy) */
+static nn_result nn__cpu_binary_grad(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__binary_backward(g->ctx->threads, n->a.ew.bfn, n->a.ew.wrt, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
+                        NN__F(n->in[2]), &bc);
+    return NN_OK;
+}
+
+/* kernels/elementwise.cl's per-function gradient kernels for same-shape operands */
+static const char *const nn__same_grad[] = {
+#define NN__X(E, NAME, FWD, DA, DB) "binary_same_grad_" #NAME,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+};
+
+static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
+        nn__k_binary_same_grad k;
+        r = nn__launch_kernel(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = &g->nodes[n->in[0]].buf;
+        k.b = &g->nodes[n->in[1]].buf;
+        k.dy = &g->nodes[n->in[2]].buf;
+        k.dx = &n->buf;
+        k.n = N;
+        k.wrt = n->a.ew.wrt;
+        return nn__kargs_binary_same_grad(l, &k);
+    } else {
+        nn__k_binary_grad k;
+        r = nn__launch_kernel(g, id, "elementwise", "binary_grad", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = &g->nodes[n->in[0]].buf;
+        k.b = &g->nodes[n->in[1]].buf;
+        k.dy = &g->nodes[n->in[2]].buf;
+        k.dx = &n->buf;
+        k.n = N;
+        k.fn = n->a.ew.bfn;
+        k.wrt = n->a.ew.wrt;
+        k.nd = bc.nd;
+        k.dims = dims;
+        k.sa = st[0];
+        k.sb = st[1];
+        return nn__kargs_binary_grad(l, &k);
+    }
+}
+
+/* ==== compare: y = f(a, b) as a float 0/1 mask for eq, ne, lt, le, gt, ge, logical_and,
+   logical_or (torch.eq, ...; nonzero is true); no gradient ==== */
+
+NN_API nn_tensor nn_eq(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_EQ, "nn_eq", a, b); }
+NN_API nn_tensor nn_ne(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_NE, "nn_ne", a, b); }
+NN_API nn_tensor nn_lt(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LT, "nn_lt", a, b); }
+NN_API nn_tensor nn_le(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LE, "nn_le", a, b); }
+NN_API nn_tensor nn_gt(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_GT, "nn_gt", a, b); }
+NN_API nn_tensor nn_ge(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_GE, "nn_ge", a, b); }
+NN_API nn_tensor nn_logical_and(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LOGICAL_AND, "nn_logical_and", a, b);
+}
+NN_API nn_tensor nn_logical_or(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LOGICAL_OR, "nn_logical_or", a, b);
+}
+
+#define nn__cpu_compare nn__cpu_binary
+#define nn__launch_compare nn__launch_binary
+#define nn__grad_compare nn__grad_none
+#define nn__plan_compare nn__no_plan
+
+/* ======================================================================
+   src/ops/elementwise/select.c
+   ====================================================================== */
+/* The elementwise family's selections: masked_fill and where, each operand broadcast to
+   the output's shape (broadcast.c); their gradients pass gy through a mask. */
+
+/* ==== masked_fill: y [x's shape] = (mask != 0) != invert ? value : x, mask broadcast to
+   x's shape (torch.Tensor.masked_fill); inputs (mask, x); its gradient is gy where x was
+   kept, itself a masked fill of 0 ==== */
+
+/* y = (mask != 0) != invert ? value : x, of x's shape (mask broadcast to it) */
+static nn_tensor nn__masked_fill_op(nn_graph *g, nn_shape sh, int mask, int x, float value, int invert) {
+    nn_tensor t = nn__op2(g, NN__OP_MASKED_FILL, NN_F32, sh, mask, x);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.ew.s = value;
+        g->nodes[t.id].a.ew.invert = invert;
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_masked_fill(nn_graph *g, nn_tensor x, nn_tensor mask, float value) {
+    static const char *const names[2] = {"x", "mask"};
+    nn_tensor in[2];
+    nn_shape out;
+    in[0] = x;
+    in[1] = mask;
+    if (!nn__check0(g, "nn_masked_fill", 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_masked_fill", x, "x") || !nn__expect_f32(g, "nn_masked_fill", mask, "mask"))
+        return nn__tensor(-1);
+    if (!nn__broadcast_shape(g, "nn_masked_fill", 2, in, names, &out)) return nn__tensor(-1);
+    if (!nn__shape_eq(&out, &nn__n(g, x)->shape)) {
+        char sx[128], sm[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        nn__shape_str(&nn__n(g, mask)->shape, sm, sizeof sm);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_masked_fill: mask %s must broadcast to x's shape %s", sm, sx);
+    }
+    return nn__masked_fill_op(g, out, mask.id, x.id, value, 0);
+}
+
+#define nn__plan_masked_fill nn__no_plan
+
+/* inputs (mask, x): gy where x was kept */
+static void nn__grad_masked_fill(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (gb) nn__acc_grad(g, b, nn__masked_fill_op(g, n.shape, a, gy.id, 0.0f, n.a.ew.invert));
+}
+
+static nn_result nn__cpu_masked_fill(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__masked_fill_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->a.ew.s, n->a.ew.invert, &bc);
+    return NN_OK;
+}
+
+static nn_result nn__launch_masked_fill(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn__k_masked_fill_bcast k;
+    nn_result r;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    r = nn__launch_kernel(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.m = &g->nodes[n->in[0]].buf;
+    k.x = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.n = N;
+    k.value = n->a.ew.s;
+    k.invert = n->a.ew.invert;
+    k.nd = bc.nd;
+    k.dims = dims;
+    k.sm = st[0];
+    k.sx = st[1];
+    return nn__kargs_masked_fill_bcast(l, &k);
+}
+
+/* ==== where: y = cond != 0 ? a : b, the three broadcast together (torch.where); a's
+   gradient is gy where cond is nonzero, b's gy elsewhere (masked fills of gy, summed to
+   each operand's shape); cond gets none ==== */
+
+NN_API nn_tensor nn_where(nn_graph *g, nn_tensor cond, nn_tensor a, nn_tensor b) {
+    static const char *const names[3] = {"cond", "a", "b"};
+    nn_tensor in[3];
+    nn_shape out;
+    in[0] = cond;
+    in[1] = a;
+    in[2] = b;
+    if (!nn__check0(g, "nn_where", 3, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, "nn_where", cond, "cond") || !nn__expect_f32(g, "nn_where", a, "a") ||
+        !nn__expect_f32(g, "nn_where", b, "b"))
+        return nn__tensor(-1);
+    if (!nn__broadcast_shape(g, "nn_where", 3, in, names, &out)) return nn__tensor(-1);
+    return nn__op3(g, NN__OP_WHERE, NN_F32, out, cond.id, a.id, b.id);
+}
+
+#define nn__plan_where nn__no_plan
+
 /* inputs (cond, a, b): gy where cond reaches a, gy elsewhere reaches b; cond gets none */
 static void nn__grad_where(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -16115,76 +19825,6 @@ static void nn__grad_where(nn_graph *g, int id) {
     }
 }
 
-/* inputs (mask, x): gy where x was kept */
-static void nn__grad_masked_fill(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (gb) nn__acc_grad(g, b, nn__masked_fill_op(g, n.shape, a, gy.id, 0.0f, n.a.ew.invert));
-}
-
-static void nn__grad_expand(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__sum_to_op(g, gy.id, g->nodes[a].shape));
-}
-
-static void nn__grad_sum_to(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op1(g, NN__OP_EXPAND, NN_F32, g->nodes[a].shape, gy.id));
-}
-
-static void nn__grad_scale(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__scale_op(g, n.shape, gy.id, n.a.ew.s);
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_unary(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op2(g, NN__OP_UNARY_GRAD, NN_F32, n.shape, a, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-/* inputs (x, w): dx = PRELU_DX(x, w, gy) [x's shape], dw = PRELU_DW(x, gy) [w's shape] */
-static void nn__grad_prelu(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) {
-        t = nn__op3(g, NN__OP_PRELU_DX, NN_F32, n.shape, a, b, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    if (gb) {
-        t = nn__op2(g, NN__OP_PRELU_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    return;
-}
-
-
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_binary(nn_graph *g, nn__node *n) {
-    nn__bcast bc;
-    int fn = n->op == NN__OP_ADD ? NN__B_ADD : n->op == NN__OP_SUB ? NN__B_SUB : n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__binary_forward(g->ctx->threads, fn, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), &bc);
-    return NN_OK;
-}
-
-/* (a, b, gy) */
-static nn_result nn__cpu_binary_grad(nn_graph *g, nn__node *n) {
-    nn__bcast bc;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__binary_backward(g->ctx->threads, n->a.ew.bfn, n->a.ew.wrt, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
-                        NN__F(n->in[2]), &bc);
-    return NN_OK;
-}
-
 static nn_result nn__cpu_where(nn_graph *g, nn__node *n) {
     nn__bcast bc;
     nn__bcast_node(g, n, 3, &bc);
@@ -16192,343 +19832,99 @@ static nn_result nn__cpu_where(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_masked_fill(nn_graph *g, nn__node *n) {
-    nn__bcast bc;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__masked_fill_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->a.ew.s, n->a.ew.invert, &bc);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_expand(nn_graph *g, nn__node *n) {
-    nn__bcast bc;
-    nn__bcast_node(g, n, 1, &bc);
-    nn__expand_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), &bc);
-    return NN_OK;
-}
-
-/* The geometry of a sum to n's shape: over the input's shape, with n's as its operand. */
-static void nn__sum_to_geometry(nn_graph *g, const nn__node *n, nn__bcast *bc) {
-    const nn_shape *s = &n->shape;
-    nn__bcast_init(bc, &g->nodes[n->in[0]].shape, &s, 1);
-}
-
-static nn_result nn__cpu_sum_to(nn_graph *g, nn__node *n) {
-    nn__bcast bc;
-    nn__sum_to_geometry(g, n, &bc);
-    nn__sum_to_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), &bc);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_scale(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__scale_forward(y, NN__F(in[0]), n->a.ew.s, N); return NN_OK;
-
-}
-
-static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, y, NN__F(in[0]), NULL, N);
-    return NN_OK;
-
-}
-
-static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, y, NN__F(in[0]), NN__F(in[1]), N);
-    return NN_OK;
-
-}
-
-/* PRELU (x, w) and PRELU_DX (x, w, dy) */
-static nn_result nn__cpu_prelu(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    if (n->op == NN__OP_PRELU) nn__prelu_forward(n->buf.host, NN__F(in[0]), NN__F(in[1]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
-    else nn__prelu_backward_input(n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
-    return NN_OK;
-}
-
-/* PRELU_DW (x, dy) */
-static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
-    nn__prelu_backward_weight(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), n->a.ew.N, n->a.ew.C, n->a.ew.S);
-    return NN_OK;
-}
-
-/* The device's partial sums, one per (n, c) (src/cpu/simd.c sums in the same order). */
-static void nn__plan_prelu_dw(nn_graph *g, nn__node *n) {
-    (void)g;
-    n->scratch = (int64_t)n->a.ew.N * n->a.ew.C;
-}
-
-
-static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    const float *x = NN__F(in[0]);
-    int64_t i;
-    for (i = 0; i < N; i++) y[i] += x[i];
-    return NN_OK;
-}
-
-static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
-    (void)g;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    int64_t i;
-    for (i = 0; i < N; i++) y[i] = n->a.ew.s;
-    return NN_OK;
-}
-
-/* the kernels <name>_forward / <name>_backward of each activation */
-static const char *const nn__unary_names[NN__U_COUNT] = {
-#define NN__X(E, name, params, valid, fwd, der) #name,
-    NN__UNARY_ALL(NN__X)
-#undef NN__X
-};
-
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-/* The geometry of kernels/elementwise.cl's broadcast kernels: dims and each operand's
-   strides as int8s (dims beyond nd unused). */
-static void nn__bcast_ints(const nn__bcast *bc, int dims[8], int st[3][8]) {
-    int d, k;
-    memset(st, 0, 3 * 8 * sizeof(int));
-    for (d = 0; d < 8; d++) dims[d] = d < bc->nd ? (int)bc->dim[d] : 1;
-    for (k = 0; k < bc->n_op; k++)
-        for (d = 0; d < bc->nd; d++) st[k][d] = (int)bc->st[k][d];
-}
-
-/* ADD, SUB, MUL, BINARY, COMPARE: one flat dim (same shapes, or a scalar operand) goes to
-   binary_flat, anything else to binary_bcast. */
-/* kernels/elementwise.cl's per-function kernels for same-shape operands, by NN__B_* */
-static const char *const nn__same_fwd[] = {
-#define NN__X(E, NAME, FWD, DA, DB) "binary_same_" #NAME,
-    NN__BINARY_FNS(NN__X)
-#undef NN__X
-};
-static const char *const nn__same_grad[] = {
-#define NN__X(E, NAME, FWD, DA, DB) "binary_same_grad_" #NAME,
-    NN__BINARY_FNS(NN__X)
-#undef NN__X
-};
-
-static nn_result nn__launch_binary(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
-    int fn = n->op == NN__OP_ADD ? NN__B_ADD : n->op == NN__OP_SUB ? NN__B_SUB : n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
-        r = nn__launch_kernel(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
-        if (r == NN_OK) r = nn__args(l, "mmmi", a, b, &n->buf, N);
-        return r;
-    }
-    if (bc.nd == 1) {
-        r = nn__launch_kernel(g, id, "elementwise", "binary_flat", (size_t)N, &l);
-        if (r == NN_OK) r = nn__args(l, "mmmiiii", a, b, &n->buf, N, fn, st[0][0], st[1][0]);
-        return r;
-    }
-    r = nn__launch_kernel(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiii888", a, b, &n->buf, N, fn, bc.nd, dims, st[0], st[1]);
-    return r;
-}
-
-static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
-        r = nn__launch_kernel(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmmmii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf, N,
-                         n->a.ew.wrt);
-        return r;
-    }
-    r = nn__launch_kernel(g, id, "elementwise", "binary_grad", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmiiii888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf,
-                     N, n->a.ew.bfn, n->a.ew.wrt, bc.nd, dims, st[0], st[1]);
-    return r;
-}
-
 static nn_result nn__launch_where(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
     nn__launch *l = NULL;
+    nn__k_where_bcast k;
     nn_result r;
     nn__bcast_node(g, n, 3, &bc);
     nn__bcast_ints(&bc, dims, st);
     r = nn__launch_kernel(g, id, "elementwise", "where_bcast", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmii8888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &g->nodes[n->in[2]].buf, &n->buf,
-                     N, bc.nd, dims, st[0], st[1], st[2]);
-    return r;
-}
-
-static nn_result nn__launch_masked_fill(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmifii888", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->buf, N, (double)n->a.ew.s,
-                     n->a.ew.invert, bc.nd, dims, st[0], st[1]);
-    return r;
-}
-
-static nn_result nn__launch_expand(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__bcast_node(g, n, 1, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmii88", &g->nodes[n->in[0]].buf, &n->buf, N, bc.nd, dims, st[0]);
-    return r;
-}
-
-/* One work item per element of the result, adding its elements of x in index order (the
-   CPU backend's order: the same bits). */
-static nn_result nn__launch_sum_to(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int M = (int)n->numel, dims[8], st[3][8], xs[8], d;
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__sum_to_geometry(g, n, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    memset(xs, 0, sizeof xs);
-    for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
-    r = nn__launch_kernel(g, id, "elementwise", "sum_to", (size_t)M, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmiii888", &g->nodes[n->in[0]].buf, &n->buf, M, (int)(bc.n / M), bc.nd, dims, st[0], xs);
-    return r;
-}
-
-static nn_result nn__launch_scale(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "elementwise", "scale", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmif", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.s);
-    return r;
-}
-
-static nn_result nn__launch_unary(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    char kname[64];
-    snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmiff", &g->nodes[in[0]].buf, y, N, (double)n->a.ew.param[0], (double)n->a.ew.param[1]);
-    return r;
-}
-
-static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    char kname[64];
-    snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, (double)n->a.ew.param[0], (double)n->a.ew.param[1]);
-    return r;
-}
-
-static nn_result nn__launch_prelu(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__buf *x = &g->nodes[n->in[0]].buf, *w = &g->nodes[n->in[1]].buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r;
-    if (n->op == NN__OP_PRELU) {
-        r = nn__launch_kernel(g, id, "elementwise", "prelu_forward", (size_t)N, &l);
-        if (r == NN_OK) r = nn__args(l, "mmmiii", x, w, &n->buf, N, n->a.ew.C, n->a.ew.S);
-        return r;
-    }
-    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_input", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmmiii", x, w, &g->nodes[n->in[2]].buf, &n->buf, N, n->a.ew.C, n->a.ew.S);
-    return r;
-}
-
-/* dw: the partial sums [N, C] into the scratch, then each channel's in n order */
-static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int C = n->a.ew.C, S = n->a.ew.S, N = n->a.ew.N;
-    nn__launch *l = NULL;
-    nn_result r;
-    r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight_part", (size_t)N * (size_t)C, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiii", &g->nodes[n->in[0]].buf, &g->nodes[n->in[1]].buf, &n->scratch_buf, N, C, S);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight", (size_t)C, &l);
-    if (r == NN_OK) r = nn__args(l, "mmii", &n->scratch_buf, &n->buf, N, C);
-    return r;
-}
-
-
-static nn_result nn__launch_accumulate(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "elementwise", "accumulate", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[in[0]].buf, y, N);
-    return r;
-}
-
-static nn_result nn__launch_fill(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "elementwise", "fill", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mif", y, N, (double)n->a.ew.s);
-    return r;
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.c = &g->nodes[n->in[0]].buf;
+    k.a = &g->nodes[n->in[1]].buf;
+    k.b = &g->nodes[n->in[2]].buf;
+    k.y = &n->buf;
+    k.n = N;
+    k.nd = bc.nd;
+    k.dims = dims;
+    k.sc = st[0];
+    k.sa = st[1];
+    k.sb = st[2];
+    return nn__kargs_where_bcast(l, &k);
 }
 
 /* ======================================================================
    src/ops/matmul.c
    ====================================================================== */
-/* The matmul ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The matmul family: torch.matmul's batched products as one op (nn_matmul, and nn_einsum's
+   and nn_linear_layer's products), on the CPU backend's blocked GEMM (src/cpu/gemm.c) or on
+   kernels/gemm.cl with the launch geometry of src/opencl/gemm_plan.c. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+/* ==== GEMM launches (kernels/gemm.cl), shared by matmul and conv2d's GEMM path
+   (src/ops/conv/conv2d.c) ==== */
+
+/* A launch of kernels/gemm.cl with the geometry of a plan (opencl/gemm_plan.c) */
+static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *plan, nn__launch **l) {
+    nn_result r = nn__launch_kernel(g, id, "gemm", plan->kernel, 1, l);
+    if (r != NN_OK) return r;
+    (*l)->dims = plan->dims;
+    memcpy((*l)->gws, plan->gws, sizeof (*l)->gws);
+    memcpy((*l)->lws, plan->lws, sizeof (*l)->lws);
+    (*l)->use_lws = plan->lws[0] != 0;
+    return NN_OK;
+}
+
+/* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
+   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
+static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A,
+                                      const int *a, const nn__buf *B, const int *b, const nn__buf *C, const int *c,
+                                      int outer, int inner, float beta) {
+    nn_context *ctx = g->ctx;
+    nn__gemm_plan plan;
+    nn__launch *l = NULL;
+    nn__k_gemm_batched k;
+    nn_result r;
+    nn__gemm_plan_batched(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, ta, tb, M, Nc, outer * inner, &plan);
+    r = nn__launch_gemm_plan(g, id, &plan, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.M = M;
+    k.N = Nc;
+    k.K = K;
+    k.A = A;
+    k.lda = a[0];
+    k.B = B;
+    k.ldb = b[0];
+    k.C = C;
+    k.ldc = c[0];
+    k.alpha = 1.0f;
+    k.beta = beta;
+    k.inner = inner;
+    k.offA = a[1];
+    k.sa0 = a[2];
+    k.sa1 = a[3];
+    k.offB = b[1];
+    k.sb0 = b[2];
+    k.sb1 = b[3];
+    k.offC = c[1];
+    k.sc0 = c[2];
+    k.sc1 = c[3];
+    return nn__kargs_gemm_batched(l, &k);
+}
+
+/* The same with beta 0 (C = op(A) op(B)). */
+static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A, const int *a,
+                                 const nn__buf *B, const int *b, const nn__buf *C, const int *c, int outer, int inner) {
+    return nn__launch_gemm_beta(g, id, ta, tb, M, Nc, K, A, a, B, b, C, c, outer, inner, 0.0f);
+}
+
+/* ==== matmul: C [..., M, N] = op(A) [..., M, K] op(B) [..., K, N], torch.matmul: a 1-D
+   operand is a row or a column, batch dims broadcast, and a gradient sums over the dims
+   its operand was broadcast along. nn_einsum's one-matmul specs and nn_linear_layer build it ==== */
 
 /* How a matmul node sees each of its tensors (nn__matmul_attr.vec): a stack of matrices,
    or of row or column vectors (torch.matmul's 1-D operands, and the outputs and gradients
@@ -16834,9 +20230,6 @@ NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features,
     return nn_add(g, y, b);
 }
 
-
-/* ---- autograd rules ---- */
-
 /* The gradients of C = op(A) op(B) through the same views, each reduced to its operand's
    batch dims where they were broadcast (nn__matmul_op sums over them). */
 static void nn__grad_matmul(nn_graph *g, int id) {
@@ -16858,8 +20251,6 @@ static void nn__grad_matmul(nn_graph *g, int id) {
     }
 }
 
-/* ---- CPU bodies ---- */
-
 /* The products of G over batch dims [0, nd) of it, split into the dims that step C (kept)
    and those that sum into it (summed); offsets of the kept index `c` and the summed index
    `r` (each lexicographic over its dims, outermost first). */
@@ -16877,6 +20268,29 @@ static void nn__mm_split_make(const nn__mm_geom *G, nn__mm_split *S) {
         if (G->sc[i] != 0) S->keep[S->n_keep++] = i, S->n_c *= G->ext[i];
         else S->sum[S->n_sum++] = i, S->n_r *= G->ext[i];
     }
+}
+
+/* Devices sum a gradient over more broadcast products than this by launches that add onto
+   C in turn; beyond it, every product goes to scratch in one batched launch and a fixed-order
+   sum (elementwise.cl's sum_leading) makes C. */
+#define NN__MM_SUM_LAUNCHES 4
+enum { NN__MM_ALGO_ACCUMULATE = 0, NN__MM_ALGO_SCRATCH = 1 };
+
+
+static void nn__plan_matmul(nn_graph *g, nn__node *n) {
+    nn__mm_geom G;
+    nn__mm_split S;
+    int64_t floats;
+    n->algo = NN__MM_ALGO_ACCUMULATE;
+    n->scratch = 0;
+    if (g->ctx->backend->host_memory) return; /* the CPU body adds in place */
+    nn__mm_geom_node(g, n, &G);
+    nn__mm_split_make(&G, &S);
+    if (S.n_r <= NN__MM_SUM_LAUNCHES) return;
+    floats = S.n_c * S.n_r * G.M * G.N;
+    if (floats >= (int64_t)1 << 31 || (uint64_t)floats * 4 > (uint64_t)g->ctx->dev.max_alloc / 2) return;
+    n->algo = NN__MM_ALGO_SCRATCH;
+    n->scratch = floats;
 }
 
 /* Offsets of index x over the dims listed (innermost last) into A, B and C. */
@@ -16967,63 +20381,6 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* A launch of kernels/gemm.cl with the geometry of a plan (opencl/gemm_plan.c) */
-static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *plan, nn__launch **l) {
-    nn_result r = nn__launch_kernel(g, id, "gemm", plan->kernel, 1, l);
-    if (r != NN_OK) return r;
-    (*l)->dims = plan->dims;
-    memcpy((*l)->gws, plan->gws, sizeof (*l)->gws);
-    memcpy((*l)->lws, plan->lws, sizeof (*l)->lws);
-    (*l)->use_lws = plan->lws[0] != 0;
-    return NN_OK;
-}
-
-/* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
-   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
-static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A,
-                                      const int *a, const nn__buf *B, const int *b, const nn__buf *C, const int *c,
-                                      int outer, int inner, float beta) {
-    nn_context *ctx = g->ctx;
-    nn__gemm_plan plan;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__gemm_plan_batched(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, ta, tb, M, Nc, outer * inner, &plan);
-    r = nn__launch_gemm_plan(g, id, &plan, &l);
-    if (r != NN_OK) return r;
-    return nn__args(l, "iiimimimiffiiiiiiiiii", M, Nc, K, A, a[0], B, b[0], C, c[0], 1.0, (double)beta, inner,
-                       a[1], a[2], a[3], b[1], b[2], b[3], c[1], c[2], c[3]);
-}
-
-/* The same with beta 0 (C = op(A) op(B)). */
-static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A, const int *a,
-                                 const nn__buf *B, const int *b, const nn__buf *C, const int *c, int outer, int inner) {
-    return nn__launch_gemm_beta(g, id, ta, tb, M, Nc, K, A, a, B, b, C, c, outer, inner, 0.0f);
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-/* Devices sum a gradient over more broadcast products than this by launches that add onto
-   C in turn; beyond it, every product goes to scratch in one batched launch and a fixed-order
-   sum (elementwise.cl's sum_leading) makes C. */
-#define NN__MM_SUM_LAUNCHES 4
-enum { NN__MM_ALGO_ACCUMULATE = 0, NN__MM_ALGO_SCRATCH = 1 };
-
-static void nn__plan_matmul(nn_graph *g, nn__node *n) {
-    nn__mm_geom G;
-    nn__mm_split S;
-    int64_t floats;
-    n->algo = NN__MM_ALGO_ACCUMULATE;
-    n->scratch = 0;
-    if (g->ctx->backend->kind == NN_BACKEND_CPU) return; /* the CPU adds in place */
-    nn__mm_geom_node(g, n, &G);
-    nn__mm_split_make(&G, &S);
-    if (S.n_r <= NN__MM_SUM_LAUNCHES) return;
-    floats = S.n_c * S.n_r * G.M * G.N;
-    if (floats >= (int64_t)1 << 31 || (uint64_t)floats * 4 > (uint64_t)g->ctx->dev.max_alloc / 2) return;
-    n->algo = NN__MM_ALGO_SCRATCH;
-    n->scratch = floats;
-}
-
 /* One launch of the plain kernels for a single product; else batched launches of the two
    largest dims that may run at once (those stepping C, or any of them into scratch) for
    every index of the other dims, in order: C takes its first product with beta 0 and adds
@@ -17044,10 +20401,23 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
     nn__mm_geom_node(g, n, &G);
     if (G.nd == 0) {
         nn__gemm_plan plan;
+        nn__k_gemm k;
         nn__gemm_plan_make(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, G.ta, G.tb, G.M, G.N, G.K, &plan);
         r = nn__launch_gemm_plan(g, id, &plan, &l);
         if (r != NN_OK) return r;
-        return nn__args(l, "iiimimimiff", G.M, G.N, G.K, A, G.lda, B, G.ldb, C, G.ldc, 1.0, 0.0);
+        memset(&k, 0, sizeof k);
+        k.M = G.M;
+        k.N = G.N;
+        k.K = G.K;
+        k.A = A;
+        k.lda = G.lda;
+        k.B = B;
+        k.ldb = G.ldb;
+        k.C = C;
+        k.ldc = G.ldc;
+        k.alpha = 1.0f;
+        k.beta = 0.0f;
+        return nn__kargs_gemm(l, &k);
     }
     nn__mm_split_make(&G, &S);
     /* C's strides: its own, or the scratch's [summed..., kept..., M, N] */
@@ -17093,96 +20463,38 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
     }
     if (r == NN_OK && to_scratch) {
         int nb = (int)(S.n_c * G.M * G.N);
+        nn__k_sum_leading k;
         r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)nb, &l);
-        if (r == NN_OK) r = nn__args(l, "mmiii", &n->scratch_buf, C, (int)(S.n_r * nb), nb, 0);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.x = &n->scratch_buf;
+        k.y = C;
+        k.n = (int)(S.n_r * nb);
+        k.nb = nb;
+        k.off = 0;
+        r = nn__kargs_sum_leading(l, &k);
     }
     return r;
 }
 
 /* ======================================================================
-   src/ops/reduce.c
+   src/ops/reduce/all.c
    ====================================================================== */
-/* The reduce ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The reduce family (the files of src/ops/reduce/; attributes nn__reduce_attr in
+   src/ops/reduce.h), one block per op: builder, registry aliases, autograd rule, CPU body
+   (the loops in src/cpu/reduce.c) and kernel launch (kernels/reduce.cl). This file: the
+   reductions of a whole tensor or of rows to one value (sum and mean, the row-wise argmax,
+   accuracy, the optimizer's gradient norm and clipping coefficient); dims.c: reductions
+   along dims and the running sum. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_sum_all nn__no_plan
-#define nn__plan_expand_scalar nn__no_plan
-#define nn__grad_argmax nn__grad_none
-#define nn__plan_argmax nn__no_plan
-#define nn__grad_correct_rows nn__grad_none
-#define nn__plan_correct_rows nn__no_plan
-#define nn__grad_grad_sumsq nn__grad_none
-#define nn__plan_grad_sumsq nn__no_plan
-#define nn__grad_clip_scale nn__grad_none
-#define nn__plan_clip_scale nn__no_plan
-#define nn__cpu_red_sum nn__cpu_reduce
-#define nn__launch_red_sum nn__launch_reduce
-#define nn__grad_red_sum nn__grad_reduce
-#define nn__plan_red_sum nn__no_plan
-#define nn__cpu_red_prod nn__cpu_reduce
-#define nn__launch_red_prod nn__launch_reduce
-#define nn__grad_red_prod nn__grad_reduce
-#define nn__plan_red_prod nn__no_plan
-#define nn__cpu_red_amax nn__cpu_reduce
-#define nn__launch_red_amax nn__launch_reduce
-#define nn__grad_red_amax nn__grad_reduce
-#define nn__plan_red_amax nn__no_plan
-#define nn__cpu_red_amin nn__cpu_reduce
-#define nn__launch_red_amin nn__launch_reduce
-#define nn__grad_red_amin nn__grad_reduce
-#define nn__plan_red_amin nn__no_plan
-#define nn__cpu_red_max nn__cpu_reduce
-#define nn__launch_red_max nn__launch_reduce
-#define nn__grad_red_max nn__grad_reduce
-#define nn__plan_red_max nn__no_plan
-#define nn__cpu_red_min nn__cpu_reduce
-#define nn__launch_red_min nn__launch_reduce
-#define nn__grad_red_min nn__grad_reduce
-#define nn__plan_red_min nn__no_plan
-#define nn__cpu_red_var nn__cpu_reduce
-#define nn__launch_red_var nn__launch_reduce
-#define nn__grad_red_var nn__grad_reduce
-#define nn__plan_red_var nn__no_plan
-#define nn__cpu_red_std nn__cpu_reduce
-#define nn__launch_red_std nn__launch_reduce
-#define nn__grad_red_std nn__grad_reduce
-#define nn__plan_red_std nn__no_plan
-#define nn__cpu_red_lse nn__cpu_reduce
-#define nn__launch_red_lse nn__launch_reduce
-#define nn__grad_red_lse nn__grad_reduce
-#define nn__plan_red_lse nn__no_plan
-#define nn__cpu_red_norm nn__cpu_reduce
-#define nn__launch_red_norm nn__launch_reduce
-#define nn__grad_red_norm nn__grad_reduce
-#define nn__plan_red_norm nn__no_plan
-#define nn__cpu_argmax_dim nn__cpu_reduce
-#define nn__launch_argmax_dim nn__launch_reduce
-#define nn__grad_argmax_dim nn__grad_none
-#define nn__plan_argmax_dim nn__no_plan
-#define nn__cpu_argmin_dim nn__cpu_reduce
-#define nn__launch_argmin_dim nn__launch_reduce
-#define nn__grad_argmin_dim nn__grad_none
-#define nn__plan_argmin_dim nn__no_plan
-#define nn__grad_reduce_grad nn__grad_none
-#define nn__plan_reduce_grad nn__no_plan
-#define nn__plan_cumsum nn__no_plan
-#define nn__cpu_cumsum_rev nn__cpu_cumsum
-#define nn__launch_cumsum_rev nn__launch_cumsum
-#define nn__grad_cumsum_rev nn__grad_cumsum
-#define nn__plan_cumsum_rev nn__no_plan
+/* ==== sum of all elements: x [any] -> SUM_ALL [1], scale * sum(x) (nn_sum: 1, nn_mean:
+   1/numel; the losses' reductions call nn__sum_all_op); its gradient is EXPAND_SCALAR,
+   y [x's shape] = scale * gy[0], whose gradient is SUM_ALL again ==== */
 
 /* scale * the sum of node x's elements, [1] (other families: losses' reductions). */
 static nn_tensor nn__sum_all_op(nn_graph *g, int x, float scale) {
     nn_tensor t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), x);
     if (t.id >= 0) g->nodes[t.id].a.reduce.scale = scale;
-    return t;
-}
-
-/* min(1, max_norm / (sqrt(node sumsq) + 1e-6)), [1]: the optimizer's gradient clipping. */
-static nn_tensor nn__clip_scale_op(nn_graph *g, int sumsq, float max_norm) {
-    nn_tensor t = nn__op1(g, NN__OP_CLIP_SCALE, NN_F32, nn_shape1(1), sumsq);
-    if (t.id >= 0) g->nodes[t.id].a.reduce.max_norm = max_norm;
     return t;
 }
 
@@ -17193,27 +20505,8 @@ static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int m
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_sum", x, 0); }
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_mean", x, 1); }
 
-/* logits [B, C] float32 with labels [B] int32 */
-
-NN_API nn_tensor nn_argmax_rows(nn_graph *g, nn_tensor x) {
-    nn__node *n = NULL;
-    if (!nn__check(g, "nn_argmax_rows", 1, &x) || !nn__expect_f32(g, "nn_argmax_rows", x, "x")) return nn__tensor(-1);
-    n = nn__n(g, x);
-    if (n->shape.ndim != 2) {
-        char sx[128];
-        nn__shape_str(&n->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax_rows: x %s must be 2-D [B, C]", sx);
-    }
-    return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
-}
-
-NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
-    if (!nn__check_logits_labels(g, "nn_accuracy", logits, labels)) return nn__tensor(-1);
-    return nn_mean(g, nn__op2(g, NN__OP_CORRECT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id));
-}
-
-
-/* ---- autograd rules ---- */
+#define nn__plan_sum_all nn__no_plan
+#define nn__plan_expand_scalar nn__no_plan
 
 static void nn__grad_sum_all(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -17232,8 +20525,6 @@ static void nn__grad_expand_scalar(nn_graph *g, int id) {
     return;
 }
 
-/* ---- CPU bodies ---- */
-
 static nn_result nn__cpu_sum_all(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
@@ -17245,54 +20536,15 @@ static nn_result nn__cpu_sum_all(nn_graph *g, nn__node *n) {
     ra.scale = n->a.reduce.scale;
     nn__reduce_forward(g->ctx->threads, NN__OP_RED_SUM, &ra, y, NN__F(in[0]));
     return NN_OK;
-
 }
 
 static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__expand_scalar_forward(g->ctx->threads, y, NN__F(in[0]), N, n->a.reduce.scale); return NN_OK;
-
-}
-
-static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__argmax_forward((int32_t *)y, x->buf.host, x->shape.dim[0], x->shape.dim[1]);
+    nn__expand_scalar_forward(g->ctx->threads, y, NN__F(in[0]), N, n->a.reduce.scale);
     return NN_OK;
 }
-
-static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__correct_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
-    return NN_OK;
-}
-
-/* The global gradient norm for clipping (optimizer ops, kernels in reduce.cl). */
-static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    const float *x = NN__F(in[0]);
-    int64_t i, m = g->nodes[in[0]].numel;
-    double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
-    for (i = 0; i < m; i++) s += (double)x[i] * x[i];
-    y[0] = (float)s;
-    return NN_OK;
-}
-
-static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    float c = n->a.reduce.max_norm / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
-    y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
 
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -17310,6 +20562,114 @@ static nn_result nn__launch_sum_all(nn_graph *g, int id) {
     k.scale = n->a.reduce.scale;
     k.tmp = wg * 4;
     return nn__kargs_sum_all(l, &k);
+}
+
+static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_expand_scalar k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.s = n->a.reduce.scale;
+    return nn__kargs_expand_scalar(l, &k);
+}
+
+/* ==== argmax of rows: x [B, C] float32 -> ARGMAX [B] int32, the first index of each row's
+   largest value (nn_argmax_rows; nn_argmax_dim is the general form) ==== */
+
+NN_API nn_tensor nn_argmax_rows(nn_graph *g, nn_tensor x) {
+    nn__node *n = NULL;
+    if (!nn__check(g, "nn_argmax_rows", 1, &x) || !nn__expect_f32(g, "nn_argmax_rows", x, "x")) return nn__tensor(-1);
+    n = nn__n(g, x);
+    if (n->shape.ndim != 2) {
+        char sx[128];
+        nn__shape_str(&n->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax_rows: x %s must be 2-D [B, C]", sx);
+    }
+    return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
+}
+
+#define nn__grad_argmax nn__grad_none
+#define nn__plan_argmax nn__no_plan
+
+static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__argmax_forward((int32_t *)y, x->buf.host, x->shape.dim[0], x->shape.dim[1]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_argmax(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_argmax_rows k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_argmax_rows(l, &k);
+}
+
+/* ==== accuracy: logits [B, C] float32, labels [B] int32 -> CORRECT_ROWS [B], 1 where the
+   row's argmax is its label, then the mean [1] (nn_accuracy) ==== */
+
+NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
+    if (!nn__check_logits_labels(g, "nn_accuracy", logits, labels)) return nn__tensor(-1);
+    return nn_mean(g, nn__op2(g, NN__OP_CORRECT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id));
+}
+
+#define nn__grad_correct_rows nn__grad_none
+#define nn__plan_correct_rows nn__no_plan
+
+static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__correct_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_correct_rows k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_correct_rows(l, &k);
+}
+
+/* ==== gradient norm: GRAD_SUMSQ, a gradient [any] (and the previous parameters' sum [1])
+   -> [1], the running sum of squares over every gradient: the optimizer's global norm for
+   clipping (src/ops/optim.c's nn__add_optimizer chains one per parameter) ==== */
+
+#define nn__grad_grad_sumsq nn__grad_none
+#define nn__plan_grad_sumsq nn__no_plan
+
+static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    const float *x = NN__F(in[0]);
+    int64_t i, m = g->nodes[in[0]].numel;
+    double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
+    for (i = 0; i < m; i++) s += (double)x[i] * x[i];
+    y[0] = (float)s;
+    return NN_OK;
 }
 
 static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
@@ -17331,49 +20691,25 @@ static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
     return nn__kargs_grad_sumsq(l, &k);
 }
 
-static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_expand_scalar k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &g->nodes[n->in[0]].buf;
-    k.y = &n->buf;
-    k.n = (int)n->numel;
-    k.s = n->a.reduce.scale;
-    return nn__kargs_expand_scalar(l, &k);
+/* ==== clipping coefficient: CLIP_SCALE, the sum of squares [1] -> [1],
+   min(1, max_norm / (sqrt(sumsq) + 1e-6)), what the updates scale each gradient by ==== */
+
+/* min(1, max_norm / (sqrt(node sumsq) + 1e-6)), [1]: the optimizer's gradient clipping. */
+static nn_tensor nn__clip_scale_op(nn_graph *g, int sumsq, float max_norm) {
+    nn_tensor t = nn__op1(g, NN__OP_CLIP_SCALE, NN_F32, nn_shape1(1), sumsq);
+    if (t.id >= 0) g->nodes[t.id].a.reduce.max_norm = max_norm;
+    return t;
 }
 
-static nn_result nn__launch_argmax(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_argmax_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
-    k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
-    return nn__kargs_argmax_rows(l, &k);
-}
+#define nn__grad_clip_scale nn__grad_none
+#define nn__plan_clip_scale nn__no_plan
 
-static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_correct_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
-    k.label = &g->nodes[n->in[1]].buf;
-    k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
-    return nn__kargs_correct_rows(l, &k);
+static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    float c = n->a.reduce.max_norm / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
+    y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
+    return NN_OK;
 }
 
 static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
@@ -17389,10 +20725,15 @@ static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
     return nn__kargs_clip_scale(l, &k);
 }
 
-/* ---- reductions along dims (PyTorch's torch.sum(x, dim, keepdim) and its kin) ----
-   x is viewed as [O, R, I] with the reduced dims in R. When the reduced dims are not
-   adjacent (size-1 dims aside), x is first permuted (nn_permute) so that they come last,
-   in their order, after the kept ones: then I = 1. */
+/* ======================================================================
+   src/ops/reduce/dims.c
+   ====================================================================== */
+/* The reduce family's reductions along dims (PyTorch's torch.sum(x, dim, keepdim) and its
+   kin) and the running sum (src/ops/reduce/all.c says how the family is laid out). */
+
+/* ==== shared by the reductions along dims: x is viewed as [O, R, I] with the reduced dims
+   in R. When the reduced dims are not adjacent (size-1 dims aside), x is first permuted
+   (nn_permute) so that they come last, in their order, after the kept ones: then I = 1. ==== */
 
 /* The kernels' reduction kinds (kernels/reduce.cl's RK_*, the same values). */
 enum { NN__RK_SUM, NN__RK_PROD, NN__RK_AMAX, NN__RK_AMIN, NN__RK_MAX, NN__RK_MIN, NN__RK_VAR, NN__RK_STD,
@@ -17517,6 +20858,14 @@ static nn_tensor nn__red_dim1(nn_graph *g, const char *opname, int op, nn_tensor
     return nn__red_dims(g, opname, op, x, &dim, 1, keepdim, 1.0f, 0.0f, 0.0f);
 }
 
+/* ==== reductions along dims: x [..] -> y [x's shape without the reduced dims, or with them
+   as 1 under keepdim; [1] when every dim goes], over R of the [O, R, I] view: RED_SUM (sum,
+   mean: scale 1/R), RED_PROD, RED_AMAX/AMIN, RED_MAX/MIN (with ARGMAX_DIM/ARGMIN_DIM for
+   their indices, int32), RED_VAR/STD (correction), RED_LSE, RED_NORM (p). One CPU loop and
+   one kernel pair take the kind (nn__red_kind): the ops share nn__cpu_reduce,
+   nn__launch_reduce and nn__grad_reduce. REDUCE_GRAD, dx [x's view] from gy (and x and y
+   where the rule needs them), is their gradient. ==== */
+
 NN_API nn_tensor nn_sum_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
     return nn__red_dims(g, "nn_sum_dim", NN__OP_RED_SUM, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
@@ -17575,32 +20924,56 @@ NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims,
     return nn__red_dims(g, "nn_norm_dim", NN__OP_RED_NORM, x, dims, n_dims, keepdim, 1.0f, p, 0.0f);
 }
 
-NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim) {
-    nn__node *nx;
-    nn_tensor t;
-    int nd, d, k;
-    if (!nn__check(g, "nn_cumsum", 1, &x) || !nn__expect_f32(g, "nn_cumsum", x, "x")) return nn__tensor(-1);
-    nx = nn__n(g, x);
-    nd = nx->shape.ndim;
-    d = dim < 0 ? dim + nd : dim;
-    if (d < 0 || d >= nd) {
-        char sx[128];
-        nn__shape_str(&nx->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_cumsum: dim %d is out of range for x %s (expected %d to %d)",
-                           dim, sx, -nd, nd - 1);
-    }
-    t = nn__op1(g, NN__OP_CUMSUM, NN_F32, nx->shape, x.id);
-    if (t.id >= 0) {
-        nn__reduce_attr *ra = &g->nodes[t.id].a.reduce;
-        int64_t O = 1, I = 1;
-        for (k = 0; k < d; k++) O *= nx->shape.dim[k];
-        for (k = d + 1; k < nd; k++) I *= nx->shape.dim[k];
-        ra->O = (int)O;
-        ra->R = (int)nx->shape.dim[d];
-        ra->I = (int)I;
-    }
-    return t;
-}
+#define nn__cpu_red_sum nn__cpu_reduce
+#define nn__launch_red_sum nn__launch_reduce
+#define nn__grad_red_sum nn__grad_reduce
+#define nn__plan_red_sum nn__no_plan
+#define nn__cpu_red_prod nn__cpu_reduce
+#define nn__launch_red_prod nn__launch_reduce
+#define nn__grad_red_prod nn__grad_reduce
+#define nn__plan_red_prod nn__no_plan
+#define nn__cpu_red_amax nn__cpu_reduce
+#define nn__launch_red_amax nn__launch_reduce
+#define nn__grad_red_amax nn__grad_reduce
+#define nn__plan_red_amax nn__no_plan
+#define nn__cpu_red_amin nn__cpu_reduce
+#define nn__launch_red_amin nn__launch_reduce
+#define nn__grad_red_amin nn__grad_reduce
+#define nn__plan_red_amin nn__no_plan
+#define nn__cpu_red_max nn__cpu_reduce
+#define nn__launch_red_max nn__launch_reduce
+#define nn__grad_red_max nn__grad_reduce
+#define nn__plan_red_max nn__no_plan
+#define nn__cpu_red_min nn__cpu_reduce
+#define nn__launch_red_min nn__launch_reduce
+#define nn__grad_red_min nn__grad_reduce
+#define nn__plan_red_min nn__no_plan
+#define nn__cpu_red_var nn__cpu_reduce
+#define nn__launch_red_var nn__launch_reduce
+#define nn__grad_red_var nn__grad_reduce
+#define nn__plan_red_var nn__no_plan
+#define nn__cpu_red_std nn__cpu_reduce
+#define nn__launch_red_std nn__launch_reduce
+#define nn__grad_red_std nn__grad_reduce
+#define nn__plan_red_std nn__no_plan
+#define nn__cpu_red_lse nn__cpu_reduce
+#define nn__launch_red_lse nn__launch_reduce
+#define nn__grad_red_lse nn__grad_reduce
+#define nn__plan_red_lse nn__no_plan
+#define nn__cpu_red_norm nn__cpu_reduce
+#define nn__launch_red_norm nn__launch_reduce
+#define nn__grad_red_norm nn__grad_reduce
+#define nn__plan_red_norm nn__no_plan
+#define nn__cpu_argmax_dim nn__cpu_reduce
+#define nn__launch_argmax_dim nn__launch_reduce
+#define nn__grad_argmax_dim nn__grad_none
+#define nn__plan_argmax_dim nn__no_plan
+#define nn__cpu_argmin_dim nn__cpu_reduce
+#define nn__launch_argmin_dim nn__launch_reduce
+#define nn__grad_argmin_dim nn__grad_none
+#define nn__plan_argmin_dim nn__no_plan
+#define nn__grad_reduce_grad nn__grad_none
+#define nn__plan_reduce_grad nn__no_plan
 
 /* d(loss)/dx of a reduction: a REDUCE_GRAD node from gy (and x and the output where the
    rule needs them). */
@@ -17616,14 +20989,6 @@ static void nn__grad_reduce(nn_graph *g, int id) {
     nn__acc_grad(g, a, t);
 }
 
-/* cumsum's gradient is the reverse running sum of gy, and the reverse's is cumsum. */
-static void nn__grad_cumsum(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, n.op == NN__OP_CUMSUM ? NN__OP_CUMSUM_REV : NN__OP_CUMSUM, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-}
-
 static nn_result nn__cpu_reduce(nn_graph *g, nn__node *n) {
     nn__reduce_forward(g->ctx->threads, n->op, &n->a.reduce, n->buf.host, NN__F(n->in[0]));
     return NN_OK;
@@ -17632,11 +20997,6 @@ static nn_result nn__cpu_reduce(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_reduce_grad(nn_graph *g, nn__node *n) {
     nn__reduce_backward(g->ctx->threads, &n->a.reduce, n->buf.host, NN__F(n->in[0]),
                         n->n_in > 1 ? NN__F(n->in[1]) : NULL, n->n_in > 2 ? NN__F(n->in[2]) : NULL);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
-    nn__cumsum_forward(n->buf.host, NN__F(n->in[0]), &n->a.reduce, n->op == NN__OP_CUMSUM_REV);
     return NN_OK;
 }
 
@@ -17714,6 +21074,56 @@ static nn_result nn__launch_reduce_grad(nn_graph *g, int id) {
     return nn__kargs_reduce_grad(l, &k);
 }
 
+/* ==== cumsum: y [x's shape] = the running sum of x along dim (torch.cumsum), on the
+   [O, R, I] view; CUMSUM_REV, the reverse running sum, is its gradient (and the reverse's
+   gradient is cumsum) ==== */
+
+NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim) {
+    nn__node *nx;
+    nn_tensor t;
+    int nd, d, k;
+    if (!nn__check(g, "nn_cumsum", 1, &x) || !nn__expect_f32(g, "nn_cumsum", x, "x")) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nd = nx->shape.ndim;
+    d = dim < 0 ? dim + nd : dim;
+    if (d < 0 || d >= nd) {
+        char sx[128];
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_cumsum: dim %d is out of range for x %s (expected %d to %d)",
+                           dim, sx, -nd, nd - 1);
+    }
+    t = nn__op1(g, NN__OP_CUMSUM, NN_F32, nx->shape, x.id);
+    if (t.id >= 0) {
+        nn__reduce_attr *ra = &g->nodes[t.id].a.reduce;
+        int64_t O = 1, I = 1;
+        for (k = 0; k < d; k++) O *= nx->shape.dim[k];
+        for (k = d + 1; k < nd; k++) I *= nx->shape.dim[k];
+        ra->O = (int)O;
+        ra->R = (int)nx->shape.dim[d];
+        ra->I = (int)I;
+    }
+    return t;
+}
+
+#define nn__plan_cumsum nn__no_plan
+#define nn__cpu_cumsum_rev nn__cpu_cumsum
+#define nn__launch_cumsum_rev nn__launch_cumsum
+#define nn__grad_cumsum_rev nn__grad_cumsum
+#define nn__plan_cumsum_rev nn__no_plan
+
+/* cumsum's gradient is the reverse running sum of gy, and the reverse's is cumsum. */
+static void nn__grad_cumsum(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, n.op == NN__OP_CUMSUM ? NN__OP_CUMSUM_REV : NN__OP_CUMSUM, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
+
+static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
+    nn__cumsum_forward(n->buf.host, NN__F(n->in[0]), &n->a.reduce, n->op == NN__OP_CUMSUM_REV);
+    return NN_OK;
+}
+
 static nn_result nn__launch_cumsum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
@@ -17734,20 +21144,12 @@ static nn_result nn__launch_cumsum(nn_graph *g, int id) {
 /* ======================================================================
    src/ops/softmax.c
    ====================================================================== */
-/* The softmax ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The softmax family: softmax and log-softmax over the last dim, rows of C values
+   (x [..., C], y of x's shape), and their gradients; another dim is moved last and back
+   by the builder. One CPU loop and one kernel pair serve
+   both, told apart by a log-space flag (the log-softmax ops' aliases say so). */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_softmax nn__no_plan
-#define nn__cpu_log_softmax nn__cpu_softmax
-#define nn__launch_log_softmax nn__launch_softmax
-#define nn__plan_log_softmax nn__no_plan
-#define nn__grad_softmax_grad nn__grad_none
-#define nn__plan_softmax_grad nn__no_plan
-#define nn__cpu_log_softmax_grad nn__cpu_softmax_grad
-#define nn__launch_log_softmax_grad nn__launch_softmax_grad
-#define nn__grad_log_softmax_grad nn__grad_none
-#define nn__plan_log_softmax_grad nn__no_plan
+/* ==== shared by the family: the builder, and the row length ==== */
 
 /* The op normalises the last dim; another dim is moved last and back (two permutes). */
 static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x, int dim) {
@@ -17763,113 +21165,107 @@ static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor 
     if (dim != nd - 1) return nn_transpose(g, nn__rowwise(g, opname, op, nn_transpose(g, x, dim, nd - 1), nd - 1), dim, nd - 1);
     return nn__op1(g, op, NN_F32, nn__n(g, x)->shape, x.id);
 }
-NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x, int dim) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x, dim); }
-NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x, int dim) { return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x, dim); }
-
 
 static int64_t nn__last_dim(const nn__node *n) { return n->shape.dim[n->shape.ndim - 1]; }
 
-/* ---- autograd rules ---- */
+/* ==== softmax: y [..., C] = exp(x - max) / sum(exp(x - max)) along the last dim
+   (torch.softmax(x, dim): dim moved last); SOFTMAX_GRAD (y, gy) is dx = y * (gy - sum(gy * y)) ==== */
+
+NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x, int dim) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x, dim); }
+
+#define nn__plan_softmax nn__no_plan
+#define nn__grad_softmax_grad nn__grad_none
+#define nn__plan_softmax_grad nn__no_plan
 
 static void nn__grad_softmax(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn__acc_grad(g, a, nn__op2(g, NN__OP_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
-    return;
 }
 
-static void nn__grad_log_softmax(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op2(g, NN__OP_LOG_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
+/* SOFTMAX and LOG_SOFTMAX */
 static nn_result nn__cpu_softmax(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX, y, NN__F(in[0]), NULL, N / nn__last_dim(n),
-                     nn__last_dim(n));
+    int64_t C = nn__last_dim(n);
+    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX, n->buf.host, NN__F(n->in[0]), NULL, n->numel / C, C);
     return NN_OK;
 }
 
+/* SOFTMAX_GRAD and LOG_SOFTMAX_GRAD: (y, gy) */
 static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX_GRAD, y, NN__F(in[0]), NN__F(in[1]),
-                     N / nn__last_dim(n), nn__last_dim(n));
+    int64_t C = nn__last_dim(n);
+    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX_GRAD, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
+                     n->numel / C, C);
     return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
+/* one work-item per row */
 static nn_result nn__launch_softmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
+    int N = (int)n->numel, C = (int)nn__last_dim(n);
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int C = (int)nn__last_dim(n);
-    r = nn__launch_kernel(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
-    if (r == NN_OK) r = nn__args(l, "mmiii", &g->nodes[in[0]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX);
-    return r;
+    nn__k_softmax_forward k;
+    nn_result r = nn__launch_kernel(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.rows = N / C;
+    k.C = C;
+    k.log_space = n->op == NN__OP_LOG_SOFTMAX;
+    return nn__kargs_softmax_forward(l, &k);
 }
 
 static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
+    int N = (int)n->numel, C = (int)nn__last_dim(n);
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int C = (int)nn__last_dim(n);
-    r = nn__launch_kernel(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX_GRAD);
-    return r;
+    nn__k_softmax_backward k;
+    nn_result r = nn__launch_kernel(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.y = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.dx = &n->buf;
+    k.rows = N / C;
+    k.C = C;
+    k.log_space = n->op == NN__OP_LOG_SOFTMAX_GRAD;
+    return nn__kargs_softmax_backward(l, &k);
+}
+
+/* ==== log_softmax: y [..., C] = x - max - log(sum(exp(x - max))) along the last dim
+   (torch.log_softmax(x, dim): dim moved last); LOG_SOFTMAX_GRAD (y, gy) is dx = gy - exp(y) * sum(gy).
+   Softmax's loop and kernels in log space ==== */
+
+NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x, int dim) {
+    return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x, dim);
+}
+
+#define nn__cpu_log_softmax nn__cpu_softmax
+#define nn__launch_log_softmax nn__launch_softmax
+#define nn__plan_log_softmax nn__no_plan
+#define nn__cpu_log_softmax_grad nn__cpu_softmax_grad
+#define nn__launch_log_softmax_grad nn__launch_softmax_grad
+#define nn__grad_log_softmax_grad nn__grad_none
+#define nn__plan_log_softmax_grad nn__no_plan
+
+static void nn__grad_log_softmax(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__op2(g, NN__OP_LOG_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
 }
 
 /* ======================================================================
-   src/ops/loss.c
+   src/ops/loss/elementwise.c
    ====================================================================== */
-/* The loss ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The loss family (the files of src/ops/loss/; attributes nn__loss_attr in src/ops/loss.h),
+   one block per op: builder, registry aliases, autograd rule, CPU body (the loops in
+   src/cpu/loss.c) and kernel launch (kernels/loss.cl); the kinds of the elementwise and row
+   losses are kernels/loss.h's lists. This file: the family's shared checks and the
+   elementwise losses, PyTorch's BCE with logits and MSE shorthands among them;
+   cross_entropy.c: softmax cross-entropy, cross-entropy and NLL; rows.c: the losses of
+   whole rows. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_xent_rows nn__no_plan
-#define nn__grad_xent_grad nn__grad_none
-#define nn__plan_xent_grad nn__no_plan
-#define nn__plan_bce_logits nn__no_plan
-#define nn__grad_bce_logits_grad nn__grad_none
-#define nn__plan_bce_logits_grad nn__no_plan
-#define nn__plan_loss_ew nn__no_plan
-#define nn__launch_loss_ew_grad nn__launch_loss_ew
-#define nn__grad_loss_ew_grad nn__grad_none
-#define nn__plan_loss_ew_grad nn__no_plan
-#define nn__plan_ce_rows nn__no_plan
-#define nn__launch_ce_rows_grad nn__launch_ce_rows
-#define nn__grad_ce_rows_grad nn__grad_none
-#define nn__plan_ce_rows_grad nn__no_plan
-#define nn__grad_ce_weights nn__grad_none
-#define nn__plan_ce_weights nn__no_plan
-#define nn__plan_div_scalar nn__no_plan
-#define nn__plan_loss_rows nn__no_plan
-#define nn__launch_loss_rows_grad nn__launch_loss_rows
-#define nn__grad_loss_rows_grad nn__grad_none
-#define nn__plan_loss_rows_grad nn__no_plan
+/* ==== shared by the family: input checks, nn_loss_desc's reduction, the bad-label count ==== */
 
-
-NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
-    nn_tensor rows;
-    if (!nn__check_logits_labels(g, "nn_softmax_cross_entropy", logits, labels)) return nn__tensor(-1);
-    rows = nn__op2(g, NN__OP_XENT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id);
-    if (rows.id > 0) g->nodes[rows.id].check = "nn_softmax_cross_entropy: labels outside [0, C)";
-    return nn_mean(g, rows);
-}
-
+/* prediction and target: float32 and one shape */
 static int nn__check_same(nn_graph *g, const char *opname, nn_tensor a, nn_tensor b) {
     nn_tensor in[2];
     in[0] = a;
@@ -17886,21 +21282,6 @@ static int nn__check_same(nn_graph *g, const char *opname, nn_tensor a, nn_tenso
     return 1;
 }
 
-NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target) {
-    nn_tensor d;
-    if (!nn__check_same(g, "nn_mse", pred, target)) return nn__tensor(-1);
-    d = nn_sub(g, pred, target);
-    return nn_mean(g, nn_mul(g, d, d));
-}
-
-NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target) {
-    if (!nn__check_same(g, "nn_bce_with_logits", logits, target)) return nn__tensor(-1);
-    return nn_mean(g, nn__op2(g, NN__OP_BCE_LOGITS, NN_F32, nn__n(g, logits)->shape, logits.id, target.id));
-}
-
-
-/* ---- losses with options (nn_loss_desc; bodies in cpu/loss.c) ---- */
-
 /* Checks d's reduction and puts the loss's default (dflt) in place of NN_REDUCTION_DEFAULT. */
 static int nn__loss_desc_ok(nn_graph *g, const char *opname, nn_loss_desc *d, int batchmean_ok, nn_reduction dflt) {
     if ((int)d->reduction < 0 || (int)d->reduction > NN_REDUCTION_BATCHMEAN ||
@@ -17912,7 +21293,7 @@ static int nn__loss_desc_ok(nn_graph *g, const char *opname, nn_loss_desc *d, in
     return 1;
 }
 
-/* Per-element or per-row losses l, reduced as desc asks. */
+/* Per-element or per-row losses l [N] or [B, ...], reduced as desc asks: l itself, or [1]. */
 static nn_tensor nn__reduce_loss(nn_graph *g, nn_tensor l, const nn_loss_desc *d) {
     if (l.id < 0 || d->reduction == NN_REDUCTION_NONE) return l;
     return nn__sum_all_op(g, l.id,
@@ -17920,6 +21301,97 @@ static nn_tensor nn__reduce_loss(nn_graph *g, nn_tensor l, const nn_loss_desc *d
                           : (float)(1.0 / (double)(d->reduction == NN_REDUCTION_BATCHMEAN ? g->nodes[l.id].shape.dim[0]
                                                                                              : g->nodes[l.id].numel)));
 }
+
+/* A checked op's bad inputs, into its counter (a device kernel's atomic_inc on the CPU). */
+static void nn__count_check(nn_graph *g, const nn__node *n, int64_t bad) {
+    int32_t *c = (int32_t *)g->checks.host + n->check_slot;
+    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+}
+
+/* ==== mse (nn_mse): pred, target [any] -> [1], mean((pred - target)^2), composed of sub,
+   mul and mean (nn_mse_loss is the LOSS_EW form) ==== */
+
+NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target) {
+    nn_tensor d;
+    if (!nn__check_same(g, "nn_mse", pred, target)) return nn__tensor(-1);
+    d = nn_sub(g, pred, target);
+    return nn_mean(g, nn_mul(g, d, d));
+}
+
+/* ==== bce with logits (nn_bce_with_logits): logits, target [any] -> BCE_LOGITS [same],
+   (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) (PyTorch's form), then its mean [1];
+   BCE_LOGITS_GRAD, d/dx = dy * (sigmoid(x) - t); d/dt = -dy * x ==== */
+
+NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target) {
+    if (!nn__check_same(g, "nn_bce_with_logits", logits, target)) return nn__tensor(-1);
+    return nn_mean(g, nn__op2(g, NN__OP_BCE_LOGITS, NN_F32, nn__n(g, logits)->shape, logits.id, target.id));
+}
+
+#define nn__plan_bce_logits nn__no_plan
+#define nn__grad_bce_logits_grad nn__grad_none
+#define nn__plan_bce_logits_grad nn__no_plan
+
+static void nn__grad_bce_logits(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_BCE_LOGITS_GRAD, NN_F32, n.shape, a, b, gy.id));
+    if (gb) { /* d/dt = -x */
+        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
+        nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
+    }
+    return;
+}
+
+static nn_result nn__cpu_bce_logits(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NULL, N);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), N);
+    return NN_OK;
+}
+
+static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_bce_logits_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "bce_logits_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.t = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_bce_logits_forward(l, &k);
+}
+
+static nn_result nn__launch_bce_logits_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_bce_logits_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "bce_logits_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.t = &g->nodes[n->in[1]].buf;
+    k.dy = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_bce_logits_backward(l, &k);
+}
+
+/* ==== elementwise losses (nn_mse_loss, nn_l1_loss, ... nn_kl_div_loss: kernels/loss.h's
+   NN__LOSS_EW_KINDS): pred, target [any] (and bce's pos_weight [trailing dims of pred])
+   -> LOSS_EW [pred's shape], the loss of each element by its kind, then weight and the
+   desc's reduction; LOSS_EW_GRAD, d/d(pred) [same] given dy (a loss of d = x - t gives the
+   target its negation) ==== */
 
 static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tensor x, nn_tensor t, const nn_loss_desc *desc) {
     nn_loss_desc d;
@@ -17981,18 +21453,193 @@ static nn_tensor nn__loss_ew(nn_graph *g, const char *opname, int kind, nn_tenso
     return nn__reduce_loss(g, l, &d);
 }
 
-NN_API nn_tensor nn_mse_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_mse_loss", NN__L_MSE, p, t, d); }
-NN_API nn_tensor nn_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_l1_loss", NN__L_L1, p, t, d); }
-NN_API nn_tensor nn_huber_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_huber_loss", NN__L_HUBER, p, t, d); }
-NN_API nn_tensor nn_smooth_l1_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_smooth_l1_loss", NN__L_SMOOTH_L1, p, t, d); }
-NN_API nn_tensor nn_log_cosh_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_log_cosh_loss", NN__L_LOG_COSH, p, t, d); }
-NN_API nn_tensor nn_quantile_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_quantile_loss", NN__L_QUANTILE, p, t, d); }
-NN_API nn_tensor nn_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_hinge_loss", NN__L_HINGE, p, t, d); }
-NN_API nn_tensor nn_squared_hinge_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_squared_hinge_loss", NN__L_SQ_HINGE, p, t, d); }
-NN_API nn_tensor nn_bce_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_loss", NN__L_BCE, p, t, d); }
-NN_API nn_tensor nn_bce_with_logits_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_bce_with_logits_loss", NN__L_BCE_LOGITS, p, t, d); }
-NN_API nn_tensor nn_sigmoid_focal_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_sigmoid_focal_loss", NN__L_FOCAL, p, t, d); }
-NN_API nn_tensor nn_kl_div_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) { return nn__loss_ew(g, "nn_kl_div_loss", NN__L_KL, p, t, d); }
+/* nn_<name>(g, pred, target, desc) for each line of NN__LOSS_EW_KINDS */
+#define NN__L_BUILDER(E, name, of_d)                                                                  \
+    NN_API nn_tensor nn_##name(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {       \
+        return nn__loss_ew(g, "nn_" #name, NN__L_##E, p, t, d);                                        \
+    }
+NN__LOSS_EW_KINDS(NN__L_BUILDER)
+#undef NN__L_BUILDER
+
+#define nn__plan_loss_ew nn__no_plan
+#define nn__grad_loss_ew_grad nn__grad_none
+#define nn__plan_loss_ew_grad nn__no_plan
+
+/* whether the target gets a gradient (-dx): the of_d column */
+#define NN__L_OF_D(E, name, of_d) of_d,
+static const unsigned char nn__loss_of_d[NN__L_COUNT] = {NN__LOSS_EW_KINDS(NN__L_OF_D)};
+#undef NN__L_OF_D
+
+static void nn__grad_loss_ew(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* inputs x, t, [pos_weight] */
+    int ins[4], has_pw = n.n_in > 2, gt = gb && nn__loss_of_d[n.a.loss.kind];
+    if (!ga && !gt) return;
+    ins[0] = a;
+    ins[1] = b;
+    ins[2] = gy.id;
+    ins[3] = has_pw ? n.in[2] : -1;
+    t = nn__tensor(nn__new_node(g, NN__OP_LOSS_EW_GRAD, NN_F32, n.shape, ins, has_pw ? 4 : 3));
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    if (ga) nn__acc_grad(g, a, t);
+    if (gt) nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
+    return;
+}
+
+static nn_result nn__cpu_loss_ew(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[2]) : NULL,
+                    n->a.loss.has_pos_weight ? g->nodes[in[2]].numel : 1, NULL, N, n->a.loss.kind, n->a.loss.a, n->a.loss.b,
+                    n->a.loss.log_target);
+    return NN_OK;
+}
+
+/* inputs x, t, dy, [pos_weight] */
+static nn_result nn__cpu_loss_ew_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[3]) : NULL,
+                    n->a.loss.has_pos_weight ? g->nodes[in[3]].numel : 1, NN__F(in[2]), N, n->a.loss.kind, n->a.loss.a,
+                    n->a.loss.b, n->a.loss.log_target);
+    return NN_OK;
+}
+
+static nn_result nn__launch_loss_ew(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    int has_pw = n->a.loss.has_pos_weight;
+    nn__launch *l = NULL;
+    nn__k_loss_ew_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "loss_ew_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.t = &g->nodes[in[1]].buf;
+    k.pw = has_pw ? &g->nodes[in[2]].buf : &g->one;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.npw = has_pw ? (int)g->nodes[in[2]].numel : 1;
+    k.kind = n->a.loss.kind;
+    k.log_target = n->a.loss.log_target;
+    k.a = n->a.loss.a;
+    k.b = n->a.loss.b;
+    return nn__kargs_loss_ew_forward(l, &k);
+}
+
+static nn_result nn__launch_loss_ew_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    int has_pw = n->a.loss.has_pos_weight;
+    nn__launch *l = NULL;
+    nn__k_loss_ew_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "loss_ew_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.t = &g->nodes[in[1]].buf;
+    k.pw = has_pw ? &g->nodes[in[3]].buf : &g->one;
+    k.dy = &g->nodes[in[2]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.npw = has_pw ? (int)g->nodes[in[3]].numel : 1;
+    k.kind = n->a.loss.kind;
+    k.log_target = n->a.loss.log_target;
+    k.a = n->a.loss.a;
+    k.b = n->a.loss.b;
+    return nn__kargs_loss_ew_backward(l, &k);
+}
+
+/* ======================================================================
+   src/ops/loss/cross_entropy.c
+   ====================================================================== */
+/* The loss family's cross-entropies over rows of classes: the fused softmax cross-entropy
+   (nn_softmax_cross_entropy), and nn_cross_entropy_loss / nn_nll_loss with class weights,
+   ignore_index and label smoothing (src/ops/loss/elementwise.c says how the family is laid
+   out). */
+
+/* ==== softmax cross-entropy (nn_softmax_cross_entropy, fused): logits [B, C] float32,
+   labels [B] int32 -> XENT_ROWS [B], logsumexp(x[b]) - x[b, label[b]], then its mean [1];
+   XENT_GRAD, its gradient dx [B, C] = dy[b] * (softmax(x[b]) - onehot(label[b])). A label
+   outside [0, C) gives 0 and counts as a bad input. ==== */
+
+NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
+    nn_tensor rows;
+    if (!nn__check_logits_labels(g, "nn_softmax_cross_entropy", logits, labels)) return nn__tensor(-1);
+    rows = nn__op2(g, NN__OP_XENT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id);
+    if (rows.id > 0) g->nodes[rows.id].check = "nn_softmax_cross_entropy: labels outside [0, C)";
+    return nn_mean(g, rows);
+}
+
+#define nn__plan_xent_rows nn__no_plan
+#define nn__grad_xent_grad nn__grad_none
+#define nn__plan_xent_grad nn__no_plan
+
+static void nn__grad_xent_rows(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_XENT_GRAD, NN_F32, g->nodes[a].shape, a, b, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__count_check(g, n, nn__xent_rows(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), NULL,
+                                         x->shape.dim[0], x->shape.dim[1]));
+    return NN_OK;
+}
+
+static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    (void)nn__xent_rows(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), NN__F(in[2]), n->shape.dim[0], n->shape.dim[1]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_xent_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.loss = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    return nn__kargs_xent_forward(l, &k);
+}
+
+static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_xent_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.dloss = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.B = (int)n->shape.dim[0];
+    k.C = (int)n->shape.dim[1];
+    return nn__kargs_xent_backward(l, &k);
+}
+
+/* ==== cross-entropy and NLL (nn_cross_entropy_loss, nn_nll_loss): x [B, C] (logits, or
+   log-probabilities for NLL), labels [B] int32, class weights w [C] -> CE_ROWS [B],
+   (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c] (eps: label smoothing;
+   0 for ignore_index), then the reduction: the mean divides by the rows' weights
+   (CE_WEIGHTS, DIV_SCALAR below), as PyTorch's. CE_ROWS_GRAD: dx [B, C] given dy [B]. A
+   label outside [0, C) other than ignore_index counts as a bad input. ==== */
 
 static nn_tensor nn__ce_loss(nn_graph *g, const char *opname, int log_input, nn_tensor x, nn_tensor labels, const nn_loss_desc *desc) {
     nn_loss_desc d;
@@ -18051,8 +21698,178 @@ NN_API nn_tensor nn_nll_loss(nn_graph *g, nn_tensor x, nn_tensor labels, const n
     return nn__ce_loss(g, "nn_nll_loss", 1, x, labels, d);
 }
 
-/* x0, x1 (and x2 for triplet) of one shape [B, ...]; cosine's target [B] float32. */
-static nn_tensor nn__row_loss(nn_graph *g, const char *opname, int kind, int n_in, const nn_tensor *x, const nn_loss_desc *desc) {
+#define nn__plan_ce_rows nn__no_plan
+#define nn__grad_ce_rows_grad nn__grad_none
+#define nn__plan_ce_rows_grad nn__no_plan
+
+static void nn__grad_ce_rows(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* inputs x, labels, [weight] */
+    int ins[4];
+    if (!ga) return;
+    ins[0] = a;
+    ins[1] = b;
+    ins[2] = gy.id;
+    ins[3] = n.n_in > 2 ? n.in[2] : -1;
+    t = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS_GRAD, NN_F32, g->nodes[a].shape, ins, n.n_in > 2 ? 4 : 3));
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__count_check(g, n, nn__ce_rows_run(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL,
+                                          NULL, x->shape.dim[0], x->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input,
+                                          n->a.loss.smoothing));
+    return NN_OK;
+}
+
+/* inputs x, labels, dy, [weight] */
+static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__ce_rows_run(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]),
+                    n->shape.dim[0], n->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing);
+    return NN_OK;
+}
+
+static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_ce_rows_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "ce_rows_forward", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.loss = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.ignore = n->a.loss.ignore_index;
+    k.log_input = n->a.loss.log_input;
+    k.has_w = n->n_in > 2;
+    k.eps = n->a.loss.smoothing;
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    return nn__kargs_ce_rows_forward(l, &k);
+}
+
+/* the backward pass counts nothing: the forward did */
+static nn_result nn__launch_ce_rows_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_ce_rows_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "ce_rows_backward", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;
+    k.dloss = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.ignore = n->a.loss.ignore_index;
+    k.log_input = n->a.loss.log_input;
+    k.has_w = n->n_in > 3;
+    k.eps = n->a.loss.smoothing;
+    return nn__kargs_ce_rows_backward(l, &k);
+}
+
+/* ==== cross-entropy weights: labels [B] int32, w [C] -> CE_WEIGHTS [B], the weight each row
+   counts with in cross-entropy's mean: w[label] (1 without w), 0 for an ignored label.
+   Made by nn__ce_loss above; no gradient flows (the labels are integers). ==== */
+
+#define nn__grad_ce_weights nn__grad_none
+#define nn__plan_ce_weights nn__no_plan
+
+static nn_result nn__cpu_ce_weights(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->a.loss.classes, n->a.loss.ignore_index);
+    return NN_OK;
+}
+
+static nn_result nn__launch_ce_weights(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_ce_weights k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "ce_weights", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.label = &g->nodes[n->in[0]].buf;
+    k.w = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.B = (int)n->numel;
+    k.C = n->a.loss.classes;
+    k.ignore = n->a.loss.ignore_index;
+    k.has_w = n->n_in > 1;
+    return nn__kargs_ce_weights(l, &k);
+}
+
+/* ==== div scalar: x [any], d [1] -> DIV_SCALAR [x's shape], x / d[0]: cross-entropy's
+   weighted mean, the sum over the sum of weights. Its gradient divides dy by the same d
+   (the weights, a count of labels, are not differentiated). ==== */
+
+#define nn__plan_div_scalar nn__no_plan
+
+static void nn__grad_div_scalar(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, n.shape, gy.id, b));
+    return;
+}
+
+static nn_result nn__cpu_div_scalar(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    const float *x = NN__F(in[0]);
+    float d = NN__F(in[1])[0];
+    int64_t i;
+    for (i = 0; i < N; i++) y[i] = x[i] / d;
+    return NN_OK;
+}
+
+static nn_result nn__launch_div_scalar(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_div_scalar k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "div_scalar", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.d = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_div_scalar(l, &k);
+}
+
+/* ======================================================================
+   src/ops/loss/rows.c
+   ====================================================================== */
+/* The loss family's losses of whole rows (src/ops/loss/elementwise.c says how the family is
+   laid out). */
+
+/* ==== row losses (nn_dice_loss, nn_cosine_embedding_loss, nn_triplet_margin_loss:
+   kernels/loss.h's NN__LOSS_ROW_KINDS): dice p, t [B, ...]; cosine x1, x2 [B, D] and
+   target [B] (+-1); triplet anchor, positive, negative [B, D] -> LOSS_ROWS [B], one loss
+   per row, then the desc's reduction. LOSS_ROWS_GRAD: d/d(input `wrt`) [its shape], one
+   op per differentiated input (targets get none). ==== */
+
+#define NN__R_NAME(E, name) "nn_" #name,
+static const char *const nn__row_loss_names[NN__R_COUNT] = {NN__LOSS_ROW_KINDS(NN__R_NAME)};
+#undef NN__R_NAME
+
+static nn_tensor nn__row_loss(nn_graph *g, int kind, int n_in, const nn_tensor *x, const nn_loss_desc *desc) {
+    const char *opname = nn__row_loss_names[kind];
     nn_loss_desc d;
     nn_tensor l;
     int ins[3], k;
@@ -18087,87 +21904,31 @@ NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_lo
     nn_tensor x[2];
     x[0] = p;
     x[1] = t;
-    return nn__row_loss(g, "nn_dice_loss", NN__R_DICE, 2, x, d);
+    return nn__row_loss(g, NN__R_DICE, 2, x, d);
 }
 NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
     nn_tensor x[3];
     x[0] = x1;
     x[1] = x2;
     x[2] = t;
-    return nn__row_loss(g, "nn_cosine_embedding_loss", NN__R_COSINE, 3, x, d);
+    return nn__row_loss(g, NN__R_COSINE, 3, x, d);
 }
 NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
     nn_tensor x[3];
     x[0] = a;
     x[1] = p;
     x[2] = n;
-    return nn__row_loss(g, "nn_triplet_margin_loss", NN__R_TRIPLET, 3, x, d);
+    return nn__row_loss(g, NN__R_TRIPLET, 3, x, d);
 }
 
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_xent_rows(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_XENT_GRAD, NN_F32, g->nodes[a].shape, a, b, gy.id));
-    return;
-}
-
-static void nn__grad_bce_logits(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) nn__acc_grad(g, a, nn__op3(g, NN__OP_BCE_LOGITS_GRAD, NN_F32, n.shape, a, b, gy.id));
-    if (gb) { /* d/dt = -x */
-        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
-        nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
-    }
-    return;
-}
-
-static void nn__grad_loss_ew(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    /* inputs x, t, [pos_weight]; d-based losses give t minus x's gradient */
-    int ins[4], has_pw = n.n_in > 2, gt = gb && n.a.loss.kind <= NN__L_QUANTILE;
-    if (!ga && !gt) return;
-    ins[0] = a;
-    ins[1] = b;
-    ins[2] = gy.id;
-    ins[3] = has_pw ? n.in[2] : -1;
-    t = nn__tensor(nn__new_node(g, NN__OP_LOSS_EW_GRAD, NN_F32, n.shape, ins, has_pw ? 4 : 3));
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    if (ga) nn__acc_grad(g, a, t);
-    if (gt) nn__acc_grad(g, b, nn__scale_op(g, n.shape, t.id, -1.0f));
-    return;
-}
-
-static void nn__grad_ce_rows(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    /* inputs x, labels, [weight] */
-    int ins[4];
-    if (!ga) return;
-    ins[0] = a;
-    ins[1] = b;
-    ins[2] = gy.id;
-    ins[3] = n.n_in > 2 ? n.in[2] : -1;
-    t = nn__tensor(nn__new_node(g, NN__OP_CE_ROWS_GRAD, NN_F32, g->nodes[a].shape, ins, n.n_in > 2 ? 4 : 3));
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_div_scalar(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    /* the divisor (a count of weights) is not differentiated */
-    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_DIV_SCALAR, NN_F32, n.shape, gy.id, b));
-    return;
-}
+#define nn__plan_loss_rows nn__no_plan
+#define nn__grad_loss_rows_grad nn__grad_none
+#define nn__plan_loss_rows_grad nn__no_plan
 
 static void nn__grad_loss_rows(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    /* one gradient op per differentiated input; targets get none */
+    /* inputs x0, x1, [x2], then dy */
     int k, ins[4], n_x = n.a.loss.kind == NN__R_COSINE ? 2 : n.a.loss.kind == NN__R_DICE ? 1 : 3;
     for (k = 0; k < n_x; k++) {
         if (!g->nodes[n.in[k]].needs_grad) continue;
@@ -18181,103 +21942,6 @@ static void nn__grad_loss_rows(nn_graph *g, int id) {
         nn__acc_grad(g, n.in[k], t);
     }
     return;
-}
-
-/* ---- CPU bodies ---- */
-
-/* A checked op's bad inputs, into its counter (a device kernel's atomic_inc on the CPU). */
-static void nn__count_check(nn_graph *g, const nn__node *n, int64_t bad) {
-    int32_t *c = (int32_t *)g->checks.host + n->check_slot;
-    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
-}
-
-static nn_result nn__cpu_xent_rows(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__count_check(g, n, nn__xent_rows(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), NULL,
-                                         x->shape.dim[0], x->shape.dim[1]));
-    return NN_OK;
-}
-
-static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    (void)nn__xent_rows(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), NN__F(in[2]), n->shape.dim[0], n->shape.dim[1]);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_bce_logits(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NULL, N);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__bce_rows(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), N);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_loss_ew(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[2]) : NULL,
-                    n->a.loss.has_pos_weight ? g->nodes[in[2]].numel : 1, NULL, N, n->a.loss.kind, n->a.loss.a, n->a.loss.b,
-                    n->a.loss.log_target);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_loss_ew_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__loss_ew_run(g->ctx->threads, y, NN__F(in[0]), NN__F(in[1]), n->a.loss.has_pos_weight ? NN__F(in[3]) : NULL,
-                    n->a.loss.has_pos_weight ? g->nodes[in[3]].numel : 1, NN__F(in[2]), N, n->a.loss.kind, n->a.loss.a,
-                    n->a.loss.b, n->a.loss.log_target);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_ce_rows(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__count_check(g, n, nn__ce_rows_run(g->ctx->threads, y, (const float *)x->buf.host, NN__I(in[1]), n->n_in > 2 ? NN__F(in[2]) : NULL,
-                                          NULL, x->shape.dim[0], x->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input,
-                                          n->a.loss.smoothing));
-    return NN_OK;
-}
-
-static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__ce_rows_run(g->ctx->threads, y, NN__F(in[0]), NN__I(in[1]), n->n_in > 3 ? NN__F(in[3]) : NULL, NN__F(in[2]),
-                    n->shape.dim[0], n->shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->a.loss.smoothing);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_ce_weights(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__ce_weights_forward(y, NN__I(in[0]), n->n_in > 1 ? NN__F(in[1]) : NULL, N, n->a.loss.classes, n->a.loss.ignore_index);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_div_scalar(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    const float *x = NN__F(in[0]);
-    float d = NN__F(in[1])[0];
-    int64_t i;
-    for (i = 0; i < N; i++) y[i] = x[i] / d;
-    return NN_OK;
 }
 
 static nn_result nn__cpu_loss_rows(nn_graph *g, nn__node *n) {
@@ -18298,173 +21962,58 @@ static nn_result nn__cpu_loss_rows_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *x = &g->nodes[in[0]];
-    r = nn__launch_kernel(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiimi", &x->buf, &g->nodes[in[1]].buf, y, (int)x->shape.dim[0], (int)x->shape.dim[1], &g->checks,
-                     n->check_slot);
-    return r;
-}
-
-static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, (int)n->shape.dim[0],
-                        (int)n->shape.dim[1]);
-    return r;
-}
-
-static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "bce_logits_forward", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
-    return r;
-}
-
-static nn_result nn__launch_bce_logits_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "bce_logits_backward", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, N);
-    return r;
-}
-
-static nn_result nn__launch_loss_ew(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int grad = n->op == NN__OP_LOSS_EW_GRAD, pwi = grad ? 3 : 2;
-    const nn__buf *pw = n->a.loss.has_pos_weight ? &g->nodes[in[pwi]].buf : &g->one;
-    int npw = n->a.loss.has_pos_weight ? (int)g->nodes[in[pwi]].numel : 1;
-    r = nn__launch_kernel(g, id, "loss", grad ? "loss_ew_backward" : "loss_ew_forward", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    return nn__args(l, "mmmmmiiiiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, pw, grad ? &g->nodes[in[2]].buf : &g->one, y, N,
-                       npw, n->a.loss.kind, n->a.loss.log_target, (double)n->a.loss.a, (double)n->a.loss.b);
-}
-
-static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int grad = n->op == NN__OP_CE_ROWS_GRAD, wi = grad ? 3 : 2, B = (int)g->nodes[in[0]].shape.dim[0];
-    r = nn__launch_kernel(g, id, "loss", grad ? "ce_rows_backward" : "ce_rows_forward", (size_t)B, &l);
-    if (r != NN_OK) return r;
-    if (grad) /* the backward pass counts nothing: the forward did */
-        return nn__args(l, "mmmmmiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
-                        &g->nodes[in[2]].buf, y, B, (int)g->nodes[in[0]].shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->n_in > wi,
-                        (double)n->a.loss.smoothing);
-    return nn__args(l, "mmmmiiiiifmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, n->n_in > wi ? &g->nodes[in[wi]].buf : &g->one,
-                    y, B, (int)g->nodes[in[0]].shape.dim[1], n->a.loss.ignore_index, n->a.loss.log_input, n->n_in > wi, (double)n->a.loss.smoothing, &g->checks,
-                    n->check_slot);
-}
-
-static nn_result nn__launch_ce_weights(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "ce_weights", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiiii", &g->nodes[in[0]].buf, n->n_in > 1 ? &g->nodes[in[1]].buf : &g->one, y, N,
-                     n->a.loss.classes, n->a.loss.ignore_index, n->n_in > 1);
-    return r;
-}
-
-static nn_result nn__launch_div_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "loss", "div_scalar", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N);
-    return r;
-}
-
 static nn_result nn__launch_loss_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
+    const nn__node *x0 = &g->nodes[n->in[0]];
+    int B = (int)x0->shape.dim[0];
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int grad = n->op == NN__OP_LOSS_ROWS_GRAD, nx = n->n_in - grad, B = (int)g->nodes[in[0]].shape.dim[0];
-    r = nn__launch_kernel(g, id, "loss", grad ? "rows_backward" : "rows_forward", (size_t)B, &l);
+    nn__k_rows_forward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "rows_forward", (size_t)B, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmmmmiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, nx > 2 ? &g->nodes[in[2]].buf : &g->one,
-                       grad ? &g->nodes[in[n->n_in - 1]].buf : &g->one, y, B, (int)(g->nodes[in[0]].numel / B), n->a.loss.kind,
-                       grad ? n->a.loss.wrt : 0, (double)n->a.loss.margin);
+    memset(&k, 0, sizeof k);
+    k.x0 = &x0->buf;
+    k.x1 = &g->nodes[n->in[1]].buf;
+    k.x2 = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.y = &n->buf;
+    k.B = B;
+    k.D = (int)(x0->numel / B);
+    k.kind = n->a.loss.kind;
+    k.a = n->a.loss.margin;
+    return nn__kargs_rows_forward(l, &k);
+}
+
+static nn_result nn__launch_loss_rows_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x0 = &g->nodes[n->in[0]];
+    int B = (int)x0->shape.dim[0];
+    nn__launch *l = NULL;
+    nn__k_rows_backward k;
+    nn_result r = nn__launch_kernel(g, id, "loss", "rows_backward", (size_t)B, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x0 = &x0->buf;
+    k.x1 = &g->nodes[n->in[1]].buf;
+    k.x2 = n->n_in - 1 > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.dy = &g->nodes[n->in[n->n_in - 1]].buf;
+    k.dx = &n->buf;
+    k.B = B;
+    k.D = (int)(x0->numel / B);
+    k.kind = n->a.loss.kind;
+    k.which = n->a.loss.wrt;
+    k.a = n->a.loss.margin;
+    return nn__kargs_rows_backward(l, &k);
 }
 
 /* ======================================================================
    src/ops/gather.c
    ====================================================================== */
-/* The gather ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The gather ops, one block each: builder (shape rule), registry aliases, autograd rule,
+   CPU body (its loop in src/cpu/gather.c) and kernel launch (kernels/gather.cl). Index
+   tensors are int32; an index out of range reads zeros, and a checked op (n->check) also
+   counts such indices, which PyTorch raises on. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_gather_rows nn__no_plan
-#define nn__grad_gather_rows_grad nn__grad_none
-#define nn__plan_gather_rows_grad nn__no_plan
-#define nn__plan_index_select nn__no_plan
-#define nn__cpu_index_select_grad nn__cpu_index_select
-#define nn__launch_index_select_grad nn__launch_index_select
-#define nn__grad_index_select_grad nn__grad_none
-#define nn__plan_index_select_grad nn__no_plan
-#define nn__plan_gather nn__no_plan
-#define nn__plan_scatter_add nn__no_plan
-#define nn__grad_one_hot nn__grad_none
-#define nn__plan_one_hot nn__no_plan
-
-NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
-    nn_tensor in[2];
-    nn__node *d, *ix;
-    nn_shape s;
-    in[0] = data;
-    in[1] = idx;
-    if (!nn__check(g, "nn_gather_rows", 2, in)) return nn__tensor(-1);
-    d = nn__n(g, data);
-    ix = nn__n(g, idx);
-    if (ix->dtype != NN_I32 || ix->shape.ndim != 1) {
-        char sa[128], sb[128];
-        nn__shape_str(&d->shape, sa, sizeof sa);
-        nn__shape_str(&ix->shape, sb, sizeof sb);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gather_rows: needs data [N, ...] and idx [B] int32, got %s %s and %s %s",
-                           sa, nn__dtype_name(d->dtype), sb, nn__dtype_name(ix->dtype));
-    }
-    s = d->shape;
-    s.dim[0] = ix->shape.dim[0];
-    return nn__op2(g, NN__OP_GATHER_ROWS, d->dtype, s, data.id, idx.id);
-}
+/* ==== shared: dims along one axis, the index checks and counters of bad indices, the
+   operands of gather and scatter_add ==== */
 
 /* A shape seen along dim: [outer, len, inner]. */
 static void nn__gather_split(const nn_shape *s, int dim, int64_t *outer, int64_t *len, int64_t *inner) {
@@ -18498,6 +22047,165 @@ static int nn__expect_index(nn_graph *g, const char *op, nn_tensor index, nn_ten
     return 1;
 }
 
+/* A checked op's index values outside [0, L), into its counter (the kernels' atomic_inc). */
+static void nn__gather_count(nn_graph *g, const nn__node *n, const nn__node *idx, int64_t L) {
+    int32_t *c;
+    int64_t bad;
+    if (!n->check) return;
+    bad = nn__count_outside((const int32_t *)idx->buf.host, idx->numel, L);
+    c = (int32_t *)g->checks.host + n->check_slot;
+    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+}
+
+/* A checked op's count of index values outside [0, L) (a launch before its own). */
+static nn_result nn__launch_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
+    nn__launch *l = NULL;
+    nn__k_index_check k;
+    nn_result r;
+    if (!g->nodes[id].check) return NN_OK;
+    r = nn__launch_kernel(g, id, "gather", "index_check", (size_t)idx->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.idx = &idx->buf;
+    k.n = (int)idx->numel;
+    k.L = (int)L;
+    k.bad = &g->checks;
+    k.slot = g->nodes[id].check_slot;
+    return nn__kargs_index_check(l, &k);
+}
+
+/* index has x's number of dims, and is no larger than `other` outside dim (than x for
+   gather; for scatter_add also no larger than src in any dim) */
+static int nn__index_fits(nn_graph *g, const char *op, nn_tensor x, int dim, nn_tensor index, const nn_tensor *src) {
+    const nn_shape *xs = &nn__n(g, x)->shape, *is = &nn__n(g, index)->shape, *ss = src ? &nn__n(g, *src)->shape : NULL;
+    int d, ok = is->ndim == xs->ndim && (!ss || ss->ndim == xs->ndim);
+    for (d = 0; ok && d < xs->ndim; d++) ok = (d == dim || is->dim[d] <= xs->dim[d]) && (!ss || is->dim[d] <= ss->dim[d]);
+    if (!ok) {
+        char sx[128], si[128], sr[128];
+        nn__shape_str(xs, sx, sizeof sx);
+        nn__shape_str(is, si, sizeof si);
+        if (ss) nn__shape_str(ss, sr, sizeof sr);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s does not fit x %s%s%s along dim %d (same number of dims; index.size(d) <= x.size(d) for d != dim%s)",
+                    op, si, sx, ss ? " and src " : "", ss ? sr : "", dim, ss ? ", <= src.size(d) for every d" : "");
+    }
+    return ok;
+}
+
+/* A scatter_add node: out [shape] = base (or zeros) + src scattered by index. */
+static nn_tensor nn__scatter_op(nn_graph *g, const nn__attr *at, nn_shape shape, int base, int index, int src) {
+    nn_tensor t = base >= 0 ? nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, shape, base, index, src)
+                            : nn__op2(g, NN__OP_SCATTER_ADD, NN_F32, shape, index, src);
+    if (t.id >= 0) {
+        g->nodes[t.id].a = *at;
+        g->nodes[t.id].a.gather.has_base = base >= 0;
+    }
+    return t;
+}
+
+/* dims of a node's shape, and the shapes of a gather's or scatter's operands */
+static void nn__dims_of(const nn_shape *s, int64_t *d) {
+    int k;
+    for (k = 0; k < s->ndim; k++) d[k] = s->dim[k];
+}
+
+/* a shape's dims into an int8 argument, ones after them */
+static void nn__gather_dims8(const nn_shape *s, int *v) {
+    int d;
+    for (d = 0; d < 8; d++) v[d] = d < s->ndim ? (int)s->dim[d] : 1;
+}
+
+/* ==== gather_rows: y [B, ...] = data [N, ...] at rows idx [B] (an embedding lookup: a
+   dataset or table on the device, float32 or int32, copied as bits; a row out of range is
+   zeros). GATHER_ROWS_GRAD, its gradient: ddata [N, ...] sums dy's rows by index. ==== */
+
+NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
+    nn_tensor in[2];
+    nn__node *d, *ix;
+    nn_shape s;
+    in[0] = data;
+    in[1] = idx;
+    if (!nn__check(g, "nn_gather_rows", 2, in)) return nn__tensor(-1);
+    d = nn__n(g, data);
+    ix = nn__n(g, idx);
+    if (ix->dtype != NN_I32 || ix->shape.ndim != 1) {
+        char sa[128], sb[128];
+        nn__shape_str(&d->shape, sa, sizeof sa);
+        nn__shape_str(&ix->shape, sb, sizeof sb);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gather_rows: needs data [N, ...] and idx [B] int32, got %s %s and %s %s",
+                           sa, nn__dtype_name(d->dtype), sb, nn__dtype_name(ix->dtype));
+    }
+    s = d->shape;
+    s.dim[0] = ix->shape.dim[0];
+    return nn__op2(g, NN__OP_GATHER_ROWS, d->dtype, s, data.id, idx.id);
+}
+
+#define nn__plan_gather_rows nn__no_plan
+#define nn__grad_gather_rows_grad nn__grad_none
+#define nn__plan_gather_rows_grad nn__no_plan
+
+/* GATHER_ROWS_GRAD's inputs: idx, dy */
+static void nn__grad_gather_rows(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *d = &g->nodes[in[0]];
+    int64_t D = d->numel / d->shape.dim[0];
+    nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__node *gy = &g->nodes[in[1]];
+    nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *d = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_gather_rows k;
+    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.data = &d->buf;
+    k.idx = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.B = (int)n->shape.dim[0];
+    k.N = (int)d->shape.dim[0];
+    k.D = (int)(d->numel / d->shape.dim[0]);
+    return nn__kargs_gather_rows(l, &k);
+}
+
+static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, R = (int)n->shape.dim[0];
+    nn__launch *l = NULL;
+    nn__k_gather_rows_backward k;
+    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.idx = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.ddata = &n->buf;
+    k.B = (int)g->nodes[n->in[1]].shape.dim[0];
+    k.N = R;
+    k.D = N / R;
+    return nn__kargs_gather_rows_backward(l, &k);
+}
+
+/* ==== index_select: y [outer, K, inner] = x [outer, L, inner] at index [K] along dim
+   (torch.index_select; as bits, either dtype). INDEX_SELECT_GRAD: dx [outer, L, inner]
+   sums dy over the k with index[k] == j, in order of k; its inputs dy, index. ==== */
+
 NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
     nn_tensor in[2], t;
     nn_shape s;
@@ -18522,22 +22230,76 @@ NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor in
     return t;
 }
 
-/* index has x's number of dims, and is no larger than `other` outside dim (than x for
-   gather; for scatter_add also no larger than src in any dim) */
-static int nn__index_fits(nn_graph *g, const char *op, nn_tensor x, int dim, nn_tensor index, const nn_tensor *src) {
-    const nn_shape *xs = &nn__n(g, x)->shape, *is = &nn__n(g, index)->shape, *ss = src ? &nn__n(g, *src)->shape : NULL;
-    int d, ok = is->ndim == xs->ndim && (!ss || ss->ndim == xs->ndim);
-    for (d = 0; ok && d < xs->ndim; d++) ok = (d == dim || is->dim[d] <= xs->dim[d]) && (!ss || is->dim[d] <= ss->dim[d]);
-    if (!ok) {
-        char sx[128], si[128], sr[128];
-        nn__shape_str(xs, sx, sizeof sx);
-        nn__shape_str(is, si, sizeof si);
-        if (ss) nn__shape_str(ss, sr, sizeof sr);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s does not fit x %s%s%s along dim %d (same number of dims; index.size(d) <= x.size(d) for d != dim%s)",
-                    op, si, sx, ss ? " and src " : "", ss ? sr : "", dim, ss ? ", <= src.size(d) for every d" : "");
-    }
-    return ok;
+/* one loop for both directions (src/cpu/gather.c's nn__index_select, its grad flag) */
+#define nn__plan_index_select nn__no_plan
+#define nn__cpu_index_select_grad nn__cpu_index_select
+#define nn__grad_index_select_grad nn__grad_none
+#define nn__plan_index_select_grad nn__no_plan
+
+static void nn__grad_index_select(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op2(g, NN__OP_INDEX_SELECT_GRAD, NN_F32, g->nodes[a].shape, gy.id, b);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
 }
+
+static nn_result nn__cpu_index_select(nn_graph *g, nn__node *n) {
+    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
+    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
+    nn__gather_count(g, n, ix, L);
+    nn__index_select(n->buf.host, NN__F(n->in[0]), (const int32_t *)ix->buf.host, o, L, ix->numel, inner, grad);
+    return NN_OK;
+}
+
+static nn_result nn__launch_index_select(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__launch *l = NULL;
+    nn__k_index_select k;
+    nn_result r;
+    nn__gather_split(&g->nodes[n->in[0]].shape, n->a.gather.dim, &o, &L, &inner);
+    r = nn__launch_index_check(g, id, ix, L);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.idx = &ix->buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.L = (int)L;
+    k.K = (int)ix->numel;
+    k.inner = (int)inner;
+    return nn__kargs_index_select(l, &k);
+}
+
+static nn_result nn__launch_index_select_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__launch *l = NULL;
+    nn__k_index_select_backward k;
+    nn_result r;
+    nn__gather_split(&n->shape, n->a.gather.dim, &o, &L, &inner);
+    r = nn__launch_index_check(g, id, ix, L);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.idx = &ix->buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.L = (int)L;
+    k.K = (int)ix->numel;
+    k.inner = (int)inner;
+    return nn__kargs_index_select_backward(l, &k);
+}
+
+/* ==== gather: y [index's shape] = x at c with c[dim] = index[c] along dim (torch.gather; an
+   index out of range reads zero). Its gradient is scatter_add without a base. ==== */
 
 NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
     nn_tensor in[2], t;
@@ -18554,6 +22316,56 @@ NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
     }
     return t;
 }
+
+#define nn__plan_gather nn__no_plan
+
+/* d(gather)/dx: gy scattered back by the index (summed where indices repeat, in a fixed
+   order: a gather over the index's dim, no atomics) */
+static void nn__grad_gather(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__scatter_op(g, &n.a, g->nodes[a].shape, -1, b, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_gather(nn_graph *g, nn__node *n) {
+    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], xd[NN_MAX_DIMS];
+    nn__dims_of(&n->shape, yd);
+    nn__dims_of(&ix->shape, id);
+    nn__dims_of(&x->shape, xd);
+    nn__gather_count(g, n, ix, x->shape.dim[n->a.gather.dim]);
+    nn__gather_fwd(n->buf.host, x->buf.host, (const int32_t *)ix->buf.host, n->shape.ndim, n->a.gather.dim, yd, id, xd);
+    return NN_OK;
+}
+
+static nn_result nn__launch_gather(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int yd[8], idd[8], xd[8];
+    nn__launch *l = NULL;
+    nn__k_gather k;
+    nn_result r = nn__launch_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
+    nn__gather_dims8(&n->shape, yd);
+    nn__gather_dims8(&ix->shape, idd);
+    nn__gather_dims8(&x->shape, xd);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.idx = &ix->buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.ydims = yd;
+    k.idims = idd;
+    k.xdims = xd;
+    k.dim = n->a.gather.dim;
+    return nn__kargs_gather(l, &k);
+}
+
+/* ==== scatter_add: y [x's shape] = x plus src at c added at c[dim] = index[c] along dim
+   (torch.scatter_add); without a base (has_base 0, gather's gradient) zeros plus src.
+   Computed as a gather: each y element sums its sources in order of the index's dim, no
+   atomics. Its gradient is a gather of dy. ==== */
 
 NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src) {
     nn_tensor in[3], t;
@@ -18573,6 +22385,65 @@ NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor ind
     return t;
 }
 
+#define nn__plan_scatter_add nn__no_plan
+
+/* scatter_add: dx = dy; dsrc = dy gathered by the index (src's shape, zeros outside the
+   index's) */
+static void nn__grad_scatter_add(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int has_base = n.a.gather.has_base, index = n.in[has_base], src = n.in[has_base + 1];
+    nn_tensor t;
+    if (has_base && ga) nn__acc_grad(g, a, gy);
+    if (!g->nodes[src].needs_grad) return;
+    t = nn__op2(g, NN__OP_GATHER, NN_F32, g->nodes[src].shape, gy.id, index);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, src, t);
+    return;
+}
+
+static nn_result nn__cpu_scatter_add(nn_graph *g, nn__node *n) {
+    int hb = n->a.gather.has_base;
+    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
+    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], sd[NN_MAX_DIMS];
+    nn__dims_of(&n->shape, yd);
+    nn__dims_of(&ix->shape, id);
+    nn__dims_of(&src->shape, sd);
+    nn__gather_count(g, n, ix, n->shape.dim[n->a.gather.dim]);
+    nn__scatter_add_fwd(n->buf.host, hb ? NN__F(n->in[0]) : NULL, (const int32_t *)ix->buf.host, src->buf.host, n->shape.ndim,
+                        n->a.gather.dim, yd, id, sd);
+    return NN_OK;
+}
+
+static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int hb = n->a.gather.has_base;
+    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
+    int yd[8], idd[8], sd[8];
+    nn__launch *l = NULL;
+    nn__k_scatter_add k;
+    nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
+    nn__gather_dims8(&n->shape, yd);
+    nn__gather_dims8(&ix->shape, idd);
+    nn__gather_dims8(&src->shape, sd);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.base = hb ? &g->nodes[n->in[0]].buf : &g->one; /* unread when has_base is 0 */
+    k.idx = &ix->buf;
+    k.src = &src->buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.ydims = yd;
+    k.idims = idd;
+    k.sdims = sd;
+    k.dim = n->a.gather.dim;
+    k.has_base = hb;
+    return nn__kargs_scatter_add(l, &k);
+}
+
+/* ==== one_hot: y [..., C] float32 = 1 where c == labels [...] (torch.nn.functional.one_hot;
+   a label outside [0, C) gives a row of zeros and is counted) ==== */
+
 NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int64_t num_classes) {
     nn_shape s;
     nn_tensor t;
@@ -18590,124 +22461,8 @@ NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int64_t num_classes) 
     return t;
 }
 
-/* ---- autograd rules ---- */
-
-static void nn__grad_gather_rows(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
-    return;
-}
-
-static void nn__grad_index_select(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op2(g, NN__OP_INDEX_SELECT_GRAD, NN_F32, g->nodes[a].shape, gy.id, b);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-/* A scatter_add node: out [shape] = base (or zeros) + src scattered by index. */
-static nn_tensor nn__scatter_op(nn_graph *g, const nn__attr *at, nn_shape shape, int base, int index, int src) {
-    nn_tensor t = base >= 0 ? nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, shape, base, index, src)
-                            : nn__op2(g, NN__OP_SCATTER_ADD, NN_F32, shape, index, src);
-    if (t.id >= 0) {
-        g->nodes[t.id].a = *at;
-        g->nodes[t.id].a.gather.has_base = base >= 0;
-    }
-    return t;
-}
-
-/* d(gather)/dx: gy scattered back by the index (summed where indices repeat, in a fixed
-   order: a gather over the index's dim, no atomics) */
-static void nn__grad_gather(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__scatter_op(g, &n.a, g->nodes[a].shape, -1, b, gy.id));
-    return;
-}
-
-/* scatter_add: dx = dy; dsrc = dy gathered by the index (src's shape, zeros outside the
-   index's) */
-static void nn__grad_scatter_add(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    int has_base = n.a.gather.has_base, index = n.in[has_base], src = n.in[has_base + 1];
-    nn_tensor t;
-    if (has_base && ga) nn__acc_grad(g, a, gy);
-    if (!g->nodes[src].needs_grad) return;
-    t = nn__op2(g, NN__OP_GATHER, NN_F32, g->nodes[src].shape, gy.id, index);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, src, t);
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *d = &g->nodes[in[0]];
-    int64_t D = d->numel / d->shape.dim[0];
-    nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__node *gy = &g->nodes[in[1]];
-    nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
-    return NN_OK;
-}
-
-/* A checked op's index values outside [0, L), into its counter (the kernels' atomic_inc). */
-static void nn__gather_count(nn_graph *g, const nn__node *n, const nn__node *idx, int64_t L) {
-    int32_t *c;
-    int64_t bad;
-    if (!n->check) return;
-    bad = nn__count_outside((const int32_t *)idx->buf.host, idx->numel, L);
-    c = (int32_t *)g->checks.host + n->check_slot;
-    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
-}
-
-static nn_result nn__cpu_index_select(nn_graph *g, nn__node *n) {
-    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
-    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int64_t o, L, inner;
-    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
-    nn__gather_count(g, n, ix, L);
-    nn__index_select(n->buf.host, NN__F(n->in[0]), (const int32_t *)ix->buf.host, o, L, ix->numel, inner, grad);
-    return NN_OK;
-}
-
-/* dims of a node's shape, and the shapes of a gather's or scatter's operands */
-static void nn__dims_of(const nn_shape *s, int64_t *d) {
-    int k;
-    for (k = 0; k < s->ndim; k++) d[k] = s->dim[k];
-}
-
-static nn_result nn__cpu_gather(nn_graph *g, nn__node *n) {
-    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], xd[NN_MAX_DIMS];
-    nn__dims_of(&n->shape, yd);
-    nn__dims_of(&ix->shape, id);
-    nn__dims_of(&x->shape, xd);
-    nn__gather_count(g, n, ix, x->shape.dim[n->a.gather.dim]);
-    nn__gather_fwd(n->buf.host, x->buf.host, (const int32_t *)ix->buf.host, n->shape.ndim, n->a.gather.dim, yd, id, xd);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_scatter_add(nn_graph *g, nn__node *n) {
-    int hb = n->a.gather.has_base;
-    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
-    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], sd[NN_MAX_DIMS];
-    nn__dims_of(&n->shape, yd);
-    nn__dims_of(&ix->shape, id);
-    nn__dims_of(&src->shape, sd);
-    nn__gather_count(g, n, ix, n->shape.dim[n->a.gather.dim]);
-    nn__scatter_add_fwd(n->buf.host, hb ? NN__F(n->in[0]) : NULL, (const int32_t *)ix->buf.host, src->buf.host, n->shape.ndim,
-                        n->a.gather.dim, yd, id, sd);
-    return NN_OK;
-}
+#define nn__grad_one_hot nn__grad_none
+#define nn__plan_one_hot nn__no_plan
 
 static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
     int64_t C = n->shape.dim[n->shape.ndim - 1];
@@ -18716,145 +22471,56 @@ static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *d = &g->nodes[in[0]];
-    int B = (int)n->shape.dim[0], D = (int)(d->numel / d->shape.dim[0]);
-    r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiii", &d->buf, &g->nodes[in[1]].buf, y, B, (int)d->shape.dim[0], D);
-    return r;
-}
-
-static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int B = (int)g->nodes[in[1]].shape.dim[0], R = (int)n->shape.dim[0];
-    r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, B, R, N / R);
-    return r;
-}
-
-/* A checked op's count of index values outside [0, L) (a launch before its own). */
-static nn_result nn__launch_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
-    nn__launch *l = NULL;
-    nn_result r;
-    if (!g->nodes[id].check) return NN_OK;
-    r = nn__launch_kernel(g, id, "gather", "index_check", (size_t)idx->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "miimi", &idx->buf, (int)idx->numel, (int)L, &g->checks, g->nodes[id].check_slot);
-    return r;
-}
-
-static nn_result nn__launch_index_select(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
-    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int64_t o, L, inner;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
-    r = nn__launch_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", grad ? "index_select_backward" : "index_select", (size_t)n->numel, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiiii", &g->nodes[n->in[0]].buf, &ix->buf, &n->buf, (int)n->numel, (int)L, (int)ix->numel, (int)inner);
-    return r;
-}
-
-/* a shape's dims into an int8 argument, ones after them */
-static void nn__gather_dims8(const nn_shape *s, int *v) {
-    int d;
-    for (d = 0; d < 8; d++) v[d] = d < s->ndim ? (int)s->dim[d] : 1;
-}
-
-static nn_result nn__launch_gather(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int yd[8], idd[8], xd[8];
-    nn__launch *l = NULL;
-    nn_result r = nn__launch_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
-    nn__gather_dims8(&n->shape, yd);
-    nn__gather_dims8(&ix->shape, idd);
-    nn__gather_dims8(&x->shape, xd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi888i", &x->buf, &ix->buf, &n->buf, (int)n->numel, yd, idd, xd, n->a.gather.dim);
-    return r;
-}
-
-static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int hb = n->a.gather.has_base;
-    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
-    int yd[8], idd[8], sd[8];
-    nn__launch *l = NULL;
-    nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
-    nn__gather_dims8(&n->shape, yd);
-    nn__gather_dims8(&ix->shape, idd);
-    nn__gather_dims8(&src->shape, sd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmi888ii", hb ? &g->nodes[n->in[0]].buf : &g->one, &ix->buf, &src->buf, &n->buf, (int)n->numel, yd, idd,
-                     sd, n->a.gather.dim, hb);
-    return r;
-}
-
 static nn_result nn__launch_one_hot(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int C = (int)n->shape.dim[n->shape.ndim - 1];
     nn__launch *l = NULL;
+    nn__k_one_hot k;
     nn_result r = nn__launch_index_check(g, id, &g->nodes[n->in[0]], C);
     if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "one_hot", (size_t)n->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "mmii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, C);
-    return r;
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.labels = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.C = C;
+    return nn__kargs_one_hot(l, &k);
 }
 
 /* ======================================================================
-   src/ops/shape.c
+   src/ops/shape/view.c
    ====================================================================== */
-/* The shape ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The shape family's views and reorderings, one block each: builder (shape rule), registry
+   aliases, autograd rule, CPU body (its loop in src/cpu/shape.c) and kernel launch
+   (kernels/shape.cl). reshape and its forms, permute and its forms, flip. The family's
+   other ops: index.c (slice, concat, repeat, tril), pad.c (pad2d, upsample2d), constant.c
+   (arange, eye); their attributes in nn__shape_attr (src/ops/shape.h). */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_reshape nn__no_plan
-#define nn__plan_permute nn__no_plan
-#define nn__plan_concat nn__no_plan
-#define nn__plan_slice nn__no_plan
-#define nn__cpu_slice_grad nn__cpu_slice
-#define nn__launch_slice_grad nn__launch_slice
-#define nn__grad_slice_grad nn__grad_none
-#define nn__plan_slice_grad nn__no_plan
-#define nn__plan_flip nn__no_plan
-#define nn__plan_repeat nn__no_plan
-#define nn__cpu_repeat_grad nn__cpu_repeat
-#define nn__launch_repeat_grad nn__launch_repeat
-#define nn__grad_repeat_grad nn__grad_none
-#define nn__plan_repeat_grad nn__no_plan
-#define nn__plan_tril nn__no_plan
-#define nn__grad_const nn__grad_none
-#define nn__plan_const nn__no_plan
-#define nn__launch_pad2d nn__launch_pad_upsample
-#define nn__grad_pad2d nn__grad_pad_upsample
-#define nn__plan_pad2d nn__no_plan
-#define nn__cpu_pad2d_grad nn__cpu_pad2d
-#define nn__launch_pad2d_grad nn__launch_pad_upsample
-#define nn__grad_pad2d_grad nn__grad_none
-#define nn__plan_pad2d_grad nn__no_plan
-#define nn__launch_upsample2d nn__launch_pad_upsample
-#define nn__grad_upsample2d nn__grad_pad_upsample
-#define nn__plan_upsample2d nn__no_plan
-#define nn__cpu_upsample2d_grad nn__cpu_upsample2d
-#define nn__launch_upsample2d_grad nn__launch_pad_upsample
-#define nn__grad_upsample2d_grad nn__grad_none
-#define nn__plan_upsample2d_grad nn__no_plan
+/* ==== shared by the shape family's files: an axis argument, dims as an int8 argument ==== */
+
+/* An axis in [0, ndim), a negative one counted from the end; -1 (and a failed op) if out
+   of range. */
+static int nn__axis(nn_graph *g, const char *op, nn_tensor x, int axis) {
+    int nd = nn__n(g, x)->shape.ndim;
+    if (axis < 0) axis += nd;
+    if (axis < 0 || axis >= nd) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: dim out of range for x %s", op, sx);
+        return -1;
+    }
+    return axis;
+}
+
+/* the first nd of dims into an int8 argument, `fill` after them (the kernels read six) */
+static void nn__dims8(const int64_t *dims, int nd, int fill, int *v) {
+    int d;
+    for (d = 0; d < 8; d++) v[d] = d < nd ? (int)dims[d] : fill;
+}
+
+/* ==== reshape: y [shape] = x [any shape of the same numel], in x's own storage (a view,
+   NN__OPF_VIEW; a copy only of a parameter, whose storage is its own). flatten [N, rest],
+   squeeze and unsqueeze are reshapes. Its gradient is dy reshaped back. ==== */
 
 NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
     char a[128], b[128];
@@ -18873,19 +22539,70 @@ NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x) {
     return nn_reshape(g, x, nn_shape2(nn__n(g, x)->shape.dim[0], nn__n(g, x)->numel / nn__n(g, x)->shape.dim[0]));
 }
 
-/* An axis in [0, ndim), a negative one counted from the end; -1 (and a failed op) if out
-   of range. */
-static int nn__axis(nn_graph *g, const char *op, nn_tensor x, int axis) {
-    int nd = nn__n(g, x)->shape.ndim;
-    if (axis < 0) axis += nd;
-    if (axis < 0 || axis >= nd) {
-        char sx[128];
-        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: dim out of range for x %s", op, sx);
-        return -1;
-    }
-    return axis;
+NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim) {
+    nn_shape s;
+    int d;
+    if (!nn__check0(g, "nn_squeeze", 1, &x)) return nn__tensor(-1);
+    if (nn__n(g, x)->shape.ndim == 0 && (dim == 0 || dim == -1)) return x; /* torch.squeeze of a scalar */
+    if ((dim = nn__axis(g, "nn_squeeze", x, dim)) < 0) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    if (s.dim[dim] != 1) return x; /* torch.squeeze: a dim that is not 1 stays */
+    for (d = dim; d < s.ndim - 1; d++) s.dim[d] = s.dim[d + 1];
+    s.dim[--s.ndim] = 0;
+    return nn_reshape(g, x, s);
 }
+
+NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim) {
+    nn_shape s;
+    int d, nd;
+    if (!nn__check0(g, "nn_unsqueeze", 1, &x)) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    nd = s.ndim;
+    if (dim < -(nd + 1) || dim > nd || nd == NN_MAX_DIMS) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_unsqueeze: dim %d out of range [%d, %d] for x %s (at most %d dims)", dim,
+                           -(nd + 1), nd, sx, NN_MAX_DIMS);
+    }
+    if (dim < 0) dim += nd + 1;
+    for (d = nd; d > dim; d--) s.dim[d] = s.dim[d - 1];
+    s.dim[dim] = 1;
+    s.ndim++;
+    return nn_reshape(g, x, s);
+}
+
+#define nn__plan_reshape nn__no_plan
+
+static void nn__grad_reshape(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
+    if (n->storage != NN__ST_VIEW) memcpy(n->buf.host, NN__F(n->in[0]), (size_t)n->numel * 4); /* a parameter's copy */
+    return NN_OK;
+}
+
+static nn_result nn__launch_reshape(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_copy k;
+    nn_result r;
+    if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
+    r = nn__launch_kernel(g, id, "elementwise", "copy", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_copy(l, &k);
+}
+
+/* ==== permute: y [x.dim[dims[0]], ..., x.dim[dims[nd - 1]]] = x with its dims reordered
+   (torch.permute(x, dims)); transpose swaps two dims, and pixel_shuffle [N, C*r*r, H, W] ->
+   [N, C, H*r, W*r] is a reshape, a permute and a reshape. Its gradient is dy permuted by
+   the inverse permutation. ==== */
 
 NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *dims, int n_dims) {
     nn_shape s;
@@ -18926,6 +22643,303 @@ NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1) {
     perm[dim1] = t;
     return nn_permute(g, x, perm, nn__n(g, x)->shape.ndim);
 }
+
+NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
+    static const int perm[6] = {0, 1, 4, 2, 5, 3};
+    nn_shape s;
+    int64_t C;
+    if (!nn__check(g, "nn_pixel_shuffle", 1, &x)) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    if (s.ndim != 4 || r < 1 || s.dim[1] % ((int64_t)r * r)) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pixel_shuffle: x %s must be [N, C*r*r, H, W] for r = %d", sx, r);
+    }
+    C = s.dim[1] / ((int64_t)r * r);
+    /* [N, C, r, r, H, W] -> [N, C, H, r, W, r] -> [N, C, H*r, W*r] */
+    {
+        nn_shape s6 = nn_shape4(s.dim[0], C, r, r);
+        s6.ndim = 6;
+        s6.dim[4] = s.dim[2];
+        s6.dim[5] = s.dim[3];
+        x = nn_reshape(g, x, s6);
+    }
+    return nn_reshape(g, nn_permute(g, x, perm, 6), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
+}
+
+#define nn__plan_permute nn__no_plan
+
+static void nn__grad_permute(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int inv[NN_MAX_DIMS], d;
+    for (d = 0; d < n.shape.ndim; d++) inv[n.a.shape.perm[d]] = d;
+    nn__acc_grad(g, a, nn_permute(g, gy, inv, n.shape.ndim));
+    return;
+}
+
+/* permute geometry: y's dims and, for each, x's stride (padded to 6 dims in front) */
+static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dims, int64_t *xstride) {
+    int64_t st[NN_MAX_DIMS];
+    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
+    st[nd - 1] = 1;
+    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * xs->dim[d + 1];
+    for (d = 0; d < NN_MAX_DIMS; d++) {
+        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
+        xstride[d] = d < pad ? 0 : st[n->a.shape.perm[d - pad]];
+    }
+}
+
+static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
+    nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
+    nn__permute_forward(y, NN__F(in[0]), NN_MAX_DIMS, dims, xs);
+    return NN_OK;
+}
+
+static nn_result nn__launch_permute(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_permute k;
+    nn_result r;
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
+    int vd[8], vs[8], d;
+    nn__permute_geom(n, &g->nodes[n->in[0]].shape, dims, xs);
+    for (d = 0; d < 8; d++) {
+        vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
+        vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
+    }
+    r = nn__launch_kernel(g, id, "shape", "permute", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.dims = vd;
+    k.xs = vs;
+    return nn__kargs_permute(l, &k);
+}
+
+/* ==== flip: y [x's shape] = x reversed along dims (torch.flip): permute's loop, and the
+   kernel strided, reading x with negative strides. Its gradient is dy flipped alike. ==== */
+
+NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims) {
+    int k, d, mask = 0;
+    nn_tensor t;
+    if (!nn__check(g, "nn_flip", 1, &x)) return nn__tensor(-1);
+    if (n_dims < 0 || n_dims > NN_MAX_DIMS || (n_dims > 0 && !dims))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: needs 0 to %d dims, not %d%s", NN_MAX_DIMS, n_dims,
+                           n_dims > 0 && !dims ? " (dims is NULL)" : "");
+    for (k = 0; k < n_dims; k++) {
+        if ((d = nn__axis(g, "nn_flip", x, dims[k])) < 0) return nn__tensor(-1);
+        if ((mask >> d) & 1) {
+            char sx[128];
+            nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: dim %d appears twice for x %s", dims[k], sx);
+        }
+        mask |= 1 << d;
+    }
+    for (d = 0; d < nn__n(g, x)->shape.ndim; d++) /* a dim of one element reads the same either way */
+        if (nn__n(g, x)->shape.dim[d] == 1) mask &= ~(1 << d);
+    if (!mask) return x;
+    t = nn__op1(g, NN__OP_FLIP, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id);
+    if (t.id >= 0) g->nodes[t.id].a.shape.flip = mask;
+    return t;
+}
+
+#define nn__plan_flip nn__no_plan
+
+static void nn__grad_flip(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_FLIP, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* flip geometry: y's dims and x's signed stride for each (6 dims, ones in front), and the
+   offset in x of y's first element */
+static int64_t nn__flip_geom(const nn__node *n, int64_t *dims, int64_t *xstride) {
+    int64_t st = 1, base = 0;
+    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
+    for (d = NN_MAX_DIMS - 1; d >= 0; d--) {
+        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
+        xstride[d] = d < pad ? 0 : st;
+        if (d >= pad && ((n->a.shape.flip >> (d - pad)) & 1)) {
+            base += (dims[d] - 1) * st;
+            xstride[d] = -st;
+        }
+        st *= dims[d];
+    }
+    return base;
+}
+
+static nn_result nn__cpu_flip(nn_graph *g, nn__node *n) {
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
+    nn__permute_forward(n->buf.host, NN__F(n->in[0]) + base, NN_MAX_DIMS, dims, xs);
+    return NN_OK;
+}
+
+static nn_result nn__launch_flip(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
+    int vd[8], vs[8];
+    nn__launch *l = NULL;
+    nn__k_strided k;
+    nn_result r;
+    nn__dims8(dims, NN_MAX_DIMS, 1, vd);
+    nn__dims8(xs, NN_MAX_DIMS, 0, vs);
+    r = nn__launch_kernel(g, id, "shape", "strided", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.dims = vd;
+    k.xs = vs;
+    k.base = (int)base;
+    return nn__kargs_strided(l, &k);
+}
+
+/* ======================================================================
+   src/ops/shape/index.c
+   ====================================================================== */
+/* The shape family's ops that pick elements by index along axes, one block each: builder
+   (shape rule), registry aliases, autograd rule, CPU body (its loop in src/cpu/shape.c)
+   and kernel launch (kernels/shape.cl). slice (and split), concat (and stack), repeat,
+   tril/triu. The family's shared helpers are in view.c. */
+
+/* ==== shared: a shape seen along one axis, [outer, len, inner] ==== */
+
+/* A shape seen along axis: [outer, len, inner]. */
+static void nn__axis_split(const nn_shape *s, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
+    int d;
+    *outer = *inner = 1;
+    for (d = 0; d < axis; d++) *outer *= s->dim[d];
+    for (d = axis + 1; d < s->ndim; d++) *inner *= s->dim[d];
+    *len = s->dim[axis];
+}
+
+/* ==== slice: y [..., len, ...] = x [..., L, ...] at start, start + step, ... along axis
+   (torch.narrow, x[..., start::step] with a length); split cuts x into slices. SLICE_GRAD:
+   dx [..., L, ...] = dy put back at those indices, zeros elsewhere; one loop and one
+   kernel serve both directions (their grad flag). ==== */
+
+/* A SLICE or SLICE_GRAD node (also concat's gradient) */
+static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start, int64_t step) {
+    nn_tensor t = nn__op1(g, op, g->nodes[src].dtype, s, src);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.shape.axis = axis;
+        g->nodes[t.id].a.shape.start = (int)start;
+        g->nodes[t.id].a.shape.step = (int)step;
+    }
+    return t;
+}
+
+static nn_tensor nn__slice_checked(nn_graph *g, const char *op, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
+    nn_shape s;
+    if (!nn__check(g, op, 1, &x)) return nn__tensor(-1);
+    if ((axis = nn__axis(g, op, x, axis)) < 0) return nn__tensor(-1);
+    s = nn__n(g, x)->shape;
+    /* no start + (len - 1) * step: it can overflow */
+    if (step < 1 || start < 0 || len < 1 || start >= s.dim[axis] || (len - 1) > (s.dim[axis] - 1 - start) / step) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: start %lld, length %lld, step %lld is outside dim %d of x %s", op,
+                           (long long)start, (long long)len, (long long)step, axis, sx);
+    }
+    s.dim[axis] = len;
+    if (len == 1) step = 1; /* one index: any step reads the same */
+    return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start, step);
+}
+
+NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int dim, int64_t start, int64_t len) {
+    return nn__slice_checked(g, "nn_slice", x, dim, start, len, 1);
+}
+
+NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int dim, int64_t start, int64_t len, int64_t step) {
+    return nn__slice_checked(g, "nn_slice_step", x, dim, start, len, step);
+}
+
+NN_API nn_tensor nn_split(nn_graph *g, nn_tensor x, const int64_t *sizes, int n, int dim, nn_tensor *out) {
+    int64_t start = 0, total = 0;
+    int k, axis = dim;
+    if (!g) return nn__tensor(-1);
+    if (!sizes || !out || n < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
+    if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0) {
+        int64_t dim = nn__n(g, x)->shape.dim[axis];
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        for (k = 0; k < n && g->status == NN_OK; k++) { /* each in 1..dim: the total cannot overflow */
+            if (sizes[k] < 1 || sizes[k] > dim)
+                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, dim %d of x %s",
+                            (long long)sizes[k], k, (long long)dim, axis, sx);
+            else
+                total += sizes[k];
+        }
+        if (g->status == NN_OK && total != dim)
+            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, dim %d of x %s is %lld", (long long)total, axis, sx,
+                        (long long)dim);
+    }
+    for (k = 0; k < n; k++) {
+        out[k] = g->status == NN_OK ? nn_slice(g, x, axis, start, sizes[k]) : nn__tensor(-1);
+        if (g->status == NN_OK) start += sizes[k]; /* checked sizes only: no overflow */
+    }
+    return out[0];
+}
+
+#define nn__plan_slice nn__no_plan
+#define nn__cpu_slice_grad nn__cpu_slice
+#define nn__launch_slice_grad nn__launch_slice
+#define nn__grad_slice_grad nn__grad_none
+#define nn__plan_slice_grad nn__no_plan
+
+static void nn__grad_slice(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.a.shape.axis, n.a.shape.start, n.a.shape.step));
+    return;
+}
+
+static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int grad = n->op == NN__OP_SLICE_GRAD;
+    int64_t o, L, inner, len;
+    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
+    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
+    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
+    return NN_OK;
+}
+
+static nn_result nn__launch_slice(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    nn__launch *l = NULL;
+    nn__k_slice k;
+    nn_result r;
+    int grad = n->op == NN__OP_SLICE_GRAD;
+    int64_t o, L, inner, len;
+    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
+    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
+    r = nn__launch_kernel(g, id, "shape", "slice", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.L = (int)L;
+    k.len = (int)len;
+    k.inner = (int)inner;
+    k.start = n->a.shape.start;
+    k.grad = grad;
+    k.step = n->a.shape.step;
+    return nn__kargs_slice(l, &k);
+}
+
+/* ==== concat: y [..., L_0 + L_1 + ..., ...] = the xs [..., L_k, ...] joined along axis
+   (torch.cat); stack joins them along a new dim. Its gradient is a slice of dy per
+   input. ==== */
 
 /* One CONCAT node of k <= NN__MAX_IN inputs, checked by nn_concat. */
 static nn_tensor nn__concat_node(nn_graph *g, const nn_tensor *xs, int k, int axis) {
@@ -18996,96 +23010,62 @@ NN_API nn_tensor nn_stack(nn_graph *g, const nn_tensor *xs, int n, int dim) {
     return nn_concat(g, u, n, dim);
 }
 
-NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim) {
-    nn_shape s;
-    int d;
-    if (!nn__check0(g, "nn_squeeze", 1, &x)) return nn__tensor(-1);
-    if (nn__n(g, x)->shape.ndim == 0 && (dim == 0 || dim == -1)) return x; /* torch.squeeze of a scalar */
-    if ((dim = nn__axis(g, "nn_squeeze", x, dim)) < 0) return nn__tensor(-1);
-    s = nn__n(g, x)->shape;
-    if (s.dim[dim] != 1) return x; /* torch.squeeze: a dim that is not 1 stays */
-    for (d = dim; d < s.ndim - 1; d++) s.dim[d] = s.dim[d + 1];
-    s.dim[--s.ndim] = 0;
-    return nn_reshape(g, x, s);
-}
+#define nn__plan_concat nn__no_plan
 
-NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim) {
-    nn_shape s;
-    int d, nd;
-    if (!nn__check0(g, "nn_unsqueeze", 1, &x)) return nn__tensor(-1);
-    s = nn__n(g, x)->shape;
-    nd = s.ndim;
-    if (dim < -(nd + 1) || dim > nd || nd == NN_MAX_DIMS) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_unsqueeze: dim %d out of range [%d, %d] for x %s (at most %d dims)", dim,
-                           -(nd + 1), nd, sx, NN_MAX_DIMS);
+static void nn__grad_concat(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int ax = n.a.shape.axis, k;
+    int64_t off = 0;
+    for (k = 0; k < n.n_in; k++) {
+        int x = n.in[k];
+        if (g->nodes[x].needs_grad) nn__acc_grad(g, x, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[x].shape, ax, off, 1));
+        off += g->nodes[x].shape.dim[ax];
     }
-    if (dim < 0) dim += nd + 1;
-    for (d = nd; d > dim; d--) s.dim[d] = s.dim[d - 1];
-    s.dim[dim] = 1;
-    s.ndim++;
-    return nn_reshape(g, x, s);
+    return;
 }
 
-static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start, int64_t step) {
-    nn_tensor t = nn__op1(g, op, g->nodes[src].dtype, s, src);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.shape.axis = axis;
-        g->nodes[t.id].a.shape.start = (int)start;
-        g->nodes[t.id].a.shape.step = (int)step;
+static nn_result nn__cpu_concat(nn_graph *g, nn__node *n) {
+    int64_t o, L, inner, off = 0;
+    int k;
+    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
+    for (k = 0; k < n->n_in; k++) {
+        int64_t lx = g->nodes[n->in[k]].shape.dim[n->a.shape.axis];
+        nn__concat_part(n->buf.host, NN__F(n->in[k]), o, lx, L, off, inner);
+        off += lx;
     }
-    return t;
+    return NN_OK;
 }
 
-static nn_tensor nn__slice_checked(nn_graph *g, const char *op, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
-    nn_shape s;
-    if (!nn__check(g, op, 1, &x)) return nn__tensor(-1);
-    if ((axis = nn__axis(g, op, x, axis)) < 0) return nn__tensor(-1);
-    s = nn__n(g, x)->shape;
-    /* no start + (len - 1) * step: it can overflow */
-    if (step < 1 || start < 0 || len < 1 || start >= s.dim[axis] || (len - 1) > (s.dim[axis] - 1 - start) / step) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "%s: start %lld, length %lld, step %lld is outside dim %d of x %s", op,
-                           (long long)start, (long long)len, (long long)step, axis, sx);
+static nn_result nn__launch_concat(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_concat_part k;
+    nn_result r = NN_OK;
+    int64_t o, L, inner, off = 0;
+    int j;
+    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
+    for (j = 0; j < n->n_in && r == NN_OK; j++) { /* one launch per input: each written once */
+        const nn__node *x = &g->nodes[n->in[j]];
+        int64_t lx = x->shape.dim[n->a.shape.axis];
+        r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)x->numel, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.x = &x->buf;
+        k.y = &n->buf;
+        k.n = (int)x->numel;
+        k.lx = (int)lx;
+        k.L = (int)L;
+        k.off = (int)off;
+        k.inner = (int)inner;
+        r = nn__kargs_concat_part(l, &k);
+        off += lx;
     }
-    s.dim[axis] = len;
-    if (len == 1) step = 1; /* one index: any step reads the same */
-    return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start, step);
+    return r;
 }
 
-NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int dim, int64_t start, int64_t len) {
-    return nn__slice_checked(g, "nn_slice", x, dim, start, len, 1);
-}
-
-NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int dim, int64_t start, int64_t len, int64_t step) {
-    return nn__slice_checked(g, "nn_slice_step", x, dim, start, len, step);
-}
-
-NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims) {
-    int k, d, mask = 0;
-    nn_tensor t;
-    if (!nn__check(g, "nn_flip", 1, &x)) return nn__tensor(-1);
-    if (n_dims < 0 || n_dims > NN_MAX_DIMS || (n_dims > 0 && !dims))
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: needs 0 to %d dims, not %d%s", NN_MAX_DIMS, n_dims,
-                           n_dims > 0 && !dims ? " (dims is NULL)" : "");
-    for (k = 0; k < n_dims; k++) {
-        if ((d = nn__axis(g, "nn_flip", x, dims[k])) < 0) return nn__tensor(-1);
-        if ((mask >> d) & 1) {
-            char sx[128];
-            nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_flip: dim %d appears twice for x %s", dims[k], sx);
-        }
-        mask |= 1 << d;
-    }
-    for (d = 0; d < nn__n(g, x)->shape.ndim; d++) /* a dim of one element reads the same either way */
-        if (nn__n(g, x)->shape.dim[d] == 1) mask &= ~(1 << d);
-    if (!mask) return x;
-    t = nn__op1(g, NN__OP_FLIP, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id);
-    if (t.id >= 0) g->nodes[t.id].a.shape.flip = mask;
-    return t;
-}
+/* ==== repeat: y [x.dim[d] * repeats[d]] tiles x (torch.Tensor.repeat; more repeats than
+   x's dims put ones in front of x's). REPEAT_GRAD: dx [x's shape] sums dy over the tiles,
+   in order of y; one CPU loop serves both (its grad flag), each has a kernel. ==== */
 
 NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int n) {
     nn_shape s, xs;
@@ -19114,6 +23094,91 @@ NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int
     return nn__op1(g, NN__OP_REPEAT, nn__n(g, x)->dtype, s, x.id); /* the repeats: its dims over x's */
 }
 
+#define nn__plan_repeat nn__no_plan
+#define nn__cpu_repeat_grad nn__cpu_repeat
+#define nn__grad_repeat_grad nn__grad_none
+#define nn__plan_repeat_grad nn__no_plan
+
+static void nn__grad_repeat(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_REPEAT_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* repeat geometry: the output's dims and x's, x padded with leading ones (REPEAT_GRAD:
+   the forward's, from its own shape and its input's) */
+static int nn__repeat_geom(nn_graph *g, const nn__node *n, int64_t *ydims, int64_t *xdims) {
+    const nn_shape *ys = n->op == NN__OP_REPEAT ? &n->shape : &g->nodes[n->in[0]].shape;
+    const nn_shape *xs = n->op == NN__OP_REPEAT ? &g->nodes[n->in[0]].shape : &n->shape;
+    int d, pad = ys->ndim - xs->ndim;
+    for (d = 0; d < ys->ndim; d++) {
+        ydims[d] = ys->dim[d];
+        xdims[d] = d < pad ? 1 : xs->dim[d - pad];
+    }
+    return ys->ndim;
+}
+
+static nn_result nn__cpu_repeat(nn_graph *g, nn__node *n) {
+    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
+    int nd = nn__repeat_geom(g, n, yd, xd);
+    nn__repeat(n->buf.host, NN__F(n->in[0]), nd, yd, xd, n->op == NN__OP_REPEAT_GRAD);
+    return NN_OK;
+}
+
+/* a repeat's nd dims as the kernels' six, ones in front, in an int8 argument */
+static void nn__repeat_dims8(const int64_t *dims, int nd, int *v) {
+    int64_t d6[NN_MAX_DIMS];
+    int d, pad = NN_MAX_DIMS - nd;
+    for (d = 0; d < NN_MAX_DIMS; d++) d6[d] = d < pad ? 1 : dims[d - pad];
+    nn__dims8(d6, NN_MAX_DIMS, 1, v);
+}
+
+static nn_result nn__launch_repeat(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
+    int nd = nn__repeat_geom(g, n, yd, xd), vy[8], vx[8];
+    nn__launch *l = NULL;
+    nn__k_repeat_forward k;
+    nn_result r;
+    nn__repeat_dims8(yd, nd, vy);
+    nn__repeat_dims8(xd, nd, vx);
+    r = nn__launch_kernel(g, id, "shape", "repeat_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.ydims = vy;
+    k.xdims = vx;
+    return nn__kargs_repeat_forward(l, &k);
+}
+
+static nn_result nn__launch_repeat_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], reps[NN_MAX_DIMS];
+    int nd = nn__repeat_geom(g, n, yd, xd), vx[8], vr[8], d;
+    nn__launch *l = NULL;
+    nn__k_repeat_backward k;
+    nn_result r;
+    for (d = 0; d < nd; d++) reps[d] = yd[d] / xd[d];
+    nn__repeat_dims8(xd, nd, vx);
+    nn__repeat_dims8(reps, nd, vr);
+    r = nn__launch_kernel(g, id, "shape", "repeat_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.xdims = vx;
+    k.reps = vr;
+    return nn__kargs_repeat_backward(l, &k);
+}
+
+/* ==== tril: y [..., R, C] = x with the elements above (tril) or below (triu) the
+   diagonal zeroed (torch.tril, torch.triu; float32). Its gradient is dy masked alike. ==== */
+
 static nn_tensor nn__tri(nn_graph *g, const char *op, nn_tensor x, int diagonal, int upper) {
     nn_tensor t;
     if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
@@ -19131,7 +23196,278 @@ static nn_tensor nn__tri(nn_graph *g, const char *op, nn_tensor x, int diagonal,
 }
 
 NN_API nn_tensor nn_tril(nn_graph *g, nn_tensor x, int diagonal) { return nn__tri(g, "nn_tril", x, diagonal, 0); }
+
 NN_API nn_tensor nn_triu(nn_graph *g, nn_tensor x, int diagonal) { return nn__tri(g, "nn_triu", x, diagonal, 1); }
+
+#define nn__plan_tril nn__no_plan
+
+static void nn__grad_tril(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, NN__OP_TRIL, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static nn_result nn__cpu_tril(nn_graph *g, nn__node *n) {
+    int nd = n->shape.ndim;
+    int64_t R = n->shape.dim[nd - 2], C = n->shape.dim[nd - 1];
+    nn__tril(n->buf.host, NN__F(n->in[0]), n->numel / (R * C), R, C, n->a.shape.diagonal, n->a.shape.upper);
+    return NN_OK;
+}
+
+static nn_result nn__launch_tril(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int nd = n->shape.ndim;
+    nn__launch *l = NULL;
+    nn__k_tril k;
+    nn_result r = nn__launch_kernel(g, id, "shape", "tril", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.R = (int)n->shape.dim[nd - 2];
+    k.C = (int)n->shape.dim[nd - 1];
+    k.diagonal = n->a.shape.diagonal;
+    k.upper = n->a.shape.upper;
+    return nn__kargs_tril(l, &k);
+}
+
+/* ======================================================================
+   src/ops/shape/pad.c
+   ====================================================================== */
+/* The shape family's ops on the last two dims as planes, one block each: builder (shape
+   rule), registry aliases, autograd rule, CPU body (its loop in src/cpu/shape.c) and
+   kernel launch (kernels/shape.cl). pad2d and upsample2d; x [..., H, W] is P = numel /
+   (H*W) planes. */
+
+/* ==== pad2d: y [..., top + H + bottom, left + W + right] = x [..., H, W] padded with
+   zeros or by reflection (torch.nn.functional.pad on the last two dims, "constant" 0 or
+   "reflect"). PAD2D_GRAD: dx [..., H, W] sums dy over the outputs that read each pixel
+   (at most three per dim under reflection); its input dy. ==== */
+
+NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode) {
+    nn_shape s;
+    nn_tensor t;
+    int nd;
+    if (!nn__check(g, "nn_pad2d", 1, &x) || !nn__expect_f32(g, "nn_pad2d", x, "x")) return nn__tensor(-1);
+    if (mode != NN_PAD_ZEROS && mode != NN_PAD_REFLECT)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_pad2d: mode %d is not one of nn_pad_mode", (int)mode);
+    s = nn__n(g, x)->shape;
+    nd = s.ndim;
+    if (nd < 2 || top < 0 || bottom < 0 || left < 0 || right < 0 ||
+        (mode == NN_PAD_REFLECT && (top >= s.dim[nd - 2] || bottom >= s.dim[nd - 2] || left >= s.dim[nd - 1] ||
+                                    right >= s.dim[nd - 1]))) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pad2d: pads (left %d, right %d, top %d, bottom %d) do not fit x %s%s", left,
+                           right, top, bottom, sx,
+                           mode == NN_PAD_REFLECT ? " (reflection needs each pad below its dim)" : "");
+    }
+    s.dim[nd - 2] += (int64_t)top + bottom; /* in 64 bits: two int pads can overflow an int */
+    s.dim[nd - 1] += (int64_t)left + right;
+    t = nn__op1(g, NN__OP_PAD2D, NN_F32, s, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.shape.top = top;
+        g->nodes[t.id].a.shape.left = left;
+        g->nodes[t.id].a.shape.reflect = mode == NN_PAD_REFLECT;
+    }
+    return t;
+}
+
+#define nn__plan_pad2d nn__no_plan
+#define nn__grad_pad2d_grad nn__grad_none
+#define nn__plan_pad2d_grad nn__no_plan
+
+static void nn__grad_pad2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_PAD2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+/* x [..., H, W] padded to y [..., OH, OW]: P planes */
+static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
+    const nn_shape *xs = &g->nodes[n->in[0]].shape, *ys = &n->shape;
+    int nd = xs->ndim;
+    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
+    nn__pad2d_forward(n->buf.host, NN__F(n->in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left,
+                      n->a.shape.reflect);
+    return NN_OK;
+}
+
+/* dx [..., H, W] (this node) from dy [..., OH, OW] (its input) */
+static nn_result nn__cpu_pad2d_grad(nn_graph *g, nn__node *n) {
+    const nn_shape *xs = &n->shape, *ys = &g->nodes[n->in[0]].shape;
+    int nd = xs->ndim;
+    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
+    nn__pad2d_backward(n->buf.host, NN__F(n->in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left,
+                       n->a.shape.reflect);
+    return NN_OK;
+}
+
+/* the kernels' geo = (H, W, OH, OW, top, left, reflect, 0) of x [..., H, W] padded to
+   y [..., OH, OW] */
+static void nn__pad2d_geo(const nn__node *n, const nn_shape *xs, const nn_shape *ys, int *geo) {
+    int nd = xs->ndim;
+    memset(geo, 0, 8 * sizeof *geo);
+    geo[0] = (int)xs->dim[nd - 2];
+    geo[1] = (int)xs->dim[nd - 1];
+    geo[2] = (int)ys->dim[nd - 2];
+    geo[3] = (int)ys->dim[nd - 1];
+    geo[4] = n->a.shape.top;
+    geo[5] = n->a.shape.left;
+    geo[6] = n->a.shape.reflect;
+}
+
+static nn_result nn__launch_pad2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_pad2d_forward k;
+    int geo[8];
+    nn_result r;
+    nn__pad2d_geo(n, &g->nodes[n->in[0]].shape, &n->shape, geo);
+    r = nn__launch_kernel(g, id, "shape", "pad2d_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.geo = geo;
+    return nn__kargs_pad2d_forward(l, &k);
+}
+
+static nn_result nn__launch_pad2d_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_pad2d_backward k;
+    int geo[8];
+    nn_result r;
+    nn__pad2d_geo(n, &n->shape, &g->nodes[n->in[0]].shape, geo);
+    r = nn__launch_kernel(g, id, "shape", "pad2d_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.geo = geo;
+    return nn__kargs_pad2d_backward(l, &k);
+}
+
+/* ==== upsample2d: y [..., H*scale_h, W*scale_w] = x [..., H, W] by nearest or bilinear
+   interpolation (torch.nn.functional.interpolate, align_corners = False).
+   UPSAMPLE2D_GRAD: dx [..., H, W] sums dy's terms that read each pixel, in the forward's
+   order; one CPU loop serves both (its grad flag), each has a kernel. ==== */
+
+NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode) {
+    nn_shape s;
+    nn_tensor t;
+    int nd;
+    if (!nn__check(g, "nn_upsample2d", 1, &x) || !nn__expect_f32(g, "nn_upsample2d", x, "x")) return nn__tensor(-1);
+    if (mode != NN_UPSAMPLE_NEAREST && mode != NN_UPSAMPLE_BILINEAR)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: mode %d is not one of nn_upsample_mode", (int)mode);
+    s = nn__n(g, x)->shape;
+    nd = s.ndim;
+    if (nd < 2) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_upsample2d: x %s needs >= 2 dims", sx);
+    }
+    if (scale_h < 1 || scale_w < 1 || scale_h > 64 || scale_w > 64)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: scales %d, %d are not in 1 to 64", scale_h, scale_w);
+    s.dim[nd - 2] *= scale_h;
+    s.dim[nd - 1] *= scale_w;
+    t = nn__op1(g, NN__OP_UPSAMPLE2D, NN_F32, s, x.id);
+    if (t.id >= 0) {
+        g->nodes[t.id].a.shape.scale_h = scale_h;
+        g->nodes[t.id].a.shape.scale_w = scale_w;
+        g->nodes[t.id].a.shape.bilinear = mode == NN_UPSAMPLE_BILINEAR;
+    }
+    return t;
+}
+
+#define nn__plan_upsample2d nn__no_plan
+#define nn__cpu_upsample2d_grad nn__cpu_upsample2d
+#define nn__grad_upsample2d_grad nn__grad_none
+#define nn__plan_upsample2d_grad nn__no_plan
+
+static void nn__grad_upsample2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_UPSAMPLE2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    const nn_shape *xs = n->op == NN__OP_UPSAMPLE2D ? &g->nodes[in[0]].shape : &n->shape;
+    int nd = xs->ndim;
+    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1];
+    nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->a.shape.scale_h, n->a.shape.scale_w, n->a.shape.bilinear,
+                   n->op == NN__OP_UPSAMPLE2D_GRAD);
+    return NN_OK;
+}
+
+/* the kernels' geo = (H, W, scale_h, scale_w, bilinear, 0, 0, 0) of x [..., H, W] */
+static void nn__upsample2d_geo(const nn__node *n, const nn_shape *xs, int *geo) {
+    int nd = xs->ndim;
+    memset(geo, 0, 8 * sizeof *geo);
+    geo[0] = (int)xs->dim[nd - 2];
+    geo[1] = (int)xs->dim[nd - 1];
+    geo[2] = n->a.shape.scale_h;
+    geo[3] = n->a.shape.scale_w;
+    geo[4] = n->a.shape.bilinear;
+}
+
+static nn_result nn__launch_upsample2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_upsample2d_forward k;
+    int geo[8];
+    nn_result r;
+    nn__upsample2d_geo(n, &g->nodes[n->in[0]].shape, geo);
+    r = nn__launch_kernel(g, id, "shape", "upsample2d_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.geo = geo;
+    return nn__kargs_upsample2d_forward(l, &k);
+}
+
+static nn_result nn__launch_upsample2d_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_upsample2d_backward k;
+    int geo[8];
+    nn_result r;
+    nn__upsample2d_geo(n, &n->shape, geo);
+    r = nn__launch_kernel(g, id, "shape", "upsample2d_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.geo = geo;
+    return nn__kargs_upsample2d_backward(l, &k);
+}
+
+/* ======================================================================
+   src/ops/shape/constant.c
+   ====================================================================== */
+/* The shape family's constants: arange and eye, one op (CONST) with a kind. Its block:
+   builder, registry aliases, CPU body; no gradient and no kernel (below). */
+
+/* ==== const: y float32 = arange [ceil((end - start) / step)] (element i start + i * step,
+   torch.arange) or eye [n, m] (torch.eye), computed once at compile time by its CPU body on
+   every backend (NN__OPF_CONST) and written to the device ==== */
 
 enum { NN__CONST_ARANGE = 0, NN__CONST_EYE = 1 };
 
@@ -19163,289 +23499,8 @@ NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m) {
     return t;
 }
 
-NN_API nn_tensor nn_split(nn_graph *g, nn_tensor x, const int64_t *sizes, int n, int dim, nn_tensor *out) {
-    int64_t start = 0, total = 0;
-    int k, axis = dim;
-    if (!g) return nn__tensor(-1);
-    if (!sizes || !out || n < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
-    if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0) {
-        int64_t dim = nn__n(g, x)->shape.dim[axis];
-        char sx[128];
-        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        for (k = 0; k < n && g->status == NN_OK; k++) { /* each in 1..dim: the total cannot overflow */
-            if (sizes[k] < 1 || sizes[k] > dim)
-                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, dim %d of x %s",
-                            (long long)sizes[k], k, (long long)dim, axis, sx);
-            else
-                total += sizes[k];
-        }
-        if (g->status == NN_OK && total != dim)
-            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, dim %d of x %s is %lld", (long long)total, axis, sx,
-                        (long long)dim);
-    }
-    for (k = 0; k < n; k++) {
-        out[k] = g->status == NN_OK ? nn_slice(g, x, axis, start, sizes[k]) : nn__tensor(-1);
-        if (g->status == NN_OK) start += sizes[k]; /* checked sizes only: no overflow */
-    }
-    return out[0];
-}
-
-NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode) {
-    nn_shape s;
-    nn_tensor t;
-    int nd;
-    if (!nn__check(g, "nn_pad2d", 1, &x) || !nn__expect_f32(g, "nn_pad2d", x, "x")) return nn__tensor(-1);
-    if (mode != NN_PAD_ZEROS && mode != NN_PAD_REFLECT)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_pad2d: mode %d is not one of nn_pad_mode", (int)mode);
-    s = nn__n(g, x)->shape;
-    nd = s.ndim;
-    if (nd < 2 || top < 0 || bottom < 0 || left < 0 || right < 0 ||
-        (mode == NN_PAD_REFLECT && (top >= s.dim[nd - 2] || bottom >= s.dim[nd - 2] || left >= s.dim[nd - 1] ||
-                                    right >= s.dim[nd - 1]))) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pad2d: pads (left %d, right %d, top %d, bottom %d) do not fit x %s%s", left,
-                           right, top, bottom, sx,
-                           mode == NN_PAD_REFLECT ? " (reflection needs each pad below its dim)" : "");
-    }
-    s.dim[nd - 2] += (int64_t)top + bottom; /* in 64 bits: two int pads can overflow an int */
-    s.dim[nd - 1] += (int64_t)left + right;
-    t = nn__op1(g, NN__OP_PAD2D, NN_F32, s, x.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.shape.top = top;
-        g->nodes[t.id].a.shape.left = left;
-        g->nodes[t.id].a.shape.reflect = mode == NN_PAD_REFLECT;
-    }
-    return t;
-}
-
-NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode) {
-    nn_shape s;
-    nn_tensor t;
-    int nd;
-    if (!nn__check(g, "nn_upsample2d", 1, &x) || !nn__expect_f32(g, "nn_upsample2d", x, "x")) return nn__tensor(-1);
-    if (mode != NN_UPSAMPLE_NEAREST && mode != NN_UPSAMPLE_BILINEAR)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: mode %d is not one of nn_upsample_mode", (int)mode);
-    s = nn__n(g, x)->shape;
-    nd = s.ndim;
-    if (nd < 2) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_upsample2d: x %s needs >= 2 dims", sx);
-    }
-    if (scale_h < 1 || scale_w < 1 || scale_h > 64 || scale_w > 64)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_upsample2d: scales %d, %d are not in 1 to 64", scale_h, scale_w);
-    s.dim[nd - 2] *= scale_h;
-    s.dim[nd - 1] *= scale_w;
-    t = nn__op1(g, NN__OP_UPSAMPLE2D, NN_F32, s, x.id);
-    if (t.id >= 0) {
-        g->nodes[t.id].a.shape.scale_h = scale_h;
-        g->nodes[t.id].a.shape.scale_w = scale_w;
-        g->nodes[t.id].a.shape.bilinear = mode == NN_UPSAMPLE_BILINEAR;
-    }
-    return t;
-}
-
-NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
-    static const int perm[6] = {0, 1, 4, 2, 5, 3};
-    nn_shape s;
-    int64_t C;
-    if (!nn__check(g, "nn_pixel_shuffle", 1, &x)) return nn__tensor(-1);
-    s = nn__n(g, x)->shape;
-    if (s.ndim != 4 || r < 1 || s.dim[1] % ((int64_t)r * r)) {
-        char sx[128];
-        nn__shape_str(&s, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_pixel_shuffle: x %s must be [N, C*r*r, H, W] for r = %d", sx, r);
-    }
-    C = s.dim[1] / ((int64_t)r * r);
-    /* [N, C, r, r, H, W] -> [N, C, H, r, W, r] -> [N, C, H*r, W*r] */
-    {
-        nn_shape s6 = nn_shape4(s.dim[0], C, r, r);
-        s6.ndim = 6;
-        s6.dim[4] = s.dim[2];
-        s6.dim[5] = s.dim[3];
-        x = nn_reshape(g, x, s6);
-    }
-    return nn_reshape(g, nn_permute(g, x, perm, 6), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
-}
-
-
-/* A shape seen along axis: [outer, len, inner]. */
-static void nn__axis_split(const nn_shape *s, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
-    int d;
-    *outer = *inner = 1;
-    for (d = 0; d < axis; d++) *outer *= s->dim[d];
-    for (d = axis + 1; d < s->ndim; d++) *inner *= s->dim[d];
-    *len = s->dim[axis];
-}
-
-/* permute geometry: y's dims and, for each, x's stride (padded to 6 dims in front) */
-static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dims, int64_t *xstride) {
-    int64_t st[NN_MAX_DIMS];
-    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
-    st[nd - 1] = 1;
-    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * xs->dim[d + 1];
-    for (d = 0; d < NN_MAX_DIMS; d++) {
-        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
-        xstride[d] = d < pad ? 0 : st[n->a.shape.perm[d - pad]];
-    }
-}
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_reshape(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
-    return;
-}
-
-static void nn__grad_permute(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    int inv[NN_MAX_DIMS], d;
-    for (d = 0; d < n.shape.ndim; d++) inv[n.a.shape.perm[d]] = d;
-    nn__acc_grad(g, a, nn_permute(g, gy, inv, n.shape.ndim));
-    return;
-}
-
-static void nn__grad_concat(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    int ax = n.a.shape.axis, k;
-    int64_t off = 0;
-    for (k = 0; k < n.n_in; k++) {
-        int x = n.in[k];
-        if (g->nodes[x].needs_grad) nn__acc_grad(g, x, nn__slice_op(g, NN__OP_SLICE, gy.id, g->nodes[x].shape, ax, off, 1));
-        off += g->nodes[x].shape.dim[ax];
-    }
-    return;
-}
-
-static void nn__grad_slice(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.a.shape.axis, n.a.shape.start, n.a.shape.step));
-    return;
-}
-
-static void nn__grad_flip(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, NN__OP_FLIP, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_repeat(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, NN__OP_REPEAT_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_tril(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, NN__OP_TRIL, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_pad_upsample(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, n.op == NN__OP_PAD2D ? NN__OP_PAD2D_GRAD : NN__OP_UPSAMPLE2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
-    if (n->storage != NN__ST_VIEW) memcpy(n->buf.host, NN__F(n->in[0]), (size_t)n->numel * 4); /* a parameter's copy */
-    return NN_OK;
-}
-
-static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
-    nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
-    nn__permute_forward(y, NN__F(in[0]), NN_MAX_DIMS, dims, xs);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_concat(nn_graph *g, nn__node *n) {
-    int64_t o, L, inner, off = 0;
-    int k;
-    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
-    for (k = 0; k < n->n_in; k++) {
-        int64_t lx = g->nodes[n->in[k]].shape.dim[n->a.shape.axis];
-        nn__concat_part(n->buf.host, NN__F(n->in[k]), o, lx, L, off, inner);
-        off += lx;
-    }
-    return NN_OK;
-}
-
-static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int grad = n->op == NN__OP_SLICE_GRAD;
-    int64_t o, L, inner, len;
-    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
-    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
-    return NN_OK;
-}
-
-/* flip geometry: y's dims and x's signed stride for each (6 dims, ones in front), and the
-   offset in x of y's first element */
-static int64_t nn__flip_geom(const nn__node *n, int64_t *dims, int64_t *xstride) {
-    int64_t st = 1, base = 0;
-    int d, nd = n->shape.ndim, pad = NN_MAX_DIMS - nd;
-    for (d = NN_MAX_DIMS - 1; d >= 0; d--) {
-        dims[d] = d < pad ? 1 : n->shape.dim[d - pad];
-        xstride[d] = d < pad ? 0 : st;
-        if (d >= pad && ((n->a.shape.flip >> (d - pad)) & 1)) {
-            base += (dims[d] - 1) * st;
-            xstride[d] = -st;
-        }
-        st *= dims[d];
-    }
-    return base;
-}
-
-static nn_result nn__cpu_flip(nn_graph *g, nn__node *n) {
-    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
-    nn__permute_forward(n->buf.host, NN__F(n->in[0]) + base, NN_MAX_DIMS, dims, xs);
-    return NN_OK;
-}
-
-/* repeat geometry: the output's dims and x's, x padded with leading ones (REPEAT_GRAD:
-   the forward's, from its own shape and its input's) */
-static int nn__repeat_geom(nn_graph *g, const nn__node *n, int64_t *ydims, int64_t *xdims) {
-    const nn_shape *ys = n->op == NN__OP_REPEAT ? &n->shape : &g->nodes[n->in[0]].shape;
-    const nn_shape *xs = n->op == NN__OP_REPEAT ? &g->nodes[n->in[0]].shape : &n->shape;
-    int d, pad = ys->ndim - xs->ndim;
-    for (d = 0; d < ys->ndim; d++) {
-        ydims[d] = ys->dim[d];
-        xdims[d] = d < pad ? 1 : xs->dim[d - pad];
-    }
-    return ys->ndim;
-}
-
-static nn_result nn__cpu_repeat(nn_graph *g, nn__node *n) {
-    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
-    int nd = nn__repeat_geom(g, n, yd, xd);
-    nn__repeat(n->buf.host, NN__F(n->in[0]), nd, yd, xd, n->op == NN__OP_REPEAT_GRAD);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_tril(nn_graph *g, nn__node *n) {
-    int nd = n->shape.ndim;
-    int64_t R = n->shape.dim[nd - 2], C = n->shape.dim[nd - 1];
-    nn__tril(n->buf.host, NN__F(n->in[0]), n->numel / (R * C), R, C, n->a.shape.diagonal, n->a.shape.upper);
-    return NN_OK;
-}
+#define nn__grad_const nn__grad_none
+#define nn__plan_const nn__no_plan
 
 /* Runs once, at compile time (NN__OPF_CONST), on every backend. */
 static nn_result nn__cpu_const(nn_graph *g, nn__node *n) {
@@ -19462,206 +23517,134 @@ static nn_result nn__cpu_const(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    const nn_shape *xs = n->op == NN__OP_PAD2D ? &g->nodes[in[0]].shape : &n->shape;
-    const nn_shape *ys = n->op == NN__OP_PAD2D ? &n->shape : &g->nodes[in[0]].shape;
-    int nd = xs->ndim;
-    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1], P = nn__numel(xs) / (H * W);
-    if (n->op == NN__OP_PAD2D)
-        nn__pad2d_forward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left, n->a.shape.reflect);
-    else
-        nn__pad2d_backward(y, NN__F(in[0]), P, H, W, ys->dim[nd - 2], ys->dim[nd - 1], n->a.shape.top, n->a.shape.left, n->a.shape.reflect);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    const nn_shape *xs = n->op == NN__OP_UPSAMPLE2D ? &g->nodes[in[0]].shape : &n->shape;
-    int nd = xs->ndim;
-    int64_t H = xs->dim[nd - 2], W = xs->dim[nd - 1];
-    nn__upsample2d(y, NN__F(in[0]), nn__numel(xs) / (H * W), H, W, n->a.shape.scale_h, n->a.shape.scale_w, n->a.shape.bilinear,
-                   n->op == NN__OP_UPSAMPLE2D_GRAD);
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_reshape(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r;
-    if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
-    r = nn__launch_kernel(g, id, "elementwise", "copy", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi", &g->nodes[n->in[0]].buf, &n->buf, N);
-    return r;
-}
-
-static nn_result nn__launch_permute(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
-    int vd[8], vs[8], d;
-    nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
-    for (d = 0; d < 8; d++) {
-        vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
-        vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
-    }
-    r = nn__launch_kernel(g, id, "shape", "permute", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[in[0]].buf, y, N, vd, vs);
-    return r;
-}
-
-static nn_result nn__launch_concat(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int64_t o, L, inner, off = 0;
-    int k;
-    nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
-    for (k = 0; k < n->n_in && r == NN_OK; k++) { /* one launch per input: each written once */
-        const nn__node *x = &g->nodes[n->in[k]];
-        int64_t lx = x->shape.dim[n->a.shape.axis];
-        r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)x->numel, &l);
-        if (r == NN_OK) r = nn__args(l, "mmiiiii", &x->buf, &n->buf, (int)x->numel, (int)lx, (int)L, (int)off, (int)inner);
-        off += lx;
-    }
-    return r;
-}
-
-static nn_result nn__launch_slice(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int grad = n->op == NN__OP_SLICE_GRAD;
-    int64_t o, L, inner, len;
-    nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
-    len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    r = nn__launch_kernel(g, id, "shape", "slice", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmiiiiiii", &g->nodes[in[0]].buf, y, N, (int)L, (int)len, (int)inner, n->a.shape.start, grad,
-                     n->a.shape.step);
-    return r;
-}
-
-/* six dims into an int8 argument (the last two unused) */
-static void nn__dims8(const int64_t *dims, int nd, int fill, int *v) {
-    int d;
-    for (d = 0; d < 8; d++) v[d] = d < nd ? (int)dims[d] : fill;
-}
-
-static nn_result nn__launch_flip(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
-    int vd[8], vs[8];
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__dims8(dims, NN_MAX_DIMS, 1, vd);
-    nn__dims8(xs, NN_MAX_DIMS, 0, vs);
-    r = nn__launch_kernel(g, id, "shape", "strided", (size_t)n->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi88i", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, vd, vs, (int)base);
-    return r;
-}
-
-static nn_result nn__launch_repeat(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], p6[NN_MAX_DIMS], q6[NN_MAX_DIMS];
-    int nd = nn__repeat_geom(g, n, yd, xd), pad = NN_MAX_DIMS - nd, d, v1[8], v2[8];
-    nn__launch *l = NULL;
-    nn_result r;
-    for (d = 0; d < NN_MAX_DIMS; d++) { /* ones in front: the kernels read six dims */
-        p6[d] = d < pad ? 1 : (n->op == NN__OP_REPEAT ? yd[d - pad] : xd[d - pad]);
-        q6[d] = d < pad ? 1 : (n->op == NN__OP_REPEAT ? xd[d - pad] : yd[d - pad] / xd[d - pad]);
-    }
-    nn__dims8(p6, NN_MAX_DIMS, 1, v1);
-    nn__dims8(q6, NN_MAX_DIMS, 1, v2);
-    r = nn__launch_kernel(g, id, "shape", n->op == NN__OP_REPEAT ? "repeat_forward" : "repeat_backward", (size_t)n->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi88", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, v1, v2);
-    return r;
-}
-
-static nn_result nn__launch_tril(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int nd = n->shape.ndim;
-    nn__launch *l = NULL;
-    nn_result r = nn__launch_kernel(g, id, "shape", "tril", (size_t)n->numel, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmiiiii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, (int)n->shape.dim[nd - 2],
-                     (int)n->shape.dim[nd - 1], n->a.shape.diagonal, n->a.shape.upper);
-    return r;
-}
-
 static nn_result nn__launch_const(nn_graph *g, int id) { /* never scheduled: computed at compile time */
     return nn__fail(g->ctx, NN_ERR_STATE, "%s: a constant has no kernels", nn__op_names[g->nodes[id].op]);
 }
 
-static nn_result nn__launch_pad_upsample(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int fwd = n->op == NN__OP_PAD2D || n->op == NN__OP_UPSAMPLE2D, pad = n->op == NN__OP_PAD2D || n->op == NN__OP_PAD2D_GRAD;
-    const nn_shape *xs = fwd ? &g->nodes[in[0]].shape : &n->shape;
-    const nn_shape *ys = fwd ? &n->shape : &g->nodes[in[0]].shape;
-    int nd = xs->ndim, geo[8];
-    memset(geo, 0, sizeof geo);
-    geo[0] = (int)xs->dim[nd - 2];
-    geo[1] = (int)xs->dim[nd - 1];
-    if (pad) {
-        geo[2] = (int)ys->dim[nd - 2];
-        geo[3] = (int)ys->dim[nd - 1];
-        geo[4] = n->a.shape.top;
-        geo[5] = n->a.shape.left;
-        geo[6] = n->a.shape.reflect;
-    } else {
-        geo[2] = n->a.shape.scale_h;
-        geo[3] = n->a.shape.scale_w;
-        geo[4] = n->a.shape.bilinear;
+/* ======================================================================
+   src/ops/conv/bias.c
+   ====================================================================== */
+/* The conv family's per-channel bias and its gradient, x [N, C, ...] with b [C]: used by
+   the convolutions of src/ops/conv/conv2d.c and conv3d.c, so they come first. */
+
+/* ==== channel_bias: y [N, C, ...] = x + b[c] with b [C] (nn_conv_transpose2d's bias);
+   its gradient is gy for x and channel_sum(gy) [C] for b ==== */
+
+static nn_tensor nn__channel_bias(nn_graph *g, const char *op, nn_tensor x, nn_tensor b) {
+    nn_tensor in[2];
+    nn__node *nx, *nb;
+    in[0] = x;
+    in[1] = b;
+    if (!nn__check(g, op, 2, in)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nb = nn__n(g, b);
+    if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nx->shape.ndim < 2 || nb->shape.dim[0] != nx->shape.dim[1]) {
+        char sb[128], sx[128];
+        nn__shape_str(&nb->shape, sb, sizeof sb);
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: bias %s must be float32 [C] for an output %s", op, sb, sx);
     }
-    r = nn__launch_kernel(g, id, "shape",
-                   pad ? (fwd ? "pad2d_forward" : "pad2d_backward") : (fwd ? "upsample2d_forward" : "upsample2d_backward"),
-                   (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmi8", &g->nodes[in[0]].buf, y, N, geo);
-    return r;
+    return nn__op2(g, NN__OP_CHANNEL_BIAS, NN_F32, nx->shape, x.id, b.id);
+}
+
+#define nn__plan_channel_bias nn__no_plan
+
+static void nn__grad_channel_bias(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, gy);
+    if (gb) nn__acc_grad(g, b, nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[b].shape, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_channel_bias(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
+    const float *x = NN__F(in[0]), *b = NN__F(in[1]);
+    for (k = 0; k < N / S; k++)
+        for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
+    return NN_OK;
+}
+
+/* elementwise.cl's channel_bias, one work-item per element */
+static nn_result nn__launch_channel_bias(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_channel_bias k;
+    nn_result r = nn__launch_kernel(g, id, "elementwise", "channel_bias", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.b = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.C = (int)n->shape.dim[1];
+    k.S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
+    return nn__kargs_channel_bias(l, &k);
+}
+
+/* ==== channel_sum: y [C] = sum of x [N, C, ...] over N and the spatial dims, in a fixed
+   order (the gradient of every conv bias; built by the gradient rules only) ==== */
+
+#define nn__grad_channel_sum nn__grad_none
+#define nn__plan_channel_sum nn__no_plan
+
+static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
+    return NN_OK;
+}
+
+/* conv.cl's channel_sum, one work-item per channel */
+static nn_result nn__launch_channel_sum(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_channel_sum k;
+    int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
+    nn_result r = nn__launch_kernel(g, id, "conv", "channel_sum", (size_t)C, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.y = &n->buf;
+    k.N = Nb;
+    k.C = C;
+    k.S = (int)(x->numel / ((int64_t)Nb * C));
+    return nn__kargs_channel_sum(l, &k);
 }
 
 /* ======================================================================
-   src/ops/conv.c
+   src/ops/conv/conv2d.c
    ====================================================================== */
-/* The conv ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The 2-D convolutions: conv2d (and conv1d, a conv2d of height 1), its input gradient
+   (also nn_conv_transpose2d's forward) and its weight gradient. The CPU loops are in
+   src/cpu/conv.c (im2col + GEMM) and src/cpu/conv_dw.c (direct, depthwise); the kernels in
+   kernels/conv.cl (direct, and the im2col/pack passes around kernels/gemm.cl's GEMM). */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_conv2d_dx nn__cpu_conv2d
-#define nn__launch_conv2d_dx nn__launch_conv2d
-#define nn__plan_conv2d_dx nn__plan_conv2d
-#define nn__cpu_conv2d_dw nn__cpu_conv2d
-#define nn__launch_conv2d_dw nn__launch_conv2d
-#define nn__grad_conv2d_dw nn__grad_none
-#define nn__plan_conv2d_dw nn__plan_conv2d
-#define nn__plan_channel_bias nn__no_plan
-#define nn__grad_channel_sum nn__grad_none
-#define nn__plan_channel_sum nn__no_plan
-#define nn__cpu_conv3d_dx nn__cpu_conv3d
-#define nn__launch_conv3d_dx nn__launch_conv3d
-#define nn__grad_conv3d_dx nn__grad_none
-#define nn__plan_conv3d_dx nn__plan_conv3d
-#define nn__cpu_conv3d_dw nn__cpu_conv3d
-#define nn__launch_conv3d_dw nn__launch_conv3d
-#define nn__grad_conv3d_dw nn__grad_none
-#define nn__plan_conv3d_dw nn__plan_conv3d
+/* ==== helpers of the conv family's builders (conv3d.c uses them too) ==== */
+
+/* Strides, dilations and groups >= 1 and pads >= 0, over dims spatial dims. */
+static int nn__conv_attr_ok(const nn__conv_attr *at, int dims) {
+    int k, ok = at->groups >= 1;
+    for (k = 0; k < dims; k++) ok = ok && at->stride[k] >= 1 && at->dilation[k] >= 1 && at->pad[k] >= 0;
+    return ok;
+}
+
+/* A bias operand given with no_bias set: the desc and the call disagree. */
+static int nn__no_bias_conflict(nn_graph *g, const char *op, int no_bias, nn_tensor bias) {
+    if (!no_bias || bias.id == 0) return 0;
+    nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a bias operand with no_bias set in the desc", op);
+    return 1;
+}
+
+/* ==== conv2d: y [N, K, OH, OW] = x [N, C, H, W] conv w [K, C/G, KH, KW] (+ bias [K]),
+   torch.nn.functional.conv2d; conv1d is conv2d on [N, C, 1, L]. Its gradients stand here:
+   CONV2D_DX, dx [N, C, H, W] from (w, dy) (nn_conv_transpose2d builds it as a forward op),
+   and CONV2D_DW, dw [K, C/G, KH, KW] from (x, dy). All three share one geometry (the
+   forward's, nn__conv2d in src/cpu/conv.c) and one plan: direct loops or im2col + GEMM ==== */
 
 /* A conv2d node's attributes (h, w), with the desc's defaults. */
 static void nn__conv2d_attrs(const nn_conv2d_desc *d, nn__conv_attr *at) {
@@ -19675,13 +23658,6 @@ static void nn__conv2d_attrs(const nn_conv2d_desc *d, nn__conv_attr *at) {
     at->groups = nn__defi(d->groups, 1);
 }
 
-/* Strides, dilations and groups >= 1 and pads >= 0, over dims spatial dims. */
-static int nn__conv_attr_ok(const nn__conv_attr *at, int dims) {
-    int k, ok = at->groups >= 1;
-    for (k = 0; k < dims; k++) ok = ok && at->stride[k] >= 1 && at->dilation[k] >= 1 && at->pad[k] >= 0;
-    return ok;
-}
-
 /* The 8 ints of a conv2d kernel's geometry: stride h/w, pad h/w, dilation h/w, groups. */
 static void nn__conv2d_geo(const nn__conv_attr *at, int geo[8]) {
     geo[0] = at->stride[0];
@@ -19692,13 +23668,6 @@ static void nn__conv2d_geo(const nn__conv_attr *at, int geo[8]) {
     geo[5] = at->dilation[1];
     geo[6] = at->groups;
     geo[7] = 0;
-}
-
-/* A bias operand given with no_bias set: the desc and the call disagree. */
-static int nn__no_bias_conflict(nn_graph *g, const char *op, int no_bias, nn_tensor bias) {
-    if (!no_bias || bias.id == 0) return 0;
-    nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: a bias operand with no_bias set in the desc", op);
-    return 1;
 }
 
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
@@ -19822,24 +23791,6 @@ NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     return nn_reshape(g, y, nn_shape3(nn__n(g, y)->shape.dim[0], nn__n(g, y)->shape.dim[1], nn__n(g, y)->shape.dim[3]));
 }
 
-/* y [N, C, ...] = x + b[c]: a per-channel bias (its gradient is channel_sum) */
-static nn_tensor nn__channel_bias(nn_graph *g, const char *op, nn_tensor x, nn_tensor b) {
-    nn_tensor in[2];
-    nn__node *nx, *nb;
-    in[0] = x;
-    in[1] = b;
-    if (!nn__check(g, op, 2, in)) return nn__tensor(-1);
-    nx = nn__n(g, x);
-    nb = nn__n(g, b);
-    if (nb->dtype != NN_F32 || nb->shape.ndim != 1 || nx->shape.ndim < 2 || nb->shape.dim[0] != nx->shape.dim[1]) {
-        char sb[128], sx[128];
-        nn__shape_str(&nb->shape, sb, sizeof sb);
-        nn__shape_str(&nx->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "%s: bias %s must be float32 [C] for an output %s", op, sb, sx);
-    }
-    return nn__op2(g, NN__OP_CHANNEL_BIAS, NN_F32, nx->shape, x.id, b.id);
-}
-
 /* nn.Conv1d: NAME.weight [out_channels, C/groups, kernel] and NAME.bias [out_channels]. */
 NN_API nn_tensor nn_conv1d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kernel, const nn_conv1d_desc *desc,
                                  const char *name) {
@@ -19919,6 +23870,434 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     return bias.id != 0 ? nn__channel_bias(g, "nn_conv_transpose2d", t, bias) : t;
 }
 
+#define nn__grad_conv2d_dw nn__grad_none
+#define nn__plan_conv2d_dx nn__plan_conv2d
+#define nn__plan_conv2d_dw nn__plan_conv2d
+
+static void nn__grad_conv2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, b, t);
+    }
+    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
+        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
+    return;
+}
+
+/* nn_conv_transpose2d's rule: CONV2D_DX as a forward op of (w, x) */
+static void nn__grad_conv2d_dx(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* as a transposed convolution: inputs (w, x) */
+    if (gb) { /* d/dx: the forward convolution of gy */
+        t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, b, t);
+    }
+    if (ga) { /* d/dw: conv2d's weight gradient with gy as the input and x as dy */
+        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[a].shape, gy.id, b);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, a, t);
+    }
+    return;
+}
+
+/* A device's algorithm for a convolution, chosen at compile time (nn__plan_conv2d). */
+typedef struct nn__conv_plan {
+    int algo;        /* NN__CONV_GEMM or NN__CONV_DIRECT */
+    int ld;          /* columns of the column matrices: P = N*OH*OW, padded for the K slices */
+    int split;       /* K slices of the weight gradient's product (1: none) */
+    int64_t scratch; /* floats */
+} nn__conv_plan;
+
+/* Depthwise convolutions (one input channel per group) run the direct kernels: their
+   products are too thin for a GEMM. Everything else is im2col + the tuned GEMM, one
+   batched launch over the groups. The weight gradient reduces over all N*OH*OW columns
+   into a small [K, C/G*KH*KW] result, so its product is cut into K slices (summed after,
+   in a fixed order) until there are enough tiles to fill the device. Shapes whose
+   working memory would not fit the device, or 32-bit indices, fall back to direct. */
+static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d *c, nn__conv_plan *p) {
+    int64_t P = (int64_t)c->N * c->OH * c->OW, Cg = c->C / c->G, Kg = c->K / c->G;
+    int64_t KKg = Cg * c->KH * c->KW, rows = (int64_t)c->C * c->KH * c->KW, chunk, most;
+    nn__gemm_cfg cfg;
+    memset(p, 0, sizeof *p);
+    p->algo = NN__CONV_DIRECT;
+    p->ld = (int)P;
+    p->split = 1;
+    if (nn__conv2d_is_depthwise(c)) return;
+    if (op == NN__OP_CONV2D_DW) {
+        int64_t tile_n, tile_m, tiles, target;
+        nn__gemm_config(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, &cfg);
+        tile_n = (int64_t)cfg.wpt_n * cfg.wg_n;
+        tile_m = (int64_t)cfg.wpt_m * (cfg.use_local == 2 ? 4 : cfg.wg_m);
+        tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
+        target = ctx->dev.cpu_tuned ? NN__GEMM_CPU_ITEMS : 4 * (int64_t)(ctx->dev.units ? ctx->dev.units : 16);
+        p->split = (int)((target + tiles - 1) / tiles);
+        /* slices of at most 1024 columns too: one float accumulator over tens of thousands
+           of products loses the small terms to rounding (the partial sums are exact enough) */
+        if (p->split < (P + 1023) / 1024) p->split = (int)((P + 1023) / 1024);
+        most = P / 256; /* slices of at least 256 columns */
+        if (p->split > most) p->split = (int)(most > 1 ? most : 1);
+        if (p->split > 256) p->split = 256;
+        if (p->split > 1 && (int64_t)p->split * Kg > P) p->split = (int)(P / Kg > 1 ? P / Kg : 1); /* partials <= columns */
+        chunk = (P + p->split - 1) / p->split;
+        chunk = (chunk + 3) / 4 * 4;
+        p->split = (int)((P + chunk - 1) / chunk);
+        p->ld = (int)(chunk * p->split);
+        p->scratch = (rows + c->K) * p->ld + (p->split > 1 ? (int64_t)p->split * c->K * KKg : 0);
+    } else
+        p->scratch = (rows + c->K) * P;
+    if (p->scratch >= (int64_t)1 << 31 || (uint64_t)p->scratch * 4 > (uint64_t)ctx->dev.max_alloc / 2) {
+        p->split = 1;
+        p->ld = (int)P;
+        p->scratch = 0;
+        return;
+    }
+    p->algo = NN__CONV_GEMM;
+}
+
+/* The forward geometry of a conv2d node or of one of its gradients. */
+static void nn__conv2d_node_geom(const nn_graph *g, const nn__node *n, nn__conv2d *c) {
+    if (n->op == NN__OP_CONV2D) nn__conv2d_geom(c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
+    else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(c, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
+    else nn__conv2d_geom(c, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
+}
+
+/* conv2d and its gradients: where the CPU bodies run (host memory), direct loops for
+   depthwise convolutions, else im2col + GEMM; devices choose by nn__conv2d_dev_plan. */
+static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
+    nn__conv2d c;
+    nn__conv2d_node_geom(g, n, &c);
+    if (!g->ctx->backend->host_memory) {
+        nn__conv_plan p;
+        nn__conv2d_dev_plan(g->ctx, n->op, &c, &p);
+        n->algo = p.algo;
+        n->scratch = p.scratch;
+        return;
+    }
+    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : NN__CONV_GEMM; /* direct: no scratch */
+    n->scratch = n->algo == NN__CONV_DIRECT ? 0 : nn__conv2d_scratch(&c);
+}
+
+/* Direct loops (src/cpu/conv_dw.c) when planned, no scratch; else im2col + GEMM. */
+static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__conv2d c;
+    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
+    nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+    if (n->algo == NN__CONV_DIRECT)
+        nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
+    else
+        nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                           n->scratch_buf.host);
+    return NN_OK;
+}
+
+/* inputs (w, dy), output dx */
+static nn_result nn__cpu_conv2d_dx(nn_graph *g, nn__node *n) {
+    float *y = n->buf.host;
+    nn__conv2d c;
+    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
+    if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host);
+    else nn__conv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host, n->scratch_buf.host);
+    return NN_OK;
+}
+
+/* inputs (x, dy), output dw */
+static nn_result nn__cpu_conv2d_dw(nn_graph *g, nn__node *n) {
+    float *y = n->buf.host;
+    nn__conv2d c;
+    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host);
+    else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host, n->scratch_buf.host);
+    return NN_OK;
+}
+
+/* The GEMM path (NN__CONV_GEMM): im2col / pack passes of kernels/conv.cl around one
+   batched GEMM over the groups (nn__launch_gemm, src/ops/matmul.c), operands at float
+   offsets of the node's scratch (layouts in kernels/conv.cl). The passes' shapes: by rows
+   on CPU devices, by elements elsewhere. */
+typedef struct nn__conv2d_gemm {
+    nn__conv_plan p;
+    int rowwise;
+    int Kg, KKg, rows; /* K/G; the group's column rows C/G*KH*KW; all of them, C*KH*KW */
+    int P, S;          /* columns N*OH*OW; OH*OW */
+} nn__conv2d_gemm;
+
+static void nn__conv2d_gemm_make(const nn_context *ctx, int op, const nn__conv2d *c, nn__conv2d_gemm *q) {
+    q->rowwise = ctx->dev.cpu_tuned;
+    q->Kg = c->K / c->G;
+    q->KKg = c->C / c->G * c->KH * c->KW;
+    q->rows = c->C * c->KH * c->KW;
+    q->P = c->N * c->OH * c->OW;
+    q->S = c->OH * c->OW;
+    nn__conv2d_dev_plan(ctx, op, c, &q->p);
+}
+
+/* col [C*KH*KW, ld] at scratch offset off = im2col(x) */
+static nn_result nn__launch_conv2d_im2col(nn_graph *g, int id, const nn__conv2d *c, const nn__conv2d_gemm *q,
+                                          const nn__buf *x, int off) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_conv2d_im2col k;
+    int geo[8];
+    size_t items = q->rowwise ? (size_t)q->rows * (c->N * c->OH + 1) : (size_t)q->rows * q->p.ld;
+    nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_im2col_rows" : "conv2d_im2col", items, &l);
+    if (r != NN_OK) return r;
+    nn__conv2d_geo(&n->a.conv, geo);
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.col = &n->scratch_buf;
+    k.off = off;
+    k.N = c->N;
+    k.C = c->C;
+    k.H = c->H;
+    k.W = c->W;
+    k.KH = c->KH;
+    k.KW = c->KW;
+    k.OH = c->OH;
+    k.OW = c->OW;
+    k.geo = geo;
+    k.ld = q->p.ld;
+    return nn__kargs_conv2d_im2col(l, &k);
+}
+
+/* dyg [K, ld] at scratch offset off = dy [N, K, OH*OW] by rows, zero-padded */
+static nn_result nn__launch_conv2d_pack(nn_graph *g, int id, const nn__conv2d *c, const nn__conv2d_gemm *q,
+                                        const nn__buf *dy, int off) {
+    nn__launch *l = NULL;
+    nn__k_conv2d_pack k;
+    size_t items = q->rowwise ? (size_t)c->K * (c->N + 1) : (size_t)c->K * q->p.ld;
+    nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_pack_rows" : "conv2d_pack", items, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = dy;
+    k.dyg = &g->nodes[id].scratch_buf;
+    k.off = off;
+    k.N = c->N;
+    k.K = c->K;
+    k.S = q->S;
+    k.ld = q->p.ld;
+    return nn__kargs_conv2d_pack(l, &k);
+}
+
+/* GEMM path: col = im2col(x); out_g = w_g col_g; y = out + bias. Direct: conv2d_forward,
+   one work-item per output. */
+static nn_result nn__launch_conv2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *x = &g->nodes[n->in[0]], *w = &g->nodes[n->in[1]];
+    const nn__buf *bias = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    nn__launch *l = NULL;
+    nn__conv2d c;
+    nn_result r;
+    int geo[8];
+    nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+    if (n->algo == NN__CONV_GEMM) {
+        nn__conv2d_gemm q;
+        nn__k_conv2d_unpack k;
+        int wa[4], cb[4], oc[4], ld, out;
+        nn__conv2d_gemm_make(g->ctx, n->op, &c, &q);
+        ld = q.p.ld;
+        out = q.rows * ld;
+        wa[0] = q.KKg, wa[1] = 0, wa[2] = q.Kg * q.KKg, wa[3] = 0;
+        cb[0] = ld, cb[1] = 0, cb[2] = q.KKg * ld, cb[3] = 0;
+        oc[0] = ld, oc[1] = out, oc[2] = q.Kg * ld, oc[3] = 0;
+        r = nn__launch_conv2d_im2col(g, id, &c, &q, &x->buf, 0);
+        if (r == NN_OK)
+            r = nn__launch_gemm(g, id, 0, 0, q.Kg, q.P, q.KKg, &w->buf, wa, &n->scratch_buf, cb, &n->scratch_buf, oc, c.G, 1);
+        if (r == NN_OK)
+            r = nn__launch_kernel(g, id, "conv", q.rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
+                                  q.rowwise ? (size_t)c.N * c.K : (size_t)n->numel, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.out = &n->scratch_buf;
+        k.b = bias;
+        k.y = &n->buf;
+        k.off = out;
+        k.N = c.N;
+        k.K = c.K;
+        k.S = q.S;
+        k.ld = ld;
+        k.has_bias = n->n_in > 2;
+        return nn__kargs_conv2d_unpack(l, &k);
+    }
+    r = nn__launch_kernel(g, id, "conv", "conv2d_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    {
+        nn__k_conv2d_forward k;
+        nn__conv2d_geo(&n->a.conv, geo);
+        memset(&k, 0, sizeof k);
+        k.x = &x->buf;
+        k.w = &w->buf;
+        k.b = bias;
+        k.y = &n->buf;
+        k.N = c.N;
+        k.C = c.C;
+        k.H = c.H;
+        k.W = c.W;
+        k.K = c.K;
+        k.KH = c.KH;
+        k.KW = c.KW;
+        k.OH = c.OH;
+        k.OW = c.OW;
+        k.geo = geo;
+        k.has_bias = n->n_in > 2;
+        return nn__kargs_conv2d_forward(l, &k);
+    }
+}
+
+/* GEMM path: dyg = pack(dy); dcol_g = w_g^T dyg_g; dx = col2im(dcol). Direct:
+   conv2d_backward_data, one work-item per element of dx. */
+static nn_result nn__launch_conv2d_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__launch *l = NULL;
+    nn__conv2d c;
+    nn_result r;
+    int geo[8];
+    nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
+    nn__conv2d_geo(&n->a.conv, geo);
+    if (n->algo == NN__CONV_GEMM) {
+        nn__conv2d_gemm q;
+        nn__k_conv2d_col2im k;
+        int wa[4], gb[4], dc[4], ld, dcol;
+        nn__conv2d_gemm_make(g->ctx, n->op, &c, &q);
+        ld = q.p.ld;
+        dcol = c.K * ld;
+        wa[0] = q.KKg, wa[1] = 0, wa[2] = q.Kg * q.KKg, wa[3] = 0;
+        gb[0] = ld, gb[1] = 0, gb[2] = q.Kg * ld, gb[3] = 0;
+        dc[0] = ld, dc[1] = dcol, dc[2] = q.KKg * ld, dc[3] = 0;
+        r = nn__launch_conv2d_pack(g, id, &c, &q, &dy->buf, 0);
+        if (r == NN_OK)
+            r = nn__launch_gemm(g, id, 1, 0, q.KKg, q.P, q.Kg, &w->buf, wa, &n->scratch_buf, gb, &n->scratch_buf, dc, c.G, 1);
+        if (r == NN_OK)
+            r = nn__launch_kernel(g, id, "conv", q.rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
+                                  q.rowwise ? (size_t)c.N * c.C : (size_t)n->numel, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.dcol = &n->scratch_buf;
+        k.dx = &n->buf;
+        k.off = dcol;
+        k.N = c.N;
+        k.C = c.C;
+        k.H = c.H;
+        k.W = c.W;
+        k.KH = c.KH;
+        k.KW = c.KW;
+        k.OH = c.OH;
+        k.OW = c.OW;
+        k.geo = geo;
+        k.ld = ld;
+        return nn__kargs_conv2d_col2im(l, &k);
+    }
+    r = nn__launch_kernel(g, id, "conv", "conv2d_backward_data", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    {
+        nn__k_conv2d_backward_data k;
+        memset(&k, 0, sizeof k);
+        k.w = &w->buf;
+        k.dy = &dy->buf;
+        k.dx = &n->buf;
+        k.N = c.N;
+        k.C = c.C;
+        k.H = c.H;
+        k.W = c.W;
+        k.K = c.K;
+        k.KH = c.KH;
+        k.KW = c.KW;
+        k.OH = c.OH;
+        k.OW = c.OW;
+        k.geo = geo;
+        return nn__kargs_conv2d_backward_data(l, &k);
+    }
+}
+
+/* GEMM path: col = im2col(x), dyg = pack(dy); dw_g = the sum over the plan's K slices of
+   dyg_g col_g^T (elementwise.cl's sum_leading adds the slices in order). Direct:
+   conv2d_backward_weight, one work-item per element of dw. */
+static nn_result nn__launch_conv2d_dw(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__launch *l = NULL;
+    nn__conv2d c;
+    nn_result r;
+    int geo[8];
+    nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    if (n->algo == NN__CONV_GEMM) {
+        nn__conv2d_gemm q;
+        const nn__buf *s = &n->scratch_buf;
+        int ga[4], cb[4], wc[4], ld, chunk, col = 0, dyg, part;
+        nn__conv2d_gemm_make(g->ctx, n->op, &c, &q);
+        ld = q.p.ld;
+        chunk = ld / q.p.split;
+        dyg = q.rows * ld;
+        part = dyg + c.K * ld;
+        ga[0] = ld, ga[1] = dyg, ga[2] = q.Kg * ld, ga[3] = chunk;
+        cb[0] = ld, cb[1] = col, cb[2] = q.KKg * ld, cb[3] = chunk;
+        wc[0] = q.KKg, wc[1] = q.p.split > 1 ? part : 0, wc[2] = q.Kg * q.KKg, wc[3] = c.K * q.KKg;
+        r = nn__launch_conv2d_im2col(g, id, &c, &q, &x->buf, col);
+        if (r == NN_OK) r = nn__launch_conv2d_pack(g, id, &c, &q, &dy->buf, dyg);
+        if (r == NN_OK)
+            r = nn__launch_gemm(g, id, 0, 1, q.Kg, q.KKg, chunk, s, ga, s, cb, q.p.split > 1 ? s : &n->buf, wc, c.G,
+                                q.p.split);
+        if (r == NN_OK && q.p.split > 1) {
+            nn__k_sum_leading k;
+            r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)c.K * q.KKg, &l);
+            if (r != NN_OK) return r;
+            memset(&k, 0, sizeof k);
+            k.x = s;
+            k.y = &n->buf;
+            k.n = q.p.split * c.K * q.KKg;
+            k.nb = c.K * q.KKg;
+            k.off = part;
+            r = nn__kargs_sum_leading(l, &k);
+        }
+        return r;
+    }
+    r = nn__launch_kernel(g, id, "conv", "conv2d_backward_weight", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    {
+        nn__k_conv2d_backward_weight k;
+        nn__conv2d_geo(&n->a.conv, geo);
+        memset(&k, 0, sizeof k);
+        k.x = &x->buf;
+        k.dy = &dy->buf;
+        k.dw = &n->buf;
+        k.N = c.N;
+        k.C = c.C;
+        k.H = c.H;
+        k.W = c.W;
+        k.K = c.K;
+        k.KH = c.KH;
+        k.KW = c.KW;
+        k.OH = c.OH;
+        k.OW = c.OW;
+        k.geo = geo;
+        return nn__kargs_conv2d_backward_weight(l, &k);
+    }
+}
+
+/* ======================================================================
+   src/ops/conv/conv3d.c
+   ====================================================================== */
+/* The 3-D convolutions: conv3d, its input gradient and its weight gradient. The CPU loops
+   are in src/cpu/conv3d.c (im2col + GEMM), the kernels in kernels/conv3d.cl (direct). */
+
+/* ==== conv3d: y [N, K, OD, OH, OW] = x [N, C, D, H, W] conv w [K, C/G, KD, KH, KW]
+   (+ bias [K]), torch.nn.functional.conv3d. Its gradients stand here: CONV3D_DX, dx from
+   (w, dy), and CONV3D_DW, dw from (x, dy); the three share the forward's geometry
+   (nn__conv3d in src/cpu/conv3d.c) and one plan ==== */
 
 NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc) {
     nn_tensor in[3], t;
@@ -20011,134 +24390,10 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     }
 }
 
-
-/* ---- the algorithm per convolution, chosen at compile time ---- */
-
-typedef struct nn__conv_plan {
-    int algo;        /* NN__CONV_GEMM or NN__CONV_DIRECT */
-    int ld;          /* columns of the column matrices: P = N*OH*OW, padded for the K slices */
-    int split;       /* K slices of the weight gradient's product (1: none) */
-    int64_t scratch; /* floats */
-} nn__conv_plan;
-
-/* Depthwise convolutions (one input channel per group) run the direct kernels: their
-   products are too thin for a GEMM. Everything else is im2col + the tuned GEMM, one
-   batched launch over the groups. The weight gradient reduces over all N*OH*OW columns
-   into a small [K, C/G*KH*KW] result, so its product is cut into K slices (summed after,
-   in a fixed order) until there are enough tiles to fill the device. Shapes whose
-   working memory would not fit the device, or 32-bit indices, fall back to direct. */
-static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d *c, nn__conv_plan *p) {
-    int64_t P = (int64_t)c->N * c->OH * c->OW, Cg = c->C / c->G, Kg = c->K / c->G;
-    int64_t KKg = Cg * c->KH * c->KW, rows = (int64_t)c->C * c->KH * c->KW, chunk, most;
-    nn__gemm_cfg cfg;
-    memset(p, 0, sizeof *p);
-    p->algo = NN__CONV_DIRECT;
-    p->ld = (int)P;
-    p->split = 1;
-    if (nn__conv2d_is_depthwise(c)) return;
-    if (op == NN__OP_CONV2D_DW) {
-        int64_t tile_n, tile_m, tiles, target;
-        nn__gemm_config(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, &cfg);
-        tile_n = (int64_t)cfg.wpt_n * cfg.wg_n;
-        tile_m = (int64_t)cfg.wpt_m * (cfg.use_local == 2 ? 4 : cfg.wg_m);
-        tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
-        target = ctx->dev.cpu_tuned ? NN__GEMM_CPU_ITEMS : 4 * (int64_t)(ctx->dev.units ? ctx->dev.units : 16);
-        p->split = (int)((target + tiles - 1) / tiles);
-        /* slices of at most 1024 columns too: one float accumulator over tens of thousands
-           of products loses the small terms to rounding (the partial sums are exact enough) */
-        if (p->split < (P + 1023) / 1024) p->split = (int)((P + 1023) / 1024);
-        most = P / 256; /* slices of at least 256 columns */
-        if (p->split > most) p->split = (int)(most > 1 ? most : 1);
-        if (p->split > 256) p->split = 256;
-        if (p->split > 1 && (int64_t)p->split * Kg > P) p->split = (int)(P / Kg > 1 ? P / Kg : 1); /* partials <= columns */
-        chunk = (P + p->split - 1) / p->split;
-        chunk = (chunk + 3) / 4 * 4;
-        p->split = (int)((P + chunk - 1) / chunk);
-        p->ld = (int)(chunk * p->split);
-        p->scratch = (rows + c->K) * p->ld + (p->split > 1 ? (int64_t)p->split * c->K * KKg : 0);
-    } else
-        p->scratch = (rows + c->K) * P;
-    if (p->scratch >= (int64_t)1 << 31 || (uint64_t)p->scratch * 4 > (uint64_t)ctx->dev.max_alloc / 2) {
-        p->split = 1;
-        p->ld = (int)P;
-        p->scratch = 0;
-        return;
-    }
-    p->algo = NN__CONV_GEMM;
-}
-
-
-/* conv2d and its gradients: direct loops for depthwise convolutions on the CPU, else
-   im2col + GEMM; devices choose by nn__conv2d_dev_plan. */
-static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
-    nn__conv2d c;
-    if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
-    else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
-    else nn__conv2d_geom(&c, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
-    if (g->ctx->backend->kind != NN_BACKEND_CPU) {
-        nn__conv_plan p;
-        nn__conv2d_dev_plan(g->ctx, n->op, &c, &p);
-        n->algo = p.algo;
-        n->scratch = p.scratch;
-        return;
-    }
-    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : NN__CONV_GEMM; /* direct: no scratch */
-    n->scratch = n->algo == NN__CONV_DIRECT ? 0 : nn__conv2d_scratch(&c);
-}
-
-/* conv3d: im2col + GEMM on the CPU; direct kernels, no scratch, on devices. */
-static void nn__plan_conv3d(nn_graph *g, nn__node *n) {
-    nn__conv3d c3;
-    if (g->ctx->backend->kind != NN_BACKEND_CPU) return;
-    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
-    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
-    else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
-    n->scratch = nn__conv3d_scratch(&c3);
-}
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_conv2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) {
-        t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    if (gb) {
-        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
-        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
-    return;
-}
-
-static void nn__grad_channel_bias(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, gy);
-    if (gb) nn__acc_grad(g, b, nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[b].shape, gy.id));
-    return;
-}
-
-static void nn__grad_conv2d_dx(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    /* as a transposed convolution: inputs (w, x) */
-    if (gb) { /* d/dx: the forward convolution of gy */
-        t = nn__op2(g, NN__OP_CONV2D, NN_F32, g->nodes[b].shape, gy.id, a);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    if (ga) { /* d/dw: conv2d's weight gradient with gy as the input and x as dy */
-        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[a].shape, gy.id, b);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    return;
-}
+#define nn__grad_conv3d_dx nn__grad_none
+#define nn__grad_conv3d_dw nn__grad_none
+#define nn__plan_conv3d_dx nn__plan_conv3d
+#define nn__plan_conv3d_dw nn__plan_conv3d
 
 static void nn__grad_conv3d(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -20158,270 +24413,163 @@ static void nn__grad_conv3d(nn_graph *g, int id) {
     return;
 }
 
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__conv2d c;
-    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    if (n->op == NN__OP_CONV2D) {
-        nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        if (n->algo == NN__CONV_DIRECT) /* direct loops, no scratch (cpu/conv_dw.c) */
-            nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
-        else
-            nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                               n->scratch_buf.host);
-    } else if (n->op == NN__OP_CONV2D_DX) { /* inputs (w, dy), output dx */
-        nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host);
-        else nn__conv2d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-    } else { /* inputs (x, dy), output dw */
-        nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host);
-        else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-    }
-    return NN_OK;
-}
-
-static nn_result nn__cpu_channel_bias(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    int64_t C = n->shape.dim[1], S = N / (n->shape.dim[0] * C), k, j;
-    const float *x = NN__F(in[0]), *b = NN__F(in[1]);
-    for (k = 0; k < N / S; k++)
-        for (j = 0; j < S; j++) y[k * S + j] = x[k * S + j] + b[k % C];
-    return NN_OK;
-}
-
-static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__channel_sum(y, x->buf.host, x->shape.dim[0], x->shape.dim[1], x->numel / (x->shape.dim[0] * x->shape.dim[1]));
-    return NN_OK;
+/* im2col + GEMM where the CPU bodies run (host memory), with its scratch; direct kernels,
+   no scratch, on devices. */
+static void nn__plan_conv3d(nn_graph *g, nn__node *n) {
+    nn__conv3d c3;
+    if (!g->ctx->backend->host_memory) return;
+    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
+    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
+    else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
+    n->scratch = nn__conv3d_scratch(&c3);
 }
 
 static nn_result nn__cpu_conv3d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
-    float *y = n->buf.host;
     nn__conv3d c;
     nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    if (n->op == NN__OP_CONV3D) {
-        nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        nn__conv3d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                           n->scratch_buf.host);
-    } else if (n->op == NN__OP_CONV3D_DX) { /* inputs (w, dy), output dx */
-        nn__conv3d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-        nn__conv3d_backward_data(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-    } else { /* inputs (x, dy), output dw */
-        nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-        nn__conv3d_backward_weight(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->scratch_buf.host);
-    }
+    nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+    nn__conv3d_forward(g->ctx->threads, &c, n->buf.host, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                       n->scratch_buf.host);
     return NN_OK;
 }
 
-/* conv2d, its input gradient and its weight gradient as im2col + batched GEMM (the
-   layouts are described in kernels/conv.cl); c is the forward geometry. */
-static nn_result nn__launch_conv2d_gemm(nn_graph *g, int id, const nn__conv2d *c) {
-    nn_context *ctx = g->ctx;
-    nn__node *n = &g->nodes[id];
-    const nn__buf *s = &n->scratch_buf, *y = &n->buf, *in0 = &g->nodes[n->in[0]].buf, *in1 = &g->nodes[n->in[1]].buf;
-    nn__conv_plan p;
-    int Cg = c->C / c->G, Kg = c->K / c->G, KKg = Cg * c->KH * c->KW, rows = c->C * c->KH * c->KW;
-    int P = c->N * c->OH * c->OW, S = c->OH * c->OW, geo[8], ld, col, dyg;
-    nn__launch *l = NULL;
-    nn_result r;
-    /* the kernels' shapes: by rows on CPU devices, by elements elsewhere (see conv.cl) */
-    int rowwise = ctx->dev.cpu_tuned;
-    const char *k_im2col = rowwise ? "conv2d_im2col_rows" : "conv2d_im2col";
-    const char *k_pack = rowwise ? "conv2d_pack_rows" : "conv2d_pack";
-    size_t n_im2col = rowwise ? (size_t)rows * (c->N * c->OH + 1) : 0, n_pack = rowwise ? (size_t)c->K * (c->N + 1) : 0;
-    nn__conv2d_geo(&n->a.conv, geo);
-    nn__conv2d_dev_plan(ctx, n->op, c, &p);
-    if (!rowwise) n_im2col = (size_t)rows * p.ld, n_pack = (size_t)c->K * p.ld;
-    ld = p.ld;
-    if (n->op == NN__OP_CONV2D) { /* col = im2col(x); out_g = w_g col_g; y = out + bias */
-        int wa[4], cb[4], oc[4], out = rows * ld;
-        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
-        cb[0] = ld, cb[1] = 0, cb[2] = KKg * ld, cb[3] = 0;
-        oc[0] = ld, oc[1] = out, oc[2] = Kg * ld, oc[3] = 0;
-        r = nn__launch_kernel(g, id, "conv", k_im2col, n_im2col, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmiiiiiiiii8i", in0, s, 0, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
-                            geo, ld);
-        if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 0, Kg, P, KKg, in1, wa, s, cb, s, oc, c->G, 1);
-        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
-                                          rowwise ? (size_t)c->N * c->K : (size_t)n->numel, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmmiiiiii", s, n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one, y, out, c->N, c->K, S,
-                            ld, n->n_in > 2);
-        return r;
-    }
-    if (n->op == NN__OP_CONV2D_DX) { /* dyg = pack(dy); dcol_g = w_g^T dyg_g; dx = col2im(dcol) */
-        int wa[4], gb[4], dc[4], dcol = c->K * ld;
-        wa[0] = KKg, wa[1] = 0, wa[2] = Kg * KKg, wa[3] = 0;
-        gb[0] = ld, gb[1] = 0, gb[2] = Kg * ld, gb[3] = 0;
-        dc[0] = ld, dc[1] = dcol, dc[2] = KKg * ld, dc[3] = 0;
-        r = nn__launch_kernel(g, id, "conv", k_pack, n_pack, &l);
-        if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, 0, c->N, c->K, S, ld);
-        if (r == NN_OK) r = nn__launch_gemm(g, id, 1, 0, KKg, P, Kg, in0, wa, s, gb, s, dc, c->G, 1);
-        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
-                                          rowwise ? (size_t)c->N * c->C : (size_t)n->numel, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmiiiiiiiii8i", s, y, dcol, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH, c->OW,
-                            geo, ld);
-        return r;
-    }
-    { /* dw: col = im2col(x), dyg = pack(dy); dw_g = sum over K slices of dyg_g col_g^T */
-        int ga[4], cb[4], wc[4], chunk = ld / p.split, part;
-        col = 0;
-        dyg = rows * ld;
-        part = dyg + c->K * ld;
-        ga[0] = ld, ga[1] = dyg, ga[2] = Kg * ld, ga[3] = chunk;
-        cb[0] = ld, cb[1] = col, cb[2] = KKg * ld, cb[3] = chunk;
-        wc[0] = KKg, wc[1] = p.split > 1 ? part : 0, wc[2] = Kg * KKg, wc[3] = c->K * KKg;
-        r = nn__launch_kernel(g, id, "conv", k_im2col, n_im2col, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmiiiiiiiii8i", in0, s, col, c->N, c->C, c->H, c->W, c->KH, c->KW, c->OH,
-                            c->OW, geo, ld);
-        if (r == NN_OK) r = nn__launch_kernel(g, id, "conv", k_pack, n_pack, &l);
-        if (r == NN_OK) r = nn__args(l, "mmiiiii", in1, s, dyg, c->N, c->K, S, ld);
-        if (r == NN_OK) r = nn__launch_gemm(g, id, 0, 1, Kg, KKg, chunk, s, ga, s, cb, p.split > 1 ? s : y, wc, c->G, p.split);
-        if (r == NN_OK && p.split > 1) {
-            r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)c->K * KKg, &l);
-            if (r == NN_OK) r = nn__args(l, "mmiii", s, y, p.split * c->K * KKg, c->K * KKg, part);
-        }
-        return r;
-    }
+/* inputs (w, dy), output dx */
+static nn_result nn__cpu_conv3d_dx(nn_graph *g, nn__node *n) {
+    nn__conv3d c;
+    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__conv3d_geom(&c, &n->shape, &w->shape, &n->a.conv);
+    nn__conv3d_backward_data(g->ctx->threads, &c, n->buf.host, w->buf.host, dy->buf.host, n->scratch_buf.host);
+    return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_conv2d(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__conv2d c;
-    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    int geo[8];
-    nn__conv2d_geo(&n->a.conv, geo);
-    if (n->algo == NN__CONV_GEMM) {
-        if (n->op == NN__OP_CONV2D) nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        else if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-        else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-        return nn__launch_conv2d_gemm(g, id, &c);
-    }
-    if (n->op == NN__OP_CONV2D) {
-        nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        r = nn__launch_kernel(g, id, "conv", "conv2d_forward", (size_t)N, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmmmiiiiiiiii8i", &x->buf, &w->buf, n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one,
-                            y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW, c.OH, c.OW, geo, n->n_in > 2);
-        return r;
-    }
-    if (n->op == NN__OP_CONV2D_DX) nn__conv2d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-    else nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    r = nn__launch_kernel(g, id, "conv", n->op == NN__OP_CONV2D_DX ? "conv2d_backward_data" : "conv2d_backward_weight", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiiiiiiiii8", &x->buf, &w->buf, y, c.N, c.C, c.H, c.W, c.K, c.KH, c.KW,
-                        c.OH, c.OW, geo);
-    return r;
+/* inputs (x, dy), output dw */
+static nn_result nn__cpu_conv3d_dw(nn_graph *g, nn__node *n) {
+    nn__conv3d c;
+    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    nn__conv3d_backward_weight(g->ctx->threads, &c, n->buf.host, x->buf.host, dy->buf.host, n->scratch_buf.host);
+    return NN_OK;
 }
 
-static nn_result nn__launch_channel_bias(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int C = (int)n->shape.dim[1], S = (int)(n->numel / (n->shape.dim[0] * n->shape.dim[1]));
-    r = nn__launch_kernel(g, id, "elementwise", "channel_bias", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N, C, S);
-    return r;
+/* The kernels' geometry, two int8s: ga = stride d/h/w, pad d/h/w, dilation d/h; gb =
+   dilation w, groups. */
+static void nn__conv3d_geo(const nn__conv_attr *at, int geo[16]) {
+    memset(geo, 0, 16 * sizeof(int));
+    memcpy(geo, at->stride, 3 * sizeof(int));
+    memcpy(geo + 3, at->pad, 3 * sizeof(int));
+    memcpy(geo + 6, at->dilation, 3 * sizeof(int));
+    geo[9] = at->groups;
 }
 
-static nn_result nn__launch_channel_sum(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *x = &g->nodes[in[0]];
-    int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    r = nn__launch_kernel(g, id, "conv", "channel_sum", (size_t)C, &l);
-    if (r == NN_OK) r = nn__args(l, "mmiii", &x->buf, y, Nb, C, (int)(x->numel / ((int64_t)Nb * C)));
-    return r;
-}
-
+/* conv3d.cl's kernels, one work-item per element of the output */
 static nn_result nn__launch_conv3d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
+    nn__node *x = &g->nodes[n->in[0]], *w = &g->nodes[n->in[1]];
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
+    nn__k_conv3d_forward k;
     nn__conv3d c;
-    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    int geo[16]; /* ga = stride d/h/w, pad d/h/w, dilation d/h; gb = dilation w, groups */
-    memset(geo, 0, sizeof geo);
-    memcpy(geo, n->a.conv.stride, 3 * sizeof(int));
-    memcpy(geo + 3, n->a.conv.pad, 3 * sizeof(int));
-    memcpy(geo + 6, n->a.conv.dilation, 3 * sizeof(int));
-    geo[9] = n->a.conv.groups;
-    if (n->op == NN__OP_CONV3D) {
-        nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-        r = nn__launch_kernel(g, id, "conv3d", "conv3d_forward", (size_t)N, &l);
-        if (r == NN_OK)
-            r = nn__args(l, "mmmmiiiiiiiiiiii88i", &x->buf, &w->buf,
-                            n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, y, c.N, c.C, c.D, c.H, c.W, c.K, c.KD, c.KH, c.KW,
-                            c.OD, c.OH, c.OW, geo, geo + 8, n->n_in > 2);
-        return r;
-    }
-    if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c, &n->shape, &x->shape, &n->a.conv);
-    else nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    r = nn__launch_kernel(g, id, "conv3d", n->op == NN__OP_CONV3D_DX ? "conv3d_backward_data" : "conv3d_backward_weight",
-                   (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiiiiiiiiiiii88", &x->buf, &w->buf, y, c.N, c.C, c.D, c.H, c.W, c.K,
-                        c.KD, c.KH, c.KW, c.OD, c.OH, c.OW, geo, geo + 8);
-    return r;
+    int geo[16];
+    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+    nn__conv3d_geo(&n->a.conv, geo);
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.w = &w->buf;
+    k.b = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.y = &n->buf;
+    k.N = c.N;
+    k.C = c.C;
+    k.D = c.D;
+    k.H = c.H;
+    k.W = c.W;
+    k.K = c.K;
+    k.KD = c.KD;
+    k.KH = c.KH;
+    k.KW = c.KW;
+    k.OD = c.OD;
+    k.OH = c.OH;
+    k.OW = c.OW;
+    k.ga = geo;
+    k.gb = geo + 8;
+    k.has_bias = n->n_in > 2;
+    return nn__kargs_conv3d_forward(l, &k);
+}
+
+static nn_result nn__launch_conv3d_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__launch *l = NULL;
+    nn__k_conv3d_backward_data k;
+    nn__conv3d c;
+    int geo[16];
+    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_backward_data", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    nn__conv3d_geom(&c, &n->shape, &w->shape, &n->a.conv);
+    nn__conv3d_geo(&n->a.conv, geo);
+    memset(&k, 0, sizeof k);
+    k.w = &w->buf;
+    k.dy = &dy->buf;
+    k.dx = &n->buf;
+    k.N = c.N;
+    k.C = c.C;
+    k.D = c.D;
+    k.H = c.H;
+    k.W = c.W;
+    k.K = c.K;
+    k.KD = c.KD;
+    k.KH = c.KH;
+    k.KW = c.KW;
+    k.OD = c.OD;
+    k.OH = c.OH;
+    k.OW = c.OW;
+    k.ga = geo;
+    k.gb = geo + 8;
+    return nn__kargs_conv3d_backward_data(l, &k);
+}
+
+static nn_result nn__launch_conv3d_dw(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
+    nn__launch *l = NULL;
+    nn__k_conv3d_backward_weight k;
+    nn__conv3d c;
+    int geo[16];
+    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_backward_weight", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    nn__conv3d_geo(&n->a.conv, geo);
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.dy = &dy->buf;
+    k.dw = &n->buf;
+    k.N = c.N;
+    k.C = c.C;
+    k.D = c.D;
+    k.H = c.H;
+    k.W = c.W;
+    k.K = c.K;
+    k.KD = c.KD;
+    k.KH = c.KH;
+    k.KW = c.KW;
+    k.OD = c.OD;
+    k.OH = c.OH;
+    k.OW = c.OW;
+    k.ga = geo;
+    k.gb = geo + 8;
+    return nn__kargs_conv3d_backward_weight(l, &k);
 }
 
 /* ======================================================================
    src/ops/norm.c
    ====================================================================== */
-/* The norm ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The norm family: batch, layer, group and instance norm as two ops, the statistics
+   (norm_stats) and the normalisation (norm, with its gradients), and batch norm's running
+   statistics. x is viewed as [A, C, S] (nn__norm_attr in src/ops/norm.h); the loops are
+   in src/cpu/norm.c, the kernels in kernels/norm.cl. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_norm_stats nn__cpu_norm
-#define nn__launch_norm_stats nn__launch_norm_reduce
-#define nn__grad_norm_stats nn__grad_none
-#define nn__plan_norm_stats nn__no_plan
-#define nn__cpu_norm_forward nn__cpu_norm
-#define nn__plan_norm_forward nn__no_plan
-#define nn__cpu_norm_dx nn__cpu_norm
-#define nn__launch_norm_dx nn__launch_norm_reduce
-#define nn__grad_norm_dx nn__grad_none
-#define nn__plan_norm_dx nn__no_plan
-#define nn__cpu_norm_dgamma nn__cpu_norm
-#define nn__launch_norm_dgamma nn__launch_norm_reduce
-#define nn__grad_norm_dgamma nn__grad_none
-#define nn__plan_norm_dgamma nn__no_plan
-#define nn__cpu_norm_dbeta nn__cpu_norm
-#define nn__launch_norm_dbeta nn__launch_norm_reduce
-#define nn__grad_norm_dbeta nn__grad_none
-#define nn__plan_norm_dbeta nn__no_plan
-#define nn__grad_bn_running nn__grad_none
-#define nn__plan_bn_running nn__no_plan
-#define nn__grad_bn_pack nn__grad_none
-#define nn__plan_bn_pack nn__no_plan
+/* ==== helpers shared by the family's builders and launches ==== */
 
 /* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
 static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
@@ -20463,6 +24611,73 @@ static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const nn__norm_attr *a
     return t;
 }
 
+/* A launch of one work-group per statistics group (per_group: norm_stats, norm_grad_input)
+   or per channel (the affine gradients), no larger than the power of two that covers the
+   elements it reduces; *wg is its size, the floats of the kernel's tmp. */
+static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel, int per_group, nn__launch **l,
+                                       size_t *wg) {
+    nn__norm q;
+    size_t groups, count;
+    nn_result r;
+    *wg = nn__reduce_wg(g);
+    nn__norm_geom(&q, &g->nodes[id].a.norm);
+    groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
+    count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
+    while (*wg > 1 && *wg / 2 >= count) *wg /= 2;
+    r = nn__launch_kernel(g, id, "norm", kernel, groups * *wg, l);
+    if (r != NN_OK) return r;
+    (*l)->gws[0] = groups * *wg;
+    (*l)->lws[0] = *wg;
+    (*l)->use_lws = 1;
+    return NN_OK;
+}
+
+/* ==== norm_stats: stats [2, R] of x [A, C, S], the means then the biased variances: R =
+   A*G groups of C/G channels each (group, layer and instance norm), or the C channels over
+   A and S (batch norm) ==== */
+
+/* stats [2, R] of x: R groups (channels for batch norm) */
+static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const nn__norm_attr *at) {
+    int64_t R = at->per_channel ? at->C : (int64_t)at->A * at->groups;
+    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), at).id;
+}
+
+#define nn__grad_norm_stats nn__grad_none
+#define nn__plan_norm_stats nn__no_plan
+
+static nn_result nn__cpu_norm_stats(nn_graph *g, nn__node *n) {
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_stats(g->ctx->threads, &q, n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
+
+static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_stats k;
+    size_t wg;
+    nn_result r = nn__launch_norm_groups(g, id, "norm_stats", 1, &l, &wg);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.stats = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.tmp = wg * 4;
+    return nn__kargs_norm_stats(l, &k);
+}
+
+/* ==== norm: y [A, C, S] = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c], inputs x,
+   stats [2, R] (norm_stats of x, or batch norm's running statistics: const_stats),
+   [gamma], [beta]. Its gradients stand here: NORM_DX, dx from (x, stats, dy, [gamma]),
+   through the statistics unless const_stats; NORM_DGAMMA [C] = sum of dy * xhat from
+   (x, stats, dy); NORM_DBETA [C] = sum of dy ==== */
+
 /* y = normalise(x) by stats [2, R] (computed from x unless const_stats) * gamma + beta. */
 static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor gamma, nn_tensor beta, nn__norm_attr *at,
                                 int const_stats) {
@@ -20478,11 +24693,221 @@ static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor g
     return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), at);
 }
 
-/* stats [2, R] of x: R groups (channels for batch norm) */
-static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const nn__norm_attr *at) {
-    int64_t R = at->per_channel ? at->C : (int64_t)at->A * at->groups;
-    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), at).id;
+#define nn__plan_norm_forward nn__no_plan
+#define nn__grad_norm_dx nn__grad_none
+#define nn__plan_norm_dx nn__no_plan
+#define nn__grad_norm_dgamma nn__grad_none
+#define nn__plan_norm_dgamma nn__no_plan
+#define nn__grad_norm_dbeta nn__grad_none
+#define nn__plan_norm_dbeta nn__no_plan
+
+static void nn__grad_norm_forward(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
+    int k = 2, gi = n.a.norm.has_gamma ? n.in[k++] : -1, bi = n.a.norm.has_beta ? n.in[k++] : -1, din[4];
+    din[0] = a;
+    din[1] = b;
+    din[2] = gy.id;
+    din[3] = gi;
+    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
+                                                                             gi >= 0 ? 4 : 3)), &n.a.norm));
+    if (gi >= 0 && g->nodes[gi].needs_grad)
+        nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), &n.a.norm));
+    if (bi >= 0 && g->nodes[bi].needs_grad)
+        nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), &n.a.norm));
+    return;
 }
+
+/* x, stats, [gamma], [beta] */
+static nn_result nn__cpu_norm_forward(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_forward(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), n->a.norm.has_gamma ? NN__F(in[2]) : NULL,
+                     n->a.norm.has_beta ? NN__F(in[2 + n->a.norm.has_gamma]) : NULL, n->a.norm.eps);
+    return NN_OK;
+}
+
+/* x, stats, dy, [gamma] */
+static nn_result nn__cpu_norm_dx(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_backward_data(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]),
+                           n->a.norm.has_gamma ? NN__F(in[3]) : NULL, n->a.norm.const_stats, n->a.norm.eps);
+    return NN_OK;
+}
+
+/* x, stats, dy */
+static nn_result nn__cpu_norm_dgamma(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.eps);
+    return NN_OK;
+}
+
+/* dy */
+static nn_result nn__cpu_norm_dbeta(nn_graph *g, nn__node *n) {
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, NULL, NULL, NN__F(n->in[0]), n->a.norm.eps);
+    return NN_OK;
+}
+
+/* one work-item per element; &g->one stands in for an absent gamma or beta */
+static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_forward k;
+    nn_result r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.stats = &g->nodes[in[1]].buf;
+    k.gamma = a->has_gamma ? &g->nodes[in[2]].buf : &g->one;
+    k.beta = a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one;
+    k.y = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.has_gamma = a->has_gamma;
+    k.has_beta = a->has_beta;
+    k.eps = a->eps;
+    return nn__kargs_norm_forward(l, &k);
+}
+
+/* one work-group per statistics group */
+static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_backward_data k;
+    size_t wg;
+    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_data", 1, &l, &wg);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.stats = &g->nodes[in[1]].buf;
+    k.dy = &g->nodes[in[2]].buf;
+    k.gamma = a->has_gamma ? &g->nodes[in[3]].buf : &g->one;
+    k.dx = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.has_gamma = a->has_gamma;
+    k.const_stats = a->const_stats;
+    k.eps = a->eps;
+    k.tmp = wg * 4;
+    return nn__kargs_norm_backward_data(l, &k);
+}
+
+/* One work-group per channel: norm_backward_affine over x, stats and dy (with_xhat) or dy
+   alone (x and stats are then g->one, unread). */
+static nn_result nn__launch_norm_affine(nn_graph *g, int id, const nn__buf *x, const nn__buf *stats, const nn__buf *dy,
+                                        int with_xhat) {
+    nn__node *n = &g->nodes[id];
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_backward_affine k;
+    size_t wg;
+    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_affine", 0, &l, &wg);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.stats = stats;
+    k.dy = dy;
+    k.out = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.with_xhat = with_xhat;
+    k.eps = a->eps;
+    k.tmp = wg * 4;
+    return nn__kargs_norm_backward_affine(l, &k);
+}
+
+static nn_result nn__launch_norm_dgamma(nn_graph *g, int id) {
+    const int *in = g->nodes[id].in;
+    return nn__launch_norm_affine(g, id, &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, 1);
+}
+
+static nn_result nn__launch_norm_dbeta(nn_graph *g, int id) {
+    return nn__launch_norm_affine(g, id, &g->one, &g->one, &g->nodes[g->nodes[id].in[0]].buf, 0);
+}
+
+/* ==== batch_norm_running_update: running mean and var [C] (inputs 0 and 1, updated in
+   place) += momentum * (stats [2, C] - running), the variance unbiased by n/(n-1); a root
+   with no output, built by nn_batch_norm in training mode ==== */
+
+#define nn__grad_bn_running nn__grad_none
+#define nn__plan_bn_running nn__no_plan
+
+static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    /* running mean, running var (updated in place), stats */
+    nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.C, (int64_t)n->a.norm.A * n->a.norm.S, n->a.norm.momentum);
+    return NN_OK;
+}
+
+static nn_result nn__launch_bn_running(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    nn__launch *l = NULL;
+    nn__k_batch_norm_running k;
+    int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
+    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.rmean = &g->nodes[in[0]].buf;
+    k.rvar = &g->nodes[in[1]].buf;
+    k.stats = &g->nodes[in[2]].buf;
+    k.C = n->a.norm.C;
+    k.m = n->a.norm.momentum;
+    k.unbias = (float)((double)cnt / (double)(cnt - 1));
+    return nn__kargs_batch_norm_running(l, &k);
+}
+
+/* ==== batch_norm_running_stats: stats [2, C] = (running mean, running var), the
+   statistics of eval-mode batch norm (built by nn_batch_norm) ==== */
+
+#define nn__grad_bn_pack nn__grad_none
+#define nn__plan_bn_pack nn__no_plan
+
+static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    memcpy(y, NN__F(in[0]), (size_t)n->a.norm.C * 4);
+    memcpy(y + n->a.norm.C, NN__F(in[1]), (size_t)n->a.norm.C * 4);
+    return NN_OK;
+}
+
+static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_batch_norm_pack k;
+    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.rmean = &g->nodes[n->in[0]].buf;
+    k.rvar = &g->nodes[n->in[1]].buf;
+    k.stats = &n->buf;
+    k.C = n->a.norm.C;
+    return nn__kargs_batch_norm_pack(l, &k);
+}
+
+/* ==== the public norms, made of the ops above: group, instance and layer norm are
+   norm_stats + norm; batch norm adds the running statistics' update in training mode, or
+   normalises by them (batch_norm_running_stats) in eval mode ==== */
 
 /* Group norm, and instance norm (instance: groups = C, x with spatial dims); x [N, C, ...] */
 static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups,
@@ -20650,168 +25075,16 @@ NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const nn_norm_d
     return nn__batch_norm_layer(g, x, desc, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
 }
 
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_norm_forward(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
-    int k = 2, gi = n.a.norm.has_gamma ? n.in[k++] : -1, bi = n.a.norm.has_beta ? n.in[k++] : -1, din[4];
-    din[0] = a;
-    din[1] = b;
-    din[2] = gy.id;
-    din[3] = gi;
-    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
-                                                                             gi >= 0 ? 4 : 3)), &n.a.norm));
-    if (gi >= 0 && g->nodes[gi].needs_grad)
-        nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), &n.a.norm));
-    if (bi >= 0 && g->nodes[bi].needs_grad)
-        nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), &n.a.norm));
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    /* attributes: see src/cpu/norm.c */
-    nn__norm q;
-    nn__norm_geom(&q, &n->a.norm);
-    if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->threads, &q, y, NN__F(in[0]));
-    else if (n->op == NN__OP_NORM_FORWARD) /* x, stats, [gamma], [beta] */
-        nn__norm_forward(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), n->a.norm.has_gamma ? NN__F(in[2]) : NULL,
-                         n->a.norm.has_beta ? NN__F(in[2 + n->a.norm.has_gamma]) : NULL, n->a.norm.eps);
-    else if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
-        nn__norm_backward_data(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.has_gamma ? NN__F(in[3]) : NULL, n->a.norm.const_stats,
-                               n->a.norm.eps);
-    else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.eps);
-    else nn__norm_backward_affine(g->ctx->threads, &q, y, NULL, NULL, NN__F(in[0]), n->a.norm.eps);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    /* running mean, running var (updated in place), stats */
-    nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.C, (int64_t)n->a.norm.A * n->a.norm.S, n->a.norm.momentum);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    memcpy(y, NN__F(in[0]), (size_t)n->a.norm.C * 4);
-    memcpy(y + n->a.norm.C, NN__F(in[1]), (size_t)n->a.norm.C * 4);
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
-    const nn__norm_attr *a = &n->a.norm;
-    r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmmiiiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, a->has_gamma ? &g->nodes[in[2]].buf : &g->one,
-                     a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one, y, a->A, a->C, a->S, a->groups,
-                     a->per_channel, a->has_gamma, a->has_beta, (double)a->eps);
-    return r;
-}
-
-static nn_result nn__launch_norm_reduce(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    /* one work-group per statistics group (stats, dx) or per channel (dgamma, dbeta), no
-       larger than the power of two that covers the elements it reduces */
-    const nn__norm_attr *a = &n->a.norm;
-    nn__norm q;
-    int per_group = n->op == NN__OP_NORM_STATS || n->op == NN__OP_NORM_DX;
-    size_t wg = nn__reduce_wg(g), groups, count;
-    nn__norm_geom(&q, a);
-    groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
-    count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
-    while (wg > 1 && wg / 2 >= count) wg /= 2;
-    r = nn__launch_kernel(g, id, "norm",
-                   n->op == NN__OP_NORM_STATS ? "norm_stats" : n->op == NN__OP_NORM_DX ? "norm_backward_data" : "norm_backward_affine",
-                   groups * wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = groups * wg;
-    l->lws[0] = wg;
-    l->use_lws = 1;
-    if (n->op == NN__OP_NORM_STATS)
-        return nn__args(l, "mmiiiiiL", &g->nodes[in[0]].buf, y, a->A, a->C, a->S, a->groups, a->per_channel, wg * 4);
-    if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
-        return nn__args(l, "mmmmmiiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf,
-                        a->has_gamma ? &g->nodes[in[3]].buf : &g->one, y, a->A, a->C, a->S, a->groups, a->per_channel,
-                        a->has_gamma, a->const_stats, (double)a->eps, wg * 4);
-    if (n->op == NN__OP_NORM_DGAMMA) /* x, stats, dy */
-        return nn__args(l, "mmmmiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, a->A, a->C, a->S,
-                           a->groups, a->per_channel, 1, (double)a->eps, wg * 4);
-    return nn__args(l, "mmmmiiiiiifL", &g->one, &g->one, &g->nodes[in[0]].buf, y, a->A, a->C, a->S, a->groups,
-                    a->per_channel, 0, (double)a->eps, wg * 4);
-}
-
-static nn_result nn__launch_bn_running(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    /* running mean, running var (updated in place), stats */
-    int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
-    r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->a.norm.C, (double)n->a.norm.momentum,
-                        (double)cnt / (double)(cnt - 1));
-    return r;
-}
-
-static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, n->a.norm.C);
-    return r;
-}
-
 /* ======================================================================
    src/ops/pool.c
    ====================================================================== */
-/* The pool ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The pool ops, one block each: builder (shape rule), registry aliases, autograd rule, CPU
+   body (its loop in src/cpu/pool.c) and kernel launch (kernels/pool.cl). Max and average
+   pooling over the planes of x [N, C, H, W] (1-D pooling: x [N, C, L] as H = 1), with
+   PyTorch's window rules; attributes in nn__pool_attr (src/ops/pool.h). */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_maxpool2d nn__cpu_pool2d
-#define nn__launch_maxpool2d nn__launch_pool2d
-#define nn__plan_maxpool2d nn__no_plan
-#define nn__cpu_maxpool2d_argmax nn__cpu_pool2d
-#define nn__launch_maxpool2d_argmax nn__launch_pool2d
-#define nn__grad_maxpool2d_argmax nn__grad_none
-#define nn__plan_maxpool2d_argmax nn__no_plan
-#define nn__cpu_maxpool2d_grad nn__cpu_pool2d
-#define nn__launch_maxpool2d_grad nn__launch_pool2d
-#define nn__grad_maxpool2d_grad nn__grad_none
-#define nn__plan_maxpool2d_grad nn__no_plan
-#define nn__cpu_avgpool2d nn__cpu_pool2d
-#define nn__launch_avgpool2d nn__launch_pool2d
-#define nn__plan_avgpool2d nn__no_plan
-#define nn__cpu_avgpool2d_grad nn__cpu_pool2d
-#define nn__launch_avgpool2d_grad nn__launch_pool2d
-#define nn__grad_avgpool2d_grad nn__grad_none
-#define nn__plan_avgpool2d_grad nn__no_plan
-
-/* ---- pooling ---- */
+/* ==== shared: the output size, the checks and the node of every pooling builder, and a
+   node's geometry for its loops and kernels ==== */
 
 /* PyTorch's pooling_output_shape: floor (or ceil) division, and in ceil mode a last window
    that would start in the right padding is dropped. Below 1: the window does not fit. */
@@ -20924,19 +25197,6 @@ static nn_tensor nn__pooling1d(nn_graph *g, const char *opname, int op, nn_tenso
     return nn__pooling_node(g, opname, op, x, 1, &at, d->ceil_mode != 0);
 }
 
-NN_API nn_tensor nn_max_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
-    return nn__pooling2d(g, "nn_max_pool2d", NN__OP_MAXPOOL2D, x, desc);
-}
-NN_API nn_tensor nn_avg_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
-    return nn__pooling2d(g, "nn_avg_pool2d", NN__OP_AVGPOOL2D, x, desc);
-}
-NN_API nn_tensor nn_max_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
-    return nn__pooling1d(g, "nn_max_pool1d", NN__OP_MAXPOOL2D, x, desc);
-}
-NN_API nn_tensor nn_avg_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
-    return nn__pooling1d(g, "nn_avg_pool1d", NN__OP_AVGPOOL2D, x, desc);
-}
-
 /* One window over the whole plane. */
 static nn_tensor nn__global_pool(nn_graph *g, const char *opname, int op, nn_tensor x) {
     nn__node *nx = nn__pool_input(g, opname, x, 2);
@@ -20948,8 +25208,175 @@ static nn_tensor nn__global_pool(nn_graph *g, const char *opname, int op, nn_ten
     at.dilation[0] = at.dilation[1] = 1;
     return nn__pooling_node(g, opname, op, x, 2, &at, 0);
 }
-NN_API nn_tensor nn_global_avg_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_avg_pool2d", NN__OP_AVGPOOL2D, x); }
+
+/* A pooling node's geometry: x is the input of the forward ops and the output of the
+   gradient ops, whose last input is dy. */
+static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p) {
+    int is_max = n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD;
+    if (n->op == NN__OP_MAXPOOL2D_GRAD || n->op == NN__OP_AVGPOOL2D_GRAD)
+        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, &n->a.pool);
+    else
+        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, &n->a.pool);
+}
+
+/* geo, the kernels' int8 = (kh, kw, sh, sw, ph, pw, dh, dw) */
+static void nn__pool_geo(const nn__pooling *p, int *geo) {
+    geo[0] = p->kh;
+    geo[1] = p->kw;
+    geo[2] = p->sh;
+    geo[3] = p->sw;
+    geo[4] = p->ph;
+    geo[5] = p->pw;
+    geo[6] = p->dh;
+    geo[7] = p->dw;
+}
+
+/* ==== max_pool2d: y [N, C, OH, OW] = the maximum of each window (kernel, stride, padding,
+   dilation, ceil mode: torch.nn.functional.max_pool2d, max_pool1d, and the global form).
+   Its gradient recomputes the windows' argmax (MAXPOOL2D_ARGMAX, idx [N, C, OH, OW] int32,
+   so inference keeps no indices) and sends dy there (MAXPOOL2D_GRAD: dx [N, C, H, W], in
+   output order). On devices tuned as CPUs the kernels run by rows or planes. ==== */
+
+NN_API nn_tensor nn_max_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
+    return nn__pooling2d(g, "nn_max_pool2d", NN__OP_MAXPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_max_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
+    return nn__pooling1d(g, "nn_max_pool1d", NN__OP_MAXPOOL2D, x, desc);
+}
 NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_max_pool2d", NN__OP_MAXPOOL2D, x); }
+
+#define nn__plan_maxpool2d nn__no_plan
+#define nn__grad_maxpool2d_argmax nn__grad_none
+#define nn__plan_maxpool2d_argmax nn__no_plan
+#define nn__grad_maxpool2d_grad nn__grad_none
+#define nn__plan_maxpool2d_grad nn__no_plan
+
+static void nn__grad_maxpool2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* dx gathers dy through the windows' argmax, which the backward pass recomputes so
+       inference graphs keep no indices */
+    t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
+    if (t.id < 0) return;
+    g->nodes[t.id].a = n.a;
+    t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static nn_result nn__cpu_maxpool2d(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__max_pool2d_forward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
+
+static nn_result nn__cpu_maxpool2d_argmax(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__max_pool2d_argmax(g->ctx->threads, &p, (int32_t *)n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
+
+/* inputs: idx, dy */
+static nn_result nn__cpu_maxpool2d_grad(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__max_pool2d_backward(g->ctx->threads, &p, n->buf.host, NN__I(n->in[0]), NN__F(n->in[1]));
+    return NN_OK;
+}
+
+/* One work-item per output element, or per output row on a device tuned as a CPU. */
+static nn_result nn__launch_maxpool2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int rows = g->ctx->dev.cpu_tuned;
+    nn__launch *l = NULL;
+    nn__k_max_pool2d_forward k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", rows ? "max_pool2d_forward_rows" : "max_pool2d_forward",
+                          rows ? (size_t)p.NC * p.OH : (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    return nn__kargs_max_pool2d_forward(l, &k);
+}
+
+static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int rows = g->ctx->dev.cpu_tuned;
+    nn__launch *l = NULL;
+    nn__k_max_pool2d_argmax k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", rows ? "max_pool2d_argmax_rows" : "max_pool2d_argmax",
+                          rows ? (size_t)p.NC * p.OH : (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.idx = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    return nn__kargs_max_pool2d_argmax(l, &k);
+}
+
+/* One work-item per input element, or per plane on a device tuned as a CPU. */
+static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int planes = g->ctx->dev.cpu_tuned;
+    nn__launch *l = NULL;
+    nn__k_max_pool2d_backward k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", planes ? "max_pool2d_backward_planes" : "max_pool2d_backward",
+                          planes ? (size_t)p.NC : (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.idx = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.dx = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    return nn__kargs_max_pool2d_backward(l, &k);
+}
+
+/* ==== avg_pool2d: y [N, C, OH, OW] = the mean of each window (count_include_pad unless
+   exclude_pad; torch.nn.functional.avg_pool2d, avg_pool1d, the global form, and
+   adaptive_avg_pool2d's bins). AVGPOOL2D_GRAD: dx [N, C, H, W] = dy / divisor summed over
+   the windows that hold each element, in output order. ==== */
+
+NN_API nn_tensor nn_avg_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
+    return nn__pooling2d(g, "nn_avg_pool2d", NN__OP_AVGPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_avg_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
+    return nn__pooling1d(g, "nn_avg_pool1d", NN__OP_AVGPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_global_avg_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_avg_pool2d", NN__OP_AVGPOOL2D, x); }
 
 NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow) {
     nn__node *nx = nn__pool_input(g, "nn_adaptive_avg_pool2d", x, 2);
@@ -20972,42 +25399,9 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
     return t;
 }
 
-
-static const char *nn__pool_kernel(int op) {
-    switch (op) {
-    case NN__OP_MAXPOOL2D: return "max_pool2d_forward";
-    case NN__OP_MAXPOOL2D_ARGMAX: return "max_pool2d_argmax";
-    case NN__OP_MAXPOOL2D_GRAD: return "max_pool2d_backward";
-    case NN__OP_AVGPOOL2D: return "avg_pool2d_forward";
-    default: return "avg_pool2d_backward";
-    }
-}
-
-/* A pooling node's geometry: x is the input of the forward ops and the output of the
-   gradient ops, whose last input is dy. */
-static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p) {
-    int is_max = n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD;
-    if (n->op == NN__OP_MAXPOOL2D_GRAD || n->op == NN__OP_AVGPOOL2D_GRAD)
-        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, &n->a.pool);
-    else
-        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, &n->a.pool);
-}
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_maxpool2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    /* dx gathers dy through the windows' argmax, which the backward
-                          pass recomputes so inference graphs keep no indices */
-    t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
-    if (t.id < 0) return;
-    g->nodes[t.id].a = n.a;
-    t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+#define nn__plan_avgpool2d nn__no_plan
+#define nn__grad_avgpool2d_grad nn__grad_none
+#define nn__plan_avgpool2d_grad nn__no_plan
 
 static void nn__grad_avgpool2d(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -21018,79 +25412,82 @@ static void nn__grad_avgpool2d(nn_graph *g, int id) {
     return;
 }
 
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_pool2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
+static nn_result nn__cpu_avgpool2d(nn_graph *g, nn__node *n) {
     nn__pooling p;
     nn__pooling_of(g, n, &p);
-    if (n->op == NN__OP_MAXPOOL2D) nn__max_pool2d_forward(g->ctx->threads, &p, y, NN__F(in[0]));
-    else if (n->op == NN__OP_MAXPOOL2D_ARGMAX) nn__max_pool2d_argmax(g->ctx->threads, &p, (int32_t *)y, NN__F(in[0]));
-    else if (n->op == NN__OP_MAXPOOL2D_GRAD) nn__max_pool2d_backward(g->ctx->threads, &p, y, NN__I(in[0]), NN__F(in[1]));
-    else if (n->op == NN__OP_AVGPOOL2D) nn__avg_pool2d_forward(g->ctx->threads, &p, y, NN__F(in[0]));
-    else nn__avg_pool2d_backward(g->ctx->threads, &p, y, NN__F(in[0]));
+    nn__avg_pool2d_forward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
     return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+static nn_result nn__cpu_avgpool2d_grad(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__avg_pool2d_backward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
 
-static nn_result nn__launch_pool2d(nn_graph *g, int id) {
-    nn_context *ctx = g->ctx;
+static nn_result nn__launch_avgpool2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    char kname[64];
-    /* one work-item per element of y */
+    nn__k_avg_pool2d_forward k;
     nn__pooling p;
     int geo[8];
+    nn_result r;
     nn__pooling_of(g, n, &p);
-    geo[0] = p.kh; /* kernel, stride, pad, dilation (h, w) */
-    geo[1] = p.kw;
-    geo[2] = p.sh;
-    geo[3] = p.sw;
-    geo[4] = p.ph;
-    geo[5] = p.pw;
-    geo[6] = p.dh;
-    geo[7] = p.dw;
-    if (ctx->dev.cpu_tuned && (n->op == NN__OP_MAXPOOL2D || n->op == NN__OP_MAXPOOL2D_ARGMAX ||
-                           n->op == NN__OP_MAXPOOL2D_GRAD)) { /* by rows / planes (see pool.cl) */
-        snprintf(kname, sizeof kname, "%s%s", nn__pool_kernel(n->op),
-                 n->op == NN__OP_MAXPOOL2D_GRAD ? "_planes" : "_rows");
-        r = nn__launch_kernel(g, id, "pool", kname, n->op == NN__OP_MAXPOOL2D_GRAD ? (size_t)p.NC : (size_t)p.NC * p.OH, &l);
-    } else
-        r = nn__launch_kernel(g, id, "pool", nn__pool_kernel(n->op), (size_t)N, &l);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", "avg_pool2d_forward", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
-    if (n->op == NN__OP_MAXPOOL2D_GRAD)
-        return nn__args(l, "mmmiiiii8", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);
-    if (n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD)
-        return nn__args(l, "mmiiiii8", &g->nodes[in[0]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);
-    return nn__args(l, "mmiiiii8ii", &g->nodes[in[0]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo, p.exclude_pad,
-                       p.adaptive);
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    k.exclude_pad = p.exclude_pad;
+    k.adaptive = p.adaptive;
+    return nn__kargs_avg_pool2d_forward(l, &k);
+}
+
+static nn_result nn__launch_avgpool2d_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_avg_pool2d_backward k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", "avg_pool2d_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    k.exclude_pad = p.exclude_pad;
+    k.adaptive = p.adaptive;
+    return nn__kargs_avg_pool2d_backward(l, &k);
 }
 
 /* ======================================================================
    src/ops/optim.c
    ====================================================================== */
-/* The optim ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The optimizer ops, one block per op: the parameters' updates (OPT_SGD, OPT_ADAM, OPT_STEP)
+   and what runs before them (GRAD_ACC, NONFINITE_COUNT, SKIP_GATE; the clipping's
+   GRAD_SUMSQ and CLIP_SCALE are in src/ops/reduce.c), each with its registry aliases, CPU
+   body (the rules, defaults and schedules in src/cpu/optim.c) and kernel launches
+   (kernels/optim.cl). No op has a gradient: they run after autograd, added by the compile
+   hooks of the first block. The kinds are kernels/optim.h's list. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__grad_opt_sgd nn__grad_none
-#define nn__plan_opt_sgd nn__no_plan
-#define nn__grad_opt_adam nn__grad_none
-#define nn__plan_opt_adam nn__no_plan
-#define nn__grad_opt_step nn__grad_none
-#define nn__plan_opt_step nn__no_plan
-#define nn__grad_grad_acc nn__grad_none
-#define nn__plan_grad_acc nn__no_plan
-#define nn__grad_nonfinite_count nn__grad_none
-#define nn__plan_nonfinite_count nn__no_plan
-#define nn__grad_skip_gate nn__grad_none
-#define nn__plan_skip_gate nn__no_plan
+/* ==== the optimizer's compile hooks (src/ops/registry.c's nn__optim): settings and
+   schedule, then the update ops after autograd ==== */
 
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     nn_result r;
@@ -21173,17 +25570,12 @@ static nn_result nn__add_optimizer(nn_graph *g) {
     return g->status;
 }
 
-/* An arena item: a node's output (live from its definition to its last use) or its
-   scratch (live during its own run only). */
+/* ==== sgd: OPT_SGD, parameter p [any] and its gradient (and the clipping coefficient [1])
+   -> p updated in place, torch.optim.SGD (momentum, dampening, Nesterov, L2 decay); the
+   momentum buffer is aux[0]. Output: none (a root with an effect). ==== */
 
-
-/* Adam's bias corrections for the update about to run, in double as PyTorch computes them. */
-static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
-    *bc1 = (float)(1.0 - pow((double)g->opt.beta1, (double)g->clock.t));
-    *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->clock.t));
-}
-
-/* ---- CPU bodies ---- */
+#define nn__grad_opt_sgd nn__grad_none
+#define nn__plan_opt_sgd nn__no_plan
 
 static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
     const int *in = n->in;
@@ -21194,6 +25586,52 @@ static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
                    g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->a.optim.wd_mult, g->opt.nesterov, g->clock.t == 1,
                    clip, nn__opt_cv(g));
     return NN_OK;
+}
+
+/* the scheduled rate with the parameter's multiplier, and whether this is the first update */
+static void nn__update_sgd(nn_graph *g, nn__launch *l) {
+    nn__k_sgd k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    k.first_step = g->clock.t == 1;
+    nn__kstep_sgd(l, &k);
+}
+
+static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *p = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_sgd k;
+    nn_result r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)p->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_sgd;
+    memset(&k, 0, sizeof k);
+    k.p = &p->buf;
+    k.grad = &g->nodes[n->in[1]].buf;
+    k.buf = n->n_aux ? &n->aux[0] : &g->one;
+    k.clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.n = (int)p->numel;
+    k.lr = g->lr;
+    k.momentum = g->opt.momentum;
+    k.dampening = g->opt.dampening;
+    k.wd = g->opt.weight_decay * n->a.optim.wd_mult;
+    k.nesterov = g->opt.nesterov;
+    k.first_step = 1;
+    k.cv = nn__opt_cv(g);
+    return nn__kargs_sgd(l, &k);
+}
+
+/* ==== adam: OPT_ADAM, parameter p [any] and its gradient (and the clipping coefficient)
+   -> p updated in place, torch.optim.Adam and AdamW (decoupled decay) without AMSGrad
+   (which runs as OPT_STEP); m and v are aux[0] and aux[1]. ==== */
+
+#define nn__grad_opt_adam nn__grad_none
+#define nn__plan_opt_adam nn__no_plan
+
+/* Adam's bias corrections for the update about to run, in double as PyTorch computes them. */
+static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
+    *bc1 = (float)(1.0 - pow((double)g->opt.beta1, (double)g->clock.t));
+    *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->clock.t));
 }
 
 static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
@@ -21208,10 +25646,198 @@ static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
-    nn__opt_step_cpu(g, n); return NN_OK;
-
+/* the scheduled rate with the parameter's multiplier, and this update's bias corrections */
+static void nn__update_adam(nn_graph *g, nn__launch *l) {
+    nn__k_adam k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    nn__adam_bc(g, &k.bc1, &k.bc2);
+    nn__kstep_adam(l, &k);
 }
+
+static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *p = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_adam k;
+    nn_result r = nn__launch_kernel(g, id, "optim", "adam", (size_t)p->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_adam;
+    memset(&k, 0, sizeof k);
+    k.p = &p->buf;
+    k.grad = &g->nodes[n->in[1]].buf;
+    k.m = &n->aux[0];
+    k.v = &n->aux[1];
+    k.clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.n = (int)p->numel;
+    k.lr = g->lr;
+    k.b1 = g->opt.beta1;
+    k.b2 = g->opt.beta2;
+    k.eps = g->opt.eps;
+    k.wd = g->opt.weight_decay * n->a.optim.wd_mult;
+    k.decoupled = g->opt.kind == NN_OPT_ADAMW;
+    k.bc1 = 1.0f;
+    k.bc2 = 1.0f;
+    k.cv = nn__opt_cv(g);
+    return nn__kargs_adam(l, &k);
+}
+
+/* ==== optimizer step: OPT_STEP, parameter p [any] and its gradient (and the clipping
+   coefficient) -> p updated in place by the rule of a.optim.kind (every kind but SGD and
+   plain Adam/AdamW: src/cpu/optim.c's nn__opt_rule, kernels/optim.cl's opt_step), its state
+   in aux[0..2]. LARS reduces |w| and |g| first; LAMB computes its update u into the node's
+   scratch [numel + 2], reduces |w| and |u| into the scratch's last two floats, then
+   applies. ==== */
+
+#define nn__grad_opt_step nn__grad_none
+#define nn__plan_opt_step nn__no_plan
+
+static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
+    nn__opt_step_cpu(g, n);
+    return NN_OK;
+}
+
+/* the rate (with the parameter's multiplier) and this update's constants c0..c3 */
+static void nn__update_opt(nn_graph *g, nn__launch *l) {
+    nn__k_opt_step k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    k.c0 = g->clock.c[0];
+    k.c1 = g->clock.c[1];
+    k.c2 = g->clock.c[2];
+    k.c3 = g->clock.c[3];
+    nn__kstep_opt_step(l, &k);
+}
+
+static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) {
+    nn__k_lamb_apply k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    nn__kstep_lamb_apply(l, &k);
+}
+
+/* opt_norms over one work-group: out[off], out[off + 1] = the sums of squares of p and of
+   x (clipped by clip and cv) */
+static nn_result nn__launch_opt_norms(nn_graph *g, int id, const nn__buf *p, const nn__buf *x, const nn__buf *clip, float cv,
+                                      int np, const nn__buf *out, int off) {
+    nn__launch *l = NULL;
+    nn__k_opt_norms k;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    memset(&k, 0, sizeof k);
+    k.p = p;
+    k.x = x;
+    k.clip = clip;
+    k.cv = cv;
+    k.n = np;
+    k.out = out;
+    k.off = off;
+    k.tmp = wg * 8;
+    return nn__kargs_opt_norms(l, &k);
+}
+
+static nn_result nn__launch_opt_step(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
+    const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
+    int np = (int)p->numel, k, lamb = n->a.optim.kind == NN_OPT_LAMB;
+    float h[5], cv = nn__opt_cv(g);
+    nn__launch *l = NULL;
+    nn__k_opt_step ks;
+    nn__k_lamb_apply ka;
+    nn_result r;
+    for (k = 0; k < 3; k++) s[k] = k < n->n_aux ? &n->aux[k] : &g->one; /* &g->one: never written */
+    if (lamb) s[2] = &n->scratch_buf;
+    nn__opt_hparams(&g->opt, h);
+    if (n->a.optim.kind == NN_OPT_LARS) {
+        r = nn__launch_opt_norms(g, id, &p->buf, grad, clip, cv, np, norms, 0);
+        if (r != NN_OK) return r;
+    }
+    r = nn__launch_kernel(g, id, "optim", "opt_step", (size_t)np, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_opt;
+    memset(&ks, 0, sizeof ks);
+    ks.p = &p->buf;
+    ks.grad = grad;
+    ks.clip = clip;
+    ks.s0 = s[0];
+    ks.s1 = s[1];
+    ks.s2 = s[2];
+    ks.norms = norms;
+    ks.n = np;
+    ks.kind = n->a.optim.kind;
+    ks.lr = g->lr;
+    ks.wd = g->opt.weight_decay * n->a.optim.wd_mult;
+    ks.cv = cv;
+    ks.h0 = h[0];
+    ks.h1 = h[1];
+    ks.eps = h[2];
+    ks.h3 = h[3];
+    ks.h4 = h[4];
+    r = nn__kargs_opt_step(l, &ks);
+    if (r != NN_OK || !lamb) return r;
+    r = nn__launch_opt_norms(g, id, &p->buf, norms, &g->one, 3.40282347e38f, np, norms, np);
+    if (r != NN_OK) return r;
+    r = nn__launch_kernel(g, id, "optim", "lamb_apply", (size_t)np, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_lamb_apply;
+    memset(&ka, 0, sizeof ka);
+    ka.p = &p->buf;
+    ka.u = norms;
+    ka.clip = clip;
+    ka.n = np;
+    ka.lr = g->lr;
+    return nn__kargs_lamb_apply(l, &ka);
+}
+
+/* ==== gradient accumulation: GRAD_ACC, a gradient [any] -> its running mean over a cycle of
+   accumulate_steps steps [same], acc = (first step of the cycle ? 0 : acc) + g / steps; a
+   persistent output, what the update ops and nn_graph_grad read. ==== */
+
+#define nn__grad_grad_acc nn__grad_none
+#define nn__plan_grad_acc nn__no_plan
+
+static nn_result nn__cpu_grad_acc(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__grad_acc_cpu(y, NN__F(in[0]), N, n->a.optim.inv_steps, (g->step - 1) % (uint64_t)g->accum_steps == 0);
+    return NN_OK;
+}
+
+/* whether this step starts a cycle */
+static void nn__update_grad_acc(nn_graph *g, nn__launch *l) {
+    nn__k_grad_acc k;
+    memset(&k, 0, sizeof k);
+    k.reset = (g->step - 1) % (uint64_t)g->accum_steps == 0;
+    nn__kstep_grad_acc(l, &k);
+}
+
+static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_grad_acc k;
+    nn_result r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_grad_acc;
+    memset(&k, 0, sizeof k);
+    k.acc = &n->buf;
+    k.g = &g->nodes[n->in[0]].buf;
+    k.n = (int)n->numel;
+    k.inv_k = n->a.optim.inv_steps;
+    k.reset = 1;
+    return nn__kargs_grad_acc(l, &k);
+}
+
+/* ==== non-finite count: NONFINITE_COUNT, a gradient [any] (and the previous parameter's
+   count [1]) -> [1], the running count of NaN and Inf over the gradients (skip_nonfinite);
+   one chain of these nodes covers every parameter. ==== */
+
+#define nn__grad_nonfinite_count nn__grad_none
+#define nn__plan_nonfinite_count nn__no_plan
 
 static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
     const float *x = NN__F(n->in[0]);
@@ -21221,6 +25847,33 @@ static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_nonfinite_count k;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.n = (int)g->nodes[n->in[0]].numel;
+    k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.has_prev = n->n_in > 1;
+    k.out = &n->buf;
+    k.tmp = wg * 4;
+    return nn__kargs_nonfinite_count(l, &k);
+}
+
+/* ==== skip gate: SKIP_GATE, the non-finite count [1] (and the clipping coefficient [1]) ->
+   [2]: y[0] = -1 when the count is not 0 (every update skips), else the coefficient (1
+   without clipping); y[1], persistent, counts the skipped updates (nn_graph_skipped_steps
+   reads it). ==== */
+
+#define nn__grad_skip_gate nn__grad_none
+#define nn__plan_skip_gate nn__no_plan
+
 static nn_result nn__cpu_skip_gate(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     int skip = NN__F(n->in[0])[0] != 0.0f;
@@ -21229,145 +25882,17 @@ static nn_result nn__cpu_skip_gate(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_grad_acc(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__grad_acc_cpu(y, NN__F(in[0]), N, n->a.optim.inv_steps, (g->step - 1) % (uint64_t)g->accum_steps == 0); return NN_OK;
-
-}
-
-static void nn__update_sgd(nn_graph *g, nn__launch *l) {
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
-    nn__arg_i(l, 1, g->clock.t == 1);
-}
-
-static void nn__update_adam(nn_graph *g, nn__launch *l) {
-    float bc1, bc2;
-    nn__adam_bc(g, &bc1, &bc2);
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
-    nn__arg_f(l, 1, bc1);
-    nn__arg_f(l, 2, bc2);
-}
-
-/* opt_step: the rate (with the parameter's multiplier) and this update's constants c0..c3 */
-static void nn__update_opt(nn_graph *g, nn__launch *l) {
-    int k;
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
-    for (k = 0; k < 4; k++) nn__arg_f(l, 1 + k, g->clock.c[k]);
-}
-
-static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) { nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult); }
-
-static void nn__update_grad_acc(nn_graph *g, nn__launch *l) { nn__arg_i(l, 0, (g->step - 1) % (uint64_t)g->accum_steps == 0); }
-
-/* OPT_STEP's launches: LARS reduces |w| and |g| first; LAMB computes u, reduces |w| and
-   |u|, then applies (see cpu/optim.c). */
-static nn_result nn__launch_opt_step(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
-    const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
-    const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
-    int np = (int)p->numel, k, lamb = n->a.optim.kind == NN_OPT_LAMB;
-    size_t wg = nn__reduce_wg(g);
-    float h[5], cv = nn__opt_cv(g);
-    nn__launch *l = NULL;
-    nn_result r;
-    for (k = 0; k < 3; k++) s[k] = k < n->n_aux ? &n->aux[k] : &g->one; /* &g->one: never written */
-    if (lamb) s[2] = &n->scratch_buf;
-    nn__opt_hparams(&g->opt, h);
-    if (n->a.optim.kind == NN_OPT_LARS) {
-        r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
-        if (r != NN_OK) return r;
-        l->gws[0] = l->lws[0] = wg;
-        l->use_lws = 1;
-        r = nn__args(l, "mmmfimiL", &p->buf, grad, clip, (double)cv, np, norms, 0, wg * 8);
-        if (r != NN_OK) return r;
-    }
-    r = nn__launch_kernel(g, id, "optim", "opt_step", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_opt;
-    r = nn__args(l, "mmmmmmmii@ffffffff@f@f@f@f", &p->buf, grad, clip, s[0], s[1], s[2], norms, np, n->a.optim.kind,
-                    (double)g->lr, (double)(g->opt.weight_decay * n->a.optim.wd_mult), (double)cv, (double)h[0], (double)h[1],
-                    (double)h[2], (double)h[3], (double)h[4], 0.0, 0.0, 0.0, 0.0);
-    if (r != NN_OK || !lamb) return r;
-    r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    r = nn__args(l, "mmmfimiL", &p->buf, norms, &g->one, (double)3.40282347e38f, np, norms, np, wg * 8);
-    if (r != NN_OK) return r;
-    r = nn__launch_kernel(g, id, "optim", "lamb_apply", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_lamb_apply;
-    return nn__args(l, "mmmi@f", &p->buf, norms, clip, np, (double)g->lr);
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *p = &g->nodes[in[0]];
-    int np = (int)p->numel;
-    r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_sgd;
-    return nn__args(l, "mmmmi@ffffi@if", &p->buf, &g->nodes[in[1]].buf, n->n_aux ? &n->aux[0] : &g->one,
-                       n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.momentum,
-                       (double)g->opt.dampening, (double)(g->opt.weight_decay * n->a.optim.wd_mult), g->opt.nesterov, 1,
-                       (double)nn__opt_cv(g));
-}
-
-static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *p = &g->nodes[in[0]];
-    int np = (int)p->numel;
-    r = nn__launch_kernel(g, id, "optim", "adam", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_adam;
-    return nn__args(l, "mmmmmi@fffffi@f@ff", &p->buf, &g->nodes[in[1]].buf, &n->aux[0], &n->aux[1],
-                       n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.beta1,
-                       (double)g->opt.beta2, (double)g->opt.eps, (double)(g->opt.weight_decay * n->a.optim.wd_mult),
-                       g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0, (double)nn__opt_cv(g));
-}
-
-
-static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_grad_acc;
-    return nn__args(l, "mmif@i", y, &g->nodes[in[0]].buf, N, (double)n->a.optim.inv_steps, 1);
-}
-
-static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    return nn__args(l, "mimimL", &g->nodes[n->in[0]].buf, (int)g->nodes[n->in[0]].numel,
-                    n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, n->n_in > 1, &n->buf, wg * 4);
-}
-
 static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
+    nn__k_skip_gate k;
     nn_result r = nn__launch_kernel(g, id, "optim", "skip_gate", 1, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmm", &g->nodes[n->in[0]].buf, n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, &n->buf);
+    memset(&k, 0, sizeof k);
+    k.cnt = &g->nodes[n->in[0]].buf;
+    k.clip = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    return nn__kargs_skip_gate(l, &k);
 }
 
 /* skip_nonfinite's count of skipped updates, from the gate's persistent y[1]. */
@@ -21519,7 +26044,8 @@ static inline int nn__rng_int(NN__RU32 r0, NN__RU32 r1, int low, NN__RU64 range)
 /* ======================================================================
    src/ops/random.c
    ====================================================================== */
-/* The random ops: builders, autograd rules, CPU bodies and device plans. Element i of a
+/* The random ops, one block per op: builder, registry aliases, autograd rule, CPU body and
+   kernel launch (kernels/random.cl; dropout's loop in src/cpu/random.c). Element i of a
    random node draws the Philox4x32-10 words of counter (i, key, step) under the graph's
    seed (nn__philox, kernels/random.cl's nn_philox) and turns them into a sample with the
    formulas of kernels/random.h, which the kernels share: the CPU and OpenCL backends give
@@ -21527,36 +26053,8 @@ static inline int nn__rng_int(NN__RU32 r0, NN__RU32 r1, int low, NN__RU64 range)
    is the graph's step counter, so each nn_graph_step draws afresh and the same graph built
    the same way with the same seed draws the same sequence. */
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_rand nn__cpu_random
-#define nn__launch_rand nn__launch_random
-#define nn__grad_rand nn__grad_none
-#define nn__plan_rand nn__no_plan
-#define nn__cpu_randn nn__cpu_random
-#define nn__launch_randn nn__launch_random
-#define nn__grad_randn nn__grad_none
-#define nn__plan_randn nn__no_plan
-#define nn__cpu_randint nn__cpu_random
-#define nn__launch_randint nn__launch_random
-#define nn__grad_randint nn__grad_none
-#define nn__plan_randint nn__no_plan
-#define nn__cpu_bernoulli nn__cpu_random
-#define nn__launch_bernoulli nn__launch_random
-#define nn__grad_bernoulli nn__grad_none
-#define nn__plan_bernoulli nn__no_plan
-#define nn__cpu_gaussian_noise nn__cpu_random
-#define nn__launch_gaussian_noise nn__launch_random
-#define nn__plan_gaussian_noise nn__no_plan
-#define nn__cpu_alpha_dropout nn__cpu_random
-#define nn__launch_alpha_dropout nn__launch_random
-#define nn__plan_alpha_dropout nn__no_plan
-#define nn__cpu_alpha_dropout_grad nn__cpu_random
-#define nn__launch_alpha_dropout_grad nn__launch_random
-#define nn__grad_alpha_dropout_grad nn__grad_none
-#define nn__plan_alpha_dropout_grad nn__no_plan
-
-/* ---- builders ---- */
+/* ==== shared by the family: the sources' builder, the Philox loop of the CPU bodies, the
+   step's update of the launches ==== */
 
 /* A node of op with no inputs and the given shape (rand, randn, randint). */
 static nn_tensor nn__random_source(nn_graph *g, int op, const char *opname, nn_dtype dt, nn_shape shape) {
@@ -21567,21 +26065,153 @@ static nn_tensor nn__random_source(nn_graph *g, int op, const char *opname, nn_d
     return nn__tensor(id);
 }
 
-NN_API nn_tensor nn_rand(nn_graph *g, nn_shape shape) {
-    return nn__random_source(g, NN__OP_RAND, "nn_rand", NN_F32, shape);
-}
-
-NN_API nn_tensor nn_randn(nn_graph *g, nn_shape shape) {
-    return nn__random_source(g, NN__OP_RANDN, "nn_randn", NN_F32, shape);
-}
-
 static nn_tensor nn__random_like(nn_graph *g, int op, const char *opname, nn_tensor x) {
     if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     return nn__random_source(g, op, opname, NN_F32, nn__n(g, x)->shape);
 }
 
+/* One element's sample: y[i] (float, or int32 for randint) from its Philox words r and the
+   input x (p for bernoulli, dy for a gradient; NULL for the sources); returns 1 for a bad
+   input (bernoulli's p outside [0, 1]), else 0. */
+typedef int (*nn__sampler)(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i);
+
+typedef struct nn__random_task {
+    const nn__node *n;
+    nn__sampler sample;
+    const float *x;
+    void *y;
+    int64_t numel, bad[64]; /* bad: the sampler's count, per task */
+    uint64_t seed, step;
+} nn__random_task;
+
+static void nn__random_range(void *arg, int task, int n_tasks) {
+    nn__random_task *rt = (nn__random_task *)arg;
+    const nn__random_attr *ra = &rt->n->a.random;
+    int64_t chunk = (rt->numel + n_tasks - 1) / n_tasks, i = chunk * task, end = i + chunk < rt->numel ? i + chunk : rt->numel;
+    uint32_t key[2];
+    int64_t bad = 0;
+    key[0] = (uint32_t)rt->seed;
+    key[1] = (uint32_t)(rt->seed >> 32);
+    for (; i < end; i++) {
+        uint32_t r[4];
+        r[0] = (uint32_t)i;
+        r[1] = (uint32_t)ra->key;
+        r[2] = (uint32_t)rt->step;
+        r[3] = (uint32_t)(rt->step >> 32);
+        nn__philox(r, key);
+        bad += rt->sample(ra, r, rt->x, rt->y, i);
+    }
+    rt->bad[task] = bad;
+}
+
+/* n's elements in contiguous chunks over the pool's threads (up to 64), each drawing its
+   counter's words: the same bits for any thread count; bad inputs into n's counter. */
+static nn_result nn__random_run(nn_graph *g, nn__node *n, nn__sampler sample) {
+    nn__random_task rt;
+    int tasks = n->numel >= NN__PAR_MIN / 8 ? nn__threadpool_size(g->ctx->threads) : 1, k;
+    int64_t bad = 0;
+    if (tasks > 64) tasks = 64;
+    rt.n = n;
+    rt.sample = sample;
+    rt.x = n->n_in > 0 ? NN__F(n->in[0]) : NULL;
+    rt.y = n->buf.host;
+    rt.numel = n->numel;
+    rt.seed = g->seed;
+    rt.step = g->step;
+    for (k = 0; k < tasks; k++) rt.bad[k] = 0;
+    nn__threadpool_run(g->ctx->threads, nn__random_range, &rt, tasks);
+    for (k = 0; k < tasks; k++) bad += rt.bad[k];
+    if (n->check && bad > 0) {
+        int32_t *c = (int32_t *)g->checks.host + n->check_slot;
+        *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+    }
+    return NN_OK;
+}
+
+/* The launch's Philox fields (NN__KARGS_RNG of kernels/random_args.h): the graph's seed, the
+   node's key; the step is set before each run by nn__update_<sig>, stamped here. */
+#define NN__RNG_FIELDS(k, g, ra)                      \
+    do {                                              \
+        (k).seed_lo = (unsigned)(g)->seed;            \
+        (k).seed_hi = (unsigned)((g)->seed >> 32);    \
+        (k).key = (unsigned)(ra)->key;                \
+    } while (0)
+#define NN__RNG_UPDATE(sig)                                      \
+    static void nn__update_##sig(nn_graph *g, nn__launch *l) {  \
+        nn__k_##sig k;                                           \
+        memset(&k, 0, sizeof k);                                 \
+        k.step_lo = (unsigned)g->step;                           \
+        k.step_hi = (unsigned)(g->step >> 32);                   \
+        nn__kstep_##sig(l, &k);                                  \
+    }
+
+/* ==== rand: y [shape] uniform in [0, 1) on a grid of 2^-24 (torch.rand; nn_rand_like takes
+   x's shape) ==== */
+
+NN_API nn_tensor nn_rand(nn_graph *g, nn_shape shape) {
+    return nn__random_source(g, NN__OP_RAND, "nn_rand", NN_F32, shape);
+}
 NN_API nn_tensor nn_rand_like(nn_graph *g, nn_tensor x) { return nn__random_like(g, NN__OP_RAND, "nn_rand_like", x); }
+
+#define nn__grad_rand nn__grad_none
+#define nn__plan_rand nn__no_plan
+
+static int nn__sample_rand(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)ra, (void)x;
+    ((float *)y)[i] = nn__rng_uniform(r[0]);
+    return 0;
+}
+static nn_result nn__cpu_rand(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_rand); }
+
+NN__RNG_UPDATE(rand)
+static nn_result nn__launch_rand(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_rand k;
+    nn_result r = nn__launch_kernel(g, id, "random", "rand", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_rand;
+    memset(&k, 0, sizeof k);
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_rand(l, &k);
+}
+
+/* ==== randn: y [shape] standard normal, Box-Muller on kernels/random.h's exact formulas
+   (torch.randn; nn_randn_like takes x's shape) ==== */
+
+NN_API nn_tensor nn_randn(nn_graph *g, nn_shape shape) {
+    return nn__random_source(g, NN__OP_RANDN, "nn_randn", NN_F32, shape);
+}
 NN_API nn_tensor nn_randn_like(nn_graph *g, nn_tensor x) { return nn__random_like(g, NN__OP_RANDN, "nn_randn_like", x); }
+
+#define nn__grad_randn nn__grad_none
+#define nn__plan_randn nn__no_plan
+
+static int nn__sample_randn(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)ra, (void)x;
+    ((float *)y)[i] = nn__rng_normal(r[0], r[1]);
+    return 0;
+}
+static nn_result nn__cpu_randn(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randn); }
+
+NN__RNG_UPDATE(randn)
+static nn_result nn__launch_randn(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_randn k;
+    nn_result r = nn__launch_kernel(g, id, "random", "randn", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_randn;
+    memset(&k, 0, sizeof k);
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_randn(l, &k);
+}
+
+/* ==== randint: y [shape] int32 uniform in [low, high) (torch.randint) ==== */
 
 NN_API nn_tensor nn_randint(nn_graph *g, int64_t low, int64_t high, nn_shape shape) {
     nn_tensor t;
@@ -21600,6 +26230,36 @@ NN_API nn_tensor nn_randint(nn_graph *g, int64_t low, int64_t high, nn_shape sha
     return t;
 }
 
+#define nn__grad_randint nn__grad_none
+#define nn__plan_randint nn__no_plan
+
+static int nn__sample_randint(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)x;
+    ((int32_t *)y)[i] = nn__rng_int(r[0], r[1], ra->low, (uint64_t)ra->range + 1);
+    return 0;
+}
+static nn_result nn__cpu_randint(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randint); }
+
+NN__RNG_UPDATE(randint)
+static nn_result nn__launch_randint(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_randint k;
+    nn_result r = nn__launch_kernel(g, id, "random", "randint", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_randint;
+    memset(&k, 0, sizeof k);
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.low = n->a.random.low;
+    k.range_m1 = (unsigned)n->a.random.range;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_randint(l, &k);
+}
+
+/* ==== bernoulli: p [any] -> y [same], 1 with probability p (u < p on a grid of 2^-24),
+   torch.bernoulli; a p outside [0, 1] (or NaN) counts as a bad input ==== */
+
 NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p) {
     nn_tensor t;
     if (!nn__check0(g, "nn_bernoulli", 1, &p) || !nn__expect_f32(g, "nn_bernoulli", p, "p")) return nn__tensor(-1);
@@ -21610,6 +26270,37 @@ NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p) {
     }
     return t;
 }
+
+#define nn__grad_bernoulli nn__grad_none
+#define nn__plan_bernoulli nn__no_plan
+
+static int nn__sample_bernoulli(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)ra;
+    ((float *)y)[i] = nn__rng_uniform(r[0]) < x[i] ? 1.0f : 0.0f;
+    return !(x[i] >= 0.0f && x[i] <= 1.0f);
+}
+static nn_result nn__cpu_bernoulli(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_bernoulli); }
+
+NN__RNG_UPDATE(bernoulli)
+static nn_result nn__launch_bernoulli(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_bernoulli k;
+    nn_result r = nn__launch_kernel(g, id, "random", "bernoulli", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_bernoulli;
+    memset(&k, 0, sizeof k);
+    k.p = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_bernoulli(l, &k);
+}
+
+/* ==== gaussian noise: x [any] -> y [same] = x + std z, z standard normal (the identity in
+   eval mode or at std 0); the gradient passes dy through ==== */
 
 NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std) {
     nn_tensor t;
@@ -21624,6 +26315,40 @@ NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std) {
     }
     return t;
 }
+
+#define nn__plan_gaussian_noise nn__no_plan
+
+static void nn__grad_gaussian_noise(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, gy);
+}
+
+static int nn__sample_gaussian_noise(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    ((float *)y)[i] = fmaf(ra->std, nn__rng_normal(r[0], r[1]), x[i]);
+    return 0;
+}
+static nn_result nn__cpu_gaussian_noise(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_gaussian_noise); }
+
+NN__RNG_UPDATE(gaussian_noise)
+static nn_result nn__launch_gaussian_noise(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_gaussian_noise k;
+    nn_result r = nn__launch_kernel(g, id, "random", "gaussian_noise", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_gaussian_noise;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.std = n->a.random.std;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_gaussian_noise(l, &k);
+}
+
+/* ==== alpha dropout: x [any] -> y [same], kept (u >= p) elements scale x + shift, dropped
+   ones a constant (torch.nn.AlphaDropout in training); ALPHA_DROPOUT_GRAD, dx = dy * scale
+   where kept, 0 where dropped: the forward's mask, drawn again with its key and step ==== */
 
 /* torch.nn.AlphaDropout (ATen's _dropout_impl with alpha_dropout): keep with probability
    1 - p; a = 1 / sqrt((alpha^2 p + 1)(1 - p)), alpha = SELU's scale * alpha; kept
@@ -21650,14 +26375,10 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p) {
     return t;
 }
 
-/* ---- autograd rules ---- */
+#define nn__plan_alpha_dropout nn__no_plan
+#define nn__grad_alpha_dropout_grad nn__grad_none
+#define nn__plan_alpha_dropout_grad nn__no_plan
 
-static void nn__grad_gaussian_noise(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, gy);
-}
-
-/* dx = dy * mask * a: the forward's mask (its key and the same step) */
 static void nn__grad_alpha_dropout(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
@@ -21667,106 +26388,58 @@ static void nn__grad_alpha_dropout(nn_graph *g, int id) {
     nn__acc_grad(g, a, t);
 }
 
-/* ---- CPU bodies ---- */
+static int nn__sample_alpha_dropout(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    ((float *)y)[i] = nn__rng_uniform(r[0]) >= ra->p ? fmaf(ra->scale, x[i], ra->shift) : ra->dropped;
+    return 0;
+}
+static nn_result nn__cpu_alpha_dropout(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_alpha_dropout); }
 
-typedef struct nn__random_task {
-    const nn__node *n;
-    const float *x;   /* the input (p for bernoulli, dy for the gradient), or NULL */
-    void *y;
-    int64_t numel, bad[64]; /* bad: bernoulli's p outside [0, 1], per task */
-    uint64_t seed, step;
-} nn__random_task;
-
-static void nn__random_range(void *arg, int task, int n_tasks) {
-    nn__random_task *rt = (nn__random_task *)arg;
-    const nn__node *n = rt->n;
-    const nn__random_attr *ra = &n->a.random;
-    int64_t chunk = (rt->numel + n_tasks - 1) / n_tasks, i = chunk * task, end = i + chunk < rt->numel ? i + chunk : rt->numel;
-    float *y = (float *)rt->y;
-    int32_t *yi = (int32_t *)rt->y;
-    const float *x = rt->x;
-    uint32_t key[2];
-    int64_t bad = 0;
-    key[0] = (uint32_t)rt->seed;
-    key[1] = (uint32_t)(rt->seed >> 32);
-    for (; i < end; i++) {
-        uint32_t r[4];
-        r[0] = (uint32_t)i;
-        r[1] = (uint32_t)ra->key;
-        r[2] = (uint32_t)rt->step;
-        r[3] = (uint32_t)(rt->step >> 32);
-        nn__philox(r, key);
-        switch (n->op) {
-        case NN__OP_RAND: y[i] = nn__rng_uniform(r[0]); break;
-        case NN__OP_RANDN: y[i] = nn__rng_normal(r[0], r[1]); break;
-        case NN__OP_RANDINT: yi[i] = nn__rng_int(r[0], r[1], ra->low, (uint64_t)ra->range + 1); break;
-        case NN__OP_BERNOULLI:
-            if (!(x[i] >= 0.0f && x[i] <= 1.0f)) bad++;
-            y[i] = nn__rng_uniform(r[0]) < x[i] ? 1.0f : 0.0f;
-            break;
-        case NN__OP_GAUSSIAN_NOISE: y[i] = fmaf(ra->std, nn__rng_normal(r[0], r[1]), x[i]); break;
-        case NN__OP_ALPHA_DROPOUT: y[i] = nn__rng_uniform(r[0]) >= ra->p ? fmaf(ra->scale, x[i], ra->shift) : ra->dropped; break;
-        default: y[i] = nn__rng_uniform(r[0]) >= ra->p ? ra->scale * x[i] : 0.0f; break; /* ALPHA_DROPOUT_GRAD */
-        }
-    }
-    rt->bad[task] = bad;
+static int nn__sample_alpha_dropout_grad(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    ((float *)y)[i] = nn__rng_uniform(r[0]) >= ra->p ? ra->scale * x[i] : 0.0f;
+    return 0;
+}
+static nn_result nn__cpu_alpha_dropout_grad(nn_graph *g, nn__node *n) {
+    return nn__random_run(g, n, nn__sample_alpha_dropout_grad);
 }
 
-static nn_result nn__cpu_random(nn_graph *g, nn__node *n) {
-    nn__random_task rt;
-    int tasks = n->numel >= NN__PAR_MIN / 8 ? nn__threadpool_size(g->ctx->threads) : 1, k;
-    int64_t bad = 0;
-    if (tasks > 64) tasks = 64;
-    rt.n = n;
-    rt.x = n->n_in > 0 ? NN__F(n->in[0]) : NULL;
-    rt.y = n->buf.host;
-    rt.numel = n->numel;
-    rt.seed = g->seed;
-    rt.step = g->step;
-    for (k = 0; k < tasks; k++) rt.bad[k] = 0;
-    nn__threadpool_run(g->ctx->threads, nn__random_range, &rt, tasks);
-    for (k = 0; k < tasks; k++) bad += rt.bad[k];
-    if (n->check && bad > 0) {
-        int32_t *c = (int32_t *)g->checks.host + n->check_slot;
-        *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
-    }
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/random.cl ---- */
-
-/* the step, the last two arguments, rewritten each run */
-static void nn__update_random(nn_graph *g, nn__launch *l) {
-    nn__arg_u(l, 0, (unsigned)g->step);
-    nn__arg_u(l, 1, (unsigned)(g->step >> 32));
-}
-
-static nn_result nn__launch_random(nn_graph *g, int id) {
+NN__RNG_UPDATE(alpha_dropout)
+static nn_result nn__launch_alpha_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__random_attr *ra = &n->a.random;
-    const nn__buf *x = n->n_in > 0 ? &g->nodes[n->in[0]].buf : NULL, *y = &n->buf;
-    int N = (int)n->numel;
-    unsigned s0 = (unsigned)g->seed, s1 = (unsigned)(g->seed >> 32), key = (unsigned)ra->key;
     nn__launch *l = NULL;
-    nn_result r;
-    static const char *const kernels[] = {"rand", "randn", "randint", "bernoulli", "gaussian_noise", "alpha_dropout",
-                                          "alpha_dropout_grad"};
-    r = nn__launch_kernel(g, id, "random", kernels[n->op - NN__OP_RAND], (size_t)N, &l);
+    nn__k_alpha_dropout k;
+    nn_result r = nn__launch_kernel(g, id, "random", "alpha_dropout", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_random;
-    switch (n->op) {
-    case NN__OP_RAND:
-    case NN__OP_RANDN: return nn__args(l, "miuuu@u@u", y, N, s0, s1, key, 0u, 0u);
-    case NN__OP_RANDINT: return nn__args(l, "miiuuuu@u@u", y, N, ra->low, (unsigned)ra->range, s0, s1, key, 0u, 0u);
-    case NN__OP_BERNOULLI:
-        return nn__args(l, "mmimiuuu@u@u", x, y, N, &g->checks, n->check_slot, s0, s1, key, 0u, 0u);
-    case NN__OP_GAUSSIAN_NOISE: return nn__args(l, "mmifuuu@u@u", x, y, N, (double)ra->std, s0, s1, key, 0u, 0u);
-    case NN__OP_ALPHA_DROPOUT:
-        return nn__args(l, "mmiffffuuu@u@u", x, y, N, (double)ra->p, (double)ra->scale, (double)ra->shift,
-                        (double)ra->dropped, s0, s1, key, 0u, 0u);
-    default:
-        return nn__args(l, "mmiffuuu@u@u", x, y, N, (double)ra->p, (double)ra->scale, s0, s1, key, 0u, 0u);
-    }
+    l->update = nn__update_alpha_dropout;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.p = ra->p;
+    k.scale = ra->scale;
+    k.shift = ra->shift;
+    k.dropped = ra->dropped;
+    NN__RNG_FIELDS(k, g, ra);
+    return nn__kargs_alpha_dropout(l, &k);
+}
+
+NN__RNG_UPDATE(alpha_dropout_grad)
+static nn_result nn__launch_alpha_dropout_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__random_attr *ra = &n->a.random;
+    nn__launch *l = NULL;
+    nn__k_alpha_dropout_grad k;
+    nn_result r = nn__launch_kernel(g, id, "random", "alpha_dropout_grad", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_alpha_dropout_grad;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.p = ra->p;
+    k.scale = ra->scale;
+    NN__RNG_FIELDS(k, g, ra);
+    return nn__kargs_alpha_dropout_grad(l, &k);
 }
 
 /* ==== dropout: y [any] = x * mask / (1 - p), mask[i] = uniform(key, step, i) >= p
@@ -22077,386 +26750,13 @@ NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64
 /* ======================================================================
    src/files/io.c
    ====================================================================== */
-/* File formats. Every reader treats its input as untrusted: sizes are checked before they
-   are used, and any failure returns NN_ERR_IO naming the file (NN_ERR_OUT_OF_MEMORY when an
-   allocation fails), with nothing allocated.
-
-   Reading: only regular files. A FIFO is opened without waiting for a writer and then
-   refused, so a path to one cannot hang the caller; a directory or a device is refused by
-   name. Writing (nn__wfile): the bytes go to a new temporary file beside the target, which
-   is flushed to disk (fsync) and renamed over the target, so a reader sees the old file or
-   the new one, never a part, and a failed save leaves the old file as it was. An existing
-   target must be a regular file; a symbolic link to one is followed and the file it names
-   is replaced (the link stays, as when PyTorch or numpy write through it); a link that
-   names nothing, a directory, a FIFO or a device node is refused.
-
-   Numbers in text (CSV fields, training-state metadata) do not go through strtod or printf's
-   decimal point, which follow the C locale (LC_NUMERIC): under de_DE strtod stops at the
-   '.' of "1.5". nn__parse_real reads them in every locale alike, rounded correctly. */
-
-#include <sys/stat.h>
+/* Text and tensor file formats: CSV, IDX and raw tensors (whole files are read and written
+   by src/base/files.c). Numbers in text (CSV fields, training-state metadata) do not go
+   through strtod or printf's decimal point, which follow the C locale (LC_NUMERIC): under
+   de_DE strtod stops at the '.' of "1.5". nn__parse_real reads them in every locale alike,
+   rounded correctly. */
 #include <float.h>
-#if defined(_WIN32)
-#  include <io.h>
-#  include <fcntl.h>
-#  include <process.h>
-#  define NN__S_ISREG(m) (((m) & _S_IFMT) == _S_IFREG)
-#  define NN__S_ISDIR(m) (((m) & _S_IFMT) == _S_IFDIR)
-#else
-#  include <fcntl.h>
-#  include <unistd.h>
-#  define NN__S_ISREG(m) S_ISREG(m)
-#  define NN__S_ISDIR(m) S_ISDIR(m)
-/* POSIX.1-2008 (lstat, realpath, O_CLOEXEC) is declared unless a strict ISO mode hides it
-   (-std=c99 with a system header included before nn.h): then a symbolic link is not seen
-   as one, and a save replaces the link itself. */
-#  if defined(O_CLOEXEC)
-#    define NN__POSIX2008 1
-#  else
-#    define NN__POSIX2008 0
-#    define O_CLOEXEC 0
-#  endif
-#  ifndef O_DIRECTORY
-#    define O_DIRECTORY 0
-#  endif
-#endif
 
-/* How a save makes its bytes durable before the rename (a test build may count calls). */
-#ifndef NN__FSYNC
-#  if defined(_WIN32)
-#    define NN__FSYNC(fd) _commit(fd)
-#  else
-#    define NN__FSYNC(fd) fsync(fd)
-#  endif
-#endif
-
-/* What a path that is not a regular file is, for messages. */
-static const char *nn__file_kind(unsigned mode) {
-    if (NN__S_ISDIR(mode)) return "a directory";
-#if !defined(_WIN32)
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-#  ifdef S_ISSOCK
-    if (S_ISSOCK(mode)) return "a socket";
-#  endif
-#endif
-    return "not a regular file";
-}
-
-/* The whole of a regular file, with one byte more (set to 0) after its len bytes. */
-static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char **data, size_t *len) {
-    unsigned char *buf;
-    size_t n, got = 0;
-    *data = NULL;
-    *len = 0;
-    if (!path) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "no path given");
-#if defined(_WIN32)
-    {
-        struct _stat64 st;
-        FILE *f;
-        if (_stat64(path, &st) != 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        if (!NN__S_ISREG(st.st_mode))
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
-        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX)
-            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
-        n = (size_t)st.st_size;
-        f = fopen(path, "rb");
-        if (!f) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        buf = (unsigned char *)NN_MALLOC(n + 1);
-        if (!buf) {
-            fclose(f);
-            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
-                            (unsigned long long)n + 1);
-        }
-        got = fread(buf, 1, n, f);
-        fclose(f);
-        if (got != n) {
-            NN_FREE(buf);
-            return nn__fail(ctx, NN_ERR_IO, "%s: read error (%llu of %llu bytes)", path, (unsigned long long)got,
-                            (unsigned long long)n);
-        }
-    }
-#else
-    {
-        struct stat st;
-        int fd, fl, e = 0;
-        /* O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below) */
-        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        if (fstat(fd, &st) != 0) {
-            e = errno;
-            close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
-        }
-        if (!S_ISREG(st.st_mode)) {
-            close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
-        }
-        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX) {
-            close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
-        }
-        fl = fcntl(fd, F_GETFL);
-        if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-        n = (size_t)st.st_size;
-        buf = (unsigned char *)NN_MALLOC(n + 1);
-        if (!buf) {
-            close(fd);
-            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
-                            (unsigned long long)n + 1);
-        }
-        while (got < n) {
-            size_t want = n - got > ((size_t)1 << 30) ? ((size_t)1 << 30) : n - got;
-            ssize_t k = read(fd, buf + got, want);
-            if (k < 0 && errno == EINTR) continue;
-            if (k <= 0) {
-                e = k < 0 ? errno : 0;
-                break;
-            }
-            got += (size_t)k;
-        }
-        close(fd);
-        if (got != n) {
-            NN_FREE(buf);
-            if (e) return nn__fail(ctx, NN_ERR_IO, "%s: read error: %s", path, strerror(e));
-            return nn__fail(ctx, NN_ERR_IO, "%s: read error: the file shrank to %llu of its %llu bytes while read", path,
-                            (unsigned long long)got, (unsigned long long)n);
-        }
-    }
-#endif
-    buf[n] = 0;
-    *data = buf;
-    *len = n;
-    return NN_OK;
-}
-
-/* ---- writing a file in place of another, all at once ---- */
-
-typedef struct nn__wfile {
-    char *target;             /* the file replaced: the path, or the file its symbolic link names */
-    char *tmp;                /* the temporary file beside it, while it exists */
-    int fd;
-} nn__wfile;
-
-static void nn__wfile_abort(nn__wfile *w) {
-    if (w->fd >= 0) {
-#if defined(_WIN32)
-        _close(w->fd);
-#else
-        close(w->fd);
-#endif
-    }
-    if (w->tmp) remove(w->tmp);
-    NN_FREE(w->tmp);
-    NN_FREE(w->target);
-    w->tmp = w->target = NULL;
-    w->fd = -1;
-}
-
-#if !defined(_WIN32)
-/* The file a save to path replaces: path itself, or where its chain of symbolic links ends
-   (a relative link is read from its link's directory), so the save writes through links as
-   PyTorch's and numpy's do. *target (allocated) and *st: that file's lstat, st_mode 0 when
-   it does not exist yet. */
-static nn_result nn__save_target(nn_context *ctx, const char *path, char **target, struct stat *st) {
-    char *cur = nn__strdup(path);
-    int hops = 0;
-    *target = NULL;
-    if (!cur) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-#if !NN__POSIX2008
-    (void)hops;
-    if (stat(cur, st) != 0) { /* links are not seen as such */
-        int e = errno;
-        memset(st, 0, sizeof *st);
-        if (e != ENOENT) {
-            NN_FREE(cur);
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s", path, strerror(e));
-        }
-    }
-#else
-    for (hops = 0;; hops++) {
-        char *link, *next;
-        size_t size, dir;
-        ssize_t k;
-        if (lstat(cur, st) != 0) {
-            int e = errno;
-            memset(st, 0, sizeof *st);
-            if (e == ENOENT) break; /* a new file (or one that a dangling link names) */
-            NN_FREE(cur);
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s", path, strerror(e));
-        }
-        if (!S_ISLNK(st->st_mode)) break;
-        if (hops == 40) {
-            NN_FREE(cur);
-            return nn__fail(ctx, NN_ERR_IO, "%s: more than 40 symbolic links in a row: not replaced", path);
-        }
-        for (size = (size_t)st->st_size + 1 > 256 ? (size_t)st->st_size + 1 : 256;; size *= 2) {
-            link = (char *)NN_MALLOC(size);
-            if (!link) {
-                NN_FREE(cur);
-                return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-            }
-            k = readlink(cur, link, size);
-            if (k < 0 || (size_t)k < size || size >= 65536) break;
-            NN_FREE(link); /* truncated: try a larger buffer */
-        }
-        if (k < 0 || (size_t)k >= size) {
-            int e = k < 0 ? errno : ENAMETOOLONG;
-            NN_FREE(link);
-            NN_FREE(cur);
-            return nn__fail(ctx, NN_ERR_IO, "%s: cannot read its symbolic link: %s", path, strerror(e));
-        }
-        link[k] = 0;
-        for (dir = strlen(cur); dir > 0 && cur[dir - 1] != '/'; dir--) {}
-        if (link[0] == '/' || dir == 0) next = link;
-        else { /* relative to the link's directory */
-            next = (char *)NN_MALLOC(dir + (size_t)k + 1);
-            if (next) {
-                memcpy(next, cur, dir);
-                memcpy(next + dir, link, (size_t)k + 1);
-            }
-            NN_FREE(link);
-            if (!next) {
-                NN_FREE(cur);
-                return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-            }
-        }
-        NN_FREE(cur);
-        cur = next;
-    }
-#endif
-    *target = cur;
-    return NN_OK;
-}
-#endif
-
-/* Creates the temporary file for a save to path (nothing is written to path yet). */
-static nn_result nn__wfile_open(nn_context *ctx, const char *path, nn__wfile *w) {
-    size_t tlen;
-    unsigned attempt;
-    long pid;
-    int keep_mode = -1;
-    memset(w, 0, sizeof *w);
-    w->fd = -1;
-    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "no path given");
-#if defined(_WIN32)
-    {
-        struct _stat64 st;
-        if (_stat64(path, &st) == 0 && !NN__S_ISREG(st.st_mode))
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file: not replaced", path, nn__file_kind((unsigned)st.st_mode));
-        w->target = nn__strdup(path);
-        pid = (long)_getpid();
-    }
-#else
-    {
-        struct stat st;
-        nn_result r = nn__save_target(ctx, path, &w->target, &st);
-        if (r != NN_OK) return r;
-        if (st.st_mode != 0 && !S_ISREG(st.st_mode)) {
-            r = nn__fail(ctx, NN_ERR_IO, "%s: %s%s%s, not a regular file: not replaced", path, nn__file_kind((unsigned)st.st_mode),
-                         strcmp(path, w->target) ? " at the end of its symbolic link, " : "",
-                         strcmp(path, w->target) ? w->target : "");
-            NN_FREE(w->target);
-            w->target = NULL;
-            return r;
-        }
-        if (st.st_mode != 0) keep_mode = (int)(st.st_mode & 0777);
-        pid = (long)getpid();
-    }
-#endif
-    if (!w->target) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    tlen = strlen(w->target) + 48;
-    w->tmp = (char *)NN_MALLOC(tlen);
-    if (!w->tmp) {
-        nn__wfile_abort(w);
-        return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    }
-    /* TARGET.tmp.PID.N: unique between processes by the pid, between threads by O_EXCL */
-    for (attempt = 0; attempt < 1000; attempt++) {
-        snprintf(w->tmp, tlen, "%s.tmp.%ld.%u", w->target, pid, attempt);
-#if defined(_WIN32)
-        w->fd = _open(w->tmp, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE);
-#else
-        w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); /* O_EXCL: never through a link */
-#endif
-        if (w->fd >= 0 || errno != EEXIST) break;
-    }
-    if (w->fd < 0) {
-        nn_result r = nn__fail(ctx, NN_ERR_IO, "%s: cannot create a temporary file beside it (%s): %s", path, w->tmp,
-                               strerror(errno));
-        NN_FREE(w->tmp); /* not created: nothing to remove */
-        w->tmp = NULL;
-        nn__wfile_abort(w);
-        return r;
-    }
-#if !defined(_WIN32)
-    if (keep_mode >= 0) (void)chmod(w->tmp, (mode_t)keep_mode); /* the replaced file's permissions */
-#else
-    (void)keep_mode;
-#endif
-    return NN_OK;
-}
-
-static nn_result nn__wfile_write(nn_context *ctx, nn__wfile *w, const void *data, size_t n) {
-    const unsigned char *p = (const unsigned char *)data;
-    while (n > 0) {
-        size_t want = n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n;
-#if defined(_WIN32)
-        int k = _write(w->fd, p, (unsigned)want);
-#else
-        ssize_t k = write(w->fd, p, want);
-        if (k < 0 && errno == EINTR) continue;
-#endif
-        if (k <= 0) return nn__fail(ctx, NN_ERR_IO, "%s: write error: %s", w->tmp, k < 0 ? strerror(errno) : "nothing written");
-        p += k;
-        n -= (size_t)k;
-    }
-    return NN_OK;
-}
-
-/* Flushes the temporary file to disk and renames it over the target; on failure the
-   temporary file is removed and the target is as it was. Releases w either way. */
-static nn_result nn__wfile_commit(nn_context *ctx, const char *path, nn__wfile *w) {
-    nn_result r = NN_OK;
-    int fd = w->fd;
-    w->fd = -1;
-    if (NN__FSYNC(fd) != 0) r = nn__fail(ctx, NN_ERR_IO, "%s: cannot flush it to disk: %s", w->tmp, strerror(errno));
-#if defined(_WIN32)
-    if (_close(fd) != 0 && r == NN_OK) r = nn__fail(ctx, NN_ERR_IO, "%s: write error: %s", w->tmp, strerror(errno));
-    if (r == NN_OK && rename(w->tmp, w->target) != 0) {
-        remove(w->target); /* Windows' rename does not replace */
-        if (rename(w->tmp, w->target) != 0)
-            r = nn__fail(ctx, NN_ERR_IO, "%s: cannot rename %s to it: %s", path, w->tmp, strerror(errno));
-    }
-#else
-    if (close(fd) != 0 && r == NN_OK) r = nn__fail(ctx, NN_ERR_IO, "%s: write error: %s", w->tmp, strerror(errno));
-    if (r == NN_OK && rename(w->tmp, w->target) != 0)
-        r = nn__fail(ctx, NN_ERR_IO, "%s: cannot rename %s to it: %s", path, w->tmp, strerror(errno));
-    if (r == NN_OK) { /* the directory entry too, so the rename outlives a crash (best effort) */
-        char *slash = strrchr(w->target, '/'), save;
-        const char *dir = ".";
-        int dfd;
-        if (slash) {
-            save = slash[1];
-            slash[1] = 0; /* "/x" keeps its "/" */
-            dir = w->target;
-            dfd = open(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
-            slash[1] = save;
-        } else dfd = open(dir, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
-        if (dfd >= 0) {
-            (void)NN__FSYNC(dfd);
-            close(dfd);
-        }
-    }
-#endif
-    if (r == NN_OK) {
-        NN_FREE(w->tmp); /* renamed: nothing to remove */
-        w->tmp = NULL;
-    }
-    nn__wfile_abort(w);
-    return r;
-}
 
 /* ---- numbers as text, the same in every locale ---- */
 
@@ -23774,6 +28074,7 @@ NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
    is a Fisher-Yates shuffle driven by Philox4x32-10 keyed by the dataset's seed with e in
    the counter: a pure function of (seed, epoch), so it can be recomputed on resume. */
 
+
 struct nn_dataset {
     nn_graph *g;
     char *name;
@@ -23985,11 +28286,13 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
     return NN_OK;
 }
 
+/* The optimizer's name in "nn.optimizer" (kernels/optim.h's list, by nn_optimizer_kind). */
+#define NN__OPT_NAME(E, name) name,
 static const char *nn__opt_kind_name(int k) {
-    static const char *const names[] = {"none", "sgd",  "adam",    "adamw",    "adamax", "nadam", "radam",
-                                        "rmsprop", "adagrad", "adadelta", "lion", "lamb",  "lars", "ftrl"};
-    return k >= 0 && k < (int)(sizeof names / sizeof names[0]) ? names[k] : "?";
+    static const char *const names[] = {NN__OPTIMIZERS(NN__OPT_NAME)};
+    return k >= 0 && k < NN__OPT_COUNT ? names[k] : "?";
 }
+#undef NN__OPT_NAME
 
 static void nn__meta_put(nn__st_text *h, int *first, const char *key, const char *value) {
     if (!*first) nn__st_puts(h, ",");

@@ -1,26 +1,29 @@
-/* The activations, each formula written once for both backends. This file is a part of
-   nn.h (C99 and C++: the CPU backend's loops in src/cpu/simd.c, the builders in
-   src/ops/elementwise.c) and is included by kernels/elementwise.cl (OpenCL C 1.2: its
-   kernels), so it uses only what the two languages share; the math functions go by
+/* The elementwise functions, each formula written once for both backends. This file is a
+   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the
+   vector ones in src/cpu/simd.c, the builders in src/ops/elementwise/unary.c and
+   binary.c) and is included by kernels/elementwise.cl and kernels/loss.cl (OpenCL C 1.2:
+   their kernels), so it uses only what the two languages share; the math functions go by
    NN__EXP and friends, expf in C and exp in OpenCL C.
 
-   NN__ACTIVATIONS(X) lists the functions of the UNARY op, one
-   X(ENUM, name, params, valid, forward, derivative) each:
-     ENUM        NN__U_ENUM, the op's function (the node's i[0])
+   NN__ACTIVATIONS(X), NN__MATH(X) and NN__NOGRAD(X) list the functions of the unary ops
+   (UNARY; UNARY_NOGRAD for NN__NOGRAD's), one X(ENUM, name, params, valid, forward,
+   derivative) each:
+     ENUM        NN__U_ENUM, the op's function (the node's a.ew.fn)
      name        the builder nn_<name> (declared in src/api/api.h) and the kernels
                  <name>_forward / <name>_backward of kernels/elementwise.cl
      params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1
-                 in the formulas, the node's f[0] and f[1]
+                 in the formulas, the node's a.ew.param[0] and a.ew.param[1]
      valid       what the builder requires of p0 and p1 (1: anything)
      forward     y as an expression of the input v (float), p0 and p1
      derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives
    A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN
    and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities
    give what PyTorch's formula gives (tests/test_nanprop.c).
-   An activation is a line here (with helpers above the table when its formula needs
+   A function is a line here (with helpers above the table when its formula needs
    statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.
    Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is
-   safer in float (softplus without overflow, expm1 near 0) that one is used. */
+   safer in float (softplus without overflow, expm1 near 0) that one is used.
+   NN__BINARY_FNS(X), at the end, lists the binary ops' functions the same way. */
 #ifndef NN__ACTIVATION_H
 #define NN__ACTIVATION_H
 

@@ -1,3 +1,6 @@
+#include "kargs.h"
+#include "conv_args.h"
+
 /* Convolutions, direct formulation: one work-item per output element of each pass, so
    every sum runs in a fixed order without atomics. Layout NCHW, weights [K, C/G, KH, KW].
    The geometry arrives as an int8: (sh, sw, ph, pw, dh, dw, G, unused). */
@@ -6,10 +9,7 @@
    the zero padding adds 0 * w, as the GEMM path (and PyTorch) does: a NaN or inf weight
    makes every output of its channel NaN, at the border too; for finite weights it adds
    nothing. */
-__kernel void conv2d_forward(__global const float *x, __global const float *w, __global const float *b,
-                             __global float *y, const int N, const int C, const int H, const int W,
-                             const int K, const int KH, const int KW, const int OH, const int OW,
-                             const int8 geo, const int has_bias) {
+__kernel void conv2d_forward(NN__KPARAMS(conv2d_forward)) {
     int i = get_global_id(0);
     if (i >= N * K * OH * OW) return;
     int ow = i % OW, oh = (i / OW) % OH, k = (i / (OW * OH)) % K, n = i / (OW * OH * K);
@@ -32,9 +32,7 @@ __kernel void conv2d_forward(__global const float *x, __global const float *w, _
 }
 
 /* dx [N, C, H, W]: each input pixel sums dy * w over the outputs whose window covers it */
-__kernel void conv2d_backward_data(__global const float *w, __global const float *dy, __global float *dx,
-                                   const int N, const int C, const int H, const int W, const int K,
-                                   const int KH, const int KW, const int OH, const int OW, const int8 geo) {
+__kernel void conv2d_backward_data(NN__KPARAMS(conv2d_backward_data)) {
     int i = get_global_id(0);
     if (i >= N * C * H * W) return;
     int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);
@@ -64,9 +62,7 @@ __kernel void conv2d_backward_data(__global const float *w, __global const float
    accumulator over N*OH*OW products loses the small terms to its rounding (the error of a
    50176-term sum was ~1e-4 relative, against ~3e-6 this way). x is 0 on the padding, and
    dy * 0 is taken there too: a NaN or inf dy is NaN, as on the GEMM path. */
-__kernel void conv2d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,
-                                     const int N, const int C, const int H, const int W, const int K,
-                                     const int KH, const int KW, const int OH, const int OW, const int8 geo) {
+__kernel void conv2d_backward_weight(NN__KPARAMS(conv2d_backward_weight)) {
     int G = geo.s6, Cg = C / G, Kg = K / G;
     int i = get_global_id(0);
     if (i >= K * Cg * KH * KW) return;
@@ -92,7 +88,7 @@ __kernel void conv2d_backward_weight(__global const float *x, __global const flo
 }
 
 /* y [C] = sum over N and S of x [N, C, S], a partial sum per n as above */
-__kernel void channel_sum(__global const float *x, __global float *y, const int N, const int C, const int S) {
+__kernel void channel_sum(NN__KPARAMS(channel_sum)) {
     int c = get_global_id(0);
     if (c >= C) return;
     float acc = 0.0f;
@@ -104,16 +100,14 @@ __kernel void channel_sum(__global const float *x, __global float *y, const int 
     y[c] = acc;
 }
 
-/* ---- the GEMM path (src/cpu/conv.c, nn__cl_conv2d_plan, says when it is used) ----
+/* ---- the GEMM path (nn__conv2d_dev_plan in src/ops/conv/conv2d.c says when it is used) ----
    Column matrices are [C*KH*KW, ld]: row (c*KH + kh)*KW + kw, so the rows of group g are
    one contiguous block; column p = (n*OH + oh)*OW + ow runs over the whole batch, and
    columns P..ld-1 are zeros (padding for the K slices of the weight gradient). Operands
    live at float offsets `off` inside the node's scratch buffer. */
 
 /* col = im2col(x) */
-__kernel void conv2d_im2col(__global const float *x, __global float *col, const int off, const int N, const int C,
-                            const int H, const int W, const int KH, const int KW, const int OH, const int OW,
-                            const int8 geo, const int ld) {
+__kernel void conv2d_im2col(NN__KPARAMS(conv2d_im2col)) {
     int i = get_global_id(0);
     if (i >= C * KH * KW * ld) return;
     int p = i % ld, row = i / ld;
@@ -129,9 +123,7 @@ __kernel void conv2d_im2col(__global const float *x, __global float *col, const 
 
 /* dx = col2im(dcol): each input pixel sums the column entries that read it, in (kh, kw)
    order (no atomics, the same order every run) */
-__kernel void conv2d_col2im(__global const float *dcol, __global float *dx, const int off, const int N, const int C,
-                            const int H, const int W, const int KH, const int KW, const int OH, const int OW,
-                            const int8 geo, const int ld) {
+__kernel void conv2d_col2im(NN__KPARAMS(conv2d_col2im)) {
     int i = get_global_id(0);
     if (i >= N * C * H * W) return;
     int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);
@@ -153,8 +145,7 @@ __kernel void conv2d_col2im(__global const float *dcol, __global float *dx, cons
 }
 
 /* y [N, K, S] = out [K, ld] (columns n*S + s) + bias */
-__kernel void conv2d_unpack(__global const float *out, __global const float *b, __global float *y, const int off,
-                            const int N, const int K, const int S, const int ld, const int has_bias) {
+__kernel void conv2d_unpack(NN__KPARAMS(conv2d_unpack)) {
     int i = get_global_id(0);
     if (i >= N * K * S) return;
     int s = i % S, k = (i / S) % K, n = i / (S * K);
@@ -162,8 +153,7 @@ __kernel void conv2d_unpack(__global const float *out, __global const float *b, 
 }
 
 /* dyg [K, ld] (columns n*S + s, zeros past N*S) = dy [N, K, S] */
-__kernel void conv2d_pack(__global const float *dy, __global float *dyg, const int off, const int N, const int K,
-                          const int S, const int ld) {
+__kernel void conv2d_pack(NN__KPARAMS(conv2d_pack)) {
     int i = get_global_id(0);
     if (i >= K * ld) return;
     int p = i % ld, k = i / ld;
@@ -183,9 +173,7 @@ inline int2 ow_span(const int off, const int sw, const int W, const int OW) {
 }
 
 /* conv2d_im2col by rows: item (row, n, oh); items past rows*N*OH zero one row's padding */
-__kernel void conv2d_im2col_rows(__global const float *x, __global float *col, const int off, const int N,
-                                 const int C, const int H, const int W, const int KH, const int KW, const int OH,
-                                 const int OW, const int8 geo, const int ld) {
+__kernel void conv2d_im2col_rows(NN__KPARAMS(conv2d_im2col)) {
     int i = get_global_id(0), rows = C * KH * KW, P = N * OH * OW;
     if (i >= rows * N * OH + rows) return;
     if (i >= rows * N * OH) {
@@ -213,9 +201,7 @@ __kernel void conv2d_im2col_rows(__global const float *x, __global float *col, c
 
 /* conv2d_col2im by planes: item (n, c) owns its input plane and adds the column rows into
    it in (kh, kw, oh, ow) order */
-__kernel void conv2d_col2im_planes(__global const float *dcol, __global float *dx, const int off, const int N,
-                                   const int C, const int H, const int W, const int KH, const int KW, const int OH,
-                                   const int OW, const int8 geo, const int ld) {
+__kernel void conv2d_col2im_planes(NN__KPARAMS(conv2d_col2im)) {
     int i = get_global_id(0);
     if (i >= N * C) return;
     int c = i % C, n = i / C, sw = geo.s1;
@@ -237,9 +223,7 @@ __kernel void conv2d_col2im_planes(__global const float *dcol, __global float *d
 }
 
 /* conv2d_unpack by rows: item (n, k) */
-__kernel void conv2d_unpack_rows(__global const float *out, __global const float *b, __global float *y,
-                                 const int off, const int N, const int K, const int S, const int ld,
-                                 const int has_bias) {
+__kernel void conv2d_unpack_rows(NN__KPARAMS(conv2d_unpack)) {
     int i = get_global_id(0);
     if (i >= N * K) return;
     int k = i % K, n = i / K;
@@ -250,8 +234,7 @@ __kernel void conv2d_unpack_rows(__global const float *out, __global const float
 }
 
 /* conv2d_pack by rows: item (k, n); item (k, N) zeroes row k's padding */
-__kernel void conv2d_pack_rows(__global const float *dy, __global float *dyg, const int off, const int N,
-                               const int K, const int S, const int ld) {
+__kernel void conv2d_pack_rows(NN__KPARAMS(conv2d_pack)) {
     int i = get_global_id(0);
     if (i >= K * (N + 1)) return;
     int n = i % (N + 1), k = i / (N + 1);

@@ -1,3 +1,6 @@
+#include "kargs.h"
+#include "conv3d_args.h"
+
 /* 3-D convolutions, direct formulation as in conv.cl: one work-item per output element of
    each pass, every sum in a fixed order, no atomics. Layout NCDHW, weights
    [K, C/G, KD, KH, KW]. The geometry arrives as two int8s: ga = (sd, sh, sw, pd, ph, pw,
@@ -5,10 +8,7 @@
 
 /* y [N, K, OD, OH, OW] = sum over the group's input channels and the window, + bias; a
    tap on the zero padding adds 0 * w, as conv2d_forward */
-__kernel void conv3d_forward(__global const float *x, __global const float *w, __global const float *b,
-                             __global float *y, const int N, const int C, const int D, const int H, const int W,
-                             const int K, const int KD, const int KH, const int KW, const int OD, const int OH,
-                             const int OW, const int8 ga, const int8 gb, const int has_bias) {
+__kernel void conv3d_forward(NN__KPARAMS(conv3d_forward)) {
     int i = get_global_id(0);
     if (i >= N * K * OD * OH * OW) return;
     int ow = i % OW, oh = (i / OW) % OH, od = (i / (OW * OH)) % OD, k = (i / (OW * OH * OD)) % K;
@@ -35,10 +35,7 @@ __kernel void conv3d_forward(__global const float *x, __global const float *w, _
 }
 
 /* dx [N, C, D, H, W]: each input voxel sums dy * w over the outputs whose window covers it */
-__kernel void conv3d_backward_data(__global const float *w, __global const float *dy, __global float *dx,
-                                   const int N, const int C, const int D, const int H, const int W, const int K,
-                                   const int KD, const int KH, const int KW, const int OD, const int OH, const int OW,
-                                   const int8 ga, const int8 gb) {
+__kernel void conv3d_backward_data(NN__KPARAMS(conv3d_backward_data)) {
     int i = get_global_id(0);
     if (i >= N * C * D * H * W) return;
     int iw = i % W, ih = (i / W) % H, id = (i / (W * H)) % D, c = (i / (W * H * D)) % C, n = i / (W * H * D * C);
@@ -72,10 +69,7 @@ __kernel void conv3d_backward_data(__global const float *w, __global const float
 
 /* dw [K, C/G, KD, KH, KW]: each weight sums dy * x over the batch and the output positions,
    x = 0 on the padding (dy * 0: a NaN or inf dy there is NaN, as on the GEMM path) */
-__kernel void conv3d_backward_weight(__global const float *x, __global const float *dy, __global float *dw,
-                                     const int N, const int C, const int D, const int H, const int W, const int K,
-                                     const int KD, const int KH, const int KW, const int OD, const int OH,
-                                     const int OW, const int8 ga, const int8 gb) {
+__kernel void conv3d_backward_weight(NN__KPARAMS(conv3d_backward_weight)) {
     int G = gb.s1, Cg = C / G, Kg = K / G;
     int i = get_global_id(0);
     if (i >= K * Cg * KD * KH * KW) return;

@@ -1,44 +1,46 @@
-/* Elementwise ops. Twins of the loops in src/cpu/simd.c; every kernel guards i < n because
-   the host may round the global size up to a multiple of the work-group size. */
+/* The elementwise family's kernels (the ops of src/ops/elementwise/ launch them), twins of the
+   loops in src/cpu/elementwise.c; parameter lists in kernels/elementwise_args.h. Every
+   kernel guards i < n because the host may round the global size up to a multiple of the
+   work-group size. */
 #include "kargs.h"
 #include "elementwise_args.h"
-
-
 #include "activation.h"
+
+/* ---- unary (src/ops/elementwise/unary.c): activations and math, scale, PReLU, fill,
+   accumulate ---- */
 
 /* Each unary function's pair of kernels, stamped from the tables of kernels/activation.h: v is
    the input, p0 and p1 its parameters. */
 #define NN__X(E, NAME, PARAMS, VALID, FWD, DER)                                             \
-__kernel void NAME##_forward(__global const float *x, __global float *y, const int n,       \
-                             const float p0, const float p1) {                             \
+__kernel void NAME##_forward(NN__KPARAMS(unary_forward)) {                                 \
     int i = get_global_id(0);                                                              \
     if (i < n) { float v = x[i]; y[i] = (FWD); }                                           \
 }                                                                                          \
-__kernel void NAME##_backward(__global const float *x, __global const float *dy,           \
-                              __global float *dx, const int n, const float p0,             \
-                              const float p1) {                                            \
+__kernel void NAME##_backward(NN__KPARAMS(unary_backward)) {                               \
     int i = get_global_id(0);                                                              \
     if (i < n) { float v = x[i]; dx[i] = dy[i] * (DER); }                                  \
 }
 NN__UNARY_ALL(NN__X)
 #undef NN__X
 
+__kernel void scale(NN__KPARAMS(scale)) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = x[i] * s;
+}
+
 /* PReLU over x [N, C, S] with the slope w[c] of its channel (C = 1: one shared slope) */
-__kernel void prelu_forward(__global const float *x, __global const float *w, __global float *y, const int n,
-                            const int C, const int S) {
+__kernel void prelu_forward(NN__KPARAMS(prelu_forward)) {
     int i = get_global_id(0);
     if (i < n) y[i] = nn__act_leaky(x[i], w[(i / S) % C]);
 }
 
-__kernel void prelu_backward_input(__global const float *x, __global const float *w, __global const float *dy,
-                                   __global float *dx, const int n, const int C, const int S) {
+__kernel void prelu_backward_input(NN__KPARAMS(prelu_backward_input)) {
     int i = get_global_id(0);
     if (i < n) dx[i] = dy[i] * nn__act_leaky_der(x[i], w[(i / S) % C]);
 }
 
 /* part [N, C] = the sum over s of dy * dy/dw for each (n, c), in s order */
-__kernel void prelu_backward_weight_part(__global const float *x, __global const float *dy, __global float *part,
-                                         const int N, const int C, const int S) {
+__kernel void prelu_backward_weight_part(NN__KPARAMS(prelu_backward_weight_part)) {
     int k = get_global_id(0);
     if (k >= N * C) return;
     size_t base = (size_t)k * S;
@@ -48,7 +50,7 @@ __kernel void prelu_backward_weight_part(__global const float *x, __global const
 }
 
 /* dw [C] = the sum over n of part[n, c], in n order: no atomics, the same bits every run */
-__kernel void prelu_backward_weight(__global const float *part, __global float *dw, const int N, const int C) {
+__kernel void prelu_backward_weight(NN__KPARAMS(prelu_backward_weight)) {
     int c = get_global_id(0);
     if (c >= C) return;
     float acc = 0.0f;
@@ -56,26 +58,19 @@ __kernel void prelu_backward_weight(__global const float *part, __global float *
     dw[c] = acc;
 }
 
-/* ---- broadcasting: the geometry of src/cpu/simd.c's nn__bcast_init, nd merged dims
-   (outermost first) and each operand's strides (0 where broadcast) as int8s ---- */
+__kernel void fill(NN__KPARAMS(fill)) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = v;
+}
 
-/* f(u, w) and its derivatives, the formulas of kernels/activation.h's NN__BINARY_FNS */
-static inline float nn__ew_binary(int fn, float u, float w) {
-    switch (fn) {
-#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return (FWD);
-    NN__BINARY_FNS(NN__X)
-#undef NN__X
-    }
-    return 0.0f;
+__kernel void accumulate(NN__KPARAMS(accumulate)) {
+    int i = get_global_id(0);
+    if (i < n) acc[i] += x[i];
 }
-static inline float nn__ew_binary_der(int fn, int wrt, float u, float w) {
-    switch (fn) {
-#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return wrt ? (DB) : (DA);
-    NN__BINARY_FNS(NN__X)
-#undef NN__X
-    }
-    return 0.0f;
-}
+
+/* ---- broadcasting (src/ops/elementwise/broadcast.c): src/cpu/elementwise.c's
+   nn__bcast geometry, nd merged dims (outermost first) and each operand's strides (0
+   where broadcast) as int8s; expand and its gradient sum_to ---- */
 
 /* The operands' offsets of output element i. */
 static inline void nn__bc_offsets(int i, int nd, int8 dims, int8 s0, int8 s1, int8 s2, int *o0, int *o1, int *o2) {
@@ -96,80 +91,7 @@ static inline void nn__bc_offsets(int i, int nd, int8 dims, int8 s0, int8 s1, in
     *o2 = c;
 }
 
-/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */
-__kernel void binary_flat(__global const float *a, __global const float *b, __global float *y, const int n,
-                          const int fn, const int sa, const int sb) {
-    int i = get_global_id(0);
-    if (i < n) y[i] = nn__ew_binary(fn, a[i * sa], b[i * sb]);
-}
-
-/* same shapes: one kernel per function (binary_same_add, ...), so that a CPU device's
-   compiler sees straight-line code it can vectorise */
-#define NN__X(E, NAME, FWD, DA, DB)                                                              \
-    __kernel void binary_same_##NAME(__global const float *a, __global const float *b, __global float *y, \
-                                     const int n) {                                              \
-        int i = get_global_id(0);                                                                \
-        if (i < n) {                                                                             \
-            float u = a[i], w = b[i];                                                            \
-            y[i] = (FWD);                                                                        \
-        }                                                                                        \
-    }
-NN__BINARY_FNS(NN__X)
-#undef NN__X
-
-__kernel void binary_bcast(__global const float *a, __global const float *b, __global float *y, const int n,
-                           const int fn, const int nd, const int8 dims, const int8 sa, const int8 sb) {
-    int i = get_global_id(0), oa, ob, oc;
-    if (i >= n) return;
-    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);
-    y[i] = nn__ew_binary(fn, a[oa], b[ob]);
-}
-
-/* dx [n] = dy * df/da (wrt 0) or df/db (wrt 1), at the output's shape */
-/* dx = dy * df/da (wrt 0) or df/db (wrt 1) for same shapes, one kernel per function */
-#define NN__X(E, NAME, FWD, DA, DB)                                                              \
-    __kernel void binary_same_grad_##NAME(__global const float *a, __global const float *b,     \
-                                          __global const float *dy, __global float *dx, const int n, \
-                                          const int wrt) {                                       \
-        int i = get_global_id(0);                                                                \
-        if (i < n) {                                                                             \
-            float u = a[i], w = b[i];                                                            \
-            dx[i] = dy[i] * (wrt ? (DB) : (DA));                                                 \
-        }                                                                                        \
-    }
-NN__BINARY_FNS(NN__X)
-#undef NN__X
-
-__kernel void binary_grad(__global const float *a, __global const float *b, __global const float *dy,
-                          __global float *dx, const int n, const int fn, const int wrt, const int nd, const int8 dims,
-                          const int8 sa, const int8 sb) {
-    int i = get_global_id(0), oa, ob, oc;
-    if (i >= n) return;
-    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);
-    dx[i] = dy[i] * nn__ew_binary_der(fn, wrt, a[oa], b[ob]);
-}
-
-__kernel void where_bcast(__global const float *c, __global const float *a, __global const float *b,
-                          __global float *y, const int n, const int nd, const int8 dims, const int8 sc,
-                          const int8 sa, const int8 sb) {
-    int i = get_global_id(0), oc, oa, ob;
-    if (i >= n) return;
-    nn__bc_offsets(i, nd, dims, sc, sa, sb, &oc, &oa, &ob);
-    y[i] = c[oc] != 0.0f ? a[oa] : b[ob];
-}
-
-/* y = (mask != 0) != invert ? value : x */
-__kernel void masked_fill_bcast(__global const float *m, __global const float *x, __global float *y, const int n,
-                                const float value, const int invert, const int nd, const int8 dims, const int8 sm,
-                                const int8 sx) {
-    int i = get_global_id(0), om, ox, oc;
-    if (i >= n) return;
-    nn__bc_offsets(i, nd, dims, sm, sx, (int8)(0), &om, &ox, &oc);
-    y[i] = (m[om] != 0.0f) != invert ? value : x[ox];
-}
-
-__kernel void expand_bcast(__global const float *x, __global float *y, const int n, const int nd, const int8 dims,
-                           const int8 sx) {
+__kernel void expand_bcast(NN__KPARAMS(expand_bcast)) {
     int i = get_global_id(0), ox, o1, o2;
     if (i >= n) return;
     nn__bc_offsets(i, nd, dims, sx, (int8)(0), (int8)(0), &ox, &o1, &o2);
@@ -178,8 +100,7 @@ __kernel void expand_bcast(__global const float *x, __global float *y, const int
 
 /* y [m] = x summed over the dims where st is 0 (x's strides xs): element j of y is 0 plus
    its `reduced` elements of x in increasing index order, as the CPU backend adds them */
-__kernel void sum_to(__global const float *x, __global float *y, const int m, const int reduced, const int nd,
-                     const int8 dims, const int8 st, const int8 xs) {
+__kernel void sum_to(NN__KPARAMS(sum_to)) {
     int j = get_global_id(0), D[8], S[8], X[8], idx[8], off = 0, rem;
     float acc = 0.0f;
     if (j >= m) return;
@@ -206,26 +127,102 @@ __kernel void sum_to(__global const float *x, __global float *y, const int m, co
     y[j] = acc;
 }
 
+/* ---- binary (src/ops/elementwise/binary.c): add, sub, mul, div, minimum, maximum, pow,
+   comparisons, broadcast ---- */
+
+/* f(u, w) and its derivatives, the formulas of kernels/activation.h's NN__BINARY_FNS */
+static inline float nn__ew_binary(int fn, float u, float w) {
+    switch (fn) {
+#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return (FWD);
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+    }
+    return 0.0f;
+}
+static inline float nn__ew_binary_der(int fn, int wrt, float u, float w) {
+    switch (fn) {
+#define NN__X(E, NAME, FWD, DA, DB) case NN__B_##E: return wrt ? (DB) : (DA);
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+    }
+    return 0.0f;
+}
+
+/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */
+__kernel void binary_flat(NN__KPARAMS(binary_flat)) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = nn__ew_binary(fn, a[i * sa], b[i * sb]);
+}
+
+/* same shapes: one kernel per function (binary_same_add, ...), so that a CPU device's
+   compiler sees straight-line code it can vectorise */
+#define NN__X(E, NAME, FWD, DA, DB)                                                              \
+    __kernel void binary_same_##NAME(NN__KPARAMS(binary_same)) {                                 \
+        int i = get_global_id(0);                                                                \
+        if (i < n) {                                                                             \
+            float u = a[i], w = b[i];                                                            \
+            y[i] = (FWD);                                                                        \
+        }                                                                                        \
+    }
+NN__BINARY_FNS(NN__X)
+#undef NN__X
+
+__kernel void binary_bcast(NN__KPARAMS(binary_bcast)) {
+    int i = get_global_id(0), oa, ob, oc;
+    if (i >= n) return;
+    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);
+    y[i] = nn__ew_binary(fn, a[oa], b[ob]);
+}
+
+/* dx = dy * df/da (wrt 0) or df/db (wrt 1) for same shapes, one kernel per function */
+#define NN__X(E, NAME, FWD, DA, DB)                                                              \
+    __kernel void binary_same_grad_##NAME(NN__KPARAMS(binary_same_grad)) {                       \
+        int i = get_global_id(0);                                                                \
+        if (i < n) {                                                                             \
+            float u = a[i], w = b[i];                                                            \
+            dx[i] = dy[i] * (wrt ? (DB) : (DA));                                                 \
+        }                                                                                        \
+    }
+NN__BINARY_FNS(NN__X)
+#undef NN__X
+
+/* dx [n] = dy * df/da (wrt 0) or df/db (wrt 1), at the output's shape */
+__kernel void binary_grad(NN__KPARAMS(binary_grad)) {
+    int i = get_global_id(0), oa, ob, oc;
+    if (i >= n) return;
+    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);
+    dx[i] = dy[i] * nn__ew_binary_der(fn, wrt, a[oa], b[ob]);
+}
+
+/* ---- select (src/ops/elementwise/select.c): where, masked_fill ---- */
+
+__kernel void where_bcast(NN__KPARAMS(where_bcast)) {
+    int i = get_global_id(0), oc, oa, ob;
+    if (i >= n) return;
+    nn__bc_offsets(i, nd, dims, sc, sa, sb, &oc, &oa, &ob);
+    y[i] = c[oc] != 0.0f ? a[oa] : b[ob];
+}
+
+/* y = (mask != 0) != invert ? value : x */
+__kernel void masked_fill_bcast(NN__KPARAMS(masked_fill_bcast)) {
+    int i = get_global_id(0), om, ox, oc;
+    if (i >= n) return;
+    nn__bc_offsets(i, nd, dims, sm, sx, (int8)(0), &om, &ox, &oc);
+    y[i] = (m[om] != 0.0f) != invert ? value : x[ox];
+}
+
+/* ---- helpers other families launch (conv, matmul, shape) ---- */
+
 /* y [N, C, S] = x + b[c] */
 __kernel void channel_bias(NN__KPARAMS(channel_bias)) {
     int i = get_global_id(0);
     if (i < n) y[i] = x[i] + b[(i / S) % C];
 }
 
-__kernel void scale(__global const float *x, __global float *y, const int n, const float s) {
-    int i = get_global_id(0);
-    if (i < n) y[i] = x[i] * s;
-}
-
 /* a bit copy (reshape), for either dtype */
 __kernel void copy(NN__KPARAMS(copy)) {
     int i = get_global_id(0);
     if (i < n) y[i] = x[i];
-}
-
-__kernel void fill(__global float *y, const int n, const float v) {
-    int i = get_global_id(0);
-    if (i < n) y[i] = v;
 }
 
 /* y [nb] = sum over the leading dims of x [n / nb, nb] (at float offset off), in a fixed
@@ -237,9 +234,4 @@ __kernel void sum_leading(NN__KPARAMS(sum_leading)) {
         for (int i = j; i < n; i += nb) s += x[off + i];
         y[j] = s;
     }
-}
-
-__kernel void accumulate(__global const float *x, __global float *acc, const int n) {
-    int i = get_global_id(0);
-    if (i < n) acc[i] += x[i];
 }

@@ -1,10 +1,11 @@
 /* Gathers: rows of a dataset that lives on the device, index_select, gather, scatter_add
-   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/cpu/shape.c. */
+   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/cpu/gather.c. */
+#include "kargs.h"
+#include "gather_args.h"
 
 /* y [B, D] = data[idx[b]] of data [N, D]; an index out of range gives zeros. The rows are
    copied as bits, so float32 and int32 data share the kernel. */
-__kernel void gather_rows(__global const uint *data, __global const int *idx, __global uint *y,
-                          const int B, const int N, const int D) {
+__kernel void gather_rows(NN__KPARAMS(gather_rows)) {
     int i = get_global_id(0);
     if (i >= B * D) return;
     int b = i / D, j = i - b * D, r = idx[b];
@@ -13,8 +14,7 @@ __kernel void gather_rows(__global const uint *data, __global const int *idx, __
 
 /* ddata [N, D]: element (r, j) sums dy[b, j] over every b with idx[b] == r, in order of b
    (no atomics, so the result is deterministic). */
-__kernel void gather_rows_backward(__global const int *idx, __global const float *dy, __global float *ddata,
-                                   const int B, const int N, const int D) {
+__kernel void gather_rows_backward(NN__KPARAMS(gather_rows_backward)) {
     int i = get_global_id(0);
     if (i >= N * D) return;
     int r = i / D, j = i - r * D;
@@ -25,7 +25,7 @@ __kernel void gather_rows_backward(__global const int *idx, __global const float
 
 /* A checked op's index values outside [0, L), counted into bad[slot] (PyTorch raises on
    them; the op itself reads none of them). */
-__kernel void index_check(__global const int *idx, const int n, const int L, __global int *bad, const int slot) {
+__kernel void index_check(NN__KPARAMS(index_check)) {
     int i = get_global_id(0);
     if (i >= n) return;
     if (idx[i] < 0 || idx[i] >= L) atomic_inc(bad + slot);
@@ -33,8 +33,7 @@ __kernel void index_check(__global const int *idx, const int n, const int L, __g
 
 /* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k]; out of range:
    zeros. Bits, so either dtype. */
-__kernel void index_select(__global const uint *x, __global const int *idx, __global uint *y, const int n, const int L,
-                           const int K, const int inner) {
+__kernel void index_select(NN__KPARAMS(index_select)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int in = i % inner, k = (i / inner) % K, o = i / (inner * K), j = idx[k];
@@ -43,8 +42,7 @@ __kernel void index_select(__global const uint *x, __global const int *idx, __gl
 
 /* dx [outer, L, inner]: element j sums dy [outer, K, inner] over the k with idx[k] == j, in
    order of k (as the CPU loop) */
-__kernel void index_select_backward(__global const float *dy, __global const int *idx, __global float *dx, const int n,
-                                    const int L, const int K, const int inner) {
+__kernel void index_select_backward(NN__KPARAMS(index_select_backward)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int in = i % inner, j = (i / inner) % L, o = i / (inner * L);
@@ -64,8 +62,7 @@ inline void nn_coords(int i, const int *dims, int *c) {
 
 /* torch.gather along dim: y [ydims] at c inside the index's dims = x at c with c[dim] =
    idx[c]; elsewhere, and for an index out of range, zero */
-__kernel void gather(__global const float *x, __global const int *idx, __global float *y, const int n, const int8 ydims,
-                     const int8 idims, const int8 xdims, const int dim) {
+__kernel void gather(NN__KPARAMS(gather)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int yd[8], id[8], xd[8], c[8];
@@ -89,8 +86,7 @@ __kernel void gather(__global const float *x, __global const int *idx, __global 
 /* torch.scatter_add along dim, as a gather: y [ydims] = base (has_base) plus src at every
    position c of the index's dims with c[dim] = idx[c] matching, summed in order of the
    index's dim (the CPU loop's order: no atomics, the same bits each run) */
-__kernel void scatter_add(__global const float *base, __global const int *idx, __global const float *src, __global float *y,
-                          const int n, const int8 ydims, const int8 idims, const int8 sdims, const int dim, const int has_base) {
+__kernel void scatter_add(NN__KPARAMS(scatter_add)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int yd[8], id[8], sd[8], c[8];
@@ -119,7 +115,7 @@ __kernel void scatter_add(__global const float *base, __global const int *idx, _
 }
 
 /* one_hot as float32: y [R, C] = 1 where c == labels[r] (a label out of range: a zero row) */
-__kernel void one_hot(__global const int *labels, __global float *y, const int n, const int C) {
+__kernel void one_hot(NN__KPARAMS(one_hot)) {
     int i = get_global_id(0);
     if (i >= n) return;
     y[i] = labels[i / C] == i % C ? 1.0f : 0.0f;

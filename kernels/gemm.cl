@@ -1,18 +1,24 @@
+#include "kargs.h"
+#include "gemm_args.h"
+
 /* SGEMM: row-major C[M,N] = alpha * op(A) * op(B) + beta * C.
  *
  *   op(A) = A   stored [M,K] (lda >= K)   or  A^T, A stored [K,M] (lda >= M)
  *   op(B) = B   stored [K,N] (ldb >= N)   or  B^T, B stored [N,K] (ldb >= K)
  *
- * Kernels gemm_nn, gemm_nt, gemm_tn, gemm_tt are stamped out from one body;
- * the transpose flags are compile-time constants after inlining, so each
- * variant gets its own specialised loads at no runtime cost.
+ * Kernels gemm_nn, gemm_nt, gemm_tn, gemm_tt are stamped out from one body
+ * (GEMM_KERNEL, parameters `gemm` of kernels/gemm_args.h), and their batched
+ * twins from another (GEMM_BATCHED_KERNEL, `gemm_batched`); the transpose
+ * flags are compile-time constants after inlining, so each variant gets its
+ * own specialised loads at no runtime cost.
  *
  * Each work-item owns WPT_M x WPT_N micro-tiles of C held in registers as
  * WPT_N/VW float<VW> vectors per row (rows are broadcast scalars of op(A)).
  * Work-group dim 0 runs along N, dim 1 along M.
  *
- * Three strategies, chosen by USE_LOCAL (the host plan must match; see
- * src/nn_cl_gemm.c):
+ * Three strategies, chosen by USE_LOCAL (the host plan must match: one
+ * nn__gemm_config in src/opencl/gemm_plan.c makes both the build options and
+ * the launch geometry):
  *   0  direct:  WG_N x WG_M items, one micro-tile each, streamed straight
  *               from global memory.  Fallback for devices without usable
  *               local memory.  Slow for large power-of-two ldb on CPUs (the
@@ -433,11 +439,7 @@ inline void gemm_tiled(const int M, const int N, const int K,
 #endif /* USE_LOCAL */
 
 #define GEMM_KERNEL(name, ta, tb)                                                    \
-    __kernel GEMM_ATTR void name(const int M, const int N, const int K,              \
-                                 __global const float *A, const int lda,             \
-                                 __global const float *B, const int ldb,             \
-                                 __global float *C, const int ldc,                   \
-                                 const float alpha, const float beta)                \
+    __kernel GEMM_ATTR void name(NN__KPARAMS(gemm))                                 \
     {                                                                                \
         GEMM_LOCALS                                                                  \
         GEMM_CALL(A, B, C, ta, tb);                                                  \
@@ -448,15 +450,7 @@ inline void gemm_tiled(const int M, const int N, const int K,
  * launch covers the groups of a grouped convolution (outer) and the K slices of a
  * split-K product (inner).  The offsets let operands live inside one scratch buffer. */
 #define GEMM_BATCHED_KERNEL(name, ta, tb)                                            \
-    __kernel GEMM_ATTR void name(const int M, const int N, const int K,              \
-                                 __global const float *A, const int lda,             \
-                                 __global const float *B, const int ldb,             \
-                                 __global float *C, const int ldc,                   \
-                                 const float alpha, const float beta,                \
-                                 const int inner, const int offA, const int sa0,     \
-                                 const int sa1, const int offB, const int sb0,       \
-                                 const int sb1, const int offC, const int sc0,       \
-                                 const int sc1)                                      \
+    __kernel GEMM_ATTR void name(NN__KPARAMS(gemm_batched))                         \
     {                                                                                \
         GEMM_LOCALS                                                                  \
         const int z = (int)get_global_id(2), zo = z / inner, zi = z - zo * inner;    \

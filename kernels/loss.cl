@@ -1,24 +1,11 @@
-/* Losses: twins of src/cpu/loss.c, same formulas in the same order. Kind numbers are
-   cpu/loss.c's nn__loss_kind and nn__row_kind. No fmax where NaN must stay NaN (fmax
-   returns the other operand): comparisons written so that NaN falls through. */
-
+/* Losses: twins of src/cpu/loss.c, same formulas in the same order. The kinds are
+   kernels/loss.h's lists (nn__loss_kind, nn__row_kind), the C side's too. No fmax where NaN
+   must stay NaN (fmax returns the other operand): comparisons written so that NaN falls
+   through. */
+#include "kargs.h"
+#include "loss_args.h"
 #include "activation.h"
-
-#define L_MSE 0
-#define L_L1 1
-#define L_HUBER 2
-#define L_SMOOTH_L1 3
-#define L_LOG_COSH 4
-#define L_QUANTILE 5
-#define L_HINGE 6
-#define L_SQ_HINGE 7
-#define L_BCE 8
-#define L_BCE_LOGITS 9
-#define L_FOCAL 10
-#define L_KL 11
-#define R_DICE 0
-#define R_COSINE 1
-#define R_TRIPLET 2
+#include "loss.h"
 
 inline float nn_sgn(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; }
 
@@ -29,23 +16,23 @@ inline float nn_log_floor(float v) { return v < -100.0f ? -100.0f : v; }
 inline float nn_loss1(int kind, float x, float t, float a, float b, float pw, int log_target) {
     float d = x - t, ad = fabs(d), m, p, ce, pt, l;
     switch (kind) {
-    case L_MSE: return d * d;
-    case L_L1: return ad;
-    case L_HUBER: return ad < a ? 0.5f * d * d : a * (ad - 0.5f * a);
-    case L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;
-    case L_LOG_COSH: return ad + log1p(exp(-2.0f * ad)) - 0.69314718055994531f;
-    case L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;
-    case L_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m;
-    case L_SQ_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m * m;
-    case L_BCE: return -(t * nn_log_floor(log(x)) + (1.0f - t) * nn_log_floor(log(1.0f - x)));
-    case L_BCE_LOGITS: return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1p(exp(-fabs(x))) + fmax(-x, 0.0f));
-    case L_FOCAL:
+    case NN__L_MSE: return d * d;
+    case NN__L_L1: return ad;
+    case NN__L_HUBER: return ad < a ? 0.5f * d * d : a * (ad - 0.5f * a);
+    case NN__L_SMOOTH_L1: return a == 0.0f ? ad : ad < a ? 0.5f * d * d / a : ad - 0.5f * a;
+    case NN__L_LOG_COSH: return ad + log1p(exp(-2.0f * ad)) - 0.69314718055994531f;
+    case NN__L_QUANTILE: return -d > 0.0f ? a * -d : (a - 1.0f) * -d;
+    case NN__L_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m;
+    case NN__L_SQ_HINGE: m = a - t * x; return m <= 0.0f ? 0.0f : m * m;
+    case NN__L_BCE: return -(t * nn_log_floor(log(x)) + (1.0f - t) * nn_log_floor(log(1.0f - x)));
+    case NN__L_BCE_LOGITS: return (1.0f - t) * x + (1.0f + (pw - 1.0f) * t) * (log1p(exp(-fabs(x))) + fmax(-x, 0.0f));
+    case NN__L_FOCAL:
         p = 1.0f / (1.0f + exp(-x));
         ce = (1.0f - t) * x + fmax(-x, 0.0f) + log1p(exp(-fabs(x)));
         pt = p * t + (1.0f - p) * (1.0f - t);
         l = ce * pow(1.0f - pt, b);
         return a >= 0.0f ? l * (a * t + (1.0f - a) * (1.0f - t)) : l;
-    case L_KL:
+    case NN__L_KL:
         if (log_target) return exp(t) * (t - x);
         return (t == 0.0f ? 0.0f : t * log(t)) - t * x;
     default: return 0.0f;
@@ -55,17 +42,17 @@ inline float nn_loss1(int kind, float x, float t, float a, float b, float pw, in
 inline float nn_loss1_dx(int kind, float x, float t, float a, float b, float pw, int log_target) {
     float d = x - t, ad = fabs(d), m, p, ce, pt, q, at;
     switch (kind) {
-    case L_MSE: return 2.0f * d;
-    case L_L1: return nn_sgn(d);
-    case L_HUBER: return ad < a ? d : ad >= a ? a * nn_sgn(d) : d;
-    case L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn_sgn(d) : d;
-    case L_LOG_COSH: return tanh(d);
-    case L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;
-    case L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;
-    case L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;
-    case L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);
-    case L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));
-    case L_FOCAL:
+    case NN__L_MSE: return 2.0f * d;
+    case NN__L_L1: return nn_sgn(d);
+    case NN__L_HUBER: return ad < a ? d : ad >= a ? a * nn_sgn(d) : d;
+    case NN__L_SMOOTH_L1: return ad < a ? d / a : ad >= a ? nn_sgn(d) : d;
+    case NN__L_LOG_COSH: return tanh(d);
+    case NN__L_QUANTILE: return d < 0.0f ? -a : d >= 0.0f ? 1.0f - a : d;
+    case NN__L_HINGE: m = a - t * x; return m > 0.0f ? -t : m <= 0.0f ? 0.0f : m;
+    case NN__L_SQ_HINGE: m = a - t * x; return m > 0.0f ? -2.0f * t * m : m <= 0.0f ? 0.0f : m;
+    case NN__L_BCE: return (x - t) / fmax((1.0f - x) * x, 1e-12f);
+    case NN__L_BCE_LOGITS: return (1.0f - t) - (1.0f + (pw - 1.0f) * t) / (1.0f + exp(x));
+    case NN__L_FOCAL:
         p = 1.0f / (1.0f + exp(-x));
         ce = (1.0f - t) * x + fmax(-x, 0.0f) + log1p(exp(-fabs(x)));
         pt = p * t + (1.0f - p) * (1.0f - t);
@@ -73,7 +60,7 @@ inline float nn_loss1_dx(int kind, float x, float t, float a, float b, float pw,
         at = a >= 0.0f ? a * t + (1.0f - a) * (1.0f - t) : 1.0f;
         return at * ((q > 0.0f ? -b * pow(q, b - 1.0f) * (2.0f * t - 1.0f) * p * (1.0f - p) * ce : 0.0f) +
                      pow(q, b) * (p - t));
-    case L_KL:
+    case NN__L_KL:
         if (log_target) return -exp(t);
         return -t;
     default: return 0.0f;
@@ -81,16 +68,12 @@ inline float nn_loss1_dx(int kind, float x, float t, float a, float b, float pw,
 }
 
 /* y [n] = loss(x, t); pw repeats with period npw */
-__kernel void loss_ew_forward(__global const float *x, __global const float *t, __global const float *pw,
-                              __global const float *unused, __global float *y, const int n, const int npw, const int kind,
-                              const int log_target, const float a, const float b) {
+__kernel void loss_ew_forward(NN__KPARAMS(loss_ew_forward)) {
     int i = get_global_id(0);
     if (i < n) y[i] = nn_loss1(kind, x[i], t[i], a, b, pw[i % npw], log_target);
 }
 
-__kernel void loss_ew_backward(__global const float *x, __global const float *t, __global const float *pw,
-                               __global const float *dy, __global float *dx, const int n, const int npw, const int kind,
-                               const int log_target, const float a, const float b) {
+__kernel void loss_ew_backward(NN__KPARAMS(loss_ew_backward)) {
     int i = get_global_id(0);
     if (i < n) dx[i] = dy[i] * nn_loss1_dx(kind, x[i], t[i], a, b, pw[i % npw], log_target);
 }
@@ -100,9 +83,7 @@ inline int nn_ce_ignored(int t, int C, int ignore) { return t == ignore || t < 0
 /* One work-item per row: (1 - eps) * w[t] * -logp[t] + eps / C * sum_c w[c] * -logp[c].
    A label outside [0, C) that is not ignore_index counts in bad[slot] (reported to the
    host at its next read) and gives 0. */
-__kernel void ce_rows_forward(__global const float *x, __global const int *label, __global const float *w,
-                              __global float *loss, const int B, const int C, const int ignore, const int log_input,
-                              const int has_w, const float eps, __global int *bad, const int slot) {
+__kernel void ce_rows_forward(NN__KPARAMS(ce_rows_forward)) {
     int b = get_global_id(0);
     if (b >= B) return;
     __global const float *xr = x + (size_t)b * C;
@@ -119,9 +100,7 @@ __kernel void ce_rows_forward(__global const float *x, __global const int *label
     loss[b] = (1.0f - eps) * (has_w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;
 }
 
-__kernel void ce_rows_backward(__global const float *x, __global const int *label, __global const float *w,
-                               __global const float *dloss, __global float *dx, const int B, const int C,
-                               const int ignore, const int log_input, const int has_w, const float eps) {
+__kernel void ce_rows_backward(NN__KPARAMS(ce_rows_backward)) {
     int b = get_global_id(0);
     if (b >= B) return;
     __global const float *xr = x + (size_t)b * C;
@@ -141,33 +120,30 @@ __kernel void ce_rows_backward(__global const float *x, __global const int *labe
     }
 }
 
-__kernel void ce_weights(__global const int *label, __global const float *w, __global float *y, const int B,
-                         const int C, const int ignore, const int has_w) {
+__kernel void ce_weights(NN__KPARAMS(ce_weights)) {
     int b = get_global_id(0);
     if (b < B) y[b] = nn_ce_ignored(label[b], C, ignore) ? 0.0f : has_w ? w[label[b]] : 1.0f;
 }
 
-__kernel void div_scalar(__global const float *x, __global const float *d, __global float *y, const int n) {
+__kernel void div_scalar(NN__KPARAMS(div_scalar)) {
     int i = get_global_id(0);
     if (i < n) y[i] = x[i] / d[0];
 }
 
 /* Row losses of [B, D] inputs, one work-item per row; x2: cosine's target [B], triplet's
    negative. */
-__kernel void rows_forward(__global const float *x0, __global const float *x1, __global const float *x2,
-                           __global const float *unused, __global float *y, const int B, const int D, const int kind,
-                           const int which, const float a) {
+__kernel void rows_forward(NN__KPARAMS(rows_forward)) {
     int b = get_global_id(0);
     if (b >= B) return;
     __global const float *u = x0 + (size_t)b * D, *v = x1 + (size_t)b * D;
     float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, r = 0.0f;
-    if (kind == R_DICE) {
+    if (kind == NN__R_DICE) {
         for (int j = 0; j < D; j++) {
             s0 += u[j] * v[j];
             s1 += u[j] + v[j];
         }
         r = 1.0f - (2.0f * s0 + a) / (s1 + a);
-    } else if (kind == R_COSINE) {
+    } else if (kind == NN__R_COSINE) {
         float yb = x2[b], c;
         for (int j = 0; j < D; j++) {
             s0 += u[j] * v[j];
@@ -176,7 +152,7 @@ __kernel void rows_forward(__global const float *x0, __global const float *x1, _
         }
         c = s0 / sqrt((s1 + 1e-12f) * (s2 + 1e-12f));
         r = yb == 1.0f ? 1.0f - c : yb == -1.0f ? (c - a <= 0.0f ? 0.0f : c - a) : 0.0f;
-    } else if (kind == R_TRIPLET) {
+    } else if (kind == NN__R_TRIPLET) {
         __global const float *n = x2 + (size_t)b * D;
         for (int j = 0; j < D; j++) {
             float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;
@@ -190,22 +166,20 @@ __kernel void rows_forward(__global const float *x0, __global const float *x1, _
 }
 
 /* d(row loss)/d(input `which`) times dy[b] */
-__kernel void rows_backward(__global const float *x0, __global const float *x1, __global const float *x2,
-                            __global const float *dy, __global float *dx, const int B, const int D, const int kind,
-                            const int which, const float a) {
+__kernel void rows_backward(NN__KPARAMS(rows_backward)) {
     int b = get_global_id(0);
     if (b >= B) return;
     __global const float *u = x0 + (size_t)b * D, *v = x1 + (size_t)b * D;
     __global float *o = dx + (size_t)b * D;
     float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, g = dy[b];
-    if (kind == R_DICE) {
+    if (kind == NN__R_DICE) {
         for (int j = 0; j < D; j++) {
             s0 += u[j] * v[j];
             s1 += u[j] + v[j];
         }
         float N = 2.0f * s0 + a, S = s1 + a;
         for (int j = 0; j < D; j++) o[j] = g * (N - 2.0f * v[j] * S) / (S * S);
-    } else if (kind == R_COSINE) {
+    } else if (kind == NN__R_COSINE) {
         float yb = x2[b];
         __global const float *self = which == 0 ? u : v, *other = which == 0 ? v : u;
         for (int j = 0; j < D; j++) {
@@ -216,7 +190,7 @@ __kernel void rows_backward(__global const float *x0, __global const float *x1, 
         float m1 = s1 + 1e-12f, m2 = s2 + 1e-12f, den = sqrt(m1 * m2), c = s0 / den;
         float k = yb == 1.0f ? -g : (yb == -1.0f && c - a > 0.0f) ? g : 0.0f;
         for (int j = 0; j < D; j++) o[j] = k * (other[j] / den - c * self[j] / (which == 0 ? m1 : m2));
-    } else if (kind == R_TRIPLET) {
+    } else if (kind == NN__R_TRIPLET) {
         __global const float *n = x2 + (size_t)b * D;
         for (int j = 0; j < D; j++) {
             float dp = u[j] - v[j] + 1e-6f, dn = u[j] - n[j] + 1e-6f;
@@ -238,8 +212,7 @@ __kernel void rows_backward(__global const float *x0, __global const float *x1, 
 
 /* loss[b] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and counts in
    bad[slot] (reported to the host at its next read) */
-__kernel void xent_forward(__global const float *x, __global const int *label, __global float *loss,
-                           const int B, const int C, __global int *bad, const int slot) {
+__kernel void xent_forward(NN__KPARAMS(xent_forward)) {
     int b = get_global_id(0);
     if (b >= B) return;
     __global const float *xr = x + (size_t)b * C;
@@ -251,8 +224,7 @@ __kernel void xent_forward(__global const float *x, __global const int *label, _
     loss[b] = log(s) + m - xr[t];
 }
 
-__kernel void xent_backward(__global const float *x, __global const int *label, __global const float *dloss,
-                            __global float *dx, const int B, const int C) {
+__kernel void xent_backward(NN__KPARAMS(xent_backward)) {
     int b = get_global_id(0);
     if (b >= B) return;
     __global const float *xr = x + (size_t)b * C;
@@ -266,13 +238,12 @@ __kernel void xent_backward(__global const float *x, __global const int *label, 
 }
 
 /* BCE with logits, elementwise, in PyTorch's form: (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) */
-__kernel void bce_logits_forward(__global const float *x, __global const float *t, __global float *y, const int n) {
+__kernel void bce_logits_forward(NN__KPARAMS(bce_logits_forward)) {
     int i = get_global_id(0);
     if (i < n) { float v = x[i]; y[i] = (1.0f - t[i]) * v + (v < 0.0f ? -v : 0.0f) + log1p(exp(-fabs(v))); }
 }
 
-__kernel void bce_logits_backward(__global const float *x, __global const float *t, __global const float *dy,
-                                  __global float *dx, const int n) {
+__kernel void bce_logits_backward(NN__KPARAMS(bce_logits_backward)) {
     int i = get_global_id(0);
     if (i < n) dx[i] = dy[i] * (nn__act_sigmoid(x[i]) - t[i]);
 }

@@ -1,3 +1,6 @@
+#include "kargs.h"
+#include "norm_args.h"
+
 /* Normalisation (batch, layer, group, instance norm), the twins of src/cpu/norm.c: x is
    viewed as [A, C, S]; statistics are per channel over A and S when pc (batch norm), else
    per (a, group of C/G channels). stats [2, R] holds the means, then the biased variances.
@@ -33,8 +36,7 @@ inline int norm_index(int r, int k, int C, int S, int G, int pc, int *ch) {
 }
 
 /* One work-group per group r: its mean and biased variance (two passes). */
-__kernel void norm_stats(__global const float *x, __global float *stats, const int A, const int C, const int S,
-                         const int G, const int pc, __local float *tmp) {
+__kernel void norm_stats(NN__KPARAMS(norm_stats)) {
     int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;
     int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);
     float s = 0.0f;
@@ -53,9 +55,7 @@ __kernel void norm_stats(__global const float *x, __global float *stats, const i
 }
 
 /* y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c], one work-item per element */
-__kernel void norm_forward(__global const float *x, __global const float *stats, __global const float *gamma,
-                           __global const float *beta, __global float *y, const int A, const int C, const int S,
-                           const int G, const int pc, const int has_gamma, const int has_beta, const float eps) {
+__kernel void norm_forward(NN__KPARAMS(norm_forward)) {
     int i = get_global_id(0);
     if (i >= A * C * S) return;
     int c = (i / S) % C, a = i / (C * S);
@@ -66,10 +66,7 @@ __kernel void norm_forward(__global const float *x, __global const float *stats,
 
 /* dx, one work-group per group r: rstd * (d - mean(d) - xhat * mean(d * xhat)) with
    d = dy * gamma[c]; rstd * d alone when the statistics are constants (eval batch norm). */
-__kernel void norm_backward_data(__global const float *x, __global const float *stats, __global const float *dy,
-                                 __global const float *gamma, __global float *dx, const int A, const int C,
-                                 const int S, const int G, const int pc, const int has_gamma, const int const_stats,
-                                 const float eps, __local float *tmp) {
+__kernel void norm_backward_data(NN__KPARAMS(norm_backward_data)) {
     int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;
     int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);
     float mean = stats[r], rs = 1.0f / sqrt(stats[R + r] + eps), m1 = 0.0f, m2 = 0.0f;
@@ -93,9 +90,7 @@ __kernel void norm_backward_data(__global const float *x, __global const float *
 
 /* out [C], one work-group per channel c: the sum over A and S of dy * xhat (with_xhat: the
    weight's gradient) or of dy (the bias's) */
-__kernel void norm_backward_affine(__global const float *x, __global const float *stats, __global const float *dy,
-                                   __global float *out, const int A, const int C, const int S, const int G,
-                                   const int pc, const int with_xhat, const float eps, __local float *tmp) {
+__kernel void norm_backward_affine(NN__KPARAMS(norm_backward_affine)) {
     int c = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
     int R = norm_groups(A, C, G, pc);
     float s = 0.0f;
@@ -114,8 +109,7 @@ __kernel void norm_backward_affine(__global const float *x, __global const float
 
 /* PyTorch's running statistics, one work-item per channel: running = (1 - m) * running +
    m * batch, the variance unbiased by unbias = n / (n - 1). */
-__kernel void batch_norm_running(__global float *rmean, __global float *rvar, __global const float *stats,
-                                 const int C, const float m, const float unbias) {
+__kernel void batch_norm_running(NN__KPARAMS(batch_norm_running)) {
     int c = get_global_id(0);
     if (c >= C) return;
     rmean[c] = (1.0f - m) * rmean[c] + m * stats[c];
@@ -123,8 +117,7 @@ __kernel void batch_norm_running(__global float *rmean, __global float *rvar, __
 }
 
 /* stats [2, C] from the running mean and variance, for evaluation graphs */
-__kernel void batch_norm_pack(__global const float *rmean, __global const float *rvar, __global float *stats,
-                              const int C) {
+__kernel void batch_norm_pack(NN__KPARAMS(batch_norm_pack)) {
     int c = get_global_id(0);
     if (c >= C) return;
     stats[c] = rmean[c];

@@ -1,5 +1,30 @@
-/* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). x is viewed
+   as [A, C, S]; G statistics groups per a, or per channel over A and S when pc (batch norm);
+   stats [2, R]: the means, then the biased variances. tmp: the work-group's floats. */
 #ifndef NN__NORM_ARGS_H
 #define NN__NORM_ARGS_H
+
+#define NN__KARGS_norm_stats(F, P) \
+    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(lfloat, tmp)
+NN__KSIG(norm_stats)
+#define NN__KARGS_norm_forward(F, P)                                                                     \
+    F(in, x) P(in, stats) P(in, gamma) P(in, beta) P(out, y) P(int, A) P(int, C) P(int, S) P(int, G)   \
+    P(int, pc) P(int, has_gamma) P(int, has_beta) P(float, eps)
+NN__KSIG(norm_forward)
+#define NN__KARGS_norm_backward_data(F, P)                                                               \
+    F(in, x) P(in, stats) P(in, dy) P(in, gamma) P(out, dx) P(int, A) P(int, C) P(int, S) P(int, G)    \
+    P(int, pc) P(int, has_gamma) P(int, const_stats) P(float, eps) P(lfloat, tmp)
+NN__KSIG(norm_backward_data)
+/* out [C]: sum of dy * xhat (with_xhat, gamma's gradient) or of dy (beta's) */
+#define NN__KARGS_norm_backward_affine(F, P)                                                             \
+    F(in, x) P(in, stats) P(in, dy) P(out, out) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc)     \
+    P(int, with_xhat) P(float, eps) P(lfloat, tmp)
+NN__KSIG(norm_backward_affine)
+/* rmean, rvar [C] updated in place from stats [2, C] */
+#define NN__KARGS_batch_norm_running(F, P) \
+    F(out, rmean) P(out, rvar) P(in, stats) P(int, C) P(float, m) P(float, unbias)
+NN__KSIG(batch_norm_running)
+#define NN__KARGS_batch_norm_pack(F, P) F(in, rmean) P(in, rvar) P(out, stats) P(int, C)
+NN__KSIG(batch_norm_pack)
 
 #endif

@@ -3,15 +3,16 @@
    `cv` clamps each clipped gradient element (FLT_MAX when off). A negative coefficient
    (skip_gate: a gradient holds NaN or Inf under skip_nonfinite) skips the update: the
    parameter and its state are left as they are. */
+#include "kargs.h"
+#include "optim_args.h"
+#include "optim.h"
 
 /* clamp() of OpenCL C may turn NaN into a bound; PyTorch's updates keep NaN (and so make
    the parameter NaN), and so does this. */
 inline float clamp_nan(float x, float lo, float hi) { return x > hi ? hi : x < lo ? lo : x; }
 
 /* SGD with momentum, dampening, Nesterov and L2 weight decay (torch.optim.SGD) */
-__kernel void sgd(__global float *p, __global const float *grad, __global float *buf, __global const float *clip,
-                  const int n, const float lr, const float momentum, const float dampening, const float wd,
-                  const int nesterov, const int first_step, const float cv) {
+__kernel void sgd(NN__KPARAMS(sgd)) {
     int i = get_global_id(0);
     if (i >= n || clip[0] < 0.0f) return;
     float g = clamp_nan(grad[i] * clip[0], -cv, cv) + wd * p[i];
@@ -25,10 +26,7 @@ __kernel void sgd(__global float *p, __global const float *grad, __global float 
 
 /* Adam (L2 decay into the gradient) or AdamW (decoupled: p *= 1 - lr*wd); bc1 and bc2 are
    1 - beta^t from the host */
-__kernel void adam(__global float *p, __global const float *grad, __global float *m, __global float *v,
-                   __global const float *clip, const int n, const float lr, const float b1, const float b2,
-                   const float eps, const float wd, const int decoupled, const float bc1, const float bc2,
-                   const float cv) {
+__kernel void adam(NN__KPARAMS(adam)) {
     int i = get_global_id(0);
     if (i >= n || clip[0] < 0.0f) return;
     float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];
@@ -42,32 +40,16 @@ __kernel void adam(__global float *p, __global const float *grad, __global float
 }
 
 /* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the
-   same on every work-item). Each rule is the twin of nn__opt_rule in src/cpu/optim.c, which
-   documents h (compile-time hyperparameters) and c (this update's constants). State s0..s2
-   is the parameter's aux buffers; unused ones are a dummy never written. */
-#define NN_ADAM 2
-#define NN_ADAMW 3
-#define NN_ADAMAX 4
-#define NN_NADAM 5
-#define NN_RADAM 6
-#define NN_RMSPROP 7
-#define NN_ADAGRAD 8
-#define NN_ADADELTA 9
-#define NN_LION 10
-#define NN_LAMB 11
-#define NN_LARS 12
-#define NN_FTRL 13
-
-__kernel void opt_step(__global float *p, __global const float *grad, __global const float *clip,
-                       __global float *s0, __global float *s1, __global float *s2, __global const float *norms,
-                       const int n, const int kind, const float lr, const float wd, const float cv,
-                       const float h0, const float h1, const float eps, const float h3, const float h4,
-                       const float c0, const float c1, const float c2, const float c3) {
+   same on every work-item; its NN_OPT_* names from kernels/optim.h). Each rule is the twin
+   of nn__opt_rule in src/cpu/optim.c, which documents h (compile-time hyperparameters) and
+   c (this update's constants). State s0..s2 is the parameter's aux buffers; unused ones are
+   a dummy never written. */
+__kernel void opt_step(NN__KPARAMS(opt_step)) {
     int i = get_global_id(0);
     if (i >= n || clip[0] < 0.0f) return;
     float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];
     switch (kind) {
-    case NN_ADAM: case NN_ADAMW: { /* AMSGrad */
+    case NN_OPT_ADAM: case NN_OPT_ADAMW: { /* AMSGrad */
         if (h3 != 0.0f) w *= 1.0f - lr * wd;
         else g += wd * w;
         float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;
@@ -78,7 +60,7 @@ __kernel void opt_step(__global float *p, __global const float *grad, __global c
         p[i] = w - lr * c0 * m / (sqrt(vmax) * c1 + eps);
         break;
     }
-    case NN_ADAMAX: {
+    case NN_OPT_ADAMAX: {
         g += wd * w;
         float m = h0 * s0[i] + (1.0f - h0) * g, u = fmax(h1 * s1[i], fabs(g) + eps);
         s0[i] = m;
@@ -86,7 +68,7 @@ __kernel void opt_step(__global float *p, __global const float *grad, __global c
         p[i] = w - lr * c0 * m / u;
         break;
     }
-    case NN_NADAM: {
+    case NN_OPT_NADAM: {
         if (h3 != 0.0f) w *= 1.0f - lr * wd;
         else g += wd * w;
         float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;
@@ -95,7 +77,7 @@ __kernel void opt_step(__global float *p, __global const float *grad, __global c
         p[i] = w - lr * (c1 * g + c2 * m) / (sqrt(v * c0) + eps);
         break;
     }
-    case NN_RADAM: {
+    case NN_OPT_RADAM: {
         if (h3 != 0.0f) w *= 1.0f - lr * wd;
         else g += wd * w;
         float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;
@@ -104,7 +86,7 @@ __kernel void opt_step(__global float *p, __global const float *grad, __global c
         p[i] = c2 != 0.0f ? w - lr * c0 * m * c1 / (sqrt(v) + eps) : w - lr * c0 * m;
         break;
     }
-    case NN_RMSPROP: {
+    case NN_OPT_RMSPROP: {
         g += wd * w;
         float sq = h0 * s0[i] + (1.0f - h0) * g * g, avg;
         s0[i] = sq;
@@ -124,14 +106,14 @@ __kernel void opt_step(__global float *p, __global const float *grad, __global c
         }
         break;
     }
-    case NN_ADAGRAD: {
+    case NN_OPT_ADAGRAD: {
         g += wd * w;
         float s = (c3 != 0.0f ? h4 : s0[i]) + g * g;
         s0[i] = s;
         p[i] = w - lr * c0 * g / (sqrt(s) + eps);
         break;
     }
-    case NN_ADADELTA: {
+    case NN_OPT_ADADELTA: {
         g += wd * w;
         float sq = h0 * s0[i] + (1.0f - h0) * g * g;
         float d = sqrt(s1[i] + eps) / sqrt(sq + eps) * g;
@@ -140,21 +122,21 @@ __kernel void opt_step(__global float *p, __global const float *grad, __global c
         p[i] = w - lr * d;
         break;
     }
-    case NN_LION: {
+    case NN_OPT_LION: {
         float u = h0 * s0[i] + (1.0f - h0) * g;
         w *= 1.0f - lr * wd;
         p[i] = w - lr * (float)((u > 0.0f) - (u < 0.0f));
         s0[i] = h1 * s0[i] + (1.0f - h1) * g;
         break;
     }
-    case NN_LAMB: { /* first pass: the update u into s2 (the node's scratch) */
+    case NN_OPT_LAMB: { /* first pass: the update u into s2 (the node's scratch) */
         float m = h0 * s0[i] + (1.0f - h0) * g, v = h1 * s1[i] + (1.0f - h1) * g * g;
         s0[i] = m;
         s1[i] = v;
         s2[i] = m * c0 / (sqrt(v) * c1 + eps) + wd * w;
         break;
     }
-    case NN_LARS: { /* norms: sums of squares of w and g from opt_norms */
+    case NN_OPT_LARS: { /* norms: sums of squares of w and g from opt_norms */
         float wn = sqrt(norms[0]), gn = sqrt(norms[1]);
         float trust = wn > 0.0f && gn > 0.0f ? h4 * wn / (gn + wd * wn + eps) : 1.0f;
         g = (g + wd * w) * trust;
@@ -166,7 +148,7 @@ __kernel void opt_step(__global float *p, __global const float *grad, __global c
         p[i] = w - lr * g;
         break;
     }
-    case NN_FTRL: {
+    case NN_OPT_FTRL: {
         float n0 = c3 != 0.0f ? h4 : s0[i], n1 = n0 + g * g;
         float p1 = pow(n1, -h3), p0 = pow(n0, -h3);
         float z = s1[i] + g - (p1 - p0) / lr * w;
@@ -184,8 +166,7 @@ __kernel void opt_step(__global float *p, __global const float *grad, __global c
 /* out[off] = sum(p^2), out[off + 1] = sum(clamp(x * clip, +-cv)^2): one work-group of a
    power-of-two size (tmp holds two floats per item), a strided pass then a tree, so the
    order is fixed. LARS: x = the gradient; LAMB: x = its update u. */
-__kernel void opt_norms(__global const float *p, __global const float *x, __global const float *clip, const float cv,
-                        const int n, __global float *out, const int off, __local float *tmp) {
+__kernel void opt_norms(NN__KPARAMS(opt_norms)) {
     int l = get_local_id(0), wg = get_local_size(0);
     float a = 0.0f, b = 0.0f, c = clip[0];
     for (int i = l; i < n; i += wg) {
@@ -211,8 +192,7 @@ __kernel void opt_norms(__global const float *p, __global const float *x, __glob
 
 /* LAMB's second pass: p -= lr * trust * u, trust = |w| / |u| (1 when either is 0); u and
    its norms (at u[n], u[n + 1]) are the scratch the first pass and opt_norms wrote. */
-__kernel void lamb_apply(__global float *p, __global const float *u, __global const float *clip, const int n,
-                         const float lr) {
+__kernel void lamb_apply(NN__KPARAMS(lamb_apply)) {
     int i = get_global_id(0);
     if (i >= n || clip[0] < 0.0f) return;
     float wn = sqrt(u[n]), un = sqrt(u[n + 1]);
@@ -221,8 +201,7 @@ __kernel void lamb_apply(__global float *p, __global const float *u, __global co
 
 /* skip_nonfinite: out[0] = (has_prev ? prev[0] : 0) + the number of NaN and Inf in x[n].
    One work-group; the count is an int tree, exact. */
-__kernel void nonfinite_count(__global const float *x, const int n, __global const float *prev, const int has_prev,
-                              __global float *out, __local int *tmp) {
+__kernel void nonfinite_count(NN__KPARAMS(nonfinite_count)) {
     int l = get_local_id(0), wg = get_local_size(0), c = 0;
     for (int i = l; i < n; i += wg) c += isfinite(x[i]) ? 0 : 1;
     tmp[l] = c;
@@ -236,7 +215,7 @@ __kernel void nonfinite_count(__global const float *x, const int n, __global con
 
 /* y[0] = -1 when cnt[0] > 0 (the updates skip), else the clipping coefficient clip[0];
    y[1] counts the skipped updates (the node's buffer persists across steps). */
-__kernel void skip_gate(__global const float *cnt, __global const float *clip, __global float *y) {
+__kernel void skip_gate(NN__KPARAMS(skip_gate)) {
     if (get_global_id(0) != 0) return;
     int skip = cnt[0] != 0.0f;
     y[0] = skip ? -1.0f : clip[0];
@@ -244,7 +223,7 @@ __kernel void skip_gate(__global const float *cnt, __global const float *clip, _
 }
 
 /* Gradient accumulation: acc = (reset ? 0 : acc) + g * inv_k, the running mean of a cycle. */
-__kernel void grad_acc(__global float *acc, __global const float *g, const int n, const float inv_k, const int reset) {
+__kernel void grad_acc(NN__KPARAMS(grad_acc)) {
     int i = get_global_id(0);
     if (i >= n) return;
     acc[i] = (reset ? 0.0f : acc[i]) + g[i] * inv_k;

@@ -1,5 +1,41 @@
-/* kernels/optim.cl's kernel signatures (kernels/kargs.h says how to read them). */
+/* kernels/optim.cl's kernel signatures (kernels/kargs.h says how to read them). The step
+   fields are what changes between updates: the scheduled rate, the bias corrections and
+   the other per-update constants, whether this is the first step or a new cycle. */
 #ifndef NN__OPTIM_ARGS_H
 #define NN__OPTIM_ARGS_H
+
+/* one parameter p [n] with its gradient; clip[0]: the clipping coefficient (negative: skip) */
+#define NN__KARGS_sgd(F, P)                                                                                  \
+    F(out, p) P(in, grad) P(out, buf) P(in, clip) P(int, n) P(fstep, lr) P(float, momentum) P(float, dampening) \
+    P(float, wd) P(int, nesterov) P(istep, first_step) P(float, cv)
+NN__KSIG(sgd)
+#define NN__KARGS_adam(F, P)                                                                                     \
+    F(out, p) P(in, grad) P(out, m) P(out, v) P(in, clip) P(int, n) P(fstep, lr) P(float, b1) P(float, b2) \
+    P(float, eps) P(float, wd) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)
+NN__KSIG(adam)
+/* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's
+   constants (g->clock.c); s0..s2 the state, norms LARS's sums of squares */
+#define NN__KARGS_opt_step(F, P)                                                                                    \
+    F(out, p) P(in, grad) P(in, clip) P(out, s0) P(out, s1) P(out, s2) P(in, norms) P(int, n) P(int, kind)       \
+    P(fstep, lr) P(float, wd) P(float, cv) P(float, h0) P(float, h1) P(float, eps) P(float, h3) P(float, h4)     \
+    P(fstep, c0) P(fstep, c1) P(fstep, c2) P(fstep, c3)
+NN__KSIG(opt_step)
+/* out[off], out[off + 1]: the sums of squares of p and of x (clipped), one work-group;
+   tmp: two floats per work-item */
+#define NN__KARGS_opt_norms(F, P) \
+    F(in, p) P(in, x) P(in, clip) P(float, cv) P(int, n) P(out, out) P(int, off) P(lfloat, tmp)
+NN__KSIG(opt_norms)
+#define NN__KARGS_lamb_apply(F, P) F(out, p) P(in, u) P(in, clip) P(int, n) P(fstep, lr)
+NN__KSIG(lamb_apply)
+
+/* skip_nonfinite: the count of NaN and Inf over the gradients, then the gate */
+#define NN__KARGS_nonfinite_count(F, P) F(in, x) P(int, n) P(in, prev) P(int, has_prev) P(out, out) P(lint, tmp)
+NN__KSIG(nonfinite_count)
+#define NN__KARGS_skip_gate(F, P) F(in, cnt) P(in, clip) P(out, y)
+NN__KSIG(skip_gate)
+
+/* acc [n] = (reset ? 0 : acc) + g * inv_k */
+#define NN__KARGS_grad_acc(F, P) F(out, acc) P(in, g) P(int, n) P(float, inv_k) P(istep, reset)
+NN__KSIG(grad_acc)
 
 #endif

@@ -3,6 +3,8 @@
    work-item per output element. Backward: one work-item per input element, gathering over
    the windows that cover it (no atomics, a fixed order). NC = N*C planes;
    geo = (kh, kw, sh, sw, ph, pw, dh, dw), dh = dw = 1 for average pooling. */
+#include "kargs.h"
+#include "pool_args.h"
 
 /* The first maximum of output (oh, ow)'s window in window order (a NaN wins, as in
    PyTorch), as an index ih*W + iw into the plane x, or -1 when the window holds padding
@@ -29,8 +31,7 @@ inline int max_window(__global const float *x, const int H, const int W, const i
 }
 
 /* y [NC, OH, OW] = the maximum of each window */
-__kernel void max_pool2d_forward(__global const float *x, __global float *y, const int NC, const int H,
-                                 const int W, const int OH, const int OW, const int8 geo) {
+__kernel void max_pool2d_forward(NN__KPARAMS(max_pool2d_forward)) {
     int i = get_global_id(0);
     if (i >= NC * OH * OW) return;
     int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);
@@ -40,8 +41,7 @@ __kernel void max_pool2d_forward(__global const float *x, __global float *y, con
 }
 
 /* idx [NC, OH, OW] = each window's argmax, for the backward pass */
-__kernel void max_pool2d_argmax(__global const float *x, __global int *idx, const int NC, const int H,
-                                const int W, const int OH, const int OW, const int8 geo) {
+__kernel void max_pool2d_argmax(NN__KPARAMS(max_pool2d_argmax)) {
     int i = get_global_id(0);
     if (i >= NC * OH * OW) return;
     int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);
@@ -59,9 +59,7 @@ inline void cover(const int i, const int m, const int span, const int s, const i
 
 /* dx [NC, H, W]: each input element sums dy over the windows whose argmax it is, in
    output order */
-__kernel void max_pool2d_backward(__global const int *idx, __global const float *dy, __global float *dx,
-                                  const int NC, const int H, const int W, const int OH, const int OW,
-                                  const int8 geo) {
+__kernel void max_pool2d_backward(NN__KPARAMS(max_pool2d_backward)) {
     int i = get_global_id(0);
     if (i >= NC * H * W) return;
     int c = i / (H * W), p = i - c * (H * W), ih = p / W, iw = p - ih * W;
@@ -77,12 +75,12 @@ __kernel void max_pool2d_backward(__global const int *idx, __global const float 
     dx[i] = acc;
 }
 
-/* CPU devices run these variants of the three above (src/nn_ops.c picks them): one
-   work-item per output row or per plane, so the index arithmetic is paid per row. The
+/* Devices tuned as CPUs (dev.cpu_tuned) run these variants of the three above, with their
+   signatures (src/ops/pool.c's max pooling launches pick them): one work-item per output
+   row or per plane, so the index arithmetic is paid per row. The
    plane-wise backward adds each output's gradient at its argmax in output order, the same
    order as the gather above. */
-__kernel void max_pool2d_forward_rows(__global const float *x, __global float *y, const int NC, const int H,
-                                      const int W, const int OH, const int OW, const int8 geo) {
+__kernel void max_pool2d_forward_rows(NN__KPARAMS(max_pool2d_forward)) {
     int i = get_global_id(0);
     if (i >= NC * OH) return;
     int oh = i % OH, c = i / OH;
@@ -94,8 +92,7 @@ __kernel void max_pool2d_forward_rows(__global const float *x, __global float *y
     }
 }
 
-__kernel void max_pool2d_argmax_rows(__global const float *x, __global int *idx, const int NC, const int H,
-                                     const int W, const int OH, const int OW, const int8 geo) {
+__kernel void max_pool2d_argmax_rows(NN__KPARAMS(max_pool2d_argmax)) {
     int i = get_global_id(0);
     if (i >= NC * OH) return;
     int oh = i % OH, c = i / OH;
@@ -104,9 +101,7 @@ __kernel void max_pool2d_argmax_rows(__global const float *x, __global int *idx,
     for (int ow = 0; ow < OW; ow++) idx[(size_t)i * OW + ow] = max_window(xc, H, W, oh, ow, geo, &v);
 }
 
-__kernel void max_pool2d_backward_planes(__global const int *idx, __global const float *dy, __global float *dx,
-                                         const int NC, const int H, const int W, const int OH, const int OW,
-                                         const int8 geo) {
+__kernel void max_pool2d_backward_planes(NN__KPARAMS(max_pool2d_backward)) {
     int c = get_global_id(0);
     if (c >= NC) return;
     __global float *xc = dx + (size_t)c * H * W;
@@ -148,9 +143,7 @@ inline int avg_window(const int H, const int W, const int OH, const int OW, cons
 }
 
 /* y [NC, OH, OW] = the mean of each window */
-__kernel void avg_pool2d_forward(__global const float *x, __global float *y, const int NC, const int H,
-                                 const int W, const int OH, const int OW, const int8 geo,
-                                 const int exclude_pad, const int adaptive) {
+__kernel void avg_pool2d_forward(NN__KPARAMS(avg_pool2d_forward)) {
     int i = get_global_id(0);
     if (i >= NC * OH * OW) return;
     int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);
@@ -177,9 +170,7 @@ inline void avg_cover(const int i, const int n, const int m, const int k, const 
 
 /* dx [NC, H, W]: each input element sums dy / divisor over the windows that hold it, in
    output order */
-__kernel void avg_pool2d_backward(__global const float *dy, __global float *dx, const int NC, const int H,
-                                  const int W, const int OH, const int OW, const int8 geo,
-                                  const int exclude_pad, const int adaptive) {
+__kernel void avg_pool2d_backward(NN__KPARAMS(avg_pool2d_backward)) {
     int i = get_global_id(0);
     if (i >= NC * H * W) return;
     int c = i / (H * W), p = i - c * (H * W), ih = p / W, iw = p - ih * W;

@@ -33,18 +33,16 @@ __kernel void dropout(NN__KPARAMS(dropout)) {
 
 #include "random.h"
 
-#define NN_RNG_ARGS                                                                        \
-    const uint seed_lo, const uint seed_hi, const uint key, const uint step_lo, const uint step_hi
 #define NN_RNG_WORDS(i) nn_philox((uint4)((uint)(i), key, step_lo, step_hi), (uint2)(seed_lo, seed_hi))
 
-__kernel void rand(__global float *y, const int n, NN_RNG_ARGS) {
+__kernel void rand(NN__KPARAMS(rand)) {
     int i = get_global_id(0);
     if (i >= n) return;
     uint4 r = NN_RNG_WORDS(i);
     y[i] = nn__rng_uniform(r.x);
 }
 
-__kernel void randn(__global float *y, const int n, NN_RNG_ARGS) {
+__kernel void randn(NN__KPARAMS(randn)) {
     int i = get_global_id(0);
     if (i >= n) return;
     uint4 r = NN_RNG_WORDS(i);
@@ -52,7 +50,7 @@ __kernel void randn(__global float *y, const int n, NN_RNG_ARGS) {
 }
 
 /* range_m1 = high - low - 1 */
-__kernel void randint(__global int *y, const int n, const int low, const uint range_m1, NN_RNG_ARGS) {
+__kernel void randint(NN__KPARAMS(randint)) {
     int i = get_global_id(0);
     if (i >= n) return;
     uint4 r = NN_RNG_WORDS(i);
@@ -61,8 +59,7 @@ __kernel void randint(__global int *y, const int n, const int low, const uint ra
 
 /* y = u < p: 1 with probability p (on a grid of 2^-24); p outside [0, 1] (or NaN) counts
    into bad[slot] */
-__kernel void bernoulli(__global const float *p, __global float *y, const int n, __global int *bad, const int slot,
-                        NN_RNG_ARGS) {
+__kernel void bernoulli(NN__KPARAMS(bernoulli)) {
     int i = get_global_id(0);
     if (i >= n) return;
     float pi = p[i];
@@ -72,7 +69,7 @@ __kernel void bernoulli(__global const float *p, __global float *y, const int n,
 }
 
 /* y = x + std z */
-__kernel void gaussian_noise(__global const float *x, __global float *y, const int n, const float std, NN_RNG_ARGS) {
+__kernel void gaussian_noise(NN__KPARAMS(gaussian_noise)) {
     int i = get_global_id(0);
     if (i >= n) return;
     uint4 r = NN_RNG_WORDS(i);
@@ -80,8 +77,7 @@ __kernel void gaussian_noise(__global const float *x, __global float *y, const i
 }
 
 /* kept (u >= p): scale x + shift; dropped: the constant */
-__kernel void alpha_dropout(__global const float *x, __global float *y, const int n, const float p, const float scale,
-                            const float shift, const float dropped, NN_RNG_ARGS) {
+__kernel void alpha_dropout(NN__KPARAMS(alpha_dropout)) {
     int i = get_global_id(0);
     if (i >= n) return;
     uint4 r = NN_RNG_WORDS(i);
@@ -89,8 +85,7 @@ __kernel void alpha_dropout(__global const float *x, __global float *y, const in
 }
 
 /* dx = dy * mask * scale, the forward's mask (same key and step) */
-__kernel void alpha_dropout_grad(__global const float *dy, __global float *dx, const int n, const float p,
-                                 const float scale, NN_RNG_ARGS) {
+__kernel void alpha_dropout_grad(NN__KPARAMS(alpha_dropout_grad)) {
     int i = get_global_id(0);
     if (i >= n) return;
     uint4 r = NN_RNG_WORDS(i);

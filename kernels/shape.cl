@@ -2,9 +2,11 @@
    repeat, tril/triu, 2-D padding and upsampling. Twins of src/cpu/shape.c; one work-item
    per output element, and every backward pass is a gather (each input element sums what
    reads it), so no atomics. */
+#include "kargs.h"
+#include "shape_args.h"
 
 /* y = x permuted: `dims` are y's dims (unused ones 1), `xs` x's stride for each y dim */
-__kernel void permute(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs) {
+__kernel void permute(NN__KPARAMS(permute)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int r = i, off = 0;
@@ -19,8 +21,7 @@ __kernel void permute(__global const uint *x, __global uint *y, const int n, con
 
 /* one input of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)
    of the axis; one launch per input, so each is written once */
-__kernel void concat_part(__global const uint *x, __global uint *y, const int n, const int lx, const int L, const int off,
-                          const int inner) {
+__kernel void concat_part(NN__KPARAMS(concat_part)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int in = i % inner, j = (i / inner) % lx, o = i / (inner * lx);
@@ -29,8 +30,7 @@ __kernel void concat_part(__global const uint *x, __global uint *y, const int n,
 
 /* forward: y [outer, len, inner] = x [outer, L, inner] at start + j * step, j < len;
    backward (grad): y [outer, L, inner] = dy placed there, zeros elsewhere */
-__kernel void slice(__global const uint *x, __global uint *y, const int n, const int L, const int len,
-                    const int inner, const int start, const int grad, const int step) {
+__kernel void slice(NN__KPARAMS(slice)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int in = i % inner;
@@ -45,7 +45,7 @@ __kernel void slice(__global const uint *x, __global uint *y, const int n, const
 
 /* y = x read with signed strides from a base offset (flip): `dims` are y's dims (unused
    ones 1), `xs` x's stride for each y dim */
-__kernel void strided(__global const uint *x, __global uint *y, const int n, const int8 dims, const int8 xs, const int base) {
+__kernel void strided(NN__KPARAMS(strided)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int r = i, off = base;
@@ -59,7 +59,7 @@ __kernel void strided(__global const uint *x, __global uint *y, const int n, con
 }
 
 /* torch.Tensor.repeat: y [ydims] tiles x [xdims] (6 dims each, leading ones) */
-__kernel void repeat_forward(__global const uint *x, __global uint *y, const int n, const int8 ydims, const int8 xdims) {
+__kernel void repeat_forward(NN__KPARAMS(repeat_forward)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int yd[8], xd[8];
@@ -75,7 +75,7 @@ __kernel void repeat_forward(__global const uint *x, __global uint *y, const int
 }
 
 /* dx [xdims] = the sum of dy [xdims * reps] over the tiles, in order of y (the CPU's) */
-__kernel void repeat_backward(__global const float *dy, __global float *dx, const int n, const int8 xdims, const int8 reps) {
+__kernel void repeat_backward(NN__KPARAMS(repeat_backward)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int xd[8], rp[8], c[8];
@@ -102,8 +102,7 @@ __kernel void repeat_backward(__global const float *dy, __global float *dx, cons
 
 /* torch.tril (upper 0: keeps j - i <= diagonal) / torch.triu (j - i >= diagonal) of each
    [R, C] matrix; the rest zero */
-__kernel void tril(__global const float *x, __global float *y, const int n, const int R, const int C, const int diagonal,
-                   const int upper) {
+__kernel void tril(NN__KPARAMS(tril)) {
     int k = get_global_id(0);
     if (k >= n) return;
     int j = k % C, i = (k / C) % R;
@@ -122,7 +121,7 @@ inline int nn_pad_src(int o, int before, int n, int reflect) {
 }
 
 /* y [P, OH, OW] = x [P, H, W] padded; geo = (H, W, OH, OW, top, left, reflect, -) */
-__kernel void pad2d_forward(__global const float *x, __global float *y, const int n, const int8 geo) {
+__kernel void pad2d_forward(NN__KPARAMS(pad2d_forward)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int ow = i % geo.s3, oh = (i / geo.s3) % geo.s2, p = i / (geo.s3 * geo.s2);
@@ -132,7 +131,7 @@ __kernel void pad2d_forward(__global const float *x, __global float *y, const in
 
 /* dx [P, H, W]: each input pixel sums the outputs that read it (at most 3 rows x 3 cols
    under reflection: itself, its mirror before, its mirror after) */
-__kernel void pad2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {
+__kernel void pad2d_backward(NN__KPARAMS(pad2d_backward)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int H = geo.s0, W = geo.s1, OH = geo.s2, OW = geo.s3;
@@ -170,7 +169,7 @@ inline void nn_bilinear_src(int o, int s, int n, int *i0, int *i1, float *frac) 
 }
 
 /* y [P, H*sh, W*sw]; geo = (H, W, sh, sw, bilinear, -, -, -) */
-__kernel void upsample2d_forward(__global const float *x, __global float *y, const int n, const int8 geo) {
+__kernel void upsample2d_forward(NN__KPARAMS(upsample2d_forward)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int H = geo.s0, W = geo.s1, OH = H * geo.s2, OW = W * geo.s3;
@@ -192,7 +191,7 @@ __kernel void upsample2d_forward(__global const float *x, __global float *y, con
    Bilinear: each output's four terms (h0, w0), (h0, w1), (h1, w0), (h1, w1) that land on
    the pixel, one by one in that order, as cpu/shape.c scatters them and PyTorch does: a
    term of weight 0 still carries a NaN or inf dy (0 * inf). */
-__kernel void upsample2d_backward(__global const float *dy, __global float *dx, const int n, const int8 geo) {
+__kernel void upsample2d_backward(NN__KPARAMS(upsample2d_backward)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int H = geo.s0, W = geo.s1, sh = geo.s2, sw = geo.s3, OH = H * sh, OW = W * sw;

@@ -1,8 +1,9 @@
 /* Row-wise ops over the last axis (rows of C values): softmax, log-softmax. One work-item
    per row. (The fused cross-entropy is in loss.cl, argmax in reduce.cl.) */
+#include "kargs.h"
+#include "softmax_args.h"
 
-__kernel void softmax_forward(__global const float *x, __global float *y, const int rows, const int C,
-                              const int log_space) {
+__kernel void softmax_forward(NN__KPARAMS(softmax_forward)) {
     int r = get_global_id(0);
     if (r >= rows) return;
     __global const float *xr = x + (size_t)r * C;
@@ -20,8 +21,7 @@ __kernel void softmax_forward(__global const float *x, __global float *y, const 
 }
 
 /* softmax: dx = y * (dy - sum(dy * y)); log-softmax: dx = dy - exp(y) * sum(dy) */
-__kernel void softmax_backward(__global const float *y, __global const float *dy, __global float *dx,
-                               const int rows, const int C, const int log_space) {
+__kernel void softmax_backward(NN__KPARAMS(softmax_backward)) {
     int r = get_global_id(0);
     if (r >= rows) return;
     size_t o = (size_t)r * C;

@@ -142,7 +142,8 @@ typedef struct nn__params {
     nn_context *ctx;
 } nn__params;
 
-/* One argument of a kernel launch: a buffer, a scalar, a vector of 8 ints or local memory. */
+/* One argument of a kernel launch, as kernels/kargs.h records it: a buffer, a scalar, a
+   vector of 8 ints or local memory. */
 typedef struct nn__karg {
     char kind;                  /* 'm' buffer, 'i' int, 'u' uint, 'f' float, '8' int8, 'L' local bytes */
     union { nn__buf buf; int32_t i; uint32_t u; float f; int32_t v8[8]; size_t local; } v;
@@ -151,9 +152,10 @@ typedef struct nn__karg {
 #define NN__MAX_KARGS 24
 #define NN__MAX_KUPD 6
 
-/* A kernel launch that a device plan records at compile time (kernels/FILE.cl, kernel,
-   geometry, arguments) and a device backend turns into its own objects. `update` rewrites
-   the arguments marked '@' in nn__args (upd[] holds their positions) before each run. */
+/* A kernel launch that an op's launch function records at compile time (kernels/FILE.cl,
+   kernel, geometry, arguments: nn__launch_kernel, then the kernel's nn__kargs_SIG of
+   kernels/kargs.h) and a device backend turns into its own objects. `update` rewrites the
+   step arguments (upd[] holds their positions) before each run, via nn__kstep_SIG. */
 typedef struct nn__launch {
     const char *file;
     char kernel[64];

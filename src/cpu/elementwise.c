@@ -1,10 +1,12 @@
-/* The elementwise family's CPU loops (src/ops/elementwise.c's bodies; kernels/elementwise.cl
-   has the OpenCL twins): activations, PReLU, scale, broadcasting binary ops, where,
-   masked_fill, expand and the sum back to a broadcast shape. */
+/* The elementwise family's CPU loops, called by the CPU bodies of src/ops/elementwise/
+   (kernels/elementwise.cl has the OpenCL twins): the unary functions, PReLU and scale
+   (unary.c), the broadcast geometry with expand and the sum back to a broadcast shape
+   (broadcast.c), the binary functions (binary.c), where and masked_fill (select.c). */
 
 #include "../../kernels/activation.h"
 
-/* ---- activations: the formulas of kernels/activation.h, one loop each ---- */
+/* ---- unary functions (src/ops/elementwise/unary.c): the formulas of kernels/activation.h,
+   one loop each ---- */
 
 /* c ? a : 0.0f without a branch: ReLU's sign test is a coin flip on real activations, and
    a mispredicted branch per element made ReLU cost more than the convolution beside it.
@@ -105,7 +107,7 @@ static void nn__scale_forward(float *y, const float *x, float s, int64_t n) {
     for (i = 0; i < n; i++) y[i] = x[i] * s;
 }
 
-/* ---- elementwise ops with broadcasting (NumPy's rules) ----
+/* ---- elementwise ops with broadcasting (NumPy's rules; src/ops/elementwise/broadcast.c) ----
    An output shape and operands whose dims are 1 or the output's, missing leading dims
    counting as 1. nn__bcast_init drops the output's size-1 dims and merges neighbouring
    dims wherever every operand is contiguous (or broadcast) across them, so a same-shape op

@@ -1,5 +1,6 @@
 /* Losses (nn_loss_desc family): CPU bodies. kernels/loss.cl holds their OpenCL twins, with
-   the same formulas in the same order; the kind numbers below are the kernels' too.
+   the same formulas in the same order; the kinds (nn__loss_kind, nn__row_kind) are
+   kernels/loss.h's, the kernels' too.
 
    LOSS_EW       elementwise loss of (pred, target[, pos_weight]) -> pred's shape
    LOSS_EW_GRAD  d/d(pred) of it, given dy
@@ -10,6 +11,8 @@
    DIV_SCALAR    a / b[0]: the weighted mean
    LOSS_ROWS     a loss per row of [B, D] inputs (dice, cosine embedding, triplet) -> [B]
    LOSS_ROWS_GRAD its gradient for input i[1] */
+
+#include "../../kernels/loss.h"
 
 /* loss [B] = logsumexp(x[b]) - x[b, label[b]]; a label outside [0, C) gives 0 and is
    counted: returns how many (the caller reports them). */
@@ -107,13 +110,6 @@ static void nn__bce_rows(nn__threadpool *pool, float *y, const float *x, const f
     nn__par_for(pool, n, n, nn__xent_range, &j);
 }
 
-
-typedef enum nn__loss_kind {
-    NN__L_MSE = 0, NN__L_L1, NN__L_HUBER, NN__L_SMOOTH_L1, NN__L_LOG_COSH, NN__L_QUANTILE, /* of d = x - t */
-    NN__L_HINGE, NN__L_SQ_HINGE, NN__L_BCE, NN__L_BCE_LOGITS, NN__L_FOCAL, NN__L_KL
-} nn__loss_kind;
-
-typedef enum nn__row_kind { NN__R_DICE = 0, NN__R_COSINE, NN__R_TRIPLET } nn__row_kind;
 
 static float nn__sgnf(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; } /* 0 at NaN, as torch.sign */
 

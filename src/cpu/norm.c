@@ -5,10 +5,9 @@
    [rows, features, 1] with one group, instance norm has G = C). The affine weight and bias
    are per channel. Every sum runs in one fixed order. kernels/norm.cl has the OpenCL twins.
 
-   Node attributes of every norm op: i[0..4] = A, C, S, G, per_channel; i[5] has gamma,
-   i[6] has beta, i[7] the statistics are constants (eval batch norm); f[0] eps,
-   f[1] momentum (the running-statistics update). Statistics tensors are [2, R]: the mean
-   of each of the R groups, then their biased variance. */
+   A norm node's attributes are an nn__norm_attr (src/ops/norm.h); nn__norm below is its
+   geometry. Statistics tensors are [2, R]: the mean of each of the R groups, then their
+   biased variance. */
 
 typedef struct nn__norm {
     int64_t A, C, S, G;

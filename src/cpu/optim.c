@@ -1,6 +1,7 @@
-/* The optimizer family beyond SGD and Adam (cpu/simd.c keeps those two): defaults, learning-
-   rate schedules, parameter groups, the per-update constants the host computes, and the CPU
-   bodies of the OPT_STEP and GRAD_ACC ops. kernels/optim.cl has the twin of every rule.
+/* The optimizer family's CPU side: SGD's and Adam's loops (OPT_SGD, OPT_ADAM), defaults,
+   learning-rate schedules, parameter groups, the per-update constants the host computes,
+   and the loops of the OPT_STEP and GRAD_ACC ops. kernels/optim.cl has the twin of every
+   rule; the kinds are kernels/optim.h's list.
 
    One OPT_STEP node updates one parameter; its attributes (nn__optim_attr) are the
    nn_optimizer_kind and the parameter's lr and weight-decay multipliers. A rule sees:
@@ -10,6 +11,8 @@
    LAMB and LARS need the L2 norms of whole tensors: LARS reduces |w| and |g| before its
    elementwise pass; LAMB writes its update u into the node's scratch, reduces |w| and |u|,
    then applies p -= lr * trust * u. The norms' sums of squares sit in the scratch too. */
+
+#include "../../kernels/optim.h"
 
 /* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
 
@@ -152,7 +155,7 @@ static nn_optimizer nn__opt_defaults(nn_optimizer o) {
 
 /* What nn__opt_defaults leaves that no optimizer takes. */
 static nn_result nn__opt_check(nn_graph *g, const nn_optimizer *o) {
-    if ((int)o->kind < NN_OPT_NONE || o->kind > NN_OPT_FTRL)
+    if ((int)o->kind < 0 || (int)o->kind >= NN__OPT_COUNT)
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer kind %d is not one of nn_optimizer_kind",
                         (int)o->kind);
     if (o->accumulate_steps < 1)

@@ -1,7 +1,7 @@
 /* Shape and structure ops on the CPU backend: permute (and flip: signed strides), concat
-   and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling; then
-   the gather family's loops. A tensor seen along `axis` is [outer, len, inner]. Each has
-   a twin in kernels/shape.cl or kernels/gather.cl. */
+   and strided slices along an axis, repeat, tril/triu, 2-D padding and upsampling (the
+   bodies in src/ops/shape/). A tensor seen along `axis` is [outer, len, inner]. Each has a
+   twin in kernels/shape.cl. */
 
 /* Out-of-place transpose: y[j0..jk] = x[j_perm...]: `dims` are y's dims, `xstride[d]` the
    stride in x of y's dim d. */
@@ -166,108 +166,4 @@ static void nn__upsample2d(float *out, const float *in, int64_t P, int64_t H, in
                 }
             }
         }
-}
-
-/* ---- the gather family's loops (src/ops/gather.c; twins in kernels/gather.cl) ---- */
-
-/* Index values outside [0, L): what PyTorch raises on, counted for the op's check. */
-static int64_t nn__count_outside(const int32_t *idx, int64_t n, int64_t L) {
-    int64_t i, bad = 0;
-    for (i = 0; i < n; i++) bad += idx[i] < 0 || idx[i] >= L;
-    return bad;
-}
-
-/* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k] (an index out of
-   range gives zeros); grad != 0: dx [outer, L, inner] sums dy [outer, K, inner] over the
-   k with idx[k] == j, in order of k. Data moved as bits (either dtype). */
-static void nn__index_select(float *out, const float *in, const int32_t *idx, int64_t outer, int64_t L, int64_t K,
-                             int64_t inner, int grad) {
-    int64_t o, k, i;
-    if (grad) memset(out, 0, (size_t)(outer * L * inner) * sizeof(float));
-    for (o = 0; o < outer; o++)
-        for (k = 0; k < K; k++) {
-            int64_t j = idx[k];
-            int ok = j >= 0 && j < L;
-            if (grad) {
-                if (ok)
-                    for (i = 0; i < inner; i++) out[(o * L + j) * inner + i] += in[(o * K + k) * inner + i];
-            } else if (ok) {
-                memcpy(out + (o * K + k) * inner, in + (o * L + j) * inner, (size_t)inner * sizeof(float));
-            } else {
-                memset(out + (o * K + k) * inner, 0, (size_t)inner * sizeof(float));
-            }
-        }
-}
-
-/* Row-major strides of nd dims. */
-static void nn__strides(const int64_t *dims, int nd, int64_t *st) {
-    int d;
-    st[nd - 1] = 1;
-    for (d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * dims[d + 1];
-}
-
-/* torch.gather along dim: y [ydims] (each dim >= the index's) at a position c inside the
-   index's dims is x at c with c[dim] = idx[c]; elsewhere, and where the index is out of
-   range, zero. */
-static void nn__gather_fwd(float *y, const float *x, const int32_t *idx, int nd, int dim, const int64_t *ydims,
-                           const int64_t *idims, const int64_t *xdims) {
-    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], xst[NN_MAX_DIMS], n = 1, i;
-    int d;
-    nn__strides(ydims, nd, yst);
-    nn__strides(idims, nd, ist);
-    nn__strides(xdims, nd, xst);
-    for (d = 0; d < nd; d++) n *= ydims[d];
-    for (i = 0; i < n; i++) {
-        int64_t r = i, io = 0, xo = 0, j;
-        int inside = 1;
-        for (d = 0; d < nd; d++) {
-            c[d] = r / yst[d];
-            r -= c[d] * yst[d];
-            inside &= c[d] < idims[d];
-            io += c[d] * ist[d];
-            if (d != dim) xo += c[d] * xst[d];
-        }
-        j = inside ? idx[io] : -1;
-        y[i] = (inside && j >= 0 && j < xdims[dim]) ? x[xo + j * xst[dim]] : 0.0f;
-    }
-}
-
-/* torch.scatter_add along dim: y [ydims] = base (NULL: zeros) plus, at each position c
-   inside the index's dims, src at c added to y at c with c[dim] = idx[c]. As a gather:
-   each y element sums its sources in order of the index's dim, so the result is the same
-   bits run to run (and the kernel's order). */
-static void nn__scatter_add_fwd(float *y, const float *base, const int32_t *idx, const float *src, int nd, int dim,
-                                const int64_t *ydims, const int64_t *idims, const int64_t *sdims) {
-    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], sst[NN_MAX_DIMS], n = 1, i, k;
-    int d;
-    nn__strides(ydims, nd, yst);
-    nn__strides(idims, nd, ist);
-    nn__strides(sdims, nd, sst);
-    for (d = 0; d < nd; d++) n *= ydims[d];
-    for (i = 0; i < n; i++) {
-        int64_t r = i, io = 0, so = 0;
-        int inside = 1;
-        float s = base ? base[i] : 0.0f;
-        for (d = 0; d < nd; d++) {
-            c[d] = r / yst[d];
-            r -= c[d] * yst[d];
-            if (d == dim) continue;
-            inside &= c[d] < idims[d];
-            io += c[d] * ist[d];
-            so += c[d] * sst[d];
-        }
-        if (inside)
-            for (k = 0; k < idims[dim]; k++)
-                if (idx[io + k * ist[dim]] == c[dim]) s += src[so + k * sst[dim]];
-        y[i] = s;
-    }
-}
-
-/* torch.nn.functional.one_hot as float32: y [R, C] from labels [R]; a label out of range
-   gives a row of zeros. */
-static void nn__one_hot(float *y, const int32_t *labels, int64_t R, int64_t C) {
-    int64_t r;
-    memset(y, 0, (size_t)(R * C) * sizeof(float));
-    for (r = 0; r < R; r++)
-        if (labels[r] >= 0 && labels[r] < C) y[r * C + labels[r]] = 1.0f;
 }

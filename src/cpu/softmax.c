@@ -1,8 +1,6 @@
 /* The softmax family's CPU loops (src/ops/softmax.c's bodies; kernels/softmax.cl has the
    OpenCL twins): rows of length C. */
 
-/* ---- softmax family, rows of length C ---- */
-
 static void nn__softmax_forward(float *y, const float *x, int64_t rows, int64_t C, int log_space) {
     int64_t r, c;
     for (r = 0; r < rows; r++) {

@@ -262,47 +262,6 @@ static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const 
     return NN_OK;
 }
 
-/* Records a launch's arguments, one character of fmt each: 'm' a const nn__buf *, 'i' an
-   int, 'u' an unsigned, 'f' a double passed as float, 'L' bytes of local memory (size_t),
-   '8' eight ints (const int *). '@' before one marks it as rewritten by l->update each
-   run; its position goes to l->upd[] in order. */
-static nn_result nn__args(nn__launch *l, const char *fmt, ...) {
-    va_list ap;
-    int mark = 0;
-    va_start(ap, fmt);
-    for (; *fmt; fmt++) {
-        nn__karg *a;
-        if (*fmt == '@') {
-            mark = 1;
-            continue;
-        }
-        if (l->n_args == NN__MAX_KARGS || (mark && l->n_upd == NN__MAX_KUPD)) break;
-        a = &l->args[l->n_args];
-        memset(a, 0, sizeof *a);
-        a->kind = *fmt;
-        switch (*fmt) {
-        case 'm': a->v.buf = *va_arg(ap, const nn__buf *); break;
-        case 'i': a->v.i = (int32_t)va_arg(ap, int); break;
-        case 'u': a->v.u = (uint32_t)va_arg(ap, unsigned); break;
-        case 'f': a->v.f = (float)va_arg(ap, double); break;
-        case 'L': a->v.local = va_arg(ap, size_t); break;
-        case '8': memcpy(a->v.v8, va_arg(ap, const int *), sizeof a->v.v8); break;
-        default: a->kind = 0; break;
-        }
-        if (!a->kind) break;
-        if (mark) l->upd[l->n_upd++] = l->n_args;
-        mark = 0;
-        l->n_args++;
-    }
-    va_end(ap);
-    return *fmt ? NN_ERR_STATE : NN_OK;
-}
-
-/* The argument marked k-th with '@', rewritten by an update. */
-static void nn__arg_f(nn__launch *l, int k, float v) { l->args[l->upd[k]].v.f = v; }
-static void nn__arg_i(nn__launch *l, int k, int v) { l->args[l->upd[k]].v.i = v; }
-static void nn__arg_u(nn__launch *l, int k, unsigned v) { l->args[l->upd[k]].v.u = v; }
-
 /* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
 static size_t nn__reduce_wg(nn_graph *g) {
     size_t wg = 1;

@@ -18,6 +18,8 @@
    is a Fisher-Yates shuffle driven by Philox4x32-10 keyed by the dataset's seed with e in
    the counter: a pure function of (seed, epoch), so it can be recomputed on resume. */
 
+#include "../../kernels/optim.h"
+
 struct nn_dataset {
     nn_graph *g;
     char *name;
@@ -229,11 +231,13 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
     return NN_OK;
 }
 
+/* The optimizer's name in "nn.optimizer" (kernels/optim.h's list, by nn_optimizer_kind). */
+#define NN__OPT_NAME(E, name) name,
 static const char *nn__opt_kind_name(int k) {
-    static const char *const names[] = {"none", "sgd",  "adam",    "adamw",    "adamax", "nadam", "radam",
-                                        "rmsprop", "adagrad", "adadelta", "lion", "lamb",  "lars", "ftrl"};
-    return k >= 0 && k < (int)(sizeof names / sizeof names[0]) ? names[k] : "?";
+    static const char *const names[] = {NN__OPTIMIZERS(NN__OPT_NAME)};
+    return k >= 0 && k < NN__OPT_COUNT ? names[k] : "?";
 }
+#undef NN__OPT_NAME
 
 static void nn__meta_put(nn__st_text *h, int *first, const char *key, const char *value) {
     if (!*first) nn__st_puts(h, ",");

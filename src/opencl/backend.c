@@ -4,30 +4,6 @@
 #include "../base/internal.h"
 #include "../base/registry.h"
 #include "cl_api.h" /* the cl* declarations; the library is loaded by nn__cl_load() (opencl/loader.c) */
-#include <sys/stat.h>
-#include <fcntl.h>
-#include <time.h>
-
-#if defined(_WIN32)
-#  include <windows.h>
-#  include <direct.h>
-#  include <io.h>
-#  include <process.h>
-#  define nn__mkdir(p) _mkdir(p)
-#  define nn__getpid() _getpid()
-#  define nn__sleep_ms(ms) Sleep(ms)
-#else
-#  include <unistd.h>
-#  include <poll.h>
-#  define nn__mkdir(p) mkdir(p, 0755)
-#  define nn__getpid() getpid()
-#  define nn__sleep_ms(ms) (void)poll(NULL, 0, ms) /* declared even where a strict -std hides nanosleep */
-#endif
-#if defined(O_CLOEXEC)
-#  define NN__O_CLOEXEC O_CLOEXEC
-#else
-#  define NN__O_CLOEXEC 0
-#endif
 
 #define NN__CL_MAX_DEVICES 32
 
@@ -407,23 +383,6 @@ static int nn__cache_path(nn_context *ctx, const char *name, uint64_t key, char 
     return 0;
 }
 
-/* mkdir -p */
-static int nn__mkdirs(const char *path) {
-    char tmp[1024];
-    size_t i, n = strlen(path);
-    if (n >= sizeof tmp) return -1;
-    memcpy(tmp, path, n + 1);
-    for (i = 1; i <= n; i++) {
-        if (tmp[i] == '/' || tmp[i] == 0) {
-            char c = tmp[i];
-            tmp[i] = 0;
-            if (nn__mkdir(tmp) != 0 && errno != EEXIST) return -1;
-            tmp[i] = c;
-        }
-    }
-    return 0;
-}
-
 /* The cache file at path, read whole and checked (nn__cache_parse) against key: the bytes
    to free, with the program binary at *bin (*size bytes); NULL when there is no file, it
    cannot be read, or it is not valid (an info line says why: the program is then built
@@ -487,82 +446,11 @@ static cl_program nn__cache_load(nn_context *ctx, const char *path, uint64_t key
     return prog;
 }
 
-/* A name for a temporary file beside path that no other process, thread or call uses: the
-   process id, a process-wide counter and bits of the clock and the stack address (the
-   file is then created exclusively, so even a repeat cannot overwrite another's file). */
-static int nn__cache_tmp_name(const char *path, char *buf, size_t n) {
-    static unsigned long counter;
-    unsigned long seq;
-    uint64_t h;
-    int k;
-#if defined(__GNUC__) || defined(__clang__)
-    seq = __atomic_add_fetch(&counter, 1UL, __ATOMIC_RELAXED);
-#else
-    seq = ++counter; /* best effort where no atomics are at hand: the other parts still differ */
-#endif
-    {
-        time_t t = time(NULL);
-        clock_t c = clock();
-        const void *where = &seq;
-        h = nn__fnv(NN__FNV_BASIS, &t, sizeof t);
-        h = nn__fnv(h, &c, sizeof c);
-        h = nn__fnv(h, &where, sizeof where);
-        h = nn__fnv(h, &seq, sizeof seq);
-    }
-    k = snprintf(buf, n, "%s.tmp-%ld-%lu-%08lx", path, (long)nn__getpid(), seq,
-                 (unsigned long)(h ^ (h >> 32)) & 0xffffffffUL);
-    return k > 0 && (size_t)k < n;
-}
-
-/* Writes n bytes to a new temporary file beside path, flushes them to the disk, and
-   renames the file over path, so a reader sees the old file or the new one whole. 0, or
-   -1 with *what naming the step that failed; no temporary file is left either way. */
-static int nn__cache_replace(const char *path, const unsigned char *data, size_t n, const char **what) {
-    char tmp[1300];
-    size_t done = 0;
-    int fd, ok = 1;
-    *what = "naming a temporary file";
-    if (!nn__cache_tmp_name(path, tmp, sizeof tmp)) return -1;
-#if defined(_WIN32)
-    *what = "creating a temporary file";
-    if ((fd = _open(tmp, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, _S_IREAD | _S_IWRITE)) < 0) return -1;
-    while (ok && done < n) {
-        unsigned chunk = n - done > (1u << 30) ? (1u << 30) : (unsigned)(n - done);
-        int w = _write(fd, data + done, chunk);
-        if (w <= 0) ok = 0, *what = "writing";
-        else done += (size_t)w;
-    }
-    if (ok && _commit(fd) != 0) ok = 0, *what = "flushing to the disk";
-    if (_close(fd) != 0 && ok) ok = 0, *what = "closing";
-    if (ok && !MoveFileExA(tmp, path, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) ok = 0, *what = "renaming";
-#else
-    *what = "creating a temporary file";
-    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | NN__O_CLOEXEC, 0644)) < 0) return -1;
-    while (ok && done < n) {
-        ssize_t w = write(fd, data + done, n - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) ok = 0, *what = "writing";
-        else done += (size_t)w;
-    }
-    if (ok && fsync(fd) != 0) ok = 0, *what = "flushing to the disk";
-    if (close(fd) != 0 && ok) ok = 0, *what = "closing";
-    if (ok && rename(tmp, path) != 0) ok = 0, *what = "renaming";
-#endif
-    if (!ok) {
-        int e = errno;
-        remove(tmp);
-        errno = e;
-        return -1;
-    }
-    return 0;
-}
-
 /* Stores the program's binary in the cache file at path for key. Every failure is only a
    debug line: the cache is an optimisation. */
 static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_program prog) {
     size_t size = 0;
     unsigned char *file, *bin;
-    const char *what = "";
     cl_int err;
     if ((err = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL)) != CL_SUCCESS || size == 0) {
         nn__log(ctx, NN_LOG_DEBUG, "program cache: no binary to store in %s (%s (%d))", path, nn__cl_errstr(err),
@@ -581,11 +469,16 @@ static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_
     } else if (nn__mkdirs(ctx->cache_dir) != 0) {
         nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot create %s: %s", ctx->cache_dir, strerror(errno));
     } else {
+        nn__wfile w; /* quiet (no context): a reader sees the old file or the new one whole */
         nn__cache_header(file, key, bin, size);
-        if (nn__cache_replace(path, file, NN__CACHE_HEADER + size, &what) != 0)
-            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot store %s (%s: %s)", path, what, strerror(errno));
-        else
+        if (nn__wfile_open(NULL, path, &w) != NN_OK || nn__wfile_write(NULL, &w, file, NN__CACHE_HEADER + size) != NN_OK) {
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot store %s: %s", path, w.why);
+            nn__wfile_abort(&w);
+        } else if (nn__wfile_commit(NULL, path, &w) != NN_OK) {
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot store %s: %s", path, w.why);
+        } else {
             nn__log(ctx, NN_LOG_DEBUG, "program cache: stored %s", path);
+        }
     }
     NN_FREE(file);
 }

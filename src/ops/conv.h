@@ -1,5 +1,5 @@
-/* The conv family's typed attributes (a node's a.conv), read and written by src/ops/conv.c
-   and the CPU loops it calls. */
+/* The conv family's typed attributes (a node's a.conv), read and written by src/ops/conv/
+   and the CPU loops they call. */
 #ifndef NN__OPS_CONV_H
 #define NN__OPS_CONV_H
 #include <stdint.h>

@@ -1,5 +1,6 @@
-/* The elementwise family's typed attributes (a node's a.ew), read and written by src/ops/elementwise.c
-   and the CPU loops it calls. */
+/* The elementwise family's typed attributes (a node's a.ew), set by the builders of
+   src/ops/elementwise/ (broadcast.c, unary.c, binary.c, select.c) and read by their
+   gradient rules, CPU bodies and launches; a gradient node copies its forward's whole. */
 #ifndef NN__OPS_ELEMENTWISE_H
 #define NN__OPS_ELEMENTWISE_H
 #include <stdint.h>

@@ -1,42 +1,12 @@
-/* The gather ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The gather ops, one block each: builder (shape rule), registry aliases, autograd rule,
+   CPU body (its loop in src/cpu/gather.c) and kernel launch (kernels/gather.cl). Index
+   tensors are int32; an index out of range reads zeros, and a checked op (n->check) also
+   counts such indices, which PyTorch raises on. */
 #include "../base/internal.h"
 #include "../base/registry.h"
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_gather_rows nn__no_plan
-#define nn__grad_gather_rows_grad nn__grad_none
-#define nn__plan_gather_rows_grad nn__no_plan
-#define nn__plan_index_select nn__no_plan
-#define nn__cpu_index_select_grad nn__cpu_index_select
-#define nn__launch_index_select_grad nn__launch_index_select
-#define nn__grad_index_select_grad nn__grad_none
-#define nn__plan_index_select_grad nn__no_plan
-#define nn__plan_gather nn__no_plan
-#define nn__plan_scatter_add nn__no_plan
-#define nn__grad_one_hot nn__grad_none
-#define nn__plan_one_hot nn__no_plan
-
-NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
-    nn_tensor in[2];
-    nn__node *d, *ix;
-    nn_shape s;
-    in[0] = data;
-    in[1] = idx;
-    if (!nn__check(g, "nn_gather_rows", 2, in)) return nn__tensor(-1);
-    d = nn__n(g, data);
-    ix = nn__n(g, idx);
-    if (ix->dtype != NN_I32 || ix->shape.ndim != 1) {
-        char sa[128], sb[128];
-        nn__shape_str(&d->shape, sa, sizeof sa);
-        nn__shape_str(&ix->shape, sb, sizeof sb);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gather_rows: needs data [N, ...] and idx [B] int32, got %s %s and %s %s",
-                           sa, nn__dtype_name(d->dtype), sb, nn__dtype_name(ix->dtype));
-    }
-    s = d->shape;
-    s.dim[0] = ix->shape.dim[0];
-    return nn__op2(g, NN__OP_GATHER_ROWS, d->dtype, s, data.id, idx.id);
-}
+/* ==== shared: dims along one axis, the index checks and counters of bad indices, the
+   operands of gather and scatter_add ==== */
 
 /* A shape seen along dim: [outer, len, inner]. */
 static void nn__gather_split(const nn_shape *s, int dim, int64_t *outer, int64_t *len, int64_t *inner) {
@@ -70,6 +40,165 @@ static int nn__expect_index(nn_graph *g, const char *op, nn_tensor index, nn_ten
     return 1;
 }
 
+/* A checked op's index values outside [0, L), into its counter (the kernels' atomic_inc). */
+static void nn__gather_count(nn_graph *g, const nn__node *n, const nn__node *idx, int64_t L) {
+    int32_t *c;
+    int64_t bad;
+    if (!n->check) return;
+    bad = nn__count_outside((const int32_t *)idx->buf.host, idx->numel, L);
+    c = (int32_t *)g->checks.host + n->check_slot;
+    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+}
+
+/* A checked op's count of index values outside [0, L) (a launch before its own). */
+static nn_result nn__launch_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
+    nn__launch *l = NULL;
+    nn__k_index_check k;
+    nn_result r;
+    if (!g->nodes[id].check) return NN_OK;
+    r = nn__launch_kernel(g, id, "gather", "index_check", (size_t)idx->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.idx = &idx->buf;
+    k.n = (int)idx->numel;
+    k.L = (int)L;
+    k.bad = &g->checks;
+    k.slot = g->nodes[id].check_slot;
+    return nn__kargs_index_check(l, &k);
+}
+
+/* index has x's number of dims, and is no larger than `other` outside dim (than x for
+   gather; for scatter_add also no larger than src in any dim) */
+static int nn__index_fits(nn_graph *g, const char *op, nn_tensor x, int dim, nn_tensor index, const nn_tensor *src) {
+    const nn_shape *xs = &nn__n(g, x)->shape, *is = &nn__n(g, index)->shape, *ss = src ? &nn__n(g, *src)->shape : NULL;
+    int d, ok = is->ndim == xs->ndim && (!ss || ss->ndim == xs->ndim);
+    for (d = 0; ok && d < xs->ndim; d++) ok = (d == dim || is->dim[d] <= xs->dim[d]) && (!ss || is->dim[d] <= ss->dim[d]);
+    if (!ok) {
+        char sx[128], si[128], sr[128];
+        nn__shape_str(xs, sx, sizeof sx);
+        nn__shape_str(is, si, sizeof si);
+        if (ss) nn__shape_str(ss, sr, sizeof sr);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s does not fit x %s%s%s along dim %d (same number of dims; index.size(d) <= x.size(d) for d != dim%s)",
+                    op, si, sx, ss ? " and src " : "", ss ? sr : "", dim, ss ? ", <= src.size(d) for every d" : "");
+    }
+    return ok;
+}
+
+/* A scatter_add node: out [shape] = base (or zeros) + src scattered by index. */
+static nn_tensor nn__scatter_op(nn_graph *g, const nn__attr *at, nn_shape shape, int base, int index, int src) {
+    nn_tensor t = base >= 0 ? nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, shape, base, index, src)
+                            : nn__op2(g, NN__OP_SCATTER_ADD, NN_F32, shape, index, src);
+    if (t.id >= 0) {
+        g->nodes[t.id].a = *at;
+        g->nodes[t.id].a.gather.has_base = base >= 0;
+    }
+    return t;
+}
+
+/* dims of a node's shape, and the shapes of a gather's or scatter's operands */
+static void nn__dims_of(const nn_shape *s, int64_t *d) {
+    int k;
+    for (k = 0; k < s->ndim; k++) d[k] = s->dim[k];
+}
+
+/* a shape's dims into an int8 argument, ones after them */
+static void nn__gather_dims8(const nn_shape *s, int *v) {
+    int d;
+    for (d = 0; d < 8; d++) v[d] = d < s->ndim ? (int)s->dim[d] : 1;
+}
+
+/* ==== gather_rows: y [B, ...] = data [N, ...] at rows idx [B] (an embedding lookup: a
+   dataset or table on the device, float32 or int32, copied as bits; a row out of range is
+   zeros). GATHER_ROWS_GRAD, its gradient: ddata [N, ...] sums dy's rows by index. ==== */
+
+NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
+    nn_tensor in[2];
+    nn__node *d, *ix;
+    nn_shape s;
+    in[0] = data;
+    in[1] = idx;
+    if (!nn__check(g, "nn_gather_rows", 2, in)) return nn__tensor(-1);
+    d = nn__n(g, data);
+    ix = nn__n(g, idx);
+    if (ix->dtype != NN_I32 || ix->shape.ndim != 1) {
+        char sa[128], sb[128];
+        nn__shape_str(&d->shape, sa, sizeof sa);
+        nn__shape_str(&ix->shape, sb, sizeof sb);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gather_rows: needs data [N, ...] and idx [B] int32, got %s %s and %s %s",
+                           sa, nn__dtype_name(d->dtype), sb, nn__dtype_name(ix->dtype));
+    }
+    s = d->shape;
+    s.dim[0] = ix->shape.dim[0];
+    return nn__op2(g, NN__OP_GATHER_ROWS, d->dtype, s, data.id, idx.id);
+}
+
+#define nn__plan_gather_rows nn__no_plan
+#define nn__grad_gather_rows_grad nn__grad_none
+#define nn__plan_gather_rows_grad nn__no_plan
+
+/* GATHER_ROWS_GRAD's inputs: idx, dy */
+static void nn__grad_gather_rows(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *d = &g->nodes[in[0]];
+    int64_t D = d->numel / d->shape.dim[0];
+    nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
+    return NN_OK;
+}
+
+static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__node *gy = &g->nodes[in[1]];
+    nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *d = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_gather_rows k;
+    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.data = &d->buf;
+    k.idx = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.B = (int)n->shape.dim[0];
+    k.N = (int)d->shape.dim[0];
+    k.D = (int)(d->numel / d->shape.dim[0]);
+    return nn__kargs_gather_rows(l, &k);
+}
+
+static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, R = (int)n->shape.dim[0];
+    nn__launch *l = NULL;
+    nn__k_gather_rows_backward k;
+    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.idx = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.ddata = &n->buf;
+    k.B = (int)g->nodes[n->in[1]].shape.dim[0];
+    k.N = R;
+    k.D = N / R;
+    return nn__kargs_gather_rows_backward(l, &k);
+}
+
+/* ==== index_select: y [outer, K, inner] = x [outer, L, inner] at index [K] along dim
+   (torch.index_select; as bits, either dtype). INDEX_SELECT_GRAD: dx [outer, L, inner]
+   sums dy over the k with index[k] == j, in order of k; its inputs dy, index. ==== */
+
 NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
     nn_tensor in[2], t;
     nn_shape s;
@@ -94,22 +223,76 @@ NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor in
     return t;
 }
 
-/* index has x's number of dims, and is no larger than `other` outside dim (than x for
-   gather; for scatter_add also no larger than src in any dim) */
-static int nn__index_fits(nn_graph *g, const char *op, nn_tensor x, int dim, nn_tensor index, const nn_tensor *src) {
-    const nn_shape *xs = &nn__n(g, x)->shape, *is = &nn__n(g, index)->shape, *ss = src ? &nn__n(g, *src)->shape : NULL;
-    int d, ok = is->ndim == xs->ndim && (!ss || ss->ndim == xs->ndim);
-    for (d = 0; ok && d < xs->ndim; d++) ok = (d == dim || is->dim[d] <= xs->dim[d]) && (!ss || is->dim[d] <= ss->dim[d]);
-    if (!ok) {
-        char sx[128], si[128], sr[128];
-        nn__shape_str(xs, sx, sizeof sx);
-        nn__shape_str(is, si, sizeof si);
-        if (ss) nn__shape_str(ss, sr, sizeof sr);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s does not fit x %s%s%s along dim %d (same number of dims; index.size(d) <= x.size(d) for d != dim%s)",
-                    op, si, sx, ss ? " and src " : "", ss ? sr : "", dim, ss ? ", <= src.size(d) for every d" : "");
-    }
-    return ok;
+/* one loop for both directions (src/cpu/gather.c's nn__index_select, its grad flag) */
+#define nn__plan_index_select nn__no_plan
+#define nn__cpu_index_select_grad nn__cpu_index_select
+#define nn__grad_index_select_grad nn__grad_none
+#define nn__plan_index_select_grad nn__no_plan
+
+static void nn__grad_index_select(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op2(g, NN__OP_INDEX_SELECT_GRAD, NN_F32, g->nodes[a].shape, gy.id, b);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
 }
+
+static nn_result nn__cpu_index_select(nn_graph *g, nn__node *n) {
+    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
+    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
+    nn__gather_count(g, n, ix, L);
+    nn__index_select(n->buf.host, NN__F(n->in[0]), (const int32_t *)ix->buf.host, o, L, ix->numel, inner, grad);
+    return NN_OK;
+}
+
+static nn_result nn__launch_index_select(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__launch *l = NULL;
+    nn__k_index_select k;
+    nn_result r;
+    nn__gather_split(&g->nodes[n->in[0]].shape, n->a.gather.dim, &o, &L, &inner);
+    r = nn__launch_index_check(g, id, ix, L);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.idx = &ix->buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.L = (int)L;
+    k.K = (int)ix->numel;
+    k.inner = (int)inner;
+    return nn__kargs_index_select(l, &k);
+}
+
+static nn_result nn__launch_index_select_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *ix = &g->nodes[n->in[1]];
+    int64_t o, L, inner;
+    nn__launch *l = NULL;
+    nn__k_index_select_backward k;
+    nn_result r;
+    nn__gather_split(&n->shape, n->a.gather.dim, &o, &L, &inner);
+    r = nn__launch_index_check(g, id, ix, L);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.idx = &ix->buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.L = (int)L;
+    k.K = (int)ix->numel;
+    k.inner = (int)inner;
+    return nn__kargs_index_select_backward(l, &k);
+}
+
+/* ==== gather: y [index's shape] = x at c with c[dim] = index[c] along dim (torch.gather; an
+   index out of range reads zero). Its gradient is scatter_add without a base. ==== */
 
 NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
     nn_tensor in[2], t;
@@ -126,6 +309,56 @@ NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
     }
     return t;
 }
+
+#define nn__plan_gather nn__no_plan
+
+/* d(gather)/dx: gy scattered back by the index (summed where indices repeat, in a fixed
+   order: a gather over the index's dim, no atomics) */
+static void nn__grad_gather(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__scatter_op(g, &n.a, g->nodes[a].shape, -1, b, gy.id));
+    return;
+}
+
+static nn_result nn__cpu_gather(nn_graph *g, nn__node *n) {
+    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], xd[NN_MAX_DIMS];
+    nn__dims_of(&n->shape, yd);
+    nn__dims_of(&ix->shape, id);
+    nn__dims_of(&x->shape, xd);
+    nn__gather_count(g, n, ix, x->shape.dim[n->a.gather.dim]);
+    nn__gather_fwd(n->buf.host, x->buf.host, (const int32_t *)ix->buf.host, n->shape.ndim, n->a.gather.dim, yd, id, xd);
+    return NN_OK;
+}
+
+static nn_result nn__launch_gather(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int yd[8], idd[8], xd[8];
+    nn__launch *l = NULL;
+    nn__k_gather k;
+    nn_result r = nn__launch_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
+    nn__gather_dims8(&n->shape, yd);
+    nn__gather_dims8(&ix->shape, idd);
+    nn__gather_dims8(&x->shape, xd);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.idx = &ix->buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.ydims = yd;
+    k.idims = idd;
+    k.xdims = xd;
+    k.dim = n->a.gather.dim;
+    return nn__kargs_gather(l, &k);
+}
+
+/* ==== scatter_add: y [x's shape] = x plus src at c added at c[dim] = index[c] along dim
+   (torch.scatter_add); without a base (has_base 0, gather's gradient) zeros plus src.
+   Computed as a gather: each y element sums its sources in order of the index's dim, no
+   atomics. Its gradient is a gather of dy. ==== */
 
 NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src) {
     nn_tensor in[3], t;
@@ -145,6 +378,65 @@ NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor ind
     return t;
 }
 
+#define nn__plan_scatter_add nn__no_plan
+
+/* scatter_add: dx = dy; dsrc = dy gathered by the index (src's shape, zeros outside the
+   index's) */
+static void nn__grad_scatter_add(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int has_base = n.a.gather.has_base, index = n.in[has_base], src = n.in[has_base + 1];
+    nn_tensor t;
+    if (has_base && ga) nn__acc_grad(g, a, gy);
+    if (!g->nodes[src].needs_grad) return;
+    t = nn__op2(g, NN__OP_GATHER, NN_F32, g->nodes[src].shape, gy.id, index);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, src, t);
+    return;
+}
+
+static nn_result nn__cpu_scatter_add(nn_graph *g, nn__node *n) {
+    int hb = n->a.gather.has_base;
+    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
+    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], sd[NN_MAX_DIMS];
+    nn__dims_of(&n->shape, yd);
+    nn__dims_of(&ix->shape, id);
+    nn__dims_of(&src->shape, sd);
+    nn__gather_count(g, n, ix, n->shape.dim[n->a.gather.dim]);
+    nn__scatter_add_fwd(n->buf.host, hb ? NN__F(n->in[0]) : NULL, (const int32_t *)ix->buf.host, src->buf.host, n->shape.ndim,
+                        n->a.gather.dim, yd, id, sd);
+    return NN_OK;
+}
+
+static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int hb = n->a.gather.has_base;
+    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
+    int yd[8], idd[8], sd[8];
+    nn__launch *l = NULL;
+    nn__k_scatter_add k;
+    nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
+    nn__gather_dims8(&n->shape, yd);
+    nn__gather_dims8(&ix->shape, idd);
+    nn__gather_dims8(&src->shape, sd);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.base = hb ? &g->nodes[n->in[0]].buf : &g->one; /* unread when has_base is 0 */
+    k.idx = &ix->buf;
+    k.src = &src->buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.ydims = yd;
+    k.idims = idd;
+    k.sdims = sd;
+    k.dim = n->a.gather.dim;
+    k.has_base = hb;
+    return nn__kargs_scatter_add(l, &k);
+}
+
+/* ==== one_hot: y [..., C] float32 = 1 where c == labels [...] (torch.nn.functional.one_hot;
+   a label outside [0, C) gives a row of zeros and is counted) ==== */
+
 NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int64_t num_classes) {
     nn_shape s;
     nn_tensor t;
@@ -162,124 +454,8 @@ NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int64_t num_classes) 
     return t;
 }
 
-/* ---- autograd rules ---- */
-
-static void nn__grad_gather_rows(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
-    return;
-}
-
-static void nn__grad_index_select(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op2(g, NN__OP_INDEX_SELECT_GRAD, NN_F32, g->nodes[a].shape, gy.id, b);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-/* A scatter_add node: out [shape] = base (or zeros) + src scattered by index. */
-static nn_tensor nn__scatter_op(nn_graph *g, const nn__attr *at, nn_shape shape, int base, int index, int src) {
-    nn_tensor t = base >= 0 ? nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, shape, base, index, src)
-                            : nn__op2(g, NN__OP_SCATTER_ADD, NN_F32, shape, index, src);
-    if (t.id >= 0) {
-        g->nodes[t.id].a = *at;
-        g->nodes[t.id].a.gather.has_base = base >= 0;
-    }
-    return t;
-}
-
-/* d(gather)/dx: gy scattered back by the index (summed where indices repeat, in a fixed
-   order: a gather over the index's dim, no atomics) */
-static void nn__grad_gather(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__scatter_op(g, &n.a, g->nodes[a].shape, -1, b, gy.id));
-    return;
-}
-
-/* scatter_add: dx = dy; dsrc = dy gathered by the index (src's shape, zeros outside the
-   index's) */
-static void nn__grad_scatter_add(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    int has_base = n.a.gather.has_base, index = n.in[has_base], src = n.in[has_base + 1];
-    nn_tensor t;
-    if (has_base && ga) nn__acc_grad(g, a, gy);
-    if (!g->nodes[src].needs_grad) return;
-    t = nn__op2(g, NN__OP_GATHER, NN_F32, g->nodes[src].shape, gy.id, index);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, src, t);
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *d = &g->nodes[in[0]];
-    int64_t D = d->numel / d->shape.dim[0];
-    nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__node *gy = &g->nodes[in[1]];
-    nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
-    return NN_OK;
-}
-
-/* A checked op's index values outside [0, L), into its counter (the kernels' atomic_inc). */
-static void nn__gather_count(nn_graph *g, const nn__node *n, const nn__node *idx, int64_t L) {
-    int32_t *c;
-    int64_t bad;
-    if (!n->check) return;
-    bad = nn__count_outside((const int32_t *)idx->buf.host, idx->numel, L);
-    c = (int32_t *)g->checks.host + n->check_slot;
-    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
-}
-
-static nn_result nn__cpu_index_select(nn_graph *g, nn__node *n) {
-    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
-    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int64_t o, L, inner;
-    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
-    nn__gather_count(g, n, ix, L);
-    nn__index_select(n->buf.host, NN__F(n->in[0]), (const int32_t *)ix->buf.host, o, L, ix->numel, inner, grad);
-    return NN_OK;
-}
-
-/* dims of a node's shape, and the shapes of a gather's or scatter's operands */
-static void nn__dims_of(const nn_shape *s, int64_t *d) {
-    int k;
-    for (k = 0; k < s->ndim; k++) d[k] = s->dim[k];
-}
-
-static nn_result nn__cpu_gather(nn_graph *g, nn__node *n) {
-    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], xd[NN_MAX_DIMS];
-    nn__dims_of(&n->shape, yd);
-    nn__dims_of(&ix->shape, id);
-    nn__dims_of(&x->shape, xd);
-    nn__gather_count(g, n, ix, x->shape.dim[n->a.gather.dim]);
-    nn__gather_fwd(n->buf.host, x->buf.host, (const int32_t *)ix->buf.host, n->shape.ndim, n->a.gather.dim, yd, id, xd);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_scatter_add(nn_graph *g, nn__node *n) {
-    int hb = n->a.gather.has_base;
-    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
-    int64_t yd[NN_MAX_DIMS], id[NN_MAX_DIMS], sd[NN_MAX_DIMS];
-    nn__dims_of(&n->shape, yd);
-    nn__dims_of(&ix->shape, id);
-    nn__dims_of(&src->shape, sd);
-    nn__gather_count(g, n, ix, n->shape.dim[n->a.gather.dim]);
-    nn__scatter_add_fwd(n->buf.host, hb ? NN__F(n->in[0]) : NULL, (const int32_t *)ix->buf.host, src->buf.host, n->shape.ndim,
-                        n->a.gather.dim, yd, id, sd);
-    return NN_OK;
-}
+#define nn__grad_one_hot nn__grad_none
+#define nn__plan_one_hot nn__no_plan
 
 static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
     int64_t C = n->shape.dim[n->shape.ndim - 1];
@@ -288,103 +464,18 @@ static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *d = &g->nodes[in[0]];
-    int B = (int)n->shape.dim[0], D = (int)(d->numel / d->shape.dim[0]);
-    r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiii", &d->buf, &g->nodes[in[1]].buf, y, B, (int)d->shape.dim[0], D);
-    return r;
-}
-
-static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int B = (int)g->nodes[in[1]].shape.dim[0], R = (int)n->shape.dim[0];
-    r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, B, R, N / R);
-    return r;
-}
-
-/* A checked op's count of index values outside [0, L) (a launch before its own). */
-static nn_result nn__launch_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
-    nn__launch *l = NULL;
-    nn_result r;
-    if (!g->nodes[id].check) return NN_OK;
-    r = nn__launch_kernel(g, id, "gather", "index_check", (size_t)idx->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "miimi", &idx->buf, (int)idx->numel, (int)L, &g->checks, g->nodes[id].check_slot);
-    return r;
-}
-
-static nn_result nn__launch_index_select(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
-    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int64_t o, L, inner;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
-    r = nn__launch_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", grad ? "index_select_backward" : "index_select", (size_t)n->numel, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiiii", &g->nodes[n->in[0]].buf, &ix->buf, &n->buf, (int)n->numel, (int)L, (int)ix->numel, (int)inner);
-    return r;
-}
-
-/* a shape's dims into an int8 argument, ones after them */
-static void nn__gather_dims8(const nn_shape *s, int *v) {
-    int d;
-    for (d = 0; d < 8; d++) v[d] = d < s->ndim ? (int)s->dim[d] : 1;
-}
-
-static nn_result nn__launch_gather(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
-    int yd[8], idd[8], xd[8];
-    nn__launch *l = NULL;
-    nn_result r = nn__launch_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
-    nn__gather_dims8(&n->shape, yd);
-    nn__gather_dims8(&ix->shape, idd);
-    nn__gather_dims8(&x->shape, xd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi888i", &x->buf, &ix->buf, &n->buf, (int)n->numel, yd, idd, xd, n->a.gather.dim);
-    return r;
-}
-
-static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int hb = n->a.gather.has_base;
-    const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
-    int yd[8], idd[8], sd[8];
-    nn__launch *l = NULL;
-    nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
-    nn__gather_dims8(&n->shape, yd);
-    nn__gather_dims8(&ix->shape, idd);
-    nn__gather_dims8(&src->shape, sd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmi888ii", hb ? &g->nodes[n->in[0]].buf : &g->one, &ix->buf, &src->buf, &n->buf, (int)n->numel, yd, idd,
-                     sd, n->a.gather.dim, hb);
-    return r;
-}
-
 static nn_result nn__launch_one_hot(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int C = (int)n->shape.dim[n->shape.ndim - 1];
     nn__launch *l = NULL;
+    nn__k_one_hot k;
     nn_result r = nn__launch_index_check(g, id, &g->nodes[n->in[0]], C);
     if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "one_hot", (size_t)n->numel, &l);
-    if (r == NN_OK) r = nn__args(l, "mmii", &g->nodes[n->in[0]].buf, &n->buf, (int)n->numel, C);
-    return r;
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.labels = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.C = C;
+    return nn__kargs_one_hot(l, &k);
 }

@@ -1,9 +1,70 @@
-/* The matmul ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The matmul family: torch.matmul's batched products as one op (nn_matmul, and nn_einsum's
+   and nn_linear_layer's products), on the CPU backend's blocked GEMM (src/cpu/gemm.c) or on
+   kernels/gemm.cl with the launch geometry of src/opencl/gemm_plan.c. */
 #include "../base/internal.h"
 #include "../base/registry.h"
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
+/* ==== GEMM launches (kernels/gemm.cl), shared by matmul and conv2d's GEMM path
+   (src/ops/conv/conv2d.c) ==== */
+
+/* A launch of kernels/gemm.cl with the geometry of a plan (opencl/gemm_plan.c) */
+static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *plan, nn__launch **l) {
+    nn_result r = nn__launch_kernel(g, id, "gemm", plan->kernel, 1, l);
+    if (r != NN_OK) return r;
+    (*l)->dims = plan->dims;
+    memcpy((*l)->gws, plan->gws, sizeof (*l)->gws);
+    memcpy((*l)->lws, plan->lws, sizeof (*l)->lws);
+    (*l)->use_lws = plan->lws[0] != 0;
+    return NN_OK;
+}
+
+/* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
+   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
+static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A,
+                                      const int *a, const nn__buf *B, const int *b, const nn__buf *C, const int *c,
+                                      int outer, int inner, float beta) {
+    nn_context *ctx = g->ctx;
+    nn__gemm_plan plan;
+    nn__launch *l = NULL;
+    nn__k_gemm_batched k;
+    nn_result r;
+    nn__gemm_plan_batched(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, ta, tb, M, Nc, outer * inner, &plan);
+    r = nn__launch_gemm_plan(g, id, &plan, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.M = M;
+    k.N = Nc;
+    k.K = K;
+    k.A = A;
+    k.lda = a[0];
+    k.B = B;
+    k.ldb = b[0];
+    k.C = C;
+    k.ldc = c[0];
+    k.alpha = 1.0f;
+    k.beta = beta;
+    k.inner = inner;
+    k.offA = a[1];
+    k.sa0 = a[2];
+    k.sa1 = a[3];
+    k.offB = b[1];
+    k.sb0 = b[2];
+    k.sb1 = b[3];
+    k.offC = c[1];
+    k.sc0 = c[2];
+    k.sc1 = c[3];
+    return nn__kargs_gemm_batched(l, &k);
+}
+
+/* The same with beta 0 (C = op(A) op(B)). */
+static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A, const int *a,
+                                 const nn__buf *B, const int *b, const nn__buf *C, const int *c, int outer, int inner) {
+    return nn__launch_gemm_beta(g, id, ta, tb, M, Nc, K, A, a, B, b, C, c, outer, inner, 0.0f);
+}
+
+/* ==== matmul: C [..., M, N] = op(A) [..., M, K] op(B) [..., K, N], torch.matmul: a 1-D
+   operand is a row or a column, batch dims broadcast, and a gradient sums over the dims
+   its operand was broadcast along. nn_einsum's one-matmul specs and nn_linear_layer build it ==== */
 
 /* How a matmul node sees each of its tensors (nn__matmul_attr.vec): a stack of matrices,
    or of row or column vectors (torch.matmul's 1-D operands, and the outputs and gradients
@@ -309,9 +370,6 @@ NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features,
     return nn_add(g, y, b);
 }
 
-
-/* ---- autograd rules ---- */
-
 /* The gradients of C = op(A) op(B) through the same views, each reduced to its operand's
    batch dims where they were broadcast (nn__matmul_op sums over them). */
 static void nn__grad_matmul(nn_graph *g, int id) {
@@ -333,8 +391,6 @@ static void nn__grad_matmul(nn_graph *g, int id) {
     }
 }
 
-/* ---- CPU bodies ---- */
-
 /* The products of G over batch dims [0, nd) of it, split into the dims that step C (kept)
    and those that sum into it (summed); offsets of the kept index `c` and the summed index
    `r` (each lexicographic over its dims, outermost first). */
@@ -352,6 +408,29 @@ static void nn__mm_split_make(const nn__mm_geom *G, nn__mm_split *S) {
         if (G->sc[i] != 0) S->keep[S->n_keep++] = i, S->n_c *= G->ext[i];
         else S->sum[S->n_sum++] = i, S->n_r *= G->ext[i];
     }
+}
+
+/* Devices sum a gradient over more broadcast products than this by launches that add onto
+   C in turn; beyond it, every product goes to scratch in one batched launch and a fixed-order
+   sum (elementwise.cl's sum_leading) makes C. */
+#define NN__MM_SUM_LAUNCHES 4
+enum { NN__MM_ALGO_ACCUMULATE = 0, NN__MM_ALGO_SCRATCH = 1 };
+
+
+static void nn__plan_matmul(nn_graph *g, nn__node *n) {
+    nn__mm_geom G;
+    nn__mm_split S;
+    int64_t floats;
+    n->algo = NN__MM_ALGO_ACCUMULATE;
+    n->scratch = 0;
+    if (g->ctx->backend->host_memory) return; /* the CPU body adds in place */
+    nn__mm_geom_node(g, n, &G);
+    nn__mm_split_make(&G, &S);
+    if (S.n_r <= NN__MM_SUM_LAUNCHES) return;
+    floats = S.n_c * S.n_r * G.M * G.N;
+    if (floats >= (int64_t)1 << 31 || (uint64_t)floats * 4 > (uint64_t)g->ctx->dev.max_alloc / 2) return;
+    n->algo = NN__MM_ALGO_SCRATCH;
+    n->scratch = floats;
 }
 
 /* Offsets of index x over the dims listed (innermost last) into A, B and C. */
@@ -442,63 +521,6 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* A launch of kernels/gemm.cl with the geometry of a plan (opencl/gemm_plan.c) */
-static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *plan, nn__launch **l) {
-    nn_result r = nn__launch_kernel(g, id, "gemm", plan->kernel, 1, l);
-    if (r != NN_OK) return r;
-    (*l)->dims = plan->dims;
-    memcpy((*l)->gws, plan->gws, sizeof (*l)->gws);
-    memcpy((*l)->lws, plan->lws, sizeof (*l)->lws);
-    (*l)->use_lws = plan->lws[0] != 0;
-    return NN_OK;
-}
-
-/* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
-   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
-static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A,
-                                      const int *a, const nn__buf *B, const int *b, const nn__buf *C, const int *c,
-                                      int outer, int inner, float beta) {
-    nn_context *ctx = g->ctx;
-    nn__gemm_plan plan;
-    nn__launch *l = NULL;
-    nn_result r;
-    nn__gemm_plan_batched(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, ta, tb, M, Nc, outer * inner, &plan);
-    r = nn__launch_gemm_plan(g, id, &plan, &l);
-    if (r != NN_OK) return r;
-    return nn__args(l, "iiimimimiffiiiiiiiiii", M, Nc, K, A, a[0], B, b[0], C, c[0], 1.0, (double)beta, inner,
-                       a[1], a[2], a[3], b[1], b[2], b[3], c[1], c[2], c[3]);
-}
-
-/* The same with beta 0 (C = op(A) op(B)). */
-static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A, const int *a,
-                                 const nn__buf *B, const int *b, const nn__buf *C, const int *c, int outer, int inner) {
-    return nn__launch_gemm_beta(g, id, ta, tb, M, Nc, K, A, a, B, b, C, c, outer, inner, 0.0f);
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-/* Devices sum a gradient over more broadcast products than this by launches that add onto
-   C in turn; beyond it, every product goes to scratch in one batched launch and a fixed-order
-   sum (elementwise.cl's sum_leading) makes C. */
-#define NN__MM_SUM_LAUNCHES 4
-enum { NN__MM_ALGO_ACCUMULATE = 0, NN__MM_ALGO_SCRATCH = 1 };
-
-static void nn__plan_matmul(nn_graph *g, nn__node *n) {
-    nn__mm_geom G;
-    nn__mm_split S;
-    int64_t floats;
-    n->algo = NN__MM_ALGO_ACCUMULATE;
-    n->scratch = 0;
-    if (g->ctx->backend->kind == NN_BACKEND_CPU) return; /* the CPU adds in place */
-    nn__mm_geom_node(g, n, &G);
-    nn__mm_split_make(&G, &S);
-    if (S.n_r <= NN__MM_SUM_LAUNCHES) return;
-    floats = S.n_c * S.n_r * G.M * G.N;
-    if (floats >= (int64_t)1 << 31 || (uint64_t)floats * 4 > (uint64_t)g->ctx->dev.max_alloc / 2) return;
-    n->algo = NN__MM_ALGO_SCRATCH;
-    n->scratch = floats;
-}
-
 /* One launch of the plain kernels for a single product; else batched launches of the two
    largest dims that may run at once (those stepping C, or any of them into scratch) for
    every index of the other dims, in order: C takes its first product with beta 0 and adds
@@ -519,10 +541,23 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
     nn__mm_geom_node(g, n, &G);
     if (G.nd == 0) {
         nn__gemm_plan plan;
+        nn__k_gemm k;
         nn__gemm_plan_make(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, G.ta, G.tb, G.M, G.N, G.K, &plan);
         r = nn__launch_gemm_plan(g, id, &plan, &l);
         if (r != NN_OK) return r;
-        return nn__args(l, "iiimimimiff", G.M, G.N, G.K, A, G.lda, B, G.ldb, C, G.ldc, 1.0, 0.0);
+        memset(&k, 0, sizeof k);
+        k.M = G.M;
+        k.N = G.N;
+        k.K = G.K;
+        k.A = A;
+        k.lda = G.lda;
+        k.B = B;
+        k.ldb = G.ldb;
+        k.C = C;
+        k.ldc = G.ldc;
+        k.alpha = 1.0f;
+        k.beta = 0.0f;
+        return nn__kargs_gemm(l, &k);
     }
     nn__mm_split_make(&G, &S);
     /* C's strides: its own, or the scratch's [summed..., kept..., M, N] */
@@ -568,8 +603,16 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
     }
     if (r == NN_OK && to_scratch) {
         int nb = (int)(S.n_c * G.M * G.N);
+        nn__k_sum_leading k;
         r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)nb, &l);
-        if (r == NN_OK) r = nn__args(l, "mmiii", &n->scratch_buf, C, (int)(S.n_r * nb), nb, 0);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.x = &n->scratch_buf;
+        k.y = C;
+        k.n = (int)(S.n_r * nb);
+        k.nb = nb;
+        k.off = 0;
+        r = nn__kargs_sum_leading(l, &k);
     }
     return r;
 }

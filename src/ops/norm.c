@@ -1,31 +1,11 @@
-/* The norm ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The norm family: batch, layer, group and instance norm as two ops, the statistics
+   (norm_stats) and the normalisation (norm, with its gradients), and batch norm's running
+   statistics. x is viewed as [A, C, S] (nn__norm_attr in src/ops/norm.h); the loops are
+   in src/cpu/norm.c, the kernels in kernels/norm.cl. */
 #include "../base/internal.h"
 #include "../base/registry.h"
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_norm_stats nn__cpu_norm
-#define nn__launch_norm_stats nn__launch_norm_reduce
-#define nn__grad_norm_stats nn__grad_none
-#define nn__plan_norm_stats nn__no_plan
-#define nn__cpu_norm_forward nn__cpu_norm
-#define nn__plan_norm_forward nn__no_plan
-#define nn__cpu_norm_dx nn__cpu_norm
-#define nn__launch_norm_dx nn__launch_norm_reduce
-#define nn__grad_norm_dx nn__grad_none
-#define nn__plan_norm_dx nn__no_plan
-#define nn__cpu_norm_dgamma nn__cpu_norm
-#define nn__launch_norm_dgamma nn__launch_norm_reduce
-#define nn__grad_norm_dgamma nn__grad_none
-#define nn__plan_norm_dgamma nn__no_plan
-#define nn__cpu_norm_dbeta nn__cpu_norm
-#define nn__launch_norm_dbeta nn__launch_norm_reduce
-#define nn__grad_norm_dbeta nn__grad_none
-#define nn__plan_norm_dbeta nn__no_plan
-#define nn__grad_bn_running nn__grad_none
-#define nn__plan_bn_running nn__no_plan
-#define nn__grad_bn_pack nn__grad_none
-#define nn__plan_bn_pack nn__no_plan
+/* ==== helpers shared by the family's builders and launches ==== */
 
 /* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
 static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
@@ -67,6 +47,73 @@ static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const nn__norm_attr *a
     return t;
 }
 
+/* A launch of one work-group per statistics group (per_group: norm_stats, norm_grad_input)
+   or per channel (the affine gradients), no larger than the power of two that covers the
+   elements it reduces; *wg is its size, the floats of the kernel's tmp. */
+static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel, int per_group, nn__launch **l,
+                                       size_t *wg) {
+    nn__norm q;
+    size_t groups, count;
+    nn_result r;
+    *wg = nn__reduce_wg(g);
+    nn__norm_geom(&q, &g->nodes[id].a.norm);
+    groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
+    count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
+    while (*wg > 1 && *wg / 2 >= count) *wg /= 2;
+    r = nn__launch_kernel(g, id, "norm", kernel, groups * *wg, l);
+    if (r != NN_OK) return r;
+    (*l)->gws[0] = groups * *wg;
+    (*l)->lws[0] = *wg;
+    (*l)->use_lws = 1;
+    return NN_OK;
+}
+
+/* ==== norm_stats: stats [2, R] of x [A, C, S], the means then the biased variances: R =
+   A*G groups of C/G channels each (group, layer and instance norm), or the C channels over
+   A and S (batch norm) ==== */
+
+/* stats [2, R] of x: R groups (channels for batch norm) */
+static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const nn__norm_attr *at) {
+    int64_t R = at->per_channel ? at->C : (int64_t)at->A * at->groups;
+    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), at).id;
+}
+
+#define nn__grad_norm_stats nn__grad_none
+#define nn__plan_norm_stats nn__no_plan
+
+static nn_result nn__cpu_norm_stats(nn_graph *g, nn__node *n) {
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_stats(g->ctx->threads, &q, n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
+
+static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_stats k;
+    size_t wg;
+    nn_result r = nn__launch_norm_groups(g, id, "norm_stats", 1, &l, &wg);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.stats = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.tmp = wg * 4;
+    return nn__kargs_norm_stats(l, &k);
+}
+
+/* ==== norm: y [A, C, S] = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c], inputs x,
+   stats [2, R] (norm_stats of x, or batch norm's running statistics: const_stats),
+   [gamma], [beta]. Its gradients stand here: NORM_DX, dx from (x, stats, dy, [gamma]),
+   through the statistics unless const_stats; NORM_DGAMMA [C] = sum of dy * xhat from
+   (x, stats, dy); NORM_DBETA [C] = sum of dy ==== */
+
 /* y = normalise(x) by stats [2, R] (computed from x unless const_stats) * gamma + beta. */
 static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor gamma, nn_tensor beta, nn__norm_attr *at,
                                 int const_stats) {
@@ -82,11 +129,221 @@ static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor g
     return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), at);
 }
 
-/* stats [2, R] of x: R groups (channels for batch norm) */
-static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const nn__norm_attr *at) {
-    int64_t R = at->per_channel ? at->C : (int64_t)at->A * at->groups;
-    return nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_STATS, NN_F32, nn_shape2(2, R), x.id), at).id;
+#define nn__plan_norm_forward nn__no_plan
+#define nn__grad_norm_dx nn__grad_none
+#define nn__plan_norm_dx nn__no_plan
+#define nn__grad_norm_dgamma nn__grad_none
+#define nn__plan_norm_dgamma nn__no_plan
+#define nn__grad_norm_dbeta nn__grad_none
+#define nn__plan_norm_dbeta nn__no_plan
+
+static void nn__grad_norm_forward(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
+    int k = 2, gi = n.a.norm.has_gamma ? n.in[k++] : -1, bi = n.a.norm.has_beta ? n.in[k++] : -1, din[4];
+    din[0] = a;
+    din[1] = b;
+    din[2] = gy.id;
+    din[3] = gi;
+    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
+                                                                             gi >= 0 ? 4 : 3)), &n.a.norm));
+    if (gi >= 0 && g->nodes[gi].needs_grad)
+        nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), &n.a.norm));
+    if (bi >= 0 && g->nodes[bi].needs_grad)
+        nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), &n.a.norm));
+    return;
 }
+
+/* x, stats, [gamma], [beta] */
+static nn_result nn__cpu_norm_forward(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_forward(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), n->a.norm.has_gamma ? NN__F(in[2]) : NULL,
+                     n->a.norm.has_beta ? NN__F(in[2 + n->a.norm.has_gamma]) : NULL, n->a.norm.eps);
+    return NN_OK;
+}
+
+/* x, stats, dy, [gamma] */
+static nn_result nn__cpu_norm_dx(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_backward_data(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]),
+                           n->a.norm.has_gamma ? NN__F(in[3]) : NULL, n->a.norm.const_stats, n->a.norm.eps);
+    return NN_OK;
+}
+
+/* x, stats, dy */
+static nn_result nn__cpu_norm_dgamma(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.eps);
+    return NN_OK;
+}
+
+/* dy */
+static nn_result nn__cpu_norm_dbeta(nn_graph *g, nn__node *n) {
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, NULL, NULL, NN__F(n->in[0]), n->a.norm.eps);
+    return NN_OK;
+}
+
+/* one work-item per element; &g->one stands in for an absent gamma or beta */
+static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_forward k;
+    nn_result r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.stats = &g->nodes[in[1]].buf;
+    k.gamma = a->has_gamma ? &g->nodes[in[2]].buf : &g->one;
+    k.beta = a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one;
+    k.y = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.has_gamma = a->has_gamma;
+    k.has_beta = a->has_beta;
+    k.eps = a->eps;
+    return nn__kargs_norm_forward(l, &k);
+}
+
+/* one work-group per statistics group */
+static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_backward_data k;
+    size_t wg;
+    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_data", 1, &l, &wg);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[in[0]].buf;
+    k.stats = &g->nodes[in[1]].buf;
+    k.dy = &g->nodes[in[2]].buf;
+    k.gamma = a->has_gamma ? &g->nodes[in[3]].buf : &g->one;
+    k.dx = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.has_gamma = a->has_gamma;
+    k.const_stats = a->const_stats;
+    k.eps = a->eps;
+    k.tmp = wg * 4;
+    return nn__kargs_norm_backward_data(l, &k);
+}
+
+/* One work-group per channel: norm_backward_affine over x, stats and dy (with_xhat) or dy
+   alone (x and stats are then g->one, unread). */
+static nn_result nn__launch_norm_affine(nn_graph *g, int id, const nn__buf *x, const nn__buf *stats, const nn__buf *dy,
+                                        int with_xhat) {
+    nn__node *n = &g->nodes[id];
+    const nn__norm_attr *a = &n->a.norm;
+    nn__launch *l = NULL;
+    nn__k_norm_backward_affine k;
+    size_t wg;
+    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_affine", 0, &l, &wg);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.stats = stats;
+    k.dy = dy;
+    k.out = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.S = a->S;
+    k.G = a->groups;
+    k.pc = a->per_channel;
+    k.with_xhat = with_xhat;
+    k.eps = a->eps;
+    k.tmp = wg * 4;
+    return nn__kargs_norm_backward_affine(l, &k);
+}
+
+static nn_result nn__launch_norm_dgamma(nn_graph *g, int id) {
+    const int *in = g->nodes[id].in;
+    return nn__launch_norm_affine(g, id, &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, 1);
+}
+
+static nn_result nn__launch_norm_dbeta(nn_graph *g, int id) {
+    return nn__launch_norm_affine(g, id, &g->one, &g->one, &g->nodes[g->nodes[id].in[0]].buf, 0);
+}
+
+/* ==== batch_norm_running_update: running mean and var [C] (inputs 0 and 1, updated in
+   place) += momentum * (stats [2, C] - running), the variance unbiased by n/(n-1); a root
+   with no output, built by nn_batch_norm in training mode ==== */
+
+#define nn__grad_bn_running nn__grad_none
+#define nn__plan_bn_running nn__no_plan
+
+static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    /* running mean, running var (updated in place), stats */
+    nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.C, (int64_t)n->a.norm.A * n->a.norm.S, n->a.norm.momentum);
+    return NN_OK;
+}
+
+static nn_result nn__launch_bn_running(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const int *in = n->in;
+    nn__launch *l = NULL;
+    nn__k_batch_norm_running k;
+    int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
+    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.rmean = &g->nodes[in[0]].buf;
+    k.rvar = &g->nodes[in[1]].buf;
+    k.stats = &g->nodes[in[2]].buf;
+    k.C = n->a.norm.C;
+    k.m = n->a.norm.momentum;
+    k.unbias = (float)((double)cnt / (double)(cnt - 1));
+    return nn__kargs_batch_norm_running(l, &k);
+}
+
+/* ==== batch_norm_running_stats: stats [2, C] = (running mean, running var), the
+   statistics of eval-mode batch norm (built by nn_batch_norm) ==== */
+
+#define nn__grad_bn_pack nn__grad_none
+#define nn__plan_bn_pack nn__no_plan
+
+static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    memcpy(y, NN__F(in[0]), (size_t)n->a.norm.C * 4);
+    memcpy(y + n->a.norm.C, NN__F(in[1]), (size_t)n->a.norm.C * 4);
+    return NN_OK;
+}
+
+static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_batch_norm_pack k;
+    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.rmean = &g->nodes[n->in[0]].buf;
+    k.rvar = &g->nodes[n->in[1]].buf;
+    k.stats = &n->buf;
+    k.C = n->a.norm.C;
+    return nn__kargs_batch_norm_pack(l, &k);
+}
+
+/* ==== the public norms, made of the ops above: group, instance and layer norm are
+   norm_stats + norm; batch norm adds the running statistics' update in training mode, or
+   normalises by them (batch_norm_running_stats) in eval mode ==== */
 
 /* Group norm, and instance norm (instance: groups = C, x with spatial dims); x [N, C, ...] */
 static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups,
@@ -252,139 +509,4 @@ NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const nn_norm_d
 
 NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name) {
     return nn__batch_norm_layer(g, x, desc, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
-}
-
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_norm_forward(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
-    int k = 2, gi = n.a.norm.has_gamma ? n.in[k++] : -1, bi = n.a.norm.has_beta ? n.in[k++] : -1, din[4];
-    din[0] = a;
-    din[1] = b;
-    din[2] = gy.id;
-    din[3] = gi;
-    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
-                                                                             gi >= 0 ? 4 : 3)), &n.a.norm));
-    if (gi >= 0 && g->nodes[gi].needs_grad)
-        nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), &n.a.norm));
-    if (bi >= 0 && g->nodes[bi].needs_grad)
-        nn__acc_grad(g, bi, nn__norm_attrs(g, nn__op1(g, NN__OP_NORM_DBETA, NN_F32, g->nodes[bi].shape, gy.id), &n.a.norm));
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_norm(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    /* attributes: see src/cpu/norm.c */
-    nn__norm q;
-    nn__norm_geom(&q, &n->a.norm);
-    if (n->op == NN__OP_NORM_STATS) nn__norm_stats(g->ctx->threads, &q, y, NN__F(in[0]));
-    else if (n->op == NN__OP_NORM_FORWARD) /* x, stats, [gamma], [beta] */
-        nn__norm_forward(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), n->a.norm.has_gamma ? NN__F(in[2]) : NULL,
-                         n->a.norm.has_beta ? NN__F(in[2 + n->a.norm.has_gamma]) : NULL, n->a.norm.eps);
-    else if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
-        nn__norm_backward_data(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.has_gamma ? NN__F(in[3]) : NULL, n->a.norm.const_stats,
-                               n->a.norm.eps);
-    else if (n->op == NN__OP_NORM_DGAMMA) nn__norm_backward_affine(g->ctx->threads, &q, y, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.eps);
-    else nn__norm_backward_affine(g->ctx->threads, &q, y, NULL, NULL, NN__F(in[0]), n->a.norm.eps);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    /* running mean, running var (updated in place), stats */
-    nn__batch_norm_running(NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.C, (int64_t)n->a.norm.A * n->a.norm.S, n->a.norm.momentum);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    memcpy(y, NN__F(in[0]), (size_t)n->a.norm.C * 4);
-    memcpy(y + n->a.norm.C, NN__F(in[1]), (size_t)n->a.norm.C * 4);
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    /* x, stats, [gamma], [beta]; &g->one stands in for an absent one */
-    const nn__norm_attr *a = &n->a.norm;
-    r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)N, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmmmiiiiiiif", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, a->has_gamma ? &g->nodes[in[2]].buf : &g->one,
-                     a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one, y, a->A, a->C, a->S, a->groups,
-                     a->per_channel, a->has_gamma, a->has_beta, (double)a->eps);
-    return r;
-}
-
-static nn_result nn__launch_norm_reduce(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    /* one work-group per statistics group (stats, dx) or per channel (dgamma, dbeta), no
-       larger than the power of two that covers the elements it reduces */
-    const nn__norm_attr *a = &n->a.norm;
-    nn__norm q;
-    int per_group = n->op == NN__OP_NORM_STATS || n->op == NN__OP_NORM_DX;
-    size_t wg = nn__reduce_wg(g), groups, count;
-    nn__norm_geom(&q, a);
-    groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
-    count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
-    while (wg > 1 && wg / 2 >= count) wg /= 2;
-    r = nn__launch_kernel(g, id, "norm",
-                   n->op == NN__OP_NORM_STATS ? "norm_stats" : n->op == NN__OP_NORM_DX ? "norm_backward_data" : "norm_backward_affine",
-                   groups * wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = groups * wg;
-    l->lws[0] = wg;
-    l->use_lws = 1;
-    if (n->op == NN__OP_NORM_STATS)
-        return nn__args(l, "mmiiiiiL", &g->nodes[in[0]].buf, y, a->A, a->C, a->S, a->groups, a->per_channel, wg * 4);
-    if (n->op == NN__OP_NORM_DX) /* x, stats, dy, [gamma] */
-        return nn__args(l, "mmmmmiiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf,
-                        a->has_gamma ? &g->nodes[in[3]].buf : &g->one, y, a->A, a->C, a->S, a->groups, a->per_channel,
-                        a->has_gamma, a->const_stats, (double)a->eps, wg * 4);
-    if (n->op == NN__OP_NORM_DGAMMA) /* x, stats, dy */
-        return nn__args(l, "mmmmiiiiiifL", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, y, a->A, a->C, a->S,
-                           a->groups, a->per_channel, 1, (double)a->eps, wg * 4);
-    return nn__args(l, "mmmmiiiiiifL", &g->one, &g->one, &g->nodes[in[0]].buf, y, a->A, a->C, a->S, a->groups,
-                    a->per_channel, 0, (double)a->eps, wg * 4);
-}
-
-static nn_result nn__launch_bn_running(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    /* running mean, running var (updated in place), stats */
-    int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
-    r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiff", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, &g->nodes[in[2]].buf, n->a.norm.C, (double)n->a.norm.momentum,
-                        (double)cnt / (double)(cnt - 1));
-    return r;
-}
-
-static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
-    if (r == NN_OK) r = nn__args(l, "mmmi", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, n->a.norm.C);
-    return r;
 }

@@ -1,21 +1,15 @@
-/* The optim ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The optimizer ops, one block per op: the parameters' updates (OPT_SGD, OPT_ADAM, OPT_STEP)
+   and what runs before them (GRAD_ACC, NONFINITE_COUNT, SKIP_GATE; the clipping's
+   GRAD_SUMSQ and CLIP_SCALE are in src/ops/reduce.c), each with its registry aliases, CPU
+   body (the rules, defaults and schedules in src/cpu/optim.c) and kernel launches
+   (kernels/optim.cl). No op has a gradient: they run after autograd, added by the compile
+   hooks of the first block. The kinds are kernels/optim.h's list. */
 #include "../base/internal.h"
 #include "../base/registry.h"
+#include "../../kernels/optim.h"
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__grad_opt_sgd nn__grad_none
-#define nn__plan_opt_sgd nn__no_plan
-#define nn__grad_opt_adam nn__grad_none
-#define nn__plan_opt_adam nn__no_plan
-#define nn__grad_opt_step nn__grad_none
-#define nn__plan_opt_step nn__no_plan
-#define nn__grad_grad_acc nn__grad_none
-#define nn__plan_grad_acc nn__no_plan
-#define nn__grad_nonfinite_count nn__grad_none
-#define nn__plan_nonfinite_count nn__no_plan
-#define nn__grad_skip_gate nn__grad_none
-#define nn__plan_skip_gate nn__no_plan
+/* ==== the optimizer's compile hooks (src/ops/registry.c's nn__optim): settings and
+   schedule, then the update ops after autograd ==== */
 
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     nn_result r;
@@ -98,17 +92,12 @@ static nn_result nn__add_optimizer(nn_graph *g) {
     return g->status;
 }
 
-/* An arena item: a node's output (live from its definition to its last use) or its
-   scratch (live during its own run only). */
+/* ==== sgd: OPT_SGD, parameter p [any] and its gradient (and the clipping coefficient [1])
+   -> p updated in place, torch.optim.SGD (momentum, dampening, Nesterov, L2 decay); the
+   momentum buffer is aux[0]. Output: none (a root with an effect). ==== */
 
-
-/* Adam's bias corrections for the update about to run, in double as PyTorch computes them. */
-static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
-    *bc1 = (float)(1.0 - pow((double)g->opt.beta1, (double)g->clock.t));
-    *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->clock.t));
-}
-
-/* ---- CPU bodies ---- */
+#define nn__grad_opt_sgd nn__grad_none
+#define nn__plan_opt_sgd nn__no_plan
 
 static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
     const int *in = n->in;
@@ -119,6 +108,52 @@ static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
                    g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->a.optim.wd_mult, g->opt.nesterov, g->clock.t == 1,
                    clip, nn__opt_cv(g));
     return NN_OK;
+}
+
+/* the scheduled rate with the parameter's multiplier, and whether this is the first update */
+static void nn__update_sgd(nn_graph *g, nn__launch *l) {
+    nn__k_sgd k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    k.first_step = g->clock.t == 1;
+    nn__kstep_sgd(l, &k);
+}
+
+static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *p = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_sgd k;
+    nn_result r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)p->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_sgd;
+    memset(&k, 0, sizeof k);
+    k.p = &p->buf;
+    k.grad = &g->nodes[n->in[1]].buf;
+    k.buf = n->n_aux ? &n->aux[0] : &g->one;
+    k.clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.n = (int)p->numel;
+    k.lr = g->lr;
+    k.momentum = g->opt.momentum;
+    k.dampening = g->opt.dampening;
+    k.wd = g->opt.weight_decay * n->a.optim.wd_mult;
+    k.nesterov = g->opt.nesterov;
+    k.first_step = 1;
+    k.cv = nn__opt_cv(g);
+    return nn__kargs_sgd(l, &k);
+}
+
+/* ==== adam: OPT_ADAM, parameter p [any] and its gradient (and the clipping coefficient)
+   -> p updated in place, torch.optim.Adam and AdamW (decoupled decay) without AMSGrad
+   (which runs as OPT_STEP); m and v are aux[0] and aux[1]. ==== */
+
+#define nn__grad_opt_adam nn__grad_none
+#define nn__plan_opt_adam nn__no_plan
+
+/* Adam's bias corrections for the update about to run, in double as PyTorch computes them. */
+static void nn__adam_bc(const nn_graph *g, float *bc1, float *bc2) {
+    *bc1 = (float)(1.0 - pow((double)g->opt.beta1, (double)g->clock.t));
+    *bc2 = (float)(1.0 - pow((double)g->opt.beta2, (double)g->clock.t));
 }
 
 static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
@@ -133,10 +168,198 @@ static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
-    nn__opt_step_cpu(g, n); return NN_OK;
-
+/* the scheduled rate with the parameter's multiplier, and this update's bias corrections */
+static void nn__update_adam(nn_graph *g, nn__launch *l) {
+    nn__k_adam k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    nn__adam_bc(g, &k.bc1, &k.bc2);
+    nn__kstep_adam(l, &k);
 }
+
+static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__node *p = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_adam k;
+    nn_result r = nn__launch_kernel(g, id, "optim", "adam", (size_t)p->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_adam;
+    memset(&k, 0, sizeof k);
+    k.p = &p->buf;
+    k.grad = &g->nodes[n->in[1]].buf;
+    k.m = &n->aux[0];
+    k.v = &n->aux[1];
+    k.clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.n = (int)p->numel;
+    k.lr = g->lr;
+    k.b1 = g->opt.beta1;
+    k.b2 = g->opt.beta2;
+    k.eps = g->opt.eps;
+    k.wd = g->opt.weight_decay * n->a.optim.wd_mult;
+    k.decoupled = g->opt.kind == NN_OPT_ADAMW;
+    k.bc1 = 1.0f;
+    k.bc2 = 1.0f;
+    k.cv = nn__opt_cv(g);
+    return nn__kargs_adam(l, &k);
+}
+
+/* ==== optimizer step: OPT_STEP, parameter p [any] and its gradient (and the clipping
+   coefficient) -> p updated in place by the rule of a.optim.kind (every kind but SGD and
+   plain Adam/AdamW: src/cpu/optim.c's nn__opt_rule, kernels/optim.cl's opt_step), its state
+   in aux[0..2]. LARS reduces |w| and |g| first; LAMB computes its update u into the node's
+   scratch [numel + 2], reduces |w| and |u| into the scratch's last two floats, then
+   applies. ==== */
+
+#define nn__grad_opt_step nn__grad_none
+#define nn__plan_opt_step nn__no_plan
+
+static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
+    nn__opt_step_cpu(g, n);
+    return NN_OK;
+}
+
+/* the rate (with the parameter's multiplier) and this update's constants c0..c3 */
+static void nn__update_opt(nn_graph *g, nn__launch *l) {
+    nn__k_opt_step k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    k.c0 = g->clock.c[0];
+    k.c1 = g->clock.c[1];
+    k.c2 = g->clock.c[2];
+    k.c3 = g->clock.c[3];
+    nn__kstep_opt_step(l, &k);
+}
+
+static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) {
+    nn__k_lamb_apply k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    nn__kstep_lamb_apply(l, &k);
+}
+
+/* opt_norms over one work-group: out[off], out[off + 1] = the sums of squares of p and of
+   x (clipped by clip and cv) */
+static nn_result nn__launch_opt_norms(nn_graph *g, int id, const nn__buf *p, const nn__buf *x, const nn__buf *clip, float cv,
+                                      int np, const nn__buf *out, int off) {
+    nn__launch *l = NULL;
+    nn__k_opt_norms k;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    memset(&k, 0, sizeof k);
+    k.p = p;
+    k.x = x;
+    k.clip = clip;
+    k.cv = cv;
+    k.n = np;
+    k.out = out;
+    k.off = off;
+    k.tmp = wg * 8;
+    return nn__kargs_opt_norms(l, &k);
+}
+
+static nn_result nn__launch_opt_step(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
+    const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
+    int np = (int)p->numel, k, lamb = n->a.optim.kind == NN_OPT_LAMB;
+    float h[5], cv = nn__opt_cv(g);
+    nn__launch *l = NULL;
+    nn__k_opt_step ks;
+    nn__k_lamb_apply ka;
+    nn_result r;
+    for (k = 0; k < 3; k++) s[k] = k < n->n_aux ? &n->aux[k] : &g->one; /* &g->one: never written */
+    if (lamb) s[2] = &n->scratch_buf;
+    nn__opt_hparams(&g->opt, h);
+    if (n->a.optim.kind == NN_OPT_LARS) {
+        r = nn__launch_opt_norms(g, id, &p->buf, grad, clip, cv, np, norms, 0);
+        if (r != NN_OK) return r;
+    }
+    r = nn__launch_kernel(g, id, "optim", "opt_step", (size_t)np, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_opt;
+    memset(&ks, 0, sizeof ks);
+    ks.p = &p->buf;
+    ks.grad = grad;
+    ks.clip = clip;
+    ks.s0 = s[0];
+    ks.s1 = s[1];
+    ks.s2 = s[2];
+    ks.norms = norms;
+    ks.n = np;
+    ks.kind = n->a.optim.kind;
+    ks.lr = g->lr;
+    ks.wd = g->opt.weight_decay * n->a.optim.wd_mult;
+    ks.cv = cv;
+    ks.h0 = h[0];
+    ks.h1 = h[1];
+    ks.eps = h[2];
+    ks.h3 = h[3];
+    ks.h4 = h[4];
+    r = nn__kargs_opt_step(l, &ks);
+    if (r != NN_OK || !lamb) return r;
+    r = nn__launch_opt_norms(g, id, &p->buf, norms, &g->one, 3.40282347e38f, np, norms, np);
+    if (r != NN_OK) return r;
+    r = nn__launch_kernel(g, id, "optim", "lamb_apply", (size_t)np, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_lamb_apply;
+    memset(&ka, 0, sizeof ka);
+    ka.p = &p->buf;
+    ka.u = norms;
+    ka.clip = clip;
+    ka.n = np;
+    ka.lr = g->lr;
+    return nn__kargs_lamb_apply(l, &ka);
+}
+
+/* ==== gradient accumulation: GRAD_ACC, a gradient [any] -> its running mean over a cycle of
+   accumulate_steps steps [same], acc = (first step of the cycle ? 0 : acc) + g / steps; a
+   persistent output, what the update ops and nn_graph_grad read. ==== */
+
+#define nn__grad_grad_acc nn__grad_none
+#define nn__plan_grad_acc nn__no_plan
+
+static nn_result nn__cpu_grad_acc(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__grad_acc_cpu(y, NN__F(in[0]), N, n->a.optim.inv_steps, (g->step - 1) % (uint64_t)g->accum_steps == 0);
+    return NN_OK;
+}
+
+/* whether this step starts a cycle */
+static void nn__update_grad_acc(nn_graph *g, nn__launch *l) {
+    nn__k_grad_acc k;
+    memset(&k, 0, sizeof k);
+    k.reset = (g->step - 1) % (uint64_t)g->accum_steps == 0;
+    nn__kstep_grad_acc(l, &k);
+}
+
+static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_grad_acc k;
+    nn_result r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_grad_acc;
+    memset(&k, 0, sizeof k);
+    k.acc = &n->buf;
+    k.g = &g->nodes[n->in[0]].buf;
+    k.n = (int)n->numel;
+    k.inv_k = n->a.optim.inv_steps;
+    k.reset = 1;
+    return nn__kargs_grad_acc(l, &k);
+}
+
+/* ==== non-finite count: NONFINITE_COUNT, a gradient [any] (and the previous parameter's
+   count [1]) -> [1], the running count of NaN and Inf over the gradients (skip_nonfinite);
+   one chain of these nodes covers every parameter. ==== */
+
+#define nn__grad_nonfinite_count nn__grad_none
+#define nn__plan_nonfinite_count nn__no_plan
 
 static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
     const float *x = NN__F(n->in[0]);
@@ -146,6 +369,33 @@ static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_nonfinite_count k;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.n = (int)g->nodes[n->in[0]].numel;
+    k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.has_prev = n->n_in > 1;
+    k.out = &n->buf;
+    k.tmp = wg * 4;
+    return nn__kargs_nonfinite_count(l, &k);
+}
+
+/* ==== skip gate: SKIP_GATE, the non-finite count [1] (and the clipping coefficient [1]) ->
+   [2]: y[0] = -1 when the count is not 0 (every update skips), else the coefficient (1
+   without clipping); y[1], persistent, counts the skipped updates (nn_graph_skipped_steps
+   reads it). ==== */
+
+#define nn__grad_skip_gate nn__grad_none
+#define nn__plan_skip_gate nn__no_plan
+
 static nn_result nn__cpu_skip_gate(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     int skip = NN__F(n->in[0])[0] != 0.0f;
@@ -154,145 +404,17 @@ static nn_result nn__cpu_skip_gate(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-static nn_result nn__cpu_grad_acc(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__grad_acc_cpu(y, NN__F(in[0]), N, n->a.optim.inv_steps, (g->step - 1) % (uint64_t)g->accum_steps == 0); return NN_OK;
-
-}
-
-static void nn__update_sgd(nn_graph *g, nn__launch *l) {
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
-    nn__arg_i(l, 1, g->clock.t == 1);
-}
-
-static void nn__update_adam(nn_graph *g, nn__launch *l) {
-    float bc1, bc2;
-    nn__adam_bc(g, &bc1, &bc2);
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
-    nn__arg_f(l, 1, bc1);
-    nn__arg_f(l, 2, bc2);
-}
-
-/* opt_step: the rate (with the parameter's multiplier) and this update's constants c0..c3 */
-static void nn__update_opt(nn_graph *g, nn__launch *l) {
-    int k;
-    nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult);
-    for (k = 0; k < 4; k++) nn__arg_f(l, 1 + k, g->clock.c[k]);
-}
-
-static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) { nn__arg_f(l, 0, g->lr * g->nodes[l->node].a.optim.lr_mult); }
-
-static void nn__update_grad_acc(nn_graph *g, nn__launch *l) { nn__arg_i(l, 0, (g->step - 1) % (uint64_t)g->accum_steps == 0); }
-
-/* OPT_STEP's launches: LARS reduces |w| and |g| first; LAMB computes u, reduces |w| and
-   |u|, then applies (see cpu/optim.c). */
-static nn_result nn__launch_opt_step(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
-    const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
-    const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
-    int np = (int)p->numel, k, lamb = n->a.optim.kind == NN_OPT_LAMB;
-    size_t wg = nn__reduce_wg(g);
-    float h[5], cv = nn__opt_cv(g);
-    nn__launch *l = NULL;
-    nn_result r;
-    for (k = 0; k < 3; k++) s[k] = k < n->n_aux ? &n->aux[k] : &g->one; /* &g->one: never written */
-    if (lamb) s[2] = &n->scratch_buf;
-    nn__opt_hparams(&g->opt, h);
-    if (n->a.optim.kind == NN_OPT_LARS) {
-        r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
-        if (r != NN_OK) return r;
-        l->gws[0] = l->lws[0] = wg;
-        l->use_lws = 1;
-        r = nn__args(l, "mmmfimiL", &p->buf, grad, clip, (double)cv, np, norms, 0, wg * 8);
-        if (r != NN_OK) return r;
-    }
-    r = nn__launch_kernel(g, id, "optim", "opt_step", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_opt;
-    r = nn__args(l, "mmmmmmmii@ffffffff@f@f@f@f", &p->buf, grad, clip, s[0], s[1], s[2], norms, np, n->a.optim.kind,
-                    (double)g->lr, (double)(g->opt.weight_decay * n->a.optim.wd_mult), (double)cv, (double)h[0], (double)h[1],
-                    (double)h[2], (double)h[3], (double)h[4], 0.0, 0.0, 0.0, 0.0);
-    if (r != NN_OK || !lamb) return r;
-    r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    r = nn__args(l, "mmmfimiL", &p->buf, norms, &g->one, (double)3.40282347e38f, np, norms, np, wg * 8);
-    if (r != NN_OK) return r;
-    r = nn__launch_kernel(g, id, "optim", "lamb_apply", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_lamb_apply;
-    return nn__args(l, "mmmi@f", &p->buf, norms, clip, np, (double)g->lr);
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *p = &g->nodes[in[0]];
-    int np = (int)p->numel;
-    r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_sgd;
-    return nn__args(l, "mmmmi@ffffi@if", &p->buf, &g->nodes[in[1]].buf, n->n_aux ? &n->aux[0] : &g->one,
-                       n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.momentum,
-                       (double)g->opt.dampening, (double)(g->opt.weight_decay * n->a.optim.wd_mult), g->opt.nesterov, 1,
-                       (double)nn__opt_cv(g));
-}
-
-static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    nn__node *p = &g->nodes[in[0]];
-    int np = (int)p->numel;
-    r = nn__launch_kernel(g, id, "optim", "adam", (size_t)np, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_adam;
-    return nn__args(l, "mmmmmi@fffffi@f@ff", &p->buf, &g->nodes[in[1]].buf, &n->aux[0], &n->aux[1],
-                       n->n_in > 2 ? &g->nodes[in[2]].buf : &g->one, np, (double)g->lr, (double)g->opt.beta1,
-                       (double)g->opt.beta2, (double)g->opt.eps, (double)(g->opt.weight_decay * n->a.optim.wd_mult),
-                       g->opt.kind == NN_OPT_ADAMW, 1.0, 1.0, (double)nn__opt_cv(g));
-}
-
-
-static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
-    nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_grad_acc;
-    return nn__args(l, "mmif@i", y, &g->nodes[in[0]].buf, N, (double)n->a.optim.inv_steps, 1);
-}
-
-static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    return nn__args(l, "mimimL", &g->nodes[n->in[0]].buf, (int)g->nodes[n->in[0]].numel,
-                    n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, n->n_in > 1, &n->buf, wg * 4);
-}
-
 static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
+    nn__k_skip_gate k;
     nn_result r = nn__launch_kernel(g, id, "optim", "skip_gate", 1, &l);
     if (r != NN_OK) return r;
-    return nn__args(l, "mmm", &g->nodes[n->in[0]].buf, n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one, &n->buf);
+    memset(&k, 0, sizeof k);
+    k.cnt = &g->nodes[n->in[0]].buf;
+    k.clip = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    return nn__kargs_skip_gate(l, &k);
 }
 
 /* skip_nonfinite's count of skipped updates, from the gate's persistent y[1]. */

@@ -1,29 +1,12 @@
-/* The pool ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The pool ops, one block each: builder (shape rule), registry aliases, autograd rule, CPU
+   body (its loop in src/cpu/pool.c) and kernel launch (kernels/pool.cl). Max and average
+   pooling over the planes of x [N, C, H, W] (1-D pooling: x [N, C, L] as H = 1), with
+   PyTorch's window rules; attributes in nn__pool_attr (src/ops/pool.h). */
 #include "../base/internal.h"
 #include "../base/registry.h"
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_maxpool2d nn__cpu_pool2d
-#define nn__launch_maxpool2d nn__launch_pool2d
-#define nn__plan_maxpool2d nn__no_plan
-#define nn__cpu_maxpool2d_argmax nn__cpu_pool2d
-#define nn__launch_maxpool2d_argmax nn__launch_pool2d
-#define nn__grad_maxpool2d_argmax nn__grad_none
-#define nn__plan_maxpool2d_argmax nn__no_plan
-#define nn__cpu_maxpool2d_grad nn__cpu_pool2d
-#define nn__launch_maxpool2d_grad nn__launch_pool2d
-#define nn__grad_maxpool2d_grad nn__grad_none
-#define nn__plan_maxpool2d_grad nn__no_plan
-#define nn__cpu_avgpool2d nn__cpu_pool2d
-#define nn__launch_avgpool2d nn__launch_pool2d
-#define nn__plan_avgpool2d nn__no_plan
-#define nn__cpu_avgpool2d_grad nn__cpu_pool2d
-#define nn__launch_avgpool2d_grad nn__launch_pool2d
-#define nn__grad_avgpool2d_grad nn__grad_none
-#define nn__plan_avgpool2d_grad nn__no_plan
-
-/* ---- pooling ---- */
+/* ==== shared: the output size, the checks and the node of every pooling builder, and a
+   node's geometry for its loops and kernels ==== */
 
 /* PyTorch's pooling_output_shape: floor (or ceil) division, and in ceil mode a last window
    that would start in the right padding is dropped. Below 1: the window does not fit. */
@@ -136,19 +119,6 @@ static nn_tensor nn__pooling1d(nn_graph *g, const char *opname, int op, nn_tenso
     return nn__pooling_node(g, opname, op, x, 1, &at, d->ceil_mode != 0);
 }
 
-NN_API nn_tensor nn_max_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
-    return nn__pooling2d(g, "nn_max_pool2d", NN__OP_MAXPOOL2D, x, desc);
-}
-NN_API nn_tensor nn_avg_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
-    return nn__pooling2d(g, "nn_avg_pool2d", NN__OP_AVGPOOL2D, x, desc);
-}
-NN_API nn_tensor nn_max_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
-    return nn__pooling1d(g, "nn_max_pool1d", NN__OP_MAXPOOL2D, x, desc);
-}
-NN_API nn_tensor nn_avg_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
-    return nn__pooling1d(g, "nn_avg_pool1d", NN__OP_AVGPOOL2D, x, desc);
-}
-
 /* One window over the whole plane. */
 static nn_tensor nn__global_pool(nn_graph *g, const char *opname, int op, nn_tensor x) {
     nn__node *nx = nn__pool_input(g, opname, x, 2);
@@ -160,8 +130,175 @@ static nn_tensor nn__global_pool(nn_graph *g, const char *opname, int op, nn_ten
     at.dilation[0] = at.dilation[1] = 1;
     return nn__pooling_node(g, opname, op, x, 2, &at, 0);
 }
-NN_API nn_tensor nn_global_avg_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_avg_pool2d", NN__OP_AVGPOOL2D, x); }
+
+/* A pooling node's geometry: x is the input of the forward ops and the output of the
+   gradient ops, whose last input is dy. */
+static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p) {
+    int is_max = n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD;
+    if (n->op == NN__OP_MAXPOOL2D_GRAD || n->op == NN__OP_AVGPOOL2D_GRAD)
+        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, &n->a.pool);
+    else
+        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, &n->a.pool);
+}
+
+/* geo, the kernels' int8 = (kh, kw, sh, sw, ph, pw, dh, dw) */
+static void nn__pool_geo(const nn__pooling *p, int *geo) {
+    geo[0] = p->kh;
+    geo[1] = p->kw;
+    geo[2] = p->sh;
+    geo[3] = p->sw;
+    geo[4] = p->ph;
+    geo[5] = p->pw;
+    geo[6] = p->dh;
+    geo[7] = p->dw;
+}
+
+/* ==== max_pool2d: y [N, C, OH, OW] = the maximum of each window (kernel, stride, padding,
+   dilation, ceil mode: torch.nn.functional.max_pool2d, max_pool1d, and the global form).
+   Its gradient recomputes the windows' argmax (MAXPOOL2D_ARGMAX, idx [N, C, OH, OW] int32,
+   so inference keeps no indices) and sends dy there (MAXPOOL2D_GRAD: dx [N, C, H, W], in
+   output order). On devices tuned as CPUs the kernels run by rows or planes. ==== */
+
+NN_API nn_tensor nn_max_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
+    return nn__pooling2d(g, "nn_max_pool2d", NN__OP_MAXPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_max_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
+    return nn__pooling1d(g, "nn_max_pool1d", NN__OP_MAXPOOL2D, x, desc);
+}
 NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_max_pool2d", NN__OP_MAXPOOL2D, x); }
+
+#define nn__plan_maxpool2d nn__no_plan
+#define nn__grad_maxpool2d_argmax nn__grad_none
+#define nn__plan_maxpool2d_argmax nn__no_plan
+#define nn__grad_maxpool2d_grad nn__grad_none
+#define nn__plan_maxpool2d_grad nn__no_plan
+
+static void nn__grad_maxpool2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    /* dx gathers dy through the windows' argmax, which the backward pass recomputes so
+       inference graphs keep no indices */
+    t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
+    if (t.id < 0) return;
+    g->nodes[t.id].a = n.a;
+    t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static nn_result nn__cpu_maxpool2d(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__max_pool2d_forward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
+
+static nn_result nn__cpu_maxpool2d_argmax(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__max_pool2d_argmax(g->ctx->threads, &p, (int32_t *)n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
+
+/* inputs: idx, dy */
+static nn_result nn__cpu_maxpool2d_grad(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__max_pool2d_backward(g->ctx->threads, &p, n->buf.host, NN__I(n->in[0]), NN__F(n->in[1]));
+    return NN_OK;
+}
+
+/* One work-item per output element, or per output row on a device tuned as a CPU. */
+static nn_result nn__launch_maxpool2d(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int rows = g->ctx->dev.cpu_tuned;
+    nn__launch *l = NULL;
+    nn__k_max_pool2d_forward k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", rows ? "max_pool2d_forward_rows" : "max_pool2d_forward",
+                          rows ? (size_t)p.NC * p.OH : (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    return nn__kargs_max_pool2d_forward(l, &k);
+}
+
+static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int rows = g->ctx->dev.cpu_tuned;
+    nn__launch *l = NULL;
+    nn__k_max_pool2d_argmax k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", rows ? "max_pool2d_argmax_rows" : "max_pool2d_argmax",
+                          rows ? (size_t)p.NC * p.OH : (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.idx = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    return nn__kargs_max_pool2d_argmax(l, &k);
+}
+
+/* One work-item per input element, or per plane on a device tuned as a CPU. */
+static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int planes = g->ctx->dev.cpu_tuned;
+    nn__launch *l = NULL;
+    nn__k_max_pool2d_backward k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", planes ? "max_pool2d_backward_planes" : "max_pool2d_backward",
+                          planes ? (size_t)p.NC : (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.idx = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.dx = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    return nn__kargs_max_pool2d_backward(l, &k);
+}
+
+/* ==== avg_pool2d: y [N, C, OH, OW] = the mean of each window (count_include_pad unless
+   exclude_pad; torch.nn.functional.avg_pool2d, avg_pool1d, the global form, and
+   adaptive_avg_pool2d's bins). AVGPOOL2D_GRAD: dx [N, C, H, W] = dy / divisor summed over
+   the windows that hold each element, in output order. ==== */
+
+NN_API nn_tensor nn_avg_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
+    return nn__pooling2d(g, "nn_avg_pool2d", NN__OP_AVGPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_avg_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *desc) {
+    return nn__pooling1d(g, "nn_avg_pool1d", NN__OP_AVGPOOL2D, x, desc);
+}
+NN_API nn_tensor nn_global_avg_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_avg_pool2d", NN__OP_AVGPOOL2D, x); }
 
 NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow) {
     nn__node *nx = nn__pool_input(g, "nn_adaptive_avg_pool2d", x, 2);
@@ -184,42 +321,9 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
     return t;
 }
 
-
-static const char *nn__pool_kernel(int op) {
-    switch (op) {
-    case NN__OP_MAXPOOL2D: return "max_pool2d_forward";
-    case NN__OP_MAXPOOL2D_ARGMAX: return "max_pool2d_argmax";
-    case NN__OP_MAXPOOL2D_GRAD: return "max_pool2d_backward";
-    case NN__OP_AVGPOOL2D: return "avg_pool2d_forward";
-    default: return "avg_pool2d_backward";
-    }
-}
-
-/* A pooling node's geometry: x is the input of the forward ops and the output of the
-   gradient ops, whose last input is dy. */
-static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p) {
-    int is_max = n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD;
-    if (n->op == NN__OP_MAXPOOL2D_GRAD || n->op == NN__OP_AVGPOOL2D_GRAD)
-        nn__pooling_geom(p, is_max, &n->shape, &g->nodes[n->in[n->n_in - 1]].shape, &n->a.pool);
-    else
-        nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, &n->a.pool);
-}
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_maxpool2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    /* dx gathers dy through the windows' argmax, which the backward
-                          pass recomputes so inference graphs keep no indices */
-    t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
-    if (t.id < 0) return;
-    g->nodes[t.id].a = n.a;
-    t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+#define nn__plan_avgpool2d nn__no_plan
+#define nn__grad_avgpool2d_grad nn__grad_none
+#define nn__plan_avgpool2d_grad nn__no_plan
 
 static void nn__grad_avgpool2d(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -230,56 +334,66 @@ static void nn__grad_avgpool2d(nn_graph *g, int id) {
     return;
 }
 
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_pool2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
+static nn_result nn__cpu_avgpool2d(nn_graph *g, nn__node *n) {
     nn__pooling p;
     nn__pooling_of(g, n, &p);
-    if (n->op == NN__OP_MAXPOOL2D) nn__max_pool2d_forward(g->ctx->threads, &p, y, NN__F(in[0]));
-    else if (n->op == NN__OP_MAXPOOL2D_ARGMAX) nn__max_pool2d_argmax(g->ctx->threads, &p, (int32_t *)y, NN__F(in[0]));
-    else if (n->op == NN__OP_MAXPOOL2D_GRAD) nn__max_pool2d_backward(g->ctx->threads, &p, y, NN__I(in[0]), NN__F(in[1]));
-    else if (n->op == NN__OP_AVGPOOL2D) nn__avg_pool2d_forward(g->ctx->threads, &p, y, NN__F(in[0]));
-    else nn__avg_pool2d_backward(g->ctx->threads, &p, y, NN__F(in[0]));
+    nn__avg_pool2d_forward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
     return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
+static nn_result nn__cpu_avgpool2d_grad(nn_graph *g, nn__node *n) {
+    nn__pooling p;
+    nn__pooling_of(g, n, &p);
+    nn__avg_pool2d_backward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
+    return NN_OK;
+}
 
-static nn_result nn__launch_pool2d(nn_graph *g, int id) {
-    nn_context *ctx = g->ctx;
+static nn_result nn__launch_avgpool2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    char kname[64];
-    /* one work-item per element of y */
+    nn__k_avg_pool2d_forward k;
     nn__pooling p;
     int geo[8];
+    nn_result r;
     nn__pooling_of(g, n, &p);
-    geo[0] = p.kh; /* kernel, stride, pad, dilation (h, w) */
-    geo[1] = p.kw;
-    geo[2] = p.sh;
-    geo[3] = p.sw;
-    geo[4] = p.ph;
-    geo[5] = p.pw;
-    geo[6] = p.dh;
-    geo[7] = p.dw;
-    if (ctx->dev.cpu_tuned && (n->op == NN__OP_MAXPOOL2D || n->op == NN__OP_MAXPOOL2D_ARGMAX ||
-                           n->op == NN__OP_MAXPOOL2D_GRAD)) { /* by rows / planes (see pool.cl) */
-        snprintf(kname, sizeof kname, "%s%s", nn__pool_kernel(n->op),
-                 n->op == NN__OP_MAXPOOL2D_GRAD ? "_planes" : "_rows");
-        r = nn__launch_kernel(g, id, "pool", kname, n->op == NN__OP_MAXPOOL2D_GRAD ? (size_t)p.NC : (size_t)p.NC * p.OH, &l);
-    } else
-        r = nn__launch_kernel(g, id, "pool", nn__pool_kernel(n->op), (size_t)N, &l);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", "avg_pool2d_forward", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
-    if (n->op == NN__OP_MAXPOOL2D_GRAD)
-        return nn__args(l, "mmmiiiii8", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);
-    if (n->op != NN__OP_AVGPOOL2D && n->op != NN__OP_AVGPOOL2D_GRAD)
-        return nn__args(l, "mmiiiii8", &g->nodes[in[0]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo);
-    return nn__args(l, "mmiiiii8ii", &g->nodes[in[0]].buf, y, p.NC, p.H, p.W, p.OH, p.OW, geo, p.exclude_pad,
-                       p.adaptive);
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    k.exclude_pad = p.exclude_pad;
+    k.adaptive = p.adaptive;
+    return nn__kargs_avg_pool2d_forward(l, &k);
+}
+
+static nn_result nn__launch_avgpool2d_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_avg_pool2d_backward k;
+    nn__pooling p;
+    int geo[8];
+    nn_result r;
+    nn__pooling_of(g, n, &p);
+    nn__pool_geo(&p, geo);
+    r = nn__launch_kernel(g, id, "pool", "avg_pool2d_backward", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.NC = p.NC;
+    k.H = p.H;
+    k.W = p.W;
+    k.OH = p.OH;
+    k.OW = p.OW;
+    k.geo = geo;
+    k.exclude_pad = p.exclude_pad;
+    k.adaptive = p.adaptive;
+    return nn__kargs_avg_pool2d_backward(l, &k);
 }

@@ -1,4 +1,5 @@
-/* The random ops: builders, autograd rules, CPU bodies and device plans. Element i of a
+/* The random ops, one block per op: builder, registry aliases, autograd rule, CPU body and
+   kernel launch (kernels/random.cl; dropout's loop in src/cpu/random.c). Element i of a
    random node draws the Philox4x32-10 words of counter (i, key, step) under the graph's
    seed (nn__philox, kernels/random.cl's nn_philox) and turns them into a sample with the
    formulas of kernels/random.h, which the kernels share: the CPU and OpenCL backends give
@@ -9,36 +10,8 @@
 #include "../base/registry.h"
 #include "../../kernels/random.h"
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__cpu_rand nn__cpu_random
-#define nn__launch_rand nn__launch_random
-#define nn__grad_rand nn__grad_none
-#define nn__plan_rand nn__no_plan
-#define nn__cpu_randn nn__cpu_random
-#define nn__launch_randn nn__launch_random
-#define nn__grad_randn nn__grad_none
-#define nn__plan_randn nn__no_plan
-#define nn__cpu_randint nn__cpu_random
-#define nn__launch_randint nn__launch_random
-#define nn__grad_randint nn__grad_none
-#define nn__plan_randint nn__no_plan
-#define nn__cpu_bernoulli nn__cpu_random
-#define nn__launch_bernoulli nn__launch_random
-#define nn__grad_bernoulli nn__grad_none
-#define nn__plan_bernoulli nn__no_plan
-#define nn__cpu_gaussian_noise nn__cpu_random
-#define nn__launch_gaussian_noise nn__launch_random
-#define nn__plan_gaussian_noise nn__no_plan
-#define nn__cpu_alpha_dropout nn__cpu_random
-#define nn__launch_alpha_dropout nn__launch_random
-#define nn__plan_alpha_dropout nn__no_plan
-#define nn__cpu_alpha_dropout_grad nn__cpu_random
-#define nn__launch_alpha_dropout_grad nn__launch_random
-#define nn__grad_alpha_dropout_grad nn__grad_none
-#define nn__plan_alpha_dropout_grad nn__no_plan
-
-/* ---- builders ---- */
+/* ==== shared by the family: the sources' builder, the Philox loop of the CPU bodies, the
+   step's update of the launches ==== */
 
 /* A node of op with no inputs and the given shape (rand, randn, randint). */
 static nn_tensor nn__random_source(nn_graph *g, int op, const char *opname, nn_dtype dt, nn_shape shape) {
@@ -49,21 +22,153 @@ static nn_tensor nn__random_source(nn_graph *g, int op, const char *opname, nn_d
     return nn__tensor(id);
 }
 
-NN_API nn_tensor nn_rand(nn_graph *g, nn_shape shape) {
-    return nn__random_source(g, NN__OP_RAND, "nn_rand", NN_F32, shape);
-}
-
-NN_API nn_tensor nn_randn(nn_graph *g, nn_shape shape) {
-    return nn__random_source(g, NN__OP_RANDN, "nn_randn", NN_F32, shape);
-}
-
 static nn_tensor nn__random_like(nn_graph *g, int op, const char *opname, nn_tensor x) {
     if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     return nn__random_source(g, op, opname, NN_F32, nn__n(g, x)->shape);
 }
 
+/* One element's sample: y[i] (float, or int32 for randint) from its Philox words r and the
+   input x (p for bernoulli, dy for a gradient; NULL for the sources); returns 1 for a bad
+   input (bernoulli's p outside [0, 1]), else 0. */
+typedef int (*nn__sampler)(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i);
+
+typedef struct nn__random_task {
+    const nn__node *n;
+    nn__sampler sample;
+    const float *x;
+    void *y;
+    int64_t numel, bad[64]; /* bad: the sampler's count, per task */
+    uint64_t seed, step;
+} nn__random_task;
+
+static void nn__random_range(void *arg, int task, int n_tasks) {
+    nn__random_task *rt = (nn__random_task *)arg;
+    const nn__random_attr *ra = &rt->n->a.random;
+    int64_t chunk = (rt->numel + n_tasks - 1) / n_tasks, i = chunk * task, end = i + chunk < rt->numel ? i + chunk : rt->numel;
+    uint32_t key[2];
+    int64_t bad = 0;
+    key[0] = (uint32_t)rt->seed;
+    key[1] = (uint32_t)(rt->seed >> 32);
+    for (; i < end; i++) {
+        uint32_t r[4];
+        r[0] = (uint32_t)i;
+        r[1] = (uint32_t)ra->key;
+        r[2] = (uint32_t)rt->step;
+        r[3] = (uint32_t)(rt->step >> 32);
+        nn__philox(r, key);
+        bad += rt->sample(ra, r, rt->x, rt->y, i);
+    }
+    rt->bad[task] = bad;
+}
+
+/* n's elements in contiguous chunks over the pool's threads (up to 64), each drawing its
+   counter's words: the same bits for any thread count; bad inputs into n's counter. */
+static nn_result nn__random_run(nn_graph *g, nn__node *n, nn__sampler sample) {
+    nn__random_task rt;
+    int tasks = n->numel >= NN__PAR_MIN / 8 ? nn__threadpool_size(g->ctx->threads) : 1, k;
+    int64_t bad = 0;
+    if (tasks > 64) tasks = 64;
+    rt.n = n;
+    rt.sample = sample;
+    rt.x = n->n_in > 0 ? NN__F(n->in[0]) : NULL;
+    rt.y = n->buf.host;
+    rt.numel = n->numel;
+    rt.seed = g->seed;
+    rt.step = g->step;
+    for (k = 0; k < tasks; k++) rt.bad[k] = 0;
+    nn__threadpool_run(g->ctx->threads, nn__random_range, &rt, tasks);
+    for (k = 0; k < tasks; k++) bad += rt.bad[k];
+    if (n->check && bad > 0) {
+        int32_t *c = (int32_t *)g->checks.host + n->check_slot;
+        *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+    }
+    return NN_OK;
+}
+
+/* The launch's Philox fields (NN__KARGS_RNG of kernels/random_args.h): the graph's seed, the
+   node's key; the step is set before each run by nn__update_<sig>, stamped here. */
+#define NN__RNG_FIELDS(k, g, ra)                      \
+    do {                                              \
+        (k).seed_lo = (unsigned)(g)->seed;            \
+        (k).seed_hi = (unsigned)((g)->seed >> 32);    \
+        (k).key = (unsigned)(ra)->key;                \
+    } while (0)
+#define NN__RNG_UPDATE(sig)                                      \
+    static void nn__update_##sig(nn_graph *g, nn__launch *l) {  \
+        nn__k_##sig k;                                           \
+        memset(&k, 0, sizeof k);                                 \
+        k.step_lo = (unsigned)g->step;                           \
+        k.step_hi = (unsigned)(g->step >> 32);                   \
+        nn__kstep_##sig(l, &k);                                  \
+    }
+
+/* ==== rand: y [shape] uniform in [0, 1) on a grid of 2^-24 (torch.rand; nn_rand_like takes
+   x's shape) ==== */
+
+NN_API nn_tensor nn_rand(nn_graph *g, nn_shape shape) {
+    return nn__random_source(g, NN__OP_RAND, "nn_rand", NN_F32, shape);
+}
 NN_API nn_tensor nn_rand_like(nn_graph *g, nn_tensor x) { return nn__random_like(g, NN__OP_RAND, "nn_rand_like", x); }
+
+#define nn__grad_rand nn__grad_none
+#define nn__plan_rand nn__no_plan
+
+static int nn__sample_rand(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)ra, (void)x;
+    ((float *)y)[i] = nn__rng_uniform(r[0]);
+    return 0;
+}
+static nn_result nn__cpu_rand(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_rand); }
+
+NN__RNG_UPDATE(rand)
+static nn_result nn__launch_rand(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_rand k;
+    nn_result r = nn__launch_kernel(g, id, "random", "rand", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_rand;
+    memset(&k, 0, sizeof k);
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_rand(l, &k);
+}
+
+/* ==== randn: y [shape] standard normal, Box-Muller on kernels/random.h's exact formulas
+   (torch.randn; nn_randn_like takes x's shape) ==== */
+
+NN_API nn_tensor nn_randn(nn_graph *g, nn_shape shape) {
+    return nn__random_source(g, NN__OP_RANDN, "nn_randn", NN_F32, shape);
+}
 NN_API nn_tensor nn_randn_like(nn_graph *g, nn_tensor x) { return nn__random_like(g, NN__OP_RANDN, "nn_randn_like", x); }
+
+#define nn__grad_randn nn__grad_none
+#define nn__plan_randn nn__no_plan
+
+static int nn__sample_randn(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)ra, (void)x;
+    ((float *)y)[i] = nn__rng_normal(r[0], r[1]);
+    return 0;
+}
+static nn_result nn__cpu_randn(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randn); }
+
+NN__RNG_UPDATE(randn)
+static nn_result nn__launch_randn(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_randn k;
+    nn_result r = nn__launch_kernel(g, id, "random", "randn", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_randn;
+    memset(&k, 0, sizeof k);
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_randn(l, &k);
+}
+
+/* ==== randint: y [shape] int32 uniform in [low, high) (torch.randint) ==== */
 
 NN_API nn_tensor nn_randint(nn_graph *g, int64_t low, int64_t high, nn_shape shape) {
     nn_tensor t;
@@ -82,6 +187,36 @@ NN_API nn_tensor nn_randint(nn_graph *g, int64_t low, int64_t high, nn_shape sha
     return t;
 }
 
+#define nn__grad_randint nn__grad_none
+#define nn__plan_randint nn__no_plan
+
+static int nn__sample_randint(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)x;
+    ((int32_t *)y)[i] = nn__rng_int(r[0], r[1], ra->low, (uint64_t)ra->range + 1);
+    return 0;
+}
+static nn_result nn__cpu_randint(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randint); }
+
+NN__RNG_UPDATE(randint)
+static nn_result nn__launch_randint(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_randint k;
+    nn_result r = nn__launch_kernel(g, id, "random", "randint", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_randint;
+    memset(&k, 0, sizeof k);
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.low = n->a.random.low;
+    k.range_m1 = (unsigned)n->a.random.range;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_randint(l, &k);
+}
+
+/* ==== bernoulli: p [any] -> y [same], 1 with probability p (u < p on a grid of 2^-24),
+   torch.bernoulli; a p outside [0, 1] (or NaN) counts as a bad input ==== */
+
 NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p) {
     nn_tensor t;
     if (!nn__check0(g, "nn_bernoulli", 1, &p) || !nn__expect_f32(g, "nn_bernoulli", p, "p")) return nn__tensor(-1);
@@ -92,6 +227,37 @@ NN_API nn_tensor nn_bernoulli(nn_graph *g, nn_tensor p) {
     }
     return t;
 }
+
+#define nn__grad_bernoulli nn__grad_none
+#define nn__plan_bernoulli nn__no_plan
+
+static int nn__sample_bernoulli(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    (void)ra;
+    ((float *)y)[i] = nn__rng_uniform(r[0]) < x[i] ? 1.0f : 0.0f;
+    return !(x[i] >= 0.0f && x[i] <= 1.0f);
+}
+static nn_result nn__cpu_bernoulli(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_bernoulli); }
+
+NN__RNG_UPDATE(bernoulli)
+static nn_result nn__launch_bernoulli(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_bernoulli k;
+    nn_result r = nn__launch_kernel(g, id, "random", "bernoulli", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_bernoulli;
+    memset(&k, 0, sizeof k);
+    k.p = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_bernoulli(l, &k);
+}
+
+/* ==== gaussian noise: x [any] -> y [same] = x + std z, z standard normal (the identity in
+   eval mode or at std 0); the gradient passes dy through ==== */
 
 NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std) {
     nn_tensor t;
@@ -106,6 +272,40 @@ NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std) {
     }
     return t;
 }
+
+#define nn__plan_gaussian_noise nn__no_plan
+
+static void nn__grad_gaussian_noise(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, gy);
+}
+
+static int nn__sample_gaussian_noise(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    ((float *)y)[i] = fmaf(ra->std, nn__rng_normal(r[0], r[1]), x[i]);
+    return 0;
+}
+static nn_result nn__cpu_gaussian_noise(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_gaussian_noise); }
+
+NN__RNG_UPDATE(gaussian_noise)
+static nn_result nn__launch_gaussian_noise(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_gaussian_noise k;
+    nn_result r = nn__launch_kernel(g, id, "random", "gaussian_noise", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_gaussian_noise;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.std = n->a.random.std;
+    NN__RNG_FIELDS(k, g, &n->a.random);
+    return nn__kargs_gaussian_noise(l, &k);
+}
+
+/* ==== alpha dropout: x [any] -> y [same], kept (u >= p) elements scale x + shift, dropped
+   ones a constant (torch.nn.AlphaDropout in training); ALPHA_DROPOUT_GRAD, dx = dy * scale
+   where kept, 0 where dropped: the forward's mask, drawn again with its key and step ==== */
 
 /* torch.nn.AlphaDropout (ATen's _dropout_impl with alpha_dropout): keep with probability
    1 - p; a = 1 / sqrt((alpha^2 p + 1)(1 - p)), alpha = SELU's scale * alpha; kept
@@ -132,14 +332,10 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p) {
     return t;
 }
 
-/* ---- autograd rules ---- */
+#define nn__plan_alpha_dropout nn__no_plan
+#define nn__grad_alpha_dropout_grad nn__grad_none
+#define nn__plan_alpha_dropout_grad nn__no_plan
 
-static void nn__grad_gaussian_noise(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, gy);
-}
-
-/* dx = dy * mask * a: the forward's mask (its key and the same step) */
 static void nn__grad_alpha_dropout(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
@@ -149,106 +345,58 @@ static void nn__grad_alpha_dropout(nn_graph *g, int id) {
     nn__acc_grad(g, a, t);
 }
 
-/* ---- CPU bodies ---- */
+static int nn__sample_alpha_dropout(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    ((float *)y)[i] = nn__rng_uniform(r[0]) >= ra->p ? fmaf(ra->scale, x[i], ra->shift) : ra->dropped;
+    return 0;
+}
+static nn_result nn__cpu_alpha_dropout(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_alpha_dropout); }
 
-typedef struct nn__random_task {
-    const nn__node *n;
-    const float *x;   /* the input (p for bernoulli, dy for the gradient), or NULL */
-    void *y;
-    int64_t numel, bad[64]; /* bad: bernoulli's p outside [0, 1], per task */
-    uint64_t seed, step;
-} nn__random_task;
-
-static void nn__random_range(void *arg, int task, int n_tasks) {
-    nn__random_task *rt = (nn__random_task *)arg;
-    const nn__node *n = rt->n;
-    const nn__random_attr *ra = &n->a.random;
-    int64_t chunk = (rt->numel + n_tasks - 1) / n_tasks, i = chunk * task, end = i + chunk < rt->numel ? i + chunk : rt->numel;
-    float *y = (float *)rt->y;
-    int32_t *yi = (int32_t *)rt->y;
-    const float *x = rt->x;
-    uint32_t key[2];
-    int64_t bad = 0;
-    key[0] = (uint32_t)rt->seed;
-    key[1] = (uint32_t)(rt->seed >> 32);
-    for (; i < end; i++) {
-        uint32_t r[4];
-        r[0] = (uint32_t)i;
-        r[1] = (uint32_t)ra->key;
-        r[2] = (uint32_t)rt->step;
-        r[3] = (uint32_t)(rt->step >> 32);
-        nn__philox(r, key);
-        switch (n->op) {
-        case NN__OP_RAND: y[i] = nn__rng_uniform(r[0]); break;
-        case NN__OP_RANDN: y[i] = nn__rng_normal(r[0], r[1]); break;
-        case NN__OP_RANDINT: yi[i] = nn__rng_int(r[0], r[1], ra->low, (uint64_t)ra->range + 1); break;
-        case NN__OP_BERNOULLI:
-            if (!(x[i] >= 0.0f && x[i] <= 1.0f)) bad++;
-            y[i] = nn__rng_uniform(r[0]) < x[i] ? 1.0f : 0.0f;
-            break;
-        case NN__OP_GAUSSIAN_NOISE: y[i] = fmaf(ra->std, nn__rng_normal(r[0], r[1]), x[i]); break;
-        case NN__OP_ALPHA_DROPOUT: y[i] = nn__rng_uniform(r[0]) >= ra->p ? fmaf(ra->scale, x[i], ra->shift) : ra->dropped; break;
-        default: y[i] = nn__rng_uniform(r[0]) >= ra->p ? ra->scale * x[i] : 0.0f; break; /* ALPHA_DROPOUT_GRAD */
-        }
-    }
-    rt->bad[task] = bad;
+static int nn__sample_alpha_dropout_grad(const nn__random_attr *ra, const uint32_t r[4], const float *x, void *y, int64_t i) {
+    ((float *)y)[i] = nn__rng_uniform(r[0]) >= ra->p ? ra->scale * x[i] : 0.0f;
+    return 0;
+}
+static nn_result nn__cpu_alpha_dropout_grad(nn_graph *g, nn__node *n) {
+    return nn__random_run(g, n, nn__sample_alpha_dropout_grad);
 }
 
-static nn_result nn__cpu_random(nn_graph *g, nn__node *n) {
-    nn__random_task rt;
-    int tasks = n->numel >= NN__PAR_MIN / 8 ? nn__threadpool_size(g->ctx->threads) : 1, k;
-    int64_t bad = 0;
-    if (tasks > 64) tasks = 64;
-    rt.n = n;
-    rt.x = n->n_in > 0 ? NN__F(n->in[0]) : NULL;
-    rt.y = n->buf.host;
-    rt.numel = n->numel;
-    rt.seed = g->seed;
-    rt.step = g->step;
-    for (k = 0; k < tasks; k++) rt.bad[k] = 0;
-    nn__threadpool_run(g->ctx->threads, nn__random_range, &rt, tasks);
-    for (k = 0; k < tasks; k++) bad += rt.bad[k];
-    if (n->check && bad > 0) {
-        int32_t *c = (int32_t *)g->checks.host + n->check_slot;
-        *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
-    }
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/random.cl ---- */
-
-/* the step, the last two arguments, rewritten each run */
-static void nn__update_random(nn_graph *g, nn__launch *l) {
-    nn__arg_u(l, 0, (unsigned)g->step);
-    nn__arg_u(l, 1, (unsigned)(g->step >> 32));
-}
-
-static nn_result nn__launch_random(nn_graph *g, int id) {
+NN__RNG_UPDATE(alpha_dropout)
+static nn_result nn__launch_alpha_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__random_attr *ra = &n->a.random;
-    const nn__buf *x = n->n_in > 0 ? &g->nodes[n->in[0]].buf : NULL, *y = &n->buf;
-    int N = (int)n->numel;
-    unsigned s0 = (unsigned)g->seed, s1 = (unsigned)(g->seed >> 32), key = (unsigned)ra->key;
     nn__launch *l = NULL;
-    nn_result r;
-    static const char *const kernels[] = {"rand", "randn", "randint", "bernoulli", "gaussian_noise", "alpha_dropout",
-                                          "alpha_dropout_grad"};
-    r = nn__launch_kernel(g, id, "random", kernels[n->op - NN__OP_RAND], (size_t)N, &l);
+    nn__k_alpha_dropout k;
+    nn_result r = nn__launch_kernel(g, id, "random", "alpha_dropout", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_random;
-    switch (n->op) {
-    case NN__OP_RAND:
-    case NN__OP_RANDN: return nn__args(l, "miuuu@u@u", y, N, s0, s1, key, 0u, 0u);
-    case NN__OP_RANDINT: return nn__args(l, "miiuuuu@u@u", y, N, ra->low, (unsigned)ra->range, s0, s1, key, 0u, 0u);
-    case NN__OP_BERNOULLI:
-        return nn__args(l, "mmimiuuu@u@u", x, y, N, &g->checks, n->check_slot, s0, s1, key, 0u, 0u);
-    case NN__OP_GAUSSIAN_NOISE: return nn__args(l, "mmifuuu@u@u", x, y, N, (double)ra->std, s0, s1, key, 0u, 0u);
-    case NN__OP_ALPHA_DROPOUT:
-        return nn__args(l, "mmiffffuuu@u@u", x, y, N, (double)ra->p, (double)ra->scale, (double)ra->shift,
-                        (double)ra->dropped, s0, s1, key, 0u, 0u);
-    default:
-        return nn__args(l, "mmiffuuu@u@u", x, y, N, (double)ra->p, (double)ra->scale, s0, s1, key, 0u, 0u);
-    }
+    l->update = nn__update_alpha_dropout;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.p = ra->p;
+    k.scale = ra->scale;
+    k.shift = ra->shift;
+    k.dropped = ra->dropped;
+    NN__RNG_FIELDS(k, g, ra);
+    return nn__kargs_alpha_dropout(l, &k);
+}
+
+NN__RNG_UPDATE(alpha_dropout_grad)
+static nn_result nn__launch_alpha_dropout_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__random_attr *ra = &n->a.random;
+    nn__launch *l = NULL;
+    nn__k_alpha_dropout_grad k;
+    nn_result r = nn__launch_kernel(g, id, "random", "alpha_dropout_grad", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    l->update = nn__update_alpha_dropout_grad;
+    memset(&k, 0, sizeof k);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.dx = &n->buf;
+    k.n = (int)n->numel;
+    k.p = ra->p;
+    k.scale = ra->scale;
+    NN__RNG_FIELDS(k, g, ra);
+    return nn__kargs_alpha_dropout_grad(l, &k);
 }
 
 /* ==== dropout: y [any] = x * mask / (1 - p), mask[i] = uniform(key, step, i) >= p

@@ -1,5 +1,5 @@
-/* The shape family's typed attributes (a node's a.shape), read and written by src/ops/shape.c
-   and the CPU loops it calls. */
+/* The shape family's typed attributes (a node's a.shape), read and written by the files
+   of src/ops/shape/ and the CPU loops they call. */
 #ifndef NN__OPS_SHAPE_H
 #define NN__OPS_SHAPE_H
 #include <stdint.h>

@@ -1,19 +1,13 @@
-/* The softmax ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
+/* The softmax family: softmax and log-softmax over the last dim, rows of C values
+   (x [..., C], y of x's shape), and their gradients; another dim is moved last and back
+   by the builder. One CPU loop and one kernel pair serve
+   both, told apart by a log-space flag (the log-softmax ops' aliases say so). */
 #include "../base/internal.h"
 #include "../base/registry.h"
+#include "../../kernels/kargs.h"
+#include "../../kernels/softmax_args.h"
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_softmax nn__no_plan
-#define nn__cpu_log_softmax nn__cpu_softmax
-#define nn__launch_log_softmax nn__launch_softmax
-#define nn__plan_log_softmax nn__no_plan
-#define nn__grad_softmax_grad nn__grad_none
-#define nn__plan_softmax_grad nn__no_plan
-#define nn__cpu_log_softmax_grad nn__cpu_softmax_grad
-#define nn__launch_log_softmax_grad nn__launch_softmax_grad
-#define nn__grad_log_softmax_grad nn__grad_none
-#define nn__plan_log_softmax_grad nn__no_plan
+/* ==== shared by the family: the builder, and the row length ==== */
 
 /* The op normalises the last dim; another dim is moved last and back (two permutes). */
 static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x, int dim) {
@@ -29,71 +23,89 @@ static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor 
     if (dim != nd - 1) return nn_transpose(g, nn__rowwise(g, opname, op, nn_transpose(g, x, dim, nd - 1), nd - 1), dim, nd - 1);
     return nn__op1(g, op, NN_F32, nn__n(g, x)->shape, x.id);
 }
-NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x, int dim) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x, dim); }
-NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x, int dim) { return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x, dim); }
-
 
 static int64_t nn__last_dim(const nn__node *n) { return n->shape.dim[n->shape.ndim - 1]; }
 
-/* ---- autograd rules ---- */
+/* ==== softmax: y [..., C] = exp(x - max) / sum(exp(x - max)) along the last dim
+   (torch.softmax(x, dim): dim moved last); SOFTMAX_GRAD (y, gy) is dx = y * (gy - sum(gy * y)) ==== */
+
+NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x, int dim) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x, dim); }
+
+#define nn__plan_softmax nn__no_plan
+#define nn__grad_softmax_grad nn__grad_none
+#define nn__plan_softmax_grad nn__no_plan
 
 static void nn__grad_softmax(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn__acc_grad(g, a, nn__op2(g, NN__OP_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
-    return;
 }
 
-static void nn__grad_log_softmax(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op2(g, NN__OP_LOG_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
+/* SOFTMAX and LOG_SOFTMAX */
 static nn_result nn__cpu_softmax(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX, y, NN__F(in[0]), NULL, N / nn__last_dim(n),
-                     nn__last_dim(n));
+    int64_t C = nn__last_dim(n);
+    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX, n->buf.host, NN__F(n->in[0]), NULL, n->numel / C, C);
     return NN_OK;
 }
 
+/* SOFTMAX_GRAD and LOG_SOFTMAX_GRAD: (y, gy) */
 static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX_GRAD, y, NN__F(in[0]), NN__F(in[1]),
-                     N / nn__last_dim(n), nn__last_dim(n));
+    int64_t C = nn__last_dim(n);
+    nn__softmax_rows(g->ctx->threads, n->op == NN__OP_LOG_SOFTMAX_GRAD, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
+                     n->numel / C, C);
     return NN_OK;
 }
 
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
+/* one work-item per row */
 static nn_result nn__launch_softmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
+    int N = (int)n->numel, C = (int)nn__last_dim(n);
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int C = (int)nn__last_dim(n);
-    r = nn__launch_kernel(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
-    if (r == NN_OK) r = nn__args(l, "mmiii", &g->nodes[in[0]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX);
-    return r;
+    nn__k_softmax_forward k;
+    nn_result r = nn__launch_kernel(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.rows = N / C;
+    k.C = C;
+    k.log_space = n->op == NN__OP_LOG_SOFTMAX;
+    return nn__kargs_softmax_forward(l, &k);
 }
 
 static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    const int *in = n->in;
-    const nn__buf *y = &n->buf;
-    int N = (int)n->numel;
+    int N = (int)n->numel, C = (int)nn__last_dim(n);
     nn__launch *l = NULL;
-    nn_result r = NN_OK;
-    int C = (int)nn__last_dim(n);
-    r = nn__launch_kernel(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
-    if (r == NN_OK)
-        r = nn__args(l, "mmmiii", &g->nodes[in[0]].buf, &g->nodes[in[1]].buf, y, N / C, C, n->op == NN__OP_LOG_SOFTMAX_GRAD);
-    return r;
+    nn__k_softmax_backward k;
+    nn_result r = nn__launch_kernel(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.y = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.dx = &n->buf;
+    k.rows = N / C;
+    k.C = C;
+    k.log_space = n->op == NN__OP_LOG_SOFTMAX_GRAD;
+    return nn__kargs_softmax_backward(l, &k);
+}
+
+/* ==== log_softmax: y [..., C] = x - max - log(sum(exp(x - max))) along the last dim
+   (torch.log_softmax(x, dim): dim moved last); LOG_SOFTMAX_GRAD (y, gy) is dx = gy - exp(y) * sum(gy).
+   Softmax's loop and kernels in log space ==== */
+
+NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x, int dim) {
+    return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x, dim);
+}
+
+#define nn__cpu_log_softmax nn__cpu_softmax
+#define nn__launch_log_softmax nn__launch_softmax
+#define nn__plan_log_softmax nn__no_plan
+#define nn__cpu_log_softmax_grad nn__cpu_softmax_grad
+#define nn__launch_log_softmax_grad nn__launch_softmax_grad
+#define nn__grad_log_softmax_grad nn__grad_none
+#define nn__plan_log_softmax_grad nn__no_plan
+
+static void nn__grad_log_softmax(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__acc_grad(g, a, nn__op2(g, NN__OP_LOG_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
 }

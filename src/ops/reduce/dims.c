@@ -1,296 +1,11 @@
-/* The reduce ops: builders (shape rules), autograd rules, CPU bodies and device plans. */
-#include "../base/internal.h"
-#include "../base/registry.h"
+/* The reduce family's reductions along dims (PyTorch's torch.sum(x, dim, keepdim) and its
+   kin) and the running sum (src/ops/reduce/all.c says how the family is laid out). */
+#include "../../base/internal.h"
+#include "../../base/registry.h"
 
-/* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
-   nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
-#define nn__plan_sum_all nn__no_plan
-#define nn__plan_expand_scalar nn__no_plan
-#define nn__grad_argmax nn__grad_none
-#define nn__plan_argmax nn__no_plan
-#define nn__grad_correct_rows nn__grad_none
-#define nn__plan_correct_rows nn__no_plan
-#define nn__grad_grad_sumsq nn__grad_none
-#define nn__plan_grad_sumsq nn__no_plan
-#define nn__grad_clip_scale nn__grad_none
-#define nn__plan_clip_scale nn__no_plan
-#define nn__cpu_red_sum nn__cpu_reduce
-#define nn__launch_red_sum nn__launch_reduce
-#define nn__grad_red_sum nn__grad_reduce
-#define nn__plan_red_sum nn__no_plan
-#define nn__cpu_red_prod nn__cpu_reduce
-#define nn__launch_red_prod nn__launch_reduce
-#define nn__grad_red_prod nn__grad_reduce
-#define nn__plan_red_prod nn__no_plan
-#define nn__cpu_red_amax nn__cpu_reduce
-#define nn__launch_red_amax nn__launch_reduce
-#define nn__grad_red_amax nn__grad_reduce
-#define nn__plan_red_amax nn__no_plan
-#define nn__cpu_red_amin nn__cpu_reduce
-#define nn__launch_red_amin nn__launch_reduce
-#define nn__grad_red_amin nn__grad_reduce
-#define nn__plan_red_amin nn__no_plan
-#define nn__cpu_red_max nn__cpu_reduce
-#define nn__launch_red_max nn__launch_reduce
-#define nn__grad_red_max nn__grad_reduce
-#define nn__plan_red_max nn__no_plan
-#define nn__cpu_red_min nn__cpu_reduce
-#define nn__launch_red_min nn__launch_reduce
-#define nn__grad_red_min nn__grad_reduce
-#define nn__plan_red_min nn__no_plan
-#define nn__cpu_red_var nn__cpu_reduce
-#define nn__launch_red_var nn__launch_reduce
-#define nn__grad_red_var nn__grad_reduce
-#define nn__plan_red_var nn__no_plan
-#define nn__cpu_red_std nn__cpu_reduce
-#define nn__launch_red_std nn__launch_reduce
-#define nn__grad_red_std nn__grad_reduce
-#define nn__plan_red_std nn__no_plan
-#define nn__cpu_red_lse nn__cpu_reduce
-#define nn__launch_red_lse nn__launch_reduce
-#define nn__grad_red_lse nn__grad_reduce
-#define nn__plan_red_lse nn__no_plan
-#define nn__cpu_red_norm nn__cpu_reduce
-#define nn__launch_red_norm nn__launch_reduce
-#define nn__grad_red_norm nn__grad_reduce
-#define nn__plan_red_norm nn__no_plan
-#define nn__cpu_argmax_dim nn__cpu_reduce
-#define nn__launch_argmax_dim nn__launch_reduce
-#define nn__grad_argmax_dim nn__grad_none
-#define nn__plan_argmax_dim nn__no_plan
-#define nn__cpu_argmin_dim nn__cpu_reduce
-#define nn__launch_argmin_dim nn__launch_reduce
-#define nn__grad_argmin_dim nn__grad_none
-#define nn__plan_argmin_dim nn__no_plan
-#define nn__grad_reduce_grad nn__grad_none
-#define nn__plan_reduce_grad nn__no_plan
-#define nn__plan_cumsum nn__no_plan
-#define nn__cpu_cumsum_rev nn__cpu_cumsum
-#define nn__launch_cumsum_rev nn__launch_cumsum
-#define nn__grad_cumsum_rev nn__grad_cumsum
-#define nn__plan_cumsum_rev nn__no_plan
-
-/* scale * the sum of node x's elements, [1] (other families: losses' reductions). */
-static nn_tensor nn__sum_all_op(nn_graph *g, int x, float scale) {
-    nn_tensor t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), x);
-    if (t.id >= 0) g->nodes[t.id].a.reduce.scale = scale;
-    return t;
-}
-
-/* min(1, max_norm / (sqrt(node sumsq) + 1e-6)), [1]: the optimizer's gradient clipping. */
-static nn_tensor nn__clip_scale_op(nn_graph *g, int sumsq, float max_norm) {
-    nn_tensor t = nn__op1(g, NN__OP_CLIP_SCALE, NN_F32, nn_shape1(1), sumsq);
-    if (t.id >= 0) g->nodes[t.id].a.reduce.max_norm = max_norm;
-    return t;
-}
-
-static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int mean) {
-    if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
-    return nn__sum_all_op(g, x.id, mean ? (float)(1.0 / (double)g->nodes[x.id].numel) : 1.0f);
-}
-NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_sum", x, 0); }
-NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_mean", x, 1); }
-
-/* logits [B, C] float32 with labels [B] int32 */
-
-NN_API nn_tensor nn_argmax_rows(nn_graph *g, nn_tensor x) {
-    nn__node *n = NULL;
-    if (!nn__check(g, "nn_argmax_rows", 1, &x) || !nn__expect_f32(g, "nn_argmax_rows", x, "x")) return nn__tensor(-1);
-    n = nn__n(g, x);
-    if (n->shape.ndim != 2) {
-        char sx[128];
-        nn__shape_str(&n->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax_rows: x %s must be 2-D [B, C]", sx);
-    }
-    return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
-}
-
-NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
-    if (!nn__check_logits_labels(g, "nn_accuracy", logits, labels)) return nn__tensor(-1);
-    return nn_mean(g, nn__op2(g, NN__OP_CORRECT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id));
-}
-
-
-/* ---- autograd rules ---- */
-
-static void nn__grad_sum_all(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_EXPAND_SCALAR, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-static void nn__grad_expand_scalar(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__sum_all_op(g, gy.id, n.a.reduce.scale);
-    nn__acc_grad(g, a, t);
-    return;
-}
-
-/* ---- CPU bodies ---- */
-
-static nn_result nn__cpu_sum_all(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__reduce_attr ra; /* scale * sum(x): one row [1, numel, 1] of the sum over an axis, its
-                           blocks' double sums (on the pool's threads) added in block order */
-    memset(&ra, 0, sizeof ra);
-    ra.O = ra.I = 1;
-    ra.R = (int)g->nodes[in[0]].numel;
-    ra.scale = n->a.reduce.scale;
-    nn__reduce_forward(g->ctx->threads, NN__OP_RED_SUM, &ra, y, NN__F(in[0]));
-    return NN_OK;
-
-}
-
-static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__expand_scalar_forward(g->ctx->threads, y, NN__F(in[0]), N, n->a.reduce.scale); return NN_OK;
-
-}
-
-static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__argmax_forward((int32_t *)y, x->buf.host, x->shape.dim[0], x->shape.dim[1]);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    nn__node *x = &g->nodes[in[0]];
-    nn__correct_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
-    return NN_OK;
-}
-
-/* The global gradient norm for clipping (optimizer ops, kernels in reduce.cl). */
-static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    const float *x = NN__F(in[0]);
-    int64_t i, m = g->nodes[in[0]].numel;
-    double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
-    for (i = 0; i < m; i++) s += (double)x[i] * x[i];
-    y[0] = (float)s;
-    return NN_OK;
-}
-
-static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    float c = n->a.reduce.max_norm / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
-    y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
-    return NN_OK;
-}
-
-/* ---- device plans: launches of kernels/FAMILY.cl ---- */
-
-static nn_result nn__launch_sum_all(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_sum_all k;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "reduce", "sum_all", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
-    k.x = &g->nodes[n->in[0]].buf;
-    k.y = &n->buf;
-    k.n = (int)g->nodes[n->in[0]].numel;
-    k.scale = n->a.reduce.scale;
-    k.tmp = wg * 4;
-    return nn__kargs_sum_all(l, &k);
-}
-
-static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_grad_sumsq k;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "reduce", "grad_sumsq", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
-    k.g = &g->nodes[n->in[0]].buf;
-    k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
-    k.y = &n->buf;
-    k.n = (int)g->nodes[n->in[0]].numel;
-    k.has_prev = n->n_in > 1;
-    k.tmp = wg * 4;
-    return nn__kargs_grad_sumsq(l, &k);
-}
-
-static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_expand_scalar k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &g->nodes[n->in[0]].buf;
-    k.y = &n->buf;
-    k.n = (int)n->numel;
-    k.s = n->a.reduce.scale;
-    return nn__kargs_expand_scalar(l, &k);
-}
-
-static nn_result nn__launch_argmax(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_argmax_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
-    k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
-    return nn__kargs_argmax_rows(l, &k);
-}
-
-static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_correct_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
-    k.label = &g->nodes[n->in[1]].buf;
-    k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
-    return nn__kargs_correct_rows(l, &k);
-}
-
-static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_clip_scale k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "clip_scale", 1, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.sumsq = &g->nodes[n->in[0]].buf;
-    k.y = &n->buf;
-    k.max_norm = n->a.reduce.max_norm;
-    return nn__kargs_clip_scale(l, &k);
-}
-
-/* ---- reductions along dims (PyTorch's torch.sum(x, dim, keepdim) and its kin) ----
-   x is viewed as [O, R, I] with the reduced dims in R. When the reduced dims are not
-   adjacent (size-1 dims aside), x is first permuted (nn_permute) so that they come last,
-   in their order, after the kept ones: then I = 1. */
+/* ==== shared by the reductions along dims: x is viewed as [O, R, I] with the reduced dims
+   in R. When the reduced dims are not adjacent (size-1 dims aside), x is first permuted
+   (nn_permute) so that they come last, in their order, after the kept ones: then I = 1. ==== */
 
 /* The kernels' reduction kinds (kernels/reduce.cl's RK_*, the same values). */
 enum { NN__RK_SUM, NN__RK_PROD, NN__RK_AMAX, NN__RK_AMIN, NN__RK_MAX, NN__RK_MIN, NN__RK_VAR, NN__RK_STD,
@@ -415,6 +130,14 @@ static nn_tensor nn__red_dim1(nn_graph *g, const char *opname, int op, nn_tensor
     return nn__red_dims(g, opname, op, x, &dim, 1, keepdim, 1.0f, 0.0f, 0.0f);
 }
 
+/* ==== reductions along dims: x [..] -> y [x's shape without the reduced dims, or with them
+   as 1 under keepdim; [1] when every dim goes], over R of the [O, R, I] view: RED_SUM (sum,
+   mean: scale 1/R), RED_PROD, RED_AMAX/AMIN, RED_MAX/MIN (with ARGMAX_DIM/ARGMIN_DIM for
+   their indices, int32), RED_VAR/STD (correction), RED_LSE, RED_NORM (p). One CPU loop and
+   one kernel pair take the kind (nn__red_kind): the ops share nn__cpu_reduce,
+   nn__launch_reduce and nn__grad_reduce. REDUCE_GRAD, dx [x's view] from gy (and x and y
+   where the rule needs them), is their gradient. ==== */
+
 NN_API nn_tensor nn_sum_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
     return nn__red_dims(g, "nn_sum_dim", NN__OP_RED_SUM, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
@@ -473,32 +196,56 @@ NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims,
     return nn__red_dims(g, "nn_norm_dim", NN__OP_RED_NORM, x, dims, n_dims, keepdim, 1.0f, p, 0.0f);
 }
 
-NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim) {
-    nn__node *nx;
-    nn_tensor t;
-    int nd, d, k;
-    if (!nn__check(g, "nn_cumsum", 1, &x) || !nn__expect_f32(g, "nn_cumsum", x, "x")) return nn__tensor(-1);
-    nx = nn__n(g, x);
-    nd = nx->shape.ndim;
-    d = dim < 0 ? dim + nd : dim;
-    if (d < 0 || d >= nd) {
-        char sx[128];
-        nn__shape_str(&nx->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_cumsum: dim %d is out of range for x %s (expected %d to %d)",
-                           dim, sx, -nd, nd - 1);
-    }
-    t = nn__op1(g, NN__OP_CUMSUM, NN_F32, nx->shape, x.id);
-    if (t.id >= 0) {
-        nn__reduce_attr *ra = &g->nodes[t.id].a.reduce;
-        int64_t O = 1, I = 1;
-        for (k = 0; k < d; k++) O *= nx->shape.dim[k];
-        for (k = d + 1; k < nd; k++) I *= nx->shape.dim[k];
-        ra->O = (int)O;
-        ra->R = (int)nx->shape.dim[d];
-        ra->I = (int)I;
-    }
-    return t;
-}
+#define nn__cpu_red_sum nn__cpu_reduce
+#define nn__launch_red_sum nn__launch_reduce
+#define nn__grad_red_sum nn__grad_reduce
+#define nn__plan_red_sum nn__no_plan
+#define nn__cpu_red_prod nn__cpu_reduce
+#define nn__launch_red_prod nn__launch_reduce
+#define nn__grad_red_prod nn__grad_reduce
+#define nn__plan_red_prod nn__no_plan
+#define nn__cpu_red_amax nn__cpu_reduce
+#define nn__launch_red_amax nn__launch_reduce
+#define nn__grad_red_amax nn__grad_reduce
+#define nn__plan_red_amax nn__no_plan
+#define nn__cpu_red_amin nn__cpu_reduce
+#define nn__launch_red_amin nn__launch_reduce
+#define nn__grad_red_amin nn__grad_reduce
+#define nn__plan_red_amin nn__no_plan
+#define nn__cpu_red_max nn__cpu_reduce
+#define nn__launch_red_max nn__launch_reduce
+#define nn__grad_red_max nn__grad_reduce
+#define nn__plan_red_max nn__no_plan
+#define nn__cpu_red_min nn__cpu_reduce
+#define nn__launch_red_min nn__launch_reduce
+#define nn__grad_red_min nn__grad_reduce
+#define nn__plan_red_min nn__no_plan
+#define nn__cpu_red_var nn__cpu_reduce
+#define nn__launch_red_var nn__launch_reduce
+#define nn__grad_red_var nn__grad_reduce
+#define nn__plan_red_var nn__no_plan
+#define nn__cpu_red_std nn__cpu_reduce
+#define nn__launch_red_std nn__launch_reduce
+#define nn__grad_red_std nn__grad_reduce
+#define nn__plan_red_std nn__no_plan
+#define nn__cpu_red_lse nn__cpu_reduce
+#define nn__launch_red_lse nn__launch_reduce
+#define nn__grad_red_lse nn__grad_reduce
+#define nn__plan_red_lse nn__no_plan
+#define nn__cpu_red_norm nn__cpu_reduce
+#define nn__launch_red_norm nn__launch_reduce
+#define nn__grad_red_norm nn__grad_reduce
+#define nn__plan_red_norm nn__no_plan
+#define nn__cpu_argmax_dim nn__cpu_reduce
+#define nn__launch_argmax_dim nn__launch_reduce
+#define nn__grad_argmax_dim nn__grad_none
+#define nn__plan_argmax_dim nn__no_plan
+#define nn__cpu_argmin_dim nn__cpu_reduce
+#define nn__launch_argmin_dim nn__launch_reduce
+#define nn__grad_argmin_dim nn__grad_none
+#define nn__plan_argmin_dim nn__no_plan
+#define nn__grad_reduce_grad nn__grad_none
+#define nn__plan_reduce_grad nn__no_plan
 
 /* d(loss)/dx of a reduction: a REDUCE_GRAD node from gy (and x and the output where the
    rule needs them). */
@@ -514,14 +261,6 @@ static void nn__grad_reduce(nn_graph *g, int id) {
     nn__acc_grad(g, a, t);
 }
 
-/* cumsum's gradient is the reverse running sum of gy, and the reverse's is cumsum. */
-static void nn__grad_cumsum(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, n.op == NN__OP_CUMSUM ? NN__OP_CUMSUM_REV : NN__OP_CUMSUM, NN_F32, n.shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-}
-
 static nn_result nn__cpu_reduce(nn_graph *g, nn__node *n) {
     nn__reduce_forward(g->ctx->threads, n->op, &n->a.reduce, n->buf.host, NN__F(n->in[0]));
     return NN_OK;
@@ -530,11 +269,6 @@ static nn_result nn__cpu_reduce(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_reduce_grad(nn_graph *g, nn__node *n) {
     nn__reduce_backward(g->ctx->threads, &n->a.reduce, n->buf.host, NN__F(n->in[0]),
                         n->n_in > 1 ? NN__F(n->in[1]) : NULL, n->n_in > 2 ? NN__F(n->in[2]) : NULL);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
-    nn__cumsum_forward(n->buf.host, NN__F(n->in[0]), &n->a.reduce, n->op == NN__OP_CUMSUM_REV);
     return NN_OK;
 }
 
@@ -610,6 +344,56 @@ static nn_result nn__launch_reduce_grad(nn_graph *g, int id) {
     k.scale = ra->scale;
     k.corr = ra->correction;
     return nn__kargs_reduce_grad(l, &k);
+}
+
+/* ==== cumsum: y [x's shape] = the running sum of x along dim (torch.cumsum), on the
+   [O, R, I] view; CUMSUM_REV, the reverse running sum, is its gradient (and the reverse's
+   gradient is cumsum) ==== */
+
+NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim) {
+    nn__node *nx;
+    nn_tensor t;
+    int nd, d, k;
+    if (!nn__check(g, "nn_cumsum", 1, &x) || !nn__expect_f32(g, "nn_cumsum", x, "x")) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nd = nx->shape.ndim;
+    d = dim < 0 ? dim + nd : dim;
+    if (d < 0 || d >= nd) {
+        char sx[128];
+        nn__shape_str(&nx->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_cumsum: dim %d is out of range for x %s (expected %d to %d)",
+                           dim, sx, -nd, nd - 1);
+    }
+    t = nn__op1(g, NN__OP_CUMSUM, NN_F32, nx->shape, x.id);
+    if (t.id >= 0) {
+        nn__reduce_attr *ra = &g->nodes[t.id].a.reduce;
+        int64_t O = 1, I = 1;
+        for (k = 0; k < d; k++) O *= nx->shape.dim[k];
+        for (k = d + 1; k < nd; k++) I *= nx->shape.dim[k];
+        ra->O = (int)O;
+        ra->R = (int)nx->shape.dim[d];
+        ra->I = (int)I;
+    }
+    return t;
+}
+
+#define nn__plan_cumsum nn__no_plan
+#define nn__cpu_cumsum_rev nn__cpu_cumsum
+#define nn__launch_cumsum_rev nn__launch_cumsum
+#define nn__grad_cumsum_rev nn__grad_cumsum
+#define nn__plan_cumsum_rev nn__no_plan
+
+/* cumsum's gradient is the reverse running sum of gy, and the reverse's is cumsum. */
+static void nn__grad_cumsum(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, n.op == NN__OP_CUMSUM ? NN__OP_CUMSUM_REV : NN__OP_CUMSUM, NN_F32, n.shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
+
+static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
+    nn__cumsum_forward(n->buf.host, NN__F(n->in[0]), &n->a.reduce, n->op == NN__OP_CUMSUM_REV);
+    return NN_OK;
 }
 
 static nn_result nn__launch_cumsum(nn_graph *g, int id) {

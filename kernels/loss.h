@@ -1,0 +1,44 @@
+/* The loss kinds, listed once for both backends. This file is a part of nn.h (C99 and C++:
+   the builders in src/ops/loss.c, the loops in src/cpu/loss.c) and is included by
+   kernels/loss.cl (OpenCL C 1.2), so the kind numbers a plan passes and the kernels'
+   switches are one enum.
+
+   NN__LOSS_EW_KINDS(X): the elementwise losses (op LOSS_EW), one X(ENUM, name, of_d) each:
+     ENUM  NN__L_ENUM, the node's a.loss.kind and the kernels' `kind`; its formulas are the
+           case NN__L_ENUM of nn__loss_ew1 / nn__loss_ew1_dx (src/cpu/loss.c) and of
+           nn_loss1 / nn_loss1_dx (kernels/loss.cl)
+     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss.c),
+           and so the op's name in messages
+     of_d  1: a function of d = x - t alone, so d/dt = -d/dx and the target gets that
+           gradient; 0: the target gets none
+   NN__LOSS_ROW_KINDS(X): the losses of op LOSS_ROWS, one per row of [B, ...] inputs,
+   X(ENUM, name): NN__R_ENUM and the builder nn_<name>.
+   NN__L_COUNT and NN__R_COUNT are the range checks' bounds. */
+#ifndef NN__LOSS_H
+#define NN__LOSS_H
+
+#define NN__LOSS_EW_KINDS(X)          \
+    X(MSE, mse_loss, 1)               \
+    X(L1, l1_loss, 1)                 \
+    X(HUBER, huber_loss, 1)           \
+    X(SMOOTH_L1, smooth_l1_loss, 1)   \
+    X(LOG_COSH, log_cosh_loss, 1)     \
+    X(QUANTILE, quantile_loss, 1)     \
+    X(HINGE, hinge_loss, 0)           \
+    X(SQ_HINGE, squared_hinge_loss, 0) \
+    X(BCE, bce_loss, 0)               \
+    X(BCE_LOGITS, bce_with_logits_loss, 0) \
+    X(FOCAL, sigmoid_focal_loss, 0)   \
+    X(KL, kl_div_loss, 0)
+
+#define NN__LOSS_ROW_KINDS(X) \
+    X(DICE, dice_loss)        \
+    X(COSINE, cosine_embedding_loss) \
+    X(TRIPLET, triplet_margin_loss)
+
+#define NN__L_ENUM(E, name, of_d) NN__L_##E,
+#define NN__R_ENUM(E, name) NN__R_##E,
+typedef enum nn__loss_kind { NN__LOSS_EW_KINDS(NN__L_ENUM) NN__L_COUNT } nn__loss_kind;
+typedef enum nn__row_kind { NN__LOSS_ROW_KINDS(NN__R_ENUM) NN__R_COUNT } nn__row_kind;
+
+#endif /* NN__LOSS_H */

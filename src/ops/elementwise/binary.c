@@ -1,0 +1,275 @@
+/* The elementwise family's binary ops: y = f(a, b) with a and b broadcast to y's shape
+   (broadcast.c), f one of kernels/activation.h's NN__BINARY_FNS. ADD, SUB and MUL are ops
+   of their own (the engine and other families build them: gradient sums, weights); div,
+   minimum, maximum and pow are op BINARY, the comparisons and logical ops op COMPARE (no
+   gradient), each with the function in the node's a.ew.bfn. */
+#include "../../base/internal.h"
+#include "../../base/registry.h"
+#include "../../../kernels/kargs.h"
+#include "../../../kernels/elementwise_args.h"
+#include "../../../kernels/activation.h"
+
+/* ==== shared by every binary op: the builder, the CPU body and the launch, which differ
+   only by the function (the ops' registry aliases name them) ==== */
+
+/* A binary node (op ADD, SUB, MUL, BINARY or COMPARE with function fn) of a and b
+   broadcast. */
+static nn_tensor nn__binary_fn(nn_graph *g, int op, int fn, const char *opname, nn_tensor a, nn_tensor b) {
+    static const char *const names[2] = {"a", "b"};
+    nn_tensor in[2], t;
+    nn_shape out;
+    in[0] = a;
+    in[1] = b;
+    if (!nn__check0(g, opname, 2, in)) return nn__tensor(-1);
+    if (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b")) return nn__tensor(-1);
+    if (!nn__broadcast_shape(g, opname, 2, in, names, &out)) return nn__tensor(-1);
+    t = nn__op2(g, op, NN_F32, out, a.id, b.id);
+    if (t.id >= 0) g->nodes[t.id].a.ew.bfn = fn;
+    return t;
+}
+
+static nn_tensor nn__binary(nn_graph *g, int op, const char *opname, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, op, op == NN__OP_ADD ? NN__B_ADD : op == NN__OP_SUB ? NN__B_SUB : NN__B_MUL, opname, a, b);
+}
+
+/* The function of a binary node: ADD, SUB and MUL by their op, the others by a.ew.bfn. */
+static int nn__binary_node_fn(const nn__node *n) {
+    if (n->op == NN__OP_ADD) return NN__B_ADD;
+    if (n->op == NN__OP_SUB) return NN__B_SUB;
+    return n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
+}
+
+static nn_result nn__cpu_binary(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__binary_forward(g->ctx->threads, nn__binary_node_fn(n), n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), &bc);
+    return NN_OK;
+}
+
+/* kernels/elementwise.cl's per-function kernels for same-shape operands, by NN__B_* */
+static const char *const nn__same_fwd[] = {
+#define NN__X(E, NAME, FWD, DA, DB) "binary_same_" #NAME,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+};
+
+/* Same shapes: the function's own kernel; one flat dim otherwise (a one-element operand):
+   binary_flat; anything else binary_bcast. */
+static nn_result nn__launch_binary(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
+    int fn = nn__binary_node_fn(n);
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
+        nn__k_binary_same k;
+        r = nn__launch_kernel(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = a;
+        k.b = b;
+        k.y = &n->buf;
+        k.n = N;
+        return nn__kargs_binary_same(l, &k);
+    }
+    if (bc.nd == 1) {
+        nn__k_binary_flat k;
+        r = nn__launch_kernel(g, id, "elementwise", "binary_flat", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = a;
+        k.b = b;
+        k.y = &n->buf;
+        k.n = N;
+        k.fn = fn;
+        k.sa = st[0][0];
+        k.sb = st[1][0];
+        return nn__kargs_binary_flat(l, &k);
+    } else {
+        nn__k_binary_bcast k;
+        r = nn__launch_kernel(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = a;
+        k.b = b;
+        k.y = &n->buf;
+        k.n = N;
+        k.fn = fn;
+        k.nd = bc.nd;
+        k.dims = dims;
+        k.sa = st[0];
+        k.sb = st[1];
+        return nn__kargs_binary_bcast(l, &k);
+    }
+}
+
+/* ==== add: y = a + b (torch.add); its gradient sums gy to each operand's shape (SUM_TO),
+   sub's too with b's negated ==== */
+
+NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_ADD, "nn_add", a, b); }
+
+#define nn__cpu_add nn__cpu_binary
+#define nn__launch_add nn__launch_binary
+#define nn__grad_add nn__grad_add_sub
+#define nn__plan_add nn__no_plan
+
+/* Gradients of broadcast operands: the gradient at the output's shape, summed to the
+   operand's (nn__sum_to_op: nothing when the shapes are the same). */
+static void nn__grad_add_sub(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) nn__acc_grad(g, a, nn__sum_to_op(g, gy.id, g->nodes[a].shape));
+    if (gb) {
+        t = nn__sum_to_op(g, gy.id, g->nodes[b].shape);
+        if (n.op == NN__OP_SUB && t.id >= 0) t = nn__scale_op(g, g->nodes[b].shape, t.id, -1.0f);
+        nn__acc_grad(g, b, t);
+    }
+}
+
+/* ==== sub: y = a - b (torch.sub) ==== */
+
+NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_SUB, "nn_sub", a, b); }
+
+#define nn__cpu_sub nn__cpu_binary
+#define nn__launch_sub nn__launch_binary
+#define nn__grad_sub nn__grad_add_sub
+#define nn__plan_sub nn__no_plan
+
+/* ==== mul: y = a * b (torch.mul); da = sum_to(gy * b), db = sum_to(gy * a) ==== */
+
+NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary(g, NN__OP_MUL, "nn_mul", a, b); }
+
+#define nn__cpu_mul nn__cpu_binary
+#define nn__launch_mul nn__launch_binary
+#define nn__plan_mul nn__no_plan
+
+static void nn__grad_mul(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, b);
+        if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[a].shape);
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
+        if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[b].shape);
+        nn__acc_grad(g, b, t);
+    }
+}
+
+/* ==== binary: y = f(a, b) for div, minimum, maximum, pow (torch.div, torch.minimum, ...);
+   BINARY_GRAD (a, b, gy) is gy * df/da or df/db (a.ew.wrt) at y's shape, then summed to
+   the operand's ==== */
+
+NN_API nn_tensor nn_div(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_DIV, "nn_div", a, b);
+}
+NN_API nn_tensor nn_minimum(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_MINIMUM, "nn_minimum", a, b);
+}
+NN_API nn_tensor nn_maximum(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_MAXIMUM, "nn_maximum", a, b);
+}
+NN_API nn_tensor nn_pow(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_BINARY, NN__B_POW, "nn_pow", a, b);
+}
+#define nn__plan_binary nn__no_plan
+#define nn__grad_binary_grad nn__grad_none
+#define nn__plan_binary_grad nn__no_plan
+
+static void nn__grad_binary(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int k;
+    for (k = 0; k < 2; k++) {
+        int x = k ? b : a;
+        nn_tensor t;
+        if (!(k ? gb : ga)) continue;
+        t = nn__op3(g, NN__OP_BINARY_GRAD, NN_F32, n.shape, a, b, gy.id);
+        if (t.id < 0) return;
+        g->nodes[t.id].a = n.a;
+        g->nodes[t.id].a.ew.wrt = k;
+        nn__acc_grad(g, x, nn__sum_to_op(g, t.id, g->nodes[x].shape));
+    }
+}
+
+/* (a, b, gy) */
+static nn_result nn__cpu_binary_grad(nn_graph *g, nn__node *n) {
+    nn__bcast bc;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__binary_backward(g->ctx->threads, n->a.ew.bfn, n->a.ew.wrt, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
+                        NN__F(n->in[2]), &bc);
+    return NN_OK;
+}
+
+/* kernels/elementwise.cl's per-function gradient kernels for same-shape operands */
+static const char *const nn__same_grad[] = {
+#define NN__X(E, NAME, FWD, DA, DB) "binary_same_grad_" #NAME,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+};
+
+static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, dims[8], st[3][8];
+    nn__bcast bc;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__bcast_node(g, n, 2, &bc);
+    nn__bcast_ints(&bc, dims, st);
+    if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
+        nn__k_binary_same_grad k;
+        r = nn__launch_kernel(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = &g->nodes[n->in[0]].buf;
+        k.b = &g->nodes[n->in[1]].buf;
+        k.dy = &g->nodes[n->in[2]].buf;
+        k.dx = &n->buf;
+        k.n = N;
+        k.wrt = n->a.ew.wrt;
+        return nn__kargs_binary_same_grad(l, &k);
+    } else {
+        nn__k_binary_grad k;
+        r = nn__launch_kernel(g, id, "elementwise", "binary_grad", (size_t)N, &l);
+        if (r != NN_OK) return r;
+        memset(&k, 0, sizeof k);
+        k.a = &g->nodes[n->in[0]].buf;
+        k.b = &g->nodes[n->in[1]].buf;
+        k.dy = &g->nodes[n->in[2]].buf;
+        k.dx = &n->buf;
+        k.n = N;
+        k.fn = n->a.ew.bfn;
+        k.wrt = n->a.ew.wrt;
+        k.nd = bc.nd;
+        k.dims = dims;
+        k.sa = st[0];
+        k.sb = st[1];
+        return nn__kargs_binary_grad(l, &k);
+    }
+}
+
+/* ==== compare: y = f(a, b) as a float 0/1 mask for eq, ne, lt, le, gt, ge, logical_and,
+   logical_or (torch.eq, ...; nonzero is true); no gradient ==== */
+
+NN_API nn_tensor nn_eq(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_EQ, "nn_eq", a, b); }
+NN_API nn_tensor nn_ne(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_NE, "nn_ne", a, b); }
+NN_API nn_tensor nn_lt(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LT, "nn_lt", a, b); }
+NN_API nn_tensor nn_le(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LE, "nn_le", a, b); }
+NN_API nn_tensor nn_gt(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_GT, "nn_gt", a, b); }
+NN_API nn_tensor nn_ge(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__binary_fn(g, NN__OP_COMPARE, NN__B_GE, "nn_ge", a, b); }
+NN_API nn_tensor nn_logical_and(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LOGICAL_AND, "nn_logical_and", a, b);
+}
+NN_API nn_tensor nn_logical_or(nn_graph *g, nn_tensor a, nn_tensor b) {
+    return nn__binary_fn(g, NN__OP_COMPARE, NN__B_LOGICAL_OR, "nn_logical_or", a, b);
+}
+
+#define nn__cpu_compare nn__cpu_binary
+#define nn__launch_compare nn__launch_binary
+#define nn__grad_compare nn__grad_none
+#define nn__plan_compare nn__no_plan

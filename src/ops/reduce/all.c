@@ -1,0 +1,246 @@
+/* The reduce family (the files of src/ops/reduce/; attributes nn__reduce_attr in
+   src/ops/reduce.h), one block per op: builder, registry aliases, autograd rule, CPU body
+   (the loops in src/cpu/reduce.c) and kernel launch (kernels/reduce.cl). This file: the
+   reductions of a whole tensor or of rows to one value (sum and mean, the row-wise argmax,
+   accuracy, the optimizer's gradient norm and clipping coefficient); dims.c: reductions
+   along dims and the running sum. */
+#include "../../base/internal.h"
+#include "../../base/registry.h"
+
+/* ==== sum of all elements: x [any] -> SUM_ALL [1], scale * sum(x) (nn_sum: 1, nn_mean:
+   1/numel; the losses' reductions call nn__sum_all_op); its gradient is EXPAND_SCALAR,
+   y [x's shape] = scale * gy[0], whose gradient is SUM_ALL again ==== */
+
+/* scale * the sum of node x's elements, [1] (other families: losses' reductions). */
+static nn_tensor nn__sum_all_op(nn_graph *g, int x, float scale) {
+    nn_tensor t = nn__op1(g, NN__OP_SUM_ALL, NN_F32, nn_shape1(1), x);
+    if (t.id >= 0) g->nodes[t.id].a.reduce.scale = scale;
+    return t;
+}
+
+static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int mean) {
+    if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    return nn__sum_all_op(g, x.id, mean ? (float)(1.0 / (double)g->nodes[x.id].numel) : 1.0f);
+}
+NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_sum", x, 0); }
+NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_mean", x, 1); }
+
+#define nn__plan_sum_all nn__no_plan
+#define nn__plan_expand_scalar nn__no_plan
+
+static void nn__grad_sum_all(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__op1(g, NN__OP_EXPAND_SCALAR, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static void nn__grad_expand_scalar(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    t = nn__sum_all_op(g, gy.id, n.a.reduce.scale);
+    nn__acc_grad(g, a, t);
+    return;
+}
+
+static nn_result nn__cpu_sum_all(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__reduce_attr ra; /* scale * sum(x): one row [1, numel, 1] of the sum over an axis, its
+                           blocks' double sums (on the pool's threads) added in block order */
+    memset(&ra, 0, sizeof ra);
+    ra.O = ra.I = 1;
+    ra.R = (int)g->nodes[in[0]].numel;
+    ra.scale = n->a.reduce.scale;
+    nn__reduce_forward(g->ctx->threads, NN__OP_RED_SUM, &ra, y, NN__F(in[0]));
+    return NN_OK;
+}
+
+static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    int64_t N = n->numel;
+    nn__expand_scalar_forward(g->ctx->threads, y, NN__F(in[0]), N, n->a.reduce.scale);
+    return NN_OK;
+}
+
+static nn_result nn__launch_sum_all(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_sum_all k;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "sum_all", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)g->nodes[n->in[0]].numel;
+    k.scale = n->a.reduce.scale;
+    k.tmp = wg * 4;
+    return nn__kargs_sum_all(l, &k);
+}
+
+static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_expand_scalar k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.s = n->a.reduce.scale;
+    return nn__kargs_expand_scalar(l, &k);
+}
+
+/* ==== argmax of rows: x [B, C] float32 -> ARGMAX [B] int32, the first index of each row's
+   largest value (nn_argmax_rows; nn_argmax_dim is the general form) ==== */
+
+NN_API nn_tensor nn_argmax_rows(nn_graph *g, nn_tensor x) {
+    nn__node *n = NULL;
+    if (!nn__check(g, "nn_argmax_rows", 1, &x) || !nn__expect_f32(g, "nn_argmax_rows", x, "x")) return nn__tensor(-1);
+    n = nn__n(g, x);
+    if (n->shape.ndim != 2) {
+        char sx[128];
+        nn__shape_str(&n->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax_rows: x %s must be 2-D [B, C]", sx);
+    }
+    return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
+}
+
+#define nn__grad_argmax nn__grad_none
+#define nn__plan_argmax nn__no_plan
+
+static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__argmax_forward((int32_t *)y, x->buf.host, x->shape.dim[0], x->shape.dim[1]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_argmax(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_argmax_rows k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_argmax_rows(l, &k);
+}
+
+/* ==== accuracy: logits [B, C] float32, labels [B] int32 -> CORRECT_ROWS [B], 1 where the
+   row's argmax is its label, then the mean [1] (nn_accuracy) ==== */
+
+NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels) {
+    if (!nn__check_logits_labels(g, "nn_accuracy", logits, labels)) return nn__tensor(-1);
+    return nn_mean(g, nn__op2(g, NN__OP_CORRECT_ROWS, NN_F32, nn_shape1(nn__n(g, logits)->shape.dim[0]), logits.id, labels.id));
+}
+
+#define nn__grad_correct_rows nn__grad_none
+#define nn__plan_correct_rows nn__no_plan
+
+static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    nn__node *x = &g->nodes[in[0]];
+    nn__correct_forward(y, x->buf.host, NN__I(in[1]), x->shape.dim[0], x->shape.dim[1]);
+    return NN_OK;
+}
+
+static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__launch *l = NULL;
+    nn__k_correct_rows k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    return nn__kargs_correct_rows(l, &k);
+}
+
+/* ==== gradient norm: GRAD_SUMSQ, a gradient [any] (and the previous parameters' sum [1])
+   -> [1], the running sum of squares over every gradient: the optimizer's global norm for
+   clipping (src/ops/optim.c's nn__add_optimizer chains one per parameter) ==== */
+
+#define nn__grad_grad_sumsq nn__grad_none
+#define nn__plan_grad_sumsq nn__no_plan
+
+static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    const float *x = NN__F(in[0]);
+    int64_t i, m = g->nodes[in[0]].numel;
+    double s = n->n_in > 1 ? NN__F(in[1])[0] : 0.0;
+    for (i = 0; i < m; i++) s += (double)x[i] * x[i];
+    y[0] = (float)s;
+    return NN_OK;
+}
+
+static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_grad_sumsq k;
+    size_t wg = nn__reduce_wg(g);
+    nn_result r = nn__launch_kernel(g, id, "reduce", "grad_sumsq", wg, &l);
+    if (r != NN_OK) return r;
+    l->gws[0] = l->lws[0] = wg;
+    l->use_lws = 1;
+    memset(&k, 0, sizeof k);
+    k.g = &g->nodes[n->in[0]].buf;
+    k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.n = (int)g->nodes[n->in[0]].numel;
+    k.has_prev = n->n_in > 1;
+    k.tmp = wg * 4;
+    return nn__kargs_grad_sumsq(l, &k);
+}
+
+/* ==== clipping coefficient: CLIP_SCALE, the sum of squares [1] -> [1],
+   min(1, max_norm / (sqrt(sumsq) + 1e-6)), what the updates scale each gradient by ==== */
+
+/* min(1, max_norm / (sqrt(node sumsq) + 1e-6)), [1]: the optimizer's gradient clipping. */
+static nn_tensor nn__clip_scale_op(nn_graph *g, int sumsq, float max_norm) {
+    nn_tensor t = nn__op1(g, NN__OP_CLIP_SCALE, NN_F32, nn_shape1(1), sumsq);
+    if (t.id >= 0) g->nodes[t.id].a.reduce.max_norm = max_norm;
+    return t;
+}
+
+#define nn__grad_clip_scale nn__grad_none
+#define nn__plan_clip_scale nn__no_plan
+
+static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
+    const int *in = n->in;
+    float *y = n->buf.host;
+    float c = n->a.reduce.max_norm / (sqrtf(NN__F(in[0])[0]) + 1e-6f);
+    y[0] = c > 1.0f ? 1.0f : c; /* a NaN norm gives NaN, as torch.clamp */
+    return NN_OK;
+}
+
+static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_clip_scale k;
+    nn_result r = nn__launch_kernel(g, id, "reduce", "clip_scale", 1, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.sumsq = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.max_norm = n->a.reduce.max_norm;
+    return nn__kargs_clip_scale(l, &k);
+}
