@@ -3048,7 +3048,7 @@ enum {
    kernels/loss.h
    ====================================================================== */
 /* The loss kinds, listed once for both backends. This file is a part of nn.h (C99 and C++:
-   the builders in src/ops/loss.c, the loops in src/cpu/loss.c) and is included by
+   the builders in src/ops/loss/, the loops in src/cpu/loss.c) and is included by
    kernels/loss.cl (OpenCL C 1.2), so the kind numbers a plan passes and the kernels'
    switches are one enum.
 
@@ -3056,7 +3056,7 @@ enum {
      ENUM  NN__L_ENUM, the node's a.loss.kind and the kernels' `kind`; its formulas are the
            case NN__L_ENUM of nn__loss_ew1 / nn__loss_ew1_dx (src/cpu/loss.c) and of
            nn_loss1 / nn_loss1_dx (kernels/loss.cl)
-     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss.c),
+     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss/),
            and so the op's name in messages
      of_d  1: a function of d = x - t alone, so d/dt = -d/dx and the target gets that
            gradient; 0: the target gets none
@@ -12402,7 +12402,7 @@ static const char *const nn__cl_src_loss[] = {
 "#line 8 \"kernels/loss.cl\"\n",
 "#line 1 \"kernels/loss.h\"\n",
 "/* The loss kinds, listed once for both backends. This file is a part of nn.h (C99 and C++:\n",
-"   the builders in src/ops/loss.c, the loops in src/cpu/loss.c) and is included by\n",
+"   the builders in src/ops/loss/, the loops in src/cpu/loss.c) and is included by\n",
 "   kernels/loss.cl (OpenCL C 1.2), so the kind numbers a plan passes and the kernels'\n",
 "   switches are one enum.\n",
 "\n",
@@ -12410,7 +12410,7 @@ static const char *const nn__cl_src_loss[] = {
 "     ENUM  NN__L_ENUM, the node's a.loss.kind and the kernels' `kind`; its formulas are the\n",
 "           case NN__L_ENUM of nn__loss_ew1 / nn__loss_ew1_dx (src/cpu/loss.c) and of\n",
 "           nn_loss1 / nn_loss1_dx (kernels/loss.cl)\n",
-"     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss.c),\n",
+"     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss/),\n",
 "           and so the op's name in messages\n",
 "     of_d  1: a function of d = x - t alone, so d/dt = -d/dx and the target gets that\n",
 "           gradient; 0: the target gets none\n",
