@@ -29,14 +29,14 @@ check-gen: gen/amalg
 	@cmp -s nn.h /tmp/nn-check-gen.h || { echo "check-gen: nn.h differs from a fresh generation; run make"; exit 1; }
 	@echo "check-gen: nn.h is up to date"
 
-tests/nn_test: nn.h $(TESTSRC) tests/test.h
+tests/nn_test: nn.h $(TESTSRC) $(wildcard tests/*.h)
 	$(CC) $(CFLAGS) $(WARN) -o $@ $(TESTSRC) $(LIBS)
 
 test: tests/nn_test
 	./tests/nn_test
 
 # The CPU backend under AddressSanitizer and UBSan.
-tests/nn_test_asan: nn.h $(TESTSRC) tests/test.h
+tests/nn_test_asan: nn.h $(TESTSRC) $(wildcard tests/*.h)
 	$(CC) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all $(WARN) \
 	  -o $@ $(TESTSRC) $(LIBS)
 

@@ -12,8 +12,7 @@
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #endif
-#define NN_IMPLEMENTATION
-#include "test.h"
+#include "test.h" /* the library itself is compiled in tests/coverage.c */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,37 +124,12 @@ double t_relerr(const double *a, const double *b, long n) {
     return worst;
 }
 
+/* Every suite, in the order they run on each backend: T_SUITES in test.h. */
 static void run_suites(const t_env *e) {
-    suite_ops(e);
-    suite_matmul(e);
-    suite_activation(e);
-    suite_elementwise(e);
-    suite_conv3d(e);
-    suite_loss(e);
-    suite_shape(e);
-    suite_reduce(e);
-    suite_index(e);
-    suite_norm(e);
-    suite_pool(e);
-    suite_layers(e);
-    suite_optim(e);
-    suite_graph(e);
-    suite_errors(e);
-    suite_io(e);
-    suite_cache(e);
-    suite_safetensors(e);
-    suite_ckpt(e);
-    suite_files(e);
-    suite_numerics(e);
-    suite_api(e);
-    suite_limits(e);
-    suite_options(e);
-    suite_lifetime(e);
-    suite_randexpr(e);
-    suite_random(e);
-    suite_nanprop(e);
-    suite_badinput(e);
-    suite_registry(e);
+    t_cover_reset(); /* the coverage of this backend starts empty */
+#define X(name) suite_##name(e);
+    T_SUITES(X)
+#undef X
 }
 
 /* NN_TEST_BACKENDS: 1 when `name` is in the comma list (or the list is unset or empty). */

@@ -51,14 +51,19 @@ void t_philox(unsigned c[4], unsigned k0, unsigned k1);
 double t_relerr(const double *a, const double *b, long n);
 
 /* ---- the op checker (tests/op_check.c) ---- */
-#define MAXIN 4
+#define MAXIN 20 /* inputs and named parameters of a case (a layer's weights) */
 typedef struct spec spec;
 typedef nn_tensor (*build_fn)(nn_graph *g, const nn_tensor *in, const spec *s);
 typedef void (*ref_fn)(const spec *s, double *const *in, double *out);
 struct spec {
     const char *name;
-    int n_in;
+    const char *kind;     /* the case's label is "KIND NAME": "op" (mk's), "layer", ... */
+    int n_in;             /* inputs and parameters: in[0..n_in), in the order added */
     nn_shape shape[MAXIN];
+    char param[MAXIN][64]; /* non-empty: not an input but the parameter of this name that
+                             build created (found with nn_graph_find, its shape checked); its
+                             values are written like an input's and its gradient checked */
+    double in_lo[MAXIN], in_hi[MAXIN]; /* in_lo < in_hi: this one's range instead of lo, hi */
     int int_range[MAXIN]; /* > 0: an int32 input with values in [lo_int, int_range) */
     int lo_int;
     int grad[MAXIN];      /* check d(loss)/d(input) */
@@ -72,46 +77,99 @@ struct spec {
     int ip[8];            /* free for an op's integer parameters */
     float fp[4];          /* and its float parameters */
     void (*fill)(const spec *s, double *const *in); /* NULL, or adjusts the drawn inputs */
+    const void *arg;      /* free for the case's builder and reference */
+    /* Expected-value mode (NaN/Inf propagation, values PyTorch gives): expect set, inputs
+       x[k] given (no draw), the loss's weights w (NULL: ones; the output's shape is the
+       graph's, s->out unused), and the output and each gradient compared element by
+       element with t_expect_compare against y_expect and dx_expect[k] (NULL: that one is
+       not asked for); no finite differences. */
+    int expect;
+    const double *x[MAXIN];
+    const double *y_expect;
+    const double *dx_expect[MAXIN];
+    const double *w;
+    int eval;             /* the graph is an eval graph (nn_graph_desc.eval) */
+    int dirs;             /* > 0: each gradient checked along this many dense random
+                             directions over the whole input (directional derivatives), for
+                             ops whose reference is costly (matmul, einsum) */
 };
 long numel(nn_shape s);
 /* A case named `name` whose output has shape `out`; float inputs uniform in [-2, 2). */
 spec mk(const char *name, build_fn b, ref_fn r, nn_shape out);
 void in_f(spec *s, nn_shape sh);                 /* a float input, gradient checked */
 void in_i(spec *s, nn_shape sh, int lo, int hi); /* an int32 input in [lo, hi) */
+void in_fr(spec *s, nn_shape sh, double lo, double hi); /* a float input in [lo, hi), gradient checked */
+/* the parameter `name` that build creates, values in [lo, hi), gradient checked */
+void in_param(spec *s, const char *name, nn_shape sh, double lo, double hi);
 /* Runs the case on e's backend: forward vs the reference, gradients vs finite
    differences, and CPU parity on OpenCL devices; one ok/FAIL line. */
 void check_case(const t_env *e, const spec *s);
+/* Expected-value mode inside a case already begun: runs s (s->expect set) on e's backend
+   and compares; got_y, got_dx0 (optional): the output and input 0's gradient read back
+   (malloc'ed, the caller frees), for checks of their own (dropout's mask). 1 when it ran. */
+int check_values(const t_env *e, const spec *s, double **got_y, double **got_dx0);
+/* got against want element by element: want NaN needs NaN, +-inf the same infinity,
+   T_FINITE any finite value, and a finite want is met within 1e-4 relative + 1e-5
+   absolute; the first four differences are reported, named "name: what[i]". */
+#define T_FINITE 1e300
+int t_expect_compare(const char *name, const char *what, const double *got, const double *want, long n);
+/* "NaN", "+inf", "-inf", "finite" or the number */
+const char *t_expect_desc(double w, char *buf, size_t n);
 
-void suite_ops(const t_env *e);
-void suite_matmul(const t_env *e);
-void suite_activation(const t_env *e);
-void suite_elementwise(const t_env *e);
-void suite_conv3d(const t_env *e);
-void suite_loss(const t_env *e);
-void suite_shape(const t_env *e);
-void suite_reduce(const t_env *e);
-void suite_index(const t_env *e);
-void suite_norm(const t_env *e);
-void suite_pool(const t_env *e);
-void suite_layers(const t_env *e);
-void suite_optim(const t_env *e);
-void suite_graph(const t_env *e);
-void suite_errors(const t_env *e);
-void suite_io(const t_env *e);
-void suite_cache(const t_env *e);
-void suite_safetensors(const t_env *e);
-void suite_ckpt(const t_env *e);
-void suite_files(const t_env *e);
-void suite_numerics(const t_env *e);
-void suite_api(const t_env *e);
-void suite_limits(const t_env *e);
-void suite_options(const t_env *e);
-void suite_lifetime(const t_env *e);
-void suite_randexpr(const t_env *e);
-void suite_random(const t_env *e);
-void suite_nanprop(const t_env *e);
-void suite_badinput(const t_env *e);
-void suite_registry(const t_env *e); /* last: every op kind ran on this backend */
+/* Bad-input rows (tests/bad_rows.h): a builder of a refused graph, the code it gives and
+   the words its message holds. */
+typedef nn_tensor (*bad_build)(nn_graph *g, nn_compile_desc *cd);
+
+typedef struct bad_row {
+    const char *family, *label;
+    bad_build build;
+    nn_result code;
+    const char *needle; /* '|'-separated parts, each of which the message must contain */
+    int at_compile;     /* 1: the build succeeds and nn_graph_compile refuses */
+} bad_row;
+/* Runs each row on e's backend, one case per run of rows of the same family, labelled
+   "badinput: FAMILY (N rows)". */
+void t_bad_rows(const t_env *e, const bad_row *rows, int n);
+
+/* NaN and infinity rows (each family's test file, beside its other cases): cases of the
+   expected-value mode labelled "nanprop: NAME", with the inputs and PyTorch's outputs and
+   gradients written out (the rules: tests/op_check.c). */
+typedef spec np_case;
+#define FIN T_FINITE /* expected: any finite value */
+#define np_run check_case
+#define np_desc t_expect_desc
+void np_init(np_case *c, const char *name, build_fn build, const void *arg);
+/* a float input with values x and expected gradient dx (NULL: not asked for) */
+void np_in(np_case *c, nn_shape s, const double *x, const double *dx);
+/* an int32 input with values x */
+void np_in_i(np_case *c, nn_shape s, const double *x);
+/* the parameter `name` that the builder creates, its values x, its expected gradient dx */
+void np_param(np_case *c, const char *name, nn_shape s, const double *x, const double *dx);
+/* a deterministic fill in [lo, hi), float-representable */
+void np_fill(double *v, long n, double lo, double hi, unsigned long long seed);
+
+/* The suites, one line each, in the order they run on every backend (tests/nn_test.c):
+   suite_NAME(const t_env *) in tests/test_NAME.c. registry stays last: it checks what the
+   others covered on the backend. */
+#define T_SUITES(X)                                                                                \
+    X(matmul) X(activation) X(elementwise) X(conv) X(softmax) X(loss) X(shape) X(reduce)    \
+    X(index) X(norm) X(pool) X(layers) X(optim) X(graph) X(errors) X(io) X(cache) X(safetensors)   \
+    X(ckpt) X(files) X(numerics) X(api) X(limits) X(options) X(lifetime) X(randexpr) X(random)     \
+    X(registry)
+#define X(name) void suite_##name(const t_env *e);
+T_SUITES(X)
+#undef X
+
+/* Coverage (tests/coverage.c): the (op kind, function) pairs of the library's function
+   tables (unary, binary, loss, row loss, optimizer) compared against a reference on the
+   backend under test. t_cover_graph records the pairs of g's nodes from..to (ids) and of
+   its optimizer's update; the op checker calls it on a graph whose results it compared. */
+void t_cover_graph(const nn_graph *g, int from, int to);
+void t_cover_reset(void);
+int t_cover_count(int *total);   /* pairs covered; *total: pairs in the tables */
+/* pair i of the tables (0 <= i < total): its op kind, function and the graphs that covered
+   it; 0 past the end */
+int t_cover_pair(int i, const char **kind, const char **fn, int *count);
 /* Once, not per backend: how the OpenCL library is found, each case in a child process
    (argv0 run again with NN_TEST_CL_LOAD=<case>, which main hands to t_cl_load_child). */
 void suite_cl_load(const t_env *e, const char *argv0, int with_devices);

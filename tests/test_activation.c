@@ -32,31 +32,41 @@
         return DER;                                                                              \
     }
 
-static double sigmoid(double v) { return 1 / (1 + exp(-v)); }
-
-ACT(relu, nn_relu(g, x), v > 0 ? v : 0, v > 0 ? 1 : 0)
+/* The references, written to PyTorch's definitions so that they hold at NaN and +-inf too
+   (the NaN rows below use them): comparisons put NaN in the propagating branch. */
+static double sigm(double v) { return 1 / (1 + exp(-v)); }
+static double np_clamp(double v, double lo, double hi) { return isnan(v) ? v : v < lo ? lo : v > hi ? hi : v; }
+#define SELU_A 1.6732632423543772848170429916717
+#define SELU_S 1.0507009873554804934193349852946
+/* relu: clamp_min(x, 0) keeps NaN; threshold_backward: 0 where x <= 0, else dy (NaN too) */
+ACT(relu, nn_relu(g, x), isnan(v) ? v : v > 0 ? v : 0, v <= 0 ? 0 : 1)
 ACT(leaky_relu, nn_leaky_relu(g, x, p[0]), v > 0 ? v : p[0] * v, v > 0 ? 1 : p[0])
-ACT(sigmoid, nn_sigmoid(g, x), sigmoid(v), sigmoid(v) * (1 - sigmoid(v)))
+ACT(sigmoid, nn_sigmoid(g, x), sigm(v), sigm(v) * (1 - sigm(v)))
 ACT(tanh, nn_tanh(g, x), tanh(v), 1 - tanh(v) * tanh(v))
+/* -inf * 0 at -inf: NaN, as PyTorch's x * 0.5 * (1 + erf(x / sqrt 2)) */
 ACT(gelu, nn_gelu(g, x), 0.5 * v * (1 + erf(v / sqrt(2.0))),
     0.5 * (1 + erf(v / sqrt(2.0))) + v * exp(-0.5 * v * v) / sqrt(2 * 3.14159265358979323846))
-ACT(silu, nn_silu(g, x), v * sigmoid(v), sigmoid(v) * (1 + v * (1 - sigmoid(v))))
-ACT(elu, nn_elu(g, x, p[0]), v > 0 ? v : p[0] * (exp(v) - 1), v > 0 ? 1 : p[0] * exp(v))
-#define SELU_ALPHA 1.6732632423543772848170429916717
-#define SELU_SCALE 1.0507009873554804934193349852946
-ACT(selu, nn_selu(g, x), SELU_SCALE * (v > 0 ? v : SELU_ALPHA * (exp(v) - 1)),
-    SELU_SCALE * (v > 0 ? 1 : SELU_ALPHA * exp(v)))
-ACT(celu, nn_celu(g, x, p[0]), v > 0 ? v : p[0] * (exp(v / p[0]) - 1), v > 0 ? 1 : exp(v / p[0]))
+ACT(silu, nn_silu(g, x), v / (1 + exp(-v)), sigm(v) * (1 + v * (1 - sigm(v))))
+/* ELU family at NaN: the vectorised backward's NaN (the scalar one gives dy) */
+ACT(elu, nn_elu(g, x, p[0]), v > 0 ? v : p[0] * expm1(v), v > 0 ? 1 : p[0] * exp(v))
+ACT(selu, nn_selu(g, x), SELU_S * (v > 0 ? v : SELU_A * expm1(v)), SELU_S * (v > 0 ? 1 : SELU_A * exp(v)))
+ACT(celu, nn_celu(g, x, p[0]), v > 0 ? v : p[0] * expm1(v / p[0]), v > 0 ? 1 : exp(v / p[0]))
 ACT(softplus, nn_softplus(g, x, p[0], p[1]), v * p[0] > p[1] ? v : log1p(exp(v * p[0])) / p[0],
-    v * p[0] > p[1] ? 1 : exp(v * p[0]) / (exp(v * p[0]) + 1))
+    v * p[0] > p[1] ? 1 : sigm(v * p[0]))
 ACT(mish, nn_mish(g, x), v * tanh(log1p(exp(v))),
-    tanh(log1p(exp(v))) + v * sigmoid(v) * (1 - tanh(log1p(exp(v))) * tanh(log1p(exp(v)))))
-ACT(hardswish, nn_hardswish(g, x), v <= -3 ? 0 : v >= 3 ? v : v * (v + 3) / 6, v < -3 ? 0 : v <= 3 ? v / 3 + 0.5 : 1)
-ACT(hardsigmoid, nn_hardsigmoid(g, x), v <= -3 ? 0 : v >= 3 ? 1 : v / 6 + 0.5, v > -3 && v < 3 ? 1.0 / 6 : 0)
-ACT(hardtanh, nn_hardtanh(g, x, p[0], p[1]), v < p[0] ? p[0] : v > p[1] ? p[1] : v, v > p[0] && v < p[1] ? 1 : 0)
-ACT(relu6, nn_relu6(g, x), v < 0 ? 0 : v > 6 ? 6 : v, v > 0 && v < 6 ? 1 : 0)
-ACT(softsign, nn_softsign(g, x), v / (1 + fabs(v)), 1 / ((1 + fabs(v)) * (1 + fabs(v))))
-ACT(log_sigmoid, nn_log_sigmoid(g, x), -log(1 + exp(-v)), 1 / (1 + exp(v)))
+    tanh(log1p(exp(v))) + v * sigm(v) * (1 - tanh(log1p(exp(v))) * tanh(log1p(exp(v)))))
+/* hardswish: x * clamp(x + 3, 0, 6) / 6 (-inf * 0: NaN); its gradient at NaN is the scalar
+   kernel's dy (the vectorised one gives NaN) */
+ACT(hardswish, nn_hardswish(g, x), v * np_clamp(v + 3, 0, 6) / 6, v < -3 ? 0 : v <= 3 ? v / 3 + 0.5 : 1)
+ACT(hardsigmoid, nn_hardsigmoid(g, x), np_clamp(v + 3, 0, 6) / 6, v > -3 && v < 3 ? 1.0 / 6 : 0)
+/* hardtanh and relu6 at NaN: the scalar kernel's dy (the vectorised one gives 0) */
+ACT(hardtanh, nn_hardtanh(g, x, p[0], p[1]), np_clamp(v, p[0], p[1]), v <= p[0] || v >= p[1] ? 0 : 1)
+ACT(relu6, nn_relu6(g, x), np_clamp(v, 0, 6), v <= 0 || v >= 6 ? 0 : 1)
+/* softsign is composite in PyTorch, x / (1 + |x|): inf / inf is NaN, and so is its autograd
+   1 / (1 + |x|) - x sign(x) / (1 + |x|)^2 at +-inf */
+ACT(softsign, nn_softsign(g, x), v / (1 + fabs(v)), 1 / (1 + fabs(v)) - v * (v > 0 ? 1 : v < 0 ? -1 : 0) / ((1 + fabs(v)) * (1 + fabs(v))))
+ACT(log_sigmoid, nn_log_sigmoid(g, x), (v < 0 ? v : 0) - log1p(exp(-fabs(v))), sigm(-v))
+
 
 typedef struct act_case {
     const char *name;
@@ -366,6 +376,106 @@ static void prelu_cases(const t_env *e) {
     prelu_refused(e);
 }
 
+/* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
+   NaN, +-inf and values; the rules in tests/op_check.c) ==== */
+
+/* ---- activations: every line of kernels/activation.h's table ---- */
+
+
+typedef struct np_act {
+    const char *name;
+    nn_tensor (*build)(nn_graph *g, nn_tensor x, const float *p);
+    double (*f)(double v, const double *p);
+    double (*d)(double v, const double *p);
+    float p[2];
+} np_act;
+
+static const np_act np_acts[] = {
+    {"relu", b_relu, f_relu, d_relu, {0, 0}},
+    {"leaky_relu", b_leaky_relu, f_leaky_relu, d_leaky_relu, {0.1f, 0}},
+    {"sigmoid", b_sigmoid, f_sigmoid, d_sigmoid, {0, 0}},
+    {"tanh", b_tanh, f_tanh, d_tanh, {0, 0}},
+    {"gelu", b_gelu, f_gelu, d_gelu, {0, 0}},
+    {"silu", b_silu, f_silu, d_silu, {0, 0}},
+    {"elu", b_elu, f_elu, d_elu, {0.7f, 0}},
+    {"selu", b_selu, f_selu, d_selu, {0, 0}},
+    {"celu", b_celu, f_celu, d_celu, {1.3f, 0}},
+    {"softplus", b_softplus, f_softplus, d_softplus, {1, 20}},
+    {"mish", b_mish, f_mish, d_mish, {0, 0}},
+    {"hardswish", b_hardswish, f_hardswish, d_hardswish, {0, 0}},
+    {"hardsigmoid", b_hardsigmoid, f_hardsigmoid, d_hardsigmoid, {0, 0}},
+    {"hardtanh", b_hardtanh, f_hardtanh, d_hardtanh, {-1, 1}},
+    {"relu6", b_relu6, f_relu6, d_relu6, {0, 0}},
+    {"softsign", b_softsign, f_softsign, d_softsign, {0, 0}},
+    {"log_sigmoid", b_log_sigmoid, f_log_sigmoid, d_log_sigmoid, {0, 0}},
+};
+#define NP_N_ACTS ((int)(sizeof np_acts / sizeof np_acts[0]))
+
+static nn_tensor b_act(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const np_act *a = (const np_act *)s_->arg;
+    return a->build(g, in[0], a->p);
+}
+
+/* 37 elements: NaN and infinities at the start, in the middle (a vector loop's body) and
+   in the last five (a scalar tail after 32), finite values between */
+#define ACT_N 37
+static void act_inputs(double *x) {
+    static const int at[] = {0, 1, 2, 17, 18, 19, 33, 34, 35};
+    static const double val[] = {NAN, INFINITY, -INFINITY, -INFINITY, NAN, INFINITY, INFINITY, -INFINITY, NAN};
+    int i;
+    np_fill(x, ACT_N, -4, 4, 11);
+    x[3] = 0;
+    x[4] = -3;
+    x[5] = 3;
+    for (i = 0; i < 9; i++) x[at[i]] = val[i];
+}
+
+static void nanprop_activations(const t_env *e) {
+    double x[ACT_N], y[ACT_N], dx[ACT_N];
+    int a, i;
+    act_inputs(x);
+    for (a = 0; a < NP_N_ACTS; a++) {
+        const np_act *A = &np_acts[a];
+        double p[2];
+        np_case c;
+        p[0] = A->p[0];
+        p[1] = A->p[1];
+        for (i = 0; i < ACT_N; i++) {
+            y[i] = A->f(x[i], p);
+            dx[i] = A->d(x[i], p);
+        }
+        np_init(&c, A->name, b_act, A);
+        np_in(&c, nn_shape1(ACT_N), x, dx);
+        c.y_expect = y;
+        np_run(e, &c);
+    }
+}
+
+/* ---- PReLU: x [2, 3, 4], a slope per channel ---- */
+
+static void nanprop_prelu(const t_env *e) {
+    double x[24], w[3] = {0.25, -0.5, 0}, y[24], dx[24], dw[3] = {0, 0, 0};
+    np_case c;
+    int i;
+    np_fill(x, 24, -2, 2, 31);
+    x[1] = NAN;       /* channel 0: dw[0] NaN (x * dy where x <= 0: NaN is not > 0) */
+    x[5] = INFINITY;  /* channel 1: inf > 0, no slope term */
+    x[6] = -INFINITY; /* channel 1: -inf * -0.5 = inf; dw[1] = -inf */
+    x[21] = -INFINITY; /* channel 2 of sample 1, slope 0: 0 * -inf = NaN */
+    for (i = 0; i < 24; i++) {
+        int ch = (i / 4) % 3;
+        double v = x[i];
+        y[i] = v > 0 ? v : w[ch] * v;
+        dx[i] = v > 0 ? 1 : w[ch];
+        dw[ch] += v > 0 ? 0 : v;
+    }
+    np_init(&c, "prelu x[2, 3, 4] w[3]", b_prelu, NULL);
+    np_in(&c, nn_shape3(2, 3, 4), x, dx);
+    np_in(&c, nn_shape1(3), w, dw);
+    c.y_expect = y;
+    np_run(e, &c);
+}
+
 void suite_activation(const t_env *e) {
     static const int shapes[3][2] = {{1, 0}, {7, 33}, {3, 127}};
     char name[160];
@@ -388,4 +498,6 @@ void suite_activation(const t_env *e) {
     }
     act_refused(e);
     prelu_cases(e);
+    nanprop_activations(e);
+    nanprop_prelu(e);
 }

@@ -14,6 +14,8 @@
      to be split, broadcasting and its gradient sums included.
    - Shapes that do not broadcast fail with NN_ERR_SHAPE naming the op and the shapes. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -689,6 +691,184 @@ static void rank0_cases(const t_env *e) {
     t_end();
 }
 
+/* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
+   NaN, +-inf and values; the rules in tests/op_check.c) ==== */
+
+/* ---- binary ops and scale ---- */
+
+static nn_tensor b_add(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_add(g, in[0], in[1]);
+}
+static nn_tensor b_sub(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_sub(g, in[0], in[1]);
+}
+static nn_tensor b_scale_p(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_mul_scalar(g, in[0], s->p); }
+static nn_tensor b_mul(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_mul(g, in[0], in[1]);
+}
+
+/* a [4, 5] against b [5] (broadcast) or b [4, 5]: inf - inf, inf * 0, NaN + x */
+static void nanprop_binary(const t_env *e) {
+    double a[20], b[20], y[20], da[20], db[20];
+    static const char *names[3][2] = {{"add a[4, 5] + b[5]", "add a[4, 5] + b[4, 5]"},
+                                      {"sub a[4, 5] - b[5]", "sub a[4, 5] - b[4, 5]"},
+                                      {"mul a[4, 5] * b[5]", "mul a[4, 5] * b[4, 5]"}};
+    static const build_fn builds[3] = {b_add, b_sub, b_mul};
+    int op, full, i;
+    np_fill(a, 20, -2, 2, 21);
+    np_fill(b, 20, -2, 2, 22);
+    a[1] = NAN;
+    a[7] = INFINITY;
+    a[12] = INFINITY;
+    a[13] = -INFINITY;
+    a[19] = -INFINITY;
+    b[2] = INFINITY;  /* a[7] - b[2]: inf - inf */
+    b[3] = -INFINITY; /* a[13] + b[3]: -inf; a[13] - b[3]: NaN */
+    b[4] = 0;         /* a[19] * b[4]: NaN */
+    b[17] = NAN;
+    for (op = 0; op < 3; op++)
+        for (full = 0; full < 2; full++) {
+            long nb = full ? 20 : 5;
+            np_case c;
+            for (i = 0; i < 20; i++) {
+                double u = a[i], v = b[i % nb];
+                y[i] = op == 0 ? u + v : op == 1 ? u - v : u * v;
+                da[i] = op == 2 ? v : 1;
+            }
+            for (i = 0; i < nb; i++) {
+                long r;
+                db[i] = 0;
+                for (r = i; r < 20; r += nb) db[i] += op == 0 ? 1 : op == 1 ? -1 : a[r];
+            }
+            np_init(&c, names[op][full], builds[op], NULL);
+            np_in(&c, nn_shape2(4, 5), a, da);
+            np_in(&c, full ? nn_shape2(4, 5) : nn_shape1(5), b, db);
+            c.y_expect = y;
+            np_run(e, &c);
+        }
+    {
+        double x[8] = {NAN, INFINITY, -INFINITY, 1.5, -0.25, 0, INFINITY, 3};
+        double y0[8], y2[8], d0[8], d2[8];
+        np_case c;
+        for (i = 0; i < 8; i++) {
+            y0[i] = x[i] * 0.0; /* inf * 0: NaN */
+            y2[i] = x[i] * -2.5;
+            d0[i] = 0;
+            d2[i] = -2.5;
+        }
+        np_init(&c, "scale by 0", b_scale_p, NULL);
+        c.p = 0.0f;
+        np_in(&c, nn_shape1(8), x, d0);
+        c.y_expect = y0;
+        np_run(e, &c);
+        np_init(&c, "scale by -2.5", b_scale_p, NULL);
+        c.p = -2.5f;
+        np_in(&c, nn_shape1(8), x, d2);
+        c.y_expect = y2;
+        np_run(e, &c);
+    }
+}
+
+
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- elementwise ---- */
+
+B(e_add_shape, nn_add(g, F(g, S2(3, 4)), F(g, S2(4, 3))))
+B(e_sub_rank, nn_sub(g, F(g, S2(3, 4)), F(g, S2(2, 4))))
+B(e_mul_int, nn_mul(g, I(g, S2(2, 2)), F(g, S2(2, 2))))
+B(e_scale_int, nn_mul_scalar(g, I(g, S1(5)), 2.0f))
+B(e_relu_int, nn_relu(g, I(g, S1(5))))
+B(e_gelu_none, nn_gelu(g, NN_NONE))
+B(e_hardtanh_nan, nn_hardtanh(g, F(g, S1(3)), NAN, 1.0f))
+B(e_softplus_neg0, nn_softplus(g, F(g, S1(3)), -0.0f, 20.0f))
+B(e_prelu_size, nn_prelu(g, F(g, S3(2, 3, 4)), F(g, S1(2))))
+B(e_prelu_rank, nn_prelu(g, F(g, S3(2, 3, 4)), F(g, S2(1, 3))))
+B(e_prelu_int, nn_prelu(g, F(g, S3(2, 3, 4)), I(g, S1(3))))
+B(e_prelu_xint, nn_prelu(g, I(g, S3(2, 3, 4)), F(g, S1(3))))
+B(e_prelu_layer_n, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 0, NULL, "act"))
+B(e_prelu_layer_c, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 5, NULL, "act"))
+B(e_prelu_layer_name, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 1, NULL, ""))
+B(e_dropout_neg, nn_dropout(g, F(g, S1(4)), -0.1f))
+B(e_dropout_one, nn_dropout(g, F(g, S1(4)), 1.0f))
+B(e_dropout_nan, nn_dropout(g, F(g, S1(4)), NAN))
+B(e_dropout_int, nn_dropout(g, I(g, S1(4)), 0.5f))
+B(e_accumulate_int, nn_accumulate(g, I(g, S1(4))))
+
+static const bad_row elementwise_bad[] = {
+    {"elementwise", "add [3, 4] + [4, 3]", e_add_shape, R_SHAPE, "nn_add|[3, 4]|[4, 3]", 0},
+    {"elementwise", "sub [3, 4] - [2, 4] (3 against 2 does not broadcast)", e_sub_rank, R_SHAPE, "nn_sub|[3, 4]|[2, 4]", 0},
+    {"elementwise", "mul of int32", e_mul_int, R_SHAPE, "nn_mul|int32", 0},
+    {"elementwise", "scale of int32", e_scale_int, R_SHAPE, "nn_mul_scalar|int32", 0},
+    {"elementwise", "relu of int32", e_relu_int, R_SHAPE, "nn_relu|int32", 0},
+    {"elementwise", "gelu of NN_NONE", e_gelu_none, R_INV, "nn_gelu|NN_NONE", 0},
+    {"elementwise", "hardtanh min NaN", e_hardtanh_nan, R_INV, "nn_hardtanh|nan", 0},
+    {"elementwise", "softplus beta -0", e_softplus_neg0, R_INV, "nn_softplus|p0 = -0", 0},
+    {"elementwise", "prelu weight [2] for 3 channels", e_prelu_size, R_SHAPE, "nn_prelu|[2]|[2, 3, 4]", 0},
+    {"elementwise", "prelu weight [1, 3]", e_prelu_rank, R_SHAPE, "nn_prelu|[1, 3]", 0},
+    {"elementwise", "prelu weight int32", e_prelu_int, R_SHAPE, "nn_prelu|weight|int32", 0},
+    {"elementwise", "prelu of int32", e_prelu_xint, R_SHAPE, "nn_prelu|x|int32", 0},
+    {"elementwise", "prelu_layer num_parameters 0", e_prelu_layer_n, R_INV, "nn_prelu_layer|num_parameters = 0", 0},
+    {"elementwise", "prelu_layer num_parameters 5 for 3 channels", e_prelu_layer_c, R_SHAPE, "nn_prelu|[5]|[3]", 0},
+    {"elementwise", "prelu_layer name \"\"", e_prelu_layer_name, R_INV, "nn_prelu_layer|name", 0},
+    {"elementwise", "dropout p -0.1", e_dropout_neg, R_INV, "nn_dropout|-0.1", 0},
+    {"elementwise", "dropout p 1", e_dropout_one, R_INV, "nn_dropout|p = 1 ", 0},
+    {"elementwise", "dropout p NaN", e_dropout_nan, R_INV, "nn_dropout|nan", 0},
+    {"elementwise", "dropout of int32", e_dropout_int, R_SHAPE, "nn_dropout|int32", 0},
+    {"elementwise", "accumulate of int32", e_accumulate_int, R_SHAPE, "nn_accumulate|int32", 0},
+};
+
+/* ---- add, sub, mul (same shape, a bias, a scalar) and scale through the op checker ---- */
+
+static void r_binary(const spec *s, double *const *in, double *out, int op) {
+    long n = numel(s->shape[0]), nb = numel(s->shape[1]), i;
+    for (i = 0; i < n; i++) {
+        double a = in[0][i], b = in[1][i % nb];
+        out[i] = op == 0 ? a + b : op == 1 ? a - b : a * b;
+    }
+}
+static void r_add(const spec *s, double *const *in, double *out) { r_binary(s, in, out, 0); }
+static void r_sub(const spec *s, double *const *in, double *out) { r_binary(s, in, out, 1); }
+static void r_mul(const spec *s, double *const *in, double *out) { r_binary(s, in, out, 2); }
+
+static void r_scale(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->out);
+    for (i = 0; i < n; i++) out[i] = in[0][i] * (double)s->p;
+}
+
+
+static void arith_cases(const t_env *e) {
+    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
+    char name[96];
+    int j;
+    spec s;
+    for (j = 0; j < 3; j++) {
+        snprintf(name, sizeof name, "scale [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_scale_p, r_scale, nn_shape2(odd[j][0], odd[j][1]));
+        s.p = -0.37f;
+        in_f(&s, s.out);
+        check_case(e, &s);
+    }
+    for (j = 0; j < 3; j++) {
+        static const char *nm[3] = {"add", "sub", "mul"};
+        static const build_fn bb[3] = {b_add, b_sub, b_mul};
+        static const ref_fn rr[3] = {r_add, r_sub, r_mul};
+        int v;
+        for (v = 0; v < 3; v++) { /* same shape, a bias [33], a scalar [1] */
+            nn_shape bs = v == 0 ? nn_shape3(3, 7, 33) : v == 1 ? nn_shape1(33) : nn_shape1(1);
+            snprintf(name, sizeof name, "%s [3, 7, 33] with %s", nm[j], v == 0 ? "[3, 7, 33]" : v == 1 ? "[33]" : "[1]");
+            s = mk(name, bb[j], rr[j], nn_shape3(3, 7, 33));
+            in_f(&s, nn_shape3(3, 7, 33));
+            in_f(&s, bs);
+            check_case(e, &s);
+        }
+    }
+}
+
 void suite_elementwise(const t_env *e) {
     rank0_cases(e);
     binary_cases(e);
@@ -698,4 +878,7 @@ void suite_elementwise(const t_env *e) {
     gradient_stop_cases(e);
     thread_cases(e);
     error_cases(e);
+    nanprop_binary(e);
+    t_bad_rows(e, elementwise_bad, (int)(sizeof elementwise_bad / sizeof elementwise_bad[0]));
+    arith_cases(e);
 }

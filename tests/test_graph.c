@@ -1,6 +1,8 @@
 /* Whole graphs: training converges, a step moves nothing between host and device, an
    evaluation graph shares the parameters, accumulators, argmax and accuracy. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,10 +285,181 @@ done:
     t_end();
 }
 
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- the graph itself: handles, leaves, compiling ---- */
+
+B(g_none_unary, nn_relu(g, NN_NONE))
+B(g_none_second, nn_matmul(g, F(g, S2(2, 3)), NN_NONE, 0, 0))
+B(g_id_range, nn_sigmoid(g, T(1000)))
+B(g_id_negative, nn_tanh(g, T(-5)))
+B(g_input_negdim, F(g, S2(-3, 4)))
+/* a rank-0 tensor is a valid input, but an op that handles none refuses it */
+static nn_tensor g_input_ndim0(nn_graph *g, nn_compile_desc *cd) {
+    nn_shape s;
+    (void)cd;
+    memset(&s, 0, sizeof s);
+    return nn_softmax(g, nn_input(g, "x0", NN_F32, s), -1);
+}
+static nn_tensor g_param_ndim0(nn_graph *g, nn_compile_desc *cd) {
+    nn_shape s;
+    nn_init z;
+    (void)cd;
+    memset(&s, 0, sizeof s);
+    memset(&z, 0, sizeof z);
+    return nn_param(g, "w0", s, z);
+}
+static nn_tensor g_sum_dim_ndim0(nn_graph *g, nn_compile_desc *cd) {
+    nn_shape s;
+    int d = 1;
+    (void)cd;
+    memset(&s, 0, sizeof s);
+    return nn_sum_dim(g, nn_input(g, "x0", NN_F32, s), &d, 1, 0);
+}
+B(g_input_dtype, nn_input(g, "x", (nn_dtype)5, S1(3)))
+static nn_tensor g_input_ndim7(nn_graph *g, nn_compile_desc *cd) {
+    nn_shape s = S2(2, 2);
+    (void)cd;
+    s.ndim = 7;
+    return nn_input(g, "x7", NN_F32, s);
+}
+static nn_tensor g_param_zero(nn_graph *g, nn_compile_desc *cd) {
+    nn_init z;
+    (void)cd;
+    memset(&z, 0, sizeof z);
+    return nn_param(g, "w", S2(0, 3), z);
+}
+static nn_tensor g_param_noname(nn_graph *g, nn_compile_desc *cd) {
+    nn_init z;
+    (void)cd;
+    memset(&z, 0, sizeof z);
+    return nn_param(g, NULL, S1(3), z);
+}
+static nn_tensor g_param_reshape(nn_graph *g, nn_compile_desc *cd) {
+    nn_init z;
+    (void)cd;
+    memset(&z, 0, sizeof z);
+    nn_param(g, "fc.weight", S2(4, 3), z);
+    return nn_param(g, "fc.weight", S2(3, 4), z);
+}
+static nn_tensor g_buffer_clash(nn_graph *g, nn_compile_desc *cd) {
+    nn_init z;
+    (void)cd;
+    memset(&z, 0, sizeof z);
+    nn_param(g, "bn.weight", S1(4), z);
+    return nn_buffer(g, "bn.weight", S1(4), z);
+}
+static nn_tensor g_grad_int(nn_graph *g, nn_compile_desc *cd) {
+    (void)cd;
+    nn_graph_requires_grad(g, I(g, S1(4)));
+    return NN_NONE;
+}
+static nn_tensor g_output_none(nn_graph *g, nn_compile_desc *cd) {
+    (void)cd;
+    F(g, S1(2));
+    nn_graph_output(g, NN_NONE);
+    return NN_NONE;
+}
+/* leaves and ops on a compiled graph */
+static nn_tensor g_compiled(nn_graph *g, int which) {
+    nn_tensor x = F(g, S2(2, 3));
+    nn_graph_output(g, nn_sigmoid(g, x));
+    if (nn_graph_compile(g, NULL) != NN_OK) return T(-1);
+    if (which == 0) return F(g, S1(3));
+    if (which == 1) {
+        nn_init z;
+        memset(&z, 0, sizeof z);
+        return nn_param(g, "late", S1(3), z);
+    }
+    return nn_softmax(g, x, -1);
+}
+static nn_tensor g_compiled_input(nn_graph *g, nn_compile_desc *cd) {
+    (void)cd;
+    return g_compiled(g, 0);
+}
+static nn_tensor g_compiled_param(nn_graph *g, nn_compile_desc *cd) {
+    (void)cd;
+    return g_compiled(g, 1);
+}
+static nn_tensor g_compiled_op(nn_graph *g, nn_compile_desc *cd) {
+    (void)cd;
+    return g_compiled(g, 2);
+}
+/* compile-time refusals */
+static nn_tensor c_loss_int(nn_graph *g, nn_compile_desc *cd) {
+    nn_tensor a = nn_argmax_rows(g, F(g, S2(1, 4)));
+    cd->loss = a;
+    return a;
+}
+static nn_tensor c_loss_foreign(nn_graph *g, nn_compile_desc *cd) {
+    nn_tensor x = F(g, S1(1));
+    cd->loss = T(77);
+    return x;
+}
+static nn_tensor c_opt_kind(nn_graph *g, nn_compile_desc *cd) {
+    nn_tensor l = nn_sum(g, F(g, S1(3)));
+    cd->loss = l;
+    cd->optimizer.kind = (nn_optimizer_kind)99;
+    return l;
+}
+static nn_tensor c_schedule_kind(nn_graph *g, nn_compile_desc *cd) {
+    nn_tensor l = nn_sum(g, F(g, S1(3)));
+    cd->loss = l;
+    cd->optimizer.kind = NN_OPT_SGD;
+    cd->schedule.kind = (nn_lr_schedule_kind)42;
+    return l;
+}
+static nn_tensor c_schedule_milestones(nn_graph *g, nn_compile_desc *cd) {
+    nn_tensor l = nn_sum(g, F(g, S1(3)));
+    cd->loss = l;
+    cd->optimizer.kind = NN_OPT_SGD;
+    cd->schedule.kind = NN_LR_MULTISTEP;
+    cd->schedule.n_milestones = NN_LR_MAX_MILESTONES + 1;
+    return l;
+}
+static nn_tensor c_schedule_step(nn_graph *g, nn_compile_desc *cd) {
+    nn_tensor l = nn_sum(g, F(g, S1(3)));
+    cd->loss = l;
+    cd->optimizer.kind = NN_OPT_SGD;
+    cd->schedule.kind = NN_LR_STEP;
+    cd->schedule.step_size = -3;
+    return l;
+}
+
+static const bad_row graph_bad[] = {
+    {"graph", "NN_NONE as the input of nn_relu", g_none_unary, R_INV, "nn_relu|NN_NONE", 0},
+    {"graph", "NN_NONE as matmul's b", g_none_second, R_INV, "nn_matmul|input 1|NN_NONE", 0},
+    {"graph", "tensor id 1000 of a 1-node graph", g_id_range, R_INV, "nn_sigmoid|not a tensor of this graph", 0},
+    {"graph", "tensor id -5 with no earlier error", g_id_negative, R_INV, "nn_tanh|not a tensor", 0},
+    {"graph", "nn_input [-3, 4]", g_input_negdim, R_SHAPE, "nn_input|[-3, 4]", 0},
+    {"graph", "softmax of a rank-0 input", g_input_ndim0, R_SHAPE, "nn_softmax|rank 0|[1]", 0},
+    {"graph", "nn_param of 0 dims", g_param_ndim0, R_SHAPE, "nn_param|w0|not 0", 0},
+    {"graph", "nn_sum_dim dim 1 of a rank-0 input", g_sum_dim_ndim0, R_INV, "nn_sum_dim|rank 0|0 or -1", 0},
+    {"graph", "nn_input of 7 dims", g_input_ndim7, R_SHAPE, "nn_input|7", 0},
+    {"graph", "nn_input dtype 5", g_input_dtype, R_INV, "nn_input|dtype 5", 0},
+    {"graph", "nn_param [0, 3]", g_param_zero, R_SHAPE, "nn_param|w|[0, 3]", 0},
+    {"graph", "nn_param without a name", g_param_noname, R_INV, "nn_param|name", 0},
+    {"graph", "nn_param again with another shape", g_param_reshape, R_SHAPE, "nn_param|fc.weight|[4, 3]|[3, 4]", 0},
+    {"graph", "nn_buffer over a parameter's name", g_buffer_clash, R_INV, "nn_buffer|bn.weight", 0},
+    {"graph", "nn_graph_requires_grad on int32", g_grad_int, R_INV, "nn_graph_requires_grad|int32", 0},
+    {"graph", "nn_graph_output(NN_NONE)", g_output_none, R_INV, "nn_graph_output|NN_NONE", 0},
+    {"graph", "nn_input on a compiled graph", g_compiled_input, R_STATE, "nn_input|compiled", 0},
+    {"graph", "nn_param on a compiled graph", g_compiled_param, R_STATE, "nn_param|compiled", 0},
+    {"graph", "nn_softmax on a compiled graph", g_compiled_op, R_STATE, "nn_softmax|compiled", 0},
+    {"graph", "an int32 loss", c_loss_int, R_SHAPE, "nn_graph_compile|loss|float32|int32", 1},
+    {"graph", "a loss of id 77", c_loss_foreign, R_INV, "nn_graph_compile|loss", 1},
+    {"graph", "optimizer kind 99", c_opt_kind, R_INV, "nn_graph_compile|optimizer kind 99", 1},
+    {"graph", "schedule kind 42", c_schedule_kind, R_INV, "schedule|kind 42", 1},
+    {"graph", "17 milestones", c_schedule_milestones, R_INV, "schedule|17 milestones", 1},
+    {"graph", "schedule step_size -3", c_schedule_step, R_INV, "schedule|step_size -3", 1},
+};
+
 void suite_graph(const t_env *e) {
     test_init(e);
     test_gather_int(e);
     test_xor(e);
     test_resident_training(e);
     test_argmax(e);
+    t_bad_rows(e, graph_bad, (int)(sizeof graph_bad / sizeof graph_bad[0]));
 }

@@ -7,6 +7,8 @@
    at compile time; scatters' gradients are the same bits run to run; bad dims, shapes and
    index values fail naming the op and the shapes. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -693,9 +695,48 @@ static void suite_index_errors(const t_env *e) {
     }
 }
 
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- gather ---- */
+
+B(ga_float_idx, nn_gather_rows(g, F(g, S2(5, 3)), F(g, S1(2))))
+B(ga_idx_rank, nn_gather_rows(g, F(g, S2(5, 3)), I(g, S2(2, 2))))
+B(ga_none, nn_gather_rows(g, NN_NONE, I(g, S1(2))))
+
+static const bad_row index_bad[] = {
+    {"gather", "gather_rows float idx", ga_float_idx, R_SHAPE, "nn_gather_rows|[2] float32", 0},
+    {"gather", "gather_rows idx [2, 2]", ga_idx_rank, R_SHAPE, "nn_gather_rows|[2, 2]", 0},
+    {"gather", "gather_rows data NN_NONE", ga_none, R_INV, "nn_gather_rows|NN_NONE", 0},
+};
+
+/* ---- gather_rows through the op checker ---- */
+
+static nn_tensor b_gather_rows(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_gather_rows(g, in[0], in[1]); }
+static void r_gather_rows(const spec *s, double *const *in, double *out) {
+    long N = s->shape[0].dim[0], D = numel(s->shape[0]) / N, B = s->shape[1].dim[0], b, j;
+    for (b = 0; b < B; b++) {
+        long r = (long)in[1][b];
+        for (j = 0; j < D; j++) out[b * D + j] = (r >= 0 && r < N) ? in[0][r * D + j] : 0.0;
+    }
+}
+
+static void gather_rows_cases(const t_env *e) {
+    spec s = mk("gather_rows [33, 7] by [129]", b_gather_rows, r_gather_rows, nn_shape2(129, 7));
+    in_f(&s, nn_shape2(33, 7));
+    in_i(&s, nn_shape1(129), -2, 35); /* some out of range: zero rows */
+    check_case(e, &s);
+    s = mk("gather_rows [3, 2, 5] by [1]", b_gather_rows, r_gather_rows, nn_shape3(1, 2, 5));
+    in_f(&s, nn_shape3(3, 2, 5));
+    in_i(&s, nn_shape1(1), 0, 3);
+    check_case(e, &s);
+}
+
 void suite_index(const t_env *e) {
     suite_index_ops(e);
     suite_index_plan(e);
     suite_index_determinism(e);
     suite_index_errors(e);
+    t_bad_rows(e, index_bad, (int)(sizeof index_bad / sizeof index_bad[0]));
+    gather_rows_cases(e);
 }

@@ -3,6 +3,8 @@
    CPU vs OpenCL parity, each reduction. Inputs are drawn away from kinks (|x - t| from 0
    and delta, hinge margins from 0) so finite differences mean something. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,6 +301,492 @@ static void rows_case(const t_env *e, int kind, int red, nn_shape sh, float a) {
 
 static void suite_loss_errors(const t_env *e);
 
+/* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
+   NaN, +-inf and values; the rules in tests/op_check.c) ==== */
+
+/* ---- losses: the values PyTorch 1.13 returns (reduction none unless named; the gradient
+   is that of the sum) ---- */
+
+typedef struct np_loss {
+    nn_tensor (*fn)(nn_graph *g, nn_tensor a, nn_tensor b, const nn_loss_desc *d);
+    nn_loss_desc d;
+    int pw; /* in[2] is pos_weight, class weights, or a third operand */
+} np_loss;
+
+static nn_tensor b_loss(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const np_loss *l = (const np_loss *)s_->arg;
+    nn_loss_desc d = l->d;
+    if (l->pw == 1) d.pos_weight = in[2];
+    if (l->pw == 2) d.weight = in[2];
+    return l->fn(g, in[0], in[1], &d);
+}
+
+static void np_loss_case(const t_env *e, const char *name, const np_loss *l, nn_shape s, const double *x, const double *t,
+                         const double *y, const double *dx) {
+    np_case c;
+    np_init(&c, name, b_loss, l);
+    np_in(&c, s, x, dx);
+    np_in(&c, s, t, NULL);
+    c.y_expect = y;
+    np_run(e, &c);
+}
+
+static void nanprop_losses_ew(const t_env *e) {
+    /* pred NaN, +inf, -inf, finite against targets 0.5 and NaN, inf, 1 */
+    static const double x[6] = {NAN, INFINITY, -INFINITY, 0.5, 0.25, 0.75};
+    static const double t[6] = {0.5, 0.5, 0.5, NAN, INFINITY, 1.0};
+    static const double mse_y[6] = {NAN, INFINITY, INFINITY, NAN, INFINITY, 0.0625};
+    static const double mse_d[6] = {NAN, INFINITY, -INFINITY, NAN, -INFINITY, -0.5};
+    static const double l1_y[6] = {NAN, INFINITY, INFINITY, NAN, INFINITY, 0.25};
+    static const double l1_d[6] = {0, 1, -1, 0, -1, -1}; /* sign(NaN) = 0 (torch.sign) */
+    static const double hub_y[6] = {NAN, INFINITY, INFINITY, NAN, INFINITY, 0.03125};
+    static const double hub_d[6] = {NAN, 1, -1, NAN, -1, -0.25};
+    static const double sl1_y[6] = {NAN, INFINITY, INFINITY, NAN, INFINITY, 0.0625}; /* beta 0.5 */
+    static const double sl1_d[6] = {NAN, 1, -1, NAN, -1, -0.5};
+    static const double sl0_d[6] = {NAN, 1, -1, NAN, -1, -1}; /* beta NN_ZERO: PyTorch's backward formula at NaN */
+    /* log(cosh(d)), no PyTorch builtin: d' = tanh(d) */
+    static const double lc_y[6] = {NAN, INFINITY, INFINITY, NAN, INFINITY, 0.0309298007};
+    static const double lc_d[6] = {NAN, 1, -1, NAN, -1, -0.244918662};
+    /* max(tau d, (tau - 1) d), d = t - p, tau 0.3 */
+    static const double q_y[6] = {NAN, INFINITY, INFINITY, NAN, INFINITY, 0.075};
+    static const double q_d[6] = {NAN, 0.7, -0.3, NAN, -0.3, -0.3};
+    /* hinge max(0, 1 - t x) and its square, targets +-1 */
+    static const double hx[6] = {NAN, INFINITY, -INFINITY, 0.5, 2, -0.5};
+    static const double ht[6] = {1, 1, 1, NAN, -1, 1};
+    static const double h_y[6] = {NAN, 0, INFINITY, NAN, 3, 1.5};
+    static const double h_d[6] = {NAN, 0, -1, NAN, 1, -1};
+    static const double sh_y[6] = {NAN, 0, INFINITY, NAN, 9, 2.25};
+    static const double sh_d[6] = {NAN, 0, -INFINITY, NAN, 6, -3};
+    /* BCE on probabilities: PyTorch refuses a NaN probability; its formula, with std::max
+       keeping NaN, gives NaN */
+    static const double bx[6] = {NAN, 0, 1, 0.5, 0.25, 0.5};
+    static const double bt[6] = {0.5, 0.2, 0.2, NAN, 0, INFINITY};
+    static const double b_y[6] = {NAN, 20, 80, NAN, 0.287682086, NAN};
+    static const double b_d[6] = {NAN, -1.99999996e+11, 7.99999984e+11, NAN, 1.33333337, -INFINITY};
+    /* BCE with logits: (1 - t) x + log1p(exp(-|x|)) + max(-x, 0), PyTorch's form (NaN at
+       -inf: -inf + inf; at +inf with t = 1: 0 * inf) */
+    static const double lx[6] = {NAN, INFINITY, -INFINITY, 0.5, 0.25, INFINITY};
+    static const double lt[6] = {0.5, 0.2, 0.2, NAN, 0, 1};
+    static const double pw[6] = {2, 0.5, 2, 2, 3, 2};
+    static const double bl_y[6] = {NAN, INFINITY, NAN, NAN, 0.825939417, NAN};
+    static const double bl_d[6] = {NAN, 0.800000012, -0.200000003, NAN, 0.562176526, 0};
+    static const double blp_d[6] = {NAN, 0.800000012, -0.400000006, NAN, 0.562176526, 0};
+    /* torchvision's sigmoid_focal_loss, alpha 0.25, gamma 2 */
+    static const double fx[6] = {NAN, INFINITY, -INFINITY, 0.5, 0.25, 3.0};
+    static const double ft[6] = {0.5, 0.2, 1.0, NAN, 0, 1};
+    static const double f_y[6] = {NAN, INFINITY, NAN, NAN, 0.195773944, 2.73208097e-05};
+    static const double f_d[6] = {NAN, NAN, NAN, NAN, 0.304682583, -7.87179088e-05};
+    /* KL divergence, xlogy(t, t) - t x: a target 0 meets a NaN input as 0 * NaN; a
+       negative target gives NaN (log) */
+    static const double kx[7] = {NAN, INFINITY, -INFINITY, -0.5, -1.0, -0.7, NAN};
+    static const double kt[7] = {0.2, 0.2, 0.2, NAN, 0, -0.5, 0};
+    static const double k_y[7] = {NAN, -INFINITY, INFINITY, NAN, 0, NAN, NAN};
+    static const double k_d[7] = {-0.2, -0.2, -0.2, NAN, 0, 0.5, 0};
+    static const double klx[6] = {NAN, INFINITY, -INFINITY, -0.5, -1.0, -0.7};
+    static const double klt[6] = {-1.6, -1.6, -1.6, NAN, -INFINITY, INFINITY};
+    static const double kl_y[6] = {NAN, -INFINITY, INFINITY, NAN, NAN, INFINITY};
+    static const double kl_d[6] = {-0.201896518, -0.201896518, -0.201896518, NAN, 0, -INFINITY};
+    np_loss l;
+    nn_shape s6 = nn_shape1(6);
+    memset(&l, 0, sizeof l);
+    l.d.reduction = NN_REDUCTION_NONE;
+    l.fn = nn_mse_loss;
+    np_loss_case(e, "mse_loss", &l, s6, x, t, mse_y, mse_d);
+    l.fn = nn_l1_loss;
+    np_loss_case(e, "l1_loss", &l, s6, x, t, l1_y, l1_d);
+    l.fn = nn_huber_loss;
+    np_loss_case(e, "huber_loss", &l, s6, x, t, hub_y, hub_d);
+    l.fn = nn_smooth_l1_loss;
+    l.d.delta = 0.5f;
+    np_loss_case(e, "smooth_l1_loss beta 0.5", &l, s6, x, t, sl1_y, sl1_d);
+    l.d.delta = (float)NN_ZERO;
+    np_loss_case(e, "smooth_l1_loss beta 0", &l, s6, x, t, l1_y, sl0_d);
+    l.d.delta = 0;
+    l.fn = nn_log_cosh_loss;
+    np_loss_case(e, "log_cosh_loss", &l, s6, x, t, lc_y, lc_d);
+    l.fn = nn_quantile_loss;
+    l.d.tau = 0.3f;
+    np_loss_case(e, "quantile_loss tau 0.3", &l, s6, x, t, q_y, q_d);
+    l.d.tau = 0;
+    l.fn = nn_hinge_loss;
+    np_loss_case(e, "hinge_loss", &l, s6, hx, ht, h_y, h_d);
+    l.fn = nn_squared_hinge_loss;
+    np_loss_case(e, "squared_hinge_loss", &l, s6, hx, ht, sh_y, sh_d);
+    l.fn = nn_bce_loss;
+    np_loss_case(e, "bce_loss", &l, s6, bx, bt, b_y, b_d);
+    l.fn = nn_bce_with_logits_loss;
+    np_loss_case(e, "bce_with_logits_loss", &l, s6, lx, lt, bl_y, bl_d);
+    {
+        np_case c;
+        l.pw = 1;
+        np_init(&c, "bce_with_logits_loss pos_weight", b_loss, &l);
+        np_in(&c, s6, lx, blp_d);
+        np_in(&c, s6, lt, NULL);
+        np_in(&c, s6, pw, NULL);
+        c.y_expect = bl_y;
+        np_run(e, &c);
+        l.pw = 0;
+    }
+    l.fn = nn_sigmoid_focal_loss;
+    np_loss_case(e, "sigmoid_focal_loss", &l, s6, fx, ft, f_y, f_d);
+    l.fn = nn_kl_div_loss;
+    np_loss_case(e, "kl_div_loss", &l, nn_shape1(7), kx, kt, k_y, k_d);
+    l.d.log_target = 1;
+    np_loss_case(e, "kl_div_loss log_target", &l, s6, klx, klt, kl_y, kl_d);
+}
+
+static nn_tensor b_bce_logits_legacy(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_bce_with_logits(g, in[0], in[1]);
+}
+static nn_tensor b_mse_legacy(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_mse(g, in[0], in[1]);
+}
+
+/* mean reductions: one NaN or inf makes the scalar NaN; the gradient stays finite wherever
+   the element's own gradient is */
+static void nanprop_losses_mean(const t_env *e) {
+    static const double x[4] = {1, NAN, 2, 3}, t[4] = {0, 0, 0, 0};
+    static const double y[1] = {NAN}, dx[4] = {0.5, NAN, 1, 1.5};
+    static const double lx[3] = {-INFINITY, 0.5, 0.25}, lt[3] = {0.2, 0.3, 0};
+    static const double ly[1] = {NAN}, ldx[3] = {-0.0666666701, 0.107486449, 0.187392175};
+    np_loss l;
+    np_case c;
+    memset(&l, 0, sizeof l);
+    l.fn = nn_mse_loss;
+    np_loss_case(e, "mse_loss mean", &l, nn_shape1(4), x, t, y, dx);
+    np_init(&c, "mse (nn_mse)", b_mse_legacy, NULL);
+    np_in(&c, nn_shape1(4), x, dx);
+    np_in(&c, nn_shape1(4), t, NULL);
+    c.y_expect = y;
+    np_run(e, &c);
+    l.fn = nn_bce_with_logits_loss;
+    np_loss_case(e, "bce_with_logits_loss mean", &l, nn_shape1(3), lx, lt, ly, ldx);
+    np_init(&c, "bce_with_logits (nn_bce_with_logits)", b_bce_logits_legacy, NULL);
+    np_in(&c, nn_shape1(3), lx, ldx);
+    np_in(&c, nn_shape1(3), lt, NULL);
+    c.y_expect = ly;
+    np_run(e, &c);
+}
+
+static nn_tensor np_b_ce(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const np_loss *l = (const np_loss *)s_->arg;
+    nn_loss_desc d = l->d;
+    if (l->pw == 2) d.weight = in[2];
+    return l->fn(g, in[0], in[1], &d);
+}
+static nn_tensor b_xent_legacy(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_softmax_cross_entropy(g, in[0], in[1]);
+}
+
+static void nanprop_losses_rows(const t_env *e) {
+    /* logits [6, 3]: NaN in a row; a finite row; -inf at the label (inf) and elsewhere
+       (finite); +inf (NaN); a finite row */
+    static const double x[18] = {1, NAN, 2, 1, 2, 3, 1, -INFINITY, 2, 1, -INFINITY, 2, INFINITY, 1, 2, 0.5, 1, -1};
+    static const double lab[6] = {0, 1, 1, 0, 0, 2}, lab_ign[6] = {0, 1, 1, 0, 0, -100};
+    static const double cw[3] = {1, 2, 0.5};
+    static const double ce_y[6] = {NAN, 1.40760589, INFINITY, 1.31326163, NAN, 2.55495691};
+    static const double ce_d[18] = {NAN, NAN, NAN, 0.0900305808, -0.755271494, 0.665241003, 0.268941432, -1, 0.731058598,
+                                    -0.731058598, 0, 0.731058598, NAN, NAN, NAN, 0.348207414, 0.574096978, -0.922304392};
+    static const double ls_y[6] = {NAN, 1.40760589, INFINITY, INFINITY, NAN, 0};
+    static const double ls_d[18] = {NAN, NAN, NAN, 0.0566972457, -0.688604832, 0.631907642, 0.235608101, -0.933333337,
+                                    0.697725236, -0.664391875, -0.0333333351, 0.697725236, NAN, NAN, NAN, 0, 0, 0};
+    static const double cw_y[6] = {NAN, 2.81521177, INFINITY, 1.31326163, NAN, 1.27747846};
+    static const double cw_d[18] = {NAN, NAN, NAN, 0.180061162, -1.51054299, 1.33048201, 0.537882864, -2, 1.4621172,
+                                    -0.731058598, 0, 0.731058598, NAN, NAN, NAN, 0.174103707, 0.287048489, -0.461152196};
+    /* mean over 3 rows, one of them NaN */
+    static const double mx[9] = {1, 2, 3, 1, NAN, 2, 0.5, 1, -1}, mlab[3] = {1, 0, 2};
+    static const double m_y[1] = {NAN};
+    static const double m_d[9] = {0.0300101936, -0.251757175, 0.221747011, NAN, NAN, NAN, 0.116069138, 0.191365659, -0.307434827};
+    /* NLL picks one log-probability per row: NaN elsewhere in the row does not matter */
+    static const double nx[12] = {-1, NAN, -2, -1, NAN, -3, -1, -INFINITY, -2, -1, INFINITY, -2};
+    static const double nlab[4] = {0, 1, 1, 1};
+    static const double n_y[4] = {1, NAN, INFINITY, -INFINITY};
+    static const double n_d[12] = {-1, 0, 0, 0, -1, 0, 0, -1, 0, 0, -1, 0};
+    np_loss l;
+    np_case c;
+    memset(&l, 0, sizeof l);
+    l.fn = nn_cross_entropy_loss;
+    l.d.reduction = NN_REDUCTION_NONE;
+    np_init(&c, "cross_entropy_loss", np_b_ce, &l);
+    np_in(&c, nn_shape2(6, 3), x, ce_d);
+    np_in_i(&c, nn_shape1(6), lab);
+    c.y_expect = ce_y;
+    np_run(e, &c);
+    l.d.label_smoothing = 0.1f;
+    np_init(&c, "cross_entropy_loss smoothing, ignore_index", np_b_ce, &l);
+    np_in(&c, nn_shape2(6, 3), x, ls_d);
+    np_in_i(&c, nn_shape1(6), lab_ign);
+    c.y_expect = ls_y;
+    np_run(e, &c);
+    l.d.label_smoothing = 0;
+    l.pw = 2;
+    np_init(&c, "cross_entropy_loss class weights", np_b_ce, &l);
+    np_in(&c, nn_shape2(6, 3), x, cw_d);
+    np_in_i(&c, nn_shape1(6), lab);
+    np_in(&c, nn_shape1(3), cw, NULL);
+    c.y_expect = cw_y;
+    np_run(e, &c);
+    l.pw = 0;
+    l.d.reduction = NN_REDUCTION_MEAN;
+    np_init(&c, "cross_entropy_loss mean", np_b_ce, &l);
+    np_in(&c, nn_shape2(3, 3), mx, m_d);
+    np_in_i(&c, nn_shape1(3), mlab);
+    c.y_expect = m_y;
+    np_run(e, &c);
+    np_init(&c, "softmax_cross_entropy (legacy)", b_xent_legacy, NULL);
+    np_in(&c, nn_shape2(3, 3), mx, m_d);
+    np_in_i(&c, nn_shape1(3), mlab);
+    c.y_expect = m_y;
+    np_run(e, &c);
+    l.fn = nn_nll_loss;
+    l.d.reduction = NN_REDUCTION_NONE;
+    np_init(&c, "nll_loss", np_b_ce, &l);
+    np_in(&c, nn_shape2(4, 3), nx, n_d);
+    np_in_i(&c, nn_shape1(4), nlab);
+    c.y_expect = n_y;
+    np_run(e, &c);
+}
+
+static nn_tensor b_cosine(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    nn_loss_desc d;
+    memset(&d, 0, sizeof d);
+    d.reduction = NN_REDUCTION_NONE;
+    return nn_cosine_embedding_loss(g, in[0], in[1], in[2], &d);
+}
+static nn_tensor b_triplet(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    nn_loss_desc d;
+    memset(&d, 0, sizeof d);
+    d.reduction = NN_REDUCTION_NONE;
+    return nn_triplet_margin_loss(g, in[0], in[1], in[2], &d);
+}
+static nn_tensor b_dice(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    nn_loss_desc d;
+    memset(&d, 0, sizeof d);
+    d.reduction = NN_REDUCTION_NONE;
+    return nn_dice_loss(g, in[0], in[1], &d);
+}
+
+static void nanprop_losses_pairs(const t_env *e) {
+    /* cosine embedding, margin 0: rows NaN (t = 1), finite (t = -1), inf (t = 1: inf/inf),
+       clamped (t = -1, cos < 0: 0), inf (t = -1: clamp_min(NaN, 0) is NaN) */
+    static const double c1[10] = {1, NAN, 1, 2, INFINITY, 1, 1, 2, INFINITY, 1};
+    static const double c2[10] = {1, 1, 1, 1, 1, 1, 1, -2, 1, 1};
+    static const double ct[5] = {1, -1, 1, -1, -1};
+    static const double c_y[5] = {NAN, 0.948683262, NAN, 0, NAN};
+    static const double c_d1[10] = {NAN, NAN, 0.126491114, -0.0632455349, NAN, NAN, 0, 0, NAN, NAN};
+    static const double c_d2[10] = {NAN, NAN, -0.158113867, 0.158113897, NAN, NAN, 0, 0, NAN, NAN};
+    /* triplet, margin 1: NaN in the anchor; clamped; inf - inf; clamped */
+    static const double ta[8] = {1, NAN, 1, 2, INFINITY, 1, 1, 2};
+    static const double tp[8] = {1, 1, 1, 1, 1, 1, 1, 1.5};
+    static const double tn[8] = {0, 1, 5, 1, 1, 1, 3, 2};
+    static const double t_y[4] = {NAN, 0, NAN, 0};
+    static const double t_da[8] = {NAN, NAN, 0, 0, NAN, 0, 0, 0};
+    static const double t_dp[8] = {NAN, NAN, 0, 0, NAN, 0, 0, 0};
+    static const double t_dn[8] = {NAN, NAN, 0, 0, NAN, 0, 0, 0};
+    /* dice (smooth 1) per row: a NaN or inf probability makes its row NaN */
+    static const double dp[6] = {0.5, NAN, 0.5, INFINITY, 0.2, 0.3}, dt[6] = {1, 0, 1, 0, 1, 0};
+    static const double d_y[3] = {NAN, NAN, 0.439999998};
+    static const double d_d[6] = {NAN, NAN, NAN, NAN, -0.575999975, 0.224000007};
+    np_case c;
+    np_init(&c, "cosine_embedding_loss", b_cosine, NULL);
+    np_in(&c, nn_shape2(5, 2), c1, c_d1);
+    np_in(&c, nn_shape2(5, 2), c2, c_d2);
+    np_in(&c, nn_shape1(5), ct, NULL);
+    c.y_expect = c_y;
+    np_run(e, &c);
+    np_init(&c, "triplet_margin_loss", b_triplet, NULL);
+    np_in(&c, nn_shape2(4, 2), ta, t_da);
+    np_in(&c, nn_shape2(4, 2), tp, t_dp);
+    np_in(&c, nn_shape2(4, 2), tn, t_dn);
+    c.y_expect = t_y;
+    np_run(e, &c);
+    np_init(&c, "dice_loss", b_dice, NULL);
+    np_in(&c, nn_shape2(3, 2), dp, d_d);
+    np_in(&c, nn_shape2(3, 2), dt, NULL);
+    c.y_expect = d_y;
+    np_run(e, &c);
+}
+
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- losses ---- */
+
+static nn_loss_desc LD(nn_reduction r) {
+    nn_loss_desc d;
+    memset(&d, 0, sizeof d);
+    d.reduction = r;
+    return d;
+}
+static nn_tensor l_opt(nn_graph *g, int which) {
+    nn_loss_desc d = LD(NN_REDUCTION_DEFAULT);
+    nn_tensor p = F(g, S2(4, 3)), t = F(g, S2(4, 3));
+    switch (which) {
+    case 0: d.delta = -1.0f; return nn_huber_loss(g, p, t, &d);
+    case 1: d.delta = NAN; return nn_smooth_l1_loss(g, p, t, &d);
+    case 2: d.tau = 1.5f; return nn_quantile_loss(g, p, t, &d);
+    case 3: d.gamma = -1.0f; return nn_sigmoid_focal_loss(g, p, t, &d);
+    case 4: d.reduction = (nn_reduction)9; return nn_mse_loss(g, p, t, &d);
+    case 5: d.reduction = (nn_reduction)-1; return nn_l1_loss(g, p, t, &d);
+    case 6: d.reduction = NN_REDUCTION_BATCHMEAN; return nn_mse_loss(g, p, t, &d);
+    case 7: d.pos_weight = F(g, S1(3)); return nn_mse_loss(g, p, t, &d);
+    case 8: d.pos_weight = F(g, S1(4)); return nn_bce_with_logits_loss(g, p, t, &d);
+    case 9: d.weight = F(g, S1(4)); return nn_mse_loss(g, p, t, &d);
+    case 10: d.pos_weight = I(g, S1(3)); return nn_bce_with_logits_loss(g, p, t, &d);
+    case 11: d.weight = T(-3); return nn_l1_loss(g, p, t, &d);
+    default: return T(-1);
+    }
+}
+#define LOPT(N) \
+    static nn_tensor l_opt##N(nn_graph *g, nn_compile_desc *cd) { (void)cd; return l_opt(g, N); }
+LOPT(0) LOPT(1) LOPT(2) LOPT(3) LOPT(4) LOPT(5) LOPT(6) LOPT(7) LOPT(8) LOPT(9) LOPT(10) LOPT(11)
+B(l_mse_shape, nn_mse_loss(g, F(g, S2(4, 3)), F(g, S2(3, 4)), NULL))
+B(l_l1_int, nn_l1_loss(g, F(g, S1(4)), I(g, S1(4)), NULL))
+B(l_kl_none, nn_kl_div_loss(g, F(g, S1(4)), NN_NONE, NULL))
+static nn_tensor l_ce(nn_graph *g, int which) {
+    nn_loss_desc d = LD(NN_REDUCTION_DEFAULT);
+    nn_tensor x = F(g, S2(5, 4)), y = I(g, S1(5));
+    switch (which) {
+    case 0: return nn_cross_entropy_loss(g, F(g, S3(2, 3, 4)), I(g, S1(2)), &d);
+    case 1: return nn_cross_entropy_loss(g, x, F(g, S1(5)), &d);
+    case 2: return nn_cross_entropy_loss(g, x, I(g, S1(6)), &d);
+    case 3: d.label_smoothing = 1.5f; return nn_cross_entropy_loss(g, x, y, &d);
+    case 4: d.label_smoothing = NAN; return nn_cross_entropy_loss(g, x, y, &d);
+    case 5: d.weight = F(g, S1(3)); return nn_cross_entropy_loss(g, x, y, &d);
+    case 6: d.label_smoothing = 0.1f; return nn_nll_loss(g, x, y, &d);
+    case 7: d.pos_weight = F(g, S1(4)); return nn_cross_entropy_loss(g, x, y, &d);
+    case 8: d.reduction = NN_REDUCTION_BATCHMEAN; return nn_nll_loss(g, x, y, &d);
+    case 9: d.weight = I(g, S1(4)); return nn_nll_loss(g, x, y, &d);
+    case 10: return nn_cross_entropy_loss(g, x, I(g, S2(5, 1)), &d);
+    default: return T(-1);
+    }
+}
+#define LCE(N) \
+    static nn_tensor l_ce##N(nn_graph *g, nn_compile_desc *cd) { (void)cd; return l_ce(g, N); }
+LCE(0) LCE(1) LCE(2) LCE(3) LCE(4) LCE(5) LCE(6) LCE(7) LCE(8) LCE(9) LCE(10)
+B(l_cos_target, nn_cosine_embedding_loss(g, F(g, S2(4, 3)), F(g, S2(4, 3)), F(g, S2(4, 1)), NULL))
+B(l_cos_rank, nn_cosine_embedding_loss(g, F(g, S1(4)), F(g, S1(4)), F(g, S1(4)), NULL))
+B(l_triplet_shape, nn_triplet_margin_loss(g, F(g, S2(4, 3)), F(g, S2(4, 3)), F(g, S2(4, 2)), NULL))
+B(l_triplet_int, nn_triplet_margin_loss(g, F(g, S2(4, 3)), I(g, S2(4, 3)), F(g, S2(4, 3)), NULL))
+static nn_tensor l_dice_weight(nn_graph *g, nn_compile_desc *cd) {
+    nn_loss_desc d = LD(NN_REDUCTION_DEFAULT);
+    (void)cd;
+    d.weight = F(g, S1(3));
+    return nn_dice_loss(g, F(g, S2(4, 3)), F(g, S2(4, 3)), &d);
+}
+B(l_xent_rank, nn_softmax_cross_entropy(g, F(g, S1(5)), I(g, S1(5))))
+B(l_bcel_shape, nn_bce_with_logits(g, F(g, S2(2, 3)), F(g, S2(3, 2))))
+B(l_mse_legacy, nn_mse(g, F(g, S1(3)), F(g, S1(4))))
+
+static const bad_row loss_bad[] = {
+    {"loss", "huber delta -1", l_opt0, R_INV, "nn_huber_loss|delta -1", 0},
+    {"loss", "smooth_l1 beta NaN", l_opt1, R_INV, "nn_smooth_l1_loss|beta|nan", 0},
+    {"loss", "quantile tau 1.5", l_opt2, R_INV, "nn_quantile_loss|tau 1.5", 0},
+    {"loss", "focal gamma -1", l_opt3, R_INV, "nn_sigmoid_focal_loss|gamma -1", 0},
+    {"loss", "reduction 9", l_opt4, R_INV, "nn_mse_loss|reduction 9", 0},
+    {"loss", "reduction -1", l_opt5, R_INV, "nn_l1_loss|reduction -1", 0},
+    {"loss", "batchmean for mse", l_opt6, R_INV, "nn_mse_loss|reduction 4", 0},
+    {"loss", "pos_weight for mse", l_opt7, R_INV, "nn_mse_loss|pos_weight", 0},
+    {"loss", "pos_weight [4] for logits [4, 3]", l_opt8, R_SHAPE, "nn_bce_with_logits_loss|pos_weight [4]|[4, 3]", 0},
+    {"loss", "weight [4] for [4, 3]", l_opt9, R_SHAPE, "nn_mse_loss|[4, 3]|[4]", 0},
+    {"loss", "pos_weight int32", l_opt10, R_SHAPE, "nn_bce_with_logits_loss|pos_weight|int32", 0},
+    {"loss", "weight of a failed id", l_opt11, R_INV, "nn_l1_loss|not a tensor", 0},
+    {"loss", "mse [4, 3] against [3, 4]", l_mse_shape, R_SHAPE, "nn_mse_loss|[4, 3]|[3, 4]", 0},
+    {"loss", "l1 target int32", l_l1_int, R_SHAPE, "nn_l1_loss|target|int32", 0},
+    {"loss", "kl_div target NN_NONE", l_kl_none, R_INV, "nn_kl_div_loss|NN_NONE", 0},
+    {"loss", "cross_entropy logits [2, 3, 4]", l_ce0, R_SHAPE, "nn_cross_entropy_loss|[2, 3, 4]", 0},
+    {"loss", "cross_entropy float labels", l_ce1, R_SHAPE, "nn_cross_entropy_loss|[5] float32", 0},
+    {"loss", "cross_entropy 6 labels for 5 rows", l_ce2, R_SHAPE, "nn_cross_entropy_loss|[5, 4]|[6]", 0},
+    {"loss", "cross_entropy label_smoothing 1.5", l_ce3, R_INV, "nn_cross_entropy_loss|label_smoothing 1.5", 0},
+    {"loss", "cross_entropy label_smoothing NaN", l_ce4, R_INV, "nn_cross_entropy_loss|label_smoothing nan", 0},
+    {"loss", "cross_entropy weight [3] for 4 classes", l_ce5, R_SHAPE, "nn_cross_entropy_loss|weight [3]|[4]", 0},
+    {"loss", "nll label_smoothing 0.1", l_ce6, R_INV, "nn_nll_loss|label_smoothing 0.1", 0},
+    {"loss", "cross_entropy pos_weight", l_ce7, R_INV, "nn_cross_entropy_loss|pos_weight", 0},
+    {"loss", "nll batchmean", l_ce8, R_INV, "nn_nll_loss|reduction 4", 0},
+    {"loss", "nll weight int32", l_ce9, R_SHAPE, "nn_nll_loss|weight|int32", 0},
+    {"loss", "cross_entropy labels [5, 1]", l_ce10, R_SHAPE, "nn_cross_entropy_loss|[5, 1]", 0},
+    {"loss", "cosine_embedding target [4, 1]", l_cos_target, R_SHAPE, "nn_cosine_embedding_loss|[4, 1]", 0},
+    {"loss", "cosine_embedding of [4]", l_cos_rank, R_SHAPE, "nn_cosine_embedding_loss|[4]", 0},
+    {"loss", "triplet negative [4, 2]", l_triplet_shape, R_SHAPE, "nn_triplet_margin_loss|[4, 2]|[4, 3]", 0},
+    {"loss", "triplet positive int32", l_triplet_int, R_SHAPE, "nn_triplet_margin_loss|int32", 0},
+    {"loss", "dice with a weight", l_dice_weight, R_INV, "nn_dice_loss|weight", 0},
+    {"loss", "softmax_cross_entropy logits [5]", l_xent_rank, R_SHAPE, "nn_softmax_cross_entropy|[5]", 0},
+    {"loss", "bce_with_logits [2, 3] and [3, 2]", l_bcel_shape, R_SHAPE, "nn_bce_with_logits|[2, 3]|[3, 2]", 0},
+    {"loss", "mse [3] and [4]", l_mse_legacy, R_SHAPE, "nn_mse|[3]|[4]", 0},
+};
+
+/* ---- the shorthands nn_softmax_cross_entropy, nn_mse, nn_bce_with_logits through the op
+   checker ---- */
+
+static void r_xent(const spec *s, double *const *in, double *out) {
+    long B = s->shape[0].dim[0], C = s->shape[0].dim[1], b, c;
+    double total = 0;
+    for (b = 0; b < B; b++) {
+        const double *x = in[0] + b * C;
+        long t = (long)in[1][b];
+        double m = x[0], sum = 0;
+        if (t < 0 || t >= C) continue; /* never here: such labels are errors (tests/test_api.c) */
+        for (c = 1; c < C; c++) m = x[c] > m ? x[c] : m;
+        for (c = 0; c < C; c++) sum += exp(x[c] - m);
+        total += log(sum) + m - x[t];
+    }
+    out[0] = total / (double)B;
+}
+
+static void r_mse(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->shape[0]);
+    out[0] = 0;
+    for (i = 0; i < n; i++) out[0] += (in[0][i] - in[1][i]) * (in[0][i] - in[1][i]);
+    out[0] /= (double)n;
+}
+
+static void r_bce(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->shape[0]);
+    out[0] = 0;
+    for (i = 0; i < n; i++) { /* -[t log sigmoid(x) + (1-t) log(1 - sigmoid(x))] */
+        double x = in[0][i], t = in[1][i], sg = 1 / (1 + exp(-x));
+        out[0] += -(t * log(sg) + (1 - t) * log(1 - sg));
+    }
+    out[0] /= (double)n;
+}
+
+static void shorthand_cases(const t_env *e) {
+    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
+    char name[96];
+    int j;
+    spec s;
+    for (j = 0; j < 3; j++) {
+        nn_shape sh = nn_shape2(odd[j][0], odd[j][1]);
+        snprintf(name, sizeof name, "softmax_cross_entropy [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_xent_legacy, r_xent, nn_shape1(1));
+        s.lo = -4;
+        s.hi = 4;
+        in_f(&s, sh);
+        in_i(&s, nn_shape1(odd[j][0]), 0, odd[j][1]);
+        check_case(e, &s);
+        snprintf(name, sizeof name, "mse [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_mse_legacy, r_mse, nn_shape1(1));
+        in_f(&s, sh);
+        in_f(&s, sh);
+        check_case(e, &s);
+        snprintf(name, sizeof name, "bce_with_logits [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_bce_logits_legacy, r_bce, nn_shape1(1));
+        s.lo = -5;
+        s.hi = 5;
+        in_f(&s, sh);
+        in_f(&s, sh); /* targets in [0, 1) after the range below */
+        s.lo = -3;
+        s.hi = 3;
+        check_case(e, &s);
+    }
+}
+
 void suite_loss(const t_env *e) {
     static const long shapes[3][2] = {{7, 33}, {3, 7}, {1, 3}};
     static const int reds[3] = {NN_REDUCTION_DEFAULT, NN_REDUCTION_SUM, NN_REDUCTION_NONE};
@@ -336,6 +824,12 @@ void suite_loss(const t_env *e) {
     }
     rows_case(e, DICE, NN_REDUCTION_SUM, nn_shape3(3, 2, 5), 0.5f);
     suite_loss_errors(e);
+    nanprop_losses_ew(e);
+    nanprop_losses_mean(e);
+    nanprop_losses_rows(e);
+    nanprop_losses_pairs(e);
+    t_bad_rows(e, loss_bad, (int)(sizeof loss_bad / sizeof loss_bad[0]));
+    shorthand_cases(e);
 }
 
 /* Bad options and shapes fail the build with a message that names the loss. */

@@ -1,9 +1,12 @@
 /* nn_matmul with torch.matmul's semantics, through the op checker (tests/op_check.c): dot
    products, vector-matrix and matrix-vector products, batched products whose batch dims
    broadcast (right-aligned, 1 against n), either operand transposed, at odd shapes (1, 3,
-   7, 33, 127); the gradients reduce over the broadcast batch dims. The 2-D products are
-   in tests/test_ops.c. Tolerances are op_check.c's (1e-4 relative). */
+   7, 33, 127); the gradients reduce over the broadcast batch dims.
+   Gradients along one dense random direction per input (op_check.c's dirs). Tolerances
+   are op_check.c's (1e-4 relative). */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +90,7 @@ static void mm_case(const t_env *e, nn_shape a, nn_shape b, nn_shape out, int ta
     s = mk(name, b_mm, r_mm, out);
     s.ta = ta;
     s.tb = tb;
+    s.dirs = 1; /* directional derivatives: one dense random direction per input */
     in_f(&s, as);
     in_f(&s, bs);
     check_case(e, &s);
@@ -192,6 +196,7 @@ static void einsum_cases(const t_env *e) {
         snprintf(name, sizeof name, "einsum \"%s\" %s %s", einsum_specs[cases[k].spec], sa, sb);
         s = mk(name, b_einsum, r_einsum, shp(cases[k].out));
         s.ip[0] = cases[k].spec;
+        s.dirs = 1;
         in_f(&s, a);
         in_f(&s, b);
         check_case(e, &s);
@@ -253,6 +258,178 @@ done:
     free(g2);
     nn_graph_destroy(g);
     t_end();
+}
+
+/* The 2-D products, both operands transposed or not, at odd shapes (1, 3, 7, 33, 129). */
+static void matmul_cases(const t_env *e) {
+    static const int shapes[][3] = {{7, 33, 3}, {1, 129, 7}, {33, 1, 129}, {3, 7, 1}, {129, 33, 33}};
+    char name[96];
+    int k, ta, tb;
+    for (k = 0; k < 5; k++)
+        for (ta = 0; ta < 2; ta++)
+            for (tb = 0; tb < 2; tb++) {
+                int M = shapes[k][0], N = shapes[k][1], K = shapes[k][2];
+                spec s;
+                snprintf(name, sizeof name, "matmul%s%s M=%d N=%d K=%d", ta ? " A^T" : "", tb ? " B^T" : "", M, N, K);
+                s = mk(name, b_mm, r_mm, nn_shape2(M, N));
+                s.ta = ta;
+                s.tb = tb;
+                s.dirs = 1; /* directional derivatives: one dense random direction per input */
+                in_f(&s, ta ? nn_shape2(K, M) : nn_shape2(M, K));
+                in_f(&s, tb ? nn_shape2(N, K) : nn_shape2(K, N));
+                check_case(e, &s);
+            }
+}
+
+/* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
+   NaN, +-inf and values; the rules in tests/op_check.c) ==== */
+
+/* ---- matmul and dense ---- */
+
+typedef struct np_mm { int ta, tb; } np_mm;
+static nn_tensor b_matmul(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const np_mm *m = (const np_mm *)s_->arg;
+    return nn_matmul(g, in[0], in[1], m->ta, m->tb);
+}
+
+/* y [M, N] = op(A) op(B) and the gradients of sum(y * w) in double */
+static void mm_ref(const double *A, const double *B, const double *w, double *y, double *dA, double *dB, int M, int K, int N,
+                   int ta, int tb) {
+    int i, j, k;
+    for (i = 0; i < M * K; i++) dA[i] = 0;
+    for (i = 0; i < K * N; i++) dB[i] = 0;
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            double s = 0;
+            for (k = 0; k < K; k++) {
+                double a = ta ? A[k * M + i] : A[i * K + k], b = tb ? B[j * K + k] : B[k * N + j];
+                s += a * b;
+                if (ta) dA[k * M + i] += w[i * N + j] * b;
+                else dA[i * K + k] += w[i * N + j] * b;
+                if (tb) dB[j * K + k] += w[i * N + j] * a;
+                else dB[k * N + j] += w[i * N + j] * a;
+            }
+            y[i * N + j] = s;
+        }
+}
+
+static void nanprop_matmul_one(const t_env *e, const char *name, int M, int K, int N, int ta, int tb, unsigned seed) {
+    double *A = (double *)malloc(sizeof(double) * M * K), *B = (double *)malloc(sizeof(double) * K * N);
+    double *y = (double *)malloc(sizeof(double) * M * N), *w = (double *)malloc(sizeof(double) * M * N);
+    double *dA = (double *)malloc(sizeof(double) * M * K), *dB = (double *)malloc(sizeof(double) * K * N);
+    np_mm mm;
+    np_case c;
+    int i;
+    np_fill(A, (long)M * K, -1, 1, seed);
+    np_fill(B, (long)K * N, -1, 1, seed + 1);
+    for (i = 0; i < M * N; i++) w[i] = 1;
+    /* a NaN row of op(A) and an inf in another whose column of op(B) holds a 0, a -inf
+       in B, a column of B that meets +inf and -inf */
+    A[(ta ? 2 * M + 1 : 1 * K + 2)] = NAN;
+    A[(ta ? 0 * M + M - 1 : (M - 1) * K)] = INFINITY;
+    B[(tb ? 1 * K + 0 : 0 * N + 1)] = 0;
+    B[(tb ? (N - 1) * K + K - 1 : (K - 1) * N + N - 1)] = -INFINITY;
+    mm_ref(A, B, w, y, dA, dB, M, K, N, ta, tb);
+    mm.ta = ta;
+    mm.tb = tb;
+    np_init(&c, name, b_matmul, &mm);
+    np_in(&c, ta ? nn_shape2(K, M) : nn_shape2(M, K), A, dA);
+    np_in(&c, tb ? nn_shape2(N, K) : nn_shape2(K, N), B, dB);
+    c.y_expect = y;
+    np_run(e, &c);
+    free(A);
+    free(B);
+    free(y);
+    free(w);
+    free(dA);
+    free(dB);
+}
+
+/* nn_linear_layer (x W^T + b with its own parameters fc.weight and fc.bias): x [3, 4] with NaN in
+   row 1, inf in W row 2, NaN in b[4]; the parameters written before the step */
+static nn_tensor b_dense(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_linear_layer(g, in[0], 5, NULL, "fc");
+}
+static void nanprop_dense(const t_env *e) {
+    double xv[12], Wv[20], bv[5], ry[15], w1[15], rdx[12], rdW[20], rdb[5];
+    int i, j;
+    np_case c;
+    np_fill(xv, 12, -1, 1, 56);
+    np_fill(Wv, 20, -1, 1, 57);
+    np_fill(bv, 5, -1, 1, 58);
+    xv[5] = NAN;
+    Wv[9] = INFINITY;
+    bv[4] = NAN;
+    for (i = 0; i < 15; i++) w1[i] = 1;
+    mm_ref(xv, Wv, w1, ry, rdx, rdW, 3, 4, 5, 0, 1);
+    for (i = 0; i < 3; i++)
+        for (j = 0; j < 5; j++) ry[i * 5 + j] += bv[j];
+    for (j = 0; j < 5; j++) rdb[j] = 3;
+    np_init(&c, "dense x[3, 4] -> 5", b_dense, NULL);
+    np_in(&c, nn_shape2(3, 4), xv, rdx);
+    np_param(&c, "fc.weight", nn_shape2(5, 4), Wv, rdW); /* its own parameters, written before the step */
+    np_param(&c, "fc.bias", nn_shape1(5), bv, rdb);
+    c.y_expect = ry;
+    np_run(e, &c);
+}
+
+static void nanprop_matmul(const t_env *e) {
+    nanprop_matmul_one(e, "matmul [5, 7] x [7, 6]", 5, 7, 6, 0, 0, 51);
+    nanprop_matmul_one(e, "matmul [5, 7]^T x [7, 6]^T", 5, 7, 6, 1, 1, 52);
+    nanprop_matmul_one(e, "matmul [37, 70] x [70, 45]", 37, 70, 45, 0, 0, 53); /* the blocked kernels */
+    nanprop_matmul_one(e, "matmul [37, 70] x [45, 70]^T", 37, 70, 45, 0, 1, 54);
+    nanprop_matmul_one(e, "matmul [130, 33]^T x [33, 67]", 130, 33, 67, 1, 0, 55);
+    nanprop_dense(e);
+}
+
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- matmul and dense ---- */
+
+B(m_rank, nn_matmul(g, F(g, S3(2, 3, 4)), F(g, S3(3, 4, 5)), 0, 0))
+B(m_trans, nn_matmul(g, F(g, S2(4, 3)), F(g, S2(5, 6)), 1, 0))
+B(m_int, nn_matmul(g, F(g, S2(2, 3)), I(g, S2(3, 2)), 0, 0))
+B(m_dense_rank, nn_linear_layer(g, F(g, S3(2, 3, 4)), 5, NULL, "fc"))
+B(m_dense_zero, nn_linear_layer(g, F(g, S2(2, 3)), 0, NULL, "fc"))
+B(m_dense_neg, nn_linear_layer(g, F(g, S2(2, 3)), -5, NULL, "fc"))
+B(m_dense_name, nn_linear_layer(g, F(g, S2(2, 3)), 4, NULL, NULL))
+B(m_dense_int, nn_linear_layer(g, I(g, S2(2, 3)), 4, NULL, "fc"))
+
+static const bad_row matmul_bad[] = {
+    {"matmul", "matmul batches [2] and [3] of [2, 3, 4] x [3, 4, 5]", m_rank, R_SHAPE, "nn_matmul|[2, 3, 4]|[3, 4, 5]|broadcast", 0},
+    {"matmul", "matmul [4, 3]^T x [5, 6]", m_trans, R_SHAPE, "nn_matmul|[4, 3] (transposed)|[5, 6]", 0},
+    {"matmul", "matmul with int32 b", m_int, R_SHAPE, "nn_matmul|b|int32", 0},
+    {"matmul", "dense of [2, 3, 4]", m_dense_rank, R_SHAPE, "nn_linear_layer|fc|[2, 3, 4]", 0},
+    {"matmul", "dense out_features 0", m_dense_zero, R_INV, "nn_linear_layer|fc|out_features 0", 0},
+    {"matmul", "dense out_features -5", m_dense_neg, R_INV, "nn_linear_layer|fc|out_features -5", 0},
+    {"matmul", "dense without a name", m_dense_name, R_INV, "nn_linear_layer|name", 0},
+    {"matmul", "dense of int32", m_dense_int, R_SHAPE, "nn_linear_layer|int32", 0},
+};
+
+/* ---- x W^T + b (matmul with trans_b, then add) through the op checker ---- */
+
+static nn_tensor b_linear(nn_graph *g, const nn_tensor *in, const spec *s) {
+    (void)s;
+    return nn_add(g, nn_matmul(g, in[0], in[1], 0, 1), in[2]);
+}
+static void r_linear(const spec *s, double *const *in, double *out) {
+    long B = s->shape[0].dim[0], I = s->shape[0].dim[1], O = s->shape[1].dim[0], b, o, i;
+    for (b = 0; b < B; b++)
+        for (o = 0; o < O; o++) {
+            double acc = in[2][o];
+            for (i = 0; i < I; i++) acc += in[0][b * I + i] * in[1][o * I + i];
+            out[b * O + o] = acc;
+        }
+}
+
+static void linear_case(const t_env *e) {
+    spec s = mk("dense [7, 33] -> 129", b_linear, r_linear, nn_shape2(7, 129));
+    in_f(&s, nn_shape2(7, 33));
+    in_f(&s, nn_shape2(129, 33));
+    in_f(&s, nn_shape1(129));
+    check_case(e, &s);
 }
 
 void suite_matmul(const t_env *e) {
@@ -321,4 +498,8 @@ void suite_matmul(const t_env *e) {
         einsum_error(e, "ij,jk,kl->il", m34, m45, "expected");
         einsum_error(e, "ij,jk->ijk", m34, m45, "must lead");
     }
+    matmul_cases(e);
+    nanprop_matmul(e);
+    t_bad_rows(e, matmul_bad, (int)(sizeof matmul_bad / sizeof matmul_bad[0]));
+    linear_case(e);
 }

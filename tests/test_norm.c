@@ -4,6 +4,8 @@
    that shares them, and the shape errors. Shapes are odd on purpose (C odd, spatial 1/3/7,
    N = 1 where the statistics allow it). */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -482,6 +484,224 @@ done:
     t_end();
 }
 
+/* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
+   NaN, +-inf and values; the rules in tests/op_check.c) ==== */
+
+/* ---- normalisation: a NaN or inf makes its statistics group NaN (mean inf, variance
+   inf - inf), and nothing else; the weight's gradient sums over groups, the bias's does
+   not see x ---- */
+
+typedef struct np_norm { int kind, groups; } np_norm; /* kind: 0 batch, 1 layer, 2 group, 3 instance */
+static nn_tensor b_norm(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const np_norm *q = (const np_norm *)s_->arg;
+    nn_norm_desc bd;
+    switch (q->kind) {
+    case 0:
+        memset(&bd, 0, sizeof bd);
+        return nn_batch_norm(g, in[0], in[1], in[2], &bd);
+    case 1: return nn_layer_norm(g, in[0], 1, in[1], in[2], NULL);
+    case 2: return nn_group_norm(g, in[0], q->groups, in[1], in[2], NULL);
+    default: return nn_instance_norm(g, in[0], in[1], in[2], 0);
+    }
+}
+
+/* x [A, C, S] with the group of element (a, c) given by group(a, c); bad: groups that hold
+   a NaN or inf. Output and dx: NaN in the bad groups, finite elsewhere; dgamma[c]: NaN when
+   channel c meets a bad group; dbeta: finite. */
+static void nanprop_norm_one(const t_env *e, const char *name, const np_norm *q, nn_shape s, int A, int C, int S,
+                             const long *at, const double *v, int nbad) {
+    double x[96], y[96], dx[96], ga[16], be[16], dga[16], dbe[16];
+    int bad[96], a, c, k, i;
+    long n = (long)A * C * S;
+    np_case cs;
+    np_fill(x, n, -2, 2, 91);
+    np_fill(ga, C, 0.5, 1.5, 92);
+    np_fill(be, C, -1, 1, 93);
+    memset(bad, 0, sizeof bad);
+    for (i = 0; i < nbad; i++) x[at[i]] = v[i];
+    for (k = 0; k < nbad; k++) {
+        int ak = (int)(at[k] / (C * S)), ck = (int)(at[k] / S % C);
+        for (a = 0; a < A; a++)
+            for (c = 0; c < C; c++) {
+                int same = q->kind == 0 ? c == ck
+                         : q->kind == 1 ? a == ak
+                         : q->kind == 2 ? a == ak && c / (C / q->groups) == ck / (C / q->groups)
+                                        : a == ak && c == ck;
+                if (same) bad[a * C + c] = 1;
+            }
+    }
+    for (c = 0; c < C; c++) {
+        dga[c] = FIN;
+        dbe[c] = FIN;
+        for (a = 0; a < A; a++)
+            if (bad[a * C + c]) dga[c] = NAN;
+    }
+    for (i = 0; i < n; i++) {
+        int ac = (int)(i / S);
+        y[i] = dx[i] = bad[ac] ? NAN : FIN;
+    }
+    np_init(&cs, name, b_norm, q);
+    np_in(&cs, s, x, dx);
+    np_in(&cs, nn_shape1(C), ga, dga);
+    np_in(&cs, nn_shape1(C), be, dbe);
+    cs.y_expect = y;
+    {
+        double w[96];
+        np_fill(w, n, 0.5, 2, 94); /* a dy that is not constant: the gradients are not all 0 */
+        cs.w = w;
+        np_run(e, &cs);
+    }
+}
+
+static void nanprop_norm(const t_env *e) {
+    static const np_norm bn = {0, 0}, ln = {1, 0}, gn = {2, 2}, in = {3, 0};
+    long at1[1] = {1 * 12 + 0 * 4 + 2}; /* x [3, 3, 4]: sample 1, channel 0 (layer norm [3, 12]: row 1) */
+    long at2[2] = {1 * 12 + 0 * 4 + 2, 2 * 12 + 2 * 4 + 3}; /* and sample 2, channel 2 (row 2) */
+    long atg[2] = {1 * 12 + 0 * 3 + 1, 0 * 12 + 3 * 3 + 2}; /* x [2, 4, 3]: (1, 0) and (0, 3) */
+    double nan1[1] = {NAN}, naninf[2] = {NAN, INFINITY}, ninf[1] = {-INFINITY};
+    nanprop_norm_one(e, "batch_norm x[3, 3, 4] NaN", &bn, nn_shape3(3, 3, 4), 3, 3, 4, at1, nan1, 1);
+    nanprop_norm_one(e, "batch_norm x[3, 3, 4] NaN, +inf", &bn, nn_shape3(3, 3, 4), 3, 3, 4, at2, naninf, 2);
+    nanprop_norm_one(e, "layer_norm x[3, 12] NaN, +inf", &ln, nn_shape2(3, 12), 3, 12, 1, at2, naninf, 2);
+    nanprop_norm_one(e, "layer_norm x[3, 12] -inf", &ln, nn_shape2(3, 12), 3, 12, 1, at1, ninf, 1);
+    nanprop_norm_one(e, "group_norm x[2, 4, 3] 2 groups", &gn, nn_shape3(2, 4, 3), 2, 4, 3, atg, naninf, 2);
+    nanprop_norm_one(e, "instance_norm x[3, 3, 4]", &in, nn_shape3(3, 3, 4), 3, 3, 4, at2, naninf, 2);
+}
+
+/* batch norm's running statistics take the batch's NaN (PyTorch's too), channel by
+   channel; an eval graph normalising with finite running statistics keeps a NaN to its
+   element */
+static void nanprop_bn_running(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_norm_desc bd;
+    nn_init ones, zeros;
+    nn_tensor x, y, rm, rv;
+    double xv[24];
+    float xf[24], yf[24], m[3], v[3];
+    int i;
+    if (!t_begin(e, "nanprop: batch_norm running statistics, eval")) return;
+    np_fill(xv, 24, -2, 2, 95);
+    xv[1 * 12 + 1 * 4 + 2] = NAN; /* channel 1 */
+    for (i = 0; i < 24; i++) xf[i] = (float)xv[i];
+    memset(&ones, 0, sizeof ones);
+    ones.kind = NN_INIT_CONSTANT;
+    ones.a = 1;
+    memset(&zeros, 0, sizeof zeros);
+    memset(&gd, 0, sizeof gd);
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape3(2, 3, 4));
+    rm = nn_buffer(g, "bn.running_mean", nn_shape1(3), zeros);
+    rv = nn_buffer(g, "bn.running_var", nn_shape1(3), ones);
+    memset(&bd, 0, sizeof bd);
+    bd.running_mean = rm;
+    bd.running_var = rv;
+    y = nn_batch_norm(g, x, NN_NONE, NN_NONE, &bd);
+    nn_graph_output(g, y);
+    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    T_OK(nn_tensor_write(g, x, xf, sizeof xf), ctx);
+    if (!T_OK(nn_graph_forward(g), ctx)) goto done;
+    if (T_OK(nn_tensor_read(g, rm, m, sizeof m), ctx) && T_OK(nn_tensor_read(g, rv, v, sizeof v), ctx))
+        for (i = 0; i < 3; i++)
+            T_CHECK(i == 1 ? isnan(m[i]) && isnan(v[i]) : isfinite(m[i]) && isfinite(v[i]),
+                    "running statistics of channel %d: mean %g, var %g (the NaN is in channel 1)", i, m[i], v[i]);
+    nn_graph_destroy(g);
+    g = NULL;
+    /* eval: the running statistics (0, 1) normalise; the NaN stays where it is */
+    gd.eval = 1;
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape3(2, 3, 4));
+    bd.running_mean = nn_buffer(g, "bn.running_mean", nn_shape1(3), zeros);
+    bd.running_var = nn_buffer(g, "bn.running_var", nn_shape1(3), ones);
+    y = nn_batch_norm(g, x, NN_NONE, NN_NONE, &bd);
+    nn_graph_output(g, y);
+    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    xf[5] = INFINITY;
+    T_OK(nn_tensor_write(g, x, xf, sizeof xf), ctx);
+    if (!T_OK(nn_graph_forward(g), ctx)) goto done;
+    if (T_OK(nn_tensor_read(g, y, yf, sizeof yf), ctx))
+        for (i = 0; i < 24; i++)
+            T_CHECK(i == 18 ? isnan(yf[i]) : i == 5 ? yf[i] == INFINITY : isfinite(yf[i]), "eval batch_norm y[%d] = %g for x = %g", i,
+                    yf[i], xf[i]);
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- normalisation ---- */
+
+static nn_tensor bn(nn_graph *g, int which) {
+    nn_norm_desc d;
+    nn_init z;
+    nn_tensor x = F(g, S4(2, 3, 4, 4));
+    memset(&d, 0, sizeof d);
+    memset(&z, 0, sizeof z);
+    switch (which) {
+    case 0: return nn_batch_norm(g, F(g, S1(5)), NN_NONE, NN_NONE, &d);
+    case 1: return nn_batch_norm(g, x, F(g, S1(4)), NN_NONE, &d);
+    case 2: d.momentum = 1.5f; return nn_batch_norm(g, x, NN_NONE, NN_NONE, &d);
+    case 3: d.eps = -1e-5f; return nn_batch_norm(g, x, NN_NONE, NN_NONE, &d);
+    case 4: d.running_mean = nn_buffer(g, "rm", S1(3), z); return nn_batch_norm(g, x, NN_NONE, NN_NONE, &d);
+    case 5:
+        d.running_mean = nn_buffer(g, "rm", S1(3), z);
+        d.running_var = nn_buffer(g, "rv", S1(4), z);
+        return nn_batch_norm(g, x, NN_NONE, NN_NONE, &d);
+    case 6: return nn_batch_norm(g, F(g, S2(1, 3)), NN_NONE, NN_NONE, &d);
+    case 7: return nn_batch_norm(g, I(g, S4(2, 3, 4, 4)), NN_NONE, NN_NONE, &d);
+    case 8: d.momentum = NAN; return nn_batch_norm(g, x, NN_NONE, NN_NONE, &d);
+    case 9: return nn_batch_norm(g, x, NN_NONE, I(g, S1(3)), &d);
+    case 10: return nn_batch_norm1d_layer(g, x, NULL, "bn");
+    case 11: return nn_batch_norm2d_layer(g, x, NULL, NULL);
+    case 12: return nn_layer_norm(g, F(g, S2(3, 4)), 0, NN_NONE, NN_NONE, NULL);
+    case 13: return nn_layer_norm(g, F(g, S2(3, 4)), 3, NN_NONE, NN_NONE, NULL);
+    case 14: return nn_layer_norm(g, F(g, S2(3, 4)), 1, F(g, S1(3)), NN_NONE, NULL);
+    case 15: return nn_layer_norm(g, F(g, S2(3, 4)), 1, NN_NONE, NN_NONE, &(nn_norm_desc){.eps = NAN});
+    case 16: return nn_group_norm(g, F(g, S3(2, 6, 4)), 0, NN_NONE, NN_NONE, NULL);
+    case 17: return nn_group_norm(g, F(g, S3(2, 6, 4)), 4, NN_NONE, NN_NONE, NULL);
+    case 18: return nn_group_norm(g, F(g, S3(2, 6, 4)), 3, NN_NONE, I(g, S1(6)), NULL);
+    case 19: return nn_instance_norm(g, F(g, S2(4, 3)), NN_NONE, NN_NONE, 0);
+    case 20: return nn_instance_norm(g, F(g, S3(4, 3, 1)), NN_NONE, NN_NONE, 0);
+    case 21: return nn_instance_norm(g, F(g, S3(4, 3, 5)), F(g, S1(4)), NN_NONE, &(nn_norm_desc){.eps = -1.0f});
+    case 22: return nn_group_norm(g, F(g, S3(2, 6, 4)), 3, T(500), NN_NONE, NULL);
+    case 23: return nn_layer_norm(g, I(g, S2(3, 4)), 1, NN_NONE, NN_NONE, NULL);
+    default: return T(-1);
+    }
+}
+#define BN(N) \
+    static nn_tensor n_bn##N(nn_graph *g, nn_compile_desc *cd) { (void)cd; return bn(g, N); }
+BN(0) BN(1) BN(2) BN(3) BN(4) BN(5) BN(6) BN(7) BN(8) BN(9) BN(10) BN(11) BN(12) BN(13) BN(14) BN(15) BN(16) BN(17)
+BN(18) BN(19) BN(20) BN(21) BN(22) BN(23)
+
+static const bad_row norm_bad[] = {
+    {"norm", "batch_norm of [5]", n_bn0, R_SHAPE, "nn_batch_norm|[5]", 0},
+    {"norm", "batch_norm gamma [4] for 3 channels", n_bn1, R_SHAPE, "nn_batch_norm|gamma [4]|[3]", 0},
+    {"norm", "batch_norm momentum 1.5", n_bn2, R_INV, "nn_batch_norm|momentum 1.5", 0},
+    {"norm", "batch_norm eps -1e-5", n_bn3, R_INV, "nn_batch_norm|eps -1e-05", 0},
+    {"norm", "batch_norm running_mean alone", n_bn4, R_INV, "nn_batch_norm|running_mean|running_var", 0},
+    {"norm", "batch_norm running_var [4]", n_bn5, R_SHAPE, "nn_batch_norm|running_var [4]", 0},
+    {"norm", "batch_norm of [1, 3]", n_bn6, R_SHAPE, "nn_batch_norm|[1, 3]|1 value", 0},
+    {"norm", "batch_norm of int32", n_bn7, R_SHAPE, "nn_batch_norm|int32", 0},
+    {"norm", "batch_norm momentum NaN", n_bn8, R_INV, "nn_batch_norm|momentum nan", 0},
+    {"norm", "batch_norm beta int32", n_bn9, R_SHAPE, "nn_batch_norm|beta|int32", 0},
+    {"norm", "batch_norm1d_layer of [2, 3, 4, 4]", n_bn10, R_SHAPE, "nn_batch_norm1d_layer|[2, 3, 4, 4]", 0},
+    {"norm", "batch_norm2d_layer without a name", n_bn11, R_INV, "nn_batch_norm2d_layer|name", 0},
+    {"norm", "layer_norm n_norm_dims 0", n_bn12, R_SHAPE, "nn_layer_norm|n_norm_dims 0|[3, 4]", 0},
+    {"norm", "layer_norm n_norm_dims 3 of 2-D", n_bn13, R_SHAPE, "nn_layer_norm|n_norm_dims 3", 0},
+    {"norm", "layer_norm gamma [3] for [3, 4]", n_bn14, R_SHAPE, "nn_layer_norm|gamma [3]|[4]", 0},
+    {"norm", "layer_norm eps NaN", n_bn15, R_INV, "nn_layer_norm|eps nan", 0},
+    {"norm", "group_norm groups 0", n_bn16, R_SHAPE, "nn_group_norm|groups = 0", 0},
+    {"norm", "group_norm groups 4 of 6 channels", n_bn17, R_SHAPE, "nn_group_norm|groups = 4|[2, 6, 4]", 0},
+    {"norm", "group_norm beta int32", n_bn18, R_SHAPE, "nn_group_norm|beta|int32", 0},
+    {"norm", "instance_norm of [4, 3]", n_bn19, R_SHAPE, "nn_instance_norm|[4, 3]", 0},
+    {"norm", "instance_norm of 1 spatial value", n_bn20, R_SHAPE, "nn_instance_norm|[4, 3, 1]", 0},
+    {"norm", "instance_norm eps -1", n_bn21, R_INV, "nn_instance_norm|eps -1", 0},
+    {"norm", "group_norm gamma id 500", n_bn22, R_INV, "nn_group_norm|not a tensor of this graph", 0},
+    {"norm", "layer_norm of int32", n_bn23, R_SHAPE, "nn_layer_norm|int32", 0},
+};
+
 void suite_norm(const t_env *e) {
     checker_cases(e);
     running_case(e, nn_shape4(4, 3, 3, 7), 1);
@@ -490,4 +710,7 @@ void suite_norm(const t_env *e) {
     running_case(e, nn_shape3(2, 5, 3), 3);
     eval_grad_case(e);
     error_cases(e);
+    nanprop_norm(e);
+    nanprop_bn_running(e);
+    t_bad_rows(e, norm_bad, (int)(sizeof norm_bad / sizeof norm_bad[0]));
 }

@@ -4,6 +4,8 @@
    error messages. Shapes are odd on purpose: batch 1, H or W 1, 3, 7, 33, strides > 1,
    padding that does not divide evenly, ceil mode with and without a dropped last window. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -482,9 +484,279 @@ static void error_cases(const t_env *e) {
     t_end();
 }
 
+/* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
+   NaN, +-inf and values; the rules in tests/op_check.c) ==== */
+
+/* ---- pooling: references with PyTorch's rules (max: a NaN wins, val > max || isnan(val),
+   the gradient to the first maximum; a window of -inf gives -inf; average: the sum over
+   the window, inf - inf is NaN) ---- */
+
+typedef struct np_pool {
+    int max, kh, kw, sh, sw, ph, pw, dh, dw, ceil, exclude, global, adaptive, oh, ow, one_d;
+} np_pool;
+
+static nn_tensor np_b_pool(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const np_pool *p = (const np_pool *)s_->arg;
+    if (p->global) return p->max ? nn_global_max_pool2d(g, in[0]) : nn_global_avg_pool2d(g, in[0]);
+    if (p->adaptive) return nn_adaptive_avg_pool2d(g, in[0], p->oh, p->ow);
+    if (p->one_d) {
+        nn_pool1d_desc d;
+        memset(&d, 0, sizeof d);
+        d.kernel = p->kw;
+        d.stride = p->sw;
+        d.pad = p->pw ? p->pw : NN_ZERO;
+        d.dilation = p->dw;
+        d.ceil_mode = p->ceil;
+        d.exclude_pad = p->exclude;
+        return p->max ? nn_max_pool1d(g, in[0], &d) : nn_avg_pool1d(g, in[0], &d);
+    } else {
+        nn_pool2d_desc d;
+        memset(&d, 0, sizeof d);
+        d.kernel_h = p->kh;
+        d.kernel_w = p->kw;
+        d.stride_h = p->sh;
+        d.stride_w = p->sw;
+        d.pad_h = p->ph ? p->ph : NN_ZERO;
+        d.pad_w = p->pw ? p->pw : NN_ZERO;
+        d.dilation_h = p->dh;
+        d.dilation_w = p->dw;
+        d.ceil_mode = p->ceil;
+        d.exclude_pad = p->exclude;
+        return p->max ? nn_max_pool2d(g, in[0], &d) : nn_avg_pool2d(g, in[0], &d);
+    }
+}
+
+/* one plane [H, W] -> [OH, OW] (floor mode, no ceil windows) and dx of sum(y * w) */
+static void pool_ref(const np_pool *p, const double *x, int H, int W, int OH, int OW, const double *w, double *y, double *dx) {
+    int oh, ow, i, j;
+    for (i = 0; i < H * W; i++) dx[i] = 0;
+    for (oh = 0; oh < OH; oh++)
+        for (ow = 0; ow < OW; ow++) {
+            int h0, h1, w0, w1, cnt;
+            if (p->adaptive) {
+                h0 = oh * H / OH;
+                h1 = ((oh + 1) * H + OH - 1) / OH;
+                w0 = ow * W / OW;
+                w1 = ((ow + 1) * W + OW - 1) / OW;
+            } else {
+                h0 = oh * p->sh - p->ph;
+                h1 = h0 + (p->kh - 1) * p->dh + 1;
+                w0 = ow * p->sw - p->pw;
+                w1 = w0 + (p->kw - 1) * p->dw + 1;
+            }
+            if (p->max) {
+                double m = -INFINITY;
+                int arg = -1;
+                for (i = h0; i < h1; i += p->dh)
+                    for (j = w0; j < w1; j += p->dw) {
+                        double v;
+                        if (i < 0 || i >= H || j < 0 || j >= W) continue;
+                        v = x[i * W + j];
+                        if (arg < 0 || v > m || isnan(v)) {
+                            m = v;
+                            arg = i * W + j;
+                        }
+                    }
+                y[oh * OW + ow] = m;
+                if (arg >= 0) dx[arg] += w[oh * OW + ow];
+            } else {
+                double s = 0;
+                int n = 0;
+                cnt = (h1 < H + p->ph ? h1 : H + p->ph) - h0;
+                cnt *= (w1 < W + p->pw ? w1 : W + p->pw) - w0;
+                for (i = h0; i < h1; i++)
+                    for (j = w0; j < w1; j++)
+                        if (i >= 0 && i < H && j >= 0 && j < W) {
+                            s += x[i * W + j];
+                            n++;
+                        }
+                if (p->adaptive || p->exclude) cnt = n;
+                y[oh * OW + ow] = s / cnt;
+                for (i = h0; i < h1; i++)
+                    for (j = w0; j < w1; j++)
+                        if (i >= 0 && i < H && j >= 0 && j < W) dx[i * W + j] += w[oh * OW + ow] / cnt;
+            }
+        }
+}
+
+static void nanprop_pool_one(const t_env *e, const char *name, const np_pool *p, int NC, int H, int W, int OH, int OW,
+                             const long *at, const double *v, int nbad, const long *wat, const double *wv, int nwb) {
+    double x[512], y[512], dx[512], w[512];
+    long i;
+    int c;
+    np_case cs;
+    np_fill(x, (long)NC * H * W, -2, 2, 101);
+    for (i = 0; i < NC * OH * OW; i++) w[i] = 1;
+    for (i = 0; i < nbad; i++) x[at[i]] = v[i];
+    for (i = 0; i < nwb; i++) w[wat[i]] = wv[i];
+    for (c = 0; c < NC; c++) pool_ref(p, x + c * H * W, H, W, OH, OW, w + c * OH * OW, y + c * OH * OW, dx + c * H * W);
+    np_init(&cs, name, np_b_pool, p);
+    np_in(&cs, p->one_d ? nn_shape3(1, NC, W) : nn_shape4(1, NC, H, W), x, dx);
+    cs.y_expect = y;
+    cs.w = w;
+    np_run(e, &cs);
+}
+
+static void nanprop_pool(const t_env *e) {
+    static np_pool mp, mp2, mp1, gmp, ap, ap2, gap, aap;
+    /* x [1, 2, 7, 7], kernel 3, stride 2, pad 1: NaN in overlapping windows, +inf, -inf
+       beside finite values */
+    long at[8] = {1 * 7 + 1, 2 * 7 + 2, 3 * 7 + 6, 0 * 7 + 3, 0 * 7 + 4, 49 + 5 * 7 + 5, 49 + 6 * 7 + 0, 49 + 2 * 7 + 4};
+    double v[8] = {NAN, INFINITY, INFINITY, -INFINITY, -INFINITY, NAN, -INFINITY, NAN};
+    /* an incoming gradient with NaN and inf: it reaches the argmax alone */
+    long wat[2] = {1, 16 + 5};
+    double wv[2] = {NAN, INFINITY};
+    memset(&mp, 0, sizeof mp);
+    mp.max = 1;
+    mp.kh = mp.kw = 3;
+    mp.sh = mp.sw = 2;
+    mp.ph = mp.pw = 1;
+    mp.dh = mp.dw = 1;
+    nanprop_pool_one(e, "max_pool2d 3x3 stride 2 pad 1", &mp, 2, 7, 7, 4, 4, at, v, 8, NULL, NULL, 0);
+    nanprop_pool_one(e, "max_pool2d, NaN and inf in dy", &mp, 2, 7, 7, 4, 4, at, v, 5, wat, wv, 2);
+    /* the CPU's branch-free 2x2 path: windows inside the plane */
+    mp2 = mp;
+    mp2.kh = mp2.kw = 2;
+    mp2.ph = mp2.pw = 0;
+    {
+        /* NaN and inf in one window; a window of -inf alone (-inf, the gradient to its first) */
+        long at2[7] = {0, 9, 2 * 8 + 5, 4 * 8 + 4, 4 * 8 + 5, 5 * 8 + 4, 5 * 8 + 5};
+        double v2[7] = {NAN, INFINITY, NAN, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        nanprop_pool_one(e, "max_pool2d 2x2 stride 2", &mp2, 2, 6, 8, 3, 4, at2, v2, 7, NULL, NULL, 0);
+        mp2.dh = mp2.dw = 2;
+        mp2.kh = mp2.kw = 3;
+        mp2.sh = mp2.sw = 1;
+        nanprop_pool_one(e, "max_pool2d 3x3 dilation 2", &mp2, 2, 6, 8, 2, 4, at2, v2, 7, NULL, NULL, 0);
+    }
+    memset(&mp1, 0, sizeof mp1);
+    mp1.max = 1;
+    mp1.one_d = 1;
+    mp1.kh = mp1.sh = mp1.dh = 1;
+    mp1.kw = 3;
+    mp1.sw = 2;
+    mp1.dw = 1;
+    {
+        long at1[4] = {2, 5, 9 + 0, 9 + 8};
+        double v1[4] = {NAN, INFINITY, -INFINITY, NAN};
+        nanprop_pool_one(e, "max_pool1d 3 stride 2", &mp1, 2, 1, 9, 1, 4, at1, v1, 4, NULL, NULL, 0);
+    }
+    memset(&gmp, 0, sizeof gmp);
+    gmp.max = gmp.global = 1;
+    gmp.kh = 5;
+    gmp.kw = 6;
+    gmp.sh = gmp.sw = gmp.dh = gmp.dw = 1;
+    {
+        long atg[4] = {7, 30 + 4, 30 + 29, 60 + 11};
+        double vg[4] = {NAN, INFINITY, NAN, -INFINITY};
+        nanprop_pool_one(e, "global_max_pool2d", &gmp, 3, 5, 6, 1, 1, atg, vg, 4, NULL, NULL, 0);
+    }
+    memset(&ap, 0, sizeof ap);
+    ap.kh = ap.kw = 3;
+    ap.sh = ap.sw = 2;
+    ap.ph = ap.pw = 1;
+    ap.dh = ap.dw = 1;
+    nanprop_pool_one(e, "avg_pool2d 3x3 stride 2 pad 1", &ap, 2, 7, 7, 4, 4, at, v, 8, NULL, NULL, 0);
+    ap2 = ap;
+    ap2.exclude = 1;
+    nanprop_pool_one(e, "avg_pool2d, NaN and inf in dy", &ap2, 2, 7, 7, 4, 4, at, v, 5, wat, wv, 2);
+    memset(&gap, 0, sizeof gap);
+    gap.global = 1;
+    gap.kh = 5;
+    gap.kw = 6;
+    gap.sh = gap.sw = gap.dh = gap.dw = 1;
+    {
+        long atg[3] = {7, 30 + 4, 30 + 29};
+        double vg[3] = {NAN, INFINITY, -INFINITY};
+        nanprop_pool_one(e, "global_avg_pool2d", &gap, 3, 5, 6, 1, 1, atg, vg, 3, NULL, NULL, 0);
+    }
+    memset(&aap, 0, sizeof aap);
+    aap.adaptive = 1;
+    aap.oh = 2;
+    aap.ow = 3;
+    aap.dh = aap.dw = 1;
+    {
+        long ata[3] = {2 * 7 + 2, 25 + 0, 25 + 4 * 5 + 4};
+        double va[3] = {NAN, INFINITY, -INFINITY};
+        nanprop_pool_one(e, "adaptive_avg_pool2d 5x5 -> 2x3", &aap, 2, 5, 5, 2, 3, ata, va, 3, NULL, NULL, 0);
+    }
+}
+
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- pooling ---- */
+
+static nn_tensor pl(nn_graph *g, int which) {
+    nn_pool2d_desc d;
+    nn_pool1d_desc e;
+    nn_tensor x = F(g, S4(1, 2, 6, 6));
+    memset(&d, 0, sizeof d);
+    memset(&e, 0, sizeof e);
+    d.kernel_h = d.kernel_w = 2;
+    e.kernel = 3;
+    switch (which) {
+    case 0: return nn_max_pool2d(g, x, NULL);
+    case 1: d.kernel_h = 0; return nn_max_pool2d(g, x, &d);
+    case 2: d.stride_w = NN_ZERO; return nn_max_pool2d(g, x, &d);
+    case 3: d.kernel_h = d.kernel_w = 3; d.pad_h = 2; return nn_max_pool2d(g, x, &d);
+    case 4: d.dilation_h = NN_ZERO; return nn_max_pool2d(g, x, &d);
+    case 5: d.kernel_h = 7; return nn_max_pool2d(g, x, &d);
+    case 6: return nn_max_pool2d(g, F(g, S3(1, 6, 6)), &d);
+    case 7: d.dilation_w = 2; return nn_avg_pool2d(g, x, &d);
+    case 8: return nn_avg_pool2d(g, I(g, S4(1, 2, 6, 6)), &d);
+    case 9: d.pad_w = -1; return nn_avg_pool2d(g, x, &d);
+    case 10: return nn_max_pool1d(g, x, &e);
+    case 11: e.dilation = 2; return nn_avg_pool1d(g, F(g, S3(1, 2, 9)), &e);
+    case 12: e.kernel = 10; return nn_max_pool1d(g, F(g, S3(1, 2, 9)), &e);
+    case 13: return nn_max_pool1d(g, F(g, S3(1, 2, 9)), NULL);
+    case 14: d.kernel_h = 3; d.dilation_h = 4; return nn_max_pool2d(g, x, &d);
+    case 15: return nn_global_max_pool2d(g, F(g, S3(1, 6, 6)));
+    case 16: return nn_global_avg_pool2d(g, I(g, S4(1, 2, 6, 6)));
+    case 17: return nn_adaptive_avg_pool2d(g, x, 0, 3);
+    case 18: return nn_adaptive_avg_pool2d(g, x, (int64_t)1 << 32, (int64_t)1 << 32);
+    case 19: e.kernel = -3; return nn_avg_pool1d(g, F(g, S3(1, 2, 9)), &e);
+    case 20: /* a kernel and padding (at most half of it) of 2^30: past 32-bit indices */
+        d.kernel_h = 1;
+        d.kernel_w = 1 << 30;
+        d.pad_w = 1 << 29;
+        return nn_max_pool2d(g, F(g, S4(1, 1, 1, (1 << 30) + 1)), &d);
+    default: return T(-1);
+    }
+}
+#define PL(N) \
+    static nn_tensor p_##N(nn_graph *g, nn_compile_desc *cd) { (void)cd; return pl(g, N); }
+PL(0) PL(1) PL(2) PL(3) PL(4) PL(5) PL(6) PL(7) PL(8) PL(9) PL(10) PL(11) PL(12) PL(13) PL(14) PL(15) PL(16) PL(17)
+PL(18) PL(19) PL(20)
+
+static const bad_row pool_bad[] = {
+    {"pool", "max_pool2d without a desc", p_0, R_INV, "nn_max_pool2d|desc", 0},
+    {"pool", "max_pool2d kernel 0x2", p_1, R_INV, "nn_max_pool2d|kernel 0x2", 0},
+    {"pool", "max_pool2d stride_w 0", p_2, R_INV, "nn_max_pool2d|stride 2x0", 0},
+    {"pool", "max_pool2d pad 2 of kernel 3", p_3, R_INV, "nn_max_pool2d|padding 2x0|kernel 3x3", 0},
+    {"pool", "max_pool2d dilation 0", p_4, R_INV, "nn_max_pool2d|dilation 0x1", 0},
+    {"pool", "max_pool2d kernel 7 over 6", p_5, R_SHAPE, "nn_max_pool2d|larger|[1, 2, 6, 6]", 0},
+    {"pool", "max_pool2d of [1, 6, 6]", p_6, R_SHAPE, "nn_max_pool2d|[1, 6, 6]", 0},
+    {"pool", "avg_pool2d dilation 2", p_7, R_INV, "nn_avg_pool2d|dilation 1x2", 0},
+    {"pool", "avg_pool2d of int32", p_8, R_SHAPE, "nn_avg_pool2d|int32", 0},
+    {"pool", "avg_pool2d padding -1", p_9, R_INV, "nn_avg_pool2d|padding 0x-1", 0},
+    {"pool", "max_pool1d of [1, 2, 6, 6]", p_10, R_SHAPE, "nn_max_pool1d|[1, 2, 6, 6]", 0},
+    {"pool", "avg_pool1d dilation 2", p_11, R_INV, "nn_avg_pool1d|dilation 2", 0},
+    {"pool", "max_pool1d kernel 10 over 9", p_12, R_SHAPE, "nn_max_pool1d|larger|[1, 2, 9]", 0},
+    {"pool", "max_pool1d without a desc", p_13, R_INV, "nn_max_pool1d|desc", 0},
+    {"pool", "max_pool2d kernel 3, dilation 4 over 6", p_14, R_SHAPE, "nn_max_pool2d|dilation 4x1|[1, 2, 6, 6]", 0},
+    {"pool", "global_max_pool2d of [1, 6, 6]", p_15, R_SHAPE, "nn_global_max_pool2d|[1, 6, 6]", 0},
+    {"pool", "global_avg_pool2d of int32", p_16, R_SHAPE, "nn_global_avg_pool2d|int32", 0},
+    {"pool", "adaptive_avg_pool2d 0x3", p_17, R_SHAPE, "nn_adaptive_avg_pool2d|0x3", 0},
+    {"pool", "adaptive_avg_pool2d 2^32 x 2^32", p_18, R_SHAPE, "nn_adaptive_avg_pool2d|4294967296x4294967296", 0},
+    {"pool", "avg_pool1d kernel -3", p_19, R_INV, "nn_avg_pool1d|kernel -3", 0},
+    {"pool", "max_pool2d kernel and padding past 2^30", p_20, R_SHAPE, "nn_max_pool2d|536870912|[1, 1, 1, 1073741825]", 0},
+};
+
 void suite_pool(const t_env *e) {
     op_cases(e);
     tie_cases(e);
     padding_only_case(e);
     error_cases(e);
+    nanprop_pool(e);
+    t_bad_rows(e, pool_bad, (int)(sizeof pool_bad / sizeof pool_bad[0]));
 }

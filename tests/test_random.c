@@ -13,7 +13,10 @@
      1e-6: means and variances within 5 standard errors, chi-square over 100 bins (rand,
      df 99: < 180.8) and over 17 values (randint, df 16: < 58.3), Kolmogorov-Smirnov for
      randn (sqrt(n) D < 2.7), bernoulli's frequencies per p within 5 standard errors, alpha
-     dropout's output mean 0 and variance 1 for N(0, 1) input (its purpose);
+     dropout's output mean 0 and variance 1 for N(0, 1) input (its purpose), on the CPU
+     backend only: they test the Philox stream and the sampling formulas, which every
+     backend shares, and an OpenCL device's draws are held to the same reference (bit for
+     bit, or within the tolerances above, at up to 100003 elements) by the cases above;
    - steps and seeds: each step draws anew, two graphs with the same seed draw the same
      sequence, another seed another one, nn_graph_forward repeats the last step's draw;
    - eval graphs: gaussian noise and alpha dropout are the identity;
@@ -662,12 +665,95 @@ out:
     free(w);
 }
 
+/* ---- dropout through the op checker: the reference draws the same mask ---- */
+
+/* The dropout reference: the mask of element i is keyed by (graph seed, the dropout
+   tensor's id, step) through the test's own Philox (t_philox). */
+static int dropout_id;
+static nn_tensor b_dropout(nn_graph *g, const nn_tensor *in, const spec *s) {
+    nn_tensor t = nn_dropout(g, in[0], s->p);
+    dropout_id = t.id;
+    return t;
+}
+static void r_dropout(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->out);
+    for (i = 0; i < n; i++) {
+        unsigned c[4];
+        double u;
+        c[0] = (unsigned)i;
+        c[1] = (unsigned)dropout_id;
+        c[2] = 1; /* the first step */
+        c[3] = 0;
+        t_philox(c, 1234u, 0u);
+        u = (double)(c[0] >> 8) / 16777216.0;
+        out[i] = u >= s->p ? in[0][i] / (1.0 - (double)(float)s->p) : 0.0;
+    }
+}
+
+
+static void dropout_cases(const t_env *e) {
+    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
+    char name[96];
+    int j;
+    spec s;
+    for (j = 0; j < 3; j++) {
+        nn_shape sh = nn_shape2(odd[j][0], odd[j][1]);
+        snprintf(name, sizeof name, "dropout p=0.3 [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_dropout, r_dropout, sh);
+        s.p = 0.3f;
+        in_f(&s, sh);
+        check_case(e, &s);
+    }
+}
+
+/* ---- dropout: the kept elements are x / (1 - p), the dropped ones x * 0 (NaN for NaN
+   and inf, as PyTorch's x * mask / (1 - p)). The mask is read from the gradient
+   (dy * mask / (1 - p), dy = 1), which must itself be finite. ---- */
+
+
+static void nanprop_dropout(const t_env *e) {
+    enum { N = 64 };
+    double x[N], dx[N];
+    double *y = NULL, *d = NULL;
+    np_case c;
+    int i, kept = 0, dropped = 0, nonfinite_dropped = 0;
+    if (!t_begin(e, "nanprop: dropout p = 0.5")) return;
+    np_fill(x, N, -2, 2, 41);
+    for (i = 0; i < N; i += 3) x[i] = i % 2 ? INFINITY : NAN;
+    for (i = 0; i < N; i++) dx[i] = FIN;
+    np_init(&c, "dropout p = 0.5", b_dropout, NULL);
+    c.p = 0.5f;
+    np_in(&c, nn_shape1(N), x, dx);
+    check_values(e, &c, &y, &d);
+    if (y && d) {
+        for (i = 0; i < N; i++) {
+            double m = d[i], want;
+            char b[40];
+            if (!T_CHECK(m == 0 || m == 2, "dropout: gradient[%d] = %g, not 0 or 1 / (1 - p)", i, m)) break;
+            kept += m == 2;
+            dropped += m == 0;
+            nonfinite_dropped += m == 0 && !isfinite(x[i]);
+            want = x[i] * m;
+            if (!(isnan(want) ? isnan(y[i]) : y[i] == (float)want))
+                T_CHECK(0, "dropout: y[%d] = %g for x = %g, mask %g: PyTorch gives %s", i, y[i], x[i], m / 2,
+                        np_desc(want, b, sizeof b));
+        }
+        T_CHECK(kept > 0 && nonfinite_dropped > 0, "dropout: %d kept, %d dropped (%d of them NaN or inf): the case tests nothing",
+                kept, dropped, nonfinite_dropped);
+    }
+    free(y);
+    free(d);
+    t_end();
+}
+
 void suite_random(const t_env *e) {
     suite_reference(e);
     suite_threads(e);
-    suite_stats(e);
+    if (!e->opencl) suite_stats(e); /* the shared stream's statistics: once, on the CPU */
     suite_steps(e);
     suite_eval(e);
     suite_grads(e);
     suite_random_errors(e);
+    dropout_cases(e);
+    nanprop_dropout(e);
 }

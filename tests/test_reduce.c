@@ -6,6 +6,8 @@
    indices, sums of 4096 against double, determinism (two runs, 1 or 2 CPU threads), and
    bad dims. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -540,6 +542,135 @@ static void test_bad_dims(const t_env *e) {
     t_end();
 }
 
+/* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
+   NaN, +-inf and values; the rules in tests/op_check.c) ==== */
+
+/* ---- sum and mean ---- */
+
+static nn_tensor b_sum(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_sum(g, in[0]);
+}
+static nn_tensor b_mean(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    (void)s_;
+    return nn_mean(g, in[0]);
+}
+
+static void nanprop_reduce(const t_env *e) {
+    enum { N = 1000 };
+    static double x[N], dsum[N], dmean[N];
+    static const struct {
+        const char *name;
+        int at[2];
+        double v[2];
+        double want;
+    } cases[] = {
+        {"NaN", {777, -1}, {NAN, 0}, NAN},
+        {"+inf", {5, -1}, {INFINITY, 0}, INFINITY},
+        {"-inf", {999, -1}, {-INFINITY, 0}, -INFINITY},
+        {"+inf and -inf", {3, 640}, {INFINITY, -INFINITY}, NAN},
+        {"NaN and +inf", {0, 512}, {NAN, INFINITY}, NAN},
+    };
+    int k, i, m;
+    for (i = 0; i < N; i++) {
+        dsum[i] = 1;
+        dmean[i] = 1.0 / N;
+    }
+    for (k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++)
+        for (m = 0; m < 2; m++) {
+            char name[80];
+            double want = cases[k].want;
+            np_case c;
+            np_fill(x, N, -1, 1, 61);
+            for (i = 0; i < 2; i++)
+                if (cases[k].at[i] >= 0) x[cases[k].at[i]] = cases[k].v[i];
+            snprintf(name, sizeof name, "%s of [1000] with %s", m ? "mean" : "sum", cases[k].name);
+            np_init(&c, name, m ? b_mean : b_sum, NULL);
+            np_in(&c, nn_shape1(N), x, m ? dmean : dsum);
+            c.y_expect = &want;
+            np_run(e, &c);
+        }
+}
+
+/* argmax and accuracy: a NaN is the maximum, the first one (torch.argmax) */
+static void nanprop_argmax(const t_env *e) {
+    static const float x[16] = {1, NAN, 3, NAN, NAN, 1, 2, 3, 1, 2, INFINITY, -1, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    static const int32_t labels[4] = {1, 3, 2, 0}, want[4] = {1, 0, 2, 0};
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_tensor xt, lt, am, acc;
+    int32_t got[4];
+    float a;
+    int i;
+    if (!t_begin(e, "nanprop: argmax and accuracy rows with NaN, +-inf")) return;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    xt = nn_input(g, "x", NN_F32, nn_shape2(4, 4));
+    lt = nn_input(g, "labels", NN_I32, nn_shape1(4));
+    am = nn_argmax_rows(g, xt);
+    acc = nn_accuracy(g, xt, lt);
+    nn_graph_output(g, am);
+    nn_graph_output(g, acc);
+    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    T_OK(nn_tensor_write(g, xt, x, sizeof x), ctx);
+    T_OK(nn_tensor_write(g, lt, labels, sizeof labels), ctx);
+    if (!T_OK(nn_graph_forward(g), ctx)) goto done;
+    if (T_OK(nn_tensor_read(g, am, got, sizeof got), ctx))
+        for (i = 0; i < 4; i++) T_CHECK(got[i] == want[i], "argmax of row %d = %d, PyTorch gives %d", i, got[i], want[i]);
+    if (T_OK(nn_tensor_read(g, acc, &a, sizeof a), ctx)) T_CHECK(a == 0.75f, "accuracy %g, PyTorch's argmax gives 0.75", a);
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- reductions, argmax ---- */
+
+B(r_sum_int, nn_sum(g, I(g, S1(3))))
+B(r_mean_none, nn_mean(g, NN_NONE))
+B(r_argmax_rank, nn_argmax_rows(g, F(g, S3(2, 3, 4))))
+B(r_acc_float, nn_accuracy(g, F(g, S2(5, 3)), F(g, S1(5))))
+B(r_acc_len, nn_accuracy(g, F(g, S2(4, 3)), I(g, S1(5))))
+
+static const bad_row reduce_bad[] = {
+    {"reduce", "sum of int32", r_sum_int, R_SHAPE, "nn_sum|int32", 0},
+    {"reduce", "mean of NN_NONE", r_mean_none, R_INV, "nn_mean|NN_NONE", 0},
+    {"reduce", "argmax of [2, 3, 4]", r_argmax_rank, R_SHAPE, "nn_argmax_rows|[2, 3, 4]", 0},
+    {"reduce", "accuracy with float labels", r_acc_float, R_SHAPE, "nn_accuracy|[5] float32", 0},
+    {"reduce", "accuracy labels [5] for 4 rows", r_acc_len, R_SHAPE, "nn_accuracy|[4, 3]|[5]", 0},
+};
+
+/* ---- sum and mean of everything through the op checker ---- */
+
+static void r_sum(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->shape[0]);
+    out[0] = 0;
+    for (i = 0; i < n; i++) out[0] += in[0][i];
+}
+static void r_mean(const spec *s, double *const *in, double *out) {
+    r_sum(s, in, out);
+    out[0] /= (double)numel(s->shape[0]);
+}
+
+static void sum_mean_cases(const t_env *e) {
+    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
+    char name[96];
+    int j;
+    spec s;
+    for (j = 0; j < 3; j++) {
+        nn_shape sh = nn_shape2(odd[j][0], odd[j][1]);
+        snprintf(name, sizeof name, "sum [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_sum, r_sum, nn_shape1(1));
+        in_f(&s, sh);
+        check_case(e, &s);
+        snprintf(name, sizeof name, "mean [%d, %d]", odd[j][0], odd[j][1]);
+        s = mk(name, b_mean, r_mean, nn_shape1(1));
+        in_f(&s, sh);
+        check_case(e, &s);
+    }
+}
+
 void suite_reduce(const t_env *e) {
     check_ops(e);
     test_ties(e);
@@ -547,4 +678,8 @@ void suite_reduce(const t_env *e) {
     test_sum_accuracy(e);
     test_determinism(e);
     test_bad_dims(e);
+    nanprop_reduce(e);
+    nanprop_argmax(e);
+    t_bad_rows(e, reduce_bad, (int)(sizeof reduce_bad / sizeof reduce_bad[0]));
+    sum_mean_cases(e);
 }

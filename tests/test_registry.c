@@ -1,11 +1,16 @@
-/* The registry's coverage: after every suite has run on a backend, each op kind of the
-   registry must have been compiled into at least one graph on that backend, so an op
-   added without tests (or a backend that never runs one) fails here by name. */
+/* The registry's coverage, after every suite has run on a backend:
+   - each op kind of the registry must have been compiled into at least one graph on that
+     backend, so an op added without tests (or a backend that never runs one) fails here
+     by name;
+   - each (op kind, function) pair of the library's function tables (every unary and
+     binary function, loss kind and optimizer kind: tests/coverage.c) must have been
+     compared against a reference by the op checker on that backend, so a function added
+     to a table without a case (an activation, a loss, an optimizer) fails here, named. */
 #include "test.h"
 #include <stdlib.h>
 #include <string.h>
 
-void suite_registry(const t_env *e) {
+static void registry_ops(const t_env *e) {
     int op, n_ops = nn_op_count(), missing = 0;
     char list[4096];
     list[0] = 0;
@@ -51,4 +56,38 @@ void suite_registry(const t_env *e) {
     }
     T_CHECK(nn_op_name(-1) == NULL && nn_op_name(n_ops) == NULL, "nn_op_name accepts an out-of-range op");
     t_end();
+}
+
+static void registry_functions(const t_env *e) {
+    int total = 0, covered, i, count, col = 0, missing = 0;
+    const char *kind, *fn;
+    if (!t_begin(e, "registry: every (op kind, function) pair compared on this backend")) return;
+    if (getenv("NN_TEST_FILTER") && getenv("NN_TEST_FILTER")[0]) {
+        t_skip("NN_TEST_FILTER runs a subset");
+        t_end();
+        return;
+    }
+    covered = t_cover_count(&total);
+    T_CHECK(total > 0, "the function tables are empty");
+    for (i = 0; t_cover_pair(i, &kind, &fn, &count); i++)
+        if (count == 0 && missing++ < 40) /* t_fail prints five; the rest are listed below */
+            T_CHECK(0, "(%s, %s) was never compared against a reference on %s", kind, fn, e->backend);
+    T_CHECK(missing == 0, "%d of %d (op kind, function) pairs never compared on %s", missing, total, e->backend);
+    for (i = 0; t_cover_pair(i, &kind, &fn, &count); i++) {
+        char item[96];
+        snprintf(item, sizeof item, "%s/%s:%d", kind, fn, count);
+        if (col == 0) col = printf("       ");
+        col += printf(" %s", item);
+        if (col > 90) {
+            printf("\n");
+            col = 0;
+        }
+    }
+    printf("%s        %d of %d (op kind, function) pairs compared on this backend (graphs each)\n", col ? "\n" : "", covered, total);
+    t_end();
+}
+
+void suite_registry(const t_env *e) {
+    registry_ops(e);
+    registry_functions(e);
 }

@@ -1,6 +1,8 @@
 /* Shape and structure ops through the op checker: permute/transpose, concat, slice and
    split, 2-D padding (zeros, reflection), upsampling (nearest, bilinear), pixel shuffle. */
 #include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +144,360 @@ static void r_shuffle(const spec *s, double *const *in, double *out) {
                 }
 }
 
+static nn_tensor b_flatten(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_flatten(g, in[0]); }
+static void r_copy(const spec *s, double *const *in, double *out) { memcpy(out, in[0], (size_t)numel(s->out) * sizeof(double)); }
+
+/* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
+   NaN, +-inf and values; the rules in tests/op_check.c) ==== */
+
+/* ---- copying ops: pad, upsample, concat, slice, permute, gather. The forward copies
+   NaN and inf to where they go (nearest upsampling is a copy: no inf * 0), bilinear
+   upsampling multiplies (PyTorch's formula, whose zero weights at the edges still meet
+   their element); the backward carries an incoming NaN or inf back to its source ---- */
+
+typedef struct np_shape { int kind, a, b, c, d, mode; } np_shape;
+static nn_tensor b_shape(nn_graph *g, const nn_tensor *in, const spec *s_) {
+    const np_shape *q = (const np_shape *)s_->arg;
+    switch (q->kind) {
+    case 0: return nn_pad2d(g, in[0], q->a, q->b, q->c, q->d, (nn_pad_mode)q->mode);
+    case 1: return nn_upsample2d(g, in[0], q->a, q->b, (nn_upsample_mode)q->mode);
+    case 2: return nn_concat(g, in, 2, q->a);
+    case 3: return nn_slice(g, in[0], q->a, q->b, q->c);
+    case 4: {
+        int perm[3];
+        perm[0] = q->a;
+        perm[1] = q->b;
+        perm[2] = q->c;
+        return nn_permute(g, in[0], perm, 3);
+    }
+    default: return nn_gather_rows(g, in[0], in[1]);
+    }
+}
+
+/* a copy y[o] = x[src[o]] (src -1: zero) and its gradient dx[i] = sum of w[o] over src[o] == i */
+static void copy_ref(const long *src, long ny, const double *x, long nx, const double *w, double *y, double *dx) {
+    long o;
+    for (o = 0; o < nx; o++) dx[o] = 0;
+    for (o = 0; o < ny; o++) {
+        y[o] = src[o] < 0 ? 0 : x[src[o]];
+        if (src[o] >= 0) dx[src[o]] += w[o];
+    }
+}
+
+static void np_copy_case(const t_env *e, const char *name, const np_shape *q, nn_shape sx, const double *x, long nx,
+                         const long *src, long ny, const double *w) {
+    double y[512], dx[512];
+    np_case c;
+    copy_ref(src, ny, x, nx, w, y, dx);
+    np_init(&c, name, b_shape, q);
+    np_in(&c, sx, x, dx);
+    c.y_expect = y;
+    c.w = w;
+    np_run(e, &c);
+}
+
+static long reflect(long i, long n) {
+    if (i < 0) i = -i;
+    if (i >= n) i = 2 * (n - 1) - i;
+    return i;
+}
+
+static void nanprop_shape(const t_env *e) {
+    static np_shape pz, pr, un, ub, cc, sl, pm, ga;
+    double x[64], x2[64], w[512];
+    long src[512], o;
+    int P = 2, H = 3, W = 4, OH, OW, p, i, j;
+    np_fill(x, 64, -2, 2, 111);
+    x[1 * 4 + 2] = NAN;
+    x[2 * 4 + 0] = INFINITY;
+    x[12 + 0] = -INFINITY;
+    x[12 + 2 * 4 + 3] = NAN;
+    /* pad (left 1, right 2, top 2, bottom 0), zeros and reflect; dy holds NaN on the
+       padding (dropped) and inf on a copied element (passed) */
+    for (p = 0; p < 2; p++) {
+        np_shape *q = p ? &pr : &pz;
+        char name[80];
+        q->kind = 0;
+        q->a = 1;
+        q->b = 2;
+        q->c = 2;
+        q->d = 0;
+        q->mode = p ? NN_PAD_REFLECT : NN_PAD_ZEROS;
+        OH = H + 2;
+        OW = W + 3;
+        for (o = 0; o < P * OH * OW; o++) {
+            long pl = o / (OH * OW), oh = o / OW % OH, ow = o % OW, ih = oh - 2, iw = ow - 1;
+            if (p) {
+                ih = reflect(ih, H);
+                iw = reflect(iw, W);
+            }
+            src[o] = ih < 0 || ih >= H || iw < 0 || iw >= W ? -1 : (pl * H + ih) * W + iw;
+            w[o] = 1;
+        }
+        w[0] = NAN;                      /* a padding element of plane 0 */
+        w[OH * OW + 3 * OW + 2] = INFINITY; /* a copied element of plane 1 */
+        snprintf(name, sizeof name, "pad2d %s, NaN and inf in dy", p ? "reflect" : "zeros");
+        np_copy_case(e, name, q, nn_shape4(1, P, H, W), x, P * H * W, src, P * OH * OW, w);
+    }
+    /* nearest upsampling x2, x3: a copy */
+    un.kind = 1;
+    un.a = 2;
+    un.b = 3;
+    un.mode = NN_UPSAMPLE_NEAREST;
+    OH = H * 2;
+    OW = W * 3;
+    for (o = 0; o < P * OH * OW; o++) {
+        long pl = o / (OH * OW), oh = o / OW % OH, ow = o % OW;
+        src[o] = (pl * H + oh / 2) * W + ow / 3;
+        w[o] = 1;
+    }
+    w[5] = INFINITY;
+    w[OH * OW + 7] = NAN;
+    np_copy_case(e, "upsample2d nearest, NaN and inf in dy", &un, nn_shape4(1, P, H, W), x, P * H * W, src, P * OH * OW, w);
+    /* bilinear x2: PyTorch's h0l * (w0l * x00 + w1l * x01) + h1l * (w0l * x10 + w1l * x11),
+       and its backward, which adds the four terms one by one: a term of weight 0 still
+       carries a NaN or inf dy to its pixel (0 * inf) */
+    ub = un;
+    ub.b = 2;
+    ub.mode = NN_UPSAMPLE_BILINEAR;
+    for (p = 0; p < 2; p++) {
+        double y[512], dx[64];
+        np_case c;
+        OH = H * 2;
+        OW = W * 2;
+        for (o = 0; o < P * OH * OW; o++) w[o] = 1;
+        if (p) {
+            w[0] = INFINITY;               /* output (0, 0): weight 0 on its neighbours */
+            w[OH * OW + 3 * OW + 5] = NAN; /* plane 1 */
+        }
+        for (i = 0; i < P * H * W; i++) dx[i] = 0;
+        for (o = 0; o < P * OH * OW; o++) {
+            long pl = o / (OH * OW), oh = o / OW % OH, ow = o % OW, h0, h1, w0, w1;
+            double sh = (oh + 0.5) / 2 - 0.5, sw = (ow + 0.5) / 2 - 0.5, lh, lw;
+            const double *xp = x + pl * H * W;
+            double *dp = dx + pl * H * W;
+            if (sh < 0) sh = 0;
+            if (sw < 0) sw = 0;
+            h0 = (long)sh;
+            w0 = (long)sw;
+            h1 = h0 + (h0 < H - 1);
+            w1 = w0 + (w0 < W - 1);
+            lh = sh - h0;
+            lw = sw - w0;
+            y[o] = (1 - lh) * ((1 - lw) * xp[h0 * W + w0] + lw * xp[h0 * W + w1]) + lh * ((1 - lw) * xp[h1 * W + w0] + lw * xp[h1 * W + w1]);
+            dp[h0 * W + w0] += (1 - lh) * (1 - lw) * w[o];
+            dp[h0 * W + w1] += (1 - lh) * lw * w[o];
+            dp[h1 * W + w0] += lh * (1 - lw) * w[o];
+            dp[h1 * W + w1] += lh * lw * w[o];
+        }
+        np_init(&c, p ? "upsample2d bilinear, NaN and inf in dy" : "upsample2d bilinear", b_shape, &ub);
+        np_in(&c, nn_shape4(1, P, H, W), x, dx);
+        c.y_expect = y;
+        c.w = w;
+        np_run(e, &c);
+    }
+    /* concat along dim 1 of [2, 3, 4] and [2, 2, 4] */
+    np_fill(x2, 16, -2, 2, 112);
+    x2[5] = NAN;
+    x2[9] = -INFINITY;
+    {
+        double y[80], dx[24], dx2[16];
+        np_case c;
+        cc.kind = 2;
+        cc.a = 1;
+        for (o = 0; o < 40; o++) {
+            long n = o / 20, r = o / 4 % 5, k = o % 4;
+            y[o] = r < 3 ? x[(n * 3 + r) * 4 + k] : x2[(n * 2 + r - 3) * 4 + k];
+            w[o] = 1;
+        }
+        w[7] = NAN;
+        w[20 + 3 * 4 + 1] = INFINITY;
+        for (o = 0; o < 24; o++) dx[o] = 1;
+        for (o = 0; o < 16; o++) dx2[o] = 1;
+        dx[7] = NAN;               /* x[0, 1, 3] */
+        dx2[2 * 4 + 1] = INFINITY; /* x2[1, 0, 1] */
+        np_init(&c, "concat [2, 3, 4] [2, 2, 4] dim 1, NaN and inf in dy", b_shape, &cc);
+        np_in(&c, nn_shape3(2, 3, 4), x, dx);
+        np_in(&c, nn_shape3(2, 2, 4), x2, dx2);
+        c.y_expect = y;
+        c.w = w;
+        np_run(e, &c);
+    }
+    /* slice [2, 3, 4] dim 2, start 1, length 2 */
+    sl.kind = 3;
+    sl.a = 2;
+    sl.b = 1;
+    sl.c = 2;
+    for (o = 0; o < 12; o++) {
+        src[o] = o / 2 * 4 + 1 + o % 2;
+        w[o] = 1;
+    }
+    w[3] = NAN;
+    w[10] = -INFINITY;
+    np_copy_case(e, "slice dim 2 [1, 3), NaN and inf in dy", &sl, nn_shape3(2, 3, 4), x, 24, src, 12, w);
+    /* permute [2, 3, 4] -> [4, 2, 3] */
+    pm.kind = 4;
+    pm.a = 2;
+    pm.b = 0;
+    pm.c = 1;
+    for (i = 0; i < 4; i++)
+        for (j = 0; j < 6; j++) {
+            src[i * 6 + j] = j * 4 + i; /* y[k, n, r] = x[n, r, k] */
+            w[i * 6 + j] = 1;
+        }
+    w[4] = INFINITY;
+    w[13] = NAN;
+    np_copy_case(e, "permute (2, 0, 1), NaN and inf in dy", &pm, nn_shape3(2, 3, 4), x, 24, src, 24, w);
+    /* gather rows of data [6, 4] by idx [5] (a row twice) */
+    {
+        static const double idx[5] = {1, 0, 5, 1, 3};
+        double y[20], dx[24];
+        np_case c;
+        ga.kind = 5;
+        for (o = 0; o < 20; o++) {
+            src[o] = (long)idx[o / 4] * 4 + o % 4;
+            w[o] = 1;
+        }
+        w[13] = NAN;     /* row 3 of y = data row 1 */
+        w[9] = INFINITY; /* row 2 = data row 5 */
+        copy_ref(src, 20, x, 24, w, y, dx);
+        np_init(&c, "gather_rows, NaN and inf in dy", b_shape, &ga);
+        np_in(&c, nn_shape2(6, 4), x, dx);
+        np_in_i(&c, nn_shape1(5), idx);
+        c.y_expect = y;
+        c.w = w;
+        np_run(e, &c);
+    }
+}
+
+/* ==== bad input: one row per refusal, the code and the words of the message (run by
+   the op checker's t_bad_rows; the rules in tests/bad_rows.h) ==== */
+
+/* ---- structure ---- */
+
+B(sh_reshape_count, nn_reshape(g, F(g, S2(2, 3)), S2(4, 2)))
+B(sh_reshape_neg, nn_reshape(g, F(g, S2(2, 3)), S2(-1, 6)))
+B(sh_reshape_zero, nn_reshape(g, F(g, S2(2, 3)), S2(0, 6)))
+B(sh_reshape_wrap, nn_reshape(g, F(g, S2(2, 3)), S2((int64_t)1 << 32, (int64_t)1 << 32)))
+static nn_tensor sh_permute(nn_graph *g, int which) {
+    static const int rep[3] = {0, 1, 1}, out[3] = {0, 3, 1};
+    nn_tensor x = F(g, S3(2, 3, 4));
+    return nn_permute(g, x, which == 0 ? rep : which == 1 ? out : NULL, 3);
+}
+static nn_tensor sh_permute0(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_permute(g, 0); }
+static nn_tensor sh_permute1(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_permute(g, 1); }
+static nn_tensor sh_permute2(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_permute(g, 2); }
+B(sh_transpose_axis, nn_transpose(g, F(g, S2(2, 3)), 0, 3))
+static nn_tensor sh_concat(nn_graph *g, int which) {
+    nn_tensor xs[65];
+    int k;
+    for (k = 0; k < 65; k++) xs[k] = F(g, S2(2, 3));
+    switch (which) {
+    case 0: return nn_concat(g, xs, 0, 0);
+    case 1: return nn_concat(g, xs, 65, 0);
+    case 2: xs[1] = F(g, S2(3, 4)); return nn_concat(g, xs, 2, 0);
+    case 3: xs[1] = I(g, S2(2, 3)); return nn_concat(g, xs, 2, 0);
+    case 4: return nn_concat(g, xs, 2, 2);
+    case 5: return nn_concat(g, NULL, 2, 0);
+    case 6: xs[1] = F(g, S3(2, 3, 1)); return nn_concat(g, xs, 2, 1);
+    case 7: /* two of 2^30: the joined tensor would hold 2^31 elements */
+        xs[0] = F(g, S1((int64_t)1 << 30));
+        xs[1] = F(g, S1((int64_t)1 << 30));
+        return nn_concat(g, xs, 2, 0);
+    default: return T(-1);
+    }
+}
+#define SHC(N) \
+    static nn_tensor sh_concat##N(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_concat(g, N); }
+SHC(0) SHC(1) SHC(2) SHC(3) SHC(4) SHC(5) SHC(6) SHC(7)
+B(sh_slice_start, nn_slice(g, F(g, S2(4, 5)), 1, -1, 2))
+B(sh_slice_len0, nn_slice(g, F(g, S2(4, 5)), 1, 0, 0))
+B(sh_slice_past, nn_slice(g, F(g, S2(4, 5)), 0, 4, 1))
+B(sh_slice_axis, nn_slice(g, F(g, S2(4, 5)), -3, 0, 1))
+B(sh_slice_startmax, nn_slice(g, F(g, S2(4, 5)), 1, INT64_MAX, 1))
+static nn_tensor sh_split(nn_graph *g, int which) {
+    static const int64_t sum[2] = {2, 2}, neg[2] = {5, -1}, big[2] = {INT64_MAX, INT64_MAX};
+    nn_tensor out[2];
+    nn_split(g, F(g, S2(4, 5)), which == 0 ? sum : which == 1 ? neg : big, 2, 1, out);
+    return NN_NONE;
+}
+static nn_tensor sh_split0(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_split(g, 0); }
+static nn_tensor sh_split1(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_split(g, 1); }
+static nn_tensor sh_split2(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_split(g, 2); }
+static nn_tensor sh_split_null(nn_graph *g, nn_compile_desc *cd) {
+    nn_tensor out[2];
+    (void)cd;
+    nn_split(g, F(g, S2(4, 5)), NULL, 2, 1, out);
+    return NN_NONE;
+}
+B(sh_pad_neg, nn_pad2d(g, F(g, S4(1, 1, 3, 3)), -1, 0, 0, 0, NN_PAD_ZEROS))
+B(sh_pad_reflect, nn_pad2d(g, F(g, S4(1, 1, 3, 3)), 0, 0, 3, 0, NN_PAD_REFLECT))
+B(sh_pad_rank, nn_pad2d(g, F(g, S1(5)), 1, 1, 0, 0, NN_PAD_ZEROS))
+B(sh_pad_int, nn_pad2d(g, I(g, S4(1, 1, 3, 3)), 1, 1, 1, 1, NN_PAD_ZEROS))
+B(sh_up_zero, nn_upsample2d(g, F(g, S4(1, 1, 3, 3)), 0, 2, NN_UPSAMPLE_NEAREST))
+B(sh_up_big, nn_upsample2d(g, F(g, S4(1, 1, 3, 3)), 2, 65, NN_UPSAMPLE_BILINEAR))
+B(sh_up_int, nn_upsample2d(g, I(g, S4(1, 1, 3, 3)), 2, 2, NN_UPSAMPLE_NEAREST))
+B(sh_up_rank, nn_upsample2d(g, F(g, S1(5)), 2, 2, NN_UPSAMPLE_NEAREST))
+B(sh_up_numel, nn_upsample2d(g, F(g, S4(1, 4, 8192, 8192)), 64, 64, NN_UPSAMPLE_NEAREST))
+B(sh_shuffle_r0, nn_pixel_shuffle(g, F(g, S4(1, 4, 2, 2)), 0))
+B(sh_shuffle_c, nn_pixel_shuffle(g, F(g, S4(1, 5, 2, 2)), 2))
+B(sh_flatten_none, nn_flatten(g, NN_NONE))
+
+/* ---- overflow ---- */
+
+B(o_input_2p31, F(g, S1((int64_t)1 << 31)))
+B(o_input_prod, F(g, S3(1 << 16, 1 << 16, 1)))
+B(o_param_2p31, nn_prelu_layer(g, F(g, S2(2, 2)), (int64_t)1 << 31, NULL, "p"))
+
+static const bad_row shape_bad[] = {
+    {"shape", "reshape [2, 3] to [4, 2]", sh_reshape_count, R_SHAPE, "nn_reshape|[2, 3]|[4, 2]", 0},
+    {"shape", "reshape to [-1, 6]", sh_reshape_neg, R_SHAPE, "nn_reshape|[-1, 6]", 0},
+    {"shape", "reshape to [0, 6]", sh_reshape_zero, R_SHAPE, "nn_reshape|[0, 6]", 0},
+    {"shape", "reshape to [2^32, 2^32]", sh_reshape_wrap, R_SHAPE, "nn_reshape|[4294967296, 4294967296]", 0},
+    {"shape", "permute (0, 1, 1)", sh_permute0, R_INV, "nn_permute|[2, 3, 4]", 0},
+    {"shape", "permute (0, 3, 1)", sh_permute1, R_INV, "nn_permute|[2, 3, 4]", 0},
+    {"shape", "permute NULL", sh_permute2, R_INV, "nn_permute|NULL", 0},
+    {"shape", "transpose axis 3 of [2, 3]", sh_transpose_axis, R_SHAPE, "nn_transpose|dim|[2, 3]", 0},
+    {"shape", "concat of 0 tensors", sh_concat0, R_INV, "nn_concat|1 to 64", 0},
+    {"shape", "concat of 65 tensors", sh_concat1, R_INV, "nn_concat|1 to 64", 0},
+    {"shape", "concat [2, 3] and [3, 4] on axis 0", sh_concat2, R_SHAPE, "nn_concat|[2, 3]|[3, 4]", 0},
+    {"shape", "concat float32 and int32", sh_concat3, R_SHAPE, "nn_concat|float32|int32", 0},
+    {"shape", "concat on axis 2 of [2, 3]", sh_concat4, R_SHAPE, "nn_concat|dim|[2, 3]", 0},
+    {"shape", "concat of NULL", sh_concat5, R_INV, "nn_concat", 0},
+    {"shape", "concat [2, 3] and [2, 3, 1]", sh_concat6, R_SHAPE, "nn_concat|[2, 3]|[2, 3, 1]", 0},
+    {"shape", "slice start -1", sh_slice_start, R_SHAPE, "nn_slice|start -1|[4, 5]", 0},
+    {"shape", "slice length 0", sh_slice_len0, R_SHAPE, "nn_slice|length 0", 0},
+    {"shape", "slice from the end", sh_slice_past, R_SHAPE, "nn_slice|start 4", 0},
+    {"shape", "slice axis -3 of [4, 5]", sh_slice_axis, R_SHAPE, "nn_slice|dim|[4, 5]", 0},
+    {"shape", "slice start INT64_MAX", sh_slice_startmax, R_SHAPE, "nn_slice|start 9223372036854775807", 0},
+    {"shape", "split sizes 2 + 2 of 5", sh_split0, R_SHAPE, "nn_split|4|5", 0},
+    {"shape", "split sizes 5 + -1", sh_split1, R_SHAPE, "nn_split|-1", 0},
+    {"shape", "split sizes INT64_MAX + INT64_MAX", sh_split2, R_SHAPE, "nn_split|9223372036854775807", 0},
+    {"shape", "split sizes NULL", sh_split_null, R_INV, "nn_split|sizes", 0},
+    {"shape", "pad2d left -1", sh_pad_neg, R_SHAPE, "nn_pad2d|left -1", 0},
+    {"shape", "pad2d reflect of 3 rows by 3", sh_pad_reflect, R_SHAPE, "nn_pad2d|top 3|reflection", 0},
+    {"shape", "pad2d of [5]", sh_pad_rank, R_SHAPE, "nn_pad2d|[5]", 0},
+    {"shape", "pad2d of int32", sh_pad_int, R_SHAPE, "nn_pad2d|int32", 0},
+    {"shape", "upsample2d scale 0", sh_up_zero, R_INV, "nn_upsample2d|0, 2", 0},
+    {"shape", "upsample2d scale 65", sh_up_big, R_INV, "nn_upsample2d|2, 65", 0},
+    {"shape", "upsample2d of int32", sh_up_int, R_SHAPE, "nn_upsample2d|int32", 0},
+    {"shape", "upsample2d of [5]", sh_up_rank, R_SHAPE, "nn_upsample2d|[5]", 0},
+    {"shape", "pixel_shuffle r 0", sh_shuffle_r0, R_SHAPE, "nn_pixel_shuffle|r = 0", 0},
+    {"shape", "pixel_shuffle of 5 channels by 2", sh_shuffle_c, R_SHAPE, "nn_pixel_shuffle|[1, 5, 2, 2]", 0},
+    {"shape", "flatten NN_NONE", sh_flatten_none, R_INV, "nn_flatten|NN_NONE", 0},
+    {"overflow", "nn_input [2^31]", o_input_2p31, R_SHAPE, "nn_input|[2147483648]", 0},
+    {"overflow", "nn_input [2^16, 2^16, 1]", o_input_prod, R_SHAPE, "nn_input|[65536, 65536, 1]", 0},
+    {"overflow", "concat of two [2^30]", sh_concat7, R_SHAPE, "concat|[2147483648]", 0},
+    {"overflow", "upsample2d x64 of [1, 4, 8192, 8192]", sh_up_numel, R_SHAPE, "upsample2d|[1, 4, 524288, 524288]", 0},
+    {"overflow", "prelu_layer of 2^31 slopes", o_param_2p31, R_SHAPE, "p.weight|[2147483648]", 0},
+};
+
 void suite_shape(const t_env *e) {
+    {
+        spec s = mk("flatten [3, 2, 5, 7] -> [3, 70]", b_flatten, r_copy, nn_shape2(3, 70));
+        in_f(&s, nn_shape4(3, 2, 5, 7));
+        check_case(e, &s);
+    }
     spec s;
     static const int p3[3] = {2, 0, 1}, p4[4] = {0, 2, 3, 1}, p5[5] = {4, 1, 3, 0, 2};
     static const struct { const int *perm; nn_shape shape; const char *name; } perms[] = {
@@ -207,4 +562,6 @@ void suite_shape(const t_env *e) {
     s.ip[0] = 2;
     in_f(&s, nn_shape4(2, 8, 3, 5));
     check_case(e, &s);
+    nanprop_shape(e);
+    t_bad_rows(e, shape_bad, (int)(sizeof shape_bad / sizeof shape_bad[0]));
 }

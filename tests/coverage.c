@@ -1,0 +1,167 @@
+/* The library's implementation for the test binary (NN_IMPLEMENTATION is defined here and
+   nowhere else in tests/), and what the coverage check needs from inside it: the function
+   tables of the op kinds that carry a function, read from the library's own lists, and the
+   record of which (op kind, function) pairs the op checker compared against a reference on
+   the backend under test.
+
+   The tables walked:
+   - unary: kernels/activation.h's NN__ACTIVATIONS and NN__MATH (op "activation") and
+     NN__NOGRAD (op "unary_nograd"), by the X-lists themselves;
+   - binary: NN__BINARY_FNS; add, sub and mul are ops of their own ("add", "sub", "mul"),
+     a function whose two derivative columns are both the literal 0.0f is a comparison
+     (op "compare"), the others op "binary";
+   - losses: kernels/loss.h's NN__LOSS_EW_KINDS (op "loss") and NN__LOSS_ROW_KINDS (op
+     "row_loss");
+   - optimizers: kernels/optim.h's NN__OPTIMIZERS but "none" (ops "sgd", "adam",
+     "optimizer": the kind picks the op).
+   A pair is recorded by t_cover_graph, which the op checker calls on the graph whose
+   output and gradients (or, for an optimizer, updated parameters) it has just compared. */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* as tests/nn_test.c */
+#endif
+#define NN_IMPLEMENTATION
+#include "test.h"
+#include <stdio.h>
+#include <string.h>
+
+enum { FAM_UNARY, FAM_BINARY, FAM_LOSS, FAM_ROWLOSS, FAM_OPTIM, FAM_COUNT };
+
+static const char *const unary_names[] = {
+#define X(E, name, params, valid, fwd, der) #name,
+    NN__UNARY_ALL(X)
+#undef X
+};
+static const char *const binary_names[] = {
+#define X(E, name, fwd, da, db) #name,
+    NN__BINARY_FNS(X)
+#undef X
+};
+/* 1 for a binary function whose derivatives are both the literal 0.0f (no gradient) */
+static const char *const binary_der[][2] = {
+#define X(E, name, fwd, da, db) {#da, #db},
+    NN__BINARY_FNS(X)
+#undef X
+};
+static const int unary_nograd[NN__U_COUNT] = {
+#define X(E, name, params, valid, fwd, der) [NN__U_##E] = 1,
+    NN__NOGRAD(X)
+#undef X
+};
+static const char *const loss_names[] = {
+#define X(E, name, of_d) #name,
+    NN__LOSS_EW_KINDS(X)
+#undef X
+};
+static const char *const rowloss_names[] = {
+#define X(E, name) #name,
+    NN__LOSS_ROW_KINDS(X)
+#undef X
+};
+static const char *const optim_names[] = {
+#define X(E, name) name,
+    NN__OPTIMIZERS(X)
+#undef X
+};
+
+#define MAX_FN 64
+static int covered[FAM_COUNT][MAX_FN]; /* compared on the backend under test: count of graphs */
+
+static int fam_size(int fam) {
+    switch (fam) {
+    case FAM_UNARY: return NN__U_COUNT;
+    case FAM_BINARY: return NN__B_COUNT;
+    case FAM_LOSS: return NN__L_COUNT;
+    case FAM_ROWLOSS: return NN__R_COUNT;
+    default: return NN__OPT_COUNT;
+    }
+}
+
+static const char *fn_name(int fam, int fn) {
+    switch (fam) {
+    case FAM_UNARY: return unary_names[fn];
+    case FAM_BINARY: return binary_names[fn];
+    case FAM_LOSS: return loss_names[fn];
+    case FAM_ROWLOSS: return rowloss_names[fn];
+    default: return optim_names[fn];
+    }
+}
+
+/* the op kind the library builds for the function (the first of the pair) */
+static const char *kind_name(int fam, int fn) {
+    switch (fam) {
+    case FAM_UNARY: return nn_op_name(unary_nograd[fn] ? NN__OP_UNARY_NOGRAD : NN__OP_UNARY);
+    case FAM_BINARY:
+        if (fn == NN__B_ADD) return nn_op_name(NN__OP_ADD);
+        if (fn == NN__B_SUB) return nn_op_name(NN__OP_SUB);
+        if (fn == NN__B_MUL) return nn_op_name(NN__OP_MUL);
+        return nn_op_name(strcmp(binary_der[fn][0], "0.0f") == 0 && strcmp(binary_der[fn][1], "0.0f") == 0 ? NN__OP_COMPARE
+                                                                                                            : NN__OP_BINARY);
+    case FAM_LOSS: return nn_op_name(NN__OP_LOSS_EW);
+    case FAM_ROWLOSS: return nn_op_name(NN__OP_LOSS_ROWS);
+    default: return fn == NN_OPT_SGD ? "sgd|optimizer" : fn == NN_OPT_ADAM || fn == NN_OPT_ADAMW ? "adam|optimizer" : nn_op_name(NN__OP_OPT_STEP);
+    }
+}
+
+/* the first function of a family (NN_OPT_NONE, 0, is no optimizer) */
+static int fam_first(int fam) { return fam == FAM_OPTIM ? NN_OPT_SGD : 0; }
+
+static void mark(int fam, int fn) {
+    if (fn >= 0 && fn < fam_size(fam) && fn < MAX_FN) covered[fam][fn]++;
+}
+
+void t_cover_graph(const nn_graph *g, int from, int to) {
+    int i;
+    if (!g) return;
+    if (to >= g->n_nodes) to = g->n_nodes - 1;
+    for (i = from < 0 ? 0 : from; i <= to; i++) {
+        const nn__node *n = &g->nodes[i];
+        switch (n->op) {
+        case NN__OP_UNARY:
+        case NN__OP_UNARY_NOGRAD: mark(FAM_UNARY, n->a.ew.fn); break;
+        case NN__OP_ADD: mark(FAM_BINARY, NN__B_ADD); break;
+        case NN__OP_SUB: mark(FAM_BINARY, NN__B_SUB); break;
+        case NN__OP_MUL: mark(FAM_BINARY, NN__B_MUL); break;
+        case NN__OP_BINARY:
+        case NN__OP_COMPARE: mark(FAM_BINARY, n->a.ew.bfn); break;
+        case NN__OP_LOSS_EW: mark(FAM_LOSS, n->a.loss.kind); break;
+        case NN__OP_LOSS_ROWS: mark(FAM_ROWLOSS, n->a.loss.kind); break;
+        default: break;
+        }
+    }
+    /* the optimizer's update ops are added by nn_graph_compile, after every other node */
+    for (i = 0; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        if (n->op == NN__OP_OPT_SGD || n->op == NN__OP_OPT_ADAM || n->op == NN__OP_OPT_STEP) {
+            mark(FAM_OPTIM, n->a.optim.kind);
+            break;
+        }
+    }
+}
+
+int t_cover_count(int *total) {
+    int fam, fn, n = 0, all = 0;
+    for (fam = 0; fam < FAM_COUNT; fam++)
+        for (fn = fam_first(fam); fn < fam_size(fam); fn++) {
+            all++;
+            n += covered[fam][fn] > 0;
+        }
+    if (total) *total = all;
+    return n;
+}
+
+int t_cover_pair(int i, const char **kind, const char **fn, int *count) {
+    int fam;
+    for (fam = 0; fam < FAM_COUNT; fam++) {
+        int n = fam_size(fam) - fam_first(fam), f = fam_first(fam) + i;
+        if (i < n) {
+            *kind = kind_name(fam, f);
+            *fn = fn_name(fam, f) ? fn_name(fam, f) : "(unnamed in tests/coverage.c)";
+            *count = covered[fam][f];
+            return 1;
+        }
+        i -= n;
+    }
+    return 0;
+}
+
+void t_cover_reset(void) { memset(covered, 0, sizeof covered); }
