@@ -14230,8 +14230,8 @@ static const char *const nn__cl_src_random[] = {
 "\n",
 "#define NN__KARGS_rand(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)\n",
 "NN__KSIG(rand)\n",
-"#define NN__KARGS_randn(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)\n",
-"NN__KSIG(randn)\n",
+"/* randn takes rand's signature */\n",
+"#define NN__KARGS_randn NN__KARGS_rand\n",
 "/* range_m1 = high - low - 1 */\n",
 "#define NN__KARGS_randint(F, P) F(iout, y) P(int, n) P(int, low) P(uint, range_m1) NN__KARGS_RNG(P)\n",
 "NN__KSIG(randint)\n",
@@ -17636,6 +17636,14 @@ static void nn__acc_grad(nn_graph *g, int x, nn_tensor gx) {
     else g->nodes[x].grad = nn__op2(g, NN__OP_ADD, NN_F32, g->nodes[x].shape, g->nodes[x].grad, gx.id).id;
 }
 
+/* The rule of an op whose input's gradient is one node of grad_op on dy alone, with the
+   forward node's attributes and its input's shape (pad2d, upsample2d, avg_pool2d, ...). */
+static void nn__grad_by_op(nn_graph *g, int id, int grad_op) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, grad_op, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
 
 /* The rule of ops through which no gradient flows further (gradient ops, constants). */
 static void nn__grad_none(nn_graph *g, int id) {
@@ -18832,8 +18840,8 @@ NN__KSIG(dropout)
 
 #define NN__KARGS_rand(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)
 NN__KSIG(rand)
-#define NN__KARGS_randn(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)
-NN__KSIG(randn)
+/* randn takes rand's signature */
+#define NN__KARGS_randn NN__KARGS_rand
 /* range_m1 = high - low - 1 */
 #define NN__KARGS_randint(F, P) F(iout, y) P(int, n) P(int, low) P(uint, range_m1) NN__KARGS_RNG(P)
 NN__KSIG(randint)
@@ -20508,14 +20516,7 @@ NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_m
 #define nn__plan_sum_all nn__no_plan
 #define nn__plan_expand_scalar nn__no_plan
 
-static void nn__grad_sum_all(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_EXPAND_SCALAR, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_sum_all(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_EXPAND_SCALAR); }
 
 static void nn__grad_expand_scalar(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
@@ -23099,13 +23100,7 @@ NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int
 #define nn__grad_repeat_grad nn__grad_none
 #define nn__plan_repeat_grad nn__no_plan
 
-static void nn__grad_repeat(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, NN__OP_REPEAT_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_repeat(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_REPEAT_GRAD); }
 
 /* repeat geometry: the output's dims and x's, x padded with leading ones (REPEAT_GRAD:
    the forward's, from its own shape and its input's) */
@@ -23280,14 +23275,7 @@ NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top
 #define nn__grad_pad2d_grad nn__grad_none
 #define nn__plan_pad2d_grad nn__no_plan
 
-static void nn__grad_pad2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_PAD2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_pad2d(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_PAD2D_GRAD); }
 
 /* x [..., H, W] padded to y [..., OH, OW]: P planes */
 static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
@@ -23394,14 +23382,7 @@ NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_
 #define nn__grad_upsample2d_grad nn__grad_none
 #define nn__plan_upsample2d_grad nn__no_plan
 
-static void nn__grad_upsample2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_UPSAMPLE2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_upsample2d(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_UPSAMPLE2D_GRAD); }
 
 static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
@@ -23524,8 +23505,29 @@ static nn_result nn__launch_const(nn_graph *g, int id) { /* never scheduled: com
 /* ======================================================================
    src/ops/conv/bias.c
    ====================================================================== */
-/* The conv family's per-channel bias and its gradient, x [N, C, ...] with b [C]: used by
-   the convolutions of src/ops/conv/conv2d.c and conv3d.c, so they come first. */
+/* The conv family's shared gradient rule and its per-channel bias with its gradient, x
+   [N, C, ...] with b [C]: used by the convolutions of src/ops/conv/conv2d.c and conv3d.c, so
+   they come first. */
+
+/* ==== shared by the convolutions: the rule of conv2d and conv3d, inputs (x, w[, b]): dx by
+   dx_op (w, dy), dw by dw_op (x, dy), each with the forward's attributes, db = channel_sum(dy) ==== */
+
+static void nn__grad_conv(nn_graph *g, int id, int dx_op, int dw_op) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op2(g, dx_op, NN_F32, g->nodes[a].shape, b, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, dw_op, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, b, t);
+    }
+    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
+        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
+}
 
 /* ==== channel_bias: y [N, C, ...] = x + b[c] with b [C] (nn_conv_transpose2d's bias);
    its gradient is gy for x and channel_sum(gy) [C] for b ==== */
@@ -23874,23 +23876,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
 #define nn__plan_conv2d_dx nn__plan_conv2d
 #define nn__plan_conv2d_dw nn__plan_conv2d
 
-static void nn__grad_conv2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) {
-        t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    if (gb) {
-        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
-        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
-    return;
-}
+static void nn__grad_conv2d(nn_graph *g, int id) { nn__grad_conv(g, id, NN__OP_CONV2D_DX, NN__OP_CONV2D_DW); }
 
 /* nn_conv_transpose2d's rule: CONV2D_DX as a forward op of (w, x) */
 static void nn__grad_conv2d_dx(nn_graph *g, int id) {
@@ -24395,22 +24381,14 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
 #define nn__plan_conv3d_dx nn__plan_conv3d
 #define nn__plan_conv3d_dw nn__plan_conv3d
 
-static void nn__grad_conv3d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) {
-        t = nn__op2(g, NN__OP_CONV3D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    if (gb) {
-        t = nn__op2(g, NN__OP_CONV3D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
-        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
-    return;
+static void nn__grad_conv3d(nn_graph *g, int id) { nn__grad_conv(g, id, NN__OP_CONV3D_DX, NN__OP_CONV3D_DW); }
+
+/* A conv3d node's geometry: x and w are the forward's inputs, CONV3D_DX's output and first
+   input (w, dy), CONV3D_DW's first input and output (x, dy). */
+static void nn__conv3d_of(const nn_graph *g, const nn__node *n, nn__conv3d *c) {
+    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
+    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(c, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
+    else nn__conv3d_geom(c, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
 }
 
 /* im2col + GEMM where the CPU bodies run (host memory), with its scratch; direct kernels,
@@ -24418,9 +24396,7 @@ static void nn__grad_conv3d(nn_graph *g, int id) {
 static void nn__plan_conv3d(nn_graph *g, nn__node *n) {
     nn__conv3d c3;
     if (!g->ctx->backend->host_memory) return;
-    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
-    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
-    else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
+    nn__conv3d_of(g, n, &c3);
     n->scratch = nn__conv3d_scratch(&c3);
 }
 
@@ -24462,6 +24438,26 @@ static void nn__conv3d_geo(const nn__conv_attr *at, int geo[16]) {
     geo[9] = at->groups;
 }
 
+/* The geometry fields every conv3d kernel takes, from the node's c and geo (k: any of their
+   nn__k_ structs) */
+#define NN__CONV3D_KFIELDS(k, c, geo) \
+    do {                              \
+        (k).N = (c).N;                \
+        (k).C = (c).C;                \
+        (k).D = (c).D;                \
+        (k).H = (c).H;                \
+        (k).W = (c).W;                \
+        (k).K = (c).K;                \
+        (k).KD = (c).KD;              \
+        (k).KH = (c).KH;              \
+        (k).KW = (c).KW;              \
+        (k).OD = (c).OD;              \
+        (k).OH = (c).OH;              \
+        (k).OW = (c).OW;              \
+        (k).ga = (geo);               \
+        (k).gb = (geo) + 8;           \
+    } while (0)
+
 /* conv3d.cl's kernels, one work-item per element of the output */
 static nn_result nn__launch_conv3d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -24479,20 +24475,7 @@ static nn_result nn__launch_conv3d(nn_graph *g, int id) {
     k.w = &w->buf;
     k.b = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
     k.y = &n->buf;
-    k.N = c.N;
-    k.C = c.C;
-    k.D = c.D;
-    k.H = c.H;
-    k.W = c.W;
-    k.K = c.K;
-    k.KD = c.KD;
-    k.KH = c.KH;
-    k.KW = c.KW;
-    k.OD = c.OD;
-    k.OH = c.OH;
-    k.OW = c.OW;
-    k.ga = geo;
-    k.gb = geo + 8;
+    NN__CONV3D_KFIELDS(k, c, geo);
     k.has_bias = n->n_in > 2;
     return nn__kargs_conv3d_forward(l, &k);
 }
@@ -24512,20 +24495,7 @@ static nn_result nn__launch_conv3d_dx(nn_graph *g, int id) {
     k.w = &w->buf;
     k.dy = &dy->buf;
     k.dx = &n->buf;
-    k.N = c.N;
-    k.C = c.C;
-    k.D = c.D;
-    k.H = c.H;
-    k.W = c.W;
-    k.K = c.K;
-    k.KD = c.KD;
-    k.KH = c.KH;
-    k.KW = c.KW;
-    k.OD = c.OD;
-    k.OH = c.OH;
-    k.OW = c.OW;
-    k.ga = geo;
-    k.gb = geo + 8;
+    NN__CONV3D_KFIELDS(k, c, geo);
     return nn__kargs_conv3d_backward_data(l, &k);
 }
 
@@ -24544,20 +24514,7 @@ static nn_result nn__launch_conv3d_dw(nn_graph *g, int id) {
     k.x = &x->buf;
     k.dy = &dy->buf;
     k.dw = &n->buf;
-    k.N = c.N;
-    k.C = c.C;
-    k.D = c.D;
-    k.H = c.H;
-    k.W = c.W;
-    k.K = c.K;
-    k.KD = c.KD;
-    k.KH = c.KH;
-    k.KW = c.KW;
-    k.OD = c.OD;
-    k.OH = c.OH;
-    k.OW = c.OW;
-    k.ga = geo;
-    k.gb = geo + 8;
+    NN__CONV3D_KFIELDS(k, c, geo);
     return nn__kargs_conv3d_backward_weight(l, &k);
 }
 
@@ -25231,6 +25188,30 @@ static void nn__pool_geo(const nn__pooling *p, int *geo) {
     geo[7] = p->dw;
 }
 
+/* A pool launch's common part: the node's pooling p and geometry geo (eight ints), and the
+   launch of kernel, one work-item per element of the node; on a device tuned as a CPU,
+   cpu_kernel (when not NULL) with one work-item per output row (per_row) or per plane. */
+static nn_result nn__pool_launch(nn_graph *g, int id, const char *kernel, const char *cpu_kernel, int per_row,
+                                 nn__pooling *p, int *geo, nn__launch **l) {
+    nn__node *n = &g->nodes[id];
+    int cpu = cpu_kernel && g->ctx->dev.cpu_tuned;
+    nn__pooling_of(g, n, p);
+    nn__pool_geo(p, geo);
+    return nn__launch_kernel(g, id, "pool", cpu ? cpu_kernel : kernel,
+                             cpu ? (size_t)p->NC * (per_row ? (size_t)p->OH : 1) : (size_t)n->numel, l);
+}
+
+/* The fields every pool kernel takes, from p and geo (k: any pool kernel's nn__k_ struct) */
+#define NN__POOL_KFIELDS(k, p, geo) \
+    do {                            \
+        (k).NC = (p).NC;            \
+        (k).H = (p).H;              \
+        (k).W = (p).W;              \
+        (k).OH = (p).OH;            \
+        (k).OW = (p).OW;            \
+        (k).geo = (geo);            \
+    } while (0)
+
 /* ==== max_pool2d: y [N, C, OH, OW] = the maximum of each window (kernel, stride, padding,
    dilation, ceil mode: torch.nn.functional.max_pool2d, max_pool1d, and the global form).
    Its gradient recomputes the windows' argmax (MAXPOOL2D_ARGMAX, idx [N, C, OH, OW] int32,
@@ -25290,78 +25271,48 @@ static nn_result nn__cpu_maxpool2d_grad(nn_graph *g, nn__node *n) {
 /* One work-item per output element, or per output row on a device tuned as a CPU. */
 static nn_result nn__launch_maxpool2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    int rows = g->ctx->dev.cpu_tuned;
     nn__launch *l = NULL;
     nn__k_max_pool2d_forward k;
     nn__pooling p;
     int geo[8];
-    nn_result r;
-    nn__pooling_of(g, n, &p);
-    nn__pool_geo(&p, geo);
-    r = nn__launch_kernel(g, id, "pool", rows ? "max_pool2d_forward_rows" : "max_pool2d_forward",
-                          rows ? (size_t)p.NC * p.OH : (size_t)n->numel, &l);
+    nn_result r = nn__pool_launch(g, id, "max_pool2d_forward", "max_pool2d_forward_rows", 1, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.NC = p.NC;
-    k.H = p.H;
-    k.W = p.W;
-    k.OH = p.OH;
-    k.OW = p.OW;
-    k.geo = geo;
+    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_forward(l, &k);
 }
 
 static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    int rows = g->ctx->dev.cpu_tuned;
     nn__launch *l = NULL;
     nn__k_max_pool2d_argmax k;
     nn__pooling p;
     int geo[8];
-    nn_result r;
-    nn__pooling_of(g, n, &p);
-    nn__pool_geo(&p, geo);
-    r = nn__launch_kernel(g, id, "pool", rows ? "max_pool2d_argmax_rows" : "max_pool2d_argmax",
-                          rows ? (size_t)p.NC * p.OH : (size_t)n->numel, &l);
+    nn_result r = nn__pool_launch(g, id, "max_pool2d_argmax", "max_pool2d_argmax_rows", 1, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
     k.idx = &n->buf;
-    k.NC = p.NC;
-    k.H = p.H;
-    k.W = p.W;
-    k.OH = p.OH;
-    k.OW = p.OW;
-    k.geo = geo;
+    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_argmax(l, &k);
 }
 
 /* One work-item per input element, or per plane on a device tuned as a CPU. */
 static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    int planes = g->ctx->dev.cpu_tuned;
     nn__launch *l = NULL;
     nn__k_max_pool2d_backward k;
     nn__pooling p;
     int geo[8];
-    nn_result r;
-    nn__pooling_of(g, n, &p);
-    nn__pool_geo(&p, geo);
-    r = nn__launch_kernel(g, id, "pool", planes ? "max_pool2d_backward_planes" : "max_pool2d_backward",
-                          planes ? (size_t)p.NC : (size_t)n->numel, &l);
+    nn_result r = nn__pool_launch(g, id, "max_pool2d_backward", "max_pool2d_backward_planes", 0, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.idx = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
-    k.NC = p.NC;
-    k.H = p.H;
-    k.W = p.W;
-    k.OH = p.OH;
-    k.OW = p.OW;
-    k.geo = geo;
+    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_backward(l, &k);
 }
 
@@ -25403,14 +25354,7 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
 #define nn__grad_avgpool2d_grad nn__grad_none
 #define nn__plan_avgpool2d_grad nn__no_plan
 
-static void nn__grad_avgpool2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_AVGPOOL2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_avgpool2d(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_AVGPOOL2D_GRAD); }
 
 static nn_result nn__cpu_avgpool2d(nn_graph *g, nn__node *n) {
     nn__pooling p;
@@ -25432,20 +25376,12 @@ static nn_result nn__launch_avgpool2d(nn_graph *g, int id) {
     nn__k_avg_pool2d_forward k;
     nn__pooling p;
     int geo[8];
-    nn_result r;
-    nn__pooling_of(g, n, &p);
-    nn__pool_geo(&p, geo);
-    r = nn__launch_kernel(g, id, "pool", "avg_pool2d_forward", (size_t)n->numel, &l);
+    nn_result r = nn__pool_launch(g, id, "avg_pool2d_forward", NULL, 0, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.NC = p.NC;
-    k.H = p.H;
-    k.W = p.W;
-    k.OH = p.OH;
-    k.OW = p.OW;
-    k.geo = geo;
+    NN__POOL_KFIELDS(k, p, geo);
     k.exclude_pad = p.exclude_pad;
     k.adaptive = p.adaptive;
     return nn__kargs_avg_pool2d_forward(l, &k);
@@ -25457,20 +25393,12 @@ static nn_result nn__launch_avgpool2d_grad(nn_graph *g, int id) {
     nn__k_avg_pool2d_backward k;
     nn__pooling p;
     int geo[8];
-    nn_result r;
-    nn__pooling_of(g, n, &p);
-    nn__pool_geo(&p, geo);
-    r = nn__launch_kernel(g, id, "pool", "avg_pool2d_backward", (size_t)n->numel, &l);
+    nn_result r = nn__pool_launch(g, id, "avg_pool2d_backward", NULL, 0, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
-    k.NC = p.NC;
-    k.H = p.H;
-    k.W = p.W;
-    k.OH = p.OH;
-    k.OW = p.OW;
-    k.geo = geo;
+    NN__POOL_KFIELDS(k, p, geo);
     k.exclude_pad = p.exclude_pad;
     k.adaptive = p.adaptive;
     return nn__kargs_avg_pool2d_backward(l, &k);
@@ -26128,22 +26056,46 @@ static nn_result nn__random_run(nn_graph *g, nn__node *n, nn__sampler sample) {
     return NN_OK;
 }
 
-/* The launch's Philox fields (NN__KARGS_RNG of kernels/random_args.h): the graph's seed, the
-   node's key; the step is set before each run by nn__update_<sig>, stamped here. */
-#define NN__RNG_FIELDS(k, g, ra)                      \
-    do {                                              \
-        (k).seed_lo = (unsigned)(g)->seed;            \
-        (k).seed_hi = (unsigned)((g)->seed >> 32);    \
-        (k).key = (unsigned)(ra)->key;                \
+/* Before each run: the step's counter words, the last two arguments of every random kernel
+   (NN__KARGS_RNG and dropout's), through rand's signature. */
+static void nn__update_rng(nn_graph *g, nn__launch *l) {
+    nn__k_rand k;
+    memset(&k, 0, sizeof k);
+    k.step_lo = (unsigned)g->step;
+    k.step_hi = (unsigned)(g->step >> 32);
+    nn__kstep_rand(l, &k);
+}
+
+/* A random kernel's launch, one work-item per element of the node, its step updated before
+   each run. */
+static nn_result nn__random_launch(nn_graph *g, int id, const char *kernel, nn__launch **l) {
+    nn_result r = nn__launch_kernel(g, id, "random", kernel, (size_t)g->nodes[id].numel, l);
+    if (r == NN_OK) (*l)->update = nn__update_rng;
+    return r;
+}
+
+/* A launch's struct k zeroed, then the fields every kernel with NN__KARGS_RNG takes: node
+   n's element count, the graph's seed, the node's key (the step is nn__update_rng's). */
+#define NN__RNG_FIELDS(k, g, n)                               \
+    do {                                                      \
+        memset(&(k), 0, sizeof(k));                           \
+        (k).n = (int)(n)->numel;                              \
+        (k).seed_lo = (unsigned)(g)->seed;                    \
+        (k).seed_hi = (unsigned)((g)->seed >> 32);            \
+        (k).key = (unsigned)(n)->a.random.key;                \
     } while (0)
-#define NN__RNG_UPDATE(sig)                                      \
-    static void nn__update_##sig(nn_graph *g, nn__launch *l) {  \
-        nn__k_##sig k;                                           \
-        memset(&k, 0, sizeof k);                                 \
-        k.step_lo = (unsigned)g->step;                           \
-        k.step_hi = (unsigned)(g->step >> 32);                   \
-        nn__kstep_##sig(l, &k);                                  \
-    }
+
+/* rand's and randn's launch: y, n and the Philox fields (rand's signature, which randn takes) */
+static nn_result nn__launch_rand_sig(nn_graph *g, int id, const char *kernel) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_rand k;
+    nn_result r = nn__random_launch(g, id, kernel, &l);
+    if (r != NN_OK) return r;
+    NN__RNG_FIELDS(k, g, n);
+    k.y = &n->buf;
+    return nn__kargs_rand(l, &k);
+}
 
 /* ==== rand: y [shape] uniform in [0, 1) on a grid of 2^-24 (torch.rand; nn_rand_like takes
    x's shape) ==== */
@@ -26163,20 +26115,7 @@ static int nn__sample_rand(const nn__random_attr *ra, const uint32_t r[4], const
 }
 static nn_result nn__cpu_rand(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_rand); }
 
-NN__RNG_UPDATE(rand)
-static nn_result nn__launch_rand(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_rand k;
-    nn_result r = nn__launch_kernel(g, id, "random", "rand", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_rand;
-    memset(&k, 0, sizeof k);
-    k.y = &n->buf;
-    k.n = (int)n->numel;
-    NN__RNG_FIELDS(k, g, &n->a.random);
-    return nn__kargs_rand(l, &k);
-}
+static nn_result nn__launch_rand(nn_graph *g, int id) { return nn__launch_rand_sig(g, id, "rand"); }
 
 /* ==== randn: y [shape] standard normal, Box-Muller on kernels/random.h's exact formulas
    (torch.randn; nn_randn_like takes x's shape) ==== */
@@ -26196,20 +26135,7 @@ static int nn__sample_randn(const nn__random_attr *ra, const uint32_t r[4], cons
 }
 static nn_result nn__cpu_randn(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randn); }
 
-NN__RNG_UPDATE(randn)
-static nn_result nn__launch_randn(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_randn k;
-    nn_result r = nn__launch_kernel(g, id, "random", "randn", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_randn;
-    memset(&k, 0, sizeof k);
-    k.y = &n->buf;
-    k.n = (int)n->numel;
-    NN__RNG_FIELDS(k, g, &n->a.random);
-    return nn__kargs_randn(l, &k);
-}
+static nn_result nn__launch_randn(nn_graph *g, int id) { return nn__launch_rand_sig(g, id, "randn"); }
 
 /* ==== randint: y [shape] int32 uniform in [low, high) (torch.randint) ==== */
 
@@ -26240,20 +26166,16 @@ static int nn__sample_randint(const nn__random_attr *ra, const uint32_t r[4], co
 }
 static nn_result nn__cpu_randint(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randint); }
 
-NN__RNG_UPDATE(randint)
 static nn_result nn__launch_randint(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_randint k;
-    nn_result r = nn__launch_kernel(g, id, "random", "randint", (size_t)n->numel, &l);
+    nn_result r = nn__random_launch(g, id, "randint", &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_randint;
-    memset(&k, 0, sizeof k);
+    NN__RNG_FIELDS(k, g, n);
     k.y = &n->buf;
-    k.n = (int)n->numel;
     k.low = n->a.random.low;
     k.range_m1 = (unsigned)n->a.random.range;
-    NN__RNG_FIELDS(k, g, &n->a.random);
     return nn__kargs_randint(l, &k);
 }
 
@@ -26281,21 +26203,17 @@ static int nn__sample_bernoulli(const nn__random_attr *ra, const uint32_t r[4], 
 }
 static nn_result nn__cpu_bernoulli(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_bernoulli); }
 
-NN__RNG_UPDATE(bernoulli)
 static nn_result nn__launch_bernoulli(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_bernoulli k;
-    nn_result r = nn__launch_kernel(g, id, "random", "bernoulli", (size_t)n->numel, &l);
+    nn_result r = nn__random_launch(g, id, "bernoulli", &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_bernoulli;
-    memset(&k, 0, sizeof k);
+    NN__RNG_FIELDS(k, g, n);
     k.p = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.n = (int)n->numel;
     k.bad = &g->checks;
     k.slot = n->check_slot;
-    NN__RNG_FIELDS(k, g, &n->a.random);
     return nn__kargs_bernoulli(l, &k);
 }
 
@@ -26329,20 +26247,16 @@ static int nn__sample_gaussian_noise(const nn__random_attr *ra, const uint32_t r
 }
 static nn_result nn__cpu_gaussian_noise(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_gaussian_noise); }
 
-NN__RNG_UPDATE(gaussian_noise)
 static nn_result nn__launch_gaussian_noise(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_gaussian_noise k;
-    nn_result r = nn__launch_kernel(g, id, "random", "gaussian_noise", (size_t)n->numel, &l);
+    nn_result r = nn__random_launch(g, id, "gaussian_noise", &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_gaussian_noise;
-    memset(&k, 0, sizeof k);
+    NN__RNG_FIELDS(k, g, n);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.n = (int)n->numel;
     k.std = n->a.random.std;
-    NN__RNG_FIELDS(k, g, &n->a.random);
     return nn__kargs_gaussian_noise(l, &k);
 }
 
@@ -26402,50 +26316,42 @@ static nn_result nn__cpu_alpha_dropout_grad(nn_graph *g, nn__node *n) {
     return nn__random_run(g, n, nn__sample_alpha_dropout_grad);
 }
 
-NN__RNG_UPDATE(alpha_dropout)
 static nn_result nn__launch_alpha_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__random_attr *ra = &n->a.random;
     nn__launch *l = NULL;
     nn__k_alpha_dropout k;
-    nn_result r = nn__launch_kernel(g, id, "random", "alpha_dropout", (size_t)n->numel, &l);
+    nn_result r = nn__random_launch(g, id, "alpha_dropout", &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_alpha_dropout;
-    memset(&k, 0, sizeof k);
+    NN__RNG_FIELDS(k, g, n);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.n = (int)n->numel;
     k.p = ra->p;
     k.scale = ra->scale;
     k.shift = ra->shift;
     k.dropped = ra->dropped;
-    NN__RNG_FIELDS(k, g, ra);
     return nn__kargs_alpha_dropout(l, &k);
 }
 
-NN__RNG_UPDATE(alpha_dropout_grad)
 static nn_result nn__launch_alpha_dropout_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__random_attr *ra = &n->a.random;
     nn__launch *l = NULL;
     nn__k_alpha_dropout_grad k;
-    nn_result r = nn__launch_kernel(g, id, "random", "alpha_dropout_grad", (size_t)n->numel, &l);
+    nn_result r = nn__random_launch(g, id, "alpha_dropout_grad", &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_alpha_dropout_grad;
-    memset(&k, 0, sizeof k);
+    NN__RNG_FIELDS(k, g, n);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
-    k.n = (int)n->numel;
     k.p = ra->p;
     k.scale = ra->scale;
-    NN__RNG_FIELDS(k, g, ra);
     return nn__kargs_alpha_dropout_grad(l, &k);
 }
 
 /* ==== dropout: y [any] = x * mask / (1 - p), mask[i] = uniform(key, step, i) >= p
    (torch.nn.functional.dropout in training; the identity in eval mode or at p = 0). The
    backward op is this op applied to dy with the same key, so it draws the same mask; the
-   step changes the mask every run (nn__update_dropout). CPU loop in src/cpu/random.c. ==== */
+   step changes the mask every run (nn__update_rng). CPU loop in src/cpu/random.c. ==== */
 #define nn__plan_dropout nn__no_plan
 
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
@@ -26477,22 +26383,12 @@ static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* The step's counter words, before each run. */
-static void nn__update_dropout(nn_graph *g, nn__launch *l) {
-    nn__k_dropout k;
-    memset(&k, 0, sizeof k);
-    k.step_lo = (unsigned)g->step;
-    k.step_hi = (unsigned)(g->step >> 32);
-    nn__kstep_dropout(l, &k);
-}
-
 static nn_result nn__launch_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_dropout k;
-    nn_result r = nn__launch_kernel(g, id, "random", "dropout", (size_t)n->numel, &l);
+    nn_result r = nn__random_launch(g, id, "dropout", &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_dropout;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;

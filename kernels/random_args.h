@@ -13,8 +13,8 @@ NN__KSIG(dropout)
 
 #define NN__KARGS_rand(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)
 NN__KSIG(rand)
-#define NN__KARGS_randn(F, P) F(out, y) P(int, n) NN__KARGS_RNG(P)
-NN__KSIG(randn)
+/* randn takes rand's signature */
+#define NN__KARGS_randn NN__KARGS_rand
 /* range_m1 = high - low - 1 */
 #define NN__KARGS_randint(F, P) F(iout, y) P(int, n) P(int, low) P(uint, range_m1) NN__KARGS_RNG(P)
 NN__KSIG(randint)

@@ -9,6 +9,14 @@ static void nn__acc_grad(nn_graph *g, int x, nn_tensor gx) {
     else g->nodes[x].grad = nn__op2(g, NN__OP_ADD, NN_F32, g->nodes[x].shape, g->nodes[x].grad, gx.id).id;
 }
 
+/* The rule of an op whose input's gradient is one node of grad_op on dy alone, with the
+   forward node's attributes and its input's shape (pad2d, upsample2d, avg_pool2d, ...). */
+static void nn__grad_by_op(nn_graph *g, int id, int grad_op) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t = nn__op1(g, grad_op, NN_F32, g->nodes[a].shape, gy.id);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
 
 /* The rule of ops through which no gradient flows further (gradient ops, constants). */
 static void nn__grad_none(nn_graph *g, int id) {

@@ -153,6 +153,30 @@ static void nn__pool_geo(const nn__pooling *p, int *geo) {
     geo[7] = p->dw;
 }
 
+/* A pool launch's common part: the node's pooling p and geometry geo (eight ints), and the
+   launch of kernel, one work-item per element of the node; on a device tuned as a CPU,
+   cpu_kernel (when not NULL) with one work-item per output row (per_row) or per plane. */
+static nn_result nn__pool_launch(nn_graph *g, int id, const char *kernel, const char *cpu_kernel, int per_row,
+                                 nn__pooling *p, int *geo, nn__launch **l) {
+    nn__node *n = &g->nodes[id];
+    int cpu = cpu_kernel && g->ctx->dev.cpu_tuned;
+    nn__pooling_of(g, n, p);
+    nn__pool_geo(p, geo);
+    return nn__launch_kernel(g, id, "pool", cpu ? cpu_kernel : kernel,
+                             cpu ? (size_t)p->NC * (per_row ? (size_t)p->OH : 1) : (size_t)n->numel, l);
+}
+
+/* The fields every pool kernel takes, from p and geo (k: any pool kernel's nn__k_ struct) */
+#define NN__POOL_KFIELDS(k, p, geo) \
+    do {                            \
+        (k).NC = (p).NC;            \
+        (k).H = (p).H;              \
+        (k).W = (p).W;              \
+        (k).OH = (p).OH;            \
+        (k).OW = (p).OW;            \
+        (k).geo = (geo);            \
+    } while (0)
+
 /* ==== max_pool2d: y [N, C, OH, OW] = the maximum of each window (kernel, stride, padding,
    dilation, ceil mode: torch.nn.functional.max_pool2d, max_pool1d, and the global form).
    Its gradient recomputes the windows' argmax (MAXPOOL2D_ARGMAX, idx [N, C, OH, OW] int32,
@@ -212,78 +236,48 @@ static nn_result nn__cpu_maxpool2d_grad(nn_graph *g, nn__node *n) {
 /* One work-item per output element, or per output row on a device tuned as a CPU. */
 static nn_result nn__launch_maxpool2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    int rows = g->ctx->dev.cpu_tuned;
     nn__launch *l = NULL;
     nn__k_max_pool2d_forward k;
     nn__pooling p;
     int geo[8];
-    nn_result r;
-    nn__pooling_of(g, n, &p);
-    nn__pool_geo(&p, geo);
-    r = nn__launch_kernel(g, id, "pool", rows ? "max_pool2d_forward_rows" : "max_pool2d_forward",
-                          rows ? (size_t)p.NC * p.OH : (size_t)n->numel, &l);
+    nn_result r = nn__pool_launch(g, id, "max_pool2d_forward", "max_pool2d_forward_rows", 1, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.NC = p.NC;
-    k.H = p.H;
-    k.W = p.W;
-    k.OH = p.OH;
-    k.OW = p.OW;
-    k.geo = geo;
+    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_forward(l, &k);
 }
 
 static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    int rows = g->ctx->dev.cpu_tuned;
     nn__launch *l = NULL;
     nn__k_max_pool2d_argmax k;
     nn__pooling p;
     int geo[8];
-    nn_result r;
-    nn__pooling_of(g, n, &p);
-    nn__pool_geo(&p, geo);
-    r = nn__launch_kernel(g, id, "pool", rows ? "max_pool2d_argmax_rows" : "max_pool2d_argmax",
-                          rows ? (size_t)p.NC * p.OH : (size_t)n->numel, &l);
+    nn_result r = nn__pool_launch(g, id, "max_pool2d_argmax", "max_pool2d_argmax_rows", 1, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
     k.idx = &n->buf;
-    k.NC = p.NC;
-    k.H = p.H;
-    k.W = p.W;
-    k.OH = p.OH;
-    k.OW = p.OW;
-    k.geo = geo;
+    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_argmax(l, &k);
 }
 
 /* One work-item per input element, or per plane on a device tuned as a CPU. */
 static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    int planes = g->ctx->dev.cpu_tuned;
     nn__launch *l = NULL;
     nn__k_max_pool2d_backward k;
     nn__pooling p;
     int geo[8];
-    nn_result r;
-    nn__pooling_of(g, n, &p);
-    nn__pool_geo(&p, geo);
-    r = nn__launch_kernel(g, id, "pool", planes ? "max_pool2d_backward_planes" : "max_pool2d_backward",
-                          planes ? (size_t)p.NC : (size_t)n->numel, &l);
+    nn_result r = nn__pool_launch(g, id, "max_pool2d_backward", "max_pool2d_backward_planes", 0, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.idx = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
-    k.NC = p.NC;
-    k.H = p.H;
-    k.W = p.W;
-    k.OH = p.OH;
-    k.OW = p.OW;
-    k.geo = geo;
+    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_backward(l, &k);
 }
 
@@ -325,14 +319,7 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
 #define nn__grad_avgpool2d_grad nn__grad_none
 #define nn__plan_avgpool2d_grad nn__no_plan
 
-static void nn__grad_avgpool2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_AVGPOOL2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_avgpool2d(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_AVGPOOL2D_GRAD); }
 
 static nn_result nn__cpu_avgpool2d(nn_graph *g, nn__node *n) {
     nn__pooling p;
@@ -354,20 +341,12 @@ static nn_result nn__launch_avgpool2d(nn_graph *g, int id) {
     nn__k_avg_pool2d_forward k;
     nn__pooling p;
     int geo[8];
-    nn_result r;
-    nn__pooling_of(g, n, &p);
-    nn__pool_geo(&p, geo);
-    r = nn__launch_kernel(g, id, "pool", "avg_pool2d_forward", (size_t)n->numel, &l);
+    nn_result r = nn__pool_launch(g, id, "avg_pool2d_forward", NULL, 0, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.NC = p.NC;
-    k.H = p.H;
-    k.W = p.W;
-    k.OH = p.OH;
-    k.OW = p.OW;
-    k.geo = geo;
+    NN__POOL_KFIELDS(k, p, geo);
     k.exclude_pad = p.exclude_pad;
     k.adaptive = p.adaptive;
     return nn__kargs_avg_pool2d_forward(l, &k);
@@ -379,20 +358,12 @@ static nn_result nn__launch_avgpool2d_grad(nn_graph *g, int id) {
     nn__k_avg_pool2d_backward k;
     nn__pooling p;
     int geo[8];
-    nn_result r;
-    nn__pooling_of(g, n, &p);
-    nn__pool_geo(&p, geo);
-    r = nn__launch_kernel(g, id, "pool", "avg_pool2d_backward", (size_t)n->numel, &l);
+    nn_result r = nn__pool_launch(g, id, "avg_pool2d_backward", NULL, 0, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
-    k.NC = p.NC;
-    k.H = p.H;
-    k.W = p.W;
-    k.OH = p.OH;
-    k.OW = p.OW;
-    k.geo = geo;
+    NN__POOL_KFIELDS(k, p, geo);
     k.exclude_pad = p.exclude_pad;
     k.adaptive = p.adaptive;
     return nn__kargs_avg_pool2d_backward(l, &k);

@@ -85,22 +85,46 @@ static nn_result nn__random_run(nn_graph *g, nn__node *n, nn__sampler sample) {
     return NN_OK;
 }
 
-/* The launch's Philox fields (NN__KARGS_RNG of kernels/random_args.h): the graph's seed, the
-   node's key; the step is set before each run by nn__update_<sig>, stamped here. */
-#define NN__RNG_FIELDS(k, g, ra)                      \
-    do {                                              \
-        (k).seed_lo = (unsigned)(g)->seed;            \
-        (k).seed_hi = (unsigned)((g)->seed >> 32);    \
-        (k).key = (unsigned)(ra)->key;                \
+/* Before each run: the step's counter words, the last two arguments of every random kernel
+   (NN__KARGS_RNG and dropout's), through rand's signature. */
+static void nn__update_rng(nn_graph *g, nn__launch *l) {
+    nn__k_rand k;
+    memset(&k, 0, sizeof k);
+    k.step_lo = (unsigned)g->step;
+    k.step_hi = (unsigned)(g->step >> 32);
+    nn__kstep_rand(l, &k);
+}
+
+/* A random kernel's launch, one work-item per element of the node, its step updated before
+   each run. */
+static nn_result nn__random_launch(nn_graph *g, int id, const char *kernel, nn__launch **l) {
+    nn_result r = nn__launch_kernel(g, id, "random", kernel, (size_t)g->nodes[id].numel, l);
+    if (r == NN_OK) (*l)->update = nn__update_rng;
+    return r;
+}
+
+/* A launch's struct k zeroed, then the fields every kernel with NN__KARGS_RNG takes: node
+   n's element count, the graph's seed, the node's key (the step is nn__update_rng's). */
+#define NN__RNG_FIELDS(k, g, n)                               \
+    do {                                                      \
+        memset(&(k), 0, sizeof(k));                           \
+        (k).n = (int)(n)->numel;                              \
+        (k).seed_lo = (unsigned)(g)->seed;                    \
+        (k).seed_hi = (unsigned)((g)->seed >> 32);            \
+        (k).key = (unsigned)(n)->a.random.key;                \
     } while (0)
-#define NN__RNG_UPDATE(sig)                                      \
-    static void nn__update_##sig(nn_graph *g, nn__launch *l) {  \
-        nn__k_##sig k;                                           \
-        memset(&k, 0, sizeof k);                                 \
-        k.step_lo = (unsigned)g->step;                           \
-        k.step_hi = (unsigned)(g->step >> 32);                   \
-        nn__kstep_##sig(l, &k);                                  \
-    }
+
+/* rand's and randn's launch: y, n and the Philox fields (rand's signature, which randn takes) */
+static nn_result nn__launch_rand_sig(nn_graph *g, int id, const char *kernel) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_rand k;
+    nn_result r = nn__random_launch(g, id, kernel, &l);
+    if (r != NN_OK) return r;
+    NN__RNG_FIELDS(k, g, n);
+    k.y = &n->buf;
+    return nn__kargs_rand(l, &k);
+}
 
 /* ==== rand: y [shape] uniform in [0, 1) on a grid of 2^-24 (torch.rand; nn_rand_like takes
    x's shape) ==== */
@@ -120,20 +144,7 @@ static int nn__sample_rand(const nn__random_attr *ra, const uint32_t r[4], const
 }
 static nn_result nn__cpu_rand(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_rand); }
 
-NN__RNG_UPDATE(rand)
-static nn_result nn__launch_rand(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_rand k;
-    nn_result r = nn__launch_kernel(g, id, "random", "rand", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_rand;
-    memset(&k, 0, sizeof k);
-    k.y = &n->buf;
-    k.n = (int)n->numel;
-    NN__RNG_FIELDS(k, g, &n->a.random);
-    return nn__kargs_rand(l, &k);
-}
+static nn_result nn__launch_rand(nn_graph *g, int id) { return nn__launch_rand_sig(g, id, "rand"); }
 
 /* ==== randn: y [shape] standard normal, Box-Muller on kernels/random.h's exact formulas
    (torch.randn; nn_randn_like takes x's shape) ==== */
@@ -153,20 +164,7 @@ static int nn__sample_randn(const nn__random_attr *ra, const uint32_t r[4], cons
 }
 static nn_result nn__cpu_randn(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randn); }
 
-NN__RNG_UPDATE(randn)
-static nn_result nn__launch_randn(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_randn k;
-    nn_result r = nn__launch_kernel(g, id, "random", "randn", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    l->update = nn__update_randn;
-    memset(&k, 0, sizeof k);
-    k.y = &n->buf;
-    k.n = (int)n->numel;
-    NN__RNG_FIELDS(k, g, &n->a.random);
-    return nn__kargs_randn(l, &k);
-}
+static nn_result nn__launch_randn(nn_graph *g, int id) { return nn__launch_rand_sig(g, id, "randn"); }
 
 /* ==== randint: y [shape] int32 uniform in [low, high) (torch.randint) ==== */
 
@@ -197,20 +195,16 @@ static int nn__sample_randint(const nn__random_attr *ra, const uint32_t r[4], co
 }
 static nn_result nn__cpu_randint(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randint); }
 
-NN__RNG_UPDATE(randint)
 static nn_result nn__launch_randint(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_randint k;
-    nn_result r = nn__launch_kernel(g, id, "random", "randint", (size_t)n->numel, &l);
+    nn_result r = nn__random_launch(g, id, "randint", &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_randint;
-    memset(&k, 0, sizeof k);
+    NN__RNG_FIELDS(k, g, n);
     k.y = &n->buf;
-    k.n = (int)n->numel;
     k.low = n->a.random.low;
     k.range_m1 = (unsigned)n->a.random.range;
-    NN__RNG_FIELDS(k, g, &n->a.random);
     return nn__kargs_randint(l, &k);
 }
 
@@ -238,21 +232,17 @@ static int nn__sample_bernoulli(const nn__random_attr *ra, const uint32_t r[4], 
 }
 static nn_result nn__cpu_bernoulli(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_bernoulli); }
 
-NN__RNG_UPDATE(bernoulli)
 static nn_result nn__launch_bernoulli(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_bernoulli k;
-    nn_result r = nn__launch_kernel(g, id, "random", "bernoulli", (size_t)n->numel, &l);
+    nn_result r = nn__random_launch(g, id, "bernoulli", &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_bernoulli;
-    memset(&k, 0, sizeof k);
+    NN__RNG_FIELDS(k, g, n);
     k.p = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.n = (int)n->numel;
     k.bad = &g->checks;
     k.slot = n->check_slot;
-    NN__RNG_FIELDS(k, g, &n->a.random);
     return nn__kargs_bernoulli(l, &k);
 }
 
@@ -286,20 +276,16 @@ static int nn__sample_gaussian_noise(const nn__random_attr *ra, const uint32_t r
 }
 static nn_result nn__cpu_gaussian_noise(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_gaussian_noise); }
 
-NN__RNG_UPDATE(gaussian_noise)
 static nn_result nn__launch_gaussian_noise(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_gaussian_noise k;
-    nn_result r = nn__launch_kernel(g, id, "random", "gaussian_noise", (size_t)n->numel, &l);
+    nn_result r = nn__random_launch(g, id, "gaussian_noise", &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_gaussian_noise;
-    memset(&k, 0, sizeof k);
+    NN__RNG_FIELDS(k, g, n);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.n = (int)n->numel;
     k.std = n->a.random.std;
-    NN__RNG_FIELDS(k, g, &n->a.random);
     return nn__kargs_gaussian_noise(l, &k);
 }
 
@@ -359,50 +345,42 @@ static nn_result nn__cpu_alpha_dropout_grad(nn_graph *g, nn__node *n) {
     return nn__random_run(g, n, nn__sample_alpha_dropout_grad);
 }
 
-NN__RNG_UPDATE(alpha_dropout)
 static nn_result nn__launch_alpha_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__random_attr *ra = &n->a.random;
     nn__launch *l = NULL;
     nn__k_alpha_dropout k;
-    nn_result r = nn__launch_kernel(g, id, "random", "alpha_dropout", (size_t)n->numel, &l);
+    nn_result r = nn__random_launch(g, id, "alpha_dropout", &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_alpha_dropout;
-    memset(&k, 0, sizeof k);
+    NN__RNG_FIELDS(k, g, n);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.n = (int)n->numel;
     k.p = ra->p;
     k.scale = ra->scale;
     k.shift = ra->shift;
     k.dropped = ra->dropped;
-    NN__RNG_FIELDS(k, g, ra);
     return nn__kargs_alpha_dropout(l, &k);
 }
 
-NN__RNG_UPDATE(alpha_dropout_grad)
 static nn_result nn__launch_alpha_dropout_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__random_attr *ra = &n->a.random;
     nn__launch *l = NULL;
     nn__k_alpha_dropout_grad k;
-    nn_result r = nn__launch_kernel(g, id, "random", "alpha_dropout_grad", (size_t)n->numel, &l);
+    nn_result r = nn__random_launch(g, id, "alpha_dropout_grad", &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_alpha_dropout_grad;
-    memset(&k, 0, sizeof k);
+    NN__RNG_FIELDS(k, g, n);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
-    k.n = (int)n->numel;
     k.p = ra->p;
     k.scale = ra->scale;
-    NN__RNG_FIELDS(k, g, ra);
     return nn__kargs_alpha_dropout_grad(l, &k);
 }
 
 /* ==== dropout: y [any] = x * mask / (1 - p), mask[i] = uniform(key, step, i) >= p
    (torch.nn.functional.dropout in training; the identity in eval mode or at p = 0). The
    backward op is this op applied to dy with the same key, so it draws the same mask; the
-   step changes the mask every run (nn__update_dropout). CPU loop in src/cpu/random.c. ==== */
+   step changes the mask every run (nn__update_rng). CPU loop in src/cpu/random.c. ==== */
 #define nn__plan_dropout nn__no_plan
 
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
@@ -434,22 +412,12 @@ static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* The step's counter words, before each run. */
-static void nn__update_dropout(nn_graph *g, nn__launch *l) {
-    nn__k_dropout k;
-    memset(&k, 0, sizeof k);
-    k.step_lo = (unsigned)g->step;
-    k.step_hi = (unsigned)(g->step >> 32);
-    nn__kstep_dropout(l, &k);
-}
-
 static nn_result nn__launch_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_dropout k;
-    nn_result r = nn__launch_kernel(g, id, "random", "dropout", (size_t)n->numel, &l);
+    nn_result r = nn__random_launch(g, id, "dropout", &l);
     if (r != NN_OK) return r;
-    l->update = nn__update_dropout;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;

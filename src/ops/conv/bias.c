@@ -1,7 +1,28 @@
-/* The conv family's per-channel bias and its gradient, x [N, C, ...] with b [C]: used by
-   the convolutions of src/ops/conv/conv2d.c and conv3d.c, so they come first. */
+/* The conv family's shared gradient rule and its per-channel bias with its gradient, x
+   [N, C, ...] with b [C]: used by the convolutions of src/ops/conv/conv2d.c and conv3d.c, so
+   they come first. */
 #include "../../base/internal.h"
 #include "../../base/registry.h"
+
+/* ==== shared by the convolutions: the rule of conv2d and conv3d, inputs (x, w[, b]): dx by
+   dx_op (w, dy), dw by dw_op (x, dy), each with the forward's attributes, db = channel_sum(dy) ==== */
+
+static void nn__grad_conv(nn_graph *g, int id, int dx_op, int dw_op) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (ga) {
+        t = nn__op2(g, dx_op, NN_F32, g->nodes[a].shape, b, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, a, t);
+    }
+    if (gb) {
+        t = nn__op2(g, dw_op, NN_F32, g->nodes[b].shape, a, gy.id);
+        if (t.id >= 0) g->nodes[t.id].a = n.a;
+        nn__acc_grad(g, b, t);
+    }
+    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
+        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
+}
 
 /* ==== channel_bias: y [N, C, ...] = x + b[c] with b [C] (nn_conv_transpose2d's bias);
    its gradient is gy for x and channel_sum(gy) [C] for b ==== */

@@ -255,23 +255,7 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
 #define nn__plan_conv2d_dx nn__plan_conv2d
 #define nn__plan_conv2d_dw nn__plan_conv2d
 
-static void nn__grad_conv2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) {
-        t = nn__op2(g, NN__OP_CONV2D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    if (gb) {
-        t = nn__op2(g, NN__OP_CONV2D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
-        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
-    return;
-}
+static void nn__grad_conv2d(nn_graph *g, int id) { nn__grad_conv(g, id, NN__OP_CONV2D_DX, NN__OP_CONV2D_DW); }
 
 /* nn_conv_transpose2d's rule: CONV2D_DX as a forward op of (w, x) */
 static void nn__grad_conv2d_dx(nn_graph *g, int id) {

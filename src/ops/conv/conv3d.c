@@ -104,22 +104,14 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
 #define nn__plan_conv3d_dx nn__plan_conv3d
 #define nn__plan_conv3d_dw nn__plan_conv3d
 
-static void nn__grad_conv3d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) {
-        t = nn__op2(g, NN__OP_CONV3D_DX, NN_F32, g->nodes[a].shape, b, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, a, t);
-    }
-    if (gb) {
-        t = nn__op2(g, NN__OP_CONV3D_DW, NN_F32, g->nodes[b].shape, a, gy.id);
-        if (t.id >= 0) g->nodes[t.id].a = n.a;
-        nn__acc_grad(g, b, t);
-    }
-    if (n.n_in > 2 && g->nodes[n.in[2]].needs_grad)
-        nn__acc_grad(g, n.in[2], nn__op1(g, NN__OP_CHANNEL_SUM, NN_F32, g->nodes[n.in[2]].shape, gy.id));
-    return;
+static void nn__grad_conv3d(nn_graph *g, int id) { nn__grad_conv(g, id, NN__OP_CONV3D_DX, NN__OP_CONV3D_DW); }
+
+/* A conv3d node's geometry: x and w are the forward's inputs, CONV3D_DX's output and first
+   input (w, dy), CONV3D_DW's first input and output (x, dy). */
+static void nn__conv3d_of(const nn_graph *g, const nn__node *n, nn__conv3d *c) {
+    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(c, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
+    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(c, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
+    else nn__conv3d_geom(c, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
 }
 
 /* im2col + GEMM where the CPU bodies run (host memory), with its scratch; direct kernels,
@@ -127,9 +119,7 @@ static void nn__grad_conv3d(nn_graph *g, int id) {
 static void nn__plan_conv3d(nn_graph *g, nn__node *n) {
     nn__conv3d c3;
     if (!g->ctx->backend->host_memory) return;
-    if (n->op == NN__OP_CONV3D) nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &g->nodes[n->in[1]].shape, &n->a.conv);
-    else if (n->op == NN__OP_CONV3D_DX) nn__conv3d_geom(&c3, &n->shape, &g->nodes[n->in[0]].shape, &n->a.conv);
-    else nn__conv3d_geom(&c3, &g->nodes[n->in[0]].shape, &n->shape, &n->a.conv);
+    nn__conv3d_of(g, n, &c3);
     n->scratch = nn__conv3d_scratch(&c3);
 }
 
@@ -171,6 +161,26 @@ static void nn__conv3d_geo(const nn__conv_attr *at, int geo[16]) {
     geo[9] = at->groups;
 }
 
+/* The geometry fields every conv3d kernel takes, from the node's c and geo (k: any of their
+   nn__k_ structs) */
+#define NN__CONV3D_KFIELDS(k, c, geo) \
+    do {                              \
+        (k).N = (c).N;                \
+        (k).C = (c).C;                \
+        (k).D = (c).D;                \
+        (k).H = (c).H;                \
+        (k).W = (c).W;                \
+        (k).K = (c).K;                \
+        (k).KD = (c).KD;              \
+        (k).KH = (c).KH;              \
+        (k).KW = (c).KW;              \
+        (k).OD = (c).OD;              \
+        (k).OH = (c).OH;              \
+        (k).OW = (c).OW;              \
+        (k).ga = (geo);               \
+        (k).gb = (geo) + 8;           \
+    } while (0)
+
 /* conv3d.cl's kernels, one work-item per element of the output */
 static nn_result nn__launch_conv3d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -188,20 +198,7 @@ static nn_result nn__launch_conv3d(nn_graph *g, int id) {
     k.w = &w->buf;
     k.b = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
     k.y = &n->buf;
-    k.N = c.N;
-    k.C = c.C;
-    k.D = c.D;
-    k.H = c.H;
-    k.W = c.W;
-    k.K = c.K;
-    k.KD = c.KD;
-    k.KH = c.KH;
-    k.KW = c.KW;
-    k.OD = c.OD;
-    k.OH = c.OH;
-    k.OW = c.OW;
-    k.ga = geo;
-    k.gb = geo + 8;
+    NN__CONV3D_KFIELDS(k, c, geo);
     k.has_bias = n->n_in > 2;
     return nn__kargs_conv3d_forward(l, &k);
 }
@@ -221,20 +218,7 @@ static nn_result nn__launch_conv3d_dx(nn_graph *g, int id) {
     k.w = &w->buf;
     k.dy = &dy->buf;
     k.dx = &n->buf;
-    k.N = c.N;
-    k.C = c.C;
-    k.D = c.D;
-    k.H = c.H;
-    k.W = c.W;
-    k.K = c.K;
-    k.KD = c.KD;
-    k.KH = c.KH;
-    k.KW = c.KW;
-    k.OD = c.OD;
-    k.OH = c.OH;
-    k.OW = c.OW;
-    k.ga = geo;
-    k.gb = geo + 8;
+    NN__CONV3D_KFIELDS(k, c, geo);
     return nn__kargs_conv3d_backward_data(l, &k);
 }
 
@@ -253,19 +237,6 @@ static nn_result nn__launch_conv3d_dw(nn_graph *g, int id) {
     k.x = &x->buf;
     k.dy = &dy->buf;
     k.dw = &n->buf;
-    k.N = c.N;
-    k.C = c.C;
-    k.D = c.D;
-    k.H = c.H;
-    k.W = c.W;
-    k.K = c.K;
-    k.KD = c.KD;
-    k.KH = c.KH;
-    k.KW = c.KW;
-    k.OD = c.OD;
-    k.OH = c.OH;
-    k.OW = c.OW;
-    k.ga = geo;
-    k.gb = geo + 8;
+    NN__CONV3D_KFIELDS(k, c, geo);
     return nn__kargs_conv3d_backward_weight(l, &k);
 }

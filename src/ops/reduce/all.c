@@ -28,14 +28,7 @@ NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_m
 #define nn__plan_sum_all nn__no_plan
 #define nn__plan_expand_scalar nn__no_plan
 
-static void nn__grad_sum_all(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_EXPAND_SCALAR, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_sum_all(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_EXPAND_SCALAR); }
 
 static void nn__grad_expand_scalar(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);

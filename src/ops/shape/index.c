@@ -294,13 +294,7 @@ NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int
 #define nn__grad_repeat_grad nn__grad_none
 #define nn__plan_repeat_grad nn__no_plan
 
-static void nn__grad_repeat(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op1(g, NN__OP_REPEAT_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_repeat(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_REPEAT_GRAD); }
 
 /* repeat geometry: the output's dims and x's, x padded with leading ones (REPEAT_GRAD:
    the forward's, from its own shape and its input's) */

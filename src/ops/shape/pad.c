@@ -43,14 +43,7 @@ NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top
 #define nn__grad_pad2d_grad nn__grad_none
 #define nn__plan_pad2d_grad nn__no_plan
 
-static void nn__grad_pad2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_PAD2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_pad2d(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_PAD2D_GRAD); }
 
 /* x [..., H, W] padded to y [..., OH, OW]: P planes */
 static nn_result nn__cpu_pad2d(nn_graph *g, nn__node *n) {
@@ -157,14 +150,7 @@ NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_
 #define nn__grad_upsample2d_grad nn__grad_none
 #define nn__plan_upsample2d_grad nn__no_plan
 
-static void nn__grad_upsample2d(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    t = nn__op1(g, NN__OP_UPSAMPLE2D_GRAD, NN_F32, g->nodes[a].shape, gy.id);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
-    return;
-}
+static void nn__grad_upsample2d(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_UPSAMPLE2D_GRAD); }
 
 static nn_result nn__cpu_upsample2d(nn_graph *g, nn__node *n) {
     const int *in = n->in;
