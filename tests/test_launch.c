@@ -30,17 +30,15 @@ static const char planted[] =
     "    if (i < n) y[i + 1] = x[i];\n"
     "}\n";
 
-/* Whether e's OpenCL context is tuned for a GPU, as nn_context_desc.tuning says: explicitly,
-   or by $NN_CL_TUNING, or by the device's type (not a CPU). */
+/* Whether e's OpenCL context is tuned for a GPU, as nn_backend_options.tuning says:
+   explicitly, or by $NN_CL_TUNING, or by the device's type (not a CPU). */
 static int gpu_tuned(const t_env *e) {
     const char *env = getenv("NN_CL_TUNING");
-    nn_device_info info[32];
-    int n, i = e->device ? atoi(e->device) : 0;
+    nn_device_info info;
     if (e->tuning != NN_TUNING_AUTO) return e->tuning == NN_TUNING_GPU;
     if (env && strcmp(env, "gpu") == 0) return 1;
     if (env && strcmp(env, "cpu") == 0) return 0;
-    n = nn_list_devices(info, 32);
-    return i >= 0 && i < n && i < 32 && !info[i].is_cpu;
+    return nn_context_device(e->ctx, &info) == NN_OK && !info.is_cpu;
 }
 
 /* y = fn(x) for x of n elements on a context of e's device and tuning with the planted
@@ -55,20 +53,20 @@ static nn_result run_planted(const t_env *e, const char *dir, nn_tensor (*fn)(nn
     int i;
     for (i = 0; i < n; i++) x[i] = (float)(i + 1);
     t_context_desc(e, &d);
-    d.kernel_dir = dir;
-    d.cache_dir = "off";
+    d.backend.kernel_dir = dir;
+    d.backend.cache_dir = "off";
     d.log_level = NN_LOG_ERROR; /* the run's error is the case's to check */
     r = nn_context_create(&d, &ctx);
     if (r == NN_OK) r = nn_graph_create(ctx, NULL, &g);
     if (r == NN_OK) {
         nn_tensor in = nn_input(g, "x", NN_F32, nn_shape1(n)), out = fn(g, in);
-        nn_output(g, out);
+        nn_graph_output(g, out);
         r = nn_graph_compile(g, NULL);
         if (r == NN_OK) r = nn_tensor_write(g, in, x, (size_t)n * 4);
         if (r == NN_OK) r = nn_graph_forward(g);
         if (r == NN_OK) r = nn_tensor_read(g, out, y, (size_t)n * 4);
     }
-    snprintf(err, err_n, "%s", ctx ? nn_last_error(ctx) : "no context");
+    snprintf(err, err_n, "%s", ctx ? nn_context_last_error(ctx) : "no context");
     nn_graph_destroy(g);
     nn_context_destroy(ctx);
     return r;
