@@ -8541,7 +8541,7 @@ static void nn__gemm_config(int is_cpu_device, size_t max_wg_size, uint64_t loca
 static void nn__gemm_cfg_plan_batched(const nn__gemm_cfg *c, int transA, int transB,
                                          int M, int N, int batch, nn__gemm_plan *p)
 {
-    static const char *const names[8] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt",
+    static const char *const names[8] = { "gemm_nn_single", "gemm_nt_single", "gemm_tn_single", "gemm_tt_single",
                                           "gemm_nn_batched", "gemm_nt_batched", "gemm_tn_batched",
                                           "gemm_tt_batched" };
     int packed = c->use_local == 2;
@@ -9509,8 +9509,8 @@ static const char *const nn__cl_src_conv[] = {
 "\n",
 "/* The GEMM path: column matrices [C*KH*KW, ld] at float offset off of the scratch buffer.\n",
 "   Each signature serves the element-wise kernel and its by-rows twin for CPU devices:\n",
-"   conv2d_im2col and conv2d_im2col_rows; conv2d_col2im and conv2d_col2im_planes;\n",
-"   conv2d_unpack and conv2d_unpack_rows; conv2d_pack and conv2d_pack_rows. */\n",
+"   conv2d_im2col_elems and conv2d_im2col_rows; conv2d_col2im_elems and conv2d_col2im_planes;\n",
+"   conv2d_unpack_elems and conv2d_unpack_rows; conv2d_pack_elems and conv2d_pack_rows. */\n",
 "#define NN__KARGS_conv2d_im2col(F, P)                                                                    \\\n",
 "    F(in, x) P(out, col) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)     \\\n",
 "    P(int, OH) P(int, OW) P(int8, geo) P(int, ld)\n",
@@ -9636,7 +9636,7 @@ static const char *const nn__cl_src_conv[] = {
 "   live at float offsets `off` inside the node's scratch buffer. */\n",
 "\n",
 "/* col = im2col(x) */\n",
-"__kernel void conv2d_im2col(NN__KPARAMS(conv2d_im2col)) {\n",
+"__kernel void conv2d_im2col_elems(NN__KPARAMS(conv2d_im2col)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= C * KH * KW * ld) return;\n",
 "    int p = i % ld, row = i / ld;\n",
@@ -9652,7 +9652,7 @@ static const char *const nn__cl_src_conv[] = {
 "\n",
 "/* dx = col2im(dcol): each input pixel sums the column entries that read it, in (kh, kw)\n",
 "   order (no atomics, the same order every run) */\n",
-"__kernel void conv2d_col2im(NN__KPARAMS(conv2d_col2im)) {\n",
+"__kernel void conv2d_col2im_elems(NN__KPARAMS(conv2d_col2im)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * C * H * W) return;\n",
 "    int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);\n",
@@ -9674,7 +9674,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* y [N, K, S] = out [K, ld] (columns n*S + s) + bias */\n",
-"__kernel void conv2d_unpack(NN__KPARAMS(conv2d_unpack)) {\n",
+"__kernel void conv2d_unpack_elems(NN__KPARAMS(conv2d_unpack)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * K * S) return;\n",
 "    int s = i % S, k = (i / S) % K, n = i / (S * K);\n",
@@ -9682,7 +9682,7 @@ static const char *const nn__cl_src_conv[] = {
 "}\n",
 "\n",
 "/* dyg [K, ld] (columns n*S + s, zeros past N*S) = dy [N, K, S] */\n",
-"__kernel void conv2d_pack(NN__KPARAMS(conv2d_pack)) {\n",
+"__kernel void conv2d_pack_elems(NN__KPARAMS(conv2d_pack)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= K * ld) return;\n",
 "    int p = i % ld, k = i / ld;\n",
@@ -9701,7 +9701,7 @@ static const char *const nn__cl_src_conv[] = {
 "    return (int2)(min(lo, hi), hi);\n",
 "}\n",
 "\n",
-"/* conv2d_im2col by rows: item (row, n, oh); items past rows*N*OH zero one row's padding */\n",
+"/* conv2d_im2col_elems by rows: item (row, n, oh); items past rows*N*OH zero one row's padding */\n",
 "__kernel void conv2d_im2col_rows(NN__KPARAMS(conv2d_im2col)) {\n",
 "    int i = get_global_id(0), rows = C * KH * KW, P = N * OH * OW;\n",
 "    if (i >= rows * N * OH + rows) return;\n",
@@ -9728,7 +9728,7 @@ static const char *const nn__cl_src_conv[] = {
 "    for (int ow = s.y; ow < OW; ow++) r[ow] = 0.0f;\n",
 "}\n",
 "\n",
-"/* conv2d_col2im by planes: item (n, c) owns its input plane and adds the column rows into\n",
+"/* conv2d_col2im_elems by planes: item (n, c) owns its input plane and adds the column rows into\n",
 "   it in (kh, kw, oh, ow) order */\n",
 "__kernel void conv2d_col2im_planes(NN__KPARAMS(conv2d_col2im)) {\n",
 "    int i = get_global_id(0);\n",
@@ -9751,7 +9751,7 @@ static const char *const nn__cl_src_conv[] = {
 "        }\n",
 "}\n",
 "\n",
-"/* conv2d_unpack by rows: item (n, k) */\n",
+"/* conv2d_unpack_elems by rows: item (n, k) */\n",
 "__kernel void conv2d_unpack_rows(NN__KPARAMS(conv2d_unpack)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= N * K) return;\n",
@@ -9762,7 +9762,7 @@ static const char *const nn__cl_src_conv[] = {
 "    for (int s = 0; s < S; s++) yy[s] = o[s] + bias;\n",
 "}\n",
 "\n",
-"/* conv2d_pack by rows: item (k, n); item (k, N) zeroes row k's padding */\n",
+"/* conv2d_pack_elems by rows: item (k, n); item (k, N) zeroes row k's padding */\n",
 "__kernel void conv2d_pack_rows(NN__KPARAMS(conv2d_pack)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= K * (N + 1)) return;\n",
@@ -10664,7 +10664,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "}\n",
 "\n",
 "/* dw [C] = the sum over n of part[n, c], in n order: no atomics, the same bits every run */\n",
-"__kernel void prelu_backward_weight(NN__KPARAMS(prelu_backward_weight)) {\n",
+"__kernel void prelu_backward_weight_sum(NN__KPARAMS(prelu_backward_weight)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= C) return;\n",
 "    float acc = 0.0f;\n",
@@ -11102,7 +11102,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* y [B, D] = data[idx[b]] of data [N, D]; an index out of range gives zeros. The rows are\n",
 "   copied as bits, so float32 and int32 data share the kernel. */\n",
-"__kernel void gather_rows(NN__KPARAMS(gather_rows)) {\n",
+"__kernel void gather_rows_forward(NN__KPARAMS(gather_rows)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= B * D) return;\n",
 "    int b = i / D, j = i - b * D, r = idx[b];\n",
@@ -11130,7 +11130,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k]; out of range:\n",
 "   zeros. Bits, so either dtype. */\n",
-"__kernel void index_select(NN__KPARAMS(index_select)) {\n",
+"__kernel void index_select_forward(NN__KPARAMS(index_select)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner, k = (i / inner) % K, o = i / (inner * K), j = idx[k];\n",
@@ -11159,7 +11159,7 @@ static const char *const nn__cl_src_gather[] = {
 "\n",
 "/* torch.gather along dim: y [ydims] at c inside the index's dims = x at c with c[dim] =\n",
 "   idx[c]; elsewhere, and for an index out of range, zero */\n",
-"__kernel void gather(NN__KPARAMS(gather)) {\n",
+"__kernel void gather_dim(NN__KPARAMS(gather)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int yd[8], id[8], xd[8], c[8];\n",
@@ -11433,7 +11433,7 @@ static const char *const nn__cl_src_gemm[] = {
 "#ifndef NN__GEMM_ARGS_H\n",
 "#define NN__GEMM_ARGS_H\n",
 "\n",
-"/* gemm_nn, gemm_nt, gemm_tn, gemm_tt (GEMM_KERNEL) */\n",
+"/* gemm_nn_single, gemm_nt_single, gemm_tn_single, gemm_tt_single (GEMM_KERNEL) */\n",
 "#define NN__KARGS_gemm(F, P)                                                                       \\\n",
 "    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \\\n",
 "    P(float, alpha) P(float, beta)\n",
@@ -11454,7 +11454,7 @@ static const char *const nn__cl_src_gemm[] = {
 " *   op(A) = A   stored [M,K] (lda >= K)   or  A^T, A stored [K,M] (lda >= M)\n",
 " *   op(B) = B   stored [K,N] (ldb >= N)   or  B^T, B stored [N,K] (ldb >= K)\n",
 " *\n",
-" * Kernels gemm_nn, gemm_nt, gemm_tn, gemm_tt are stamped out from one body\n",
+" * Kernels gemm_nn_single ... gemm_tt_single are stamped out from one body\n",
 " * (GEMM_KERNEL, parameters `gemm` of kernels/gemm_args.h), and their batched\n",
 " * twins from another (GEMM_BATCHED_KERNEL, `gemm_batched`); the transpose\n",
 " * flags are compile-time constants after inlining, so each variant gets its\n",
@@ -11907,10 +11907,10 @@ static const char *const nn__cl_src_gemm[] = {
 "                  C + offC + (size_t)zo * sc0 + (size_t)zi * sc1, ta, tb);           \\\n",
 "    }\n",
 "\n",
-"GEMM_KERNEL(gemm_nn, 0, 0)\n",
-"GEMM_KERNEL(gemm_nt, 0, 1)\n",
-"GEMM_KERNEL(gemm_tn, 1, 0)\n",
-"GEMM_KERNEL(gemm_tt, 1, 1)\n",
+"GEMM_KERNEL(gemm_nn_single, 0, 0)\n",
+"GEMM_KERNEL(gemm_nt_single, 0, 1)\n",
+"GEMM_KERNEL(gemm_tn_single, 1, 0)\n",
+"GEMM_KERNEL(gemm_tt_single, 1, 1)\n",
 "GEMM_BATCHED_KERNEL(gemm_nn_batched, 0, 0)\n",
 "GEMM_BATCHED_KERNEL(gemm_nt_batched, 0, 1)\n",
 "GEMM_BATCHED_KERNEL(gemm_tn_batched, 1, 0)\n",
@@ -13850,7 +13850,7 @@ static const char *const nn__cl_src_pool[] = {
 "}\n",
 "\n",
 "/* y [NC, OH, OW] = the maximum of each window */\n",
-"__kernel void max_pool2d_forward(NN__KPARAMS(max_pool2d_forward)) {\n",
+"__kernel void max_pool2d_forward_elems(NN__KPARAMS(max_pool2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
@@ -13860,7 +13860,7 @@ static const char *const nn__cl_src_pool[] = {
 "}\n",
 "\n",
 "/* idx [NC, OH, OW] = each window's argmax, for the backward pass */\n",
-"__kernel void max_pool2d_argmax(NN__KPARAMS(max_pool2d_argmax)) {\n",
+"__kernel void max_pool2d_argmax_elems(NN__KPARAMS(max_pool2d_argmax)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
@@ -13878,7 +13878,7 @@ static const char *const nn__cl_src_pool[] = {
 "\n",
 "/* dx [NC, H, W]: each input element sums dy over the windows whose argmax it is, in\n",
 "   output order */\n",
-"__kernel void max_pool2d_backward(NN__KPARAMS(max_pool2d_backward)) {\n",
+"__kernel void max_pool2d_backward_elems(NN__KPARAMS(max_pool2d_backward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * H * W) return;\n",
 "    int c = i / (H * W), p = i - c * (H * W), ih = p / W, iw = p - ih * W;\n",
@@ -14414,7 +14414,7 @@ static const char *const nn__cl_src_random[] = {
 "\n",
 "#define NN_RNG_WORDS(i) nn_philox((uint4)((uint)(i), key, step_lo, step_hi), (uint2)(seed_lo, seed_hi))\n",
 "\n",
-"__kernel void rand(NN__KPARAMS(rand)) {\n",
+"__kernel void rand_uniform(NN__KPARAMS(rand)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -14456,7 +14456,7 @@ static const char *const nn__cl_src_random[] = {
 "}\n",
 "\n",
 "/* kept (u >= p): scale x + shift; dropped: the constant */\n",
-"__kernel void alpha_dropout(NN__KPARAMS(alpha_dropout)) {\n",
+"__kernel void alpha_dropout_forward(NN__KPARAMS(alpha_dropout)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
@@ -18536,7 +18536,7 @@ NN__KSIG(masked_fill_bcast)
 #ifndef NN__GEMM_ARGS_H
 #define NN__GEMM_ARGS_H
 
-/* gemm_nn, gemm_nt, gemm_tn, gemm_tt (GEMM_KERNEL) */
+/* gemm_nn_single, gemm_nt_single, gemm_tn_single, gemm_tt_single (GEMM_KERNEL) */
 #define NN__KARGS_gemm(F, P)                                                                       \
     F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \
     P(float, alpha) P(float, beta)
@@ -18775,8 +18775,8 @@ NN__KSIG(channel_sum)
 
 /* The GEMM path: column matrices [C*KH*KW, ld] at float offset off of the scratch buffer.
    Each signature serves the element-wise kernel and its by-rows twin for CPU devices:
-   conv2d_im2col and conv2d_im2col_rows; conv2d_col2im and conv2d_col2im_planes;
-   conv2d_unpack and conv2d_unpack_rows; conv2d_pack and conv2d_pack_rows. */
+   conv2d_im2col_elems and conv2d_im2col_rows; conv2d_col2im_elems and conv2d_col2im_planes;
+   conv2d_unpack_elems and conv2d_unpack_rows; conv2d_pack_elems and conv2d_pack_rows. */
 #define NN__KARGS_conv2d_im2col(F, P)                                                                    \
     F(in, x) P(out, col) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)     \
     P(int, OH) P(int, OW) P(int8, geo) P(int, ld)
@@ -19481,7 +19481,7 @@ static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
     kp.C = n->a.ew.C;
     kp.S = n->a.ew.S;
     r = nn__kargs_prelu_backward_weight_part(l, &kp);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight", (size_t)n->a.ew.C, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight_sum", (size_t)n->a.ew.C, &l);
     if (r != NN_OK) return r;
     memset(&kw, 0, sizeof kw);
     kw.part = &n->scratch_buf;
@@ -22282,7 +22282,7 @@ static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
     nn__node *d = &g->nodes[n->in[0]];
     nn__launch *l = NULL;
     nn__k_gather_rows k;
-    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)n->numel, &l);
+    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows_forward", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.data = &d->buf;
@@ -22372,7 +22372,7 @@ static nn_result nn__launch_index_select(nn_graph *g, int id) {
     nn_result r;
     nn__gather_split(&g->nodes[n->in[0]].shape, n->a.gather.dim, &o, &L, &inner);
     r = nn__launch_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select_forward", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
@@ -22457,7 +22457,7 @@ static nn_result nn__launch_gather(nn_graph *g, int id) {
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&x->shape, xd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather_dim", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &x->buf;
@@ -24147,7 +24147,7 @@ static nn_result nn__launch_conv2d_im2col(nn_graph *g, int id, const nn__conv2d 
     nn__k_conv2d_im2col k;
     int geo[8];
     size_t items = q->rowwise ? (size_t)q->rows * (c->N * c->OH + 1) : (size_t)q->rows * q->p.ld;
-    nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_im2col_rows" : "conv2d_im2col", items, &l);
+    nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_im2col_rows" : "conv2d_im2col_elems", items, &l);
     if (r != NN_OK) return r;
     nn__conv2d_geo(&n->a.conv, geo);
     memset(&k, 0, sizeof k);
@@ -24173,7 +24173,7 @@ static nn_result nn__launch_conv2d_pack(nn_graph *g, int id, const nn__conv2d *c
     nn__launch *l = NULL;
     nn__k_conv2d_pack k;
     size_t items = q->rowwise ? (size_t)c->K * (c->N + 1) : (size_t)c->K * q->p.ld;
-    nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_pack_rows" : "conv2d_pack", items, &l);
+    nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_pack_rows" : "conv2d_pack_elems", items, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.dy = dy;
@@ -24211,7 +24211,7 @@ static nn_result nn__launch_conv2d(nn_graph *g, int id) {
         if (r == NN_OK)
             r = nn__launch_gemm(g, id, 0, 0, q.Kg, q.P, q.KKg, &w->buf, wa, &n->scratch_buf, cb, &n->scratch_buf, oc, c.G, 1);
         if (r == NN_OK)
-            r = nn__launch_kernel(g, id, "conv", q.rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
+            r = nn__launch_kernel(g, id, "conv", q.rowwise ? "conv2d_unpack_rows" : "conv2d_unpack_elems",
                                   q.rowwise ? (size_t)c.N * c.K : (size_t)n->numel, &l);
         if (r != NN_OK) return r;
         memset(&k, 0, sizeof k);
@@ -24276,7 +24276,7 @@ static nn_result nn__launch_conv2d_dx(nn_graph *g, int id) {
         if (r == NN_OK)
             r = nn__launch_gemm(g, id, 1, 0, q.KKg, q.P, q.Kg, &w->buf, wa, &n->scratch_buf, gb, &n->scratch_buf, dc, c.G, 1);
         if (r == NN_OK)
-            r = nn__launch_kernel(g, id, "conv", q.rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
+            r = nn__launch_kernel(g, id, "conv", q.rowwise ? "conv2d_col2im_planes" : "conv2d_col2im_elems",
                                   q.rowwise ? (size_t)c.N * c.C : (size_t)n->numel, &l);
         if (r != NN_OK) return r;
         memset(&k, 0, sizeof k);
@@ -25383,7 +25383,7 @@ static nn_result nn__launch_maxpool2d(nn_graph *g, int id) {
     nn__k_max_pool2d_forward k;
     nn__pooling p;
     int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_forward", "max_pool2d_forward_rows", 1, &p, geo, &l);
+    nn_result r = nn__pool_launch(g, id, "max_pool2d_forward_elems", "max_pool2d_forward_rows", 1, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
@@ -25398,7 +25398,7 @@ static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
     nn__k_max_pool2d_argmax k;
     nn__pooling p;
     int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_argmax", "max_pool2d_argmax_rows", 1, &p, geo, &l);
+    nn_result r = nn__pool_launch(g, id, "max_pool2d_argmax_elems", "max_pool2d_argmax_rows", 1, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
@@ -25414,7 +25414,7 @@ static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
     nn__k_max_pool2d_backward k;
     nn__pooling p;
     int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_backward", "max_pool2d_backward_planes", 0, &p, geo, &l);
+    nn_result r = nn__pool_launch(g, id, "max_pool2d_backward_elems", "max_pool2d_backward_planes", 0, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.idx = &g->nodes[n->in[0]].buf;
@@ -26223,7 +26223,7 @@ static int nn__sample_rand(const nn__random_attr *ra, const uint32_t r[4], const
 }
 static nn_result nn__cpu_rand(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_rand); }
 
-static nn_result nn__launch_rand(nn_graph *g, int id) { return nn__launch_rand_sig(g, id, "rand"); }
+static nn_result nn__launch_rand(nn_graph *g, int id) { return nn__launch_rand_sig(g, id, "rand_uniform"); }
 
 /* ==== randn: y [shape] standard normal, Box-Muller on kernels/random.h's exact formulas
    (torch.randn; nn_randn_like takes x's shape) ==== */
@@ -26429,7 +26429,7 @@ static nn_result nn__launch_alpha_dropout(nn_graph *g, int id) {
     const nn__random_attr *ra = &n->a.random;
     nn__launch *l = NULL;
     nn__k_alpha_dropout k;
-    nn_result r = nn__random_launch(g, id, "alpha_dropout", &l);
+    nn_result r = nn__random_launch(g, id, "alpha_dropout_forward", &l);
     if (r != NN_OK) return r;
     NN__RNG_FIELDS(k, g, n);
     k.x = &g->nodes[n->in[0]].buf;

@@ -241,7 +241,7 @@ int main(int argc, char **argv)
     char name[256], opts[512], full[600];
     const char *src;
     cl_int err;
-    static const char *const knames[4] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt" };
+    static const char *const knames[4] = { "gemm_nn_single", "gemm_nt_single", "gemm_tn_single", "gemm_tt_single" };
 
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-k") && i + 1 < argc) kpath = argv[++i];

@@ -107,7 +107,7 @@ __kernel void channel_sum(NN__KPARAMS(channel_sum)) {
    live at float offsets `off` inside the node's scratch buffer. */
 
 /* col = im2col(x) */
-__kernel void conv2d_im2col(NN__KPARAMS(conv2d_im2col)) {
+__kernel void conv2d_im2col_elems(NN__KPARAMS(conv2d_im2col)) {
     int i = get_global_id(0);
     if (i >= C * KH * KW * ld) return;
     int p = i % ld, row = i / ld;
@@ -123,7 +123,7 @@ __kernel void conv2d_im2col(NN__KPARAMS(conv2d_im2col)) {
 
 /* dx = col2im(dcol): each input pixel sums the column entries that read it, in (kh, kw)
    order (no atomics, the same order every run) */
-__kernel void conv2d_col2im(NN__KPARAMS(conv2d_col2im)) {
+__kernel void conv2d_col2im_elems(NN__KPARAMS(conv2d_col2im)) {
     int i = get_global_id(0);
     if (i >= N * C * H * W) return;
     int iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);
@@ -145,7 +145,7 @@ __kernel void conv2d_col2im(NN__KPARAMS(conv2d_col2im)) {
 }
 
 /* y [N, K, S] = out [K, ld] (columns n*S + s) + bias */
-__kernel void conv2d_unpack(NN__KPARAMS(conv2d_unpack)) {
+__kernel void conv2d_unpack_elems(NN__KPARAMS(conv2d_unpack)) {
     int i = get_global_id(0);
     if (i >= N * K * S) return;
     int s = i % S, k = (i / S) % K, n = i / (S * K);
@@ -153,7 +153,7 @@ __kernel void conv2d_unpack(NN__KPARAMS(conv2d_unpack)) {
 }
 
 /* dyg [K, ld] (columns n*S + s, zeros past N*S) = dy [N, K, S] */
-__kernel void conv2d_pack(NN__KPARAMS(conv2d_pack)) {
+__kernel void conv2d_pack_elems(NN__KPARAMS(conv2d_pack)) {
     int i = get_global_id(0);
     if (i >= K * ld) return;
     int p = i % ld, k = i / ld;
@@ -172,7 +172,7 @@ inline int2 ow_span(const int off, const int sw, const int W, const int OW) {
     return (int2)(min(lo, hi), hi);
 }
 
-/* conv2d_im2col by rows: item (row, n, oh); items past rows*N*OH zero one row's padding */
+/* conv2d_im2col_elems by rows: item (row, n, oh); items past rows*N*OH zero one row's padding */
 __kernel void conv2d_im2col_rows(NN__KPARAMS(conv2d_im2col)) {
     int i = get_global_id(0), rows = C * KH * KW, P = N * OH * OW;
     if (i >= rows * N * OH + rows) return;
@@ -199,7 +199,7 @@ __kernel void conv2d_im2col_rows(NN__KPARAMS(conv2d_im2col)) {
     for (int ow = s.y; ow < OW; ow++) r[ow] = 0.0f;
 }
 
-/* conv2d_col2im by planes: item (n, c) owns its input plane and adds the column rows into
+/* conv2d_col2im_elems by planes: item (n, c) owns its input plane and adds the column rows into
    it in (kh, kw, oh, ow) order */
 __kernel void conv2d_col2im_planes(NN__KPARAMS(conv2d_col2im)) {
     int i = get_global_id(0);
@@ -222,7 +222,7 @@ __kernel void conv2d_col2im_planes(NN__KPARAMS(conv2d_col2im)) {
         }
 }
 
-/* conv2d_unpack by rows: item (n, k) */
+/* conv2d_unpack_elems by rows: item (n, k) */
 __kernel void conv2d_unpack_rows(NN__KPARAMS(conv2d_unpack)) {
     int i = get_global_id(0);
     if (i >= N * K) return;
@@ -233,7 +233,7 @@ __kernel void conv2d_unpack_rows(NN__KPARAMS(conv2d_unpack)) {
     for (int s = 0; s < S; s++) yy[s] = o[s] + bias;
 }
 
-/* conv2d_pack by rows: item (k, n); item (k, N) zeroes row k's padding */
+/* conv2d_pack_elems by rows: item (k, n); item (k, N) zeroes row k's padding */
 __kernel void conv2d_pack_rows(NN__KPARAMS(conv2d_pack)) {
     int i = get_global_id(0);
     if (i >= K * (N + 1)) return;

@@ -23,8 +23,8 @@ NN__KSIG(channel_sum)
 
 /* The GEMM path: column matrices [C*KH*KW, ld] at float offset off of the scratch buffer.
    Each signature serves the element-wise kernel and its by-rows twin for CPU devices:
-   conv2d_im2col and conv2d_im2col_rows; conv2d_col2im and conv2d_col2im_planes;
-   conv2d_unpack and conv2d_unpack_rows; conv2d_pack and conv2d_pack_rows. */
+   conv2d_im2col_elems and conv2d_im2col_rows; conv2d_col2im_elems and conv2d_col2im_planes;
+   conv2d_unpack_elems and conv2d_unpack_rows; conv2d_pack_elems and conv2d_pack_rows. */
 #define NN__KARGS_conv2d_im2col(F, P)                                                                    \
     F(in, x) P(out, col) P(int, off) P(int, N) P(int, C) P(int, H) P(int, W) P(int, KH) P(int, KW)     \
     P(int, OH) P(int, OW) P(int8, geo) P(int, ld)

@@ -50,7 +50,7 @@ __kernel void prelu_backward_weight_part(NN__KPARAMS(prelu_backward_weight_part)
 }
 
 /* dw [C] = the sum over n of part[n, c], in n order: no atomics, the same bits every run */
-__kernel void prelu_backward_weight(NN__KPARAMS(prelu_backward_weight)) {
+__kernel void prelu_backward_weight_sum(NN__KPARAMS(prelu_backward_weight)) {
     int c = get_global_id(0);
     if (c >= C) return;
     float acc = 0.0f;

@@ -5,7 +5,7 @@
 
 /* y [B, D] = data[idx[b]] of data [N, D]; an index out of range gives zeros. The rows are
    copied as bits, so float32 and int32 data share the kernel. */
-__kernel void gather_rows(NN__KPARAMS(gather_rows)) {
+__kernel void gather_rows_forward(NN__KPARAMS(gather_rows)) {
     int i = get_global_id(0);
     if (i >= B * D) return;
     int b = i / D, j = i - b * D, r = idx[b];
@@ -33,7 +33,7 @@ __kernel void index_check(NN__KPARAMS(index_check)) {
 
 /* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k]; out of range:
    zeros. Bits, so either dtype. */
-__kernel void index_select(NN__KPARAMS(index_select)) {
+__kernel void index_select_forward(NN__KPARAMS(index_select)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int in = i % inner, k = (i / inner) % K, o = i / (inner * K), j = idx[k];
@@ -62,7 +62,7 @@ inline void nn_coords(int i, const int *dims, int *c) {
 
 /* torch.gather along dim: y [ydims] at c inside the index's dims = x at c with c[dim] =
    idx[c]; elsewhere, and for an index out of range, zero */
-__kernel void gather(NN__KPARAMS(gather)) {
+__kernel void gather_dim(NN__KPARAMS(gather)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int yd[8], id[8], xd[8], c[8];

@@ -6,7 +6,7 @@
  *   op(A) = A   stored [M,K] (lda >= K)   or  A^T, A stored [K,M] (lda >= M)
  *   op(B) = B   stored [K,N] (ldb >= N)   or  B^T, B stored [N,K] (ldb >= K)
  *
- * Kernels gemm_nn, gemm_nt, gemm_tn, gemm_tt are stamped out from one body
+ * Kernels gemm_nn_single ... gemm_tt_single are stamped out from one body
  * (GEMM_KERNEL, parameters `gemm` of kernels/gemm_args.h), and their batched
  * twins from another (GEMM_BATCHED_KERNEL, `gemm_batched`); the transpose
  * flags are compile-time constants after inlining, so each variant gets its
@@ -459,10 +459,10 @@ inline void gemm_tiled(const int M, const int N, const int K,
                   C + offC + (size_t)zo * sc0 + (size_t)zi * sc1, ta, tb);           \
     }
 
-GEMM_KERNEL(gemm_nn, 0, 0)
-GEMM_KERNEL(gemm_nt, 0, 1)
-GEMM_KERNEL(gemm_tn, 1, 0)
-GEMM_KERNEL(gemm_tt, 1, 1)
+GEMM_KERNEL(gemm_nn_single, 0, 0)
+GEMM_KERNEL(gemm_nt_single, 0, 1)
+GEMM_KERNEL(gemm_tn_single, 1, 0)
+GEMM_KERNEL(gemm_tt_single, 1, 1)
 GEMM_BATCHED_KERNEL(gemm_nn_batched, 0, 0)
 GEMM_BATCHED_KERNEL(gemm_nt_batched, 0, 1)
 GEMM_BATCHED_KERNEL(gemm_tn_batched, 1, 0)

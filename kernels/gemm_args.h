@@ -3,7 +3,7 @@
 #ifndef NN__GEMM_ARGS_H
 #define NN__GEMM_ARGS_H
 
-/* gemm_nn, gemm_nt, gemm_tn, gemm_tt (GEMM_KERNEL) */
+/* gemm_nn_single, gemm_nt_single, gemm_tn_single, gemm_tt_single (GEMM_KERNEL) */
 #define NN__KARGS_gemm(F, P)                                                                       \
     F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \
     P(float, alpha) P(float, beta)

@@ -31,7 +31,7 @@ inline int max_window(__global const float *x, const int H, const int W, const i
 }
 
 /* y [NC, OH, OW] = the maximum of each window */
-__kernel void max_pool2d_forward(NN__KPARAMS(max_pool2d_forward)) {
+__kernel void max_pool2d_forward_elems(NN__KPARAMS(max_pool2d_forward)) {
     int i = get_global_id(0);
     if (i >= NC * OH * OW) return;
     int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);
@@ -41,7 +41,7 @@ __kernel void max_pool2d_forward(NN__KPARAMS(max_pool2d_forward)) {
 }
 
 /* idx [NC, OH, OW] = each window's argmax, for the backward pass */
-__kernel void max_pool2d_argmax(NN__KPARAMS(max_pool2d_argmax)) {
+__kernel void max_pool2d_argmax_elems(NN__KPARAMS(max_pool2d_argmax)) {
     int i = get_global_id(0);
     if (i >= NC * OH * OW) return;
     int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);
@@ -59,7 +59,7 @@ inline void cover(const int i, const int m, const int span, const int s, const i
 
 /* dx [NC, H, W]: each input element sums dy over the windows whose argmax it is, in
    output order */
-__kernel void max_pool2d_backward(NN__KPARAMS(max_pool2d_backward)) {
+__kernel void max_pool2d_backward_elems(NN__KPARAMS(max_pool2d_backward)) {
     int i = get_global_id(0);
     if (i >= NC * H * W) return;
     int c = i / (H * W), p = i - c * (H * W), ih = p / W, iw = p - ih * W;

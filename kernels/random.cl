@@ -35,7 +35,7 @@ __kernel void dropout(NN__KPARAMS(dropout)) {
 
 #define NN_RNG_WORDS(i) nn_philox((uint4)((uint)(i), key, step_lo, step_hi), (uint2)(seed_lo, seed_hi))
 
-__kernel void rand(NN__KPARAMS(rand)) {
+__kernel void rand_uniform(NN__KPARAMS(rand)) {
     int i = get_global_id(0);
     if (i >= n) return;
     uint4 r = NN_RNG_WORDS(i);
@@ -77,7 +77,7 @@ __kernel void gaussian_noise(NN__KPARAMS(gaussian_noise)) {
 }
 
 /* kept (u >= p): scale x + shift; dropped: the constant */
-__kernel void alpha_dropout(NN__KPARAMS(alpha_dropout)) {
+__kernel void alpha_dropout_forward(NN__KPARAMS(alpha_dropout)) {
     int i = get_global_id(0);
     if (i >= n) return;
     uint4 r = NN_RNG_WORDS(i);

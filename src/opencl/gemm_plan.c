@@ -75,7 +75,7 @@ static void nn__gemm_config(int is_cpu_device, size_t max_wg_size, uint64_t loca
 static void nn__gemm_cfg_plan_batched(const nn__gemm_cfg *c, int transA, int transB,
                                          int M, int N, int batch, nn__gemm_plan *p)
 {
-    static const char *const names[8] = { "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt",
+    static const char *const names[8] = { "gemm_nn_single", "gemm_nt_single", "gemm_tn_single", "gemm_tt_single",
                                           "gemm_nn_batched", "gemm_nt_batched", "gemm_tn_batched",
                                           "gemm_tt_batched" };
     int packed = c->use_local == 2;

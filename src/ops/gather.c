@@ -166,7 +166,7 @@ static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
     nn__node *d = &g->nodes[n->in[0]];
     nn__launch *l = NULL;
     nn__k_gather_rows k;
-    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)n->numel, &l);
+    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows_forward", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.data = &d->buf;
@@ -256,7 +256,7 @@ static nn_result nn__launch_index_select(nn_graph *g, int id) {
     nn_result r;
     nn__gather_split(&g->nodes[n->in[0]].shape, n->a.gather.dim, &o, &L, &inner);
     r = nn__launch_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select_forward", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
@@ -341,7 +341,7 @@ static nn_result nn__launch_gather(nn_graph *g, int id) {
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&x->shape, xd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather_dim", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &x->buf;

@@ -240,7 +240,7 @@ static nn_result nn__launch_maxpool2d(nn_graph *g, int id) {
     nn__k_max_pool2d_forward k;
     nn__pooling p;
     int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_forward", "max_pool2d_forward_rows", 1, &p, geo, &l);
+    nn_result r = nn__pool_launch(g, id, "max_pool2d_forward_elems", "max_pool2d_forward_rows", 1, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
@@ -255,7 +255,7 @@ static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
     nn__k_max_pool2d_argmax k;
     nn__pooling p;
     int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_argmax", "max_pool2d_argmax_rows", 1, &p, geo, &l);
+    nn_result r = nn__pool_launch(g, id, "max_pool2d_argmax_elems", "max_pool2d_argmax_rows", 1, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
@@ -271,7 +271,7 @@ static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
     nn__k_max_pool2d_backward k;
     nn__pooling p;
     int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_backward", "max_pool2d_backward_planes", 0, &p, geo, &l);
+    nn_result r = nn__pool_launch(g, id, "max_pool2d_backward_elems", "max_pool2d_backward_planes", 0, &p, geo, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.idx = &g->nodes[n->in[0]].buf;

@@ -144,7 +144,7 @@ static int nn__sample_rand(const nn__random_attr *ra, const uint32_t r[4], const
 }
 static nn_result nn__cpu_rand(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_rand); }
 
-static nn_result nn__launch_rand(nn_graph *g, int id) { return nn__launch_rand_sig(g, id, "rand"); }
+static nn_result nn__launch_rand(nn_graph *g, int id) { return nn__launch_rand_sig(g, id, "rand_uniform"); }
 
 /* ==== randn: y [shape] standard normal, Box-Muller on kernels/random.h's exact formulas
    (torch.randn; nn_randn_like takes x's shape) ==== */
@@ -350,7 +350,7 @@ static nn_result nn__launch_alpha_dropout(nn_graph *g, int id) {
     const nn__random_attr *ra = &n->a.random;
     nn__launch *l = NULL;
     nn__k_alpha_dropout k;
-    nn_result r = nn__random_launch(g, id, "alpha_dropout", &l);
+    nn_result r = nn__random_launch(g, id, "alpha_dropout_forward", &l);
     if (r != NN_OK) return r;
     NN__RNG_FIELDS(k, g, n);
     k.x = &g->nodes[n->in[0]].buf;

@@ -418,7 +418,7 @@ static nn_result nn__launch_conv2d_im2col(nn_graph *g, int id, const nn__conv2d 
     nn__k_conv2d_im2col k;
     int geo[8];
     size_t items = q->rowwise ? (size_t)q->rows * (c->N * c->OH + 1) : (size_t)q->rows * q->p.ld;
-    nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_im2col_rows" : "conv2d_im2col", items, &l);
+    nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_im2col_rows" : "conv2d_im2col_elems", items, &l);
     if (r != NN_OK) return r;
     nn__conv2d_geo(&n->a.conv, geo);
     memset(&k, 0, sizeof k);
@@ -444,7 +444,7 @@ static nn_result nn__launch_conv2d_pack(nn_graph *g, int id, const nn__conv2d *c
     nn__launch *l = NULL;
     nn__k_conv2d_pack k;
     size_t items = q->rowwise ? (size_t)c->K * (c->N + 1) : (size_t)c->K * q->p.ld;
-    nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_pack_rows" : "conv2d_pack", items, &l);
+    nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_pack_rows" : "conv2d_pack_elems", items, &l);
     if (r != NN_OK) return r;
     memset(&k, 0, sizeof k);
     k.dy = dy;
@@ -482,7 +482,7 @@ static nn_result nn__launch_conv2d(nn_graph *g, int id) {
         if (r == NN_OK)
             r = nn__launch_gemm(g, id, 0, 0, q.Kg, q.P, q.KKg, &w->buf, wa, &n->scratch_buf, cb, &n->scratch_buf, oc, c.G, 1);
         if (r == NN_OK)
-            r = nn__launch_kernel(g, id, "conv", q.rowwise ? "conv2d_unpack_rows" : "conv2d_unpack",
+            r = nn__launch_kernel(g, id, "conv", q.rowwise ? "conv2d_unpack_rows" : "conv2d_unpack_elems",
                                   q.rowwise ? (size_t)c.N * c.K : (size_t)n->numel, &l);
         if (r != NN_OK) return r;
         memset(&k, 0, sizeof k);
@@ -547,7 +547,7 @@ static nn_result nn__launch_conv2d_dx(nn_graph *g, int id) {
         if (r == NN_OK)
             r = nn__launch_gemm(g, id, 1, 0, q.KKg, q.P, q.Kg, &w->buf, wa, &n->scratch_buf, gb, &n->scratch_buf, dc, c.G, 1);
         if (r == NN_OK)
-            r = nn__launch_kernel(g, id, "conv", q.rowwise ? "conv2d_col2im_planes" : "conv2d_col2im",
+            r = nn__launch_kernel(g, id, "conv", q.rowwise ? "conv2d_col2im_planes" : "conv2d_col2im_elems",
                                   q.rowwise ? (size_t)c.N * c.C : (size_t)n->numel, &l);
         if (r != NN_OK) return r;
         memset(&k, 0, sizeof k);

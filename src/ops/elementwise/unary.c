@@ -323,7 +323,7 @@ static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
     kp.C = n->a.ew.C;
     kp.S = n->a.ew.S;
     r = nn__kargs_prelu_backward_weight_part(l, &kp);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight", (size_t)n->a.ew.C, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_weight_sum", (size_t)n->a.ew.C, &l);
     if (r != NN_OK) return r;
     memset(&kw, 0, sizeof kw);
     kw.part = &n->scratch_buf;
