@@ -110,14 +110,16 @@ __kernel void tril(NN__KPARAMS(tril)) {
     y[k] = keep ? x[k] : 0.0f;
 }
 
-/* source row of padded row o: -1 in zero padding */
+/* source row of padded row o: -1 in zero padding. The reflection of i is -i before the
+   start, 2 (n - 1) - i past the end, then folded once more; written so that no branch
+   negates i alone (clang makes `if (i < 0) i = -i;` the abs intrinsic, which Oclgrind
+   21.10 cannot run). */
 inline int nn_pad_src(int o, int before, int n, int reflect) {
-    int i = o - before;
+    int i = o - before, m;
     if (i >= 0 && i < n) return i;
     if (!reflect) return -1;
-    if (i < 0) i = -i;
-    if (i >= n) i = 2 * (n - 1) - i;
-    return i;
+    m = i < 0 ? -i : 2 * (n - 1) - i;
+    return m < n ? m : 2 * (n - 1) - m;
 }
 
 /* y [P, OH, OW] = x [P, H, W] padded; geo = (H, W, OH, OW, top, left, reflect, -) */
