@@ -71,6 +71,10 @@ ENVIRONMENT
                     cannot be written only costs the cache (debug lines).
     NN_KERNEL_DIR   load kernels/NAME.cl from this directory instead of the copies
                     embedded here (for kernel development)
+    NN_CL_TUNING    gpu | cpu: the OpenCL kernels, tiles and launch geometry made for that
+                    kind of device, on any device (default: by the device's type)
+    NN_CL_GUARDS    1: 256 guard bytes after every OpenCL buffer; a launch that writes one
+                    fails its run, naming the kernel (a debugging aid; the tests set it)
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
     NN_OPENCL_LIBRARY  the OpenCL library (an ICD loader or a vendor driver) to load
                     instead of the system's
