@@ -71,7 +71,9 @@ ENVIRONMENT
                     temporary file, synced and renamed, so processes may share the
                     directory. A damaged or foreign file is ignored (an info line), the
                     program is built from source and the file replaced; a directory that
-                    cannot be written only costs the cache (debug lines).
+                    cannot be written only costs the cache (debug lines). It is made 0700,
+                    and not used (an info line) when another user owns it or group or
+                    others may write to it: they could supply the programs' native code.
     NN_KERNEL_DIR   load kernels/NAME.cl from this directory instead of the copies
                     embedded here (for kernel development)
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
@@ -251,7 +253,8 @@ enum { NN_TUNING_AUTO = 0, NN_TUNING_CPU = 1, NN_TUNING_GPU = 2 };
 
 /* Creates a context on the chosen backend (desc NULL: every default). Like every *_create,
    the object comes back through the last argument. On failure *out is NULL and the reason
-   has gone to the log (an explicitly requested device that cannot be opened is an error;
+   has gone to the log (an explicitly requested device that cannot be opened is an error:
+   NN_ERR_UNAVAILABLE when it is not here, no OpenCL library that loads or no such device;
    no OpenCL platform at all, when none was requested, means the CPU backend). */
 NN_API nn_result nn_context_create(const nn_context_desc *desc, nn_context **out);
 NN_API void nn_context_destroy(nn_context *ctx);
@@ -2274,7 +2277,8 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
    names nothing, a directory, a FIFO or a device node is refused.
 
    Files are read and written only through these (src/files/ for the formats, the OpenCL
-   backend for its program cache). */
+   backend for its program cache, the OpenCL loader for .icd files). The program cache's
+   directory is made 0700, and used only while it is the user's alone (nn__dir_private). */
 
 #include <sys/stat.h>
 #include <time.h>
@@ -2293,7 +2297,7 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
 #  include <fcntl.h>
 #  include <unistd.h>
 #  include <poll.h>
-#  define nn__mkdir(p) mkdir(p, 0755)
+#  define nn__mkdir(p) mkdir(p, 0700) /* the program cache's: the user's alone */
 #  define nn__getpid() getpid()
 #  define nn__sleep_ms(ms) (void)poll(NULL, 0, ms) /* declared even where a strict -std hides nanosleep */
 #  define NN__S_ISREG(m) S_ISREG(m)
@@ -2335,37 +2339,51 @@ static const char *nn__file_kind(unsigned mode) {
     return "not a regular file";
 }
 
-/* The whole of a regular file, with one byte more (set to 0) after its len bytes. */
-static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char **data, size_t *len) {
+/* The core of the readers, quiet: the first bytes of a regular file, or the whole of it.
+   whole: the file, which must have at most max bytes; else its first min(size, max) bytes.
+   Either way one byte more (set to 0) follows the *len bytes read. On failure the code
+   (NN_ERR_IO, NN_ERR_OUT_OF_MEMORY), nothing allocated, and the message in why; *kind
+   (when given) is NN__READ_MISSING when the path does not exist, NN__READ_TOO_LARGE when
+   the whole file has more than max bytes. A FIFO is opened without waiting for a writer
+   and refused; so are directories and devices. */
+enum { NN__READ_FAILED = 1, NN__READ_MISSING, NN__READ_TOO_LARGE };
+static nn_result nn__read_regular(const char *path, size_t max, int whole, unsigned char **data, size_t *len, char *why,
+                                  size_t why_n, int *kind) {
     unsigned char *buf;
     size_t n, got = 0;
     *data = NULL;
     *len = 0;
-    if (!path) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "no path given");
+    if (kind) *kind = NN__READ_FAILED;
+    if (max >= SIZE_MAX) max = SIZE_MAX - 1;
+#define NN__RFAIL(code, ...) return (snprintf(why, why_n, __VA_ARGS__), (code))
+    if (!path) NN__RFAIL(NN_ERR_INVALID_ARGUMENT, "no path given");
 #if defined(_WIN32)
     {
         struct _stat64 st;
         FILE *f;
-        if (_stat64(path, &st) != 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (_stat64(path, &st) != 0) {
+            if (kind && errno == ENOENT) *kind = NN__READ_MISSING;
+            NN__RFAIL(NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        }
         if (!NN__S_ISREG(st.st_mode))
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
-        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX)
-            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
-        n = (size_t)st.st_size;
+            NN__RFAIL(NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
+        if (st.st_size < 0 || (whole && (uint64_t)st.st_size > (uint64_t)max)) {
+            if (kind) *kind = NN__READ_TOO_LARGE;
+            NN__RFAIL(NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
+        }
+        n = (uint64_t)st.st_size > (uint64_t)max ? max : (size_t)st.st_size;
         f = fopen(path, "rb");
-        if (!f) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (!f) NN__RFAIL(NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         buf = (unsigned char *)NN_MALLOC(n + 1);
         if (!buf) {
             fclose(f);
-            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
-                            (unsigned long long)n + 1);
+            NN__RFAIL(NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path, (unsigned long long)n + 1);
         }
         got = fread(buf, 1, n, f);
         fclose(f);
         if (got != n) {
             NN_FREE(buf);
-            return nn__fail(ctx, NN_ERR_IO, "%s: read error (%llu of %llu bytes)", path, (unsigned long long)got,
-                            (unsigned long long)n);
+            NN__RFAIL(NN_ERR_IO, "%s: read error (%llu of %llu bytes)", path, (unsigned long long)got, (unsigned long long)n);
         }
     }
 #else
@@ -2374,28 +2392,32 @@ static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char 
         int fd, fl, e = 0;
         /* O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below) */
         fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (fd < 0) {
+            e = errno;
+            if (kind && e == ENOENT) *kind = NN__READ_MISSING;
+            NN__RFAIL(NN_ERR_IO, "%s: cannot open: %s", path, strerror(e));
+        }
         if (fstat(fd, &st) != 0) {
             e = errno;
             close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+            NN__RFAIL(NN_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
         }
         if (!S_ISREG(st.st_mode)) {
             close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
+            NN__RFAIL(NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
         }
-        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX) {
+        if (st.st_size < 0 || (whole && (uint64_t)st.st_size > (uint64_t)max)) {
             close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
+            if (kind) *kind = NN__READ_TOO_LARGE;
+            NN__RFAIL(NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
         }
         fl = fcntl(fd, F_GETFL);
         if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-        n = (size_t)st.st_size;
+        n = (uint64_t)st.st_size > (uint64_t)max ? max : (size_t)st.st_size;
         buf = (unsigned char *)NN_MALLOC(n + 1);
         if (!buf) {
             close(fd);
-            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
-                            (unsigned long long)n + 1);
+            NN__RFAIL(NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path, (unsigned long long)n + 1);
         }
         while (got < n) {
             size_t want = n - got > ((size_t)1 << 30) ? ((size_t)1 << 30) : n - got;
@@ -2410,16 +2432,25 @@ static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char 
         close(fd);
         if (got != n) {
             NN_FREE(buf);
-            if (e) return nn__fail(ctx, NN_ERR_IO, "%s: read error: %s", path, strerror(e));
-            return nn__fail(ctx, NN_ERR_IO, "%s: read error: the file shrank to %llu of its %llu bytes while read", path,
-                            (unsigned long long)got, (unsigned long long)n);
+            if (e) NN__RFAIL(NN_ERR_IO, "%s: read error: %s", path, strerror(e));
+            NN__RFAIL(NN_ERR_IO, "%s: read error: the file shrank to %llu of its %llu bytes while read", path,
+                      (unsigned long long)got, (unsigned long long)n);
         }
     }
 #endif
+#undef NN__RFAIL
     buf[n] = 0;
     *data = buf;
     *len = n;
     return NN_OK;
+}
+
+/* The whole of a regular file, with one byte more (set to 0) after its len bytes; a
+   failure is the context's error. */
+static NN__MAYBE_UNUSED nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char **data, size_t *len) {
+    char why[NN__ERRLEN];
+    nn_result r = nn__read_regular(path, SIZE_MAX, 1, data, len, why, sizeof why, NULL);
+    return r == NN_OK ? NN_OK : nn__fail(ctx, r, "%s", why);
 }
 
 /* ---- writing a file in place of another, all at once ---- */
@@ -2660,7 +2691,41 @@ static nn_result nn__wfile_commit(nn_context *ctx, const char *path, nn__wfile *
     return r;
 }
 
-/* mkdir -p; 0 or -1 (errno set) */
+/* Whether the directory at path is the user's alone, as ssh asks of its files: owned by
+   this process's user (or root) and not writable by group or others; so no other user can
+   put a file in it. 1, or 0 and why (n bytes). Windows: 1 (no owner check there). */
+static NN__MAYBE_UNUSED int nn__dir_private(const char *path, char *why, size_t n) {
+#if defined(_WIN32)
+    (void)path, (void)why, (void)n;
+    return 1;
+#else
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(why, n, "%s: %s", path, strerror(errno));
+        return 0;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, n, "%s: %s, not a directory", path, nn__file_kind((unsigned)st.st_mode));
+        return 0;
+    }
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+        snprintf(why, n, "%s is owned by user %lu, not by this process's user %lu", path, (unsigned long)st.st_uid,
+                 (unsigned long)geteuid());
+        return 0;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(why, n, "%s is writable by %s (mode %04o; chmod go-w it)", path,
+                 (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ? "group and others"
+                 : (st.st_mode & S_IWGRP)                         ? "its group"
+                                                                  : "others",
+                 (unsigned)(st.st_mode & 07777));
+        return 0;
+    }
+    return 1;
+#endif
+}
+
+/* mkdir -p, each directory made 0700; 0 or -1 (errno set) */
 static NN__MAYBE_UNUSED int nn__mkdirs(const char *path) {
     char tmp[1024];
     size_t i, n = strlen(path);
@@ -8891,6 +8956,34 @@ static void nn__cl_msg(char *buf, size_t n, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* src into dst (n bytes), each byte that is a control character, not valid UTF-8, or a C1
+   control (U+0080..U+009F) as \xNN, cut at a whole character: the names and bytes that
+   .icd files, directories and drivers supply never reach a message raw. */
+static void nn__cl_escape(char *dst, size_t n, const char *src) {
+    const unsigned char *s = (const unsigned char *)src;
+    size_t o = 0;
+    if (n == 0) return;
+    while (*s) {
+        unsigned c = s[0];
+        size_t len = 1, k;
+        int ok = c >= 0x20 && c < 0x7f;
+        if (c >= 0xc2 && c <= 0xf4) { /* a UTF-8 lead byte and its continuation bytes */
+            len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+            for (ok = 1, k = 1; k < len && ok; k++) ok = (s[k] & 0xc0) == 0x80; /* stops at the NUL */
+            if (ok && ((c == 0xc2 && s[1] < 0xa0) || (c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
+                       (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90)))
+                ok = 0; /* C1 controls, overlong forms, surrogates, beyond U+10FFFF */
+        }
+        if (!ok) len = 1;
+        if (o + (ok ? len : 4) >= n) break;
+        if (ok) memcpy(dst + o, s, len);
+        else snprintf(dst + o, 5, "\\x%02x", c);
+        o += ok ? len : 4;
+        s += len;
+    }
+    dst[o] = 0;
+}
+
 /* ---- the dynamic linker ---- */
 
 static void *nn__dl_open(const char *path, char *err, size_t n) {
@@ -8993,15 +9086,63 @@ static int nn__cl_resolve(void *h, const char *lib, nn__cl_api *api, char *why, 
     return 2;
 }
 
+/* What lib is when the dynamic linker cannot load it: "not found", or what stands there
+   (a FIFO, a text file, a binary for another machine...), from its first bytes. */
+static void nn__cl_unloadable(const char *lib, const char *err, char *why, size_t n) {
+#if defined(_WIN32)
+    nn__cl_msg(why, n, "OpenCL library %s %s (%s)", lib, strstr(err, "error 126") ? "not found" : "cannot be loaded", err);
+#else
+    unsigned char *head = NULL;
+    size_t len = 0, i;
+    char what[160];
+    int kind = 0, text = 1;
+    if (!strchr(lib, '/')) { /* searched for by name: not found, unless the linker says otherwise */
+        nn__cl_msg(why, n, "OpenCL library %s %s (%s)", lib, strstr(err, "No such file") ? "not found" : "cannot be loaded",
+                   err);
+        return;
+    }
+    if (nn__read_regular(lib, 64, 0, &head, &len, what, sizeof what, &kind) != NN_OK) {
+        if (kind == NN__READ_MISSING) nn__cl_msg(why, n, "OpenCL library %s not found (%s)", lib, err);
+        else nn__cl_msg(why, n, "OpenCL library %s cannot be loaded (%s)", lib, err);
+        return;
+    }
+    for (i = 0; i < len; i++) text &= head[i] >= 0x20 || head[i] == '\n' || head[i] == '\r' || head[i] == '\t';
+    if (len >= 4 && (memcmp(head, "\177ELF", 4) == 0 || memcmp(head, "\xfe\xed\xfa", 3) == 0 ||
+                     memcmp(head + 1, "\xfa\xed\xfe", 3) == 0 || memcmp(head, "\xca\xfe\xba\xbe", 4) == 0))
+        nn__cl_msg(why, n, "OpenCL library %s cannot be loaded: a binary, but not a shared library for this process "
+                   "(%s)", lib, err); /* ELF or Mach-O: another machine, a missing dependency... */
+    else if (len == 0)
+        nn__cl_msg(why, n, "OpenCL library %s is an empty file, not a shared library (%s)", lib, err);
+    else if (text) {
+        for (i = 0; i < len && head[i] != '\n' && head[i] != '\r'; i++) {}
+        head[i < 40 ? i : 40] = 0;
+        nn__cl_msg(why, n, "OpenCL library %s is a text file, not a shared library (it begins \"%s\"; %s)", lib,
+                   (const char *)head, err);
+    } else
+        nn__cl_msg(why, n, "OpenCL library %s is not a shared library (no ELF header; %s)", lib, err);
+    NN_FREE(head);
+#endif
+}
+
 /* Loads lib into nn__clfn: 0 (and why) when it cannot, else as nn__cl_resolve. A library
-   that is not usable is unloaded again. */
+   that is not usable is unloaded again. A path to anything but a regular file is refused
+   before the dynamic linker opens it (which would wait forever on a FIFO). */
 static int nn__cl_try(const char *lib, char *why, size_t n) {
     char err[1024];
     nn__cl_api api;
     int mode;
-    void *h = nn__dl_open(lib, err, sizeof err);
+    void *h;
+#if !defined(_WIN32)
+    struct stat st;
+    if (strchr(lib, '/') && stat(lib, &st) == 0 && !S_ISREG(st.st_mode)) {
+        nn__cl_msg(why, n, "OpenCL library %s is %s, not a shared library: not loaded", lib,
+                   nn__file_kind((unsigned)st.st_mode));
+        return 0;
+    }
+#endif
+    h = nn__dl_open(lib, err, sizeof err);
     if (!h) {
-        nn__cl_msg(why, n, "OpenCL library %s not found (%s)", lib, err);
+        nn__cl_unloadable(lib, err, why, n);
         return 0;
     }
     memset(&api, 0, sizeof api);
@@ -9012,52 +9153,90 @@ static int nn__cl_try(const char *lib, char *why, size_t n) {
 }
 
 #if NN__CL_VENDOR_ICDS
-static int nn__cl_strcmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+static int nn__cl_strcmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The library that the .icd file at path names (its first line), or 0 and why. The file
+   is read as the library's other files are (nn__read_regular): a FIFO or a device is
+   refused without waiting on it. */
+static int nn__cl_icd_line(const char *path, char *lib, size_t lib_n, char *why, size_t n) {
+    unsigned char *text = NULL;
+    size_t len = 0, k;
+    if (nn__read_regular(path, 65536, 1, &text, &len, why, n, NULL) != NN_OK) return 0;
+    for (k = 0; k < len && text[k] != '\n' && text[k] != '\r' && text[k] != 0; k++) {}
+    while (k > 0 && (text[k - 1] == ' ' || text[k - 1] == '\t')) k--;
+    if (k == 0 || k >= lib_n) {
+        nn__cl_msg(why, n, "%s: %s", path, k == 0 ? "names no library" : "names a library path too long to load");
+        NN_FREE(text);
+        return 0;
+    }
+    memcpy(lib, text, k);
+    lib[k] = 0;
+    NN_FREE(text);
+    return 1;
+}
 
 /* No loader: the vendor drivers that the .icd files of $OCL_ICD_VENDORS (a directory, or
-   one .icd file) or /etc/OpenCL/vendors name, in name order; the first that loads is
-   used. 0 and the reason (appended to why) when none does. */
+   one .icd file) or /etc/OpenCL/vendors name, every one in name order; the first that loads
+   is used. 0 and the reason (appended to why) when none does: how many files were tried,
+   and the last one's failure. */
 static int nn__cl_try_vendors(char *why, size_t n) {
     const char *env = getenv("OCL_ICD_VENDORS"), *dir = env && env[0] ? env : "/etc/OpenCL/vendors";
-    char names[32][256], last[1536] = "";
-    int count = 0, k, mode = 0, is_dir = 0;
+    char **names = NULL, last[1536] = "", lib[1024], cut[160] = "";
+    int count = 0, cap = 0, k, mode = 0, is_dir = 0;
     size_t used = strlen(why);
     DIR *d = opendir(dir);
     if (d) {
-        is_dir = 1;
         struct dirent *e;
-        while ((e = readdir(d)) != NULL && count < 32) {
+        is_dir = 1;
+        while ((e = readdir(d)) != NULL) {
             size_t len = strlen(e->d_name);
-            if (len > 4 && len < sizeof names[0] && strcmp(e->d_name + len - 4, ".icd") == 0)
-                memcpy(names[count++], e->d_name, len + 1);
+            char *copy;
+            if (len <= 4 || strcmp(e->d_name + len - 4, ".icd") != 0) continue;
+            if (count == cap) {
+                int grow = cap ? cap * 2 : 32;
+                char **more = (char **)NN_REALLOC(names, (size_t)grow * sizeof *names);
+                if (!more) break;
+                names = more;
+                cap = grow;
+            }
+            if (!(copy = nn__strdup(e->d_name))) break;
+            names[count++] = copy;
         }
+        if (e) nn__cl_msg(cut, sizeof cut, " (out of memory listing %s: only %d .icd files tried)", dir, count);
         closedir(d);
-        qsort(names, (size_t)count, sizeof names[0], nn__cl_strcmp);
+        if (count > 1) qsort(names, (size_t)count, sizeof *names, nn__cl_strcmp);
     } else if (strlen(dir) > 4 && strcmp(dir + strlen(dir) - 4, ".icd") == 0) {
         count = 1; /* the file itself */
     }
     for (k = 0; k < count && !mode; k++) {
-        char path[1024], lib[512];
-        FILE *f;
-        size_t len;
-        int w = is_dir ? snprintf(path, sizeof path, "%s/%s", dir, names[k]) : snprintf(path, sizeof path, "%s", dir);
-        if (w < 0 || (size_t)w >= sizeof path || !(f = fopen(path, "r"))) continue;
-        lib[0] = 0;
-        if (!fgets(lib, sizeof lib, f)) lib[0] = 0;
-        fclose(f);
-        len = strlen(lib);
-        while (len > 0 && (lib[len - 1] == '\n' || lib[len - 1] == '\r' || lib[len - 1] == ' ')) lib[--len] = 0;
-        if (!lib[0]) continue;
+        size_t plen = is_dir ? strlen(dir) + strlen(names[k]) + 2 : strlen(dir) + 1;
+        char *path = (char *)NN_MALLOC(plen);
+        if (!path) {
+            nn__cl_msg(last, sizeof last, "out of memory");
+            break;
+        }
+        if (is_dir) snprintf(path, plen, "%s/%s", dir, names[k]);
+        else memcpy(path, dir, plen);
+        if (!nn__cl_icd_line(path, lib, sizeof lib, last, sizeof last)) {
+            NN_FREE(path);
+            continue;
+        }
         mode = nn__cl_try(lib, last, sizeof last);
         if (mode)
             nn__cl_msg(nn__cl_ld.note, sizeof nn__cl_ld.note, "no OpenCL ICD loader: %s; using the driver %s named by %s%s",
                        why, lib, path, mode == 2 ? ", through its ICD dispatch table" : "");
         else
             nn__cl_msg(last + strlen(last), sizeof last - strlen(last), " (named by %s)", path);
+        NN_FREE(path);
     }
+    for (k = 0; is_dir && k < count; k++) NN_FREE(names[k]);
+    NN_FREE(names);
     if (mode || used >= n) return mode;
-    if (last[0]) nn__cl_msg(why + used, n - used, "; no vendor driver loads either: %s", last);
-    else nn__cl_msg(why + used, n - used, "; no vendor driver in %s", env && env[0] ? env : "/etc/OpenCL/vendors");
+    if (last[0] && count > 1)
+        nn__cl_msg(why + used, n - used, "; no vendor driver loads either (%d .icd files in %s%s, the last: %s)", count,
+                   dir, cut, last);
+    else if (last[0]) nn__cl_msg(why + used, n - used, "; no vendor driver loads either: %s%s", last, cut);
+    else nn__cl_msg(why + used, n - used, "; no vendor driver in %s%s", dir, cut);
     return 0;
 }
 #endif
@@ -9097,13 +9276,24 @@ static void nn__cl_load_once(void) {
 #endif
 }
 
+/* nn__cl_load_once, then its messages escaped (they hold file names, .icd files' bytes and
+   the dynamic linker's words). */
+static void nn__cl_load_once_escaped(void) {
+    static char raw[sizeof nn__cl_ld.note];
+    nn__cl_load_once();
+    memcpy(raw, nn__cl_ld.why, sizeof nn__cl_ld.why);
+    nn__cl_escape(nn__cl_ld.why, sizeof nn__cl_ld.why, raw);
+    memcpy(raw, nn__cl_ld.note, sizeof nn__cl_ld.note);
+    nn__cl_escape(nn__cl_ld.note, sizeof nn__cl_ld.note, raw);
+}
+
 #if defined(_WIN32)
 static INIT_ONCE nn__cl_once = INIT_ONCE_STATIC_INIT;
 static BOOL CALLBACK nn__cl_load_once_win(PINIT_ONCE once, PVOID param, PVOID *context) {
     (void)once;
     (void)param;
     (void)context;
-    nn__cl_load_once();
+    nn__cl_load_once_escaped();
     return TRUE;
 }
 #else
@@ -9115,7 +9305,7 @@ static int nn__cl_load(void) {
 #if defined(_WIN32)
     InitOnceExecuteOnce(&nn__cl_once, nn__cl_load_once_win, NULL, NULL);
 #else
-    pthread_once(&nn__cl_once, nn__cl_load_once);
+    pthread_once(&nn__cl_once, nn__cl_load_once_escaped);
 #endif
     return nn__cl_ld.ok;
 }
@@ -15667,6 +15857,7 @@ typedef struct nn__cl {
     char name[128], vendor[128], driver[128], version[128];
     cl_ulong max_alloc;
     cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
+    int cache_dir_state;              /* ctx->cache_dir: 0 not looked at yet, 1 used, -1 refused */
 } nn__cl;
 
 #define NN__CL(ctx) ((nn__cl *)(ctx)->bk)
@@ -15879,9 +16070,10 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
 }
 
 /* device: NULL (the first GPU, else the first device), "opencl", an index or a name
-   substring. Not finding one is NN_ERR_UNAVAILABLE unless it was named; a named one that
-   is not found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is
-   NN_ERR_DEVICE with the call and its error. */
+   substring. Not finding one is NN_ERR_UNAVAILABLE (the engine then tries the CPU backend
+   when none was named, and fails with this reason when one was); a named one that is not
+   found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is NN_ERR_DEVICE with
+   the call and its error. */
 static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
@@ -15891,7 +16083,7 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
     if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
     if (!nn__cl_load()) {
         if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
-        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: %s", device, nn__cl_ld.why);
+        return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s", nn__cl_ld.why);
     }
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     pick = nn__cl_pick(device, plats, devs, n);
@@ -15902,7 +16094,7 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
         if (why[0])
             return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: no such OpenCL device among the %d found; %s", device, n,
                             why);
-        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: no such OpenCL device (%d found)", device, n);
+        return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no such OpenCL device (%d found)", n);
     }
     if (why[0]) nn__log(ctx, NN_LOG_WARN, "OpenCL: %s; using the %d device%s found", why, n, n == 1 ? "" : "s");
     r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->tuning);
@@ -16032,40 +16224,54 @@ static int nn__cache_path(nn_context *ctx, const char *name, uint64_t key, char 
 
 /* The cache file at path, read whole and checked (nn__cache_parse) against key: the bytes
    to free, with the program binary at *bin (*size bytes); NULL when there is no file, it
-   cannot be read, or it is not valid (an info line says why: the program is then built
-   from source and its store replaces the file). */
+   cannot be read (a FIFO or a device in its place is refused, without waiting on it), or
+   it is not valid (an info line says why: the program is then built from source and its
+   store replaces the file). */
 static unsigned char *nn__cache_read(nn_context *ctx, const char *path, uint64_t key, const unsigned char **bin,
                                      size_t *size) {
-    FILE *f = fopen(path, "rb");
     unsigned char *data = NULL;
-    long len = -1;
-    int st;
+    size_t len = 0;
+    char why[1400];
+    int st, kind = 0;
+    nn_result r;
     *bin = NULL;
     *size = 0;
-    if (!f) {
-        if (errno != ENOENT) nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot open %s: %s", path, strerror(errno));
+    r = nn__read_regular(path, (size_t)NN__CACHE_MAX_BYTES, 1, &data, &len, why, sizeof why, &kind);
+    if (kind == NN__READ_TOO_LARGE)
+        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s: more than a cached program may have; building from source",
+                why);
+    else if (r != NN_OK && kind != NN__READ_MISSING)
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot read %s; building from source", why);
+    if (r != NN_OK) return NULL;
+    if ((st = nn__cache_parse(data, len, key, bin, size)) != NN__CACHE_OK) {
+        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s (%lu bytes): %s; building from source", path,
+                (unsigned long)len, nn__cache_status_str(st));
+        NN_FREE(data);
         return NULL;
     }
-    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot read %s", path);
-    } else if (len > NN__CACHE_MAX_BYTES) {
-        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s: %ld bytes, more than a cached program may have; "
-                "building from source", path, len);
-    } else if (!(data = (unsigned char *)NN_MALLOC((size_t)len + 1))) {
-        nn__log(ctx, NN_LOG_DEBUG, "program cache: no memory to read %s (%ld bytes)", path, len);
-    } else if (fread(data, 1, (size_t)len, f) != (size_t)len || fgetc(f) != EOF) {
-        nn__log(ctx, NN_LOG_DEBUG, "program cache: %s changed while it was read", path);
-        NN_FREE(data);
-        data = NULL;
-    } else if ((st = nn__cache_parse(data, (size_t)len, key, bin, size)) != NN__CACHE_OK) {
-        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s (%ld bytes): %s; building from source", path, len,
-                nn__cache_status_str(st));
-        NN_FREE(data);
-        data = NULL;
-    }
-    fclose(f);
     return data;
+}
+
+/* Whether this context may use its cache directory: it is made (0700) when missing, and
+   refused (an info line; then programs are built from source and not stored) when another
+   user owns it or others may write to it: they could put native code in its files.
+   Decided once per context. */
+static int nn__cache_dir_usable(nn_context *ctx) {
+    nn__cl *cl = NN__CL(ctx);
+    char why[1200];
+    if (cl->cache_dir_state == 0) {
+        if (nn__mkdirs(ctx->cache_dir) != 0) {
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot create %s: %s", ctx->cache_dir, strerror(errno));
+            cl->cache_dir_state = -1;
+        } else if (!nn__dir_private(ctx->cache_dir, why, sizeof why)) {
+            nn__log(ctx, NN_LOG_INFO, "program cache: %s: another user could supply the programs, so it is not "
+                    "used (programs built from source, not stored)", why);
+            cl->cache_dir_state = -1;
+        } else {
+            cl->cache_dir_state = 1;
+        }
+    }
+    return cl->cache_dir_state > 0;
 }
 
 /* The program in the cache file at path, built for the device; NULL when there is none
@@ -16113,8 +16319,6 @@ static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_
     if ((err = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL)) != CL_SUCCESS) {
         nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot get the binary for %s: %s (%d)", path, nn__cl_errstr(err),
                 (int)err);
-    } else if (nn__mkdirs(ctx->cache_dir) != 0) {
-        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot create %s: %s", ctx->cache_dir, strerror(errno));
     } else {
         nn__wfile w; /* quiet (no context): a reader sees the old file or the new one whole */
         nn__cache_header(file, key, bin, size);
@@ -16157,7 +16361,7 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
     key = nn__fnv(key, cl->driver, strlen(cl->driver) + 1);
     key = nn__fnv(key, cl->version, strlen(cl->version) + 1);
     prog = NULL;
-    if (ctx->cache_dir && nn__cache_path(ctx, name, key, path, sizeof path))
+    if (ctx->cache_dir && nn__cache_dir_usable(ctx) && nn__cache_path(ctx, name, key, path, sizeof path))
         prog = nn__cache_load(ctx, path, key, options);
     if (!prog) {
         prog = clCreateProgramWithSource(cl->context, count, lines, NULL, &err);
@@ -16465,9 +16669,10 @@ static int nn__log_level(const nn_context_desc *desc) {
     return NN_LOG_INFO;
 }
 
-/* Opens the first backend that takes the device asked for: a named device must open or
-   the call fails; with none named, a device backend that finds nothing (NN_ERR_UNAVAILABLE)
-   falls through to the next, and the log says why. */
+/* Opens the first backend that takes the device asked for: a device backend that finds
+   nothing (NN_ERR_UNAVAILABLE) falls through to the next. With none named the log says
+   why; a named device that no backend takes fails with NN_ERR_UNAVAILABLE and the first
+   backend's reason (the CPU backend's "takes only cpu" says less). */
 static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     nn_result r = NN_ERR_UNAVAILABLE;
     int k;
@@ -16483,7 +16688,7 @@ static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_
             return NN_OK;
         }
         if (r != NN_ERR_UNAVAILABLE) return r;
-        if (ctx->err[0]) snprintf(why, sizeof why, "%s", ctx->err);
+        if (ctx->err[0] && (!device || !why[0])) snprintf(why, sizeof why, "%s", ctx->err);
     }
     if (device) nn__fail(ctx, r, "NN_DEVICE=%s: %s", device, why[0] ? why : "no backend takes this device");
     return r;
@@ -16534,7 +16739,7 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     if (r != NN_OK) {
         nn__log(ctx, NN_LOG_ERROR, "%s", ctx->err[0] ? ctx->err : nn_result_string(r));
         nn_context_destroy(ctx);
-        return r == NN_ERR_UNAVAILABLE ? NN_ERR_INVALID_ARGUMENT : r;
+        return r;
     }
     ctx->err[0] = 0;
     nn__log(ctx, NN_LOG_INFO, "backend: %s%s", ctx->backend->kind == NN_BACKEND_OPENCL ? "OpenCL device " : "",

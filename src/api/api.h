@@ -121,7 +121,8 @@ enum { NN_TUNING_AUTO = 0, NN_TUNING_CPU = 1, NN_TUNING_GPU = 2 };
 
 /* Creates a context on the chosen backend (desc NULL: every default). Like every *_create,
    the object comes back through the last argument. On failure *out is NULL and the reason
-   has gone to the log (an explicitly requested device that cannot be opened is an error;
+   has gone to the log (an explicitly requested device that cannot be opened is an error:
+   NN_ERR_UNAVAILABLE when it is not here, no OpenCL library that loads or no such device;
    no OpenCL platform at all, when none was requested, means the CPU backend). */
 NN_API nn_result nn_context_create(const nn_context_desc *desc, nn_context **out);
 NN_API void nn_context_destroy(nn_context *ctx);
