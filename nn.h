@@ -102,7 +102,9 @@ THREADS AND LIFETIMES
     offers atomics, and are undefined elsewhere. Separate contexts are independent and may
     run in parallel. Destroy graphs before their context; a graph that outlives its
     context keeps its host memory until nn_graph_destroy, and every other call on it fails
-    with NN_ERR_STATE.
+    with NN_ERR_STATE. Each is destroyed once: nn_context_destroy or nn_graph_destroy a
+    second time on the same pointer is undefined behaviour, as free() twice is (the memory
+    is gone, and nothing can tell); NULL is always safe (nn_array_free may be repeated).
 
 LICENCE
     MIT License. Copyright (c) 2026 the nn.h authors.
@@ -257,6 +259,9 @@ enum { NN_TUNING_AUTO = 0, NN_TUNING_CPU = 1, NN_TUNING_GPU = 2 };
    NN_ERR_UNAVAILABLE when it is not here, no OpenCL library that loads or no such device;
    no OpenCL platform at all, when none was requested, means the CPU backend). */
 NN_API nn_result nn_context_create(const nn_context_desc *desc, nn_context **out);
+/* NULL does nothing. Destroying a context (or a graph) a second time is undefined
+   behaviour, as free() twice is; a graph that outlives its context stays valid until its
+   nn_graph_destroy (THREADS AND LIFETIMES, at the top of this file). */
 NN_API void nn_context_destroy(nn_context *ctx);
 NN_API const char *nn_last_error(const nn_context *ctx); /* "" when there is none */
 NN_API const char *nn_result_string(nn_result r);
@@ -315,7 +320,9 @@ typedef enum nn_init_kind {
 } nn_init_kind;
 /* fan_in / fan_out of a shape [out, in, k...] are in*k... and out*k... (PyTorch's rule).
    The gains follow the desc rule (0: the default named, NN_ZERO: 0); the a and b of
-   CONSTANT, UNIFORM and NORMAL are values, not options: 0 is 0 there. */
+   CONSTANT, UNIFORM and NORMAL are values, not options: 0 is 0 there. Refused, as
+   torch.nn.init refuses them: UNIFORM with a > b, NORMAL with std b < 0, and NaN or an
+   infinity in UNIFORM's or NORMAL's a and b or in a gain (CONSTANT takes any value). */
 typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 
 /* Leaves. An input keeps its contents across steps until written again, so a whole
@@ -1015,7 +1022,7 @@ typedef struct nn_lr_schedule {
     int n_milestones;
     int warmup_steps;       /* COSINE, LINEAR */
     float warmup_start_factor;
-    int total_steps;        /* COSINE, LINEAR, ONECYCLE */
+    int total_steps;        /* COSINE, LINEAR (> warmup_steps), ONECYCLE (>= 1) */
     float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;
@@ -1674,6 +1681,14 @@ static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...)
     va_end(ap);
     nn__log(ctx, NN_LOG_DEBUG, "error: %s", ctx->err);
     return code;
+}
+
+/* NN_ERR_STATE (named by fn) when g's context was destroyed before g: for the calls that
+   reach no device yet must not act then (a save would write the initial values, the
+   trained ones having gone with the device). */
+static NN__MAYBE_UNUSED nn_result nn__graph_orphaned(nn_graph *g, const char *fn) {
+    if (!g->ctx->dead_refs) return NN_OK;
+    return nn__fail(g->ctx, NN_ERR_STATE, "%s: the graph's context was destroyed (nn_context_destroy) before the graph", fn);
 }
 
 static void nn__shape_str(const nn_shape *s, char *buf, size_t n) {
@@ -6826,6 +6841,7 @@ NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {
     nn_lr_schedule d;
     float base;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (nn__graph_orphaned(g, "nn_graph_set_schedule") != NN_OK) return NN_ERR_STATE;
     if (!s) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_schedule: the schedule is NULL");
     d = nn__schedule_defaults(s);
     if ((int)s->kind < NN_LR_CONSTANT || s->kind > NN_LR_ONECYCLE || s->n_milestones < 0 ||
@@ -6834,6 +6850,14 @@ NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
                         "nn_graph_set_schedule: kind %d, %d milestones, lr %g, step_size %d or a div_factor out of range",
                         (int)s->kind, s->n_milestones, d.lr, d.step_size);
+    if ((s->kind == NN_LR_COSINE || s->kind == NN_LR_LINEAR) && (d.warmup_steps < 0 || d.total_steps <= d.warmup_steps))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
+                        "nn_graph_set_schedule: a %s schedule needs total_steps > warmup_steps >= 0 (it anneals over "
+                        "the steps between), not total_steps %d, warmup_steps %d",
+                        s->kind == NN_LR_COSINE ? "cosine" : "linear", d.total_steps, d.warmup_steps);
+    if (s->kind == NN_LR_ONECYCLE && d.total_steps < 1)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
+                        "nn_graph_set_schedule: a one-cycle schedule needs total_steps >= 1, not total_steps %d", d.total_steps);
     base = g->schedule.lr;
     g->schedule = *s;
     if (s->lr == 0.0f) g->schedule.lr = base; /* NN_ZERO: a rate of 0 */
@@ -17415,6 +17439,19 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
     if ((int)init.kind < NN_INIT_ZEROS || (int)init.kind > NN_INIT_XAVIER_NORMAL)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s \"%s\": init kind %d is not one of nn_init_kind", fn, name,
                            (int)init.kind);
+    { /* torch.nn.init's checks (uniform_: from <= to, normal_: std >= 0), and no NaN or
+         infinity in a draw's bounds or a gain (CONSTANT may fill any value, -inf a mask) */
+        double a = nn__deff(init.a, 0.0f), b = nn__deff(init.b, 0.0f);
+        const char *bad = NULL;
+        if (init.kind == NN_INIT_UNIFORM && !(isfinite(a) && isfinite(b) && a <= b))
+            bad = "uniform init U(a, b) needs finite a <= b";
+        else if (init.kind == NN_INIT_NORMAL && !(isfinite(a) && isfinite(b) && b >= 0))
+            bad = "normal init N(a, b) needs a finite mean a and std b >= 0";
+        else if (init.kind >= NN_INIT_KAIMING_UNIFORM && !isfinite(a))
+            bad = "the init's gain a must be finite";
+        if (bad)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s \"%s\": %s, not a = %g, b = %g", fn, name, bad, a, b);
+    }
     {
         char label[160];
         snprintf(label, sizeof label, "%s \"%s\"", fn, name);
@@ -17521,6 +17558,7 @@ NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_ini
 
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (nn__graph_orphaned(g, "nn_graph_set_lr") != NN_OK) return NN_ERR_STATE;
     if (!(lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_lr: lr %g is not >= 0", lr);
     g->schedule.lr = lr;
     g->lr = nn_lr_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);
@@ -25827,6 +25865,7 @@ NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
     nn_result r;
     if (!g || !count) return NN_ERR_INVALID_ARGUMENT;
     *count = 0;
+    if ((r = nn__graph_orphaned(g, "nn_graph_skipped_steps")) != NN_OK) return r;
     if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_skipped_steps: the graph is not compiled");
     if (g->skip_node <= 0) return NN_OK;
     r = nn_tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);
@@ -27757,6 +27796,7 @@ NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_mi
     size_t len = 0;
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if ((r = nn__graph_orphaned(g, "nn_load_safetensors")) != NN_OK) return r;
     r = nn__read_file(g->ctx, path, &buf, &len);
     if (r != NN_OK) return r;
     r = nn__st_load_mem(g, path, buf, len, allow_missing);
@@ -27919,6 +27959,7 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
     ps = g->params;
+    if ((r = nn__graph_orphaned(g, "nn_save_safetensors")) != NN_OK) return r;
     if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_save_safetensors: no path given");
     items = (nn__st_item *)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *items);
     if (!items) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
@@ -28221,6 +28262,7 @@ NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
+    if ((r = nn__graph_orphaned(g, "nn_save_state")) != NN_OK) return r;
     if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_save_state: no path given");
     if (!g->compiled || g->status != NN_OK)
         return nn__fail(ctx, NN_ERR_STATE, "nn_save_state: %s: compile the graph first", path);
@@ -28427,6 +28469,7 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path) {
     size_t len = 0;
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if ((r = nn__graph_orphaned(g, "nn_load_state")) != NN_OK) return r;
     if (!path || !path[0]) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_state: no path given");
     if (!g->compiled || g->status != NN_OK)
         return nn__fail(g->ctx, NN_ERR_STATE, "nn_load_state: %s: compile the graph first", path);

@@ -125,6 +125,9 @@ enum { NN_TUNING_AUTO = 0, NN_TUNING_CPU = 1, NN_TUNING_GPU = 2 };
    NN_ERR_UNAVAILABLE when it is not here, no OpenCL library that loads or no such device;
    no OpenCL platform at all, when none was requested, means the CPU backend). */
 NN_API nn_result nn_context_create(const nn_context_desc *desc, nn_context **out);
+/* NULL does nothing. Destroying a context (or a graph) a second time is undefined
+   behaviour, as free() twice is; a graph that outlives its context stays valid until its
+   nn_graph_destroy (THREADS AND LIFETIMES, at the top of this file). */
 NN_API void nn_context_destroy(nn_context *ctx);
 NN_API const char *nn_last_error(const nn_context *ctx); /* "" when there is none */
 NN_API const char *nn_result_string(nn_result r);
@@ -183,7 +186,9 @@ typedef enum nn_init_kind {
 } nn_init_kind;
 /* fan_in / fan_out of a shape [out, in, k...] are in*k... and out*k... (PyTorch's rule).
    The gains follow the desc rule (0: the default named, NN_ZERO: 0); the a and b of
-   CONSTANT, UNIFORM and NORMAL are values, not options: 0 is 0 there. */
+   CONSTANT, UNIFORM and NORMAL are values, not options: 0 is 0 there. Refused, as
+   torch.nn.init refuses them: UNIFORM with a > b, NORMAL with std b < 0, and NaN or an
+   infinity in UNIFORM's or NORMAL's a and b or in a gain (CONSTANT takes any value). */
 typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 
 /* Leaves. An input keeps its contents across steps until written again, so a whole
@@ -883,7 +888,7 @@ typedef struct nn_lr_schedule {
     int n_milestones;
     int warmup_steps;       /* COSINE, LINEAR */
     float warmup_start_factor;
-    int total_steps;        /* COSINE, LINEAR, ONECYCLE */
+    int total_steps;        /* COSINE, LINEAR (> warmup_steps), ONECYCLE (>= 1) */
     float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;

@@ -96,7 +96,9 @@ THREADS AND LIFETIMES
     offers atomics, and are undefined elsewhere. Separate contexts are independent and may
     run in parallel. Destroy graphs before their context; a graph that outlives its
     context keeps its host memory until nn_graph_destroy, and every other call on it fails
-    with NN_ERR_STATE.
+    with NN_ERR_STATE. Each is destroyed once: nn_context_destroy or nn_graph_destroy a
+    second time on the same pointer is undefined behaviour, as free() twice is (the memory
+    is gone, and nothing can tell); NULL is always safe (nn_array_free may be repeated).
 
 LICENCE
     MIT License. Copyright (c) 2026 the nn.h authors.

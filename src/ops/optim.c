@@ -423,6 +423,7 @@ NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
     nn_result r;
     if (!g || !count) return NN_ERR_INVALID_ARGUMENT;
     *count = 0;
+    if ((r = nn__graph_orphaned(g, "nn_graph_skipped_steps")) != NN_OK) return r;
     if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_skipped_steps: the graph is not compiled");
     if (g->skip_node <= 0) return NN_OK;
     r = nn_tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);
