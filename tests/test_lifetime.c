@@ -16,12 +16,12 @@ static nn_graph *small_net(nn_context *ctx, nn_graph *share, nn_tensor *x_out, n
     gd.share_params = share;
     if (nn_graph_create(ctx, &gd, &g) != NN_OK) return NULL;
     x = nn_input(g, "x", NN_F32, nn_shape2(3, 5));
-    y = nn_dense(g, nn_relu(g, nn_dense(g, x, 7, NULL, "fc1")), 2, NULL, "fc2");
+    y = nn_linear_layer(g, nn_relu(g, nn_linear_layer(g, x, 7, NULL, "fc1")), 2, NULL, "fc2");
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_mean(g, nn_mul(g, y, y));
     cd.optimizer.kind = NN_OPT_SGD;
     cd.optimizer.lr = 0.1f;
-    nn_output(g, y);
+    nn_graph_output(g, y);
     if (nn_graph_compile(g, &cd) != NN_OK) {
         nn_graph_destroy(g);
         return NULL;
@@ -36,7 +36,7 @@ static nn_graph *small_net(nn_context *ctx, nn_graph *share, nn_tensor *x_out, n
    device) on the CPU backend. Files, settings and counters of a compiled and of an
    uncompiled graph all fail with NN_ERR_STATE now, naming the call, and write no file. */
 static void test_orphan_files(const t_env *e) {
-    static const char *const calls[] = {"nn_save_safetensors", "nn_load_safetensors", "nn_save_state", "nn_load_state",
+    static const char *const calls[] = {"nn_graph_save_safetensors", "nn_graph_load_safetensors", "nn_graph_save_state", "nn_graph_load_state",
                                         "nn_graph_set_lr", "nn_graph_set_schedule", "nn_graph_skipped_steps"};
     char dir[] = "/tmp/nn-test-lifetime-XXXXXX", st_path[300], state_path[300], out[300];
     nn_context_desc d;
@@ -53,12 +53,12 @@ static void test_orphan_files(const t_env *e) {
     if (!T_CHECK((made = mkdtemp(dir) != NULL), "mkdtemp failed")) goto done;
     if (!T_CHECK(nn_context_create(&d, &ctx) == NN_OK, "cannot create a context on %s", e->backend)) goto done;
     g[0] = small_net(ctx, NULL, &x, &y); /* compiled */
-    if (nn_graph_create(ctx, NULL, &g[1]) == NN_OK) nn_dense(g[1], nn_input(g[1], "x", NN_F32, nn_shape2(3, 5)), 2, NULL, "fc1");
-    if (!T_CHECK(g[0] && g[1], "cannot build the graphs: %s", nn_last_error(ctx))) goto done;
+    if (nn_graph_create(ctx, NULL, &g[1]) == NN_OK) nn_linear_layer(g[1], nn_input(g[1], "x", NN_F32, nn_shape2(3, 5)), 2, NULL, "fc1");
+    if (!T_CHECK(g[0] && g[1], "cannot build the graphs: %s", nn_context_last_error(ctx))) goto done;
     snprintf(st_path, sizeof st_path, "%s/w.safetensors", dir);
     snprintf(state_path, sizeof state_path, "%s/s.safetensors", dir);
-    T_OK(nn_save_safetensors(g[0], st_path), ctx);
-    T_OK(nn_save_state(g[0], state_path), ctx);
+    T_OK(nn_graph_save_safetensors(g[0], st_path), ctx);
+    T_OK(nn_graph_save_state(g[0], state_path), ctx);
     nn_context_destroy(ctx);
     memset(&s, 0, sizeof s);
     for (k = 0; k < 2; k++) {
@@ -66,18 +66,18 @@ static void test_orphan_files(const t_env *e) {
             nn_result r = NN_OK;
             snprintf(out, sizeof out, "%s/out-%d-%d", dir, k, c);
             switch (c) {
-            case 0: r = nn_save_safetensors(g[k], out); break;
-            case 1: r = nn_load_safetensors(g[k], st_path, 0); break;
-            case 2: r = nn_save_state(g[k], out); break;
-            case 3: r = nn_load_state(g[k], state_path); break;
+            case 0: r = nn_graph_save_safetensors(g[k], out); break;
+            case 1: r = nn_graph_load_safetensors(g[k], st_path, 0); break;
+            case 2: r = nn_graph_save_state(g[k], out); break;
+            case 3: r = nn_graph_load_state(g[k], state_path); break;
             case 4: r = nn_graph_set_lr(g[k], 0.5f); break;
             case 5: r = nn_graph_set_schedule(g[k], &s); break;
             default: r = nn_graph_skipped_steps(g[k], &skipped); break;
             }
             T_CHECK(r == NN_ERR_STATE, "%s on the %s graph after nn_context_destroy gave %d, not %d (NN_ERR_STATE)",
                     calls[c], k ? "uncompiled" : "compiled", (int)r, (int)NN_ERR_STATE);
-            T_CHECK(strstr(nn_last_error(ctx), calls[c]) && strstr(nn_last_error(ctx), "context was destroyed"),
-                    "%s: the message \"%s\" does not name the call and why", calls[c], nn_last_error(ctx));
+            T_CHECK(strstr(nn_context_last_error(ctx), calls[c]) && strstr(nn_context_last_error(ctx), "context was destroyed"),
+                    "%s: the message \"%s\" does not name the call and why", calls[c], nn_context_last_error(ctx));
             if ((f = fopen(out, "rb")) != NULL) {
                 fclose(f);
                 T_CHECK(0, "%s wrote %s after the context went", calls[c], out);
@@ -117,7 +117,7 @@ void suite_lifetime(const t_env *e) {
         for (i = 0; i < 15; i++) xs[i] = (float)(i % 4) - 1.5f;
         g1 = small_net(ctx, NULL, &x1, &y1);
         g2 = g1 ? small_net(ctx, g1, &x2, &y2) : NULL;
-        if (T_CHECK(g1 && g2, "cannot build the graphs: %s", nn_last_error(ctx))) {
+        if (T_CHECK(g1 && g2, "cannot build the graphs: %s", nn_context_last_error(ctx))) {
             T_OK(nn_tensor_write(g1, x1, xs, sizeof xs), ctx);
             T_OK(nn_graph_step(g1), ctx);
             T_OK(nn_tensor_write(g2, x2, xs, sizeof xs), ctx);
