@@ -17941,6 +17941,20 @@ static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const 
     return NN_OK;
 }
 
+/* A launch function's opening: NN__KSTART declares l, the launch of kernel `kname` from
+   kernels/FILE.cl over `work` work-items (returning on error), k, its arguments of kernel
+   signature SIG zeroed, and r; NN__KLAUNCH also declares n, the node, first. The fields
+   of k follow, then `return nn__kargs_SIG(l, &k);`. */
+#define NN__KSTART(sig, file, kname, work)                                     \
+    nn__launch *l = NULL;                                                     \
+    nn__k_##sig k;                                                            \
+    nn_result r = nn__launch_kernel(g, id, file, kname, (size_t)(work), &l); \
+    if (r != NN_OK) return r;                                                 \
+    memset(&k, 0, sizeof k)
+#define NN__KLAUNCH(sig, file, kname, work) \
+    nn__node *n = &g->nodes[id];            \
+    NN__KSTART(sig, file, kname, work)
+
 /* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
 static size_t nn__reduce_wg(nn_graph *g) {
     size_t wg = 1;
@@ -18961,16 +18975,11 @@ static nn_result nn__launch_sum_to(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int M = (int)n->numel, dims[8], st[3][8], xs[8], d;
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_sum_to k;
-    nn_result r;
     nn__sum_to_geometry(g, n, &bc);
     nn__bcast_ints(&bc, dims, st);
     memset(xs, 0, sizeof xs);
     for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
-    r = nn__launch_kernel(g, id, "elementwise", "sum_to", (size_t)M, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(sum_to, "elementwise", "sum_to", M);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.m = M;
@@ -19033,14 +19042,9 @@ static nn_result nn__launch_expand(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_expand_bcast k;
-    nn_result r;
     nn__bcast_node(g, n, 1, &bc);
     nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(expand_bcast, "elementwise", "expand_bcast", N);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = N;
@@ -19089,12 +19093,7 @@ static nn_result nn__cpu_scale(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_scale(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_scale k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "scale", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(scale, "elementwise", "scale", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -19189,14 +19188,9 @@ static const char *const nn__unary_names[NN__U_COUNT] = {
 
 static nn_result nn__launch_unary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_unary_forward k;
-    nn_result r;
     char kname[64];
     snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(unary_forward, "elementwise", kname, n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -19207,14 +19201,9 @@ static nn_result nn__launch_unary(nn_graph *g, int id) {
 
 static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_unary_backward k;
-    nn_result r;
     char kname[64];
     snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(unary_backward, "elementwise", kname, n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
@@ -19323,12 +19312,7 @@ static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_prelu(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_prelu_forward k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "prelu_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(prelu_forward, "elementwise", "prelu_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.w = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -19339,12 +19323,7 @@ static nn_result nn__launch_prelu(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_prelu_dx(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_prelu_backward_input k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_input", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(prelu_backward_input, "elementwise", "prelu_backward_input", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.w = &g->nodes[n->in[1]].buf;
     k.dy = &g->nodes[n->in[2]].buf;
@@ -19397,12 +19376,7 @@ static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_fill(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_fill k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "fill", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(fill, "elementwise", "fill", n->numel);
     k.y = &n->buf;
     k.n = (int)n->numel;
     k.v = n->a.ew.s;
@@ -19433,12 +19407,7 @@ static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_accumulate(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_accumulate k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "accumulate", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(accumulate, "elementwise", "accumulate", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.acc = &n->buf;
     k.n = (int)n->numel;
@@ -19777,14 +19746,9 @@ static nn_result nn__launch_masked_fill(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_masked_fill_bcast k;
-    nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(masked_fill_bcast, "elementwise", "masked_fill_bcast", N);
     k.m = &g->nodes[n->in[0]].buf;
     k.x = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -19844,14 +19808,9 @@ static nn_result nn__launch_where(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_where_bcast k;
-    nn_result r;
     nn__bcast_node(g, n, 3, &bc);
     nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "where_bcast", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(where_bcast, "elementwise", "where_bcast", N);
     k.c = &g->nodes[n->in[0]].buf;
     k.a = &g->nodes[n->in[1]].buf;
     k.b = &g->nodes[n->in[2]].buf;
@@ -20549,14 +20508,10 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_sum_all k;
     size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "reduce", "sum_all", wg, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(sum_all, "reduce", "sum_all", wg);
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
-    memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)g->nodes[n->in[0]].numel;
@@ -20566,12 +20521,7 @@ static nn_result nn__launch_sum_all(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_expand_scalar k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(expand_scalar, "reduce", "expand_scalar", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -20608,11 +20558,7 @@ static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_argmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_argmax_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(argmax_rows, "reduce", "argmax_rows", x->shape.dim[0]);
     k.x = &x->buf;
     k.y = &n->buf;
     k.B = (int)x->shape.dim[0];
@@ -20642,11 +20588,7 @@ static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_correct_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(correct_rows, "reduce", "correct_rows", x->shape.dim[0]);
     k.x = &x->buf;
     k.label = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -20675,14 +20617,10 @@ static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_grad_sumsq k;
     size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "reduce", "grad_sumsq", wg, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(grad_sumsq, "reduce", "grad_sumsq", wg);
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
-    memset(&k, 0, sizeof k);
     k.g = &g->nodes[n->in[0]].buf;
     k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
@@ -20714,12 +20652,7 @@ static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_clip_scale k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "clip_scale", 1, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(clip_scale, "reduce", "clip_scale", 1);
     k.sumsq = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.max_norm = n->a.reduce.max_norm;
@@ -21052,15 +20985,9 @@ static nn_result nn__launch_reduce(nn_graph *g, int id) {
 static nn_result nn__launch_reduce_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
-    nn__launch *l = NULL;
-    nn__k_reduce_grad k;
-    nn_result r;
     int kind = nn__red_kind(ra->fwd);
     int elementwise = kind == NN__RK_SUM || kind == NN__RK_LSE || (kind == NN__RK_NORM && !isinf(ra->p));
-    r = nn__launch_kernel(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
-                       elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(reduce_grad, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols", elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I);
     k.gy = &g->nodes[n->in[0]].buf;
     k.x = n->n_in > 1 ? &g->nodes[n->in[1]].buf : k.gy;
     k.y = n->n_in > 2 ? &g->nodes[n->in[2]].buf : k.gy;
@@ -21128,11 +21055,7 @@ static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_cumsum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
-    nn__launch *l = NULL;
-    nn__k_cumsum k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(cumsum, "reduce", "cumsum", ra->O * ra->I);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.O = ra->O;
@@ -21202,11 +21125,7 @@ static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_softmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, C = (int)nn__last_dim(n);
-    nn__launch *l = NULL;
-    nn__k_softmax_forward k;
-    nn_result r = nn__launch_kernel(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(softmax_forward, "softmax", "softmax_forward", (N / C));
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.rows = N / C;
@@ -21218,11 +21137,7 @@ static nn_result nn__launch_softmax(nn_graph *g, int id) {
 static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, C = (int)nn__last_dim(n);
-    nn__launch *l = NULL;
-    nn__k_softmax_backward k;
-    nn_result r = nn__launch_kernel(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(softmax_backward, "softmax", "softmax_backward", (N / C));
     k.y = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
@@ -21360,12 +21275,7 @@ static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_bce_logits_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "bce_logits_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(bce_logits_forward, "loss", "bce_logits_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.t = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -21374,12 +21284,7 @@ static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_bce_logits_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_bce_logits_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "bce_logits_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(bce_logits_backward, "loss", "bce_logits_backward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.t = &g->nodes[n->in[1]].buf;
     k.dy = &g->nodes[n->in[2]].buf;
@@ -21513,11 +21418,7 @@ static nn_result nn__launch_loss_ew(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     int has_pw = n->a.loss.has_pos_weight;
-    nn__launch *l = NULL;
-    nn__k_loss_ew_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "loss_ew_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(loss_ew_forward, "loss", "loss_ew_forward", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.t = &g->nodes[in[1]].buf;
     k.pw = has_pw ? &g->nodes[in[2]].buf : &g->one;
@@ -21535,11 +21436,7 @@ static nn_result nn__launch_loss_ew_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     int has_pw = n->a.loss.has_pos_weight;
-    nn__launch *l = NULL;
-    nn__k_loss_ew_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "loss_ew_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(loss_ew_backward, "loss", "loss_ew_backward", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.t = &g->nodes[in[1]].buf;
     k.pw = has_pw ? &g->nodes[in[3]].buf : &g->one;
@@ -21604,11 +21501,7 @@ static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_xent_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(xent_forward, "loss", "xent_forward", x->shape.dim[0]);
     k.x = &x->buf;
     k.label = &g->nodes[n->in[1]].buf;
     k.loss = &n->buf;
@@ -21620,12 +21513,7 @@ static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_xent_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(xent_backward, "loss", "xent_backward", n->shape.dim[0]);
     k.x = &g->nodes[n->in[0]].buf;
     k.label = &g->nodes[n->in[1]].buf;
     k.dloss = &g->nodes[n->in[2]].buf;
@@ -21741,11 +21629,7 @@ static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_ce_rows_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "ce_rows_forward", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(ce_rows_forward, "loss", "ce_rows_forward", x->shape.dim[0]);
     k.x = &x->buf;
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -21765,11 +21649,7 @@ static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
 static nn_result nn__launch_ce_rows_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_ce_rows_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "ce_rows_backward", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(ce_rows_backward, "loss", "ce_rows_backward", x->shape.dim[0]);
     k.x = &x->buf;
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;
@@ -21800,12 +21680,7 @@ static nn_result nn__cpu_ce_weights(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_ce_weights(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_ce_weights k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "ce_weights", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(ce_weights, "loss", "ce_weights", n->numel);
     k.label = &g->nodes[n->in[0]].buf;
     k.w = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
@@ -21840,12 +21715,7 @@ static nn_result nn__cpu_div_scalar(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_div_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_div_scalar k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "div_scalar", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(div_scalar, "loss", "div_scalar", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.d = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -21967,11 +21837,7 @@ static nn_result nn__launch_loss_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x0 = &g->nodes[n->in[0]];
     int B = (int)x0->shape.dim[0];
-    nn__launch *l = NULL;
-    nn__k_rows_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "rows_forward", (size_t)B, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(rows_forward, "loss", "rows_forward", B);
     k.x0 = &x0->buf;
     k.x1 = &g->nodes[n->in[1]].buf;
     k.x2 = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -21987,11 +21853,7 @@ static nn_result nn__launch_loss_rows_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x0 = &g->nodes[n->in[0]];
     int B = (int)x0->shape.dim[0];
-    nn__launch *l = NULL;
-    nn__k_rows_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "rows_backward", (size_t)B, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(rows_backward, "loss", "rows_backward", B);
     k.x0 = &x0->buf;
     k.x1 = &g->nodes[n->in[1]].buf;
     k.x2 = n->n_in - 1 > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -22172,11 +22034,7 @@ static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *d = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_gather_rows k;
-    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(gather_rows, "gather", "gather_rows", n->numel);
     k.data = &d->buf;
     k.idx = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -22189,11 +22047,7 @@ static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
 static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, R = (int)n->shape.dim[0];
-    nn__launch *l = NULL;
-    nn__k_gather_rows_backward k;
-    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(gather_rows_backward, "gather", "gather_rows_backward", N);
     k.idx = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.ddata = &n->buf;
@@ -22587,13 +22441,8 @@ static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_reshape(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_copy k;
-    nn_result r;
     if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
-    r = nn__launch_kernel(g, id, "elementwise", "copy", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(copy, "elementwise", "copy", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -22701,9 +22550,6 @@ static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_permute(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_permute k;
-    nn_result r;
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
     int vd[8], vs[8], d;
     nn__permute_geom(n, &g->nodes[n->in[0]].shape, dims, xs);
@@ -22711,9 +22557,7 @@ static nn_result nn__launch_permute(nn_graph *g, int id) {
         vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
         vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
     }
-    r = nn__launch_kernel(g, id, "shape", "permute", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(permute, "shape", "permute", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -22786,14 +22630,9 @@ static nn_result nn__launch_flip(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
     int vd[8], vs[8];
-    nn__launch *l = NULL;
-    nn__k_strided k;
-    nn_result r;
     nn__dims8(dims, NN_MAX_DIMS, 1, vd);
     nn__dims8(xs, NN_MAX_DIMS, 0, vs);
-    r = nn__launch_kernel(g, id, "shape", "strided", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(strided, "shape", "strided", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -22916,16 +22755,11 @@ static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_slice(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
-    nn__launch *l = NULL;
-    nn__k_slice k;
-    nn_result r;
     int grad = n->op == NN__OP_SLICE_GRAD;
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    r = nn__launch_kernel(g, id, "shape", "slice", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(slice, "shape", "slice", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23134,14 +22968,9 @@ static nn_result nn__launch_repeat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
     int nd = nn__repeat_geom(g, n, yd, xd), vy[8], vx[8];
-    nn__launch *l = NULL;
-    nn__k_repeat_forward k;
-    nn_result r;
     nn__repeat_dims8(yd, nd, vy);
     nn__repeat_dims8(xd, nd, vx);
-    r = nn__launch_kernel(g, id, "shape", "repeat_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(repeat_forward, "shape", "repeat_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23154,15 +22983,10 @@ static nn_result nn__launch_repeat_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], reps[NN_MAX_DIMS];
     int nd = nn__repeat_geom(g, n, yd, xd), vx[8], vr[8], d;
-    nn__launch *l = NULL;
-    nn__k_repeat_backward k;
-    nn_result r;
     for (d = 0; d < nd; d++) reps[d] = yd[d] / xd[d];
     nn__repeat_dims8(xd, nd, vx);
     nn__repeat_dims8(reps, nd, vr);
-    r = nn__launch_kernel(g, id, "shape", "repeat_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(repeat_backward, "shape", "repeat_backward", n->numel);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.n = (int)n->numel;
@@ -23214,11 +23038,7 @@ static nn_result nn__cpu_tril(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_tril(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int nd = n->shape.ndim;
-    nn__launch *l = NULL;
-    nn__k_tril k;
-    nn_result r = nn__launch_kernel(g, id, "shape", "tril", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(tril, "shape", "tril", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23313,14 +23133,9 @@ static void nn__pad2d_geo(const nn__node *n, const nn_shape *xs, const nn_shape 
 
 static nn_result nn__launch_pad2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_pad2d_forward k;
     int geo[8];
-    nn_result r;
     nn__pad2d_geo(n, &g->nodes[n->in[0]].shape, &n->shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "pad2d_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(pad2d_forward, "shape", "pad2d_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23330,14 +23145,9 @@ static nn_result nn__launch_pad2d(nn_graph *g, int id) {
 
 static nn_result nn__launch_pad2d_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_pad2d_backward k;
     int geo[8];
-    nn_result r;
     nn__pad2d_geo(n, &n->shape, &g->nodes[n->in[0]].shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "pad2d_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(pad2d_backward, "shape", "pad2d_backward", n->numel);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.n = (int)n->numel;
@@ -23408,14 +23218,9 @@ static void nn__upsample2d_geo(const nn__node *n, const nn_shape *xs, int *geo) 
 
 static nn_result nn__launch_upsample2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_upsample2d_forward k;
     int geo[8];
-    nn_result r;
     nn__upsample2d_geo(n, &g->nodes[n->in[0]].shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "upsample2d_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(upsample2d_forward, "shape", "upsample2d_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23425,14 +23230,9 @@ static nn_result nn__launch_upsample2d(nn_graph *g, int id) {
 
 static nn_result nn__launch_upsample2d_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_upsample2d_backward k;
     int geo[8];
-    nn_result r;
     nn__upsample2d_geo(n, &n->shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "upsample2d_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(upsample2d_backward, "shape", "upsample2d_backward", n->numel);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.n = (int)n->numel;
@@ -23571,12 +23371,7 @@ static nn_result nn__cpu_channel_bias(nn_graph *g, nn__node *n) {
 
 /* elementwise.cl's channel_bias, one work-item per element */
 static nn_result nn__launch_channel_bias(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_channel_bias k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "channel_bias", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(channel_bias, "elementwise", "channel_bias", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.b = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -23604,12 +23399,8 @@ static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_channel_sum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_channel_sum k;
     int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    nn_result r = nn__launch_kernel(g, id, "conv", "channel_sum", (size_t)C, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(channel_sum, "conv", "channel_sum", C);
     k.x = &x->buf;
     k.y = &n->buf;
     k.N = Nb;
@@ -24462,15 +24253,11 @@ static void nn__conv3d_geo(const nn__conv_attr *at, int geo[16]) {
 static nn_result nn__launch_conv3d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *x = &g->nodes[n->in[0]], *w = &g->nodes[n->in[1]];
-    nn__launch *l = NULL;
-    nn__k_conv3d_forward k;
     nn__conv3d c;
     int geo[16];
-    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(conv3d_forward, "conv3d", "conv3d_forward", n->numel);
     nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
     nn__conv3d_geo(&n->a.conv, geo);
-    memset(&k, 0, sizeof k);
     k.x = &x->buf;
     k.w = &w->buf;
     k.b = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -24483,15 +24270,11 @@ static nn_result nn__launch_conv3d(nn_graph *g, int id) {
 static nn_result nn__launch_conv3d_dx(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
-    nn__launch *l = NULL;
-    nn__k_conv3d_backward_data k;
     nn__conv3d c;
     int geo[16];
-    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_backward_data", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(conv3d_backward_data, "conv3d", "conv3d_backward_data", n->numel);
     nn__conv3d_geom(&c, &n->shape, &w->shape, &n->a.conv);
     nn__conv3d_geo(&n->a.conv, geo);
-    memset(&k, 0, sizeof k);
     k.w = &w->buf;
     k.dy = &dy->buf;
     k.dx = &n->buf;
@@ -24502,15 +24285,11 @@ static nn_result nn__launch_conv3d_dx(nn_graph *g, int id) {
 static nn_result nn__launch_conv3d_dw(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
-    nn__launch *l = NULL;
-    nn__k_conv3d_backward_weight k;
     nn__conv3d c;
     int geo[16];
-    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_backward_weight", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(conv3d_backward_weight, "conv3d", "conv3d_backward_weight", n->numel);
     nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
     nn__conv3d_geo(&n->a.conv, geo);
-    memset(&k, 0, sizeof k);
     k.x = &x->buf;
     k.dy = &dy->buf;
     k.dw = &n->buf;
@@ -24717,11 +24496,7 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_forward k;
-    nn_result r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(norm_forward, "norm", "norm_forward", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.stats = &g->nodes[in[1]].buf;
     k.gamma = a->has_gamma ? &g->nodes[in[2]].buf : &g->one;
@@ -24819,12 +24594,8 @@ static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_bn_running(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
-    nn__launch *l = NULL;
-    nn__k_batch_norm_running k;
     int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
-    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(batch_norm_running, "norm", "batch_norm_running", n->a.norm.C);
     k.rmean = &g->nodes[in[0]].buf;
     k.rvar = &g->nodes[in[1]].buf;
     k.stats = &g->nodes[in[2]].buf;
@@ -24849,12 +24620,7 @@ static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_batch_norm_pack k;
-    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(batch_norm_pack, "norm", "batch_norm_pack", n->a.norm.C);
     k.rmean = &g->nodes[n->in[0]].buf;
     k.rvar = &g->nodes[n->in[1]].buf;
     k.stats = &n->buf;
@@ -25528,12 +25294,8 @@ static void nn__update_sgd(nn_graph *g, nn__launch *l) {
 static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *p = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_sgd k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)p->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(sgd, "optim", "sgd", p->numel);
     l->update = nn__update_sgd;
-    memset(&k, 0, sizeof k);
     k.p = &p->buf;
     k.grad = &g->nodes[n->in[1]].buf;
     k.buf = n->n_aux ? &n->aux[0] : &g->one;
@@ -25586,12 +25348,8 @@ static void nn__update_adam(nn_graph *g, nn__launch *l) {
 static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *p = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_adam k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "adam", (size_t)p->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(adam, "optim", "adam", p->numel);
     l->update = nn__update_adam;
-    memset(&k, 0, sizeof k);
     k.p = &p->buf;
     k.grad = &g->nodes[n->in[1]].buf;
     k.m = &n->aux[0];
@@ -25745,13 +25503,8 @@ static void nn__update_grad_acc(nn_graph *g, nn__launch *l) {
 }
 
 static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_grad_acc k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KLAUNCH(grad_acc, "optim", "grad_acc", n->numel);
     l->update = nn__update_grad_acc;
-    memset(&k, 0, sizeof k);
     k.acc = &n->buf;
     k.g = &g->nodes[n->in[0]].buf;
     k.n = (int)n->numel;
@@ -25777,14 +25530,10 @@ static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_nonfinite_count k;
     size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(nonfinite_count, "optim", "nonfinite_count", wg);
     l->gws[0] = l->lws[0] = wg;
     l->use_lws = 1;
-    memset(&k, 0, sizeof k);
     k.x = &g->nodes[n->in[0]].buf;
     k.n = (int)g->nodes[n->in[0]].numel;
     k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
@@ -25811,12 +25560,7 @@ static nn_result nn__cpu_skip_gate(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_skip_gate k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "skip_gate", 1, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(skip_gate, "optim", "skip_gate", 1);
     k.cnt = &g->nodes[n->in[0]].buf;
     k.clip = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;

@@ -196,11 +196,7 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_forward k;
-    nn_result r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(norm_forward, "norm", "norm_forward", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.stats = &g->nodes[in[1]].buf;
     k.gamma = a->has_gamma ? &g->nodes[in[2]].buf : &g->one;
@@ -298,12 +294,8 @@ static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_bn_running(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
-    nn__launch *l = NULL;
-    nn__k_batch_norm_running k;
     int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
-    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(batch_norm_running, "norm", "batch_norm_running", n->a.norm.C);
     k.rmean = &g->nodes[in[0]].buf;
     k.rvar = &g->nodes[in[1]].buf;
     k.stats = &g->nodes[in[2]].buf;
@@ -328,12 +320,7 @@ static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_batch_norm_pack k;
-    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(batch_norm_pack, "norm", "batch_norm_pack", n->a.norm.C);
     k.rmean = &g->nodes[n->in[0]].buf;
     k.rvar = &g->nodes[n->in[1]].buf;
     k.stats = &n->buf;

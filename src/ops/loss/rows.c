@@ -112,11 +112,7 @@ static nn_result nn__launch_loss_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x0 = &g->nodes[n->in[0]];
     int B = (int)x0->shape.dim[0];
-    nn__launch *l = NULL;
-    nn__k_rows_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "rows_forward", (size_t)B, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(rows_forward, "loss", "rows_forward", B);
     k.x0 = &x0->buf;
     k.x1 = &g->nodes[n->in[1]].buf;
     k.x2 = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -132,11 +128,7 @@ static nn_result nn__launch_loss_rows_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x0 = &g->nodes[n->in[0]];
     int B = (int)x0->shape.dim[0];
-    nn__launch *l = NULL;
-    nn__k_rows_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "rows_backward", (size_t)B, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(rows_backward, "loss", "rows_backward", B);
     k.x0 = &x0->buf;
     k.x1 = &g->nodes[n->in[1]].buf;
     k.x2 = n->n_in - 1 > 2 ? &g->nodes[n->in[2]].buf : &g->one;

@@ -323,15 +323,9 @@ static nn_result nn__launch_reduce(nn_graph *g, int id) {
 static nn_result nn__launch_reduce_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
-    nn__launch *l = NULL;
-    nn__k_reduce_grad k;
-    nn_result r;
     int kind = nn__red_kind(ra->fwd);
     int elementwise = kind == NN__RK_SUM || kind == NN__RK_LSE || (kind == NN__RK_NORM && !isinf(ra->p));
-    r = nn__launch_kernel(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
-                       elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(reduce_grad, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols", elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I);
     k.gy = &g->nodes[n->in[0]].buf;
     k.x = n->n_in > 1 ? &g->nodes[n->in[1]].buf : k.gy;
     k.y = n->n_in > 2 ? &g->nodes[n->in[2]].buf : k.gy;
@@ -399,11 +393,7 @@ static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_cumsum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
-    nn__launch *l = NULL;
-    nn__k_cumsum k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(cumsum, "reduce", "cumsum", ra->O * ra->I);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.O = ra->O;
