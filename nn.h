@@ -17941,16 +17941,20 @@ static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const 
     return NN_OK;
 }
 
-/* A launch function's opening: NN__KSTART declares l, the launch of kernel `kname` from
-   kernels/FILE.cl over `work` work-items (returning on error), k, its arguments of kernel
-   signature SIG zeroed, and r; NN__KLAUNCH also declares n, the node, first. The fields
-   of k follow, then `return nn__kargs_SIG(l, &k);`. */
-#define NN__KSTART(sig, file, kname, work)                                     \
-    nn__launch *l = NULL;                                                     \
-    nn__k_##sig k;                                                            \
-    nn_result r = nn__launch_kernel(g, id, file, kname, (size_t)(work), &l); \
-    if (r != NN_OK) return r;                                                 \
+/* A launch function's opening. NN__KWITH declares l, the launch that `launch` (a call that
+   fills &l: nn__launch_kernel, or a family's helper over it) records, returning on error;
+   k, the arguments of kernel signature SIG, zeroed; and r. NN__KSTART is NN__KWITH over
+   nn__launch_kernel of kernel `kname` from kernels/FILE.cl with `work` work-items;
+   NN__KLAUNCH also declares n, the node, first. The fields of k follow, then
+   `return nn__kargs_SIG(l, &k);`. */
+#define NN__KWITH(sig, launch)    \
+    nn__launch *l = NULL;         \
+    nn__k_##sig k;                \
+    nn_result r = (launch);       \
+    if (r != NN_OK) return r;     \
     memset(&k, 0, sizeof k)
+#define NN__KSTART(sig, file, kname, work) \
+    NN__KWITH(sig, nn__launch_kernel(g, id, file, kname, (size_t)(work), &l))
 #define NN__KLAUNCH(sig, file, kname, work) \
     nn__node *n = &g->nodes[id];            \
     NN__KSTART(sig, file, kname, work)
@@ -24978,6 +24982,15 @@ static nn_result nn__pool_launch(nn_graph *g, int id, const char *kernel, const 
         (k).geo = (geo);            \
     } while (0)
 
+/* A pool launch function's opening: n, p, geo and NN__KWITH's l, k (its pool fields set)
+   and r, for kernel SIG (its CPU variant cpu_kernel, per_row as nn__pool_launch's) */
+#define NN__POOL_KLAUNCH(sig, cpu_kernel, per_row)                                   \
+    nn__node *n = &g->nodes[id];                                                     \
+    nn__pooling p;                                                                   \
+    int geo[8];                                                                      \
+    NN__KWITH(sig, nn__pool_launch(g, id, #sig, cpu_kernel, per_row, &p, geo, &l)); \
+    NN__POOL_KFIELDS(k, p, geo)
+
 /* ==== max_pool2d: y [N, C, OH, OW] = the maximum of each window (kernel, stride, padding,
    dilation, ceil mode: torch.nn.functional.max_pool2d, max_pool1d, and the global form).
    Its gradient recomputes the windows' argmax (MAXPOOL2D_ARGMAX, idx [N, C, OH, OW] int32,
@@ -25036,49 +25049,25 @@ static nn_result nn__cpu_maxpool2d_grad(nn_graph *g, nn__node *n) {
 
 /* One work-item per output element, or per output row on a device tuned as a CPU. */
 static nn_result nn__launch_maxpool2d(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_max_pool2d_forward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_forward", "max_pool2d_forward_rows", 1, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(max_pool2d_forward, "max_pool2d_forward_rows", 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_forward(l, &k);
 }
 
 static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_max_pool2d_argmax k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_argmax", "max_pool2d_argmax_rows", 1, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(max_pool2d_argmax, "max_pool2d_argmax_rows", 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.idx = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_argmax(l, &k);
 }
 
 /* One work-item per input element, or per plane on a device tuned as a CPU. */
 static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_max_pool2d_backward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_backward", "max_pool2d_backward_planes", 0, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(max_pool2d_backward, "max_pool2d_backward_planes", 0);
     k.idx = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_backward(l, &k);
 }
 
@@ -25137,34 +25126,18 @@ static nn_result nn__cpu_avgpool2d_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_avgpool2d(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_avg_pool2d_forward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "avg_pool2d_forward", NULL, 0, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(avg_pool2d_forward, NULL, 0);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     k.exclude_pad = p.exclude_pad;
     k.adaptive = p.adaptive;
     return nn__kargs_avg_pool2d_forward(l, &k);
 }
 
 static nn_result nn__launch_avgpool2d_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_avg_pool2d_backward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "avg_pool2d_backward", NULL, 0, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(avg_pool2d_backward, NULL, 0);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     k.exclude_pad = p.exclude_pad;
     k.adaptive = p.adaptive;
     return nn__kargs_avg_pool2d_backward(l, &k);
@@ -26129,11 +26102,7 @@ static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_dropout k;
-    nn_result r = nn__random_launch(g, id, "dropout", &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(dropout, nn__random_launch(g, id, "dropout", &l));
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;

@@ -262,16 +262,20 @@ static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const 
     return NN_OK;
 }
 
-/* A launch function's opening: NN__KSTART declares l, the launch of kernel `kname` from
-   kernels/FILE.cl over `work` work-items (returning on error), k, its arguments of kernel
-   signature SIG zeroed, and r; NN__KLAUNCH also declares n, the node, first. The fields
-   of k follow, then `return nn__kargs_SIG(l, &k);`. */
-#define NN__KSTART(sig, file, kname, work)                                     \
-    nn__launch *l = NULL;                                                     \
-    nn__k_##sig k;                                                            \
-    nn_result r = nn__launch_kernel(g, id, file, kname, (size_t)(work), &l); \
-    if (r != NN_OK) return r;                                                 \
+/* A launch function's opening. NN__KWITH declares l, the launch that `launch` (a call that
+   fills &l: nn__launch_kernel, or a family's helper over it) records, returning on error;
+   k, the arguments of kernel signature SIG, zeroed; and r. NN__KSTART is NN__KWITH over
+   nn__launch_kernel of kernel `kname` from kernels/FILE.cl with `work` work-items;
+   NN__KLAUNCH also declares n, the node, first. The fields of k follow, then
+   `return nn__kargs_SIG(l, &k);`. */
+#define NN__KWITH(sig, launch)    \
+    nn__launch *l = NULL;         \
+    nn__k_##sig k;                \
+    nn_result r = (launch);       \
+    if (r != NN_OK) return r;     \
     memset(&k, 0, sizeof k)
+#define NN__KSTART(sig, file, kname, work) \
+    NN__KWITH(sig, nn__launch_kernel(g, id, file, kname, (size_t)(work), &l))
 #define NN__KLAUNCH(sig, file, kname, work) \
     nn__node *n = &g->nodes[id];            \
     NN__KSTART(sig, file, kname, work)

@@ -414,11 +414,7 @@ static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_dropout k;
-    nn_result r = nn__random_launch(g, id, "dropout", &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(dropout, nn__random_launch(g, id, "dropout", &l));
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
