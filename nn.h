@@ -24347,6 +24347,27 @@ static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel,
     return NN_OK;
 }
 
+/* The fields every norm kernel takes, from the node's attributes a */
+#define NN__NORM_KFIELDS(k, a)     \
+    do {                           \
+        (k).A = (a)->A;            \
+        (k).C = (a)->C;            \
+        (k).S = (a)->S;            \
+        (k).G = (a)->groups;       \
+        (k).pc = (a)->per_channel; \
+    } while (0)
+
+/* A launch function's opening for a kernel SIG over work-groups (nn__launch_norm_groups's
+   per_group): n, a (its attributes), wg, and NN__KWITH's l, r and k, with the common
+   fields and the work-group's scratch tmp set */
+#define NN__NORM_KLAUNCH(sig, per_group)                                       \
+    nn__node *n = &g->nodes[id];                                               \
+    const nn__norm_attr *a = &n->a.norm;                                       \
+    size_t wg;                                                                 \
+    NN__KWITH(sig, nn__launch_norm_groups(g, id, #sig, per_group, &l, &wg)); \
+    NN__NORM_KFIELDS(k, a);                                                    \
+    k.tmp = wg * 4
+
 /* ==== norm_stats: stats [2, R] of x [A, C, S], the means then the biased variances: R =
    A*G groups of C/G channels each (group, layer and instance norm), or the C channels over
    A and S (batch norm) ==== */
@@ -24368,22 +24389,9 @@ static nn_result nn__cpu_norm_stats(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_stats k;
-    size_t wg;
-    nn_result r = nn__launch_norm_groups(g, id, "norm_stats", 1, &l, &wg);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__NORM_KLAUNCH(norm_stats, 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.stats = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
-    k.tmp = wg * 4;
     return nn__kargs_norm_stats(l, &k);
 }
 
@@ -24481,11 +24489,7 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
     k.gamma = a->has_gamma ? &g->nodes[in[2]].buf : &g->one;
     k.beta = a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one;
     k.y = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
+    NN__NORM_KFIELDS(k, a);
     k.has_gamma = a->has_gamma;
     k.has_beta = a->has_beta;
     k.eps = a->eps;
@@ -24494,29 +24498,16 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
 
 /* one work-group per statistics group */
 static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
+    NN__NORM_KLAUNCH(norm_backward_data, 1);
     const int *in = n->in;
-    const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_backward_data k;
-    size_t wg;
-    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_data", 1, &l, &wg);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
     k.x = &g->nodes[in[0]].buf;
     k.stats = &g->nodes[in[1]].buf;
     k.dy = &g->nodes[in[2]].buf;
     k.gamma = a->has_gamma ? &g->nodes[in[3]].buf : &g->one;
     k.dx = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
     k.has_gamma = a->has_gamma;
     k.const_stats = a->const_stats;
     k.eps = a->eps;
-    k.tmp = wg * 4;
     return nn__kargs_norm_backward_data(l, &k);
 }
 
@@ -24524,26 +24515,13 @@ static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
    alone (x and stats are then g->one, unread). */
 static nn_result nn__launch_norm_affine(nn_graph *g, int id, const nn__buf *x, const nn__buf *stats, const nn__buf *dy,
                                         int with_xhat) {
-    nn__node *n = &g->nodes[id];
-    const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_backward_affine k;
-    size_t wg;
-    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_affine", 0, &l, &wg);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__NORM_KLAUNCH(norm_backward_affine, 0);
     k.x = x;
     k.stats = stats;
     k.dy = dy;
     k.out = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
     k.with_xhat = with_xhat;
     k.eps = a->eps;
-    k.tmp = wg * 4;
     return nn__kargs_norm_backward_affine(l, &k);
 }
 
