@@ -842,17 +842,11 @@ static void r_scale(const spec *s, double *const *in, double *out) {
 
 
 static void arith_cases(const t_env *e) {
-    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
+    static const t_odd scale[] = {{"scale", b_scale_p, r_scale, 0, -0.37f}};
     char name[96];
     int j;
     spec s;
-    for (j = 0; j < 3; j++) {
-        snprintf(name, sizeof name, "scale [%d, %d]", odd[j][0], odd[j][1]);
-        s = mk(name, b_scale_p, r_scale, nn_shape2(odd[j][0], odd[j][1]));
-        s.p = -0.37f;
-        in_f(&s, s.out);
-        check_case(e, &s);
-    }
+    t_odd_cases(e, scale, 1);
     for (j = 0; j < 3; j++) {
         static const char *nm[3] = {"add", "sub", "mul"};
         static const build_fn bb[3] = {b_add, b_sub, b_mul};
@@ -870,15 +864,8 @@ static void arith_cases(const t_env *e) {
 }
 
 void suite_elementwise(const t_env *e) {
-    rank0_cases(e);
-    binary_cases(e);
-    unary_cases(e);
-    select_cases(e);
-    exact_cases(e);
-    gradient_stop_cases(e);
-    thread_cases(e);
-    error_cases(e);
-    nanprop_binary(e);
+    T_RUN(e, rank0_cases, binary_cases, unary_cases, select_cases, exact_cases, gradient_stop_cases, thread_cases,
+          error_cases, nanprop_binary);
     t_bad_rows(e, elementwise_bad, (int)(sizeof elementwise_bad / sizeof elementwise_bad[0]));
     arith_cases(e);
 }

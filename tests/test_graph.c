@@ -456,10 +456,6 @@ static const bad_row graph_bad[] = {
 };
 
 void suite_graph(const t_env *e) {
-    test_init(e);
-    test_gather_int(e);
-    test_xor(e);
-    test_resident_training(e);
-    test_argmax(e);
+    T_RUN(e, test_init, test_gather_int, test_xor, test_resident_training, test_argmax);
     t_bad_rows(e, graph_bad, (int)(sizeof graph_bad / sizeof graph_bad[0]));
 }

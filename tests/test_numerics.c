@@ -320,6 +320,5 @@ void suite_numerics(const t_env *e) {
     check_nan_update(e, "adam", NN_OPT_ADAM, 0);
     check_nan_update(e, "adamw clip_norm", NN_OPT_ADAMW, 1.0f);
     check_nan_update(e, "rmsprop", NN_OPT_RMSPROP, 0);
-    check_adam_threads(e);
-    check_cnn_threads(e);
+    T_RUN(e, check_adam_threads, check_cnn_threads);
 }
