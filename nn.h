@@ -7998,18 +7998,8 @@ __attribute__((target("avx2"))) static void nn__acc_run_avx2(double *acc, const 
 }
 #endif
 
-static double nn__sum_run_scalar(const float *x, int64_t n) {
-    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        a0 += x[i];
-        a1 += x[i + 1];
-        a2 += x[i + 2];
-        a3 += x[i + 3];
-    }
-    for (; i < n; i++) a0 += x[i];
-    return (a0 + a1) + (a2 + a3);
-}
+/* four interleaved lanes in double (src/cpu/norm.c's nn__sum4) */
+static double nn__sum_run_scalar(const float *x, int64_t n) { return nn__sum4(x, n, 0, 0.0); }
 
 static double nn__sum_run(const float *x, int64_t n) {
 #if defined(NN__VM_X86)
@@ -18943,6 +18933,20 @@ static void nn__bcast_ints(const nn__bcast *bc, int dims[8], int st[3][8]) {
         for (d = 0; d < bc->nd; d++) st[k][d] = (int)bc->st[k][d];
 }
 
+/* A broadcast kernel's launch function's opening, node n over its first n_op inputs: n,
+   dims and st (nn__bcast_ints), and NN__KSTART's l, r and k (one work-item per element;
+   its element count n, nd and dims set). */
+#define NN__BCAST_KLAUNCH(sig, n_op)                  \
+    nn__node *n = &g->nodes[id];                      \
+    int dims[8], st[3][8];                            \
+    nn__bcast bc;                                     \
+    nn__bcast_node(g, n, n_op, &bc);                  \
+    nn__bcast_ints(&bc, dims, st);                    \
+    NN__KSTART(sig, "elementwise", #sig, n->numel);   \
+    k.n = (int)n->numel;                              \
+    k.nd = bc.nd;                                     \
+    k.dims = dims
+
 /* ==== sum_to: y [sh] = x [...] summed over the dims where sh is 1 or missing, sh a shape
    that broadcasts to x's: the gradient of every broadcast (add, mul, where, expand, ...);
    its own gradient is EXPAND back to x's shape ==== */
@@ -19043,17 +19047,9 @@ static nn_result nn__cpu_expand(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_expand(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__bcast_node(g, n, 1, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    NN__KSTART(expand_bcast, "elementwise", "expand_bcast", N);
+    NN__BCAST_KLAUNCH(expand_bcast, 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.n = N;
-    k.nd = bc.nd;
-    k.dims = dims;
     k.sx = st[0];
     return nn__kargs_expand_bcast(l, &k);
 }
@@ -19473,49 +19469,38 @@ static const char *const nn__same_fwd[] = {
 
 /* Same shapes: the function's own kernel; one flat dim otherwise (a one-element operand):
    binary_flat; anything else binary_bcast. */
+/* The fields every binary kernel takes: operands a and b, output y, N elements */
+#define NN__BINARY_KFIELDS(k) \
+    do {                      \
+        (k).a = a;            \
+        (k).b = b;            \
+        (k).y = &n->buf;      \
+        (k).n = N;            \
+    } while (0)
+
 static nn_result nn__launch_binary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
     int fn = nn__binary_node_fn(n);
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
-        nn__k_binary_same k;
-        r = nn__launch_kernel(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = a;
-        k.b = b;
-        k.y = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_same, "elementwise", nn__same_fwd[fn], N);
+        NN__BINARY_KFIELDS(k);
         return nn__kargs_binary_same(l, &k);
     }
     if (bc.nd == 1) {
-        nn__k_binary_flat k;
-        r = nn__launch_kernel(g, id, "elementwise", "binary_flat", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = a;
-        k.b = b;
-        k.y = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_flat, "elementwise", "binary_flat", N);
+        NN__BINARY_KFIELDS(k);
         k.fn = fn;
         k.sa = st[0][0];
         k.sb = st[1][0];
         return nn__kargs_binary_flat(l, &k);
     } else {
-        nn__k_binary_bcast k;
-        r = nn__launch_kernel(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = a;
-        k.b = b;
-        k.y = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_bcast, "elementwise", "binary_bcast", N);
+        NN__BINARY_KFIELDS(k);
         k.fn = fn;
         k.nd = bc.nd;
         k.dims = dims;
@@ -19631,38 +19616,31 @@ static const char *const nn__same_grad[] = {
 #undef NN__X
 };
 
+/* The fields every binary gradient kernel takes: operands a and b, dy, dx, N elements, wrt */
+#define NN__BINARY_GRAD_KFIELDS(k)             \
+    do {                                       \
+        (k).a = &g->nodes[n->in[0]].buf;       \
+        (k).b = &g->nodes[n->in[1]].buf;       \
+        (k).dy = &g->nodes[n->in[2]].buf;      \
+        (k).dx = &n->buf;                      \
+        (k).n = N;                             \
+        (k).wrt = n->a.ew.wrt;                 \
+    } while (0)
+
 static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
-        nn__k_binary_same_grad k;
-        r = nn__launch_kernel(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = &g->nodes[n->in[0]].buf;
-        k.b = &g->nodes[n->in[1]].buf;
-        k.dy = &g->nodes[n->in[2]].buf;
-        k.dx = &n->buf;
-        k.n = N;
-        k.wrt = n->a.ew.wrt;
+        NN__KSTART(binary_same_grad, "elementwise", nn__same_grad[n->a.ew.bfn], N);
+        NN__BINARY_GRAD_KFIELDS(k);
         return nn__kargs_binary_same_grad(l, &k);
     } else {
-        nn__k_binary_grad k;
-        r = nn__launch_kernel(g, id, "elementwise", "binary_grad", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = &g->nodes[n->in[0]].buf;
-        k.b = &g->nodes[n->in[1]].buf;
-        k.dy = &g->nodes[n->in[2]].buf;
-        k.dx = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_grad, "elementwise", "binary_grad", N);
+        NN__BINARY_GRAD_KFIELDS(k);
         k.fn = n->a.ew.bfn;
-        k.wrt = n->a.ew.wrt;
         k.nd = bc.nd;
         k.dims = dims;
         k.sa = st[0];
@@ -19747,20 +19725,12 @@ static nn_result nn__cpu_masked_fill(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_masked_fill(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    NN__KSTART(masked_fill_bcast, "elementwise", "masked_fill_bcast", N);
+    NN__BCAST_KLAUNCH(masked_fill_bcast, 2);
     k.m = &g->nodes[n->in[0]].buf;
     k.x = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
-    k.n = N;
     k.value = n->a.ew.s;
     k.invert = n->a.ew.invert;
-    k.nd = bc.nd;
-    k.dims = dims;
     k.sm = st[0];
     k.sx = st[1];
     return nn__kargs_masked_fill_bcast(l, &k);
@@ -19809,19 +19779,11 @@ static nn_result nn__cpu_where(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_where(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__bcast_node(g, n, 3, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    NN__KSTART(where_bcast, "elementwise", "where_bcast", N);
+    NN__BCAST_KLAUNCH(where_bcast, 3);
     k.c = &g->nodes[n->in[0]].buf;
     k.a = &g->nodes[n->in[1]].buf;
     k.b = &g->nodes[n->in[2]].buf;
     k.y = &n->buf;
-    k.n = N;
-    k.nd = bc.nd;
-    k.dims = dims;
     k.sc = st[0];
     k.sa = st[1];
     k.sb = st[2];
