@@ -17956,6 +17956,24 @@ static size_t nn__reduce_wg(nn_graph *g) {
     return wg;
 }
 
+/* nn__launch_kernel over `groups` work-groups of wg work-items each (tree reductions) */
+static nn_result nn__launch_groups(nn_graph *g, int id, const char *file, const char *kname, size_t groups, size_t wg,
+                                   nn__launch **out) {
+    nn_result r = nn__launch_kernel(g, id, file, kname, groups * wg, out);
+    if (r != NN_OK) return r;
+    (*out)->gws[0] = groups * wg;
+    (*out)->lws[0] = wg;
+    (*out)->use_lws = 1;
+    return NN_OK;
+}
+
+/* A launch function's opening for kernel SIG from kernels/FILE.cl over one work-group of
+   nn__reduce_wg's size: n, wg, and NN__KWITH's l, r and k */
+#define NN__KGROUP(sig, file)        \
+    nn__node *n = &g->nodes[id];     \
+    size_t wg = nn__reduce_wg(g);    \
+    NN__KWITH(sig, nn__launch_groups(g, id, file, #sig, 1, wg, &l))
+
 /* Records every scheduled op's launches, in schedule order; sched_launch[i] is the first
    launch of schedule position i. For device backends' prepare. */
 static nn_result nn__record_launches(nn_graph *g) {
@@ -20473,11 +20491,7 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    size_t wg = nn__reduce_wg(g);
-    NN__KSTART(sum_all, "reduce", "sum_all", wg);
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
+    NN__KGROUP(sum_all, "reduce");
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)g->nodes[n->in[0]].numel;
@@ -20582,11 +20596,7 @@ static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    size_t wg = nn__reduce_wg(g);
-    NN__KSTART(grad_sumsq, "reduce", "grad_sumsq", wg);
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
+    NN__KGROUP(grad_sumsq, "reduce");
     k.g = &g->nodes[n->in[0]].buf;
     k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
@@ -20904,44 +20914,33 @@ static nn_result nn__cpu_reduce_grad(nn_graph *g, nn__node *n) {
    row (a strided pass, then a tree in local memory); otherwise one work-item per output
    element walks its R elements (consecutive work-items: consecutive i, coalesced). CPU
    devices take the second form for every shape. */
+/* The fields both reduction kernels take */
+#define NN__REDUCE_KFIELDS(k)              \
+    do {                                   \
+        (k).x = &g->nodes[n->in[0]].buf;   \
+        (k).y = (k).yi = &n->buf;          \
+        (k).R = ra->R;                     \
+        (k).kind = kind;                   \
+        (k).p = ra->p;                     \
+        (k).scale = ra->scale;             \
+        (k).corr = ra->correction;         \
+    } while (0)
+
 static nn_result nn__launch_reduce(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
-    nn__launch *l = NULL;
-    nn_result r;
     int kind = nn__red_kind(n->op);
     if (ra->I == 1 && ra->R > 32 && !g->ctx->dev.cpu_tuned) {
-        nn__k_reduce_rows k;
         size_t wg = nn__reduce_wg(g);
-        r = nn__launch_kernel(g, id, "reduce", "reduce_rows", (size_t)ra->O * wg, &l);
-        if (r != NN_OK) return r;
-        l->gws[0] = (size_t)ra->O * wg;
-        l->lws[0] = wg;
-        l->use_lws = 1;
-        memset(&k, 0, sizeof k);
-        k.x = &g->nodes[n->in[0]].buf;
-        k.y = k.yi = &n->buf;
-        k.R = ra->R;
-        k.kind = kind;
-        k.p = ra->p;
-        k.scale = ra->scale;
-        k.corr = ra->correction;
+        NN__KWITH(reduce_rows, nn__launch_groups(g, id, "reduce", "reduce_rows", (size_t)ra->O, wg, &l));
+        NN__REDUCE_KFIELDS(k);
         k.tf = k.ti = wg * 4;
         return nn__kargs_reduce_rows(l, &k);
     } else {
-        nn__k_reduce_cols k;
-        r = nn__launch_kernel(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.x = &g->nodes[n->in[0]].buf;
-        k.y = k.yi = &n->buf;
+        NN__KSTART(reduce_cols, "reduce", "reduce_cols", (size_t)ra->O * ra->I);
+        NN__REDUCE_KFIELDS(k);
         k.O = ra->O;
-        k.R = ra->R;
         k.I = ra->I;
-        k.kind = kind;
-        k.p = ra->p;
-        k.scale = ra->scale;
-        k.corr = ra->correction;
         return nn__kargs_reduce_cols(l, &k);
     }
 }
@@ -24295,18 +24294,12 @@ static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel,
                                        size_t *wg) {
     nn__norm q;
     size_t groups, count;
-    nn_result r;
     *wg = nn__reduce_wg(g);
     nn__norm_geom(&q, &g->nodes[id].a.norm);
     groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
     count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
     while (*wg > 1 && *wg / 2 >= count) *wg /= 2;
-    r = nn__launch_kernel(g, id, "norm", kernel, groups * *wg, l);
-    if (r != NN_OK) return r;
-    (*l)->gws[0] = groups * *wg;
-    (*l)->lws[0] = *wg;
-    (*l)->use_lws = 1;
-    return NN_OK;
+    return nn__launch_groups(g, id, "norm", kernel, groups, *wg, l);
 }
 
 /* The fields every norm kernel takes, from the node's attributes a */
@@ -25294,14 +25287,8 @@ static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) {
    x (clipped by clip and cv) */
 static nn_result nn__launch_opt_norms(nn_graph *g, int id, const nn__buf *p, const nn__buf *x, const nn__buf *clip, float cv,
                                       int np, const nn__buf *out, int off) {
-    nn__launch *l = NULL;
-    nn__k_opt_norms k;
     size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(opt_norms, nn__launch_groups(g, id, "optim", "opt_norms", 1, wg, &l));
     k.p = p;
     k.x = x;
     k.clip = clip;
@@ -25417,11 +25404,7 @@ static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    size_t wg = nn__reduce_wg(g);
-    NN__KSTART(nonfinite_count, "optim", "nonfinite_count", wg);
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
+    NN__KGROUP(nonfinite_count, "optim");
     k.x = &g->nodes[n->in[0]].buf;
     k.n = (int)g->nodes[n->in[0]].numel;
     k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;

@@ -287,6 +287,24 @@ static size_t nn__reduce_wg(nn_graph *g) {
     return wg;
 }
 
+/* nn__launch_kernel over `groups` work-groups of wg work-items each (tree reductions) */
+static nn_result nn__launch_groups(nn_graph *g, int id, const char *file, const char *kname, size_t groups, size_t wg,
+                                   nn__launch **out) {
+    nn_result r = nn__launch_kernel(g, id, file, kname, groups * wg, out);
+    if (r != NN_OK) return r;
+    (*out)->gws[0] = groups * wg;
+    (*out)->lws[0] = wg;
+    (*out)->use_lws = 1;
+    return NN_OK;
+}
+
+/* A launch function's opening for kernel SIG from kernels/FILE.cl over one work-group of
+   nn__reduce_wg's size: n, wg, and NN__KWITH's l, r and k */
+#define NN__KGROUP(sig, file)        \
+    nn__node *n = &g->nodes[id];     \
+    size_t wg = nn__reduce_wg(g);    \
+    NN__KWITH(sig, nn__launch_groups(g, id, file, #sig, 1, wg, &l))
+
 /* Records every scheduled op's launches, in schedule order; sched_launch[i] is the first
    launch of schedule position i. For device backends' prepare. */
 static nn_result nn__record_launches(nn_graph *g) {

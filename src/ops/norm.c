@@ -54,18 +54,12 @@ static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel,
                                        size_t *wg) {
     nn__norm q;
     size_t groups, count;
-    nn_result r;
     *wg = nn__reduce_wg(g);
     nn__norm_geom(&q, &g->nodes[id].a.norm);
     groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
     count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
     while (*wg > 1 && *wg / 2 >= count) *wg /= 2;
-    r = nn__launch_kernel(g, id, "norm", kernel, groups * *wg, l);
-    if (r != NN_OK) return r;
-    (*l)->gws[0] = groups * *wg;
-    (*l)->lws[0] = *wg;
-    (*l)->use_lws = 1;
-    return NN_OK;
+    return nn__launch_groups(g, id, "norm", kernel, groups, *wg, l);
 }
 
 /* The fields every norm kernel takes, from the node's attributes a */

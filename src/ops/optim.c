@@ -234,14 +234,8 @@ static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) {
    x (clipped by clip and cv) */
 static nn_result nn__launch_opt_norms(nn_graph *g, int id, const nn__buf *p, const nn__buf *x, const nn__buf *clip, float cv,
                                       int np, const nn__buf *out, int off) {
-    nn__launch *l = NULL;
-    nn__k_opt_norms k;
     size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(opt_norms, nn__launch_groups(g, id, "optim", "opt_norms", 1, wg, &l));
     k.p = p;
     k.x = x;
     k.clip = clip;
@@ -357,11 +351,7 @@ static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    size_t wg = nn__reduce_wg(g);
-    NN__KSTART(nonfinite_count, "optim", "nonfinite_count", wg);
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
+    NN__KGROUP(nonfinite_count, "optim");
     k.x = &g->nodes[n->in[0]].buf;
     k.n = (int)g->nodes[n->in[0]].numel;
     k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;

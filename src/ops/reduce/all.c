@@ -60,11 +60,7 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    size_t wg = nn__reduce_wg(g);
-    NN__KSTART(sum_all, "reduce", "sum_all", wg);
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
+    NN__KGROUP(sum_all, "reduce");
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)g->nodes[n->in[0]].numel;
@@ -169,11 +165,7 @@ static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    size_t wg = nn__reduce_wg(g);
-    NN__KSTART(grad_sumsq, "reduce", "grad_sumsq", wg);
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
+    NN__KGROUP(grad_sumsq, "reduce");
     k.g = &g->nodes[n->in[0]].buf;
     k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
