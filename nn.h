@@ -17956,6 +17956,16 @@ static size_t nn__reduce_wg(nn_graph *g) {
     return wg;
 }
 
+/* A launch function's opening for kernel SIG from kernels/FILE.cl, one work-item per row
+   of input 0, x [B, C]: n, x, and NN__KSTART's l, r and k, with k.x, k.B and k.C set */
+#define NN__KROWS(sig, file)                              \
+    nn__node *n = &g->nodes[id];                          \
+    const nn__node *x = &g->nodes[n->in[0]];              \
+    NN__KSTART(sig, file, #sig, x->shape.dim[0]);         \
+    k.x = &x->buf;                                        \
+    k.B = (int)x->shape.dim[0];                           \
+    k.C = (int)x->shape.dim[1]
+
 /* nn__launch_kernel over `groups` work-groups of wg work-items each (tree reductions) */
 static nn_result nn__launch_groups(nn_graph *g, int id, const char *file, const char *kname, size_t groups, size_t wg,
                                    nn__launch **out) {
@@ -20536,13 +20546,8 @@ static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_argmax(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    NN__KSTART(argmax_rows, "reduce", "argmax_rows", x->shape.dim[0]);
-    k.x = &x->buf;
+    NN__KROWS(argmax_rows, "reduce");
     k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     return nn__kargs_argmax_rows(l, &k);
 }
 
@@ -20566,14 +20571,9 @@ static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    NN__KSTART(correct_rows, "reduce", "correct_rows", x->shape.dim[0]);
-    k.x = &x->buf;
+    NN__KROWS(correct_rows, "reduce");
     k.label = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     return nn__kargs_correct_rows(l, &k);
 }
 
@@ -21066,9 +21066,11 @@ NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x, int dim) { return nn__roww
 #define nn__grad_softmax_grad nn__grad_none
 #define nn__plan_softmax_grad nn__no_plan
 
+/* SOFTMAX and LOG_SOFTMAX: dx = the op's gradient op of (y, gy) */
 static void nn__grad_softmax(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op2(g, NN__OP_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
+    int grad_op = n.op == NN__OP_LOG_SOFTMAX ? NN__OP_LOG_SOFTMAX_GRAD : NN__OP_SOFTMAX_GRAD;
+    nn__acc_grad(g, a, nn__op2(g, grad_op, NN_F32, n.shape, id, gy.id));
 }
 
 /* SOFTMAX and LOG_SOFTMAX */
@@ -21127,11 +21129,7 @@ NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x, int dim) {
 #define nn__launch_log_softmax_grad nn__launch_softmax_grad
 #define nn__grad_log_softmax_grad nn__grad_none
 #define nn__plan_log_softmax_grad nn__no_plan
-
-static void nn__grad_log_softmax(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op2(g, NN__OP_LOG_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
-}
+#define nn__grad_log_softmax nn__grad_softmax
 
 /* ======================================================================
    src/ops/loss/elementwise.c
@@ -21464,14 +21462,9 @@ static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    NN__KSTART(xent_forward, "loss", "xent_forward", x->shape.dim[0]);
-    k.x = &x->buf;
+    NN__KROWS(xent_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.loss = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.bad = &g->checks;
     k.slot = n->check_slot;
     return nn__kargs_xent_forward(l, &k);
@@ -21592,15 +21585,10 @@ static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    NN__KSTART(ce_rows_forward, "loss", "ce_rows_forward", x->shape.dim[0]);
-    k.x = &x->buf;
+    NN__KROWS(ce_rows_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
     k.loss = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.ignore = n->a.loss.ignore_index;
     k.log_input = n->a.loss.log_input;
     k.has_w = n->n_in > 2;
@@ -21612,16 +21600,11 @@ static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
 
 /* the backward pass counts nothing: the forward did */
 static nn_result nn__launch_ce_rows_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    NN__KSTART(ce_rows_backward, "loss", "ce_rows_backward", x->shape.dim[0]);
-    k.x = &x->buf;
+    NN__KROWS(ce_rows_backward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;
     k.dloss = &g->nodes[n->in[2]].buf;
     k.dx = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.ignore = n->a.loss.ignore_index;
     k.log_input = n->a.loss.log_input;
     k.has_w = n->n_in > 3;
@@ -21736,25 +21719,23 @@ static nn_tensor nn__row_loss(nn_graph *g, int kind, int n_in, const nn_tensor *
     return nn__reduce_loss(g, l, &d);
 }
 
-NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {
-    nn_tensor x[2];
-    x[0] = p;
-    x[1] = t;
-    return nn__row_loss(g, NN__R_DICE, 2, x, d);
-}
-NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
-    nn_tensor x[3];
-    x[0] = x1;
-    x[1] = x2;
-    x[2] = t;
-    return nn__row_loss(g, NN__R_COSINE, 3, x, d);
-}
-NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
+/* nn__row_loss of inputs a, b and (n_in 3) c */
+static nn_tensor nn__row_loss3(nn_graph *g, int kind, int n_in, nn_tensor a, nn_tensor b, nn_tensor c, const nn_loss_desc *d) {
     nn_tensor x[3];
     x[0] = a;
-    x[1] = p;
-    x[2] = n;
-    return nn__row_loss(g, NN__R_TRIPLET, 3, x, d);
+    x[1] = b;
+    x[2] = c;
+    return nn__row_loss(g, kind, n_in, x, d);
+}
+
+NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {
+    return nn__row_loss3(g, NN__R_DICE, 2, p, t, NN_NONE, d);
+}
+NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
+    return nn__row_loss3(g, NN__R_COSINE, 3, x1, x2, t, d);
+}
+NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
+    return nn__row_loss3(g, NN__R_TRIPLET, 3, a, p, n, d);
 }
 
 #define nn__plan_loss_rows nn__no_plan
@@ -24247,6 +24228,16 @@ static nn_result nn__launch_conv3d_dw(nn_graph *g, int id) {
 
 /* ==== helpers shared by the family's builders and launches ==== */
 
+/* at zeroed, then x [A, C, spatial...]'s A, C and S (the product of the spatial dims) */
+static void nn__norm_layout(nn__norm_attr *at, const nn__node *nx) {
+    int k;
+    memset(at, 0, sizeof *at);
+    at->A = (int)nx->shape.dim[0];
+    at->C = (int)nx->shape.dim[1];
+    at->S = 1;
+    for (k = 2; k < nx->shape.ndim; k++) at->S *= (int)nx->shape.dim[k];
+}
+
 /* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
 static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
     nn__node *nx;
@@ -24551,7 +24542,6 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     nn__node *nx;
     nn_shape c;
     nn__norm_attr at;
-    int k;
     if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx))
         return nn__tensor(-1);
     nx = nn__n(g, x);
@@ -24566,11 +24556,7 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     c = nn_shape1(nx->shape.dim[1]);
     if (!nn__norm_check_vec(g, fn, gamma, "gamma", &c, sx) || !nn__norm_check_vec(g, fn, beta, "beta", &c, sx))
         return nn__tensor(-1);
-    memset(&at, 0, sizeof at);
-    at.A = (int)nx->shape.dim[0];
-    at.C = (int)nx->shape.dim[1];
-    at.S = 1;
-    for (k = 2; k < nx->shape.ndim; k++) at.S *= (int)nx->shape.dim[k];
+    nn__norm_layout(&at, nx);
     at.groups = groups;
     at.eps = eps;
     return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
@@ -24619,7 +24605,7 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     nn__node *nx;
     nn_shape c;
     nn__norm_attr at;
-    int k, stats, in[3], running;
+    int stats, in[3], running;
     if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx)) return nn__tensor(-1);
     nx = nn__n(g, x);
     memset(&d, 0, sizeof d);
@@ -24641,11 +24627,7 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
             !nn__norm_check_vec(g, "nn_batch_norm", d.running_var, "running_var", &c, sx))
             return nn__tensor(-1);
     }
-    memset(&at, 0, sizeof at);
-    at.A = (int)nx->shape.dim[0];
-    at.C = (int)nx->shape.dim[1];
-    at.S = 1;
-    for (k = 2; k < nx->shape.ndim; k++) at.S *= (int)nx->shape.dim[k];
+    nn__norm_layout(&at, nx);
     at.groups = at.per_channel = 1;
     at.eps = d.eps;
     at.momentum = d.momentum;

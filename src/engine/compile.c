@@ -287,6 +287,16 @@ static size_t nn__reduce_wg(nn_graph *g) {
     return wg;
 }
 
+/* A launch function's opening for kernel SIG from kernels/FILE.cl, one work-item per row
+   of input 0, x [B, C]: n, x, and NN__KSTART's l, r and k, with k.x, k.B and k.C set */
+#define NN__KROWS(sig, file)                              \
+    nn__node *n = &g->nodes[id];                          \
+    const nn__node *x = &g->nodes[n->in[0]];              \
+    NN__KSTART(sig, file, #sig, x->shape.dim[0]);         \
+    k.x = &x->buf;                                        \
+    k.B = (int)x->shape.dim[0];                           \
+    k.C = (int)x->shape.dim[1]
+
 /* nn__launch_kernel over `groups` work-groups of wg work-items each (tree reductions) */
 static nn_result nn__launch_groups(nn_graph *g, int id, const char *file, const char *kname, size_t groups, size_t wg,
                                    nn__launch **out) {

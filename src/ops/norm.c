@@ -7,6 +7,16 @@
 
 /* ==== helpers shared by the family's builders and launches ==== */
 
+/* at zeroed, then x [A, C, spatial...]'s A, C and S (the product of the spatial dims) */
+static void nn__norm_layout(nn__norm_attr *at, const nn__node *nx) {
+    int k;
+    memset(at, 0, sizeof *at);
+    at->A = (int)nx->shape.dim[0];
+    at->C = (int)nx->shape.dim[1];
+    at->S = 1;
+    for (k = 2; k < nx->shape.ndim; k++) at->S *= (int)nx->shape.dim[k];
+}
+
 /* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
 static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
     nn__node *nx;
@@ -311,7 +321,6 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     nn__node *nx;
     nn_shape c;
     nn__norm_attr at;
-    int k;
     if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx))
         return nn__tensor(-1);
     nx = nn__n(g, x);
@@ -326,11 +335,7 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     c = nn_shape1(nx->shape.dim[1]);
     if (!nn__norm_check_vec(g, fn, gamma, "gamma", &c, sx) || !nn__norm_check_vec(g, fn, beta, "beta", &c, sx))
         return nn__tensor(-1);
-    memset(&at, 0, sizeof at);
-    at.A = (int)nx->shape.dim[0];
-    at.C = (int)nx->shape.dim[1];
-    at.S = 1;
-    for (k = 2; k < nx->shape.ndim; k++) at.S *= (int)nx->shape.dim[k];
+    nn__norm_layout(&at, nx);
     at.groups = groups;
     at.eps = eps;
     return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
@@ -379,7 +384,7 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     nn__node *nx;
     nn_shape c;
     nn__norm_attr at;
-    int k, stats, in[3], running;
+    int stats, in[3], running;
     if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx)) return nn__tensor(-1);
     nx = nn__n(g, x);
     memset(&d, 0, sizeof d);
@@ -401,11 +406,7 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
             !nn__norm_check_vec(g, "nn_batch_norm", d.running_var, "running_var", &c, sx))
             return nn__tensor(-1);
     }
-    memset(&at, 0, sizeof at);
-    at.A = (int)nx->shape.dim[0];
-    at.C = (int)nx->shape.dim[1];
-    at.S = 1;
-    for (k = 2; k < nx->shape.ndim; k++) at.S *= (int)nx->shape.dim[k];
+    nn__norm_layout(&at, nx);
     at.groups = at.per_channel = 1;
     at.eps = d.eps;
     at.momentum = d.momentum;

@@ -46,14 +46,9 @@ static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    NN__KSTART(xent_forward, "loss", "xent_forward", x->shape.dim[0]);
-    k.x = &x->buf;
+    NN__KROWS(xent_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.loss = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.bad = &g->checks;
     k.slot = n->check_slot;
     return nn__kargs_xent_forward(l, &k);
@@ -174,15 +169,10 @@ static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    NN__KSTART(ce_rows_forward, "loss", "ce_rows_forward", x->shape.dim[0]);
-    k.x = &x->buf;
+    NN__KROWS(ce_rows_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
     k.loss = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.ignore = n->a.loss.ignore_index;
     k.log_input = n->a.loss.log_input;
     k.has_w = n->n_in > 2;
@@ -194,16 +184,11 @@ static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
 
 /* the backward pass counts nothing: the forward did */
 static nn_result nn__launch_ce_rows_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    NN__KSTART(ce_rows_backward, "loss", "ce_rows_backward", x->shape.dim[0]);
-    k.x = &x->buf;
+    NN__KROWS(ce_rows_backward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;
     k.dloss = &g->nodes[n->in[2]].buf;
     k.dx = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.ignore = n->a.loss.ignore_index;
     k.log_input = n->a.loss.log_input;
     k.has_w = n->n_in > 3;

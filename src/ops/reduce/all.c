@@ -105,13 +105,8 @@ static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_argmax(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    NN__KSTART(argmax_rows, "reduce", "argmax_rows", x->shape.dim[0]);
-    k.x = &x->buf;
+    NN__KROWS(argmax_rows, "reduce");
     k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     return nn__kargs_argmax_rows(l, &k);
 }
 
@@ -135,14 +130,9 @@ static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    NN__KSTART(correct_rows, "reduce", "correct_rows", x->shape.dim[0]);
-    k.x = &x->buf;
+    NN__KROWS(correct_rows, "reduce");
     k.label = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     return nn__kargs_correct_rows(l, &k);
 }
 
