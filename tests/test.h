@@ -20,6 +20,8 @@ void t_context_desc(const t_env *e, nn_context_desc *d);
 /* Begins a case; 0 when NN_TEST_FILTER excludes it: return without running any of it
    (t_skip and t_end do nothing for such a case). */
 int t_begin(const t_env *e, const char *name);
+/* t_begin for a case of the CPU backend only: on an OpenCL backend it is skipped (why), 0 */
+int t_begin_cpu(const t_env *e, const char *name, const char *why);
 void t_end(void);                 /* prints ok/FAIL/skipped for the case begun last */
 void t_skip(const char *why);     /* the current case is counted as skipped */
 int t_fail(const char *file, int line, const char *fmt, ...);

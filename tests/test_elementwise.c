@@ -547,12 +547,7 @@ static void thread_cases(const t_env *e) {
     static float av[NA], wv[NA], bv[A1], cv[A2], ref[3][NA], got[NA];
     const long sizes[3] = {NA, A1, A2};
     int threads, i, k;
-    if (!t_begin(e, "elementwise: the same bits for 1..8 threads")) return;
-    if (e->opencl) {
-        t_skip("thread counts are a CPU-backend setting");
-        t_end();
-        return;
-    }
+    if (!t_begin_cpu(e, "elementwise: the same bits for 1..8 threads", "thread counts are a CPU-backend setting")) return;
     for (i = 0; i < NA; i++) av[i] = (float)(((long)i * 7919) % 1000) / 500.0f - 1.0f, wv[i] = (float)(((long)i * 104729) % 997) / 498.5f - 1.0f;
     for (i = 0; i < A1; i++) bv[i] = (float)((i * 31) % 17) / 8.0f + 0.25f;
     for (i = 0; i < A2; i++) cv[i] = (float)((i * 13) % 11) / 5.0f - 1.0f;

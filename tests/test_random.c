@@ -629,12 +629,7 @@ static void suite_threads(const t_env *e) {
     int c, k, kinds[2] = {K_RANDN, K_ALPHA};
     long i;
     memset(ref, 0, sizeof ref);
-    if (!t_begin(e, "random: the same bits for 1, 3, 8 CPU threads")) goto out;
-    if (e->opencl) {
-        t_skip("thread counts are a CPU-backend setting");
-        t_end();
-        goto out;
-    }
+    if (!t_begin_cpu(e, "random: the same bits for 1, 3, 8 CPU threads", "thread counts are a CPU-backend setting")) goto out;
     for (i = 0; i < N; i++) x[i] = w[i] = (float)(i % 101) * 0.03f - 1.5f;
     for (c = 0; c < 3; c++) {
         nn_context_desc cdsc;
