@@ -8086,18 +8086,8 @@ __attribute__((target("avx2"))) static void nn__acc_run_avx2(double *acc, const 
 }
 #endif
 
-static double nn__sum_run_scalar(const float *x, int64_t n) {
-    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        a0 += x[i];
-        a1 += x[i + 1];
-        a2 += x[i + 2];
-        a3 += x[i + 3];
-    }
-    for (; i < n; i++) a0 += x[i];
-    return (a0 + a1) + (a2 + a3);
-}
+/* four interleaved lanes in double (src/cpu/norm.c's nn__sum4) */
+static double nn__sum_run_scalar(const float *x, int64_t n) { return nn__sum4(x, n, 0, 0.0); }
 
 static double nn__sum_run(const float *x, int64_t n) {
 #if defined(NN__VM_X86)
@@ -18183,12 +18173,58 @@ static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const 
     return NN_OK;
 }
 
+/* A launch function's opening. NN__KWITH declares l, the launch that `launch` (a call that
+   fills &l: nn__launch_kernel, or a family's helper over it) records, returning on error;
+   k, the arguments of kernel signature SIG, zeroed; and r. NN__KSTART is NN__KWITH over
+   nn__launch_kernel of kernel `kname` from kernels/FILE.cl with `work` work-items;
+   NN__KLAUNCH also declares n, the node, first. The fields of k follow, then
+   `return nn__kargs_SIG(l, &k);`. */
+#define NN__KWITH(sig, launch)    \
+    nn__launch *l = NULL;         \
+    nn__k_##sig k;                \
+    nn_result r = (launch);       \
+    if (r != NN_OK) return r;     \
+    memset(&k, 0, sizeof k)
+#define NN__KSTART(sig, file, kname, work) \
+    NN__KWITH(sig, nn__launch_kernel(g, id, file, kname, (size_t)(work), &l))
+#define NN__KLAUNCH(sig, file, kname, work) \
+    nn__node *n = &g->nodes[id];            \
+    NN__KSTART(sig, file, kname, work)
+
 /* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
 static size_t nn__reduce_wg(nn_graph *g) {
     size_t wg = 1;
     while (wg * 2 <= g->ctx->dev.max_wg && wg * 2 <= 256) wg *= 2;
     return wg;
 }
+
+/* A launch function's opening for kernel SIG from kernels/FILE.cl, one work-item per row
+   of input 0, x [B, C]: n, x, and NN__KSTART's l, r and k, with k.x, k.B and k.C set */
+#define NN__KROWS(sig, file)                              \
+    nn__node *n = &g->nodes[id];                          \
+    const nn__node *x = &g->nodes[n->in[0]];              \
+    NN__KSTART(sig, file, #sig, x->shape.dim[0]);         \
+    k.x = &x->buf;                                        \
+    k.B = (int)x->shape.dim[0];                           \
+    k.C = (int)x->shape.dim[1]
+
+/* nn__launch_kernel over `groups` work-groups of wg work-items each (tree reductions) */
+static nn_result nn__launch_groups(nn_graph *g, int id, const char *file, const char *kname, size_t groups, size_t wg,
+                                   nn__launch **out) {
+    nn_result r = nn__launch_kernel(g, id, file, kname, groups * wg, out);
+    if (r != NN_OK) return r;
+    (*out)->gws[0] = groups * wg;
+    (*out)->lws[0] = wg;
+    (*out)->use_lws = 1;
+    return NN_OK;
+}
+
+/* A launch function's opening for kernel SIG from kernels/FILE.cl over one work-group of
+   nn__reduce_wg's size: n, wg, and NN__KWITH's l, r and k */
+#define NN__KGROUP(sig, file)        \
+    nn__node *n = &g->nodes[id];     \
+    size_t wg = nn__reduce_wg(g);    \
+    NN__KWITH(sig, nn__launch_groups(g, id, file, #sig, 1, wg, &l))
 
 /* Records every scheduled op's launches, in schedule order; sched_launch[i] is the first
    launch of schedule position i. For device backends' prepare. */
@@ -19167,6 +19203,20 @@ static void nn__bcast_ints(const nn__bcast *bc, int dims[8], int st[3][8]) {
         for (d = 0; d < bc->nd; d++) st[k][d] = (int)bc->st[k][d];
 }
 
+/* A broadcast kernel's launch function's opening, node n over its first n_op inputs: n,
+   dims and st (nn__bcast_ints), and NN__KSTART's l, r and k (one work-item per element;
+   its element count n, nd and dims set). */
+#define NN__BCAST_KLAUNCH(sig, n_op)                  \
+    nn__node *n = &g->nodes[id];                      \
+    int dims[8], st[3][8];                            \
+    nn__bcast bc;                                     \
+    nn__bcast_node(g, n, n_op, &bc);                  \
+    nn__bcast_ints(&bc, dims, st);                    \
+    NN__KSTART(sig, "elementwise", #sig, n->numel);   \
+    k.n = (int)n->numel;                              \
+    k.nd = bc.nd;                                     \
+    k.dims = dims
+
 /* ==== sum_to: y [sh] = x [...] summed over the dims where sh is 1 or missing, sh a shape
    that broadcasts to x's: the gradient of every broadcast (add, mul, where, expand, ...);
    its own gradient is EXPAND back to x's shape ==== */
@@ -19203,16 +19253,11 @@ static nn_result nn__launch_sum_to(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int M = (int)n->numel, dims[8], st[3][8], xs[8], d;
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_sum_to k;
-    nn_result r;
     nn__sum_to_geometry(g, n, &bc);
     nn__bcast_ints(&bc, dims, st);
     memset(xs, 0, sizeof xs);
     for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
-    r = nn__launch_kernel(g, id, "elementwise", "sum_to", (size_t)M, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(sum_to, "elementwise", "sum_to", M);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.m = M;
@@ -19272,22 +19317,9 @@ static nn_result nn__cpu_expand(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_expand(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_expand_bcast k;
-    nn_result r;
-    nn__bcast_node(g, n, 1, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__BCAST_KLAUNCH(expand_bcast, 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.n = N;
-    k.nd = bc.nd;
-    k.dims = dims;
     k.sx = st[0];
     return nn__kargs_expand_bcast(l, &k);
 }
@@ -19331,12 +19363,7 @@ static nn_result nn__cpu_scale(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_scale(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_scale k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "scale", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(scale, "elementwise", "scale", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -19431,14 +19458,9 @@ static const char *const nn__unary_names[NN__U_COUNT] = {
 
 static nn_result nn__launch_unary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_unary_forward k;
-    nn_result r;
     char kname[64];
     snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(unary_forward, "elementwise", kname, n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -19449,14 +19471,9 @@ static nn_result nn__launch_unary(nn_graph *g, int id) {
 
 static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_unary_backward k;
-    nn_result r;
     char kname[64];
     snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(unary_backward, "elementwise", kname, n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
@@ -19565,12 +19582,7 @@ static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_prelu(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_prelu_forward k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "prelu_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(prelu_forward, "elementwise", "prelu_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.w = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -19581,12 +19593,7 @@ static nn_result nn__launch_prelu(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_prelu_dx(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_prelu_backward_input k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_input", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(prelu_backward_input, "elementwise", "prelu_backward_input", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.w = &g->nodes[n->in[1]].buf;
     k.dy = &g->nodes[n->in[2]].buf;
@@ -19639,12 +19646,7 @@ static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_fill(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_fill k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "fill", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(fill, "elementwise", "fill", n->numel);
     k.y = &n->buf;
     k.n = (int)n->numel;
     k.v = n->a.ew.s;
@@ -19675,12 +19677,7 @@ static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_accumulate(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_accumulate k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "accumulate", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(accumulate, "elementwise", "accumulate", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.acc = &n->buf;
     k.n = (int)n->numel;
@@ -19742,49 +19739,38 @@ static const char *const nn__same_fwd[] = {
 
 /* Same shapes: the function's own kernel; one flat dim otherwise (a one-element operand):
    binary_flat; anything else binary_bcast. */
+/* The fields every binary kernel takes: operands a and b, output y, N elements */
+#define NN__BINARY_KFIELDS(k) \
+    do {                      \
+        (k).a = a;            \
+        (k).b = b;            \
+        (k).y = &n->buf;      \
+        (k).n = N;            \
+    } while (0)
+
 static nn_result nn__launch_binary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
     int fn = nn__binary_node_fn(n);
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
-        nn__k_binary_same k;
-        r = nn__launch_kernel(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = a;
-        k.b = b;
-        k.y = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_same, "elementwise", nn__same_fwd[fn], N);
+        NN__BINARY_KFIELDS(k);
         return nn__kargs_binary_same(l, &k);
     }
     if (bc.nd == 1) {
-        nn__k_binary_flat k;
-        r = nn__launch_kernel(g, id, "elementwise", "binary_flat", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = a;
-        k.b = b;
-        k.y = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_flat, "elementwise", "binary_flat", N);
+        NN__BINARY_KFIELDS(k);
         k.fn = fn;
         k.sa = st[0][0];
         k.sb = st[1][0];
         return nn__kargs_binary_flat(l, &k);
     } else {
-        nn__k_binary_bcast k;
-        r = nn__launch_kernel(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = a;
-        k.b = b;
-        k.y = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_bcast, "elementwise", "binary_bcast", N);
+        NN__BINARY_KFIELDS(k);
         k.fn = fn;
         k.nd = bc.nd;
         k.dims = dims;
@@ -19900,38 +19886,31 @@ static const char *const nn__same_grad[] = {
 #undef NN__X
 };
 
+/* The fields every binary gradient kernel takes: operands a and b, dy, dx, N elements, wrt */
+#define NN__BINARY_GRAD_KFIELDS(k)             \
+    do {                                       \
+        (k).a = &g->nodes[n->in[0]].buf;       \
+        (k).b = &g->nodes[n->in[1]].buf;       \
+        (k).dy = &g->nodes[n->in[2]].buf;      \
+        (k).dx = &n->buf;                      \
+        (k).n = N;                             \
+        (k).wrt = n->a.ew.wrt;                 \
+    } while (0)
+
 static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
-        nn__k_binary_same_grad k;
-        r = nn__launch_kernel(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = &g->nodes[n->in[0]].buf;
-        k.b = &g->nodes[n->in[1]].buf;
-        k.dy = &g->nodes[n->in[2]].buf;
-        k.dx = &n->buf;
-        k.n = N;
-        k.wrt = n->a.ew.wrt;
+        NN__KSTART(binary_same_grad, "elementwise", nn__same_grad[n->a.ew.bfn], N);
+        NN__BINARY_GRAD_KFIELDS(k);
         return nn__kargs_binary_same_grad(l, &k);
     } else {
-        nn__k_binary_grad k;
-        r = nn__launch_kernel(g, id, "elementwise", "binary_grad", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = &g->nodes[n->in[0]].buf;
-        k.b = &g->nodes[n->in[1]].buf;
-        k.dy = &g->nodes[n->in[2]].buf;
-        k.dx = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_grad, "elementwise", "binary_grad", N);
+        NN__BINARY_GRAD_KFIELDS(k);
         k.fn = n->a.ew.bfn;
-        k.wrt = n->a.ew.wrt;
         k.nd = bc.nd;
         k.dims = dims;
         k.sa = st[0];
@@ -20016,25 +19995,12 @@ static nn_result nn__cpu_masked_fill(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_masked_fill(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_masked_fill_bcast k;
-    nn_result r;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__BCAST_KLAUNCH(masked_fill_bcast, 2);
     k.m = &g->nodes[n->in[0]].buf;
     k.x = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
-    k.n = N;
     k.value = n->a.ew.s;
     k.invert = n->a.ew.invert;
-    k.nd = bc.nd;
-    k.dims = dims;
     k.sm = st[0];
     k.sx = st[1];
     return nn__kargs_masked_fill_bcast(l, &k);
@@ -20083,24 +20049,11 @@ static nn_result nn__cpu_where(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_where(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_where_bcast k;
-    nn_result r;
-    nn__bcast_node(g, n, 3, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "where_bcast", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__BCAST_KLAUNCH(where_bcast, 3);
     k.c = &g->nodes[n->in[0]].buf;
     k.a = &g->nodes[n->in[1]].buf;
     k.b = &g->nodes[n->in[2]].buf;
     k.y = &n->buf;
-    k.n = N;
-    k.nd = bc.nd;
-    k.dims = dims;
     k.sc = st[0];
     k.sa = st[1];
     k.sb = st[2];
@@ -20790,15 +20743,7 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_sum_all k;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "reduce", "sum_all", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
+    NN__KGROUP(sum_all, "reduce");
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)g->nodes[n->in[0]].numel;
@@ -20808,12 +20753,7 @@ static nn_result nn__launch_sum_all(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_expand_scalar k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(expand_scalar, "reduce", "expand_scalar", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -20848,17 +20788,8 @@ static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_argmax(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_argmax_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(argmax_rows, "reduce");
     k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     return nn__kargs_argmax_rows(l, &k);
 }
 
@@ -20882,18 +20813,9 @@ static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_correct_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(correct_rows, "reduce");
     k.label = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     return nn__kargs_correct_rows(l, &k);
 }
 
@@ -20916,15 +20838,7 @@ static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_grad_sumsq k;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "reduce", "grad_sumsq", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
+    NN__KGROUP(grad_sumsq, "reduce");
     k.g = &g->nodes[n->in[0]].buf;
     k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
@@ -20956,12 +20870,7 @@ static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_clip_scale k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "clip_scale", 1, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(clip_scale, "reduce", "clip_scale", 1);
     k.sumsq = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.max_norm = n->a.reduce.max_norm;
@@ -21247,44 +21156,33 @@ static nn_result nn__cpu_reduce_grad(nn_graph *g, nn__node *n) {
    row (a strided pass, then a tree in local memory); otherwise one work-item per output
    element walks its R elements (consecutive work-items: consecutive i, coalesced). CPU
    devices take the second form for every shape. */
+/* The fields both reduction kernels take */
+#define NN__REDUCE_KFIELDS(k)              \
+    do {                                   \
+        (k).x = &g->nodes[n->in[0]].buf;   \
+        (k).y = (k).yi = &n->buf;          \
+        (k).R = ra->R;                     \
+        (k).kind = kind;                   \
+        (k).p = ra->p;                     \
+        (k).scale = ra->scale;             \
+        (k).corr = ra->correction;         \
+    } while (0)
+
 static nn_result nn__launch_reduce(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
-    nn__launch *l = NULL;
-    nn_result r;
     int kind = nn__red_kind(n->op);
     if (ra->I == 1 && ra->R > 32 && !g->ctx->dev.cpu_tuned) {
-        nn__k_reduce_rows k;
         size_t wg = nn__reduce_wg(g);
-        r = nn__launch_kernel(g, id, "reduce", "reduce_rows", (size_t)ra->O * wg, &l);
-        if (r != NN_OK) return r;
-        l->gws[0] = (size_t)ra->O * wg;
-        l->lws[0] = wg;
-        l->use_lws = 1;
-        memset(&k, 0, sizeof k);
-        k.x = &g->nodes[n->in[0]].buf;
-        k.y = k.yi = &n->buf;
-        k.R = ra->R;
-        k.kind = kind;
-        k.p = ra->p;
-        k.scale = ra->scale;
-        k.corr = ra->correction;
+        NN__KWITH(reduce_rows, nn__launch_groups(g, id, "reduce", "reduce_rows", (size_t)ra->O, wg, &l));
+        NN__REDUCE_KFIELDS(k);
         k.tf = k.ti = wg * 4;
         return nn__kargs_reduce_rows(l, &k);
     } else {
-        nn__k_reduce_cols k;
-        r = nn__launch_kernel(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.x = &g->nodes[n->in[0]].buf;
-        k.y = k.yi = &n->buf;
+        NN__KSTART(reduce_cols, "reduce", "reduce_cols", (size_t)ra->O * ra->I);
+        NN__REDUCE_KFIELDS(k);
         k.O = ra->O;
-        k.R = ra->R;
         k.I = ra->I;
-        k.kind = kind;
-        k.p = ra->p;
-        k.scale = ra->scale;
-        k.corr = ra->correction;
         return nn__kargs_reduce_cols(l, &k);
     }
 }
@@ -21294,15 +21192,9 @@ static nn_result nn__launch_reduce(nn_graph *g, int id) {
 static nn_result nn__launch_reduce_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
-    nn__launch *l = NULL;
-    nn__k_reduce_grad k;
-    nn_result r;
     int kind = nn__red_kind(ra->fwd);
     int elementwise = kind == NN__RK_SUM || kind == NN__RK_LSE || (kind == NN__RK_NORM && !isinf(ra->p));
-    r = nn__launch_kernel(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
-                       elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(reduce_grad, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols", elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I);
     k.gy = &g->nodes[n->in[0]].buf;
     k.x = n->n_in > 1 ? &g->nodes[n->in[1]].buf : k.gy;
     k.y = n->n_in > 2 ? &g->nodes[n->in[2]].buf : k.gy;
@@ -21370,11 +21262,7 @@ static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_cumsum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
-    nn__launch *l = NULL;
-    nn__k_cumsum k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(cumsum, "reduce", "cumsum", ra->O * ra->I);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.O = ra->O;
@@ -21420,9 +21308,11 @@ NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x, int dim) { return nn__roww
 #define nn__grad_softmax_grad nn__grad_none
 #define nn__plan_softmax_grad nn__no_plan
 
+/* SOFTMAX and LOG_SOFTMAX: dx = the op's gradient op of (y, gy) */
 static void nn__grad_softmax(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op2(g, NN__OP_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
+    int grad_op = n.op == NN__OP_LOG_SOFTMAX ? NN__OP_LOG_SOFTMAX_GRAD : NN__OP_SOFTMAX_GRAD;
+    nn__acc_grad(g, a, nn__op2(g, grad_op, NN_F32, n.shape, id, gy.id));
 }
 
 /* SOFTMAX and LOG_SOFTMAX */
@@ -21444,11 +21334,7 @@ static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_softmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, C = (int)nn__last_dim(n);
-    nn__launch *l = NULL;
-    nn__k_softmax_forward k;
-    nn_result r = nn__launch_kernel(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(softmax_forward, "softmax", "softmax_forward", (N / C));
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.rows = N / C;
@@ -21460,11 +21346,7 @@ static nn_result nn__launch_softmax(nn_graph *g, int id) {
 static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, C = (int)nn__last_dim(n);
-    nn__launch *l = NULL;
-    nn__k_softmax_backward k;
-    nn_result r = nn__launch_kernel(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(softmax_backward, "softmax", "softmax_backward", (N / C));
     k.y = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
@@ -21489,11 +21371,7 @@ NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x, int dim) {
 #define nn__launch_log_softmax_grad nn__launch_softmax_grad
 #define nn__grad_log_softmax_grad nn__grad_none
 #define nn__plan_log_softmax_grad nn__no_plan
-
-static void nn__grad_log_softmax(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op2(g, NN__OP_LOG_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
-}
+#define nn__grad_log_softmax nn__grad_softmax
 
 /* ======================================================================
    src/ops/loss/elementwise.c
@@ -21602,12 +21480,7 @@ static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_bce_logits_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "bce_logits_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(bce_logits_forward, "loss", "bce_logits_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.t = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -21616,12 +21489,7 @@ static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_bce_logits_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_bce_logits_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "bce_logits_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(bce_logits_backward, "loss", "bce_logits_backward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.t = &g->nodes[n->in[1]].buf;
     k.dy = &g->nodes[n->in[2]].buf;
@@ -21755,11 +21623,7 @@ static nn_result nn__launch_loss_ew(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     int has_pw = n->a.loss.has_pos_weight;
-    nn__launch *l = NULL;
-    nn__k_loss_ew_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "loss_ew_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(loss_ew_forward, "loss", "loss_ew_forward", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.t = &g->nodes[in[1]].buf;
     k.pw = has_pw ? &g->nodes[in[2]].buf : &g->one;
@@ -21777,11 +21641,7 @@ static nn_result nn__launch_loss_ew_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     int has_pw = n->a.loss.has_pos_weight;
-    nn__launch *l = NULL;
-    nn__k_loss_ew_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "loss_ew_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(loss_ew_backward, "loss", "loss_ew_backward", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.t = &g->nodes[in[1]].buf;
     k.pw = has_pw ? &g->nodes[in[3]].buf : &g->one;
@@ -21844,30 +21704,16 @@ static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_xent_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(xent_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.loss = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.bad = &g->checks;
     k.slot = n->check_slot;
     return nn__kargs_xent_forward(l, &k);
 }
 
 static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_xent_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(xent_backward, "loss", "xent_backward", n->shape.dim[0]);
     k.x = &g->nodes[n->in[0]].buf;
     k.label = &g->nodes[n->in[1]].buf;
     k.dloss = &g->nodes[n->in[2]].buf;
@@ -21981,19 +21827,10 @@ static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_ce_rows_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "ce_rows_forward", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(ce_rows_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
     k.loss = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.ignore = n->a.loss.ignore_index;
     k.log_input = n->a.loss.log_input;
     k.has_w = n->n_in > 2;
@@ -22005,20 +21842,11 @@ static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
 
 /* the backward pass counts nothing: the forward did */
 static nn_result nn__launch_ce_rows_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_ce_rows_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "ce_rows_backward", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(ce_rows_backward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;
     k.dloss = &g->nodes[n->in[2]].buf;
     k.dx = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.ignore = n->a.loss.ignore_index;
     k.log_input = n->a.loss.log_input;
     k.has_w = n->n_in > 3;
@@ -22042,12 +21870,7 @@ static nn_result nn__cpu_ce_weights(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_ce_weights(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_ce_weights k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "ce_weights", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(ce_weights, "loss", "ce_weights", n->numel);
     k.label = &g->nodes[n->in[0]].buf;
     k.w = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
@@ -22082,12 +21905,7 @@ static nn_result nn__cpu_div_scalar(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_div_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_div_scalar k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "div_scalar", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(div_scalar, "loss", "div_scalar", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.d = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -22143,25 +21961,23 @@ static nn_tensor nn__row_loss(nn_graph *g, int kind, int n_in, const nn_tensor *
     return nn__reduce_loss(g, l, &d);
 }
 
-NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {
-    nn_tensor x[2];
-    x[0] = p;
-    x[1] = t;
-    return nn__row_loss(g, NN__R_DICE, 2, x, d);
-}
-NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
-    nn_tensor x[3];
-    x[0] = x1;
-    x[1] = x2;
-    x[2] = t;
-    return nn__row_loss(g, NN__R_COSINE, 3, x, d);
-}
-NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
+/* nn__row_loss of inputs a, b and (n_in 3) c */
+static nn_tensor nn__row_loss3(nn_graph *g, int kind, int n_in, nn_tensor a, nn_tensor b, nn_tensor c, const nn_loss_desc *d) {
     nn_tensor x[3];
     x[0] = a;
-    x[1] = p;
-    x[2] = n;
-    return nn__row_loss(g, NN__R_TRIPLET, 3, x, d);
+    x[1] = b;
+    x[2] = c;
+    return nn__row_loss(g, kind, n_in, x, d);
+}
+
+NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {
+    return nn__row_loss3(g, NN__R_DICE, 2, p, t, NN_NONE, d);
+}
+NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
+    return nn__row_loss3(g, NN__R_COSINE, 3, x1, x2, t, d);
+}
+NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
+    return nn__row_loss3(g, NN__R_TRIPLET, 3, a, p, n, d);
 }
 
 #define nn__plan_loss_rows nn__no_plan
@@ -22209,11 +22025,7 @@ static nn_result nn__launch_loss_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x0 = &g->nodes[n->in[0]];
     int B = (int)x0->shape.dim[0];
-    nn__launch *l = NULL;
-    nn__k_rows_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "rows_forward", (size_t)B, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(rows_forward, "loss", "rows_forward", B);
     k.x0 = &x0->buf;
     k.x1 = &g->nodes[n->in[1]].buf;
     k.x2 = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -22229,11 +22041,7 @@ static nn_result nn__launch_loss_rows_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x0 = &g->nodes[n->in[0]];
     int B = (int)x0->shape.dim[0];
-    nn__launch *l = NULL;
-    nn__k_rows_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "rows_backward", (size_t)B, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(rows_backward, "loss", "rows_backward", B);
     k.x0 = &x0->buf;
     k.x1 = &g->nodes[n->in[1]].buf;
     k.x2 = n->n_in - 1 > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -22302,19 +22110,21 @@ static void nn__gather_count(nn_graph *g, const nn__node *n, const nn__node *idx
 
 /* A checked op's count of index values outside [0, L) (a launch before its own). */
 static nn_result nn__launch_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
-    nn__launch *l = NULL;
-    nn__k_index_check k;
-    nn_result r;
     if (!g->nodes[id].check) return NN_OK;
-    r = nn__launch_kernel(g, id, "gather", "index_check", (size_t)idx->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(index_check, "gather", "index_check", idx->numel);
     k.idx = &idx->buf;
     k.n = (int)idx->numel;
     k.L = (int)L;
     k.bad = &g->checks;
     k.slot = g->nodes[id].check_slot;
     return nn__kargs_index_check(l, &k);
+}
+
+/* A checked op's launch of `kernel`, one work-item per element of node id, after its count
+   of index values outside [0, L). */
+static nn_result nn__gather_launch(nn_graph *g, int id, const nn__node *idx, int64_t L, const char *kernel, nn__launch **l) {
+    nn_result r = nn__launch_index_check(g, id, idx, L);
+    return r != NN_OK ? r : nn__launch_kernel(g, id, "gather", kernel, (size_t)g->nodes[id].numel, l);
 }
 
 /* index has x's number of dims, and is no larger than `other` outside dim (than x for
@@ -22414,11 +22224,7 @@ static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *d = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_gather_rows k;
-    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(gather_rows, "gather", "gather_rows", n->numel);
     k.data = &d->buf;
     k.idx = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -22431,11 +22237,7 @@ static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
 static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, R = (int)n->shape.dim[0];
-    nn__launch *l = NULL;
-    nn__k_gather_rows_backward k;
-    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(gather_rows_backward, "gather", "gather_rows_backward", N);
     k.idx = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.ddata = &n->buf;
@@ -22501,14 +22303,8 @@ static nn_result nn__launch_index_select(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *ix = &g->nodes[n->in[1]];
     int64_t o, L, inner;
-    nn__launch *l = NULL;
-    nn__k_index_select k;
-    nn_result r;
     nn__gather_split(&g->nodes[n->in[0]].shape, n->a.gather.dim, &o, &L, &inner);
-    r = nn__launch_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(index_select, nn__gather_launch(g, id, ix, L, "index_select", &l));
     k.x = &g->nodes[n->in[0]].buf;
     k.idx = &ix->buf;
     k.y = &n->buf;
@@ -22523,14 +22319,8 @@ static nn_result nn__launch_index_select_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *ix = &g->nodes[n->in[1]];
     int64_t o, L, inner;
-    nn__launch *l = NULL;
-    nn__k_index_select_backward k;
-    nn_result r;
     nn__gather_split(&n->shape, n->a.gather.dim, &o, &L, &inner);
-    r = nn__launch_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(index_select_backward, nn__gather_launch(g, id, ix, L, "index_select_backward", &l));
     k.dy = &g->nodes[n->in[0]].buf;
     k.idx = &ix->buf;
     k.dx = &n->buf;
@@ -22585,15 +22375,10 @@ static nn_result nn__launch_gather(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
     int yd[8], idd[8], xd[8];
-    nn__launch *l = NULL;
-    nn__k_gather k;
-    nn_result r = nn__launch_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&x->shape, xd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(gather, nn__gather_launch(g, id, ix, x->shape.dim[n->a.gather.dim], "gather", &l));
     k.x = &x->buf;
     k.idx = &ix->buf;
     k.y = &n->buf;
@@ -22662,15 +22447,10 @@ static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
     int hb = n->a.gather.has_base;
     const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
     int yd[8], idd[8], sd[8];
-    nn__launch *l = NULL;
-    nn__k_scatter_add k;
-    nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&src->shape, sd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(scatter_add, nn__gather_launch(g, id, ix, n->shape.dim[n->a.gather.dim], "scatter_add", &l));
     k.base = hb ? &g->nodes[n->in[0]].buf : &g->one; /* unread when has_base is 0 */
     k.idx = &ix->buf;
     k.src = &src->buf;
@@ -22717,12 +22497,7 @@ static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_one_hot(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int C = (int)n->shape.dim[n->shape.ndim - 1];
-    nn__launch *l = NULL;
-    nn__k_one_hot k;
-    nn_result r = nn__launch_index_check(g, id, &g->nodes[n->in[0]], C);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "one_hot", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(one_hot, nn__gather_launch(g, id, &g->nodes[n->in[0]], C, "one_hot", &l));
     k.labels = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -22829,13 +22604,8 @@ static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_reshape(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_copy k;
-    nn_result r;
     if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
-    r = nn__launch_kernel(g, id, "elementwise", "copy", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(copy, "elementwise", "copy", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -22943,9 +22713,6 @@ static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_permute(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_permute k;
-    nn_result r;
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
     int vd[8], vs[8], d;
     nn__permute_geom(n, &g->nodes[n->in[0]].shape, dims, xs);
@@ -22953,9 +22720,7 @@ static nn_result nn__launch_permute(nn_graph *g, int id) {
         vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
         vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
     }
-    r = nn__launch_kernel(g, id, "shape", "permute", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(permute, "shape", "permute", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23028,14 +22793,9 @@ static nn_result nn__launch_flip(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
     int vd[8], vs[8];
-    nn__launch *l = NULL;
-    nn__k_strided k;
-    nn_result r;
     nn__dims8(dims, NN_MAX_DIMS, 1, vd);
     nn__dims8(xs, NN_MAX_DIMS, 0, vs);
-    r = nn__launch_kernel(g, id, "shape", "strided", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(strided, "shape", "strided", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23158,16 +22918,11 @@ static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_slice(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
-    nn__launch *l = NULL;
-    nn__k_slice k;
-    nn_result r;
     int grad = n->op == NN__OP_SLICE_GRAD;
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    r = nn__launch_kernel(g, id, "shape", "slice", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(slice, "shape", "slice", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23376,14 +23131,9 @@ static nn_result nn__launch_repeat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
     int nd = nn__repeat_geom(g, n, yd, xd), vy[8], vx[8];
-    nn__launch *l = NULL;
-    nn__k_repeat_forward k;
-    nn_result r;
     nn__repeat_dims8(yd, nd, vy);
     nn__repeat_dims8(xd, nd, vx);
-    r = nn__launch_kernel(g, id, "shape", "repeat_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(repeat_forward, "shape", "repeat_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23396,15 +23146,10 @@ static nn_result nn__launch_repeat_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], reps[NN_MAX_DIMS];
     int nd = nn__repeat_geom(g, n, yd, xd), vx[8], vr[8], d;
-    nn__launch *l = NULL;
-    nn__k_repeat_backward k;
-    nn_result r;
     for (d = 0; d < nd; d++) reps[d] = yd[d] / xd[d];
     nn__repeat_dims8(xd, nd, vx);
     nn__repeat_dims8(reps, nd, vr);
-    r = nn__launch_kernel(g, id, "shape", "repeat_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(repeat_backward, "shape", "repeat_backward", n->numel);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.n = (int)n->numel;
@@ -23456,11 +23201,7 @@ static nn_result nn__cpu_tril(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_tril(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int nd = n->shape.ndim;
-    nn__launch *l = NULL;
-    nn__k_tril k;
-    nn_result r = nn__launch_kernel(g, id, "shape", "tril", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(tril, "shape", "tril", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23555,14 +23296,9 @@ static void nn__pad2d_geo(const nn__node *n, const nn_shape *xs, const nn_shape 
 
 static nn_result nn__launch_pad2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_pad2d_forward k;
     int geo[8];
-    nn_result r;
     nn__pad2d_geo(n, &g->nodes[n->in[0]].shape, &n->shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "pad2d_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(pad2d_forward, "shape", "pad2d_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23572,14 +23308,9 @@ static nn_result nn__launch_pad2d(nn_graph *g, int id) {
 
 static nn_result nn__launch_pad2d_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_pad2d_backward k;
     int geo[8];
-    nn_result r;
     nn__pad2d_geo(n, &n->shape, &g->nodes[n->in[0]].shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "pad2d_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(pad2d_backward, "shape", "pad2d_backward", n->numel);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.n = (int)n->numel;
@@ -23650,14 +23381,9 @@ static void nn__upsample2d_geo(const nn__node *n, const nn_shape *xs, int *geo) 
 
 static nn_result nn__launch_upsample2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_upsample2d_forward k;
     int geo[8];
-    nn_result r;
     nn__upsample2d_geo(n, &g->nodes[n->in[0]].shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "upsample2d_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(upsample2d_forward, "shape", "upsample2d_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23667,14 +23393,9 @@ static nn_result nn__launch_upsample2d(nn_graph *g, int id) {
 
 static nn_result nn__launch_upsample2d_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_upsample2d_backward k;
     int geo[8];
-    nn_result r;
     nn__upsample2d_geo(n, &n->shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "upsample2d_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(upsample2d_backward, "shape", "upsample2d_backward", n->numel);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.n = (int)n->numel;
@@ -23813,12 +23534,7 @@ static nn_result nn__cpu_channel_bias(nn_graph *g, nn__node *n) {
 
 /* elementwise.cl's channel_bias, one work-item per element */
 static nn_result nn__launch_channel_bias(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_channel_bias k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "channel_bias", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(channel_bias, "elementwise", "channel_bias", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.b = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -23846,12 +23562,8 @@ static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_channel_sum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_channel_sum k;
     int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    nn_result r = nn__launch_kernel(g, id, "conv", "channel_sum", (size_t)C, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(channel_sum, "conv", "channel_sum", C);
     k.x = &x->buf;
     k.y = &n->buf;
     k.N = Nb;
@@ -24704,15 +24416,11 @@ static void nn__conv3d_geo(const nn__conv_attr *at, int geo[16]) {
 static nn_result nn__launch_conv3d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *x = &g->nodes[n->in[0]], *w = &g->nodes[n->in[1]];
-    nn__launch *l = NULL;
-    nn__k_conv3d_forward k;
     nn__conv3d c;
     int geo[16];
-    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(conv3d_forward, "conv3d", "conv3d_forward", n->numel);
     nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
     nn__conv3d_geo(&n->a.conv, geo);
-    memset(&k, 0, sizeof k);
     k.x = &x->buf;
     k.w = &w->buf;
     k.b = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -24725,15 +24433,11 @@ static nn_result nn__launch_conv3d(nn_graph *g, int id) {
 static nn_result nn__launch_conv3d_dx(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
-    nn__launch *l = NULL;
-    nn__k_conv3d_backward_data k;
     nn__conv3d c;
     int geo[16];
-    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_backward_data", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(conv3d_backward_data, "conv3d", "conv3d_backward_data", n->numel);
     nn__conv3d_geom(&c, &n->shape, &w->shape, &n->a.conv);
     nn__conv3d_geo(&n->a.conv, geo);
-    memset(&k, 0, sizeof k);
     k.w = &w->buf;
     k.dy = &dy->buf;
     k.dx = &n->buf;
@@ -24744,15 +24448,11 @@ static nn_result nn__launch_conv3d_dx(nn_graph *g, int id) {
 static nn_result nn__launch_conv3d_dw(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
-    nn__launch *l = NULL;
-    nn__k_conv3d_backward_weight k;
     nn__conv3d c;
     int geo[16];
-    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_backward_weight", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(conv3d_backward_weight, "conv3d", "conv3d_backward_weight", n->numel);
     nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
     nn__conv3d_geo(&n->a.conv, geo);
-    memset(&k, 0, sizeof k);
     k.x = &x->buf;
     k.dy = &dy->buf;
     k.dw = &n->buf;
@@ -24769,6 +24469,16 @@ static nn_result nn__launch_conv3d_dw(nn_graph *g, int id) {
    in src/cpu/norm.c, the kernels in kernels/norm.cl. */
 
 /* ==== helpers shared by the family's builders and launches ==== */
+
+/* at zeroed, then x [A, C, spatial...]'s A, C and S (the product of the spatial dims) */
+static void nn__norm_layout(nn__norm_attr *at, const nn__node *nx) {
+    int k;
+    memset(at, 0, sizeof *at);
+    at->A = (int)nx->shape.dim[0];
+    at->C = (int)nx->shape.dim[1];
+    at->S = 1;
+    for (k = 2; k < nx->shape.ndim; k++) at->S *= (int)nx->shape.dim[k];
+}
 
 /* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
 static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
@@ -24817,19 +24527,34 @@ static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel,
                                        size_t *wg) {
     nn__norm q;
     size_t groups, count;
-    nn_result r;
     *wg = nn__reduce_wg(g);
     nn__norm_geom(&q, &g->nodes[id].a.norm);
     groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
     count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
     while (*wg > 1 && *wg / 2 >= count) *wg /= 2;
-    r = nn__launch_kernel(g, id, "norm", kernel, groups * *wg, l);
-    if (r != NN_OK) return r;
-    (*l)->gws[0] = groups * *wg;
-    (*l)->lws[0] = *wg;
-    (*l)->use_lws = 1;
-    return NN_OK;
+    return nn__launch_groups(g, id, "norm", kernel, groups, *wg, l);
 }
+
+/* The fields every norm kernel takes, from the node's attributes a */
+#define NN__NORM_KFIELDS(k, a)     \
+    do {                           \
+        (k).A = (a)->A;            \
+        (k).C = (a)->C;            \
+        (k).S = (a)->S;            \
+        (k).G = (a)->groups;       \
+        (k).pc = (a)->per_channel; \
+    } while (0)
+
+/* A launch function's opening for a kernel SIG over work-groups (nn__launch_norm_groups's
+   per_group): n, a (its attributes), wg, and NN__KWITH's l, r and k, with the common
+   fields and the work-group's scratch tmp set */
+#define NN__NORM_KLAUNCH(sig, per_group)                                       \
+    nn__node *n = &g->nodes[id];                                               \
+    const nn__norm_attr *a = &n->a.norm;                                       \
+    size_t wg;                                                                 \
+    NN__KWITH(sig, nn__launch_norm_groups(g, id, #sig, per_group, &l, &wg)); \
+    NN__NORM_KFIELDS(k, a);                                                    \
+    k.tmp = wg * 4
 
 /* ==== norm_stats: stats [2, R] of x [A, C, S], the means then the biased variances: R =
    A*G groups of C/G channels each (group, layer and instance norm), or the C channels over
@@ -24852,22 +24577,9 @@ static nn_result nn__cpu_norm_stats(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_stats k;
-    size_t wg;
-    nn_result r = nn__launch_norm_groups(g, id, "norm_stats", 1, &l, &wg);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__NORM_KLAUNCH(norm_stats, 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.stats = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
-    k.tmp = wg * 4;
     return nn__kargs_norm_stats(l, &k);
 }
 
@@ -24959,21 +24671,13 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_forward k;
-    nn_result r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(norm_forward, "norm", "norm_forward", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.stats = &g->nodes[in[1]].buf;
     k.gamma = a->has_gamma ? &g->nodes[in[2]].buf : &g->one;
     k.beta = a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one;
     k.y = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
+    NN__NORM_KFIELDS(k, a);
     k.has_gamma = a->has_gamma;
     k.has_beta = a->has_beta;
     k.eps = a->eps;
@@ -24982,29 +24686,16 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
 
 /* one work-group per statistics group */
 static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
+    NN__NORM_KLAUNCH(norm_backward_data, 1);
     const int *in = n->in;
-    const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_backward_data k;
-    size_t wg;
-    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_data", 1, &l, &wg);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
     k.x = &g->nodes[in[0]].buf;
     k.stats = &g->nodes[in[1]].buf;
     k.dy = &g->nodes[in[2]].buf;
     k.gamma = a->has_gamma ? &g->nodes[in[3]].buf : &g->one;
     k.dx = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
     k.has_gamma = a->has_gamma;
     k.const_stats = a->const_stats;
     k.eps = a->eps;
-    k.tmp = wg * 4;
     return nn__kargs_norm_backward_data(l, &k);
 }
 
@@ -25012,26 +24703,13 @@ static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
    alone (x and stats are then g->one, unread). */
 static nn_result nn__launch_norm_affine(nn_graph *g, int id, const nn__buf *x, const nn__buf *stats, const nn__buf *dy,
                                         int with_xhat) {
-    nn__node *n = &g->nodes[id];
-    const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_backward_affine k;
-    size_t wg;
-    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_affine", 0, &l, &wg);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__NORM_KLAUNCH(norm_backward_affine, 0);
     k.x = x;
     k.stats = stats;
     k.dy = dy;
     k.out = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
     k.with_xhat = with_xhat;
     k.eps = a->eps;
-    k.tmp = wg * 4;
     return nn__kargs_norm_backward_affine(l, &k);
 }
 
@@ -25061,12 +24739,8 @@ static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_bn_running(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
-    nn__launch *l = NULL;
-    nn__k_batch_norm_running k;
     int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
-    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(batch_norm_running, "norm", "batch_norm_running", n->a.norm.C);
     k.rmean = &g->nodes[in[0]].buf;
     k.rvar = &g->nodes[in[1]].buf;
     k.stats = &g->nodes[in[2]].buf;
@@ -25091,12 +24765,7 @@ static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_batch_norm_pack k;
-    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(batch_norm_pack, "norm", "batch_norm_pack", n->a.norm.C);
     k.rmean = &g->nodes[n->in[0]].buf;
     k.rvar = &g->nodes[n->in[1]].buf;
     k.stats = &n->buf;
@@ -25115,7 +24784,6 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     nn__node *nx;
     nn_shape c;
     nn__norm_attr at;
-    int k;
     if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx))
         return nn__tensor(-1);
     nx = nn__n(g, x);
@@ -25130,11 +24798,7 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     c = nn_shape1(nx->shape.dim[1]);
     if (!nn__norm_check_vec(g, fn, gamma, "gamma", &c, sx) || !nn__norm_check_vec(g, fn, beta, "beta", &c, sx))
         return nn__tensor(-1);
-    memset(&at, 0, sizeof at);
-    at.A = (int)nx->shape.dim[0];
-    at.C = (int)nx->shape.dim[1];
-    at.S = 1;
-    for (k = 2; k < nx->shape.ndim; k++) at.S *= (int)nx->shape.dim[k];
+    nn__norm_layout(&at, nx);
     at.groups = groups;
     at.eps = eps;
     return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
@@ -25183,7 +24847,7 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     nn__node *nx;
     nn_shape c;
     nn__norm_attr at;
-    int k, stats, in[3], running;
+    int stats, in[3], running;
     if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx)) return nn__tensor(-1);
     nx = nn__n(g, x);
     memset(&d, 0, sizeof d);
@@ -25205,11 +24869,7 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
             !nn__norm_check_vec(g, "nn_batch_norm", d.running_var, "running_var", &c, sx))
             return nn__tensor(-1);
     }
-    memset(&at, 0, sizeof at);
-    at.A = (int)nx->shape.dim[0];
-    at.C = (int)nx->shape.dim[1];
-    at.S = 1;
-    for (k = 2; k < nx->shape.ndim; k++) at.S *= (int)nx->shape.dim[k];
+    nn__norm_layout(&at, nx);
     at.groups = at.per_channel = 1;
     at.eps = d.eps;
     at.momentum = d.momentum;
@@ -25454,6 +25114,15 @@ static nn_result nn__pool_launch(nn_graph *g, int id, const char *kernel, const 
         (k).geo = (geo);            \
     } while (0)
 
+/* A pool launch function's opening: n, p, geo and NN__KWITH's l, k (its pool fields set)
+   and r, for kernel SIG (its CPU variant cpu_kernel, per_row as nn__pool_launch's) */
+#define NN__POOL_KLAUNCH(sig, cpu_kernel, per_row)                                   \
+    nn__node *n = &g->nodes[id];                                                     \
+    nn__pooling p;                                                                   \
+    int geo[8];                                                                      \
+    NN__KWITH(sig, nn__pool_launch(g, id, #sig, cpu_kernel, per_row, &p, geo, &l)); \
+    NN__POOL_KFIELDS(k, p, geo)
+
 /* ==== max_pool2d: y [N, C, OH, OW] = the maximum of each window (kernel, stride, padding,
    dilation, ceil mode: torch.nn.functional.max_pool2d, max_pool1d, and the global form).
    Its gradient recomputes the windows' argmax (MAXPOOL2D_ARGMAX, idx [N, C, OH, OW] int32,
@@ -25512,49 +25181,25 @@ static nn_result nn__cpu_maxpool2d_grad(nn_graph *g, nn__node *n) {
 
 /* One work-item per output element, or per output row on a device tuned as a CPU. */
 static nn_result nn__launch_maxpool2d(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_max_pool2d_forward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_forward", "max_pool2d_forward_rows", 1, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(max_pool2d_forward, "max_pool2d_forward_rows", 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_forward(l, &k);
 }
 
 static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_max_pool2d_argmax k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_argmax", "max_pool2d_argmax_rows", 1, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(max_pool2d_argmax, "max_pool2d_argmax_rows", 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.idx = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_argmax(l, &k);
 }
 
 /* One work-item per input element, or per plane on a device tuned as a CPU. */
 static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_max_pool2d_backward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_backward", "max_pool2d_backward_planes", 0, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(max_pool2d_backward, "max_pool2d_backward_planes", 0);
     k.idx = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_backward(l, &k);
 }
 
@@ -25613,34 +25258,18 @@ static nn_result nn__cpu_avgpool2d_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_avgpool2d(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_avg_pool2d_forward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "avg_pool2d_forward", NULL, 0, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(avg_pool2d_forward, NULL, 0);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     k.exclude_pad = p.exclude_pad;
     k.adaptive = p.adaptive;
     return nn__kargs_avg_pool2d_forward(l, &k);
 }
 
 static nn_result nn__launch_avgpool2d_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_avg_pool2d_backward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "avg_pool2d_backward", NULL, 0, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(avg_pool2d_backward, NULL, 0);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     k.exclude_pad = p.exclude_pad;
     k.adaptive = p.adaptive;
     return nn__kargs_avg_pool2d_backward(l, &k);
@@ -25770,12 +25399,8 @@ static void nn__update_sgd(nn_graph *g, nn__launch *l) {
 static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *p = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_sgd k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)p->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(sgd, "optim", "sgd", p->numel);
     l->update = nn__update_sgd;
-    memset(&k, 0, sizeof k);
     k.p = &p->buf;
     k.grad = &g->nodes[n->in[1]].buf;
     k.buf = n->n_aux ? &n->aux[0] : &g->one;
@@ -25828,12 +25453,8 @@ static void nn__update_adam(nn_graph *g, nn__launch *l) {
 static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *p = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_adam k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "adam", (size_t)p->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(adam, "optim", "adam", p->numel);
     l->update = nn__update_adam;
-    memset(&k, 0, sizeof k);
     k.p = &p->buf;
     k.grad = &g->nodes[n->in[1]].buf;
     k.m = &n->aux[0];
@@ -25890,14 +25511,8 @@ static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) {
    x (clipped by clip and cv) */
 static nn_result nn__launch_opt_norms(nn_graph *g, int id, const nn__buf *p, const nn__buf *x, const nn__buf *clip, float cv,
                                       int np, const nn__buf *out, int off) {
-    nn__launch *l = NULL;
-    nn__k_opt_norms k;
     size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(opt_norms, nn__launch_groups(g, id, "optim", "opt_norms", 1, wg, &l));
     k.p = p;
     k.x = x;
     k.clip = clip;
@@ -25987,13 +25602,8 @@ static void nn__update_grad_acc(nn_graph *g, nn__launch *l) {
 }
 
 static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_grad_acc k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KLAUNCH(grad_acc, "optim", "grad_acc", n->numel);
     l->update = nn__update_grad_acc;
-    memset(&k, 0, sizeof k);
     k.acc = &n->buf;
     k.g = &g->nodes[n->in[0]].buf;
     k.n = (int)n->numel;
@@ -26018,15 +25628,7 @@ static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_nonfinite_count k;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
+    NN__KGROUP(nonfinite_count, "optim");
     k.x = &g->nodes[n->in[0]].buf;
     k.n = (int)g->nodes[n->in[0]].numel;
     k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
@@ -26053,12 +25655,7 @@ static nn_result nn__cpu_skip_gate(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_skip_gate k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "skip_gate", 1, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(skip_gate, "optim", "skip_gate", 1);
     k.cnt = &g->nodes[n->in[0]].buf;
     k.clip = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
@@ -26317,25 +25914,20 @@ static nn_result nn__random_launch(nn_graph *g, int id, const char *kernel, nn__
     return r;
 }
 
-/* A launch's struct k zeroed, then the fields every kernel with NN__KARGS_RNG takes: node
-   n's element count, the graph's seed, the node's key (the step is nn__update_rng's). */
-#define NN__RNG_FIELDS(k, g, n)                               \
-    do {                                                      \
-        memset(&(k), 0, sizeof(k));                           \
-        (k).n = (int)(n)->numel;                              \
-        (k).seed_lo = (unsigned)(g)->seed;                    \
-        (k).seed_hi = (unsigned)((g)->seed >> 32);            \
-        (k).key = (unsigned)(n)->a.random.key;                \
-    } while (0)
+/* A random launch function's opening: n, and NN__KWITH's l, r and k, kernel `kernel` of
+   signature SIG, with the fields every kernel with NN__KARGS_RNG takes: node n's element
+   count, the graph's seed, the node's key (the step is nn__update_rng's). */
+#define NN__RNG_KLAUNCH(sig, kernel)                           \
+    nn__node *n = &g->nodes[id];                               \
+    NN__KWITH(sig, nn__random_launch(g, id, kernel, &l));      \
+    k.n = (int)n->numel;                                       \
+    k.seed_lo = (unsigned)g->seed;                             \
+    k.seed_hi = (unsigned)(g->seed >> 32);                     \
+    k.key = (unsigned)n->a.random.key
 
 /* rand's and randn's launch: y, n and the Philox fields (rand's signature, which randn takes) */
 static nn_result nn__launch_rand_sig(nn_graph *g, int id, const char *kernel) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_rand k;
-    nn_result r = nn__random_launch(g, id, kernel, &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
+    NN__RNG_KLAUNCH(rand, kernel);
     k.y = &n->buf;
     return nn__kargs_rand(l, &k);
 }
@@ -26410,12 +26002,7 @@ static int nn__sample_randint(const nn__random_attr *ra, const uint32_t r[4], co
 static nn_result nn__cpu_randint(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randint); }
 
 static nn_result nn__launch_randint(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_randint k;
-    nn_result r = nn__random_launch(g, id, "randint", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
+    NN__RNG_KLAUNCH(randint, "randint");
     k.y = &n->buf;
     k.low = n->a.random.low;
     k.range_m1 = (unsigned)n->a.random.range;
@@ -26447,12 +26034,7 @@ static int nn__sample_bernoulli(const nn__random_attr *ra, const uint32_t r[4], 
 static nn_result nn__cpu_bernoulli(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_bernoulli); }
 
 static nn_result nn__launch_bernoulli(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_bernoulli k;
-    nn_result r = nn__random_launch(g, id, "bernoulli", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
+    NN__RNG_KLAUNCH(bernoulli, "bernoulli");
     k.p = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.bad = &g->checks;
@@ -26491,12 +26073,7 @@ static int nn__sample_gaussian_noise(const nn__random_attr *ra, const uint32_t r
 static nn_result nn__cpu_gaussian_noise(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_gaussian_noise); }
 
 static nn_result nn__launch_gaussian_noise(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_gaussian_noise k;
-    nn_result r = nn__random_launch(g, id, "gaussian_noise", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
+    NN__RNG_KLAUNCH(gaussian_noise, "gaussian_noise");
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.std = n->a.random.std;
@@ -26560,13 +26137,8 @@ static nn_result nn__cpu_alpha_dropout_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_alpha_dropout(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
+    NN__RNG_KLAUNCH(alpha_dropout, "alpha_dropout");
     const nn__random_attr *ra = &n->a.random;
-    nn__launch *l = NULL;
-    nn__k_alpha_dropout k;
-    nn_result r = nn__random_launch(g, id, "alpha_dropout", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.p = ra->p;
@@ -26577,13 +26149,8 @@ static nn_result nn__launch_alpha_dropout(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_alpha_dropout_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
+    NN__RNG_KLAUNCH(alpha_dropout_grad, "alpha_dropout_grad");
     const nn__random_attr *ra = &n->a.random;
-    nn__launch *l = NULL;
-    nn__k_alpha_dropout_grad k;
-    nn_result r = nn__random_launch(g, id, "alpha_dropout_grad", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.p = ra->p;
@@ -26628,11 +26195,7 @@ static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_dropout k;
-    nn_result r = nn__random_launch(g, id, "dropout", &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(dropout, nn__random_launch(g, id, "dropout", &l));
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
