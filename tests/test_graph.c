@@ -160,7 +160,7 @@ static void test_argmax(const t_env *e) {
     float X[B * C], a = -1;
     int32_t Y[B], got[B];
     int i, j, want_correct = 0;
-    if (!t_begin(e, "argmax and accuracy [129, 7]")) return;
+    if (!t_begin_op(e, "argmax and accuracy [129, 7]")) return; /* a reference check: no gradient */
     t_seed(11);
     for (i = 0; i < B * C; i++) X[i] = (float)t_randint(5); /* many ties */
     for (i = 0; i < B; i++) Y[i] = t_randint(C);
@@ -172,6 +172,7 @@ static void test_argmax(const t_env *e) {
     nn_graph_output(g, am);
     nn_graph_output(g, acc);
     if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    if (t_survey_graph(g)) goto done; /* NN_TEST_SURVEY: compiled, not run */
     T_OK(nn_tensor_write(g, x, X, sizeof X), ctx);
     T_OK(nn_tensor_write(g, y, Y, sizeof Y), ctx);
     T_OK(nn_graph_forward(g), ctx);
@@ -184,6 +185,39 @@ static void test_argmax(const t_env *e) {
         want_correct += best == Y[i];
     }
     T_CHECK(fabsf(a - (float)want_correct / B) < 1e-6f, "accuracy %g, want %g", a, (double)want_correct / B);
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* nn_accumulate against a reference: three forward runs add x * 2 each time, a fill resets
+   the sum, one more run adds once. */
+static void test_accumulate(const t_env *e) {
+    enum { N = 7 };
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_tensor x, acc;
+    float X[N], got[N];
+    int i, run;
+    if (!t_begin_op(e, "accumulate [7]: three runs, a fill, one run")) return; /* a reference check: no gradient */
+    t_seed(12);
+    for (i = 0; i < N; i++) X[i] = (float)t_uniform(-2, 2);
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape1(N));
+    acc = nn_accumulate(g, nn_mul_scalar(g, x, 2.0f));
+    nn_graph_output(g, acc);
+    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    if (t_survey_graph(g)) goto done; /* NN_TEST_SURVEY: compiled, not run */
+    T_OK(nn_tensor_write(g, x, X, sizeof X), ctx);
+    for (run = 0; run < 3; run++) T_OK(nn_graph_forward(g), ctx);
+    if (T_OK(nn_tensor_read(g, acc, got, sizeof got), ctx))
+        for (i = 0; i < N; i++)
+            if (!T_CHECK(got[i] == 6.0f * X[i], "after 3 runs: [%d] = %g, want %g", i, got[i], 6.0 * X[i])) break;
+    T_OK(nn_tensor_fill(g, acc, 0.0f), ctx);
+    T_OK(nn_graph_forward(g), ctx);
+    if (T_OK(nn_tensor_read(g, acc, got, sizeof got), ctx))
+        for (i = 0; i < N; i++)
+            if (!T_CHECK(got[i] == 2.0f * X[i], "after a fill and 1 run: [%d] = %g, want %g", i, got[i], 2.0 * X[i])) break;
 done:
     nn_graph_destroy(g);
     t_end();
@@ -427,6 +461,40 @@ static nn_tensor c_schedule_step(nn_graph *g, nn_compile_desc *cd) {
     return l;
 }
 
+/* Schedules with nothing to anneal over (total_steps 0, or no more than the warm-up):
+   PyTorch divides by zero there; the refusal names the kind and the steps. */
+static nn_tensor c_schedule_total(nn_graph *g, nn_compile_desc *cd, nn_lr_schedule_kind kind, int total, int warmup) {
+    nn_tensor l = nn_sum(g, F(g, S1(3)));
+    cd->loss = l;
+    cd->optimizer.kind = NN_OPT_SGD;
+    cd->schedule.kind = kind;
+    cd->schedule.total_steps = total;
+    cd->schedule.warmup_steps = warmup;
+    return l;
+}
+B(c_schedule_cosine_0, c_schedule_total(g, cd, NN_LR_COSINE, 0, 0))
+B(c_schedule_cosine_warmup, c_schedule_total(g, cd, NN_LR_COSINE, 10, 10))
+B(c_schedule_linear_0, c_schedule_total(g, cd, NN_LR_LINEAR, 0, 0))
+B(c_schedule_onecycle_0, c_schedule_total(g, cd, NN_LR_ONECYCLE, 0, 0))
+B(c_schedule_cosine_negwarm, c_schedule_total(g, cd, NN_LR_COSINE, 10, -2))
+
+/* Initialisations torch.nn.init refuses (uniform_: from <= to, normal_: std >= 0), and NaN
+   or infinite bounds and gains, which would fill the parameter with NaN. */
+static nn_tensor g_param_init(nn_graph *g, nn_init_kind kind, float a, float b) {
+    nn_init in;
+    in.kind = kind;
+    in.a = a;
+    in.b = b;
+    return nn_param(g, "w", S2(3, 4), in);
+}
+B(g_init_uniform_nan, g_param_init(g, NN_INIT_UNIFORM, (float)NAN, 1.0f))
+B(g_init_uniform_inf, g_param_init(g, NN_INIT_UNIFORM, -1.0f, (float)INFINITY))
+B(g_init_uniform_order, g_param_init(g, NN_INIT_UNIFORM, 1.0f, -1.0f))
+B(g_init_normal_std, g_param_init(g, NN_INIT_NORMAL, 0.0f, -1.0f))
+B(g_init_normal_nan, g_param_init(g, NN_INIT_NORMAL, (float)NAN, 1.0f))
+B(g_init_kaiming_nan, g_param_init(g, NN_INIT_KAIMING_UNIFORM, (float)NAN, 0.0f))
+B(g_init_xavier_inf, g_param_init(g, NN_INIT_XAVIER_NORMAL, (float)-INFINITY, 0.0f))
+
 static const bad_row graph_bad[] = {
     {"graph", "NN_NONE as the input of nn_relu", g_none_unary, R_INV, "nn_relu|NN_NONE", 0},
     {"graph", "NN_NONE as matmul's b", g_none_second, R_INV, "nn_matmul|input 1|NN_NONE", 0},
@@ -453,13 +521,22 @@ static const bad_row graph_bad[] = {
     {"graph", "schedule kind 42", c_schedule_kind, R_INV, "schedule|kind 42", 1},
     {"graph", "17 milestones", c_schedule_milestones, R_INV, "schedule|17 milestones", 1},
     {"graph", "schedule step_size -3", c_schedule_step, R_INV, "schedule|step_size -3", 1},
+    {"graph", "cosine schedule total_steps 0", c_schedule_cosine_0, R_INV, "nn_graph_set_schedule|cosine|total_steps 0", 1},
+    {"graph", "cosine schedule total_steps 10 = warmup_steps", c_schedule_cosine_warmup, R_INV,
+     "cosine|total_steps > warmup_steps|total_steps 10, warmup_steps 10", 1},
+    {"graph", "cosine schedule warmup_steps -2", c_schedule_cosine_negwarm, R_INV, "cosine|warmup_steps -2", 1},
+    {"graph", "linear schedule total_steps 0", c_schedule_linear_0, R_INV, "linear|total_steps 0", 1},
+    {"graph", "one-cycle schedule total_steps 0", c_schedule_onecycle_0, R_INV, "one-cycle|total_steps >= 1|total_steps 0", 1},
+    {"graph", "uniform init U(NaN, 1)", g_init_uniform_nan, R_INV, "nn_param \"w\"|uniform|finite a <= b|nan", 0},
+    {"graph", "uniform init U(-1, inf)", g_init_uniform_inf, R_INV, "nn_param \"w\"|uniform|b = inf", 0},
+    {"graph", "uniform init U(1, -1)", g_init_uniform_order, R_INV, "nn_param \"w\"|uniform|a = 1, b = -1", 0},
+    {"graph", "normal init std -1", g_init_normal_std, R_INV, "nn_param \"w\"|normal|std b >= 0|b = -1", 0},
+    {"graph", "normal init mean NaN", g_init_normal_nan, R_INV, "nn_param \"w\"|normal|finite mean|nan", 0},
+    {"graph", "kaiming init gain NaN", g_init_kaiming_nan, R_INV, "nn_param \"w\"|gain|nan", 0},
+    {"graph", "xavier init gain -inf", g_init_xavier_inf, R_INV, "nn_param \"w\"|gain|-inf", 0},
 };
 
 void suite_graph(const t_env *e) {
-    test_init(e);
-    test_gather_int(e);
-    test_xor(e);
-    test_resident_training(e);
-    test_argmax(e);
+    T_RUN(e, test_init, test_gather_int, test_xor, test_resident_training, test_argmax, test_accumulate);
     t_bad_rows(e, graph_bad, (int)(sizeof graph_bad / sizeof graph_bad[0]));
 }

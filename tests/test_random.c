@@ -107,6 +107,7 @@ static rrun run_kind(nn_context *ctx, int kind, long n, const float *xin, const 
         cd.loss = nn_sum(g, nn_mul(g, y, w));
     }
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    if (t_survey_graph(g)) goto done; /* NN_TEST_SURVEY: compiled, not run */
     if (x.id > 0 && !T_OK(nn_tensor_write(g, x, xin, (size_t)n * 4), ctx)) goto done;
     if (diff && !T_OK(nn_tensor_write(g, w, win, (size_t)n * 4), ctx)) goto done;
     for (s = 0; s < 2; s++) {
@@ -195,7 +196,7 @@ static void suite_reference(const t_env *e) {
             float *x, *w;
             rrun r, rc;
             snprintf(name, sizeof name, "random: %s [%ld] reference%s", kind_name[kind], n, e->cpu ? ", CPU bits" : "");
-            if (!t_begin(e, name)) continue;
+            if (!t_begin_op(e, name)) continue; /* a reference check, as the op checker's */
             t_seed(77 + (unsigned long long)n * 13 + (unsigned long long)kind);
             x = (float *)malloc((size_t)n * 4);
             w = (float *)malloc((size_t)n * 4);
@@ -629,12 +630,7 @@ static void suite_threads(const t_env *e) {
     int c, k, kinds[2] = {K_RANDN, K_ALPHA};
     long i;
     memset(ref, 0, sizeof ref);
-    if (!t_begin(e, "random: the same bits for 1, 3, 8 CPU threads")) goto out;
-    if (e->opencl) {
-        t_skip("thread counts are a CPU-backend setting");
-        t_end();
-        goto out;
-    }
+    if (!t_begin_cpu(e, "random: the same bits for 1, 3, 8 CPU threads", "thread counts are a CPU-backend setting")) goto out;
     for (i = 0; i < N; i++) x[i] = w[i] = (float)(i % 101) * 0.03f - 1.5f;
     for (c = 0; c < 3; c++) {
         nn_context_desc cdsc;
@@ -692,18 +688,8 @@ static void r_dropout(const spec *s, double *const *in, double *out) {
 
 
 static void dropout_cases(const t_env *e) {
-    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
-    char name[96];
-    int j;
-    spec s;
-    for (j = 0; j < 3; j++) {
-        nn_shape sh = nn_shape2(odd[j][0], odd[j][1]);
-        snprintf(name, sizeof name, "dropout p=0.3 [%d, %d]", odd[j][0], odd[j][1]);
-        s = mk(name, b_dropout, r_dropout, sh);
-        s.p = 0.3f;
-        in_f(&s, sh);
-        check_case(e, &s);
-    }
+    static const t_odd rows[] = {{"dropout p=0.3", b_dropout, r_dropout, 0, 0.3f}};
+    t_odd_cases(e, rows, 1);
 }
 
 /* ---- dropout: the kept elements are x / (1 - p), the dropped ones x * 0 (NaN for NaN
@@ -717,7 +703,7 @@ static void nanprop_dropout(const t_env *e) {
     double *y = NULL, *d = NULL;
     np_case c;
     int i, kept = 0, dropped = 0, nonfinite_dropped = 0;
-    if (!t_begin(e, "nanprop: dropout p = 0.5")) return;
+    if (!t_begin_op(e, "nanprop: dropout p = 0.5")) return;
     np_fill(x, N, -2, 2, 41);
     for (i = 0; i < N; i += 3) x[i] = i % 2 ? INFINITY : NAN;
     for (i = 0; i < N; i++) dx[i] = FIN;
@@ -747,13 +733,7 @@ static void nanprop_dropout(const t_env *e) {
 }
 
 void suite_random(const t_env *e) {
-    suite_reference(e);
-    suite_threads(e);
+    T_RUN(e, suite_reference, suite_threads);
     if (!e->opencl) suite_stats(e); /* the shared stream's statistics: once, on the CPU */
-    suite_steps(e);
-    suite_eval(e);
-    suite_grads(e);
-    suite_random_errors(e);
-    dropout_cases(e);
-    nanprop_dropout(e);
+    T_RUN(e, suite_steps, suite_eval, suite_grads, suite_random_errors, dropout_cases, nanprop_dropout);
 }
