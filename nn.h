@@ -1574,7 +1574,7 @@ struct nn_context {
     uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_op_compiled) */
     nn_graph *graphs;            /* graphs created on it, not yet destroyed */
     int dead_refs;               /* a destroyed context's stand-in: graphs still holding it */
-    volatile int busy;           /* a call is running on it (one thread at a time) */
+    struct nn__lock *lock;       /* the thread running a call on it (base/threads.c) */
     struct nn__threadpool *threads;
 };
 
@@ -1662,6 +1662,23 @@ static void nn__log(nn_context *ctx, nn_log_level level, const char *fmt, ...) {
     else fprintf(stderr, "nn: %s\n", msg);
 }
 
+/* A call refused because another thread runs one on the same context: its message is
+   the refused thread's own (nn_last_error on that thread gives it), so the refusal writes
+   nothing the running call may be writing. Thread-local where the compiler has it. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define NN__TLS __thread
+#elif defined(_MSC_VER)
+#  define NN__TLS __declspec(thread)
+#elif defined(__cplusplus) && __cplusplus >= 201103L
+#  define NN__TLS thread_local
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#  define NN__TLS _Thread_local
+#endif
+#ifdef NN__TLS
+static NN__TLS const nn_context *nn__refused_ctx; /* this thread's last refusal was on it */
+static NN__TLS char nn__refused_msg[256] NN__MAYBE_UNUSED;
+#endif
+
 /* Records the message for nn_last_error() and returns the code. */
 static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...) {
     va_list ap;
@@ -1669,6 +1686,9 @@ static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
     va_end(ap);
+#ifdef NN__TLS
+    if (nn__refused_ctx == ctx) nn__refused_ctx = NULL; /* a later failure of this thread's */
+#endif
     nn__log(ctx, NN_LOG_DEBUG, "error: %s", ctx->err);
     return code;
 }
@@ -2254,6 +2274,114 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
     (void)p;
 #endif
     for (i = 0; i < n_tasks; i++) fn(arg, i, n_tasks);
+}
+
+/* ---------------------------------------------------------------------------
+ * Locks, with pthreads (every POSIX system, NN_NO_THREADS too) or Win32's slim locks.
+ *
+ * nn__mutex: a plain mutex, for process-wide state that needs no allocation
+ * (NN__MUTEX_INIT): OpenCL device discovery.
+ *
+ * nn__lock: who runs a call on a context. One thread holds it for a whole
+ * call; nn__lock_try refuses a second thread at once (the API's NN_ERR_STATE),
+ * nn__lock_wait makes it wait for the call to return (calls that cannot report
+ * a refusal). Either tells the holder's own thread apart, so a log callback
+ * that calls back into its context is refused or goes on, never deadlocks.
+ * ------------------------------------------------------------------------- */
+#if defined(_WIN32)
+#  include <windows.h>
+struct nn__mutex { SRWLOCK l; };
+#  define NN__MUTEX_INIT {SRWLOCK_INIT}
+static NN__MAYBE_UNUSED void nn__mutex_lock(struct nn__mutex *m) { AcquireSRWLockExclusive(&m->l); }
+static NN__MAYBE_UNUSED void nn__mutex_unlock(struct nn__mutex *m) { ReleaseSRWLockExclusive(&m->l); }
+struct nn__lock {
+    SRWLOCK mu;
+    CONDITION_VARIABLE idle;
+    int busy;
+    DWORD owner;
+};
+static NN__MAYBE_UNUSED int nn__lock_init(struct nn__lock *l) {
+    InitializeSRWLock(&l->mu);
+    InitializeConditionVariable(&l->idle);
+    l->busy = 0;
+    return 1;
+}
+static NN__MAYBE_UNUSED void nn__lock_fini(struct nn__lock *l) { (void)l; }
+#  define NN__LOCK_ACQUIRE(l) AcquireSRWLockExclusive(&(l)->mu)
+#  define NN__LOCK_RELEASE(l) ReleaseSRWLockExclusive(&(l)->mu)
+#  define NN__LOCK_SLEEP(l) SleepConditionVariableSRW(&(l)->idle, &(l)->mu, INFINITE, 0)
+#  define NN__LOCK_WAKE(l) WakeAllConditionVariable(&(l)->idle)
+#  define NN__LOCK_ME(l) ((l)->owner = GetCurrentThreadId())
+#  define NN__LOCK_IS_ME(l) ((l)->owner == GetCurrentThreadId())
+#else
+#  include <pthread.h>
+struct nn__mutex { pthread_mutex_t m; };
+#  define NN__MUTEX_INIT {PTHREAD_MUTEX_INITIALIZER}
+static NN__MAYBE_UNUSED void nn__mutex_lock(struct nn__mutex *m) { pthread_mutex_lock(&m->m); }
+static NN__MAYBE_UNUSED void nn__mutex_unlock(struct nn__mutex *m) { pthread_mutex_unlock(&m->m); }
+struct nn__lock {
+    pthread_mutex_t mu;
+    pthread_cond_t idle;
+    int busy;
+    pthread_t owner;
+};
+static NN__MAYBE_UNUSED int nn__lock_init(struct nn__lock *l) {
+    l->busy = 0;
+    if (pthread_mutex_init(&l->mu, NULL) != 0) return 0;
+    if (pthread_cond_init(&l->idle, NULL) != 0) {
+        pthread_mutex_destroy(&l->mu);
+        return 0;
+    }
+    return 1;
+}
+static NN__MAYBE_UNUSED void nn__lock_fini(struct nn__lock *l) {
+    pthread_cond_destroy(&l->idle);
+    pthread_mutex_destroy(&l->mu);
+}
+#  define NN__LOCK_ACQUIRE(l) pthread_mutex_lock(&(l)->mu)
+#  define NN__LOCK_RELEASE(l) pthread_mutex_unlock(&(l)->mu)
+#  define NN__LOCK_SLEEP(l) pthread_cond_wait(&(l)->idle, &(l)->mu)
+#  define NN__LOCK_WAKE(l) pthread_cond_broadcast(&(l)->idle)
+#  define NN__LOCK_ME(l) ((l)->owner = pthread_self())
+#  define NN__LOCK_IS_ME(l) pthread_equal((l)->owner, pthread_self())
+#endif
+
+/* 1: taken; 0: another thread holds it; -1: this thread holds it (a call from inside a
+   call). */
+static NN__MAYBE_UNUSED int nn__lock_try(struct nn__lock *l) {
+    int r;
+    NN__LOCK_ACQUIRE(l);
+    if (!l->busy) {
+        l->busy = 1;
+        NN__LOCK_ME(l);
+        r = 1;
+    } else {
+        r = NN__LOCK_IS_ME(l) ? -1 : 0;
+    }
+    NN__LOCK_RELEASE(l);
+    return r;
+}
+
+/* 1: taken, once another thread's call returned; 0: this thread holds it already (not
+   taken again: the caller must not release it). */
+static NN__MAYBE_UNUSED int nn__lock_wait(struct nn__lock *l) {
+    NN__LOCK_ACQUIRE(l);
+    if (l->busy && NN__LOCK_IS_ME(l)) {
+        NN__LOCK_RELEASE(l);
+        return 0;
+    }
+    while (l->busy) NN__LOCK_SLEEP(l);
+    l->busy = 1;
+    NN__LOCK_ME(l);
+    NN__LOCK_RELEASE(l);
+    return 1;
+}
+
+static NN__MAYBE_UNUSED void nn__lock_release(struct nn__lock *l) {
+    NN__LOCK_ACQUIRE(l);
+    l->busy = 0;
+    NN__LOCK_WAKE(l);
+    NN__LOCK_RELEASE(l);
 }
 
 /* ======================================================================
@@ -9110,6 +9238,12 @@ static BOOL CALLBACK nn__cl_load_once_win(PINIT_ONCE once, PVOID param, PVOID *c
 static pthread_once_t nn__cl_once = PTHREAD_ONCE_INIT;
 #endif
 
+/* Device discovery and opening (clGetPlatformIDs, clGetDeviceIDs, the device queries,
+   clCreateContext), one thread at a time in the process: PoCL's first discovery is not
+   thread-safe (two threads creating contexts at once found no device in 4 of 5 runs
+   through the ICD loader, and crashed with PoCL loaded directly). */
+static struct nn__mutex nn__cl_discovery = NN__MUTEX_INIT;
+
 /* 1 when nn__clfn can be called; else 0, and nn__cl_ld.why says why. Thread-safe. */
 static int nn__cl_load(void) {
 #if defined(_WIN32)
@@ -15759,6 +15893,7 @@ static int nn__cl_list_devices(nn_device_info *out, int max) {
     char why[300];
     int n, i;
     if (!nn__cl_load()) return 0;
+    nn__mutex_lock(&nn__cl_discovery);
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     for (i = 0; i < n && out && i < max; i++) {
         cl_device_type t = nn__cl_type(devs[i]);
@@ -15771,6 +15906,7 @@ static int nn__cl_list_devices(nn_device_info *out, int max) {
             out[i].platform[0] = 0;
         out[i].platform[sizeof out[i].platform - 1] = 0;
     }
+    nn__mutex_unlock(&nn__cl_discovery);
     return n;
 }
 
@@ -15882,7 +16018,7 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
    substring. Not finding one is NN_ERR_UNAVAILABLE unless it was named; a named one that
    is not found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is
    NN_ERR_DEVICE with the call and its error. */
-static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+static nn_result nn__cl_open_locked(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
     char why[300];
@@ -15908,6 +16044,16 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
     r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->tuning);
     if (r != NN_OK) nn__cl_close(ctx);
     else if (nn__cl_ld.note[0]) nn__log(ctx, NN_LOG_INFO, "%s", nn__cl_ld.note);
+    return r;
+}
+
+/* Finding and opening the device, one thread at a time (nn__cl_discovery). */
+static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+    nn_result r;
+    if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
+    nn__mutex_lock(&nn__cl_discovery);
+    r = nn__cl_open_locked(ctx, device, desc);
+    nn__mutex_unlock(&nn__cl_discovery);
     return r;
 }
 
@@ -16507,9 +16653,19 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     ctx->log = desc.log;
     ctx->log_user = desc.log_user;
     ctx->log_level = nn__log_level(&desc);
+#ifdef NN__TLS
+    if (nn__refused_ctx == ctx) nn__refused_ctx = NULL; /* a refusal on an earlier context at this address */
+#endif
     ctx->op_compiled = (uint64_t *)nn__calloc(NN__OP_COUNT, sizeof(uint64_t));
-    if (!ctx->op_compiled) {
+    ctx->lock = (struct nn__lock *)nn__calloc(1, sizeof *ctx->lock);
+    if (ctx->lock && !nn__lock_init(ctx->lock)) {
+        NN_FREE(ctx->lock);
+        ctx->lock = NULL;
+    }
+    if (!ctx->op_compiled || !ctx->lock) {
         nn__log(ctx, NN_LOG_ERROR, "nn_context_create: out of memory");
+        NN_FREE(ctx->op_compiled);
+        NN_FREE(ctx->lock);
         NN_FREE(ctx);
         return NN_ERR_OUT_OF_MEMORY;
     }
@@ -16672,6 +16828,8 @@ static void nn__ctx_unlink(nn_graph *g) {
 }
 
 static void nn__ctx_free(nn_context *ctx) {
+    nn__lock_fini(ctx->lock);
+    NN_FREE(ctx->lock);
     NN_FREE(ctx->cache_dir);
     NN_FREE(ctx->kernel_dir);
     NN_FREE(ctx->op_compiled);
@@ -16694,6 +16852,9 @@ NN_API void nn_context_destroy(nn_context *ctx) {
     nn_graph *g;
     int n = 0;
     if (!ctx || ctx->dead_refs) return;
+#ifdef NN__TLS
+    if (nn__refused_ctx == ctx) nn__refused_ctx = NULL;
+#endif
     for (g = ctx->graphs; g; g = g->ctx_next, n++) nn__graph_orphan(g);
     if (ctx->backend) ctx->backend->close(ctx);
     if (n == 0) {
@@ -16710,45 +16871,83 @@ NN_API void nn_context_destroy(nn_context *ctx) {
     nn__log(ctx, NN_LOG_WARN, "nn_context_destroy: %d graph(s) still use this context; they now fail with NN_ERR_STATE", n);
 }
 
-/* One call at a time per context (and its graphs): a second thread entering while another
-   runs gets NN_ERR_STATE instead of sharing the workspaces. */
+/* One call at a time per context (and its graphs). A call that touches the context's
+   backend, parameters or counters holds the context's lock for its whole run:
+   - nn__ctx_enter: a call that returns an nn_result is refused with NN_ERR_STATE, and
+     changes nothing, while another thread's call runs (the API's promise); the message is
+     the refused thread's own (nn_last_error there), so the running call's is not touched;
+   - nn__ctx_wait: a call that cannot report a refusal (nn_graph_create, nn_graph_destroy,
+     nn_param, the counters) waits for the running call to return instead.
+   A call made from inside a call on the same thread (a log callback) is refused by the
+   first and goes on under the running call by the second. */
 static nn_result nn__ctx_enter(nn_context *ctx, const char *fn) {
-#if defined(__GNUC__) || defined(__clang__)
-    if (__atomic_exchange_n(&ctx->busy, 1, __ATOMIC_ACQUIRE))
+    int r = nn__lock_try(ctx->lock);
+    const char *why;
+    if (r == 1) return NN_OK;
+    why = r == 0 ? "the context is in use by another thread (a context and its graphs are one thread's at a time: use "
+                   "one context per thread, or hand it over when the other thread's call returns)"
+                 : "called from inside another call on the same context (a log callback)";
+#ifdef NN__TLS
+    snprintf(nn__refused_msg, sizeof nn__refused_msg, "%s: %s", fn, why);
+    nn__refused_ctx = ctx;
+    nn__log(ctx, NN_LOG_DEBUG, "error: %s", nn__refused_msg);
+    return NN_ERR_STATE;
 #else
-    if (ctx->busy) /* best effort where no atomic exchange is at hand */
-#endif
-        return nn__fail(ctx, NN_ERR_STATE, "%s: the context is in use by another thread (use one context per thread)", fn);
-#if !defined(__GNUC__) && !defined(__clang__)
-    ctx->busy = 1;
-#endif
-    return NN_OK;
-}
-
-static void nn__ctx_leave(nn_context *ctx) {
-#if defined(__GNUC__) || defined(__clang__)
-    __atomic_store_n(&ctx->busy, 0, __ATOMIC_RELEASE);
-#else
-    ctx->busy = 0;
+    return nn__fail(ctx, NN_ERR_STATE, "%s: %s", fn, why); /* where there is no thread-local storage */
 #endif
 }
 
-NN_API const char *nn_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
+static void nn__ctx_leave(nn_context *ctx) { nn__lock_release(ctx->lock); }
+
+/* Waits for another thread's call on ctx to return; 1 when this call must leave. */
+static int nn__ctx_wait(const nn_context *ctx) { return nn__lock_wait(ctx->lock); }
+
+/* An nn_result call on ctx, run holding the context (refused when another thread's call
+   runs): `return NN__EXCLUSIVE(ctx, "nn_x", nn__x(...));`. */
+#define NN__EXCLUSIVE(ctx, fn, call) (nn__ctx_enter((ctx), (fn)) != NN_OK ? NN_ERR_STATE : nn__ctx_left((ctx), (call)))
+static nn_result nn__ctx_left(nn_context *ctx, nn_result r) {
+    nn__ctx_leave(ctx);
+    return r;
+}
+
+NN_API const char *nn_last_error(const nn_context *ctx) {
+    if (!ctx) return "no context";
+#ifdef NN__TLS
+    if (nn__refused_ctx == ctx) return nn__refused_msg;
+#endif
+    return ctx->err;
+}
 NN_API const char *nn_backend_name(const nn_context *ctx) { return ctx ? ctx->backend_name : ""; }
 NN_API nn_backend_kind nn_backend(const nn_context *ctx) { return ctx && ctx->backend ? ctx->backend->kind : NN_BACKEND_CPU; }
+/* The counters change during calls: reading them waits for another thread's call. */
 NN_API nn_stats nn_get_stats(const nn_context *ctx) {
     nn_stats s;
     memset(&s, 0, sizeof s);
-    return ctx ? ctx->stats : s;
+    if (ctx) {
+        int held = nn__ctx_wait(ctx);
+        s = ctx->stats;
+        if (held) nn__lock_release(ctx->lock);
+    }
+    return s;
 }
 NN_API void nn_reset_stats(nn_context *ctx) {
-    if (ctx) memset(&ctx->stats, 0, sizeof ctx->stats);
+    if (ctx) {
+        int held = nn__ctx_wait(ctx);
+        memset(&ctx->stats, 0, sizeof ctx->stats);
+        if (held) nn__ctx_leave(ctx);
+    }
 }
 
 NN_API int nn_op_count(void) { return NN__OP_COUNT; }
 NN_API const char *nn_op_name(int op) { return op >= 0 && op < NN__OP_COUNT ? nn__op(op)->name : NULL; }
 NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op) {
-    return ctx && op >= 0 && op < NN__OP_COUNT ? ctx->op_compiled[op] : 0;
+    uint64_t n = 0;
+    if (ctx && op >= 0 && op < NN__OP_COUNT) {
+        int held = nn__ctx_wait(ctx);
+        n = ctx->op_compiled[op];
+        if (held) nn__lock_release(ctx->lock);
+    }
+    return n;
 }
 
 /* Devices of every device backend, numbered in backend order. */
@@ -16852,12 +17051,27 @@ static uint32_t nn__graph_serial(void) {
     return s;
 }
 
-NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
-    nn_graph *g;
-    if (!out) return NN_ERR_INVALID_ARGUMENT;
-    *out = NULL;
-    if (!ctx) return NN_ERR_INVALID_ARGUMENT;
-    g = (nn_graph *)nn__calloc(1, sizeof *g);
+/* Frees g; 1 when its context was destroyed before it and g was its last graph (the
+   caller frees the context, after leaving it). */
+static int nn__graph_free(nn_graph *g) {
+    nn_context *ctx = g->ctx;
+    int i;
+    nn__graph_release_compiled(g);
+    nn__groups_free(g);
+    if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
+    for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
+    NN_FREE(g->nodes);
+    NN_FREE(g->param_node);
+    nn__params_release(g->params);
+    nn__ctx_unlink(g);
+    NN_FREE(g);
+    return ctx->dead_refs > 0 && --ctx->dead_refs == 0; /* the last graph of a destroyed context */
+}
+
+/* Creating and destroying graphs change the context's list of graphs and the parameter
+   stores graphs share: they wait for another thread's call on the context to return. */
+static nn_result nn__graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
+    nn_graph *g = (nn_graph *)nn__calloc(1, sizeof *g);
     if (!g) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
     g->ctx = ctx;
     g->serial = nn__graph_serial();
@@ -16887,29 +17101,34 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
     }
     nn__ctx_link(ctx, g);
     if (nn__new_node(g, NN__OP_INPUT, NN_F32, nn_shape1(1), NULL, 0) != 0) { /* node 0: NN_NONE, never live */
-        nn_graph_destroy(g);
+        nn__graph_free(g);
         return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
     }
     *out = g;
     return NN_OK;
 }
 
+NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
+    nn_result r;
+    int held;
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ctx) return NN_ERR_INVALID_ARGUMENT;
+    held = nn__ctx_wait(ctx);
+    r = nn__graph_create(ctx, desc, out);
+    if (held) nn__ctx_leave(ctx);
+    return r;
+}
+
 NN_API void nn_graph_destroy(nn_graph *g) {
-    int i;
+    nn_context *ctx;
+    int held, last;
     if (!g) return;
-    nn__graph_release_compiled(g);
-    nn__groups_free(g);
-    if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
-    for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
-    NN_FREE(g->nodes);
-    NN_FREE(g->param_node);
-    nn__params_release(g->params);
-    {
-        nn_context *ctx = g->ctx;
-        nn__ctx_unlink(g);
-        if (ctx->dead_refs > 0 && --ctx->dead_refs == 0) nn__ctx_free(ctx); /* the last graph of a destroyed context */
-    }
-    NN_FREE(g);
+    ctx = g->ctx;
+    held = nn__ctx_wait(ctx);
+    last = nn__graph_free(g);
+    if (held) nn__ctx_leave(ctx);
+    if (last) nn__ctx_free(ctx);
 }
 
 NN_API nn_result nn_graph_status(const nn_graph *g) { return g ? g->status : NN_ERR_INVALID_ARGUMENT; }
@@ -17280,8 +17499,21 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
     return nn__tensor(id);
 }
 
+/* The parameter store may be shared with graphs that other calls on the context compile,
+   run, save or load: an entry is made holding the context (waiting for another thread's
+   call to return). */
+static nn_tensor nn__store_entry_held(nn_graph *g, const char *fn, const char *name, nn_shape shape, nn_init init, int buffer) {
+    nn_tensor t;
+    int held;
+    if (!g) return nn__tensor(-1);
+    held = nn__ctx_wait(g->ctx);
+    t = nn__store_entry(g, fn, name, shape, init, buffer);
+    if (held) nn__ctx_leave(g->ctx);
+    return t;
+}
+
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
-    return nn__store_entry(g, "nn_param", name, shape, init, 0);
+    return nn__store_entry_held(g, "nn_param", name, shape, init, 0);
 }
 
 /* ---- ops: shape rules ---- */
@@ -17309,7 +17541,7 @@ static nn_tensor nn__op3(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a, in
 
 
 NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
-    return nn__store_entry(g, "nn_buffer", name, shape, init, 1);
+    return nn__store_entry_held(g, "nn_buffer", name, shape, init, 1);
 }
 
 
@@ -17377,7 +17609,10 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
     return NN_OK;
 }
 
-NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
+/* Reading and writing tensors go through the context's backend: one thread at a time
+   (nn__ctx_enter). The library's own callers hold the context already and call the
+   nn__ forms. */
+static nn_result nn__tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
     nn__node *n = NULL;
     nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
     if (r != NN_OK) return r;
@@ -17414,7 +17649,7 @@ static nn_result nn__report_checks(nn_graph *g, const char *fn) {
                     fn, msg);
 }
 
-NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
+static nn_result nn__tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
     nn__node *n = NULL;
     nn_result r = nn__user_buf(g, t, bytes, 0, "nn_tensor_read", &n);
     if (r != NN_OK) return r;
@@ -17424,15 +17659,27 @@ NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t byt
     return nn__buf_read(g->ctx, &n->buf, data, bytes);
 }
 
-NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
+static nn_result nn__tensor_fill(nn_graph *g, nn_tensor t, float value) {
     nn__node *n = NULL;
     nn_result r;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!nn__is_tensor(g, t)) return nn__user_buf(g, t, 0, 1, "nn_tensor_fill", &n);
     r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
     if (r != NN_OK) return r;
     if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
     return g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+}
+
+NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_write", nn__tensor_write(g, t, data, bytes));
+}
+NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_read", nn__tensor_read(g, t, data, bytes));
+}
+NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_fill", nn__tensor_fill(g, t, value));
 }
 
 
@@ -17890,21 +18137,16 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     return NN_OK;
 }
 
+/* Compiling, running and finishing use the context's backend: one thread at a time
+   (nn__ctx_enter). */
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
-    nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    r = nn__ctx_enter(g->ctx, "nn_graph_compile");
-    if (r != NN_OK) return r;
-    r = nn__graph_compile(g, desc);
-    nn__ctx_leave(g->ctx);
-    return r;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_compile", nn__graph_compile(g, desc));
 }
 
 /* ---- running ---- */
 
 static nn_result nn__run(nn_graph *g, int n_sched) {
-    nn_result r;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK) {
         if (g->ctx->dead_refs) return g->status;
         return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
@@ -17912,23 +18154,18 @@ static nn_result nn__run(nn_graph *g, int n_sched) {
     if (g->broken)
         return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
                                               "partly updated: load a training state (nn_load_state) to go on");
-    r = nn__ctx_enter(g->ctx, "nn_graph_step");
-    if (r != NN_OK) return r;
     g->progress = 0;
     g->checks_pending = g->n_checks > 0;
-    r = g->ctx->backend->run(g, n_sched);
-    nn__ctx_leave(g->ctx);
-    return r;
+    return g->ctx->backend->run(g, n_sched);
 }
 
 /* forward, backward (and gradient accumulation); the update on update steps only. A step
    that fails before anything ran leaves the graph as it was (counters restored); one that
    fails part way leaves it broken until a training state is loaded. */
-NN_API nn_result nn_graph_step(nn_graph *g) {
+static nn_result nn__graph_step(nn_graph *g) {
     nn_result r;
     nn__opt_clock clock;
     float lr;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
     g->step++;
     g->progress = 0;
@@ -17944,18 +18181,25 @@ NN_API nn_result nn_graph_step(nn_graph *g) {
     return r;
 }
 
-NN_API nn_result nn_graph_forward(nn_graph *g) {
+NN_API nn_result nn_graph_step(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return nn__run(g, g->n_sched_forward);
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_step", nn__graph_step(g));
 }
 
-NN_API nn_result nn_graph_finish(nn_graph *g) {
-    nn_result r;
+NN_API nn_result nn_graph_forward(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    r = g->ctx->backend->finish(g->ctx);
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__run(g, g->n_sched_forward));
+}
+
+static nn_result nn__graph_finish(nn_graph *g) {
+    nn_result r = g->ctx->backend->finish(g->ctx);
     return r == NN_OK ? nn__report_checks(g, "nn_graph_finish") : r;
 }
 
+NN_API nn_result nn_graph_finish(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_finish", nn__graph_finish(g));
+}
 
 /* ======================================================================
    kernels/kargs.h
@@ -25617,16 +25861,21 @@ static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
 }
 
 /* skip_nonfinite's count of skipped updates, from the gate's persistent y[1]. */
-NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
+static nn_result nn__graph_skipped_steps(nn_graph *g, int64_t *count) {
     float y[2];
     nn_result r;
     if (!g || !count) return NN_ERR_INVALID_ARGUMENT;
     *count = 0;
     if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_skipped_steps: the graph is not compiled");
     if (g->skip_node <= 0) return NN_OK;
-    r = nn_tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);
+    r = nn__tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);
     if (r == NN_OK) *count = (int64_t)y[1];
     return r;
+}
+
+NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_skipped_steps", nn__graph_skipped_steps(g, count));
 }
 
 /* ======================================================================
@@ -27547,7 +27796,7 @@ done:
     return r;
 }
 
-NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
+static nn_result nn__load_safetensors(nn_graph *g, const char *path, int allow_missing) {
     unsigned char *buf = NULL;
     size_t len = 0;
     nn_result r;
@@ -27557,6 +27806,11 @@ NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_mi
     r = nn__st_load_mem(g, path, buf, len, allow_missing);
     NN_FREE(buf);
     return r;
+}
+
+NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_load_safetensors", nn__load_safetensors(g, path, allow_missing));
 }
 
 /* ---- saving ---- */
@@ -27705,7 +27959,7 @@ done:
     return r;
 }
 
-NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
+static nn_result nn__save_safetensors(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__params *ps;
     nn__st_item *items;
@@ -27733,6 +27987,11 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
     r = nn__st_save(ctx, path, "{\"format\":\"pt\"}", items, ps->n);
     NN_FREE(items);
     return r;
+}
+
+NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_save_safetensors", nn__save_safetensors(g, path));
 }
 
 /* ======================================================================
@@ -28006,7 +28265,7 @@ static int nn__parse_u64(const char *s, uint64_t *out) {
     return 1;
 }
 
-NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
+static nn_result nn__save_state(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__state_list l;
     nn__st_text h;
@@ -28048,6 +28307,11 @@ NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
     NN_FREE(h.s);
     nn__state_list_free(&l);
     return r;
+}
+
+NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_save_state", nn__save_state(g, path));
 }
 
 static nn_result nn__dataset_order(nn_dataset *d);
@@ -28217,7 +28481,7 @@ done:
     return r;
 }
 
-NN_API nn_result nn_load_state(nn_graph *g, const char *path) {
+static nn_result nn__load_state(nn_graph *g, const char *path) {
     unsigned char *buf = NULL;
     size_t len = 0;
     nn_result r;
@@ -28231,6 +28495,11 @@ NN_API nn_result nn_load_state(nn_graph *g, const char *path) {
     NN_FREE(buf);
     if (r == NN_OK) g->broken = 0; /* a whole state again after a failed step */
     return r;
+}
+
+NN_API nn_result nn_load_state(nn_graph *g, const char *path) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_load_state", nn__load_state(g, path));
 }
 
 /* ---- datasets ---- */
@@ -28380,7 +28649,7 @@ NN_API nn_tensor nn_dataset_x(const nn_dataset *d) { return d ? d->xb : nn__tens
 NN_API nn_tensor nn_dataset_y(const nn_dataset *d) { return d ? d->yb : nn__tensor_of(NULL, -1); }
 NN_API int64_t nn_dataset_epoch(const nn_dataset *d) { return d ? d->epoch : -1; }
 
-NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
+static nn_result nn__dataset_next_batch(nn_dataset *d) {
     nn_graph *g;
     nn_result r;
     if (!d) return NN_ERR_INVALID_ARGUMENT;
@@ -28388,8 +28657,8 @@ NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
     if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_dataset_next_batch: %s: compile the graph first", d->name);
     if (d->x_host) { /* the samples go to the device once */
         r = NN_OK; /* (a part the graph does not use has no storage) */
-        if (g->nodes[d->x_all.id].live) r = nn_tensor_write(g, d->x_all, d->x_host, d->x_bytes);
-        if (r == NN_OK && g->nodes[d->y_all.id].live) r = nn_tensor_write(g, d->y_all, d->y_host, d->y_bytes);
+        if (g->nodes[d->x_all.id].live) r = nn__tensor_write(g, d->x_all, d->x_host, d->x_bytes);
+        if (r == NN_OK && g->nodes[d->y_all.id].live) r = nn__tensor_write(g, d->y_all, d->y_host, d->y_bytes);
         if (r != NN_OK) return r;
         NN_FREE(d->x_host);
         NN_FREE(d->y_host);
@@ -28401,9 +28670,14 @@ NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
     }
     r = nn__dataset_order(d);
     if (r != NN_OK) return r;
-    r = nn_tensor_write(g, d->idx, d->perm + d->pos * d->batch, (size_t)d->batch * sizeof(int32_t));
+    r = nn__tensor_write(g, d->idx, d->perm + d->pos * d->batch, (size_t)d->batch * sizeof(int32_t));
     if (r == NN_OK) d->pos++;
     return r;
+}
+
+NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
+    if (!d) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(d->g->ctx, "nn_dataset_next_batch", nn__dataset_next_batch(d));
 }
 #endif
 #endif

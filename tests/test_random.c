@@ -621,7 +621,7 @@ static void suite_random_errors(const t_env *e) {
 }
 
 /* The CPU backend splits the draws between threads: the same bits with 1, 3 and 8. */
-static void suite_threads(const t_env *e) {
+static void random_thread_counts(const t_env *e) {
     enum { N = 100003 };
     static const int counts[3] = {1, 3, 8};
     float *x = (float *)malloc(N * 4), *w = (float *)malloc(N * 4);
@@ -748,7 +748,7 @@ static void nanprop_dropout(const t_env *e) {
 
 void suite_random(const t_env *e) {
     suite_reference(e);
-    suite_threads(e);
+    random_thread_counts(e);
     if (!e->opencl) suite_stats(e); /* the shared stream's statistics: once, on the CPU */
     suite_steps(e);
     suite_eval(e);

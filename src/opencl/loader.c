@@ -262,6 +262,12 @@ static BOOL CALLBACK nn__cl_load_once_win(PINIT_ONCE once, PVOID param, PVOID *c
 static pthread_once_t nn__cl_once = PTHREAD_ONCE_INIT;
 #endif
 
+/* Device discovery and opening (clGetPlatformIDs, clGetDeviceIDs, the device queries,
+   clCreateContext), one thread at a time in the process: PoCL's first discovery is not
+   thread-safe (two threads creating contexts at once found no device in 4 of 5 runs
+   through the ICD loader, and crashed with PoCL loaded directly). */
+static struct nn__mutex nn__cl_discovery = NN__MUTEX_INIT;
+
 /* 1 when nn__clfn can be called; else 0, and nn__cl_ld.why says why. Thread-safe. */
 static int nn__cl_load(void) {
 #if defined(_WIN32)
