@@ -17036,18 +17036,28 @@ static int nn__params_index(nn__params *ps, int i) {
 
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in);
 
-/* A serial number for a new graph: distinct among the last 2^32 - 1 graphs of the process,
-   never 0. */
+/* The tag of a new graph's handles (nn_tensor.graph): a counter through a bijection of 32
+   bits (murmur3's finaliser), so that no two of the last 2^32 - 1 graphs of the process
+   share one, it is never 0, and a made-up tag (1, 2, ...) is some graph's only by a chance
+   of one in 2^32. */
 static uint32_t nn__graph_serial(void) {
     static uint32_t last;
     uint32_t s;
+    do {
 #if defined(__GNUC__) || defined(__clang__)
-    do s = __atomic_add_fetch(&last, 1u, __ATOMIC_RELAXED);
-    while (s == 0);
+        s = __atomic_add_fetch(&last, 1u, __ATOMIC_RELAXED);
 #else
-    do s = ++last; /* compilers without __atomic: graphs created from one thread at a time */
-    while (s == 0);
+        static struct nn__mutex m = NN__MUTEX_INIT;
+        nn__mutex_lock(&m);
+        s = ++last;
+        nn__mutex_unlock(&m);
 #endif
+        s ^= s >> 16;
+        s *= 0x85ebca6bu;
+        s ^= s >> 13;
+        s *= 0xc2b2ae35u;
+        s ^= s >> 16;
+    } while (s == 0);
     return s;
 }
 
@@ -17155,6 +17165,13 @@ static nn_tensor nn__op_fail(nn_graph *g, nn_result code, const char *fmt, ...) 
     return nn__tensor(-1);
 }
 
+/* Handles carry their graph's tag (nn__graph_serial), and a graph takes only its own: why
+   a handle whose tag is not g's names no node of g, for the messages. */
+static const char *nn__foreign(nn_tensor t) {
+    return t.graph == 0 ? "its handle carries no graph tag (made by hand, not returned by a builder)"
+                        : "it is a tensor of another graph (or a handle not returned by this graph's builders)";
+}
+
 /* 1 when every tensor is a usable node of g; else the op fails (quietly if an input had
    already failed, since that error is on record). */
 /* The inputs of an op: tensors of g, and not rank 0 unless rank0 (the ops whose code
@@ -17176,8 +17193,8 @@ static int nn__check_in(nn_graph *g, const char *op, int n, const nn_tensor *t, 
             nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is NN_NONE, and it is not optional", op, i);
             return 0;
         }
-        if (t[i].graph != 0 && t[i].graph != g->serial) {
-            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is a tensor of another graph", op, i);
+        if (t[i].graph != g->serial) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is not a tensor of this graph: %s", op, i, nn__foreign(t[i]));
             return 0;
         }
         if (t[i].id >= g->n_nodes) {
@@ -17261,7 +17278,7 @@ static int nn__optional(nn_graph *g, const char *op, nn_tensor t) {
 
 /* A user's handle names a tensor of g: not NN_NONE, not failed, not out of range. */
 static int nn__is_tensor(const nn_graph *g, nn_tensor t) {
-    return g && t.id > 0 && t.id < g->n_nodes && (t.graph == 0 || t.graph == g->serial);
+    return g && t.id > 0 && t.id < g->n_nodes && t.graph == g->serial;
 }
 
 static const char *nn__dtype_name(nn_dtype d) { return d == NN_I32 ? "int32" : "float32"; }
@@ -17583,6 +17600,8 @@ NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t) {
 static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write, const char *fn, nn__node **out) {
     nn__node *n = NULL;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (t.id > 0 && t.graph != g->serial)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: not a tensor of this graph: %s", fn, nn__foreign(t));
     if (!nn__is_tensor(g, t))
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: %s", fn, t.id == 0 ? "the tensor is NN_NONE" : "not a tensor of this graph");
     if (!g->compiled || g->status != NN_OK) return nn__fail(g->ctx, NN_ERR_STATE, "%s: compile the graph first", fn);
@@ -18053,7 +18072,9 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (d.loss.id != 0) {
         nn__node *L;
         if (!nn__is_tensor(g, d.loss))
-            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph");
+            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph%s%s",
+                            d.loss.id > 0 && d.loss.graph != g->serial ? ": " : "",
+                            d.loss.id > 0 && d.loss.graph != g->serial ? nn__foreign(d.loss) : "");
         L = &g->nodes[d.loss.id];
         if (L->numel != 1 || L->dtype != NN_F32) {
             char s[128];

@@ -307,7 +307,9 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (d.loss.id != 0) {
         nn__node *L;
         if (!nn__is_tensor(g, d.loss))
-            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph");
+            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph%s%s",
+                            d.loss.id > 0 && d.loss.graph != g->serial ? ": " : "",
+                            d.loss.id > 0 && d.loss.graph != g->serial ? nn__foreign(d.loss) : "");
         L = &g->nodes[d.loss.id];
         if (L->numel != 1 || L->dtype != NN_F32) {
             char s[128];
