@@ -13,7 +13,7 @@ DL_LIBS := $(shell printf '\043include <dlfcn.h>\nint main(void){return dlopen("
              $(CC) -x c - -o /dev/null >/dev/null 2>&1 || echo -ldl)
 LIBS = -lm -lpthread $(DL_LIBS)
 
-.PHONY: all test test-asan test-tsan check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers compile-scale clean
+.PHONY: all test test-asan test-tsan test-oclgrind check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers compile-scale clean
 
 all: nn.h
 
@@ -50,6 +50,14 @@ tests/nn_test_tsan: nn.h $(TESTSRC) $(wildcard tests/*.h)
 
 test-tsan: tests/nn_test_tsan
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" NN_TEST_FILTER="threads:" ./tests/nn_test_tsan
+
+# The op checker's cases on Oclgrind (Debian's oclgrind) with NVIDIA-like limits, in the
+# CPU-tuning and the GPU-tuning shapes: for every (op kind, function) pair and kernel its
+# cheapest case and a larger one under --check-api, then the cheapest case of every kernel
+# of the files that use local memory or barriers under --data-races; any Oclgrind report
+# fails, naming the kernel and the .cl line (tools/oclgrind.sh; logs in tests/oclgrind-out/).
+test-oclgrind: tests/nn_test
+	./tools/oclgrind.sh
 
 # Each part of gen/parts.txt compiled after the parts above it, diagnostics at its own lines.
 check-parts: gen/amalg
@@ -141,6 +149,7 @@ bench-layers: bench/nn_bench
 	FIGURES=layers ./bench/run.sh
 
 clean:
+	rm -rf tests/oclgrind-out
 	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast
 
 # ---- fuzzing: every loader of untrusted bytes under libFuzzer, ASan and UBSan (clang) -------

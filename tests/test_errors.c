@@ -20,25 +20,25 @@ static void test_shape_errors(const t_env *e) {
     T_CHECK(c.id < 0, "an op on a failed tensor gave a tensor");
     T_CHECK(nn_graph_status(g) == NN_ERR_SHAPE, "status %d", nn_graph_status(g));
     T_CHECK(nn_graph_compile(g, NULL) == NN_ERR_SHAPE, "compile did not return NN_ERR_SHAPE");
-    T_CHECK(strstr(nn_last_error(ctx), "nn_matmul") && strstr(nn_last_error(ctx), "[3, 4]") &&
-                strstr(nn_last_error(ctx), "[5, 6]"),
-            "message: %s", nn_last_error(ctx));
+    T_CHECK(strstr(nn_context_last_error(ctx), "nn_matmul") && strstr(nn_context_last_error(ctx), "[3, 4]") &&
+                strstr(nn_context_last_error(ctx), "[5, 6]"),
+            "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     g = NULL;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     a = nn_input(g, "a", NN_F32, nn_shape2(7, 33));
     b = nn_input(g, "b", NN_F32, nn_shape1(7));
     T_CHECK(nn_add(g, a, b).id < 0, "add of [7, 33] and [7] gave a tensor");
-    T_CHECK(strstr(nn_last_error(ctx), "nn_add") && strstr(nn_last_error(ctx), "[7, 33]") &&
-                strstr(nn_last_error(ctx), "[7]"),
-            "message: %s", nn_last_error(ctx));
+    T_CHECK(strstr(nn_context_last_error(ctx), "nn_add") && strstr(nn_context_last_error(ctx), "[7, 33]") &&
+                strstr(nn_context_last_error(ctx), "[7]"),
+            "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     g = NULL;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     a = nn_input(g, "a", NN_F32, nn_shape2(4, 3));
     b = nn_input(g, "labels", NN_F32, nn_shape1(4));
     T_CHECK(nn_softmax_cross_entropy(g, a, b).id < 0, "float labels accepted");
-    T_CHECK(strstr(nn_last_error(ctx), "int32") != NULL, "message: %s", nn_last_error(ctx));
+    T_CHECK(strstr(nn_context_last_error(ctx), "int32") != NULL, "message: %s", nn_context_last_error(ctx));
     /* a loss that is not a scalar */
     nn_graph_destroy(g);
     g = NULL;
@@ -49,7 +49,7 @@ static void test_shape_errors(const t_env *e) {
         memset(&cd, 0, sizeof cd);
         cd.loss = nn_relu(g, a);
         T_CHECK(nn_graph_compile(g, &cd) == NN_ERR_SHAPE, "a [4, 3] loss compiled");
-        T_CHECK(strstr(nn_last_error(ctx), "scalar") != NULL, "message: %s", nn_last_error(ctx));
+        T_CHECK(strstr(nn_context_last_error(ctx), "scalar") != NULL, "message: %s", nn_context_last_error(ctx));
     }
     /* wrong sizes on write and read */
     nn_graph_destroy(g);
@@ -78,10 +78,10 @@ static void test_alloc_failure(const t_env *e) {
     if (!t_begin(e, "errors: an oversized tensor is refused by name")) return;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     a = nn_input(g, "huge", NN_F32, nn_shape2((int64_t)1 << 20, (int64_t)1 << 20)); /* 4 TiB */
-    nn_output(g, nn_relu(g, a));
+    nn_graph_output(g, nn_relu(g, a));
     r = nn_graph_compile(g, NULL);
-    T_CHECK(r == NN_ERR_SHAPE, "compile returned %d (%s)", r, nn_last_error(ctx));
-    T_CHECK(strstr(nn_last_error(ctx), "huge") != NULL, "message does not name the tensor: %s", nn_last_error(ctx));
+    T_CHECK(r == NN_ERR_SHAPE, "compile returned %d (%s)", r, nn_context_last_error(ctx));
+    T_CHECK(strstr(nn_context_last_error(ctx), "huge") != NULL, "message does not name the tensor: %s", nn_context_last_error(ctx));
     T_CHECK(nn_graph_step(g) == NN_ERR_STATE, "a failed graph ran");
 done:
     nn_graph_destroy(g);
@@ -114,14 +114,14 @@ static void test_build_error(const t_env *e) {
         fclose(f);
     }
     t_context_desc(e, &d); /* the same device and tuning as e->ctx */
-    d.kernel_dir = dir;
-    d.cache_dir = "off";
+    d.backend.kernel_dir = dir;
+    d.backend.cache_dir = "off";
     if (T_OK(nn_context_create(&d, &ctx), ctx) && T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
-        nn_output(g, nn_relu(g, nn_input(g, "x", NN_F32, nn_shape1(3))));
+        nn_graph_output(g, nn_relu(g, nn_input(g, "x", NN_F32, nn_shape1(3))));
         r = nn_graph_compile(g, NULL);
         T_CHECK(r == NN_ERR_BUILD, "compile returned %d", r);
-        T_CHECK(strstr(nn_last_error(ctx), "kernels/elementwise.cl:3") != NULL, "message lacks kernels/elementwise.cl:3: %.300s",
-                nn_last_error(ctx));
+        T_CHECK(strstr(nn_context_last_error(ctx), "kernels/elementwise.cl:3") != NULL, "message lacks kernels/elementwise.cl:3: %.300s",
+                nn_context_last_error(ctx));
     }
     nn_graph_destroy(g);
     nn_context_destroy(ctx);
@@ -172,8 +172,8 @@ static void test_foreign_tensor(const t_env *e) {
     T_CHECK(a.id == ha.id && b.id == hb.id, "ids differ: the test needs equal ids (%d %d, %d %d)", a.id, ha.id, b.id, hb.id);
     T_CHECK(nn_add(h, ha, b).id < 0, "nn_add took a tensor of another graph");
     T_CHECK(nn_graph_status(h) == NN_ERR_INVALID_ARGUMENT, "status %d", nn_graph_status(h));
-    T_CHECK(strstr(nn_last_error(ctx), "nn_add") && strstr(nn_last_error(ctx), "another graph"), "message: %s",
-            nn_last_error(ctx));
+    T_CHECK(strstr(nn_context_last_error(ctx), "nn_add") && strstr(nn_context_last_error(ctx), "another graph"), "message: %s",
+            nn_context_last_error(ctx));
     nn_graph_destroy(h);
     h = NULL;
     if (!T_OK(nn_graph_create(ctx, NULL, &h), ctx)) goto done;
@@ -182,7 +182,7 @@ static void test_foreign_tensor(const t_env *e) {
     memset(&ld, 0, sizeof ld);
     ld.weight = a; /* an optional operand from g */
     T_CHECK(nn_mse_loss(h, ha, hb, &ld).id < 0, "a loss weight of another graph accepted");
-    T_CHECK(strstr(nn_last_error(ctx), "another graph") != NULL, "message: %s", nn_last_error(ctx));
+    T_CHECK(strstr(nn_context_last_error(ctx), "another graph") != NULL, "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(h);
     h = NULL;
     if (!T_OK(nn_graph_create(ctx, NULL, &h), ctx)) goto done;
@@ -197,7 +197,7 @@ static void test_foreign_tensor(const t_env *e) {
     if (T_OK(nn_graph_compile(h, &cd), ctx)) {
         T_CHECK(nn_tensor_write(h, a, buf, sizeof buf) == NN_ERR_INVALID_ARGUMENT, "h wrote g's tensor");
         T_CHECK(nn_tensor_read(h, b, buf, sizeof buf) == NN_ERR_INVALID_ARGUMENT, "h read g's tensor");
-        T_CHECK(nn_tensor_write(h, ha, buf, sizeof buf) == NN_OK, "h's own tensor: %s", nn_last_error(ctx));
+        T_CHECK(nn_tensor_write(h, ha, buf, sizeof buf) == NN_OK, "h's own tensor: %s", nn_context_last_error(ctx));
     }
 done:
     nn_graph_destroy(g);
@@ -236,42 +236,48 @@ static void test_forged_handle(const t_env *e) {
         f = forged(qb.id, k == 0 ? 0u : k == 1 ? 1u : k == 2 ? 2u : k == 3 ? qb.graph + 1 : qb.graph ^ 0x80000000u);
         T_CHECK(nn_add(q, qa, f).id < 0, "nn_add took {%d, %u} as node %d", f.id, (unsigned)f.graph, qb.id);
         T_CHECK(nn_graph_status(q) == NN_ERR_INVALID_ARGUMENT, "status %d", nn_graph_status(q));
-        T_CHECK(strstr(nn_last_error(ctx), "nn_add: input 1 is not a tensor of this graph") &&
-                    strstr(nn_last_error(ctx), k == 0 ? "carries no graph tag" : "another graph"),
-                "tag %u: message: %s", (unsigned)f.graph, nn_last_error(ctx));
+        T_CHECK(strstr(nn_context_last_error(ctx), "nn_add: input 1 is not a tensor of this graph") &&
+                    strstr(nn_context_last_error(ctx), k == 0 ? "carries no graph tag" : "another graph"),
+                "tag %u: message: %s", (unsigned)f.graph, nn_context_last_error(ctx));
         nn_graph_destroy(q);
     }
     memset(&ld, 0, sizeof ld); /* an optional operand */
     ld.weight = forged(a.id, 0);
     T_CHECK(nn_mse_loss(g, a, b, &ld).id < 0, "a forged loss weight accepted");
-    T_CHECK(strstr(nn_last_error(ctx), "nn_mse_loss") && strstr(nn_last_error(ctx), "no graph tag"), "message: %s",
-            nn_last_error(ctx));
+    T_CHECK(strstr(nn_context_last_error(ctx), "nn_mse_loss") && strstr(nn_context_last_error(ctx), "no graph tag"), "message: %s",
+            nn_context_last_error(ctx));
     /* a compiled graph: reads, writes, fills, queries and the loss */
     if (!T_OK(nn_graph_create(ctx, NULL, &h), ctx)) goto done;
     x = nn_input(h, "x", NN_F32, nn_shape1(3));
     y = nn_mul(h, x, x);
     loss = nn_sum(h, y);
-    nn_output(h, y);
+    nn_graph_output(h, y);
     memset(&cd, 0, sizeof cd);
     cd.loss = forged(loss.id, 0);
     T_CHECK(nn_graph_compile(h, &cd) == NN_ERR_INVALID_ARGUMENT, "compiled with a forged loss");
-    T_CHECK(strstr(nn_last_error(ctx), "nn_graph_compile") && strstr(nn_last_error(ctx), "no graph tag"), "message: %s",
-            nn_last_error(ctx));
+    T_CHECK(strstr(nn_context_last_error(ctx), "nn_graph_compile") && strstr(nn_context_last_error(ctx), "no graph tag"), "message: %s",
+            nn_context_last_error(ctx));
     cd.loss = loss;
     if (T_OK(nn_graph_compile(h, &cd), ctx)) {
         f = forged(x.id, 0);
         T_CHECK(nn_tensor_write(h, f, buf, sizeof buf) == NN_ERR_INVALID_ARGUMENT, "wrote through a forged handle");
-        T_CHECK(strstr(nn_last_error(ctx), "nn_tensor_write") && strstr(nn_last_error(ctx), "no graph tag"), "message: %s",
-                nn_last_error(ctx));
+        T_CHECK(strstr(nn_context_last_error(ctx), "nn_tensor_write") && strstr(nn_context_last_error(ctx), "no graph tag"), "message: %s",
+                nn_context_last_error(ctx));
         T_CHECK(nn_tensor_fill(h, f, 0.0f) == NN_ERR_INVALID_ARGUMENT, "filled through a forged handle");
-        T_CHECK(strstr(nn_last_error(ctx), "nn_tensor_fill"), "message: %s", nn_last_error(ctx));
+        T_CHECK(strstr(nn_context_last_error(ctx), "nn_tensor_fill"), "message: %s", nn_context_last_error(ctx));
         f = forged(y.id, y.graph + 1);
         T_CHECK(nn_tensor_read(h, f, buf, sizeof buf) == NN_ERR_INVALID_ARGUMENT, "read through a made-up tag");
-        T_CHECK(strstr(nn_last_error(ctx), "nn_tensor_read") && strstr(nn_last_error(ctx), "another graph"), "message: %s",
-                nn_last_error(ctx));
-        T_CHECK(nn_tensor_shape(h, f).ndim == 0 && nn_tensor_numel(h, f) == 0 && nn_grad(h, forged(x.id, 0)).id < 0,
-                "a shape, size or gradient of a forged handle");
-        T_CHECK(nn_tensor_write(h, x, buf, sizeof buf) == NN_OK, "the real handle: %s", nn_last_error(ctx));
+        T_CHECK(strstr(nn_context_last_error(ctx), "nn_tensor_read") && strstr(nn_context_last_error(ctx), "another graph"), "message: %s",
+                nn_context_last_error(ctx));
+        {
+            nn_shape sh;
+            int64_t numel = 1;
+            T_CHECK(nn_tensor_shape(h, f, &sh) == NN_ERR_INVALID_ARGUMENT && sh.ndim == 0 &&
+                        nn_tensor_numel(h, f, &numel) == NN_ERR_INVALID_ARGUMENT && numel == 0 &&
+                        nn_graph_grad(h, forged(x.id, 0)).id < 0,
+                    "a shape, size or gradient of a forged handle");
+        }
+        T_CHECK(nn_tensor_write(h, x, buf, sizeof buf) == NN_OK, "the real handle: %s", nn_context_last_error(ctx));
     }
 done:
     nn_graph_destroy(g);

@@ -1,7 +1,7 @@
 /* Threads (README, "Threads"): separate contexts run in parallel; one context is one
    thread's at a time, and nn.h holds it to that:
    - a call that touches the context's backend, parameters or counters while another
-     thread's call runs on it returns NN_ERR_STATE, changes nothing, and nn_last_error on
+     thread's call runs on it returns NN_ERR_STATE, changes nothing, and nn_context_last_error on
      the refused thread says so (the running call's message is not touched);
    - nn_graph_create, nn_graph_destroy, nn_param and the counters cannot report a refusal:
      they wait for the running call to return, so two threads may create and destroy
@@ -84,8 +84,8 @@ static nn_graph *t_net(nn_context *ctx, nn_graph *share, int compile, nn_tensor 
     gd.seed = 7;
     if (nn_graph_create(ctx, &gd, &g) != NN_OK) return NULL;
     x = nn_input(g, "x", NN_F32, nn_shape2(3, 5));
-    y = nn_dense(g, nn_relu(g, nn_dense(g, x, 7, NULL, "fc1")), 2, NULL, "fc2");
-    nn_output(g, y);
+    y = nn_linear_layer(g, nn_relu(g, nn_linear_layer(g, x, 7, NULL, "fc1")), 2, NULL, "fc2");
+    nn_graph_output(g, y);
     if (y_out) *y_out = y;
     if (!compile) return g;
     memset(&cd, 0, sizeof cd);
@@ -100,7 +100,7 @@ static nn_graph *t_net(nn_context *ctx, nn_graph *share, int compile, nn_tensor 
 }
 
 /* fc1's weight [7, 5] of g into w. */
-static nn_result t_weights(nn_graph *g, float w[35]) { return nn_tensor_read(g, nn_find(g, "fc1.weight"), w, 35 * sizeof(float)); }
+static nn_result t_weights(nn_graph *g, float w[35]) { return nn_tensor_read(g, nn_graph_find(g, "fc1.weight"), w, 35 * sizeof(float)); }
 
 /* fc1's weight after `steps` steps of t_net on a context of its own (the reference). */
 static int t_reference(const t_env *e, int steps, float w[35]) {
@@ -122,7 +122,7 @@ static int t_reference(const t_env *e, int steps, float w[35]) {
 
 /* A refusal: NN_ERR_STATE, and the refused thread's message names the call and the reason. */
 static int t_refused(nn_context *ctx, nn_result r, const char *fn, const char *why, char *fail, size_t n) {
-    const char *m = nn_last_error(ctx);
+    const char *m = nn_context_last_error(ctx);
     if (r == NN_ERR_STATE && strstr(m, fn) && strstr(m, why)) return 1;
     if (!fail[0]) snprintf(fail, n, "%s gave %d (%s), not NN_ERR_STATE naming itself and \"%s\"", fn, (int)r, m, why);
     return 0;
@@ -154,14 +154,14 @@ static void *t_cd_run(void *arg) {
         gd.share_params = i % 3 == 1 ? j->base : NULL;
         r = nn_graph_create(j->ctx, &gd, slot);
         if (r != NN_OK) {
-            if (!j->bad++) snprintf(j->fail, sizeof j->fail, "nn_graph_create gave %d: %.200s", (int)r, nn_last_error(j->ctx));
+            if (!j->bad++) snprintf(j->fail, sizeof j->fail, "nn_graph_create gave %d: %.200s", (int)r, nn_context_last_error(j->ctx));
             continue;
         }
         j->made++;
         if (i % 3) { /* a parameter: new, or the base's */
-            nn_tensor y = nn_dense(*slot, nn_input(*slot, "x", NN_F32, nn_shape2(2, 5)), 7, NULL, "fc1");
+            nn_tensor y = nn_linear_layer(*slot, nn_input(*slot, "x", NN_F32, nn_shape2(2, 5)), 7, NULL, "fc1");
             if (y.id <= 0 && !j->bad++)
-                snprintf(j->fail, sizeof j->fail, "nn_dense gave id %d: %.200s", y.id, nn_last_error(j->ctx));
+                snprintf(j->fail, sizeof j->fail, "nn_linear_layer gave id %d: %.200s", y.id, nn_context_last_error(j->ctx));
         }
     }
     return NULL;
@@ -181,7 +181,7 @@ static void test_create_destroy(const t_env *e) {
     pthread_mutex_init(&l.mu, NULL);
     if (!T_CHECK(t_ctx(e, &l, NN_LOG_WARN, &ctx) == NN_OK, "no context on %s", e->backend)) goto done;
     base = t_net(ctx, NULL, 0, NULL);
-    if (!T_CHECK(base != NULL, "cannot build the base graph: %s", nn_last_error(ctx))) goto done;
+    if (!T_CHECK(base != NULL, "cannot build the base graph: %s", nn_context_last_error(ctx))) goto done;
     for (i = 0; i < 2; i++) {
         jobs[i].ctx = ctx;
         jobs[i].base = base;
@@ -242,12 +242,12 @@ static void *t_ref_other(void *arg) {
     t_refused(t->ctx, nn_graph_forward(t->g1), "nn_graph_forward", w, f, n);
     t_refused(t->ctx, nn_graph_finish(t->g1), "nn_graph_finish", w, f, n);
     t_refused(t->ctx, nn_tensor_read(t->g1, t->y1, buf, 6 * sizeof(float)), "nn_tensor_read", w, f, n);
-    t_refused(t->ctx, nn_tensor_write(t->g1, nn_find(t->g1, "x"), t_xs, sizeof t_xs), "nn_tensor_write", w, f, n);
-    t_refused(t->ctx, nn_tensor_fill(t->g1, nn_find(t->g1, "fc1.weight"), 0.0f), "nn_tensor_fill", w, f, n);
-    t_refused(t->ctx, nn_save_state(t->g1, t->path), "nn_save_state", w, f, n);
-    t_refused(t->ctx, nn_load_state(t->g1, t->path), "nn_load_state", w, f, n);
-    t_refused(t->ctx, nn_save_safetensors(t->g1, t->path), "nn_save_safetensors", w, f, n);
-    t_refused(t->ctx, nn_load_safetensors(t->g1, t->path, 0), "nn_load_safetensors", w, f, n);
+    t_refused(t->ctx, nn_tensor_write(t->g1, nn_graph_find(t->g1, "x"), t_xs, sizeof t_xs), "nn_tensor_write", w, f, n);
+    t_refused(t->ctx, nn_tensor_fill(t->g1, nn_graph_find(t->g1, "fc1.weight"), 0.0f), "nn_tensor_fill", w, f, n);
+    t_refused(t->ctx, nn_graph_save_state(t->g1, t->path), "nn_graph_save_state", w, f, n);
+    t_refused(t->ctx, nn_graph_load_state(t->g1, t->path), "nn_graph_load_state", w, f, n);
+    t_refused(t->ctx, nn_graph_save_safetensors(t->g1, t->path), "nn_graph_save_safetensors", w, f, n);
+    t_refused(t->ctx, nn_graph_load_safetensors(t->g1, t->path, 0), "nn_graph_load_safetensors", w, f, n);
     t_refused(t->ctx, nn_graph_skipped_steps(t->g1, &skipped), "nn_graph_skipped_steps", w, f, n);
     t_refused(t->ctx, nn_graph_compile(g3, NULL), "nn_graph_compile", w, f, n);
     return NULL;
@@ -276,8 +276,8 @@ static void t_ref_hook(void *arg, const char *message) {
     /* the same thread, from inside the compile: refused too, for that reason */
     if (!t->fail[0] && nn_graph_forward(t->g1) != NN_ERR_STATE)
         snprintf(t->fail, sizeof t->fail, "a forward pass ran from inside a compile's log callback");
-    else if (!t->fail[0] && !strstr(nn_last_error(t->ctx), "from inside another call"))
-        snprintf(t->fail, sizeof t->fail, "nested call's message: %s", nn_last_error(t->ctx));
+    else if (!t->fail[0] && !strstr(nn_context_last_error(t->ctx), "from inside another call"))
+        snprintf(t->fail, sizeof t->fail, "nested call's message: %s", nn_context_last_error(t->ctx));
     t->waiter_started = pthread_create(&t->waiter, NULL, t_ref_waiter, t) == 0;
     sleep_ms(50); /* time for the waiter to reach nn_graph_create */
     pthread_mutex_lock(&t->mu);
@@ -301,8 +301,8 @@ static void test_refusals(const t_env *e) {
     t.g1 = t_net(t.ctx, NULL, 1, &t.y1);
     t.g3 = t_net(t.ctx, NULL, 0, NULL);
     g2 = t_net(t.ctx, t.g1, 0, NULL);
-    if (!T_CHECK(t.g1 && g2 && t.g3, "cannot build the graphs: %s", nn_last_error(t.ctx))) goto done;
-    if (!T_OK(nn_graph_step(t.g1), t.ctx) || !T_OK(nn_save_state(t.g1, t.path), t.ctx) ||
+    if (!T_CHECK(t.g1 && g2 && t.g3, "cannot build the graphs: %s", nn_context_last_error(t.ctx))) goto done;
+    if (!T_OK(nn_graph_step(t.g1), t.ctx) || !T_OK(nn_graph_save_state(t.g1, t.path), t.ctx) ||
         !T_OK(t_weights(t.g1, before), t.ctx))
         goto done;
     l.hook = t_ref_hook;
@@ -315,8 +315,8 @@ static void test_refusals(const t_env *e) {
     T_CHECK(t.waiter_started && t.waiter_r == NN_OK && t.waited,
             "nn_graph_create on another thread returned %d %s the running compile", (int)t.waiter_r,
             t.waited ? "after" : "before");
-    T_CHECK(!strstr(nn_last_error(t.ctx), "another thread"), "the other thread's refusal reached this thread: %s",
-            nn_last_error(t.ctx));
+    T_CHECK(!strstr(nn_context_last_error(t.ctx), "another thread"), "the other thread's refusal reached this thread: %s",
+            nn_context_last_error(t.ctx));
     if (T_OK(t_weights(t.g1, after), t.ctx))
         T_CHECK(memcmp(before, after, sizeof before) == 0, "a refused call changed the parameters");
     T_OK(nn_graph_step(t.g1), t.ctx); /* the context is free again */
@@ -360,11 +360,11 @@ static void *t_busy_other(void *arg) {
         return NULL;
     }
     x = nn_input(eval, "x", NN_F32, nn_shape2(3, 5));
-    y = nn_dense(eval, nn_relu(eval, nn_dense(eval, x, 7, NULL, "fc1")), 2, NULL, "fc2");
-    nn_output(eval, y);
+    y = nn_linear_layer(eval, nn_relu(eval, nn_linear_layer(eval, x, 7, NULL, "fc1")), 2, NULL, "fc2");
+    nn_graph_output(eval, y);
     while (nn_graph_compile(eval, NULL) == NN_ERR_STATE) b->refusals++;
     if (nn_graph_status(eval) != NN_OK) {
-        snprintf(b->fail, sizeof b->fail, "compile: %s", nn_last_error(b->ctx));
+        snprintf(b->fail, sizeof b->fail, "compile: %s", nn_context_last_error(b->ctx));
         b->bad++;
     }
     while (!done && !b->bad) {
@@ -382,7 +382,10 @@ static void *t_busy_other(void *arg) {
             b->graphs++;
             nn_graph_destroy(g);
         }
-        (void)nn_get_stats(b->ctx);
+        {
+            nn_stats st;
+            if (nn_context_stats(b->ctx, &st) != NN_OK) b->bad++; /* waits, never refused */
+        }
         pthread_mutex_lock(&b->mu);
         done = b->done;
         pthread_mutex_unlock(&b->mu);
@@ -405,15 +408,15 @@ static void test_busy_training(const t_env *e) {
     if (!T_CHECK(t_reference(e, T_TRAIN_STEPS, want), "the single-threaded reference failed")) goto done;
     if (!T_CHECK(t_ctx(e, &l, NN_LOG_WARN, &b.ctx) == NN_OK, "no context on %s", e->backend)) goto done;
     b.g1 = t_net(b.ctx, NULL, 1, NULL);
-    if (!T_CHECK(b.g1 != NULL, "cannot build the graph: %s", nn_last_error(b.ctx))) goto done;
+    if (!T_CHECK(b.g1 != NULL, "cannot build the graph: %s", nn_context_last_error(b.ctx))) goto done;
     started = pthread_create(&th, NULL, t_busy_other, &b) == 0;
     T_CHECK(started, "pthread_create failed");
     while (steps < T_TRAIN_STEPS) { /* a refused step changes nothing: run it again */
         nn_result r = nn_graph_step(b.g1);
         if (r == NN_OK) steps++;
-        else if (r == NN_ERR_STATE && strstr(nn_last_error(b.ctx), "in use by another thread")) refused++;
+        else if (r == NN_ERR_STATE && strstr(nn_context_last_error(b.ctx), "in use by another thread")) refused++;
         else {
-            T_CHECK(0, "step %d: %d %s", steps, (int)r, nn_last_error(b.ctx));
+            T_CHECK(0, "step %d: %d %s", steps, (int)r, nn_context_last_error(b.ctx));
             break;
         }
     }
@@ -456,10 +459,10 @@ static void *t_own_run(void *arg) {
     memset(&l, 0, sizeof l);
     pthread_mutex_init(&l.mu, NULL);
     if (t_ctx(o->e, &l, NN_LOG_WARN, &ctx) != NN_OK) snprintf(o->fail, sizeof o->fail, "nn_context_create failed: %.250s", l.text);
-    else if (!(g = t_net(ctx, NULL, 1, NULL))) snprintf(o->fail, sizeof o->fail, "cannot build: %s", nn_last_error(ctx));
+    else if (!(g = t_net(ctx, NULL, 1, NULL))) snprintf(o->fail, sizeof o->fail, "cannot build: %s", nn_context_last_error(ctx));
     else {
         for (i = 0; i < T_CTX_STEPS && nn_graph_step(g) == NN_OK; i++) {}
-        if (i < T_CTX_STEPS || t_weights(g, w) != NN_OK) snprintf(o->fail, sizeof o->fail, "step %d: %s", i, nn_last_error(ctx));
+        if (i < T_CTX_STEPS || t_weights(g, w) != NN_OK) snprintf(o->fail, sizeof o->fail, "step %d: %s", i, nn_context_last_error(ctx));
         else if (memcmp(w, o->want, sizeof w) != 0) snprintf(o->fail, sizeof o->fail, "the weights differ from one context's alone");
         else o->ok = 1;
     }
@@ -511,7 +514,7 @@ static void *t_disc_run(void *arg) {
     nn_tensor in, out;
     memset(&cd, 0, sizeof cd);
     cd.device = d->device;
-    cd.tuning = d->tuning;
+    cd.backend.tuning = (nn_tuning)d->tuning;
     cd.log_level = NN_LOG_ERROR;
     if (nn_context_create(&cd, &ctx) != NN_OK) {
         snprintf(d->fail, sizeof d->fail, "nn_context_create(\"%s\") failed (its reason is logged above)", d->device);
@@ -520,11 +523,11 @@ static void *t_disc_run(void *arg) {
     if (nn_graph_create(ctx, NULL, &g) == NN_OK) {
         in = nn_input(g, "x", NN_F32, nn_shape1(4));
         out = nn_relu(g, in);
-        nn_output(g, out);
+        nn_graph_output(g, out);
         if (nn_graph_compile(g, NULL) == NN_OK && nn_tensor_write(g, in, x, sizeof x) == NN_OK &&
             nn_graph_forward(g) == NN_OK && nn_tensor_read(g, out, y, sizeof y) == NN_OK)
             d->ok = y[0] == 0.0f && y[1] == 0.5f && y[2] == 0.0f && y[3] == 2.0f;
-        if (!d->ok) snprintf(d->fail, sizeof d->fail, "relu: %s (%g %g %g %g)", nn_last_error(ctx), y[0], y[1], y[2], y[3]);
+        if (!d->ok) snprintf(d->fail, sizeof d->fail, "relu: %s (%g %g %g %g)", nn_context_last_error(ctx), y[0], y[1], y[2], y[3]);
     }
     nn_graph_destroy(g);
     nn_context_destroy(ctx);

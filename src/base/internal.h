@@ -180,6 +180,7 @@ typedef struct nn__device {
     uint64_t max_alloc;         /* largest buffer in bytes */
     unsigned units;             /* compute units */
     size_t align;               /* view offset alignment in bytes */
+    nn_device_info info;        /* what nn_context_device reports (the backend's open fills it) */
 } nn__device;
 
 /* A backend: what the engine asks of one. The engine knows no backend by name; backends
@@ -216,7 +217,7 @@ struct nn_context {
     char *cache_dir;             /* NULL: cache off */
     char *kernel_dir;
     nn_stats stats;
-    uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_op_compiled) */
+    uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_context_op_compiled) */
     nn_graph *graphs;            /* graphs created on it, not yet destroyed */
     int dead_refs;               /* a destroyed context's stand-in: graphs still holding it */
     struct nn__lock *lock;       /* the thread running a call on it (base/threads.c) */
@@ -308,7 +309,7 @@ static void nn__log(nn_context *ctx, nn_log_level level, const char *fmt, ...) {
 }
 
 /* A call refused because another thread runs one on the same context: its message is
-   the refused thread's own (nn_last_error on that thread gives it), so the refusal writes
+   the refused thread's own (nn_context_last_error on that thread gives it), so the refusal writes
    nothing the running call may be writing. Thread-local where the compiler has it. */
 #if defined(__GNUC__) || defined(__clang__)
 #  define NN__TLS __thread
@@ -324,7 +325,7 @@ static NN__TLS const nn_context *nn__refused_ctx; /* this thread's last refusal 
 static NN__TLS char nn__refused_msg[256] NN__MAYBE_UNUSED;
 #endif
 
-/* Records the message for nn_last_error() and returns the code. */
+/* Records the message for nn_context_last_error() and returns the code. */
 static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...) {
     va_list ap;
     if (!ctx) return code;

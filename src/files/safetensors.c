@@ -665,9 +665,9 @@ static nn_result nn__load_safetensors(nn_graph *g, const char *path, int allow_m
     return r;
 }
 
-NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
+NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_load_safetensors", nn__load_safetensors(g, path, allow_missing));
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_load_safetensors", nn__load_safetensors(g, path, allow_missing));
 }
 
 /* ---- saving ---- */
@@ -729,7 +729,7 @@ static int nn__st_put_string(nn__st_text *t, const char *name) {
     return 1;
 }
 
-/* A tensor to save (or, for nn_load_state, to load): its name, shape, and where its float32
+/* A tensor to save (or, for nn_graph_load_state, to load): its name, shape, and where its float32
    data lives, a backend buffer or a host copy (a parameter before its first upload). */
 typedef struct nn__st_item {
     char *name;
@@ -825,7 +825,7 @@ static nn_result nn__save_safetensors(nn_graph *g, const char *path) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
     ps = g->params;
-    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_save_safetensors: no path given");
+    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_save_safetensors: no path given");
     items = (nn__st_item *)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *items);
     if (!items) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     for (i = 0; i < ps->n; i++) {
@@ -846,7 +846,7 @@ static nn_result nn__save_safetensors(nn_graph *g, const char *path) {
     return r;
 }
 
-NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
+NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_save_safetensors", nn__save_safetensors(g, path));
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_save_safetensors", nn__save_safetensors(g, path));
 }
