@@ -9422,8 +9422,24 @@ static pthread_once_t nn__cl_once = PTHREAD_ONCE_INIT;
 /* Device discovery and opening (clGetPlatformIDs, clGetDeviceIDs, the device queries,
    clCreateContext), one thread at a time in the process: PoCL's first discovery is not
    thread-safe (two threads creating contexts at once found no device in 4 of 5 runs
-   through the ICD loader, and crashed with PoCL loaded directly). */
+   through the ICD loader, and crashed with PoCL loaded directly). A nested call on the
+   thread that holds it (from a log callback) goes on without taking it again. */
 static struct nn__mutex nn__cl_discovery = NN__MUTEX_INIT;
+#ifdef NN__TLS
+static NN__TLS int nn__cl_discovering; /* this thread holds it: a log callback's nested call */
+#endif
+static NN__MAYBE_UNUSED void nn__cl_discovery_lock(void) {
+#ifdef NN__TLS
+    if (nn__cl_discovering++) return;
+#endif
+    nn__mutex_lock(&nn__cl_discovery);
+}
+static NN__MAYBE_UNUSED void nn__cl_discovery_unlock(void) {
+#ifdef NN__TLS
+    if (--nn__cl_discovering) return;
+#endif
+    nn__mutex_unlock(&nn__cl_discovery);
+}
 
 /* 1 when nn__clfn can be called; else 0, and nn__cl_ld.why says why. Thread-safe. */
 static int nn__cl_load(void) {
@@ -16087,10 +16103,10 @@ static int nn__cl_list_devices(nn_device_info *out, int max) {
     char why[300];
     int n, i;
     if (!nn__cl_load()) return 0;
-    nn__mutex_lock(&nn__cl_discovery);
+    nn__cl_discovery_lock();
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     for (i = 0; i < n && out && i < max; i++) nn__cl_info(plats[i], devs[i], i, &out[i]);
-    nn__mutex_unlock(&nn__cl_discovery);
+    nn__cl_discovery_unlock();
     return n;
 }
 
@@ -16236,9 +16252,9 @@ static nn_result nn__cl_open_locked(nn_context *ctx, const char *device, const n
 static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     nn_result r;
     if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
-    nn__mutex_lock(&nn__cl_discovery);
+    nn__cl_discovery_lock();
     r = nn__cl_open_locked(ctx, device, desc);
-    nn__mutex_unlock(&nn__cl_discovery);
+    nn__cl_discovery_unlock();
     return r;
 }
 

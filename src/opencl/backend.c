@@ -121,10 +121,10 @@ static int nn__cl_list_devices(nn_device_info *out, int max) {
     char why[300];
     int n, i;
     if (!nn__cl_load()) return 0;
-    nn__mutex_lock(&nn__cl_discovery);
+    nn__cl_discovery_lock();
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     for (i = 0; i < n && out && i < max; i++) nn__cl_info(plats[i], devs[i], i, &out[i]);
-    nn__mutex_unlock(&nn__cl_discovery);
+    nn__cl_discovery_unlock();
     return n;
 }
 
@@ -270,9 +270,9 @@ static nn_result nn__cl_open_locked(nn_context *ctx, const char *device, const n
 static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     nn_result r;
     if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
-    nn__mutex_lock(&nn__cl_discovery);
+    nn__cl_discovery_lock();
     r = nn__cl_open_locked(ctx, device, desc);
-    nn__mutex_unlock(&nn__cl_discovery);
+    nn__cl_discovery_unlock();
     return r;
 }
 
