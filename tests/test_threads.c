@@ -618,11 +618,7 @@ int t_threads_child(const char *which) {
 
 void suite_threads(const t_env *e) {
 #if T_THREADS
-    test_create_destroy(e);
-    test_refusals(e);
-    test_busy_training(e);
-    test_own_contexts(e);
-    test_discovery(e);
+    T_RUN(e, test_create_destroy, test_refusals, test_busy_training, test_own_contexts, test_discovery);
 #else
     if (t_begin(e, "threads")) t_skip("POSIX threads only");
     t_end();

@@ -68,7 +68,9 @@ ENVIRONMENT
                     temporary file, synced and renamed, so processes may share the
                     directory. A damaged or foreign file is ignored (an info line), the
                     program is built from source and the file replaced; a directory that
-                    cannot be written only costs the cache (debug lines).
+                    cannot be written only costs the cache (debug lines). It is made 0700,
+                    and not used (an info line) when another user owns it or group or
+                    others may write to it: they could supply the programs' native code.
     NN_KERNEL_DIR   load kernels/NAME.cl from this directory instead of the copies
                     embedded here (for kernel development)
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
@@ -105,15 +107,19 @@ THREADS AND LIFETIMES
     - nn_graph_create, nn_graph_destroy, nn_param and nn_buffer (and the layers that make
       parameters: graphs may share them) and the counters (nn_context_stats,
       nn_context_reset_stats, nn_context_op_compiled) wait for that call to return;
-    - left to the caller: a graph is built (nn_input, nn_add, ...: they touch only that
-      graph) and destroyed by one thread at a time; nn_array_load_idx/csv use the context
+    - left to the caller: a graph is built and set up (nn_input, nn_add, ...,
+      nn_graph_set_lr, nn_graph_param_group: they touch only that graph) and destroyed by
+      one thread at a time; nn_array_load_idx/csv use the context
       only for a failure's message (on another thread give them their own, or NULL);
       nn_context_destroy comes after every other thread's calls on the context returned.
     The log callback runs on the thread of the call that logs (a refusal is logged, at
     debug level, by the refused thread). From inside it, a call on the same context is
     refused, or, for those that wait, goes on under the running call.
     Destroy graphs before their context; a graph that outlives its context keeps its host
-    memory until nn_graph_destroy, and every other call on it fails with NN_ERR_STATE.
+    memory until nn_graph_destroy, and every other call on it fails with NN_ERR_STATE. Each
+    is destroyed once: nn_context_destroy or nn_graph_destroy a second time on the same
+    pointer is undefined behaviour, as free() twice is (the memory is gone, and nothing can
+    tell); NULL is always safe (nn_array_free may be repeated).
 
 LICENCE
     MIT License. Copyright (c) 2026 the nn.h authors.
