@@ -104,14 +104,32 @@ ERRORS
     nn_graph_compile() returns. Nothing aborts and nothing leaks on an error path.
 
 THREADS AND LIFETIMES
-    A context and its graphs belong to one thread at a time: calls on one context from two
-    threads at once are refused (NN_ERR_STATE, "in use by another thread") where the compiler
-    offers atomics, and are undefined elsewhere. Separate contexts are independent and may
-    run in parallel. Destroy graphs before their context; a graph that outlives its
-    context keeps its host memory until nn_graph_destroy, and every other call on it fails
-    with NN_ERR_STATE. Each is destroyed once: nn_context_destroy or nn_graph_destroy a
-    second time on the same pointer is undefined behaviour, as free() twice is (the memory
-    is gone, and nothing can tell); NULL is always safe (nn_array_free may be repeated).
+    Separate contexts are independent: threads may each create, use and destroy a context
+    at once (OpenCL device discovery is serialised inside nn.h). A context and its graphs
+    are one thread's at a time: hand them over when that thread's calls have returned (a
+    join, a mutex). A lock per context holds every call that touches its shared state to it:
+    - a call that returns nn_result and runs on the backend, the parameters or files
+      (compile, step, forward, finish, tensor read, write and fill, saving and loading
+      states and safetensors, dataset batches, skipped steps) while another thread's call
+      runs on the context returns NN_ERR_STATE and changes nothing; nn_context_last_error
+      on the refused thread says "in use by another thread" (the running call's message
+      is untouched);
+    - nn_graph_create, nn_graph_destroy, nn_param and nn_buffer (and the layers that make
+      parameters: graphs may share them) and the counters (nn_context_stats,
+      nn_context_reset_stats, nn_context_op_compiled) wait for that call to return;
+    - left to the caller: a graph is built and set up (nn_input, nn_add, ...,
+      nn_graph_set_lr, nn_graph_param_group: they touch only that graph) and destroyed by
+      one thread at a time; nn_array_load_idx/csv use the context
+      only for a failure's message (on another thread give them their own, or NULL);
+      nn_context_destroy comes after every other thread's calls on the context returned.
+    The log callback runs on the thread of the call that logs (a refusal is logged, at
+    debug level, by the refused thread). From inside it, a call on the same context is
+    refused, or, for those that wait, goes on under the running call.
+    Destroy graphs before their context; a graph that outlives its context keeps its host
+    memory until nn_graph_destroy, and every other call on it fails with NN_ERR_STATE. Each
+    is destroyed once: nn_context_destroy or nn_graph_destroy a second time on the same
+    pointer is undefined behaviour, as free() twice is (the memory is gone, and nothing can
+    tell); NULL is always safe (nn_array_free may be repeated).
 
 LICENCE
     MIT License. Copyright (c) 2026 the nn.h authors.
@@ -207,9 +225,11 @@ typedef struct nn_graph nn_graph;
 /* A symbolic tensor: a handle into one graph. id > 0 is a tensor; id 0 is NN_NONE, "no
    tensor"; id < 0 means "the op failed". Every op given a failed tensor returns a failed
    tensor, and nn_graph_compile() reports the first error, so a network can be written
-   without checking each call. `graph` is the serial number of the graph that made the
-   handle: a tensor given to another graph is an error (NN_ERR_INVALID_ARGUMENT), not a
-   silent use of that graph's node of the same id. */
+   without checking each call. `graph` is the tag of the graph that made the handle (never
+   0, and no two of a process's last 2^32 - 1 graphs share one): a graph takes only its
+   own, so a tensor of another graph, or a handle made by hand ({id, 0}, a made-up tag), is
+   an error naming the op (NN_ERR_INVALID_ARGUMENT), not a silent use of that graph's
+   node of the same id. Take handles from the builders only. */
 typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
 
 /* "No tensor": what an optional operand takes to be absent (a bias, gamma and beta, class
@@ -259,7 +279,18 @@ NN_API nn_shape nn_shape5(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_
    A context is one backend on one device: every graph, buffer and message belongs to
    one. Created with nn_context_create(desc, &ctx), freed with nn_context_destroy(). A
    device is named the same way everywhere (nn_context_desc.device, $NN_DEVICE): "cpu",
-   "opencl", a device index as nn_list_devices numbers it, or a name substring. */
+   "opencl", a device index as nn_list_devices numbers it, or a name substring.
+   Threads: contexts are independent (threads may each create and use one at once). A
+   context and its graphs are one thread's at a time, and a lock per context holds calls to
+   that: one that returns nn_result and runs on the backend, the parameters or files
+   (compile, step, forward, finish, tensor read/write/fill, state and safetensors
+   save/load, dataset batches, skipped steps) while another thread's call runs on the
+   context is refused with NN_ERR_STATE, changing nothing (nn_context_last_error on the
+   refused thread: "in use by another thread"); nn_graph_create, nn_graph_destroy,
+   nn_param, nn_buffer and the counters wait for that call instead. The caller's duty:
+   build and destroy a graph on one thread at a time (builders touch only their graph),
+   and destroy the context after the other threads' calls returned. nn.h's header
+   (THREADS AND LIFETIMES) has the whole contract. */
 
 /* Message levels, most severe first; a context logs its level and those above it.
    NN_LOG_DEFAULT (0, a zeroed nn_context_desc) means $NN_LOG (error|warn|info|debug), else
@@ -308,7 +339,8 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc, nn_context **out
    nothing; destroying a context (or a graph) a second time is undefined behaviour, as
    free() twice is (THREADS AND LIFETIMES, at the top of this file). */
 NN_API void nn_context_destroy(nn_context *ctx);
-/* The words of the context's last error ("" when there is none). */
+/* The words of the context's last error ("" when there is none); on a thread whose call
+   was refused because another thread's call ran, the words of that refusal. */
 NN_API const char *nn_context_last_error(const nn_context *ctx);
 /* The name of a result code ("NN_ERR_SHAPE"). */
 NN_API const char *nn_result_string(nn_result r);
@@ -1732,7 +1764,7 @@ struct nn_context {
     uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_context_op_compiled) */
     nn_graph *graphs;            /* graphs created on it, not yet destroyed */
     int dead_refs;               /* a destroyed context's stand-in: graphs still holding it */
-    volatile int busy;           /* a call is running on it (one thread at a time) */
+    struct nn__lock *lock;       /* the thread running a call on it (base/threads.c) */
     struct nn__threadpool *threads;
 };
 
@@ -1820,6 +1852,23 @@ static void nn__log(nn_context *ctx, nn_log_level level, const char *fmt, ...) {
     else fprintf(stderr, "nn: %s\n", msg);
 }
 
+/* A call refused because another thread runs one on the same context: its message is
+   the refused thread's own (nn_context_last_error on that thread gives it), so the refusal writes
+   nothing the running call may be writing. Thread-local where the compiler has it. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define NN__TLS __thread
+#elif defined(_MSC_VER)
+#  define NN__TLS __declspec(thread)
+#elif defined(__cplusplus) && __cplusplus >= 201103L
+#  define NN__TLS thread_local
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#  define NN__TLS _Thread_local
+#endif
+#ifdef NN__TLS
+static NN__TLS const nn_context *nn__refused_ctx; /* this thread's last refusal was on it */
+static NN__TLS char nn__refused_msg[256] NN__MAYBE_UNUSED;
+#endif
+
 /* Records the message for nn_context_last_error() and returns the code. */
 static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...) {
     va_list ap;
@@ -1827,6 +1876,9 @@ static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
     va_end(ap);
+#ifdef NN__TLS
+    if (nn__refused_ctx == ctx) nn__refused_ctx = NULL; /* a later failure of this thread's */
+#endif
     nn__log(ctx, NN_LOG_DEBUG, "error: %s", ctx->err);
     return code;
 }
@@ -2420,6 +2472,114 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
     (void)p;
 #endif
     for (i = 0; i < n_tasks; i++) fn(arg, i, n_tasks);
+}
+
+/* ---------------------------------------------------------------------------
+ * Locks, with pthreads (every POSIX system, NN_NO_THREADS too) or Win32's slim locks.
+ *
+ * nn__mutex: a plain mutex, for process-wide state that needs no allocation
+ * (NN__MUTEX_INIT): OpenCL device discovery.
+ *
+ * nn__lock: who runs a call on a context. One thread holds it for a whole
+ * call; nn__lock_try refuses a second thread at once (the API's NN_ERR_STATE),
+ * nn__lock_wait makes it wait for the call to return (calls that cannot report
+ * a refusal). Either tells the holder's own thread apart, so a log callback
+ * that calls back into its context is refused or goes on, never deadlocks.
+ * ------------------------------------------------------------------------- */
+#if defined(_WIN32)
+#  include <windows.h>
+struct nn__mutex { SRWLOCK l; };
+#  define NN__MUTEX_INIT {SRWLOCK_INIT}
+static NN__MAYBE_UNUSED void nn__mutex_lock(struct nn__mutex *m) { AcquireSRWLockExclusive(&m->l); }
+static NN__MAYBE_UNUSED void nn__mutex_unlock(struct nn__mutex *m) { ReleaseSRWLockExclusive(&m->l); }
+struct nn__lock {
+    SRWLOCK mu;
+    CONDITION_VARIABLE idle;
+    int busy;
+    DWORD owner;
+};
+static NN__MAYBE_UNUSED int nn__lock_init(struct nn__lock *l) {
+    InitializeSRWLock(&l->mu);
+    InitializeConditionVariable(&l->idle);
+    l->busy = 0;
+    return 1;
+}
+static NN__MAYBE_UNUSED void nn__lock_fini(struct nn__lock *l) { (void)l; }
+#  define NN__LOCK_ACQUIRE(l) AcquireSRWLockExclusive(&(l)->mu)
+#  define NN__LOCK_RELEASE(l) ReleaseSRWLockExclusive(&(l)->mu)
+#  define NN__LOCK_SLEEP(l) SleepConditionVariableSRW(&(l)->idle, &(l)->mu, INFINITE, 0)
+#  define NN__LOCK_WAKE(l) WakeAllConditionVariable(&(l)->idle)
+#  define NN__LOCK_ME(l) ((l)->owner = GetCurrentThreadId())
+#  define NN__LOCK_IS_ME(l) ((l)->owner == GetCurrentThreadId())
+#else
+#  include <pthread.h>
+struct nn__mutex { pthread_mutex_t m; };
+#  define NN__MUTEX_INIT {PTHREAD_MUTEX_INITIALIZER}
+static NN__MAYBE_UNUSED void nn__mutex_lock(struct nn__mutex *m) { pthread_mutex_lock(&m->m); }
+static NN__MAYBE_UNUSED void nn__mutex_unlock(struct nn__mutex *m) { pthread_mutex_unlock(&m->m); }
+struct nn__lock {
+    pthread_mutex_t mu;
+    pthread_cond_t idle;
+    int busy;
+    pthread_t owner;
+};
+static NN__MAYBE_UNUSED int nn__lock_init(struct nn__lock *l) {
+    l->busy = 0;
+    if (pthread_mutex_init(&l->mu, NULL) != 0) return 0;
+    if (pthread_cond_init(&l->idle, NULL) != 0) {
+        pthread_mutex_destroy(&l->mu);
+        return 0;
+    }
+    return 1;
+}
+static NN__MAYBE_UNUSED void nn__lock_fini(struct nn__lock *l) {
+    pthread_cond_destroy(&l->idle);
+    pthread_mutex_destroy(&l->mu);
+}
+#  define NN__LOCK_ACQUIRE(l) pthread_mutex_lock(&(l)->mu)
+#  define NN__LOCK_RELEASE(l) pthread_mutex_unlock(&(l)->mu)
+#  define NN__LOCK_SLEEP(l) pthread_cond_wait(&(l)->idle, &(l)->mu)
+#  define NN__LOCK_WAKE(l) pthread_cond_broadcast(&(l)->idle)
+#  define NN__LOCK_ME(l) ((l)->owner = pthread_self())
+#  define NN__LOCK_IS_ME(l) pthread_equal((l)->owner, pthread_self())
+#endif
+
+/* 1: taken; 0: another thread holds it; -1: this thread holds it (a call from inside a
+   call). */
+static NN__MAYBE_UNUSED int nn__lock_try(struct nn__lock *l) {
+    int r;
+    NN__LOCK_ACQUIRE(l);
+    if (!l->busy) {
+        l->busy = 1;
+        NN__LOCK_ME(l);
+        r = 1;
+    } else {
+        r = NN__LOCK_IS_ME(l) ? -1 : 0;
+    }
+    NN__LOCK_RELEASE(l);
+    return r;
+}
+
+/* 1: taken, once another thread's call returned; 0: this thread holds it already (not
+   taken again: the caller must not release it). */
+static NN__MAYBE_UNUSED int nn__lock_wait(struct nn__lock *l) {
+    NN__LOCK_ACQUIRE(l);
+    if (l->busy && NN__LOCK_IS_ME(l)) {
+        NN__LOCK_RELEASE(l);
+        return 0;
+    }
+    while (l->busy) NN__LOCK_SLEEP(l);
+    l->busy = 1;
+    NN__LOCK_ME(l);
+    NN__LOCK_RELEASE(l);
+    return 1;
+}
+
+static NN__MAYBE_UNUSED void nn__lock_release(struct nn__lock *l) {
+    NN__LOCK_ACQUIRE(l);
+    l->busy = 0;
+    NN__LOCK_WAKE(l);
+    NN__LOCK_RELEASE(l);
 }
 
 /* ======================================================================
@@ -9472,6 +9632,28 @@ static BOOL CALLBACK nn__cl_load_once_win(PINIT_ONCE once, PVOID param, PVOID *c
 static pthread_once_t nn__cl_once = PTHREAD_ONCE_INIT;
 #endif
 
+/* Device discovery and opening (clGetPlatformIDs, clGetDeviceIDs, the device queries,
+   clCreateContext), one thread at a time in the process: PoCL's first discovery is not
+   thread-safe (two threads creating contexts at once found no device in 4 of 5 runs
+   through the ICD loader, and crashed with PoCL loaded directly). A nested call on the
+   thread that holds it (from a log callback) goes on without taking it again. */
+static struct nn__mutex nn__cl_discovery = NN__MUTEX_INIT;
+#ifdef NN__TLS
+static NN__TLS int nn__cl_discovering; /* this thread holds it: a log callback's nested call */
+#endif
+static NN__MAYBE_UNUSED void nn__cl_discovery_lock(void) {
+#ifdef NN__TLS
+    if (nn__cl_discovering++) return;
+#endif
+    nn__mutex_lock(&nn__cl_discovery);
+}
+static NN__MAYBE_UNUSED void nn__cl_discovery_unlock(void) {
+#ifdef NN__TLS
+    if (--nn__cl_discovering) return;
+#endif
+    nn__mutex_unlock(&nn__cl_discovery);
+}
+
 /* 1 when nn__clfn can be called; else 0, and nn__cl_ld.why says why. Thread-safe. */
 static int nn__cl_load(void) {
 #if defined(_WIN32)
@@ -16145,8 +16327,10 @@ static int nn__cl_list_devices(nn_device_info *out, int max) {
     char why[300];
     int n, i;
     if (!nn__cl_load()) return 0;
+    nn__cl_discovery_lock();
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     for (i = 0; i < n && out && i < max; i++) nn__cl_info(plats[i], devs[i], i, &out[i]);
+    nn__cl_discovery_unlock();
     return n;
 }
 
@@ -16264,7 +16448,7 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
    when none was named, and fails with this reason when one was); a named one that is not
    found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is NN_ERR_DEVICE with
    the call and its error. */
-static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+static nn_result nn__cl_open_locked(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
     char why[300];
@@ -16290,6 +16474,16 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
     r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->backend.tuning);
     if (r != NN_OK) nn__cl_close(ctx);
     else if (nn__cl_ld.note[0]) nn__log(ctx, NN_LOG_INFO, "%s", nn__cl_ld.note);
+    return r;
+}
+
+/* Finding and opening the device, one thread at a time (nn__cl_discovery). */
+static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+    nn_result r;
+    if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
+    nn__cl_discovery_lock();
+    r = nn__cl_open_locked(ctx, device, desc);
+    nn__cl_discovery_unlock();
     return r;
 }
 
@@ -16993,9 +17187,19 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     ctx->log = desc.log;
     ctx->log_user = desc.log_user;
     ctx->log_level = nn__log_level(&desc);
+#ifdef NN__TLS
+    if (nn__refused_ctx == ctx) nn__refused_ctx = NULL; /* a refusal on an earlier context at this address */
+#endif
     ctx->op_compiled = (uint64_t *)nn__calloc(NN__OP_COUNT, sizeof(uint64_t));
-    if (!ctx->op_compiled) {
+    ctx->lock = (struct nn__lock *)nn__calloc(1, sizeof *ctx->lock);
+    if (ctx->lock && !nn__lock_init(ctx->lock)) {
+        NN_FREE(ctx->lock);
+        ctx->lock = NULL;
+    }
+    if (!ctx->op_compiled || !ctx->lock) {
         nn__log(ctx, NN_LOG_ERROR, "nn_context_create: out of memory");
+        NN_FREE(ctx->op_compiled);
+        NN_FREE(ctx->lock);
         NN_FREE(ctx);
         return NN_ERR_OUT_OF_MEMORY;
     }
@@ -17158,6 +17362,8 @@ static void nn__ctx_unlink(nn_graph *g) {
 }
 
 static void nn__ctx_free(nn_context *ctx) {
+    nn__lock_fini(ctx->lock);
+    NN_FREE(ctx->lock);
     NN_FREE(ctx->cache_dir);
     NN_FREE(ctx->kernel_dir);
     NN_FREE(ctx->op_compiled);
@@ -17180,6 +17386,9 @@ NN_API void nn_context_destroy(nn_context *ctx) {
     nn_graph *g;
     int n = 0;
     if (!ctx || ctx->dead_refs) return;
+#ifdef NN__TLS
+    if (nn__refused_ctx == ctx) nn__refused_ctx = NULL;
+#endif
     for (g = ctx->graphs; g; g = g->ctx_next, n++) nn__graph_orphan(g);
     if (ctx->backend) ctx->backend->close(ctx);
     if (n == 0) {
@@ -17196,30 +17405,52 @@ NN_API void nn_context_destroy(nn_context *ctx) {
     nn__log(ctx, NN_LOG_WARN, "nn_context_destroy: %d graph(s) still use this context; they now fail with NN_ERR_STATE", n);
 }
 
-/* One call at a time per context (and its graphs): a second thread entering while another
-   runs gets NN_ERR_STATE instead of sharing the workspaces. */
+/* One call at a time per context (and its graphs). A call that touches the context's
+   backend, parameters or counters holds the context's lock for its whole run:
+   - nn__ctx_enter: a call that returns an nn_result is refused with NN_ERR_STATE, and
+     changes nothing, while another thread's call runs (the API's promise); the message is
+     the refused thread's own (nn_context_last_error there), so the running call's is not touched;
+   - nn__ctx_wait: a call that cannot report a refusal (nn_graph_create, nn_graph_destroy,
+     nn_param, the counters) waits for the running call to return instead.
+   A call made from inside a call on the same thread (a log callback) is refused by the
+   first and goes on under the running call by the second. */
 static nn_result nn__ctx_enter(nn_context *ctx, const char *fn) {
-#if defined(__GNUC__) || defined(__clang__)
-    if (__atomic_exchange_n(&ctx->busy, 1, __ATOMIC_ACQUIRE))
+    int r = nn__lock_try(ctx->lock);
+    const char *why;
+    if (r == 1) return NN_OK;
+    why = r == 0 ? "the context is in use by another thread (a context and its graphs are one thread's at a time: use "
+                   "one context per thread, or hand it over when the other thread's call returns)"
+                 : "called from inside another call on the same context (a log callback)";
+#ifdef NN__TLS
+    snprintf(nn__refused_msg, sizeof nn__refused_msg, "%s: %s", fn, why);
+    nn__refused_ctx = ctx;
+    nn__log(ctx, NN_LOG_DEBUG, "error: %s", nn__refused_msg);
+    return NN_ERR_STATE;
 #else
-    if (ctx->busy) /* best effort where no atomic exchange is at hand */
-#endif
-        return nn__fail(ctx, NN_ERR_STATE, "%s: the context is in use by another thread (use one context per thread)", fn);
-#if !defined(__GNUC__) && !defined(__clang__)
-    ctx->busy = 1;
-#endif
-    return NN_OK;
-}
-
-static void nn__ctx_leave(nn_context *ctx) {
-#if defined(__GNUC__) || defined(__clang__)
-    __atomic_store_n(&ctx->busy, 0, __ATOMIC_RELEASE);
-#else
-    ctx->busy = 0;
+    return nn__fail(ctx, NN_ERR_STATE, "%s: %s", fn, why); /* where there is no thread-local storage */
 #endif
 }
 
-NN_API const char *nn_context_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
+static void nn__ctx_leave(nn_context *ctx) { nn__lock_release(ctx->lock); }
+
+/* Waits for another thread's call on ctx to return; 1 when this call must leave. */
+static int nn__ctx_wait(const nn_context *ctx) { return nn__lock_wait(ctx->lock); }
+
+/* An nn_result call on ctx, run holding the context (refused when another thread's call
+   runs): `return NN__EXCLUSIVE(ctx, "nn_x", nn__x(...));`. */
+#define NN__EXCLUSIVE(ctx, fn, call) (nn__ctx_enter((ctx), (fn)) != NN_OK ? NN_ERR_STATE : nn__ctx_left((ctx), (call)))
+static nn_result nn__ctx_left(nn_context *ctx, nn_result r) {
+    nn__ctx_leave(ctx);
+    return r;
+}
+
+NN_API const char *nn_context_last_error(const nn_context *ctx) {
+    if (!ctx) return "no context";
+#ifdef NN__TLS
+    if (nn__refused_ctx == ctx) return nn__refused_msg;
+#endif
+    return ctx->err;
+}
 NN_API nn_result nn_context_device(const nn_context *ctx, nn_device_info *out) {
     if (!out) return NN_ERR_INVALID_ARGUMENT;
     memset(out, 0, sizeof *out);
@@ -17229,24 +17460,35 @@ NN_API nn_result nn_context_device(const nn_context *ctx, nn_device_info *out) {
     snprintf(out->name, sizeof out->name, "%.127s", ctx->backend_name); /* "destroyed" after nn_context_destroy */
     return NN_OK;
 }
+/* The counters change during calls: reading them waits for another thread's call. */
 NN_API nn_result nn_context_stats(const nn_context *ctx, nn_stats *out) {
+    int held;
     if (!out) return NN_ERR_INVALID_ARGUMENT;
     memset(out, 0, sizeof *out);
     if (!ctx) return NN_ERR_INVALID_ARGUMENT;
+    held = nn__ctx_wait(ctx);
     *out = ctx->stats;
+    if (held) nn__lock_release(ctx->lock);
     return NN_OK;
 }
 NN_API void nn_context_reset_stats(nn_context *ctx) {
-    if (ctx) memset(&ctx->stats, 0, sizeof ctx->stats);
+    if (ctx) {
+        int held = nn__ctx_wait(ctx);
+        memset(&ctx->stats, 0, sizeof ctx->stats);
+        if (held) nn__ctx_leave(ctx);
+    }
 }
 
 NN_API int nn_op_count(void) { return NN__OP_COUNT; }
 NN_API const char *nn_op_name(int op) { return op >= 0 && op < NN__OP_COUNT ? nn__op(op)->name : NULL; }
 NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t *count) {
+    int held;
     if (!count) return NN_ERR_INVALID_ARGUMENT;
     *count = 0;
     if (!ctx || op < 0 || op >= NN__OP_COUNT) return NN_ERR_INVALID_ARGUMENT;
+    held = nn__ctx_wait(ctx);
     *count = ctx->op_compiled[op];
+    if (held) nn__lock_release(ctx->lock);
     return NN_OK;
 }
 
@@ -17341,27 +17583,52 @@ static int nn__params_index(nn__params *ps, int i) {
 
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in);
 
-/* A serial number for a new graph: distinct among the last 2^32 - 1 graphs of the process,
-   never 0. */
+/* The tag of a new graph's handles (nn_tensor.graph): a counter through a bijection of 32
+   bits (murmur3's finaliser), so that no two of the last 2^32 - 1 graphs of the process
+   share one, it is never 0, and a made-up tag (1, 2, ...) is some graph's only by a chance
+   of one in 2^32. */
 static uint32_t nn__graph_serial(void) {
     static uint32_t last;
     uint32_t s;
+    do {
 #if defined(__GNUC__) || defined(__clang__)
-    do s = __atomic_add_fetch(&last, 1u, __ATOMIC_RELAXED);
-    while (s == 0);
+        s = __atomic_add_fetch(&last, 1u, __ATOMIC_RELAXED);
 #else
-    do s = ++last; /* compilers without __atomic: graphs created from one thread at a time */
-    while (s == 0);
+        static struct nn__mutex m = NN__MUTEX_INIT;
+        nn__mutex_lock(&m);
+        s = ++last;
+        nn__mutex_unlock(&m);
 #endif
+        s ^= s >> 16;
+        s *= 0x85ebca6bu;
+        s ^= s >> 13;
+        s *= 0xc2b2ae35u;
+        s ^= s >> 16;
+    } while (s == 0);
     return s;
 }
 
-NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
-    nn_graph *g;
-    if (!out) return NN_ERR_INVALID_ARGUMENT;
-    *out = NULL;
-    if (!ctx) return NN_ERR_INVALID_ARGUMENT;
-    g = (nn_graph *)nn__calloc(1, sizeof *g);
+/* Frees g; 1 when its context was destroyed before it and g was its last graph (the
+   caller frees the context, after leaving it). */
+static int nn__graph_free(nn_graph *g) {
+    nn_context *ctx = g->ctx;
+    int i;
+    nn__graph_release_compiled(g);
+    nn__groups_free(g);
+    if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
+    for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
+    NN_FREE(g->nodes);
+    NN_FREE(g->param_node);
+    nn__params_release(g->params);
+    nn__ctx_unlink(g);
+    NN_FREE(g);
+    return ctx->dead_refs > 0 && --ctx->dead_refs == 0; /* the last graph of a destroyed context */
+}
+
+/* Creating and destroying graphs change the context's list of graphs and the parameter
+   stores graphs share: they wait for another thread's call on the context to return. */
+static nn_result nn__graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
+    nn_graph *g = (nn_graph *)nn__calloc(1, sizeof *g);
     if (!g) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
     g->ctx = ctx;
     g->serial = nn__graph_serial();
@@ -17391,29 +17658,34 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
     }
     nn__ctx_link(ctx, g);
     if (nn__new_node(g, NN__OP_INPUT, NN_F32, nn_shape1(1), NULL, 0) != 0) { /* node 0: NN_NONE, never live */
-        nn_graph_destroy(g);
+        nn__graph_free(g);
         return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
     }
     *out = g;
     return NN_OK;
 }
 
+NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
+    nn_result r;
+    int held;
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ctx) return NN_ERR_INVALID_ARGUMENT;
+    held = nn__ctx_wait(ctx);
+    r = nn__graph_create(ctx, desc, out);
+    if (held) nn__ctx_leave(ctx);
+    return r;
+}
+
 NN_API void nn_graph_destroy(nn_graph *g) {
-    int i;
+    nn_context *ctx;
+    int held, last;
     if (!g) return;
-    nn__graph_release_compiled(g);
-    nn__groups_free(g);
-    if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
-    for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
-    NN_FREE(g->nodes);
-    NN_FREE(g->param_node);
-    nn__params_release(g->params);
-    {
-        nn_context *ctx = g->ctx;
-        nn__ctx_unlink(g);
-        if (ctx->dead_refs > 0 && --ctx->dead_refs == 0) nn__ctx_free(ctx); /* the last graph of a destroyed context */
-    }
-    NN_FREE(g);
+    ctx = g->ctx;
+    held = nn__ctx_wait(ctx);
+    last = nn__graph_free(g);
+    if (held) nn__ctx_leave(ctx);
+    if (last) nn__ctx_free(ctx);
 }
 
 NN_API nn_result nn_graph_status(const nn_graph *g) { return g ? g->status : NN_ERR_INVALID_ARGUMENT; }
@@ -17440,6 +17712,13 @@ static nn_tensor nn__op_fail(nn_graph *g, nn_result code, const char *fmt, ...) 
     return nn__tensor(-1);
 }
 
+/* Handles carry their graph's tag (nn__graph_serial), and a graph takes only its own: why
+   a handle whose tag is not g's names no node of g, for the messages. */
+static const char *nn__foreign(nn_tensor t) {
+    return t.graph == 0 ? "its handle carries no graph tag (made by hand, not returned by a builder)"
+                        : "it is a tensor of another graph (or a handle not returned by this graph's builders)";
+}
+
 /* 1 when every tensor is a usable node of g; else the op fails (quietly if an input had
    already failed, since that error is on record). */
 /* The inputs of an op: tensors of g, and not rank 0 unless rank0 (the ops whose code
@@ -17461,8 +17740,8 @@ static int nn__check_in(nn_graph *g, const char *op, int n, const nn_tensor *t, 
             nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is NN_NONE, and it is not optional", op, i);
             return 0;
         }
-        if (t[i].graph != 0 && t[i].graph != g->serial) {
-            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is a tensor of another graph", op, i);
+        if (t[i].graph != g->serial) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is not a tensor of this graph: %s", op, i, nn__foreign(t[i]));
             return 0;
         }
         if (t[i].id >= g->n_nodes) {
@@ -17546,7 +17825,7 @@ static int nn__optional(nn_graph *g, const char *op, nn_tensor t) {
 
 /* A user's handle names a tensor of g: not NN_NONE, not failed, not out of range. */
 static int nn__is_tensor(const nn_graph *g, nn_tensor t) {
-    return g && t.id > 0 && t.id < g->n_nodes && (t.graph == 0 || t.graph == g->serial);
+    return g && t.id > 0 && t.id < g->n_nodes && t.graph == g->serial;
 }
 
 static const char *nn__dtype_name(nn_dtype d) { return d == NN_I32 ? "int32" : "float32"; }
@@ -17800,8 +18079,21 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
     return nn__tensor(id);
 }
 
+/* The parameter store may be shared with graphs that other calls on the context compile,
+   run, save or load: an entry is made holding the context (waiting for another thread's
+   call to return). */
+static nn_tensor nn__store_entry_held(nn_graph *g, const char *fn, const char *name, nn_shape shape, nn_init init, int buffer) {
+    nn_tensor t;
+    int held;
+    if (!g) return nn__tensor(-1);
+    held = nn__ctx_wait(g->ctx);
+    t = nn__store_entry(g, fn, name, shape, init, buffer);
+    if (held) nn__ctx_leave(g->ctx);
+    return t;
+}
+
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
-    return nn__store_entry(g, "nn_param", name, shape, init, 0);
+    return nn__store_entry_held(g, "nn_param", name, shape, init, 0);
 }
 
 /* ---- ops: shape rules ---- */
@@ -17829,7 +18121,7 @@ static nn_tensor nn__op3(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a, in
 
 
 NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
-    return nn__store_entry(g, "nn_buffer", name, shape, init, 1);
+    return nn__store_entry_held(g, "nn_buffer", name, shape, init, 1);
 }
 
 
@@ -17876,6 +18168,8 @@ NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out) {
 static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write, const char *fn, nn__node **out) {
     nn__node *n = NULL;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (t.id > 0 && t.graph != g->serial)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: not a tensor of this graph: %s", fn, nn__foreign(t));
     if (!nn__is_tensor(g, t))
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: %s", fn, t.id == 0 ? "the tensor is NN_NONE" : "not a tensor of this graph");
     if (!g->compiled || g->status != NN_OK) return nn__fail(g->ctx, NN_ERR_STATE, "%s: compile the graph first", fn);
@@ -17902,7 +18196,10 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
     return NN_OK;
 }
 
-NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
+/* Reading and writing tensors go through the context's backend: one thread at a time
+   (nn__ctx_enter). The library's own callers hold the context already and call the
+   nn__ forms. */
+static nn_result nn__tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
     nn__node *n = NULL;
     nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
     if (r != NN_OK) return r;
@@ -17939,7 +18236,7 @@ static nn_result nn__report_checks(nn_graph *g, const char *fn) {
                     fn, msg);
 }
 
-NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
+static nn_result nn__tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
     nn__node *n = NULL;
     nn_result r = nn__user_buf(g, t, bytes, 0, "nn_tensor_read", &n);
     if (r != NN_OK) return r;
@@ -17949,15 +18246,27 @@ NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t byt
     return nn__buf_read(g->ctx, &n->buf, data, bytes);
 }
 
-NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
+static nn_result nn__tensor_fill(nn_graph *g, nn_tensor t, float value) {
     nn__node *n = NULL;
     nn_result r;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!nn__is_tensor(g, t)) return nn__user_buf(g, t, 0, 1, "nn_tensor_fill", &n);
     r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
     if (r != NN_OK) return r;
     if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
     return g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+}
+
+NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_write", nn__tensor_write(g, t, data, bytes));
+}
+NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_read", nn__tensor_read(g, t, data, bytes));
+}
+NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_fill", nn__tensor_fill(g, t, value));
 }
 
 
@@ -18378,7 +18687,9 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (d.loss.id != 0) {
         nn__node *L;
         if (!nn__is_tensor(g, d.loss))
-            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph");
+            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph%s%s",
+                            d.loss.id > 0 && d.loss.graph != g->serial ? ": " : "",
+                            d.loss.id > 0 && d.loss.graph != g->serial ? nn__foreign(d.loss) : "");
         L = &g->nodes[d.loss.id];
         if (L->numel != 1 || L->dtype != NN_F32) {
             char s[128];
@@ -18462,21 +18773,16 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     return NN_OK;
 }
 
+/* Compiling, running and finishing use the context's backend: one thread at a time
+   (nn__ctx_enter). */
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
-    nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    r = nn__ctx_enter(g->ctx, "nn_graph_compile");
-    if (r != NN_OK) return r;
-    r = nn__graph_compile(g, desc);
-    nn__ctx_leave(g->ctx);
-    return r;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_compile", nn__graph_compile(g, desc));
 }
 
 /* ---- running ---- */
 
 static nn_result nn__run(nn_graph *g, int n_sched) {
-    nn_result r;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK) {
         if (g->ctx->dead_refs) return g->status;
         return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
@@ -18484,23 +18790,18 @@ static nn_result nn__run(nn_graph *g, int n_sched) {
     if (g->broken)
         return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
                                               "partly updated: load a training state (nn_graph_load_state) to go on");
-    r = nn__ctx_enter(g->ctx, "nn_graph_step");
-    if (r != NN_OK) return r;
     g->progress = 0;
     g->checks_pending = g->n_checks > 0;
-    r = g->ctx->backend->run(g, n_sched);
-    nn__ctx_leave(g->ctx);
-    return r;
+    return g->ctx->backend->run(g, n_sched);
 }
 
 /* forward, backward (and gradient accumulation); the update on update steps only. A step
    that fails before anything ran leaves the graph as it was (counters restored); one that
    fails part way leaves it broken until a training state is loaded. */
-NN_API nn_result nn_graph_step(nn_graph *g) {
+static nn_result nn__graph_step(nn_graph *g) {
     nn_result r;
     nn__opt_clock clock;
     float lr;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
     g->step++;
     g->progress = 0;
@@ -18516,18 +18817,25 @@ NN_API nn_result nn_graph_step(nn_graph *g) {
     return r;
 }
 
-NN_API nn_result nn_graph_forward(nn_graph *g) {
+NN_API nn_result nn_graph_step(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return nn__run(g, g->n_sched_forward);
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_step", nn__graph_step(g));
 }
 
-NN_API nn_result nn_graph_finish(nn_graph *g) {
-    nn_result r;
+NN_API nn_result nn_graph_forward(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    r = g->ctx->backend->finish(g->ctx);
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__run(g, g->n_sched_forward));
+}
+
+static nn_result nn__graph_finish(nn_graph *g) {
+    nn_result r = g->ctx->backend->finish(g->ctx);
     return r == NN_OK ? nn__report_checks(g, "nn_graph_finish") : r;
 }
 
+NN_API nn_result nn_graph_finish(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_finish", nn__graph_finish(g));
+}
 
 /* ======================================================================
    kernels/kargs.h
@@ -25778,7 +26086,7 @@ static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
 }
 
 /* skip_nonfinite's count of skipped updates, from the gate's persistent y[1]. */
-NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
+static nn_result nn__graph_skipped_steps(nn_graph *g, int64_t *count) {
     float y[2];
     nn_result r;
     if (!g || !count) return NN_ERR_INVALID_ARGUMENT;
@@ -25786,9 +26094,14 @@ NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
     if ((r = nn__graph_orphaned(g, "nn_graph_skipped_steps")) != NN_OK) return r;
     if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_skipped_steps: the graph is not compiled");
     if (g->skip_node <= 0) return NN_OK;
-    r = nn_tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);
+    r = nn__tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);
     if (r == NN_OK) *count = (int64_t)y[1];
     return r;
+}
+
+NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_skipped_steps", nn__graph_skipped_steps(g, count));
 }
 
 /* ======================================================================
@@ -27680,7 +27993,7 @@ done:
     return r;
 }
 
-NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
+static nn_result nn__load_safetensors(nn_graph *g, const char *path, int allow_missing) {
     unsigned char *buf = NULL;
     size_t len = 0;
     nn_result r;
@@ -27691,6 +28004,11 @@ NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int al
     r = nn__st_load_mem(g, path, buf, len, allow_missing);
     NN_FREE(buf);
     return r;
+}
+
+NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_load_safetensors", nn__load_safetensors(g, path, allow_missing));
 }
 
 /* ---- saving ---- */
@@ -27839,7 +28157,7 @@ done:
     return r;
 }
 
-NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
+static nn_result nn__save_safetensors(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__params *ps;
     nn__st_item *items;
@@ -27868,6 +28186,11 @@ NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
     r = nn__st_save(ctx, path, "{\"format\":\"pt\"}", items, ps->n);
     NN_FREE(items);
     return r;
+}
+
+NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_save_safetensors", nn__save_safetensors(g, path));
 }
 
 /* ======================================================================
@@ -28141,7 +28464,7 @@ static int nn__parse_u64(const char *s, uint64_t *out) {
     return 1;
 }
 
-NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
+static nn_result nn__save_state(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__state_list l;
     nn__st_text h;
@@ -28184,6 +28507,11 @@ NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
     NN_FREE(h.s);
     nn__state_list_free(&l);
     return r;
+}
+
+NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_save_state", nn__save_state(g, path));
 }
 
 static nn_result nn__dataset_order(nn_dataset *d);
@@ -28353,7 +28681,7 @@ done:
     return r;
 }
 
-NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path) {
+static nn_result nn__load_state(nn_graph *g, const char *path) {
     unsigned char *buf = NULL;
     size_t len = 0;
     nn_result r;
@@ -28368,6 +28696,11 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path) {
     NN_FREE(buf);
     if (r == NN_OK) g->broken = 0; /* a whole state again after a failed step */
     return r;
+}
+
+NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_load_state", nn__load_state(g, path));
 }
 
 /* ---- datasets ---- */
@@ -28521,7 +28854,7 @@ NN_API nn_result nn_dataset_epoch(const nn_dataset *d, int64_t *epoch) {
     return d ? NN_OK : NN_ERR_INVALID_ARGUMENT;
 }
 
-NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
+static nn_result nn__dataset_next_batch(nn_dataset *d) {
     nn_graph *g;
     nn_result r;
     if (!d) return NN_ERR_INVALID_ARGUMENT;
@@ -28529,8 +28862,8 @@ NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
     if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_dataset_next_batch: %s: compile the graph first", d->name);
     if (d->x_host) { /* the samples go to the device once */
         r = NN_OK; /* (a part the graph does not use has no storage) */
-        if (g->nodes[d->x_all.id].live) r = nn_tensor_write(g, d->x_all, d->x_host, d->x_bytes);
-        if (r == NN_OK && g->nodes[d->y_all.id].live) r = nn_tensor_write(g, d->y_all, d->y_host, d->y_bytes);
+        if (g->nodes[d->x_all.id].live) r = nn__tensor_write(g, d->x_all, d->x_host, d->x_bytes);
+        if (r == NN_OK && g->nodes[d->y_all.id].live) r = nn__tensor_write(g, d->y_all, d->y_host, d->y_bytes);
         if (r != NN_OK) return r;
         NN_FREE(d->x_host);
         NN_FREE(d->y_host);
@@ -28542,9 +28875,14 @@ NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
     }
     r = nn__dataset_order(d);
     if (r != NN_OK) return r;
-    r = nn_tensor_write(g, d->idx, d->perm + d->pos * d->batch, (size_t)d->batch * sizeof(int32_t));
+    r = nn__tensor_write(g, d->idx, d->perm + d->pos * d->batch, (size_t)d->batch * sizeof(int32_t));
     if (r == NN_OK) d->pos++;
     return r;
+}
+
+NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
+    if (!d) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(d->g->ctx, "nn_dataset_next_batch", nn__dataset_next_batch(d));
 }
 #endif
 #endif

@@ -34,6 +34,7 @@
 #include <math.h>
 #include <time.h>
 
+const char *t_argv0;
 static int n_passed, n_failed, n_skipped;
 static int case_failures, case_skipped, case_filtered;
 static char case_name[200];
@@ -279,7 +280,9 @@ int main(int argc, char **argv) {
     t_env e;
     int n_dev = 0, i;
     (void)argc;
+    t_argv0 = argv[0];
     if (child) return t_cl_load_child(child);
+    if (getenv("NN_TEST_THREADS_CHILD")) return t_threads_child(getenv("NN_TEST_THREADS_CHILD"));
 #ifdef _WIN32
     if (!getenv("NN_CL_GUARDS")) _putenv("NN_CL_GUARDS=1");
 #else

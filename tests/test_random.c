@@ -622,7 +622,7 @@ static void suite_random_errors(const t_env *e) {
 }
 
 /* The CPU backend splits the draws between threads: the same bits with 1, 3 and 8. */
-static void suite_threads(const t_env *e) {
+static void random_thread_counts(const t_env *e) {
     enum { N = 100003 };
     static const int counts[3] = {1, 3, 8};
     float *x = (float *)malloc(N * 4), *w = (float *)malloc(N * 4);
@@ -733,7 +733,7 @@ static void nanprop_dropout(const t_env *e) {
 }
 
 void suite_random(const t_env *e) {
-    T_RUN(e, suite_reference, suite_threads);
+    T_RUN(e, suite_reference, random_thread_counts);
     if (!e->opencl) suite_stats(e); /* the shared stream's statistics: once, on the CPU */
     T_RUN(e, suite_steps, suite_eval, suite_grads, suite_random_errors, dropout_cases, nanprop_dropout);
 }

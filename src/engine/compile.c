@@ -354,7 +354,9 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (d.loss.id != 0) {
         nn__node *L;
         if (!nn__is_tensor(g, d.loss))
-            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph");
+            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph%s%s",
+                            d.loss.id > 0 && d.loss.graph != g->serial ? ": " : "",
+                            d.loss.id > 0 && d.loss.graph != g->serial ? nn__foreign(d.loss) : "");
         L = &g->nodes[d.loss.id];
         if (L->numel != 1 || L->dtype != NN_F32) {
             char s[128];
@@ -438,21 +440,16 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     return NN_OK;
 }
 
+/* Compiling, running and finishing use the context's backend: one thread at a time
+   (nn__ctx_enter). */
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
-    nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    r = nn__ctx_enter(g->ctx, "nn_graph_compile");
-    if (r != NN_OK) return r;
-    r = nn__graph_compile(g, desc);
-    nn__ctx_leave(g->ctx);
-    return r;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_compile", nn__graph_compile(g, desc));
 }
 
 /* ---- running ---- */
 
 static nn_result nn__run(nn_graph *g, int n_sched) {
-    nn_result r;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK) {
         if (g->ctx->dead_refs) return g->status;
         return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
@@ -460,23 +457,18 @@ static nn_result nn__run(nn_graph *g, int n_sched) {
     if (g->broken)
         return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
                                               "partly updated: load a training state (nn_graph_load_state) to go on");
-    r = nn__ctx_enter(g->ctx, "nn_graph_step");
-    if (r != NN_OK) return r;
     g->progress = 0;
     g->checks_pending = g->n_checks > 0;
-    r = g->ctx->backend->run(g, n_sched);
-    nn__ctx_leave(g->ctx);
-    return r;
+    return g->ctx->backend->run(g, n_sched);
 }
 
 /* forward, backward (and gradient accumulation); the update on update steps only. A step
    that fails before anything ran leaves the graph as it was (counters restored); one that
    fails part way leaves it broken until a training state is loaded. */
-NN_API nn_result nn_graph_step(nn_graph *g) {
+static nn_result nn__graph_step(nn_graph *g) {
     nn_result r;
     nn__opt_clock clock;
     float lr;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
     g->step++;
     g->progress = 0;
@@ -492,15 +484,22 @@ NN_API nn_result nn_graph_step(nn_graph *g) {
     return r;
 }
 
-NN_API nn_result nn_graph_forward(nn_graph *g) {
+NN_API nn_result nn_graph_step(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return nn__run(g, g->n_sched_forward);
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_step", nn__graph_step(g));
 }
 
-NN_API nn_result nn_graph_finish(nn_graph *g) {
-    nn_result r;
+NN_API nn_result nn_graph_forward(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    r = g->ctx->backend->finish(g->ctx);
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__run(g, g->n_sched_forward));
+}
+
+static nn_result nn__graph_finish(nn_graph *g) {
+    nn_result r = g->ctx->backend->finish(g->ctx);
     return r == NN_OK ? nn__report_checks(g, "nn_graph_finish") : r;
 }
 
+NN_API nn_result nn_graph_finish(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_finish", nn__graph_finish(g));
+}

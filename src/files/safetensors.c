@@ -653,7 +653,7 @@ done:
     return r;
 }
 
-NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
+static nn_result nn__load_safetensors(nn_graph *g, const char *path, int allow_missing) {
     unsigned char *buf = NULL;
     size_t len = 0;
     nn_result r;
@@ -664,6 +664,11 @@ NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int al
     r = nn__st_load_mem(g, path, buf, len, allow_missing);
     NN_FREE(buf);
     return r;
+}
+
+NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_load_safetensors", nn__load_safetensors(g, path, allow_missing));
 }
 
 /* ---- saving ---- */
@@ -812,7 +817,7 @@ done:
     return r;
 }
 
-NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
+static nn_result nn__save_safetensors(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__params *ps;
     nn__st_item *items;
@@ -841,4 +846,9 @@ NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
     r = nn__st_save(ctx, path, "{\"format\":\"pt\"}", items, ps->n);
     NN_FREE(items);
     return r;
+}
+
+NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_save_safetensors", nn__save_safetensors(g, path));
 }

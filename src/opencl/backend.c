@@ -130,8 +130,10 @@ static int nn__cl_list_devices(nn_device_info *out, int max) {
     char why[300];
     int n, i;
     if (!nn__cl_load()) return 0;
+    nn__cl_discovery_lock();
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     for (i = 0; i < n && out && i < max; i++) nn__cl_info(plats[i], devs[i], i, &out[i]);
+    nn__cl_discovery_unlock();
     return n;
 }
 
@@ -249,7 +251,7 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
    when none was named, and fails with this reason when one was); a named one that is not
    found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is NN_ERR_DEVICE with
    the call and its error. */
-static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+static nn_result nn__cl_open_locked(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
     char why[300];
@@ -275,6 +277,16 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
     r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->backend.tuning);
     if (r != NN_OK) nn__cl_close(ctx);
     else if (nn__cl_ld.note[0]) nn__log(ctx, NN_LOG_INFO, "%s", nn__cl_ld.note);
+    return r;
+}
+
+/* Finding and opening the device, one thread at a time (nn__cl_discovery). */
+static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
+    nn_result r;
+    if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
+    nn__cl_discovery_lock();
+    r = nn__cl_open_locked(ctx, device, desc);
+    nn__cl_discovery_unlock();
     return r;
 }
 

@@ -386,7 +386,7 @@ static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
 }
 
 /* skip_nonfinite's count of skipped updates, from the gate's persistent y[1]. */
-NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
+static nn_result nn__graph_skipped_steps(nn_graph *g, int64_t *count) {
     float y[2];
     nn_result r;
     if (!g || !count) return NN_ERR_INVALID_ARGUMENT;
@@ -394,7 +394,12 @@ NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
     if ((r = nn__graph_orphaned(g, "nn_graph_skipped_steps")) != NN_OK) return r;
     if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_skipped_steps: the graph is not compiled");
     if (g->skip_node <= 0) return NN_OK;
-    r = nn_tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);
+    r = nn__tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);
     if (r == NN_OK) *count = (int64_t)y[1];
     return r;
+}
+
+NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_skipped_steps", nn__graph_skipped_steps(g, count));
 }
