@@ -22,6 +22,11 @@ static unsigned long long hash_floats(unsigned long long h, const float *x, long
 }
 
 static float buf[1 << 16];
+
+static long numel(nn_graph *g, nn_tensor t) {
+    int64_t m = 0;
+    return nn_tensor_numel(g, t, &m) == NN_OK ? (long)m : -1;
+}
 static int fused; /* the CPU backend said this build fuses multiply-adds */
 
 static void on_log(void *user, nn_log_level level, const char *message) {
@@ -44,8 +49,8 @@ static nn_context *open_cpu(void) {
 /* Hashes the named parameters; 0 (and a message) when one cannot be read. */
 static unsigned long long hash_params(nn_graph *g, unsigned long long h, const char *const *names) {
     for (; *names; names++) {
-        nn_tensor p = nn_find(g, *names);
-        long m = (long)nn_tensor_numel(g, p);
+        nn_tensor p = nn_graph_find(g, *names);
+        long m = numel(g, p);
         if (m <= 0 || m > (long)(sizeof buf / sizeof buf[0]) || nn_tensor_read(g, p, buf, (size_t)m * 4) != NN_OK) {
             printf("cannot read %s\n", *names);
             return 0;
@@ -75,11 +80,11 @@ static unsigned long long init_hash(void) {
         t[n++] = nn_param(g, name, nn_shape2(31, 33), init);
     }
     x = nn_input(g, "x", NN_F32, nn_shape4(2, 3, 8, 8));
-    nn_output(g, nn_conv2d_layer(g, x, 5, 3, 3, NULL, "conv"));
-    nn_output(g, nn_dense(g, nn_flatten(g, x), 7, NULL, "fc"));
+    nn_graph_output(g, nn_conv2d_layer(g, x, 5, 3, 3, NULL, "conv"));
+    nn_graph_output(g, nn_linear_layer(g, nn_flatten(g, x), 7, NULL, "fc"));
     memset(&c, 0, sizeof c);
     if (nn_graph_compile(g, &c) != NN_OK) {
-        printf("init: compile failed: %s\n", nn_last_error(ctx));
+        printf("init: compile failed: %s\n", nn_context_last_error(ctx));
         h = 0;
     }
     for (k = 0; h && k < n; k++) {
@@ -113,14 +118,14 @@ static unsigned long long train_hash(nn_context *ctx, nn_graph *g, nn_tensor x, 
     static float xs[8192];
     static int ys[256];
     unsigned long long h = 1469598103934665603ULL;
-    long nx = (long)nn_tensor_numel(g, x), ny = (long)nn_tensor_numel(g, y);
+    long nx = numel(g, x), ny = numel(g, y);
     nn_compile_desc c;
     int step;
     memset(&c, 0, sizeof c);
     c.loss = loss;
     c.optimizer = *opt;
     if (nx <= 0 || nx > 8192 || ny <= 0 || ny > 256 || nn_graph_compile(g, &c) != NN_OK) {
-        printf("%s: compile failed: %s\n", what, nn_last_error(ctx));
+        printf("%s: compile failed: %s\n", what, nn_context_last_error(ctx));
         return 0;
     }
     for (step = 0; step < 10; step++) {
@@ -128,7 +133,7 @@ static unsigned long long train_hash(nn_context *ctx, nn_graph *g, nn_tensor x, 
         fill_data(xs, nx, ys, ny, 5, 17u + (unsigned)step);
         if (nn_tensor_write(g, x, xs, (size_t)nx * 4) != NN_OK || nn_tensor_write(g, y, ys, (size_t)ny * 4) != NN_OK ||
             nn_graph_step(g) != NN_OK || nn_tensor_read(g, loss, &l, sizeof l) != NN_OK) {
-            printf("%s: step %d failed: %s\n", what, step, nn_last_error(ctx));
+            printf("%s: step %d failed: %s\n", what, step, nn_context_last_error(ctx));
             return 0;
         }
         h = hash_floats(h, &l, 1);
@@ -147,8 +152,8 @@ static unsigned long long mlp_hash(int adamw) {
     if (!ctx || nn_graph_create(ctx, NULL, &g) != NN_OK) return 0;
     x = nn_input(g, "x", NN_F32, nn_shape2(24, 37));
     y = nn_input(g, "y", NN_I32, nn_shape1(24));
-    h = nn_gelu(g, nn_dense(g, x, 45, NULL, "fc1"));
-    h = nn_tanh(g, nn_dense(g, h, 29, NULL, "fc2"));
+    h = nn_gelu(g, nn_linear_layer(g, x, 45, NULL, "fc1"));
+    h = nn_tanh(g, nn_linear_layer(g, h, 29, NULL, "fc2"));
     memset(&o, 0, sizeof o);
     o.kind = adamw ? NN_OPT_ADAMW : NN_OPT_ADAM;
     o.lr = 1e-2f;
@@ -156,7 +161,7 @@ static unsigned long long mlp_hash(int adamw) {
         o.clip_norm = 0.5f;
         o.clip_value = 0.02f;
     }
-    r = train_hash(ctx, g, x, y, nn_softmax_cross_entropy(g, nn_dense(g, h, 5, NULL, "fc3"), y), &o, names,
+    r = train_hash(ctx, g, x, y, nn_softmax_cross_entropy(g, nn_linear_layer(g, h, 5, NULL, "fc3"), y), &o, names,
                    adamw ? "mlp_adamw" : "mlp_adam");
     nn_graph_destroy(g);
     nn_context_destroy(ctx);
@@ -186,15 +191,15 @@ static unsigned long long cnn_hash(void) {
     x = nn_input(g, "x", NN_F32, nn_shape4(6, 3, 11, 11));
     y = nn_input(g, "y", NN_I32, nn_shape1(6));
     h = nn_conv2d_layer(g, x, 8, 3, 3, &cd, "conv1");
-    h = nn_max_pool2d(g, nn_relu(g, nn_batch_norm2d_layer(g, h, "bn1")), &pd);
+    h = nn_max_pool2d(g, nn_relu(g, nn_batch_norm2d_layer(g, h, NULL, "bn1")), &pd);
     h = nn_conv2d_layer(g, h, 8, 3, 3, &dd, "dw");
     h = nn_relu(g, nn_conv2d_layer(g, h, 13, 3, 3, &cd, "conv2"));
     h = nn_flatten(g, nn_avg_pool2d(g, h, &pd));
-    h = nn_dropout(g, nn_relu(g, nn_dense(g, h, 17, NULL, "fc1")), 0.25f);
+    h = nn_dropout(g, nn_relu(g, nn_linear_layer(g, h, 17, NULL, "fc1")), 0.25f);
     memset(&o, 0, sizeof o);
     o.kind = NN_OPT_ADAM;
     o.lr = 1e-2f;
-    r = train_hash(ctx, g, x, y, nn_softmax_cross_entropy(g, nn_dense(g, h, 5, NULL, "fc2"), y), &o, names, "cnn_adam");
+    r = train_hash(ctx, g, x, y, nn_softmax_cross_entropy(g, nn_linear_layer(g, h, 5, NULL, "fc2"), y), &o, names, "cnn_adam");
     nn_graph_destroy(g);
     nn_context_destroy(ctx);
     return r;

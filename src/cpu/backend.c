@@ -38,6 +38,10 @@ static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_con
     memset(&ctx->dev, 0, sizeof ctx->dev);
     ctx->dev.cpu_tuned = 1;
     ctx->dev.align = 64;
+    ctx->dev.info.backend = NN_BACKEND_CPU;
+    ctx->dev.info.index = -1;
+    ctx->dev.info.is_cpu = 1;
+    strcpy(ctx->dev.info.name, "cpu");
     if (nn__fp_fuses())
         nn__log(ctx, NN_LOG_INFO, "nn.h was compiled with multiply-adds fused (clang's -ffp-contract=fast or "
                 "-ffast-math, which override its pragmas): CPU results differ in the last bits from other builds'; "
