@@ -13,7 +13,7 @@ DL_LIBS := $(shell printf '\043include <dlfcn.h>\nint main(void){return dlopen("
              $(CC) -x c - -o /dev/null >/dev/null 2>&1 || echo -ldl)
 LIBS = -lm -lpthread $(DL_LIBS)
 
-.PHONY: all test test-asan test-oclgrind check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers compile-scale clean
+.PHONY: all test test-asan test-tsan test-oclgrind check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers compile-scale clean
 
 all: nn.h
 
@@ -42,6 +42,14 @@ tests/nn_test_asan: nn.h $(TESTSRC) $(wildcard tests/*.h)
 
 test-asan: tests/nn_test_asan
 	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 NN_TEST_BACKENDS=cpu ./tests/nn_test_asan
+
+# The thread cases (tests/test_threads.c: one context from several threads, contexts on
+# several threads at once) under ThreadSanitizer, on the CPU backend and PoCL.
+tests/nn_test_tsan: nn.h $(TESTSRC) $(wildcard tests/*.h)
+	$(CC) -O1 -g -fsanitize=thread -fno-omit-frame-pointer $(WARN) -o $@ $(TESTSRC) $(LIBS)
+
+test-tsan: tests/nn_test_tsan
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" NN_TEST_FILTER="threads:" ./tests/nn_test_tsan
 
 # The op checker's cases on Oclgrind (Debian's oclgrind) with NVIDIA-like limits, in the
 # CPU-tuning and the GPU-tuning shapes: for every (op kind, function) pair and kernel its
@@ -140,7 +148,7 @@ bench-layers: bench/nn_bench
 
 clean:
 	rm -rf tests/oclgrind-out
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast
 
 # ---- fuzzing: every loader of untrusted bytes under libFuzzer, ASan and UBSan (clang) -------
 # `make fuzz [FUZZ_SECONDS=n]` runs each target for n seconds (default 30) and prints one line
@@ -157,7 +165,7 @@ FUZZ_TARGETS = safetensors state idx csv cache
 FUZZ_BINS = $(FUZZ_TARGETS:%=tests/fuzz_%)
 .PHONY: fuzz fuzz-seeds fuzz-alloc clean-fuzz fault-cl
 
-$(FUZZ_BINS): tests/fuzz_%: tests/fuzz_%.c nn.h
+$(FUZZ_BINS): tests/fuzz_%: tests/fuzz_%.c tests/fuzz.h nn.h
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DNN_NO_OPENCL -DNN_FUZZ \
 	  $(WARN) -o $@ $< -lm -lpthread
 

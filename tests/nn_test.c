@@ -31,6 +31,7 @@
 #include <math.h>
 #include <time.h>
 
+const char *t_argv0;
 static int n_passed, n_failed, n_skipped;
 static int case_failures, case_skipped, case_filtered;
 static char case_name[200];
@@ -89,6 +90,14 @@ int t_survey_graph(const nn_graph *g) {
     if (!survey_file || case_filtered) return 0;
     t_survey_write(survey_file, case_env->backend, case_name, g);
     return 1;
+}
+
+int t_begin_cpu(const t_env *e, const char *name, const char *why) {
+    if (!t_begin(e, name)) return 0;
+    if (!e->opencl) return 1;
+    t_skip(why);
+    t_end();
+    return 0;
 }
 
 void t_skip(const char *why) {
@@ -268,7 +277,9 @@ int main(int argc, char **argv) {
     t_env e;
     int n_dev = 0, i;
     (void)argc;
+    t_argv0 = argv[0];
     if (child) return t_cl_load_child(child);
+    if (getenv("NN_TEST_THREADS_CHILD")) return t_threads_child(getenv("NN_TEST_THREADS_CHILD"));
     filter = getenv("NN_TEST_FILTER");
     if (filter && !filter[0]) filter = NULL;
     show_time = getenv("NN_TEST_TIME") && atoi(getenv("NN_TEST_TIME")) > 0;

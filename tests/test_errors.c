@@ -205,10 +205,87 @@ done:
     t_end();
 }
 
+/* A handle made by hand, {id, graph 0}, or with a made-up tag: every graph refuses it
+   (naming the op), never takes it as its own node of that id. */
+static nn_tensor forged(int32_t id, uint32_t tag) {
+    nn_tensor t;
+    t.id = id;
+    t.graph = tag;
+    return t;
+}
+
+static void test_forged_handle(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL, *h = NULL;
+    nn_tensor a, b, x, y, loss, f;
+    nn_loss_desc ld;
+    nn_compile_desc cd;
+    float buf[3] = {1, 2, 3};
+    int k;
+    if (!t_begin(e, "errors: a forged handle {id, graph 0} or a made-up tag is refused, naming the op")) return;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    a = nn_input(g, "a", NN_F32, nn_shape1(3));
+    b = nn_input(g, "b", NN_F32, nn_shape1(3));
+    for (k = 0; k < 5; k++) { /* builders: each a fresh graph, since the first error sticks */
+        nn_graph *q = NULL;
+        nn_tensor qa, qb;
+        if (!T_OK(nn_graph_create(ctx, NULL, &q), ctx)) break;
+        qa = nn_input(q, "a", NN_F32, nn_shape1(3));
+        qb = nn_input(q, "b", NN_F32, nn_shape1(3));
+        /* no tag; small made-up ones; the graph's own tag off by one bit or one count */
+        f = forged(qb.id, k == 0 ? 0u : k == 1 ? 1u : k == 2 ? 2u : k == 3 ? qb.graph + 1 : qb.graph ^ 0x80000000u);
+        T_CHECK(nn_add(q, qa, f).id < 0, "nn_add took {%d, %u} as node %d", f.id, (unsigned)f.graph, qb.id);
+        T_CHECK(nn_graph_status(q) == NN_ERR_INVALID_ARGUMENT, "status %d", nn_graph_status(q));
+        T_CHECK(strstr(nn_context_last_error(ctx), "nn_add: input 1 is not a tensor of this graph") &&
+                    strstr(nn_context_last_error(ctx), k == 0 ? "carries no graph tag" : "another graph"),
+                "tag %u: message: %s", (unsigned)f.graph, nn_context_last_error(ctx));
+        nn_graph_destroy(q);
+    }
+    memset(&ld, 0, sizeof ld); /* an optional operand */
+    ld.weight = forged(a.id, 0);
+    T_CHECK(nn_mse_loss(g, a, b, &ld).id < 0, "a forged loss weight accepted");
+    T_CHECK(strstr(nn_context_last_error(ctx), "nn_mse_loss") && strstr(nn_context_last_error(ctx), "no graph tag"), "message: %s",
+            nn_context_last_error(ctx));
+    /* a compiled graph: reads, writes, fills, queries and the loss */
+    if (!T_OK(nn_graph_create(ctx, NULL, &h), ctx)) goto done;
+    x = nn_input(h, "x", NN_F32, nn_shape1(3));
+    y = nn_mul(h, x, x);
+    loss = nn_sum(h, y);
+    nn_graph_output(h, y);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = forged(loss.id, 0);
+    T_CHECK(nn_graph_compile(h, &cd) == NN_ERR_INVALID_ARGUMENT, "compiled with a forged loss");
+    T_CHECK(strstr(nn_context_last_error(ctx), "nn_graph_compile") && strstr(nn_context_last_error(ctx), "no graph tag"), "message: %s",
+            nn_context_last_error(ctx));
+    cd.loss = loss;
+    if (T_OK(nn_graph_compile(h, &cd), ctx)) {
+        f = forged(x.id, 0);
+        T_CHECK(nn_tensor_write(h, f, buf, sizeof buf) == NN_ERR_INVALID_ARGUMENT, "wrote through a forged handle");
+        T_CHECK(strstr(nn_context_last_error(ctx), "nn_tensor_write") && strstr(nn_context_last_error(ctx), "no graph tag"), "message: %s",
+                nn_context_last_error(ctx));
+        T_CHECK(nn_tensor_fill(h, f, 0.0f) == NN_ERR_INVALID_ARGUMENT, "filled through a forged handle");
+        T_CHECK(strstr(nn_context_last_error(ctx), "nn_tensor_fill"), "message: %s", nn_context_last_error(ctx));
+        f = forged(y.id, y.graph + 1);
+        T_CHECK(nn_tensor_read(h, f, buf, sizeof buf) == NN_ERR_INVALID_ARGUMENT, "read through a made-up tag");
+        T_CHECK(strstr(nn_context_last_error(ctx), "nn_tensor_read") && strstr(nn_context_last_error(ctx), "another graph"), "message: %s",
+                nn_context_last_error(ctx));
+        {
+            nn_shape sh;
+            int64_t numel = 1;
+            T_CHECK(nn_tensor_shape(h, f, &sh) == NN_ERR_INVALID_ARGUMENT && sh.ndim == 0 &&
+                        nn_tensor_numel(h, f, &numel) == NN_ERR_INVALID_ARGUMENT && numel == 0 &&
+                        nn_graph_grad(h, forged(x.id, 0)).id < 0,
+                    "a shape, size or gradient of a forged handle");
+        }
+        T_CHECK(nn_tensor_write(h, x, buf, sizeof buf) == NN_OK, "the real handle: %s", nn_context_last_error(ctx));
+    }
+done:
+    nn_graph_destroy(g);
+    nn_graph_destroy(h);
+    t_end();
+}
+
 void suite_errors(const t_env *e) {
-    test_shape_errors(e);
-    test_alloc_failure(e);
-    test_build_error(e);
-    test_bad_arguments(e);
-    test_foreign_tensor(e);
+    T_RUN(e, test_shape_errors, test_alloc_failure, test_build_error, test_bad_arguments, test_foreign_tensor,
+          test_forged_handle);
 }

@@ -66,9 +66,11 @@ typedef struct nn_graph nn_graph;
 /* A symbolic tensor: a handle into one graph. id > 0 is a tensor; id 0 is NN_NONE, "no
    tensor"; id < 0 means "the op failed". Every op given a failed tensor returns a failed
    tensor, and nn_graph_compile() reports the first error, so a network can be written
-   without checking each call. `graph` is the serial number of the graph that made the
-   handle: a tensor given to another graph is an error (NN_ERR_INVALID_ARGUMENT), not a
-   silent use of that graph's node of the same id. */
+   without checking each call. `graph` is the tag of the graph that made the handle (never
+   0, and no two of a process's last 2^32 - 1 graphs share one): a graph takes only its
+   own, so a tensor of another graph, or a handle made by hand ({id, 0}, a made-up tag), is
+   an error naming the op (NN_ERR_INVALID_ARGUMENT), not a silent use of that graph's
+   node of the same id. Take handles from the builders only. */
 typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
 
 /* "No tensor": what an optional operand takes to be absent (a bias, gamma and beta, class
@@ -118,7 +120,18 @@ NN_API nn_shape nn_shape5(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_
    A context is one backend on one device: every graph, buffer and message belongs to
    one. Created with nn_context_create(desc, &ctx), freed with nn_context_destroy(). A
    device is named the same way everywhere (nn_context_desc.device, $NN_DEVICE): "cpu",
-   "opencl", a device index as nn_list_devices numbers it, or a name substring. */
+   "opencl", a device index as nn_list_devices numbers it, or a name substring.
+   Threads: contexts are independent (threads may each create and use one at once). A
+   context and its graphs are one thread's at a time, and a lock per context holds calls to
+   that: one that returns nn_result and runs on the backend, the parameters or files
+   (compile, step, forward, finish, tensor read/write/fill, state and safetensors
+   save/load, dataset batches, skipped steps) while another thread's call runs on the
+   context is refused with NN_ERR_STATE, changing nothing (nn_context_last_error on the
+   refused thread: "in use by another thread"); nn_graph_create, nn_graph_destroy,
+   nn_param, nn_buffer and the counters wait for that call instead. The caller's duty:
+   build and destroy a graph on one thread at a time (builders touch only their graph),
+   and destroy the context after the other threads' calls returned. nn.h's header
+   (THREADS AND LIFETIMES) has the whole contract. */
 
 /* Message levels, most severe first; a context logs its level and those above it.
    NN_LOG_DEFAULT (0, a zeroed nn_context_desc) means $NN_LOG (error|warn|info|debug), else
@@ -159,12 +172,16 @@ typedef struct nn_context_desc {
 
 /* Creates a context on the chosen backend (desc NULL: every default). Like every *_create,
    the object comes back through the last argument. On failure *out is NULL and the reason
-   has gone to the log (an explicitly requested device that cannot be opened is an error;
+   has gone to the log (an explicitly requested device that cannot be opened is an error:
+   NN_ERR_UNAVAILABLE when it is not here, no OpenCL library that loads or no such device;
    no OpenCL platform at all, when none was requested, means the CPU backend). */
 NN_API nn_result nn_context_create(const nn_context_desc *desc, nn_context **out);
-/* Frees the context; a graph still alive fails with NN_ERR_STATE from then on. */
+/* Frees the context; a graph still alive fails with NN_ERR_STATE from then on. NULL does
+   nothing; destroying a context (or a graph) a second time is undefined behaviour, as
+   free() twice is (THREADS AND LIFETIMES, at the top of this file). */
 NN_API void nn_context_destroy(nn_context *ctx);
-/* The words of the context's last error ("" when there is none). */
+/* The words of the context's last error ("" when there is none); on a thread whose call
+   was refused because another thread's call ran, the words of that refusal. */
 NN_API const char *nn_context_last_error(const nn_context *ctx);
 /* The name of a result code ("NN_ERR_SHAPE"). */
 NN_API const char *nn_result_string(nn_result r);
@@ -264,7 +281,9 @@ typedef enum nn_init_kind {
 } nn_init_kind;
 /* fan_in / fan_out of a shape [out, in, k...] are in*k... and out*k... (PyTorch's rule).
    The gains follow the desc rule (0: the default named, NN_ZERO: 0); the a and b of
-   CONSTANT, UNIFORM and NORMAL are values, not options: 0 is 0 there. */
+   CONSTANT, UNIFORM and NORMAL are values, not options: 0 is 0 there. Refused, as
+   torch.nn.init refuses them: UNIFORM with a > b, NORMAL with std b < 0, and NaN or an
+   infinity in UNIFORM's or NORMAL's a and b or in a gain (CONSTANT takes any value). */
 typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 
 /* Leaves. An input keeps its contents across steps until written again, so a whole
@@ -1033,7 +1052,7 @@ typedef struct nn_lr_schedule {
     int n_milestones;
     int warmup_steps;       /* COSINE, LINEAR */
     float warmup_start_factor;
-    int total_steps;        /* COSINE, LINEAR, ONECYCLE */
+    int total_steps;        /* COSINE, LINEAR (> warmup_steps), ONECYCLE (>= 1) */
     float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;

@@ -68,7 +68,9 @@ ENVIRONMENT
                     temporary file, synced and renamed, so processes may share the
                     directory. A damaged or foreign file is ignored (an info line), the
                     program is built from source and the file replaced; a directory that
-                    cannot be written only costs the cache (debug lines).
+                    cannot be written only costs the cache (debug lines). It is made 0700,
+                    and not used (an info line) when another user owns it or group or
+                    others may write to it: they could supply the programs' native code.
     NN_KERNEL_DIR   load kernels/NAME.cl from this directory instead of the copies
                     embedded here (for kernel development)
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
@@ -97,12 +99,32 @@ ERRORS
     nn_graph_compile() returns. Nothing aborts and nothing leaks on an error path.
 
 THREADS AND LIFETIMES
-    A context and its graphs belong to one thread at a time: calls on one context from two
-    threads at once are refused (NN_ERR_STATE, "in use by another thread") where the compiler
-    offers atomics, and are undefined elsewhere. Separate contexts are independent and may
-    run in parallel. Destroy graphs before their context; a graph that outlives its
-    context keeps its host memory until nn_graph_destroy, and every other call on it fails
-    with NN_ERR_STATE.
+    Separate contexts are independent: threads may each create, use and destroy a context
+    at once (OpenCL device discovery is serialised inside nn.h). A context and its graphs
+    are one thread's at a time: hand them over when that thread's calls have returned (a
+    join, a mutex). A lock per context holds every call that touches its shared state to it:
+    - a call that returns nn_result and runs on the backend, the parameters or files
+      (compile, step, forward, finish, tensor read, write and fill, saving and loading
+      states and safetensors, dataset batches, skipped steps) while another thread's call
+      runs on the context returns NN_ERR_STATE and changes nothing; nn_context_last_error
+      on the refused thread says "in use by another thread" (the running call's message
+      is untouched);
+    - nn_graph_create, nn_graph_destroy, nn_param and nn_buffer (and the layers that make
+      parameters: graphs may share them) and the counters (nn_context_stats,
+      nn_context_reset_stats, nn_context_op_compiled) wait for that call to return;
+    - left to the caller: a graph is built and set up (nn_input, nn_add, ...,
+      nn_graph_set_lr, nn_graph_param_group: they touch only that graph) and destroyed by
+      one thread at a time; nn_array_load_idx/csv use the context
+      only for a failure's message (on another thread give them their own, or NULL);
+      nn_context_destroy comes after every other thread's calls on the context returned.
+    The log callback runs on the thread of the call that logs (a refusal is logged, at
+    debug level, by the refused thread). From inside it, a call on the same context is
+    refused, or, for those that wait, goes on under the running call.
+    Destroy graphs before their context; a graph that outlives its context keeps its host
+    memory until nn_graph_destroy, and every other call on it fails with NN_ERR_STATE. Each
+    is destroyed once: nn_context_destroy or nn_graph_destroy a second time on the same
+    pointer is undefined behaviour, as free() twice is (the memory is gone, and nothing can
+    tell); NULL is always safe (nn_array_free may be repeated).
 
 LICENCE
     MIT License. Copyright (c) 2026 the nn.h authors.

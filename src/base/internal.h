@@ -220,7 +220,7 @@ struct nn_context {
     uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_context_op_compiled) */
     nn_graph *graphs;            /* graphs created on it, not yet destroyed */
     int dead_refs;               /* a destroyed context's stand-in: graphs still holding it */
-    volatile int busy;           /* a call is running on it (one thread at a time) */
+    struct nn__lock *lock;       /* the thread running a call on it (base/threads.c) */
     struct nn__threadpool *threads;
 };
 
@@ -308,6 +308,23 @@ static void nn__log(nn_context *ctx, nn_log_level level, const char *fmt, ...) {
     else fprintf(stderr, "nn: %s\n", msg);
 }
 
+/* A call refused because another thread runs one on the same context: its message is
+   the refused thread's own (nn_context_last_error on that thread gives it), so the refusal writes
+   nothing the running call may be writing. Thread-local where the compiler has it. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define NN__TLS __thread
+#elif defined(_MSC_VER)
+#  define NN__TLS __declspec(thread)
+#elif defined(__cplusplus) && __cplusplus >= 201103L
+#  define NN__TLS thread_local
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#  define NN__TLS _Thread_local
+#endif
+#ifdef NN__TLS
+static NN__TLS const nn_context *nn__refused_ctx; /* this thread's last refusal was on it */
+static NN__TLS char nn__refused_msg[256] NN__MAYBE_UNUSED;
+#endif
+
 /* Records the message for nn_context_last_error() and returns the code. */
 static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...) {
     va_list ap;
@@ -315,8 +332,19 @@ static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
     va_end(ap);
+#ifdef NN__TLS
+    if (nn__refused_ctx == ctx) nn__refused_ctx = NULL; /* a later failure of this thread's */
+#endif
     nn__log(ctx, NN_LOG_DEBUG, "error: %s", ctx->err);
     return code;
+}
+
+/* NN_ERR_STATE (named by fn) when g's context was destroyed before g: for the calls that
+   reach no device yet must not act then (a save would write the initial values, the
+   trained ones having gone with the device). */
+static NN__MAYBE_UNUSED nn_result nn__graph_orphaned(nn_graph *g, const char *fn) {
+    if (!g->ctx->dead_refs) return NN_OK;
+    return nn__fail(g->ctx, NN_ERR_STATE, "%s: the graph's context was destroyed (nn_context_destroy) before the graph", fn);
 }
 
 static void nn__shape_str(const nn_shape *s, char *buf, size_t n) {

@@ -302,3 +302,111 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
 #endif
     for (i = 0; i < n_tasks; i++) fn(arg, i, n_tasks);
 }
+
+/* ---------------------------------------------------------------------------
+ * Locks, with pthreads (every POSIX system, NN_NO_THREADS too) or Win32's slim locks.
+ *
+ * nn__mutex: a plain mutex, for process-wide state that needs no allocation
+ * (NN__MUTEX_INIT): OpenCL device discovery.
+ *
+ * nn__lock: who runs a call on a context. One thread holds it for a whole
+ * call; nn__lock_try refuses a second thread at once (the API's NN_ERR_STATE),
+ * nn__lock_wait makes it wait for the call to return (calls that cannot report
+ * a refusal). Either tells the holder's own thread apart, so a log callback
+ * that calls back into its context is refused or goes on, never deadlocks.
+ * ------------------------------------------------------------------------- */
+#if defined(_WIN32)
+#  include <windows.h>
+struct nn__mutex { SRWLOCK l; };
+#  define NN__MUTEX_INIT {SRWLOCK_INIT}
+static NN__MAYBE_UNUSED void nn__mutex_lock(struct nn__mutex *m) { AcquireSRWLockExclusive(&m->l); }
+static NN__MAYBE_UNUSED void nn__mutex_unlock(struct nn__mutex *m) { ReleaseSRWLockExclusive(&m->l); }
+struct nn__lock {
+    SRWLOCK mu;
+    CONDITION_VARIABLE idle;
+    int busy;
+    DWORD owner;
+};
+static NN__MAYBE_UNUSED int nn__lock_init(struct nn__lock *l) {
+    InitializeSRWLock(&l->mu);
+    InitializeConditionVariable(&l->idle);
+    l->busy = 0;
+    return 1;
+}
+static NN__MAYBE_UNUSED void nn__lock_fini(struct nn__lock *l) { (void)l; }
+#  define NN__LOCK_ACQUIRE(l) AcquireSRWLockExclusive(&(l)->mu)
+#  define NN__LOCK_RELEASE(l) ReleaseSRWLockExclusive(&(l)->mu)
+#  define NN__LOCK_SLEEP(l) SleepConditionVariableSRW(&(l)->idle, &(l)->mu, INFINITE, 0)
+#  define NN__LOCK_WAKE(l) WakeAllConditionVariable(&(l)->idle)
+#  define NN__LOCK_ME(l) ((l)->owner = GetCurrentThreadId())
+#  define NN__LOCK_IS_ME(l) ((l)->owner == GetCurrentThreadId())
+#else
+#  include <pthread.h>
+struct nn__mutex { pthread_mutex_t m; };
+#  define NN__MUTEX_INIT {PTHREAD_MUTEX_INITIALIZER}
+static NN__MAYBE_UNUSED void nn__mutex_lock(struct nn__mutex *m) { pthread_mutex_lock(&m->m); }
+static NN__MAYBE_UNUSED void nn__mutex_unlock(struct nn__mutex *m) { pthread_mutex_unlock(&m->m); }
+struct nn__lock {
+    pthread_mutex_t mu;
+    pthread_cond_t idle;
+    int busy;
+    pthread_t owner;
+};
+static NN__MAYBE_UNUSED int nn__lock_init(struct nn__lock *l) {
+    l->busy = 0;
+    if (pthread_mutex_init(&l->mu, NULL) != 0) return 0;
+    if (pthread_cond_init(&l->idle, NULL) != 0) {
+        pthread_mutex_destroy(&l->mu);
+        return 0;
+    }
+    return 1;
+}
+static NN__MAYBE_UNUSED void nn__lock_fini(struct nn__lock *l) {
+    pthread_cond_destroy(&l->idle);
+    pthread_mutex_destroy(&l->mu);
+}
+#  define NN__LOCK_ACQUIRE(l) pthread_mutex_lock(&(l)->mu)
+#  define NN__LOCK_RELEASE(l) pthread_mutex_unlock(&(l)->mu)
+#  define NN__LOCK_SLEEP(l) pthread_cond_wait(&(l)->idle, &(l)->mu)
+#  define NN__LOCK_WAKE(l) pthread_cond_broadcast(&(l)->idle)
+#  define NN__LOCK_ME(l) ((l)->owner = pthread_self())
+#  define NN__LOCK_IS_ME(l) pthread_equal((l)->owner, pthread_self())
+#endif
+
+/* 1: taken; 0: another thread holds it; -1: this thread holds it (a call from inside a
+   call). */
+static NN__MAYBE_UNUSED int nn__lock_try(struct nn__lock *l) {
+    int r;
+    NN__LOCK_ACQUIRE(l);
+    if (!l->busy) {
+        l->busy = 1;
+        NN__LOCK_ME(l);
+        r = 1;
+    } else {
+        r = NN__LOCK_IS_ME(l) ? -1 : 0;
+    }
+    NN__LOCK_RELEASE(l);
+    return r;
+}
+
+/* 1: taken, once another thread's call returned; 0: this thread holds it already (not
+   taken again: the caller must not release it). */
+static NN__MAYBE_UNUSED int nn__lock_wait(struct nn__lock *l) {
+    NN__LOCK_ACQUIRE(l);
+    if (l->busy && NN__LOCK_IS_ME(l)) {
+        NN__LOCK_RELEASE(l);
+        return 0;
+    }
+    while (l->busy) NN__LOCK_SLEEP(l);
+    l->busy = 1;
+    NN__LOCK_ME(l);
+    NN__LOCK_RELEASE(l);
+    return 1;
+}
+
+static NN__MAYBE_UNUSED void nn__lock_release(struct nn__lock *l) {
+    NN__LOCK_ACQUIRE(l);
+    l->busy = 0;
+    NN__LOCK_WAKE(l);
+    NN__LOCK_RELEASE(l);
+}

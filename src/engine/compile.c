@@ -262,12 +262,58 @@ static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const 
     return NN_OK;
 }
 
+/* A launch function's opening. NN__KWITH declares l, the launch that `launch` (a call that
+   fills &l: nn__launch_kernel, or a family's helper over it) records, returning on error;
+   k, the arguments of kernel signature SIG, zeroed; and r. NN__KSTART is NN__KWITH over
+   nn__launch_kernel of kernel `kname` from kernels/FILE.cl with `work` work-items;
+   NN__KLAUNCH also declares n, the node, first. The fields of k follow, then
+   `return nn__kargs_SIG(l, &k);`. */
+#define NN__KWITH(sig, launch)    \
+    nn__launch *l = NULL;         \
+    nn__k_##sig k;                \
+    nn_result r = (launch);       \
+    if (r != NN_OK) return r;     \
+    memset(&k, 0, sizeof k)
+#define NN__KSTART(sig, file, kname, work) \
+    NN__KWITH(sig, nn__launch_kernel(g, id, file, kname, (size_t)(work), &l))
+#define NN__KLAUNCH(sig, file, kname, work) \
+    nn__node *n = &g->nodes[id];            \
+    NN__KSTART(sig, file, kname, work)
+
 /* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
 static size_t nn__reduce_wg(nn_graph *g) {
     size_t wg = 1;
     while (wg * 2 <= g->ctx->dev.max_wg && wg * 2 <= 256) wg *= 2;
     return wg;
 }
+
+/* A launch function's opening for kernel SIG from kernels/FILE.cl, one work-item per row
+   of input 0, x [B, C]: n, x, and NN__KSTART's l, r and k, with k.x, k.B and k.C set */
+#define NN__KROWS(sig, file)                              \
+    nn__node *n = &g->nodes[id];                          \
+    const nn__node *x = &g->nodes[n->in[0]];              \
+    NN__KSTART(sig, file, #sig, x->shape.dim[0]);         \
+    k.x = &x->buf;                                        \
+    k.B = (int)x->shape.dim[0];                           \
+    k.C = (int)x->shape.dim[1]
+
+/* nn__launch_kernel over `groups` work-groups of wg work-items each (tree reductions) */
+static nn_result nn__launch_groups(nn_graph *g, int id, const char *file, const char *kname, size_t groups, size_t wg,
+                                   nn__launch **out) {
+    nn_result r = nn__launch_kernel(g, id, file, kname, groups * wg, out);
+    if (r != NN_OK) return r;
+    (*out)->gws[0] = groups * wg;
+    (*out)->lws[0] = wg;
+    (*out)->use_lws = 1;
+    return NN_OK;
+}
+
+/* A launch function's opening for kernel SIG from kernels/FILE.cl over one work-group of
+   nn__reduce_wg's size: n, wg, and NN__KWITH's l, r and k */
+#define NN__KGROUP(sig, file)        \
+    nn__node *n = &g->nodes[id];     \
+    size_t wg = nn__reduce_wg(g);    \
+    NN__KWITH(sig, nn__launch_groups(g, id, file, #sig, 1, wg, &l))
 
 /* Records every scheduled op's launches, in schedule order; sched_launch[i] is the first
    launch of schedule position i. For device backends' prepare. */
@@ -307,7 +353,9 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (d.loss.id != 0) {
         nn__node *L;
         if (!nn__is_tensor(g, d.loss))
-            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph");
+            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: the loss is not a tensor of this graph%s%s",
+                            d.loss.id > 0 && d.loss.graph != g->serial ? ": " : "",
+                            d.loss.id > 0 && d.loss.graph != g->serial ? nn__foreign(d.loss) : "");
         L = &g->nodes[d.loss.id];
         if (L->numel != 1 || L->dtype != NN_F32) {
             char s[128];
@@ -391,21 +439,16 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     return NN_OK;
 }
 
+/* Compiling, running and finishing use the context's backend: one thread at a time
+   (nn__ctx_enter). */
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
-    nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    r = nn__ctx_enter(g->ctx, "nn_graph_compile");
-    if (r != NN_OK) return r;
-    r = nn__graph_compile(g, desc);
-    nn__ctx_leave(g->ctx);
-    return r;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_compile", nn__graph_compile(g, desc));
 }
 
 /* ---- running ---- */
 
 static nn_result nn__run(nn_graph *g, int n_sched) {
-    nn_result r;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK) {
         if (g->ctx->dead_refs) return g->status;
         return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
@@ -413,23 +456,18 @@ static nn_result nn__run(nn_graph *g, int n_sched) {
     if (g->broken)
         return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
                                               "partly updated: load a training state (nn_graph_load_state) to go on");
-    r = nn__ctx_enter(g->ctx, "nn_graph_step");
-    if (r != NN_OK) return r;
     g->progress = 0;
     g->checks_pending = g->n_checks > 0;
-    r = g->ctx->backend->run(g, n_sched);
-    nn__ctx_leave(g->ctx);
-    return r;
+    return g->ctx->backend->run(g, n_sched);
 }
 
 /* forward, backward (and gradient accumulation); the update on update steps only. A step
    that fails before anything ran leaves the graph as it was (counters restored); one that
    fails part way leaves it broken until a training state is loaded. */
-NN_API nn_result nn_graph_step(nn_graph *g) {
+static nn_result nn__graph_step(nn_graph *g) {
     nn_result r;
     nn__opt_clock clock;
     float lr;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
     g->step++;
     g->progress = 0;
@@ -445,15 +483,22 @@ NN_API nn_result nn_graph_step(nn_graph *g) {
     return r;
 }
 
-NN_API nn_result nn_graph_forward(nn_graph *g) {
+NN_API nn_result nn_graph_step(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return nn__run(g, g->n_sched_forward);
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_step", nn__graph_step(g));
 }
 
-NN_API nn_result nn_graph_finish(nn_graph *g) {
-    nn_result r;
+NN_API nn_result nn_graph_forward(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    r = g->ctx->backend->finish(g->ctx);
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__run(g, g->n_sched_forward));
+}
+
+static nn_result nn__graph_finish(nn_graph *g) {
+    nn_result r = g->ctx->backend->finish(g->ctx);
     return r == NN_OK ? nn__report_checks(g, "nn_graph_finish") : r;
 }
 
+NN_API nn_result nn_graph_finish(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_finish", nn__graph_finish(g));
+}

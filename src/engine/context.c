@@ -84,9 +84,10 @@ static int nn__log_level(const nn_context_desc *desc) {
     return NN_LOG_INFO;
 }
 
-/* Opens the first backend that takes the device asked for: a named device must open or
-   the call fails; with none named, a device backend that finds nothing (NN_ERR_UNAVAILABLE)
-   falls through to the next, and the log says why. */
+/* Opens the first backend that takes the device asked for: a device backend that finds
+   nothing (NN_ERR_UNAVAILABLE) falls through to the next. With none named the log says
+   why; a named device that no backend takes fails with NN_ERR_UNAVAILABLE and the first
+   backend's reason (the CPU backend's "takes only cpu" says less). */
 static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     nn_result r = NN_ERR_UNAVAILABLE;
     int k;
@@ -102,7 +103,7 @@ static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_
             return NN_OK;
         }
         if (r != NN_ERR_UNAVAILABLE) return r;
-        if (ctx->err[0]) snprintf(why, sizeof why, "%s", ctx->err);
+        if (ctx->err[0] && (!device || !why[0])) snprintf(why, sizeof why, "%s", ctx->err);
     }
     if (device) nn__fail(ctx, r, "NN_DEVICE=%s: %s", device, why[0] ? why : "no backend takes this device");
     return r;
@@ -126,9 +127,19 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     ctx->log = desc.log;
     ctx->log_user = desc.log_user;
     ctx->log_level = nn__log_level(&desc);
+#ifdef NN__TLS
+    if (nn__refused_ctx == ctx) nn__refused_ctx = NULL; /* a refusal on an earlier context at this address */
+#endif
     ctx->op_compiled = (uint64_t *)nn__calloc(NN__OP_COUNT, sizeof(uint64_t));
-    if (!ctx->op_compiled) {
+    ctx->lock = (struct nn__lock *)nn__calloc(1, sizeof *ctx->lock);
+    if (ctx->lock && !nn__lock_init(ctx->lock)) {
+        NN_FREE(ctx->lock);
+        ctx->lock = NULL;
+    }
+    if (!ctx->op_compiled || !ctx->lock) {
         nn__log(ctx, NN_LOG_ERROR, "nn_context_create: out of memory");
+        NN_FREE(ctx->op_compiled);
+        NN_FREE(ctx->lock);
         NN_FREE(ctx);
         return NN_ERR_OUT_OF_MEMORY;
     }
@@ -153,7 +164,7 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     if (r != NN_OK) {
         nn__log(ctx, NN_LOG_ERROR, "%s", ctx->err[0] ? ctx->err : nn_result_string(r));
         nn_context_destroy(ctx);
-        return r == NN_ERR_UNAVAILABLE ? NN_ERR_INVALID_ARGUMENT : r;
+        return r;
     }
     ctx->err[0] = 0;
     nn__log(ctx, NN_LOG_INFO, "backend: %s%s", ctx->backend->kind == NN_BACKEND_OPENCL ? "OpenCL device " : "",
@@ -291,6 +302,8 @@ static void nn__ctx_unlink(nn_graph *g) {
 }
 
 static void nn__ctx_free(nn_context *ctx) {
+    nn__lock_fini(ctx->lock);
+    NN_FREE(ctx->lock);
     NN_FREE(ctx->cache_dir);
     NN_FREE(ctx->kernel_dir);
     NN_FREE(ctx->op_compiled);
@@ -313,6 +326,9 @@ NN_API void nn_context_destroy(nn_context *ctx) {
     nn_graph *g;
     int n = 0;
     if (!ctx || ctx->dead_refs) return;
+#ifdef NN__TLS
+    if (nn__refused_ctx == ctx) nn__refused_ctx = NULL;
+#endif
     for (g = ctx->graphs; g; g = g->ctx_next, n++) nn__graph_orphan(g);
     if (ctx->backend) ctx->backend->close(ctx);
     if (n == 0) {
@@ -329,30 +345,52 @@ NN_API void nn_context_destroy(nn_context *ctx) {
     nn__log(ctx, NN_LOG_WARN, "nn_context_destroy: %d graph(s) still use this context; they now fail with NN_ERR_STATE", n);
 }
 
-/* One call at a time per context (and its graphs): a second thread entering while another
-   runs gets NN_ERR_STATE instead of sharing the workspaces. */
+/* One call at a time per context (and its graphs). A call that touches the context's
+   backend, parameters or counters holds the context's lock for its whole run:
+   - nn__ctx_enter: a call that returns an nn_result is refused with NN_ERR_STATE, and
+     changes nothing, while another thread's call runs (the API's promise); the message is
+     the refused thread's own (nn_context_last_error there), so the running call's is not touched;
+   - nn__ctx_wait: a call that cannot report a refusal (nn_graph_create, nn_graph_destroy,
+     nn_param, the counters) waits for the running call to return instead.
+   A call made from inside a call on the same thread (a log callback) is refused by the
+   first and goes on under the running call by the second. */
 static nn_result nn__ctx_enter(nn_context *ctx, const char *fn) {
-#if defined(__GNUC__) || defined(__clang__)
-    if (__atomic_exchange_n(&ctx->busy, 1, __ATOMIC_ACQUIRE))
+    int r = nn__lock_try(ctx->lock);
+    const char *why;
+    if (r == 1) return NN_OK;
+    why = r == 0 ? "the context is in use by another thread (a context and its graphs are one thread's at a time: use "
+                   "one context per thread, or hand it over when the other thread's call returns)"
+                 : "called from inside another call on the same context (a log callback)";
+#ifdef NN__TLS
+    snprintf(nn__refused_msg, sizeof nn__refused_msg, "%s: %s", fn, why);
+    nn__refused_ctx = ctx;
+    nn__log(ctx, NN_LOG_DEBUG, "error: %s", nn__refused_msg);
+    return NN_ERR_STATE;
 #else
-    if (ctx->busy) /* best effort where no atomic exchange is at hand */
-#endif
-        return nn__fail(ctx, NN_ERR_STATE, "%s: the context is in use by another thread (use one context per thread)", fn);
-#if !defined(__GNUC__) && !defined(__clang__)
-    ctx->busy = 1;
-#endif
-    return NN_OK;
-}
-
-static void nn__ctx_leave(nn_context *ctx) {
-#if defined(__GNUC__) || defined(__clang__)
-    __atomic_store_n(&ctx->busy, 0, __ATOMIC_RELEASE);
-#else
-    ctx->busy = 0;
+    return nn__fail(ctx, NN_ERR_STATE, "%s: %s", fn, why); /* where there is no thread-local storage */
 #endif
 }
 
-NN_API const char *nn_context_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
+static void nn__ctx_leave(nn_context *ctx) { nn__lock_release(ctx->lock); }
+
+/* Waits for another thread's call on ctx to return; 1 when this call must leave. */
+static int nn__ctx_wait(const nn_context *ctx) { return nn__lock_wait(ctx->lock); }
+
+/* An nn_result call on ctx, run holding the context (refused when another thread's call
+   runs): `return NN__EXCLUSIVE(ctx, "nn_x", nn__x(...));`. */
+#define NN__EXCLUSIVE(ctx, fn, call) (nn__ctx_enter((ctx), (fn)) != NN_OK ? NN_ERR_STATE : nn__ctx_left((ctx), (call)))
+static nn_result nn__ctx_left(nn_context *ctx, nn_result r) {
+    nn__ctx_leave(ctx);
+    return r;
+}
+
+NN_API const char *nn_context_last_error(const nn_context *ctx) {
+    if (!ctx) return "no context";
+#ifdef NN__TLS
+    if (nn__refused_ctx == ctx) return nn__refused_msg;
+#endif
+    return ctx->err;
+}
 NN_API nn_result nn_context_device(const nn_context *ctx, nn_device_info *out) {
     if (!out) return NN_ERR_INVALID_ARGUMENT;
     memset(out, 0, sizeof *out);
@@ -362,24 +400,35 @@ NN_API nn_result nn_context_device(const nn_context *ctx, nn_device_info *out) {
     snprintf(out->name, sizeof out->name, "%.127s", ctx->backend_name); /* "destroyed" after nn_context_destroy */
     return NN_OK;
 }
+/* The counters change during calls: reading them waits for another thread's call. */
 NN_API nn_result nn_context_stats(const nn_context *ctx, nn_stats *out) {
+    int held;
     if (!out) return NN_ERR_INVALID_ARGUMENT;
     memset(out, 0, sizeof *out);
     if (!ctx) return NN_ERR_INVALID_ARGUMENT;
+    held = nn__ctx_wait(ctx);
     *out = ctx->stats;
+    if (held) nn__lock_release(ctx->lock);
     return NN_OK;
 }
 NN_API void nn_context_reset_stats(nn_context *ctx) {
-    if (ctx) memset(&ctx->stats, 0, sizeof ctx->stats);
+    if (ctx) {
+        int held = nn__ctx_wait(ctx);
+        memset(&ctx->stats, 0, sizeof ctx->stats);
+        if (held) nn__ctx_leave(ctx);
+    }
 }
 
 NN_API int nn_op_count(void) { return NN__OP_COUNT; }
 NN_API const char *nn_op_name(int op) { return op >= 0 && op < NN__OP_COUNT ? nn__op(op)->name : NULL; }
 NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t *count) {
+    int held;
     if (!count) return NN_ERR_INVALID_ARGUMENT;
     *count = 0;
     if (!ctx || op < 0 || op >= NN__OP_COUNT) return NN_ERR_INVALID_ARGUMENT;
+    held = nn__ctx_wait(ctx);
     *count = ctx->op_compiled[op];
+    if (held) nn__lock_release(ctx->lock);
     return NN_OK;
 }
 

@@ -73,27 +73,52 @@ static int nn__params_index(nn__params *ps, int i) {
 
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in);
 
-/* A serial number for a new graph: distinct among the last 2^32 - 1 graphs of the process,
-   never 0. */
+/* The tag of a new graph's handles (nn_tensor.graph): a counter through a bijection of 32
+   bits (murmur3's finaliser), so that no two of the last 2^32 - 1 graphs of the process
+   share one, it is never 0, and a made-up tag (1, 2, ...) is some graph's only by a chance
+   of one in 2^32. */
 static uint32_t nn__graph_serial(void) {
     static uint32_t last;
     uint32_t s;
+    do {
 #if defined(__GNUC__) || defined(__clang__)
-    do s = __atomic_add_fetch(&last, 1u, __ATOMIC_RELAXED);
-    while (s == 0);
+        s = __atomic_add_fetch(&last, 1u, __ATOMIC_RELAXED);
 #else
-    do s = ++last; /* compilers without __atomic: graphs created from one thread at a time */
-    while (s == 0);
+        static struct nn__mutex m = NN__MUTEX_INIT;
+        nn__mutex_lock(&m);
+        s = ++last;
+        nn__mutex_unlock(&m);
 #endif
+        s ^= s >> 16;
+        s *= 0x85ebca6bu;
+        s ^= s >> 13;
+        s *= 0xc2b2ae35u;
+        s ^= s >> 16;
+    } while (s == 0);
     return s;
 }
 
-NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
-    nn_graph *g;
-    if (!out) return NN_ERR_INVALID_ARGUMENT;
-    *out = NULL;
-    if (!ctx) return NN_ERR_INVALID_ARGUMENT;
-    g = (nn_graph *)nn__calloc(1, sizeof *g);
+/* Frees g; 1 when its context was destroyed before it and g was its last graph (the
+   caller frees the context, after leaving it). */
+static int nn__graph_free(nn_graph *g) {
+    nn_context *ctx = g->ctx;
+    int i;
+    nn__graph_release_compiled(g);
+    nn__groups_free(g);
+    if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
+    for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
+    NN_FREE(g->nodes);
+    NN_FREE(g->param_node);
+    nn__params_release(g->params);
+    nn__ctx_unlink(g);
+    NN_FREE(g);
+    return ctx->dead_refs > 0 && --ctx->dead_refs == 0; /* the last graph of a destroyed context */
+}
+
+/* Creating and destroying graphs change the context's list of graphs and the parameter
+   stores graphs share: they wait for another thread's call on the context to return. */
+static nn_result nn__graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
+    nn_graph *g = (nn_graph *)nn__calloc(1, sizeof *g);
     if (!g) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
     g->ctx = ctx;
     g->serial = nn__graph_serial();
@@ -123,29 +148,34 @@ NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_
     }
     nn__ctx_link(ctx, g);
     if (nn__new_node(g, NN__OP_INPUT, NN_F32, nn_shape1(1), NULL, 0) != 0) { /* node 0: NN_NONE, never live */
-        nn_graph_destroy(g);
+        nn__graph_free(g);
         return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_create: out of memory");
     }
     *out = g;
     return NN_OK;
 }
 
+NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out) {
+    nn_result r;
+    int held;
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ctx) return NN_ERR_INVALID_ARGUMENT;
+    held = nn__ctx_wait(ctx);
+    r = nn__graph_create(ctx, desc, out);
+    if (held) nn__ctx_leave(ctx);
+    return r;
+}
+
 NN_API void nn_graph_destroy(nn_graph *g) {
-    int i;
+    nn_context *ctx;
+    int held, last;
     if (!g) return;
-    nn__graph_release_compiled(g);
-    nn__groups_free(g);
-    if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
-    for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
-    NN_FREE(g->nodes);
-    NN_FREE(g->param_node);
-    nn__params_release(g->params);
-    {
-        nn_context *ctx = g->ctx;
-        nn__ctx_unlink(g);
-        if (ctx->dead_refs > 0 && --ctx->dead_refs == 0) nn__ctx_free(ctx); /* the last graph of a destroyed context */
-    }
-    NN_FREE(g);
+    ctx = g->ctx;
+    held = nn__ctx_wait(ctx);
+    last = nn__graph_free(g);
+    if (held) nn__ctx_leave(ctx);
+    if (last) nn__ctx_free(ctx);
 }
 
 NN_API nn_result nn_graph_status(const nn_graph *g) { return g ? g->status : NN_ERR_INVALID_ARGUMENT; }
@@ -172,6 +202,13 @@ static nn_tensor nn__op_fail(nn_graph *g, nn_result code, const char *fmt, ...) 
     return nn__tensor(-1);
 }
 
+/* Handles carry their graph's tag (nn__graph_serial), and a graph takes only its own: why
+   a handle whose tag is not g's names no node of g, for the messages. */
+static const char *nn__foreign(nn_tensor t) {
+    return t.graph == 0 ? "its handle carries no graph tag (made by hand, not returned by a builder)"
+                        : "it is a tensor of another graph (or a handle not returned by this graph's builders)";
+}
+
 /* 1 when every tensor is a usable node of g; else the op fails (quietly if an input had
    already failed, since that error is on record). */
 /* The inputs of an op: tensors of g, and not rank 0 unless rank0 (the ops whose code
@@ -193,8 +230,8 @@ static int nn__check_in(nn_graph *g, const char *op, int n, const nn_tensor *t, 
             nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is NN_NONE, and it is not optional", op, i);
             return 0;
         }
-        if (t[i].graph != 0 && t[i].graph != g->serial) {
-            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is a tensor of another graph", op, i);
+        if (t[i].graph != g->serial) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: input %d is not a tensor of this graph: %s", op, i, nn__foreign(t[i]));
             return 0;
         }
         if (t[i].id >= g->n_nodes) {
@@ -278,7 +315,7 @@ static int nn__optional(nn_graph *g, const char *op, nn_tensor t) {
 
 /* A user's handle names a tensor of g: not NN_NONE, not failed, not out of range. */
 static int nn__is_tensor(const nn_graph *g, nn_tensor t) {
-    return g && t.id > 0 && t.id < g->n_nodes && (t.graph == 0 || t.graph == g->serial);
+    return g && t.id > 0 && t.id < g->n_nodes && t.graph == g->serial;
 }
 
 static const char *nn__dtype_name(nn_dtype d) { return d == NN_I32 ? "int32" : "float32"; }
@@ -449,6 +486,19 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
     if ((int)init.kind < NN_INIT_ZEROS || (int)init.kind > NN_INIT_XAVIER_NORMAL)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s \"%s\": init kind %d is not one of nn_init_kind", fn, name,
                            (int)init.kind);
+    { /* torch.nn.init's checks (uniform_: from <= to, normal_: std >= 0), and no NaN or
+         infinity in a draw's bounds or a gain (CONSTANT may fill any value, -inf a mask) */
+        double a = nn__deff(init.a, 0.0f), b = nn__deff(init.b, 0.0f);
+        const char *bad = NULL;
+        if (init.kind == NN_INIT_UNIFORM && !(isfinite(a) && isfinite(b) && a <= b))
+            bad = "uniform init U(a, b) needs finite a <= b";
+        else if (init.kind == NN_INIT_NORMAL && !(isfinite(a) && isfinite(b) && b >= 0))
+            bad = "normal init N(a, b) needs a finite mean a and std b >= 0";
+        else if (init.kind >= NN_INIT_KAIMING_UNIFORM && !isfinite(a))
+            bad = "the init's gain a must be finite";
+        if (bad)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s \"%s\": %s, not a = %g, b = %g", fn, name, bad, a, b);
+    }
     {
         char label[160];
         snprintf(label, sizeof label, "%s \"%s\"", fn, name);
@@ -519,8 +569,21 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
     return nn__tensor(id);
 }
 
+/* The parameter store may be shared with graphs that other calls on the context compile,
+   run, save or load: an entry is made holding the context (waiting for another thread's
+   call to return). */
+static nn_tensor nn__store_entry_held(nn_graph *g, const char *fn, const char *name, nn_shape shape, nn_init init, int buffer) {
+    nn_tensor t;
+    int held;
+    if (!g) return nn__tensor(-1);
+    held = nn__ctx_wait(g->ctx);
+    t = nn__store_entry(g, fn, name, shape, init, buffer);
+    if (held) nn__ctx_leave(g->ctx);
+    return t;
+}
+
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
-    return nn__store_entry(g, "nn_param", name, shape, init, 0);
+    return nn__store_entry_held(g, "nn_param", name, shape, init, 0);
 }
 
 /* ---- ops: shape rules ---- */
@@ -548,13 +611,14 @@ static nn_tensor nn__op3(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a, in
 
 
 NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
-    return nn__store_entry(g, "nn_buffer", name, shape, init, 1);
+    return nn__store_entry_held(g, "nn_buffer", name, shape, init, 1);
 }
 
 
 
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (nn__graph_orphaned(g, "nn_graph_set_lr") != NN_OK) return NN_ERR_STATE;
     if (!(lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_lr: lr %g is not >= 0", lr);
     g->schedule.lr = lr;
     g->lr = nn__lr_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);
@@ -594,6 +658,8 @@ NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out) {
 static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write, const char *fn, nn__node **out) {
     nn__node *n = NULL;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (t.id > 0 && t.graph != g->serial)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: not a tensor of this graph: %s", fn, nn__foreign(t));
     if (!nn__is_tensor(g, t))
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: %s", fn, t.id == 0 ? "the tensor is NN_NONE" : "not a tensor of this graph");
     if (!g->compiled || g->status != NN_OK) return nn__fail(g->ctx, NN_ERR_STATE, "%s: compile the graph first", fn);
@@ -620,7 +686,10 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
     return NN_OK;
 }
 
-NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
+/* Reading and writing tensors go through the context's backend: one thread at a time
+   (nn__ctx_enter). The library's own callers hold the context already and call the
+   nn__ forms. */
+static nn_result nn__tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
     nn__node *n = NULL;
     nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
     if (r != NN_OK) return r;
@@ -657,7 +726,7 @@ static nn_result nn__report_checks(nn_graph *g, const char *fn) {
                     fn, msg);
 }
 
-NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
+static nn_result nn__tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
     nn__node *n = NULL;
     nn_result r = nn__user_buf(g, t, bytes, 0, "nn_tensor_read", &n);
     if (r != NN_OK) return r;
@@ -667,15 +736,27 @@ NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t byt
     return nn__buf_read(g->ctx, &n->buf, data, bytes);
 }
 
-NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
+static nn_result nn__tensor_fill(nn_graph *g, nn_tensor t, float value) {
     nn__node *n = NULL;
     nn_result r;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!nn__is_tensor(g, t)) return nn__user_buf(g, t, 0, 1, "nn_tensor_fill", &n);
     r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
     if (r != NN_OK) return r;
     if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
     return g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+}
+
+NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_write", nn__tensor_write(g, t, data, bytes));
+}
+NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_read", nn__tensor_read(g, t, data, bytes));
+}
+NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_fill", nn__tensor_fill(g, t, value));
 }
 
 

@@ -267,7 +267,7 @@ static int nn__parse_u64(const char *s, uint64_t *out) {
     return 1;
 }
 
-NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
+static nn_result nn__save_state(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__state_list l;
     nn__st_text h;
@@ -277,6 +277,7 @@ NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
+    if ((r = nn__graph_orphaned(g, "nn_graph_save_state")) != NN_OK) return r;
     if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_save_state: no path given");
     if (!g->compiled || g->status != NN_OK)
         return nn__fail(ctx, NN_ERR_STATE, "nn_graph_save_state: %s: compile the graph first", path);
@@ -309,6 +310,11 @@ NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
     NN_FREE(h.s);
     nn__state_list_free(&l);
     return r;
+}
+
+NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_save_state", nn__save_state(g, path));
 }
 
 static nn_result nn__dataset_order(nn_dataset *d);
@@ -478,11 +484,12 @@ done:
     return r;
 }
 
-NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path) {
+static nn_result nn__load_state(nn_graph *g, const char *path) {
     unsigned char *buf = NULL;
     size_t len = 0;
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if ((r = nn__graph_orphaned(g, "nn_graph_load_state")) != NN_OK) return r;
     if (!path || !path[0]) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_load_state: no path given");
     if (!g->compiled || g->status != NN_OK)
         return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_load_state: %s: compile the graph first", path);
@@ -492,6 +499,11 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path) {
     NN_FREE(buf);
     if (r == NN_OK) g->broken = 0; /* a whole state again after a failed step */
     return r;
+}
+
+NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_load_state", nn__load_state(g, path));
 }
 
 /* ---- datasets ---- */
@@ -645,7 +657,7 @@ NN_API nn_result nn_dataset_epoch(const nn_dataset *d, int64_t *epoch) {
     return d ? NN_OK : NN_ERR_INVALID_ARGUMENT;
 }
 
-NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
+static nn_result nn__dataset_next_batch(nn_dataset *d) {
     nn_graph *g;
     nn_result r;
     if (!d) return NN_ERR_INVALID_ARGUMENT;
@@ -653,8 +665,8 @@ NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
     if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_dataset_next_batch: %s: compile the graph first", d->name);
     if (d->x_host) { /* the samples go to the device once */
         r = NN_OK; /* (a part the graph does not use has no storage) */
-        if (g->nodes[d->x_all.id].live) r = nn_tensor_write(g, d->x_all, d->x_host, d->x_bytes);
-        if (r == NN_OK && g->nodes[d->y_all.id].live) r = nn_tensor_write(g, d->y_all, d->y_host, d->y_bytes);
+        if (g->nodes[d->x_all.id].live) r = nn__tensor_write(g, d->x_all, d->x_host, d->x_bytes);
+        if (r == NN_OK && g->nodes[d->y_all.id].live) r = nn__tensor_write(g, d->y_all, d->y_host, d->y_bytes);
         if (r != NN_OK) return r;
         NN_FREE(d->x_host);
         NN_FREE(d->y_host);
@@ -666,7 +678,12 @@ NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
     }
     r = nn__dataset_order(d);
     if (r != NN_OK) return r;
-    r = nn_tensor_write(g, d->idx, d->perm + d->pos * d->batch, (size_t)d->batch * sizeof(int32_t));
+    r = nn__tensor_write(g, d->idx, d->perm + d->pos * d->batch, (size_t)d->batch * sizeof(int32_t));
     if (r == NN_OK) d->pos++;
     return r;
+}
+
+NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
+    if (!d) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(d->g->ctx, "nn_dataset_next_batch", nn__dataset_next_batch(d));
 }
