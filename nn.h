@@ -96,6 +96,11 @@ CONFIGURATION (define before including)
     NN_NO_THREADS                  CPU backend on the calling thread only
     A file that defines NN_IMPLEMENTATION may include <CL/cl.h> (1.2 or later) before nn.h,
     and nn.h then uses its types; not after nn.h.
+    Flags do not change the CPU backend's bits: the implementation turns floating-point
+    contraction off (a*b + c never becomes an FMA the compiler chose) and restores the
+    program's setting after it, so gcc and clang, -O0 to -O3, with or without -march=native,
+    C or C++, train to the same weights and a checkpoint resumes bit for bit in any of them.
+    Only clang's -ffp-contract=fast and -ffast-math override this (the log then says so).
 
 ERRORS
     Functions return nn_result; nn_context_last_error(ctx) explains the last failure (the op and its
@@ -1326,6 +1331,29 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
 #ifdef NN_IMPLEMENTATION
 #ifndef NN_IMPLEMENTATION_DONE
 #define NN_IMPLEMENTATION_DONE
+
+/* ======================================================================
+   src/base/fp_begin.h
+   ====================================================================== */
+/* Floating-point contraction off for all of nn.h's implementation, whatever the program's
+   flags, so every build computes the same bits: a*b + c is a rounded product and a rounded
+   sum, never an FMA the compiler chose (gcc fuses across statements by default in its GNU
+   modes and with -ffp-contract=fast; clang fuses within an expression by default, and
+   wherever FMA is available: -march=native, or the target("avx2,fma") vector functions).
+   A fused multiply-add the code wants is written out: fmaf() or an fmadd intrinsic.
+   src/base/fp_end.h restores the program's own setting after the implementation.
+   gcc: the optimize pragma gives every function defined below -ffp-contract=off (gcc has
+   no STDC FP_CONTRACT). clang: the standard pragma, saved and restored by float_control.
+   Not covered: -ffast-math (reassociation), and clang's -ffp-contract=fast, which by
+   clang's documentation fuses "disregarding pragmas". tools/init_hash.c and
+   `make check-determinism` hold builds to one result. */
+#if defined(__clang__)
+#pragma float_control(push)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
 
 /* ======================================================================
    src/ops/elementwise.h
@@ -8601,6 +8629,23 @@ static void nn__cumsum_forward(float *y, const float *x, const nn__reduce_attr *
 /* The CPU backend: buffers are host memory, and a run calls each scheduled op's CPU body
    (src/ops/FAMILY.c) in order. Always present, and tried last. */
 
+/* 1 when this build fuses a*b + c into one rounding although src/base/fp_begin.h turns
+   contraction off (clang's -ffp-contract=fast and -ffast-math override every pragma): its
+   CPU results then differ in the last bits from other builds', and the log says so. Probed
+   as the vector code is compiled (FMA enabled, where the CPU has it) and as the rest is, on
+   (1 + 2^-12) * (1 + 2^-12) - (1 + 2^-11): 2^-24 fused, 0 rounded. */
+static float nn__fp_probe(const volatile float *v) { return v[0] * v[1] + v[2]; }
+#if defined(NN__VM_X86)
+__attribute__((target("avx2,fma"))) static float nn__fp_probe_fma(const volatile float *v) { return v[0] * v[1] + v[2]; }
+#endif
+static int nn__fp_fuses(void) {
+    static const volatile float v[3] = {1.000244140625f, 1.000244140625f, -1.00048828125f};
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() >= 1 && nn__fp_probe_fma(v) != 0.0f) return 1;
+#endif
+    return nn__fp_probe(v) != 0.0f;
+}
+
 static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     if (device && strcmp(device, "cpu") != 0) {
         nn__fail(ctx, NN_ERR_UNAVAILABLE, "the CPU backend takes only \"cpu\"");
@@ -8623,6 +8668,10 @@ static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_con
     ctx->dev.info.index = -1;
     ctx->dev.info.is_cpu = 1;
     strcpy(ctx->dev.info.name, "cpu");
+    if (nn__fp_fuses())
+        nn__log(ctx, NN_LOG_INFO, "nn.h was compiled with multiply-adds fused (clang's -ffp-contract=fast or "
+                "-ffast-math, which override its pragmas): CPU results differ in the last bits from other builds'; "
+                "compile with -ffp-contract=on to match them");
     return NN_OK;
 }
 
@@ -28884,5 +28933,16 @@ NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
     if (!d) return NN_ERR_INVALID_ARGUMENT;
     return NN__EXCLUSIVE(d->g->ctx, "nn_dataset_next_batch", nn__dataset_next_batch(d));
 }
+
+/* ======================================================================
+   src/base/fp_end.h
+   ====================================================================== */
+/* The program's own floating-point contraction again after nn.h's implementation (see
+   src/base/fp_begin.h). */
+#if defined(__clang__)
+#pragma float_control(pop)
+#elif defined(__GNUC__)
+#pragma GCC pop_options
+#endif
 #endif
 #endif

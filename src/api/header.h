@@ -90,6 +90,11 @@ CONFIGURATION (define before including)
     NN_NO_THREADS                  CPU backend on the calling thread only
     A file that defines NN_IMPLEMENTATION may include <CL/cl.h> (1.2 or later) before nn.h,
     and nn.h then uses its types; not after nn.h.
+    Flags do not change the CPU backend's bits: the implementation turns floating-point
+    contraction off (a*b + c never becomes an FMA the compiler chose) and restores the
+    program's setting after it, so gcc and clang, -O0 to -O3, with or without -march=native,
+    C or C++, train to the same weights and a checkpoint resumes bit for bit in any of them.
+    Only clang's -ffp-contract=fast and -ffast-math override this (the log then says so).
 
 ERRORS
     Functions return nn_result; nn_context_last_error(ctx) explains the last failure (the op and its

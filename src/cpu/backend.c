@@ -3,6 +3,23 @@
 #include "../base/internal.h"
 #include "../base/registry.h"
 
+/* 1 when this build fuses a*b + c into one rounding although src/base/fp_begin.h turns
+   contraction off (clang's -ffp-contract=fast and -ffast-math override every pragma): its
+   CPU results then differ in the last bits from other builds', and the log says so. Probed
+   as the vector code is compiled (FMA enabled, where the CPU has it) and as the rest is, on
+   (1 + 2^-12) * (1 + 2^-12) - (1 + 2^-11): 2^-24 fused, 0 rounded. */
+static float nn__fp_probe(const volatile float *v) { return v[0] * v[1] + v[2]; }
+#if defined(NN__VM_X86)
+__attribute__((target("avx2,fma"))) static float nn__fp_probe_fma(const volatile float *v) { return v[0] * v[1] + v[2]; }
+#endif
+static int nn__fp_fuses(void) {
+    static const volatile float v[3] = {1.000244140625f, 1.000244140625f, -1.00048828125f};
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() >= 1 && nn__fp_probe_fma(v) != 0.0f) return 1;
+#endif
+    return nn__fp_probe(v) != 0.0f;
+}
+
 static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     if (device && strcmp(device, "cpu") != 0) {
         nn__fail(ctx, NN_ERR_UNAVAILABLE, "the CPU backend takes only \"cpu\"");
@@ -25,6 +42,10 @@ static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_con
     ctx->dev.info.index = -1;
     ctx->dev.info.is_cpu = 1;
     strcpy(ctx->dev.info.name, "cpu");
+    if (nn__fp_fuses())
+        nn__log(ctx, NN_LOG_INFO, "nn.h was compiled with multiply-adds fused (clang's -ffp-contract=fast or "
+                "-ffast-math, which override its pragmas): CPU results differ in the last bits from other builds'; "
+                "compile with -ffp-contract=on to match them");
     return NN_OK;
 }
 
