@@ -223,20 +223,21 @@ static int library_file(const char *lib, char *path, size_t n) {
 }
 
 /* The folders the NVIDIA cases hand the child, under one temporary folder:
-     loaders/  libOpenCL.so.1 and libOpenCL.so, a few bytes that are no library: first on
-               LD_LIBRARY_PATH, they hide the system's ICD loader (glibc's dynamic linker
-               stops at a file it cannot load rather than search on)
-     path/     the same, and libnvidia-opencl.so.1: a link to the vendor driver (PoCL)
-     drivers/  libnvidia-opencl.so.1, a link to the vendor driver
-     broken/   libnvidia-opencl.so.1 that is no library
-     empty/    nothing (OCL_ICD_VENDORS: no .icd file)
-   beside each link to the driver, a link to its folder's pocl/ (PoCL loads its devices from
-   the folder beside the file it was loaded as). */
-static const char *const nv_files[] = {"loaders/libOpenCL.so.1", "loaders/libOpenCL.so", "path/libOpenCL.so.1",
-                                       "path/libOpenCL.so",      "broken/libnvidia-opencl.so.1"};
-static const char *const nv_links[] = {"path/libnvidia-opencl.so.1", "drivers/libnvidia-opencl.so.1", "path/pocl",
-                                       "drivers/pocl"};
-static const char *const nv_dirs[] = {"loaders", "path", "drivers", "broken", "empty"};
+     loaders/      libOpenCL.so.1 and libOpenCL.so, a few bytes that are no library: first
+                   on LD_LIBRARY_PATH, they hide the system's ICD loader (glibc's dynamic
+                   linker stops at a file it cannot load rather than search on)
+     lib/path/     the same, and libnvidia-opencl.so.1: a link to the vendor driver (PoCL)
+     lib/drivers/  libnvidia-opencl.so.1, a link to the vendor driver
+     broken/       libnvidia-opencl.so.1 that is no library
+     empty/        nothing (OCL_ICD_VENDORS: no .icd file)
+   A relocatable PoCL finds its devices and headers from the file it was loaded as
+   (DIR/pocl/, DIR/../../share/pocl/): links to the real ones stand there, beside each link
+   to the driver. */
+static const char *const nv_files[] = {"loaders/libOpenCL.so.1", "loaders/libOpenCL.so", "lib/path/libOpenCL.so.1",
+                                       "lib/path/libOpenCL.so", "broken/libnvidia-opencl.so.1"};
+static const char *const nv_links[] = {"lib/path/libnvidia-opencl.so.1", "lib/drivers/libnvidia-opencl.so.1",
+                                       "lib/path/pocl", "lib/drivers/pocl", "share/pocl"};
+static const char *const nv_dirs[] = {"loaders", "lib", "lib/path", "lib/drivers", "broken", "empty", "share"};
 
 static void nv_remove(const char *root) {
     char p[1024];
@@ -249,7 +250,7 @@ static void nv_remove(const char *root) {
         snprintf(p, sizeof p, "%s/%s", root, nv_links[k]);
         remove(p);
     }
-    for (k = 0; k < sizeof nv_dirs / sizeof nv_dirs[0]; k++) {
+    for (k = sizeof nv_dirs / sizeof nv_dirs[0]; k-- > 0;) {
         snprintf(p, sizeof p, "%s/%s", root, nv_dirs[k]);
         rmdir(p);
     }
@@ -278,8 +279,12 @@ static int nv_make(char *root, const char *driver) {
     }
     slash = driver ? strrchr(driver, '/') : NULL;
     for (k = 0; k < sizeof nv_links / sizeof nv_links[0] && ok && slash; k++) {
-        if (strstr(nv_links[k], "/pocl")) snprintf(target, sizeof target, "%.*s/pocl", (int)(slash - driver), driver);
-        else snprintf(target, sizeof target, "%s", driver);
+        if (strncmp(nv_links[k], "share/", 6) == 0)
+            snprintf(target, sizeof target, "%.*s/../../share/pocl", (int)(slash - driver), driver);
+        else if (strstr(nv_links[k], "/pocl"))
+            snprintf(target, sizeof target, "%.*s/pocl", (int)(slash - driver), driver);
+        else
+            snprintf(target, sizeof target, "%s", driver);
         snprintf(p, sizeof p, "%s/%s", root, nv_links[k]);
         ok = symlink(target, p) == 0;
     }
@@ -330,7 +335,7 @@ static void suite_cl_load_nvidia(const t_env *e, const char *argv0, int with_dev
         if (!with_devices) t_skip("NN_TEST_BACKENDS=cpu");
         else if (!have_driver) t_skip("no .icd file names a vendor driver to play NVIDIA's");
         else if (T_CHECK(made, "cannot make the folders in %s", root)) {
-            st = run_nvidia_child(argv0, "nvidia", root, "path", NULL,
+            st = run_nvidia_child(argv0, "nvidia", root, "lib/path", NULL,
                                   "no OpenCL ICD loader or .icd file: OpenCL library libOpenCL.so.1 not found (|; using "
                                   "NVIDIA's driver libnvidia-opencl.so.1 (on the loader path), through its ICD dispatch table");
             T_CHECK(st == 0, "child process: status %d", st);
@@ -341,8 +346,8 @@ static void suite_cl_load_nvidia(const t_env *e, const char *argv0, int with_dev
         if (!with_devices) t_skip("NN_TEST_BACKENDS=cpu");
         else if (!have_driver) t_skip("no .icd file names a vendor driver to play NVIDIA's");
         else if (T_CHECK(made, "cannot make the folders in %s", root)) {
-            snprintf(dirs, sizeof dirs, "%s/empty:%s/broken-not-there:%s/drivers", root, root, root);
-            snprintf(expect, sizeof expect, "; using NVIDIA's driver %s/drivers/libnvidia-opencl.so.1, through", root);
+            snprintf(dirs, sizeof dirs, "%s/empty:%s/not-there:%s/lib/drivers", root, root, root);
+            snprintf(expect, sizeof expect, "; using NVIDIA's driver %s/lib/drivers/libnvidia-opencl.so.1, through", root);
             st = run_nvidia_child(argv0, "nvidia", root, "loaders", dirs, expect);
             T_CHECK(st == 0, "child process: status %d", st);
         }
