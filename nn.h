@@ -21,7 +21,7 @@ HOW IT WORKS
     checked, the backward and optimizer ops are added, memory is planned, kernels are built
     and their arguments bound), then run steps. A step enqueues forward, backward and the
     optimizer update on the device; parameters, gradients, optimizer state and activations
-    stay there. The host reads back only what it asks for. nn_get_stats() counts bytes moved
+    stay there. The host reads back only what it asks for. nn_context_stats() counts bytes moved
     and kernels launched, so what a step costs can be checked.
 
     nn_context *ctx; nn_graph *g;
@@ -29,11 +29,11 @@ HOW IT WORKS
     nn_graph_create(ctx, NULL, &g);
     nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(128, 784));
     nn_tensor y = nn_input(g, "y", NN_I32, nn_shape1(128));
-    nn_tensor h = nn_relu(g, nn_dense(g, x, 256, NULL, "fc1"));
-    nn_tensor loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 10, NULL, "fc2"), y);
+    nn_tensor h = nn_relu(g, nn_linear_layer(g, x, 256, NULL, "fc1"));
+    nn_tensor loss = nn_cross_entropy_loss(g, nn_linear_layer(g, h, 10, NULL, "fc2"), y, NULL);
     nn_compile_desc cd = {0}; cd.loss = loss;     // loss left NN_NONE: inference only
     cd.optimizer.kind = NN_OPT_ADAM;              // zero fields: torch.optim.Adam's defaults
-    if (nn_graph_compile(g, &cd) != NN_OK) puts(nn_last_error(ctx));
+    if (nn_graph_compile(g, &cd) != NN_OK) puts(nn_context_last_error(ctx));
     nn_tensor_write(g, x, xs, sizeof xs); nn_tensor_write(g, y, ys, sizeof ys);
     nn_graph_step(g);
 
@@ -43,11 +43,14 @@ CONVENTIONS
     weight_decay 1e-2, every norm's eps 1e-5, ignore_index -100, reduction mean), and
     NN_ZERO asks for an exact 0 where 0 is a default (weight_decay = NN_ZERO). NN_NONE
     (tensor id 0, never a tensor) is "no tensor": an absent bias or weight, a forward-only
-    compile desc; a failed op returns id < 0. Argument orders and defaults are PyTorch's
-    (nn_pad2d takes F.pad's (left, right, top, bottom); nn_layer_norm F.layer_norm's), and
-    every *_create returns its object through its last argument. Inputs PyTorch raises on
-    (a label outside [0, C)) are counted where the op runs and reported by the next
-    nn_tensor_read or nn_graph_finish.
+    compile desc; a failed op returns id < 0. Names, argument orders and defaults are
+    torch.nn.functional's (nn_pad2d takes F.pad's (left, right, top, bottom); nn_layer_norm
+    F.layer_norm's; `dim`, never "axis"). Builders return an nn_tensor; every other call an
+    nn_result, a query writing its answer through its last argument, every *_create its
+    object. Sizes and element counts are int64_t, dims and kernel sizes int. The API
+    below is ordered by topic, each section opening with its conventions. Inputs PyTorch
+    raises on (a label outside [0, C)) are counted where the op runs and reported by the
+    next nn_tensor_read or nn_graph_finish.
 
 DEVICES
     NN_DEVICE=cpu | opencl | <OpenCL device index> | <device name substring>. By default the
@@ -89,7 +92,7 @@ CONFIGURATION (define before including)
     and nn.h then uses its types; not after nn.h.
 
 ERRORS
-    Functions return nn_result; nn_last_error(ctx) explains the last failure (the op and its
+    Functions return nn_result; nn_context_last_error(ctx) explains the last failure (the op and its
     shapes, or the kernels/FILE.cl:LINE of a build error). Ops given bad input return a
     failed tensor (id < 0) and the graph remembers the first error, which
     nn_graph_compile() returns. Nothing aborts and nothing leaks on an error path.
@@ -149,17 +152,39 @@ extern "C" {
 #endif
 
 #define NN_VERSION_MAJOR 0
-#define NN_VERSION_MINOR 1
+#define NN_VERSION_MINOR 2
 #define NN_MAX_DIMS 6
 
-/* ---- results ---------------------------------------------------------------------- */
+/* ==== The rules every section follows ===================================================
+   Names: nn_ and NN_ are public, nn__ private. A function acting on an object carries its
+   prefix (nn_context_*, nn_graph_*, nn_tensor_*, nn_dataset_*, nn_array_*,
+   nn_lr_schedule_*); an op is named after torch / torch.nn.functional (nn_softmax,
+   nn_cross_entropy_loss), its arguments in their order, `dim` (never "axis") for a
+   dimension.
+   One error channel:
+   - builders (every op, nn_input, nn_param, the layers) return an nn_tensor; a failure is a
+     tensor with id < 0, every op given one fails too, and nn_graph_status() /
+     nn_graph_compile() report the first error (nn_context_last_error() has the words), so
+     a network is written without checking each call;
+   - everything else returns an nn_result (NN_OK or an error) and a query writes its
+     answer through its last argument (nn_tensor_shape(g, t, &shape));
+   - nn_context_last_error(), nn_result_string(), nn_op_name() and nn_op_count() return
+     their value: they cannot fail.
+   Types: sizes and element counts (a dim's size, out_channels, numel, a batch) are
+   int64_t; dims (an index into a shape, negative from the end), kernel sizes, strides,
+   paddings, groups, factors and counts of arguments are int; byte counts are size_t.
+   Options come in descs (nn_*_desc, nn_optimizer, nn_lr_schedule), zeroed and given the
+   fields that differ; NULL for a desc pointer is the zeroed desc. */
+
+/* ---- results and types -------------------------------------------------------------- */
 
 typedef enum nn_result {
     NN_OK = 0,
     NN_ERR_INVALID_ARGUMENT = -1, /* a NULL, an out-of-range value, a tensor of another graph */
     NN_ERR_SHAPE = -2,            /* shapes or dtypes that do not fit the op */
     NN_ERR_OUT_OF_MEMORY = -3,    /* host or device allocation failed */
-    NN_ERR_DEVICE = -4,           /* an OpenCL call failed */
+    NN_ERR_DEVICE = -4,           /* the device or its driver failed a call (a queue, a
+                                     transfer, a launch, a lost device) */
     NN_ERR_BUILD = -5,            /* a kernel did not compile; the message holds the build log */
     NN_ERR_IO = -6,               /* a file could not be read or written, or is malformed */
     NN_ERR_STATE = -7,            /* the call does not fit the object's state (e.g. not compiled) */
@@ -167,12 +192,6 @@ typedef enum nn_result {
 } nn_result;
 
 typedef enum nn_dtype { NN_F32 = 0, NN_I32 = 1 } nn_dtype;
-
-/* Message levels, most severe first; a context logs its level and those above it.
-   NN_LOG_DEFAULT (0, a zeroed nn_context_desc) means $NN_LOG (error|warn|info|debug), else
-   NN_LOG_INFO; a log callback is never given it. */
-typedef enum nn_log_level { NN_LOG_DEFAULT = 0, NN_LOG_ERROR, NN_LOG_WARN, NN_LOG_INFO, NN_LOG_DEBUG } nn_log_level;
-typedef void (*nn_log_fn)(void *user, nn_log_level level, const char *message);
 
 typedef struct nn_context nn_context;
 typedef struct nn_graph nn_graph;
@@ -187,9 +206,9 @@ typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
 
 /* "No tensor": what an optional operand takes to be absent (a bias, gamma and beta, class
    weights), and what a zeroed desc's tensor fields already are (nn_compile_desc.loss,
-   nn_loss_desc.weight, ...): id 0 is never a tensor. nn_find and nn_grad return it when
-   there is no such tensor. A failed tensor (id < 0) is not NN_NONE: given as an optional
-   operand it fails the op too. In a static initializer write {0}. */
+   nn_loss_desc.weight, ...): id 0 is never a tensor. nn_graph_find and nn_graph_grad return
+   it when there is no such tensor. A failed tensor (id < 0) is not NN_NONE: given as an
+   optional operand it fails the op too. In a static initializer write {0}. */
 #ifdef __cplusplus
 #  define NN_NONE (nn_tensor{0, 0})
 #else
@@ -206,6 +225,7 @@ typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
    [1], not [] as PyTorch does: the one difference in shapes, and the same 4 bytes. */
 typedef struct nn_shape { int ndim; int64_t dim[NN_MAX_DIMS]; } nn_shape;
 
+/* Shapes of 1 to 5 dims: nn_shape2(3, 4) is [3, 4]. */
 NN_API nn_shape nn_shape1(int64_t d0);
 NN_API nn_shape nn_shape2(int64_t d0, int64_t d1);
 NN_API nn_shape nn_shape3(int64_t d0, int64_t d1, int64_t d2);
@@ -217,59 +237,86 @@ NN_API nn_shape nn_shape5(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_
    ({0} or memset) and then given the fields that differ. A numeric field left 0 takes its
    default, PyTorch's where PyTorch has one: Adam's beta1 0.9, AdamW's weight_decay 1e-2,
    batch norm's momentum 0.1, every norm's eps 1e-5, cross-entropy's ignore_index -100.
-   For an exact zero write NN_ZERO: every int and float field, and the eps arguments of
-   the norm layers, reads it as 0 (weight_decay = NN_ZERO: no decay; beta1 = NN_ZERO;
-   ignore_index = NN_ZERO: ignore class 0). A field that cannot be 0 (a stride, a thread
+   For an exact zero write NN_ZERO: every int and float field reads it as 0
+   (weight_decay = NN_ZERO: no decay; beta1 = NN_ZERO; ignore_index = NN_ZERO: ignore
+   class 0; nn_norm_desc.eps = NN_ZERO). A field that cannot be 0 (a stride, a thread
    count) rejects it as an invalid argument; where 0 is the default anyway NN_ZERO is the
    same 0. NN_ZERO is a tag, INT32_MIN, exact as a float too and no field's real value.
    Flags (0 or 1) and enums are taken as they are: an enum's 0 is its default. Function
    arguments are values, not options (nn_leaky_relu's slope 0 is 0, nn_dropout's p 0 is
-   no dropout), except the norms' eps: NN_ZERO belongs in desc fields and those eps. */
+   no dropout). */
 #define NN_ZERO (-2147483647 - 1)
 
-/* ---- contexts and devices ------------------------------------------------------------ */
+/* ==== 1. Contexts and devices ==========================================================
+   A context is one backend on one device: every graph, buffer and message belongs to
+   one. Created with nn_context_create(desc, &ctx), freed with nn_context_destroy(). A
+   device is named the same way everywhere (nn_context_desc.device, $NN_DEVICE): "cpu",
+   "opencl", a device index as nn_list_devices numbers it, or a name substring. */
 
-/* Every field's zero means "default". */
-typedef struct nn_context_desc {
-    const char *device;     /* "cpu", "opencl", an OpenCL device index ("0") or a name
-                               substring; NULL: $NN_DEVICE, else the first GPU, else cpu */
-    int threads;            /* CPU-backend threads; 0: $NN_THREADS, else all cores; < 0 and
-                               NN_ZERO: an invalid argument */
+/* Message levels, most severe first; a context logs its level and those above it.
+   NN_LOG_DEFAULT (0, a zeroed nn_context_desc) means $NN_LOG (error|warn|info|debug), else
+   NN_LOG_INFO; a log callback is never given it. */
+typedef enum nn_log_level { NN_LOG_DEFAULT = 0, NN_LOG_ERROR, NN_LOG_WARN, NN_LOG_INFO, NN_LOG_DEBUG } nn_log_level;
+typedef void (*nn_log_fn)(void *user, nn_log_level level, const char *message);
+
+/* The backends: the built-in CPU loops, or OpenCL kernels on a device. */
+typedef enum nn_backend_kind { NN_BACKEND_CPU = 0, NN_BACKEND_OPENCL = 1 } nn_backend_kind;
+
+/* Which kernel variants and launch shapes a device backend uses: NN_TUNING_AUTO (0:
+   $NN_CL_TUNING = cpu|gpu, else by the device's type), NN_TUNING_CPU or NN_TUNING_GPU
+   (e.g. to run the GPU paths on a CPU OpenCL device such as PoCL). */
+typedef enum nn_tuning { NN_TUNING_AUTO = 0, NN_TUNING_CPU = 1, NN_TUNING_GPU = 2 } nn_tuning;
+
+/* What a device backend (one that compiles kernels) takes; the CPU backend ignores it.
+   Every field's zero means "default". */
+typedef struct nn_backend_options {
+    nn_tuning tuning;
     const char *cache_dir;  /* compiled-program cache; NULL: $NN_CACHE_DIR, else
                                $XDG_CACHE_HOME/nn or ~/.cache/nn; "off" disables it */
     const char *kernel_dir; /* load kernels/NAME.cl from here; NULL: $NN_KERNEL_DIR, else
                                the sources embedded in nn.h */
+} nn_backend_options;
+
+/* Every field's zero means "default". */
+typedef struct nn_context_desc {
+    const char *device;     /* "cpu", "opencl", a device index ("0") or a name substring;
+                               NULL: $NN_DEVICE, else the first GPU, else cpu */
+    int threads;            /* CPU-backend threads; 0: $NN_THREADS, else all cores; < 0 and
+                               NN_ZERO: an invalid argument */
     nn_log_fn log;          /* NULL: messages of log_level and more severe go to stderr */
     void *log_user;
     nn_log_level log_level; /* the most detailed level logged; NN_LOG_DEFAULT: $NN_LOG, else
                                NN_LOG_INFO (one line: the backend chosen) */
-    int tuning;             /* OpenCL kernels and tile shapes: NN_TUNING_AUTO (0: $NN_CL_TUNING
-                               = cpu|gpu, else by the device's type), NN_TUNING_CPU or
-                               NN_TUNING_GPU (e.g. to test the GPU paths on PoCL) */
+    nn_backend_options backend;
 } nn_context_desc;
-enum { NN_TUNING_AUTO = 0, NN_TUNING_CPU = 1, NN_TUNING_GPU = 2 };
 
 /* Creates a context on the chosen backend (desc NULL: every default). Like every *_create,
    the object comes back through the last argument. On failure *out is NULL and the reason
    has gone to the log (an explicitly requested device that cannot be opened is an error;
    no OpenCL platform at all, when none was requested, means the CPU backend). */
 NN_API nn_result nn_context_create(const nn_context_desc *desc, nn_context **out);
+/* Frees the context; a graph still alive fails with NN_ERR_STATE from then on. */
 NN_API void nn_context_destroy(nn_context *ctx);
-NN_API const char *nn_last_error(const nn_context *ctx); /* "" when there is none */
+/* The words of the context's last error ("" when there is none). */
+NN_API const char *nn_context_last_error(const nn_context *ctx);
+/* The name of a result code ("NN_ERR_SHAPE"). */
 NN_API const char *nn_result_string(nn_result r);
-NN_API const char *nn_backend_name(const nn_context *ctx); /* "cpu" or the device's name */
-typedef enum nn_backend_kind { NN_BACKEND_CPU = 0, NN_BACKEND_OPENCL = 1 } nn_backend_kind;
-NN_API nn_backend_kind nn_backend(const nn_context *ctx); /* which backend the context runs on */
 
+/* A device, as nn_list_devices lists it and nn_context_device reports a context's. */
 typedef struct nn_device_info {
-    int index;          /* what NN_DEVICE=<index> takes */
+    nn_backend_kind backend; /* the backend that runs it */
+    int index;               /* what NN_DEVICE=<index> takes; -1 for the CPU backend */
     int is_gpu;
     int is_cpu;
-    char name[128];
-    char platform[128];
+    char name[128];          /* the device's name; "cpu" for the CPU backend */
+    char platform[128];      /* the OpenCL platform ("" for the CPU backend) */
 } nn_device_info;
-/* Lists OpenCL devices into out (up to max); returns how many exist (0 without OpenCL). */
-NN_API int nn_list_devices(nn_device_info *out, int max);
+/* The devices of every device backend (the CPU backend always exists and is not listed):
+   up to max into out, and into *count how many exist (0 without OpenCL). out may be NULL
+   when max is 0. */
+NN_API nn_result nn_list_devices(nn_device_info *out, int max, int *count);
+/* The device the context runs on, with its backend. */
+NN_API nn_result nn_context_device(const nn_context *ctx, nn_device_info *out);
 
 /* What has crossed between host and device, counted since creation or the last reset.
    On the CPU backend the same counters count nn_tensor_write/read copies and op runs. */
@@ -278,17 +325,24 @@ typedef struct nn_stats {
     uint64_t h2d_transfers, d2h_transfers;
     uint64_t kernel_launches;
 } nn_stats;
-NN_API nn_stats nn_get_stats(const nn_context *ctx);
-NN_API void nn_reset_stats(nn_context *ctx);
+NN_API nn_result nn_context_stats(const nn_context *ctx, nn_stats *out);
+/* Sets every counter of nn_context_stats to 0. */
+NN_API void nn_context_reset_stats(nn_context *ctx);
 
 /* The op registry, for tools and tests: how many op kinds exist, each one's name (as in
-   error messages), and how many nodes of kind op this context has compiled into graphs
-   (forward, backward and optimizer ops alike). */
+   error messages; NULL when op is out of range), and into *count how many nodes of kind
+   op this context has compiled into graphs (forward, backward and optimizer ops alike). */
 NN_API int nn_op_count(void);
-NN_API const char *nn_op_name(int op); /* NULL when op is out of range */
-NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op);
+NN_API const char *nn_op_name(int op);
+NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t *count);
 
-/* ---- graphs ---------------------------------------------------------------------------- */
+/* ==== 2. Graphs ============================================================================
+   A graph is built once from leaves (section 3) and ops (sections 4 to 13), compiled once
+   (nn_graph_compile: shapes checked, autograd and the optimizer's ops added, memory
+   planned, kernels built), then run: nn_graph_step (forward, backward, update) or
+   nn_graph_forward. Its errors while building are kept (nn_graph_status) and reported by
+   nn_graph_compile. Training options (nn_compile_desc, the optimizer, the schedule) are in
+   section 14, files in section 15. */
 
 typedef struct nn_graph_desc {
     nn_graph *share_params; /* use this graph's parameters (same names, same shapes) */
@@ -296,9 +350,40 @@ typedef struct nn_graph_desc {
     uint64_t seed;          /* parameter initialisation and dropout; 0: 1; NN_ZERO: 0 */
 } nn_graph_desc;
 
+/* Creates an empty graph on ctx (desc NULL: every default) into *out. */
 NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out);
+/* Frees the graph, its buffers and its datasets. */
 NN_API void nn_graph_destroy(nn_graph *g);
-NN_API nn_result nn_graph_status(const nn_graph *g); /* first error while building, or NN_OK */
+/* The first error while building, or NN_OK. */
+NN_API nn_result nn_graph_status(const nn_graph *g);
+
+/* Options of nn_graph_compile: the loss, the optimizer, the schedule (section 14). */
+typedef struct nn_compile_desc nn_compile_desc;
+/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. */
+NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
+NN_API nn_result nn_graph_step(nn_graph *g);    /* forward, backward, update */
+NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
+/* Waits for queued work; then, as nn_tensor_read does, reports inputs that PyTorch would
+   have raised on in the runs since the last report (labels out of range: see
+   nn_cross_entropy_loss) as NN_ERR_INVALID_ARGUMENT. Reading those counters is 4 bytes per
+   checking op, once per read or finish after a run (nn_context_stats counts it). */
+NN_API nn_result nn_graph_finish(nn_graph *g);
+
+/* The tensor named name (an input, parameter or buffer), NN_NONE when there is none. */
+NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name);
+/* After compile: t's gradient (a parameter's with nn_compile_desc.keep_grads, an input's
+   marked by nn_graph_requires_grad), NN_NONE when it has none. */
+NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t);
+/* Before compile: ask for d(loss)/d(t) of an input (float32 only). */
+NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t);
+/* Before compile: keep t readable after a run (an op's output is otherwise reused). */
+NN_API nn_result nn_graph_output(nn_graph *g, nn_tensor t);
+
+/* ==== 3. Tensors: leaves and access ========================================================
+   Leaves are the tensors a graph starts from: inputs (written by the program), parameters
+   (trained), buffers (state, not trained) and constants. A tensor's data is reached
+   through nn_tensor_write / read / fill, by the byte count of its whole shape (4 bytes an
+   element for both dtypes). */
 
 typedef enum nn_init_kind {
     NN_INIT_ZEROS = 0,
@@ -320,35 +405,31 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
    input's contents are unspecified (zeros on the CPU backend). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
-NN_API void nn_requires_grad(nn_graph *g, nn_tensor t); /* ask for d(loss)/d(input); float32 only */
-NN_API void nn_output(nn_graph *g, nn_tensor t);        /* keep t readable after a run */
+/* A buffer: a parameter-store entry that is state, not trained (PyTorch's buffers, e.g.
+   batch norm's running statistics). No gradient flows to it and no optimizer updates it;
+   it is saved and loaded with the parameters and shared by graphs made with share_params.
+   A name is either a parameter or a buffer. */
+NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init);
+/* Constants, float32, computed once when the graph is compiled (not every step), with no
+   gradient: torch.arange(start, end, step) ([ceil((end - start) / step)] elements
+   start + i*step, computed in double; step nonzero with the sign of end - start) and
+   torch.eye(n, m) ([n, m], ones on the diagonal; m 0: n). */
+NN_API nn_tensor nn_arange(nn_graph *g, double start, double end, double step);
+NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m);
 
-/* Linear algebra and elementwise ops. */
-/* nn_matmul: torch.matmul(op(a), op(b)), where trans_a / trans_b swap the last two dims of
-   a / b (op(x) = x.mT; a 1-D operand has nothing to swap and its flag is ignored).
-     1-D x 1-D   [K] @ [K] -> [1], the dot product (PyTorch gives a 0-dim tensor; here a
-                 scalar is [1], as nn_sum's)
-     1-D x N-D   [K] @ [..., K, N] -> [..., N]: a is taken as [1, K], the 1 dropped after
-     N-D x 1-D   [..., M, K] @ [K] -> [..., M]: b is taken as [K, 1], the 1 dropped after
-     2-D x 2-D   [M, K] @ [K, N] -> [M, N]
-     N-D x N-D   the batch dims (all but the last two) broadcast as elementwise ops' dims
-                 do, right-aligned, 1 against n and missing against n:
-                 [2, 1, 3, 4] @ [5, 4, 6] -> [2, 5, 3, 6]
-   The gradients of a broadcast operand are summed over the batch dims it was broadcast
-   along, in a fixed order (the same bits run to run). Bad shapes are NN_ERR_SHAPE with a
-   message naming nn_matmul and both shapes. Runs on the blocked GEMM of the CPU backend
-   (threaded over the batch when the products are small) and the OpenCL GEMM kernels (one
-   batched launch, a broadcast operand's batch stride 0). */
-NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b);
-/* nn_einsum: torch.einsum(spec, a, b) for the specs that are one nn_matmul: "ij,jk->ik",
-   "ij,kj->ik", "ji,jk->ki", "bij,bjk->bik", "bhqd,bhkd->bhqk", "ij,j->i", "i,i->" (a [1]),
-   and without "->" the labels seen once in alphabetical order ("ij,jk" is "ij,jk->ik").
-   Labels are letters. The labels of a, b and the output (batch) lead all three in the same
-   order; then a keeps at most one label, b at most one, in either order in the output, and
-   one label is summed; a label's sizes must agree (no broadcasting). Other specs (outer
-   products, sums over a label of one operand, diagonals, permuted batch labels) are
-   NN_ERR_INVALID_ARGUMENT naming the spec. */
-NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b);
+/* t's shape and element count into *out. */
+NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out);
+NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out);
+/* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
+   inputs, parameters, outputs, accumulators and kept gradients. */
+NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes);
+NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes);
+NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value); /* no transfer */
+
+/* ==== 4. Elementwise ops ===================================================================
+   torch's functions of the same names, forward and gradient, on float32 tensors unless
+   an op says otherwise. Binary ops broadcast (below); the _scalar forms take a float for
+   the second operand. */
 
 /* Binary elementwise ops broadcast both operands by NumPy's and PyTorch's rules: shapes are
    aligned at their last dims, a missing leading dim counts as 1, and each dim must be 1 or
@@ -367,7 +448,7 @@ NN_API nn_tensor nn_maximum(nn_graph *g, nn_tensor a, nn_tensor b);
 /* torch.pow(a, b) with a tensor exponent: d/da = b * a^(b-1) (0 where b == 0), d/db =
    a^b * log(a) (0 where a == 0 and b >= 0; NaN for a < 0, as PyTorch's). */
 NN_API nn_tensor nn_pow(nn_graph *g, nn_tensor a, nn_tensor b);
-NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s);     /* a * s */
+NN_API nn_tensor nn_mul_scalar(nn_graph *g, nn_tensor x, float s); /* x * s */
 NN_API nn_tensor nn_add_scalar(nn_graph *g, nn_tensor x, float s); /* x + s (x - s: add -s) */
 NN_API nn_tensor nn_pow_scalar(nn_graph *g, nn_tensor x, float p); /* x ** p; gradient p * x^(p-1), 0 for p = 0 */
 
@@ -414,19 +495,191 @@ NN_API nn_tensor nn_where(nn_graph *g, nn_tensor cond, nn_tensor a, nn_tensor b)
 /* torch.masked_fill(x, mask, value): value where mask is nonzero, else x; mask broadcasts
    to x's shape (the result's). The gradient reaches x where it was kept. */
 NN_API nn_tensor nn_masked_fill(nn_graph *g, nn_tensor x, nn_tensor mask, float value);
-/* torch.expand / broadcast_to: x repeated along its size-1 dims and new leading dims to
-   shape (-1 keeps a dim of x); the gradient is summed back to x's shape. */
-NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape);
 /* torch.detach: x's values, with no gradient flowing back through it. */
 NN_API nn_tensor nn_detach(nn_graph *g, nn_tensor x);
 
-/* Activations. */
-NN_API nn_tensor nn_relu(nn_graph *g, nn_tensor x);
+/* ==== 5. Reductions ========================================================================
+   One rule: nn_X(g, x) reduces every element to a scalar [1]; nn_X_dim(g, x, dims...,
+   keepdim) reduces along dims with torch.X's semantics and argument order: a list
+   (const int *dims, int n_dims) where torch takes a tuple, one int dim where torch takes
+   one (prod, max, min, argmax, argmin). A negative dim counts from the end; n_dims = 0
+   reduces every dim (as torch.sum(x, dim=[]) does). keepdim keeps each reduced dim with
+   size 1; without it they are dropped, and a result with no dim left has shape [1]
+   (PyTorch's is a 0-dim tensor). A dim out of range or repeated is an error naming the op
+   and x's shape. Every reduction runs in a fixed order (the same bits run to run, and for
+   any CPU thread count); CPU sums accumulate in double. float32 x only; indices are
+   int32. */
+
+NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x);  /* torch.sum(x): [1] */
+NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x); /* torch.mean(x): [1] */
+/* torch.sum(x, dims, keepdim) / torch.mean. */
+NN_API nn_tensor nn_sum_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+NN_API nn_tensor nn_mean_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+/* torch.prod(x, dim, keepdim); its gradient is right with zeros in x (the product of the
+   others at a single zero, 0 elsewhere), as PyTorch's. */
+NN_API nn_tensor nn_prod_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
+/* torch.amax / torch.amin: a NaN in a row gives NaN; the gradient is split evenly among
+   the elements equal to the result (ties), as PyTorch's. */
+NN_API nn_tensor nn_amax_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+NN_API nn_tensor nn_amin_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+/* torch.max(x, dim, keepdim) / torch.min: the values, and when indices is not NULL, the
+   int32 indices into *indices (the first of ties; a NaN counts as the max and the min, the
+   first NaN). The gradient goes to that first element alone, as PyTorch's. */
+NN_API nn_tensor nn_max_dim(nn_graph *g, nn_tensor x, int dim, int keepdim, nn_tensor *indices);
+NN_API nn_tensor nn_min_dim(nn_graph *g, nn_tensor x, int dim, int keepdim, nn_tensor *indices);
+/* torch.argmax(x, dim, keepdim) / torch.argmin: int32, the first of ties, a NaN counting
+   as the max (and the min); no gradient. */
+NN_API nn_tensor nn_argmax_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
+NN_API nn_tensor nn_argmin_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
+/* torch.var / torch.std with correction (PyTorch's default is 1, Bessel's: pass 1; 0: the
+   biased estimate): the sum of squared deviations over max(0, N - correction), N the
+   elements reduced (two passes: the mean, then the deviations). std's gradient is 0 where
+   std is 0, as PyTorch's. */
+NN_API nn_tensor nn_var_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim);
+NN_API nn_tensor nn_std_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim);
+/* torch.logsumexp: max + log(sum(exp(x - max))), an infinite max not subtracted (PyTorch's
+   rule); n_dims = 0 reduces every dim (torch 1.13 raises there; later versions reduce all). */
+NN_API nn_tensor nn_logsumexp_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+/* torch.linalg.vector_norm(x, p, dims, keepdim) (torch.norm's p-norm): p >= 0 or
+   INFINITY (the max of |x|; the gradient split among ties); p = 0 counts the nonzero
+   elements (no gradient). The gradient is 0 where the norm is 0, and for p < 1 at zero
+   elements, as PyTorch's. */
+NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims, int n_dims, int keepdim);
+/* torch.cumsum(x, dim): the running sum along dim, x's shape. */
+NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim);
+/* x [B, C] -> int32 [B]: the argmax of each row (nn_argmax_dim(g, x, 1, 0) for 2-D x). */
+NN_API nn_tensor nn_argmax_rows(nn_graph *g, nn_tensor x);
+/* Fraction of rows of logits [B, C] whose argmax equals the int32 label [B] (a scalar; no
+   gradient). */
+NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels);
+/* A running sum kept on the device: each run adds x to it. Reset with nn_tensor_fill(). */
+NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x);
+
+/* ==== 6. Shape and indexing ================================================================
+   A dim is an int, negative from the end; a list of dims is (const int *dims, int
+   n_dims), sizes (const int64_t *, int n). Views (reshape, flatten, squeeze, unsqueeze)
+   share x's storage; the others copy. Either dtype unless an op says float32. */
+
+/* The same data in another shape of the same element count. A view, as torch's on a
+   contiguous tensor: the output shares x's storage and nothing is copied or run (a
+   parameter, which the optimizer updates in place, is copied instead). */
+NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
+NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */
+/* torch.squeeze(x, dim): dim removed if its size is 1, else x unchanged ([1] gives the
+   scalar [], and a scalar stays one for dim 0 or -1); torch.unsqueeze(x, dim): a dim of
+   size 1 inserted at dim, in [-ndim-1, ndim]. Both views, as nn_reshape. */
+NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim);
+NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim);
+/* torch.expand / broadcast_to: x repeated along its size-1 dims and new leading dims to
+   shape (-1 keeps a dim of x); the gradient is summed back to x's shape. */
+NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape);
+/* torch.permute(x, dims): output dim d is x's dim dims[d]; n_dims must be x's dims, each
+   once. */
+NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *dims, int n_dims);
+/* torch.transpose(x, dim0, dim1). */
+NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1);
+/* torch.cat(xs, dim): joins up to 64 tensors that agree on every other dim, each written
+   once (one op of up to 16 inputs; more are joined in groups of 16 first); its backward
+   is one slice per input. */
+NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int dim);
+/* torch.stack(xs, dim): up to 64 tensors of one shape joined along a new dim, in
+   [-ndim-1, ndim]. */
+NN_API nn_tensor nn_stack(nn_graph *g, const nn_tensor *xs, int n, int dim);
+/* len elements of x along dim from start (torch's x.narrow(dim, start, len)); the step
+   form takes every step-th: start, start + step, ..., start + (len-1)*step, which is
+   torch's x[..., start:end:step] with len = ceil((end - start) / step). start >= 0,
+   step >= 1, and every index taken inside the dim. */
+NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int dim, int64_t start, int64_t len);
+NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int dim, int64_t start, int64_t len, int64_t step);
+/* torch.split(x, sizes, dim): x cut along dim into n parts of sizes[0..n) (adding up to
+   the dim), written into out[0..n); returns out[0], a failed tensor (and every out[k]
+   failed) when the split fails. */
+NN_API nn_tensor nn_split(nn_graph *g, nn_tensor x, const int64_t *sizes, int n, int dim, nn_tensor *out);
+/* torch.flip: x reversed along each of dims[0..n_dims) (each once; negative from the end). */
+NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims);
+/* torch.Tensor.repeat: x tiled repeats[d] times along each dim; n >= x's dims, and when
+   n is more, x counts as having leading dims of size 1 (the output has n dims). torch.tile
+   is the same with repeats padded to x's dims by leading 1s: nn_repeat with those. The
+   backward sums the tiles (each gradient element sums its copies in a fixed order). */
+NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int n);
+/* torch.tril / torch.triu over the last two dims (float32 x, >= 2 dims): elements with
+   col - row <= diagonal (tril) or >= diagonal (triu) kept, the rest zero; diagonal 0 is
+   the main one. */
+NN_API nn_tensor nn_tril(nn_graph *g, nn_tensor x, int diagonal);
+NN_API nn_tensor nn_triu(nn_graph *g, nn_tensor x, int diagonal);
+/* Padding of the last two dims (H, W), the pads in F.pad's order (left, right, top,
+   bottom: the last dim first): zeros, or reflection (PyTorch's "reflect": each pad
+   smaller than its dim). */
+typedef enum nn_pad_mode { NN_PAD_ZEROS = 0, NN_PAD_REFLECT = 1 } nn_pad_mode;
+NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode);
+
+/* Upsampling of the last two dims by integer factors: nearest, or bilinear with
+   align_corners = False (PyTorch's default). */
+typedef enum nn_upsample_mode { NN_UPSAMPLE_NEAREST = 0, NN_UPSAMPLE_BILINEAR = 1 } nn_upsample_mode;
+NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode);
+/* [N, C*r*r, H, W] -> [N, C, H*r, W*r], as torch.nn.PixelShuffle (a reshape-permute-reshape). */
+NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r);
+/* out[i, ...] = data[idx[i], ...]: batches from a dataset that lives on the device (data
+   of either dtype: images and their labels). An index out of range gives a row of zeros. */
+NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx);
+/* Indexing by int32 tensors, PyTorch's semantics (dim negative: from the end). An index
+   value out of range is what PyTorch raises on: it reads or writes nothing (a zero where
+   it would have read), and the next nn_tensor_read or nn_graph_finish fails naming the op
+   and the count, as the losses' labels do. Repeated indices sum their gradients (scatters)
+   in a fixed order, with no float atomics: the same bits every run, on every backend.
+   nn_index_select (torch.index_select): x with dim cut to index [K] (1-D): out[.., k, ..] =
+   x[.., index[k], ..]; x of either dtype. The backward costs numel(x) * K.
+   nn_gather (torch.gather): out (index's shape) at c = x at c with c[dim] = index[c];
+   index has x's dims and index.size(d) <= x.size(d) for d != dim.
+   nn_scatter_add (torch.Tensor.scatter_add): x plus src[c] added at c with c[dim] =
+   index[c], for c over index's shape; index.size(d) <= src.size(d) for every d and
+   <= x.size(d) for d != dim. Forward and the gather's backward cost numel(x) *
+   index.size(dim) (each element sums what lands on it).
+   nn_one_hot (F.one_hot, as float32): int32 labels [..] -> [.., num_classes]. */
+NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
+NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
+NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src);
+NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int64_t num_classes);
+
+/* ==== 7. Matrix products =================================================================== */
+
+/* nn_matmul: torch.matmul(op(a), op(b)), where trans_a / trans_b swap the last two dims of
+   a / b (op(x) = x.mT; a 1-D operand has nothing to swap and its flag is ignored).
+     1-D x 1-D   [K] @ [K] -> [1], the dot product (PyTorch gives a 0-dim tensor; here a
+                 scalar is [1], as nn_sum's)
+     1-D x N-D   [K] @ [..., K, N] -> [..., N]: a is taken as [1, K], the 1 dropped after
+     N-D x 1-D   [..., M, K] @ [K] -> [..., M]: b is taken as [K, 1], the 1 dropped after
+     2-D x 2-D   [M, K] @ [K, N] -> [M, N]
+     N-D x N-D   the batch dims (all but the last two) broadcast as elementwise ops' dims
+                 do, right-aligned, 1 against n and missing against n:
+                 [2, 1, 3, 4] @ [5, 4, 6] -> [2, 5, 3, 6]
+   The gradients of a broadcast operand are summed over the batch dims it was broadcast
+   along, in a fixed order (the same bits run to run). Bad shapes are NN_ERR_SHAPE with a
+   message naming nn_matmul and both shapes. Runs on the blocked GEMM of the CPU backend
+   (threaded over the batch when the products are small) and the OpenCL GEMM kernels (one
+   batched launch, a broadcast operand's batch stride 0). */
+NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b);
+/* nn_einsum: torch.einsum(spec, a, b) for the specs that are one nn_matmul: "ij,jk->ik",
+   "ij,kj->ik", "ji,jk->ki", "bij,bjk->bik", "bhqd,bhkd->bhqk", "ij,j->i", "i,i->" (a [1]),
+   and without "->" the labels seen once in alphabetical order ("ij,jk" is "ij,jk->ik").
+   Labels are letters. The labels of a, b and the output (batch) lead all three in the same
+   order; then a keeps at most one label, b at most one, in either order in the output, and
+   one label is summed; a label's sizes must agree (no broadcasting). Other specs (outer
+   products, sums over a label of one operand, diagonals, permuted batch labels) are
+   NN_ERR_INVALID_ARGUMENT naming the spec. */
+NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b);
+
+/* ==== 8. Activations =======================================================================
+   torch.nn.functional's activations, elementwise on float32 x unless they say otherwise;
+   parameters in F's order with PyTorch's defaults named (pass them: a 0 is a 0 here). */
+
+NN_API nn_tensor nn_relu(nn_graph *g, nn_tensor x); /* max(x, 0); gradient 0 at 0, as PyTorch's */
+/* x for x > 0, else negative_slope * x (PyTorch's default slope 0.01). */
 NN_API nn_tensor nn_leaky_relu(nn_graph *g, nn_tensor x, float negative_slope);
-NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x); /* 1 / (1 + exp(-x)) */
 NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x); /* exact (erf), as PyTorch's default */
-NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x); /* x * sigmoid(x) */
 /* ELU (nn.ELU; PyTorch's default alpha is 1): x for x > 0, else alpha * (exp(x) - 1); the
    gradient at 0 is alpha, as PyTorch's. */
 NN_API nn_tensor nn_elu(nn_graph *g, nn_tensor x, float alpha);
@@ -466,103 +719,22 @@ NN_API nn_tensor nn_log_sigmoid(nn_graph *g, nn_tensor x);
    Gradients reach x (weight at 0, as PyTorch's) and weight, its sum over the other dims
    taken in a fixed order. */
 NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight);
-/* PyTorch's nn.PReLU(num_parameters) module: NAME.weight [num_parameters], all 0.25;
-   num_parameters is 1 or the channels of x. */
-NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const char *name);
-NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
-NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
+/* torch.softmax(x, dim) / torch.log_softmax(x, dim) (PyTorch's F.softmax with dim given):
+   along dim, -1 the last. */
+NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x, int dim);
+NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x, int dim);
+/* torch.nn.functional.glu(x, dim): x cut in halves a, b along dim (an even size; dim
+   negative: from the end), a * sigmoid(b). */
+NN_API nn_tensor nn_glu(nn_graph *g, nn_tensor x, int dim);
 
-/* Reductions to a scalar (shape [1]). */
-NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x);
-NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x);
-
-/* Reductions along dims (PyTorch's semantics). dims lists n_dims dims of x, each once;
-   a negative dim counts from the end; n_dims = 0 reduces every dim (as torch.sum(x, dim=[])
-   does). keepdim keeps each reduced dim with size 1; without it they are dropped, and a
-   result with no dim left has shape [1] (PyTorch's is a 0-dim tensor). A dim out of range
-   or repeated is an error naming the op and x's shape. Every reduction runs in a fixed
-   order (the same bits run to run, and for any CPU thread count); CPU sums accumulate in
-   double. float32 x only; indices are int32. */
-NN_API nn_tensor nn_sum_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
-NN_API nn_tensor nn_mean_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
-/* torch.prod(x, dim, keepdim); its gradient is right with zeros in x (the product of the
-   others at a single zero, 0 elsewhere), as PyTorch's. */
-NN_API nn_tensor nn_prod_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
-/* torch.amax / torch.amin: a NaN in a row gives NaN; the gradient is split evenly among
-   the elements equal to the result (ties), as PyTorch's. */
-NN_API nn_tensor nn_amax(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
-NN_API nn_tensor nn_amin(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
-/* torch.max(x, dim, keepdim) / torch.min: the values, and when indices is not NULL, the
-   int32 indices into *indices (the first of ties; a NaN counts as the max and the min, the
-   first NaN). The gradient goes to that first element alone, as PyTorch's. */
-NN_API nn_tensor nn_max_dim(nn_graph *g, nn_tensor x, int dim, int keepdim, nn_tensor *indices);
-NN_API nn_tensor nn_min_dim(nn_graph *g, nn_tensor x, int dim, int keepdim, nn_tensor *indices);
-/* torch.argmax(x, dim, keepdim) / torch.argmin: int32, the first of ties, a NaN counting
-   as the max (and the min); no gradient. */
-NN_API nn_tensor nn_argmax_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
-NN_API nn_tensor nn_argmin_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
-/* torch.var / torch.std with correction (PyTorch's default is 1, Bessel's: pass 1; 0: the
-   biased estimate): the sum of squared deviations over max(0, N - correction), N the
-   elements reduced (two passes: the mean, then the deviations). std's gradient is 0 where
-   std is 0, as PyTorch's. */
-NN_API nn_tensor nn_var_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim);
-NN_API nn_tensor nn_std_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim);
-/* torch.logsumexp: max + log(sum(exp(x - max))), an infinite max not subtracted (PyTorch's
-   rule); n_dims = 0 reduces every dim (torch 1.13 raises there; later versions reduce all). */
-NN_API nn_tensor nn_logsumexp(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
-/* torch.linalg.vector_norm(x, p, dims, keepdim) (torch.norm's p-norm): p >= 0 or
-   INFINITY (the max of |x|; the gradient split among ties); p = 0 counts the nonzero
-   elements (no gradient). The gradient is 0 where the norm is 0, and for p < 1 at zero
-   elements, as PyTorch's. */
-NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims, int n_dims, int keepdim);
-/* torch.cumsum(x, dim): the running sum along dim, x's shape. */
-NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim);
-
-/* Losses, each the mean over the batch (a scalar); shorthands kept from before the
-   nn_loss_desc family below. nn_softmax_cross_entropy has no ignore_index: every label must
-   be in [0, C) (others are errors, reported as nn_cross_entropy_loss's). */
-NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels);
-NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target);
-NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target);
-
-/* Dropout with probability p in training graphs (identity in eval graphs); the mask comes
-   from a counter-based generator (Philox4x32-10) keyed by seed, op and step, so every
-   backend draws the same mask. */
-NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
-
-/* out[i, ...] = data[idx[i], ...]: batches from a dataset that lives on the device (data
-   of either dtype: images and their labels). An index out of range gives a row of zeros. */
-NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx);
-/* Indexing by int32 tensors, PyTorch's semantics (dim negative: from the end). An index
-   value out of range is what PyTorch raises on: it reads or writes nothing (a zero where
-   it would have read), and the next nn_tensor_read or nn_graph_finish fails naming the op
-   and the count, as the losses' labels do. Repeated indices sum their gradients (scatters)
-   in a fixed order, with no float atomics: the same bits every run, on every backend.
-   nn_index_select (torch.index_select): x with dim cut to index [K] (1-D): out[.., k, ..] =
-   x[.., index[k], ..]; x of either dtype. The backward costs numel(x) * K.
-   nn_gather (torch.gather): out (index's shape) at c = x at c with c[dim] = index[c];
-   index has x's dims and index.size(d) <= x.size(d) for d != dim.
-   nn_scatter_add (torch.Tensor.scatter_add): x plus src[c] added at c with c[dim] =
-   index[c], for c over index's shape; index.size(d) <= src.size(d) for every d and
-   <= x.size(d) for d != dim. Forward and the gather's backward cost numel(x) *
-   index.size(dim) (each element sums what lands on it).
-   nn_one_hot (F.one_hot, as float32): int32 labels [..] -> [.., num_classes]. */
-NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
-NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
-NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src);
-NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int num_classes);
-NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x); /* [B, C] -> int32 [B] */
-/* Fraction of rows whose argmax equals the label (a scalar; no gradient). */
-NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels);
-/* A running sum kept on the device: each run adds x to it. Reset with nn_tensor_fill(). */
-NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x);
-
-/* Convolutions, one desc per dimensionality (nn_conv1d_desc, nn_conv2d_desc,
-   nn_conv3d_desc), PyTorch's F.conv1d/2d/3d and nn.Conv1d/2d/3d. Zero fields mean stride 1,
-   padding 0, dilation 1, groups 1. no_bias is PyTorch's bias=False: the *_layer functions
-   make no NAME.bias; the functional ops then refuse a bias operand, so desc and call never
-   disagree in silence. The layers make NAME.weight [out_channels, C/groups, k...] and
-   NAME.bias [out_channels], both U(+-1/sqrt(fan_in)) as PyTorch initialises them. */
+/* ==== 9. Convolution and pooling ===========================================================
+   NCHW (PyTorch's layout), one desc per op and dimensionality (zero fields: stride 1,
+   padding 0, dilation 1, groups 1), PyTorch's F.conv1d/2d/3d, F.conv_transpose2d and
+   pooling functions. Kernel sizes, strides, paddings and dilations are ints; weights are
+   [out_channels, C/groups, k...] (a transposed convolution's [Cin, Cout/groups, k...]).
+   no_bias is PyTorch's bias=False for the layers of section 12 (which then make no
+   NAME.bias); the functional ops then refuse a bias operand, so desc and call never
+   disagree in silence. */
 
 /* 1-D over x [N, C, L] with w [K, C/groups, KL] and an optional bias [K] (NN_NONE: none)
    -> [N, K, OL], OL = (L + 2*pad - dilation*(KL-1) - 1) / stride + 1. */
@@ -571,8 +743,6 @@ typedef struct nn_conv1d_desc {
     int no_bias;
 } nn_conv1d_desc;
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv1d_desc *desc);
-NN_API nn_tensor nn_conv1d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kernel,
-                                 const nn_conv1d_desc *desc, const char *name);
 
 /* 2-D over x [N, C, H, W] (NCHW, PyTorch's layout) with w [K, C/groups, KH, KW] and an
    optional bias [K] -> [N, K, OH, OW], OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1. */
@@ -581,16 +751,22 @@ typedef struct nn_conv2d_desc {
     int no_bias;
 } nn_conv2d_desc;
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
-NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kh, int kw,
-                                 const nn_conv2d_desc *desc, const char *name);
 
-/* Transposed convolution (PyTorch's ConvTranspose2d): x [N, Cin, H, W] with
-   w [Cin, Cout/groups, KH, KW] and an optional bias [Cout] (NN_NONE: none) ->
-   [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h + dilation_h*(KH-1) + output_pad_h + 1;
-   output padding must be below the stride or the dilation. It is the gradient of conv2d
-   with respect to its input. */
-NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
-                                     int output_pad_h, int output_pad_w);
+/* Transposed convolution (PyTorch's F.conv_transpose2d / nn.ConvTranspose2d): x
+   [N, Cin, H, W] with w [Cin, Cout/groups, KH, KW] (PyTorch's layout: in channels first)
+   and an optional bias [Cout] (NN_NONE: none) -> [N, Cout, OH, OW],
+   OH = (H-1)*stride_h - 2*pad_h + dilation_h*(KH-1) + output_pad_h + 1, and so for W. It
+   is the gradient of conv2d with respect to its input. Zero fields: stride 1, padding 0,
+   output padding 0, dilation 1, groups 1; output padding must be below the stride or the
+   dilation. */
+typedef struct nn_conv_transpose2d_desc {
+    int stride_h, stride_w, pad_h, pad_w;
+    int output_pad_h, output_pad_w; /* added to one side of the output (PyTorch's output_padding) */
+    int dilation_h, dilation_w, groups;
+    int no_bias;
+} nn_conv_transpose2d_desc;
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias,
+                                     const nn_conv_transpose2d_desc *desc);
 
 /* 3-D over x [N, C, D, H, W] (NCDHW, PyTorch's Conv3d) with w [K, C/groups, KD, KH, KW]
    and an optional bias [K] -> [N, K, OD, OH, OW],
@@ -600,112 +776,7 @@ typedef struct nn_conv3d_desc {
     int no_bias;
 } nn_conv3d_desc;
 NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc);
-NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
-                                 const nn_conv3d_desc *desc, const char *name);
 
-/* The same data in another shape of the same element count. A view, as torch's on a
-   contiguous tensor: the output shares x's storage and nothing is copied or run (a
-   parameter, which the optimizer updates in place, is copied instead). */
-NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
-NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */
-/* torch.squeeze(x, dim): dim removed if its size is 1, else x unchanged ([1] gives the
-   scalar [], and a scalar stays one for dim 0 or -1); torch.unsqueeze(x, dim): a dim of
-   size 1 inserted at dim, in [-ndim-1, ndim]. Both views, as nn_reshape. */
-NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim);
-NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim);
-
-/* Structure ops (a negative axis counts from the end). nn_permute's perm has one entry
-   per dim of x: output dim d is x's dim perm[d]. nn_concat (torch.cat) joins up to 64
-   tensors that agree on every other dim, each written once (one op of up to 16 inputs;
-   more are joined in groups of 16 first); its backward is one slice per input. nn_stack
-   (torch.stack) joins up to 64 tensors of one shape along a new dim, in [-ndim-1, ndim].
-   nn_split cuts x into n parts of the given sizes. */
-NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *perm);
-NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1);
-NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis);
-NN_API nn_tensor nn_stack(nn_graph *g, const nn_tensor *xs, int n, int dim);
-/* len elements of x along axis from start (torch's x.narrow(axis, start, len)); the step
-   form takes every step-th: start, start + step, ..., start + (len-1)*step, which is
-   torch's x[..., start:end:step] with len = ceil((end - start) / step). start >= 0,
-   step >= 1, and every index taken inside the dim. */
-NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len);
-NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step);
-NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out);
-/* torch.flip: x reversed along each of dims[0..n_dims) (each once; negative from the end). */
-NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims);
-/* torch.Tensor.repeat: x tiled repeats[d] times along each dim; n >= x's dims, and when
-   n is more, x counts as having leading dims of size 1 (the output has n dims). torch.tile
-   is the same with repeats padded to x's dims by leading 1s: nn_repeat with those. The
-   backward sums the tiles (each gradient element sums its copies in a fixed order). */
-NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int n);
-/* torch.tril / torch.triu over the last two dims (float32 x, >= 2 dims): elements with
-   col - row <= diagonal (tril) or >= diagonal (triu) kept, the rest zero; diagonal 0 is
-   the main one. */
-NN_API nn_tensor nn_tril(nn_graph *g, nn_tensor x, int diagonal);
-NN_API nn_tensor nn_triu(nn_graph *g, nn_tensor x, int diagonal);
-/* Constants, float32, computed once when the graph is compiled (not every step), with no
-   gradient: torch.arange(start, end, step) ([ceil((end - start) / step)] elements
-   start + i*step, computed in double; step nonzero with the sign of end - start) and
-   torch.eye(n, m) ([n, m], ones on the diagonal; m 0: n). */
-NN_API nn_tensor nn_arange(nn_graph *g, double start, double end, double step);
-NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m);
-
-/* Padding of the last two dims (H, W), the pads in F.pad's order (left, right, top,
-   bottom: the last dim first): zeros, or reflection (PyTorch's "reflect": each pad
-   smaller than its dim). */
-typedef enum nn_pad_mode { NN_PAD_ZEROS = 0, NN_PAD_REFLECT = 1 } nn_pad_mode;
-NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode);
-
-/* Upsampling of the last two dims by integer factors: nearest, or bilinear with
-   align_corners = False (PyTorch's default). */
-typedef enum nn_upsample_mode { NN_UPSAMPLE_NEAREST = 0, NN_UPSAMPLE_BILINEAR = 1 } nn_upsample_mode;
-NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode);
-/* [N, C*r*r, H, W] -> [N, C, H*r, W*r], as torch.nn.PixelShuffle (a reshape-permute-reshape). */
-NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r);
-/* A buffer: a parameter-store entry that is state, not trained (PyTorch's buffers, e.g.
-   batch norm's running statistics). No gradient flows to it and no optimizer updates it;
-   it is saved and loaded with the parameters and shared by graphs made with share_params.
-   A name is either a parameter or a buffer. */
-NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init);
-
-/* Normalisation layers, PyTorch's semantics. gamma (the weight) and beta (the bias) are
-   optional: NN_NONE for none. The variance that normalises is the biased
-   one (divided by n). */
-
-/* Batch norm over x [N, C], [N, C, L] or [N, C, H, W] (any [N, C, ...]) with gamma, beta
-   and the running statistics [C]. Training graphs normalise with the statistics of the
-   batch (N * spatial must be > 1) and, when running statistics are given, update them on
-   the device at every run: running = (1 - momentum) * running + momentum * batch, with the
-   unbiased variance for running_var. Evaluation graphs (nn_graph_desc.eval) normalise with
-   the running statistics, or with the batch's when there are none (PyTorch's
-   track_running_stats=False). Zero fields: momentum 0.1, eps 1e-5 (NN_ZERO: exactly 0). */
-typedef struct nn_batch_norm_desc {
-    float momentum;
-    float eps;
-    nn_tensor running_mean, running_var;  /* [C] buffers (nn_buffer); both or neither
-                                             (NN_NONE: no running statistics) */
-} nn_batch_norm_desc;
-NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc);
-/* PyTorch's BatchNorm2d / BatchNorm1d modules: NAME.weight (ones), NAME.bias (zeros) and
-   the buffers NAME.running_mean (zeros), NAME.running_var (ones), all [C]; momentum 0.1,
-   eps 1e-5. 2d takes x [N, C, H, W]; 1d takes [N, C] or [N, C, L]. */
-NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const char *name);
-NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *name);
-
-/* Every norm's eps follows the desc rule: 0 is PyTorch's default 1e-5, NN_ZERO exactly 0. */
-
-/* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
-   and beta have the shape of those dims. Arguments in F.layer_norm's order. */
-NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, float eps);
-/* Group norm over x [N, C, ...]: the C channels in `groups` groups of C/groups, each
-   normalised over its channels and the spatial dims; gamma and beta [C], per channel.
-   Arguments in F.group_norm's order. */
-NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, int groups, nn_tensor gamma, nn_tensor beta, float eps);
-/* Instance norm over x [N, C, L] or [N, C, H, W] (any [N, C, spatial...]): each channel of
-   each sample normalised over its spatial dims (group norm with groups = C), of which there
-   must be more than one value (PyTorch's check); gamma and beta [C]. Always the instance's
-   statistics (PyTorch's track_running_stats=False). */
-NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, float eps);
 /* Pooling over x [N, C, H, W] (NCHW) with PyTorch's semantics. Zero fields mean: stride =
    the kernel size, padding 0, dilation 1, floor mode, count_include_pad=True. Output
    OH = floor_or_ceil((H + 2*pad_h - dilation_h*(kernel_h-1) - 1) / stride_h) + 1, where in
@@ -737,10 +808,46 @@ NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x);
    floor(i*H/oh) to ceil((i+1)*H/oh) - 1 (bins overlap when oh does not divide H). */
 NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow);
 
-/* ---- losses with options (PyTorch's definitions and defaults) ----------------------------
-   Every loss takes an nn_loss_desc (NULL or zeroed: PyTorch's defaults, the reduction
-   included: NN_REDUCTION_DEFAULT is the mean, except torchvision's sigmoid_focal_loss,
-   whose default is none).
+/* ==== 10. Normalisation ====================================================================
+   Batch, layer, group and instance norm, PyTorch's semantics, all with one desc,
+   nn_norm_desc (NULL: the defaults). gamma (the weight) and beta (the bias) are optional:
+   NN_NONE for none. The variance that normalises is the biased one (divided by n). */
+
+/* eps: 0 is PyTorch's default 1e-5, NN_ZERO exactly 0. momentum (batch norm's running
+   statistics; the others have none and ignore it): 0 is PyTorch's 0.1, NN_ZERO 0. */
+typedef struct nn_norm_desc {
+    float eps;
+    float momentum;
+    nn_tensor running_mean, running_var;  /* batch norm: [C] buffers (nn_buffer); both or
+                                             neither (NN_NONE: no running statistics) */
+} nn_norm_desc;
+
+/* Batch norm over x [N, C], [N, C, L] or [N, C, H, W] (any [N, C, ...]) with gamma, beta
+   and the running statistics [C]. Training graphs normalise with the statistics of the
+   batch (N * spatial must be > 1) and, when running statistics are given, update them on
+   the device at every run: running = (1 - momentum) * running + momentum * batch, with the
+   unbiased variance for running_var. Evaluation graphs (nn_graph_desc.eval) normalise with
+   the running statistics, or with the batch's when there are none (PyTorch's
+   track_running_stats=False). Zero fields: momentum 0.1, eps 1e-5 (NN_ZERO: exactly 0). */
+NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
+/* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
+   and beta have the shape of those dims. Arguments in F.layer_norm's order. */
+NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
+/* Group norm over x [N, C, ...]: the C channels in `groups` groups of C/groups, each
+   normalised over its channels and the spatial dims; gamma and beta [C], per channel.
+   Arguments in F.group_norm's order. */
+NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, int groups, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
+/* Instance norm over x [N, C, L] or [N, C, H, W] (any [N, C, spatial...]): each channel of
+   each sample normalised over its spatial dims (group norm with groups = C), of which there
+   must be more than one value (PyTorch's check); gamma and beta [C]. Always the instance's
+   statistics (PyTorch's track_running_stats=False). */
+NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
+
+/* ==== 11. Losses ===========================================================================
+   One name per loss, torch.nn.functional's with _loss (nn_mse_loss is F.mse_loss), each
+   taking (prediction(s), target, const nn_loss_desc *desc) in F's order. desc NULL or
+   zeroed: PyTorch's defaults, the reduction included: NN_REDUCTION_DEFAULT is the mean,
+   except torchvision's sigmoid_focal_loss, whose default is none.
    NN_REDUCTION_NONE returns the per-element (or per-row) losses; SUM and MEAN a scalar [1];
    BATCHMEAN (KL divergence's recommended mode) the sum divided by the batch size (dim 0).
    A float option whose PyTorch default is not zero reads 0 as that default; pass
@@ -809,45 +916,83 @@ NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x
    2-norm with eps 1e-6 (PyTorch's pairwise_distance); gradients to all three. */
 NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor anchor, nn_tensor positive, nn_tensor negative,
                                         const nn_loss_desc *desc);
+/* sqrt(nn_mse_loss(pred, target, desc)): the root of the mean (desc's reduction: of the
+   sum, or per element with NN_REDUCTION_NONE); its gradient is infinite or NaN where the
+   loss is 0, as torch.sqrt's. */
+NN_API nn_tensor nn_rmse_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+/* InfoNCE (NT-Xent one way, as CLIP's per side) on z1, z2 [B, D], row i of z2 the positive
+   of row i of z1: rows L2-normalised (F.normalize, eps 1e-12), logits = z1n z2n^T /
+   temperature (> 0), F.cross_entropy(logits, arange(B)), computed with no labels as
+   mean_i(logsumexp_j logits[i, j] - logits[i, i]). Gradients to z1 and z2. */
+/* desc: its reduction only (NONE: the [B] per-row losses; BATCHMEAN is refused). */
+NN_API nn_tensor nn_info_nce_loss(nn_graph *g, nn_tensor z1, nn_tensor z2, float temperature, const nn_loss_desc *desc);
+
+/* Shorthands, documented aliases kept for the examples' numbers: nn_softmax_cross_entropy
+   is nn_cross_entropy_loss with a NULL desc but no ignore_index (every label must be in
+   [0, C); others are errors, reported as nn_cross_entropy_loss's) and its mean taken as
+   sum * (1/B); nn_mse is nn_mse_loss and nn_bce_with_logits nn_bce_with_logits_loss, each
+   with a NULL desc. Each can differ from its desc form in the last bit (another order of
+   the same operations); new code should use the desc forms. */
+NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels);
+NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target);
+NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target);
+
+/* ==== 12. Layers ===========================================================================
+   One rule: nn_X_layer(g, x, sizes..., const nn_X_desc *desc, const char *name) makes its
+   parameters under NAME with PyTorch's names, layouts and initialisation (NAME.weight,
+   NAME.bias, ...) and applies the op: sizes are what PyTorch's module takes besides the
+   input's (out_features, out_channels, kernel sizes, n_centers), desc (NULL: PyTorch's
+   defaults) its options, the same desc as the functional op where there is one; a layer
+   that has no options yet takes no desc. Parameters are made once per name: a second call
+   with the same name reuses them (their shapes must agree), and graphs made with
+   share_params share them. The composed layers (SE, SwiGLU, highway, RBF, MoE) are short
+   functions of the builders above (src/layers/layers.c): no op kinds of their own, their
+   gradients the ops'. A layer taking x [..., D] runs its linear layers on the rows of x. */
 
 /* A fully connected layer (PyTorch's nn.Linear): x [B, in] -> [B, out] with parameters
    NAME.weight [out, in] and NAME.bias [out] (PyTorch's names and layout), initialised as
-   nn.Linear. desc NULL or zeroed: PyTorch's defaults. */
-typedef struct nn_dense_desc {
+   nn.Linear. */
+typedef struct nn_linear_desc {
     int no_bias;         /* 1: no NAME.bias (PyTorch's bias=False) */
-} nn_dense_desc;
-NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name);
+} nn_linear_desc;
+NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features, const nn_linear_desc *desc, const char *name);
 
-/* ---- composed layers ----------------------------------------------------------------------
-   Layers written as short functions of the builders above (src/layers/layers.c): no op kinds
-   of their own, their gradients the ops'. Parameters take PyTorch's names under NAME
-   (NAME.fc1.weight [out, in], NAME.fc1.bias [out], nn.Linear's layout and initialisation,
-   as nn_dense). A layer taking x [..., D] runs its dense layers on the rows of x. */
+/* nn.Conv1d/2d/3d: NAME.weight [out_channels, C/groups, k...] and NAME.bias
+   [out_channels], both U(+-1/sqrt(fan_in)) as PyTorch initialises them. */
+NN_API nn_tensor nn_conv1d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kernel,
+                                 const nn_conv1d_desc *desc, const char *name);
+NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kh, int kw,
+                                 const nn_conv2d_desc *desc, const char *name);
+NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
+                                 const nn_conv3d_desc *desc, const char *name);
+
+/* PyTorch's BatchNorm2d / BatchNorm1d modules: NAME.weight (ones), NAME.bias (zeros) and
+   the buffers NAME.running_mean (zeros), NAME.running_var (ones), all [C]; desc's eps and
+   momentum (zero: 1e-5 and 0.1), its running statistics left NN_NONE (the layer makes
+   its own). 2d takes x [N, C, H, W]; 1d takes [N, C] or [N, C, L]. */
+NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name);
+NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name);
+
+/* PyTorch's nn.PReLU(num_parameters, init): NAME.weight [num_parameters], all init;
+   num_parameters is 1 or the channels of x. */
+typedef struct nn_prelu_desc {
+    float init;          /* the slopes' first value (0: 0.25, PyTorch's; NN_ZERO: 0) */
+} nn_prelu_desc;
+NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const nn_prelu_desc *desc, const char *name);
 
 /* Squeeze-and-excitation (Hu et al. 2018) on x [N, C, H, W]: the channel means, NAME.fc1
    (C -> max(1, C / reduction)), ReLU, NAME.fc2 (-> C), sigmoid, and x scaled by the result
    per channel. fc1 and fc2 are nn.Linear layers ([out, in] weights; torchvision's
    SqueezeExcitation stores the same numbers as 1x1 convolutions [out, in, 1, 1]). */
-NN_API nn_tensor nn_se_block(nn_graph *g, nn_tensor x, int reduction, const char *name);
-/* torch.nn.functional.glu(x, dim): x cut in halves a, b along dim (an even size; dim
-   negative: from the end), a * sigmoid(b). */
-NN_API nn_tensor nn_glu(nn_graph *g, nn_tensor x, int dim);
+NN_API nn_tensor nn_se_layer(nn_graph *g, nn_tensor x, int reduction, const char *name);
 /* The LLaMA feed-forward on x [..., D]: NAME.w2(silu(NAME.w1(x)) * NAME.w3(x)), w1 and w3
    [hidden, D], w2 [D, hidden], no biases (NAME.w1.weight, ...). */
-NN_API nn_tensor nn_swiglu_ffn(nn_graph *g, nn_tensor x, int64_t hidden, const char *name);
+NN_API nn_tensor nn_swiglu_layer(nn_graph *g, nn_tensor x, int64_t hidden, const char *name);
 /* A highway layer (Srivastava et al. 2015) on x [..., D]: t * relu(H(x)) + (1 - t) * x,
    t = sigmoid(T(x)), H and T D -> D linear layers with biases (NAME.H.weight, NAME.H.bias,
    NAME.T.weight, NAME.T.bias, nn.Linear's initialisation; the paper starts T.bias
-   negative, e.g. nn_tensor_fill(g, nn_find(g, "NAME.T.bias"), -2) after compile). */
-NN_API nn_tensor nn_highway(nn_graph *g, nn_tensor x, const char *name);
-/* sqrt(mse_loss(pred, target)), the mean over every element (a scalar); its gradient is
-   infinite or NaN where the loss is 0, as torch.sqrt's. */
-NN_API nn_tensor nn_rmse_loss(nn_graph *g, nn_tensor pred, nn_tensor target);
-/* InfoNCE (NT-Xent one way, as CLIP's per side) on z1, z2 [B, D], row i of z2 the positive
-   of row i of z1: rows L2-normalised (F.normalize, eps 1e-12), logits = z1n z2n^T /
-   temperature (> 0), F.cross_entropy(logits, arange(B)), computed with no labels as
-   mean_i(logsumexp_j logits[i, j] - logits[i, i]). Gradients to z1 and z2. */
-NN_API nn_tensor nn_info_nce_loss(nn_graph *g, nn_tensor z1, nn_tensor z2, float temperature);
+   negative, e.g. nn_tensor_fill(g, nn_graph_find(g, "NAME.T.bias"), -2) after compile). */
+NN_API nn_tensor nn_highway_layer(nn_graph *g, nn_tensor x, const char *name);
 /* Radial basis functions on x [B, D]: out[b, k] = exp(-gamma_k * ||x_b - c_k||^2) [B, K],
    K = n_centers, with NAME.centers [K, D] (N(0, 1) at first) and NAME.log_gamma [K]
    (gamma_k = exp(log_gamma_k), zeros at first: gamma 1). Costs B * K * D memory (the
@@ -863,10 +1008,13 @@ NN_API nn_tensor nn_rbf_layer(nn_graph *g, nn_tensor x, int64_t n_centers, const
    Hugging Face's load_balancing_loss_func), P_e = the mean of p[:, e]; its gradient flows
    through P. Every expert runs on every row (dense: the ops have no dispatch), so a step
    costs n_experts full feed-forwards, not top_k. */
-NN_API nn_tensor nn_moe(nn_graph *g, nn_tensor x, int n_experts, int top_k, int64_t hidden, const char *name,
-                        nn_tensor *aux_loss);
+typedef struct nn_moe_desc {
+    nn_tensor *aux_loss; /* receives the load-balancing loss (NULL: not made) */
+} nn_moe_desc;
+NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64_t top_k, int64_t hidden,
+                              const nn_moe_desc *desc, const char *name);
 
-/* ---- random ------------------------------------------------------------------------------
+/* ==== 13. Random ops and dropout =========================================================
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based
    (Philox4x32-10, Salmon et al., SC'11): element i of a random op takes the words of counter
    (i, the op's key, the graph's step) under the graph's seed (nn_graph_desc.seed), and turns
@@ -880,7 +1028,7 @@ NN_API nn_tensor nn_moe(nn_graph *g, nn_tensor x, int n_experts, int top_k, int6
      last step's draw (the first forwards, before any step, draw step 0);
    - the same seed and the same graph built in the same order (the key is the op's node
      id) give the same sequence, in any graph, on any backend, with any thread count;
-   - training state saved and loaded (nn_save_state) carries the step, so a resumed run
+   - training state saved and loaded (nn_graph_save_state) carries the step, so a resumed run
      draws what the original would have.
    Uniforms are multiples of 2^-24 in [0, 1); normals are Box-Muller (one of the pair) on
    24-bit uniforms, so |z| <= 5.77 (the tail beyond it, 8e-9 of the mass, is cut). */
@@ -908,8 +1056,14 @@ NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std);
    a = 1/sqrt((alpha^2 p + 1)(1 - p)), b = alpha a p, which keeps zero mean and unit
    variance. Gradient: dy * mask * a (PyTorch's). p in [0, 1]; p = 1 gives x * 0. */
 NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p);
+/* Dropout with probability p in training graphs (identity in eval graphs); the mask comes
+   from the generator above keyed by seed, op and step, so every backend draws the same
+   mask. */
+NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
 
-/* ---- compiling and running --------------------------------------------------------------- */
+/* ==== 14. Optimizers, schedules and compiling ==============================================
+   torch.optim's optimizers and lr_scheduler's schedules, as options of nn_graph_compile
+   (nn_compile_desc): the optimizer's update runs on the device after each backward. */
 
 typedef enum nn_optimizer_kind {
     NN_OPT_NONE = 0, /* compute gradients only */
@@ -964,7 +1118,7 @@ typedef struct nn_optimizer {
     float lr_power;            /* FTRL; 0: -0.5 */
     int no_decay_1d;           /* no weight decay on parameters of one dimension (biases, norms) */
     int accumulate_steps;      /* > 1: average gradients over this many nn_graph_step calls and
-                                  update on every k-th (nn_grad then reads the running mean);
+                                  update on every k-th (nn_graph_grad then reads the running mean);
                                   0: 1; below 1: an invalid argument */
     int skip_nonfinite;        /* 1: an update whose (clipped, accumulated) gradients hold a NaN
                                   or an Inf is skipped, as torch.cuda.amp.GradScaler skips
@@ -1016,48 +1170,35 @@ typedef struct nn_lr_schedule {
     float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;
-/* The rate a schedule gives update t (counted from 0). */
-NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t);
+/* Into *lr: the rate a schedule gives update t (counted from 0). */
+NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr);
 
-typedef struct nn_compile_desc {
+struct nn_compile_desc {
     nn_tensor loss;      /* a float32 scalar; NN_NONE (a zeroed desc): a forward-only graph */
     nn_optimizer optimizer;
-    int keep_grads;      /* keep every parameter's gradient readable (nn_grad) */
+    int keep_grads;      /* keep every parameter's gradient readable (nn_graph_grad) */
     nn_lr_schedule schedule; /* kind 0: the constant optimizer.lr */
-} nn_compile_desc;
+};
 
-/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. */
-NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
-NN_API nn_result nn_graph_step(nn_graph *g);    /* forward, backward, update */
-NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
-/* Waits for queued work; then, as nn_tensor_read does, reports inputs that PyTorch would
-   have raised on in the runs since the last report (labels out of range: see
-   nn_cross_entropy_loss) as NN_ERR_INVALID_ARGUMENT. Reading those counters is 4 bytes per
-   checking op, once per read or finish after a run (nn_get_stats counts it). */
-NN_API nn_result nn_graph_finish(nn_graph *g);
-/* The updates skip_nonfinite skipped since compile (a read of 8 bytes; 0 without it). */
+/* Into *count: the updates skip_nonfinite skipped since compile (a read of 8 bytes; 0
+   without it). */
 NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count);
 /* Sets the schedule's base rate (the rate itself for the default constant schedule). */
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr);
 /* Replaces the schedule (after compile too); s->lr 0 keeps the current base rate. The
-   next update uses nn_lr_at(s, number of updates done so far). */
+   next update uses nn_lr_schedule_at(s, number of updates done so far). */
 NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s);
 /* Before compile: parameters whose name starts with prefix get lr * lr_mult and
    weight_decay * wd_mult (the last group added that matches wins; no_decay_1d still
    zeroes one-dimensional parameters' decay). Parameters in no group: 1 and 1. */
 NN_API nn_result nn_graph_param_group(nn_graph *g, const char *prefix, float lr_mult, float wd_mult);
 
-NN_API nn_tensor nn_find(nn_graph *g, const char *name);
-NN_API nn_tensor nn_grad(nn_graph *g, nn_tensor t); /* after compile */
-NN_API nn_shape nn_tensor_shape(nn_graph *g, nn_tensor t);
-NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t);
-/* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
-   inputs, parameters, outputs, accumulators and kept gradients. */
-NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes);
-NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes);
-NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value); /* no transfer */
-
-/* ---- files ------------------------------------------------------------------------------- */
+/* ==== 15. Files ============================================================================
+   Arrays from files (nn_array_*), datasets on the device (nn_dataset_*), parameters and
+   training state (nn_graph_save_* / nn_graph_load_*). Every file is untrusted: a
+   malformed one is NN_ERR_IO naming the path and the reason, and a load changes nothing
+   unless every check passes; a save writes a temporary file and renames it over the
+   path. */
 
 /* An IDX file (the MNIST family's format), uncompressed, read whole and converted to
    float32 or int32 (values as stored, no scaling). Every header field is checked against
@@ -1067,7 +1208,7 @@ typedef struct nn_array {
     nn_shape shape;
     void *data;          /* float or int32_t, numel elements; free with nn_array_free */
 } nn_array;
-NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
+NN_API nn_result nn_array_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
 NN_API void nn_array_free(nn_array *a);
 
 /* A CSV file of numbers into a float32 array [rows, columns]: every row (after the header
@@ -1081,7 +1222,7 @@ typedef struct nn_csv_desc {
     char delimiter;      /* 0: ',' */
     int header;          /* 1: the first line names the columns and is skipped */
 } nn_csv_desc;
-NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out);
+NN_API nn_result nn_array_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out);
 
 /* A dataset that lives on the device: its samples x [N, ...] and labels y [N, ...] (either
    dtype) become the inputs NAME.x and NAME.y, written once (at the first batch), and
@@ -1090,7 +1231,7 @@ NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_des
    batches (the last partial batch is dropped); with shuffle, epoch e's order is a
    Fisher-Yates shuffle drawn from Philox4x32-10 keyed by (seed, e): reproducible, and
    recomputed on resume. The dataset belongs to the graph (freed with it); create it before
-   compiling. Its seed, epoch and position are part of nn_save_state's training state. */
+   compiling. Its seed, epoch and position are part of nn_graph_save_state's training state. */
 typedef struct nn_dataset nn_dataset;
 typedef struct nn_dataset_desc {
     const char *name;    /* NULL: "data" */
@@ -1103,36 +1244,35 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
 NN_API nn_tensor nn_dataset_x(const nn_dataset *ds);
 NN_API nn_tensor nn_dataset_y(const nn_dataset *ds);
 NN_API nn_result nn_dataset_next_batch(nn_dataset *ds); /* after compile, before each step */
-NN_API int64_t nn_dataset_epoch(const nn_dataset *ds);  /* of the batch taken last (from 0) */
-
-/* ---- checkpoints ------------------------------------------------------------------------- */
+/* Into *epoch: the epoch of the batch taken last (from 0). */
+NN_API nn_result nn_dataset_epoch(const nn_dataset *ds, int64_t *epoch);
 
 /* Saves every parameter of g's parameter store as float32 safetensors (PyTorch's names and
    layouts, e.g. fc1.weight [out, in]), keys sorted by name, with metadata {"format": "pt"}.
    Works before and after compile. Writes a temporary file beside path, flushes it to disk
    and renames it over path, so a failed save leaves the old file. An existing path must be
    a regular file (a directory, FIFO or device is NN_ERR_IO, left as it is); a symbolic link
-   is followed and the file it names is replaced, keeping its permissions. nn_save_state
+   is followed and the file it names is replaced, keeping its permissions. nn_graph_save_state
    saves alike. */
-NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path);
+NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path);
 /* Loads parameters by name into g (before or after compile). A tensor in the file whose
    name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,
    F16, BF16 or F64 (converted to float32); a parameter missing from the file is NN_ERR_IO
    unless allow_missing; other tensors in the file are ignored. The file is untrusted: a
    malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
    every check passes. */
-NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing);
+NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing);
 
 /* The whole training state of a compiled graph, for exact resume: parameters and buffers
    (their own names), each optimizer state tensor (NAME.__opt.K, K in the optimizer's state
    order), gradient-accumulation means (NAME.__grad_acc), and as metadata strings the
    optimizer kind, step and update counters, the graph seed and every dataset's seed, epoch
-   and position. nn_load_state() into a graph built and compiled the same way continues
+   and position. nn_graph_load_state() into a graph built and compiled the same way continues
    exactly as the saved run would have: the same bits on the CPU backend. It checks the
    optimizer kind and options, accumulate_steps and every tensor's presence and shape
    (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything. */
-NN_API nn_result nn_save_state(nn_graph *g, const char *path);
-NN_API nn_result nn_load_state(nn_graph *g, const char *path);
+NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
+NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
 
 #ifdef __cplusplus
 }
@@ -1535,6 +1675,7 @@ typedef struct nn__device {
     uint64_t max_alloc;         /* largest buffer in bytes */
     unsigned units;             /* compute units */
     size_t align;               /* view offset alignment in bytes */
+    nn_device_info info;        /* what nn_context_device reports (the backend's open fills it) */
 } nn__device;
 
 /* A backend: what the engine asks of one. The engine knows no backend by name; backends
@@ -1571,7 +1712,7 @@ struct nn_context {
     char *cache_dir;             /* NULL: cache off */
     char *kernel_dir;
     nn_stats stats;
-    uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_op_compiled) */
+    uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_context_op_compiled) */
     nn_graph *graphs;            /* graphs created on it, not yet destroyed */
     int dead_refs;               /* a destroyed context's stand-in: graphs still holding it */
     volatile int busy;           /* a call is running on it (one thread at a time) */
@@ -1662,7 +1803,7 @@ static void nn__log(nn_context *ctx, nn_log_level level, const char *fmt, ...) {
     else fprintf(stderr, "nn: %s\n", msg);
 }
 
-/* Records the message for nn_last_error() and returns the code. */
+/* Records the message for nn_context_last_error() and returns the code. */
 static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...) {
     va_list ap;
     if (!ctx) return code;
@@ -2428,7 +2569,7 @@ typedef struct nn__wfile {
     char *target;             /* the file replaced: the path, or the file its symbolic link names */
     char *tmp;                /* the temporary file beside it, while it exists */
     int fd;
-    char why[300];            /* the last failure's message (also nn_last_error's when a context is given) */
+    char why[300];            /* the last failure's message (also nn_context_last_error's when a context is given) */
 } nn__wfile;
 
 /* A writer's failure: its message in w->why, and the context's error when there is one
@@ -2961,7 +3102,7 @@ typedef enum nn__row_kind { NN__LOSS_ROW_KINDS(NN__R_ENUM) NN__R_COUNT } nn__row
      ENUM  NN_OPT_ENUM, the public value (src/api/api.h; kernels/optim.cl gets the same
            names from this list, for opt_step's switch on `kind`)
      name  the optimizer's name in checkpoint files ("nn.optimizer" in the metadata of
-           nn_save_state, checked by nn_load_state) and in messages
+           nn_graph_save_state, checked by nn_graph_load_state) and in messages
    NN__OPT_COUNT is the range checks' bound. The public enum stays written out in api.h (its
    values are the API); in C a compile-time check holds each of it equal to its line here,
    so the list and the enum cannot drift apart. */
@@ -6719,7 +6860,7 @@ static nn_lr_schedule nn__schedule_defaults(const nn_lr_schedule *in) {
     return s;
 }
 
-NN_API float nn_lr_at(const nn_lr_schedule *sched, int64_t t) {
+static float nn__lr_at(const nn_lr_schedule *sched, int64_t t) {
     nn_lr_schedule d;
     const nn_lr_schedule *s = &d;
     double lr, gamma, f;
@@ -6755,6 +6896,12 @@ NN_API float nn_lr_at(const nn_lr_schedule *sched, int64_t t) {
     }
     default: return (float)lr;
     }
+}
+
+NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr) {
+    if (!lr) return NN_ERR_INVALID_ARGUMENT;
+    *lr = s ? nn__lr_at(s, t) : 0.0f;
+    return s ? NN_OK : NN_ERR_INVALID_ARGUMENT;
 }
 
 NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {
@@ -6833,7 +6980,7 @@ static int nn__opt_begin(nn_graph *g) {
     if (g->step % (uint64_t)g->accum_steps) return 0;
     k->t++;
     t = (double)k->t;
-    g->lr = nn_lr_at(&g->schedule, (int64_t)k->t - 1);
+    g->lr = nn__lr_at(&g->schedule, (int64_t)k->t - 1);
     bc1 = 1.0 - pow(b1, t);
     bc2 = 1.0 - pow(b2, t);
     memset(k->c, 0, sizeof k->c);
@@ -8226,6 +8373,10 @@ static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_con
     memset(&ctx->dev, 0, sizeof ctx->dev);
     ctx->dev.cpu_tuned = 1;
     ctx->dev.align = 64;
+    ctx->dev.info.backend = NN_BACKEND_CPU;
+    ctx->dev.info.index = -1;
+    ctx->dev.info.is_cpu = 1;
+    strcpy(ctx->dev.info.name, "cpu");
     return NN_OK;
 }
 
@@ -13229,7 +13380,7 @@ static const char *const nn__cl_src_optim[] = {
 "     ENUM  NN_OPT_ENUM, the public value (src/api/api.h; kernels/optim.cl gets the same\n",
 "           names from this list, for opt_step's switch on `kind`)\n",
 "     name  the optimizer's name in checkpoint files (\"nn.optimizer\" in the metadata of\n",
-"           nn_save_state, checked by nn_load_state) and in messages\n",
+"           nn_graph_save_state, checked by nn_graph_load_state) and in messages\n",
 "   NN__OPT_COUNT is the range checks' bound. The public enum stays written out in api.h (its\n",
 "   values are the API); in C a compile-time check holds each of it equal to its line here,\n",
 "   so the list and the enum cannot drift apart. */\n",
@@ -15815,6 +15966,19 @@ static void nn__cl_str(cl_device_id d, cl_device_info what, char *buf, size_t n)
     buf[n - 1] = 0;
 }
 
+/* What nn_list_devices and nn_context_device report of device index. */
+static void nn__cl_info(cl_platform_id plat, cl_device_id dev, int index, nn_device_info *out) {
+    cl_device_type t = nn__cl_type(dev);
+    memset(out, 0, sizeof *out);
+    out->backend = NN_BACKEND_OPENCL;
+    out->index = index;
+    out->is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
+    out->is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
+    nn__cl_str(dev, CL_DEVICE_NAME, out->name, sizeof out->name);
+    if (clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof out->platform, out->platform, NULL) != CL_SUCCESS) out->platform[0] = 0;
+    out->platform[sizeof out->platform - 1] = 0;
+}
+
 static int nn__cl_list_devices(nn_device_info *out, int max) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
@@ -15822,17 +15986,7 @@ static int nn__cl_list_devices(nn_device_info *out, int max) {
     int n, i;
     if (!nn__cl_load()) return 0;
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
-    for (i = 0; i < n && out && i < max; i++) {
-        cl_device_type t = nn__cl_type(devs[i]);
-        memset(&out[i], 0, sizeof out[i]);
-        out[i].index = i;
-        out[i].is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
-        out[i].is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
-        nn__cl_str(devs[i], CL_DEVICE_NAME, out[i].name, sizeof out[i].name);
-        if (clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof out[i].platform, out[i].platform, NULL) != CL_SUCCESS)
-            out[i].platform[0] = 0;
-        out[i].platform[sizeof out[i].platform - 1] = 0;
-    }
+    for (i = 0; i < n && out && i < max; i++) nn__cl_info(plats[i], devs[i], i, &out[i]);
     return n;
 }
 
@@ -15889,6 +16043,7 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
     memset(d, 0, sizeof *d);
     d->cpu_tuned = (t & CL_DEVICE_TYPE_CPU) != 0;
     d->gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
+    nn__cl_info(plat, dev, index, &d->info);
     if (tuning == NN_TUNING_AUTO) { /* the device type decides unless $NN_CL_TUNING says */
         const char *env = getenv("NN_CL_TUNING");
         if (env && strcmp(env, "gpu") == 0) tuning = NN_TUNING_GPU;
@@ -15967,7 +16122,7 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
         return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: no such OpenCL device (%d found)", device, n);
     }
     if (why[0]) nn__log(ctx, NN_LOG_WARN, "OpenCL: %s; using the %d device%s found", why, n, n == 1 ? "" : "s");
-    r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->tuning);
+    r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->backend.tuning);
     if (r != NN_OK) nn__cl_close(ctx);
     else if (nn__cl_ld.note[0]) nn__log(ctx, NN_LOG_INFO, "%s", nn__cl_ld.note);
     return r;
@@ -16583,13 +16738,13 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     }
     device = desc.device ? desc.device : getenv("NN_DEVICE");
     if (device && !device[0]) device = NULL;
-    cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");
+    cache = desc.backend.cache_dir ? desc.backend.cache_dir : getenv("NN_CACHE_DIR");
     if (cache && strcmp(cache, "off") == 0) {
         ctx->cache_dir = NULL;
     } else if (cache && cache[0] ? !(ctx->cache_dir = nn__strdup(cache)) : !nn__default_cache_dir(&ctx->cache_dir)) {
         if (r == NN_OK) r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_context_create: out of memory");
     }
-    kdir = desc.kernel_dir ? desc.kernel_dir : getenv("NN_KERNEL_DIR");
+    kdir = desc.backend.kernel_dir ? desc.backend.kernel_dir : getenv("NN_KERNEL_DIR");
     if (r == NN_OK && kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir)))
         r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_context_create: out of memory");
     if (r == NN_OK) r = nn__open_backend(ctx, device, &desc);
@@ -16795,32 +16950,50 @@ static void nn__ctx_leave(nn_context *ctx) {
 #endif
 }
 
-NN_API const char *nn_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
-NN_API const char *nn_backend_name(const nn_context *ctx) { return ctx ? ctx->backend_name : ""; }
-NN_API nn_backend_kind nn_backend(const nn_context *ctx) { return ctx && ctx->backend ? ctx->backend->kind : NN_BACKEND_CPU; }
-NN_API nn_stats nn_get_stats(const nn_context *ctx) {
-    nn_stats s;
-    memset(&s, 0, sizeof s);
-    return ctx ? ctx->stats : s;
+NN_API const char *nn_context_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
+NN_API nn_result nn_context_device(const nn_context *ctx, nn_device_info *out) {
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!ctx) return NN_ERR_INVALID_ARGUMENT;
+    *out = ctx->dev.info;
+    out->backend = ctx->backend ? ctx->backend->kind : NN_BACKEND_CPU;
+    snprintf(out->name, sizeof out->name, "%.127s", ctx->backend_name); /* "destroyed" after nn_context_destroy */
+    return NN_OK;
 }
-NN_API void nn_reset_stats(nn_context *ctx) {
+NN_API nn_result nn_context_stats(const nn_context *ctx, nn_stats *out) {
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!ctx) return NN_ERR_INVALID_ARGUMENT;
+    *out = ctx->stats;
+    return NN_OK;
+}
+NN_API void nn_context_reset_stats(nn_context *ctx) {
     if (ctx) memset(&ctx->stats, 0, sizeof ctx->stats);
 }
 
 NN_API int nn_op_count(void) { return NN__OP_COUNT; }
 NN_API const char *nn_op_name(int op) { return op >= 0 && op < NN__OP_COUNT ? nn__op(op)->name : NULL; }
-NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op) {
-    return ctx && op >= 0 && op < NN__OP_COUNT ? ctx->op_compiled[op] : 0;
+NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t *count) {
+    if (!count) return NN_ERR_INVALID_ARGUMENT;
+    *count = 0;
+    if (!ctx || op < 0 || op >= NN__OP_COUNT) return NN_ERR_INVALID_ARGUMENT;
+    *count = ctx->op_compiled[op];
+    return NN_OK;
 }
 
 /* Devices of every device backend, numbered in backend order. */
-NN_API int nn_list_devices(nn_device_info *out, int max) {
+NN_API nn_result nn_list_devices(nn_device_info *out, int max, int *count) {
     int k, n = 0;
+    if (!count || max < 0 || (max > 0 && !out)) {
+        if (count) *count = 0;
+        return NN_ERR_INVALID_ARGUMENT;
+    }
     for (k = 0; k < NN__N_BACKENDS; k++) {
         if (!nn__backends[k]->list_devices) continue;
         n += nn__backends[k]->list_devices(out && n < max ? out + n : NULL, max > n ? max - n : 0);
     }
-    return n;
+    *count = n;
+    return NN_OK;
 }
 
 /* ======================================================================
@@ -17178,18 +17351,21 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
     return nn__tensor(id);
 }
 
-NN_API void nn_requires_grad(nn_graph *g, nn_tensor t) {
-    if (!nn__check0(g, "nn_requires_grad", 1, &t)) return;
+NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t) {
+    if (!nn__check0(g, "nn_graph_requires_grad", 1, &t)) return g ? g->status : NN_ERR_INVALID_ARGUMENT;
     if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
-        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_requires_grad: %s is int32; only float32 tensors have gradients",
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_graph_requires_grad: %s is int32; only float32 tensors have gradients",
                     nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
-        return;
+        return NN_ERR_INVALID_ARGUMENT;
     }
     nn__n(g, t)->requires_grad = 1;
+    return NN_OK;
 }
 
-NN_API void nn_output(nn_graph *g, nn_tensor t) {
-    if (nn__check0(g, "nn_output", 1, &t)) nn__n(g, t)->is_output = 1;
+NN_API nn_result nn_graph_output(nn_graph *g, nn_tensor t) {
+    if (!nn__check0(g, "nn_graph_output", 1, &t)) return g ? g->status : NN_ERR_INVALID_ARGUMENT;
+    nn__n(g, t)->is_output = 1;
+    return NN_OK;
 }
 
 /* Uniform [0,1) and standard normal draws for initialisation, from Philox keyed by the
@@ -17380,11 +17556,11 @@ NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!(lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_lr: lr %g is not >= 0", lr);
     g->schedule.lr = lr;
-    g->lr = nn_lr_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);
+    g->lr = nn__lr_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);
     return NN_OK;
 }
 
-NN_API nn_tensor nn_find(nn_graph *g, const char *name) {
+NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name) {
     int i;
     if (!g || !name) return nn__tensor(-1);
     for (i = 1; i < g->n_nodes; i++)
@@ -17392,21 +17568,25 @@ NN_API nn_tensor nn_find(nn_graph *g, const char *name) {
     return nn__tensor(0);
 }
 
-NN_API nn_tensor nn_grad(nn_graph *g, nn_tensor t) {
+NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t) {
     if (!nn__is_tensor(g, t)) return nn__tensor(-1);
     return nn__tensor(g->nodes[t.id].grad > 0 ? g->nodes[t.id].grad : 0);
 }
 
-NN_API nn_shape nn_tensor_shape(nn_graph *g, nn_tensor t) {
-    nn_shape s;
-    memset(&s, 0, sizeof s);
-    if (!nn__is_tensor(g, t)) return s;
-    return g->nodes[t.id].shape;
+NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out) {
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!nn__is_tensor(g, t)) return NN_ERR_INVALID_ARGUMENT;
+    *out = g->nodes[t.id].shape;
+    return NN_OK;
 }
 
-NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t) {
-    if (!nn__is_tensor(g, t)) return 0;
-    return g->nodes[t.id].numel;
+NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out) {
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    *out = 0;
+    if (!nn__is_tensor(g, t)) return NN_ERR_INVALID_ARGUMENT;
+    *out = g->nodes[t.id].numel;
+    return NN_OK;
 }
 
 /* The node's buffer if the user may touch it (write: inputs and params only). */
@@ -17422,7 +17602,7 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
     if (write && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM && !(nn__op(n->op)->flags & NN__OPF_WRITABLE))
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: only inputs, parameters and accumulators can be written", fn);
     if (!write && (n->storage == NN__ST_ARENA || (n->storage == NN__ST_VIEW && g->nodes[n->view_of].storage == NN__ST_ARENA)))
-        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_output()", fn,
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_graph_output()", fn,
                         nn__op_names[n->op]);
     if (bytes != (size_t)n->numel * 4) {
         char s[128];
@@ -17973,7 +18153,7 @@ static nn_result nn__run(nn_graph *g, int n_sched) {
     }
     if (g->broken)
         return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
-                                              "partly updated: load a training state (nn_load_state) to go on");
+                                              "partly updated: load a training state (nn_graph_load_state) to go on");
     r = nn__ctx_enter(g->ctx, "nn_graph_step");
     if (r != NN_OK) return r;
     g->progress = 0;
@@ -18943,9 +19123,9 @@ static nn_result nn__launch_expand(nn_graph *g, int id) {
 /* ==== scale: y = s * x (other families' gradients build it through nn__scale_op: -x and
    such) ==== */
 
-NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
+NN_API nn_tensor nn_mul_scalar(nn_graph *g, nn_tensor a, float s) {
     nn_tensor t;
-    if (!nn__check0(g, "nn_scale", 1, &a) || !nn__expect_f32(g, "nn_scale", a, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_mul_scalar", 1, &a) || !nn__expect_f32(g, "nn_mul_scalar", a, "x")) return nn__tensor(-1);
     t = nn__op1(g, NN__OP_SCALE, NN_F32, nn__n(g, a)->shape, a.id);
     if (t.id >= 0) g->nodes[t.id].a.ew.s = s;
     return t;
@@ -19141,8 +19321,8 @@ NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight) {
     return t;
 }
 
-/* PyTorch's nn.PReLU(num_parameters): NAME.weight [num_parameters], all 0.25. */
-NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const char *name) {
+/* PyTorch's nn.PReLU(num_parameters, init): NAME.weight [num_parameters], all init (0.25). */
+NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const nn_prelu_desc *desc, const char *name) {
     char wn[256];
     nn_init init;
     if (!nn__check(g, "nn_prelu_layer", 1, &x)) return nn__tensor(-1);
@@ -19152,7 +19332,7 @@ NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_prelu_layer %s: num_parameters = %lld, not >= 1", name,
                            (long long)num_parameters);
     init.kind = NN_INIT_CONSTANT;
-    init.a = 0.25f;
+    init.a = nn__deff(desc ? desc->init : 0.0f, 0.25f);
     init.b = 0.0f;
     snprintf(wn, sizeof wn, "%s.weight", name);
     return nn_prelu(g, x, nn_param(g, wn, nn_shape1(num_parameters), init));
@@ -19751,7 +19931,7 @@ static nn_result nn__launch_where(nn_graph *g, int id) {
    src/ops/matmul.c
    ====================================================================== */
 /* The matmul family: torch.matmul's batched products as one op (nn_matmul, and nn_einsum's
-   and nn_dense's products), on the CPU backend's blocked GEMM (src/cpu/gemm.c) or on
+   and nn_linear_layer's products), on the CPU backend's blocked GEMM (src/cpu/gemm.c) or on
    kernels/gemm.cl with the launch geometry of src/opencl/gemm_plan.c. */
 
 /* ==== GEMM launches (kernels/gemm.cl), shared by matmul and conv2d's GEMM path
@@ -19814,7 +19994,7 @@ static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int
 
 /* ==== matmul: C [..., M, N] = op(A) [..., M, K] op(B) [..., K, N], torch.matmul: a 1-D
    operand is a row or a column, batch dims broadcast, and a gradient sums over the dims
-   its operand was broadcast along. nn_einsum's one-matmul specs and nn_dense build it ==== */
+   its operand was broadcast along. nn_einsum's one-matmul specs and nn_linear_layer build it ==== */
 
 /* How a matmul node sees each of its tensors (nn__matmul_attr.vec): a stack of matrices,
    or of row or column vectors (torch.matmul's 1-D operands, and the outputs and gradients
@@ -20092,20 +20272,20 @@ NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor
 }
 
 
-NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name) {
+NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features, const nn_linear_desc *desc, const char *name) {
     char wn[256], bn[256];
     nn_tensor w, b, y;
     nn_init init;
     int64_t in_features;
-    if (!nn__check(g, "nn_dense", 1, &x) || !nn__expect_f32(g, "nn_dense", x, "x")) return nn__tensor(-1);
+    if (!nn__check(g, "nn_linear_layer", 1, &x) || !nn__expect_f32(g, "nn_linear_layer", x, "x")) return nn__tensor(-1);
     if (nn__n(g, x)->shape.ndim != 2) {
         char s[128];
         nn__shape_str(&nn__n(g, x)->shape, s, sizeof s);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_dense %s: x %s must be 2-D [B, in]", name ? name : "", s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_linear_layer %s: x %s must be 2-D [B, in]", name ? name : "", s);
     }
-    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense: needs a name (at most 200 chars)");
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_linear_layer: needs a name (at most 200 chars)");
     if (out_features < 1)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense %s: out_features %lld is not >= 1", name, (long long)out_features);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_linear_layer %s: out_features %lld is not >= 1", name, (long long)out_features);
     in_features = nn__n(g, x)->shape.dim[1];
     /* nn.Linear: kaiming_uniform(a=sqrt(5)) for the weight is U(+-1/sqrt(in)), the bias too */
     init.kind = NN_INIT_UNIFORM;
@@ -20462,16 +20642,16 @@ static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
 }
 
 /* ==== argmax of rows: x [B, C] float32 -> ARGMAX [B] int32, the first index of each row's
-   largest value (nn_argmax; nn_argmax_dim is the general form) ==== */
+   largest value (nn_argmax_rows; nn_argmax_dim is the general form) ==== */
 
-NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
+NN_API nn_tensor nn_argmax_rows(nn_graph *g, nn_tensor x) {
     nn__node *n = NULL;
-    if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
+    if (!nn__check(g, "nn_argmax_rows", 1, &x) || !nn__expect_f32(g, "nn_argmax_rows", x, "x")) return nn__tensor(-1);
     n = nn__n(g, x);
     if (n->shape.ndim != 2) {
         char sx[128];
         nn__shape_str(&n->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x %s must be 2-D [B, C]", sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax_rows: x %s must be 2-D [B, C]", sx);
     }
     return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
 }
@@ -20699,7 +20879,7 @@ static nn_tensor nn__red_build(nn_graph *g, int op, nn_tensor x, const int *mask
             if (mask[d]) R *= xs.dim[d];
             else O *= xs.dim[d];
         }
-        src = nn_permute(g, x, perm);
+        src = nn_permute(g, x, perm, nd);
         if (src.id < 0) return src;
     } else if (first < 0) {
         O = nx->numel;
@@ -20758,11 +20938,11 @@ NN_API nn_tensor nn_mean_dim(nn_graph *g, nn_tensor x, const int *dims, int n_di
 NN_API nn_tensor nn_prod_dim(nn_graph *g, nn_tensor x, int dim, int keepdim) {
     return nn__red_dim1(g, "nn_prod_dim", NN__OP_RED_PROD, x, dim, keepdim);
 }
-NN_API nn_tensor nn_amax(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
-    return nn__red_dims(g, "nn_amax", NN__OP_RED_AMAX, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+NN_API nn_tensor nn_amax_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_amax_dim", NN__OP_RED_AMAX, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
-NN_API nn_tensor nn_amin(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
-    return nn__red_dims(g, "nn_amin", NN__OP_RED_AMIN, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+NN_API nn_tensor nn_amin_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_amin_dim", NN__OP_RED_AMIN, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
 
 static nn_tensor nn__max_min_dim(nn_graph *g, const char *opname, int op, int arg_op, nn_tensor x, int dim, int keepdim,
@@ -20797,8 +20977,8 @@ NN_API nn_tensor nn_var_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dim
 NN_API nn_tensor nn_std_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim) {
     return nn__var_std(g, "nn_std_dim", NN__OP_RED_STD, x, dims, n_dims, correction, keepdim);
 }
-NN_API nn_tensor nn_logsumexp(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
-    return nn__red_dims(g, "nn_logsumexp", NN__OP_RED_LSE, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+NN_API nn_tensor nn_logsumexp_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_logsumexp_dim", NN__OP_RED_LSE, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
 NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims, int n_dims, int keepdim) {
     if (!nn__check0(g, "nn_norm_dim", 1, &x)) return nn__tensor(-1);
@@ -21028,22 +21208,33 @@ static nn_result nn__launch_cumsum(nn_graph *g, int id) {
    src/ops/softmax.c
    ====================================================================== */
 /* The softmax family: softmax and log-softmax over the last dim, rows of C values
-   (x [..., C], y of x's shape), and their gradients. One CPU loop and one kernel pair serve
+   (x [..., C], y of x's shape), and their gradients; another dim is moved last and back
+   by the builder. One CPU loop and one kernel pair serve
    both, told apart by a log-space flag (the log-softmax ops' aliases say so). */
 
 /* ==== shared by the family: the builder, and the row length ==== */
 
-static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x) {
+/* The op normalises the last dim; another dim is moved last and back (two permutes). */
+static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x, int dim) {
+    int nd;
     if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    nd = nn__n(g, x)->shape.ndim;
+    if (dim < -nd || dim >= nd) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: dim %d out of range for x %s", opname, dim, sx);
+    }
+    if (dim < 0) dim += nd;
+    if (dim != nd - 1) return nn_transpose(g, nn__rowwise(g, opname, op, nn_transpose(g, x, dim, nd - 1), nd - 1), dim, nd - 1);
     return nn__op1(g, op, NN_F32, nn__n(g, x)->shape, x.id);
 }
 
 static int64_t nn__last_dim(const nn__node *n) { return n->shape.dim[n->shape.ndim - 1]; }
 
 /* ==== softmax: y [..., C] = exp(x - max) / sum(exp(x - max)) along the last dim
-   (torch.softmax(x, -1)); SOFTMAX_GRAD (y, gy) is dx = y * (gy - sum(gy * y)) ==== */
+   (torch.softmax(x, dim): dim moved last); SOFTMAX_GRAD (y, gy) is dx = y * (gy - sum(gy * y)) ==== */
 
-NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x); }
+NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x, int dim) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x, dim); }
 
 #define nn__plan_softmax nn__no_plan
 #define nn__grad_softmax_grad nn__grad_none
@@ -21104,11 +21295,11 @@ static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
 }
 
 /* ==== log_softmax: y [..., C] = x - max - log(sum(exp(x - max))) along the last dim
-   (torch.log_softmax(x, -1)); LOG_SOFTMAX_GRAD (y, gy) is dx = gy - exp(y) * sum(gy).
+   (torch.log_softmax(x, dim): dim moved last); LOG_SOFTMAX_GRAD (y, gy) is dx = gy - exp(y) * sum(gy).
    Softmax's loop and kernels in log space ==== */
 
-NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x) {
-    return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x);
+NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x, int dim) {
+    return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x, dim);
 }
 
 #define nn__cpu_log_softmax nn__cpu_softmax
@@ -22316,16 +22507,16 @@ static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
 /* ==== one_hot: y [..., C] float32 = 1 where c == labels [...] (torch.nn.functional.one_hot;
    a label outside [0, C) gives a row of zeros and is counted) ==== */
 
-NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int num_classes) {
+NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int64_t num_classes) {
     nn_shape s;
     nn_tensor t;
     if (!nn__check(g, "nn_one_hot", 1, &labels)) return nn__tensor(-1);
     s = nn__n(g, labels)->shape;
-    if (nn__n(g, labels)->dtype != NN_I32 || s.ndim >= NN_MAX_DIMS || num_classes < 1) {
+    if (nn__n(g, labels)->dtype != NN_I32 || s.ndim >= NN_MAX_DIMS || num_classes < 1 || num_classes > INT32_MAX) {
         char sl[128];
         nn__shape_str(&s, sl, sizeof sl);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_one_hot: labels %s %s with %d classes (needs int32 labels of at most %d dims, num_classes >= 1)",
-                           sl, nn__dtype_name(nn__n(g, labels)->dtype), num_classes, NN_MAX_DIMS - 1);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_one_hot: labels %s %s with %lld classes (needs int32 labels of at most %d dims, num_classes in 1..2^31-1)",
+                           sl, nn__dtype_name(nn__n(g, labels)->dtype), (long long)num_classes, NN_MAX_DIMS - 1);
     }
     s.dim[s.ndim++] = num_classes;
     t = nn__op1(g, NN__OP_ONE_HOT, NN_F32, s, labels.id);
@@ -22378,7 +22569,7 @@ static int nn__axis(nn_graph *g, const char *op, nn_tensor x, int axis) {
     if (axis < 0 || axis >= nd) {
         char sx[128];
         nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: axis out of range for x %s", op, sx);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: dim out of range for x %s", op, sx);
         return -1;
     }
     return axis;
@@ -22471,24 +22662,30 @@ static nn_result nn__launch_reshape(nn_graph *g, int id) {
     return nn__kargs_copy(l, &k);
 }
 
-/* ==== permute: y [x.dim[perm[0]], ..., x.dim[perm[nd - 1]]] = x with its dims reordered
-   (torch.permute); transpose swaps two dims, and pixel_shuffle [N, C*r*r, H, W] ->
+/* ==== permute: y [x.dim[dims[0]], ..., x.dim[dims[nd - 1]]] = x with its dims reordered
+   (torch.permute(x, dims)); transpose swaps two dims, and pixel_shuffle [N, C*r*r, H, W] ->
    [N, C, H*r, W*r] is a reshape, a permute and a reshape. Its gradient is dy permuted by
    the inverse permutation. ==== */
 
-NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *perm) {
+NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *dims, int n_dims) {
     nn_shape s;
-    int d, seen = 0, nd;
+    int d, seen = 0, nd, perm[NN_MAX_DIMS];
     nn_tensor t;
     if (!nn__check(g, "nn_permute", 1, &x)) return nn__tensor(-1);
-    if (!perm) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: perm is NULL");
+    if (!dims) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: dims is NULL");
     s = nn__n(g, x)->shape;
     nd = s.ndim;
-    for (d = 0; d < nd; d++) {
+    if (n_dims != nd) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: %d dims given for x %s of %d dims", n_dims, sx, nd);
+    }
+    for (d = 0; d < nd; d++) { /* negative dims count from the end, as torch.permute's */
+        perm[d] = dims[d] < 0 ? dims[d] + nd : dims[d];
         if (perm[d] < 0 || perm[d] >= nd || (seen >> perm[d]) & 1) {
             char sx[128];
             nn__shape_str(&s, sx, sizeof sx);
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: perm is not a permutation of x %s's dims", sx);
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: dims is not a permutation of x %s's dims", sx);
         }
         seen |= 1 << perm[d];
         s.dim[d] = nn__n(g, x)->shape.dim[perm[d]];
@@ -22507,7 +22704,7 @@ NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1) {
     t = perm[dim0];
     perm[dim0] = perm[dim1];
     perm[dim1] = t;
-    return nn_permute(g, x, perm);
+    return nn_permute(g, x, perm, nn__n(g, x)->shape.ndim);
 }
 
 NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
@@ -22530,7 +22727,7 @@ NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
         s6.dim[5] = s.dim[3];
         x = nn_reshape(g, x, s6);
     }
-    return nn_reshape(g, nn_permute(g, x, perm), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
+    return nn_reshape(g, nn_permute(g, x, perm, 6), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
 }
 
 #define nn__plan_permute nn__no_plan
@@ -22539,7 +22736,7 @@ static void nn__grad_permute(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     int inv[NN_MAX_DIMS], d;
     for (d = 0; d < n.shape.ndim; d++) inv[n.a.shape.perm[d]] = d;
-    nn__acc_grad(g, a, nn_permute(g, gy, inv));
+    nn__acc_grad(g, a, nn_permute(g, gy, inv, n.shape.ndim));
     return;
 }
 
@@ -22720,42 +22917,39 @@ static nn_tensor nn__slice_checked(nn_graph *g, const char *op, nn_tensor x, int
     return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start, step);
 }
 
-NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len) {
-    return nn__slice_checked(g, "nn_slice", x, axis, start, len, 1);
+NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int dim, int64_t start, int64_t len) {
+    return nn__slice_checked(g, "nn_slice", x, dim, start, len, 1);
 }
 
-NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
-    return nn__slice_checked(g, "nn_slice_step", x, axis, start, len, step);
+NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int dim, int64_t start, int64_t len, int64_t step) {
+    return nn__slice_checked(g, "nn_slice_step", x, dim, start, len, step);
 }
 
-NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out) {
+NN_API nn_tensor nn_split(nn_graph *g, nn_tensor x, const int64_t *sizes, int n, int dim, nn_tensor *out) {
     int64_t start = 0, total = 0;
-    int k;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!sizes || !out || n < 1) {
-        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
-        return g->status;
-    }
+    int k, axis = dim;
+    if (!g) return nn__tensor(-1);
+    if (!sizes || !out || n < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
     if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0) {
         int64_t dim = nn__n(g, x)->shape.dim[axis];
         char sx[128];
         nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
         for (k = 0; k < n && g->status == NN_OK; k++) { /* each in 1..dim: the total cannot overflow */
             if (sizes[k] < 1 || sizes[k] > dim)
-                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, axis %d of x %s",
+                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, dim %d of x %s",
                             (long long)sizes[k], k, (long long)dim, axis, sx);
             else
                 total += sizes[k];
         }
         if (g->status == NN_OK && total != dim)
-            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, axis %d of x %s is %lld", (long long)total, axis, sx,
+            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, dim %d of x %s is %lld", (long long)total, axis, sx,
                         (long long)dim);
     }
     for (k = 0; k < n; k++) {
         out[k] = g->status == NN_OK ? nn_slice(g, x, axis, start, sizes[k]) : nn__tensor(-1);
         if (g->status == NN_OK) start += sizes[k]; /* checked sizes only: no overflow */
     }
-    return g->status;
+    return out[0];
 }
 
 #define nn__plan_slice nn__no_plan
@@ -22825,13 +23019,13 @@ static nn_tensor nn__concat_node(nn_graph *g, const nn_tensor *xs, int k, int ax
     return t;
 }
 
-NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis) {
+NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int dim) {
     nn_tensor part[(64 + NN__MAX_IN - 1) / NN__MAX_IN];
-    int k, d, parts;
+    int k, d, parts, axis;
     if (!g) return nn__tensor(-1);
     if (!xs || n < 1 || n > 64) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_concat: needs 1 to 64 tensors, not %d", n);
     if (!nn__check(g, "nn_concat", n, xs)) return nn__tensor(-1);
-    if ((axis = nn__axis(g, "nn_concat", xs[0], axis)) < 0) return nn__tensor(-1);
+    if ((axis = nn__axis(g, "nn_concat", xs[0], dim)) < 0) return nn__tensor(-1);
     for (k = 1; k < n; k++) {
         const nn__node *a = nn__n(g, xs[0]), *b = nn__n(g, xs[k]);
         for (d = 0; d < a->shape.ndim && a->shape.ndim == b->shape.ndim; d++)
@@ -23687,10 +23881,10 @@ NN_API nn_tensor nn_conv1d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     }
 }
 
-NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
-                                     int output_pad_h, int output_pad_w) {
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv_transpose2d_desc *desc) {
     nn_tensor in[2], t;
     nn_conv2d_desc d;
+    int output_pad_h = desc ? desc->output_pad_h : 0, output_pad_w = desc ? desc->output_pad_w : 0;
     nn_shape xs, ws;
     nn__conv_attr at;
     int64_t OH, OW;
@@ -23701,7 +23895,16 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     if (!nn__expect_f32(g, "nn_conv_transpose2d", x, "x") || !nn__expect_f32(g, "nn_conv_transpose2d", w, "w"))
         return nn__tensor(-1);
     memset(&d, 0, sizeof d);
-    if (desc) d = *desc;
+    if (desc) { /* the conv2d whose input gradient this is */
+        d.stride_h = desc->stride_h;
+        d.stride_w = desc->stride_w;
+        d.pad_h = desc->pad_h;
+        d.pad_w = desc->pad_w;
+        d.dilation_h = desc->dilation_h;
+        d.dilation_w = desc->dilation_w;
+        d.groups = desc->groups;
+        d.no_bias = desc->no_bias;
+    }
     if (nn__no_bias_conflict(g, "nn_conv_transpose2d", d.no_bias, bias)) return nn__tensor(-1);
     nn__conv2d_attrs(&d, &at);
     xs = nn__n(g, x)->shape;
@@ -24757,16 +24960,17 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
 }
 
-NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, int groups, nn_tensor gamma, nn_tensor beta, float eps) {
-    return nn__group_norm(g, "nn_group_norm", x, gamma, beta, groups, eps, 0);
+NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, int groups, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc) {
+    return nn__group_norm(g, "nn_group_norm", x, gamma, beta, groups, desc ? desc->eps : 0.0f, 0);
 }
 
-NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, float eps) {
-    return nn__group_norm(g, "nn_instance_norm", x, gamma, beta, 0, eps, 1);
+NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc) {
+    return nn__group_norm(g, "nn_instance_norm", x, gamma, beta, 0, desc ? desc->eps : 0.0f, 1);
 }
 
 /* Layer norm is group norm of x viewed as [rows, features, 1] with one group. */
-NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, float eps) {
+NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc) {
+    float eps = desc ? desc->eps : 0.0f;
     char sx[128];
     nn__node *nx;
     nn_shape tail;
@@ -24793,8 +24997,8 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
     return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
 }
 
-NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc) {
-    nn_batch_norm_desc d;
+NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc) {
+    nn_norm_desc d;
     char sx[128];
     nn__node *nx;
     nn_shape c;
@@ -24852,11 +25056,11 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
 }
 
 /* PyTorch's BatchNorm module: NAME.weight, NAME.bias and the running-statistics buffers. */
-static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const char *name, const char *fn, int lo, int hi,
-                                      const char *layout) {
+static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name, const char *fn,
+                                      int lo, int hi, const char *layout) {
     char nm[4][256], sx[128];
     static const char *const suffix[4] = {"weight", "bias", "running_mean", "running_var"};
-    nn_batch_norm_desc d;
+    nn_norm_desc d;
     nn_tensor t[4];
     nn_init init;
     nn_shape c;
@@ -24864,6 +25068,8 @@ static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const char *name
     if (!nn__norm_check_x(g, fn, x, lo, layout, sx, sizeof sx)) return nn__tensor(-1);
     if (nn__n(g, x)->shape.ndim > hi) return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s must be %s", fn, sx, layout);
     if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", fn);
+    if (desc && (desc->running_mean.id != 0 || desc->running_var.id != 0))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: the layer makes NAME.running_mean and NAME.running_var; desc gives others", fn);
     c = nn_shape1(nn__n(g, x)->shape.dim[1]);
     for (k = 0; k < 4; k++) {
         init.kind = (k == 0 || k == 3) ? NN_INIT_CONSTANT : NN_INIT_ZEROS;
@@ -24874,17 +25080,18 @@ static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const char *name
         if (t[k].id < 0) return nn__tensor(-1);
     }
     memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
     d.running_mean = t[2];
     d.running_var = t[3];
     return nn_batch_norm(g, x, t[0], t[1], &d);
 }
 
-NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const char *name) {
-    return nn__batch_norm_layer(g, x, name, "nn_batch_norm2d_layer", 4, 4, "[N, C, H, W]");
+NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name) {
+    return nn__batch_norm_layer(g, x, desc, name, "nn_batch_norm2d_layer", 4, 4, "[N, C, H, W]");
 }
 
-NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *name) {
-    return nn__batch_norm_layer(g, x, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
+NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name) {
+    return nn__batch_norm_layer(g, x, desc, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
 }
 
 /* ======================================================================
@@ -25282,7 +25489,7 @@ static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     g->schedule.lr = g->opt.lr;
     r = nn_graph_set_schedule(g, &d->schedule);
     if (r != NN_OK) return r;
-    g->lr = nn_lr_at(&g->schedule, 0);
+    g->lr = nn__lr_at(&g->schedule, 0);
     return NN_OK;
 }
 
@@ -25301,7 +25508,7 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         a = nn__op1(g, NN__OP_GRAD_ACC, NN_F32, g->nodes[i].shape, g->nodes[i].grad).id;
         if (a < 0) return g->status;
         g->nodes[a].a.optim.inv_steps = 1.0f / (float)k;
-        g->nodes[a].is_output = 1; /* persistent across the cycle, and what nn_grad reads */
+        g->nodes[a].is_output = 1; /* persistent across the cycle, and what nn_graph_grad reads */
         g->nodes[i].grad = a;
     }
     g->first_update_node = g->n_nodes;
@@ -25578,7 +25785,7 @@ static nn_result nn__launch_opt_step(nn_graph *g, int id) {
 
 /* ==== gradient accumulation: GRAD_ACC, a gradient [any] -> its running mean over a cycle of
    accumulate_steps steps [same], acc = (first step of the cycle ? 0 : acc) + g / steps; a
-   persistent output, what the update ops and nn_grad read. ==== */
+   persistent output, what the update ops and nn_graph_grad read. ==== */
 
 #define nn__grad_grad_acc nn__grad_none
 #define nn__plan_grad_acc nn__no_plan
@@ -26130,7 +26337,7 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p) {
     if (!(p >= 0.0f && p <= 1.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_alpha_dropout: p = %g is outside [0, 1]", p);
     if (g->eval || p == 0.0f) return x;
-    if (p == 1.0f) return nn_scale(g, x, 0.0f);
+    if (p == 1.0f) return nn_mul_scalar(g, x, 0.0f);
     t = nn__op1(g, NN__OP_ALPHA_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         nn__random_attr *r = &g->nodes[t.id].a.random;
@@ -26305,21 +26512,21 @@ static int nn__layer_name(nn_graph *g, const char *op, const char *name) {
     return 1;
 }
 
-NN_API nn_tensor nn_se_block(nn_graph *g, nn_tensor x, int reduction, const char *name) {
+NN_API nn_tensor nn_se_layer(nn_graph *g, nn_tensor x, int reduction, const char *name) {
     char n1[256], n2[256];
     nn_tensor s;
     int64_t c, n, hidden;
-    if (!nn__layer_x(g, "nn_se_block", name, x, 4, "4-D [N, C, H, W]") || !nn__layer_name(g, "nn_se_block", name))
+    if (!nn__layer_x(g, "nn_se_layer", name, x, 4, "4-D [N, C, H, W]") || !nn__layer_name(g, "nn_se_layer", name))
         return nn__tensor(-1);
-    if (reduction < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_se_block %s: reduction %d is not >= 1", name, reduction);
+    if (reduction < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_se_layer %s: reduction %d is not >= 1", name, reduction);
     n = nn__n(g, x)->shape.dim[0];
     c = nn__n(g, x)->shape.dim[1];
     hidden = c / reduction > 0 ? c / reduction : 1;
     snprintf(n1, sizeof n1, "%s.fc1", name);
     snprintf(n2, sizeof n2, "%s.fc2", name);
     s = nn_reshape(g, nn_global_avg_pool2d(g, x), nn_shape2(n, c));
-    s = nn_relu(g, nn_dense(g, s, hidden, NULL, n1));
-    s = nn_sigmoid(g, nn_dense(g, s, c, NULL, n2));
+    s = nn_relu(g, nn_linear_layer(g, s, hidden, NULL, n1));
+    s = nn_sigmoid(g, nn_linear_layer(g, s, c, NULL, n2));
     return nn_mul(g, x, nn_reshape(g, s, nn_shape4(n, c, 1, 1)));
 }
 
@@ -26343,7 +26550,7 @@ NN_API nn_tensor nn_glu(nn_graph *g, nn_tensor x, int dim) {
     return nn_mul(g, nn_slice(g, x, dim, 0, h), nn_sigmoid(g, nn_slice(g, x, dim, h, h)));
 }
 
-/* x [..., D] as [rows, D] for nn_dense; *rows_shape keeps the leading dims. */
+/* x [..., D] as [rows, D] for nn_linear_layer; *rows_shape keeps the leading dims. */
 static nn_tensor nn__layer_rows(nn_graph *g, nn_tensor x, nn_shape *lead) {
     nn_shape s = nn__n(g, x)->shape;
     int64_t rows = 1;
@@ -26359,42 +26566,42 @@ static nn_tensor nn__layer_unrows(nn_graph *g, nn_tensor y, nn_shape lead) {
     return nn_reshape(g, y, lead);
 }
 
-NN_API nn_tensor nn_swiglu_ffn(nn_graph *g, nn_tensor x, int64_t hidden, const char *name) {
+NN_API nn_tensor nn_swiglu_layer(nn_graph *g, nn_tensor x, int64_t hidden, const char *name) {
     char n1[256], n2[256], n3[256];
-    nn_dense_desc nb;
+    nn_linear_desc nb;
     nn_shape lead;
     nn_tensor r, a, b;
-    if (!nn__layer_x(g, "nn_swiglu_ffn", name, x, 0, "") || !nn__layer_name(g, "nn_swiglu_ffn", name)) return nn__tensor(-1);
-    if (hidden < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_swiglu_ffn %s: hidden %lld is not >= 1", name, (long long)hidden);
+    if (!nn__layer_x(g, "nn_swiglu_layer", name, x, 0, "") || !nn__layer_name(g, "nn_swiglu_layer", name)) return nn__tensor(-1);
+    if (hidden < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_swiglu_layer %s: hidden %lld is not >= 1", name, (long long)hidden);
     memset(&nb, 0, sizeof nb);
     nb.no_bias = 1;
     snprintf(n1, sizeof n1, "%s.w1", name);
     snprintf(n2, sizeof n2, "%s.w2", name);
     snprintf(n3, sizeof n3, "%s.w3", name);
     r = nn__layer_rows(g, x, &lead);
-    a = nn_silu(g, nn_dense(g, r, hidden, &nb, n1));
-    b = nn_dense(g, r, hidden, &nb, n3);
-    return nn__layer_unrows(g, nn_dense(g, nn_mul(g, a, b), lead.dim[lead.ndim - 1], &nb, n2), lead);
+    a = nn_silu(g, nn_linear_layer(g, r, hidden, &nb, n1));
+    b = nn_linear_layer(g, r, hidden, &nb, n3);
+    return nn__layer_unrows(g, nn_linear_layer(g, nn_mul(g, a, b), lead.dim[lead.ndim - 1], &nb, n2), lead);
 }
 
-NN_API nn_tensor nn_highway(nn_graph *g, nn_tensor x, const char *name) {
+NN_API nn_tensor nn_highway_layer(nn_graph *g, nn_tensor x, const char *name) {
     char nh[256], nt[256];
     nn_shape lead;
     nn_tensor r, h, t;
     int64_t d;
-    if (!nn__layer_x(g, "nn_highway", name, x, 0, "") || !nn__layer_name(g, "nn_highway", name)) return nn__tensor(-1);
+    if (!nn__layer_x(g, "nn_highway_layer", name, x, 0, "") || !nn__layer_name(g, "nn_highway_layer", name)) return nn__tensor(-1);
     snprintf(nh, sizeof nh, "%s.H", name);
     snprintf(nt, sizeof nt, "%s.T", name);
     r = nn__layer_rows(g, x, &lead);
     d = lead.dim[lead.ndim - 1];
-    h = nn_relu(g, nn_dense(g, r, d, NULL, nh));
-    t = nn_sigmoid(g, nn_dense(g, r, d, NULL, nt));
+    h = nn_relu(g, nn_linear_layer(g, r, d, NULL, nh));
+    t = nn_sigmoid(g, nn_linear_layer(g, r, d, NULL, nt));
     /* t * h + (1 - t) * x = x + t * (h - x) */
     return nn__layer_unrows(g, nn_add(g, r, nn_mul(g, t, nn_sub(g, h, r))), lead);
 }
 
-NN_API nn_tensor nn_rmse_loss(nn_graph *g, nn_tensor pred, nn_tensor target) {
-    return nn_sqrt(g, nn_mse_loss(g, pred, target, NULL));
+NN_API nn_tensor nn_rmse_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc) {
+    return nn_sqrt(g, nn_mse_loss(g, pred, target, desc));
 }
 
 /* Rows divided by their L2 norms clamped below at 1e-12 (F.normalize's eps). */
@@ -26403,14 +26610,17 @@ static nn_tensor nn__layer_normalize(nn_graph *g, nn_tensor z) {
     return nn_div(g, z, nn_clamp(g, nn_norm_dim(g, z, 2.0f, &d1, 1, 1), 1e-12f, NAN));
 }
 
-NN_API nn_tensor nn_info_nce_loss(nn_graph *g, nn_tensor z1, nn_tensor z2, float temperature) {
-    nn_tensor a, b, logits, diag;
+NN_API nn_tensor nn_info_nce_loss(nn_graph *g, nn_tensor z1, nn_tensor z2, float temperature, const nn_loss_desc *desc) {
+    nn_tensor a, b, logits, diag, rows;
+    nn_reduction r = desc ? desc->reduction : NN_REDUCTION_DEFAULT;
     int d1 = 1;
     if (!nn__layer_x(g, "nn_info_nce_loss", NULL, z1, 2, "2-D [B, D]") ||
         !nn__layer_x(g, "nn_info_nce_loss", NULL, z2, 2, "2-D [B, D]"))
         return nn__tensor(-1);
     if (!(temperature > 0) || !isfinite(temperature))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_info_nce_loss: temperature %g is not > 0 and finite", (double)temperature);
+    if (r != NN_REDUCTION_DEFAULT && r != NN_REDUCTION_MEAN && r != NN_REDUCTION_SUM && r != NN_REDUCTION_NONE)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_info_nce_loss: reduction %d is not one this loss takes", (int)r);
     if (!nn__shape_eq(&nn__n(g, z1)->shape, &nn__n(g, z2)->shape)) {
         char s1[128], s2[128];
         nn__shape_str(&nn__n(g, z1)->shape, s1, sizeof s1);
@@ -26419,9 +26629,10 @@ NN_API nn_tensor nn_info_nce_loss(nn_graph *g, nn_tensor z1, nn_tensor z2, float
     }
     a = nn__layer_normalize(g, z1);
     b = nn__layer_normalize(g, z2);
-    logits = nn_scale(g, nn_matmul(g, a, b, 0, 1), 1.0f / temperature);
-    diag = nn_scale(g, nn_sum_dim(g, nn_mul(g, a, b), &d1, 1, 0), 1.0f / temperature);
-    return nn_mean(g, nn_sub(g, nn_logsumexp(g, logits, &d1, 1, 0), diag));
+    logits = nn_mul_scalar(g, nn_matmul(g, a, b, 0, 1), 1.0f / temperature);
+    diag = nn_mul_scalar(g, nn_sum_dim(g, nn_mul(g, a, b), &d1, 1, 0), 1.0f / temperature);
+    rows = nn_sub(g, nn_logsumexp_dim(g, logits, &d1, 1, 0), diag); /* [B] */
+    return r == NN_REDUCTION_NONE ? rows : r == NN_REDUCTION_SUM ? nn_sum(g, rows) : nn_mean(g, rows);
 }
 
 NN_API nn_tensor nn_rbf_layer(nn_graph *g, nn_tensor x, int64_t n_centers, const char *name) {
@@ -26446,49 +26657,50 @@ NN_API nn_tensor nn_rbf_layer(nn_graph *g, nn_tensor x, int64_t n_centers, const
     return nn_exp(g, nn_neg(g, nn_mul(g, d2, nn_exp(g, lg))));
 }
 
-NN_API nn_tensor nn_moe(nn_graph *g, nn_tensor x, int n_experts, int top_k, int64_t hidden, const char *name,
-                        nn_tensor *aux_loss) {
+NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64_t top_k, int64_t hidden, const nn_moe_desc *desc,
+                              const char *name) {
+    nn_tensor *aux_loss = desc ? desc->aux_loss : NULL;
     char nb[256];
     nn_tensor logits, probs, m, kth = NN_NONE, mask, wts, y = NN_NONE;
     int64_t d;
     int i, d1 = 1, d0 = 0;
     if (aux_loss) *aux_loss = nn__tensor(-1);
-    if (!nn__layer_x(g, "nn_moe", name, x, 2, "2-D [B, D]") || !nn__layer_name(g, "nn_moe", name)) return nn__tensor(-1);
+    if (!nn__layer_x(g, "nn_moe_layer", name, x, 2, "2-D [B, D]") || !nn__layer_name(g, "nn_moe_layer", name)) return nn__tensor(-1);
     if (n_experts < 1 || top_k < 1 || top_k > n_experts || hidden < 1)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
-                           "nn_moe %s: needs n_experts >= 1 (%d), 1 <= top_k <= n_experts (%d) and hidden >= 1 (%lld)", name,
-                           n_experts, top_k, (long long)hidden);
+                           "nn_moe_layer %s: needs n_experts >= 1 (%lld), 1 <= top_k <= n_experts (%lld) and hidden >= 1 (%lld)",
+                           name, (long long)n_experts, (long long)top_k, (long long)hidden);
     d = nn__n(g, x)->shape.dim[1];
     {
-        nn_dense_desc nob;
+        nn_linear_desc nob;
         memset(&nob, 0, sizeof nob);
         nob.no_bias = 1;
         snprintf(nb, sizeof nb, "%s.gate", name);
-        logits = nn_dense(g, x, n_experts, &nob, nb);
+        logits = nn_linear_layer(g, x, n_experts, &nob, nb);
     }
-    probs = nn_softmax(g, logits);
+    probs = nn_softmax(g, logits, -1);
     /* the k-th largest probability of each row: the row max, k times, each time pushing the
        maxima found below every probability (probabilities lie in [0, 1]) */
     m = nn_detach(g, probs);
     for (i = 0; i < top_k; i++) {
-        kth = nn_amax(g, m, &d1, 1, 1);
-        if (i + 1 < top_k) m = nn_sub(g, m, nn_scale(g, nn_ge(g, m, kth), 2.0f));
+        kth = nn_amax_dim(g, m, &d1, 1, 1);
+        if (i + 1 < top_k) m = nn_sub(g, m, nn_mul_scalar(g, nn_ge(g, m, kth), 2.0f));
     }
     mask = nn_ge(g, nn_detach(g, probs), kth); /* [B, E]: 1 for the kept experts */
     wts = nn_mul(g, probs, mask);
     for (i = 0; i < n_experts; i++) {
         nn_tensor h;
         snprintf(nb, sizeof nb, "%s.experts.%d.fc1", name, i);
-        h = nn_relu(g, nn_dense(g, x, hidden, NULL, nb));
+        h = nn_relu(g, nn_linear_layer(g, x, hidden, NULL, nb));
         snprintf(nb, sizeof nb, "%s.experts.%d.fc2", name, i);
-        h = nn_mul(g, nn_dense(g, h, d, NULL, nb), nn_slice(g, wts, 1, i, 1));
+        h = nn_mul(g, nn_linear_layer(g, h, d, NULL, nb), nn_slice(g, wts, 1, i, 1));
         y = i ? nn_add(g, y, h) : h;
     }
     if (aux_loss) {
         /* Switch Transformer: E * sum_e f_e P_e, f_e the fraction of rows routed to e
            (counted over the k slots), P_e the mean gate probability */
         nn_tensor f = nn_mean_dim(g, mask, &d0, 1, 0), p = nn_mean_dim(g, probs, &d0, 1, 0);
-        *aux_loss = nn_scale(g, nn_sum(g, nn_mul(g, f, p)), (float)n_experts);
+        *aux_loss = nn_mul_scalar(g, nn_sum(g, nn_mul(g, f, p)), (float)n_experts);
     }
     return y;
 }
@@ -26826,13 +27038,13 @@ static nn_result nn__idx_parse(nn_context *ctx, const char *path, const unsigned
     return NN_OK;
 }
 
-NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out) {
+NN_API nn_result nn_array_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out) {
     unsigned char *buf;
     size_t len;
     nn_result r;
-    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_idx: out is NULL");
+    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_array_load_idx: out is NULL");
     memset(out, 0, sizeof *out);
-    if (as != NN_F32 && as != NN_I32) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_idx: unknown dtype");
+    if (as != NN_F32 && as != NN_I32) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_array_load_idx: unknown dtype");
     r = nn__read_file(ctx, path, &buf, &len);
     if (r != NN_OK) return r;
     r = nn__idx_parse(ctx, path, buf, len, as, out);
@@ -26852,7 +27064,7 @@ static int nn__csv_blank(const char *s, const char *e) {
 
 static nn_result nn__csv_check_delimiter(nn_context *ctx, const char *path, char delim) {
     if (delim == '\n' || delim == '\r' || delim == '.' || delim == '-' || delim == '+' || (delim >= '0' && delim <= '9'))
-        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_csv: %s: delimiter '%c' cannot separate numbers", path ? path : "",
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_array_load_csv: %s: delimiter '%c' cannot separate numbers", path ? path : "",
                         delim);
     return NN_OK;
 }
@@ -26936,11 +27148,11 @@ static nn_result nn__csv_parse(nn_context *ctx, const char *path, const unsigned
     return NN_OK;
 }
 
-NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out) {
+NN_API nn_result nn_array_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out) {
     unsigned char *buf;
     size_t len;
     nn_result r;
-    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_csv: out is NULL");
+    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_array_load_csv: out is NULL");
     memset(out, 0, sizeof *out);
     r = nn__csv_check_delimiter(ctx, path, desc && desc->delimiter ? desc->delimiter : ',');
     if (r != NN_OK) return r;
@@ -27609,7 +27821,7 @@ done:
     return r;
 }
 
-NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
+NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
     unsigned char *buf = NULL;
     size_t len = 0;
     nn_result r;
@@ -27680,7 +27892,7 @@ static int nn__st_put_string(nn__st_text *t, const char *name) {
     return 1;
 }
 
-/* A tensor to save (or, for nn_load_state, to load): its name, shape, and where its float32
+/* A tensor to save (or, for nn_graph_load_state, to load): its name, shape, and where its float32
    data lives, a backend buffer or a host copy (a parameter before its first upload). */
 typedef struct nn__st_item {
     char *name;
@@ -27767,7 +27979,7 @@ done:
     return r;
 }
 
-NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
+NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__params *ps;
     nn__st_item *items;
@@ -27776,7 +27988,7 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
     ps = g->params;
-    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_save_safetensors: no path given");
+    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_save_safetensors: no path given");
     items = (nn__st_item *)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *items);
     if (!items) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     for (i = 0; i < ps->n; i++) {
@@ -27802,9 +28014,9 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
    ====================================================================== */
 /* Training state for exact resume, and datasets that live on the device.
 
-   nn_save_state() writes one safetensors file holding everything a compiled training graph
+   nn_graph_save_state() writes one safetensors file holding everything a compiled training graph
    carries from one step to the next:
-     NAME                  every parameter and buffer (PyTorch's names, as nn_save_safetensors)
+     NAME                  every parameter and buffer (PyTorch's names, as nn_graph_save_safetensors)
      NAME.__opt.K          the optimizer's K-th state tensor for parameter NAME, in the order
                            of nn__opt_n_aux (Adam: 0 m, 1 v, 2 max v; SGD: 0 momentum, ...)
      NAME.__grad_acc       the running gradient mean when accumulate_steps > 1
@@ -27812,7 +28024,7 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
    step and update counters (g->step, the optimizer clock, NAdam's momentum product), the
    graph seed, accumulate_steps, and each dataset's seed, epoch and position. Doubles are
    written with 17 significant digits and integers in decimal, so they round-trip exactly.
-   nn_load_state() checks all of it against the graph (optimizer kind, state count, every
+   nn_graph_load_state() checks all of it against the graph (optimizer kind, state count, every
    tensor present with its shape) before it writes anything.
 
    A dataset (nn_dataset_create) is owned by its graph. Its samples are two inputs written
@@ -28068,7 +28280,7 @@ static int nn__parse_u64(const char *s, uint64_t *out) {
     return 1;
 }
 
-NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
+NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__state_list l;
     nn__st_text h;
@@ -28078,9 +28290,9 @@ NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
-    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_save_state: no path given");
+    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_save_state: no path given");
     if (!g->compiled || g->status != NN_OK)
-        return nn__fail(ctx, NN_ERR_STATE, "nn_save_state: %s: compile the graph first", path);
+        return nn__fail(ctx, NN_ERR_STATE, "nn_graph_save_state: %s: compile the graph first", path);
     r = nn__state_collect(g, path, &l);
     if (r != NN_OK) return r;
     memset(&h, 0, sizeof h);
@@ -28255,7 +28467,7 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
     g->step = step;
     g->clock.t = updates;
     g->clock.mu_prod = mu;
-    g->lr = nn_lr_at(&g->schedule, updates > 0 ? (int64_t)updates - 1 : 0);
+    g->lr = nn__lr_at(&g->schedule, updates > 0 ? (int64_t)updates - 1 : 0);
     for (d = g->datasets; d && r == NN_OK; d = d->next) {
         char key[300];
         uint64_t v;
@@ -28279,14 +28491,14 @@ done:
     return r;
 }
 
-NN_API nn_result nn_load_state(nn_graph *g, const char *path) {
+NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path) {
     unsigned char *buf = NULL;
     size_t len = 0;
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!path || !path[0]) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_state: no path given");
+    if (!path || !path[0]) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_load_state: no path given");
     if (!g->compiled || g->status != NN_OK)
-        return nn__fail(g->ctx, NN_ERR_STATE, "nn_load_state: %s: compile the graph first", path);
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_load_state: %s: compile the graph first", path);
     r = nn__read_file(g->ctx, path, &buf, &len);
     if (r != NN_OK) return r;
     r = nn__load_state_mem(g, path, buf, len);
@@ -28440,7 +28652,11 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
 
 NN_API nn_tensor nn_dataset_x(const nn_dataset *d) { return d ? d->xb : nn__tensor_of(NULL, -1); }
 NN_API nn_tensor nn_dataset_y(const nn_dataset *d) { return d ? d->yb : nn__tensor_of(NULL, -1); }
-NN_API int64_t nn_dataset_epoch(const nn_dataset *d) { return d ? d->epoch : -1; }
+NN_API nn_result nn_dataset_epoch(const nn_dataset *d, int64_t *epoch) {
+    if (!epoch) return NN_ERR_INVALID_ARGUMENT;
+    *epoch = d ? d->epoch : -1;
+    return d ? NN_OK : NN_ERR_INVALID_ARGUMENT;
+}
 
 NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
     nn_graph *g;

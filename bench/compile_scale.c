@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
     t0 = now();
     x = nn_input(g, "x", NN_F32, nn_shape2(4, 8));
     y = x;
-    for (i = 0; i < L; i++) { char name[32]; snprintf(name, sizeof name, "l%d", i); y = nn_relu(g, nn_dense(g, y, 8, NULL, name)); }
+    for (i = 0; i < L; i++) { char name[32]; snprintf(name, sizeof name, "l%d", i); y = nn_relu(g, nn_linear_layer(g, y, 8, NULL, name)); }
     loss = nn_mean(g, y);
     t1 = now();
     memset(&cd, 0, sizeof cd); cd.loss = loss; cd.optimizer.kind = NN_OPT_ADAM;
@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
     r = r == NN_OK ? nn_graph_step(g) : r;
     if (r == NN_OK) r = nn_graph_finish(g);
     t3 = now();
-    printf("layers=%d build=%.3fs compile=%.3fs first_step=%.3fs r=%d %s\n", L, t1 - t0, t2 - t1, t3 - t2, r, r ? nn_last_error(ctx) : "");
+    printf("layers=%d build=%.3fs compile=%.3fs first_step=%.3fs r=%d %s\n", L, t1 - t0, t2 - t1, t3 - t2, r, r ? nn_context_last_error(ctx) : "");
     nn_graph_destroy(g); nn_context_destroy(ctx);
     return 0;
 }

@@ -6,7 +6,7 @@ Prints one line per layer:
 (T: torch.set_num_threads, default 1; B: OpenBLAS's threads, from OPENBLAS_NUM_THREADS.
 bench/run.sh runs it at 1 and 2 threads and keeps the best.) LAYER picks layers (default:
 the eight nn_bench layers measures); moe_dense, never run by default, is the MoE with every
-expert run on every row, as nn_moe computes it (for explaining the moe figure).
+expert run on every row, as nn_moe_layer computes it (for explaining the moe figure).
 
 The same layers and sizes as nn_bench layers, written as a PyTorch user writes them
 (nn.Linear, F.glu, F.normalize, F.cross_entropy, torch.optim.Adam lr 1e-3), per step only

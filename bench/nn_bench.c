@@ -97,12 +97,16 @@ static nn_context *open_ctx(const char *sel, char *name, size_t n) {
         fprintf(stderr, "nn_bench: cannot open device %s: %s\n", sel, nn_result_string(r));
         return NULL;
     }
-    bench_name(nn_backend_name(ctx), name, n);
+    {
+        nn_device_info dev;
+        nn_context_device(ctx, &dev);
+        bench_name(dev.name, name, n);
+    }
     return ctx;
 }
 
 static int fail(nn_context *ctx, const char *what, nn_result r) {
-    fprintf(stderr, "nn_bench: %s: %s: %s\n", what, nn_result_string(r), nn_last_error(ctx));
+    fprintf(stderr, "nn_bench: %s: %s: %s\n", what, nn_result_string(r), nn_context_last_error(ctx));
     return 1;
 }
 
@@ -136,7 +140,7 @@ static int bench_sgemm(const char *sel) {
             a = nn_input(g, "a", NN_F32, nn_shape2(n, n));
             b = nn_input(g, "b", NN_F32, nn_shape2(n, n));
             c = nn_matmul(g, a, b, 0, 0);
-            nn_output(g, c);
+            nn_graph_output(g, c);
             r = nn_graph_compile(g, &cd);
         }
         if (r == NN_OK) {
@@ -193,9 +197,9 @@ static nn_result mlp_build(nn_context *ctx, mlp *m) {
     m->y_all = nn_input(m->g, "y_all", NN_I32, nn_shape1(TRAIN_N));
     m->idx = nn_input(m->g, "idx", NN_I32, nn_shape1(BATCH));
     yb = nn_gather_rows(m->g, m->y_all, m->idx);
-    h = nn_relu(m->g, nn_dense(m->g, nn_gather_rows(m->g, m->x_all, m->idx), 256, NULL, "fc1"));
-    h = nn_relu(m->g, nn_dense(m->g, h, 128, NULL, "fc2"));
-    logits = nn_dense(m->g, h, 10, NULL, "fc3");
+    h = nn_relu(m->g, nn_linear_layer(m->g, nn_gather_rows(m->g, m->x_all, m->idx), 256, NULL, "fc1"));
+    h = nn_relu(m->g, nn_linear_layer(m->g, h, 128, NULL, "fc2"));
+    logits = nn_linear_layer(m->g, h, 10, NULL, "fc3");
     loss = nn_softmax_cross_entropy(m->g, logits, yb);
     nn_accumulate(m->g, loss);
     nn_accumulate(m->g, nn_accuracy(m->g, logits, yb));
@@ -319,7 +323,7 @@ static int bench_conv(const char *sel) {
         r = nn_graph_create(ctx, NULL, &g);
         if (r == NN_OK) {
             x = nn_input(g, "x", NN_F32, nn_shape4(sh[0], sh[1], sh[2], sh[3]));
-            if (sh[1] > 1) nn_requires_grad(g, x); /* the first layer needs no dx */
+            if (sh[1] > 1) nn_graph_requires_grad(g, x); /* the first layer needs no dx */
             w = nn_param(g, "w", nn_shape4(sh[4], sh[1], 3, 3), init);
             y = nn_conv2d(g, x, w, none, &dd);
             cd.loss = nn_sum(g, y);
@@ -366,7 +370,7 @@ static nn_tensor cnn_block(nn_graph *g, nn_tensor x, int64_t channels, const cha
     cd.pad_h = cd.pad_w = 1;
     pd.kernel_h = pd.kernel_w = 2;
     x = nn_conv2d_layer(g, x, channels, 3, 3, &cd, conv);
-    x = nn_relu(g, nn_batch_norm2d_layer(g, x, bn));
+    x = nn_relu(g, nn_batch_norm2d_layer(g, x, NULL, bn));
     return nn_max_pool2d(g, x, &pd);
 }
 
@@ -402,8 +406,8 @@ static int bench_cnn(const char *sel) {
         yb = nn_gather_rows(g, y_all, idx);
         h = cnn_block(g, nn_gather_rows(g, x_all, idx), 32, "conv1", "bn1");
         h = cnn_block(g, h, 64, "conv2", "bn2");
-        h = nn_dropout(g, nn_relu(g, nn_dense(g, nn_flatten(g, h), 128, NULL, "fc1")), 0.25f);
-        logits = nn_dense(g, h, 10, NULL, "fc2");
+        h = nn_dropout(g, nn_relu(g, nn_linear_layer(g, nn_flatten(g, h), 128, NULL, "fc1")), 0.25f);
+        logits = nn_linear_layer(g, h, 10, NULL, "fc2");
         loss = nn_softmax_cross_entropy(g, logits, yb);
         nn_accumulate(g, loss);
         nn_accumulate(g, nn_accuracy(g, logits, yb));
@@ -585,7 +589,7 @@ static int bench_mem(const char *sel) {
         b = nn_input(g, "b", NN_F32, nn_shape1(n));
         c = nn_input(g, "c", NN_F32, nn_shape1(n));
         y = nn_add(g, nn_mul(g, a, b), c);
-        nn_output(g, y);
+        nn_graph_output(g, y);
         r = nn_graph_compile(g, &cd);
     }
     for (k = 0; k < 3 && r == NN_OK; k++) {
@@ -602,7 +606,7 @@ static int bench_mem(const char *sel) {
     if (r == NN_OK) {
         x = nn_input(g, "x", NN_F32, nn_shape2(side, side));
         s = nn_sum_dim(g, x, &last, 1, 0);
-        nn_output(g, s);
+        nn_graph_output(g, s);
         r = nn_graph_compile(g, &cd);
     }
     if (r == NN_OK) r = nn_tensor_write(g, x, host, (size_t)(side * side) * sizeof(float));
@@ -630,40 +634,40 @@ static nn_tensor layer_loss(nn_graph *g, int k, nn_tensor *in, int *nin, int *pa
     switch (k) {
     case 0:
         in[0] = nn_input(g, "x", NN_F32, nn_shape4(32, 64, 16, 16));
-        return nn_mean(g, nn_se_block(g, in[0], 16, "se"));
+        return nn_mean(g, nn_se_layer(g, in[0], 16, "se"));
     case 1:
         *params = 0;
         in[0] = nn_input(g, "x", NN_F32, nn_shape2(256, 1024));
-        nn_requires_grad(g, in[0]);
+        nn_graph_requires_grad(g, in[0]);
         return nn_mean(g, nn_glu(g, in[0], -1));
     case 2:
         in[0] = nn_input(g, "x", NN_F32, nn_shape3(16, 64, 256));
-        return nn_mean(g, nn_swiglu_ffn(g, in[0], 683, "ffn"));
+        return nn_mean(g, nn_swiglu_layer(g, in[0], 683, "ffn"));
     case 3:
         in[0] = nn_input(g, "x", NN_F32, nn_shape2(256, 512));
-        return nn_mean(g, nn_highway(g, in[0], "hw"));
+        return nn_mean(g, nn_highway_layer(g, in[0], "hw"));
     case 4:
         *params = 0;
         *nin = 2;
         in[0] = nn_input(g, "pred", NN_F32, nn_shape2(256, 512));
         in[1] = nn_input(g, "target", NN_F32, nn_shape2(256, 512));
-        nn_requires_grad(g, in[0]);
-        return nn_rmse_loss(g, in[0], in[1]);
+        nn_graph_requires_grad(g, in[0]);
+        return nn_rmse_loss(g, in[0], in[1], NULL);
     case 5:
         *params = 0;
         *nin = 2;
         in[0] = nn_input(g, "z1", NN_F32, nn_shape2(256, 128));
         in[1] = nn_input(g, "z2", NN_F32, nn_shape2(256, 128));
-        nn_requires_grad(g, in[0]);
-        nn_requires_grad(g, in[1]);
-        return nn_info_nce_loss(g, in[0], in[1], 0.1f);
+        nn_graph_requires_grad(g, in[0]);
+        nn_graph_requires_grad(g, in[1]);
+        return nn_info_nce_loss(g, in[0], in[1], 0.1f, NULL);
     case 6:
         in[0] = nn_input(g, "x", NN_F32, nn_shape2(256, 32));
         return nn_mean(g, nn_rbf_layer(g, in[0], 128, "rbf"));
     default:
         in[0] = nn_input(g, "x", NN_F32, nn_shape2(256, 256));
-        y = nn_mean(g, nn_moe(g, in[0], 8, 2, 512, "moe", &aux));
-        return nn_add(g, y, nn_scale(g, aux, 0.01f));
+        y = nn_mean(g, nn_moe_layer(g, in[0], 8, 2, 512, &(nn_moe_desc){&aux}, "moe"));
+        return nn_add(g, y, nn_mul_scalar(g, aux, 0.01f));
     }
 }
 
@@ -690,7 +694,10 @@ static int bench_layers(const char *sel) {
             r = nn_graph_compile(g, &cd);
         }
         for (i = 0; i < nin && r == NN_OK; i++) {
-            size_t n = (size_t)nn_tensor_numel(g, in[i]);
+            int64_t numel = 0;
+            size_t n;
+            nn_tensor_numel(g, in[i], &numel);
+            n = (size_t)numel;
             float *p = (float *)realloc(host, n * sizeof(float));
             if (!p) {
                 r = NN_ERR_OUT_OF_MEMORY;
@@ -722,7 +729,8 @@ static int bench_layers(const char *sel) {
 static int list_devices(void) {
     nn_device_info info[16];
     char name[256];
-    int n = nn_list_devices(info, 16), i;
+    int n = 0, i;
+    nn_list_devices(info, 16, &n);
     printf("cpu cpu\n");
     for (i = 0; i < n && i < 16; i++) {
         bench_name(info[i].name, name, sizeof name);

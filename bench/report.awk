@@ -108,14 +108,14 @@ BEGIN {
     PRIMARY["layer"] = "ms_per_step"
     METRIC["ms_per_step"] = 1
     NLAYER = split("se_block glu swiglu_ffn highway rmse_loss info_nce_loss rbf moe", LAYER, " ")
-    LAYER_LABEL["se_block"] = "nn_se_block x [32, 64, 16, 16], reduction 16"
+    LAYER_LABEL["se_block"] = "nn_se_layer x [32, 64, 16, 16], reduction 16"
     LAYER_LABEL["glu"] = "nn_glu x [256, 1024], dim -1"
-    LAYER_LABEL["swiglu_ffn"] = "nn_swiglu_ffn x [16, 64, 256], hidden 683"
-    LAYER_LABEL["highway"] = "nn_highway x [256, 512]"
+    LAYER_LABEL["swiglu_ffn"] = "nn_swiglu_layer x [16, 64, 256], hidden 683"
+    LAYER_LABEL["highway"] = "nn_highway_layer x [256, 512]"
     LAYER_LABEL["rmse_loss"] = "nn_rmse_loss [256, 512]"
     LAYER_LABEL["info_nce_loss"] = "nn_info_nce_loss z1, z2 [256, 128], temperature 0.1"
     LAYER_LABEL["rbf"] = "nn_rbf_layer x [256, 32], 128 centers"
-    LAYER_LABEL["moe"] = "nn_moe x [256, 256], 8 experts, top 2, hidden 512"
+    LAYER_LABEL["moe"] = "nn_moe_layer x [256, 256], 8 experts, top 2, hidden 512"
 }
 
 $1 == "BENCH" && $2 == "name=env" {

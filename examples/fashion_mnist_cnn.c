@@ -52,7 +52,7 @@ static nn_tensor conv_block(nn_graph *g, nn_tensor x, int64_t channels, const ch
     cd.pad_h = cd.pad_w = 1;
     pd.kernel_h = pd.kernel_w = 2;
     x = nn_conv2d_layer(g, x, channels, 3, 3, &cd, conv);
-    x = nn_relu(g, nn_batch_norm2d_layer(g, x, bn));
+    x = nn_relu(g, nn_batch_norm2d_layer(g, x, NULL, bn));
     return nn_max_pool2d(g, x, &pd);
 }
 
@@ -61,9 +61,9 @@ static nn_tensor conv_block(nn_graph *g, nn_tensor x, int64_t channels, const ch
 static nn_tensor cnn(nn_graph *g, nn_tensor x) {
     nn_tensor h = conv_block(g, x, 32, "conv1", "bn1"); /* [B, 32, 14, 14] */
     h = conv_block(g, h, 64, "conv2", "bn2");           /* [B, 64, 7, 7] */
-    h = nn_relu(g, nn_dense(g, nn_flatten(g, h), 128, NULL, "fc1"));
+    h = nn_relu(g, nn_linear_layer(g, nn_flatten(g, h), 128, NULL, "fc1"));
     h = nn_dropout(g, h, 0.25f);
-    return nn_dense(g, h, CLASSES, NULL, "fc2");
+    return nn_linear_layer(g, h, CLASSES, NULL, "fc2");
 }
 
 /* The learning rate of step t of total: cosine decay from LR_MAX (t = 0) to LR_MIN (the last). */
@@ -119,8 +119,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fashion_mnist: nn_context_create: %s\n", nn_result_string(r));
         goto done;
     }
-    fmnist_device_name(nn_backend_name(ctx), devname, sizeof devname);
-    printf("backend: %s\n", nn_backend_name(ctx));
+    {
+        nn_device_info dev; /* the device the context runs on, with its backend */
+        nn_context_device(ctx, &dev);
+        fmnist_device_name(dev.name, devname, sizeof devname);
+        printf("backend: %s\n", dev.name);
+    }
 
     /* The training graph: the batch's images and labels are gathered on the device from the
        resident dataset with the same indices. */
@@ -170,7 +174,7 @@ int main(int argc, char **argv) {
             goto fail;
 
         t0 = fmnist_now();
-        s0 = nn_get_stats(ctx);
+        nn_context_stats(ctx, &s0);
         for (step = 0; step < steps; step++) {
             /* The step's only transfer: 64 indices into the resident dataset (images and
                labels). The learning rate is a kernel argument: setting it moves nothing. */
@@ -181,7 +185,7 @@ int main(int argc, char **argv) {
                 goto fail;
         }
         if ((r = nn_graph_finish(g)) != NN_OK) goto fail;
-        s1 = nn_get_stats(ctx);
+        nn_context_stats(ctx, &s1);
         secs = fmnist_now() - t0;
         train_secs += secs;
         h2d += s1.h2d_bytes - s0.h2d_bytes;
@@ -213,7 +217,7 @@ int main(int argc, char **argv) {
     goto done;
 
 fail:
-    fprintf(stderr, "fashion_mnist: %s: %s\n", nn_result_string(r), nn_last_error(ctx));
+    fprintf(stderr, "fashion_mnist: %s: %s\n", nn_result_string(r), nn_context_last_error(ctx));
     status = 1;
 done:
     nn_graph_destroy(ev);

@@ -45,9 +45,9 @@
 
 /* Both graphs call this; the second (share_params) finds fc1..fc3 by name. */
 static nn_tensor mlp(nn_graph *g, nn_tensor x) {
-    nn_tensor h = nn_relu(g, nn_dense(g, x, 256, NULL, "fc1"));
-    h = nn_relu(g, nn_dense(g, h, 128, NULL, "fc2"));
-    return nn_dense(g, h, CLASSES, NULL, "fc3");
+    nn_tensor h = nn_relu(g, nn_linear_layer(g, x, 256, NULL, "fc1"));
+    h = nn_relu(g, nn_linear_layer(g, h, 128, NULL, "fc2"));
+    return nn_linear_layer(g, h, CLASSES, NULL, "fc3");
 }
 
 /* The learning rate of step t of total: cosine decay from LR_MAX (t = 0) to LR_MIN (the last). */
@@ -94,8 +94,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fashion_mnist: nn_context_create: %s\n", nn_result_string(r));
         goto done;
     }
-    fmnist_device_name(nn_backend_name(ctx), devname, sizeof devname);
-    printf("backend: %s\n", nn_backend_name(ctx));
+    {
+        nn_device_info dev; /* the device the context runs on, with its backend */
+        nn_context_device(ctx, &dev);
+        fmnist_device_name(dev.name, devname, sizeof devname);
+        printf("backend: %s\n", dev.name);
+    }
 
     /* The training graph: the batch's images and labels are gathered on the device from the
        resident dataset with the same indices. */
@@ -143,7 +147,7 @@ int main(int argc, char **argv) {
             goto fail;
 
         t0 = fmnist_now();
-        s0 = nn_get_stats(ctx);
+        nn_context_stats(ctx, &s0);
         for (step = 0; step < steps; step++) {
             /* The step's only transfer: 128 indices into the resident dataset (images and
                labels). The learning rate is a kernel argument: setting it moves nothing. */
@@ -154,7 +158,7 @@ int main(int argc, char **argv) {
                 goto fail;
         }
         if ((r = nn_graph_finish(g)) != NN_OK) goto fail;
-        s1 = nn_get_stats(ctx);
+        nn_context_stats(ctx, &s1);
         secs = fmnist_now() - t0;
         train_secs += secs;
         h2d += s1.h2d_bytes - s0.h2d_bytes;
@@ -180,7 +184,7 @@ int main(int argc, char **argv) {
     goto done;
 
 fail:
-    fprintf(stderr, "fashion_mnist: %s: %s\n", nn_result_string(r), nn_last_error(ctx));
+    fprintf(stderr, "fashion_mnist: %s: %s\n", nn_result_string(r), nn_context_last_error(ctx));
     status = 1;
 done:
     nn_graph_destroy(ev);

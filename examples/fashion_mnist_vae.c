@@ -60,23 +60,23 @@ typedef struct vae_out {
 /* KL(N(mu, exp(logvar)) || N(0, I)) summed over rows and latents: a scalar. */
 static nn_tensor kl_sum(nn_graph *g, nn_tensor mu, nn_tensor logvar) {
     nn_tensor t = nn_sub(g, nn_sub(g, nn_add_scalar(g, logvar, 1.0f), nn_square(g, mu)), nn_exp(g, logvar));
-    return nn_scale(g, nn_sum(g, t), -0.5f);
+    return nn_mul_scalar(g, nn_sum(g, t), -0.5f);
 }
 
 static nn_tensor decode(nn_graph *g, nn_tensor z) {
-    nn_tensor h = nn_relu(g, nn_dense(g, z, HIDDEN, NULL, "fc3"));
-    return nn_dense(g, h, IMG, NULL, "fc4"); /* logits; sigmoid gives the pixel means */
+    nn_tensor h = nn_relu(g, nn_linear_layer(g, z, HIDDEN, NULL, "fc3"));
+    return nn_linear_layer(g, h, IMG, NULL, "fc4"); /* logits; sigmoid gives the pixel means */
 }
 
 /* Both graphs call this; the second (share_params) finds fc1..fc4 by name. x [rows, 784] in
    [0, 1]. with_zmu: also the loss with z = mu (the decoder applied a second time). */
 static vae_out vae(nn_graph *g, nn_tensor x, int64_t rows, int with_zmu) {
     nn_loss_desc sum;
-    nn_tensor h = nn_relu(g, nn_dense(g, x, HIDDEN, NULL, "fc1"));
-    nn_tensor mu = nn_dense(g, h, LATENT, NULL, "fc21");
-    nn_tensor logvar = nn_dense(g, h, LATENT, NULL, "fc22");
+    nn_tensor h = nn_relu(g, nn_linear_layer(g, x, HIDDEN, NULL, "fc1"));
+    nn_tensor mu = nn_linear_layer(g, h, LATENT, NULL, "fc21");
+    nn_tensor logvar = nn_linear_layer(g, h, LATENT, NULL, "fc22");
     nn_tensor eps = nn_randn(g, nn_shape2(rows, LATENT));
-    nn_tensor z = nn_add(g, mu, nn_mul(g, nn_exp(g, nn_scale(g, logvar, 0.5f)), eps));
+    nn_tensor z = nn_add(g, mu, nn_mul(g, nn_exp(g, nn_mul_scalar(g, logvar, 0.5f)), eps));
     nn_tensor kl = kl_sum(g, mu, logvar);
     vae_out o;
     memset(&sum, 0, sizeof sum); /* PyTorch's defaults, */
@@ -135,8 +135,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "fashion_mnist_vae: nn_context_create: %s\n", nn_result_string(r));
         goto done;
     }
-    fmnist_device_name(nn_backend_name(ctx), devname, sizeof devname);
-    printf("backend: %s\n", nn_backend_name(ctx));
+    {
+        nn_device_info dev; /* the device the context runs on, with its backend */
+        nn_context_device(ctx, &dev);
+        fmnist_device_name(dev.name, devname, sizeof devname);
+        printf("backend: %s\n", dev.name);
+    }
 
     /* The training graph: the batch is gathered on the device from the resident images. */
     gd.seed = 1;
@@ -145,7 +149,7 @@ int main(int argc, char **argv) {
     idx = nn_input(g, "idx", NN_I32, nn_shape1(BATCH));
     xb = nn_gather_rows(g, x_all, idx);
     tr = vae(g, xb, BATCH, 0);
-    loss = nn_scale(g, tr.loss_sum, 1.0f / BATCH); /* per sample, as the gradient's scale */
+    loss = nn_mul_scalar(g, tr.loss_sum, 1.0f / BATCH); /* per sample, as the gradient's scale */
     loss_acc = nn_accumulate(g, tr.loss_sum);      /* the epoch's sum over its samples */
     cd.loss = loss;
     cd.optimizer.kind = NN_OPT_ADAM;
@@ -211,7 +215,7 @@ int main(int argc, char **argv) {
     goto done;
 
 fail:
-    fprintf(stderr, "fashion_mnist_vae: %s: %s\n", nn_result_string(r), nn_last_error(ctx));
+    fprintf(stderr, "fashion_mnist_vae: %s: %s\n", nn_result_string(r), nn_context_last_error(ctx));
     status = 1;
 done:
     nn_graph_destroy(ev);

@@ -33,7 +33,11 @@ int main(void) {
         fprintf(stderr, "xor: nn_context_create: %s\n", nn_result_string(r));
         return 1;
     }
-    printf("backend: %s\n", nn_backend_name(ctx));
+    {
+        nn_device_info dev; /* the device the context runs on, with its backend */
+        nn_context_device(ctx, &dev);
+        printf("backend: %s\n", dev.name);
+    }
 
     gd.seed = 42; /* parameter initialisation */
     r = nn_graph_create(ctx, &gd, &g);
@@ -43,11 +47,11 @@ int main(void) {
        a bad shape makes a failed tensor and nn_graph_compile() reports the first error. */
     x = nn_input(g, "x", NN_F32, nn_shape2(4, 2));
     y = nn_input(g, "y", NN_F32, nn_shape2(4, 1));
-    logits = nn_dense(g, nn_tanh(g, nn_dense(g, x, 8, NULL, "fc1")), 1, NULL, "fc2");
+    logits = nn_linear_layer(g, nn_tanh(g, nn_linear_layer(g, x, 8, NULL, "fc1")), 1, NULL, "fc2");
     loss = nn_bce_with_logits(g, logits, y);
     prob = nn_sigmoid(g, logits);
-    nn_output(g, loss); /* keep both readable after a step */
-    nn_output(g, prob);
+    nn_graph_output(g, loss); /* keep both readable after a step */
+    nn_graph_output(g, prob);
 
     /* Compiling adds the backward pass and the Adam update (lr 0.05). */
     cd.loss = loss;
@@ -88,7 +92,7 @@ int main(void) {
     return status;
 
 fail:
-    fprintf(stderr, "xor: %s: %s\n", nn_result_string(r), nn_last_error(ctx));
+    fprintf(stderr, "xor: %s: %s\n", nn_result_string(r), nn_context_last_error(ctx));
     nn_graph_destroy(g);
     nn_context_destroy(ctx);
     return 1;

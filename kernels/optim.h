@@ -5,7 +5,7 @@
      ENUM  NN_OPT_ENUM, the public value (src/api/api.h; kernels/optim.cl gets the same
            names from this list, for opt_step's switch on `kind`)
      name  the optimizer's name in checkpoint files ("nn.optimizer" in the metadata of
-           nn_save_state, checked by nn_load_state) and in messages
+           nn_graph_save_state, checked by nn_graph_load_state) and in messages
    NN__OPT_COUNT is the range checks' bound. The public enum stays written out in api.h (its
    values are the API); in C a compile-time check holds each of it equal to its line here,
    so the list and the enum cannot drift apart. */

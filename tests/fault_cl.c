@@ -92,7 +92,7 @@ static void note_msg(outcome *o, nn_result r, const char *message) {
         snprintf(o->message, sizeof o->message, "%s", message);
     }
 }
-#define note(o, r) do { nn_result r_ = (r); note_msg(o, r_, nn_last_error(ctx)); } while (0)
+#define note(o, r) do { nn_result r_ = (r); note_msg(o, r_, nn_context_last_error(ctx)); } while (0)
 
 /* The scenario; returns 0, or -1 when an error came without a message. */
 static int scenario(outcome *o) {
@@ -125,7 +125,7 @@ static int scenario(outcome *o) {
         y = nn_input(g, "y", NN_I32, nn_shape1(4));
         h = nn_relu(g, nn_conv2d_layer(g, x, 3, 3, 3, &conv, "conv"));
         xi = nn_flatten(g, h);
-        h = nn_dense(g, nn_relu(g, nn_dense(g, xi, 8, NULL, "fc1")), 3, NULL, "fc2");
+        h = nn_linear_layer(g, nn_relu(g, nn_linear_layer(g, xi, 8, NULL, "fc1")), 3, NULL, "fc2");
         loss = nn_softmax_cross_entropy(g, h, y);
         memset(&c, 0, sizeof c);
         c.loss = loss;
@@ -141,7 +141,7 @@ static int scenario(outcome *o) {
                 if (r != NN_OK && r != NN_ERR_STATE) { /* the retry: undone, or refused as broken */
                     nn_result r2;
                     char why[4096];
-                    snprintf(why, sizeof why, "%s", nn_last_error(ctx));
+                    snprintf(why, sizeof why, "%s", nn_context_last_error(ctx));
                     r2 = nn_graph_step(g);
                     if (r2 == NN_ERR_STATE) o->broken_refused = 1;
                     if (r2 == NN_OK) o->undone = 1; /* then the run must end with the clean bits */
@@ -153,8 +153,11 @@ static int scenario(outcome *o) {
             r = nn_graph_finish(g);
             note(o, r);
             {
-                nn_tensor p = nn_find(g, "fc2.weight");
-                long n = (long)nn_tensor_numel(g, p);
+                nn_tensor p = nn_graph_find(g, "fc2.weight");
+                int64_t n64 = 0;
+                long n;
+                nn_tensor_numel(g, p, &n64);
+                n = (long)n64;
                 if (n > NOUT) n = NOUT;
                 r = nn_tensor_read(g, p, buf, (size_t)n * 4);
                 note(o, r);
@@ -165,7 +168,7 @@ static int scenario(outcome *o) {
             }
         }
     }
-    if (o->first_error != NN_OK && !nn_last_error(ctx)[0]) bad = -1;
+    if (o->first_error != NN_OK && !nn_context_last_error(ctx)[0]) bad = -1;
     nn_graph_destroy(g);
     nn_context_destroy(ctx);
     return bad;
@@ -177,7 +180,9 @@ int main(void) {
          unretried = 0;
     nn_device_info info[4];
     setenv("NN_CACHE_DIR", "/tmp/nn-fault-cl-cache", 1);
-    if (nn_list_devices(info, 4) < 1) {
+    int n_devices = 0;
+    nn_list_devices(info, 4, &n_devices);
+    if (n_devices < 1) {
         puts("FAULT skipped: no OpenCL device");
         return 0;
     }

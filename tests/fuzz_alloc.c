@@ -2,24 +2,24 @@
    NN_MALLOC / NN_REALLOC / NN_FREE are a counting allocator here. One run of the scenario,
    on the CPU backend (built with NN_NO_OPENCL; a pool of two threads), in stages:
      context   nn_context_create
-     mlp       a graph; nn_input, nn_dense x3 (256 -> 64 -> 12 -> 3), relu, dropout, tanh,
-               nn_output, cross-entropy; a parameter group; compiled with Adam and
+     mlp       a graph; nn_input, nn_linear_layer x3 (256 -> 64 -> 12 -> 3), relu, dropout, tanh,
+               nn_graph_output, cross-entropy; a parameter group; compiled with Adam and
                clip_norm; inputs written, three steps (new data before the third), the loss
                read after each, a forward run, the logits and a weight read. The first
                step's GEMMs outgrow the workspace the context reserves: an allocation there
      eval      a graph sharing the MLP's parameters (eval mode), compiled without a loss,
                written, run forward, its logits read
-     save      nn_save_safetensors and nn_save_state of the trained MLP (the safetensors
+     save      nn_graph_save_safetensors and nn_graph_save_state of the trained MLP (the safetensors
                file through a symbolic link, which the save resolves)
-     load      the MLP built and compiled again, nn_load_safetensors and nn_load_state of
+     load      the MLP built and compiled again, nn_graph_load_safetensors and nn_graph_load_state of
                files written before the runs, then a step and its loss
      cnn       a graph; conv2d, batch norm, relu, max pool, conv2d, relu, max pool, flatten,
                dense, cross-entropy; SGD with Nesterov momentum, weight decay and
                clip_value; written, three steps with the loss read, the logits and a running
                mean read
-     dataset   nn_load_csv and nn_load_idx, a graph fed by nn_dataset_create over them
+     dataset   nn_array_load_csv and nn_array_load_idx, a graph fed by nn_dataset_create over them
                (dense, relu, dense, softmax cross-entropy, SGD), three batches and steps
-               (across an epoch: a reshuffle), nn_save_state with the dataset's position
+               (across an epoch: a reshuffle), nn_graph_save_state with the dataset's position
      destroy   every graph, the arrays, the context destroyed while the dataset's graph still
                lives, then that graph
    The clean run counts its allocations (T; per stage in the summary line). Then, for every N
@@ -185,7 +185,7 @@ static void fa_report(const char *call, const char *what, nn_result r) {
     if (fa_phase == FA_FAULT && fa_bad >= fa_report_limit) return;
     fprintf(stderr, "  alloc %s N=%ld %s/%s: %s -> %s (%s)\n", fa_phase == FA_CLEAN ? "clean" : fa_persistent ? "from" : "only",
             fa_fail_at, fa_stage >= 0 ? fa_stage_names[fa_stage] : "-", call, what, nn_result_string(r),
-            fa_ctx ? nn_last_error(fa_ctx) : fa_logmsg);
+            fa_ctx ? nn_context_last_error(fa_ctx) : fa_logmsg);
 }
 
 static void fa_broke(const char *call, const char *what, nn_result r) {
@@ -229,7 +229,7 @@ static int fa_check(const char *call, nn_result r, const void *out, size_t n, lo
         else if (!fa_same(&got, &o->out)) fa_broke(call, "succeeded with other results than the clean run", r);
         return 1;
     } else {
-        const char *msg = fa_ctx ? nn_last_error(fa_ctx) : fa_logmsg;
+        const char *msg = fa_ctx ? nn_context_last_error(fa_ctx) : fa_logmsg;
         if (r != NN_ERR_OUT_OF_MEMORY || (!strstr(msg, "memory") && !strstr(msg, "allocate")))
             fa_broke(call, "failed, but not as out of memory", r);
         else if (fa_failed == failed0)
@@ -285,7 +285,7 @@ static fa_blob fa_snapshot(nn_graph *g) {
     fa_blob s = {NULL, 0};
     int armed = fa_armed;
     fa_armed = 0;
-    if (nn_save_state(g, fa_snap) == NN_OK) s.b = fa_slurp(fa_snap, &s.n);
+    if (nn_graph_save_state(g, fa_snap) == NN_OK) s.b = fa_slurp(fa_snap, &s.n);
     fa_armed = armed;
     return s;
 }
@@ -371,13 +371,13 @@ static int fa_mlp_build(nn_context *ctx, fa_mlp *m, nn_graph *share, int train) 
     G->diverged = 0;
     if (!fa_create("nn_graph_create", nn_graph_create(ctx, &gd, &G->g), G->g)) return 0;
     m->x = fa_t(G, "nn_input x", nn_input(G->g, "x", NN_F32, nn_shape2(FA_B, FA_IN)));
-    h = fa_t(G, "nn_dense fc1", nn_dense(G->g, m->x, 64, NULL, "fc1"));
+    h = fa_t(G, "nn_linear_layer fc1", nn_linear_layer(G->g, m->x, 64, NULL, "fc1"));
     h = fa_t(G, "nn_relu", nn_relu(G->g, h));
     h = fa_t(G, "nn_dropout", nn_dropout(G->g, h, 0.25f));
-    h = fa_t(G, "nn_dense fc2", nn_dense(G->g, h, 12, NULL, "fc2"));
+    h = fa_t(G, "nn_linear_layer fc2", nn_linear_layer(G->g, h, 12, NULL, "fc2"));
     h = fa_t(G, "nn_tanh", nn_tanh(G->g, h));
-    m->logits = fa_t(G, "nn_dense fc3", nn_dense(G->g, h, 3, NULL, "fc3"));
-    nn_output(G->g, m->logits);
+    m->logits = fa_t(G, "nn_linear_layer fc3", nn_linear_layer(G->g, h, 3, NULL, "fc3"));
+    nn_graph_output(G->g, m->logits);
     memset(&cd, 0, sizeof cd);
     if (train) {
         m->y = fa_t(G, "nn_input y", nn_input(G->g, "y", NN_I32, nn_shape1(FA_B)));
@@ -418,15 +418,15 @@ static int fa_cnn_build(nn_context *ctx, fa_cnn *m) {
     m->x = fa_t(G, "nn_input x", nn_input(G->g, "x", NN_F32, nn_shape4(FA_B, 1, 8, 8)));
     m->y = fa_t(G, "nn_input y", nn_input(G->g, "y", NN_I32, nn_shape1(FA_B)));
     h = fa_t(G, "nn_conv2d_layer conv1", nn_conv2d_layer(G->g, m->x, 4, 3, 3, &conv, "conv1"));
-    h = fa_t(G, "nn_batch_norm2d_layer bn1", nn_batch_norm2d_layer(G->g, h, "bn1"));
+    h = fa_t(G, "nn_batch_norm2d_layer bn1", nn_batch_norm2d_layer(G->g, h, NULL, "bn1"));
     h = fa_t(G, "nn_relu", nn_relu(G->g, h));
     h = fa_t(G, "nn_max_pool2d", nn_max_pool2d(G->g, h, &pool));
     h = fa_t(G, "nn_conv2d_layer conv2", nn_conv2d_layer(G->g, h, 8, 3, 3, &conv, "conv2"));
     h = fa_t(G, "nn_relu", nn_relu(G->g, h));
     h = fa_t(G, "nn_max_pool2d", nn_max_pool2d(G->g, h, &pool));
     h = fa_t(G, "nn_flatten", nn_flatten(G->g, h));
-    m->logits = fa_t(G, "nn_dense fc", nn_dense(G->g, h, 5, NULL, "fc"));
-    nn_output(G->g, m->logits);
+    m->logits = fa_t(G, "nn_linear_layer fc", nn_linear_layer(G->g, h, 5, NULL, "fc"));
+    nn_graph_output(G->g, m->logits);
     m->loss = fa_t(G, "nn_cross_entropy_loss", nn_cross_entropy_loss(G->g, m->logits, m->y, NULL));
     memset(&cd, 0, sizeof cd);
     cd.loss = m->loss;
@@ -463,7 +463,7 @@ static void fa_stage_mlp(nn_context *ctx, fa_world *w) {
         return;
     if (!FA_CALL("nn_graph_forward", nn_graph_forward(g), NULL, 0)) return;
     if (!FA_CALL("nn_tensor_read logits", nn_tensor_read(g, m->logits, logits, sizeof logits), logits, sizeof logits)) return;
-    if (!FA_CALL("nn_tensor_read fc2.weight", nn_tensor_read(g, nn_find(g, "fc2.weight"), wt, sizeof wt), wt, sizeof wt)) return;
+    if (!FA_CALL("nn_tensor_read fc2.weight", nn_tensor_read(g, nn_graph_find(g, "fc2.weight"), wt, sizeof wt), wt, sizeof wt)) return;
     w->mlp_trained = 1;
 }
 
@@ -481,7 +481,7 @@ static void fa_stage_eval(nn_context *ctx, fa_world *w) {
 static void fa_save(const char *call, nn_graph *g, const char *path, int state) {
     fa_blob before = fa_file(path), after;
     long f0 = fa_failed, fsync0 = fa_fsyncs;
-    nn_result r = state ? nn_save_state(g, path) : nn_save_safetensors(g, path);
+    nn_result r = state ? nn_graph_save_state(g, path) : nn_graph_save_safetensors(g, path);
     after = fa_file(path);
     if (fa_check(call, r, after.b, after.n, f0)) {
         if (fa_phase == FA_CLEAN && fa_fsyncs - fsync0 < 1) fa_broke(call, "did not fsync its file", r);
@@ -496,15 +496,15 @@ static void fa_save(const char *call, nn_graph *g, const char *path, int state) 
 static void fa_stage_save(fa_world *w) {
     fa_begin(3);
     if (!w->mlp_trained) return;
-    fa_save("nn_save_safetensors", w->mlp.G.g, fa_out_st, 0);
-    fa_save("nn_save_state", w->mlp.G.g, fa_out_state, 1);
+    fa_save("nn_graph_save_safetensors", w->mlp.G.g, fa_out_st, 0);
+    fa_save("nn_graph_save_state", w->mlp.G.g, fa_out_state, 1);
 }
 
 /* A load into g: the clean run's state after it, or the state before and an error. */
 static int fa_load(const char *call, nn_graph *g, const char *path, int state) {
     fa_blob before = fa_snapshot(g), after;
     long f0 = fa_failed;
-    nn_result r = state ? nn_load_state(g, path) : nn_load_safetensors(g, path, 0);
+    nn_result r = state ? nn_graph_load_state(g, path) : nn_graph_load_safetensors(g, path, 0);
     int ok;
     after = fa_snapshot(g);
     ok = fa_check(call, r, after.b, after.n, f0);
@@ -518,8 +518,8 @@ static void fa_stage_load(nn_context *ctx, fa_world *w) {
     fa_mlp *m = &w->load;
     fa_begin(4);
     if (!fa_mlp_build(ctx, m, NULL, 1)) return;
-    if (!fa_load("nn_load_safetensors", m->G.g, fa_ref_st, 0)) return;
-    if (!fa_load("nn_load_state", m->G.g, fa_ref_state, 1)) return;
+    if (!fa_load("nn_graph_load_safetensors", m->G.g, fa_ref_st, 0)) return;
+    if (!fa_load("nn_graph_load_state", m->G.g, fa_ref_state, 1)) return;
     fa_train_step(m->G.g, m->x, fa_mlp_x[1], sizeof fa_mlp_x[1], m->y, fa_mlp_y[1], sizeof fa_mlp_y[1], m->loss);
 }
 
@@ -536,7 +536,7 @@ static void fa_stage_cnn(nn_context *ctx, fa_world *w) {
         !fa_train_step(g, m->x, fa_cnn_x[1], sizeof fa_cnn_x[1], m->y, fa_cnn_y[1], sizeof fa_cnn_y[1], m->loss))
         return;
     if (!FA_CALL("nn_tensor_read logits", nn_tensor_read(g, m->logits, logits, sizeof logits), logits, sizeof logits)) return;
-    FA_CALL("nn_tensor_read bn1.running_mean", nn_tensor_read(g, nn_find(g, "bn1.running_mean"), mean, sizeof mean), mean,
+    FA_CALL("nn_tensor_read bn1.running_mean", nn_tensor_read(g, nn_graph_find(g, "bn1.running_mean"), mean, sizeof mean), mean,
             sizeof mean);
 }
 
@@ -571,9 +571,9 @@ static void fa_stage_dataset(nn_context *ctx, fa_world *w) {
     memset(&cdesc, 0, sizeof cdesc);
     cdesc.header = 1;
     f0 = fa_failed;
-    if (!fa_array("nn_load_csv", nn_load_csv(ctx, fa_csv, &cdesc, &w->csv), &w->csv, f0)) return;
+    if (!fa_array("nn_array_load_csv", nn_array_load_csv(ctx, fa_csv, &cdesc, &w->csv), &w->csv, f0)) return;
     f0 = fa_failed;
-    if (!fa_array("nn_load_idx", nn_load_idx(ctx, fa_idx, NN_I32, &w->idx), &w->idx, f0)) return;
+    if (!fa_array("nn_array_load_idx", nn_array_load_idx(ctx, fa_idx, NN_I32, &w->idx), &w->idx, f0)) return;
     G->failed0 = fa_failed;
     G->diverged = 0;
     if (!fa_create("nn_graph_create", nn_graph_create(ctx, NULL, &G->g), G->g)) return;
@@ -584,9 +584,9 @@ static void fa_stage_dataset(nn_context *ctx, fa_world *w) {
     dd.batch = 4;
     dd.shuffle = 1;
     if (!fa_create("nn_dataset_create", nn_dataset_create(G->g, &dd, &ds), ds)) return;
-    h = fa_t(G, "nn_dense d1", nn_dense(G->g, nn_dataset_x(ds), 4, NULL, "d1"));
+    h = fa_t(G, "nn_linear_layer d1", nn_linear_layer(G->g, nn_dataset_x(ds), 4, NULL, "d1"));
     h = fa_t(G, "nn_relu", nn_relu(G->g, h));
-    h = fa_t(G, "nn_dense d2", nn_dense(G->g, h, 2, NULL, "d2"));
+    h = fa_t(G, "nn_linear_layer d2", nn_linear_layer(G->g, h, 2, NULL, "d2"));
     loss = fa_t(G, "nn_softmax_cross_entropy", nn_softmax_cross_entropy(G->g, h, nn_dataset_y(ds)));
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
@@ -599,7 +599,7 @@ static void fa_stage_dataset(nn_context *ctx, fa_world *w) {
         if (!FA_CALL("nn_graph_step", nn_graph_step(G->g), NULL, 0)) return;
         if (!FA_CALL("nn_tensor_read loss", nn_tensor_read(G->g, loss, &l, sizeof l), &l, sizeof l)) return;
     }
-    fa_save("nn_save_state", G->g, fa_out_state4, 1);
+    fa_save("nn_graph_save_state", G->g, fa_out_state4, 1);
 }
 
 /* One run of the scenario: fail_at 0 is the clean run, which fills fa_clean_obs. */
@@ -744,13 +744,13 @@ static void fa_fsync_failure(nn_graph *g) {
     fa_blob before = fa_file(fa_out_st), after;
     nn_result r;
     fa_fsync_fail = 1;
-    r = nn_save_safetensors(g, fa_out_st);
+    r = nn_graph_save_safetensors(g, fa_out_st);
     fa_fsync_fail = 0;
     after = fa_file(fa_out_st);
     fa_runs++;
-    if (r != NN_ERR_IO || !strstr(nn_last_error(fa_setup_ctx), "disk") || !fa_same(&before, &after) || fa_temps() != 0) {
+    if (r != NN_ERR_IO || !strstr(nn_context_last_error(fa_setup_ctx), "disk") || !fa_same(&before, &after) || fa_temps() != 0) {
         fprintf(stderr, "  a failed fsync: not NN_ERR_IO, or the old file changed, or a temporary file left: %s (%s)\n",
-                nn_result_string(r), nn_last_error(fa_setup_ctx));
+                nn_result_string(r), nn_context_last_error(fa_setup_ctx));
         fa_bad++;
     }
     free(before.b);
@@ -802,8 +802,8 @@ int main(void) {
         if (!fa_train_step(ref.G.g, ref.x, fa_mlp_x[1 - (k & 1)], sizeof fa_mlp_x[0], ref.y, fa_mlp_y[k & 1],
                            sizeof fa_mlp_y[0], ref.loss))
             return 1;
-    if (nn_save_safetensors(ref.G.g, fa_ref_st) != NN_OK || nn_save_state(ref.G.g, fa_ref_state) != NN_OK) {
-        fprintf(stderr, "FUZZ target=alloc: cannot write the reference files: %s\n", nn_last_error(fa_setup_ctx));
+    if (nn_graph_save_safetensors(ref.G.g, fa_ref_st) != NN_OK || nn_graph_save_state(ref.G.g, fa_ref_state) != NN_OK) {
+        fprintf(stderr, "FUZZ target=alloc: cannot write the reference files: %s\n", nn_context_last_error(fa_setup_ctx));
         return 1;
     }
     {

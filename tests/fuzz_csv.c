@@ -1,4 +1,4 @@
-/* libFuzzer target for the CSV loader (nn_load_csv) and its number parser: `make fuzz`
+/* libFuzzer target for the CSV loader (nn_array_load_csv) and its number parser: `make fuzz`
    (clang, -DNN_FUZZ). Each input is parsed from memory with four settings (',' with and
    without a header, ';' and tab with a header); a parse that succeeds must give rows x
    columns values, one that fails an empty array and a message naming the input. The whole
@@ -125,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             (void)sink;
             nn_array_free(&a);
         } else {
-            const char *err = nn_last_error(fz_ctx);
+            const char *err = nn_context_last_error(fz_ctx);
             fz_check(r == NN_ERR_IO || r == NN_ERR_OUT_OF_MEMORY);
             fz_check(a.data == NULL && strncmp(err, "fuzz-input", 10) == 0);
         }

@@ -1,4 +1,4 @@
-/* libFuzzer target for the IDX loader (nn_load_idx): `make fuzz` (clang, -DNN_FUZZ). Each
+/* libFuzzer target for the IDX loader (nn_array_load_idx): `make fuzz` (clang, -DNN_FUZZ). Each
    input is parsed from memory as float32 and as int32; a parse that succeeds must describe
    an array that the input's bytes hold (every element is read back), one that fails must
    leave the array empty and say why.
@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             nn_array_free(&a);
         } else {
             fz_check(r == NN_ERR_IO || r == NN_ERR_OUT_OF_MEMORY);
-            fz_check(a.data == NULL && a.shape.ndim == 0 && nn_last_error(fz_ctx)[0] != 0);
+            fz_check(a.data == NULL && a.shape.ndim == 0 && nn_context_last_error(fz_ctx)[0] != 0);
         }
     }
     return 0;

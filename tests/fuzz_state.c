@@ -1,4 +1,4 @@
-/* libFuzzer target for the training-state loader (nn_load_state): `make fuzz` (clang,
+/* libFuzzer target for the training-state loader (nn_graph_load_state): `make fuzz` (clang,
    -DNN_FUZZ). Each input is loaded from memory into three compiled graphs whose states
    differ in kind (Adam with a shuffling dataset; SGD with momentum, gradient accumulation
    and a dataset; NAdam, whose state has a fractional number in its metadata). A load that
@@ -49,9 +49,9 @@ static nn_graph *fz_build(int kind, nn_dataset **ds) {
     dd.batch = 4;
     dd.shuffle = kind != 2;
     if (nn_dataset_create(g, &dd, ds) != NN_OK) return NULL;
-    h = nn_relu(g, nn_dense(g, nn_dataset_x(*ds), 4, NULL, "fc1"));
+    h = nn_relu(g, nn_linear_layer(g, nn_dataset_x(*ds), 4, NULL, "fc1"));
     memset(&cd, 0, sizeof cd);
-    cd.loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 2, NULL, "fc2"), nn_dataset_y(*ds));
+    cd.loss = nn_softmax_cross_entropy(g, nn_linear_layer(g, h, 2, NULL, "fc2"), nn_dataset_y(*ds));
     cd.optimizer.lr = 0.01f;
     cd.optimizer.kind = kind == 0 ? NN_OPT_ADAM : kind == 1 ? NN_OPT_SGD : NN_OPT_NADAM;
     if (kind == 1) {
@@ -96,7 +96,7 @@ static int fz_write_seeds(const char *dir) {
         for (i = 0; i < 3; i++)
             if (nn_dataset_next_batch(fz_ds[k]) != NN_OK || nn_graph_step(fz_g[k]) != NN_OK) return 0;
         snprintf(path, sizeof path, "%s/state_%d.safetensors", dir, k);
-        if (nn_save_state(fz_g[k], path) != NN_OK || nn__read_file(fz_ctx, path, &b, &n) != NN_OK) return 0;
+        if (nn_graph_save_state(fz_g[k], path) != NN_OK || nn__read_file(fz_ctx, path, &b, &n) != NN_OK) return 0;
         if (k == 0) {
             unsigned char *c = (unsigned char *)malloc(n);
             if (!c) return 0;
@@ -119,7 +119,7 @@ static int fz_write_seeds(const char *dir) {
         NN_FREE(b);
         snprintf(name, sizeof name, "params_%d.safetensors", k);
         snprintf(path, sizeof path, "%s/%s", dir, name);
-        if (nn_save_safetensors(fz_g[k], path) != NN_OK) return 0;
+        if (nn_graph_save_safetensors(fz_g[k], path) != NN_OK) return 0;
     }
     return 1;
 }
@@ -141,13 +141,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     for (k = 0; k < FZ_GRAPHS; k++) fz_g[k] = fz_build(k, &fz_ds[k]);
     for (k = 0; k < FZ_GRAPHS; k++)
         if (!fz_g[k]) {
-            fprintf(stderr, "fuzz_state: cannot build graph %d: %s\n", k, nn_last_error(fz_ctx));
+            fprintf(stderr, "fuzz_state: cannot build graph %d: %s\n", k, nn_context_last_error(fz_ctx));
             exit(1);
         }
     if (seeds) {
         int ok = fz_write_seeds(seeds);
         fprintf(stderr, "fuzz_state: %s seeds in %s (%s)\n", ok ? "wrote" : "FAILED to write", seeds,
-                ok ? "ok" : nn_last_error(fz_ctx));
+                ok ? "ok" : nn_context_last_error(fz_ctx));
         exit(ok ? 0 : 1);
     }
     return 0;
@@ -166,7 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             nn_graph_finish(g);
         } else {
             fz_check(r == NN_ERR_IO || r == NN_ERR_STATE || r == NN_ERR_SHAPE || r == NN_ERR_OUT_OF_MEMORY);
-            fz_check(nn_last_error(fz_ctx)[0] != 0);
+            fz_check(nn_context_last_error(fz_ctx)[0] != 0);
         }
     }
     return 0;

@@ -21,7 +21,7 @@
 #define B 128
 
 static int fail(nn_context *ctx, const char *what) {
-    fprintf(stderr, "interop_mlp: %s: %s\n", what, ctx ? nn_last_error(ctx) : "");
+    fprintf(stderr, "interop_mlp: %s: %s\n", what, ctx ? nn_context_last_error(ctx) : "");
     return 1;
 }
 
@@ -41,14 +41,14 @@ static nn_result build(nn_context *ctx, mlp *m, int train) {
     if (r != NN_OK) return r;
     m->x = nn_input(m->g, "x", NN_F32, nn_shape2(B, 784));
     m->y = nn_input(m->g, "y", NN_I32, nn_shape1(B));
-    h = nn_relu(m->g, nn_dense(m->g, m->x, 256, NULL, "fc1"));
-    h = nn_relu(m->g, nn_dense(m->g, h, 128, NULL, "fc2"));
-    m->loss = nn_softmax_cross_entropy(m->g, nn_dense(m->g, h, 10, NULL, "fc3"), m->y);
+    h = nn_relu(m->g, nn_linear_layer(m->g, m->x, 256, NULL, "fc1"));
+    h = nn_relu(m->g, nn_linear_layer(m->g, h, 128, NULL, "fc2"));
+    m->loss = nn_softmax_cross_entropy(m->g, nn_linear_layer(m->g, h, 10, NULL, "fc3"), m->y);
     memset(&cd, 0, sizeof cd);
     cd.loss = m->loss;
     cd.optimizer.kind = train ? NN_OPT_ADAM : NN_OPT_NONE;
     cd.optimizer.lr = 1e-3f;
-    nn_output(m->g, m->loss);
+    nn_graph_output(m->g, m->loss);
     return nn_graph_compile(m->g, &cd);
 }
 
@@ -79,16 +79,20 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (nn_context_create(&cdesc, &ctx) != NN_OK) return fail(NULL, "nn_context_create");
-    fprintf(stderr, "interop_mlp: backend %s\n", nn_backend_name(ctx));
+    {
+        nn_device_info dev;
+        nn_context_device(ctx, &dev);
+        fprintf(stderr, "interop_mlp: backend %s\n", dev.name);
+    }
     if (strcmp(argv[1], "init") == 0) {
         if (build(ctx, &m, 0) != NN_OK) rc = fail(ctx, "build");
-        else if (nn_save_safetensors(m.g, argv[2]) != NN_OK) rc = fail(ctx, "save");
+        else if (nn_graph_save_safetensors(m.g, argv[2]) != NN_OK) rc = fail(ctx, "save");
         else rc = 0;
     } else if (strcmp(argv[1], "train") == 0 && argc == 7) {
         steps = atoi(argv[4]);
         if (steps < 1 || !read_batches(argv[3], steps, &x, &y)) goto done;
         losses = (float *)malloc((size_t)steps * 4);
-        if (!losses || build(ctx, &m, 1) != NN_OK || nn_load_safetensors(m.g, argv[2], 0) != NN_OK) {
+        if (!losses || build(ctx, &m, 1) != NN_OK || nn_graph_load_safetensors(m.g, argv[2], 0) != NN_OK) {
             rc = fail(ctx, "build/load");
             goto done;
         }
@@ -99,7 +103,7 @@ int main(int argc, char **argv) {
                 rc = fail(ctx, "step");
                 goto done;
             }
-        if (nn_save_safetensors(m.g, argv[6]) != NN_OK) {
+        if (nn_graph_save_safetensors(m.g, argv[6]) != NN_OK) {
             rc = fail(ctx, "save");
             goto done;
         }
@@ -112,7 +116,7 @@ int main(int argc, char **argv) {
         float loss;
         steps = atoi(argv[4]);
         if (steps < 1 || !read_batches(argv[3], steps, &x, &y)) goto done;
-        if (build(ctx, &m, 0) != NN_OK || nn_load_safetensors(m.g, argv[2], 0) != NN_OK ||
+        if (build(ctx, &m, 0) != NN_OK || nn_graph_load_safetensors(m.g, argv[2], 0) != NN_OK ||
             nn_tensor_write(m.g, m.x, x, (size_t)B * 784 * 4) != NN_OK || nn_tensor_write(m.g, m.y, y, B * 4) != NN_OK ||
             nn_graph_forward(m.g) != NN_OK || nn_tensor_read(m.g, m.loss, &loss, 4) != NN_OK) {
             rc = fail(ctx, "eval");

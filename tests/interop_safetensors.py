@@ -4,7 +4,7 @@ and numpy read and write the format, torch checks that the names and layouts are
 Not part of `make test`.
 
   python3 tests/interop_safetensors.py read FILE     print a file's tensors (e.g. one that
-                                                      nn_save_safetensors wrote) and load it
+                                                      nn_graph_save_safetensors wrote) and load it
                                                       into the torch model of `roundtrip`
   python3 tests/interop_safetensors.py write FILE    write a torch state dict as safetensors
   python3 tests/interop_safetensors.py roundtrip     torch -> file -> nn.h (forward) -> file ->
@@ -103,12 +103,12 @@ int main(int argc, char **argv) {
     d.log_level = NN_LOG_ERROR;
     if (nn_context_create(&d, &ctx) != NN_OK || nn_graph_create(ctx, NULL, &g) != NN_OK) return 1;
     xt = nn_input(g, "x", NN_F32, nn_shape2(2, 4));
-    yt = nn_dense(g, nn_relu(g, nn_dense(g, xt, 3, NULL, "0")), 2, NULL, "2");
-    nn_output(g, yt);
-    if (nn_load_safetensors(g, argv[1], 0) != NN_OK || nn_graph_compile(g, &c) != NN_OK ||
+    yt = nn_linear_layer(g, nn_relu(g, nn_linear_layer(g, xt, 3, NULL, "0")), 2, NULL, "2");
+    nn_graph_output(g, yt);
+    if (nn_graph_load_safetensors(g, argv[1], 0) != NN_OK || nn_graph_compile(g, &c) != NN_OK ||
         nn_tensor_write(g, xt, x, sizeof x) != NN_OK || nn_graph_forward(g) != NN_OK ||
-        nn_tensor_read(g, yt, y, sizeof y) != NN_OK || nn_save_safetensors(g, argv[2]) != NN_OK) {
-        fprintf(stderr, "%s\n", nn_last_error(ctx));
+        nn_tensor_read(g, yt, y, sizeof y) != NN_OK || nn_graph_save_safetensors(g, argv[2]) != NN_OK) {
+        fprintf(stderr, "%s\n", nn_context_last_error(ctx));
         return 1;
     }
     for (i = 0; i < 4; i++) printf("%.9g\n", y[i]);

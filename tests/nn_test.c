@@ -72,7 +72,7 @@ void t_end(void) {
 void t_context_desc(const t_env *e, nn_context_desc *d) {
     memset(d, 0, sizeof *d);
     d->device = e->device;
-    d->tuning = e->tuning;
+    d->backend.tuning = e->tuning;
     d->log_level = NN_LOG_WARN;
 }
 
@@ -203,12 +203,12 @@ int main(int argc, char **argv) {
         printf("== the OpenCL library, in child processes\n");
         suite_cl_load(&loader, argv[0], want_cl);
     }
-    if (want_cl || want_gpu_tuning) n_dev = nn_list_devices(NULL, 0);
+    if (want_cl || want_gpu_tuning) n_dev = t_devices(NULL, 0);
     for (i = 0; i < n_dev; i++) {
         nn_device_info info[32];
         char idx[16], label[200];
         nn_context *ctx = NULL;
-        nn_list_devices(info, 32);
+        t_devices(info, 32);
         snprintf(idx, sizeof idx, "%d", i);
         d.device = idx;
         e.cpu = cpu;
@@ -229,7 +229,7 @@ int main(int argc, char **argv) {
         }
         if (info[i].is_cpu && want_gpu_tuning) { /* the GPU kernels and launch geometry here too */
             nn_context *gctx = NULL;
-            d.tuning = NN_TUNING_GPU;
+            d.backend.tuning = NN_TUNING_GPU;
             snprintf(label, sizeof label, "opencl:%s, gpu tuning", info[i].name);
             printf("== backend %s\n", label);
             if (nn_context_create(&d, &gctx) != NN_OK) {
@@ -242,7 +242,7 @@ int main(int argc, char **argv) {
                 run_suites(&e);
                 nn_context_destroy(gctx);
             }
-            d.tuning = e.tuning = NN_TUNING_AUTO;
+            d.backend.tuning = e.tuning = NN_TUNING_AUTO;
         }
     }
     if ((want_cl || want_gpu_tuning) && n_dev == 0) printf("(no OpenCL device found)\n");

@@ -105,28 +105,28 @@ static result run_case(nn_context *ctx, const spec *s, double *const *in, const 
         if (s->param[k][0]) continue; /* made by build */
         snprintf(name, sizeof name, "in%d", k);
         t[k] = nn_input(g, name, s->int_range[k] ? NN_I32 : NN_F32, s->shape[k]);
-        if (s->grad[k]) nn_requires_grad(g, t[k]);
+        if (s->grad[k]) nn_graph_requires_grad(g, t[k]);
         first = t[k].id + 1; /* the op's nodes: first..out */
     }
     out = s->build(g, t, s);
     if (!T_OK(nn_graph_status(g), ctx)) goto done;
     if (s->expect) { /* the graph's shape */
-        oshape = nn_tensor_shape(g, out);
+        oshape = t_shape(g, out);
         no = numel(oshape);
-    } else if (!T_CHECK(same_shape(nn_tensor_shape(g, out), s->out), "%s: the output's shape is not the case's", s->name))
+    } else if (!T_CHECK(same_shape(t_shape(g, out), s->out), "%s: the output's shape is not the case's", s->name))
         goto done;
     res.n_out = no;
     for (k = 0; k < s->n_in; k++) {
         if (!s->param[k][0]) continue;
-        t[k] = nn_find(g, s->param[k]);
+        t[k] = nn_graph_find(g, s->param[k]);
         if (!T_CHECK(t[k].id > 0, "%s: no parameter %s", s->name, s->param[k])) goto done;
-        if (!T_CHECK(same_shape(nn_tensor_shape(g, t[k]), s->shape[k]), "%s: parameter %s has another shape", s->name,
+        if (!T_CHECK(same_shape(t_shape(g, t[k]), s->shape[k]), "%s: parameter %s has another shape", s->name,
                      s->param[k]))
             goto done;
         keep = 1;
     }
     wt = nn_input(g, "w", NN_F32, oshape);
-    nn_output(g, out);
+    nn_graph_output(g, out);
     loss = nn_sum(g, nn_mul(g, out, wt));
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
@@ -166,8 +166,8 @@ static result run_case(nn_context *ctx, const spec *s, double *const *in, const 
         if (!s->grad[k]) continue;
         v = (float *)malloc((size_t)n * 4);
         res.grad[k] = (double *)calloc((size_t)n, sizeof(double));
-        if (T_CHECK(nn_grad(g, t[k]).id > 0, "%s: no gradient for %s %d", s->name, s->param[k][0] ? s->param[k] : "input", k) &&
-            T_OK(nn_tensor_read(g, nn_grad(g, t[k]), v, (size_t)n * 4), ctx))
+        if (T_CHECK(nn_graph_grad(g, t[k]).id > 0, "%s: no gradient for %s %d", s->name, s->param[k][0] ? s->param[k] : "input", k) &&
+            T_OK(nn_tensor_read(g, nn_graph_grad(g, t[k]), v, (size_t)n * 4), ctx))
             for (i = 0; i < n; i++) res.grad[k][i] = v[i];
         free(v);
     }
@@ -481,19 +481,19 @@ static void run_row(const t_env *e, const bad_row *r) {
     st = nn_graph_status(g);
     if (r->at_compile) {
         T_CHECK(st == NN_OK && t.id > 0, "%s: the build failed (%d: %s), the compile should refuse", r->label, (int)st,
-                nn_last_error(ctx));
+                nn_context_last_error(ctx));
     } else {
         T_CHECK(st == r->code, "%s: status %d (%s) after the build, not %d", r->label, (int)st, nn_result_string(st), (int)r->code);
         T_CHECK(t.id <= 0, "%s: the op returned tensor %d", r->label, t.id);
         if (st == NN_OK) goto done; /* accepted: reported above */
-        T_CHECK(has_all(nn_last_error(ctx), r->needle), "%s: the message \"%s\" lacks \"%s\"", r->label, nn_last_error(ctx),
+        T_CHECK(has_all(nn_context_last_error(ctx), r->needle), "%s: the message \"%s\" lacks \"%s\"", r->label, nn_context_last_error(ctx),
                 r->needle);
     }
     rc = nn_graph_compile(g, &cd);
     T_CHECK(rc == r->code, "%s: nn_graph_compile returned %d (%s), not %d (%s)", r->label, (int)rc, nn_result_string(rc),
             (int)r->code, nn_result_string(r->code));
     if (r->at_compile)
-        T_CHECK(has_all(nn_last_error(ctx), r->needle), "%s: the message \"%s\" lacks \"%s\"", r->label, nn_last_error(ctx),
+        T_CHECK(has_all(nn_context_last_error(ctx), r->needle), "%s: the message \"%s\" lacks \"%s\"", r->label, nn_context_last_error(ctx),
                 r->needle);
     rc = nn_graph_step(g);
     T_CHECK(rc == NN_ERR_STATE, "%s: nn_graph_step on the refused graph returned %d", r->label, (int)rc);

@@ -11,7 +11,7 @@ typedef struct t_env {
     const char *backend; /* its name for the report */
     int opencl;
     const char *device;  /* nn_context_desc.device and .tuning that opened ctx */
-    int tuning;
+    nn_tuning tuning;
 } t_env;
 
 /* A zeroed desc for another context on e's backend (device, tuning), quiet. */
@@ -24,7 +24,18 @@ void t_end(void);                 /* prints ok/FAIL/skipped for the case begun l
 void t_skip(const char *why);     /* the current case is counted as skipped */
 int t_fail(const char *file, int line, const char *fmt, ...);
 #define T_CHECK(cond, ...) ((cond) ? 1 : t_fail(__FILE__, __LINE__, __VA_ARGS__))
-#define T_OK(call, ctx) T_CHECK((call) == NN_OK, "%s failed: %s", #call, nn_last_error(ctx))
+#define T_OK(call, ctx) T_CHECK((call) == NN_OK, "%s failed: %s", #call, nn_context_last_error(ctx))
+
+/* The queries' answers as values, for checks written as expressions (each query writes
+   through its last argument; a failed query gives the zero it wrote). */
+static inline int64_t t_numel(nn_graph *g, nn_tensor t) { int64_t n = 0; nn_tensor_numel(g, t, &n); return n; }
+static inline nn_shape t_shape(nn_graph *g, nn_tensor t) { nn_shape s; nn_tensor_shape(g, t, &s); return s; }
+static inline nn_stats t_stats(const nn_context *ctx) { nn_stats s; nn_context_stats(ctx, &s); return s; }
+static inline float t_lr_at(const nn_lr_schedule *s, int64_t t) { float lr = 0; nn_lr_schedule_at(s, t, &lr); return lr; }
+static inline uint64_t t_op_compiled(const nn_context *ctx, int op) { uint64_t n = 0; nn_context_op_compiled(ctx, op, &n); return n; }
+static inline int t_devices(nn_device_info *out, int max) { int n = 0; nn_list_devices(out, max, &n); return n; }
+static inline int64_t t_epoch(const nn_dataset *ds) { int64_t e = -1; nn_dataset_epoch(ds, &e); return e; }
+static inline nn_backend_kind t_backend(const nn_context *ctx) { nn_device_info d; nn_context_device(ctx, &d); return d.backend; }
 
 /* Deterministic test data. */
 void t_seed(unsigned long long s);
@@ -50,7 +61,7 @@ struct spec {
     int n_in;             /* inputs and parameters: in[0..n_in), in the order added */
     nn_shape shape[MAXIN];
     char param[MAXIN][64]; /* non-empty: not an input but the parameter of this name that
-                             build created (found with nn_find, its shape checked); its
+                             build created (found with nn_graph_find, its shape checked); its
                              values are written like an input's and its gradient checked */
     double in_lo[MAXIN], in_hi[MAXIN]; /* in_lo < in_hi: this one's range instead of lo, hi */
     int int_range[MAXIN]; /* > 0: an int32 input with values in [lo_int, int_range) */

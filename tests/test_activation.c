@@ -172,13 +172,13 @@ static void act_exact(const t_env *e, const act_case *a) {
     memset(&cd, 0, sizeof cd);
     if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) goto done;
     in = nn_input(g, "x", NN_F32, nn_shape1(n));
-    nn_requires_grad(g, in);
+    nn_graph_requires_grad(g, in);
     out = a->build(g, in, a->p);
-    nn_output(g, out);
+    nn_graph_output(g, out);
     cd.loss = nn_sum(g, out);
     if (!T_OK(nn_graph_compile(g, &cd), e->ctx) || !T_OK(nn_tensor_write(g, in, x, sizeof(float) * (size_t)n), e->ctx) ||
         !T_OK(nn_graph_step(g), e->ctx) || !T_OK(nn_tensor_read(g, out, y, sizeof(float) * (size_t)n), e->ctx) ||
-        !T_OK(nn_tensor_read(g, nn_grad(g, in), dx, sizeof(float) * (size_t)n), e->ctx))
+        !T_OK(nn_tensor_read(g, nn_graph_grad(g, in), dx, sizeof(float) * (size_t)n), e->ctx))
         goto done;
     for (j = 0; j < n; j++) {
         fr = a->f(x[j], p);
@@ -202,8 +202,8 @@ static void act_refused(const t_env *e) {
         memset(&gd, 0, sizeof gd);
         if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) break;
         t = refused[k].build(g, nn_input(g, "x", NN_F32, nn_shape1(3)));
-        T_CHECK(t.id < 0 && nn_graph_status(g) == NN_ERR_INVALID_ARGUMENT && strstr(nn_last_error(e->ctx), refused[k].builder),
-                "%s: not refused (%s)", refused[k].builder, nn_last_error(e->ctx));
+        T_CHECK(t.id < 0 && nn_graph_status(g) == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(e->ctx), refused[k].builder),
+                "%s: not refused (%s)", refused[k].builder, nn_context_last_error(e->ctx));
         nn_graph_destroy(g);
     }
     t_end();
@@ -246,16 +246,16 @@ static int prelu_run(const t_env *e, nn_shape xs, nn_shape ws, const float *x, c
     if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) return 0;
     tx = nn_input(g, "x", NN_F32, xs);
     tw = nn_input(g, "w", NN_F32, ws);
-    nn_requires_grad(g, tx);
-    nn_requires_grad(g, tw);
+    nn_graph_requires_grad(g, tx);
+    nn_graph_requires_grad(g, tw);
     out = nn_prelu(g, tx, tw);
-    nn_output(g, out);
+    nn_graph_output(g, out);
     cd.loss = nn_sum(g, out);
     ok = T_OK(nn_graph_compile(g, &cd), e->ctx) && T_OK(nn_tensor_write(g, tx, x, 4 * (size_t)numel(xs)), e->ctx) &&
          T_OK(nn_tensor_write(g, tw, w, 4 * (size_t)numel(ws)), e->ctx) && T_OK(nn_graph_step(g), e->ctx) &&
          (!y || T_OK(nn_tensor_read(g, out, y, 4 * (size_t)numel(xs)), e->ctx)) &&
-         (!dx || T_OK(nn_tensor_read(g, nn_grad(g, tx), dx, 4 * (size_t)numel(xs)), e->ctx)) &&
-         (!dw || T_OK(nn_tensor_read(g, nn_grad(g, tw), dw, 4 * (size_t)numel(ws)), e->ctx));
+         (!dx || T_OK(nn_tensor_read(g, nn_graph_grad(g, tx), dx, 4 * (size_t)numel(xs)), e->ctx)) &&
+         (!dw || T_OK(nn_tensor_read(g, nn_graph_grad(g, tw), dw, 4 * (size_t)numel(ws)), e->ctx));
     nn_graph_destroy(g);
     return ok;
 }
@@ -313,10 +313,10 @@ static void prelu_layer(const t_env *e) {
         return;
     }
     x = nn_input(g, "x", NN_F32, nn_shape3(3, 7, 5));
-    y = nn_prelu_layer(g, x, 7, "act");
-    nn_output(g, y);
-    w = nn_find(g, "act.weight");
-    if (T_CHECK(y.id > 0 && w.id > 0, "no layer: %s", nn_last_error(e->ctx)) && T_OK(nn_graph_compile(g, &cd), e->ctx)) {
+    y = nn_prelu_layer(g, x, 7, NULL, "act");
+    nn_graph_output(g, y);
+    w = nn_graph_find(g, "act.weight");
+    if (T_CHECK(y.id > 0 && w.id > 0, "no layer: %s", nn_context_last_error(e->ctx)) && T_OK(nn_graph_compile(g, &cd), e->ctx)) {
         for (i = 0; i < 3 * 7 * 5; i++) xv[i] = (float)(i % 11) - 5.0f;
         if (T_OK(nn_tensor_read(g, w, wv, sizeof wv), e->ctx) && T_OK(nn_tensor_write(g, x, xv, sizeof xv), e->ctx) &&
             T_OK(nn_graph_forward(g), e->ctx) && T_OK(nn_tensor_read(g, y, yv, sizeof yv), e->ctx)) {
@@ -342,9 +342,9 @@ static void prelu_refused(const t_env *e) {
         if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) break;
         x = nn_input(g, "x", NN_F32, k < 3 ? bad[k].x : nn_shape2(3, 7));
         if (k < 3) t = nn_prelu(g, x, nn_input(g, "w", NN_F32, bad[k].w));
-        else t = nn_prelu_layer(g, x, k == 3 ? 0 : 7, k == 3 ? "act" : NULL);
-        T_CHECK(t.id < 0 && nn_graph_status(g) != NN_OK && strstr(nn_last_error(e->ctx), k < 3 ? "nn_prelu" : "nn_prelu_layer"),
-                "case %d not refused (%s)", k, nn_last_error(e->ctx));
+        else t = nn_prelu_layer(g, x, k == 3 ? 0 : 7, NULL, k == 3 ? "act" : NULL);
+        T_CHECK(t.id < 0 && nn_graph_status(g) != NN_OK && strstr(nn_context_last_error(e->ctx), k < 3 ? "nn_prelu" : "nn_prelu_layer"),
+                "case %d not refused (%s)", k, nn_context_last_error(e->ctx));
         nn_graph_destroy(g);
     }
     t_end();

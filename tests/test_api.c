@@ -17,9 +17,9 @@ static int run_forward(nn_context *ctx, nn_shape xs, const float *xv, api_build 
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) return 0;
     x = nn_input(g, "x", NN_F32, xs);
     y = build(g, x, arg);
-    if (!T_CHECK(y.id >= 0, "build failed: %s", nn_last_error(ctx))) goto done;
-    if (!T_CHECK(nn_tensor_numel(g, y) == n, "output of %lld elements, not %ld", (long long)nn_tensor_numel(g, y), n)) goto done;
-    nn_output(g, y);
+    if (!T_CHECK(y.id >= 0, "build failed: %s", nn_context_last_error(ctx))) goto done;
+    if (!T_CHECK(t_numel(g, y) == n, "output of %lld elements, not %ld", (long long)t_numel(g, y), n)) goto done;
+    nn_graph_output(g, y);
     memset(&cd, 0, sizeof cd);
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
     ok = T_OK(nn_tensor_write(g, x, xv, (size_t)numel(xs) * 4), ctx) && T_OK(nn_graph_forward(g), ctx) &&
@@ -36,11 +36,11 @@ typedef struct norm_arg { int kind; float eps; } norm_arg; /* kind: 0 layer, 1 g
 static nn_tensor b_norm(nn_graph *g, nn_tensor x, const void *p) {
     const norm_arg *a = (const norm_arg *)p;
     nn_tensor none = NN_NONE;
-    nn_batch_norm_desc bd;
+    nn_norm_desc bd;
     switch (a->kind) {
-    case 0: return nn_layer_norm(g, x, 2, none, none, a->eps);
-    case 1: return nn_group_norm(g, x, 2, none, none, a->eps);
-    case 2: return nn_instance_norm(g, x, none, none, a->eps);
+    case 0: return nn_layer_norm(g, x, 2, none, none, &(nn_norm_desc){.eps = a->eps});
+    case 1: return nn_group_norm(g, x, 2, none, none, &(nn_norm_desc){.eps = a->eps});
+    case 2: return nn_instance_norm(g, x, none, none, &(nn_norm_desc){.eps = a->eps});
     default:
         memset(&bd, 0, sizeof bd);
         bd.eps = a->eps;
@@ -105,7 +105,7 @@ typedef struct loss_arg { int kind; float v; } loss_arg;
 static nn_tensor b_loss(nn_graph *g, nn_tensor x, const void *p) {
     const loss_arg *a = (const loss_arg *)p;
     nn_loss_desc d;
-    nn_tensor t = nn_scale(g, x, -0.5f);
+    nn_tensor t = nn_mul_scalar(g, x, -0.5f);
     memset(&d, 0, sizeof d);
     d.reduction = NN_REDUCTION_NONE;
     switch (a->kind) {
@@ -159,19 +159,19 @@ static void check_schedule_zero(const t_env *e) {
     s.kind = NN_LR_STEP;
     s.lr = 0.5f;
     s.step_size = 2;
-    T_CHECK(fabsf(nn_lr_at(&s, 2) - 0.05f) < 1e-7f, "step gamma 0 (0.1): %g", nn_lr_at(&s, 2));
+    T_CHECK(fabsf(t_lr_at(&s, 2) - 0.05f) < 1e-7f, "step gamma 0 (0.1): %g", t_lr_at(&s, 2));
     s.gamma = NN_ZERO;
-    T_CHECK(nn_lr_at(&s, 1) == 0.5f && nn_lr_at(&s, 2) == 0.0f, "step gamma NN_ZERO: %g, %g", nn_lr_at(&s, 1), nn_lr_at(&s, 2));
+    T_CHECK(t_lr_at(&s, 1) == 0.5f && t_lr_at(&s, 2) == 0.0f, "step gamma NN_ZERO: %g, %g", t_lr_at(&s, 1), t_lr_at(&s, 2));
     memset(&s, 0, sizeof s);
     s.kind = NN_LR_LINEAR;
     s.lr = 0.3f;
     s.warmup_steps = 4;
     s.total_steps = 8;
     s.min_lr = 0.3f;
-    T_CHECK(fabsf(nn_lr_at(&s, 0) - 0.1f) < 1e-7f, "warm-up factor 0 (1/3): %g", nn_lr_at(&s, 0));
+    T_CHECK(fabsf(t_lr_at(&s, 0) - 0.1f) < 1e-7f, "warm-up factor 0 (1/3): %g", t_lr_at(&s, 0));
     s.warmup_start_factor = NN_ZERO;
-    T_CHECK(nn_lr_at(&s, 0) == 0.0f && fabsf(nn_lr_at(&s, 2) - 0.15f) < 1e-7f, "warm-up factor NN_ZERO: %g, %g",
-            nn_lr_at(&s, 0), nn_lr_at(&s, 2));
+    T_CHECK(t_lr_at(&s, 0) == 0.0f && fabsf(t_lr_at(&s, 2) - 0.15f) < 1e-7f, "warm-up factor NN_ZERO: %g, %g",
+            t_lr_at(&s, 0), t_lr_at(&s, 2));
     t_end();
 }
 
@@ -203,7 +203,7 @@ static void check_zero_refused(const t_env *e) {
     w = nn_input(g, "w", NN_F32, nn_shape4(3, 2, 3, 3));
     memset(&cd, 0, sizeof cd);
     cd.pad_h = cd.pad_w = NN_ZERO; /* 0 is the default anyway: the same 0 */
-    T_CHECK(nn_conv2d(g, x, w, none, &cd).id >= 0, "pad NN_ZERO: %s", nn_last_error(ctx));
+    T_CHECK(nn_conv2d(g, x, w, none, &cd).id >= 0, "pad NN_ZERO: %s", nn_context_last_error(ctx));
     memset(&pd, 0, sizeof pd);
     pd.kernel_h = pd.kernel_w = 2;
     pd.stride_w = NN_ZERO;
@@ -245,7 +245,7 @@ static void check_seed_zero(const t_env *e) {
         memset(&cd, 0, sizeof cd);
         if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) break;
         p = nn_param(g, "p", nn_shape1(8), init);
-        nn_output(g, p);
+        nn_graph_output(g, p);
         if (T_OK(nn_graph_compile(g, &cd), e->ctx)) T_OK(nn_tensor_read(g, p, v[k], sizeof v[k]), e->ctx);
         nn_graph_destroy(g);
     }
@@ -277,11 +277,11 @@ static void check_none_loss(const t_env *e) {
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     w = nn_param(g, "w", nn_shape1(1), two);
-    nn_output(g, nn_scale(g, w, 3.0f));
+    nn_graph_output(g, nn_mul_scalar(g, w, 3.0f));
     memset(&cd, 0, sizeof cd);
     cd.optimizer.kind = NN_OPT_SGD; /* no loss: nothing to update */
     if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_graph_step(g), ctx) && T_OK(nn_tensor_read(g, w, &v, 4), ctx))
-        T_CHECK(v == 2.0f && nn_grad(g, w).id == 0, "a forward-only graph changed w to %g or has a gradient", v);
+        T_CHECK(v == 2.0f && nn_graph_grad(g, w).id == 0, "a forward-only graph changed w to %g or has a gradient", v);
 done:
     nn_graph_destroy(g);
     t_end();
@@ -295,7 +295,7 @@ static void check_none_operands(const t_env *e) {
     nn_graph *g = NULL;
     nn_tensor x, w, y, bad;
     nn_loss_desc ld;
-    nn_batch_norm_desc bd;
+    nn_norm_desc bd;
     float buf[4];
     if (!t_begin(e, "NN_NONE: optional operands, failed operands, lookups")) return;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
@@ -303,11 +303,11 @@ static void check_none_operands(const t_env *e) {
     w = nn_input(g, "w", NN_F32, nn_shape4(3, 2, 3, 3));
     T_CHECK(x.id > 0 && w.id > 0, "tensors have ids %d, %d (0 is NN_NONE)", x.id, w.id);
     y = nn_conv2d(g, x, w, NN_NONE, NULL);
-    T_CHECK(y.id > 0, "conv2d without a bias: %s", nn_last_error(ctx));
-    T_CHECK(nn_find(g, "nothing").id == 0 && nn_find(g, "w").id == w.id, "nn_find: %d, %d", nn_find(g, "nothing").id,
-            nn_find(g, "w").id);
-    T_CHECK(nn_layer_norm(g, nn_input(g, "z", NN_F32, nn_shape2(2, 3)), 1, NN_NONE, NN_NONE, 0).id > 0, "layer_norm: %s",
-            nn_last_error(ctx));
+    T_CHECK(y.id > 0, "conv2d without a bias: %s", nn_context_last_error(ctx));
+    T_CHECK(nn_graph_find(g, "nothing").id == 0 && nn_graph_find(g, "w").id == w.id, "nn_graph_find: %d, %d", nn_graph_find(g, "nothing").id,
+            nn_graph_find(g, "w").id);
+    T_CHECK(nn_layer_norm(g, nn_input(g, "z", NN_F32, nn_shape2(2, 3)), 1, NN_NONE, NN_NONE, NULL).id > 0, "layer_norm: %s",
+            nn_context_last_error(ctx));
     T_CHECK(nn_graph_status(g) == NN_OK, "status %d", (int)nn_graph_status(g));
     bad = nn_reshape(g, x, nn_shape1(7)); /* fails: 50 elements */
     T_CHECK(nn_conv2d(g, x, w, bad, NULL).id < 0, "a failed bias was taken as no bias");
@@ -316,8 +316,8 @@ static void check_none_operands(const t_env *e) {
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape2(2, 3));
     T_CHECK(nn_relu(g, NN_NONE).id < 0 && nn_graph_status(g) == NN_ERR_INVALID_ARGUMENT &&
-                strstr(nn_last_error(ctx), "NN_NONE") != NULL,
-            "relu(NN_NONE): %d, \"%s\"", (int)nn_graph_status(g), nn_last_error(ctx));
+                strstr(nn_context_last_error(ctx), "NN_NONE") != NULL,
+            "relu(NN_NONE): %d, \"%s\"", (int)nn_graph_status(g), nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape2(2, 3));
@@ -334,10 +334,10 @@ static void check_none_operands(const t_env *e) {
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape1(4));
-    nn_output(g, nn_relu(g, x));
+    nn_graph_output(g, nn_relu(g, x));
     if (T_OK(nn_graph_compile(g, NULL), ctx))
-        T_CHECK(nn_tensor_read(g, NN_NONE, buf, sizeof buf) == NN_ERR_INVALID_ARGUMENT && strstr(nn_last_error(ctx), "NN_NONE"),
-                "nn_tensor_read(NN_NONE): \"%s\"", nn_last_error(ctx));
+        T_CHECK(nn_tensor_read(g, NN_NONE, buf, sizeof buf) == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(ctx), "NN_NONE"),
+                "nn_tensor_read(NN_NONE): \"%s\"", nn_context_last_error(ctx));
 done:
     nn_graph_destroy(g);
     t_end();
@@ -345,7 +345,7 @@ done:
 
 /* ---- layers: per-dimension conv descs, bias = False ---- */
 
-/* nn_conv1d_layer(no_bias = k & 1) and nn_dense against references computed from the
+/* nn_conv1d_layer(no_bias = k & 1) and nn_linear_layer against references computed from the
    parameters read back: y[n, o, l] = sum w[o, c, j] x[n, c, l*stride + j] (+ b[o]). */
 static void check_layers_bias(const t_env *e) {
     enum { N = 2, C = 3, L = 9, O = 4, KL = 3, S = 2, OL = (L - KL) / S + 1, F = 5 };
@@ -358,7 +358,7 @@ static void check_layers_bias(const t_env *e) {
     for (k = 0; k < 2; k++) {
         nn_graph *g = NULL;
         nn_conv1d_desc d1;
-        nn_dense_desc dd;
+        nn_linear_desc dd;
         nn_tensor x, xdt, yc, ydt;
         nn_compile_desc cd;
         double err = 0;
@@ -370,24 +370,24 @@ static void check_layers_bias(const t_env *e) {
         x = nn_input(g, "x", NN_F32, nn_shape3(N, C, L));
         xdt = nn_input(g, "xd", NN_F32, nn_shape2(N, F));
         yc = nn_conv1d_layer(g, x, O, KL, &d1, "c1");
-        ydt = nn_dense(g, xdt, O, &dd, "fc");
-        nn_output(g, yc);
-        nn_output(g, ydt);
-        T_CHECK((nn_find(g, "c1.bias").id == 0) == k && (nn_find(g, "fc.bias").id == 0) == k,
-                "no_bias %d: c1.bias %d, fc.bias %d", k, nn_find(g, "c1.bias").id, nn_find(g, "fc.bias").id);
+        ydt = nn_linear_layer(g, xdt, O, &dd, "fc");
+        nn_graph_output(g, yc);
+        nn_graph_output(g, ydt);
+        T_CHECK((nn_graph_find(g, "c1.bias").id == 0) == k && (nn_graph_find(g, "fc.bias").id == 0) == k,
+                "no_bias %d: c1.bias %d, fc.bias %d", k, nn_graph_find(g, "c1.bias").id, nn_graph_find(g, "fc.bias").id);
         memset(&cd, 0, sizeof cd);
         if (!T_OK(nn_graph_compile(g, &cd), ctx) || !T_OK(nn_tensor_write(g, x, xv, sizeof xv), ctx) ||
             !T_OK(nn_tensor_write(g, xdt, xd, sizeof xd), ctx) || !T_OK(nn_graph_forward(g), ctx) ||
-            !T_OK(nn_tensor_read(g, yc, y, sizeof y), ctx) || !T_OK(nn_tensor_read(g, nn_find(g, "c1.weight"), w, sizeof w), ctx) ||
-            !T_OK(nn_tensor_read(g, ydt, yd, sizeof yd), ctx) || !T_OK(nn_tensor_read(g, nn_find(g, "fc.weight"), wd, sizeof wd), ctx)) {
+            !T_OK(nn_tensor_read(g, yc, y, sizeof y), ctx) || !T_OK(nn_tensor_read(g, nn_graph_find(g, "c1.weight"), w, sizeof w), ctx) ||
+            !T_OK(nn_tensor_read(g, ydt, yd, sizeof yd), ctx) || !T_OK(nn_tensor_read(g, nn_graph_find(g, "fc.weight"), wd, sizeof wd), ctx)) {
             nn_graph_destroy(g);
             break;
         }
         memset(b, 0, sizeof b);
         memset(bd, 0, sizeof bd);
         if (!k) {
-            T_OK(nn_tensor_read(g, nn_find(g, "c1.bias"), b, sizeof b), ctx);
-            T_OK(nn_tensor_read(g, nn_find(g, "fc.bias"), bd, sizeof bd), ctx);
+            T_OK(nn_tensor_read(g, nn_graph_find(g, "c1.bias"), b, sizeof b), ctx);
+            T_OK(nn_tensor_read(g, nn_graph_find(g, "fc.bias"), bd, sizeof bd), ctx);
         }
         for (n = 0; n < N; n++)
             for (o = 0; o < O; o++) {
@@ -416,12 +416,12 @@ static void check_layers_bias(const t_env *e) {
             x2 = nn_input(g, "x2", NN_F32, nn_shape4(1, 2, 5, 5));
             x3 = nn_input(g, "x3", NN_F32, nn_shape5(1, 2, 3, 4, 4));
             T_CHECK(nn_conv2d_layer(g, x2, 3, 3, 3, &d2, "c2").id > 0 && nn_conv3d_layer(g, x3, 3, 1, 3, 3, &d3, "c3").id > 0,
-                    "layers without bias: %s", nn_last_error(ctx));
-            T_CHECK(nn_find(g, "c2.weight").id > 0 && nn_find(g, "c2.bias").id == 0 && nn_find(g, "c3.bias").id == 0,
+                    "layers without bias: %s", nn_context_last_error(ctx));
+            T_CHECK(nn_graph_find(g, "c2.weight").id > 0 && nn_graph_find(g, "c2.bias").id == 0 && nn_graph_find(g, "c3.bias").id == 0,
                     "a bias was made with no_bias");
-            T_CHECK(nn_conv2d(g, x2, nn_find(g, "c2.weight"), nn_input(g, "b", NN_F32, nn_shape1(3)), &d2).id < 0 &&
-                        nn_graph_status(g) == NN_ERR_INVALID_ARGUMENT && strstr(nn_last_error(ctx), "no_bias"),
-                    "conv2d with a bias and no_bias: \"%s\"", nn_last_error(ctx));
+            T_CHECK(nn_conv2d(g, x2, nn_graph_find(g, "c2.weight"), nn_input(g, "b", NN_F32, nn_shape1(3)), &d2).id < 0 &&
+                        nn_graph_status(g) == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(ctx), "no_bias"),
+                    "conv2d with a bias and no_bias: \"%s\"", nn_context_last_error(ctx));
             nn_graph_destroy(g);
         }
     }
@@ -470,15 +470,15 @@ static void check_label_errors(const t_env *e) {
     memset(&nd, 0, sizeof nd);
     nd.ignore_index = NN_ZERO;
     l[0] = nn_cross_entropy_loss(g, x, y, NULL);
-    l[1] = nn_nll_loss(g, nn_log_softmax(g, x), y, &nd);
+    l[1] = nn_nll_loss(g, nn_log_softmax(g, x, -1), y, &nd);
     l[2] = nn_softmax_cross_entropy(g, x, y);
-    for (k = 0; k < 3; k++) nn_output(g, l[k]);
+    for (k = 0; k < 3; k++) nn_graph_output(g, l[k]);
     memset(&cd, 0, sizeof cd);
     if (!T_OK(nn_graph_compile(g, &cd), ctx) || !T_OK(nn_tensor_write(g, x, xv, sizeof xv), ctx) ||
         !T_OK(nn_tensor_write(g, y, bad, sizeof bad), ctx) || !T_OK(nn_graph_forward(g), ctx))
         goto done;
     T_CHECK(nn_tensor_read(g, l[0], v, 4) == NN_ERR_INVALID_ARGUMENT, "a read after bad labels succeeded");
-    msg = nn_last_error(ctx);
+    msg = nn_context_last_error(ctx);
     T_CHECK(strstr(msg, "nn_cross_entropy_loss") && strstr(msg, "2 of them") && strstr(msg, "nn_nll_loss") &&
                 strstr(msg, "3 of them") && strstr(msg, "nn_softmax_cross_entropy"),
             "message: %s", msg);
@@ -491,9 +491,9 @@ static void check_label_errors(const t_env *e) {
         T_OK(nn_tensor_read(g, l[0], v, 4), ctx);
     }
     if (T_OK(nn_tensor_write(g, y, bad, sizeof bad), ctx) && T_OK(nn_graph_forward(g), ctx) && T_OK(nn_graph_forward(g), ctx))
-        T_CHECK(nn_graph_finish(g) == NN_ERR_INVALID_ARGUMENT && strstr(nn_last_error(ctx), "nn_graph_finish") &&
-                    strstr(nn_last_error(ctx), "nn_cross_entropy_loss: labels outside [0, C) other than ignore_index: 4 of them"),
-                "finish after two runs with bad labels: \"%s\"", nn_last_error(ctx));
+        T_CHECK(nn_graph_finish(g) == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(ctx), "nn_graph_finish") &&
+                    strstr(nn_context_last_error(ctx), "nn_cross_entropy_loss: labels outside [0, C) other than ignore_index: 4 of them"),
+                "finish after two runs with bad labels: \"%s\"", nn_context_last_error(ctx));
 done:
     nn_graph_destroy(g);
     t_end();
@@ -554,7 +554,78 @@ static void check_pad_order(const t_env *e) {
     t_end();
 }
 
+/* ---- item 7 of issue 15: dim arguments, queries through their last argument ---- */
+
+static nn_tensor b_softmax_dim(nn_graph *g, nn_tensor x, const void *p) { return nn_softmax(g, x, *(const int *)p); }
+static nn_tensor b_log_softmax_dim(nn_graph *g, nn_tensor x, const void *p) { return nn_log_softmax(g, x, *(const int *)p); }
+static nn_tensor b_permute_neg(nn_graph *g, nn_tensor x, const void *p) {
+    static const int dims[3] = {-1, 0, 1}; /* [2, 3, 4] -> [4, 2, 3] */
+    (void)p;
+    return nn_permute(g, x, dims, 3);
+}
+
+static void check_dims_and_queries(const t_env *e) {
+    float x[24], y[24];
+    int i, j, k, dim;
+    if (!t_begin(e, "API: softmax/log_softmax along any dim, permute with negative dims, queries write through their last argument"))
+        return;
+    for (i = 0; i < 24; i++) x[i] = (float)((i * 7) % 11) * 0.25f - 1.0f;
+    for (dim = -3; dim < 3; dim++) { /* x [2, 3, 4]: softmax along dim against double */
+        int d = dim < 0 ? dim + 3 : dim, lg;
+        for (lg = 0; lg < 2; lg++) {
+            if (!run_forward(e->ctx, nn_shape3(2, 3, 4), x, lg ? b_log_softmax_dim : b_softmax_dim, &dim, y, 24)) continue;
+            for (i = 0; i < 24; i++) {
+                int c[3] = {i / 12, i / 4 % 3, i % 4}, n = d == 0 ? 2 : d == 1 ? 3 : 4;
+                double m = -1e30, s = 0, v;
+                for (j = 0; j < n; j++) {
+                    int q[3] = {c[0], c[1], c[2]};
+                    q[d] = j;
+                    v = x[q[0] * 12 + q[1] * 4 + q[2]];
+                    if (v > m) m = v;
+                }
+                for (j = 0; j < n; j++) {
+                    int q[3] = {c[0], c[1], c[2]};
+                    q[d] = j;
+                    s += exp(x[q[0] * 12 + q[1] * 4 + q[2]] - m);
+                }
+                v = lg ? x[i] - m - log(s) : exp(x[i] - m) / s;
+                T_CHECK(fabs(y[i] - v) <= 1e-6 * (1 + fabs(v)), "%s dim %d: y[%d] = %.9g, want %.9g", lg ? "log_softmax" : "softmax",
+                        dim, i, y[i], v);
+            }
+        }
+    }
+    if (run_forward(e->ctx, nn_shape3(2, 3, 4), x, b_permute_neg, NULL, y, 24))
+        for (k = 0; k < 4; k++)
+            for (i = 0; i < 2; i++)
+                for (j = 0; j < 3; j++)
+                    T_CHECK(y[k * 6 + i * 3 + j] == x[i * 12 + j * 4 + k], "permute (-1, 0, 1): y[%d, %d, %d]", k, i, j);
+    {
+        nn_graph *g = NULL;
+        nn_device_info dev;
+        nn_shape s;
+        int64_t n = 5;
+        nn_tensor t, parts[2];
+        static const int64_t sizes[2] = {1, 3};
+        if (T_OK(nn_context_device(e->ctx, &dev), e->ctx))
+            T_CHECK(dev.backend == (e->opencl ? NN_BACKEND_OPENCL : NN_BACKEND_CPU) && dev.name[0], "nn_context_device: backend %d, name '%s'",
+                    (int)dev.backend, dev.name);
+        if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
+            t = nn_input(g, "t", NN_F32, nn_shape2(3, 4));
+            T_CHECK(nn_tensor_shape(g, t, &s) == NN_OK && s.ndim == 2 && s.dim[1] == 4, "nn_tensor_shape");
+            T_CHECK(nn_tensor_numel(g, t, &n) == NN_OK && n == 12, "nn_tensor_numel gave %lld", (long long)n);
+            T_CHECK(nn_tensor_numel(g, NN_NONE, &n) == NN_ERR_INVALID_ARGUMENT && n == 0, "nn_tensor_numel of NN_NONE");
+            T_CHECK(nn_split(g, t, sizes, 2, -1, parts).id == parts[0].id && parts[1].id > 0 &&
+                        nn_tensor_shape(g, parts[1], &s) == NN_OK && s.dim[1] == 3,
+                    "nn_split(g, x, sizes, n, dim, out)");
+            T_CHECK(nn_graph_output(g, NN_NONE) != NN_OK, "nn_graph_output of NN_NONE");
+            nn_graph_destroy(g);
+        }
+    }
+    t_end();
+}
+
 void suite_api(const t_env *e) {
+    check_dims_and_queries(e);
     check_norm_eps(e);
     check_loss_zero(e);
     check_schedule_zero(e);

@@ -168,7 +168,7 @@ static int t_run(const t_env *e, const char *dir, t_log *log, const char *when) 
     int i, j, k;
     for (i = 0; i < 12; i++) w[i] = (float)((i * 7) % 5) * 0.25f - 0.5f;
     t_context_desc(e, &d);
-    d.cache_dir = dir;
+    d.backend.cache_dir = dir;
     d.log = t_logger;
     d.log_user = log;
     d.log_level = NN_LOG_DEBUG;
@@ -181,7 +181,7 @@ static int t_run(const t_env *e, const char *dir, t_log *log, const char *when) 
         xt = nn_input(g, "x", NN_F32, nn_shape2(2, 3));
         wt = nn_input(g, "w", NN_F32, nn_shape2(4, 3));
         yt = nn_relu(g, nn_matmul(g, xt, wt, 0, 1));
-        nn_output(g, yt);
+        nn_graph_output(g, yt);
         if (nn_graph_compile(g, NULL) == NN_OK && nn_tensor_write(g, xt, x, sizeof x) == NN_OK &&
             nn_tensor_write(g, wt, w, sizeof w) == NN_OK && nn_graph_forward(g) == NN_OK &&
             nn_tensor_read(g, yt, y, sizeof y) == NN_OK) {
@@ -195,10 +195,10 @@ static int t_run(const t_env *e, const char *dir, t_log *log, const char *when) 
                                  y[i * 4 + j], r);
                 }
         } else {
-            snprintf(log->fail, sizeof log->fail, "%s: %s", when, nn_last_error(ctx));
+            snprintf(log->fail, sizeof log->fail, "%s: %s", when, nn_context_last_error(ctx));
         }
     } else {
-        snprintf(log->fail, sizeof log->fail, "%s: %s", when, nn_last_error(ctx));
+        snprintf(log->fail, sizeof log->fail, "%s: %s", when, nn_context_last_error(ctx));
     }
     nn_graph_destroy(g);
     nn_context_destroy(ctx);

@@ -70,9 +70,9 @@ static int ck_build(nn_context *ctx, const nn_optimizer *opt, ck_run *run) {
     dd.batch = CK_BATCH;
     dd.shuffle = 1;
     if (nn_dataset_create(run->g, &dd, &run->ds) != NN_OK) return 0;
-    h = nn_relu(run->g, nn_dense(run->g, nn_dataset_x(run->ds), 16, NULL, "fc1"));
+    h = nn_relu(run->g, nn_linear_layer(run->g, nn_dataset_x(run->ds), 16, NULL, "fc1"));
     h = nn_dropout(run->g, h, 0.3f);
-    logits = nn_dense(run->g, h, CK_CLASSES, NULL, "fc2");
+    logits = nn_linear_layer(run->g, h, CK_CLASSES, NULL, "fc2");
     loss = nn_softmax_cross_entropy(run->g, logits, nn_dataset_y(run->ds));
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
@@ -94,7 +94,7 @@ static int ck_read(ck_run *run, float *out) {
     int k;
     long off = 0;
     for (k = 0; k < 4; k++) {
-        if (nn_tensor_read(run->g, nn_find(run->g, ck_params[k]), out + off, (size_t)ck_sizes[k] * 4) != NN_OK) return 0;
+        if (nn_tensor_read(run->g, nn_graph_find(run->g, ck_params[k]), out + off, (size_t)ck_sizes[k] * 4) != NN_OK) return 0;
         off += ck_sizes[k];
     }
     return 1;
@@ -113,22 +113,22 @@ static void ck_resume_case(const t_env *e, const char *name, const nn_optimizer 
     memset(&b, 0, sizeof b);
     if (!T_CHECK(ck_tmp(path), "mkstemp failed")) goto done;
     /* straight through on e->ctx */
-    ok = T_CHECK(ck_build(e->ctx, opt, &a), "build: %s", nn_last_error(e->ctx)) &&
-         T_CHECK(ck_train(&a, n + m), "train: %s", nn_last_error(e->ctx)) && T_CHECK(ck_read(&a, straight), "read");
+    ok = T_CHECK(ck_build(e->ctx, opt, &a), "build: %s", nn_context_last_error(e->ctx)) &&
+         T_CHECK(ck_train(&a, n + m), "train: %s", nn_context_last_error(e->ctx)) && T_CHECK(ck_read(&a, straight), "read");
     nn_graph_destroy(a.g);
     a.g = NULL;
     if (!ok) goto done;
     /* the first half on e->ctx, saved */
-    ok = T_CHECK(ck_build(e->ctx, opt, &a), "build: %s", nn_last_error(e->ctx)) &&
-         T_CHECK(ck_train(&a, n), "train: %s", nn_last_error(e->ctx)) && T_OK(nn_save_state(a.g, path), e->ctx);
+    ok = T_CHECK(ck_build(e->ctx, opt, &a), "build: %s", nn_context_last_error(e->ctx)) &&
+         T_CHECK(ck_train(&a, n), "train: %s", nn_context_last_error(e->ctx)) && T_OK(nn_graph_save_state(a.g, path), e->ctx);
     nn_graph_destroy(a.g);
     a.g = NULL;
     if (!ok) goto done;
     /* the second half in a new context */
     c1 = ck_context(e);
     if (!T_CHECK(c1 != NULL, "cannot open a second context on %s", e->backend)) goto done;
-    if (!T_CHECK(ck_build(c1, opt, &b), "build: %s", nn_last_error(c1)) || !T_OK(nn_load_state(b.g, path), c1) ||
-        !T_CHECK(ck_train(&b, m), "train: %s", nn_last_error(c1)) || !T_CHECK(ck_read(&b, resumed), "read"))
+    if (!T_CHECK(ck_build(c1, opt, &b), "build: %s", nn_context_last_error(c1)) || !T_OK(nn_graph_load_state(b.g, path), c1) ||
+        !T_CHECK(ck_train(&b, m), "train: %s", nn_context_last_error(c1)) || !T_CHECK(ck_read(&b, resumed), "read"))
         goto done;
     if (!e->opencl) {
         long i, diff = 0;
@@ -144,7 +144,7 @@ static void ck_resume_case(const t_env *e, const char *name, const nn_optimizer 
         err = t_relerr(sa, sb, CK_TOTAL);
         T_CHECK(err <= 1e-6, "relative error %g against the run straight through", err);
     }
-    T_CHECK(nn_dataset_epoch(b.ds) == (n + m - 1) / 5, "epoch %lld after %d batches", (long long)nn_dataset_epoch(b.ds), n + m);
+    T_CHECK(t_epoch(b.ds) == (n + m - 1) / 5, "epoch %lld after %d batches", (long long)t_epoch(b.ds), n + m);
 done:
     if (b.g) nn_graph_destroy(b.g);
     if (c1) nn_context_destroy(c1);
@@ -175,20 +175,20 @@ static void ck_errors(const t_env *e) {
     sgd.kind = NN_OPT_SGD;
     sgd.momentum = 0.9f;
     if (!T_CHECK(ck_tmp(path), "mkstemp failed")) goto done;
-    if (!T_CHECK(ck_build(e->ctx, &adam, &a), "build: %s", nn_last_error(e->ctx)) || !T_CHECK(ck_train(&a, 3), "train") ||
-        !T_OK(nn_save_state(a.g, path), e->ctx) || !T_CHECK(ck_build(e->ctx, &sgd, &b), "build") ||
+    if (!T_CHECK(ck_build(e->ctx, &adam, &a), "build: %s", nn_context_last_error(e->ctx)) || !T_CHECK(ck_train(&a, 3), "train") ||
+        !T_OK(nn_graph_save_state(a.g, path), e->ctx) || !T_CHECK(ck_build(e->ctx, &sgd, &b), "build") ||
         !T_CHECK(ck_read(&b, before), "read"))
         goto done;
-    r = nn_load_state(b.g, path);
-    T_CHECK(r == NN_ERR_STATE && strstr(nn_last_error(e->ctx), "optimizer adam"), "kind mismatch: %d %s", (int)r,
-            nn_last_error(e->ctx));
+    r = nn_graph_load_state(b.g, path);
+    T_CHECK(r == NN_ERR_STATE && strstr(nn_context_last_error(e->ctx), "optimizer adam"), "kind mismatch: %d %s", (int)r,
+            nn_context_last_error(e->ctx));
     T_CHECK(ck_read(&b, after) && memcmp(before, after, sizeof before) == 0, "a failed load changed the parameters");
     /* a plain parameter file is not a training state */
-    if (!T_OK(nn_save_safetensors(a.g, path), e->ctx)) goto done;
-    r = nn_load_state(a.g, path);
-    T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(e->ctx), "nn.state"), "plain file: %d %s", (int)r, nn_last_error(e->ctx));
+    if (!T_OK(nn_graph_save_safetensors(a.g, path), e->ctx)) goto done;
+    r = nn_graph_load_state(a.g, path);
+    T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(e->ctx), "nn.state"), "plain file: %d %s", (int)r, nn_context_last_error(e->ctx));
     /* a state with a tensor missing: rewrite the header's name of one optimizer tensor */
-    if (!T_OK(nn_save_state(a.g, path), e->ctx)) goto done;
+    if (!T_OK(nn_graph_save_state(a.g, path), e->ctx)) goto done;
     {
         FILE *f = fopen(path, "r+b");
         char hdr[4096];
@@ -204,13 +204,13 @@ static void ck_errors(const t_env *e) {
         }
         if (f) fclose(f);
     }
-    r = nn_load_state(a.g, path);
-    T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(e->ctx), "fc2.bias.__opt.1"), "missing tensor: %d %s", (int)r,
-            nn_last_error(e->ctx));
+    r = nn_graph_load_state(a.g, path);
+    T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(e->ctx), "fc2.bias.__opt.1"), "missing tensor: %d %s", (int)r,
+            nn_context_last_error(e->ctx));
     /* garbage */
     ck_text(path, "not a safetensors file");
-    r = nn_load_state(a.g, path);
-    T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(e->ctx), path), "garbage: %d %s", (int)r, nn_last_error(e->ctx));
+    r = nn_graph_load_state(a.g, path);
+    T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(e->ctx), path), "garbage: %d %s", (int)r, nn_context_last_error(e->ctx));
 done:
     if (a.g) nn_graph_destroy(a.g);
     if (b.g) nn_graph_destroy(b.g);
@@ -240,7 +240,7 @@ static void ck_csv(const t_env *e) {
     if (!T_CHECK(ck_tmp(path), "mkstemp failed")) goto done;
     memset(&d, 0, sizeof d);
     d.header = 1;
-    if (ck_text(path, "x, y ,label\r\n1.5, -2,0\r\n\r\n 3e2,4,1\r\n") && T_OK(nn_load_csv(e->ctx, path, &d, &a), e->ctx)) {
+    if (ck_text(path, "x, y ,label\r\n1.5, -2,0\r\n\r\n 3e2,4,1\r\n") && T_OK(nn_array_load_csv(e->ctx, path, &d, &a), e->ctx)) {
         static const float want[6] = {1.5f, -2, 0, 300, 4, 1};
         T_CHECK(a.dtype == NN_F32 && a.shape.ndim == 2 && a.shape.dim[0] == 2 && a.shape.dim[1] == 3, "shape");
         T_CHECK(a.data && memcmp(a.data, want, sizeof want) == 0, "values");
@@ -253,12 +253,12 @@ static void ck_csv(const t_env *e) {
         d.header = bad[i].header;
         d.delimiter = bad[i].delim;
         ck_text(path, bad[i].text);
-        r = nn_load_csv(e->ctx, path, &d, &a);
+        r = nn_array_load_csv(e->ctx, path, &d, &a);
         snprintf(want, sizeof want, "%s%s", path, bad[i].want);
-        T_CHECK(r == NN_ERR_IO && a.data == NULL && strstr(nn_last_error(e->ctx), want), "case %d: %d \"%s\", want \"%s\"",
-                (int)i, (int)r, nn_last_error(e->ctx), want);
+        T_CHECK(r == NN_ERR_IO && a.data == NULL && strstr(nn_context_last_error(e->ctx), want), "case %d: %d \"%s\", want \"%s\"",
+                (int)i, (int)r, nn_context_last_error(e->ctx), want);
     }
-    T_CHECK(nn_load_csv(e->ctx, "/nonexistent/x.csv", NULL, &a) == NN_ERR_IO, "a missing file");
+    T_CHECK(nn_array_load_csv(e->ctx, "/nonexistent/x.csv", NULL, &a) == NN_ERR_IO, "a missing file");
 done:
     remove(path);
     t_end();
@@ -296,7 +296,7 @@ static void ck_dataset_order(const t_env *e) {
         dd.shuffle = 1;
         dd.seed = 9;
         if (!T_OK(nn_graph_create(e->ctx, NULL, &g[k]), e->ctx) || !T_OK(nn_dataset_create(g[k], &dd, &ds[k]), e->ctx)) goto done;
-        nn_output(g[k], nn_dataset_x(ds[k]));
+        nn_graph_output(g[k], nn_dataset_x(ds[k]));
         memset(&cd, 0, sizeof cd);
         if (!T_OK(nn_graph_compile(g[k], &cd), e->ctx)) goto done;
         for (epoch = 0; epoch < 3; epoch++) {
@@ -309,7 +309,7 @@ static void ck_dataset_order(const t_env *e) {
                 for (j = 0; j < CK_N / 4; j++) seen[k][(int)order[k][epoch][i * (CK_N / 4) + j]]++;
             }
             for (i = 0; i < CK_N; i++) T_CHECK(seen[k][i] == 1, "epoch %d: sample %d seen %d times", epoch, i, seen[k][i]);
-            T_CHECK(nn_dataset_epoch(ds[k]) == epoch, "epoch %lld, want %d", (long long)nn_dataset_epoch(ds[k]), epoch);
+            T_CHECK(t_epoch(ds[k]) == epoch, "epoch %lld, want %d", (long long)t_epoch(ds[k]), epoch);
         }
     }
     T_CHECK(memcmp(order[0], order[1], sizeof order[0]) == 0, "two datasets of one seed disagree");

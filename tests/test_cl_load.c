@@ -64,14 +64,14 @@ static int child_relu(const char *which, nn_context *ctx) {
     nn_graph *g = NULL;
     nn_tensor in, out;
     int bad = 0, i;
-    if (!C_CHECK(nn_graph_create(ctx, NULL, &g) == NN_OK, "nn_graph_create: %s", nn_last_error(ctx))) return bad;
+    if (!C_CHECK(nn_graph_create(ctx, NULL, &g) == NN_OK, "nn_graph_create: %s", nn_context_last_error(ctx))) return bad;
     in = nn_input(g, "x", NN_F32, nn_shape1(5));
     out = nn_relu(g, in);
-    nn_output(g, out);
-    if (C_CHECK(nn_graph_compile(g, NULL) == NN_OK, "compile: %s", nn_last_error(ctx)) &&
-        C_CHECK(nn_tensor_write(g, in, x, sizeof x) == NN_OK, "write: %s", nn_last_error(ctx)) &&
-        C_CHECK(nn_graph_forward(g) == NN_OK, "forward: %s", nn_last_error(ctx)) &&
-        C_CHECK(nn_tensor_read(g, out, y, sizeof y) == NN_OK, "read: %s", nn_last_error(ctx)))
+    nn_graph_output(g, out);
+    if (C_CHECK(nn_graph_compile(g, NULL) == NN_OK, "compile: %s", nn_context_last_error(ctx)) &&
+        C_CHECK(nn_tensor_write(g, in, x, sizeof x) == NN_OK, "write: %s", nn_context_last_error(ctx)) &&
+        C_CHECK(nn_graph_forward(g) == NN_OK, "forward: %s", nn_context_last_error(ctx)) &&
+        C_CHECK(nn_tensor_read(g, out, y, sizeof y) == NN_OK, "read: %s", nn_context_last_error(ctx)))
         for (i = 0; i < 5; i++) C_CHECK(y[i] == (x[i] > 0 ? x[i] : 0.0f), "relu(%g) = %g", x[i], y[i]);
     nn_graph_destroy(g);
     return bad;
@@ -87,11 +87,11 @@ int t_cl_load_child(const char *which) {
         C_CHECK(r != NN_OK && ctx == NULL, "NN_DEVICE=opencl without its library gave %d", (int)r);
         C_CHECK(strstr(child_log, "1 NN_DEVICE=opencl: OpenCL library " T_MISSING_LIB " not found (") != NULL, /* 1: NN_LOG_ERROR */
                 "no error naming the library; the log:\n%s", child_log);
-        C_CHECK(nn_list_devices(NULL, 0) == 0, "nn_list_devices found devices without a library");
+        C_CHECK(t_devices(NULL, 0) == 0, "nn_list_devices found devices without a library");
     } else if (strcmp(which, "missing-default") == 0) {
         /* the default device: the CPU backend, and an info line saying why */
         r = child_context(NULL, &ctx);
-        C_CHECK(r == NN_OK && nn_backend(ctx) == NN_BACKEND_CPU, "the default device gave %d", (int)r);
+        C_CHECK(r == NN_OK && t_backend(ctx) == NN_BACKEND_CPU, "the default device gave %d", (int)r);
         C_CHECK(strstr(child_log, "3 OpenCL library " T_MISSING_LIB " not found (") != NULL && /* 3: NN_LOG_INFO */
                     strstr(child_log, "): using the CPU backend\n") != NULL,
                 "no info line naming the library; the log:\n%s", child_log);
@@ -100,7 +100,7 @@ int t_cl_load_child(const char *which) {
         /* a vendor driver named by NN_OPENCL_LIBRARY, not the loader (through its ICD
            dispatch tables when it exports only clIcdGetPlatformIDsKHR, as Debian's PoCL) */
         r = child_context("opencl", &ctx);
-        if (C_CHECK(r == NN_OK && nn_backend(ctx) == NN_BACKEND_OPENCL, "NN_DEVICE=opencl gave %d; the log:\n%s", (int)r,
+        if (C_CHECK(r == NN_OK && t_backend(ctx) == NN_BACKEND_OPENCL, "NN_DEVICE=opencl gave %d; the log:\n%s", (int)r,
                     child_log)) {
             C_CHECK(strstr(child_log, "(NN_OPENCL_LIBRARY)") != NULL, "no line naming the library; the log:\n%s",
                     child_log);

@@ -102,8 +102,8 @@ static void conv3d_layer_case(const t_env *e) {
     d.groups = 2;
     x = nn_input(g, "x", NN_F32, nn_shape5(2, 4, 3, 5, 6));
     y = nn_conv3d_layer(g, x, 6, 2, 3, 3, &d, "c3");
-    if (!T_CHECK(y.id >= 0, "nn_conv3d_layer failed: %s", nn_last_error(ctx))) goto done;
-    ys = nn_tensor_shape(g, y);
+    if (!T_CHECK(y.id >= 0, "nn_conv3d_layer failed: %s", nn_context_last_error(ctx))) goto done;
+    ys = t_shape(g, y);
     T_CHECK(ys.ndim == 5 && ys.dim[0] == 2 && ys.dim[1] == 6 && ys.dim[2] == 2 && ys.dim[3] == 3 && ys.dim[4] == 3,
             "output shape [%lld, %lld, %lld, %lld, %lld]", (long long)ys.dim[0], (long long)ys.dim[1],
             (long long)ys.dim[2], (long long)ys.dim[3], (long long)ys.dim[4]);
@@ -181,7 +181,7 @@ static void r_conv1d(const spec *s, double *const *in, double *out) {
 
 /* conv_transpose2d: x [N, Cin, H, W], w [Cin, Cout/G, KH, KW]; ip[0..1] output padding */
 static nn_tensor b_convt(nn_graph *g, const nn_tensor *in, const spec *s) {
-    nn_conv2d_desc d;
+    nn_conv_transpose2d_desc d;
     nn_tensor none = NN_NONE;
     memset(&d, 0, sizeof d);
     d.stride_h = s->conv[0];
@@ -191,7 +191,9 @@ static nn_tensor b_convt(nn_graph *g, const nn_tensor *in, const spec *s) {
     d.dilation_h = s->conv[4];
     d.dilation_w = s->conv[5];
     d.groups = s->conv[6];
-    return nn_conv_transpose2d(g, in[0], in[1], s->n_in > 2 ? in[2] : none, &d, s->ip[0], s->ip[1]);
+    d.output_pad_h = s->ip[0];
+    d.output_pad_w = s->ip[1];
+    return nn_conv_transpose2d(g, in[0], in[1], s->n_in > 2 ? in[2] : none, &d);
 }
 static void r_convt(const spec *s, double *const *in, double *out) {
     long N = s->shape[0].dim[0], Cin = s->shape[0].dim[1], H = s->shape[0].dim[2], W = s->shape[0].dim[3];
@@ -296,7 +298,7 @@ static void conv_grad_sum_case(const t_env *e) {
     T_OK(nn_tensor_write(g, w, wv, sizeof wv), ctx);
     T_OK(nn_tensor_write(g, b, bv, sizeof bv), ctx);
     if (!T_OK(nn_graph_step(g), ctx)) goto done;
-    if (!T_OK(nn_tensor_read(g, nn_grad(g, w), dw, sizeof dw), ctx) || !T_OK(nn_tensor_read(g, nn_grad(g, b), db, sizeof db), ctx))
+    if (!T_OK(nn_tensor_read(g, nn_graph_grad(g, w), dw, sizeof dw), ctx) || !T_OK(nn_tensor_read(g, nn_graph_grad(g, b), db, sizeof db), ctx))
         goto done;
     for (i = 0; i < K * 9; i++)
         if (fabs(dw[i] - rw[i]) / mw > ew) ew = fabs(dw[i] - rw[i]) / mw;
@@ -674,11 +676,13 @@ static nn_tensor c2_layer2(nn_graph *g, nn_compile_desc *cd) { (void)cd; return 
 static nn_tensor c1_layer3(nn_graph *g, nn_compile_desc *cd) { (void)cd; return c2_layer(g, 3); }
 static nn_tensor c3_layer4(nn_graph *g, nn_compile_desc *cd) { (void)cd; return c2_layer(g, 4); }
 static nn_tensor ct(nn_graph *g, nn_shape xs, nn_shape ws, int s, int p, int oph, int opw) {
-    nn_conv2d_desc c;
+    nn_conv_transpose2d_desc c;
     memset(&c, 0, sizeof c);
     c.stride_h = c.stride_w = s;
     c.pad_h = c.pad_w = p;
-    return nn_conv_transpose2d(g, F(g, xs), F(g, ws), NN_NONE, &c, oph, opw);
+    c.output_pad_h = oph;
+    c.output_pad_w = opw;
+    return nn_conv_transpose2d(g, F(g, xs), F(g, ws), NN_NONE, &c);
 }
 B(ct_outpad, ct(g, S4(1, 3, 4, 4), S4(3, 2, 3, 3), 2, 0, 2, 0))
 B(ct_outpad_neg, ct(g, S4(1, 3, 4, 4), S4(3, 2, 3, 3), 2, 0, 0, -1))

@@ -422,7 +422,7 @@ static int run_pair(const t_env *e, pair_fn f, const float *a, const float *b, f
     ta = nn_input(g, "a", NN_F32, nn_shape1(n));
     tb = b ? nn_input(g, "b", NN_F32, nn_shape1(n)) : NN_NONE;
     ty = f(g, ta, tb);
-    nn_output(g, ty);
+    nn_graph_output(g, ty);
     memset(&cd, 0, sizeof cd);
     ok = T_OK(nn_graph_compile(g, &cd), e->ctx) && T_OK(nn_tensor_write(g, ta, a, (size_t)n * 4), e->ctx) &&
          (!b || T_OK(nn_tensor_write(g, tb, b, (size_t)n * 4), e->ctx)) && T_OK(nn_graph_forward(g), e->ctx) &&
@@ -504,20 +504,20 @@ static void gradient_stop_cases(const t_env *e) {
     if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
         x = nn_input(g, "x", NN_F32, nn_shape1(N));
         z = nn_input(g, "z", NN_F32, nn_shape1(N));
-        nn_requires_grad(g, x);
-        nn_requires_grad(g, z);
-        y = nn_add(g, nn_scale(g, nn_detach(g, x), 3.0f), nn_mul(g, x, x));
+        nn_graph_requires_grad(g, x);
+        nn_graph_requires_grad(g, z);
+        y = nn_add(g, nn_mul_scalar(g, nn_detach(g, x), 3.0f), nn_mul(g, x, x));
         y = nn_add(g, y, nn_where(g, nn_gt(g, z, nn_detach(g, x)), z, nn_neg(g, z)));
         memset(&cd, 0, sizeof cd);
         cd.loss = nn_sum(g, y);
         if (T_OK(nn_graph_compile(g, &cd), e->ctx) && T_OK(nn_tensor_write(g, x, xs, sizeof xs), e->ctx) &&
             T_OK(nn_tensor_write(g, z, xs, sizeof xs), e->ctx) && T_OK(nn_graph_step(g), e->ctx) &&
-            T_CHECK(nn_grad(g, x).id > 0, "no gradient for x") &&
-            T_OK(nn_tensor_read(g, nn_grad(g, x), gx, sizeof gx), e->ctx)) {
+            T_CHECK(nn_graph_grad(g, x).id > 0, "no gradient for x") &&
+            T_OK(nn_tensor_read(g, nn_graph_grad(g, x), gx, sizeof gx), e->ctx)) {
             for (i = 0; i < N; i++)
                 if (!T_CHECK(fabs(gx[i] - 2.0 * xs[i]) <= 1e-6, "d/dx[%d] = %g, want 2x = %g", i, gx[i], 2.0 * xs[i])) break;
             /* z > x never holds (z == x): the gradient of z is -1 throughout */
-            if (T_CHECK(nn_grad(g, z).id > 0, "no gradient for z") && T_OK(nn_tensor_read(g, nn_grad(g, z), gx, sizeof gx), e->ctx))
+            if (T_CHECK(nn_graph_grad(g, z).id > 0, "no gradient for z") && T_OK(nn_tensor_read(g, nn_graph_grad(g, z), gx, sizeof gx), e->ctx))
                 for (i = 0; i < N; i++)
                     if (!T_CHECK(gx[i] == -1.0f, "d/dz[%d] = %g, want -1", i, gx[i])) break;
         }
@@ -527,11 +527,11 @@ static void gradient_stop_cases(const t_env *e) {
     if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
         x = nn_input(g, "x", NN_F32, nn_shape1(N));
         z = nn_input(g, "z", NN_F32, nn_shape1(N));
-        nn_requires_grad(g, x);
+        nn_graph_requires_grad(g, x);
         memset(&cd, 0, sizeof cd);
         cd.loss = nn_sum(g, nn_add(g, nn_mul(g, nn_ge(g, x, z), z), z));
         if (T_OK(nn_graph_compile(g, &cd), e->ctx))
-            T_CHECK(nn_grad(g, x).id == 0, "x reaches the loss only through a comparison, yet has a gradient");
+            T_CHECK(nn_graph_grad(g, x).id == 0, "x reaches the loss only through a comparison, yet has a gradient");
     }
     nn_graph_destroy(g);
     t_end();
@@ -572,9 +572,9 @@ static void thread_cases(const t_env *e) {
             b = nn_input(g, "b", NN_F32, nn_shape2(A1, 1));
             c = nn_input(g, "c", NN_F32, nn_shape1(A2));
             w = nn_input(g, "w", NN_F32, nn_shape3(A0, A1, A2));
-            for (k = 0; k < 3; k++) nn_requires_grad(g, k == 0 ? a : k == 1 ? b : c);
+            for (k = 0; k < 3; k++) nn_graph_requires_grad(g, k == 0 ? a : k == 1 ? b : c);
             y = nn_div(g, nn_maximum(g, nn_add(g, nn_mul(g, a, b), c), a), nn_add_scalar(g, b, 1.0f));
-            y = nn_exp(g, nn_scale(g, y, 0.1f));
+            y = nn_exp(g, nn_mul_scalar(g, y, 0.1f));
             memset(&cd, 0, sizeof cd);
             cd.loss = nn_sum(g, nn_mul(g, y, w));
             if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_tensor_write(g, a, av, sizeof av), ctx) &&
@@ -582,7 +582,7 @@ static void thread_cases(const t_env *e) {
                 T_OK(nn_tensor_write(g, w, wv, sizeof wv), ctx) && T_OK(nn_graph_step(g), ctx)) {
                 t[0] = a, t[1] = b, t[2] = c;
                 for (k = 0; k < 3; k++) {
-                    if (!T_OK(nn_tensor_read(g, nn_grad(g, t[k]), threads == 1 ? ref[k] : got, (size_t)sizes[k] * 4), ctx)) break;
+                    if (!T_OK(nn_tensor_read(g, nn_graph_grad(g, t[k]), threads == 1 ? ref[k] : got, (size_t)sizes[k] * 4), ctx)) break;
                     if (threads > 1)
                         for (i = 0; i < sizes[k]; i++)
                             if (!T_CHECK(memcmp(&ref[k][i], &got[i], 4) == 0, "%d threads: gradient %d [%d] = %.9g, 1 thread: %.9g",
@@ -608,9 +608,9 @@ static void error_cases(const t_env *e) {
         b = nn_input(g, "b", NN_F32, nn_shape1(5));
         t = nn_add(g, a, b);
         T_CHECK(t.id < 0 && nn_graph_status(g) == NN_ERR_SHAPE, "nn_add [3, 4] + [5] did not fail with NN_ERR_SHAPE");
-        T_CHECK(strstr(nn_last_error(e->ctx), "nn_add") && strstr(nn_last_error(e->ctx), "[3, 4]") &&
-                    strstr(nn_last_error(e->ctx), "[5]"),
-                "the message names neither the op nor the shapes: %s", nn_last_error(e->ctx));
+        T_CHECK(strstr(nn_context_last_error(e->ctx), "nn_add") && strstr(nn_context_last_error(e->ctx), "[3, 4]") &&
+                    strstr(nn_context_last_error(e->ctx), "[5]"),
+                "the message names neither the op nor the shapes: %s", nn_context_last_error(e->ctx));
     }
     nn_graph_destroy(g);
     g = NULL;
@@ -619,7 +619,7 @@ static void error_cases(const t_env *e) {
         b = nn_input(g, "b", NN_F32, nn_shape2(3, 4));
         t = nn_masked_fill(g, a, b, 0.0f); /* the mask is larger than x */
         T_CHECK(t.id < 0 && nn_graph_status(g) == NN_ERR_SHAPE, "nn_masked_fill with a larger mask did not fail");
-        T_CHECK(strstr(nn_last_error(e->ctx), "nn_masked_fill") != NULL, "message: %s", nn_last_error(e->ctx));
+        T_CHECK(strstr(nn_context_last_error(e->ctx), "nn_masked_fill") != NULL, "message: %s", nn_context_last_error(e->ctx));
     }
     nn_graph_destroy(g);
     g = NULL;
@@ -627,8 +627,8 @@ static void error_cases(const t_env *e) {
         a = nn_input(g, "a", NN_F32, nn_shape2(3, 2));
         t = nn_expand(g, a, nn_shape2(3, 4));
         T_CHECK(t.id < 0 && nn_graph_status(g) == NN_ERR_SHAPE, "nn_expand [3, 2] to [3, 4] did not fail");
-        T_CHECK(strstr(nn_last_error(e->ctx), "nn_expand") && strstr(nn_last_error(e->ctx), "[3, 2]"), "message: %s",
-                nn_last_error(e->ctx));
+        T_CHECK(strstr(nn_context_last_error(e->ctx), "nn_expand") && strstr(nn_context_last_error(e->ctx), "[3, 2]"), "message: %s",
+                nn_context_last_error(e->ctx));
     }
     nn_graph_destroy(g);
     g = NULL;
@@ -644,8 +644,8 @@ static void error_cases(const t_env *e) {
         b = nn_input(g, "b", NN_F32, nn_shape2(3, 1));
         t = nn_where(g, nn_input(g, "c", NN_F32, nn_shape1(5)), a, b);
         T_CHECK(t.id < 0 && nn_graph_status(g) == NN_ERR_SHAPE, "nn_where with cond [5] against [2, 3, 4] did not fail");
-        T_CHECK(strstr(nn_last_error(e->ctx), "nn_where") && strstr(nn_last_error(e->ctx), "cond [5]"), "message: %s",
-                nn_last_error(e->ctx));
+        T_CHECK(strstr(nn_context_last_error(e->ctx), "nn_where") && strstr(nn_context_last_error(e->ctx), "cond [5]"), "message: %s",
+                nn_context_last_error(e->ctx));
     }
     nn_graph_destroy(g);
     t_end();
@@ -664,25 +664,25 @@ static void rank0_cases(const t_env *e) {
     if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
         r = nn_input(g, "r", NN_F32, z);
         one = nn_input(g, "one", NN_F32, nn_shape1(1));
-        nn_requires_grad(g, r);
+        nn_graph_requires_grad(g, r);
         sq = nn_squeeze(g, one, 0);
         un = nn_unsqueeze(g, r, 0);
         b = nn_add(g, r, nn_input(g, "m", NN_F32, nn_shape2(2, 3)));
         loss = nn_mul(g, r, r);
-        s = nn_tensor_shape(g, sq);
+        s = t_shape(g, sq);
         T_CHECK(sq.id > 0 && s.ndim == 0, "squeeze([1], 0): ndim %d", s.ndim);
-        s = nn_tensor_shape(g, un);
+        s = t_shape(g, un);
         T_CHECK(un.id > 0 && s.ndim == 1 && s.dim[0] == 1, "unsqueeze([], 0): ndim %d", s.ndim);
-        s = nn_tensor_shape(g, b);
+        s = t_shape(g, b);
         T_CHECK(b.id > 0 && s.ndim == 2 && s.dim[0] == 2 && s.dim[1] == 3, "[] + [2, 3]: ndim %d", s.ndim);
-        s = nn_tensor_shape(g, loss);
+        s = t_shape(g, loss);
         T_CHECK(s.ndim == 0, "[] * []: ndim %d", s.ndim);
-        nn_output(g, loss);
+        nn_graph_output(g, loss);
         memset(&cd, 0, sizeof cd);
         cd.loss = loss;
         if (T_OK(nn_graph_compile(g, &cd), e->ctx) && T_OK(nn_tensor_write(g, r, &v, 4), e->ctx) &&
             T_OK(nn_graph_step(g), e->ctx) && T_OK(nn_tensor_read(g, loss, &lv, 4), e->ctx) &&
-            T_OK(nn_tensor_read(g, nn_grad(g, r), &gr, 4), e->ctx)) {
+            T_OK(nn_tensor_read(g, nn_graph_grad(g, r), &gr, 4), e->ctx)) {
             T_CHECK(lv == 9.0f, "loss r * r at 3: %g, expected 9", (double)lv);
             T_CHECK(gr == 6.0f, "d(r * r)/dr at 3: %g, expected 6", (double)gr);
         }
@@ -704,7 +704,7 @@ static nn_tensor b_sub(nn_graph *g, const nn_tensor *in, const spec *s_) {
     (void)s_;
     return nn_sub(g, in[0], in[1]);
 }
-static nn_tensor b_scale_p(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_scale(g, in[0], s->p); }
+static nn_tensor b_scale_p(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_mul_scalar(g, in[0], s->p); }
 static nn_tensor b_mul(nn_graph *g, const nn_tensor *in, const spec *s_) {
     (void)s_;
     return nn_mul(g, in[0], in[1]);
@@ -781,7 +781,7 @@ static void nanprop_binary(const t_env *e) {
 B(e_add_shape, nn_add(g, F(g, S2(3, 4)), F(g, S2(4, 3))))
 B(e_sub_rank, nn_sub(g, F(g, S2(3, 4)), F(g, S2(2, 4))))
 B(e_mul_int, nn_mul(g, I(g, S2(2, 2)), F(g, S2(2, 2))))
-B(e_scale_int, nn_scale(g, I(g, S1(5)), 2.0f))
+B(e_scale_int, nn_mul_scalar(g, I(g, S1(5)), 2.0f))
 B(e_relu_int, nn_relu(g, I(g, S1(5))))
 B(e_gelu_none, nn_gelu(g, NN_NONE))
 B(e_hardtanh_nan, nn_hardtanh(g, F(g, S1(3)), NAN, 1.0f))
@@ -790,9 +790,9 @@ B(e_prelu_size, nn_prelu(g, F(g, S3(2, 3, 4)), F(g, S1(2))))
 B(e_prelu_rank, nn_prelu(g, F(g, S3(2, 3, 4)), F(g, S2(1, 3))))
 B(e_prelu_int, nn_prelu(g, F(g, S3(2, 3, 4)), I(g, S1(3))))
 B(e_prelu_xint, nn_prelu(g, I(g, S3(2, 3, 4)), F(g, S1(3))))
-B(e_prelu_layer_n, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 0, "act"))
-B(e_prelu_layer_c, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 5, "act"))
-B(e_prelu_layer_name, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 1, ""))
+B(e_prelu_layer_n, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 0, NULL, "act"))
+B(e_prelu_layer_c, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 5, NULL, "act"))
+B(e_prelu_layer_name, nn_prelu_layer(g, F(g, S3(2, 3, 4)), 1, NULL, ""))
 B(e_dropout_neg, nn_dropout(g, F(g, S1(4)), -0.1f))
 B(e_dropout_one, nn_dropout(g, F(g, S1(4)), 1.0f))
 B(e_dropout_nan, nn_dropout(g, F(g, S1(4)), NAN))
@@ -803,7 +803,7 @@ static const bad_row elementwise_bad[] = {
     {"elementwise", "add [3, 4] + [4, 3]", e_add_shape, R_SHAPE, "nn_add|[3, 4]|[4, 3]", 0},
     {"elementwise", "sub [3, 4] - [2, 4] (3 against 2 does not broadcast)", e_sub_rank, R_SHAPE, "nn_sub|[3, 4]|[2, 4]", 0},
     {"elementwise", "mul of int32", e_mul_int, R_SHAPE, "nn_mul|int32", 0},
-    {"elementwise", "scale of int32", e_scale_int, R_SHAPE, "nn_scale|int32", 0},
+    {"elementwise", "scale of int32", e_scale_int, R_SHAPE, "nn_mul_scalar|int32", 0},
     {"elementwise", "relu of int32", e_relu_int, R_SHAPE, "nn_relu|int32", 0},
     {"elementwise", "gelu of NN_NONE", e_gelu_none, R_INV, "nn_gelu|NN_NONE", 0},
     {"elementwise", "hardtanh min NaN", e_hardtanh_nan, R_INV, "nn_hardtanh|nan", 0},

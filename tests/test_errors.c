@@ -20,25 +20,25 @@ static void test_shape_errors(const t_env *e) {
     T_CHECK(c.id < 0, "an op on a failed tensor gave a tensor");
     T_CHECK(nn_graph_status(g) == NN_ERR_SHAPE, "status %d", nn_graph_status(g));
     T_CHECK(nn_graph_compile(g, NULL) == NN_ERR_SHAPE, "compile did not return NN_ERR_SHAPE");
-    T_CHECK(strstr(nn_last_error(ctx), "nn_matmul") && strstr(nn_last_error(ctx), "[3, 4]") &&
-                strstr(nn_last_error(ctx), "[5, 6]"),
-            "message: %s", nn_last_error(ctx));
+    T_CHECK(strstr(nn_context_last_error(ctx), "nn_matmul") && strstr(nn_context_last_error(ctx), "[3, 4]") &&
+                strstr(nn_context_last_error(ctx), "[5, 6]"),
+            "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     g = NULL;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     a = nn_input(g, "a", NN_F32, nn_shape2(7, 33));
     b = nn_input(g, "b", NN_F32, nn_shape1(7));
     T_CHECK(nn_add(g, a, b).id < 0, "add of [7, 33] and [7] gave a tensor");
-    T_CHECK(strstr(nn_last_error(ctx), "nn_add") && strstr(nn_last_error(ctx), "[7, 33]") &&
-                strstr(nn_last_error(ctx), "[7]"),
-            "message: %s", nn_last_error(ctx));
+    T_CHECK(strstr(nn_context_last_error(ctx), "nn_add") && strstr(nn_context_last_error(ctx), "[7, 33]") &&
+                strstr(nn_context_last_error(ctx), "[7]"),
+            "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     g = NULL;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     a = nn_input(g, "a", NN_F32, nn_shape2(4, 3));
     b = nn_input(g, "labels", NN_F32, nn_shape1(4));
     T_CHECK(nn_softmax_cross_entropy(g, a, b).id < 0, "float labels accepted");
-    T_CHECK(strstr(nn_last_error(ctx), "int32") != NULL, "message: %s", nn_last_error(ctx));
+    T_CHECK(strstr(nn_context_last_error(ctx), "int32") != NULL, "message: %s", nn_context_last_error(ctx));
     /* a loss that is not a scalar */
     nn_graph_destroy(g);
     g = NULL;
@@ -49,7 +49,7 @@ static void test_shape_errors(const t_env *e) {
         memset(&cd, 0, sizeof cd);
         cd.loss = nn_relu(g, a);
         T_CHECK(nn_graph_compile(g, &cd) == NN_ERR_SHAPE, "a [4, 3] loss compiled");
-        T_CHECK(strstr(nn_last_error(ctx), "scalar") != NULL, "message: %s", nn_last_error(ctx));
+        T_CHECK(strstr(nn_context_last_error(ctx), "scalar") != NULL, "message: %s", nn_context_last_error(ctx));
     }
     /* wrong sizes on write and read */
     nn_graph_destroy(g);
@@ -78,10 +78,10 @@ static void test_alloc_failure(const t_env *e) {
     if (!t_begin(e, "errors: an oversized tensor is refused by name")) return;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     a = nn_input(g, "huge", NN_F32, nn_shape2((int64_t)1 << 20, (int64_t)1 << 20)); /* 4 TiB */
-    nn_output(g, nn_relu(g, a));
+    nn_graph_output(g, nn_relu(g, a));
     r = nn_graph_compile(g, NULL);
-    T_CHECK(r == NN_ERR_SHAPE, "compile returned %d (%s)", r, nn_last_error(ctx));
-    T_CHECK(strstr(nn_last_error(ctx), "huge") != NULL, "message does not name the tensor: %s", nn_last_error(ctx));
+    T_CHECK(r == NN_ERR_SHAPE, "compile returned %d (%s)", r, nn_context_last_error(ctx));
+    T_CHECK(strstr(nn_context_last_error(ctx), "huge") != NULL, "message does not name the tensor: %s", nn_context_last_error(ctx));
     T_CHECK(nn_graph_step(g) == NN_ERR_STATE, "a failed graph ran");
 done:
     nn_graph_destroy(g);
@@ -114,14 +114,14 @@ static void test_build_error(const t_env *e) {
         fclose(f);
     }
     t_context_desc(e, &d); /* the same device and tuning as e->ctx */
-    d.kernel_dir = dir;
-    d.cache_dir = "off";
+    d.backend.kernel_dir = dir;
+    d.backend.cache_dir = "off";
     if (T_OK(nn_context_create(&d, &ctx), ctx) && T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
-        nn_output(g, nn_relu(g, nn_input(g, "x", NN_F32, nn_shape1(3))));
+        nn_graph_output(g, nn_relu(g, nn_input(g, "x", NN_F32, nn_shape1(3))));
         r = nn_graph_compile(g, NULL);
         T_CHECK(r == NN_ERR_BUILD, "compile returned %d", r);
-        T_CHECK(strstr(nn_last_error(ctx), "kernels/elementwise.cl:3") != NULL, "message lacks kernels/elementwise.cl:3: %.300s",
-                nn_last_error(ctx));
+        T_CHECK(strstr(nn_context_last_error(ctx), "kernels/elementwise.cl:3") != NULL, "message lacks kernels/elementwise.cl:3: %.300s",
+                nn_context_last_error(ctx));
     }
     nn_graph_destroy(g);
     nn_context_destroy(ctx);
@@ -172,8 +172,8 @@ static void test_foreign_tensor(const t_env *e) {
     T_CHECK(a.id == ha.id && b.id == hb.id, "ids differ: the test needs equal ids (%d %d, %d %d)", a.id, ha.id, b.id, hb.id);
     T_CHECK(nn_add(h, ha, b).id < 0, "nn_add took a tensor of another graph");
     T_CHECK(nn_graph_status(h) == NN_ERR_INVALID_ARGUMENT, "status %d", nn_graph_status(h));
-    T_CHECK(strstr(nn_last_error(ctx), "nn_add") && strstr(nn_last_error(ctx), "another graph"), "message: %s",
-            nn_last_error(ctx));
+    T_CHECK(strstr(nn_context_last_error(ctx), "nn_add") && strstr(nn_context_last_error(ctx), "another graph"), "message: %s",
+            nn_context_last_error(ctx));
     nn_graph_destroy(h);
     h = NULL;
     if (!T_OK(nn_graph_create(ctx, NULL, &h), ctx)) goto done;
@@ -182,7 +182,7 @@ static void test_foreign_tensor(const t_env *e) {
     memset(&ld, 0, sizeof ld);
     ld.weight = a; /* an optional operand from g */
     T_CHECK(nn_mse_loss(h, ha, hb, &ld).id < 0, "a loss weight of another graph accepted");
-    T_CHECK(strstr(nn_last_error(ctx), "another graph") != NULL, "message: %s", nn_last_error(ctx));
+    T_CHECK(strstr(nn_context_last_error(ctx), "another graph") != NULL, "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(h);
     h = NULL;
     if (!T_OK(nn_graph_create(ctx, NULL, &h), ctx)) goto done;
@@ -197,7 +197,7 @@ static void test_foreign_tensor(const t_env *e) {
     if (T_OK(nn_graph_compile(h, &cd), ctx)) {
         T_CHECK(nn_tensor_write(h, a, buf, sizeof buf) == NN_ERR_INVALID_ARGUMENT, "h wrote g's tensor");
         T_CHECK(nn_tensor_read(h, b, buf, sizeof buf) == NN_ERR_INVALID_ARGUMENT, "h read g's tensor");
-        T_CHECK(nn_tensor_write(h, ha, buf, sizeof buf) == NN_OK, "h's own tensor: %s", nn_last_error(ctx));
+        T_CHECK(nn_tensor_write(h, ha, buf, sizeof buf) == NN_OK, "h's own tensor: %s", nn_context_last_error(ctx));
     }
 done:
     nn_graph_destroy(g);

@@ -63,7 +63,7 @@ static nn_graph *tf_net(nn_context *ctx, uint64_t seed, int64_t out, int compile
     memset(&gd, 0, sizeof gd);
     gd.seed = seed;
     if (nn_graph_create(ctx, &gd, &g) != NN_OK) return NULL;
-    nn_output(g, nn_dense(g, nn_input(g, "x", NN_F32, nn_shape2(4, 3)), out, NULL, "fc"));
+    nn_graph_output(g, nn_linear_layer(g, nn_input(g, "x", NN_F32, nn_shape2(4, 3)), out, NULL, "fc"));
     if (compile && nn_graph_compile(g, NULL) != NN_OK) {
         nn_graph_destroy(g);
         return NULL;
@@ -87,28 +87,28 @@ static void tf_read_special(const t_env *e) {
     if (!T_CHECK(mkfifo(fifo, 0600) == 0, "mkfifo: %s", strerror(errno))) goto done;
     old = signal(SIGALRM, tf_hang);
     alarm(20);
-    r = nn_load_csv(ctx, fifo, NULL, &a);
-    T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(ctx), fifo) && strstr(nn_last_error(ctx), "FIFO"), "csv from a FIFO: %d %s",
-            (int)r, nn_last_error(ctx));
-    r = nn_load_idx(ctx, fifo, NN_F32, &a);
-    T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(ctx), "FIFO"), "idx from a FIFO: %d %s", (int)r, nn_last_error(ctx));
+    r = nn_array_load_csv(ctx, fifo, NULL, &a);
+    T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(ctx), fifo) && strstr(nn_context_last_error(ctx), "FIFO"), "csv from a FIFO: %d %s",
+            (int)r, nn_context_last_error(ctx));
+    r = nn_array_load_idx(ctx, fifo, NN_F32, &a);
+    T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(ctx), "FIFO"), "idx from a FIFO: %d %s", (int)r, nn_context_last_error(ctx));
     alarm(0);
     signal(SIGALRM, old);
-    r = nn_load_idx(ctx, dir, NN_F32, &a);
-    T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(ctx), "directory") && !strstr(nn_last_error(ctx), "allocate"),
-            "idx from a directory: %d %s", (int)r, nn_last_error(ctx));
-    r = nn_load_csv(ctx, dir, NULL, &a);
-    T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(ctx), "directory"), "csv from a directory: %d %s", (int)r, nn_last_error(ctx));
-    r = nn_load_csv(ctx, "/dev/null", NULL, &a);
-    T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(ctx), "device"), "csv from /dev/null: %d %s", (int)r, nn_last_error(ctx));
+    r = nn_array_load_idx(ctx, dir, NN_F32, &a);
+    T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(ctx), "directory") && !strstr(nn_context_last_error(ctx), "allocate"),
+            "idx from a directory: %d %s", (int)r, nn_context_last_error(ctx));
+    r = nn_array_load_csv(ctx, dir, NULL, &a);
+    T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(ctx), "directory"), "csv from a directory: %d %s", (int)r, nn_context_last_error(ctx));
+    r = nn_array_load_csv(ctx, "/dev/null", NULL, &a);
+    T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(ctx), "device"), "csv from /dev/null: %d %s", (int)r, nn_context_last_error(ctx));
     g = tf_net(ctx, 1, 2, 1);
-    if (T_CHECK(g != NULL, "build: %s", nn_last_error(ctx))) {
-        r = nn_load_safetensors(g, dir, 0);
-        T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(ctx), "directory"), "safetensors from a directory: %d %s", (int)r,
-                nn_last_error(ctx));
-        r = nn_load_state(g, dir);
-        T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(ctx), "directory"), "state from a directory: %d %s", (int)r,
-                nn_last_error(ctx));
+    if (T_CHECK(g != NULL, "build: %s", nn_context_last_error(ctx))) {
+        r = nn_graph_load_safetensors(g, dir, 0);
+        T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(ctx), "directory"), "safetensors from a directory: %d %s", (int)r,
+                nn_context_last_error(ctx));
+        r = nn_graph_load_state(g, dir);
+        T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(ctx), "directory"), "state from a directory: %d %s", (int)r,
+                nn_context_last_error(ctx));
     }
     T_CHECK(a.data == NULL, "an array was filled by a failed load");
 done:
@@ -134,7 +134,7 @@ static void tf_save_targets(const t_env *e) {
     if (!T_CHECK(mkdtemp(dir) != NULL, "mkdtemp failed")) goto done;
     g1 = tf_net(ctx, 1, 2, 1);
     g2 = tf_net(ctx, 2, 2, 1);
-    if (!T_CHECK(g1 && g2, "build: %s", nn_last_error(ctx))) goto done;
+    if (!T_CHECK(g1 && g2, "build: %s", nn_context_last_error(ctx))) goto done;
     snprintf(real, sizeof real, "%s/real.safetensors", dir);
     snprintf(link1, sizeof link1, "%s/link1", dir);
     snprintf(link2, sizeof link2, "%s/link2", dir);
@@ -148,31 +148,31 @@ static void tf_save_targets(const t_env *e) {
                  "setup: %s", strerror(errno)))
         goto done;
     /* through two links (one relative, one absolute): the file at the end is replaced */
-    T_OK(nn_save_safetensors(g1, link2), ctx);
+    T_OK(nn_graph_save_safetensors(g1, link2), ctx);
     T_CHECK(lstat(link1, &st) == 0 && S_ISLNK(st.st_mode) && lstat(link2, &st) == 0 && S_ISLNK(st.st_mode),
             "a symbolic link was replaced by the save");
     T_CHECK(stat(real, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0777) == 0640, "the file's mode is %o, was 640",
             (unsigned)(st.st_mode & 0777));
-    if (T_OK(nn_load_safetensors(g2, real, 0), ctx) &&
-        T_OK(nn_tensor_read(g1, nn_find(g1, "fc.weight"), w1, sizeof w1), ctx) &&
-        T_OK(nn_tensor_read(g2, nn_find(g2, "fc.weight"), w2, sizeof w2), ctx))
+    if (T_OK(nn_graph_load_safetensors(g2, real, 0), ctx) &&
+        T_OK(nn_tensor_read(g1, nn_graph_find(g1, "fc.weight"), w1, sizeof w1), ctx) &&
+        T_OK(nn_tensor_read(g2, nn_graph_find(g2, "fc.weight"), w2, sizeof w2), ctx))
         T_CHECK(memcmp(w1, w2, sizeof w1) == 0, "the file behind the links does not hold the saved weights");
     /* a link to nothing yet: the file it names is made */
-    T_OK(nn_save_safetensors(g1, dangling), ctx);
+    T_OK(nn_graph_save_safetensors(g1, dangling), ctx);
     T_CHECK(lstat(dangling, &st) == 0 && S_ISLNK(st.st_mode) && stat(made, &st) == 0 && S_ISREG(st.st_mode),
             "a save through a dangling link did not make the file it names");
     /* not regular: refused, and left as it was */
-    r = nn_save_safetensors(g1, fifo);
-    T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(ctx), "FIFO") && strstr(nn_last_error(ctx), fifo), "save to a FIFO: %d %s",
-            (int)r, nn_last_error(ctx));
+    r = nn_graph_save_safetensors(g1, fifo);
+    T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(ctx), "FIFO") && strstr(nn_context_last_error(ctx), fifo), "save to a FIFO: %d %s",
+            (int)r, nn_context_last_error(ctx));
     T_CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was replaced");
-    r = nn_save_state(g1, sub);
-    T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(ctx), "directory"), "save to a directory: %d %s", (int)r, nn_last_error(ctx));
+    r = nn_graph_save_state(g1, sub);
+    T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(ctx), "directory"), "save to a directory: %d %s", (int)r, nn_context_last_error(ctx));
     T_CHECK(lstat(sub, &st) == 0 && S_ISDIR(st.st_mode), "the directory was replaced");
     if (symlink("fifo", link1) != 0 && (remove(link1) != 0 || symlink("fifo", link1) != 0)) T_CHECK(0, "relink failed");
-    r = nn_save_safetensors(g1, link1);
-    T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(ctx), "FIFO"), "save through a link to a FIFO: %d %s", (int)r,
-            nn_last_error(ctx));
+    r = nn_graph_save_safetensors(g1, link1);
+    T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(ctx), "FIFO"), "save through a link to a FIFO: %d %s", (int)r,
+            nn_context_last_error(ctx));
     n = tf_entries(dir, &temps);
     T_CHECK(n == 7 && temps == 0, "%d entries, %d temporary files left in %s", n, temps, dir);
 done:
@@ -199,22 +199,22 @@ static void tf_save_fails(const t_env *e) {
     small = tf_net(ctx, 1, 2, 1);
     big = tf_net(ctx, 2, 4000, 0); /* 48 KB of weights */
     check = tf_net(ctx, 3, 2, 1);
-    if (!T_CHECK(small && big && check, "build: %s", nn_last_error(ctx)) || !T_OK(nn_save_safetensors(small, path), ctx) ||
+    if (!T_CHECK(small && big && check, "build: %s", nn_context_last_error(ctx)) || !T_OK(nn_graph_save_safetensors(small, path), ctx) ||
         !T_CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0, "getrlimit"))
         goto done;
     lim = old;
     lim.rlim_cur = 16384;
     old_sig = signal(SIGXFSZ, SIG_IGN);
     if (T_CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0, "setrlimit: %s", strerror(errno))) {
-        r = nn_save_safetensors(big, path);
+        r = nn_graph_save_safetensors(big, path);
         setrlimit(RLIMIT_FSIZE, &old);
-        T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(ctx), "write error"), "save past the size limit: %d %s", (int)r,
-                nn_last_error(ctx));
+        T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(ctx), "write error"), "save past the size limit: %d %s", (int)r,
+                nn_context_last_error(ctx));
     }
     signal(SIGXFSZ, old_sig);
-    if (T_OK(nn_load_safetensors(check, path, 0), ctx) &&
-        T_OK(nn_tensor_read(small, nn_find(small, "fc.weight"), w1, sizeof w1), ctx) &&
-        T_OK(nn_tensor_read(check, nn_find(check, "fc.weight"), w2, sizeof w2), ctx))
+    if (T_OK(nn_graph_load_safetensors(check, path, 0), ctx) &&
+        T_OK(nn_tensor_read(small, nn_graph_find(small, "fc.weight"), w1, sizeof w1), ctx) &&
+        T_OK(nn_tensor_read(check, nn_graph_find(check, "fc.weight"), w2, sizeof w2), ctx))
         T_CHECK(memcmp(w1, w2, sizeof w1) == 0, "the old file changed");
     n = tf_entries(dir, &temps);
     T_CHECK(n == 1 && temps == 0, "%d entries, %d temporary files left", n, temps);
@@ -236,7 +236,7 @@ static nn_graph *tf_nadam(nn_context *ctx) {
     if (nn_graph_create(ctx, NULL, &g) != NN_OK) return NULL;
     xt = nn_input(g, "x", NN_F32, nn_shape2(4, 3));
     yt = nn_input(g, "y", NN_F32, nn_shape2(4, 2));
-    p = nn_dense(g, xt, 2, NULL, "fc");
+    p = nn_linear_layer(g, xt, 2, NULL, "fc");
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_mse(g, p, yt);
     cd.optimizer.kind = NN_OPT_NADAM;
@@ -285,7 +285,7 @@ static void tf_locale(const t_env *e) {
         T_CHECK(strcmp(b1, "1,5") == 0, "the locale prints 1.5 as %s", b1);
     }
     if (T_CHECK(tf_str(csv, "1.5;-2.25e1\n0.1;3\n"), "write") &&
-        T_OK(nn_load_csv(ctx, csv, &(nn_csv_desc){';', 0}, &arr), ctx)) {
+        T_OK(nn_array_load_csv(ctx, csv, &(nn_csv_desc){';', 0}, &arr), ctx)) {
         const float *v = (const float *)arr.data;
         T_CHECK(v[0] == 1.5f && v[1] == -22.5f && v[2] == 0.1f && v[3] == 3.0f, "values %g %g %g %g", v[0], v[1], v[2], v[3]);
     }
@@ -296,15 +296,15 @@ static void tf_locale(const t_env *e) {
         setlocale(LC_NUMERIC, round == 0 ? names[k - 1] : "C");
         a = tf_nadam(ctx);
         b = tf_nadam(ctx);
-        if (!T_CHECK(a && b, "build: %s", nn_last_error(ctx)) || !T_CHECK(tf_steps(a, 3), "train: %s", nn_last_error(ctx)) ||
-            !T_OK(nn_save_state(a, state), ctx))
+        if (!T_CHECK(a && b, "build: %s", nn_context_last_error(ctx)) || !T_CHECK(tf_steps(a, 3), "train: %s", nn_context_last_error(ctx)) ||
+            !T_OK(nn_graph_save_state(a, state), ctx))
             break;
         setlocale(LC_NUMERIC, round == 0 ? "C" : names[k - 1]);
-        if (!T_OK(nn_load_state(b, state), ctx) || !T_CHECK(tf_steps(a, 2) && tf_steps(b, 2), "train: %s", nn_last_error(ctx)))
+        if (!T_OK(nn_graph_load_state(b, state), ctx) || !T_CHECK(tf_steps(a, 2) && tf_steps(b, 2), "train: %s", nn_context_last_error(ctx)))
             break;
-        if (T_OK(nn_tensor_read(a, nn_find(a, "fc.weight"), wa, 24), ctx) &&
-            T_OK(nn_tensor_read(a, nn_find(a, "fc.bias"), wa + 6, 8), ctx) &&
-            T_OK(nn_tensor_read(b, nn_find(b, "fc.weight"), wb, 24), ctx) && T_OK(nn_tensor_read(b, nn_find(b, "fc.bias"), wb + 6, 8), ctx)) {
+        if (T_OK(nn_tensor_read(a, nn_graph_find(a, "fc.weight"), wa, 24), ctx) &&
+            T_OK(nn_tensor_read(a, nn_graph_find(a, "fc.bias"), wa + 6, 8), ctx) &&
+            T_OK(nn_tensor_read(b, nn_graph_find(b, "fc.weight"), wb, 24), ctx) && T_OK(nn_tensor_read(b, nn_graph_find(b, "fc.bias"), wb + 6, 8), ctx)) {
             int i, diff = 0;
             for (i = 0; i < 8; i++) diff += e->opencl ? fabsf(wa[i] - wb[i]) > 1e-6f * (fabsf(wa[i]) + 1e-3f) : memcmp(&wa[i], &wb[i], 4) != 0;
             T_CHECK(diff == 0, "round %d: %d of 8 parameters differ after resuming", round, diff);
@@ -347,13 +347,13 @@ static void tf_csv(const t_env *e) {
         char want[200];
         nn_result r;
         tf_text(path, over[i].text, strlen(over[i].text));
-        r = nn_load_csv(ctx, path, NULL, &a);
+        r = nn_array_load_csv(ctx, path, NULL, &a);
         snprintf(want, sizeof want, "%s%s", path, over[i].want);
-        T_CHECK(r == NN_ERR_IO && a.data == NULL && strstr(nn_last_error(ctx), want), "case %d: %d \"%s\", want \"%s\"", (int)i,
-                (int)r, nn_last_error(ctx), want);
+        T_CHECK(r == NN_ERR_IO && a.data == NULL && strstr(nn_context_last_error(ctx), want), "case %d: %d \"%s\", want \"%s\"", (int)i,
+                (int)r, nn_context_last_error(ctx), want);
     }
     /* the largest float, a subnormal, zero by underflow, and infinities written as such */
-    if (tf_str(path, "3.4028234e38,1e-40,1e-60,-inf,NaN\n") && T_OK(nn_load_csv(ctx, path, NULL, &a), ctx)) {
+    if (tf_str(path, "3.4028234e38,1e-40,1e-60,-inf,NaN\n") && T_OK(nn_array_load_csv(ctx, path, NULL, &a), ctx)) {
         const float *v = (const float *)a.data;
         T_CHECK(v[0] == 3.4028234e38f && v[1] == 1e-40f && v[2] == 0 && isinf(v[3]) && v[3] < 0 && isnan(v[4]),
                 "values %g %g %g %g %g", v[0], v[1], v[2], v[3], v[4]);
@@ -361,16 +361,16 @@ static void tf_csv(const t_env *e) {
     nn_array_free(&a);
     memset(&d, 0, sizeof d);
     d.header = 1;
-    if (tf_str(path, "\xEF\xBB\xBFx,y\r\n1,2\r\n") && T_OK(nn_load_csv(ctx, path, &d, &a), ctx))
+    if (tf_str(path, "\xEF\xBB\xBFx,y\r\n1,2\r\n") && T_OK(nn_array_load_csv(ctx, path, &d, &a), ctx))
         T_CHECK(a.shape.dim[0] == 1 && a.shape.dim[1] == 2 && ((float *)a.data)[1] == 2.0f, "BOM and header: %lld x %lld",
                 (long long)a.shape.dim[0], (long long)a.shape.dim[1]);
     nn_array_free(&a);
-    if (tf_str(path, "\xEF\xBB\xBF" "1.5,2\n3,4\n") && T_OK(nn_load_csv(ctx, path, NULL, &a), ctx))
+    if (tf_str(path, "\xEF\xBB\xBF" "1.5,2\n3,4\n") && T_OK(nn_array_load_csv(ctx, path, NULL, &a), ctx))
         T_CHECK(a.shape.dim[0] == 2 && ((float *)a.data)[0] == 1.5f, "BOM, no header: %lld rows, first %g", (long long)a.shape.dim[0],
                 ((float *)a.data)[0]);
     nn_array_free(&a);
     tf_str(path, "1,\xEF\xBB\xBF" "2\n"); /* only at the start of the file */
-    T_CHECK(nn_load_csv(ctx, path, NULL, &a) == NN_ERR_IO, "a byte order mark inside a row was accepted");
+    T_CHECK(nn_array_load_csv(ctx, path, NULL, &a) == NN_ERR_IO, "a byte order mark inside a row was accepted");
 done:
     remove(path);
     t_end();
@@ -403,25 +403,25 @@ static void tf_dataset_args(const t_env *e) {
     dd.batch = 2;
     x.shape.ndim = 1000;
     r = nn_dataset_create(g, &dd, &ds);
-    T_CHECK(r == NN_ERR_SHAPE && ds == NULL && strstr(nn_last_error(ctx), "1000 dims"), "ndim 1000: %d %s", (int)r,
-            nn_last_error(ctx));
+    T_CHECK(r == NN_ERR_SHAPE && ds == NULL && strstr(nn_context_last_error(ctx), "1000 dims"), "ndim 1000: %d %s", (int)r,
+            nn_context_last_error(ctx));
     x.shape.ndim = -3;
     r = nn_dataset_create(g, &dd, &ds);
-    T_CHECK(r == NN_ERR_SHAPE && strstr(nn_last_error(ctx), "-3 dims"), "ndim -3: %d %s", (int)r, nn_last_error(ctx));
+    T_CHECK(r == NN_ERR_SHAPE && strstr(nn_context_last_error(ctx), "-3 dims"), "ndim -3: %d %s", (int)r, nn_context_last_error(ctx));
     x.shape = nn_shape2(4, -2);
     r = nn_dataset_create(g, &dd, &ds);
-    T_CHECK(r == NN_ERR_SHAPE && strstr(nn_last_error(ctx), "dim 1 is -2"), "dim -2: %d %s", (int)r, nn_last_error(ctx));
+    T_CHECK(r == NN_ERR_SHAPE && strstr(nn_context_last_error(ctx), "dim 1 is -2"), "dim -2: %d %s", (int)r, nn_context_last_error(ctx));
     x.shape = nn_shape4(1 << 20, 1 << 20, 1 << 20, 1 << 20);
     r = nn_dataset_create(g, &dd, &ds);
-    T_CHECK(r == NN_ERR_SHAPE, "2^80 elements: %d %s", (int)r, nn_last_error(ctx));
+    T_CHECK(r == NN_ERR_SHAPE, "2^80 elements: %d %s", (int)r, nn_context_last_error(ctx));
     x.shape = nn_shape2(4, 2);
     y.shape.ndim = 0;
     r = nn_dataset_create(g, &dd, &ds);
-    T_CHECK(r == NN_ERR_SHAPE && strstr(nn_last_error(ctx), "y has 0 dims"), "y ndim 0: %d %s", (int)r, nn_last_error(ctx));
+    T_CHECK(r == NN_ERR_SHAPE && strstr(nn_context_last_error(ctx), "y has 0 dims"), "y ndim 0: %d %s", (int)r, nn_context_last_error(ctx));
     y.shape = nn_shape1(4);
     y.dtype = (nn_dtype)7;
     r = nn_dataset_create(g, &dd, &ds);
-    T_CHECK(r == NN_ERR_INVALID_ARGUMENT && strstr(nn_last_error(ctx), "dtype"), "dtype 7: %d %s", (int)r, nn_last_error(ctx));
+    T_CHECK(r == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(ctx), "dtype"), "dtype 7: %d %s", (int)r, nn_context_last_error(ctx));
     y.dtype = NN_I32;
     T_OK(nn_dataset_create(g, &dd, &ds), ctx); /* the graph is still usable */
 done:

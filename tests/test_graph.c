@@ -23,9 +23,9 @@ static void test_xor(const t_env *e) {
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape2(4, 2));
     y = nn_input(g, "y", NN_F32, nn_shape2(4, 1));
-    logits = nn_dense(g, nn_tanh(g, nn_dense(g, x, 16, NULL, "fc1")), 1, NULL, "fc2");
+    logits = nn_linear_layer(g, nn_tanh(g, nn_linear_layer(g, x, 16, NULL, "fc1")), 1, NULL, "fc2");
     loss = nn_bce_with_logits(g, logits, y);
-    nn_output(g, logits);
+    nn_graph_output(g, logits);
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
     cd.optimizer.kind = NN_OPT_ADAM;
@@ -71,7 +71,7 @@ static void test_resident_training(const t_env *e) {
     idx = nn_input(g, "idx", NN_I32, nn_shape1(B));
     xb = nn_gather_rows(g, data, idx);
     yb = nn_input(g, "yb", NN_I32, nn_shape1(B));
-    logits = nn_dense(g, nn_relu(g, nn_dense(g, xb, 64, NULL, "fc1")), C, NULL, "fc2");
+    logits = nn_linear_layer(g, nn_relu(g, nn_linear_layer(g, xb, 64, NULL, "fc1")), C, NULL, "fc2");
     loss = nn_softmax_cross_entropy(g, logits, yb);
     lsum = nn_accumulate(g, loss);
     acc = nn_accumulate(g, nn_accuracy(g, logits, yb));
@@ -89,13 +89,13 @@ static void test_resident_training(const t_env *e) {
         }
         if (step == 100) {
             nn_graph_finish(g);
-            s0 = nn_get_stats(ctx);
+            s0 = t_stats(ctx);
         }
         T_OK(nn_tensor_write(g, idx, I, sizeof I), ctx);
         T_OK(nn_tensor_write(g, yb, yv, sizeof yv), ctx);
         if (!T_OK(nn_graph_step(g), ctx)) goto done;
         if (step == 100) { /* the step alone: finish then reads the loss's label-check counter (4 bytes) */
-            s1 = nn_get_stats(ctx);
+            s1 = t_stats(ctx);
             nn_graph_finish(g);
             T_CHECK(s1.h2d_bytes - s0.h2d_bytes == 2 * B * 4, "a step moved %llu bytes up, not the %d written",
                     (unsigned long long)(s1.h2d_bytes - s0.h2d_bytes), 2 * B * 4);
@@ -124,14 +124,14 @@ static void test_resident_training(const t_env *e) {
     if (!T_OK(nn_graph_create(ctx, &gd, &ev), ctx)) goto done;
     edata = nn_input(ev, "data", NN_F32, nn_shape2(N, D));
     eidx = nn_input(ev, "idx", NN_I32, nn_shape1(EB));
-    eout = nn_dense(ev, nn_relu(ev, nn_dense(ev, nn_gather_rows(ev, edata, eidx), 64, NULL, "fc1")), C, NULL, "fc2");
-    nn_output(ev, eout);
+    eout = nn_linear_layer(ev, nn_relu(ev, nn_linear_layer(ev, nn_gather_rows(ev, edata, eidx), 64, NULL, "fc1")), C, NULL, "fc2");
+    nn_graph_output(ev, eout);
     if (!T_OK(nn_graph_compile(ev, NULL), ctx)) goto done;
     T_OK(nn_tensor_write(ev, edata, X, N * D * 4), ctx);
     T_OK(nn_tensor_write(ev, eidx, I, EB * 4), ctx);
     T_OK(nn_graph_forward(ev), ctx);
-    T_OK(nn_tensor_read(ev, nn_find(ev, "fc2.weight"), w_eval, C * 64 * 4), ctx);
-    T_OK(nn_tensor_read(g, nn_find(g, "fc2.weight"), w_train, C * 64 * 4), ctx);
+    T_OK(nn_tensor_read(ev, nn_graph_find(ev, "fc2.weight"), w_eval, C * 64 * 4), ctx);
+    T_OK(nn_tensor_read(g, nn_graph_find(g, "fc2.weight"), w_train, C * 64 * 4), ctx);
     T_CHECK(memcmp(w_eval, w_train, sizeof w_eval) == 0, "the eval graph does not see the trained weights");
     {
         float o[EB * C];
@@ -167,10 +167,10 @@ static void test_argmax(const t_env *e) {
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape2(B, C));
     y = nn_input(g, "y", NN_I32, nn_shape1(B));
-    am = nn_argmax(g, x);
+    am = nn_argmax_rows(g, x);
     acc = nn_accuracy(g, x, y);
-    nn_output(g, am);
-    nn_output(g, acc);
+    nn_graph_output(g, am);
+    nn_graph_output(g, acc);
     if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
     T_OK(nn_tensor_write(g, x, X, sizeof X), ctx);
     T_OK(nn_tensor_write(g, y, Y, sizeof Y), ctx);
@@ -203,7 +203,7 @@ static void test_gather_int(const t_env *e) {
     lab = nn_input(g, "labels", NN_I32, nn_shape1(N));
     idx = nn_input(g, "idx", NN_I32, nn_shape1(B));
     out = nn_gather_rows(g, lab, idx);
-    nn_output(g, out);
+    nn_graph_output(g, out);
     if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
     T_OK(nn_tensor_write(g, lab, L, sizeof L), ctx);
     T_OK(nn_tensor_write(g, idx, I, sizeof I), ctx);
@@ -245,8 +245,8 @@ static void test_init(const t_env *e) {
     t[5] = nn_param(g, "c", nn_shape2(O, I), in);
     x = nn_input(g, "x", NN_F32, nn_shape4(2, 3, 5, 5));
     y = nn_conv2d_layer(g, x, 4, 3, 3, NULL, "conv");
-    for (k = 0; k < 6; k++) nn_output(g, nn_scale(g, t[k], 1.0f)); /* keep the params in the graph */
-    nn_output(g, y);
+    for (k = 0; k < 6; k++) nn_graph_output(g, nn_mul_scalar(g, t[k], 1.0f)); /* keep the params in the graph */
+    nn_graph_output(g, y);
     if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
     for (k = 0; k < 6; k++) {
         double m = 0, sq = 0, lo = 1e30, hi = -1e30, want_m, want_sd;
@@ -272,8 +272,8 @@ static void test_init(const t_env *e) {
         T_CHECK(fabs(sq - want_sd) <= 0.05 * want_sd + 1e-6, "init %d: sd %g, want %g", k, sq, want_sd);
     }
     {
-        nn_tensor w = nn_find(g, "conv.weight"), b = nn_find(g, "conv.bias");
-        nn_shape ws = nn_tensor_shape(g, w);
+        nn_tensor w = nn_graph_find(g, "conv.weight"), b = nn_graph_find(g, "conv.bias");
+        nn_shape ws = t_shape(g, w);
         float wv[4 * 3 * 3 * 3];
         T_CHECK(w.id > 0 && b.id > 0 && ws.ndim == 4 && ws.dim[0] == 4 && ws.dim[1] == 3 && ws.dim[2] == 3 && ws.dim[3] == 3,
                 "conv layer parameters");
@@ -300,7 +300,7 @@ static nn_tensor g_input_ndim0(nn_graph *g, nn_compile_desc *cd) {
     nn_shape s;
     (void)cd;
     memset(&s, 0, sizeof s);
-    return nn_softmax(g, nn_input(g, "x0", NN_F32, s));
+    return nn_softmax(g, nn_input(g, "x0", NN_F32, s), -1);
 }
 static nn_tensor g_param_ndim0(nn_graph *g, nn_compile_desc *cd) {
     nn_shape s;
@@ -352,19 +352,19 @@ static nn_tensor g_buffer_clash(nn_graph *g, nn_compile_desc *cd) {
 }
 static nn_tensor g_grad_int(nn_graph *g, nn_compile_desc *cd) {
     (void)cd;
-    nn_requires_grad(g, I(g, S1(4)));
+    nn_graph_requires_grad(g, I(g, S1(4)));
     return NN_NONE;
 }
 static nn_tensor g_output_none(nn_graph *g, nn_compile_desc *cd) {
     (void)cd;
     F(g, S1(2));
-    nn_output(g, NN_NONE);
+    nn_graph_output(g, NN_NONE);
     return NN_NONE;
 }
 /* leaves and ops on a compiled graph */
 static nn_tensor g_compiled(nn_graph *g, int which) {
     nn_tensor x = F(g, S2(2, 3));
-    nn_output(g, nn_sigmoid(g, x));
+    nn_graph_output(g, nn_sigmoid(g, x));
     if (nn_graph_compile(g, NULL) != NN_OK) return T(-1);
     if (which == 0) return F(g, S1(3));
     if (which == 1) {
@@ -372,7 +372,7 @@ static nn_tensor g_compiled(nn_graph *g, int which) {
         memset(&z, 0, sizeof z);
         return nn_param(g, "late", S1(3), z);
     }
-    return nn_softmax(g, x);
+    return nn_softmax(g, x, -1);
 }
 static nn_tensor g_compiled_input(nn_graph *g, nn_compile_desc *cd) {
     (void)cd;
@@ -388,7 +388,7 @@ static nn_tensor g_compiled_op(nn_graph *g, nn_compile_desc *cd) {
 }
 /* compile-time refusals */
 static nn_tensor c_loss_int(nn_graph *g, nn_compile_desc *cd) {
-    nn_tensor a = nn_argmax(g, F(g, S2(1, 4)));
+    nn_tensor a = nn_argmax_rows(g, F(g, S2(1, 4)));
     cd->loss = a;
     return a;
 }
@@ -442,8 +442,8 @@ static const bad_row graph_bad[] = {
     {"graph", "nn_param without a name", g_param_noname, R_INV, "nn_param|name", 0},
     {"graph", "nn_param again with another shape", g_param_reshape, R_SHAPE, "nn_param|fc.weight|[4, 3]|[3, 4]", 0},
     {"graph", "nn_buffer over a parameter's name", g_buffer_clash, R_INV, "nn_buffer|bn.weight", 0},
-    {"graph", "nn_requires_grad on int32", g_grad_int, R_INV, "nn_requires_grad|int32", 0},
-    {"graph", "nn_output(NN_NONE)", g_output_none, R_INV, "nn_output|NN_NONE", 0},
+    {"graph", "nn_graph_requires_grad on int32", g_grad_int, R_INV, "nn_graph_requires_grad|int32", 0},
+    {"graph", "nn_graph_output(NN_NONE)", g_output_none, R_INV, "nn_graph_output|NN_NONE", 0},
     {"graph", "nn_input on a compiled graph", g_compiled_input, R_STATE, "nn_input|compiled", 0},
     {"graph", "nn_param on a compiled graph", g_compiled_param, R_STATE, "nn_param|compiled", 0},
     {"graph", "nn_softmax on a compiled graph", g_compiled_op, R_STATE, "nn_softmax|compiled", 0},

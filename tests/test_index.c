@@ -430,14 +430,14 @@ static int view_graph(nn_context *ctx, int reshapes, arena_log *log, uint64_t *l
     a = nn_flip(g, x, &d0, 1);
     if (reshapes) a = nn_reshape(g, nn_squeeze(g, nn_unsqueeze(g, nn_reshape(g, a, nn_shape3(16, 4, 64)), 1), 1), nn_shape2(64, 64));
     y = nn_flip(g, a, &d0, 1);
-    nn_output(g, y);
+    nn_graph_output(g, y);
     log->bytes = -1;
     ok = T_OK(nn_graph_compile(g, NULL), ctx);
     for (i = 0; i < 64 * 64; i++) v[i] = (float)i;
     if (ok) ok = T_OK(nn_tensor_write(g, x, v, 64 * 64 * 4), ctx);
-    nn_reset_stats(ctx);
+    nn_context_reset_stats(ctx);
     if (ok) ok = T_OK(nn_graph_forward(g), ctx);
-    *launches = nn_get_stats(ctx).kernel_launches;
+    *launches = t_stats(ctx).kernel_launches;
     if (ok) ok = T_OK(nn_tensor_read(g, y, r, 64 * 64 * 4), ctx);
     if (ok) ok = T_CHECK(memcmp(r, v, 64 * 64 * 4) == 0, "flip twice is not x (reshapes %d)", reshapes);
     *out_first = r[0];
@@ -488,7 +488,7 @@ static void suite_index_plan(const t_env *e) {
         if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
             p = nn_param(g, "p", nn_shape2(2, 3), init);
             y = nn_reshape(g, p, nn_shape2(3, 2));
-            nn_output(g, y);
+            nn_graph_output(g, y);
             loss = nn_sum(g, nn_mul(g, y, y));
             memset(&c, 0, sizeof c);
             c.loss = loss;
@@ -525,16 +525,16 @@ static void suite_index_plan(const t_env *e) {
             y = nn_concat(g, xs, 16, 0);
             ar = nn_arange(g, 0, 5, 1);
             ey = nn_eye(g, 2, 3);
-            nn_output(g, y);
-            nn_output(g, ar);
-            nn_output(g, ey);
-            c0 = nn_op_compiled(e->ctx, concat);
-            k0 = nn_op_compiled(e->ctx, constant);
+            nn_graph_output(g, y);
+            nn_graph_output(g, ar);
+            nn_graph_output(g, ey);
+            c0 = t_op_compiled(e->ctx, concat);
+            k0 = t_op_compiled(e->ctx, constant);
             if (T_OK(nn_graph_compile(g, NULL), e->ctx)) {
-                T_CHECK(nn_op_compiled(e->ctx, concat) - c0 == 1, "concat of 16 compiled into %llu nodes",
-                        (unsigned long long)(nn_op_compiled(e->ctx, concat) - c0));
-                T_CHECK(nn_op_compiled(e->ctx, constant) - k0 == 2, "%llu constants compiled",
-                        (unsigned long long)(nn_op_compiled(e->ctx, constant) - k0));
+                T_CHECK(t_op_compiled(e->ctx, concat) - c0 == 1, "concat of 16 compiled into %llu nodes",
+                        (unsigned long long)(t_op_compiled(e->ctx, concat) - c0));
+                T_CHECK(t_op_compiled(e->ctx, constant) - k0 == 2, "%llu constants compiled",
+                        (unsigned long long)(t_op_compiled(e->ctx, constant) - k0));
                 /* before any run: the constants are there already */
                 if (T_OK(nn_tensor_read(g, ar, a, sizeof a), e->ctx))
                     for (k = 0; k < 5; k++) T_CHECK(a[k] == (float)k, "arange[%d] = %g before any run", k, a[k]);
@@ -542,12 +542,12 @@ static void suite_index_plan(const t_env *e) {
                     for (k = 0; k < 6; k++) T_CHECK(ee[k] == (k == 0 || k == 4 ? 1.0f : 0.0f), "eye[%d] = %g", k, ee[k]);
                 for (k = 0; k < 16 * 3; k++) v[k] = (float)k;
                 for (k = 0; k < 16; k++) T_OK(nn_tensor_write(g, xs[k], v + 3 * k, 12), e->ctx);
-                nn_reset_stats(e->ctx);
+                nn_context_reset_stats(e->ctx);
                 if (T_OK(nn_graph_forward(g), e->ctx) && T_OK(nn_tensor_read(g, y, r, sizeof r), e->ctx)) {
                     T_CHECK(memcmp(r, v, sizeof r) == 0, "concat of 16 rows is not the rows");
                     if (e->opencl) /* one launch per input, none for the constants */
-                        T_CHECK(nn_get_stats(e->ctx).kernel_launches == 16, "%llu launches for a concat of 16",
-                                (unsigned long long)nn_get_stats(e->ctx).kernel_launches);
+                        T_CHECK(t_stats(e->ctx).kernel_launches == 16, "%llu launches for a concat of 16",
+                                (unsigned long long)t_stats(e->ctx).kernel_launches);
                 }
             }
             nn_graph_destroy(g);
@@ -577,8 +577,8 @@ static void suite_index_determinism(const t_env *e) {
         idx = nn_input(g, "idx", NN_I32, nn_shape2(127, 7));
         src = nn_input(g, "src", NN_F32, nn_shape2(127, 7));
         i1 = nn_input(g, "i1", NN_I32, nn_shape1(127));
-        nn_requires_grad(g, x);
-        nn_requires_grad(g, src);
+        nn_graph_requires_grad(g, x);
+        nn_graph_requires_grad(g, src);
         y = nn_scatter_add(g, nn_index_select(g, x, 0, i1), 0, idx, nn_gather(g, nn_scatter_add(g, x, 0, idx, src), 0, idx));
         loss = nn_sum(g, nn_mul(g, y, y));
         memset(&c, 0, sizeof c);
@@ -587,8 +587,8 @@ static void suite_index_determinism(const t_env *e) {
             T_OK(nn_tensor_write(g, idx, iv, sizeof iv), e->ctx) && T_OK(nn_tensor_write(g, src, sv, sizeof sv), e->ctx) &&
             T_OK(nn_tensor_write(g, i1, i1v, sizeof i1v), e->ctx)) {
             for (run = 0; run < 2; run++)
-                if (!T_OK(nn_graph_step(g), e->ctx) || !T_OK(nn_tensor_read(g, nn_grad(g, x), gx[run], sizeof gx[run]), e->ctx) ||
-                    !T_OK(nn_tensor_read(g, nn_grad(g, src), gs[run], sizeof gs[run]), e->ctx))
+                if (!T_OK(nn_graph_step(g), e->ctx) || !T_OK(nn_tensor_read(g, nn_graph_grad(g, x), gx[run], sizeof gx[run]), e->ctx) ||
+                    !T_OK(nn_tensor_read(g, nn_graph_grad(g, src), gs[run], sizeof gs[run]), e->ctx))
                     break;
             if (run == 2) {
                 T_CHECK(memcmp(gx[0], gx[1], sizeof gx[0]) == 0, "d/dx differs between two runs");
@@ -603,7 +603,7 @@ static void suite_index_determinism(const t_env *e) {
 /* Bad dims, shapes and index values fail naming the op and the shapes. */
 static void suite_index_errors(const t_env *e) {
     static const struct { int what; nn_result code; const char *needle; } cases[] = {
-        {0, NN_ERR_SHAPE, "nn_squeeze: axis out of range for x [3, 7]"},
+        {0, NN_ERR_SHAPE, "nn_squeeze: dim out of range for x [3, 7]"},
         {1, NN_ERR_SHAPE, "nn_unsqueeze: dim 3 out of range [-3, 2] for x [3, 7]"},
         {2, NN_ERR_INVALID_ARGUMENT, "nn_flip: dim -2 appears twice for x [3, 7]"},
         {3, NN_ERR_INVALID_ARGUMENT, "nn_repeat: 1 repeats for x [3, 7]"},
@@ -651,7 +651,7 @@ static void suite_index_errors(const t_env *e) {
             default: l = nn_eye(g, 0, 3); break;
             }
             T_CHECK(l.id < 0 && nn_graph_status(g) == cases[k].code, "case %d: status %d", (int)k, (int)nn_graph_status(g));
-            T_CHECK(strstr(nn_last_error(e->ctx), cases[k].needle) != NULL, "case %d: message \"%s\"", (int)k, nn_last_error(e->ctx));
+            T_CHECK(strstr(nn_context_last_error(e->ctx), cases[k].needle) != NULL, "case %d: message \"%s\"", (int)k, nn_context_last_error(e->ctx));
             nn_graph_destroy(g);
         }
         t_end();
@@ -675,7 +675,7 @@ static void suite_index_errors(const t_env *e) {
                 : which == 1 ? nn_gather(g, x, 1, i2)
                 : which == 2 ? nn_scatter_add(g, x, 1, i2, x)
                              : nn_one_hot(g, i2, 5);
-            nn_output(g, y);
+            nn_graph_output(g, y);
             for (k = 0; k < 21; k++) {
                 xv[k] = (float)k;
                 iv2[k] = k == 4 || k == 9 ? (k == 4 ? -1 : 7) : k % 5;
@@ -683,11 +683,11 @@ static void suite_index_errors(const t_env *e) {
             if (T_OK(nn_graph_compile(g, NULL), e->ctx) && (which == 3 || T_OK(nn_tensor_write(g, x, xv, sizeof xv), e->ctx)) &&
                 (which != 0 || T_OK(nn_tensor_write(g, i1, iv1, sizeof iv1), e->ctx)) &&
                 (which == 0 || T_OK(nn_tensor_write(g, i2, iv2, sizeof iv2), e->ctx)) && T_OK(nn_graph_forward(g), e->ctx)) {
-                r = nn_tensor_read(g, y, out, (size_t)nn_tensor_numel(g, y) * 4);
-                T_CHECK(r == NN_ERR_INVALID_ARGUMENT && strstr(nn_last_error(e->ctx), needles[which]) &&
-                            strstr(nn_last_error(e->ctx), which == 0 ? "1 of them" : "2 of them"),
-                        "op %d: %d, \"%s\"", which, (int)r, nn_last_error(e->ctx));
-                T_OK(nn_tensor_read(g, y, out, (size_t)nn_tensor_numel(g, y) * 4), e->ctx); /* reported once */
+                r = nn_tensor_read(g, y, out, (size_t)t_numel(g, y) * 4);
+                T_CHECK(r == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(e->ctx), needles[which]) &&
+                            strstr(nn_context_last_error(e->ctx), which == 0 ? "1 of them" : "2 of them"),
+                        "op %d: %d, \"%s\"", which, (int)r, nn_context_last_error(e->ctx));
+                T_OK(nn_tensor_read(g, y, out, (size_t)t_numel(g, y) * 4), e->ctx); /* reported once */
             }
             nn_graph_destroy(g);
         }

@@ -30,30 +30,30 @@ static void test_idx(const t_env *e) {
         FILE *f = fdopen(fd, "wb");
         if (f) fclose(f);
     }
-    if (T_CHECK(write_bytes(path, good, sizeof good), "write failed") && T_OK(nn_load_idx(ctx, path, NN_F32, &a), ctx)) {
+    if (T_CHECK(write_bytes(path, good, sizeof good), "write failed") && T_OK(nn_array_load_idx(ctx, path, NN_F32, &a), ctx)) {
         T_CHECK(a.shape.ndim == 2 && a.shape.dim[0] == 2 && a.shape.dim[1] == 3, "shape");
         T_CHECK(((float *)a.data)[5] == 255.0f && ((float *)a.data)[0] == 1.0f, "values");
         nn_array_free(&a);
     }
-    if (T_OK(nn_load_idx(ctx, path, NN_I32, &a), ctx)) {
+    if (T_OK(nn_array_load_idx(ctx, path, NN_I32, &a), ctx)) {
         T_CHECK(((int32_t *)a.data)[3] == 4, "int values");
         nn_array_free(&a);
     }
     write_bytes(path, good, sizeof good - 1); /* one byte short */
-    T_CHECK(nn_load_idx(ctx, path, NN_F32, &a) == NN_ERR_IO && a.data == NULL, "truncated file accepted");
-    T_CHECK(strstr(nn_last_error(ctx), "truncated") && strstr(nn_last_error(ctx), path), "message: %s", nn_last_error(ctx));
+    T_CHECK(nn_array_load_idx(ctx, path, NN_F32, &a) == NN_ERR_IO && a.data == NULL, "truncated file accepted");
+    T_CHECK(strstr(nn_context_last_error(ctx), "truncated") && strstr(nn_context_last_error(ctx), path), "message: %s", nn_context_last_error(ctx));
     write_bytes(path, huge, sizeof huge);
-    T_CHECK(nn_load_idx(ctx, path, NN_F32, &a) == NN_ERR_IO, "2^64 elements accepted");
+    T_CHECK(nn_array_load_idx(ctx, path, NN_F32, &a) == NN_ERR_IO, "2^64 elements accepted");
     write_bytes(path, gz, sizeof gz);
-    T_CHECK(nn_load_idx(ctx, path, NN_F32, &a) == NN_ERR_IO && strstr(nn_last_error(ctx), "gzip"), "gzip: %s",
-            nn_last_error(ctx));
+    T_CHECK(nn_array_load_idx(ctx, path, NN_F32, &a) == NN_ERR_IO && strstr(nn_context_last_error(ctx), "gzip"), "gzip: %s",
+            nn_context_last_error(ctx));
     write_bytes(path, badtype, sizeof badtype);
-    T_CHECK(nn_load_idx(ctx, path, NN_F32, &a) == NN_ERR_IO, "type 0x07 accepted");
+    T_CHECK(nn_array_load_idx(ctx, path, NN_F32, &a) == NN_ERR_IO, "type 0x07 accepted");
     write_bytes(path, good, 3);
-    T_CHECK(nn_load_idx(ctx, path, NN_F32, &a) == NN_ERR_IO, "3-byte file accepted");
+    T_CHECK(nn_array_load_idx(ctx, path, NN_F32, &a) == NN_ERR_IO, "3-byte file accepted");
     remove(path);
-    T_CHECK(nn_load_idx(ctx, path, NN_F32, &a) == NN_ERR_IO && strstr(nn_last_error(ctx), path), "missing file: %s",
-            nn_last_error(ctx));
+    T_CHECK(nn_array_load_idx(ctx, path, NN_F32, &a) == NN_ERR_IO && strstr(nn_context_last_error(ctx), path), "missing file: %s",
+            nn_context_last_error(ctx));
 done:
     t_end();
 }

@@ -3,7 +3,7 @@
    L = sum(out * w) (w random) with respect to every input and every parameter against
    central differences of the reference; on OpenCL devices the same graph on the CPU backend
    too. Parameters are the layer's own, named parameters of the case (found by their
-   PyTorch names with nn_find, their shapes checked) with values written by the test. Shapes
+   PyTorch names with nn_graph_find, their shapes checked) with values written by the test. Shapes
    are small and odd. Tolerances are op_check.c's (1e-4 relative). */
 #include "test.h"
 #include <math.h>
@@ -32,7 +32,7 @@ static void dense_ref(const double *x, const double *W, const double *b, long ro
 }
 
 /* ---- squeeze-and-excitation ---- */
-static nn_tensor b_se(nn_graph *g, const nn_tensor *in, const spec *c) { return nn_se_block(g, in[0], c->ip[0], "se"); }
+static nn_tensor b_se(nn_graph *g, const nn_tensor *in, const spec *c) { return nn_se_layer(g, in[0], c->ip[0], "se"); }
 static void r_se(const spec *c, double *const *t, double *out) {
     long N = c->shape[0].dim[0], C = c->shape[0].dim[1], HW = c->shape[0].dim[2] * c->shape[0].dim[3];
     long Hd = c->shape[1].dim[0], n, ch, j, p;
@@ -68,7 +68,7 @@ static void r_glu(const spec *c, double *const *t, double *out) {
 }
 
 /* ---- SwiGLU feed-forward ---- */
-static nn_tensor b_swiglu(nn_graph *g, const nn_tensor *in, const spec *c) { return nn_swiglu_ffn(g, in[0], c->ip[0], "ffn"); }
+static nn_tensor b_swiglu(nn_graph *g, const nn_tensor *in, const spec *c) { return nn_swiglu_layer(g, in[0], c->ip[0], "ffn"); }
 static void r_swiglu(const spec *c, double *const *t, double *out) {
     long D = c->shape[0].dim[c->shape[0].ndim - 1], rows = numel(c->shape[0]) / D, Hd = c->ip[0], i;
     double *a = (double *)malloc((size_t)(rows * Hd) * sizeof(double)), *b = (double *)malloc((size_t)(rows * Hd) * sizeof(double));
@@ -83,7 +83,7 @@ static void r_swiglu(const spec *c, double *const *t, double *out) {
 /* ---- highway ---- */
 static nn_tensor b_highway(nn_graph *g, const nn_tensor *in, const spec *c) {
     (void)c;
-    return nn_highway(g, in[0], "hw");
+    return nn_highway_layer(g, in[0], "hw");
 }
 static void r_highway(const spec *c, double *const *t, double *out) {
     long D = c->shape[0].dim[c->shape[0].ndim - 1], rows = numel(c->shape[0]) / D, i;
@@ -101,7 +101,7 @@ static void r_highway(const spec *c, double *const *t, double *out) {
 /* ---- RMSE ---- */
 static nn_tensor b_rmse(nn_graph *g, const nn_tensor *in, const spec *c) {
     (void)c;
-    return nn_rmse_loss(g, in[0], in[1]);
+    return nn_rmse_loss(g, in[0], in[1], NULL);
 }
 static void r_rmse(const spec *c, double *const *t, double *out) {
     long n = numel(c->shape[0]), i;
@@ -112,7 +112,7 @@ static void r_rmse(const spec *c, double *const *t, double *out) {
 
 /* ---- InfoNCE ---- */
 static nn_tensor b_nce(nn_graph *g, const nn_tensor *in, const spec *c) {
-    return nn_info_nce_loss(g, in[0], in[1], c->fp[0]);
+    return nn_info_nce_loss(g, in[0], in[1], c->fp[0], NULL);
 }
 static void r_nce(const spec *c, double *const *t, double *out) {
     long B = c->shape[0].dim[0], D = c->shape[0].dim[1], i, j, d;
@@ -158,7 +158,10 @@ static void r_rbf(const spec *c, double *const *t, double *out) {
 
 /* ---- mixture of experts: out = [y flattened, aux_loss] ---- */
 static nn_tensor b_moe(nn_graph *g, const nn_tensor *in, const spec *c) {
-    nn_tensor aux, y = nn_moe(g, in[0], c->ip[0], c->ip[1], c->ip[2], "moe", &aux), parts[2];
+    nn_tensor aux, y, parts[2];
+    nn_moe_desc md;
+    md.aux_loss = &aux;
+    y = nn_moe_layer(g, in[0], c->ip[0], c->ip[1], c->ip[2], &md, "moe");
     parts[0] = nn_reshape(g, y, nn_shape1(numel(c->shape[0])));
     parts[1] = aux;
     return nn_concat(g, parts, 2, 0);
@@ -221,7 +224,7 @@ static void l_bad(const t_env *e) {
     if (!t_begin(e, "layer refusals")) return;
     if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
         struct { int which; nn_result code; const char *word; } rows[] = {
-            {0, NN_ERR_SHAPE, "nn_se_block"},       {1, NN_ERR_SHAPE, "odd size"},
+            {0, NN_ERR_SHAPE, "nn_se_layer"},       {1, NN_ERR_SHAPE, "odd size"},
             {2, NN_ERR_INVALID_ARGUMENT, "top_k"},  {3, NN_ERR_SHAPE, "nn_info_nce_loss"},
             {4, NN_ERR_INVALID_ARGUMENT, "name"},   {5, NN_ERR_INVALID_ARGUMENT, "temperature"},
         };
@@ -233,18 +236,18 @@ static void l_bad(const t_env *e) {
             x2 = nn_input(g, "x2", NN_F32, nn_shape2(3, 5));
             x4 = nn_input(g, "x4", NN_F32, nn_shape4(2, 3, 2, 2));
             switch (rows[i].which) {
-            case 0: t = nn_se_block(g, x2, 2, "se"); break;
+            case 0: t = nn_se_layer(g, x2, 2, "se"); break;
             case 1: t = nn_glu(g, x2, 1); break;
-            case 2: t = nn_moe(g, x2, 2, 3, 4, "moe", &aux); break;
-            case 3: t = nn_info_nce_loss(g, x2, nn_input(g, "y", NN_F32, nn_shape2(3, 4)), 0.1f); break;
-            case 4: t = nn_swiglu_ffn(g, x2, 4, NULL); break;
-            default: t = nn_info_nce_loss(g, x2, x2, 0.0f); break;
+            case 2: t = nn_moe_layer(g, x2, 2, 3, 4, &(nn_moe_desc){&aux}, "moe"); break;
+            case 3: t = nn_info_nce_loss(g, x2, nn_input(g, "y", NN_F32, nn_shape2(3, 4)), 0.1f, NULL); break;
+            case 4: t = nn_swiglu_layer(g, x2, 4, NULL); break;
+            default: t = nn_info_nce_loss(g, x2, x2, 0.0f, NULL); break;
             }
             (void)x4;
-            err = nn_last_error(e->ctx);
+            err = nn_context_last_error(e->ctx);
             T_CHECK(t.id < 0 && nn_graph_status(g) == rows[i].code && strstr(err, rows[i].word),
                     "refusal %d: got id %d, status %d, message \"%s\"", rows[i].which, t.id, (int)nn_graph_status(g), err);
-            if (rows[i].which == 2) T_CHECK(aux.id < 0, "nn_moe refused but aux_loss is a tensor");
+            if (rows[i].which == 2) T_CHECK(aux.id < 0, "nn_moe_layer refused but aux_loss is a tensor");
         }
     }
     nn_graph_destroy(g);

@@ -13,12 +13,12 @@ static nn_graph *small_net(nn_context *ctx, nn_graph *share, nn_tensor *x_out, n
     gd.share_params = share;
     if (nn_graph_create(ctx, &gd, &g) != NN_OK) return NULL;
     x = nn_input(g, "x", NN_F32, nn_shape2(3, 5));
-    y = nn_dense(g, nn_relu(g, nn_dense(g, x, 7, NULL, "fc1")), 2, NULL, "fc2");
+    y = nn_linear_layer(g, nn_relu(g, nn_linear_layer(g, x, 7, NULL, "fc1")), 2, NULL, "fc2");
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_mean(g, nn_mul(g, y, y));
     cd.optimizer.kind = NN_OPT_SGD;
     cd.optimizer.lr = 0.1f;
-    nn_output(g, y);
+    nn_graph_output(g, y);
     if (nn_graph_compile(g, &cd) != NN_OK) {
         nn_graph_destroy(g);
         return NULL;
@@ -50,7 +50,7 @@ void suite_lifetime(const t_env *e) {
         for (i = 0; i < 15; i++) xs[i] = (float)(i % 4) - 1.5f;
         g1 = small_net(ctx, NULL, &x1, &y1);
         g2 = g1 ? small_net(ctx, g1, &x2, &y2) : NULL;
-        if (T_CHECK(g1 && g2, "cannot build the graphs: %s", nn_last_error(ctx))) {
+        if (T_CHECK(g1 && g2, "cannot build the graphs: %s", nn_context_last_error(ctx))) {
             T_OK(nn_tensor_write(g1, x1, xs, sizeof xs), ctx);
             T_OK(nn_graph_step(g1), ctx);
             T_OK(nn_tensor_write(g2, x2, xs, sizeof xs), ctx);

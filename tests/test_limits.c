@@ -7,7 +7,7 @@
 #include <time.h>
 
 static void expect_refused(const t_env *e, const char *name, nn_graph *g, nn_tensor t, const char *needle) {
-    const char *msg = nn_last_error(e->ctx);
+    const char *msg = nn_context_last_error(e->ctx);
     T_CHECK(t.id < 0, "%s: built a tensor (id %d)", name, t.id);
     T_CHECK(nn_graph_status(g) == NN_ERR_SHAPE, "%s: status %d, not NN_ERR_SHAPE", name, (int)nn_graph_status(g));
     T_CHECK(strstr(msg, needle) != NULL, "%s: message \"%s\" does not name %s", name, msg, needle);
@@ -37,7 +37,7 @@ void suite_limits(const t_env *e) {
     c0 = clock();
     if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
         x = nn_input(g, "x", NN_F32, nn_shape2(1, 2));
-        t = nn_dense(g, x, (int64_t)1 << 31, NULL, "fc");
+        t = nn_linear_layer(g, x, (int64_t)1 << 31, NULL, "fc");
         T_CHECK(t.id < 0 && nn_graph_status(g) == NN_ERR_SHAPE, "a 2^31-wide dense layer was built");
     }
     nn_graph_destroy(g);

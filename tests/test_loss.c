@@ -869,7 +869,7 @@ static void suite_loss_errors(const t_env *e) {
             break;
         }
         T_CHECK(l.id < 0 && nn_graph_status(g) == cases[k].code, "case %d: status %d", (int)k, (int)nn_graph_status(g));
-        T_CHECK(strstr(nn_last_error(e->ctx), cases[k].needle) != NULL, "case %d: message \"%s\"", (int)k, nn_last_error(e->ctx));
+        T_CHECK(strstr(nn_context_last_error(e->ctx), cases[k].needle) != NULL, "case %d: message \"%s\"", (int)k, nn_context_last_error(e->ctx));
         nn_graph_destroy(g);
     }
     t_end();

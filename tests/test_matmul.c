@@ -109,7 +109,7 @@ static void mm_error(const t_env *e, const int *da, const int *db, int ta, int t
     memset(&gd, 0, sizeof gd);
     if (T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) {
         nn_tensor x = nn_input(g, "a", NN_F32, a), y = nn_input(g, "b", NN_F32, b), c = nn_matmul(g, x, y, ta, tb);
-        const char *msg = nn_last_error(e->ctx);
+        const char *msg = nn_context_last_error(e->ctx);
         char ea[64], eb[64];
         int i;
         size_t len = 0;
@@ -211,7 +211,7 @@ static void einsum_error(const t_env *e, const char *sp, const int *da, const in
     if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
         nn_tensor x = nn_input(g, "a", NN_F32, shp(da)), y = nn_input(g, "b", NN_F32, shp(db));
         nn_tensor c = nn_einsum(g, sp, x, y);
-        const char *msg = nn_last_error(e->ctx);
+        const char *msg = nn_context_last_error(e->ctx);
         T_CHECK(c.id < 0, "gave a tensor");
         T_CHECK(strstr(msg, "nn_einsum") && strstr(msg, sp) && strstr(msg, what), "the error does not name the op, the spec and \"%s\": %s", what, msg);
         nn_graph_destroy(g);
@@ -231,8 +231,8 @@ static void mm_deterministic(const t_env *e) {
     if (!T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) goto done;
     a = nn_input(g, "a", NN_F32, nn_shape2(7, 33));
     b = nn_input(g, "b", NN_F32, nn_shape3(127, 33, 3));
-    nn_requires_grad(g, a);
-    nn_requires_grad(g, b);
+    nn_graph_requires_grad(g, a);
+    nn_graph_requires_grad(g, b);
     c = nn_matmul(g, a, b, 0, 0);
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_sum(g, nn_mul(g, c, c));
@@ -248,7 +248,7 @@ static void mm_deterministic(const t_env *e) {
         T_OK(nn_tensor_write(g, a, va, (size_t)na * 4), e->ctx);
         T_OK(nn_tensor_write(g, b, vb, (size_t)nb * 4), e->ctx);
         T_OK(nn_graph_step(g), e->ctx);
-        T_OK(nn_tensor_read(g, nn_grad(g, a), run ? g2 : g1, (size_t)na * 4), e->ctx);
+        T_OK(nn_tensor_read(g, nn_graph_grad(g, a), run ? g2 : g1, (size_t)na * 4), e->ctx);
     }
     T_CHECK(memcmp(g1, g2, (size_t)na * 4) == 0, "two steps gave different gradients");
 done:
@@ -345,11 +345,11 @@ static void nanprop_matmul_one(const t_env *e, const char *name, int M, int K, i
     free(dB);
 }
 
-/* nn_dense (x W^T + b with its own parameters fc.weight and fc.bias): x [3, 4] with NaN in
+/* nn_linear_layer (x W^T + b with its own parameters fc.weight and fc.bias): x [3, 4] with NaN in
    row 1, inf in W row 2, NaN in b[4]; the parameters written before the step */
 static nn_tensor b_dense(nn_graph *g, const nn_tensor *in, const spec *s_) {
     (void)s_;
-    return nn_dense(g, in[0], 5, NULL, "fc");
+    return nn_linear_layer(g, in[0], 5, NULL, "fc");
 }
 static void nanprop_dense(const t_env *e) {
     double xv[12], Wv[20], bv[5], ry[15], w1[15], rdx[12], rdW[20], rdb[5];
@@ -391,21 +391,21 @@ static void nanprop_matmul(const t_env *e) {
 B(m_rank, nn_matmul(g, F(g, S3(2, 3, 4)), F(g, S3(3, 4, 5)), 0, 0))
 B(m_trans, nn_matmul(g, F(g, S2(4, 3)), F(g, S2(5, 6)), 1, 0))
 B(m_int, nn_matmul(g, F(g, S2(2, 3)), I(g, S2(3, 2)), 0, 0))
-B(m_dense_rank, nn_dense(g, F(g, S3(2, 3, 4)), 5, NULL, "fc"))
-B(m_dense_zero, nn_dense(g, F(g, S2(2, 3)), 0, NULL, "fc"))
-B(m_dense_neg, nn_dense(g, F(g, S2(2, 3)), -5, NULL, "fc"))
-B(m_dense_name, nn_dense(g, F(g, S2(2, 3)), 4, NULL, NULL))
-B(m_dense_int, nn_dense(g, I(g, S2(2, 3)), 4, NULL, "fc"))
+B(m_dense_rank, nn_linear_layer(g, F(g, S3(2, 3, 4)), 5, NULL, "fc"))
+B(m_dense_zero, nn_linear_layer(g, F(g, S2(2, 3)), 0, NULL, "fc"))
+B(m_dense_neg, nn_linear_layer(g, F(g, S2(2, 3)), -5, NULL, "fc"))
+B(m_dense_name, nn_linear_layer(g, F(g, S2(2, 3)), 4, NULL, NULL))
+B(m_dense_int, nn_linear_layer(g, I(g, S2(2, 3)), 4, NULL, "fc"))
 
 static const bad_row matmul_bad[] = {
     {"matmul", "matmul batches [2] and [3] of [2, 3, 4] x [3, 4, 5]", m_rank, R_SHAPE, "nn_matmul|[2, 3, 4]|[3, 4, 5]|broadcast", 0},
     {"matmul", "matmul [4, 3]^T x [5, 6]", m_trans, R_SHAPE, "nn_matmul|[4, 3] (transposed)|[5, 6]", 0},
     {"matmul", "matmul with int32 b", m_int, R_SHAPE, "nn_matmul|b|int32", 0},
-    {"matmul", "dense of [2, 3, 4]", m_dense_rank, R_SHAPE, "nn_dense|fc|[2, 3, 4]", 0},
-    {"matmul", "dense out_features 0", m_dense_zero, R_INV, "nn_dense|fc|out_features 0", 0},
-    {"matmul", "dense out_features -5", m_dense_neg, R_INV, "nn_dense|fc|out_features -5", 0},
-    {"matmul", "dense without a name", m_dense_name, R_INV, "nn_dense|name", 0},
-    {"matmul", "dense of int32", m_dense_int, R_SHAPE, "nn_dense|int32", 0},
+    {"matmul", "dense of [2, 3, 4]", m_dense_rank, R_SHAPE, "nn_linear_layer|fc|[2, 3, 4]", 0},
+    {"matmul", "dense out_features 0", m_dense_zero, R_INV, "nn_linear_layer|fc|out_features 0", 0},
+    {"matmul", "dense out_features -5", m_dense_neg, R_INV, "nn_linear_layer|fc|out_features -5", 0},
+    {"matmul", "dense without a name", m_dense_name, R_INV, "nn_linear_layer|name", 0},
+    {"matmul", "dense of int32", m_dense_int, R_SHAPE, "nn_linear_layer|int32", 0},
 };
 
 /* ---- x W^T + b (matmul with trans_b, then add) through the op checker ---- */

@@ -91,7 +91,7 @@ static geo geo_nc(const nn_shape *x, long G, int pc) {
 }
 
 static nn_tensor b_batch_norm(nn_graph *g, const nn_tensor *in, const spec *s) {
-    nn_batch_norm_desc d;
+    nn_norm_desc d;
     nn_tensor gamma, beta;
     nn_init zeros, ones;
     nn_shape c = nn_shape1(s->shape[0].dim[1]);
@@ -116,7 +116,7 @@ static void r_batch_norm(const spec *s, double *const *in, double *out) {
 static nn_tensor b_layer_norm(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_tensor gamma, beta;
     affine_of(s, in, &gamma, &beta);
-    return nn_layer_norm(g, in[0], s->ip[2], gamma, beta, s->fp[0]);
+    return nn_layer_norm(g, in[0], s->ip[2], gamma, beta, &(nn_norm_desc){.eps = s->fp[0]});
 }
 static void r_layer_norm(const spec *s, double *const *in, double *out) {
     const double *gamma, *beta;
@@ -134,7 +134,7 @@ static void r_layer_norm(const spec *s, double *const *in, double *out) {
 static nn_tensor b_group_norm(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_tensor gamma, beta;
     affine_of(s, in, &gamma, &beta);
-    return nn_group_norm(g, in[0], s->ip[2], gamma, beta, s->fp[0]);
+    return nn_group_norm(g, in[0], s->ip[2], gamma, beta, &(nn_norm_desc){.eps = s->fp[0]});
 }
 static void r_group_norm(const spec *s, double *const *in, double *out) {
     const double *gamma, *beta;
@@ -146,7 +146,7 @@ static void r_group_norm(const spec *s, double *const *in, double *out) {
 static nn_tensor b_instance_norm(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_tensor gamma, beta;
     affine_of(s, in, &gamma, &beta);
-    return nn_instance_norm(g, in[0], gamma, beta, s->fp[0]);
+    return nn_instance_norm(g, in[0], gamma, beta, &(nn_norm_desc){.eps = s->fp[0]});
 }
 static void r_instance_norm(const spec *s, double *const *in, double *out) {
     const double *gamma, *beta;
@@ -245,7 +245,7 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
     memset(&gd, 0, sizeof gd);
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, xs);
-    y = four ? nn_batch_norm2d_layer(g, x, "bn1") : nn_batch_norm1d_layer(g, x, "bn1");
+    y = four ? nn_batch_norm2d_layer(g, x, NULL, "bn1") : nn_batch_norm1d_layer(g, x, NULL, "bn1");
     w = nn_input(g, "w", NN_F32, xs);
     loss = nn_sum(g, nn_mul(g, y, w));
     memset(&cd, 0, sizeof cd);
@@ -253,7 +253,7 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
     cd.optimizer.kind = NN_OPT_SGD;
     cd.optimizer.lr = 0.1f;
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
-    T_CHECK(nn_grad(g, nn_find(g, "bn1.running_mean")).id == 0 && nn_grad(g, nn_find(g, "bn1.weight")).id > 0,
+    T_CHECK(nn_graph_grad(g, nn_graph_find(g, "bn1.running_mean")).id == 0 && nn_graph_grad(g, nn_graph_find(g, "bn1.weight")).id > 0,
             "a buffer got a gradient, or the weight none");
     wv = random_floats(n, -1, 1);
     T_OK(nn_tensor_write(g, w, wv, (size_t)n * 4), ctx);
@@ -273,9 +273,9 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
         free(xd);
         if (step == 1 || step == steps) {
             double gm[64], gv[64], err;
-            T_OK(nn_tensor_read(g, nn_find(g, "bn1.running_mean"), got, (size_t)C * 4), ctx);
+            T_OK(nn_tensor_read(g, nn_graph_find(g, "bn1.running_mean"), got, (size_t)C * 4), ctx);
             for (i = 0; i < C; i++) gm[i] = got[i];
-            T_OK(nn_tensor_read(g, nn_find(g, "bn1.running_var"), got, (size_t)C * 4), ctx);
+            T_OK(nn_tensor_read(g, nn_graph_find(g, "bn1.running_var"), got, (size_t)C * 4), ctx);
             for (i = 0; i < C; i++) gv[i] = got[i];
             err = t_relerr(gm, rm, C);
             T_CHECK(err <= 1e-5, "running_mean after step %ld: relative error %.3g", step, err);
@@ -300,8 +300,8 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
             goto done;
         }
         ex = nn_input(ev, "x", NN_F32, es);
-        ey = four ? nn_batch_norm2d_layer(ev, ex, "bn1") : nn_batch_norm1d_layer(ev, ex, "bn1");
-        nn_output(ev, ey);
+        ey = four ? nn_batch_norm2d_layer(ev, ex, NULL, "bn1") : nn_batch_norm1d_layer(ev, ex, NULL, "bn1");
+        nn_graph_output(ev, ey);
         if (T_OK(nn_graph_compile(ev, NULL), ctx)) {
             exv = random_floats(en, -3, 5);
             eyv = (float *)malloc((size_t)en * 4);
@@ -311,8 +311,8 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
             T_OK(nn_tensor_write(ev, ex, exv, (size_t)en * 4), ctx);
             T_OK(nn_graph_forward(ev), ctx);
             T_OK(nn_tensor_read(ev, ey, eyv, (size_t)en * 4), ctx);
-            T_OK(nn_tensor_read(g, nn_find(g, "bn1.weight"), gam, (size_t)C * 4), ctx);
-            T_OK(nn_tensor_read(g, nn_find(g, "bn1.bias"), bet, (size_t)C * 4), ctx);
+            T_OK(nn_tensor_read(g, nn_graph_find(g, "bn1.weight"), gam, (size_t)C * 4), ctx);
+            T_OK(nn_tensor_read(g, nn_graph_find(g, "bn1.bias"), bet, (size_t)C * 4), ctx);
             for (k = 0; k < C; k++) {
                 gd64[k] = gam[k];
                 bd64[k] = bet[k];
@@ -328,7 +328,7 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
             err = t_relerr(eyd, ref, en);
             T_CHECK(err <= 1e-4, "eval graph vs the running-statistics reference: relative error %.3g", err);
             /* and the eval graph left the running statistics alone */
-            T_OK(nn_tensor_read(g, nn_find(g, "bn1.running_mean"), got, (size_t)C * 4), ctx);
+            T_OK(nn_tensor_read(g, nn_graph_find(g, "bn1.running_mean"), got, (size_t)C * 4), ctx);
             for (k = 0; k < C; k++) gd64[k] = got[k];
             err = t_relerr(gd64, rm, C);
             T_CHECK(err <= 1e-5, "running_mean changed by an eval run: %.3g", err);
@@ -372,8 +372,8 @@ static void eval_grad_case(const t_env *e) {
     gd.eval = 1;
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape3(N, C, S));
-    nn_requires_grad(g, x);
-    y = nn_batch_norm1d_layer(g, x, "bn");
+    nn_graph_requires_grad(g, x);
+    y = nn_batch_norm1d_layer(g, x, NULL, "bn");
     w = nn_input(g, "w", NN_F32, nn_shape3(N, C, S));
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_sum(g, nn_mul(g, y, w)); /* no optimizer: the parameters' gradients are kept */
@@ -392,12 +392,12 @@ static void eval_grad_case(const t_env *e) {
         var[c] = rvv[c];
         dg[c] = db[c] = 0;
     }
-    gam = nn_find(g, "bn.weight");
-    bet = nn_find(g, "bn.bias");
+    gam = nn_graph_find(g, "bn.weight");
+    bet = nn_graph_find(g, "bn.bias");
     T_OK(nn_tensor_write(g, x, xv, sizeof xv), ctx);
     T_OK(nn_tensor_write(g, w, wv, sizeof wv), ctx);
-    T_OK(nn_tensor_write(g, nn_find(g, "bn.running_mean"), rmv, sizeof rmv), ctx);
-    T_OK(nn_tensor_write(g, nn_find(g, "bn.running_var"), rvv, sizeof rvv), ctx);
+    T_OK(nn_tensor_write(g, nn_graph_find(g, "bn.running_mean"), rmv, sizeof rmv), ctx);
+    T_OK(nn_tensor_write(g, nn_graph_find(g, "bn.running_var"), rvv, sizeof rvv), ctx);
     T_OK(nn_tensor_write(g, gam, gv, sizeof gv), ctx);
     T_OK(nn_tensor_write(g, bet, bv, sizeof bv), ctx);
     if (!T_OK(nn_graph_step(g), ctx)) goto done;
@@ -408,19 +408,19 @@ static void eval_grad_case(const t_env *e) {
         dg[ch] += wv[i] * (xd[i] - mean[ch]) * rs;
         db[ch] += wv[i];
     }
-    T_OK(nn_tensor_read(g, nn_grad(g, x), got, sizeof got), ctx);
+    T_OK(nn_tensor_read(g, nn_graph_grad(g, x), got, sizeof got), ctx);
     for (i = 0; i < n; i++) gd64[i] = got[i];
     err = t_relerr(gd64, dx, n);
     T_CHECK(err <= 1e-5, "dx: relative error %.3g", err);
-    T_OK(nn_tensor_read(g, nn_grad(g, gam), got, C * 4), ctx);
+    T_OK(nn_tensor_read(g, nn_graph_grad(g, gam), got, C * 4), ctx);
     for (i = 0; i < C; i++) gd64[i] = got[i];
     err = t_relerr(gd64, dg, C);
     T_CHECK(err <= 1e-5, "dgamma: relative error %.3g", err);
-    T_OK(nn_tensor_read(g, nn_grad(g, bet), got, C * 4), ctx);
+    T_OK(nn_tensor_read(g, nn_graph_grad(g, bet), got, C * 4), ctx);
     for (i = 0; i < C; i++) gd64[i] = got[i];
     err = t_relerr(gd64, db, C);
     T_CHECK(err <= 1e-5, "dbeta: relative error %.3g", err);
-    T_CHECK(nn_grad(g, nn_find(g, "bn.running_var")).id == 0, "a buffer got a gradient");
+    T_CHECK(nn_graph_grad(g, nn_graph_find(g, "bn.running_var")).id == 0, "a buffer got a gradient");
 done:
     nn_graph_destroy(g);
     t_end();
@@ -429,7 +429,7 @@ done:
 /* ---- errors ---- */
 
 static int msg_has(nn_context *ctx, const char *a, const char *b, const char *c) {
-    const char *m = nn_last_error(ctx);
+    const char *m = nn_context_last_error(ctx);
     return strstr(m, a) && strstr(m, b) && (!c || strstr(m, c));
 }
 
@@ -447,38 +447,38 @@ static void error_cases(const t_env *e) {
     x = nn_input(g, "x", NN_F32, nn_shape4(2, 3, 5, 5));
     gm = nn_input(g, "gamma", NN_F32, nn_shape1(4));
     T_CHECK(nn_batch_norm(g, x, gm, none, NULL).id < 0, "batch_norm with gamma [4] for C = 3");
-    T_CHECK(msg_has(ctx, "nn_batch_norm", "[4]", "[2, 3, 5, 5]"), "message: %s", nn_last_error(ctx));
+    T_CHECK(msg_has(ctx, "nn_batch_norm", "[4]", "[2, 3, 5, 5]"), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape4(2, 6, 5, 5));
-    T_CHECK(nn_group_norm(g, x, 4, none, none, 1e-5f).id < 0, "group_norm with 4 groups of 6 channels");
-    T_CHECK(msg_has(ctx, "nn_group_norm", "[2, 6, 5, 5]", "4"), "message: %s", nn_last_error(ctx));
+    T_CHECK(nn_group_norm(g, x, 4, none, none, &(nn_norm_desc){.eps = 1e-5f}).id < 0, "group_norm with 4 groups of 6 channels");
+    T_CHECK(msg_has(ctx, "nn_group_norm", "[2, 6, 5, 5]", "4"), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape3(2, 6, 5));
     bt = nn_input(g, "beta", NN_F32, nn_shape1(6));
-    T_CHECK(nn_layer_norm(g, x, 2, none, bt, 1e-5f).id < 0, "layer_norm over [6, 5] with beta [6]");
-    T_CHECK(msg_has(ctx, "nn_layer_norm", "[6]", "[6, 5]"), "message: %s", nn_last_error(ctx));
+    T_CHECK(nn_layer_norm(g, x, 2, none, bt, &(nn_norm_desc){.eps = 1e-5f}).id < 0, "layer_norm over [6, 5] with beta [6]");
+    T_CHECK(msg_has(ctx, "nn_layer_norm", "[6]", "[6, 5]"), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape2(2, 6));
-    T_CHECK(nn_instance_norm(g, x, none, none, 1e-5f).id < 0, "instance_norm of [2, 6] (no spatial dims)");
-    T_CHECK(msg_has(ctx, "nn_instance_norm", "[2, 6]", NULL), "message: %s", nn_last_error(ctx));
+    T_CHECK(nn_instance_norm(g, x, none, none, &(nn_norm_desc){.eps = 1e-5f}).id < 0, "instance_norm of [2, 6] (no spatial dims)");
+    T_CHECK(msg_has(ctx, "nn_instance_norm", "[2, 6]", NULL), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape2(1, 6));
-    T_CHECK(nn_batch_norm1d_layer(g, x, "bn").id < 0, "training batch_norm of [1, 6] (1 value per channel)");
-    T_CHECK(msg_has(ctx, "nn_batch_norm", "[1, 6]", NULL), "message: %s", nn_last_error(ctx));
+    T_CHECK(nn_batch_norm1d_layer(g, x, NULL, "bn").id < 0, "training batch_norm of [1, 6] (1 value per channel)");
+    T_CHECK(msg_has(ctx, "nn_batch_norm", "[1, 6]", NULL), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     x = nn_input(g, "x", NN_F32, nn_shape3(2, 6, 3));
-    T_CHECK(nn_batch_norm2d_layer(g, x, "bn").id < 0, "batch_norm2d of [2, 6, 3]");
-    T_CHECK(msg_has(ctx, "nn_batch_norm2d_layer", "[2, 6, 3]", NULL), "message: %s", nn_last_error(ctx));
+    T_CHECK(nn_batch_norm2d_layer(g, x, NULL, "bn").id < 0, "batch_norm2d of [2, 6, 3]");
+    T_CHECK(msg_has(ctx, "nn_batch_norm2d_layer", "[2, 6, 3]", NULL), "message: %s", nn_context_last_error(ctx));
     nn_graph_destroy(g);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     nn_buffer(g, "s", nn_shape1(3), ones);
     T_CHECK(nn_param(g, "s", nn_shape1(3), ones).id < 0, "a buffer's name reused for a parameter");
-    T_CHECK(msg_has(ctx, "nn_param", "buffer", NULL), "message: %s", nn_last_error(ctx));
+    T_CHECK(msg_has(ctx, "nn_param", "buffer", NULL), "message: %s", nn_context_last_error(ctx));
 done:
     nn_graph_destroy(g);
     t_end();
@@ -494,13 +494,13 @@ done:
 typedef struct np_norm { int kind, groups; } np_norm; /* kind: 0 batch, 1 layer, 2 group, 3 instance */
 static nn_tensor b_norm(nn_graph *g, const nn_tensor *in, const spec *s_) {
     const np_norm *q = (const np_norm *)s_->arg;
-    nn_batch_norm_desc bd;
+    nn_norm_desc bd;
     switch (q->kind) {
     case 0:
         memset(&bd, 0, sizeof bd);
         return nn_batch_norm(g, in[0], in[1], in[2], &bd);
-    case 1: return nn_layer_norm(g, in[0], 1, in[1], in[2], 0);
-    case 2: return nn_group_norm(g, in[0], q->groups, in[1], in[2], 0);
+    case 1: return nn_layer_norm(g, in[0], 1, in[1], in[2], NULL);
+    case 2: return nn_group_norm(g, in[0], q->groups, in[1], in[2], NULL);
     default: return nn_instance_norm(g, in[0], in[1], in[2], 0);
     }
 }
@@ -574,7 +574,7 @@ static void nanprop_bn_running(const t_env *e) {
     nn_context *ctx = e->ctx;
     nn_graph *g = NULL;
     nn_graph_desc gd;
-    nn_batch_norm_desc bd;
+    nn_norm_desc bd;
     nn_init ones, zeros;
     nn_tensor x, y, rm, rv;
     double xv[24];
@@ -597,7 +597,7 @@ static void nanprop_bn_running(const t_env *e) {
     bd.running_mean = rm;
     bd.running_var = rv;
     y = nn_batch_norm(g, x, NN_NONE, NN_NONE, &bd);
-    nn_output(g, y);
+    nn_graph_output(g, y);
     if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
     T_OK(nn_tensor_write(g, x, xf, sizeof xf), ctx);
     if (!T_OK(nn_graph_forward(g), ctx)) goto done;
@@ -614,7 +614,7 @@ static void nanprop_bn_running(const t_env *e) {
     bd.running_mean = nn_buffer(g, "bn.running_mean", nn_shape1(3), zeros);
     bd.running_var = nn_buffer(g, "bn.running_var", nn_shape1(3), ones);
     y = nn_batch_norm(g, x, NN_NONE, NN_NONE, &bd);
-    nn_output(g, y);
+    nn_graph_output(g, y);
     if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
     xf[5] = INFINITY;
     T_OK(nn_tensor_write(g, x, xf, sizeof xf), ctx);
@@ -634,7 +634,7 @@ done:
 /* ---- normalisation ---- */
 
 static nn_tensor bn(nn_graph *g, int which) {
-    nn_batch_norm_desc d;
+    nn_norm_desc d;
     nn_init z;
     nn_tensor x = F(g, S4(2, 3, 4, 4));
     memset(&d, 0, sizeof d);
@@ -653,20 +653,20 @@ static nn_tensor bn(nn_graph *g, int which) {
     case 7: return nn_batch_norm(g, I(g, S4(2, 3, 4, 4)), NN_NONE, NN_NONE, &d);
     case 8: d.momentum = NAN; return nn_batch_norm(g, x, NN_NONE, NN_NONE, &d);
     case 9: return nn_batch_norm(g, x, NN_NONE, I(g, S1(3)), &d);
-    case 10: return nn_batch_norm1d_layer(g, x, "bn");
-    case 11: return nn_batch_norm2d_layer(g, x, NULL);
-    case 12: return nn_layer_norm(g, F(g, S2(3, 4)), 0, NN_NONE, NN_NONE, 0);
-    case 13: return nn_layer_norm(g, F(g, S2(3, 4)), 3, NN_NONE, NN_NONE, 0);
-    case 14: return nn_layer_norm(g, F(g, S2(3, 4)), 1, F(g, S1(3)), NN_NONE, 0);
-    case 15: return nn_layer_norm(g, F(g, S2(3, 4)), 1, NN_NONE, NN_NONE, NAN);
-    case 16: return nn_group_norm(g, F(g, S3(2, 6, 4)), 0, NN_NONE, NN_NONE, 0);
-    case 17: return nn_group_norm(g, F(g, S3(2, 6, 4)), 4, NN_NONE, NN_NONE, 0);
-    case 18: return nn_group_norm(g, F(g, S3(2, 6, 4)), 3, NN_NONE, I(g, S1(6)), 0);
+    case 10: return nn_batch_norm1d_layer(g, x, NULL, "bn");
+    case 11: return nn_batch_norm2d_layer(g, x, NULL, NULL);
+    case 12: return nn_layer_norm(g, F(g, S2(3, 4)), 0, NN_NONE, NN_NONE, NULL);
+    case 13: return nn_layer_norm(g, F(g, S2(3, 4)), 3, NN_NONE, NN_NONE, NULL);
+    case 14: return nn_layer_norm(g, F(g, S2(3, 4)), 1, F(g, S1(3)), NN_NONE, NULL);
+    case 15: return nn_layer_norm(g, F(g, S2(3, 4)), 1, NN_NONE, NN_NONE, &(nn_norm_desc){.eps = NAN});
+    case 16: return nn_group_norm(g, F(g, S3(2, 6, 4)), 0, NN_NONE, NN_NONE, NULL);
+    case 17: return nn_group_norm(g, F(g, S3(2, 6, 4)), 4, NN_NONE, NN_NONE, NULL);
+    case 18: return nn_group_norm(g, F(g, S3(2, 6, 4)), 3, NN_NONE, I(g, S1(6)), NULL);
     case 19: return nn_instance_norm(g, F(g, S2(4, 3)), NN_NONE, NN_NONE, 0);
     case 20: return nn_instance_norm(g, F(g, S3(4, 3, 1)), NN_NONE, NN_NONE, 0);
-    case 21: return nn_instance_norm(g, F(g, S3(4, 3, 5)), F(g, S1(4)), NN_NONE, -1.0f);
-    case 22: return nn_group_norm(g, F(g, S3(2, 6, 4)), 3, T(500), NN_NONE, 0);
-    case 23: return nn_layer_norm(g, I(g, S2(3, 4)), 1, NN_NONE, NN_NONE, 0);
+    case 21: return nn_instance_norm(g, F(g, S3(4, 3, 5)), F(g, S1(4)), NN_NONE, &(nn_norm_desc){.eps = -1.0f});
+    case 22: return nn_group_norm(g, F(g, S3(2, 6, 4)), 3, T(500), NN_NONE, NULL);
+    case 23: return nn_layer_norm(g, I(g, S2(3, 4)), 1, NN_NONE, NN_NONE, NULL);
     default: return T(-1);
     }
 }

@@ -145,8 +145,8 @@ static void check_cnn_threads(const t_env *e) {
             pool.kernel_h = pool.kernel_w = 2;
             x = nn_input(g, "x", NN_F32, nn_shape4(B, 3, H, W));
             y = nn_input(g, "y", NN_I32, nn_shape1(B));
-            h = nn_relu(g, nn_batch_norm2d_layer(g, nn_conv2d_layer(g, x, C, 3, 3, &conv, "conv"), "bn"));
-            h = nn_dense(g, nn_flatten(g, nn_max_pool2d(g, h, &pool)), K, NULL, "fc");
+            h = nn_relu(g, nn_batch_norm2d_layer(g, nn_conv2d_layer(g, x, C, 3, 3, &conv, "conv"), NULL, "bn"));
+            h = nn_linear_layer(g, nn_flatten(g, nn_max_pool2d(g, h, &pool)), K, NULL, "fc");
             memset(&cd, 0, sizeof cd);
             cd.loss = nn_softmax_cross_entropy(g, h, y);
             cd.optimizer.kind = NN_OPT_ADAMW;
@@ -154,7 +154,7 @@ static void check_cnn_threads(const t_env *e) {
             if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_tensor_write(g, x, xs, sizeof xs), ctx) &&
                 T_OK(nn_tensor_write(g, y, ys, sizeof ys), ctx)) {
                 for (t = 0; t < 3; t++) T_OK(nn_graph_step(g), ctx);
-                T_OK(nn_tensor_read(g, nn_find(g, "fc.weight"), threads == 1 ? ref : got, (size_t)nw * 4), ctx);
+                T_OK(nn_tensor_read(g, nn_graph_find(g, "fc.weight"), threads == 1 ? ref : got, (size_t)nw * 4), ctx);
                 if (threads > 1)
                     for (i = 0; i < nw; i++)
                         if (!T_CHECK(memcmp(&ref[i], &got[i], 4) == 0, "%d threads: fc.weight[%d] = %.9g, 1 thread: %.9g",
@@ -213,7 +213,7 @@ static void check_exp_accuracy(const t_env *e, int m1) {
     if (!T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) goto done;
     in = nn_input(g, "x", NN_F32, nn_shape1(n));
     out = m1 ? nn_expm1(g, in) : nn_exp(g, in);
-    nn_output(g, out);
+    nn_graph_output(g, out);
     memset(&cd, 0, sizeof cd);
     if (!T_OK(nn_graph_compile(g, &cd), e->ctx) || !T_OK(nn_tensor_write(g, in, x, (size_t)n * 4), e->ctx) ||
         !T_OK(nn_graph_forward(g), e->ctx) || !T_OK(nn_tensor_read(g, out, y, (size_t)n * 4), e->ctx))
@@ -283,21 +283,21 @@ static void check_exp_rows_threads(const t_env *e) {
             x = nn_input(g, "x", NN_F32, nn_shape2(B, C));
             t = nn_input(g, "t", NN_F32, nn_shape2(B, C));
             y = nn_input(g, "y", NN_I32, nn_shape1(B));
-            nn_requires_grad(g, x);
+            nn_graph_requires_grad(g, x);
             h = nn_add(g, nn_mul(g, nn_sigmoid(g, x), nn_silu(g, x)), nn_elu(g, x, 1.0f));
             memset(&ld, 0, sizeof ld);
             ld.label_smoothing = 0.1f;
             l = nn_add(g, nn_mse_loss(g, h, t, NULL), nn_softmax_cross_entropy(g, h, y));
             l = nn_add(g, l, nn_cross_entropy_loss(g, x, y, &ld));
             l = nn_add(g, l, nn_bce_with_logits_loss(g, h, t, NULL));
-            l = nn_add(g, l, nn_mean(g, nn_mul(g, nn_log_softmax(g, h), t)));
-            l = nn_add(g, l, nn_mean(g, nn_mul(g, nn_softmax(g, x), t)));
+            l = nn_add(g, l, nn_mean(g, nn_mul(g, nn_log_softmax(g, h, -1), t)));
+            l = nn_add(g, l, nn_mean(g, nn_mul(g, nn_softmax(g, x, -1), t)));
             memset(&cd, 0, sizeof cd);
             cd.loss = l;
             if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_tensor_write(g, x, xs, sizeof xs), ctx) &&
                 T_OK(nn_tensor_write(g, t, ts, sizeof ts), ctx) && T_OK(nn_tensor_write(g, y, ys, sizeof ys), ctx) &&
                 T_OK(nn_graph_step(g), ctx) &&
-                T_OK(nn_tensor_read(g, nn_grad(g, x), threads == 1 ? ref : got, sizeof ref), ctx) && threads > 1)
+                T_OK(nn_tensor_read(g, nn_graph_grad(g, x), threads == 1 ? ref : got, sizeof ref), ctx) && threads > 1)
                 for (i = 0; i < N; i++)
                     if (!T_CHECK(memcmp(&ref[i], &got[i], 4) == 0, "%d threads: dx[%d] = %.9g, 1 thread: %.9g", threads, i,
                                  got[i], ref[i]))

@@ -194,7 +194,7 @@ static void ref_update(nn_optimizer o, ref_state *s, const double *graw, int t, 
 }
 
 /* PyTorch's schedulers in their recursive (chainable) form, lr for updates 0..n-1:
-   another derivation than nn_lr_at's closed forms. */
+   another derivation than nn_lr_schedule_at's closed forms. */
 static void ref_lrs(const nn_lr_schedule *s, double *out, int n) {
     double lr = s->lr, gamma = s->gamma ? s->gamma : 0.1, f = s->warmup_start_factor ? s->warmup_start_factor : 1.0 / 3;
     int t, k, W = s->warmup_steps, T = s->total_steps;
@@ -280,7 +280,7 @@ static void check_optimizer_x(const t_env *e, const char *name, nn_optimizer o, 
     p2 = nn_param(g, "p2", nn_shape2(3, 11), zero);
     c1 = nn_input(g, "c1", NN_F32, nn_shape1(N1));
     c2 = nn_input(g, "c2", NN_F32, nn_shape2(3, 11));
-    loss = nn_scale(g, nn_add(g, nn_sum(g, nn_mul(g, nn_mul(g, p1, p1), c1)), nn_sum(g, nn_mul(g, nn_mul(g, p2, p2), c2))), 0.5f);
+    loss = nn_mul_scalar(g, nn_add(g, nn_sum(g, nn_mul(g, nn_mul(g, p1, p1), c1)), nn_sum(g, nn_mul(g, nn_mul(g, p2, p2), c2))), 0.5f);
     if (x.group && !T_OK(nn_graph_param_group(g, "p2", 0.5f, 3.0f), ctx)) goto done;
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
@@ -334,7 +334,7 @@ static nn_optimizer opt(nn_optimizer_kind kind, float lr) {
     return o;
 }
 
-/* nn_lr_at against the recursive forms, for every kind, over 40 updates. */
+/* nn_lr_schedule_at against the recursive forms, for every kind, over 40 updates. */
 static void check_schedules(const t_env *e) {
     nn_lr_schedule sc[7];
     const char *names[7] = {"constant", "step", "multistep", "exponential", "cosine warmup", "linear warmup", "onecycle"};
@@ -364,7 +364,7 @@ static void check_schedules(const t_env *e) {
     for (k = 0; k < 7; k++) {
         ref_lrs(&sc[k], ref, 40);
         for (t = 0; t < 40; t++) {
-            double got = nn_lr_at(&sc[k], t);
+            double got = t_lr_at(&sc[k], t);
             if (!T_CHECK(fabs(got - ref[t]) <= 1e-6 * ref[0] + 1e-5 * fabs(ref[t]), "%s: update %d: %.9g, PyTorch %.9g",
                          names[k], t, got, ref[t]))
                 break;
@@ -372,8 +372,8 @@ static void check_schedules(const t_env *e) {
     }
     /* the default warm-up factor is LinearLR's 1/3; the cosine stays at min_lr after total */
     sc[4].warmup_start_factor = 0;
-    T_CHECK(fabs(nn_lr_at(&sc[4], 0) - 0.1 / 3) < 1e-8, "default warm-up start %.9g", nn_lr_at(&sc[4], 0));
-    T_CHECK(fabs(nn_lr_at(&sc[4], 100) - 0.001) < 1e-8, "cosine after total_steps %.9g", nn_lr_at(&sc[4], 100));
+    T_CHECK(fabs(t_lr_at(&sc[4], 0) - 0.1 / 3) < 1e-8, "default warm-up start %.9g", t_lr_at(&sc[4], 0));
+    T_CHECK(fabs(t_lr_at(&sc[4], 100) - 0.001) < 1e-8, "cosine after total_steps %.9g", t_lr_at(&sc[4], 100));
     t_end();
 }
 
@@ -405,9 +405,9 @@ static void check_accumulation_launches(const t_env *e) {
     T_OK(nn_tensor_fill(g, c, 0.5f), ctx);
     T_OK(nn_graph_finish(g), ctx);
     for (i = 0; i < 4; i++) { /* steps 1, 2: no update; 3: update; 4: none */
-        nn_reset_stats(ctx);
+        nn_context_reset_stats(ctx);
         T_OK(nn_graph_step(g), ctx);
-        st[i] = nn_get_stats(ctx);
+        st[i] = t_stats(ctx);
         T_CHECK(st[i].h2d_transfers == 0 && st[i].d2h_transfers == 0, "step %d transferred %llu/%llu times", i + 1,
                 (unsigned long long)st[i].h2d_transfers, (unsigned long long)st[i].d2h_transfers);
     }
@@ -629,7 +629,7 @@ static int skip_run(const t_env *e, nn_optimizer o, int skip, const int *bad, in
     c1 = nn_input(g, "c1", NN_F32, nn_shape1(N1));
     c2 = nn_input(g, "c2", NN_F32, nn_shape2(3, 11));
     memset(&cd, 0, sizeof cd);
-    cd.loss = nn_scale(g, nn_add(g, nn_sum(g, nn_mul(g, nn_mul(g, p1, p1), c1)), nn_sum(g, nn_mul(g, nn_mul(g, p2, p2), c2))), 0.5f);
+    cd.loss = nn_mul_scalar(g, nn_add(g, nn_sum(g, nn_mul(g, nn_mul(g, p1, p1), c1)), nn_sum(g, nn_mul(g, nn_mul(g, p2, p2), c2))), 0.5f);
     o.skip_nonfinite = skip;
     cd.optimizer = o;
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;

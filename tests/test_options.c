@@ -18,8 +18,8 @@ static void expect_refused(const t_env *e, nn_optimizer o, const char *field) {
     cd.optimizer = o;
     r = nn_graph_compile(g, &cd);
     T_CHECK(r == NN_ERR_INVALID_ARGUMENT, "%s: compile returned %d, not NN_ERR_INVALID_ARGUMENT", field, (int)r);
-    T_CHECK(strstr(nn_last_error(e->ctx), field) != NULL, "%s: message \"%s\" does not name it", field,
-            nn_last_error(e->ctx));
+    T_CHECK(strstr(nn_context_last_error(e->ctx), field) != NULL, "%s: message \"%s\" does not name it", field,
+            nn_context_last_error(e->ctx));
     nn_graph_destroy(g);
 }
 
@@ -73,22 +73,22 @@ void suite_options(const t_env *e) {
         if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
             memset(&init, 0, sizeof init);
             init.kind = (nn_init_kind)99;
-            T_CHECK(nn_param(g, "w", nn_shape1(3), init).id < 0 && strstr(nn_last_error(e->ctx), "init kind 99"),
-                    "init kind 99 accepted (%s)", nn_last_error(e->ctx));
+            T_CHECK(nn_param(g, "w", nn_shape1(3), init).id < 0 && strstr(nn_context_last_error(e->ctx), "init kind 99"),
+                    "init kind 99 accepted (%s)", nn_context_last_error(e->ctx));
         }
         nn_graph_destroy(g);
         g = NULL;
         if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
             x = nn_input(g, "x", NN_F32, nn_shape4(1, 1, 2, 2));
-            T_CHECK(nn_pad2d(g, x, 1, 1, 1, 1, (nn_pad_mode)7).id < 0 && strstr(nn_last_error(e->ctx), "mode 7"),
-                    "pad mode 7 accepted (%s)", nn_last_error(e->ctx));
+            T_CHECK(nn_pad2d(g, x, 1, 1, 1, 1, (nn_pad_mode)7).id < 0 && strstr(nn_context_last_error(e->ctx), "mode 7"),
+                    "pad mode 7 accepted (%s)", nn_context_last_error(e->ctx));
         }
         nn_graph_destroy(g);
         g = NULL;
         if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
             x = nn_input(g, "x", NN_F32, nn_shape4(1, 1, 2, 2));
-            T_CHECK(nn_upsample2d(g, x, 2, 2, (nn_upsample_mode)5).id < 0 && strstr(nn_last_error(e->ctx), "mode 5"),
-                    "upsample mode 5 accepted (%s)", nn_last_error(e->ctx));
+            T_CHECK(nn_upsample2d(g, x, 2, 2, (nn_upsample_mode)5).id < 0 && strstr(nn_context_last_error(e->ctx), "mode 5"),
+                    "upsample mode 5 accepted (%s)", nn_context_last_error(e->ctx));
         }
         nn_graph_destroy(g);
         g = NULL;

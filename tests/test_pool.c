@@ -275,17 +275,17 @@ static run_out run_pool(nn_context *ctx, const pcase *c, const float *x, const f
     memset(&r, 0, sizeof r);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) return r;
     tx = nn_input(g, "x", NN_F32, in_shape(c));
-    nn_requires_grad(g, tx);
+    nn_graph_requires_grad(g, tx);
     y = build_pool(g, tx, c);
     tw = nn_input(g, "w", NN_F32, out_shape(c));
-    nn_output(g, y);
+    nn_graph_output(g, y);
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_sum(g, nn_mul(g, y, tw));
     r.y = (float *)calloc((size_t)ny, sizeof(float));
     r.dx = (float *)calloc((size_t)nx, sizeof(float));
     if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_tensor_write(g, tx, x, (size_t)nx * 4), ctx) &&
         T_OK(nn_tensor_write(g, tw, w, (size_t)ny * 4), ctx) && T_OK(nn_graph_step(g), ctx) &&
-        T_OK(nn_tensor_read(g, y, r.y, (size_t)ny * 4), ctx) && T_OK(nn_tensor_read(g, nn_grad(g, tx), r.dx, (size_t)nx * 4), ctx))
+        T_OK(nn_tensor_read(g, y, r.y, (size_t)ny * 4), ctx) && T_OK(nn_tensor_read(g, nn_graph_grad(g, tx), r.dx, (size_t)nx * 4), ctx))
         r.ok = 1;
     nn_graph_destroy(g);
     return r;
@@ -411,7 +411,7 @@ static void padding_only_case(const t_env *e) {
 
 static void expect_error(nn_context *ctx, nn_graph *g, nn_tensor t, nn_result code, const char *a, const char *b,
                          const char *c) {
-    const char *m = nn_last_error(ctx);
+    const char *m = nn_context_last_error(ctx);
     T_CHECK(t.id < 0, "an op that should fail gave a tensor");
     T_CHECK(nn_graph_status(g) == code, "status %d, expected %d (%s)", nn_graph_status(g), code, m);
     T_CHECK(strstr(m, a) && strstr(m, b) && (!c || strstr(m, c)), "message: %s", m);

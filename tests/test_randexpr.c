@@ -219,7 +219,7 @@ static nn_tensor rx_build_op(nn_graph *g, const rx_op *o, const nn_tensor *v) {
     case RX_SUB: return nn_sub(g, a, b);
     case RX_MUL: return nn_mul(g, a, b);
     case RX_DIV1: return nn_div(g, a, nn_add_scalar(g, nn_square(g, b), 1.0f));
-    case RX_SCALE: return nn_scale(g, a, (float)o->c);
+    case RX_SCALE: return nn_mul_scalar(g, a, (float)o->c);
     case RX_TANH: return nn_tanh(g, a);
     case RX_SIGMOID: return nn_sigmoid(g, a);
     case RX_SILU: return nn_silu(g, a);
@@ -229,11 +229,11 @@ static nn_tensor rx_build_op(nn_graph *g, const rx_op *o, const nn_tensor *v) {
     case RX_LOG1SQ: return nn_log(g, nn_add_scalar(g, nn_square(g, a), 1.0f));
     case RX_MATMUL: return nn_matmul(g, a, b, o->ta, o->tb);
     case RX_TRANSPOSE: return nn_transpose(g, a, 0, 1);
-    case RX_SOFTMAX: return nn_softmax(g, a);
-    case RX_LOG_SOFTMAX: return nn_log_softmax(g, a);
+    case RX_SOFTMAX: return nn_softmax(g, a, -1);
+    case RX_LOG_SOFTMAX: return nn_log_softmax(g, a, -1);
     case RX_SUM_DIM: return nn_sum_dim(g, a, &d, 1, 1);
     case RX_MEAN_DIM: return nn_mean_dim(g, a, &d, 1, 1);
-    case RX_LSE_DIM: return nn_logsumexp(g, a, &d, 1, 1);
+    case RX_LSE_DIM: return nn_logsumexp_dim(g, a, &d, 1, 1);
     case RX_CUMSUM: return nn_cumsum(g, a, d);
     default: return nn_flip(g, a, &d, 1);
     }
@@ -297,11 +297,11 @@ static rx_result rx_run(nn_context *ctx, const rx_prog *p, double *const *in, co
         char name[16];
         snprintf(name, sizeof name, "x%d", k);
         v[k] = nn_input(g, name, NN_F32, nn_shape2(p->r[k], p->c[k]));
-        nn_requires_grad(g, v[k]);
+        nn_graph_requires_grad(g, v[k]);
     }
     for (k = 0; k < p->n_ops; k++) v[N_IN + k] = rx_build_op(g, &p->op[k], v);
     wt = nn_input(g, "w", NN_F32, nn_shape2(p->r[last], p->c[last]));
-    nn_output(g, v[N_IN + p->n_ops - 1]);
+    nn_graph_output(g, v[N_IN + p->n_ops - 1]);
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_sum(g, nn_mul(g, v[N_IN + p->n_ops - 1], wt));
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
@@ -311,7 +311,7 @@ static rx_result rx_run(nn_context *ctx, const rx_prog *p, double *const *in, co
     r.out = (double *)calloc((size_t)nout, sizeof(double));
     ok = rx_read(ctx, g, v[last], r.out, nout);
     for (k = 0; k < N_IN && ok; k++) {
-        nn_tensor gr = nn_grad(g, v[k]);
+        nn_tensor gr = nn_graph_grad(g, v[k]);
         r.grad[k] = (double *)calloc((size_t)rx_numel(p, k), sizeof(double));
         if (gr.id > 0) ok = rx_read(ctx, g, gr, r.grad[k], rx_numel(p, k)); /* no path from x_k: a zero gradient */
     }

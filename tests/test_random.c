@@ -100,9 +100,9 @@ static rrun run_kind(nn_context *ctx, int kind, long n, const float *xin, const 
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) return res;
     y = build_kind(g, kind, n, &x);
     res.key = y.id;
-    nn_output(g, y);
+    nn_graph_output(g, y);
     if (diff) {
-        nn_requires_grad(g, x);
+        nn_graph_requires_grad(g, x);
         w = nn_input(g, "w", NN_F32, nn_shape1(n));
         cd.loss = nn_sum(g, nn_mul(g, y, w));
     }
@@ -115,7 +115,7 @@ static rrun run_kind(nn_context *ctx, int kind, long n, const float *xin, const 
     }
     if (diff) {
         res.dx = (float *)malloc((size_t)n * 4);
-        if (!T_OK(nn_tensor_read(g, nn_grad(g, x), res.dx, (size_t)n * 4), ctx)) goto done;
+        if (!T_OK(nn_tensor_read(g, nn_graph_grad(g, x), res.dx, (size_t)n * 4), ctx)) goto done;
     }
     res.ok = 1;
 done:
@@ -253,7 +253,7 @@ static int sample(const t_env *e, int kind, const float *xin, float *out, unsign
     gd.seed = seed;
     if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) return 0;
     y = build_kind(g, kind, NSTAT, &x);
-    nn_output(g, y);
+    nn_graph_output(g, y);
     if (T_OK(nn_graph_compile(g, &cd), e->ctx) && (x.id == 0 || T_OK(nn_tensor_write(g, x, xin, NSTAT * 4), e->ctx)) &&
         T_OK(nn_graph_step(g), e->ctx) && T_OK(nn_tensor_read(g, y, out, NSTAT * 4), e->ctx))
         ok = 1;
@@ -338,9 +338,9 @@ static void suite_stats(const t_env *e) {
             small = nn_randint(g, -3, 14, nn_shape1(NSTAT));
             one = nn_randint(g, 5, 6, nn_shape2(3, 5));
             wide = nn_randint(g, -2147483647LL - 1, 2147483648LL, nn_shape1(NSTAT));
-            nn_output(g, small);
-            nn_output(g, one);
-            nn_output(g, wide);
+            nn_graph_output(g, small);
+            nn_graph_output(g, one);
+            nn_graph_output(g, wide);
             if (T_OK(nn_graph_compile(g, &cd), e->ctx) && T_OK(nn_graph_step(g), e->ctx) &&
                 T_OK(nn_tensor_read(g, small, iv, NSTAT * 4), e->ctx)) {
                 long out = 0;
@@ -436,7 +436,7 @@ static int draw_steps(const t_env *e, unsigned long long seed, int steps, int sh
     if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) return 0;
     if (shift) nn_randn(g, nn_shape1(3));
     y = nn_rand(g, nn_shape1(n));
-    nn_output(g, y);
+    nn_graph_output(g, y);
     ok = T_OK(nn_graph_compile(g, &cd), e->ctx);
     for (s = 0; ok && s < steps; s++)
         ok = T_OK(nn_graph_step(g), e->ctx) && T_OK(nn_tensor_read(g, y, out + s * n, (size_t)n * 4), e->ctx);
@@ -484,8 +484,8 @@ static void suite_eval(const t_env *e) {
         a1 = nn_alpha_dropout(g, x, 0.5f);
         z = nn_rand_like(g, x); /* rand draws in eval graphs too */
         T_CHECK(n1.id == x.id && a1.id == x.id, "eval: gaussian_noise or alpha_dropout is not x itself");
-        nn_output(g, n1);
-        nn_output(g, z);
+        nn_graph_output(g, n1);
+        nn_graph_output(g, z);
         if (T_OK(nn_graph_compile(g, &cd), e->ctx) && T_OK(nn_tensor_write(g, x, xv, sizeof xv), e->ctx) &&
             T_OK(nn_graph_forward(g), e->ctx) && T_OK(nn_tensor_read(g, n1, y, sizeof y), e->ctx) &&
             T_OK(nn_tensor_read(g, z, r, sizeof r), e->ctx)) {
@@ -506,7 +506,7 @@ static void suite_eval(const t_env *e) {
         T_CHECK(nn_gaussian_noise(g, x, 0.0f).id == x.id, "gaussian_noise std 0 is not x");
         T_CHECK(nn_alpha_dropout(g, x, 0.0f).id == x.id, "alpha_dropout p 0 is not x");
         a1 = nn_alpha_dropout(g, x, 1.0f);
-        nn_output(g, a1);
+        nn_graph_output(g, a1);
         if (T_OK(nn_graph_compile(g, &cd), e->ctx) && T_OK(nn_tensor_write(g, x, xv, sizeof xv), e->ctx) &&
             T_OK(nn_graph_step(g), e->ctx) && T_OK(nn_tensor_read(g, a1, y, sizeof y), e->ctx))
             for (i = 0; i < 7; i++) T_CHECK(y[i] == 0.0f, "alpha_dropout p = 1: element %d is %g", i, y[i]);
@@ -584,7 +584,7 @@ static void suite_random_errors(const t_env *e) {
             (void)xf;                                                                                         \
             (void)xi;                                                                                         \
             T_CHECK((expr).id < 0 && nn_graph_status(h) != NN_OK, "%s accepted", #expr);                      \
-            msg = nn_last_error(e->ctx);                                                                      \
+            msg = nn_context_last_error(e->ctx);                                                                      \
             T_CHECK(msg && strstr(msg, needle), "%s: message '%s' lacks '%s'", #expr, msg ? msg : "", needle); \
         }                                                                                                     \
         nn_graph_destroy(h);                                                                                  \
@@ -606,13 +606,13 @@ static void suite_random_errors(const t_env *e) {
     if (T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) {
         float p[5] = {0.5f, 1.5f, -0.25f, 1.0f, 0.0f}, y[5];
         nn_tensor pt = nn_input(g, "p", NN_F32, nn_shape1(5)), b = nn_bernoulli(g, pt);
-        nn_output(g, b);
+        nn_graph_output(g, b);
         if (T_OK(nn_graph_compile(g, &cd), e->ctx) && T_OK(nn_tensor_write(g, pt, p, sizeof p), e->ctx) &&
             T_OK(nn_graph_step(g), e->ctx)) {
             T_CHECK(nn_tensor_read(g, b, y, sizeof y) == NN_ERR_INVALID_ARGUMENT, "bernoulli p = 1.5, -0.25 not reported");
-            msg = nn_last_error(e->ctx);
+            msg = nn_context_last_error(e->ctx);
             T_CHECK(msg && strstr(msg, "nn_bernoulli: probabilities outside [0, 1]: 2 of them"), "message '%s'", msg ? msg : "");
-            T_CHECK(nn_tensor_read(g, b, y, sizeof y) == NN_OK, "the report repeats: %s", nn_last_error(e->ctx));
+            T_CHECK(nn_tensor_read(g, b, y, sizeof y) == NN_OK, "the report repeats: %s", nn_context_last_error(e->ctx));
             T_CHECK(y[3] == 1.0f && y[4] == 0.0f, "bernoulli p = 1 or 0: %g, %g", y[3], y[4]);
         }
     }

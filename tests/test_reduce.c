@@ -141,13 +141,13 @@ static nn_tensor b_reduce(nn_graph *g, const nn_tensor *in, const spec *s) {
     case T_SUM: return nn_sum_dim(g, in[0], dims, nd, k);
     case T_MEAN: return nn_mean_dim(g, in[0], dims, nd, k);
     case T_PROD: return nn_prod_dim(g, in[0], dims[0], k);
-    case T_AMAX: return nn_amax(g, in[0], dims, nd, k);
-    case T_AMIN: return nn_amin(g, in[0], dims, nd, k);
+    case T_AMAX: return nn_amax_dim(g, in[0], dims, nd, k);
+    case T_AMIN: return nn_amin_dim(g, in[0], dims, nd, k);
     case T_MAX: return nn_max_dim(g, in[0], dims[0], k, NULL);
     case T_MIN: return nn_min_dim(g, in[0], dims[0], k, NULL);
     case T_VAR: return nn_var_dim(g, in[0], dims, nd, (int)s->fp[1], k);
     case T_STD: return nn_std_dim(g, in[0], dims, nd, (int)s->fp[1], k);
-    case T_LSE: return nn_logsumexp(g, in[0], dims, nd, k);
+    case T_LSE: return nn_logsumexp_dim(g, in[0], dims, nd, k);
     case T_NORM: return nn_norm_dim(g, in[0], s->fp[0], dims, nd, k);
     default: return nn_cumsum(g, in[0], dims[0]);
     }
@@ -300,9 +300,9 @@ static int run_one(const t_env *e, nn_context *ctx, nn_shape xs, const float *xv
     (void)e;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) return 0;
     x = nn_input(g, "x", NN_F32, xs);
-    if (dxv) nn_requires_grad(g, x);
+    if (dxv) nn_graph_requires_grad(g, x);
     y = f(g, x, arg);
-    nn_output(g, y);
+    nn_graph_output(g, y);
     if (dxv) loss = nn_sum(g, y);
     memset(&cd, 0, sizeof cd);
     cd.loss = loss;
@@ -310,15 +310,15 @@ static int run_one(const t_env *e, nn_context *ctx, nn_shape xs, const float *xv
     if (!T_OK(nn_tensor_write(g, x, xv, (size_t)numel(xs) * 4), ctx)) goto done;
     if (!T_OK(dxv ? nn_graph_step(g) : nn_graph_forward(g), ctx)) goto done;
     if (!T_OK(nn_tensor_read(g, y, yv, ybytes), ctx)) goto done;
-    if (dxv && !T_OK(nn_tensor_read(g, nn_grad(g, x), dxv, (size_t)numel(xs) * 4), ctx)) goto done;
+    if (dxv && !T_OK(nn_tensor_read(g, nn_graph_grad(g, x), dxv, (size_t)numel(xs) * 4), ctx)) goto done;
     ok = 1;
 done:
     nn_graph_destroy(g);
     return ok;
 }
 
-static nn_tensor f_amax1(nn_graph *g, nn_tensor x, void *arg) { int d = 1; (void)arg; return nn_amax(g, x, &d, 1, 0); }
-static nn_tensor f_amin1(nn_graph *g, nn_tensor x, void *arg) { int d = -1; (void)arg; return nn_amin(g, x, &d, 1, 0); }
+static nn_tensor f_amax1(nn_graph *g, nn_tensor x, void *arg) { int d = 1; (void)arg; return nn_amax_dim(g, x, &d, 1, 0); }
+static nn_tensor f_amin1(nn_graph *g, nn_tensor x, void *arg) { int d = -1; (void)arg; return nn_amin_dim(g, x, &d, 1, 0); }
 static nn_tensor f_max1(nn_graph *g, nn_tensor x, void *arg) { (void)arg; return nn_max_dim(g, x, 1, 0, NULL); }
 static nn_tensor f_min1(nn_graph *g, nn_tensor x, void *arg) { (void)arg; return nn_min_dim(g, x, 1, 0, NULL); }
 static nn_tensor f_norminf1(nn_graph *g, nn_tensor x, void *arg) { int d = 1; (void)arg; return nn_norm_dim(g, x, INFINITY, &d, 1, 0); }
@@ -526,7 +526,7 @@ static void test_bad_dims(const t_env *e) {
         x = nn_input(g, "x", NN_F32, nn_shape3(2, 7, 33));
         switch (k) {
         case 0: y = nn_sum_dim(g, x, bad_range, 2, 0); want = "nn_sum_dim"; break;
-        case 1: y = nn_amax(g, x, rep, 2, 1); want = "nn_amax"; break;
+        case 1: y = nn_amax_dim(g, x, rep, 2, 1); want = "nn_amax_dim"; break;
         case 2: y = nn_argmax_dim(g, x, -4, 0); want = "nn_argmax_dim"; break;
         case 3: y = nn_cumsum(g, x, 3); want = "nn_cumsum"; break;
         case 4: y = nn_var_dim(g, x, rep, 1, -1, 0); want = "nn_var_dim"; break;
@@ -535,8 +535,8 @@ static void test_bad_dims(const t_env *e) {
         }
         T_CHECK(y.id < 0, "case %d gave a tensor", k);
         T_CHECK(nn_graph_status(g) == NN_ERR_INVALID_ARGUMENT, "case %d: status %d", k, nn_graph_status(g));
-        T_CHECK(strstr(nn_last_error(ctx), want) != NULL && (k == 4 || k == 5 || strstr(nn_last_error(ctx), "[2, 7, 33]")),
-                "case %d: message \"%s\" does not name %s and [2, 7, 33]", k, nn_last_error(ctx), want);
+        T_CHECK(strstr(nn_context_last_error(ctx), want) != NULL && (k == 4 || k == 5 || strstr(nn_context_last_error(ctx), "[2, 7, 33]")),
+                "case %d: message \"%s\" does not name %s and [2, 7, 33]", k, nn_context_last_error(ctx), want);
         nn_graph_destroy(g);
     }
     t_end();
@@ -606,10 +606,10 @@ static void nanprop_argmax(const t_env *e) {
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     xt = nn_input(g, "x", NN_F32, nn_shape2(4, 4));
     lt = nn_input(g, "labels", NN_I32, nn_shape1(4));
-    am = nn_argmax(g, xt);
+    am = nn_argmax_rows(g, xt);
     acc = nn_accuracy(g, xt, lt);
-    nn_output(g, am);
-    nn_output(g, acc);
+    nn_graph_output(g, am);
+    nn_graph_output(g, acc);
     if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
     T_OK(nn_tensor_write(g, xt, x, sizeof x), ctx);
     T_OK(nn_tensor_write(g, lt, labels, sizeof labels), ctx);
@@ -629,14 +629,14 @@ done:
 
 B(r_sum_int, nn_sum(g, I(g, S1(3))))
 B(r_mean_none, nn_mean(g, NN_NONE))
-B(r_argmax_rank, nn_argmax(g, F(g, S3(2, 3, 4))))
+B(r_argmax_rank, nn_argmax_rows(g, F(g, S3(2, 3, 4))))
 B(r_acc_float, nn_accuracy(g, F(g, S2(5, 3)), F(g, S1(5))))
 B(r_acc_len, nn_accuracy(g, F(g, S2(4, 3)), I(g, S1(5))))
 
 static const bad_row reduce_bad[] = {
     {"reduce", "sum of int32", r_sum_int, R_SHAPE, "nn_sum|int32", 0},
     {"reduce", "mean of NN_NONE", r_mean_none, R_INV, "nn_mean|NN_NONE", 0},
-    {"reduce", "argmax of [2, 3, 4]", r_argmax_rank, R_SHAPE, "nn_argmax|[2, 3, 4]", 0},
+    {"reduce", "argmax of [2, 3, 4]", r_argmax_rank, R_SHAPE, "nn_argmax_rows|[2, 3, 4]", 0},
     {"reduce", "accuracy with float labels", r_acc_float, R_SHAPE, "nn_accuracy|[5] float32", 0},
     {"reduce", "accuracy labels [5] for 4 rows", r_acc_len, R_SHAPE, "nn_accuracy|[4, 3]|[5]", 0},
 };

@@ -28,7 +28,7 @@ static void registry_ops(const t_env *e) {
             continue;
         }
         if (strcmp(name, "input") == 0 || strcmp(name, "param") == 0) continue; /* leaves: no body */
-        if (nn_op_compiled(e->ctx, op) == 0) {
+        if (t_op_compiled(e->ctx, op) == 0) {
             missing++;
             if (strlen(list) + strlen(name) + 3 < sizeof list) {
                 strcat(list, " ");
@@ -43,7 +43,7 @@ static void registry_ops(const t_env *e) {
             char item[96];
             const char *name = nn_op_name(op);
             if (!name || strcmp(name, "input") == 0 || strcmp(name, "param") == 0) continue;
-            snprintf(item, sizeof item, "%s:%lld", name, (long long)nn_op_compiled(e->ctx, op));
+            snprintf(item, sizeof item, "%s:%lld", name, (long long)t_op_compiled(e->ctx, op));
             if (col == 0) col = printf("       ");
             col += printf(" %s", item);
             shown++;

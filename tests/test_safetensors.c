@@ -90,8 +90,8 @@ static nn_graph *st_net(nn_context *ctx, uint64_t seed, int64_t out1, int extra,
     gd.seed = seed;
     if (nn_graph_create(ctx, &gd, &g) != NN_OK) return NULL;
     x = nn_input(g, "x", NN_F32, nn_shape2(4, 3));
-    y = nn_dense(g, nn_relu(g, nn_dense(g, x, out1, NULL, "fc1")), 2, NULL, "fc2");
-    nn_output(g, y);
+    y = nn_linear_layer(g, nn_relu(g, nn_linear_layer(g, x, out1, NULL, "fc1")), 2, NULL, "fc2");
+    nn_graph_output(g, y);
     if (out) *out = y;
     if (extra) {
         nn_init init;
@@ -114,15 +114,15 @@ static int st_same_params(nn_context *ctx, nn_graph *a, nn_graph *b, const char 
     float pa[64], pb[64];
     int i, ok = 1;
     for (i = 0; i < 4; i++) {
-        nn_tensor ta = nn_find(a, st_names[i]), tb = nn_find(b, st_names[i]);
-        size_t bytes = (size_t)nn_tensor_numel(a, ta) * 4;
+        nn_tensor ta = nn_graph_find(a, st_names[i]), tb = nn_graph_find(b, st_names[i]);
+        size_t bytes = (size_t)t_numel(a, ta) * 4;
         memset(pa, 0, sizeof pa);
         memset(pb, 0, sizeof pb);
-        if (!T_CHECK(bytes > 0 && bytes <= sizeof pa && bytes == (size_t)nn_tensor_numel(b, tb) * 4, "%s: %s sizes", what,
+        if (!T_CHECK(bytes > 0 && bytes <= sizeof pa && bytes == (size_t)t_numel(b, tb) * 4, "%s: %s sizes", what,
                      st_names[i]))
             return 0;
         if (!T_CHECK(nn_tensor_read(a, ta, pa, bytes) == NN_OK && nn_tensor_read(b, tb, pb, bytes) == NN_OK,
-                     "%s: read %s: %s", what, st_names[i], nn_last_error(ctx)))
+                     "%s: read %s: %s", what, st_names[i], nn_context_last_error(ctx)))
             return 0;
         ok &= T_CHECK(memcmp(pa, pb, bytes) == 0, "%s: %s differs (%g vs %g)", what, st_names[i], pa[0], pb[0]);
     }
@@ -142,21 +142,21 @@ static void test_roundtrip(const t_env *e) {
     g1 = st_net(ctx, 1, 5, 0, 1, &y1t);
     g2 = st_net(ctx, 2, 5, 0, 0, NULL);
     g3 = st_net(ctx, 3, 5, 0, 1, &y3t);
-    if (!T_CHECK(g1 && g2 && g3, "cannot build the graphs: %s", nn_last_error(ctx))) goto done;
+    if (!T_CHECK(g1 && g2 && g3, "cannot build the graphs: %s", nn_context_last_error(ctx))) goto done;
     /* a value only the compiled buffer holds: save must read the buffer, not the initial copy */
-    T_OK(nn_tensor_write(g1, nn_find(g1, "fc2.bias"), bias2, sizeof bias2), ctx);
-    if (!T_OK(nn_save_safetensors(g1, path), ctx)) goto done;
-    T_OK(nn_load_safetensors(g2, path, 0), ctx);           /* before compile */
+    T_OK(nn_tensor_write(g1, nn_graph_find(g1, "fc2.bias"), bias2, sizeof bias2), ctx);
+    if (!T_OK(nn_graph_save_safetensors(g1, path), ctx)) goto done;
+    T_OK(nn_graph_load_safetensors(g2, path, 0), ctx);           /* before compile */
     T_OK(nn_graph_compile(g2, NULL), ctx);
     st_same_params(ctx, g1, g2, "loaded before compile");
-    T_OK(nn_load_safetensors(g3, path, 0), ctx);           /* after compile */
+    T_OK(nn_graph_load_safetensors(g3, path, 0), ctx);           /* after compile */
     st_same_params(ctx, g1, g3, "loaded after compile");
     {   /* the loaded parameters are the ones the graph computes with */
         float x[12], y1[8], y3[8];
         int i;
         for (i = 0; i < 12; i++) x[i] = (float)i * 0.25f - 1.0f;
-        if (T_OK(nn_tensor_write(g1, nn_find(g1, "x"), x, sizeof x), ctx) &&
-            T_OK(nn_tensor_write(g3, nn_find(g3, "x"), x, sizeof x), ctx) && T_OK(nn_graph_forward(g1), ctx) &&
+        if (T_OK(nn_tensor_write(g1, nn_graph_find(g1, "x"), x, sizeof x), ctx) &&
+            T_OK(nn_tensor_write(g3, nn_graph_find(g3, "x"), x, sizeof x), ctx) && T_OK(nn_graph_forward(g1), ctx) &&
             T_OK(nn_graph_forward(g3), ctx) && T_OK(nn_tensor_read(g1, y1t, y1, sizeof y1), ctx) &&
             T_OK(nn_tensor_read(g3, y3t, y3, sizeof y3), ctx))
             T_CHECK(memcmp(y1, y3, sizeof y1) == 0, "outputs differ: %g vs %g", y1[0], y3[0]);
@@ -199,14 +199,14 @@ static void test_roundtrip(const t_env *e) {
     /* saved before compile (the initial values), loaded into a compiled graph */
     g4 = st_net(ctx, 4, 5, 0, 0, NULL);
     g5 = st_net(ctx, 5, 5, 0, 1, NULL);
-    if (T_CHECK(g4 && g5, "cannot build the graphs") && T_OK(nn_save_safetensors(g4, path), ctx) &&
-        T_OK(nn_load_safetensors(g5, path, 0), ctx) && T_OK(nn_graph_compile(g4, NULL), ctx))
+    if (T_CHECK(g4 && g5, "cannot build the graphs") && T_OK(nn_graph_save_safetensors(g4, path), ctx) &&
+        T_OK(nn_graph_load_safetensors(g5, path, 0), ctx) && T_OK(nn_graph_compile(g4, NULL), ctx))
         st_same_params(ctx, g4, g5, "saved before compile");
-    T_CHECK(nn_save_safetensors(g4, "/nonexistent-dir/x.safetensors") == NN_ERR_IO &&
-                strstr(nn_last_error(ctx), "/nonexistent-dir/x.safetensors.tmp"),
-            "save into a missing directory: %s", nn_last_error(ctx));
-    T_CHECK(nn_load_safetensors(g4, NULL, 0) == NN_ERR_INVALID_ARGUMENT, "NULL path");
-    T_CHECK(nn_save_safetensors(NULL, path) == NN_ERR_INVALID_ARGUMENT, "NULL graph");
+    T_CHECK(nn_graph_save_safetensors(g4, "/nonexistent-dir/x.safetensors") == NN_ERR_IO &&
+                strstr(nn_context_last_error(ctx), "/nonexistent-dir/x.safetensors.tmp"),
+            "save into a missing directory: %s", nn_context_last_error(ctx));
+    T_CHECK(nn_graph_load_safetensors(g4, NULL, 0) == NN_ERR_INVALID_ARGUMENT, "NULL path");
+    T_CHECK(nn_graph_save_safetensors(NULL, path) == NN_ERR_INVALID_ARGUMENT, "NULL graph");
 done:
     free(file);
     remove(path);
@@ -228,18 +228,18 @@ static void test_mismatch(const t_env *e) {
     g1 = st_net(ctx, 1, 5, 0, 1, NULL);
     g2 = st_net(ctx, 2, 6, 0, 1, NULL); /* fc1 has 6 outputs here */
     g3 = st_net(ctx, 3, 5, 1, 0, NULL); /* has fc3.weight, which the file lacks */
-    if (!T_CHECK(g1 && g2 && g3, "cannot build the graphs: %s", nn_last_error(ctx))) goto done;
-    if (!T_OK(nn_save_safetensors(g1, path), ctx)) goto done;
-    T_OK(nn_tensor_read(g2, nn_find(g2, "fc2.bias"), before, 8), ctx);
-    T_CHECK(nn_load_safetensors(g2, path, 0) == NN_ERR_SHAPE && strstr(nn_last_error(ctx), "fc1.") &&
-                strstr(nn_last_error(ctx), path),
-            "shape mismatch: %s", nn_last_error(ctx));
-    T_OK(nn_tensor_read(g2, nn_find(g2, "fc2.bias"), after, 8), ctx);
+    if (!T_CHECK(g1 && g2 && g3, "cannot build the graphs: %s", nn_context_last_error(ctx))) goto done;
+    if (!T_OK(nn_graph_save_safetensors(g1, path), ctx)) goto done;
+    T_OK(nn_tensor_read(g2, nn_graph_find(g2, "fc2.bias"), before, 8), ctx);
+    T_CHECK(nn_graph_load_safetensors(g2, path, 0) == NN_ERR_SHAPE && strstr(nn_context_last_error(ctx), "fc1.") &&
+                strstr(nn_context_last_error(ctx), path),
+            "shape mismatch: %s", nn_context_last_error(ctx));
+    T_OK(nn_tensor_read(g2, nn_graph_find(g2, "fc2.bias"), after, 8), ctx);
     T_CHECK(memcmp(before, after, 8) == 0, "a failed load changed fc2.bias");
-    T_CHECK(nn_load_safetensors(g3, path, 0) == NN_ERR_IO && strstr(nn_last_error(ctx), "fc3.weight") &&
-                strstr(nn_last_error(ctx), path),
-            "missing tensor: %s", nn_last_error(ctx));
-    if (T_OK(nn_load_safetensors(g3, path, 1), ctx) && T_OK(nn_graph_compile(g3, NULL), ctx))
+    T_CHECK(nn_graph_load_safetensors(g3, path, 0) == NN_ERR_IO && strstr(nn_context_last_error(ctx), "fc3.weight") &&
+                strstr(nn_context_last_error(ctx), path),
+            "missing tensor: %s", nn_context_last_error(ctx));
+    if (T_OK(nn_graph_load_safetensors(g3, path, 1), ctx) && T_OK(nn_graph_compile(g3, NULL), ctx))
         st_same_params(ctx, g1, g3, "allow_missing");
 done:
     remove(path);
@@ -265,13 +265,13 @@ static void test_torch_files(const t_env *e) {
         const float *ew = round == 1 ? torch_w16 : torch_w, *eb = round == 1 ? torch_b16 : torch_b;
         if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
         x = nn_input(g, "x", NN_F32, nn_shape2(1, 3));
-        nn_output(g, nn_dense(g, x, 2, NULL, "fc"));
-        w = nn_find(g, "fc.weight");
-        b = nn_find(g, "fc.bias");
+        nn_graph_output(g, nn_linear_layer(g, x, 2, NULL, "fc"));
+        w = nn_graph_find(g, "fc.weight");
+        b = nn_graph_find(g, "fc.bias");
         if (!T_CHECK(st_write(path, bytes, n), "write failed")) goto done;
-        if (round < 2) T_OK(nn_load_safetensors(g, path, 0), ctx); /* before compile */
+        if (round < 2) T_OK(nn_graph_load_safetensors(g, path, 0), ctx); /* before compile */
         if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
-        if (round == 2) T_OK(nn_load_safetensors(g, path, 0), ctx); /* after */
+        if (round == 2) T_OK(nn_graph_load_safetensors(g, path, 0), ctx); /* after */
         if (T_OK(nn_tensor_read(g, w, got_w, sizeof got_w), ctx) && T_OK(nn_tensor_read(g, b, got_b, sizeof got_b), ctx))
             T_CHECK(memcmp(got_w, ew, sizeof got_w) == 0 && memcmp(got_b, eb, sizeof got_b) == 0,
                     "round %d: fc.weight[0] %.9g (want %.9g), fc.bias[1] %.9g (want %.9g)", round, got_w[0], ew[0],
@@ -283,8 +283,8 @@ static void test_torch_files(const t_env *e) {
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
     nn_param(g, "bn.num_batches_tracked", nn_shape1(1), (nn_init){NN_INIT_ZEROS, 0, 0});
     st_write(path, torch_f32, sizeof torch_f32);
-    T_CHECK(nn_load_safetensors(g, path, 1) == NN_ERR_SHAPE && strstr(nn_last_error(ctx), "bn.num_batches_tracked"),
-            "int64 into a float parameter of another shape: %s", nn_last_error(ctx));
+    T_CHECK(nn_graph_load_safetensors(g, path, 1) == NN_ERR_SHAPE && strstr(nn_context_last_error(ctx), "bn.num_batches_tracked"),
+            "int64 into a float parameter of another shape: %s", nn_context_last_error(ctx));
 done:
     remove(path);
     nn_graph_destroy(g);
@@ -394,11 +394,11 @@ static void test_malformed(const t_env *e) {
             memcpy(buf + 8 + hl, le, 8);
         }
         if (!T_CHECK(st_write(path, buf, n), "write failed")) break;
-        r = nn_load_safetensors(g, path, 1);
-        if (c->ok) T_CHECK(r == NN_OK, "%s: %s (%s)", c->what, nn_result_string(r), nn_last_error(ctx));
+        r = nn_graph_load_safetensors(g, path, 1);
+        if (c->ok) T_CHECK(r == NN_OK, "%s: %s (%s)", c->what, nn_result_string(r), nn_context_last_error(ctx));
         else
-            T_CHECK(r == NN_ERR_IO && strstr(nn_last_error(ctx), path), "%s: %s (%s)", c->what, nn_result_string(r),
-                    nn_last_error(ctx));
+            T_CHECK(r == NN_ERR_IO && strstr(nn_context_last_error(ctx), path), "%s: %s (%s)", c->what, nn_result_string(r),
+                    nn_context_last_error(ctx));
     }
     {   /* deep nesting: an error, not a stack overflow */
         size_t n = 8, d;
@@ -411,11 +411,11 @@ static void test_malformed(const t_env *e) {
         buf[n++] = '}';
         for (d = 0; d < 8; d++) buf[d] = (unsigned char)((unsigned long long)(n - 8) >> (8 * d));
         st_write(path, buf, n);
-        T_CHECK(nn_load_safetensors(g, path, 1) == NN_ERR_IO, "3000 nested arrays: %s", nn_last_error(ctx));
+        T_CHECK(nn_graph_load_safetensors(g, path, 1) == NN_ERR_IO, "3000 nested arrays: %s", nn_context_last_error(ctx));
     }
     remove(path);
-    T_CHECK(nn_load_safetensors(g, path, 1) == NN_ERR_IO && strstr(nn_last_error(ctx), path), "missing file: %s",
-            nn_last_error(ctx));
+    T_CHECK(nn_graph_load_safetensors(g, path, 1) == NN_ERR_IO && strstr(nn_context_last_error(ctx), path), "missing file: %s",
+            nn_context_last_error(ctx));
 done:
     free(buf);
     nn_graph_destroy(g);

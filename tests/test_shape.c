@@ -14,7 +14,7 @@ static void strides(const nn_shape *s, long *st) {
 }
 
 /* ip[0..5]: the permutation */
-static nn_tensor b_permute(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_permute(g, in[0], s->ip); }
+static nn_tensor b_permute(nn_graph *g, const nn_tensor *in, const spec *s) { return nn_permute(g, in[0], s->ip, s->shape[0].ndim); }
 static void r_permute(const spec *s, double *const *in, double *out) {
     long xs[NN_MAX_DIMS], n = numel(s->out), i;
     int nd = s->out.ndim, d;
@@ -65,7 +65,7 @@ static nn_tensor b_split_swap(nn_graph *g, const nn_tensor *in, const spec *s) {
     int nd = s->shape[0].ndim;
     sizes[0] = 1;
     sizes[1] = s->shape[0].dim[nd - 1] - 1;
-    if (nn_split(g, in[0], -1, sizes, 2, parts) != NN_OK) return parts[0];
+    if (nn_split(g, in[0], sizes, 2, -1, parts).id < 0) return parts[0];
     sw[0] = parts[1];
     sw[1] = parts[0];
     return nn_concat(g, sw, 2, -1);
@@ -168,7 +168,7 @@ static nn_tensor b_shape(nn_graph *g, const nn_tensor *in, const spec *s_) {
         perm[0] = q->a;
         perm[1] = q->b;
         perm[2] = q->c;
-        return nn_permute(g, in[0], perm);
+        return nn_permute(g, in[0], perm, 3);
     }
     default: return nn_gather_rows(g, in[0], in[1]);
     }
@@ -382,7 +382,7 @@ B(sh_reshape_wrap, nn_reshape(g, F(g, S2(2, 3)), S2((int64_t)1 << 32, (int64_t)1
 static nn_tensor sh_permute(nn_graph *g, int which) {
     static const int rep[3] = {0, 1, 1}, out[3] = {0, 3, 1};
     nn_tensor x = F(g, S3(2, 3, 4));
-    return nn_permute(g, x, which == 0 ? rep : which == 1 ? out : NULL);
+    return nn_permute(g, x, which == 0 ? rep : which == 1 ? out : NULL, 3);
 }
 static nn_tensor sh_permute0(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_permute(g, 0); }
 static nn_tensor sh_permute1(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_permute(g, 1); }
@@ -418,7 +418,7 @@ B(sh_slice_startmax, nn_slice(g, F(g, S2(4, 5)), 1, INT64_MAX, 1))
 static nn_tensor sh_split(nn_graph *g, int which) {
     static const int64_t sum[2] = {2, 2}, neg[2] = {5, -1}, big[2] = {INT64_MAX, INT64_MAX};
     nn_tensor out[2];
-    nn_split(g, F(g, S2(4, 5)), 1, which == 0 ? sum : which == 1 ? neg : big, 2, out);
+    nn_split(g, F(g, S2(4, 5)), which == 0 ? sum : which == 1 ? neg : big, 2, 1, out);
     return NN_NONE;
 }
 static nn_tensor sh_split0(nn_graph *g, nn_compile_desc *cd) { (void)cd; return sh_split(g, 0); }
@@ -427,7 +427,7 @@ static nn_tensor sh_split2(nn_graph *g, nn_compile_desc *cd) { (void)cd; return 
 static nn_tensor sh_split_null(nn_graph *g, nn_compile_desc *cd) {
     nn_tensor out[2];
     (void)cd;
-    nn_split(g, F(g, S2(4, 5)), 1, NULL, 2, out);
+    nn_split(g, F(g, S2(4, 5)), NULL, 2, 1, out);
     return NN_NONE;
 }
 B(sh_pad_neg, nn_pad2d(g, F(g, S4(1, 1, 3, 3)), -1, 0, 0, 0, NN_PAD_ZEROS))
@@ -447,7 +447,7 @@ B(sh_flatten_none, nn_flatten(g, NN_NONE))
 
 B(o_input_2p31, F(g, S1((int64_t)1 << 31)))
 B(o_input_prod, F(g, S3(1 << 16, 1 << 16, 1)))
-B(o_param_2p31, nn_prelu_layer(g, F(g, S2(2, 2)), (int64_t)1 << 31, "p"))
+B(o_param_2p31, nn_prelu_layer(g, F(g, S2(2, 2)), (int64_t)1 << 31, NULL, "p"))
 
 static const bad_row shape_bad[] = {
     {"shape", "reshape [2, 3] to [4, 2]", sh_reshape_count, R_SHAPE, "nn_reshape|[2, 3]|[4, 2]", 0},
@@ -457,18 +457,18 @@ static const bad_row shape_bad[] = {
     {"shape", "permute (0, 1, 1)", sh_permute0, R_INV, "nn_permute|[2, 3, 4]", 0},
     {"shape", "permute (0, 3, 1)", sh_permute1, R_INV, "nn_permute|[2, 3, 4]", 0},
     {"shape", "permute NULL", sh_permute2, R_INV, "nn_permute|NULL", 0},
-    {"shape", "transpose axis 3 of [2, 3]", sh_transpose_axis, R_SHAPE, "nn_transpose|axis|[2, 3]", 0},
+    {"shape", "transpose axis 3 of [2, 3]", sh_transpose_axis, R_SHAPE, "nn_transpose|dim|[2, 3]", 0},
     {"shape", "concat of 0 tensors", sh_concat0, R_INV, "nn_concat|1 to 64", 0},
     {"shape", "concat of 65 tensors", sh_concat1, R_INV, "nn_concat|1 to 64", 0},
     {"shape", "concat [2, 3] and [3, 4] on axis 0", sh_concat2, R_SHAPE, "nn_concat|[2, 3]|[3, 4]", 0},
     {"shape", "concat float32 and int32", sh_concat3, R_SHAPE, "nn_concat|float32|int32", 0},
-    {"shape", "concat on axis 2 of [2, 3]", sh_concat4, R_SHAPE, "nn_concat|axis|[2, 3]", 0},
+    {"shape", "concat on axis 2 of [2, 3]", sh_concat4, R_SHAPE, "nn_concat|dim|[2, 3]", 0},
     {"shape", "concat of NULL", sh_concat5, R_INV, "nn_concat", 0},
     {"shape", "concat [2, 3] and [2, 3, 1]", sh_concat6, R_SHAPE, "nn_concat|[2, 3]|[2, 3, 1]", 0},
     {"shape", "slice start -1", sh_slice_start, R_SHAPE, "nn_slice|start -1|[4, 5]", 0},
     {"shape", "slice length 0", sh_slice_len0, R_SHAPE, "nn_slice|length 0", 0},
     {"shape", "slice from the end", sh_slice_past, R_SHAPE, "nn_slice|start 4", 0},
-    {"shape", "slice axis -3 of [4, 5]", sh_slice_axis, R_SHAPE, "nn_slice|axis|[4, 5]", 0},
+    {"shape", "slice axis -3 of [4, 5]", sh_slice_axis, R_SHAPE, "nn_slice|dim|[4, 5]", 0},
     {"shape", "slice start INT64_MAX", sh_slice_startmax, R_SHAPE, "nn_slice|start 9223372036854775807", 0},
     {"shape", "split sizes 2 + 2 of 5", sh_split0, R_SHAPE, "nn_split|4|5", 0},
     {"shape", "split sizes 5 + -1", sh_split1, R_SHAPE, "nn_split|-1", 0},

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static nn_tensor b_softmax(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_softmax(g, in[0]); }
-static nn_tensor b_log_softmax(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_log_softmax(g, in[0]); }
+static nn_tensor b_softmax(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_softmax(g, in[0], -1); }
+static nn_tensor b_log_softmax(nn_graph *g, const nn_tensor *in, const spec *s) { (void)s; return nn_log_softmax(g, in[0], -1); }
 static void r_softmax_any(const spec *s, double *const *in, double *out, int log_space) {
     long C = s->out.dim[s->out.ndim - 1], rows = numel(s->out) / C, r, c;
     for (r = 0; r < rows; r++) {
@@ -94,8 +94,8 @@ static void nanprop_softmax(const t_env *e) {
 
 /* ---- softmax ---- */
 
-B(s_softmax_int, nn_softmax(g, I(g, S2(2, 3))))
-B(s_logsoftmax_id, nn_log_softmax(g, T(99)))
+B(s_softmax_int, nn_softmax(g, I(g, S2(2, 3)), -1))
+B(s_logsoftmax_id, nn_log_softmax(g, T(99), -1))
 
 static const bad_row softmax_bad[] = {
     {"softmax", "softmax of int32", s_softmax_int, R_SHAPE, "nn_softmax|int32", 0},

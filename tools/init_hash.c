@@ -37,11 +37,11 @@ int main(void) {
         t[n++] = nn_param(g, name, nn_shape2(31, 33), init);
     }
     x = nn_input(g, "x", NN_F32, nn_shape4(2, 3, 8, 8));
-    nn_output(g, nn_conv2d_layer(g, x, 5, 3, 3, NULL, "conv"));
-    nn_output(g, nn_dense(g, nn_flatten(g, x), 7, NULL, "fc"));
+    nn_graph_output(g, nn_conv2d_layer(g, x, 5, 3, 3, NULL, "conv"));
+    nn_graph_output(g, nn_linear_layer(g, nn_flatten(g, x), 7, NULL, "fc"));
     memset(&c, 0, sizeof c);
     if (nn_graph_compile(g, &c) != NN_OK) {
-        printf("compile failed: %s\n", nn_last_error(ctx));
+        printf("compile failed: %s\n", nn_context_last_error(ctx));
         return 1;
     }
     for (k = 0; k < n; k++) {
@@ -51,8 +51,11 @@ int main(void) {
     {
         const char *names[] = {"conv.weight", "conv.bias", "fc.weight", "fc.bias"};
         for (k = 0; k < 4; k++) {
-            nn_tensor p = nn_find(g, names[k]);
-            long m = (long)nn_tensor_numel(g, p);
+            nn_tensor p = nn_graph_find(g, names[k]);
+            int64_t m64 = 0;
+            long m;
+            nn_tensor_numel(g, p, &m64);
+            m = (long)m64;
             if (m <= 0 || m > 4096 || nn_tensor_read(g, p, buf, (size_t)m * 4) != NN_OK) {
                 printf("cannot read %s\n", names[k]);
                 return 1;

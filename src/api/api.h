@@ -19,17 +19,39 @@ extern "C" {
 #endif
 
 #define NN_VERSION_MAJOR 0
-#define NN_VERSION_MINOR 1
+#define NN_VERSION_MINOR 2
 #define NN_MAX_DIMS 6
 
-/* ---- results ---------------------------------------------------------------------- */
+/* ==== The rules every section follows ===================================================
+   Names: nn_ and NN_ are public, nn__ private. A function acting on an object carries its
+   prefix (nn_context_*, nn_graph_*, nn_tensor_*, nn_dataset_*, nn_array_*,
+   nn_lr_schedule_*); an op is named after torch / torch.nn.functional (nn_softmax,
+   nn_cross_entropy_loss), its arguments in their order, `dim` (never "axis") for a
+   dimension.
+   One error channel:
+   - builders (every op, nn_input, nn_param, the layers) return an nn_tensor; a failure is a
+     tensor with id < 0, every op given one fails too, and nn_graph_status() /
+     nn_graph_compile() report the first error (nn_context_last_error() has the words), so
+     a network is written without checking each call;
+   - everything else returns an nn_result (NN_OK or an error) and a query writes its
+     answer through its last argument (nn_tensor_shape(g, t, &shape));
+   - nn_context_last_error(), nn_result_string(), nn_op_name() and nn_op_count() return
+     their value: they cannot fail.
+   Types: sizes and element counts (a dim's size, out_channels, numel, a batch) are
+   int64_t; dims (an index into a shape, negative from the end), kernel sizes, strides,
+   paddings, groups, factors and counts of arguments are int; byte counts are size_t.
+   Options come in descs (nn_*_desc, nn_optimizer, nn_lr_schedule), zeroed and given the
+   fields that differ; NULL for a desc pointer is the zeroed desc. */
+
+/* ---- results and types -------------------------------------------------------------- */
 
 typedef enum nn_result {
     NN_OK = 0,
     NN_ERR_INVALID_ARGUMENT = -1, /* a NULL, an out-of-range value, a tensor of another graph */
     NN_ERR_SHAPE = -2,            /* shapes or dtypes that do not fit the op */
     NN_ERR_OUT_OF_MEMORY = -3,    /* host or device allocation failed */
-    NN_ERR_DEVICE = -4,           /* an OpenCL call failed */
+    NN_ERR_DEVICE = -4,           /* the device or its driver failed a call (a queue, a
+                                     transfer, a launch, a lost device) */
     NN_ERR_BUILD = -5,            /* a kernel did not compile; the message holds the build log */
     NN_ERR_IO = -6,               /* a file could not be read or written, or is malformed */
     NN_ERR_STATE = -7,            /* the call does not fit the object's state (e.g. not compiled) */
@@ -37,12 +59,6 @@ typedef enum nn_result {
 } nn_result;
 
 typedef enum nn_dtype { NN_F32 = 0, NN_I32 = 1 } nn_dtype;
-
-/* Message levels, most severe first; a context logs its level and those above it.
-   NN_LOG_DEFAULT (0, a zeroed nn_context_desc) means $NN_LOG (error|warn|info|debug), else
-   NN_LOG_INFO; a log callback is never given it. */
-typedef enum nn_log_level { NN_LOG_DEFAULT = 0, NN_LOG_ERROR, NN_LOG_WARN, NN_LOG_INFO, NN_LOG_DEBUG } nn_log_level;
-typedef void (*nn_log_fn)(void *user, nn_log_level level, const char *message);
 
 typedef struct nn_context nn_context;
 typedef struct nn_graph nn_graph;
@@ -57,9 +73,9 @@ typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
 
 /* "No tensor": what an optional operand takes to be absent (a bias, gamma and beta, class
    weights), and what a zeroed desc's tensor fields already are (nn_compile_desc.loss,
-   nn_loss_desc.weight, ...): id 0 is never a tensor. nn_find and nn_grad return it when
-   there is no such tensor. A failed tensor (id < 0) is not NN_NONE: given as an optional
-   operand it fails the op too. In a static initializer write {0}. */
+   nn_loss_desc.weight, ...): id 0 is never a tensor. nn_graph_find and nn_graph_grad return
+   it when there is no such tensor. A failed tensor (id < 0) is not NN_NONE: given as an
+   optional operand it fails the op too. In a static initializer write {0}. */
 #ifdef __cplusplus
 #  define NN_NONE (nn_tensor{0, 0})
 #else
@@ -76,6 +92,7 @@ typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
    [1], not [] as PyTorch does: the one difference in shapes, and the same 4 bytes. */
 typedef struct nn_shape { int ndim; int64_t dim[NN_MAX_DIMS]; } nn_shape;
 
+/* Shapes of 1 to 5 dims: nn_shape2(3, 4) is [3, 4]. */
 NN_API nn_shape nn_shape1(int64_t d0);
 NN_API nn_shape nn_shape2(int64_t d0, int64_t d1);
 NN_API nn_shape nn_shape3(int64_t d0, int64_t d1, int64_t d2);
@@ -87,59 +104,86 @@ NN_API nn_shape nn_shape5(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_
    ({0} or memset) and then given the fields that differ. A numeric field left 0 takes its
    default, PyTorch's where PyTorch has one: Adam's beta1 0.9, AdamW's weight_decay 1e-2,
    batch norm's momentum 0.1, every norm's eps 1e-5, cross-entropy's ignore_index -100.
-   For an exact zero write NN_ZERO: every int and float field, and the eps arguments of
-   the norm layers, reads it as 0 (weight_decay = NN_ZERO: no decay; beta1 = NN_ZERO;
-   ignore_index = NN_ZERO: ignore class 0). A field that cannot be 0 (a stride, a thread
+   For an exact zero write NN_ZERO: every int and float field reads it as 0
+   (weight_decay = NN_ZERO: no decay; beta1 = NN_ZERO; ignore_index = NN_ZERO: ignore
+   class 0; nn_norm_desc.eps = NN_ZERO). A field that cannot be 0 (a stride, a thread
    count) rejects it as an invalid argument; where 0 is the default anyway NN_ZERO is the
    same 0. NN_ZERO is a tag, INT32_MIN, exact as a float too and no field's real value.
    Flags (0 or 1) and enums are taken as they are: an enum's 0 is its default. Function
    arguments are values, not options (nn_leaky_relu's slope 0 is 0, nn_dropout's p 0 is
-   no dropout), except the norms' eps: NN_ZERO belongs in desc fields and those eps. */
+   no dropout). */
 #define NN_ZERO (-2147483647 - 1)
 
-/* ---- contexts and devices ------------------------------------------------------------ */
+/* ==== 1. Contexts and devices ==========================================================
+   A context is one backend on one device: every graph, buffer and message belongs to
+   one. Created with nn_context_create(desc, &ctx), freed with nn_context_destroy(). A
+   device is named the same way everywhere (nn_context_desc.device, $NN_DEVICE): "cpu",
+   "opencl", a device index as nn_list_devices numbers it, or a name substring. */
 
-/* Every field's zero means "default". */
-typedef struct nn_context_desc {
-    const char *device;     /* "cpu", "opencl", an OpenCL device index ("0") or a name
-                               substring; NULL: $NN_DEVICE, else the first GPU, else cpu */
-    int threads;            /* CPU-backend threads; 0: $NN_THREADS, else all cores; < 0 and
-                               NN_ZERO: an invalid argument */
+/* Message levels, most severe first; a context logs its level and those above it.
+   NN_LOG_DEFAULT (0, a zeroed nn_context_desc) means $NN_LOG (error|warn|info|debug), else
+   NN_LOG_INFO; a log callback is never given it. */
+typedef enum nn_log_level { NN_LOG_DEFAULT = 0, NN_LOG_ERROR, NN_LOG_WARN, NN_LOG_INFO, NN_LOG_DEBUG } nn_log_level;
+typedef void (*nn_log_fn)(void *user, nn_log_level level, const char *message);
+
+/* The backends: the built-in CPU loops, or OpenCL kernels on a device. */
+typedef enum nn_backend_kind { NN_BACKEND_CPU = 0, NN_BACKEND_OPENCL = 1 } nn_backend_kind;
+
+/* Which kernel variants and launch shapes a device backend uses: NN_TUNING_AUTO (0:
+   $NN_CL_TUNING = cpu|gpu, else by the device's type), NN_TUNING_CPU or NN_TUNING_GPU
+   (e.g. to run the GPU paths on a CPU OpenCL device such as PoCL). */
+typedef enum nn_tuning { NN_TUNING_AUTO = 0, NN_TUNING_CPU = 1, NN_TUNING_GPU = 2 } nn_tuning;
+
+/* What a device backend (one that compiles kernels) takes; the CPU backend ignores it.
+   Every field's zero means "default". */
+typedef struct nn_backend_options {
+    nn_tuning tuning;
     const char *cache_dir;  /* compiled-program cache; NULL: $NN_CACHE_DIR, else
                                $XDG_CACHE_HOME/nn or ~/.cache/nn; "off" disables it */
     const char *kernel_dir; /* load kernels/NAME.cl from here; NULL: $NN_KERNEL_DIR, else
                                the sources embedded in nn.h */
+} nn_backend_options;
+
+/* Every field's zero means "default". */
+typedef struct nn_context_desc {
+    const char *device;     /* "cpu", "opencl", a device index ("0") or a name substring;
+                               NULL: $NN_DEVICE, else the first GPU, else cpu */
+    int threads;            /* CPU-backend threads; 0: $NN_THREADS, else all cores; < 0 and
+                               NN_ZERO: an invalid argument */
     nn_log_fn log;          /* NULL: messages of log_level and more severe go to stderr */
     void *log_user;
     nn_log_level log_level; /* the most detailed level logged; NN_LOG_DEFAULT: $NN_LOG, else
                                NN_LOG_INFO (one line: the backend chosen) */
-    int tuning;             /* OpenCL kernels and tile shapes: NN_TUNING_AUTO (0: $NN_CL_TUNING
-                               = cpu|gpu, else by the device's type), NN_TUNING_CPU or
-                               NN_TUNING_GPU (e.g. to test the GPU paths on PoCL) */
+    nn_backend_options backend;
 } nn_context_desc;
-enum { NN_TUNING_AUTO = 0, NN_TUNING_CPU = 1, NN_TUNING_GPU = 2 };
 
 /* Creates a context on the chosen backend (desc NULL: every default). Like every *_create,
    the object comes back through the last argument. On failure *out is NULL and the reason
    has gone to the log (an explicitly requested device that cannot be opened is an error;
    no OpenCL platform at all, when none was requested, means the CPU backend). */
 NN_API nn_result nn_context_create(const nn_context_desc *desc, nn_context **out);
+/* Frees the context; a graph still alive fails with NN_ERR_STATE from then on. */
 NN_API void nn_context_destroy(nn_context *ctx);
-NN_API const char *nn_last_error(const nn_context *ctx); /* "" when there is none */
+/* The words of the context's last error ("" when there is none). */
+NN_API const char *nn_context_last_error(const nn_context *ctx);
+/* The name of a result code ("NN_ERR_SHAPE"). */
 NN_API const char *nn_result_string(nn_result r);
-NN_API const char *nn_backend_name(const nn_context *ctx); /* "cpu" or the device's name */
-typedef enum nn_backend_kind { NN_BACKEND_CPU = 0, NN_BACKEND_OPENCL = 1 } nn_backend_kind;
-NN_API nn_backend_kind nn_backend(const nn_context *ctx); /* which backend the context runs on */
 
+/* A device, as nn_list_devices lists it and nn_context_device reports a context's. */
 typedef struct nn_device_info {
-    int index;          /* what NN_DEVICE=<index> takes */
+    nn_backend_kind backend; /* the backend that runs it */
+    int index;               /* what NN_DEVICE=<index> takes; -1 for the CPU backend */
     int is_gpu;
     int is_cpu;
-    char name[128];
-    char platform[128];
+    char name[128];          /* the device's name; "cpu" for the CPU backend */
+    char platform[128];      /* the OpenCL platform ("" for the CPU backend) */
 } nn_device_info;
-/* Lists OpenCL devices into out (up to max); returns how many exist (0 without OpenCL). */
-NN_API int nn_list_devices(nn_device_info *out, int max);
+/* The devices of every device backend (the CPU backend always exists and is not listed):
+   up to max into out, and into *count how many exist (0 without OpenCL). out may be NULL
+   when max is 0. */
+NN_API nn_result nn_list_devices(nn_device_info *out, int max, int *count);
+/* The device the context runs on, with its backend. */
+NN_API nn_result nn_context_device(const nn_context *ctx, nn_device_info *out);
 
 /* What has crossed between host and device, counted since creation or the last reset.
    On the CPU backend the same counters count nn_tensor_write/read copies and op runs. */
@@ -148,17 +192,24 @@ typedef struct nn_stats {
     uint64_t h2d_transfers, d2h_transfers;
     uint64_t kernel_launches;
 } nn_stats;
-NN_API nn_stats nn_get_stats(const nn_context *ctx);
-NN_API void nn_reset_stats(nn_context *ctx);
+NN_API nn_result nn_context_stats(const nn_context *ctx, nn_stats *out);
+/* Sets every counter of nn_context_stats to 0. */
+NN_API void nn_context_reset_stats(nn_context *ctx);
 
 /* The op registry, for tools and tests: how many op kinds exist, each one's name (as in
-   error messages), and how many nodes of kind op this context has compiled into graphs
-   (forward, backward and optimizer ops alike). */
+   error messages; NULL when op is out of range), and into *count how many nodes of kind
+   op this context has compiled into graphs (forward, backward and optimizer ops alike). */
 NN_API int nn_op_count(void);
-NN_API const char *nn_op_name(int op); /* NULL when op is out of range */
-NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op);
+NN_API const char *nn_op_name(int op);
+NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t *count);
 
-/* ---- graphs ---------------------------------------------------------------------------- */
+/* ==== 2. Graphs ============================================================================
+   A graph is built once from leaves (section 3) and ops (sections 4 to 13), compiled once
+   (nn_graph_compile: shapes checked, autograd and the optimizer's ops added, memory
+   planned, kernels built), then run: nn_graph_step (forward, backward, update) or
+   nn_graph_forward. Its errors while building are kept (nn_graph_status) and reported by
+   nn_graph_compile. Training options (nn_compile_desc, the optimizer, the schedule) are in
+   section 14, files in section 15. */
 
 typedef struct nn_graph_desc {
     nn_graph *share_params; /* use this graph's parameters (same names, same shapes) */
@@ -166,9 +217,40 @@ typedef struct nn_graph_desc {
     uint64_t seed;          /* parameter initialisation and dropout; 0: 1; NN_ZERO: 0 */
 } nn_graph_desc;
 
+/* Creates an empty graph on ctx (desc NULL: every default) into *out. */
 NN_API nn_result nn_graph_create(nn_context *ctx, const nn_graph_desc *desc, nn_graph **out);
+/* Frees the graph, its buffers and its datasets. */
 NN_API void nn_graph_destroy(nn_graph *g);
-NN_API nn_result nn_graph_status(const nn_graph *g); /* first error while building, or NN_OK */
+/* The first error while building, or NN_OK. */
+NN_API nn_result nn_graph_status(const nn_graph *g);
+
+/* Options of nn_graph_compile: the loss, the optimizer, the schedule (section 14). */
+typedef struct nn_compile_desc nn_compile_desc;
+/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. */
+NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
+NN_API nn_result nn_graph_step(nn_graph *g);    /* forward, backward, update */
+NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
+/* Waits for queued work; then, as nn_tensor_read does, reports inputs that PyTorch would
+   have raised on in the runs since the last report (labels out of range: see
+   nn_cross_entropy_loss) as NN_ERR_INVALID_ARGUMENT. Reading those counters is 4 bytes per
+   checking op, once per read or finish after a run (nn_context_stats counts it). */
+NN_API nn_result nn_graph_finish(nn_graph *g);
+
+/* The tensor named name (an input, parameter or buffer), NN_NONE when there is none. */
+NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name);
+/* After compile: t's gradient (a parameter's with nn_compile_desc.keep_grads, an input's
+   marked by nn_graph_requires_grad), NN_NONE when it has none. */
+NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t);
+/* Before compile: ask for d(loss)/d(t) of an input (float32 only). */
+NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t);
+/* Before compile: keep t readable after a run (an op's output is otherwise reused). */
+NN_API nn_result nn_graph_output(nn_graph *g, nn_tensor t);
+
+/* ==== 3. Tensors: leaves and access ========================================================
+   Leaves are the tensors a graph starts from: inputs (written by the program), parameters
+   (trained), buffers (state, not trained) and constants. A tensor's data is reached
+   through nn_tensor_write / read / fill, by the byte count of its whole shape (4 bytes an
+   element for both dtypes). */
 
 typedef enum nn_init_kind {
     NN_INIT_ZEROS = 0,
@@ -190,35 +272,31 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
    input's contents are unspecified (zeros on the CPU backend). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
-NN_API void nn_requires_grad(nn_graph *g, nn_tensor t); /* ask for d(loss)/d(input); float32 only */
-NN_API void nn_output(nn_graph *g, nn_tensor t);        /* keep t readable after a run */
+/* A buffer: a parameter-store entry that is state, not trained (PyTorch's buffers, e.g.
+   batch norm's running statistics). No gradient flows to it and no optimizer updates it;
+   it is saved and loaded with the parameters and shared by graphs made with share_params.
+   A name is either a parameter or a buffer. */
+NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init);
+/* Constants, float32, computed once when the graph is compiled (not every step), with no
+   gradient: torch.arange(start, end, step) ([ceil((end - start) / step)] elements
+   start + i*step, computed in double; step nonzero with the sign of end - start) and
+   torch.eye(n, m) ([n, m], ones on the diagonal; m 0: n). */
+NN_API nn_tensor nn_arange(nn_graph *g, double start, double end, double step);
+NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m);
 
-/* Linear algebra and elementwise ops. */
-/* nn_matmul: torch.matmul(op(a), op(b)), where trans_a / trans_b swap the last two dims of
-   a / b (op(x) = x.mT; a 1-D operand has nothing to swap and its flag is ignored).
-     1-D x 1-D   [K] @ [K] -> [1], the dot product (PyTorch gives a 0-dim tensor; here a
-                 scalar is [1], as nn_sum's)
-     1-D x N-D   [K] @ [..., K, N] -> [..., N]: a is taken as [1, K], the 1 dropped after
-     N-D x 1-D   [..., M, K] @ [K] -> [..., M]: b is taken as [K, 1], the 1 dropped after
-     2-D x 2-D   [M, K] @ [K, N] -> [M, N]
-     N-D x N-D   the batch dims (all but the last two) broadcast as elementwise ops' dims
-                 do, right-aligned, 1 against n and missing against n:
-                 [2, 1, 3, 4] @ [5, 4, 6] -> [2, 5, 3, 6]
-   The gradients of a broadcast operand are summed over the batch dims it was broadcast
-   along, in a fixed order (the same bits run to run). Bad shapes are NN_ERR_SHAPE with a
-   message naming nn_matmul and both shapes. Runs on the blocked GEMM of the CPU backend
-   (threaded over the batch when the products are small) and the OpenCL GEMM kernels (one
-   batched launch, a broadcast operand's batch stride 0). */
-NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b);
-/* nn_einsum: torch.einsum(spec, a, b) for the specs that are one nn_matmul: "ij,jk->ik",
-   "ij,kj->ik", "ji,jk->ki", "bij,bjk->bik", "bhqd,bhkd->bhqk", "ij,j->i", "i,i->" (a [1]),
-   and without "->" the labels seen once in alphabetical order ("ij,jk" is "ij,jk->ik").
-   Labels are letters. The labels of a, b and the output (batch) lead all three in the same
-   order; then a keeps at most one label, b at most one, in either order in the output, and
-   one label is summed; a label's sizes must agree (no broadcasting). Other specs (outer
-   products, sums over a label of one operand, diagonals, permuted batch labels) are
-   NN_ERR_INVALID_ARGUMENT naming the spec. */
-NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b);
+/* t's shape and element count into *out. */
+NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out);
+NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out);
+/* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
+   inputs, parameters, outputs, accumulators and kept gradients. */
+NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes);
+NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes);
+NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value); /* no transfer */
+
+/* ==== 4. Elementwise ops ===================================================================
+   torch's functions of the same names, forward and gradient, on float32 tensors unless
+   an op says otherwise. Binary ops broadcast (below); the _scalar forms take a float for
+   the second operand. */
 
 /* Binary elementwise ops broadcast both operands by NumPy's and PyTorch's rules: shapes are
    aligned at their last dims, a missing leading dim counts as 1, and each dim must be 1 or
@@ -237,7 +315,7 @@ NN_API nn_tensor nn_maximum(nn_graph *g, nn_tensor a, nn_tensor b);
 /* torch.pow(a, b) with a tensor exponent: d/da = b * a^(b-1) (0 where b == 0), d/db =
    a^b * log(a) (0 where a == 0 and b >= 0; NaN for a < 0, as PyTorch's). */
 NN_API nn_tensor nn_pow(nn_graph *g, nn_tensor a, nn_tensor b);
-NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s);     /* a * s */
+NN_API nn_tensor nn_mul_scalar(nn_graph *g, nn_tensor x, float s); /* x * s */
 NN_API nn_tensor nn_add_scalar(nn_graph *g, nn_tensor x, float s); /* x + s (x - s: add -s) */
 NN_API nn_tensor nn_pow_scalar(nn_graph *g, nn_tensor x, float p); /* x ** p; gradient p * x^(p-1), 0 for p = 0 */
 
@@ -284,19 +362,191 @@ NN_API nn_tensor nn_where(nn_graph *g, nn_tensor cond, nn_tensor a, nn_tensor b)
 /* torch.masked_fill(x, mask, value): value where mask is nonzero, else x; mask broadcasts
    to x's shape (the result's). The gradient reaches x where it was kept. */
 NN_API nn_tensor nn_masked_fill(nn_graph *g, nn_tensor x, nn_tensor mask, float value);
-/* torch.expand / broadcast_to: x repeated along its size-1 dims and new leading dims to
-   shape (-1 keeps a dim of x); the gradient is summed back to x's shape. */
-NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape);
 /* torch.detach: x's values, with no gradient flowing back through it. */
 NN_API nn_tensor nn_detach(nn_graph *g, nn_tensor x);
 
-/* Activations. */
-NN_API nn_tensor nn_relu(nn_graph *g, nn_tensor x);
+/* ==== 5. Reductions ========================================================================
+   One rule: nn_X(g, x) reduces every element to a scalar [1]; nn_X_dim(g, x, dims...,
+   keepdim) reduces along dims with torch.X's semantics and argument order: a list
+   (const int *dims, int n_dims) where torch takes a tuple, one int dim where torch takes
+   one (prod, max, min, argmax, argmin). A negative dim counts from the end; n_dims = 0
+   reduces every dim (as torch.sum(x, dim=[]) does). keepdim keeps each reduced dim with
+   size 1; without it they are dropped, and a result with no dim left has shape [1]
+   (PyTorch's is a 0-dim tensor). A dim out of range or repeated is an error naming the op
+   and x's shape. Every reduction runs in a fixed order (the same bits run to run, and for
+   any CPU thread count); CPU sums accumulate in double. float32 x only; indices are
+   int32. */
+
+NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x);  /* torch.sum(x): [1] */
+NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x); /* torch.mean(x): [1] */
+/* torch.sum(x, dims, keepdim) / torch.mean. */
+NN_API nn_tensor nn_sum_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+NN_API nn_tensor nn_mean_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+/* torch.prod(x, dim, keepdim); its gradient is right with zeros in x (the product of the
+   others at a single zero, 0 elsewhere), as PyTorch's. */
+NN_API nn_tensor nn_prod_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
+/* torch.amax / torch.amin: a NaN in a row gives NaN; the gradient is split evenly among
+   the elements equal to the result (ties), as PyTorch's. */
+NN_API nn_tensor nn_amax_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+NN_API nn_tensor nn_amin_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+/* torch.max(x, dim, keepdim) / torch.min: the values, and when indices is not NULL, the
+   int32 indices into *indices (the first of ties; a NaN counts as the max and the min, the
+   first NaN). The gradient goes to that first element alone, as PyTorch's. */
+NN_API nn_tensor nn_max_dim(nn_graph *g, nn_tensor x, int dim, int keepdim, nn_tensor *indices);
+NN_API nn_tensor nn_min_dim(nn_graph *g, nn_tensor x, int dim, int keepdim, nn_tensor *indices);
+/* torch.argmax(x, dim, keepdim) / torch.argmin: int32, the first of ties, a NaN counting
+   as the max (and the min); no gradient. */
+NN_API nn_tensor nn_argmax_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
+NN_API nn_tensor nn_argmin_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
+/* torch.var / torch.std with correction (PyTorch's default is 1, Bessel's: pass 1; 0: the
+   biased estimate): the sum of squared deviations over max(0, N - correction), N the
+   elements reduced (two passes: the mean, then the deviations). std's gradient is 0 where
+   std is 0, as PyTorch's. */
+NN_API nn_tensor nn_var_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim);
+NN_API nn_tensor nn_std_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim);
+/* torch.logsumexp: max + log(sum(exp(x - max))), an infinite max not subtracted (PyTorch's
+   rule); n_dims = 0 reduces every dim (torch 1.13 raises there; later versions reduce all). */
+NN_API nn_tensor nn_logsumexp_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
+/* torch.linalg.vector_norm(x, p, dims, keepdim) (torch.norm's p-norm): p >= 0 or
+   INFINITY (the max of |x|; the gradient split among ties); p = 0 counts the nonzero
+   elements (no gradient). The gradient is 0 where the norm is 0, and for p < 1 at zero
+   elements, as PyTorch's. */
+NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims, int n_dims, int keepdim);
+/* torch.cumsum(x, dim): the running sum along dim, x's shape. */
+NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim);
+/* x [B, C] -> int32 [B]: the argmax of each row (nn_argmax_dim(g, x, 1, 0) for 2-D x). */
+NN_API nn_tensor nn_argmax_rows(nn_graph *g, nn_tensor x);
+/* Fraction of rows of logits [B, C] whose argmax equals the int32 label [B] (a scalar; no
+   gradient). */
+NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels);
+/* A running sum kept on the device: each run adds x to it. Reset with nn_tensor_fill(). */
+NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x);
+
+/* ==== 6. Shape and indexing ================================================================
+   A dim is an int, negative from the end; a list of dims is (const int *dims, int
+   n_dims), sizes (const int64_t *, int n). Views (reshape, flatten, squeeze, unsqueeze)
+   share x's storage; the others copy. Either dtype unless an op says float32. */
+
+/* The same data in another shape of the same element count. A view, as torch's on a
+   contiguous tensor: the output shares x's storage and nothing is copied or run (a
+   parameter, which the optimizer updates in place, is copied instead). */
+NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
+NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */
+/* torch.squeeze(x, dim): dim removed if its size is 1, else x unchanged ([1] gives the
+   scalar [], and a scalar stays one for dim 0 or -1); torch.unsqueeze(x, dim): a dim of
+   size 1 inserted at dim, in [-ndim-1, ndim]. Both views, as nn_reshape. */
+NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim);
+NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim);
+/* torch.expand / broadcast_to: x repeated along its size-1 dims and new leading dims to
+   shape (-1 keeps a dim of x); the gradient is summed back to x's shape. */
+NN_API nn_tensor nn_expand(nn_graph *g, nn_tensor x, nn_shape shape);
+/* torch.permute(x, dims): output dim d is x's dim dims[d]; n_dims must be x's dims, each
+   once. */
+NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *dims, int n_dims);
+/* torch.transpose(x, dim0, dim1). */
+NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1);
+/* torch.cat(xs, dim): joins up to 64 tensors that agree on every other dim, each written
+   once (one op of up to 16 inputs; more are joined in groups of 16 first); its backward
+   is one slice per input. */
+NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int dim);
+/* torch.stack(xs, dim): up to 64 tensors of one shape joined along a new dim, in
+   [-ndim-1, ndim]. */
+NN_API nn_tensor nn_stack(nn_graph *g, const nn_tensor *xs, int n, int dim);
+/* len elements of x along dim from start (torch's x.narrow(dim, start, len)); the step
+   form takes every step-th: start, start + step, ..., start + (len-1)*step, which is
+   torch's x[..., start:end:step] with len = ceil((end - start) / step). start >= 0,
+   step >= 1, and every index taken inside the dim. */
+NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int dim, int64_t start, int64_t len);
+NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int dim, int64_t start, int64_t len, int64_t step);
+/* torch.split(x, sizes, dim): x cut along dim into n parts of sizes[0..n) (adding up to
+   the dim), written into out[0..n); returns out[0], a failed tensor (and every out[k]
+   failed) when the split fails. */
+NN_API nn_tensor nn_split(nn_graph *g, nn_tensor x, const int64_t *sizes, int n, int dim, nn_tensor *out);
+/* torch.flip: x reversed along each of dims[0..n_dims) (each once; negative from the end). */
+NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims);
+/* torch.Tensor.repeat: x tiled repeats[d] times along each dim; n >= x's dims, and when
+   n is more, x counts as having leading dims of size 1 (the output has n dims). torch.tile
+   is the same with repeats padded to x's dims by leading 1s: nn_repeat with those. The
+   backward sums the tiles (each gradient element sums its copies in a fixed order). */
+NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int n);
+/* torch.tril / torch.triu over the last two dims (float32 x, >= 2 dims): elements with
+   col - row <= diagonal (tril) or >= diagonal (triu) kept, the rest zero; diagonal 0 is
+   the main one. */
+NN_API nn_tensor nn_tril(nn_graph *g, nn_tensor x, int diagonal);
+NN_API nn_tensor nn_triu(nn_graph *g, nn_tensor x, int diagonal);
+/* Padding of the last two dims (H, W), the pads in F.pad's order (left, right, top,
+   bottom: the last dim first): zeros, or reflection (PyTorch's "reflect": each pad
+   smaller than its dim). */
+typedef enum nn_pad_mode { NN_PAD_ZEROS = 0, NN_PAD_REFLECT = 1 } nn_pad_mode;
+NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode);
+
+/* Upsampling of the last two dims by integer factors: nearest, or bilinear with
+   align_corners = False (PyTorch's default). */
+typedef enum nn_upsample_mode { NN_UPSAMPLE_NEAREST = 0, NN_UPSAMPLE_BILINEAR = 1 } nn_upsample_mode;
+NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode);
+/* [N, C*r*r, H, W] -> [N, C, H*r, W*r], as torch.nn.PixelShuffle (a reshape-permute-reshape). */
+NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r);
+/* out[i, ...] = data[idx[i], ...]: batches from a dataset that lives on the device (data
+   of either dtype: images and their labels). An index out of range gives a row of zeros. */
+NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx);
+/* Indexing by int32 tensors, PyTorch's semantics (dim negative: from the end). An index
+   value out of range is what PyTorch raises on: it reads or writes nothing (a zero where
+   it would have read), and the next nn_tensor_read or nn_graph_finish fails naming the op
+   and the count, as the losses' labels do. Repeated indices sum their gradients (scatters)
+   in a fixed order, with no float atomics: the same bits every run, on every backend.
+   nn_index_select (torch.index_select): x with dim cut to index [K] (1-D): out[.., k, ..] =
+   x[.., index[k], ..]; x of either dtype. The backward costs numel(x) * K.
+   nn_gather (torch.gather): out (index's shape) at c = x at c with c[dim] = index[c];
+   index has x's dims and index.size(d) <= x.size(d) for d != dim.
+   nn_scatter_add (torch.Tensor.scatter_add): x plus src[c] added at c with c[dim] =
+   index[c], for c over index's shape; index.size(d) <= src.size(d) for every d and
+   <= x.size(d) for d != dim. Forward and the gather's backward cost numel(x) *
+   index.size(dim) (each element sums what lands on it).
+   nn_one_hot (F.one_hot, as float32): int32 labels [..] -> [.., num_classes]. */
+NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
+NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
+NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src);
+NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int64_t num_classes);
+
+/* ==== 7. Matrix products =================================================================== */
+
+/* nn_matmul: torch.matmul(op(a), op(b)), where trans_a / trans_b swap the last two dims of
+   a / b (op(x) = x.mT; a 1-D operand has nothing to swap and its flag is ignored).
+     1-D x 1-D   [K] @ [K] -> [1], the dot product (PyTorch gives a 0-dim tensor; here a
+                 scalar is [1], as nn_sum's)
+     1-D x N-D   [K] @ [..., K, N] -> [..., N]: a is taken as [1, K], the 1 dropped after
+     N-D x 1-D   [..., M, K] @ [K] -> [..., M]: b is taken as [K, 1], the 1 dropped after
+     2-D x 2-D   [M, K] @ [K, N] -> [M, N]
+     N-D x N-D   the batch dims (all but the last two) broadcast as elementwise ops' dims
+                 do, right-aligned, 1 against n and missing against n:
+                 [2, 1, 3, 4] @ [5, 4, 6] -> [2, 5, 3, 6]
+   The gradients of a broadcast operand are summed over the batch dims it was broadcast
+   along, in a fixed order (the same bits run to run). Bad shapes are NN_ERR_SHAPE with a
+   message naming nn_matmul and both shapes. Runs on the blocked GEMM of the CPU backend
+   (threaded over the batch when the products are small) and the OpenCL GEMM kernels (one
+   batched launch, a broadcast operand's batch stride 0). */
+NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b);
+/* nn_einsum: torch.einsum(spec, a, b) for the specs that are one nn_matmul: "ij,jk->ik",
+   "ij,kj->ik", "ji,jk->ki", "bij,bjk->bik", "bhqd,bhkd->bhqk", "ij,j->i", "i,i->" (a [1]),
+   and without "->" the labels seen once in alphabetical order ("ij,jk" is "ij,jk->ik").
+   Labels are letters. The labels of a, b and the output (batch) lead all three in the same
+   order; then a keeps at most one label, b at most one, in either order in the output, and
+   one label is summed; a label's sizes must agree (no broadcasting). Other specs (outer
+   products, sums over a label of one operand, diagonals, permuted batch labels) are
+   NN_ERR_INVALID_ARGUMENT naming the spec. */
+NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b);
+
+/* ==== 8. Activations =======================================================================
+   torch.nn.functional's activations, elementwise on float32 x unless they say otherwise;
+   parameters in F's order with PyTorch's defaults named (pass them: a 0 is a 0 here). */
+
+NN_API nn_tensor nn_relu(nn_graph *g, nn_tensor x); /* max(x, 0); gradient 0 at 0, as PyTorch's */
+/* x for x > 0, else negative_slope * x (PyTorch's default slope 0.01). */
 NN_API nn_tensor nn_leaky_relu(nn_graph *g, nn_tensor x, float negative_slope);
-NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x); /* 1 / (1 + exp(-x)) */
 NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x); /* exact (erf), as PyTorch's default */
-NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x);
+NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x); /* x * sigmoid(x) */
 /* ELU (nn.ELU; PyTorch's default alpha is 1): x for x > 0, else alpha * (exp(x) - 1); the
    gradient at 0 is alpha, as PyTorch's. */
 NN_API nn_tensor nn_elu(nn_graph *g, nn_tensor x, float alpha);
@@ -336,103 +586,22 @@ NN_API nn_tensor nn_log_sigmoid(nn_graph *g, nn_tensor x);
    Gradients reach x (weight at 0, as PyTorch's) and weight, its sum over the other dims
    taken in a fixed order. */
 NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight);
-/* PyTorch's nn.PReLU(num_parameters) module: NAME.weight [num_parameters], all 0.25;
-   num_parameters is 1 or the channels of x. */
-NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const char *name);
-NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x);     /* over the last axis */
-NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x); /* over the last axis */
+/* torch.softmax(x, dim) / torch.log_softmax(x, dim) (PyTorch's F.softmax with dim given):
+   along dim, -1 the last. */
+NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x, int dim);
+NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x, int dim);
+/* torch.nn.functional.glu(x, dim): x cut in halves a, b along dim (an even size; dim
+   negative: from the end), a * sigmoid(b). */
+NN_API nn_tensor nn_glu(nn_graph *g, nn_tensor x, int dim);
 
-/* Reductions to a scalar (shape [1]). */
-NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x);
-NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x);
-
-/* Reductions along dims (PyTorch's semantics). dims lists n_dims dims of x, each once;
-   a negative dim counts from the end; n_dims = 0 reduces every dim (as torch.sum(x, dim=[])
-   does). keepdim keeps each reduced dim with size 1; without it they are dropped, and a
-   result with no dim left has shape [1] (PyTorch's is a 0-dim tensor). A dim out of range
-   or repeated is an error naming the op and x's shape. Every reduction runs in a fixed
-   order (the same bits run to run, and for any CPU thread count); CPU sums accumulate in
-   double. float32 x only; indices are int32. */
-NN_API nn_tensor nn_sum_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
-NN_API nn_tensor nn_mean_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
-/* torch.prod(x, dim, keepdim); its gradient is right with zeros in x (the product of the
-   others at a single zero, 0 elsewhere), as PyTorch's. */
-NN_API nn_tensor nn_prod_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
-/* torch.amax / torch.amin: a NaN in a row gives NaN; the gradient is split evenly among
-   the elements equal to the result (ties), as PyTorch's. */
-NN_API nn_tensor nn_amax(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
-NN_API nn_tensor nn_amin(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
-/* torch.max(x, dim, keepdim) / torch.min: the values, and when indices is not NULL, the
-   int32 indices into *indices (the first of ties; a NaN counts as the max and the min, the
-   first NaN). The gradient goes to that first element alone, as PyTorch's. */
-NN_API nn_tensor nn_max_dim(nn_graph *g, nn_tensor x, int dim, int keepdim, nn_tensor *indices);
-NN_API nn_tensor nn_min_dim(nn_graph *g, nn_tensor x, int dim, int keepdim, nn_tensor *indices);
-/* torch.argmax(x, dim, keepdim) / torch.argmin: int32, the first of ties, a NaN counting
-   as the max (and the min); no gradient. */
-NN_API nn_tensor nn_argmax_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
-NN_API nn_tensor nn_argmin_dim(nn_graph *g, nn_tensor x, int dim, int keepdim);
-/* torch.var / torch.std with correction (PyTorch's default is 1, Bessel's: pass 1; 0: the
-   biased estimate): the sum of squared deviations over max(0, N - correction), N the
-   elements reduced (two passes: the mean, then the deviations). std's gradient is 0 where
-   std is 0, as PyTorch's. */
-NN_API nn_tensor nn_var_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim);
-NN_API nn_tensor nn_std_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim);
-/* torch.logsumexp: max + log(sum(exp(x - max))), an infinite max not subtracted (PyTorch's
-   rule); n_dims = 0 reduces every dim (torch 1.13 raises there; later versions reduce all). */
-NN_API nn_tensor nn_logsumexp(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim);
-/* torch.linalg.vector_norm(x, p, dims, keepdim) (torch.norm's p-norm): p >= 0 or
-   INFINITY (the max of |x|; the gradient split among ties); p = 0 counts the nonzero
-   elements (no gradient). The gradient is 0 where the norm is 0, and for p < 1 at zero
-   elements, as PyTorch's. */
-NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims, int n_dims, int keepdim);
-/* torch.cumsum(x, dim): the running sum along dim, x's shape. */
-NN_API nn_tensor nn_cumsum(nn_graph *g, nn_tensor x, int dim);
-
-/* Losses, each the mean over the batch (a scalar); shorthands kept from before the
-   nn_loss_desc family below. nn_softmax_cross_entropy has no ignore_index: every label must
-   be in [0, C) (others are errors, reported as nn_cross_entropy_loss's). */
-NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels);
-NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target);
-NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target);
-
-/* Dropout with probability p in training graphs (identity in eval graphs); the mask comes
-   from a counter-based generator (Philox4x32-10) keyed by seed, op and step, so every
-   backend draws the same mask. */
-NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
-
-/* out[i, ...] = data[idx[i], ...]: batches from a dataset that lives on the device (data
-   of either dtype: images and their labels). An index out of range gives a row of zeros. */
-NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx);
-/* Indexing by int32 tensors, PyTorch's semantics (dim negative: from the end). An index
-   value out of range is what PyTorch raises on: it reads or writes nothing (a zero where
-   it would have read), and the next nn_tensor_read or nn_graph_finish fails naming the op
-   and the count, as the losses' labels do. Repeated indices sum their gradients (scatters)
-   in a fixed order, with no float atomics: the same bits every run, on every backend.
-   nn_index_select (torch.index_select): x with dim cut to index [K] (1-D): out[.., k, ..] =
-   x[.., index[k], ..]; x of either dtype. The backward costs numel(x) * K.
-   nn_gather (torch.gather): out (index's shape) at c = x at c with c[dim] = index[c];
-   index has x's dims and index.size(d) <= x.size(d) for d != dim.
-   nn_scatter_add (torch.Tensor.scatter_add): x plus src[c] added at c with c[dim] =
-   index[c], for c over index's shape; index.size(d) <= src.size(d) for every d and
-   <= x.size(d) for d != dim. Forward and the gather's backward cost numel(x) *
-   index.size(dim) (each element sums what lands on it).
-   nn_one_hot (F.one_hot, as float32): int32 labels [..] -> [.., num_classes]. */
-NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
-NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
-NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src);
-NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int num_classes);
-NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x); /* [B, C] -> int32 [B] */
-/* Fraction of rows whose argmax equals the label (a scalar; no gradient). */
-NN_API nn_tensor nn_accuracy(nn_graph *g, nn_tensor logits, nn_tensor labels);
-/* A running sum kept on the device: each run adds x to it. Reset with nn_tensor_fill(). */
-NN_API nn_tensor nn_accumulate(nn_graph *g, nn_tensor x);
-
-/* Convolutions, one desc per dimensionality (nn_conv1d_desc, nn_conv2d_desc,
-   nn_conv3d_desc), PyTorch's F.conv1d/2d/3d and nn.Conv1d/2d/3d. Zero fields mean stride 1,
-   padding 0, dilation 1, groups 1. no_bias is PyTorch's bias=False: the *_layer functions
-   make no NAME.bias; the functional ops then refuse a bias operand, so desc and call never
-   disagree in silence. The layers make NAME.weight [out_channels, C/groups, k...] and
-   NAME.bias [out_channels], both U(+-1/sqrt(fan_in)) as PyTorch initialises them. */
+/* ==== 9. Convolution and pooling ===========================================================
+   NCHW (PyTorch's layout), one desc per op and dimensionality (zero fields: stride 1,
+   padding 0, dilation 1, groups 1), PyTorch's F.conv1d/2d/3d, F.conv_transpose2d and
+   pooling functions. Kernel sizes, strides, paddings and dilations are ints; weights are
+   [out_channels, C/groups, k...] (a transposed convolution's [Cin, Cout/groups, k...]).
+   no_bias is PyTorch's bias=False for the layers of section 12 (which then make no
+   NAME.bias); the functional ops then refuse a bias operand, so desc and call never
+   disagree in silence. */
 
 /* 1-D over x [N, C, L] with w [K, C/groups, KL] and an optional bias [K] (NN_NONE: none)
    -> [N, K, OL], OL = (L + 2*pad - dilation*(KL-1) - 1) / stride + 1. */
@@ -441,8 +610,6 @@ typedef struct nn_conv1d_desc {
     int no_bias;
 } nn_conv1d_desc;
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv1d_desc *desc);
-NN_API nn_tensor nn_conv1d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kernel,
-                                 const nn_conv1d_desc *desc, const char *name);
 
 /* 2-D over x [N, C, H, W] (NCHW, PyTorch's layout) with w [K, C/groups, KH, KW] and an
    optional bias [K] -> [N, K, OH, OW], OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1. */
@@ -451,16 +618,22 @@ typedef struct nn_conv2d_desc {
     int no_bias;
 } nn_conv2d_desc;
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
-NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kh, int kw,
-                                 const nn_conv2d_desc *desc, const char *name);
 
-/* Transposed convolution (PyTorch's ConvTranspose2d): x [N, Cin, H, W] with
-   w [Cin, Cout/groups, KH, KW] and an optional bias [Cout] (NN_NONE: none) ->
-   [N, Cout, OH, OW], OH = (H-1)*stride_h - 2*pad_h + dilation_h*(KH-1) + output_pad_h + 1;
-   output padding must be below the stride or the dilation. It is the gradient of conv2d
-   with respect to its input. */
-NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
-                                     int output_pad_h, int output_pad_w);
+/* Transposed convolution (PyTorch's F.conv_transpose2d / nn.ConvTranspose2d): x
+   [N, Cin, H, W] with w [Cin, Cout/groups, KH, KW] (PyTorch's layout: in channels first)
+   and an optional bias [Cout] (NN_NONE: none) -> [N, Cout, OH, OW],
+   OH = (H-1)*stride_h - 2*pad_h + dilation_h*(KH-1) + output_pad_h + 1, and so for W. It
+   is the gradient of conv2d with respect to its input. Zero fields: stride 1, padding 0,
+   output padding 0, dilation 1, groups 1; output padding must be below the stride or the
+   dilation. */
+typedef struct nn_conv_transpose2d_desc {
+    int stride_h, stride_w, pad_h, pad_w;
+    int output_pad_h, output_pad_w; /* added to one side of the output (PyTorch's output_padding) */
+    int dilation_h, dilation_w, groups;
+    int no_bias;
+} nn_conv_transpose2d_desc;
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias,
+                                     const nn_conv_transpose2d_desc *desc);
 
 /* 3-D over x [N, C, D, H, W] (NCDHW, PyTorch's Conv3d) with w [K, C/groups, KD, KH, KW]
    and an optional bias [K] -> [N, K, OD, OH, OW],
@@ -470,112 +643,7 @@ typedef struct nn_conv3d_desc {
     int no_bias;
 } nn_conv3d_desc;
 NN_API nn_tensor nn_conv3d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv3d_desc *desc);
-NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
-                                 const nn_conv3d_desc *desc, const char *name);
 
-/* The same data in another shape of the same element count. A view, as torch's on a
-   contiguous tensor: the output shares x's storage and nothing is copied or run (a
-   parameter, which the optimizer updates in place, is copied instead). */
-NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape);
-NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x); /* [N, ...] -> [N, rest] */
-/* torch.squeeze(x, dim): dim removed if its size is 1, else x unchanged ([1] gives the
-   scalar [], and a scalar stays one for dim 0 or -1); torch.unsqueeze(x, dim): a dim of
-   size 1 inserted at dim, in [-ndim-1, ndim]. Both views, as nn_reshape. */
-NN_API nn_tensor nn_squeeze(nn_graph *g, nn_tensor x, int dim);
-NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim);
-
-/* Structure ops (a negative axis counts from the end). nn_permute's perm has one entry
-   per dim of x: output dim d is x's dim perm[d]. nn_concat (torch.cat) joins up to 64
-   tensors that agree on every other dim, each written once (one op of up to 16 inputs;
-   more are joined in groups of 16 first); its backward is one slice per input. nn_stack
-   (torch.stack) joins up to 64 tensors of one shape along a new dim, in [-ndim-1, ndim].
-   nn_split cuts x into n parts of the given sizes. */
-NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *perm);
-NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1);
-NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis);
-NN_API nn_tensor nn_stack(nn_graph *g, const nn_tensor *xs, int n, int dim);
-/* len elements of x along axis from start (torch's x.narrow(axis, start, len)); the step
-   form takes every step-th: start, start + step, ..., start + (len-1)*step, which is
-   torch's x[..., start:end:step] with len = ceil((end - start) / step). start >= 0,
-   step >= 1, and every index taken inside the dim. */
-NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len);
-NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step);
-NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out);
-/* torch.flip: x reversed along each of dims[0..n_dims) (each once; negative from the end). */
-NN_API nn_tensor nn_flip(nn_graph *g, nn_tensor x, const int *dims, int n_dims);
-/* torch.Tensor.repeat: x tiled repeats[d] times along each dim; n >= x's dims, and when
-   n is more, x counts as having leading dims of size 1 (the output has n dims). torch.tile
-   is the same with repeats padded to x's dims by leading 1s: nn_repeat with those. The
-   backward sums the tiles (each gradient element sums its copies in a fixed order). */
-NN_API nn_tensor nn_repeat(nn_graph *g, nn_tensor x, const int64_t *repeats, int n);
-/* torch.tril / torch.triu over the last two dims (float32 x, >= 2 dims): elements with
-   col - row <= diagonal (tril) or >= diagonal (triu) kept, the rest zero; diagonal 0 is
-   the main one. */
-NN_API nn_tensor nn_tril(nn_graph *g, nn_tensor x, int diagonal);
-NN_API nn_tensor nn_triu(nn_graph *g, nn_tensor x, int diagonal);
-/* Constants, float32, computed once when the graph is compiled (not every step), with no
-   gradient: torch.arange(start, end, step) ([ceil((end - start) / step)] elements
-   start + i*step, computed in double; step nonzero with the sign of end - start) and
-   torch.eye(n, m) ([n, m], ones on the diagonal; m 0: n). */
-NN_API nn_tensor nn_arange(nn_graph *g, double start, double end, double step);
-NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m);
-
-/* Padding of the last two dims (H, W), the pads in F.pad's order (left, right, top,
-   bottom: the last dim first): zeros, or reflection (PyTorch's "reflect": each pad
-   smaller than its dim). */
-typedef enum nn_pad_mode { NN_PAD_ZEROS = 0, NN_PAD_REFLECT = 1 } nn_pad_mode;
-NN_API nn_tensor nn_pad2d(nn_graph *g, nn_tensor x, int left, int right, int top, int bottom, nn_pad_mode mode);
-
-/* Upsampling of the last two dims by integer factors: nearest, or bilinear with
-   align_corners = False (PyTorch's default). */
-typedef enum nn_upsample_mode { NN_UPSAMPLE_NEAREST = 0, NN_UPSAMPLE_BILINEAR = 1 } nn_upsample_mode;
-NN_API nn_tensor nn_upsample2d(nn_graph *g, nn_tensor x, int scale_h, int scale_w, nn_upsample_mode mode);
-/* [N, C*r*r, H, W] -> [N, C, H*r, W*r], as torch.nn.PixelShuffle (a reshape-permute-reshape). */
-NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r);
-/* A buffer: a parameter-store entry that is state, not trained (PyTorch's buffers, e.g.
-   batch norm's running statistics). No gradient flows to it and no optimizer updates it;
-   it is saved and loaded with the parameters and shared by graphs made with share_params.
-   A name is either a parameter or a buffer. */
-NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_init init);
-
-/* Normalisation layers, PyTorch's semantics. gamma (the weight) and beta (the bias) are
-   optional: NN_NONE for none. The variance that normalises is the biased
-   one (divided by n). */
-
-/* Batch norm over x [N, C], [N, C, L] or [N, C, H, W] (any [N, C, ...]) with gamma, beta
-   and the running statistics [C]. Training graphs normalise with the statistics of the
-   batch (N * spatial must be > 1) and, when running statistics are given, update them on
-   the device at every run: running = (1 - momentum) * running + momentum * batch, with the
-   unbiased variance for running_var. Evaluation graphs (nn_graph_desc.eval) normalise with
-   the running statistics, or with the batch's when there are none (PyTorch's
-   track_running_stats=False). Zero fields: momentum 0.1, eps 1e-5 (NN_ZERO: exactly 0). */
-typedef struct nn_batch_norm_desc {
-    float momentum;
-    float eps;
-    nn_tensor running_mean, running_var;  /* [C] buffers (nn_buffer); both or neither
-                                             (NN_NONE: no running statistics) */
-} nn_batch_norm_desc;
-NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc);
-/* PyTorch's BatchNorm2d / BatchNorm1d modules: NAME.weight (ones), NAME.bias (zeros) and
-   the buffers NAME.running_mean (zeros), NAME.running_var (ones), all [C]; momentum 0.1,
-   eps 1e-5. 2d takes x [N, C, H, W]; 1d takes [N, C] or [N, C, L]. */
-NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const char *name);
-NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *name);
-
-/* Every norm's eps follows the desc rule: 0 is PyTorch's default 1e-5, NN_ZERO exactly 0. */
-
-/* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
-   and beta have the shape of those dims. Arguments in F.layer_norm's order. */
-NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, float eps);
-/* Group norm over x [N, C, ...]: the C channels in `groups` groups of C/groups, each
-   normalised over its channels and the spatial dims; gamma and beta [C], per channel.
-   Arguments in F.group_norm's order. */
-NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, int groups, nn_tensor gamma, nn_tensor beta, float eps);
-/* Instance norm over x [N, C, L] or [N, C, H, W] (any [N, C, spatial...]): each channel of
-   each sample normalised over its spatial dims (group norm with groups = C), of which there
-   must be more than one value (PyTorch's check); gamma and beta [C]. Always the instance's
-   statistics (PyTorch's track_running_stats=False). */
-NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, float eps);
 /* Pooling over x [N, C, H, W] (NCHW) with PyTorch's semantics. Zero fields mean: stride =
    the kernel size, padding 0, dilation 1, floor mode, count_include_pad=True. Output
    OH = floor_or_ceil((H + 2*pad_h - dilation_h*(kernel_h-1) - 1) / stride_h) + 1, where in
@@ -607,10 +675,46 @@ NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x);
    floor(i*H/oh) to ceil((i+1)*H/oh) - 1 (bins overlap when oh does not divide H). */
 NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, int64_t ow);
 
-/* ---- losses with options (PyTorch's definitions and defaults) ----------------------------
-   Every loss takes an nn_loss_desc (NULL or zeroed: PyTorch's defaults, the reduction
-   included: NN_REDUCTION_DEFAULT is the mean, except torchvision's sigmoid_focal_loss,
-   whose default is none).
+/* ==== 10. Normalisation ====================================================================
+   Batch, layer, group and instance norm, PyTorch's semantics, all with one desc,
+   nn_norm_desc (NULL: the defaults). gamma (the weight) and beta (the bias) are optional:
+   NN_NONE for none. The variance that normalises is the biased one (divided by n). */
+
+/* eps: 0 is PyTorch's default 1e-5, NN_ZERO exactly 0. momentum (batch norm's running
+   statistics; the others have none and ignore it): 0 is PyTorch's 0.1, NN_ZERO 0. */
+typedef struct nn_norm_desc {
+    float eps;
+    float momentum;
+    nn_tensor running_mean, running_var;  /* batch norm: [C] buffers (nn_buffer); both or
+                                             neither (NN_NONE: no running statistics) */
+} nn_norm_desc;
+
+/* Batch norm over x [N, C], [N, C, L] or [N, C, H, W] (any [N, C, ...]) with gamma, beta
+   and the running statistics [C]. Training graphs normalise with the statistics of the
+   batch (N * spatial must be > 1) and, when running statistics are given, update them on
+   the device at every run: running = (1 - momentum) * running + momentum * batch, with the
+   unbiased variance for running_var. Evaluation graphs (nn_graph_desc.eval) normalise with
+   the running statistics, or with the batch's when there are none (PyTorch's
+   track_running_stats=False). Zero fields: momentum 0.1, eps 1e-5 (NN_ZERO: exactly 0). */
+NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
+/* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
+   and beta have the shape of those dims. Arguments in F.layer_norm's order. */
+NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
+/* Group norm over x [N, C, ...]: the C channels in `groups` groups of C/groups, each
+   normalised over its channels and the spatial dims; gamma and beta [C], per channel.
+   Arguments in F.group_norm's order. */
+NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, int groups, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
+/* Instance norm over x [N, C, L] or [N, C, H, W] (any [N, C, spatial...]): each channel of
+   each sample normalised over its spatial dims (group norm with groups = C), of which there
+   must be more than one value (PyTorch's check); gamma and beta [C]. Always the instance's
+   statistics (PyTorch's track_running_stats=False). */
+NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
+
+/* ==== 11. Losses ===========================================================================
+   One name per loss, torch.nn.functional's with _loss (nn_mse_loss is F.mse_loss), each
+   taking (prediction(s), target, const nn_loss_desc *desc) in F's order. desc NULL or
+   zeroed: PyTorch's defaults, the reduction included: NN_REDUCTION_DEFAULT is the mean,
+   except torchvision's sigmoid_focal_loss, whose default is none.
    NN_REDUCTION_NONE returns the per-element (or per-row) losses; SUM and MEAN a scalar [1];
    BATCHMEAN (KL divergence's recommended mode) the sum divided by the batch size (dim 0).
    A float option whose PyTorch default is not zero reads 0 as that default; pass
@@ -679,45 +783,83 @@ NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x
    2-norm with eps 1e-6 (PyTorch's pairwise_distance); gradients to all three. */
 NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor anchor, nn_tensor positive, nn_tensor negative,
                                         const nn_loss_desc *desc);
+/* sqrt(nn_mse_loss(pred, target, desc)): the root of the mean (desc's reduction: of the
+   sum, or per element with NN_REDUCTION_NONE); its gradient is infinite or NaN where the
+   loss is 0, as torch.sqrt's. */
+NN_API nn_tensor nn_rmse_loss(nn_graph *g, nn_tensor pred, nn_tensor target, const nn_loss_desc *desc);
+/* InfoNCE (NT-Xent one way, as CLIP's per side) on z1, z2 [B, D], row i of z2 the positive
+   of row i of z1: rows L2-normalised (F.normalize, eps 1e-12), logits = z1n z2n^T /
+   temperature (> 0), F.cross_entropy(logits, arange(B)), computed with no labels as
+   mean_i(logsumexp_j logits[i, j] - logits[i, i]). Gradients to z1 and z2. */
+/* desc: its reduction only (NONE: the [B] per-row losses; BATCHMEAN is refused). */
+NN_API nn_tensor nn_info_nce_loss(nn_graph *g, nn_tensor z1, nn_tensor z2, float temperature, const nn_loss_desc *desc);
+
+/* Shorthands, documented aliases kept for the examples' numbers: nn_softmax_cross_entropy
+   is nn_cross_entropy_loss with a NULL desc but no ignore_index (every label must be in
+   [0, C); others are errors, reported as nn_cross_entropy_loss's) and its mean taken as
+   sum * (1/B); nn_mse is nn_mse_loss and nn_bce_with_logits nn_bce_with_logits_loss, each
+   with a NULL desc. Each can differ from its desc form in the last bit (another order of
+   the same operations); new code should use the desc forms. */
+NN_API nn_tensor nn_softmax_cross_entropy(nn_graph *g, nn_tensor logits, nn_tensor labels);
+NN_API nn_tensor nn_mse(nn_graph *g, nn_tensor pred, nn_tensor target);
+NN_API nn_tensor nn_bce_with_logits(nn_graph *g, nn_tensor logits, nn_tensor target);
+
+/* ==== 12. Layers ===========================================================================
+   One rule: nn_X_layer(g, x, sizes..., const nn_X_desc *desc, const char *name) makes its
+   parameters under NAME with PyTorch's names, layouts and initialisation (NAME.weight,
+   NAME.bias, ...) and applies the op: sizes are what PyTorch's module takes besides the
+   input's (out_features, out_channels, kernel sizes, n_centers), desc (NULL: PyTorch's
+   defaults) its options, the same desc as the functional op where there is one; a layer
+   that has no options yet takes no desc. Parameters are made once per name: a second call
+   with the same name reuses them (their shapes must agree), and graphs made with
+   share_params share them. The composed layers (SE, SwiGLU, highway, RBF, MoE) are short
+   functions of the builders above (src/layers/layers.c): no op kinds of their own, their
+   gradients the ops'. A layer taking x [..., D] runs its linear layers on the rows of x. */
 
 /* A fully connected layer (PyTorch's nn.Linear): x [B, in] -> [B, out] with parameters
    NAME.weight [out, in] and NAME.bias [out] (PyTorch's names and layout), initialised as
-   nn.Linear. desc NULL or zeroed: PyTorch's defaults. */
-typedef struct nn_dense_desc {
+   nn.Linear. */
+typedef struct nn_linear_desc {
     int no_bias;         /* 1: no NAME.bias (PyTorch's bias=False) */
-} nn_dense_desc;
-NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name);
+} nn_linear_desc;
+NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features, const nn_linear_desc *desc, const char *name);
 
-/* ---- composed layers ----------------------------------------------------------------------
-   Layers written as short functions of the builders above (src/layers/layers.c): no op kinds
-   of their own, their gradients the ops'. Parameters take PyTorch's names under NAME
-   (NAME.fc1.weight [out, in], NAME.fc1.bias [out], nn.Linear's layout and initialisation,
-   as nn_dense). A layer taking x [..., D] runs its dense layers on the rows of x. */
+/* nn.Conv1d/2d/3d: NAME.weight [out_channels, C/groups, k...] and NAME.bias
+   [out_channels], both U(+-1/sqrt(fan_in)) as PyTorch initialises them. */
+NN_API nn_tensor nn_conv1d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kernel,
+                                 const nn_conv1d_desc *desc, const char *name);
+NN_API nn_tensor nn_conv2d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kh, int kw,
+                                 const nn_conv2d_desc *desc, const char *name);
+NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels, int kd, int kh, int kw,
+                                 const nn_conv3d_desc *desc, const char *name);
+
+/* PyTorch's BatchNorm2d / BatchNorm1d modules: NAME.weight (ones), NAME.bias (zeros) and
+   the buffers NAME.running_mean (zeros), NAME.running_var (ones), all [C]; desc's eps and
+   momentum (zero: 1e-5 and 0.1), its running statistics left NN_NONE (the layer makes
+   its own). 2d takes x [N, C, H, W]; 1d takes [N, C] or [N, C, L]. */
+NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name);
+NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name);
+
+/* PyTorch's nn.PReLU(num_parameters, init): NAME.weight [num_parameters], all init;
+   num_parameters is 1 or the channels of x. */
+typedef struct nn_prelu_desc {
+    float init;          /* the slopes' first value (0: 0.25, PyTorch's; NN_ZERO: 0) */
+} nn_prelu_desc;
+NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const nn_prelu_desc *desc, const char *name);
 
 /* Squeeze-and-excitation (Hu et al. 2018) on x [N, C, H, W]: the channel means, NAME.fc1
    (C -> max(1, C / reduction)), ReLU, NAME.fc2 (-> C), sigmoid, and x scaled by the result
    per channel. fc1 and fc2 are nn.Linear layers ([out, in] weights; torchvision's
    SqueezeExcitation stores the same numbers as 1x1 convolutions [out, in, 1, 1]). */
-NN_API nn_tensor nn_se_block(nn_graph *g, nn_tensor x, int reduction, const char *name);
-/* torch.nn.functional.glu(x, dim): x cut in halves a, b along dim (an even size; dim
-   negative: from the end), a * sigmoid(b). */
-NN_API nn_tensor nn_glu(nn_graph *g, nn_tensor x, int dim);
+NN_API nn_tensor nn_se_layer(nn_graph *g, nn_tensor x, int reduction, const char *name);
 /* The LLaMA feed-forward on x [..., D]: NAME.w2(silu(NAME.w1(x)) * NAME.w3(x)), w1 and w3
    [hidden, D], w2 [D, hidden], no biases (NAME.w1.weight, ...). */
-NN_API nn_tensor nn_swiglu_ffn(nn_graph *g, nn_tensor x, int64_t hidden, const char *name);
+NN_API nn_tensor nn_swiglu_layer(nn_graph *g, nn_tensor x, int64_t hidden, const char *name);
 /* A highway layer (Srivastava et al. 2015) on x [..., D]: t * relu(H(x)) + (1 - t) * x,
    t = sigmoid(T(x)), H and T D -> D linear layers with biases (NAME.H.weight, NAME.H.bias,
    NAME.T.weight, NAME.T.bias, nn.Linear's initialisation; the paper starts T.bias
-   negative, e.g. nn_tensor_fill(g, nn_find(g, "NAME.T.bias"), -2) after compile). */
-NN_API nn_tensor nn_highway(nn_graph *g, nn_tensor x, const char *name);
-/* sqrt(mse_loss(pred, target)), the mean over every element (a scalar); its gradient is
-   infinite or NaN where the loss is 0, as torch.sqrt's. */
-NN_API nn_tensor nn_rmse_loss(nn_graph *g, nn_tensor pred, nn_tensor target);
-/* InfoNCE (NT-Xent one way, as CLIP's per side) on z1, z2 [B, D], row i of z2 the positive
-   of row i of z1: rows L2-normalised (F.normalize, eps 1e-12), logits = z1n z2n^T /
-   temperature (> 0), F.cross_entropy(logits, arange(B)), computed with no labels as
-   mean_i(logsumexp_j logits[i, j] - logits[i, i]). Gradients to z1 and z2. */
-NN_API nn_tensor nn_info_nce_loss(nn_graph *g, nn_tensor z1, nn_tensor z2, float temperature);
+   negative, e.g. nn_tensor_fill(g, nn_graph_find(g, "NAME.T.bias"), -2) after compile). */
+NN_API nn_tensor nn_highway_layer(nn_graph *g, nn_tensor x, const char *name);
 /* Radial basis functions on x [B, D]: out[b, k] = exp(-gamma_k * ||x_b - c_k||^2) [B, K],
    K = n_centers, with NAME.centers [K, D] (N(0, 1) at first) and NAME.log_gamma [K]
    (gamma_k = exp(log_gamma_k), zeros at first: gamma 1). Costs B * K * D memory (the
@@ -733,10 +875,13 @@ NN_API nn_tensor nn_rbf_layer(nn_graph *g, nn_tensor x, int64_t n_centers, const
    Hugging Face's load_balancing_loss_func), P_e = the mean of p[:, e]; its gradient flows
    through P. Every expert runs on every row (dense: the ops have no dispatch), so a step
    costs n_experts full feed-forwards, not top_k. */
-NN_API nn_tensor nn_moe(nn_graph *g, nn_tensor x, int n_experts, int top_k, int64_t hidden, const char *name,
-                        nn_tensor *aux_loss);
+typedef struct nn_moe_desc {
+    nn_tensor *aux_loss; /* receives the load-balancing loss (NULL: not made) */
+} nn_moe_desc;
+NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64_t top_k, int64_t hidden,
+                              const nn_moe_desc *desc, const char *name);
 
-/* ---- random ------------------------------------------------------------------------------
+/* ==== 13. Random ops and dropout =========================================================
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based
    (Philox4x32-10, Salmon et al., SC'11): element i of a random op takes the words of counter
    (i, the op's key, the graph's step) under the graph's seed (nn_graph_desc.seed), and turns
@@ -750,7 +895,7 @@ NN_API nn_tensor nn_moe(nn_graph *g, nn_tensor x, int n_experts, int top_k, int6
      last step's draw (the first forwards, before any step, draw step 0);
    - the same seed and the same graph built in the same order (the key is the op's node
      id) give the same sequence, in any graph, on any backend, with any thread count;
-   - training state saved and loaded (nn_save_state) carries the step, so a resumed run
+   - training state saved and loaded (nn_graph_save_state) carries the step, so a resumed run
      draws what the original would have.
    Uniforms are multiples of 2^-24 in [0, 1); normals are Box-Muller (one of the pair) on
    24-bit uniforms, so |z| <= 5.77 (the tail beyond it, 8e-9 of the mass, is cut). */
@@ -778,8 +923,14 @@ NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std);
    a = 1/sqrt((alpha^2 p + 1)(1 - p)), b = alpha a p, which keeps zero mean and unit
    variance. Gradient: dy * mask * a (PyTorch's). p in [0, 1]; p = 1 gives x * 0. */
 NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p);
+/* Dropout with probability p in training graphs (identity in eval graphs); the mask comes
+   from the generator above keyed by seed, op and step, so every backend draws the same
+   mask. */
+NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
 
-/* ---- compiling and running --------------------------------------------------------------- */
+/* ==== 14. Optimizers, schedules and compiling ==============================================
+   torch.optim's optimizers and lr_scheduler's schedules, as options of nn_graph_compile
+   (nn_compile_desc): the optimizer's update runs on the device after each backward. */
 
 typedef enum nn_optimizer_kind {
     NN_OPT_NONE = 0, /* compute gradients only */
@@ -834,7 +985,7 @@ typedef struct nn_optimizer {
     float lr_power;            /* FTRL; 0: -0.5 */
     int no_decay_1d;           /* no weight decay on parameters of one dimension (biases, norms) */
     int accumulate_steps;      /* > 1: average gradients over this many nn_graph_step calls and
-                                  update on every k-th (nn_grad then reads the running mean);
+                                  update on every k-th (nn_graph_grad then reads the running mean);
                                   0: 1; below 1: an invalid argument */
     int skip_nonfinite;        /* 1: an update whose (clipped, accumulated) gradients hold a NaN
                                   or an Inf is skipped, as torch.cuda.amp.GradScaler skips
@@ -886,48 +1037,35 @@ typedef struct nn_lr_schedule {
     float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;
-/* The rate a schedule gives update t (counted from 0). */
-NN_API float nn_lr_at(const nn_lr_schedule *s, int64_t t);
+/* Into *lr: the rate a schedule gives update t (counted from 0). */
+NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr);
 
-typedef struct nn_compile_desc {
+struct nn_compile_desc {
     nn_tensor loss;      /* a float32 scalar; NN_NONE (a zeroed desc): a forward-only graph */
     nn_optimizer optimizer;
-    int keep_grads;      /* keep every parameter's gradient readable (nn_grad) */
+    int keep_grads;      /* keep every parameter's gradient readable (nn_graph_grad) */
     nn_lr_schedule schedule; /* kind 0: the constant optimizer.lr */
-} nn_compile_desc;
+};
 
-/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. */
-NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
-NN_API nn_result nn_graph_step(nn_graph *g);    /* forward, backward, update */
-NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
-/* Waits for queued work; then, as nn_tensor_read does, reports inputs that PyTorch would
-   have raised on in the runs since the last report (labels out of range: see
-   nn_cross_entropy_loss) as NN_ERR_INVALID_ARGUMENT. Reading those counters is 4 bytes per
-   checking op, once per read or finish after a run (nn_get_stats counts it). */
-NN_API nn_result nn_graph_finish(nn_graph *g);
-/* The updates skip_nonfinite skipped since compile (a read of 8 bytes; 0 without it). */
+/* Into *count: the updates skip_nonfinite skipped since compile (a read of 8 bytes; 0
+   without it). */
 NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count);
 /* Sets the schedule's base rate (the rate itself for the default constant schedule). */
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr);
 /* Replaces the schedule (after compile too); s->lr 0 keeps the current base rate. The
-   next update uses nn_lr_at(s, number of updates done so far). */
+   next update uses nn_lr_schedule_at(s, number of updates done so far). */
 NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s);
 /* Before compile: parameters whose name starts with prefix get lr * lr_mult and
    weight_decay * wd_mult (the last group added that matches wins; no_decay_1d still
    zeroes one-dimensional parameters' decay). Parameters in no group: 1 and 1. */
 NN_API nn_result nn_graph_param_group(nn_graph *g, const char *prefix, float lr_mult, float wd_mult);
 
-NN_API nn_tensor nn_find(nn_graph *g, const char *name);
-NN_API nn_tensor nn_grad(nn_graph *g, nn_tensor t); /* after compile */
-NN_API nn_shape nn_tensor_shape(nn_graph *g, nn_tensor t);
-NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t);
-/* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
-   inputs, parameters, outputs, accumulators and kept gradients. */
-NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes);
-NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes);
-NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value); /* no transfer */
-
-/* ---- files ------------------------------------------------------------------------------- */
+/* ==== 15. Files ============================================================================
+   Arrays from files (nn_array_*), datasets on the device (nn_dataset_*), parameters and
+   training state (nn_graph_save_* / nn_graph_load_*). Every file is untrusted: a
+   malformed one is NN_ERR_IO naming the path and the reason, and a load changes nothing
+   unless every check passes; a save writes a temporary file and renames it over the
+   path. */
 
 /* An IDX file (the MNIST family's format), uncompressed, read whole and converted to
    float32 or int32 (values as stored, no scaling). Every header field is checked against
@@ -937,7 +1075,7 @@ typedef struct nn_array {
     nn_shape shape;
     void *data;          /* float or int32_t, numel elements; free with nn_array_free */
 } nn_array;
-NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
+NN_API nn_result nn_array_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
 NN_API void nn_array_free(nn_array *a);
 
 /* A CSV file of numbers into a float32 array [rows, columns]: every row (after the header
@@ -951,7 +1089,7 @@ typedef struct nn_csv_desc {
     char delimiter;      /* 0: ',' */
     int header;          /* 1: the first line names the columns and is skipped */
 } nn_csv_desc;
-NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out);
+NN_API nn_result nn_array_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out);
 
 /* A dataset that lives on the device: its samples x [N, ...] and labels y [N, ...] (either
    dtype) become the inputs NAME.x and NAME.y, written once (at the first batch), and
@@ -960,7 +1098,7 @@ NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_des
    batches (the last partial batch is dropped); with shuffle, epoch e's order is a
    Fisher-Yates shuffle drawn from Philox4x32-10 keyed by (seed, e): reproducible, and
    recomputed on resume. The dataset belongs to the graph (freed with it); create it before
-   compiling. Its seed, epoch and position are part of nn_save_state's training state. */
+   compiling. Its seed, epoch and position are part of nn_graph_save_state's training state. */
 typedef struct nn_dataset nn_dataset;
 typedef struct nn_dataset_desc {
     const char *name;    /* NULL: "data" */
@@ -973,36 +1111,35 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
 NN_API nn_tensor nn_dataset_x(const nn_dataset *ds);
 NN_API nn_tensor nn_dataset_y(const nn_dataset *ds);
 NN_API nn_result nn_dataset_next_batch(nn_dataset *ds); /* after compile, before each step */
-NN_API int64_t nn_dataset_epoch(const nn_dataset *ds);  /* of the batch taken last (from 0) */
-
-/* ---- checkpoints ------------------------------------------------------------------------- */
+/* Into *epoch: the epoch of the batch taken last (from 0). */
+NN_API nn_result nn_dataset_epoch(const nn_dataset *ds, int64_t *epoch);
 
 /* Saves every parameter of g's parameter store as float32 safetensors (PyTorch's names and
    layouts, e.g. fc1.weight [out, in]), keys sorted by name, with metadata {"format": "pt"}.
    Works before and after compile. Writes a temporary file beside path, flushes it to disk
    and renames it over path, so a failed save leaves the old file. An existing path must be
    a regular file (a directory, FIFO or device is NN_ERR_IO, left as it is); a symbolic link
-   is followed and the file it names is replaced, keeping its permissions. nn_save_state
+   is followed and the file it names is replaced, keeping its permissions. nn_graph_save_state
    saves alike. */
-NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path);
+NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path);
 /* Loads parameters by name into g (before or after compile). A tensor in the file whose
    name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,
    F16, BF16 or F64 (converted to float32); a parameter missing from the file is NN_ERR_IO
    unless allow_missing; other tensors in the file are ignored. The file is untrusted: a
    malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
    every check passes. */
-NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing);
+NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing);
 
 /* The whole training state of a compiled graph, for exact resume: parameters and buffers
    (their own names), each optimizer state tensor (NAME.__opt.K, K in the optimizer's state
    order), gradient-accumulation means (NAME.__grad_acc), and as metadata strings the
    optimizer kind, step and update counters, the graph seed and every dataset's seed, epoch
-   and position. nn_load_state() into a graph built and compiled the same way continues
+   and position. nn_graph_load_state() into a graph built and compiled the same way continues
    exactly as the saved run would have: the same bits on the CPU backend. It checks the
    optimizer kind and options, accumulate_steps and every tensor's presence and shape
    (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything. */
-NN_API nn_result nn_save_state(nn_graph *g, const char *path);
-NN_API nn_result nn_load_state(nn_graph *g, const char *path);
+NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
+NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
 
 #ifdef __cplusplus
 }

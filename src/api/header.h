@@ -15,7 +15,7 @@ HOW IT WORKS
     checked, the backward and optimizer ops are added, memory is planned, kernels are built
     and their arguments bound), then run steps. A step enqueues forward, backward and the
     optimizer update on the device; parameters, gradients, optimizer state and activations
-    stay there. The host reads back only what it asks for. nn_get_stats() counts bytes moved
+    stay there. The host reads back only what it asks for. nn_context_stats() counts bytes moved
     and kernels launched, so what a step costs can be checked.
 
     nn_context *ctx; nn_graph *g;
@@ -23,11 +23,11 @@ HOW IT WORKS
     nn_graph_create(ctx, NULL, &g);
     nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(128, 784));
     nn_tensor y = nn_input(g, "y", NN_I32, nn_shape1(128));
-    nn_tensor h = nn_relu(g, nn_dense(g, x, 256, NULL, "fc1"));
-    nn_tensor loss = nn_softmax_cross_entropy(g, nn_dense(g, h, 10, NULL, "fc2"), y);
+    nn_tensor h = nn_relu(g, nn_linear_layer(g, x, 256, NULL, "fc1"));
+    nn_tensor loss = nn_cross_entropy_loss(g, nn_linear_layer(g, h, 10, NULL, "fc2"), y, NULL);
     nn_compile_desc cd = {0}; cd.loss = loss;     // loss left NN_NONE: inference only
     cd.optimizer.kind = NN_OPT_ADAM;              // zero fields: torch.optim.Adam's defaults
-    if (nn_graph_compile(g, &cd) != NN_OK) puts(nn_last_error(ctx));
+    if (nn_graph_compile(g, &cd) != NN_OK) puts(nn_context_last_error(ctx));
     nn_tensor_write(g, x, xs, sizeof xs); nn_tensor_write(g, y, ys, sizeof ys);
     nn_graph_step(g);
 
@@ -37,11 +37,14 @@ CONVENTIONS
     weight_decay 1e-2, every norm's eps 1e-5, ignore_index -100, reduction mean), and
     NN_ZERO asks for an exact 0 where 0 is a default (weight_decay = NN_ZERO). NN_NONE
     (tensor id 0, never a tensor) is "no tensor": an absent bias or weight, a forward-only
-    compile desc; a failed op returns id < 0. Argument orders and defaults are PyTorch's
-    (nn_pad2d takes F.pad's (left, right, top, bottom); nn_layer_norm F.layer_norm's), and
-    every *_create returns its object through its last argument. Inputs PyTorch raises on
-    (a label outside [0, C)) are counted where the op runs and reported by the next
-    nn_tensor_read or nn_graph_finish.
+    compile desc; a failed op returns id < 0. Names, argument orders and defaults are
+    torch.nn.functional's (nn_pad2d takes F.pad's (left, right, top, bottom); nn_layer_norm
+    F.layer_norm's; `dim`, never "axis"). Builders return an nn_tensor; every other call an
+    nn_result, a query writing its answer through its last argument, every *_create its
+    object. Sizes and element counts are int64_t, dims and kernel sizes int. The API
+    below is ordered by topic, each section opening with its conventions. Inputs PyTorch
+    raises on (a label outside [0, C)) are counted where the op runs and reported by the
+    next nn_tensor_read or nn_graph_finish.
 
 DEVICES
     NN_DEVICE=cpu | opencl | <OpenCL device index> | <device name substring>. By default the
@@ -83,7 +86,7 @@ CONFIGURATION (define before including)
     and nn.h then uses its types; not after nn.h.
 
 ERRORS
-    Functions return nn_result; nn_last_error(ctx) explains the last failure (the op and its
+    Functions return nn_result; nn_context_last_error(ctx) explains the last failure (the op and its
     shapes, or the kernels/FILE.cl:LINE of a build error). Ops given bad input return a
     failed tensor (id < 0) and the graph remembers the first error, which
     nn_graph_compile() returns. Nothing aborts and nothing leaks on an error path.

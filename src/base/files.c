@@ -168,7 +168,7 @@ typedef struct nn__wfile {
     char *target;             /* the file replaced: the path, or the file its symbolic link names */
     char *tmp;                /* the temporary file beside it, while it exists */
     int fd;
-    char why[300];            /* the last failure's message (also nn_last_error's when a context is given) */
+    char why[300];            /* the last failure's message (also nn_context_last_error's when a context is given) */
 } nn__wfile;
 
 /* A writer's failure: its message in w->why, and the context's error when there is one

@@ -180,6 +180,7 @@ typedef struct nn__device {
     uint64_t max_alloc;         /* largest buffer in bytes */
     unsigned units;             /* compute units */
     size_t align;               /* view offset alignment in bytes */
+    nn_device_info info;        /* what nn_context_device reports (the backend's open fills it) */
 } nn__device;
 
 /* A backend: what the engine asks of one. The engine knows no backend by name; backends
@@ -216,7 +217,7 @@ struct nn_context {
     char *cache_dir;             /* NULL: cache off */
     char *kernel_dir;
     nn_stats stats;
-    uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_op_compiled) */
+    uint64_t *op_compiled;       /* [NN__OP_COUNT]: nodes compiled per op kind (nn_context_op_compiled) */
     nn_graph *graphs;            /* graphs created on it, not yet destroyed */
     int dead_refs;               /* a destroyed context's stand-in: graphs still holding it */
     volatile int busy;           /* a call is running on it (one thread at a time) */
@@ -307,7 +308,7 @@ static void nn__log(nn_context *ctx, nn_log_level level, const char *fmt, ...) {
     else fprintf(stderr, "nn: %s\n", msg);
 }
 
-/* Records the message for nn_last_error() and returns the code. */
+/* Records the message for nn_context_last_error() and returns the code. */
 static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...) {
     va_list ap;
     if (!ctx) return code;

@@ -21,6 +21,10 @@ static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_con
     memset(&ctx->dev, 0, sizeof ctx->dev);
     ctx->dev.cpu_tuned = 1;
     ctx->dev.align = 64;
+    ctx->dev.info.backend = NN_BACKEND_CPU;
+    ctx->dev.info.index = -1;
+    ctx->dev.info.is_cpu = 1;
+    strcpy(ctx->dev.info.name, "cpu");
     return NN_OK;
 }
 

@@ -256,7 +256,7 @@ static nn_lr_schedule nn__schedule_defaults(const nn_lr_schedule *in) {
     return s;
 }
 
-NN_API float nn_lr_at(const nn_lr_schedule *sched, int64_t t) {
+static float nn__lr_at(const nn_lr_schedule *sched, int64_t t) {
     nn_lr_schedule d;
     const nn_lr_schedule *s = &d;
     double lr, gamma, f;
@@ -292,6 +292,12 @@ NN_API float nn_lr_at(const nn_lr_schedule *sched, int64_t t) {
     }
     default: return (float)lr;
     }
+}
+
+NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr) {
+    if (!lr) return NN_ERR_INVALID_ARGUMENT;
+    *lr = s ? nn__lr_at(s, t) : 0.0f;
+    return s ? NN_OK : NN_ERR_INVALID_ARGUMENT;
 }
 
 NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {
@@ -370,7 +376,7 @@ static int nn__opt_begin(nn_graph *g) {
     if (g->step % (uint64_t)g->accum_steps) return 0;
     k->t++;
     t = (double)k->t;
-    g->lr = nn_lr_at(&g->schedule, (int64_t)k->t - 1);
+    g->lr = nn__lr_at(&g->schedule, (int64_t)k->t - 1);
     bc1 = 1.0 - pow(b1, t);
     bc2 = 1.0 - pow(b2, t);
     memset(k->c, 0, sizeof k->c);

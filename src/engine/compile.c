@@ -412,7 +412,7 @@ static nn_result nn__run(nn_graph *g, int n_sched) {
     }
     if (g->broken)
         return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
-                                              "partly updated: load a training state (nn_load_state) to go on");
+                                              "partly updated: load a training state (nn_graph_load_state) to go on");
     r = nn__ctx_enter(g->ctx, "nn_graph_step");
     if (r != NN_OK) return r;
     g->progress = 0;

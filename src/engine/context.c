@@ -140,13 +140,13 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     }
     device = desc.device ? desc.device : getenv("NN_DEVICE");
     if (device && !device[0]) device = NULL;
-    cache = desc.cache_dir ? desc.cache_dir : getenv("NN_CACHE_DIR");
+    cache = desc.backend.cache_dir ? desc.backend.cache_dir : getenv("NN_CACHE_DIR");
     if (cache && strcmp(cache, "off") == 0) {
         ctx->cache_dir = NULL;
     } else if (cache && cache[0] ? !(ctx->cache_dir = nn__strdup(cache)) : !nn__default_cache_dir(&ctx->cache_dir)) {
         if (r == NN_OK) r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_context_create: out of memory");
     }
-    kdir = desc.kernel_dir ? desc.kernel_dir : getenv("NN_KERNEL_DIR");
+    kdir = desc.backend.kernel_dir ? desc.backend.kernel_dir : getenv("NN_KERNEL_DIR");
     if (r == NN_OK && kdir && kdir[0] && !(ctx->kernel_dir = nn__strdup(kdir)))
         r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_context_create: out of memory");
     if (r == NN_OK) r = nn__open_backend(ctx, device, &desc);
@@ -352,30 +352,48 @@ static void nn__ctx_leave(nn_context *ctx) {
 #endif
 }
 
-NN_API const char *nn_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
-NN_API const char *nn_backend_name(const nn_context *ctx) { return ctx ? ctx->backend_name : ""; }
-NN_API nn_backend_kind nn_backend(const nn_context *ctx) { return ctx && ctx->backend ? ctx->backend->kind : NN_BACKEND_CPU; }
-NN_API nn_stats nn_get_stats(const nn_context *ctx) {
-    nn_stats s;
-    memset(&s, 0, sizeof s);
-    return ctx ? ctx->stats : s;
+NN_API const char *nn_context_last_error(const nn_context *ctx) { return ctx ? ctx->err : "no context"; }
+NN_API nn_result nn_context_device(const nn_context *ctx, nn_device_info *out) {
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!ctx) return NN_ERR_INVALID_ARGUMENT;
+    *out = ctx->dev.info;
+    out->backend = ctx->backend ? ctx->backend->kind : NN_BACKEND_CPU;
+    snprintf(out->name, sizeof out->name, "%.127s", ctx->backend_name); /* "destroyed" after nn_context_destroy */
+    return NN_OK;
 }
-NN_API void nn_reset_stats(nn_context *ctx) {
+NN_API nn_result nn_context_stats(const nn_context *ctx, nn_stats *out) {
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!ctx) return NN_ERR_INVALID_ARGUMENT;
+    *out = ctx->stats;
+    return NN_OK;
+}
+NN_API void nn_context_reset_stats(nn_context *ctx) {
     if (ctx) memset(&ctx->stats, 0, sizeof ctx->stats);
 }
 
 NN_API int nn_op_count(void) { return NN__OP_COUNT; }
 NN_API const char *nn_op_name(int op) { return op >= 0 && op < NN__OP_COUNT ? nn__op(op)->name : NULL; }
-NN_API uint64_t nn_op_compiled(const nn_context *ctx, int op) {
-    return ctx && op >= 0 && op < NN__OP_COUNT ? ctx->op_compiled[op] : 0;
+NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t *count) {
+    if (!count) return NN_ERR_INVALID_ARGUMENT;
+    *count = 0;
+    if (!ctx || op < 0 || op >= NN__OP_COUNT) return NN_ERR_INVALID_ARGUMENT;
+    *count = ctx->op_compiled[op];
+    return NN_OK;
 }
 
 /* Devices of every device backend, numbered in backend order. */
-NN_API int nn_list_devices(nn_device_info *out, int max) {
+NN_API nn_result nn_list_devices(nn_device_info *out, int max, int *count) {
     int k, n = 0;
+    if (!count || max < 0 || (max > 0 && !out)) {
+        if (count) *count = 0;
+        return NN_ERR_INVALID_ARGUMENT;
+    }
     for (k = 0; k < NN__N_BACKENDS; k++) {
         if (!nn__backends[k]->list_devices) continue;
         n += nn__backends[k]->list_devices(out && n < max ? out + n : NULL, max > n ? max - n : 0);
     }
-    return n;
+    *count = n;
+    return NN_OK;
 }

@@ -352,18 +352,21 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
     return nn__tensor(id);
 }
 
-NN_API void nn_requires_grad(nn_graph *g, nn_tensor t) {
-    if (!nn__check0(g, "nn_requires_grad", 1, &t)) return;
+NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t) {
+    if (!nn__check0(g, "nn_graph_requires_grad", 1, &t)) return g ? g->status : NN_ERR_INVALID_ARGUMENT;
     if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
-        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_requires_grad: %s is int32; only float32 tensors have gradients",
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_graph_requires_grad: %s is int32; only float32 tensors have gradients",
                     nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
-        return;
+        return NN_ERR_INVALID_ARGUMENT;
     }
     nn__n(g, t)->requires_grad = 1;
+    return NN_OK;
 }
 
-NN_API void nn_output(nn_graph *g, nn_tensor t) {
-    if (nn__check0(g, "nn_output", 1, &t)) nn__n(g, t)->is_output = 1;
+NN_API nn_result nn_graph_output(nn_graph *g, nn_tensor t) {
+    if (!nn__check0(g, "nn_graph_output", 1, &t)) return g ? g->status : NN_ERR_INVALID_ARGUMENT;
+    nn__n(g, t)->is_output = 1;
+    return NN_OK;
 }
 
 /* Uniform [0,1) and standard normal draws for initialisation, from Philox keyed by the
@@ -554,11 +557,11 @@ NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (!(lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_lr: lr %g is not >= 0", lr);
     g->schedule.lr = lr;
-    g->lr = nn_lr_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);
+    g->lr = nn__lr_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);
     return NN_OK;
 }
 
-NN_API nn_tensor nn_find(nn_graph *g, const char *name) {
+NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name) {
     int i;
     if (!g || !name) return nn__tensor(-1);
     for (i = 1; i < g->n_nodes; i++)
@@ -566,21 +569,25 @@ NN_API nn_tensor nn_find(nn_graph *g, const char *name) {
     return nn__tensor(0);
 }
 
-NN_API nn_tensor nn_grad(nn_graph *g, nn_tensor t) {
+NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t) {
     if (!nn__is_tensor(g, t)) return nn__tensor(-1);
     return nn__tensor(g->nodes[t.id].grad > 0 ? g->nodes[t.id].grad : 0);
 }
 
-NN_API nn_shape nn_tensor_shape(nn_graph *g, nn_tensor t) {
-    nn_shape s;
-    memset(&s, 0, sizeof s);
-    if (!nn__is_tensor(g, t)) return s;
-    return g->nodes[t.id].shape;
+NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out) {
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!nn__is_tensor(g, t)) return NN_ERR_INVALID_ARGUMENT;
+    *out = g->nodes[t.id].shape;
+    return NN_OK;
 }
 
-NN_API int64_t nn_tensor_numel(nn_graph *g, nn_tensor t) {
-    if (!nn__is_tensor(g, t)) return 0;
-    return g->nodes[t.id].numel;
+NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out) {
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    *out = 0;
+    if (!nn__is_tensor(g, t)) return NN_ERR_INVALID_ARGUMENT;
+    *out = g->nodes[t.id].numel;
+    return NN_OK;
 }
 
 /* The node's buffer if the user may touch it (write: inputs and params only). */
@@ -596,7 +603,7 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
     if (write && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM && !(nn__op(n->op)->flags & NN__OPF_WRITABLE))
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: only inputs, parameters and accumulators can be written", fn);
     if (!write && (n->storage == NN__ST_ARENA || (n->storage == NN__ST_VIEW && g->nodes[n->view_of].storage == NN__ST_ARENA)))
-        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_output()", fn,
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_graph_output()", fn,
                         nn__op_names[n->op]);
     if (bytes != (size_t)n->numel * 4) {
         char s[128];

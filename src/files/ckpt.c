@@ -1,8 +1,8 @@
 /* Training state for exact resume, and datasets that live on the device.
 
-   nn_save_state() writes one safetensors file holding everything a compiled training graph
+   nn_graph_save_state() writes one safetensors file holding everything a compiled training graph
    carries from one step to the next:
-     NAME                  every parameter and buffer (PyTorch's names, as nn_save_safetensors)
+     NAME                  every parameter and buffer (PyTorch's names, as nn_graph_save_safetensors)
      NAME.__opt.K          the optimizer's K-th state tensor for parameter NAME, in the order
                            of nn__opt_n_aux (Adam: 0 m, 1 v, 2 max v; SGD: 0 momentum, ...)
      NAME.__grad_acc       the running gradient mean when accumulate_steps > 1
@@ -10,7 +10,7 @@
    step and update counters (g->step, the optimizer clock, NAdam's momentum product), the
    graph seed, accumulate_steps, and each dataset's seed, epoch and position. Doubles are
    written with 17 significant digits and integers in decimal, so they round-trip exactly.
-   nn_load_state() checks all of it against the graph (optimizer kind, state count, every
+   nn_graph_load_state() checks all of it against the graph (optimizer kind, state count, every
    tensor present with its shape) before it writes anything.
 
    A dataset (nn_dataset_create) is owned by its graph. Its samples are two inputs written
@@ -267,7 +267,7 @@ static int nn__parse_u64(const char *s, uint64_t *out) {
     return 1;
 }
 
-NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
+NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__state_list l;
     nn__st_text h;
@@ -277,9 +277,9 @@ NN_API nn_result nn_save_state(nn_graph *g, const char *path) {
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
-    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_save_state: no path given");
+    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_save_state: no path given");
     if (!g->compiled || g->status != NN_OK)
-        return nn__fail(ctx, NN_ERR_STATE, "nn_save_state: %s: compile the graph first", path);
+        return nn__fail(ctx, NN_ERR_STATE, "nn_graph_save_state: %s: compile the graph first", path);
     r = nn__state_collect(g, path, &l);
     if (r != NN_OK) return r;
     memset(&h, 0, sizeof h);
@@ -454,7 +454,7 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
     g->step = step;
     g->clock.t = updates;
     g->clock.mu_prod = mu;
-    g->lr = nn_lr_at(&g->schedule, updates > 0 ? (int64_t)updates - 1 : 0);
+    g->lr = nn__lr_at(&g->schedule, updates > 0 ? (int64_t)updates - 1 : 0);
     for (d = g->datasets; d && r == NN_OK; d = d->next) {
         char key[300];
         uint64_t v;
@@ -478,14 +478,14 @@ done:
     return r;
 }
 
-NN_API nn_result nn_load_state(nn_graph *g, const char *path) {
+NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path) {
     unsigned char *buf = NULL;
     size_t len = 0;
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!path || !path[0]) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_state: no path given");
+    if (!path || !path[0]) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_load_state: no path given");
     if (!g->compiled || g->status != NN_OK)
-        return nn__fail(g->ctx, NN_ERR_STATE, "nn_load_state: %s: compile the graph first", path);
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_load_state: %s: compile the graph first", path);
     r = nn__read_file(g->ctx, path, &buf, &len);
     if (r != NN_OK) return r;
     r = nn__load_state_mem(g, path, buf, len);
@@ -639,7 +639,11 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
 
 NN_API nn_tensor nn_dataset_x(const nn_dataset *d) { return d ? d->xb : nn__tensor_of(NULL, -1); }
 NN_API nn_tensor nn_dataset_y(const nn_dataset *d) { return d ? d->yb : nn__tensor_of(NULL, -1); }
-NN_API int64_t nn_dataset_epoch(const nn_dataset *d) { return d ? d->epoch : -1; }
+NN_API nn_result nn_dataset_epoch(const nn_dataset *d, int64_t *epoch) {
+    if (!epoch) return NN_ERR_INVALID_ARGUMENT;
+    *epoch = d ? d->epoch : -1;
+    return d ? NN_OK : NN_ERR_INVALID_ARGUMENT;
+}
 
 NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
     nn_graph *g;

@@ -328,13 +328,13 @@ static nn_result nn__idx_parse(nn_context *ctx, const char *path, const unsigned
     return NN_OK;
 }
 
-NN_API nn_result nn_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out) {
+NN_API nn_result nn_array_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out) {
     unsigned char *buf;
     size_t len;
     nn_result r;
-    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_idx: out is NULL");
+    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_array_load_idx: out is NULL");
     memset(out, 0, sizeof *out);
-    if (as != NN_F32 && as != NN_I32) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_idx: unknown dtype");
+    if (as != NN_F32 && as != NN_I32) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_array_load_idx: unknown dtype");
     r = nn__read_file(ctx, path, &buf, &len);
     if (r != NN_OK) return r;
     r = nn__idx_parse(ctx, path, buf, len, as, out);
@@ -354,7 +354,7 @@ static int nn__csv_blank(const char *s, const char *e) {
 
 static nn_result nn__csv_check_delimiter(nn_context *ctx, const char *path, char delim) {
     if (delim == '\n' || delim == '\r' || delim == '.' || delim == '-' || delim == '+' || (delim >= '0' && delim <= '9'))
-        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_csv: %s: delimiter '%c' cannot separate numbers", path ? path : "",
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_array_load_csv: %s: delimiter '%c' cannot separate numbers", path ? path : "",
                         delim);
     return NN_OK;
 }
@@ -438,11 +438,11 @@ static nn_result nn__csv_parse(nn_context *ctx, const char *path, const unsigned
     return NN_OK;
 }
 
-NN_API nn_result nn_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out) {
+NN_API nn_result nn_array_load_csv(nn_context *ctx, const char *path, const nn_csv_desc *desc, nn_array *out) {
     unsigned char *buf;
     size_t len;
     nn_result r;
-    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_load_csv: out is NULL");
+    if (!out) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_array_load_csv: out is NULL");
     memset(out, 0, sizeof *out);
     r = nn__csv_check_delimiter(ctx, path, desc && desc->delimiter ? desc->delimiter : ',');
     if (r != NN_OK) return r;

@@ -653,7 +653,7 @@ done:
     return r;
 }
 
-NN_API nn_result nn_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
+NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing) {
     unsigned char *buf = NULL;
     size_t len = 0;
     nn_result r;
@@ -724,7 +724,7 @@ static int nn__st_put_string(nn__st_text *t, const char *name) {
     return 1;
 }
 
-/* A tensor to save (or, for nn_load_state, to load): its name, shape, and where its float32
+/* A tensor to save (or, for nn_graph_load_state, to load): its name, shape, and where its float32
    data lives, a backend buffer or a host copy (a parameter before its first upload). */
 typedef struct nn__st_item {
     char *name;
@@ -811,7 +811,7 @@ done:
     return r;
 }
 
-NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
+NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__params *ps;
     nn__st_item *items;
@@ -820,7 +820,7 @@ NN_API nn_result nn_save_safetensors(nn_graph *g, const char *path) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
     ps = g->params;
-    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_save_safetensors: no path given");
+    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_save_safetensors: no path given");
     items = (nn__st_item *)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *items);
     if (!items) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     for (i = 0; i < ps->n; i++) {

@@ -102,6 +102,19 @@ static void nn__cl_str(cl_device_id d, cl_device_info what, char *buf, size_t n)
     buf[n - 1] = 0;
 }
 
+/* What nn_list_devices and nn_context_device report of device index. */
+static void nn__cl_info(cl_platform_id plat, cl_device_id dev, int index, nn_device_info *out) {
+    cl_device_type t = nn__cl_type(dev);
+    memset(out, 0, sizeof *out);
+    out->backend = NN_BACKEND_OPENCL;
+    out->index = index;
+    out->is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
+    out->is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
+    nn__cl_str(dev, CL_DEVICE_NAME, out->name, sizeof out->name);
+    if (clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof out->platform, out->platform, NULL) != CL_SUCCESS) out->platform[0] = 0;
+    out->platform[sizeof out->platform - 1] = 0;
+}
+
 static int nn__cl_list_devices(nn_device_info *out, int max) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
@@ -109,17 +122,7 @@ static int nn__cl_list_devices(nn_device_info *out, int max) {
     int n, i;
     if (!nn__cl_load()) return 0;
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
-    for (i = 0; i < n && out && i < max; i++) {
-        cl_device_type t = nn__cl_type(devs[i]);
-        memset(&out[i], 0, sizeof out[i]);
-        out[i].index = i;
-        out[i].is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
-        out[i].is_cpu = (t & CL_DEVICE_TYPE_CPU) != 0;
-        nn__cl_str(devs[i], CL_DEVICE_NAME, out[i].name, sizeof out[i].name);
-        if (clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof out[i].platform, out[i].platform, NULL) != CL_SUCCESS)
-            out[i].platform[0] = 0;
-        out[i].platform[sizeof out[i].platform - 1] = 0;
-    }
+    for (i = 0; i < n && out && i < max; i++) nn__cl_info(plats[i], devs[i], i, &out[i]);
     return n;
 }
 
@@ -176,6 +179,7 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
     memset(d, 0, sizeof *d);
     d->cpu_tuned = (t & CL_DEVICE_TYPE_CPU) != 0;
     d->gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
+    nn__cl_info(plat, dev, index, &d->info);
     if (tuning == NN_TUNING_AUTO) { /* the device type decides unless $NN_CL_TUNING says */
         const char *env = getenv("NN_CL_TUNING");
         if (env && strcmp(env, "gpu") == 0) tuning = NN_TUNING_GPU;
@@ -254,7 +258,7 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
         return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: no such OpenCL device (%d found)", device, n);
     }
     if (why[0]) nn__log(ctx, NN_LOG_WARN, "OpenCL: %s; using the %d device%s found", why, n, n == 1 ? "" : "s");
-    r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->tuning);
+    r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->backend.tuning);
     if (r != NN_OK) nn__cl_close(ctx);
     else if (nn__cl_ld.note[0]) nn__log(ctx, NN_LOG_INFO, "%s", nn__cl_ld.note);
     return r;

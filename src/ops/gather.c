@@ -437,16 +437,16 @@ static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
 /* ==== one_hot: y [..., C] float32 = 1 where c == labels [...] (torch.nn.functional.one_hot;
    a label outside [0, C) gives a row of zeros and is counted) ==== */
 
-NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int num_classes) {
+NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int64_t num_classes) {
     nn_shape s;
     nn_tensor t;
     if (!nn__check(g, "nn_one_hot", 1, &labels)) return nn__tensor(-1);
     s = nn__n(g, labels)->shape;
-    if (nn__n(g, labels)->dtype != NN_I32 || s.ndim >= NN_MAX_DIMS || num_classes < 1) {
+    if (nn__n(g, labels)->dtype != NN_I32 || s.ndim >= NN_MAX_DIMS || num_classes < 1 || num_classes > INT32_MAX) {
         char sl[128];
         nn__shape_str(&s, sl, sizeof sl);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_one_hot: labels %s %s with %d classes (needs int32 labels of at most %d dims, num_classes >= 1)",
-                           sl, nn__dtype_name(nn__n(g, labels)->dtype), num_classes, NN_MAX_DIMS - 1);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_one_hot: labels %s %s with %lld classes (needs int32 labels of at most %d dims, num_classes in 1..2^31-1)",
+                           sl, nn__dtype_name(nn__n(g, labels)->dtype), (long long)num_classes, NN_MAX_DIMS - 1);
     }
     s.dim[s.ndim++] = num_classes;
     t = nn__op1(g, NN__OP_ONE_HOT, NN_F32, s, labels.id);

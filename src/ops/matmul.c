@@ -1,5 +1,5 @@
 /* The matmul family: torch.matmul's batched products as one op (nn_matmul, and nn_einsum's
-   and nn_dense's products), on the CPU backend's blocked GEMM (src/cpu/gemm.c) or on
+   and nn_linear_layer's products), on the CPU backend's blocked GEMM (src/cpu/gemm.c) or on
    kernels/gemm.cl with the launch geometry of src/opencl/gemm_plan.c. */
 #include "../base/internal.h"
 #include "../base/registry.h"
@@ -64,7 +64,7 @@ static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int
 
 /* ==== matmul: C [..., M, N] = op(A) [..., M, K] op(B) [..., K, N], torch.matmul: a 1-D
    operand is a row or a column, batch dims broadcast, and a gradient sums over the dims
-   its operand was broadcast along. nn_einsum's one-matmul specs and nn_dense build it ==== */
+   its operand was broadcast along. nn_einsum's one-matmul specs and nn_linear_layer build it ==== */
 
 /* How a matmul node sees each of its tensors (nn__matmul_attr.vec): a stack of matrices,
    or of row or column vectors (torch.matmul's 1-D operands, and the outputs and gradients
@@ -342,20 +342,20 @@ NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor
 }
 
 
-NN_API nn_tensor nn_dense(nn_graph *g, nn_tensor x, int64_t out_features, const nn_dense_desc *desc, const char *name) {
+NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features, const nn_linear_desc *desc, const char *name) {
     char wn[256], bn[256];
     nn_tensor w, b, y;
     nn_init init;
     int64_t in_features;
-    if (!nn__check(g, "nn_dense", 1, &x) || !nn__expect_f32(g, "nn_dense", x, "x")) return nn__tensor(-1);
+    if (!nn__check(g, "nn_linear_layer", 1, &x) || !nn__expect_f32(g, "nn_linear_layer", x, "x")) return nn__tensor(-1);
     if (nn__n(g, x)->shape.ndim != 2) {
         char s[128];
         nn__shape_str(&nn__n(g, x)->shape, s, sizeof s);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_dense %s: x %s must be 2-D [B, in]", name ? name : "", s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_linear_layer %s: x %s must be 2-D [B, in]", name ? name : "", s);
     }
-    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense: needs a name (at most 200 chars)");
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_linear_layer: needs a name (at most 200 chars)");
     if (out_features < 1)
-        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dense %s: out_features %lld is not >= 1", name, (long long)out_features);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_linear_layer %s: out_features %lld is not >= 1", name, (long long)out_features);
     in_features = nn__n(g, x)->shape.dim[1];
     /* nn.Linear: kaiming_uniform(a=sqrt(5)) for the weight is U(+-1/sqrt(in)), the bias too */
     init.kind = NN_INIT_UNIFORM;

@@ -377,16 +377,17 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
 }
 
-NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, int groups, nn_tensor gamma, nn_tensor beta, float eps) {
-    return nn__group_norm(g, "nn_group_norm", x, gamma, beta, groups, eps, 0);
+NN_API nn_tensor nn_group_norm(nn_graph *g, nn_tensor x, int groups, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc) {
+    return nn__group_norm(g, "nn_group_norm", x, gamma, beta, groups, desc ? desc->eps : 0.0f, 0);
 }
 
-NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, float eps) {
-    return nn__group_norm(g, "nn_instance_norm", x, gamma, beta, 0, eps, 1);
+NN_API nn_tensor nn_instance_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc) {
+    return nn__group_norm(g, "nn_instance_norm", x, gamma, beta, 0, desc ? desc->eps : 0.0f, 1);
 }
 
 /* Layer norm is group norm of x viewed as [rows, features, 1] with one group. */
-NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, float eps) {
+NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc) {
+    float eps = desc ? desc->eps : 0.0f;
     char sx[128];
     nn__node *nx;
     nn_shape tail;
@@ -413,8 +414,8 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
     return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
 }
 
-NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_batch_norm_desc *desc) {
-    nn_batch_norm_desc d;
+NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc) {
+    nn_norm_desc d;
     char sx[128];
     nn__node *nx;
     nn_shape c;
@@ -472,11 +473,11 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
 }
 
 /* PyTorch's BatchNorm module: NAME.weight, NAME.bias and the running-statistics buffers. */
-static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const char *name, const char *fn, int lo, int hi,
-                                      const char *layout) {
+static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name, const char *fn,
+                                      int lo, int hi, const char *layout) {
     char nm[4][256], sx[128];
     static const char *const suffix[4] = {"weight", "bias", "running_mean", "running_var"};
-    nn_batch_norm_desc d;
+    nn_norm_desc d;
     nn_tensor t[4];
     nn_init init;
     nn_shape c;
@@ -484,6 +485,8 @@ static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const char *name
     if (!nn__norm_check_x(g, fn, x, lo, layout, sx, sizeof sx)) return nn__tensor(-1);
     if (nn__n(g, x)->shape.ndim > hi) return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s must be %s", fn, sx, layout);
     if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", fn);
+    if (desc && (desc->running_mean.id != 0 || desc->running_var.id != 0))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: the layer makes NAME.running_mean and NAME.running_var; desc gives others", fn);
     c = nn_shape1(nn__n(g, x)->shape.dim[1]);
     for (k = 0; k < 4; k++) {
         init.kind = (k == 0 || k == 3) ? NN_INIT_CONSTANT : NN_INIT_ZEROS;
@@ -494,15 +497,16 @@ static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const char *name
         if (t[k].id < 0) return nn__tensor(-1);
     }
     memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
     d.running_mean = t[2];
     d.running_var = t[3];
     return nn_batch_norm(g, x, t[0], t[1], &d);
 }
 
-NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const char *name) {
-    return nn__batch_norm_layer(g, x, name, "nn_batch_norm2d_layer", 4, 4, "[N, C, H, W]");
+NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name) {
+    return nn__batch_norm_layer(g, x, desc, name, "nn_batch_norm2d_layer", 4, 4, "[N, C, H, W]");
 }
 
-NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const char *name) {
-    return nn__batch_norm_layer(g, x, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
+NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name) {
+    return nn__batch_norm_layer(g, x, desc, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
 }

@@ -21,7 +21,7 @@ static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     g->schedule.lr = g->opt.lr;
     r = nn_graph_set_schedule(g, &d->schedule);
     if (r != NN_OK) return r;
-    g->lr = nn_lr_at(&g->schedule, 0);
+    g->lr = nn__lr_at(&g->schedule, 0);
     return NN_OK;
 }
 
@@ -40,7 +40,7 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         a = nn__op1(g, NN__OP_GRAD_ACC, NN_F32, g->nodes[i].shape, g->nodes[i].grad).id;
         if (a < 0) return g->status;
         g->nodes[a].a.optim.inv_steps = 1.0f / (float)k;
-        g->nodes[a].is_output = 1; /* persistent across the cycle, and what nn_grad reads */
+        g->nodes[a].is_output = 1; /* persistent across the cycle, and what nn_graph_grad reads */
         g->nodes[i].grad = a;
     }
     g->first_update_node = g->n_nodes;
@@ -317,7 +317,7 @@ static nn_result nn__launch_opt_step(nn_graph *g, int id) {
 
 /* ==== gradient accumulation: GRAD_ACC, a gradient [any] -> its running mean over a cycle of
    accumulate_steps steps [same], acc = (first step of the cycle ? 0 : acc) + g / steps; a
-   persistent output, what the update ops and nn_grad read. ==== */
+   persistent output, what the update ops and nn_graph_grad read. ==== */
 
 #define nn__grad_grad_acc nn__grad_none
 #define nn__plan_grad_acc nn__no_plan

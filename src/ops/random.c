@@ -304,7 +304,7 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p) {
     if (!(p >= 0.0f && p <= 1.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_alpha_dropout: p = %g is outside [0, 1]", p);
     if (g->eval || p == 0.0f) return x;
-    if (p == 1.0f) return nn_scale(g, x, 0.0f);
+    if (p == 1.0f) return nn_mul_scalar(g, x, 0.0f);
     t = nn__op1(g, NN__OP_ALPHA_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         nn__random_attr *r = &g->nodes[t.id].a.random;

@@ -1,5 +1,6 @@
 /* The softmax family: softmax and log-softmax over the last dim, rows of C values
-   (x [..., C], y of x's shape), and their gradients. One CPU loop and one kernel pair serve
+   (x [..., C], y of x's shape), and their gradients; another dim is moved last and back
+   by the builder. One CPU loop and one kernel pair serve
    both, told apart by a log-space flag (the log-softmax ops' aliases say so). */
 #include "../base/internal.h"
 #include "../base/registry.h"
@@ -8,17 +9,27 @@
 
 /* ==== shared by the family: the builder, and the row length ==== */
 
-static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x) {
+/* The op normalises the last dim; another dim is moved last and back (two permutes). */
+static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor x, int dim) {
+    int nd;
     if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    nd = nn__n(g, x)->shape.ndim;
+    if (dim < -nd || dim >= nd) {
+        char sx[128];
+        nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: dim %d out of range for x %s", opname, dim, sx);
+    }
+    if (dim < 0) dim += nd;
+    if (dim != nd - 1) return nn_transpose(g, nn__rowwise(g, opname, op, nn_transpose(g, x, dim, nd - 1), nd - 1), dim, nd - 1);
     return nn__op1(g, op, NN_F32, nn__n(g, x)->shape, x.id);
 }
 
 static int64_t nn__last_dim(const nn__node *n) { return n->shape.dim[n->shape.ndim - 1]; }
 
 /* ==== softmax: y [..., C] = exp(x - max) / sum(exp(x - max)) along the last dim
-   (torch.softmax(x, -1)); SOFTMAX_GRAD (y, gy) is dx = y * (gy - sum(gy * y)) ==== */
+   (torch.softmax(x, dim): dim moved last); SOFTMAX_GRAD (y, gy) is dx = y * (gy - sum(gy * y)) ==== */
 
-NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x); }
+NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x, int dim) { return nn__rowwise(g, "nn_softmax", NN__OP_SOFTMAX, x, dim); }
 
 #define nn__plan_softmax nn__no_plan
 #define nn__grad_softmax_grad nn__grad_none
@@ -79,11 +90,11 @@ static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
 }
 
 /* ==== log_softmax: y [..., C] = x - max - log(sum(exp(x - max))) along the last dim
-   (torch.log_softmax(x, -1)); LOG_SOFTMAX_GRAD (y, gy) is dx = gy - exp(y) * sum(gy).
+   (torch.log_softmax(x, dim): dim moved last); LOG_SOFTMAX_GRAD (y, gy) is dx = gy - exp(y) * sum(gy).
    Softmax's loop and kernels in log space ==== */
 
-NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x) {
-    return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x);
+NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x, int dim) {
+    return nn__rowwise(g, "nn_log_softmax", NN__OP_LOG_SOFTMAX, x, dim);
 }
 
 #define nn__cpu_log_softmax nn__cpu_softmax

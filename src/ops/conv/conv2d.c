@@ -198,10 +198,10 @@ NN_API nn_tensor nn_conv1d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
     }
 }
 
-NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc,
-                                     int output_pad_h, int output_pad_w) {
+NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv_transpose2d_desc *desc) {
     nn_tensor in[2], t;
     nn_conv2d_desc d;
+    int output_pad_h = desc ? desc->output_pad_h : 0, output_pad_w = desc ? desc->output_pad_w : 0;
     nn_shape xs, ws;
     nn__conv_attr at;
     int64_t OH, OW;
@@ -212,7 +212,16 @@ NN_API nn_tensor nn_conv_transpose2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_t
     if (!nn__expect_f32(g, "nn_conv_transpose2d", x, "x") || !nn__expect_f32(g, "nn_conv_transpose2d", w, "w"))
         return nn__tensor(-1);
     memset(&d, 0, sizeof d);
-    if (desc) d = *desc;
+    if (desc) { /* the conv2d whose input gradient this is */
+        d.stride_h = desc->stride_h;
+        d.stride_w = desc->stride_w;
+        d.pad_h = desc->pad_h;
+        d.pad_w = desc->pad_w;
+        d.dilation_h = desc->dilation_h;
+        d.dilation_w = desc->dilation_w;
+        d.groups = desc->groups;
+        d.no_bias = desc->no_bias;
+    }
     if (nn__no_bias_conflict(g, "nn_conv_transpose2d", d.no_bias, bias)) return nn__tensor(-1);
     nn__conv2d_attrs(&d, &at);
     xs = nn__n(g, x)->shape;

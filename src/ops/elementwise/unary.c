@@ -11,9 +11,9 @@
 /* ==== scale: y = s * x (other families' gradients build it through nn__scale_op: -x and
    such) ==== */
 
-NN_API nn_tensor nn_scale(nn_graph *g, nn_tensor a, float s) {
+NN_API nn_tensor nn_mul_scalar(nn_graph *g, nn_tensor a, float s) {
     nn_tensor t;
-    if (!nn__check0(g, "nn_scale", 1, &a) || !nn__expect_f32(g, "nn_scale", a, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_mul_scalar", 1, &a) || !nn__expect_f32(g, "nn_mul_scalar", a, "x")) return nn__tensor(-1);
     t = nn__op1(g, NN__OP_SCALE, NN_F32, nn__n(g, a)->shape, a.id);
     if (t.id >= 0) g->nodes[t.id].a.ew.s = s;
     return t;
@@ -209,8 +209,8 @@ NN_API nn_tensor nn_prelu(nn_graph *g, nn_tensor x, nn_tensor weight) {
     return t;
 }
 
-/* PyTorch's nn.PReLU(num_parameters): NAME.weight [num_parameters], all 0.25. */
-NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const char *name) {
+/* PyTorch's nn.PReLU(num_parameters, init): NAME.weight [num_parameters], all init (0.25). */
+NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters, const nn_prelu_desc *desc, const char *name) {
     char wn[256];
     nn_init init;
     if (!nn__check(g, "nn_prelu_layer", 1, &x)) return nn__tensor(-1);
@@ -220,7 +220,7 @@ NN_API nn_tensor nn_prelu_layer(nn_graph *g, nn_tensor x, int64_t num_parameters
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_prelu_layer %s: num_parameters = %lld, not >= 1", name,
                            (long long)num_parameters);
     init.kind = NN_INIT_CONSTANT;
-    init.a = 0.25f;
+    init.a = nn__deff(desc ? desc->init : 0.0f, 0.25f);
     init.b = 0.0f;
     snprintf(wn, sizeof wn, "%s.weight", name);
     return nn_prelu(g, x, nn_param(g, wn, nn_shape1(num_parameters), init));

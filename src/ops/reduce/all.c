@@ -92,16 +92,16 @@ static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
 }
 
 /* ==== argmax of rows: x [B, C] float32 -> ARGMAX [B] int32, the first index of each row's
-   largest value (nn_argmax; nn_argmax_dim is the general form) ==== */
+   largest value (nn_argmax_rows; nn_argmax_dim is the general form) ==== */
 
-NN_API nn_tensor nn_argmax(nn_graph *g, nn_tensor x) {
+NN_API nn_tensor nn_argmax_rows(nn_graph *g, nn_tensor x) {
     nn__node *n = NULL;
-    if (!nn__check(g, "nn_argmax", 1, &x) || !nn__expect_f32(g, "nn_argmax", x, "x")) return nn__tensor(-1);
+    if (!nn__check(g, "nn_argmax_rows", 1, &x) || !nn__expect_f32(g, "nn_argmax_rows", x, "x")) return nn__tensor(-1);
     n = nn__n(g, x);
     if (n->shape.ndim != 2) {
         char sx[128];
         nn__shape_str(&n->shape, sx, sizeof sx);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax: x %s must be 2-D [B, C]", sx);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_argmax_rows: x %s must be 2-D [B, C]", sx);
     }
     return nn__op1(g, NN__OP_ARGMAX, NN_I32, nn_shape1(n->shape.dim[0]), x.id);
 }

@@ -88,7 +88,7 @@ static nn_tensor nn__red_build(nn_graph *g, int op, nn_tensor x, const int *mask
             if (mask[d]) R *= xs.dim[d];
             else O *= xs.dim[d];
         }
-        src = nn_permute(g, x, perm);
+        src = nn_permute(g, x, perm, nd);
         if (src.id < 0) return src;
     } else if (first < 0) {
         O = nx->numel;
@@ -147,11 +147,11 @@ NN_API nn_tensor nn_mean_dim(nn_graph *g, nn_tensor x, const int *dims, int n_di
 NN_API nn_tensor nn_prod_dim(nn_graph *g, nn_tensor x, int dim, int keepdim) {
     return nn__red_dim1(g, "nn_prod_dim", NN__OP_RED_PROD, x, dim, keepdim);
 }
-NN_API nn_tensor nn_amax(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
-    return nn__red_dims(g, "nn_amax", NN__OP_RED_AMAX, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+NN_API nn_tensor nn_amax_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_amax_dim", NN__OP_RED_AMAX, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
-NN_API nn_tensor nn_amin(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
-    return nn__red_dims(g, "nn_amin", NN__OP_RED_AMIN, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+NN_API nn_tensor nn_amin_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_amin_dim", NN__OP_RED_AMIN, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
 
 static nn_tensor nn__max_min_dim(nn_graph *g, const char *opname, int op, int arg_op, nn_tensor x, int dim, int keepdim,
@@ -186,8 +186,8 @@ NN_API nn_tensor nn_var_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dim
 NN_API nn_tensor nn_std_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int correction, int keepdim) {
     return nn__var_std(g, "nn_std_dim", NN__OP_RED_STD, x, dims, n_dims, correction, keepdim);
 }
-NN_API nn_tensor nn_logsumexp(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
-    return nn__red_dims(g, "nn_logsumexp", NN__OP_RED_LSE, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
+NN_API nn_tensor nn_logsumexp_dim(nn_graph *g, nn_tensor x, const int *dims, int n_dims, int keepdim) {
+    return nn__red_dims(g, "nn_logsumexp_dim", NN__OP_RED_LSE, x, dims, n_dims, keepdim, 1.0f, 0.0f, 0.0f);
 }
 NN_API nn_tensor nn_norm_dim(nn_graph *g, nn_tensor x, float p, const int *dims, int n_dims, int keepdim) {
     if (!nn__check0(g, "nn_norm_dim", 1, &x)) return nn__tensor(-1);

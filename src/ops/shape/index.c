@@ -49,42 +49,39 @@ static nn_tensor nn__slice_checked(nn_graph *g, const char *op, nn_tensor x, int
     return nn__slice_op(g, NN__OP_SLICE, x.id, s, axis, start, step);
 }
 
-NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len) {
-    return nn__slice_checked(g, "nn_slice", x, axis, start, len, 1);
+NN_API nn_tensor nn_slice(nn_graph *g, nn_tensor x, int dim, int64_t start, int64_t len) {
+    return nn__slice_checked(g, "nn_slice", x, dim, start, len, 1);
 }
 
-NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int axis, int64_t start, int64_t len, int64_t step) {
-    return nn__slice_checked(g, "nn_slice_step", x, axis, start, len, step);
+NN_API nn_tensor nn_slice_step(nn_graph *g, nn_tensor x, int dim, int64_t start, int64_t len, int64_t step) {
+    return nn__slice_checked(g, "nn_slice_step", x, dim, start, len, step);
 }
 
-NN_API nn_result nn_split(nn_graph *g, nn_tensor x, int axis, const int64_t *sizes, int n, nn_tensor *out) {
+NN_API nn_tensor nn_split(nn_graph *g, nn_tensor x, const int64_t *sizes, int n, int dim, nn_tensor *out) {
     int64_t start = 0, total = 0;
-    int k;
-    if (!g) return NN_ERR_INVALID_ARGUMENT;
-    if (!sizes || !out || n < 1) {
-        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
-        return g->status;
-    }
+    int k, axis = dim;
+    if (!g) return nn__tensor(-1);
+    if (!sizes || !out || n < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_split: needs sizes, out and n >= 1");
     if (nn__check(g, "nn_split", 1, &x) && (axis = nn__axis(g, "nn_split", x, axis)) >= 0) {
         int64_t dim = nn__n(g, x)->shape.dim[axis];
         char sx[128];
         nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
         for (k = 0; k < n && g->status == NN_OK; k++) { /* each in 1..dim: the total cannot overflow */
             if (sizes[k] < 1 || sizes[k] > dim)
-                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, axis %d of x %s",
+                nn__op_fail(g, NN_ERR_SHAPE, "nn_split: size %lld of part %d is outside 1..%lld, dim %d of x %s",
                             (long long)sizes[k], k, (long long)dim, axis, sx);
             else
                 total += sizes[k];
         }
         if (g->status == NN_OK && total != dim)
-            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, axis %d of x %s is %lld", (long long)total, axis, sx,
+            nn__op_fail(g, NN_ERR_SHAPE, "nn_split: sizes add up to %lld, dim %d of x %s is %lld", (long long)total, axis, sx,
                         (long long)dim);
     }
     for (k = 0; k < n; k++) {
         out[k] = g->status == NN_OK ? nn_slice(g, x, axis, start, sizes[k]) : nn__tensor(-1);
         if (g->status == NN_OK) start += sizes[k]; /* checked sizes only: no overflow */
     }
-    return g->status;
+    return out[0];
 }
 
 #define nn__plan_slice nn__no_plan
@@ -154,13 +151,13 @@ static nn_tensor nn__concat_node(nn_graph *g, const nn_tensor *xs, int k, int ax
     return t;
 }
 
-NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int axis) {
+NN_API nn_tensor nn_concat(nn_graph *g, const nn_tensor *xs, int n, int dim) {
     nn_tensor part[(64 + NN__MAX_IN - 1) / NN__MAX_IN];
-    int k, d, parts;
+    int k, d, parts, axis;
     if (!g) return nn__tensor(-1);
     if (!xs || n < 1 || n > 64) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_concat: needs 1 to 64 tensors, not %d", n);
     if (!nn__check(g, "nn_concat", n, xs)) return nn__tensor(-1);
-    if ((axis = nn__axis(g, "nn_concat", xs[0], axis)) < 0) return nn__tensor(-1);
+    if ((axis = nn__axis(g, "nn_concat", xs[0], dim)) < 0) return nn__tensor(-1);
     for (k = 1; k < n; k++) {
         const nn__node *a = nn__n(g, xs[0]), *b = nn__n(g, xs[k]);
         for (d = 0; d < a->shape.ndim && a->shape.ndim == b->shape.ndim; d++)

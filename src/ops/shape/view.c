@@ -16,7 +16,7 @@ static int nn__axis(nn_graph *g, const char *op, nn_tensor x, int axis) {
     if (axis < 0 || axis >= nd) {
         char sx[128];
         nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: axis out of range for x %s", op, sx);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: dim out of range for x %s", op, sx);
         return -1;
     }
     return axis;
@@ -109,24 +109,30 @@ static nn_result nn__launch_reshape(nn_graph *g, int id) {
     return nn__kargs_copy(l, &k);
 }
 
-/* ==== permute: y [x.dim[perm[0]], ..., x.dim[perm[nd - 1]]] = x with its dims reordered
-   (torch.permute); transpose swaps two dims, and pixel_shuffle [N, C*r*r, H, W] ->
+/* ==== permute: y [x.dim[dims[0]], ..., x.dim[dims[nd - 1]]] = x with its dims reordered
+   (torch.permute(x, dims)); transpose swaps two dims, and pixel_shuffle [N, C*r*r, H, W] ->
    [N, C, H*r, W*r] is a reshape, a permute and a reshape. Its gradient is dy permuted by
    the inverse permutation. ==== */
 
-NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *perm) {
+NN_API nn_tensor nn_permute(nn_graph *g, nn_tensor x, const int *dims, int n_dims) {
     nn_shape s;
-    int d, seen = 0, nd;
+    int d, seen = 0, nd, perm[NN_MAX_DIMS];
     nn_tensor t;
     if (!nn__check(g, "nn_permute", 1, &x)) return nn__tensor(-1);
-    if (!perm) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: perm is NULL");
+    if (!dims) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: dims is NULL");
     s = nn__n(g, x)->shape;
     nd = s.ndim;
-    for (d = 0; d < nd; d++) {
+    if (n_dims != nd) {
+        char sx[128];
+        nn__shape_str(&s, sx, sizeof sx);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: %d dims given for x %s of %d dims", n_dims, sx, nd);
+    }
+    for (d = 0; d < nd; d++) { /* negative dims count from the end, as torch.permute's */
+        perm[d] = dims[d] < 0 ? dims[d] + nd : dims[d];
         if (perm[d] < 0 || perm[d] >= nd || (seen >> perm[d]) & 1) {
             char sx[128];
             nn__shape_str(&s, sx, sizeof sx);
-            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: perm is not a permutation of x %s's dims", sx);
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_permute: dims is not a permutation of x %s's dims", sx);
         }
         seen |= 1 << perm[d];
         s.dim[d] = nn__n(g, x)->shape.dim[perm[d]];
@@ -145,7 +151,7 @@ NN_API nn_tensor nn_transpose(nn_graph *g, nn_tensor x, int dim0, int dim1) {
     t = perm[dim0];
     perm[dim0] = perm[dim1];
     perm[dim1] = t;
-    return nn_permute(g, x, perm);
+    return nn_permute(g, x, perm, nn__n(g, x)->shape.ndim);
 }
 
 NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
@@ -168,7 +174,7 @@ NN_API nn_tensor nn_pixel_shuffle(nn_graph *g, nn_tensor x, int r) {
         s6.dim[5] = s.dim[3];
         x = nn_reshape(g, x, s6);
     }
-    return nn_reshape(g, nn_permute(g, x, perm), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
+    return nn_reshape(g, nn_permute(g, x, perm, 6), nn_shape4(s.dim[0], C, s.dim[2] * r, s.dim[3] * r));
 }
 
 #define nn__plan_permute nn__no_plan
@@ -177,7 +183,7 @@ static void nn__grad_permute(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     int inv[NN_MAX_DIMS], d;
     for (d = 0; d < n.shape.ndim; d++) inv[n.a.shape.perm[d]] = d;
-    nn__acc_grad(g, a, nn_permute(g, gy, inv));
+    nn__acc_grad(g, a, nn_permute(g, gy, inv, n.shape.ndim));
     return;
 }
 
