@@ -9260,8 +9260,9 @@ static int nn__cl_try_nvidia(char *why, size_t n) {
         if (*p == ':') p++;
     }
     if (mode) {
-        nn__cl_msg(nn__cl_ld.note, sizeof nn__cl_ld.note, "no OpenCL ICD loader or .icd file: %s; using NVIDIA's driver %s%s",
-                   why, path, mode == 2 ? ", through its ICD dispatch table" : "");
+        nn__cl_msg(nn__cl_ld.note, sizeof nn__cl_ld.note,
+                   "no OpenCL ICD loader or .icd file: %s; using NVIDIA's driver %s%s", why, path,
+                   mode == 2 ? ", through its ICD dispatch table" : "");
         return mode;
     }
     if (used >= n) return 0;

@@ -111,7 +111,7 @@ int t_cl_load_child(const char *which) {
         /* no loader, no .icd file: NVIDIA's driver (PoCL under its name), and the info line
            that names the file used ($NN_TEST_CL_EXPECT) */
         r = child_context("opencl", &ctx);
-        if (C_CHECK(r == NN_OK && nn_backend(ctx) == NN_BACKEND_OPENCL, "NN_DEVICE=opencl gave %d; the log:\n%s", (int)r,
+        if (C_CHECK(r == NN_OK && t_backend(ctx) == NN_BACKEND_OPENCL, "NN_DEVICE=opencl gave %d; the log:\n%s", (int)r,
                     child_log)) {
             C_CHECK(child_log_has_expected(), "no info line with \"%s\"; the log:\n%s", getenv("NN_TEST_CL_EXPECT"),
                     child_log);
@@ -121,7 +121,7 @@ int t_cl_load_child(const char *which) {
     } else if (strcmp(which, "nvidia-none") == 0) {
         /* no loader, no .icd file, no NVIDIA driver that loads: the CPU backend, and why */
         r = child_context(NULL, &ctx);
-        C_CHECK(r == NN_OK && nn_backend(ctx) == NN_BACKEND_CPU, "the default device gave %d", (int)r);
+        C_CHECK(r == NN_OK && t_backend(ctx) == NN_BACKEND_CPU, "the default device gave %d", (int)r);
         C_CHECK(child_log_has_expected() && strstr(child_log, ": using the CPU backend\n") != NULL,
                 "no info line with \"%s\"; the log:\n%s", getenv("NN_TEST_CL_EXPECT"), child_log);
         nn_context_destroy(ctx);
@@ -335,9 +335,10 @@ static void suite_cl_load_nvidia(const t_env *e, const char *argv0, int with_dev
         if (!with_devices) t_skip("NN_TEST_BACKENDS=cpu");
         else if (!have_driver) t_skip("no .icd file names a vendor driver to play NVIDIA's");
         else if (T_CHECK(made, "cannot make the folders in %s", root)) {
-            st = run_nvidia_child(argv0, "nvidia", root, "lib/path", NULL,
-                                  "no OpenCL ICD loader or .icd file: OpenCL library libOpenCL.so.1 not found (|; using "
-                                  "NVIDIA's driver libnvidia-opencl.so.1 (on the loader path), through its ICD dispatch table");
+            st = run_nvidia_child(
+                argv0, "nvidia", root, "lib/path", NULL,
+                "no OpenCL ICD loader or .icd file: OpenCL library libOpenCL.so.1 not found (|; using "
+                "NVIDIA's driver libnvidia-opencl.so.1 (on the loader path), through its ICD dispatch table");
             T_CHECK(st == 0, "child process: status %d", st);
         }
     }
@@ -347,7 +348,8 @@ static void suite_cl_load_nvidia(const t_env *e, const char *argv0, int with_dev
         else if (!have_driver) t_skip("no .icd file names a vendor driver to play NVIDIA's");
         else if (T_CHECK(made, "cannot make the folders in %s", root)) {
             snprintf(dirs, sizeof dirs, "%s/empty:%s/not-there:%s/lib/drivers", root, root, root);
-            snprintf(expect, sizeof expect, "; using NVIDIA's driver %s/lib/drivers/libnvidia-opencl.so.1, through", root);
+            snprintf(expect, sizeof expect, "; using NVIDIA's driver %s/lib/drivers/libnvidia-opencl.so.1, through",
+                     root);
             st = run_nvidia_child(argv0, "nvidia", root, "loaders", dirs, expect);
             T_CHECK(st == 0, "child process: status %d", st);
         }
@@ -364,7 +366,8 @@ static void suite_cl_load_nvidia(const t_env *e, const char *argv0, int with_dev
     if (t_begin(e, "cl_load: no loader or .icd, a broken NVIDIA driver: CPU + info") &&
         T_CHECK(made, "cannot make %s", root)) {
         snprintf(dirs, sizeof dirs, "%s/broken", root);
-        snprintf(expect, sizeof expect, "; NVIDIA's driver does not load either: |%s/broken/libnvidia-opencl.so.1", root);
+        snprintf(expect, sizeof expect, "; NVIDIA's driver does not load either: |%s/broken/libnvidia-opencl.so.1",
+                 root);
         st = run_nvidia_child(argv0, "nvidia-none", root, "loaders", dirs, expect);
         T_CHECK(st == 0, "child process: status %d", st);
     }

@@ -194,8 +194,8 @@ static nn_result small_graph(nn_context *ctx, const float *a, const float *b, co
     tx = nn_input(g, "x", NN_F32, nn_shape1(1000));
     tm = nn_matmul(g, ta, tb, 0, 0);
     tr = nn_relu(g, tx);
-    nn_output(g, tm);
-    nn_output(g, tr);
+    nn_graph_output(g, tm);
+    nn_graph_output(g, tr);
     t0 = now_ms();
     r = nn_graph_compile(g, NULL);
     if (build_ms) *build_ms = now_ms() - t0;
@@ -225,7 +225,7 @@ static void nn_view(int index, facts_nn *f) {
     snprintf(dev, sizeof dev, "%d", index);
     memset(&cd, 0, sizeof cd);
     cd.device = dev;
-    cd.cache_dir = "off"; /* the build time with no cache */
+    cd.backend.cache_dir = "off"; /* the build time with no cache */
     cd.log = quiet_log;
     t0 = now_ms();
     r = nn_context_create(&cd, &ctx);
@@ -238,7 +238,8 @@ static void nn_view(int index, facts_nn *f) {
     f->tuning_gpu = !ctx->dev.cpu_tuned;
     nn__program_options("gemm", &ctx->dev, f->options, sizeof f->options);
     r = small_graph(ctx, a, b, x, mm[0], rl[0], &f->build_ms);
-    if (r != NN_OK) snprintf(f->why, sizeof f->why, "on the device: %s: %s", nn_result_string(r), nn_last_error(ctx));
+    if (r != NN_OK)
+        snprintf(f->why, sizeof f->why, "on the device: %s: %s", nn_result_string(r), nn_context_last_error(ctx));
     nn_context_destroy(ctx);
     if (r != NN_OK) return;
     cd.device = "cpu";
@@ -247,7 +248,8 @@ static void nn_view(int index, facts_nn *f) {
         return;
     }
     r = small_graph(cpu, a, b, x, mm[1], rl[1], NULL);
-    if (r != NN_OK) snprintf(f->why, sizeof f->why, "on the CPU: %s: %s", nn_result_string(r), nn_last_error(cpu));
+    if (r != NN_OK)
+        snprintf(f->why, sizeof f->why, "on the CPU: %s: %s", nn_result_string(r), nn_context_last_error(cpu));
     nn_context_destroy(cpu);
     if (r != NN_OK) return;
     for (i = 0; i < 33 * 17; i++) {
@@ -345,8 +347,8 @@ int main(void) {
             dstr(devs[d], F_DEVICE_PROFILE, prof, sizeof prof);
             dstr(devs[d], F_DEVICE_EXTENSIONS, ext, 65536);
             t = du64(devs[d], F_DEVICE_TYPE, &ok);
-            snprintf(type, sizeof type, "%s%s%s%s", t & CL_DEVICE_TYPE_GPU ? "GPU " : "", t & CL_DEVICE_TYPE_CPU ? "CPU " : "",
-                     t & 8 ? "accelerator " : "", t & 1 ? "default " : "");
+            snprintf(type, sizeof type, "%s%s%s%s", t & CL_DEVICE_TYPE_GPU ? "GPU " : "",
+                     t & CL_DEVICE_TYPE_CPU ? "CPU " : "", t & 8 ? "accelerator " : "", t & 1 ? "default " : "");
             if (type[0]) type[strlen(type) - 1] = 0;
             else snprintf(type, sizeof type, "other (%llu)", (unsigned long long)t);
             has_nv = strstr(ext, "cl_nv_device_attribute_query") != NULL;
@@ -388,7 +390,8 @@ int main(void) {
             printf("  fp64: %s (config 0x%llx); fp16: %s\n", fp64 ? "yes" : "no",
                    (unsigned long long)du64(devs[d], F_DEVICE_DOUBLE_FP_CONFIG, &ok), fp16 ? "yes" : "no");
             if (has_nv) {
-                uint64_t bus = du32(devs[d], F_DEVICE_PCI_BUS_ID_NV, &ok), slot = du32(devs[d], F_DEVICE_PCI_SLOT_ID_NV, &ok2);
+                uint64_t bus = du32(devs[d], F_DEVICE_PCI_BUS_ID_NV, &ok),
+                         slot = du32(devs[d], F_DEVICE_PCI_SLOT_ID_NV, &ok2);
                 printf("  NVIDIA: compute capability %llu.%llu; warp %llu; registers per block %llu; kernel time limit %s;"
                        " PCI bus %llu slot %llu\n",
                        (unsigned long long)du32(devs[d], F_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, &ok),
