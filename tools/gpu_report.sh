@@ -78,7 +78,11 @@ limited() {
     rm -f "$WORK/cut"
     "$@" &
     cmd=$!
-    (sleep "$lim" && : >"$WORK/cut" && kill -TERM "$cmd" && sleep 10 && kill -KILL "$cmd") </dev/null >/dev/null 2>&1 &
+    ( # its sleeps go with it when it is stopped
+        trap 'kill $nap 2>/dev/null; exit 0' TERM
+        sleep "$lim" & nap=$!
+        wait $nap && : >"$WORK/cut" && kill -TERM "$cmd" && { sleep 10 & nap=$!; wait $nap; } && kill -KILL "$cmd"
+    ) </dev/null >/dev/null 2>&1 &
     dog=$!
     wait "$cmd"
     st=$?
