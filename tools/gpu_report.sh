@@ -199,17 +199,22 @@ if [ $? -ne 2 ]; then # its usage exits 2; 127 and the like: it cannot start her
     cat "$WORK/probe" >>"$LOG"
     CC_HERE=$(command -v cc || command -v gcc || command -v clang || true)
     if [ -n "$CC_HERE" ] && [ -f "$B/src/nn.h" ]; then
-        rebuild() { # the Makefile's lines, with -ldl where dlopen is not in the C library
+        rebuild() { # the Makefile's lines, the three at once, with -ldl where dlopen is not in the C library
             mkdir -p "$WORK/bin/tests" "$WORK/bin/bench" "$WORK/bin/tools" &&
             cp "$B/bench/run.sh" "$B/bench/report.awk" "$WORK/bin/bench/" || return 1
             DL=$(printf '#include <dlfcn.h>\nint main(void){return dlopen("x", 0) != 0;}\n' |
                  "$CC_HERE" -x c - -o "$WORK/dl" >/dev/null 2>&1 || echo -ldl)
-            set -x
-            limited 120 "$CC_HERE" -O2 -I"$B/src" -o "$WORK/bin/bench/nn_bench" "$B/src/bench/nn_bench.c" -lm -lpthread $DL &&
-            limited 120 "$CC_HERE" -O2 -I"$B/src" -o "$WORK/bin/tools/cl_facts" "$B/src/tools/cl_facts.c" -lm -lpthread $DL &&
+            echo "$CC_HERE -O2 -I$B/src -o $WORK/bin/bench/nn_bench $B/src/bench/nn_bench.c -lm -lpthread $DL"
+            limited 240 "$CC_HERE" -O2 -I"$B/src" -o "$WORK/bin/bench/nn_bench" "$B/src/bench/nn_bench.c" -lm -lpthread $DL &
+            p1=$!
+            echo "$CC_HERE -O2 -I$B/src -o $WORK/bin/tools/cl_facts $B/src/tools/cl_facts.c -lm -lpthread $DL"
+            limited 240 "$CC_HERE" -O2 -I"$B/src" -o "$WORK/bin/tools/cl_facts" "$B/src/tools/cl_facts.c" -lm -lpthread $DL &
+            p2=$!
+            echo "$CC_HERE -O2 -o $WORK/bin/tests/nn_test $B/src/tests/*.c -lm -lpthread $DL"
             limited 240 "$CC_HERE" -O2 -o "$WORK/bin/tests/nn_test" "$B"/src/tests/*.c -lm -lpthread $DL
             st=$?
-            set +x
+            wait $p1 || st=1
+            wait $p2 || st=1
             return $st
         }
         step rebuild fn rebuild
@@ -224,7 +229,7 @@ FACTS_RC=- TESTS_RC=- BENCH_RC=- CPU_RC=-
 if wants facts; then
     step facts 90 "$BIN/tools/cl_facts"
     FACTS_RC=$STEP_RC
-    [ $FACTS_RC -ne 0 ] && [ $FACTS_RC -ne 124 ] && problem "cl_facts: a device failed to open or its check (exit status $FACTS_RC)"
+    [ $FACTS_RC -ne 0 ] && [ $FACTS_RC -ne 124 ] && problem "cl_facts: a device did not open or failed its check (exit status $FACTS_RC)"
 fi
 if wants tests; then
     step tests 300 env NN_TEST_BACKENDS=opencl,gpu-tuning NN_TEST_TIME=1 "$BIN/tests/nn_test"
@@ -282,9 +287,12 @@ tests_line() {
     fi
     if wants tests; then tests_line tests "tests on every OpenCL device (opencl, gpu-tuning)" "${TESTS_S:-0}" "$TESTS_RC"; fi
     if wants tests && [ -s "$WORK/tests.out" ]; then
-        echo "  slowest cases:$(awk '/^(ok |FAIL).* ms, cpu / { i = index($0, "["); j = index($0, "] ")
-            name = substr($0, 9, i - 9); sub(/ +$/, "", name); split(substr($0, j + 2), a, " ")
-            print a[1] "\t" name " [" substr($0, i + 1, j - i - 1) "]" }' "$WORK/tests.out" | sort -rn | head -n 3 |
+        # "ok      NAME [BACKEND] W ms, cpu C ms": NAME may hold brackets, the backend's are
+        # the ones followed by the time
+        echo "  slowest cases:$(awk '/^(ok |FAIL)/ && match($0, / \[[^]]*\] [0-9.]+ ms, cpu /) {
+            name = substr($0, 9, RSTART - 9); sub(/ +$/, "", name); t = substr($0, RSTART + 1, RLENGTH - 1)
+            split(substr(t, index(t, "] ") + 2), a, " "); print a[1] "\t" name " " substr(t, 1, index(t, "]")) }' \
+            "$WORK/tests.out" | sort -rn | head -n 3 |
             awk -F '\t' '{ printf "%s %s %.0f ms", sep, $2, $1; sep = ";" }')"
     fi
     if wants bench; then
