@@ -13,7 +13,7 @@ DL_LIBS := $(shell printf '\043include <dlfcn.h>\nint main(void){return dlopen("
              $(CC) -x c - -o /dev/null >/dev/null 2>&1 || echo -ldl)
 LIBS = -lm -lpthread $(DL_LIBS)
 
-.PHONY: all test test-asan check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers compile-scale clean
+.PHONY: all test test-asan test-oclgrind check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers compile-scale clean
 
 all: nn.h
 
@@ -42,6 +42,14 @@ tests/nn_test_asan: nn.h $(TESTSRC) $(wildcard tests/*.h)
 
 test-asan: tests/nn_test_asan
 	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 NN_TEST_BACKENDS=cpu ./tests/nn_test_asan
+
+# The op checker's cases on Oclgrind (Debian's oclgrind) with NVIDIA-like limits, in the
+# CPU-tuning and the GPU-tuning shapes: for every (op kind, function) pair and kernel its
+# cheapest case and a larger one under --check-api, then the cheapest case of every kernel
+# of the files that use local memory or barriers under --data-races; any Oclgrind report
+# fails, naming the kernel and the .cl line (tools/oclgrind.sh; logs in tests/oclgrind-out/).
+test-oclgrind: tests/nn_test
+	./tools/oclgrind.sh
 
 # Each part of gen/parts.txt compiled after the parts above it, diagnostics at its own lines.
 check-parts: gen/amalg
@@ -166,6 +174,7 @@ gpu-report: gpu-report-build
 	sh $(GPU_REPORT_DIR)/gpu_report.sh $(GPU_REPORT_OUT)
 
 clean:
+	rm -rf tests/oclgrind-out
 	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast
 	rm -rf build/gpu-report build/gpu-report-out
 

@@ -165,3 +165,64 @@ int t_cover_pair(int i, const char **kind, const char **fn, int *count) {
 }
 
 void t_cover_reset(void) { memset(covered, 0, sizeof covered); }
+
+/* ---- the survey (NN_TEST_SURVEY, tests/oclgrind.sh): what a compiled graph would run ---- */
+
+/* the function of node n, or NULL when its op kind carries none */
+static const char *node_fn(const nn__node *n) {
+    switch (n->op) {
+    case NN__OP_UNARY:
+    case NN__OP_UNARY_GRAD:
+    case NN__OP_UNARY_NOGRAD: return n->a.ew.fn >= 0 && n->a.ew.fn < NN__U_COUNT ? unary_names[n->a.ew.fn] : "?";
+    case NN__OP_BINARY:
+    case NN__OP_BINARY_GRAD:
+    case NN__OP_COMPARE: return n->a.ew.bfn >= 0 && n->a.ew.bfn < NN__B_COUNT ? binary_names[n->a.ew.bfn] : "?";
+    case NN__OP_LOSS_EW:
+    case NN__OP_LOSS_EW_GRAD: return n->a.loss.kind >= 0 && n->a.loss.kind < NN__L_COUNT ? loss_names[n->a.loss.kind] : "?";
+    case NN__OP_LOSS_ROWS:
+    case NN__OP_LOSS_ROWS_GRAD: return n->a.loss.kind >= 0 && n->a.loss.kind < NN__R_COUNT ? rowloss_names[n->a.loss.kind] : "?";
+    case NN__OP_OPT_SGD:
+    case NN__OP_OPT_ADAM:
+    case NN__OP_OPT_STEP: return n->a.optim.kind > 0 && n->a.optim.kind < NN__OPT_COUNT ? optim_names[n->a.optim.kind] : "?";
+    default: return NULL;
+    }
+}
+
+/* the op kind's name, with "#ENUM" after a name that an earlier op kind also has ("expand") */
+static void op_label(int op, char *buf, size_t n) {
+    int o;
+    const char *name = nn_op_name(op);
+    for (o = 0; o < op; o++)
+        if (nn_op_name(o) && name && strcmp(nn_op_name(o), name) == 0) {
+            snprintf(buf, n, "%s#%d", name, op);
+            return;
+        }
+    snprintf(buf, n, "%s", name ? name : "?");
+}
+
+void t_survey_write(FILE *f, const char *backend, const char *label, const nn_graph *g) {
+    double cost = 0;
+    int i;
+    if (!f || !g) return;
+    for (i = 0; i < g->n_launches; i++) { /* work-items, and a launch's own overhead as 256 more */
+        const nn__launch *l = &g->launches[i];
+        double items = 1;
+        int d;
+        for (d = 0; d < l->dims && d < 3; d++) items *= (double)l->gws[d];
+        cost += items + 256;
+    }
+    fprintf(f, "%s\t%s\t%.0f\t", backend, label, cost);
+    for (i = 0; i < g->n_nodes; i++) { /* every node but the leaves: (op kind, function or -) */
+        const nn__node *n = &g->nodes[i];
+        const char *fn;
+        char op[64];
+        if (n->op == NN__OP_INPUT || n->op == NN__OP_PARAM) continue;
+        fn = node_fn(n);
+        op_label(n->op, op, sizeof op);
+        fprintf(f, " p:%s/%s", op, fn ? fn : "-");
+    }
+    for (i = 0; i < g->n_launches; i++) /* every kernel launched: k:FILE/KERNEL */
+        fprintf(f, " k:%s/%s", g->launches[i].file, g->launches[i].kernel);
+    fprintf(f, "\n");
+    fflush(f);
+}

@@ -8,7 +8,19 @@
    NN_TEST_BACKENDS=list      a comma list of cpu, opencl (each OpenCL device as tuned by
                               default), gpu-tuning (the GPU-tuning pass); unset: all three.
    NN_TEST_TIME=1             each case's line ends with its wall and CPU time (all
-                              threads of the process) in ms. */
+                              threads of the process) in ms.
+   NN_TEST_SURVEY=file        only the op checker's cases (t_begin_op), and those only
+                              compiled, not run: each graph's op kinds, functions,
+                              kernels and cost go to the file, a line each
+                              (t_survey_write); tests/oclgrind.sh picks cases from it.
+   NN_TEST_CASES=file         only the op checker's cases listed in the file, a line
+                              each: "BACKEND<TAB>LABEL" (BACKEND as in the case's line,
+                              without brackets); each backend's run ends with its
+                              coverage line.
+   In both modes each backend and case is also announced on stderr ("nn_test: backend B",
+   "nn_test: case LABEL [B]", then its failures "nn_test: fail FILE:LINE: ..." and
+   "nn_test: end ok|FAIL|skipped"), so that what a tool writes there (Oclgrind) can be
+   told to its case. */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #endif
@@ -26,6 +38,9 @@ static const t_env *case_env;
 static const char *filter;  /* NN_TEST_FILTER, NULL when unset or empty */
 static int show_time;       /* NN_TEST_TIME */
 static double case_start, case_start_cpu;
+static FILE *survey_file;   /* NN_TEST_SURVEY */
+static char *case_list;     /* NN_TEST_CASES: the file's text, "BACKEND\tLABEL" lines */
+static int n_surveyed;
 
 static double now_ms(void) {
 #if defined(CLOCK_MONOTONIC)
@@ -37,15 +52,43 @@ static double now_ms(void) {
 #endif
 }
 
-int t_begin(const t_env *e, const char *name) {
+/* 1 when NN_TEST_CASES lists the case `name` on `backend` */
+static int case_listed(const char *backend, const char *name) {
+    const char *p = case_list;
+    size_t nb = strlen(backend), nn = strlen(name);
+    while (p && *p) {
+        size_t len = strcspn(p, "\n");
+        if (len == nb + 1 + nn && strncmp(p, backend, nb) == 0 && p[nb] == '\t' && strncmp(p + nb + 1, name, nn) == 0)
+            return 1;
+        p += len;
+        if (*p == '\n') p++;
+    }
+    return 0;
+}
+
+static int begin_case(const t_env *e, const char *name, int op_checker) {
     case_env = e;
     snprintf(case_name, sizeof case_name, "%s", name);
     case_failures = 0;
     case_skipped = 0;
-    case_filtered = filter && !strstr(name, filter);
+    case_filtered = (filter && !strstr(name, filter)) || ((survey_file || case_list) && !op_checker) ||
+                    (case_list && !case_listed(e->backend, name));
+    if (!case_filtered && (survey_file || case_list)) {
+        fprintf(stderr, "nn_test: case %s [%s]\n", name, e->backend);
+        fflush(stderr);
+    }
     case_start = now_ms();
     case_start_cpu = (double)clock() * 1e3 / CLOCKS_PER_SEC;
     return !case_filtered;
+}
+
+int t_begin(const t_env *e, const char *name) { return begin_case(e, name, 0); }
+int t_begin_op(const t_env *e, const char *name) { return begin_case(e, name, 1); }
+
+int t_survey_graph(const nn_graph *g) {
+    if (!survey_file || case_filtered) return 0;
+    t_survey_write(survey_file, case_env->backend, case_name, g);
+    return 1;
 }
 
 void t_skip(const char *why) {
@@ -56,8 +99,17 @@ void t_skip(const char *why) {
 
 void t_end(void) {
     if (case_filtered) return;
+    if (survey_file || case_list) { /* the verdict on stderr too, after what a tool wrote there */
+        fprintf(stderr, "nn_test: end %s\n", case_failures ? "FAIL" : case_skipped ? "skipped" : "ok");
+        fflush(stderr);
+    }
     if (case_skipped && !case_failures) {
         n_skipped++;
+        return;
+    }
+    if (survey_file && !case_failures) { /* compiled and written, nothing run: no line */
+        n_surveyed++;
+        n_passed++;
         return;
     }
     if (case_failures) n_failed++;
@@ -84,6 +136,13 @@ int t_fail(const char *file, int line, const char *fmt, ...) {
         vprintf(fmt, ap);
         va_end(ap);
         printf("\n");
+        if (survey_file || case_list) { /* and on stderr, beside what a tool wrote there */
+            fprintf(stderr, "nn_test: fail %s:%d: ", file, line);
+            va_start(ap, fmt);
+            vfprintf(stderr, fmt, ap);
+            va_end(ap);
+            fprintf(stderr, "\n");
+        }
     }
     return 0;
 }
@@ -127,9 +186,47 @@ double t_relerr(const double *a, const double *b, long n) {
 /* Every suite, in the order they run on each backend: T_SUITES in test.h. */
 static void run_suites(const t_env *e) {
     t_cover_reset(); /* the coverage of this backend starts empty */
+    if (survey_file || case_list) {
+        fprintf(stderr, "nn_test: backend %s\n", e->backend);
+        fflush(stderr);
+    }
 #define X(name) suite_##name(e);
     T_SUITES(X)
 #undef X
+    if (case_list) { /* what the listed cases covered here (suite_registry's measures) */
+        int total = 0, covered = t_cover_count(&total), op, ran = 0, ops = 0;
+        for (op = 0; op < nn_op_count(); op++) {
+            const char *name = nn_op_name(op);
+            if (!name || strcmp(name, "input") == 0 || strcmp(name, "param") == 0) continue;
+            ops++;
+            ran += t_op_compiled(e->ctx, op) > 0;
+        }
+        printf("coverage [%s]: %d of %d (op kind, function) pairs of the function tables compared, %d of %d op kinds ran\n",
+               e->backend, covered, total, ran, ops);
+    }
+}
+
+/* NN_TEST_CASES: the file's text, or NULL after saying why */
+static char *read_case_list(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    long n;
+    if (!f) {
+        printf("NN_TEST_CASES: cannot open %s\n", path);
+        return NULL;
+    }
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (text = (char *)malloc((size_t)n + 1)) != NULL) {
+        if (fread(text, 1, (size_t)n, f) != (size_t)n) {
+            free(text);
+            text = NULL;
+        } else {
+            text[n] = 0;
+        }
+    }
+    fclose(f);
+    if (!text) printf("NN_TEST_CASES: cannot read %s\n", path);
+    return text;
 }
 
 /* NN_TEST_BACKENDS: 1 when `name` is in the comma list (or the list is unset or empty). */
@@ -175,6 +272,14 @@ int main(int argc, char **argv) {
     filter = getenv("NN_TEST_FILTER");
     if (filter && !filter[0]) filter = NULL;
     show_time = getenv("NN_TEST_TIME") && atoi(getenv("NN_TEST_TIME")) > 0;
+    if (getenv("NN_TEST_SURVEY") && getenv("NN_TEST_SURVEY")[0] && !(survey_file = fopen(getenv("NN_TEST_SURVEY"), "w"))) {
+        printf("NN_TEST_SURVEY: cannot write %s\n0 passed, 1 failed, 0 skipped\n", getenv("NN_TEST_SURVEY"));
+        return 1;
+    }
+    if (getenv("NN_TEST_CASES") && getenv("NN_TEST_CASES")[0] && !(case_list = read_case_list(getenv("NN_TEST_CASES")))) {
+        printf("0 passed, 1 failed, 0 skipped\n");
+        return 1;
+    }
     if (backend_list_bad(only)) {
         printf("0 passed, 1 failed, 0 skipped\n");
         return 1;
@@ -248,6 +353,11 @@ int main(int argc, char **argv) {
     if ((want_cl || want_gpu_tuning) && n_dev == 0) printf("(no OpenCL device found)\n");
     nn_context_destroy(cpu);
     if (filter && n_passed + n_failed + n_skipped == 0) printf("(NN_TEST_FILTER=%s matched no case)\n", filter);
+    if (survey_file) {
+        printf("NN_TEST_SURVEY: %d cases compiled, not run, written to %s\n", n_surveyed, getenv("NN_TEST_SURVEY"));
+        fclose(survey_file);
+    }
+    free(case_list);
     printf("%d passed, %d failed, %d skipped\n", n_passed, n_failed, n_skipped);
     return n_failed || (filter && n_passed + n_failed + n_skipped == 0) ? 1 : 0;
 }

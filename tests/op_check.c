@@ -132,6 +132,7 @@ static result run_case(nn_context *ctx, const spec *s, double *const *in, const 
     cd.loss = loss;
     cd.keep_grads = keep; /* parameters' gradients readable */
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    if (cover && t_survey_graph(g)) goto done; /* NN_TEST_SURVEY: compiled, not run */
     for (k = 0; k < s->n_in; k++) {
         long n = numel(s->shape[k]);
         if (s->int_range[k]) {
@@ -295,7 +296,7 @@ void check_case(const t_env *e, const spec *s) {
     result r, rc;
     char label[160];
     snprintf(label, sizeof label, "%s %s", s->kind ? s->kind : "op", s->name);
-    if (!t_begin(e, label)) return;
+    if (!t_begin_op(e, label)) return;
     if (s->expect) {
         check_values(e, s, NULL, NULL);
         t_end();

@@ -20,6 +20,14 @@ void t_context_desc(const t_env *e, nn_context_desc *d);
 /* Begins a case; 0 when NN_TEST_FILTER excludes it: return without running any of it
    (t_skip and t_end do nothing for such a case). */
 int t_begin(const t_env *e, const char *name);
+/* t_begin for a case of the op checker (check_case, the optimizer checks): the cases that
+   NN_TEST_SURVEY and NN_TEST_CASES choose from (tests/nn_test.c); every other case is
+   filtered out in those modes. */
+int t_begin_op(const t_env *e, const char *name);
+/* In survey mode (NN_TEST_SURVEY), for a compiled graph of the case begun: writes what it
+   would run (tests/coverage.c, t_survey_write) and returns 1, and the caller returns
+   without running it; otherwise 0. */
+int t_survey_graph(const nn_graph *g);
 void t_end(void);                 /* prints ok/FAIL/skipped for the case begun last */
 void t_skip(const char *why);     /* the current case is counted as skipped */
 int t_fail(const char *file, int line, const char *fmt, ...);
@@ -170,6 +178,10 @@ int t_cover_count(int *total);   /* pairs covered; *total: pairs in the tables *
 /* pair i of the tables (0 <= i < total): its op kind, function and the graphs that covered
    it; 0 past the end */
 int t_cover_pair(int i, const char **kind, const char **fn, int *count);
+/* One line for the survey file: "BACKEND<TAB>LABEL<TAB>COST<TAB> p:OP/FN ... k:FILE/KERNEL ...":
+   the (op kind, function or -) of each node but the leaves, the kernels of its launches,
+   and its cost (the work-items of its launches, plus 256 a launch). */
+void t_survey_write(FILE *f, const char *backend, const char *label, const nn_graph *g);
 /* Once, not per backend: how the OpenCL library is found, each case in a child process
    (argv0 run again with NN_TEST_CL_LOAD=<case>, which main hands to t_cl_load_child). */
 void suite_cl_load(const t_env *e, const char *argv0, int with_devices);

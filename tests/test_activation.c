@@ -160,7 +160,7 @@ static void act_exact(const t_env *e, const act_case *a) {
     nn_compile_desc cd;
     nn_tensor in, out;
     snprintf(label, sizeof label, "activation %s: kinks and values", a->name);
-    t_begin(e, label);
+    if (!t_begin(e, label)) return;
     params(a, p);
     for (k = 0; k < a->n_kinks; k++) {
         static const double off[5] = {0, -KINK_GAP, KINK_GAP, -0.25, 0.25};
@@ -194,7 +194,7 @@ done:
 
 static void act_refused(const t_env *e) {
     int k;
-    t_begin(e, "activation parameters outside their domain");
+    if (!t_begin(e, "activation parameters outside their domain")) return;
     for (k = 0; k < (int)(sizeof refused / sizeof refused[0]); k++) {
         nn_graph *g = NULL;
         nn_graph_desc gd;
@@ -267,7 +267,7 @@ static void prelu_exact(const t_env *e) {
     float y[12], dx[12], dw[2];
     double dwr[2] = {0, 0};
     int i;
-    t_begin(e, "prelu: the kink at 0, forward and both gradients");
+    if (!t_begin(e, "prelu: the kink at 0, forward and both gradients")) return;
     if (prelu_run(e, nn_shape3(3, 2, 2), nn_shape1(2), x, w, y, dx, dw)) {
         for (i = 0; i < 12; i++) {
             double wc = w[(i / 2) % 2], yr = x[i] > 0 ? x[i] : wc * x[i], dr = x[i] > 0 ? 1 : wc;
@@ -286,8 +286,9 @@ static void prelu_exact(const t_env *e) {
 static void prelu_deterministic(const t_env *e) {
     nn_shape xs = nn_shape4(8, 5, 33, 31);
     long n = numel(xs), i;
-    float *x = (float *)malloc(4 * (size_t)n), w[5], dw1[5], dw2[5];
-    t_begin(e, "prelu: the weight gradient is the same bits every run");
+    float *x, w[5], dw1[5], dw2[5];
+    if (!t_begin(e, "prelu: the weight gradient is the same bits every run")) return;
+    x = (float *)malloc(4 * (size_t)n);
     t_seed(77);
     for (i = 0; i < n; i++) x[i] = (float)t_uniform(-2, 2);
     for (i = 0; i < 5; i++) w[i] = (float)t_uniform(0, 0.5);
@@ -305,7 +306,7 @@ static void prelu_layer(const t_env *e) {
     nn_tensor x, y, w;
     float wv[7], xv[3 * 7 * 5], yv[3 * 7 * 5];
     int i;
-    t_begin(e, "prelu_layer: NAME.weight [C] initialised to 0.25");
+    if (!t_begin(e, "prelu_layer: NAME.weight [C] initialised to 0.25")) return;
     memset(&gd, 0, sizeof gd);
     memset(&cd, 0, sizeof cd);
     if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) {
@@ -333,7 +334,7 @@ static void prelu_layer(const t_env *e) {
 static void prelu_refused(const t_env *e) {
     static const struct { nn_shape x, w; } bad[3] = {{{3, {3, 7, 33}}, {1, {5}}}, {{1, {33}}, {1, {33}}}, {{2, {3, 7}}, {2, {1, 7}}}};
     int k;
-    t_begin(e, "prelu: a weight that fits no channel dim is refused");
+    if (!t_begin(e, "prelu: a weight that fits no channel dim is refused")) return;
     for (k = 0; k < 5; k++) {
         nn_graph *g = NULL;
         nn_graph_desc gd;

@@ -160,7 +160,7 @@ static void test_argmax(const t_env *e) {
     float X[B * C], a = -1;
     int32_t Y[B], got[B];
     int i, j, want_correct = 0;
-    if (!t_begin(e, "argmax and accuracy [129, 7]")) return;
+    if (!t_begin_op(e, "argmax and accuracy [129, 7]")) return; /* a reference check: no gradient */
     t_seed(11);
     for (i = 0; i < B * C; i++) X[i] = (float)t_randint(5); /* many ties */
     for (i = 0; i < B; i++) Y[i] = t_randint(C);
@@ -172,6 +172,7 @@ static void test_argmax(const t_env *e) {
     nn_graph_output(g, am);
     nn_graph_output(g, acc);
     if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    if (t_survey_graph(g)) goto done; /* NN_TEST_SURVEY: compiled, not run */
     T_OK(nn_tensor_write(g, x, X, sizeof X), ctx);
     T_OK(nn_tensor_write(g, y, Y, sizeof Y), ctx);
     T_OK(nn_graph_forward(g), ctx);
@@ -184,6 +185,39 @@ static void test_argmax(const t_env *e) {
         want_correct += best == Y[i];
     }
     T_CHECK(fabsf(a - (float)want_correct / B) < 1e-6f, "accuracy %g, want %g", a, (double)want_correct / B);
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* nn_accumulate against a reference: three forward runs add x * 2 each time, a fill resets
+   the sum, one more run adds once. */
+static void test_accumulate(const t_env *e) {
+    enum { N = 7 };
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_tensor x, acc;
+    float X[N], got[N];
+    int i, run;
+    if (!t_begin_op(e, "accumulate [7]: three runs, a fill, one run")) return; /* a reference check: no gradient */
+    t_seed(12);
+    for (i = 0; i < N; i++) X[i] = (float)t_uniform(-2, 2);
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape1(N));
+    acc = nn_accumulate(g, nn_mul_scalar(g, x, 2.0f));
+    nn_graph_output(g, acc);
+    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    if (t_survey_graph(g)) goto done; /* NN_TEST_SURVEY: compiled, not run */
+    T_OK(nn_tensor_write(g, x, X, sizeof X), ctx);
+    for (run = 0; run < 3; run++) T_OK(nn_graph_forward(g), ctx);
+    if (T_OK(nn_tensor_read(g, acc, got, sizeof got), ctx))
+        for (i = 0; i < N; i++)
+            if (!T_CHECK(got[i] == 6.0f * X[i], "after 3 runs: [%d] = %g, want %g", i, got[i], 6.0 * X[i])) break;
+    T_OK(nn_tensor_fill(g, acc, 0.0f), ctx);
+    T_OK(nn_graph_forward(g), ctx);
+    if (T_OK(nn_tensor_read(g, acc, got, sizeof got), ctx))
+        for (i = 0; i < N; i++)
+            if (!T_CHECK(got[i] == 2.0f * X[i], "after a fill and 1 run: [%d] = %g, want %g", i, got[i], 2.0 * X[i])) break;
 done:
     nn_graph_destroy(g);
     t_end();
@@ -461,5 +495,6 @@ void suite_graph(const t_env *e) {
     test_xor(e);
     test_resident_training(e);
     test_argmax(e);
+    test_accumulate(e);
     t_bad_rows(e, graph_bad, (int)(sizeof graph_bad / sizeof graph_bad[0]));
 }

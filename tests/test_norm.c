@@ -239,7 +239,7 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
     int four = xs.ndim == 4;
     snprintf(label, sizeof label, "batch_norm%s running stats x%s, %d steps, eval", four ? "2d" : "1d",
              shape_name(xs, sx, sizeof sx), steps);
-    if (!t_begin(e, label)) goto done;
+    if (!t_begin_op(e, label)) goto done; /* a reference check of the running statistics */
     t_seed(0xb47c + (unsigned long long)n);
     for (i = 0; i < C; i++) rv[i] = 1.0;
     memset(&gd, 0, sizeof gd);
@@ -253,6 +253,7 @@ static void running_case(const t_env *e, nn_shape xs, int steps) {
     cd.optimizer.kind = NN_OPT_SGD;
     cd.optimizer.lr = 0.1f;
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    if (t_survey_graph(g)) goto done; /* NN_TEST_SURVEY: compiled, not run */
     T_CHECK(nn_graph_grad(g, nn_graph_find(g, "bn1.running_mean")).id == 0 && nn_graph_grad(g, nn_graph_find(g, "bn1.weight")).id > 0,
             "a buffer got a gradient, or the weight none");
     wv = random_floats(n, -1, 1);
@@ -366,7 +367,7 @@ static void eval_grad_case(const t_env *e) {
     float xv[n], wv[n], rmv[C], rvv[C], gv[C], bv[C], got[n];
     double xd[n], mean[C], var[C], dx[n], dg[C], db[C], gd64[n], err;
     long i, c;
-    if (!t_begin(e, "batch_norm eval graph gradients (constant statistics)")) return;
+    if (!t_begin_op(e, "batch_norm eval graph gradients (constant statistics)")) return; /* a reference check */
     t_seed(0xe7a1);
     memset(&gd, 0, sizeof gd);
     gd.eval = 1;
@@ -378,6 +379,7 @@ static void eval_grad_case(const t_env *e) {
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_sum(g, nn_mul(g, y, w)); /* no optimizer: the parameters' gradients are kept */
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    if (t_survey_graph(g)) goto done; /* NN_TEST_SURVEY: compiled, not run */
     for (i = 0; i < n; i++) {
         xv[i] = (float)t_uniform(-2, 3);
         wv[i] = (float)t_uniform(-1, 1);

@@ -107,6 +107,7 @@ static rrun run_kind(nn_context *ctx, int kind, long n, const float *xin, const 
         cd.loss = nn_sum(g, nn_mul(g, y, w));
     }
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    if (t_survey_graph(g)) goto done; /* NN_TEST_SURVEY: compiled, not run */
     if (x.id > 0 && !T_OK(nn_tensor_write(g, x, xin, (size_t)n * 4), ctx)) goto done;
     if (diff && !T_OK(nn_tensor_write(g, w, win, (size_t)n * 4), ctx)) goto done;
     for (s = 0; s < 2; s++) {
@@ -195,7 +196,7 @@ static void suite_reference(const t_env *e) {
             float *x, *w;
             rrun r, rc;
             snprintf(name, sizeof name, "random: %s [%ld] reference%s", kind_name[kind], n, e->cpu ? ", CPU bits" : "");
-            if (!t_begin(e, name)) continue;
+            if (!t_begin_op(e, name)) continue; /* a reference check, as the op checker's */
             t_seed(77 + (unsigned long long)n * 13 + (unsigned long long)kind);
             x = (float *)malloc((size_t)n * 4);
             w = (float *)malloc((size_t)n * 4);
@@ -717,7 +718,7 @@ static void nanprop_dropout(const t_env *e) {
     double *y = NULL, *d = NULL;
     np_case c;
     int i, kept = 0, dropped = 0, nonfinite_dropped = 0;
-    if (!t_begin(e, "nanprop: dropout p = 0.5")) return;
+    if (!t_begin_op(e, "nanprop: dropout p = 0.5")) return;
     np_fill(x, N, -2, 2, 41);
     for (i = 0; i < N; i += 3) x[i] = i % 2 ? INFINITY : NAN;
     for (i = 0; i < N; i++) dx[i] = FIN;
