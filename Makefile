@@ -193,7 +193,7 @@ FUZZ_TARGETS = safetensors state idx csv cache
 FUZZ_BINS = $(FUZZ_TARGETS:%=tests/fuzz_%)
 .PHONY: fuzz fuzz-seeds fuzz-alloc clean-fuzz fault-cl
 
-$(FUZZ_BINS): tests/fuzz_%: tests/fuzz_%.c nn.h
+$(FUZZ_BINS): tests/fuzz_%: tests/fuzz_%.c tests/fuzz.h nn.h
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DNN_NO_OPENCL -DNN_FUZZ \
 	  $(WARN) -o $@ $< -lm -lpthread
 

@@ -74,7 +74,9 @@ ENVIRONMENT
                     temporary file, synced and renamed, so processes may share the
                     directory. A damaged or foreign file is ignored (an info line), the
                     program is built from source and the file replaced; a directory that
-                    cannot be written only costs the cache (debug lines).
+                    cannot be written only costs the cache (debug lines). It is made 0700,
+                    and not used (an info line) when another user owns it or group or
+                    others may write to it: they could supply the programs' native code.
     NN_KERNEL_DIR   load kernels/NAME.cl from this directory instead of the copies
                     embedded here (for kernel development)
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
@@ -103,7 +105,9 @@ THREADS AND LIFETIMES
     offers atomics, and are undefined elsewhere. Separate contexts are independent and may
     run in parallel. Destroy graphs before their context; a graph that outlives its
     context keeps its host memory until nn_graph_destroy, and every other call on it fails
-    with NN_ERR_STATE.
+    with NN_ERR_STATE. Each is destroyed once: nn_context_destroy or nn_graph_destroy a
+    second time on the same pointer is undefined behaviour, as free() twice is (the memory
+    is gone, and nothing can tell); NULL is always safe (nn_array_free may be repeated).
 
 LICENCE
     MIT License. Copyright (c) 2026 the nn.h authors.
@@ -292,10 +296,13 @@ typedef struct nn_context_desc {
 
 /* Creates a context on the chosen backend (desc NULL: every default). Like every *_create,
    the object comes back through the last argument. On failure *out is NULL and the reason
-   has gone to the log (an explicitly requested device that cannot be opened is an error;
+   has gone to the log (an explicitly requested device that cannot be opened is an error:
+   NN_ERR_UNAVAILABLE when it is not here, no OpenCL library that loads or no such device;
    no OpenCL platform at all, when none was requested, means the CPU backend). */
 NN_API nn_result nn_context_create(const nn_context_desc *desc, nn_context **out);
-/* Frees the context; a graph still alive fails with NN_ERR_STATE from then on. */
+/* Frees the context; a graph still alive fails with NN_ERR_STATE from then on. NULL does
+   nothing; destroying a context (or a graph) a second time is undefined behaviour, as
+   free() twice is (THREADS AND LIFETIMES, at the top of this file). */
 NN_API void nn_context_destroy(nn_context *ctx);
 /* The words of the context's last error ("" when there is none). */
 NN_API const char *nn_context_last_error(const nn_context *ctx);
@@ -397,7 +404,9 @@ typedef enum nn_init_kind {
 } nn_init_kind;
 /* fan_in / fan_out of a shape [out, in, k...] are in*k... and out*k... (PyTorch's rule).
    The gains follow the desc rule (0: the default named, NN_ZERO: 0); the a and b of
-   CONSTANT, UNIFORM and NORMAL are values, not options: 0 is 0 there. */
+   CONSTANT, UNIFORM and NORMAL are values, not options: 0 is 0 there. Refused, as
+   torch.nn.init refuses them: UNIFORM with a > b, NORMAL with std b < 0, and NaN or an
+   infinity in UNIFORM's or NORMAL's a and b or in a gain (CONSTANT takes any value). */
 typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 
 /* Leaves. An input keeps its contents across steps until written again, so a whole
@@ -1166,7 +1175,7 @@ typedef struct nn_lr_schedule {
     int n_milestones;
     int warmup_steps;       /* COSINE, LINEAR */
     float warmup_start_factor;
-    int total_steps;        /* COSINE, LINEAR, ONECYCLE */
+    int total_steps;        /* COSINE, LINEAR (> warmup_steps), ONECYCLE (>= 1) */
     float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;
@@ -1814,6 +1823,14 @@ static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...)
     return code;
 }
 
+/* NN_ERR_STATE (named by fn) when g's context was destroyed before g: for the calls that
+   reach no device yet must not act then (a save would write the initial values, the
+   trained ones having gone with the device). */
+static NN__MAYBE_UNUSED nn_result nn__graph_orphaned(nn_graph *g, const char *fn) {
+    if (!g->ctx->dead_refs) return NN_OK;
+    return nn__fail(g->ctx, NN_ERR_STATE, "%s: the graph's context was destroyed (nn_context_destroy) before the graph", fn);
+}
+
 static void nn__shape_str(const nn_shape *s, char *buf, size_t n) {
     size_t used = 0;
     int i;
@@ -2415,7 +2432,8 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
    names nothing, a directory, a FIFO or a device node is refused.
 
    Files are read and written only through these (src/files/ for the formats, the OpenCL
-   backend for its program cache). */
+   backend for its program cache, the OpenCL loader for .icd files). The program cache's
+   directory is made 0700, and used only while it is the user's alone (nn__dir_private). */
 
 #include <sys/stat.h>
 #include <time.h>
@@ -2434,7 +2452,7 @@ static NN__MAYBE_UNUSED void nn__threadpool_run(nn__threadpool *p, nn__task_fn f
 #  include <fcntl.h>
 #  include <unistd.h>
 #  include <poll.h>
-#  define nn__mkdir(p) mkdir(p, 0755)
+#  define nn__mkdir(p) mkdir(p, 0700) /* the program cache's: the user's alone */
 #  define nn__getpid() getpid()
 #  define nn__sleep_ms(ms) (void)poll(NULL, 0, ms) /* declared even where a strict -std hides nanosleep */
 #  define NN__S_ISREG(m) S_ISREG(m)
@@ -2476,37 +2494,51 @@ static const char *nn__file_kind(unsigned mode) {
     return "not a regular file";
 }
 
-/* The whole of a regular file, with one byte more (set to 0) after its len bytes. */
-static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char **data, size_t *len) {
+/* The core of the readers, quiet: the first bytes of a regular file, or the whole of it.
+   whole: the file, which must have at most max bytes; else its first min(size, max) bytes.
+   Either way one byte more (set to 0) follows the *len bytes read. On failure the code
+   (NN_ERR_IO, NN_ERR_OUT_OF_MEMORY), nothing allocated, and the message in why; *kind
+   (when given) is NN__READ_MISSING when the path does not exist, NN__READ_TOO_LARGE when
+   the whole file has more than max bytes. A FIFO is opened without waiting for a writer
+   and refused; so are directories and devices. */
+enum { NN__READ_FAILED = 1, NN__READ_MISSING, NN__READ_TOO_LARGE };
+static nn_result nn__read_regular(const char *path, size_t max, int whole, unsigned char **data, size_t *len, char *why,
+                                  size_t why_n, int *kind) {
     unsigned char *buf;
     size_t n, got = 0;
     *data = NULL;
     *len = 0;
-    if (!path) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "no path given");
+    if (kind) *kind = NN__READ_FAILED;
+    if (max >= SIZE_MAX) max = SIZE_MAX - 1;
+#define NN__RFAIL(code, ...) return (snprintf(why, why_n, __VA_ARGS__), (code))
+    if (!path) NN__RFAIL(NN_ERR_INVALID_ARGUMENT, "no path given");
 #if defined(_WIN32)
     {
         struct _stat64 st;
         FILE *f;
-        if (_stat64(path, &st) != 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (_stat64(path, &st) != 0) {
+            if (kind && errno == ENOENT) *kind = NN__READ_MISSING;
+            NN__RFAIL(NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        }
         if (!NN__S_ISREG(st.st_mode))
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
-        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX)
-            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
-        n = (size_t)st.st_size;
+            NN__RFAIL(NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
+        if (st.st_size < 0 || (whole && (uint64_t)st.st_size > (uint64_t)max)) {
+            if (kind) *kind = NN__READ_TOO_LARGE;
+            NN__RFAIL(NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
+        }
+        n = (uint64_t)st.st_size > (uint64_t)max ? max : (size_t)st.st_size;
         f = fopen(path, "rb");
-        if (!f) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (!f) NN__RFAIL(NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         buf = (unsigned char *)NN_MALLOC(n + 1);
         if (!buf) {
             fclose(f);
-            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
-                            (unsigned long long)n + 1);
+            NN__RFAIL(NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path, (unsigned long long)n + 1);
         }
         got = fread(buf, 1, n, f);
         fclose(f);
         if (got != n) {
             NN_FREE(buf);
-            return nn__fail(ctx, NN_ERR_IO, "%s: read error (%llu of %llu bytes)", path, (unsigned long long)got,
-                            (unsigned long long)n);
+            NN__RFAIL(NN_ERR_IO, "%s: read error (%llu of %llu bytes)", path, (unsigned long long)got, (unsigned long long)n);
         }
     }
 #else
@@ -2515,28 +2547,32 @@ static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char 
         int fd, fl, e = 0;
         /* O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below) */
         fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (fd < 0) {
+            e = errno;
+            if (kind && e == ENOENT) *kind = NN__READ_MISSING;
+            NN__RFAIL(NN_ERR_IO, "%s: cannot open: %s", path, strerror(e));
+        }
         if (fstat(fd, &st) != 0) {
             e = errno;
             close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+            NN__RFAIL(NN_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
         }
         if (!S_ISREG(st.st_mode)) {
             close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
+            NN__RFAIL(NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
         }
-        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX) {
+        if (st.st_size < 0 || (whole && (uint64_t)st.st_size > (uint64_t)max)) {
             close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
+            if (kind) *kind = NN__READ_TOO_LARGE;
+            NN__RFAIL(NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
         }
         fl = fcntl(fd, F_GETFL);
         if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-        n = (size_t)st.st_size;
+        n = (uint64_t)st.st_size > (uint64_t)max ? max : (size_t)st.st_size;
         buf = (unsigned char *)NN_MALLOC(n + 1);
         if (!buf) {
             close(fd);
-            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
-                            (unsigned long long)n + 1);
+            NN__RFAIL(NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path, (unsigned long long)n + 1);
         }
         while (got < n) {
             size_t want = n - got > ((size_t)1 << 30) ? ((size_t)1 << 30) : n - got;
@@ -2551,16 +2587,25 @@ static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char 
         close(fd);
         if (got != n) {
             NN_FREE(buf);
-            if (e) return nn__fail(ctx, NN_ERR_IO, "%s: read error: %s", path, strerror(e));
-            return nn__fail(ctx, NN_ERR_IO, "%s: read error: the file shrank to %llu of its %llu bytes while read", path,
-                            (unsigned long long)got, (unsigned long long)n);
+            if (e) NN__RFAIL(NN_ERR_IO, "%s: read error: %s", path, strerror(e));
+            NN__RFAIL(NN_ERR_IO, "%s: read error: the file shrank to %llu of its %llu bytes while read", path,
+                      (unsigned long long)got, (unsigned long long)n);
         }
     }
 #endif
+#undef NN__RFAIL
     buf[n] = 0;
     *data = buf;
     *len = n;
     return NN_OK;
+}
+
+/* The whole of a regular file, with one byte more (set to 0) after its len bytes; a
+   failure is the context's error. */
+static NN__MAYBE_UNUSED nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char **data, size_t *len) {
+    char why[NN__ERRLEN];
+    nn_result r = nn__read_regular(path, SIZE_MAX, 1, data, len, why, sizeof why, NULL);
+    return r == NN_OK ? NN_OK : nn__fail(ctx, r, "%s", why);
 }
 
 /* ---- writing a file in place of another, all at once ---- */
@@ -2801,7 +2846,41 @@ static nn_result nn__wfile_commit(nn_context *ctx, const char *path, nn__wfile *
     return r;
 }
 
-/* mkdir -p; 0 or -1 (errno set) */
+/* Whether the directory at path is the user's alone, as ssh asks of its files: owned by
+   this process's user (or root) and not writable by group or others; so no other user can
+   put a file in it. 1, or 0 and why (n bytes). Windows: 1 (no owner check there). */
+static NN__MAYBE_UNUSED int nn__dir_private(const char *path, char *why, size_t n) {
+#if defined(_WIN32)
+    (void)path, (void)why, (void)n;
+    return 1;
+#else
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(why, n, "%s: %s", path, strerror(errno));
+        return 0;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, n, "%s: %s, not a directory", path, nn__file_kind((unsigned)st.st_mode));
+        return 0;
+    }
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+        snprintf(why, n, "%s is owned by user %lu, not by this process's user %lu", path, (unsigned long)st.st_uid,
+                 (unsigned long)geteuid());
+        return 0;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(why, n, "%s is writable by %s (mode %04o; chmod go-w it)", path,
+                 (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ? "group and others"
+                 : (st.st_mode & S_IWGRP)                         ? "its group"
+                                                                  : "others",
+                 (unsigned)(st.st_mode & 07777));
+        return 0;
+    }
+    return 1;
+#endif
+}
+
+/* mkdir -p, each directory made 0700; 0 or -1 (errno set) */
 static NN__MAYBE_UNUSED int nn__mkdirs(const char *path) {
     char tmp[1024];
     size_t i, n = strlen(path);
@@ -6908,6 +6987,7 @@ NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {
     nn_lr_schedule d;
     float base;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (nn__graph_orphaned(g, "nn_graph_set_schedule") != NN_OK) return NN_ERR_STATE;
     if (!s) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_schedule: the schedule is NULL");
     d = nn__schedule_defaults(s);
     if ((int)s->kind < NN_LR_CONSTANT || s->kind > NN_LR_ONECYCLE || s->n_milestones < 0 ||
@@ -6916,6 +6996,14 @@ NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
                         "nn_graph_set_schedule: kind %d, %d milestones, lr %g, step_size %d or a div_factor out of range",
                         (int)s->kind, s->n_milestones, d.lr, d.step_size);
+    if ((s->kind == NN_LR_COSINE || s->kind == NN_LR_LINEAR) && (d.warmup_steps < 0 || d.total_steps <= d.warmup_steps))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
+                        "nn_graph_set_schedule: a %s schedule needs total_steps > warmup_steps >= 0 (it anneals over "
+                        "the steps between), not total_steps %d, warmup_steps %d",
+                        s->kind == NN_LR_COSINE ? "cosine" : "linear", d.total_steps, d.warmup_steps);
+    if (s->kind == NN_LR_ONECYCLE && d.total_steps < 1)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
+                        "nn_graph_set_schedule: a one-cycle schedule needs total_steps >= 1, not total_steps %d", d.total_steps);
     base = g->schedule.lr;
     g->schedule = *s;
     if (s->lr == 0.0f) g->schedule.lr = base; /* NN_ZERO: a rate of 0 */
@@ -7998,18 +8086,8 @@ __attribute__((target("avx2"))) static void nn__acc_run_avx2(double *acc, const 
 }
 #endif
 
-static double nn__sum_run_scalar(const float *x, int64_t n) {
-    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        a0 += x[i];
-        a1 += x[i + 1];
-        a2 += x[i + 2];
-        a3 += x[i + 3];
-    }
-    for (; i < n; i++) a0 += x[i];
-    return (a0 + a1) + (a2 + a3);
-}
+/* four interleaved lanes in double (src/cpu/norm.c's nn__sum4) */
+static double nn__sum_run_scalar(const float *x, int64_t n) { return nn__sum4(x, n, 0, 0.0); }
 
 static double nn__sum_run(const float *x, int64_t n) {
 #if defined(NN__VM_X86)
@@ -9051,6 +9129,34 @@ static void nn__cl_msg(char *buf, size_t n, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* src into dst (n bytes), each byte that is a control character, not valid UTF-8, or a C1
+   control (U+0080..U+009F) as \xNN, cut at a whole character: the names and bytes that
+   .icd files, directories and drivers supply never reach a message raw. */
+static void nn__cl_escape(char *dst, size_t n, const char *src) {
+    const unsigned char *s = (const unsigned char *)src;
+    size_t o = 0;
+    if (n == 0) return;
+    while (*s) {
+        unsigned c = s[0];
+        size_t len = 1, k;
+        int ok = c >= 0x20 && c < 0x7f;
+        if (c >= 0xc2 && c <= 0xf4) { /* a UTF-8 lead byte and its continuation bytes */
+            len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+            for (ok = 1, k = 1; k < len && ok; k++) ok = (s[k] & 0xc0) == 0x80; /* stops at the NUL */
+            if (ok && ((c == 0xc2 && s[1] < 0xa0) || (c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
+                       (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90)))
+                ok = 0; /* C1 controls, overlong forms, surrogates, beyond U+10FFFF */
+        }
+        if (!ok) len = 1;
+        if (o + (ok ? len : 4) >= n) break;
+        if (ok) memcpy(dst + o, s, len);
+        else snprintf(dst + o, 5, "\\x%02x", c);
+        o += ok ? len : 4;
+        s += len;
+    }
+    dst[o] = 0;
+}
+
 /* ---- the dynamic linker ---- */
 
 static void *nn__dl_open(const char *path, char *err, size_t n) {
@@ -9153,15 +9259,63 @@ static int nn__cl_resolve(void *h, const char *lib, nn__cl_api *api, char *why, 
     return 2;
 }
 
+/* What lib is when the dynamic linker cannot load it: "not found", or what stands there
+   (a FIFO, a text file, a binary for another machine...), from its first bytes. */
+static void nn__cl_unloadable(const char *lib, const char *err, char *why, size_t n) {
+#if defined(_WIN32)
+    nn__cl_msg(why, n, "OpenCL library %s %s (%s)", lib, strstr(err, "error 126") ? "not found" : "cannot be loaded", err);
+#else
+    unsigned char *head = NULL;
+    size_t len = 0, i;
+    char what[160];
+    int kind = 0, text = 1;
+    if (!strchr(lib, '/')) { /* searched for by name: not found, unless the linker says otherwise */
+        nn__cl_msg(why, n, "OpenCL library %s %s (%s)", lib, strstr(err, "No such file") ? "not found" : "cannot be loaded",
+                   err);
+        return;
+    }
+    if (nn__read_regular(lib, 64, 0, &head, &len, what, sizeof what, &kind) != NN_OK) {
+        if (kind == NN__READ_MISSING) nn__cl_msg(why, n, "OpenCL library %s not found (%s)", lib, err);
+        else nn__cl_msg(why, n, "OpenCL library %s cannot be loaded (%s)", lib, err);
+        return;
+    }
+    for (i = 0; i < len; i++) text &= head[i] >= 0x20 || head[i] == '\n' || head[i] == '\r' || head[i] == '\t';
+    if (len >= 4 && (memcmp(head, "\177ELF", 4) == 0 || memcmp(head, "\xfe\xed\xfa", 3) == 0 ||
+                     memcmp(head + 1, "\xfa\xed\xfe", 3) == 0 || memcmp(head, "\xca\xfe\xba\xbe", 4) == 0))
+        nn__cl_msg(why, n, "OpenCL library %s cannot be loaded: a binary, but not a shared library for this process "
+                   "(%s)", lib, err); /* ELF or Mach-O: another machine, a missing dependency... */
+    else if (len == 0)
+        nn__cl_msg(why, n, "OpenCL library %s is an empty file, not a shared library (%s)", lib, err);
+    else if (text) {
+        for (i = 0; i < len && head[i] != '\n' && head[i] != '\r'; i++) {}
+        head[i < 40 ? i : 40] = 0;
+        nn__cl_msg(why, n, "OpenCL library %s is a text file, not a shared library (it begins \"%s\"; %s)", lib,
+                   (const char *)head, err);
+    } else
+        nn__cl_msg(why, n, "OpenCL library %s is not a shared library (no ELF header; %s)", lib, err);
+    NN_FREE(head);
+#endif
+}
+
 /* Loads lib into nn__clfn: 0 (and why) when it cannot, else as nn__cl_resolve. A library
-   that is not usable is unloaded again. */
+   that is not usable is unloaded again. A path to anything but a regular file is refused
+   before the dynamic linker opens it (which would wait forever on a FIFO). */
 static int nn__cl_try(const char *lib, char *why, size_t n) {
     char err[1024];
     nn__cl_api api;
     int mode;
-    void *h = nn__dl_open(lib, err, sizeof err);
+    void *h;
+#if !defined(_WIN32)
+    struct stat st;
+    if (strchr(lib, '/') && stat(lib, &st) == 0 && !S_ISREG(st.st_mode)) {
+        nn__cl_msg(why, n, "OpenCL library %s is %s, not a shared library: not loaded", lib,
+                   nn__file_kind((unsigned)st.st_mode));
+        return 0;
+    }
+#endif
+    h = nn__dl_open(lib, err, sizeof err);
     if (!h) {
-        nn__cl_msg(why, n, "OpenCL library %s not found (%s)", lib, err);
+        nn__cl_unloadable(lib, err, why, n);
         return 0;
     }
     memset(&api, 0, sizeof api);
@@ -9172,52 +9326,90 @@ static int nn__cl_try(const char *lib, char *why, size_t n) {
 }
 
 #if NN__CL_VENDOR_ICDS
-static int nn__cl_strcmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+static int nn__cl_strcmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The library that the .icd file at path names (its first line), or 0 and why. The file
+   is read as the library's other files are (nn__read_regular): a FIFO or a device is
+   refused without waiting on it. */
+static int nn__cl_icd_line(const char *path, char *lib, size_t lib_n, char *why, size_t n) {
+    unsigned char *text = NULL;
+    size_t len = 0, k;
+    if (nn__read_regular(path, 65536, 1, &text, &len, why, n, NULL) != NN_OK) return 0;
+    for (k = 0; k < len && text[k] != '\n' && text[k] != '\r' && text[k] != 0; k++) {}
+    while (k > 0 && (text[k - 1] == ' ' || text[k - 1] == '\t')) k--;
+    if (k == 0 || k >= lib_n) {
+        nn__cl_msg(why, n, "%s: %s", path, k == 0 ? "names no library" : "names a library path too long to load");
+        NN_FREE(text);
+        return 0;
+    }
+    memcpy(lib, text, k);
+    lib[k] = 0;
+    NN_FREE(text);
+    return 1;
+}
 
 /* No loader: the vendor drivers that the .icd files of $OCL_ICD_VENDORS (a directory, or
-   one .icd file) or /etc/OpenCL/vendors name, in name order; the first that loads is
-   used. 0 and the reason (appended to why) when none does. */
+   one .icd file) or /etc/OpenCL/vendors name, every one in name order; the first that loads
+   is used. 0 and the reason (appended to why) when none does: how many files were tried,
+   and the last one's failure. */
 static int nn__cl_try_vendors(char *why, size_t n) {
     const char *env = getenv("OCL_ICD_VENDORS"), *dir = env && env[0] ? env : "/etc/OpenCL/vendors";
-    char names[32][256], last[1536] = "";
-    int count = 0, k, mode = 0, is_dir = 0;
+    char **names = NULL, last[1536] = "", lib[1024], cut[160] = "";
+    int count = 0, cap = 0, k, mode = 0, is_dir = 0;
     size_t used = strlen(why);
     DIR *d = opendir(dir);
     if (d) {
-        is_dir = 1;
         struct dirent *e;
-        while ((e = readdir(d)) != NULL && count < 32) {
+        is_dir = 1;
+        while ((e = readdir(d)) != NULL) {
             size_t len = strlen(e->d_name);
-            if (len > 4 && len < sizeof names[0] && strcmp(e->d_name + len - 4, ".icd") == 0)
-                memcpy(names[count++], e->d_name, len + 1);
+            char *copy;
+            if (len <= 4 || strcmp(e->d_name + len - 4, ".icd") != 0) continue;
+            if (count == cap) {
+                int grow = cap ? cap * 2 : 32;
+                char **more = (char **)NN_REALLOC(names, (size_t)grow * sizeof *names);
+                if (!more) break;
+                names = more;
+                cap = grow;
+            }
+            if (!(copy = nn__strdup(e->d_name))) break;
+            names[count++] = copy;
         }
+        if (e) nn__cl_msg(cut, sizeof cut, " (out of memory listing %s: only %d .icd files tried)", dir, count);
         closedir(d);
-        qsort(names, (size_t)count, sizeof names[0], nn__cl_strcmp);
+        if (count > 1) qsort(names, (size_t)count, sizeof *names, nn__cl_strcmp);
     } else if (strlen(dir) > 4 && strcmp(dir + strlen(dir) - 4, ".icd") == 0) {
         count = 1; /* the file itself */
     }
     for (k = 0; k < count && !mode; k++) {
-        char path[1024], lib[512];
-        FILE *f;
-        size_t len;
-        int w = is_dir ? snprintf(path, sizeof path, "%s/%s", dir, names[k]) : snprintf(path, sizeof path, "%s", dir);
-        if (w < 0 || (size_t)w >= sizeof path || !(f = fopen(path, "r"))) continue;
-        lib[0] = 0;
-        if (!fgets(lib, sizeof lib, f)) lib[0] = 0;
-        fclose(f);
-        len = strlen(lib);
-        while (len > 0 && (lib[len - 1] == '\n' || lib[len - 1] == '\r' || lib[len - 1] == ' ')) lib[--len] = 0;
-        if (!lib[0]) continue;
+        size_t plen = is_dir ? strlen(dir) + strlen(names[k]) + 2 : strlen(dir) + 1;
+        char *path = (char *)NN_MALLOC(plen);
+        if (!path) {
+            nn__cl_msg(last, sizeof last, "out of memory");
+            break;
+        }
+        if (is_dir) snprintf(path, plen, "%s/%s", dir, names[k]);
+        else memcpy(path, dir, plen);
+        if (!nn__cl_icd_line(path, lib, sizeof lib, last, sizeof last)) {
+            NN_FREE(path);
+            continue;
+        }
         mode = nn__cl_try(lib, last, sizeof last);
         if (mode)
             nn__cl_msg(nn__cl_ld.note, sizeof nn__cl_ld.note, "no OpenCL ICD loader: %s; using the driver %s named by %s%s",
                        why, lib, path, mode == 2 ? ", through its ICD dispatch table" : "");
         else
             nn__cl_msg(last + strlen(last), sizeof last - strlen(last), " (named by %s)", path);
+        NN_FREE(path);
     }
+    for (k = 0; is_dir && k < count; k++) NN_FREE(names[k]);
+    NN_FREE(names);
     if (mode || used >= n) return mode;
-    if (last[0]) nn__cl_msg(why + used, n - used, "; no vendor driver loads either: %s", last);
-    else nn__cl_msg(why + used, n - used, "; no vendor driver in %s", env && env[0] ? env : "/etc/OpenCL/vendors");
+    if (last[0] && count > 1)
+        nn__cl_msg(why + used, n - used, "; no vendor driver loads either (%d .icd files in %s%s, the last: %s)", count,
+                   dir, cut, last);
+    else if (last[0]) nn__cl_msg(why + used, n - used, "; no vendor driver loads either: %s%s", last, cut);
+    else nn__cl_msg(why + used, n - used, "; no vendor driver in %s%s", dir, cut);
     return 0;
 }
 #endif
@@ -9311,13 +9503,24 @@ static void nn__cl_load_once(void) {
 #endif
 }
 
+/* nn__cl_load_once, then its messages escaped (they hold file names, .icd files' bytes and
+   the dynamic linker's words). */
+static void nn__cl_load_once_escaped(void) {
+    static char raw[sizeof nn__cl_ld.note];
+    nn__cl_load_once();
+    memcpy(raw, nn__cl_ld.why, sizeof nn__cl_ld.why);
+    nn__cl_escape(nn__cl_ld.why, sizeof nn__cl_ld.why, raw);
+    memcpy(raw, nn__cl_ld.note, sizeof nn__cl_ld.note);
+    nn__cl_escape(nn__cl_ld.note, sizeof nn__cl_ld.note, raw);
+}
+
 #if defined(_WIN32)
 static INIT_ONCE nn__cl_once = INIT_ONCE_STATIC_INIT;
 static BOOL CALLBACK nn__cl_load_once_win(PINIT_ONCE once, PVOID param, PVOID *context) {
     (void)once;
     (void)param;
     (void)context;
-    nn__cl_load_once();
+    nn__cl_load_once_escaped();
     return TRUE;
 }
 #else
@@ -9329,7 +9532,7 @@ static int nn__cl_load(void) {
 #if defined(_WIN32)
     InitOnceExecuteOnce(&nn__cl_once, nn__cl_load_once_win, NULL, NULL);
 #else
-    pthread_once(&nn__cl_once, nn__cl_load_once);
+    pthread_once(&nn__cl_once, nn__cl_load_once_escaped);
 #endif
     return nn__cl_ld.ok;
 }
@@ -15881,6 +16084,7 @@ typedef struct nn__cl {
     char name[128], vendor[128], driver[128], version[128];
     cl_ulong max_alloc;
     cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
+    int cache_dir_state;              /* ctx->cache_dir: 0 not looked at yet, 1 used, -1 refused */
 } nn__cl;
 
 #define NN__CL(ctx) ((nn__cl *)(ctx)->bk)
@@ -16097,9 +16301,10 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
 }
 
 /* device: NULL (the first GPU, else the first device), "opencl", an index or a name
-   substring. Not finding one is NN_ERR_UNAVAILABLE unless it was named; a named one that
-   is not found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is
-   NN_ERR_DEVICE with the call and its error. */
+   substring. Not finding one is NN_ERR_UNAVAILABLE (the engine then tries the CPU backend
+   when none was named, and fails with this reason when one was); a named one that is not
+   found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is NN_ERR_DEVICE with
+   the call and its error. */
 static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
@@ -16109,7 +16314,7 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
     if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
     if (!nn__cl_load()) {
         if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
-        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: %s", device, nn__cl_ld.why);
+        return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s", nn__cl_ld.why);
     }
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     pick = nn__cl_pick(device, plats, devs, n);
@@ -16120,7 +16325,7 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
         if (why[0])
             return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: no such OpenCL device among the %d found; %s", device, n,
                             why);
-        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: no such OpenCL device (%d found)", device, n);
+        return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no such OpenCL device (%d found)", n);
     }
     if (why[0]) nn__log(ctx, NN_LOG_WARN, "OpenCL: %s; using the %d device%s found", why, n, n == 1 ? "" : "s");
     r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->backend.tuning);
@@ -16250,40 +16455,54 @@ static int nn__cache_path(nn_context *ctx, const char *name, uint64_t key, char 
 
 /* The cache file at path, read whole and checked (nn__cache_parse) against key: the bytes
    to free, with the program binary at *bin (*size bytes); NULL when there is no file, it
-   cannot be read, or it is not valid (an info line says why: the program is then built
-   from source and its store replaces the file). */
+   cannot be read (a FIFO or a device in its place is refused, without waiting on it), or
+   it is not valid (an info line says why: the program is then built from source and its
+   store replaces the file). */
 static unsigned char *nn__cache_read(nn_context *ctx, const char *path, uint64_t key, const unsigned char **bin,
                                      size_t *size) {
-    FILE *f = fopen(path, "rb");
     unsigned char *data = NULL;
-    long len = -1;
-    int st;
+    size_t len = 0;
+    char why[1400];
+    int st, kind = 0;
+    nn_result r;
     *bin = NULL;
     *size = 0;
-    if (!f) {
-        if (errno != ENOENT) nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot open %s: %s", path, strerror(errno));
+    r = nn__read_regular(path, (size_t)NN__CACHE_MAX_BYTES, 1, &data, &len, why, sizeof why, &kind);
+    if (kind == NN__READ_TOO_LARGE)
+        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s: more than a cached program may have; building from source",
+                why);
+    else if (r != NN_OK && kind != NN__READ_MISSING)
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot read %s; building from source", why);
+    if (r != NN_OK) return NULL;
+    if ((st = nn__cache_parse(data, len, key, bin, size)) != NN__CACHE_OK) {
+        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s (%lu bytes): %s; building from source", path,
+                (unsigned long)len, nn__cache_status_str(st));
+        NN_FREE(data);
         return NULL;
     }
-    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot read %s", path);
-    } else if (len > NN__CACHE_MAX_BYTES) {
-        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s: %ld bytes, more than a cached program may have; "
-                "building from source", path, len);
-    } else if (!(data = (unsigned char *)NN_MALLOC((size_t)len + 1))) {
-        nn__log(ctx, NN_LOG_DEBUG, "program cache: no memory to read %s (%ld bytes)", path, len);
-    } else if (fread(data, 1, (size_t)len, f) != (size_t)len || fgetc(f) != EOF) {
-        nn__log(ctx, NN_LOG_DEBUG, "program cache: %s changed while it was read", path);
-        NN_FREE(data);
-        data = NULL;
-    } else if ((st = nn__cache_parse(data, (size_t)len, key, bin, size)) != NN__CACHE_OK) {
-        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s (%ld bytes): %s; building from source", path, len,
-                nn__cache_status_str(st));
-        NN_FREE(data);
-        data = NULL;
-    }
-    fclose(f);
     return data;
+}
+
+/* Whether this context may use its cache directory: it is made (0700) when missing, and
+   refused (an info line; then programs are built from source and not stored) when another
+   user owns it or others may write to it: they could put native code in its files.
+   Decided once per context. */
+static int nn__cache_dir_usable(nn_context *ctx) {
+    nn__cl *cl = NN__CL(ctx);
+    char why[1200];
+    if (cl->cache_dir_state == 0) {
+        if (nn__mkdirs(ctx->cache_dir) != 0) {
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot create %s: %s", ctx->cache_dir, strerror(errno));
+            cl->cache_dir_state = -1;
+        } else if (!nn__dir_private(ctx->cache_dir, why, sizeof why)) {
+            nn__log(ctx, NN_LOG_INFO, "program cache: %s: another user could supply the programs, so it is not "
+                    "used (programs built from source, not stored)", why);
+            cl->cache_dir_state = -1;
+        } else {
+            cl->cache_dir_state = 1;
+        }
+    }
+    return cl->cache_dir_state > 0;
 }
 
 /* The program in the cache file at path, built for the device; NULL when there is none
@@ -16331,8 +16550,6 @@ static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_
     if ((err = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL)) != CL_SUCCESS) {
         nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot get the binary for %s: %s (%d)", path, nn__cl_errstr(err),
                 (int)err);
-    } else if (nn__mkdirs(ctx->cache_dir) != 0) {
-        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot create %s: %s", ctx->cache_dir, strerror(errno));
     } else {
         nn__wfile w; /* quiet (no context): a reader sees the old file or the new one whole */
         nn__cache_header(file, key, bin, size);
@@ -16375,7 +16592,7 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
     key = nn__fnv(key, cl->driver, strlen(cl->driver) + 1);
     key = nn__fnv(key, cl->version, strlen(cl->version) + 1);
     prog = NULL;
-    if (ctx->cache_dir && nn__cache_path(ctx, name, key, path, sizeof path))
+    if (ctx->cache_dir && nn__cache_dir_usable(ctx) && nn__cache_path(ctx, name, key, path, sizeof path))
         prog = nn__cache_load(ctx, path, key, options);
     if (!prog) {
         prog = clCreateProgramWithSource(cl->context, count, lines, NULL, &err);
@@ -16683,9 +16900,10 @@ static int nn__log_level(const nn_context_desc *desc) {
     return NN_LOG_INFO;
 }
 
-/* Opens the first backend that takes the device asked for: a named device must open or
-   the call fails; with none named, a device backend that finds nothing (NN_ERR_UNAVAILABLE)
-   falls through to the next, and the log says why. */
+/* Opens the first backend that takes the device asked for: a device backend that finds
+   nothing (NN_ERR_UNAVAILABLE) falls through to the next. With none named the log says
+   why; a named device that no backend takes fails with NN_ERR_UNAVAILABLE and the first
+   backend's reason (the CPU backend's "takes only cpu" says less). */
 static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     nn_result r = NN_ERR_UNAVAILABLE;
     int k;
@@ -16701,7 +16919,7 @@ static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_
             return NN_OK;
         }
         if (r != NN_ERR_UNAVAILABLE) return r;
-        if (ctx->err[0]) snprintf(why, sizeof why, "%s", ctx->err);
+        if (ctx->err[0] && (!device || !why[0])) snprintf(why, sizeof why, "%s", ctx->err);
     }
     if (device) nn__fail(ctx, r, "NN_DEVICE=%s: %s", device, why[0] ? why : "no backend takes this device");
     return r;
@@ -16752,7 +16970,7 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     if (r != NN_OK) {
         nn__log(ctx, NN_LOG_ERROR, "%s", ctx->err[0] ? ctx->err : nn_result_string(r));
         nn_context_destroy(ctx);
-        return r == NN_ERR_UNAVAILABLE ? NN_ERR_INVALID_ARGUMENT : r;
+        return r;
     }
     ctx->err[0] = 0;
     nn__log(ctx, NN_LOG_INFO, "backend: %s%s", ctx->backend->kind == NN_BACKEND_OPENCL ? "OpenCL device " : "",
@@ -17449,6 +17667,19 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
     if ((int)init.kind < NN_INIT_ZEROS || (int)init.kind > NN_INIT_XAVIER_NORMAL)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s \"%s\": init kind %d is not one of nn_init_kind", fn, name,
                            (int)init.kind);
+    { /* torch.nn.init's checks (uniform_: from <= to, normal_: std >= 0), and no NaN or
+         infinity in a draw's bounds or a gain (CONSTANT may fill any value, -inf a mask) */
+        double a = nn__deff(init.a, 0.0f), b = nn__deff(init.b, 0.0f);
+        const char *bad = NULL;
+        if (init.kind == NN_INIT_UNIFORM && !(isfinite(a) && isfinite(b) && a <= b))
+            bad = "uniform init U(a, b) needs finite a <= b";
+        else if (init.kind == NN_INIT_NORMAL && !(isfinite(a) && isfinite(b) && b >= 0))
+            bad = "normal init N(a, b) needs a finite mean a and std b >= 0";
+        else if (init.kind >= NN_INIT_KAIMING_UNIFORM && !isfinite(a))
+            bad = "the init's gain a must be finite";
+        if (bad)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s \"%s\": %s, not a = %g, b = %g", fn, name, bad, a, b);
+    }
     {
         char label[160];
         snprintf(label, sizeof label, "%s \"%s\"", fn, name);
@@ -17555,6 +17786,7 @@ NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_ini
 
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (nn__graph_orphaned(g, "nn_graph_set_lr") != NN_OK) return NN_ERR_STATE;
     if (!(lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_lr: lr %g is not >= 0", lr);
     g->schedule.lr = lr;
     g->lr = nn__lr_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);
@@ -18004,12 +18236,58 @@ static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const 
     return NN_OK;
 }
 
+/* A launch function's opening. NN__KWITH declares l, the launch that `launch` (a call that
+   fills &l: nn__launch_kernel, or a family's helper over it) records, returning on error;
+   k, the arguments of kernel signature SIG, zeroed; and r. NN__KSTART is NN__KWITH over
+   nn__launch_kernel of kernel `kname` from kernels/FILE.cl with `work` work-items;
+   NN__KLAUNCH also declares n, the node, first. The fields of k follow, then
+   `return nn__kargs_SIG(l, &k);`. */
+#define NN__KWITH(sig, launch)    \
+    nn__launch *l = NULL;         \
+    nn__k_##sig k;                \
+    nn_result r = (launch);       \
+    if (r != NN_OK) return r;     \
+    memset(&k, 0, sizeof k)
+#define NN__KSTART(sig, file, kname, work) \
+    NN__KWITH(sig, nn__launch_kernel(g, id, file, kname, (size_t)(work), &l))
+#define NN__KLAUNCH(sig, file, kname, work) \
+    nn__node *n = &g->nodes[id];            \
+    NN__KSTART(sig, file, kname, work)
+
 /* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
 static size_t nn__reduce_wg(nn_graph *g) {
     size_t wg = 1;
     while (wg * 2 <= g->ctx->dev.max_wg && wg * 2 <= 256) wg *= 2;
     return wg;
 }
+
+/* A launch function's opening for kernel SIG from kernels/FILE.cl, one work-item per row
+   of input 0, x [B, C]: n, x, and NN__KSTART's l, r and k, with k.x, k.B and k.C set */
+#define NN__KROWS(sig, file)                              \
+    nn__node *n = &g->nodes[id];                          \
+    const nn__node *x = &g->nodes[n->in[0]];              \
+    NN__KSTART(sig, file, #sig, x->shape.dim[0]);         \
+    k.x = &x->buf;                                        \
+    k.B = (int)x->shape.dim[0];                           \
+    k.C = (int)x->shape.dim[1]
+
+/* nn__launch_kernel over `groups` work-groups of wg work-items each (tree reductions) */
+static nn_result nn__launch_groups(nn_graph *g, int id, const char *file, const char *kname, size_t groups, size_t wg,
+                                   nn__launch **out) {
+    nn_result r = nn__launch_kernel(g, id, file, kname, groups * wg, out);
+    if (r != NN_OK) return r;
+    (*out)->gws[0] = groups * wg;
+    (*out)->lws[0] = wg;
+    (*out)->use_lws = 1;
+    return NN_OK;
+}
+
+/* A launch function's opening for kernel SIG from kernels/FILE.cl over one work-group of
+   nn__reduce_wg's size: n, wg, and NN__KWITH's l, r and k */
+#define NN__KGROUP(sig, file)        \
+    nn__node *n = &g->nodes[id];     \
+    size_t wg = nn__reduce_wg(g);    \
+    NN__KWITH(sig, nn__launch_groups(g, id, file, #sig, 1, wg, &l))
 
 /* Records every scheduled op's launches, in schedule order; sched_launch[i] is the first
    launch of schedule position i. For device backends' prepare. */
@@ -18988,6 +19266,20 @@ static void nn__bcast_ints(const nn__bcast *bc, int dims[8], int st[3][8]) {
         for (d = 0; d < bc->nd; d++) st[k][d] = (int)bc->st[k][d];
 }
 
+/* A broadcast kernel's launch function's opening, node n over its first n_op inputs: n,
+   dims and st (nn__bcast_ints), and NN__KSTART's l, r and k (one work-item per element;
+   its element count n, nd and dims set). */
+#define NN__BCAST_KLAUNCH(sig, n_op)                  \
+    nn__node *n = &g->nodes[id];                      \
+    int dims[8], st[3][8];                            \
+    nn__bcast bc;                                     \
+    nn__bcast_node(g, n, n_op, &bc);                  \
+    nn__bcast_ints(&bc, dims, st);                    \
+    NN__KSTART(sig, "elementwise", #sig, n->numel);   \
+    k.n = (int)n->numel;                              \
+    k.nd = bc.nd;                                     \
+    k.dims = dims
+
 /* ==== sum_to: y [sh] = x [...] summed over the dims where sh is 1 or missing, sh a shape
    that broadcasts to x's: the gradient of every broadcast (add, mul, where, expand, ...);
    its own gradient is EXPAND back to x's shape ==== */
@@ -19024,16 +19316,11 @@ static nn_result nn__launch_sum_to(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int M = (int)n->numel, dims[8], st[3][8], xs[8], d;
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_sum_to k;
-    nn_result r;
     nn__sum_to_geometry(g, n, &bc);
     nn__bcast_ints(&bc, dims, st);
     memset(xs, 0, sizeof xs);
     for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
-    r = nn__launch_kernel(g, id, "elementwise", "sum_to", (size_t)M, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(sum_to, "elementwise", "sum_to", M);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.m = M;
@@ -19093,22 +19380,9 @@ static nn_result nn__cpu_expand(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_expand(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_expand_bcast k;
-    nn_result r;
-    nn__bcast_node(g, n, 1, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__BCAST_KLAUNCH(expand_bcast, 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.n = N;
-    k.nd = bc.nd;
-    k.dims = dims;
     k.sx = st[0];
     return nn__kargs_expand_bcast(l, &k);
 }
@@ -19152,12 +19426,7 @@ static nn_result nn__cpu_scale(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_scale(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_scale k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "scale", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(scale, "elementwise", "scale", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -19252,14 +19521,9 @@ static const char *const nn__unary_names[NN__U_COUNT] = {
 
 static nn_result nn__launch_unary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_unary_forward k;
-    nn_result r;
     char kname[64];
     snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(unary_forward, "elementwise", kname, n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -19270,14 +19534,9 @@ static nn_result nn__launch_unary(nn_graph *g, int id) {
 
 static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_unary_backward k;
-    nn_result r;
     char kname[64];
     snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(unary_backward, "elementwise", kname, n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
@@ -19386,12 +19645,7 @@ static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_prelu(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_prelu_forward k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "prelu_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(prelu_forward, "elementwise", "prelu_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.w = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -19402,12 +19656,7 @@ static nn_result nn__launch_prelu(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_prelu_dx(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_prelu_backward_input k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_input", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(prelu_backward_input, "elementwise", "prelu_backward_input", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.w = &g->nodes[n->in[1]].buf;
     k.dy = &g->nodes[n->in[2]].buf;
@@ -19460,12 +19709,7 @@ static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_fill(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_fill k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "fill", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(fill, "elementwise", "fill", n->numel);
     k.y = &n->buf;
     k.n = (int)n->numel;
     k.v = n->a.ew.s;
@@ -19496,12 +19740,7 @@ static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_accumulate(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_accumulate k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "accumulate", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(accumulate, "elementwise", "accumulate", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.acc = &n->buf;
     k.n = (int)n->numel;
@@ -19563,49 +19802,38 @@ static const char *const nn__same_fwd[] = {
 
 /* Same shapes: the function's own kernel; one flat dim otherwise (a one-element operand):
    binary_flat; anything else binary_bcast. */
+/* The fields every binary kernel takes: operands a and b, output y, N elements */
+#define NN__BINARY_KFIELDS(k) \
+    do {                      \
+        (k).a = a;            \
+        (k).b = b;            \
+        (k).y = &n->buf;      \
+        (k).n = N;            \
+    } while (0)
+
 static nn_result nn__launch_binary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
     int fn = nn__binary_node_fn(n);
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
-        nn__k_binary_same k;
-        r = nn__launch_kernel(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = a;
-        k.b = b;
-        k.y = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_same, "elementwise", nn__same_fwd[fn], N);
+        NN__BINARY_KFIELDS(k);
         return nn__kargs_binary_same(l, &k);
     }
     if (bc.nd == 1) {
-        nn__k_binary_flat k;
-        r = nn__launch_kernel(g, id, "elementwise", "binary_flat", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = a;
-        k.b = b;
-        k.y = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_flat, "elementwise", "binary_flat", N);
+        NN__BINARY_KFIELDS(k);
         k.fn = fn;
         k.sa = st[0][0];
         k.sb = st[1][0];
         return nn__kargs_binary_flat(l, &k);
     } else {
-        nn__k_binary_bcast k;
-        r = nn__launch_kernel(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = a;
-        k.b = b;
-        k.y = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_bcast, "elementwise", "binary_bcast", N);
+        NN__BINARY_KFIELDS(k);
         k.fn = fn;
         k.nd = bc.nd;
         k.dims = dims;
@@ -19721,38 +19949,31 @@ static const char *const nn__same_grad[] = {
 #undef NN__X
 };
 
+/* The fields every binary gradient kernel takes: operands a and b, dy, dx, N elements, wrt */
+#define NN__BINARY_GRAD_KFIELDS(k)             \
+    do {                                       \
+        (k).a = &g->nodes[n->in[0]].buf;       \
+        (k).b = &g->nodes[n->in[1]].buf;       \
+        (k).dy = &g->nodes[n->in[2]].buf;      \
+        (k).dx = &n->buf;                      \
+        (k).n = N;                             \
+        (k).wrt = n->a.ew.wrt;                 \
+    } while (0)
+
 static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
-        nn__k_binary_same_grad k;
-        r = nn__launch_kernel(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = &g->nodes[n->in[0]].buf;
-        k.b = &g->nodes[n->in[1]].buf;
-        k.dy = &g->nodes[n->in[2]].buf;
-        k.dx = &n->buf;
-        k.n = N;
-        k.wrt = n->a.ew.wrt;
+        NN__KSTART(binary_same_grad, "elementwise", nn__same_grad[n->a.ew.bfn], N);
+        NN__BINARY_GRAD_KFIELDS(k);
         return nn__kargs_binary_same_grad(l, &k);
     } else {
-        nn__k_binary_grad k;
-        r = nn__launch_kernel(g, id, "elementwise", "binary_grad", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = &g->nodes[n->in[0]].buf;
-        k.b = &g->nodes[n->in[1]].buf;
-        k.dy = &g->nodes[n->in[2]].buf;
-        k.dx = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_grad, "elementwise", "binary_grad", N);
+        NN__BINARY_GRAD_KFIELDS(k);
         k.fn = n->a.ew.bfn;
-        k.wrt = n->a.ew.wrt;
         k.nd = bc.nd;
         k.dims = dims;
         k.sa = st[0];
@@ -19837,25 +20058,12 @@ static nn_result nn__cpu_masked_fill(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_masked_fill(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_masked_fill_bcast k;
-    nn_result r;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__BCAST_KLAUNCH(masked_fill_bcast, 2);
     k.m = &g->nodes[n->in[0]].buf;
     k.x = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
-    k.n = N;
     k.value = n->a.ew.s;
     k.invert = n->a.ew.invert;
-    k.nd = bc.nd;
-    k.dims = dims;
     k.sm = st[0];
     k.sx = st[1];
     return nn__kargs_masked_fill_bcast(l, &k);
@@ -19904,24 +20112,11 @@ static nn_result nn__cpu_where(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_where(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_where_bcast k;
-    nn_result r;
-    nn__bcast_node(g, n, 3, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "where_bcast", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__BCAST_KLAUNCH(where_bcast, 3);
     k.c = &g->nodes[n->in[0]].buf;
     k.a = &g->nodes[n->in[1]].buf;
     k.b = &g->nodes[n->in[2]].buf;
     k.y = &n->buf;
-    k.n = N;
-    k.nd = bc.nd;
-    k.dims = dims;
     k.sc = st[0];
     k.sa = st[1];
     k.sb = st[2];
@@ -20611,15 +20806,7 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_sum_all k;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "reduce", "sum_all", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
+    NN__KGROUP(sum_all, "reduce");
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)g->nodes[n->in[0]].numel;
@@ -20629,12 +20816,7 @@ static nn_result nn__launch_sum_all(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_expand_scalar k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(expand_scalar, "reduce", "expand_scalar", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -20669,17 +20851,8 @@ static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_argmax(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_argmax_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(argmax_rows, "reduce");
     k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     return nn__kargs_argmax_rows(l, &k);
 }
 
@@ -20703,18 +20876,9 @@ static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_correct_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(correct_rows, "reduce");
     k.label = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     return nn__kargs_correct_rows(l, &k);
 }
 
@@ -20737,15 +20901,7 @@ static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_grad_sumsq k;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "reduce", "grad_sumsq", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
+    NN__KGROUP(grad_sumsq, "reduce");
     k.g = &g->nodes[n->in[0]].buf;
     k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
@@ -20777,12 +20933,7 @@ static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_clip_scale k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "clip_scale", 1, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(clip_scale, "reduce", "clip_scale", 1);
     k.sumsq = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.max_norm = n->a.reduce.max_norm;
@@ -21068,44 +21219,33 @@ static nn_result nn__cpu_reduce_grad(nn_graph *g, nn__node *n) {
    row (a strided pass, then a tree in local memory); otherwise one work-item per output
    element walks its R elements (consecutive work-items: consecutive i, coalesced). CPU
    devices take the second form for every shape. */
+/* The fields both reduction kernels take */
+#define NN__REDUCE_KFIELDS(k)              \
+    do {                                   \
+        (k).x = &g->nodes[n->in[0]].buf;   \
+        (k).y = (k).yi = &n->buf;          \
+        (k).R = ra->R;                     \
+        (k).kind = kind;                   \
+        (k).p = ra->p;                     \
+        (k).scale = ra->scale;             \
+        (k).corr = ra->correction;         \
+    } while (0)
+
 static nn_result nn__launch_reduce(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
-    nn__launch *l = NULL;
-    nn_result r;
     int kind = nn__red_kind(n->op);
     if (ra->I == 1 && ra->R > 32 && !g->ctx->dev.cpu_tuned) {
-        nn__k_reduce_rows k;
         size_t wg = nn__reduce_wg(g);
-        r = nn__launch_kernel(g, id, "reduce", "reduce_rows", (size_t)ra->O * wg, &l);
-        if (r != NN_OK) return r;
-        l->gws[0] = (size_t)ra->O * wg;
-        l->lws[0] = wg;
-        l->use_lws = 1;
-        memset(&k, 0, sizeof k);
-        k.x = &g->nodes[n->in[0]].buf;
-        k.y = k.yi = &n->buf;
-        k.R = ra->R;
-        k.kind = kind;
-        k.p = ra->p;
-        k.scale = ra->scale;
-        k.corr = ra->correction;
+        NN__KWITH(reduce_rows, nn__launch_groups(g, id, "reduce", "reduce_rows", (size_t)ra->O, wg, &l));
+        NN__REDUCE_KFIELDS(k);
         k.tf = k.ti = wg * 4;
         return nn__kargs_reduce_rows(l, &k);
     } else {
-        nn__k_reduce_cols k;
-        r = nn__launch_kernel(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.x = &g->nodes[n->in[0]].buf;
-        k.y = k.yi = &n->buf;
+        NN__KSTART(reduce_cols, "reduce", "reduce_cols", (size_t)ra->O * ra->I);
+        NN__REDUCE_KFIELDS(k);
         k.O = ra->O;
-        k.R = ra->R;
         k.I = ra->I;
-        k.kind = kind;
-        k.p = ra->p;
-        k.scale = ra->scale;
-        k.corr = ra->correction;
         return nn__kargs_reduce_cols(l, &k);
     }
 }
@@ -21115,15 +21255,9 @@ static nn_result nn__launch_reduce(nn_graph *g, int id) {
 static nn_result nn__launch_reduce_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
-    nn__launch *l = NULL;
-    nn__k_reduce_grad k;
-    nn_result r;
     int kind = nn__red_kind(ra->fwd);
     int elementwise = kind == NN__RK_SUM || kind == NN__RK_LSE || (kind == NN__RK_NORM && !isinf(ra->p));
-    r = nn__launch_kernel(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
-                       elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(reduce_grad, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols", elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I);
     k.gy = &g->nodes[n->in[0]].buf;
     k.x = n->n_in > 1 ? &g->nodes[n->in[1]].buf : k.gy;
     k.y = n->n_in > 2 ? &g->nodes[n->in[2]].buf : k.gy;
@@ -21191,11 +21325,7 @@ static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_cumsum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
-    nn__launch *l = NULL;
-    nn__k_cumsum k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(cumsum, "reduce", "cumsum", ra->O * ra->I);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.O = ra->O;
@@ -21241,9 +21371,11 @@ NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x, int dim) { return nn__roww
 #define nn__grad_softmax_grad nn__grad_none
 #define nn__plan_softmax_grad nn__no_plan
 
+/* SOFTMAX and LOG_SOFTMAX: dx = the op's gradient op of (y, gy) */
 static void nn__grad_softmax(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op2(g, NN__OP_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
+    int grad_op = n.op == NN__OP_LOG_SOFTMAX ? NN__OP_LOG_SOFTMAX_GRAD : NN__OP_SOFTMAX_GRAD;
+    nn__acc_grad(g, a, nn__op2(g, grad_op, NN_F32, n.shape, id, gy.id));
 }
 
 /* SOFTMAX and LOG_SOFTMAX */
@@ -21265,11 +21397,7 @@ static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_softmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, C = (int)nn__last_dim(n);
-    nn__launch *l = NULL;
-    nn__k_softmax_forward k;
-    nn_result r = nn__launch_kernel(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(softmax_forward, "softmax", "softmax_forward", (N / C));
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.rows = N / C;
@@ -21281,11 +21409,7 @@ static nn_result nn__launch_softmax(nn_graph *g, int id) {
 static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, C = (int)nn__last_dim(n);
-    nn__launch *l = NULL;
-    nn__k_softmax_backward k;
-    nn_result r = nn__launch_kernel(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(softmax_backward, "softmax", "softmax_backward", (N / C));
     k.y = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
@@ -21310,11 +21434,7 @@ NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x, int dim) {
 #define nn__launch_log_softmax_grad nn__launch_softmax_grad
 #define nn__grad_log_softmax_grad nn__grad_none
 #define nn__plan_log_softmax_grad nn__no_plan
-
-static void nn__grad_log_softmax(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op2(g, NN__OP_LOG_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
-}
+#define nn__grad_log_softmax nn__grad_softmax
 
 /* ======================================================================
    src/ops/loss/elementwise.c
@@ -21423,12 +21543,7 @@ static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_bce_logits_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "bce_logits_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(bce_logits_forward, "loss", "bce_logits_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.t = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -21437,12 +21552,7 @@ static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_bce_logits_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_bce_logits_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "bce_logits_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(bce_logits_backward, "loss", "bce_logits_backward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.t = &g->nodes[n->in[1]].buf;
     k.dy = &g->nodes[n->in[2]].buf;
@@ -21576,11 +21686,7 @@ static nn_result nn__launch_loss_ew(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     int has_pw = n->a.loss.has_pos_weight;
-    nn__launch *l = NULL;
-    nn__k_loss_ew_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "loss_ew_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(loss_ew_forward, "loss", "loss_ew_forward", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.t = &g->nodes[in[1]].buf;
     k.pw = has_pw ? &g->nodes[in[2]].buf : &g->one;
@@ -21598,11 +21704,7 @@ static nn_result nn__launch_loss_ew_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     int has_pw = n->a.loss.has_pos_weight;
-    nn__launch *l = NULL;
-    nn__k_loss_ew_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "loss_ew_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(loss_ew_backward, "loss", "loss_ew_backward", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.t = &g->nodes[in[1]].buf;
     k.pw = has_pw ? &g->nodes[in[3]].buf : &g->one;
@@ -21665,30 +21767,16 @@ static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_xent_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(xent_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.loss = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.bad = &g->checks;
     k.slot = n->check_slot;
     return nn__kargs_xent_forward(l, &k);
 }
 
 static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_xent_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(xent_backward, "loss", "xent_backward", n->shape.dim[0]);
     k.x = &g->nodes[n->in[0]].buf;
     k.label = &g->nodes[n->in[1]].buf;
     k.dloss = &g->nodes[n->in[2]].buf;
@@ -21802,19 +21890,10 @@ static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_ce_rows_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "ce_rows_forward", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(ce_rows_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
     k.loss = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.ignore = n->a.loss.ignore_index;
     k.log_input = n->a.loss.log_input;
     k.has_w = n->n_in > 2;
@@ -21826,20 +21905,11 @@ static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
 
 /* the backward pass counts nothing: the forward did */
 static nn_result nn__launch_ce_rows_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_ce_rows_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "ce_rows_backward", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(ce_rows_backward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;
     k.dloss = &g->nodes[n->in[2]].buf;
     k.dx = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.ignore = n->a.loss.ignore_index;
     k.log_input = n->a.loss.log_input;
     k.has_w = n->n_in > 3;
@@ -21863,12 +21933,7 @@ static nn_result nn__cpu_ce_weights(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_ce_weights(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_ce_weights k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "ce_weights", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(ce_weights, "loss", "ce_weights", n->numel);
     k.label = &g->nodes[n->in[0]].buf;
     k.w = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
@@ -21903,12 +21968,7 @@ static nn_result nn__cpu_div_scalar(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_div_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_div_scalar k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "div_scalar", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(div_scalar, "loss", "div_scalar", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.d = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -21964,25 +22024,23 @@ static nn_tensor nn__row_loss(nn_graph *g, int kind, int n_in, const nn_tensor *
     return nn__reduce_loss(g, l, &d);
 }
 
-NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {
-    nn_tensor x[2];
-    x[0] = p;
-    x[1] = t;
-    return nn__row_loss(g, NN__R_DICE, 2, x, d);
-}
-NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
-    nn_tensor x[3];
-    x[0] = x1;
-    x[1] = x2;
-    x[2] = t;
-    return nn__row_loss(g, NN__R_COSINE, 3, x, d);
-}
-NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
+/* nn__row_loss of inputs a, b and (n_in 3) c */
+static nn_tensor nn__row_loss3(nn_graph *g, int kind, int n_in, nn_tensor a, nn_tensor b, nn_tensor c, const nn_loss_desc *d) {
     nn_tensor x[3];
     x[0] = a;
-    x[1] = p;
-    x[2] = n;
-    return nn__row_loss(g, NN__R_TRIPLET, 3, x, d);
+    x[1] = b;
+    x[2] = c;
+    return nn__row_loss(g, kind, n_in, x, d);
+}
+
+NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {
+    return nn__row_loss3(g, NN__R_DICE, 2, p, t, NN_NONE, d);
+}
+NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
+    return nn__row_loss3(g, NN__R_COSINE, 3, x1, x2, t, d);
+}
+NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
+    return nn__row_loss3(g, NN__R_TRIPLET, 3, a, p, n, d);
 }
 
 #define nn__plan_loss_rows nn__no_plan
@@ -22030,11 +22088,7 @@ static nn_result nn__launch_loss_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x0 = &g->nodes[n->in[0]];
     int B = (int)x0->shape.dim[0];
-    nn__launch *l = NULL;
-    nn__k_rows_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "rows_forward", (size_t)B, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(rows_forward, "loss", "rows_forward", B);
     k.x0 = &x0->buf;
     k.x1 = &g->nodes[n->in[1]].buf;
     k.x2 = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -22050,11 +22104,7 @@ static nn_result nn__launch_loss_rows_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x0 = &g->nodes[n->in[0]];
     int B = (int)x0->shape.dim[0];
-    nn__launch *l = NULL;
-    nn__k_rows_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "rows_backward", (size_t)B, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(rows_backward, "loss", "rows_backward", B);
     k.x0 = &x0->buf;
     k.x1 = &g->nodes[n->in[1]].buf;
     k.x2 = n->n_in - 1 > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -22123,19 +22173,21 @@ static void nn__gather_count(nn_graph *g, const nn__node *n, const nn__node *idx
 
 /* A checked op's count of index values outside [0, L) (a launch before its own). */
 static nn_result nn__launch_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
-    nn__launch *l = NULL;
-    nn__k_index_check k;
-    nn_result r;
     if (!g->nodes[id].check) return NN_OK;
-    r = nn__launch_kernel(g, id, "gather", "index_check", (size_t)idx->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(index_check, "gather", "index_check", idx->numel);
     k.idx = &idx->buf;
     k.n = (int)idx->numel;
     k.L = (int)L;
     k.bad = &g->checks;
     k.slot = g->nodes[id].check_slot;
     return nn__kargs_index_check(l, &k);
+}
+
+/* A checked op's launch of `kernel`, one work-item per element of node id, after its count
+   of index values outside [0, L). */
+static nn_result nn__gather_launch(nn_graph *g, int id, const nn__node *idx, int64_t L, const char *kernel, nn__launch **l) {
+    nn_result r = nn__launch_index_check(g, id, idx, L);
+    return r != NN_OK ? r : nn__launch_kernel(g, id, "gather", kernel, (size_t)g->nodes[id].numel, l);
 }
 
 /* index has x's number of dims, and is no larger than `other` outside dim (than x for
@@ -22235,11 +22287,7 @@ static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *d = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_gather_rows k;
-    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(gather_rows, "gather", "gather_rows", n->numel);
     k.data = &d->buf;
     k.idx = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -22252,11 +22300,7 @@ static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
 static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, R = (int)n->shape.dim[0];
-    nn__launch *l = NULL;
-    nn__k_gather_rows_backward k;
-    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(gather_rows_backward, "gather", "gather_rows_backward", N);
     k.idx = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.ddata = &n->buf;
@@ -22322,14 +22366,8 @@ static nn_result nn__launch_index_select(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *ix = &g->nodes[n->in[1]];
     int64_t o, L, inner;
-    nn__launch *l = NULL;
-    nn__k_index_select k;
-    nn_result r;
     nn__gather_split(&g->nodes[n->in[0]].shape, n->a.gather.dim, &o, &L, &inner);
-    r = nn__launch_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(index_select, nn__gather_launch(g, id, ix, L, "index_select", &l));
     k.x = &g->nodes[n->in[0]].buf;
     k.idx = &ix->buf;
     k.y = &n->buf;
@@ -22344,14 +22382,8 @@ static nn_result nn__launch_index_select_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *ix = &g->nodes[n->in[1]];
     int64_t o, L, inner;
-    nn__launch *l = NULL;
-    nn__k_index_select_backward k;
-    nn_result r;
     nn__gather_split(&n->shape, n->a.gather.dim, &o, &L, &inner);
-    r = nn__launch_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(index_select_backward, nn__gather_launch(g, id, ix, L, "index_select_backward", &l));
     k.dy = &g->nodes[n->in[0]].buf;
     k.idx = &ix->buf;
     k.dx = &n->buf;
@@ -22406,15 +22438,10 @@ static nn_result nn__launch_gather(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
     int yd[8], idd[8], xd[8];
-    nn__launch *l = NULL;
-    nn__k_gather k;
-    nn_result r = nn__launch_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&x->shape, xd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(gather, nn__gather_launch(g, id, ix, x->shape.dim[n->a.gather.dim], "gather", &l));
     k.x = &x->buf;
     k.idx = &ix->buf;
     k.y = &n->buf;
@@ -22483,15 +22510,10 @@ static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
     int hb = n->a.gather.has_base;
     const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
     int yd[8], idd[8], sd[8];
-    nn__launch *l = NULL;
-    nn__k_scatter_add k;
-    nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&src->shape, sd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(scatter_add, nn__gather_launch(g, id, ix, n->shape.dim[n->a.gather.dim], "scatter_add", &l));
     k.base = hb ? &g->nodes[n->in[0]].buf : &g->one; /* unread when has_base is 0 */
     k.idx = &ix->buf;
     k.src = &src->buf;
@@ -22538,12 +22560,7 @@ static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_one_hot(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int C = (int)n->shape.dim[n->shape.ndim - 1];
-    nn__launch *l = NULL;
-    nn__k_one_hot k;
-    nn_result r = nn__launch_index_check(g, id, &g->nodes[n->in[0]], C);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "one_hot", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(one_hot, nn__gather_launch(g, id, &g->nodes[n->in[0]], C, "one_hot", &l));
     k.labels = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -22650,13 +22667,8 @@ static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_reshape(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_copy k;
-    nn_result r;
     if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
-    r = nn__launch_kernel(g, id, "elementwise", "copy", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(copy, "elementwise", "copy", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -22764,9 +22776,6 @@ static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_permute(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_permute k;
-    nn_result r;
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
     int vd[8], vs[8], d;
     nn__permute_geom(n, &g->nodes[n->in[0]].shape, dims, xs);
@@ -22774,9 +22783,7 @@ static nn_result nn__launch_permute(nn_graph *g, int id) {
         vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
         vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
     }
-    r = nn__launch_kernel(g, id, "shape", "permute", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(permute, "shape", "permute", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -22849,14 +22856,9 @@ static nn_result nn__launch_flip(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
     int vd[8], vs[8];
-    nn__launch *l = NULL;
-    nn__k_strided k;
-    nn_result r;
     nn__dims8(dims, NN_MAX_DIMS, 1, vd);
     nn__dims8(xs, NN_MAX_DIMS, 0, vs);
-    r = nn__launch_kernel(g, id, "shape", "strided", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(strided, "shape", "strided", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -22979,16 +22981,11 @@ static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_slice(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
-    nn__launch *l = NULL;
-    nn__k_slice k;
-    nn_result r;
     int grad = n->op == NN__OP_SLICE_GRAD;
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    r = nn__launch_kernel(g, id, "shape", "slice", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(slice, "shape", "slice", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23197,14 +23194,9 @@ static nn_result nn__launch_repeat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
     int nd = nn__repeat_geom(g, n, yd, xd), vy[8], vx[8];
-    nn__launch *l = NULL;
-    nn__k_repeat_forward k;
-    nn_result r;
     nn__repeat_dims8(yd, nd, vy);
     nn__repeat_dims8(xd, nd, vx);
-    r = nn__launch_kernel(g, id, "shape", "repeat_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(repeat_forward, "shape", "repeat_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23217,15 +23209,10 @@ static nn_result nn__launch_repeat_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], reps[NN_MAX_DIMS];
     int nd = nn__repeat_geom(g, n, yd, xd), vx[8], vr[8], d;
-    nn__launch *l = NULL;
-    nn__k_repeat_backward k;
-    nn_result r;
     for (d = 0; d < nd; d++) reps[d] = yd[d] / xd[d];
     nn__repeat_dims8(xd, nd, vx);
     nn__repeat_dims8(reps, nd, vr);
-    r = nn__launch_kernel(g, id, "shape", "repeat_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(repeat_backward, "shape", "repeat_backward", n->numel);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.n = (int)n->numel;
@@ -23277,11 +23264,7 @@ static nn_result nn__cpu_tril(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_tril(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int nd = n->shape.ndim;
-    nn__launch *l = NULL;
-    nn__k_tril k;
-    nn_result r = nn__launch_kernel(g, id, "shape", "tril", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(tril, "shape", "tril", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23376,14 +23359,9 @@ static void nn__pad2d_geo(const nn__node *n, const nn_shape *xs, const nn_shape 
 
 static nn_result nn__launch_pad2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_pad2d_forward k;
     int geo[8];
-    nn_result r;
     nn__pad2d_geo(n, &g->nodes[n->in[0]].shape, &n->shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "pad2d_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(pad2d_forward, "shape", "pad2d_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23393,14 +23371,9 @@ static nn_result nn__launch_pad2d(nn_graph *g, int id) {
 
 static nn_result nn__launch_pad2d_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_pad2d_backward k;
     int geo[8];
-    nn_result r;
     nn__pad2d_geo(n, &n->shape, &g->nodes[n->in[0]].shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "pad2d_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(pad2d_backward, "shape", "pad2d_backward", n->numel);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.n = (int)n->numel;
@@ -23471,14 +23444,9 @@ static void nn__upsample2d_geo(const nn__node *n, const nn_shape *xs, int *geo) 
 
 static nn_result nn__launch_upsample2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_upsample2d_forward k;
     int geo[8];
-    nn_result r;
     nn__upsample2d_geo(n, &g->nodes[n->in[0]].shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "upsample2d_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(upsample2d_forward, "shape", "upsample2d_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -23488,14 +23456,9 @@ static nn_result nn__launch_upsample2d(nn_graph *g, int id) {
 
 static nn_result nn__launch_upsample2d_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_upsample2d_backward k;
     int geo[8];
-    nn_result r;
     nn__upsample2d_geo(n, &n->shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "upsample2d_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(upsample2d_backward, "shape", "upsample2d_backward", n->numel);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.n = (int)n->numel;
@@ -23634,12 +23597,7 @@ static nn_result nn__cpu_channel_bias(nn_graph *g, nn__node *n) {
 
 /* elementwise.cl's channel_bias, one work-item per element */
 static nn_result nn__launch_channel_bias(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_channel_bias k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "channel_bias", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(channel_bias, "elementwise", "channel_bias", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.b = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -23667,12 +23625,8 @@ static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_channel_sum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_channel_sum k;
     int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    nn_result r = nn__launch_kernel(g, id, "conv", "channel_sum", (size_t)C, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(channel_sum, "conv", "channel_sum", C);
     k.x = &x->buf;
     k.y = &n->buf;
     k.N = Nb;
@@ -24525,15 +24479,11 @@ static void nn__conv3d_geo(const nn__conv_attr *at, int geo[16]) {
 static nn_result nn__launch_conv3d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *x = &g->nodes[n->in[0]], *w = &g->nodes[n->in[1]];
-    nn__launch *l = NULL;
-    nn__k_conv3d_forward k;
     nn__conv3d c;
     int geo[16];
-    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(conv3d_forward, "conv3d", "conv3d_forward", n->numel);
     nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
     nn__conv3d_geo(&n->a.conv, geo);
-    memset(&k, 0, sizeof k);
     k.x = &x->buf;
     k.w = &w->buf;
     k.b = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -24546,15 +24496,11 @@ static nn_result nn__launch_conv3d(nn_graph *g, int id) {
 static nn_result nn__launch_conv3d_dx(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
-    nn__launch *l = NULL;
-    nn__k_conv3d_backward_data k;
     nn__conv3d c;
     int geo[16];
-    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_backward_data", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(conv3d_backward_data, "conv3d", "conv3d_backward_data", n->numel);
     nn__conv3d_geom(&c, &n->shape, &w->shape, &n->a.conv);
     nn__conv3d_geo(&n->a.conv, geo);
-    memset(&k, 0, sizeof k);
     k.w = &w->buf;
     k.dy = &dy->buf;
     k.dx = &n->buf;
@@ -24565,15 +24511,11 @@ static nn_result nn__launch_conv3d_dx(nn_graph *g, int id) {
 static nn_result nn__launch_conv3d_dw(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
-    nn__launch *l = NULL;
-    nn__k_conv3d_backward_weight k;
     nn__conv3d c;
     int geo[16];
-    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_backward_weight", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(conv3d_backward_weight, "conv3d", "conv3d_backward_weight", n->numel);
     nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
     nn__conv3d_geo(&n->a.conv, geo);
-    memset(&k, 0, sizeof k);
     k.x = &x->buf;
     k.dy = &dy->buf;
     k.dw = &n->buf;
@@ -24590,6 +24532,16 @@ static nn_result nn__launch_conv3d_dw(nn_graph *g, int id) {
    in src/cpu/norm.c, the kernels in kernels/norm.cl. */
 
 /* ==== helpers shared by the family's builders and launches ==== */
+
+/* at zeroed, then x [A, C, spatial...]'s A, C and S (the product of the spatial dims) */
+static void nn__norm_layout(nn__norm_attr *at, const nn__node *nx) {
+    int k;
+    memset(at, 0, sizeof *at);
+    at->A = (int)nx->shape.dim[0];
+    at->C = (int)nx->shape.dim[1];
+    at->S = 1;
+    for (k = 2; k < nx->shape.ndim; k++) at->S *= (int)nx->shape.dim[k];
+}
 
 /* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
 static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
@@ -24638,19 +24590,34 @@ static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel,
                                        size_t *wg) {
     nn__norm q;
     size_t groups, count;
-    nn_result r;
     *wg = nn__reduce_wg(g);
     nn__norm_geom(&q, &g->nodes[id].a.norm);
     groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
     count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
     while (*wg > 1 && *wg / 2 >= count) *wg /= 2;
-    r = nn__launch_kernel(g, id, "norm", kernel, groups * *wg, l);
-    if (r != NN_OK) return r;
-    (*l)->gws[0] = groups * *wg;
-    (*l)->lws[0] = *wg;
-    (*l)->use_lws = 1;
-    return NN_OK;
+    return nn__launch_groups(g, id, "norm", kernel, groups, *wg, l);
 }
+
+/* The fields every norm kernel takes, from the node's attributes a */
+#define NN__NORM_KFIELDS(k, a)     \
+    do {                           \
+        (k).A = (a)->A;            \
+        (k).C = (a)->C;            \
+        (k).S = (a)->S;            \
+        (k).G = (a)->groups;       \
+        (k).pc = (a)->per_channel; \
+    } while (0)
+
+/* A launch function's opening for a kernel SIG over work-groups (nn__launch_norm_groups's
+   per_group): n, a (its attributes), wg, and NN__KWITH's l, r and k, with the common
+   fields and the work-group's scratch tmp set */
+#define NN__NORM_KLAUNCH(sig, per_group)                                       \
+    nn__node *n = &g->nodes[id];                                               \
+    const nn__norm_attr *a = &n->a.norm;                                       \
+    size_t wg;                                                                 \
+    NN__KWITH(sig, nn__launch_norm_groups(g, id, #sig, per_group, &l, &wg)); \
+    NN__NORM_KFIELDS(k, a);                                                    \
+    k.tmp = wg * 4
 
 /* ==== norm_stats: stats [2, R] of x [A, C, S], the means then the biased variances: R =
    A*G groups of C/G channels each (group, layer and instance norm), or the C channels over
@@ -24673,22 +24640,9 @@ static nn_result nn__cpu_norm_stats(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_stats k;
-    size_t wg;
-    nn_result r = nn__launch_norm_groups(g, id, "norm_stats", 1, &l, &wg);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__NORM_KLAUNCH(norm_stats, 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.stats = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
-    k.tmp = wg * 4;
     return nn__kargs_norm_stats(l, &k);
 }
 
@@ -24780,21 +24734,13 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_forward k;
-    nn_result r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(norm_forward, "norm", "norm_forward", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.stats = &g->nodes[in[1]].buf;
     k.gamma = a->has_gamma ? &g->nodes[in[2]].buf : &g->one;
     k.beta = a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one;
     k.y = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
+    NN__NORM_KFIELDS(k, a);
     k.has_gamma = a->has_gamma;
     k.has_beta = a->has_beta;
     k.eps = a->eps;
@@ -24803,29 +24749,16 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
 
 /* one work-group per statistics group */
 static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
+    NN__NORM_KLAUNCH(norm_backward_data, 1);
     const int *in = n->in;
-    const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_backward_data k;
-    size_t wg;
-    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_data", 1, &l, &wg);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
     k.x = &g->nodes[in[0]].buf;
     k.stats = &g->nodes[in[1]].buf;
     k.dy = &g->nodes[in[2]].buf;
     k.gamma = a->has_gamma ? &g->nodes[in[3]].buf : &g->one;
     k.dx = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
     k.has_gamma = a->has_gamma;
     k.const_stats = a->const_stats;
     k.eps = a->eps;
-    k.tmp = wg * 4;
     return nn__kargs_norm_backward_data(l, &k);
 }
 
@@ -24833,26 +24766,13 @@ static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
    alone (x and stats are then g->one, unread). */
 static nn_result nn__launch_norm_affine(nn_graph *g, int id, const nn__buf *x, const nn__buf *stats, const nn__buf *dy,
                                         int with_xhat) {
-    nn__node *n = &g->nodes[id];
-    const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_backward_affine k;
-    size_t wg;
-    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_affine", 0, &l, &wg);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__NORM_KLAUNCH(norm_backward_affine, 0);
     k.x = x;
     k.stats = stats;
     k.dy = dy;
     k.out = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
     k.with_xhat = with_xhat;
     k.eps = a->eps;
-    k.tmp = wg * 4;
     return nn__kargs_norm_backward_affine(l, &k);
 }
 
@@ -24882,12 +24802,8 @@ static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_bn_running(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
-    nn__launch *l = NULL;
-    nn__k_batch_norm_running k;
     int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
-    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(batch_norm_running, "norm", "batch_norm_running", n->a.norm.C);
     k.rmean = &g->nodes[in[0]].buf;
     k.rvar = &g->nodes[in[1]].buf;
     k.stats = &g->nodes[in[2]].buf;
@@ -24912,12 +24828,7 @@ static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_batch_norm_pack k;
-    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(batch_norm_pack, "norm", "batch_norm_pack", n->a.norm.C);
     k.rmean = &g->nodes[n->in[0]].buf;
     k.rvar = &g->nodes[n->in[1]].buf;
     k.stats = &n->buf;
@@ -24936,7 +24847,6 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     nn__node *nx;
     nn_shape c;
     nn__norm_attr at;
-    int k;
     if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx))
         return nn__tensor(-1);
     nx = nn__n(g, x);
@@ -24951,11 +24861,7 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     c = nn_shape1(nx->shape.dim[1]);
     if (!nn__norm_check_vec(g, fn, gamma, "gamma", &c, sx) || !nn__norm_check_vec(g, fn, beta, "beta", &c, sx))
         return nn__tensor(-1);
-    memset(&at, 0, sizeof at);
-    at.A = (int)nx->shape.dim[0];
-    at.C = (int)nx->shape.dim[1];
-    at.S = 1;
-    for (k = 2; k < nx->shape.ndim; k++) at.S *= (int)nx->shape.dim[k];
+    nn__norm_layout(&at, nx);
     at.groups = groups;
     at.eps = eps;
     return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
@@ -25004,7 +24910,7 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     nn__node *nx;
     nn_shape c;
     nn__norm_attr at;
-    int k, stats, in[3], running;
+    int stats, in[3], running;
     if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx)) return nn__tensor(-1);
     nx = nn__n(g, x);
     memset(&d, 0, sizeof d);
@@ -25026,11 +24932,7 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
             !nn__norm_check_vec(g, "nn_batch_norm", d.running_var, "running_var", &c, sx))
             return nn__tensor(-1);
     }
-    memset(&at, 0, sizeof at);
-    at.A = (int)nx->shape.dim[0];
-    at.C = (int)nx->shape.dim[1];
-    at.S = 1;
-    for (k = 2; k < nx->shape.ndim; k++) at.S *= (int)nx->shape.dim[k];
+    nn__norm_layout(&at, nx);
     at.groups = at.per_channel = 1;
     at.eps = d.eps;
     at.momentum = d.momentum;
@@ -25275,6 +25177,15 @@ static nn_result nn__pool_launch(nn_graph *g, int id, const char *kernel, const 
         (k).geo = (geo);            \
     } while (0)
 
+/* A pool launch function's opening: n, p, geo and NN__KWITH's l, k (its pool fields set)
+   and r, for kernel SIG (its CPU variant cpu_kernel, per_row as nn__pool_launch's) */
+#define NN__POOL_KLAUNCH(sig, cpu_kernel, per_row)                                   \
+    nn__node *n = &g->nodes[id];                                                     \
+    nn__pooling p;                                                                   \
+    int geo[8];                                                                      \
+    NN__KWITH(sig, nn__pool_launch(g, id, #sig, cpu_kernel, per_row, &p, geo, &l)); \
+    NN__POOL_KFIELDS(k, p, geo)
+
 /* ==== max_pool2d: y [N, C, OH, OW] = the maximum of each window (kernel, stride, padding,
    dilation, ceil mode: torch.nn.functional.max_pool2d, max_pool1d, and the global form).
    Its gradient recomputes the windows' argmax (MAXPOOL2D_ARGMAX, idx [N, C, OH, OW] int32,
@@ -25333,49 +25244,25 @@ static nn_result nn__cpu_maxpool2d_grad(nn_graph *g, nn__node *n) {
 
 /* One work-item per output element, or per output row on a device tuned as a CPU. */
 static nn_result nn__launch_maxpool2d(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_max_pool2d_forward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_forward", "max_pool2d_forward_rows", 1, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(max_pool2d_forward, "max_pool2d_forward_rows", 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_forward(l, &k);
 }
 
 static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_max_pool2d_argmax k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_argmax", "max_pool2d_argmax_rows", 1, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(max_pool2d_argmax, "max_pool2d_argmax_rows", 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.idx = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_argmax(l, &k);
 }
 
 /* One work-item per input element, or per plane on a device tuned as a CPU. */
 static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_max_pool2d_backward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_backward", "max_pool2d_backward_planes", 0, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(max_pool2d_backward, "max_pool2d_backward_planes", 0);
     k.idx = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_backward(l, &k);
 }
 
@@ -25434,34 +25321,18 @@ static nn_result nn__cpu_avgpool2d_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_avgpool2d(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_avg_pool2d_forward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "avg_pool2d_forward", NULL, 0, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(avg_pool2d_forward, NULL, 0);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     k.exclude_pad = p.exclude_pad;
     k.adaptive = p.adaptive;
     return nn__kargs_avg_pool2d_forward(l, &k);
 }
 
 static nn_result nn__launch_avgpool2d_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_avg_pool2d_backward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "avg_pool2d_backward", NULL, 0, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(avg_pool2d_backward, NULL, 0);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     k.exclude_pad = p.exclude_pad;
     k.adaptive = p.adaptive;
     return nn__kargs_avg_pool2d_backward(l, &k);
@@ -25591,12 +25462,8 @@ static void nn__update_sgd(nn_graph *g, nn__launch *l) {
 static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *p = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_sgd k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)p->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(sgd, "optim", "sgd", p->numel);
     l->update = nn__update_sgd;
-    memset(&k, 0, sizeof k);
     k.p = &p->buf;
     k.grad = &g->nodes[n->in[1]].buf;
     k.buf = n->n_aux ? &n->aux[0] : &g->one;
@@ -25649,12 +25516,8 @@ static void nn__update_adam(nn_graph *g, nn__launch *l) {
 static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *p = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_adam k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "adam", (size_t)p->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(adam, "optim", "adam", p->numel);
     l->update = nn__update_adam;
-    memset(&k, 0, sizeof k);
     k.p = &p->buf;
     k.grad = &g->nodes[n->in[1]].buf;
     k.m = &n->aux[0];
@@ -25711,14 +25574,8 @@ static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) {
    x (clipped by clip and cv) */
 static nn_result nn__launch_opt_norms(nn_graph *g, int id, const nn__buf *p, const nn__buf *x, const nn__buf *clip, float cv,
                                       int np, const nn__buf *out, int off) {
-    nn__launch *l = NULL;
-    nn__k_opt_norms k;
     size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(opt_norms, nn__launch_groups(g, id, "optim", "opt_norms", 1, wg, &l));
     k.p = p;
     k.x = x;
     k.clip = clip;
@@ -25808,13 +25665,8 @@ static void nn__update_grad_acc(nn_graph *g, nn__launch *l) {
 }
 
 static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_grad_acc k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KLAUNCH(grad_acc, "optim", "grad_acc", n->numel);
     l->update = nn__update_grad_acc;
-    memset(&k, 0, sizeof k);
     k.acc = &n->buf;
     k.g = &g->nodes[n->in[0]].buf;
     k.n = (int)n->numel;
@@ -25839,15 +25691,7 @@ static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_nonfinite_count k;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
+    NN__KGROUP(nonfinite_count, "optim");
     k.x = &g->nodes[n->in[0]].buf;
     k.n = (int)g->nodes[n->in[0]].numel;
     k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
@@ -25874,12 +25718,7 @@ static nn_result nn__cpu_skip_gate(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_skip_gate k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "skip_gate", 1, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(skip_gate, "optim", "skip_gate", 1);
     k.cnt = &g->nodes[n->in[0]].buf;
     k.clip = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
@@ -25892,6 +25731,7 @@ NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
     nn_result r;
     if (!g || !count) return NN_ERR_INVALID_ARGUMENT;
     *count = 0;
+    if ((r = nn__graph_orphaned(g, "nn_graph_skipped_steps")) != NN_OK) return r;
     if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_skipped_steps: the graph is not compiled");
     if (g->skip_node <= 0) return NN_OK;
     r = nn_tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);
@@ -26137,25 +25977,20 @@ static nn_result nn__random_launch(nn_graph *g, int id, const char *kernel, nn__
     return r;
 }
 
-/* A launch's struct k zeroed, then the fields every kernel with NN__KARGS_RNG takes: node
-   n's element count, the graph's seed, the node's key (the step is nn__update_rng's). */
-#define NN__RNG_FIELDS(k, g, n)                               \
-    do {                                                      \
-        memset(&(k), 0, sizeof(k));                           \
-        (k).n = (int)(n)->numel;                              \
-        (k).seed_lo = (unsigned)(g)->seed;                    \
-        (k).seed_hi = (unsigned)((g)->seed >> 32);            \
-        (k).key = (unsigned)(n)->a.random.key;                \
-    } while (0)
+/* A random launch function's opening: n, and NN__KWITH's l, r and k, kernel `kernel` of
+   signature SIG, with the fields every kernel with NN__KARGS_RNG takes: node n's element
+   count, the graph's seed, the node's key (the step is nn__update_rng's). */
+#define NN__RNG_KLAUNCH(sig, kernel)                           \
+    nn__node *n = &g->nodes[id];                               \
+    NN__KWITH(sig, nn__random_launch(g, id, kernel, &l));      \
+    k.n = (int)n->numel;                                       \
+    k.seed_lo = (unsigned)g->seed;                             \
+    k.seed_hi = (unsigned)(g->seed >> 32);                     \
+    k.key = (unsigned)n->a.random.key
 
 /* rand's and randn's launch: y, n and the Philox fields (rand's signature, which randn takes) */
 static nn_result nn__launch_rand_sig(nn_graph *g, int id, const char *kernel) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_rand k;
-    nn_result r = nn__random_launch(g, id, kernel, &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
+    NN__RNG_KLAUNCH(rand, kernel);
     k.y = &n->buf;
     return nn__kargs_rand(l, &k);
 }
@@ -26230,12 +26065,7 @@ static int nn__sample_randint(const nn__random_attr *ra, const uint32_t r[4], co
 static nn_result nn__cpu_randint(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randint); }
 
 static nn_result nn__launch_randint(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_randint k;
-    nn_result r = nn__random_launch(g, id, "randint", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
+    NN__RNG_KLAUNCH(randint, "randint");
     k.y = &n->buf;
     k.low = n->a.random.low;
     k.range_m1 = (unsigned)n->a.random.range;
@@ -26267,12 +26097,7 @@ static int nn__sample_bernoulli(const nn__random_attr *ra, const uint32_t r[4], 
 static nn_result nn__cpu_bernoulli(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_bernoulli); }
 
 static nn_result nn__launch_bernoulli(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_bernoulli k;
-    nn_result r = nn__random_launch(g, id, "bernoulli", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
+    NN__RNG_KLAUNCH(bernoulli, "bernoulli");
     k.p = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.bad = &g->checks;
@@ -26311,12 +26136,7 @@ static int nn__sample_gaussian_noise(const nn__random_attr *ra, const uint32_t r
 static nn_result nn__cpu_gaussian_noise(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_gaussian_noise); }
 
 static nn_result nn__launch_gaussian_noise(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_gaussian_noise k;
-    nn_result r = nn__random_launch(g, id, "gaussian_noise", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
+    NN__RNG_KLAUNCH(gaussian_noise, "gaussian_noise");
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.std = n->a.random.std;
@@ -26380,13 +26200,8 @@ static nn_result nn__cpu_alpha_dropout_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_alpha_dropout(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
+    NN__RNG_KLAUNCH(alpha_dropout, "alpha_dropout");
     const nn__random_attr *ra = &n->a.random;
-    nn__launch *l = NULL;
-    nn__k_alpha_dropout k;
-    nn_result r = nn__random_launch(g, id, "alpha_dropout", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.p = ra->p;
@@ -26397,13 +26212,8 @@ static nn_result nn__launch_alpha_dropout(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_alpha_dropout_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
+    NN__RNG_KLAUNCH(alpha_dropout_grad, "alpha_dropout_grad");
     const nn__random_attr *ra = &n->a.random;
-    nn__launch *l = NULL;
-    nn__k_alpha_dropout_grad k;
-    nn_result r = nn__random_launch(g, id, "alpha_dropout_grad", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.p = ra->p;
@@ -26448,11 +26258,7 @@ static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_dropout k;
-    nn_result r = nn__random_launch(g, id, "dropout", &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(dropout, nn__random_launch(g, id, "dropout", &l));
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -27827,6 +27633,7 @@ NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int al
     size_t len = 0;
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if ((r = nn__graph_orphaned(g, "nn_graph_load_safetensors")) != NN_OK) return r;
     r = nn__read_file(g->ctx, path, &buf, &len);
     if (r != NN_OK) return r;
     r = nn__st_load_mem(g, path, buf, len, allow_missing);
@@ -27989,6 +27796,7 @@ NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
     ps = g->params;
+    if ((r = nn__graph_orphaned(g, "nn_graph_save_safetensors")) != NN_OK) return r;
     if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_save_safetensors: no path given");
     items = (nn__st_item *)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *items);
     if (!items) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
@@ -28291,6 +28099,7 @@ NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
+    if ((r = nn__graph_orphaned(g, "nn_graph_save_state")) != NN_OK) return r;
     if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_save_state: no path given");
     if (!g->compiled || g->status != NN_OK)
         return nn__fail(ctx, NN_ERR_STATE, "nn_graph_save_state: %s: compile the graph first", path);
@@ -28497,6 +28306,7 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path) {
     size_t len = 0;
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if ((r = nn__graph_orphaned(g, "nn_graph_load_state")) != NN_OK) return r;
     if (!path || !path[0]) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_load_state: no path given");
     if (!g->compiled || g->status != NN_OK)
         return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_load_state: %s: compile the graph first", path);

@@ -13,23 +13,9 @@
 #if defined(NN_FUZZ)
 #define NN_IMPLEMENTATION
 #include "../nn.h"
+#include "fuzz.h"
 
 #define FZ_KEY 0x0123456789abcdefULL
-
-static void fz_check(int cond) {
-    if (!cond) __builtin_trap();
-}
-
-static int fz_write(const char *dir, const char *name, const unsigned char *b, size_t n) {
-    char path[1024];
-    FILE *f;
-    int ok;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    f = fopen(path, "wb");
-    if (!f) return 0;
-    ok = fwrite(b, 1, n, f) == n;
-    return (fclose(f) == 0) && ok;
-}
 
 /* A valid file for the payload and key, then the usual ways one is broken. */
 static int fz_write_seeds(const char *dir) {
@@ -61,19 +47,10 @@ static int fz_write_seeds(const char *dir) {
     return ok;
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    const char *seeds = getenv("NN_FUZZ_WRITE_SEEDS");
     (void)argc;
     (void)argv;
-    if (seeds) {
-        int ok = fz_write_seeds(seeds);
-        fprintf(stderr, "fuzz_cache: %s seeds in %s\n", ok ? "wrote" : "FAILED to write", seeds);
-        exit(ok ? 0 : 1);
-    }
-    return 0;
+    return fz_init(0, "fuzz_cache", fz_write_seeds);
 }
 
 /* The input as a cache file, for key. */

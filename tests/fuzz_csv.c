@@ -9,24 +9,8 @@
 #if defined(NN_FUZZ)
 #define NN_IMPLEMENTATION
 #include "../nn.h"
+#include "fuzz.h"
 
-static nn_context *fz_ctx;
-
-static void fz_check(int cond) {
-    if (!cond) __builtin_trap();
-}
-
-static int fz_write(const char *dir, const char *name, const char *text) {
-    char path[1024];
-    FILE *f;
-    int ok;
-    size_t n = strlen(text);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    f = fopen(path, "wb");
-    if (!f) return 0;
-    ok = fwrite(text, 1, n, f) == n;
-    return (fclose(f) == 0) && ok;
-}
 
 static int fz_write_seeds(const char *dir) {
     static const char *const seeds[][2] = {
@@ -46,29 +30,14 @@ static int fz_write_seeds(const char *dir) {
     };
     size_t i;
     for (i = 0; i < sizeof seeds / sizeof seeds[0]; i++)
-        if (!fz_write(dir, seeds[i][0], seeds[i][1])) return 0;
+        if (!fz_write(dir, seeds[i][0], seeds[i][1], strlen(seeds[i][1]))) return 0;
     return 1;
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    nn_context_desc d;
-    const char *seeds = getenv("NN_FUZZ_WRITE_SEEDS");
     (void)argc;
     (void)argv;
-    memset(&d, 0, sizeof d);
-    d.device = "cpu";
-    d.threads = 1;
-    d.log_level = NN_LOG_ERROR;
-    if (nn_context_create(&d, &fz_ctx) != NN_OK) return 1;
-    if (seeds) {
-        int ok = fz_write_seeds(seeds);
-        fprintf(stderr, "fuzz_csv: %s seeds in %s\n", ok ? "wrote" : "FAILED to write", seeds);
-        exit(ok ? 0 : 1);
-    }
-    return 0;
+    return fz_init(1, "fuzz_csv", fz_write_seeds);
 }
 
 /* nn__parse_real against strtod/strtof on the whole input, where the C library reads it

@@ -7,23 +7,8 @@
 #if defined(NN_FUZZ)
 #define NN_IMPLEMENTATION
 #include "../nn.h"
+#include "fuzz.h"
 
-static nn_context *fz_ctx;
-
-static void fz_check(int cond) {
-    if (!cond) __builtin_trap();
-}
-
-static int fz_write(const char *dir, const char *name, const unsigned char *b, size_t n) {
-    char path[1024];
-    FILE *f;
-    int ok;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    f = fopen(path, "wb");
-    if (!f) return 0;
-    ok = fwrite(b, 1, n, f) == n;
-    return (fclose(f) == 0) && ok;
-}
 
 /* Each element type, one to three dims, and the usual ways a file is broken. */
 static int fz_write_seeds(const char *dir) {
@@ -46,25 +31,10 @@ static int fz_write_seeds(const char *dir) {
            fz_write(dir, "bad_7_dims.idx", dims7, sizeof dims7);
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    nn_context_desc d;
-    const char *seeds = getenv("NN_FUZZ_WRITE_SEEDS");
     (void)argc;
     (void)argv;
-    memset(&d, 0, sizeof d);
-    d.device = "cpu";
-    d.threads = 1;
-    d.log_level = NN_LOG_ERROR;
-    if (nn_context_create(&d, &fz_ctx) != NN_OK) return 1;
-    if (seeds) {
-        int ok = fz_write_seeds(seeds);
-        fprintf(stderr, "fuzz_idx: %s seeds in %s\n", ok ? "wrote" : "FAILED to write", seeds);
-        exit(ok ? 0 : 1);
-    }
-    return 0;
+    return fz_init(1, "fuzz_idx", fz_write_seeds);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -6,28 +6,16 @@
 #if defined(NN_FUZZ)
 #define NN_IMPLEMENTATION
 #include "../nn.h"
+#include "fuzz.h"
 
-static nn_context *fz_ctx;
 static nn_graph *fz_g;
 
-static void fz_check(int cond) {
-    if (!cond) __builtin_trap();
-}
-
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    nn_context_desc d;
     nn_init zero;
     (void)argc;
     (void)argv;
-    memset(&d, 0, sizeof d);
     memset(&zero, 0, sizeof zero);
-    d.device = "cpu";
-    d.threads = 1;
-    d.log_level = NN_LOG_ERROR;
-    if (nn_context_create(&d, &fz_ctx) != NN_OK || nn_graph_create(fz_ctx, NULL, &fz_g) != NN_OK) return 1;
+    if (!fz_context() || nn_graph_create(fz_ctx, NULL, &fz_g) != NN_OK) return 1;
     /* the names of the seed corpus: a torch Linear(3, 2), and "w" [2] */
     nn_param(fz_g, "fc.weight", nn_shape2(2, 3), zero);
     nn_param(fz_g, "fc.bias", nn_shape1(2), zero);

@@ -10,15 +10,11 @@
 #if defined(NN_FUZZ)
 #define NN_IMPLEMENTATION
 #include "../nn.h"
+#include "fuzz.h"
 
 #define FZ_GRAPHS 3
-static nn_context *fz_ctx;
 static nn_graph *fz_g[FZ_GRAPHS];
 static nn_dataset *fz_ds[FZ_GRAPHS];
-
-static void fz_check(int cond) {
-    if (!cond) __builtin_trap();
-}
 
 /* 8 samples of 3 features, 2 classes -> fc1 (4) -> relu -> fc2 (2), batch 4. */
 static nn_graph *fz_build(int kind, nn_dataset **ds) {
@@ -60,17 +56,6 @@ static nn_graph *fz_build(int kind, nn_dataset **ds) {
     }
     if (nn_graph_compile(g, &cd) != NN_OK) return NULL;
     return g;
-}
-
-static int fz_write(const char *dir, const char *name, const unsigned char *b, size_t n) {
-    char path[1024];
-    FILE *f;
-    int ok;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    f = fopen(path, "wb");
-    if (!f) return 0;
-    ok = fwrite(b, 1, n, f) == n;
-    return (fclose(f) == 0) && ok;
 }
 
 /* Replaces the first occurrence of from by to (same length) in b[0..n). */
@@ -124,32 +109,18 @@ static int fz_write_seeds(const char *dir) {
     return 1;
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    nn_context_desc d;
-    const char *seeds = getenv("NN_FUZZ_WRITE_SEEDS");
     int k;
     (void)argc;
     (void)argv;
-    memset(&d, 0, sizeof d);
-    d.device = "cpu";
-    d.threads = 1;
-    d.log_level = NN_LOG_ERROR;
-    if (nn_context_create(&d, &fz_ctx) != NN_OK) return 1;
+    if (!fz_context()) return 1;
     for (k = 0; k < FZ_GRAPHS; k++) fz_g[k] = fz_build(k, &fz_ds[k]);
     for (k = 0; k < FZ_GRAPHS; k++)
         if (!fz_g[k]) {
             fprintf(stderr, "fuzz_state: cannot build graph %d: %s\n", k, nn_context_last_error(fz_ctx));
             exit(1);
         }
-    if (seeds) {
-        int ok = fz_write_seeds(seeds);
-        fprintf(stderr, "fuzz_state: %s seeds in %s (%s)\n", ok ? "wrote" : "FAILED to write", seeds,
-                ok ? "ok" : nn_context_last_error(fz_ctx));
-        exit(ok ? 0 : 1);
-    }
+    fz_seeds("fuzz_state", fz_write_seeds);
     return 0;
 }
 

@@ -91,6 +91,14 @@ int t_survey_graph(const nn_graph *g) {
     return 1;
 }
 
+int t_begin_cpu(const t_env *e, const char *name, const char *why) {
+    if (!t_begin(e, name)) return 0;
+    if (!e->opencl) return 1;
+    t_skip(why);
+    t_end();
+    return 0;
+}
+
 void t_skip(const char *why) {
     if (case_filtered) return;
     case_skipped = 1;

@@ -369,6 +369,25 @@ spec mk(const char *name, build_fn b, ref_fn r, nn_shape out) {
     s.hi = 2;
     return s;
 }
+static const int t_odd2[T_N_ODD][2] = {{7, 33}, {1, 129}, {129, 3}};
+spec mk_odd(char *name, size_t cap, const char *label, int j, build_fn b, ref_fn r, int scalar) {
+    nn_shape sh = nn_shape2(t_odd2[j][0], t_odd2[j][1]);
+    spec s;
+    snprintf(name, cap, "%s [%d, %d]", label, t_odd2[j][0], t_odd2[j][1]);
+    s = mk(name, b, r, scalar ? nn_shape1(1) : sh);
+    in_f(&s, sh);
+    return s;
+}
+void t_odd_cases(const t_env *e, const t_odd *rows, int n) {
+    char name[96];
+    int i, j;
+    for (j = 0; j < T_N_ODD; j++)
+        for (i = 0; i < n; i++) {
+            spec s = mk_odd(name, sizeof name, rows[i].label, j, rows[i].build, rows[i].ref, rows[i].scalar);
+            s.p = rows[i].p;
+            check_case(e, &s);
+        }
+}
 void in_f(spec *s, nn_shape sh) {
     s->shape[s->n_in] = sh;
     s->grad[s->n_in] = 1;
@@ -500,6 +519,11 @@ static void run_row(const t_env *e, const bad_row *r) {
     T_CHECK(rc == NN_ERR_STATE, "%s: nn_graph_step on the refused graph returned %d", r->label, (int)rc);
 done:
     nn_graph_destroy(g);
+}
+
+void t_run_parts(const t_env *e, const t_part *parts, int n) {
+    int i;
+    for (i = 0; i < n; i++) parts[i](e);
 }
 
 void t_bad_rows(const t_env *e, const bad_row *rows, int n) {

@@ -20,6 +20,8 @@ void t_context_desc(const t_env *e, nn_context_desc *d);
 /* Begins a case; 0 when NN_TEST_FILTER excludes it: return without running any of it
    (t_skip and t_end do nothing for such a case). */
 int t_begin(const t_env *e, const char *name);
+/* t_begin for a case of the CPU backend only: on an OpenCL backend it is skipped (why), 0 */
+int t_begin_cpu(const t_env *e, const char *name, const char *why);
 /* t_begin for a case of the op checker (check_case, the optimizer checks): the cases that
    NN_TEST_SURVEY and NN_TEST_CASES choose from (tests/nn_test.c); every other case is
    filtered out in those modes. */
@@ -109,9 +111,23 @@ void in_i(spec *s, nn_shape sh, int lo, int hi); /* an int32 input in [lo, hi) *
 void in_fr(spec *s, nn_shape sh, double lo, double hi); /* a float input in [lo, hi), gradient checked */
 /* the parameter `name` that build creates, values in [lo, hi), gradient checked */
 void in_param(spec *s, const char *name, nn_shape sh, double lo, double hi);
+/* The sweeps at the odd 2-D shapes [7, 33], [1, 129], [129, 3] (T_N_ODD of them): mk_odd
+   makes the case "LABEL [r, c]" at the j-th (its name written to name, cap bytes) with one
+   float input of that shape and an output of that shape, or [1] when scalar; t_odd_cases
+   checks each row at each shape in turn, with s.p = the row's p. */
+#define T_N_ODD 3
+spec mk_odd(char *name, size_t cap, const char *label, int j, build_fn b, ref_fn r, int scalar);
+typedef struct t_odd {
+    const char *label;
+    build_fn build;
+    ref_fn ref;
+    int scalar;
+    float p;
+} t_odd;
 /* Runs the case on e's backend: forward vs the reference, gradients vs finite
    differences, and CPU parity on OpenCL devices; one ok/FAIL line. */
 void check_case(const t_env *e, const spec *s);
+void t_odd_cases(const t_env *e, const t_odd *rows, int n);
 /* Expected-value mode inside a case already begun: runs s (s->expect set) on e's backend
    and compares; got_y, got_dx0 (optional): the output and input 0's gradient read back
    (malloc'ed, the caller frees), for checks of their own (dropout's mask). 1 when it ran. */
@@ -155,6 +171,15 @@ void np_in_i(np_case *c, nn_shape s, const double *x);
 void np_param(np_case *c, const char *name, nn_shape s, const double *x, const double *dx);
 /* a deterministic fill in [lo, hi), float-representable */
 void np_fill(double *v, long n, double lo, double hi, unsigned long long seed);
+
+/* A suite's parts, each run in turn on e's backend: T_RUN(e, part, ...). */
+typedef void (*t_part)(const t_env *e);
+void t_run_parts(const t_env *e, const t_part *parts, int n);
+#define T_RUN(e, ...)                                                    \
+    do {                                                                 \
+        static const t_part t_parts_[] = {__VA_ARGS__};                  \
+        t_run_parts(e, t_parts_, (int)(sizeof t_parts_ / sizeof t_parts_[0])); \
+    } while (0)
 
 /* The suites, one line each, in the order they run on every backend (tests/nn_test.c):
    suite_NAME(const t_env *) in tests/test_NAME.c. registry stays last: it checks what the

@@ -497,8 +497,5 @@ void suite_activation(const t_env *e) {
         }
         act_exact(e, &acts[k]);
     }
-    act_refused(e);
-    prelu_cases(e);
-    nanprop_activations(e);
-    nanprop_prelu(e);
+    T_RUN(e, act_refused, prelu_cases, nanprop_activations, nanprop_prelu);
 }

@@ -625,16 +625,7 @@ static void check_dims_and_queries(const t_env *e) {
 }
 
 void suite_api(const t_env *e) {
-    check_dims_and_queries(e);
-    check_norm_eps(e);
-    check_loss_zero(e);
-    check_schedule_zero(e);
-    check_zero_refused(e);
-    check_seed_zero(e);
-    check_none_loss(e);
-    check_none_operands(e);
-    check_layers_bias(e);
-    check_pad_order(e);
-    check_label_errors(e);
-    check_log_level(e);
+    T_RUN(e, check_dims_and_queries, check_norm_eps, check_loss_zero, check_schedule_zero, check_zero_refused,
+          check_seed_zero, check_none_loss, check_none_operands, check_layers_bias, check_pad_order,
+          check_label_errors, check_log_level);
 }

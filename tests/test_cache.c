@@ -4,8 +4,9 @@
    (an info line), the program is built from source, gives the same results, and the file
    is written valid again; no temporary file is ever left, even when the rename fails (a
    directory in the file's place); a cache directory that cannot be made costs nothing but
-   the cache; contexts on several threads fill one directory at
-   once. The files are checked against the format as written down here, independently of
+   the cache; contexts on several threads fill one directory at once; a FIFO in a file's
+   place is refused without waiting on it; a cache directory that another user owns, or
+   that group or others may write, is not used (an info line), and a new one is made 0700. The files are checked against the format as written down here, independently of
    the parser in nn.h:
        "nnh-prog", u32 version 1, u32 header size 40, u64 key (the file name's hex),
        u64 payload bytes, u64 checksum (t_checksum); all little-endian. */
@@ -17,8 +18,11 @@
 #include <math.h>
 #if !defined(_WIN32)
 #  include <dirent.h>
+#  include <errno.h>
+#  include <fcntl.h>
 #  include <pthread.h>
 #  include <sys/stat.h>
+#  include <time.h>
 #  include <unistd.h>
 #  define T_CACHE 1
 #else
@@ -31,17 +35,23 @@
 typedef struct t_log {
     char text[16384];
     int ignored, loaded, stored, unstored; /* lines "program cache: ignoring / loaded / stored / cannot store" */
+    int fifo_refused;            /* lines "program cache: cannot read ...: a FIFO, not a regular file" */
+    int dir_refused;             /* info lines "program cache: ...: another user could supply the programs" */
     char fail[600];              /* t_run: what went wrong */
 } t_log;
 
 static void t_logger(void *user, nn_log_level level, const char *message) {
     t_log *l = (t_log *)user;
     size_t used = strlen(l->text);
-    (void)level;
     if (strncmp(message, "program cache: ignoring ", 24) == 0) l->ignored++;
     if (strncmp(message, "program cache: loaded ", 22) == 0) l->loaded++;
     if (strncmp(message, "program cache: stored ", 22) == 0) l->stored++;
     if (strncmp(message, "program cache: cannot store ", 28) == 0) l->unstored++;
+    if (strncmp(message, "program cache: cannot read ", 27) == 0 && strstr(message, ": a FIFO, not a regular file"))
+        l->fifo_refused++;
+    if (strncmp(message, "program cache: ", 15) == 0 && strstr(message, "another user could supply the programs") &&
+        level == NN_LOG_INFO)
+        l->dir_refused++;
     snprintf(l->text + used, sizeof l->text - used, "%s\n", message);
 }
 
@@ -89,6 +99,12 @@ static unsigned char *t_read(const char *path, size_t *n) {
     }
     fclose(f);
     return b;
+}
+
+static void t_rm_dir(const char *dir) {
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("  (could not remove %s)\n", dir);
 }
 
 static int t_write(const char *path, const unsigned char *b, size_t n) {
@@ -344,6 +360,155 @@ done:
     t_end();
 }
 
+/* Releases a reader blocked opening one of the FIFOs (the defect: the cache's fopen waited
+   forever for a writer): after a grace period, opens each for writing without blocking,
+   which succeeds only while a reader has it open, and closes it again (the reader then
+   reads nothing). The case fails on the log, not on this: a reader that opens with
+   O_NONBLOCK, sees a FIFO and closes may be met in that moment too. */
+typedef struct t_fifo_watch {
+    char (*paths)[1024];
+    int n;
+    volatile int stop;
+    int released;
+} t_fifo_watch;
+
+static void *t_fifo_watch_run(void *arg) {
+    t_fifo_watch *w = (t_fifo_watch *)arg;
+    struct timespec tick;
+    int ms, i;
+    tick.tv_sec = 0;
+    tick.tv_nsec = 20 * 1000 * 1000;
+    for (ms = 0; !w->stop; ms += 20) {
+        nanosleep(&tick, NULL);
+        if (ms < 3000) continue; /* the grace period */
+        for (i = 0; i < w->n; i++) {
+            int fd = open(w->paths[i], O_WRONLY | O_NONBLOCK);
+            if (fd >= 0) {
+                w->released++;
+                close(fd);
+            }
+        }
+    }
+    return NULL;
+}
+
+/* A FIFO in each cache file's place: the compile neither waits on it (the defect: forever)
+   nor replaces it; the programs are built from source, give the same results, and a debug
+   line names each FIFO. */
+static void test_cache_fifo(const t_env *e) {
+    char dir[] = "/tmp/nn-test-cache-XXXXXX", names[T_MAXFILES][256], (*paths)[1024] = NULL;
+    t_log *log = (t_log *)malloc(sizeof *log);
+    t_fifo_watch w;
+    pthread_t th;
+    struct stat st;
+    int n, i, started = 0;
+    if (!t_begin(e, "opencl: program cache: a FIFO in a file's place is refused, not waited on")) {
+        free(log);
+        return;
+    }
+    if (!e->opencl) {
+        t_skip("no programs on the CPU backend");
+        goto done;
+    }
+    if (!T_CHECK(log != NULL && mkdtemp(dir) != NULL, "mkdtemp failed")) goto done;
+    if (!T_CHECK(t_run(e, dir, log, "first run"), "%s", log->fail)) goto cleanup;
+    if ((n = t_dir_valid(dir, names, "after the first run")) < 1) goto cleanup;
+    paths = (char (*)[1024])calloc((size_t)n, sizeof *paths);
+    if (!T_CHECK(paths != NULL, "out of memory")) goto cleanup;
+    for (i = 0; i < n; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/%.255s", dir, names[i]);
+        remove(paths[i]);
+        if (!T_CHECK(mkfifo(paths[i], 0600) == 0, "mkfifo %s: %s", paths[i], strerror(errno))) goto cleanup;
+    }
+    memset(&w, 0, sizeof w);
+    w.paths = paths;
+    w.n = n;
+    started = pthread_create(&th, NULL, t_fifo_watch_run, &w) == 0;
+    T_CHECK(started, "pthread_create failed");
+    T_CHECK(t_run(e, dir, log, "FIFOs in the files' places"), "%s", log->fail);
+    w.stop = 1;
+    if (started) pthread_join(th, NULL);
+    T_CHECK(log->fifo_refused == n && log->loaded == 0 && log->stored == 0 && log->unstored == n,
+            "FIFOs: %d refused as FIFOs, %d loaded, %d stored, %d not stored of %d%s; log:\n%s", log->fifo_refused,
+            log->loaded, log->stored, log->unstored, n,
+            w.released ? " (a reader was blocked opening a FIFO: the test released it)" : "", log->text);
+    for (i = 0; i < n; i++)
+        T_CHECK(stat(paths[i], &st) == 0 && S_ISFIFO(st.st_mode), "%s is no longer the FIFO", paths[i]);
+cleanup:
+    free(paths);
+    t_rm_dir(dir);
+done:
+    free(log);
+    t_end();
+}
+
+/* The cache directory, as ssh treats its files: one that group or others may write, or
+   that another user owns, could hold native code of theirs; it is not used (an info line
+   naming it and why: programs built from source, not stored); a missing one is made 0700,
+   with its missing parents. Every step checks the same results (t_run). */
+static void test_cache_dir_private(const t_env *e) {
+    char base[] = "/tmp/nn-test-cache-XXXXXX", dir[300], parent[300], names[T_MAXFILES][256];
+    t_log *log = (t_log *)malloc(sizeof *log);
+    struct stat st;
+    static const unsigned modes[3] = {0770, 0702, 0777};
+    int n, i;
+    if (!t_begin(e, "opencl: program cache: a directory others may write or own is not used; made 0700")) {
+        free(log);
+        return;
+    }
+    if (!e->opencl) {
+        t_skip("no programs on the CPU backend");
+        goto done;
+    }
+    if (!T_CHECK(log != NULL && mkdtemp(base) != NULL, "mkdtemp failed")) goto done;
+    snprintf(parent, sizeof parent, "%s/made", base);
+    snprintf(dir, sizeof dir, "%s/made/nn", base);
+    if (!T_CHECK(t_run(e, dir, log, "a new directory"), "%s", log->fail)) goto cleanup;
+    T_CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700, "%s made with mode %04o, not 0700", dir,
+            (unsigned)(st.st_mode & 0777));
+    T_CHECK(stat(parent, &st) == 0 && (st.st_mode & 0777) == 0700, "%s made with mode %04o, not 0700", parent,
+            (unsigned)(st.st_mode & 0777));
+    if ((n = t_dir_valid(dir, names, "after the first run")) < 1) goto cleanup;
+    T_CHECK(log->stored == n && log->dir_refused == 0, "a new directory: %d stored of %d, %d refusals; log:\n%s",
+            log->stored, n, log->dir_refused, log->text);
+    for (i = 0; i < 3; i++) {
+        char when[100], want[400];
+        snprintf(when, sizeof when, "mode %04o", modes[i]);
+        if (!T_CHECK(chmod(dir, modes[i]) == 0, "chmod %s: %s", dir, strerror(errno))) goto cleanup;
+        if (!T_CHECK(t_run(e, dir, log, when), "%s", log->fail)) continue;
+        snprintf(want, sizeof want, "program cache: %s is writable by %s (mode %04o; chmod go-w it): ", dir,
+                 i == 0 ? "its group" : i == 1 ? "others" : "group and others", modes[i]);
+        T_CHECK(log->dir_refused == 1 && log->loaded == 0 && log->stored == 0 && strstr(log->text, want) != NULL,
+                "%s: %d refusals (\"%s\"), %d loaded, %d stored; log:\n%s", when, log->dir_refused, want, log->loaded,
+                log->stored, log->text);
+    }
+    if (!T_CHECK(chmod(dir, 0700) == 0, "chmod %s: %s", dir, strerror(errno))) goto cleanup;
+    if (T_CHECK(t_run(e, dir, log, "mode 0700 again"), "%s", log->fail))
+        T_CHECK(log->loaded == n && log->dir_refused == 0, "mode 0700 again: %d of %d loaded, %d refusals; log:\n%s",
+                log->loaded, n, log->dir_refused, log->text);
+    if (geteuid() == 0) { /* root can give it to another user */
+        if (T_CHECK(chown(dir, 65534, 65534) == 0, "chown %s: %s", dir, strerror(errno)) &&
+            T_CHECK(t_run(e, dir, log, "owned by user 65534"), "%s", log->fail))
+            T_CHECK(log->dir_refused == 1 && log->loaded == 0 && log->stored == 0 &&
+                        strstr(log->text, "is owned by user 65534, not by this process's user 0") != NULL,
+                    "owned by user 65534: %d refusals, %d loaded, %d stored; log:\n%s", log->dir_refused, log->loaded,
+                    log->stored, log->text);
+    } else {
+        printf("  (not root: a directory of another user is not tried)\n");
+    }
+    /* a FIFO where the directory should be: not a directory, not waited on */
+    snprintf(dir, sizeof dir, "%s/fifo", base);
+    if (T_CHECK(mkfifo(dir, 0600) == 0, "mkfifo %s: %s", dir, strerror(errno)) &&
+        T_CHECK(t_run(e, dir, log, "a FIFO for the directory"), "%s", log->fail))
+        T_CHECK(log->loaded == 0 && log->stored == 0 && strstr(log->text, "a FIFO, not a directory") != NULL,
+                "a FIFO for the directory: %d loaded, %d stored; log:\n%s", log->loaded, log->stored, log->text);
+cleanup:
+    t_rm_dir(base);
+done:
+    free(log);
+    t_end();
+}
+
 /* Contexts on several threads compile into one empty directory at once. */
 #define T_THREADS 4
 typedef struct t_job {
@@ -396,6 +561,8 @@ void suite_cache(const t_env *e) {
     test_cache_damage(e);
     test_cache_unwritable(e);
     test_cache_threads(e);
+    test_cache_fifo(e);
+    test_cache_dir_private(e);
 #else
     if (t_begin(e, "opencl: program cache")) {
         t_skip("the cache tests use POSIX directories and threads");

@@ -337,7 +337,5 @@ void suite_ckpt(const t_env *e) {
     o.kind = NN_OPT_NADAM;
     o.accumulate_steps = 3;
     ck_resume_case(e, "ckpt: exact resume, NAdam, accumulation mid-cycle", &o, 7, 8);
-    ck_errors(e);
-    ck_csv(e);
-    ck_dataset_order(e);
+    T_RUN(e, ck_errors, ck_csv, ck_dataset_order);
 }

@@ -758,10 +758,6 @@ static const bad_row conv_bad[] = {
 };
 
 void suite_conv(const t_env *e) {
-    conv_cases(e);
-    conv_grad_sum_case(e);
-    conv3d_cases(e);
-    conv3d_layer_case(e);
-    nanprop_conv(e);
+    T_RUN(e, conv_cases, conv_grad_sum_case, conv3d_cases, conv3d_layer_case, nanprop_conv);
     t_bad_rows(e, conv_bad, (int)(sizeof conv_bad / sizeof conv_bad[0]));
 }

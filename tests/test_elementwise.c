@@ -547,12 +547,7 @@ static void thread_cases(const t_env *e) {
     static float av[NA], wv[NA], bv[A1], cv[A2], ref[3][NA], got[NA];
     const long sizes[3] = {NA, A1, A2};
     int threads, i, k;
-    if (!t_begin(e, "elementwise: the same bits for 1..8 threads")) return;
-    if (e->opencl) {
-        t_skip("thread counts are a CPU-backend setting");
-        t_end();
-        return;
-    }
+    if (!t_begin_cpu(e, "elementwise: the same bits for 1..8 threads", "thread counts are a CPU-backend setting")) return;
     for (i = 0; i < NA; i++) av[i] = (float)(((long)i * 7919) % 1000) / 500.0f - 1.0f, wv[i] = (float)(((long)i * 104729) % 997) / 498.5f - 1.0f;
     for (i = 0; i < A1; i++) bv[i] = (float)((i * 31) % 17) / 8.0f + 0.25f;
     for (i = 0; i < A2; i++) cv[i] = (float)((i * 13) % 11) / 5.0f - 1.0f;
@@ -842,17 +837,11 @@ static void r_scale(const spec *s, double *const *in, double *out) {
 
 
 static void arith_cases(const t_env *e) {
-    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
+    static const t_odd scale[] = {{"scale", b_scale_p, r_scale, 0, -0.37f}};
     char name[96];
     int j;
     spec s;
-    for (j = 0; j < 3; j++) {
-        snprintf(name, sizeof name, "scale [%d, %d]", odd[j][0], odd[j][1]);
-        s = mk(name, b_scale_p, r_scale, nn_shape2(odd[j][0], odd[j][1]));
-        s.p = -0.37f;
-        in_f(&s, s.out);
-        check_case(e, &s);
-    }
+    t_odd_cases(e, scale, 1);
     for (j = 0; j < 3; j++) {
         static const char *nm[3] = {"add", "sub", "mul"};
         static const build_fn bb[3] = {b_add, b_sub, b_mul};
@@ -870,15 +859,8 @@ static void arith_cases(const t_env *e) {
 }
 
 void suite_elementwise(const t_env *e) {
-    rank0_cases(e);
-    binary_cases(e);
-    unary_cases(e);
-    select_cases(e);
-    exact_cases(e);
-    gradient_stop_cases(e);
-    thread_cases(e);
-    error_cases(e);
-    nanprop_binary(e);
+    T_RUN(e, rank0_cases, binary_cases, unary_cases, select_cases, exact_cases, gradient_stop_cases, thread_cases,
+          error_cases, nanprop_binary);
     t_bad_rows(e, elementwise_bad, (int)(sizeof elementwise_bad / sizeof elementwise_bad[0]));
     arith_cases(e);
 }

@@ -206,9 +206,5 @@ done:
 }
 
 void suite_errors(const t_env *e) {
-    test_shape_errors(e);
-    test_alloc_failure(e);
-    test_build_error(e);
-    test_bad_arguments(e);
-    test_foreign_tensor(e);
+    T_RUN(e, test_shape_errors, test_alloc_failure, test_build_error, test_bad_arguments, test_foreign_tensor);
 }

@@ -430,10 +430,5 @@ done:
 }
 
 void suite_files(const t_env *e) {
-    tf_read_special(e);
-    tf_save_targets(e);
-    tf_save_fails(e);
-    tf_locale(e);
-    tf_csv(e);
-    tf_dataset_args(e);
+    T_RUN(e, tf_read_special, tf_save_targets, tf_save_fails, tf_locale, tf_csv, tf_dataset_args);
 }

@@ -461,6 +461,40 @@ static nn_tensor c_schedule_step(nn_graph *g, nn_compile_desc *cd) {
     return l;
 }
 
+/* Schedules with nothing to anneal over (total_steps 0, or no more than the warm-up):
+   PyTorch divides by zero there; the refusal names the kind and the steps. */
+static nn_tensor c_schedule_total(nn_graph *g, nn_compile_desc *cd, nn_lr_schedule_kind kind, int total, int warmup) {
+    nn_tensor l = nn_sum(g, F(g, S1(3)));
+    cd->loss = l;
+    cd->optimizer.kind = NN_OPT_SGD;
+    cd->schedule.kind = kind;
+    cd->schedule.total_steps = total;
+    cd->schedule.warmup_steps = warmup;
+    return l;
+}
+B(c_schedule_cosine_0, c_schedule_total(g, cd, NN_LR_COSINE, 0, 0))
+B(c_schedule_cosine_warmup, c_schedule_total(g, cd, NN_LR_COSINE, 10, 10))
+B(c_schedule_linear_0, c_schedule_total(g, cd, NN_LR_LINEAR, 0, 0))
+B(c_schedule_onecycle_0, c_schedule_total(g, cd, NN_LR_ONECYCLE, 0, 0))
+B(c_schedule_cosine_negwarm, c_schedule_total(g, cd, NN_LR_COSINE, 10, -2))
+
+/* Initialisations torch.nn.init refuses (uniform_: from <= to, normal_: std >= 0), and NaN
+   or infinite bounds and gains, which would fill the parameter with NaN. */
+static nn_tensor g_param_init(nn_graph *g, nn_init_kind kind, float a, float b) {
+    nn_init in;
+    in.kind = kind;
+    in.a = a;
+    in.b = b;
+    return nn_param(g, "w", S2(3, 4), in);
+}
+B(g_init_uniform_nan, g_param_init(g, NN_INIT_UNIFORM, (float)NAN, 1.0f))
+B(g_init_uniform_inf, g_param_init(g, NN_INIT_UNIFORM, -1.0f, (float)INFINITY))
+B(g_init_uniform_order, g_param_init(g, NN_INIT_UNIFORM, 1.0f, -1.0f))
+B(g_init_normal_std, g_param_init(g, NN_INIT_NORMAL, 0.0f, -1.0f))
+B(g_init_normal_nan, g_param_init(g, NN_INIT_NORMAL, (float)NAN, 1.0f))
+B(g_init_kaiming_nan, g_param_init(g, NN_INIT_KAIMING_UNIFORM, (float)NAN, 0.0f))
+B(g_init_xavier_inf, g_param_init(g, NN_INIT_XAVIER_NORMAL, (float)-INFINITY, 0.0f))
+
 static const bad_row graph_bad[] = {
     {"graph", "NN_NONE as the input of nn_relu", g_none_unary, R_INV, "nn_relu|NN_NONE", 0},
     {"graph", "NN_NONE as matmul's b", g_none_second, R_INV, "nn_matmul|input 1|NN_NONE", 0},
@@ -487,14 +521,22 @@ static const bad_row graph_bad[] = {
     {"graph", "schedule kind 42", c_schedule_kind, R_INV, "schedule|kind 42", 1},
     {"graph", "17 milestones", c_schedule_milestones, R_INV, "schedule|17 milestones", 1},
     {"graph", "schedule step_size -3", c_schedule_step, R_INV, "schedule|step_size -3", 1},
+    {"graph", "cosine schedule total_steps 0", c_schedule_cosine_0, R_INV, "nn_graph_set_schedule|cosine|total_steps 0", 1},
+    {"graph", "cosine schedule total_steps 10 = warmup_steps", c_schedule_cosine_warmup, R_INV,
+     "cosine|total_steps > warmup_steps|total_steps 10, warmup_steps 10", 1},
+    {"graph", "cosine schedule warmup_steps -2", c_schedule_cosine_negwarm, R_INV, "cosine|warmup_steps -2", 1},
+    {"graph", "linear schedule total_steps 0", c_schedule_linear_0, R_INV, "linear|total_steps 0", 1},
+    {"graph", "one-cycle schedule total_steps 0", c_schedule_onecycle_0, R_INV, "one-cycle|total_steps >= 1|total_steps 0", 1},
+    {"graph", "uniform init U(NaN, 1)", g_init_uniform_nan, R_INV, "nn_param \"w\"|uniform|finite a <= b|nan", 0},
+    {"graph", "uniform init U(-1, inf)", g_init_uniform_inf, R_INV, "nn_param \"w\"|uniform|b = inf", 0},
+    {"graph", "uniform init U(1, -1)", g_init_uniform_order, R_INV, "nn_param \"w\"|uniform|a = 1, b = -1", 0},
+    {"graph", "normal init std -1", g_init_normal_std, R_INV, "nn_param \"w\"|normal|std b >= 0|b = -1", 0},
+    {"graph", "normal init mean NaN", g_init_normal_nan, R_INV, "nn_param \"w\"|normal|finite mean|nan", 0},
+    {"graph", "kaiming init gain NaN", g_init_kaiming_nan, R_INV, "nn_param \"w\"|gain|nan", 0},
+    {"graph", "xavier init gain -inf", g_init_xavier_inf, R_INV, "nn_param \"w\"|gain|-inf", 0},
 };
 
 void suite_graph(const t_env *e) {
-    test_init(e);
-    test_gather_int(e);
-    test_xor(e);
-    test_resident_training(e);
-    test_argmax(e);
-    test_accumulate(e);
+    T_RUN(e, test_init, test_gather_int, test_xor, test_resident_training, test_argmax, test_accumulate);
     t_bad_rows(e, graph_bad, (int)(sizeof graph_bad / sizeof graph_bad[0]));
 }

@@ -733,10 +733,7 @@ static void gather_rows_cases(const t_env *e) {
 }
 
 void suite_index(const t_env *e) {
-    suite_index_ops(e);
-    suite_index_plan(e);
-    suite_index_determinism(e);
-    suite_index_errors(e);
+    T_RUN(e, suite_index_ops, suite_index_plan, suite_index_determinism, suite_index_errors);
     t_bad_rows(e, index_bad, (int)(sizeof index_bad / sizeof index_bad[0]));
     gather_rows_cases(e);
 }

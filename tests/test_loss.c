@@ -757,30 +757,22 @@ static void r_bce(const spec *s, double *const *in, double *out) {
 }
 
 static void shorthand_cases(const t_env *e) {
-    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
     char name[96];
     int j;
     spec s;
-    for (j = 0; j < 3; j++) {
-        nn_shape sh = nn_shape2(odd[j][0], odd[j][1]);
-        snprintf(name, sizeof name, "softmax_cross_entropy [%d, %d]", odd[j][0], odd[j][1]);
-        s = mk(name, b_xent_legacy, r_xent, nn_shape1(1));
+    for (j = 0; j < T_N_ODD; j++) {
+        s = mk_odd(name, sizeof name, "softmax_cross_entropy", j, b_xent_legacy, r_xent, 1);
         s.lo = -4;
         s.hi = 4;
-        in_f(&s, sh);
-        in_i(&s, nn_shape1(odd[j][0]), 0, odd[j][1]);
+        in_i(&s, nn_shape1(s.shape[0].dim[0]), 0, (int)s.shape[0].dim[1]);
         check_case(e, &s);
-        snprintf(name, sizeof name, "mse [%d, %d]", odd[j][0], odd[j][1]);
-        s = mk(name, b_mse_legacy, r_mse, nn_shape1(1));
-        in_f(&s, sh);
-        in_f(&s, sh);
+        s = mk_odd(name, sizeof name, "mse", j, b_mse_legacy, r_mse, 1);
+        in_f(&s, s.shape[0]);
         check_case(e, &s);
-        snprintf(name, sizeof name, "bce_with_logits [%d, %d]", odd[j][0], odd[j][1]);
-        s = mk(name, b_bce_logits_legacy, r_bce, nn_shape1(1));
+        s = mk_odd(name, sizeof name, "bce_with_logits", j, b_bce_logits_legacy, r_bce, 1);
         s.lo = -5;
         s.hi = 5;
-        in_f(&s, sh);
-        in_f(&s, sh); /* targets in [0, 1) after the range below */
+        in_f(&s, s.shape[0]); /* targets in [0, 1) after the range below */
         s.lo = -3;
         s.hi = 3;
         check_case(e, &s);
@@ -823,11 +815,7 @@ void suite_loss(const t_env *e) {
         rows_case(e, TRIPLET, reds[r], nn_shape2(shapes[r][0], shapes[r][1]), r == 2 ? 0.5f : 0.0f);
     }
     rows_case(e, DICE, NN_REDUCTION_SUM, nn_shape3(3, 2, 5), 0.5f);
-    suite_loss_errors(e);
-    nanprop_losses_ew(e);
-    nanprop_losses_mean(e);
-    nanprop_losses_rows(e);
-    nanprop_losses_pairs(e);
+    T_RUN(e, suite_loss_errors, nanprop_losses_ew, nanprop_losses_mean, nanprop_losses_rows, nanprop_losses_pairs);
     t_bad_rows(e, loss_bad, (int)(sizeof loss_bad / sizeof loss_bad[0]));
     shorthand_cases(e);
 }

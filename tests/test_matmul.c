@@ -487,8 +487,7 @@ void suite_matmul(const t_env *e) {
         mm_error(e, a3, b3, 0, 0, "inner dims differ");
         mm_error(e, a4, b4, 0, 0, "do not broadcast");
     }
-    mm_deterministic(e);
-    einsum_cases(e);
+    T_RUN(e, mm_deterministic, einsum_cases);
     {
         static const int m34[] = {3, 4, 0}, m45[] = {4, 5, 0}, m55[] = {5, 5, 0}, v3[] = {3, 0}, v4[] = {4, 0};
         einsum_error(e, "ij,jk->ik", m34, m55, "label j is 4");
@@ -498,8 +497,7 @@ void suite_matmul(const t_env *e) {
         einsum_error(e, "ij,jk,kl->il", m34, m45, "expected");
         einsum_error(e, "ij,jk->ijk", m34, m45, "must lead");
     }
-    matmul_cases(e);
-    nanprop_matmul(e);
+    T_RUN(e, matmul_cases, nanprop_matmul);
     t_bad_rows(e, matmul_bad, (int)(sizeof matmul_bad / sizeof matmul_bad[0]));
     linear_case(e);
 }

@@ -710,9 +710,6 @@ void suite_norm(const t_env *e) {
     running_case(e, nn_shape4(4, 3, 3, 7), 3);
     running_case(e, nn_shape2(5, 7), 3);
     running_case(e, nn_shape3(2, 5, 3), 3);
-    eval_grad_case(e);
-    error_cases(e);
-    nanprop_norm(e);
-    nanprop_bn_running(e);
+    T_RUN(e, eval_grad_case, error_cases, nanprop_norm, nanprop_bn_running);
     t_bad_rows(e, norm_bad, (int)(sizeof norm_bad / sizeof norm_bad[0]));
 }

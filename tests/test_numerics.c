@@ -62,12 +62,7 @@ static void check_adam_threads(const t_env *e) {
     enum { N = 100003 };
     static float ref[N], got[N], xs[N];
     int threads, i, t;
-    if (!t_begin(e, "optimizer adam: the same bits for 1..8 threads")) return;
-    if (e->opencl) {
-        t_skip("thread counts are a CPU-backend setting");
-        t_end();
-        return;
-    }
+    if (!t_begin_cpu(e, "optimizer adam: the same bits for 1..8 threads", "thread counts are a CPU-backend setting")) return;
     for (i = 0; i < N; i++) xs[i] = (float)(0.25 + (i % 97) * 0.013);
     for (threads = 1; threads <= 8; threads++) {
         nn_context_desc cdsc;
@@ -117,12 +112,7 @@ static void check_cnn_threads(const t_env *e) {
     int32_t ys[B];
     int threads, i, t;
     long nw = K * C * (H / 2) * (W / 2);
-    if (!t_begin(e, "cnn: the same bits for 1..8 threads")) return;
-    if (e->opencl) {
-        t_skip("thread counts are a CPU-backend setting");
-        t_end();
-        return;
-    }
+    if (!t_begin_cpu(e, "cnn: the same bits for 1..8 threads", "thread counts are a CPU-backend setting")) return;
     for (i = 0; i < B * 3 * H * W; i++) xs[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
     for (i = 0; i < B; i++) ys[i] = (i * 3) % K;
     for (threads = 1; threads <= 8; threads++) {
@@ -191,12 +181,7 @@ static void check_exp_accuracy(const t_env *e, int m1) {
     nn_tensor in, out;
     nn_compile_desc cd;
     int sgn;
-    if (!t_begin(e, m1 ? "numerics: the CPU backend's expm1 against double expm1" : "numerics: the CPU backend's exp against double exp")) return;
-    if (e->opencl) {
-        t_skip("the CPU backend's exp (a device's exp is its driver's)");
-        t_end();
-        return;
-    }
+    if (!t_begin_cpu(e, m1 ? "numerics: the CPU backend's expm1 against double expm1" : "numerics: the CPU backend's exp against double exp", "the CPU backend's exp (a device's exp is its driver's)")) return;
     cap = (long)((top[0] + top[1]) / EXP_STRIDE) + 2 + (long)(sizeof edges / sizeof edges[0]);
     x = (float *)malloc((size_t)cap * 4);
     y = (float *)malloc((size_t)cap * 4);
@@ -259,12 +244,7 @@ static void check_exp_rows_threads(const t_env *e) {
     static float xs[N], ts[N], ref[N], got[N];
     int32_t ys[B];
     int threads, i;
-    if (!t_begin(e, "numerics: exp-based activations, softmax rows and losses: the same bits for 1..8 threads")) return;
-    if (e->opencl) {
-        t_skip("thread counts are a CPU-backend setting");
-        t_end();
-        return;
-    }
+    if (!t_begin_cpu(e, "numerics: exp-based activations, softmax rows and losses: the same bits for 1..8 threads", "thread counts are a CPU-backend setting")) return;
     for (i = 0; i < N; i++) xs[i] = (float)(((long)i * 7919) % 2001) / 200.0f - 5.0f, ts[i] = (float)((i * 13) % 7) / 6.0f;
     for (i = 0; i < B; i++) ys[i] = (i * 37) % C;
     for (threads = 1; threads <= 8; threads++) {
@@ -320,6 +300,5 @@ void suite_numerics(const t_env *e) {
     check_nan_update(e, "adam", NN_OPT_ADAM, 0);
     check_nan_update(e, "adamw clip_norm", NN_OPT_ADAMW, 1.0f);
     check_nan_update(e, "rmsprop", NN_OPT_RMSPROP, 0);
-    check_adam_threads(e);
-    check_cnn_threads(e);
+    T_RUN(e, check_adam_threads, check_cnn_threads);
 }

@@ -753,10 +753,6 @@ static const bad_row pool_bad[] = {
 };
 
 void suite_pool(const t_env *e) {
-    op_cases(e);
-    tie_cases(e);
-    padding_only_case(e);
-    error_cases(e);
-    nanprop_pool(e);
     t_bad_rows(e, pool_bad, (int)(sizeof pool_bad / sizeof pool_bad[0]));
+    T_RUN(e, op_cases, tie_cases, padding_only_case, error_cases, nanprop_pool);
 }

@@ -630,12 +630,7 @@ static void suite_threads(const t_env *e) {
     int c, k, kinds[2] = {K_RANDN, K_ALPHA};
     long i;
     memset(ref, 0, sizeof ref);
-    if (!t_begin(e, "random: the same bits for 1, 3, 8 CPU threads")) goto out;
-    if (e->opencl) {
-        t_skip("thread counts are a CPU-backend setting");
-        t_end();
-        goto out;
-    }
+    if (!t_begin_cpu(e, "random: the same bits for 1, 3, 8 CPU threads", "thread counts are a CPU-backend setting")) goto out;
     for (i = 0; i < N; i++) x[i] = w[i] = (float)(i % 101) * 0.03f - 1.5f;
     for (c = 0; c < 3; c++) {
         nn_context_desc cdsc;
@@ -693,18 +688,8 @@ static void r_dropout(const spec *s, double *const *in, double *out) {
 
 
 static void dropout_cases(const t_env *e) {
-    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
-    char name[96];
-    int j;
-    spec s;
-    for (j = 0; j < 3; j++) {
-        nn_shape sh = nn_shape2(odd[j][0], odd[j][1]);
-        snprintf(name, sizeof name, "dropout p=0.3 [%d, %d]", odd[j][0], odd[j][1]);
-        s = mk(name, b_dropout, r_dropout, sh);
-        s.p = 0.3f;
-        in_f(&s, sh);
-        check_case(e, &s);
-    }
+    static const t_odd rows[] = {{"dropout p=0.3", b_dropout, r_dropout, 0, 0.3f}};
+    t_odd_cases(e, rows, 1);
 }
 
 /* ---- dropout: the kept elements are x / (1 - p), the dropped ones x * 0 (NaN for NaN
@@ -748,13 +733,7 @@ static void nanprop_dropout(const t_env *e) {
 }
 
 void suite_random(const t_env *e) {
-    suite_reference(e);
-    suite_threads(e);
+    T_RUN(e, suite_reference, suite_threads);
     if (!e->opencl) suite_stats(e); /* the shared stream's statistics: once, on the CPU */
-    suite_steps(e);
-    suite_eval(e);
-    suite_grads(e);
-    suite_random_errors(e);
-    dropout_cases(e);
-    nanprop_dropout(e);
+    T_RUN(e, suite_steps, suite_eval, suite_grads, suite_random_errors, dropout_cases, nanprop_dropout);
 }

@@ -657,32 +657,13 @@ static void r_mean(const spec *s, double *const *in, double *out) {
 }
 
 static void sum_mean_cases(const t_env *e) {
-    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
-    char name[96];
-    int j;
-    spec s;
-    for (j = 0; j < 3; j++) {
-        nn_shape sh = nn_shape2(odd[j][0], odd[j][1]);
-        snprintf(name, sizeof name, "sum [%d, %d]", odd[j][0], odd[j][1]);
-        s = mk(name, b_sum, r_sum, nn_shape1(1));
-        in_f(&s, sh);
-        check_case(e, &s);
-        snprintf(name, sizeof name, "mean [%d, %d]", odd[j][0], odd[j][1]);
-        s = mk(name, b_mean, r_mean, nn_shape1(1));
-        in_f(&s, sh);
-        check_case(e, &s);
-    }
+    static const t_odd rows[] = {{"sum", b_sum, r_sum, 1, 0}, {"mean", b_mean, r_mean, 1, 0}};
+    t_odd_cases(e, rows, 2);
 }
 
 void suite_reduce(const t_env *e) {
-    check_ops(e);
-    test_ties(e);
-    test_indices(e);
-    test_sum_accuracy(e);
-    test_determinism(e);
-    test_bad_dims(e);
-    nanprop_reduce(e);
-    nanprop_argmax(e);
+    T_RUN(e, check_ops, test_ties, test_indices, test_sum_accuracy, test_determinism, test_bad_dims, nanprop_reduce,
+          nanprop_argmax);
     t_bad_rows(e, reduce_bad, (int)(sizeof reduce_bad / sizeof reduce_bad[0]));
     sum_mean_cases(e);
 }

@@ -88,6 +88,5 @@ static void registry_functions(const t_env *e) {
 }
 
 void suite_registry(const t_env *e) {
-    registry_ops(e);
-    registry_functions(e);
+    T_RUN(e, registry_ops, registry_functions);
 }

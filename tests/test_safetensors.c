@@ -423,8 +423,5 @@ done:
 }
 
 void suite_safetensors(const t_env *e) {
-    test_roundtrip(e);
-    test_mismatch(e);
-    test_torch_files(e);
-    test_malformed(e);
+    T_RUN(e, test_roundtrip, test_mismatch, test_torch_files, test_malformed);
 }

@@ -24,21 +24,8 @@ static void r_softmax(const spec *s, double *const *in, double *out) { r_softmax
 static void r_log_softmax(const spec *s, double *const *in, double *out) { r_softmax_any(s, in, out, 1); }
 
 static void softmax_cases(const t_env *e) {
-    static const int odd[][2] = {{7, 33}, {1, 129}, {129, 3}};
-    char name[96];
-    int j;
-    spec s;
-    for (j = 0; j < 3; j++) {
-        nn_shape sh = nn_shape2(odd[j][0], odd[j][1]);
-        snprintf(name, sizeof name, "softmax [%d, %d]", odd[j][0], odd[j][1]);
-        s = mk(name, b_softmax, r_softmax, sh);
-        in_f(&s, sh);
-        check_case(e, &s);
-        snprintf(name, sizeof name, "log_softmax [%d, %d]", odd[j][0], odd[j][1]);
-        s = mk(name, b_log_softmax, r_log_softmax, sh);
-        in_f(&s, sh);
-        check_case(e, &s);
-    }
+    static const t_odd rows[] = {{"softmax", b_softmax, r_softmax, 0, 0}, {"log_softmax", b_log_softmax, r_log_softmax, 0, 0}};
+    t_odd_cases(e, rows, 2);
 }
 
 /* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
@@ -103,7 +90,6 @@ static const bad_row softmax_bad[] = {
 };
 
 void suite_softmax(const t_env *e) {
-    softmax_cases(e);
-    nanprop_softmax(e);
+    T_RUN(e, softmax_cases, nanprop_softmax);
     t_bad_rows(e, softmax_bad, (int)(sizeof softmax_bad / sizeof softmax_bad[0]));
 }

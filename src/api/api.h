@@ -159,10 +159,13 @@ typedef struct nn_context_desc {
 
 /* Creates a context on the chosen backend (desc NULL: every default). Like every *_create,
    the object comes back through the last argument. On failure *out is NULL and the reason
-   has gone to the log (an explicitly requested device that cannot be opened is an error;
+   has gone to the log (an explicitly requested device that cannot be opened is an error:
+   NN_ERR_UNAVAILABLE when it is not here, no OpenCL library that loads or no such device;
    no OpenCL platform at all, when none was requested, means the CPU backend). */
 NN_API nn_result nn_context_create(const nn_context_desc *desc, nn_context **out);
-/* Frees the context; a graph still alive fails with NN_ERR_STATE from then on. */
+/* Frees the context; a graph still alive fails with NN_ERR_STATE from then on. NULL does
+   nothing; destroying a context (or a graph) a second time is undefined behaviour, as
+   free() twice is (THREADS AND LIFETIMES, at the top of this file). */
 NN_API void nn_context_destroy(nn_context *ctx);
 /* The words of the context's last error ("" when there is none). */
 NN_API const char *nn_context_last_error(const nn_context *ctx);
@@ -264,7 +267,9 @@ typedef enum nn_init_kind {
 } nn_init_kind;
 /* fan_in / fan_out of a shape [out, in, k...] are in*k... and out*k... (PyTorch's rule).
    The gains follow the desc rule (0: the default named, NN_ZERO: 0); the a and b of
-   CONSTANT, UNIFORM and NORMAL are values, not options: 0 is 0 there. */
+   CONSTANT, UNIFORM and NORMAL are values, not options: 0 is 0 there. Refused, as
+   torch.nn.init refuses them: UNIFORM with a > b, NORMAL with std b < 0, and NaN or an
+   infinity in UNIFORM's or NORMAL's a and b or in a gain (CONSTANT takes any value). */
 typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 
 /* Leaves. An input keeps its contents across steps until written again, so a whole
@@ -1033,7 +1038,7 @@ typedef struct nn_lr_schedule {
     int n_milestones;
     int warmup_steps;       /* COSINE, LINEAR */
     float warmup_start_factor;
-    int total_steps;        /* COSINE, LINEAR, ONECYCLE */
+    int total_steps;        /* COSINE, LINEAR (> warmup_steps), ONECYCLE (>= 1) */
     float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;

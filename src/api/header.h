@@ -68,7 +68,9 @@ ENVIRONMENT
                     temporary file, synced and renamed, so processes may share the
                     directory. A damaged or foreign file is ignored (an info line), the
                     program is built from source and the file replaced; a directory that
-                    cannot be written only costs the cache (debug lines).
+                    cannot be written only costs the cache (debug lines). It is made 0700,
+                    and not used (an info line) when another user owns it or group or
+                    others may write to it: they could supply the programs' native code.
     NN_KERNEL_DIR   load kernels/NAME.cl from this directory instead of the copies
                     embedded here (for kernel development)
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
@@ -97,7 +99,9 @@ THREADS AND LIFETIMES
     offers atomics, and are undefined elsewhere. Separate contexts are independent and may
     run in parallel. Destroy graphs before their context; a graph that outlives its
     context keeps its host memory until nn_graph_destroy, and every other call on it fails
-    with NN_ERR_STATE.
+    with NN_ERR_STATE. Each is destroyed once: nn_context_destroy or nn_graph_destroy a
+    second time on the same pointer is undefined behaviour, as free() twice is (the memory
+    is gone, and nothing can tell); NULL is always safe (nn_array_free may be repeated).
 
 LICENCE
     MIT License. Copyright (c) 2026 the nn.h authors.

@@ -13,7 +13,8 @@
    names nothing, a directory, a FIFO or a device node is refused.
 
    Files are read and written only through these (src/files/ for the formats, the OpenCL
-   backend for its program cache). */
+   backend for its program cache, the OpenCL loader for .icd files). The program cache's
+   directory is made 0700, and used only while it is the user's alone (nn__dir_private). */
 #include "internal.h"
 
 #include <sys/stat.h>
@@ -33,7 +34,7 @@
 #  include <fcntl.h>
 #  include <unistd.h>
 #  include <poll.h>
-#  define nn__mkdir(p) mkdir(p, 0755)
+#  define nn__mkdir(p) mkdir(p, 0700) /* the program cache's: the user's alone */
 #  define nn__getpid() getpid()
 #  define nn__sleep_ms(ms) (void)poll(NULL, 0, ms) /* declared even where a strict -std hides nanosleep */
 #  define NN__S_ISREG(m) S_ISREG(m)
@@ -75,37 +76,51 @@ static const char *nn__file_kind(unsigned mode) {
     return "not a regular file";
 }
 
-/* The whole of a regular file, with one byte more (set to 0) after its len bytes. */
-static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char **data, size_t *len) {
+/* The core of the readers, quiet: the first bytes of a regular file, or the whole of it.
+   whole: the file, which must have at most max bytes; else its first min(size, max) bytes.
+   Either way one byte more (set to 0) follows the *len bytes read. On failure the code
+   (NN_ERR_IO, NN_ERR_OUT_OF_MEMORY), nothing allocated, and the message in why; *kind
+   (when given) is NN__READ_MISSING when the path does not exist, NN__READ_TOO_LARGE when
+   the whole file has more than max bytes. A FIFO is opened without waiting for a writer
+   and refused; so are directories and devices. */
+enum { NN__READ_FAILED = 1, NN__READ_MISSING, NN__READ_TOO_LARGE };
+static nn_result nn__read_regular(const char *path, size_t max, int whole, unsigned char **data, size_t *len, char *why,
+                                  size_t why_n, int *kind) {
     unsigned char *buf;
     size_t n, got = 0;
     *data = NULL;
     *len = 0;
-    if (!path) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "no path given");
+    if (kind) *kind = NN__READ_FAILED;
+    if (max >= SIZE_MAX) max = SIZE_MAX - 1;
+#define NN__RFAIL(code, ...) return (snprintf(why, why_n, __VA_ARGS__), (code))
+    if (!path) NN__RFAIL(NN_ERR_INVALID_ARGUMENT, "no path given");
 #if defined(_WIN32)
     {
         struct _stat64 st;
         FILE *f;
-        if (_stat64(path, &st) != 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (_stat64(path, &st) != 0) {
+            if (kind && errno == ENOENT) *kind = NN__READ_MISSING;
+            NN__RFAIL(NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        }
         if (!NN__S_ISREG(st.st_mode))
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
-        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX)
-            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
-        n = (size_t)st.st_size;
+            NN__RFAIL(NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
+        if (st.st_size < 0 || (whole && (uint64_t)st.st_size > (uint64_t)max)) {
+            if (kind) *kind = NN__READ_TOO_LARGE;
+            NN__RFAIL(NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
+        }
+        n = (uint64_t)st.st_size > (uint64_t)max ? max : (size_t)st.st_size;
         f = fopen(path, "rb");
-        if (!f) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (!f) NN__RFAIL(NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         buf = (unsigned char *)NN_MALLOC(n + 1);
         if (!buf) {
             fclose(f);
-            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
-                            (unsigned long long)n + 1);
+            NN__RFAIL(NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path, (unsigned long long)n + 1);
         }
         got = fread(buf, 1, n, f);
         fclose(f);
         if (got != n) {
             NN_FREE(buf);
-            return nn__fail(ctx, NN_ERR_IO, "%s: read error (%llu of %llu bytes)", path, (unsigned long long)got,
-                            (unsigned long long)n);
+            NN__RFAIL(NN_ERR_IO, "%s: read error (%llu of %llu bytes)", path, (unsigned long long)got, (unsigned long long)n);
         }
     }
 #else
@@ -114,28 +129,32 @@ static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char 
         int fd, fl, e = 0;
         /* O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below) */
         fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) return nn__fail(ctx, NN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (fd < 0) {
+            e = errno;
+            if (kind && e == ENOENT) *kind = NN__READ_MISSING;
+            NN__RFAIL(NN_ERR_IO, "%s: cannot open: %s", path, strerror(e));
+        }
         if (fstat(fd, &st) != 0) {
             e = errno;
             close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+            NN__RFAIL(NN_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
         }
         if (!S_ISREG(st.st_mode)) {
             close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
+            NN__RFAIL(NN_ERR_IO, "%s: %s, not a regular file", path, nn__file_kind((unsigned)st.st_mode));
         }
-        if (st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)SIZE_MAX) {
+        if (st.st_size < 0 || (whole && (uint64_t)st.st_size > (uint64_t)max)) {
             close(fd);
-            return nn__fail(ctx, NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
+            if (kind) *kind = NN__READ_TOO_LARGE;
+            NN__RFAIL(NN_ERR_IO, "%s: too large to read (%lld bytes)", path, (long long)st.st_size);
         }
         fl = fcntl(fd, F_GETFL);
         if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-        n = (size_t)st.st_size;
+        n = (uint64_t)st.st_size > (uint64_t)max ? max : (size_t)st.st_size;
         buf = (unsigned char *)NN_MALLOC(n + 1);
         if (!buf) {
             close(fd);
-            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path,
-                            (unsigned long long)n + 1);
+            NN__RFAIL(NN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %llu bytes to read it", path, (unsigned long long)n + 1);
         }
         while (got < n) {
             size_t want = n - got > ((size_t)1 << 30) ? ((size_t)1 << 30) : n - got;
@@ -150,16 +169,25 @@ static nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char 
         close(fd);
         if (got != n) {
             NN_FREE(buf);
-            if (e) return nn__fail(ctx, NN_ERR_IO, "%s: read error: %s", path, strerror(e));
-            return nn__fail(ctx, NN_ERR_IO, "%s: read error: the file shrank to %llu of its %llu bytes while read", path,
-                            (unsigned long long)got, (unsigned long long)n);
+            if (e) NN__RFAIL(NN_ERR_IO, "%s: read error: %s", path, strerror(e));
+            NN__RFAIL(NN_ERR_IO, "%s: read error: the file shrank to %llu of its %llu bytes while read", path,
+                      (unsigned long long)got, (unsigned long long)n);
         }
     }
 #endif
+#undef NN__RFAIL
     buf[n] = 0;
     *data = buf;
     *len = n;
     return NN_OK;
+}
+
+/* The whole of a regular file, with one byte more (set to 0) after its len bytes; a
+   failure is the context's error. */
+static NN__MAYBE_UNUSED nn_result nn__read_file(nn_context *ctx, const char *path, unsigned char **data, size_t *len) {
+    char why[NN__ERRLEN];
+    nn_result r = nn__read_regular(path, SIZE_MAX, 1, data, len, why, sizeof why, NULL);
+    return r == NN_OK ? NN_OK : nn__fail(ctx, r, "%s", why);
 }
 
 /* ---- writing a file in place of another, all at once ---- */
@@ -400,7 +428,41 @@ static nn_result nn__wfile_commit(nn_context *ctx, const char *path, nn__wfile *
     return r;
 }
 
-/* mkdir -p; 0 or -1 (errno set) */
+/* Whether the directory at path is the user's alone, as ssh asks of its files: owned by
+   this process's user (or root) and not writable by group or others; so no other user can
+   put a file in it. 1, or 0 and why (n bytes). Windows: 1 (no owner check there). */
+static NN__MAYBE_UNUSED int nn__dir_private(const char *path, char *why, size_t n) {
+#if defined(_WIN32)
+    (void)path, (void)why, (void)n;
+    return 1;
+#else
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(why, n, "%s: %s", path, strerror(errno));
+        return 0;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, n, "%s: %s, not a directory", path, nn__file_kind((unsigned)st.st_mode));
+        return 0;
+    }
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+        snprintf(why, n, "%s is owned by user %lu, not by this process's user %lu", path, (unsigned long)st.st_uid,
+                 (unsigned long)geteuid());
+        return 0;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(why, n, "%s is writable by %s (mode %04o; chmod go-w it)", path,
+                 (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ? "group and others"
+                 : (st.st_mode & S_IWGRP)                         ? "its group"
+                                                                  : "others",
+                 (unsigned)(st.st_mode & 07777));
+        return 0;
+    }
+    return 1;
+#endif
+}
+
+/* mkdir -p, each directory made 0700; 0 or -1 (errno set) */
 static NN__MAYBE_UNUSED int nn__mkdirs(const char *path) {
     char tmp[1024];
     size_t i, n = strlen(path);

@@ -319,6 +319,14 @@ static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...)
     return code;
 }
 
+/* NN_ERR_STATE (named by fn) when g's context was destroyed before g: for the calls that
+   reach no device yet must not act then (a save would write the initial values, the
+   trained ones having gone with the device). */
+static NN__MAYBE_UNUSED nn_result nn__graph_orphaned(nn_graph *g, const char *fn) {
+    if (!g->ctx->dead_refs) return NN_OK;
+    return nn__fail(g->ctx, NN_ERR_STATE, "%s: the graph's context was destroyed (nn_context_destroy) before the graph", fn);
+}
+
 static void nn__shape_str(const nn_shape *s, char *buf, size_t n) {
     size_t used = 0;
     int i;

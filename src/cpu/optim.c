@@ -304,6 +304,7 @@ NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {
     nn_lr_schedule d;
     float base;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (nn__graph_orphaned(g, "nn_graph_set_schedule") != NN_OK) return NN_ERR_STATE;
     if (!s) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_schedule: the schedule is NULL");
     d = nn__schedule_defaults(s);
     if ((int)s->kind < NN_LR_CONSTANT || s->kind > NN_LR_ONECYCLE || s->n_milestones < 0 ||
@@ -312,6 +313,14 @@ NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
                         "nn_graph_set_schedule: kind %d, %d milestones, lr %g, step_size %d or a div_factor out of range",
                         (int)s->kind, s->n_milestones, d.lr, d.step_size);
+    if ((s->kind == NN_LR_COSINE || s->kind == NN_LR_LINEAR) && (d.warmup_steps < 0 || d.total_steps <= d.warmup_steps))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
+                        "nn_graph_set_schedule: a %s schedule needs total_steps > warmup_steps >= 0 (it anneals over "
+                        "the steps between), not total_steps %d, warmup_steps %d",
+                        s->kind == NN_LR_COSINE ? "cosine" : "linear", d.total_steps, d.warmup_steps);
+    if (s->kind == NN_LR_ONECYCLE && d.total_steps < 1)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
+                        "nn_graph_set_schedule: a one-cycle schedule needs total_steps >= 1, not total_steps %d", d.total_steps);
     base = g->schedule.lr;
     g->schedule = *s;
     if (s->lr == 0.0f) g->schedule.lr = base; /* NN_ZERO: a rate of 0 */

@@ -101,18 +101,8 @@ __attribute__((target("avx2"))) static void nn__acc_run_avx2(double *acc, const 
 }
 #endif
 
-static double nn__sum_run_scalar(const float *x, int64_t n) {
-    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        a0 += x[i];
-        a1 += x[i + 1];
-        a2 += x[i + 2];
-        a3 += x[i + 3];
-    }
-    for (; i < n; i++) a0 += x[i];
-    return (a0 + a1) + (a2 + a3);
-}
+/* four interleaved lanes in double (src/cpu/norm.c's nn__sum4) */
+static double nn__sum_run_scalar(const float *x, int64_t n) { return nn__sum4(x, n, 0, 0.0); }
 
 static double nn__sum_run(const float *x, int64_t n) {
 #if defined(NN__VM_X86)

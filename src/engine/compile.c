@@ -262,12 +262,58 @@ static nn_result nn__launch_kernel(nn_graph *g, int id, const char *file, const 
     return NN_OK;
 }
 
+/* A launch function's opening. NN__KWITH declares l, the launch that `launch` (a call that
+   fills &l: nn__launch_kernel, or a family's helper over it) records, returning on error;
+   k, the arguments of kernel signature SIG, zeroed; and r. NN__KSTART is NN__KWITH over
+   nn__launch_kernel of kernel `kname` from kernels/FILE.cl with `work` work-items;
+   NN__KLAUNCH also declares n, the node, first. The fields of k follow, then
+   `return nn__kargs_SIG(l, &k);`. */
+#define NN__KWITH(sig, launch)    \
+    nn__launch *l = NULL;         \
+    nn__k_##sig k;                \
+    nn_result r = (launch);       \
+    if (r != NN_OK) return r;     \
+    memset(&k, 0, sizeof k)
+#define NN__KSTART(sig, file, kname, work) \
+    NN__KWITH(sig, nn__launch_kernel(g, id, file, kname, (size_t)(work), &l))
+#define NN__KLAUNCH(sig, file, kname, work) \
+    nn__node *n = &g->nodes[id];            \
+    NN__KSTART(sig, file, kname, work)
+
 /* A single work-group of a power-of-two size, for the tree reductions of reduce.cl. */
 static size_t nn__reduce_wg(nn_graph *g) {
     size_t wg = 1;
     while (wg * 2 <= g->ctx->dev.max_wg && wg * 2 <= 256) wg *= 2;
     return wg;
 }
+
+/* A launch function's opening for kernel SIG from kernels/FILE.cl, one work-item per row
+   of input 0, x [B, C]: n, x, and NN__KSTART's l, r and k, with k.x, k.B and k.C set */
+#define NN__KROWS(sig, file)                              \
+    nn__node *n = &g->nodes[id];                          \
+    const nn__node *x = &g->nodes[n->in[0]];              \
+    NN__KSTART(sig, file, #sig, x->shape.dim[0]);         \
+    k.x = &x->buf;                                        \
+    k.B = (int)x->shape.dim[0];                           \
+    k.C = (int)x->shape.dim[1]
+
+/* nn__launch_kernel over `groups` work-groups of wg work-items each (tree reductions) */
+static nn_result nn__launch_groups(nn_graph *g, int id, const char *file, const char *kname, size_t groups, size_t wg,
+                                   nn__launch **out) {
+    nn_result r = nn__launch_kernel(g, id, file, kname, groups * wg, out);
+    if (r != NN_OK) return r;
+    (*out)->gws[0] = groups * wg;
+    (*out)->lws[0] = wg;
+    (*out)->use_lws = 1;
+    return NN_OK;
+}
+
+/* A launch function's opening for kernel SIG from kernels/FILE.cl over one work-group of
+   nn__reduce_wg's size: n, wg, and NN__KWITH's l, r and k */
+#define NN__KGROUP(sig, file)        \
+    nn__node *n = &g->nodes[id];     \
+    size_t wg = nn__reduce_wg(g);    \
+    NN__KWITH(sig, nn__launch_groups(g, id, file, #sig, 1, wg, &l))
 
 /* Records every scheduled op's launches, in schedule order; sched_launch[i] is the first
    launch of schedule position i. For device backends' prepare. */

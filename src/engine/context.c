@@ -84,9 +84,10 @@ static int nn__log_level(const nn_context_desc *desc) {
     return NN_LOG_INFO;
 }
 
-/* Opens the first backend that takes the device asked for: a named device must open or
-   the call fails; with none named, a device backend that finds nothing (NN_ERR_UNAVAILABLE)
-   falls through to the next, and the log says why. */
+/* Opens the first backend that takes the device asked for: a device backend that finds
+   nothing (NN_ERR_UNAVAILABLE) falls through to the next. With none named the log says
+   why; a named device that no backend takes fails with NN_ERR_UNAVAILABLE and the first
+   backend's reason (the CPU backend's "takes only cpu" says less). */
 static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     nn_result r = NN_ERR_UNAVAILABLE;
     int k;
@@ -102,7 +103,7 @@ static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_
             return NN_OK;
         }
         if (r != NN_ERR_UNAVAILABLE) return r;
-        if (ctx->err[0]) snprintf(why, sizeof why, "%s", ctx->err);
+        if (ctx->err[0] && (!device || !why[0])) snprintf(why, sizeof why, "%s", ctx->err);
     }
     if (device) nn__fail(ctx, r, "NN_DEVICE=%s: %s", device, why[0] ? why : "no backend takes this device");
     return r;
@@ -153,7 +154,7 @@ NN_API nn_result nn_context_create(const nn_context_desc *desc_in, nn_context **
     if (r != NN_OK) {
         nn__log(ctx, NN_LOG_ERROR, "%s", ctx->err[0] ? ctx->err : nn_result_string(r));
         nn_context_destroy(ctx);
-        return r == NN_ERR_UNAVAILABLE ? NN_ERR_INVALID_ARGUMENT : r;
+        return r;
     }
     ctx->err[0] = 0;
     nn__log(ctx, NN_LOG_INFO, "backend: %s%s", ctx->backend->kind == NN_BACKEND_OPENCL ? "OpenCL device " : "",

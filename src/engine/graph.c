@@ -449,6 +449,19 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
     if ((int)init.kind < NN_INIT_ZEROS || (int)init.kind > NN_INIT_XAVIER_NORMAL)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s \"%s\": init kind %d is not one of nn_init_kind", fn, name,
                            (int)init.kind);
+    { /* torch.nn.init's checks (uniform_: from <= to, normal_: std >= 0), and no NaN or
+         infinity in a draw's bounds or a gain (CONSTANT may fill any value, -inf a mask) */
+        double a = nn__deff(init.a, 0.0f), b = nn__deff(init.b, 0.0f);
+        const char *bad = NULL;
+        if (init.kind == NN_INIT_UNIFORM && !(isfinite(a) && isfinite(b) && a <= b))
+            bad = "uniform init U(a, b) needs finite a <= b";
+        else if (init.kind == NN_INIT_NORMAL && !(isfinite(a) && isfinite(b) && b >= 0))
+            bad = "normal init N(a, b) needs a finite mean a and std b >= 0";
+        else if (init.kind >= NN_INIT_KAIMING_UNIFORM && !isfinite(a))
+            bad = "the init's gain a must be finite";
+        if (bad)
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s \"%s\": %s, not a = %g, b = %g", fn, name, bad, a, b);
+    }
     {
         char label[160];
         snprintf(label, sizeof label, "%s \"%s\"", fn, name);
@@ -555,6 +568,7 @@ NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_ini
 
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (nn__graph_orphaned(g, "nn_graph_set_lr") != NN_OK) return NN_ERR_STATE;
     if (!(lr >= 0.0f)) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_set_lr: lr %g is not >= 0", lr);
     g->schedule.lr = lr;
     g->lr = nn__lr_at(&g->schedule, g->clock.t > 0 ? (int64_t)g->clock.t - 1 : 0);

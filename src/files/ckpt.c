@@ -277,6 +277,7 @@ NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
+    if ((r = nn__graph_orphaned(g, "nn_graph_save_state")) != NN_OK) return r;
     if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_save_state: no path given");
     if (!g->compiled || g->status != NN_OK)
         return nn__fail(ctx, NN_ERR_STATE, "nn_graph_save_state: %s: compile the graph first", path);
@@ -483,6 +484,7 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path) {
     size_t len = 0;
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if ((r = nn__graph_orphaned(g, "nn_graph_load_state")) != NN_OK) return r;
     if (!path || !path[0]) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_load_state: no path given");
     if (!g->compiled || g->status != NN_OK)
         return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_load_state: %s: compile the graph first", path);

@@ -658,6 +658,7 @@ NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int al
     size_t len = 0;
     nn_result r;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if ((r = nn__graph_orphaned(g, "nn_graph_load_safetensors")) != NN_OK) return r;
     r = nn__read_file(g->ctx, path, &buf, &len);
     if (r != NN_OK) return r;
     r = nn__st_load_mem(g, path, buf, len, allow_missing);
@@ -820,6 +821,7 @@ NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
     ps = g->params;
+    if ((r = nn__graph_orphaned(g, "nn_graph_save_safetensors")) != NN_OK) return r;
     if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_save_safetensors: no path given");
     items = (nn__st_item *)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *items);
     if (!items) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);

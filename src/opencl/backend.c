@@ -16,6 +16,7 @@ typedef struct nn__cl {
     char name[128], vendor[128], driver[128], version[128];
     cl_ulong max_alloc;
     cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
+    int cache_dir_state;              /* ctx->cache_dir: 0 not looked at yet, 1 used, -1 refused */
 } nn__cl;
 
 #define NN__CL(ctx) ((nn__cl *)(ctx)->bk)
@@ -232,9 +233,10 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
 }
 
 /* device: NULL (the first GPU, else the first device), "opencl", an index or a name
-   substring. Not finding one is NN_ERR_UNAVAILABLE unless it was named; a named one that
-   is not found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is
-   NN_ERR_DEVICE with the call and its error. */
+   substring. Not finding one is NN_ERR_UNAVAILABLE (the engine then tries the CPU backend
+   when none was named, and fails with this reason when one was); a named one that is not
+   found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is NN_ERR_DEVICE with
+   the call and its error. */
 static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
@@ -244,7 +246,7 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
     if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
     if (!nn__cl_load()) {
         if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
-        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: %s", device, nn__cl_ld.why);
+        return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s", nn__cl_ld.why);
     }
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     pick = nn__cl_pick(device, plats, devs, n);
@@ -255,7 +257,7 @@ static nn_result nn__cl_open(nn_context *ctx, const char *device, const nn_conte
         if (why[0])
             return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: no such OpenCL device among the %d found; %s", device, n,
                             why);
-        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "NN_DEVICE=%s: no such OpenCL device (%d found)", device, n);
+        return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no such OpenCL device (%d found)", n);
     }
     if (why[0]) nn__log(ctx, NN_LOG_WARN, "OpenCL: %s; using the %d device%s found", why, n, n == 1 ? "" : "s");
     r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->backend.tuning);
@@ -385,40 +387,54 @@ static int nn__cache_path(nn_context *ctx, const char *name, uint64_t key, char 
 
 /* The cache file at path, read whole and checked (nn__cache_parse) against key: the bytes
    to free, with the program binary at *bin (*size bytes); NULL when there is no file, it
-   cannot be read, or it is not valid (an info line says why: the program is then built
-   from source and its store replaces the file). */
+   cannot be read (a FIFO or a device in its place is refused, without waiting on it), or
+   it is not valid (an info line says why: the program is then built from source and its
+   store replaces the file). */
 static unsigned char *nn__cache_read(nn_context *ctx, const char *path, uint64_t key, const unsigned char **bin,
                                      size_t *size) {
-    FILE *f = fopen(path, "rb");
     unsigned char *data = NULL;
-    long len = -1;
-    int st;
+    size_t len = 0;
+    char why[1400];
+    int st, kind = 0;
+    nn_result r;
     *bin = NULL;
     *size = 0;
-    if (!f) {
-        if (errno != ENOENT) nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot open %s: %s", path, strerror(errno));
+    r = nn__read_regular(path, (size_t)NN__CACHE_MAX_BYTES, 1, &data, &len, why, sizeof why, &kind);
+    if (kind == NN__READ_TOO_LARGE)
+        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s: more than a cached program may have; building from source",
+                why);
+    else if (r != NN_OK && kind != NN__READ_MISSING)
+        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot read %s; building from source", why);
+    if (r != NN_OK) return NULL;
+    if ((st = nn__cache_parse(data, len, key, bin, size)) != NN__CACHE_OK) {
+        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s (%lu bytes): %s; building from source", path,
+                (unsigned long)len, nn__cache_status_str(st));
+        NN_FREE(data);
         return NULL;
     }
-    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot read %s", path);
-    } else if (len > NN__CACHE_MAX_BYTES) {
-        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s: %ld bytes, more than a cached program may have; "
-                "building from source", path, len);
-    } else if (!(data = (unsigned char *)NN_MALLOC((size_t)len + 1))) {
-        nn__log(ctx, NN_LOG_DEBUG, "program cache: no memory to read %s (%ld bytes)", path, len);
-    } else if (fread(data, 1, (size_t)len, f) != (size_t)len || fgetc(f) != EOF) {
-        nn__log(ctx, NN_LOG_DEBUG, "program cache: %s changed while it was read", path);
-        NN_FREE(data);
-        data = NULL;
-    } else if ((st = nn__cache_parse(data, (size_t)len, key, bin, size)) != NN__CACHE_OK) {
-        nn__log(ctx, NN_LOG_INFO, "program cache: ignoring %s (%ld bytes): %s; building from source", path, len,
-                nn__cache_status_str(st));
-        NN_FREE(data);
-        data = NULL;
-    }
-    fclose(f);
     return data;
+}
+
+/* Whether this context may use its cache directory: it is made (0700) when missing, and
+   refused (an info line; then programs are built from source and not stored) when another
+   user owns it or others may write to it: they could put native code in its files.
+   Decided once per context. */
+static int nn__cache_dir_usable(nn_context *ctx) {
+    nn__cl *cl = NN__CL(ctx);
+    char why[1200];
+    if (cl->cache_dir_state == 0) {
+        if (nn__mkdirs(ctx->cache_dir) != 0) {
+            nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot create %s: %s", ctx->cache_dir, strerror(errno));
+            cl->cache_dir_state = -1;
+        } else if (!nn__dir_private(ctx->cache_dir, why, sizeof why)) {
+            nn__log(ctx, NN_LOG_INFO, "program cache: %s: another user could supply the programs, so it is not "
+                    "used (programs built from source, not stored)", why);
+            cl->cache_dir_state = -1;
+        } else {
+            cl->cache_dir_state = 1;
+        }
+    }
+    return cl->cache_dir_state > 0;
 }
 
 /* The program in the cache file at path, built for the device; NULL when there is none
@@ -466,8 +482,6 @@ static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_
     if ((err = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL)) != CL_SUCCESS) {
         nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot get the binary for %s: %s (%d)", path, nn__cl_errstr(err),
                 (int)err);
-    } else if (nn__mkdirs(ctx->cache_dir) != 0) {
-        nn__log(ctx, NN_LOG_DEBUG, "program cache: cannot create %s: %s", ctx->cache_dir, strerror(errno));
     } else {
         nn__wfile w; /* quiet (no context): a reader sees the old file or the new one whole */
         nn__cache_header(file, key, bin, size);
@@ -510,7 +524,7 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
     key = nn__fnv(key, cl->driver, strlen(cl->driver) + 1);
     key = nn__fnv(key, cl->version, strlen(cl->version) + 1);
     prog = NULL;
-    if (ctx->cache_dir && nn__cache_path(ctx, name, key, path, sizeof path))
+    if (ctx->cache_dir && nn__cache_dir_usable(ctx) && nn__cache_path(ctx, name, key, path, sizeof path))
         prog = nn__cache_load(ctx, path, key, options);
     if (!prog) {
         prog = clCreateProgramWithSource(cl->context, count, lines, NULL, &err);

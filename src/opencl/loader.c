@@ -52,6 +52,34 @@ static void nn__cl_msg(char *buf, size_t n, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* src into dst (n bytes), each byte that is a control character, not valid UTF-8, or a C1
+   control (U+0080..U+009F) as \xNN, cut at a whole character: the names and bytes that
+   .icd files, directories and drivers supply never reach a message raw. */
+static void nn__cl_escape(char *dst, size_t n, const char *src) {
+    const unsigned char *s = (const unsigned char *)src;
+    size_t o = 0;
+    if (n == 0) return;
+    while (*s) {
+        unsigned c = s[0];
+        size_t len = 1, k;
+        int ok = c >= 0x20 && c < 0x7f;
+        if (c >= 0xc2 && c <= 0xf4) { /* a UTF-8 lead byte and its continuation bytes */
+            len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+            for (ok = 1, k = 1; k < len && ok; k++) ok = (s[k] & 0xc0) == 0x80; /* stops at the NUL */
+            if (ok && ((c == 0xc2 && s[1] < 0xa0) || (c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
+                       (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90)))
+                ok = 0; /* C1 controls, overlong forms, surrogates, beyond U+10FFFF */
+        }
+        if (!ok) len = 1;
+        if (o + (ok ? len : 4) >= n) break;
+        if (ok) memcpy(dst + o, s, len);
+        else snprintf(dst + o, 5, "\\x%02x", c);
+        o += ok ? len : 4;
+        s += len;
+    }
+    dst[o] = 0;
+}
+
 /* ---- the dynamic linker ---- */
 
 static void *nn__dl_open(const char *path, char *err, size_t n) {
@@ -154,15 +182,63 @@ static int nn__cl_resolve(void *h, const char *lib, nn__cl_api *api, char *why, 
     return 2;
 }
 
+/* What lib is when the dynamic linker cannot load it: "not found", or what stands there
+   (a FIFO, a text file, a binary for another machine...), from its first bytes. */
+static void nn__cl_unloadable(const char *lib, const char *err, char *why, size_t n) {
+#if defined(_WIN32)
+    nn__cl_msg(why, n, "OpenCL library %s %s (%s)", lib, strstr(err, "error 126") ? "not found" : "cannot be loaded", err);
+#else
+    unsigned char *head = NULL;
+    size_t len = 0, i;
+    char what[160];
+    int kind = 0, text = 1;
+    if (!strchr(lib, '/')) { /* searched for by name: not found, unless the linker says otherwise */
+        nn__cl_msg(why, n, "OpenCL library %s %s (%s)", lib, strstr(err, "No such file") ? "not found" : "cannot be loaded",
+                   err);
+        return;
+    }
+    if (nn__read_regular(lib, 64, 0, &head, &len, what, sizeof what, &kind) != NN_OK) {
+        if (kind == NN__READ_MISSING) nn__cl_msg(why, n, "OpenCL library %s not found (%s)", lib, err);
+        else nn__cl_msg(why, n, "OpenCL library %s cannot be loaded (%s)", lib, err);
+        return;
+    }
+    for (i = 0; i < len; i++) text &= head[i] >= 0x20 || head[i] == '\n' || head[i] == '\r' || head[i] == '\t';
+    if (len >= 4 && (memcmp(head, "\177ELF", 4) == 0 || memcmp(head, "\xfe\xed\xfa", 3) == 0 ||
+                     memcmp(head + 1, "\xfa\xed\xfe", 3) == 0 || memcmp(head, "\xca\xfe\xba\xbe", 4) == 0))
+        nn__cl_msg(why, n, "OpenCL library %s cannot be loaded: a binary, but not a shared library for this process "
+                   "(%s)", lib, err); /* ELF or Mach-O: another machine, a missing dependency... */
+    else if (len == 0)
+        nn__cl_msg(why, n, "OpenCL library %s is an empty file, not a shared library (%s)", lib, err);
+    else if (text) {
+        for (i = 0; i < len && head[i] != '\n' && head[i] != '\r'; i++) {}
+        head[i < 40 ? i : 40] = 0;
+        nn__cl_msg(why, n, "OpenCL library %s is a text file, not a shared library (it begins \"%s\"; %s)", lib,
+                   (const char *)head, err);
+    } else
+        nn__cl_msg(why, n, "OpenCL library %s is not a shared library (no ELF header; %s)", lib, err);
+    NN_FREE(head);
+#endif
+}
+
 /* Loads lib into nn__clfn: 0 (and why) when it cannot, else as nn__cl_resolve. A library
-   that is not usable is unloaded again. */
+   that is not usable is unloaded again. A path to anything but a regular file is refused
+   before the dynamic linker opens it (which would wait forever on a FIFO). */
 static int nn__cl_try(const char *lib, char *why, size_t n) {
     char err[1024];
     nn__cl_api api;
     int mode;
-    void *h = nn__dl_open(lib, err, sizeof err);
+    void *h;
+#if !defined(_WIN32)
+    struct stat st;
+    if (strchr(lib, '/') && stat(lib, &st) == 0 && !S_ISREG(st.st_mode)) {
+        nn__cl_msg(why, n, "OpenCL library %s is %s, not a shared library: not loaded", lib,
+                   nn__file_kind((unsigned)st.st_mode));
+        return 0;
+    }
+#endif
+    h = nn__dl_open(lib, err, sizeof err);
     if (!h) {
-        nn__cl_msg(why, n, "OpenCL library %s not found (%s)", lib, err);
+        nn__cl_unloadable(lib, err, why, n);
         return 0;
     }
     memset(&api, 0, sizeof api);
@@ -173,52 +249,90 @@ static int nn__cl_try(const char *lib, char *why, size_t n) {
 }
 
 #if NN__CL_VENDOR_ICDS
-static int nn__cl_strcmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+static int nn__cl_strcmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The library that the .icd file at path names (its first line), or 0 and why. The file
+   is read as the library's other files are (nn__read_regular): a FIFO or a device is
+   refused without waiting on it. */
+static int nn__cl_icd_line(const char *path, char *lib, size_t lib_n, char *why, size_t n) {
+    unsigned char *text = NULL;
+    size_t len = 0, k;
+    if (nn__read_regular(path, 65536, 1, &text, &len, why, n, NULL) != NN_OK) return 0;
+    for (k = 0; k < len && text[k] != '\n' && text[k] != '\r' && text[k] != 0; k++) {}
+    while (k > 0 && (text[k - 1] == ' ' || text[k - 1] == '\t')) k--;
+    if (k == 0 || k >= lib_n) {
+        nn__cl_msg(why, n, "%s: %s", path, k == 0 ? "names no library" : "names a library path too long to load");
+        NN_FREE(text);
+        return 0;
+    }
+    memcpy(lib, text, k);
+    lib[k] = 0;
+    NN_FREE(text);
+    return 1;
+}
 
 /* No loader: the vendor drivers that the .icd files of $OCL_ICD_VENDORS (a directory, or
-   one .icd file) or /etc/OpenCL/vendors name, in name order; the first that loads is
-   used. 0 and the reason (appended to why) when none does. */
+   one .icd file) or /etc/OpenCL/vendors name, every one in name order; the first that loads
+   is used. 0 and the reason (appended to why) when none does: how many files were tried,
+   and the last one's failure. */
 static int nn__cl_try_vendors(char *why, size_t n) {
     const char *env = getenv("OCL_ICD_VENDORS"), *dir = env && env[0] ? env : "/etc/OpenCL/vendors";
-    char names[32][256], last[1536] = "";
-    int count = 0, k, mode = 0, is_dir = 0;
+    char **names = NULL, last[1536] = "", lib[1024], cut[160] = "";
+    int count = 0, cap = 0, k, mode = 0, is_dir = 0;
     size_t used = strlen(why);
     DIR *d = opendir(dir);
     if (d) {
-        is_dir = 1;
         struct dirent *e;
-        while ((e = readdir(d)) != NULL && count < 32) {
+        is_dir = 1;
+        while ((e = readdir(d)) != NULL) {
             size_t len = strlen(e->d_name);
-            if (len > 4 && len < sizeof names[0] && strcmp(e->d_name + len - 4, ".icd") == 0)
-                memcpy(names[count++], e->d_name, len + 1);
+            char *copy;
+            if (len <= 4 || strcmp(e->d_name + len - 4, ".icd") != 0) continue;
+            if (count == cap) {
+                int grow = cap ? cap * 2 : 32;
+                char **more = (char **)NN_REALLOC(names, (size_t)grow * sizeof *names);
+                if (!more) break;
+                names = more;
+                cap = grow;
+            }
+            if (!(copy = nn__strdup(e->d_name))) break;
+            names[count++] = copy;
         }
+        if (e) nn__cl_msg(cut, sizeof cut, " (out of memory listing %s: only %d .icd files tried)", dir, count);
         closedir(d);
-        qsort(names, (size_t)count, sizeof names[0], nn__cl_strcmp);
+        if (count > 1) qsort(names, (size_t)count, sizeof *names, nn__cl_strcmp);
     } else if (strlen(dir) > 4 && strcmp(dir + strlen(dir) - 4, ".icd") == 0) {
         count = 1; /* the file itself */
     }
     for (k = 0; k < count && !mode; k++) {
-        char path[1024], lib[512];
-        FILE *f;
-        size_t len;
-        int w = is_dir ? snprintf(path, sizeof path, "%s/%s", dir, names[k]) : snprintf(path, sizeof path, "%s", dir);
-        if (w < 0 || (size_t)w >= sizeof path || !(f = fopen(path, "r"))) continue;
-        lib[0] = 0;
-        if (!fgets(lib, sizeof lib, f)) lib[0] = 0;
-        fclose(f);
-        len = strlen(lib);
-        while (len > 0 && (lib[len - 1] == '\n' || lib[len - 1] == '\r' || lib[len - 1] == ' ')) lib[--len] = 0;
-        if (!lib[0]) continue;
+        size_t plen = is_dir ? strlen(dir) + strlen(names[k]) + 2 : strlen(dir) + 1;
+        char *path = (char *)NN_MALLOC(plen);
+        if (!path) {
+            nn__cl_msg(last, sizeof last, "out of memory");
+            break;
+        }
+        if (is_dir) snprintf(path, plen, "%s/%s", dir, names[k]);
+        else memcpy(path, dir, plen);
+        if (!nn__cl_icd_line(path, lib, sizeof lib, last, sizeof last)) {
+            NN_FREE(path);
+            continue;
+        }
         mode = nn__cl_try(lib, last, sizeof last);
         if (mode)
             nn__cl_msg(nn__cl_ld.note, sizeof nn__cl_ld.note, "no OpenCL ICD loader: %s; using the driver %s named by %s%s",
                        why, lib, path, mode == 2 ? ", through its ICD dispatch table" : "");
         else
             nn__cl_msg(last + strlen(last), sizeof last - strlen(last), " (named by %s)", path);
+        NN_FREE(path);
     }
+    for (k = 0; is_dir && k < count; k++) NN_FREE(names[k]);
+    NN_FREE(names);
     if (mode || used >= n) return mode;
-    if (last[0]) nn__cl_msg(why + used, n - used, "; no vendor driver loads either: %s", last);
-    else nn__cl_msg(why + used, n - used, "; no vendor driver in %s", env && env[0] ? env : "/etc/OpenCL/vendors");
+    if (last[0] && count > 1)
+        nn__cl_msg(why + used, n - used, "; no vendor driver loads either (%d .icd files in %s%s, the last: %s)", count,
+                   dir, cut, last);
+    else if (last[0]) nn__cl_msg(why + used, n - used, "; no vendor driver loads either: %s%s", last, cut);
+    else nn__cl_msg(why + used, n - used, "; no vendor driver in %s%s", dir, cut);
     return 0;
 }
 #endif
@@ -312,13 +426,24 @@ static void nn__cl_load_once(void) {
 #endif
 }
 
+/* nn__cl_load_once, then its messages escaped (they hold file names, .icd files' bytes and
+   the dynamic linker's words). */
+static void nn__cl_load_once_escaped(void) {
+    static char raw[sizeof nn__cl_ld.note];
+    nn__cl_load_once();
+    memcpy(raw, nn__cl_ld.why, sizeof nn__cl_ld.why);
+    nn__cl_escape(nn__cl_ld.why, sizeof nn__cl_ld.why, raw);
+    memcpy(raw, nn__cl_ld.note, sizeof nn__cl_ld.note);
+    nn__cl_escape(nn__cl_ld.note, sizeof nn__cl_ld.note, raw);
+}
+
 #if defined(_WIN32)
 static INIT_ONCE nn__cl_once = INIT_ONCE_STATIC_INIT;
 static BOOL CALLBACK nn__cl_load_once_win(PINIT_ONCE once, PVOID param, PVOID *context) {
     (void)once;
     (void)param;
     (void)context;
-    nn__cl_load_once();
+    nn__cl_load_once_escaped();
     return TRUE;
 }
 #else
@@ -330,7 +455,7 @@ static int nn__cl_load(void) {
 #if defined(_WIN32)
     InitOnceExecuteOnce(&nn__cl_once, nn__cl_load_once_win, NULL, NULL);
 #else
-    pthread_once(&nn__cl_once, nn__cl_load_once);
+    pthread_once(&nn__cl_once, nn__cl_load_once_escaped);
 #endif
     return nn__cl_ld.ok;
 }

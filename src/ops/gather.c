@@ -52,19 +52,21 @@ static void nn__gather_count(nn_graph *g, const nn__node *n, const nn__node *idx
 
 /* A checked op's count of index values outside [0, L) (a launch before its own). */
 static nn_result nn__launch_index_check(nn_graph *g, int id, const nn__node *idx, int64_t L) {
-    nn__launch *l = NULL;
-    nn__k_index_check k;
-    nn_result r;
     if (!g->nodes[id].check) return NN_OK;
-    r = nn__launch_kernel(g, id, "gather", "index_check", (size_t)idx->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(index_check, "gather", "index_check", idx->numel);
     k.idx = &idx->buf;
     k.n = (int)idx->numel;
     k.L = (int)L;
     k.bad = &g->checks;
     k.slot = g->nodes[id].check_slot;
     return nn__kargs_index_check(l, &k);
+}
+
+/* A checked op's launch of `kernel`, one work-item per element of node id, after its count
+   of index values outside [0, L). */
+static nn_result nn__gather_launch(nn_graph *g, int id, const nn__node *idx, int64_t L, const char *kernel, nn__launch **l) {
+    nn_result r = nn__launch_index_check(g, id, idx, L);
+    return r != NN_OK ? r : nn__launch_kernel(g, id, "gather", kernel, (size_t)g->nodes[id].numel, l);
 }
 
 /* index has x's number of dims, and is no larger than `other` outside dim (than x for
@@ -164,11 +166,7 @@ static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *d = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_gather_rows k;
-    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(gather_rows, "gather", "gather_rows", n->numel);
     k.data = &d->buf;
     k.idx = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -181,11 +179,7 @@ static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
 static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, R = (int)n->shape.dim[0];
-    nn__launch *l = NULL;
-    nn__k_gather_rows_backward k;
-    nn_result r = nn__launch_kernel(g, id, "gather", "gather_rows_backward", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(gather_rows_backward, "gather", "gather_rows_backward", N);
     k.idx = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.ddata = &n->buf;
@@ -251,14 +245,8 @@ static nn_result nn__launch_index_select(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *ix = &g->nodes[n->in[1]];
     int64_t o, L, inner;
-    nn__launch *l = NULL;
-    nn__k_index_select k;
-    nn_result r;
     nn__gather_split(&g->nodes[n->in[0]].shape, n->a.gather.dim, &o, &L, &inner);
-    r = nn__launch_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(index_select, nn__gather_launch(g, id, ix, L, "index_select", &l));
     k.x = &g->nodes[n->in[0]].buf;
     k.idx = &ix->buf;
     k.y = &n->buf;
@@ -273,14 +261,8 @@ static nn_result nn__launch_index_select_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *ix = &g->nodes[n->in[1]];
     int64_t o, L, inner;
-    nn__launch *l = NULL;
-    nn__k_index_select_backward k;
-    nn_result r;
     nn__gather_split(&n->shape, n->a.gather.dim, &o, &L, &inner);
-    r = nn__launch_index_check(g, id, ix, L);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "index_select_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(index_select_backward, nn__gather_launch(g, id, ix, L, "index_select_backward", &l));
     k.dy = &g->nodes[n->in[0]].buf;
     k.idx = &ix->buf;
     k.dx = &n->buf;
@@ -335,15 +317,10 @@ static nn_result nn__launch_gather(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
     int yd[8], idd[8], xd[8];
-    nn__launch *l = NULL;
-    nn__k_gather k;
-    nn_result r = nn__launch_index_check(g, id, ix, x->shape.dim[n->a.gather.dim]);
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&x->shape, xd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "gather", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(gather, nn__gather_launch(g, id, ix, x->shape.dim[n->a.gather.dim], "gather", &l));
     k.x = &x->buf;
     k.idx = &ix->buf;
     k.y = &n->buf;
@@ -412,15 +389,10 @@ static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
     int hb = n->a.gather.has_base;
     const nn__node *ix = &g->nodes[n->in[hb]], *src = &g->nodes[n->in[hb + 1]];
     int yd[8], idd[8], sd[8];
-    nn__launch *l = NULL;
-    nn__k_scatter_add k;
-    nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&src->shape, sd);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "scatter_add", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(scatter_add, nn__gather_launch(g, id, ix, n->shape.dim[n->a.gather.dim], "scatter_add", &l));
     k.base = hb ? &g->nodes[n->in[0]].buf : &g->one; /* unread when has_base is 0 */
     k.idx = &ix->buf;
     k.src = &src->buf;
@@ -467,12 +439,7 @@ static nn_result nn__cpu_one_hot(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_one_hot(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int C = (int)n->shape.dim[n->shape.ndim - 1];
-    nn__launch *l = NULL;
-    nn__k_one_hot k;
-    nn_result r = nn__launch_index_check(g, id, &g->nodes[n->in[0]], C);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "gather", "one_hot", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(one_hot, nn__gather_launch(g, id, &g->nodes[n->in[0]], C, "one_hot", &l));
     k.labels = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;

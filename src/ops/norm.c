@@ -7,6 +7,16 @@
 
 /* ==== helpers shared by the family's builders and launches ==== */
 
+/* at zeroed, then x [A, C, spatial...]'s A, C and S (the product of the spatial dims) */
+static void nn__norm_layout(nn__norm_attr *at, const nn__node *nx) {
+    int k;
+    memset(at, 0, sizeof *at);
+    at->A = (int)nx->shape.dim[0];
+    at->C = (int)nx->shape.dim[1];
+    at->S = 1;
+    for (k = 2; k < nx->shape.ndim; k++) at->S *= (int)nx->shape.dim[k];
+}
+
 /* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
 static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
     nn__node *nx;
@@ -54,19 +64,34 @@ static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel,
                                        size_t *wg) {
     nn__norm q;
     size_t groups, count;
-    nn_result r;
     *wg = nn__reduce_wg(g);
     nn__norm_geom(&q, &g->nodes[id].a.norm);
     groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
     count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
     while (*wg > 1 && *wg / 2 >= count) *wg /= 2;
-    r = nn__launch_kernel(g, id, "norm", kernel, groups * *wg, l);
-    if (r != NN_OK) return r;
-    (*l)->gws[0] = groups * *wg;
-    (*l)->lws[0] = *wg;
-    (*l)->use_lws = 1;
-    return NN_OK;
+    return nn__launch_groups(g, id, "norm", kernel, groups, *wg, l);
 }
+
+/* The fields every norm kernel takes, from the node's attributes a */
+#define NN__NORM_KFIELDS(k, a)     \
+    do {                           \
+        (k).A = (a)->A;            \
+        (k).C = (a)->C;            \
+        (k).S = (a)->S;            \
+        (k).G = (a)->groups;       \
+        (k).pc = (a)->per_channel; \
+    } while (0)
+
+/* A launch function's opening for a kernel SIG over work-groups (nn__launch_norm_groups's
+   per_group): n, a (its attributes), wg, and NN__KWITH's l, r and k, with the common
+   fields and the work-group's scratch tmp set */
+#define NN__NORM_KLAUNCH(sig, per_group)                                       \
+    nn__node *n = &g->nodes[id];                                               \
+    const nn__norm_attr *a = &n->a.norm;                                       \
+    size_t wg;                                                                 \
+    NN__KWITH(sig, nn__launch_norm_groups(g, id, #sig, per_group, &l, &wg)); \
+    NN__NORM_KFIELDS(k, a);                                                    \
+    k.tmp = wg * 4
 
 /* ==== norm_stats: stats [2, R] of x [A, C, S], the means then the biased variances: R =
    A*G groups of C/G channels each (group, layer and instance norm), or the C channels over
@@ -89,22 +114,9 @@ static nn_result nn__cpu_norm_stats(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_stats k;
-    size_t wg;
-    nn_result r = nn__launch_norm_groups(g, id, "norm_stats", 1, &l, &wg);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__NORM_KLAUNCH(norm_stats, 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.stats = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
-    k.tmp = wg * 4;
     return nn__kargs_norm_stats(l, &k);
 }
 
@@ -196,21 +208,13 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_forward k;
-    nn_result r = nn__launch_kernel(g, id, "norm", "norm_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(norm_forward, "norm", "norm_forward", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.stats = &g->nodes[in[1]].buf;
     k.gamma = a->has_gamma ? &g->nodes[in[2]].buf : &g->one;
     k.beta = a->has_beta ? &g->nodes[in[2 + a->has_gamma]].buf : &g->one;
     k.y = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
+    NN__NORM_KFIELDS(k, a);
     k.has_gamma = a->has_gamma;
     k.has_beta = a->has_beta;
     k.eps = a->eps;
@@ -219,29 +223,16 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
 
 /* one work-group per statistics group */
 static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
+    NN__NORM_KLAUNCH(norm_backward_data, 1);
     const int *in = n->in;
-    const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_backward_data k;
-    size_t wg;
-    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_data", 1, &l, &wg);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
     k.x = &g->nodes[in[0]].buf;
     k.stats = &g->nodes[in[1]].buf;
     k.dy = &g->nodes[in[2]].buf;
     k.gamma = a->has_gamma ? &g->nodes[in[3]].buf : &g->one;
     k.dx = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
     k.has_gamma = a->has_gamma;
     k.const_stats = a->const_stats;
     k.eps = a->eps;
-    k.tmp = wg * 4;
     return nn__kargs_norm_backward_data(l, &k);
 }
 
@@ -249,26 +240,13 @@ static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
    alone (x and stats are then g->one, unread). */
 static nn_result nn__launch_norm_affine(nn_graph *g, int id, const nn__buf *x, const nn__buf *stats, const nn__buf *dy,
                                         int with_xhat) {
-    nn__node *n = &g->nodes[id];
-    const nn__norm_attr *a = &n->a.norm;
-    nn__launch *l = NULL;
-    nn__k_norm_backward_affine k;
-    size_t wg;
-    nn_result r = nn__launch_norm_groups(g, id, "norm_backward_affine", 0, &l, &wg);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__NORM_KLAUNCH(norm_backward_affine, 0);
     k.x = x;
     k.stats = stats;
     k.dy = dy;
     k.out = &n->buf;
-    k.A = a->A;
-    k.C = a->C;
-    k.S = a->S;
-    k.G = a->groups;
-    k.pc = a->per_channel;
     k.with_xhat = with_xhat;
     k.eps = a->eps;
-    k.tmp = wg * 4;
     return nn__kargs_norm_backward_affine(l, &k);
 }
 
@@ -298,12 +276,8 @@ static nn_result nn__cpu_bn_running(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_bn_running(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
-    nn__launch *l = NULL;
-    nn__k_batch_norm_running k;
     int64_t cnt = (int64_t)n->a.norm.A * n->a.norm.S;
-    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_running", (size_t)n->a.norm.C, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(batch_norm_running, "norm", "batch_norm_running", n->a.norm.C);
     k.rmean = &g->nodes[in[0]].buf;
     k.rvar = &g->nodes[in[1]].buf;
     k.stats = &g->nodes[in[2]].buf;
@@ -328,12 +302,7 @@ static nn_result nn__cpu_bn_pack(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_batch_norm_pack k;
-    nn_result r = nn__launch_kernel(g, id, "norm", "batch_norm_pack", (size_t)n->a.norm.C, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(batch_norm_pack, "norm", "batch_norm_pack", n->a.norm.C);
     k.rmean = &g->nodes[n->in[0]].buf;
     k.rvar = &g->nodes[n->in[1]].buf;
     k.stats = &n->buf;
@@ -352,7 +321,6 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     nn__node *nx;
     nn_shape c;
     nn__norm_attr at;
-    int k;
     if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx))
         return nn__tensor(-1);
     nx = nn__n(g, x);
@@ -367,11 +335,7 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     c = nn_shape1(nx->shape.dim[1]);
     if (!nn__norm_check_vec(g, fn, gamma, "gamma", &c, sx) || !nn__norm_check_vec(g, fn, beta, "beta", &c, sx))
         return nn__tensor(-1);
-    memset(&at, 0, sizeof at);
-    at.A = (int)nx->shape.dim[0];
-    at.C = (int)nx->shape.dim[1];
-    at.S = 1;
-    for (k = 2; k < nx->shape.ndim; k++) at.S *= (int)nx->shape.dim[k];
+    nn__norm_layout(&at, nx);
     at.groups = groups;
     at.eps = eps;
     return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
@@ -420,7 +384,7 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     nn__node *nx;
     nn_shape c;
     nn__norm_attr at;
-    int k, stats, in[3], running;
+    int stats, in[3], running;
     if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx)) return nn__tensor(-1);
     nx = nn__n(g, x);
     memset(&d, 0, sizeof d);
@@ -442,11 +406,7 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
             !nn__norm_check_vec(g, "nn_batch_norm", d.running_var, "running_var", &c, sx))
             return nn__tensor(-1);
     }
-    memset(&at, 0, sizeof at);
-    at.A = (int)nx->shape.dim[0];
-    at.C = (int)nx->shape.dim[1];
-    at.S = 1;
-    for (k = 2; k < nx->shape.ndim; k++) at.S *= (int)nx->shape.dim[k];
+    nn__norm_layout(&at, nx);
     at.groups = at.per_channel = 1;
     at.eps = d.eps;
     at.momentum = d.momentum;

@@ -122,12 +122,8 @@ static void nn__update_sgd(nn_graph *g, nn__launch *l) {
 static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *p = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_sgd k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "sgd", (size_t)p->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(sgd, "optim", "sgd", p->numel);
     l->update = nn__update_sgd;
-    memset(&k, 0, sizeof k);
     k.p = &p->buf;
     k.grad = &g->nodes[n->in[1]].buf;
     k.buf = n->n_aux ? &n->aux[0] : &g->one;
@@ -180,12 +176,8 @@ static void nn__update_adam(nn_graph *g, nn__launch *l) {
 static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *p = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_adam k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "adam", (size_t)p->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(adam, "optim", "adam", p->numel);
     l->update = nn__update_adam;
-    memset(&k, 0, sizeof k);
     k.p = &p->buf;
     k.grad = &g->nodes[n->in[1]].buf;
     k.m = &n->aux[0];
@@ -242,14 +234,8 @@ static void nn__update_lamb_apply(nn_graph *g, nn__launch *l) {
    x (clipped by clip and cv) */
 static nn_result nn__launch_opt_norms(nn_graph *g, int id, const nn__buf *p, const nn__buf *x, const nn__buf *clip, float cv,
                                       int np, const nn__buf *out, int off) {
-    nn__launch *l = NULL;
-    nn__k_opt_norms k;
     size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "optim", "opt_norms", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(opt_norms, nn__launch_groups(g, id, "optim", "opt_norms", 1, wg, &l));
     k.p = p;
     k.x = x;
     k.clip = clip;
@@ -339,13 +325,8 @@ static void nn__update_grad_acc(nn_graph *g, nn__launch *l) {
 }
 
 static nn_result nn__launch_grad_acc(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_grad_acc k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "grad_acc", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KLAUNCH(grad_acc, "optim", "grad_acc", n->numel);
     l->update = nn__update_grad_acc;
-    memset(&k, 0, sizeof k);
     k.acc = &n->buf;
     k.g = &g->nodes[n->in[0]].buf;
     k.n = (int)n->numel;
@@ -370,15 +351,7 @@ static nn_result nn__cpu_nonfinite_count(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_nonfinite_count(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_nonfinite_count k;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "optim", "nonfinite_count", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
+    NN__KGROUP(nonfinite_count, "optim");
     k.x = &g->nodes[n->in[0]].buf;
     k.n = (int)g->nodes[n->in[0]].numel;
     k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
@@ -405,12 +378,7 @@ static nn_result nn__cpu_skip_gate(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_skip_gate k;
-    nn_result r = nn__launch_kernel(g, id, "optim", "skip_gate", 1, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(skip_gate, "optim", "skip_gate", 1);
     k.cnt = &g->nodes[n->in[0]].buf;
     k.clip = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
@@ -423,6 +391,7 @@ NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
     nn_result r;
     if (!g || !count) return NN_ERR_INVALID_ARGUMENT;
     *count = 0;
+    if ((r = nn__graph_orphaned(g, "nn_graph_skipped_steps")) != NN_OK) return r;
     if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_skipped_steps: the graph is not compiled");
     if (g->skip_node <= 0) return NN_OK;
     r = nn_tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);

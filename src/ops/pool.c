@@ -177,6 +177,15 @@ static nn_result nn__pool_launch(nn_graph *g, int id, const char *kernel, const 
         (k).geo = (geo);            \
     } while (0)
 
+/* A pool launch function's opening: n, p, geo and NN__KWITH's l, k (its pool fields set)
+   and r, for kernel SIG (its CPU variant cpu_kernel, per_row as nn__pool_launch's) */
+#define NN__POOL_KLAUNCH(sig, cpu_kernel, per_row)                                   \
+    nn__node *n = &g->nodes[id];                                                     \
+    nn__pooling p;                                                                   \
+    int geo[8];                                                                      \
+    NN__KWITH(sig, nn__pool_launch(g, id, #sig, cpu_kernel, per_row, &p, geo, &l)); \
+    NN__POOL_KFIELDS(k, p, geo)
+
 /* ==== max_pool2d: y [N, C, OH, OW] = the maximum of each window (kernel, stride, padding,
    dilation, ceil mode: torch.nn.functional.max_pool2d, max_pool1d, and the global form).
    Its gradient recomputes the windows' argmax (MAXPOOL2D_ARGMAX, idx [N, C, OH, OW] int32,
@@ -235,49 +244,25 @@ static nn_result nn__cpu_maxpool2d_grad(nn_graph *g, nn__node *n) {
 
 /* One work-item per output element, or per output row on a device tuned as a CPU. */
 static nn_result nn__launch_maxpool2d(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_max_pool2d_forward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_forward", "max_pool2d_forward_rows", 1, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(max_pool2d_forward, "max_pool2d_forward_rows", 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_forward(l, &k);
 }
 
 static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_max_pool2d_argmax k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_argmax", "max_pool2d_argmax_rows", 1, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(max_pool2d_argmax, "max_pool2d_argmax_rows", 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.idx = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_argmax(l, &k);
 }
 
 /* One work-item per input element, or per plane on a device tuned as a CPU. */
 static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_max_pool2d_backward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "max_pool2d_backward", "max_pool2d_backward_planes", 0, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(max_pool2d_backward, "max_pool2d_backward_planes", 0);
     k.idx = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     return nn__kargs_max_pool2d_backward(l, &k);
 }
 
@@ -336,34 +321,18 @@ static nn_result nn__cpu_avgpool2d_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_avgpool2d(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_avg_pool2d_forward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "avg_pool2d_forward", NULL, 0, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(avg_pool2d_forward, NULL, 0);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     k.exclude_pad = p.exclude_pad;
     k.adaptive = p.adaptive;
     return nn__kargs_avg_pool2d_forward(l, &k);
 }
 
 static nn_result nn__launch_avgpool2d_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_avg_pool2d_backward k;
-    nn__pooling p;
-    int geo[8];
-    nn_result r = nn__pool_launch(g, id, "avg_pool2d_backward", NULL, 0, &p, geo, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__POOL_KLAUNCH(avg_pool2d_backward, NULL, 0);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
-    NN__POOL_KFIELDS(k, p, geo);
     k.exclude_pad = p.exclude_pad;
     k.adaptive = p.adaptive;
     return nn__kargs_avg_pool2d_backward(l, &k);

@@ -103,25 +103,20 @@ static nn_result nn__random_launch(nn_graph *g, int id, const char *kernel, nn__
     return r;
 }
 
-/* A launch's struct k zeroed, then the fields every kernel with NN__KARGS_RNG takes: node
-   n's element count, the graph's seed, the node's key (the step is nn__update_rng's). */
-#define NN__RNG_FIELDS(k, g, n)                               \
-    do {                                                      \
-        memset(&(k), 0, sizeof(k));                           \
-        (k).n = (int)(n)->numel;                              \
-        (k).seed_lo = (unsigned)(g)->seed;                    \
-        (k).seed_hi = (unsigned)((g)->seed >> 32);            \
-        (k).key = (unsigned)(n)->a.random.key;                \
-    } while (0)
+/* A random launch function's opening: n, and NN__KWITH's l, r and k, kernel `kernel` of
+   signature SIG, with the fields every kernel with NN__KARGS_RNG takes: node n's element
+   count, the graph's seed, the node's key (the step is nn__update_rng's). */
+#define NN__RNG_KLAUNCH(sig, kernel)                           \
+    nn__node *n = &g->nodes[id];                               \
+    NN__KWITH(sig, nn__random_launch(g, id, kernel, &l));      \
+    k.n = (int)n->numel;                                       \
+    k.seed_lo = (unsigned)g->seed;                             \
+    k.seed_hi = (unsigned)(g->seed >> 32);                     \
+    k.key = (unsigned)n->a.random.key
 
 /* rand's and randn's launch: y, n and the Philox fields (rand's signature, which randn takes) */
 static nn_result nn__launch_rand_sig(nn_graph *g, int id, const char *kernel) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_rand k;
-    nn_result r = nn__random_launch(g, id, kernel, &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
+    NN__RNG_KLAUNCH(rand, kernel);
     k.y = &n->buf;
     return nn__kargs_rand(l, &k);
 }
@@ -196,12 +191,7 @@ static int nn__sample_randint(const nn__random_attr *ra, const uint32_t r[4], co
 static nn_result nn__cpu_randint(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_randint); }
 
 static nn_result nn__launch_randint(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_randint k;
-    nn_result r = nn__random_launch(g, id, "randint", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
+    NN__RNG_KLAUNCH(randint, "randint");
     k.y = &n->buf;
     k.low = n->a.random.low;
     k.range_m1 = (unsigned)n->a.random.range;
@@ -233,12 +223,7 @@ static int nn__sample_bernoulli(const nn__random_attr *ra, const uint32_t r[4], 
 static nn_result nn__cpu_bernoulli(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_bernoulli); }
 
 static nn_result nn__launch_bernoulli(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_bernoulli k;
-    nn_result r = nn__random_launch(g, id, "bernoulli", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
+    NN__RNG_KLAUNCH(bernoulli, "bernoulli");
     k.p = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.bad = &g->checks;
@@ -277,12 +262,7 @@ static int nn__sample_gaussian_noise(const nn__random_attr *ra, const uint32_t r
 static nn_result nn__cpu_gaussian_noise(nn_graph *g, nn__node *n) { return nn__random_run(g, n, nn__sample_gaussian_noise); }
 
 static nn_result nn__launch_gaussian_noise(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_gaussian_noise k;
-    nn_result r = nn__random_launch(g, id, "gaussian_noise", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
+    NN__RNG_KLAUNCH(gaussian_noise, "gaussian_noise");
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.std = n->a.random.std;
@@ -346,13 +326,8 @@ static nn_result nn__cpu_alpha_dropout_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_alpha_dropout(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
+    NN__RNG_KLAUNCH(alpha_dropout, "alpha_dropout");
     const nn__random_attr *ra = &n->a.random;
-    nn__launch *l = NULL;
-    nn__k_alpha_dropout k;
-    nn_result r = nn__random_launch(g, id, "alpha_dropout", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.p = ra->p;
@@ -363,13 +338,8 @@ static nn_result nn__launch_alpha_dropout(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_alpha_dropout_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
+    NN__RNG_KLAUNCH(alpha_dropout_grad, "alpha_dropout_grad");
     const nn__random_attr *ra = &n->a.random;
-    nn__launch *l = NULL;
-    nn__k_alpha_dropout_grad k;
-    nn_result r = nn__random_launch(g, id, "alpha_dropout_grad", &l);
-    if (r != NN_OK) return r;
-    NN__RNG_FIELDS(k, g, n);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.p = ra->p;
@@ -414,11 +384,7 @@ static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_dropout k;
-    nn_result r = nn__random_launch(g, id, "dropout", &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KWITH(dropout, nn__random_launch(g, id, "dropout", &l));
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;

@@ -35,9 +35,11 @@ NN_API nn_tensor nn_softmax(nn_graph *g, nn_tensor x, int dim) { return nn__roww
 #define nn__grad_softmax_grad nn__grad_none
 #define nn__plan_softmax_grad nn__no_plan
 
+/* SOFTMAX and LOG_SOFTMAX: dx = the op's gradient op of (y, gy) */
 static void nn__grad_softmax(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op2(g, NN__OP_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
+    int grad_op = n.op == NN__OP_LOG_SOFTMAX ? NN__OP_LOG_SOFTMAX_GRAD : NN__OP_SOFTMAX_GRAD;
+    nn__acc_grad(g, a, nn__op2(g, grad_op, NN_F32, n.shape, id, gy.id));
 }
 
 /* SOFTMAX and LOG_SOFTMAX */
@@ -59,11 +61,7 @@ static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_softmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, C = (int)nn__last_dim(n);
-    nn__launch *l = NULL;
-    nn__k_softmax_forward k;
-    nn_result r = nn__launch_kernel(g, id, "softmax", "softmax_forward", (size_t)(N / C), &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(softmax_forward, "softmax", "softmax_forward", (N / C));
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.rows = N / C;
@@ -75,11 +73,7 @@ static nn_result nn__launch_softmax(nn_graph *g, int id) {
 static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, C = (int)nn__last_dim(n);
-    nn__launch *l = NULL;
-    nn__k_softmax_backward k;
-    nn_result r = nn__launch_kernel(g, id, "softmax", "softmax_backward", (size_t)(N / C), &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(softmax_backward, "softmax", "softmax_backward", (N / C));
     k.y = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
@@ -104,8 +98,4 @@ NN_API nn_tensor nn_log_softmax(nn_graph *g, nn_tensor x, int dim) {
 #define nn__launch_log_softmax_grad nn__launch_softmax_grad
 #define nn__grad_log_softmax_grad nn__grad_none
 #define nn__plan_log_softmax_grad nn__no_plan
-
-static void nn__grad_log_softmax(nn_graph *g, int id) {
-    NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op2(g, NN__OP_LOG_SOFTMAX_GRAD, NN_F32, n.shape, id, gy.id));
-}
+#define nn__grad_log_softmax nn__grad_softmax

@@ -66,12 +66,7 @@ static nn_result nn__cpu_channel_bias(nn_graph *g, nn__node *n) {
 
 /* elementwise.cl's channel_bias, one work-item per element */
 static nn_result nn__launch_channel_bias(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_channel_bias k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "channel_bias", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(channel_bias, "elementwise", "channel_bias", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.b = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -99,12 +94,8 @@ static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_channel_sum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_channel_sum k;
     int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    nn_result r = nn__launch_kernel(g, id, "conv", "channel_sum", (size_t)C, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(channel_sum, "conv", "channel_sum", C);
     k.x = &x->buf;
     k.y = &n->buf;
     k.N = Nb;

@@ -185,15 +185,11 @@ static void nn__conv3d_geo(const nn__conv_attr *at, int geo[16]) {
 static nn_result nn__launch_conv3d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *x = &g->nodes[n->in[0]], *w = &g->nodes[n->in[1]];
-    nn__launch *l = NULL;
-    nn__k_conv3d_forward k;
     nn__conv3d c;
     int geo[16];
-    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(conv3d_forward, "conv3d", "conv3d_forward", n->numel);
     nn__conv3d_geom(&c, &x->shape, &w->shape, &n->a.conv);
     nn__conv3d_geo(&n->a.conv, geo);
-    memset(&k, 0, sizeof k);
     k.x = &x->buf;
     k.w = &w->buf;
     k.b = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -206,15 +202,11 @@ static nn_result nn__launch_conv3d(nn_graph *g, int id) {
 static nn_result nn__launch_conv3d_dx(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
-    nn__launch *l = NULL;
-    nn__k_conv3d_backward_data k;
     nn__conv3d c;
     int geo[16];
-    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_backward_data", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(conv3d_backward_data, "conv3d", "conv3d_backward_data", n->numel);
     nn__conv3d_geom(&c, &n->shape, &w->shape, &n->a.conv);
     nn__conv3d_geo(&n->a.conv, geo);
-    memset(&k, 0, sizeof k);
     k.w = &w->buf;
     k.dy = &dy->buf;
     k.dx = &n->buf;
@@ -225,15 +217,11 @@ static nn_result nn__launch_conv3d_dx(nn_graph *g, int id) {
 static nn_result nn__launch_conv3d_dw(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
-    nn__launch *l = NULL;
-    nn__k_conv3d_backward_weight k;
     nn__conv3d c;
     int geo[16];
-    nn_result r = nn__launch_kernel(g, id, "conv3d", "conv3d_backward_weight", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
+    NN__KSTART(conv3d_backward_weight, "conv3d", "conv3d_backward_weight", n->numel);
     nn__conv3d_geom(&c, &x->shape, &n->shape, &n->a.conv);
     nn__conv3d_geo(&n->a.conv, geo);
-    memset(&k, 0, sizeof k);
     k.x = &x->buf;
     k.dy = &dy->buf;
     k.dw = &n->buf;

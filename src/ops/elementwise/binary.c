@@ -55,49 +55,38 @@ static const char *const nn__same_fwd[] = {
 
 /* Same shapes: the function's own kernel; one flat dim otherwise (a one-element operand):
    binary_flat; anything else binary_bcast. */
+/* The fields every binary kernel takes: operands a and b, output y, N elements */
+#define NN__BINARY_KFIELDS(k) \
+    do {                      \
+        (k).a = a;            \
+        (k).b = b;            \
+        (k).y = &n->buf;      \
+        (k).n = N;            \
+    } while (0)
+
 static nn_result nn__launch_binary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__buf *a = &g->nodes[n->in[0]].buf, *b = &g->nodes[n->in[1]].buf;
     int fn = nn__binary_node_fn(n);
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
-        nn__k_binary_same k;
-        r = nn__launch_kernel(g, id, "elementwise", nn__same_fwd[fn], (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = a;
-        k.b = b;
-        k.y = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_same, "elementwise", nn__same_fwd[fn], N);
+        NN__BINARY_KFIELDS(k);
         return nn__kargs_binary_same(l, &k);
     }
     if (bc.nd == 1) {
-        nn__k_binary_flat k;
-        r = nn__launch_kernel(g, id, "elementwise", "binary_flat", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = a;
-        k.b = b;
-        k.y = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_flat, "elementwise", "binary_flat", N);
+        NN__BINARY_KFIELDS(k);
         k.fn = fn;
         k.sa = st[0][0];
         k.sb = st[1][0];
         return nn__kargs_binary_flat(l, &k);
     } else {
-        nn__k_binary_bcast k;
-        r = nn__launch_kernel(g, id, "elementwise", "binary_bcast", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = a;
-        k.b = b;
-        k.y = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_bcast, "elementwise", "binary_bcast", N);
+        NN__BINARY_KFIELDS(k);
         k.fn = fn;
         k.nd = bc.nd;
         k.dims = dims;
@@ -213,38 +202,31 @@ static const char *const nn__same_grad[] = {
 #undef NN__X
 };
 
+/* The fields every binary gradient kernel takes: operands a and b, dy, dx, N elements, wrt */
+#define NN__BINARY_GRAD_KFIELDS(k)             \
+    do {                                       \
+        (k).a = &g->nodes[n->in[0]].buf;       \
+        (k).b = &g->nodes[n->in[1]].buf;       \
+        (k).dy = &g->nodes[n->in[2]].buf;      \
+        (k).dx = &n->buf;                      \
+        (k).n = N;                             \
+        (k).wrt = n->a.ew.wrt;                 \
+    } while (0)
+
 static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, dims[8], st[3][8];
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn_result r;
     nn__bcast_node(g, n, 2, &bc);
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
-        nn__k_binary_same_grad k;
-        r = nn__launch_kernel(g, id, "elementwise", nn__same_grad[n->a.ew.bfn], (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = &g->nodes[n->in[0]].buf;
-        k.b = &g->nodes[n->in[1]].buf;
-        k.dy = &g->nodes[n->in[2]].buf;
-        k.dx = &n->buf;
-        k.n = N;
-        k.wrt = n->a.ew.wrt;
+        NN__KSTART(binary_same_grad, "elementwise", nn__same_grad[n->a.ew.bfn], N);
+        NN__BINARY_GRAD_KFIELDS(k);
         return nn__kargs_binary_same_grad(l, &k);
     } else {
-        nn__k_binary_grad k;
-        r = nn__launch_kernel(g, id, "elementwise", "binary_grad", (size_t)N, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.a = &g->nodes[n->in[0]].buf;
-        k.b = &g->nodes[n->in[1]].buf;
-        k.dy = &g->nodes[n->in[2]].buf;
-        k.dx = &n->buf;
-        k.n = N;
+        NN__KSTART(binary_grad, "elementwise", "binary_grad", N);
+        NN__BINARY_GRAD_KFIELDS(k);
         k.fn = n->a.ew.bfn;
-        k.wrt = n->a.ew.wrt;
         k.nd = bc.nd;
         k.dims = dims;
         k.sa = st[0];

@@ -66,6 +66,20 @@ static void nn__bcast_ints(const nn__bcast *bc, int dims[8], int st[3][8]) {
         for (d = 0; d < bc->nd; d++) st[k][d] = (int)bc->st[k][d];
 }
 
+/* A broadcast kernel's launch function's opening, node n over its first n_op inputs: n,
+   dims and st (nn__bcast_ints), and NN__KSTART's l, r and k (one work-item per element;
+   its element count n, nd and dims set). */
+#define NN__BCAST_KLAUNCH(sig, n_op)                  \
+    nn__node *n = &g->nodes[id];                      \
+    int dims[8], st[3][8];                            \
+    nn__bcast bc;                                     \
+    nn__bcast_node(g, n, n_op, &bc);                  \
+    nn__bcast_ints(&bc, dims, st);                    \
+    NN__KSTART(sig, "elementwise", #sig, n->numel);   \
+    k.n = (int)n->numel;                              \
+    k.nd = bc.nd;                                     \
+    k.dims = dims
+
 /* ==== sum_to: y [sh] = x [...] summed over the dims where sh is 1 or missing, sh a shape
    that broadcasts to x's: the gradient of every broadcast (add, mul, where, expand, ...);
    its own gradient is EXPAND back to x's shape ==== */
@@ -102,16 +116,11 @@ static nn_result nn__launch_sum_to(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int M = (int)n->numel, dims[8], st[3][8], xs[8], d;
     nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_sum_to k;
-    nn_result r;
     nn__sum_to_geometry(g, n, &bc);
     nn__bcast_ints(&bc, dims, st);
     memset(xs, 0, sizeof xs);
     for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
-    r = nn__launch_kernel(g, id, "elementwise", "sum_to", (size_t)M, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(sum_to, "elementwise", "sum_to", M);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.m = M;
@@ -171,22 +180,9 @@ static nn_result nn__cpu_expand(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_expand(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_expand_bcast k;
-    nn_result r;
-    nn__bcast_node(g, n, 1, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "expand_bcast", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__BCAST_KLAUNCH(expand_bcast, 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.n = N;
-    k.nd = bc.nd;
-    k.dims = dims;
     k.sx = st[0];
     return nn__kargs_expand_bcast(l, &k);
 }

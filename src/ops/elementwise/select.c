@@ -54,25 +54,12 @@ static nn_result nn__cpu_masked_fill(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_masked_fill(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_masked_fill_bcast k;
-    nn_result r;
-    nn__bcast_node(g, n, 2, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "masked_fill_bcast", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__BCAST_KLAUNCH(masked_fill_bcast, 2);
     k.m = &g->nodes[n->in[0]].buf;
     k.x = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
-    k.n = N;
     k.value = n->a.ew.s;
     k.invert = n->a.ew.invert;
-    k.nd = bc.nd;
-    k.dims = dims;
     k.sm = st[0];
     k.sx = st[1];
     return nn__kargs_masked_fill_bcast(l, &k);
@@ -121,24 +108,11 @@ static nn_result nn__cpu_where(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_where(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, dims[8], st[3][8];
-    nn__bcast bc;
-    nn__launch *l = NULL;
-    nn__k_where_bcast k;
-    nn_result r;
-    nn__bcast_node(g, n, 3, &bc);
-    nn__bcast_ints(&bc, dims, st);
-    r = nn__launch_kernel(g, id, "elementwise", "where_bcast", (size_t)N, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__BCAST_KLAUNCH(where_bcast, 3);
     k.c = &g->nodes[n->in[0]].buf;
     k.a = &g->nodes[n->in[1]].buf;
     k.b = &g->nodes[n->in[2]].buf;
     k.y = &n->buf;
-    k.n = N;
-    k.nd = bc.nd;
-    k.dims = dims;
     k.sc = st[0];
     k.sa = st[1];
     k.sb = st[2];

@@ -39,12 +39,7 @@ static nn_result nn__cpu_scale(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_scale(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_scale k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "scale", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(scale, "elementwise", "scale", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -139,14 +134,9 @@ static const char *const nn__unary_names[NN__U_COUNT] = {
 
 static nn_result nn__launch_unary(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_unary_forward k;
-    nn_result r;
     char kname[64];
     snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(unary_forward, "elementwise", kname, n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -157,14 +147,9 @@ static nn_result nn__launch_unary(nn_graph *g, int id) {
 
 static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_unary_backward k;
-    nn_result r;
     char kname[64];
     snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
-    r = nn__launch_kernel(g, id, "elementwise", kname, (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(unary_backward, "elementwise", kname, n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
@@ -273,12 +258,7 @@ static nn_result nn__cpu_prelu_dw(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_prelu(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_prelu_forward k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "prelu_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(prelu_forward, "elementwise", "prelu_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.w = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -289,12 +269,7 @@ static nn_result nn__launch_prelu(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_prelu_dx(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_prelu_backward_input k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "prelu_backward_input", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(prelu_backward_input, "elementwise", "prelu_backward_input", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.w = &g->nodes[n->in[1]].buf;
     k.dy = &g->nodes[n->in[2]].buf;
@@ -347,12 +322,7 @@ static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_fill(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_fill k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "fill", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(fill, "elementwise", "fill", n->numel);
     k.y = &n->buf;
     k.n = (int)n->numel;
     k.v = n->a.ew.s;
@@ -383,12 +353,7 @@ static nn_result nn__cpu_accumulate(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_accumulate(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_accumulate k;
-    nn_result r = nn__launch_kernel(g, id, "elementwise", "accumulate", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(accumulate, "elementwise", "accumulate", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.acc = &n->buf;
     k.n = (int)n->numel;

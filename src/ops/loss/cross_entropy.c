@@ -46,30 +46,16 @@ static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_xent_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "xent_forward", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(xent_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.loss = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.bad = &g->checks;
     k.slot = n->check_slot;
     return nn__kargs_xent_forward(l, &k);
 }
 
 static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_xent_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "xent_backward", (size_t)n->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(xent_backward, "loss", "xent_backward", n->shape.dim[0]);
     k.x = &g->nodes[n->in[0]].buf;
     k.label = &g->nodes[n->in[1]].buf;
     k.dloss = &g->nodes[n->in[2]].buf;
@@ -183,19 +169,10 @@ static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_ce_rows_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "ce_rows_forward", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(ce_rows_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
     k.loss = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.ignore = n->a.loss.ignore_index;
     k.log_input = n->a.loss.log_input;
     k.has_w = n->n_in > 2;
@@ -207,20 +184,11 @@ static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
 
 /* the backward pass counts nothing: the forward did */
 static nn_result nn__launch_ce_rows_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_ce_rows_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "ce_rows_backward", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(ce_rows_backward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;
     k.dloss = &g->nodes[n->in[2]].buf;
     k.dx = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     k.ignore = n->a.loss.ignore_index;
     k.log_input = n->a.loss.log_input;
     k.has_w = n->n_in > 3;
@@ -244,12 +212,7 @@ static nn_result nn__cpu_ce_weights(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_ce_weights(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_ce_weights k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "ce_weights", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(ce_weights, "loss", "ce_weights", n->numel);
     k.label = &g->nodes[n->in[0]].buf;
     k.w = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
@@ -284,12 +247,7 @@ static nn_result nn__cpu_div_scalar(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_div_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_div_scalar k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "div_scalar", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(div_scalar, "loss", "div_scalar", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.d = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;

@@ -105,12 +105,7 @@ static nn_result nn__cpu_bce_logits_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_bce_logits_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "bce_logits_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(bce_logits_forward, "loss", "bce_logits_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.t = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -119,12 +114,7 @@ static nn_result nn__launch_bce_logits(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_bce_logits_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_bce_logits_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "bce_logits_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(bce_logits_backward, "loss", "bce_logits_backward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.t = &g->nodes[n->in[1]].buf;
     k.dy = &g->nodes[n->in[2]].buf;
@@ -258,11 +248,7 @@ static nn_result nn__launch_loss_ew(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     int has_pw = n->a.loss.has_pos_weight;
-    nn__launch *l = NULL;
-    nn__k_loss_ew_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "loss_ew_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(loss_ew_forward, "loss", "loss_ew_forward", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.t = &g->nodes[in[1]].buf;
     k.pw = has_pw ? &g->nodes[in[2]].buf : &g->one;
@@ -280,11 +266,7 @@ static nn_result nn__launch_loss_ew_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     int has_pw = n->a.loss.has_pos_weight;
-    nn__launch *l = NULL;
-    nn__k_loss_ew_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "loss_ew_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(loss_ew_backward, "loss", "loss_ew_backward", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.t = &g->nodes[in[1]].buf;
     k.pw = has_pw ? &g->nodes[in[3]].buf : &g->one;

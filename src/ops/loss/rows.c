@@ -46,25 +46,23 @@ static nn_tensor nn__row_loss(nn_graph *g, int kind, int n_in, const nn_tensor *
     return nn__reduce_loss(g, l, &d);
 }
 
-NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {
-    nn_tensor x[2];
-    x[0] = p;
-    x[1] = t;
-    return nn__row_loss(g, NN__R_DICE, 2, x, d);
-}
-NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
-    nn_tensor x[3];
-    x[0] = x1;
-    x[1] = x2;
-    x[2] = t;
-    return nn__row_loss(g, NN__R_COSINE, 3, x, d);
-}
-NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
+/* nn__row_loss of inputs a, b and (n_in 3) c */
+static nn_tensor nn__row_loss3(nn_graph *g, int kind, int n_in, nn_tensor a, nn_tensor b, nn_tensor c, const nn_loss_desc *d) {
     nn_tensor x[3];
     x[0] = a;
-    x[1] = p;
-    x[2] = n;
-    return nn__row_loss(g, NN__R_TRIPLET, 3, x, d);
+    x[1] = b;
+    x[2] = c;
+    return nn__row_loss(g, kind, n_in, x, d);
+}
+
+NN_API nn_tensor nn_dice_loss(nn_graph *g, nn_tensor p, nn_tensor t, const nn_loss_desc *d) {
+    return nn__row_loss3(g, NN__R_DICE, 2, p, t, NN_NONE, d);
+}
+NN_API nn_tensor nn_cosine_embedding_loss(nn_graph *g, nn_tensor x1, nn_tensor x2, nn_tensor t, const nn_loss_desc *d) {
+    return nn__row_loss3(g, NN__R_COSINE, 3, x1, x2, t, d);
+}
+NN_API nn_tensor nn_triplet_margin_loss(nn_graph *g, nn_tensor a, nn_tensor p, nn_tensor n, const nn_loss_desc *d) {
+    return nn__row_loss3(g, NN__R_TRIPLET, 3, a, p, n, d);
 }
 
 #define nn__plan_loss_rows nn__no_plan
@@ -112,11 +110,7 @@ static nn_result nn__launch_loss_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x0 = &g->nodes[n->in[0]];
     int B = (int)x0->shape.dim[0];
-    nn__launch *l = NULL;
-    nn__k_rows_forward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "rows_forward", (size_t)B, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(rows_forward, "loss", "rows_forward", B);
     k.x0 = &x0->buf;
     k.x1 = &g->nodes[n->in[1]].buf;
     k.x2 = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -132,11 +126,7 @@ static nn_result nn__launch_loss_rows_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *x0 = &g->nodes[n->in[0]];
     int B = (int)x0->shape.dim[0];
-    nn__launch *l = NULL;
-    nn__k_rows_backward k;
-    nn_result r = nn__launch_kernel(g, id, "loss", "rows_backward", (size_t)B, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(rows_backward, "loss", "rows_backward", B);
     k.x0 = &x0->buf;
     k.x1 = &g->nodes[n->in[1]].buf;
     k.x2 = n->n_in - 1 > 2 ? &g->nodes[n->in[2]].buf : &g->one;

@@ -60,15 +60,7 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_sum_all k;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "reduce", "sum_all", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
+    NN__KGROUP(sum_all, "reduce");
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)g->nodes[n->in[0]].numel;
@@ -78,12 +70,7 @@ static nn_result nn__launch_sum_all(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_expand_scalar k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "expand_scalar", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(expand_scalar, "reduce", "expand_scalar", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -118,17 +105,8 @@ static nn_result nn__cpu_argmax(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_argmax(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_argmax_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "argmax_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(argmax_rows, "reduce");
     k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     return nn__kargs_argmax_rows(l, &k);
 }
 
@@ -152,18 +130,9 @@ static nn_result nn__cpu_correct_rows(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *x = &g->nodes[n->in[0]];
-    nn__launch *l = NULL;
-    nn__k_correct_rows k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "correct_rows", (size_t)x->shape.dim[0], &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.x = &x->buf;
+    NN__KROWS(correct_rows, "reduce");
     k.label = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
-    k.B = (int)x->shape.dim[0];
-    k.C = (int)x->shape.dim[1];
     return nn__kargs_correct_rows(l, &k);
 }
 
@@ -186,15 +155,7 @@ static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_grad_sumsq k;
-    size_t wg = nn__reduce_wg(g);
-    nn_result r = nn__launch_kernel(g, id, "reduce", "grad_sumsq", wg, &l);
-    if (r != NN_OK) return r;
-    l->gws[0] = l->lws[0] = wg;
-    l->use_lws = 1;
-    memset(&k, 0, sizeof k);
+    NN__KGROUP(grad_sumsq, "reduce");
     k.g = &g->nodes[n->in[0]].buf;
     k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
@@ -226,12 +187,7 @@ static nn_result nn__cpu_clip_scale(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_clip_scale(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_clip_scale k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "clip_scale", 1, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KLAUNCH(clip_scale, "reduce", "clip_scale", 1);
     k.sumsq = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.max_norm = n->a.reduce.max_norm;

@@ -276,44 +276,33 @@ static nn_result nn__cpu_reduce_grad(nn_graph *g, nn__node *n) {
    row (a strided pass, then a tree in local memory); otherwise one work-item per output
    element walks its R elements (consecutive work-items: consecutive i, coalesced). CPU
    devices take the second form for every shape. */
+/* The fields both reduction kernels take */
+#define NN__REDUCE_KFIELDS(k)              \
+    do {                                   \
+        (k).x = &g->nodes[n->in[0]].buf;   \
+        (k).y = (k).yi = &n->buf;          \
+        (k).R = ra->R;                     \
+        (k).kind = kind;                   \
+        (k).p = ra->p;                     \
+        (k).scale = ra->scale;             \
+        (k).corr = ra->correction;         \
+    } while (0)
+
 static nn_result nn__launch_reduce(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
-    nn__launch *l = NULL;
-    nn_result r;
     int kind = nn__red_kind(n->op);
     if (ra->I == 1 && ra->R > 32 && !g->ctx->dev.cpu_tuned) {
-        nn__k_reduce_rows k;
         size_t wg = nn__reduce_wg(g);
-        r = nn__launch_kernel(g, id, "reduce", "reduce_rows", (size_t)ra->O * wg, &l);
-        if (r != NN_OK) return r;
-        l->gws[0] = (size_t)ra->O * wg;
-        l->lws[0] = wg;
-        l->use_lws = 1;
-        memset(&k, 0, sizeof k);
-        k.x = &g->nodes[n->in[0]].buf;
-        k.y = k.yi = &n->buf;
-        k.R = ra->R;
-        k.kind = kind;
-        k.p = ra->p;
-        k.scale = ra->scale;
-        k.corr = ra->correction;
+        NN__KWITH(reduce_rows, nn__launch_groups(g, id, "reduce", "reduce_rows", (size_t)ra->O, wg, &l));
+        NN__REDUCE_KFIELDS(k);
         k.tf = k.ti = wg * 4;
         return nn__kargs_reduce_rows(l, &k);
     } else {
-        nn__k_reduce_cols k;
-        r = nn__launch_kernel(g, id, "reduce", "reduce_cols", (size_t)ra->O * ra->I, &l);
-        if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.x = &g->nodes[n->in[0]].buf;
-        k.y = k.yi = &n->buf;
+        NN__KSTART(reduce_cols, "reduce", "reduce_cols", (size_t)ra->O * ra->I);
+        NN__REDUCE_KFIELDS(k);
         k.O = ra->O;
-        k.R = ra->R;
         k.I = ra->I;
-        k.kind = kind;
-        k.p = ra->p;
-        k.scale = ra->scale;
-        k.corr = ra->correction;
         return nn__kargs_reduce_cols(l, &k);
     }
 }
@@ -323,15 +312,9 @@ static nn_result nn__launch_reduce(nn_graph *g, int id) {
 static nn_result nn__launch_reduce_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
-    nn__launch *l = NULL;
-    nn__k_reduce_grad k;
-    nn_result r;
     int kind = nn__red_kind(ra->fwd);
     int elementwise = kind == NN__RK_SUM || kind == NN__RK_LSE || (kind == NN__RK_NORM && !isinf(ra->p));
-    r = nn__launch_kernel(g, id, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols",
-                       elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(reduce_grad, "reduce", elementwise ? "reduce_grad_elems" : "reduce_grad_cols", elementwise ? (size_t)n->numel : (size_t)ra->O * ra->I);
     k.gy = &g->nodes[n->in[0]].buf;
     k.x = n->n_in > 1 ? &g->nodes[n->in[1]].buf : k.gy;
     k.y = n->n_in > 2 ? &g->nodes[n->in[2]].buf : k.gy;
@@ -399,11 +382,7 @@ static nn_result nn__cpu_cumsum(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_cumsum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__reduce_attr *ra = &n->a.reduce;
-    nn__launch *l = NULL;
-    nn__k_cumsum k;
-    nn_result r = nn__launch_kernel(g, id, "reduce", "cumsum", (size_t)ra->O * ra->I, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(cumsum, "reduce", "cumsum", ra->O * ra->I);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.O = ra->O;

@@ -110,16 +110,11 @@ static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_slice(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
-    nn__launch *l = NULL;
-    nn__k_slice k;
-    nn_result r;
     int grad = n->op == NN__OP_SLICE_GRAD;
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    r = nn__launch_kernel(g, id, "shape", "slice", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(slice, "shape", "slice", n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -328,14 +323,9 @@ static nn_result nn__launch_repeat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS];
     int nd = nn__repeat_geom(g, n, yd, xd), vy[8], vx[8];
-    nn__launch *l = NULL;
-    nn__k_repeat_forward k;
-    nn_result r;
     nn__repeat_dims8(yd, nd, vy);
     nn__repeat_dims8(xd, nd, vx);
-    r = nn__launch_kernel(g, id, "shape", "repeat_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(repeat_forward, "shape", "repeat_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -348,15 +338,10 @@ static nn_result nn__launch_repeat_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t yd[NN_MAX_DIMS], xd[NN_MAX_DIMS], reps[NN_MAX_DIMS];
     int nd = nn__repeat_geom(g, n, yd, xd), vx[8], vr[8], d;
-    nn__launch *l = NULL;
-    nn__k_repeat_backward k;
-    nn_result r;
     for (d = 0; d < nd; d++) reps[d] = yd[d] / xd[d];
     nn__repeat_dims8(xd, nd, vx);
     nn__repeat_dims8(reps, nd, vr);
-    r = nn__launch_kernel(g, id, "shape", "repeat_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(repeat_backward, "shape", "repeat_backward", n->numel);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.n = (int)n->numel;
@@ -408,11 +393,7 @@ static nn_result nn__cpu_tril(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_tril(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int nd = n->shape.ndim;
-    nn__launch *l = NULL;
-    nn__k_tril k;
-    nn_result r = nn__launch_kernel(g, id, "shape", "tril", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(tril, "shape", "tril", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;

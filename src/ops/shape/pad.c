@@ -81,14 +81,9 @@ static void nn__pad2d_geo(const nn__node *n, const nn_shape *xs, const nn_shape 
 
 static nn_result nn__launch_pad2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_pad2d_forward k;
     int geo[8];
-    nn_result r;
     nn__pad2d_geo(n, &g->nodes[n->in[0]].shape, &n->shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "pad2d_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(pad2d_forward, "shape", "pad2d_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -98,14 +93,9 @@ static nn_result nn__launch_pad2d(nn_graph *g, int id) {
 
 static nn_result nn__launch_pad2d_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_pad2d_backward k;
     int geo[8];
-    nn_result r;
     nn__pad2d_geo(n, &n->shape, &g->nodes[n->in[0]].shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "pad2d_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(pad2d_backward, "shape", "pad2d_backward", n->numel);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.n = (int)n->numel;
@@ -176,14 +166,9 @@ static void nn__upsample2d_geo(const nn__node *n, const nn_shape *xs, int *geo) 
 
 static nn_result nn__launch_upsample2d(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_upsample2d_forward k;
     int geo[8];
-    nn_result r;
     nn__upsample2d_geo(n, &g->nodes[n->in[0]].shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "upsample2d_forward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(upsample2d_forward, "shape", "upsample2d_forward", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -193,14 +178,9 @@ static nn_result nn__launch_upsample2d(nn_graph *g, int id) {
 
 static nn_result nn__launch_upsample2d_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_upsample2d_backward k;
     int geo[8];
-    nn_result r;
     nn__upsample2d_geo(n, &n->shape, geo);
-    r = nn__launch_kernel(g, id, "shape", "upsample2d_backward", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(upsample2d_backward, "shape", "upsample2d_backward", n->numel);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.n = (int)n->numel;

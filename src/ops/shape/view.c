@@ -96,13 +96,8 @@ static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_reshape(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_copy k;
-    nn_result r;
     if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
-    r = nn__launch_kernel(g, id, "elementwise", "copy", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(copy, "elementwise", "copy", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -210,9 +205,6 @@ static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_permute(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    nn__launch *l = NULL;
-    nn__k_permute k;
-    nn_result r;
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
     int vd[8], vs[8], d;
     nn__permute_geom(n, &g->nodes[n->in[0]].shape, dims, xs);
@@ -220,9 +212,7 @@ static nn_result nn__launch_permute(nn_graph *g, int id) {
         vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
         vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
     }
-    r = nn__launch_kernel(g, id, "shape", "permute", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(permute, "shape", "permute", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -295,14 +285,9 @@ static nn_result nn__launch_flip(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
     int vd[8], vs[8];
-    nn__launch *l = NULL;
-    nn__k_strided k;
-    nn_result r;
     nn__dims8(dims, NN_MAX_DIMS, 1, vd);
     nn__dims8(xs, NN_MAX_DIMS, 0, vs);
-    r = nn__launch_kernel(g, id, "shape", "strided", (size_t)n->numel, &l);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
+    NN__KSTART(strided, "shape", "strided", n->numel);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
