@@ -146,9 +146,43 @@ bench-mem: bench/nn_bench
 bench-layers: bench/nn_bench
 	FIGURES=layers ./bench/run.sh
 
+# ---- the GPU report: built here, run where the GPU is (tools/gpu_report.sh) ------------------
+# `make gpu-report-build` puts into build/gpu-report/ (about 6 MiB) what a machine with a GPU
+# and no compiler, package or network needs: tests/nn_test, bench/nn_bench with run.sh and
+# report.awk, tools/cl_facts, the script, their sources (src/: rebuilt there when the
+# binaries need a newer C library than that machine has), and BUILD-INFO (commit, compiler,
+# the C library the binaries need). There: `sh build/gpu-report/gpu_report.sh [OUT]` writes
+# OUT/gpu-report.log and OUT/gpu-report-summary.txt in at most GPU_REPORT_SECONDS (540).
+# `make gpu-report` does both here, on this machine's OpenCL devices (GPU_REPORT_OUT).
+GPU_REPORT_DIR = build/gpu-report
+GPU_REPORT_OUT ?= build/gpu-report-out
+.PHONY: gpu-report-build gpu-report
+
+$(GPU_REPORT_DIR)/tools/cl_facts: tools/cl_facts.c nn.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -I. -o $@ tools/cl_facts.c $(LIBS)
+
+gpu-report-build: tests/nn_test bench/nn_bench $(GPU_REPORT_DIR)/tools/cl_facts tools/gpu_report.sh bench/run.sh bench/report.awk
+	@d=$(GPU_REPORT_DIR); rm -rf $$d/src && mkdir -p $$d/tests $$d/bench $$d/src/tests $$d/src/bench $$d/src/tools && \
+	  cp tests/nn_test $$d/tests/ && cp bench/nn_bench bench/run.sh bench/report.awk $$d/bench/ && \
+	  cp tools/gpu_report.sh $$d/ && cp nn.h $$d/src/ && cp $(TESTSRC) $(wildcard tests/*.h) $$d/src/tests/ && \
+	  cp bench/nn_bench.c $$d/src/bench/ && cp tools/cl_facts.c $$d/src/tools/ && \
+	  glibc=$$(for f in $$d/tests/nn_test $$d/bench/nn_bench $$d/tools/cl_facts; do objdump -T $$f 2>/dev/null; done | \
+	    grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -t. -k1,1n -k2,2n -k3,3n | tail -n 1) && \
+	  { echo "built: commit $$(git rev-parse --short HEAD 2>/dev/null || echo '?')$$(git diff --quiet HEAD -- 2>/dev/null || \
+	      echo ' with uncommitted changes'), $$(date -u '+%Y-%m-%d %H:%M UTC'), $$($(CC) --version | head -n 1), CFLAGS $(CFLAGS)"; \
+	    echo "build machine: $$(sed -n 's/^PRETTY_NAME="\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' /etc/os-release 2>/dev/null)," \
+	      "$$(getconf GNU_LIBC_VERSION 2>/dev/null)"; \
+	    echo "needs: a C library with GLIBC_$${glibc:-?} (objdump -T), Linux, an OpenCL driver (loaded at run time)"; } >$$d/BUILD-INFO && \
+	  cat $$d/BUILD-INFO && echo "$$d: $$(du -sk $$d | cut -f1) KiB; run there: sh $$d/gpu_report.sh [OUT]"
+
+gpu-report: gpu-report-build
+	sh $(GPU_REPORT_DIR)/gpu_report.sh $(GPU_REPORT_OUT)
+
 clean:
 	rm -rf tests/oclgrind-out
 	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast
+	rm -rf build/gpu-report build/gpu-report-out
 
 # ---- fuzzing: every loader of untrusted bytes under libFuzzer, ASan and UBSan (clang) -------
 # `make fuzz [FUZZ_SECONDS=n]` runs each target for n seconds (default 30) and prints one line

@@ -17,6 +17,8 @@
 #   FIGURES=layers ...                          # only the composed layers (make bench-layers):
 #       ms per training step of each layer of src/layers/layers.c per backend, and PyTorch's at
 #       each of BLAS_THREADS threads (bench/layers_torch.py)
+#   FIGURE_TIMEOUT=s ...                        # stop each nn_bench run after s seconds
+#       (with timeout(1); tools/gpu_report.sh sets it, so one hung figure leaves the others)
 #
 # Each round measures, figure by figure: nn.h on every backend (and the baseline), then the
 # counterparts of that figure in each thread configuration (in an order rotated per round).
@@ -164,16 +166,30 @@ echo "BENCH name=env what=run rounds=$ROUNDS torch_threads=$(u "$TORCH_THREADS" 
      "baseline=${BASELINE:--} only=${ONLY:-all} figures=$FIGURES" | keep
 
 # ---- one round's measurements ----------------------------------------------------------------
+# limit CMD...: CMD, stopped after $FIGURE_TIMEOUT seconds when that is set; in this
+# process group where timeout(1) allows it, so that a limit put around run.sh stops it too
+TIMEOUT_FG=
+timeout --foreground 5 true 2>/dev/null && TIMEOUT_FG=--foreground
+limit() {
+    if [ -n "${FIGURE_TIMEOUT:-}" ] && command -v timeout >/dev/null 2>&1; then
+        timeout $TIMEOUT_FG -k 5 "$FIGURE_TIMEOUT" "$@"
+    else
+        "$@"
+    fi
+}
 # nn_one ROUND BIN BUILD CMD SEL NAME: one nn_bench figure (start: cold and warm)
 nn_one() {
     if [ "$4" = start ]; then
-        # One process with empty caches, one with them filled. PoCL keeps its own kernel
-        # cache, so it is emptied too; otherwise "cold" would only be nn.h's cache cold.
+        # One process with empty caches, one with them filled. PoCL and NVIDIA's driver keep
+        # their own kernel caches, so they are emptied too; otherwise "cold" would only be
+        # nn.h's cache cold.
         c=$WORK/cache
         rm -rf "$c"
-        mkdir -p "$c/nn" "$c/pocl"
-        cold=$(NN_CACHE_DIR="$c/nn" POCL_CACHE_DIR="$c/pocl" "$2" start "$5" </dev/null | awk '{ print $2 }')
-        warm=$(NN_CACHE_DIR="$c/nn" POCL_CACHE_DIR="$c/pocl" "$2" start "$5" </dev/null | awk '{ print $2 }')
+        mkdir -p "$c/nn" "$c/pocl" "$c/cuda"
+        cold=$(NN_CACHE_DIR="$c/nn" POCL_CACHE_DIR="$c/pocl" CUDA_CACHE_PATH="$c/cuda" limit "$2" start "$5" </dev/null |
+               awk '{ print $2 }')
+        warm=$(NN_CACHE_DIR="$c/nn" POCL_CACHE_DIR="$c/pocl" CUDA_CACHE_PATH="$c/cuda" limit "$2" start "$5" </dev/null |
+               awk '{ print $2 }')
         rm -rf "$c"
         if [ -n "$cold" ] && [ -n "$warm" ]; then
             echo "BENCH name=start backend=$6 cold_ms=$cold warm_ms=$warm"
@@ -181,7 +197,7 @@ nn_one() {
             note "start-up time on $6 failed${3:+ ($3)}" >&2
         fi
     else
-        "$2" "$4" "$5" </dev/null || note "nn_bench $4 $5 failed${3:+ ($3)}" >&2
+        limit "$2" "$4" "$5" </dev/null || note "nn_bench $4 $5 failed${3:+ ($3)}" >&2
     fi | tag "$1" "$3"
 }
 # nn_fig ROUND CMD: the nn.h figure on every backend; with BASELINE, both builds, the

@@ -54,6 +54,23 @@ static nn_result child_context(const char *device, nn_context **ctx) {
     return nn_context_create(&d, ctx);
 }
 
+/* 1 when the log holds every '|'-separated part of $NN_TEST_CL_EXPECT (set and not empty). */
+static int child_log_has_expected(void) {
+    const char *p = getenv("NN_TEST_CL_EXPECT");
+    if (!p || !p[0]) return 0;
+    while (*p) {
+        char part[1024];
+        size_t len = strcspn(p, "|");
+        if (len >= sizeof part) return 0;
+        memcpy(part, p, len);
+        part[len] = 0;
+        if (!strstr(child_log, part)) return 0;
+        p += len;
+        if (*p == '|') p++;
+    }
+    return 1;
+}
+
 #define C_CHECK(cond, ...) ((cond) ? 1 : (printf("  child %s: ", which), printf(__VA_ARGS__), printf("\n"), bad++, 0))
 
 /* relu on the device that the child opened, to show that calls reach the library. */
@@ -122,6 +139,24 @@ int t_cl_load_child(const char *which) {
             bad += child_relu(which, ctx);
         }
         nn_context_destroy(ctx);
+    } else if (strcmp(which, "nvidia") == 0) {
+        /* no loader, no .icd file: NVIDIA's driver (PoCL under its name), and the info line
+           that names the file used ($NN_TEST_CL_EXPECT) */
+        r = child_context("opencl", &ctx);
+        if (C_CHECK(r == NN_OK && t_backend(ctx) == NN_BACKEND_OPENCL, "NN_DEVICE=opencl gave %d; the log:\n%s", (int)r,
+                    child_log)) {
+            C_CHECK(child_log_has_expected(), "no info line with \"%s\"; the log:\n%s", getenv("NN_TEST_CL_EXPECT"),
+                    child_log);
+            bad += child_relu(which, ctx);
+        }
+        nn_context_destroy(ctx);
+    } else if (strcmp(which, "nvidia-none") == 0) {
+        /* no loader, no .icd file, no NVIDIA driver that loads: the CPU backend, and why */
+        r = child_context(NULL, &ctx);
+        C_CHECK(r == NN_OK && t_backend(ctx) == NN_BACKEND_CPU, "the default device gave %d", (int)r);
+        C_CHECK(child_log_has_expected() && strstr(child_log, ": using the CPU backend\n") != NULL,
+                "no info line with \"%s\"; the log:\n%s", getenv("NN_TEST_CL_EXPECT"), child_log);
+        nn_context_destroy(ctx);
     } else if (strcmp(which, "bad-library") == 0) {
         /* NN_OPENCL_LIBRARY names something that is not a library: NN_ERR_UNAVAILABLE, and
            the message says what it is (expect), for a named device and the default alike */
@@ -174,11 +209,12 @@ int t_cl_load_child(const char *which) {
 
 #if T_CL_LOAD
 /* Runs argv0 with NN_TEST_CL_LOAD=which, NN_OPENCL_LIBRARY=lib and the "NAME=value"
-   entries of extra (NULL-ended, or NULL) in the environment (NN_DEVICE, NN_LOG, and every
-   name that these set, taken out); its exit status, or -1 (killed: its alarm ended a
-   blocked child). */
+   entries of extra (NULL-ended, or NULL) in the environment (NN_DEVICE, NN_LOG,
+   NN__OPENCL_DRIVER_DIRS and every name that these set, taken out; lib "": the loader's
+   own search); its exit status, or -1 (killed: its alarm ended a blocked child). */
 static int run_child_env(const char *argv0, const char *which, const char *lib, const char *const *extra) {
-    static const char *const drop[] = {"NN_TEST_CL_LOAD=", "NN_OPENCL_LIBRARY=", "NN_DEVICE=", "NN_LOG="};
+    static const char *const drop[] = {"NN_TEST_CL_LOAD=", "NN_OPENCL_LIBRARY=", "NN_DEVICE=", "NN_LOG=",
+                                       "NN__OPENCL_DRIVER_DIRS="};
     char case_var[64], lib_var[600], *argv[2], **envp;
     size_t n = 0, i, k, n_extra = 0;
     pid_t pid;
@@ -310,6 +346,173 @@ static int vendor_library(char *lib, size_t n) {
     closedir(d);
     return found;
 }
+
+/* The file of library lib (an .icd file's text: a path, or a name in a usual library
+   folder) into path; 0 when it is not found. */
+static int library_file(const char *lib, char *path, size_t n) {
+    static const char *const dirs[] = {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
+                                       "/usr/lib", "/usr/local/lib", "/lib/x86_64-linux-gnu", "/lib64"};
+    struct stat st;
+    size_t k;
+    if (strchr(lib, '/')) return snprintf(path, n, "%s", lib) < (int)n && stat(path, &st) == 0;
+    for (k = 0; k < sizeof dirs / sizeof dirs[0]; k++)
+        if (snprintf(path, n, "%s/%s", dirs[k], lib) < (int)n && stat(path, &st) == 0) return 1;
+    return 0;
+}
+
+/* The folders the NVIDIA cases hand the child, under one temporary folder:
+     loaders/      libOpenCL.so.1 and libOpenCL.so, a few bytes that are no library: first
+                   on LD_LIBRARY_PATH, they hide the system's ICD loader (glibc's dynamic
+                   linker stops at a file it cannot load rather than search on)
+     lib/path/     the same, and libnvidia-opencl.so.1: a link to the vendor driver (PoCL)
+     lib/drivers/  libnvidia-opencl.so.1, a link to the vendor driver
+     broken/       libnvidia-opencl.so.1 that is no library
+     empty/        nothing (OCL_ICD_VENDORS: no .icd file)
+   A relocatable PoCL finds its devices and headers from the file it was loaded as
+   (DIR/pocl/, DIR/../../share/pocl/): links to the real ones stand there, beside each link
+   to the driver. */
+static const char *const nv_files[] = {"loaders/libOpenCL.so.1", "loaders/libOpenCL.so", "lib/path/libOpenCL.so.1",
+                                       "lib/path/libOpenCL.so", "broken/libnvidia-opencl.so.1"};
+static const char *const nv_links[] = {"lib/path/libnvidia-opencl.so.1", "lib/drivers/libnvidia-opencl.so.1",
+                                       "lib/path/pocl", "lib/drivers/pocl", "share/pocl"};
+static const char *const nv_dirs[] = {"loaders", "lib", "lib/path", "lib/drivers", "broken", "empty", "share"};
+
+static void nv_remove(const char *root) {
+    char p[1024];
+    size_t k;
+    for (k = 0; k < sizeof nv_files / sizeof nv_files[0]; k++) {
+        snprintf(p, sizeof p, "%s/%s", root, nv_files[k]);
+        remove(p);
+    }
+    for (k = 0; k < sizeof nv_links / sizeof nv_links[0]; k++) {
+        snprintf(p, sizeof p, "%s/%s", root, nv_links[k]);
+        remove(p);
+    }
+    for (k = sizeof nv_dirs / sizeof nv_dirs[0]; k-- > 0;) {
+        snprintf(p, sizeof p, "%s/%s", root, nv_dirs[k]);
+        rmdir(p);
+    }
+    rmdir(root);
+}
+
+/* Makes the folders in root (a mkdtemp template, filled in); driver: the vendor driver's
+   file, or NULL (no links). 1 when all is made. */
+static int nv_make(char *root, const char *driver) {
+    char p[1024], target[1024];
+    const char *slash;
+    size_t k;
+    int ok = 1;
+    if (!mkdtemp(root)) return 0;
+    for (k = 0; k < sizeof nv_dirs / sizeof nv_dirs[0] && ok; k++) {
+        snprintf(p, sizeof p, "%s/%s", root, nv_dirs[k]);
+        ok = mkdir(p, 0700) == 0;
+    }
+    for (k = 0; k < sizeof nv_files / sizeof nv_files[0] && ok; k++) {
+        FILE *f;
+        snprintf(p, sizeof p, "%s/%s", root, nv_files[k]);
+        if ((ok = (f = fopen(p, "w")) != NULL) != 0) {
+            fputs("no library\n", f);
+            ok = fclose(f) == 0;
+        }
+    }
+    slash = driver ? strrchr(driver, '/') : NULL;
+    for (k = 0; k < sizeof nv_links / sizeof nv_links[0] && ok && slash; k++) {
+        if (strncmp(nv_links[k], "share/", 6) == 0)
+            snprintf(target, sizeof target, "%.*s/../../share/pocl", (int)(slash - driver), driver);
+        else if (strstr(nv_links[k], "/pocl"))
+            snprintf(target, sizeof target, "%.*s/pocl", (int)(slash - driver), driver);
+        else
+            snprintf(target, sizeof target, "%s", driver);
+        snprintf(p, sizeof p, "%s/%s", root, nv_links[k]);
+        ok = symlink(target, p) == 0;
+    }
+    if (!ok) nv_remove(root);
+    return ok;
+}
+
+/* Runs the child case `which` with LD_LIBRARY_PATH=root/ld, OCL_ICD_VENDORS=root/empty,
+   NN__OPENCL_DRIVER_DIRS=dirs (unset when NULL), and NN_TEST_CL_EXPECT=expect. */
+static int run_nvidia_child(const char *argv0, const char *which, const char *root, const char *ld, const char *dirs,
+                            const char *expect) {
+    char v_ld[1100], v_icd[1100], v_dirs[2200], v_expect[2200];
+    const char *vars[5];
+    int k = 0;
+    snprintf(v_ld, sizeof v_ld, "LD_LIBRARY_PATH=%s/%s", root, ld);
+    snprintf(v_icd, sizeof v_icd, "OCL_ICD_VENDORS=%s/empty", root);
+    snprintf(v_expect, sizeof v_expect, "NN_TEST_CL_EXPECT=%s", expect);
+    vars[k++] = v_ld;
+    vars[k++] = v_icd;
+    vars[k++] = v_expect;
+    if (dirs) {
+        snprintf(v_dirs, sizeof v_dirs, "NN__OPENCL_DRIVER_DIRS=%s", dirs);
+        vars[k++] = v_dirs;
+    }
+    vars[k] = NULL;
+    return run_child_env(argv0, which, "", vars);
+}
+#endif
+
+#if T_CL_LOAD
+/* No ICD loader and no .icd file: NVIDIA's driver (src/opencl/loader.c, nn__cl_try_nvidia),
+   played by the vendor driver (PoCL) under NVIDIA's file name; then no driver, and a
+   broken one. */
+static void suite_cl_load_nvidia(const t_env *e, const char *argv0, int with_devices) {
+    const char *tmp = getenv("TMPDIR");
+    char root[256], lib[512], driver[1024], dirs[1024], expect[1500];
+    int st, made, have_driver;
+#  if !defined(__linux__) || !defined(__GLIBC__)
+    (void)argv0, (void)with_devices, (void)tmp, (void)root, (void)lib, (void)driver, (void)dirs, (void)expect, (void)st,
+        (void)made, (void)have_driver;
+    if (t_begin(e, "cl_load: no loader or .icd: NVIDIA's driver")) t_skip("not Linux with glibc's dynamic linker");
+    t_end();
+#  else
+    have_driver = with_devices && vendor_library(lib, sizeof lib) && library_file(lib, driver, sizeof driver);
+    snprintf(root, sizeof root, "%s/nn-cl-load-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    made = nv_make(root, have_driver ? driver : NULL);
+    if (t_begin(e, "cl_load: no loader or .icd: NVIDIA's driver on the loader path")) {
+        if (!with_devices) t_skip("NN_TEST_BACKENDS=cpu");
+        else if (!have_driver) t_skip("no .icd file names a vendor driver to play NVIDIA's");
+        else if (T_CHECK(made, "cannot make the folders in %s", root)) {
+            st = run_nvidia_child(
+                argv0, "nvidia", root, "lib/path", NULL,
+                "no OpenCL ICD loader or .icd file: OpenCL library libOpenCL.so.1 |; using "
+                "NVIDIA's driver libnvidia-opencl.so.1 (on the loader path), through its ICD dispatch table");
+            T_CHECK(st == 0, "child process: status %d", st);
+        }
+    }
+    t_end();
+    if (t_begin(e, "cl_load: no loader or .icd: NVIDIA's driver in a driver folder")) {
+        if (!with_devices) t_skip("NN_TEST_BACKENDS=cpu");
+        else if (!have_driver) t_skip("no .icd file names a vendor driver to play NVIDIA's");
+        else if (T_CHECK(made, "cannot make the folders in %s", root)) {
+            snprintf(dirs, sizeof dirs, "%s/empty:%s/not-there:%s/lib/drivers", root, root, root);
+            snprintf(expect, sizeof expect, "; using NVIDIA's driver %s/lib/drivers/libnvidia-opencl.so.1, through",
+                     root);
+            st = run_nvidia_child(argv0, "nvidia", root, "loaders", dirs, expect);
+            T_CHECK(st == 0, "child process: status %d", st);
+        }
+    }
+    t_end();
+    if (t_begin(e, "cl_load: no loader, .icd or NVIDIA driver: CPU + info") && T_CHECK(made, "cannot make %s", root)) {
+        snprintf(dirs, sizeof dirs, "%s/empty", root);
+        st = run_nvidia_child(argv0, "nvidia-none", root, "loaders", dirs,
+                              "OpenCL library libOpenCL.so.1 |; no NVIDIA driver libnvidia-opencl.so.1 in "
+                              "$NN__OPENCL_DRIVER_DIRS");
+        T_CHECK(st == 0, "child process: status %d", st);
+    }
+    t_end();
+    if (t_begin(e, "cl_load: no loader or .icd, a broken NVIDIA driver: CPU + info") &&
+        T_CHECK(made, "cannot make %s", root)) {
+        snprintf(dirs, sizeof dirs, "%s/broken", root);
+        snprintf(expect, sizeof expect, "; NVIDIA's driver does not load either: |%s/broken/libnvidia-opencl.so.1",
+                 root);
+        st = run_nvidia_child(argv0, "nvidia-none", root, "loaders", dirs, expect);
+        T_CHECK(st == 0, "child process: status %d", st);
+    }
+    t_end();
+    if (made) nv_remove(root);
+#  endif
+}
 #endif
 
 void suite_cl_load(const t_env *e, const char *argv0, int with_devices) {
@@ -355,16 +558,18 @@ void suite_cl_load(const t_env *e, const char *argv0, int with_devices) {
     t_end();
     /* no ICD loader (libm stands in for it), the vendor .icd files: all of them tried */
     if (t_begin(e, "cl_load: vendor .icd files: all tried, a FIFO skipped, raw bytes escaped")) {
-        char dir[] = "/tmp/nn-test-cl-load-XXXXXX", libm[1024], lp[300], ocl[300];
-        const char *env[3];
+        char dir[] = "/tmp/nn-test-cl-load-XXXXXX", libm[1024], lp[300], ocl[300], nv[300];
+        const char *env[4];
         if (!t_libm_path(libm, sizeof libm)) t_skip("no libm in /proc/self/maps to stand in for the ICD loader");
         else if (T_CHECK(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno))) {
             if (T_CHECK(t_vendors_dir(dir, libm, NULL), "cannot make the files in %s: %s", dir, strerror(errno))) {
                 snprintf(lp, sizeof lp, "LD_LIBRARY_PATH=%s/lib", dir);
                 snprintf(ocl, sizeof ocl, "OCL_ICD_VENDORS=%s/vendors", dir);
+                snprintf(nv, sizeof nv, "NN__OPENCL_DRIVER_DIRS=%s/no-nvidia", dir); /* not this machine's */
                 env[0] = lp;
                 env[1] = ocl;
-                env[2] = NULL;
+                env[2] = nv;
+                env[3] = NULL;
                 st = run_child_env(argv0, "vendors-none", "", env);
                 T_CHECK(st == 0, "child process: status %d%s", st, st == -1 ? " (killed: blocked on the FIFO?)" : "");
             }
@@ -376,16 +581,18 @@ void suite_cl_load(const t_env *e, const char *argv0, int with_devices) {
     else if (!with_devices) t_skip("NN_TEST_BACKENDS=cpu");
     else if (!vendor_library(lib, sizeof lib)) t_skip("no .icd file names a vendor driver");
     else {
-        char dir[] = "/tmp/nn-test-cl-load-XXXXXX", libm[1024], lp[300], ocl[300];
-        const char *env[3];
+        char dir[] = "/tmp/nn-test-cl-load-XXXXXX", libm[1024], lp[300], ocl[300], nv[300];
+        const char *env[4];
         if (!t_libm_path(libm, sizeof libm)) t_skip("no libm in /proc/self/maps to stand in for the ICD loader");
         else if (T_CHECK(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno))) {
             if (T_CHECK(t_vendors_dir(dir, libm, lib), "cannot make the files in %s: %s", dir, strerror(errno))) {
                 snprintf(lp, sizeof lp, "LD_LIBRARY_PATH=%s/lib", dir);
                 snprintf(ocl, sizeof ocl, "OCL_ICD_VENDORS=%s/vendors", dir);
+                snprintf(nv, sizeof nv, "NN__OPENCL_DRIVER_DIRS=%s/no-nvidia", dir); /* not this machine's */
                 env[0] = lp;
                 env[1] = ocl;
-                env[2] = NULL;
+                env[2] = nv;
+                env[3] = NULL;
                 st = run_child_env(argv0, "vendors-driver", "", env);
                 T_CHECK(st == 0, "child process with zz.icd naming %s: status %d%s", lib, st,
                         st == -1 ? " (killed: blocked on the FIFO?)" : "");
@@ -402,6 +609,7 @@ void suite_cl_load(const t_env *e, const char *argv0, int with_devices) {
         T_CHECK(st == 0, "child process with NN_OPENCL_LIBRARY=%s: status %d", lib, st);
     }
     t_end();
+    suite_cl_load_nvidia(e, argv0, with_devices);
 #else
     (void)argv0;
     (void)with_devices;

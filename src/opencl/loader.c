@@ -3,7 +3,10 @@
    Which library: $NN_OPENCL_LIBRARY when set (that one alone); else the system's ICD loader
    (libOpenCL.so.1, then libOpenCL.so; OpenCL.dll; the OpenCL framework on macOS); else, on
    Linux and the BSDs, a vendor driver named by an .icd file in $OCL_ICD_VENDORS or
-   /etc/OpenCL/vendors, which is what a loader would have loaded. A library that exports
+   /etc/OpenCL/vendors, which is what a loader would have loaded; else, on Linux, NVIDIA's
+   driver libnvidia-opencl.so.1, which GPU containers often ship without a loader or an
+   .icd file, where the dynamic linker finds it or in the folders drivers are installed
+   in. A library that exports
    the cl* functions is called directly. A vendor driver built for a loader exports only
    clIcdGetPlatformIDsKHR (often only through clGetExtensionFunctionAddress): then the
    platforms come from it, and every other call goes through the dispatch table that the
@@ -22,6 +25,12 @@
 #  define NN__CL_VENDOR_ICDS 1
 #else
 #  define NN__CL_VENDOR_ICDS 0
+#endif
+#if defined(__linux__)
+#  include <sys/stat.h>
+#  define NN__CL_NVIDIA 1
+#else
+#  define NN__CL_NVIDIA 0
 #endif
 
 typedef void (*nn__cl_voidfn)(void);
@@ -328,6 +337,57 @@ static int nn__cl_try_vendors(char *why, size_t n) {
 }
 #endif
 
+#if NN__CL_NVIDIA
+/* No loader and no .icd file that loads: NVIDIA's OpenCL driver, which GPU containers often
+   ship without either, where the dynamic linker finds it ($LD_LIBRARY_PATH, ld.so.cache),
+   else in the folders drivers are installed in. $NN__OPENCL_DRIVER_DIRS, a colon list of
+   folders, replaces both (for tests). 0 and the reason (appended to why) when none loads;
+   else the note says which file was used. */
+static int nn__cl_try_nvidia(char *why, size_t n) {
+    static const char lib[] = "libnvidia-opencl.so.1";
+    static const char *const usual[] = {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu",
+                                        "/usr/lib", "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib",
+                                        "/usr/lib/wsl/lib", "/run/nvidia/driver/usr/lib/x86_64-linux-gnu",
+                                        "/run/nvidia/driver/usr/lib64"};
+    const char *dirs = getenv("NN__OPENCL_DRIVER_DIRS"), *p;
+    char last[1536] = "", path[1024], where[600] = "";
+    size_t used = strlen(why), k;
+    int mode = 0;
+    if (!dirs) { /* the loader path first; that it is not there is no news, a file that fails is */
+        mode = nn__cl_try(lib, last, sizeof last);
+        if (mode) snprintf(path, sizeof path, "%s (on the loader path)", lib);
+        else if (strstr(last, "cannot open shared object file")) last[0] = 0;
+        for (k = 0; k < sizeof usual / sizeof usual[0]; k++) /* 260 characters in all */
+            nn__cl_msg(where + strlen(where), sizeof where - strlen(where), "%s%s", k ? ":" : "", usual[k]);
+    } else {
+        snprintf(where, sizeof where, "%s", dirs);
+    }
+    for (p = where; *p && !mode;) { /* each folder of the colon list */
+        size_t len = strcspn(p, ":");
+        struct stat st;
+        if (len > 0 && len + sizeof lib + 1 < sizeof path) {
+            memcpy(path, p, len);
+            path[len] = '/';
+            memcpy(path + len + 1, lib, sizeof lib);
+            if (stat(path, &st) == 0) mode = nn__cl_try(path, last, sizeof last);
+        }
+        p += len;
+        if (*p == ':') p++;
+    }
+    if (mode) {
+        nn__cl_msg(nn__cl_ld.note, sizeof nn__cl_ld.note,
+                   "no OpenCL ICD loader or .icd file: %s; using NVIDIA's driver %s%s", why, path,
+                   mode == 2 ? ", through its ICD dispatch table" : "");
+        return mode;
+    }
+    if (used >= n) return 0;
+    if (last[0]) nn__cl_msg(why + used, n - used, "; NVIDIA's driver does not load either: %s", last);
+    else nn__cl_msg(why + used, n - used, "; no NVIDIA driver %s %sin %s", lib, dirs ? "" : "on the loader path or ",
+                    dirs ? "$NN__OPENCL_DRIVER_DIRS" : where);
+    return 0;
+}
+#endif
+
 static void nn__cl_load_once(void) {
 #if defined(_WIN32)
     static const char *const libs[] = {"OpenCL.dll"};
@@ -360,6 +420,9 @@ static void nn__cl_load_once(void) {
     }
 #if NN__CL_VENDOR_ICDS
     L->ok = nn__cl_try_vendors(L->why, sizeof L->why) != 0;
+#endif
+#if NN__CL_NVIDIA
+    if (!L->ok) L->ok = nn__cl_try_nvidia(L->why, sizeof L->why) != 0;
 #endif
 }
 
