@@ -158,6 +158,19 @@ GPU_REPORT_DIR = build/gpu-report
 GPU_REPORT_OUT ?= build/gpu-report-out
 .PHONY: gpu-report-build gpu-report
 
+# ---- the segment family's figures (issue 17): the embedding's backward at 20000 x 128 with
+# 2048 indices and nn_scatter_add on 2000 nodes, 20000 edges, 128 features, ms per step on
+# the CPU backend and OpenCL (bench/segment_bench.c; SEG_BASELINE=dir/nn.h also times that
+# build's code, built from the same source with -DSEG_BASELINE).
+bench/segment_bench: bench/segment_bench.c nn.h
+	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
+.PHONY: bench-segment
+bench-segment: bench/segment_bench
+	@for dev in cpu opencl; do ./bench/segment_bench $$dev || exit 1; done
+	@if [ -n "$(SEG_BASELINE)" ]; then \
+	  $(CC) $(CFLAGS) -I$$(dirname $(SEG_BASELINE)) -DSEG_BASELINE -o bench/segment_bench_base bench/segment_bench.c $(LIBS) && \
+	  for dev in cpu opencl; do ./bench/segment_bench_base $$dev 1 | sed 's/^segment /segment baseline=$(subst /,\/,$(SEG_BASELINE)) /' || exit 1; done; fi
+
 $(GPU_REPORT_DIR)/tools/cl_facts: tools/cl_facts.c nn.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -I. -o $@ tools/cl_facts.c $(LIBS)
@@ -181,7 +194,7 @@ gpu-report: gpu-report-build
 
 clean:
 	rm -rf tests/oclgrind-out
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast bench/segment_bench bench/segment_bench_base
 	rm -rf build/gpu-report build/gpu-report-out
 
 # ---- fuzzing: every loader of untrusted bytes under libFuzzer, ASan and UBSan (clang) -------

@@ -678,18 +678,39 @@ NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx);
    and the count, as the losses' labels do. Repeated indices sum their gradients (scatters)
    in a fixed order, with no float atomics: the same bits every run, on every backend.
    nn_index_select (torch.index_select): x with dim cut to index [K] (1-D): out[.., k, ..] =
-   x[.., index[k], ..]; x of either dtype. The backward costs numel(x) * K.
+   x[.., index[k], ..]; x of either dtype. The backward costs numel(x) + K * (its row):
+   the index is sorted once (the segment ops below).
    nn_gather (torch.gather): out (index's shape) at c = x at c with c[dim] = index[c];
    index has x's dims and index.size(d) <= x.size(d) for d != dim.
    nn_scatter_add (torch.Tensor.scatter_add): x plus src[c] added at c with c[dim] =
    index[c], for c over index's shape; index.size(d) <= src.size(d) for every d and
-   <= x.size(d) for d != dim. Forward and the gather's backward cost numel(x) *
-   index.size(dim) (each element sums what lands on it).
+   <= x.size(d) for d != dim. Forward and the gather's backward cost numel(x) +
+   numel(index): the index is sorted once by (its other coordinates, value).
    nn_one_hot (F.one_hot, as float32): int32 labels [..] -> [.., num_classes]. */
 NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
 NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
 NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src);
 NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int64_t num_classes);
+
+/* Segment reductions (torch_scatter's scatter(src, index, dim=0, dim_size=num_segments,
+   reduce=...); TensorFlow's unsorted_segment_*): src [E, ...] and an int32 index [E] ->
+   [num_segments, ...], row s reducing the rows k of src with index[k] == s. The index is
+   sorted once a step on the device (a stable radix sort; a counting sort on the CPU) and
+   each segment reduced in index order: cost linear in E plus the output, no float atomics,
+   the same bits every run, on every CPU thread count and on both backends. An index value
+   outside [0, num_segments) is left out and reported as the indexing ops' are. An empty
+   segment gives 0 (sum, mean, and max, as torch_scatter's segment_max; PyTorch's
+   scatter_reduce with include_self=False leaves the input there instead). Gradients:
+   sum, each row of src gets its segment's; mean, divided by the segment's count; max,
+   the whole gradient to the first row in index order that holds the maximum (ties: the
+   first), 0 to the others. NaN is a maximum. */
+NN_API nn_tensor nn_segment_sum(nn_graph *g, nn_tensor src, nn_tensor index, int64_t num_segments);
+NN_API nn_tensor nn_segment_mean(nn_graph *g, nn_tensor src, nn_tensor index, int64_t num_segments);
+NN_API nn_tensor nn_segment_max(nn_graph *g, nn_tensor src, nn_tensor index, int64_t num_segments);
+/* torch.index_add(x, dim, index, source) (alpha 1: scale source for another): x plus, for
+   each k, source's slice k along dim added to x's slice index[k]; index [K] int32, source x's
+   shape with K at dim. On the segment sort: cost linear in numel(x) + numel(source). */
+NN_API nn_tensor nn_index_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor source);
 
 /* ==== 7. Matrix products =================================================================== */
 
@@ -1063,6 +1084,23 @@ typedef struct nn_moe_desc {
 } nn_moe_desc;
 NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64_t top_k, int64_t hidden,
                               const nn_moe_desc *desc, const char *name);
+
+/* Embeddings (torch.nn.Embedding, F.embedding): int32 indices [*] -> [*, embedding_dim],
+   rows of a weight [num_embeddings, embedding_dim]. padding_idx: 0 none (PyTorch's None),
+   NN_ZERO row 0, negative from the end; its row gets no gradient and nn_embedding
+   initialises it to zeros, as PyTorch does. An index outside [0, num_embeddings) gives a
+   row of zeros and is reported as the indexing ops' are (PyTorch raises). The weight's
+   gradient sums the rows of dy by index over the segment sort (nn_segment_sum): linear in
+   the index count, deterministic. A weight may also be used elsewhere (weight tying: an
+   output head nn_matmul(h, weight, 0, 1)); its gradients add. max_norm and
+   scale_grad_by_freq are left out. */
+typedef struct nn_embedding_desc {
+    int padding_idx;
+} nn_embedding_desc;
+/* NAME.weight [num_embeddings, embedding_dim], initialised N(0, 1) */
+NN_API nn_tensor nn_embedding(nn_graph *g, nn_tensor indices, int64_t num_embeddings, int64_t embedding_dim,
+                              const nn_embedding_desc *desc, const char *name);
+NN_API nn_tensor nn_embedding_lookup(nn_graph *g, nn_tensor weight, nn_tensor indices, const nn_embedding_desc *desc);
 
 /* ==== 13. Random ops and dropout =========================================================
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based
@@ -1576,6 +1614,35 @@ typedef struct nn__random_attr {
 #endif
 
 /* ======================================================================
+   src/ops/segment.h
+   ====================================================================== */
+/* The segment family's typed attributes (a node's a.seg), read and written by src/ops/segment.c,
+   the gather ops built on it (src/ops/gather.c) and the CPU loops they call. */
+#ifndef NN__OPS_SEGMENT_H
+#define NN__OPS_SEGMENT_H
+#include <stdint.h>
+
+/* the reductions of SEGMENT_REDUCE */
+enum { NN__SEG_SUM = 0, NN__SEG_MEAN = 1, NN__SEG_MAX = 2 };
+
+typedef struct nn__segment_attr {
+    /* SEGMENT_SORT: the index's keys. dim < 0: the index flattened, key = its value; else
+       key = (the position's coordinates without dim, as a row-major number) * L + value
+       (scatter_add's columns). A value outside [0, L) gets the key NK = cols * L, after
+       every segment. */
+    int dim;
+    int64_t L, NK;
+    /* SEGMENT_REDUCE, SEGMENT_GATHER, SEGMENT_MAX_GRAD: src [outer, E, inner] reduced by
+       the index [E] into y [outer, S, inner] */
+    int reduce;           /* NN__SEG_* */
+    int has_base;         /* in[0] is added to (index_add); else zeros */
+    int64_t outer, E, inner, S;
+    int64_t skip;         /* a segment left 0 and given no gradient (padding_idx); -1: none */
+} nn__segment_attr;
+
+#endif
+
+/* ======================================================================
    src/base/internal.h
    ====================================================================== */
 /* Private definitions shared by every part of the implementation. */
@@ -1659,6 +1726,7 @@ typedef union nn__attr {
     nn__norm_attr norm;
     nn__optim_attr optim;
     nn__random_attr random;
+    nn__segment_attr seg;
 } nn__attr;
 
 typedef struct nn__node {
@@ -2079,9 +2147,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
 
 #define NN__OPS_GATHER(X)                                            \
     X(GATHER_ROWS, "gather_rows", gather_rows, 0)                    \
-    X(GATHER_ROWS_GRAD, "gather_rows_grad", gather_rows_grad, 0)     \
     X(INDEX_SELECT, "index_select", index_select, 0)                 \
-    X(INDEX_SELECT_GRAD, "index_select_grad", index_select_grad, 0)  \
     X(GATHER, "gather", gather, 0)                                   \
     X(SCATTER_ADD, "scatter_add", scatter_add, 0)                    \
     X(ONE_HOT, "one_hot", one_hot, NN__OPF_NO_GRAD)
@@ -2146,10 +2212,19 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)  \
     X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)
 
+/* src/ops/segment.c: a stable sort of an index once, then segment reductions in index order */
+#define NN__OPS_SEGMENT(X)                                                  \
+    X(SEGMENT_SORT, "segment_sort", segment_sort, NN__OPF_NO_GRAD)          \
+    X(SEGMENT_REDUCE, "segment_reduce", segment_reduce, 0)                  \
+    X(SEGMENT_GATHER, "segment_gather", segment_gather, 0)                  \
+    X(SEGMENT_MAX_GRAD, "segment_max_grad", segment_max_grad, 0)            \
+    X(EMBEDDING, "embedding", embedding, 0)
+
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
-    NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)
+    NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)                                                                     \
+    NN__OPS_SEGMENT(X)
 
 typedef enum nn__opcode {
 #define NN__X(e, s, stem, flags) NN__OP_##e,
@@ -5353,17 +5428,6 @@ static void nn__gather_rows_forward(float *y, const float *data, const int32_t *
     }
 }
 
-/* ddata [N, D] = sum over b with idx[b] == r of dy[b]: a fixed order, no atomics. */
-static void nn__gather_rows_backward(float *ddata, const int32_t *idx, const float *dy, int64_t B, int64_t N, int64_t D) {
-    int64_t b, j;
-    memset(ddata, 0, (size_t)(N * D) * sizeof(float));
-    for (b = 0; b < B; b++) {
-        int32_t r = idx[b];
-        if (r < 0 || r >= N) continue;
-        for (j = 0; j < D; j++) ddata[(int64_t)r * D + j] += dy[b * D + j];
-    }
-}
-
 /* Index values outside [0, L): what PyTorch raises on, counted for the op's check. */
 static int64_t nn__count_outside(const int32_t *idx, int64_t n, int64_t L) {
     int64_t i, bad = 0;
@@ -5372,20 +5436,15 @@ static int64_t nn__count_outside(const int32_t *idx, int64_t n, int64_t L) {
 }
 
 /* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k] (an index out of
-   range gives zeros); grad != 0: dx [outer, L, inner] sums dy [outer, K, inner] over the
-   k with idx[k] == j, in order of k. Data moved as bits (either dtype). */
+   range gives zeros). Data moved as bits (either dtype). */
 static void nn__index_select(float *out, const float *in, const int32_t *idx, int64_t outer, int64_t L, int64_t K,
-                             int64_t inner, int grad) {
-    int64_t o, k, i;
-    if (grad) memset(out, 0, (size_t)(outer * L * inner) * sizeof(float));
+                             int64_t inner) {
+    int64_t o, k;
     for (o = 0; o < outer; o++)
         for (k = 0; k < K; k++) {
             int64_t j = idx[k];
             int ok = j >= 0 && j < L;
-            if (grad) {
-                if (ok)
-                    for (i = 0; i < inner; i++) out[(o * L + j) * inner + i] += in[(o * K + k) * inner + i];
-            } else if (ok) {
+            if (ok) {
                 memcpy(out + (o * K + k) * inner, in + (o * L + j) * inner, (size_t)inner * sizeof(float));
             } else {
                 memset(out + (o * K + k) * inner, 0, (size_t)inner * sizeof(float));
@@ -5423,37 +5482,6 @@ static void nn__gather_fwd(float *y, const float *x, const int32_t *idx, int nd,
         }
         j = inside ? idx[io] : -1;
         y[i] = (inside && j >= 0 && j < xdims[dim]) ? x[xo + j * xst[dim]] : 0.0f;
-    }
-}
-
-/* torch.scatter_add along dim: y [ydims] = base (NULL: zeros) plus, at each position c
-   inside the index's dims, src at c added to y at c with c[dim] = idx[c]. As a gather:
-   each y element sums its sources in order of the index's dim, so the result is the same
-   bits run to run (and the kernel's order). */
-static void nn__scatter_add_fwd(float *y, const float *base, const int32_t *idx, const float *src, int nd, int dim,
-                                const int64_t *ydims, const int64_t *idims, const int64_t *sdims) {
-    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], sst[NN_MAX_DIMS], n = 1, i, k;
-    int d;
-    nn__strides(ydims, nd, yst);
-    nn__strides(idims, nd, ist);
-    nn__strides(sdims, nd, sst);
-    for (d = 0; d < nd; d++) n *= ydims[d];
-    for (i = 0; i < n; i++) {
-        int64_t r = i, io = 0, so = 0;
-        int inside = 1;
-        float s = base ? base[i] : 0.0f;
-        for (d = 0; d < nd; d++) {
-            c[d] = r / yst[d];
-            r -= c[d] * yst[d];
-            if (d == dim) continue;
-            inside &= c[d] < idims[d];
-            io += c[d] * ist[d];
-            so += c[d] * sst[d];
-        }
-        if (inside)
-            for (k = 0; k < idims[dim]; k++)
-                if (idx[io + k * ist[dim]] == c[dim]) s += src[so + k * sst[dim]];
-        y[i] = s;
     }
 }
 
@@ -8624,6 +8652,179 @@ static void nn__cumsum_forward(float *y, const float *x, const nn__reduce_attr *
 }
 
 /* ======================================================================
+   src/cpu/segment.c
+   ====================================================================== */
+/* The segment family's CPU loops (src/ops/segment.c's bodies; kernels/segment.cl has the
+   OpenCL twins): a counting sort of an index's keys, stable, then reductions that walk each
+   segment in index order, so the bits are the kernels' and do not depend on the threads. */
+
+/* key of idx[i] (kernels/segment.cl's segment_keys): dim < 0, the value; else the
+   position's coordinates in idims without dim, row-major, * L + value; outside [0, L): NK */
+static int64_t nn__segment_key(const int32_t *idx, int64_t i, int nd, int dim, const int64_t *idims, int64_t L, int64_t NK) {
+    int64_t v = idx[i], col = 0, c[NN_MAX_DIMS], r = i;
+    int d;
+    if (v < 0 || v >= L) return NK;
+    if (dim < 0) return v;
+    for (d = nd - 1; d >= 0; d--) {
+        c[d] = r % idims[d];
+        r /= idims[d];
+    }
+    for (d = 0; d < nd; d++)
+        if (d != dim) col = col * idims[d] + c[d];
+    return col * L + v;
+}
+
+/* out [E + NK + 1]: the positions of idx [E] sorted stably by key, then each key's first
+   place (out[E + NK]: the count of valid ones; the invalid ones follow in order). cnt: NK + 2
+   ints of scratch. */
+static void nn__segment_sort(int32_t *out, int32_t *cnt, const int32_t *idx, int64_t E, int nd, int dim, const int64_t *idims,
+                             int64_t L, int64_t NK) {
+    int64_t i, k, run = 0;
+    memset(cnt, 0, (size_t)(NK + 2) * sizeof *cnt);
+    for (i = 0; i < E; i++) cnt[nn__segment_key(idx, i, nd, dim, idims, L, NK)]++;
+    for (k = 0; k <= NK; k++) {
+        int32_t v = cnt[k];
+        cnt[k] = (int32_t)run;
+        out[E + k] = (int32_t)run;
+        run += v;
+    }
+    for (i = 0; i < E; i++) out[cnt[nn__segment_key(idx, i, nd, dim, idims, L, NK)]++] = (int32_t)i;
+}
+
+typedef struct nn__segment_job {
+    float *y;
+    const float *src, *base, *dy;
+    const int32_t *sorted, *idx;
+    int64_t E, S, inner, skip;
+    int reduce, has_base;
+} nn__segment_job;
+
+/* y rows [r0, r1) of [outer * S, inner] (kernels/segment.cl's segment_reduce) */
+static void nn__segment_reduce_rows(void *arg, int64_t r0, int64_t r1) {
+    const nn__segment_job *j = (const nn__segment_job *)arg;
+    int64_t r, q, c;
+    for (r = r0; r < r1; r++) {
+        int64_t o = r / j->S, sg = r % j->S, a = j->sorted[j->E + sg], e = j->sorted[j->E + sg + 1];
+        const float *x = j->src + o * j->E * j->inner;
+        float *y = j->y + r * j->inner;
+        if (sg == j->skip) e = a;
+        for (c = 0; c < j->inner; c++) {
+            float acc = j->has_base ? j->base[r * j->inner + c] : 0.0f;
+            if (j->reduce == NN__SEG_MAX) {
+                acc = a < e ? x[(int64_t)j->sorted[a] * j->inner + c] : 0.0f;
+                for (q = a + 1; q < e; q++) {
+                    float v = x[(int64_t)j->sorted[q] * j->inner + c];
+                    if (acc == acc && !(v <= acc)) acc = v;
+                }
+            } else {
+                for (q = a; q < e; q++) acc += x[(int64_t)j->sorted[q] * j->inner + c];
+                if (j->reduce == NN__SEG_MEAN && e > a) acc = acc / (float)(e - a);
+            }
+            y[c] = acc;
+        }
+    }
+}
+
+/* y [outer, S, inner] from src [outer, E, inner] by the sort's output */
+static void nn__segment_reduce(nn__threadpool *pool, float *y, const float *src, const float *base, const int32_t *sorted,
+                               int64_t outer, int64_t E, int64_t S, int64_t inner, int reduce, int64_t skip) {
+    nn__segment_job j;
+    memset(&j, 0, sizeof j);
+    j.y = y;
+    j.src = src;
+    j.base = base;
+    j.has_base = base != NULL;
+    j.sorted = sorted;
+    j.E = E;
+    j.S = S;
+    j.inner = inner;
+    j.reduce = reduce;
+    j.skip = skip;
+    nn__par_for(pool, outer * S, outer * (E + S) * inner, nn__segment_reduce_rows, &j);
+}
+
+/* dsrc [outer, E, inner] = dy [outer, S, inner] at idx (over the segment's count: mean) */
+static void nn__segment_gather(float *dsrc, const float *dy, const int32_t *idx, const int32_t *sorted, int64_t outer, int64_t E,
+                               int64_t S, int64_t inner, int mean, int64_t skip) {
+    int64_t o, k, c;
+    for (o = 0; o < outer; o++)
+        for (k = 0; k < E; k++) {
+            int64_t v = idx[k];
+            float *d = dsrc + (o * E + k) * inner;
+            int ok = v >= 0 && v < S && v != skip;
+            for (c = 0; c < inner; c++) {
+                float t = 0.0f;
+                if (ok) {
+                    t = dy[(o * S + v) * inner + c];
+                    if (mean) t = t / (float)(sorted[E + v + 1] - sorted[E + v]);
+                }
+                d[c] = t;
+            }
+        }
+}
+
+/* dsrc [outer, E, inner]: dy at each segment's first arg-max in index order, else 0 */
+static void nn__segment_max_grad(float *dsrc, const float *src, const float *dy, const int32_t *sorted, int64_t outer, int64_t E,
+                                 int64_t S, int64_t inner) {
+    int64_t o, sg, c, q;
+    memset(dsrc, 0, (size_t)(outer * E * inner) * sizeof *dsrc);
+    for (o = 0; o < outer; o++)
+        for (sg = 0; sg < S; sg++) {
+            int64_t a = sorted[E + sg], e = sorted[E + sg + 1];
+            const float *x = src + o * E * inner;
+            if (a >= e) continue;
+            for (c = 0; c < inner; c++) {
+                int64_t arg = sorted[a];
+                float acc = x[arg * inner + c];
+                for (q = a + 1; q < e; q++) {
+                    float v = x[(int64_t)sorted[q] * inner + c];
+                    if (acc == acc && !(v <= acc)) {
+                        acc = v;
+                        arg = sorted[q];
+                    }
+                }
+                dsrc[(o * E + arg) * inner + c] = dy[(o * S + sg) * inner + c];
+            }
+        }
+}
+
+/* torch.scatter_add over the sort of its index (keys: the index's columns, kernels/segment.cl's
+   segment_scatter_add): y [ydims] = base (NULL: zeros) + src summed per key in index order */
+static void nn__segment_scatter_add(float *y, const float *base, const float *src, const int32_t *sorted, int nd, int dim,
+                                    const int64_t *ydims, const int64_t *idims, const int64_t *sdims, int64_t E) {
+    int64_t n = 1, i, c[NN_MAX_DIMS];
+    int d;
+    for (d = 0; d < nd; d++) n *= ydims[d];
+    for (i = 0; i < n; i++) {
+        int64_t r = i, col = 0, q;
+        int inside = 1;
+        float acc = base ? base[i] : 0.0f;
+        for (d = nd - 1; d >= 0; d--) {
+            c[d] = r % ydims[d];
+            r /= ydims[d];
+        }
+        for (d = 0; d < nd; d++)
+            if (d != dim) {
+                inside &= c[d] < idims[d];
+                col = col * idims[d] + c[d];
+            }
+        if (inside) {
+            int64_t key = col * ydims[dim] + c[dim];
+            for (q = sorted[E + key]; q < sorted[E + key + 1]; q++) {
+                int64_t p = sorted[q], so = 0, sst = 1;
+                for (d = nd - 1; d >= 0; d--) {
+                    so += (p % idims[d]) * sst;
+                    p /= idims[d];
+                    sst *= sdims[d];
+                }
+                acc += src[so];
+            }
+        }
+        y[i] = acc;
+    }
+}
+
+/* ======================================================================
    src/cpu/backend.c
    ====================================================================== */
 /* The CPU backend: buffers are host memory, and a run calls each scheduled op's CPU body
@@ -11357,8 +11558,8 @@ static const char *const nn__cl_src_elementwise[] = {
    ====================================================================== */
 static const char *const nn__cl_src_gather[] = {
 "#line 1 \"kernels/gather.cl\"\n",
-"/* Gathers: rows of a dataset that lives on the device, index_select, gather, scatter_add\n",
-"   (as gathers: no atomics on floats) and one_hot. Twins of the loops in src/cpu/gather.c. */\n",
+"/* Gathers: rows of a dataset that lives on the device, index_select, gather and one_hot\n",
+"   (their gradients and scatter_add: kernels/segment.cl). Twins of the loops in src/cpu/gather.c. */\n",
 "#line 1 \"kernels/kargs.h\"\n",
 "/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
 "   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
@@ -11570,29 +11771,20 @@ static const char *const nn__cl_src_gather[] = {
 "/* data [N, D] rows by idx [B], as 32-bit words (float32 or int32 data) */\n",
 "#define NN__KARGS_gather_rows(F, P) F(uin, data) P(iin, idx) P(uout, y) P(int, B) P(int, N) P(int, D)\n",
 "NN__KSIG(gather_rows)\n",
-"#define NN__KARGS_gather_rows_backward(F, P) F(iin, idx) P(in, dy) P(out, ddata) P(int, B) P(int, N) P(int, D)\n",
-"NN__KSIG(gather_rows_backward)\n",
 "\n",
 "/* idx [n] values outside [0, L), counted into bad[slot] (the graph's check counters) */\n",
 "#define NN__KARGS_index_check(F, P) F(iin, idx) P(int, n) P(int, L) P(iout, bad) P(int, slot)\n",
 "NN__KSIG(index_check)\n",
 "\n",
-"/* x [outer, L, inner] at idx [K] (as 32-bit words), and its gradient */\n",
+"/* x [outer, L, inner] at idx [K] (as 32-bit words) */\n",
 "#define NN__KARGS_index_select(F, P) \\\n",
 "    F(uin, x) P(iin, idx) P(uout, y) P(int, n) P(int, L) P(int, K) P(int, inner)\n",
 "NN__KSIG(index_select)\n",
-"#define NN__KARGS_index_select_backward(F, P) \\\n",
-"    F(in, dy) P(iin, idx) P(out, dx) P(int, n) P(int, L) P(int, K) P(int, inner)\n",
-"NN__KSIG(index_select_backward)\n",
 "\n",
-"/* the dims of y, of the index and of x (src) as int8, ones after the tensor's */\n",
+"/* the dims of y, of the index and of x as int8, ones after the tensor's */\n",
 "#define NN__KARGS_gather(F, P) \\\n",
 "    F(in, x) P(iin, idx) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, xdims) P(int, dim)\n",
 "NN__KSIG(gather)\n",
-"#define NN__KARGS_scatter_add(F, P)                                                               \\\n",
-"    F(in, base) P(iin, idx) P(in, src) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, sdims) \\\n",
-"    P(int, dim) P(int, has_base)\n",
-"NN__KSIG(scatter_add)\n",
 "\n",
 "/* labels [R] into y [R, C] */\n",
 "#define NN__KARGS_one_hot(F, P) F(iin, labels) P(out, y) P(int, n) P(int, C)\n",
@@ -11610,17 +11802,6 @@ static const char *const nn__cl_src_gather[] = {
 "    y[i] = (r >= 0 && r < N) ? data[(size_t)r * D + j] : 0u;\n",
 "}\n",
 "\n",
-"/* ddata [N, D]: element (r, j) sums dy[b, j] over every b with idx[b] == r, in order of b\n",
-"   (no atomics, so the result is deterministic). */\n",
-"__kernel void gather_rows_backward(NN__KPARAMS(gather_rows_backward)) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= N * D) return;\n",
-"    int r = i / D, j = i - r * D;\n",
-"    float s = 0.0f;\n",
-"    for (int b = 0; b < B; b++) if (idx[b] == r) s += dy[(size_t)b * D + j];\n",
-"    ddata[i] = s;\n",
-"}\n",
-"\n",
 "/* A checked op's index values outside [0, L), counted into bad[slot] (PyTorch raises on\n",
 "   them; the op itself reads none of them). */\n",
 "__kernel void index_check(NN__KPARAMS(index_check)) {\n",
@@ -11636,18 +11817,6 @@ static const char *const nn__cl_src_gather[] = {
 "    if (i >= n) return;\n",
 "    int in = i % inner, k = (i / inner) % K, o = i / (inner * K), j = idx[k];\n",
 "    y[i] = (j >= 0 && j < L) ? x[((size_t)o * L + j) * inner + in] : 0u;\n",
-"}\n",
-"\n",
-"/* dx [outer, L, inner]: element j sums dy [outer, K, inner] over the k with idx[k] == j, in\n",
-"   order of k (as the CPU loop) */\n",
-"__kernel void index_select_backward(NN__KPARAMS(index_select_backward)) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= n) return;\n",
-"    int in = i % inner, j = (i / inner) % L, o = i / (inner * L);\n",
-"    float s = 0.0f;\n",
-"    for (int k = 0; k < K; k++)\n",
-"        if (idx[k] == j) s += dy[((size_t)o * K + k) * inner + in];\n",
-"    dx[i] = s;\n",
 "}\n",
 "\n",
 "/* row-major coordinates of i in dims (six used) */\n",
@@ -11679,37 +11848,6 @@ static const char *const nn__cl_src_gather[] = {
 "    }\n",
 "    int j = inside ? idx[io] : -1;\n",
 "    y[i] = (j >= 0 && j < xd[dim]) ? x[xo + j * xdst] : 0.0f;\n",
-"}\n",
-"\n",
-"/* torch.scatter_add along dim, as a gather: y [ydims] = base (has_base) plus src at every\n",
-"   position c of the index's dims with c[dim] = idx[c] matching, summed in order of the\n",
-"   index's dim (the CPU loop's order: no atomics, the same bits each run) */\n",
-"__kernel void scatter_add(NN__KPARAMS(scatter_add)) {\n",
-"    int i = get_global_id(0);\n",
-"    if (i >= n) return;\n",
-"    int yd[8], id[8], sd[8], c[8];\n",
-"    vstore8(ydims, 0, yd);\n",
-"    vstore8(idims, 0, id);\n",
-"    vstore8(sdims, 0, sd);\n",
-"    nn_coords(i, yd, c);\n",
-"    int inside = 1, io = 0, so = 0, ist = 1, sst = 1, idst = 1, sdst = 1;\n",
-"    for (int d = 5; d >= 0; d--) {\n",
-"        if (d != dim) {\n",
-"            inside &= c[d] < id[d];\n",
-"            io += c[d] * ist;\n",
-"            so += c[d] * sst;\n",
-"        } else {\n",
-"            idst = ist;\n",
-"            sdst = sst;\n",
-"        }\n",
-"        ist *= id[d];\n",
-"        sst *= sd[d];\n",
-"    }\n",
-"    float s = has_base ? base[i] : 0.0f;\n",
-"    if (inside)\n",
-"        for (int k = 0; k < id[dim]; k++)\n",
-"            if (idx[io + k * idst] == c[dim]) s += src[so + k * sdst];\n",
-"    y[i] = s;\n",
 "}\n",
 "\n",
 "/* one_hot as float32: y [R, C] = 1 where c == labels[r] (a label out of range: a zero row) */\n",
@@ -16287,6 +16425,464 @@ static const char *const nn__cl_src_softmax[] = {
 0 };
 
 /* ======================================================================
+   kernels/segment.cl
+   ====================================================================== */
+static const char *const nn__cl_src_segment[] = {
+"#line 1 \"kernels/segment.cl\"\n",
+"/* The segment family: a stable LSD radix sort of an index's keys (8 bits a pass: per block\n",
+"   counts, one prefix sum, a stable scatter per block; integers only, so every order gives the\n",
+"   same bits), then reductions that walk each segment in index order. No atomics on floats:\n",
+"   the same bits every run, and the CPU loops' (src/cpu/segment.c) order. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 6 \"kernels/segment.cl\"\n",
+"#line 1 \"kernels/segment_args.h\"\n",
+"/* kernels/segment.cl's kernel signatures (kernels/kargs.h says how to read them). The sort's\n",
+"   arrays live in its scratch s, at the int offsets given. */\n",
+"#ifndef NN__SEGMENT_ARGS_H\n",
+"#define NN__SEGMENT_ARGS_H\n",
+"\n",
+"/* the keys of idx [n] into s[0..n) (kernels/segment.cl says which), counting values outside\n",
+"   [0, L) into bad[slot] when check is set */\n",
+"#define NN__KARGS_segment_keys(F, P) \\\n",
+"    F(iin, idx) P(iout, s) P(int, n) P(int, L) P(int, NK) P(int, dim) P(int8, idims) P(int, check) P(iout, bad) P(int, slot)\n",
+"NN__KSIG(segment_keys)\n",
+"/* one radix pass over keys s[kin..kin+n): per block of blk keys the counts of each digit\n",
+"   (the 8 bits at shift) into s[hist + digit * nb + block] */\n",
+"#define NN__KARGS_segment_hist(F, P) F(iout, s) P(int, kin) P(int, hist) P(int, n) P(int, nb) P(int, blk) P(int, shift)\n",
+"NN__KSIG(segment_hist)\n",
+"/* the exclusive prefix sum of s[hist..hist+m), in place, by one work-group (part: an int a\n",
+"   work-item) */\n",
+"#define NN__KARGS_segment_scan(F, P) F(iout, s) P(int, hist) P(int, m) P(lint, part)\n",
+"NN__KSIG(segment_scan)\n",
+"/* the pass's stable scatter of keys and positions (pin < 0: the identity) */\n",
+"#define NN__KARGS_segment_place(F, P) \\\n",
+"    F(iout, s) P(int, kin) P(int, kout) P(int, pin) P(int, pout) P(int, hist) P(int, n) P(int, nb) P(int, blk) P(int, shift)\n",
+"NN__KSIG(segment_place)\n",
+"/* the sort's output: out [n + NK + 1] = the positions sorted, then each key's first place */\n",
+"#define NN__KARGS_segment_finish(F, P) F(iin, s) P(iout, out) P(int, keys) P(int, perm) P(int, n) P(int, NK)\n",
+"NN__KSIG(segment_finish)\n",
+"\n",
+"/* y [outer, S, inner] reduced from src [outer, E, inner] by the sorted index */\n",
+"#define NN__KARGS_segment_reduce(F, P)                                                                      \\\n",
+"    F(in, src) P(in, base) P(iin, sorted) P(out, y) P(int, n) P(int, E) P(int, S) P(int, inner) P(int, reduce) \\\n",
+"    P(int, has_base) P(int, skip)\n",
+"NN__KSIG(segment_reduce)\n",
+"/* dsrc [outer, E, inner] = dy [outer, S, inner] at idx (divided by the count: mean) */\n",
+"#define NN__KARGS_segment_gather(F, P)                                                                    \\\n",
+"    F(in, dy) P(iin, idx) P(iin, sorted) P(out, dsrc) P(int, n) P(int, E) P(int, S) P(int, inner) P(int, mean) \\\n",
+"    P(int, skip)\n",
+"NN__KSIG(segment_gather)\n",
+"#define NN__KARGS_segment_zero(F, P) F(out, y) P(int, n)\n",
+"NN__KSIG(segment_zero)\n",
+"/* dsrc at each segment's arg-max = dy (dsrc zeroed before) */\n",
+"#define NN__KARGS_segment_max_grad(F, P) \\\n",
+"    F(in, src) P(in, dy) P(iin, sorted) P(out, dsrc) P(int, n) P(int, E) P(int, S) P(int, inner)\n",
+"NN__KSIG(segment_max_grad)\n",
+"/* torch.scatter_add over the sorted index: y [ydims] = base + src summed per key */\n",
+"#define NN__KARGS_segment_scatter_add(F, P)                                                       \\\n",
+"    F(in, base) P(in, src) P(iin, sorted) P(out, y) P(int, n) P(int, E) P(int8, ydims) P(int8, idims) \\\n",
+"    P(int8, sdims) P(int, dim) P(int, has_base)\n",
+"NN__KSIG(segment_scatter_add)\n",
+"\n",
+"/* y [B, D] = w [N, D] at idx [B], zeros for an index outside [0, N) (counted) */\n",
+"#define NN__KARGS_embedding(F, P) \\\n",
+"    F(in, w) P(iin, idx) P(out, y) P(int, n) P(int, N) P(int, D) P(iout, bad) P(int, slot)\n",
+"NN__KSIG(embedding)\n",
+"\n",
+"#endif\n",
+"#line 7 \"kernels/segment.cl\"\n",
+"\n",
+"/* key of idx[i]: dim < 0, its value; else (i's coordinates in idims without dim, row-major)\n",
+"   * L + value; a value outside [0, L): NK */\n",
+"__kernel void segment_keys(NN__KPARAMS(segment_keys)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int v = idx[i], col = 0;\n",
+"    if (dim >= 0) {\n",
+"        int id[8], r = i, c[8];\n",
+"        vstore8(idims, 0, id);\n",
+"        for (int d = 5; d >= 0; d--) {\n",
+"            c[d] = r % id[d];\n",
+"            r /= id[d];\n",
+"        }\n",
+"        for (int d = 0; d < 6; d++)\n",
+"            if (d != dim) col = col * id[d] + c[d];\n",
+"    }\n",
+"    int ok = v >= 0 && v < L;\n",
+"    if (!ok && check) atomic_inc(bad + slot);\n",
+"    s[i] = ok ? col * L + v : NK;\n",
+"}\n",
+"\n",
+"/* work-item b counts the digits of its block, keys [b * blk, (b + 1) * blk) */\n",
+"__kernel void segment_hist(NN__KPARAMS(segment_hist)) {\n",
+"    int b = get_global_id(0);\n",
+"    if (b >= nb) return;\n",
+"    for (int d = 0; d < 256; d++) s[hist + d * nb + b] = 0;\n",
+"    int e = min(n, (b + 1) * blk);\n",
+"    for (int i = b * blk; i < e; i++) s[hist + ((s[kin + i] >> shift) & 255) * nb + b]++;\n",
+"}\n",
+"\n",
+"/* one work-group: each work-item sums a run, then work-item 0 scans the runs' sums */\n",
+"__kernel void segment_scan(NN__KPARAMS(segment_scan)) {\n",
+"    int t = get_local_id(0), W = get_local_size(0);\n",
+"    int per = (m + W - 1) / W, a = min(m, t * per), e = min(m, a + per), sum = 0;\n",
+"    for (int i = a; i < e; i++) sum += s[hist + i];\n",
+"    part[t] = sum;\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    if (t == 0) {\n",
+"        int run = 0;\n",
+"        for (int k = 0; k < W; k++) {\n",
+"            int v = part[k];\n",
+"            part[k] = run;\n",
+"            run += v;\n",
+"        }\n",
+"    }\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    sum = part[t];\n",
+"    for (int i = a; i < e; i++) {\n",
+"        int v = s[hist + i];\n",
+"        s[hist + i] = sum;\n",
+"        sum += v;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* work-item b places its block's keys and positions in order: stable */\n",
+"__kernel void segment_place(NN__KPARAMS(segment_place)) {\n",
+"    int b = get_global_id(0);\n",
+"    if (b >= nb) return;\n",
+"    int e = min(n, (b + 1) * blk);\n",
+"    for (int i = b * blk; i < e; i++) {\n",
+"        int k = s[kin + i], at = hist + ((k >> shift) & 255) * nb + b, p = s[at];\n",
+"        s[at] = p + 1;\n",
+"        s[kout + p] = k;\n",
+"        s[pout + p] = pin < 0 ? i : s[pin + i];\n",
+"    }\n",
+"}\n",
+"\n",
+"/* out[i] = perm[i]; out[n + k] = the first place of a key >= k (a binary search) */\n",
+"__kernel void segment_finish(NN__KPARAMS(segment_finish)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) out[i] = s[perm + i];\n",
+"    if (i > NK) return;\n",
+"    int lo = 0, hi = n;\n",
+"    while (lo < hi) {\n",
+"        int mid = lo + (hi - lo) / 2;\n",
+"        if (s[keys + mid] < i) lo = mid + 1;\n",
+"        else hi = mid;\n",
+"    }\n",
+"    out[n + i] = lo;\n",
+"}\n",
+"\n",
+"/* y [outer, S, inner] at (o, g, j): src's rows of segment g in index order, summed (from\n",
+"   base when has_base), averaged (empty: 0) or their maximum (empty: 0; NaN stays) */\n",
+"__kernel void segment_reduce(NN__KPARAMS(segment_reduce)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int j = i % inner, sg = (i / inner) % S, o = i / (inner * S);\n",
+"    int a = sorted[E + sg], e = sorted[E + sg + 1];\n",
+"    __global const float *x = src + (size_t)o * E * inner + j;\n",
+"    float acc = has_base ? base[i] : 0.0f;\n",
+"    if (sg == skip) e = a;\n",
+"    if (reduce == 2) {\n",
+"        acc = a < e ? x[(size_t)sorted[a] * inner] : 0.0f;\n",
+"        for (int q = a + 1; q < e; q++) {\n",
+"            float v = x[(size_t)sorted[q] * inner];\n",
+"            if (acc == acc && !(v <= acc)) acc = v;\n",
+"        }\n",
+"    } else {\n",
+"        for (int q = a; q < e; q++) acc += x[(size_t)sorted[q] * inner];\n",
+"        if (reduce == 1 && e > a) acc = acc / (float)(e - a);\n",
+"    }\n",
+"    y[i] = acc;\n",
+"}\n",
+"\n",
+"/* dsrc [outer, E, inner] at (o, k, j) = dy at (o, idx[k], j), over the count when mean; 0\n",
+"   for an index outside [0, S) or the skipped segment */\n",
+"__kernel void segment_gather(NN__KPARAMS(segment_gather)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int j = i % inner, k = (i / inner) % E, o = i / (inner * E), v = idx[k];\n",
+"    float d = 0.0f;\n",
+"    if (v >= 0 && v < S && v != skip) {\n",
+"        d = dy[((size_t)o * S + v) * inner + j];\n",
+"        if (mean) d = d / (float)(sorted[E + v + 1] - sorted[E + v]);\n",
+"    }\n",
+"    dsrc[i] = d;\n",
+"}\n",
+"\n",
+"__kernel void segment_zero(NN__KPARAMS(segment_zero)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) y[i] = 0.0f;\n",
+"}\n",
+"\n",
+"/* dy at (o, g, j) to the first of segment g's rows (index order) that holds the maximum */\n",
+"__kernel void segment_max_grad(NN__KPARAMS(segment_max_grad)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int j = i % inner, sg = (i / inner) % S, o = i / (inner * S);\n",
+"    int a = sorted[E + sg], e = sorted[E + sg + 1];\n",
+"    if (a >= e) return;\n",
+"    __global const float *x = src + (size_t)o * E * inner + j;\n",
+"    int arg = sorted[a];\n",
+"    float acc = x[(size_t)arg * inner];\n",
+"    for (int q = a + 1; q < e; q++) {\n",
+"        float v = x[(size_t)sorted[q] * inner];\n",
+"        if (acc == acc && !(v <= acc)) {\n",
+"            acc = v;\n",
+"            arg = sorted[q];\n",
+"        }\n",
+"    }\n",
+"    dsrc[((size_t)o * E + arg) * inner + j] = dy[i];\n",
+"}\n",
+"\n",
+"/* torch.scatter_add: y at c = base (has_base) + src at the index's positions p with key\n",
+"   (c without dim) * y.size(dim) + c[dim], in index order; zeros plus base outside the\n",
+"   index's dims */\n",
+"__kernel void segment_scatter_add(NN__KPARAMS(segment_scatter_add)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int yd[8], id[8], sd[8], c[8], r = i, col = 0, inside = 1;\n",
+"    vstore8(ydims, 0, yd);\n",
+"    vstore8(idims, 0, id);\n",
+"    vstore8(sdims, 0, sd);\n",
+"    for (int d = 5; d >= 0; d--) {\n",
+"        c[d] = r % yd[d];\n",
+"        r /= yd[d];\n",
+"    }\n",
+"    for (int d = 0; d < 6; d++)\n",
+"        if (d != dim) {\n",
+"            inside &= c[d] < id[d];\n",
+"            col = col * id[d] + c[d];\n",
+"        }\n",
+"    float acc = has_base ? base[i] : 0.0f;\n",
+"    if (inside) {\n",
+"        int key = col * yd[dim] + c[dim], a = sorted[E + key], e = sorted[E + key + 1];\n",
+"        for (int q = a; q < e; q++) {\n",
+"            int p = sorted[q], so = 0, sst = 1;\n",
+"            for (int d = 5; d >= 0; d--) {\n",
+"                so += (p % id[d]) * sst;\n",
+"                p /= id[d];\n",
+"                sst *= sd[d];\n",
+"            }\n",
+"            acc += src[so];\n",
+"        }\n",
+"    }\n",
+"    y[i] = acc;\n",
+"}\n",
+"\n",
+"/* y [B, D] = w [N, D] at idx [B]; an index outside [0, N): zeros, counted into bad[slot] */\n",
+"__kernel void embedding(NN__KPARAMS(embedding)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int b = i / D, j = i - b * D, r = idx[b];\n",
+"    int ok = r >= 0 && r < N;\n",
+"    if (!ok && j == 0) atomic_inc(bad + slot);\n",
+"    y[i] = ok ? w[(size_t)r * D + j] : 0.0f;\n",
+"}\n",
+0 };
+
+/* ======================================================================
    kernel table
    ====================================================================== */
 typedef struct nn__cl_source { const char *name; const char *const *lines; } nn__cl_source;
@@ -16304,8 +16900,9 @@ static const nn__cl_source nn__cl_sources[] = {
     { "reduce", nn__cl_src_reduce },
     { "shape", nn__cl_src_shape },
     { "softmax", nn__cl_src_softmax },
+    { "segment", nn__cl_src_segment },
 };
-#define NN__CL_NSOURCES 13
+#define NN__CL_NSOURCES 14
 
 /* ======================================================================
    src/opencl/backend.c
@@ -19373,29 +19970,20 @@ NN__KSIG(rows_backward)
 /* data [N, D] rows by idx [B], as 32-bit words (float32 or int32 data) */
 #define NN__KARGS_gather_rows(F, P) F(uin, data) P(iin, idx) P(uout, y) P(int, B) P(int, N) P(int, D)
 NN__KSIG(gather_rows)
-#define NN__KARGS_gather_rows_backward(F, P) F(iin, idx) P(in, dy) P(out, ddata) P(int, B) P(int, N) P(int, D)
-NN__KSIG(gather_rows_backward)
 
 /* idx [n] values outside [0, L), counted into bad[slot] (the graph's check counters) */
 #define NN__KARGS_index_check(F, P) F(iin, idx) P(int, n) P(int, L) P(iout, bad) P(int, slot)
 NN__KSIG(index_check)
 
-/* x [outer, L, inner] at idx [K] (as 32-bit words), and its gradient */
+/* x [outer, L, inner] at idx [K] (as 32-bit words) */
 #define NN__KARGS_index_select(F, P) \
     F(uin, x) P(iin, idx) P(uout, y) P(int, n) P(int, L) P(int, K) P(int, inner)
 NN__KSIG(index_select)
-#define NN__KARGS_index_select_backward(F, P) \
-    F(in, dy) P(iin, idx) P(out, dx) P(int, n) P(int, L) P(int, K) P(int, inner)
-NN__KSIG(index_select_backward)
 
-/* the dims of y, of the index and of x (src) as int8, ones after the tensor's */
+/* the dims of y, of the index and of x as int8, ones after the tensor's */
 #define NN__KARGS_gather(F, P) \
     F(in, x) P(iin, idx) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, xdims) P(int, dim)
 NN__KSIG(gather)
-#define NN__KARGS_scatter_add(F, P)                                                               \
-    F(in, base) P(iin, idx) P(in, src) P(out, y) P(int, n) P(int8, ydims) P(int8, idims) P(int8, sdims) \
-    P(int, dim) P(int, has_base)
-NN__KSIG(scatter_add)
 
 /* labels [R] into y [R, C] */
 #define NN__KARGS_one_hot(F, P) F(iin, labels) P(out, y) P(int, n) P(int, C)
@@ -19667,6 +20255,64 @@ NN__KSIG(gaussian_noise)
 NN__KSIG(alpha_dropout)
 #define NN__KARGS_alpha_dropout_grad(F, P) F(in, dy) P(out, dx) P(int, n) P(float, p) P(float, scale) NN__KARGS_RNG(P)
 NN__KSIG(alpha_dropout_grad)
+
+#endif
+
+/* ======================================================================
+   kernels/segment_args.h
+   ====================================================================== */
+/* kernels/segment.cl's kernel signatures (kernels/kargs.h says how to read them). The sort's
+   arrays live in its scratch s, at the int offsets given. */
+#ifndef NN__SEGMENT_ARGS_H
+#define NN__SEGMENT_ARGS_H
+
+/* the keys of idx [n] into s[0..n) (kernels/segment.cl says which), counting values outside
+   [0, L) into bad[slot] when check is set */
+#define NN__KARGS_segment_keys(F, P) \
+    F(iin, idx) P(iout, s) P(int, n) P(int, L) P(int, NK) P(int, dim) P(int8, idims) P(int, check) P(iout, bad) P(int, slot)
+NN__KSIG(segment_keys)
+/* one radix pass over keys s[kin..kin+n): per block of blk keys the counts of each digit
+   (the 8 bits at shift) into s[hist + digit * nb + block] */
+#define NN__KARGS_segment_hist(F, P) F(iout, s) P(int, kin) P(int, hist) P(int, n) P(int, nb) P(int, blk) P(int, shift)
+NN__KSIG(segment_hist)
+/* the exclusive prefix sum of s[hist..hist+m), in place, by one work-group (part: an int a
+   work-item) */
+#define NN__KARGS_segment_scan(F, P) F(iout, s) P(int, hist) P(int, m) P(lint, part)
+NN__KSIG(segment_scan)
+/* the pass's stable scatter of keys and positions (pin < 0: the identity) */
+#define NN__KARGS_segment_place(F, P) \
+    F(iout, s) P(int, kin) P(int, kout) P(int, pin) P(int, pout) P(int, hist) P(int, n) P(int, nb) P(int, blk) P(int, shift)
+NN__KSIG(segment_place)
+/* the sort's output: out [n + NK + 1] = the positions sorted, then each key's first place */
+#define NN__KARGS_segment_finish(F, P) F(iin, s) P(iout, out) P(int, keys) P(int, perm) P(int, n) P(int, NK)
+NN__KSIG(segment_finish)
+
+/* y [outer, S, inner] reduced from src [outer, E, inner] by the sorted index */
+#define NN__KARGS_segment_reduce(F, P)                                                                      \
+    F(in, src) P(in, base) P(iin, sorted) P(out, y) P(int, n) P(int, E) P(int, S) P(int, inner) P(int, reduce) \
+    P(int, has_base) P(int, skip)
+NN__KSIG(segment_reduce)
+/* dsrc [outer, E, inner] = dy [outer, S, inner] at idx (divided by the count: mean) */
+#define NN__KARGS_segment_gather(F, P)                                                                    \
+    F(in, dy) P(iin, idx) P(iin, sorted) P(out, dsrc) P(int, n) P(int, E) P(int, S) P(int, inner) P(int, mean) \
+    P(int, skip)
+NN__KSIG(segment_gather)
+#define NN__KARGS_segment_zero(F, P) F(out, y) P(int, n)
+NN__KSIG(segment_zero)
+/* dsrc at each segment's arg-max = dy (dsrc zeroed before) */
+#define NN__KARGS_segment_max_grad(F, P) \
+    F(in, src) P(in, dy) P(iin, sorted) P(out, dsrc) P(int, n) P(int, E) P(int, S) P(int, inner)
+NN__KSIG(segment_max_grad)
+/* torch.scatter_add over the sorted index: y [ydims] = base + src summed per key */
+#define NN__KARGS_segment_scatter_add(F, P)                                                       \
+    F(in, base) P(in, src) P(iin, sorted) P(out, y) P(int, n) P(int, E) P(int8, ydims) P(int8, idims) \
+    P(int8, sdims) P(int, dim) P(int, has_base)
+NN__KSIG(segment_scatter_add)
+
+/* y [B, D] = w [N, D] at idx [B], zeros for an index outside [0, N) (counted) */
+#define NN__KARGS_embedding(F, P) \
+    F(in, w) P(iin, idx) P(out, y) P(int, n) P(int, N) P(int, D) P(iout, bad) P(int, slot)
+NN__KSIG(embedding)
 
 #endif
 
@@ -22590,6 +23236,484 @@ static nn_result nn__launch_loss_rows_grad(nn_graph *g, int id) {
 }
 
 /* ======================================================================
+   src/ops/segment.c
+   ====================================================================== */
+/* The segment family, one block each: builder (shape rule), registry aliases, autograd rule,
+   plan, CPU body (its loop in src/cpu/segment.c) and kernel launches (kernels/segment.cl).
+   An index is sorted once (SEGMENT_SORT: a stable counting sort on the CPU, a stable radix
+   sort on a device, the same output), then each segment is reduced in index order: cost
+   linear in the index count plus the output, no float atomics, the same bits every run, on
+   every thread count and on both backends. Index tensors are int32; a value outside the
+   range is left out of every segment, and an op that PyTorch raises on counts it (n->check).
+   The gather ops' gradients (src/ops/gather.c) and nn_scatter_add are built on it. */
+
+/* ==== shared: the int8 dims of a shape (ones after it) ==== */
+
+static void nn__seg_dims8(const nn_shape *s, int *v) {
+    int d;
+    for (d = 0; d < 8; d++) v[d] = d < s->ndim ? (int)s->dim[d] : 1;
+}
+
+/* ==== segment_sort: sorted [E + NK + 1] int32 = the positions of index [...] (E values)
+   sorted stably by key, then each key's first place (kernels/segment.cl says the keys: the
+   value, or for scatter_add the index's column * L + value; NK after the last). No
+   gradient. check: a message, and values outside [0, L) are counted for it. ==== */
+
+static nn_tensor nn__segment_sort_op(nn_graph *g, int index, int dim, int64_t L, const char *check) {
+    const nn__node *ix;
+    int64_t E, NK;
+    nn_tensor t;
+    int i;
+    if (index <= 0 || g->status != NN_OK) return nn__tensor(-1);
+    ix = &g->nodes[index];
+    E = ix->numel;
+    NK = dim < 0 ? L : E / ix->shape.dim[dim] * L;
+    if (NK + 1 + E > INT32_MAX) {
+        char si[128];
+        nn__shape_str(&ix->shape, si, sizeof si);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s with %lld segments: more than 2^31 - 1 keys and positions",
+                           check ? check : "segment_sort", si, (long long)L);
+    }
+    for (i = g->n_nodes - 1; i > 0 && !check; i--) { /* one sort per index and range */
+        const nn__node *m = &g->nodes[i];
+        if (m->op == NN__OP_SEGMENT_SORT && m->in[0] == index && m->a.seg.dim == dim && m->a.seg.L == L && !m->check)
+            return nn__tensor(i);
+    }
+    t = nn__op1(g, NN__OP_SEGMENT_SORT, NN_I32, nn_shape1(E + NK + 1), index);
+    if (t.id >= 0) {
+        nn__segment_attr *a = &g->nodes[t.id].a.seg;
+        memset(a, 0, sizeof *a);
+        a->dim = dim;
+        a->L = L;
+        a->NK = NK;
+        g->nodes[t.id].check = check;
+    }
+    return t;
+}
+
+#define nn__grad_segment_sort nn__grad_none
+
+/* radix sort's block of keys a work-item counts and places */
+static int nn__segment_blk(const nn_graph *g) { return g->ctx->dev.cpu_tuned ? 256 : 64; }
+
+/* scratch: the CPU's counts (NK + 2), a device's keys and positions twice and the counts of
+   its blocks (4 E + 256 blocks) */
+static void nn__plan_segment_sort(nn_graph *g, nn__node *n) {
+    int64_t E = g->nodes[n->in[0]].numel, blk = nn__segment_blk(g), nb = (E + blk - 1) / blk;
+    int64_t dev = 4 * E + 256 * nb, cpu = n->a.seg.NK + 2;
+    n->scratch = g->ctx->backend->host_memory ? cpu : dev;
+}
+
+static nn_result nn__cpu_segment_sort(nn_graph *g, nn__node *n) {
+    const nn__node *ix = &g->nodes[n->in[0]];
+    int64_t id[NN_MAX_DIMS];
+    int d;
+    int32_t *c;
+    for (d = 0; d < ix->shape.ndim; d++) id[d] = ix->shape.dim[d];
+    if (n->check) {
+        int64_t bad = nn__count_outside((const int32_t *)ix->buf.host, ix->numel, n->a.seg.L);
+        c = (int32_t *)g->checks.host + n->check_slot;
+        if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+    }
+    nn__segment_sort((int32_t *)n->buf.host, (int32_t *)n->scratch_buf.host, (const int32_t *)ix->buf.host, ix->numel,
+                     ix->shape.ndim, n->a.seg.dim, id, n->a.seg.L, n->a.seg.NK);
+    return NN_OK;
+}
+
+/* keys, then 8 bits a pass (histogram, scan, place) from the lowest, then the output */
+static nn_result nn__launch_segment_sort(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *ix = &g->nodes[n->in[0]];
+    int E = (int)ix->numel, blk = nn__segment_blk(g), nb = (E + blk - 1) / blk, NK = (int)n->a.seg.NK;
+    int K[2], P[2], hist = 4 * E, passes = 0, pass, idd[8];
+    size_t wg = nn__reduce_wg(g);
+    K[0] = 0, K[1] = E, P[0] = 2 * E, P[1] = 3 * E;
+    while (passes < 4 && (passes == 0 || (NK >> (8 * passes)) > 0)) passes++;
+    nn__seg_dims8(&ix->shape, idd);
+    {
+        NN__KSTART(segment_keys, "segment", "segment_keys", E);
+        k.idx = &ix->buf;
+        k.s = &n->scratch_buf;
+        k.n = E;
+        k.L = (int)n->a.seg.L;
+        k.NK = NK;
+        k.dim = n->a.seg.dim;
+        k.idims = idd;
+        k.check = n->check != NULL;
+        k.bad = n->check ? &g->checks : &n->scratch_buf; /* unwritten without a check */
+        k.slot = n->check ? n->check_slot : 0;
+        if ((r = nn__kargs_segment_keys(l, &k)) != NN_OK) return r;
+    }
+    for (pass = 0; pass < passes; pass++) {
+        int a = pass & 1, b = a ^ 1;
+        {
+            NN__KSTART(segment_hist, "segment", "segment_hist", nb);
+            k.s = &n->scratch_buf;
+            k.kin = K[a];
+            k.hist = hist;
+            k.n = E;
+            k.nb = nb;
+            k.blk = blk;
+            k.shift = 8 * pass;
+            if ((r = nn__kargs_segment_hist(l, &k)) != NN_OK) return r;
+        }
+        {
+            NN__KSTART(segment_scan, "segment", "segment_scan", wg);
+            l->lws[0] = wg;
+            l->use_lws = 1;
+            k.s = &n->scratch_buf;
+            k.hist = hist;
+            k.m = 256 * nb;
+            k.part = wg * sizeof(int32_t);
+            if ((r = nn__kargs_segment_scan(l, &k)) != NN_OK) return r;
+        }
+        {
+            NN__KSTART(segment_place, "segment", "segment_place", nb);
+            k.s = &n->scratch_buf;
+            k.kin = K[a];
+            k.kout = K[b];
+            k.pin = pass == 0 ? -1 : P[a];
+            k.pout = P[b];
+            k.hist = hist;
+            k.n = E;
+            k.nb = nb;
+            k.blk = blk;
+            k.shift = 8 * pass;
+            if ((r = nn__kargs_segment_place(l, &k)) != NN_OK) return r;
+        }
+    }
+    {
+        NN__KSTART(segment_finish, "segment", "segment_finish", E > NK + 1 ? E : NK + 1);
+        k.s = &n->scratch_buf;
+        k.out = &n->buf;
+        k.keys = K[passes & 1];
+        k.perm = P[passes & 1];
+        k.n = E;
+        k.NK = NK;
+        return nn__kargs_segment_finish(l, &k);
+    }
+}
+
+/* ==== segment_reduce: y [outer, S, inner] = src [outer, E, inner] reduced over the k with
+   index[k] == s, in order of k (sum, from base when there is one; mean; max), the skipped
+   segment 0. Its inputs: src, index, sorted[, base]. Gradients: base's is dy; src's a
+   SEGMENT_GATHER of dy (sum, mean) or SEGMENT_MAX_GRAD (max). ==== */
+
+static nn_tensor nn__segment_reduce_op(nn_graph *g, int reduce, nn_tensor src, nn_tensor index, nn_tensor sorted, int base,
+                                       nn_shape shape, int64_t outer, int64_t E, int64_t inner, int64_t S, int64_t skip) {
+    int in[4], t;
+    if (src.id < 0 || index.id < 0 || sorted.id < 0 || g->status != NN_OK) return nn__tensor(-1);
+    in[0] = src.id;
+    in[1] = index.id;
+    in[2] = sorted.id;
+    in[3] = base;
+    t = nn__new_node(g, NN__OP_SEGMENT_REDUCE, NN_F32, shape, in, base > 0 ? 4 : 3);
+    if (t >= 0) {
+        nn__segment_attr *a = &g->nodes[t].a.seg;
+        memset(a, 0, sizeof *a);
+        a->reduce = reduce;
+        a->has_base = base > 0;
+        a->outer = outer;
+        a->E = E;
+        a->inner = inner;
+        a->S = S;
+        a->skip = skip;
+    }
+    return nn__tensor(t);
+}
+
+/* src [outer, E, inner] along dim of src as seen by index [E] */
+static void nn__seg_split(const nn_shape *s, int dim, int64_t *outer, int64_t *inner) {
+    int d;
+    *outer = *inner = 1;
+    for (d = 0; d < dim; d++) *outer *= s->dim[d];
+    for (d = dim + 1; d < s->ndim; d++) *inner *= s->dim[d];
+}
+
+static const char *const nn__seg_names[3] = {"nn_segment_sum", "nn_segment_mean", "nn_segment_max"};
+static const char *const nn__seg_checks[3] = {"nn_segment_sum: index values outside [0, num_segments)",
+                                              "nn_segment_mean: index values outside [0, num_segments)",
+                                              "nn_segment_max: index values outside [0, num_segments)"};
+
+static nn_tensor nn__segment_public(nn_graph *g, int reduce, nn_tensor src, nn_tensor index, int64_t num_segments) {
+    const char *op = nn__seg_names[reduce];
+    nn_tensor in[2];
+    const nn__node *s, *ix;
+    nn_shape out;
+    int64_t inner;
+    in[0] = src;
+    in[1] = index;
+    if (!nn__check(g, op, 2, in) || !nn__expect_f32(g, op, src, "src")) return nn__tensor(-1);
+    s = nn__n(g, src);
+    ix = nn__n(g, index);
+    if (ix->dtype != NN_I32 || ix->shape.ndim != 1 || ix->shape.dim[0] != s->shape.dim[0] || num_segments < 1 ||
+        num_segments > INT32_MAX) {
+        char ss[128], si[128];
+        nn__shape_str(&s->shape, ss, sizeof ss);
+        nn__shape_str(&ix->shape, si, sizeof si);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: src %s, index %s %s, num_segments %lld (needs an int32 index [E] for src [E, ...] and num_segments in 1..2^31-1)",
+                           op, ss, si, nn__dtype_name(ix->dtype), (long long)num_segments);
+    }
+    out = s->shape;
+    out.dim[0] = num_segments;
+    inner = s->numel / s->shape.dim[0];
+    return nn__segment_reduce_op(g, reduce, src, index, nn__segment_sort_op(g, index.id, -1, num_segments, nn__seg_checks[reduce]),
+                                 -1, out, 1, s->shape.dim[0], inner, num_segments, -1);
+}
+
+NN_API nn_tensor nn_segment_sum(nn_graph *g, nn_tensor src, nn_tensor index, int64_t num_segments) {
+    return nn__segment_public(g, NN__SEG_SUM, src, index, num_segments);
+}
+NN_API nn_tensor nn_segment_mean(nn_graph *g, nn_tensor src, nn_tensor index, int64_t num_segments) {
+    return nn__segment_public(g, NN__SEG_MEAN, src, index, num_segments);
+}
+NN_API nn_tensor nn_segment_max(nn_graph *g, nn_tensor src, nn_tensor index, int64_t num_segments) {
+    return nn__segment_public(g, NN__SEG_MAX, src, index, num_segments);
+}
+
+/* torch.index_add: x [outer, L, inner] + source [outer, K, inner] summed by index [K] */
+NN_API nn_tensor nn_index_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor source) {
+    static const char *op = "nn_index_add";
+    nn_tensor in[3];
+    const nn__node *xs, *ix, *so;
+    int nd, d, ok;
+    int64_t outer, inner;
+    in[0] = x;
+    in[1] = index;
+    in[2] = source;
+    if (!nn__check(g, op, 3, in) || !nn__expect_f32(g, op, x, "x") || !nn__expect_f32(g, op, source, "source")) return nn__tensor(-1);
+    xs = nn__n(g, x);
+    ix = nn__n(g, index);
+    so = nn__n(g, source);
+    nd = xs->shape.ndim;
+    ok = dim >= -nd && dim < nd;
+    if (ok) dim = dim < 0 ? dim + nd : dim;
+    ok = ok && ix->dtype == NN_I32 && ix->shape.ndim == 1 && so->shape.ndim == nd && so->shape.dim[dim] == ix->shape.dim[0];
+    for (d = 0; ok && d < nd; d++) ok = d == dim || so->shape.dim[d] == xs->shape.dim[d];
+    if (!ok) {
+        char sx[128], si[128], ss[128];
+        nn__shape_str(&xs->shape, sx, sizeof sx);
+        nn__shape_str(&ix->shape, si, sizeof si);
+        nn__shape_str(&so->shape, ss, sizeof ss);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s, dim %d, index %s %s, source %s (needs an int32 index [K], source x's shape with K at dim)",
+                           op, sx, dim, si, nn__dtype_name(ix->dtype), ss);
+    }
+    nn__seg_split(&xs->shape, dim, &outer, &inner);
+    return nn__segment_reduce_op(g, NN__SEG_SUM, source, index,
+                                 nn__segment_sort_op(g, index.id, -1, xs->shape.dim[dim], "nn_index_add: index values outside [0, x.size(dim))"),
+                                 x.id, xs->shape, outer, ix->shape.dim[0], inner, xs->shape.dim[dim], -1);
+}
+
+#define nn__plan_segment_reduce nn__no_plan
+
+/* dsrc = dy gathered by the index (over the count: mean), or to the arg-max (max) */
+static nn_tensor nn__segment_back(nn_graph *g, int op, const nn__node *n, nn_tensor dy, int src_shape_of) {
+    int in[3], t;
+    in[0] = op == NN__OP_SEGMENT_MAX_GRAD ? n->in[0] : dy.id;
+    in[1] = op == NN__OP_SEGMENT_MAX_GRAD ? dy.id : n->in[1];
+    in[2] = n->in[2];
+    if (dy.id < 0) return dy;
+    t = nn__new_node(g, op, NN_F32, g->nodes[src_shape_of].shape, in, 3);
+    if (t >= 0) g->nodes[t].a = n->a;
+    return nn__tensor(t);
+}
+
+static void nn__grad_segment_reduce(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (n.a.seg.has_base && g->nodes[n.in[3]].needs_grad) nn__acc_grad(g, n.in[3], gy);
+    if (ga) nn__acc_grad(g, a, nn__segment_back(g, n.a.seg.reduce == NN__SEG_MAX ? NN__OP_SEGMENT_MAX_GRAD : NN__OP_SEGMENT_GATHER, &n, gy, a));
+}
+
+static nn_result nn__cpu_segment_reduce(nn_graph *g, nn__node *n) {
+    const nn__segment_attr *a = &n->a.seg;
+    nn__segment_reduce(g->ctx->threads, n->buf.host, NN__F(n->in[0]), a->has_base ? NN__F(n->in[3]) : NULL, NN__I(n->in[2]),
+                       a->outer, a->E, a->S, a->inner, a->reduce, a->skip);
+    return NN_OK;
+}
+
+static nn_result nn__launch_segment_reduce(nn_graph *g, int id) {
+    NN__KLAUNCH(segment_reduce, "segment", "segment_reduce", n->numel);
+    k.src = &g->nodes[n->in[0]].buf;
+    k.base = n->a.seg.has_base ? &g->nodes[n->in[3]].buf : &g->one; /* unread without a base */
+    k.sorted = &g->nodes[n->in[2]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.E = (int)n->a.seg.E;
+    k.S = (int)n->a.seg.S;
+    k.inner = (int)n->a.seg.inner;
+    k.reduce = n->a.seg.reduce;
+    k.has_base = n->a.seg.has_base;
+    k.skip = (int)n->a.seg.skip;
+    return nn__kargs_segment_reduce(l, &k);
+}
+
+/* ==== segment_gather: dsrc [outer, E, inner] = dy [outer, S, inner] at index (divided by
+   the segment's count for mean; 0 outside [0, S) and at the skipped segment); inputs dy,
+   index, sorted. Its gradient is SEGMENT_REDUCE (sum; mean for mean) of the incoming one.
+   ==== */
+
+#define nn__plan_segment_gather nn__no_plan
+
+static void nn__grad_segment_gather(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga)
+        nn__acc_grad(g, a, nn__segment_reduce_op(g, n.a.seg.reduce, gy, nn__tensor(n.in[1]), nn__tensor(n.in[2]), -1,
+                                                 g->nodes[a].shape, n.a.seg.outer, n.a.seg.E, n.a.seg.inner, n.a.seg.S, n.a.seg.skip));
+}
+
+static nn_result nn__cpu_segment_gather(nn_graph *g, nn__node *n) {
+    const nn__segment_attr *a = &n->a.seg;
+    nn__segment_gather(n->buf.host, NN__F(n->in[0]), NN__I(n->in[1]), NN__I(n->in[2]), a->outer, a->E, a->S, a->inner,
+                       a->reduce == NN__SEG_MEAN, a->skip);
+    return NN_OK;
+}
+
+static nn_result nn__launch_segment_gather(nn_graph *g, int id) {
+    NN__KLAUNCH(segment_gather, "segment", "segment_gather", n->numel);
+    k.dy = &g->nodes[n->in[0]].buf;
+    k.idx = &g->nodes[n->in[1]].buf;
+    k.sorted = &g->nodes[n->in[2]].buf;
+    k.dsrc = &n->buf;
+    k.n = (int)n->numel;
+    k.E = (int)n->a.seg.E;
+    k.S = (int)n->a.seg.S;
+    k.inner = (int)n->a.seg.inner;
+    k.mean = n->a.seg.reduce == NN__SEG_MEAN;
+    k.skip = (int)n->a.seg.skip;
+    return nn__kargs_segment_gather(l, &k);
+}
+
+/* ==== segment_max_grad: dsrc [outer, E, inner] = dy at the first row of each segment (index
+   order) that holds its maximum, 0 elsewhere; inputs src, dy, sorted. ==== */
+
+#define nn__plan_segment_max_grad nn__no_plan
+#define nn__grad_segment_max_grad nn__grad_none
+
+static nn_result nn__cpu_segment_max_grad(nn_graph *g, nn__node *n) {
+    const nn__segment_attr *a = &n->a.seg;
+    nn__segment_max_grad(n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), NN__I(n->in[2]), a->outer, a->E, a->S, a->inner);
+    return NN_OK;
+}
+
+static nn_result nn__launch_segment_max_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    {
+        NN__KSTART(segment_zero, "segment", "segment_zero", n->numel);
+        k.y = &n->buf;
+        k.n = (int)n->numel;
+        if ((r = nn__kargs_segment_zero(l, &k)) != NN_OK) return r;
+    }
+    {
+        NN__KSTART(segment_max_grad, "segment", "segment_max_grad", n->a.seg.outer * n->a.seg.S * n->a.seg.inner);
+        k.src = &g->nodes[n->in[0]].buf;
+        k.dy = &g->nodes[n->in[1]].buf;
+        k.sorted = &g->nodes[n->in[2]].buf;
+        k.dsrc = &n->buf;
+        k.n = (int)(n->a.seg.outer * n->a.seg.S * n->a.seg.inner);
+        k.E = (int)n->a.seg.E;
+        k.S = (int)n->a.seg.S;
+        k.inner = (int)n->a.seg.inner;
+        return nn__kargs_segment_max_grad(l, &k);
+    }
+}
+
+/* ==== embedding: y [*, D] = weight [N, D] at indices [*] (F.embedding; an index outside [0, N)
+   gives zeros and is counted: PyTorch raises). dweight sums dy's rows by index
+   (SEGMENT_REDUCE over the sorted indices), the padding row none. ==== */
+
+NN_API nn_tensor nn_embedding_lookup(nn_graph *g, nn_tensor weight, nn_tensor indices, const nn_embedding_desc *desc) {
+    static const char *op = "nn_embedding_lookup";
+    nn_tensor in[2], t;
+    const nn__node *w, *ix;
+    nn_shape s;
+    int64_t pad = -1, N;
+    in[0] = weight;
+    in[1] = indices;
+    if (!nn__check(g, op, 2, in) || !nn__expect_f32(g, op, weight, "weight")) return nn__tensor(-1);
+    w = nn__n(g, weight);
+    ix = nn__n(g, indices);
+    N = w->shape.dim[0];
+    if (desc && desc->padding_idx) pad = desc->padding_idx == NN_ZERO ? 0 : desc->padding_idx < 0 ? desc->padding_idx + N : desc->padding_idx;
+    if (w->shape.ndim != 2 || ix->dtype != NN_I32 || ix->shape.ndim >= NN_MAX_DIMS || pad < -1 || pad >= N) {
+        char sw[128], si[128];
+        nn__shape_str(&w->shape, sw, sizeof sw);
+        nn__shape_str(&ix->shape, si, sizeof si);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: weight %s, indices %s %s, padding_idx %d (needs weight [num, dim], int32 indices of at most %d dims, padding_idx in [-num, num))",
+                           op, sw, si, nn__dtype_name(ix->dtype), desc ? desc->padding_idx : 0, NN_MAX_DIMS - 1);
+    }
+    s = ix->shape;
+    s.dim[s.ndim++] = w->shape.dim[1];
+    t = nn__op2(g, NN__OP_EMBEDDING, NN_F32, s, weight.id, indices.id);
+    if (t.id >= 0) {
+        memset(&g->nodes[t.id].a.seg, 0, sizeof g->nodes[t.id].a.seg);
+        g->nodes[t.id].a.seg.skip = pad;
+        g->nodes[t.id].check = "nn_embedding_lookup: indices outside [0, num_embeddings)";
+    }
+    return t;
+}
+
+NN_API nn_tensor nn_embedding(nn_graph *g, nn_tensor indices, int64_t num_embeddings, int64_t embedding_dim,
+                              const nn_embedding_desc *desc, const char *name) {
+    char pn[256];
+    nn_tensor w;
+    nn_init init;
+    int fresh, n0;
+    if (!g) return nn__tensor(-1);
+    if (!name || num_embeddings < 1 || embedding_dim < 1 || num_embeddings > INT32_MAX || embedding_dim > INT32_MAX) {
+        if (g->status != NN_OK) return nn__tensor(-1);
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_embedding \"%s\": num_embeddings %lld, embedding_dim %lld (needs a name and sizes in 1..2^31-1)",
+                           name ? name : "(null)", (long long)num_embeddings, (long long)embedding_dim);
+    }
+    snprintf(pn, sizeof pn, "%s.weight", name);
+    memset(&init, 0, sizeof init);
+    init.kind = NN_INIT_NORMAL;
+    init.b = 1.0f;
+    n0 = g->params ? g->params->n : 0;
+    w = nn_param(g, pn, nn_shape2(num_embeddings, embedding_dim), init);
+    if (w.id < 0) return w;
+    fresh = g->params->n > n0;
+    if (fresh && desc && desc->padding_idx) { /* PyTorch zeroes the padding row at init */
+        nn__param *p = &g->params->p[g->nodes[w.id].param];
+        int64_t pad = desc->padding_idx == NN_ZERO ? 0 : desc->padding_idx < 0 ? desc->padding_idx + num_embeddings : desc->padding_idx;
+        if (p->init && pad >= 0 && pad < num_embeddings) memset(p->init + pad * embedding_dim, 0, (size_t)embedding_dim * sizeof(float));
+    }
+    return nn_embedding_lookup(g, w, indices, desc);
+}
+
+#define nn__plan_embedding nn__no_plan
+
+static void nn__grad_embedding(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    const nn__node *w = &g->nodes[a], *ix = &g->nodes[b];
+    int64_t N = w->shape.dim[0], D = w->shape.dim[1];
+    if (ga)
+        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, b, -1, N, NULL), -1,
+                                                 w->shape, 1, ix->numel, D, N, n.a.seg.skip));
+}
+
+static nn_result nn__cpu_embedding(nn_graph *g, nn__node *n) {
+    const nn__node *w = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    int64_t N = w->shape.dim[0], D = w->shape.dim[1], bad = nn__count_outside(NN__I(n->in[1]), ix->numel, N);
+    int32_t *c = (int32_t *)g->checks.host + n->check_slot;
+    if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
+    nn__gather_rows_forward(n->buf.host, w->buf.host, NN__I(n->in[1]), ix->numel, N, D);
+    return NN_OK;
+}
+
+static nn_result nn__launch_embedding(nn_graph *g, int id) {
+    NN__KLAUNCH(embedding, "segment", "embedding", n->numel);
+    k.w = &g->nodes[n->in[0]].buf;
+    k.idx = &g->nodes[n->in[1]].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.N = (int)g->nodes[n->in[0]].shape.dim[0];
+    k.D = (int)g->nodes[n->in[0]].shape.dim[1];
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    return nn__kargs_embedding(l, &k);
+}
+
+/* ======================================================================
    src/ops/gather.c
    ====================================================================== */
 /* The gather ops, one block each: builder (shape rule), registry aliases, autograd rule,
@@ -22678,15 +23802,22 @@ static int nn__index_fits(nn_graph *g, const char *op, nn_tensor x, int dim, nn_
     return ok;
 }
 
-/* A scatter_add node: out [shape] = base (or zeros) + src scattered by index. */
+/* A scatter_add node: out [shape] = base (or zeros) + src scattered by index; its inputs
+   [base,] index, src and the index's sort by column and value (src/ops/segment.c). */
 static nn_tensor nn__scatter_op(nn_graph *g, const nn__attr *at, nn_shape shape, int base, int index, int src) {
-    nn_tensor t = base >= 0 ? nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, shape, base, index, src)
-                            : nn__op2(g, NN__OP_SCATTER_ADD, NN_F32, shape, index, src);
-    if (t.id >= 0) {
-        g->nodes[t.id].a = *at;
-        g->nodes[t.id].a.gather.has_base = base >= 0;
+    int in[4], k = 0, t;
+    nn_tensor sorted = nn__segment_sort_op(g, index, at->gather.dim, shape.dim[at->gather.dim], NULL);
+    if (sorted.id < 0) return sorted;
+    if (base >= 0) in[k++] = base;
+    in[k++] = index;
+    in[k++] = src;
+    in[k++] = sorted.id;
+    t = nn__new_node(g, NN__OP_SCATTER_ADD, NN_F32, shape, in, k);
+    if (t >= 0) {
+        g->nodes[t].a = *at;
+        g->nodes[t].a.gather.has_base = base >= 0;
     }
-    return t;
+    return nn__tensor(t);
 }
 
 /* dims of a node's shape, and the shapes of a gather's or scatter's operands */
@@ -22703,7 +23834,8 @@ static void nn__gather_dims8(const nn_shape *s, int *v) {
 
 /* ==== gather_rows: y [B, ...] = data [N, ...] at rows idx [B] (an embedding lookup: a
    dataset or table on the device, float32 or int32, copied as bits; a row out of range is
-   zeros). GATHER_ROWS_GRAD, its gradient: ddata [N, ...] sums dy's rows by index. ==== */
+   zeros). Its gradient: ddata [N, ...] sums dy's rows by index (SEGMENT_REDUCE over the
+   sorted idx, src/ops/segment.c). ==== */
 
 NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
     nn_tensor in[2];
@@ -22727,13 +23859,13 @@ NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
 }
 
 #define nn__plan_gather_rows nn__no_plan
-#define nn__grad_gather_rows_grad nn__grad_none
-#define nn__plan_gather_rows_grad nn__no_plan
-
-/* GATHER_ROWS_GRAD's inputs: idx, dy */
 static void nn__grad_gather_rows(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
+    const nn__node *d = &g->nodes[a];
+    int64_t N = d->shape.dim[0], B = g->nodes[b].numel;
+    if (ga)
+        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, b, -1, N, NULL), -1,
+                                                 d->shape, 1, B, d->numel / N, N, -1));
     return;
 }
 
@@ -22743,15 +23875,6 @@ static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
     nn__node *d = &g->nodes[in[0]];
     int64_t D = d->numel / d->shape.dim[0];
     nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__node *gy = &g->nodes[in[1]];
-    nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
     return NN_OK;
 }
 
@@ -22768,22 +23891,9 @@ static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
     return nn__kargs_gather_rows(l, &k);
 }
 
-static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, R = (int)n->shape.dim[0];
-    NN__KSTART(gather_rows_backward, "gather", "gather_rows_backward", N);
-    k.idx = &g->nodes[n->in[0]].buf;
-    k.dy = &g->nodes[n->in[1]].buf;
-    k.ddata = &n->buf;
-    k.B = (int)g->nodes[n->in[1]].shape.dim[0];
-    k.N = R;
-    k.D = N / R;
-    return nn__kargs_gather_rows_backward(l, &k);
-}
-
 /* ==== index_select: y [outer, K, inner] = x [outer, L, inner] at index [K] along dim
-   (torch.index_select; as bits, either dtype). INDEX_SELECT_GRAD: dx [outer, L, inner]
-   sums dy over the k with index[k] == j, in order of k; its inputs dy, index. ==== */
+   (torch.index_select; as bits, either dtype). Its gradient: dx [outer, L, inner] sums dy
+   over the k with index[k] == j, in order of k (SEGMENT_REDUCE over the sorted index). ==== */
 
 NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
     nn_tensor in[2], t;
@@ -22809,27 +23919,24 @@ NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor in
     return t;
 }
 
-/* one loop for both directions (src/cpu/gather.c's nn__index_select, its grad flag) */
 #define nn__plan_index_select nn__no_plan
-#define nn__cpu_index_select_grad nn__cpu_index_select
-#define nn__grad_index_select_grad nn__grad_none
-#define nn__plan_index_select_grad nn__no_plan
 
 static void nn__grad_index_select(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op2(g, NN__OP_INDEX_SELECT_GRAD, NN_F32, g->nodes[a].shape, gy.id, b);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
+    int64_t o, L, inner;
+    nn__gather_split(&g->nodes[a].shape, n.a.gather.dim, &o, &L, &inner);
+    if (ga)
+        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, b, -1, L, NULL), -1,
+                                                 g->nodes[a].shape, o, g->nodes[b].numel, inner, L, -1));
     return;
 }
 
 static nn_result nn__cpu_index_select(nn_graph *g, nn__node *n) {
-    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
-    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
     int64_t o, L, inner;
     nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
     nn__gather_count(g, n, ix, L);
-    nn__index_select(n->buf.host, NN__F(n->in[0]), (const int32_t *)ix->buf.host, o, L, ix->numel, inner, grad);
+    nn__index_select(n->buf.host, NN__F(n->in[0]), (const int32_t *)ix->buf.host, o, L, ix->numel, inner);
     return NN_OK;
 }
 
@@ -22847,22 +23954,6 @@ static nn_result nn__launch_index_select(nn_graph *g, int id) {
     k.K = (int)ix->numel;
     k.inner = (int)inner;
     return nn__kargs_index_select(l, &k);
-}
-
-static nn_result nn__launch_index_select_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *ix = &g->nodes[n->in[1]];
-    int64_t o, L, inner;
-    nn__gather_split(&n->shape, n->a.gather.dim, &o, &L, &inner);
-    NN__KWITH(index_select_backward, nn__gather_launch(g, id, ix, L, "index_select_backward", &l));
-    k.dy = &g->nodes[n->in[0]].buf;
-    k.idx = &ix->buf;
-    k.dx = &n->buf;
-    k.n = (int)n->numel;
-    k.L = (int)L;
-    k.K = (int)ix->numel;
-    k.inner = (int)inner;
-    return nn__kargs_index_select_backward(l, &k);
 }
 
 /* ==== gather: y [index's shape] = x at c with c[dim] = index[c] along dim (torch.gather; an
@@ -22926,11 +24017,13 @@ static nn_result nn__launch_gather(nn_graph *g, int id) {
 
 /* ==== scatter_add: y [x's shape] = x plus src at c added at c[dim] = index[c] along dim
    (torch.scatter_add); without a base (has_base 0, gather's gradient) zeros plus src.
-   Computed as a gather: each y element sums its sources in order of the index's dim, no
-   atomics. Its gradient is a gather of dy. ==== */
+   Over the index sorted by (column, value) once (SEGMENT_SORT): each y element sums its
+   sources in order of the index's dim, no atomics; cost linear in the index and y. Its
+   gradient is a gather of dy. ==== */
 
 NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src) {
     nn_tensor in[3], t;
+    nn__attr at;
     in[0] = x;
     in[1] = index;
     in[2] = src;
@@ -22938,10 +24031,10 @@ NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor ind
         !nn__expect_index(g, "nn_scatter_add", index, x) || !nn__expect_f32(g, "nn_scatter_add", x, "x") ||
         !nn__expect_f32(g, "nn_scatter_add", src, "src") || !nn__index_fits(g, "nn_scatter_add", x, dim, index, &src))
         return nn__tensor(-1);
-    t = nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, nn__n(g, x)->shape, x.id, index.id, src.id);
+    memset(&at, 0, sizeof at);
+    at.gather.dim = dim;
+    t = nn__scatter_op(g, &at, nn__n(g, x)->shape, x.id, index.id, src.id);
     if (t.id >= 0) {
-        g->nodes[t.id].a.gather.dim = dim;
-        g->nodes[t.id].a.gather.has_base = 1;
         g->nodes[t.id].check = "nn_scatter_add: index values outside [0, x.size(dim))";
     }
     return t;
@@ -22971,8 +24064,8 @@ static nn_result nn__cpu_scatter_add(nn_graph *g, nn__node *n) {
     nn__dims_of(&ix->shape, id);
     nn__dims_of(&src->shape, sd);
     nn__gather_count(g, n, ix, n->shape.dim[n->a.gather.dim]);
-    nn__scatter_add_fwd(n->buf.host, hb ? NN__F(n->in[0]) : NULL, (const int32_t *)ix->buf.host, src->buf.host, n->shape.ndim,
-                        n->a.gather.dim, yd, id, sd);
+    nn__segment_scatter_add(n->buf.host, hb ? NN__F(n->in[0]) : NULL, src->buf.host, NN__I(n->in[hb + 2]), n->shape.ndim,
+                            n->a.gather.dim, yd, id, sd, ix->numel);
     return NN_OK;
 }
 
@@ -22984,18 +24077,25 @@ static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&src->shape, sd);
-    NN__KWITH(scatter_add, nn__gather_launch(g, id, ix, n->shape.dim[n->a.gather.dim], "scatter_add", &l));
-    k.base = hb ? &g->nodes[n->in[0]].buf : &g->one; /* unread when has_base is 0 */
-    k.idx = &ix->buf;
-    k.src = &src->buf;
-    k.y = &n->buf;
-    k.n = (int)n->numel;
-    k.ydims = yd;
-    k.idims = idd;
-    k.sdims = sd;
-    k.dim = n->a.gather.dim;
-    k.has_base = hb;
-    return nn__kargs_scatter_add(l, &k);
+    {
+        nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
+        if (r != NN_OK) return r;
+    }
+    {
+        NN__KSTART(segment_scatter_add, "segment", "segment_scatter_add", n->numel);
+        k.base = hb ? &g->nodes[n->in[0]].buf : &g->one; /* unread when has_base is 0 */
+        k.src = &src->buf;
+        k.sorted = &g->nodes[n->in[hb + 2]].buf;
+        k.y = &n->buf;
+        k.n = (int)n->numel;
+        k.E = (int)ix->numel;
+        k.ydims = yd;
+        k.idims = idd;
+        k.sdims = sd;
+        k.dim = n->a.gather.dim;
+        k.has_base = hb;
+        return nn__kargs_segment_scatter_add(l, &k);
+    }
 }
 
 /* ==== one_hot: y [..., C] float32 = 1 where c == labels [...] (torch.nn.functional.one_hot;

@@ -514,18 +514,39 @@ NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx);
    and the count, as the losses' labels do. Repeated indices sum their gradients (scatters)
    in a fixed order, with no float atomics: the same bits every run, on every backend.
    nn_index_select (torch.index_select): x with dim cut to index [K] (1-D): out[.., k, ..] =
-   x[.., index[k], ..]; x of either dtype. The backward costs numel(x) * K.
+   x[.., index[k], ..]; x of either dtype. The backward costs numel(x) + K * (its row):
+   the index is sorted once (the segment ops below).
    nn_gather (torch.gather): out (index's shape) at c = x at c with c[dim] = index[c];
    index has x's dims and index.size(d) <= x.size(d) for d != dim.
    nn_scatter_add (torch.Tensor.scatter_add): x plus src[c] added at c with c[dim] =
    index[c], for c over index's shape; index.size(d) <= src.size(d) for every d and
-   <= x.size(d) for d != dim. Forward and the gather's backward cost numel(x) *
-   index.size(dim) (each element sums what lands on it).
+   <= x.size(d) for d != dim. Forward and the gather's backward cost numel(x) +
+   numel(index): the index is sorted once by (its other coordinates, value).
    nn_one_hot (F.one_hot, as float32): int32 labels [..] -> [.., num_classes]. */
 NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
 NN_API nn_tensor nn_gather(nn_graph *g, nn_tensor x, int dim, nn_tensor index);
 NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src);
 NN_API nn_tensor nn_one_hot(nn_graph *g, nn_tensor labels, int64_t num_classes);
+
+/* Segment reductions (torch_scatter's scatter(src, index, dim=0, dim_size=num_segments,
+   reduce=...); TensorFlow's unsorted_segment_*): src [E, ...] and an int32 index [E] ->
+   [num_segments, ...], row s reducing the rows k of src with index[k] == s. The index is
+   sorted once a step on the device (a stable radix sort; a counting sort on the CPU) and
+   each segment reduced in index order: cost linear in E plus the output, no float atomics,
+   the same bits every run, on every CPU thread count and on both backends. An index value
+   outside [0, num_segments) is left out and reported as the indexing ops' are. An empty
+   segment gives 0 (sum, mean, and max, as torch_scatter's segment_max; PyTorch's
+   scatter_reduce with include_self=False leaves the input there instead). Gradients:
+   sum, each row of src gets its segment's; mean, divided by the segment's count; max,
+   the whole gradient to the first row in index order that holds the maximum (ties: the
+   first), 0 to the others. NaN is a maximum. */
+NN_API nn_tensor nn_segment_sum(nn_graph *g, nn_tensor src, nn_tensor index, int64_t num_segments);
+NN_API nn_tensor nn_segment_mean(nn_graph *g, nn_tensor src, nn_tensor index, int64_t num_segments);
+NN_API nn_tensor nn_segment_max(nn_graph *g, nn_tensor src, nn_tensor index, int64_t num_segments);
+/* torch.index_add(x, dim, index, source) (alpha 1: scale source for another): x plus, for
+   each k, source's slice k along dim added to x's slice index[k]; index [K] int32, source x's
+   shape with K at dim. On the segment sort: cost linear in numel(x) + numel(source). */
+NN_API nn_tensor nn_index_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor source);
 
 /* ==== 7. Matrix products =================================================================== */
 
@@ -899,6 +920,23 @@ typedef struct nn_moe_desc {
 } nn_moe_desc;
 NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64_t top_k, int64_t hidden,
                               const nn_moe_desc *desc, const char *name);
+
+/* Embeddings (torch.nn.Embedding, F.embedding): int32 indices [*] -> [*, embedding_dim],
+   rows of a weight [num_embeddings, embedding_dim]. padding_idx: 0 none (PyTorch's None),
+   NN_ZERO row 0, negative from the end; its row gets no gradient and nn_embedding
+   initialises it to zeros, as PyTorch does. An index outside [0, num_embeddings) gives a
+   row of zeros and is reported as the indexing ops' are (PyTorch raises). The weight's
+   gradient sums the rows of dy by index over the segment sort (nn_segment_sum): linear in
+   the index count, deterministic. A weight may also be used elsewhere (weight tying: an
+   output head nn_matmul(h, weight, 0, 1)); its gradients add. max_norm and
+   scale_grad_by_freq are left out. */
+typedef struct nn_embedding_desc {
+    int padding_idx;
+} nn_embedding_desc;
+/* NAME.weight [num_embeddings, embedding_dim], initialised N(0, 1) */
+NN_API nn_tensor nn_embedding(nn_graph *g, nn_tensor indices, int64_t num_embeddings, int64_t embedding_dim,
+                              const nn_embedding_desc *desc, const char *name);
+NN_API nn_tensor nn_embedding_lookup(nn_graph *g, nn_tensor weight, nn_tensor indices, const nn_embedding_desc *desc);
 
 /* ==== 13. Random ops and dropout =========================================================
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based

@@ -105,9 +105,7 @@
 
 #define NN__OPS_GATHER(X)                                            \
     X(GATHER_ROWS, "gather_rows", gather_rows, 0)                    \
-    X(GATHER_ROWS_GRAD, "gather_rows_grad", gather_rows_grad, 0)     \
     X(INDEX_SELECT, "index_select", index_select, 0)                 \
-    X(INDEX_SELECT_GRAD, "index_select_grad", index_select_grad, 0)  \
     X(GATHER, "gather", gather, 0)                                   \
     X(SCATTER_ADD, "scatter_add", scatter_add, 0)                    \
     X(ONE_HOT, "one_hot", one_hot, NN__OPF_NO_GRAD)
@@ -172,10 +170,19 @@
     X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)  \
     X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)
 
+/* src/ops/segment.c: a stable sort of an index once, then segment reductions in index order */
+#define NN__OPS_SEGMENT(X)                                                  \
+    X(SEGMENT_SORT, "segment_sort", segment_sort, NN__OPF_NO_GRAD)          \
+    X(SEGMENT_REDUCE, "segment_reduce", segment_reduce, 0)                  \
+    X(SEGMENT_GATHER, "segment_gather", segment_gather, 0)                  \
+    X(SEGMENT_MAX_GRAD, "segment_max_grad", segment_max_grad, 0)            \
+    X(EMBEDDING, "embedding", embedding, 0)
+
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
-    NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)
+    NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)                                                                     \
+    NN__OPS_SEGMENT(X)
 
 typedef enum nn__opcode {
 #define NN__X(e, s, stem, flags) NN__OP_##e,

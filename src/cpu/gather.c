@@ -12,17 +12,6 @@ static void nn__gather_rows_forward(float *y, const float *data, const int32_t *
     }
 }
 
-/* ddata [N, D] = sum over b with idx[b] == r of dy[b]: a fixed order, no atomics. */
-static void nn__gather_rows_backward(float *ddata, const int32_t *idx, const float *dy, int64_t B, int64_t N, int64_t D) {
-    int64_t b, j;
-    memset(ddata, 0, (size_t)(N * D) * sizeof(float));
-    for (b = 0; b < B; b++) {
-        int32_t r = idx[b];
-        if (r < 0 || r >= N) continue;
-        for (j = 0; j < D; j++) ddata[(int64_t)r * D + j] += dy[b * D + j];
-    }
-}
-
 /* Index values outside [0, L): what PyTorch raises on, counted for the op's check. */
 static int64_t nn__count_outside(const int32_t *idx, int64_t n, int64_t L) {
     int64_t i, bad = 0;
@@ -31,20 +20,15 @@ static int64_t nn__count_outside(const int32_t *idx, int64_t n, int64_t L) {
 }
 
 /* torch.index_select: y [outer, K, inner] = x [outer, L, inner] at idx[k] (an index out of
-   range gives zeros); grad != 0: dx [outer, L, inner] sums dy [outer, K, inner] over the
-   k with idx[k] == j, in order of k. Data moved as bits (either dtype). */
+   range gives zeros). Data moved as bits (either dtype). */
 static void nn__index_select(float *out, const float *in, const int32_t *idx, int64_t outer, int64_t L, int64_t K,
-                             int64_t inner, int grad) {
-    int64_t o, k, i;
-    if (grad) memset(out, 0, (size_t)(outer * L * inner) * sizeof(float));
+                             int64_t inner) {
+    int64_t o, k;
     for (o = 0; o < outer; o++)
         for (k = 0; k < K; k++) {
             int64_t j = idx[k];
             int ok = j >= 0 && j < L;
-            if (grad) {
-                if (ok)
-                    for (i = 0; i < inner; i++) out[(o * L + j) * inner + i] += in[(o * K + k) * inner + i];
-            } else if (ok) {
+            if (ok) {
                 memcpy(out + (o * K + k) * inner, in + (o * L + j) * inner, (size_t)inner * sizeof(float));
             } else {
                 memset(out + (o * K + k) * inner, 0, (size_t)inner * sizeof(float));
@@ -82,37 +66,6 @@ static void nn__gather_fwd(float *y, const float *x, const int32_t *idx, int nd,
         }
         j = inside ? idx[io] : -1;
         y[i] = (inside && j >= 0 && j < xdims[dim]) ? x[xo + j * xst[dim]] : 0.0f;
-    }
-}
-
-/* torch.scatter_add along dim: y [ydims] = base (NULL: zeros) plus, at each position c
-   inside the index's dims, src at c added to y at c with c[dim] = idx[c]. As a gather:
-   each y element sums its sources in order of the index's dim, so the result is the same
-   bits run to run (and the kernel's order). */
-static void nn__scatter_add_fwd(float *y, const float *base, const int32_t *idx, const float *src, int nd, int dim,
-                                const int64_t *ydims, const int64_t *idims, const int64_t *sdims) {
-    int64_t c[NN_MAX_DIMS] = {0}, yst[NN_MAX_DIMS], ist[NN_MAX_DIMS], sst[NN_MAX_DIMS], n = 1, i, k;
-    int d;
-    nn__strides(ydims, nd, yst);
-    nn__strides(idims, nd, ist);
-    nn__strides(sdims, nd, sst);
-    for (d = 0; d < nd; d++) n *= ydims[d];
-    for (i = 0; i < n; i++) {
-        int64_t r = i, io = 0, so = 0;
-        int inside = 1;
-        float s = base ? base[i] : 0.0f;
-        for (d = 0; d < nd; d++) {
-            c[d] = r / yst[d];
-            r -= c[d] * yst[d];
-            if (d == dim) continue;
-            inside &= c[d] < idims[d];
-            io += c[d] * ist[d];
-            so += c[d] * sst[d];
-        }
-        if (inside)
-            for (k = 0; k < idims[dim]; k++)
-                if (idx[io + k * ist[dim]] == c[dim]) s += src[so + k * sst[dim]];
-        y[i] = s;
     }
 }
 

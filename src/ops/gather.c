@@ -86,15 +86,22 @@ static int nn__index_fits(nn_graph *g, const char *op, nn_tensor x, int dim, nn_
     return ok;
 }
 
-/* A scatter_add node: out [shape] = base (or zeros) + src scattered by index. */
+/* A scatter_add node: out [shape] = base (or zeros) + src scattered by index; its inputs
+   [base,] index, src and the index's sort by column and value (src/ops/segment.c). */
 static nn_tensor nn__scatter_op(nn_graph *g, const nn__attr *at, nn_shape shape, int base, int index, int src) {
-    nn_tensor t = base >= 0 ? nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, shape, base, index, src)
-                            : nn__op2(g, NN__OP_SCATTER_ADD, NN_F32, shape, index, src);
-    if (t.id >= 0) {
-        g->nodes[t.id].a = *at;
-        g->nodes[t.id].a.gather.has_base = base >= 0;
+    int in[4], k = 0, t;
+    nn_tensor sorted = nn__segment_sort_op(g, index, at->gather.dim, shape.dim[at->gather.dim], NULL);
+    if (sorted.id < 0) return sorted;
+    if (base >= 0) in[k++] = base;
+    in[k++] = index;
+    in[k++] = src;
+    in[k++] = sorted.id;
+    t = nn__new_node(g, NN__OP_SCATTER_ADD, NN_F32, shape, in, k);
+    if (t >= 0) {
+        g->nodes[t].a = *at;
+        g->nodes[t].a.gather.has_base = base >= 0;
     }
-    return t;
+    return nn__tensor(t);
 }
 
 /* dims of a node's shape, and the shapes of a gather's or scatter's operands */
@@ -111,7 +118,8 @@ static void nn__gather_dims8(const nn_shape *s, int *v) {
 
 /* ==== gather_rows: y [B, ...] = data [N, ...] at rows idx [B] (an embedding lookup: a
    dataset or table on the device, float32 or int32, copied as bits; a row out of range is
-   zeros). GATHER_ROWS_GRAD, its gradient: ddata [N, ...] sums dy's rows by index. ==== */
+   zeros). Its gradient: ddata [N, ...] sums dy's rows by index (SEGMENT_REDUCE over the
+   sorted idx, src/ops/segment.c). ==== */
 
 NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
     nn_tensor in[2];
@@ -135,13 +143,13 @@ NN_API nn_tensor nn_gather_rows(nn_graph *g, nn_tensor data, nn_tensor idx) {
 }
 
 #define nn__plan_gather_rows nn__no_plan
-#define nn__grad_gather_rows_grad nn__grad_none
-#define nn__plan_gather_rows_grad nn__no_plan
-
-/* GATHER_ROWS_GRAD's inputs: idx, dy */
 static void nn__grad_gather_rows(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, nn__op2(g, NN__OP_GATHER_ROWS_GRAD, NN_F32, g->nodes[a].shape, b, gy.id));
+    const nn__node *d = &g->nodes[a];
+    int64_t N = d->shape.dim[0], B = g->nodes[b].numel;
+    if (ga)
+        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, b, -1, N, NULL), -1,
+                                                 d->shape, 1, B, d->numel / N, N, -1));
     return;
 }
 
@@ -151,15 +159,6 @@ static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
     nn__node *d = &g->nodes[in[0]];
     int64_t D = d->numel / d->shape.dim[0];
     nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
-    return NN_OK;
-}
-
-static nn_result nn__cpu_gather_rows_grad(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
-    int64_t N = n->numel;
-    nn__node *gy = &g->nodes[in[1]];
-    nn__gather_rows_backward(y, NN__I(in[0]), gy->buf.host, gy->shape.dim[0], n->shape.dim[0], N / n->shape.dim[0]);
     return NN_OK;
 }
 
@@ -176,22 +175,9 @@ static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
     return nn__kargs_gather_rows(l, &k);
 }
 
-static nn_result nn__launch_gather_rows_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int N = (int)n->numel, R = (int)n->shape.dim[0];
-    NN__KSTART(gather_rows_backward, "gather", "gather_rows_backward", N);
-    k.idx = &g->nodes[n->in[0]].buf;
-    k.dy = &g->nodes[n->in[1]].buf;
-    k.ddata = &n->buf;
-    k.B = (int)g->nodes[n->in[1]].shape.dim[0];
-    k.N = R;
-    k.D = N / R;
-    return nn__kargs_gather_rows_backward(l, &k);
-}
-
 /* ==== index_select: y [outer, K, inner] = x [outer, L, inner] at index [K] along dim
-   (torch.index_select; as bits, either dtype). INDEX_SELECT_GRAD: dx [outer, L, inner]
-   sums dy over the k with index[k] == j, in order of k; its inputs dy, index. ==== */
+   (torch.index_select; as bits, either dtype). Its gradient: dx [outer, L, inner] sums dy
+   over the k with index[k] == j, in order of k (SEGMENT_REDUCE over the sorted index). ==== */
 
 NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor index) {
     nn_tensor in[2], t;
@@ -217,27 +203,24 @@ NN_API nn_tensor nn_index_select(nn_graph *g, nn_tensor x, int dim, nn_tensor in
     return t;
 }
 
-/* one loop for both directions (src/cpu/gather.c's nn__index_select, its grad flag) */
 #define nn__plan_index_select nn__no_plan
-#define nn__cpu_index_select_grad nn__cpu_index_select
-#define nn__grad_index_select_grad nn__grad_none
-#define nn__plan_index_select_grad nn__no_plan
 
 static void nn__grad_index_select(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn_tensor t = nn__op2(g, NN__OP_INDEX_SELECT_GRAD, NN_F32, g->nodes[a].shape, gy.id, b);
-    if (t.id >= 0) g->nodes[t.id].a = n.a;
-    nn__acc_grad(g, a, t);
+    int64_t o, L, inner;
+    nn__gather_split(&g->nodes[a].shape, n.a.gather.dim, &o, &L, &inner);
+    if (ga)
+        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, b, -1, L, NULL), -1,
+                                                 g->nodes[a].shape, o, g->nodes[b].numel, inner, L, -1));
     return;
 }
 
 static nn_result nn__cpu_index_select(nn_graph *g, nn__node *n) {
-    int grad = n->op == NN__OP_INDEX_SELECT_GRAD;
-    const nn__node *x = grad ? n : &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
+    const nn__node *x = &g->nodes[n->in[0]], *ix = &g->nodes[n->in[1]];
     int64_t o, L, inner;
     nn__gather_split(&x->shape, n->a.gather.dim, &o, &L, &inner);
     nn__gather_count(g, n, ix, L);
-    nn__index_select(n->buf.host, NN__F(n->in[0]), (const int32_t *)ix->buf.host, o, L, ix->numel, inner, grad);
+    nn__index_select(n->buf.host, NN__F(n->in[0]), (const int32_t *)ix->buf.host, o, L, ix->numel, inner);
     return NN_OK;
 }
 
@@ -255,22 +238,6 @@ static nn_result nn__launch_index_select(nn_graph *g, int id) {
     k.K = (int)ix->numel;
     k.inner = (int)inner;
     return nn__kargs_index_select(l, &k);
-}
-
-static nn_result nn__launch_index_select_grad(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    const nn__node *ix = &g->nodes[n->in[1]];
-    int64_t o, L, inner;
-    nn__gather_split(&n->shape, n->a.gather.dim, &o, &L, &inner);
-    NN__KWITH(index_select_backward, nn__gather_launch(g, id, ix, L, "index_select_backward", &l));
-    k.dy = &g->nodes[n->in[0]].buf;
-    k.idx = &ix->buf;
-    k.dx = &n->buf;
-    k.n = (int)n->numel;
-    k.L = (int)L;
-    k.K = (int)ix->numel;
-    k.inner = (int)inner;
-    return nn__kargs_index_select_backward(l, &k);
 }
 
 /* ==== gather: y [index's shape] = x at c with c[dim] = index[c] along dim (torch.gather; an
@@ -334,11 +301,13 @@ static nn_result nn__launch_gather(nn_graph *g, int id) {
 
 /* ==== scatter_add: y [x's shape] = x plus src at c added at c[dim] = index[c] along dim
    (torch.scatter_add); without a base (has_base 0, gather's gradient) zeros plus src.
-   Computed as a gather: each y element sums its sources in order of the index's dim, no
-   atomics. Its gradient is a gather of dy. ==== */
+   Over the index sorted by (column, value) once (SEGMENT_SORT): each y element sums its
+   sources in order of the index's dim, no atomics; cost linear in the index and y. Its
+   gradient is a gather of dy. ==== */
 
 NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index, nn_tensor src) {
     nn_tensor in[3], t;
+    nn__attr at;
     in[0] = x;
     in[1] = index;
     in[2] = src;
@@ -346,10 +315,10 @@ NN_API nn_tensor nn_scatter_add(nn_graph *g, nn_tensor x, int dim, nn_tensor ind
         !nn__expect_index(g, "nn_scatter_add", index, x) || !nn__expect_f32(g, "nn_scatter_add", x, "x") ||
         !nn__expect_f32(g, "nn_scatter_add", src, "src") || !nn__index_fits(g, "nn_scatter_add", x, dim, index, &src))
         return nn__tensor(-1);
-    t = nn__op3(g, NN__OP_SCATTER_ADD, NN_F32, nn__n(g, x)->shape, x.id, index.id, src.id);
+    memset(&at, 0, sizeof at);
+    at.gather.dim = dim;
+    t = nn__scatter_op(g, &at, nn__n(g, x)->shape, x.id, index.id, src.id);
     if (t.id >= 0) {
-        g->nodes[t.id].a.gather.dim = dim;
-        g->nodes[t.id].a.gather.has_base = 1;
         g->nodes[t.id].check = "nn_scatter_add: index values outside [0, x.size(dim))";
     }
     return t;
@@ -379,8 +348,8 @@ static nn_result nn__cpu_scatter_add(nn_graph *g, nn__node *n) {
     nn__dims_of(&ix->shape, id);
     nn__dims_of(&src->shape, sd);
     nn__gather_count(g, n, ix, n->shape.dim[n->a.gather.dim]);
-    nn__scatter_add_fwd(n->buf.host, hb ? NN__F(n->in[0]) : NULL, (const int32_t *)ix->buf.host, src->buf.host, n->shape.ndim,
-                        n->a.gather.dim, yd, id, sd);
+    nn__segment_scatter_add(n->buf.host, hb ? NN__F(n->in[0]) : NULL, src->buf.host, NN__I(n->in[hb + 2]), n->shape.ndim,
+                            n->a.gather.dim, yd, id, sd, ix->numel);
     return NN_OK;
 }
 
@@ -392,18 +361,25 @@ static nn_result nn__launch_scatter_add(nn_graph *g, int id) {
     nn__gather_dims8(&n->shape, yd);
     nn__gather_dims8(&ix->shape, idd);
     nn__gather_dims8(&src->shape, sd);
-    NN__KWITH(scatter_add, nn__gather_launch(g, id, ix, n->shape.dim[n->a.gather.dim], "scatter_add", &l));
-    k.base = hb ? &g->nodes[n->in[0]].buf : &g->one; /* unread when has_base is 0 */
-    k.idx = &ix->buf;
-    k.src = &src->buf;
-    k.y = &n->buf;
-    k.n = (int)n->numel;
-    k.ydims = yd;
-    k.idims = idd;
-    k.sdims = sd;
-    k.dim = n->a.gather.dim;
-    k.has_base = hb;
-    return nn__kargs_scatter_add(l, &k);
+    {
+        nn_result r = nn__launch_index_check(g, id, ix, n->shape.dim[n->a.gather.dim]);
+        if (r != NN_OK) return r;
+    }
+    {
+        NN__KSTART(segment_scatter_add, "segment", "segment_scatter_add", n->numel);
+        k.base = hb ? &g->nodes[n->in[0]].buf : &g->one; /* unread when has_base is 0 */
+        k.src = &src->buf;
+        k.sorted = &g->nodes[n->in[hb + 2]].buf;
+        k.y = &n->buf;
+        k.n = (int)n->numel;
+        k.E = (int)ix->numel;
+        k.ydims = yd;
+        k.idims = idd;
+        k.sdims = sd;
+        k.dim = n->a.gather.dim;
+        k.has_base = hb;
+        return nn__kargs_segment_scatter_add(l, &k);
+    }
 }
 
 /* ==== one_hot: y [..., C] float32 = 1 where c == labels [...] (torch.nn.functional.one_hot;
