@@ -8699,28 +8699,38 @@ typedef struct nn__segment_job {
     int reduce, has_base;
 } nn__segment_job;
 
-/* y rows [r0, r1) of [outer * S, inner] (kernels/segment.cl's segment_reduce) */
+/* y rows [r0, r1) of [outer * S, inner] (kernels/segment.cl's segment_reduce): each element
+   takes its segment's rows in index order, a row at a time so the inner loops vectorize */
 static void nn__segment_reduce_rows(void *arg, int64_t r0, int64_t r1) {
     const nn__segment_job *j = (const nn__segment_job *)arg;
-    int64_t r, q, c;
+    int64_t r, q, c, I = j->inner;
     for (r = r0; r < r1; r++) {
         int64_t o = r / j->S, sg = r % j->S, a = j->sorted[j->E + sg], e = j->sorted[j->E + sg + 1];
-        const float *x = j->src + o * j->E * j->inner;
-        float *y = j->y + r * j->inner;
+        const float *x = j->src + o * j->E * I;
+        float *y = j->y + r * I;
         if (sg == j->skip) e = a;
-        for (c = 0; c < j->inner; c++) {
-            float acc = j->has_base ? j->base[r * j->inner + c] : 0.0f;
-            if (j->reduce == NN__SEG_MAX) {
-                acc = a < e ? x[(int64_t)j->sorted[a] * j->inner + c] : 0.0f;
-                for (q = a + 1; q < e; q++) {
-                    float v = x[(int64_t)j->sorted[q] * j->inner + c];
-                    if (acc == acc && !(v <= acc)) acc = v;
-                }
-            } else {
-                for (q = a; q < e; q++) acc += x[(int64_t)j->sorted[q] * j->inner + c];
-                if (j->reduce == NN__SEG_MEAN && e > a) acc = acc / (float)(e - a);
+        if (j->reduce == NN__SEG_MAX) {
+            if (a == e) {
+                memset(y, 0, (size_t)I * sizeof *y);
+                continue;
             }
-            y[c] = acc;
+            memcpy(y, x + (int64_t)j->sorted[a] * I, (size_t)I * sizeof *y);
+            for (q = a + 1; q < e; q++) {
+                const float *xr = x + (int64_t)j->sorted[q] * I;
+                for (c = 0; c < I; c++)
+                    if (y[c] == y[c] && !(xr[c] <= y[c])) y[c] = xr[c];
+            }
+            continue;
+        }
+        if (j->has_base) memcpy(y, j->base + r * I, (size_t)I * sizeof *y);
+        else memset(y, 0, (size_t)I * sizeof *y);
+        for (q = a; q < e; q++) {
+            const float *xr = x + (int64_t)j->sorted[q] * I;
+            for (c = 0; c < I; c++) y[c] += xr[c];
+        }
+        if (j->reduce == NN__SEG_MEAN && e > a) {
+            float cnt = (float)(e - a);
+            for (c = 0; c < I; c++) y[c] = y[c] / cnt;
         }
     }
 }
@@ -23293,13 +23303,19 @@ static nn_tensor nn__segment_sort_op(nn_graph *g, int index, int dim, int64_t L,
 
 #define nn__grad_segment_sort nn__grad_none
 
-/* radix sort's block of keys a work-item counts and places */
-static int nn__segment_blk(const nn_graph *g) { return g->ctx->dev.cpu_tuned ? 256 : 64; }
+/* radix sort's block of keys a work-item counts and places: a few blocks a compute unit on
+   a CPU, up to 4096 blocks of 64 or more on a GPU (the counts, 256 a block, are scanned by
+   one work-group) */
+static int64_t nn__segment_blk(const nn_graph *g, int64_t E) {
+    int64_t cap = g->ctx->dev.cpu_tuned ? 4 * (int64_t)(g->ctx->dev.units > 2 ? g->ctx->dev.units : 2) : 4096;
+    int64_t blk = (E + cap - 1) / cap, lo = g->ctx->dev.cpu_tuned ? 256 : 64;
+    return blk > lo ? blk : lo;
+}
 
 /* scratch: the CPU's counts (NK + 2), a device's keys and positions twice and the counts of
    its blocks (4 E + 256 blocks) */
 static void nn__plan_segment_sort(nn_graph *g, nn__node *n) {
-    int64_t E = g->nodes[n->in[0]].numel, blk = nn__segment_blk(g), nb = (E + blk - 1) / blk;
+    int64_t E = g->nodes[n->in[0]].numel, blk = nn__segment_blk(g, E), nb = (E + blk - 1) / blk;
     int64_t dev = 4 * E + 256 * nb, cpu = n->a.seg.NK + 2;
     n->scratch = g->ctx->backend->host_memory ? cpu : dev;
 }
@@ -23324,7 +23340,7 @@ static nn_result nn__cpu_segment_sort(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_segment_sort(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *ix = &g->nodes[n->in[0]];
-    int E = (int)ix->numel, blk = nn__segment_blk(g), nb = (E + blk - 1) / blk, NK = (int)n->a.seg.NK;
+    int E = (int)ix->numel, blk = (int)nn__segment_blk(g, E), nb = (E + blk - 1) / blk, NK = (int)n->a.seg.NK;
     int K[2], P[2], hist = 4 * E, passes = 0, pass, idd[8];
     size_t wg = nn__reduce_wg(g);
     K[0] = 0, K[1] = E, P[0] = 2 * E, P[1] = 3 * E;

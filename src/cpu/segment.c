@@ -43,28 +43,38 @@ typedef struct nn__segment_job {
     int reduce, has_base;
 } nn__segment_job;
 
-/* y rows [r0, r1) of [outer * S, inner] (kernels/segment.cl's segment_reduce) */
+/* y rows [r0, r1) of [outer * S, inner] (kernels/segment.cl's segment_reduce): each element
+   takes its segment's rows in index order, a row at a time so the inner loops vectorize */
 static void nn__segment_reduce_rows(void *arg, int64_t r0, int64_t r1) {
     const nn__segment_job *j = (const nn__segment_job *)arg;
-    int64_t r, q, c;
+    int64_t r, q, c, I = j->inner;
     for (r = r0; r < r1; r++) {
         int64_t o = r / j->S, sg = r % j->S, a = j->sorted[j->E + sg], e = j->sorted[j->E + sg + 1];
-        const float *x = j->src + o * j->E * j->inner;
-        float *y = j->y + r * j->inner;
+        const float *x = j->src + o * j->E * I;
+        float *y = j->y + r * I;
         if (sg == j->skip) e = a;
-        for (c = 0; c < j->inner; c++) {
-            float acc = j->has_base ? j->base[r * j->inner + c] : 0.0f;
-            if (j->reduce == NN__SEG_MAX) {
-                acc = a < e ? x[(int64_t)j->sorted[a] * j->inner + c] : 0.0f;
-                for (q = a + 1; q < e; q++) {
-                    float v = x[(int64_t)j->sorted[q] * j->inner + c];
-                    if (acc == acc && !(v <= acc)) acc = v;
-                }
-            } else {
-                for (q = a; q < e; q++) acc += x[(int64_t)j->sorted[q] * j->inner + c];
-                if (j->reduce == NN__SEG_MEAN && e > a) acc = acc / (float)(e - a);
+        if (j->reduce == NN__SEG_MAX) {
+            if (a == e) {
+                memset(y, 0, (size_t)I * sizeof *y);
+                continue;
             }
-            y[c] = acc;
+            memcpy(y, x + (int64_t)j->sorted[a] * I, (size_t)I * sizeof *y);
+            for (q = a + 1; q < e; q++) {
+                const float *xr = x + (int64_t)j->sorted[q] * I;
+                for (c = 0; c < I; c++)
+                    if (y[c] == y[c] && !(xr[c] <= y[c])) y[c] = xr[c];
+            }
+            continue;
+        }
+        if (j->has_base) memcpy(y, j->base + r * I, (size_t)I * sizeof *y);
+        else memset(y, 0, (size_t)I * sizeof *y);
+        for (q = a; q < e; q++) {
+            const float *xr = x + (int64_t)j->sorted[q] * I;
+            for (c = 0; c < I; c++) y[c] += xr[c];
+        }
+        if (j->reduce == NN__SEG_MEAN && e > a) {
+            float cnt = (float)(e - a);
+            for (c = 0; c < I; c++) y[c] = y[c] / cnt;
         }
     }
 }

@@ -55,13 +55,19 @@ static nn_tensor nn__segment_sort_op(nn_graph *g, int index, int dim, int64_t L,
 
 #define nn__grad_segment_sort nn__grad_none
 
-/* radix sort's block of keys a work-item counts and places */
-static int nn__segment_blk(const nn_graph *g) { return g->ctx->dev.cpu_tuned ? 256 : 64; }
+/* radix sort's block of keys a work-item counts and places: a few blocks a compute unit on
+   a CPU, up to 4096 blocks of 64 or more on a GPU (the counts, 256 a block, are scanned by
+   one work-group) */
+static int64_t nn__segment_blk(const nn_graph *g, int64_t E) {
+    int64_t cap = g->ctx->dev.cpu_tuned ? 4 * (int64_t)(g->ctx->dev.units > 2 ? g->ctx->dev.units : 2) : 4096;
+    int64_t blk = (E + cap - 1) / cap, lo = g->ctx->dev.cpu_tuned ? 256 : 64;
+    return blk > lo ? blk : lo;
+}
 
 /* scratch: the CPU's counts (NK + 2), a device's keys and positions twice and the counts of
    its blocks (4 E + 256 blocks) */
 static void nn__plan_segment_sort(nn_graph *g, nn__node *n) {
-    int64_t E = g->nodes[n->in[0]].numel, blk = nn__segment_blk(g), nb = (E + blk - 1) / blk;
+    int64_t E = g->nodes[n->in[0]].numel, blk = nn__segment_blk(g, E), nb = (E + blk - 1) / blk;
     int64_t dev = 4 * E + 256 * nb, cpu = n->a.seg.NK + 2;
     n->scratch = g->ctx->backend->host_memory ? cpu : dev;
 }
@@ -86,7 +92,7 @@ static nn_result nn__cpu_segment_sort(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_segment_sort(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__node *ix = &g->nodes[n->in[0]];
-    int E = (int)ix->numel, blk = nn__segment_blk(g), nb = (E + blk - 1) / blk, NK = (int)n->a.seg.NK;
+    int E = (int)ix->numel, blk = (int)nn__segment_blk(g, E), nb = (E + blk - 1) / blk, NK = (int)n->a.seg.NK;
     int K[2], P[2], hist = 4 * E, passes = 0, pass, idd[8];
     size_t wg = nn__reduce_wg(g);
     K[0] = 0, K[1] = E, P[0] = 2 * E, P[1] = 3 * E;
