@@ -273,21 +273,25 @@ static void suite_segment_range(const t_env *e) {
     t_end();
 }
 
-/* One graph of every op of the family on big mixed values (the sum order shows in the bits):
-   its outputs and gradients, written to out (7 arrays of 4096 floats at most). */
-enum { TB_E = 3000, TB_S = 257, TB_R = 12, TB_N = 400, TB_B = 2048, TB_D = 8 };
+/* One graph of every op of the family on big mixed values (the sum order shows in the bits),
+   and a sum into TB_BIG segments (a radix sort of three passes): its outputs and gradients,
+   written to out. */
+enum { TB_E = 3000, TB_S = 257, TB_R = 12, TB_N = 400, TB_B = 2048, TB_D = 8, TB_BIG = 70000 };
 static int t_bits_run(const t_env *e, nn_context *ctx, float *out, size_t *n_out) {
     nn_graph *g = NULL;
-    nn_tensor src, idx, tok, w, y[4], loss, gs, gw;
+    nn_tensor src, idx, tok, w, y[5], loss, gs, gw, idx2;
     nn_compile_desc c;
     static float sv[TB_E * TB_R], wv[TB_N * TB_D];
-    static int32_t iv[TB_E], tv[TB_B];
+    static int32_t iv[TB_E], tv[TB_B], iv2[TB_E];
     size_t at = 0;
     int k, ok = 0;
     (void)e;
     t_seed(1717);
     for (k = 0; k < TB_E * TB_R; k++) sv[k] = (float)t_uniform(-1, 1) * (k % 5 == 0 ? 1000.0f : 1.0f);
-    for (k = 0; k < TB_E; k++) iv[k] = t_randint(4) ? t_randint(9) : t_randint(TB_S);
+    for (k = 0; k < TB_E; k++) {
+        iv[k] = t_randint(4) ? t_randint(9) : t_randint(TB_S);
+        iv2[k] = t_randint(2) ? t_randint(TB_BIG) : TB_BIG - 1 - t_randint(3);
+    }
     for (k = 0; k < TB_N * TB_D; k++) wv[k] = (float)t_uniform(-1, 1) * (k % 3 == 0 ? 1000.0f : 1.0f);
     for (k = 0; k < TB_B; k++) tv[k] = t_randint(2) ? t_randint(5) : t_randint(TB_N);
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) return 0;
@@ -295,18 +299,21 @@ static int t_bits_run(const t_env *e, nn_context *ctx, float *out, size_t *n_out
     idx = nn_input(g, "idx", NN_I32, nn_shape1(TB_E));
     tok = nn_input(g, "tok", NN_I32, nn_shape1(TB_B));
     w = nn_input(g, "w", NN_F32, nn_shape2(TB_N, TB_D));
+    idx2 = nn_input(g, "idx2", NN_I32, nn_shape1(TB_E));
     nn_graph_requires_grad(g, src);
     nn_graph_requires_grad(g, w);
+    y[4] = nn_segment_sum(g, src, idx2, TB_BIG);
     y[0] = nn_segment_sum(g, src, idx, TB_S);
     y[1] = nn_segment_mean(g, src, idx, TB_S);
     y[2] = nn_segment_max(g, src, idx, TB_S);
     y[3] = nn_embedding_lookup(g, w, tok, NULL);
     loss = nn_add(g, nn_add(g, nn_sum(g, nn_mul(g, y[0], y[1])), nn_sum(g, nn_mul(g, y[2], y[2]))), nn_sum(g, nn_mul(g, y[3], y[3])));
-    for (k = 0; k < 4; k++) nn_graph_output(g, y[k]);
+    loss = nn_add(g, loss, nn_sum(g, nn_mul(g, y[4], y[4])));
+    for (k = 0; k < 5; k++) nn_graph_output(g, y[k]);
     memset(&c, 0, sizeof c);
     c.loss = loss;
     if (T_OK(nn_graph_compile(g, &c), ctx) && T_OK(nn_tensor_write(g, src, sv, sizeof sv), ctx) &&
-        T_OK(nn_tensor_write(g, idx, iv, sizeof iv), ctx) && T_OK(nn_tensor_write(g, tok, tv, sizeof tv), ctx) &&
+        T_OK(nn_tensor_write(g, idx, iv, sizeof iv), ctx) && T_OK(nn_tensor_write(g, idx2, iv2, sizeof iv2), ctx) && T_OK(nn_tensor_write(g, tok, tv, sizeof tv), ctx) &&
         T_OK(nn_tensor_write(g, w, wv, sizeof wv), ctx) && T_OK(nn_graph_step(g), ctx)) {
         gs = nn_graph_grad(g, src);
         gw = nn_graph_grad(g, w);
@@ -316,6 +323,8 @@ static int t_bits_run(const t_env *e, nn_context *ctx, float *out, size_t *n_out
         at += TB_E * TB_R;
         ok = ok && T_OK(nn_tensor_read(g, gw, out + at, sizeof wv), ctx);
         at += TB_N * TB_D;
+        ok = ok && T_OK(nn_tensor_read(g, y[4], out + at, (size_t)TB_BIG * TB_R * 4), ctx);
+        at += (size_t)TB_BIG * TB_R;
     }
     nn_graph_destroy(g);
     *n_out = at;
@@ -325,7 +334,7 @@ static int t_bits_run(const t_env *e, nn_context *ctx, float *out, size_t *n_out
 /* The same bits: two runs; on the CPU backend 1, 2 and 3 threads; an OpenCL device against
    the CPU backend (all but the mean, whose division OpenCL may round otherwise) */
 static void suite_segment_bits(const t_env *e) {
-    static float a[TB_S * TB_R * 3 + TB_E * TB_R + TB_N * TB_D], b[sizeof a / sizeof a[0]];
+    static float a[TB_S * TB_R * 3 + TB_E * TB_R + TB_N * TB_D + TB_BIG * TB_R], b[sizeof a / sizeof a[0]];
     size_t na = 0, nb = 0, k;
     int th;
     if (!t_begin(e, "segment sum/mean/max, embedding: the same bits every run, thread count and backend")) return;
