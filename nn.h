@@ -23269,7 +23269,7 @@ static void nn__seg_dims8(const nn_shape *s, int *v) {
    value, or for scatter_add the index's column * L + value; NK after the last). No
    gradient. check: a message, and values outside [0, L) are counted for it. ==== */
 
-static nn_tensor nn__segment_sort_op(nn_graph *g, int index, int dim, int64_t L, const char *check) {
+static nn_tensor nn__segment_sort_op(nn_graph *g, const char *op, int index, int dim, int64_t L, const char *check) {
     const nn__node *ix;
     int64_t E, NK;
     nn_tensor t;
@@ -23281,8 +23281,8 @@ static nn_tensor nn__segment_sort_op(nn_graph *g, int index, int dim, int64_t L,
     if (NK + 1 + E > INT32_MAX) {
         char si[128];
         nn__shape_str(&ix->shape, si, sizeof si);
-        return nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s with %lld segments: more than 2^31 - 1 keys and positions",
-                           check ? check : "segment_sort", si, (long long)L);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s into %lld segments: more than 2^31 - 1 keys and positions to sort",
+                           op, si, (long long)L);
     }
     for (i = g->n_nodes - 1; i > 0 && !check; i--) { /* one sort per index and range */
         const nn__node *m = &g->nodes[i];
@@ -23473,7 +23473,7 @@ static nn_tensor nn__segment_public(nn_graph *g, int reduce, nn_tensor src, nn_t
     out = s->shape;
     out.dim[0] = num_segments;
     inner = s->numel / s->shape.dim[0];
-    return nn__segment_reduce_op(g, reduce, src, index, nn__segment_sort_op(g, index.id, -1, num_segments, nn__seg_checks[reduce]),
+    return nn__segment_reduce_op(g, reduce, src, index, nn__segment_sort_op(g, op, index.id, -1, num_segments, nn__seg_checks[reduce]),
                                  -1, out, 1, s->shape.dim[0], inner, num_segments, -1);
 }
 
@@ -23516,7 +23516,7 @@ NN_API nn_tensor nn_index_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index
     }
     nn__seg_split(&xs->shape, dim, &outer, &inner);
     return nn__segment_reduce_op(g, NN__SEG_SUM, source, index,
-                                 nn__segment_sort_op(g, index.id, -1, xs->shape.dim[dim], "nn_index_add: index values outside [0, x.size(dim))"),
+                                 nn__segment_sort_op(g, op, index.id, -1, xs->shape.dim[dim], "nn_index_add: index values outside [0, x.size(dim))"),
                                  x.id, xs->shape, outer, ix->shape.dim[0], inner, xs->shape.dim[dim], -1);
 }
 
@@ -23703,7 +23703,7 @@ static void nn__grad_embedding(nn_graph *g, int id) {
     const nn__node *w = &g->nodes[a], *ix = &g->nodes[b];
     int64_t N = w->shape.dim[0], D = w->shape.dim[1];
     if (ga)
-        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, b, -1, N, NULL), -1,
+        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, "nn_embedding_lookup", b, -1, N, NULL), -1,
                                                  w->shape, 1, ix->numel, D, N, n.a.seg.skip));
 }
 
@@ -23822,7 +23822,7 @@ static int nn__index_fits(nn_graph *g, const char *op, nn_tensor x, int dim, nn_
    [base,] index, src and the index's sort by column and value (src/ops/segment.c). */
 static nn_tensor nn__scatter_op(nn_graph *g, const nn__attr *at, nn_shape shape, int base, int index, int src) {
     int in[4], k = 0, t;
-    nn_tensor sorted = nn__segment_sort_op(g, index, at->gather.dim, shape.dim[at->gather.dim], NULL);
+    nn_tensor sorted = nn__segment_sort_op(g, "nn_scatter_add", index, at->gather.dim, shape.dim[at->gather.dim], NULL);
     if (sorted.id < 0) return sorted;
     if (base >= 0) in[k++] = base;
     in[k++] = index;
@@ -23880,7 +23880,7 @@ static void nn__grad_gather_rows(nn_graph *g, int id) {
     const nn__node *d = &g->nodes[a];
     int64_t N = d->shape.dim[0], B = g->nodes[b].numel;
     if (ga)
-        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, b, -1, N, NULL), -1,
+        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, "nn_gather_rows", b, -1, N, NULL), -1,
                                                  d->shape, 1, B, d->numel / N, N, -1));
     return;
 }
@@ -23942,7 +23942,7 @@ static void nn__grad_index_select(nn_graph *g, int id) {
     int64_t o, L, inner;
     nn__gather_split(&g->nodes[a].shape, n.a.gather.dim, &o, &L, &inner);
     if (ga)
-        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, b, -1, L, NULL), -1,
+        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, "nn_index_select", b, -1, L, NULL), -1,
                                                  g->nodes[a].shape, o, g->nodes[b].numel, inner, L, -1));
     return;
 }

@@ -365,6 +365,7 @@ B(sg_float_idx, nn_segment_sum(g, F(g, S2(5, 3)), F(g, S1(5)), 4))
 B(sg_idx_rank, nn_segment_mean(g, F(g, S2(5, 3)), I(g, S2(5, 1)), 4))
 B(sg_len, nn_segment_max(g, F(g, S2(5, 3)), I(g, S1(4)), 4))
 B(sg_zero_segments, nn_segment_sum(g, F(g, S2(5, 3)), I(g, S1(5)), 0))
+B(sg_too_many, nn_segment_sum(g, F(g, S2(5, 3)), I(g, S1(5)), INT32_MAX))
 B(sg_int_src, nn_segment_sum(g, I(g, S2(5, 3)), I(g, S1(5)), 4))
 B(ia_dim, nn_index_add(g, F(g, S2(5, 3)), 2, I(g, S1(3)), F(g, S2(5, 3))))
 B(ia_source, nn_index_add(g, F(g, S2(5, 3)), 1, I(g, S1(2)), F(g, S2(5, 3))))
@@ -385,6 +386,7 @@ static const bad_row segment_bad[] = {
     {"segment", "segment_mean index [5, 1]", sg_idx_rank, R_SHAPE, "nn_segment_mean|index [5, 1] int32", 0},
     {"segment", "segment_max index [4] for src [5, 3]", sg_len, R_SHAPE, "nn_segment_max|src [5, 3], index [4] int32", 0},
     {"segment", "segment_sum 0 segments", sg_zero_segments, R_SHAPE, "nn_segment_sum|num_segments 0", 0},
+    {"segment", "segment_sum 2^31 - 1 segments", sg_too_many, R_SHAPE, "nn_segment_sum|index [5] into 2147483647 segments|2^31 - 1", 0},
     {"segment", "segment_sum int32 src", sg_int_src, R_SHAPE, "nn_segment_sum|src", 0},
     {"segment", "index_add dim 2 of [5, 3]", ia_dim, R_SHAPE, "nn_index_add|x [5, 3], dim 2", 0},
     {"segment", "index_add source [5, 3] for index [2] at dim 1", ia_source, R_SHAPE, "nn_index_add|index [2] int32, source [5, 3]", 0},

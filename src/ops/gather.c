@@ -90,7 +90,7 @@ static int nn__index_fits(nn_graph *g, const char *op, nn_tensor x, int dim, nn_
    [base,] index, src and the index's sort by column and value (src/ops/segment.c). */
 static nn_tensor nn__scatter_op(nn_graph *g, const nn__attr *at, nn_shape shape, int base, int index, int src) {
     int in[4], k = 0, t;
-    nn_tensor sorted = nn__segment_sort_op(g, index, at->gather.dim, shape.dim[at->gather.dim], NULL);
+    nn_tensor sorted = nn__segment_sort_op(g, "nn_scatter_add", index, at->gather.dim, shape.dim[at->gather.dim], NULL);
     if (sorted.id < 0) return sorted;
     if (base >= 0) in[k++] = base;
     in[k++] = index;
@@ -148,7 +148,7 @@ static void nn__grad_gather_rows(nn_graph *g, int id) {
     const nn__node *d = &g->nodes[a];
     int64_t N = d->shape.dim[0], B = g->nodes[b].numel;
     if (ga)
-        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, b, -1, N, NULL), -1,
+        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, "nn_gather_rows", b, -1, N, NULL), -1,
                                                  d->shape, 1, B, d->numel / N, N, -1));
     return;
 }
@@ -210,7 +210,7 @@ static void nn__grad_index_select(nn_graph *g, int id) {
     int64_t o, L, inner;
     nn__gather_split(&g->nodes[a].shape, n.a.gather.dim, &o, &L, &inner);
     if (ga)
-        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, b, -1, L, NULL), -1,
+        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, "nn_index_select", b, -1, L, NULL), -1,
                                                  g->nodes[a].shape, o, g->nodes[b].numel, inner, L, -1));
     return;
 }

@@ -21,7 +21,7 @@ static void nn__seg_dims8(const nn_shape *s, int *v) {
    value, or for scatter_add the index's column * L + value; NK after the last). No
    gradient. check: a message, and values outside [0, L) are counted for it. ==== */
 
-static nn_tensor nn__segment_sort_op(nn_graph *g, int index, int dim, int64_t L, const char *check) {
+static nn_tensor nn__segment_sort_op(nn_graph *g, const char *op, int index, int dim, int64_t L, const char *check) {
     const nn__node *ix;
     int64_t E, NK;
     nn_tensor t;
@@ -33,8 +33,8 @@ static nn_tensor nn__segment_sort_op(nn_graph *g, int index, int dim, int64_t L,
     if (NK + 1 + E > INT32_MAX) {
         char si[128];
         nn__shape_str(&ix->shape, si, sizeof si);
-        return nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s with %lld segments: more than 2^31 - 1 keys and positions",
-                           check ? check : "segment_sort", si, (long long)L);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: index %s into %lld segments: more than 2^31 - 1 keys and positions to sort",
+                           op, si, (long long)L);
     }
     for (i = g->n_nodes - 1; i > 0 && !check; i--) { /* one sort per index and range */
         const nn__node *m = &g->nodes[i];
@@ -225,7 +225,7 @@ static nn_tensor nn__segment_public(nn_graph *g, int reduce, nn_tensor src, nn_t
     out = s->shape;
     out.dim[0] = num_segments;
     inner = s->numel / s->shape.dim[0];
-    return nn__segment_reduce_op(g, reduce, src, index, nn__segment_sort_op(g, index.id, -1, num_segments, nn__seg_checks[reduce]),
+    return nn__segment_reduce_op(g, reduce, src, index, nn__segment_sort_op(g, op, index.id, -1, num_segments, nn__seg_checks[reduce]),
                                  -1, out, 1, s->shape.dim[0], inner, num_segments, -1);
 }
 
@@ -268,7 +268,7 @@ NN_API nn_tensor nn_index_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index
     }
     nn__seg_split(&xs->shape, dim, &outer, &inner);
     return nn__segment_reduce_op(g, NN__SEG_SUM, source, index,
-                                 nn__segment_sort_op(g, index.id, -1, xs->shape.dim[dim], "nn_index_add: index values outside [0, x.size(dim))"),
+                                 nn__segment_sort_op(g, op, index.id, -1, xs->shape.dim[dim], "nn_index_add: index values outside [0, x.size(dim))"),
                                  x.id, xs->shape, outer, ix->shape.dim[0], inner, xs->shape.dim[dim], -1);
 }
 
@@ -455,7 +455,7 @@ static void nn__grad_embedding(nn_graph *g, int id) {
     const nn__node *w = &g->nodes[a], *ix = &g->nodes[b];
     int64_t N = w->shape.dim[0], D = w->shape.dim[1];
     if (ga)
-        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, b, -1, N, NULL), -1,
+        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, "nn_embedding_lookup", b, -1, N, NULL), -1,
                                                  w->shape, 1, ix->numel, D, N, n.a.seg.skip));
 }
 
