@@ -729,6 +729,9 @@ NN_API nn_tensor nn_leaky_relu(nn_graph *g, nn_tensor x, float negative_slope);
 NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x); /* 1 / (1 + exp(-x)) */
 NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x); /* exact (erf), as PyTorch's default */
+/* F.gelu(x, approximate="tanh"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), PyTorch's
+   formula and its derivative (GPT-2's activation). */
+NN_API nn_tensor nn_gelu_tanh(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x); /* x * sigmoid(x) */
 /* ELU (nn.ELU; PyTorch's default alpha is 1): x for x > 0, else alpha * (exp(x) - 1); the
    gradient at 0 is alpha, as PyTorch's. */
@@ -3170,6 +3173,20 @@ static inline float nn__act_gelu(float v) { return 0.5f * v * (1.0f + NN__ERF(v 
 static inline float nn__act_gelu_der(float v) {
     return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);
 }
+/* GELU's tanh approximation (PyTorch's approximate="tanh"): 0.5 x (1 + tanh(u)), u =
+   sqrt(2/pi) (x + 0.044715 x^3), and its derivative as PyTorch writes it:
+   0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2);
+   t is exactly +-1 beyond |u| = 10 (where float's tanh is), since an OpenCL tanh may stop an
+   ulp short of 1 at +-inf, where PyTorch's -inf * 0 and 0 * inf give NaN. */
+static inline float nn__act_gelu_tanh_t(float v) {
+    float u = 0.79788456080286536f * (v + 0.044715f * (v * v * v));
+    return u > 10.0f ? 1.0f : u < -10.0f ? -1.0f : NN__TANH(u);
+}
+static inline float nn__act_gelu_tanh(float v) { return 0.5f * v * (1.0f + nn__act_gelu_tanh_t(v)); }
+static inline float nn__act_gelu_tanh_der(float v) {
+    float t = nn__act_gelu_tanh_t(v);
+    return 0.5f * (1.0f + t) + 0.5f * v * ((1.0f - t * t) * (0.79788456080286536f * (1.0f + 0.134145f * (v * v))));
+}
 static inline float nn__act_silu_der(float v) {
     float s = nn__act_sigmoid(v);
     return s * (1.0f + v * (1.0f - s));
@@ -3228,7 +3245,8 @@ static inline float nn__act_softsign_der(float v) {
     X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \
     X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \
     X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \
-      nn__act_sigmoid(-v))
+      nn__act_sigmoid(-v))                                                                                  \
+    X(GELU_TANH, gelu_tanh, 0, 1, nn__act_gelu_tanh(v), nn__act_gelu_tanh_der(v))
 
 /* Elementwise math (torch.exp, torch.clamp, ...), the same columns as NN__ACTIVATIONS and
    the same op (UNARY): a line each, its builder nn_<name> and kernels stamped the same way.
@@ -10971,6 +10989,20 @@ static const char *const nn__cl_src_elementwise[] = {
 "static inline float nn__act_gelu_der(float v) {\n",
 "    return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);\n",
 "}\n",
+"/* GELU's tanh approximation (PyTorch's approximate=\"tanh\"): 0.5 x (1 + tanh(u)), u =\n",
+"   sqrt(2/pi) (x + 0.044715 x^3), and its derivative as PyTorch writes it:\n",
+"   0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2);\n",
+"   t is exactly +-1 beyond |u| = 10 (where float's tanh is), since an OpenCL tanh may stop an\n",
+"   ulp short of 1 at +-inf, where PyTorch's -inf * 0 and 0 * inf give NaN. */\n",
+"static inline float nn__act_gelu_tanh_t(float v) {\n",
+"    float u = 0.79788456080286536f * (v + 0.044715f * (v * v * v));\n",
+"    return u > 10.0f ? 1.0f : u < -10.0f ? -1.0f : NN__TANH(u);\n",
+"}\n",
+"static inline float nn__act_gelu_tanh(float v) { return 0.5f * v * (1.0f + nn__act_gelu_tanh_t(v)); }\n",
+"static inline float nn__act_gelu_tanh_der(float v) {\n",
+"    float t = nn__act_gelu_tanh_t(v);\n",
+"    return 0.5f * (1.0f + t) + 0.5f * v * ((1.0f - t * t) * (0.79788456080286536f * (1.0f + 0.134145f * (v * v))));\n",
+"}\n",
 "static inline float nn__act_silu_der(float v) {\n",
 "    float s = nn__act_sigmoid(v);\n",
 "    return s * (1.0f + v * (1.0f - s));\n",
@@ -11029,7 +11061,8 @@ static const char *const nn__cl_src_elementwise[] = {
 "    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \\\n",
 "    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \\\n",
 "    X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \\\n",
-"      nn__act_sigmoid(-v))\n",
+"      nn__act_sigmoid(-v))                                                                                  \\\n",
+"    X(GELU_TANH, gelu_tanh, 0, 1, nn__act_gelu_tanh(v), nn__act_gelu_tanh_der(v))\n",
 "\n",
 "/* Elementwise math (torch.exp, torch.clamp, ...), the same columns as NN__ACTIVATIONS and\n",
 "   the same op (UNARY): a line each, its builder nn_<name> and kernels stamped the same way.\n",
@@ -12756,6 +12789,20 @@ static const char *const nn__cl_src_loss[] = {
 "static inline float nn__act_gelu_der(float v) {\n",
 "    return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);\n",
 "}\n",
+"/* GELU's tanh approximation (PyTorch's approximate=\"tanh\"): 0.5 x (1 + tanh(u)), u =\n",
+"   sqrt(2/pi) (x + 0.044715 x^3), and its derivative as PyTorch writes it:\n",
+"   0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2);\n",
+"   t is exactly +-1 beyond |u| = 10 (where float's tanh is), since an OpenCL tanh may stop an\n",
+"   ulp short of 1 at +-inf, where PyTorch's -inf * 0 and 0 * inf give NaN. */\n",
+"static inline float nn__act_gelu_tanh_t(float v) {\n",
+"    float u = 0.79788456080286536f * (v + 0.044715f * (v * v * v));\n",
+"    return u > 10.0f ? 1.0f : u < -10.0f ? -1.0f : NN__TANH(u);\n",
+"}\n",
+"static inline float nn__act_gelu_tanh(float v) { return 0.5f * v * (1.0f + nn__act_gelu_tanh_t(v)); }\n",
+"static inline float nn__act_gelu_tanh_der(float v) {\n",
+"    float t = nn__act_gelu_tanh_t(v);\n",
+"    return 0.5f * (1.0f + t) + 0.5f * v * ((1.0f - t * t) * (0.79788456080286536f * (1.0f + 0.134145f * (v * v))));\n",
+"}\n",
 "static inline float nn__act_silu_der(float v) {\n",
 "    float s = nn__act_sigmoid(v);\n",
 "    return s * (1.0f + v * (1.0f - s));\n",
@@ -12814,7 +12861,8 @@ static const char *const nn__cl_src_loss[] = {
 "    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \\\n",
 "    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \\\n",
 "    X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \\\n",
-"      nn__act_sigmoid(-v))\n",
+"      nn__act_sigmoid(-v))                                                                                  \\\n",
+"    X(GELU_TANH, gelu_tanh, 0, 1, nn__act_gelu_tanh(v), nn__act_gelu_tanh_der(v))\n",
 "\n",
 "/* Elementwise math (torch.exp, torch.clamp, ...), the same columns as NN__ACTIVATIONS and\n",
 "   the same op (UNARY): a line each, its builder nn_<name> and kernels stamped the same way.\n",
