@@ -873,6 +873,7 @@ typedef struct nn_norm_desc {
     float momentum;
     nn_tensor running_mean, running_var;  /* batch norm: [C] buffers (nn_buffer); both or
                                              neither (NN_NONE: no running statistics) */
+    int no_bias;         /* nn_layer_norm_layer: 1 makes no NAME.bias (PyTorch's bias=False) */
 } nn_norm_desc;
 
 /* Batch norm over x [N, C], [N, C, L] or [N, C, H, W] (any [N, C, ...]) with gamma, beta
@@ -886,6 +887,11 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
 /* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
    and beta have the shape of those dims. Arguments in F.layer_norm's order. */
 NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
+/* RMS norm (F.rms_norm) over the trailing n_norm_dims dims of x: y = x / sqrt(mean(x^2) +
+   eps) * weight, the mean over those dims; weight (NN_NONE: none) has their shape. desc's
+   eps: 0 is PyTorch's None, torch.finfo(float32).eps = 2^-23 (1.1920929e-07); NN_ZERO
+   exactly 0. One fused op, forward and backward one pass per row on each backend. */
+NN_API nn_tensor nn_rms_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor weight, const nn_norm_desc *desc);
 /* Group norm over x [N, C, ...]: the C channels in `groups` groups of C/groups, each
    normalised over its channels and the spatial dims; gamma and beta [C], per channel.
    Arguments in F.group_norm's order. */
@@ -1025,6 +1031,12 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
    its own). 2d takes x [N, C, H, W]; 1d takes [N, C] or [N, C, L]. */
 NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name);
 NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name);
+/* PyTorch's LayerNorm(normalized_shape = the trailing n_norm_dims dims of x) and
+   RMSNorm(same, eps=None) modules: NAME.weight (ones) and, for LayerNorm, NAME.bias
+   (zeros), both of those dims' shape; desc's eps (zero: 1e-5 for LayerNorm, 2^-23 for
+   RMSNorm) and no_bias (LayerNorm's bias=False: no NAME.bias). */
+NN_API nn_tensor nn_layer_norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name);
+NN_API nn_tensor nn_rms_norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name);
 
 /* PyTorch's nn.PReLU(num_parameters, init): NAME.weight [num_parameters], all init;
    num_parameters is 1 or the channels of x. */
@@ -1534,6 +1546,7 @@ typedef struct nn__norm_attr { /* x [A, C, S...] */
     int per_channel;     /* statistics per channel over A and S (batch norm) */
     int has_gamma, has_beta;
     int const_stats;     /* NORM_FORWARD, NORM_DX: the statistics are not x's (running stats) */
+    int rms;             /* NORM_STATS: means 0 and mean squares for variances (RMS norm) */
     float eps, momentum;
 } nn__norm_attr;
 
@@ -2122,7 +2135,9 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(NORM_DGAMMA, "norm_grad_weight", norm_dgamma, 0)         \
     X(NORM_DBETA, "norm_grad_bias", norm_dbeta, 0)             \
     X(BN_RUNNING, "batch_norm_running_update", bn_running, 0)  \
-    X(BN_PACK, "batch_norm_running_stats", bn_pack, 0)
+    X(BN_PACK, "batch_norm_running_stats", bn_pack, 0)          \
+    X(RMS_NORM, "rms_norm", rms_norm, 0)                         \
+    X(RMS_NORM_DX, "rms_norm_grad_input", rms_norm_dx, 0)
 
 #define NN__OPS_POOL(X)                                            \
     X(MAXPOOL2D, "max_pool2d", maxpool2d, 0)                       \
@@ -6615,6 +6630,7 @@ static void nn__upsample2d(float *out, const float *in, int64_t P, int64_t H, in
 typedef struct nn__norm {
     int64_t A, C, S, G;
     int per_channel;
+    int rms; /* statistics: mean 0, the mean square for the variance */
 } nn__norm;
 
 static void nn__norm_geom(nn__norm *q, const nn__norm_attr *a) {
@@ -6623,6 +6639,7 @@ static void nn__norm_geom(nn__norm *q, const nn__norm_attr *a) {
     q->S = a->S;
     q->G = a->groups;
     q->per_channel = a->per_channel;
+    q->rms = a->rms;
 }
 
 /* R: the number of statistics groups; n: the elements in each */
@@ -6713,7 +6730,7 @@ static void nn__norm_stats_range(const nn__norm *q, float *stats, const float *x
     for (r = r0; r < r1; r++) {
         nn__norm_span sp = nn__norm_span_of(q, r);
         double sum = 0.0, mean, var = 0.0;
-        for (b = 0; b < sp.nb; b++)
+        for (b = 0; b < sp.nb && !q->rms; b++)
             for (ci = 0; ci < sp.nc; ci++) {
                 const float *p = x + sp.off + b * sp.bs + ci * q->S;
                 sum += nn__sum4(p, q->S, 0, 0.0);
@@ -6804,11 +6821,58 @@ static void nn__norm_backward_affine_range(const nn__norm *q, float *out, const 
     }
 }
 
+/* RMS norm of rows r0..r1-1 of x [A, C] (PyTorch's F.rms_norm): y = x * rstd * w[c], rstd =
+   1 / sqrt(mean(x^2) + eps), the mean in double (nn__sum4's order); w may be NULL. */
+static float nn__rms_rstd(const float *x, int64_t C, float eps) {
+    return (float)(1.0 / sqrt(nn__sum4(x, C, 1, 0.0) / (double)C + (double)eps));
+}
+
+static void nn__rms_norm_forward_range(const nn__norm *q, float *y, const float *x, const float *w, float eps, int64_t r0,
+                                       int64_t r1) {
+    int64_t r, c, C = q->C;
+    for (r = r0; r < r1; r++) {
+        const float *xr = x + r * C;
+        float *yr = y + r * C, rs = nn__rms_rstd(xr, C, eps);
+        if (w)
+            for (c = 0; c < C; c++) yr[c] = xr[c] * rs * w[c];
+        else
+            for (c = 0; c < C; c++) yr[c] = xr[c] * rs;
+    }
+}
+
+/* dx of RMS norm, per row (d = dy * w, xhat = x * rstd): dx = rstd * (d - xhat * mean(d * xhat)) */
+static void nn__rms_norm_backward_range(const nn__norm *q, float *dx, const float *x, const float *dy, const float *w,
+                                        float eps, int64_t r0, int64_t r1) {
+    int64_t r, c, C = q->C;
+    for (r = r0; r < r1; r++) {
+        const float *xr = x + r * C, *dr = dy + r * C;
+        float *out = dx + r * C, rs = nn__rms_rstd(xr, C, eps), m2;
+        double s1 = 0.0, s2 = 0.0;
+        if (w) {
+            double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+            for (c = 0; c + 4 <= C; c += 4) { /* four lanes, as nn__sum4 */
+                a0 += (double)(dr[c] * w[c]) * xr[c];
+                a1 += (double)(dr[c + 1] * w[c + 1]) * xr[c + 1];
+                a2 += (double)(dr[c + 2] * w[c + 2]) * xr[c + 2];
+                a3 += (double)(dr[c + 3] * w[c + 3]) * xr[c + 3];
+            }
+            for (; c < C; c++) a0 += (double)(dr[c] * w[c]) * xr[c];
+            s2 = (a0 + a1) + (a2 + a3);
+        } else
+            nn__dsum4(dr, xr, 0.0f, 1.0f, 1.0f, C, &s1, &s2);
+        m2 = (float)(s2 * rs / (double)C);
+        for (c = 0; c < C; c++) {
+            float d = w ? dr[c] * w[c] : dr[c];
+            out[c] = rs * (d - xr[c] * rs * m2);
+        }
+    }
+}
+
 /* ---- the ops over the threads: each task owns a contiguous range of groups (stats, dx),
    rows (forward) or channels (affine gradients) and sums them in the order above, so the
    results do not depend on the thread count ---- */
 
-enum { NN__NORM_STATS, NN__NORM_FWD, NN__NORM_DX, NN__NORM_AFFINE };
+enum { NN__NORM_STATS, NN__NORM_FWD, NN__NORM_DX, NN__NORM_AFFINE, NN__NORM_RMS_FWD, NN__NORM_RMS_DX };
 typedef struct nn__norm_job {
     const nn__norm *q;
     int kind, const_stats;
@@ -6828,6 +6892,8 @@ static void nn__norm_task(void *arg, int t, int n_tasks) {
     case NN__NORM_DX:
         nn__norm_backward_data_range(j->q, j->out, j->x, j->stats, j->dy, j->gamma, j->const_stats, j->eps, i0, i1);
         break;
+    case NN__NORM_RMS_FWD: nn__rms_norm_forward_range(j->q, j->out, j->x, j->gamma, j->eps, i0, i1); break;
+    case NN__NORM_RMS_DX: nn__rms_norm_backward_range(j->q, j->out, j->x, j->dy, j->gamma, j->eps, i0, i1); break;
     default: nn__norm_backward_affine_range(j->q, j->out, j->x, j->stats, j->dy, j->eps, i0, i1); break;
     }
 }
@@ -6879,6 +6945,16 @@ static void nn__norm_backward_affine(nn__threadpool *pool, const nn__norm *q, fl
     nn__norm_job j = nn__norm_job_of(q, NN__NORM_AFFINE, out, x, stats, eps);
     j.dy = dy;
     j.n = q->C;
+    nn__norm_run(pool, &j);
+}
+
+/* RMS norm over x [A, C] (rows A), forward (dy NULL) or dx */
+static void nn__rms_norm(nn__threadpool *pool, const nn__norm *q, float *out, const float *x, const float *dy, const float *w,
+                         float eps) {
+    nn__norm_job j = nn__norm_job_of(q, dy ? NN__NORM_RMS_DX : NN__NORM_RMS_FWD, out, x, NULL, eps);
+    j.dy = dy;
+    j.gamma = w;
+    j.n = q->A;
     nn__norm_run(pool, &j);
 }
 
@@ -13458,7 +13534,7 @@ static const char *const nn__cl_src_norm[] = {
 "#define NN__NORM_ARGS_H\n",
 "\n",
 "#define NN__KARGS_norm_stats(F, P) \\\n",
-"    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(lfloat, tmp)\n",
+"    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(int, rms) P(lfloat, tmp)\n",
 "NN__KSIG(norm_stats)\n",
 "#define NN__KARGS_norm_forward(F, P)                                                                     \\\n",
 "    F(in, x) P(in, stats) P(in, gamma) P(in, beta) P(out, y) P(int, A) P(int, C) P(int, S) P(int, G)   \\\n",
@@ -13479,6 +13555,13 @@ static const char *const nn__cl_src_norm[] = {
 "NN__KSIG(batch_norm_running)\n",
 "#define NN__KARGS_batch_norm_pack(F, P) F(in, rmean) P(in, rvar) P(out, stats) P(int, C)\n",
 "NN__KSIG(batch_norm_pack)\n",
+"/* RMS norm of x [A, C], one work-group per row; w [C] read when has_w */\n",
+"#define NN__KARGS_rms_norm_forward(F, P) \\\n",
+"    F(in, x) P(in, w) P(out, y) P(int, A) P(int, C) P(int, has_w) P(float, eps) P(lfloat, tmp)\n",
+"NN__KSIG(rms_norm_forward)\n",
+"#define NN__KARGS_rms_norm_backward_data(F, P) \\\n",
+"    F(in, x) P(in, dy) P(in, w) P(out, dx) P(int, A) P(int, C) P(int, has_w) P(float, eps) P(lfloat, tmp)\n",
+"NN__KSIG(rms_norm_backward_data)\n",
 "\n",
 "#endif\n",
 "#line 3 \"kernels/norm.cl\"\n",
@@ -13517,13 +13600,16 @@ static const char *const nn__cl_src_norm[] = {
 "    return r * Cg * S + k;\n",
 "}\n",
 "\n",
-"/* One work-group per group r: its mean and biased variance (two passes). */\n",
+"/* One work-group per group r: its mean and biased variance (two passes); with rms, mean 0\n",
+"   and the mean square (RMS norm's weight gradient reads them). */\n",
 "__kernel void norm_stats(NN__KPARAMS(norm_stats)) {\n",
 "    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;\n",
 "    int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);\n",
-"    float s = 0.0f;\n",
-"    for (int k = l; k < n; k += wg) s += x[norm_index(r, k, C, S, G, pc, &ch)];\n",
-"    float mean = norm_tree(tmp, s) / n;\n",
+"    float s = 0.0f, mean = 0.0f;\n",
+"    if (!rms) { /* uniform over the work-group, so the barriers inside are too */\n",
+"        for (int k = l; k < n; k += wg) s += x[norm_index(r, k, C, S, G, pc, &ch)];\n",
+"        mean = norm_tree(tmp, s) / n;\n",
+"    }\n",
 "    s = 0.0f;\n",
 "    for (int k = l; k < n; k += wg) {\n",
 "        float d = x[norm_index(r, k, C, S, G, pc, &ch)] - mean;\n",
@@ -13604,6 +13690,35 @@ static const char *const nn__cl_src_norm[] = {
 "    if (c >= C) return;\n",
 "    stats[c] = rmean[c];\n",
 "    stats[C + c] = rvar[c];\n",
+"}\n",
+"\n",
+"/* RMS norm (F.rms_norm) of x [A, C], one work-group per row: y = x * rstd * w[c], rstd =\n",
+"   1 / sqrt(mean(x^2) + eps). */\n",
+"__kernel void rms_norm_forward(NN__KPARAMS(rms_norm_forward)) {\n",
+"    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    __global const float *xr = x + (long)r * C;\n",
+"    float s = 0.0f;\n",
+"    for (int c = l; c < C; c += wg) s += xr[c] * xr[c];\n",
+"    float rs = 1.0f / sqrt(norm_tree(tmp, s) / C + eps);\n",
+"    for (int c = l; c < C; c += wg) y[(long)r * C + c] = has_w ? xr[c] * rs * w[c] : xr[c] * rs;\n",
+"}\n",
+"\n",
+"/* dx of RMS norm, one work-group per row (d = dy * w, xhat = x * rstd):\n",
+"   rstd * (d - xhat * mean(d * xhat)) */\n",
+"__kernel void rms_norm_backward_data(NN__KPARAMS(rms_norm_backward_data)) {\n",
+"    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    __global const float *xr = x + (long)r * C, *dr = dy + (long)r * C;\n",
+"    float s = 0.0f, s2 = 0.0f;\n",
+"    for (int c = l; c < C; c += wg) {\n",
+"        s += xr[c] * xr[c];\n",
+"        s2 += (has_w ? dr[c] * w[c] : dr[c]) * xr[c];\n",
+"    }\n",
+"    float rs = 1.0f / sqrt(norm_tree(tmp, s) / C + eps);\n",
+"    float m2 = norm_tree(tmp, s2) * rs / C;\n",
+"    for (int c = l; c < C; c += wg) {\n",
+"        float d = has_w ? dr[c] * w[c] : dr[c];\n",
+"        dx[(long)r * C + c] = rs * (d - xr[c] * rs * m2);\n",
+"    }\n",
 "}\n",
 0 };
 
@@ -19582,7 +19697,7 @@ NN__KSIG(conv3d_backward_weight)
 #define NN__NORM_ARGS_H
 
 #define NN__KARGS_norm_stats(F, P) \
-    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(lfloat, tmp)
+    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(int, rms) P(lfloat, tmp)
 NN__KSIG(norm_stats)
 #define NN__KARGS_norm_forward(F, P)                                                                     \
     F(in, x) P(in, stats) P(in, gamma) P(in, beta) P(out, y) P(int, A) P(int, C) P(int, S) P(int, G)   \
@@ -19603,6 +19718,13 @@ NN__KSIG(norm_backward_affine)
 NN__KSIG(batch_norm_running)
 #define NN__KARGS_batch_norm_pack(F, P) F(in, rmean) P(in, rvar) P(out, stats) P(int, C)
 NN__KSIG(batch_norm_pack)
+/* RMS norm of x [A, C], one work-group per row; w [C] read when has_w */
+#define NN__KARGS_rms_norm_forward(F, P) \
+    F(in, x) P(in, w) P(out, y) P(int, A) P(int, C) P(int, has_w) P(float, eps) P(lfloat, tmp)
+NN__KSIG(rms_norm_forward)
+#define NN__KARGS_rms_norm_backward_data(F, P) \
+    F(in, x) P(in, dy) P(in, w) P(out, dx) P(int, A) P(int, C) P(int, has_w) P(float, eps) P(lfloat, tmp)
+NN__KSIG(rms_norm_backward_data)
 
 #endif
 
@@ -25162,6 +25284,7 @@ static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
     NN__NORM_KLAUNCH(norm_stats, 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.stats = &n->buf;
+    k.rms = a->rms;
     return nn__kargs_norm_stats(l, &k);
 }
 
@@ -25355,6 +25478,86 @@ static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
     return nn__kargs_batch_norm_pack(l, &k);
 }
 
+/* ==== rms_norm: y [A, C] = x * rstd * w[c], rstd = 1 / sqrt(mean over the row of x^2 +
+   eps), inputs x, [w]; one pass per row (PyTorch's F.rms_norm over x viewed as [rows,
+   features]). Its gradients: RMS_NORM_DX, dx from (x, dy, [w]), rstd recomputed in the same
+   pass per row; the weight's, sum over rows of dy * x * rstd, is NORM_DGAMMA over the
+   statistics NORM_STATS gives with rms set (means 0, mean squares) ==== */
+
+#define nn__plan_rms_norm nn__no_plan
+#define nn__grad_rms_norm_dx nn__grad_none
+#define nn__plan_rms_norm_dx nn__no_plan
+
+static void nn__grad_rms_norm(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int wi = n.a.norm.has_gamma ? b : -1, din[3];
+    (void)gb;
+    din[0] = a;
+    din[1] = gy.id;
+    din[2] = wi;
+    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_RMS_NORM_DX, NN_F32, g->nodes[a].shape, din,
+                                                                             wi >= 0 ? 3 : 2)), &n.a.norm));
+    if (wi >= 0 && g->nodes[wi].needs_grad) {
+        nn__norm_attr at = n.a.norm;
+        int stats;
+        at.rms = 1;
+        stats = nn__norm_stats_node(g, nn__tensor(a), &at);
+        if (stats < 0) return;
+        nn__acc_grad(g, wi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[wi].shape, a, stats, gy.id), &at));
+    }
+}
+
+static nn_result nn__cpu_rms_norm(nn_graph *g, nn__node *n) {
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__rms_norm(g->ctx->threads, &q, n->buf.host, NN__F(n->in[0]), NULL, n->a.norm.has_gamma ? NN__F(n->in[1]) : NULL,
+                 n->a.norm.eps);
+    return NN_OK;
+}
+
+/* x, dy, [w] */
+static nn_result nn__cpu_rms_norm_dx(nn_graph *g, nn__node *n) {
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__rms_norm(g->ctx->threads, &q, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
+                 n->a.norm.has_gamma ? NN__F(n->in[2]) : NULL, n->a.norm.eps);
+    return NN_OK;
+}
+
+/* one work-group per row; &g->one stands in for an absent w */
+static nn_result nn__launch_rms_norm(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__norm_attr *a = &n->a.norm;
+    size_t wg;
+    NN__KWITH(rms_norm_forward, nn__launch_norm_groups(g, id, "rms_norm_forward", 1, &l, &wg));
+    k.x = &g->nodes[n->in[0]].buf;
+    k.w = a->has_gamma ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.has_w = a->has_gamma;
+    k.eps = a->eps;
+    k.tmp = wg * 4;
+    return nn__kargs_rms_norm_forward(l, &k);
+}
+
+static nn_result nn__launch_rms_norm_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__norm_attr *a = &n->a.norm;
+    size_t wg;
+    NN__KWITH(rms_norm_backward_data, nn__launch_norm_groups(g, id, "rms_norm_backward_data", 1, &l, &wg));
+    k.x = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.w = a->has_gamma ? &g->nodes[n->in[2]].buf : &g->one;
+    k.dx = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.has_w = a->has_gamma;
+    k.eps = a->eps;
+    k.tmp = wg * 4;
+    return nn__kargs_rms_norm_backward_data(l, &k);
+}
+
 /* ==== the public norms, made of the ops above: group, instance and layer norm are
    norm_stats + norm; batch norm adds the running statistics' update in training mode, or
    normalises by them (batch_norm_running_stats) in eval mode ==== */
@@ -25421,6 +25624,37 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
     at.S = at.groups = 1;
     at.eps = eps;
     return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
+}
+
+/* RMS norm over the trailing n_norm_dims dims of x: one RMS_NORM node on x as [rows,
+   features]. eps: 0 is PyTorch's None, torch.finfo(float32).eps = 2^-23. */
+NN_API nn_tensor nn_rms_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor weight, const nn_norm_desc *desc) {
+    float eps = desc ? desc->eps : 0.0f;
+    char sx[128];
+    nn__node *nx;
+    nn_shape tail;
+    nn__norm_attr at;
+    int k, in[2];
+    if (!nn__norm_check_x(g, "nn_rms_norm", x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_rms_norm: n_norm_dims %d is not in 1..%d for x %s", n_norm_dims,
+                           nx->shape.ndim, sx);
+    eps = nn__deff(eps, 1.1920928955078125e-07f);
+    if (!(eps >= 0.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_rms_norm: eps %g is not >= 0", eps);
+    memset(&tail, 0, sizeof tail);
+    tail.ndim = n_norm_dims;
+    for (k = 0; k < n_norm_dims; k++) tail.dim[k] = nx->shape.dim[nx->shape.ndim - n_norm_dims + k];
+    if (!nn__norm_check_vec(g, "nn_rms_norm", weight, "weight", &tail, sx)) return nn__tensor(-1);
+    memset(&at, 0, sizeof at);
+    at.C = (int)nn__numel(&tail);
+    at.A = at.C ? (int)(nx->numel / at.C) : 0;
+    at.S = at.groups = 1;
+    at.eps = eps;
+    at.has_gamma = weight.id > 0;
+    in[0] = x.id;
+    in[1] = weight.id;
+    return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_RMS_NORM, NN_F32, nx->shape, in, weight.id > 0 ? 2 : 1)), &at);
 }
 
 NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc) {
@@ -25514,6 +25748,52 @@ NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const nn_norm_d
 
 NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name) {
     return nn__batch_norm_layer(g, x, desc, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
+}
+
+/* PyTorch's LayerNorm and RMSNorm modules over the trailing n_norm_dims dims of x:
+   NAME.weight (ones) and, for LayerNorm unless desc->no_bias, NAME.bias (zeros), of those
+   dims' shape. */
+static nn_tensor nn__norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name,
+                                const char *fn, int rms) {
+    char nm[256], sx[128];
+    nn_tensor w, b = NN_NONE;
+    nn_init init;
+    nn_shape tail;
+    nn__node *nx;
+    int k;
+    if (!nn__norm_check_x(g, fn, x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", fn);
+    nx = nn__n(g, x);
+    if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: n_norm_dims %d is not in 1..%d for x %s", fn, n_norm_dims, nx->shape.ndim, sx);
+    if (desc && (desc->running_mean.id != 0 || desc->running_var.id != 0))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: has no running statistics; desc gives some", fn);
+    memset(&tail, 0, sizeof tail);
+    tail.ndim = n_norm_dims;
+    for (k = 0; k < n_norm_dims; k++) tail.dim[k] = nx->shape.dim[nx->shape.ndim - n_norm_dims + k];
+    memset(&init, 0, sizeof init);
+    init.kind = NN_INIT_CONSTANT;
+    init.a = 1.0f;
+    snprintf(nm, sizeof nm, "%s.weight", name);
+    w = nn_param(g, nm, tail, init);
+    if (w.id < 0) return w;
+    if (rms) return nn_rms_norm(g, x, n_norm_dims, w, desc);
+    if (!(desc && desc->no_bias)) {
+        init.kind = NN_INIT_ZEROS;
+        init.a = 0.0f;
+        snprintf(nm, sizeof nm, "%s.bias", name);
+        b = nn_param(g, nm, tail, init);
+        if (b.id < 0) return b;
+    }
+    return nn_layer_norm(g, x, n_norm_dims, w, b, desc);
+}
+
+NN_API nn_tensor nn_layer_norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name) {
+    return nn__norm_layer(g, x, n_norm_dims, desc, name, "nn_layer_norm_layer", 0);
+}
+
+NN_API nn_tensor nn_rms_norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name) {
+    return nn__norm_layer(g, x, n_norm_dims, desc, name, "nn_rms_norm_layer", 1);
 }
 
 /* ======================================================================

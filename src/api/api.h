@@ -709,6 +709,7 @@ typedef struct nn_norm_desc {
     float momentum;
     nn_tensor running_mean, running_var;  /* batch norm: [C] buffers (nn_buffer); both or
                                              neither (NN_NONE: no running statistics) */
+    int no_bias;         /* nn_layer_norm_layer: 1 makes no NAME.bias (PyTorch's bias=False) */
 } nn_norm_desc;
 
 /* Batch norm over x [N, C], [N, C, L] or [N, C, H, W] (any [N, C, ...]) with gamma, beta
@@ -722,6 +723,11 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
 /* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
    and beta have the shape of those dims. Arguments in F.layer_norm's order. */
 NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
+/* RMS norm (F.rms_norm) over the trailing n_norm_dims dims of x: y = x / sqrt(mean(x^2) +
+   eps) * weight, the mean over those dims; weight (NN_NONE: none) has their shape. desc's
+   eps: 0 is PyTorch's None, torch.finfo(float32).eps = 2^-23 (1.1920929e-07); NN_ZERO
+   exactly 0. One fused op, forward and backward one pass per row on each backend. */
+NN_API nn_tensor nn_rms_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor weight, const nn_norm_desc *desc);
 /* Group norm over x [N, C, ...]: the C channels in `groups` groups of C/groups, each
    normalised over its channels and the spatial dims; gamma and beta [C], per channel.
    Arguments in F.group_norm's order. */
@@ -861,6 +867,12 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
    its own). 2d takes x [N, C, H, W]; 1d takes [N, C] or [N, C, L]. */
 NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name);
 NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name);
+/* PyTorch's LayerNorm(normalized_shape = the trailing n_norm_dims dims of x) and
+   RMSNorm(same, eps=None) modules: NAME.weight (ones) and, for LayerNorm, NAME.bias
+   (zeros), both of those dims' shape; desc's eps (zero: 1e-5 for LayerNorm, 2^-23 for
+   RMSNorm) and no_bias (LayerNorm's bias=False: no NAME.bias). */
+NN_API nn_tensor nn_layer_norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name);
+NN_API nn_tensor nn_rms_norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name);
 
 /* PyTorch's nn.PReLU(num_parameters, init): NAME.weight [num_parameters], all init;
    num_parameters is 1 or the channels of x. */

@@ -145,7 +145,9 @@
     X(NORM_DGAMMA, "norm_grad_weight", norm_dgamma, 0)         \
     X(NORM_DBETA, "norm_grad_bias", norm_dbeta, 0)             \
     X(BN_RUNNING, "batch_norm_running_update", bn_running, 0)  \
-    X(BN_PACK, "batch_norm_running_stats", bn_pack, 0)
+    X(BN_PACK, "batch_norm_running_stats", bn_pack, 0)          \
+    X(RMS_NORM, "rms_norm", rms_norm, 0)                         \
+    X(RMS_NORM_DX, "rms_norm_grad_input", rms_norm_dx, 0)
 
 #define NN__OPS_POOL(X)                                            \
     X(MAXPOOL2D, "max_pool2d", maxpool2d, 0)                       \
