@@ -1126,6 +1126,27 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p);
    mask. */
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
 
+/* A token id per row of logits [B, V] (float32), drawn on the device: int32 [B], not
+   differentiable. The usual sampling of HF's generate and nanoGPT: logits * (1 /
+   temperature) (the reciprocal rounded to float, then a product: PyTorch divides), then
+   top-k (keep the logits >= the k-th largest: ties with it stay, as HF's), then top-p on
+   the softmax of what is left (keep the largest probabilities whose sum reaches top_p of
+   the mass: a token stays when the mass strictly above it is < top_p, so at least one;
+   ties with the last one stay), then one draw from the renormalised probabilities. A
+   temperature of 0 (the zeroed desc: HF's default do_sample=False) is greedy: the first
+   index of the largest logit, as torch.argmax. NaN logits count as -inf. The draw's
+   uniform is the Philox word of counter (row, the op's key, the graph's run count: every
+   nn_graph_forward or nn_graph_step is a run) under the graph's seed, and the
+   probabilities use only exactly rounded arithmetic in a fixed order (kernels/random.h),
+   so the CPU and OpenCL backends draw the same token, and each run draws afresh with no
+   recompiling; one work-group per row on a device. */
+typedef struct nn_sample_desc {
+    float temperature;   /* 0 (and NN_ZERO): greedy; else > 0, finite */
+    int top_k;           /* 0: off (every token) */
+    float top_p;         /* 0: 1 (off); in [0, 1], NN_ZERO 0: the most likely token(s) only */
+} nn_sample_desc;
+NN_API nn_tensor nn_sample_logits(nn_graph *g, nn_tensor logits, const nn_sample_desc *desc);
+
 /* ==== 14. Optimizers, schedules and compiling ==============================================
    torch.optim's optimizers and lr_scheduler's schedules, as options of nn_graph_compile
    (nn_compile_desc): the optimizer's update runs on the device after each backward. */
@@ -1587,6 +1608,9 @@ typedef struct nn__random_attr {
     float p;             /* DROPOUT, ALPHA_DROPOUT*: the probability of a drop */
     float scale, shift;  /*   kept elements: scale x + shift; */
     float dropped;       /*   dropped ones: this value */
+    float inv_t;         /* SAMPLE_LOGITS: 1 / temperature (greedy: 0) */
+    int top_k;           /*   0: all tokens */
+    float top_p;         /*   1: all tokens */
 } nn__random_attr;
 
 #endif
@@ -1833,6 +1857,7 @@ struct nn_graph {
     int eval;
     uint64_t seed;
     uint64_t step;               /* completed training steps */
+    uint64_t runs;               /* runs started, forward or step (nn_sample_logits's counter) */
     int progress;                /* launches (ops) of the running step enqueued so far (backends count) */
     int broken;                  /* a step failed part way: parameters may be partly updated */
     nn_optimizer opt;
@@ -2162,7 +2187,8 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(GAUSSIAN_NOISE, "gaussian_noise", gaussian_noise, NN__OPF_RANK0)              \
     X(ALPHA_DROPOUT, "alpha_dropout", alpha_dropout, NN__OPF_RANK0)                 \
     X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)  \
-    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)
+    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)                                   \
+    X(SAMPLE_LOGITS, "sample_logits", sample_logits, NN__OPF_NO_GRAD)
 
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
@@ -14913,6 +14939,12 @@ static const char *const nn__cl_src_random[] = {
 "NN__KSIG(alpha_dropout)\n",
 "#define NN__KARGS_alpha_dropout_grad(F, P) F(in, dy) P(out, dx) P(int, n) P(float, p) P(float, scale) NN__KARGS_RNG(P)\n",
 "NN__KSIG(alpha_dropout_grad)\n",
+"/* a token id y[b] drawn from logits z [B, V], p [B, V] the scratch of its probabilities;\n",
+"   one work-group per row; the counter (b, key, run_lo, run_hi), the run the graph's */\n",
+"#define NN__KARGS_sample_logits(F, P)                                                                     \\\n",
+"    F(in, z) P(out, p) P(iout, y) P(int, V) P(float, inv_t) P(int, greedy) P(int, top_k) P(float, top_p) \\\n",
+"    P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, run_lo) P(ustep, run_hi)\n",
+"NN__KSIG(sample_logits)\n",
 "\n",
 "#endif\n",
 "#line 6 \"kernels/random.cl\"\n",
@@ -14970,6 +15002,8 @@ static const char *const nn__cl_src_random[] = {
 "#define NN__RANDOM_H\n",
 "\n",
 "#ifdef __OPENCL_VERSION__\n",
+"#define NN__RG __global\n",
+"#define NN__RL __local\n",
 "#define NN__RU32 uint\n",
 "#define NN__RU64 ulong\n",
 "#define NN__RI64 long\n",
@@ -14980,6 +15014,8 @@ static const char *const nn__cl_src_random[] = {
 "#include <math.h>\n",
 "#include <stdint.h>\n",
 "#include <string.h>\n",
+"#define NN__RG\n",
+"#define NN__RL\n",
 "#define NN__RU32 uint32_t\n",
 "#define NN__RU64 uint64_t\n",
 "#define NN__RI64 int64_t\n",
@@ -15073,6 +15109,129 @@ static const char *const nn__cl_src_random[] = {
 "    NN__RU64 v = (((NN__RU64)r1 << 32) | (NN__RU64)r0) % range;\n",
 "    return (int)((NN__RI64)low + (NN__RI64)v);\n",
 "}\n",
+"\n",
+"/* ---- sampling a token from a row of logits (nn_sample_logits), the same bits on every\n",
+"   backend: a row of V logits is cut into NN__SAMP_LANES contiguous chunks (lane j: indices\n",
+"   j*ch .. min(V, (j+1)*ch) - 1, ch = ceil(V / lanes)); every float sum is each lane's chunk\n",
+"   in index order, then the lanes' sums in lane order; thresholds are searched bit by bit\n",
+"   on the order-preserving keys of the scaled logits (integer counts and those sums), so\n",
+"   nothing depends on a device's work-group size. The CPU body runs the lanes one after\n",
+"   another, the kernel one work-group per row over them. ---- */\n",
+"#define NN__SAMP_LANES 64\n",
+"\n",
+"/* the scaled logit: z * inv_t (z itself when greedy), NaN as -inf, -0 as +0 */\n",
+"static inline float nn__samp_s(float z, float inv_t, int greedy) {\n",
+"    float v = greedy ? z : z * inv_t;\n",
+"    return v != v ? -INFINITY : v == 0.0f ? 0.0f : v;\n",
+"}\n",
+"/* the float's order as an unsigned key: a < b exactly when key(a) < key(b) */\n",
+"static inline NN__RU32 nn__samp_key(float v) {\n",
+"    NN__RU32 b = nn__rng_f2u(v);\n",
+"    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);\n",
+"}\n",
+"static inline float nn__samp_unkey(NN__RU32 k) { return nn__rng_u2f((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k); }\n",
+"\n",
+"/* exp(x) for x <= 0 (s - max), by exact operations: x = k ln2 + r (Cody-Waite), Taylor to r^7\n",
+"   (|r| < 0.35: relative error < 1e-7), times 2^k; 0 below -87; NaN (inf - inf: the +inf\n",
+"   logits) gives 1 */\n",
+"static inline float nn__samp_exp(float x) {\n",
+"    float kf, r, p;\n",
+"    int k;\n",
+"    if (x != x) return 1.0f;\n",
+"    if (x < -87.0f) return 0.0f;\n",
+"    k = (int)(x * 1.44269502162933349609f - 0.5f);\n",
+"    kf = (float)k;\n",
+"    r = NN__RFMA(kf, -0.693145751953125f, x);\n",
+"    r = NN__RFMA(kf, -1.428606765330187e-06f, r);\n",
+"    p = NN__RFMA(1.98412698e-04f, r, 1.38888889e-03f);\n",
+"    p = NN__RFMA(p, r, 8.33333333e-03f);\n",
+"    p = NN__RFMA(p, r, 4.16666667e-02f);\n",
+"    p = NN__RFMA(p, r, 1.66666667e-01f);\n",
+"    p = NN__RFMA(p, r, 0.5f);\n",
+"    p = NN__RFMA(p, r, 1.0f);\n",
+"    p = NN__RFMA(p, r, 1.0f);\n",
+"    return p * nn__rng_u2f((NN__RU32)(k + 127) << 23);\n",
+"}\n",
+"\n",
+"/* lane work over z[i0..i1) (p: the row's probabilities, exp(s - max), written by\n",
+"   nn__samp_lane_exp): the largest key; the first index of key m (-1: none); the count of\n",
+"   keys >= c; the sum of p over keys >= c */\n",
+"static inline NN__RU32 nn__samp_lane_max(NN__RG const float *z, int i0, int i1, float inv_t, int greedy) {\n",
+"    NN__RU32 m = 0u, k;\n",
+"    int i;\n",
+"    for (i = i0; i < i1; i++) {\n",
+"        k = nn__samp_key(nn__samp_s(z[i], inv_t, greedy));\n",
+"        m = k > m ? k : m;\n",
+"    }\n",
+"    return m;\n",
+"}\n",
+"static inline int nn__samp_lane_first(NN__RG const float *z, int i0, int i1, float inv_t, int greedy, NN__RU32 m) {\n",
+"    int i;\n",
+"    for (i = i0; i < i1; i++)\n",
+"        if (nn__samp_key(nn__samp_s(z[i], inv_t, greedy)) == m) return i;\n",
+"    return -1;\n",
+"}\n",
+"static inline void nn__samp_lane_exp(NN__RG const float *z, NN__RG float *p, int i0, int i1, float inv_t, float m) {\n",
+"    int i;\n",
+"    for (i = i0; i < i1; i++) p[i] = nn__samp_exp(nn__samp_s(z[i], inv_t, 0) - m);\n",
+"}\n",
+"static inline NN__RU32 nn__samp_lane_count(NN__RG const float *z, int i0, int i1, float inv_t, NN__RU32 c) {\n",
+"    NN__RU32 n = 0u;\n",
+"    int i;\n",
+"    for (i = i0; i < i1; i++) n += nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c ? 1u : 0u;\n",
+"    return n;\n",
+"}\n",
+"static inline float nn__samp_lane_sum(NN__RG const float *z, NN__RG const float *p, int i0, int i1, float inv_t, NN__RU32 c) {\n",
+"    float acc = 0.0f;\n",
+"    int i;\n",
+"    for (i = i0; i < i1; i++)\n",
+"        if (nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c) acc += p[i];\n",
+"    return acc;\n",
+"}\n",
+"/* the draw inside lane z[i0..i1): from acc (the lanes before it), the first kept index where\n",
+"   the running sum passes target, else the lane's last kept index */\n",
+"static inline int nn__samp_lane_pick(NN__RG const float *z, NN__RG const float *p, int i0, int i1, float inv_t, NN__RU32 c,\n",
+"                                     float acc, float target) {\n",
+"    int i, last = -1;\n",
+"    for (i = i0; i < i1; i++)\n",
+"        if (nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c) {\n",
+"            acc += p[i];\n",
+"            last = i;\n",
+"            if (acc > target) return i;\n",
+"        }\n",
+"    return last;\n",
+"}\n",
+"/* the lanes' values combined in lane order: a sum, a count, and the lane of the draw (the\n",
+"   first whose running sum passes target; the last non-empty one otherwise), *before: the\n",
+"   lanes' sum before it */\n",
+"static inline float nn__samp_sum_lanes(NN__RL const float *lf) {\n",
+"    float acc = 0.0f;\n",
+"    int j;\n",
+"    for (j = 0; j < NN__SAMP_LANES; j++) acc += lf[j];\n",
+"    return acc;\n",
+"}\n",
+"static inline NN__RU32 nn__samp_count_lanes(NN__RL const NN__RU32 *lu) {\n",
+"    NN__RU32 n = 0u;\n",
+"    int j;\n",
+"    for (j = 0; j < NN__SAMP_LANES; j++) n += lu[j];\n",
+"    return n;\n",
+"}\n",
+"static inline int nn__samp_pick_lane(NN__RL const float *lf, float target, float *before) {\n",
+"    float acc = 0.0f;\n",
+"    int j, last = 0;\n",
+"    for (j = 0; j < NN__SAMP_LANES; j++) {\n",
+"        if (lf[j] > 0.0f) last = j;\n",
+"        if (acc + lf[j] > target) {\n",
+"            *before = acc;\n",
+"            return j;\n",
+"        }\n",
+"        acc += lf[j];\n",
+"    }\n",
+"    acc = 0.0f;\n",
+"    for (j = 0; j < last; j++) acc += lf[j];\n",
+"    *before = acc;\n",
+"    return last;\n",
+"}\n",
 "#endif /* NN__RANDOM_H */\n",
 "#line 35 \"kernels/random.cl\"\n",
 "\n",
@@ -15133,6 +15292,84 @@ static const char *const nn__cl_src_random[] = {
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
 "    dx[i] = nn__rng_uniform(r.x) >= p ? scale * dy[i] : 0.0f;\n",
+"}\n",
+"\n",
+"/* nn_sample_logits: one work-group per row b of z [B, V]; work-item l runs the lanes l,\n",
+"   l + wg, ... of kernels/random.h's split (any work-group size up to NN__SAMP_LANES gives\n",
+"   the same bits), and work-item 0 combines the lanes in order. p [B, V]: the row's\n",
+"   exp(s - max). Branches on arguments and on values read after a barrier are uniform. */\n",
+"__kernel void sample_logits(NN__KPARAMS(sample_logits)) {\n",
+"    __local float lf[NN__SAMP_LANES];\n",
+"    __local uint lu[NN__SAMP_LANES];\n",
+"    __local uint bu;\n",
+"    __local float bf;\n",
+"    int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), j;\n",
+"    int ch = (V + NN__SAMP_LANES - 1) / NN__SAMP_LANES;\n",
+"    __global const float *zr = z + (long)b * V;\n",
+"    __global float *pr = p + (long)b * V;\n",
+"#define NN_LANE_RANGE(j) (j) * ch < V ? (j) * ch : V, (j) * ch + ch < V ? (j) * ch + ch : V\n",
+"    for (j = l; j < NN__SAMP_LANES; j += wg) lu[j] = nn__samp_lane_max(zr, NN_LANE_RANGE(j), inv_t, greedy);\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    if (l == 0) {\n",
+"        uint m = 0u;\n",
+"        for (j = 0; j < NN__SAMP_LANES; j++) m = lu[j] > m ? lu[j] : m;\n",
+"        bu = m;\n",
+"    }\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    uint mkey = bu;\n",
+"    /* greedy: the first index of the largest (every phase below runs for every argument, so\n",
+"       no barrier stands in a branch; with greedy, inv_t is 0 and they are cheap) */\n",
+"    for (j = l; j < NN__SAMP_LANES; j += wg) lu[j] = (uint)nn__samp_lane_first(zr, NN_LANE_RANGE(j), inv_t, greedy, mkey);\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    int first = 0;\n",
+"    for (j = 0; j < NN__SAMP_LANES; j++)\n",
+"        if ((int)lu[j] >= 0) {\n",
+"            first = (int)lu[j];\n",
+"            break;\n",
+"        }\n",
+"    float m = greedy ? 0.0f : nn__samp_unkey(mkey);\n",
+"    for (j = l; j < NN__SAMP_LANES; j += wg) nn__samp_lane_exp(zr, pr, NN_LANE_RANGE(j), inv_t, m);\n",
+"    /* top-k: the largest key c with at least top_k keys >= c (each work-item reads back\n",
+"       only the p it wrote itself) */\n",
+"    uint tk = 0u;\n",
+"    for (int bit = top_k > 0 && top_k < V && !greedy ? 31 : -1; bit >= 0; bit--) {\n",
+"        uint c = tk | (1u << bit);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        for (j = l; j < NN__SAMP_LANES; j += wg) lu[j] = nn__samp_lane_count(zr, NN_LANE_RANGE(j), inv_t, c);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        if (l == 0) bu = nn__samp_count_lanes(lu);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        if (bu >= (uint)top_k) tk = c;\n",
+"    }\n",
+"    /* top-p: the largest key c >= tk whose keys >= c hold at least top_p of the mass */\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    for (j = l; j < NN__SAMP_LANES; j += wg) lf[j] = nn__samp_lane_sum(zr, pr, NN_LANE_RANGE(j), inv_t, tk);\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    if (l == 0) bf = nn__samp_sum_lanes(lf);\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    float target = top_p * bf;\n",
+"    uint res = 0u;\n",
+"    for (int bit = top_p < 1.0f && !greedy ? 31 : -1; bit >= 0; bit--) {\n",
+"        uint c = res | (1u << bit), cc = c > tk ? c : tk;\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        for (j = l; j < NN__SAMP_LANES; j += wg) lf[j] = nn__samp_lane_sum(zr, pr, NN_LANE_RANGE(j), inv_t, cc);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        if (l == 0) bf = nn__samp_sum_lanes(lf);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        if (bf >= target && bf > 0.0f) res = c; /* at least one token */\n",
+"    }\n",
+"    uint tau = res > tk ? res : tk;\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    for (j = l; j < NN__SAMP_LANES; j += wg) lf[j] = nn__samp_lane_sum(zr, pr, NN_LANE_RANGE(j), inv_t, tau);\n",
+"    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);\n",
+"    if (l == 0) { /* the draw: u in [0, 1) times the kept mass */\n",
+"        uint4 r = nn_philox((uint4)((uint)b, key, run_lo, run_hi), (uint2)(seed_lo, seed_hi));\n",
+"        float before, target = nn__rng_uniform(r.x) * nn__samp_sum_lanes(lf);\n",
+"        int lane = nn__samp_pick_lane(lf, target, &before);\n",
+"        int t = nn__samp_lane_pick(zr, pr, NN_LANE_RANGE(lane), inv_t, tau, before, target);\n",
+"        y[b] = greedy ? first : t < 0 ? 0 : t;\n",
+"    }\n",
+"#undef NN_LANE_RANGE\n",
 "}\n",
 0 };
 
@@ -19067,6 +19304,7 @@ static nn_result nn__run(nn_graph *g, int n_sched) {
                                               "partly updated: load a training state (nn_graph_load_state) to go on");
     g->progress = 0;
     g->checks_pending = g->n_checks > 0;
+    g->runs++;
     return g->ctx->backend->run(g, n_sched);
 }
 
@@ -19837,6 +20075,12 @@ NN__KSIG(gaussian_noise)
 NN__KSIG(alpha_dropout)
 #define NN__KARGS_alpha_dropout_grad(F, P) F(in, dy) P(out, dx) P(int, n) P(float, p) P(float, scale) NN__KARGS_RNG(P)
 NN__KSIG(alpha_dropout_grad)
+/* a token id y[b] drawn from logits z [B, V], p [B, V] the scratch of its probabilities;
+   one work-group per row; the counter (b, key, run_lo, run_hi), the run the graph's */
+#define NN__KARGS_sample_logits(F, P)                                                                     \
+    F(in, z) P(out, p) P(iout, y) P(int, V) P(float, inv_t) P(int, greedy) P(int, top_k) P(float, top_p) \
+    P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, run_lo) P(ustep, run_hi)
+NN__KSIG(sample_logits)
 
 #endif
 
@@ -26572,6 +26816,8 @@ NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
 #define NN__RANDOM_H
 
 #ifdef __OPENCL_VERSION__
+#define NN__RG __global
+#define NN__RL __local
 #define NN__RU32 uint
 #define NN__RU64 ulong
 #define NN__RI64 long
@@ -26582,6 +26828,8 @@ static inline float nn__rng_u2f(uint u) { return as_float(u); }
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#define NN__RG
+#define NN__RL
 #define NN__RU32 uint32_t
 #define NN__RU64 uint64_t
 #define NN__RI64 int64_t
@@ -26674,6 +26922,129 @@ static inline float nn__rng_normal(NN__RU32 r0, NN__RU32 r1) {
 static inline int nn__rng_int(NN__RU32 r0, NN__RU32 r1, int low, NN__RU64 range) {
     NN__RU64 v = (((NN__RU64)r1 << 32) | (NN__RU64)r0) % range;
     return (int)((NN__RI64)low + (NN__RI64)v);
+}
+
+/* ---- sampling a token from a row of logits (nn_sample_logits), the same bits on every
+   backend: a row of V logits is cut into NN__SAMP_LANES contiguous chunks (lane j: indices
+   j*ch .. min(V, (j+1)*ch) - 1, ch = ceil(V / lanes)); every float sum is each lane's chunk
+   in index order, then the lanes' sums in lane order; thresholds are searched bit by bit
+   on the order-preserving keys of the scaled logits (integer counts and those sums), so
+   nothing depends on a device's work-group size. The CPU body runs the lanes one after
+   another, the kernel one work-group per row over them. ---- */
+#define NN__SAMP_LANES 64
+
+/* the scaled logit: z * inv_t (z itself when greedy), NaN as -inf, -0 as +0 */
+static inline float nn__samp_s(float z, float inv_t, int greedy) {
+    float v = greedy ? z : z * inv_t;
+    return v != v ? -INFINITY : v == 0.0f ? 0.0f : v;
+}
+/* the float's order as an unsigned key: a < b exactly when key(a) < key(b) */
+static inline NN__RU32 nn__samp_key(float v) {
+    NN__RU32 b = nn__rng_f2u(v);
+    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+static inline float nn__samp_unkey(NN__RU32 k) { return nn__rng_u2f((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k); }
+
+/* exp(x) for x <= 0 (s - max), by exact operations: x = k ln2 + r (Cody-Waite), Taylor to r^7
+   (|r| < 0.35: relative error < 1e-7), times 2^k; 0 below -87; NaN (inf - inf: the +inf
+   logits) gives 1 */
+static inline float nn__samp_exp(float x) {
+    float kf, r, p;
+    int k;
+    if (x != x) return 1.0f;
+    if (x < -87.0f) return 0.0f;
+    k = (int)(x * 1.44269502162933349609f - 0.5f);
+    kf = (float)k;
+    r = NN__RFMA(kf, -0.693145751953125f, x);
+    r = NN__RFMA(kf, -1.428606765330187e-06f, r);
+    p = NN__RFMA(1.98412698e-04f, r, 1.38888889e-03f);
+    p = NN__RFMA(p, r, 8.33333333e-03f);
+    p = NN__RFMA(p, r, 4.16666667e-02f);
+    p = NN__RFMA(p, r, 1.66666667e-01f);
+    p = NN__RFMA(p, r, 0.5f);
+    p = NN__RFMA(p, r, 1.0f);
+    p = NN__RFMA(p, r, 1.0f);
+    return p * nn__rng_u2f((NN__RU32)(k + 127) << 23);
+}
+
+/* lane work over z[i0..i1) (p: the row's probabilities, exp(s - max), written by
+   nn__samp_lane_exp): the largest key; the first index of key m (-1: none); the count of
+   keys >= c; the sum of p over keys >= c */
+static inline NN__RU32 nn__samp_lane_max(NN__RG const float *z, int i0, int i1, float inv_t, int greedy) {
+    NN__RU32 m = 0u, k;
+    int i;
+    for (i = i0; i < i1; i++) {
+        k = nn__samp_key(nn__samp_s(z[i], inv_t, greedy));
+        m = k > m ? k : m;
+    }
+    return m;
+}
+static inline int nn__samp_lane_first(NN__RG const float *z, int i0, int i1, float inv_t, int greedy, NN__RU32 m) {
+    int i;
+    for (i = i0; i < i1; i++)
+        if (nn__samp_key(nn__samp_s(z[i], inv_t, greedy)) == m) return i;
+    return -1;
+}
+static inline void nn__samp_lane_exp(NN__RG const float *z, NN__RG float *p, int i0, int i1, float inv_t, float m) {
+    int i;
+    for (i = i0; i < i1; i++) p[i] = nn__samp_exp(nn__samp_s(z[i], inv_t, 0) - m);
+}
+static inline NN__RU32 nn__samp_lane_count(NN__RG const float *z, int i0, int i1, float inv_t, NN__RU32 c) {
+    NN__RU32 n = 0u;
+    int i;
+    for (i = i0; i < i1; i++) n += nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c ? 1u : 0u;
+    return n;
+}
+static inline float nn__samp_lane_sum(NN__RG const float *z, NN__RG const float *p, int i0, int i1, float inv_t, NN__RU32 c) {
+    float acc = 0.0f;
+    int i;
+    for (i = i0; i < i1; i++)
+        if (nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c) acc += p[i];
+    return acc;
+}
+/* the draw inside lane z[i0..i1): from acc (the lanes before it), the first kept index where
+   the running sum passes target, else the lane's last kept index */
+static inline int nn__samp_lane_pick(NN__RG const float *z, NN__RG const float *p, int i0, int i1, float inv_t, NN__RU32 c,
+                                     float acc, float target) {
+    int i, last = -1;
+    for (i = i0; i < i1; i++)
+        if (nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c) {
+            acc += p[i];
+            last = i;
+            if (acc > target) return i;
+        }
+    return last;
+}
+/* the lanes' values combined in lane order: a sum, a count, and the lane of the draw (the
+   first whose running sum passes target; the last non-empty one otherwise), *before: the
+   lanes' sum before it */
+static inline float nn__samp_sum_lanes(NN__RL const float *lf) {
+    float acc = 0.0f;
+    int j;
+    for (j = 0; j < NN__SAMP_LANES; j++) acc += lf[j];
+    return acc;
+}
+static inline NN__RU32 nn__samp_count_lanes(NN__RL const NN__RU32 *lu) {
+    NN__RU32 n = 0u;
+    int j;
+    for (j = 0; j < NN__SAMP_LANES; j++) n += lu[j];
+    return n;
+}
+static inline int nn__samp_pick_lane(NN__RL const float *lf, float target, float *before) {
+    float acc = 0.0f;
+    int j, last = 0;
+    for (j = 0; j < NN__SAMP_LANES; j++) {
+        if (lf[j] > 0.0f) last = j;
+        if (acc + lf[j] > target) {
+            *before = acc;
+            return j;
+        }
+        acc += lf[j];
+    }
+    acc = 0.0f;
+    for (j = 0; j < last; j++) acc += lf[j];
+    *before = acc;
+    return last;
 }
 #endif /* NN__RANDOM_H */
 
@@ -27072,6 +27443,140 @@ static nn_result nn__launch_dropout(nn_graph *g, int id) {
     k.seed_hi = (unsigned)(g->seed >> 32);
     k.node = (unsigned)n->a.random.key;
     return nn__kargs_dropout(l, &k);
+}
+
+/* ==== sample_logits: y [B] int32, a token id per row of logits [B, V], drawn with
+   temperature, top-k and top-p (the usual HF / nanoGPT sampling), or the argmax (greedy);
+   kernels/random.h's lanes, so both backends draw the same token. Its scratch [B, V] holds
+   each row's exp(s - max). The draw's counter is (row, key, the graph's run count), so each
+   run, forward or step, draws afresh without recompiling. ==== */
+
+NN_API nn_tensor nn_sample_logits(nn_graph *g, nn_tensor logits, const nn_sample_desc *desc) {
+    nn_sample_desc d;
+    nn__node *nz;
+    char sz[128];
+    nn_tensor t;
+    if (!nn__check(g, "nn_sample_logits", 1, &logits) || !nn__expect_f32(g, "nn_sample_logits", logits, "logits"))
+        return nn__tensor(-1);
+    nz = nn__n(g, logits);
+    nn__shape_str(&nz->shape, sz, sizeof sz);
+    if (nz->shape.ndim != 2 || nz->shape.dim[1] < 1 || nz->shape.dim[1] > INT32_MAX / 2 || nz->numel > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_sample_logits: logits %s must be [B, V], V >= 1, under 2^31 elements", sz);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    d.top_p = nn__deff(d.top_p, 1.0f);
+    if (d.temperature == (float)NN_ZERO) d.temperature = 0.0f;
+    if (!(d.temperature >= 0.0f && d.temperature < INFINITY) || (d.temperature > 0.0f && !(1.0f / d.temperature < INFINITY)) || d.top_k < 0 ||
+        !(d.top_p >= 0.0f && d.top_p <= 1.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                           "nn_sample_logits: temperature %g must be finite and >= 0 (1 / temperature too), top_k %d >= 0, "
+                           "top_p %g in [0, 1]",
+                           d.temperature, d.top_k, d.top_p);
+    t = nn__tensor(nn__new_node(g, NN__OP_SAMPLE_LOGITS, NN_I32, nn_shape1(nz->shape.dim[0]), &logits.id, 1));
+    if (t.id < 0) return t;
+    g->nodes[t.id].a.random.key = t.id;
+    g->nodes[t.id].a.random.inv_t = d.temperature > 0.0f ? 1.0f / d.temperature : 0.0f;
+    g->nodes[t.id].a.random.top_k = d.top_k;
+    g->nodes[t.id].a.random.top_p = d.top_p;
+    return t;
+}
+
+#define nn__grad_sample_logits nn__grad_none
+
+static void nn__plan_sample_logits(nn_graph *g, nn__node *n) { n->scratch = g->nodes[n->in[0]].numel; }
+
+/* One row, kernels/random.h's lanes one after another (the kernel's order exactly). */
+static int32_t nn__sample_row(const float *z, float *p, int V, const nn__random_attr *ra, float u) {
+    float lf[NN__SAMP_LANES], m, before;
+    uint32_t lu[NN__SAMP_LANES], mkey = 0, tk = 0, tau;
+    int ch = (V + NN__SAMP_LANES - 1) / NN__SAMP_LANES, j, lane, t, greedy = ra->inv_t == 0.0f, bit;
+#define NN__LANE_RANGE(j) (j) * ch < V ? (j) * ch : V, (j) * ch + ch < V ? (j) * ch + ch : V
+    for (j = 0; j < NN__SAMP_LANES; j++) {
+        uint32_t k = nn__samp_lane_max(z, NN__LANE_RANGE(j), ra->inv_t, greedy);
+        mkey = k > mkey ? k : mkey;
+    }
+    if (greedy) {
+        for (j = 0; j < NN__SAMP_LANES; j++)
+            if ((t = nn__samp_lane_first(z, NN__LANE_RANGE(j), ra->inv_t, 1, mkey)) >= 0) return t;
+        return 0;
+    }
+    m = nn__samp_unkey(mkey);
+    for (j = 0; j < NN__SAMP_LANES; j++) nn__samp_lane_exp(z, p, NN__LANE_RANGE(j), ra->inv_t, m);
+    if (ra->top_k > 0 && ra->top_k < V)
+        for (bit = 31; bit >= 0; bit--) {
+            uint32_t c = tk | (1u << bit);
+            for (j = 0; j < NN__SAMP_LANES; j++) lu[j] = nn__samp_lane_count(z, NN__LANE_RANGE(j), ra->inv_t, c);
+            if (nn__samp_count_lanes(lu) >= (uint32_t)ra->top_k) tk = c;
+        }
+    tau = tk;
+    if (ra->top_p < 1.0f) {
+        uint32_t res = 0;
+        float target;
+        for (j = 0; j < NN__SAMP_LANES; j++) lf[j] = nn__samp_lane_sum(z, p, NN__LANE_RANGE(j), ra->inv_t, tk);
+        target = ra->top_p * nn__samp_sum_lanes(lf);
+        for (bit = 31; bit >= 0; bit--) {
+            uint32_t c = res | (1u << bit), cc = c > tk ? c : tk;
+            for (j = 0; j < NN__SAMP_LANES; j++) lf[j] = nn__samp_lane_sum(z, p, NN__LANE_RANGE(j), ra->inv_t, cc);
+            float sum = nn__samp_sum_lanes(lf);
+            if (sum >= target && sum > 0.0f) res = c; /* at least one token */
+        }
+        tau = res > tk ? res : tk;
+    }
+    for (j = 0; j < NN__SAMP_LANES; j++) lf[j] = nn__samp_lane_sum(z, p, NN__LANE_RANGE(j), ra->inv_t, tau);
+    u = u * nn__samp_sum_lanes(lf);
+    lane = nn__samp_pick_lane(lf, u, &before);
+    t = nn__samp_lane_pick(z, p, NN__LANE_RANGE(lane), ra->inv_t, tau, before, u);
+#undef NN__LANE_RANGE
+    return t < 0 ? 0 : t;
+}
+
+static nn_result nn__cpu_sample_logits(nn_graph *g, nn__node *n) {
+    const nn__node *nz = &g->nodes[n->in[0]];
+    int V = (int)nz->shape.dim[1];
+    int64_t b;
+    uint32_t key[2];
+    key[0] = (uint32_t)g->seed;
+    key[1] = (uint32_t)(g->seed >> 32);
+    for (b = 0; b < n->numel; b++) {
+        uint32_t r[4];
+        r[0] = (uint32_t)b;
+        r[1] = (uint32_t)n->a.random.key;
+        r[2] = (uint32_t)g->runs;
+        r[3] = (uint32_t)(g->runs >> 32);
+        nn__philox(r, key);
+        ((int32_t *)n->buf.host)[b] = nn__sample_row(nz->buf.host + b * V, n->scratch_buf.host + b * V, V, &n->a.random,
+                                                     nn__rng_uniform(r[0]));
+    }
+    return NN_OK;
+}
+
+/* Before each run: the run's counter words. */
+static void nn__update_sample_logits(nn_graph *g, nn__launch *l) {
+    nn__k_sample_logits k;
+    memset(&k, 0, sizeof k);
+    k.run_lo = (unsigned)g->runs;
+    k.run_hi = (unsigned)(g->runs >> 32);
+    nn__kstep_sample_logits(l, &k);
+}
+
+/* one work-group per row, of up to NN__SAMP_LANES work-items */
+static nn_result nn__launch_sample_logits(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    size_t wg = g->ctx->dev.max_wg < NN__SAMP_LANES ? g->ctx->dev.max_wg : NN__SAMP_LANES;
+    NN__KWITH(sample_logits, nn__launch_groups(g, id, "random", "sample_logits", (size_t)n->numel, wg, &l));
+    l->update = nn__update_sample_logits;
+    k.z = &g->nodes[n->in[0]].buf;
+    k.p = &n->scratch_buf;
+    k.y = &n->buf;
+    k.V = (int)g->nodes[n->in[0]].shape.dim[1];
+    k.inv_t = n->a.random.inv_t;
+    k.greedy = n->a.random.inv_t == 0.0f;
+    k.top_k = n->a.random.top_k;
+    k.top_p = n->a.random.top_p;
+    k.seed_lo = (unsigned)g->seed;
+    k.seed_hi = (unsigned)(g->seed >> 32);
+    k.key = (unsigned)n->a.random.key;
+    return nn__kargs_sample_logits(l, &k);
 }
 
 /* ======================================================================

@@ -962,6 +962,27 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p);
    mask. */
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
 
+/* A token id per row of logits [B, V] (float32), drawn on the device: int32 [B], not
+   differentiable. The usual sampling of HF's generate and nanoGPT: logits * (1 /
+   temperature) (the reciprocal rounded to float, then a product: PyTorch divides), then
+   top-k (keep the logits >= the k-th largest: ties with it stay, as HF's), then top-p on
+   the softmax of what is left (keep the largest probabilities whose sum reaches top_p of
+   the mass: a token stays when the mass strictly above it is < top_p, so at least one;
+   ties with the last one stay), then one draw from the renormalised probabilities. A
+   temperature of 0 (the zeroed desc: HF's default do_sample=False) is greedy: the first
+   index of the largest logit, as torch.argmax. NaN logits count as -inf. The draw's
+   uniform is the Philox word of counter (row, the op's key, the graph's run count: every
+   nn_graph_forward or nn_graph_step is a run) under the graph's seed, and the
+   probabilities use only exactly rounded arithmetic in a fixed order (kernels/random.h),
+   so the CPU and OpenCL backends draw the same token, and each run draws afresh with no
+   recompiling; one work-group per row on a device. */
+typedef struct nn_sample_desc {
+    float temperature;   /* 0 (and NN_ZERO): greedy; else > 0, finite */
+    int top_k;           /* 0: off (every token) */
+    float top_p;         /* 0: 1 (off); in [0, 1], NN_ZERO 0: the most likely token(s) only */
+} nn_sample_desc;
+NN_API nn_tensor nn_sample_logits(nn_graph *g, nn_tensor logits, const nn_sample_desc *desc);
+
 /* ==== 14. Optimizers, schedules and compiling ==============================================
    torch.optim's optimizers and lr_scheduler's schedules, as options of nn_graph_compile
    (nn_compile_desc): the optimizer's update runs on the device after each backward. */

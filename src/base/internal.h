@@ -249,6 +249,7 @@ struct nn_graph {
     int eval;
     uint64_t seed;
     uint64_t step;               /* completed training steps */
+    uint64_t runs;               /* runs started, forward or step (nn_sample_logits's counter) */
     int progress;                /* launches (ops) of the running step enqueued so far (backends count) */
     int broken;                  /* a step failed part way: parameters may be partly updated */
     nn_optimizer opt;
