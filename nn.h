@@ -1147,6 +1147,37 @@ typedef struct nn_sample_desc {
 } nn_sample_desc;
 NN_API nn_tensor nn_sample_logits(nn_graph *g, nn_tensor logits, const nn_sample_desc *desc);
 
+/* ==== positions (transformers) ============================================================
+   Learned positional embeddings are a parameter added with broadcasting, nothing more:
+       nn_tensor wpe = nn_param(g, "transformer.wpe.weight", nn_shape2(T, D), init);
+       h = nn_add(g, tok_emb, wpe);              (tok_emb [B, T, D] + wpe [T, D])
+   (tests/test_rope.c trains one). */
+
+/* The fixed encodings of "Attention is all you need" as the PyTorch tutorials write them:
+   pe[t, 2i] = sin(t / 10000^(2i/D)), pe[t, 2i + 1] = cos(t / 10000^(2i/D)), float32
+   [T, D] (odd D: the last column is a sin), computed once at compile time in double and
+   rounded (PyTorch's tutorial computes in float32: within a few ulp of it). A constant. */
+NN_API nn_tensor nn_sinusoidal_positions(nn_graph *g, int64_t T, int64_t D);
+
+/* Rotary position embeddings (RoPE, Su et al.) of x [B, H, T, D] (or [B, T, H, D] with
+   bthd), q or k of attention: the token at position p has its first rot_dim dims turned
+   in pairs, pair i by angle p * theta^(-2i / rot_dim) (the angle in float32, as HF's
+   rotary embeddings): y1 = x1 cos - x2 sin, y2 = x2 cos + x1 sin. Pairs are GPT-NeoX's and
+   LLaMA's halves (x1 = x[i], x2 = x[i + rot_dim/2], HF's rotate_half) by default, GPT-J's
+   neighbours (x[2i], x[2i + 1]) with interleaved. Positions: positions[t] (int32 [T]) or
+   positions[b, t] (int32 [B, T], HF's position_ids), else t; offset is added to each (a
+   generation step with a cache of `offset` tokens). The gradient is the inverse rotation;
+   positions get none. */
+typedef struct nn_rope_desc {
+    float theta;         /* the base: 0 is 10000 (must be > 1) */
+    int rot_dim;         /* 0: D; else even, <= D (partial rotary: the rest is copied) */
+    int interleaved;     /* 1: GPT-J's pairs (2i, 2i + 1) */
+    int bthd;            /* 1: x is [B, T, H, D] */
+    int offset;          /* added to every position (>= 0) */
+    nn_tensor positions; /* NN_NONE, or int32 [T] or [B, T] */
+} nn_rope_desc;
+NN_API nn_tensor nn_rope(nn_graph *g, nn_tensor x, const nn_rope_desc *desc);
+
 /* ==== 14. Optimizers, schedules and compiling ==============================================
    torch.optim's optimizers and lr_scheduler's schedules, as options of nn_graph_compile
    (nn_compile_desc): the optimizer's update runs on the device after each backward. */
@@ -1616,6 +1647,28 @@ typedef struct nn__random_attr {
 #endif
 
 /* ======================================================================
+   src/ops/rope.h
+   ====================================================================== */
+/* The rope family's typed attributes (a node's a.rope), read and written by src/ops/rope.c
+   and the CPU loop it calls (src/cpu/rope.c). */
+#ifndef NN__OPS_ROPE_H
+#define NN__OPS_ROPE_H
+#include <stdint.h>
+
+typedef struct nn__rope_attr { /* x [B, H, T, D], or [B, T, H, D] when bthd */
+    int B, H, T, D;
+    int bthd;            /* x's layout is [B, T, H, D] */
+    int rot;             /* the rotated dims: the first rot of D (even) */
+    int interleaved;     /* GPT-J's pairs (2i, 2i + 1), not GPT-NeoX's halves (i, i + rot/2) */
+    int inverse;         /* rotate by -angle (the gradient) */
+    int pos;             /* positions: 0 none (t), 1 int32 [T], 2 int32 [B, T] (input 1) */
+    int offset;          /* added to every position */
+    float log2_theta;    /* log2 of the base: angle(p, i) = p * 2^(-(2i / rot) log2_theta) */
+} nn__rope_attr;
+
+#endif
+
+/* ======================================================================
    src/base/internal.h
    ====================================================================== */
 /* Private definitions shared by every part of the implementation. */
@@ -1699,6 +1752,7 @@ typedef union nn__attr {
     nn__norm_attr norm;
     nn__optim_attr optim;
     nn__random_attr random;
+    nn__rope_attr rope;
 } nn__attr;
 
 typedef struct nn__node {
@@ -2190,10 +2244,15 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)                                   \
     X(SAMPLE_LOGITS, "sample_logits", sample_logits, NN__OPF_NO_GRAD)
 
+#define NN__OPS_ROPE(X)                                                                  \
+    X(ROPE, "rope", rope, 0)                                                              \
+    X(SINUSOIDAL, "sinusoidal_positions", sinusoidal, NN__OPF_NO_GRAD | NN__OPF_CONST)
+
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
-    NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)
+    NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)                                                                     \
+    NN__OPS_ROPE(X)
 
 typedef enum nn__opcode {
 #define NN__X(e, s, stem, flags) NN__OP_##e,
@@ -8741,6 +8800,74 @@ static void nn__cumsum_forward(float *y, const float *x, const nn__reduce_attr *
                 yr[k] = (float)s;
             }
         }
+}
+
+/* ======================================================================
+   src/cpu/rope.c
+   ====================================================================== */
+/* Rotary position embeddings on the CPU backend (src/ops/rope.c; kernels/rope.cl is the
+   twin, element for element the same formula). Pair i of the rotated dims of the token at
+   position p turns by angle p * theta^(-2i/rot): GPT-NeoX / LLaMA pair dims i and i + rot/2,
+   GPT-J (interleaved) dims 2i and 2i + 1. */
+
+/* y[e] for element e of x: its dim d, position p, and the element of the pair's other half */
+static float nn__rope_elem(const nn__rope_attr *a, const float *x, int64_t e, int d, int p) {
+    int half = a->rot / 2, i, lower;
+    int64_t other;
+    float ang, c, s;
+    if (d >= a->rot) return x[e];
+    if (a->interleaved) {
+        i = d / 2;
+        lower = (d & 1) == 0;
+        other = lower ? e + 1 : e - 1;
+    } else {
+        i = d < half ? d : d - half;
+        lower = d < half;
+        other = lower ? e + half : e - half;
+    }
+    ang = (float)p * exp2f(-((float)(2 * i) / (float)a->rot) * a->log2_theta);
+    c = cosf(ang);
+    s = a->inverse ? -sinf(ang) : sinf(ang);
+    return lower ? x[e] * c - x[other] * s : x[e] * c + x[other] * s;
+}
+
+typedef struct nn__rope_job {
+    const nn__rope_attr *a;
+    float *y;
+    const float *x;
+    const int32_t *pos;
+    int64_t n;
+} nn__rope_job;
+
+static void nn__rope_task(void *arg, int t, int n_tasks) {
+    const nn__rope_job *j = (const nn__rope_job *)arg;
+    const nn__rope_attr *a = j->a;
+    int64_t per = (j->n + n_tasks - 1) / n_tasks, e = per * t, e1 = e + per < j->n ? e + per : j->n;
+    for (; e < e1; e++) {
+        int64_t r = e / a->D;
+        int d = (int)(e % a->D), tt, b, p;
+        if (a->bthd) {
+            tt = (int)((r / a->H) % a->T);
+            b = (int)(r / ((int64_t)a->H * a->T));
+        } else {
+            tt = (int)(r % a->T);
+            b = (int)(r / ((int64_t)a->H * a->T));
+        }
+        p = a->pos == 0 ? tt : a->pos == 1 ? j->pos[tt] : j->pos[(int64_t)b * a->T + tt];
+        j->y[e] = nn__rope_elem(a, j->x, e, d, p + a->offset);
+    }
+}
+
+static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, const float *x, const int32_t *pos) {
+    nn__rope_job j;
+    int64_t tasks;
+    j.a = a;
+    j.y = y;
+    j.x = x;
+    j.pos = pos;
+    j.n = (int64_t)a->B * a->H * a->T * a->D;
+    tasks = j.n >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1;
+    nn__threadpool_run(pool, nn__rope_task, &j, (int)tasks);
 }
 
 /* ======================================================================
@@ -16687,6 +16814,258 @@ static const char *const nn__cl_src_softmax[] = {
 0 };
 
 /* ======================================================================
+   kernels/rope.cl
+   ====================================================================== */
+static const char *const nn__cl_src_rope[] = {
+"#line 1 \"kernels/rope.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/rope.cl\"\n",
+"#line 1 \"kernels/rope_args.h\"\n",
+"/* kernels/rope.cl's kernel signature (kernels/kargs.h says how to read it): x, y [B, H, T, D]\n",
+"   or [B, T, H, D] (bthd); pos int32 [T] (pos_kind 1) or [B, T] (2), unread for 0. */\n",
+"#ifndef NN__ROPE_ARGS_H\n",
+"#define NN__ROPE_ARGS_H\n",
+"\n",
+"#define NN__KARGS_rope(F, P)                                                                            \\\n",
+"    F(in, x) P(iin, pos) P(out, y) P(int, B) P(int, H) P(int, T) P(int, D) P(int, bthd) P(int, rot)  \\\n",
+"    P(int, interleaved) P(int, inverse) P(int, pos_kind) P(int, offset) P(float, log2_theta)\n",
+"NN__KSIG(rope)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/rope.cl\"\n",
+"\n",
+"/* Rotary position embeddings, the twin of src/cpu/rope.c: one work-item per element of y.\n",
+"   Pair i of the rotated dims of the token at position p turns by p * theta^(-2i/rot)\n",
+"   (inverse: the other way, the gradient); GPT-NeoX / LLaMA pair dims i and i + rot/2, GPT-J\n",
+"   (interleaved) 2i and 2i + 1; dims from rot on are copied. */\n",
+"__kernel void rope(NN__KPARAMS(rope)) {\n",
+"    int e = get_global_id(0);\n",
+"    if (e >= B * H * T * D) return;\n",
+"    int r = e / D, d = e % D, hr = rot / 2;\n",
+"    if (d >= rot) {\n",
+"        y[e] = x[e];\n",
+"        return;\n",
+"    }\n",
+"    int t = bthd ? (r / H) % T : r % T, b = r / (H * T);\n",
+"    int p = (pos_kind == 0 ? t : pos_kind == 1 ? pos[t] : pos[b * T + t]) + offset;\n",
+"    int i, lower, other;\n",
+"    if (interleaved) {\n",
+"        i = d / 2;\n",
+"        lower = (d & 1) == 0;\n",
+"        other = lower ? e + 1 : e - 1;\n",
+"    } else {\n",
+"        i = d < hr ? d : d - hr;\n",
+"        lower = d < hr;\n",
+"        other = lower ? e + hr : e - hr;\n",
+"    }\n",
+"    float ang = (float)p * exp2(-((float)(2 * i) / (float)rot) * log2_theta);\n",
+"    float c = cos(ang), s = inverse ? -sin(ang) : sin(ang);\n",
+"    y[e] = lower ? x[e] * c - x[other] * s : x[e] * c + x[other] * s;\n",
+"}\n",
+0 };
+
+/* ======================================================================
    kernel table
    ====================================================================== */
 typedef struct nn__cl_source { const char *name; const char *const *lines; } nn__cl_source;
@@ -16704,8 +17083,9 @@ static const nn__cl_source nn__cl_sources[] = {
     { "reduce", nn__cl_src_reduce },
     { "shape", nn__cl_src_shape },
     { "softmax", nn__cl_src_softmax },
+    { "rope", nn__cl_src_rope },
 };
-#define NN__CL_NSOURCES 13
+#define NN__CL_NSOURCES 14
 
 /* ======================================================================
    src/opencl/backend.c
@@ -20081,6 +20461,21 @@ NN__KSIG(alpha_dropout_grad)
     F(in, z) P(out, p) P(iout, y) P(int, V) P(float, inv_t) P(int, greedy) P(int, top_k) P(float, top_p) \
     P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, run_lo) P(ustep, run_hi)
 NN__KSIG(sample_logits)
+
+#endif
+
+/* ======================================================================
+   kernels/rope_args.h
+   ====================================================================== */
+/* kernels/rope.cl's kernel signature (kernels/kargs.h says how to read it): x, y [B, H, T, D]
+   or [B, T, H, D] (bthd); pos int32 [T] (pos_kind 1) or [B, T] (2), unread for 0. */
+#ifndef NN__ROPE_ARGS_H
+#define NN__ROPE_ARGS_H
+
+#define NN__KARGS_rope(F, P)                                                                            \
+    F(in, x) P(iin, pos) P(out, y) P(int, B) P(int, H) P(int, T) P(int, D) P(int, bthd) P(int, rot)  \
+    P(int, interleaved) P(int, inverse) P(int, pos_kind) P(int, offset) P(float, log2_theta)
+NN__KSIG(rope)
 
 #endif
 
@@ -27577,6 +27972,136 @@ static nn_result nn__launch_sample_logits(nn_graph *g, int id) {
     k.seed_hi = (unsigned)(g->seed >> 32);
     k.key = (unsigned)n->a.random.key;
     return nn__kargs_sample_logits(l, &k);
+}
+
+/* ======================================================================
+   src/ops/rope.c
+   ====================================================================== */
+/* Positions for transformers: rotary embeddings (rope) and the fixed sinusoidal encodings
+   (sinusoidal_positions, a constant). The loop is in src/cpu/rope.c, the kernel in
+   kernels/rope.cl. Learned positional embeddings need no op: an nn_param [T, D] added to
+   the token embeddings [B, T, D] with broadcasting (src/api/api.h). */
+
+/* ==== rope: y = x with the first rot dims of each token's head vector rotated in pairs by
+   its position's angles; x [B, H, T, D] (or [B, T, H, D]), optional positions int32 [T] or
+   [B, T] (input 1). Its gradient is the inverse rotation of dy (the same op, inverse set) ==== */
+
+/* y = rope(x) with a (its inverse when inverse), positions pos (0: none) */
+static nn_tensor nn__rope_node(nn_graph *g, int x, int pos, const nn__rope_attr *a) {
+    int in[2], id;
+    in[0] = x;
+    in[1] = pos;
+    id = nn__new_node(g, NN__OP_ROPE, NN_F32, g->nodes[x].shape, in, pos > 0 ? 2 : 1);
+    if (id >= 0) g->nodes[id].a.rope = *a;
+    return nn__tensor(id);
+}
+
+NN_API nn_tensor nn_rope(nn_graph *g, nn_tensor x, const nn_rope_desc *desc) {
+    nn_rope_desc d;
+    nn__rope_attr a;
+    nn__node *nx;
+    char sx[128], sp[128];
+    double theta;
+    if (!nn__check(g, "nn_rope", 1, &x) || !nn__expect_f32(g, "nn_rope", x, "x")) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nn__shape_str(&nx->shape, sx, sizeof sx);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    if (nx->shape.ndim != 4 || nx->numel > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_rope: x %s must be %s, under 2^31 elements", sx,
+                           d.bthd ? "[B, T, H, D]" : "[B, H, T, D]");
+    memset(&a, 0, sizeof a);
+    a.B = (int)nx->shape.dim[0];
+    a.H = (int)nx->shape.dim[d.bthd ? 2 : 1];
+    a.T = (int)nx->shape.dim[d.bthd ? 1 : 2];
+    a.D = (int)nx->shape.dim[3];
+    a.bthd = d.bthd != 0;
+    a.interleaved = d.interleaved != 0;
+    a.rot = d.rot_dim == 0 ? a.D : d.rot_dim;
+    a.offset = d.offset;
+    theta = d.theta == 0.0f ? 10000.0 : (double)d.theta;
+    if (a.rot < 2 || a.rot > a.D || a.rot % 2)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_rope: rot_dim %d must be even, in 2..D = %d, for x %s", a.rot, a.D, sx);
+    if (!(theta > 1.0 && theta < 1e30) || d.offset < 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_rope: theta %g must be > 1 and finite, offset %d >= 0", theta, d.offset);
+    a.log2_theta = (float)(log(theta) / log(2.0));
+    if (d.positions.id != 0) {
+        nn__node *np;
+        if (!nn__check(g, "nn_rope", 1, &d.positions)) return nn__tensor(-1);
+        np = nn__n(g, d.positions);
+        nn__shape_str(&np->shape, sp, sizeof sp);
+        if (np->dtype != NN_I32 || !((np->shape.ndim == 1 && np->shape.dim[0] == a.T) ||
+                                     (np->shape.ndim == 2 && np->shape.dim[0] == a.B && np->shape.dim[1] == a.T)))
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_rope: positions %s %s must be int32 [T] or [B, T] for x %s (T = %d)", sp,
+                               nn__dtype_name(np->dtype), sx, a.T);
+        a.pos = np->shape.ndim;
+    }
+    return nn__rope_node(g, x.id, d.positions.id, &a);
+}
+
+#define nn__plan_rope nn__no_plan
+
+static void nn__grad_rope(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__rope_attr at = n.a.rope;
+    (void)gb;
+    at.inverse = !at.inverse;
+    if (ga) nn__acc_grad(g, a, nn__rope_node(g, gy.id, at.pos ? b : 0, &at));
+}
+
+static nn_result nn__cpu_rope(nn_graph *g, nn__node *n) {
+    nn__rope(g->ctx->threads, &n->a.rope, n->buf.host, NN__F(n->in[0]), n->a.rope.pos ? NN__I(n->in[1]) : NULL);
+    return NN_OK;
+}
+
+/* one work-item per element; &g->one stands in for absent positions */
+static nn_result nn__launch_rope(nn_graph *g, int id) {
+    NN__KLAUNCH(rope, "rope", "rope", n->numel);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.pos = n->a.rope.pos ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.B = n->a.rope.B;
+    k.H = n->a.rope.H;
+    k.T = n->a.rope.T;
+    k.D = n->a.rope.D;
+    k.bthd = n->a.rope.bthd;
+    k.rot = n->a.rope.rot;
+    k.interleaved = n->a.rope.interleaved;
+    k.inverse = n->a.rope.inverse;
+    k.pos_kind = n->a.rope.pos;
+    k.offset = n->a.rope.offset;
+    k.log2_theta = n->a.rope.log2_theta;
+    return nn__kargs_rope(l, &k);
+}
+
+/* ==== sinusoidal_positions: y [T, D] float32, "Attention is all you need"'s encodings,
+   computed once at compile time in double and rounded (NN__OPF_CONST) ==== */
+
+NN_API nn_tensor nn_sinusoidal_positions(nn_graph *g, int64_t T, int64_t D) {
+    if (!nn__check(g, "nn_sinusoidal_positions", 0, NULL)) return nn__tensor(-1);
+    if (T < 1 || D < 1 || T > NN__MAX_NUMEL / D)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_sinusoidal_positions: T %lld, D %lld (each at least 1)", (long long)T, (long long)D);
+    return nn__tensor(nn__new_node(g, NN__OP_SINUSOIDAL, NN_F32, nn_shape2(T, D), NULL, 0));
+}
+
+#define nn__grad_sinusoidal nn__grad_none
+#define nn__plan_sinusoidal nn__no_plan
+
+/* pe[t, 2i] = sin(t / 10000^(2i/D)), pe[t, 2i + 1] = cos(the same) */
+static nn_result nn__cpu_sinusoidal(nn_graph *g, nn__node *n) {
+    int64_t T = n->shape.dim[0], D = n->shape.dim[1], t, c;
+    float *y = n->buf.host;
+    (void)g;
+    for (t = 0; t < T; t++)
+        for (c = 0; c < D; c++) {
+            double ang = (double)t * exp(-(double)(c - c % 2) / (double)D * log(10000.0));
+            y[t * D + c] = (float)(c % 2 ? cos(ang) : sin(ang));
+        }
+    return NN_OK;
+}
+
+static nn_result nn__launch_sinusoidal(nn_graph *g, int id) { /* never scheduled: computed at compile time */
+    return nn__fail(g->ctx, NN_ERR_STATE, "%s: a constant has no kernels", nn__op_names[g->nodes[id].op]);
 }
 
 /* ======================================================================

@@ -983,6 +983,37 @@ typedef struct nn_sample_desc {
 } nn_sample_desc;
 NN_API nn_tensor nn_sample_logits(nn_graph *g, nn_tensor logits, const nn_sample_desc *desc);
 
+/* ==== positions (transformers) ============================================================
+   Learned positional embeddings are a parameter added with broadcasting, nothing more:
+       nn_tensor wpe = nn_param(g, "transformer.wpe.weight", nn_shape2(T, D), init);
+       h = nn_add(g, tok_emb, wpe);              (tok_emb [B, T, D] + wpe [T, D])
+   (tests/test_rope.c trains one). */
+
+/* The fixed encodings of "Attention is all you need" as the PyTorch tutorials write them:
+   pe[t, 2i] = sin(t / 10000^(2i/D)), pe[t, 2i + 1] = cos(t / 10000^(2i/D)), float32
+   [T, D] (odd D: the last column is a sin), computed once at compile time in double and
+   rounded (PyTorch's tutorial computes in float32: within a few ulp of it). A constant. */
+NN_API nn_tensor nn_sinusoidal_positions(nn_graph *g, int64_t T, int64_t D);
+
+/* Rotary position embeddings (RoPE, Su et al.) of x [B, H, T, D] (or [B, T, H, D] with
+   bthd), q or k of attention: the token at position p has its first rot_dim dims turned
+   in pairs, pair i by angle p * theta^(-2i / rot_dim) (the angle in float32, as HF's
+   rotary embeddings): y1 = x1 cos - x2 sin, y2 = x2 cos + x1 sin. Pairs are GPT-NeoX's and
+   LLaMA's halves (x1 = x[i], x2 = x[i + rot_dim/2], HF's rotate_half) by default, GPT-J's
+   neighbours (x[2i], x[2i + 1]) with interleaved. Positions: positions[t] (int32 [T]) or
+   positions[b, t] (int32 [B, T], HF's position_ids), else t; offset is added to each (a
+   generation step with a cache of `offset` tokens). The gradient is the inverse rotation;
+   positions get none. */
+typedef struct nn_rope_desc {
+    float theta;         /* the base: 0 is 10000 (must be > 1) */
+    int rot_dim;         /* 0: D; else even, <= D (partial rotary: the rest is copied) */
+    int interleaved;     /* 1: GPT-J's pairs (2i, 2i + 1) */
+    int bthd;            /* 1: x is [B, T, H, D] */
+    int offset;          /* added to every position (>= 0) */
+    nn_tensor positions; /* NN_NONE, or int32 [T] or [B, T] */
+} nn_rope_desc;
+NN_API nn_tensor nn_rope(nn_graph *g, nn_tensor x, const nn_rope_desc *desc);
+
 /* ==== 14. Optimizers, schedules and compiling ==============================================
    torch.optim's optimizers and lr_scheduler's schedules, as options of nn_graph_compile
    (nn_compile_desc): the optimizer's update runs on the device after each backward. */

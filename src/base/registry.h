@@ -175,10 +175,15 @@
     X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)                                   \
     X(SAMPLE_LOGITS, "sample_logits", sample_logits, NN__OPF_NO_GRAD)
 
+#define NN__OPS_ROPE(X)                                                                  \
+    X(ROPE, "rope", rope, 0)                                                              \
+    X(SINUSOIDAL, "sinusoidal_positions", sinusoidal, NN__OPF_NO_GRAD | NN__OPF_CONST)
+
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
-    NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)
+    NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)                                                                     \
+    NN__OPS_ROPE(X)
 
 typedef enum nn__opcode {
 #define NN__X(e, s, stem, flags) NN__OP_##e,
