@@ -651,6 +651,28 @@ static void nanprop_norm(const t_env *e) {
     nanprop_norm_one(e, "instance_norm x[3, 3, 4]", &in, nn_shape3(3, 3, 4), 3, 3, 4, at2, naninf, 2);
 }
 
+/* rms norm, PyTorch's x * rsqrt(mean(x^2) + eps) * w (its CPU rms_norm): a NaN makes its row
+   NaN; an inf makes its element NaN (inf * 0) and the row's others 0; the gradients of such
+   rows and the weight's are NaN (inf * 0 in the mean's path) */
+static nn_tensor b_rms_np(nn_graph *g, const nn_tensor *in, const spec *s) {
+    (void)s;
+    return nn_rms_norm(g, in[0], 1, in[1], NULL);
+}
+static void nanprop_rms(const t_env *e) {
+    static const double x[16] = {1, -2, 3, 0.5, 1, NAN, 2, 1, 1, INFINITY, -2, 1, 1, -INFINITY, 2, 1};
+    static const double w[4] = {1, 0.5, 2, 1.5}, dy[16] = {1, 0.7, 1.2, 0.9, 1, 0.7, 1.2, 0.9, 1, 0.7, 1.2, 0.9, 1, 0.7, 1.2, 0.9};
+    static const double y[16] = {FIN, FIN, FIN, FIN, NAN, NAN, NAN, NAN, 0, NAN, 0, 0, 0, NAN, 0, 0};
+    static const double dx[16] = {FIN, FIN, FIN, FIN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    static const double dw[4] = {NAN, NAN, NAN, NAN};
+    np_case cs;
+    np_init(&cs, "rms_norm x[4, 4] NaN, +inf, -inf", b_rms_np, NULL);
+    np_in(&cs, nn_shape2(4, 4), x, dx);
+    np_in(&cs, nn_shape1(4), w, dw);
+    cs.y_expect = y;
+    cs.w = dy;
+    np_run(e, &cs);
+}
+
 /* batch norm's running statistics take the batch's NaN (PyTorch's too), channel by
    channel; an eval graph normalising with finite running statistics keeps a NaN to its
    element */
@@ -806,6 +828,6 @@ void suite_norm(const t_env *e) {
     running_case(e, nn_shape4(4, 3, 3, 7), 3);
     running_case(e, nn_shape2(5, 7), 3);
     running_case(e, nn_shape3(2, 5, 3), 3);
-    T_RUN(e, eval_grad_case, error_cases, nanprop_norm, nanprop_bn_running);
+    T_RUN(e, eval_grad_case, error_cases, nanprop_norm, nanprop_bn_running, nanprop_rms);
     t_bad_rows(e, norm_bad, (int)(sizeof norm_bad / sizeof norm_bad[0]));
 }
