@@ -750,6 +750,9 @@ NN_API nn_tensor nn_leaky_relu(nn_graph *g, nn_tensor x, float negative_slope);
 NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x); /* 1 / (1 + exp(-x)) */
 NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x); /* exact (erf), as PyTorch's default */
+/* F.gelu(x, approximate="tanh"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), PyTorch's
+   formula and its derivative (GPT-2's activation). */
+NN_API nn_tensor nn_gelu_tanh(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x); /* x * sigmoid(x) */
 /* ELU (nn.ELU; PyTorch's default alpha is 1): x for x > 0, else alpha * (exp(x) - 1); the
    gradient at 0 is alpha, as PyTorch's. */
@@ -891,6 +894,7 @@ typedef struct nn_norm_desc {
     float momentum;
     nn_tensor running_mean, running_var;  /* batch norm: [C] buffers (nn_buffer); both or
                                              neither (NN_NONE: no running statistics) */
+    int no_bias;         /* nn_layer_norm_layer: 1 makes no NAME.bias (PyTorch's bias=False) */
 } nn_norm_desc;
 
 /* Batch norm over x [N, C], [N, C, L] or [N, C, H, W] (any [N, C, ...]) with gamma, beta
@@ -904,6 +908,11 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
 /* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
    and beta have the shape of those dims. Arguments in F.layer_norm's order. */
 NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
+/* RMS norm (F.rms_norm) over the trailing n_norm_dims dims of x: y = x / sqrt(mean(x^2) +
+   eps) * weight, the mean over those dims; weight (NN_NONE: none) has their shape. desc's
+   eps: 0 is PyTorch's None, torch.finfo(float32).eps = 2^-23 (1.1920929e-07); NN_ZERO
+   exactly 0. One fused op, forward and backward one pass per row on each backend. */
+NN_API nn_tensor nn_rms_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor weight, const nn_norm_desc *desc);
 /* Group norm over x [N, C, ...]: the C channels in `groups` groups of C/groups, each
    normalised over its channels and the spatial dims; gamma and beta [C], per channel.
    Arguments in F.group_norm's order. */
@@ -1043,6 +1052,12 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
    its own). 2d takes x [N, C, H, W]; 1d takes [N, C] or [N, C, L]. */
 NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name);
 NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name);
+/* PyTorch's LayerNorm(normalized_shape = the trailing n_norm_dims dims of x) and
+   RMSNorm(same, eps=None) modules: NAME.weight (ones) and, for LayerNorm, NAME.bias
+   (zeros), both of those dims' shape; desc's eps (zero: 1e-5 for LayerNorm, 2^-23 for
+   RMSNorm) and no_bias (LayerNorm's bias=False: no NAME.bias). */
+NN_API nn_tensor nn_layer_norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name);
+NN_API nn_tensor nn_rms_norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name);
 
 /* PyTorch's nn.PReLU(num_parameters, init): NAME.weight [num_parameters], all init;
    num_parameters is 1 or the channels of x. */
@@ -1148,6 +1163,58 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p);
    from the generator above keyed by seed, op and step, so every backend draws the same
    mask. */
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
+
+/* A token id per row of logits [B, V] (float32), drawn on the device: int32 [B], not
+   differentiable. The usual sampling of HF's generate and nanoGPT: logits * (1 /
+   temperature) (the reciprocal rounded to float, then a product: PyTorch divides), then
+   top-k (keep the logits >= the k-th largest: ties with it stay, as HF's), then top-p on
+   the softmax of what is left (keep the largest probabilities whose sum reaches top_p of
+   the mass: a token stays when the mass strictly above it is < top_p, so at least one;
+   ties with the last one stay), then one draw from the renormalised probabilities. A
+   temperature of 0 (the zeroed desc: HF's default do_sample=False) is greedy: the first
+   index of the largest logit, as torch.argmax. NaN logits count as -inf. The draw's
+   uniform is the Philox word of counter (row, the op's key, the graph's run count: every
+   nn_graph_forward or nn_graph_step is a run) under the graph's seed, and the
+   probabilities use only exactly rounded arithmetic in a fixed order (kernels/random.h),
+   so the CPU and OpenCL backends draw the same token, and each run draws afresh with no
+   recompiling; one work-group per row on a device. */
+typedef struct nn_sample_desc {
+    float temperature;   /* 0 (and NN_ZERO): greedy; else > 0, finite */
+    int top_k;           /* 0: off (every token) */
+    float top_p;         /* 0: 1 (off); in [0, 1], NN_ZERO 0: the most likely token(s) only */
+} nn_sample_desc;
+NN_API nn_tensor nn_sample_logits(nn_graph *g, nn_tensor logits, const nn_sample_desc *desc);
+
+/* ==== positions (transformers) ============================================================
+   Learned positional embeddings are a parameter added with broadcasting, nothing more:
+       nn_tensor wpe = nn_param(g, "transformer.wpe.weight", nn_shape2(T, D), init);
+       h = nn_add(g, tok_emb, wpe);              (tok_emb [B, T, D] + wpe [T, D])
+   (tests/test_rope.c trains one). */
+
+/* The fixed encodings of "Attention is all you need" as the PyTorch tutorials write them:
+   pe[t, 2i] = sin(t / 10000^(2i/D)), pe[t, 2i + 1] = cos(t / 10000^(2i/D)), float32
+   [T, D] (odd D: the last column is a sin), computed once at compile time in double and
+   rounded (PyTorch's tutorial computes in float32: within a few ulp of it). A constant. */
+NN_API nn_tensor nn_sinusoidal_positions(nn_graph *g, int64_t T, int64_t D);
+
+/* Rotary position embeddings (RoPE, Su et al.) of x [B, H, T, D] (or [B, T, H, D] with
+   bthd), q or k of attention: the token at position p has its first rot_dim dims turned
+   in pairs, pair i by angle p * theta^(-2i / rot_dim) (the angle in float32, as HF's
+   rotary embeddings): y1 = x1 cos - x2 sin, y2 = x2 cos + x1 sin. Pairs are GPT-NeoX's and
+   LLaMA's halves (x1 = x[i], x2 = x[i + rot_dim/2], HF's rotate_half) by default, GPT-J's
+   neighbours (x[2i], x[2i + 1]) with interleaved. Positions: positions[t] (int32 [T]) or
+   positions[b, t] (int32 [B, T], HF's position_ids), else t; offset is added to each (a
+   generation step with a cache of `offset` tokens). The gradient is the inverse rotation;
+   positions get none. */
+typedef struct nn_rope_desc {
+    float theta;         /* the base: 0 is 10000 (must be > 1) */
+    int rot_dim;         /* 0: D; else even, <= D (partial rotary: the rest is copied) */
+    int interleaved;     /* 1: GPT-J's pairs (2i, 2i + 1) */
+    int bthd;            /* 1: x is [B, T, H, D] */
+    int offset;          /* added to every position (>= 0) */
+    nn_tensor positions; /* NN_NONE, or int32 [T] or [B, T] */
+} nn_rope_desc;
+NN_API nn_tensor nn_rope(nn_graph *g, nn_tensor x, const nn_rope_desc *desc);
 
 /* ==== 14. Optimizers, schedules and compiling ==============================================
    torch.optim's optimizers and lr_scheduler's schedules, as options of nn_graph_compile
@@ -1569,6 +1636,7 @@ typedef struct nn__norm_attr { /* x [A, C, S...] */
     int per_channel;     /* statistics per channel over A and S (batch norm) */
     int has_gamma, has_beta;
     int const_stats;     /* NORM_FORWARD, NORM_DX: the statistics are not x's (running stats) */
+    int rms;             /* NORM_STATS: means 0 and mean squares for variances (RMS norm) */
     float eps, momentum;
 } nn__norm_attr;
 
@@ -1609,6 +1677,9 @@ typedef struct nn__random_attr {
     float p;             /* DROPOUT, ALPHA_DROPOUT*: the probability of a drop */
     float scale, shift;  /*   kept elements: scale x + shift; */
     float dropped;       /*   dropped ones: this value */
+    float inv_t;         /* SAMPLE_LOGITS: 1 / temperature (greedy: 0) */
+    int top_k;           /*   0: all tokens */
+    float top_p;         /*   1: all tokens */
 } nn__random_attr;
 
 #endif
@@ -1639,6 +1710,28 @@ typedef struct nn__segment_attr {
     int64_t outer, E, inner, S;
     int64_t skip;         /* a segment left 0 and given no gradient (padding_idx); -1: none */
 } nn__segment_attr;
+
+#endif
+
+/* ======================================================================
+   src/ops/rope.h
+   ====================================================================== */
+/* The rope family's typed attributes (a node's a.rope), read and written by src/ops/rope.c
+   and the CPU loop it calls (src/cpu/rope.c). */
+#ifndef NN__OPS_ROPE_H
+#define NN__OPS_ROPE_H
+#include <stdint.h>
+
+typedef struct nn__rope_attr { /* x [B, H, T, D], or [B, T, H, D] when bthd */
+    int B, H, T, D;
+    int bthd;            /* x's layout is [B, T, H, D] */
+    int rot;             /* the rotated dims: the first rot of D (even) */
+    int interleaved;     /* GPT-J's pairs (2i, 2i + 1), not GPT-NeoX's halves (i, i + rot/2) */
+    int inverse;         /* rotate by -angle (the gradient) */
+    int pos;             /* positions: 0 none (t), 1 int32 [T], 2 int32 [B, T] (input 1) */
+    int offset;          /* added to every position */
+    float log2_theta;    /* log2 of the base: angle(p, i) = p * 2^(-(2i / rot) log2_theta) */
+} nn__rope_attr;
 
 #endif
 
@@ -1727,6 +1820,7 @@ typedef union nn__attr {
     nn__optim_attr optim;
     nn__random_attr random;
     nn__segment_attr seg;
+    nn__rope_attr rope;
 } nn__attr;
 
 typedef struct nn__node {
@@ -1885,6 +1979,7 @@ struct nn_graph {
     int eval;
     uint64_t seed;
     uint64_t step;               /* completed training steps */
+    uint64_t runs;               /* runs started, forward or step (nn_sample_logits's counter) */
     int progress;                /* launches (ops) of the running step enqueued so far (backends count) */
     int broken;                  /* a step failed part way: parameters may be partly updated */
     nn_optimizer opt;
@@ -2185,7 +2280,9 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(NORM_DGAMMA, "norm_grad_weight", norm_dgamma, 0)         \
     X(NORM_DBETA, "norm_grad_bias", norm_dbeta, 0)             \
     X(BN_RUNNING, "batch_norm_running_update", bn_running, 0)  \
-    X(BN_PACK, "batch_norm_running_stats", bn_pack, 0)
+    X(BN_PACK, "batch_norm_running_stats", bn_pack, 0)          \
+    X(RMS_NORM, "rms_norm", rms_norm, 0)                         \
+    X(RMS_NORM_DX, "rms_norm_grad_input", rms_norm_dx, 0)
 
 #define NN__OPS_POOL(X)                                            \
     X(MAXPOOL2D, "max_pool2d", maxpool2d, 0)                       \
@@ -2210,7 +2307,12 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(GAUSSIAN_NOISE, "gaussian_noise", gaussian_noise, NN__OPF_RANK0)              \
     X(ALPHA_DROPOUT, "alpha_dropout", alpha_dropout, NN__OPF_RANK0)                 \
     X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)  \
-    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)
+    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)                                   \
+    X(SAMPLE_LOGITS, "sample_logits", sample_logits, NN__OPF_NO_GRAD)
+
+#define NN__OPS_ROPE(X)                                                                  \
+    X(ROPE, "rope", rope, 0)                                                              \
+    X(SINUSOIDAL, "sinusoidal_positions", sinusoidal, NN__OPF_NO_GRAD | NN__OPF_CONST)
 
 /* src/ops/segment.c: a stable sort of an index once, then segment reductions in index order */
 #define NN__OPS_SEGMENT(X)                                                  \
@@ -2224,7 +2326,9 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
     NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)                                                                     \
-    NN__OPS_SEGMENT(X)
+    NN__OPS_SEGMENT(X)                                                                                     \
+    NN__OPS_ROPE(X)                                                                                        \
+    /* a new family's list goes on the line above */
 
 typedef enum nn__opcode {
 #define NN__X(e, s, stem, flags) NN__OP_##e,
@@ -3245,6 +3349,20 @@ static inline float nn__act_gelu(float v) { return 0.5f * v * (1.0f + NN__ERF(v 
 static inline float nn__act_gelu_der(float v) {
     return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);
 }
+/* GELU's tanh approximation (PyTorch's approximate="tanh"): 0.5 x (1 + tanh(u)), u =
+   sqrt(2/pi) (x + 0.044715 x^3), and its derivative as PyTorch writes it:
+   0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2);
+   t is exactly +-1 beyond |u| = 10 (where float's tanh is), since an OpenCL tanh may stop an
+   ulp short of 1 at +-inf, where PyTorch's -inf * 0 and 0 * inf give NaN. */
+static inline float nn__act_gelu_tanh_t(float v) {
+    float u = 0.79788456080286536f * (v + 0.044715f * (v * v * v));
+    return u > 10.0f ? 1.0f : u < -10.0f ? -1.0f : NN__TANH(u);
+}
+static inline float nn__act_gelu_tanh(float v) { return 0.5f * v * (1.0f + nn__act_gelu_tanh_t(v)); }
+static inline float nn__act_gelu_tanh_der(float v) {
+    float t = nn__act_gelu_tanh_t(v);
+    return 0.5f * (1.0f + t) + 0.5f * v * ((1.0f - t * t) * (0.79788456080286536f * (1.0f + 0.134145f * (v * v))));
+}
 static inline float nn__act_silu_der(float v) {
     float s = nn__act_sigmoid(v);
     return s * (1.0f + v * (1.0f - s));
@@ -3303,7 +3421,8 @@ static inline float nn__act_softsign_der(float v) {
     X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \
     X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \
     X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \
-      nn__act_sigmoid(-v))
+      nn__act_sigmoid(-v))                                                                                  \
+    X(GELU_TANH, gelu_tanh, 0, 1, nn__act_gelu_tanh(v), nn__act_gelu_tanh_der(v))
 
 /* Elementwise math (torch.exp, torch.clamp, ...), the same columns as NN__ACTIVATIONS and
    the same op (UNARY): a line each, its builder nn_<name> and kernels stamped the same way.
@@ -6625,6 +6744,7 @@ static void nn__upsample2d(float *out, const float *in, int64_t P, int64_t H, in
 typedef struct nn__norm {
     int64_t A, C, S, G;
     int per_channel;
+    int rms; /* statistics: mean 0, the mean square for the variance */
 } nn__norm;
 
 static void nn__norm_geom(nn__norm *q, const nn__norm_attr *a) {
@@ -6633,6 +6753,7 @@ static void nn__norm_geom(nn__norm *q, const nn__norm_attr *a) {
     q->S = a->S;
     q->G = a->groups;
     q->per_channel = a->per_channel;
+    q->rms = a->rms;
 }
 
 /* R: the number of statistics groups; n: the elements in each */
@@ -6723,7 +6844,7 @@ static void nn__norm_stats_range(const nn__norm *q, float *stats, const float *x
     for (r = r0; r < r1; r++) {
         nn__norm_span sp = nn__norm_span_of(q, r);
         double sum = 0.0, mean, var = 0.0;
-        for (b = 0; b < sp.nb; b++)
+        for (b = 0; b < sp.nb && !q->rms; b++)
             for (ci = 0; ci < sp.nc; ci++) {
                 const float *p = x + sp.off + b * sp.bs + ci * q->S;
                 sum += nn__sum4(p, q->S, 0, 0.0);
@@ -6814,11 +6935,58 @@ static void nn__norm_backward_affine_range(const nn__norm *q, float *out, const 
     }
 }
 
+/* RMS norm of rows r0..r1-1 of x [A, C] (PyTorch's F.rms_norm): y = x * rstd * w[c], rstd =
+   1 / sqrt(mean(x^2) + eps), the mean in double (nn__sum4's order); w may be NULL. */
+static float nn__rms_rstd(const float *x, int64_t C, float eps) {
+    return (float)(1.0 / sqrt(nn__sum4(x, C, 1, 0.0) / (double)C + (double)eps));
+}
+
+static void nn__rms_norm_forward_range(const nn__norm *q, float *y, const float *x, const float *w, float eps, int64_t r0,
+                                       int64_t r1) {
+    int64_t r, c, C = q->C;
+    for (r = r0; r < r1; r++) {
+        const float *xr = x + r * C;
+        float *yr = y + r * C, rs = nn__rms_rstd(xr, C, eps);
+        if (w)
+            for (c = 0; c < C; c++) yr[c] = xr[c] * rs * w[c];
+        else
+            for (c = 0; c < C; c++) yr[c] = xr[c] * rs;
+    }
+}
+
+/* dx of RMS norm, per row (d = dy * w, xhat = x * rstd): dx = rstd * (d - xhat * mean(d * xhat)) */
+static void nn__rms_norm_backward_range(const nn__norm *q, float *dx, const float *x, const float *dy, const float *w,
+                                        float eps, int64_t r0, int64_t r1) {
+    int64_t r, c, C = q->C;
+    for (r = r0; r < r1; r++) {
+        const float *xr = x + r * C, *dr = dy + r * C;
+        float *out = dx + r * C, rs = nn__rms_rstd(xr, C, eps), m2;
+        double s1 = 0.0, s2 = 0.0;
+        if (w) {
+            double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+            for (c = 0; c + 4 <= C; c += 4) { /* four lanes, as nn__sum4 */
+                a0 += (double)(dr[c] * w[c]) * xr[c];
+                a1 += (double)(dr[c + 1] * w[c + 1]) * xr[c + 1];
+                a2 += (double)(dr[c + 2] * w[c + 2]) * xr[c + 2];
+                a3 += (double)(dr[c + 3] * w[c + 3]) * xr[c + 3];
+            }
+            for (; c < C; c++) a0 += (double)(dr[c] * w[c]) * xr[c];
+            s2 = (a0 + a1) + (a2 + a3);
+        } else
+            nn__dsum4(dr, xr, 0.0f, 1.0f, 1.0f, C, &s1, &s2);
+        m2 = (float)(s2 * rs / (double)C);
+        for (c = 0; c < C; c++) {
+            float d = w ? dr[c] * w[c] : dr[c];
+            out[c] = rs * (d - xr[c] * rs * m2);
+        }
+    }
+}
+
 /* ---- the ops over the threads: each task owns a contiguous range of groups (stats, dx),
    rows (forward) or channels (affine gradients) and sums them in the order above, so the
    results do not depend on the thread count ---- */
 
-enum { NN__NORM_STATS, NN__NORM_FWD, NN__NORM_DX, NN__NORM_AFFINE };
+enum { NN__NORM_STATS, NN__NORM_FWD, NN__NORM_DX, NN__NORM_AFFINE, NN__NORM_RMS_FWD, NN__NORM_RMS_DX };
 typedef struct nn__norm_job {
     const nn__norm *q;
     int kind, const_stats;
@@ -6838,6 +7006,8 @@ static void nn__norm_task(void *arg, int t, int n_tasks) {
     case NN__NORM_DX:
         nn__norm_backward_data_range(j->q, j->out, j->x, j->stats, j->dy, j->gamma, j->const_stats, j->eps, i0, i1);
         break;
+    case NN__NORM_RMS_FWD: nn__rms_norm_forward_range(j->q, j->out, j->x, j->gamma, j->eps, i0, i1); break;
+    case NN__NORM_RMS_DX: nn__rms_norm_backward_range(j->q, j->out, j->x, j->dy, j->gamma, j->eps, i0, i1); break;
     default: nn__norm_backward_affine_range(j->q, j->out, j->x, j->stats, j->dy, j->eps, i0, i1); break;
     }
 }
@@ -6889,6 +7059,16 @@ static void nn__norm_backward_affine(nn__threadpool *pool, const nn__norm *q, fl
     nn__norm_job j = nn__norm_job_of(q, NN__NORM_AFFINE, out, x, stats, eps);
     j.dy = dy;
     j.n = q->C;
+    nn__norm_run(pool, &j);
+}
+
+/* RMS norm over x [A, C] (rows A), forward (dy NULL) or dx */
+static void nn__rms_norm(nn__threadpool *pool, const nn__norm *q, float *out, const float *x, const float *dy, const float *w,
+                         float eps) {
+    nn__norm_job j = nn__norm_job_of(q, dy ? NN__NORM_RMS_DX : NN__NORM_RMS_FWD, out, x, NULL, eps);
+    j.dy = dy;
+    j.gamma = w;
+    j.n = q->A;
     nn__norm_run(pool, &j);
 }
 
@@ -8832,6 +9012,74 @@ static void nn__segment_scatter_add(float *y, const float *base, const float *sr
         }
         y[i] = acc;
     }
+}
+
+/* ======================================================================
+   src/cpu/rope.c
+   ====================================================================== */
+/* Rotary position embeddings on the CPU backend (src/ops/rope.c; kernels/rope.cl is the
+   twin, element for element the same formula). Pair i of the rotated dims of the token at
+   position p turns by angle p * theta^(-2i/rot): GPT-NeoX / LLaMA pair dims i and i + rot/2,
+   GPT-J (interleaved) dims 2i and 2i + 1. */
+
+/* y[e] for element e of x: its dim d, position p, and the element of the pair's other half */
+static float nn__rope_elem(const nn__rope_attr *a, const float *x, int64_t e, int d, int p) {
+    int half = a->rot / 2, i, lower;
+    int64_t other;
+    float ang, c, s;
+    if (d >= a->rot) return x[e];
+    if (a->interleaved) {
+        i = d / 2;
+        lower = (d & 1) == 0;
+        other = lower ? e + 1 : e - 1;
+    } else {
+        i = d < half ? d : d - half;
+        lower = d < half;
+        other = lower ? e + half : e - half;
+    }
+    ang = (float)p * exp2f(-((float)(2 * i) / (float)a->rot) * a->log2_theta);
+    c = cosf(ang);
+    s = a->inverse ? -sinf(ang) : sinf(ang);
+    return lower ? x[e] * c - x[other] * s : x[e] * c + x[other] * s;
+}
+
+typedef struct nn__rope_job {
+    const nn__rope_attr *a;
+    float *y;
+    const float *x;
+    const int32_t *pos;
+    int64_t n;
+} nn__rope_job;
+
+static void nn__rope_task(void *arg, int t, int n_tasks) {
+    const nn__rope_job *j = (const nn__rope_job *)arg;
+    const nn__rope_attr *a = j->a;
+    int64_t per = (j->n + n_tasks - 1) / n_tasks, e = per * t, e1 = e + per < j->n ? e + per : j->n;
+    for (; e < e1; e++) {
+        int64_t r = e / a->D;
+        int d = (int)(e % a->D), tt, b, p;
+        if (a->bthd) {
+            tt = (int)((r / a->H) % a->T);
+            b = (int)(r / ((int64_t)a->H * a->T));
+        } else {
+            tt = (int)(r % a->T);
+            b = (int)(r / ((int64_t)a->H * a->T));
+        }
+        p = a->pos == 0 ? tt : a->pos == 1 ? j->pos[tt] : j->pos[(int64_t)b * a->T + tt];
+        j->y[e] = nn__rope_elem(a, j->x, e, d, p + a->offset);
+    }
+}
+
+static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, const float *x, const int32_t *pos) {
+    nn__rope_job j;
+    int64_t tasks;
+    j.a = a;
+    j.y = y;
+    j.x = x;
+    j.pos = pos;
+    j.n = (int64_t)a->B * a->H * a->T * a->D;
+    tasks = j.n >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1;
+    nn__threadpool_run(pool, nn__rope_task, &j, (int)tasks);
 }
 
 /* ======================================================================
@@ -11182,6 +11430,20 @@ static const char *const nn__cl_src_elementwise[] = {
 "static inline float nn__act_gelu_der(float v) {\n",
 "    return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);\n",
 "}\n",
+"/* GELU's tanh approximation (PyTorch's approximate=\"tanh\"): 0.5 x (1 + tanh(u)), u =\n",
+"   sqrt(2/pi) (x + 0.044715 x^3), and its derivative as PyTorch writes it:\n",
+"   0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2);\n",
+"   t is exactly +-1 beyond |u| = 10 (where float's tanh is), since an OpenCL tanh may stop an\n",
+"   ulp short of 1 at +-inf, where PyTorch's -inf * 0 and 0 * inf give NaN. */\n",
+"static inline float nn__act_gelu_tanh_t(float v) {\n",
+"    float u = 0.79788456080286536f * (v + 0.044715f * (v * v * v));\n",
+"    return u > 10.0f ? 1.0f : u < -10.0f ? -1.0f : NN__TANH(u);\n",
+"}\n",
+"static inline float nn__act_gelu_tanh(float v) { return 0.5f * v * (1.0f + nn__act_gelu_tanh_t(v)); }\n",
+"static inline float nn__act_gelu_tanh_der(float v) {\n",
+"    float t = nn__act_gelu_tanh_t(v);\n",
+"    return 0.5f * (1.0f + t) + 0.5f * v * ((1.0f - t * t) * (0.79788456080286536f * (1.0f + 0.134145f * (v * v))));\n",
+"}\n",
 "static inline float nn__act_silu_der(float v) {\n",
 "    float s = nn__act_sigmoid(v);\n",
 "    return s * (1.0f + v * (1.0f - s));\n",
@@ -11240,7 +11502,8 @@ static const char *const nn__cl_src_elementwise[] = {
 "    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \\\n",
 "    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \\\n",
 "    X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \\\n",
-"      nn__act_sigmoid(-v))\n",
+"      nn__act_sigmoid(-v))                                                                                  \\\n",
+"    X(GELU_TANH, gelu_tanh, 0, 1, nn__act_gelu_tanh(v), nn__act_gelu_tanh_der(v))\n",
 "\n",
 "/* Elementwise math (torch.exp, torch.clamp, ...), the same columns as NN__ACTIVATIONS and\n",
 "   the same op (UNARY): a line each, its builder nn_<name> and kernels stamped the same way.\n",
@@ -12904,6 +13167,20 @@ static const char *const nn__cl_src_loss[] = {
 "static inline float nn__act_gelu_der(float v) {\n",
 "    return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);\n",
 "}\n",
+"/* GELU's tanh approximation (PyTorch's approximate=\"tanh\"): 0.5 x (1 + tanh(u)), u =\n",
+"   sqrt(2/pi) (x + 0.044715 x^3), and its derivative as PyTorch writes it:\n",
+"   0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2);\n",
+"   t is exactly +-1 beyond |u| = 10 (where float's tanh is), since an OpenCL tanh may stop an\n",
+"   ulp short of 1 at +-inf, where PyTorch's -inf * 0 and 0 * inf give NaN. */\n",
+"static inline float nn__act_gelu_tanh_t(float v) {\n",
+"    float u = 0.79788456080286536f * (v + 0.044715f * (v * v * v));\n",
+"    return u > 10.0f ? 1.0f : u < -10.0f ? -1.0f : NN__TANH(u);\n",
+"}\n",
+"static inline float nn__act_gelu_tanh(float v) { return 0.5f * v * (1.0f + nn__act_gelu_tanh_t(v)); }\n",
+"static inline float nn__act_gelu_tanh_der(float v) {\n",
+"    float t = nn__act_gelu_tanh_t(v);\n",
+"    return 0.5f * (1.0f + t) + 0.5f * v * ((1.0f - t * t) * (0.79788456080286536f * (1.0f + 0.134145f * (v * v))));\n",
+"}\n",
 "static inline float nn__act_silu_der(float v) {\n",
 "    float s = nn__act_sigmoid(v);\n",
 "    return s * (1.0f + v * (1.0f - s));\n",
@@ -12962,7 +13239,8 @@ static const char *const nn__cl_src_loss[] = {
 "    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \\\n",
 "    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \\\n",
 "    X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \\\n",
-"      nn__act_sigmoid(-v))\n",
+"      nn__act_sigmoid(-v))                                                                                  \\\n",
+"    X(GELU_TANH, gelu_tanh, 0, 1, nn__act_gelu_tanh(v), nn__act_gelu_tanh_der(v))\n",
 "\n",
 "/* Elementwise math (torch.exp, torch.clamp, ...), the same columns as NN__ACTIVATIONS and\n",
 "   the same op (UNARY): a line each, its builder nn_<name> and kernels stamped the same way.\n",
@@ -13558,7 +13836,7 @@ static const char *const nn__cl_src_norm[] = {
 "#define NN__NORM_ARGS_H\n",
 "\n",
 "#define NN__KARGS_norm_stats(F, P) \\\n",
-"    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(lfloat, tmp)\n",
+"    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(int, rms) P(lfloat, tmp)\n",
 "NN__KSIG(norm_stats)\n",
 "#define NN__KARGS_norm_forward(F, P)                                                                     \\\n",
 "    F(in, x) P(in, stats) P(in, gamma) P(in, beta) P(out, y) P(int, A) P(int, C) P(int, S) P(int, G)   \\\n",
@@ -13579,6 +13857,13 @@ static const char *const nn__cl_src_norm[] = {
 "NN__KSIG(batch_norm_running)\n",
 "#define NN__KARGS_batch_norm_pack(F, P) F(in, rmean) P(in, rvar) P(out, stats) P(int, C)\n",
 "NN__KSIG(batch_norm_pack)\n",
+"/* RMS norm of x [A, C], one work-group per row; w [C] read when has_w */\n",
+"#define NN__KARGS_rms_norm_forward(F, P) \\\n",
+"    F(in, x) P(in, w) P(out, y) P(int, A) P(int, C) P(int, has_w) P(float, eps) P(lfloat, tmp)\n",
+"NN__KSIG(rms_norm_forward)\n",
+"#define NN__KARGS_rms_norm_backward_data(F, P) \\\n",
+"    F(in, x) P(in, dy) P(in, w) P(out, dx) P(int, A) P(int, C) P(int, has_w) P(float, eps) P(lfloat, tmp)\n",
+"NN__KSIG(rms_norm_backward_data)\n",
 "\n",
 "#endif\n",
 "#line 3 \"kernels/norm.cl\"\n",
@@ -13617,13 +13902,16 @@ static const char *const nn__cl_src_norm[] = {
 "    return r * Cg * S + k;\n",
 "}\n",
 "\n",
-"/* One work-group per group r: its mean and biased variance (two passes). */\n",
+"/* One work-group per group r: its mean and biased variance (two passes); with rms, mean 0\n",
+"   and the mean square (RMS norm's weight gradient reads them). */\n",
 "__kernel void norm_stats(NN__KPARAMS(norm_stats)) {\n",
 "    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;\n",
 "    int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);\n",
-"    float s = 0.0f;\n",
-"    for (int k = l; k < n; k += wg) s += x[norm_index(r, k, C, S, G, pc, &ch)];\n",
-"    float mean = norm_tree(tmp, s) / n;\n",
+"    float s = 0.0f, mean = 0.0f;\n",
+"    if (!rms) { /* uniform over the work-group, so the barriers inside are too */\n",
+"        for (int k = l; k < n; k += wg) s += x[norm_index(r, k, C, S, G, pc, &ch)];\n",
+"        mean = norm_tree(tmp, s) / n;\n",
+"    }\n",
 "    s = 0.0f;\n",
 "    for (int k = l; k < n; k += wg) {\n",
 "        float d = x[norm_index(r, k, C, S, G, pc, &ch)] - mean;\n",
@@ -13704,6 +13992,35 @@ static const char *const nn__cl_src_norm[] = {
 "    if (c >= C) return;\n",
 "    stats[c] = rmean[c];\n",
 "    stats[C + c] = rvar[c];\n",
+"}\n",
+"\n",
+"/* RMS norm (F.rms_norm) of x [A, C], one work-group per row: y = x * rstd * w[c], rstd =\n",
+"   1 / sqrt(mean(x^2) + eps). */\n",
+"__kernel void rms_norm_forward(NN__KPARAMS(rms_norm_forward)) {\n",
+"    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    __global const float *xr = x + (long)r * C;\n",
+"    float s = 0.0f;\n",
+"    for (int c = l; c < C; c += wg) s += xr[c] * xr[c];\n",
+"    float rs = 1.0f / sqrt(norm_tree(tmp, s) / C + eps);\n",
+"    for (int c = l; c < C; c += wg) y[(long)r * C + c] = has_w ? xr[c] * rs * w[c] : xr[c] * rs;\n",
+"}\n",
+"\n",
+"/* dx of RMS norm, one work-group per row (d = dy * w, xhat = x * rstd):\n",
+"   rstd * (d - xhat * mean(d * xhat)) */\n",
+"__kernel void rms_norm_backward_data(NN__KPARAMS(rms_norm_backward_data)) {\n",
+"    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    __global const float *xr = x + (long)r * C, *dr = dy + (long)r * C;\n",
+"    float s = 0.0f, s2 = 0.0f;\n",
+"    for (int c = l; c < C; c += wg) {\n",
+"        s += xr[c] * xr[c];\n",
+"        s2 += (has_w ? dr[c] * w[c] : dr[c]) * xr[c];\n",
+"    }\n",
+"    float rs = 1.0f / sqrt(norm_tree(tmp, s) / C + eps);\n",
+"    float m2 = norm_tree(tmp, s2) * rs / C;\n",
+"    for (int c = l; c < C; c += wg) {\n",
+"        float d = has_w ? dr[c] * w[c] : dr[c];\n",
+"        dx[(long)r * C + c] = rs * (d - xr[c] * rs * m2);\n",
+"    }\n",
 "}\n",
 0 };
 
@@ -14898,6 +15215,12 @@ static const char *const nn__cl_src_random[] = {
 "NN__KSIG(alpha_dropout)\n",
 "#define NN__KARGS_alpha_dropout_grad(F, P) F(in, dy) P(out, dx) P(int, n) P(float, p) P(float, scale) NN__KARGS_RNG(P)\n",
 "NN__KSIG(alpha_dropout_grad)\n",
+"/* a token id y[b] drawn from logits z [B, V], p [B, V] the scratch of its probabilities;\n",
+"   one work-group per row; the counter (b, key, run_lo, run_hi), the run the graph's */\n",
+"#define NN__KARGS_sample_logits(F, P)                                                                     \\\n",
+"    F(in, z) P(out, p) P(iout, y) P(int, V) P(float, inv_t) P(int, greedy) P(int, top_k) P(float, top_p) \\\n",
+"    P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, run_lo) P(ustep, run_hi)\n",
+"NN__KSIG(sample_logits)\n",
 "\n",
 "#endif\n",
 "#line 6 \"kernels/random.cl\"\n",
@@ -14955,6 +15278,8 @@ static const char *const nn__cl_src_random[] = {
 "#define NN__RANDOM_H\n",
 "\n",
 "#ifdef __OPENCL_VERSION__\n",
+"#define NN__RG __global\n",
+"#define NN__RL __local\n",
 "#define NN__RU32 uint\n",
 "#define NN__RU64 ulong\n",
 "#define NN__RI64 long\n",
@@ -14965,6 +15290,8 @@ static const char *const nn__cl_src_random[] = {
 "#include <math.h>\n",
 "#include <stdint.h>\n",
 "#include <string.h>\n",
+"#define NN__RG\n",
+"#define NN__RL\n",
 "#define NN__RU32 uint32_t\n",
 "#define NN__RU64 uint64_t\n",
 "#define NN__RI64 int64_t\n",
@@ -15058,6 +15385,129 @@ static const char *const nn__cl_src_random[] = {
 "    NN__RU64 v = (((NN__RU64)r1 << 32) | (NN__RU64)r0) % range;\n",
 "    return (int)((NN__RI64)low + (NN__RI64)v);\n",
 "}\n",
+"\n",
+"/* ---- sampling a token from a row of logits (nn_sample_logits), the same bits on every\n",
+"   backend: a row of V logits is cut into NN__SAMP_LANES contiguous chunks (lane j: indices\n",
+"   j*ch .. min(V, (j+1)*ch) - 1, ch = ceil(V / lanes)); every float sum is each lane's chunk\n",
+"   in index order, then the lanes' sums in lane order; thresholds are searched bit by bit\n",
+"   on the order-preserving keys of the scaled logits (integer counts and those sums), so\n",
+"   nothing depends on a device's work-group size. The CPU body runs the lanes one after\n",
+"   another, the kernel one work-group per row over them. ---- */\n",
+"#define NN__SAMP_LANES 64\n",
+"\n",
+"/* the scaled logit: z * inv_t (z itself when greedy), NaN as -inf, -0 as +0 */\n",
+"static inline float nn__samp_s(float z, float inv_t, int greedy) {\n",
+"    float v = greedy ? z : z * inv_t;\n",
+"    return v != v ? -INFINITY : v == 0.0f ? 0.0f : v;\n",
+"}\n",
+"/* the float's order as an unsigned key: a < b exactly when key(a) < key(b) */\n",
+"static inline NN__RU32 nn__samp_key(float v) {\n",
+"    NN__RU32 b = nn__rng_f2u(v);\n",
+"    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);\n",
+"}\n",
+"static inline float nn__samp_unkey(NN__RU32 k) { return nn__rng_u2f((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k); }\n",
+"\n",
+"/* exp(x) for x <= 0 (s - max), by exact operations: x = k ln2 + r (Cody-Waite), Taylor to r^7\n",
+"   (|r| < 0.35: relative error < 1e-7), times 2^k; 0 below -87; NaN (inf - inf: the +inf\n",
+"   logits) gives 1 */\n",
+"static inline float nn__samp_exp(float x) {\n",
+"    float kf, r, p;\n",
+"    int k;\n",
+"    if (x != x) return 1.0f;\n",
+"    if (x < -87.0f) return 0.0f;\n",
+"    k = (int)(x * 1.44269502162933349609f - 0.5f);\n",
+"    kf = (float)k;\n",
+"    r = NN__RFMA(kf, -0.693145751953125f, x);\n",
+"    r = NN__RFMA(kf, -1.428606765330187e-06f, r);\n",
+"    p = NN__RFMA(1.98412698e-04f, r, 1.38888889e-03f);\n",
+"    p = NN__RFMA(p, r, 8.33333333e-03f);\n",
+"    p = NN__RFMA(p, r, 4.16666667e-02f);\n",
+"    p = NN__RFMA(p, r, 1.66666667e-01f);\n",
+"    p = NN__RFMA(p, r, 0.5f);\n",
+"    p = NN__RFMA(p, r, 1.0f);\n",
+"    p = NN__RFMA(p, r, 1.0f);\n",
+"    return p * nn__rng_u2f((NN__RU32)(k + 127) << 23);\n",
+"}\n",
+"\n",
+"/* lane work over z[i0..i1) (p: the row's probabilities, exp(s - max), written by\n",
+"   nn__samp_lane_exp): the largest key; the first index of key m (-1: none); the count of\n",
+"   keys >= c; the sum of p over keys >= c */\n",
+"static inline NN__RU32 nn__samp_lane_max(NN__RG const float *z, int i0, int i1, float inv_t, int greedy) {\n",
+"    NN__RU32 m = 0u, k;\n",
+"    int i;\n",
+"    for (i = i0; i < i1; i++) {\n",
+"        k = nn__samp_key(nn__samp_s(z[i], inv_t, greedy));\n",
+"        m = k > m ? k : m;\n",
+"    }\n",
+"    return m;\n",
+"}\n",
+"static inline int nn__samp_lane_first(NN__RG const float *z, int i0, int i1, float inv_t, int greedy, NN__RU32 m) {\n",
+"    int i;\n",
+"    for (i = i0; i < i1; i++)\n",
+"        if (nn__samp_key(nn__samp_s(z[i], inv_t, greedy)) == m) return i;\n",
+"    return -1;\n",
+"}\n",
+"static inline void nn__samp_lane_exp(NN__RG const float *z, NN__RG float *p, int i0, int i1, float inv_t, float m) {\n",
+"    int i;\n",
+"    for (i = i0; i < i1; i++) p[i] = nn__samp_exp(nn__samp_s(z[i], inv_t, 0) - m);\n",
+"}\n",
+"static inline NN__RU32 nn__samp_lane_count(NN__RG const float *z, int i0, int i1, float inv_t, NN__RU32 c) {\n",
+"    NN__RU32 n = 0u;\n",
+"    int i;\n",
+"    for (i = i0; i < i1; i++) n += nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c ? 1u : 0u;\n",
+"    return n;\n",
+"}\n",
+"static inline float nn__samp_lane_sum(NN__RG const float *z, NN__RG const float *p, int i0, int i1, float inv_t, NN__RU32 c) {\n",
+"    float acc = 0.0f;\n",
+"    int i;\n",
+"    for (i = i0; i < i1; i++)\n",
+"        if (nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c) acc += p[i];\n",
+"    return acc;\n",
+"}\n",
+"/* the draw inside lane z[i0..i1): from acc (the lanes before it), the first kept index where\n",
+"   the running sum passes target, else the lane's last kept index */\n",
+"static inline int nn__samp_lane_pick(NN__RG const float *z, NN__RG const float *p, int i0, int i1, float inv_t, NN__RU32 c,\n",
+"                                     float acc, float target) {\n",
+"    int i, last = -1;\n",
+"    for (i = i0; i < i1; i++)\n",
+"        if (nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c) {\n",
+"            acc += p[i];\n",
+"            last = i;\n",
+"            if (acc > target) return i;\n",
+"        }\n",
+"    return last;\n",
+"}\n",
+"/* the lanes' values combined in lane order: a sum, a count, and the lane of the draw (the\n",
+"   first whose running sum passes target; the last non-empty one otherwise), *before: the\n",
+"   lanes' sum before it */\n",
+"static inline float nn__samp_sum_lanes(NN__RL const float *lf) {\n",
+"    float acc = 0.0f;\n",
+"    int j;\n",
+"    for (j = 0; j < NN__SAMP_LANES; j++) acc += lf[j];\n",
+"    return acc;\n",
+"}\n",
+"static inline NN__RU32 nn__samp_count_lanes(NN__RL const NN__RU32 *lu) {\n",
+"    NN__RU32 n = 0u;\n",
+"    int j;\n",
+"    for (j = 0; j < NN__SAMP_LANES; j++) n += lu[j];\n",
+"    return n;\n",
+"}\n",
+"static inline int nn__samp_pick_lane(NN__RL const float *lf, float target, float *before) {\n",
+"    float acc = 0.0f;\n",
+"    int j, last = 0;\n",
+"    for (j = 0; j < NN__SAMP_LANES; j++) {\n",
+"        if (lf[j] > 0.0f) last = j;\n",
+"        if (acc + lf[j] > target) {\n",
+"            *before = acc;\n",
+"            return j;\n",
+"        }\n",
+"        acc += lf[j];\n",
+"    }\n",
+"    acc = 0.0f;\n",
+"    for (j = 0; j < last; j++) acc += lf[j];\n",
+"    *before = acc;\n",
+"    return last;\n",
+"}\n",
 "#endif /* NN__RANDOM_H */\n",
 "#line 35 \"kernels/random.cl\"\n",
 "\n",
@@ -15118,6 +15568,84 @@ static const char *const nn__cl_src_random[] = {
 "    if (i >= n) return;\n",
 "    uint4 r = NN_RNG_WORDS(i);\n",
 "    dx[i] = nn__rng_uniform(r.x) >= p ? scale * dy[i] : 0.0f;\n",
+"}\n",
+"\n",
+"/* nn_sample_logits: one work-group per row b of z [B, V]; work-item l runs the lanes l,\n",
+"   l + wg, ... of kernels/random.h's split (any work-group size up to NN__SAMP_LANES gives\n",
+"   the same bits), and work-item 0 combines the lanes in order. p [B, V]: the row's\n",
+"   exp(s - max). Branches on arguments and on values read after a barrier are uniform. */\n",
+"__kernel void sample_logits(NN__KPARAMS(sample_logits)) {\n",
+"    __local float lf[NN__SAMP_LANES];\n",
+"    __local uint lu[NN__SAMP_LANES];\n",
+"    __local uint bu;\n",
+"    __local float bf;\n",
+"    int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), j;\n",
+"    int ch = (V + NN__SAMP_LANES - 1) / NN__SAMP_LANES;\n",
+"    __global const float *zr = z + (long)b * V;\n",
+"    __global float *pr = p + (long)b * V;\n",
+"#define NN_LANE_RANGE(j) (j) * ch < V ? (j) * ch : V, (j) * ch + ch < V ? (j) * ch + ch : V\n",
+"    for (j = l; j < NN__SAMP_LANES; j += wg) lu[j] = nn__samp_lane_max(zr, NN_LANE_RANGE(j), inv_t, greedy);\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    if (l == 0) {\n",
+"        uint m = 0u;\n",
+"        for (j = 0; j < NN__SAMP_LANES; j++) m = lu[j] > m ? lu[j] : m;\n",
+"        bu = m;\n",
+"    }\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    uint mkey = bu;\n",
+"    /* greedy: the first index of the largest (every phase below runs for every argument, so\n",
+"       no barrier stands in a branch; with greedy, inv_t is 0 and they are cheap) */\n",
+"    for (j = l; j < NN__SAMP_LANES; j += wg) lu[j] = (uint)nn__samp_lane_first(zr, NN_LANE_RANGE(j), inv_t, greedy, mkey);\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    int first = 0;\n",
+"    for (j = 0; j < NN__SAMP_LANES; j++)\n",
+"        if ((int)lu[j] >= 0) {\n",
+"            first = (int)lu[j];\n",
+"            break;\n",
+"        }\n",
+"    float m = greedy ? 0.0f : nn__samp_unkey(mkey);\n",
+"    for (j = l; j < NN__SAMP_LANES; j += wg) nn__samp_lane_exp(zr, pr, NN_LANE_RANGE(j), inv_t, m);\n",
+"    /* top-k: the largest key c with at least top_k keys >= c (each work-item reads back\n",
+"       only the p it wrote itself) */\n",
+"    uint tk = 0u;\n",
+"    for (int bit = top_k > 0 && top_k < V && !greedy ? 31 : -1; bit >= 0; bit--) {\n",
+"        uint c = tk | (1u << bit);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        for (j = l; j < NN__SAMP_LANES; j += wg) lu[j] = nn__samp_lane_count(zr, NN_LANE_RANGE(j), inv_t, c);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        if (l == 0) bu = nn__samp_count_lanes(lu);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        if (bu >= (uint)top_k) tk = c;\n",
+"    }\n",
+"    /* top-p: the largest key c >= tk whose keys >= c hold at least top_p of the mass */\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    for (j = l; j < NN__SAMP_LANES; j += wg) lf[j] = nn__samp_lane_sum(zr, pr, NN_LANE_RANGE(j), inv_t, tk);\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    if (l == 0) bf = nn__samp_sum_lanes(lf);\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    float target = top_p * bf;\n",
+"    uint res = 0u;\n",
+"    for (int bit = top_p < 1.0f && !greedy ? 31 : -1; bit >= 0; bit--) {\n",
+"        uint c = res | (1u << bit), cc = c > tk ? c : tk;\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        for (j = l; j < NN__SAMP_LANES; j += wg) lf[j] = nn__samp_lane_sum(zr, pr, NN_LANE_RANGE(j), inv_t, cc);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        if (l == 0) bf = nn__samp_sum_lanes(lf);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        if (bf >= target && bf > 0.0f) res = c; /* at least one token */\n",
+"    }\n",
+"    uint tau = res > tk ? res : tk;\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    for (j = l; j < NN__SAMP_LANES; j += wg) lf[j] = nn__samp_lane_sum(zr, pr, NN_LANE_RANGE(j), inv_t, tau);\n",
+"    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);\n",
+"    if (l == 0) { /* the draw: u in [0, 1) times the kept mass */\n",
+"        uint4 r = nn_philox((uint4)((uint)b, key, run_lo, run_hi), (uint2)(seed_lo, seed_hi));\n",
+"        float before, target = nn__rng_uniform(r.x) * nn__samp_sum_lanes(lf);\n",
+"        int lane = nn__samp_pick_lane(lf, target, &before);\n",
+"        int t = nn__samp_lane_pick(zr, pr, NN_LANE_RANGE(lane), inv_t, tau, before, target);\n",
+"        y[b] = greedy ? first : t < 0 ? 0 : t;\n",
+"    }\n",
+"#undef NN_LANE_RANGE\n",
 "}\n",
 0 };
 
@@ -16893,6 +17421,258 @@ static const char *const nn__cl_src_segment[] = {
 0 };
 
 /* ======================================================================
+   kernels/rope.cl
+   ====================================================================== */
+static const char *const nn__cl_src_rope[] = {
+"#line 1 \"kernels/rope.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/rope.cl\"\n",
+"#line 1 \"kernels/rope_args.h\"\n",
+"/* kernels/rope.cl's kernel signature (kernels/kargs.h says how to read it): x, y [B, H, T, D]\n",
+"   or [B, T, H, D] (bthd); pos int32 [T] (pos_kind 1) or [B, T] (2), unread for 0. */\n",
+"#ifndef NN__ROPE_ARGS_H\n",
+"#define NN__ROPE_ARGS_H\n",
+"\n",
+"#define NN__KARGS_rope(F, P)                                                                            \\\n",
+"    F(in, x) P(iin, pos) P(out, y) P(int, B) P(int, H) P(int, T) P(int, D) P(int, bthd) P(int, rot)  \\\n",
+"    P(int, interleaved) P(int, inverse) P(int, pos_kind) P(int, offset) P(float, log2_theta)\n",
+"NN__KSIG(rope)\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/rope.cl\"\n",
+"\n",
+"/* Rotary position embeddings, the twin of src/cpu/rope.c: one work-item per element of y.\n",
+"   Pair i of the rotated dims of the token at position p turns by p * theta^(-2i/rot)\n",
+"   (inverse: the other way, the gradient); GPT-NeoX / LLaMA pair dims i and i + rot/2, GPT-J\n",
+"   (interleaved) 2i and 2i + 1; dims from rot on are copied. */\n",
+"__kernel void rope(NN__KPARAMS(rope)) {\n",
+"    int e = get_global_id(0);\n",
+"    if (e >= B * H * T * D) return;\n",
+"    int r = e / D, d = e % D, hr = rot / 2;\n",
+"    if (d >= rot) {\n",
+"        y[e] = x[e];\n",
+"        return;\n",
+"    }\n",
+"    int t = bthd ? (r / H) % T : r % T, b = r / (H * T);\n",
+"    int p = (pos_kind == 0 ? t : pos_kind == 1 ? pos[t] : pos[b * T + t]) + offset;\n",
+"    int i, lower, other;\n",
+"    if (interleaved) {\n",
+"        i = d / 2;\n",
+"        lower = (d & 1) == 0;\n",
+"        other = lower ? e + 1 : e - 1;\n",
+"    } else {\n",
+"        i = d < hr ? d : d - hr;\n",
+"        lower = d < hr;\n",
+"        other = lower ? e + hr : e - hr;\n",
+"    }\n",
+"    float ang = (float)p * exp2(-((float)(2 * i) / (float)rot) * log2_theta);\n",
+"    float c = cos(ang), s = inverse ? -sin(ang) : sin(ang);\n",
+"    y[e] = lower ? x[e] * c - x[other] * s : x[e] * c + x[other] * s;\n",
+"}\n",
+0 };
+
+/* ======================================================================
    kernel table
    ====================================================================== */
 typedef struct nn__cl_source { const char *name; const char *const *lines; } nn__cl_source;
@@ -16911,8 +17691,9 @@ static const nn__cl_source nn__cl_sources[] = {
     { "shape", nn__cl_src_shape },
     { "softmax", nn__cl_src_softmax },
     { "segment", nn__cl_src_segment },
+    { "rope", nn__cl_src_rope },
 };
-#define NN__CL_NSOURCES 14
+#define NN__CL_NSOURCES 15
 
 /* ======================================================================
    src/opencl/backend.c
@@ -19511,6 +20292,7 @@ static nn_result nn__run(nn_graph *g, int n_sched) {
                                               "partly updated: load a training state (nn_graph_load_state) to go on");
     g->progress = 0;
     g->checks_pending = g->n_checks > 0;
+    g->runs++;
     return g->ctx->backend->run(g, n_sched);
 }
 
@@ -20132,7 +20914,7 @@ NN__KSIG(conv3d_backward_weight)
 #define NN__NORM_ARGS_H
 
 #define NN__KARGS_norm_stats(F, P) \
-    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(lfloat, tmp)
+    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(int, rms) P(lfloat, tmp)
 NN__KSIG(norm_stats)
 #define NN__KARGS_norm_forward(F, P)                                                                     \
     F(in, x) P(in, stats) P(in, gamma) P(in, beta) P(out, y) P(int, A) P(int, C) P(int, S) P(int, G)   \
@@ -20153,6 +20935,13 @@ NN__KSIG(norm_backward_affine)
 NN__KSIG(batch_norm_running)
 #define NN__KARGS_batch_norm_pack(F, P) F(in, rmean) P(in, rvar) P(out, stats) P(int, C)
 NN__KSIG(batch_norm_pack)
+/* RMS norm of x [A, C], one work-group per row; w [C] read when has_w */
+#define NN__KARGS_rms_norm_forward(F, P) \
+    F(in, x) P(in, w) P(out, y) P(int, A) P(int, C) P(int, has_w) P(float, eps) P(lfloat, tmp)
+NN__KSIG(rms_norm_forward)
+#define NN__KARGS_rms_norm_backward_data(F, P) \
+    F(in, x) P(in, dy) P(in, w) P(out, dx) P(int, A) P(int, C) P(int, has_w) P(float, eps) P(lfloat, tmp)
+NN__KSIG(rms_norm_backward_data)
 
 #endif
 
@@ -20265,6 +21054,12 @@ NN__KSIG(gaussian_noise)
 NN__KSIG(alpha_dropout)
 #define NN__KARGS_alpha_dropout_grad(F, P) F(in, dy) P(out, dx) P(int, n) P(float, p) P(float, scale) NN__KARGS_RNG(P)
 NN__KSIG(alpha_dropout_grad)
+/* a token id y[b] drawn from logits z [B, V], p [B, V] the scratch of its probabilities;
+   one work-group per row; the counter (b, key, run_lo, run_hi), the run the graph's */
+#define NN__KARGS_sample_logits(F, P)                                                                     \
+    F(in, z) P(out, p) P(iout, y) P(int, V) P(float, inv_t) P(int, greedy) P(int, top_k) P(float, top_p) \
+    P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, run_lo) P(ustep, run_hi)
+NN__KSIG(sample_logits)
 
 #endif
 
@@ -20323,6 +21118,21 @@ NN__KSIG(segment_scatter_add)
 #define NN__KARGS_embedding(F, P) \
     F(in, w) P(iin, idx) P(out, y) P(int, n) P(int, N) P(int, D) P(iout, bad) P(int, slot)
 NN__KSIG(embedding)
+
+#endif
+
+/* ======================================================================
+   kernels/rope_args.h
+   ====================================================================== */
+/* kernels/rope.cl's kernel signature (kernels/kargs.h says how to read it): x, y [B, H, T, D]
+   or [B, T, H, D] (bthd); pos int32 [T] (pos_kind 1) or [B, T] (2), unread for 0. */
+#ifndef NN__ROPE_ARGS_H
+#define NN__ROPE_ARGS_H
+
+#define NN__KARGS_rope(F, P)                                                                            \
+    F(in, x) P(iin, pos) P(out, y) P(int, B) P(int, H) P(int, T) P(int, D) P(int, bthd) P(int, rot)  \
+    P(int, interleaved) P(int, inverse) P(int, pos_kind) P(int, offset) P(float, log2_theta)
+NN__KSIG(rope)
 
 #endif
 
@@ -26230,6 +27040,7 @@ static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
     NN__NORM_KLAUNCH(norm_stats, 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.stats = &n->buf;
+    k.rms = a->rms;
     return nn__kargs_norm_stats(l, &k);
 }
 
@@ -26423,6 +27234,86 @@ static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
     return nn__kargs_batch_norm_pack(l, &k);
 }
 
+/* ==== rms_norm: y [A, C] = x * rstd * w[c], rstd = 1 / sqrt(mean over the row of x^2 +
+   eps), inputs x, [w]; one pass per row (PyTorch's F.rms_norm over x viewed as [rows,
+   features]). Its gradients: RMS_NORM_DX, dx from (x, dy, [w]), rstd recomputed in the same
+   pass per row; the weight's, sum over rows of dy * x * rstd, is NORM_DGAMMA over the
+   statistics NORM_STATS gives with rms set (means 0, mean squares) ==== */
+
+#define nn__plan_rms_norm nn__no_plan
+#define nn__grad_rms_norm_dx nn__grad_none
+#define nn__plan_rms_norm_dx nn__no_plan
+
+static void nn__grad_rms_norm(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int wi = n.a.norm.has_gamma ? b : -1, din[3];
+    (void)gb;
+    din[0] = a;
+    din[1] = gy.id;
+    din[2] = wi;
+    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_RMS_NORM_DX, NN_F32, g->nodes[a].shape, din,
+                                                                             wi >= 0 ? 3 : 2)), &n.a.norm));
+    if (wi >= 0 && g->nodes[wi].needs_grad) {
+        nn__norm_attr at = n.a.norm;
+        int stats;
+        at.rms = 1;
+        stats = nn__norm_stats_node(g, nn__tensor(a), &at);
+        if (stats < 0) return;
+        nn__acc_grad(g, wi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[wi].shape, a, stats, gy.id), &at));
+    }
+}
+
+static nn_result nn__cpu_rms_norm(nn_graph *g, nn__node *n) {
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__rms_norm(g->ctx->threads, &q, n->buf.host, NN__F(n->in[0]), NULL, n->a.norm.has_gamma ? NN__F(n->in[1]) : NULL,
+                 n->a.norm.eps);
+    return NN_OK;
+}
+
+/* x, dy, [w] */
+static nn_result nn__cpu_rms_norm_dx(nn_graph *g, nn__node *n) {
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__rms_norm(g->ctx->threads, &q, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
+                 n->a.norm.has_gamma ? NN__F(n->in[2]) : NULL, n->a.norm.eps);
+    return NN_OK;
+}
+
+/* one work-group per row; &g->one stands in for an absent w */
+static nn_result nn__launch_rms_norm(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__norm_attr *a = &n->a.norm;
+    size_t wg;
+    NN__KWITH(rms_norm_forward, nn__launch_norm_groups(g, id, "rms_norm_forward", 1, &l, &wg));
+    k.x = &g->nodes[n->in[0]].buf;
+    k.w = a->has_gamma ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.has_w = a->has_gamma;
+    k.eps = a->eps;
+    k.tmp = wg * 4;
+    return nn__kargs_rms_norm_forward(l, &k);
+}
+
+static nn_result nn__launch_rms_norm_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__norm_attr *a = &n->a.norm;
+    size_t wg;
+    NN__KWITH(rms_norm_backward_data, nn__launch_norm_groups(g, id, "rms_norm_backward_data", 1, &l, &wg));
+    k.x = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.w = a->has_gamma ? &g->nodes[n->in[2]].buf : &g->one;
+    k.dx = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.has_w = a->has_gamma;
+    k.eps = a->eps;
+    k.tmp = wg * 4;
+    return nn__kargs_rms_norm_backward_data(l, &k);
+}
+
 /* ==== the public norms, made of the ops above: group, instance and layer norm are
    norm_stats + norm; batch norm adds the running statistics' update in training mode, or
    normalises by them (batch_norm_running_stats) in eval mode ==== */
@@ -26489,6 +27380,37 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
     at.S = at.groups = 1;
     at.eps = eps;
     return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
+}
+
+/* RMS norm over the trailing n_norm_dims dims of x: one RMS_NORM node on x as [rows,
+   features]. eps: 0 is PyTorch's None, torch.finfo(float32).eps = 2^-23. */
+NN_API nn_tensor nn_rms_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor weight, const nn_norm_desc *desc) {
+    float eps = desc ? desc->eps : 0.0f;
+    char sx[128];
+    nn__node *nx;
+    nn_shape tail;
+    nn__norm_attr at;
+    int k, in[2];
+    if (!nn__norm_check_x(g, "nn_rms_norm", x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_rms_norm: n_norm_dims %d is not in 1..%d for x %s", n_norm_dims,
+                           nx->shape.ndim, sx);
+    eps = nn__deff(eps, 1.1920928955078125e-07f);
+    if (!(eps >= 0.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_rms_norm: eps %g is not >= 0", eps);
+    memset(&tail, 0, sizeof tail);
+    tail.ndim = n_norm_dims;
+    for (k = 0; k < n_norm_dims; k++) tail.dim[k] = nx->shape.dim[nx->shape.ndim - n_norm_dims + k];
+    if (!nn__norm_check_vec(g, "nn_rms_norm", weight, "weight", &tail, sx)) return nn__tensor(-1);
+    memset(&at, 0, sizeof at);
+    at.C = (int)nn__numel(&tail);
+    at.A = at.C ? (int)(nx->numel / at.C) : 0;
+    at.S = at.groups = 1;
+    at.eps = eps;
+    at.has_gamma = weight.id > 0;
+    in[0] = x.id;
+    in[1] = weight.id;
+    return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_RMS_NORM, NN_F32, nx->shape, in, weight.id > 0 ? 2 : 1)), &at);
 }
 
 NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc) {
@@ -26582,6 +27504,52 @@ NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const nn_norm_d
 
 NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name) {
     return nn__batch_norm_layer(g, x, desc, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
+}
+
+/* PyTorch's LayerNorm and RMSNorm modules over the trailing n_norm_dims dims of x:
+   NAME.weight (ones) and, for LayerNorm unless desc->no_bias, NAME.bias (zeros), of those
+   dims' shape. */
+static nn_tensor nn__norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name,
+                                const char *fn, int rms) {
+    char nm[256], sx[128];
+    nn_tensor w, b = NN_NONE;
+    nn_init init;
+    nn_shape tail;
+    nn__node *nx;
+    int k;
+    if (!nn__norm_check_x(g, fn, x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", fn);
+    nx = nn__n(g, x);
+    if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: n_norm_dims %d is not in 1..%d for x %s", fn, n_norm_dims, nx->shape.ndim, sx);
+    if (desc && (desc->running_mean.id != 0 || desc->running_var.id != 0))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: has no running statistics; desc gives some", fn);
+    memset(&tail, 0, sizeof tail);
+    tail.ndim = n_norm_dims;
+    for (k = 0; k < n_norm_dims; k++) tail.dim[k] = nx->shape.dim[nx->shape.ndim - n_norm_dims + k];
+    memset(&init, 0, sizeof init);
+    init.kind = NN_INIT_CONSTANT;
+    init.a = 1.0f;
+    snprintf(nm, sizeof nm, "%s.weight", name);
+    w = nn_param(g, nm, tail, init);
+    if (w.id < 0) return w;
+    if (rms) return nn_rms_norm(g, x, n_norm_dims, w, desc);
+    if (!(desc && desc->no_bias)) {
+        init.kind = NN_INIT_ZEROS;
+        init.a = 0.0f;
+        snprintf(nm, sizeof nm, "%s.bias", name);
+        b = nn_param(g, nm, tail, init);
+        if (b.id < 0) return b;
+    }
+    return nn_layer_norm(g, x, n_norm_dims, w, b, desc);
+}
+
+NN_API nn_tensor nn_layer_norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name) {
+    return nn__norm_layer(g, x, n_norm_dims, desc, name, "nn_layer_norm_layer", 0);
+}
+
+NN_API nn_tensor nn_rms_norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name) {
+    return nn__norm_layer(g, x, n_norm_dims, desc, name, "nn_rms_norm_layer", 1);
 }
 
 /* ======================================================================
@@ -27360,6 +28328,8 @@ NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {
 #define NN__RANDOM_H
 
 #ifdef __OPENCL_VERSION__
+#define NN__RG __global
+#define NN__RL __local
 #define NN__RU32 uint
 #define NN__RU64 ulong
 #define NN__RI64 long
@@ -27370,6 +28340,8 @@ static inline float nn__rng_u2f(uint u) { return as_float(u); }
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#define NN__RG
+#define NN__RL
 #define NN__RU32 uint32_t
 #define NN__RU64 uint64_t
 #define NN__RI64 int64_t
@@ -27462,6 +28434,129 @@ static inline float nn__rng_normal(NN__RU32 r0, NN__RU32 r1) {
 static inline int nn__rng_int(NN__RU32 r0, NN__RU32 r1, int low, NN__RU64 range) {
     NN__RU64 v = (((NN__RU64)r1 << 32) | (NN__RU64)r0) % range;
     return (int)((NN__RI64)low + (NN__RI64)v);
+}
+
+/* ---- sampling a token from a row of logits (nn_sample_logits), the same bits on every
+   backend: a row of V logits is cut into NN__SAMP_LANES contiguous chunks (lane j: indices
+   j*ch .. min(V, (j+1)*ch) - 1, ch = ceil(V / lanes)); every float sum is each lane's chunk
+   in index order, then the lanes' sums in lane order; thresholds are searched bit by bit
+   on the order-preserving keys of the scaled logits (integer counts and those sums), so
+   nothing depends on a device's work-group size. The CPU body runs the lanes one after
+   another, the kernel one work-group per row over them. ---- */
+#define NN__SAMP_LANES 64
+
+/* the scaled logit: z * inv_t (z itself when greedy), NaN as -inf, -0 as +0 */
+static inline float nn__samp_s(float z, float inv_t, int greedy) {
+    float v = greedy ? z : z * inv_t;
+    return v != v ? -INFINITY : v == 0.0f ? 0.0f : v;
+}
+/* the float's order as an unsigned key: a < b exactly when key(a) < key(b) */
+static inline NN__RU32 nn__samp_key(float v) {
+    NN__RU32 b = nn__rng_f2u(v);
+    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+static inline float nn__samp_unkey(NN__RU32 k) { return nn__rng_u2f((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k); }
+
+/* exp(x) for x <= 0 (s - max), by exact operations: x = k ln2 + r (Cody-Waite), Taylor to r^7
+   (|r| < 0.35: relative error < 1e-7), times 2^k; 0 below -87; NaN (inf - inf: the +inf
+   logits) gives 1 */
+static inline float nn__samp_exp(float x) {
+    float kf, r, p;
+    int k;
+    if (x != x) return 1.0f;
+    if (x < -87.0f) return 0.0f;
+    k = (int)(x * 1.44269502162933349609f - 0.5f);
+    kf = (float)k;
+    r = NN__RFMA(kf, -0.693145751953125f, x);
+    r = NN__RFMA(kf, -1.428606765330187e-06f, r);
+    p = NN__RFMA(1.98412698e-04f, r, 1.38888889e-03f);
+    p = NN__RFMA(p, r, 8.33333333e-03f);
+    p = NN__RFMA(p, r, 4.16666667e-02f);
+    p = NN__RFMA(p, r, 1.66666667e-01f);
+    p = NN__RFMA(p, r, 0.5f);
+    p = NN__RFMA(p, r, 1.0f);
+    p = NN__RFMA(p, r, 1.0f);
+    return p * nn__rng_u2f((NN__RU32)(k + 127) << 23);
+}
+
+/* lane work over z[i0..i1) (p: the row's probabilities, exp(s - max), written by
+   nn__samp_lane_exp): the largest key; the first index of key m (-1: none); the count of
+   keys >= c; the sum of p over keys >= c */
+static inline NN__RU32 nn__samp_lane_max(NN__RG const float *z, int i0, int i1, float inv_t, int greedy) {
+    NN__RU32 m = 0u, k;
+    int i;
+    for (i = i0; i < i1; i++) {
+        k = nn__samp_key(nn__samp_s(z[i], inv_t, greedy));
+        m = k > m ? k : m;
+    }
+    return m;
+}
+static inline int nn__samp_lane_first(NN__RG const float *z, int i0, int i1, float inv_t, int greedy, NN__RU32 m) {
+    int i;
+    for (i = i0; i < i1; i++)
+        if (nn__samp_key(nn__samp_s(z[i], inv_t, greedy)) == m) return i;
+    return -1;
+}
+static inline void nn__samp_lane_exp(NN__RG const float *z, NN__RG float *p, int i0, int i1, float inv_t, float m) {
+    int i;
+    for (i = i0; i < i1; i++) p[i] = nn__samp_exp(nn__samp_s(z[i], inv_t, 0) - m);
+}
+static inline NN__RU32 nn__samp_lane_count(NN__RG const float *z, int i0, int i1, float inv_t, NN__RU32 c) {
+    NN__RU32 n = 0u;
+    int i;
+    for (i = i0; i < i1; i++) n += nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c ? 1u : 0u;
+    return n;
+}
+static inline float nn__samp_lane_sum(NN__RG const float *z, NN__RG const float *p, int i0, int i1, float inv_t, NN__RU32 c) {
+    float acc = 0.0f;
+    int i;
+    for (i = i0; i < i1; i++)
+        if (nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c) acc += p[i];
+    return acc;
+}
+/* the draw inside lane z[i0..i1): from acc (the lanes before it), the first kept index where
+   the running sum passes target, else the lane's last kept index */
+static inline int nn__samp_lane_pick(NN__RG const float *z, NN__RG const float *p, int i0, int i1, float inv_t, NN__RU32 c,
+                                     float acc, float target) {
+    int i, last = -1;
+    for (i = i0; i < i1; i++)
+        if (nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c) {
+            acc += p[i];
+            last = i;
+            if (acc > target) return i;
+        }
+    return last;
+}
+/* the lanes' values combined in lane order: a sum, a count, and the lane of the draw (the
+   first whose running sum passes target; the last non-empty one otherwise), *before: the
+   lanes' sum before it */
+static inline float nn__samp_sum_lanes(NN__RL const float *lf) {
+    float acc = 0.0f;
+    int j;
+    for (j = 0; j < NN__SAMP_LANES; j++) acc += lf[j];
+    return acc;
+}
+static inline NN__RU32 nn__samp_count_lanes(NN__RL const NN__RU32 *lu) {
+    NN__RU32 n = 0u;
+    int j;
+    for (j = 0; j < NN__SAMP_LANES; j++) n += lu[j];
+    return n;
+}
+static inline int nn__samp_pick_lane(NN__RL const float *lf, float target, float *before) {
+    float acc = 0.0f;
+    int j, last = 0;
+    for (j = 0; j < NN__SAMP_LANES; j++) {
+        if (lf[j] > 0.0f) last = j;
+        if (acc + lf[j] > target) {
+            *before = acc;
+            return j;
+        }
+        acc += lf[j];
+    }
+    acc = 0.0f;
+    for (j = 0; j < last; j++) acc += lf[j];
+    *before = acc;
+    return last;
 }
 #endif /* NN__RANDOM_H */
 
@@ -27860,6 +28955,270 @@ static nn_result nn__launch_dropout(nn_graph *g, int id) {
     k.seed_hi = (unsigned)(g->seed >> 32);
     k.node = (unsigned)n->a.random.key;
     return nn__kargs_dropout(l, &k);
+}
+
+/* ==== sample_logits: y [B] int32, a token id per row of logits [B, V], drawn with
+   temperature, top-k and top-p (the usual HF / nanoGPT sampling), or the argmax (greedy);
+   kernels/random.h's lanes, so both backends draw the same token. Its scratch [B, V] holds
+   each row's exp(s - max). The draw's counter is (row, key, the graph's run count), so each
+   run, forward or step, draws afresh without recompiling. ==== */
+
+NN_API nn_tensor nn_sample_logits(nn_graph *g, nn_tensor logits, const nn_sample_desc *desc) {
+    nn_sample_desc d;
+    nn__node *nz;
+    char sz[128];
+    nn_tensor t;
+    if (!nn__check(g, "nn_sample_logits", 1, &logits) || !nn__expect_f32(g, "nn_sample_logits", logits, "logits"))
+        return nn__tensor(-1);
+    nz = nn__n(g, logits);
+    nn__shape_str(&nz->shape, sz, sizeof sz);
+    if (nz->shape.ndim != 2 || nz->shape.dim[1] < 1 || nz->shape.dim[1] > INT32_MAX / 2 || nz->numel > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_sample_logits: logits %s must be [B, V], V >= 1, under 2^31 elements", sz);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    d.top_p = nn__deff(d.top_p, 1.0f);
+    if (d.temperature == (float)NN_ZERO) d.temperature = 0.0f;
+    if (!(d.temperature >= 0.0f && d.temperature < INFINITY) || (d.temperature > 0.0f && !(1.0f / d.temperature < INFINITY)) || d.top_k < 0 ||
+        !(d.top_p >= 0.0f && d.top_p <= 1.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                           "nn_sample_logits: temperature %g must be finite and >= 0 (1 / temperature too), top_k %d >= 0, "
+                           "top_p %g in [0, 1]",
+                           d.temperature, d.top_k, d.top_p);
+    t = nn__tensor(nn__new_node(g, NN__OP_SAMPLE_LOGITS, NN_I32, nn_shape1(nz->shape.dim[0]), &logits.id, 1));
+    if (t.id < 0) return t;
+    g->nodes[t.id].a.random.key = t.id;
+    g->nodes[t.id].a.random.inv_t = d.temperature > 0.0f ? 1.0f / d.temperature : 0.0f;
+    g->nodes[t.id].a.random.top_k = d.top_k;
+    g->nodes[t.id].a.random.top_p = d.top_p;
+    return t;
+}
+
+#define nn__grad_sample_logits nn__grad_none
+
+static void nn__plan_sample_logits(nn_graph *g, nn__node *n) { n->scratch = g->nodes[n->in[0]].numel; }
+
+/* One row, kernels/random.h's lanes one after another (the kernel's order exactly). */
+static int32_t nn__sample_row(const float *z, float *p, int V, const nn__random_attr *ra, float u) {
+    float lf[NN__SAMP_LANES], m, before;
+    uint32_t lu[NN__SAMP_LANES], mkey = 0, tk = 0, tau;
+    int ch = (V + NN__SAMP_LANES - 1) / NN__SAMP_LANES, j, lane, t, greedy = ra->inv_t == 0.0f, bit;
+#define NN__LANE_RANGE(j) (j) * ch < V ? (j) * ch : V, (j) * ch + ch < V ? (j) * ch + ch : V
+    for (j = 0; j < NN__SAMP_LANES; j++) {
+        uint32_t k = nn__samp_lane_max(z, NN__LANE_RANGE(j), ra->inv_t, greedy);
+        mkey = k > mkey ? k : mkey;
+    }
+    if (greedy) {
+        for (j = 0; j < NN__SAMP_LANES; j++)
+            if ((t = nn__samp_lane_first(z, NN__LANE_RANGE(j), ra->inv_t, 1, mkey)) >= 0) return t;
+        return 0;
+    }
+    m = nn__samp_unkey(mkey);
+    for (j = 0; j < NN__SAMP_LANES; j++) nn__samp_lane_exp(z, p, NN__LANE_RANGE(j), ra->inv_t, m);
+    if (ra->top_k > 0 && ra->top_k < V)
+        for (bit = 31; bit >= 0; bit--) {
+            uint32_t c = tk | (1u << bit);
+            for (j = 0; j < NN__SAMP_LANES; j++) lu[j] = nn__samp_lane_count(z, NN__LANE_RANGE(j), ra->inv_t, c);
+            if (nn__samp_count_lanes(lu) >= (uint32_t)ra->top_k) tk = c;
+        }
+    tau = tk;
+    if (ra->top_p < 1.0f) {
+        uint32_t res = 0;
+        float target;
+        for (j = 0; j < NN__SAMP_LANES; j++) lf[j] = nn__samp_lane_sum(z, p, NN__LANE_RANGE(j), ra->inv_t, tk);
+        target = ra->top_p * nn__samp_sum_lanes(lf);
+        for (bit = 31; bit >= 0; bit--) {
+            uint32_t c = res | (1u << bit), cc = c > tk ? c : tk;
+            for (j = 0; j < NN__SAMP_LANES; j++) lf[j] = nn__samp_lane_sum(z, p, NN__LANE_RANGE(j), ra->inv_t, cc);
+            float sum = nn__samp_sum_lanes(lf);
+            if (sum >= target && sum > 0.0f) res = c; /* at least one token */
+        }
+        tau = res > tk ? res : tk;
+    }
+    for (j = 0; j < NN__SAMP_LANES; j++) lf[j] = nn__samp_lane_sum(z, p, NN__LANE_RANGE(j), ra->inv_t, tau);
+    u = u * nn__samp_sum_lanes(lf);
+    lane = nn__samp_pick_lane(lf, u, &before);
+    t = nn__samp_lane_pick(z, p, NN__LANE_RANGE(lane), ra->inv_t, tau, before, u);
+#undef NN__LANE_RANGE
+    return t < 0 ? 0 : t;
+}
+
+static nn_result nn__cpu_sample_logits(nn_graph *g, nn__node *n) {
+    const nn__node *nz = &g->nodes[n->in[0]];
+    int V = (int)nz->shape.dim[1];
+    int64_t b;
+    uint32_t key[2];
+    key[0] = (uint32_t)g->seed;
+    key[1] = (uint32_t)(g->seed >> 32);
+    for (b = 0; b < n->numel; b++) {
+        uint32_t r[4];
+        r[0] = (uint32_t)b;
+        r[1] = (uint32_t)n->a.random.key;
+        r[2] = (uint32_t)g->runs;
+        r[3] = (uint32_t)(g->runs >> 32);
+        nn__philox(r, key);
+        ((int32_t *)n->buf.host)[b] = nn__sample_row(nz->buf.host + b * V, n->scratch_buf.host + b * V, V, &n->a.random,
+                                                     nn__rng_uniform(r[0]));
+    }
+    return NN_OK;
+}
+
+/* Before each run: the run's counter words. */
+static void nn__update_sample_logits(nn_graph *g, nn__launch *l) {
+    nn__k_sample_logits k;
+    memset(&k, 0, sizeof k);
+    k.run_lo = (unsigned)g->runs;
+    k.run_hi = (unsigned)(g->runs >> 32);
+    nn__kstep_sample_logits(l, &k);
+}
+
+/* one work-group per row, of up to NN__SAMP_LANES work-items */
+static nn_result nn__launch_sample_logits(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    size_t wg = g->ctx->dev.max_wg < NN__SAMP_LANES ? g->ctx->dev.max_wg : NN__SAMP_LANES;
+    NN__KWITH(sample_logits, nn__launch_groups(g, id, "random", "sample_logits", (size_t)n->numel, wg, &l));
+    l->update = nn__update_sample_logits;
+    k.z = &g->nodes[n->in[0]].buf;
+    k.p = &n->scratch_buf;
+    k.y = &n->buf;
+    k.V = (int)g->nodes[n->in[0]].shape.dim[1];
+    k.inv_t = n->a.random.inv_t;
+    k.greedy = n->a.random.inv_t == 0.0f;
+    k.top_k = n->a.random.top_k;
+    k.top_p = n->a.random.top_p;
+    k.seed_lo = (unsigned)g->seed;
+    k.seed_hi = (unsigned)(g->seed >> 32);
+    k.key = (unsigned)n->a.random.key;
+    return nn__kargs_sample_logits(l, &k);
+}
+
+/* ======================================================================
+   src/ops/rope.c
+   ====================================================================== */
+/* Positions for transformers: rotary embeddings (rope) and the fixed sinusoidal encodings
+   (sinusoidal_positions, a constant). The loop is in src/cpu/rope.c, the kernel in
+   kernels/rope.cl. Learned positional embeddings need no op: an nn_param [T, D] added to
+   the token embeddings [B, T, D] with broadcasting (src/api/api.h). */
+
+/* ==== rope: y = x with the first rot dims of each token's head vector rotated in pairs by
+   its position's angles; x [B, H, T, D] (or [B, T, H, D]), optional positions int32 [T] or
+   [B, T] (input 1). Its gradient is the inverse rotation of dy (the same op, inverse set) ==== */
+
+/* y = rope(x) with a (its inverse when inverse), positions pos (0: none) */
+static nn_tensor nn__rope_node(nn_graph *g, int x, int pos, const nn__rope_attr *a) {
+    int in[2], id;
+    in[0] = x;
+    in[1] = pos;
+    id = nn__new_node(g, NN__OP_ROPE, NN_F32, g->nodes[x].shape, in, pos > 0 ? 2 : 1);
+    if (id >= 0) g->nodes[id].a.rope = *a;
+    return nn__tensor(id);
+}
+
+NN_API nn_tensor nn_rope(nn_graph *g, nn_tensor x, const nn_rope_desc *desc) {
+    nn_rope_desc d;
+    nn__rope_attr a;
+    nn__node *nx;
+    char sx[128], sp[128];
+    double theta;
+    if (!nn__check(g, "nn_rope", 1, &x) || !nn__expect_f32(g, "nn_rope", x, "x")) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    nn__shape_str(&nx->shape, sx, sizeof sx);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    if (nx->shape.ndim != 4 || nx->numel > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_rope: x %s must be %s, under 2^31 elements", sx,
+                           d.bthd ? "[B, T, H, D]" : "[B, H, T, D]");
+    memset(&a, 0, sizeof a);
+    a.B = (int)nx->shape.dim[0];
+    a.H = (int)nx->shape.dim[d.bthd ? 2 : 1];
+    a.T = (int)nx->shape.dim[d.bthd ? 1 : 2];
+    a.D = (int)nx->shape.dim[3];
+    a.bthd = d.bthd != 0;
+    a.interleaved = d.interleaved != 0;
+    a.rot = d.rot_dim == 0 ? a.D : d.rot_dim;
+    a.offset = d.offset;
+    theta = d.theta == 0.0f ? 10000.0 : (double)d.theta;
+    if (a.rot < 2 || a.rot > a.D || a.rot % 2)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_rope: rot_dim %d must be even, in 2..D = %d, for x %s", a.rot, a.D, sx);
+    if (!(theta > 1.0 && theta < 1e30) || d.offset < 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_rope: theta %g must be > 1 and finite, offset %d >= 0", theta, d.offset);
+    a.log2_theta = (float)(log(theta) / log(2.0));
+    if (d.positions.id != 0) {
+        nn__node *np;
+        if (!nn__check(g, "nn_rope", 1, &d.positions)) return nn__tensor(-1);
+        np = nn__n(g, d.positions);
+        nn__shape_str(&np->shape, sp, sizeof sp);
+        if (np->dtype != NN_I32 || !((np->shape.ndim == 1 && np->shape.dim[0] == a.T) ||
+                                     (np->shape.ndim == 2 && np->shape.dim[0] == a.B && np->shape.dim[1] == a.T)))
+            return nn__op_fail(g, NN_ERR_SHAPE, "nn_rope: positions %s %s must be int32 [T] or [B, T] for x %s (T = %d)", sp,
+                               nn__dtype_name(np->dtype), sx, a.T);
+        a.pos = np->shape.ndim;
+    }
+    return nn__rope_node(g, x.id, d.positions.id, &a);
+}
+
+#define nn__plan_rope nn__no_plan
+
+static void nn__grad_rope(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__rope_attr at = n.a.rope;
+    (void)gb;
+    at.inverse = !at.inverse;
+    if (ga) nn__acc_grad(g, a, nn__rope_node(g, gy.id, at.pos ? b : 0, &at));
+}
+
+static nn_result nn__cpu_rope(nn_graph *g, nn__node *n) {
+    nn__rope(g->ctx->threads, &n->a.rope, n->buf.host, NN__F(n->in[0]), n->a.rope.pos ? NN__I(n->in[1]) : NULL);
+    return NN_OK;
+}
+
+/* one work-item per element; &g->one stands in for absent positions */
+static nn_result nn__launch_rope(nn_graph *g, int id) {
+    NN__KLAUNCH(rope, "rope", "rope", n->numel);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.pos = n->a.rope.pos ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.B = n->a.rope.B;
+    k.H = n->a.rope.H;
+    k.T = n->a.rope.T;
+    k.D = n->a.rope.D;
+    k.bthd = n->a.rope.bthd;
+    k.rot = n->a.rope.rot;
+    k.interleaved = n->a.rope.interleaved;
+    k.inverse = n->a.rope.inverse;
+    k.pos_kind = n->a.rope.pos;
+    k.offset = n->a.rope.offset;
+    k.log2_theta = n->a.rope.log2_theta;
+    return nn__kargs_rope(l, &k);
+}
+
+/* ==== sinusoidal_positions: y [T, D] float32, "Attention is all you need"'s encodings,
+   computed once at compile time in double and rounded (NN__OPF_CONST) ==== */
+
+NN_API nn_tensor nn_sinusoidal_positions(nn_graph *g, int64_t T, int64_t D) {
+    if (!nn__check(g, "nn_sinusoidal_positions", 0, NULL)) return nn__tensor(-1);
+    if (T < 1 || D < 1 || T > NN__MAX_NUMEL / D)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_sinusoidal_positions: T %lld, D %lld (each at least 1)", (long long)T, (long long)D);
+    return nn__tensor(nn__new_node(g, NN__OP_SINUSOIDAL, NN_F32, nn_shape2(T, D), NULL, 0));
+}
+
+#define nn__grad_sinusoidal nn__grad_none
+#define nn__plan_sinusoidal nn__no_plan
+
+/* pe[t, 2i] = sin(t / 10000^(2i/D)), pe[t, 2i + 1] = cos(the same) */
+static nn_result nn__cpu_sinusoidal(nn_graph *g, nn__node *n) {
+    int64_t T = n->shape.dim[0], D = n->shape.dim[1], t, c;
+    float *y = n->buf.host;
+    (void)g;
+    for (t = 0; t < T; t++)
+        for (c = 0; c < D; c++) {
+            double ang = (double)t * exp(-(double)(c - c % 2) / (double)D * log(10000.0));
+            y[t * D + c] = (float)(c % 2 ? cos(ang) : sin(ang));
+        }
+    return NN_OK;
+}
+
+static nn_result nn__launch_sinusoidal(nn_graph *g, int id) { /* never scheduled: computed at compile time */
+    return nn__fail(g->ctx, NN_ERR_STATE, "%s: a constant has no kernels", nn__op_names[g->nodes[id].op]);
 }
 
 /* ======================================================================

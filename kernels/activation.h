@@ -72,6 +72,20 @@ static inline float nn__act_gelu(float v) { return 0.5f * v * (1.0f + NN__ERF(v 
 static inline float nn__act_gelu_der(float v) {
     return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);
 }
+/* GELU's tanh approximation (PyTorch's approximate="tanh"): 0.5 x (1 + tanh(u)), u =
+   sqrt(2/pi) (x + 0.044715 x^3), and its derivative as PyTorch writes it:
+   0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2);
+   t is exactly +-1 beyond |u| = 10 (where float's tanh is), since an OpenCL tanh may stop an
+   ulp short of 1 at +-inf, where PyTorch's -inf * 0 and 0 * inf give NaN. */
+static inline float nn__act_gelu_tanh_t(float v) {
+    float u = 0.79788456080286536f * (v + 0.044715f * (v * v * v));
+    return u > 10.0f ? 1.0f : u < -10.0f ? -1.0f : NN__TANH(u);
+}
+static inline float nn__act_gelu_tanh(float v) { return 0.5f * v * (1.0f + nn__act_gelu_tanh_t(v)); }
+static inline float nn__act_gelu_tanh_der(float v) {
+    float t = nn__act_gelu_tanh_t(v);
+    return 0.5f * (1.0f + t) + 0.5f * v * ((1.0f - t * t) * (0.79788456080286536f * (1.0f + 0.134145f * (v * v))));
+}
 static inline float nn__act_silu_der(float v) {
     float s = nn__act_sigmoid(v);
     return s * (1.0f + v * (1.0f - s));
@@ -130,7 +144,8 @@ static inline float nn__act_softsign_der(float v) {
     X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \
     X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \
     X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \
-      nn__act_sigmoid(-v))
+      nn__act_sigmoid(-v))                                                                                  \
+    X(GELU_TANH, gelu_tanh, 0, 1, nn__act_gelu_tanh(v), nn__act_gelu_tanh_der(v))
 
 /* Elementwise math (torch.exp, torch.clamp, ...), the same columns as NN__ACTIVATIONS and
    the same op (UNARY): a line each, its builder nn_<name> and kernels stamped the same way.

@@ -35,13 +35,16 @@ inline int norm_index(int r, int k, int C, int S, int G, int pc, int *ch) {
     return r * Cg * S + k;
 }
 
-/* One work-group per group r: its mean and biased variance (two passes). */
+/* One work-group per group r: its mean and biased variance (two passes); with rms, mean 0
+   and the mean square (RMS norm's weight gradient reads them). */
 __kernel void norm_stats(NN__KPARAMS(norm_stats)) {
     int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), ch;
     int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);
-    float s = 0.0f;
-    for (int k = l; k < n; k += wg) s += x[norm_index(r, k, C, S, G, pc, &ch)];
-    float mean = norm_tree(tmp, s) / n;
+    float s = 0.0f, mean = 0.0f;
+    if (!rms) { /* uniform over the work-group, so the barriers inside are too */
+        for (int k = l; k < n; k += wg) s += x[norm_index(r, k, C, S, G, pc, &ch)];
+        mean = norm_tree(tmp, s) / n;
+    }
     s = 0.0f;
     for (int k = l; k < n; k += wg) {
         float d = x[norm_index(r, k, C, S, G, pc, &ch)] - mean;
@@ -122,4 +125,33 @@ __kernel void batch_norm_pack(NN__KPARAMS(batch_norm_pack)) {
     if (c >= C) return;
     stats[c] = rmean[c];
     stats[C + c] = rvar[c];
+}
+
+/* RMS norm (F.rms_norm) of x [A, C], one work-group per row: y = x * rstd * w[c], rstd =
+   1 / sqrt(mean(x^2) + eps). */
+__kernel void rms_norm_forward(NN__KPARAMS(rms_norm_forward)) {
+    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    __global const float *xr = x + (long)r * C;
+    float s = 0.0f;
+    for (int c = l; c < C; c += wg) s += xr[c] * xr[c];
+    float rs = 1.0f / sqrt(norm_tree(tmp, s) / C + eps);
+    for (int c = l; c < C; c += wg) y[(long)r * C + c] = has_w ? xr[c] * rs * w[c] : xr[c] * rs;
+}
+
+/* dx of RMS norm, one work-group per row (d = dy * w, xhat = x * rstd):
+   rstd * (d - xhat * mean(d * xhat)) */
+__kernel void rms_norm_backward_data(NN__KPARAMS(rms_norm_backward_data)) {
+    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    __global const float *xr = x + (long)r * C, *dr = dy + (long)r * C;
+    float s = 0.0f, s2 = 0.0f;
+    for (int c = l; c < C; c += wg) {
+        s += xr[c] * xr[c];
+        s2 += (has_w ? dr[c] * w[c] : dr[c]) * xr[c];
+    }
+    float rs = 1.0f / sqrt(norm_tree(tmp, s) / C + eps);
+    float m2 = norm_tree(tmp, s2) * rs / C;
+    for (int c = l; c < C; c += wg) {
+        float d = has_w ? dr[c] * w[c] : dr[c];
+        dx[(long)r * C + c] = rs * (d - xr[c] * rs * m2);
+    }
 }

@@ -5,7 +5,7 @@
 #define NN__NORM_ARGS_H
 
 #define NN__KARGS_norm_stats(F, P) \
-    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(lfloat, tmp)
+    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(int, rms) P(lfloat, tmp)
 NN__KSIG(norm_stats)
 #define NN__KARGS_norm_forward(F, P)                                                                     \
     F(in, x) P(in, stats) P(in, gamma) P(in, beta) P(out, y) P(int, A) P(int, C) P(int, S) P(int, G)   \
@@ -26,5 +26,12 @@ NN__KSIG(norm_backward_affine)
 NN__KSIG(batch_norm_running)
 #define NN__KARGS_batch_norm_pack(F, P) F(in, rmean) P(in, rvar) P(out, stats) P(int, C)
 NN__KSIG(batch_norm_pack)
+/* RMS norm of x [A, C], one work-group per row; w [C] read when has_w */
+#define NN__KARGS_rms_norm_forward(F, P) \
+    F(in, x) P(in, w) P(out, y) P(int, A) P(int, C) P(int, has_w) P(float, eps) P(lfloat, tmp)
+NN__KSIG(rms_norm_forward)
+#define NN__KARGS_rms_norm_backward_data(F, P) \
+    F(in, x) P(in, dy) P(in, w) P(out, dx) P(int, A) P(int, C) P(int, has_w) P(float, eps) P(lfloat, tmp)
+NN__KSIG(rms_norm_backward_data)
 
 #endif

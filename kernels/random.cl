@@ -91,3 +91,81 @@ __kernel void alpha_dropout_grad(NN__KPARAMS(alpha_dropout_grad)) {
     uint4 r = NN_RNG_WORDS(i);
     dx[i] = nn__rng_uniform(r.x) >= p ? scale * dy[i] : 0.0f;
 }
+
+/* nn_sample_logits: one work-group per row b of z [B, V]; work-item l runs the lanes l,
+   l + wg, ... of kernels/random.h's split (any work-group size up to NN__SAMP_LANES gives
+   the same bits), and work-item 0 combines the lanes in order. p [B, V]: the row's
+   exp(s - max). Branches on arguments and on values read after a barrier are uniform. */
+__kernel void sample_logits(NN__KPARAMS(sample_logits)) {
+    __local float lf[NN__SAMP_LANES];
+    __local uint lu[NN__SAMP_LANES];
+    __local uint bu;
+    __local float bf;
+    int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0), j;
+    int ch = (V + NN__SAMP_LANES - 1) / NN__SAMP_LANES;
+    __global const float *zr = z + (long)b * V;
+    __global float *pr = p + (long)b * V;
+#define NN_LANE_RANGE(j) (j) * ch < V ? (j) * ch : V, (j) * ch + ch < V ? (j) * ch + ch : V
+    for (j = l; j < NN__SAMP_LANES; j += wg) lu[j] = nn__samp_lane_max(zr, NN_LANE_RANGE(j), inv_t, greedy);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (l == 0) {
+        uint m = 0u;
+        for (j = 0; j < NN__SAMP_LANES; j++) m = lu[j] > m ? lu[j] : m;
+        bu = m;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint mkey = bu;
+    /* greedy: the first index of the largest (every phase below runs for every argument, so
+       no barrier stands in a branch; with greedy, inv_t is 0 and they are cheap) */
+    for (j = l; j < NN__SAMP_LANES; j += wg) lu[j] = (uint)nn__samp_lane_first(zr, NN_LANE_RANGE(j), inv_t, greedy, mkey);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int first = 0;
+    for (j = 0; j < NN__SAMP_LANES; j++)
+        if ((int)lu[j] >= 0) {
+            first = (int)lu[j];
+            break;
+        }
+    float m = greedy ? 0.0f : nn__samp_unkey(mkey);
+    for (j = l; j < NN__SAMP_LANES; j += wg) nn__samp_lane_exp(zr, pr, NN_LANE_RANGE(j), inv_t, m);
+    /* top-k: the largest key c with at least top_k keys >= c (each work-item reads back
+       only the p it wrote itself) */
+    uint tk = 0u;
+    for (int bit = top_k > 0 && top_k < V && !greedy ? 31 : -1; bit >= 0; bit--) {
+        uint c = tk | (1u << bit);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (j = l; j < NN__SAMP_LANES; j += wg) lu[j] = nn__samp_lane_count(zr, NN_LANE_RANGE(j), inv_t, c);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (l == 0) bu = nn__samp_count_lanes(lu);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (bu >= (uint)top_k) tk = c;
+    }
+    /* top-p: the largest key c >= tk whose keys >= c hold at least top_p of the mass */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (j = l; j < NN__SAMP_LANES; j += wg) lf[j] = nn__samp_lane_sum(zr, pr, NN_LANE_RANGE(j), inv_t, tk);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (l == 0) bf = nn__samp_sum_lanes(lf);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float target = top_p * bf;
+    uint res = 0u;
+    for (int bit = top_p < 1.0f && !greedy ? 31 : -1; bit >= 0; bit--) {
+        uint c = res | (1u << bit), cc = c > tk ? c : tk;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (j = l; j < NN__SAMP_LANES; j += wg) lf[j] = nn__samp_lane_sum(zr, pr, NN_LANE_RANGE(j), inv_t, cc);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (l == 0) bf = nn__samp_sum_lanes(lf);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (bf >= target && bf > 0.0f) res = c; /* at least one token */
+    }
+    uint tau = res > tk ? res : tk;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (j = l; j < NN__SAMP_LANES; j += wg) lf[j] = nn__samp_lane_sum(zr, pr, NN_LANE_RANGE(j), inv_t, tau);
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    if (l == 0) { /* the draw: u in [0, 1) times the kept mass */
+        uint4 r = nn_philox((uint4)((uint)b, key, run_lo, run_hi), (uint2)(seed_lo, seed_hi));
+        float before, target = nn__rng_uniform(r.x) * nn__samp_sum_lanes(lf);
+        int lane = nn__samp_pick_lane(lf, target, &before);
+        int t = nn__samp_lane_pick(zr, pr, NN_LANE_RANGE(lane), inv_t, tau, before, target);
+        y[b] = greedy ? first : t < 0 ? 0 : t;
+    }
+#undef NN_LANE_RANGE
+}

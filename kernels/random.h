@@ -23,6 +23,8 @@
 #define NN__RANDOM_H
 
 #ifdef __OPENCL_VERSION__
+#define NN__RG __global
+#define NN__RL __local
 #define NN__RU32 uint
 #define NN__RU64 ulong
 #define NN__RI64 long
@@ -33,6 +35,8 @@ static inline float nn__rng_u2f(uint u) { return as_float(u); }
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#define NN__RG
+#define NN__RL
 #define NN__RU32 uint32_t
 #define NN__RU64 uint64_t
 #define NN__RI64 int64_t
@@ -125,5 +129,128 @@ static inline float nn__rng_normal(NN__RU32 r0, NN__RU32 r1) {
 static inline int nn__rng_int(NN__RU32 r0, NN__RU32 r1, int low, NN__RU64 range) {
     NN__RU64 v = (((NN__RU64)r1 << 32) | (NN__RU64)r0) % range;
     return (int)((NN__RI64)low + (NN__RI64)v);
+}
+
+/* ---- sampling a token from a row of logits (nn_sample_logits), the same bits on every
+   backend: a row of V logits is cut into NN__SAMP_LANES contiguous chunks (lane j: indices
+   j*ch .. min(V, (j+1)*ch) - 1, ch = ceil(V / lanes)); every float sum is each lane's chunk
+   in index order, then the lanes' sums in lane order; thresholds are searched bit by bit
+   on the order-preserving keys of the scaled logits (integer counts and those sums), so
+   nothing depends on a device's work-group size. The CPU body runs the lanes one after
+   another, the kernel one work-group per row over them. ---- */
+#define NN__SAMP_LANES 64
+
+/* the scaled logit: z * inv_t (z itself when greedy), NaN as -inf, -0 as +0 */
+static inline float nn__samp_s(float z, float inv_t, int greedy) {
+    float v = greedy ? z : z * inv_t;
+    return v != v ? -INFINITY : v == 0.0f ? 0.0f : v;
+}
+/* the float's order as an unsigned key: a < b exactly when key(a) < key(b) */
+static inline NN__RU32 nn__samp_key(float v) {
+    NN__RU32 b = nn__rng_f2u(v);
+    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+static inline float nn__samp_unkey(NN__RU32 k) { return nn__rng_u2f((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k); }
+
+/* exp(x) for x <= 0 (s - max), by exact operations: x = k ln2 + r (Cody-Waite), Taylor to r^7
+   (|r| < 0.35: relative error < 1e-7), times 2^k; 0 below -87; NaN (inf - inf: the +inf
+   logits) gives 1 */
+static inline float nn__samp_exp(float x) {
+    float kf, r, p;
+    int k;
+    if (x != x) return 1.0f;
+    if (x < -87.0f) return 0.0f;
+    k = (int)(x * 1.44269502162933349609f - 0.5f);
+    kf = (float)k;
+    r = NN__RFMA(kf, -0.693145751953125f, x);
+    r = NN__RFMA(kf, -1.428606765330187e-06f, r);
+    p = NN__RFMA(1.98412698e-04f, r, 1.38888889e-03f);
+    p = NN__RFMA(p, r, 8.33333333e-03f);
+    p = NN__RFMA(p, r, 4.16666667e-02f);
+    p = NN__RFMA(p, r, 1.66666667e-01f);
+    p = NN__RFMA(p, r, 0.5f);
+    p = NN__RFMA(p, r, 1.0f);
+    p = NN__RFMA(p, r, 1.0f);
+    return p * nn__rng_u2f((NN__RU32)(k + 127) << 23);
+}
+
+/* lane work over z[i0..i1) (p: the row's probabilities, exp(s - max), written by
+   nn__samp_lane_exp): the largest key; the first index of key m (-1: none); the count of
+   keys >= c; the sum of p over keys >= c */
+static inline NN__RU32 nn__samp_lane_max(NN__RG const float *z, int i0, int i1, float inv_t, int greedy) {
+    NN__RU32 m = 0u, k;
+    int i;
+    for (i = i0; i < i1; i++) {
+        k = nn__samp_key(nn__samp_s(z[i], inv_t, greedy));
+        m = k > m ? k : m;
+    }
+    return m;
+}
+static inline int nn__samp_lane_first(NN__RG const float *z, int i0, int i1, float inv_t, int greedy, NN__RU32 m) {
+    int i;
+    for (i = i0; i < i1; i++)
+        if (nn__samp_key(nn__samp_s(z[i], inv_t, greedy)) == m) return i;
+    return -1;
+}
+static inline void nn__samp_lane_exp(NN__RG const float *z, NN__RG float *p, int i0, int i1, float inv_t, float m) {
+    int i;
+    for (i = i0; i < i1; i++) p[i] = nn__samp_exp(nn__samp_s(z[i], inv_t, 0) - m);
+}
+static inline NN__RU32 nn__samp_lane_count(NN__RG const float *z, int i0, int i1, float inv_t, NN__RU32 c) {
+    NN__RU32 n = 0u;
+    int i;
+    for (i = i0; i < i1; i++) n += nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c ? 1u : 0u;
+    return n;
+}
+static inline float nn__samp_lane_sum(NN__RG const float *z, NN__RG const float *p, int i0, int i1, float inv_t, NN__RU32 c) {
+    float acc = 0.0f;
+    int i;
+    for (i = i0; i < i1; i++)
+        if (nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c) acc += p[i];
+    return acc;
+}
+/* the draw inside lane z[i0..i1): from acc (the lanes before it), the first kept index where
+   the running sum passes target, else the lane's last kept index */
+static inline int nn__samp_lane_pick(NN__RG const float *z, NN__RG const float *p, int i0, int i1, float inv_t, NN__RU32 c,
+                                     float acc, float target) {
+    int i, last = -1;
+    for (i = i0; i < i1; i++)
+        if (nn__samp_key(nn__samp_s(z[i], inv_t, 0)) >= c) {
+            acc += p[i];
+            last = i;
+            if (acc > target) return i;
+        }
+    return last;
+}
+/* the lanes' values combined in lane order: a sum, a count, and the lane of the draw (the
+   first whose running sum passes target; the last non-empty one otherwise), *before: the
+   lanes' sum before it */
+static inline float nn__samp_sum_lanes(NN__RL const float *lf) {
+    float acc = 0.0f;
+    int j;
+    for (j = 0; j < NN__SAMP_LANES; j++) acc += lf[j];
+    return acc;
+}
+static inline NN__RU32 nn__samp_count_lanes(NN__RL const NN__RU32 *lu) {
+    NN__RU32 n = 0u;
+    int j;
+    for (j = 0; j < NN__SAMP_LANES; j++) n += lu[j];
+    return n;
+}
+static inline int nn__samp_pick_lane(NN__RL const float *lf, float target, float *before) {
+    float acc = 0.0f;
+    int j, last = 0;
+    for (j = 0; j < NN__SAMP_LANES; j++) {
+        if (lf[j] > 0.0f) last = j;
+        if (acc + lf[j] > target) {
+            *before = acc;
+            return j;
+        }
+        acc += lf[j];
+    }
+    acc = 0.0f;
+    for (j = 0; j < last; j++) acc += lf[j];
+    *before = acc;
+    return last;
 }
 #endif /* NN__RANDOM_H */

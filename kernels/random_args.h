@@ -28,5 +28,11 @@ NN__KSIG(gaussian_noise)
 NN__KSIG(alpha_dropout)
 #define NN__KARGS_alpha_dropout_grad(F, P) F(in, dy) P(out, dx) P(int, n) P(float, p) P(float, scale) NN__KARGS_RNG(P)
 NN__KSIG(alpha_dropout_grad)
+/* a token id y[b] drawn from logits z [B, V], p [B, V] the scratch of its probabilities;
+   one work-group per row; the counter (b, key, run_lo, run_hi), the run the graph's */
+#define NN__KARGS_sample_logits(F, P)                                                                     \
+    F(in, z) P(out, p) P(iout, y) P(int, V) P(float, inv_t) P(int, greedy) P(int, top_k) P(float, top_p) \
+    P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, run_lo) P(ustep, run_hi)
+NN__KSIG(sample_logits)
 
 #endif

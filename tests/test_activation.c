@@ -46,6 +46,12 @@ ACT(tanh, nn_tanh(g, x), tanh(v), 1 - tanh(v) * tanh(v))
 /* -inf * 0 at -inf: NaN, as PyTorch's x * 0.5 * (1 + erf(x / sqrt 2)) */
 ACT(gelu, nn_gelu(g, x), 0.5 * v * (1 + erf(v / sqrt(2.0))),
     0.5 * (1 + erf(v / sqrt(2.0))) + v * exp(-0.5 * v * v) / sqrt(2 * 3.14159265358979323846))
+/* approximate="tanh": PyTorch's formula; at -inf 0.5 x (1 + tanh) is -inf * 0, NaN; its
+   derivative at +-inf has (1 - t^2) * x^2 = 0 * inf, NaN */
+#define GT_U(v) (sqrt(2 / 3.14159265358979323846) * ((v) + 0.044715 * (v) * (v) * (v)))
+ACT(gelu_tanh, nn_gelu_tanh(g, x), 0.5 * v * (1 + tanh(GT_U(v))),
+    0.5 * (1 + tanh(GT_U(v))) +
+        0.5 * v * (1 - tanh(GT_U(v)) * tanh(GT_U(v))) * sqrt(2 / 3.14159265358979323846) * (1 + 3 * 0.044715 * v * v))
 ACT(silu, nn_silu(g, x), v / (1 + exp(-v)), sigm(v) * (1 + v * (1 - sigm(v))))
 /* ELU family at NaN: the vectorised backward's NaN (the scalar one gives dy) */
 ACT(elu, nn_elu(g, x, p[0]), v > 0 ? v : p[0] * expm1(v), v > 0 ? 1 : p[0] * exp(v))
@@ -85,6 +91,7 @@ static const act_case acts[] = {
     {"sigmoid", b_sigmoid, f_sigmoid, d_sigmoid, {0, 0}, -6, 6, 0, {0}},
     {"tanh", b_tanh, f_tanh, d_tanh, {0, 0}, -3, 3, 0, {0}},
     {"gelu", b_gelu, f_gelu, d_gelu, {0, 0}, -3, 3, 0, {0}}, /* float's 1 + erf(x/sqrt 2) below -3: 2e-4 */
+    {"gelu_tanh", b_gelu_tanh, f_gelu_tanh, d_gelu_tanh, {0, 0}, -3, 3, 0, {0}}, /* float's 1 + tanh(u) below -3, as gelu's */
     {"silu", b_silu, f_silu, d_silu, {0, 0}, -6, 6, 0, {0}},
     {"elu 1", b_elu, f_elu, d_elu, {1.0f, 0}, -5, 3, 1, {0}},
     {"elu 0.7", b_elu, f_elu, d_elu, {0.7f, 0}, -5, 3, 1, {0}},
@@ -397,6 +404,7 @@ static const np_act np_acts[] = {
     {"sigmoid", b_sigmoid, f_sigmoid, d_sigmoid, {0, 0}},
     {"tanh", b_tanh, f_tanh, d_tanh, {0, 0}},
     {"gelu", b_gelu, f_gelu, d_gelu, {0, 0}},
+    {"gelu_tanh", b_gelu_tanh, f_gelu_tanh, d_gelu_tanh, {0, 0}},
     {"silu", b_silu, f_silu, d_silu, {0, 0}},
     {"elu", b_elu, f_elu, d_elu, {0.7f, 0}},
     {"selu", b_selu, f_selu, d_selu, {0, 0}},

@@ -155,12 +155,81 @@ static void r_instance_norm(const spec *s, double *const *in, double *out) {
     ref_norm(&q, in[0], gamma, beta, s->fp[0], out);
 }
 
+/* RMS norm (F.rms_norm): x * rsqrt(mean of x^2 over the last ip[2] dims + eps) * weight;
+   fp[0] 0 takes PyTorch's default, float32's eps 2^-23 */
+static nn_tensor b_rms_norm(nn_graph *g, const nn_tensor *in, const spec *s) {
+    nn_tensor gamma, beta;
+    affine_of(s, in, &gamma, &beta);
+    return nn_rms_norm(g, in[0], s->ip[2], gamma, &(nn_norm_desc){.eps = s->fp[0]});
+}
+static void ref_rms(const double *x, const double *w, long A, long C, double eps, double *out) {
+    long a, c;
+    for (a = 0; a < A; a++) {
+        double ms = 0;
+        for (c = 0; c < C; c++) ms += x[a * C + c] * x[a * C + c];
+        ms /= (double)C;
+        for (c = 0; c < C; c++) out[a * C + c] = x[a * C + c] / sqrt(ms + eps) * (w ? w[c] : 1.0);
+    }
+}
+static void r_rms_norm(const spec *s, double *const *in, double *out) {
+    const double *gamma, *beta;
+    long C = 1;
+    int k;
+    affine_ref(s, in, &gamma, &beta);
+    for (k = s->shape[0].ndim - s->ip[2]; k < s->shape[0].ndim; k++) C *= (long)s->shape[0].dim[k];
+    ref_rms(in[0], gamma, numel(s->shape[0]) / C, C, s->fp[0] ? s->fp[0] : 1.1920928955078125e-07, out);
+}
+
 static const char *shape_name(nn_shape sh, char *buf, size_t n) {
     size_t used = (size_t)snprintf(buf, n, "[");
     int k;
     for (k = 0; k < sh.ndim && used < n; k++) used += (size_t)snprintf(buf + used, n - used, k ? ", %lld" : "%lld", (long long)sh.dim[k]);
     if (used < n) snprintf(buf + used, n - used, "]");
     return buf;
+}
+
+/* the layers: nn.LayerNorm (ip[3]: bias=False) and nn.RMSNorm over the last ip[2] dims;
+   ip[4] picks RMS; NAME.weight and NAME.bias are the checker's parameters */
+static nn_tensor b_norm_layer(nn_graph *g, const nn_tensor *in, const spec *s) {
+    nn_norm_desc d;
+    memset(&d, 0, sizeof d);
+    d.no_bias = s->ip[3];
+    return s->ip[4] ? nn_rms_norm_layer(g, in[0], s->ip[2], &d, "ln") : nn_layer_norm_layer(g, in[0], s->ip[2], &d, "ln");
+}
+static void r_norm_layer(const spec *s, double *const *in, double *out) {
+    long C = 1;
+    int k;
+    geo q;
+    for (k = s->shape[0].ndim - s->ip[2]; k < s->shape[0].ndim; k++) C *= (long)s->shape[0].dim[k];
+    if (s->ip[4]) {
+        ref_rms(in[0], in[1], numel(s->shape[0]) / C, C, 1.1920928955078125e-07, out);
+        return;
+    }
+    q.C = C;
+    q.A = numel(s->shape[0]) / C;
+    q.S = q.G = 1;
+    q.pc = 0;
+    ref_norm(&q, in[0], in[1], s->ip[3] ? NULL : in[2], 1e-5, out);
+}
+static void norm_layer_case(const t_env *e, nn_shape x, int n_norm_dims, int no_bias, int rms) {
+    char name[128], sx[64];
+    nn_shape tail;
+    spec s;
+    int k;
+    memset(&tail, 0, sizeof tail);
+    tail.ndim = n_norm_dims;
+    for (k = 0; k < n_norm_dims; k++) tail.dim[k] = x.dim[x.ndim - n_norm_dims + k];
+    snprintf(name, sizeof name, "%s x%s%s", rms ? "rms_norm_layer" : "layer_norm_layer", shape_name(x, sx, sizeof sx),
+             no_bias ? " bias=False" : "");
+    s = mk(name, b_norm_layer, r_norm_layer, x);
+    s.kind = "layer";
+    s.ip[2] = n_norm_dims;
+    s.ip[3] = no_bias;
+    s.ip[4] = rms;
+    in_f(&s, x);
+    in_param(&s, "ln.weight", tail, 0.5, 1.5);
+    if (!rms && !no_bias) in_param(&s, "ln.bias", tail, -0.5, 0.5);
+    check_case(e, &s);
 }
 
 /* One case: x of shape x, affine tensors of shape aff (when has_gamma / has_beta). */
@@ -183,6 +252,19 @@ static void norm_case(const t_env *e, const char *what, build_fn b, ref_fn r, nn
 
 static void checker_cases(const t_env *e) {
     char what[64];
+    /* rms norm: rows 1 to 129, 1 and 2 normalised dims, with and without the weight, a row
+       longer than a work-group (300), eps 1e-5 and PyTorch's default */
+    norm_case(e, "rms_norm 1 dim", b_rms_norm, r_rms_norm, nn_shape2(1, 7), nn_shape1(7), 1, 0, 1, 0);
+    norm_case(e, "rms_norm 1 dim", b_rms_norm, r_rms_norm, nn_shape3(3, 5, 33), nn_shape1(33), 1, 0, 1, 1e-5f);
+    norm_case(e, "rms_norm 2 dims", b_rms_norm, r_rms_norm, nn_shape3(1, 3, 7), nn_shape2(3, 7), 1, 0, 2, 0);
+    norm_case(e, "rms_norm 1 dim", b_rms_norm, r_rms_norm, nn_shape2(129, 3), nn_shape1(3), 0, 0, 1, 0);
+    norm_case(e, "rms_norm 1 dim", b_rms_norm, r_rms_norm, nn_shape2(3, 300), nn_shape1(300), 1, 0, 1, 0);
+    norm_case(e, "rms_norm 1 dim", b_rms_norm, r_rms_norm, nn_shape2(2, 1), nn_shape1(1), 1, 0, 1, 1e-5f);
+    norm_layer_case(e, nn_shape3(2, 3, 7), 1, 0, 0);
+    norm_layer_case(e, nn_shape3(2, 3, 7), 1, 1, 0);
+    norm_layer_case(e, nn_shape3(2, 3, 7), 2, 1, 0);
+    norm_layer_case(e, nn_shape3(2, 3, 7), 1, 0, 1);
+    norm_layer_case(e, nn_shape2(5, 33), 1, 0, 1);
     /* batch norm: N >= 2, C odd, spatial 1, 3, 7 (1d [N, C], [N, C, L], 2d [N, C, H, W]). Two
        values per channel normalise to +-1 whatever they are, so dx is ~0 and all rounding:
        spatial-1 cases take N >= 3. */
@@ -569,6 +651,28 @@ static void nanprop_norm(const t_env *e) {
     nanprop_norm_one(e, "instance_norm x[3, 3, 4]", &in, nn_shape3(3, 3, 4), 3, 3, 4, at2, naninf, 2);
 }
 
+/* rms norm, PyTorch's x * rsqrt(mean(x^2) + eps) * w (its CPU rms_norm): a NaN makes its row
+   NaN; an inf makes its element NaN (inf * 0) and the row's others 0; the gradients of such
+   rows and the weight's are NaN (inf * 0 in the mean's path) */
+static nn_tensor b_rms_np(nn_graph *g, const nn_tensor *in, const spec *s) {
+    (void)s;
+    return nn_rms_norm(g, in[0], 1, in[1], NULL);
+}
+static void nanprop_rms(const t_env *e) {
+    static const double x[16] = {1, -2, 3, 0.5, 1, NAN, 2, 1, 1, INFINITY, -2, 1, 1, -INFINITY, 2, 1};
+    static const double w[4] = {1, 0.5, 2, 1.5}, dy[16] = {1, 0.7, 1.2, 0.9, 1, 0.7, 1.2, 0.9, 1, 0.7, 1.2, 0.9, 1, 0.7, 1.2, 0.9};
+    static const double y[16] = {FIN, FIN, FIN, FIN, NAN, NAN, NAN, NAN, 0, NAN, 0, 0, 0, NAN, 0, 0};
+    static const double dx[16] = {FIN, FIN, FIN, FIN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    static const double dw[4] = {NAN, NAN, NAN, NAN};
+    np_case cs;
+    np_init(&cs, "rms_norm x[4, 4] NaN, +inf, -inf", b_rms_np, NULL);
+    np_in(&cs, nn_shape2(4, 4), x, dx);
+    np_in(&cs, nn_shape1(4), w, dw);
+    cs.y_expect = y;
+    cs.w = dy;
+    np_run(e, &cs);
+}
+
 /* batch norm's running statistics take the batch's NaN (PyTorch's too), channel by
    channel; an eval graph normalising with finite running statistics keeps a NaN to its
    element */
@@ -669,13 +773,20 @@ static nn_tensor bn(nn_graph *g, int which) {
     case 21: return nn_instance_norm(g, F(g, S3(4, 3, 5)), F(g, S1(4)), NN_NONE, &(nn_norm_desc){.eps = -1.0f});
     case 22: return nn_group_norm(g, F(g, S3(2, 6, 4)), 3, T(500), NN_NONE, NULL);
     case 23: return nn_layer_norm(g, I(g, S2(3, 4)), 1, NN_NONE, NN_NONE, NULL);
+    case 24: return nn_rms_norm(g, F(g, S2(3, 4)), 0, NN_NONE, NULL);
+    case 25: return nn_rms_norm(g, F(g, S2(3, 4)), 1, F(g, S1(3)), NULL);
+    case 26: return nn_rms_norm(g, F(g, S2(3, 4)), 1, NN_NONE, &(nn_norm_desc){.eps = -1.0f});
+    case 27: return nn_rms_norm(g, I(g, S2(3, 4)), 1, NN_NONE, NULL);
+    case 28: return nn_rms_norm_layer(g, F(g, S2(3, 4)), 1, NULL, "");
+    case 29: return nn_layer_norm_layer(g, F(g, S2(3, 4)), 3, NULL, "ln");
+    case 30: d.running_mean = nn_buffer(g, "rm", S1(4), z); return nn_layer_norm_layer(g, F(g, S2(3, 4)), 1, &d, "ln");
     default: return T(-1);
     }
 }
 #define BN(N) \
     static nn_tensor n_bn##N(nn_graph *g, nn_compile_desc *cd) { (void)cd; return bn(g, N); }
 BN(0) BN(1) BN(2) BN(3) BN(4) BN(5) BN(6) BN(7) BN(8) BN(9) BN(10) BN(11) BN(12) BN(13) BN(14) BN(15) BN(16) BN(17)
-BN(18) BN(19) BN(20) BN(21) BN(22) BN(23)
+BN(18) BN(19) BN(20) BN(21) BN(22) BN(23) BN(24) BN(25) BN(26) BN(27) BN(28) BN(29) BN(30)
 
 static const bad_row norm_bad[] = {
     {"norm", "batch_norm of [5]", n_bn0, R_SHAPE, "nn_batch_norm|[5]", 0},
@@ -702,6 +813,13 @@ static const bad_row norm_bad[] = {
     {"norm", "instance_norm eps -1", n_bn21, R_INV, "nn_instance_norm|eps -1", 0},
     {"norm", "group_norm gamma id 500", n_bn22, R_INV, "nn_group_norm|not a tensor of this graph", 0},
     {"norm", "layer_norm of int32", n_bn23, R_SHAPE, "nn_layer_norm|int32", 0},
+    {"norm", "rms_norm n_norm_dims 0", n_bn24, R_SHAPE, "nn_rms_norm|n_norm_dims 0|[3, 4]", 0},
+    {"norm", "rms_norm weight [3] for [3, 4]", n_bn25, R_SHAPE, "nn_rms_norm|weight [3]|[4]", 0},
+    {"norm", "rms_norm eps -1", n_bn26, R_INV, "nn_rms_norm|eps -1", 0},
+    {"norm", "rms_norm of int32", n_bn27, R_SHAPE, "nn_rms_norm|int32", 0},
+    {"norm", "rms_norm_layer without a name", n_bn28, R_INV, "nn_rms_norm_layer|name", 0},
+    {"norm", "layer_norm_layer n_norm_dims 3 of 2-D", n_bn29, R_SHAPE, "nn_layer_norm_layer|n_norm_dims 3|[3, 4]", 0},
+    {"norm", "layer_norm_layer running_mean", n_bn30, R_INV, "nn_layer_norm_layer|running", 0},
 };
 
 void suite_norm(const t_env *e) {
@@ -710,6 +828,6 @@ void suite_norm(const t_env *e) {
     running_case(e, nn_shape4(4, 3, 3, 7), 3);
     running_case(e, nn_shape2(5, 7), 3);
     running_case(e, nn_shape3(2, 5, 3), 3);
-    T_RUN(e, eval_grad_case, error_cases, nanprop_norm, nanprop_bn_running);
+    T_RUN(e, eval_grad_case, error_cases, nanprop_norm, nanprop_bn_running, nanprop_rms);
     t_bad_rows(e, norm_bad, (int)(sizeof norm_bad / sizeof norm_bad[0]));
 }

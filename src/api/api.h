@@ -586,6 +586,9 @@ NN_API nn_tensor nn_leaky_relu(nn_graph *g, nn_tensor x, float negative_slope);
 NN_API nn_tensor nn_sigmoid(nn_graph *g, nn_tensor x); /* 1 / (1 + exp(-x)) */
 NN_API nn_tensor nn_tanh(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_gelu(nn_graph *g, nn_tensor x); /* exact (erf), as PyTorch's default */
+/* F.gelu(x, approximate="tanh"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), PyTorch's
+   formula and its derivative (GPT-2's activation). */
+NN_API nn_tensor nn_gelu_tanh(nn_graph *g, nn_tensor x);
 NN_API nn_tensor nn_silu(nn_graph *g, nn_tensor x); /* x * sigmoid(x) */
 /* ELU (nn.ELU; PyTorch's default alpha is 1): x for x > 0, else alpha * (exp(x) - 1); the
    gradient at 0 is alpha, as PyTorch's. */
@@ -727,6 +730,7 @@ typedef struct nn_norm_desc {
     float momentum;
     nn_tensor running_mean, running_var;  /* batch norm: [C] buffers (nn_buffer); both or
                                              neither (NN_NONE: no running statistics) */
+    int no_bias;         /* nn_layer_norm_layer: 1 makes no NAME.bias (PyTorch's bias=False) */
 } nn_norm_desc;
 
 /* Batch norm over x [N, C], [N, C, L] or [N, C, H, W] (any [N, C, ...]) with gamma, beta
@@ -740,6 +744,11 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
 /* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
    and beta have the shape of those dims. Arguments in F.layer_norm's order. */
 NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
+/* RMS norm (F.rms_norm) over the trailing n_norm_dims dims of x: y = x / sqrt(mean(x^2) +
+   eps) * weight, the mean over those dims; weight (NN_NONE: none) has their shape. desc's
+   eps: 0 is PyTorch's None, torch.finfo(float32).eps = 2^-23 (1.1920929e-07); NN_ZERO
+   exactly 0. One fused op, forward and backward one pass per row on each backend. */
+NN_API nn_tensor nn_rms_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor weight, const nn_norm_desc *desc);
 /* Group norm over x [N, C, ...]: the C channels in `groups` groups of C/groups, each
    normalised over its channels and the spatial dims; gamma and beta [C], per channel.
    Arguments in F.group_norm's order. */
@@ -879,6 +888,12 @@ NN_API nn_tensor nn_conv3d_layer(nn_graph *g, nn_tensor x, int64_t out_channels,
    its own). 2d takes x [N, C, H, W]; 1d takes [N, C] or [N, C, L]. */
 NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name);
 NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name);
+/* PyTorch's LayerNorm(normalized_shape = the trailing n_norm_dims dims of x) and
+   RMSNorm(same, eps=None) modules: NAME.weight (ones) and, for LayerNorm, NAME.bias
+   (zeros), both of those dims' shape; desc's eps (zero: 1e-5 for LayerNorm, 2^-23 for
+   RMSNorm) and no_bias (LayerNorm's bias=False: no NAME.bias). */
+NN_API nn_tensor nn_layer_norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name);
+NN_API nn_tensor nn_rms_norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name);
 
 /* PyTorch's nn.PReLU(num_parameters, init): NAME.weight [num_parameters], all init;
    num_parameters is 1 or the channels of x. */
@@ -984,6 +999,58 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p);
    from the generator above keyed by seed, op and step, so every backend draws the same
    mask. */
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
+
+/* A token id per row of logits [B, V] (float32), drawn on the device: int32 [B], not
+   differentiable. The usual sampling of HF's generate and nanoGPT: logits * (1 /
+   temperature) (the reciprocal rounded to float, then a product: PyTorch divides), then
+   top-k (keep the logits >= the k-th largest: ties with it stay, as HF's), then top-p on
+   the softmax of what is left (keep the largest probabilities whose sum reaches top_p of
+   the mass: a token stays when the mass strictly above it is < top_p, so at least one;
+   ties with the last one stay), then one draw from the renormalised probabilities. A
+   temperature of 0 (the zeroed desc: HF's default do_sample=False) is greedy: the first
+   index of the largest logit, as torch.argmax. NaN logits count as -inf. The draw's
+   uniform is the Philox word of counter (row, the op's key, the graph's run count: every
+   nn_graph_forward or nn_graph_step is a run) under the graph's seed, and the
+   probabilities use only exactly rounded arithmetic in a fixed order (kernels/random.h),
+   so the CPU and OpenCL backends draw the same token, and each run draws afresh with no
+   recompiling; one work-group per row on a device. */
+typedef struct nn_sample_desc {
+    float temperature;   /* 0 (and NN_ZERO): greedy; else > 0, finite */
+    int top_k;           /* 0: off (every token) */
+    float top_p;         /* 0: 1 (off); in [0, 1], NN_ZERO 0: the most likely token(s) only */
+} nn_sample_desc;
+NN_API nn_tensor nn_sample_logits(nn_graph *g, nn_tensor logits, const nn_sample_desc *desc);
+
+/* ==== positions (transformers) ============================================================
+   Learned positional embeddings are a parameter added with broadcasting, nothing more:
+       nn_tensor wpe = nn_param(g, "transformer.wpe.weight", nn_shape2(T, D), init);
+       h = nn_add(g, tok_emb, wpe);              (tok_emb [B, T, D] + wpe [T, D])
+   (tests/test_rope.c trains one). */
+
+/* The fixed encodings of "Attention is all you need" as the PyTorch tutorials write them:
+   pe[t, 2i] = sin(t / 10000^(2i/D)), pe[t, 2i + 1] = cos(t / 10000^(2i/D)), float32
+   [T, D] (odd D: the last column is a sin), computed once at compile time in double and
+   rounded (PyTorch's tutorial computes in float32: within a few ulp of it). A constant. */
+NN_API nn_tensor nn_sinusoidal_positions(nn_graph *g, int64_t T, int64_t D);
+
+/* Rotary position embeddings (RoPE, Su et al.) of x [B, H, T, D] (or [B, T, H, D] with
+   bthd), q or k of attention: the token at position p has its first rot_dim dims turned
+   in pairs, pair i by angle p * theta^(-2i / rot_dim) (the angle in float32, as HF's
+   rotary embeddings): y1 = x1 cos - x2 sin, y2 = x2 cos + x1 sin. Pairs are GPT-NeoX's and
+   LLaMA's halves (x1 = x[i], x2 = x[i + rot_dim/2], HF's rotate_half) by default, GPT-J's
+   neighbours (x[2i], x[2i + 1]) with interleaved. Positions: positions[t] (int32 [T]) or
+   positions[b, t] (int32 [B, T], HF's position_ids), else t; offset is added to each (a
+   generation step with a cache of `offset` tokens). The gradient is the inverse rotation;
+   positions get none. */
+typedef struct nn_rope_desc {
+    float theta;         /* the base: 0 is 10000 (must be > 1) */
+    int rot_dim;         /* 0: D; else even, <= D (partial rotary: the rest is copied) */
+    int interleaved;     /* 1: GPT-J's pairs (2i, 2i + 1) */
+    int bthd;            /* 1: x is [B, T, H, D] */
+    int offset;          /* added to every position (>= 0) */
+    nn_tensor positions; /* NN_NONE, or int32 [T] or [B, T] */
+} nn_rope_desc;
+NN_API nn_tensor nn_rope(nn_graph *g, nn_tensor x, const nn_rope_desc *desc);
 
 /* ==== 14. Optimizers, schedules and compiling ==============================================
    torch.optim's optimizers and lr_scheduler's schedules, as options of nn_graph_compile

@@ -79,6 +79,7 @@ typedef struct nn__buf {
 #include "../ops/optim.h"
 #include "../ops/random.h"
 #include "../ops/segment.h"
+#include "../ops/rope.h"
 
 typedef union nn__attr {
     nn__ew_attr ew;
@@ -93,6 +94,7 @@ typedef union nn__attr {
     nn__optim_attr optim;
     nn__random_attr random;
     nn__segment_attr seg;
+    nn__rope_attr rope;
 } nn__attr;
 
 typedef struct nn__node {
@@ -251,6 +253,7 @@ struct nn_graph {
     int eval;
     uint64_t seed;
     uint64_t step;               /* completed training steps */
+    uint64_t runs;               /* runs started, forward or step (nn_sample_logits's counter) */
     int progress;                /* launches (ops) of the running step enqueued so far (backends count) */
     int broken;                  /* a step failed part way: parameters may be partly updated */
     nn_optimizer opt;

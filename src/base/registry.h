@@ -143,7 +143,9 @@
     X(NORM_DGAMMA, "norm_grad_weight", norm_dgamma, 0)         \
     X(NORM_DBETA, "norm_grad_bias", norm_dbeta, 0)             \
     X(BN_RUNNING, "batch_norm_running_update", bn_running, 0)  \
-    X(BN_PACK, "batch_norm_running_stats", bn_pack, 0)
+    X(BN_PACK, "batch_norm_running_stats", bn_pack, 0)          \
+    X(RMS_NORM, "rms_norm", rms_norm, 0)                         \
+    X(RMS_NORM_DX, "rms_norm_grad_input", rms_norm_dx, 0)
 
 #define NN__OPS_POOL(X)                                            \
     X(MAXPOOL2D, "max_pool2d", maxpool2d, 0)                       \
@@ -168,7 +170,12 @@
     X(GAUSSIAN_NOISE, "gaussian_noise", gaussian_noise, NN__OPF_RANK0)              \
     X(ALPHA_DROPOUT, "alpha_dropout", alpha_dropout, NN__OPF_RANK0)                 \
     X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)  \
-    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)
+    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)                                   \
+    X(SAMPLE_LOGITS, "sample_logits", sample_logits, NN__OPF_NO_GRAD)
+
+#define NN__OPS_ROPE(X)                                                                  \
+    X(ROPE, "rope", rope, 0)                                                              \
+    X(SINUSOIDAL, "sinusoidal_positions", sinusoidal, NN__OPF_NO_GRAD | NN__OPF_CONST)
 
 /* src/ops/segment.c: a stable sort of an index once, then segment reductions in index order */
 #define NN__OPS_SEGMENT(X)                                                  \
@@ -182,7 +189,9 @@
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
     NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)                                                                     \
-    NN__OPS_SEGMENT(X)
+    NN__OPS_SEGMENT(X)                                                                                     \
+    NN__OPS_ROPE(X)                                                                                        \
+    /* a new family's list goes on the line above */
 
 typedef enum nn__opcode {
 #define NN__X(e, s, stem, flags) NN__OP_##e,

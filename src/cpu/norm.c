@@ -12,6 +12,7 @@
 typedef struct nn__norm {
     int64_t A, C, S, G;
     int per_channel;
+    int rms; /* statistics: mean 0, the mean square for the variance */
 } nn__norm;
 
 static void nn__norm_geom(nn__norm *q, const nn__norm_attr *a) {
@@ -20,6 +21,7 @@ static void nn__norm_geom(nn__norm *q, const nn__norm_attr *a) {
     q->S = a->S;
     q->G = a->groups;
     q->per_channel = a->per_channel;
+    q->rms = a->rms;
 }
 
 /* R: the number of statistics groups; n: the elements in each */
@@ -110,7 +112,7 @@ static void nn__norm_stats_range(const nn__norm *q, float *stats, const float *x
     for (r = r0; r < r1; r++) {
         nn__norm_span sp = nn__norm_span_of(q, r);
         double sum = 0.0, mean, var = 0.0;
-        for (b = 0; b < sp.nb; b++)
+        for (b = 0; b < sp.nb && !q->rms; b++)
             for (ci = 0; ci < sp.nc; ci++) {
                 const float *p = x + sp.off + b * sp.bs + ci * q->S;
                 sum += nn__sum4(p, q->S, 0, 0.0);
@@ -201,11 +203,58 @@ static void nn__norm_backward_affine_range(const nn__norm *q, float *out, const 
     }
 }
 
+/* RMS norm of rows r0..r1-1 of x [A, C] (PyTorch's F.rms_norm): y = x * rstd * w[c], rstd =
+   1 / sqrt(mean(x^2) + eps), the mean in double (nn__sum4's order); w may be NULL. */
+static float nn__rms_rstd(const float *x, int64_t C, float eps) {
+    return (float)(1.0 / sqrt(nn__sum4(x, C, 1, 0.0) / (double)C + (double)eps));
+}
+
+static void nn__rms_norm_forward_range(const nn__norm *q, float *y, const float *x, const float *w, float eps, int64_t r0,
+                                       int64_t r1) {
+    int64_t r, c, C = q->C;
+    for (r = r0; r < r1; r++) {
+        const float *xr = x + r * C;
+        float *yr = y + r * C, rs = nn__rms_rstd(xr, C, eps);
+        if (w)
+            for (c = 0; c < C; c++) yr[c] = xr[c] * rs * w[c];
+        else
+            for (c = 0; c < C; c++) yr[c] = xr[c] * rs;
+    }
+}
+
+/* dx of RMS norm, per row (d = dy * w, xhat = x * rstd): dx = rstd * (d - xhat * mean(d * xhat)) */
+static void nn__rms_norm_backward_range(const nn__norm *q, float *dx, const float *x, const float *dy, const float *w,
+                                        float eps, int64_t r0, int64_t r1) {
+    int64_t r, c, C = q->C;
+    for (r = r0; r < r1; r++) {
+        const float *xr = x + r * C, *dr = dy + r * C;
+        float *out = dx + r * C, rs = nn__rms_rstd(xr, C, eps), m2;
+        double s1 = 0.0, s2 = 0.0;
+        if (w) {
+            double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+            for (c = 0; c + 4 <= C; c += 4) { /* four lanes, as nn__sum4 */
+                a0 += (double)(dr[c] * w[c]) * xr[c];
+                a1 += (double)(dr[c + 1] * w[c + 1]) * xr[c + 1];
+                a2 += (double)(dr[c + 2] * w[c + 2]) * xr[c + 2];
+                a3 += (double)(dr[c + 3] * w[c + 3]) * xr[c + 3];
+            }
+            for (; c < C; c++) a0 += (double)(dr[c] * w[c]) * xr[c];
+            s2 = (a0 + a1) + (a2 + a3);
+        } else
+            nn__dsum4(dr, xr, 0.0f, 1.0f, 1.0f, C, &s1, &s2);
+        m2 = (float)(s2 * rs / (double)C);
+        for (c = 0; c < C; c++) {
+            float d = w ? dr[c] * w[c] : dr[c];
+            out[c] = rs * (d - xr[c] * rs * m2);
+        }
+    }
+}
+
 /* ---- the ops over the threads: each task owns a contiguous range of groups (stats, dx),
    rows (forward) or channels (affine gradients) and sums them in the order above, so the
    results do not depend on the thread count ---- */
 
-enum { NN__NORM_STATS, NN__NORM_FWD, NN__NORM_DX, NN__NORM_AFFINE };
+enum { NN__NORM_STATS, NN__NORM_FWD, NN__NORM_DX, NN__NORM_AFFINE, NN__NORM_RMS_FWD, NN__NORM_RMS_DX };
 typedef struct nn__norm_job {
     const nn__norm *q;
     int kind, const_stats;
@@ -225,6 +274,8 @@ static void nn__norm_task(void *arg, int t, int n_tasks) {
     case NN__NORM_DX:
         nn__norm_backward_data_range(j->q, j->out, j->x, j->stats, j->dy, j->gamma, j->const_stats, j->eps, i0, i1);
         break;
+    case NN__NORM_RMS_FWD: nn__rms_norm_forward_range(j->q, j->out, j->x, j->gamma, j->eps, i0, i1); break;
+    case NN__NORM_RMS_DX: nn__rms_norm_backward_range(j->q, j->out, j->x, j->dy, j->gamma, j->eps, i0, i1); break;
     default: nn__norm_backward_affine_range(j->q, j->out, j->x, j->stats, j->dy, j->eps, i0, i1); break;
     }
 }
@@ -276,6 +327,16 @@ static void nn__norm_backward_affine(nn__threadpool *pool, const nn__norm *q, fl
     nn__norm_job j = nn__norm_job_of(q, NN__NORM_AFFINE, out, x, stats, eps);
     j.dy = dy;
     j.n = q->C;
+    nn__norm_run(pool, &j);
+}
+
+/* RMS norm over x [A, C] (rows A), forward (dy NULL) or dx */
+static void nn__rms_norm(nn__threadpool *pool, const nn__norm *q, float *out, const float *x, const float *dy, const float *w,
+                         float eps) {
+    nn__norm_job j = nn__norm_job_of(q, dy ? NN__NORM_RMS_DX : NN__NORM_RMS_FWD, out, x, NULL, eps);
+    j.dy = dy;
+    j.gamma = w;
+    j.n = q->A;
     nn__norm_run(pool, &j);
 }
 

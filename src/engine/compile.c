@@ -459,6 +459,7 @@ static nn_result nn__run(nn_graph *g, int n_sched) {
                                               "partly updated: load a training state (nn_graph_load_state) to go on");
     g->progress = 0;
     g->checks_pending = g->n_checks > 0;
+    g->runs++;
     return g->ctx->backend->run(g, n_sched);
 }
 

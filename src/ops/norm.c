@@ -117,6 +117,7 @@ static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
     NN__NORM_KLAUNCH(norm_stats, 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.stats = &n->buf;
+    k.rms = a->rms;
     return nn__kargs_norm_stats(l, &k);
 }
 
@@ -310,6 +311,86 @@ static nn_result nn__launch_bn_pack(nn_graph *g, int id) {
     return nn__kargs_batch_norm_pack(l, &k);
 }
 
+/* ==== rms_norm: y [A, C] = x * rstd * w[c], rstd = 1 / sqrt(mean over the row of x^2 +
+   eps), inputs x, [w]; one pass per row (PyTorch's F.rms_norm over x viewed as [rows,
+   features]). Its gradients: RMS_NORM_DX, dx from (x, dy, [w]), rstd recomputed in the same
+   pass per row; the weight's, sum over rows of dy * x * rstd, is NORM_DGAMMA over the
+   statistics NORM_STATS gives with rms set (means 0, mean squares) ==== */
+
+#define nn__plan_rms_norm nn__no_plan
+#define nn__grad_rms_norm_dx nn__grad_none
+#define nn__plan_rms_norm_dx nn__no_plan
+
+static void nn__grad_rms_norm(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    int wi = n.a.norm.has_gamma ? b : -1, din[3];
+    (void)gb;
+    din[0] = a;
+    din[1] = gy.id;
+    din[2] = wi;
+    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_RMS_NORM_DX, NN_F32, g->nodes[a].shape, din,
+                                                                             wi >= 0 ? 3 : 2)), &n.a.norm));
+    if (wi >= 0 && g->nodes[wi].needs_grad) {
+        nn__norm_attr at = n.a.norm;
+        int stats;
+        at.rms = 1;
+        stats = nn__norm_stats_node(g, nn__tensor(a), &at);
+        if (stats < 0) return;
+        nn__acc_grad(g, wi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[wi].shape, a, stats, gy.id), &at));
+    }
+}
+
+static nn_result nn__cpu_rms_norm(nn_graph *g, nn__node *n) {
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__rms_norm(g->ctx->threads, &q, n->buf.host, NN__F(n->in[0]), NULL, n->a.norm.has_gamma ? NN__F(n->in[1]) : NULL,
+                 n->a.norm.eps);
+    return NN_OK;
+}
+
+/* x, dy, [w] */
+static nn_result nn__cpu_rms_norm_dx(nn_graph *g, nn__node *n) {
+    nn__norm q;
+    nn__norm_geom(&q, &n->a.norm);
+    nn__rms_norm(g->ctx->threads, &q, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
+                 n->a.norm.has_gamma ? NN__F(n->in[2]) : NULL, n->a.norm.eps);
+    return NN_OK;
+}
+
+/* one work-group per row; &g->one stands in for an absent w */
+static nn_result nn__launch_rms_norm(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__norm_attr *a = &n->a.norm;
+    size_t wg;
+    NN__KWITH(rms_norm_forward, nn__launch_norm_groups(g, id, "rms_norm_forward", 1, &l, &wg));
+    k.x = &g->nodes[n->in[0]].buf;
+    k.w = a->has_gamma ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.has_w = a->has_gamma;
+    k.eps = a->eps;
+    k.tmp = wg * 4;
+    return nn__kargs_rms_norm_forward(l, &k);
+}
+
+static nn_result nn__launch_rms_norm_dx(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__norm_attr *a = &n->a.norm;
+    size_t wg;
+    NN__KWITH(rms_norm_backward_data, nn__launch_norm_groups(g, id, "rms_norm_backward_data", 1, &l, &wg));
+    k.x = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.w = a->has_gamma ? &g->nodes[n->in[2]].buf : &g->one;
+    k.dx = &n->buf;
+    k.A = a->A;
+    k.C = a->C;
+    k.has_w = a->has_gamma;
+    k.eps = a->eps;
+    k.tmp = wg * 4;
+    return nn__kargs_rms_norm_backward_data(l, &k);
+}
+
 /* ==== the public norms, made of the ops above: group, instance and layer norm are
    norm_stats + norm; batch norm adds the running statistics' update in training mode, or
    normalises by them (batch_norm_running_stats) in eval mode ==== */
@@ -376,6 +457,37 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
     at.S = at.groups = 1;
     at.eps = eps;
     return nn__norm_apply(g, x, nn__norm_stats_node(g, x, &at), gamma, beta, &at, 0);
+}
+
+/* RMS norm over the trailing n_norm_dims dims of x: one RMS_NORM node on x as [rows,
+   features]. eps: 0 is PyTorch's None, torch.finfo(float32).eps = 2^-23. */
+NN_API nn_tensor nn_rms_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor weight, const nn_norm_desc *desc) {
+    float eps = desc ? desc->eps : 0.0f;
+    char sx[128];
+    nn__node *nx;
+    nn_shape tail;
+    nn__norm_attr at;
+    int k, in[2];
+    if (!nn__norm_check_x(g, "nn_rms_norm", x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    nx = nn__n(g, x);
+    if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_rms_norm: n_norm_dims %d is not in 1..%d for x %s", n_norm_dims,
+                           nx->shape.ndim, sx);
+    eps = nn__deff(eps, 1.1920928955078125e-07f);
+    if (!(eps >= 0.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_rms_norm: eps %g is not >= 0", eps);
+    memset(&tail, 0, sizeof tail);
+    tail.ndim = n_norm_dims;
+    for (k = 0; k < n_norm_dims; k++) tail.dim[k] = nx->shape.dim[nx->shape.ndim - n_norm_dims + k];
+    if (!nn__norm_check_vec(g, "nn_rms_norm", weight, "weight", &tail, sx)) return nn__tensor(-1);
+    memset(&at, 0, sizeof at);
+    at.C = (int)nn__numel(&tail);
+    at.A = at.C ? (int)(nx->numel / at.C) : 0;
+    at.S = at.groups = 1;
+    at.eps = eps;
+    at.has_gamma = weight.id > 0;
+    in[0] = x.id;
+    in[1] = weight.id;
+    return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_RMS_NORM, NN_F32, nx->shape, in, weight.id > 0 ? 2 : 1)), &at);
 }
 
 NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc) {
@@ -469,4 +581,50 @@ NN_API nn_tensor nn_batch_norm2d_layer(nn_graph *g, nn_tensor x, const nn_norm_d
 
 NN_API nn_tensor nn_batch_norm1d_layer(nn_graph *g, nn_tensor x, const nn_norm_desc *desc, const char *name) {
     return nn__batch_norm_layer(g, x, desc, name, "nn_batch_norm1d_layer", 2, 3, "[N, C] or [N, C, L]");
+}
+
+/* PyTorch's LayerNorm and RMSNorm modules over the trailing n_norm_dims dims of x:
+   NAME.weight (ones) and, for LayerNorm unless desc->no_bias, NAME.bias (zeros), of those
+   dims' shape. */
+static nn_tensor nn__norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name,
+                                const char *fn, int rms) {
+    char nm[256], sx[128];
+    nn_tensor w, b = NN_NONE;
+    nn_init init;
+    nn_shape tail;
+    nn__node *nx;
+    int k;
+    if (!nn__norm_check_x(g, fn, x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", fn);
+    nx = nn__n(g, x);
+    if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: n_norm_dims %d is not in 1..%d for x %s", fn, n_norm_dims, nx->shape.ndim, sx);
+    if (desc && (desc->running_mean.id != 0 || desc->running_var.id != 0))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: has no running statistics; desc gives some", fn);
+    memset(&tail, 0, sizeof tail);
+    tail.ndim = n_norm_dims;
+    for (k = 0; k < n_norm_dims; k++) tail.dim[k] = nx->shape.dim[nx->shape.ndim - n_norm_dims + k];
+    memset(&init, 0, sizeof init);
+    init.kind = NN_INIT_CONSTANT;
+    init.a = 1.0f;
+    snprintf(nm, sizeof nm, "%s.weight", name);
+    w = nn_param(g, nm, tail, init);
+    if (w.id < 0) return w;
+    if (rms) return nn_rms_norm(g, x, n_norm_dims, w, desc);
+    if (!(desc && desc->no_bias)) {
+        init.kind = NN_INIT_ZEROS;
+        init.a = 0.0f;
+        snprintf(nm, sizeof nm, "%s.bias", name);
+        b = nn_param(g, nm, tail, init);
+        if (b.id < 0) return b;
+    }
+    return nn_layer_norm(g, x, n_norm_dims, w, b, desc);
+}
+
+NN_API nn_tensor nn_layer_norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name) {
+    return nn__norm_layer(g, x, n_norm_dims, desc, name, "nn_layer_norm_layer", 0);
+}
+
+NN_API nn_tensor nn_rms_norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const nn_norm_desc *desc, const char *name) {
+    return nn__norm_layer(g, x, n_norm_dims, desc, name, "nn_rms_norm_layer", 1);
 }

@@ -10,6 +10,7 @@ typedef struct nn__norm_attr { /* x [A, C, S...] */
     int per_channel;     /* statistics per channel over A and S (batch norm) */
     int has_gamma, has_beta;
     int const_stats;     /* NORM_FORWARD, NORM_DX: the statistics are not x's (running stats) */
+    int rms;             /* NORM_STATS: means 0 and mean squares for variances (RMS norm) */
     float eps, momentum;
 } nn__norm_attr;
 

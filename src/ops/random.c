@@ -394,3 +394,137 @@ static nn_result nn__launch_dropout(nn_graph *g, int id) {
     k.node = (unsigned)n->a.random.key;
     return nn__kargs_dropout(l, &k);
 }
+
+/* ==== sample_logits: y [B] int32, a token id per row of logits [B, V], drawn with
+   temperature, top-k and top-p (the usual HF / nanoGPT sampling), or the argmax (greedy);
+   kernels/random.h's lanes, so both backends draw the same token. Its scratch [B, V] holds
+   each row's exp(s - max). The draw's counter is (row, key, the graph's run count), so each
+   run, forward or step, draws afresh without recompiling. ==== */
+
+NN_API nn_tensor nn_sample_logits(nn_graph *g, nn_tensor logits, const nn_sample_desc *desc) {
+    nn_sample_desc d;
+    nn__node *nz;
+    char sz[128];
+    nn_tensor t;
+    if (!nn__check(g, "nn_sample_logits", 1, &logits) || !nn__expect_f32(g, "nn_sample_logits", logits, "logits"))
+        return nn__tensor(-1);
+    nz = nn__n(g, logits);
+    nn__shape_str(&nz->shape, sz, sizeof sz);
+    if (nz->shape.ndim != 2 || nz->shape.dim[1] < 1 || nz->shape.dim[1] > INT32_MAX / 2 || nz->numel > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_sample_logits: logits %s must be [B, V], V >= 1, under 2^31 elements", sz);
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    d.top_p = nn__deff(d.top_p, 1.0f);
+    if (d.temperature == (float)NN_ZERO) d.temperature = 0.0f;
+    if (!(d.temperature >= 0.0f && d.temperature < INFINITY) || (d.temperature > 0.0f && !(1.0f / d.temperature < INFINITY)) || d.top_k < 0 ||
+        !(d.top_p >= 0.0f && d.top_p <= 1.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                           "nn_sample_logits: temperature %g must be finite and >= 0 (1 / temperature too), top_k %d >= 0, "
+                           "top_p %g in [0, 1]",
+                           d.temperature, d.top_k, d.top_p);
+    t = nn__tensor(nn__new_node(g, NN__OP_SAMPLE_LOGITS, NN_I32, nn_shape1(nz->shape.dim[0]), &logits.id, 1));
+    if (t.id < 0) return t;
+    g->nodes[t.id].a.random.key = t.id;
+    g->nodes[t.id].a.random.inv_t = d.temperature > 0.0f ? 1.0f / d.temperature : 0.0f;
+    g->nodes[t.id].a.random.top_k = d.top_k;
+    g->nodes[t.id].a.random.top_p = d.top_p;
+    return t;
+}
+
+#define nn__grad_sample_logits nn__grad_none
+
+static void nn__plan_sample_logits(nn_graph *g, nn__node *n) { n->scratch = g->nodes[n->in[0]].numel; }
+
+/* One row, kernels/random.h's lanes one after another (the kernel's order exactly). */
+static int32_t nn__sample_row(const float *z, float *p, int V, const nn__random_attr *ra, float u) {
+    float lf[NN__SAMP_LANES], m, before;
+    uint32_t lu[NN__SAMP_LANES], mkey = 0, tk = 0, tau;
+    int ch = (V + NN__SAMP_LANES - 1) / NN__SAMP_LANES, j, lane, t, greedy = ra->inv_t == 0.0f, bit;
+#define NN__LANE_RANGE(j) (j) * ch < V ? (j) * ch : V, (j) * ch + ch < V ? (j) * ch + ch : V
+    for (j = 0; j < NN__SAMP_LANES; j++) {
+        uint32_t k = nn__samp_lane_max(z, NN__LANE_RANGE(j), ra->inv_t, greedy);
+        mkey = k > mkey ? k : mkey;
+    }
+    if (greedy) {
+        for (j = 0; j < NN__SAMP_LANES; j++)
+            if ((t = nn__samp_lane_first(z, NN__LANE_RANGE(j), ra->inv_t, 1, mkey)) >= 0) return t;
+        return 0;
+    }
+    m = nn__samp_unkey(mkey);
+    for (j = 0; j < NN__SAMP_LANES; j++) nn__samp_lane_exp(z, p, NN__LANE_RANGE(j), ra->inv_t, m);
+    if (ra->top_k > 0 && ra->top_k < V)
+        for (bit = 31; bit >= 0; bit--) {
+            uint32_t c = tk | (1u << bit);
+            for (j = 0; j < NN__SAMP_LANES; j++) lu[j] = nn__samp_lane_count(z, NN__LANE_RANGE(j), ra->inv_t, c);
+            if (nn__samp_count_lanes(lu) >= (uint32_t)ra->top_k) tk = c;
+        }
+    tau = tk;
+    if (ra->top_p < 1.0f) {
+        uint32_t res = 0;
+        float target;
+        for (j = 0; j < NN__SAMP_LANES; j++) lf[j] = nn__samp_lane_sum(z, p, NN__LANE_RANGE(j), ra->inv_t, tk);
+        target = ra->top_p * nn__samp_sum_lanes(lf);
+        for (bit = 31; bit >= 0; bit--) {
+            uint32_t c = res | (1u << bit), cc = c > tk ? c : tk;
+            for (j = 0; j < NN__SAMP_LANES; j++) lf[j] = nn__samp_lane_sum(z, p, NN__LANE_RANGE(j), ra->inv_t, cc);
+            float sum = nn__samp_sum_lanes(lf);
+            if (sum >= target && sum > 0.0f) res = c; /* at least one token */
+        }
+        tau = res > tk ? res : tk;
+    }
+    for (j = 0; j < NN__SAMP_LANES; j++) lf[j] = nn__samp_lane_sum(z, p, NN__LANE_RANGE(j), ra->inv_t, tau);
+    u = u * nn__samp_sum_lanes(lf);
+    lane = nn__samp_pick_lane(lf, u, &before);
+    t = nn__samp_lane_pick(z, p, NN__LANE_RANGE(lane), ra->inv_t, tau, before, u);
+#undef NN__LANE_RANGE
+    return t < 0 ? 0 : t;
+}
+
+static nn_result nn__cpu_sample_logits(nn_graph *g, nn__node *n) {
+    const nn__node *nz = &g->nodes[n->in[0]];
+    int V = (int)nz->shape.dim[1];
+    int64_t b;
+    uint32_t key[2];
+    key[0] = (uint32_t)g->seed;
+    key[1] = (uint32_t)(g->seed >> 32);
+    for (b = 0; b < n->numel; b++) {
+        uint32_t r[4];
+        r[0] = (uint32_t)b;
+        r[1] = (uint32_t)n->a.random.key;
+        r[2] = (uint32_t)g->runs;
+        r[3] = (uint32_t)(g->runs >> 32);
+        nn__philox(r, key);
+        ((int32_t *)n->buf.host)[b] = nn__sample_row(nz->buf.host + b * V, n->scratch_buf.host + b * V, V, &n->a.random,
+                                                     nn__rng_uniform(r[0]));
+    }
+    return NN_OK;
+}
+
+/* Before each run: the run's counter words. */
+static void nn__update_sample_logits(nn_graph *g, nn__launch *l) {
+    nn__k_sample_logits k;
+    memset(&k, 0, sizeof k);
+    k.run_lo = (unsigned)g->runs;
+    k.run_hi = (unsigned)(g->runs >> 32);
+    nn__kstep_sample_logits(l, &k);
+}
+
+/* one work-group per row, of up to NN__SAMP_LANES work-items */
+static nn_result nn__launch_sample_logits(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    size_t wg = g->ctx->dev.max_wg < NN__SAMP_LANES ? g->ctx->dev.max_wg : NN__SAMP_LANES;
+    NN__KWITH(sample_logits, nn__launch_groups(g, id, "random", "sample_logits", (size_t)n->numel, wg, &l));
+    l->update = nn__update_sample_logits;
+    k.z = &g->nodes[n->in[0]].buf;
+    k.p = &n->scratch_buf;
+    k.y = &n->buf;
+    k.V = (int)g->nodes[n->in[0]].shape.dim[1];
+    k.inv_t = n->a.random.inv_t;
+    k.greedy = n->a.random.inv_t == 0.0f;
+    k.top_k = n->a.random.top_k;
+    k.top_p = n->a.random.top_p;
+    k.seed_lo = (unsigned)g->seed;
+    k.seed_hi = (unsigned)(g->seed >> 32);
+    k.key = (unsigned)n->a.random.key;
+    return nn__kargs_sample_logits(l, &k);
+}

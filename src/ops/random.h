@@ -13,6 +13,9 @@ typedef struct nn__random_attr {
     float p;             /* DROPOUT, ALPHA_DROPOUT*: the probability of a drop */
     float scale, shift;  /*   kept elements: scale x + shift; */
     float dropped;       /*   dropped ones: this value */
+    float inv_t;         /* SAMPLE_LOGITS: 1 / temperature (greedy: 0) */
+    int top_k;           /*   0: all tokens */
+    float top_p;         /*   1: all tokens */
 } nn__random_attr;
 
 #endif
