@@ -1,11 +1,13 @@
 /* The attention family's CPU loops (src/ops/attention.c's bodies; kernels/attention.cl has
-   the OpenCL twins): flash attention, blocked over query and key tiles of NN__ATTN_BR x
-   NN__ATTN_BC and threaded over (batch, head, query block) for the forward and dQ, over
+   the OpenCL twins): flash attention, blocked over tiles of NN__ATTN_BR queries x
+   NN__ATTN_BC keys and threaded over (batch, head, query block) for the forward and dQ, over
    (batch, key/value head, key block) for dK/dV. Each work unit is computed by one task in a
    fixed order whatever the thread count, so the bits do not depend on it; no [Tq, Tk]
-   matrix: each task's working memory is a few tiles. */
+   matrix: a task's working memory is a few tiles (nn__attn_ws_floats). A masked score is
+   -inf in the tiles and its weight exactly 0. The tile products run on the GEMM's
+   microkernels (nn__sgemm_ws), the exponentials on nn__vexp_map. */
 
-#define NN__ATTN_BR 32 /* query rows of a tile */
+#define NN__ATTN_BR 64 /* query rows of a tile */
 #define NN__ATTN_BC 64 /* keys of a tile */
 
 typedef struct nn__attn_job {
@@ -19,35 +21,30 @@ typedef struct nn__attn_job {
     int kind;           /* 0 forward, 1 dq, 2 dkv */
 } nn__attn_job;
 
-/* floats of one task's working memory: two transposed [D, BC] tiles, three [BR, BC] score
-   tiles, an [BR, D] accumulator and row stats, [BC, D] dK and dV accumulators */
+/* floats of one task's working memory: two [BR, BC] tiles (S then P, dP then dS), an
+   [BR, D] accumulator and two row stats, [BC, D] dK and dV accumulators */
 static int64_t nn__attn_ws_floats(int D) {
-    return 2 * (int64_t)D * NN__ATTN_BC + 3 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR +
-           2 * (int64_t)NN__ATTN_BC * D + 16;
+    return 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * D + 16;
 }
 
-/* 1 when (i, j) of head (b, h) is masked by causality, the window or the key padding mask;
-   else 0 and *bias the mask's addend */
-static int nn__attn_dead(const nn__attn_job *J, int b, int h, int i, int j, float *bias) {
-    const nn__attn_attr *a = &J->a;
-    *bias = 0.0f;
-    if (a->causal && j > i) return 1;
-    if (a->window > 0) {
-        int d = i - j;
-        if (d >= a->window || (!a->causal && -d >= a->window)) return 1;
-    }
-    if (a->kpm_mode) {
-        const float *kp = J->kpm + (int64_t)b * a->Tk + j;
-        if (a->kpm_mode == 1 ? *kp != 0.0f : *(const int32_t *)(const void *)kp != 0) return 1;
-    }
-    if (a->mask_mode) {
-        const float *m = J->mask + (int64_t)b * a->ms[0] + (int64_t)h * a->ms[1] + (int64_t)i * a->ms[2] + (int64_t)j * a->ms[3];
-        if (a->mask_mode == 2) return *(const int32_t *)(const void *)m == 0;
-        *bias = *m;
-        if (*bias == -INFINITY) return 1;
-    }
-    return 0;
+/* ---- the tile products, on the CPU backend's GEMM (src/cpu/gemm.c: its packed
+   microkernels, on the calling thread, packing in the task's gw; one K block, so each
+   element's sum has a fixed order) ---- */
+
+/* S [nr, nc] (row stride BC) = alpha X Y^T: X rows at stride xs, Y rows at stride ys, D long */
+static void nn__attn_abt(const nn__attn_job *J, nn__gemm_ws *gw, float *S, const float *x, int64_t xs, int nr, const float *y,
+                         int64_t ys, int nc, float alpha) {
+    nn__sgemm_ws(gw, 0, 1, nr, nc, J->a.D, alpha, x, (int)xs, y, (int)ys, 0.0f, S, NN__ATTN_BC);
 }
+
+/* C [M, D] (row stride ldc) += op(A) B: op(A) [M, K] (transA: A stored [K, M]), lda; B rows
+   at stride ldb */
+static void nn__attn_ab(const nn__attn_job *J, nn__gemm_ws *gw, float *C, int64_t ldc, int transA, const float *A, int lda, int M,
+                        int K, const float *B, int64_t ldb) {
+    nn__sgemm_ws(gw, transA, 0, M, J->a.D, K, 1.0f, A, lda, B, (int)ldb, 1.0f, C, (int)ldc);
+}
+
+/* ---- masks and dropout ---- */
 
 /* dropout's factor for weight (b, h, i, j): 1 / (1 - p) kept, 0 dropped */
 static float nn__attn_keep(const nn__attn_job *J, int b, int h, int i, int j) {
@@ -56,42 +53,40 @@ static float nn__attn_keep(const nn__attn_job *J, int b, int h, int i, int j) {
     return nn__dropout_uniform(J->seed, a->key, J->step, idx) >= a->p ? 1.0f / (1.0f - a->p) : 0.0f;
 }
 
-/* S [nr, BC] = X_rows Y_rows^T: X rows at x + r * xs (nr of them), Y rows at y + c * ys (nc),
-   D long; Yt a [D, BC] scratch for Y transposed. Each element sums over d in order. */
-static void nn__attn_tile_dot(float *S, const float *x, int64_t xs, int nr, const float *y, int64_t ys, int nc, int D,
-                              float *Yt) {
-    int r, c, d;
-    for (c = 0; c < nc; c++)
-        for (d = 0; d < D; d++) Yt[(int64_t)d * NN__ATTN_BC + c] = y[c * ys + d];
-    for (r = 0; r < nr; r++) {
-        float *s = S + r * NN__ATTN_BC;
-        const float *xr = x + r * xs;
-        for (c = 0; c < nc; c++) s[c] = 0.0f;
-        for (d = 0; d < D; d++) {
-            const float *yt = Yt + (int64_t)d * NN__ATTN_BC;
-            float xv = xr[d];
-            for (c = 0; c < nc; c++) s[c] += xv * yt[c];
-        }
-    }
-}
-
-/* The scores of tile (rows i0.., keys j0..) of head (b, h): S = q k^T scale + mask, and
-   dead[] 1 where masked (S there is -inf). Returns 1 when any element is alive. */
-static int nn__attn_scores(const nn__attn_job *J, int b, int h, int hk, int i0, int nr, int j0, int nc, float *S,
-                           unsigned char *dead, float *Kt) {
+/* Masks the scores of tile (rows i0.., keys j0..) of head (b, h): -inf where causality,
+   the window or the key padding mask hide a key, or a boolean mask is 0; the additive mask
+   added. Returns 1 when any element is alive. */
+static int nn__attn_mask_tile(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc, float *S) {
     const nn__attn_attr *a = &J->a;
     int r, c, any = 0;
-    nn__attn_tile_dot(S, J->q + b * J->qs[0] + h * J->qs[1] + i0 * J->qs[2], J->qs[2], nr,
-                      J->k + b * J->ks[0] + hk * J->ks[1] + j0 * J->ks[2], J->ks[2], nc, a->D, Kt);
-    for (r = 0; r < nr; r++)
-        for (c = 0; c < nc; c++) {
-            float bias;
-            int dd = nn__attn_dead(J, b, h, i0 + r, j0 + c, &bias);
-            float *s = &S[r * NN__ATTN_BC + c];
-            dead[r * NN__ATTN_BC + c] = (unsigned char)dd;
-            *s = dd ? -INFINITY : *s * a->scale + bias;
-            any |= !dd;
+    for (r = 0; r < nr; r++) {
+        float *s = S + r * NN__ATTN_BC;
+        int i = i0 + r, lo = 0, hi = nc; /* alive columns [lo, hi) by causality and the window */
+        if (a->causal && i - j0 + 1 < hi) hi = i - j0 + 1;
+        if (a->window > 0) {
+            if (i - a->window + 1 - j0 > lo) lo = i - a->window + 1 - j0;
+            if (!a->causal && i + a->window - j0 < hi) hi = i + a->window - j0;
         }
+        if (hi < 0) hi = 0;
+        if (lo > hi) lo = hi;
+        for (c = 0; c < lo; c++) s[c] = -INFINITY;
+        for (c = hi; c < nc; c++) s[c] = -INFINITY;
+        if (a->kpm_mode) {
+            const float *kp = J->kpm + (int64_t)b * a->Tk + j0;
+            for (c = lo; c < hi; c++)
+                if (a->kpm_mode == 1 ? kp[c] != 0.0f : ((const int32_t *)(const void *)kp)[c] != 0) s[c] = -INFINITY;
+        }
+        if (a->mask_mode) {
+            const float *m = J->mask + (int64_t)b * a->ms[0] + (int64_t)h * a->ms[1] + (int64_t)i * a->ms[2] + (int64_t)j0 * a->ms[3];
+            for (c = lo; c < hi; c++) {
+                const float *mc = m + (int64_t)c * a->ms[3];
+                if (a->mask_mode == 2) {
+                    if (*(const int32_t *)(const void *)mc == 0) s[c] = -INFINITY;
+                } else s[c] += *mc;
+            }
+        }
+        for (c = lo; c < hi && !any; c++) any = s[c] != -INFINITY;
+    }
     return any;
 }
 
@@ -106,142 +101,145 @@ static int nn__attn_block_dead(const nn__attn_attr *a, int i0, int i1, int j0, i
     return 0;
 }
 
-/* ---- forward: one (b, h, query block) ---- */
-static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws) {
+/* the unit's (b, h) and first row of a forward or dq unit u */
+static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, int *i0, int *nr) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, nqb = (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR;
-    int b = (int)(u / ((int64_t)a->H * nqb)), h = (int)(u / nqb % a->H), i0 = (int)(u % nqb) * NN__ATTN_BR;
-    int hk = h / (a->H / a->Hkv), nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR, j0, r, c, d;
-    float *Kt = ws, *S = Kt + (int64_t)D * NN__ATTN_BC, *acc = S + 3 * NN__ATTN_BR * NN__ATTN_BC;
+    int nqb = (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR;
+    *b = (int)(u / ((int64_t)a->H * nqb));
+    *h = (int)(u / nqb % a->H);
+    *i0 = (int)(u % nqb) * NN__ATTN_BR;
+    *nr = a->Tq - *i0 < NN__ATTN_BR ? a->Tq - *i0 : NN__ATTN_BR;
+}
+
+#define NN__ATTN_ROW(base, st, b, h, t) ((base) + (b) * (st)[0] + (h) * (st)[1] + (int64_t)(t) * (st)[2])
+
+/* ---- forward: one (b, h, query block) ---- */
+static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, b, h, i0, nr, j0, r, c, d, hk;
+    float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *m = acc + (int64_t)NN__ATTN_BR * D, *l = m + NN__ATTN_BR;
-    unsigned char *dead = (unsigned char *)(void *)(S + NN__ATTN_BR * NN__ATTN_BC);
+    const float *qb;
+    nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
+    hk = h / (a->H / a->Hkv);
+    qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
     for (r = 0; r < nr; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
-        for (d = 0; d < D; d++) acc[(int64_t)r * D + d] = 0.0f;
     }
+    for (r = 0; r < nr * D; r++) acc[r] = 0.0f;
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-        if (!nn__attn_scores(J, b, h, hk, i0, nr, j0, nc, S, dead, Kt)) continue;
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, a->scale);
+        if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
         for (r = 0; r < nr; r++) {
-            float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * D, mx = m[r], alpha, sum = 0.0f;
+            float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * D, mx = m[r], alpha, sum;
             for (c = 0; c < nc; c++)
                 if (s[c] > mx) mx = s[c];
-            if (mx == -INFINITY) continue; /* nothing alive in the row yet */
-            alpha = m[r] == -INFINITY ? 0.0f : expf(m[r] - mx);
-            for (c = 0; c < nc; c++) {
-                s[c] = dead[r * NN__ATTN_BC + c] ? 0.0f : expf(s[c] - mx);
-                sum += s[c];
+            if (mx == -INFINITY) { /* nothing alive in the row yet: weights 0 */
+                for (c = 0; c < nc; c++) s[c] = 0.0f;
+                continue;
             }
+            alpha = m[r] == -INFINITY ? 0.0f : nn__vexp1(m[r] - mx);
+            for (c = 0; c < nc; c++)
+                if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
+            sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, nc);
             l[r] = l[r] * alpha + sum;
             m[r] = mx;
-            for (d = 0; d < D; d++) ar[d] *= alpha;
-            for (c = 0; c < nc; c++) {
-                const float *vr = J->v + b * J->ks[0] + hk * J->ks[1] + (j0 + c) * J->ks[2];
-                float pc = s[c];
-                if (a->p > 0.0f) pc *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
-                if (pc == 0.0f) continue;
-                for (d = 0; d < D; d++) ar[d] += pc * vr[d];
-            }
+            if (alpha != 1.0f)
+                for (d = 0; d < D; d++) ar[d] *= alpha;
+            if (a->p > 0.0f)
+                for (c = 0; c < nc; c++) s[c] *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
         }
+        nn__attn_ab(J, gw, acc, D, 0, S, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2]);
     }
     for (r = 0; r < nr; r++) {
-        float *o = J->out + b * J->qs[0] + h * J->qs[1] + (i0 + r) * J->qs[2], inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        float *o = NN__ATTN_ROW(J->out, J->qs, b, h, i0 + r), inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
         for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * inv;
         J->out_lse[((int64_t)b * a->H + h) * a->Tq + i0 + r] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
     }
 }
 
-/* P and dS of a tile (rows i0.., keys j0..) from the scores in S: P = exp(S - lse) into S,
-   dS = P (dP z - delta) into dP, where dP = dO v^T was computed into dP; Pd (P z, the
-   dropped weights) into Pd when not NULL. */
-static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc, float *S, const unsigned char *dead,
-                        float *dP, float *Pd) {
+/* P and dS of a tile (rows i0.., keys j0..) from the masked scores in S: P = exp(S - lse)
+   (0 where masked), then Pd = P z (the dropped weights) into S, and dS = P (dP z - delta)
+   into dP, where dP = dO v^T was computed into dP. */
+static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc, float *S, float *dP) {
     const nn__attn_attr *a = &J->a;
     int r, c;
     for (r = 0; r < nr; r++) {
         int64_t row = ((int64_t)b * a->H + h) * a->Tq + i0 + r;
-        float lse = J->lse[row], dl = J->delta[row];
-        for (c = 0; c < nc; c++) {
-            int64_t e = r * NN__ATTN_BC + c;
-            float p = dead[e] ? 0.0f : expf(S[e] - lse), z = 1.0f;
-            if (a->p > 0.0f && p != 0.0f) z = nn__attn_keep(J, b, h, i0 + r, j0 + c);
-            S[e] = p;
-            if (Pd) Pd[e] = p * z;
-            dP[e] = p * (dP[e] * z - dl);
+        float lse = J->lse[row], dl = J->delta[row], *s = S + r * NN__ATTN_BC, *dp = dP + r * NN__ATTN_BC;
+        if (lse == -INFINITY) { /* a wholly masked row */
+            for (c = 0; c < nc; c++) s[c] = dp[c] = 0.0f;
+            continue;
         }
+        for (c = 0; c < nc; c++)
+            if (s[c] == -INFINITY) s[c] = -2e38f;
+        (void)nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, lse, nc);
+        if (a->p > 0.0f) {
+            for (c = 0; c < nc; c++) {
+                float z = s[c] != 0.0f ? nn__attn_keep(J, b, h, i0 + r, j0 + c) : 0.0f;
+                dp[c] = s[c] * (dp[c] * z - dl);
+                s[c] *= z;
+            }
+        } else
+            for (c = 0; c < nc; c++) dp[c] = s[c] * (dp[c] - dl);
     }
 }
 
 /* ---- dQ: one (b, h, query block): dq = scale sum_j dS_ij k_j ---- */
-static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws) {
+static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, nqb = (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR;
-    int b = (int)(u / ((int64_t)a->H * nqb)), h = (int)(u / nqb % a->H), i0 = (int)(u % nqb) * NN__ATTN_BR;
-    int hk = h / (a->H / a->Hkv), nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR, j0, r, c, d;
-    float *Kt = ws, *S = Kt + (int64_t)D * NN__ATTN_BC, *dP = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
-    float *acc = S + 3 * NN__ATTN_BR * NN__ATTN_BC;
-    unsigned char *dead = (unsigned char *)(void *)(S + NN__ATTN_BR * NN__ATTN_BC);
+    int D = a->D, b, h, i0, nr, j0, r, d, hk;
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
+    const float *qb, *gb;
+    nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
+    hk = h / (a->H / a->Hkv);
+    qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
+    gb = NN__ATTN_ROW(J->dout, J->qs, b, h, i0);
     for (r = 0; r < nr * D; r++) acc[r] = 0.0f;
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-        if (!nn__attn_scores(J, b, h, hk, i0, nr, j0, nc, S, dead, Kt)) continue;
-        nn__attn_tile_dot(dP, J->dout + b * J->qs[0] + h * J->qs[1] + i0 * J->qs[2], J->qs[2], nr,
-                          J->v + b * J->ks[0] + hk * J->ks[1] + j0 * J->ks[2], J->ks[2], nc, D, Kt);
-        nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dead, dP, NULL);
-        for (r = 0; r < nr; r++) {
-            float *ar = acc + (int64_t)r * D;
-            for (c = 0; c < nc; c++) {
-                const float *kr = J->k + b * J->ks[0] + hk * J->ks[1] + (j0 + c) * J->ks[2];
-                float ds = dP[r * NN__ATTN_BC + c];
-                if (ds == 0.0f) continue;
-                for (d = 0; d < D; d++) ar[d] += ds * kr[d];
-            }
-        }
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, a->scale);
+        if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+        nn__attn_abt(J, gw, dP, gb, J->qs[2], nr, NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2], nc, 1.0f);
+        nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+        nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2]);
     }
     for (r = 0; r < nr; r++) {
-        float *o = J->dq + b * J->qs[0] + h * J->qs[1] + (i0 + r) * J->qs[2];
+        float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, i0 + r);
         for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * a->scale;
     }
 }
 
 /* ---- dK, dV: one (b, key/value head, key block), over the group's query heads and every
-   query block: dv_j = sum_i P_ij z_ij dO_i, dk_j = scale sum_i dS_ij q_i ---- */
-static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws) {
+   query block in order: dv_j = sum_i P_ij z_ij dO_i, dk_j = scale sum_i dS_ij q_i ---- */
+static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
     int D = a->D, nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC, grp = a->H / a->Hkv;
     int b = (int)(u / ((int64_t)a->Hkv * nkb)), hk = (int)(u / nkb % a->Hkv), j0 = (int)(u % nkb) * NN__ATTN_BC;
-    int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, h, i0, r, c, d;
-    float *Kt = ws, *S = Kt + (int64_t)D * NN__ATTN_BC, *Pd = S + NN__ATTN_BR * NN__ATTN_BC, *dP = Pd + NN__ATTN_BR * NN__ATTN_BC;
-    float *dk = dP + NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * D;
-    unsigned char *dead = (unsigned char *)(void *)(dv + (int64_t)NN__ATTN_BC * D);
+    int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, h, i0, c, d;
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
+    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * D;
     for (c = 0; c < nc * D; c++) dk[c] = dv[c] = 0.0f;
+    const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->ks, b, hk, j0);
     for (h = hk * grp; h < (hk + 1) * grp; h++)
         for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
             int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
+            const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->qs, b, h, i0);
             if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-            if (!nn__attn_scores(J, b, h, hk, i0, nr, j0, nc, S, dead, Kt)) continue;
-            nn__attn_tile_dot(dP, J->dout + b * J->qs[0] + h * J->qs[1] + i0 * J->qs[2], J->qs[2], nr,
-                              J->v + b * J->ks[0] + hk * J->ks[1] + j0 * J->ks[2], J->ks[2], nc, D, Kt);
-            nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dead, dP, Pd);
-            for (r = 0; r < nr; r++) {
-                const float *qr = J->q + b * J->qs[0] + h * J->qs[1] + (i0 + r) * J->qs[2];
-                const float *gr = J->dout + b * J->qs[0] + h * J->qs[1] + (i0 + r) * J->qs[2];
-                for (c = 0; c < nc; c++) {
-                    float pd = Pd[r * NN__ATTN_BC + c], ds = dP[r * NN__ATTN_BC + c];
-                    float *dkr = dk + (int64_t)c * D, *dvr = dv + (int64_t)c * D;
-                    if (pd != 0.0f)
-                        for (d = 0; d < D; d++) dvr[d] += pd * gr[d];
-                    if (ds != 0.0f)
-                        for (d = 0; d < D; d++) dkr[d] += ds * qr[d];
-                }
-            }
+            nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, a->scale);
+            if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+            nn__attn_abt(J, gw, dP, gb, J->qs[2], nr, vb, J->ks[2], nc, 1.0f);
+            nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+            /* dv [nc, D] += Pd^T dO, dk [nc, D] += dS^T q */
+            nn__attn_ab(J, gw, dv, D, 1, S, NN__ATTN_BC, nc, nr, gb, J->qs[2]);
+            nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2]);
         }
     for (c = 0; c < nc; c++) {
-        float *ko = J->dk + b * J->ks[0] + hk * J->ks[1] + (j0 + c) * J->ks[2];
-        float *vo = J->dv + b * J->ks[0] + hk * J->ks[1] + (j0 + c) * J->ks[2];
+        float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->ks, b, hk, j0 + c);
         for (d = 0; d < D; d++) {
             ko[d] = dk[(int64_t)c * D + d] * a->scale;
             vo[d] = dv[(int64_t)c * D + d];
@@ -252,13 +250,17 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws) {
 static void nn__attn_task(void *arg, int t, int n_tasks) {
     const nn__attn_job *J = (const nn__attn_job *)arg;
     int64_t u, u0 = J->per * t, u1 = u0 + J->per < J->units ? u0 + J->per : J->units;
-    float *ws = J->ws + (int64_t)t * (nn__attn_ws_floats(J->a.D) + NN__ATTN_BR * NN__ATTN_BC);
+    float *ws = J->ws + (int64_t)t * nn__attn_ws_floats(J->a.D);
+    nn__gemm_ws gw;
     (void)n_tasks;
+    gw.p = NULL;
+    gw.bytes = 0;
     for (u = u0; u < u1; u++) {
-        if (J->kind == 0) nn__attn_fwd_unit(J, u, ws);
-        else if (J->kind == 1) nn__attn_dq_unit(J, u, ws);
-        else nn__attn_dkv_unit(J, u, ws);
+        if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw);
+        else if (J->kind == 1) nn__attn_dq_unit(J, u, ws, &gw);
+        else nn__attn_dkv_unit(J, u, ws, &gw);
     }
+    NN_FREE(gw.p);
 }
 
 /* Runs job J (its kind, pointers and attributes set) over the pool: J->units work units
@@ -274,7 +276,7 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     if (tasks < 1) tasks = 1;
     J->per = (J->units + tasks - 1) / tasks;
     tasks = (int)((J->units + J->per - 1) / J->per);
-    bytes = (size_t)tasks * (size_t)(nn__attn_ws_floats(a->D) + NN__ATTN_BR * NN__ATTN_BC) * sizeof(float);
+    bytes = (size_t)tasks * (size_t)nn__attn_ws_floats(a->D) * sizeof(float);
     J->ws = (float *)nn__threadpool_workspace(pool, bytes);
     if (!J->ws) {
         own = NN_MALLOC(bytes);
