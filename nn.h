@@ -27995,12 +27995,24 @@ static void nn__attn_update_bwd(nn_graph *g, nn__launch *l) {
         (k).kpm = &g->nodes[(n)->in[a_->kpm_in ? a_->kpm_in : 0]].buf;                             \
     } while (0)
 
+/* Groups of 64 work-items (or the device's most) on every device: each item holds one or
+   two [D] accumulators in private memory, so a CPU driver's own choice (PoCL: thousands of
+   items a group) can overflow its threads' stacks. */
+static void nn__attn_lws(nn_graph *g, nn__launch *l) {
+    size_t wg = g->ctx->dev.max_wg < 64 ? g->ctx->dev.max_wg : 64;
+    if (wg < 1) wg = 1;
+    l->gws[0] = (l->gws[0] + wg - 1) / wg * wg;
+    l->lws[0] = wg;
+    l->use_lws = 1;
+}
+
 /* one work-item per query row */
 static nn_result nn__launch_attention(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int dims[8], mk[8];
     NN__KSTART(attn_fwd, "attention", "attn_fwd", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
     l->update = nn__attn_update_fwd;
+    nn__attn_lws(g, l);
     NN__ATTN_KCOMMON(k, n, dims, mk);
     k.out = &n->buf;
     return nn__kargs_attn_fwd(l, &k);
@@ -28026,6 +28038,7 @@ static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
     int dims[8], mk[8];
     NN__KSTART(attn_bwd, "attention", "attn_dq", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
     l->update = nn__attn_update_bwd;
+    nn__attn_lws(g, l);
     NN__ATTN_KCOMMON(k, n, dims, mk);
     k.o = &g->nodes[n->in[3]].buf;
     k.dout = &g->nodes[n->in[4]].buf;
@@ -28040,6 +28053,7 @@ static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     int dims[8], mk[8];
     NN__KSTART(attn_bwd, "attention", "attn_dkv", (int64_t)n->a.attn.B * n->a.attn.Hkv * n->a.attn.Tk);
     l->update = nn__attn_update_bwd;
+    nn__attn_lws(g, l);
     NN__ATTN_KCOMMON(k, n, dims, mk);
     k.o = &g->nodes[n->in[3]].buf;
     k.dout = &g->nodes[n->in[4]].buf;
