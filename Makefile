@@ -277,3 +277,13 @@ tests/interop_mlp: tests/interop_mlp.c nn.h
 
 interop: tests/interop_mlp
 	env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tests/interop_torch.py tests/interop_mlp $(INTEROP_DATA)
+
+# ---- attention: fused nn_attention against the composed matmul + softmax + matmul ----------
+# forward + backward at B = 4, H = 8, D = 64, T = 256, 1024, 4096, per backend, time and
+# arena bytes (bench/attention.sh; ROUNDS, BACKENDS, TS, MASK, COMPOSED_4096 there).
+bench/attention_bench: bench/attention_bench.c nn.h
+	$(CC) $(CFLAGS) $(WARN) -I. -o $@ $< $(LIBS)
+
+bench-attention: bench/attention_bench
+	./bench/attention.sh
+.PHONY: bench-attention

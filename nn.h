@@ -740,6 +740,46 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
    NN_ERR_INVALID_ARGUMENT naming the spec. */
 NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b);
 
+/* ---- 7a. Attention ---- */
+
+/* nn_attention's layouts: q [B, H, Tq, D] (PyTorch's) or [B, Tq, H, D] (batch_first
+   projections viewed by nn_reshape, read in place without a copy); k and v alike. */
+#define NN_ATTN_BHTD 0
+#define NN_ATTN_BTHD 1
+typedef struct nn_attention_desc {
+    int causal;                /* 1: key j > query i is masked, aligned top-left as PyTorch's
+                                  is_causal (cross-attention with Tq != Tk included) */
+    float scale;               /* the scores' scale (0: 1/sqrt(D); NN_ZERO: 0) */
+    float dropout;             /* dropout on the attention weights, in [0, 1) (0: none; off in
+                                  eval graphs) */
+    int layout;                /* NN_ATTN_BHTD (0, the default) or NN_ATTN_BTHD */
+    nn_tensor mask;            /* NN_NONE, or attn_mask [.., Tq, Tk] broadcast to [B, H, Tq, Tk]
+                                  (2 to 4 dims, each its size or 1): float32 added to the scores
+                                  (-inf masks), or int32 as PyTorch's bool (nonzero: attend).
+                                  A constant: no gradient flows to it */
+    nn_tensor key_padding_mask; /* NN_NONE, or [B, Tk] float32 or int32: nonzero keys are
+                                  ignored, as nn.MultiheadAttention's */
+    int window;                /* sliding window (0: none): with causal, query i sees keys
+                                  i - window < j <= i; without, |i - j| < window */
+} nn_attention_desc;
+/* nn_attention: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask,
+   dropout_p, is_causal, scale, enable_gqa=True), fused: y = softmax(q k^T scale + mask)
+   v, of q's shape. q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (NN_ATTN_BTHD: [B, T, H, D])
+   with H % Hkv == 0: query head h reads key/value head h / (H / Hkv) (grouped- and
+   multi-query attention, no copy); Tq != Tk is cross-attention; D in 1..256 (v's head dim
+   must equal q's). desc NULL is the zeroed desc.
+   Flash-attention's algorithm: the forward keeps the output and one log-sum-exp per row;
+   the backward recomputes the scores tile by tile (dK/dV in one pass over key blocks, dQ
+   in another; no atomics, a fixed order: the same bits every run and at every CPU thread
+   count), so no [Tq, Tk] matrix is stored and working memory grows with T. Dropout draws
+   the mask of weight (b, h, i, j) from the counter-based generator of nn_dropout (the
+   node's key and the graph's step), so the backward regenerates it.
+   A row whose keys are all masked gives 0 (PyTorch's math path gives NaN) and gradient 0.
+   Refusals (NN_ERR_SHAPE, NN_ERR_INVALID_ARGUMENT): other ranks or dtypes, mismatched
+   batch, head dim or key length, H % Hkv != 0, D > 256, a mask that does not broadcast,
+   dropout outside [0, 1), a negative window, an unknown layout. */
+NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc);
+
 /* ==== 8. Activations =======================================================================
    torch.nn.functional's activations, elementwise on float32 x unless they say otherwise;
    parameters in F's order with PyTorch's defaults named (pass them: a 0 is a 0 here). */
@@ -1736,6 +1776,29 @@ typedef struct nn__rope_attr { /* x [B, H, T, D], or [B, T, H, D] when bthd */
 #endif
 
 /* ======================================================================
+   src/ops/attention.h
+   ====================================================================== */
+/* The attention family's typed attributes (a node's a.attn), read and written by
+   src/ops/attention.c and the CPU loops of src/cpu/attention.c. */
+#ifndef NN__OPS_ATTENTION_H
+#define NN__OPS_ATTENTION_H
+#include <stdint.h>
+
+typedef struct nn__attn_attr { /* q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (or [B, T, H, D]) */
+    int B, H, Hkv, Tq, Tk, D;
+    int layout;          /* NN_ATTN_BHTD (0) or NN_ATTN_BTHD (1) */
+    int causal, window;  /* top-left causal (key j > query i masked); sliding window (0: none) */
+    float scale, p;      /* the scores' scale; dropout's probability on the weights */
+    int key;             /* dropout's Philox key: the forward node's id, shared by its backward ops */
+    int mask_in, kpm_in; /* the input index of the mask and of the key padding mask (0: none) */
+    int mask_mode;       /* 0 none, 1 additive float, 2 boolean int32 (nonzero: attend) */
+    int kpm_mode;        /* 0 none, 1 float, 2 int32 (nonzero: ignore the key) */
+    int ms[4];           /* the mask's element strides over b, h, i, j (0: broadcast) */
+} nn__attn_attr;
+
+#endif
+
+/* ======================================================================
    src/base/internal.h
    ====================================================================== */
 /* Private definitions shared by every part of the implementation. */
@@ -1821,6 +1884,7 @@ typedef union nn__attr {
     nn__random_attr random;
     nn__segment_attr seg;
     nn__rope_attr rope;
+    nn__attn_attr attn;
 } nn__attr;
 
 typedef struct nn__node {
@@ -2322,12 +2386,20 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(SEGMENT_MAX_GRAD, "segment_max_grad", segment_max_grad, 0)            \
     X(EMBEDDING, "embedding", embedding, 0)
 
+/* the fused scaled dot-product attention (src/ops/attention.c) */
+#define NN__OPS_ATTENTION(X)                                                  \
+    X(ATTENTION, "attention", attention, 0)                                   \
+    X(ATTENTION_DELTA, "attention_grad_delta", attention_delta, 0)            \
+    X(ATTENTION_DQ, "attention_grad_query", attention_dq, 0)                  \
+    X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, 0)
+
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
     NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)                                                                     \
     NN__OPS_SEGMENT(X)                                                                                     \
     NN__OPS_ROPE(X)                                                                                        \
+    NN__OPS_ATTENTION(X)                                                                                   \
     /* a new family's list goes on the line above */
 
 typedef enum nn__opcode {
@@ -9080,6 +9152,475 @@ static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, con
     j.n = (int64_t)a->B * a->H * a->T * a->D;
     tasks = j.n >= NN__PAR_MIN ? nn__threadpool_size(pool) : 1;
     nn__threadpool_run(pool, nn__rope_task, &j, (int)tasks);
+}
+
+/* ======================================================================
+   src/cpu/attention.c
+   ====================================================================== */
+/* The attention family's CPU loops (src/ops/attention.c's bodies; kernels/attention.cl has
+   the OpenCL twins): flash attention, blocked over tiles of NN__ATTN_BR queries x
+   NN__ATTN_BC keys and threaded over (batch, head, query block) for the forward and dQ, over
+   (batch, key/value head, key block) for dK/dV. Each work unit is computed by one task in a
+   fixed order whatever the thread count, so the bits do not depend on it; no [Tq, Tk]
+   matrix: a task's working memory is a few tiles (nn__attn_ws_floats). A masked score is
+   -inf in the tiles and its weight exactly 0. The tile products run on the GEMM's
+   microkernels (nn__sgemm_ws) or AVX-512 ones of their own, the exponentials on
+   nn__vexp_map. */
+
+#define NN__ATTN_BR 64 /* query rows of a tile */
+#define NN__ATTN_BC 64 /* keys of a tile */
+
+typedef struct nn__attn_job {
+    nn__attn_attr a;
+    int64_t qs[3], ks[3]; /* strides of q (and o, dout, dq) and of k, v over batch, head, row */
+    const float *q, *k, *v, *mask, *kpm, *o, *lse, *dout, *delta;
+    float *out, *out_lse, *dq, *dk, *dv;
+    uint64_t seed, step;
+    int64_t units, per; /* work units, and per task */
+    float *ws;          /* per task: nn__attn_ws_floats(D) */
+    int kind;           /* 0 forward, 1 dq, 2 dkv */
+    int avx512;         /* the AVX-512 microkernels (else the GEMM) */
+} nn__attn_job;
+
+/* floats of one task's working memory: two [BR, BC] tiles (S then P, dP then dS), an
+   [BR, D] accumulator and two row stats, [BC, D] dK and dV accumulators, two transposed
+   [D, BC] tiles (K and V) */
+static int64_t nn__attn_ws_floats(int D) {
+    return 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 4 * (int64_t)NN__ATTN_BC * D + 16;
+}
+
+/* ---- the tile products: AVX-512 microkernels (4 rows x 64 columns in 16 registers, no
+   packing but K's or V's tile transposed once) where the CPU has AVX-512F, else the CPU
+   backend's GEMM (src/cpu/gemm.c, on the calling thread, packing in the task's gw). Either
+   way one K block, so each element's sum has a fixed order. ---- */
+
+#if defined(NN__VM_X86)
+#define NN__ATTN_TGT __attribute__((target("avx512f")))
+NN__ATTN_TGT static inline __mmask16 nn__attn_m16(int k) { return (__mmask16)(k >= 16 ? 0xFFFFu : (1u << k) - 1u); }
+
+/* S [nr, BC] = alpha X Yt, Yt [D, BC] (the columns past nc 0); rows 4 at a time in 16
+   named registers, then one at a time */
+NN__ATTN_TGT static void nn__attn_abt512(float *S, const float *x, int64_t xs, int nr, const float *Yt, int D, float alpha) {
+    __m512 va = _mm512_set1_ps(alpha);
+    int r0 = 0, d;
+    for (; r0 + 4 <= nr; r0 += 4) {
+        const float *x0 = x + r0 * xs, *x1 = x0 + xs, *x2 = x1 + xs, *x3 = x2 + xs;
+        float *s0 = S + r0 * NN__ATTN_BC, *s1 = s0 + NN__ATTN_BC, *s2 = s1 + NN__ATTN_BC, *s3 = s2 + NN__ATTN_BC;
+        __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+        __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+        for (d = 0; d < D; d++) {
+            const float *yt = Yt + (int64_t)d * NN__ATTN_BC;
+            __m512 y0 = _mm512_loadu_ps(yt), y1 = _mm512_loadu_ps(yt + 16), y2 = _mm512_loadu_ps(yt + 32), y3 = _mm512_loadu_ps(yt + 48), v;
+#define NN__ATTN_R(XP, X0, X1, X2, X3)      \
+    v = _mm512_set1_ps(XP[d]);              \
+    X0 = _mm512_fmadd_ps(v, y0, X0);        \
+    X1 = _mm512_fmadd_ps(v, y1, X1);        \
+    X2 = _mm512_fmadd_ps(v, y2, X2);        \
+    X3 = _mm512_fmadd_ps(v, y3, X3)
+            NN__ATTN_R(x0, a00, a01, a02, a03);
+            NN__ATTN_R(x1, a10, a11, a12, a13);
+            NN__ATTN_R(x2, a20, a21, a22, a23);
+            NN__ATTN_R(x3, a30, a31, a32, a33);
+        }
+#define NN__ATTN_ST(SP, X0, X1, X2, X3)                                                                           \
+    _mm512_storeu_ps(SP, _mm512_mul_ps(X0, va)), _mm512_storeu_ps(SP + 16, _mm512_mul_ps(X1, va)),                \
+        _mm512_storeu_ps(SP + 32, _mm512_mul_ps(X2, va)), _mm512_storeu_ps(SP + 48, _mm512_mul_ps(X3, va))
+        NN__ATTN_ST(s0, a00, a01, a02, a03);
+        NN__ATTN_ST(s1, a10, a11, a12, a13);
+        NN__ATTN_ST(s2, a20, a21, a22, a23);
+        NN__ATTN_ST(s3, a30, a31, a32, a33);
+    }
+    for (; r0 < nr; r0++) {
+        const float *x0 = x + r0 * xs;
+        float *s0 = S + r0 * NN__ATTN_BC;
+        __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
+        for (d = 0; d < D; d++) {
+            const float *yt = Yt + (int64_t)d * NN__ATTN_BC;
+            __m512 y0 = _mm512_loadu_ps(yt), y1 = _mm512_loadu_ps(yt + 16), y2 = _mm512_loadu_ps(yt + 32), y3 = _mm512_loadu_ps(yt + 48), v;
+            NN__ATTN_R(x0, a00, a01, a02, a03);
+        }
+        NN__ATTN_ST(s0, a00, a01, a02, a03);
+    }
+#undef NN__ATTN_R
+#undef NN__ATTN_ST
+}
+
+/* C [M, N] += A B, A(r, c) = A[r ars + c acs], over columns [n0, n0 + 16 W) (the last
+   vector masked by km), rows r0..r0+R-1, c in order */
+#define NN__ATTN_AB512(R, W)                                                                    \
+    do {                                                                                        \
+        __m512 acc[R][W], bv[W], av;                                                            \
+        int i_, w_, c_;                                                                         \
+        for (i_ = 0; i_ < R; i_++)                                                              \
+            for (w_ = 0; w_ < W; w_++)                                                          \
+                acc[i_][w_] = _mm512_maskz_loadu_ps(w_ == W - 1 ? km : 0xFFFF, C + (r0 + i_) * ldc + n0 + 16 * w_); \
+        for (c_ = 0; c_ < K; c_++) {                                                            \
+            const float *br = B + c_ * ldb + n0, *ar = A + r0 * ars + c_ * acs;                 \
+            for (w_ = 0; w_ < W; w_++) bv[w_] = _mm512_maskz_loadu_ps(w_ == W - 1 ? km : 0xFFFF, br + 16 * w_); \
+            for (i_ = 0; i_ < R; i_++) {                                                        \
+                av = _mm512_set1_ps(ar[i_ * ars]);                                              \
+                for (w_ = 0; w_ < W; w_++) acc[i_][w_] = _mm512_fmadd_ps(av, bv[w_], acc[i_][w_]); \
+            }                                                                                   \
+        }                                                                                       \
+        for (i_ = 0; i_ < R; i_++)                                                              \
+            for (w_ = 0; w_ < W; w_++)                                                          \
+                _mm512_mask_storeu_ps(C + (r0 + i_) * ldc + n0 + 16 * w_, w_ == W - 1 ? km : 0xFFFF, acc[i_][w_]); \
+    } while (0)
+
+#define NN__ATTN_AB512_W(W)                                                   \
+    do {                                                                      \
+        for (r0 = 0; r0 + 4 <= M; r0 += 4) NN__ATTN_AB512(4, W);              \
+        for (; r0 < M; r0++) NN__ATTN_AB512(1, W);                            \
+    } while (0)
+
+/* the main block: 4 rows x 64 columns in 16 named registers */
+NN__ATTN_TGT static void nn__attn_ab512_4x64(float *C, int64_t ldc, const float *A, int64_t ars, int64_t acs, int K, const float *B,
+                                             int64_t ldb) {
+    float *c0 = C, *c1 = C + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc;
+    __m512 a00 = _mm512_loadu_ps(c0), a01 = _mm512_loadu_ps(c0 + 16), a02 = _mm512_loadu_ps(c0 + 32), a03 = _mm512_loadu_ps(c0 + 48);
+    __m512 a10 = _mm512_loadu_ps(c1), a11 = _mm512_loadu_ps(c1 + 16), a12 = _mm512_loadu_ps(c1 + 32), a13 = _mm512_loadu_ps(c1 + 48);
+    __m512 a20 = _mm512_loadu_ps(c2), a21 = _mm512_loadu_ps(c2 + 16), a22 = _mm512_loadu_ps(c2 + 32), a23 = _mm512_loadu_ps(c2 + 48);
+    __m512 a30 = _mm512_loadu_ps(c3), a31 = _mm512_loadu_ps(c3 + 16), a32 = _mm512_loadu_ps(c3 + 32), a33 = _mm512_loadu_ps(c3 + 48);
+    int c;
+    for (c = 0; c < K; c++) {
+        const float *br = B + c * ldb, *ar = A + c * acs;
+        __m512 b0 = _mm512_loadu_ps(br), b1 = _mm512_loadu_ps(br + 16), b2 = _mm512_loadu_ps(br + 32), b3 = _mm512_loadu_ps(br + 48), v;
+#define NN__ATTN_R(I, X0, X1, X2, X3)       \
+    v = _mm512_set1_ps(ar[I * ars]);        \
+    X0 = _mm512_fmadd_ps(v, b0, X0);        \
+    X1 = _mm512_fmadd_ps(v, b1, X1);        \
+    X2 = _mm512_fmadd_ps(v, b2, X2);        \
+    X3 = _mm512_fmadd_ps(v, b3, X3)
+        NN__ATTN_R(0, a00, a01, a02, a03);
+        NN__ATTN_R(1, a10, a11, a12, a13);
+        NN__ATTN_R(2, a20, a21, a22, a23);
+        NN__ATTN_R(3, a30, a31, a32, a33);
+#undef NN__ATTN_R
+    }
+    _mm512_storeu_ps(c0, a00), _mm512_storeu_ps(c0 + 16, a01), _mm512_storeu_ps(c0 + 32, a02), _mm512_storeu_ps(c0 + 48, a03);
+    _mm512_storeu_ps(c1, a10), _mm512_storeu_ps(c1 + 16, a11), _mm512_storeu_ps(c1 + 32, a12), _mm512_storeu_ps(c1 + 48, a13);
+    _mm512_storeu_ps(c2, a20), _mm512_storeu_ps(c2 + 16, a21), _mm512_storeu_ps(c2 + 32, a22), _mm512_storeu_ps(c2 + 48, a23);
+    _mm512_storeu_ps(c3, a30), _mm512_storeu_ps(c3 + 16, a31), _mm512_storeu_ps(c3 + 32, a32), _mm512_storeu_ps(c3 + 48, a33);
+}
+
+NN__ATTN_TGT static void nn__attn_ab512(float *C, int64_t ldc, const float *A, int64_t ars, int64_t acs, int M, int K, const float *B,
+                                        int64_t ldb, int N) {
+    int n0, r0;
+    for (n0 = 0; n0 < N;) {
+        int left = N - n0, W = left >= 64 ? 4 : (left + 15) / 16;
+        __mmask16 km = nn__attn_m16(left - 16 * (W - 1));
+        switch (W) {
+        case 4:
+            for (r0 = 0; r0 + 4 <= M; r0 += 4) nn__attn_ab512_4x64(C + r0 * ldc + n0, ldc, A + r0 * ars, ars, acs, K, B + n0, ldb);
+            for (; r0 < M; r0++) NN__ATTN_AB512(1, 4);
+            break;
+        case 3: NN__ATTN_AB512_W(3); break;
+        case 2: NN__ATTN_AB512_W(2); break;
+        default: NN__ATTN_AB512_W(1); break;
+        }
+        n0 += 16 * W;
+    }
+}
+#undef NN__ATTN_AB512_W
+#undef NN__ATTN_AB512
+#undef NN__ATTN_TGT
+#endif
+
+/* Yt [D, BC] = Y^T for nc rows of Y at stride ys, the columns past nc zero */
+static void nn__attn_pack_t(float *Yt, const float *y, int64_t ys, int nc, int D) {
+    int c, d;
+    for (d = 0; d < D; d++) {
+        float *o = Yt + (int64_t)d * NN__ATTN_BC;
+        for (c = 0; c < nc; c++) o[c] = y[c * ys + d];
+        for (; c < NN__ATTN_BC; c++) o[c] = 0.0f;
+    }
+}
+
+/* S [nr, nc] (row stride BC) = alpha X Y^T: X rows at stride xs, Y rows at stride ys, D
+   long; Yt: Y^T packed already (the AVX-512 path; NULL: pack it into yt_buf) */
+static void nn__attn_abt(const nn__attn_job *J, nn__gemm_ws *gw, float *S, const float *x, int64_t xs, int nr, const float *y,
+                         int64_t ys, int nc, float alpha, const float *Yt, float *yt_buf) {
+#if defined(NN__VM_X86)
+    if (J->avx512) {
+        if (!Yt) {
+            nn__attn_pack_t(yt_buf, y, ys, nc, J->a.D);
+            Yt = yt_buf;
+        }
+        nn__attn_abt512(S, x, xs, nr, Yt, J->a.D, alpha);
+        return;
+    }
+#endif
+    (void)Yt, (void)yt_buf;
+    nn__sgemm_ws(gw, 0, 1, nr, nc, J->a.D, alpha, x, (int)xs, y, (int)ys, 0.0f, S, NN__ATTN_BC);
+}
+
+/* C [M, D] (row stride ldc) += op(A) B: op(A) [M, K] (transA: A stored [K, M]), lda; B rows
+   at stride ldb */
+static void nn__attn_ab(const nn__attn_job *J, nn__gemm_ws *gw, float *C, int64_t ldc, int transA, const float *A, int lda, int M,
+                        int K, const float *B, int64_t ldb) {
+#if defined(NN__VM_X86)
+    if (J->avx512) {
+        nn__attn_ab512(C, ldc, A, transA ? 1 : lda, transA ? lda : 1, M, K, B, ldb, J->a.D);
+        return;
+    }
+#endif
+    nn__sgemm_ws(gw, transA, 0, M, J->a.D, K, 1.0f, A, lda, B, (int)ldb, 1.0f, C, (int)ldc);
+}
+
+/* ---- masks and dropout ---- */
+
+/* dropout's factor for weight (b, h, i, j): 1 / (1 - p) kept, 0 dropped */
+static float nn__attn_keep(const nn__attn_job *J, int b, int h, int i, int j) {
+    const nn__attn_attr *a = &J->a;
+    uint32_t idx = (uint32_t)((((int64_t)b * a->H + h) * a->Tq + i) * a->Tk + j);
+    return nn__dropout_uniform(J->seed, a->key, J->step, idx) >= a->p ? 1.0f / (1.0f - a->p) : 0.0f;
+}
+
+/* Masks the scores of tile (rows i0.., keys j0..) of head (b, h): -inf where causality,
+   the window or the key padding mask hide a key, or a boolean mask is 0; the additive mask
+   added. Returns 1 when any element is alive. */
+static int nn__attn_mask_tile(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc, float *S) {
+    const nn__attn_attr *a = &J->a;
+    int r, c, any = 0;
+    for (r = 0; r < nr; r++) {
+        float *s = S + r * NN__ATTN_BC;
+        int i = i0 + r, lo = 0, hi = nc; /* alive columns [lo, hi) by causality and the window */
+        if (a->causal && i - j0 + 1 < hi) hi = i - j0 + 1;
+        if (a->window > 0) {
+            if (i - a->window + 1 - j0 > lo) lo = i - a->window + 1 - j0;
+            if (!a->causal && i + a->window - j0 < hi) hi = i + a->window - j0;
+        }
+        if (hi < 0) hi = 0;
+        if (lo > hi) lo = hi;
+        for (c = 0; c < lo; c++) s[c] = -INFINITY;
+        for (c = hi; c < nc; c++) s[c] = -INFINITY;
+        if (a->kpm_mode) {
+            const float *kp = J->kpm + (int64_t)b * a->Tk + j0;
+            for (c = lo; c < hi; c++)
+                if (a->kpm_mode == 1 ? kp[c] != 0.0f : ((const int32_t *)(const void *)kp)[c] != 0) s[c] = -INFINITY;
+        }
+        if (a->mask_mode) {
+            const float *m = J->mask + (int64_t)b * a->ms[0] + (int64_t)h * a->ms[1] + (int64_t)i * a->ms[2] + (int64_t)j0 * a->ms[3];
+            for (c = lo; c < hi; c++) {
+                const float *mc = m + (int64_t)c * a->ms[3];
+                if (a->mask_mode == 2) {
+                    if (*(const int32_t *)(const void *)mc == 0) s[c] = -INFINITY;
+                } else s[c] += *mc;
+            }
+        }
+        for (c = lo; c < hi && !any; c++) any = s[c] != -INFINITY;
+    }
+    return any;
+}
+
+/* Whether the key block [j0, j1) is wholly masked for rows [i0, i1) by causality or the
+   window (skipped without computing its scores). */
+static int nn__attn_block_dead(const nn__attn_attr *a, int i0, int i1, int j0, int j1) {
+    if (a->causal && j0 > i1 - 1) return 1;
+    if (a->window > 0) {
+        if (i0 - (j1 - 1) >= a->window) return 1;
+        if (!a->causal && j0 - (i1 - 1) >= a->window) return 1;
+    }
+    return 0;
+}
+
+/* the unit's (b, h) and first row of a forward or dq unit u */
+static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, int *i0, int *nr) {
+    const nn__attn_attr *a = &J->a;
+    int nqb = (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR;
+    *b = (int)(u / ((int64_t)a->H * nqb));
+    *h = (int)(u / nqb % a->H);
+    *i0 = (int)(u % nqb) * NN__ATTN_BR;
+    *nr = a->Tq - *i0 < NN__ATTN_BR ? a->Tq - *i0 : NN__ATTN_BR;
+}
+
+#define NN__ATTN_ROW(base, st, b, h, t) ((base) + (b) * (st)[0] + (h) * (st)[1] + (int64_t)(t) * (st)[2])
+
+/* ---- forward: one (b, h, query block) ---- */
+static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, b, h, i0, nr, j0, r, c, d, hk;
+    float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
+    float *m = acc + (int64_t)NN__ATTN_BR * D, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * D;
+    const float *qb;
+    nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
+    hk = h / (a->H / a->Hkv);
+    qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
+    for (r = 0; r < nr; r++) {
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+    }
+    for (r = 0; r < nr * D; r++) acc[r] = 0.0f;
+    for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
+        int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
+        if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, a->scale, NULL, Kt);
+        if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+        for (r = 0; r < nr; r++) {
+            float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * D, mx = m[r], alpha, sum;
+            for (c = 0; c < nc; c++)
+                if (s[c] > mx) mx = s[c];
+            if (mx == -INFINITY) { /* nothing alive in the row yet: weights 0 */
+                for (c = 0; c < nc; c++) s[c] = 0.0f;
+                continue;
+            }
+            alpha = m[r] == -INFINITY ? 0.0f : nn__vexp1(m[r] - mx);
+            for (c = 0; c < nc; c++)
+                if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
+            sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, nc);
+            l[r] = l[r] * alpha + sum;
+            m[r] = mx;
+            if (alpha != 1.0f)
+                for (d = 0; d < D; d++) ar[d] *= alpha;
+            if (a->p > 0.0f)
+                for (c = 0; c < nc; c++) s[c] *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
+        }
+        nn__attn_ab(J, gw, acc, D, 0, S, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2]);
+    }
+    for (r = 0; r < nr; r++) {
+        float *o = NN__ATTN_ROW(J->out, J->qs, b, h, i0 + r), inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * inv;
+        J->out_lse[((int64_t)b * a->H + h) * a->Tq + i0 + r] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
+    }
+}
+
+/* P and dS of a tile (rows i0.., keys j0..) from the masked scores in S: P = exp(S - lse)
+   (0 where masked), then Pd = P z (the dropped weights) into S, and dS = P (dP z - delta)
+   into dP, where dP = dO v^T was computed into dP. */
+static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc, float *S, float *dP) {
+    const nn__attn_attr *a = &J->a;
+    int r, c;
+    for (r = 0; r < nr; r++) {
+        int64_t row = ((int64_t)b * a->H + h) * a->Tq + i0 + r;
+        float lse = J->lse[row], dl = J->delta[row], *s = S + r * NN__ATTN_BC, *dp = dP + r * NN__ATTN_BC;
+        if (lse == -INFINITY) { /* a wholly masked row */
+            for (c = 0; c < nc; c++) s[c] = dp[c] = 0.0f;
+            continue;
+        }
+        for (c = 0; c < nc; c++)
+            if (s[c] == -INFINITY) s[c] = -2e38f;
+        (void)nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, lse, nc);
+        if (a->p > 0.0f) {
+            for (c = 0; c < nc; c++) {
+                float z = s[c] != 0.0f ? nn__attn_keep(J, b, h, i0 + r, j0 + c) : 0.0f;
+                dp[c] = s[c] * (dp[c] * z - dl);
+                s[c] *= z;
+            }
+        } else
+            for (c = 0; c < nc; c++) dp[c] = s[c] * (dp[c] - dl);
+    }
+}
+
+/* ---- dQ: one (b, h, query block): dq = scale sum_j dS_ij k_j ---- */
+static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, b, h, i0, nr, j0, r, d, hk;
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
+    float *Kt = acc + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * D, *Vt = Kt + (int64_t)NN__ATTN_BC * D;
+    const float *qb, *gb;
+    nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
+    hk = h / (a->H / a->Hkv);
+    qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
+    gb = NN__ATTN_ROW(J->dout, J->qs, b, h, i0);
+    for (r = 0; r < nr * D; r++) acc[r] = 0.0f;
+    for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
+        int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
+        if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, a->scale, NULL, Kt);
+        if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+        nn__attn_abt(J, gw, dP, gb, J->qs[2], nr, NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2], nc, 1.0f, NULL, Vt);
+        nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+        nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2]);
+    }
+    for (r = 0; r < nr; r++) {
+        float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, i0 + r);
+        for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * a->scale;
+    }
+}
+
+/* ---- dK, dV: one (b, key/value head, key block), over the group's query heads and every
+   query block in order: dv_j = sum_i P_ij z_ij dO_i, dk_j = scale sum_i dS_ij q_i ---- */
+static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC, grp = a->H / a->Hkv;
+    int b = (int)(u / ((int64_t)a->Hkv * nkb)), hk = (int)(u / nkb % a->Hkv), j0 = (int)(u % nkb) * NN__ATTN_BC;
+    int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, h, i0, c, d;
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
+    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * D;
+    for (c = 0; c < nc * D; c++) dk[c] = dv[c] = 0.0f;
+    const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->ks, b, hk, j0);
+    float *Kt = dv + (int64_t)NN__ATTN_BC * D, *Vt = Kt + (int64_t)NN__ATTN_BC * D;
+    const float *kt = NULL, *vt = NULL; /* K^T and V^T packed once for every query block */
+    if (J->avx512) {
+        nn__attn_pack_t(Kt, kb, J->ks[2], nc, D);
+        nn__attn_pack_t(Vt, vb, J->ks[2], nc, D);
+        kt = Kt, vt = Vt;
+    }
+    for (h = hk * grp; h < (hk + 1) * grp; h++)
+        for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
+            int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
+            const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->qs, b, h, i0);
+            if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+            nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, a->scale, kt, Kt);
+            if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+            nn__attn_abt(J, gw, dP, gb, J->qs[2], nr, vb, J->ks[2], nc, 1.0f, vt, Vt);
+            nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+            /* dv [nc, D] += Pd^T dO, dk [nc, D] += dS^T q */
+            nn__attn_ab(J, gw, dv, D, 1, S, NN__ATTN_BC, nc, nr, gb, J->qs[2]);
+            nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2]);
+        }
+    for (c = 0; c < nc; c++) {
+        float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->ks, b, hk, j0 + c);
+        for (d = 0; d < D; d++) {
+            ko[d] = dk[(int64_t)c * D + d] * a->scale;
+            vo[d] = dv[(int64_t)c * D + d];
+        }
+    }
+}
+
+static void nn__attn_task(void *arg, int t, int n_tasks) {
+    const nn__attn_job *J = (const nn__attn_job *)arg;
+    int64_t u, u0 = J->per * t, u1 = u0 + J->per < J->units ? u0 + J->per : J->units;
+    float *ws = J->ws + (int64_t)t * nn__attn_ws_floats(J->a.D);
+    nn__gemm_ws gw;
+    (void)n_tasks;
+    gw.p = NULL;
+    gw.bytes = 0;
+    for (u = u0; u < u1; u++) {
+        if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw);
+        else if (J->kind == 1) nn__attn_dq_unit(J, u, ws, &gw);
+        else nn__attn_dkv_unit(J, u, ws, &gw);
+    }
+    NN_FREE(gw.p);
+}
+
+/* Runs job J (its kind, pointers and attributes set) over the pool: J->units work units
+   in contiguous runs, one per task, each task its own working memory. */
+static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
+    const nn__attn_attr *a = &J->a;
+    int tasks = nn__threadpool_size(pool), nqb = (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR;
+    int nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC;
+    size_t bytes;
+    void *own = NULL;
+#if defined(NN__VM_X86)
+    J->avx512 = nn__vm_isa() == 2 && strcmp(nn__gemm_pick_arch()->name, "avx512f") == 0; /* as the GEMM (its forced kernel too) */
+#endif
+    J->units = J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
+    if (J->units < tasks) tasks = (int)J->units;
+    if (tasks < 1) tasks = 1;
+    J->per = (J->units + tasks - 1) / tasks;
+    tasks = (int)((J->units + J->per - 1) / J->per);
+    bytes = (size_t)tasks * (size_t)nn__attn_ws_floats(a->D) * sizeof(float);
+    J->ws = (float *)nn__threadpool_workspace(pool, bytes);
+    if (!J->ws) {
+        own = NN_MALLOC(bytes);
+        if (!own) return NN_ERR_OUT_OF_MEMORY;
+        J->ws = (float *)own;
+    }
+    if (tasks <= 1) nn__attn_task(J, 0, 1);
+    else nn__threadpool_run(pool, nn__attn_task, J, tasks);
+    NN_FREE(own);
+    return NN_OK;
 }
 
 /* ======================================================================
@@ -17673,6 +18214,396 @@ static const char *const nn__cl_src_rope[] = {
 0 };
 
 /* ======================================================================
+   kernels/attention.cl
+   ====================================================================== */
+static const char *const nn__cl_src_attention[] = {
+"#line 1 \"kernels/attention.cl\"\n",
+"/* Fused scaled dot-product attention (src/ops/attention.c; the CPU loops in\n",
+"   src/cpu/attention.c): flash attention's forward (online softmax, the output and one\n",
+"   log-sum-exp per row), delta = rowsum(dO * O), dQ (one work-item per query row) and\n",
+"   dK/dV (one work-item per key row, over its query heads and every query). No atomics; each\n",
+"   sum in a fixed order. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 7 \"kernels/attention.cl\"\n",
+"#line 1 \"kernels/attention_args.h\"\n",
+"/* kernels/attention.cl's kernel signatures (kernels/kargs.h says how to read them).\n",
+"   dims: B, H, Hkv, Tq, Tk, D, layout (0 [B, H, T, D], 1 [B, T, H, D]), causal;\n",
+"   mk: the mask's strides over b, h, i, j, its mode (0 none, 1 float added, 2 int32: nonzero\n",
+"   attends), the key padding mask's mode (0 none, 1 float, 2 int32: nonzero ignores), the\n",
+"   sliding window (0 none), 0. mask and kpm are read only when their mode is not 0. */\n",
+"#ifndef NN__ATTENTION_ARGS_H\n",
+"#define NN__ATTENTION_ARGS_H\n",
+"\n",
+"/* out: [output in q's layout, log-sum-exp [B, H, Tq]] */\n",
+"#define NN__KARGS_attn_fwd(F, P)                                                                   \\\n",
+"    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(out, out) P(int8, dims) P(int8, mk)         \\\n",
+"    P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo)    \\\n",
+"    P(ustep, step_hi)\n",
+"NN__KSIG(attn_fwd)\n",
+"/* o: the forward's out; dout: its gradient (the output part); delta [B, H, Tq];\n",
+"   out: dq (attn_dq) or [dk, dv] (attn_dkv) */\n",
+"#define NN__KARGS_attn_bwd(F, P)                                                                   \\\n",
+"    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(in, o) P(in, dout) P(in, delta) P(out, out) \\\n",
+"    P(int8, dims) P(int8, mk) P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi)          \\\n",
+"    P(uint, key) P(ustep, step_lo) P(ustep, step_hi)\n",
+"NN__KSIG(attn_bwd)\n",
+"/* delta [B, H, Tq] = rowsum(dout * o) */\n",
+"#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims)\n",
+"NN__KSIG(attn_delta)\n",
+"\n",
+"#endif\n",
+"#line 8 \"kernels/attention.cl\"\n",
+"\n",
+"#define NN_ATTN_DMAX 256\n",
+"\n",
+"/* Philox4x32-10, as kernels/random.cl's nn_philox (a separate program): dropout's mask is\n",
+"   nn_dropout's formula, counter (element, key, step) under the graph's seed */\n",
+"inline uint4 nn_attn_philox(uint4 c, uint2 k) {\n",
+"    for (int r = 0; r < 10; r++) {\n",
+"        uint lo0 = 0xD2511F53u * c.x, hi0 = mul_hi(0xD2511F53u, c.x);\n",
+"        uint lo1 = 0xCD9E8D57u * c.z, hi1 = mul_hi(0xCD9E8D57u, c.z);\n",
+"        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);\n",
+"        k += (uint2)(0x9E3779B9u, 0xBB67AE85u);\n",
+"    }\n",
+"    return c;\n",
+"}\n",
+"\n",
+"/* dropout's factor of weight (b, h, i, j): 1 / (1 - p) kept, 0 dropped */\n",
+"inline float nn_attn_keep(int8 dims, float p, uint seed_lo, uint seed_hi, uint key, uint step_lo, uint step_hi, int b, int h,\n",
+"                          int i, int j) {\n",
+"    uint idx = (uint)((((long)b * dims.s1 + h) * dims.s3 + i) * dims.s4 + j);\n",
+"    uint4 r = nn_attn_philox((uint4)(idx, key, step_lo, step_hi), (uint2)(seed_lo, seed_hi));\n",
+"    float u = (float)(r.x >> 8) * (1.0f / 16777216.0f);\n",
+"    return u >= p ? 1.0f / (1.0f - p) : 0.0f;\n",
+"}\n",
+"\n",
+"/* 1 when (i, j) of head (b, h) is masked; else 0 and *bias the mask's addend */\n",
+"inline int nn_attn_dead(int8 dims, int8 mk, __global const float *mask, __global const float *kpm, int b, int h, int i, int j,\n",
+"                        float *bias) {\n",
+"    *bias = 0.0f;\n",
+"    if (dims.s7 && j > i) return 1;\n",
+"    if (mk.s6 > 0) {\n",
+"        int d = i - j;\n",
+"        if (d >= mk.s6 || (!dims.s7 && -d >= mk.s6)) return 1;\n",
+"    }\n",
+"    if (mk.s5) {\n",
+"        float kv = kpm[(long)b * dims.s4 + j];\n",
+"        if (mk.s5 == 1 ? kv != 0.0f : as_int(kv) != 0) return 1;\n",
+"    }\n",
+"    if (mk.s4) {\n",
+"        float m = mask[(long)b * mk.s0 + (long)h * mk.s1 + (long)i * mk.s2 + (long)j * mk.s3];\n",
+"        if (mk.s4 == 2) return as_int(m) == 0;\n",
+"        *bias = m;\n",
+"        if (m == -INFINITY) return 1;\n",
+"    }\n",
+"    return 0;\n",
+"}\n",
+"\n",
+"/* the element offset of row t of head h of batch b in a [B, heads, T, D] (layout 0) or\n",
+"   [B, T, heads, D] tensor */\n",
+"inline long nn_attn_off(int layout, int heads, int T, int D, int b, int h, int t) {\n",
+"    return layout ? (((long)b * T + t) * heads + h) * D : (((long)b * heads + h) * T + t) * D;\n",
+"}\n",
+"\n",
+"#define NN_ATTN_ROW                                                            \\\n",
+"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6; \\\n",
+"    int r = get_global_id(0);                                                  \\\n",
+"    if (r >= B * H * Tq) return;                                               \\\n",
+"    int b = r / (H * Tq), h = r / Tq % H, i = r % Tq, hk = h / (H / Hkv);       \\\n",
+"    long qo = nn_attn_off(lay, H, Tq, D, b, h, i)\n",
+"\n",
+"__kernel void attn_fwd(NN__KPARAMS(attn_fwd)) {\n",
+"    NN_ATTN_ROW;\n",
+"    float acc[NN_ATTN_DMAX], m = -INFINITY, l = 0.0f;\n",
+"    for (int d = 0; d < D; d++) acc[d] = 0.0f;\n",
+"    for (int j = 0; j < Tk; j++) {\n",
+"        float bias, s = 0.0f;\n",
+"        if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
+"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);\n",
+"        for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
+"        s = s * scale + bias;\n",
+"        if (s > m) {\n",
+"            float alpha = m == -INFINITY ? 0.0f : exp(m - s);\n",
+"            l *= alpha;\n",
+"            for (int d = 0; d < D; d++) acc[d] *= alpha;\n",
+"            m = s;\n",
+"        }\n",
+"        float pe = exp(s - m);\n",
+"        l += pe;\n",
+"        if (p > 0.0f) pe *= nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
+"        if (pe != 0.0f)\n",
+"            for (int d = 0; d < D; d++) acc[d] += pe * v[ko + d];\n",
+"    }\n",
+"    float inv = l > 0.0f ? 1.0f / l : 0.0f;\n",
+"    for (int d = 0; d < D; d++) out[qo + d] = acc[d] * inv;\n",
+"    out[(long)B * H * Tq * D + r] = l > 0.0f ? m + log(l) : -INFINITY;\n",
+"}\n",
+"\n",
+"__kernel void attn_delta(NN__KPARAMS(attn_delta)) {\n",
+"    int B = dims.s0, H = dims.s1, Tq = dims.s3, D = dims.s5;\n",
+"    int r = get_global_id(0);\n",
+"    if (r >= B * H * Tq) return;\n",
+"    long qo = nn_attn_off(dims.s6, H, Tq, D, r / (H * Tq), r / Tq % H, r % Tq);\n",
+"    float acc = 0.0f;\n",
+"    for (int d = 0; d < D; d++) acc += dout[qo + d] * o[qo + d];\n",
+"    delta[r] = acc;\n",
+"}\n",
+"\n",
+"/* dq_i = scale sum_j P_ij (dP_ij z_ij - delta_i) k_j */\n",
+"__kernel void attn_dq(NN__KPARAMS(attn_bwd)) {\n",
+"    NN_ATTN_ROW;\n",
+"    float acc[NN_ATTN_DMAX], lse = o[(long)B * H * Tq * D + r], dl = delta[r];\n",
+"    for (int d = 0; d < D; d++) acc[d] = 0.0f;\n",
+"    for (int j = 0; j < Tk; j++) {\n",
+"        float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
+"        if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
+"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);\n",
+"        for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
+"        float pe = exp(s * scale + bias - lse);\n",
+"        if (pe == 0.0f) continue;\n",
+"        for (int d = 0; d < D; d++) dp += dout[qo + d] * v[ko + d];\n",
+"        if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
+"        float ds = pe * (dp * z - dl);\n",
+"        for (int d = 0; d < D; d++) acc[d] += ds * k[ko + d];\n",
+"    }\n",
+"    for (int d = 0; d < D; d++) out[qo + d] = acc[d] * scale;\n",
+"}\n",
+"\n",
+"/* key row j of key/value head hk: dv_j = sum_(h, i) P_ij z_ij dO_i, dk_j = scale sum_(h, i)\n",
+"   dS_ij q_i, over the group's query heads h and every query i, in that order */\n",
+"__kernel void attn_dkv(NN__KPARAMS(attn_bwd)) {\n",
+"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6;\n",
+"    int r = get_global_id(0);\n",
+"    if (r >= B * Hkv * Tk) return;\n",
+"    int b = r / (Hkv * Tk), hk = r / Tk % Hkv, j = r % Tk, grp = H / Hkv;\n",
+"    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), nkv = (long)B * Hkv * Tk * D;\n",
+"    float dk[NN_ATTN_DMAX], dv[NN_ATTN_DMAX];\n",
+"    for (int d = 0; d < D; d++) dk[d] = dv[d] = 0.0f;\n",
+"    for (int h = hk * grp; h < (hk + 1) * grp; h++)\n",
+"        for (int i = 0; i < Tq; i++) {\n",
+"            float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
+"            if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
+"            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;\n",
+"            for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
+"            float pe = exp(s * scale + bias - o[(long)B * H * Tq * D + row]);\n",
+"            if (pe == 0.0f) continue;\n",
+"            if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
+"            for (int d = 0; d < D; d++) dp += dout[qo + d] * v[ko + d];\n",
+"            float pd = pe * z, ds = pe * (dp * z - delta[row]);\n",
+"            for (int d = 0; d < D; d++) {\n",
+"                dv[d] += pd * dout[qo + d];\n",
+"                dk[d] += ds * q[qo + d];\n",
+"            }\n",
+"        }\n",
+"    for (int d = 0; d < D; d++) {\n",
+"        out[ko + d] = dk[d] * scale;\n",
+"        out[nkv + ko + d] = dv[d];\n",
+"    }\n",
+"}\n",
+0 };
+
+/* ======================================================================
    kernel table
    ====================================================================== */
 typedef struct nn__cl_source { const char *name; const char *const *lines; } nn__cl_source;
@@ -17692,8 +18623,9 @@ static const nn__cl_source nn__cl_sources[] = {
     { "softmax", nn__cl_src_softmax },
     { "segment", nn__cl_src_segment },
     { "rope", nn__cl_src_rope },
+    { "attention", nn__cl_src_attention },
 };
-#define NN__CL_NSOURCES 15
+#define NN__CL_NSOURCES 16
 
 /* ======================================================================
    src/opencl/backend.c
@@ -21133,6 +22065,36 @@ NN__KSIG(embedding)
     F(in, x) P(iin, pos) P(out, y) P(int, B) P(int, H) P(int, T) P(int, D) P(int, bthd) P(int, rot)  \
     P(int, interleaved) P(int, inverse) P(int, pos_kind) P(int, offset) P(float, log2_theta)
 NN__KSIG(rope)
+
+#endif
+
+/* ======================================================================
+   kernels/attention_args.h
+   ====================================================================== */
+/* kernels/attention.cl's kernel signatures (kernels/kargs.h says how to read them).
+   dims: B, H, Hkv, Tq, Tk, D, layout (0 [B, H, T, D], 1 [B, T, H, D]), causal;
+   mk: the mask's strides over b, h, i, j, its mode (0 none, 1 float added, 2 int32: nonzero
+   attends), the key padding mask's mode (0 none, 1 float, 2 int32: nonzero ignores), the
+   sliding window (0 none), 0. mask and kpm are read only when their mode is not 0. */
+#ifndef NN__ATTENTION_ARGS_H
+#define NN__ATTENTION_ARGS_H
+
+/* out: [output in q's layout, log-sum-exp [B, H, Tq]] */
+#define NN__KARGS_attn_fwd(F, P)                                                                   \
+    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(out, out) P(int8, dims) P(int8, mk)         \
+    P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo)    \
+    P(ustep, step_hi)
+NN__KSIG(attn_fwd)
+/* o: the forward's out; dout: its gradient (the output part); delta [B, H, Tq];
+   out: dq (attn_dq) or [dk, dv] (attn_dkv) */
+#define NN__KARGS_attn_bwd(F, P)                                                                   \
+    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(in, o) P(in, dout) P(in, delta) P(out, out) \
+    P(int8, dims) P(int8, mk) P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi)          \
+    P(uint, key) P(ustep, step_lo) P(ustep, step_hi)
+NN__KSIG(attn_bwd)
+/* delta [B, H, Tq] = rowsum(dout * o) */
+#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims)
+NN__KSIG(attn_delta)
 
 #endif
 
@@ -29219,6 +30181,360 @@ static nn_result nn__cpu_sinusoidal(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_sinusoidal(nn_graph *g, int id) { /* never scheduled: computed at compile time */
     return nn__fail(g->ctx, NN_ERR_STATE, "%s: a constant has no kernels", nn__op_names[g->nodes[id].op]);
+}
+
+/* ======================================================================
+   src/ops/attention.c
+   ====================================================================== */
+/* The attention family: fused scaled dot-product attention (flash attention), forward and
+   backward, one block: builder, gradient rule, CPU bodies (src/cpu/attention.c), kernel
+   launches (kernels/attention.cl).
+
+   ATTENTION (q, k, v[, mask][, key padding mask]) -> a flat [B*H*Tq*D + B*H*Tq]: the output
+   in q's layout, then the log-sum-exp of each score row [B, H, Tq] (-inf for a row with no
+   key alive). nn_attention returns the output part (nn_slice + nn_reshape), so the
+   gradient reaching ATTENTION is [dO, 0]. The backward:
+     ATTENTION_DELTA (packed, dpacked) -> [B*H*Tq]: delta_i = sum_d dO_id O_id
+     ATTENTION_DQ    (q, k, v, packed, dpacked, delta[, masks]) -> q's shape
+     ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced
+   each recomputing the scores tile by tile: P = exp(S - lse), dS = P (dP z - delta) with
+   dP = dO v^T and z dropout's factor, dq = scale dS k, dk = scale dS^T q, dv = (P z)^T dO.
+   No [Tq, Tk] matrix is stored. ==== */
+
+/* ==== shared by the family ==== */
+
+/* input index of the additive/boolean mask and of the key padding mask in a node whose
+   fixed inputs number nfixed */
+static void nn__attn_set_ins(nn__attn_attr *a, int nfixed) {
+    a->mask_in = a->mask_mode ? nfixed : 0;
+    a->kpm_in = a->kpm_mode ? nfixed + (a->mask_mode ? 1 : 0) : 0;
+}
+
+static int64_t nn__attn_nO(const nn__attn_attr *a) { return (int64_t)a->B * a->H * a->Tq * a->D; }
+static int64_t nn__attn_nKV(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->D; }
+
+/* the element strides over (batch, head, row) of a [B, heads, T, D] or [B, T, heads, D] */
+static void nn__attn_strides(int layout, int heads, int T, int D, int64_t s[3]) {
+    if (layout == NN_ATTN_BTHD) {
+        s[0] = (int64_t)T * heads * D;
+        s[1] = D;
+        s[2] = (int64_t)heads * D;
+    } else {
+        s[0] = (int64_t)heads * T * D;
+        s[1] = (int64_t)T * D;
+        s[2] = D;
+    }
+}
+
+/* ==== attention: y = softmax(q k^T scale + mask) v (torch.nn.functional.
+   scaled_dot_product_attention), fused ==== */
+
+NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc) {
+    static const nn_attention_desc zero = {0, 0.0f, 0.0f, 0, {0, 0}, {0, 0}, 0};
+    const char *op = "nn_attention";
+    nn_tensor in[3], x[5], packed;
+    const nn__node *nq, *nk, *nv;
+    nn__attn_attr a;
+    char sq[128], sk[128], sv[128];
+    int hm, hp, nx = 3, i, id;
+    int64_t total;
+    if (!desc) desc = &zero;
+    in[0] = q, in[1] = k, in[2] = v;
+    if (!nn__check(g, op, 3, in) || !nn__expect_f32(g, op, q, "q") || !nn__expect_f32(g, op, k, "k") ||
+        !nn__expect_f32(g, op, v, "v"))
+        return nn__tensor(-1);
+    hm = nn__optional(g, op, desc->mask);
+    hp = nn__optional(g, op, desc->key_padding_mask);
+    if (hm < 0 || hp < 0) return nn__tensor(-1);
+    nq = nn__n(g, q), nk = nn__n(g, k), nv = nn__n(g, v);
+    nn__shape_str(&nq->shape, sq, sizeof sq);
+    nn__shape_str(&nk->shape, sk, sizeof sk);
+    nn__shape_str(&nv->shape, sv, sizeof sv);
+    if (desc->layout != NN_ATTN_BHTD && desc->layout != NN_ATTN_BTHD)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: layout %d is neither NN_ATTN_BHTD nor NN_ATTN_BTHD", op, desc->layout);
+    if (nq->shape.ndim != 4 || nk->shape.ndim != 4 || nv->shape.ndim != 4)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s, k %s and v %s must be 4-D", op, sq, sk, sv);
+    memset(&a, 0, sizeof a);
+    {
+        int t = desc->layout == NN_ATTN_BTHD ? 1 : 2, hd = 3 - t; /* the T dim and the heads dim */
+        a.B = (int)nq->shape.dim[0];
+        a.H = (int)nq->shape.dim[hd];
+        a.Tq = (int)nq->shape.dim[t];
+        a.D = (int)nq->shape.dim[3];
+        a.Hkv = (int)nk->shape.dim[hd];
+        a.Tk = (int)nk->shape.dim[t];
+        if (nk->shape.dim[0] != a.B || nv->shape.dim[0] != a.B || nk->shape.dim[3] != a.D || nv->shape.dim[3] != a.D ||
+            nv->shape.dim[hd] != a.Hkv || nv->shape.dim[t] != a.Tk)
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s, k %s and v %s disagree (batch, heads, key length or head dim)", op,
+                               sq, sk, sv);
+        if (a.H % a.Hkv != 0)
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: q's %d heads are not a multiple of k's %d (q %s, k %s)", op, a.H, a.Hkv, sq, sk);
+        if (a.D > 256) return nn__op_fail(g, NN_ERR_SHAPE, "%s: head dim %d of q %s is over 256", op, a.D, sq);
+    }
+    total = nn__attn_nO(&a) + (int64_t)a.B * a.H * a.Tq;
+    if (total > INT32_MAX || nn__attn_nKV(&a) > INT32_MAX / 2)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s and k %s are too large (2^31 elements)", op, sq, sk);
+    if (!(desc->dropout >= 0.0f && desc->dropout < 1.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dropout = %g is outside [0, 1)", op, desc->dropout);
+    if (desc->window < 0) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: window = %d is negative", op, desc->window);
+    a.layout = desc->layout;
+    a.causal = desc->causal != 0;
+    a.window = desc->window;
+    a.scale = nn__deff(desc->scale, 1.0f / sqrtf((float)a.D));
+    a.p = g->eval ? 0.0f : desc->dropout;
+    x[0] = q, x[1] = k, x[2] = v;
+    if (hm) {
+        const nn__node *m = nn__n(g, desc->mask);
+        int nd = m->shape.ndim, full[4];
+        char sm[128];
+        nn__shape_str(&m->shape, sm, sizeof sm);
+        full[0] = a.B, full[1] = a.H, full[2] = a.Tq, full[3] = a.Tk;
+        if (nd < 2 || nd > 4)
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: mask %s must have 2 to 4 dims [.., Tq, Tk]", op, sm);
+        {
+            int64_t st = 1;
+            for (i = 3; i >= 0; i--) {
+                int di = i - (4 - nd);
+                int64_t sz = di >= 0 ? m->shape.dim[di] : 1;
+                if (sz != 1 && sz != full[i])
+                    return nn__op_fail(g, NN_ERR_SHAPE, "%s: mask %s does not broadcast to [B, H, Tq, Tk] = [%d, %d, %d, %d]", op,
+                                       sm, a.B, a.H, a.Tq, a.Tk);
+                a.ms[i] = sz == 1 ? 0 : (int)st;
+                st *= sz;
+            }
+        }
+        a.mask_mode = m->dtype == NN_I32 ? 2 : 1;
+        x[nx++] = desc->mask;
+    }
+    if (hp) {
+        const nn__node *m = nn__n(g, desc->key_padding_mask);
+        char sm[128];
+        nn__shape_str(&m->shape, sm, sizeof sm);
+        if (m->shape.ndim != 2 || m->shape.dim[0] != a.B || m->shape.dim[1] != a.Tk)
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: key_padding_mask %s is not [B, Tk] = [%d, %d]", op, sm, a.B, a.Tk);
+        a.kpm_mode = m->dtype == NN_I32 ? 2 : 1;
+        x[nx++] = desc->key_padding_mask;
+    }
+    nn__attn_set_ins(&a, 3);
+    {
+        int ins[5];
+        for (i = 0; i < nx; i++) ins[i] = x[i].id;
+        id = nn__new_node(g, NN__OP_ATTENTION, NN_F32, nn_shape1(total), ins, nx);
+    }
+    if (id < 0) return nn__tensor(-1);
+    a.key = id; /* dropout's key, shared with the backward ops */
+    g->nodes[id].a.attn = a;
+    packed = nn__tensor(id);
+    return nn_reshape(g, nn_slice(g, packed, 0, 0, nn__attn_nO(&a)), nq->shape);
+}
+
+#define nn__plan_attention nn__no_plan
+#define nn__grad_attention_delta nn__grad_none
+#define nn__plan_attention_delta nn__no_plan
+#define nn__grad_attention_dq nn__grad_none
+#define nn__plan_attention_dq nn__no_plan
+#define nn__grad_attention_dkv nn__grad_none
+#define nn__plan_attention_dkv nn__no_plan
+
+/* dq, and dk, dv sliced from one node */
+static void nn__grad_attention(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__attn_attr at = n.a.attn;
+    int c = n.in[2], gc = g->nodes[c].needs_grad, ins[8], nin = 6, i;
+    nn_tensor delta;
+    nn_shape sk = g->nodes[b].shape, sv = g->nodes[c].shape;
+    int din[2];
+    din[0] = id, din[1] = gy.id;
+    delta = nn__tensor(nn__new_node(g, NN__OP_ATTENTION_DELTA, NN_F32, nn_shape1((int64_t)at.B * at.H * at.Tq), din, 2));
+    if (delta.id < 0) return;
+    g->nodes[delta.id].a.attn = at;
+    ins[0] = a, ins[1] = b, ins[2] = c, ins[3] = id, ins[4] = gy.id, ins[5] = delta.id;
+    for (i = 3; i < n.n_in; i++) ins[nin++] = n.in[i];
+    nn__attn_set_ins(&at, 6);
+    if (ga) {
+        int t = nn__new_node(g, NN__OP_ATTENTION_DQ, NN_F32, g->nodes[a].shape, ins, nin);
+        if (t < 0) return;
+        g->nodes[t].a.attn = at;
+        nn__acc_grad(g, a, nn__tensor(t));
+    }
+    if (gb || gc) {
+        int64_t nk = nn__attn_nKV(&at);
+        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(2 * nk), ins, nin);
+        if (t < 0) return;
+        g->nodes[t].a.attn = at;
+        if (gb) nn__acc_grad(g, b, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, 0, nk), sk));
+        if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nk), sv));
+    }
+}
+
+/* the CPU job of node n (pointers from its inputs by the family's order) */
+static void nn__attn_job_init(nn_graph *g, const nn__node *n, nn__attn_job *J, int kind) {
+    const nn__attn_attr *a = &n->a.attn;
+    memset(J, 0, sizeof *J);
+    J->a = *a;
+    J->kind = kind;
+    nn__attn_strides(a->layout, a->H, a->Tq, a->D, J->qs);
+    nn__attn_strides(a->layout, a->Hkv, a->Tk, a->D, J->ks);
+    J->q = NN__F(n->in[0]);
+    J->k = NN__F(n->in[1]);
+    J->v = NN__F(n->in[2]);
+    if (a->mask_in) J->mask = NN__F(n->in[a->mask_in]);
+    if (a->kpm_in) J->kpm = NN__F(n->in[a->kpm_in]);
+    J->seed = g->seed;
+    J->step = g->step;
+    if (kind > 0) {
+        J->o = NN__F(n->in[3]);
+        J->lse = J->o + nn__attn_nO(a);
+        J->dout = NN__F(n->in[4]);
+        J->delta = NN__F(n->in[5]);
+    }
+}
+
+static nn_result nn__cpu_attention(nn_graph *g, nn__node *n) {
+    nn__attn_job J;
+    nn__attn_job_init(g, n, &J, 0);
+    J.out = n->buf.host;
+    J.out_lse = J.out + nn__attn_nO(&n->a.attn);
+    return nn__attn_run(g->ctx->threads, &J);
+}
+
+/* delta_i = sum_d dO_id O_id, d in order */
+static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
+    const nn__attn_attr *a = &n->a.attn;
+    const float *o = NN__F(n->in[0]), *dout = NN__F(n->in[1]);
+    int64_t s[3], r, rows = (int64_t)a->B * a->H * a->Tq;
+    int d;
+    nn__attn_strides(a->layout, a->H, a->Tq, a->D, s);
+    for (r = 0; r < rows; r++) {
+        int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * s[0] + h * s[1] + i * s[2];
+        float acc = 0.0f;
+        for (d = 0; d < a->D; d++) acc += dout[off + d] * o[off + d];
+        n->buf.host[r] = acc;
+    }
+    return NN_OK;
+}
+
+static nn_result nn__cpu_attention_dq(nn_graph *g, nn__node *n) {
+    nn__attn_job J;
+    nn__attn_job_init(g, n, &J, 1);
+    J.dq = n->buf.host;
+    return nn__attn_run(g->ctx->threads, &J);
+}
+
+static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
+    nn__attn_job J;
+    nn__attn_job_init(g, n, &J, 2);
+    J.dk = n->buf.host;
+    J.dv = J.dk + nn__attn_nKV(&n->a.attn);
+    return nn__attn_run(g->ctx->threads, &J);
+}
+
+/* ---- launches: the kernels' shared arguments ---- */
+
+/* Before each run: the step's counter words (dropout's mask changes every step). */
+static void nn__attn_update_fwd(nn_graph *g, nn__launch *l) {
+    nn__k_attn_fwd k;
+    memset(&k, 0, sizeof k);
+    k.step_lo = (unsigned)g->step;
+    k.step_hi = (unsigned)(g->step >> 32);
+    nn__kstep_attn_fwd(l, &k);
+}
+static void nn__attn_update_bwd(nn_graph *g, nn__launch *l) {
+    nn__k_attn_bwd k;
+    memset(&k, 0, sizeof k);
+    k.step_lo = (unsigned)g->step;
+    k.step_hi = (unsigned)(g->step >> 32);
+    nn__kstep_attn_bwd(l, &k);
+}
+
+/* the fields every attention kernel takes, from node n: dims, masks' modes and strides,
+   scale, dropout */
+#define NN__ATTN_KCOMMON(k, n, dims, mk)                                                           \
+    do {                                                                                           \
+        const nn__attn_attr *a_ = &(n)->a.attn;                                                     \
+        dims[0] = a_->B, dims[1] = a_->H, dims[2] = a_->Hkv, dims[3] = a_->Tq;                      \
+        dims[4] = a_->Tk, dims[5] = a_->D, dims[6] = a_->layout, dims[7] = a_->causal;              \
+        mk[0] = a_->ms[0], mk[1] = a_->ms[1], mk[2] = a_->ms[2], mk[3] = a_->ms[3];                 \
+        mk[4] = a_->mask_mode, mk[5] = a_->kpm_mode, mk[6] = a_->window, mk[7] = 0;                 \
+        (k).dims = dims;                                                                           \
+        (k).mk = mk;                                                                               \
+        (k).scale = a_->scale;                                                                     \
+        (k).p = a_->p;                                                                             \
+        (k).seed_lo = (unsigned)g->seed;                                                           \
+        (k).seed_hi = (unsigned)(g->seed >> 32);                                                   \
+        (k).key = (unsigned)a_->key;                                                               \
+        (k).q = &g->nodes[(n)->in[0]].buf;                                                         \
+        (k).k = &g->nodes[(n)->in[1]].buf;                                                         \
+        (k).v = &g->nodes[(n)->in[2]].buf;                                                         \
+        (k).mask = &g->nodes[(n)->in[a_->mask_in ? a_->mask_in : 0]].buf;                          \
+        (k).kpm = &g->nodes[(n)->in[a_->kpm_in ? a_->kpm_in : 0]].buf;                             \
+    } while (0)
+
+/* Groups of 64 work-items (or the device's most) on every device: each item holds one or
+   two [D] accumulators in private memory, so a CPU driver's own choice (PoCL: thousands of
+   items a group) can overflow its threads' stacks. */
+static void nn__attn_lws(nn_graph *g, nn__launch *l) {
+    size_t wg = g->ctx->dev.max_wg < 64 ? g->ctx->dev.max_wg : 64;
+    if (wg < 1) wg = 1;
+    l->gws[0] = (l->gws[0] + wg - 1) / wg * wg;
+    l->lws[0] = wg;
+    l->use_lws = 1;
+}
+
+/* one work-item per query row */
+static nn_result nn__launch_attention(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int dims[8], mk[8];
+    NN__KSTART(attn_fwd, "attention", "attn_fwd", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
+    l->update = nn__attn_update_fwd;
+    nn__attn_lws(g, l);
+    NN__ATTN_KCOMMON(k, n, dims, mk);
+    k.out = &n->buf;
+    return nn__kargs_attn_fwd(l, &k);
+}
+
+static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int dims[8], mk[8];
+    NN__KSTART(attn_delta, "attention", "attn_delta", n->numel);
+    memset(mk, 0, sizeof mk);
+    dims[0] = n->a.attn.B, dims[1] = n->a.attn.H, dims[2] = n->a.attn.Hkv, dims[3] = n->a.attn.Tq;
+    dims[4] = n->a.attn.Tk, dims[5] = n->a.attn.D, dims[6] = n->a.attn.layout, dims[7] = n->a.attn.causal;
+    k.dims = dims;
+    k.o = &g->nodes[n->in[0]].buf;
+    k.dout = &g->nodes[n->in[1]].buf;
+    k.delta = &n->buf;
+    return nn__kargs_attn_delta(l, &k);
+}
+
+/* one work-item per query row */
+static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int dims[8], mk[8];
+    NN__KSTART(attn_bwd, "attention", "attn_dq", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
+    l->update = nn__attn_update_bwd;
+    nn__attn_lws(g, l);
+    NN__ATTN_KCOMMON(k, n, dims, mk);
+    k.o = &g->nodes[n->in[3]].buf;
+    k.dout = &g->nodes[n->in[4]].buf;
+    k.delta = &g->nodes[n->in[5]].buf;
+    k.out = &n->buf;
+    return nn__kargs_attn_bwd(l, &k);
+}
+
+/* one work-item per key row of each key/value head */
+static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int dims[8], mk[8];
+    NN__KSTART(attn_bwd, "attention", "attn_dkv", (int64_t)n->a.attn.B * n->a.attn.Hkv * n->a.attn.Tk);
+    l->update = nn__attn_update_bwd;
+    nn__attn_lws(g, l);
+    NN__ATTN_KCOMMON(k, n, dims, mk);
+    k.o = &g->nodes[n->in[3]].buf;
+    k.dout = &g->nodes[n->in[4]].buf;
+    k.delta = &g->nodes[n->in[5]].buf;
+    k.out = &n->buf;
+    return nn__kargs_attn_bwd(l, &k);
 }
 
 /* ======================================================================

@@ -576,6 +576,46 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
    NN_ERR_INVALID_ARGUMENT naming the spec. */
 NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b);
 
+/* ---- 7a. Attention ---- */
+
+/* nn_attention's layouts: q [B, H, Tq, D] (PyTorch's) or [B, Tq, H, D] (batch_first
+   projections viewed by nn_reshape, read in place without a copy); k and v alike. */
+#define NN_ATTN_BHTD 0
+#define NN_ATTN_BTHD 1
+typedef struct nn_attention_desc {
+    int causal;                /* 1: key j > query i is masked, aligned top-left as PyTorch's
+                                  is_causal (cross-attention with Tq != Tk included) */
+    float scale;               /* the scores' scale (0: 1/sqrt(D); NN_ZERO: 0) */
+    float dropout;             /* dropout on the attention weights, in [0, 1) (0: none; off in
+                                  eval graphs) */
+    int layout;                /* NN_ATTN_BHTD (0, the default) or NN_ATTN_BTHD */
+    nn_tensor mask;            /* NN_NONE, or attn_mask [.., Tq, Tk] broadcast to [B, H, Tq, Tk]
+                                  (2 to 4 dims, each its size or 1): float32 added to the scores
+                                  (-inf masks), or int32 as PyTorch's bool (nonzero: attend).
+                                  A constant: no gradient flows to it */
+    nn_tensor key_padding_mask; /* NN_NONE, or [B, Tk] float32 or int32: nonzero keys are
+                                  ignored, as nn.MultiheadAttention's */
+    int window;                /* sliding window (0: none): with causal, query i sees keys
+                                  i - window < j <= i; without, |i - j| < window */
+} nn_attention_desc;
+/* nn_attention: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask,
+   dropout_p, is_causal, scale, enable_gqa=True), fused: y = softmax(q k^T scale + mask)
+   v, of q's shape. q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (NN_ATTN_BTHD: [B, T, H, D])
+   with H % Hkv == 0: query head h reads key/value head h / (H / Hkv) (grouped- and
+   multi-query attention, no copy); Tq != Tk is cross-attention; D in 1..256 (v's head dim
+   must equal q's). desc NULL is the zeroed desc.
+   Flash-attention's algorithm: the forward keeps the output and one log-sum-exp per row;
+   the backward recomputes the scores tile by tile (dK/dV in one pass over key blocks, dQ
+   in another; no atomics, a fixed order: the same bits every run and at every CPU thread
+   count), so no [Tq, Tk] matrix is stored and working memory grows with T. Dropout draws
+   the mask of weight (b, h, i, j) from the counter-based generator of nn_dropout (the
+   node's key and the graph's step), so the backward regenerates it.
+   A row whose keys are all masked gives 0 (PyTorch's math path gives NaN) and gradient 0.
+   Refusals (NN_ERR_SHAPE, NN_ERR_INVALID_ARGUMENT): other ranks or dtypes, mismatched
+   batch, head dim or key length, H % Hkv != 0, D > 256, a mask that does not broadcast,
+   dropout outside [0, 1), a negative window, an unknown layout. */
+NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc);
+
 /* ==== 8. Activations =======================================================================
    torch.nn.functional's activations, elementwise on float32 x unless they say otherwise;
    parameters in F's order with PyTorch's defaults named (pass them: a 0 is a 0 here). */

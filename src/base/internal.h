@@ -80,6 +80,7 @@ typedef struct nn__buf {
 #include "../ops/random.h"
 #include "../ops/segment.h"
 #include "../ops/rope.h"
+#include "../ops/attention.h"
 
 typedef union nn__attr {
     nn__ew_attr ew;
@@ -95,6 +96,7 @@ typedef union nn__attr {
     nn__random_attr random;
     nn__segment_attr seg;
     nn__rope_attr rope;
+    nn__attn_attr attn;
 } nn__attr;
 
 typedef struct nn__node {

@@ -185,12 +185,20 @@
     X(SEGMENT_MAX_GRAD, "segment_max_grad", segment_max_grad, 0)            \
     X(EMBEDDING, "embedding", embedding, 0)
 
+/* the fused scaled dot-product attention (src/ops/attention.c) */
+#define NN__OPS_ATTENTION(X)                                                  \
+    X(ATTENTION, "attention", attention, 0)                                   \
+    X(ATTENTION_DELTA, "attention_grad_delta", attention_delta, 0)            \
+    X(ATTENTION_DQ, "attention_grad_query", attention_dq, 0)                  \
+    X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, 0)
+
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
     NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)                                                                     \
     NN__OPS_SEGMENT(X)                                                                                     \
     NN__OPS_ROPE(X)                                                                                        \
+    NN__OPS_ATTENTION(X)                                                                                   \
     /* a new family's list goes on the line above */
 
 typedef enum nn__opcode {

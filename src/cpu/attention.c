@@ -1,0 +1,465 @@
+/* The attention family's CPU loops (src/ops/attention.c's bodies; kernels/attention.cl has
+   the OpenCL twins): flash attention, blocked over tiles of NN__ATTN_BR queries x
+   NN__ATTN_BC keys and threaded over (batch, head, query block) for the forward and dQ, over
+   (batch, key/value head, key block) for dK/dV. Each work unit is computed by one task in a
+   fixed order whatever the thread count, so the bits do not depend on it; no [Tq, Tk]
+   matrix: a task's working memory is a few tiles (nn__attn_ws_floats). A masked score is
+   -inf in the tiles and its weight exactly 0. The tile products run on the GEMM's
+   microkernels (nn__sgemm_ws) or AVX-512 ones of their own, the exponentials on
+   nn__vexp_map. */
+
+#define NN__ATTN_BR 64 /* query rows of a tile */
+#define NN__ATTN_BC 64 /* keys of a tile */
+
+typedef struct nn__attn_job {
+    nn__attn_attr a;
+    int64_t qs[3], ks[3]; /* strides of q (and o, dout, dq) and of k, v over batch, head, row */
+    const float *q, *k, *v, *mask, *kpm, *o, *lse, *dout, *delta;
+    float *out, *out_lse, *dq, *dk, *dv;
+    uint64_t seed, step;
+    int64_t units, per; /* work units, and per task */
+    float *ws;          /* per task: nn__attn_ws_floats(D) */
+    int kind;           /* 0 forward, 1 dq, 2 dkv */
+    int avx512;         /* the AVX-512 microkernels (else the GEMM) */
+} nn__attn_job;
+
+/* floats of one task's working memory: two [BR, BC] tiles (S then P, dP then dS), an
+   [BR, D] accumulator and two row stats, [BC, D] dK and dV accumulators, two transposed
+   [D, BC] tiles (K and V) */
+static int64_t nn__attn_ws_floats(int D) {
+    return 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 4 * (int64_t)NN__ATTN_BC * D + 16;
+}
+
+/* ---- the tile products: AVX-512 microkernels (4 rows x 64 columns in 16 registers, no
+   packing but K's or V's tile transposed once) where the CPU has AVX-512F, else the CPU
+   backend's GEMM (src/cpu/gemm.c, on the calling thread, packing in the task's gw). Either
+   way one K block, so each element's sum has a fixed order. ---- */
+
+#if defined(NN__VM_X86)
+#define NN__ATTN_TGT __attribute__((target("avx512f")))
+NN__ATTN_TGT static inline __mmask16 nn__attn_m16(int k) { return (__mmask16)(k >= 16 ? 0xFFFFu : (1u << k) - 1u); }
+
+/* S [nr, BC] = alpha X Yt, Yt [D, BC] (the columns past nc 0); rows 4 at a time in 16
+   named registers, then one at a time */
+NN__ATTN_TGT static void nn__attn_abt512(float *S, const float *x, int64_t xs, int nr, const float *Yt, int D, float alpha) {
+    __m512 va = _mm512_set1_ps(alpha);
+    int r0 = 0, d;
+    for (; r0 + 4 <= nr; r0 += 4) {
+        const float *x0 = x + r0 * xs, *x1 = x0 + xs, *x2 = x1 + xs, *x3 = x2 + xs;
+        float *s0 = S + r0 * NN__ATTN_BC, *s1 = s0 + NN__ATTN_BC, *s2 = s1 + NN__ATTN_BC, *s3 = s2 + NN__ATTN_BC;
+        __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+        __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+        for (d = 0; d < D; d++) {
+            const float *yt = Yt + (int64_t)d * NN__ATTN_BC;
+            __m512 y0 = _mm512_loadu_ps(yt), y1 = _mm512_loadu_ps(yt + 16), y2 = _mm512_loadu_ps(yt + 32), y3 = _mm512_loadu_ps(yt + 48), v;
+#define NN__ATTN_R(XP, X0, X1, X2, X3)      \
+    v = _mm512_set1_ps(XP[d]);              \
+    X0 = _mm512_fmadd_ps(v, y0, X0);        \
+    X1 = _mm512_fmadd_ps(v, y1, X1);        \
+    X2 = _mm512_fmadd_ps(v, y2, X2);        \
+    X3 = _mm512_fmadd_ps(v, y3, X3)
+            NN__ATTN_R(x0, a00, a01, a02, a03);
+            NN__ATTN_R(x1, a10, a11, a12, a13);
+            NN__ATTN_R(x2, a20, a21, a22, a23);
+            NN__ATTN_R(x3, a30, a31, a32, a33);
+        }
+#define NN__ATTN_ST(SP, X0, X1, X2, X3)                                                                           \
+    _mm512_storeu_ps(SP, _mm512_mul_ps(X0, va)), _mm512_storeu_ps(SP + 16, _mm512_mul_ps(X1, va)),                \
+        _mm512_storeu_ps(SP + 32, _mm512_mul_ps(X2, va)), _mm512_storeu_ps(SP + 48, _mm512_mul_ps(X3, va))
+        NN__ATTN_ST(s0, a00, a01, a02, a03);
+        NN__ATTN_ST(s1, a10, a11, a12, a13);
+        NN__ATTN_ST(s2, a20, a21, a22, a23);
+        NN__ATTN_ST(s3, a30, a31, a32, a33);
+    }
+    for (; r0 < nr; r0++) {
+        const float *x0 = x + r0 * xs;
+        float *s0 = S + r0 * NN__ATTN_BC;
+        __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
+        for (d = 0; d < D; d++) {
+            const float *yt = Yt + (int64_t)d * NN__ATTN_BC;
+            __m512 y0 = _mm512_loadu_ps(yt), y1 = _mm512_loadu_ps(yt + 16), y2 = _mm512_loadu_ps(yt + 32), y3 = _mm512_loadu_ps(yt + 48), v;
+            NN__ATTN_R(x0, a00, a01, a02, a03);
+        }
+        NN__ATTN_ST(s0, a00, a01, a02, a03);
+    }
+#undef NN__ATTN_R
+#undef NN__ATTN_ST
+}
+
+/* C [M, N] += A B, A(r, c) = A[r ars + c acs], over columns [n0, n0 + 16 W) (the last
+   vector masked by km), rows r0..r0+R-1, c in order */
+#define NN__ATTN_AB512(R, W)                                                                    \
+    do {                                                                                        \
+        __m512 acc[R][W], bv[W], av;                                                            \
+        int i_, w_, c_;                                                                         \
+        for (i_ = 0; i_ < R; i_++)                                                              \
+            for (w_ = 0; w_ < W; w_++)                                                          \
+                acc[i_][w_] = _mm512_maskz_loadu_ps(w_ == W - 1 ? km : 0xFFFF, C + (r0 + i_) * ldc + n0 + 16 * w_); \
+        for (c_ = 0; c_ < K; c_++) {                                                            \
+            const float *br = B + c_ * ldb + n0, *ar = A + r0 * ars + c_ * acs;                 \
+            for (w_ = 0; w_ < W; w_++) bv[w_] = _mm512_maskz_loadu_ps(w_ == W - 1 ? km : 0xFFFF, br + 16 * w_); \
+            for (i_ = 0; i_ < R; i_++) {                                                        \
+                av = _mm512_set1_ps(ar[i_ * ars]);                                              \
+                for (w_ = 0; w_ < W; w_++) acc[i_][w_] = _mm512_fmadd_ps(av, bv[w_], acc[i_][w_]); \
+            }                                                                                   \
+        }                                                                                       \
+        for (i_ = 0; i_ < R; i_++)                                                              \
+            for (w_ = 0; w_ < W; w_++)                                                          \
+                _mm512_mask_storeu_ps(C + (r0 + i_) * ldc + n0 + 16 * w_, w_ == W - 1 ? km : 0xFFFF, acc[i_][w_]); \
+    } while (0)
+
+#define NN__ATTN_AB512_W(W)                                                   \
+    do {                                                                      \
+        for (r0 = 0; r0 + 4 <= M; r0 += 4) NN__ATTN_AB512(4, W);              \
+        for (; r0 < M; r0++) NN__ATTN_AB512(1, W);                            \
+    } while (0)
+
+/* the main block: 4 rows x 64 columns in 16 named registers */
+NN__ATTN_TGT static void nn__attn_ab512_4x64(float *C, int64_t ldc, const float *A, int64_t ars, int64_t acs, int K, const float *B,
+                                             int64_t ldb) {
+    float *c0 = C, *c1 = C + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc;
+    __m512 a00 = _mm512_loadu_ps(c0), a01 = _mm512_loadu_ps(c0 + 16), a02 = _mm512_loadu_ps(c0 + 32), a03 = _mm512_loadu_ps(c0 + 48);
+    __m512 a10 = _mm512_loadu_ps(c1), a11 = _mm512_loadu_ps(c1 + 16), a12 = _mm512_loadu_ps(c1 + 32), a13 = _mm512_loadu_ps(c1 + 48);
+    __m512 a20 = _mm512_loadu_ps(c2), a21 = _mm512_loadu_ps(c2 + 16), a22 = _mm512_loadu_ps(c2 + 32), a23 = _mm512_loadu_ps(c2 + 48);
+    __m512 a30 = _mm512_loadu_ps(c3), a31 = _mm512_loadu_ps(c3 + 16), a32 = _mm512_loadu_ps(c3 + 32), a33 = _mm512_loadu_ps(c3 + 48);
+    int c;
+    for (c = 0; c < K; c++) {
+        const float *br = B + c * ldb, *ar = A + c * acs;
+        __m512 b0 = _mm512_loadu_ps(br), b1 = _mm512_loadu_ps(br + 16), b2 = _mm512_loadu_ps(br + 32), b3 = _mm512_loadu_ps(br + 48), v;
+#define NN__ATTN_R(I, X0, X1, X2, X3)       \
+    v = _mm512_set1_ps(ar[I * ars]);        \
+    X0 = _mm512_fmadd_ps(v, b0, X0);        \
+    X1 = _mm512_fmadd_ps(v, b1, X1);        \
+    X2 = _mm512_fmadd_ps(v, b2, X2);        \
+    X3 = _mm512_fmadd_ps(v, b3, X3)
+        NN__ATTN_R(0, a00, a01, a02, a03);
+        NN__ATTN_R(1, a10, a11, a12, a13);
+        NN__ATTN_R(2, a20, a21, a22, a23);
+        NN__ATTN_R(3, a30, a31, a32, a33);
+#undef NN__ATTN_R
+    }
+    _mm512_storeu_ps(c0, a00), _mm512_storeu_ps(c0 + 16, a01), _mm512_storeu_ps(c0 + 32, a02), _mm512_storeu_ps(c0 + 48, a03);
+    _mm512_storeu_ps(c1, a10), _mm512_storeu_ps(c1 + 16, a11), _mm512_storeu_ps(c1 + 32, a12), _mm512_storeu_ps(c1 + 48, a13);
+    _mm512_storeu_ps(c2, a20), _mm512_storeu_ps(c2 + 16, a21), _mm512_storeu_ps(c2 + 32, a22), _mm512_storeu_ps(c2 + 48, a23);
+    _mm512_storeu_ps(c3, a30), _mm512_storeu_ps(c3 + 16, a31), _mm512_storeu_ps(c3 + 32, a32), _mm512_storeu_ps(c3 + 48, a33);
+}
+
+NN__ATTN_TGT static void nn__attn_ab512(float *C, int64_t ldc, const float *A, int64_t ars, int64_t acs, int M, int K, const float *B,
+                                        int64_t ldb, int N) {
+    int n0, r0;
+    for (n0 = 0; n0 < N;) {
+        int left = N - n0, W = left >= 64 ? 4 : (left + 15) / 16;
+        __mmask16 km = nn__attn_m16(left - 16 * (W - 1));
+        switch (W) {
+        case 4:
+            for (r0 = 0; r0 + 4 <= M; r0 += 4) nn__attn_ab512_4x64(C + r0 * ldc + n0, ldc, A + r0 * ars, ars, acs, K, B + n0, ldb);
+            for (; r0 < M; r0++) NN__ATTN_AB512(1, 4);
+            break;
+        case 3: NN__ATTN_AB512_W(3); break;
+        case 2: NN__ATTN_AB512_W(2); break;
+        default: NN__ATTN_AB512_W(1); break;
+        }
+        n0 += 16 * W;
+    }
+}
+#undef NN__ATTN_AB512_W
+#undef NN__ATTN_AB512
+#undef NN__ATTN_TGT
+#endif
+
+/* Yt [D, BC] = Y^T for nc rows of Y at stride ys, the columns past nc zero */
+static void nn__attn_pack_t(float *Yt, const float *y, int64_t ys, int nc, int D) {
+    int c, d;
+    for (d = 0; d < D; d++) {
+        float *o = Yt + (int64_t)d * NN__ATTN_BC;
+        for (c = 0; c < nc; c++) o[c] = y[c * ys + d];
+        for (; c < NN__ATTN_BC; c++) o[c] = 0.0f;
+    }
+}
+
+/* S [nr, nc] (row stride BC) = alpha X Y^T: X rows at stride xs, Y rows at stride ys, D
+   long; Yt: Y^T packed already (the AVX-512 path; NULL: pack it into yt_buf) */
+static void nn__attn_abt(const nn__attn_job *J, nn__gemm_ws *gw, float *S, const float *x, int64_t xs, int nr, const float *y,
+                         int64_t ys, int nc, float alpha, const float *Yt, float *yt_buf) {
+#if defined(NN__VM_X86)
+    if (J->avx512) {
+        if (!Yt) {
+            nn__attn_pack_t(yt_buf, y, ys, nc, J->a.D);
+            Yt = yt_buf;
+        }
+        nn__attn_abt512(S, x, xs, nr, Yt, J->a.D, alpha);
+        return;
+    }
+#endif
+    (void)Yt, (void)yt_buf;
+    nn__sgemm_ws(gw, 0, 1, nr, nc, J->a.D, alpha, x, (int)xs, y, (int)ys, 0.0f, S, NN__ATTN_BC);
+}
+
+/* C [M, D] (row stride ldc) += op(A) B: op(A) [M, K] (transA: A stored [K, M]), lda; B rows
+   at stride ldb */
+static void nn__attn_ab(const nn__attn_job *J, nn__gemm_ws *gw, float *C, int64_t ldc, int transA, const float *A, int lda, int M,
+                        int K, const float *B, int64_t ldb) {
+#if defined(NN__VM_X86)
+    if (J->avx512) {
+        nn__attn_ab512(C, ldc, A, transA ? 1 : lda, transA ? lda : 1, M, K, B, ldb, J->a.D);
+        return;
+    }
+#endif
+    nn__sgemm_ws(gw, transA, 0, M, J->a.D, K, 1.0f, A, lda, B, (int)ldb, 1.0f, C, (int)ldc);
+}
+
+/* ---- masks and dropout ---- */
+
+/* dropout's factor for weight (b, h, i, j): 1 / (1 - p) kept, 0 dropped */
+static float nn__attn_keep(const nn__attn_job *J, int b, int h, int i, int j) {
+    const nn__attn_attr *a = &J->a;
+    uint32_t idx = (uint32_t)((((int64_t)b * a->H + h) * a->Tq + i) * a->Tk + j);
+    return nn__dropout_uniform(J->seed, a->key, J->step, idx) >= a->p ? 1.0f / (1.0f - a->p) : 0.0f;
+}
+
+/* Masks the scores of tile (rows i0.., keys j0..) of head (b, h): -inf where causality,
+   the window or the key padding mask hide a key, or a boolean mask is 0; the additive mask
+   added. Returns 1 when any element is alive. */
+static int nn__attn_mask_tile(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc, float *S) {
+    const nn__attn_attr *a = &J->a;
+    int r, c, any = 0;
+    for (r = 0; r < nr; r++) {
+        float *s = S + r * NN__ATTN_BC;
+        int i = i0 + r, lo = 0, hi = nc; /* alive columns [lo, hi) by causality and the window */
+        if (a->causal && i - j0 + 1 < hi) hi = i - j0 + 1;
+        if (a->window > 0) {
+            if (i - a->window + 1 - j0 > lo) lo = i - a->window + 1 - j0;
+            if (!a->causal && i + a->window - j0 < hi) hi = i + a->window - j0;
+        }
+        if (hi < 0) hi = 0;
+        if (lo > hi) lo = hi;
+        for (c = 0; c < lo; c++) s[c] = -INFINITY;
+        for (c = hi; c < nc; c++) s[c] = -INFINITY;
+        if (a->kpm_mode) {
+            const float *kp = J->kpm + (int64_t)b * a->Tk + j0;
+            for (c = lo; c < hi; c++)
+                if (a->kpm_mode == 1 ? kp[c] != 0.0f : ((const int32_t *)(const void *)kp)[c] != 0) s[c] = -INFINITY;
+        }
+        if (a->mask_mode) {
+            const float *m = J->mask + (int64_t)b * a->ms[0] + (int64_t)h * a->ms[1] + (int64_t)i * a->ms[2] + (int64_t)j0 * a->ms[3];
+            for (c = lo; c < hi; c++) {
+                const float *mc = m + (int64_t)c * a->ms[3];
+                if (a->mask_mode == 2) {
+                    if (*(const int32_t *)(const void *)mc == 0) s[c] = -INFINITY;
+                } else s[c] += *mc;
+            }
+        }
+        for (c = lo; c < hi && !any; c++) any = s[c] != -INFINITY;
+    }
+    return any;
+}
+
+/* Whether the key block [j0, j1) is wholly masked for rows [i0, i1) by causality or the
+   window (skipped without computing its scores). */
+static int nn__attn_block_dead(const nn__attn_attr *a, int i0, int i1, int j0, int j1) {
+    if (a->causal && j0 > i1 - 1) return 1;
+    if (a->window > 0) {
+        if (i0 - (j1 - 1) >= a->window) return 1;
+        if (!a->causal && j0 - (i1 - 1) >= a->window) return 1;
+    }
+    return 0;
+}
+
+/* the unit's (b, h) and first row of a forward or dq unit u */
+static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, int *i0, int *nr) {
+    const nn__attn_attr *a = &J->a;
+    int nqb = (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR;
+    *b = (int)(u / ((int64_t)a->H * nqb));
+    *h = (int)(u / nqb % a->H);
+    *i0 = (int)(u % nqb) * NN__ATTN_BR;
+    *nr = a->Tq - *i0 < NN__ATTN_BR ? a->Tq - *i0 : NN__ATTN_BR;
+}
+
+#define NN__ATTN_ROW(base, st, b, h, t) ((base) + (b) * (st)[0] + (h) * (st)[1] + (int64_t)(t) * (st)[2])
+
+/* ---- forward: one (b, h, query block) ---- */
+static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, b, h, i0, nr, j0, r, c, d, hk;
+    float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
+    float *m = acc + (int64_t)NN__ATTN_BR * D, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * D;
+    const float *qb;
+    nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
+    hk = h / (a->H / a->Hkv);
+    qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
+    for (r = 0; r < nr; r++) {
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+    }
+    for (r = 0; r < nr * D; r++) acc[r] = 0.0f;
+    for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
+        int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
+        if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, a->scale, NULL, Kt);
+        if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+        for (r = 0; r < nr; r++) {
+            float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * D, mx = m[r], alpha, sum;
+            for (c = 0; c < nc; c++)
+                if (s[c] > mx) mx = s[c];
+            if (mx == -INFINITY) { /* nothing alive in the row yet: weights 0 */
+                for (c = 0; c < nc; c++) s[c] = 0.0f;
+                continue;
+            }
+            alpha = m[r] == -INFINITY ? 0.0f : nn__vexp1(m[r] - mx);
+            for (c = 0; c < nc; c++)
+                if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
+            sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, nc);
+            l[r] = l[r] * alpha + sum;
+            m[r] = mx;
+            if (alpha != 1.0f)
+                for (d = 0; d < D; d++) ar[d] *= alpha;
+            if (a->p > 0.0f)
+                for (c = 0; c < nc; c++) s[c] *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
+        }
+        nn__attn_ab(J, gw, acc, D, 0, S, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2]);
+    }
+    for (r = 0; r < nr; r++) {
+        float *o = NN__ATTN_ROW(J->out, J->qs, b, h, i0 + r), inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * inv;
+        J->out_lse[((int64_t)b * a->H + h) * a->Tq + i0 + r] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
+    }
+}
+
+/* P and dS of a tile (rows i0.., keys j0..) from the masked scores in S: P = exp(S - lse)
+   (0 where masked), then Pd = P z (the dropped weights) into S, and dS = P (dP z - delta)
+   into dP, where dP = dO v^T was computed into dP. */
+static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc, float *S, float *dP) {
+    const nn__attn_attr *a = &J->a;
+    int r, c;
+    for (r = 0; r < nr; r++) {
+        int64_t row = ((int64_t)b * a->H + h) * a->Tq + i0 + r;
+        float lse = J->lse[row], dl = J->delta[row], *s = S + r * NN__ATTN_BC, *dp = dP + r * NN__ATTN_BC;
+        if (lse == -INFINITY) { /* a wholly masked row */
+            for (c = 0; c < nc; c++) s[c] = dp[c] = 0.0f;
+            continue;
+        }
+        for (c = 0; c < nc; c++)
+            if (s[c] == -INFINITY) s[c] = -2e38f;
+        (void)nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, lse, nc);
+        if (a->p > 0.0f) {
+            for (c = 0; c < nc; c++) {
+                float z = s[c] != 0.0f ? nn__attn_keep(J, b, h, i0 + r, j0 + c) : 0.0f;
+                dp[c] = s[c] * (dp[c] * z - dl);
+                s[c] *= z;
+            }
+        } else
+            for (c = 0; c < nc; c++) dp[c] = s[c] * (dp[c] - dl);
+    }
+}
+
+/* ---- dQ: one (b, h, query block): dq = scale sum_j dS_ij k_j ---- */
+static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, b, h, i0, nr, j0, r, d, hk;
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
+    float *Kt = acc + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * D, *Vt = Kt + (int64_t)NN__ATTN_BC * D;
+    const float *qb, *gb;
+    nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
+    hk = h / (a->H / a->Hkv);
+    qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
+    gb = NN__ATTN_ROW(J->dout, J->qs, b, h, i0);
+    for (r = 0; r < nr * D; r++) acc[r] = 0.0f;
+    for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
+        int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
+        if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, a->scale, NULL, Kt);
+        if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+        nn__attn_abt(J, gw, dP, gb, J->qs[2], nr, NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2], nc, 1.0f, NULL, Vt);
+        nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+        nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2]);
+    }
+    for (r = 0; r < nr; r++) {
+        float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, i0 + r);
+        for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * a->scale;
+    }
+}
+
+/* ---- dK, dV: one (b, key/value head, key block), over the group's query heads and every
+   query block in order: dv_j = sum_i P_ij z_ij dO_i, dk_j = scale sum_i dS_ij q_i ---- */
+static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC, grp = a->H / a->Hkv;
+    int b = (int)(u / ((int64_t)a->Hkv * nkb)), hk = (int)(u / nkb % a->Hkv), j0 = (int)(u % nkb) * NN__ATTN_BC;
+    int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, h, i0, c, d;
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
+    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * D;
+    for (c = 0; c < nc * D; c++) dk[c] = dv[c] = 0.0f;
+    const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->ks, b, hk, j0);
+    float *Kt = dv + (int64_t)NN__ATTN_BC * D, *Vt = Kt + (int64_t)NN__ATTN_BC * D;
+    const float *kt = NULL, *vt = NULL; /* K^T and V^T packed once for every query block */
+    if (J->avx512) {
+        nn__attn_pack_t(Kt, kb, J->ks[2], nc, D);
+        nn__attn_pack_t(Vt, vb, J->ks[2], nc, D);
+        kt = Kt, vt = Vt;
+    }
+    for (h = hk * grp; h < (hk + 1) * grp; h++)
+        for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
+            int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
+            const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->qs, b, h, i0);
+            if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+            nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, a->scale, kt, Kt);
+            if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+            nn__attn_abt(J, gw, dP, gb, J->qs[2], nr, vb, J->ks[2], nc, 1.0f, vt, Vt);
+            nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+            /* dv [nc, D] += Pd^T dO, dk [nc, D] += dS^T q */
+            nn__attn_ab(J, gw, dv, D, 1, S, NN__ATTN_BC, nc, nr, gb, J->qs[2]);
+            nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2]);
+        }
+    for (c = 0; c < nc; c++) {
+        float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->ks, b, hk, j0 + c);
+        for (d = 0; d < D; d++) {
+            ko[d] = dk[(int64_t)c * D + d] * a->scale;
+            vo[d] = dv[(int64_t)c * D + d];
+        }
+    }
+}
+
+static void nn__attn_task(void *arg, int t, int n_tasks) {
+    const nn__attn_job *J = (const nn__attn_job *)arg;
+    int64_t u, u0 = J->per * t, u1 = u0 + J->per < J->units ? u0 + J->per : J->units;
+    float *ws = J->ws + (int64_t)t * nn__attn_ws_floats(J->a.D);
+    nn__gemm_ws gw;
+    (void)n_tasks;
+    gw.p = NULL;
+    gw.bytes = 0;
+    for (u = u0; u < u1; u++) {
+        if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw);
+        else if (J->kind == 1) nn__attn_dq_unit(J, u, ws, &gw);
+        else nn__attn_dkv_unit(J, u, ws, &gw);
+    }
+    NN_FREE(gw.p);
+}
+
+/* Runs job J (its kind, pointers and attributes set) over the pool: J->units work units
+   in contiguous runs, one per task, each task its own working memory. */
+static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
+    const nn__attn_attr *a = &J->a;
+    int tasks = nn__threadpool_size(pool), nqb = (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR;
+    int nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC;
+    size_t bytes;
+    void *own = NULL;
+#if defined(NN__VM_X86)
+    J->avx512 = nn__vm_isa() == 2 && strcmp(nn__gemm_pick_arch()->name, "avx512f") == 0; /* as the GEMM (its forced kernel too) */
+#endif
+    J->units = J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
+    if (J->units < tasks) tasks = (int)J->units;
+    if (tasks < 1) tasks = 1;
+    J->per = (J->units + tasks - 1) / tasks;
+    tasks = (int)((J->units + J->per - 1) / J->per);
+    bytes = (size_t)tasks * (size_t)nn__attn_ws_floats(a->D) * sizeof(float);
+    J->ws = (float *)nn__threadpool_workspace(pool, bytes);
+    if (!J->ws) {
+        own = NN_MALLOC(bytes);
+        if (!own) return NN_ERR_OUT_OF_MEMORY;
+        J->ws = (float *)own;
+    }
+    if (tasks <= 1) nn__attn_task(J, 0, 1);
+    else nn__threadpool_run(pool, nn__attn_task, J, tasks);
+    NN_FREE(own);
+    return NN_OK;
+}

@@ -1,0 +1,354 @@
+/* The attention family: fused scaled dot-product attention (flash attention), forward and
+   backward, one block: builder, gradient rule, CPU bodies (src/cpu/attention.c), kernel
+   launches (kernels/attention.cl).
+
+   ATTENTION (q, k, v[, mask][, key padding mask]) -> a flat [B*H*Tq*D + B*H*Tq]: the output
+   in q's layout, then the log-sum-exp of each score row [B, H, Tq] (-inf for a row with no
+   key alive). nn_attention returns the output part (nn_slice + nn_reshape), so the
+   gradient reaching ATTENTION is [dO, 0]. The backward:
+     ATTENTION_DELTA (packed, dpacked) -> [B*H*Tq]: delta_i = sum_d dO_id O_id
+     ATTENTION_DQ    (q, k, v, packed, dpacked, delta[, masks]) -> q's shape
+     ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced
+   each recomputing the scores tile by tile: P = exp(S - lse), dS = P (dP z - delta) with
+   dP = dO v^T and z dropout's factor, dq = scale dS k, dk = scale dS^T q, dv = (P z)^T dO.
+   No [Tq, Tk] matrix is stored. ==== */
+#include "../base/internal.h"
+#include "../base/registry.h"
+#include "../../kernels/kargs.h"
+#include "../../kernels/attention_args.h"
+
+/* ==== shared by the family ==== */
+
+/* input index of the additive/boolean mask and of the key padding mask in a node whose
+   fixed inputs number nfixed */
+static void nn__attn_set_ins(nn__attn_attr *a, int nfixed) {
+    a->mask_in = a->mask_mode ? nfixed : 0;
+    a->kpm_in = a->kpm_mode ? nfixed + (a->mask_mode ? 1 : 0) : 0;
+}
+
+static int64_t nn__attn_nO(const nn__attn_attr *a) { return (int64_t)a->B * a->H * a->Tq * a->D; }
+static int64_t nn__attn_nKV(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->D; }
+
+/* the element strides over (batch, head, row) of a [B, heads, T, D] or [B, T, heads, D] */
+static void nn__attn_strides(int layout, int heads, int T, int D, int64_t s[3]) {
+    if (layout == NN_ATTN_BTHD) {
+        s[0] = (int64_t)T * heads * D;
+        s[1] = D;
+        s[2] = (int64_t)heads * D;
+    } else {
+        s[0] = (int64_t)heads * T * D;
+        s[1] = (int64_t)T * D;
+        s[2] = D;
+    }
+}
+
+/* ==== attention: y = softmax(q k^T scale + mask) v (torch.nn.functional.
+   scaled_dot_product_attention), fused ==== */
+
+NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc) {
+    static const nn_attention_desc zero = {0, 0.0f, 0.0f, 0, {0, 0}, {0, 0}, 0};
+    const char *op = "nn_attention";
+    nn_tensor in[3], x[5], packed;
+    const nn__node *nq, *nk, *nv;
+    nn__attn_attr a;
+    char sq[128], sk[128], sv[128];
+    int hm, hp, nx = 3, i, id;
+    int64_t total;
+    if (!desc) desc = &zero;
+    in[0] = q, in[1] = k, in[2] = v;
+    if (!nn__check(g, op, 3, in) || !nn__expect_f32(g, op, q, "q") || !nn__expect_f32(g, op, k, "k") ||
+        !nn__expect_f32(g, op, v, "v"))
+        return nn__tensor(-1);
+    hm = nn__optional(g, op, desc->mask);
+    hp = nn__optional(g, op, desc->key_padding_mask);
+    if (hm < 0 || hp < 0) return nn__tensor(-1);
+    nq = nn__n(g, q), nk = nn__n(g, k), nv = nn__n(g, v);
+    nn__shape_str(&nq->shape, sq, sizeof sq);
+    nn__shape_str(&nk->shape, sk, sizeof sk);
+    nn__shape_str(&nv->shape, sv, sizeof sv);
+    if (desc->layout != NN_ATTN_BHTD && desc->layout != NN_ATTN_BTHD)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: layout %d is neither NN_ATTN_BHTD nor NN_ATTN_BTHD", op, desc->layout);
+    if (nq->shape.ndim != 4 || nk->shape.ndim != 4 || nv->shape.ndim != 4)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s, k %s and v %s must be 4-D", op, sq, sk, sv);
+    memset(&a, 0, sizeof a);
+    {
+        int t = desc->layout == NN_ATTN_BTHD ? 1 : 2, hd = 3 - t; /* the T dim and the heads dim */
+        a.B = (int)nq->shape.dim[0];
+        a.H = (int)nq->shape.dim[hd];
+        a.Tq = (int)nq->shape.dim[t];
+        a.D = (int)nq->shape.dim[3];
+        a.Hkv = (int)nk->shape.dim[hd];
+        a.Tk = (int)nk->shape.dim[t];
+        if (nk->shape.dim[0] != a.B || nv->shape.dim[0] != a.B || nk->shape.dim[3] != a.D || nv->shape.dim[3] != a.D ||
+            nv->shape.dim[hd] != a.Hkv || nv->shape.dim[t] != a.Tk)
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s, k %s and v %s disagree (batch, heads, key length or head dim)", op,
+                               sq, sk, sv);
+        if (a.H % a.Hkv != 0)
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: q's %d heads are not a multiple of k's %d (q %s, k %s)", op, a.H, a.Hkv, sq, sk);
+        if (a.D > 256) return nn__op_fail(g, NN_ERR_SHAPE, "%s: head dim %d of q %s is over 256", op, a.D, sq);
+    }
+    total = nn__attn_nO(&a) + (int64_t)a.B * a.H * a.Tq;
+    if (total > INT32_MAX || nn__attn_nKV(&a) > INT32_MAX / 2)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s and k %s are too large (2^31 elements)", op, sq, sk);
+    if (!(desc->dropout >= 0.0f && desc->dropout < 1.0f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dropout = %g is outside [0, 1)", op, desc->dropout);
+    if (desc->window < 0) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: window = %d is negative", op, desc->window);
+    a.layout = desc->layout;
+    a.causal = desc->causal != 0;
+    a.window = desc->window;
+    a.scale = nn__deff(desc->scale, 1.0f / sqrtf((float)a.D));
+    a.p = g->eval ? 0.0f : desc->dropout;
+    x[0] = q, x[1] = k, x[2] = v;
+    if (hm) {
+        const nn__node *m = nn__n(g, desc->mask);
+        int nd = m->shape.ndim, full[4];
+        char sm[128];
+        nn__shape_str(&m->shape, sm, sizeof sm);
+        full[0] = a.B, full[1] = a.H, full[2] = a.Tq, full[3] = a.Tk;
+        if (nd < 2 || nd > 4)
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: mask %s must have 2 to 4 dims [.., Tq, Tk]", op, sm);
+        {
+            int64_t st = 1;
+            for (i = 3; i >= 0; i--) {
+                int di = i - (4 - nd);
+                int64_t sz = di >= 0 ? m->shape.dim[di] : 1;
+                if (sz != 1 && sz != full[i])
+                    return nn__op_fail(g, NN_ERR_SHAPE, "%s: mask %s does not broadcast to [B, H, Tq, Tk] = [%d, %d, %d, %d]", op,
+                                       sm, a.B, a.H, a.Tq, a.Tk);
+                a.ms[i] = sz == 1 ? 0 : (int)st;
+                st *= sz;
+            }
+        }
+        a.mask_mode = m->dtype == NN_I32 ? 2 : 1;
+        x[nx++] = desc->mask;
+    }
+    if (hp) {
+        const nn__node *m = nn__n(g, desc->key_padding_mask);
+        char sm[128];
+        nn__shape_str(&m->shape, sm, sizeof sm);
+        if (m->shape.ndim != 2 || m->shape.dim[0] != a.B || m->shape.dim[1] != a.Tk)
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: key_padding_mask %s is not [B, Tk] = [%d, %d]", op, sm, a.B, a.Tk);
+        a.kpm_mode = m->dtype == NN_I32 ? 2 : 1;
+        x[nx++] = desc->key_padding_mask;
+    }
+    nn__attn_set_ins(&a, 3);
+    {
+        int ins[5];
+        for (i = 0; i < nx; i++) ins[i] = x[i].id;
+        id = nn__new_node(g, NN__OP_ATTENTION, NN_F32, nn_shape1(total), ins, nx);
+    }
+    if (id < 0) return nn__tensor(-1);
+    a.key = id; /* dropout's key, shared with the backward ops */
+    g->nodes[id].a.attn = a;
+    packed = nn__tensor(id);
+    return nn_reshape(g, nn_slice(g, packed, 0, 0, nn__attn_nO(&a)), nq->shape);
+}
+
+#define nn__plan_attention nn__no_plan
+#define nn__grad_attention_delta nn__grad_none
+#define nn__plan_attention_delta nn__no_plan
+#define nn__grad_attention_dq nn__grad_none
+#define nn__plan_attention_dq nn__no_plan
+#define nn__grad_attention_dkv nn__grad_none
+#define nn__plan_attention_dkv nn__no_plan
+
+/* dq, and dk, dv sliced from one node */
+static void nn__grad_attention(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__attn_attr at = n.a.attn;
+    int c = n.in[2], gc = g->nodes[c].needs_grad, ins[8], nin = 6, i;
+    nn_tensor delta;
+    nn_shape sk = g->nodes[b].shape, sv = g->nodes[c].shape;
+    int din[2];
+    din[0] = id, din[1] = gy.id;
+    delta = nn__tensor(nn__new_node(g, NN__OP_ATTENTION_DELTA, NN_F32, nn_shape1((int64_t)at.B * at.H * at.Tq), din, 2));
+    if (delta.id < 0) return;
+    g->nodes[delta.id].a.attn = at;
+    ins[0] = a, ins[1] = b, ins[2] = c, ins[3] = id, ins[4] = gy.id, ins[5] = delta.id;
+    for (i = 3; i < n.n_in; i++) ins[nin++] = n.in[i];
+    nn__attn_set_ins(&at, 6);
+    if (ga) {
+        int t = nn__new_node(g, NN__OP_ATTENTION_DQ, NN_F32, g->nodes[a].shape, ins, nin);
+        if (t < 0) return;
+        g->nodes[t].a.attn = at;
+        nn__acc_grad(g, a, nn__tensor(t));
+    }
+    if (gb || gc) {
+        int64_t nk = nn__attn_nKV(&at);
+        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(2 * nk), ins, nin);
+        if (t < 0) return;
+        g->nodes[t].a.attn = at;
+        if (gb) nn__acc_grad(g, b, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, 0, nk), sk));
+        if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nk), sv));
+    }
+}
+
+/* the CPU job of node n (pointers from its inputs by the family's order) */
+static void nn__attn_job_init(nn_graph *g, const nn__node *n, nn__attn_job *J, int kind) {
+    const nn__attn_attr *a = &n->a.attn;
+    memset(J, 0, sizeof *J);
+    J->a = *a;
+    J->kind = kind;
+    nn__attn_strides(a->layout, a->H, a->Tq, a->D, J->qs);
+    nn__attn_strides(a->layout, a->Hkv, a->Tk, a->D, J->ks);
+    J->q = NN__F(n->in[0]);
+    J->k = NN__F(n->in[1]);
+    J->v = NN__F(n->in[2]);
+    if (a->mask_in) J->mask = NN__F(n->in[a->mask_in]);
+    if (a->kpm_in) J->kpm = NN__F(n->in[a->kpm_in]);
+    J->seed = g->seed;
+    J->step = g->step;
+    if (kind > 0) {
+        J->o = NN__F(n->in[3]);
+        J->lse = J->o + nn__attn_nO(a);
+        J->dout = NN__F(n->in[4]);
+        J->delta = NN__F(n->in[5]);
+    }
+}
+
+static nn_result nn__cpu_attention(nn_graph *g, nn__node *n) {
+    nn__attn_job J;
+    nn__attn_job_init(g, n, &J, 0);
+    J.out = n->buf.host;
+    J.out_lse = J.out + nn__attn_nO(&n->a.attn);
+    return nn__attn_run(g->ctx->threads, &J);
+}
+
+/* delta_i = sum_d dO_id O_id, d in order */
+static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
+    const nn__attn_attr *a = &n->a.attn;
+    const float *o = NN__F(n->in[0]), *dout = NN__F(n->in[1]);
+    int64_t s[3], r, rows = (int64_t)a->B * a->H * a->Tq;
+    int d;
+    nn__attn_strides(a->layout, a->H, a->Tq, a->D, s);
+    for (r = 0; r < rows; r++) {
+        int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * s[0] + h * s[1] + i * s[2];
+        float acc = 0.0f;
+        for (d = 0; d < a->D; d++) acc += dout[off + d] * o[off + d];
+        n->buf.host[r] = acc;
+    }
+    return NN_OK;
+}
+
+static nn_result nn__cpu_attention_dq(nn_graph *g, nn__node *n) {
+    nn__attn_job J;
+    nn__attn_job_init(g, n, &J, 1);
+    J.dq = n->buf.host;
+    return nn__attn_run(g->ctx->threads, &J);
+}
+
+static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
+    nn__attn_job J;
+    nn__attn_job_init(g, n, &J, 2);
+    J.dk = n->buf.host;
+    J.dv = J.dk + nn__attn_nKV(&n->a.attn);
+    return nn__attn_run(g->ctx->threads, &J);
+}
+
+/* ---- launches: the kernels' shared arguments ---- */
+
+/* Before each run: the step's counter words (dropout's mask changes every step). */
+static void nn__attn_update_fwd(nn_graph *g, nn__launch *l) {
+    nn__k_attn_fwd k;
+    memset(&k, 0, sizeof k);
+    k.step_lo = (unsigned)g->step;
+    k.step_hi = (unsigned)(g->step >> 32);
+    nn__kstep_attn_fwd(l, &k);
+}
+static void nn__attn_update_bwd(nn_graph *g, nn__launch *l) {
+    nn__k_attn_bwd k;
+    memset(&k, 0, sizeof k);
+    k.step_lo = (unsigned)g->step;
+    k.step_hi = (unsigned)(g->step >> 32);
+    nn__kstep_attn_bwd(l, &k);
+}
+
+/* the fields every attention kernel takes, from node n: dims, masks' modes and strides,
+   scale, dropout */
+#define NN__ATTN_KCOMMON(k, n, dims, mk)                                                           \
+    do {                                                                                           \
+        const nn__attn_attr *a_ = &(n)->a.attn;                                                     \
+        dims[0] = a_->B, dims[1] = a_->H, dims[2] = a_->Hkv, dims[3] = a_->Tq;                      \
+        dims[4] = a_->Tk, dims[5] = a_->D, dims[6] = a_->layout, dims[7] = a_->causal;              \
+        mk[0] = a_->ms[0], mk[1] = a_->ms[1], mk[2] = a_->ms[2], mk[3] = a_->ms[3];                 \
+        mk[4] = a_->mask_mode, mk[5] = a_->kpm_mode, mk[6] = a_->window, mk[7] = 0;                 \
+        (k).dims = dims;                                                                           \
+        (k).mk = mk;                                                                               \
+        (k).scale = a_->scale;                                                                     \
+        (k).p = a_->p;                                                                             \
+        (k).seed_lo = (unsigned)g->seed;                                                           \
+        (k).seed_hi = (unsigned)(g->seed >> 32);                                                   \
+        (k).key = (unsigned)a_->key;                                                               \
+        (k).q = &g->nodes[(n)->in[0]].buf;                                                         \
+        (k).k = &g->nodes[(n)->in[1]].buf;                                                         \
+        (k).v = &g->nodes[(n)->in[2]].buf;                                                         \
+        (k).mask = &g->nodes[(n)->in[a_->mask_in ? a_->mask_in : 0]].buf;                          \
+        (k).kpm = &g->nodes[(n)->in[a_->kpm_in ? a_->kpm_in : 0]].buf;                             \
+    } while (0)
+
+/* Groups of 64 work-items (or the device's most) on every device: each item holds one or
+   two [D] accumulators in private memory, so a CPU driver's own choice (PoCL: thousands of
+   items a group) can overflow its threads' stacks. */
+static void nn__attn_lws(nn_graph *g, nn__launch *l) {
+    size_t wg = g->ctx->dev.max_wg < 64 ? g->ctx->dev.max_wg : 64;
+    if (wg < 1) wg = 1;
+    l->gws[0] = (l->gws[0] + wg - 1) / wg * wg;
+    l->lws[0] = wg;
+    l->use_lws = 1;
+}
+
+/* one work-item per query row */
+static nn_result nn__launch_attention(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int dims[8], mk[8];
+    NN__KSTART(attn_fwd, "attention", "attn_fwd", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
+    l->update = nn__attn_update_fwd;
+    nn__attn_lws(g, l);
+    NN__ATTN_KCOMMON(k, n, dims, mk);
+    k.out = &n->buf;
+    return nn__kargs_attn_fwd(l, &k);
+}
+
+static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int dims[8], mk[8];
+    NN__KSTART(attn_delta, "attention", "attn_delta", n->numel);
+    memset(mk, 0, sizeof mk);
+    dims[0] = n->a.attn.B, dims[1] = n->a.attn.H, dims[2] = n->a.attn.Hkv, dims[3] = n->a.attn.Tq;
+    dims[4] = n->a.attn.Tk, dims[5] = n->a.attn.D, dims[6] = n->a.attn.layout, dims[7] = n->a.attn.causal;
+    k.dims = dims;
+    k.o = &g->nodes[n->in[0]].buf;
+    k.dout = &g->nodes[n->in[1]].buf;
+    k.delta = &n->buf;
+    return nn__kargs_attn_delta(l, &k);
+}
+
+/* one work-item per query row */
+static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int dims[8], mk[8];
+    NN__KSTART(attn_bwd, "attention", "attn_dq", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
+    l->update = nn__attn_update_bwd;
+    nn__attn_lws(g, l);
+    NN__ATTN_KCOMMON(k, n, dims, mk);
+    k.o = &g->nodes[n->in[3]].buf;
+    k.dout = &g->nodes[n->in[4]].buf;
+    k.delta = &g->nodes[n->in[5]].buf;
+    k.out = &n->buf;
+    return nn__kargs_attn_bwd(l, &k);
+}
+
+/* one work-item per key row of each key/value head */
+static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    int dims[8], mk[8];
+    NN__KSTART(attn_bwd, "attention", "attn_dkv", (int64_t)n->a.attn.B * n->a.attn.Hkv * n->a.attn.Tk);
+    l->update = nn__attn_update_bwd;
+    nn__attn_lws(g, l);
+    NN__ATTN_KCOMMON(k, n, dims, mk);
+    k.o = &g->nodes[n->in[3]].buf;
+    k.dout = &g->nodes[n->in[4]].buf;
+    k.delta = &g->nodes[n->in[5]].buf;
+    k.out = &n->buf;
+    return nn__kargs_attn_bwd(l, &k);
+}

@@ -1,0 +1,19 @@
+/* The attention family's typed attributes (a node's a.attn), read and written by
+   src/ops/attention.c and the CPU loops of src/cpu/attention.c. */
+#ifndef NN__OPS_ATTENTION_H
+#define NN__OPS_ATTENTION_H
+#include <stdint.h>
+
+typedef struct nn__attn_attr { /* q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (or [B, T, H, D]) */
+    int B, H, Hkv, Tq, Tk, D;
+    int layout;          /* NN_ATTN_BHTD (0) or NN_ATTN_BTHD (1) */
+    int causal, window;  /* top-left causal (key j > query i masked); sliding window (0: none) */
+    float scale, p;      /* the scores' scale; dropout's probability on the weights */
+    int key;             /* dropout's Philox key: the forward node's id, shared by its backward ops */
+    int mask_in, kpm_in; /* the input index of the mask and of the key padding mask (0: none) */
+    int mask_mode;       /* 0 none, 1 additive float, 2 boolean int32 (nonzero: attend) */
+    int kpm_mode;        /* 0 none, 1 float, 2 int32 (nonzero: ignore the key) */
+    int ms[4];           /* the mask's element strides over b, h, i, j (0: broadcast) */
+} nn__attn_attr;
+
+#endif

@@ -1,0 +1,307 @@
+/* The attention family (src/ops/attention.c): nn_attention through the op checker
+   (tests/op_check.c) against a double-precision softmax(q k^T scale + mask) v written here,
+   at odd lengths (T = 1, 7, 33, 65, 129), head dims 16, 24, 64, 80 and 256, GQA ratios 1,
+   2 and 4, causal and not, key padding masks (int and float, a batch wholly masked: 0),
+   additive and boolean masks of 2 and 4 dims, dropout (the mask drawn here by an
+   independent Philox, so finite differences of the reference check the backward),
+   cross-attention (top-left causal), sliding windows, both layouts; CPU/OpenCL parity
+   through the op checker; the same bits across runs and CPU thread counts; refusals. */
+#include "test.h"
+#include "bad_rows.h"
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct acfg {
+    const char *name;
+    int B, H, Hkv, Tq, Tk, D, layout, causal, window;
+    int mask;      /* 0 none, 1 float [Tq, Tk], 2 bool (int32) [B, 1, Tq, Tk] */
+    int kpm;       /* 0 none, 1 float, 2 int32, 3 int32 with batch 0 wholly masked */
+    float scale, p;
+    int dirs;
+    int v_grad_only; /* Tq = Tk = 1: the weight is 1 whatever q and k, their gradients 0
+                        exactly in the reference, float rounding elsewhere: not compared */
+} acfg;
+
+static int attn_key; /* the ATTENTION node's id, dropout's key (the build records it) */
+
+static nn_tensor b_attn(nn_graph *g, const nn_tensor *in, const spec *s) {
+    const acfg *c = (const acfg *)s->arg;
+    nn_attention_desc d;
+    nn_tensor y;
+    int k = 3;
+    memset(&d, 0, sizeof d);
+    d.causal = c->causal;
+    d.window = c->window;
+    d.layout = c->layout;
+    d.scale = c->scale;
+    d.dropout = c->p;
+    if (c->mask) d.mask = in[k++];
+    if (c->kpm) d.key_padding_mask = in[k++];
+    y = nn_attention(g, in[0], in[1], in[2], &d);
+    attn_key = y.id - 2; /* nn_attention's nodes: ATTENTION, its slice, the reshape */
+    return y;
+}
+
+static long a_off(const acfg *c, int heads, int T, int b, int h, int t) {
+    return c->layout ? (((long)b * T + t) * heads + h) * c->D : (((long)b * heads + h) * T + t) * c->D;
+}
+
+/* dropout's factor of weight (b, h, i, j), from tests' own Philox: seed 1234 (op_check's),
+   step 1 (the first step) */
+static double a_keep(const acfg *c, int b, int h, int i, int j) {
+    unsigned ctr[4];
+    double u;
+    ctr[0] = (unsigned)((((long)b * c->H + h) * c->Tq + i) * c->Tk + j);
+    ctr[1] = (unsigned)attn_key;
+    ctr[2] = 1;
+    ctr[3] = 0;
+    t_philox(ctr, 1234u, 0u);
+    u = (double)(ctr[0] >> 8) / 16777216.0;
+    return u >= c->p ? 1.0 / (1.0 - c->p) : 0.0;
+}
+
+static void r_attn(const spec *s, double *const *in, double *out) {
+    const acfg *c = (const acfg *)s->arg;
+    const double *q = in[0], *k = in[1], *v = in[2], *mask = NULL, *kpm = NULL;
+    double scale = c->scale != 0 ? c->scale : 1.0 / sqrt((double)c->D);
+    double *sc = (double *)malloc((size_t)c->Tk * sizeof(double));
+    char *alive = (char *)malloc((size_t)c->Tk);
+    int b, h, i, j, d, n = 3;
+    if (c->mask) mask = in[n++];
+    if (c->kpm) kpm = in[n++];
+    for (b = 0; b < c->B; b++)
+        for (h = 0; h < c->H; h++)
+            for (i = 0; i < c->Tq; i++) {
+                int hk = h / (c->H / c->Hkv), any = 0;
+                long qo = a_off(c, c->H, c->Tq, b, h, i);
+                double m = -INFINITY, sum = 0;
+                for (j = 0; j < c->Tk; j++) {
+                    long ko = a_off(c, c->Hkv, c->Tk, b, hk, j);
+                    double acc = 0;
+                    alive[j] = 1;
+                    if (c->causal && j > i) alive[j] = 0;
+                    if (c->window > 0 && (i - j >= c->window || (!c->causal && j - i >= c->window))) alive[j] = 0;
+                    if (kpm && kpm[(long)b * c->Tk + j] != 0) alive[j] = 0;
+                    if (c->mask == 2 && mask[((long)b * c->Tq + i) * c->Tk + j] == 0) alive[j] = 0;
+                    for (d = 0; d < c->D; d++) acc += q[qo + d] * k[ko + d];
+                    sc[j] = acc * scale + (c->mask == 1 ? mask[(long)i * c->Tk + j] : 0);
+                    if (alive[j] && sc[j] > m) m = sc[j];
+                    any |= alive[j];
+                }
+                for (d = 0; d < c->D; d++) out[qo + d] = 0;
+                if (!any) continue; /* a wholly masked row: 0 */
+                for (j = 0; j < c->Tk; j++) sum += alive[j] ? exp(sc[j] - m) : 0;
+                for (j = 0; j < c->Tk; j++) {
+                    long ko = a_off(c, c->Hkv, c->Tk, b, hk, j);
+                    double w;
+                    if (!alive[j]) continue;
+                    w = exp(sc[j] - m) / sum;
+                    if (c->p > 0) w *= a_keep(c, b, h, i, j);
+                    for (d = 0; d < c->D; d++) out[qo + d] += w * v[ko + d];
+                }
+            }
+    free(sc);
+    free(alive);
+}
+
+static nn_shape a_shape(const acfg *c, int heads, int T) {
+    return c->layout ? nn_shape4(c->B, T, heads, c->D) : nn_shape4(c->B, heads, T, c->D);
+}
+
+/* float key padding masks as 0/1; case 3: batch 0's keys all ignored */
+static void a_fill(const spec *s, double *const *in) {
+    const acfg *c = (const acfg *)s->arg;
+    int n = 3 + (c->mask ? 1 : 0), j;
+    long i;
+    if (!c->kpm) return;
+    if (c->kpm == 1)
+        for (i = 0; i < (long)c->B * c->Tk; i++) in[n][i] = in[n][i] < -1.0 ? 1.0 : 0.0;
+    if (c->kpm == 3)
+        for (j = 0; j < c->Tk; j++) in[n][j] = 1;
+}
+
+static spec a_spec(const acfg *c) {
+    spec s = mk(c->name, b_attn, r_attn, a_shape(c, c->H, c->Tq));
+    in_f(&s, a_shape(c, c->H, c->Tq));
+    in_f(&s, a_shape(c, c->Hkv, c->Tk));
+    in_f(&s, a_shape(c, c->Hkv, c->Tk));
+    if (c->mask == 1) {
+        in_fr(&s, nn_shape2(c->Tq, c->Tk), -1, 1);
+        s.grad[s.n_in - 1] = 0; /* a constant: no gradient */
+    }
+    if (c->mask == 2) in_i(&s, nn_shape4(c->B, 1, c->Tq, c->Tk), 0, 2);
+    if (c->kpm == 1) {
+        in_fr(&s, nn_shape2(c->B, c->Tk), -2, 2);
+        s.grad[s.n_in - 1] = 0;
+    }
+    if (c->kpm >= 2) in_i(&s, nn_shape2(c->B, c->Tk), 0, 2);
+    if (c->v_grad_only) s.grad[0] = s.grad[1] = 0;
+    s.arg = c;
+    s.fill = a_fill;
+    s.dirs = c->dirs;
+    return s;
+}
+
+static void attention_cases(const t_env *e) {
+    /* name, B, H, Hkv, Tq, Tk, D, layout, causal, window, mask, kpm, scale, p, dirs, v_grad_only */
+    static const acfg cases[] = {
+        {"attention T1 D16 gqa2", 2, 2, 1, 1, 1, 16, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+        {"attention T1 causal D24", 1, 2, 2, 1, 1, 24, 0, 1, 0, 0, 0, 0, 0, 0, 1},
+        {"attention Tq1 Tk5 D16 gqa2", 2, 2, 1, 1, 5, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {"attention Tq5 Tk1 causal D24", 1, 2, 2, 5, 1, 24, 0, 1, 0, 0, 0, 0, 0, 0, 1},
+        {"attention T7 causal D24 gqa2", 1, 4, 2, 7, 7, 24, 0, 1, 0, 0, 0, 0, 0, 0, 0},
+        {"attention T33 causal D64 kpm int", 2, 2, 2, 33, 33, 64, 0, 1, 0, 0, 2, 0, 0, 6, 0},
+        {"attention T65 D80 mqa4 float mask", 1, 4, 1, 65, 65, 80, 0, 0, 0, 1, 0, 0, 0, 6, 0},
+        {"attention T129 causal window20 D16 gqa2", 1, 2, 1, 129, 129, 16, 0, 1, 20, 0, 0, 0, 0, 6, 0},
+        {"attention cross Tq7 Tk33 causal bool mask BTHD", 2, 2, 1, 7, 33, 24, 1, 1, 0, 2, 0, 0, 0, 0, 0},
+        {"attention cross Tq33 Tk7 D16 scale 0.5", 1, 2, 2, 33, 7, 16, 0, 0, 0, 0, 0, 0.5f, 0, 0, 0},
+        {"attention T33 BTHD window5 float kpm", 2, 4, 2, 33, 33, 64, 1, 0, 5, 0, 1, 0, 0, 6, 0},
+        {"attention T7 wholly masked batch", 2, 2, 1, 7, 7, 16, 0, 0, 0, 0, 3, 0, 0, 0, 0},
+        {"attention T33 dropout 0.3 gqa2", 1, 2, 1, 33, 33, 16, 0, 0, 0, 0, 0, 0, 0.3f, 6, 0},
+        {"attention T7 causal dropout 0.5 BTHD", 1, 4, 1, 7, 9, 24, 1, 1, 0, 0, 2, 0, 0.5f, 0, 0},
+        {"attention T7 D256", 1, 1, 1, 7, 7, 256, 0, 1, 0, 0, 0, 0, 0, 6, 0},
+    };
+    int i;
+    for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        spec s = a_spec(&cases[i]);
+        check_case(e, &s);
+    }
+}
+
+/* ---- the same bits run to run, and at 1 and 2 CPU threads (the OpenCL device: run to run) ---- */
+
+static int attn_run_bits(nn_context *ctx, float *y, float *dq, float *dk, float *dv) {
+    enum { B = 2, H = 4, HKV = 2, T = 100, D = 32 };
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_attention_desc ad;
+    nn_tensor q, k, v, y0;
+    float *buf;
+    long nq = (long)B * H * T * D, nk = (long)B * HKV * T * D, i;
+    int ok = 0;
+    memset(&gd, 0, sizeof gd);
+    gd.seed = 77;
+    if (nn_graph_create(ctx, &gd, &g) != NN_OK) return 0;
+    q = nn_input(g, "q", NN_F32, nn_shape4(B, H, T, D));
+    k = nn_input(g, "k", NN_F32, nn_shape4(B, HKV, T, D));
+    v = nn_input(g, "v", NN_F32, nn_shape4(B, HKV, T, D));
+    nn_graph_requires_grad(g, q);
+    nn_graph_requires_grad(g, k);
+    nn_graph_requires_grad(g, v);
+    memset(&ad, 0, sizeof ad);
+    ad.causal = 1;
+    ad.dropout = 0.2f;
+    y0 = nn_attention(g, q, k, v, &ad);
+    nn_graph_output(g, y0);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_sum(g, nn_mul(g, y0, y0));
+    if (nn_graph_compile(g, &cd) != NN_OK) goto done;
+    buf = (float *)malloc((size_t)nq * 4);
+    t_seed(5);
+    for (i = 0; i < nq; i++) buf[i] = (float)t_uniform(-2, 2);
+    nn_tensor_write(g, q, buf, (size_t)nq * 4);
+    for (i = 0; i < nk; i++) buf[i] = (float)t_uniform(-2, 2);
+    nn_tensor_write(g, k, buf, (size_t)nk * 4);
+    for (i = 0; i < nk; i++) buf[i] = (float)t_uniform(-2, 2);
+    nn_tensor_write(g, v, buf, (size_t)nk * 4);
+    free(buf);
+    ok = nn_graph_step(g) == NN_OK && nn_tensor_read(g, y0, y, (size_t)nq * 4) == NN_OK &&
+         nn_tensor_read(g, nn_graph_grad(g, q), dq, (size_t)nq * 4) == NN_OK &&
+         nn_tensor_read(g, nn_graph_grad(g, k), dk, (size_t)nk * 4) == NN_OK &&
+         nn_tensor_read(g, nn_graph_grad(g, v), dv, (size_t)nk * 4) == NN_OK;
+done:
+    nn_graph_destroy(g);
+    return ok;
+}
+
+static void attention_bits(const t_env *e) {
+    enum { NQ = 2 * 4 * 100 * 32, NK = 2 * 2 * 100 * 32 };
+    float *r[2][4];
+    int run, j;
+    nn_context *c2 = NULL;
+    if (!t_begin(e, "attention: the same bits run to run and at 1 and 2 CPU threads")) return;
+    for (run = 0; run < 2; run++) {
+        r[run][0] = (float *)malloc(NQ * 4);
+        r[run][1] = (float *)malloc(NQ * 4);
+        r[run][2] = (float *)malloc(NK * 4);
+        r[run][3] = (float *)malloc(NK * 4);
+    }
+    if (e->opencl) {
+        T_CHECK(attn_run_bits(e->ctx, r[0][0], r[0][1], r[0][2], r[0][3]), "first run: %s", nn_context_last_error(e->ctx));
+        T_CHECK(attn_run_bits(e->ctx, r[1][0], r[1][1], r[1][2], r[1][3]), "second run: %s", nn_context_last_error(e->ctx));
+    } else {
+        nn_context_desc d;
+        nn_context *c1 = NULL;
+        memset(&d, 0, sizeof d);
+        d.device = "cpu";
+        d.log_level = NN_LOG_WARN;
+        d.threads = 1;
+        T_OK(nn_context_create(&d, &c1), c1);
+        d.threads = 2;
+        T_OK(nn_context_create(&d, &c2), c2);
+        T_CHECK(c1 && attn_run_bits(c1, r[0][0], r[0][1], r[0][2], r[0][3]), "1 thread: failed");
+        T_CHECK(c2 && attn_run_bits(c2, r[1][0], r[1][1], r[1][2], r[1][3]), "2 threads: failed");
+        nn_context_destroy(c1);
+    }
+    for (j = 0; j < 4; j++)
+        T_CHECK(memcmp(r[0][j], r[1][j], (size_t)(j < 2 ? NQ : NK) * 4) == 0, "output %d differs between the runs", j);
+    nn_context_destroy(c2);
+    for (run = 0; run < 2; run++)
+        for (j = 0; j < 4; j++) free(r[run][j]);
+    t_end();
+}
+
+/* ==== bad input ==== */
+
+static nn_tensor a_q(nn_graph *g, int B, int H, int T, int D) { return nn_input(g, "q", NN_F32, nn_shape4(B, H, T, D)); }
+static nn_tensor a_kv(nn_graph *g, const char *n, int B, int H, int T, int D) { return nn_input(g, n, NN_F32, nn_shape4(B, H, T, D)); }
+static nn_tensor a_with(nn_graph *g, nn_tensor mask, nn_tensor kpm, float p, int window, int layout) {
+    nn_attention_desc d;
+    memset(&d, 0, sizeof d);
+    d.mask = mask;
+    d.key_padding_mask = kpm;
+    d.dropout = p;
+    d.window = window;
+    d.layout = layout;
+    return nn_attention(g, a_q(g, 2, 4, 5, 8), a_kv(g, "k", 2, 2, 6, 8), a_kv(g, "v", 2, 2, 6, 8), &d);
+}
+
+B(s_attn_rank, nn_attention(g, F(g, S3(4, 5, 8)), a_kv(g, "k", 1, 4, 5, 8), a_kv(g, "v", 1, 4, 5, 8), NULL))
+B(s_attn_int, nn_attention(g, nn_input(g, "q", NN_I32, S4(1, 4, 5, 8)), a_kv(g, "k", 1, 4, 5, 8), a_kv(g, "v", 1, 4, 5, 8), NULL))
+B(s_attn_heads, nn_attention(g, a_q(g, 1, 4, 5, 8), a_kv(g, "k", 1, 3, 5, 8), a_kv(g, "v", 1, 3, 5, 8), NULL))
+B(s_attn_dim, nn_attention(g, a_q(g, 1, 4, 5, 8), a_kv(g, "k", 1, 4, 5, 16), a_kv(g, "v", 1, 4, 5, 16), NULL))
+B(s_attn_vlen, nn_attention(g, a_q(g, 1, 4, 5, 8), a_kv(g, "k", 1, 4, 5, 8), a_kv(g, "v", 1, 4, 6, 8), NULL))
+B(s_attn_batch, nn_attention(g, a_q(g, 2, 4, 5, 8), a_kv(g, "k", 1, 4, 5, 8), a_kv(g, "v", 1, 4, 5, 8), NULL))
+B(s_attn_d512, nn_attention(g, a_q(g, 1, 1, 5, 512), a_kv(g, "k", 1, 1, 5, 512), a_kv(g, "v", 1, 1, 5, 512), NULL))
+B(s_attn_mask, a_with(g, F(g, S2(5, 7)), NN_NONE, 0, 0, 0))
+B(s_attn_mask1, a_with(g, F(g, S1(6)), NN_NONE, 0, 0, 0))
+B(s_attn_kpm, a_with(g, NN_NONE, I(g, S2(2, 5)), 0, 0, 0))
+B(s_attn_p, a_with(g, NN_NONE, NN_NONE, 1.0f, 0, 0))
+B(s_attn_window, a_with(g, NN_NONE, NN_NONE, 0, -1, 0))
+B(s_attn_layout, a_with(g, NN_NONE, NN_NONE, 0, 0, 2))
+B(s_attn_id, nn_attention(g, T(99), a_kv(g, "k", 1, 4, 5, 8), a_kv(g, "v", 1, 4, 5, 8), NULL))
+
+static const bad_row attention_bad[] = {
+    {"attention", "q of 3 dims", s_attn_rank, R_SHAPE, "nn_attention|[4, 5, 8]|4-D", 0},
+    {"attention", "int32 q", s_attn_int, R_SHAPE, "nn_attention|q must be float32", 0},
+    {"attention", "4 query heads over 3 key heads", s_attn_heads, R_SHAPE, "nn_attention|not a multiple", 0},
+    {"attention", "head dims 8 and 16", s_attn_dim, R_SHAPE, "nn_attention|[1, 4, 5, 16]|disagree", 0},
+    {"attention", "k and v lengths 5 and 6", s_attn_vlen, R_SHAPE, "nn_attention|[1, 4, 6, 8]|disagree", 0},
+    {"attention", "batch 2 against 1", s_attn_batch, R_SHAPE, "nn_attention|[2, 4, 5, 8]|disagree", 0},
+    {"attention", "head dim 512", s_attn_d512, R_SHAPE, "nn_attention|head dim 512|over 256", 0},
+    {"attention", "mask [5, 7] for Tk 6", s_attn_mask, R_SHAPE, "nn_attention|mask [5, 7]|broadcast", 0},
+    {"attention", "mask of 1 dim", s_attn_mask1, R_SHAPE, "nn_attention|mask [6]|2 to 4 dims", 0},
+    {"attention", "key padding mask [2, 5] for Tk 6", s_attn_kpm, R_SHAPE, "nn_attention|key_padding_mask [2, 5]", 0},
+    {"attention", "dropout 1", s_attn_p, R_INV, "nn_attention|dropout = 1", 0},
+    {"attention", "window -1", s_attn_window, R_INV, "nn_attention|window = -1", 0},
+    {"attention", "layout 2", s_attn_layout, R_INV, "nn_attention|layout 2", 0},
+    {"attention", "q of id 99", s_attn_id, R_INV, "nn_attention|not a tensor of this graph", 0},
+};
+
+void suite_attention(const t_env *e) {
+    T_RUN(e, attention_cases, attention_bits);
+    t_bad_rows(e, attention_bad, (int)(sizeof attention_bad / sizeof attention_bad[0]));
+}
