@@ -78,6 +78,7 @@ typedef struct nn__buf {
 #include "../ops/norm.h"
 #include "../ops/optim.h"
 #include "../ops/random.h"
+#include "../ops/recurrent.h"
 
 typedef union nn__attr {
     nn__ew_attr ew;
@@ -91,6 +92,7 @@ typedef union nn__attr {
     nn__norm_attr norm;
     nn__optim_attr optim;
     nn__random_attr random;
+    nn__rec_attr rec;
 } nn__attr;
 
 typedef struct nn__node {

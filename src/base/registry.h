@@ -172,10 +172,18 @@
     X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)  \
     X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)
 
+#define NN__OPS_RECURRENT(X)                                         \
+    X(REC_WS, "recurrent_workspace", rec_ws, NN__OPF_NO_GRAD)        \
+    X(REC_SEQ, "recurrent", rec_seq, 0)                              \
+    X(REC_SEQ_GRAD, "recurrent_grad", rec_seq_grad, 0)               \
+    X(LAST_VALID, "last_valid", last_valid, 0)                       \
+    X(LAST_VALID_GRAD, "last_valid_grad", last_valid_grad, 0)
+
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
-    NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)
+    NN__OPS_OPTIM(X) NN__OPS_RANDOM(X)                                                                    \
+    NN__OPS_RECURRENT(X)
 
 typedef enum nn__opcode {
 #define NN__X(e, s, stem, flags) NN__OP_##e,
