@@ -28025,10 +28025,27 @@ NN_API nn_tensor nn_gru(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_
 /* ==== the cells: nn_rnn_cell, nn_lstm_cell, nn_gru_cell (nn.RNNCell, nn.LSTMCell,
    nn.GRUCell): a sequence node of one step ==== */
 
+/* A cell's optional state: float32 [B, H]. */
+static int nn__rec_cell_state_ok(nn_graph *g, const char *op, const char *name, const char *what, nn_tensor s, int64_t B,
+                                 int64_t H) {
+    nn__node *n;
+    int o = nn__optional(g, op, s);
+    if (o <= 0) return o == 0;
+    if (!nn__expect_f32(g, op, s, what)) return 0;
+    n = nn__n(g, s);
+    if (n->shape.ndim != 2 || n->shape.dim[0] != B || n->shape.dim[1] != H) {
+        char sh[128];
+        nn__shape_str(&n->shape, sh, sizeof sh);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s %s: %s %s must be [%lld, %lld]", op, name, what, sh, (long long)B, (long long)H);
+        return 0;
+    }
+    return 1;
+}
+
 static nn_tensor nn__rec_cell(nn_graph *g, const char *op, int kind, nn_tensor x, nn_tensor h, nn_tensor c, int64_t hidden,
                               const nn_rnn_cell_desc *desc, const char *name, nn_tensor *c_out) {
     nn_rnn_cell_desc d;
-    nn_tensor wih, whh, bih = NN_NONE, bhh = NN_NONE, xp, y, cn, h3 = NN_NONE, c3 = NN_NONE;
+    nn_tensor wih, whh, bih = NN_NONE, bhh = NN_NONE, xp, y, cn;
     int64_t B, I, H = hidden;
     int G;
     nn__rec_attr a;
@@ -28049,18 +28066,8 @@ static nn_tensor nn__rec_cell(nn_graph *g, const char *op, int kind, nn_tensor x
     if (kind == NN__REC_RNN_TANH && d.nonlinearity == NN_RNN_RELU) kind = NN__REC_RNN_RELU;
     B = nn__n(g, x)->shape.dim[0];
     I = nn__n(g, x)->shape.dim[1];
-    if (h.id != 0) h3 = nn__optional(g, op, h) > 0 ? nn_reshape(g, h, nn_shape3(1, nn__n(g, h)->shape.dim[0], nn__n(g, h)->numel / nn__n(g, h)->shape.dim[0])) : nn__tensor(-1);
-    if (c.id != 0) c3 = nn__optional(g, op, c) > 0 ? nn_reshape(g, c, nn_shape3(1, nn__n(g, c)->shape.dim[0], nn__n(g, c)->numel / nn__n(g, c)->shape.dim[0])) : nn__tensor(-1);
-    if (h3.id < 0 || c3.id < 0) return nn__tensor(-1);
-    if ((h.id != 0 && nn__n(g, h)->shape.ndim != 2) || (c.id != 0 && nn__n(g, c)->shape.ndim != 2) ||
-        !nn__rec_state_ok(g, op, "h", h3, 1, B, H) || !nn__rec_state_ok(g, op, "c", c3, 1, B, H)) {
-        if (g->status == NN_OK) {
-            char s[128];
-            nn__shape_str(&nn__n(g, h.id != 0 && nn__n(g, h)->shape.ndim != 2 ? h : c)->shape, s, sizeof s);
-            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: the state %s must be [%lld, %lld]", op, name, s, (long long)B, (long long)H);
-        }
+    if (!nn__rec_cell_state_ok(g, op, name, "h", h, B, H) || !nn__rec_cell_state_ok(g, op, name, "c", c, B, H))
         return nn__tensor(-1);
-    }
     G = nn__rec_gates(kind);
     wih = nn__rec_param(g, name, "weight_ih", "", nn_shape2(G * H, I), H);
     whh = nn__rec_param(g, name, "weight_hh", "", nn_shape2(G * H, H), H);
@@ -28074,7 +28081,7 @@ static nn_tensor nn__rec_cell(nn_graph *g, const char *op, int kind, nn_tensor x
     memset(&a, 0, sizeof a);
     a.kind = kind;
     a.T = 1, a.B = (int)B, a.H = a.Hr = (int)H, a.G = G;
-    nn__rec_seq(g, &a, xp, whh, bhh, nn__rec_state_row(g, h3, 0), nn__rec_state_row(g, c3, 0), NN_NONE, NN_NONE, &y, NULL,
+    nn__rec_seq(g, &a, xp, whh, bhh, h, c, NN_NONE, NN_NONE, &y, NULL,
                 c_out ? &cn : NULL);
     if (c_out) *c_out = g->status == NN_OK ? nn_reshape(g, cn, nn_shape2(B, H)) : nn__tensor(-1);
     return g->status == NN_OK ? nn_reshape(g, y, nn_shape2(B, H)) : nn__tensor(-1);
