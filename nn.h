@@ -1097,7 +1097,10 @@ typedef struct nn_rnn_desc {
     nn_tensor lengths;   /* int32 [B], each in [1, T] (NN_NONE: all T): PyTorch's packed
                             sequences: a sequence's states stop after its length, its outputs
                             there are 0, and the reverse direction starts at its own last
-                            element; h_n / c_n are each sequence's states at its length */
+                            element; h_n / c_n are each sequence's states at its length. Values
+                            outside [1, T] (PyTorch raises) are counted and reported by the next
+                            nn_tensor_read / nn_graph_finish (NN_ERR_INVALID_ARGUMENT); meanwhile
+                            one <= 0 keeps its initial states, one > T runs all T steps */
     nn_tensor *h_n;      /* receives the final hidden states [L * D, B, Hout] (NULL: not made) */
     nn_tensor *c_n;      /* nn_lstm: receives the final cell states [L * D, B, hidden_size] */
 } nn_rnn_desc;
@@ -1132,7 +1135,8 @@ NN_API nn_tensor nn_gru_cell(nn_graph *g, nn_tensor x, nn_tensor h, int64_t hidd
 /* The output at each sequence's last valid step, for classifiers: y [T, B, F] ([B, T, F]
    with batch_first), lengths int32 [B] in [1, T] -> [B, F], row b = y[lengths[b] - 1, b]
    (PyTorch: y[lengths - 1, arange(B)]). For a bidirectional layer's output this is the
-   forward direction's last state beside the reverse direction's output at that step. */
+   forward direction's last state beside the reverse direction's output at that step.
+   Lengths outside [1, T] are clamped there, counted and reported as nn_rnn_desc.lengths'. */
 NN_API nn_tensor nn_last_valid(nn_graph *g, nn_tensor y, nn_tensor lengths, int batch_first);
 
 /* ==== 13. Random ops and dropout =========================================================
@@ -16816,6 +16820,9 @@ static const char *const nn__cl_src_recurrent[] = {
 "/* y[oy + j] = sum over r < rows of x[ox + r * cols + j], in order of r */\n",
 "#define NN__KARGS_rec_colsum(F, P) F(in, x) P(out, y) P(int, rows) P(int, cols) P(int, ox) P(int, oy)\n",
 "NN__KSIG(rec_colsum)\n",
+"/* lengths outside [1, T] counted into bad[slot] (the graph's check counters) */\n",
+"#define NN__KARGS_rec_len_check(F, P) F(iin, lens) P(int, n) P(int, T) P(iout, bad) P(int, slot)\n",
+"NN__KSIG(rec_len_check)\n",
 "/* nn_last_valid: y [B, F] from x [T, B, F] (bf: [B, T, F]) at each row's lengths - 1 */\n",
 "#define NN__KARGS_last_valid_fwd(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf)\n",
 "NN__KSIG(last_valid_fwd)\n",
@@ -16955,6 +16962,12 @@ static const char *const nn__cl_src_recurrent[] = {
 "    } else {\n",
 "        sc[odht + idx] = 0.0f;\n",
 "    }\n",
+"}\n",
+"\n",
+"__kernel void rec_len_check(NN__KPARAMS(rec_len_check)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    if (lens[i] < 1 || lens[i] > T) atomic_inc(bad + slot);\n",
 "}\n",
 "\n",
 "__kernel void rec_colsum(NN__KPARAMS(rec_colsum)) {\n",
@@ -20410,6 +20423,9 @@ NN__KSIG(rec_proj_bwd)
 /* y[oy + j] = sum over r < rows of x[ox + r * cols + j], in order of r */
 #define NN__KARGS_rec_colsum(F, P) F(in, x) P(out, y) P(int, rows) P(int, cols) P(int, ox) P(int, oy)
 NN__KSIG(rec_colsum)
+/* lengths outside [1, T] counted into bad[slot] (the graph's check counters) */
+#define NN__KARGS_rec_len_check(F, P) F(iin, lens) P(int, n) P(int, T) P(iout, bad) P(int, slot)
+NN__KSIG(rec_len_check)
 /* nn_last_valid: y [B, F] from x [T, B, F] (bf: [B, T, F]) at each row's lengths - 1 */
 #define NN__KARGS_last_valid_fwd(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf)
 NN__KSIG(last_valid_fwd)
@@ -27541,6 +27557,33 @@ static int64_t nn__rec_grad_layout(const nn__rec_attr *a, int64_t off[6]) {
     return o;
 }
 
+/* A checked node's lengths outside [1, T] (PyTorch raises on them; here a frozen row's
+   states stay its initial ones and nn_last_valid clamps): counted into its counter. */
+static void nn__rec_len_count(nn_graph *g, const nn__node *n, const int32_t *lens, int B, int T) {
+    int32_t *c;
+    uint32_t bad = 0;
+    int b;
+    if (!n->check) return;
+    for (b = 0; b < B; b++) bad += lens[b] < 1 || lens[b] > T;
+    c = (int32_t *)g->checks.host + n->check_slot;
+    *c = (int32_t)((uint32_t)*c + bad);
+}
+static nn_result nn__rec_len_launch(nn_graph *g, int id, const nn__buf *lens, int B, int T) {
+    nn__launch *l = NULL;
+    nn__k_rec_len_check k;
+    nn_result r;
+    if (!g->nodes[id].check) return NN_OK;
+    r = nn__launch_kernel(g, id, "recurrent", "rec_len_check", (size_t)B, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.lens = lens;
+    k.n = B;
+    k.T = T;
+    k.bad = &g->checks;
+    k.slot = g->nodes[id].check_slot;
+    return nn__kargs_rec_len_check(l, &k);
+}
+
 /* ==== REC_WS: a sequence node's workspace [n], written by the sequence node that takes it
    and read by its gradient node (its order in the schedule: ids). No computation ==== */
 
@@ -27562,7 +27605,8 @@ static nn_result nn__launch_rec_ws(nn_graph *g, int id) {
 
 /* The sequence node and its workspace; Y, h_n and c_n (each NULL: not made) are slices of it. */
 static void nn__rec_seq(nn_graph *g, const nn__rec_attr *at, nn_tensor xp, nn_tensor whh, nn_tensor bhh, nn_tensor h0,
-                        nn_tensor c0, nn_tensor lens, nn_tensor whr, nn_tensor *y, nn_tensor *hn, nn_tensor *cn) {
+                        nn_tensor c0, nn_tensor lens, nn_tensor whr, const char *check, nn_tensor *y, nn_tensor *hn,
+                        nn_tensor *cn) {
     int in[8], n_in = 3, ws, id;
     int64_t off[5], TBH = (int64_t)at->T * at->B * at->Hr;
     nn__rec_attr a = *at;
@@ -27586,6 +27630,7 @@ static void nn__rec_seq(nn_graph *g, const nn__rec_attr *at, nn_tensor xp, nn_te
         return;
     }
     g->nodes[id].a.rec = a;
+    if (lens.id > 0) g->nodes[id].check = check;
     out = nn__tensor(id);
     *y = nn_reshape(g, nn_slice(g, out, 0, 0, TBH), nn_shape3(a.T, a.B, a.Hr));
     if (hn) *hn = nn_reshape(g, nn_slice(g, out, 0, TBH, (int64_t)a.B * a.Hr), nn_shape3(1, a.B, a.Hr));
@@ -27641,6 +27686,7 @@ static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
     nn__threadpool *pool = g->ctx->threads;
     nn__rec_ws_layout(a, off);
+    if (lens) nn__rec_len_count(g, n, lens, B, T);
     if (h0) memcpy(ws + off[1], h0, BHr * 4);
     else memset(ws + off[1], 0, BHr * 4);
     if (a->kind == NN__REC_LSTM) {
@@ -27701,7 +27747,8 @@ static nn_result nn__launch_rec_seq(nn_graph *g, int id) {
     int BHr = B * Hr, BH = B * H;
     nn_result r;
     nn__rec_ws_layout(a, off);
-    r = nn__launch_rec_copy(g, id, NN__REC_BUF(n, a->i_h0), 0, ws, (int)off[1], BHr);
+    r = lens ? nn__rec_len_launch(g, id, lens, B, T) : NN_OK;
+    if (r == NN_OK) r = nn__launch_rec_copy(g, id, NN__REC_BUF(n, a->i_h0), 0, ws, (int)off[1], BHr);
     if (r == NN_OK && a->kind == NN__REC_LSTM) r = nn__launch_rec_copy(g, id, NN__REC_BUF(n, a->i_c0), 0, ws, (int)off[2], BH);
     for (s = 0; s < T && r == NN_OK; s++) {
         int t = a->reverse ? T - 1 - s : s, oh = (int)off[1] + s * BHr;
@@ -27951,6 +27998,8 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     int L, D, G = nn__rec_gates(kind), k, dir, perm[3] = {1, 0, 2};
     float p;
     nn__rec_attr a;
+    const char *lcheck = kind == NN__REC_LSTM ? "nn_lstm: lengths outside [1, T]" : kind == NN__REC_GRU ? "nn_gru: lengths outside [1, T]"
+                                                                                                      : "nn_rnn: lengths outside [1, T]";
     if (desc) d = *desc;
     else memset(&d, 0, sizeof d);
     if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
@@ -28014,7 +28063,7 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
             if (g->status != NN_OK) return nn__tensor(-1);
             a.reverse = dir;
             nn__rec_seq(g, &a, xp, whh, bhh, nn__rec_state_row(g, d.h0, k * D + dir), nn__rec_state_row(g, d.c0, k * D + dir),
-                        d.lengths, whr, &ys[dir], &hn[k * D + dir], &cn[k * D + dir]);
+                        d.lengths, whr, k + dir == 0 ? lcheck : NULL, &ys[dir], &hn[k * D + dir], &cn[k * D + dir]);
         }
         out = D == 2 ? nn_concat(g, ys, 2, 2) : ys[0];
         if (k < L - 1 && p > 0.0f) out = nn_dropout(g, out, p);
@@ -28095,7 +28144,7 @@ static nn_tensor nn__rec_cell(nn_graph *g, const char *op, int kind, nn_tensor x
     memset(&a, 0, sizeof a);
     a.kind = kind;
     a.T = 1, a.B = (int)B, a.H = a.Hr = (int)H, a.G = G;
-    nn__rec_seq(g, &a, xp, whh, bhh, h, c, NN_NONE, NN_NONE, &y, NULL,
+    nn__rec_seq(g, &a, xp, whh, bhh, h, c, NN_NONE, NN_NONE, NULL, &y, NULL,
                 c_out ? &cn : NULL);
     if (c_out) *c_out = g->status == NN_OK ? nn_reshape(g, cn, nn_shape2(B, H)) : nn__tensor(-1);
     return g->status == NN_OK ? nn_reshape(g, y, nn_shape2(B, H)) : nn__tensor(-1);
@@ -28138,6 +28187,7 @@ NN_API nn_tensor nn_last_valid(nn_graph *g, nn_tensor y, nn_tensor lengths, int 
         nn__rec_attr *a = &g->nodes[t.id].a.rec;
         memset(a, 0, sizeof *a);
         a->T = (int)T, a->B = (int)B, a->F = (int)g->nodes[y.id].shape.dim[2], a->batch_first = batch_first != 0;
+        g->nodes[t.id].check = "nn_last_valid: lengths outside [1, T]";
     }
     return t;
 }
@@ -28156,6 +28206,7 @@ static void nn__grad_last_valid(nn_graph *g, int id) {
 
 static nn_result nn__cpu_last_valid(nn_graph *g, nn__node *n) {
     const nn__rec_attr *a = &n->a.rec;
+    nn__rec_len_count(g, n, NN__I(n->in[1]), a->B, a->T);
     nn__cpu_last_valid_fwd(NN__F(n->in[0]), NN__I(n->in[1]), n->buf.host, a->T, a->B, a->F, a->batch_first);
     return NN_OK;
 }
@@ -28169,7 +28220,8 @@ static nn_result nn__launch_last_valid_any(nn_graph *g, int id, int bwd) {
     nn__node *n = &g->nodes[id];
     const nn__rec_attr *a = &n->a.rec;
     nn__launch *l = NULL;
-    nn_result r = nn__launch_kernel(g, id, "recurrent", bwd ? "last_valid_bwd" : "last_valid_fwd", (size_t)n->numel, &l);
+    nn_result r = bwd ? NN_OK : nn__rec_len_launch(g, id, &g->nodes[n->in[1]].buf, a->B, a->T);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "recurrent", bwd ? "last_valid_bwd" : "last_valid_fwd", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
     if (bwd) {
         nn__k_last_valid_bwd k;

@@ -138,6 +138,12 @@ __kernel void rec_proj_bwd(NN__KPARAMS(rec_proj_bwd)) {
     }
 }
 
+__kernel void rec_len_check(NN__KPARAMS(rec_len_check)) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    if (lens[i] < 1 || lens[i] > T) atomic_inc(bad + slot);
+}
+
 __kernel void rec_colsum(NN__KPARAMS(rec_colsum)) {
     int j = get_global_id(0);
     if (j >= cols) return;

@@ -33,6 +33,9 @@ NN__KSIG(rec_proj_bwd)
 /* y[oy + j] = sum over r < rows of x[ox + r * cols + j], in order of r */
 #define NN__KARGS_rec_colsum(F, P) F(in, x) P(out, y) P(int, rows) P(int, cols) P(int, ox) P(int, oy)
 NN__KSIG(rec_colsum)
+/* lengths outside [1, T] counted into bad[slot] (the graph's check counters) */
+#define NN__KARGS_rec_len_check(F, P) F(iin, lens) P(int, n) P(int, T) P(iout, bad) P(int, slot)
+NN__KSIG(rec_len_check)
 /* nn_last_valid: y [B, F] from x [T, B, F] (bf: [B, T, F]) at each row's lengths - 1 */
 #define NN__KARGS_last_valid_fwd(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf)
 NN__KSIG(last_valid_fwd)

@@ -443,6 +443,93 @@ static void rec_stacked(const t_env *e) {
     run_layer(e, K_LSTM, 5, 3, 3, 7, 2, 1, 0, 0);
 }
 
+/* Dropout between layers: in an eval graph the identity (the reference without dropout);
+   in a training graph layer 0's final state is untouched, the output and layer 1's final
+   state change, and the CPU backend draws the same masks. */
+static int drop_run(nn_context *ctx, int eval, float *y, float *hn) {
+    enum { T = 5, B = 3, I = 4, H = 6 };
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_rnn_desc d;
+    nn_tensor x, out, h;
+    float xs[T * B * I];
+    int i, ok;
+    memset(&gd, 0, sizeof gd);
+    gd.eval = eval;
+    gd.seed = 7;
+    memset(&d, 0, sizeof d);
+    d.num_layers = 2;
+    d.dropout = 0.5f;
+    d.h_n = &h;
+    for (i = 0; i < T * B * I; i++) xs[i] = (float)((i * 37) % 19) / 9.0f - 1.0f;
+    if (nn_graph_create(ctx, &gd, &g) != NN_OK) return 0;
+    x = nn_input(g, "x", NN_F32, nn_shape3(T, B, I));
+    out = nn_gru(g, x, H, &d, "gru");
+    nn_graph_output(g, out);
+    nn_graph_output(g, h);
+    ok = T_OK(nn_graph_compile(g, NULL), ctx) && T_OK(nn_tensor_write(g, x, xs, sizeof xs), ctx) &&
+         T_OK(nn_graph_forward(g), ctx) && T_OK(nn_tensor_read(g, out, y, sizeof(float) * T * B * H), ctx) &&
+         T_OK(nn_tensor_read(g, h, hn, sizeof(float) * 2 * B * H), ctx);
+    nn_graph_destroy(g);
+    return ok;
+}
+
+static void rec_dropout(const t_env *e) {
+    enum { N = 5 * 3 * 6, S = 3 * 6 };
+    char name[160];
+    float y[N], hn[2 * S], ye[N], hne[2 * S], yc[N], hnc[2 * S];
+    spec c = layer_case(name, sizeof name, K_GRU, 5, 3, 3, 7, 2, 1, 0, F_H0);
+    int i, same_y = 1, same_h0 = 1, same_h1 = 1;
+    double err = 0;
+    strcat(name, " dropout 0.5 eval");
+    c.fp[0] = 0.5f;
+    c.eval = 1;
+    check_case(e, &c);
+    if (!t_begin(e, "recurrent: dropout between layers while training")) return;
+    if (drop_run(e->ctx, 0, y, hn) && drop_run(e->ctx, 1, ye, hne)) {
+        for (i = 0; i < N; i++) same_y &= y[i] == ye[i];
+        for (i = 0; i < S; i++) same_h0 &= hn[i] == hne[i], same_h1 &= hn[S + i] == hne[S + i];
+        T_CHECK(!same_y && !same_h1, "training with dropout 0.5 gives the eval graph's output");
+        T_CHECK(same_h0, "layer 0's final state changed by the dropout after it");
+        if (e->cpu && drop_run(e->cpu, 0, yc, hnc)) {
+            for (i = 0; i < N; i++) err = fabs(y[i] - yc[i]) > err ? fabs(y[i] - yc[i]) : err;
+            for (i = 0; i < 2 * S; i++) err = fabs(hn[i] - hnc[i]) > err ? fabs(hn[i] - hnc[i]) : err;
+            T_CHECK(err < 1e-4, "the CPU backend's dropout run differs by %g", err);
+        }
+    }
+    t_end();
+}
+
+/* Lengths outside [1, T], which PyTorch raises on: counted, reported at the next finish. */
+static void rec_len_report(const t_env *e) {
+    nn_graph *g = NULL;
+    nn_rnn_desc d;
+    nn_tensor x, lens, y, last;
+    int32_t bad[3] = {0, 6, 3}, good[3] = {5, 1, 3};
+    nn_result r;
+    if (!t_begin(e, "recurrent: lengths outside [1, T] counted and reported at finish")) return;
+    memset(&d, 0, sizeof d);
+    if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
+        x = nn_input(g, "x", NN_F32, nn_shape3(5, 3, 2));
+        lens = nn_input(g, "lengths", NN_I32, nn_shape1(3));
+        d.lengths = lens;
+        d.bidirectional = 1;
+        y = nn_lstm(g, x, 4, &d, "lstm");
+        last = nn_last_valid(g, y, lens, 0);
+        nn_graph_output(g, last);
+        if (T_OK(nn_graph_compile(g, NULL), e->ctx) && T_OK(nn_tensor_write(g, lens, good, sizeof good), e->ctx) &&
+            T_OK(nn_graph_forward(g), e->ctx) && T_OK(nn_graph_finish(g), e->ctx) &&
+            T_OK(nn_tensor_write(g, lens, bad, sizeof bad), e->ctx) && T_OK(nn_graph_forward(g), e->ctx)) {
+            r = nn_graph_finish(g);
+            T_CHECK(r == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(e->ctx), "nn_lstm: lengths outside [1, T]: 2 of them") &&
+                        strstr(nn_context_last_error(e->ctx), "nn_last_valid: lengths outside [1, T]: 2 of them"),
+                    "finish gave %d, \"%s\"", (int)r, nn_context_last_error(e->ctx));
+        }
+    }
+    nn_graph_destroy(g);
+    t_end();
+}
+
 static void rec_lengths(const t_env *e) {
     run_layer(e, K_LSTM, 5, 3, 3, 7, 1, 1, 0, F_LEN);
     run_layer(e, K_LSTM, 5, 3, 3, 7, 1, 2, 0, F_LEN | F_H0 | F_C0 | F_BF);
@@ -463,4 +550,4 @@ static void rec_proj(const t_env *e) {
 
 static void rec_bad(const t_env *e) { t_bad_rows(e, rec_bad_rows, (int)(sizeof rec_bad_rows / sizeof rec_bad_rows[0])); }
 
-void suite_recurrent(const t_env *e) { T_RUN(e, rec_cells, rec_single, rec_stacked, rec_lengths, rec_proj, rec_bad); }
+void suite_recurrent(const t_env *e) { T_RUN(e, rec_cells, rec_single, rec_stacked, rec_dropout, rec_lengths, rec_len_report, rec_proj, rec_bad); }

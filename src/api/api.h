@@ -933,7 +933,10 @@ typedef struct nn_rnn_desc {
     nn_tensor lengths;   /* int32 [B], each in [1, T] (NN_NONE: all T): PyTorch's packed
                             sequences: a sequence's states stop after its length, its outputs
                             there are 0, and the reverse direction starts at its own last
-                            element; h_n / c_n are each sequence's states at its length */
+                            element; h_n / c_n are each sequence's states at its length. Values
+                            outside [1, T] (PyTorch raises) are counted and reported by the next
+                            nn_tensor_read / nn_graph_finish (NN_ERR_INVALID_ARGUMENT); meanwhile
+                            one <= 0 keeps its initial states, one > T runs all T steps */
     nn_tensor *h_n;      /* receives the final hidden states [L * D, B, Hout] (NULL: not made) */
     nn_tensor *c_n;      /* nn_lstm: receives the final cell states [L * D, B, hidden_size] */
 } nn_rnn_desc;
@@ -968,7 +971,8 @@ NN_API nn_tensor nn_gru_cell(nn_graph *g, nn_tensor x, nn_tensor h, int64_t hidd
 /* The output at each sequence's last valid step, for classifiers: y [T, B, F] ([B, T, F]
    with batch_first), lengths int32 [B] in [1, T] -> [B, F], row b = y[lengths[b] - 1, b]
    (PyTorch: y[lengths - 1, arange(B)]). For a bidirectional layer's output this is the
-   forward direction's last state beside the reverse direction's output at that step. */
+   forward direction's last state beside the reverse direction's output at that step.
+   Lengths outside [1, T] are clamped there, counted and reported as nn_rnn_desc.lengths'. */
 NN_API nn_tensor nn_last_valid(nn_graph *g, nn_tensor y, nn_tensor lengths, int batch_first);
 
 /* ==== 13. Random ops and dropout =========================================================

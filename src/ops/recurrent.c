@@ -44,6 +44,33 @@ static int64_t nn__rec_grad_layout(const nn__rec_attr *a, int64_t off[6]) {
     return o;
 }
 
+/* A checked node's lengths outside [1, T] (PyTorch raises on them; here a frozen row's
+   states stay its initial ones and nn_last_valid clamps): counted into its counter. */
+static void nn__rec_len_count(nn_graph *g, const nn__node *n, const int32_t *lens, int B, int T) {
+    int32_t *c;
+    uint32_t bad = 0;
+    int b;
+    if (!n->check) return;
+    for (b = 0; b < B; b++) bad += lens[b] < 1 || lens[b] > T;
+    c = (int32_t *)g->checks.host + n->check_slot;
+    *c = (int32_t)((uint32_t)*c + bad);
+}
+static nn_result nn__rec_len_launch(nn_graph *g, int id, const nn__buf *lens, int B, int T) {
+    nn__launch *l = NULL;
+    nn__k_rec_len_check k;
+    nn_result r;
+    if (!g->nodes[id].check) return NN_OK;
+    r = nn__launch_kernel(g, id, "recurrent", "rec_len_check", (size_t)B, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.lens = lens;
+    k.n = B;
+    k.T = T;
+    k.bad = &g->checks;
+    k.slot = g->nodes[id].check_slot;
+    return nn__kargs_rec_len_check(l, &k);
+}
+
 /* ==== REC_WS: a sequence node's workspace [n], written by the sequence node that takes it
    and read by its gradient node (its order in the schedule: ids). No computation ==== */
 
@@ -65,7 +92,8 @@ static nn_result nn__launch_rec_ws(nn_graph *g, int id) {
 
 /* The sequence node and its workspace; Y, h_n and c_n (each NULL: not made) are slices of it. */
 static void nn__rec_seq(nn_graph *g, const nn__rec_attr *at, nn_tensor xp, nn_tensor whh, nn_tensor bhh, nn_tensor h0,
-                        nn_tensor c0, nn_tensor lens, nn_tensor whr, nn_tensor *y, nn_tensor *hn, nn_tensor *cn) {
+                        nn_tensor c0, nn_tensor lens, nn_tensor whr, const char *check, nn_tensor *y, nn_tensor *hn,
+                        nn_tensor *cn) {
     int in[8], n_in = 3, ws, id;
     int64_t off[5], TBH = (int64_t)at->T * at->B * at->Hr;
     nn__rec_attr a = *at;
@@ -89,6 +117,7 @@ static void nn__rec_seq(nn_graph *g, const nn__rec_attr *at, nn_tensor xp, nn_te
         return;
     }
     g->nodes[id].a.rec = a;
+    if (lens.id > 0) g->nodes[id].check = check;
     out = nn__tensor(id);
     *y = nn_reshape(g, nn_slice(g, out, 0, 0, TBH), nn_shape3(a.T, a.B, a.Hr));
     if (hn) *hn = nn_reshape(g, nn_slice(g, out, 0, TBH, (int64_t)a.B * a.Hr), nn_shape3(1, a.B, a.Hr));
@@ -144,6 +173,7 @@ static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
     nn__threadpool *pool = g->ctx->threads;
     nn__rec_ws_layout(a, off);
+    if (lens) nn__rec_len_count(g, n, lens, B, T);
     if (h0) memcpy(ws + off[1], h0, BHr * 4);
     else memset(ws + off[1], 0, BHr * 4);
     if (a->kind == NN__REC_LSTM) {
@@ -204,7 +234,8 @@ static nn_result nn__launch_rec_seq(nn_graph *g, int id) {
     int BHr = B * Hr, BH = B * H;
     nn_result r;
     nn__rec_ws_layout(a, off);
-    r = nn__launch_rec_copy(g, id, NN__REC_BUF(n, a->i_h0), 0, ws, (int)off[1], BHr);
+    r = lens ? nn__rec_len_launch(g, id, lens, B, T) : NN_OK;
+    if (r == NN_OK) r = nn__launch_rec_copy(g, id, NN__REC_BUF(n, a->i_h0), 0, ws, (int)off[1], BHr);
     if (r == NN_OK && a->kind == NN__REC_LSTM) r = nn__launch_rec_copy(g, id, NN__REC_BUF(n, a->i_c0), 0, ws, (int)off[2], BH);
     for (s = 0; s < T && r == NN_OK; s++) {
         int t = a->reverse ? T - 1 - s : s, oh = (int)off[1] + s * BHr;
@@ -454,6 +485,8 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     int L, D, G = nn__rec_gates(kind), k, dir, perm[3] = {1, 0, 2};
     float p;
     nn__rec_attr a;
+    const char *lcheck = kind == NN__REC_LSTM ? "nn_lstm: lengths outside [1, T]" : kind == NN__REC_GRU ? "nn_gru: lengths outside [1, T]"
+                                                                                                      : "nn_rnn: lengths outside [1, T]";
     if (desc) d = *desc;
     else memset(&d, 0, sizeof d);
     if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
@@ -517,7 +550,7 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
             if (g->status != NN_OK) return nn__tensor(-1);
             a.reverse = dir;
             nn__rec_seq(g, &a, xp, whh, bhh, nn__rec_state_row(g, d.h0, k * D + dir), nn__rec_state_row(g, d.c0, k * D + dir),
-                        d.lengths, whr, &ys[dir], &hn[k * D + dir], &cn[k * D + dir]);
+                        d.lengths, whr, k + dir == 0 ? lcheck : NULL, &ys[dir], &hn[k * D + dir], &cn[k * D + dir]);
         }
         out = D == 2 ? nn_concat(g, ys, 2, 2) : ys[0];
         if (k < L - 1 && p > 0.0f) out = nn_dropout(g, out, p);
@@ -598,7 +631,7 @@ static nn_tensor nn__rec_cell(nn_graph *g, const char *op, int kind, nn_tensor x
     memset(&a, 0, sizeof a);
     a.kind = kind;
     a.T = 1, a.B = (int)B, a.H = a.Hr = (int)H, a.G = G;
-    nn__rec_seq(g, &a, xp, whh, bhh, h, c, NN_NONE, NN_NONE, &y, NULL,
+    nn__rec_seq(g, &a, xp, whh, bhh, h, c, NN_NONE, NN_NONE, NULL, &y, NULL,
                 c_out ? &cn : NULL);
     if (c_out) *c_out = g->status == NN_OK ? nn_reshape(g, cn, nn_shape2(B, H)) : nn__tensor(-1);
     return g->status == NN_OK ? nn_reshape(g, y, nn_shape2(B, H)) : nn__tensor(-1);
@@ -641,6 +674,7 @@ NN_API nn_tensor nn_last_valid(nn_graph *g, nn_tensor y, nn_tensor lengths, int 
         nn__rec_attr *a = &g->nodes[t.id].a.rec;
         memset(a, 0, sizeof *a);
         a->T = (int)T, a->B = (int)B, a->F = (int)g->nodes[y.id].shape.dim[2], a->batch_first = batch_first != 0;
+        g->nodes[t.id].check = "nn_last_valid: lengths outside [1, T]";
     }
     return t;
 }
@@ -659,6 +693,7 @@ static void nn__grad_last_valid(nn_graph *g, int id) {
 
 static nn_result nn__cpu_last_valid(nn_graph *g, nn__node *n) {
     const nn__rec_attr *a = &n->a.rec;
+    nn__rec_len_count(g, n, NN__I(n->in[1]), a->B, a->T);
     nn__cpu_last_valid_fwd(NN__F(n->in[0]), NN__I(n->in[1]), n->buf.host, a->T, a->B, a->F, a->batch_first);
     return NN_OK;
 }
@@ -672,7 +707,8 @@ static nn_result nn__launch_last_valid_any(nn_graph *g, int id, int bwd) {
     nn__node *n = &g->nodes[id];
     const nn__rec_attr *a = &n->a.rec;
     nn__launch *l = NULL;
-    nn_result r = nn__launch_kernel(g, id, "recurrent", bwd ? "last_valid_bwd" : "last_valid_fwd", (size_t)n->numel, &l);
+    nn_result r = bwd ? NN_OK : nn__rec_len_launch(g, id, &g->nodes[n->in[1]].buf, a->B, a->T);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "recurrent", bwd ? "last_valid_bwd" : "last_valid_fwd", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
     if (bwd) {
         nn__k_last_valid_bwd k;
