@@ -264,3 +264,8 @@ tests/interop_mlp: tests/interop_mlp.c nn.h
 
 interop: tests/interop_mlp
 	env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tests/interop_torch.py tests/interop_mlp $(INTEROP_DATA)
+
+# ---- recurrent: the time loop's representation, measured (HACKING.md, "Recurrent layers") ----
+# `make bench/rnn_loop && ./bench/rnn_loop [T B I H steps]` (NN_DEVICE picks the backend)
+bench/rnn_loop: bench/rnn_loop.c nn.h
+	$(CC) $(CFLAGS) $(WARN) -D_POSIX_C_SOURCE=200809L -I. -o $@ $< $(LIBS)

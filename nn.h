@@ -1082,7 +1082,7 @@ typedef enum nn_rnn_nonlinearity {
    defaults: one layer, one direction, [T, B, I] input, no dropout, biases, zero initial
    states, all sequences of length T, no final states made). */
 typedef struct nn_rnn_desc {
-    int num_layers;      /* stacked layers (0: 1); layer k > 0 takes layer k - 1's output */
+    int num_layers;      /* stacked layers (0: 1; at most 32); layer k > 0 takes layer k - 1's output */
     int bidirectional;   /* 1: each layer also runs backwards in time (parameters
                             ..._l{k}_reverse); outputs concatenate forward then reverse */
     int batch_first;     /* 1: x is [B, T, I] and the output [B, T, D * Hout]; 0: [T, B, ...].
@@ -28015,7 +28015,7 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     p = d.dropout == (float)NN_ZERO ? 0.0f : d.dropout;
     if (hidden < 1 || hidden > (1 << 24))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: hidden_size %lld is not in [1, 2^24]", op, name, (long long)hidden);
-    if (L < 1 || L > 64) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: num_layers %d is not in [1, 64]", op, name, L);
+    if (L < 1 || L > 32) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: num_layers %d is not in [1, 32]", op, name, L);
     if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: dropout %g is not in [0, 1)", op, name, p);
     if (d.proj_size != 0 && d.proj_size != NN_ZERO && (kind != NN__REC_LSTM || d.proj_size < 0 || d.proj_size >= hidden))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: proj_size %lld must be 0%s (hidden_size %lld)", op, name,

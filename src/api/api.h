@@ -918,7 +918,7 @@ typedef enum nn_rnn_nonlinearity {
    defaults: one layer, one direction, [T, B, I] input, no dropout, biases, zero initial
    states, all sequences of length T, no final states made). */
 typedef struct nn_rnn_desc {
-    int num_layers;      /* stacked layers (0: 1); layer k > 0 takes layer k - 1's output */
+    int num_layers;      /* stacked layers (0: 1; at most 32); layer k > 0 takes layer k - 1's output */
     int bidirectional;   /* 1: each layer also runs backwards in time (parameters
                             ..._l{k}_reverse); outputs concatenate forward then reverse */
     int batch_first;     /* 1: x is [B, T, I] and the output [B, T, D * Hout]; 0: [T, B, ...].

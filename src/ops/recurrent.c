@@ -502,7 +502,7 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     p = d.dropout == (float)NN_ZERO ? 0.0f : d.dropout;
     if (hidden < 1 || hidden > (1 << 24))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: hidden_size %lld is not in [1, 2^24]", op, name, (long long)hidden);
-    if (L < 1 || L > 64) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: num_layers %d is not in [1, 64]", op, name, L);
+    if (L < 1 || L > 32) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: num_layers %d is not in [1, 32]", op, name, L);
     if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: dropout %g is not in [0, 1)", op, name, p);
     if (d.proj_size != 0 && d.proj_size != NN_ZERO && (kind != NN__REC_LSTM || d.proj_size < 0 || d.proj_size >= hidden))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: proj_size %lld must be 0%s (hidden_size %lld)", op, name,
