@@ -90,9 +90,12 @@ check-warnings: nn.h
 	  echo "ok: $$cc -x $$lang $$st after <CL/cl.h>"; done; done; done; \
 	else echo "check-warnings: no <CL/cl.h> here: the check with it included first is skipped"; fi
 
-EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae
+EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae \
+           examples/char_lstm
 examples: $(EXAMPLES)
 examples/xor: examples/xor.c nn.h
+	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
+examples/char_lstm: examples/char_lstm.c nn.h
 	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
 # zlib (zlib1g-dev) when its header and library are here: then the example reads the .gz
 # files as they are; without it, -DFMNIST_NO_ZLIB: plain IDX files only, which `make demo`
