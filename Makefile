@@ -13,7 +13,7 @@ DL_LIBS := $(shell printf '\043include <dlfcn.h>\nint main(void){return dlopen("
              $(CC) -x c - -o /dev/null >/dev/null 2>&1 || echo -ldl)
 LIBS = -lm -lpthread $(DL_LIBS)
 
-.PHONY: all test test-asan test-tsan test-oclgrind check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers compile-scale clean
+.PHONY: all test test-asan test-tsan test-oclgrind check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers compile-scale clean bench-rnn
 
 all: nn.h
 
@@ -184,7 +184,7 @@ gpu-report: gpu-report-build
 
 clean:
 	rm -rf tests/oclgrind-out
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/rnn_bench bench/compile_scale bench/sgemm_clblast
 	rm -rf build/gpu-report build/gpu-report-out
 
 # ---- fuzzing: every loader of untrusted bytes under libFuzzer, ASan and UBSan (clang) -------
@@ -272,3 +272,12 @@ interop: tests/interop_mlp
 # `make bench/rnn_loop && ./bench/rnn_loop [T B I H steps]` (NN_DEVICE picks the backend)
 bench/rnn_loop: bench/rnn_loop.c nn.h
 	$(CC) $(CFLAGS) $(WARN) -D_POSIX_C_SOURCE=200809L -I. -o $@ $< $(LIBS)
+
+# ---- recurrent examples' figures (bench/rnn_bench.c, bench/char_lstm_torch.py) ----------------
+# Training tokens/s of the char-LSTM (examples/char_lstm.c's model), a 2-layer LSTM and GRU of
+# 512 (batch 64, sequence 128) on every backend, with kernel launches per time step, beside
+# PyTorch's at 1 and 2 threads: `make bench-rnn [ROUNDS=n]`.
+bench/rnn_bench: bench/rnn_bench.c nn.h
+	$(CC) $(CFLAGS) $(WARN) -I. -o $@ $< $(LIBS)
+bench-rnn: bench/nn_bench bench/rnn_bench
+	FIGURES=rnn ./bench/run.sh
