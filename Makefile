@@ -184,7 +184,7 @@ gpu-report: gpu-report-build
 
 clean:
 	rm -rf tests/oclgrind-out
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/rnn_bench bench/compile_scale bench/sgemm_clblast
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp tests/interop_rnn $(EXAMPLES) bench/nn_bench bench/rnn_bench bench/compile_scale bench/sgemm_clblast
 	rm -rf build/gpu-report build/gpu-report-out
 
 # ---- fuzzing: every loader of untrusted bytes under libFuzzer, ASan and UBSan (clang) -------
@@ -265,8 +265,12 @@ INTEROP_DATA ?= /usr/share/datasets/fashion-mnist
 tests/interop_mlp: tests/interop_mlp.c nn.h
 	$(CC) $(CFLAGS) $(WARN) -o $@ $< $(LIBS)
 
-interop: tests/interop_mlp
+interop: tests/interop_mlp tests/interop_rnn
 	env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tests/interop_torch.py tests/interop_mlp $(INTEROP_DATA)
+	env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tests/interop_rnn.py tests/interop_rnn
+# the recurrent lines (tests/interop_rnn.py): examples/char_lstm.c's model, 20 Adam steps
+tests/interop_rnn: tests/interop_rnn.c nn.h
+	$(CC) $(CFLAGS) $(WARN) -o $@ $< $(LIBS)
 
 # ---- recurrent: the time loop's representation, measured (HACKING.md, "Recurrent layers") ----
 # `make bench/rnn_loop && ./bench/rnn_loop [T B I H steps]` (NN_DEVICE picks the backend)
