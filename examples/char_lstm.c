@@ -4,7 +4,8 @@
    Build and run (from the repository root, after `make nn.h`):
        cc -O2 -I. examples/char_lstm.c -o examples/char_lstm -lm -lpthread
        ./examples/char_lstm [TEXT]     (STEPS=n overrides the step count, default 300;
-                                        NN_DEVICE picks the backend)
+                                        SEED=n the initialisation and batch seed, default
+                                        1; NN_DEVICE picks the backend)
 
    Text: TEXT, or the regular files of /usr/share/common-licenses concatenated in name order
    (the GPT example's corpus). Characters: newline and printable ASCII (vocabulary 96),
@@ -188,9 +189,13 @@ int main(int argc, char **argv) {
     int k;
     double t0, train_time = 0, heldout = 0;
     float lossv = 0;
+    uint64_t seed = 1;
 
     if (getenv("STEPS")) steps = atoll(getenv("STEPS"));
     if (steps < 1) steps = 1;
+    if (getenv("SEED")) seed = (uint64_t)atoll(getenv("SEED"));
+    rng ^= (seed - 1) * 0xD1B54A32D192ED03ull; /* SEED=1: the default stream */
+    if (rng == 0) rng = 1;
     raw = read_corpus(argc > 1 ? argv[1] : NULL, &n);
     if (!raw || n < 20 * (T + 1)) {
         fprintf(stderr, "char_lstm: cannot read the text (%s), or it is shorter than %d characters\n",
@@ -215,7 +220,7 @@ int main(int argc, char **argv) {
 
     /* ---- the training graph: batches gathered from the text on the device ---- */
     memset(&gd, 0, sizeof gd);
-    gd.seed = 1;
+    gd.seed = seed;
     if (nn_graph_create(ctx, &gd, &g) != NN_OK) return fail(ctx, "nn_graph_create");
     text = nn_input(g, "text", NN_I32, nn_shape2(nrows, T));  /* the text in rows of 64 */
     rows = nn_input(g, "rows", NN_I32, nn_shape1(2 * B));     /* per window: rows q, q+1 */
