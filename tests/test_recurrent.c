@@ -530,6 +530,48 @@ static void rec_len_report(const t_env *e) {
     t_end();
 }
 
+/* A training step's launches (OpenCL: kernels; CPU: op runs) and transfers for an LSTM of
+   T steps: the time loop adds 2 kernels a step forward and 2 backward, no node, and nothing
+   crosses between host and device. */
+static int launch_run(const t_env *e, int T, uint64_t *launches, uint64_t *bytes) {
+    nn_graph *g = NULL;
+    nn_tensor x, y;
+    nn_compile_desc cd;
+    nn_stats s0, s1;
+    nn_rnn_desc d;
+    int ok;
+    memset(&d, 0, sizeof d);
+    d.bidirectional = 1;
+    if (!T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) return 0;
+    x = nn_input(g, "x", NN_F32, nn_shape3(T, 2, 3));
+    y = nn_lstm(g, x, 5, &d, "lstm");
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_mean(g, nn_mul(g, y, y));
+    cd.optimizer.kind = NN_OPT_SGD;
+    cd.optimizer.lr = 0.1f;
+    ok = T_OK(nn_graph_compile(g, &cd), e->ctx) && T_OK(nn_graph_step(g), e->ctx) && T_OK(nn_graph_finish(g), e->ctx);
+    nn_context_stats(e->ctx, &s0);
+    ok = ok && T_OK(nn_graph_step(g), e->ctx) && T_OK(nn_graph_finish(g), e->ctx);
+    nn_context_stats(e->ctx, &s1);
+    *launches = s1.kernel_launches - s0.kernel_launches;
+    *bytes = s1.h2d_bytes - s0.h2d_bytes + s1.d2h_bytes - s0.d2h_bytes;
+    nn_graph_destroy(g);
+    return ok;
+}
+
+static void rec_launches(const t_env *e) {
+    uint64_t l5 = 0, l9 = 0, b5 = 1, b9 = 1;
+    if (!t_begin(e, "recurrent: launches per time step, no transfers")) return;
+    if (launch_run(e, 5, &l5, &b5) && launch_run(e, 9, &l9, &b9)) {
+        /* 2 directions x 4 more steps x (2 forward + 2 backward) kernels; no node more */
+        uint64_t want = e->opencl ? 2 * 4 * 4 : 0;
+        T_CHECK(l9 - l5 == want, "T 9 - T 5: %llu more launches a step, not %llu", (unsigned long long)(l9 - l5),
+                (unsigned long long)want);
+        T_CHECK(b5 == 0 && b9 == 0, "a step moved %llu and %llu bytes", (unsigned long long)b5, (unsigned long long)b9);
+    }
+    t_end();
+}
+
 static void rec_lengths(const t_env *e) {
     run_layer(e, K_LSTM, 5, 3, 3, 7, 1, 1, 0, F_LEN);
     run_layer(e, K_LSTM, 5, 3, 3, 7, 1, 2, 0, F_LEN | F_H0 | F_C0 | F_BF);
@@ -550,4 +592,4 @@ static void rec_proj(const t_env *e) {
 
 static void rec_bad(const t_env *e) { t_bad_rows(e, rec_bad_rows, (int)(sizeof rec_bad_rows / sizeof rec_bad_rows[0])); }
 
-void suite_recurrent(const t_env *e) { T_RUN(e, rec_cells, rec_single, rec_stacked, rec_dropout, rec_lengths, rec_len_report, rec_proj, rec_bad); }
+void suite_recurrent(const t_env *e) { T_RUN(e, rec_cells, rec_single, rec_stacked, rec_dropout, rec_launches, rec_lengths, rec_len_report, rec_proj, rec_bad); }
